@@ -1,0 +1,151 @@
+//! Application errors. Two kinds exist and never mix:
+//! - [`ToolError`]: recoverable; becomes a tool result with `isError = true` that the model can
+//!   act on, and the run goes on.
+//! - [`ApplicationError`]: fail-fast; ends the active invocation (the run for root/handoff
+//!   owners, only the task for a delegated agent). Cancellation is its own variant.
+
+use tt_domain::DomainError;
+use tt_ports::{HostBridgeError, ModelError, StorageError};
+
+/// A recoverable tool failure, returned to the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// `tool.invalid_arguments`.
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        Self::new("tool.invalid_arguments", message)
+    }
+}
+
+impl From<DomainError> for ToolError {
+    fn from(value: DomainError) -> Self {
+        Self {
+            code: value.code,
+            message: value.message,
+        }
+    }
+}
+
+/// A fail-fast error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplicationError {
+    #[error("agent.cancelled: {0}")]
+    Cancelled(String),
+    #[error("{code}: {message}")]
+    Fatal { code: &'static str, message: String },
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+impl ApplicationError {
+    pub fn fatal(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Fatal {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn cancelled() -> Self {
+        Self::Cancelled("the run was cancelled".to_owned())
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        match self {
+            ApplicationError::Cancelled(_) => true,
+            ApplicationError::Model(err) => matches!(err, ModelError::Cancelled),
+            ApplicationError::Fatal { .. } | ApplicationError::Storage(_) => false,
+        }
+    }
+
+    /// The contract code carried by this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApplicationError::Cancelled(_) => "agent.cancelled",
+            ApplicationError::Fatal { code, .. } => code,
+            ApplicationError::Storage(err) => err.code(),
+            ApplicationError::Model(err) => err.code(),
+        }
+    }
+
+    /// The message without the code prefix.
+    pub fn detail(&self) -> String {
+        let text = self.to_string();
+        match tt_domain::error::split_error_code(&text) {
+            Some((_, rest)) => rest.to_owned(),
+            None => text,
+        }
+    }
+
+    /// Whether a user may sensibly press "retry" (drift and transient upstream problems).
+    pub fn user_retryable(&self) -> bool {
+        match self {
+            ApplicationError::Fatal { code, .. } => matches!(
+                *code,
+                "model.tool_call_required"
+                    | "agent.tool_after_finish"
+                    | "agent.max_tool_rounds_exceeded"
+            ),
+            ApplicationError::Model(err) => err.is_retryable(),
+            ApplicationError::Cancelled(_) | ApplicationError::Storage(_) => false,
+        }
+    }
+}
+
+impl From<DomainError> for ApplicationError {
+    fn from(value: DomainError) -> Self {
+        Self::Fatal {
+            code: value.code,
+            message: value.message,
+        }
+    }
+}
+
+impl From<HostBridgeError> for ApplicationError {
+    fn from(value: HostBridgeError) -> Self {
+        match value {
+            HostBridgeError::Cancelled => Self::cancelled(),
+            HostBridgeError::Rejected(message) => Self::fatal("agent.chat_commit_failed", message),
+            HostBridgeError::Unavailable(message) => {
+                Self::fatal("agent.chat_commit_channel_closed", message)
+            }
+        }
+    }
+}
+
+pub type ApplicationResult<T> = Result<T, ApplicationError>;
+
+/// The outcome of a failed tool call: recoverable or fail-fast.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolCallError {
+    #[error(transparent)]
+    Recoverable(#[from] ToolError),
+    #[error(transparent)]
+    Fatal(#[from] ApplicationError),
+}
+
+impl From<StorageError> for ToolCallError {
+    fn from(value: StorageError) -> Self {
+        Self::Fatal(ApplicationError::Storage(value))
+    }
+}
+
+impl From<DomainError> for ToolCallError {
+    /// Domain rule violations from model input are recoverable (for example an invalid path).
+    fn from(value: DomainError) -> Self {
+        Self::Recoverable(value.into())
+    }
+}

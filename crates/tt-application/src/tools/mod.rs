@@ -1,0 +1,65 @@
+//! Tools: specs as the model sees them, argument parsing helpers, and the shared shapes of a
+//! successful call. Dispatch (visibility, budgets, audit, events) lives in `crate::dispatch`.
+
+pub mod args;
+pub mod workspace;
+
+use serde_json::Value;
+use tt_domain::workspace::WorkspacePath;
+
+/// What a tool tells the loop beyond its result, so the loop can emit events, take
+/// checkpoints or end.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolEffect {
+    None,
+    /// `workspace.write_file` succeeded.
+    FileWritten {
+        path: WorkspacePath,
+        mode: &'static str,
+        chars: usize,
+        words: usize,
+        sha256: String,
+    },
+    /// `workspace.apply_patch` succeeded.
+    PatchApplied {
+        path: WorkspacePath,
+        chars: usize,
+        words: usize,
+        old_sha256: String,
+        sha256: String,
+        replacements: usize,
+    },
+}
+
+/// A successful tool call, before the dispatcher wraps it into an `AgentToolResult`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSuccess {
+    /// Markdown/plain text the model reads.
+    pub content: String,
+    /// Machine-readable result.
+    pub structured: Value,
+    /// `workspace:<path>` style references to what the call touched.
+    pub resource_refs: Vec<String>,
+    pub effect: ToolEffect,
+}
+
+impl ToolSuccess {
+    pub fn new(content: impl Into<String>, structured: Value) -> Self {
+        Self {
+            content: content.into(),
+            structured,
+            resource_refs: Vec::new(),
+            effect: ToolEffect::None,
+        }
+    }
+
+    pub fn with_refs(mut self, refs: Vec<String>) -> Self {
+        self.resource_refs = refs;
+        self
+    }
+
+    pub fn with_effect(mut self, effect: ToolEffect) -> Self {
+        self.effect = effect;
+        self
+    }
+}

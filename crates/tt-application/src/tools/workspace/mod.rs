@@ -1,0 +1,1 @@
+//! The seven workspace tools (reference §2.6).

@@ -1,0 +1,326 @@
+//! The run journal's event envelope, the event-type vocabulary and `eventScope`.
+//!
+//! Every event is one JSON line `{seq, id, runId, timestamp, level, type, payload}`. Object
+//! payloads carry `eventScope {invocationId, relatedInvocationIds?}` so a host can filter a
+//! journal per agent.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::ids::{EventId, ROOT_INVOCATION_ID, RunId};
+use crate::time::Timestamp;
+use crate::{DomainError, DomainResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// A journal record as stored. `seq` is assigned by the journal, strictly increasing from 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRunEvent {
+    pub seq: u64,
+    pub id: EventId,
+    pub run_id: RunId,
+    pub timestamp: Timestamp,
+    pub level: EventLevel,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    #[serde(default)]
+    pub payload: Value,
+}
+
+impl AgentRunEvent {
+    /// The primary invocation this event belongs to, from its `eventScope`.
+    pub fn scope_invocation_id(&self) -> Option<&str> {
+        self.payload
+            .get("eventScope")?
+            .get("invocationId")?
+            .as_str()
+    }
+
+    /// True when the event's scope names `invocation_id` as primary or related.
+    pub fn concerns_invocation(&self, invocation_id: &str) -> bool {
+        let Some(scope) = self.payload.get("eventScope") else {
+            return false;
+        };
+        scope.get("invocationId").and_then(Value::as_str) == Some(invocation_id)
+            || scope
+                .get("relatedInvocationIds")
+                .and_then(Value::as_array)
+                .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(invocation_id)))
+    }
+}
+
+/// An event before the journal assigns its `seq`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRunEvent {
+    pub id: EventId,
+    pub run_id: RunId,
+    pub timestamp: Timestamp,
+    pub level: EventLevel,
+    pub event_type: RunEventType,
+    pub payload: Value,
+}
+
+impl NewRunEvent {
+    pub fn with_seq(self, seq: u64) -> AgentRunEvent {
+        AgentRunEvent {
+            seq,
+            id: self.id,
+            run_id: self.run_id,
+            timestamp: self.timestamp,
+            level: self.level,
+            event_type: self.event_type.as_str().to_owned(),
+            payload: self.payload,
+        }
+    }
+}
+
+macro_rules! event_types {
+    ($($variant:ident => $name:literal,)*) => {
+        /// Every event type the runtime writes.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum RunEventType { $($variant,)* }
+
+        impl RunEventType {
+            pub const ALL: &'static [RunEventType] = &[$(RunEventType::$variant,)*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(RunEventType::$variant => $name,)* }
+            }
+
+            pub fn parse(name: &str) -> Option<Self> {
+                match name { $($name => Some(RunEventType::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+event_types! {
+    RunCreated => "run_created",
+    ProfileResolved => "profile_resolved",
+    SkillScopesResolved => "skill_scopes_resolved",
+    StatusChanged => "status_changed",
+    WorkspaceInitialized => "workspace_initialized",
+    PersistentProjectionInitialized => "persistent_projection_initialized",
+    ContextAssembled => "context_assembled",
+    AgentModelBindingResolved => "agent_model_binding_resolved",
+    AgentInvocationCreated => "agent_invocation_created",
+    AgentInvocationStarted => "agent_invocation_started",
+    AgentInvocationCompleted => "agent_invocation_completed",
+    AgentInvocationFailed => "agent_invocation_failed",
+    AgentInvocationCancelled => "agent_invocation_cancelled",
+    AgentInvocationTransferred => "agent_invocation_transferred",
+    AgentTaskRegistered => "agent_task_registered",
+    AgentTaskQueued => "agent_task_queued",
+    AgentTaskStarted => "agent_task_started",
+    AgentTaskCompleted => "agent_task_completed",
+    AgentTaskFailed => "agent_task_failed",
+    AgentTaskCancelled => "agent_task_cancelled",
+    AgentDelegateStarted => "agent_delegate_started",
+    AgentHandoffRequested => "agent_handoff_requested",
+    AgentHandoffAccepted => "agent_handoff_accepted",
+    AgentAwaitStarted => "agent_await_started",
+    AgentAwaitCompleted => "agent_await_completed",
+    TaskReturnCompleted => "task_return_completed",
+    TaskReturnRecorded => "task_return_recorded",
+    AgentChildInvocationFailed => "agent_child_invocation_failed",
+    PromptAssemblyRequested => "prompt_assembly_requested",
+    PromptAssemblyCompleted => "prompt_assembly_completed",
+    PromptAssemblyFailed => "prompt_assembly_failed",
+    ModelRequestCreated => "model_request_created",
+    ModelCallAttemptStarted => "model_call_attempt_started",
+    ModelCallAttemptFailed => "model_call_attempt_failed",
+    ModelCallRetryScheduled => "model_call_retry_scheduled",
+    ModelResponseStored => "model_response_stored",
+    ProviderStateUpdated => "provider_state_updated",
+    ModelCompleted => "model_completed",
+    ModelDelta => "model_delta",
+    DirectOutputCaptured => "direct_output_captured",
+    DriftRecoveryAttempted => "drift_recovery_attempted",
+    ToolCallRequested => "tool_call_requested",
+    ToolCallStarted => "tool_call_started",
+    ToolResultStored => "tool_result_stored",
+    ToolCallCompleted => "tool_call_completed",
+    ToolCallFailed => "tool_call_failed",
+    WorkspaceFileWritten => "workspace_file_written",
+    WorkspacePatchApplied => "workspace_patch_applied",
+    CheckpointCreated => "checkpoint_created",
+    AgentLoopFinished => "agent_loop_finished",
+    ChatCommitStarted => "chat_commit_started",
+    ChatCommitRequested => "chat_commit_requested",
+    ChatCommitCompleted => "chat_commit_completed",
+    ChatCommitFailed => "chat_commit_failed",
+    ChatCommitRecorded => "chat_commit_recorded",
+    PersistentChangesCommitted => "persistent_changes_committed",
+    PersistentChangesCommitFailed => "persistent_changes_commit_failed",
+    RunCompleted => "run_completed",
+    RunPartialSuccess => "run_partial_success",
+    RunCancelRequested => "run_cancel_requested",
+    RunCancelled => "run_cancelled",
+    RunFailed => "run_failed",
+}
+
+const SCOPE_FIELDS: [&str; 5] = [
+    "invocationId",
+    "parentInvocationId",
+    "sourceInvocationId",
+    "childInvocationId",
+    "newInvocationId",
+];
+
+/// Adds the canonical `eventScope` to an object payload (reference §7).
+///
+/// An explicit `eventScope.invocationId` wins; otherwise the primary id is chosen by event type,
+/// then by the first of the five invocation fields present, then `inv_root` for run-level events.
+/// A non-object `eventScope` is `agent.event_scope_invalid`.
+pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResult<Value> {
+    let Value::Object(mut map) = payload else {
+        return Ok(payload);
+    };
+    let explicit = match map.get("eventScope") {
+        None => None,
+        Some(Value::Object(scope)) => scope
+            .get("invocationId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        Some(_) => {
+            return Err(DomainError::new(
+                "agent.event_scope_invalid",
+                format!(
+                    "{} payload has a non-object eventScope",
+                    event_type.as_str()
+                ),
+            ));
+        }
+    };
+    let field = |name: &str| map.get(name).and_then(Value::as_str).map(str::to_owned);
+    let by_type = match event_type {
+        RunEventType::AgentDelegateStarted => field("parentInvocationId"),
+        RunEventType::AgentHandoffRequested | RunEventType::AgentHandoffAccepted => {
+            field("sourceInvocationId")
+        }
+        RunEventType::TaskReturnCompleted => field("childInvocationId"),
+        RunEventType::AgentTaskRegistered
+        | RunEventType::AgentTaskQueued
+        | RunEventType::AgentTaskStarted
+        | RunEventType::AgentTaskCompleted
+        | RunEventType::AgentTaskFailed
+        | RunEventType::AgentTaskCancelled => field("parentInvocationId"),
+        _ => None,
+    };
+    let is_run_level =
+        event_type.as_str().starts_with("run_") || event_type == RunEventType::StatusChanged;
+    let primary = explicit
+        .or(by_type)
+        .or_else(|| SCOPE_FIELDS.iter().find_map(|name| field(name)))
+        .or_else(|| is_run_level.then(|| ROOT_INVOCATION_ID.to_owned()));
+    let Some(primary) = primary else {
+        return Ok(Value::Object(map));
+    };
+    let mut related: Vec<String> = Vec::new();
+    for name in SCOPE_FIELDS {
+        if let Some(id) = field(name) {
+            if id != primary && !related.contains(&id) {
+                related.push(id);
+            }
+        }
+    }
+    let mut scope = Map::new();
+    scope.insert("invocationId".into(), Value::String(primary));
+    if !related.is_empty() {
+        scope.insert(
+            "relatedInvocationIds".into(),
+            Value::Array(related.into_iter().map(Value::String).collect()),
+        );
+    }
+    map.insert("eventScope".into(), Value::Object(scope));
+    Ok(Value::Object(map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn task_events_are_scoped_to_the_delegating_agent() {
+        let payload = with_event_scope(
+            RunEventType::AgentTaskCompleted,
+            json!({"taskId":"task_1","parentInvocationId":"inv_root","childInvocationId":"inv_c"}),
+        )
+        .unwrap();
+        assert_eq!(
+            payload["eventScope"],
+            json!({"invocationId":"inv_root","relatedInvocationIds":["inv_c"]})
+        );
+    }
+
+    #[test]
+    fn task_return_is_scoped_to_the_returning_agent() {
+        let payload = with_event_scope(
+            RunEventType::TaskReturnCompleted,
+            json!({"parentInvocationId":"inv_root","childInvocationId":"inv_c"}),
+        )
+        .unwrap();
+        assert_eq!(payload["eventScope"]["invocationId"], "inv_c");
+        assert_eq!(
+            payload["eventScope"]["relatedInvocationIds"],
+            json!(["inv_root"])
+        );
+    }
+
+    #[test]
+    fn run_events_default_to_root_and_explicit_scope_wins() {
+        let payload = with_event_scope(
+            RunEventType::StatusChanged,
+            json!({"status":"calling_model"}),
+        )
+        .unwrap();
+        assert_eq!(payload["eventScope"], json!({"invocationId":"inv_root"}));
+        let payload = with_event_scope(
+            RunEventType::ToolCallStarted,
+            json!({"invocationId":"inv_a","eventScope":{"invocationId":"inv_b"}}),
+        )
+        .unwrap();
+        assert_eq!(payload["eventScope"]["invocationId"], "inv_b");
+        assert_eq!(
+            payload["eventScope"]["relatedInvocationIds"],
+            json!(["inv_a"])
+        );
+    }
+
+    #[test]
+    fn unscoped_and_invalid_payloads() {
+        assert_eq!(
+            with_event_scope(RunEventType::RunCompleted, Value::Null).unwrap(),
+            Value::Null
+        );
+        let plain = with_event_scope(
+            RunEventType::CheckpointCreated,
+            json!({"checkpointId":"cp_000001"}),
+        )
+        .unwrap();
+        assert!(plain.get("eventScope").is_none());
+        let err =
+            with_event_scope(RunEventType::ToolCallStarted, json!({"eventScope": 3})).unwrap_err();
+        assert_eq!(err.code, "agent.event_scope_invalid");
+    }
+
+    #[test]
+    fn event_type_names_are_unique_snake_case() {
+        let mut seen = std::collections::HashSet::new();
+        for event_type in RunEventType::ALL {
+            let name = event_type.as_str();
+            assert!(seen.insert(name), "duplicate {name}");
+            assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+            assert_eq!(RunEventType::parse(name), Some(*event_type));
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Identifiers of runs, invocations, tasks, events and profiles.
+//!
+//! Ids are opaque strings with a fixed prefix (`run_`, `inv_`, `task_`, `handoff_`, `evt_`).
+//! Fresh ids are built from a unique hex token handed out by the `IdGenerator` port, so the domain
+//! never touches randomness itself.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::{DomainError, DomainResult};
+
+macro_rules! string_id {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Wraps an id read back from storage or a host request, without re-validating it.
+            pub fn from_raw(raw: impl Into<String>) -> Self {
+                Self(raw.into())
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+
+string_id!(
+    /// `run_<hex>`.
+    RunId
+);
+string_id!(
+    /// `inv_root` for the root invocation, `inv_<hex>` otherwise.
+    InvocationId
+);
+string_id!(
+    /// `task_<hex>` for delegated tasks, `handoff_<hex>` for handoffs.
+    TaskId
+);
+string_id!(
+    /// `evt_<hex>`.
+    EventId
+);
+string_id!(
+    /// `chat_<16 hex>`, derived from the stable conversation id.
+    WorkspaceId
+);
+string_id!(
+    /// `commit_<hex>`: one host commit handshake.
+    CommitId
+);
+string_id!(
+    /// `cp_NNNNNN`.
+    CheckpointId
+);
+
+/// The root invocation's id is a constant.
+pub const ROOT_INVOCATION_ID: &str = "inv_root";
+
+impl RunId {
+    pub fn generate(token: &str) -> Self {
+        Self(format!("run_{token}"))
+    }
+}
+
+impl InvocationId {
+    pub fn root() -> Self {
+        Self(ROOT_INVOCATION_ID.to_owned())
+    }
+
+    pub fn generate(token: &str) -> Self {
+        Self(format!("inv_{token}"))
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.0 == ROOT_INVOCATION_ID
+    }
+}
+
+impl TaskId {
+    pub fn generate_delegate(token: &str) -> Self {
+        Self(format!("task_{token}"))
+    }
+
+    pub fn generate_handoff(token: &str) -> Self {
+        Self(format!("handoff_{token}"))
+    }
+}
+
+impl EventId {
+    pub fn generate(token: &str) -> Self {
+        Self(format!("evt_{token}"))
+    }
+}
+
+impl CommitId {
+    pub fn generate(token: &str) -> Self {
+        Self(format!("commit_{token}"))
+    }
+}
+
+impl CheckpointId {
+    pub fn from_seq(seq: u64) -> Self {
+        Self(format!("cp_{seq:06}"))
+    }
+}
+
+/// Maximum length of a profile id or artifact id.
+pub const MAX_PROFILE_ID_LEN: usize = 128;
+
+/// A profile id: lowercase ASCII letters, digits, `-` and `_`, 1 to 128 bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ProfileId(String);
+
+impl ProfileId {
+    pub fn parse(raw: &str) -> DomainResult<Self> {
+        if is_valid_profile_id(raw) {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(DomainError::new(
+                "agent.profile_id_invalid",
+                format!(
+                    "profile id `{}` must be 1 to {MAX_PROFILE_ID_LEN} characters of lowercase letters, digits, `-` or `_`",
+                    truncate_for_message(raw)
+                ),
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// For ids that are valid by construction (constants in this crate).
+    pub(crate) fn from_trusted(raw: &str) -> Self {
+        Self(raw.to_owned())
+    }
+}
+
+impl TryFrom<String> for ProfileId {
+    type Error = DomainError;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::parse(&value)
+    }
+}
+
+impl From<ProfileId> for String {
+    fn from(value: ProfileId) -> Self {
+        value.0
+    }
+}
+
+impl fmt::Display for ProfileId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Profile and artifact ids share one charset.
+pub fn is_valid_profile_id(raw: &str) -> bool {
+    !raw.is_empty()
+        && raw.len() <= MAX_PROFILE_ID_LEN
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+/// Storage segments (run ids, workspace ids, state ids) must match `[A-Za-z0-9_-]{1,128}`.
+pub fn is_valid_storage_segment(raw: &str) -> bool {
+    !raw.is_empty()
+        && raw.len() <= 128
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+pub(crate) fn truncate_for_message(raw: &str) -> String {
+    const LIMIT: usize = 80;
+    if raw.chars().count() <= LIMIT {
+        raw.to_owned()
+    } else {
+        let head: String = raw.chars().take(LIMIT).collect();
+        format!("{head}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_carry_their_prefixes() {
+        assert_eq!(RunId::generate("ab").as_str(), "run_ab");
+        assert_eq!(InvocationId::generate("ab").as_str(), "inv_ab");
+        assert!(InvocationId::root().is_root());
+        assert_eq!(TaskId::generate_delegate("x").as_str(), "task_x");
+        assert_eq!(TaskId::generate_handoff("x").as_str(), "handoff_x");
+        assert_eq!(CheckpointId::from_seq(7).as_str(), "cp_000007");
+    }
+
+    #[test]
+    fn profile_ids_follow_the_charset() {
+        assert!(ProfileId::parse("scene-critic_2").is_ok());
+        for bad in ["", "Scene", "a b", "a/b", &"a".repeat(129)] {
+            let err = ProfileId::parse(bad).unwrap_err();
+            assert_eq!(err.code, "agent.profile_id_invalid");
+        }
+        assert!(ProfileId::parse(&"a".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn storage_segments_are_restricted() {
+        assert!(is_valid_storage_segment("run_ABC-1"));
+        assert!(!is_valid_storage_segment("../x"));
+        assert!(!is_valid_storage_segment(""));
+    }
+}

@@ -1,0 +1,182 @@
+//! An invocation: one agent's tool loop inside a run (root, delegated sub-agent, or handoff owner).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{InvocationId, ProfileId, RunId};
+use crate::time::Timestamp;
+use crate::{DomainError, DomainResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvocationKind {
+    Root,
+    Subagent,
+    Handoff,
+}
+
+impl InvocationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InvocationKind::Root => "root",
+            InvocationKind::Subagent => "subagent",
+            InvocationKind::Handoff => "handoff",
+        }
+    }
+
+    /// Root and handoff owners may finish the run; sub-agents must return a task result.
+    pub fn exit_policy(self) -> ExitPolicy {
+        match self {
+            InvocationKind::Root | InvocationKind::Handoff => ExitPolicy::RunFinishAllowed,
+            InvocationKind::Subagent => ExitPolicy::TaskReturnRequired,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvocationStatus {
+    Created,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    Transferred,
+}
+
+impl InvocationStatus {
+    pub fn is_terminal(self) -> bool {
+        match self {
+            InvocationStatus::Completed
+            | InvocationStatus::Failed
+            | InvocationStatus::Cancelled
+            | InvocationStatus::Transferred => true,
+            InvocationStatus::Created | InvocationStatus::Running => false,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InvocationStatus::Created => "created",
+            InvocationStatus::Running => "running",
+            InvocationStatus::Completed => "completed",
+            InvocationStatus::Failed => "failed",
+            InvocationStatus::Cancelled => "cancelled",
+            InvocationStatus::Transferred => "transferred",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitPolicy {
+    RunFinishAllowed,
+    TaskReturnRequired,
+}
+
+impl ExitPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitPolicy::RunFinishAllowed => "run_finish_allowed",
+            ExitPolicy::TaskReturnRequired => "task_return_required",
+        }
+    }
+}
+
+/// Stored as `invocations/<id>.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInvocation {
+    pub id: InvocationId,
+    pub run_id: RunId,
+    pub parent_invocation_id: Option<InvocationId>,
+    pub profile_id: ProfileId,
+    pub kind: InvocationKind,
+    pub status: InvocationStatus,
+    pub exit_policy: ExitPolicy,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl AgentInvocation {
+    pub fn new_root(run_id: RunId, profile_id: ProfileId, now: Timestamp) -> Self {
+        Self {
+            id: InvocationId::root(),
+            run_id,
+            parent_invocation_id: None,
+            profile_id,
+            kind: InvocationKind::Root,
+            status: InvocationStatus::Created,
+            exit_policy: ExitPolicy::RunFinishAllowed,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// `created -> running -> {completed, failed, cancelled, transferred}`; `created` may also
+    /// end directly in `failed` or `cancelled`. Terminal statuses never change.
+    pub fn transition(&mut self, next: InvocationStatus, now: Timestamp) -> DomainResult<bool> {
+        if self.status == next {
+            return Ok(false);
+        }
+        let legal = match (self.status, next) {
+            (InvocationStatus::Created, InvocationStatus::Running) => true,
+            (InvocationStatus::Created, InvocationStatus::Failed | InvocationStatus::Cancelled) => {
+                true
+            }
+            (InvocationStatus::Running, next) => next.is_terminal(),
+            _ => false,
+        };
+        if !legal {
+            return Err(DomainError::new(
+                "agent.invocation_status_transition_invalid",
+                format!(
+                    "invocation {} cannot move from {} to {}",
+                    self.id,
+                    self.status.as_str(),
+                    next.as_str()
+                ),
+            ));
+        }
+        self.status = next;
+        self.updated_at = now;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invocation() -> AgentInvocation {
+        AgentInvocation::new_root(
+            RunId::from_raw("run_x"),
+            ProfileId::parse("default-writer").unwrap(),
+            Timestamp::from_unix_millis(0),
+        )
+    }
+
+    #[test]
+    fn root_finishes_run() {
+        let inv = invocation();
+        assert_eq!(inv.exit_policy, ExitPolicy::RunFinishAllowed);
+        assert_eq!(
+            InvocationKind::Subagent.exit_policy(),
+            ExitPolicy::TaskReturnRequired
+        );
+        assert_eq!(
+            InvocationKind::Handoff.exit_policy(),
+            ExitPolicy::RunFinishAllowed
+        );
+    }
+
+    #[test]
+    fn lifecycle_rules() {
+        let now = Timestamp::from_unix_millis(1);
+        let mut inv = invocation();
+        assert!(inv.transition(InvocationStatus::Completed, now).is_err());
+        assert!(inv.transition(InvocationStatus::Running, now).unwrap());
+        assert!(inv.transition(InvocationStatus::Transferred, now).unwrap());
+        assert!(inv.transition(InvocationStatus::Running, now).is_err());
+        assert!(!inv.transition(InvocationStatus::Transferred, now).unwrap());
+    }
+}

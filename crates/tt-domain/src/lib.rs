@@ -1,0 +1,20 @@
+//! The pure domain model of tt-agent-runtime.
+//!
+//! Everything here is plain data and rules: no I/O, no async runtime, no clocks. Other crates
+//! speak in these types; adapters map their own failures and wire formats onto them.
+
+pub mod error;
+pub mod event;
+pub mod ids;
+pub mod invocation;
+pub mod model;
+pub mod profile;
+pub mod run;
+pub mod task;
+pub mod task_result;
+pub mod text;
+pub mod time;
+pub mod tool;
+pub mod workspace;
+
+pub use error::{DomainError, DomainResult};

@@ -1,0 +1,240 @@
+//! The canonical model IR every provider adapter speaks: requests, messages, content parts,
+//! responses, usage and the per-invocation provider session.
+//!
+//! Tool call ids are opaque: whatever a provider sent comes back to it unchanged.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::{InvocationId, ProfileId, RunId};
+use crate::tool::{AgentToolCall, AgentToolResult, AgentToolSpec};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelRole {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One part of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ModelContentPart {
+    Text {
+        text: String,
+    },
+    Reasoning {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(
+            default,
+            rename = "providerMetadata",
+            skip_serializing_if = "Value::is_null"
+        )]
+        provider_metadata: Value,
+    },
+    ToolCall {
+        call: AgentToolCall,
+    },
+    ToolResult {
+        result: AgentToolResult,
+    },
+    Media {
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        value: String,
+    },
+    ResourceRef {
+        uri: String,
+    },
+    /// Provider-native data that must be replayed unchanged (for example signed thinking blocks).
+    Native {
+        provider: String,
+        value: Value,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentModelMessage {
+    pub role: ModelRole,
+    pub parts: Vec<ModelContentPart>,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub provider_metadata: Value,
+}
+
+impl AgentModelMessage {
+    pub fn text(role: ModelRole, text: impl Into<String>) -> Self {
+        Self {
+            role,
+            parts: vec![ModelContentPart::Text { text: text.into() }],
+            provider_metadata: Value::Null,
+        }
+    }
+
+    pub fn tool_result(result: AgentToolResult) -> Self {
+        Self {
+            role: ModelRole::Tool,
+            parts: vec![ModelContentPart::ToolResult { result }],
+            provider_metadata: Value::Null,
+        }
+    }
+
+    /// Concatenated text parts.
+    pub fn text_content(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                ModelContentPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
+    pub fn tool_calls(&self) -> impl Iterator<Item = &AgentToolCall> {
+        self.parts.iter().filter_map(|part| match part {
+            ModelContentPart::ToolCall { call } => Some(call),
+            _ => None,
+        })
+    }
+}
+
+/// Identifies one invocation's conversation with a provider: `sessionId = "<runId>:<invocationId>"`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderSession {
+    pub session_id: String,
+    pub run_id: RunId,
+    pub invocation_id: InvocationId,
+}
+
+impl ProviderSession {
+    pub fn new(run_id: &RunId, invocation_id: &InvocationId) -> Self {
+        Self {
+            session_id: format!("{run_id}:{invocation_id}"),
+            run_id: run_id.clone(),
+            invocation_id: invocation_id.clone(),
+        }
+    }
+}
+
+/// One model request in canonical form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentModelRequest {
+    pub session: ProviderSession,
+    /// The profile of the agent this request is for (scripted models decide from it).
+    pub agent_profile_id: ProfileId,
+    /// Model id from the invocation's binding, if any; providers fall back to their default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    /// 1-based round within the invocation.
+    pub round: u32,
+    pub messages: Vec<AgentModelMessage>,
+    pub tools: Vec<AgentToolSpec>,
+    /// Always `"auto"`.
+    pub tool_choice: String,
+}
+
+impl AgentModelRequest {
+    /// Number of tool results in the conversation so far.
+    pub fn tool_result_count(&self) -> usize {
+        self.messages
+            .iter()
+            .flat_map(|message| message.parts.iter())
+            .filter(|part| matches!(part, ModelContentPart::ToolResult { .. }))
+            .count()
+    }
+
+    /// Number of assistant turns already in the conversation.
+    pub fn assistant_turn_count(&self) -> usize {
+        self.messages
+            .iter()
+            .filter(|message| message.role == ModelRole::Assistant)
+            .count()
+    }
+}
+
+/// Token usage of one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One model response in canonical form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentModelResponse {
+    /// The assistant message, with tool calls and native parts, to replay on the next turn.
+    pub message: AgentModelMessage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ModelUsage>,
+    /// The provider's raw response body, for audit.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub raw_response: Value,
+}
+
+impl AgentModelResponse {
+    pub fn tool_calls(&self) -> Vec<AgentToolCall> {
+        self.message.tool_calls().cloned().collect()
+    }
+
+    pub fn text(&self) -> String {
+        self.message.text_content()
+    }
+
+    pub fn reasoning_text(&self) -> String {
+        self.message
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                ModelContentPart::Reasoning {
+                    text: Some(text), ..
+                } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_id_joins_run_and_invocation() {
+        let session = ProviderSession::new(&RunId::from_raw("run_a"), &InvocationId::root());
+        assert_eq!(session.session_id, "run_a:inv_root");
+    }
+
+    #[test]
+    fn parts_are_tagged_by_type() {
+        let part = ModelContentPart::Text { text: "hi".into() };
+        assert_eq!(
+            serde_json::to_string(&part).unwrap(),
+            r#"{"type":"text","text":"hi"}"#
+        );
+        let native = ModelContentPart::Native {
+            provider: "anthropic".into(),
+            value: Value::Null,
+        };
+        assert!(
+            serde_json::to_string(&native)
+                .unwrap()
+                .starts_with(r#"{"type":"native""#)
+        );
+    }
+}

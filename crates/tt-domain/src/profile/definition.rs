@@ -1,0 +1,357 @@
+//! The profile file format (`schemaVersion` 2, kind `tauritavern.agentProfile`), camelCase with
+//! unknown fields rejected. Defaults follow the reference contract.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::ids::ProfileId;
+use crate::run::Presentation;
+use crate::tool::ToolName;
+use crate::workspace::WorkspaceRoot;
+
+pub const PROFILE_KIND: &str = "tauritavern.agentProfile";
+pub const PROFILE_SCHEMA_VERSION: u32 = 2;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentProfileDefinition {
+    pub schema_version: u32,
+    pub kind: String,
+    pub id: ProfileId,
+    pub display_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub preset: PresetBinding,
+    pub model: ModelBinding,
+    pub run: RunSection,
+    #[serde(default)]
+    pub context: ContextPolicy,
+    #[serde(default)]
+    pub delegation: DelegationPolicy,
+    #[serde(default)]
+    pub instructions: InstructionsSection,
+    pub tools: ToolsSection,
+    pub skills: SkillsSection,
+    pub workspace: WorkspaceSection,
+    pub plan: PlanSection,
+    pub output: OutputSection,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PresetMode {
+    CurrentPromptSnapshot,
+    Ref,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PresetRef {
+    pub api_id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PresetBinding {
+    pub mode: PresetMode,
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub preset_ref: Option<PresetRef>,
+    #[serde(default)]
+    pub required: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ModelMode {
+    CurrentPromptSnapshot,
+    ConnectionRef,
+    RequiresConfiguration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelBinding {
+    pub mode: ModelMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelRetryPolicy {
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    #[serde(default = "default_retry_interval_ms")]
+    pub interval_ms: u64,
+}
+
+impl Default for ModelRetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: default_max_retries(),
+            interval_ms: default_retry_interval_ms(),
+        }
+    }
+}
+
+fn default_max_retries() -> u32 {
+    3
+}
+fn default_retry_interval_ms() -> u64 {
+    3000
+}
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunSection {
+    pub presentation: Presentation,
+    #[serde(default = "default_true")]
+    pub direct_runnable: bool,
+    #[serde(default)]
+    pub model_retry: ModelRetryPolicy,
+}
+
+/// How much of the host conversation an agent's prompt includes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContextPolicy {
+    /// -1 = no limit (any negative value becomes -1), 0 = none, N = the last N messages.
+    #[serde(default = "default_history", deserialize_with = "deserialize_history")]
+    pub initial_chat_history_messages: i64,
+    #[serde(default = "default_true")]
+    pub include_activated_world_info: bool,
+}
+
+impl Default for ContextPolicy {
+    fn default() -> Self {
+        Self {
+            initial_chat_history_messages: -1,
+            include_activated_world_info: true,
+        }
+    }
+}
+
+fn default_history() -> i64 {
+    -1
+}
+
+fn deserialize_history<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let value = i64::deserialize(deserializer)?;
+    Ok(if value < 0 { -1 } else { value })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DelegationPolicy {
+    #[serde(default)]
+    pub can_delegate: bool,
+    #[serde(default)]
+    pub can_handoff: bool,
+    #[serde(default)]
+    pub callable: bool,
+    #[serde(default)]
+    pub allow_as_subagent: bool,
+    #[serde(default)]
+    pub allow_as_handoff_target: bool,
+    /// Modelled for compatibility; children never delegate in this runtime.
+    #[serde(default)]
+    pub allow_nested_delegation: bool,
+    #[serde(default = "default_allowed_callers")]
+    pub allowed_callers: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description_for_agents: Option<String>,
+    #[serde(default = "default_max_concurrent")]
+    pub max_concurrent_invocations: u32,
+    #[serde(default = "default_max_invocations")]
+    pub max_invocations_per_run: u32,
+    #[serde(default = "default_result_budget")]
+    pub result_budget_tokens: u32,
+    #[serde(default = "default_max_handoff_depth")]
+    pub max_handoff_depth: u32,
+}
+
+impl Default for DelegationPolicy {
+    fn default() -> Self {
+        Self {
+            can_delegate: false,
+            can_handoff: false,
+            callable: false,
+            allow_as_subagent: false,
+            allow_as_handoff_target: false,
+            allow_nested_delegation: false,
+            allowed_callers: default_allowed_callers(),
+            description_for_agents: None,
+            max_concurrent_invocations: default_max_concurrent(),
+            max_invocations_per_run: default_max_invocations(),
+            result_budget_tokens: default_result_budget(),
+            max_handoff_depth: default_max_handoff_depth(),
+        }
+    }
+}
+
+impl DelegationPolicy {
+    /// `allowedCallers` contains `*` or the caller's id.
+    pub fn allows_caller(&self, caller: &ProfileId) -> bool {
+        self.allowed_callers
+            .iter()
+            .any(|entry| entry == "*" || entry == caller.as_str())
+    }
+}
+
+fn default_allowed_callers() -> Vec<String> {
+    vec!["*".to_owned()]
+}
+fn default_max_concurrent() -> u32 {
+    3
+}
+fn default_max_invocations() -> u32 {
+    8
+}
+fn default_result_budget() -> u32 {
+    8000
+}
+fn default_max_handoff_depth() -> u32 {
+    8
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InstructionsSection {
+    /// `None` = the generated default; a non-empty string replaces it entirely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_system_prompt: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolDescriptionOverride {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub properties: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolsSection {
+    /// Canonical tool names, in the order the provider sees them. Unknown names are kept as
+    /// strings so validation can report them instead of failing to parse.
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_descriptions: BTreeMap<String, ToolDescriptionOverride>,
+    pub max_rounds: u32,
+    #[serde(default = "default_max_calls")]
+    pub max_calls_per_run: u32,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub max_calls_per_tool: BTreeMap<String, u32>,
+}
+
+fn default_max_calls() -> u32 {
+    80
+}
+
+impl ToolsSection {
+    /// Known tools in `allow` order, minus `deny`.
+    pub fn visible_tools(&self) -> Vec<ToolName> {
+        self.allow
+            .iter()
+            .filter(|name| !self.deny.contains(name))
+            .filter_map(|name| ToolName::from_canonical(name))
+            .collect()
+    }
+
+    pub fn is_visible(&self, tool: ToolName) -> bool {
+        self.visible_tools().contains(&tool)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SkillsSection {
+    pub visible: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    #[serde(default = "default_skill_chars_per_call")]
+    pub max_read_chars_per_call: u32,
+    #[serde(default = "default_skill_chars_per_run")]
+    pub max_read_chars_per_run: u32,
+}
+
+fn default_skill_chars_per_call() -> u32 {
+    20_000
+}
+fn default_skill_chars_per_run() -> u32 {
+    80_000
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceSection {
+    pub visible_roots: Vec<WorkspaceRoot>,
+    pub writable_roots: Vec<WorkspaceRoot>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PlanMode {
+    None,
+    Free,
+    Strict,
+    Hybrid,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanNode {
+    pub id: String,
+    pub title: String,
+    #[serde(default)]
+    pub locked: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanSection {
+    pub mode: PlanMode,
+    #[serde(default = "default_true")]
+    pub beta: bool,
+    #[serde(default)]
+    pub nodes: Vec<PlanNode>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ArtifactTarget {
+    MessageBody,
+    MessageExtra,
+    CombinedMarkdown,
+    HiddenRunArtifact,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutputArtifact {
+    pub id: String,
+    pub path: String,
+    pub kind: String,
+    pub target: ArtifactTarget,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default)]
+    pub assembly_order: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutputSection {
+    pub artifacts: Vec<OutputArtifact>,
+}

@@ -1,0 +1,10 @@
+//! Agent profiles: what an agent is (prompt, model binding, tools, budgets, workspace roots,
+//! delegation rights, output artifacts), their validation, and the built-in `default-writer`.
+
+mod builtin;
+mod definition;
+mod validation;
+
+pub use builtin::{DEFAULT_PROFILE_ID, default_writer_definition};
+pub use definition::*;
+pub use validation::{ProfileSource, ResolvedProfile, resolve_profile, validate_profile};

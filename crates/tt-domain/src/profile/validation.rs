@@ -1,0 +1,676 @@
+//! Profile validation and resolution (reference §3).
+//!
+//! `validate_profile` checks every cross-field rule and reports the first violation with an
+//! `agent.profile_*` code; `resolve_profile` validates and derives the message-body artifact.
+
+use serde::{Deserialize, Serialize};
+
+use super::definition::*;
+use crate::ids::{ProfileId, is_valid_profile_id};
+use crate::run::Presentation;
+use crate::tool::ToolName;
+use crate::workspace::{WorkspaceAccessPolicy, WorkspacePath};
+use crate::{DomainError, DomainResult};
+
+/// Where a resolved profile came from: `built_in` or `file:<id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileSource {
+    pub profile_source: String,
+}
+
+impl ProfileSource {
+    pub fn built_in() -> Self {
+        Self {
+            profile_source: "built_in".to_owned(),
+        }
+    }
+
+    pub fn file(id: &ProfileId) -> Self {
+        Self {
+            profile_source: format!("file:{id}"),
+        }
+    }
+}
+
+/// A validated profile plus what the runtime derives from it; frozen per run as
+/// `input/resolved_profile.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedProfile {
+    pub definition: AgentProfileDefinition,
+    pub message_body_artifact_id: String,
+    pub message_body_path: WorkspacePath,
+    pub source_trace: ProfileSource,
+}
+
+impl ResolvedProfile {
+    pub fn id(&self) -> &ProfileId {
+        &self.definition.id
+    }
+
+    pub fn access_policy(&self) -> WorkspaceAccessPolicy {
+        WorkspaceAccessPolicy::new(
+            self.definition.workspace.visible_roots.clone(),
+            self.definition.workspace.writable_roots.clone(),
+        )
+    }
+
+    pub fn visible_tools(&self) -> Vec<ToolName> {
+        self.definition.tools.visible_tools()
+    }
+}
+
+/// Validates and resolves a definition.
+pub fn resolve_profile(
+    definition: AgentProfileDefinition,
+    source: ProfileSource,
+) -> DomainResult<ResolvedProfile> {
+    validate_profile(&definition)?;
+    let body = definition
+        .output
+        .artifacts
+        .iter()
+        .find(|artifact| artifact.target == ArtifactTarget::MessageBody)
+        .ok_or_else(|| {
+            err(
+                "agent.profile_output_invalid",
+                "exactly one messageBody artifact is required",
+            )
+        })?;
+    let message_body_path = WorkspacePath::parse(&body.path).map_err(|e| {
+        err(
+            "agent.profile_output_invalid",
+            format!("artifact `{}`: {}", body.id, e.message),
+        )
+    })?;
+    Ok(ResolvedProfile {
+        message_body_artifact_id: body.id.clone(),
+        message_body_path,
+        source_trace: source,
+        definition,
+    })
+}
+
+fn err(code: &'static str, message: impl Into<String>) -> DomainError {
+    DomainError::new(code, message)
+}
+
+/// Checks every rule of reference §3; the first violation is returned.
+pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
+    validate_header(p)?;
+    validate_bindings(p)?;
+    validate_run(p)?;
+    let visible = validate_tools(p)?;
+    validate_delegation(p, &visible)?;
+    validate_entrypoints(p, &visible)?;
+    validate_skills(p)?;
+    validate_workspace(p)?;
+    validate_plan(p)?;
+    validate_output(p)?;
+    Ok(())
+}
+
+fn validate_header(p: &AgentProfileDefinition) -> DomainResult<()> {
+    if p.schema_version != PROFILE_SCHEMA_VERSION {
+        return Err(err(
+            "agent.profile_schema_version_unsupported",
+            format!(
+                "schemaVersion {} is not supported; use {PROFILE_SCHEMA_VERSION}",
+                p.schema_version
+            ),
+        ));
+    }
+    if p.kind != PROFILE_KIND {
+        return Err(err(
+            "agent.profile_kind_invalid",
+            format!("kind must be `{PROFILE_KIND}`"),
+        ));
+    }
+    if p.display_name.trim().is_empty() {
+        return Err(err(
+            "agent.profile_display_name_required",
+            "displayName must not be empty",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_bindings(p: &AgentProfileDefinition) -> DomainResult<()> {
+    match p.preset.mode {
+        PresetMode::Ref => match &p.preset.preset_ref {
+            Some(r) if !r.api_id.trim().is_empty() && !r.name.trim().is_empty() => {}
+            _ => {
+                return Err(err(
+                    "agent.profile_preset_ref_required",
+                    "preset.mode `ref` needs preset.ref {apiId, name}",
+                ));
+            }
+        },
+        PresetMode::CurrentPromptSnapshot | PresetMode::None => {
+            if p.preset.preset_ref.is_some() {
+                return Err(err(
+                    "agent.profile_preset_ref_unexpected",
+                    "preset.ref is only allowed with preset.mode `ref`",
+                ));
+            }
+        }
+    }
+    let has_connection = p
+        .model
+        .connection_ref
+        .as_deref()
+        .is_some_and(|s| !s.trim().is_empty());
+    let has_model = p
+        .model
+        .model_id
+        .as_deref()
+        .is_some_and(|s| !s.trim().is_empty());
+    match p.model.mode {
+        ModelMode::ConnectionRef => {
+            if !(has_connection && has_model) {
+                return Err(err(
+                    "agent.profile_model_binding_invalid",
+                    "model.mode `connectionRef` needs both connectionRef and modelId",
+                ));
+            }
+        }
+        ModelMode::CurrentPromptSnapshot | ModelMode::RequiresConfiguration => {
+            if p.model.connection_ref.is_some() || p.model.model_id.is_some() {
+                return Err(err(
+                    "agent.profile_model_binding_invalid",
+                    "connectionRef and modelId are only allowed with model.mode `connectionRef`",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn validate_run(p: &AgentProfileDefinition) -> DomainResult<()> {
+    if p.run.model_retry.max_retries > 0 && p.run.model_retry.interval_ms == 0 {
+        return Err(err(
+            "agent.profile_model_retry_invalid",
+            "run.modelRetry.intervalMs must be > 0 when maxRetries > 0",
+        ));
+    }
+    if let Some(prompt) = &p.instructions.agent_system_prompt {
+        if prompt.trim().is_empty() {
+            return Err(err(
+                "agent.profile_system_prompt_blank",
+                "instructions.agentSystemPrompt must be omitted or non-blank",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
+    let tools = &p.tools;
+    if tools.allow.is_empty() {
+        return Err(err(
+            "agent.profile_tools_required",
+            "tools.allow must not be empty",
+        ));
+    }
+    for name in tools.allow.iter().chain(tools.deny.iter()) {
+        if name == ToolName::TaskReturn.canonical() {
+            return Err(err(
+                "agent.profile_task_return_runtime_only",
+                "task.return is added by the runtime for delegated tasks; remove it from the profile",
+            ));
+        }
+        if ToolName::from_canonical(name).is_none() {
+            return Err(err(
+                "agent.profile_tool_unknown",
+                format!("unknown tool `{name}`"),
+            ));
+        }
+    }
+    if tools.max_rounds == 0 {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "tools.maxRounds must be > 0",
+        ));
+    }
+    if tools.max_calls_per_run == 0 {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "tools.maxCallsPerRun must be > 0",
+        ));
+    }
+    let visible = tools.visible_tools();
+    if !visible.contains(&ToolName::WorkspaceWriteFile) {
+        return Err(err(
+            "agent.profile_write_tool_required",
+            "workspace.write_file must be visible",
+        ));
+    }
+    for (name, limit) in &tools.max_calls_per_tool {
+        let tool = ToolName::from_canonical(name).ok_or_else(|| {
+            err(
+                "agent.profile_tool_unknown",
+                format!("maxCallsPerTool names unknown tool `{name}`"),
+            )
+        })?;
+        if !visible.contains(&tool) {
+            return Err(err(
+                "agent.profile_tool_not_visible",
+                format!("maxCallsPerTool names `{name}`, which is not visible"),
+            ));
+        }
+        if *limit == 0 {
+            return Err(err(
+                "agent.profile_limit_invalid",
+                format!("maxCallsPerTool.{name} must be > 0"),
+            ));
+        }
+    }
+    for name in tools.tool_descriptions.keys() {
+        let tool = ToolName::from_canonical(name).ok_or_else(|| {
+            err(
+                "agent.profile_tool_unknown",
+                format!("toolDescriptions names unknown tool `{name}`"),
+            )
+        })?;
+        if !visible.contains(&tool) {
+            return Err(err(
+                "agent.profile_tool_not_visible",
+                format!("toolDescriptions names `{name}`, which is not visible"),
+            ));
+        }
+    }
+    Ok(visible)
+}
+
+fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> DomainResult<()> {
+    let d = &p.delegation;
+    let shows = |tool: ToolName| visible.contains(&tool);
+    if shows(ToolName::AgentList) && !(d.can_delegate || d.can_handoff) {
+        return Err(err(
+            "agent.profile_agent_tool_requires_policy",
+            "agent.list needs delegation.canDelegate or canHandoff",
+        ));
+    }
+    if (shows(ToolName::AgentDelegate) || shows(ToolName::AgentAwait)) && !d.can_delegate {
+        return Err(err(
+            "agent.profile_agent_tool_requires_policy",
+            "agent.delegate and agent.await need delegation.canDelegate",
+        ));
+    }
+    if shows(ToolName::AgentHandoff) && !d.can_handoff {
+        return Err(err(
+            "agent.profile_agent_tool_requires_policy",
+            "agent.handoff needs delegation.canHandoff",
+        ));
+    }
+    if !d.callable && (d.allow_as_subagent || d.allow_as_handoff_target) {
+        return Err(err(
+            "agent.profile_callable_conflict",
+            "allowAsSubagent / allowAsHandoffTarget need delegation.callable = true",
+        ));
+    }
+    if d.callable && !(d.allow_as_subagent || d.allow_as_handoff_target) {
+        return Err(err(
+            "agent.profile_callable_conflict",
+            "a callable profile must allow use as a sub-agent or as a handoff target",
+        ));
+    }
+    if d.allowed_callers.is_empty() {
+        return Err(err(
+            "agent.profile_allowed_callers_invalid",
+            "delegation.allowedCallers must not be empty",
+        ));
+    }
+    for caller in &d.allowed_callers {
+        if caller != "*" && !is_valid_profile_id(caller) {
+            return Err(err(
+                "agent.profile_allowed_callers_invalid",
+                format!("`{caller}` is neither `*` nor a profile id"),
+            ));
+        }
+    }
+    if d.description_for_agents
+        .as_deref()
+        .is_some_and(|text| text.trim().is_empty())
+    {
+        return Err(err(
+            "agent.profile_description_blank",
+            "delegation.descriptionForAgents must not be blank",
+        ));
+    }
+    for (name, value) in [
+        ("maxConcurrentInvocations", d.max_concurrent_invocations),
+        ("maxInvocationsPerRun", d.max_invocations_per_run),
+        ("resultBudgetTokens", d.result_budget_tokens),
+        ("maxHandoffDepth", d.max_handoff_depth),
+    ] {
+        if value == 0 {
+            return Err(err(
+                "agent.profile_limit_invalid",
+                format!("delegation.{name} must be > 0"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_entrypoints(p: &AgentProfileDefinition, visible: &[ToolName]) -> DomainResult<()> {
+    let d = &p.delegation;
+    if p.run.direct_runnable {
+        if !visible.contains(&ToolName::WorkspaceFinish) {
+            return Err(err(
+                "agent.profile_finish_tool_required",
+                "a directly runnable profile needs workspace.finish",
+            ));
+        }
+        if p.run.presentation == Presentation::Foreground
+            && !visible.contains(&ToolName::WorkspaceCommit)
+        {
+            return Err(err(
+                "agent.foreground_commit_unavailable",
+                "a directly runnable foreground profile needs workspace.commit",
+            ));
+        }
+    } else {
+        if !(d.callable && (d.allow_as_subagent || d.allow_as_handoff_target)) {
+            return Err(err(
+                "agent.profile_entrypoint_required",
+                "directRunnable = false needs callable and allowAsSubagent or allowAsHandoffTarget",
+            ));
+        }
+        if !d.allow_as_handoff_target && p.run.presentation != Presentation::Background {
+            return Err(err(
+                "agent.profile_presentation_invalid",
+                "a sub-agent-only profile must use run.presentation `background`",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_skills(p: &AgentProfileDefinition) -> DomainResult<()> {
+    let s = &p.skills;
+    if s.visible.is_empty() {
+        return Err(err(
+            "agent.profile_skills_invalid",
+            "skills.visible must not be empty (use `*` for all)",
+        ));
+    }
+    if s.max_read_chars_per_call == 0 || s.max_read_chars_per_run == 0 {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "skill read budgets must be > 0",
+        ));
+    }
+    if s.max_read_chars_per_call > s.max_read_chars_per_run {
+        return Err(err(
+            "agent.profile_skills_invalid",
+            "skills.maxReadCharsPerCall must not exceed maxReadCharsPerRun",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_workspace(p: &AgentProfileDefinition) -> DomainResult<()> {
+    let w = &p.workspace;
+    if w.visible_roots.is_empty() {
+        return Err(err(
+            "agent.profile_workspace_invalid",
+            "workspace.visibleRoots must not be empty",
+        ));
+    }
+    for root in &w.writable_roots {
+        if !w.visible_roots.contains(root) {
+            return Err(err(
+                "agent.profile_workspace_invalid",
+                format!("writable root `{root}` must also be visible"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_plan(p: &AgentProfileDefinition) -> DomainResult<()> {
+    if p.plan.mode != PlanMode::None || !p.plan.nodes.is_empty() {
+        return Err(err(
+            "agent.plan_mode_unsupported",
+            "only plan.mode `none` without nodes is supported",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_output(p: &AgentProfileDefinition) -> DomainResult<()> {
+    let artifacts = &p.output.artifacts;
+    let bodies = artifacts
+        .iter()
+        .filter(|a| a.target == ArtifactTarget::MessageBody)
+        .count();
+    if bodies != 1 {
+        return Err(err(
+            "agent.profile_output_invalid",
+            "exactly one messageBody artifact is required",
+        ));
+    }
+    let policy = WorkspaceAccessPolicy::new(
+        p.workspace.visible_roots.clone(),
+        p.workspace.writable_roots.clone(),
+    );
+    let mut seen_paths = Vec::new();
+    for artifact in artifacts {
+        if artifact.target != ArtifactTarget::MessageBody {
+            return Err(err(
+                "agent.profile_output_invalid",
+                format!(
+                    "artifact `{}`: only the messageBody target is supported",
+                    artifact.id
+                ),
+            ));
+        }
+        if !is_valid_profile_id(&artifact.id) {
+            return Err(err(
+                "agent.profile_output_invalid",
+                format!("artifact id `{}` is invalid", artifact.id),
+            ));
+        }
+        let path = WorkspacePath::parse(&artifact.path).map_err(|e| {
+            err(
+                "agent.profile_output_invalid",
+                format!("artifact `{}`: {}", artifact.id, e.message),
+            )
+        })?;
+        if !(policy.is_visible(&path) && policy.is_writable(&path)) {
+            return Err(err(
+                "agent.profile_output_invalid",
+                format!(
+                    "artifact `{}` path `{path}` must be under a visible and writable root",
+                    artifact.id
+                ),
+            ));
+        }
+        if seen_paths.contains(&path) {
+            return Err(err(
+                "agent.profile_output_invalid",
+                format!("artifact path `{path}` is used twice"),
+            ));
+        }
+        seen_paths.push(path);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::builtin::default_writer_definition;
+    use super::*;
+    use crate::workspace::WorkspaceRoot;
+
+    fn code(p: &AgentProfileDefinition) -> Option<&'static str> {
+        validate_profile(p).err().map(|e| e.code)
+    }
+
+    #[test]
+    fn built_in_default_writer_is_valid() {
+        let resolved =
+            resolve_profile(default_writer_definition(), ProfileSource::built_in()).unwrap();
+        assert_eq!(resolved.message_body_path.as_str(), "output/main.md");
+        assert_eq!(resolved.message_body_artifact_id, "main");
+    }
+
+    #[test]
+    fn default_writer_round_trips_through_json() {
+        let def = default_writer_definition();
+        let json = serde_json::to_string_pretty(&def).unwrap();
+        let back: AgentProfileDefinition = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, def);
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let mut json = serde_json::to_value(default_writer_definition()).unwrap();
+        json["tools"]["surprise"] = serde_json::json!(1);
+        assert!(serde_json::from_value::<AgentProfileDefinition>(json).is_err());
+    }
+
+    #[test]
+    fn negative_history_becomes_unlimited() {
+        let mut json = serde_json::to_value(default_writer_definition()).unwrap();
+        json["context"]["initialChatHistoryMessages"] = serde_json::json!(-7);
+        let def: AgentProfileDefinition = serde_json::from_value(json).unwrap();
+        assert_eq!(def.context.initial_chat_history_messages, -1);
+    }
+
+    #[test]
+    fn task_return_is_runtime_only() {
+        let mut p = default_writer_definition();
+        p.tools.allow.push("task.return".into());
+        assert_eq!(code(&p), Some("agent.profile_task_return_runtime_only"));
+    }
+
+    #[test]
+    fn tool_rules() {
+        let mut p = default_writer_definition();
+        p.tools.allow.push("chat.search".into());
+        assert_eq!(code(&p), Some("agent.profile_tool_unknown"));
+
+        let mut p = default_writer_definition();
+        p.tools.deny.push("workspace.write_file".into());
+        assert_eq!(code(&p), Some("agent.profile_write_tool_required"));
+
+        let mut p = default_writer_definition();
+        p.tools
+            .max_calls_per_tool
+            .insert("agent.delegate".into(), 2);
+        assert_eq!(code(&p), Some("agent.profile_tool_not_visible"));
+
+        let mut p = default_writer_definition();
+        p.tools.max_rounds = 0;
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+    }
+
+    #[test]
+    fn agent_tools_need_delegation_rights() {
+        let mut p = default_writer_definition();
+        p.tools.allow.insert(0, "agent.delegate".into());
+        assert_eq!(code(&p), Some("agent.profile_agent_tool_requires_policy"));
+        p.delegation.can_delegate = true;
+        assert_eq!(code(&p), None);
+        p.tools.allow.insert(0, "agent.handoff".into());
+        assert_eq!(code(&p), Some("agent.profile_agent_tool_requires_policy"));
+    }
+
+    #[test]
+    fn callable_rules() {
+        let mut p = default_writer_definition();
+        p.delegation.allow_as_subagent = true;
+        assert_eq!(code(&p), Some("agent.profile_callable_conflict"));
+        p.delegation.callable = true;
+        assert_eq!(code(&p), None);
+        p.delegation.allow_as_subagent = false;
+        assert_eq!(code(&p), Some("agent.profile_callable_conflict"));
+    }
+
+    #[test]
+    fn direct_runnable_profiles_require_finish_tool() {
+        let mut p = default_writer_definition();
+        p.tools.deny.push("workspace.finish".into());
+        assert_eq!(code(&p), Some("agent.profile_finish_tool_required"));
+        let mut p = default_writer_definition();
+        p.tools.deny.push("workspace.commit".into());
+        assert_eq!(code(&p), Some("agent.foreground_commit_unavailable"));
+        p.run.presentation = Presentation::Background;
+        assert_eq!(code(&p), None);
+    }
+
+    #[test]
+    fn subagent_only_profiles_do_not_require_finish_tool() {
+        let mut p = default_writer_definition();
+        p.tools
+            .deny
+            .extend(["workspace.finish".to_owned(), "workspace.commit".to_owned()]);
+        p.run.direct_runnable = false;
+        assert_eq!(code(&p), Some("agent.profile_entrypoint_required"));
+        p.delegation.callable = true;
+        p.delegation.allow_as_subagent = true;
+        assert_eq!(code(&p), Some("agent.profile_presentation_invalid"));
+        p.run.presentation = Presentation::Background;
+        assert_eq!(code(&p), None);
+    }
+
+    #[test]
+    fn handoff_target_profiles_do_not_require_finish_tool() {
+        let mut p = default_writer_definition();
+        p.tools
+            .deny
+            .extend(["workspace.finish".to_owned(), "workspace.commit".to_owned()]);
+        p.run.direct_runnable = false;
+        p.delegation.callable = true;
+        p.delegation.allow_as_handoff_target = true;
+        assert_eq!(code(&p), None);
+    }
+
+    #[test]
+    fn workspace_output_and_plan_rules() {
+        let mut p = default_writer_definition();
+        p.workspace.visible_roots = vec![WorkspaceRoot::Output];
+        assert_eq!(code(&p), Some("agent.profile_workspace_invalid"));
+
+        let mut p = default_writer_definition();
+        p.output.artifacts[0].path = "output".into();
+        assert_eq!(code(&p), Some("agent.profile_output_invalid"));
+
+        let mut p = default_writer_definition();
+        p.output.artifacts.clear();
+        assert_eq!(code(&p), Some("agent.profile_output_invalid"));
+
+        let mut p = default_writer_definition();
+        p.plan.mode = PlanMode::Strict;
+        assert_eq!(code(&p), Some("agent.plan_mode_unsupported"));
+    }
+
+    #[test]
+    fn binding_rules() {
+        let mut p = default_writer_definition();
+        p.model.mode = ModelMode::ConnectionRef;
+        assert_eq!(code(&p), Some("agent.profile_model_binding_invalid"));
+        p.model.connection_ref = Some("local".into());
+        p.model.model_id = Some("m".into());
+        assert_eq!(code(&p), None);
+
+        let mut p = default_writer_definition();
+        p.preset.mode = PresetMode::Ref;
+        assert_eq!(code(&p), Some("agent.profile_preset_ref_required"));
+
+        let mut p = default_writer_definition();
+        p.run.model_retry = ModelRetryPolicy {
+            max_retries: 2,
+            interval_ms: 0,
+        };
+        assert_eq!(code(&p), Some("agent.profile_model_retry_invalid"));
+
+        let mut p = default_writer_definition();
+        p.instructions.agent_system_prompt = Some("  ".into());
+        assert_eq!(code(&p), Some("agent.profile_system_prompt_blank"));
+    }
+}

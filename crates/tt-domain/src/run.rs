@@ -1,0 +1,246 @@
+//! The run: one shared workspace, one journal and one tree of invocations.
+//!
+//! Holds `AgentRun`, its status machine (including `partial_success`) and the derivation of the
+//! workspace id from the host's stable conversation id.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::{ProfileId, RunId, WorkspaceId};
+use crate::text::sha256_hex;
+use crate::time::Timestamp;
+use crate::{DomainError, DomainResult};
+
+/// Whether the run's output is shown to the user as a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Presentation {
+    Foreground,
+    Background,
+}
+
+/// Kind of conversation a run belongs to; part of the workspace id derivation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ConversationKind {
+    Character,
+    Group,
+}
+
+impl ConversationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConversationKind::Character => "character",
+            ConversationKind::Group => "group",
+        }
+    }
+}
+
+/// Maximum byte length of a stable conversation id.
+pub const MAX_STABLE_CHAT_ID_BYTES: usize = 512;
+
+/// Trims and validates the host's stable conversation id.
+pub fn normalize_stable_chat_id(raw: &str) -> DomainResult<String> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Err(DomainError::new(
+            "agent.stable_chat_id_invalid",
+            "the stable conversation id must not be empty",
+        ));
+    }
+    if trimmed.len() > MAX_STABLE_CHAT_ID_BYTES {
+        return Err(DomainError::new(
+            "agent.stable_chat_id_invalid",
+            format!("the stable conversation id is longer than {MAX_STABLE_CHAT_ID_BYTES} bytes"),
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// `chat_` + hex of the first 8 bytes of sha256 over `{"kind":…,"stableChatId":…}`.
+pub fn derive_workspace_id(kind: ConversationKind, stable_chat_id: &str) -> WorkspaceId {
+    let identity = serde_json::json!({ "kind": kind.as_str(), "stableChatId": stable_chat_id });
+    let digest = sha256_hex(identity.to_string().as_bytes());
+    WorkspaceId::from_raw(format!("chat_{}", &digest[..16]))
+}
+
+/// Run status. Terminal: `completed`, `partial_success`, `cancelled`, `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentRunStatus {
+    Created,
+    InitializingWorkspace,
+    AssemblingContext,
+    CallingModel,
+    DispatchingTool,
+    ApplyingWorkspacePatch,
+    CreatingCheckpoint,
+    AwaitingHostCommit,
+    Finishing,
+    Completed,
+    PartialSuccess,
+    Cancelling,
+    Cancelled,
+    Failed,
+}
+
+impl AgentRunStatus {
+    pub fn is_terminal(self) -> bool {
+        match self {
+            AgentRunStatus::Completed
+            | AgentRunStatus::PartialSuccess
+            | AgentRunStatus::Cancelled
+            | AgentRunStatus::Failed => true,
+            AgentRunStatus::Created
+            | AgentRunStatus::InitializingWorkspace
+            | AgentRunStatus::AssemblingContext
+            | AgentRunStatus::CallingModel
+            | AgentRunStatus::DispatchingTool
+            | AgentRunStatus::ApplyingWorkspacePatch
+            | AgentRunStatus::CreatingCheckpoint
+            | AgentRunStatus::AwaitingHostCommit
+            | AgentRunStatus::Finishing
+            | AgentRunStatus::Cancelling => false,
+        }
+    }
+
+    /// Legal moves: a terminal status never changes; `cancelling` may only end `cancelled`
+    /// (or, if a failure races the cancel, `failed` / `partial_success`); `completed` is reached
+    /// only through `finishing`. Every other working status may move to any non-terminal status.
+    pub fn can_transition_to(self, next: AgentRunStatus) -> bool {
+        if self.is_terminal() {
+            return false;
+        }
+        match next {
+            AgentRunStatus::Completed => self == AgentRunStatus::Finishing,
+            AgentRunStatus::Cancelled
+            | AgentRunStatus::Failed
+            | AgentRunStatus::PartialSuccess
+            | AgentRunStatus::Cancelling => true,
+            AgentRunStatus::Created => false,
+            AgentRunStatus::InitializingWorkspace
+            | AgentRunStatus::AssemblingContext
+            | AgentRunStatus::CallingModel
+            | AgentRunStatus::DispatchingTool
+            | AgentRunStatus::ApplyingWorkspacePatch
+            | AgentRunStatus::CreatingCheckpoint
+            | AgentRunStatus::AwaitingHostCommit
+            | AgentRunStatus::Finishing => self != AgentRunStatus::Cancelling,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentRunStatus::Created => "created",
+            AgentRunStatus::InitializingWorkspace => "initializing_workspace",
+            AgentRunStatus::AssemblingContext => "assembling_context",
+            AgentRunStatus::CallingModel => "calling_model",
+            AgentRunStatus::DispatchingTool => "dispatching_tool",
+            AgentRunStatus::ApplyingWorkspacePatch => "applying_workspace_patch",
+            AgentRunStatus::CreatingCheckpoint => "creating_checkpoint",
+            AgentRunStatus::AwaitingHostCommit => "awaiting_host_commit",
+            AgentRunStatus::Finishing => "finishing",
+            AgentRunStatus::Completed => "completed",
+            AgentRunStatus::PartialSuccess => "partial_success",
+            AgentRunStatus::Cancelling => "cancelling",
+            AgentRunStatus::Cancelled => "cancelled",
+            AgentRunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// A run as stored in `run.json` and in the run index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRun {
+    pub id: RunId,
+    pub workspace_id: WorkspaceId,
+    pub stable_chat_id: String,
+    pub conversation_kind: ConversationKind,
+    /// Opaque host metadata (the original's `chatRef`), carried to events and bridges.
+    #[serde(default)]
+    pub chat_ref: Value,
+    /// Opaque host metadata (the original's `generationType`).
+    #[serde(default)]
+    pub generation_type: Value,
+    pub profile_id: Option<ProfileId>,
+    pub persist_base_state_id: Option<String>,
+    pub presentation: Presentation,
+    pub status: AgentRunStatus,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl AgentRun {
+    /// Moves to `next` if legal; returns whether the status changed.
+    pub fn transition(&mut self, next: AgentRunStatus, now: Timestamp) -> DomainResult<bool> {
+        if self.status == next {
+            return Ok(false);
+        }
+        if !self.status.can_transition_to(next) {
+            return Err(DomainError::new(
+                "agent.run_status_transition_invalid",
+                format!(
+                    "run {} cannot move from {} to {}",
+                    self.id,
+                    self.status.as_str(),
+                    next.as_str()
+                ),
+            ));
+        }
+        self.status = next;
+        self.updated_at = now;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_id_is_stable_and_kind_dependent() {
+        let a = derive_workspace_id(ConversationKind::Character, "chat-1");
+        let b = derive_workspace_id(ConversationKind::Character, "chat-1");
+        let c = derive_workspace_id(ConversationKind::Group, "chat-1");
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.as_str().starts_with("chat_"));
+        assert_eq!(a.as_str().len(), 5 + 16);
+    }
+
+    #[test]
+    fn stable_chat_id_is_trimmed_and_bounded() {
+        assert_eq!(normalize_stable_chat_id("  x ").unwrap(), "x");
+        assert!(normalize_stable_chat_id("   ").is_err());
+        assert!(normalize_stable_chat_id(&"a".repeat(513)).is_err());
+        assert!(normalize_stable_chat_id(&"a".repeat(512)).is_ok());
+    }
+
+    #[test]
+    fn terminal_statuses_never_move() {
+        use AgentRunStatus::*;
+        for terminal in [Completed, PartialSuccess, Cancelled, Failed] {
+            assert!(terminal.is_terminal());
+            assert!(!terminal.can_transition_to(CallingModel));
+            assert!(!terminal.can_transition_to(Failed));
+        }
+        assert!(!CallingModel.can_transition_to(Completed));
+        assert!(Finishing.can_transition_to(Completed));
+        assert!(Cancelling.can_transition_to(Cancelled));
+        assert!(!Cancelling.can_transition_to(CallingModel));
+        assert!(CallingModel.can_transition_to(PartialSuccess));
+    }
+
+    #[test]
+    fn status_serializes_snake_case() {
+        assert_eq!(
+            serde_json::to_string(&AgentRunStatus::PartialSuccess).unwrap(),
+            "\"partial_success\""
+        );
+        assert_eq!(
+            AgentRunStatus::AwaitingHostCommit.as_str(),
+            "awaiting_host_commit"
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! Task records: one per delegation (`return_to_parent`) or handoff (`transfer_control`).
+//!
+//! The first terminal write wins: once a task is completed, failed or cancelled, later
+//! transitions change nothing and report `changed = false`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::{InvocationId, ProfileId, RunId, TaskId};
+use crate::time::Timestamp;
+use crate::{DomainError, DomainResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskContinuation {
+    ReturnToParent,
+    TransferControl,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Queued,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub fn is_terminal(self) -> bool {
+        match self {
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled => true,
+            TaskStatus::Queued | TaskStatus::Running => false,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Queued => "queued",
+            TaskStatus::Running => "running",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Optional downward budget given at delegation time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentTaskBudget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rounds: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
+}
+
+/// Stored as `tasks/<id>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentTaskRecord {
+    pub id: TaskId,
+    pub run_id: RunId,
+    pub parent_invocation_id: InvocationId,
+    pub child_invocation_id: InvocationId,
+    pub target_profile_id: ProfileId,
+    pub workspace_key: String,
+    pub continuation: TaskContinuation,
+    pub status: TaskStatus,
+    #[serde(default)]
+    pub task: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<AgentTaskBudget>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by_tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A requested change of task status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskTransition {
+    pub status: TaskStatus,
+    pub result_ref: Option<String>,
+    pub error: Option<String>,
+}
+
+impl AgentTaskRecord {
+    /// Applies a transition. Returns `Ok(false)` when the task is already terminal (first
+    /// terminal write wins) or already in that non-terminal status; errors on moving backwards.
+    pub fn apply_transition(
+        &mut self,
+        change: &TaskTransition,
+        now: Timestamp,
+    ) -> DomainResult<bool> {
+        if self.status.is_terminal() {
+            return Ok(false);
+        }
+        if self.status == change.status {
+            return Ok(false);
+        }
+        if self.status == TaskStatus::Running && change.status == TaskStatus::Queued {
+            return Err(DomainError::new(
+                "agent.task_status_transition_invalid",
+                format!("task {} cannot move from running back to queued", self.id),
+            ));
+        }
+        self.status = change.status;
+        if change.result_ref.is_some() {
+            self.result_ref.clone_from(&change.result_ref);
+        }
+        if change.error.is_some() {
+            self.error.clone_from(&change.error);
+        }
+        self.updated_at = now;
+        Ok(true)
+    }
+}
+
+/// `<agentId>`, then `<agentId>-002`, `-003`, … for repeats within a run (delegate and handoff
+/// tasks share the namespace).
+pub fn next_workspace_key<'a>(agent_id: &str, used: impl IntoIterator<Item = &'a str>) -> String {
+    let used: std::collections::HashSet<&str> = used.into_iter().collect();
+    if !used.contains(agent_id) {
+        return agent_id.to_owned();
+    }
+    (2u32..)
+        .map(|n| format!("{agent_id}-{n:03}"))
+        .find(|candidate| !used.contains(candidate.as_str()))
+        .unwrap_or_else(|| agent_id.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task() -> AgentTaskRecord {
+        AgentTaskRecord {
+            id: TaskId::from_raw("task_1"),
+            run_id: RunId::from_raw("run_1"),
+            parent_invocation_id: InvocationId::root(),
+            child_invocation_id: InvocationId::from_raw("inv_1"),
+            target_profile_id: ProfileId::parse("critic").unwrap(),
+            workspace_key: "critic".into(),
+            continuation: TaskContinuation::ReturnToParent,
+            status: TaskStatus::Queued,
+            task: Value::Null,
+            budget: None,
+            created_by_tool_call_id: None,
+            result_ref: None,
+            error: None,
+            created_at: Timestamp::from_unix_millis(0),
+            updated_at: Timestamp::from_unix_millis(0),
+        }
+    }
+
+    fn to(status: TaskStatus) -> TaskTransition {
+        TaskTransition {
+            status,
+            result_ref: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn first_terminal_write_wins() {
+        let now = Timestamp::from_unix_millis(5);
+        let mut t = task();
+        assert!(t.apply_transition(&to(TaskStatus::Running), now).unwrap());
+        assert!(
+            t.apply_transition(
+                &TaskTransition {
+                    status: TaskStatus::Cancelled,
+                    result_ref: None,
+                    error: Some("stopped".into())
+                },
+                now
+            )
+            .unwrap()
+        );
+        assert!(!t.apply_transition(&to(TaskStatus::Completed), now).unwrap());
+        assert_eq!(t.status, TaskStatus::Cancelled);
+        assert_eq!(t.error.as_deref(), Some("stopped"));
+    }
+
+    #[test]
+    fn cannot_requeue_running_task() {
+        let now = Timestamp::from_unix_millis(5);
+        let mut t = task();
+        t.apply_transition(&to(TaskStatus::Running), now).unwrap();
+        assert!(t.apply_transition(&to(TaskStatus::Queued), now).is_err());
+    }
+
+    #[test]
+    fn workspace_keys_use_agent_id_then_numbered_suffixes() {
+        assert_eq!(next_workspace_key("critic", []), "critic");
+        assert_eq!(next_workspace_key("critic", ["critic"]), "critic-002");
+        assert_eq!(
+            next_workspace_key("critic", ["critic", "critic-002"]),
+            "critic-003"
+        );
+        assert_eq!(next_workspace_key("critic", ["other"]), "critic");
+    }
+}

@@ -1,0 +1,72 @@
+//! Text metrics and hashing shared by tools, events and storage: char and word counts, sha256.
+
+use sha2::{Digest, Sha256};
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Number of Unicode scalar values, the contract's "chars".
+pub fn char_count(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// Number of whitespace-separated words; each CJK ideograph counts as one word so that counts
+/// stay meaningful for Chinese and Japanese prose.
+pub fn word_count(text: &str) -> usize {
+    let mut words = 0;
+    let mut in_word = false;
+    for ch in text.chars() {
+        if is_cjk(ch) {
+            words += 1;
+            in_word = false;
+        } else if ch.is_whitespace() {
+            in_word = false;
+        } else if !in_word {
+            words += 1;
+            in_word = true;
+        }
+    }
+    words
+}
+
+fn is_cjk(ch: char) -> bool {
+    matches!(ch as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xAC00..=0xD7AF)
+}
+
+/// Returns at most `max_chars` chars of `text`, and whether it was cut.
+pub fn truncate_chars(text: &str, max_chars: usize) -> (&str, bool) {
+    match text.char_indices().nth(max_chars) {
+        Some((byte_index, _)) => (&text[..byte_index], true),
+        None => (text, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_words_and_chars() {
+        assert_eq!(word_count("Hello  brave\nnew world"), 4);
+        assert_eq!(word_count("你好 world"), 3);
+        assert_eq!(char_count("héllo"), 5);
+        assert_eq!(word_count(""), 0);
+    }
+
+    #[test]
+    fn hashes_like_sha256sum() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn truncates_on_char_boundaries() {
+        assert_eq!(truncate_chars("héllo", 2), ("hé", true));
+        assert_eq!(truncate_chars("hi", 5), ("hi", false));
+    }
+}

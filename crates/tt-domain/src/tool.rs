@@ -1,0 +1,327 @@
+//! Tool names, specs, calls, results and the per-invocation tool snapshot.
+//!
+//! Canonical names use dots (`workspace.write_file`); the name a model sees replaces `.` with `_`
+//! (`workspace_write_file`). Incoming calls match either form and are canonicalized before audit.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::ids::{InvocationId, ProfileId};
+use crate::invocation::ExitPolicy;
+use crate::run::Presentation;
+use crate::workspace::{WorkspacePath, WorkspaceRoot};
+
+/// Every built-in tool, in registry order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ToolName {
+    AgentList,
+    AgentDelegate,
+    AgentHandoff,
+    AgentAwait,
+    TaskReturn,
+    SkillList,
+    SkillSearch,
+    SkillRead,
+    WorkspaceListFiles,
+    WorkspaceSearchFiles,
+    WorkspaceReadFile,
+    WorkspaceWriteFile,
+    WorkspaceApplyPatch,
+    WorkspaceCommit,
+    WorkspaceFinish,
+}
+
+impl ToolName {
+    /// Registry order.
+    pub const ALL: [ToolName; 15] = [
+        ToolName::AgentList,
+        ToolName::AgentDelegate,
+        ToolName::AgentHandoff,
+        ToolName::AgentAwait,
+        ToolName::TaskReturn,
+        ToolName::SkillList,
+        ToolName::SkillSearch,
+        ToolName::SkillRead,
+        ToolName::WorkspaceListFiles,
+        ToolName::WorkspaceSearchFiles,
+        ToolName::WorkspaceReadFile,
+        ToolName::WorkspaceWriteFile,
+        ToolName::WorkspaceApplyPatch,
+        ToolName::WorkspaceCommit,
+        ToolName::WorkspaceFinish,
+    ];
+
+    /// The seven workspace tools.
+    pub const WORKSPACE: [ToolName; 7] = [
+        ToolName::WorkspaceListFiles,
+        ToolName::WorkspaceSearchFiles,
+        ToolName::WorkspaceReadFile,
+        ToolName::WorkspaceWriteFile,
+        ToolName::WorkspaceApplyPatch,
+        ToolName::WorkspaceCommit,
+        ToolName::WorkspaceFinish,
+    ];
+
+    /// Tools removed from a delegated (task-return) agent's surface.
+    pub const PARENT_ONLY: [ToolName; 6] = [
+        ToolName::WorkspaceCommit,
+        ToolName::WorkspaceFinish,
+        ToolName::AgentList,
+        ToolName::AgentDelegate,
+        ToolName::AgentHandoff,
+        ToolName::AgentAwait,
+    ];
+
+    pub fn canonical(self) -> &'static str {
+        match self {
+            ToolName::AgentList => "agent.list",
+            ToolName::AgentDelegate => "agent.delegate",
+            ToolName::AgentHandoff => "agent.handoff",
+            ToolName::AgentAwait => "agent.await",
+            ToolName::TaskReturn => "task.return",
+            ToolName::SkillList => "skill.list",
+            ToolName::SkillSearch => "skill.search",
+            ToolName::SkillRead => "skill.read",
+            ToolName::WorkspaceListFiles => "workspace.list_files",
+            ToolName::WorkspaceSearchFiles => "workspace.search_files",
+            ToolName::WorkspaceReadFile => "workspace.read_file",
+            ToolName::WorkspaceWriteFile => "workspace.write_file",
+            ToolName::WorkspaceApplyPatch => "workspace.apply_patch",
+            ToolName::WorkspaceCommit => "workspace.commit",
+            ToolName::WorkspaceFinish => "workspace.finish",
+        }
+    }
+
+    /// The name a model sees and calls: dots replaced by underscores.
+    pub fn model_alias(self) -> &'static str {
+        match self {
+            ToolName::AgentList => "agent_list",
+            ToolName::AgentDelegate => "agent_delegate",
+            ToolName::AgentHandoff => "agent_handoff",
+            ToolName::AgentAwait => "agent_await",
+            ToolName::TaskReturn => "task_return",
+            ToolName::SkillList => "skill_list",
+            ToolName::SkillSearch => "skill_search",
+            ToolName::SkillRead => "skill_read",
+            ToolName::WorkspaceListFiles => "workspace_list_files",
+            ToolName::WorkspaceSearchFiles => "workspace_search_files",
+            ToolName::WorkspaceReadFile => "workspace_read_file",
+            ToolName::WorkspaceWriteFile => "workspace_write_file",
+            ToolName::WorkspaceApplyPatch => "workspace_apply_patch",
+            ToolName::WorkspaceCommit => "workspace_commit",
+            ToolName::WorkspaceFinish => "workspace_finish",
+        }
+    }
+
+    /// Matches a canonical name or a model alias.
+    pub fn from_any(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|tool| tool.canonical() == name || tool.model_alias() == name)
+    }
+
+    /// Matches a canonical name only (profile files use canonical names).
+    pub fn from_canonical(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|tool| tool.canonical() == name)
+    }
+
+    /// Calling one of these ends the tool loop; a later call in the same response is fatal.
+    pub fn ends_loop(self) -> bool {
+        matches!(
+            self,
+            ToolName::WorkspaceFinish | ToolName::TaskReturn | ToolName::AgentHandoff
+        )
+    }
+}
+
+impl fmt::Display for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.canonical())
+    }
+}
+
+impl Serialize for ToolName {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.canonical())
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(deserializer)?;
+        ToolName::from_canonical(&raw)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown tool `{raw}`")))
+    }
+}
+
+/// Behavioural hints attached to a spec.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutating: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_kind: Option<String>,
+}
+
+/// A tool as offered to a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentToolSpec {
+    pub name: ToolName,
+    pub model_name: String,
+    pub title: String,
+    pub description: String,
+    pub input_schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    pub annotations: ToolAnnotations,
+    pub source: String,
+}
+
+/// A tool call as decoded from a model response. `id` is the provider's, kept verbatim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub provider_metadata: Value,
+}
+
+/// The result of one tool call, as stored and as sent back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentToolResult {
+    pub call_id: String,
+    pub name: String,
+    pub content: String,
+    #[serde(default)]
+    pub structured: Value,
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    #[serde(default)]
+    pub resource_refs: Vec<String>,
+}
+
+impl AgentToolResult {
+    /// The JSON text a provider receives for this result.
+    pub fn to_model_payload(&self) -> String {
+        serde_json::json!({
+            "ok": !self.is_error,
+            "content": self.content,
+            "structured": self.structured,
+            "errorCode": self.error_code,
+            "resourceRefs": self.resource_refs,
+        })
+        .to_string()
+    }
+}
+
+/// Budgets frozen for one invocation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvocationBudgets {
+    pub max_rounds: u32,
+    /// The profile's `maxCallsPerRun`, counted for this invocation only.
+    pub max_calls_per_invocation: u32,
+    #[serde(default)]
+    pub max_calls_per_tool: BTreeMap<ToolName, u32>,
+}
+
+/// Everything one invocation exposes, frozen at its start and persisted as
+/// `input/invocations/<id>/tool_snapshot.json`. The prompt, the provider request, alias
+/// decoding and budgets all read this snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvocationToolSnapshot {
+    pub schema_version: u32,
+    pub invocation_id: InvocationId,
+    pub profile_id: ProfileId,
+    pub exit_policy: ExitPolicy,
+    pub presentation: Presentation,
+    /// Visible tools in provider order (the order of the profile's `tools.allow`).
+    pub tools: Vec<AgentToolSpec>,
+    pub budgets: InvocationBudgets,
+    pub visible_roots: Vec<WorkspaceRoot>,
+    pub writable_roots: Vec<WorkspaceRoot>,
+    pub message_body_path: WorkspacePath,
+}
+
+impl InvocationToolSnapshot {
+    pub const SCHEMA_VERSION: u32 = 1;
+
+    /// Resolves a call's name (canonical or alias) against what this invocation was offered.
+    pub fn offered(&self, name: &str) -> Option<&AgentToolSpec> {
+        self.tools
+            .iter()
+            .find(|spec| spec.name.canonical() == name || spec.model_name == name)
+    }
+
+    pub fn offers(&self, tool: ToolName) -> bool {
+        self.tools.iter().any(|spec| spec.name == tool)
+    }
+
+    /// Model-facing names, in provider order.
+    pub fn model_names(&self) -> Vec<&str> {
+        self.tools
+            .iter()
+            .map(|spec| spec.model_name.as_str())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_replace_dots_with_underscores() {
+        for tool in ToolName::ALL {
+            assert_eq!(tool.model_alias(), tool.canonical().replace('.', "_"));
+            assert_eq!(ToolName::from_any(tool.model_alias()), Some(tool));
+            assert_eq!(ToolName::from_any(tool.canonical()), Some(tool));
+            let alias = tool.model_alias();
+            assert!(
+                alias.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{alias}"
+            );
+        }
+        assert_eq!(ToolName::from_any("chat.search"), None);
+        assert_eq!(ToolName::from_canonical("workspace_finish"), None);
+    }
+
+    #[test]
+    fn tool_names_serialize_canonically() {
+        assert_eq!(
+            serde_json::to_string(&ToolName::WorkspaceApplyPatch).unwrap(),
+            "\"workspace.apply_patch\""
+        );
+        assert!(serde_json::from_str::<ToolName>("\"nope\"").is_err());
+    }
+
+    #[test]
+    fn result_payload_shape() {
+        let result = AgentToolResult {
+            call_id: "c1".into(),
+            name: "workspace.read_file".into(),
+            content: "ok".into(),
+            structured: serde_json::json!({"a":1}),
+            is_error: false,
+            error_code: None,
+            resource_refs: vec![],
+        };
+        assert_eq!(
+            result.to_model_payload(),
+            r#"{"ok":true,"content":"ok","structured":{"a":1},"errorCode":null,"resourceRefs":[]}"#
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! Error types of the ports. Adapters map their own failures into these; each keeps one
+//! explicit catch-all variant. Classification helpers are exhaustive matches.
+
+use tt_domain::DomainError;
+
+/// Failures of the storage ports (runs, invocations, journal, workspace, profiles).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StorageError {
+    #[error("{what} not found")]
+    NotFound { what: String },
+    #[error("{what} already exists")]
+    AlreadyExists { what: String },
+    /// A `MustNotExist` guard found a file.
+    #[error("{path} already exists")]
+    GuardFileExists {
+        path: String,
+        current_sha256: String,
+    },
+    /// A `MustMatchSha256` guard found no file.
+    #[error("{path} does not exist")]
+    GuardFileMissing { path: String },
+    /// A `MustMatchSha256` guard found different content.
+    #[error("{path} changed: expected sha256 {expected}, found {actual}")]
+    GuardShaMismatch {
+        path: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("{path} is a directory")]
+    IsDirectory { path: String },
+    #[error("{path} is not a directory")]
+    NotADirectory { path: String },
+    /// A path resolved through a symlink to somewhere outside the run directory.
+    #[error("agent.workspace_symlink_escape: {path} resolves outside the run workspace")]
+    SymlinkEscape { path: String },
+    #[error("{0}")]
+    Domain(DomainError),
+    /// Stored data could not be parsed.
+    #[error("corrupt {what}: {message}")]
+    Corrupt { what: String, message: String },
+    #[error("i/o error on {what}: {message}")]
+    Io { what: String, message: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+impl StorageError {
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::NotFound { what: what.into() }
+    }
+
+    pub fn io(what: impl Into<String>, err: impl std::fmt::Display) -> Self {
+        Self::Io {
+            what: what.into(),
+            message: err.to_string(),
+        }
+    }
+
+    pub fn corrupt(what: impl Into<String>, err: impl std::fmt::Display) -> Self {
+        Self::Corrupt {
+            what: what.into(),
+            message: err.to_string(),
+        }
+    }
+
+    /// The contract code for this failure.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StorageError::NotFound { .. } => "agent.not_found",
+            StorageError::AlreadyExists { .. } => "agent.already_exists",
+            StorageError::GuardFileExists { .. } | StorageError::GuardShaMismatch { .. } => {
+                "workspace.write_stale_file"
+            }
+            StorageError::GuardFileMissing { .. } => "workspace.file_not_found",
+            StorageError::IsDirectory { .. } => "workspace.path_is_directory",
+            StorageError::NotADirectory { .. } => "workspace.path_not_found",
+            StorageError::SymlinkEscape { .. } => "agent.workspace_symlink_escape",
+            StorageError::Domain(err) => err.code,
+            StorageError::Corrupt { .. } => "agent.storage_corrupt",
+            StorageError::Io { .. } => "agent.storage_io",
+            StorageError::Other(_) => "agent.internal_error",
+        }
+    }
+}
+
+impl From<DomainError> for StorageError {
+    fn from(value: DomainError) -> Self {
+        Self::Domain(value)
+    }
+}
+
+pub type StorageResult<T> = Result<T, StorageError>;
+
+/// Failures of a model provider, classified for retry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// HTTP 429 or equivalent; `retry_after_ms` when the provider said how long to wait.
+    #[error("model.provider_rate_limited: {message}")]
+    RateLimited {
+        message: String,
+        retry_after_ms: Option<u64>,
+    },
+    /// 5xx, overload, connection reset, timeout, unreadable body.
+    #[error("model.transient: {message}")]
+    Transient { message: String },
+    /// The provider refused the request (4xx other than 429).
+    #[error("model.request_rejected: {message}")]
+    Rejected {
+        status: Option<u16>,
+        message: String,
+    },
+    /// The response could not be decoded into the canonical IR. `code` is e.g.
+    /// `model.invalid_tool_call` or `model.upstream_invalid_response`.
+    #[error("{code}: {message}")]
+    InvalidResponse { code: &'static str, message: String },
+    /// The provider has nothing to answer with (for example a scripted model ran out of turns).
+    #[error("{code}: {message}")]
+    Unavailable { code: &'static str, message: String },
+    #[error("agent.cancelled: the model call was cancelled")]
+    Cancelled,
+    #[error("model.provider_error: {0}")]
+    Other(String),
+}
+
+impl ModelError {
+    /// Rate limits and transient failures are retried per `run.modelRetry`; an unreadable
+    /// upstream body counts as transient.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ModelError::RateLimited { .. } | ModelError::Transient { .. } => true,
+            ModelError::InvalidResponse { code, .. } => *code == "model.upstream_invalid_response",
+            ModelError::Rejected { .. }
+            | ModelError::Unavailable { .. }
+            | ModelError::Cancelled
+            | ModelError::Other(_) => false,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ModelError::RateLimited { .. } => "model.provider_rate_limited",
+            ModelError::Transient { .. } => "model.transient",
+            ModelError::Rejected { .. } => "model.request_rejected",
+            ModelError::InvalidResponse { code, .. } | ModelError::Unavailable { code, .. } => code,
+            ModelError::Cancelled => "agent.cancelled",
+            ModelError::Other(_) => "model.provider_error",
+        }
+    }
+}
+
+/// Failures of a host bridge (commit, prompt assembly).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostBridgeError {
+    /// The host answered with an error.
+    #[error("{0}")]
+    Rejected(String),
+    #[error("agent.cancelled: the host request was cancelled")]
+    Cancelled,
+    /// No host is attached or its channel closed.
+    #[error("{0}")]
+    Unavailable(String),
+}

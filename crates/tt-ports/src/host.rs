@@ -1,0 +1,52 @@
+//! The host commit bridge: `workspace.commit` asks the host to publish an artifact as a chat
+//! message and waits for its `messageId`, an error, or cancel.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tt_domain::ids::{CheckpointId, CommitId, InvocationId, RunId, WorkspaceId};
+
+use crate::error::HostBridgeError;
+
+/// Everything the host needs to publish one commit (the `chat_commit_requested` payload plus
+/// the text itself).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatCommitRequest {
+    pub commit_id: CommitId,
+    pub run_id: RunId,
+    pub invocation_id: InvocationId,
+    pub call_id: String,
+    pub workspace_id: WorkspaceId,
+    pub stable_chat_id: String,
+    pub chat_ref: Value,
+    pub generation_type: Value,
+    pub profile_id: Option<String>,
+    pub path: String,
+    /// `replace` or `append`.
+    pub mode: String,
+    pub reason: Option<String>,
+    pub content: String,
+    pub chars: usize,
+    pub words: usize,
+    pub sha256: String,
+    pub checkpoint_id: CheckpointId,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatCommitReceipt {
+    pub message_id: String,
+}
+
+#[async_trait]
+pub trait HostCommitBridge: Send + Sync {
+    /// Publishes the commit and waits for the host's answer. Must return
+    /// `HostBridgeError::Cancelled` promptly once `cancel` fires.
+    async fn commit(
+        &self,
+        request: ChatCommitRequest,
+        cancel: CancellationToken,
+    ) -> Result<ChatCommitReceipt, HostBridgeError>;
+}

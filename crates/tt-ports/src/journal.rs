@@ -1,0 +1,59 @@
+//! The append-only run journal. The store assigns `seq` (strictly increasing, gapless, from 1);
+//! appends must not re-read the journal and page reads must not load all of it.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::ids::RunId;
+
+use crate::error::StorageResult;
+
+/// Default and maximum page sizes.
+pub const DEFAULT_EVENT_PAGE_LIMIT: usize = 100;
+pub const MAX_EVENT_PAGE_LIMIT: usize = 500;
+
+/// One page request. `before_seq` wins over `after_seq`: it returns the *last* `limit` events
+/// below it. `after_seq` returns the first `limit` events above it. With neither, the first
+/// `limit` events. The invocation filter is applied before paging and keeps events whose
+/// `eventScope` names the invocation as primary or related.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventPage {
+    #[serde(default)]
+    pub after_seq: Option<u64>,
+    #[serde(default)]
+    pub before_seq: Option<u64>,
+    /// Clamped to `1..=500`; `None` means 100.
+    #[serde(default)]
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub invocation_id: Option<String>,
+}
+
+impl EventPage {
+    pub fn effective_limit(&self) -> usize {
+        self.limit
+            .unwrap_or(DEFAULT_EVENT_PAGE_LIMIT)
+            .clamp(1, MAX_EVENT_PAGE_LIMIT)
+    }
+
+    /// Whether `event` passes this page's invocation filter.
+    pub fn matches(&self, event: &AgentRunEvent) -> bool {
+        match &self.invocation_id {
+            None => true,
+            Some(id) => event.concerns_invocation(id),
+        }
+    }
+}
+
+#[async_trait]
+pub trait RunJournal: Send + Sync {
+    /// Appends one event as a whole line and returns it with its assigned seq.
+    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent>;
+
+    /// Reads one page, in ascending seq order.
+    async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>>;
+
+    /// Seq of the last event (0 when empty).
+    async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64>;
+}

@@ -1,0 +1,29 @@
+//! The ports of tt-agent-runtime: every trait through which the application reaches storage,
+//! the journal, models, the host and the clock, with the error types adapters map into.
+//!
+//! All ports use `#[async_trait]` because the composition root holds every adapter as
+//! `Arc<dyn Port>` and swaps them at run time (userdata vs in-memory storage, scripted vs HTTP
+//! models); native `async fn` in traits is not yet object safe.
+
+pub mod error;
+pub mod host;
+pub mod journal;
+pub mod model;
+pub mod profiles;
+pub mod runs;
+pub mod system;
+pub mod workspace;
+
+pub use error::{HostBridgeError, ModelError, StorageError, StorageResult};
+pub use host::{ChatCommitReceipt, ChatCommitRequest, HostCommitBridge};
+pub use journal::{EventPage, RunJournal};
+pub use model::ModelProvider;
+pub use profiles::ProfileRepository;
+pub use runs::{
+    AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, TaskTransitionOutcome,
+};
+pub use system::{Clock, IdGenerator};
+pub use workspace::{FileContent, WorkspaceEntry, WorkspaceRepository, WriteOutcome};
+
+/// Cooperative cancellation passed into every wait.
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,18 @@
+//! Where profile definitions come from. Resolution rules (built-in default, validation) live in
+//! the application; this port only loads what is stored.
+
+use async_trait::async_trait;
+use tt_domain::ids::ProfileId;
+use tt_domain::profile::AgentProfileDefinition;
+
+use crate::error::StorageResult;
+
+#[async_trait]
+pub trait ProfileRepository: Send + Sync {
+    /// `Ok(None)` when no profile with this id is stored; a file that does not parse is
+    /// `StorageError::Corrupt`.
+    async fn load_profile(&self, id: &ProfileId) -> StorageResult<Option<AgentProfileDefinition>>;
+
+    /// Ids of all stored profiles, sorted.
+    async fn list_profile_ids(&self) -> StorageResult<Vec<ProfileId>>;
+}

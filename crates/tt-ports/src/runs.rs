@@ -1,0 +1,165 @@
+//! Run and invocation storage: run records and manifests, invocations, tasks (with the
+//! conditional first-terminal-write-wins transition), and the run's JSON documents
+//! (input snapshots, audit files, task results).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tt_domain::ids::{InvocationId, RunId, TaskId};
+use tt_domain::invocation::AgentInvocation;
+use tt_domain::run::AgentRun;
+use tt_domain::task::{AgentTaskRecord, TaskTransition};
+use tt_domain::time::Timestamp;
+use tt_domain::workspace::RunManifest;
+
+use crate::error::StorageResult;
+
+/// A JSON document stored inside a run, named logically. The adapter decides where it lives
+/// (see the run-directory layout in the docs). Every document is replaced atomically.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RunDocument {
+    /// `input/prompt_snapshot.json`
+    PromptSnapshot,
+    /// `input/resolved_profile.json`
+    ResolvedProfile,
+    /// `input/persist_snapshot.json`
+    PersistSnapshot,
+    /// `input/invocations/<id>/tool_snapshot.json`
+    InvocationToolSnapshot(InvocationId),
+    /// `input/invocations/<id>/resolved_skills.json`
+    InvocationResolvedSkills(InvocationId),
+    /// `input/invocations/<id>/prompt_snapshot.json`
+    InvocationPromptSnapshot(InvocationId),
+    /// `input/invocations/<id>/prompt_assembly.json`
+    InvocationPromptAssembly(InvocationId),
+    /// `tool-args/call_<hex16>.json`: the raw arguments of one call.
+    ToolArgs { call_file_key: String },
+    /// `tool-results/call_<hex16>.json`: the stored tool result.
+    ToolResult { call_file_key: String },
+    /// `model-responses/<invId>/round-NNN.json` (`model-responses/round-NNN.json` for the root).
+    ModelResponse {
+        invocation_id: InvocationId,
+        round: u32,
+    },
+    /// `agent-results/<childInvocationId>.json`
+    AgentResult(InvocationId),
+}
+
+impl RunDocument {
+    /// The logical path of the document inside the run directory, as shown in events
+    /// (`argumentsRef`, `modelResponsePath`, …). Never model-facing.
+    pub fn relative_path(&self) -> String {
+        match self {
+            RunDocument::PromptSnapshot => "input/prompt_snapshot.json".to_owned(),
+            RunDocument::ResolvedProfile => "input/resolved_profile.json".to_owned(),
+            RunDocument::PersistSnapshot => "input/persist_snapshot.json".to_owned(),
+            RunDocument::InvocationToolSnapshot(id) => {
+                format!("input/invocations/{id}/tool_snapshot.json")
+            }
+            RunDocument::InvocationResolvedSkills(id) => {
+                format!("input/invocations/{id}/resolved_skills.json")
+            }
+            RunDocument::InvocationPromptSnapshot(id) => {
+                format!("input/invocations/{id}/prompt_snapshot.json")
+            }
+            RunDocument::InvocationPromptAssembly(id) => {
+                format!("input/invocations/{id}/prompt_assembly.json")
+            }
+            RunDocument::ToolArgs { call_file_key } => format!("tool-args/{call_file_key}.json"),
+            RunDocument::ToolResult { call_file_key } => {
+                format!("tool-results/{call_file_key}.json")
+            }
+            RunDocument::ModelResponse {
+                invocation_id,
+                round,
+            } => {
+                if invocation_id.is_root() {
+                    format!("model-responses/round-{round:03}.json")
+                } else {
+                    format!("model-responses/{invocation_id}/round-{round:03}.json")
+                }
+            }
+            RunDocument::AgentResult(id) => format!("agent-results/{id}.json"),
+        }
+    }
+}
+
+/// Paging for `list_runs`: newest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunListPage {
+    pub offset: usize,
+    pub limit: usize,
+}
+
+#[async_trait]
+pub trait AgentRunRepository: Send + Sync {
+    /// Creates the run directory with its roots, `run.json`, `manifest.json` and the index
+    /// entry. Fails with `AlreadyExists` if the run exists.
+    async fn create_run(&self, run: &AgentRun, manifest: &RunManifest) -> StorageResult<()>;
+
+    /// Replaces `run.json` and the index entry atomically.
+    async fn save_run(&self, run: &AgentRun) -> StorageResult<()>;
+
+    async fn load_run(&self, run_id: &RunId) -> StorageResult<AgentRun>;
+
+    async fn load_manifest(&self, run_id: &RunId) -> StorageResult<RunManifest>;
+
+    /// Runs ordered by `createdAt` descending, then id.
+    async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>>;
+
+    /// Writes a run document atomically (temp file + rename).
+    async fn write_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+        value: &Value,
+    ) -> StorageResult<()>;
+
+    /// `Ok(None)` when the document does not exist.
+    async fn read_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+    ) -> StorageResult<Option<Value>>;
+}
+
+/// What a conditional task transition did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskTransitionOutcome {
+    pub task: AgentTaskRecord,
+    /// False when the task was already terminal (first terminal write wins).
+    pub changed: bool,
+}
+
+#[async_trait]
+pub trait AgentInvocationRepository: Send + Sync {
+    async fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()>;
+
+    async fn load_invocation(
+        &self,
+        run_id: &RunId,
+        invocation_id: &InvocationId,
+    ) -> StorageResult<AgentInvocation>;
+
+    /// All invocations of a run, ordered by `createdAt` then id.
+    async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>>;
+
+    /// Creates a task record; `AlreadyExists` if the id is taken.
+    async fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()>;
+
+    async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord>;
+
+    /// All tasks of a run, ordered by `createdAt` then id.
+    async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>>;
+
+    /// Applies `transition` atomically with respect to other transitions of the same task:
+    /// a task that is already terminal is returned unchanged with `changed = false`.
+    async fn transition_task(
+        &self,
+        run_id: &RunId,
+        task_id: &TaskId,
+        transition: &TaskTransition,
+        now: Timestamp,
+    ) -> StorageResult<TaskTransitionOutcome>;
+}

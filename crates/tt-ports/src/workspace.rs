@@ -1,0 +1,112 @@
+//! The model-visible workspace files of a run, addressed by logical path, plus checkpoints and
+//! the `persist/` projection. Access policy (which roots an agent may see or write) is the
+//! application's job; this port enforces only path safety and write guards.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tt_domain::ids::RunId;
+use tt_domain::time::Timestamp;
+use tt_domain::workspace::{
+    CheckpointReason, CheckpointRecord, EntryKind, PersistSnapshot, PersistentChangeSet,
+    WorkspacePath, WorkspaceRoot, WriteGuard,
+};
+
+use crate::error::StorageResult;
+
+/// One listed entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceEntry {
+    pub path: WorkspacePath,
+    pub kind: EntryKind,
+}
+
+/// A file's text and fingerprint. Workspace files are UTF-8 text; other bytes are
+/// `StorageError::Corrupt`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileContent {
+    pub text: String,
+    pub sha256: String,
+}
+
+/// The state of a file after a write or append.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteOutcome {
+    /// sha256 before the write, `None` when the file was created.
+    pub previous_sha256: Option<String>,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+#[async_trait]
+pub trait WorkspaceRepository: Send + Sync {
+    /// Lists entries under `path` (`None` = the workspace root, which lists the roots
+    /// themselves) down to `depth` levels (1 = direct children), sorted by path. Only the known
+    /// roots are ever listed. `NotFound` when `path` does not exist; `NotADirectory` for a file.
+    async fn list(
+        &self,
+        run_id: &RunId,
+        path: Option<&WorkspacePath>,
+        depth: u32,
+    ) -> StorageResult<Vec<WorkspaceEntry>>;
+
+    /// Reads a file. `NotFound` / `IsDirectory` as appropriate.
+    async fn read(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<FileContent>;
+
+    /// sha256 of a file, `None` when missing. `IsDirectory` for a directory.
+    async fn sha256(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<Option<String>>;
+
+    /// Writes `content` atomically under `guard` (checked and applied under one per-path lock).
+    async fn write(
+        &self,
+        run_id: &RunId,
+        path: &WorkspacePath,
+        content: &str,
+        guard: &WriteGuard,
+    ) -> StorageResult<WriteOutcome>;
+
+    /// Appends `content` exactly as given, creating the file if missing; atomic per path.
+    async fn append(
+        &self,
+        run_id: &RunId,
+        path: &WorkspacePath,
+        content: &str,
+    ) -> StorageResult<WriteOutcome>;
+
+    /// Snapshots `paths` into the next checkpoint (`cp_NNNNNN`), serialized per run.
+    async fn create_checkpoint(
+        &self,
+        run_id: &RunId,
+        reason: CheckpointReason,
+        event_seq: u64,
+        paths: &[WorkspacePath],
+        created_at: Timestamp,
+    ) -> StorageResult<CheckpointRecord>;
+
+    /// Copies the base state's `persist/` into the run (when given) and records the snapshot.
+    async fn init_persist_projection(
+        &self,
+        run_id: &RunId,
+        base_state_id: Option<&str>,
+    ) -> StorageResult<PersistSnapshot>;
+
+    /// Compares the run's `persist/` with `snapshot` and, when anything changed, writes a new
+    /// immutable state `persistent-states/<runId>/` atomically. A file deleted since the
+    /// snapshot is `agent.persistent_delete_unsupported`.
+    async fn promote_persist(
+        &self,
+        run_id: &RunId,
+        snapshot: &PersistSnapshot,
+        created_at: Timestamp,
+    ) -> StorageResult<PersistentChangeSet>;
+
+    /// All files under the given roots (recursively, at most `max_files`), for search.
+    async fn walk_files(
+        &self,
+        run_id: &RunId,
+        roots: &[WorkspaceRoot],
+        max_depth: u32,
+        max_files: usize,
+    ) -> StorageResult<Vec<WorkspacePath>>;
+}

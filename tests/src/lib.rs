@@ -1,0 +1,1 @@
+//! End-to-end scenario crate; the scenarios live in `e2e/`.
