@@ -1,1 +1,66 @@
-fn main() {}
+//! `cargo xtask`: project automation for tt-agent-runtime.
+//! `ci` runs every check CI runs, `tidy` checks architecture and hygiene rules, `bench` is a stub.
+
+mod ci;
+mod layering;
+mod manifest;
+mod process;
+mod sources;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  ci      run every check and test CI runs (fmt, clippy, tidy, tests, demo smoke run)
+  tidy    check crate layering, manifests, module headers and printing in library crates
+  bench   run benchmarks (none yet)
+  help    print this text
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    match args.as_slice() {
+        [command] if command == "ci" => finish(ci::run(&root)),
+        [command] if command == "tidy" => finish(tidy::run(&root)),
+        [command, ..] if command == "bench" => {
+            println!("bench: no benchmarks yet; see docs");
+            ExitCode::SUCCESS
+        }
+        [command] if matches!(command.as_str(), "help" | "-h" | "--help") => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        [] => usage_error("no command given"),
+        [command] => usage_error(&format!("unknown command `{command}`")),
+        [command, extra, ..] => {
+            usage_error(&format!("unexpected argument `{extra}` after `{command}`"))
+        }
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("xtask: {message}\n");
+    eprint!("{USAGE}");
+    ExitCode::from(2)
+}
+
+fn finish(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root: xtask lives one level below it.
+fn workspace_root() -> PathBuf {
+    let xtask_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
+}

@@ -1,9 +1,27 @@
 //! The tt-agent-runtime application layer: run lifecycle, the tool loop, tools, model turns.
 //!
 //! Knows the domain and the ports, nothing else: every side effect goes through a port handed in
-//! by the composition root.
+//! by the composition root ([`RuntimeServices`]). [`AgentRunService`] is the facade.
 
+pub mod commit;
+pub mod context;
+pub mod dispatch;
 pub mod error;
+pub mod events;
+pub mod model_turn;
+pub mod profiles;
+pub mod prompt;
+pub mod prompt_input;
+pub mod registry;
+pub mod run_service;
+pub mod services;
+pub mod timeline;
+pub mod tool_loop;
 pub mod tools;
 
 pub use error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
+pub use events::{EventSink, RunEventStream};
+pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
+pub use run_service::{AgentRunService, StartRunRequest};
+pub use services::RuntimeServices;
+pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};

@@ -1,1 +1,127 @@
-fn main() {}
+//! `tt-agent`: run the bundled demo, start real runs, and inspect stored runs and their journals.
+
+mod demo;
+mod render;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tt_runtime::{
+    AgentRuntimeBuilder, CommitBridgeChoice, ListRunsRequest, ReadEventsRequest, ScriptedProvider,
+};
+
+#[derive(Debug, Parser)]
+#[command(name = "tt-agent", version, about = "tt-agent-runtime command line")]
+struct Cli {
+    /// Where runs, profiles and transcripts are stored.
+    #[arg(long, global = true, default_value = ".tt-agent")]
+    data_dir: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the bundled scenario end to end on the scripted model and show it live.
+    Demo,
+    /// List stored runs, newest first.
+    Runs {
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Print a run's journal (JSON lines).
+    Events {
+        run_id: String,
+        /// Only events after this seq.
+        #[arg(long)]
+        after: Option<u64>,
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Only events of this invocation (primary or related).
+        #[arg(long)]
+        invocation: Option<String>,
+        /// Keep printing new events until the run ends.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Print the agent tree of a stored run.
+    Graph { run_id: String },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Demo => demo::run_demo(&cli.data_dir).await,
+        Command::Runs { limit } => {
+            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runs = runtime
+                .list_runs(ListRunsRequest { offset: 0, limit })
+                .await?;
+            if runs.is_empty() {
+                println!("No runs in {}.", cli.data_dir.display());
+            }
+            for run in runs {
+                let profile = run
+                    .profile_id
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), ToString::to_string);
+                println!(
+                    "{}  {:<16} {:<15} {}",
+                    run.id,
+                    run.status.as_str(),
+                    profile,
+                    run.created_at
+                );
+            }
+            Ok(())
+        }
+        Command::Events {
+            run_id,
+            after,
+            limit,
+            invocation,
+            follow,
+        } => {
+            let runtime = inspect_runtime(&cli.data_dir)?;
+            if follow {
+                let mut stream = runtime.subscribe(&run_id, after.unwrap_or(0), invocation);
+                while let Some(event) = stream.next().await? {
+                    println!("{}", serde_json::to_string(&event)?);
+                }
+                return Ok(());
+            }
+            let page = runtime
+                .read_events(ReadEventsRequest {
+                    run_id,
+                    after_seq: after,
+                    limit,
+                    invocation_id: invocation,
+                    ..Default::default()
+                })
+                .await?;
+            for event in page.events {
+                println!("{}", serde_json::to_string(&event)?);
+            }
+            Ok(())
+        }
+        Command::Graph { run_id } => {
+            let runtime = inspect_runtime(&cli.data_dir)?;
+            let projection = runtime.timeline_projection(&run_id).await?;
+            print!("{}", render::agent_tree(&projection));
+            Ok(())
+        }
+    }
+}
+
+/// A runtime for read-only commands: storage only, no model is ever called.
+fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::AgentRuntime> {
+    let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
+        .context("building the idle model")?;
+    AgentRuntimeBuilder::new()
+        .data_dir(data_dir)
+        .provider(Arc::new(idle))
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+}

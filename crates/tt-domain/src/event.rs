@@ -226,10 +226,11 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
     };
     let mut related: Vec<String> = Vec::new();
     for name in SCOPE_FIELDS {
-        if let Some(id) = field(name) {
-            if id != primary && !related.contains(&id) {
-                related.push(id);
-            }
+        if let Some(id) = field(name)
+            && id != primary
+            && !related.contains(&id)
+        {
+            related.push(id);
         }
     }
     let mut scope = Map::new();

@@ -1,1 +1,22 @@
-//! placeholder
+//! tt-agent-runtime's composition root and host API.
+//!
+//! [`AgentRuntimeBuilder`] wires adapters (userdata storage under a data dir, a model provider, a
+//! commit bridge) into the application; [`AgentRuntime`] is the small async API a host links in.
+//! Every request and response type is a serde DTO in camelCase JSON (see `docs/host-api.md`).
+
+pub mod bridges;
+pub mod builder;
+pub mod dto;
+pub mod host;
+pub mod system;
+
+pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice};
+pub use dto::*;
+pub use host::{AgentRuntime, EventSubscription};
+
+/// Re-exports a host or the CLI needs without depending on inner crates.
+pub use tt_adapter_provider_scripted::ScriptedProvider;
+pub use tt_application::{PromptMessage, PromptRole, StartRunRequest, TimelineProjection};
+pub use tt_domain::event::{AgentRunEvent, EventLevel};
+pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
+pub use tt_ports::ModelProvider;

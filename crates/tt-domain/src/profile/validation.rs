@@ -194,13 +194,15 @@ fn validate_run(p: &AgentProfileDefinition) -> DomainResult<()> {
             "run.modelRetry.intervalMs must be > 0 when maxRetries > 0",
         ));
     }
-    if let Some(prompt) = &p.instructions.agent_system_prompt {
-        if prompt.trim().is_empty() {
-            return Err(err(
-                "agent.profile_system_prompt_blank",
-                "instructions.agentSystemPrompt must be omitted or non-blank",
-            ));
-        }
+    if p.instructions
+        .agent_system_prompt
+        .as_deref()
+        .is_some_and(|prompt| prompt.trim().is_empty())
+    {
+        return Err(err(
+            "agent.profile_system_prompt_blank",
+            "instructions.agentSystemPrompt must be omitted or non-blank",
+        ));
     }
     Ok(())
 }

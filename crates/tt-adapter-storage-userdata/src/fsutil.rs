@@ -1,0 +1,146 @@
+//! Small file-system helpers shared by every repository of the store: atomic replacement
+//! (temp file + sync + rename), JSON state files, and mapping `std::io` errors to `StorageError`.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use tt_ports::StorageError;
+
+use crate::StorageResult;
+
+/// Prefix of every temporary file or directory the store creates; listings skip these names.
+pub(crate) const TEMP_PREFIX: &str = ".tt-tmp-";
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh temporary name in `dir` (unique within this process, and across processes by pid).
+pub(crate) fn temp_path_in(dir: &Path) -> PathBuf {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("{TEMP_PREFIX}{}-{n}", std::process::id()))
+}
+
+pub(crate) fn is_temp_name(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX)
+}
+
+/// Maps an I/O error: a missing file becomes `NotFound { what }`, everything else `Io`.
+pub(crate) fn io_error(what: impl Into<String>, err: &io::Error) -> StorageError {
+    let what = what.into();
+    match err.kind() {
+        io::ErrorKind::NotFound => StorageError::NotFound { what },
+        _ => StorageError::io(what, err),
+    }
+}
+
+/// Replaces `path` with `bytes` atomically: write a temp file in the same directory, flush and
+/// sync it, then rename it over the target. The temp file is removed on failure.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> StorageResult<()> {
+    let what = || path.display().to_string();
+    let dir = path
+        .parent()
+        .ok_or_else(|| StorageError::Other(format!("{} has no parent directory", what())))?;
+    let temp = temp_path_in(dir);
+    let result = (|| -> io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.flush()?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, path)
+    })();
+    match result {
+        Ok(()) => Ok(()),
+        Err(err) => {
+            // Best effort: the temp file is garbage either way, and the original error matters.
+            let _ = fs::remove_file(&temp);
+            Err(StorageError::io(what(), err))
+        }
+    }
+}
+
+/// Serializes `value` as pretty JSON and replaces `path` atomically.
+pub(crate) fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> StorageResult<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|err| StorageError::Other(format!("cannot serialize {}: {err}", path.display())))?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// Reads and parses a JSON file; `Ok(None)` when it does not exist, `Corrupt` when it does not
+/// parse.
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path) -> StorageResult<Option<T>> {
+    let bytes = match read_bytes(path)? {
+        Some(bytes) => bytes,
+        None => return Ok(None),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|err| StorageError::corrupt(path.display().to_string(), err))
+}
+
+/// Reads a file's bytes; `Ok(None)` when it (or a parent) does not exist.
+pub(crate) fn read_bytes(path: &Path) -> StorageResult<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(err) if is_missing(&err) => Ok(None),
+        Err(err) => Err(StorageError::io(path.display().to_string(), err)),
+    }
+}
+
+/// True for errors that mean "no such file": missing entry, or a parent that is a file.
+pub(crate) fn is_missing(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// Creates `dir` and its parents.
+pub(crate) fn create_dir_all(dir: &Path) -> StorageResult<()> {
+    fs::create_dir_all(dir).map_err(|err| StorageError::io(dir.display().to_string(), err))
+}
+
+/// Names of the regular `*.json` files in `dir` (temp files skipped), sorted; empty when the
+/// directory does not exist.
+pub(crate) fn json_file_stems(dir: &Path) -> StorageResult<Vec<String>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if is_missing(&err) => return Ok(Vec::new()),
+        Err(err) => return Err(StorageError::io(dir.display().to_string(), err)),
+    };
+    let mut stems = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|err| StorageError::io(dir.display().to_string(), err))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if is_temp_name(name) {
+            continue;
+        }
+        if let Some(stem) = name.strip_suffix(".json") {
+            stems.push(stem.to_owned());
+        }
+    }
+    stems.sort();
+    Ok(stems)
+}
+
+/// A reader that adds every byte it hands out to a shared counter.
+pub(crate) struct CountingReader<'a, R> {
+    pub(crate) inner: R,
+    pub(crate) counter: &'a AtomicU64,
+}
+
+impl<R: Read> Read for CountingReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter
+            .fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+        Ok(n)
+    }
+}

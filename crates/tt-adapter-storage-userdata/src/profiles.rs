@@ -1,0 +1,44 @@
+//! `ProfileRepository` over `profiles/<profileId>.json`, plus a writer for hosts and tests that
+//! seed profile definitions.
+
+use async_trait::async_trait;
+use tt_domain::ids::ProfileId;
+use tt_domain::profile::AgentProfileDefinition;
+use tt_ports::{ProfileRepository, StorageResult};
+
+use crate::UserDataStore;
+use crate::fsutil::{self, json_file_stems, read_json, write_json_atomic};
+
+impl UserDataStore {
+    /// Stores a profile definition as `profiles/<id>.json`, replacing any previous one. Blocking
+    /// (small synchronous file write); meant for setup code and tests.
+    pub fn put_profile(&self, definition: &AgentProfileDefinition) -> StorageResult<()> {
+        let dir = self.inner.layout.profiles_dir();
+        fsutil::create_dir_all(&dir)?;
+        // Profile ids are lowercase letters, digits, `-` and `_` by construction: a safe name.
+        write_json_atomic(&dir.join(format!("{}.json", definition.id)), definition)
+    }
+}
+
+#[async_trait]
+impl ProfileRepository for UserDataStore {
+    async fn load_profile(&self, id: &ProfileId) -> StorageResult<Option<AgentProfileDefinition>> {
+        let id = id.clone();
+        self.blocking(move |inner| {
+            read_json(&inner.layout.profiles_dir().join(format!("{id}.json")))
+        })
+        .await
+    }
+
+    async fn list_profile_ids(&self) -> StorageResult<Vec<ProfileId>> {
+        self.blocking(|inner| {
+            let mut ids: Vec<ProfileId> = json_file_stems(&inner.layout.profiles_dir())?
+                .iter()
+                .filter_map(|stem| ProfileId::parse(stem).ok())
+                .collect();
+            ids.sort();
+            Ok(ids)
+        })
+        .await
+    }
+}

@@ -1,0 +1,844 @@
+//! `WorkspaceRepository` over the run directory: logical paths in the five roots, symlink-escape
+//! checks, guarded atomic writes and appends under per-path locks, listings and bounded walks,
+//! checkpoints, and the `persist/` projection and promotion.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use tt_domain::DomainError;
+use tt_domain::ids::{CheckpointId, RunId, WorkspaceId, is_valid_storage_segment};
+use tt_domain::run::AgentRun;
+use tt_domain::text::sha256_hex;
+use tt_domain::time::Timestamp;
+use tt_domain::workspace::{
+    CheckpointReason, CheckpointRecord, EntryKind, FileFingerprint, PersistSnapshot,
+    PersistentChange, PersistentChangeKind, PersistentChangeSet, WorkspacePath, WorkspaceRoot,
+    WriteGuard,
+};
+use tt_ports::{
+    FileContent, RunDocument, StorageError, StorageResult, WorkspaceEntry, WorkspaceRepository,
+    WriteOutcome,
+};
+
+use crate::fsutil::{
+    self, is_missing, is_temp_name, read_json, temp_path_in, write_atomic, write_json_atomic,
+};
+use crate::layout::{
+    CHECKPOINT_FILE, CHECKPOINTS_DIR, MANIFEST_FILE, PERSIST_DIR, RUN_FILE, document_path,
+    join_relative,
+};
+use crate::{Inner, UserDataStore};
+
+/// Depth bound for walks that have no caller-given limit (persist copies), so a symlink loop
+/// that stays inside the run directory cannot recurse forever.
+const UNBOUNDED_WALK_DEPTH: u32 = 64;
+
+fn path_lock(run_id: &RunId, path: &WorkspacePath) -> String {
+    format!("path:{run_id}/{path}")
+}
+
+/// A run directory together with its canonical form, the boundary for symlink checks.
+struct RunBase {
+    dir: PathBuf,
+    canonical: PathBuf,
+}
+
+impl RunBase {
+    fn new(inner: &Inner, run_id: &RunId) -> StorageResult<Self> {
+        let dir = inner.run_dir(run_id)?;
+        Self::at(dir)
+    }
+
+    fn at(dir: PathBuf) -> StorageResult<Self> {
+        let canonical = fs::canonicalize(&dir)
+            .map_err(|err| fsutil::io_error(dir.display().to_string(), &err))?;
+        Ok(Self { dir, canonical })
+    }
+
+    /// The physical path of a logical path; only the five roots are addressable, and the
+    /// result is checked for symlink escape.
+    fn resolve(&self, path: &WorkspacePath) -> StorageResult<PathBuf> {
+        if path.root().is_none() {
+            return Err(StorageError::not_found(format!("workspace path {path}")));
+        }
+        let physical = join_relative(&self.dir, path.as_str());
+        ensure_inside(&self.canonical, &physical, path.as_str())?;
+        Ok(physical)
+    }
+}
+
+/// Refuses `physical` when the deepest existing ancestor (itself included) resolves outside
+/// `boundary`. A dangling symlink is refused too: writing through it would create its target.
+fn ensure_inside(boundary: &Path, physical: &Path, shown: &str) -> StorageResult<()> {
+    let escape = || StorageError::SymlinkEscape {
+        path: shown.to_owned(),
+    };
+    let mut candidate = physical;
+    loop {
+        match fs::canonicalize(candidate) {
+            Ok(real) => {
+                return if real.starts_with(boundary) {
+                    Ok(())
+                } else {
+                    Err(escape())
+                };
+            }
+            Err(err) if is_missing(&err) => {
+                if fs::symlink_metadata(candidate).is_ok_and(|meta| meta.file_type().is_symlink())
+                {
+                    return Err(escape());
+                }
+                match candidate.parent() {
+                    Some(parent) => candidate = parent,
+                    None => return Err(escape()),
+                }
+            }
+            Err(err) => return Err(StorageError::io(shown.to_owned(), err)),
+        }
+    }
+}
+
+/// The kind of an existing entry after following a symlink that stays inside `boundary`;
+/// `None` when missing or neither file nor directory.
+fn entry_kind(boundary: &Path, physical: &Path, shown: &str) -> StorageResult<Option<EntryKind>> {
+    let meta = match fs::symlink_metadata(physical) {
+        Ok(meta) => meta,
+        Err(err) if is_missing(&err) => return Ok(None),
+        Err(err) => return Err(StorageError::io(shown.to_owned(), err)),
+    };
+    let meta = if meta.file_type().is_symlink() {
+        ensure_inside(boundary, physical, shown)?;
+        match fs::metadata(physical) {
+            Ok(meta) => meta,
+            Err(err) if is_missing(&err) => return Ok(None),
+            Err(err) => return Err(StorageError::io(shown.to_owned(), err)),
+        }
+    } else {
+        meta
+    };
+    Ok(if meta.is_dir() {
+        Some(EntryKind::Directory)
+    } else if meta.is_file() {
+        Some(EntryKind::File)
+    } else {
+        None
+    })
+}
+
+/// The entries of a directory as (logical path, physical path, kind), temp files and names that
+/// cannot be logical path segments skipped, in no particular order.
+fn dir_entries(
+    boundary: &Path,
+    logical: &WorkspacePath,
+    physical: &Path,
+) -> StorageResult<Vec<(WorkspacePath, PathBuf, EntryKind)>> {
+    let shown = logical.as_str();
+    let entries = fs::read_dir(physical).map_err(|err| fsutil::io_error(shown, &err))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|err| StorageError::io(shown.to_owned(), err))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if is_temp_name(name) || name.contains('\\') {
+            continue;
+        }
+        let Ok(child) = logical.join(name) else {
+            continue;
+        };
+        let child_physical = entry.path();
+        if let Some(kind) = entry_kind(boundary, &child_physical, child.as_str())? {
+            out.push((child, child_physical, kind));
+        }
+    }
+    Ok(out)
+}
+
+/// Entries under `physical` down to `depth` levels, unsorted.
+fn collect_listing(
+    boundary: &Path,
+    logical: &WorkspacePath,
+    physical: &Path,
+    depth: u32,
+    out: &mut Vec<WorkspaceEntry>,
+) -> StorageResult<()> {
+    for (child, child_physical, kind) in dir_entries(boundary, logical, physical)? {
+        if kind == EntryKind::Directory && depth > 1 {
+            collect_listing(boundary, &child, &child_physical, depth - 1, out)?;
+        }
+        out.push(WorkspaceEntry { path: child, kind });
+    }
+    Ok(())
+}
+
+/// Files under `physical`, in lexicographic order of their logical paths, at most `max_files`,
+/// at most `max_depth` levels below `logical` (1 = direct children).
+fn collect_files_sorted(
+    boundary: &Path,
+    logical: &WorkspacePath,
+    physical: &Path,
+    max_depth: u32,
+    max_files: usize,
+    out: &mut Vec<(WorkspacePath, PathBuf)>,
+) -> StorageResult<()> {
+    if max_depth == 0 || out.len() >= max_files {
+        return Ok(());
+    }
+    let mut entries = dir_entries(boundary, logical, physical)?;
+    // A directory sorts as `name/`, so visiting entries in this order yields full paths in
+    // lexicographic order and the walk can stop as soon as it has enough files.
+    let sort_key = |(path, _, kind): &(WorkspacePath, PathBuf, EntryKind)| {
+        let name = path.file_name().to_owned();
+        match kind {
+            EntryKind::Directory => name + "/",
+            EntryKind::File => name,
+        }
+    };
+    entries.sort_by_cached_key(sort_key);
+    for (child, child_physical, kind) in entries {
+        if out.len() >= max_files {
+            break;
+        }
+        match kind {
+            EntryKind::File => out.push((child, child_physical)),
+            EntryKind::Directory => collect_files_sorted(
+                boundary,
+                &child,
+                &child_physical,
+                max_depth - 1,
+                max_files,
+                out,
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// All files under the `persist/` directory found in `base_dir` (a run dir or a state dir), with
+/// their logical `persist/...` paths, sorted.
+fn persist_files(base_dir: &Path) -> StorageResult<Vec<(WorkspacePath, PathBuf)>> {
+    let boundary = fs::canonicalize(base_dir)
+        .map_err(|err| fsutil::io_error(base_dir.display().to_string(), &err))?;
+    let root = WorkspaceRoot::Persist.path();
+    let physical = base_dir.join(PERSIST_DIR);
+    let mut files = Vec::new();
+    match entry_kind(&boundary, &physical, root.as_str())? {
+        Some(EntryKind::Directory) => collect_files_sorted(
+            &boundary,
+            &root,
+            &physical,
+            UNBOUNDED_WALK_DEPTH,
+            usize::MAX,
+            &mut files,
+        )?,
+        Some(EntryKind::File) => {
+            return Err(StorageError::NotADirectory {
+                path: root.to_string(),
+            });
+        }
+        None => {}
+    }
+    Ok(files)
+}
+
+fn read_file_bytes(physical: &Path, path: &WorkspacePath) -> StorageResult<Vec<u8>> {
+    fs::read(physical).map_err(|err| fsutil::io_error(format!("workspace file {path}"), &err))
+}
+
+fn fingerprint(path: &WorkspacePath, bytes: &[u8]) -> FileFingerprint {
+    FileFingerprint {
+        path: path.clone(),
+        sha256: sha256_hex(bytes),
+        bytes: bytes.len() as u64,
+    }
+}
+
+/// The current bytes of a file, `None` when missing; `IsDirectory` for a directory.
+fn current_bytes(
+    base: &RunBase,
+    physical: &Path,
+    path: &WorkspacePath,
+) -> StorageResult<Option<Vec<u8>>> {
+    match entry_kind(&base.canonical, physical, path.as_str())? {
+        None => Ok(None),
+        Some(EntryKind::Directory) => Err(StorageError::IsDirectory {
+            path: path.to_string(),
+        }),
+        Some(EntryKind::File) => read_file_bytes(physical, path).map(Some),
+    }
+}
+
+/// Creates the parent directories of a workspace file, mapping "a parent is a file".
+fn create_parents(physical: &Path, path: &WorkspacePath) -> StorageResult<()> {
+    let Some(parent) = physical.parent() else {
+        return Ok(());
+    };
+    fs::create_dir_all(parent).map_err(|err| match err.kind() {
+        io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists => StorageError::NotADirectory {
+            path: path.to_string(),
+        },
+        _ => StorageError::io(path.to_string(), err),
+    })
+}
+
+fn replace_file(
+    base: &RunBase,
+    physical: &Path,
+    path: &WorkspacePath,
+    bytes: &[u8],
+) -> StorageResult<()> {
+    create_parents(physical, path)?;
+    // Parents may have been created just now: check again before the file lands.
+    ensure_inside(&base.canonical, physical, path.as_str())?;
+    write_atomic(physical, bytes).map_err(|err| match err {
+        StorageError::Io { message, .. } => StorageError::Io {
+            what: path.to_string(),
+            message,
+        },
+        other => other,
+    })
+}
+
+fn persist_error(code: &'static str, message: String) -> StorageError {
+    StorageError::Domain(DomainError::new(code, message))
+}
+
+/// The part of a state manifest checked when projecting a state into a run.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StateManifestHeader {
+    state_id: String,
+    workspace_id: String,
+}
+
+/// `persistent-states/<stateId>/manifest.json`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StateManifest<'a> {
+    version: u32,
+    state_id: &'a str,
+    run_id: &'a RunId,
+    workspace_id: &'a WorkspaceId,
+    stable_chat_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base_state_id: Option<&'a str>,
+    created_at: Timestamp,
+    files: &'a [FileFingerprint],
+    changes: &'a [PersistentChange],
+}
+
+fn load_run_record(run_dir: &Path, run_id: &RunId) -> StorageResult<AgentRun> {
+    read_json(&run_dir.join(RUN_FILE))?.ok_or_else(|| StorageError::not_found(format!("run {run_id}")))
+}
+
+fn init_persist_sync(
+    inner: &Inner,
+    run_id: &RunId,
+    base_state_id: Option<&str>,
+) -> StorageResult<PersistSnapshot> {
+    let base = RunBase::new(inner, run_id)?;
+    let run = load_run_record(&base.dir, run_id)?;
+    let persist_root = WorkspaceRoot::Persist.path();
+    let run_persist = base.resolve(&persist_root)?;
+    fsutil::create_dir_all(&run_persist)?;
+
+    if let Some(state_id) = base_state_id {
+        if !is_valid_storage_segment(state_id) {
+            return Err(persist_error(
+                "agent.persistent_state_root_invalid",
+                format!("persistent state id `{state_id}` is not a valid storage segment"),
+            ));
+        }
+        let state_dir = inner.layout.states_dir(run.workspace_id.as_str())?.join(state_id);
+        let missing = || {
+            persist_error(
+                "agent.persistent_state_root_missing",
+                format!("persistent state {state_id} does not exist in this conversation"),
+            )
+        };
+        let header: StateManifestHeader = match read_json(&state_dir.join(MANIFEST_FILE)) {
+            Ok(Some(header)) => header,
+            Ok(None) => return Err(missing()),
+            Err(StorageError::Corrupt { message, .. }) => {
+                return Err(persist_error(
+                    "agent.persistent_state_root_invalid",
+                    format!("persistent state {state_id} has an unreadable manifest: {message}"),
+                ));
+            }
+            Err(other) => return Err(other),
+        };
+        if header.state_id != state_id {
+            return Err(persist_error(
+                "agent.persistent_state_manifest_mismatch",
+                format!(
+                    "persistent state {state_id} has a manifest for state {}",
+                    header.state_id
+                ),
+            ));
+        }
+        if header.workspace_id != run.workspace_id.as_str() {
+            return Err(persist_error(
+                "agent.persistent_state_workspace_mismatch",
+                format!(
+                    "persistent state {state_id} belongs to workspace {}, not {}",
+                    header.workspace_id, run.workspace_id
+                ),
+            ));
+        }
+        if !state_dir.join(PERSIST_DIR).is_dir() {
+            return Err(missing());
+        }
+        for (path, physical) in persist_files(&state_dir)? {
+            let bytes = read_file_bytes(&physical, &path)?;
+            let target = base.resolve(&path)?;
+            replace_file(&base, &target, &path, &bytes)?;
+        }
+    }
+
+    let mut files = Vec::new();
+    for (path, physical) in persist_files(&base.dir)? {
+        files.push(fingerprint(&path, &read_file_bytes(&physical, &path)?));
+    }
+    let snapshot = PersistSnapshot {
+        base_state_id: base_state_id.map(str::to_owned),
+        files,
+    };
+    let snapshot_path = document_path(&base.dir, &RunDocument::PersistSnapshot)?;
+    if let Some(parent) = snapshot_path.parent() {
+        fsutil::create_dir_all(parent)?;
+    }
+    write_json_atomic(&snapshot_path, &snapshot)?;
+    Ok(snapshot)
+}
+
+fn promote_persist_sync(
+    inner: &Inner,
+    run_id: &RunId,
+    snapshot: &PersistSnapshot,
+    created_at: Timestamp,
+) -> StorageResult<PersistentChangeSet> {
+    let base = RunBase::new(inner, run_id)?;
+    let run = load_run_record(&base.dir, run_id)?;
+    let current = persist_files(&base.dir)?;
+
+    let current_paths: BTreeSet<&WorkspacePath> = current.iter().map(|(path, _)| path).collect();
+    if let Some(deleted) = snapshot
+        .files
+        .iter()
+        .find(|file| !current_paths.contains(&file.path))
+    {
+        return Err(persist_error(
+            "agent.persistent_delete_unsupported",
+            format!(
+                "`{}` was deleted from persist/, but persistent files cannot be deleted",
+                deleted.path
+            ),
+        ));
+    }
+
+    let states_dir = inner.layout.states_dir(run.workspace_id.as_str())?;
+    let target = states_dir.join(run_id.as_str());
+    let exists = || {
+        persist_error(
+            "agent.persistent_state_exists",
+            format!("persistent state {run_id} already exists"),
+        )
+    };
+    if fs::symlink_metadata(&target).is_ok() {
+        return Err(exists());
+    }
+    fsutil::create_dir_all(&states_dir)?;
+    let staging = temp_path_in(&states_dir);
+    let result = (|| -> StorageResult<PersistentChangeSet> {
+        let before: BTreeMap<&WorkspacePath, &str> = snapshot
+            .files
+            .iter()
+            .map(|file| (&file.path, file.sha256.as_str()))
+            .collect();
+        fsutil::create_dir_all(&staging.join(PERSIST_DIR))?;
+        let mut files = Vec::with_capacity(current.len());
+        let mut changes = Vec::new();
+        for (path, physical) in &current {
+            let bytes = read_file_bytes(physical, path)?;
+            let print = fingerprint(path, &bytes);
+            let kind = match before.get(path) {
+                None => Some(PersistentChangeKind::Added),
+                Some(sha) if *sha != print.sha256 => Some(PersistentChangeKind::Modified),
+                Some(_) => None,
+            };
+            if let Some(kind) = kind {
+                changes.push(PersistentChange {
+                    path: path.clone(),
+                    kind,
+                    sha256: print.sha256.clone(),
+                    bytes: print.bytes,
+                });
+            }
+            let staged = join_relative(&staging, path.as_str());
+            if let Some(parent) = staged.parent() {
+                fsutil::create_dir_all(parent)?;
+            }
+            fs::write(&staged, &bytes)
+                .map_err(|err| StorageError::io(staged.display().to_string(), err))?;
+            files.push(print);
+        }
+        let manifest = StateManifest {
+            version: 1,
+            state_id: run_id.as_str(),
+            run_id,
+            workspace_id: &run.workspace_id,
+            stable_chat_id: &run.stable_chat_id,
+            base_state_id: snapshot.base_state_id.as_deref(),
+            created_at,
+            files: &files,
+            changes: &changes,
+        };
+        write_json_atomic(&staging.join(MANIFEST_FILE), &manifest)?;
+        fs::rename(&staging, &target).map_err(|err| match err.kind() {
+            io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty => exists(),
+            _ => StorageError::io(target.display().to_string(), err),
+        })?;
+        Ok(PersistentChangeSet {
+            state_id: run_id.as_str().to_owned(),
+            base_state_id: snapshot.base_state_id.clone(),
+            changes,
+        })
+    })();
+    if result.is_err() {
+        // Best effort: the staging directory is never visible as a state.
+        let _ = fs::remove_dir_all(&staging);
+    }
+    result
+}
+
+fn checkpoint_sync(
+    inner: &Inner,
+    run_id: &RunId,
+    reason: CheckpointReason,
+    event_seq: u64,
+    paths: &[WorkspacePath],
+    created_at: Timestamp,
+) -> StorageResult<CheckpointRecord> {
+    let base = RunBase::new(inner, run_id)?;
+    let checkpoints = base.dir.join(CHECKPOINTS_DIR);
+    fsutil::create_dir_all(&checkpoints)?;
+    let existing = fs::read_dir(&checkpoints)
+        .map_err(|err| StorageError::io(checkpoints.display().to_string(), err))?
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry.file_type().is_ok_and(|kind| kind.is_dir())
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|name| name.starts_with("cp_"))
+        })
+        .count();
+    let seq = existing as u64 + 1;
+    let id = CheckpointId::from_seq(seq);
+    let target = checkpoints.join(id.as_str());
+    let staging = temp_path_in(&checkpoints);
+    let result = (|| -> StorageResult<CheckpointRecord> {
+        fsutil::create_dir_all(&staging)?;
+        let mut seen = BTreeSet::new();
+        let mut files = Vec::new();
+        for path in paths {
+            if !seen.insert(path) {
+                continue;
+            }
+            let physical = base.resolve(path)?;
+            let Some(EntryKind::File) = entry_kind(&base.canonical, &physical, path.as_str())?
+            else {
+                continue;
+            };
+            let bytes = read_file_bytes(&physical, path)?;
+            let copy = join_relative(&staging, path.as_str());
+            if let Some(parent) = copy.parent() {
+                fsutil::create_dir_all(parent)?;
+            }
+            fs::write(&copy, &bytes)
+                .map_err(|err| StorageError::io(copy.display().to_string(), err))?;
+            files.push(fingerprint(path, &bytes));
+        }
+        let record = CheckpointRecord {
+            id: id.clone(),
+            seq,
+            run_id: run_id.clone(),
+            created_at,
+            reason,
+            event_seq,
+            files,
+        };
+        write_json_atomic(&staging.join(CHECKPOINT_FILE), &record)?;
+        fs::rename(&staging, &target).map_err(|err| match err.kind() {
+            io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty => {
+                StorageError::AlreadyExists {
+                    what: format!("checkpoint {id}"),
+                }
+            }
+            _ => StorageError::io(target.display().to_string(), err),
+        })?;
+        Ok(record)
+    })();
+    if result.is_err() {
+        // Best effort: staging directories are never counted as checkpoints.
+        let _ = fs::remove_dir_all(&staging);
+    }
+    result
+}
+
+#[async_trait]
+impl WorkspaceRepository for UserDataStore {
+    async fn list(
+        &self,
+        run_id: &RunId,
+        path: Option<&WorkspacePath>,
+        depth: u32,
+    ) -> StorageResult<Vec<WorkspaceEntry>> {
+        let run_id = run_id.clone();
+        let path = path.cloned();
+        let depth = depth.max(1);
+        self.blocking(move |inner| {
+            let base = RunBase::new(inner, &run_id)?;
+            let mut out = Vec::new();
+            match path {
+                None => {
+                    for root in WorkspaceRoot::ALL {
+                        let logical = root.path();
+                        let physical = base.resolve(&logical)?;
+                        if entry_kind(&base.canonical, &physical, logical.as_str())?
+                            == Some(EntryKind::Directory)
+                        {
+                            if depth > 1 {
+                                collect_listing(
+                                    &base.canonical,
+                                    &logical,
+                                    &physical,
+                                    depth - 1,
+                                    &mut out,
+                                )?;
+                            }
+                            out.push(WorkspaceEntry {
+                                path: logical,
+                                kind: EntryKind::Directory,
+                            });
+                        }
+                    }
+                }
+                Some(path) => {
+                    let physical = base.resolve(&path)?;
+                    match entry_kind(&base.canonical, &physical, path.as_str())? {
+                        None => {
+                            return Err(StorageError::not_found(format!("workspace path {path}")));
+                        }
+                        Some(EntryKind::File) => {
+                            return Err(StorageError::NotADirectory {
+                                path: path.to_string(),
+                            });
+                        }
+                        Some(EntryKind::Directory) => {
+                            collect_listing(&base.canonical, &path, &physical, depth, &mut out)?;
+                        }
+                    }
+                }
+            }
+            out.sort_by(|a, b| a.path.cmp(&b.path));
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn read(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<FileContent> {
+        let run_id = run_id.clone();
+        let path = path.clone();
+        self.blocking(move |inner| {
+            let base = RunBase::new(inner, &run_id)?;
+            let physical = base.resolve(&path)?;
+            let bytes = current_bytes(&base, &physical, &path)?
+                .ok_or_else(|| StorageError::not_found(format!("workspace file {path}")))?;
+            let sha256 = sha256_hex(&bytes);
+            let text = String::from_utf8(bytes).map_err(|_| {
+                StorageError::corrupt(format!("workspace file {path}"), "not UTF-8 text")
+            })?;
+            Ok(FileContent { text, sha256 })
+        })
+        .await
+    }
+
+    async fn sha256(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<Option<String>> {
+        let run_id = run_id.clone();
+        let path = path.clone();
+        self.blocking(move |inner| {
+            let base = RunBase::new(inner, &run_id)?;
+            let physical = base.resolve(&path)?;
+            Ok(current_bytes(&base, &physical, &path)?.map(|bytes| sha256_hex(&bytes)))
+        })
+        .await
+    }
+
+    async fn write(
+        &self,
+        run_id: &RunId,
+        path: &WorkspacePath,
+        content: &str,
+        guard: &WriteGuard,
+    ) -> StorageResult<WriteOutcome> {
+        let lock = self.inner.locks.lock(path_lock(run_id, path)).await;
+        let run_id = run_id.clone();
+        let path = path.clone();
+        let content = content.to_owned();
+        let guard = guard.clone();
+        self.blocking(move |inner| {
+            let _lock = lock;
+            let base = RunBase::new(inner, &run_id)?;
+            let physical = base.resolve(&path)?;
+            let previous = current_bytes(&base, &physical, &path)?.map(|bytes| sha256_hex(&bytes));
+            match (&guard, &previous) {
+                (WriteGuard::None, _) | (WriteGuard::MustNotExist, None) => {}
+                (WriteGuard::MustNotExist, Some(current)) => {
+                    return Err(StorageError::GuardFileExists {
+                        path: path.to_string(),
+                        current_sha256: current.clone(),
+                    });
+                }
+                (WriteGuard::MustMatchSha256(_), None) => {
+                    return Err(StorageError::GuardFileMissing {
+                        path: path.to_string(),
+                    });
+                }
+                (WriteGuard::MustMatchSha256(expected), Some(actual)) => {
+                    if expected != actual {
+                        return Err(StorageError::GuardShaMismatch {
+                            path: path.to_string(),
+                            expected: expected.clone(),
+                            actual: actual.clone(),
+                        });
+                    }
+                }
+            }
+            replace_file(&base, &physical, &path, content.as_bytes())?;
+            Ok(WriteOutcome {
+                previous_sha256: previous,
+                sha256: sha256_hex(content.as_bytes()),
+                bytes: content.len() as u64,
+            })
+        })
+        .await
+    }
+
+    async fn append(
+        &self,
+        run_id: &RunId,
+        path: &WorkspacePath,
+        content: &str,
+    ) -> StorageResult<WriteOutcome> {
+        let lock = self.inner.locks.lock(path_lock(run_id, path)).await;
+        let run_id = run_id.clone();
+        let path = path.clone();
+        let content = content.to_owned();
+        self.blocking(move |inner| {
+            let _lock = lock;
+            let base = RunBase::new(inner, &run_id)?;
+            let physical = base.resolve(&path)?;
+            let previous = current_bytes(&base, &physical, &path)?;
+            let previous_sha256 = previous.as_deref().map(sha256_hex);
+            let mut bytes = previous.unwrap_or_default();
+            bytes.extend_from_slice(content.as_bytes());
+            replace_file(&base, &physical, &path, &bytes)?;
+            Ok(WriteOutcome {
+                previous_sha256,
+                sha256: sha256_hex(&bytes),
+                bytes: bytes.len() as u64,
+            })
+        })
+        .await
+    }
+
+    async fn create_checkpoint(
+        &self,
+        run_id: &RunId,
+        reason: CheckpointReason,
+        event_seq: u64,
+        paths: &[WorkspacePath],
+        created_at: Timestamp,
+    ) -> StorageResult<CheckpointRecord> {
+        let lock = self.inner.locks.lock(format!("checkpoint:{run_id}")).await;
+        let run_id = run_id.clone();
+        let paths = paths.to_vec();
+        self.blocking(move |inner| {
+            let _lock = lock;
+            checkpoint_sync(inner, &run_id, reason, event_seq, &paths, created_at)
+        })
+        .await
+    }
+
+    async fn init_persist_projection(
+        &self,
+        run_id: &RunId,
+        base_state_id: Option<&str>,
+    ) -> StorageResult<PersistSnapshot> {
+        let lock = self.inner.locks.lock(format!("persist:{run_id}")).await;
+        let run_id = run_id.clone();
+        let base_state_id = base_state_id.map(str::to_owned);
+        self.blocking(move |inner| {
+            let _lock = lock;
+            init_persist_sync(inner, &run_id, base_state_id.as_deref())
+        })
+        .await
+    }
+
+    async fn promote_persist(
+        &self,
+        run_id: &RunId,
+        snapshot: &PersistSnapshot,
+        created_at: Timestamp,
+    ) -> StorageResult<PersistentChangeSet> {
+        let lock = self.inner.locks.lock(format!("persist:{run_id}")).await;
+        let run_id = run_id.clone();
+        let snapshot = snapshot.clone();
+        self.blocking(move |inner| {
+            let _lock = lock;
+            promote_persist_sync(inner, &run_id, &snapshot, created_at)
+        })
+        .await
+    }
+
+    async fn walk_files(
+        &self,
+        run_id: &RunId,
+        roots: &[WorkspaceRoot],
+        max_depth: u32,
+        max_files: usize,
+    ) -> StorageResult<Vec<WorkspacePath>> {
+        let run_id = run_id.clone();
+        let mut roots = roots.to_vec();
+        roots.sort_by_key(|root| root.name());
+        roots.dedup();
+        self.blocking(move |inner| {
+            let base = RunBase::new(inner, &run_id)?;
+            let mut files = Vec::new();
+            for root in roots {
+                if files.len() >= max_files {
+                    break;
+                }
+                let logical = root.path();
+                let physical = base.resolve(&logical)?;
+                if entry_kind(&base.canonical, &physical, logical.as_str())?
+                    == Some(EntryKind::Directory)
+                {
+                    collect_files_sorted(
+                        &base.canonical,
+                        &logical,
+                        &physical,
+                        max_depth,
+                        max_files,
+                        &mut files,
+                    )?;
+                }
+            }
+            Ok(files.into_iter().map(|(path, _)| path).collect())
+        })
+        .await
+    }
+}

@@ -1,0 +1,203 @@
+//! `workspace.commit`: publish a workspace file as the reply through the host commit bridge and
+//! record it in the run's commit ledger (reference §6 "Commit and commit ledger").
+
+use serde_json::json;
+use tt_domain::event::RunEventType;
+use tt_domain::ids::CommitId;
+use tt_domain::profile::ArtifactTarget;
+use tt_domain::run::AgentRunStatus;
+use tt_domain::text::{char_count, word_count};
+use tt_domain::tool::{AgentToolCall, ToolName};
+use tt_domain::workspace::CheckpointReason;
+use tt_ports::{ChatCommitRequest, HostBridgeError, StorageError};
+
+use crate::context::{CommitRecord, InvocationRuntime, RunContext};
+use crate::error::{ApplicationError, ToolCallError, ToolError};
+use crate::tools::ToolSuccess;
+use crate::tools::workspace::parse_commit_args;
+
+/// Runs the commit handshake for one `workspace.commit` call.
+pub async fn run_commit(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+) -> Result<ToolSuccess, ToolCallError> {
+    let args = parse_commit_args(&call.arguments, &inv.profile.message_body_path, &inv.policy)?;
+    let file = match ctx.services.workspace.read(&ctx.run_id, &args.path).await {
+        Ok(file) => file,
+        Err(StorageError::NotFound { .. }) => {
+            return Err(ToolError::new(
+                "workspace.file_not_found",
+                format!(
+                    "`{}` does not exist yet. Write it with `{}` first.",
+                    args.path,
+                    ToolName::WorkspaceWriteFile.model_alias()
+                ),
+            )
+            .into());
+        }
+        Err(StorageError::IsDirectory { .. }) => {
+            return Err(ToolError::new(
+                "workspace.path_is_directory",
+                format!("`{}` is a folder; commit a file.", args.path),
+            )
+            .into());
+        }
+        Err(other) => return Err(other.into()),
+    };
+    let required_body = inv
+        .profile
+        .definition
+        .output
+        .artifacts
+        .iter()
+        .any(|artifact| {
+            artifact.required
+                && artifact.target == ArtifactTarget::MessageBody
+                && tt_domain::workspace::WorkspacePath::parse(&artifact.path)
+                    .is_ok_and(|path| path == args.path)
+        });
+    if required_body && file.text.trim().is_empty() {
+        return Err(ToolError::new(
+            "workspace.required_artifact_empty",
+            format!(
+                "`{}` is empty. Write the reply there before you publish it.",
+                args.path
+            ),
+        )
+        .into());
+    }
+
+    let run = ctx.run_snapshot().await;
+    let commit_id = CommitId::generate(&ctx.services.ids.next_token());
+    let mode = args.mode.as_str();
+    let started = ctx
+        .events
+        .info(
+            &ctx.run_id,
+            RunEventType::ChatCommitStarted,
+            json!({
+                "commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id,
+                "path": args.path, "mode": mode, "reason": args.reason,
+            }),
+        )
+        .await?;
+    ctx.try_set_status(AgentRunStatus::CreatingCheckpoint)
+        .await?;
+    let checkpoint = ctx
+        .services
+        .workspace
+        .create_checkpoint(
+            &ctx.run_id,
+            CheckpointReason::ChatCommit,
+            started.seq,
+            std::slice::from_ref(&args.path),
+            ctx.services.clock.now(),
+        )
+        .await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::CheckpointCreated,
+            json!({"checkpointId": checkpoint.id, "reason": CheckpointReason::ChatCommit, "eventSeq": started.seq, "files": checkpoint.files}),
+        )
+        .await?;
+    ctx.try_set_status(AgentRunStatus::AwaitingHostCommit)
+        .await?;
+    let chars = char_count(&file.text);
+    let words = word_count(&file.text);
+    let request = ChatCommitRequest {
+        commit_id: commit_id.clone(),
+        run_id: ctx.run_id.clone(),
+        invocation_id: inv.invocation.id.clone(),
+        call_id: call.id.clone(),
+        workspace_id: run.workspace_id.clone(),
+        stable_chat_id: run.stable_chat_id.clone(),
+        chat_ref: run.chat_ref.clone(),
+        generation_type: run.generation_type.clone(),
+        profile_id: run.profile_id.as_ref().map(ToString::to_string),
+        path: args.path.to_string(),
+        mode: mode.to_owned(),
+        reason: args.reason.clone(),
+        content: file.text.clone(),
+        chars,
+        words,
+        sha256: file.sha256.clone(),
+        checkpoint_id: checkpoint.id.clone(),
+    };
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::ChatCommitRequested,
+            json!({
+                "commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id,
+                "runId": ctx.run_id, "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
+                "chatRef": run.chat_ref, "generationType": run.generation_type, "profileId": run.profile_id,
+                "persistBaseStateId": run.persist_base_state_id, "path": args.path, "mode": mode,
+                "reason": args.reason, "chars": chars, "words": words, "sha256": file.sha256,
+                "checkpointId": checkpoint.id,
+            }),
+        )
+        .await?;
+
+    let receipt = match ctx
+        .services
+        .commit_bridge
+        .commit(request, ctx.cancel.clone())
+        .await
+    {
+        Ok(receipt) => receipt,
+        Err(HostBridgeError::Cancelled) => return Err(ApplicationError::cancelled().into()),
+        Err(error) => {
+            let message = error.to_string();
+            ctx.events
+                .warn(
+                    &ctx.run_id,
+                    RunEventType::ChatCommitFailed,
+                    json!({"commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id, "path": args.path, "mode": mode, "message": message}),
+                )
+                .await?;
+            return Err(ApplicationError::fatal(
+                "agent.chat_commit_failed",
+                format!("the host could not publish the reply: {message}"),
+            )
+            .into());
+        }
+    };
+    let commit_count = ctx.record_commit(CommitRecord {
+        path: args.path.to_string(),
+        mode: mode.to_owned(),
+        message_id: receipt.message_id.clone(),
+        round,
+    });
+    ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
+    let message_index = receipt.message_id.parse::<i64>().ok();
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::ChatCommitCompleted,
+            json!({
+                "commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id,
+                "path": args.path, "mode": mode, "chars": chars, "words": words, "sha256": file.sha256,
+                "checkpointId": checkpoint.id, "messageId": receipt.message_id, "messageIndex": message_index,
+            }),
+        )
+        .await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::ChatCommitRecorded,
+            json!({"invocationId": inv.invocation.id, "commitCount": commit_count, "path": args.path, "mode": mode, "messageId": receipt.message_id}),
+        )
+        .await?;
+    let content = format!(
+        "Published `{}` ({chars} chars / {words} words). You may revise and publish again; end your work with `{}`.",
+        args.path,
+        ToolName::WorkspaceFinish.model_alias()
+    );
+    Ok(ToolSuccess::new(
+        content,
+        json!({"path": args.path, "mode": mode, "chars": chars, "words": words, "sha256": file.sha256, "committed": true, "commitCount": commit_count}),
+    ))
+}

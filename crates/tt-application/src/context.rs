@@ -1,0 +1,189 @@
+//! Shared state of one active run (its cancel signal, authoritative run record, commit ledger)
+//! and of one invocation's tool loop (profile, frozen tool snapshot, read-state, call budgets).
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex as StdMutex};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+use tt_domain::event::RunEventType;
+use tt_domain::ids::RunId;
+use tt_domain::invocation::{AgentInvocation, InvocationStatus};
+use tt_domain::profile::ResolvedProfile;
+use tt_domain::run::{AgentRun, AgentRunStatus};
+use tt_domain::tool::{InvocationToolSnapshot, ToolName};
+use tt_domain::workspace::{PersistSnapshot, WorkspaceAccessPolicy};
+
+use crate::error::ApplicationResult;
+use crate::events::EventSink;
+use crate::services::RuntimeServices;
+use crate::tools::workspace::ReadState;
+
+/// One host-confirmed chat commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommitRecord {
+    pub path: String,
+    pub mode: String,
+    pub message_id: String,
+    pub round: u32,
+}
+
+/// Everything an active run shares across its invocations.
+pub struct RunContext {
+    pub run_id: RunId,
+    pub services: RuntimeServices,
+    pub events: Arc<EventSink>,
+    /// Fires on run cancel; every wait listens to it.
+    pub cancel: CancellationToken,
+    run: Mutex<AgentRun>,
+    /// The run's commit ledger, shared by every owner of the foreground.
+    ledger: StdMutex<Vec<CommitRecord>>,
+    pub persist_snapshot: PersistSnapshot,
+}
+
+impl std::fmt::Debug for RunContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunContext {
+    pub fn new(
+        run: AgentRun,
+        services: RuntimeServices,
+        events: Arc<EventSink>,
+        persist_snapshot: PersistSnapshot,
+    ) -> Self {
+        Self {
+            run_id: run.id.clone(),
+            services,
+            events,
+            cancel: CancellationToken::new(),
+            run: Mutex::new(run),
+            ledger: StdMutex::new(Vec::new()),
+            persist_snapshot,
+        }
+    }
+
+    pub async fn run_snapshot(&self) -> AgentRun {
+        self.run.lock().await.clone()
+    }
+
+    /// Moves the run to `status` if that is legal now, saves it and journals `status_changed`.
+    /// Returns false (and changes nothing) when the move is not legal, e.g. while cancelling.
+    pub async fn try_set_status(&self, status: AgentRunStatus) -> ApplicationResult<bool> {
+        let mut run = self.run.lock().await;
+        if run.status == status || !run.status.can_transition_to(status) {
+            return Ok(false);
+        }
+        run.transition(status, self.services.clock.now())?;
+        self.services.runs.save_run(&run).await?;
+        self.events
+            .info(
+                &self.run_id,
+                RunEventType::StatusChanged,
+                json!({ "status": status.as_str() }),
+            )
+            .await?;
+        Ok(true)
+    }
+
+    pub fn commit_count(&self) -> usize {
+        self.ledger.lock().map(|ledger| ledger.len()).unwrap_or(0)
+    }
+
+    pub fn commits(&self) -> Vec<CommitRecord> {
+        self.ledger
+            .lock()
+            .map(|ledger| ledger.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn record_commit(&self, record: CommitRecord) -> usize {
+        match self.ledger.lock() {
+            Ok(mut ledger) => {
+                ledger.push(record);
+                ledger.len()
+            }
+            Err(poisoned) => {
+                let mut ledger = poisoned.into_inner();
+                ledger.push(record);
+                ledger.len()
+            }
+        }
+    }
+
+    /// Saves an invocation status change and journals `agent_invocation_<status>`.
+    pub async fn set_invocation_status(
+        &self,
+        invocation: &mut AgentInvocation,
+        status: InvocationStatus,
+    ) -> ApplicationResult<bool> {
+        if !invocation.transition(status, self.services.clock.now())? {
+            return Ok(false);
+        }
+        self.services
+            .invocations
+            .save_invocation(invocation)
+            .await?;
+        let event_type = match status {
+            InvocationStatus::Running => RunEventType::AgentInvocationStarted,
+            InvocationStatus::Completed => RunEventType::AgentInvocationCompleted,
+            InvocationStatus::Failed => RunEventType::AgentInvocationFailed,
+            InvocationStatus::Cancelled => RunEventType::AgentInvocationCancelled,
+            InvocationStatus::Transferred => RunEventType::AgentInvocationTransferred,
+            InvocationStatus::Created => RunEventType::AgentInvocationCreated,
+        };
+        let level = match status {
+            InvocationStatus::Failed | InvocationStatus::Cancelled => {
+                tt_domain::event::EventLevel::Warn
+            }
+            _ => tt_domain::event::EventLevel::Info,
+        };
+        self.events
+            .emit(
+                &self.run_id,
+                level,
+                event_type,
+                json!({
+                    "invocationId": invocation.id,
+                    "parentInvocationId": invocation.parent_invocation_id,
+                    "profileId": invocation.profile_id,
+                    "kind": invocation.kind.as_str(),
+                    "status": invocation.status.as_str(),
+                    "exitPolicy": invocation.exit_policy.as_str(),
+                }),
+            )
+            .await?;
+        Ok(true)
+    }
+}
+
+/// Per-invocation tool-loop session: read-state and call counts (budgets are per invocation).
+#[derive(Debug, Default)]
+pub struct ToolSession {
+    pub read_state: ReadState,
+    pub calls_total: u32,
+    pub calls_per_tool: BTreeMap<ToolName, u32>,
+}
+
+/// One invocation as its loop sees it.
+#[derive(Debug)]
+pub struct InvocationRuntime {
+    pub invocation: AgentInvocation,
+    pub profile: ResolvedProfile,
+    pub snapshot: Arc<InvocationToolSnapshot>,
+    pub policy: WorkspaceAccessPolicy,
+    pub session: ToolSession,
+}
+
+impl InvocationRuntime {
+    /// Whether this invocation drives the run status (root and handoff owners do).
+    pub fn owns_run(&self) -> bool {
+        self.invocation.exit_policy == tt_domain::invocation::ExitPolicy::RunFinishAllowed
+    }
+}

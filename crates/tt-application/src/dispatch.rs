@@ -1,0 +1,480 @@
+//! The dispatcher: one model tool call from name resolution to stored result.
+//!
+//! Order: `tool_call_requested` + raw arguments stored; name resolved against the invocation's
+//! frozen snapshot (unknown name: fail-fast `model.unknown_tool_call`; known but not offered:
+//! recoverable `agent.tool_policy_denied`); per-invocation budgets; `tool_call_started`;
+//! execution; result stored; `tool_call_completed` / `tool_call_failed`; then the follow-up
+//! events and checkpoints of the tool's effect.
+
+use serde_json::{Value, json};
+use tt_domain::event::{EventLevel, RunEventType};
+use tt_domain::ids::InvocationId;
+use tt_domain::invocation::ExitPolicy;
+use tt_domain::run::{AgentRunStatus, Presentation};
+use tt_domain::text::sha256_hex;
+use tt_domain::tool::{AgentToolCall, AgentToolResult, ToolName};
+use tt_domain::workspace::CheckpointReason;
+use tt_ports::RunDocument;
+
+use crate::commit::run_commit;
+use crate::context::{InvocationRuntime, RunContext};
+use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
+use crate::tools::workspace::{self, WorkspaceToolEnv, parse_finish_args};
+use crate::tools::{ToolEffect, ToolSuccess};
+
+/// What a call means for the loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoopControl {
+    Continue,
+    /// `workspace.finish` was accepted: the loop ends after this call.
+    Finish {
+        reason: Option<String>,
+    },
+}
+
+/// A dispatched call: the result the model will see, and what the loop does next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DispatchedCall {
+    pub tool: Option<ToolName>,
+    pub result: AgentToolResult,
+    pub control: LoopControl,
+}
+
+/// A tool's successful execution plus its loop control.
+struct Executed {
+    success: ToolSuccess,
+    control: LoopControl,
+}
+
+/// File key for a call's audit files: `call_` + hex of the first 8 bytes of sha256 over
+/// `<invocationId>/<round>/<callId>`, so call ids reused by a provider never overwrite an
+/// earlier call's files. The original call id is kept inside the files and events.
+pub fn call_file_key(invocation_id: &InvocationId, round: u32, call_id: &str) -> String {
+    let digest = sha256_hex(format!("{invocation_id}/{round}/{call_id}").as_bytes());
+    format!("call_{}", &digest[..16])
+}
+
+/// Runs one call. `Err` is fail-fast for this invocation.
+pub async fn dispatch_call(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+) -> ApplicationResult<DispatchedCall> {
+    let run_id = ctx.run_id.clone();
+    let invocation_id = inv.invocation.id.clone();
+    let tool = ToolName::from_any(&call.name);
+    let display_name = tool.map_or_else(|| call.name.clone(), |tool| tool.canonical().to_owned());
+    let file_key = call_file_key(&invocation_id, round, &call.id);
+    let args_doc = RunDocument::ToolArgs {
+        call_file_key: file_key.clone(),
+    };
+    ctx.services
+        .runs
+        .write_document(
+            &run_id,
+            &args_doc,
+            &json!({"callId": call.id, "name": display_name, "invocationId": invocation_id, "round": round, "arguments": call.arguments}),
+        )
+        .await?;
+    ctx.events
+        .info(
+            &run_id,
+            RunEventType::ToolCallRequested,
+            json!({
+                "round": round, "invocationId": invocation_id, "callId": call.id, "name": display_name,
+                "argumentsRef": args_doc.relative_path(), "providerMetadata": call.provider_metadata,
+            }),
+        )
+        .await?;
+
+    let fail_fast = |code: &'static str, message: String| ApplicationError::fatal(code, message);
+    // Resolve the name: unknown to this runtime is a contract error by the model.
+    let Some(tool) = tool else {
+        let err = fail_fast(
+            "model.unknown_tool_call",
+            format!(
+                "the model called `{}`, which is not a tool of this agent",
+                call.name
+            ),
+        );
+        emit_fatal_call_failure(ctx, round, &invocation_id, &call.id, &display_name, &err).await?;
+        return Err(err);
+    };
+    let started_at = ctx.services.clock.now();
+    let offered = inv.snapshot.offers(tool);
+    let outcome: Result<Executed, ToolCallError> = if !offered {
+        if inv.invocation.exit_policy == ExitPolicy::TaskReturnRequired {
+            // A delegated agent was never offered this name: it is not its tool at all.
+            let err = fail_fast(
+                "model.unknown_tool_call",
+                format!(
+                    "the model called `{}`, which is not a tool of this agent",
+                    call.name
+                ),
+            );
+            emit_fatal_call_failure(ctx, round, &invocation_id, &call.id, &display_name, &err)
+                .await?;
+            return Err(err);
+        }
+        Err(ToolError::new(
+            "agent.tool_policy_denied",
+            format!(
+                "`{}` is not available to you. Use one of: {}.",
+                tool.model_alias(),
+                inv.snapshot.model_names().join(", ")
+            ),
+        )
+        .into())
+    } else if let Some(err) = budget_error(inv, tool) {
+        Err(err.into())
+    } else {
+        inv.session.calls_total += 1;
+        *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
+        ctx.events
+            .info(
+                &run_id,
+                RunEventType::ToolCallStarted,
+                json!({"round": round, "invocationId": invocation_id, "callId": call.id, "name": display_name}),
+            )
+            .await?;
+        execute(ctx, inv, round, tool, call).await
+    };
+
+    let (result, control, effect) = match outcome {
+        Ok(executed) => {
+            let ToolSuccess {
+                content,
+                structured,
+                resource_refs,
+                effect,
+            } = executed.success;
+            (
+                AgentToolResult {
+                    call_id: call.id.clone(),
+                    name: display_name.clone(),
+                    content,
+                    structured,
+                    is_error: false,
+                    error_code: None,
+                    resource_refs,
+                },
+                executed.control,
+                effect,
+            )
+        }
+        Err(ToolCallError::Recoverable(err)) => (
+            AgentToolResult {
+                call_id: call.id.clone(),
+                name: display_name.clone(),
+                content: err.message.clone(),
+                structured: json!({"error": {"code": err.code, "message": err.message}}),
+                is_error: true,
+                error_code: Some(err.code.to_owned()),
+                resource_refs: Vec::new(),
+            },
+            LoopControl::Continue,
+            ToolEffect::None,
+        ),
+        Err(ToolCallError::Fatal(err)) => {
+            if !err.is_cancelled() {
+                emit_fatal_call_failure(ctx, round, &invocation_id, &call.id, &display_name, &err)
+                    .await?;
+            }
+            return Err(err);
+        }
+    };
+
+    let result_doc = RunDocument::ToolResult {
+        call_file_key: file_key,
+    };
+    ctx.services
+        .runs
+        .write_document(
+            &run_id,
+            &result_doc,
+            &serde_json::to_value(&result).unwrap_or(Value::Null),
+        )
+        .await?;
+    ctx.events
+        .info(
+            &run_id,
+            RunEventType::ToolResultStored,
+            json!({"round": round, "invocationId": invocation_id, "callId": call.id, "path": result_doc.relative_path()}),
+        )
+        .await?;
+    let elapsed_ms = ctx.services.clock.now().millis_since(started_at);
+    let (level, event_type) = if result.is_error {
+        (EventLevel::Warn, RunEventType::ToolCallFailed)
+    } else {
+        (EventLevel::Info, RunEventType::ToolCallCompleted)
+    };
+    ctx.events
+        .emit(
+            &run_id,
+            level,
+            event_type,
+            json!({
+                "round": round, "invocationId": invocation_id, "callId": call.id, "name": display_name,
+                "isError": result.is_error, "errorCode": result.error_code,
+                "message": if result.is_error { Value::String(result.content.clone()) } else { Value::Null },
+                "elapsedMs": elapsed_ms, "resourceRefs": result.resource_refs,
+            }),
+        )
+        .await?;
+    apply_effect(ctx, inv, effect).await?;
+    Ok(DispatchedCall {
+        tool: Some(tool),
+        result,
+        control,
+    })
+}
+
+fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<ToolError> {
+    let budgets = &inv.snapshot.budgets;
+    if inv.session.calls_total >= budgets.max_calls_per_invocation {
+        return Some(ToolError::new(
+            "agent.tool_budget_exhausted",
+            format!(
+                "You have used all {} tool calls available to you. Finish with the tools that end your work.",
+                budgets.max_calls_per_invocation
+            ),
+        ));
+    }
+    if let Some(limit) = budgets.max_calls_per_tool.get(&tool) {
+        let used = inv.session.calls_per_tool.get(&tool).copied().unwrap_or(0);
+        if used >= *limit {
+            return Some(ToolError::new(
+                "agent.tool_budget_exhausted",
+                format!(
+                    "You have used all {limit} calls of `{}`; continue with other tools.",
+                    tool.model_alias()
+                ),
+            ));
+        }
+    }
+    None
+}
+
+async fn emit_fatal_call_failure(
+    ctx: &RunContext,
+    round: u32,
+    invocation_id: &InvocationId,
+    call_id: &str,
+    name: &str,
+    err: &ApplicationError,
+) -> ApplicationResult<()> {
+    ctx.events
+        .emit(
+            &ctx.run_id,
+            EventLevel::Error,
+            RunEventType::ToolCallFailed,
+            json!({
+                "round": round, "invocationId": invocation_id, "callId": call_id, "name": name,
+                "isError": true, "errorCode": err.code(), "message": err.to_string(), "fatal": true,
+            }),
+        )
+        .await?;
+    Ok(())
+}
+
+async fn execute(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    tool: ToolName,
+    call: &AgentToolCall,
+) -> Result<Executed, ToolCallError> {
+    let continue_with = |success: ToolSuccess| Executed {
+        success,
+        control: LoopControl::Continue,
+    };
+    match tool {
+        ToolName::WorkspaceListFiles
+        | ToolName::WorkspaceSearchFiles
+        | ToolName::WorkspaceReadFile
+        | ToolName::WorkspaceWriteFile
+        | ToolName::WorkspaceApplyPatch => {
+            let env = WorkspaceToolEnv {
+                repo: ctx.services.workspace.as_ref(),
+                run_id: &ctx.run_id,
+                policy: &inv.policy,
+                read_state: &mut inv.session.read_state,
+            };
+            workspace::execute(tool, &call.arguments, env)
+                .await
+                .map(continue_with)
+        }
+        ToolName::WorkspaceCommit => run_commit(ctx, inv, round, call).await.map(continue_with),
+        ToolName::WorkspaceFinish => finish(ctx, inv, call),
+        ToolName::AgentList
+        | ToolName::AgentDelegate
+        | ToolName::AgentHandoff
+        | ToolName::AgentAwait
+        | ToolName::TaskReturn
+        | ToolName::SkillList
+        | ToolName::SkillSearch
+        | ToolName::SkillRead => Err(ApplicationError::fatal(
+            "agent.tool_unavailable",
+            format!("`{tool}` is offered but has no implementation in this runtime"),
+        )
+        .into()),
+    }
+}
+
+fn finish(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    call: &AgentToolCall,
+) -> Result<Executed, ToolCallError> {
+    let args = parse_finish_args(&call.arguments)?;
+    if inv.invocation.exit_policy == ExitPolicy::TaskReturnRequired {
+        return Err(ToolError::new(
+            "agent.child_finish_denied",
+            format!(
+                "You cannot end the whole job. Hand your result back with `{}`.",
+                ToolName::TaskReturn.model_alias()
+            ),
+        )
+        .into());
+    }
+    if inv.snapshot.presentation == Presentation::Foreground && ctx.commit_count() == 0 {
+        return Err(ToolError::new(
+            "agent.foreground_commit_required",
+            format!(
+                "Nothing has been published yet. Write the reply to `{}`, publish it with `{}`, then call `{}` again.",
+                inv.snapshot.message_body_path,
+                ToolName::WorkspaceCommit.model_alias(),
+                ToolName::WorkspaceFinish.model_alias()
+            ),
+        )
+        .into());
+    }
+    let content = "Finish accepted. Your work on this job is complete; make no further tool calls.";
+    Ok(Executed {
+        success: ToolSuccess::new(
+            content,
+            json!({"status": "finished", "reason": args.reason}),
+        ),
+        control: LoopControl::Finish {
+            reason: args.reason,
+        },
+    })
+}
+
+async fn apply_effect(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    effect: ToolEffect,
+) -> ApplicationResult<()> {
+    let invocation_id = &inv.invocation.id;
+    match effect {
+        ToolEffect::None => Ok(()),
+        ToolEffect::FileWritten {
+            path,
+            mode,
+            chars,
+            words,
+            sha256,
+        } => {
+            let event = ctx
+                .events
+                .info(
+                    &ctx.run_id,
+                    RunEventType::WorkspaceFileWritten,
+                    json!({"invocationId": invocation_id, "path": path, "mode": mode, "chars": chars, "words": words, "sha256": sha256}),
+                )
+                .await?;
+            checkpoint(
+                ctx,
+                CheckpointReason::ToolWorkspaceWrite,
+                event.seq,
+                &[path],
+            )
+            .await
+        }
+        ToolEffect::PatchApplied {
+            path,
+            chars,
+            words,
+            old_sha256,
+            sha256,
+            replacements,
+        } => {
+            if inv.owns_run() {
+                ctx.try_set_status(AgentRunStatus::ApplyingWorkspacePatch)
+                    .await?;
+            }
+            let event = ctx
+                .events
+                .info(
+                    &ctx.run_id,
+                    RunEventType::WorkspacePatchApplied,
+                    json!({
+                        "invocationId": invocation_id, "path": path, "chars": chars, "words": words,
+                        "oldSha256": old_sha256, "sha256": sha256, "replacements": replacements,
+                    }),
+                )
+                .await?;
+            checkpoint(
+                ctx,
+                CheckpointReason::ToolWorkspacePatch,
+                event.seq,
+                &[path],
+            )
+            .await?;
+            if inv.owns_run() {
+                ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Takes a checkpoint of `paths` and journals `checkpoint_created`.
+pub async fn checkpoint(
+    ctx: &RunContext,
+    reason: CheckpointReason,
+    event_seq: u64,
+    paths: &[tt_domain::workspace::WorkspacePath],
+) -> ApplicationResult<()> {
+    let record = ctx
+        .services
+        .workspace
+        .create_checkpoint(
+            &ctx.run_id,
+            reason,
+            event_seq,
+            paths,
+            ctx.services.clock.now(),
+        )
+        .await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::CheckpointCreated,
+            json!({"checkpointId": record.id, "reason": reason, "eventSeq": event_seq, "files": record.files}),
+        )
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_file_keys_are_hashed_and_distinct_per_invocation_and_round() {
+        let root = InvocationId::root();
+        let key = call_file_key(&root, 1, "call_1");
+        assert!(key.starts_with("call_"));
+        assert_eq!(key.len(), 5 + 16);
+        assert!(key[5..].bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(key, call_file_key(&root, 2, "call_1"));
+        assert_ne!(
+            key,
+            call_file_key(&InvocationId::from_raw("inv_x"), 1, "call_1")
+        );
+        assert_eq!(key, call_file_key(&root, 1, "call_1"));
+    }
+}

@@ -1,0 +1,217 @@
+//! Writing to the run journal and fanning events out live.
+//!
+//! `EventSink::emit` adds `eventScope`, stamps id and time, appends through the `RunJournal`
+//! port (which assigns the seq) and then broadcasts the stored event to live subscribers.
+//! Subscribers that fall behind re-read the journal, so a live stream never skips a seq.
+
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent, RunEventType, with_event_scope};
+use tt_domain::ids::{EventId, RunId};
+use tt_ports::{Clock, EventPage, IdGenerator, RunJournal};
+
+use crate::error::ApplicationResult;
+
+/// Capacity of the live broadcast; a slower subscriber catches up from the journal.
+const LIVE_CAPACITY: usize = 1024;
+
+/// The one place events are written.
+pub struct EventSink {
+    journal: Arc<dyn RunJournal>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    live: broadcast::Sender<AgentRunEvent>,
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink").finish_non_exhaustive()
+    }
+}
+
+impl EventSink {
+    pub fn new(
+        journal: Arc<dyn RunJournal>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+    ) -> Self {
+        let (live, _) = broadcast::channel(LIVE_CAPACITY);
+        Self {
+            journal,
+            clock,
+            ids,
+            live,
+        }
+    }
+
+    /// Appends one event. A journal failure is fatal for the caller.
+    pub async fn emit(
+        &self,
+        run_id: &RunId,
+        level: EventLevel,
+        event_type: RunEventType,
+        payload: Value,
+    ) -> ApplicationResult<AgentRunEvent> {
+        let payload = with_event_scope(event_type, payload)?;
+        let event = NewRunEvent {
+            id: EventId::generate(&self.ids.next_token()),
+            run_id: run_id.clone(),
+            timestamp: self.clock.now(),
+            level,
+            event_type,
+            payload,
+        };
+        let stored = self.journal.append(event).await?;
+        // No receivers is fine: nobody is watching live.
+        let _ = self.live.send(stored.clone());
+        Ok(stored)
+    }
+
+    pub async fn info(
+        &self,
+        run_id: &RunId,
+        event_type: RunEventType,
+        payload: Value,
+    ) -> ApplicationResult<AgentRunEvent> {
+        self.emit(run_id, EventLevel::Info, event_type, payload)
+            .await
+    }
+
+    pub async fn warn(
+        &self,
+        run_id: &RunId,
+        event_type: RunEventType,
+        payload: Value,
+    ) -> ApplicationResult<AgentRunEvent> {
+        self.emit(run_id, EventLevel::Warn, event_type, payload)
+            .await
+    }
+
+    /// A live receiver of every event appended from now on (all runs).
+    pub fn live(&self) -> broadcast::Receiver<AgentRunEvent> {
+        self.live.subscribe()
+    }
+
+    pub fn journal(&self) -> &Arc<dyn RunJournal> {
+        &self.journal
+    }
+}
+
+/// Whether this event type ends a run.
+pub fn is_terminal_event(event_type: &str) -> bool {
+    matches!(
+        RunEventType::parse(event_type),
+        Some(
+            RunEventType::RunCompleted
+                | RunEventType::RunPartialSuccess
+                | RunEventType::RunCancelled
+                | RunEventType::RunFailed
+        )
+    )
+}
+
+/// A resumable live stream of one run's events, strictly in seq order without gaps.
+///
+/// It first replays the journal after `after_seq`, then follows the live broadcast; if the
+/// broadcast lags it re-reads the journal. It ends after the run's terminal event.
+pub struct RunEventStream {
+    run_id: RunId,
+    journal: Arc<dyn RunJournal>,
+    live: broadcast::Receiver<AgentRunEvent>,
+    next_seq: u64,
+    buffer: std::collections::VecDeque<AgentRunEvent>,
+    finished: bool,
+    invocation_filter: Option<String>,
+}
+
+impl std::fmt::Debug for RunEventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunEventStream")
+            .field("run_id", &self.run_id)
+            .field("next_seq", &self.next_seq)
+            .finish()
+    }
+}
+
+impl RunEventStream {
+    /// Subscribes before reading so nothing appended in between is missed.
+    pub fn new(
+        sink: &EventSink,
+        run_id: RunId,
+        after_seq: u64,
+        invocation_filter: Option<String>,
+    ) -> Self {
+        Self {
+            run_id,
+            journal: Arc::clone(&sink.journal),
+            live: sink.live(),
+            next_seq: after_seq + 1,
+            buffer: Default::default(),
+            finished: false,
+            invocation_filter,
+        }
+    }
+
+    /// The next event, or `None` once the run's terminal event has been delivered.
+    pub async fn next(&mut self) -> ApplicationResult<Option<AgentRunEvent>> {
+        loop {
+            if let Some(event) = self.pop_buffered() {
+                return Ok(Some(event));
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            // Catch up from the journal first.
+            let page = EventPage {
+                after_seq: Some(self.next_seq - 1),
+                before_seq: None,
+                limit: Some(500),
+                invocation_id: None,
+            };
+            let events = self.journal.read(&self.run_id, &page).await?;
+            if !events.is_empty() {
+                self.buffer.extend(events);
+                continue;
+            }
+            // Up to date: wait for the next live event of this run.
+            match self.live.recv().await {
+                Ok(event) => {
+                    // Anything but the next seq (a gap means we raced the journal) is left for
+                    // the journal re-read of the next loop turn.
+                    if event.run_id == self.run_id && event.seq == self.next_seq {
+                        self.buffer.push_back(event);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => {
+                    self.finished = true;
+                }
+            }
+        }
+    }
+
+    fn pop_buffered(&mut self) -> Option<AgentRunEvent> {
+        while let Some(event) = self.buffer.pop_front() {
+            if event.seq < self.next_seq {
+                continue;
+            }
+            self.next_seq = event.seq + 1;
+            if is_terminal_event(&event.event_type) {
+                self.finished = true;
+                self.buffer.clear();
+            }
+            let keep = match &self.invocation_filter {
+                None => true,
+                Some(id) => event.concerns_invocation(id),
+            };
+            if keep {
+                return Some(event);
+            }
+            if self.finished {
+                return None;
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,169 @@
+//! One model turn: the call with retries of rate-limited and transient failures (per the
+//! profile's `run.modelRetry`), cancellable at every wait, then the stored response and its
+//! events.
+
+use serde_json::json;
+use std::time::Duration;
+use tt_domain::event::RunEventType;
+use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_domain::profile::ModelRetryPolicy;
+use tt_domain::text::{char_count, word_count};
+use tt_ports::{ModelError, RunDocument};
+
+use crate::context::{InvocationRuntime, RunContext};
+use crate::error::{ApplicationError, ApplicationResult};
+
+/// Calls the model for `request`, retrying per `policy`, and stores the response.
+pub async fn run_model_turn(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    request: AgentModelRequest,
+    policy: ModelRetryPolicy,
+) -> ApplicationResult<AgentModelResponse> {
+    let round = request.round;
+    let invocation_id = inv.invocation.id.clone();
+    let run_id = &ctx.run_id;
+    ctx.events
+        .info(
+            run_id,
+            RunEventType::ModelRequestCreated,
+            json!({
+                "round": round,
+                "invocationId": invocation_id,
+                "request": {
+                    "provider": ctx.services.model.name(),
+                    "model": request.model_id,
+                    "messageCount": request.messages.len(),
+                    "toolCount": request.tools.len(),
+                    "sessionId": request.session.session_id,
+                },
+            }),
+        )
+        .await?;
+
+    let max_retries = policy.max_retries;
+    let mut attempt: u32 = 1;
+    let response = loop {
+        if ctx.cancel.is_cancelled() {
+            return Err(ApplicationError::cancelled());
+        }
+        ctx.events
+            .info(
+                run_id,
+                RunEventType::ModelCallAttemptStarted,
+                json!({"round": round, "invocationId": invocation_id, "attempt": attempt, "maxRetries": max_retries}),
+            )
+            .await?;
+        let call_cancel = ctx.cancel.child_token();
+        let outcome = tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => Err(ModelError::Cancelled),
+            result = ctx.services.model.complete(request.clone(), call_cancel.clone()) => result,
+        };
+        call_cancel.cancel();
+        let error = match outcome {
+            Ok(response) => break response,
+            Err(ModelError::Cancelled) => return Err(ApplicationError::cancelled()),
+            Err(error) => error,
+        };
+        let retryable = error.is_retryable();
+        let will_retry = retryable && attempt <= max_retries;
+        ctx.events
+            .warn(
+                run_id,
+                RunEventType::ModelCallAttemptFailed,
+                json!({
+                    "round": round, "invocationId": invocation_id, "attempt": attempt,
+                    "maxRetries": max_retries, "retryable": retryable, "willRetry": will_retry,
+                    "code": error.code(), "message": error.to_string(),
+                }),
+            )
+            .await?;
+        if !will_retry {
+            return Err(ApplicationError::Model(error));
+        }
+        let retry_after = match &error {
+            ModelError::RateLimited {
+                retry_after_ms: Some(ms),
+                ..
+            } => *ms,
+            _ => 0,
+        };
+        let interval_ms = policy.interval_ms.max(retry_after);
+        ctx.events
+            .info(
+                run_id,
+                RunEventType::ModelCallRetryScheduled,
+                json!({"round": round, "invocationId": invocation_id, "nextAttempt": attempt + 1, "intervalMs": interval_ms}),
+            )
+            .await?;
+        tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => return Err(ApplicationError::cancelled()),
+            () = tokio::time::sleep(Duration::from_millis(interval_ms)) => {}
+        }
+        attempt += 1;
+    };
+
+    let document = RunDocument::ModelResponse {
+        invocation_id: invocation_id.clone(),
+        round,
+    };
+    let path = document.relative_path();
+    ctx.services
+        .runs
+        .write_document(
+            run_id,
+            &document,
+            &json!({"round": round, "invocationId": invocation_id, "response": response}),
+        )
+        .await?;
+    ctx.events
+        .info(
+            run_id,
+            RunEventType::ModelResponseStored,
+            json!({"round": round, "invocationId": invocation_id, "path": path, "responseId": response.response_id, "model": response.model}),
+        )
+        .await?;
+    ctx.events
+        .info(
+            run_id,
+            RunEventType::ProviderStateUpdated,
+            json!({
+                "round": round, "invocationId": invocation_id,
+                "providerState": {
+                    "sessionId": request.session.session_id,
+                    "provider": ctx.services.model.name(),
+                    "messageCursor": request.messages.len(),
+                    "lastResponseId": response.response_id,
+                },
+            }),
+        )
+        .await?;
+    let text = response.text();
+    let reasoning = response.reasoning_text();
+    let tool_calls = response.message.tool_calls().count();
+    let mut completed = json!({
+        "round": round, "invocationId": invocation_id, "modelResponsePath": path,
+        "toolCallCount": tool_calls,
+        "textChars": char_count(&text), "textWords": word_count(&text),
+        "hasAssistantText": !text.trim().is_empty(),
+        "assistantTextChars": char_count(&text), "assistantTextWords": word_count(&text),
+        "hasReasoning": !reasoning.is_empty(),
+        "reasoningChars": char_count(&reasoning), "reasoningWords": word_count(&reasoning),
+        "usage": response.usage,
+        "finishReason": response.finish_reason,
+    });
+    if !text.trim().is_empty() {
+        const NARRATION_LIMIT: usize = 2000;
+        let (head, truncated) = tt_domain::text::truncate_chars(text.trim(), NARRATION_LIMIT);
+        completed["narration"] = json!({
+            "source": "assistantText", "text": head, "totalChars": char_count(&text),
+            "totalWords": word_count(&text), "truncated": truncated,
+        });
+    }
+    ctx.events
+        .info(run_id, RunEventType::ModelCompleted, completed)
+        .await?;
+    Ok(response)
+}

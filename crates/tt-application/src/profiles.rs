@@ -1,0 +1,42 @@
+//! Profile resolution: the built-in `default-writer` when none is named (or when it has no
+//! stored override), otherwise the stored definition, validated.
+
+use tt_domain::ids::ProfileId;
+use tt_domain::profile::{
+    DEFAULT_PROFILE_ID, ProfileSource, ResolvedProfile, default_writer_definition, resolve_profile,
+};
+use tt_ports::ProfileRepository;
+
+use crate::error::{ApplicationError, ApplicationResult};
+
+/// Resolves `requested` (or the default) into a validated profile.
+pub async fn resolve(
+    profiles: &dyn ProfileRepository,
+    requested: Option<&str>,
+) -> ApplicationResult<ResolvedProfile> {
+    let id_text = requested
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .unwrap_or(DEFAULT_PROFILE_ID);
+    let id = ProfileId::parse(id_text)
+        .map_err(|err| ApplicationError::fatal("agent.profile_not_found", err.message))?;
+    match profiles.load_profile(&id).await? {
+        Some(definition) => {
+            if definition.id != id {
+                return Err(ApplicationError::fatal(
+                    "agent.profile_id_mismatch",
+                    format!("the stored profile `{id}` declares id `{}`", definition.id),
+                ));
+            }
+            Ok(resolve_profile(definition, ProfileSource::file(&id))?)
+        }
+        None if id.as_str() == DEFAULT_PROFILE_ID => Ok(resolve_profile(
+            default_writer_definition(),
+            ProfileSource::built_in(),
+        )?),
+        None => Err(ApplicationError::fatal(
+            "agent.profile_not_found",
+            format!("no profile named `{id}` exists"),
+        )),
+    }
+}

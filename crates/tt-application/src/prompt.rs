@@ -1,0 +1,155 @@
+//! The default agent system prompt (reference §5.6), generated from the invocation's tool
+//! snapshot unless the profile's `instructions.agentSystemPrompt` replaces it.
+//!
+//! Written to the agent, in its own terms: tool names as it calls them, workspace paths as it
+//! uses them, no runtime ids or storage details.
+
+use std::fmt::Write as _;
+use tt_domain::profile::ResolvedProfile;
+use tt_domain::run::Presentation;
+use tt_domain::tool::{InvocationToolSnapshot, ToolName};
+use tt_domain::workspace::WorkspaceRoot;
+
+/// The system prompt for one invocation.
+pub fn agent_system_prompt(profile: &ResolvedProfile, snapshot: &InvocationToolSnapshot) -> String {
+    match profile
+        .definition
+        .instructions
+        .agent_system_prompt
+        .as_deref()
+    {
+        Some(custom) if !custom.trim().is_empty() => custom.to_owned(),
+        _ => default_system_prompt(snapshot),
+    }
+}
+
+fn roots_list(roots: &[WorkspaceRoot]) -> String {
+    if roots.is_empty() {
+        return "none".to_owned();
+    }
+    roots
+        .iter()
+        .map(|root| format!("`{root}/`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The generated default.
+pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
+    let has = |tool: ToolName| snapshot.offers(tool);
+    let name = |tool: ToolName| tool.model_alias();
+    let mut out = String::new();
+    out.push_str("---\ntool_choice: required\ntools:\n");
+    for model_name in snapshot.model_names() {
+        let _ = writeln!(out, "  - {model_name}");
+    }
+    out.push_str("---\n\n# Agent Mode is active.\n\n");
+    out.push_str(
+        "You work only by calling tools. Every reply you give must be a tool call; plain text is not delivered to anyone.\n\n",
+    );
+    out.push_str("Your tools:\n");
+    for spec in &snapshot.tools {
+        let line = match spec.name {
+            ToolName::WorkspaceListFiles => "see which files exist in the shared workspace.",
+            ToolName::WorkspaceSearchFiles => "find text across the workspace files you can see.",
+            ToolName::WorkspaceReadFile => {
+                "read a file (whole, or a line or character range) before you change it."
+            }
+            ToolName::WorkspaceWriteFile => {
+                "create a file, replace a file you have read, or append to a file."
+            }
+            ToolName::WorkspaceApplyPatch => "replace an exact passage in a file you have read.",
+            ToolName::WorkspaceCommit => "publish a finished file as the reply the user sees.",
+            ToolName::WorkspaceFinish => "end your work once everything is done.",
+            ToolName::AgentList => "see which other agents you can call on.",
+            ToolName::AgentDelegate => {
+                "give another agent a focused task that runs in the background while you keep working."
+            }
+            ToolName::AgentAwait => {
+                "optional: wait for delegated results only when your next decision depends on them; finished results also arrive on their own."
+            }
+            ToolName::AgentHandoff => {
+                "hand the rest of this job to another agent with a clear brief; once a handoff succeeds, stop calling tools."
+            }
+            ToolName::TaskReturn => "hand your result back; this ends your task.",
+            ToolName::SkillList => "see which skills are available to you.",
+            ToolName::SkillSearch => "find skills by topic.",
+            ToolName::SkillRead => "read a skill's instructions.",
+        };
+        let _ = writeln!(out, "- `{}`: {line}", spec.model_name);
+    }
+
+    let visible = &snapshot.visible_roots;
+    let writable = &snapshot.writable_roots;
+    let delegated = has(ToolName::TaskReturn);
+    out.push_str("\n## Workspace\n\n");
+    if delegated {
+        out.push_str("You share one workspace with the other agents on this job; the paths you see are the same paths they use.\n");
+        let _ = writeln!(
+            out,
+            "- You can see these areas for this task: {}.",
+            roots_list(visible)
+        );
+        let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
+    } else {
+        let _ = writeln!(out, "- You can see: {}.", roots_list(visible));
+        let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
+        let _ = writeln!(
+            out,
+            "- Your reply belongs in `{}`.",
+            snapshot.message_body_path
+        );
+    }
+    if visible.contains(&WorkspaceRoot::Persist) && writable.contains(&WorkspaceRoot::Persist) {
+        out.push_str("- `persist/` is long-term memory for this conversation: what you keep there is available in later replies.\n");
+        out.push_str("- Update `persist/` only with lasting facts worth remembering; it is saved when the job finishes successfully.\n");
+    }
+
+    out.push('\n');
+    if delegated {
+        let _ = writeln!(
+            out,
+            "# **Important**: Return your result only by calling `{}`; it ends your task.",
+            name(ToolName::TaskReturn)
+        );
+        return out;
+    }
+    let has_commit = has(ToolName::WorkspaceCommit);
+    let has_finish = has(ToolName::WorkspaceFinish);
+    if has_finish && has_commit && snapshot.presentation == Presentation::Foreground {
+        let _ = writeln!(
+            out,
+            "# **Important**: Call `{}` successfully at least once before you call `{}`.",
+            name(ToolName::WorkspaceCommit),
+            name(ToolName::WorkspaceFinish)
+        );
+    } else if has_finish {
+        let _ = writeln!(
+            out,
+            "# **Important**: This job runs in the background: you may call `{}` without publishing anything.",
+            name(ToolName::WorkspaceFinish)
+        );
+    } else if has(ToolName::AgentHandoff) {
+        let _ = writeln!(
+            out,
+            "# **Important**: You cannot end the job yourself: when your part is done, call `{}` so the next agent continues.",
+            name(ToolName::AgentHandoff)
+        );
+    }
+    if has_commit && has_finish {
+        out.push_str("\n## Basic flow\n\n");
+        let _ = writeln!(
+            out,
+            "1. Write the reply to `{}` with `{}`.",
+            snapshot.message_body_path,
+            name(ToolName::WorkspaceWriteFile)
+        );
+        let _ = writeln!(
+            out,
+            "2. Publish it with `{}`.",
+            name(ToolName::WorkspaceCommit)
+        );
+        let _ = writeln!(out, "3. End with `{}`.", name(ToolName::WorkspaceFinish));
+    }
+    out
+}

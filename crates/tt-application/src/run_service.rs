@@ -1,0 +1,613 @@
+//! The run service: start a run, execute its foreground invocation to a terminal state, cancel
+//! it, and read what it wrote. This is the application's facade for the composition root.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex};
+use tokio::sync::watch;
+use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
+use tt_domain::ids::{InvocationId, RunId};
+use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
+use tt_domain::model::{AgentModelMessage, ModelRole};
+use tt_domain::profile::{ModelMode, ResolvedProfile};
+use tt_domain::run::{
+    AgentRun, AgentRunStatus, ConversationKind, derive_workspace_id, normalize_stable_chat_id,
+};
+use tt_domain::workspace::{RunManifest, WorkspacePath};
+use tt_ports::{EventPage, FileContent, RunDocument, RunListPage};
+
+use crate::context::{InvocationRuntime, RunContext, ToolSession};
+use crate::error::{ApplicationError, ApplicationResult};
+use crate::events::{EventSink, RunEventStream};
+use crate::prompt::agent_system_prompt;
+use crate::prompt_input::{PromptMessage, PromptSnapshot};
+use crate::registry::build_tool_snapshot;
+use crate::services::RuntimeServices;
+use crate::tool_loop::{LoopOutcome, run_tool_loop};
+
+/// What a host asks for when it starts a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartRunRequest {
+    /// The host's stable conversation id; the workspace id is derived from it.
+    pub stable_chat_id: String,
+    #[serde(default = "default_conversation_kind")]
+    pub conversation_kind: ConversationKind,
+    /// Opaque host metadata carried to events and bridges.
+    #[serde(default)]
+    pub chat_ref: Value,
+    #[serde(default)]
+    pub generation_type: Value,
+    /// `None` uses the built-in `default-writer`.
+    #[serde(default)]
+    pub profile_id: Option<String>,
+    /// Conversation so far, oldest first.
+    #[serde(default)]
+    pub history: Vec<PromptMessage>,
+    /// The user's request for this run.
+    #[serde(default)]
+    pub user_request: Option<String>,
+    /// A persistent state whose `persist/` this run starts from.
+    #[serde(default)]
+    pub persist_base_state_id: Option<String>,
+}
+
+fn default_conversation_kind() -> ConversationKind {
+    ConversationKind::Character
+}
+
+struct ActiveRun {
+    ctx: Arc<RunContext>,
+    done: watch::Receiver<bool>,
+}
+
+/// Starts, runs and cancels runs over the ports in [`RuntimeServices`].
+pub struct AgentRunService {
+    services: RuntimeServices,
+    events: Arc<EventSink>,
+    active: StdMutex<HashMap<RunId, ActiveRun>>,
+}
+
+impl std::fmt::Debug for AgentRunService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRunService").finish_non_exhaustive()
+    }
+}
+
+impl AgentRunService {
+    pub fn new(services: RuntimeServices) -> Arc<Self> {
+        let events = Arc::new(EventSink::new(
+            Arc::clone(&services.journal),
+            Arc::clone(&services.clock),
+            Arc::clone(&services.ids),
+        ));
+        Arc::new(Self {
+            services,
+            events,
+            active: StdMutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn services(&self) -> &RuntimeServices {
+        &self.services
+    }
+
+    pub fn event_sink(&self) -> &Arc<EventSink> {
+        &self.events
+    }
+
+    /// Validates the request, creates the run and its root invocation, and starts executing it
+    /// in the background. Returns the run as created.
+    pub async fn start_run(
+        self: &Arc<Self>,
+        request: StartRunRequest,
+    ) -> ApplicationResult<AgentRun> {
+        let stable_chat_id = normalize_stable_chat_id(&request.stable_chat_id)?;
+        let profile = crate::profiles::resolve(
+            self.services.profiles.as_ref(),
+            request.profile_id.as_deref(),
+        )
+        .await?;
+        if !profile.definition.run.direct_runnable {
+            return Err(ApplicationError::fatal(
+                "agent.profile_not_direct_runnable",
+                format!(
+                    "profile `{}` can only be used by other agents",
+                    profile.id()
+                ),
+            ));
+        }
+        check_model_configured(&profile)?;
+        if let Some(base) = &request.persist_base_state_id
+            && !tt_domain::ids::is_valid_storage_segment(base)
+        {
+            return Err(ApplicationError::fatal(
+                "agent.persist_base_state_mismatch",
+                format!("`{base}` is not a state id"),
+            ));
+        }
+        let now = self.services.clock.now();
+        let run_id = RunId::generate(&self.services.ids.next_token());
+        let presentation = profile.definition.run.presentation;
+        let run = AgentRun {
+            id: run_id.clone(),
+            workspace_id: derive_workspace_id(request.conversation_kind, &stable_chat_id),
+            stable_chat_id,
+            conversation_kind: request.conversation_kind,
+            chat_ref: request.chat_ref.clone(),
+            generation_type: request.generation_type.clone(),
+            profile_id: Some(profile.id().clone()),
+            persist_base_state_id: request.persist_base_state_id.clone(),
+            presentation,
+            status: AgentRunStatus::Created,
+            created_at: now,
+            updated_at: now,
+        };
+        let manifest = RunManifest {
+            schema_version: 1,
+            run_id: run_id.clone(),
+            workspace_id: run.workspace_id.clone(),
+            stable_chat_id: run.stable_chat_id.clone(),
+            roots: profile.access_policy().manifest_roots(),
+            created_at: now,
+        };
+        self.services.runs.create_run(&run, &manifest).await?;
+        self.events
+            .info(
+                &run_id,
+                RunEventType::RunCreated,
+                json!({
+                    "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
+                    "persistBaseStateId": run.persist_base_state_id, "presentation": presentation,
+                    "chatRef": run.chat_ref, "generationType": run.generation_type,
+                }),
+            )
+            .await?;
+
+        match self.prepare_root(run.clone(), &profile, &request).await {
+            Ok((ctx, inv, messages)) => {
+                let (done_tx, done_rx) = watch::channel(false);
+                let ctx = Arc::new(ctx);
+                self.lock_active().insert(
+                    run_id.clone(),
+                    ActiveRun {
+                        ctx: Arc::clone(&ctx),
+                        done: done_rx,
+                    },
+                );
+                let service = Arc::clone(self);
+                tokio::spawn(async move {
+                    service.execute(ctx, inv, messages).await;
+                    let _ = done_tx.send(true);
+                });
+                Ok(self.services.runs.load_run(&run_id).await?)
+            }
+            Err(error) => {
+                // The run exists on disk: end it visibly instead of leaving it dangling.
+                let ctx = RunContext::new(
+                    run,
+                    self.services.clone(),
+                    Arc::clone(&self.events),
+                    Default::default(),
+                );
+                self.finalize_failure(&ctx, None, &error).await;
+                Err(error)
+            }
+        }
+    }
+
+    async fn prepare_root(
+        &self,
+        run: AgentRun,
+        profile: &ResolvedProfile,
+        request: &StartRunRequest,
+    ) -> ApplicationResult<(RunContext, InvocationRuntime, Vec<AgentModelMessage>)> {
+        let run_id = run.id.clone();
+        let services = &self.services;
+        let provisional = RunContext::new(
+            run.clone(),
+            services.clone(),
+            Arc::clone(&self.events),
+            Default::default(),
+        );
+        self.events
+            .info(
+                &run_id,
+                RunEventType::ProfileResolved,
+                json!({"profileId": profile.id(), "source": profile.source_trace.profile_source}),
+            )
+            .await?;
+        provisional
+            .try_set_status(AgentRunStatus::InitializingWorkspace)
+            .await?;
+        services
+            .runs
+            .write_document(
+                &run_id,
+                &RunDocument::ResolvedProfile,
+                &serde_json::to_value(profile).unwrap_or(Value::Null),
+            )
+            .await?;
+        self.events
+            .info(
+                &run_id,
+                RunEventType::WorkspaceInitialized,
+                json!({"workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id}),
+            )
+            .await?;
+        let persist_snapshot = services
+            .workspace
+            .init_persist_projection(&run_id, run.persist_base_state_id.as_deref())
+            .await?;
+        let persist_roots: Vec<_> = profile
+            .access_policy()
+            .manifest_roots()
+            .into_iter()
+            .filter(|root| root.path.is_persistent())
+            .collect();
+        self.events
+            .info(
+                &run_id,
+                RunEventType::PersistentProjectionInitialized,
+                json!({"roots": persist_roots, "baseStateId": persist_snapshot.base_state_id, "fileCount": persist_snapshot.files.len()}),
+            )
+            .await?;
+        let ctx = RunContext::new(
+            provisional.run_snapshot().await,
+            services.clone(),
+            Arc::clone(&self.events),
+            persist_snapshot,
+        );
+
+        let prompt_snapshot = PromptSnapshot::freeze(
+            profile.definition.context,
+            &request.history,
+            request.user_request.as_deref(),
+        );
+        services
+            .runs
+            .write_document(
+                &run_id,
+                &RunDocument::PromptSnapshot,
+                &serde_json::to_value(&prompt_snapshot).unwrap_or(Value::Null),
+            )
+            .await?;
+
+        let now = services.clock.now();
+        let invocation = AgentInvocation::new_root(run_id.clone(), profile.id().clone(), now);
+        services.invocations.save_invocation(&invocation).await?;
+        self.events
+            .info(
+                &run_id,
+                RunEventType::AgentInvocationCreated,
+                json!({
+                    "invocationId": invocation.id, "parentInvocationId": null, "profileId": invocation.profile_id,
+                    "kind": invocation.kind.as_str(), "status": invocation.status.as_str(), "exitPolicy": invocation.exit_policy.as_str(),
+                }),
+            )
+            .await?;
+        ctx.try_set_status(AgentRunStatus::AssemblingContext)
+            .await?;
+        let snapshot = build_tool_snapshot(
+            profile,
+            &invocation.id,
+            ExitPolicy::RunFinishAllowed,
+            run.presentation,
+        )?;
+        services
+            .runs
+            .write_document(
+                &run_id,
+                &RunDocument::InvocationToolSnapshot(invocation.id.clone()),
+                &serde_json::to_value(&snapshot).unwrap_or(Value::Null),
+            )
+            .await?;
+        let mut messages = vec![AgentModelMessage::text(
+            ModelRole::System,
+            agent_system_prompt(profile, &snapshot),
+        )];
+        messages.extend(prompt_snapshot.model_messages());
+        self.events
+            .info(
+                &run_id,
+                RunEventType::ContextAssembled,
+                json!({
+                    "request": {
+                        "provider": services.model.name(), "model": profile.definition.model.model_id,
+                        "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
+                    },
+                    "invocationId": invocation.id,
+                    "tools": snapshot.model_names(),
+                    "maxRounds": snapshot.budgets.max_rounds,
+                    "contextPolicy": profile.definition.context,
+                    "modelRetry": profile.definition.run.model_retry,
+                }),
+            )
+            .await?;
+        let inv = InvocationRuntime {
+            invocation,
+            profile: profile.clone(),
+            policy: profile.access_policy(),
+            snapshot: Arc::new(snapshot),
+            session: ToolSession::default(),
+        };
+        Ok((ctx, inv, messages))
+    }
+
+    /// Drives the foreground invocation to a terminal run state. Never returns an error: every
+    /// outcome is written to the run record and the journal.
+    async fn execute(
+        &self,
+        ctx: Arc<RunContext>,
+        mut inv: InvocationRuntime,
+        messages: Vec<AgentModelMessage>,
+    ) {
+        let outcome = async {
+            ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)
+                .await?;
+            run_tool_loop(&ctx, &mut inv, messages).await
+        }
+        .await;
+        let result = match outcome {
+            Ok(LoopOutcome::Finished { .. }) => self.finish_run(&ctx, &mut inv).await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = result {
+            if error.is_cancelled() || ctx.cancel.is_cancelled() {
+                self.finalize_cancelled(&ctx, Some(&mut inv.invocation))
+                    .await;
+            } else {
+                self.finalize_failure(&ctx, Some(&mut inv.invocation), &error)
+                    .await;
+            }
+        }
+        self.lock_active().remove(&ctx.run_id);
+        let model = Arc::clone(&self.services.model);
+        let session_id =
+            tt_domain::model::ProviderSession::new(&ctx.run_id, &inv.invocation.id).session_id;
+        tokio::spawn(async move { model.close_session(&session_id).await });
+    }
+
+    /// `workspace.finish` accepted: promote `persist/`, complete the run.
+    async fn finish_run(
+        &self,
+        ctx: &RunContext,
+        inv: &mut InvocationRuntime,
+    ) -> ApplicationResult<()> {
+        if !ctx.try_set_status(AgentRunStatus::Finishing).await? {
+            return Err(ApplicationError::cancelled());
+        }
+        match self
+            .services
+            .workspace
+            .promote_persist(
+                &ctx.run_id,
+                &ctx.persist_snapshot,
+                self.services.clock.now(),
+            )
+            .await
+        {
+            Ok(change_set) => {
+                let changes: Vec<Value> = change_set
+                    .changes
+                    .iter()
+                    .map(|change| json!({"path": change.path, "kind": change.kind, "sha256": change.sha256}))
+                    .collect();
+                self.events
+                    .info(
+                        &ctx.run_id,
+                        RunEventType::PersistentChangesCommitted,
+                        json!({"stateId": change_set.state_id, "baseStateId": change_set.base_state_id, "changeCount": changes.len(), "changes": changes}),
+                    )
+                    .await?;
+            }
+            Err(error) => {
+                let error = ApplicationError::from(error);
+                self.events
+                    .warn(
+                        &ctx.run_id,
+                        RunEventType::PersistentChangesCommitFailed,
+                        json!({"message": error.to_string()}),
+                    )
+                    .await?;
+                return Err(error);
+            }
+        }
+        if ctx.cancel.is_cancelled() || !ctx.try_set_status(AgentRunStatus::Completed).await? {
+            return Err(ApplicationError::cancelled());
+        }
+        ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Completed)
+            .await?;
+        self.events
+            .info(&ctx.run_id, RunEventType::RunCompleted, Value::Null)
+            .await?;
+        Ok(())
+    }
+
+    async fn finalize_cancelled(&self, ctx: &RunContext, invocation: Option<&mut AgentInvocation>) {
+        if let Some(invocation) = invocation {
+            let _ = ctx
+                .set_invocation_status(invocation, InvocationStatus::Cancelled)
+                .await;
+        }
+        let _ = ctx.try_set_status(AgentRunStatus::Cancelled).await;
+        let _ = self
+            .events
+            .warn(
+                &ctx.run_id,
+                RunEventType::RunCancelled,
+                json!({"message": "The run was cancelled."}),
+            )
+            .await;
+    }
+
+    /// Ends a run after a fail-fast error: `failed`, or `partial_success` when something was
+    /// already published. Best effort: a broken journal must not hide the status change.
+    async fn finalize_failure(
+        &self,
+        ctx: &RunContext,
+        invocation: Option<&mut AgentInvocation>,
+        error: &ApplicationError,
+    ) {
+        if let Some(invocation) = invocation {
+            let _ = ctx
+                .set_invocation_status(invocation, InvocationStatus::Failed)
+                .await;
+        }
+        let commits = ctx.commits();
+        let mut payload = json!({
+            "code": error.code(),
+            "message": error.detail(),
+            "technicalMessage": error.to_string(),
+            "retryable": matches!(error, ApplicationError::Model(_)),
+            "userRetryable": error.user_retryable(),
+            "details": {},
+        });
+        if commits.is_empty() {
+            let _ = ctx.try_set_status(AgentRunStatus::Failed).await;
+            let _ = self
+                .events
+                .emit(
+                    &ctx.run_id,
+                    EventLevel::Error,
+                    RunEventType::RunFailed,
+                    payload,
+                )
+                .await;
+        } else {
+            payload["retryable"] = json!(false);
+            payload["userRetryable"] = json!(false);
+            payload["preservedCommitCount"] = json!(commits.len());
+            payload["preservedCommits"] = serde_json::to_value(&commits).unwrap_or(Value::Null);
+            let _ = ctx.try_set_status(AgentRunStatus::PartialSuccess).await;
+            let _ = self
+                .events
+                .warn(&ctx.run_id, RunEventType::RunPartialSuccess, payload)
+                .await;
+        }
+    }
+
+    /// Requests cancellation. An active run is interrupted at once (model calls and host waits
+    /// abort) and ends `cancelled`; a terminal run is returned unchanged.
+    pub async fn cancel_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
+        let run = self.services.runs.load_run(run_id).await?;
+        if run.status.is_terminal() {
+            return Ok(run);
+        }
+        let active = self
+            .lock_active()
+            .get(run_id)
+            .map(|active| Arc::clone(&active.ctx));
+        self.events
+            .info(run_id, RunEventType::RunCancelRequested, Value::Null)
+            .await?;
+        match active {
+            Some(ctx) => {
+                ctx.try_set_status(AgentRunStatus::Cancelling).await?;
+                ctx.cancel.cancel();
+            }
+            None => {
+                // Nothing is executing this run (for example after a host restart).
+                let ctx = RunContext::new(
+                    run,
+                    self.services.clone(),
+                    Arc::clone(&self.events),
+                    Default::default(),
+                );
+                let mut root = self
+                    .services
+                    .invocations
+                    .load_invocation(run_id, &InvocationId::root())
+                    .await
+                    .ok();
+                self.finalize_cancelled(
+                    &ctx,
+                    root.as_mut().filter(|inv| !inv.status.is_terminal()),
+                )
+                .await;
+            }
+        }
+        Ok(self.services.runs.load_run(run_id).await?)
+    }
+
+    /// Waits until the run is no longer executing, then returns its stored record.
+    pub async fn wait_for_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
+        let done = self
+            .lock_active()
+            .get(run_id)
+            .map(|active| active.done.clone());
+        if let Some(mut done) = done {
+            // A closed channel means the executor ended too.
+            let _ = done.wait_for(|finished| *finished).await;
+        }
+        Ok(self.services.runs.load_run(run_id).await?)
+    }
+
+    /// One page of a run's journal. `invocationId` must be a plain id.
+    pub async fn read_events(
+        &self,
+        run_id: &RunId,
+        page: &EventPage,
+    ) -> ApplicationResult<Vec<AgentRunEvent>> {
+        if let Some(id) = &page.invocation_id
+            && (id.trim().is_empty() || id.contains('/') || id.contains('\\'))
+        {
+            return Err(ApplicationError::fatal(
+                "agent.read_events_invocation_id_invalid",
+                "invocationId must be a non-empty id without path separators",
+            ));
+        }
+        self.services.runs.load_run(run_id).await?;
+        Ok(self.services.journal.read(run_id, page).await?)
+    }
+
+    /// A live, resumable stream of a run's events after `after_seq`.
+    pub fn subscribe(
+        &self,
+        run_id: RunId,
+        after_seq: u64,
+        invocation_id: Option<String>,
+    ) -> RunEventStream {
+        RunEventStream::new(&self.events, run_id, after_seq, invocation_id)
+    }
+
+    pub async fn list_runs(&self, page: RunListPage) -> ApplicationResult<Vec<AgentRun>> {
+        Ok(self.services.runs.list_runs(page).await?)
+    }
+
+    /// Reads a workspace file of a run for the host (any of the model-visible roots).
+    pub async fn read_workspace_file(
+        &self,
+        run_id: &RunId,
+        path: &str,
+    ) -> ApplicationResult<FileContent> {
+        let path = WorkspacePath::parse(path)?;
+        if path.root().is_none() {
+            return Err(ApplicationError::fatal(
+                "workspace.path_not_visible",
+                format!("`{path}` is not a workspace file"),
+            ));
+        }
+        Ok(self.services.workspace.read(run_id, &path).await?)
+    }
+
+    fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, ActiveRun>> {
+        self.active
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()> {
+    match profile.definition.model.mode {
+        ModelMode::RequiresConfiguration => Err(ApplicationError::fatal(
+            "agent.profile_model_requires_configuration",
+            format!(
+                "profile `{}` needs a model to be configured before it can run",
+                profile.id()
+            ),
+        )),
+        ModelMode::CurrentPromptSnapshot | ModelMode::ConnectionRef => Ok(()),
+    }
+}

@@ -1,0 +1,119 @@
+//! The timeline projection a host draws an agent graph from: which invocations owned the
+//! foreground, every invocation, and every delegation/handoff edge (reference §7).
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use tt_domain::ids::{InvocationId, ProfileId, RunId, TaskId};
+use tt_domain::invocation::{ExitPolicy, InvocationKind, InvocationStatus};
+use tt_domain::task::{TaskContinuation, TaskStatus};
+use tt_domain::time::Timestamp;
+use tt_ports::AgentInvocationRepository;
+
+use crate::error::{ApplicationError, ApplicationResult};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineInvocation {
+    pub invocation_id: InvocationId,
+    pub parent_invocation_id: Option<InvocationId>,
+    pub profile_id: ProfileId,
+    pub kind: InvocationKind,
+    pub status: InvocationStatus,
+    pub exit_policy: ExitPolicy,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationEdge {
+    pub task_id: TaskId,
+    pub source_invocation_id: InvocationId,
+    pub target_invocation_id: InvocationId,
+    pub target_profile_id: ProfileId,
+    pub workspace_key: String,
+    pub continuation: TaskContinuation,
+    pub status: TaskStatus,
+    pub result_ref: Option<String>,
+    pub error: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineProjection {
+    pub foreground_invocation_ids: Vec<InvocationId>,
+    pub invocations: Vec<TimelineInvocation>,
+    pub delegation_edges: Vec<DelegationEdge>,
+}
+
+/// Builds the projection from the invocation and task stores (not from the journal).
+pub async fn timeline_projection(
+    repo: &dyn AgentInvocationRepository,
+    run_id: &RunId,
+) -> ApplicationResult<TimelineProjection> {
+    let mut invocations = repo.list_invocations(run_id).await?;
+    invocations.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    let mut tasks = repo.list_tasks(run_id).await?;
+    tasks.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    let known: HashSet<&InvocationId> = invocations.iter().map(|inv| &inv.id).collect();
+    for task in &tasks {
+        if !known.contains(&task.child_invocation_id) || !known.contains(&task.parent_invocation_id)
+        {
+            return Err(ApplicationError::fatal(
+                "agent.timeline_projection_invalid",
+                format!("task {} points at a missing invocation", task.id),
+            ));
+        }
+    }
+    let mut foreground: Vec<(Timestamp, InvocationId)> = Vec::new();
+    for inv in &invocations {
+        let transfer_target = tasks.iter().any(|task| {
+            task.continuation == TaskContinuation::TransferControl
+                && task.child_invocation_id == inv.id
+        });
+        if inv.id.is_root() || inv.kind == InvocationKind::Handoff || transfer_target {
+            foreground.push((inv.created_at, inv.id.clone()));
+        }
+    }
+    foreground.sort();
+    let mut foreground_ids: Vec<InvocationId> = vec![InvocationId::root()];
+    for (_, id) in foreground {
+        if !foreground_ids.contains(&id) {
+            foreground_ids.push(id);
+        }
+    }
+    Ok(TimelineProjection {
+        foreground_invocation_ids: foreground_ids,
+        invocations: invocations
+            .into_iter()
+            .map(|inv| TimelineInvocation {
+                invocation_id: inv.id,
+                parent_invocation_id: inv.parent_invocation_id,
+                profile_id: inv.profile_id,
+                kind: inv.kind,
+                status: inv.status,
+                exit_policy: inv.exit_policy,
+                created_at: inv.created_at,
+                updated_at: inv.updated_at,
+            })
+            .collect(),
+        delegation_edges: tasks
+            .into_iter()
+            .map(|task| DelegationEdge {
+                task_id: task.id,
+                source_invocation_id: task.parent_invocation_id,
+                target_invocation_id: task.child_invocation_id,
+                target_profile_id: task.target_profile_id,
+                workspace_key: task.workspace_key,
+                continuation: task.continuation,
+                status: task.status,
+                result_ref: task.result_ref,
+                error: task.error,
+                created_at: task.created_at,
+                updated_at: task.updated_at,
+            })
+            .collect(),
+    })
+}

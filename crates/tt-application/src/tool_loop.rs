@@ -1,0 +1,261 @@
+//! The tool loop of one invocation: model turn, tool calls in order, drift recovery when the
+//! model answers in plain text, and the loop's exit rules (reference §4 "Loop exit mechanics",
+//! §9 "Drift recovery").
+
+use serde_json::json;
+use tt_domain::event::{EventLevel, RunEventType};
+use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
+use tt_domain::run::AgentRunStatus;
+use tt_domain::text::{char_count, sha256_hex, word_count};
+use tt_domain::tool::ToolName;
+use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
+use tt_ports::RunDocument;
+
+use crate::context::{InvocationRuntime, RunContext};
+use crate::dispatch::{LoopControl, checkpoint, dispatch_call};
+use crate::error::{ApplicationError, ApplicationResult};
+
+/// How a loop ended normally.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoopOutcome {
+    /// `workspace.finish` was accepted.
+    Finished { reason: Option<String>, round: u32 },
+}
+
+/// Runs the loop until a loop-ending tool succeeds or a fail-fast error occurs.
+pub async fn run_tool_loop(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    mut messages: Vec<AgentModelMessage>,
+) -> ApplicationResult<LoopOutcome> {
+    let max_rounds = inv.snapshot.budgets.max_rounds;
+    let session = ProviderSession::new(&ctx.run_id, &inv.invocation.id);
+    let retry = inv.profile.definition.run.model_retry;
+    let model_id = inv.profile.definition.model.model_id.clone();
+    let mut drift_attempts: u32 = 0;
+    for round in 1..=max_rounds {
+        if ctx.cancel.is_cancelled() {
+            return Err(ApplicationError::cancelled());
+        }
+        if inv.owns_run() {
+            ctx.try_set_status(AgentRunStatus::CallingModel).await?;
+        }
+        let request = AgentModelRequest {
+            session: session.clone(),
+            agent_profile_id: inv.profile.id().clone(),
+            model_id: model_id.clone(),
+            round,
+            messages: messages.clone(),
+            tools: inv.snapshot.tools.clone(),
+            tool_choice: "auto".to_owned(),
+        };
+        let response = crate::model_turn::run_model_turn(ctx, inv, request, retry).await?;
+        let calls = response.tool_calls();
+        if calls.is_empty() {
+            if round >= max_rounds {
+                let ending = ending_tools(inv).join("|");
+                return Err(ApplicationError::fatal(
+                    "model.tool_call_required",
+                    format!("model must use Agent tools and complete through <{ending}>"),
+                ));
+            }
+            drift_attempts += 1;
+            let captured = capture_direct_output(ctx, inv, round, &response.text()).await?;
+            messages.push(response.message.clone());
+            messages.push(AgentModelMessage::text(
+                ModelRole::User,
+                drift_nudge(ctx, inv, drift_attempts, captured.as_ref()),
+            ));
+            ctx.events
+                .warn(
+                    &ctx.run_id,
+                    RunEventType::DriftRecoveryAttempted,
+                    json!({
+                        "attempt": drift_attempts, "maxAttempts": max_rounds.saturating_sub(1), "maxRounds": max_rounds,
+                        "limitReason": "max_rounds", "round": round, "invocationId": inv.invocation.id,
+                        "committedCount": ctx.commit_count(), "reasonCode": "model.tool_call_required",
+                    }),
+                )
+                .await?;
+            continue;
+        }
+        messages.push(response.message.clone());
+        if inv.owns_run() {
+            ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
+        }
+        let mut ended: Option<(ToolName, LoopOutcome)> = None;
+        for call in &calls {
+            if let Some((ending_tool, _)) = &ended {
+                let err = ApplicationError::fatal(
+                    "agent.tool_after_finish",
+                    format!(
+                        "`{}` was called after {} in the same response",
+                        call.name,
+                        ending_tool.model_alias()
+                    ),
+                );
+                ctx.events
+                    .emit(
+                        &ctx.run_id,
+                        EventLevel::Error,
+                        RunEventType::ToolCallFailed,
+                        json!({
+                            "round": round, "invocationId": inv.invocation.id, "callId": call.id, "name": call.name,
+                            "isError": true, "errorCode": err.code(), "message": err.to_string(), "fatal": true,
+                        }),
+                    )
+                    .await?;
+                return Err(err);
+            }
+            let dispatched = dispatch_call(ctx, inv, round, call).await?;
+            messages.push(AgentModelMessage::tool_result(dispatched.result.clone()));
+            if let LoopControl::Finish { reason } = dispatched.control {
+                ended = Some((
+                    ToolName::WorkspaceFinish,
+                    LoopOutcome::Finished { reason, round },
+                ));
+            }
+        }
+        if let Some((_, outcome)) = ended {
+            ctx.events
+                .info(
+                    &ctx.run_id,
+                    RunEventType::AgentLoopFinished,
+                    json!({"invocationId": inv.invocation.id, "commitCount": ctx.commit_count(), "round": round}),
+                )
+                .await?;
+            return Ok(outcome);
+        }
+    }
+    let ending = ending_tools(inv).join(" or ");
+    Err(ApplicationError::fatal(
+        "agent.max_tool_rounds_exceeded",
+        format!("{ending} was not called within {max_rounds} rounds"),
+    ))
+}
+
+/// Canonical names of the tools that can end this invocation's loop.
+fn ending_tools(inv: &InvocationRuntime) -> Vec<&'static str> {
+    [
+        ToolName::WorkspaceFinish,
+        ToolName::AgentHandoff,
+        ToolName::TaskReturn,
+    ]
+    .into_iter()
+    .filter(|tool| inv.snapshot.offers(*tool))
+    .map(ToolName::canonical)
+    .collect()
+}
+
+/// Where a plain-text answer was saved.
+#[derive(Debug, Clone)]
+struct CapturedOutput {
+    path: WorkspacePath,
+}
+
+/// Saves plain-text model output to `<root of the message body path>/direct_output.md` so it is
+/// never lost, with `direct_output_captured` and a checkpoint.
+async fn capture_direct_output(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    text: &str,
+) -> ApplicationResult<Option<CapturedOutput>> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let root = inv.snapshot.message_body_path.first_segment().to_owned();
+    let path = WorkspacePath::parse(&format!("{root}/direct_output.md"))?;
+    ctx.services
+        .workspace
+        .write(&ctx.run_id, &path, text, &WriteGuard::None)
+        .await?;
+    let model_response_path = RunDocument::ModelResponse {
+        invocation_id: inv.invocation.id.clone(),
+        round,
+    }
+    .relative_path();
+    let event = ctx
+        .events
+        .info(
+            &ctx.run_id,
+            RunEventType::DirectOutputCaptured,
+            json!({
+                "invocationId": inv.invocation.id, "round": round, "path": path, "chars": char_count(text),
+                "words": word_count(text), "sha256": sha256_hex(text.as_bytes()), "modelResponsePath": model_response_path,
+            }),
+        )
+        .await?;
+    checkpoint(
+        ctx,
+        CheckpointReason::DirectOutputCapture,
+        event.seq,
+        std::slice::from_ref(&path),
+    )
+    .await?;
+    Ok(Some(CapturedOutput { path }))
+}
+
+/// The synthetic reminder sent after a plain-text answer.
+fn drift_nudge(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    attempt: u32,
+    captured: Option<&CapturedOutput>,
+) -> String {
+    let has = |tool: ToolName| inv.snapshot.offers(tool);
+    let alias = |tool: ToolName| tool.model_alias();
+    let mut text = format!("[system reminder, direct output recovery attempt {attempt}] ");
+    text.push_str("Plain text is not delivered to anyone; continue only with tool calls. ");
+    let instruction = if has(ToolName::TaskReturn) {
+        format!(
+            "Hand your result back with `{}`.",
+            alias(ToolName::TaskReturn)
+        )
+    } else if has(ToolName::WorkspaceFinish) && ctx.commit_count() > 0 {
+        format!(
+            "Your reply is already published: call `{}` now, or revise it, publish again with `{}`, then call `{}`.",
+            alias(ToolName::WorkspaceFinish),
+            alias(ToolName::WorkspaceCommit),
+            alias(ToolName::WorkspaceFinish)
+        )
+    } else if has(ToolName::WorkspaceFinish) && has(ToolName::WorkspaceCommit) {
+        format!(
+            "Write the reply to `{}` with `{}`, publish it with `{}`, then call `{}`.",
+            inv.snapshot.message_body_path,
+            alias(ToolName::WorkspaceWriteFile),
+            alias(ToolName::WorkspaceCommit),
+            alias(ToolName::WorkspaceFinish)
+        )
+    } else if has(ToolName::WorkspaceFinish) {
+        format!(
+            "When your work is done, call `{}`.",
+            alias(ToolName::WorkspaceFinish)
+        )
+    } else if has(ToolName::AgentHandoff) {
+        format!(
+            "Call `{}` with a full brief so the next agent can continue.",
+            alias(ToolName::AgentHandoff)
+        )
+    } else {
+        "Use one of your tools to finish your work.".to_owned()
+    };
+    text.push_str(&instruction);
+    if let Some(captured) = captured {
+        let hint = if has(ToolName::WorkspaceCommit) {
+            format!(
+                " Your text was saved to `{}`; you can publish it with `{}` (path `{}`) or move it into your reply file.",
+                captured.path,
+                alias(ToolName::WorkspaceCommit),
+                captured.path
+            )
+        } else {
+            format!(
+                " Your text was saved to `{}`; you can refer to that file.",
+                captured.path
+            )
+        };
+        text.push_str(&hint);
+    }
+    text
+}

@@ -1,0 +1,1 @@
+//! Behaviour tests of the workspace tools against the in-memory store.

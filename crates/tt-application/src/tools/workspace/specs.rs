@@ -1,0 +1,584 @@
+//! Model-facing specs of the seven workspace tools: names, titles, descriptions and strict JSON
+//! schemas. Agents working on a delegated task get list/search/read/write/patch descriptions
+//! that speak about "this task" and name the areas they can see or write.
+
+use serde_json::{Map, Value, json};
+use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
+use tt_domain::workspace::WorkspaceRoot;
+
+/// Who reads the spec: the agent that owns the run, or an agent working on a delegated task
+/// (whose descriptions name its visible or writable roots).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecAudience {
+    pub delegated: bool,
+    pub visible_roots: Vec<WorkspaceRoot>,
+    pub writable_roots: Vec<WorkspaceRoot>,
+}
+
+impl SpecAudience {
+    /// The agent that owns the run, seeing and writing every root.
+    pub fn owner() -> Self {
+        Self {
+            delegated: false,
+            visible_roots: WorkspaceRoot::ALL.to_vec(),
+            writable_roots: WorkspaceRoot::ALL.to_vec(),
+        }
+    }
+
+    /// An agent working on a delegated task with these roots.
+    pub fn delegated(
+        visible_roots: Vec<WorkspaceRoot>,
+        writable_roots: Vec<WorkspaceRoot>,
+    ) -> Self {
+        Self {
+            delegated: true,
+            visible_roots,
+            writable_roots,
+        }
+    }
+}
+
+/// The spec of a workspace tool. A tool outside the workspace family gets a bare spec (name,
+/// alias, empty-object schema); callers route only `ToolName::WORKSPACE` here, and
+/// [`try_spec`] says so explicitly.
+pub fn spec(tool: ToolName, audience: &SpecAudience) -> AgentToolSpec {
+    try_spec(tool, audience).unwrap_or_else(|| AgentToolSpec {
+        name: tool,
+        model_name: tool.model_alias().to_owned(),
+        title: tool.model_alias().to_owned(),
+        description: String::new(),
+        input_schema: object_schema(Vec::new(), &[]),
+        output_schema: None,
+        annotations: ToolAnnotations::default(),
+        source: "builtin".to_owned(),
+    })
+}
+
+/// The spec of a workspace tool, or `None` for any other tool.
+pub fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentToolSpec> {
+    let delegated = audience.delegated;
+    let visible = root_list(&audience.visible_roots);
+    let writable = root_list(&audience.writable_roots);
+    let read_example = example_file(delegated, &audience.visible_roots);
+    let write_example = example_file(delegated, &audience.writable_roots);
+    let (title, description, schema, annotations) = match tool {
+        ToolName::WorkspaceListFiles => (
+            "List workspace files",
+            list_description(delegated, &visible),
+            object_schema(
+                vec![
+                    (
+                        "path",
+                        json!({"type": "string", "description": "Folder to list, such as `output` or `summaries/notes`. Omit it, or use `.`, to list everything you can see."}),
+                    ),
+                    (
+                        "depth",
+                        json!({"type": "integer", "minimum": 1, "maximum": 4, "description": "How many folder levels to show, 1 to 4. Default 2."}),
+                    ),
+                ],
+                &[],
+            ),
+            read_only(),
+        ),
+        ToolName::WorkspaceSearchFiles => (
+            "Search workspace files",
+            search_description(delegated, &visible),
+            object_schema(
+                vec![
+                    (
+                        "query",
+                        json!({"type": "string", "description": "Words or a phrase to look for. Case does not matter; passages with the whole phrase and with more of the words rank higher."}),
+                    ),
+                    (
+                        "path",
+                        json!({"type": "string", "description": "Search only this folder or file, such as `summaries`. Omit it to search everything you can see."}),
+                    ),
+                    (
+                        "limit",
+                        json!({"type": "integer", "minimum": 1, "maximum": 50, "description": "Most passages to return, 1 to 50. Default 20."}),
+                    ),
+                    (
+                        "context_lines",
+                        json!({"type": "integer", "minimum": 0, "maximum": 5, "description": "Lines to show before and after each matching line, 0 to 5. Default 2."}),
+                    ),
+                ],
+                &["query"],
+            ),
+            read_only(),
+        ),
+        ToolName::WorkspaceReadFile => (
+            "Read a workspace file",
+            read_description(delegated, &visible),
+            object_schema(
+                vec![
+                    (
+                        "path",
+                        json!({"type": "string", "description": format!("File to read, such as `{read_example}`.")}),
+                    ),
+                    (
+                        "start_line",
+                        json!({"type": "integer", "minimum": 1, "description": "First line to return, counting from 1. Use with `line_count`; do not combine with `start_char` or `max_chars`."}),
+                    ),
+                    (
+                        "line_count",
+                        json!({"type": "integer", "minimum": 1, "maximum": 1200, "description": "How many lines to return, 1 to 1200."}),
+                    ),
+                    (
+                        "start_char",
+                        json!({"type": "integer", "minimum": 0, "description": "First character to return, counting from 0. Use with `max_chars`."}),
+                    ),
+                    (
+                        "max_chars",
+                        json!({"type": "integer", "minimum": 1, "maximum": 80000, "description": "Most characters to return, 1 to 80000."}),
+                    ),
+                ],
+                &["path"],
+            ),
+            read_only(),
+        ),
+        ToolName::WorkspaceWriteFile => (
+            "Write a workspace file",
+            write_description(delegated, &writable),
+            object_schema(
+                vec![
+                    (
+                        "path",
+                        json!({"type": "string", "description": format!("File to write, such as `{write_example}`.")}),
+                    ),
+                    (
+                        "content",
+                        json!({"type": "string", "description": "The text to write, exactly as it should appear."}),
+                    ),
+                    (
+                        "mode",
+                        json!({"type": "string", "enum": ["replace", "append"], "description": "`replace` (default) sets the whole file to `content`; `append` adds `content` to the end, creating the file if needed. Append adds no line break for you."}),
+                    ),
+                ],
+                &["path", "content"],
+            ),
+            mutating(),
+        ),
+        ToolName::WorkspaceApplyPatch => (
+            "Patch a workspace file",
+            patch_description(delegated, &writable),
+            object_schema(
+                vec![
+                    (
+                        "path",
+                        json!({"type": "string", "description": format!("File to change, such as `{write_example}`.")}),
+                    ),
+                    (
+                        "old_string",
+                        json!({"type": "string", "description": "Exact text to replace, copied from the file including spaces and line breaks. Must not be empty."}),
+                    ),
+                    (
+                        "new_string",
+                        json!({"type": "string", "description": "Text to put in its place. Must differ from `old_string`; use an empty string to delete."}),
+                    ),
+                    (
+                        "replace_all",
+                        json!({"type": "boolean", "description": "Replace every occurrence instead of exactly one. Needs a read of the whole file. Default false."}),
+                    ),
+                ],
+                &["path", "old_string", "new_string"],
+            ),
+            mutating(),
+        ),
+        ToolName::WorkspaceCommit => (
+            "Publish your reply",
+            "Publish a workspace file as your reply in the conversation. By default it publishes your main output file and replaces any reply you published earlier. You may commit again after revising; when the reply is final, call `workspace_finish`.".to_owned(),
+            object_schema(
+                vec![
+                    (
+                        "path",
+                        json!({"type": "string", "description": "File to publish. Default: your main output file."}),
+                    ),
+                    (
+                        "mode",
+                        json!({"type": "string", "enum": ["replace", "append"], "description": "`replace` (default) replaces your published reply with this file; `append` adds this file's text to the end of it."}),
+                    ),
+                    (
+                        "reason",
+                        json!({"type": "string", "description": "Optional short note on what this commit contains."}),
+                    ),
+                ],
+                &[],
+            ),
+            control(),
+        ),
+        ToolName::WorkspaceFinish => (
+            "Finish the request",
+            "End your work on this request once nothing else is needed. If your reply is shown in the conversation, publish it with `workspace_commit` first. Delegated tasks you started that are still running are cancelled.".to_owned(),
+            object_schema(
+                vec![(
+                    "reason",
+                    json!({"type": "string", "description": "Optional short note on why the work is complete."}),
+                )],
+                &[],
+            ),
+            control(),
+        ),
+        ToolName::AgentList
+        | ToolName::AgentDelegate
+        | ToolName::AgentHandoff
+        | ToolName::AgentAwait
+        | ToolName::TaskReturn
+        | ToolName::SkillList
+        | ToolName::SkillSearch
+        | ToolName::SkillRead => return None,
+    };
+    Some(AgentToolSpec {
+        name: tool,
+        model_name: tool.model_alias().to_owned(),
+        title: title.to_owned(),
+        description,
+        input_schema: schema,
+        output_schema: None,
+        annotations,
+        source: "builtin".to_owned(),
+    })
+}
+
+fn list_description(delegated: bool, visible: &str) -> String {
+    let base = "Folders end with `/`. Paths are relative, such as `output/main.md`; use them as shown with the other workspace tools.";
+    if delegated {
+        format!(
+            "List the files and folders you can see for this task (areas: {visible}). Omit `path` to see all of them. {base}"
+        )
+    } else {
+        format!(
+            "List files and folders in the shared workspace. Omit `path` to see the top-level areas and what they hold. {base}"
+        )
+    }
+}
+
+fn search_description(delegated: bool, visible: &str) -> String {
+    let base = "Returns matching passages with line numbers, best first. Use it to find where something is before reading or editing.";
+    if delegated {
+        format!(
+            "Search the text of the files you can see for this task (areas: {visible}), ignoring case. {base}"
+        )
+    } else {
+        format!("Search the text of the workspace files, ignoring case. {base}")
+    }
+}
+
+fn read_description(delegated: bool, visible: &str) -> String {
+    let base = "Returns numbered lines. Without a range you get the whole file, up to 1200 lines or 256 KiB; for a bigger file read parts with `start_line` and `line_count`, or `start_char` and `max_chars`. Read a file before you replace or patch it.";
+    if delegated {
+        format!("Read a text file you can see for this task (areas: {visible}). {base}")
+    } else {
+        format!("Read a text file from the workspace. {base}")
+    }
+}
+
+fn write_description(delegated: bool, writable: &str) -> String {
+    let base = "Creates the file or replaces its whole content; with `mode: \"append\"` it adds to the end instead. To replace a file that already exists, read it first; if it changed since you read it, read it again. The content is not echoed back.";
+    if delegated {
+        if writable.is_empty() {
+            format!(
+                "Write a workspace file for this task; you cannot write any files for this task, so this call will be refused. {base}"
+            )
+        } else {
+            format!("Write a file for this task; you can write only inside {writable}. {base}")
+        }
+    } else {
+        format!("Write a workspace file. {base}")
+    }
+}
+
+fn patch_description(delegated: bool, writable: &str) -> String {
+    let base = "Replaces an exact piece of text in a file you have read. `old_string` must match the file exactly and, unless `replace_all` is true, occur exactly once; add surrounding text to make it unique. If you read only part of the file, `old_string` must come from the part you read, and `replace_all` needs a read of the whole file.";
+    if delegated {
+        if writable.is_empty() {
+            format!(
+                "Edit a workspace file for this task; you cannot write any files for this task, so this call will be refused. {base}"
+            )
+        } else {
+            format!(
+                "Edit a file for this task; you can change only files inside {writable}. {base}"
+            )
+        }
+    } else {
+        format!("Edit a workspace file. {base}")
+    }
+}
+
+/// An example file path inside the first of `roots` (the owner's is always the main output).
+fn example_file(delegated: bool, roots: &[WorkspaceRoot]) -> String {
+    match roots.iter().min() {
+        Some(root) if delegated && *root != WorkspaceRoot::Output => {
+            format!("{}/notes.md", root.name())
+        }
+        Some(_) | None => "output/main.md".to_owned(),
+    }
+}
+
+/// `` `output/`, `scratch/` `` in canonical root order; empty when there are none.
+fn root_list(roots: &[WorkspaceRoot]) -> String {
+    let mut roots = roots.to_vec();
+    roots.sort();
+    roots.dedup();
+    roots
+        .iter()
+        .map(|root| format!("`{}/`", root.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn object_schema(properties: Vec<(&str, Value)>, required: &[&str]) -> Value {
+    let mut props = Map::new();
+    for (name, schema) in properties {
+        props.insert(name.to_owned(), schema);
+    }
+    let mut schema = Map::new();
+    schema.insert("type".to_owned(), json!("object"));
+    schema.insert("properties".to_owned(), Value::Object(props));
+    if !required.is_empty() {
+        schema.insert("required".to_owned(), json!(required));
+    }
+    schema.insert("additionalProperties".to_owned(), json!(false));
+    Value::Object(schema)
+}
+
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations {
+        read_only: Some(true),
+        ..ToolAnnotations::default()
+    }
+}
+
+fn mutating() -> ToolAnnotations {
+    ToolAnnotations {
+        mutating: Some(true),
+        ..ToolAnnotations::default()
+    }
+}
+
+fn control() -> ToolAnnotations {
+    ToolAnnotations {
+        control: Some(true),
+        ..ToolAnnotations::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delegated_audience() -> SpecAudience {
+        SpecAudience::delegated(
+            vec![
+                WorkspaceRoot::Output,
+                WorkspaceRoot::Summaries,
+                WorkspaceRoot::Scratch,
+            ],
+            vec![WorkspaceRoot::Scratch],
+        )
+    }
+
+    const DELEGATED_TOOLS: [ToolName; 5] = [
+        ToolName::WorkspaceListFiles,
+        ToolName::WorkspaceSearchFiles,
+        ToolName::WorkspaceReadFile,
+        ToolName::WorkspaceWriteFile,
+        ToolName::WorkspaceApplyPatch,
+    ];
+
+    fn pretty(spec: &AgentToolSpec) -> String {
+        serde_json::to_string_pretty(spec).unwrap()
+    }
+
+    #[test]
+    fn owner_specs_snapshot() {
+        let audience = SpecAudience::owner();
+        for tool in ToolName::WORKSPACE {
+            let spec = spec(tool, &audience);
+            insta::assert_snapshot!(format!("owner__{}", tool.model_alias()), pretty(&spec));
+        }
+    }
+
+    #[test]
+    fn delegated_specs_snapshot() {
+        let audience = delegated_audience();
+        for tool in DELEGATED_TOOLS {
+            let spec = spec(tool, &audience);
+            insta::assert_snapshot!(format!("delegated__{}", tool.model_alias()), pretty(&spec));
+        }
+    }
+
+    /// All agent-facing text of a spec: description plus every schema description.
+    fn spec_texts(spec: &AgentToolSpec) -> Vec<String> {
+        fn walk(value: &Value, out: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    for (key, inner) in map {
+                        if key == "description" {
+                            if let Value::String(text) = inner {
+                                out.push(text.clone());
+                            }
+                        } else {
+                            walk(inner, out);
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+            }
+        }
+        let mut texts = vec![spec.title.clone(), spec.description.clone()];
+        walk(&spec.input_schema, &mut texts);
+        texts
+    }
+
+    /// Words an agent must never read in a tool description.
+    fn forbidden_in(text: &str) -> Vec<String> {
+        let lower = text.to_lowercase();
+        let mut found = Vec::new();
+        for needle in ["parent", "child", "invocation", "runtime"] {
+            if lower.contains(needle) {
+                found.push(needle.to_owned());
+            }
+        }
+        for token in lower.split(|c: char| !c.is_ascii_alphanumeric()) {
+            if matches!(token, "cas" | "sha" | "sha256" | "sha1") {
+                found.push(token.to_owned());
+            }
+        }
+        for field in [
+            "visibleRoots",
+            "writableRoots",
+            "maxRounds",
+            "maxCallsPerRun",
+            "maxCallsPerTool",
+            "messageBody",
+            "allowAsSubagent",
+            "exitPolicy",
+        ] {
+            if text.contains(field) {
+                found.push(field.to_owned());
+            }
+        }
+        for leak in [
+            "inv_",
+            "run_",
+            "task_",
+            "call_",
+            "/tmp",
+            "/home",
+            ".tt-agent",
+            "\\",
+        ] {
+            if text.contains(leak) {
+                found.push(leak.to_owned());
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn spec_texts_avoid_runtime_terms() {
+        let mut specs: Vec<AgentToolSpec> = ToolName::WORKSPACE
+            .into_iter()
+            .map(|tool| spec(tool, &SpecAudience::owner()))
+            .collect();
+        specs.extend(DELEGATED_TOOLS.map(|tool| spec(tool, &delegated_audience())));
+        specs.extend(DELEGATED_TOOLS.map(|tool| {
+            spec(
+                tool,
+                &SpecAudience::delegated(vec![WorkspaceRoot::Output], vec![]),
+            )
+        }));
+        for spec in &specs {
+            for text in spec_texts(spec) {
+                assert!(
+                    !text.trim().is_empty() || text == spec.title,
+                    "{}",
+                    spec.name
+                );
+                let found = forbidden_in(&text);
+                assert!(found.is_empty(), "{}: {found:?} in {text:?}", spec.name);
+            }
+        }
+        // The scanner itself catches what it should.
+        assert_eq!(forbidden_in("the parent agent"), vec!["parent"]);
+        assert_eq!(forbidden_in("guarded by sha"), vec!["sha"]);
+        assert!(forbidden_in("a shared shape").is_empty());
+    }
+
+    #[test]
+    fn schemas_are_strict_and_name_the_contract_arguments() {
+        let expected: [(ToolName, &[&str], &[&str]); 7] = [
+            (ToolName::WorkspaceListFiles, &["path", "depth"], &[]),
+            (
+                ToolName::WorkspaceSearchFiles,
+                &["query", "path", "limit", "context_lines"],
+                &["query"],
+            ),
+            (
+                ToolName::WorkspaceReadFile,
+                &[
+                    "path",
+                    "start_line",
+                    "line_count",
+                    "start_char",
+                    "max_chars",
+                ],
+                &["path"],
+            ),
+            (
+                ToolName::WorkspaceWriteFile,
+                &["path", "content", "mode"],
+                &["path", "content"],
+            ),
+            (
+                ToolName::WorkspaceApplyPatch,
+                &["path", "old_string", "new_string", "replace_all"],
+                &["path", "old_string", "new_string"],
+            ),
+            (ToolName::WorkspaceCommit, &["path", "mode", "reason"], &[]),
+            (ToolName::WorkspaceFinish, &["reason"], &[]),
+        ];
+        for (tool, properties, required) in expected {
+            let spec = spec(tool, &SpecAudience::owner());
+            let schema = &spec.input_schema;
+            assert_eq!(schema["additionalProperties"], json!(false), "{tool}");
+            let names: Vec<&str> = schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(names, properties, "{tool}");
+            let req: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|items| items.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            assert_eq!(req, required, "{tool}");
+            assert_eq!(spec.model_name, tool.model_alias());
+            assert_eq!(spec.source, "builtin");
+        }
+        assert!(try_spec(ToolName::AgentList, &SpecAudience::owner()).is_none());
+        assert_eq!(
+            spec(ToolName::AgentList, &SpecAudience::owner()).model_name,
+            "agent_list"
+        );
+    }
+
+    #[test]
+    fn annotations_follow_the_tool_kind() {
+        let owner = SpecAudience::owner();
+        for tool in ToolName::WORKSPACE {
+            let annotations = spec(tool, &owner).annotations;
+            let expected = match tool {
+                ToolName::WorkspaceListFiles
+                | ToolName::WorkspaceSearchFiles
+                | ToolName::WorkspaceReadFile => read_only(),
+                ToolName::WorkspaceWriteFile | ToolName::WorkspaceApplyPatch => mutating(),
+                _ => control(),
+            };
+            assert_eq!(annotations, expected, "{tool}");
+        }
+    }
+}

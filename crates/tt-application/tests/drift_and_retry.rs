@@ -1,0 +1,176 @@
+//! Drift recovery (plain-text answers) and model retries.
+
+use serde_json::json;
+use tt_domain::run::AgentRunStatus;
+use tt_ports::ModelError;
+use tt_testkit::fakes::{FakeModel, responses};
+
+use crate::support::*;
+
+#[tokio::test]
+async fn foreground_run_recovers_from_no_commit_drift_with_nudge() {
+    let mut turns = vec![responses::text("Here is my scene: the storm broke.")];
+    turns.extend(happy_turns());
+    let h = harness(by_turn(turns));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    // The plain text was kept, not lost.
+    assert_eq!(
+        h.store
+            .file_text(&run.id, "output/direct_output.md")
+            .as_deref(),
+        Some("Here is my scene: the storm broke.")
+    );
+    let captured = h.first_event(&run.id, "direct_output_captured");
+    assert_eq!(captured.payload["path"], "output/direct_output.md");
+    let drift = h.first_event(&run.id, "drift_recovery_attempted");
+    assert_eq!(drift.payload["attempt"], 1);
+    assert_eq!(drift.payload["reasonCode"], "model.tool_call_required");
+    assert_eq!(drift.payload["committedCount"], 0);
+    // The next request carries the assistant text and the reminder.
+    let second = &h.model.requests()[1];
+    let nudge = second.messages.last().unwrap().text_content();
+    assert!(
+        nudge.starts_with("[system reminder, direct output recovery attempt 1]"),
+        "{nudge}"
+    );
+    assert!(
+        nudge.contains("workspace_commit") && nudge.contains("output/direct_output.md"),
+        "{nudge}"
+    );
+    insta::assert_snapshot!("drift_nudge_no_commit", nudge);
+}
+
+#[tokio::test]
+async fn foreground_run_recovers_from_post_commit_drift_with_nudge() {
+    let turns = vec![
+        turn(vec![write("w", "output/main.md", "x")]),
+        turn(vec![call("c", "workspace_commit", json!({}))]),
+        responses::text(""),
+        turn(vec![call("f", "workspace_finish", json!({}))]),
+    ];
+    let h = harness(by_turn(turns));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let nudge = h.model.requests()[3]
+        .messages
+        .last()
+        .unwrap()
+        .text_content();
+    assert!(nudge.contains("already published"), "{nudge}");
+    insta::assert_snapshot!("drift_nudge_after_commit", nudge);
+    // Empty text is not captured.
+    assert!(
+        h.store
+            .file_text(&run.id, "output/direct_output.md")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn drift_until_max_rounds_fails_with_tool_call_required() {
+    let h = harness(FakeModel::new(|_| {
+        Ok(responses::text("I refuse to use tools."))
+    }));
+    h.put_profile(custom_profile("chatty", |p| p.tools.max_rounds = 3));
+    let run = h.run_to_end(request(Some("chatty"))).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    assert_eq!(h.model.call_count(), 3);
+    let failed = h.first_event(&run.id, "run_failed");
+    assert_eq!(failed.payload["code"], "model.tool_call_required");
+    assert_eq!(failed.payload["userRetryable"], true);
+    let attempts = h
+        .event_types(&run.id)
+        .iter()
+        .filter(|t| *t == "drift_recovery_attempted")
+        .count();
+    assert_eq!(attempts, 2);
+}
+
+#[tokio::test]
+async fn foreground_run_keeps_committed_chat_as_partial_success_on_tool_call_required_drift() {
+    let turns = vec![
+        turn(vec![write("w", "output/main.md", "x")]),
+        turn(vec![call("c", "workspace_commit", json!({}))]),
+        responses::text("done!"),
+        responses::text("really done!"),
+    ];
+    let h = harness(by_turn(turns));
+    h.put_profile(custom_profile("four", |p| p.tools.max_rounds = 4));
+    let run = h.run_to_end(request(Some("four"))).await;
+    assert_eq!(run.status, AgentRunStatus::PartialSuccess);
+    assert_eq!(
+        h.first_event(&run.id, "run_partial_success").payload["code"],
+        "model.tool_call_required"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn rate_limited_and_transient_errors_are_retried_with_events() {
+    let mut answers = vec![
+        Err(ModelError::RateLimited {
+            message: "slow down".into(),
+            retry_after_ms: Some(5000),
+        }),
+        Err(ModelError::Transient {
+            message: "502 bad gateway".into(),
+        }),
+    ];
+    answers.extend(happy_turns().into_iter().map(Ok));
+    let h = harness(FakeModel::sequence(answers));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let events = h.events(&run.id);
+    let failed: Vec<_> = events
+        .iter()
+        .filter(|e| e.event_type == "model_call_attempt_failed")
+        .collect();
+    assert_eq!(failed.len(), 2);
+    assert_eq!(failed[0].payload["retryable"], true);
+    assert_eq!(failed[0].payload["willRetry"], true);
+    let scheduled: Vec<_> = events
+        .iter()
+        .filter(|e| e.event_type == "model_call_retry_scheduled")
+        .collect();
+    // Retry-After (5 s) wins over the profile's 3 s interval; then the interval applies.
+    assert_eq!(scheduled[0].payload["intervalMs"], 5000);
+    assert_eq!(scheduled[1].payload["intervalMs"], 3000);
+    assert_eq!(scheduled[1].payload["nextAttempt"], 3);
+    let attempts: Vec<_> = events
+        .iter()
+        .filter(|e| e.event_type == "model_call_attempt_started" && e.payload["round"] == 1)
+        .map(|e| e.payload["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, [1, 2, 3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_stop_after_max_retries() {
+    let h = harness(FakeModel::new(|_| {
+        Err(ModelError::Transient {
+            message: "down".into(),
+        })
+    }));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    // maxRetries = 3 gives 4 attempts.
+    assert_eq!(h.model.call_count(), 4);
+    let failed = h.first_event(&run.id, "run_failed");
+    assert_eq!(failed.payload["code"], "model.transient");
+    assert_eq!(failed.payload["retryable"], true);
+}
+
+#[tokio::test]
+async fn rejected_requests_are_not_retried() {
+    let h = harness(FakeModel::new(|_| {
+        Err(ModelError::Rejected {
+            status: Some(400),
+            message: "bad request".into(),
+        })
+    }));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    assert_eq!(h.model.call_count(), 1);
+    let failed = h.first_event(&run.id, "model_call_attempt_failed");
+    assert_eq!(failed.payload["willRetry"], false);
+}

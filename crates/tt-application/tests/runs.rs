@@ -1,0 +1,440 @@
+//! Whole runs: the happy path, what is persisted and journaled, failures, partial success,
+//! persist promotion, start-time validation and the live event stream.
+
+use serde_json::json;
+use tt_domain::ids::InvocationId;
+use tt_domain::invocation::InvocationStatus;
+use tt_domain::run::AgentRunStatus;
+use tt_domain::workspace::WorkspacePath;
+use tt_ports::{RunDocument, StorageError};
+
+use crate::support::*;
+
+#[tokio::test]
+async fn foreground_run_commits_chat_message_before_finish() {
+    let h = harness(by_turn(happy_turns()));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+
+    // The host got exactly one commit with the file's text.
+    let commits = h.bridge.requests();
+    assert_eq!(commits.len(), 1);
+    assert_eq!(commits[0].path, "output/main.md");
+    assert_eq!(commits[0].content, "A storm rolled in.");
+    assert_eq!(commits[0].mode, "replace");
+
+    // The run's documents are persisted.
+    let root = InvocationId::root();
+    let snapshot = h
+        .store
+        .document(&run.id, &RunDocument::InvocationToolSnapshot(root.clone()))
+        .expect("tool snapshot");
+    assert_eq!(snapshot["tools"].as_array().map(Vec::len), Some(7));
+    assert!(
+        h.store
+            .document(&run.id, &RunDocument::ResolvedProfile)
+            .is_some()
+    );
+    let prompt = h
+        .store
+        .document(&run.id, &RunDocument::PromptSnapshot)
+        .expect("prompt snapshot");
+    assert_eq!(prompt["messages"][1]["content"], "Write a short scene.");
+    for round in 1..=3 {
+        assert!(
+            h.store
+                .document(
+                    &run.id,
+                    &RunDocument::ModelResponse {
+                        invocation_id: root.clone(),
+                        round
+                    }
+                )
+                .is_some()
+        );
+    }
+    let key = tt_application::dispatch::call_file_key(&root, 1, "c1");
+    let args = h
+        .store
+        .document(
+            &run.id,
+            &RunDocument::ToolArgs {
+                call_file_key: key.clone(),
+            },
+        )
+        .expect("args");
+    assert_eq!(args["arguments"]["path"], "output/main.md");
+    let result = h
+        .store
+        .document(&run.id, &RunDocument::ToolResult { call_file_key: key })
+        .expect("result");
+    assert_eq!(result["isError"], false);
+    assert_eq!(result["callId"], "c1");
+
+    // The root invocation completed; the terminal event is last.
+    let invocations = h.store.invocations(&run.id);
+    assert_eq!(invocations.len(), 1);
+    assert_eq!(invocations[0].status, InvocationStatus::Completed);
+    let types = h.event_types(&run.id);
+    assert_eq!(types.last().map(String::as_str), Some("run_completed"));
+    for expected in [
+        "run_created",
+        "profile_resolved",
+        "workspace_initialized",
+        "persistent_projection_initialized",
+        "agent_invocation_created",
+        "context_assembled",
+        "agent_invocation_started",
+        "model_request_created",
+        "model_call_attempt_started",
+        "model_response_stored",
+        "model_completed",
+        "tool_call_requested",
+        "tool_call_started",
+        "tool_result_stored",
+        "tool_call_completed",
+        "workspace_file_written",
+        "checkpoint_created",
+        "chat_commit_started",
+        "chat_commit_requested",
+        "chat_commit_completed",
+        "chat_commit_recorded",
+        "agent_loop_finished",
+        "persistent_changes_committed",
+        "agent_invocation_completed",
+    ] {
+        assert!(
+            types.iter().any(|t| t == expected),
+            "missing {expected} in {types:?}"
+        );
+    }
+    // Status moves are journaled in order and end completed.
+    let statuses: Vec<String> = h
+        .events(&run.id)
+        .iter()
+        .filter(|e| e.event_type == "status_changed")
+        .map(|e| e.payload["status"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        statuses.first().map(String::as_str),
+        Some("initializing_workspace")
+    );
+    assert!(statuses.contains(&"awaiting_host_commit".to_owned()));
+    assert_eq!(&statuses[statuses.len() - 2..], ["finishing", "completed"]);
+
+    // Every event is scoped and seqs are gapless.
+    for (index, event) in h.events(&run.id).iter().enumerate() {
+        assert_eq!(event.seq, index as u64 + 1);
+        if event.payload.is_object()
+            && event.event_type != "checkpoint_created"
+            && event.event_type != "persistent_changes_committed"
+        {
+            assert!(
+                event.payload.get("eventScope").is_some(),
+                "{} has no eventScope",
+                event.event_type
+            );
+        }
+    }
+
+    // Checkpoints: after the write and before the commit.
+    let reasons: Vec<_> = h
+        .store
+        .checkpoints(&run.id)
+        .iter()
+        .map(|cp| format!("{:?}", cp.reason))
+        .collect();
+    assert_eq!(reasons, ["ToolWorkspaceWrite", "ChatCommit"]);
+}
+
+#[tokio::test]
+async fn each_request_uses_the_invocation_session_and_the_system_prompt() {
+    let h = harness(by_turn(happy_turns()));
+    let run = h.run_to_end(request(None)).await;
+    let requests = h.model.requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        assert_eq!(request.session.session_id, format!("{}:inv_root", run.id));
+        assert_eq!(request.tools.len(), 7);
+        assert_eq!(request.tool_choice, "auto");
+        assert_eq!(
+            request.messages[0].role,
+            tt_domain::model::ModelRole::System
+        );
+        assert!(
+            request.messages[0]
+                .text_content()
+                .contains("# Agent Mode is active.")
+        );
+    }
+    // Tool results go back to the model in order, after the assistant turn that asked for them.
+    assert_eq!(
+        tool_results(&requests[2])
+            .iter()
+            .map(|r| r.0.as_str())
+            .collect::<Vec<_>>(),
+        ["c1", "c2"]
+    );
+}
+
+#[tokio::test]
+async fn recoverable_errors_go_back_to_the_model_and_the_run_continues() {
+    let mut turns = vec![
+        turn(vec![call(
+            "bad",
+            "workspace_read_file",
+            json!({"path": "../secret"}),
+        )]),
+        turn(vec![call("early", "workspace_finish", json!({}))]),
+    ];
+    turns.extend(happy_turns());
+    let h = harness(by_turn(turns));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let requests = h.model.requests();
+    let results = tool_results(&requests[2]);
+    assert_eq!(results[0].2.as_deref(), Some("workspace.invalid_path"));
+    assert_eq!(
+        results[1].2.as_deref(),
+        Some("agent.foreground_commit_required")
+    );
+    assert!(results[1].3.contains("workspace_commit"));
+    let failed: Vec<_> = h
+        .events(&run.id)
+        .into_iter()
+        .filter(|e| e.event_type == "tool_call_failed")
+        .collect();
+    assert_eq!(failed.len(), 2);
+    assert!(
+        failed
+            .iter()
+            .all(|e| e.level == tt_domain::event::EventLevel::Warn)
+    );
+}
+
+#[tokio::test]
+async fn host_commit_failure_is_fatal() {
+    let h = harness_with_bridge(
+        by_turn(happy_turns()),
+        tt_testkit::fakes::FakeCommitBridge::rejecting("chat is read-only"),
+    );
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    let failed = h.first_event(&run.id, "run_failed");
+    assert_eq!(failed.payload["code"], "agent.chat_commit_failed");
+    assert!(
+        h.event_types(&run.id)
+            .contains(&"chat_commit_failed".to_owned())
+    );
+    assert_eq!(
+        h.store.invocations(&run.id)[0].status,
+        InvocationStatus::Failed
+    );
+}
+
+#[tokio::test]
+async fn failure_after_a_commit_is_partial_success() {
+    let turns = vec![
+        turn(vec![write("c1", "output/main.md", "Draft.")]),
+        turn(vec![call("c2", "workspace_commit", json!({}))]),
+        turn(vec![call("c3", "definitely_not_a_tool", json!({}))]),
+    ];
+    let h = harness(by_turn(turns));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::PartialSuccess);
+    let event = h.first_event(&run.id, "run_partial_success");
+    assert_eq!(event.payload["code"], "model.unknown_tool_call");
+    assert_eq!(event.payload["preservedCommitCount"], 1);
+    assert_eq!(
+        event.payload["preservedCommits"][0]["path"],
+        "output/main.md"
+    );
+    assert_eq!(event.payload["preservedCommits"][0]["messageId"], "1");
+    assert_eq!(event.payload["retryable"], false);
+    assert_eq!(event.payload["userRetryable"], false);
+    assert!(!h.event_types(&run.id).contains(&"run_failed".to_owned()));
+    // What was written stays.
+    assert_eq!(
+        h.store.file_text(&run.id, "output/main.md").as_deref(),
+        Some("Draft.")
+    );
+}
+
+#[tokio::test]
+async fn finish_promotes_persistent_workspace_projection() {
+    let mut turns = vec![turn(vec![write(
+        "m",
+        "persist/memory.md",
+        "Mara fears the dark.",
+    )])];
+    turns.extend(happy_turns());
+    let h = harness(by_turn(turns));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let committed = h.first_event(&run.id, "persistent_changes_committed");
+    assert_eq!(committed.payload["stateId"], run.id.as_str());
+    assert_eq!(committed.payload["changeCount"], 1);
+    assert_eq!(committed.payload["changes"][0]["path"], "persist/memory.md");
+    assert_eq!(committed.payload["changes"][0]["kind"], "added");
+}
+
+#[tokio::test]
+async fn a_failed_run_never_promotes_persist() {
+    let turns = vec![
+        turn(vec![write("m", "persist/memory.md", "x")]),
+        turn(vec![call("c", "no_such_tool", json!({}))]),
+    ];
+    let h = harness(by_turn(turns));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    assert!(
+        !h.event_types(&run.id)
+            .contains(&"persistent_changes_committed".to_owned())
+    );
+    assert!(
+        h.store
+            .persistent_state(&run.workspace_id, run.id.as_str())
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn start_rejects_unknown_and_unrunnable_profiles() {
+    let h = harness(by_turn(happy_turns()));
+    let err = h
+        .service
+        .start_run(request(Some("ghost")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "agent.profile_not_found");
+
+    h.put_profile(custom_profile("helper", |p| {
+        p.run.direct_runnable = false;
+        p.run.presentation = tt_domain::run::Presentation::Background;
+        p.delegation.callable = true;
+        p.delegation.allow_as_subagent = true;
+    }));
+    let err = h
+        .service
+        .start_run(request(Some("helper")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "agent.profile_not_direct_runnable");
+
+    h.put_profile(custom_profile("unconfigured", |p| {
+        p.model.mode = tt_domain::profile::ModelMode::RequiresConfiguration;
+    }));
+    let err = h
+        .service
+        .start_run(request(Some("unconfigured")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "agent.profile_model_requires_configuration");
+
+    let mut bad = request(None);
+    bad.stable_chat_id = "   ".into();
+    assert_eq!(
+        h.service.start_run(bad).await.unwrap_err().code(),
+        "agent.stable_chat_id_invalid"
+    );
+    assert_eq!(h.model.call_count(), 0);
+}
+
+#[tokio::test]
+async fn journal_failure_is_fatal_and_recorded_in_the_run_status() {
+    let h = harness(by_turn(happy_turns()));
+    h.store.fail_journal_append_of(
+        tt_domain::event::RunEventType::ToolCallStarted,
+        StorageError::io("events.jsonl", "disk full"),
+    );
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    assert_eq!(
+        h.first_event(&run.id, "run_failed").payload["code"],
+        "agent.storage_io"
+    );
+}
+
+#[tokio::test]
+async fn live_stream_replays_then_follows_and_ends_after_the_terminal_event() {
+    let h = harness(by_turn(happy_turns()));
+    let run = h.service.start_run(request(None)).await.unwrap();
+    let mut stream = h.service.subscribe(run.id.clone(), 0, None);
+    let mut seqs = Vec::new();
+    let mut last_type = String::new();
+    while let Some(event) = stream.next().await.unwrap() {
+        seqs.push(event.seq);
+        last_type = event.event_type.clone();
+    }
+    assert_eq!(last_type, "run_completed");
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    // Resuming from a seq replays only what follows it.
+    let mut resumed = h.service.subscribe(run.id.clone(), 10, None);
+    assert_eq!(resumed.next().await.unwrap().map(|e| e.seq), Some(11));
+}
+
+#[tokio::test]
+async fn read_events_pages_and_validates_the_invocation_filter() {
+    let h = harness(by_turn(happy_turns()));
+    let run = h.run_to_end(request(None)).await;
+    let page = tt_ports::EventPage {
+        after_seq: Some(5),
+        limit: Some(3),
+        ..Default::default()
+    };
+    let events = h.service.read_events(&run.id, &page).await.unwrap();
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [6, 7, 8]);
+    let bad = tt_ports::EventPage {
+        invocation_id: Some("a/b".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        h.service
+            .read_events(&run.id, &bad)
+            .await
+            .unwrap_err()
+            .code(),
+        "agent.read_events_invocation_id_invalid"
+    );
+    let root_only = tt_ports::EventPage {
+        invocation_id: Some("inv_root".into()),
+        limit: Some(500),
+        ..Default::default()
+    };
+    assert!(
+        !h.service
+            .read_events(&run.id, &root_only)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn host_reads_workspace_files_by_logical_path() {
+    let h = harness(by_turn(happy_turns()));
+    let run = h.run_to_end(request(None)).await;
+    let file = h
+        .service
+        .read_workspace_file(&run.id, "output/main.md")
+        .await
+        .unwrap();
+    assert_eq!(file.text, "A storm rolled in.");
+    assert_eq!(
+        h.service
+            .read_workspace_file(&run.id, "../x")
+            .await
+            .unwrap_err()
+            .code(),
+        "workspace.invalid_path"
+    );
+    assert_eq!(
+        h.service
+            .read_workspace_file(&run.id, "input/prompt_snapshot.json")
+            .await
+            .unwrap_err()
+            .code(),
+        "workspace.path_not_visible"
+    );
+    let _ = WorkspacePath::parse("output/main.md").unwrap();
+}

@@ -1,0 +1,176 @@
+//! Test harness: an `AgentRunService` over the in-memory store, a fake model, a fake commit
+//! bridge, a ticking manual clock and sequential ids.
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tt_application::{
+    AgentRunService, PromptMessage, PromptRole, RuntimeServices, StartRunRequest,
+};
+use tt_domain::event::AgentRunEvent;
+use tt_domain::ids::RunId;
+use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_domain::profile::{AgentProfileDefinition, default_writer_definition};
+use tt_domain::run::{AgentRun, ConversationKind};
+use tt_ports::ModelError;
+use tt_testkit::fakes::{
+    FakeCommitBridge, FakeModel, InMemoryStore, ManualClock, SequentialIds, responses,
+};
+
+pub struct Harness {
+    pub store: Arc<InMemoryStore>,
+    pub model: Arc<FakeModel>,
+    pub bridge: Arc<FakeCommitBridge>,
+    pub service: Arc<AgentRunService>,
+}
+
+pub fn harness(model: Arc<FakeModel>) -> Harness {
+    harness_with_bridge(model, FakeCommitBridge::approving())
+}
+
+pub fn harness_with_bridge(model: Arc<FakeModel>, bridge: Arc<FakeCommitBridge>) -> Harness {
+    let store = InMemoryStore::new();
+    let services = RuntimeServices {
+        runs: store.clone(),
+        invocations: store.clone(),
+        journal: store.clone(),
+        workspace: store.clone(),
+        profiles: store.clone(),
+        model: model.clone(),
+        commit_bridge: bridge.clone(),
+        clock: ManualClock::ticking(),
+        ids: SequentialIds::new(),
+    };
+    Harness {
+        store,
+        model,
+        bridge,
+        service: AgentRunService::new(services),
+    }
+}
+
+pub fn request(profile: Option<&str>) -> StartRunRequest {
+    StartRunRequest {
+        stable_chat_id: "chat-1".into(),
+        conversation_kind: ConversationKind::Character,
+        chat_ref: json!({"kind": "character", "characterId": "c1", "fileName": "f"}),
+        generation_type: json!("normal"),
+        profile_id: profile.map(str::to_owned),
+        history: vec![PromptMessage {
+            role: PromptRole::Assistant,
+            content: "Earlier reply.".into(),
+        }],
+        user_request: Some("Write a short scene.".into()),
+        persist_base_state_id: None,
+    }
+}
+
+impl Harness {
+    /// Starts a run and waits (bounded) for it to stop executing.
+    pub async fn run_to_end(&self, request: StartRunRequest) -> AgentRun {
+        let run = self.service.start_run(request).await.expect("start_run");
+        self.wait(&run.id).await
+    }
+
+    pub async fn wait(&self, run_id: &RunId) -> AgentRun {
+        tokio::time::timeout(Duration::from_secs(600), self.service.wait_for_run(run_id))
+            .await
+            .expect("run did not end")
+            .expect("wait_for_run")
+    }
+
+    pub fn events(&self, run_id: &RunId) -> Vec<AgentRunEvent> {
+        self.store.events(run_id)
+    }
+
+    pub fn event_types(&self, run_id: &RunId) -> Vec<String> {
+        self.store.event_types(run_id)
+    }
+
+    pub fn first_event(&self, run_id: &RunId, event_type: &str) -> AgentRunEvent {
+        self.events(run_id)
+            .into_iter()
+            .find(|event| event.event_type == event_type)
+            .unwrap_or_else(|| panic!("no {event_type} event in {:?}", self.event_types(run_id)))
+    }
+
+    pub fn put_profile(&self, profile: AgentProfileDefinition) {
+        self.store.put_profile(profile);
+    }
+}
+
+/// A model that answers by turn: the n-th assistant turn of the conversation gets `turns[n]`.
+pub fn by_turn(turns: Vec<AgentModelResponse>) -> Arc<FakeModel> {
+    FakeModel::new(move |request: &AgentModelRequest| {
+        turns
+            .get(request.assistant_turn_count())
+            .cloned()
+            .ok_or_else(|| ModelError::Unavailable {
+                code: "model.script_exhausted",
+                message: format!("no turn {}", request.assistant_turn_count() + 1),
+            })
+    })
+}
+
+pub fn write(id: &str, path: &str, content: &str) -> (String, String, Value) {
+    (
+        id.into(),
+        "workspace_write_file".into(),
+        json!({"path": path, "content": content}),
+    )
+}
+
+pub fn call(id: &str, name: &str, args: Value) -> (String, String, Value) {
+    (id.into(), name.into(), args)
+}
+
+pub fn turn(calls: Vec<(String, String, Value)>) -> AgentModelResponse {
+    responses::tool_calls(
+        calls
+            .iter()
+            .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+            .collect(),
+    )
+}
+
+/// write output/main.md, commit, finish.
+pub fn happy_turns() -> Vec<AgentModelResponse> {
+    vec![
+        turn(vec![write("c1", "output/main.md", "A storm rolled in.")]),
+        turn(vec![call("c2", "workspace_commit", json!({}))]),
+        turn(vec![call(
+            "c3",
+            "workspace_finish",
+            json!({"reason": "done"}),
+        )]),
+    ]
+}
+
+/// The default writer with a new id and changes applied.
+pub fn custom_profile(
+    id: &str,
+    change: impl FnOnce(&mut AgentProfileDefinition),
+) -> AgentProfileDefinition {
+    let mut profile = default_writer_definition();
+    profile.id = tt_domain::ids::ProfileId::parse(id).expect("id");
+    change(&mut profile);
+    profile
+}
+
+/// Tool results the model saw in a request, in order: (callId, isError, errorCode, content).
+pub fn tool_results(request: &AgentModelRequest) -> Vec<(String, bool, Option<String>, String)> {
+    request
+        .messages
+        .iter()
+        .flat_map(|message| message.parts.iter())
+        .filter_map(|part| match part {
+            tt_domain::model::ModelContentPart::ToolResult { result } => Some((
+                result.call_id.clone(),
+                result.is_error,
+                result.error_code.clone(),
+                result.content.clone(),
+            )),
+            _ => None,
+        })
+        .collect()
+}

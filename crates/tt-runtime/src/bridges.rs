@@ -1,0 +1,260 @@
+//! Commit bridges a host can choose from: answer through the host API
+//! (`resolve_chat_commit`), or record commits in a transcript file (the CLI's stand-in for a
+//! chat window).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use tokio::sync::oneshot;
+use tt_domain::ids::{CommitId, RunId};
+use tt_ports::{
+    CancellationToken, ChatCommitReceipt, ChatCommitRequest, HostBridgeError, HostCommitBridge,
+};
+
+/// Error of a host's `resolve_chat_commit` call, with its contract code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ResolveCommitError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+struct PendingCommit {
+    run_id: RunId,
+    request: ChatCommitRequest,
+    reply: oneshot::Sender<Result<ChatCommitReceipt, HostBridgeError>>,
+}
+
+/// Parks each commit until the host resolves it by `commitId` (or the run is cancelled).
+#[derive(Default)]
+pub struct HostApiCommitBridge {
+    pending: Mutex<HashMap<CommitId, PendingCommit>>,
+}
+
+impl std::fmt::Debug for HostApiCommitBridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostApiCommitBridge")
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostApiCommitBridge {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CommitId, PendingCommit>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The full request of a pending commit (including the text), for a host that did not
+    /// keep the event.
+    pub fn pending_request(
+        &self,
+        run_id: &RunId,
+        commit_id: &CommitId,
+    ) -> Result<ChatCommitRequest, ResolveCommitError> {
+        let pending = self.lock();
+        let entry = pending
+            .get(commit_id)
+            .ok_or_else(|| not_pending(commit_id))?;
+        if &entry.run_id != run_id {
+            return Err(run_mismatch(commit_id));
+        }
+        Ok(entry.request.clone())
+    }
+
+    /// Completes a pending commit with exactly one of `message_id` or `error`.
+    pub fn resolve(
+        &self,
+        run_id: &RunId,
+        commit_id: &CommitId,
+        message_id: Option<String>,
+        error: Option<String>,
+    ) -> Result<(), ResolveCommitError> {
+        let answer = match (
+            message_id.filter(|id| !id.trim().is_empty()),
+            error.filter(|e| !e.trim().is_empty()),
+        ) {
+            (Some(id), None) => Ok(ChatCommitReceipt { message_id: id }),
+            (None, Some(error)) => Err(HostBridgeError::Rejected(error)),
+            _ => {
+                return Err(ResolveCommitError {
+                    code: "agent.chat_commit_resolve_invalid",
+                    message: "give exactly one of messageId or error".to_owned(),
+                });
+            }
+        };
+        let entry = {
+            let mut pending = self.lock();
+            match pending.get(commit_id) {
+                None => return Err(not_pending(commit_id)),
+                Some(entry) if &entry.run_id != run_id => return Err(run_mismatch(commit_id)),
+                Some(_) => pending.remove(commit_id),
+            }
+        };
+        if let Some(entry) = entry {
+            entry.reply.send(answer).map_err(|_| ResolveCommitError {
+                code: "agent.chat_commit_channel_closed",
+                message: format!("commit {commit_id} is no longer awaited"),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+fn not_pending(commit_id: &CommitId) -> ResolveCommitError {
+    ResolveCommitError {
+        code: "agent.chat_commit_not_pending",
+        message: format!("commit {commit_id} is not pending"),
+    }
+}
+
+fn run_mismatch(commit_id: &CommitId) -> ResolveCommitError {
+    ResolveCommitError {
+        code: "agent.chat_commit_run_mismatch",
+        message: format!("commit {commit_id} belongs to another run"),
+    }
+}
+
+#[async_trait]
+impl HostCommitBridge for HostApiCommitBridge {
+    async fn commit(
+        &self,
+        request: ChatCommitRequest,
+        cancel: CancellationToken,
+    ) -> Result<ChatCommitReceipt, HostBridgeError> {
+        let (reply, answer) = oneshot::channel();
+        let commit_id = request.commit_id.clone();
+        {
+            let mut pending = self.lock();
+            if pending.contains_key(&commit_id) {
+                return Err(HostBridgeError::Unavailable(format!(
+                    "agent.chat_commit_id_collision: {commit_id}"
+                )));
+            }
+            pending.insert(
+                commit_id.clone(),
+                PendingCommit {
+                    run_id: request.run_id.clone(),
+                    request,
+                    reply,
+                },
+            );
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                self.lock().remove(&commit_id);
+                Err(HostBridgeError::Cancelled)
+            }
+            answer = answer => answer.unwrap_or_else(|_| Err(HostBridgeError::Unavailable("agent.chat_commit_channel_closed".to_owned()))),
+        }
+    }
+}
+
+/// One published message in a transcript file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptEntry {
+    pub message_id: String,
+    pub run_id: String,
+    pub commit_id: String,
+    pub mode: String,
+    pub path: String,
+    pub content: String,
+}
+
+/// Records every commit as a JSON line in `<dir>/<workspaceId>.jsonl` and answers at once.
+///
+/// Message ids count per transcript: a run's first commit creates message `N+1`; its later
+/// commits reuse that id (`replace` overwrites the message, `append` extends it).
+#[derive(Debug)]
+pub struct TranscriptCommitBridge {
+    dir: PathBuf,
+    state: Mutex<HashMap<String, String>>, // runId -> messageId
+}
+
+impl TranscriptCommitBridge {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            state: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn transcript_path(&self, workspace_id: &str) -> PathBuf {
+        self.dir.join(format!("{workspace_id}.jsonl"))
+    }
+
+    /// Every entry recorded for a workspace, oldest first.
+    pub fn read_transcript(&self, workspace_id: &str) -> std::io::Result<Vec<TranscriptEntry>> {
+        let text = match std::fs::read_to_string(self.transcript_path(workspace_id)) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(err) => return Err(err),
+        };
+        Ok(text
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect())
+    }
+
+    fn record(&self, request: &ChatCommitRequest) -> std::io::Result<String> {
+        std::fs::create_dir_all(&self.dir)?;
+        let workspace_id = request.workspace_id.as_str();
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let message_id = match state.get(request.run_id.as_str()) {
+            Some(id) => id.clone(),
+            None => {
+                let existing = self.read_transcript(workspace_id)?;
+                let mut ids: Vec<&str> = existing
+                    .iter()
+                    .map(|entry| entry.message_id.as_str())
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                let id = (ids.len() + 1).to_string();
+                state.insert(request.run_id.to_string(), id.clone());
+                id
+            }
+        };
+        let entry = TranscriptEntry {
+            message_id: message_id.clone(),
+            run_id: request.run_id.to_string(),
+            commit_id: request.commit_id.to_string(),
+            mode: request.mode.clone(),
+            path: request.path.clone(),
+            content: request.content.clone(),
+        };
+        let line = serde_json::to_string(&entry).map_err(std::io::Error::other)?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.transcript_path(workspace_id))?;
+        file.write_all(format!("{line}\n").as_bytes())?;
+        file.sync_data()?;
+        Ok(message_id)
+    }
+}
+
+#[async_trait]
+impl HostCommitBridge for TranscriptCommitBridge {
+    async fn commit(
+        &self,
+        request: ChatCommitRequest,
+        cancel: CancellationToken,
+    ) -> Result<ChatCommitReceipt, HostBridgeError> {
+        if cancel.is_cancelled() {
+            return Err(HostBridgeError::Cancelled);
+        }
+        let message_id = self.record(&request).map_err(|err| {
+            HostBridgeError::Rejected(format!("could not write the transcript: {err}"))
+        })?;
+        Ok(ChatCommitReceipt { message_id })
+    }
+}

@@ -1,0 +1,120 @@
+//! Building an [`AgentRuntime`] from adapters: userdata storage under a data dir by default, a
+//! model provider, and a commit bridge.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use tt_adapter_storage_userdata::UserDataStore;
+use tt_application::{AgentRunService, RuntimeServices};
+use tt_ports::{Clock, HostCommitBridge, IdGenerator, ModelProvider};
+
+use crate::bridges::{HostApiCommitBridge, TranscriptCommitBridge};
+use crate::host::AgentRuntime;
+use crate::system::{SystemClock, UuidIds};
+
+/// How `workspace.commit` reaches the host.
+#[derive(Clone)]
+pub enum CommitBridgeChoice {
+    /// Commits wait for the host's `resolve_chat_commit` (the default for linked hosts).
+    HostApi,
+    /// Commits are recorded in `<data dir>/transcripts/<workspaceId>.jsonl` (the CLI).
+    Transcript,
+    /// Any other bridge.
+    Custom(Arc<dyn HostCommitBridge>),
+}
+
+impl std::fmt::Debug for CommitBridgeChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommitBridgeChoice::HostApi => f.write_str("HostApi"),
+            CommitBridgeChoice::Transcript => f.write_str("Transcript"),
+            CommitBridgeChoice::Custom(_) => f.write_str("Custom"),
+        }
+    }
+}
+
+/// Builder for [`AgentRuntime`].
+#[derive(Default)]
+pub struct AgentRuntimeBuilder {
+    data_dir: Option<PathBuf>,
+    provider: Option<Arc<dyn ModelProvider>>,
+    commit_bridge: Option<CommitBridgeChoice>,
+    clock: Option<Arc<dyn Clock>>,
+    ids: Option<Arc<dyn IdGenerator>>,
+}
+
+impl std::fmt::Debug for AgentRuntimeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRuntimeBuilder")
+            .field("data_dir", &self.data_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentRuntimeBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Where runs, profiles and transcripts live (CLI default `./.tt-agent`).
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    pub fn provider(mut self, provider: Arc<dyn ModelProvider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    pub fn commit_bridge(mut self, choice: CommitBridgeChoice) -> Self {
+        self.commit_bridge = Some(choice);
+        self
+    }
+
+    /// Replaces the wall clock (tests, golden files).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Replaces random ids (tests, golden files).
+    pub fn ids(mut self, ids: Arc<dyn IdGenerator>) -> Self {
+        self.ids = Some(ids);
+        self
+    }
+
+    pub fn build(self) -> anyhow::Result<AgentRuntime> {
+        let data_dir = self.data_dir.unwrap_or_else(|| PathBuf::from(".tt-agent"));
+        let provider = self.provider.ok_or_else(|| {
+            anyhow::anyhow!("a model provider is required (AgentRuntimeBuilder::provider)")
+        })?;
+        let store = UserDataStore::open(data_dir.clone()).map_err(|err| {
+            anyhow::anyhow!("cannot open the data dir {}: {err}", data_dir.display())
+        })?;
+        let host_bridge = Arc::new(HostApiCommitBridge::default());
+        let transcripts = Arc::new(TranscriptCommitBridge::new(data_dir.join("transcripts")));
+        let commit_bridge: Arc<dyn HostCommitBridge> =
+            match self.commit_bridge.unwrap_or(CommitBridgeChoice::HostApi) {
+                CommitBridgeChoice::HostApi => host_bridge.clone(),
+                CommitBridgeChoice::Transcript => transcripts.clone(),
+                CommitBridgeChoice::Custom(bridge) => bridge,
+            };
+        let services = RuntimeServices {
+            runs: store.clone(),
+            invocations: store.clone(),
+            journal: store.clone(),
+            workspace: store.clone(),
+            profiles: store,
+            model: provider,
+            commit_bridge,
+            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            ids: self.ids.unwrap_or_else(|| Arc::new(UuidIds)),
+        };
+        Ok(AgentRuntime::new(
+            AgentRunService::new(services),
+            host_bridge,
+            transcripts,
+            data_dir,
+        ))
+    }
+}

@@ -1,0 +1,104 @@
+//! Host-facing request and response types (camelCase JSON), and the host error.
+
+use serde::{Deserialize, Serialize};
+use tt_application::{ApplicationError, TimelineProjection};
+use tt_domain::event::AgentRunEvent;
+
+pub use tt_application::{DelegationEdge, TimelineInvocation};
+
+/// An error a host can show: a contract code and a readable message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "camelCase")]
+#[error("{code}: {message}")]
+pub struct HostError {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<ApplicationError> for HostError {
+    fn from(value: ApplicationError) -> Self {
+        Self {
+            code: value.code().to_owned(),
+            message: value.detail(),
+        }
+    }
+}
+
+impl From<crate::bridges::ResolveCommitError> for HostError {
+    fn from(value: crate::bridges::ResolveCommitError) -> Self {
+        Self {
+            code: value.code.to_owned(),
+            message: value.message,
+        }
+    }
+}
+
+pub type HostResult<T> = Result<T, HostError>;
+
+/// `read_events` request. `beforeSeq` wins over `afterSeq`; `limit` is clamped to 1..=500.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadEventsRequest {
+    pub run_id: String,
+    #[serde(default)]
+    pub after_seq: Option<u64>,
+    #[serde(default)]
+    pub before_seq: Option<u64>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub invocation_id: Option<String>,
+    #[serde(default)]
+    pub include_timeline_projection: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadEventsResponse {
+    pub events: Vec<AgentRunEvent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline_projection: Option<TimelineProjection>,
+}
+
+/// `resolve_chat_commit` request: exactly one of `messageId` or `error`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolveChatCommitRequest {
+    pub run_id: String,
+    pub commit_id: String,
+    #[serde(default)]
+    pub message_id: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListRunsRequest {
+    #[serde(default)]
+    pub offset: usize,
+    #[serde(default = "default_list_limit")]
+    pub limit: usize,
+}
+
+impl Default for ListRunsRequest {
+    fn default() -> Self {
+        Self {
+            offset: 0,
+            limit: default_list_limit(),
+        }
+    }
+}
+
+fn default_list_limit() -> usize {
+    50
+}
+
+/// A workspace file as the host reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceFileDto {
+    pub path: String,
+    pub text: String,
+    pub sha256: String,
+}

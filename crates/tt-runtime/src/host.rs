@@ -1,0 +1,173 @@
+//! The host API: start and cancel runs, read and follow their journals, answer commits, list
+//! runs, read workspace files.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tt_application::{AgentRunService, RunEventStream, StartRunRequest, timeline_projection};
+use tt_domain::event::AgentRunEvent;
+use tt_domain::ids::{CommitId, RunId};
+use tt_domain::run::AgentRun;
+use tt_ports::{EventPage, RunListPage};
+
+use crate::bridges::{HostApiCommitBridge, TranscriptCommitBridge, TranscriptEntry};
+use crate::dto::*;
+
+/// A running tt-agent-runtime instance.
+pub struct AgentRuntime {
+    service: Arc<AgentRunService>,
+    host_commits: Arc<HostApiCommitBridge>,
+    transcripts: Arc<TranscriptCommitBridge>,
+    data_dir: PathBuf,
+}
+
+impl std::fmt::Debug for AgentRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRuntime")
+            .field("data_dir", &self.data_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A live stream of one run's events (see [`AgentRuntime::subscribe`]).
+#[derive(Debug)]
+pub struct EventSubscription {
+    inner: RunEventStream,
+}
+
+impl EventSubscription {
+    /// The next event in seq order; `Ok(None)` after the run's terminal event.
+    pub async fn next(&mut self) -> HostResult<Option<AgentRunEvent>> {
+        Ok(self.inner.next().await?)
+    }
+}
+
+impl AgentRuntime {
+    pub(crate) fn new(
+        service: Arc<AgentRunService>,
+        host_commits: Arc<HostApiCommitBridge>,
+        transcripts: Arc<TranscriptCommitBridge>,
+        data_dir: PathBuf,
+    ) -> Self {
+        Self {
+            service,
+            host_commits,
+            transcripts,
+            data_dir,
+        }
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Starts a run in the background and returns it as created.
+    pub async fn start_run(&self, request: StartRunRequest) -> HostResult<AgentRun> {
+        Ok(self.service.start_run(request).await?)
+    }
+
+    /// Cancels a run: model calls and host waits abort at once; the run ends `cancelled`.
+    pub async fn cancel_run(&self, run_id: &str) -> HostResult<AgentRun> {
+        Ok(self.service.cancel_run(&RunId::from_raw(run_id)).await?)
+    }
+
+    /// Waits until the run stops executing and returns its final record.
+    pub async fn wait_for_run(&self, run_id: &str) -> HostResult<AgentRun> {
+        Ok(self.service.wait_for_run(&RunId::from_raw(run_id)).await?)
+    }
+
+    /// One page of a run's journal, optionally with the timeline projection.
+    pub async fn read_events(&self, request: ReadEventsRequest) -> HostResult<ReadEventsResponse> {
+        let run_id = RunId::from_raw(request.run_id);
+        let page = EventPage {
+            after_seq: request.after_seq,
+            before_seq: request.before_seq,
+            limit: request.limit,
+            invocation_id: request.invocation_id,
+        };
+        let events = self.service.read_events(&run_id, &page).await?;
+        let timeline_projection = if request.include_timeline_projection {
+            Some(timeline_projection(self.service.services().invocations.as_ref(), &run_id).await?)
+        } else {
+            None
+        };
+        Ok(ReadEventsResponse {
+            events,
+            timeline_projection,
+        })
+    }
+
+    /// The agent graph of a run.
+    pub async fn timeline_projection(
+        &self,
+        run_id: &str,
+    ) -> HostResult<tt_application::TimelineProjection> {
+        Ok(timeline_projection(
+            self.service.services().invocations.as_ref(),
+            &RunId::from_raw(run_id),
+        )
+        .await?)
+    }
+
+    /// Live events of a run after `after_seq` (0 = from the start), optionally only those of
+    /// one invocation. Ends after the run's terminal event.
+    pub fn subscribe(
+        &self,
+        run_id: &str,
+        after_seq: u64,
+        invocation_id: Option<String>,
+    ) -> EventSubscription {
+        EventSubscription {
+            inner: self
+                .service
+                .subscribe(RunId::from_raw(run_id), after_seq, invocation_id),
+        }
+    }
+
+    /// Answers a pending `chat_commit_requested` (host-API commit bridge only).
+    pub fn resolve_chat_commit(&self, request: ResolveChatCommitRequest) -> HostResult<()> {
+        Ok(self.host_commits.resolve(
+            &RunId::from_raw(request.run_id),
+            &CommitId::from_raw(request.commit_id),
+            request.message_id,
+            request.error,
+        )?)
+    }
+
+    /// Newest runs first.
+    pub async fn list_runs(&self, request: ListRunsRequest) -> HostResult<Vec<AgentRun>> {
+        let limit = request.limit.clamp(1, 500);
+        Ok(self
+            .service
+            .list_runs(RunListPage {
+                offset: request.offset,
+                limit,
+            })
+            .await?)
+    }
+
+    pub async fn read_workspace_file(
+        &self,
+        run_id: &str,
+        path: &str,
+    ) -> HostResult<WorkspaceFileDto> {
+        let file = self
+            .service
+            .read_workspace_file(&RunId::from_raw(run_id), path)
+            .await?;
+        Ok(WorkspaceFileDto {
+            path: path.to_owned(),
+            text: file.text,
+            sha256: file.sha256,
+        })
+    }
+
+    /// Messages published through the transcript commit bridge for a workspace.
+    pub fn transcript(&self, workspace_id: &str) -> HostResult<Vec<TranscriptEntry>> {
+        self.transcripts
+            .read_transcript(workspace_id)
+            .map_err(|err| HostError {
+                code: "agent.transcript_unreadable".to_owned(),
+                message: err.to_string(),
+            })
+    }
+}

@@ -1,0 +1,186 @@
+//! Contract cases for `AgentInvocationRepository`: invocations and tasks round-trip in creation
+//! order, and task transitions where the first terminal write wins, also under contention.
+
+use std::sync::Arc;
+use tt_domain::ids::{InvocationId, TaskId};
+use tt_domain::invocation::InvocationStatus;
+use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_ports::StorageError;
+
+use super::{StorageUnderTest, assert_not_found, create_sample_run, invocation, task, ts};
+
+fn to(status: TaskStatus, result_ref: Option<&str>, error: Option<&str>) -> TaskTransition {
+    TaskTransition {
+        status,
+        result_ref: result_ref.map(str::to_owned),
+        error: error.map(str::to_owned),
+    }
+}
+
+pub async fn invocations_round_trip_in_creation_order(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let mut root = invocation(&run, "inv_root", 5);
+    for inv in [
+        root.clone(),
+        invocation(&run, "inv_b", 3),
+        invocation(&run, "inv_a", 3),
+    ] {
+        s.invocations.save_invocation(&inv).await.unwrap();
+    }
+    let ids: Vec<String> = s
+        .invocations
+        .list_invocations(&run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|inv| inv.id.to_string())
+        .collect();
+    assert_eq!(ids, ["inv_a", "inv_b", "inv_root"]);
+
+    root.transition(InvocationStatus::Running, ts(9)).unwrap();
+    s.invocations.save_invocation(&root).await.unwrap();
+    assert_eq!(
+        s.invocations
+            .load_invocation(&run.id, &InvocationId::root())
+            .await
+            .unwrap(),
+        root
+    );
+    assert_not_found(
+        s.invocations
+            .load_invocation(&run.id, &InvocationId::from_raw("inv_missing"))
+            .await,
+    );
+}
+
+pub async fn tasks_round_trip_in_creation_order(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let tasks = [
+        task(&run, "task_b", 2),
+        task(&run, "task_a", 2),
+        task(&run, "task_c", 1),
+    ];
+    for t in &tasks {
+        s.invocations.create_task(t).await.unwrap();
+    }
+    let ids: Vec<String> = s
+        .invocations
+        .list_tasks(&run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id.to_string())
+        .collect();
+    assert_eq!(ids, ["task_c", "task_a", "task_b"]);
+    assert_eq!(
+        s.invocations
+            .load_task(&run.id, &TaskId::from_raw("task_a"))
+            .await
+            .unwrap(),
+        tasks[1]
+    );
+    match s.invocations.create_task(&tasks[0]).await {
+        Err(StorageError::AlreadyExists { .. }) => {}
+        other => panic!("expected AlreadyExists, got {other:?}"),
+    }
+    assert_not_found(
+        s.invocations
+            .load_task(&run.id, &TaskId::from_raw("task_missing"))
+            .await,
+    );
+}
+
+pub async fn first_terminal_write_wins(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let record = task(&run, "task_1", 1);
+    s.invocations.create_task(&record).await.unwrap();
+    let id = record.id.clone();
+
+    let started = s
+        .invocations
+        .transition_task(&run.id, &id, &to(TaskStatus::Running, None, None), ts(2))
+        .await
+        .unwrap();
+    assert!(started.changed);
+    assert_eq!(started.task.status, TaskStatus::Running);
+
+    let done = s
+        .invocations
+        .transition_task(
+            &run.id,
+            &id,
+            &to(TaskStatus::Completed, Some("agent-results/inv_for_task_1.json"), None),
+            ts(3),
+        )
+        .await
+        .unwrap();
+    assert!(done.changed);
+    assert_eq!(done.task.status, TaskStatus::Completed);
+    assert_eq!(done.task.updated_at, ts(3));
+
+    let late = s
+        .invocations
+        .transition_task(
+            &run.id,
+            &id,
+            &to(TaskStatus::Failed, None, Some("too late")),
+            ts(4),
+        )
+        .await
+        .unwrap();
+    assert!(!late.changed);
+    assert_eq!(late.task, done.task);
+    assert_eq!(
+        s.invocations.load_task(&run.id, &id).await.unwrap(),
+        done.task
+    );
+    assert_not_found(
+        s.invocations
+            .transition_task(
+                &run.id,
+                &TaskId::from_raw("task_missing"),
+                &to(TaskStatus::Running, None, None),
+                ts(5),
+            )
+            .await,
+    );
+}
+
+pub async fn concurrent_terminal_transitions_change_once(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let record = task(&run, "task_race", 1);
+    s.invocations.create_task(&record).await.unwrap();
+    let repo = Arc::clone(&s.invocations);
+    let mut handles = Vec::new();
+    for i in 0..32 {
+        let repo = Arc::clone(&repo);
+        let run_id = run.id.clone();
+        let id = record.id.clone();
+        let status = match i % 3 {
+            0 => TaskStatus::Completed,
+            1 => TaskStatus::Failed,
+            _ => TaskStatus::Cancelled,
+        };
+        handles.push(tokio::spawn(async move {
+            let marker = format!("writer {i}");
+            let outcome = repo
+                .transition_task(&run_id, &id, &to(status, None, Some(&marker)), ts(10 + i))
+                .await
+                .unwrap();
+            (outcome, status, marker)
+        }));
+    }
+    let mut winners = Vec::new();
+    for handle in handles {
+        let (outcome, status, marker) = handle.await.unwrap();
+        assert!(outcome.task.status.is_terminal());
+        if outcome.changed {
+            winners.push((status, marker));
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one terminal write must win");
+    let (status, marker) = &winners[0];
+    let stored = s.invocations.load_task(&run.id, &record.id).await.unwrap();
+    assert_eq!(stored.status, *status);
+    assert_eq!(stored.error.as_deref(), Some(marker.as_str()));
+}

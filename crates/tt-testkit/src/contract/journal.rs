@@ -1,0 +1,231 @@
+//! Contract cases for `RunJournal`: gapless seqs from 1, paging (`afterSeq`, `beforeSeq`,
+//! limits and clamping) over a 10,000-event journal, the invocation filter with related ids, and
+//! concurrent appends.
+
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use tt_domain::event::RunEventType;
+use tt_domain::ids::RunId;
+use tt_ports::{EventPage, RunJournal};
+
+use super::{StorageUnderTest, assert_not_found, create_sample_run, new_event, tool_event};
+
+fn page(after: Option<u64>, before: Option<u64>, limit: Option<usize>) -> EventPage {
+    EventPage {
+        after_seq: after,
+        before_seq: before,
+        limit,
+        invocation_id: None,
+    }
+}
+
+fn filtered(invocation: &str, after: Option<u64>, before: Option<u64>, limit: usize) -> EventPage {
+    EventPage {
+        after_seq: after,
+        before_seq: before,
+        limit: Some(limit),
+        invocation_id: Some(invocation.to_owned()),
+    }
+}
+
+async fn seqs(journal: &dyn RunJournal, run_id: &RunId, page: &EventPage) -> Vec<u64> {
+    journal
+        .read(run_id, page)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|event| event.seq)
+        .collect()
+}
+
+pub async fn seqs_start_at_one_and_are_gapless(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    assert_eq!(s.journal.last_seq(&run.id).await.unwrap(), 0);
+    assert!(
+        s.journal
+            .read(&run.id, &EventPage::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let mut appended = Vec::new();
+    for n in 1..=5 {
+        let stored = s
+            .journal
+            .append(tool_event(&run.id, n, "inv_root"))
+            .await
+            .unwrap();
+        assert_eq!(stored.seq, n);
+        appended.push(stored);
+    }
+    assert_eq!(s.journal.last_seq(&run.id).await.unwrap(), 5);
+    let read = s
+        .journal
+        .read(&run.id, &EventPage::default())
+        .await
+        .unwrap();
+    assert_eq!(read, appended);
+    let first = &read[0];
+    assert_eq!(first.event_type, "tool_call_started");
+    assert_eq!(first.payload["n"], json!(1));
+    assert_eq!(first.payload["eventScope"]["invocationId"], json!("inv_root"));
+    assert_eq!(first.run_id, run.id);
+}
+
+pub async fn append_to_missing_run_is_not_found(s: StorageUnderTest) {
+    let missing = RunId::from_raw("run_missing");
+    assert_not_found(s.journal.append(tool_event(&missing, 1, "inv_root")).await);
+    assert_not_found(s.journal.read(&missing, &EventPage::default()).await);
+    assert_not_found(s.journal.last_seq(&missing).await);
+}
+
+pub async fn pages_over_ten_thousand_events(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    for n in 1..=10_000u64 {
+        let stored = s
+            .journal
+            .append(tool_event(&run.id, n, "inv_root"))
+            .await
+            .unwrap();
+        assert_eq!(stored.seq, n);
+    }
+    let j = s.journal.as_ref();
+    let id = &run.id;
+    let range = |from: u64, to: u64| (from..=to).collect::<Vec<u64>>();
+
+    assert_eq!(j.last_seq(id).await.unwrap(), 10_000);
+    // Neither bound: the first page of the default size.
+    assert_eq!(seqs(j, id, &page(None, None, None)).await, range(1, 100));
+    // afterSeq: the first `limit` above it.
+    assert_eq!(seqs(j, id, &page(Some(5_000), None, Some(10))).await, range(5_001, 5_010));
+    assert_eq!(seqs(j, id, &page(Some(9_995), None, Some(10))).await, range(9_996, 10_000));
+    assert!(seqs(j, id, &page(Some(10_000), None, Some(10))).await.is_empty());
+    // beforeSeq: the last `limit` below it, ascending.
+    assert_eq!(seqs(j, id, &page(None, Some(5_000), Some(10))).await, range(4_990, 4_999));
+    assert_eq!(seqs(j, id, &page(None, Some(3), Some(10))).await, range(1, 2));
+    assert!(seqs(j, id, &page(None, Some(1), Some(10))).await.is_empty());
+    assert_eq!(
+        seqs(j, id, &page(None, Some(10_001), Some(500))).await,
+        range(9_501, 10_000)
+    );
+    assert_eq!(
+        seqs(j, id, &page(None, Some(50_000), Some(3))).await,
+        range(9_998, 10_000)
+    );
+    // beforeSeq wins over afterSeq.
+    assert_eq!(seqs(j, id, &page(Some(10), Some(20), Some(5))).await, range(15, 19));
+    // Limits are clamped to 1..=500.
+    assert_eq!(seqs(j, id, &page(None, None, Some(0))).await, vec![1]);
+    assert_eq!(seqs(j, id, &page(Some(7_000), None, Some(10_000))).await, range(7_001, 7_500));
+    // Pages chain without gaps or repeats.
+    let mut after = 0;
+    let mut seen = 0u64;
+    loop {
+        let got = seqs(j, id, &page(Some(after), None, Some(500))).await;
+        let Some(&last) = got.last() else { break };
+        assert_eq!(got, range(after + 1, last));
+        seen += got.len() as u64;
+        after = last;
+    }
+    assert_eq!(seen, 10_000);
+}
+
+pub async fn invocation_filter_includes_related_ids(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    // n % 3 == 0: a tool event of inv_a; n % 3 == 1: a tool event of inv_b;
+    // n % 3 == 2: a task event of inv_root that names inv_a as the child (related).
+    for n in 1..=300u64 {
+        let event = match n % 3 {
+            0 => tool_event(&run.id, n, "inv_a"),
+            1 => tool_event(&run.id, n, "inv_b"),
+            _ => new_event(
+                &run.id,
+                n,
+                RunEventType::AgentTaskCompleted,
+                json!({"taskId": "task_1", "parentInvocationId": "inv_root", "childInvocationId": "inv_a"}),
+            ),
+        };
+        s.journal.append(event).await.unwrap();
+    }
+    let j = s.journal.as_ref();
+    let id = &run.id;
+
+    let b_first: Vec<u64> = (0..10).map(|k| 1 + 3 * k).collect();
+    assert_eq!(seqs(j, id, &filtered("inv_b", None, None, 10)).await, b_first);
+    assert_eq!(
+        seqs(j, id, &filtered("inv_b", None, Some(100), 5)).await,
+        vec![85, 88, 91, 94, 97]
+    );
+    assert_eq!(
+        seqs(j, id, &filtered("inv_a", Some(290), None, 100)).await,
+        vec![291, 293, 294, 296, 297, 299, 300]
+    );
+    assert_eq!(
+        seqs(j, id, &filtered("inv_a", Some(10), Some(20), 3)).await,
+        vec![17, 18, 20 - 1]
+    );
+    let a_all = seqs(j, id, &filtered("inv_a", None, None, 500)).await;
+    assert_eq!(a_all.len(), 200);
+    assert!(a_all.iter().all(|seq| seq % 3 != 1));
+    let root_all = seqs(j, id, &filtered("inv_root", None, None, 500)).await;
+    assert_eq!(root_all.len(), 100);
+    assert!(root_all.iter().all(|seq| seq % 3 == 2));
+    assert!(seqs(j, id, &filtered("inv_none", None, None, 500)).await.is_empty());
+    assert!(seqs(j, id, &filtered("inv_none", None, Some(300), 500)).await.is_empty());
+}
+
+pub async fn concurrent_appends_are_gapless(s: StorageUnderTest) {
+    const TASKS: u64 = 50;
+    const PER_TASK: u64 = 20;
+    let run = create_sample_run(&s, 1).await;
+    let journal = Arc::clone(&s.journal);
+    let mut handles = Vec::new();
+    for t in 0..TASKS {
+        let journal = Arc::clone(&journal);
+        let run_id = run.id.clone();
+        handles.push(tokio::spawn(async move {
+            let mut seqs = Vec::new();
+            for k in 0..PER_TASK {
+                let n = t * PER_TASK + k + 1;
+                let stored = journal
+                    .append(tool_event(&run_id, n, &format!("inv_{t}")))
+                    .await
+                    .unwrap();
+                seqs.push((stored.seq, stored.id.to_string()));
+            }
+            seqs
+        }));
+    }
+    let mut all = Vec::new();
+    for handle in handles {
+        let seqs = handle.await.unwrap();
+        assert!(
+            seqs.windows(2).all(|pair| pair[0].0 < pair[1].0),
+            "one writer's seqs must increase"
+        );
+        all.extend(seqs);
+    }
+    all.sort();
+    let total = TASKS * PER_TASK;
+    assert_eq!(
+        all.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(),
+        (1..=total).collect::<Vec<_>>()
+    );
+    assert_eq!(journal.last_seq(&run.id).await.unwrap(), total);
+
+    let mut stored = Vec::new();
+    for after in [0, 500] {
+        stored.extend(
+            journal
+                .read(&run.id, &page(Some(after), None, Some(500)))
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|event| (event.seq, event.id.to_string())),
+        );
+    }
+    assert_eq!(stored, all);
+    let ids: BTreeSet<&String> = stored.iter().map(|(_, id)| id).collect();
+    assert_eq!(ids.len() as u64, total);
+}

@@ -1,0 +1,272 @@
+//! Storage contract suites: the behaviour every implementation of the five storage ports must
+//! share, written once and run against each store (`storage_contract_tests!`), so the in-memory
+//! fake and the file-system adapter cannot drift apart.
+// These functions are test assertions shipped as a library: failing loudly is their job.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod invocations;
+pub mod journal;
+pub mod profiles;
+pub mod runs;
+pub mod workspace;
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tt_domain::event::{NewRunEvent, RunEventType, with_event_scope};
+use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
+use tt_domain::invocation::{AgentInvocation, InvocationKind, InvocationStatus};
+use tt_domain::profile::AgentProfileDefinition;
+use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
+use tt_domain::time::Timestamp;
+use tt_domain::workspace::{RunManifest, WorkspaceAccessPolicy, WorkspacePath};
+use tt_domain::event::EventLevel;
+use tt_ports::{
+    AgentInvocationRepository, AgentRunRepository, ProfileRepository, RunJournal, StorageError,
+    WorkspaceRepository,
+};
+
+/// One storage implementation, seen through each port, for one contract case.
+pub struct StorageUnderTest {
+    pub runs: Arc<dyn AgentRunRepository>,
+    pub invocations: Arc<dyn AgentInvocationRepository>,
+    pub journal: Arc<dyn RunJournal>,
+    pub workspace: Arc<dyn WorkspaceRepository>,
+    pub profiles: Arc<dyn ProfileRepository>,
+    /// Writes a profile definition so `ProfileRepository` can be tested generically.
+    pub seed_profile: Arc<dyn Fn(&AgentProfileDefinition) + Send + Sync>,
+    /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
+    pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl StorageUnderTest {
+    /// Wraps one store that implements all five storage ports.
+    pub fn from_store<S>(
+        store: Arc<S>,
+        seed_profile: impl Fn(&AgentProfileDefinition) + Send + Sync + 'static,
+        guard: Option<Box<dyn std::any::Any + Send + Sync>>,
+    ) -> Self
+    where
+        S: AgentRunRepository
+            + AgentInvocationRepository
+            + RunJournal
+            + WorkspaceRepository
+            + ProfileRepository
+            + 'static,
+    {
+        Self {
+            runs: store.clone(),
+            invocations: store.clone(),
+            journal: store.clone(),
+            workspace: store.clone(),
+            profiles: store,
+            seed_profile: Arc::new(seed_profile),
+            _guard: guard,
+        }
+    }
+}
+
+/// Expands to one `#[tokio::test]` per contract case (grouped in modules per port, inside
+/// `mod storage_contract`), so each case reports on its own. `$factory` is an expression
+/// evaluated afresh for every case that yields a `StorageUnderTest`; names it uses must be in
+/// scope where the macro is invoked. The calling crate needs `tokio` as a (dev-)dependency.
+///
+/// ```ignore
+/// fn store() -> StorageUnderTest { /* a fresh store */ }
+/// tt_testkit::storage_contract_tests!(store());
+/// ```
+#[macro_export]
+macro_rules! storage_contract_tests {
+    ($factory:expr) => {
+        $crate::__storage_contract_cases! { $factory;
+            runs {
+                create_and_load_run,
+                create_run_twice_is_already_exists,
+                missing_run_is_not_found,
+                save_run_replaces_the_record,
+                list_runs_newest_first_with_paging,
+                documents_round_trip_and_missing_is_none,
+            }
+            invocations {
+                invocations_round_trip_in_creation_order,
+                tasks_round_trip_in_creation_order,
+                first_terminal_write_wins,
+                concurrent_terminal_transitions_change_once,
+            }
+            journal {
+                seqs_start_at_one_and_are_gapless,
+                append_to_missing_run_is_not_found,
+                pages_over_ten_thousand_events,
+                invocation_filter_includes_related_ids,
+                concurrent_appends_are_gapless,
+            }
+            workspace {
+                write_guards,
+                concurrent_guarded_creates_have_one_winner,
+                append_semantics,
+                read_and_sha_errors,
+                list_depth_and_ordering,
+                walk_files_bounds,
+                checkpoints,
+                persist_projection_and_promotion,
+            }
+            profiles {
+                load_list_and_missing_profiles,
+            }
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __storage_contract_cases {
+    ($factory:expr; $($module:ident { $($case:ident),* $(,)? })*) => {
+        mod storage_contract {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                mod $module {
+                    #[allow(unused_imports)]
+                    use super::*;
+                    $(
+                        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                        async fn $case() {
+                            $crate::contract::$module::$case($factory).await;
+                        }
+                    )*
+                }
+            )*
+        }
+    };
+}
+
+// ---- fixtures shared by the suites ----
+
+/// A timestamp `millis` after the epoch.
+pub fn ts(millis: i64) -> Timestamp {
+    Timestamp::from_unix_millis(millis)
+}
+
+/// A logical workspace path (panics on a bad literal).
+pub fn wp(raw: &str) -> WorkspacePath {
+    WorkspacePath::parse(raw).unwrap()
+}
+
+/// The stable conversation all contract runs belong to (one workspace, so persist states chain).
+pub const CONTRACT_CHAT_ID: &str = "contract-chat";
+
+/// Run number `n`: id `run_contract_NNNN`, created at `n` seconds.
+pub fn sample_run(n: u32) -> AgentRun {
+    AgentRun {
+        id: RunId::from_raw(format!("run_contract_{n:04}")),
+        workspace_id: derive_workspace_id(ConversationKind::Character, CONTRACT_CHAT_ID),
+        stable_chat_id: CONTRACT_CHAT_ID.to_owned(),
+        conversation_kind: ConversationKind::Character,
+        chat_ref: json!({"kind": "character", "characterId": "c1"}),
+        generation_type: json!("normal"),
+        profile_id: Some(ProfileId::parse("default-writer").unwrap()),
+        persist_base_state_id: None,
+        presentation: Presentation::Foreground,
+        status: AgentRunStatus::Created,
+        created_at: ts(i64::from(n) * 1_000),
+        updated_at: ts(i64::from(n) * 1_000),
+    }
+}
+
+/// The manifest of a run with every root visible and writable.
+pub fn manifest_for(run: &AgentRun) -> RunManifest {
+    RunManifest {
+        schema_version: 1,
+        run_id: run.id.clone(),
+        workspace_id: run.workspace_id.clone(),
+        stable_chat_id: run.stable_chat_id.clone(),
+        roots: WorkspaceAccessPolicy::full().manifest_roots(),
+        created_at: run.created_at,
+    }
+}
+
+/// Creates `sample_run(n)` with its manifest and returns it.
+pub async fn create_sample_run(s: &StorageUnderTest, n: u32) -> AgentRun {
+    let run = sample_run(n);
+    s.runs.create_run(&run, &manifest_for(&run)).await.unwrap();
+    run
+}
+
+pub fn invocation(run: &AgentRun, id: &str, created_at: i64) -> AgentInvocation {
+    let kind = if id == "inv_root" {
+        InvocationKind::Root
+    } else {
+        InvocationKind::Subagent
+    };
+    AgentInvocation {
+        id: InvocationId::from_raw(id),
+        run_id: run.id.clone(),
+        parent_invocation_id: (id != "inv_root").then(InvocationId::root),
+        profile_id: ProfileId::parse("default-writer").unwrap(),
+        kind,
+        status: InvocationStatus::Created,
+        exit_policy: kind.exit_policy(),
+        created_at: ts(created_at),
+        updated_at: ts(created_at),
+    }
+}
+
+pub fn task(run: &AgentRun, id: &str, created_at: i64) -> AgentTaskRecord {
+    AgentTaskRecord {
+        id: TaskId::from_raw(id),
+        run_id: run.id.clone(),
+        parent_invocation_id: InvocationId::root(),
+        child_invocation_id: InvocationId::from_raw(format!("inv_for_{id}")),
+        target_profile_id: ProfileId::parse("critic").unwrap(),
+        workspace_key: "critic".to_owned(),
+        continuation: TaskContinuation::ReturnToParent,
+        status: TaskStatus::Queued,
+        task: json!({"objective": format!("objective of {id}")}),
+        budget: None,
+        created_by_tool_call_id: Some(format!("call_{id}")),
+        result_ref: None,
+        error: None,
+        created_at: ts(created_at),
+        updated_at: ts(created_at),
+    }
+}
+
+/// Event number `n` of a run: a `tool_call_started` scoped to `invocation_id`.
+pub fn tool_event(run_id: &RunId, n: u64, invocation_id: &str) -> NewRunEvent {
+    new_event(
+        run_id,
+        n,
+        RunEventType::ToolCallStarted,
+        json!({"invocationId": invocation_id, "n": n}),
+    )
+}
+
+/// Event number `n` with the canonical `eventScope` added to `payload`.
+pub fn new_event(run_id: &RunId, n: u64, event_type: RunEventType, payload: Value) -> NewRunEvent {
+    NewRunEvent {
+        id: EventId::generate(&format!("{n:032x}")),
+        run_id: run_id.clone(),
+        timestamp: ts(i64::try_from(n).unwrap()),
+        level: EventLevel::Info,
+        event_type,
+        payload: with_event_scope(event_type, payload).unwrap(),
+    }
+}
+
+/// Asserts that `result` failed with the given contract code.
+#[track_caller]
+pub fn assert_code<T: std::fmt::Debug>(result: Result<T, StorageError>, code: &str) {
+    match result {
+        Err(err) => assert_eq!(err.code(), code, "unexpected error {err:?}"),
+        Ok(value) => panic!("expected error {code}, got Ok({value:?})"),
+    }
+}
+
+/// Asserts that `result` is `StorageError::NotFound`.
+#[track_caller]
+pub fn assert_not_found<T: std::fmt::Debug>(result: Result<T, StorageError>) {
+    match result {
+        Err(StorageError::NotFound { .. }) => {}
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+}

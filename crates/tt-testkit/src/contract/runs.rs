@@ -1,0 +1,177 @@
+//! Contract cases for `AgentRunRepository`: create/load/save/list runs and run documents.
+
+use serde_json::json;
+use tt_domain::ids::{InvocationId, RunId};
+use tt_domain::run::AgentRunStatus;
+use tt_ports::{RunDocument, RunListPage, StorageError};
+
+use super::{StorageUnderTest, assert_not_found, create_sample_run, manifest_for, sample_run, ts};
+
+pub async fn create_and_load_run(s: StorageUnderTest) {
+    let run = sample_run(1);
+    let manifest = manifest_for(&run);
+    s.runs.create_run(&run, &manifest).await.unwrap();
+    assert_eq!(s.runs.load_run(&run.id).await.unwrap(), run);
+    assert_eq!(s.runs.load_manifest(&run.id).await.unwrap(), manifest);
+    // The five workspace roots exist from the start.
+    let roots: Vec<String> = s
+        .workspace
+        .list(&run.id, None, 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| entry.path.to_string())
+        .collect();
+    assert_eq!(roots, ["output", "persist", "plan", "scratch", "summaries"]);
+}
+
+pub async fn create_run_twice_is_already_exists(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let mut again = run.clone();
+    again.status = AgentRunStatus::Failed;
+    match s.runs.create_run(&again, &manifest_for(&again)).await {
+        Err(StorageError::AlreadyExists { .. }) => {}
+        other => panic!("expected AlreadyExists, got {other:?}"),
+    }
+    assert_eq!(s.runs.load_run(&run.id).await.unwrap(), run);
+}
+
+pub async fn missing_run_is_not_found(s: StorageUnderTest) {
+    let missing = RunId::from_raw("run_missing");
+    assert_not_found(s.runs.load_run(&missing).await);
+    assert_not_found(s.runs.load_manifest(&missing).await);
+    assert_not_found(s.runs.save_run(&sample_run(9)).await);
+    assert_not_found(
+        s.runs
+            .read_document(&missing, &RunDocument::PromptSnapshot)
+            .await,
+    );
+    assert_not_found(
+        s.runs
+            .write_document(&missing, &RunDocument::PromptSnapshot, &json!({}))
+            .await,
+    );
+}
+
+pub async fn save_run_replaces_the_record(s: StorageUnderTest) {
+    let mut run = create_sample_run(&s, 1).await;
+    run.transition(AgentRunStatus::CallingModel, ts(5_000))
+        .unwrap();
+    s.runs.save_run(&run).await.unwrap();
+    assert_eq!(s.runs.load_run(&run.id).await.unwrap(), run);
+    let listed = s
+        .runs
+        .list_runs(RunListPage {
+            offset: 0,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed, vec![run]);
+}
+
+pub async fn list_runs_newest_first_with_paging(s: StorageUnderTest) {
+    // Created at 1s, 3s, 2s and 3s: newest first, ties by id ascending.
+    let mut runs = Vec::new();
+    for (n, created) in [(1, 1_000), (2, 3_000), (3, 2_000), (4, 3_000)] {
+        let mut run = sample_run(n);
+        run.created_at = ts(created);
+        s.runs.create_run(&run, &manifest_for(&run)).await.unwrap();
+        runs.push(run);
+    }
+    let ids = |page: RunListPage| {
+        let runs = s.runs.clone();
+        async move {
+            runs.list_runs(page)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|run| run.id.to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = ids(RunListPage {
+        offset: 0,
+        limit: 10,
+    })
+    .await;
+    assert_eq!(
+        all,
+        [
+            "run_contract_0002",
+            "run_contract_0004",
+            "run_contract_0003",
+            "run_contract_0001"
+        ]
+    );
+    let middle = ids(RunListPage {
+        offset: 1,
+        limit: 2,
+    })
+    .await;
+    assert_eq!(middle, ["run_contract_0004", "run_contract_0003"]);
+    let beyond = ids(RunListPage {
+        offset: 4,
+        limit: 10,
+    })
+    .await;
+    assert!(beyond.is_empty());
+}
+
+pub async fn documents_round_trip_and_missing_is_none(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let child = InvocationId::from_raw("inv_child");
+    let documents = [
+        RunDocument::PromptSnapshot,
+        RunDocument::ResolvedProfile,
+        RunDocument::PersistSnapshot,
+        RunDocument::InvocationToolSnapshot(child.clone()),
+        RunDocument::InvocationResolvedSkills(child.clone()),
+        RunDocument::InvocationPromptSnapshot(child.clone()),
+        RunDocument::InvocationPromptAssembly(child.clone()),
+        RunDocument::ToolArgs {
+            call_file_key: "call_0123456789abcdef".to_owned(),
+        },
+        RunDocument::ToolResult {
+            call_file_key: "call_0123456789abcdef".to_owned(),
+        },
+        RunDocument::ModelResponse {
+            invocation_id: InvocationId::root(),
+            round: 1,
+        },
+        RunDocument::ModelResponse {
+            invocation_id: child.clone(),
+            round: 12,
+        },
+        RunDocument::AgentResult(child),
+    ];
+    for document in &documents {
+        assert_eq!(s.runs.read_document(&run.id, document).await.unwrap(), None);
+    }
+    for (i, document) in documents.iter().enumerate() {
+        let value = json!({"document": document.relative_path(), "i": i, "text": "héllo\n"});
+        s.runs
+            .write_document(&run.id, document, &value)
+            .await
+            .unwrap();
+    }
+    for (i, document) in documents.iter().enumerate() {
+        let value = json!({"document": document.relative_path(), "i": i, "text": "héllo\n"});
+        assert_eq!(
+            s.runs.read_document(&run.id, document).await.unwrap(),
+            Some(value)
+        );
+    }
+    // Replacing a document keeps only the new value.
+    s.runs
+        .write_document(&run.id, &RunDocument::PromptSnapshot, &json!([1, 2]))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.runs
+            .read_document(&run.id, &RunDocument::PromptSnapshot)
+            .await
+            .unwrap(),
+        Some(json!([1, 2]))
+    );
+}

@@ -1,0 +1,13 @@
+//! Deterministic fakes for every port: in-memory storage, a manual clock, sequential ids, a
+//! switchable commit bridge and a closure-driven model, plus model response builders.
+
+pub mod commit;
+pub mod model;
+pub mod responses;
+pub mod store;
+pub mod system;
+
+pub use commit::{CommitBehavior, FakeCommitBridge};
+pub use model::FakeModel;
+pub use store::{InMemoryStore, PersistentStateRecord, StoreOp};
+pub use system::{MANUAL_CLOCK_START, ManualClock, SequentialIds};

@@ -1,0 +1,311 @@
+//! The crate layering table and dependency policy, checked over `cargo metadata` output:
+//! which tt-* crates each member may depend on, and who may use `anyhow` or an HTTP client.
+
+use anyhow::{Context, Result, anyhow};
+use serde_json::Value;
+
+use crate::tidy::Violation;
+
+/// A workspace member as `cargo metadata --no-deps` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Package {
+    pub name: String,
+    pub manifest_path: String,
+    pub dependencies: Vec<Dependency>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dependency {
+    /// The package name (not a `rename`).
+    pub name: String,
+    pub kind: DependencyKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DependencyKind {
+    Normal,
+    Dev,
+    Build,
+}
+
+impl DependencyKind {
+    /// Everything except dev-dependencies ends up in the crate's own build graph.
+    fn is_shipped(self) -> bool {
+        match self {
+            Self::Normal | Self::Build => true,
+            Self::Dev => false,
+        }
+    }
+}
+
+/// Which tt-* crates a member may depend on through normal (non-dev) dependencies.
+#[derive(Debug, Clone, Copy)]
+enum Allowed {
+    Only(&'static [&'static str]),
+    AnyExcept(&'static [&'static str]),
+    Anything,
+}
+
+const DOMAIN_AND_PORTS: &[&str] = &["tt-domain", "tt-ports"];
+
+/// The layering table of the spec README §2; `None` for a crate the table does not know.
+fn allowed_tt_dependencies(package: &str) -> Option<Allowed> {
+    match package {
+        "tt-domain" => Some(Allowed::Only(&[])),
+        "tt-ports" => Some(Allowed::Only(&["tt-domain"])),
+        "tt-application" | "tt-testkit" => Some(Allowed::Only(DOMAIN_AND_PORTS)),
+        adapter if adapter.starts_with("tt-adapter-") => Some(Allowed::Only(DOMAIN_AND_PORTS)),
+        "tt-runtime" => Some(Allowed::AnyExcept(&["tt-testkit"])),
+        "tt-cli" => Some(Allowed::Only(&["tt-runtime"])),
+        "tt-e2e" | "xtask" => Some(Allowed::Anything),
+        _ => None,
+    }
+}
+
+const ANYHOW_USERS: &[&str] = &["tt-runtime", "tt-cli", "xtask", "tt-e2e"];
+const HTTP_CLIENTS: &[&str] = &["reqwest", "hyper", "ureq"];
+
+fn may_use_http_client(package: &str) -> bool {
+    package.starts_with("tt-adapter-provider-")
+}
+
+/// Reads the workspace members out of `cargo metadata --format-version 1 --no-deps` JSON.
+pub fn parse_metadata(metadata: &Value) -> Result<Vec<Package>> {
+    let packages = metadata
+        .get("packages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("cargo metadata has no `packages` array"))?;
+    packages.iter().map(parse_package).collect()
+}
+
+fn parse_package(package: &Value) -> Result<Package> {
+    let name = str_field(package, "name")?;
+    let manifest_path = str_field(package, "manifest_path")
+        .with_context(|| format!("package `{name}` in cargo metadata"))?;
+    let dependencies = package
+        .get("dependencies")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("package `{name}` has no `dependencies` array"))?
+        .iter()
+        .map(parse_dependency)
+        .collect::<Result<Vec<_>>>()
+        .with_context(|| format!("dependencies of package `{name}`"))?;
+    Ok(Package {
+        name,
+        manifest_path,
+        dependencies,
+    })
+}
+
+fn parse_dependency(dependency: &Value) -> Result<Dependency> {
+    let name = str_field(dependency, "name")?;
+    let kind = match dependency.get("kind") {
+        None | Some(Value::Null) => DependencyKind::Normal,
+        Some(Value::String(kind)) if kind == "dev" => DependencyKind::Dev,
+        Some(Value::String(kind)) if kind == "build" => DependencyKind::Build,
+        Some(other) => return Err(anyhow!("dependency `{name}` has unknown kind {other}")),
+    };
+    Ok(Dependency { name, kind })
+}
+
+fn str_field(object: &Value, key: &str) -> Result<String> {
+    object
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow!("missing string field `{key}`"))
+}
+
+/// Checks every package against the layering table and the dependency policy. Violations are
+/// located at `location(package)` (the caller decides how to print manifest paths).
+pub fn check(packages: &[Package], location: impl Fn(&Package) -> String) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for package in packages {
+        let at = location(package);
+        let mut report = |rule: &'static str, detail: String| {
+            violations.push(Violation::new(at.clone(), rule, detail));
+        };
+        let allowed = allowed_tt_dependencies(&package.name);
+        if allowed.is_none() {
+            report(
+                "layering",
+                format!(
+                    "crate `{}` is not in the layering table (xtask/src/layering.rs and spec README §2)",
+                    package.name
+                ),
+            );
+        }
+        for dependency in &package.dependencies {
+            let dep = dependency.name.as_str();
+            if let Some(allowed) = allowed
+                && dep.starts_with("tt-")
+                && dependency.kind.is_shipped()
+                && !permits(allowed, dep)
+            {
+                report(
+                    "layering",
+                    format!(
+                        "`{}` must not depend on `{dep}` (allowed tt-* dependencies: {})",
+                        package.name,
+                        describe(allowed)
+                    ),
+                );
+            }
+            if dep == "anyhow" && !ANYHOW_USERS.contains(&package.name.as_str()) {
+                report(
+                    "anyhow",
+                    format!(
+                        "`{}` depends on `anyhow`; only {} may",
+                        package.name,
+                        ANYHOW_USERS.join(", ")
+                    ),
+                );
+            }
+            if HTTP_CLIENTS.contains(&dep)
+                && dependency.kind.is_shipped()
+                && !may_use_http_client(&package.name)
+            {
+                report(
+                    "http-client",
+                    format!(
+                        "`{}` depends on the HTTP client `{dep}`; only tt-adapter-provider-* crates may",
+                        package.name
+                    ),
+                );
+            }
+        }
+    }
+    violations
+}
+
+fn permits(allowed: Allowed, dependency: &str) -> bool {
+    match allowed {
+        Allowed::Only(list) => list.contains(&dependency),
+        Allowed::AnyExcept(list) => !list.contains(&dependency),
+        Allowed::Anything => true,
+    }
+}
+
+fn describe(allowed: Allowed) -> String {
+    match allowed {
+        Allowed::Only([]) => "none".to_owned(),
+        Allowed::Only(list) => list.join(", "),
+        Allowed::AnyExcept(list) => format!("any except {}", list.join(", ")),
+        Allowed::Anything => "any".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn dep(name: &str, kind: Option<&str>) -> Value {
+        json!({ "name": name, "kind": kind, "rename": null, "req": "*" })
+    }
+
+    fn package(name: &str, dependencies: Vec<Value>) -> Value {
+        json!({
+            "name": name,
+            "manifest_path": format!("/ws/crates/{name}/Cargo.toml"),
+            "dependencies": dependencies,
+        })
+    }
+
+    fn violations(metadata: &Value) -> Vec<String> {
+        let packages = parse_metadata(metadata).unwrap();
+        check(&packages, |p| p.name.clone())
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_clean_workspace_has_no_violations() {
+        let metadata = json!({ "packages": [
+            package("tt-domain", vec![dep("serde", None), dep("proptest", Some("dev"))]),
+            package("tt-ports", vec![dep("tt-domain", None)]),
+            package("tt-application", vec![
+                dep("tt-domain", None), dep("tt-ports", None), dep("tt-testkit", Some("dev")),
+            ]),
+            package("tt-adapter-provider-openai", vec![
+                dep("tt-domain", None), dep("tt-ports", None), dep("reqwest", None),
+            ]),
+            package("tt-testkit", vec![dep("tt-domain", None), dep("tt-ports", None)]),
+            package("tt-runtime", vec![
+                dep("tt-application", None), dep("tt-adapter-storage-userdata", None),
+                dep("anyhow", None), dep("tt-testkit", Some("dev")),
+            ]),
+            package("tt-cli", vec![dep("tt-runtime", None), dep("anyhow", None)]),
+            package("tt-e2e", vec![dep("tt-runtime", Some("dev")), dep("anyhow", Some("dev"))]),
+            package("xtask", vec![dep("anyhow", None), dep("serde_json", None)]),
+        ]});
+        assert_eq!(violations(&metadata), Vec::<String>::new());
+    }
+
+    #[test]
+    fn layering_breaks_are_reported_per_dependency() {
+        let metadata = json!({ "packages": [
+            package("tt-domain", vec![dep("tt-ports", None)]),
+            package("tt-adapter-storage-userdata", vec![
+                dep("tt-application", None), dep("tt-adapter-provider-scripted", Some("build")),
+            ]),
+            package("tt-runtime", vec![dep("tt-testkit", None)]),
+            package("tt-cli", vec![dep("tt-runtime", None), dep("tt-domain", None)]),
+        ]});
+        assert_eq!(
+            violations(&metadata),
+            vec![
+                "tt-domain: layering: `tt-domain` must not depend on `tt-ports` (allowed tt-* dependencies: none)",
+                "tt-adapter-storage-userdata: layering: `tt-adapter-storage-userdata` must not depend on `tt-application` (allowed tt-* dependencies: tt-domain, tt-ports)",
+                "tt-adapter-storage-userdata: layering: `tt-adapter-storage-userdata` must not depend on `tt-adapter-provider-scripted` (allowed tt-* dependencies: tt-domain, tt-ports)",
+                "tt-runtime: layering: `tt-runtime` must not depend on `tt-testkit` (allowed tt-* dependencies: any except tt-testkit)",
+                "tt-cli: layering: `tt-cli` must not depend on `tt-domain` (allowed tt-* dependencies: tt-runtime)",
+            ]
+        );
+    }
+
+    #[test]
+    fn dev_dependencies_may_cross_layers() {
+        let metadata = json!({ "packages": [
+            package("tt-ports", vec![dep("tt-domain", None), dep("tt-testkit", Some("dev"))]),
+        ]});
+        assert_eq!(violations(&metadata), Vec::<String>::new());
+    }
+
+    #[test]
+    fn anyhow_and_http_clients_are_confined() {
+        let metadata = json!({ "packages": [
+            package("tt-application", vec![dep("anyhow", Some("dev")), dep("hyper", None)]),
+            package("tt-adapter-storage-userdata", vec![dep("ureq", None)]),
+            package("tt-testkit", vec![dep("reqwest", Some("dev"))]),
+        ]});
+        assert_eq!(
+            violations(&metadata),
+            vec![
+                "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, xtask, tt-e2e may",
+                "tt-application: http-client: `tt-application` depends on the HTTP client `hyper`; only tt-adapter-provider-* crates may",
+                "tt-adapter-storage-userdata: http-client: `tt-adapter-storage-userdata` depends on the HTTP client `ureq`; only tt-adapter-provider-* crates may",
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_crates_are_reported() {
+        let metadata = json!({ "packages": [package("tt-mystery", vec![])] });
+        assert_eq!(
+            violations(&metadata),
+            vec![
+                "tt-mystery: layering: crate `tt-mystery` is not in the layering table (xtask/src/layering.rs and spec README §2)"
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_metadata_is_an_error_not_a_panic() {
+        assert!(parse_metadata(&json!({})).is_err());
+        assert!(parse_metadata(&json!({ "packages": [{ "name": "x" }] })).is_err());
+        let bad_kind = json!({ "packages": [package("x", vec![dep("y", Some("weird"))])] });
+        assert!(parse_metadata(&bad_kind).is_err());
+    }
+}

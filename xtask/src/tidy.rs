@@ -1,0 +1,259 @@
+//! `cargo xtask tidy`: architecture and hygiene checks over `cargo metadata` and the file tree.
+//! Reports every violation (file + rule) and fails if there is any; prints `tidy: ok` when clean.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::layering::{self, Package};
+use crate::manifest;
+use crate::process::cargo_stdout;
+use crate::sources;
+
+/// One broken rule, located at a file (relative to the workspace root) or a crate.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Violation {
+    pub location: String,
+    pub rule: &'static str,
+    pub detail: String,
+}
+
+impl Violation {
+    pub fn new(location: String, rule: &'static str, detail: String) -> Self {
+        Self {
+            location,
+            rule,
+            detail,
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.location, self.rule, self.detail)
+    }
+}
+
+pub fn run(root: &Path) -> Result<()> {
+    let violations = collect(root)?;
+    if violations.is_empty() {
+        println!("tidy: ok");
+        return Ok(());
+    }
+    for violation in &violations {
+        println!("{violation}");
+    }
+    bail!("tidy: {} violation(s)", violations.len())
+}
+
+fn collect(root: &Path) -> Result<Vec<Violation>> {
+    let metadata = cargo_stdout(
+        root,
+        &[
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ],
+    )?;
+    let metadata: Value =
+        serde_json::from_str(&metadata).context("cargo metadata printed invalid JSON")?;
+    let packages = layering::parse_metadata(&metadata)?;
+
+    let mut violations = layering::check(&packages, |package| {
+        relative(root, Path::new(&package.manifest_path))
+    });
+    for package in &packages {
+        check_manifest(root, package, &mut violations)?;
+        if prints_are_forbidden(&package.name) {
+            check_prints(root, package, &mut violations)?;
+        }
+    }
+    for dir in source_roots(root, &packages)? {
+        check_headers(root, &dir, &mut violations)?;
+    }
+    violations.sort();
+    violations.dedup();
+    Ok(violations)
+}
+
+fn check_manifest(root: &Path, package: &Package, violations: &mut Vec<Violation>) -> Result<()> {
+    let path = Path::new(&package.manifest_path);
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    for issue in manifest::check_manifest(&text) {
+        violations.push(Violation::new(
+            relative(root, path),
+            "workspace-deps",
+            issue.to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Library layers never print: they report through events, errors and return values.
+fn prints_are_forbidden(package: &str) -> bool {
+    matches!(package, "tt-domain" | "tt-ports" | "tt-application")
+        || package.starts_with("tt-adapter-")
+}
+
+fn check_prints(root: &Path, package: &Package, violations: &mut Vec<Violation>) -> Result<()> {
+    let src = package_dir(package).join("src");
+    for file in rust_files(&src)? {
+        let in_tests_dir = file
+            .strip_prefix(&src)
+            .unwrap_or(&file)
+            .components()
+            .any(|part| part.as_os_str() == "tests");
+        if in_tests_dir {
+            continue;
+        }
+        let text = read(&file)?;
+        for (line, name) in sources::print_macro_lines(&text) {
+            violations.push(Violation::new(
+                format!("{}:{line}", relative(root, &file)),
+                "no-print",
+                format!("`{name}` in library code; report through events, errors or return values"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_headers(root: &Path, dir: &Path, violations: &mut Vec<Violation>) -> Result<()> {
+    for file in rust_files(dir)? {
+        if !sources::has_module_header(&read(&file)?) {
+            violations.push(Violation::new(
+                relative(root, &file),
+                "module-header",
+                "the file must start with a `//!` comment saying what the module is for".to_owned(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every member's package directory, plus every directory under `crates/` (so a crate that is
+/// not yet a workspace member is checked too).
+fn source_roots(root: &Path, packages: &[Package]) -> Result<BTreeSet<PathBuf>> {
+    let mut dirs: BTreeSet<PathBuf> = packages.iter().map(package_dir).collect();
+    let crates = root.join("crates");
+    if crates.is_dir() {
+        for entry in read_dir_sorted(&crates)? {
+            if entry.is_dir() {
+                dirs.insert(entry);
+            }
+        }
+    }
+    Ok(dirs)
+}
+
+fn package_dir(package: &Package) -> PathBuf {
+    let manifest = Path::new(&package.manifest_path);
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// All `.rs` files under `dir`, sorted, skipping build output, hidden directories and nested
+/// packages (those are checked as packages of their own).
+fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    if dir.is_dir() {
+        collect_rust_files(dir, &mut files)?;
+    }
+    Ok(files)
+}
+
+fn collect_rust_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+    for path in read_dir_sorted(dir)? {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if path.is_dir() {
+            let skip =
+                name == "target" || name.starts_with('.') || path.join("Cargo.toml").exists();
+            if !skip {
+                collect_rust_files(&path, files)?;
+            }
+        } else if name.ends_with(".rs") {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn read_dir_sorted(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut entries = fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<std::io::Result<Vec<_>>>()
+        .with_context(|| format!("listing {}", dir.display()))?;
+    entries.sort();
+    Ok(entries)
+}
+
+fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// `path` relative to the workspace root, with `/` separators, for stable output.
+fn relative(root: &Path, path: &Path) -> String {
+    let Ok(shown) = path.strip_prefix(root) else {
+        return path.display().to_string();
+    };
+    shown
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn violations_print_location_rule_and_detail() {
+        let violation = Violation::new(
+            "crates/x/src/lib.rs".to_owned(),
+            "module-header",
+            "missing".to_owned(),
+        );
+        assert_eq!(
+            violation.to_string(),
+            "crates/x/src/lib.rs: module-header: missing"
+        );
+    }
+
+    #[test]
+    fn paths_are_shown_relative_to_the_root() {
+        let root = Path::new("/ws");
+        assert_eq!(
+            relative(root, Path::new("/ws/crates/tt-cli/Cargo.toml")),
+            "crates/tt-cli/Cargo.toml"
+        );
+        assert_eq!(
+            relative(root, Path::new("/elsewhere/x.rs")),
+            "/elsewhere/x.rs"
+        );
+    }
+
+    #[test]
+    fn library_layers_may_not_print_but_the_edges_may() {
+        for quiet in [
+            "tt-domain",
+            "tt-ports",
+            "tt-application",
+            "tt-adapter-provider-openai",
+        ] {
+            assert!(prints_are_forbidden(quiet), "{quiet}");
+        }
+        for loud in ["tt-runtime", "tt-cli", "tt-testkit", "tt-e2e", "xtask"] {
+            assert!(!prints_are_forbidden(loud), "{loud}");
+        }
+    }
+}
