@@ -1,1 +1,9 @@
-//! End-to-end scenarios.
+//! End-to-end scenarios: `tt-runtime` on the userdata adapter and the scripted model, exactly as
+//! a host links it, with a fresh temporary data dir per test.
+
+// Test helpers outside #[test] functions may unwrap: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod host_api;
+mod support;
+mod writer_run;

@@ -40,7 +40,8 @@
 //!
 //! Nothing is consumed from a global queue; each call is answered from what its request holds:
 //!
-//! - The turn index is the number of assistant messages already in `request.messages`, and
+//! - The turn index is the request's 1-based `round` within its invocation minus one (a
+//!   conversation's own history may hold assistant messages, so they are not counted), and
 //!   answer entries are numbered by it per agent (`request.agent_profile_id`). Concurrent agents
 //!   therefore follow their own scripts, a retried call replays the same turn, and every new
 //!   session of an agent (for example repeated delegations to it) starts from its first turn.

@@ -85,7 +85,7 @@ impl ScriptedProvider {
 
     fn decide(&self, request: &AgentModelRequest) -> Result<Step, ModelError> {
         let agent = request.agent_profile_id.as_str();
-        let turn_index = request.assistant_turn_count();
+        let turn_index = usize::try_from(request.round.saturating_sub(1)).unwrap_or(usize::MAX);
         let turn_number = turn_index.saturating_add(1);
         let Some(turns) = self.script.agents.get(agent) else {
             return Err(exhausted(format!(
@@ -173,8 +173,7 @@ fn build_response(request: &AgentModelRequest, scripted: ScriptedResponse) -> Ag
         },
         response_id: Some(format!(
             "scripted:{}:turn-{}",
-            request.session.session_id,
-            request.assistant_turn_count().saturating_add(1)
+            request.session.session_id, request.round
         )),
         model: Some(SCRIPTED_PROVIDER_NAME.to_owned()),
         finish_reason: Some(if has_calls { "tool_calls" } else { "stop" }.to_owned()),

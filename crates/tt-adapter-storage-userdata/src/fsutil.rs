@@ -65,9 +65,13 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> StorageResult<()> {
 }
 
 /// Serializes `value` as pretty JSON and replaces `path` atomically.
-pub(crate) fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> StorageResult<()> {
-    let mut bytes = serde_json::to_vec_pretty(value)
-        .map_err(|err| StorageError::Other(format!("cannot serialize {}: {err}", path.display())))?;
+pub(crate) fn write_json_atomic<T: Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+) -> StorageResult<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|err| {
+        StorageError::Other(format!("cannot serialize {}: {err}", path.display()))
+    })?;
     bytes.push(b'\n');
     write_atomic(path, &bytes)
 }
@@ -142,5 +146,42 @@ impl<R: Read> Read for CountingReader<'_, R> {
         self.counter
             .fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_writes_replace_and_leave_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        write_json_atomic(&path, &serde_json::json!({"v": 1})).unwrap();
+        write_json_atomic(&path, &serde_json::json!({"v": 2})).unwrap();
+        assert_eq!(
+            read_json::<serde_json::Value>(&path).unwrap(),
+            Some(serde_json::json!({"v": 2}))
+        );
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["state.json"]);
+        assert_eq!(json_file_stems(dir.path()).unwrap(), ["state"]);
+        assert_eq!(
+            read_json::<serde_json::Value>(&dir.path().join("none.json")).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn unparsable_json_is_corrupt_and_temp_files_are_not_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("bad.json"), b"{").unwrap();
+        fs::write(temp_path_in(dir.path()), b"{}").unwrap();
+        let err = read_json::<serde_json::Value>(&dir.path().join("bad.json")).unwrap_err();
+        assert_eq!(err.code(), "agent.storage_corrupt");
+        assert_eq!(json_file_stems(dir.path()).unwrap(), ["bad"]);
     }
 }

@@ -88,7 +88,10 @@ impl JournalState {
                             format!("seq {} follows seq {last_seq}", event.seq),
                         ));
                     }
-                    if index.last().is_none_or(|mark| event.seq >= mark.seq + INDEX_STRIDE) {
+                    if index
+                        .last()
+                        .is_none_or(|mark| event.seq >= mark.seq + INDEX_STRIDE)
+                    {
                         index.push(IndexMark {
                             seq: event.seq,
                             offset: good_len,
@@ -139,11 +142,7 @@ impl JournalState {
         let mut line = serde_json::to_vec(&event)
             .map_err(|err| StorageError::Other(format!("cannot serialize event: {err}")))?;
         line.push(b'\n');
-        if let Err(err) = self
-            .file
-            .write_all(&line)
-            .and_then(|()| self.file.flush())
-        {
+        if let Err(err) = self.file.write_all(&line).and_then(|()| self.file.flush()) {
             // Roll back a partial line; if even that fails the caller drops this state and the
             // next open repairs the tail.
             let _ = self.file.set_len(self.len);
@@ -163,15 +162,15 @@ impl JournalState {
         self.last_seq = event.seq;
         Ok(event)
     }
+}
 
-    /// Byte offset of the last indexed event at or before `seq` (0 when none).
-    fn offset_at_or_before(&self, seq: u64) -> u64 {
-        let after = self.index.partition_point(|mark| mark.seq <= seq);
-        after
-            .checked_sub(1)
-            .and_then(|i| self.index.get(i))
-            .map_or(0, |mark| mark.offset)
-    }
+/// Byte offset of the last indexed event at or before `seq` (0 when none).
+fn offset_at_or_before(index: &[IndexMark], seq: u64) -> u64 {
+    let after = index.partition_point(|mark| mark.seq <= seq);
+    after
+        .checked_sub(1)
+        .and_then(|i| index.get(i))
+        .map_or(0, |mark| mark.offset)
 }
 
 /// Takes the journal lock and opens the journal if this process has not yet done so.
@@ -236,8 +235,9 @@ fn stream_events(
         if body.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let event: AgentRunEvent = serde_json::from_slice(body)
-            .map_err(|err| StorageError::corrupt(what(), format!("line before byte {offset}: {err}")))?;
+        let event: AgentRunEvent = serde_json::from_slice(body).map_err(|err| {
+            StorageError::corrupt(what(), format!("line before byte {offset}: {err}"))
+        })?;
         if !visit(event) {
             return Ok(());
         }
@@ -269,7 +269,11 @@ fn last_before(
     Ok(ring)
 }
 
-fn read_page(inner: &Inner, plan: &ReadPlan, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
+fn read_page(
+    inner: &Inner,
+    plan: &ReadPlan,
+    page: &EventPage,
+) -> StorageResult<Vec<AgentRunEvent>> {
     let limit = page.effective_limit();
     if let Some(before) = page.before_seq {
         let mut ring = last_before(inner, plan, plan.start, before, page)?;
@@ -318,8 +322,12 @@ impl RunJournal for UserDataStore {
             let start = match (page.before_seq, &page.invocation_id) {
                 // Filtered before-pages may need matches from anywhere below `before`.
                 (Some(_), Some(_)) => 0,
-                (Some(before), None) => state.offset_at_or_before(before.saturating_sub(limit)),
-                (None, _) => state.offset_at_or_before(page.after_seq.unwrap_or(0).saturating_add(1)),
+                (Some(before), None) => {
+                    offset_at_or_before(&state.index, before.saturating_sub(limit))
+                }
+                (None, _) => {
+                    offset_at_or_before(&state.index, page.after_seq.unwrap_or(0).saturating_add(1))
+                }
             };
             let plan = ReadPlan {
                 path: state.path.clone(),
@@ -338,5 +346,32 @@ impl RunJournal for UserDataStore {
         let run_id = run_id.clone();
         self.blocking(move |inner| Ok(ensure_open(inner, &run_id, &mut guard)?.last_seq))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_index_lookup_finds_the_nearest_earlier_mark() {
+        let index = [
+            IndexMark { seq: 1, offset: 0 },
+            IndexMark {
+                seq: 65,
+                offset: 6_400,
+            },
+            IndexMark {
+                seq: 129,
+                offset: 12_800,
+            },
+        ];
+        assert_eq!(offset_at_or_before(&index, 0), 0);
+        assert_eq!(offset_at_or_before(&index, 1), 0);
+        assert_eq!(offset_at_or_before(&index, 64), 0);
+        assert_eq!(offset_at_or_before(&index, 65), 6_400);
+        assert_eq!(offset_at_or_before(&index, 128), 6_400);
+        assert_eq!(offset_at_or_before(&index, u64::MAX), 12_800);
+        assert_eq!(offset_at_or_before(&[], 10), 0);
     }
 }

@@ -109,3 +109,45 @@ pub(crate) fn join_relative(base: &Path, relative: &str) -> PathBuf {
     }
     path
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tt_domain::ids::InvocationId;
+
+    #[test]
+    fn documents_map_under_the_run_directory() {
+        let run = Path::new("/data/chats/chat_x/runs/run_1");
+        assert_eq!(
+            document_path(
+                run,
+                &RunDocument::ModelResponse {
+                    invocation_id: InvocationId::from_raw("inv_a"),
+                    round: 3
+                }
+            )
+            .unwrap(),
+            run.join("model-responses")
+                .join("inv_a")
+                .join("round-003.json")
+        );
+    }
+
+    #[test]
+    fn unsafe_segments_are_refused() {
+        let run = Path::new("/data/run");
+        for bad in ["../x", "a/b", "", "x y"] {
+            let doc = RunDocument::ToolResult {
+                call_file_key: bad.to_owned(),
+            };
+            let err = document_path(run, &doc).unwrap_err();
+            assert_eq!(err.code(), "agent.storage_segment_invalid");
+            let err = document_path(run, &RunDocument::AgentResult(InvocationId::from_raw(bad)))
+                .unwrap_err();
+            assert_eq!(err.code(), "agent.storage_segment_invalid");
+        }
+        let layout = Layout::new(PathBuf::from("/data"));
+        assert!(layout.run_dir("chat_1", "..").is_err());
+        assert!(layout.states_dir("chat/1").is_err());
+    }
+}

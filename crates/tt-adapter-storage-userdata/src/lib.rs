@@ -44,6 +44,10 @@ use crate::journal::JournalSlot;
 use crate::layout::Layout;
 use crate::locks::KeyedLocks;
 
+/// How many run journals may stay open (file handle, last seq, sparse index) before idle ones
+/// are closed.
+const MAX_OPEN_JOURNALS: usize = 128;
+
 /// File-system storage rooted at one data directory. Cheap to share: hold it as
 /// `Arc<UserDataStore>` and hand it out as each storage port.
 pub struct UserDataStore {
@@ -102,6 +106,16 @@ impl UserDataStore {
         self.inner.journal_bytes_read.load(Ordering::Relaxed)
     }
 
+    /// How many run journals this store currently keeps open.
+    #[doc(hidden)]
+    pub fn open_journal_count(&self) -> usize {
+        self.inner
+            .journals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// Runs blocking file-system work on tokio's blocking pool.
     pub(crate) async fn blocking<T, F>(&self, work: F) -> StorageResult<T>
     where
@@ -136,7 +150,9 @@ impl Inner {
                 format!("index entry names run {}", run.id),
             ));
         }
-        let dir = self.layout.run_dir(run.workspace_id.as_str(), run_id.as_str())?;
+        let dir = self
+            .layout
+            .run_dir(run.workspace_id.as_str(), run_id.as_str())?;
         self.remember_run_dir(run_id, dir.clone());
         Ok(dir)
     }
@@ -148,8 +164,15 @@ impl Inner {
             .insert(run_id.clone(), dir);
     }
 
+    /// The journal slot of a run. Past `MAX_OPEN_JOURNALS` slots, idle ones are dropped (closing
+    /// their files); a dropped journal is rescanned when next used.
     pub(crate) fn journal_slot(&self, run_id: &RunId) -> JournalSlot {
         let mut journals = self.journals.lock().unwrap_or_else(PoisonError::into_inner);
+        if journals.len() >= MAX_OPEN_JOURNALS && !journals.contains_key(run_id) {
+            // A slot only the table holds is neither locked nor awaited, and new users must
+            // take the table lock first, which we hold: dropping it loses nothing.
+            journals.retain(|_, slot| Arc::strong_count(slot) > 1);
+        }
         Arc::clone(journals.entry(run_id.clone()).or_default())
     }
 }

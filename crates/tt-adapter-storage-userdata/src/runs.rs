@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::cmp::Reverse;
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -129,11 +130,11 @@ impl AgentRunRepository for UserDataStore {
 
     async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>> {
         self.blocking(move |inner| {
-            let mut runs: Vec<AgentRun> =
+            // Newest first, ties by id ascending.
+            let runs: Vec<AgentRun> =
                 load_all(&inner.layout.index_runs_dir(), |run: &AgentRun| {
-                    run.id.clone()
+                    (Reverse(run.created_at), run.id.clone())
                 })?;
-            runs.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| a.id.cmp(&b.id)));
             Ok(runs
                 .into_iter()
                 .skip(page.offset)

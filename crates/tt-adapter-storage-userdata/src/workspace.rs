@@ -87,8 +87,7 @@ fn ensure_inside(boundary: &Path, physical: &Path, shown: &str) -> StorageResult
                 };
             }
             Err(err) if is_missing(&err) => {
-                if fs::symlink_metadata(candidate).is_ok_and(|meta| meta.file_type().is_symlink())
-                {
+                if fs::symlink_metadata(candidate).is_ok_and(|meta| meta.file_type().is_symlink()) {
                     return Err(escape());
                 }
                 match candidate.parent() {
@@ -276,9 +275,11 @@ fn create_parents(physical: &Path, path: &WorkspacePath) -> StorageResult<()> {
         return Ok(());
     };
     fs::create_dir_all(parent).map_err(|err| match err.kind() {
-        io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists => StorageError::NotADirectory {
-            path: path.to_string(),
-        },
+        io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists => {
+            StorageError::NotADirectory {
+                path: path.to_string(),
+            }
+        }
         _ => StorageError::io(path.to_string(), err),
     })
 }
@@ -330,7 +331,8 @@ struct StateManifest<'a> {
 }
 
 fn load_run_record(run_dir: &Path, run_id: &RunId) -> StorageResult<AgentRun> {
-    read_json(&run_dir.join(RUN_FILE))?.ok_or_else(|| StorageError::not_found(format!("run {run_id}")))
+    read_json(&run_dir.join(RUN_FILE))?
+        .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))
 }
 
 fn init_persist_sync(
@@ -351,7 +353,10 @@ fn init_persist_sync(
                 format!("persistent state id `{state_id}` is not a valid storage segment"),
             ));
         }
-        let state_dir = inner.layout.states_dir(run.workspace_id.as_str())?.join(state_id);
+        let state_dir = inner
+            .layout
+            .states_dir(run.workspace_id.as_str())?
+            .join(state_id);
         let missing = || {
             persist_error(
                 "agent.persistent_state_root_missing",

@@ -100,7 +100,7 @@ pub async fn run_commit(
         .info(
             &ctx.run_id,
             RunEventType::CheckpointCreated,
-            json!({"checkpointId": checkpoint.id, "reason": CheckpointReason::ChatCommit, "eventSeq": started.seq, "files": checkpoint.files}),
+            json!({"invocationId": inv.invocation.id, "checkpointId": checkpoint.id, "reason": CheckpointReason::ChatCommit, "eventSeq": started.seq, "files": checkpoint.files}),
         )
         .await?;
     ctx.try_set_status(AgentRunStatus::AwaitingHostCommit)

@@ -387,6 +387,7 @@ async fn apply_effect(
                 .await?;
             checkpoint(
                 ctx,
+                invocation_id,
                 CheckpointReason::ToolWorkspaceWrite,
                 event.seq,
                 &[path],
@@ -418,6 +419,7 @@ async fn apply_effect(
                 .await?;
             checkpoint(
                 ctx,
+                invocation_id,
                 CheckpointReason::ToolWorkspacePatch,
                 event.seq,
                 &[path],
@@ -434,6 +436,7 @@ async fn apply_effect(
 /// Takes a checkpoint of `paths` and journals `checkpoint_created`.
 pub async fn checkpoint(
     ctx: &RunContext,
+    invocation_id: &InvocationId,
     reason: CheckpointReason,
     event_seq: u64,
     paths: &[tt_domain::workspace::WorkspacePath],
@@ -453,7 +456,7 @@ pub async fn checkpoint(
         .info(
             &ctx.run_id,
             RunEventType::CheckpointCreated,
-            json!({"checkpointId": record.id, "reason": reason, "eventSeq": event_seq, "files": record.files}),
+            json!({"invocationId": invocation_id, "checkpointId": record.id, "reason": reason, "eventSeq": event_seq, "files": record.files}),
         )
         .await?;
     Ok(())

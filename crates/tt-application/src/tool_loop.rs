@@ -188,6 +188,7 @@ async fn capture_direct_output(
         .await?;
     checkpoint(
         ctx,
+        &inv.invocation.id,
         CheckpointReason::DirectOutputCapture,
         event.seq,
         std::slice::from_ref(&path),

@@ -1,5 +1,8 @@
 //! Integration tests of the application layer on `tt-testkit` fakes.
 
+// Test helpers outside #[test] functions may unwrap: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 mod cancel;

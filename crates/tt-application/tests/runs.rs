@@ -125,10 +125,7 @@ async fn foreground_run_commits_chat_message_before_finish() {
     // Every event is scoped and seqs are gapless.
     for (index, event) in h.events(&run.id).iter().enumerate() {
         assert_eq!(event.seq, index as u64 + 1);
-        if event.payload.is_object()
-            && event.event_type != "checkpoint_created"
-            && event.event_type != "persistent_changes_committed"
-        {
+        if event.payload.is_object() {
             assert!(
                 event.payload.get("eventScope").is_some(),
                 "{} has no eventScope",

@@ -99,15 +99,15 @@ impl Harness {
     }
 }
 
-/// A model that answers by turn: the n-th assistant turn of the conversation gets `turns[n]`.
+/// A model that answers by round: round n of an invocation gets `turns[n - 1]`.
 pub fn by_turn(turns: Vec<AgentModelResponse>) -> Arc<FakeModel> {
     FakeModel::new(move |request: &AgentModelRequest| {
         turns
-            .get(request.assistant_turn_count())
+            .get(request.round as usize - 1)
             .cloned()
             .ok_or_else(|| ModelError::Unavailable {
                 code: "model.script_exhausted",
-                message: format!("no turn {}", request.assistant_turn_count() + 1),
+                message: format!("no turn {}", request.round),
             })
     })
 }

@@ -178,7 +178,8 @@ const SCOPE_FIELDS: [&str; 5] = [
 /// Adds the canonical `eventScope` to an object payload (reference §7).
 ///
 /// An explicit `eventScope.invocationId` wins; otherwise the primary id is chosen by event type,
-/// then by the first of the five invocation fields present, then `inv_root` for run-level events.
+/// then by the first of the five invocation fields present, then `inv_root` for run-level events
+/// (`run_*`, `status_changed`, and the run's profile, workspace and persist events).
 /// A non-object `eventScope` is `agent.event_scope_invalid`.
 pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResult<Value> {
     let Value::Object(mut map) = payload else {
@@ -215,8 +216,16 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
         | RunEventType::AgentTaskCancelled => field("parentInvocationId"),
         _ => None,
     };
-    let is_run_level =
-        event_type.as_str().starts_with("run_") || event_type == RunEventType::StatusChanged;
+    let is_run_level = event_type.as_str().starts_with("run_")
+        || matches!(
+            event_type,
+            RunEventType::StatusChanged
+                | RunEventType::ProfileResolved
+                | RunEventType::WorkspaceInitialized
+                | RunEventType::PersistentProjectionInitialized
+                | RunEventType::PersistentChangesCommitted
+                | RunEventType::PersistentChangesCommitFailed
+        );
     let primary = explicit
         .or(by_type)
         .or_else(|| SCOPE_FIELDS.iter().find_map(|name| field(name)))

@@ -70,7 +70,7 @@ async fn call(
 }
 
 #[tokio::test]
-async fn turn_is_chosen_by_the_number_of_assistant_messages() {
+async fn turn_is_chosen_by_the_round_of_the_request() {
     let provider = provider();
     let first = call(&provider, request("default-writer", "inv_root", 0))
         .await

@@ -109,7 +109,11 @@ pub async fn first_terminal_write_wins(s: StorageUnderTest) {
         .transition_task(
             &run.id,
             &id,
-            &to(TaskStatus::Completed, Some("agent-results/inv_for_task_1.json"), None),
+            &to(
+                TaskStatus::Completed,
+                Some("agent-results/inv_for_task_1.json"),
+                None,
+            ),
             ts(3),
         )
         .await

@@ -12,15 +12,17 @@ pub mod workspace;
 
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tt_domain::event::EventLevel;
 use tt_domain::event::{NewRunEvent, RunEventType, with_event_scope};
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind, InvocationStatus};
 use tt_domain::profile::AgentProfileDefinition;
-use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id};
+use tt_domain::run::{
+    AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id,
+};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceAccessPolicy, WorkspacePath};
-use tt_domain::event::EventLevel;
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, ProfileRepository, RunJournal, StorageError,
     WorkspaceRepository,

@@ -11,3 +11,19 @@ pub use commit::{CommitBehavior, FakeCommitBridge};
 pub use model::FakeModel;
 pub use store::{InMemoryStore, PersistentStateRecord, StoreOp};
 pub use system::{MANUAL_CLOCK_START, ManualClock, SequentialIds};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn fakes_are_send_and_sync() {
+        assert_send_sync::<InMemoryStore>();
+        assert_send_sync::<ManualClock>();
+        assert_send_sync::<SequentialIds>();
+        assert_send_sync::<FakeCommitBridge>();
+        assert_send_sync::<FakeModel>();
+    }
+}

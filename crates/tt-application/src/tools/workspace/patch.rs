@@ -1,7 +1,6 @@
-//! `workspace.apply_patch {path, old_string, new_string, replace_all?}`: exact text replacement
-//! in a file the agent has read, checked in the contract's order (writable, non-empty, a real
-//! change, read-state, re-read flag, partial-read rules, current version, match count) and
-//! written guarded by the version it was checked against.
+//! `workspace.apply_patch {path, old_string, new_string, replace_all?}`: exact replacement in a
+//! file the agent has read, checked in the contract's order (§2.6) and written guarded by the
+//! version it was checked against, with the read-state updated as the contract says.
 
 use serde_json::{Value, json};
 use tt_domain::text::{char_count, word_count};

@@ -1,11 +1,5 @@
 //! `workspace.search_files {query, path?, limit?, context_lines?}`: case-insensitive passage
-//! search over the files in the agent's visible roots, ranked by a simple occurrence score.
-//!
-//! Scoring: a line matches when it contains any query word. Each match opens a passage of the
-//! matching line plus `context_lines` around it (passages never overlap). A passage scores
-//! 10 per occurrence of the whole query, 1 per occurrence of each query word, and 5 per
-//! distinct query word present, all case-insensitive. Hits sort by score (highest first), then
-//! path, then line.
+//! search over the files in the agent's visible roots, ranked by the score of `Query::score`.
 
 use serde_json::{Value, json};
 use tt_domain::text::{char_count, truncate_chars, word_count};
@@ -186,7 +180,11 @@ impl Query {
             .any(|word| lowered_line.contains(word.as_str()))
     }
 
-    /// The documented score of a lowercased passage.
+    /// Score of a lowercased passage: 10 per occurrence of the whole query, 1 per occurrence
+    /// of each query word, and 5 per distinct query word present. A line matches when it holds
+    /// any query word; its passage is the line plus `context_lines` around it, and passages of
+    /// one file never overlap. Hits sort by score (highest first), then path, then line; each
+    /// hit also carries the whole file's chars, words and sha256.
     fn score(&self, lowered: &str) -> u64 {
         let phrase = lowered.matches(self.phrase.as_str()).count() as u64;
         let mut score = phrase * 10;
@@ -282,11 +280,14 @@ fn render(query: &Query, hits: &[Hit], total: usize, searched: usize, capped: bo
             hits.len()
         );
         for hit in hits {
+            let lines = if hit.passage.start_line == hit.passage.end_line {
+                format!("line {}", hit.passage.start_line)
+            } else {
+                format!("lines {}-{}", hit.passage.start_line, hit.passage.end_line)
+            };
             out.push_str(&format!(
-                "\n\n{} lines {}-{} (score {})\n{}",
+                "\n\n{} {lines} (score {})\n{}",
                 hit.path,
-                hit.passage.start_line,
-                hit.passage.end_line,
                 hit.passage.score,
                 number_lines(&hit.passage.snippet, hit.passage.start_line)
             ));

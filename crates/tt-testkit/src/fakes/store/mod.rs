@@ -142,6 +142,9 @@ impl StoreState {
 /// Failure injection: [`fail_next`](Self::fail_next) arms a one-shot error for the next call of
 /// an operation; [`fail_journal_append_of`](Self::fail_journal_append_of) fails the append of
 /// one event type (for example `run_completed`). A failed call has no side effects.
+///
+/// `read` and `append` exist on both `RunJournal` and `WorkspaceRepository`; call them through
+/// an `Arc<dyn Port>` or with the trait named (`RunJournal::read(&*store, …)`).
 pub struct InMemoryStore {
     state: Mutex<StoreState>,
     /// Counts journal appends; lets tests await an event without polling.

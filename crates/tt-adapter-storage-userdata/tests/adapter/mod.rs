@@ -1,0 +1,73 @@
+//! Adapter-specific tests: what the contract cannot see (files on disk, crashes, symlinks,
+//! reopening a data root).
+
+mod durability;
+mod journal;
+mod layout;
+mod persist;
+mod symlinks;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tempfile::TempDir;
+use tt_adapter_storage_userdata::UserDataStore;
+use tt_domain::run::AgentRun;
+use tt_ports::AgentRunRepository;
+use tt_testkit::contract::{manifest_for, sample_run};
+
+/// A temporary data root and a store opened on it.
+pub struct Fixture {
+    pub dir: TempDir,
+    pub store: Arc<UserDataStore>,
+}
+
+impl Fixture {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = UserDataStore::open(dir.path().join("data")).unwrap();
+        Self { dir, store }
+    }
+
+    pub fn data_root(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// A second store on the same data root, as after a process restart.
+    pub fn reopen(&self) -> Arc<UserDataStore> {
+        UserDataStore::open(self.data_root()).unwrap()
+    }
+
+    pub async fn run(&self, n: u32) -> (AgentRun, PathBuf) {
+        let run = sample_run(n);
+        self.store
+            .create_run(&run, &manifest_for(&run))
+            .await
+            .unwrap();
+        let dir = self.store.run_directory(&run.id).await.unwrap();
+        (run, dir)
+    }
+}
+
+/// Every file under `dir`, relative, sorted.
+pub fn files_under(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                walk(base, &path, out);
+            } else {
+                out.push(
+                    path.strip_prefix(base)
+                        .unwrap()
+                        .to_string_lossy()
+                        .replace('\\', "/"),
+                );
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}

@@ -1,0 +1,600 @@
+//! Contract cases for `WorkspaceRepository`: write guards, append, read errors, listings, bounded
+//! walks, checkpoints, and the `persist/` projection and promotion chain.
+
+use std::sync::Arc;
+use tt_domain::text::sha256_hex;
+use tt_domain::workspace::{
+    CheckpointReason, EntryKind, FileFingerprint, PersistSnapshot, PersistentChangeKind,
+    WorkspaceRoot, WriteGuard,
+};
+use tt_ports::{StorageError, WorkspaceEntry};
+
+use super::{StorageUnderTest, assert_code, assert_not_found, create_sample_run, ts, wp};
+
+pub async fn write_guards(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let ws = &s.workspace;
+    let path = wp("output/main.md");
+
+    let created = ws
+        .write(&run.id, &path, "first", &WriteGuard::MustNotExist)
+        .await
+        .unwrap();
+    assert_eq!(created.previous_sha256, None);
+    assert_eq!(created.sha256, sha256_hex(b"first"));
+    assert_eq!(created.bytes, 5);
+
+    match ws
+        .write(&run.id, &path, "again", &WriteGuard::MustNotExist)
+        .await
+    {
+        Err(StorageError::GuardFileExists {
+            path: shown,
+            current_sha256,
+        }) => {
+            assert_eq!(shown, "output/main.md");
+            assert_eq!(current_sha256, created.sha256);
+        }
+        other => panic!("expected GuardFileExists, got {other:?}"),
+    }
+    let wrong = sha256_hex(b"something else");
+    match ws
+        .write(
+            &run.id,
+            &path,
+            "x",
+            &WriteGuard::MustMatchSha256(wrong.clone()),
+        )
+        .await
+    {
+        Err(StorageError::GuardShaMismatch {
+            expected, actual, ..
+        }) => {
+            assert_eq!(expected, wrong);
+            assert_eq!(actual, created.sha256);
+        }
+        other => panic!("expected GuardShaMismatch, got {other:?}"),
+    }
+    match ws
+        .write(
+            &run.id,
+            &wp("output/missing.md"),
+            "x",
+            &WriteGuard::MustMatchSha256(wrong),
+        )
+        .await
+    {
+        Err(StorageError::GuardFileMissing { path: shown }) => {
+            assert_eq!(shown, "output/missing.md");
+        }
+        other => panic!("expected GuardFileMissing, got {other:?}"),
+    }
+    // Failed guards change nothing.
+    assert_eq!(ws.read(&run.id, &path).await.unwrap().text, "first");
+    assert_eq!(
+        ws.sha256(&run.id, &wp("output/missing.md")).await.unwrap(),
+        None
+    );
+
+    let matched = ws
+        .write(
+            &run.id,
+            &path,
+            "second",
+            &WriteGuard::MustMatchSha256(created.sha256.clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(matched.previous_sha256, Some(created.sha256));
+    let forced = ws
+        .write(&run.id, &path, "third ✓", &WriteGuard::None)
+        .await
+        .unwrap();
+    assert_eq!(forced.previous_sha256, Some(matched.sha256));
+    assert_eq!(forced.bytes, "third ✓".len() as u64);
+    let read = ws.read(&run.id, &path).await.unwrap();
+    assert_eq!(read.text, "third ✓");
+    assert_eq!(read.sha256, forced.sha256);
+
+    // Parent directories are created as needed.
+    ws.write(
+        &run.id,
+        &wp("output/drafts/deep/a.md"),
+        "deep",
+        &WriteGuard::MustNotExist,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ws.read(&run.id, &wp("output/drafts/deep/a.md"))
+            .await
+            .unwrap()
+            .text,
+        "deep"
+    );
+    // Directories cannot be overwritten; unknown roots do not exist.
+    for dir in ["output/drafts", "output"] {
+        match ws.write(&run.id, &wp(dir), "x", &WriteGuard::None).await {
+            Err(StorageError::IsDirectory { .. }) => {}
+            other => panic!("expected IsDirectory for {dir}, got {other:?}"),
+        }
+    }
+    assert_not_found(
+        ws.write(&run.id, &wp("input/x.md"), "x", &WriteGuard::None)
+            .await,
+    );
+}
+
+pub async fn concurrent_guarded_creates_have_one_winner(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let ws = Arc::clone(&s.workspace);
+    let mut handles = Vec::new();
+    for i in 0..16 {
+        let ws = Arc::clone(&ws);
+        let run_id = run.id.clone();
+        handles.push(tokio::spawn(async move {
+            let content = format!("writer {i}");
+            let result = ws
+                .write(
+                    &run_id,
+                    &wp("scratch/race.md"),
+                    &content,
+                    &WriteGuard::MustNotExist,
+                )
+                .await;
+            (result, content)
+        }));
+    }
+    let mut winners = Vec::new();
+    for handle in handles {
+        let (result, content) = handle.await.unwrap();
+        match result {
+            Ok(_) => winners.push(content),
+            Err(StorageError::GuardFileExists { .. }) => {}
+            Err(other) => panic!("unexpected error {other:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1);
+    assert_eq!(
+        ws.read(&run.id, &wp("scratch/race.md")).await.unwrap().text,
+        winners[0]
+    );
+}
+
+pub async fn append_semantics(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let ws = &s.workspace;
+    let path = wp("summaries/log/notes.md");
+
+    let first = ws.append(&run.id, &path, "line one").await.unwrap();
+    assert_eq!(first.previous_sha256, None);
+    assert_eq!(first.sha256, sha256_hex(b"line one"));
+    assert_eq!(first.bytes, 8);
+
+    let second = ws.append(&run.id, &path, "\nline two ✓").await.unwrap();
+    assert_eq!(second.previous_sha256, Some(first.sha256));
+    let expected = "line one\nline two ✓";
+    assert_eq!(second.sha256, sha256_hex(expected.as_bytes()));
+    assert_eq!(second.bytes, expected.len() as u64);
+
+    let empty = ws.append(&run.id, &path, "").await.unwrap();
+    assert_eq!(empty.previous_sha256, Some(second.sha256.clone()));
+    assert_eq!(empty.sha256, second.sha256);
+    assert_eq!(ws.read(&run.id, &path).await.unwrap().text, expected);
+
+    match ws.append(&run.id, &wp("summaries/log"), "x").await {
+        Err(StorageError::IsDirectory { .. }) => {}
+        other => panic!("expected IsDirectory, got {other:?}"),
+    }
+    assert_not_found(ws.append(&run.id, &wp("checkpoints/x.md"), "x").await);
+}
+
+pub async fn read_and_sha_errors(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let ws = &s.workspace;
+    ws.write(&run.id, &wp("plan/a/b.md"), "plan", &WriteGuard::None)
+        .await
+        .unwrap();
+    let read = ws.read(&run.id, &wp("plan/a/b.md")).await.unwrap();
+    assert_eq!(read.text, "plan");
+    assert_eq!(read.sha256, sha256_hex(b"plan"));
+    assert_eq!(
+        ws.sha256(&run.id, &wp("plan/a/b.md")).await.unwrap(),
+        Some(sha256_hex(b"plan"))
+    );
+
+    assert_not_found(ws.read(&run.id, &wp("plan/missing.md")).await);
+    assert_not_found(ws.read(&run.id, &wp("plan/a/b.md/below")).await);
+    assert_not_found(ws.read(&run.id, &wp("run.json")).await);
+    assert_not_found(ws.read(&run.id, &wp("input/prompt_snapshot.json")).await);
+    assert_eq!(ws.sha256(&run.id, &wp("plan/none.md")).await.unwrap(), None);
+    for dir in ["plan/a", "plan"] {
+        match ws.read(&run.id, &wp(dir)).await {
+            Err(StorageError::IsDirectory { .. }) => {}
+            other => panic!("expected IsDirectory for {dir}, got {other:?}"),
+        }
+        match ws.sha256(&run.id, &wp(dir)).await {
+            Err(StorageError::IsDirectory { .. }) => {}
+            other => panic!("expected IsDirectory for {dir}, got {other:?}"),
+        }
+    }
+    assert_not_found(
+        ws.read(
+            &tt_domain::ids::RunId::from_raw("run_missing"),
+            &wp("plan/a/b.md"),
+        )
+        .await,
+    );
+}
+
+fn listing(entries: Vec<WorkspaceEntry>) -> Vec<(String, EntryKind)> {
+    entries
+        .into_iter()
+        .map(|entry| (entry.path.to_string(), entry.kind))
+        .collect()
+}
+
+pub async fn list_depth_and_ordering(s: StorageUnderTest) {
+    use EntryKind::{Directory as D, File as F};
+    let run = create_sample_run(&s, 1).await;
+    let ws = &s.workspace;
+    for path in [
+        "output/b.md",
+        "output/sub/deeper/d.md",
+        "output/a.md",
+        "output/sub/c.md",
+        "output/a.md.bak",
+        "scratch/x.md",
+    ] {
+        ws.write(&run.id, &wp(path), path, &WriteGuard::None)
+            .await
+            .unwrap();
+    }
+    let own = |items: &[(&str, EntryKind)]| {
+        items
+            .iter()
+            .map(|(path, kind)| ((*path).to_owned(), *kind))
+            .collect::<Vec<_>>()
+    };
+
+    assert_eq!(
+        listing(ws.list(&run.id, None, 1).await.unwrap()),
+        own(&[
+            ("output", D),
+            ("persist", D),
+            ("plan", D),
+            ("scratch", D),
+            ("summaries", D)
+        ])
+    );
+    assert_eq!(
+        listing(ws.list(&run.id, None, 2).await.unwrap()),
+        own(&[
+            ("output", D),
+            ("output/a.md", F),
+            ("output/a.md.bak", F),
+            ("output/b.md", F),
+            ("output/sub", D),
+            ("persist", D),
+            ("plan", D),
+            ("scratch", D),
+            ("scratch/x.md", F),
+            ("summaries", D)
+        ])
+    );
+    let output = wp("output");
+    assert_eq!(
+        listing(ws.list(&run.id, Some(&output), 1).await.unwrap()),
+        own(&[
+            ("output/a.md", F),
+            ("output/a.md.bak", F),
+            ("output/b.md", F),
+            ("output/sub", D)
+        ])
+    );
+    assert_eq!(
+        listing(ws.list(&run.id, Some(&output), 2).await.unwrap()),
+        own(&[
+            ("output/a.md", F),
+            ("output/a.md.bak", F),
+            ("output/b.md", F),
+            ("output/sub", D),
+            ("output/sub/c.md", F),
+            ("output/sub/deeper", D)
+        ])
+    );
+    assert_eq!(
+        listing(ws.list(&run.id, Some(&wp("output/sub")), 5).await.unwrap()),
+        own(&[
+            ("output/sub/c.md", F),
+            ("output/sub/deeper", D),
+            ("output/sub/deeper/d.md", F)
+        ])
+    );
+    assert!(
+        ws.list(&run.id, Some(&wp("plan")), 3)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    match ws.list(&run.id, Some(&wp("output/a.md")), 1).await {
+        Err(StorageError::NotADirectory { .. }) => {}
+        other => panic!("expected NotADirectory, got {other:?}"),
+    }
+    assert_not_found(ws.list(&run.id, Some(&wp("output/nope")), 1).await);
+    assert_not_found(ws.list(&run.id, Some(&wp("input")), 1).await);
+}
+
+pub async fn walk_files_bounds(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let ws = &s.workspace;
+    for path in [
+        "summaries/z.md",
+        "output/b.md",
+        "output/a/inner.md",
+        "output/a.md",
+        "output/a/deep/er.md",
+        "scratch/hidden.md",
+    ] {
+        ws.write(&run.id, &wp(path), "x", &WriteGuard::None)
+            .await
+            .unwrap();
+    }
+    let walk = |roots: Vec<WorkspaceRoot>, depth: u32, max: usize| {
+        let ws = Arc::clone(ws);
+        let run_id = run.id.clone();
+        async move {
+            ws.walk_files(&run_id, &roots, depth, max)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|path| path.to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    let roots = vec![WorkspaceRoot::Summaries, WorkspaceRoot::Output];
+    assert_eq!(
+        walk(roots.clone(), 10, 100).await,
+        [
+            "output/a.md",
+            "output/a/deep/er.md",
+            "output/a/inner.md",
+            "output/b.md",
+            "summaries/z.md"
+        ]
+    );
+    assert_eq!(
+        walk(roots.clone(), 10, 2).await,
+        ["output/a.md", "output/a/deep/er.md"]
+    );
+    assert_eq!(
+        walk(roots.clone(), 1, 100).await,
+        ["output/a.md", "output/b.md", "summaries/z.md"]
+    );
+    assert_eq!(
+        walk(roots, 2, 100).await,
+        [
+            "output/a.md",
+            "output/a/inner.md",
+            "output/b.md",
+            "summaries/z.md"
+        ]
+    );
+    assert!(walk(vec![WorkspaceRoot::Plan], 10, 100).await.is_empty());
+    assert!(walk(vec![WorkspaceRoot::Output], 10, 0).await.is_empty());
+}
+
+pub async fn checkpoints(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let ws = &s.workspace;
+    ws.write(&run.id, &wp("output/main.md"), "draft 1", &WriteGuard::None)
+        .await
+        .unwrap();
+    ws.write(&run.id, &wp("summaries/x.md"), "summary", &WriteGuard::None)
+        .await
+        .unwrap();
+    let paths = [
+        wp("output/main.md"),
+        wp("summaries/x.md"),
+        wp("output/missing.md"),
+    ];
+    let first = ws
+        .create_checkpoint(
+            &run.id,
+            CheckpointReason::ToolWorkspaceWrite,
+            7,
+            &paths,
+            ts(100),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.id.as_str(), "cp_000001");
+    assert_eq!(first.seq, 1);
+    assert_eq!(first.run_id, run.id);
+    assert_eq!(first.created_at, ts(100));
+    assert_eq!(first.reason, CheckpointReason::ToolWorkspaceWrite);
+    assert_eq!(first.event_seq, 7);
+    assert_eq!(
+        first.files,
+        vec![
+            FileFingerprint {
+                path: wp("output/main.md"),
+                sha256: sha256_hex(b"draft 1"),
+                bytes: 7,
+            },
+            FileFingerprint {
+                path: wp("summaries/x.md"),
+                sha256: sha256_hex(b"summary"),
+                bytes: 7,
+            },
+        ]
+    );
+
+    ws.write(
+        &run.id,
+        &wp("output/main.md"),
+        "draft 2!",
+        &WriteGuard::None,
+    )
+    .await
+    .unwrap();
+    let second = ws
+        .create_checkpoint(
+            &run.id,
+            CheckpointReason::ChatCommit,
+            9,
+            &[wp("output/main.md")],
+            ts(200),
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.id.as_str(), "cp_000002");
+    assert_eq!(second.seq, 2);
+    assert_eq!(second.reason, CheckpointReason::ChatCommit);
+    assert_eq!(
+        second.files,
+        vec![FileFingerprint {
+            path: wp("output/main.md"),
+            sha256: sha256_hex(b"draft 2!"),
+            bytes: 8,
+        }]
+    );
+    let third = ws
+        .create_checkpoint(
+            &run.id,
+            CheckpointReason::DirectOutputCapture,
+            10,
+            &[],
+            ts(300),
+        )
+        .await
+        .unwrap();
+    assert_eq!(third.id.as_str(), "cp_000003");
+    assert!(third.files.is_empty());
+    // Checkpoints are not workspace files.
+    assert_not_found(
+        ws.read(&run.id, &wp("checkpoints/cp_000001/checkpoint.json"))
+            .await,
+    );
+}
+
+pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
+    let ws = &s.workspace;
+    let fp = |path: &str, text: &str| FileFingerprint {
+        path: wp(path),
+        sha256: sha256_hex(text.as_bytes()),
+        bytes: text.len() as u64,
+    };
+
+    // Run A starts from nothing and adds two files.
+    let a = create_sample_run(&s, 1).await;
+    let snap_a = ws.init_persist_projection(&a.id, None).await.unwrap();
+    assert_eq!(snap_a, PersistSnapshot::default());
+    ws.write(&a.id, &wp("persist/memory.md"), "m1", &WriteGuard::None)
+        .await
+        .unwrap();
+    ws.write(&a.id, &wp("persist/notes/a.md"), "a1", &WriteGuard::None)
+        .await
+        .unwrap();
+    let promoted_a = ws.promote_persist(&a.id, &snap_a, ts(10)).await.unwrap();
+    assert_eq!(promoted_a.state_id, a.id.as_str());
+    assert_eq!(promoted_a.base_state_id, None);
+    let kinds = |set: &tt_domain::workspace::PersistentChangeSet| {
+        set.changes
+            .iter()
+            .map(|change| (change.path.to_string(), change.kind))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        kinds(&promoted_a),
+        [
+            ("persist/memory.md".to_owned(), PersistentChangeKind::Added),
+            ("persist/notes/a.md".to_owned(), PersistentChangeKind::Added)
+        ]
+    );
+    assert_eq!(promoted_a.changes[0].sha256, sha256_hex(b"m1"));
+    assert_eq!(promoted_a.changes[0].bytes, 2);
+    // A state is immutable: the same run cannot promote twice.
+    assert_code(
+        ws.promote_persist(&a.id, &snap_a, ts(11)).await,
+        "agent.persistent_state_exists",
+    );
+
+    // Run B projects A, modifies one file and adds another.
+    let b = create_sample_run(&s, 2).await;
+    let snap_b = ws
+        .init_persist_projection(&b.id, Some(a.id.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(snap_b.base_state_id.as_deref(), Some(a.id.as_str()));
+    assert_eq!(
+        snap_b.files,
+        vec![
+            fp("persist/memory.md", "m1"),
+            fp("persist/notes/a.md", "a1")
+        ]
+    );
+    assert_eq!(
+        ws.read(&b.id, &wp("persist/notes/a.md"))
+            .await
+            .unwrap()
+            .text,
+        "a1"
+    );
+    ws.write(&b.id, &wp("persist/memory.md"), "m2", &WriteGuard::None)
+        .await
+        .unwrap();
+    ws.append(&b.id, &wp("persist/new.md"), "n1").await.unwrap();
+    let promoted_b = ws.promote_persist(&b.id, &snap_b, ts(20)).await.unwrap();
+    assert_eq!(promoted_b.state_id, b.id.as_str());
+    assert_eq!(promoted_b.base_state_id.as_deref(), Some(a.id.as_str()));
+    assert_eq!(
+        kinds(&promoted_b),
+        [
+            (
+                "persist/memory.md".to_owned(),
+                PersistentChangeKind::Modified
+            ),
+            ("persist/new.md".to_owned(), PersistentChangeKind::Added)
+        ]
+    );
+
+    // Run C projects B; a file missing from persist/ since the snapshot cannot be promoted.
+    let c = create_sample_run(&s, 3).await;
+    let snap_c = ws
+        .init_persist_projection(&c.id, Some(b.id.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(
+        snap_c.files,
+        vec![
+            fp("persist/memory.md", "m2"),
+            fp("persist/new.md", "n1"),
+            fp("persist/notes/a.md", "a1")
+        ]
+    );
+    let mut with_deleted = snap_c.clone();
+    with_deleted.files.push(fp("persist/gone.md", "gone"));
+    assert_code(
+        ws.promote_persist(&c.id, &with_deleted, ts(30)).await,
+        "agent.persistent_delete_unsupported",
+    );
+    // Zero changes still promote, so the chain stays linear.
+    let promoted_c = ws.promote_persist(&c.id, &snap_c, ts(31)).await.unwrap();
+    assert_eq!(promoted_c.state_id, c.id.as_str());
+    assert!(promoted_c.changes.is_empty());
+    let d = create_sample_run(&s, 4).await;
+    let snap_d = ws
+        .init_persist_projection(&d.id, Some(c.id.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(snap_d.files, snap_c.files);
+
+    // A base state that does not exist.
+    let e = create_sample_run(&s, 5).await;
+    assert_code(
+        ws.init_persist_projection(&e.id, Some("run_never_promoted"))
+            .await,
+        "agent.persistent_state_root_missing",
+    );
+}
