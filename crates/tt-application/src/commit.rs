@@ -126,27 +126,33 @@ pub async fn run_commit(
         sha256: file.sha256.clone(),
         checkpoint_id: checkpoint.id.clone(),
     };
-    ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::ChatCommitRequested,
-            json!({
-                "commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id,
-                "runId": ctx.run_id, "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
-                "chatRef": run.chat_ref, "generationType": run.generation_type, "profileId": run.profile_id,
-                "persistBaseStateId": run.persist_base_state_id, "path": args.path, "mode": mode,
-                "reason": args.reason, "chars": chars, "words": words, "sha256": file.sha256,
-                "checkpointId": checkpoint.id,
-            }),
-        )
-        .await?;
-
-    let receipt = match ctx
-        .services
-        .commit_bridge
-        .commit(request, ctx.cancel.clone())
-        .await
-    {
+    // Register with the host first, so it can never see a request it cannot answer yet.
+    let registered = ctx.services.commit_bridge.request_commit(request).await;
+    let outcome = match registered {
+        Ok(answer) => {
+            ctx.events
+                .info(
+                    &ctx.run_id,
+                    RunEventType::ChatCommitRequested,
+                    json!({
+                        "commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id,
+                        "runId": ctx.run_id, "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
+                        "chatRef": run.chat_ref, "generationType": run.generation_type, "profileId": run.profile_id,
+                        "persistBaseStateId": run.persist_base_state_id, "path": args.path, "mode": mode,
+                        "reason": args.reason, "chars": chars, "words": words, "sha256": file.sha256,
+                        "checkpointId": checkpoint.id,
+                    }),
+                )
+                .await?;
+            tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => Err(HostBridgeError::Cancelled),
+                answer = answer => answer,
+            }
+        }
+        Err(error) => Err(error),
+    };
+    let receipt = match outcome {
         Ok(receipt) => receipt,
         Err(HostBridgeError::Cancelled) => return Err(ApplicationError::cancelled().into()),
         Err(error) => {

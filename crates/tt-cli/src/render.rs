@@ -30,7 +30,13 @@ impl EventPrinter {
             "agent_invocation_created" => {
                 format!("agent {} joined as {}", s("profileId"), s("kind"))
             }
-            "status_changed" => format!("status → {}", s("status")),
+            // Only the statuses a person waits on; the rest is visible in the tool lines.
+            "status_changed" => match s("status").as_str() {
+                status @ ("awaiting_host_commit" | "finishing" | "cancelling") => {
+                    format!("status → {status}")
+                }
+                _ => return None,
+            },
             "model_call_attempt_failed" => format!("model call failed: {}", s("message")),
             "model_call_retry_scheduled" => format!(
                 "retrying in {} ms",

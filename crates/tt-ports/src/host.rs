@@ -4,7 +4,6 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 use tt_domain::ids::{CheckpointId, CommitId, InvocationId, RunId, WorkspaceId};
 
 use crate::error::HostBridgeError;
@@ -40,13 +39,20 @@ pub struct ChatCommitReceipt {
     pub message_id: String,
 }
 
+/// The host's eventual answer to one registered commit. Dropping it withdraws the commit.
+pub type CommitAnswer = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<ChatCommitReceipt, HostBridgeError>> + Send>,
+>;
+
+/// Publishing happens in two steps so a host can never answer a commit it has not been told
+/// about yet: `request_commit` registers the commit and returns the pending answer; the runtime
+/// then journals `chat_commit_requested` and awaits the answer, racing it against run cancel
+/// (dropping the answer on cancel).
 #[async_trait]
 pub trait HostCommitBridge: Send + Sync {
-    /// Publishes the commit and waits for the host's answer. Must return
-    /// `HostBridgeError::Cancelled` promptly once `cancel` fires.
-    async fn commit(
+    /// Registers the commit. From the moment this returns, the host may answer it.
+    async fn request_commit(
         &self,
         request: ChatCommitRequest,
-        cancel: CancellationToken,
-    ) -> Result<ChatCommitReceipt, HostBridgeError>;
+    ) -> Result<CommitAnswer, HostBridgeError>;
 }

@@ -15,7 +15,7 @@ pub mod system;
 pub mod workspace;
 
 pub use error::{HostBridgeError, ModelError, StorageError, StorageResult};
-pub use host::{ChatCommitReceipt, ChatCommitRequest, HostCommitBridge};
+pub use host::{ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge};
 pub use journal::{EventPage, RunJournal};
 pub use model::ModelProvider;
 pub use profiles::ProfileRepository;

@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tt_domain::ids::{CommitId, RunId};
 use tt_ports::{
-    CancellationToken, ChatCommitReceipt, ChatCommitRequest, HostBridgeError, HostCommitBridge,
+    ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostBridgeError, HostCommitBridge,
 };
 
 /// Error of a host's `resolve_chat_commit` call, with its contract code.
@@ -28,10 +28,27 @@ struct PendingCommit {
     reply: oneshot::Sender<Result<ChatCommitReceipt, HostBridgeError>>,
 }
 
+type PendingMap = Arc<Mutex<HashMap<CommitId, PendingCommit>>>;
+
 /// Parks each commit until the host resolves it by `commitId` (or the run is cancelled).
 #[derive(Default)]
 pub struct HostApiCommitBridge {
-    pending: Mutex<HashMap<CommitId, PendingCommit>>,
+    pending: PendingMap,
+}
+
+/// Withdraws a commit from the pending map when its answer is dropped unanswered (cancel).
+struct Withdraw {
+    pending: PendingMap,
+    commit_id: CommitId,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.commit_id);
+    }
 }
 
 impl std::fmt::Debug for HostApiCommitBridge {
@@ -120,11 +137,10 @@ fn run_mismatch(commit_id: &CommitId) -> ResolveCommitError {
 
 #[async_trait]
 impl HostCommitBridge for HostApiCommitBridge {
-    async fn commit(
+    async fn request_commit(
         &self,
         request: ChatCommitRequest,
-        cancel: CancellationToken,
-    ) -> Result<ChatCommitReceipt, HostBridgeError> {
+    ) -> Result<CommitAnswer, HostBridgeError> {
         let (reply, answer) = oneshot::channel();
         let commit_id = request.commit_id.clone();
         {
@@ -143,14 +159,18 @@ impl HostCommitBridge for HostApiCommitBridge {
                 },
             );
         }
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => {
-                self.lock().remove(&commit_id);
-                Err(HostBridgeError::Cancelled)
-            }
-            answer = answer => answer.unwrap_or_else(|_| Err(HostBridgeError::Unavailable("agent.chat_commit_channel_closed".to_owned()))),
-        }
+        let withdraw = Withdraw {
+            pending: Arc::clone(&self.pending),
+            commit_id,
+        };
+        Ok(Box::pin(async move {
+            let _withdraw = withdraw;
+            answer.await.unwrap_or_else(|_| {
+                Err(HostBridgeError::Unavailable(
+                    "agent.chat_commit_channel_closed".to_owned(),
+                ))
+            })
+        }))
     }
 }
 
@@ -244,17 +264,16 @@ impl TranscriptCommitBridge {
 
 #[async_trait]
 impl HostCommitBridge for TranscriptCommitBridge {
-    async fn commit(
+    async fn request_commit(
         &self,
         request: ChatCommitRequest,
-        cancel: CancellationToken,
-    ) -> Result<ChatCommitReceipt, HostBridgeError> {
-        if cancel.is_cancelled() {
-            return Err(HostBridgeError::Cancelled);
-        }
-        let message_id = self.record(&request).map_err(|err| {
-            HostBridgeError::Rejected(format!("could not write the transcript: {err}"))
-        })?;
-        Ok(ChatCommitReceipt { message_id })
+    ) -> Result<CommitAnswer, HostBridgeError> {
+        let answer = self
+            .record(&request)
+            .map(|message_id| ChatCommitReceipt { message_id })
+            .map_err(|err| {
+                HostBridgeError::Rejected(format!("could not write the transcript: {err}"))
+            });
+        Ok(Box::pin(std::future::ready(answer)))
     }
 }

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tt_ports::{ChatCommitReceipt, ChatCommitRequest, HostBridgeError, HostCommitBridge};
+use tt_ports::{
+    ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostBridgeError, HostCommitBridge,
+};
 
 /// How the bridge answers a commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,8 +17,8 @@ pub enum CommitBehavior {
     Approve,
     /// Answers with `HostBridgeError::Rejected(message)`.
     Reject(String),
-    /// Waits until the cancel token fires (then `HostBridgeError::Cancelled`) or until the
-    /// behaviour is switched, in which case the waiting commit is answered by the new one.
+    /// Waits until the runtime drops the answer (run cancel) or until the behaviour is
+    /// switched, in which case the waiting commit is answered by the new one.
     Hang,
 }
 
@@ -30,15 +32,15 @@ struct Ledger {
 /// The host side of `workspace.commit`, for tests.
 #[derive(Debug)]
 pub struct FakeCommitBridge {
-    behavior: watch::Sender<CommitBehavior>,
-    pending: watch::Sender<usize>,
-    ledger: Mutex<Ledger>,
+    behavior: Arc<watch::Sender<CommitBehavior>>,
+    pending: Arc<watch::Sender<usize>>,
+    ledger: Arc<Mutex<Ledger>>,
 }
 
 /// Decrements the pending count however the waiting commit ends (answer, cancel or drop).
-struct PendingGuard<'a>(&'a watch::Sender<usize>);
+struct PendingGuard(Arc<watch::Sender<usize>>);
 
-impl Drop for PendingGuard<'_> {
+impl Drop for PendingGuard {
     fn drop(&mut self) {
         self.0.send_modify(|count| *count = count.saturating_sub(1));
     }
@@ -47,9 +49,9 @@ impl Drop for PendingGuard<'_> {
 impl FakeCommitBridge {
     pub fn new(behavior: CommitBehavior) -> Arc<Self> {
         Arc::new(Self {
-            behavior: watch::Sender::new(behavior),
-            pending: watch::Sender::new(0),
-            ledger: Mutex::new(Ledger::default()),
+            behavior: Arc::new(watch::Sender::new(behavior)),
+            pending: Arc::new(watch::Sender::new(0)),
+            ledger: Arc::new(Mutex::new(Ledger::default())),
         })
     }
 
@@ -109,61 +111,75 @@ impl FakeCommitBridge {
         let _ = pending.wait_for(|current| *current >= count).await;
     }
 
-    fn answer(
+    /// Registers and awaits one commit, racing `cancel` (what the runtime does).
+    pub async fn commit(
         &self,
-        behavior: &CommitBehavior,
-    ) -> Option<Result<ChatCommitReceipt, HostBridgeError>> {
-        match behavior {
-            CommitBehavior::Approve => {
-                let mut ledger = self.ledger();
-                ledger.approved += 1;
-                let receipt = ChatCommitReceipt {
-                    message_id: ledger.approved.to_string(),
-                };
-                ledger.receipts.push(receipt.clone());
-                Some(Ok(receipt))
-            }
-            CommitBehavior::Reject(message) => {
-                Some(Err(HostBridgeError::Rejected(message.clone())))
-            }
-            CommitBehavior::Hang => None,
+        request: ChatCommitRequest,
+        cancel: CancellationToken,
+    ) -> Result<ChatCommitReceipt, HostBridgeError> {
+        if cancel.is_cancelled() {
+            self.ledger().requests.push(request);
+            return Err(HostBridgeError::Cancelled);
         }
+        let answer = self.request_commit(request).await?;
+        tokio::select! {
+            () = cancel.cancelled() => Err(HostBridgeError::Cancelled),
+            answer = answer => answer,
+        }
+    }
+}
+
+/// The answer `behavior` gives now, or `None` while it hangs.
+fn answer(
+    ledger: &Mutex<Ledger>,
+    behavior: &CommitBehavior,
+) -> Option<Result<ChatCommitReceipt, HostBridgeError>> {
+    match behavior {
+        CommitBehavior::Approve => {
+            let mut ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
+            ledger.approved += 1;
+            let receipt = ChatCommitReceipt {
+                message_id: ledger.approved.to_string(),
+            };
+            ledger.receipts.push(receipt.clone());
+            Some(Ok(receipt))
+        }
+        CommitBehavior::Reject(message) => Some(Err(HostBridgeError::Rejected(message.clone()))),
+        CommitBehavior::Hang => None,
     }
 }
 
 #[async_trait]
 impl HostCommitBridge for FakeCommitBridge {
-    async fn commit(
+    async fn request_commit(
         &self,
         request: ChatCommitRequest,
-        cancel: CancellationToken,
-    ) -> Result<ChatCommitReceipt, HostBridgeError> {
+    ) -> Result<CommitAnswer, HostBridgeError> {
         self.ledger().requests.push(request);
-        if cancel.is_cancelled() {
-            return Err(HostBridgeError::Cancelled);
-        }
         let mut behavior = self.behavior.subscribe();
+        let ledger = Arc::clone(&self.ledger);
         let current = behavior.borrow_and_update().clone();
-        if let Some(answer) = self.answer(&current) {
-            return answer;
+        if let Some(ready) = answer(&ledger, &current) {
+            return Ok(Box::pin(std::future::ready(ready)));
         }
+        // Counted as pending from registration until the answer resolves or is dropped.
         self.pending.send_modify(|count| *count += 1);
-        let _guard = PendingGuard(&self.pending);
-        loop {
-            tokio::select! {
-                () = cancel.cancelled() => return Err(HostBridgeError::Cancelled),
-                changed = behavior.changed() => {
-                    if changed.is_err() {
-                        // The sender lives in `self`; treat a closed channel as a lost host.
-                        return Err(HostBridgeError::Unavailable("fake host bridge closed".into()));
-                    }
-                    let current = behavior.borrow_and_update().clone();
-                    if let Some(answer) = self.answer(&current) {
-                        return answer;
-                    }
+        let guard = PendingGuard(Arc::clone(&self.pending));
+        Ok(Box::pin(async move {
+            let _guard = guard;
+            loop {
+                if behavior.changed().await.is_err() {
+                    // The sender lives in the bridge; treat a closed channel as a lost host.
+                    return Err(HostBridgeError::Unavailable(
+                        "fake host bridge closed".into(),
+                    ));
+                }
+                let current = behavior.borrow_and_update().clone();
+                if let Some(ready) = answer(&ledger, &current) {
+                    return ready;
                 }
             }
-        }
+        }))
     }
 }
 
