@@ -96,7 +96,7 @@ async fn per_tool_and_per_invocation_budgets_are_recoverable() {
     let run = h.run_to_end(request(Some("frugal"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
     let results = tool_results(&h.model.requests()[1]);
-    assert_eq!(results[0].1, false);
+    assert!(!results[0].1);
     assert_eq!(results[1].2.as_deref(), Some("agent.tool_budget_exhausted"));
 
     // maxCallsPerRun counts this invocation's calls: the 4th call is refused.
