@@ -431,15 +431,17 @@ impl AgentRunService {
                 .set_invocation_status(invocation, InvocationStatus::Cancelled)
                 .await;
         }
-        let _ = ctx.try_set_status(AgentRunStatus::Cancelled).await;
-        let _ = self
-            .events
-            .warn(
-                &ctx.run_id,
-                RunEventType::RunCancelled,
-                json!({"message": "The run was cancelled."}),
-            )
-            .await;
+        // Ok(false): the run already ended some other way; its terminal event stays last.
+        if !matches!(ctx.try_set_status(AgentRunStatus::Cancelled).await, Ok(false)) {
+            let _ = self
+                .events
+                .warn(
+                    &ctx.run_id,
+                    RunEventType::RunCancelled,
+                    json!({"message": "The run was cancelled."}),
+                )
+                .await;
+        }
     }
 
     /// Ends a run after a fail-fast error: `failed`, or `partial_success` when something was
@@ -464,8 +466,11 @@ impl AgentRunService {
             "userRetryable": error.user_retryable(),
             "details": {},
         });
+        // Ok(false) below: the run already ended some other way; its terminal event stays last.
         if commits.is_empty() {
-            let _ = ctx.try_set_status(AgentRunStatus::Failed).await;
+            if matches!(ctx.try_set_status(AgentRunStatus::Failed).await, Ok(false)) {
+                return;
+            }
             let _ = self
                 .events
                 .emit(
@@ -480,7 +485,9 @@ impl AgentRunService {
             payload["userRetryable"] = json!(false);
             payload["preservedCommitCount"] = json!(commits.len());
             payload["preservedCommits"] = serde_json::to_value(&commits).unwrap_or(Value::Null);
-            let _ = ctx.try_set_status(AgentRunStatus::PartialSuccess).await;
+            if matches!(ctx.try_set_status(AgentRunStatus::PartialSuccess).await, Ok(false)) {
+                return;
+            }
             let _ = self
                 .events
                 .warn(&ctx.run_id, RunEventType::RunPartialSuccess, payload)
@@ -491,14 +498,16 @@ impl AgentRunService {
     /// Requests cancellation. An active run is interrupted at once (model calls and host waits
     /// abort) and ends `cancelled`; a terminal run is returned unchanged.
     pub async fn cancel_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
-        let run = self.services.runs.load_run(run_id).await?;
-        if run.status.is_terminal() {
-            return Ok(run);
-        }
+        // Look up the executor before loading the record: an executor writes the terminal state
+        // before it leaves the active set, so "not active and not terminal" means orphaned.
         let active = self
             .lock_active()
             .get(run_id)
             .map(|active| Arc::clone(&active.ctx));
+        let run = self.services.runs.load_run(run_id).await?;
+        if run.status.is_terminal() {
+            return Ok(run);
+        }
         self.events
             .info(run_id, RunEventType::RunCancelRequested, Value::Null)
             .await?;

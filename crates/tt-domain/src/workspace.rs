@@ -323,7 +323,7 @@ impl WorkspaceAccessPolicy {
         DomainError::new(
             "workspace.path_not_visible",
             format!(
-                "`{path}` is outside the workspace areas you can see. Visible roots: {}.",
+                "`{path}` is outside the workspace areas you can see. You can see: {}.",
                 join_roots(&self.visible_root_names())
             ),
         )

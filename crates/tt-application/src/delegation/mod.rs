@@ -1,0 +1,7 @@
+//! Delegation: the agent tools (`agent.list`, `agent.delegate`, `agent.await`, `task.return`),
+//! the run-scoped scheduler of background tasks, delegated invocations, result injection and
+//! the markdown agents read (briefs, result capsules).
+
+pub mod args;
+pub mod rendering;
+pub mod specs;
