@@ -41,4 +41,14 @@ impl ProfileRepository for UserDataStore {
         })
         .await
     }
+
+    async fn save_profile(&self, definition: &AgentProfileDefinition) -> StorageResult<()> {
+        let definition = definition.clone();
+        self.blocking(move |inner| {
+            let dir = inner.layout.profiles_dir();
+            fsutil::create_dir_all(&dir)?;
+            write_json_atomic(&dir.join(format!("{}.json", definition.id)), &definition)
+        })
+        .await
+    }
 }

@@ -146,7 +146,7 @@ pub async fn run_commit(
                 .await?;
             tokio::select! {
                 biased;
-                () = ctx.cancel.cancelled() => Err(HostBridgeError::Cancelled),
+                () = inv.cancel.cancelled() => Err(HostBridgeError::Cancelled),
                 answer = answer => answer,
             }
         }

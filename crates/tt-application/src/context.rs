@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex as StdMutex};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex as StdMutex, Weak};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tt_domain::event::RunEventType;
@@ -15,7 +16,8 @@ use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_domain::tool::{InvocationToolSnapshot, ToolName};
 use tt_domain::workspace::{PersistSnapshot, WorkspaceAccessPolicy};
 
-use crate::error::ApplicationResult;
+use crate::delegation::scheduler::TaskScheduler;
+use crate::error::{ApplicationError, ApplicationResult};
 use crate::events::EventSink;
 use crate::services::RuntimeServices;
 use crate::tools::workspace::ReadState;
@@ -41,6 +43,9 @@ pub struct RunContext {
     /// The run's commit ledger, shared by every owner of the foreground.
     ledger: StdMutex<Vec<CommitRecord>>,
     pub persist_snapshot: PersistSnapshot,
+    /// Background workers of this run's delegated tasks.
+    pub scheduler: TaskScheduler,
+    me: Weak<RunContext>,
 }
 
 impl std::fmt::Debug for RunContext {
@@ -57,8 +62,8 @@ impl RunContext {
         services: RuntimeServices,
         events: Arc<EventSink>,
         persist_snapshot: PersistSnapshot,
-    ) -> Self {
-        Self {
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
             run_id: run.id.clone(),
             services,
             events,
@@ -66,7 +71,16 @@ impl RunContext {
             run: Mutex::new(run),
             ledger: StdMutex::new(Vec::new()),
             persist_snapshot,
-        }
+            scheduler: TaskScheduler::default(),
+            me: me.clone(),
+        })
+    }
+
+    /// A shared handle to this context (for background workers).
+    pub fn shared(&self) -> ApplicationResult<Arc<Self>> {
+        self.me
+            .upgrade()
+            .ok_or_else(|| ApplicationError::fatal("agent.active_run_missing", format!("run {} is no longer active", self.run_id)))
     }
 
     pub async fn run_snapshot(&self) -> AgentRun {
@@ -179,6 +193,11 @@ pub struct InvocationRuntime {
     pub snapshot: Arc<InvocationToolSnapshot>,
     pub policy: WorkspaceAccessPolicy,
     pub session: ToolSession,
+    /// Fires when this invocation must stop (run cancel, or its task was cancelled).
+    pub cancel: CancellationToken,
+    /// Delegated results this agent has already seen (by `agent.await` or injection); kept in
+    /// memory on purpose, so a result reaches it exactly once per loop.
+    pub delivered: HashSet<tt_domain::ids::TaskId>,
 }
 
 impl InvocationRuntime {

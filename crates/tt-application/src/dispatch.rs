@@ -18,6 +18,7 @@ use tt_ports::RunDocument;
 
 use crate::commit::run_commit;
 use crate::context::{InvocationRuntime, RunContext};
+use crate::delegation::tools as delegation;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::tools::workspace::{self, WorkspaceToolEnv, parse_finish_args};
 use crate::tools::{ToolEffect, ToolSuccess};
@@ -30,6 +31,8 @@ pub enum LoopControl {
     Finish {
         reason: Option<String>,
     },
+    /// `task.return` recorded the delegated task's result: the loop ends after this call.
+    TaskReturned(crate::delegation::tools::TaskReturned),
 }
 
 /// A dispatched call: the result the model will see, and what the loop does next.
@@ -306,12 +309,15 @@ async fn execute(
                 .map(continue_with)
         }
         ToolName::WorkspaceCommit => run_commit(ctx, inv, round, call).await.map(continue_with),
-        ToolName::WorkspaceFinish => finish(ctx, inv, call),
-        ToolName::AgentList
-        | ToolName::AgentDelegate
-        | ToolName::AgentHandoff
-        | ToolName::AgentAwait
-        | ToolName::TaskReturn
+        ToolName::WorkspaceFinish => finish(ctx, inv, call).await,
+        ToolName::AgentList => delegation::agent_list(ctx, inv, call).await.map(continue_with),
+        ToolName::AgentDelegate => delegation::agent_delegate(ctx, inv, call).await.map(continue_with),
+        ToolName::AgentAwait => delegation::agent_await(ctx, inv, call).await.map(continue_with),
+        ToolName::TaskReturn => {
+            let (success, returned) = delegation::task_return(ctx, inv, call).await?;
+            Ok(Executed { success, control: LoopControl::TaskReturned(returned) })
+        }
+        ToolName::AgentHandoff
         | ToolName::SkillList
         | ToolName::SkillSearch
         | ToolName::SkillRead => Err(ApplicationError::fatal(
@@ -322,7 +328,7 @@ async fn execute(
     }
 }
 
-fn finish(
+async fn finish(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
@@ -350,6 +356,10 @@ fn finish(
         )
         .into());
     }
+    // Finishing never waits for delegated work: what is still running is cancelled.
+    ctx.scheduler
+        .cancel_unfinished_for_parent(ctx, &inv.invocation.id, crate::delegation::scheduler::CALLER_FINISHED_REASON)
+        .await?;
     let content = "Finish accepted. Your work on this job is complete; make no further tool calls.";
     Ok(Executed {
         success: ToolSuccess::new(

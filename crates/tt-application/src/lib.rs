@@ -5,6 +5,7 @@
 
 pub mod commit;
 pub mod context;
+pub mod delegation;
 pub mod dispatch;
 pub mod error;
 pub mod events;

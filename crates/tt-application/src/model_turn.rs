@@ -44,7 +44,7 @@ pub async fn run_model_turn(
     let max_retries = policy.max_retries;
     let mut attempt: u32 = 1;
     let response = loop {
-        if ctx.cancel.is_cancelled() {
+        if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled());
         }
         ctx.events
@@ -54,10 +54,10 @@ pub async fn run_model_turn(
                 json!({"round": round, "invocationId": invocation_id, "attempt": attempt, "maxRetries": max_retries}),
             )
             .await?;
-        let call_cancel = ctx.cancel.child_token();
+        let call_cancel = inv.cancel.child_token();
         let outcome = tokio::select! {
             biased;
-            () = ctx.cancel.cancelled() => Err(ModelError::Cancelled),
+            () = inv.cancel.cancelled() => Err(ModelError::Cancelled),
             result = ctx.services.model.complete(request.clone(), call_cancel.clone()) => result,
         };
         call_cancel.cancel();
@@ -99,7 +99,7 @@ pub async fn run_model_turn(
             .await?;
         tokio::select! {
             biased;
-            () = ctx.cancel.cancelled() => return Err(ApplicationError::cancelled()),
+            () = inv.cancel.cancelled() => return Err(ApplicationError::cancelled()),
             () = tokio::time::sleep(Duration::from_millis(interval_ms)) => {}
         }
         attempt += 1;

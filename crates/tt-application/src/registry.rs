@@ -21,22 +21,20 @@ pub fn is_implemented(tool: ToolName) -> bool {
         | ToolName::WorkspaceWriteFile
         | ToolName::WorkspaceApplyPatch
         | ToolName::WorkspaceCommit
-        | ToolName::WorkspaceFinish => true,
-        ToolName::AgentList
+        | ToolName::WorkspaceFinish
+        | ToolName::AgentList
         | ToolName::AgentDelegate
-        | ToolName::AgentHandoff
         | ToolName::AgentAwait
-        | ToolName::TaskReturn
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead => false,
+        | ToolName::TaskReturn => true,
+        ToolName::AgentHandoff | ToolName::SkillList | ToolName::SkillSearch | ToolName::SkillRead => false,
     }
 }
 
 /// Builds the snapshot for an invocation of `profile` with `exit_policy`.
 ///
-/// Visible tools are `tools.allow` minus `tools.deny`, in `allow` order. A profile that asks for
-/// a tool this build does not implement cannot start (`agent.tool_unavailable`).
+/// Visible tools are `tools.allow` minus `tools.deny`, in `allow` order; a delegated agent
+/// (`task_return_required`) also gets `task.return`, last. A profile that asks for a tool this
+/// build does not implement cannot start (`agent.tool_unavailable`).
 pub fn build_tool_snapshot(
     profile: &ResolvedProfile,
     invocation_id: &InvocationId,
@@ -78,6 +76,10 @@ pub fn build_tool_snapshot(
         }
         tools.push(spec);
     }
+    if exit_policy == ExitPolicy::TaskReturnRequired {
+        // The runtime, not the profile, gives a delegated agent its way to hand results back.
+        tools.push(spec_for(ToolName::TaskReturn, &audience)?);
+    }
     let mut max_calls_per_tool = BTreeMap::new();
     for (name, limit) in &definition.tools.max_calls_per_tool {
         if let Some(tool) = ToolName::from_canonical(name) {
@@ -104,13 +106,10 @@ pub fn build_tool_snapshot(
 
 fn spec_for(tool: ToolName, audience: &SpecAudience) -> ApplicationResult<AgentToolSpec> {
     if ToolName::WORKSPACE.contains(&tool) {
-        Ok(workspace::spec(tool, audience))
-    } else {
-        Err(ApplicationError::fatal(
-            "agent.tool_unavailable",
-            format!("no spec for `{tool}`"),
-        ))
+        return Ok(workspace::spec(tool, audience));
     }
+    crate::delegation::specs::agent_tool_spec(tool)
+        .ok_or_else(|| ApplicationError::fatal("agent.tool_unavailable", format!("no spec for `{tool}`")))
 }
 
 /// Applies a profile's `toolDescriptions` entry. Property overrides must name real properties.

@@ -168,7 +168,6 @@ impl AgentRunService {
         match self.prepare_root(run.clone(), &profile, &request).await {
             Ok((ctx, inv, messages)) => {
                 let (done_tx, done_rx) = watch::channel(false);
-                let ctx = Arc::new(ctx);
                 self.lock_active().insert(
                     run_id.clone(),
                     ActiveRun {
@@ -202,7 +201,7 @@ impl AgentRunService {
         run: AgentRun,
         profile: &ResolvedProfile,
         request: &StartRunRequest,
-    ) -> ApplicationResult<(RunContext, InvocationRuntime, Vec<AgentModelMessage>)> {
+    ) -> ApplicationResult<(Arc<RunContext>, InvocationRuntime, Vec<AgentModelMessage>)> {
         let run_id = run.id.clone();
         let services = &self.services;
         let provisional = RunContext::new(
@@ -331,6 +330,8 @@ impl AgentRunService {
             policy: profile.access_policy(),
             snapshot: Arc::new(snapshot),
             session: ToolSession::default(),
+            cancel: ctx.cancel.clone(),
+            delivered: Default::default(),
         };
         Ok((ctx, inv, messages))
     }
@@ -351,6 +352,10 @@ impl AgentRunService {
         .await;
         let result = match outcome {
             Ok(LoopOutcome::Finished { .. }) => self.finish_run(&ctx, &mut inv).await,
+            Ok(LoopOutcome::TaskReturned { .. }) => Err(ApplicationError::fatal(
+                "agent.task_return_denied",
+                "the foreground agent ended with task.return",
+            )),
             Err(error) => Err(error),
         };
         if let Err(error) = result {
@@ -363,10 +368,21 @@ impl AgentRunService {
             }
         }
         self.lock_active().remove(&ctx.run_id);
+        // Provider sessions (`runId:invocationId`) are released in the background.
         let model = Arc::clone(&self.services.model);
-        let session_id =
-            tt_domain::model::ProviderSession::new(&ctx.run_id, &inv.invocation.id).session_id;
-        tokio::spawn(async move { model.close_session(&session_id).await });
+        let invocations = Arc::clone(&self.services.invocations);
+        let run_id = ctx.run_id.clone();
+        tokio::spawn(async move {
+            let ids = invocations
+                .list_invocations(&run_id)
+                .await
+                .map(|list| list.into_iter().map(|inv| inv.id).collect::<Vec<_>>())
+                .unwrap_or_default();
+            for id in ids {
+                let session = tt_domain::model::ProviderSession::new(&run_id, &id);
+                model.close_session(&session.session_id).await;
+            }
+        });
     }
 
     /// `workspace.finish` accepted: promote `persist/`, complete the run.
@@ -375,6 +391,9 @@ impl AgentRunService {
         ctx: &RunContext,
         inv: &mut InvocationRuntime,
     ) -> ApplicationResult<()> {
+        ctx.scheduler
+            .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
+            .await?;
         if !ctx.try_set_status(AgentRunStatus::Finishing).await? {
             return Err(ApplicationError::cancelled());
         }
@@ -426,6 +445,10 @@ impl AgentRunService {
     }
 
     async fn finalize_cancelled(&self, ctx: &RunContext, invocation: Option<&mut AgentInvocation>) {
+        let _ = ctx
+            .scheduler
+            .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
+            .await;
         if let Some(invocation) = invocation {
             let _ = ctx
                 .set_invocation_status(invocation, InvocationStatus::Cancelled)
@@ -452,6 +475,10 @@ impl AgentRunService {
         invocation: Option<&mut AgentInvocation>,
         error: &ApplicationError,
     ) {
+        let _ = ctx
+            .scheduler
+            .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
+            .await;
         if let Some(invocation) = invocation {
             let _ = ctx
                 .set_invocation_status(invocation, InvocationStatus::Failed)
@@ -538,6 +565,18 @@ impl AgentRunService {
             }
         }
         Ok(self.services.runs.load_run(run_id).await?)
+    }
+
+    /// Validates a profile definition and stores it; invalid definitions are refused with the
+    /// violated rule's code and nothing is written.
+    pub async fn save_profile(
+        &self,
+        definition: tt_domain::profile::AgentProfileDefinition,
+    ) -> ApplicationResult<ResolvedProfile> {
+        let source = tt_domain::profile::ProfileSource::file(&definition.id);
+        let resolved = tt_domain::profile::resolve_profile(definition, source)?;
+        self.services.profiles.save_profile(&resolved.definition).await?;
+        Ok(resolved)
     }
 
     /// Waits until the run is no longer executing, then returns its stored record.

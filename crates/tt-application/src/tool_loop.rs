@@ -20,6 +20,8 @@ use crate::error::{ApplicationError, ApplicationResult};
 pub enum LoopOutcome {
     /// `workspace.finish` was accepted.
     Finished { reason: Option<String>, round: u32 },
+    /// `task.return` recorded the delegated task's result.
+    TaskReturned { status: tt_domain::task_result::TaskResultStatus, round: u32 },
 }
 
 /// Runs the loop until a loop-ending tool succeeds or a fail-fast error occurs.
@@ -34,7 +36,7 @@ pub async fn run_tool_loop(
     let model_id = inv.profile.definition.model.model_id.clone();
     let mut drift_attempts: u32 = 0;
     for round in 1..=max_rounds {
-        if ctx.cancel.is_cancelled() {
+        if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled());
         }
         if inv.owns_run() {
@@ -107,13 +109,39 @@ pub async fn run_tool_loop(
                     .await?;
                 return Err(err);
             }
+            if inv.cancel.is_cancelled() {
+                return Err(ApplicationError::cancelled());
+            }
             let dispatched = dispatch_call(ctx, inv, round, call).await?;
+            if dispatched.tool == Some(ToolName::AgentAwait) && !dispatched.result.is_error {
+                inv.delivered.extend(crate::delegation::results::delivered_by_await(&dispatched.result.structured));
+            }
             messages.push(AgentModelMessage::tool_result(dispatched.result.clone()));
-            if let LoopControl::Finish { reason } = dispatched.control {
-                ended = Some((
-                    ToolName::WorkspaceFinish,
-                    LoopOutcome::Finished { reason, round },
-                ));
+            match dispatched.control {
+                LoopControl::Continue => {}
+                LoopControl::Finish { reason } => {
+                    ended = Some((ToolName::WorkspaceFinish, LoopOutcome::Finished { reason, round }));
+                }
+                LoopControl::TaskReturned(returned) => {
+                    ctx.events
+                        .info(
+                            &ctx.run_id,
+                            RunEventType::TaskReturnRecorded,
+                            json!({
+                                "invocationId": inv.invocation.id, "status": returned.status,
+                                "resultRef": returned.result_ref, "summaryChars": returned.summary_chars,
+                                "summaryWords": returned.summary_words,
+                            }),
+                        )
+                        .await?;
+                    ended = Some((ToolName::TaskReturn, LoopOutcome::TaskReturned { status: returned.status, round }));
+                }
+            }
+        }
+        if ended.is_none() && inv.owns_run() {
+            // Finished delegated results this agent has not seen yet join its next turn, once.
+            if let Some(text) = crate::delegation::results::take_injection(ctx, inv).await? {
+                messages.push(AgentModelMessage::text(ModelRole::User, text));
             }
         }
         if let Some((_, outcome)) = ended {

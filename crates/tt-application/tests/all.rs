@@ -6,6 +6,7 @@
 mod support;
 
 mod cancel;
+mod delegation;
 mod drift_and_retry;
 mod model_facing_text;
 mod runs;

@@ -1,27 +1,43 @@
-//! `tt-agent demo`: the bundled scenario on the embedded defaults (userdata store, scripted
-//! model, transcript commit bridge), shown live.
+//! `tt-agent demo`: the bundled writers' room on the embedded defaults (userdata store,
+//! scripted model, transcript commit bridge), shown live as an agent tree.
+//!
+//! A writer drafts a scene, asks a continuity critic and a style advisor for notes in one turn,
+//! keeps working, waits for the first result, receives the other one automatically, revises,
+//! publishes and finishes.
 
 use anyhow::Context as _;
 use std::path::Path;
 use std::sync::Arc;
 use tt_runtime::{
-    AgentRuntimeBuilder, CommitBridgeChoice, PromptMessage, PromptRole, ScriptedProvider,
+    AgentProfileDefinition, AgentRuntimeBuilder, CommitBridgeChoice, PromptMessage, PromptRole, ScriptedProvider,
     StartRunRequest,
 };
 
-use crate::render::EventPrinter;
+use crate::render::{agent_tree, EventPrinter};
 
-const DEMO_SCRIPT: &str = include_str!("../scenarios/demo.json");
+const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
+const PROFILES: [(&str, &str); 3] = [
+    ("writer", include_str!("../scenarios/writers-room/writer.json")),
+    ("continuity-critic", include_str!("../scenarios/writers-room/continuity-critic.json")),
+    ("style-advisor", include_str!("../scenarios/writers-room/style-advisor.json")),
+];
 
 pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
-    let provider = ScriptedProvider::from_json_str(DEMO_SCRIPT)
-        .context("the bundled demo script is invalid")?;
+    let provider = ScriptedProvider::from_json_str(SCRIPT).context("the bundled demo script is invalid")?;
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
         .provider(Arc::new(provider))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?;
-    println!("tt-agent demo: one writer agent on a scripted model");
+    for (name, text) in PROFILES {
+        let definition: AgentProfileDefinition =
+            serde_json::from_str(text).with_context(|| format!("the bundled profile `{name}` does not parse"))?;
+        runtime
+            .save_profile(definition)
+            .await
+            .with_context(|| format!("the bundled profile `{name}` is invalid"))?;
+    }
+    println!("tt-agent demo: the writers' room (a writer and two reviewers on a scripted model)");
     println!("data dir: {}\n", data_dir.display());
     let run = runtime
         .start_run(StartRunRequest {
@@ -29,7 +45,7 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
             conversation_kind: tt_runtime::ConversationKind::Character,
             chat_ref: serde_json::json!({"kind": "character", "characterId": "narrator", "fileName": "demo"}),
             generation_type: serde_json::json!("normal"),
-            profile_id: None,
+            profile_id: Some("writer".to_owned()),
             history: vec![PromptMessage { role: PromptRole::Assistant, content: "The storm is coming.".to_owned() }],
             user_request: Some("Write a short scene about a lighthouse keeper during a storm.".to_owned()),
             persist_base_state_id: None,
@@ -44,17 +60,13 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
         }
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;
+    println!("\nagents:");
+    print!("{}", agent_tree(&runtime.timeline_projection(run.id.as_str()).await?));
     let transcript = runtime.transcript(finished.workspace_id.as_str())?;
-    let published: Vec<_> = transcript
-        .iter()
-        .filter(|entry| entry.run_id == finished.id.as_str())
-        .collect();
+    let published: Vec<_> = transcript.iter().filter(|entry| entry.run_id == finished.id.as_str()).collect();
     match published.last() {
         Some(entry) => {
-            println!(
-                "\n── committed message {} ({}) ──",
-                entry.message_id, entry.path
-            );
+            println!("\n── committed message {} ({}) ──", entry.message_id, entry.path);
             println!("{}", entry.content.trim_end());
             println!("──");
         }
@@ -62,10 +74,7 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
     }
     println!("run {} ended: {}", finished.id, finished.status.as_str());
     if finished.status != tt_runtime::AgentRunStatus::Completed {
-        anyhow::bail!(
-            "the demo run did not complete (status {})",
-            finished.status.as_str()
-        );
+        anyhow::bail!("the demo run did not complete (status {})", finished.status.as_str());
     }
     Ok(())
 }

@@ -131,6 +131,7 @@ event_types! {
     TaskReturnCompleted => "task_return_completed",
     TaskReturnRecorded => "task_return_recorded",
     AgentChildInvocationFailed => "agent_child_invocation_failed",
+    AgentResultsInjected => "agent_results_injected",
     PromptAssemblyRequested => "prompt_assembly_requested",
     PromptAssemblyCompleted => "prompt_assembly_completed",
     PromptAssemblyFailed => "prompt_assembly_failed",

@@ -15,4 +15,7 @@ pub trait ProfileRepository: Send + Sync {
 
     /// Ids of all stored profiles, sorted.
     async fn list_profile_ids(&self) -> StorageResult<Vec<ProfileId>>;
+
+    /// Stores (or replaces) a definition under its id. Validation is the caller's job.
+    async fn save_profile(&self, definition: &AgentProfileDefinition) -> StorageResult<()>;
 }

@@ -133,6 +133,12 @@ impl AgentRuntime {
         )?)
     }
 
+    /// Validates and stores an agent profile (`<data dir>/profiles/<id>.json`).
+    pub async fn save_profile(&self, definition: tt_domain::profile::AgentProfileDefinition) -> HostResult<()> {
+        self.service.save_profile(definition).await?;
+        Ok(())
+    }
+
     /// Newest runs first.
     pub async fn list_runs(&self, request: ListRunsRequest) -> HostResult<Vec<AgentRun>> {
         let limit = request.limit.clamp(1, 500);

@@ -18,5 +18,7 @@ pub use host::{AgentRuntime, EventSubscription};
 pub use tt_adapter_provider_scripted::ScriptedProvider;
 pub use tt_application::{PromptMessage, PromptRole, StartRunRequest, TimelineProjection};
 pub use tt_domain::event::{AgentRunEvent, EventLevel};
+pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
+pub use tt_domain::task::{TaskContinuation, TaskStatus};
 pub use tt_ports::ModelProvider;

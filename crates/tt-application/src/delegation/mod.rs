@@ -3,5 +3,9 @@
 //! the markdown agents read (briefs, result capsules).
 
 pub mod args;
+pub mod child;
 pub mod rendering;
+pub mod results;
+pub mod scheduler;
 pub mod specs;
+pub mod tools;

@@ -254,4 +254,9 @@ impl ProfileRepository for InMemoryStore {
         // BTreeMap keys are already sorted.
         Ok(self.lock().profiles.keys().cloned().collect())
     }
+
+    async fn save_profile(&self, definition: &AgentProfileDefinition) -> StorageResult<()> {
+        self.lock().profiles.insert(definition.id.clone(), definition.clone());
+        Ok(())
+    }
 }

@@ -1,0 +1,182 @@
+//! The run-scoped scheduler of delegated tasks: one background worker per task, a cancel
+//! handle per task, and a change counter that wakes `agent.await` without polling.
+//!
+//! Cancelling a task signals its worker, waits for the worker to stop, and only then records
+//! `cancelled`, so nothing a cancelled agent does is written after its cancellation.
+
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tt_domain::event::{EventLevel, RunEventType};
+use tt_domain::ids::{InvocationId, TaskId};
+use tt_domain::invocation::InvocationStatus;
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
+
+use crate::context::RunContext;
+use crate::error::{ApplicationError, ApplicationResult};
+
+/// Reason recorded when the delegating agent finishes the run.
+pub const CALLER_FINISHED_REASON: &str = "cancelled because the agent that delegated it finished the run";
+/// Reason recorded when the run stops (finish, failure or cancel).
+pub const RUN_STOPPED_REASON: &str = "cancelled because the Agent run stopped";
+
+struct Worker {
+    cancel: CancellationToken,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// Background workers of one run.
+pub struct TaskScheduler {
+    workers: Mutex<HashMap<TaskId, Worker>>,
+    changes: watch::Sender<u64>,
+}
+
+impl Default for TaskScheduler {
+    fn default() -> Self {
+        Self { workers: Mutex::new(HashMap::new()), changes: watch::Sender::new(0) }
+    }
+}
+
+impl std::fmt::Debug for TaskScheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskScheduler").field("workers", &self.lock().len()).finish()
+    }
+}
+
+impl TaskScheduler {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Worker>> {
+        self.workers.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A receiver that changes whenever a task is submitted, ends or is cancelled.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Wakes every waiter.
+    pub fn notify(&self) {
+        self.changes.send_modify(|seq| *seq += 1);
+    }
+
+    /// Number of workers currently running.
+    pub fn running(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Starts a worker for `task` at once (there is no queue: the delegate-time limits are the
+    /// only throttle).
+    pub fn submit(&self, ctx: &RunContext, task: AgentTaskRecord) -> ApplicationResult<()> {
+        let shared = ctx.shared()?;
+        let task_id = task.id.clone();
+        {
+            let mut workers = self.lock();
+            if workers.contains_key(&task_id) {
+                return Err(ApplicationError::fatal("agent.task_already_scheduled", format!("task {task_id} is already scheduled")));
+            }
+            let cancel = ctx.cancel.child_token();
+            let worker_cancel = cancel.clone();
+            let worker_task_id = task_id.clone();
+            let handle = tokio::spawn(async move {
+                super::child::run_delegated_task(&shared, task, worker_cancel).await;
+                shared.scheduler.worker_exited(&worker_task_id);
+            });
+            workers.insert(task_id, Worker { cancel, handle: Some(handle) });
+        }
+        self.notify();
+        Ok(())
+    }
+
+    fn worker_exited(&self, task_id: &TaskId) {
+        self.lock().remove(task_id);
+        self.notify();
+    }
+
+    /// Cancels one task: stops its worker, then records `cancelled` for the task and its
+    /// invocation unless it already ended. Never waits for the task's work to complete.
+    pub async fn cancel_task(&self, ctx: &RunContext, task_id: &TaskId, reason: &str) -> ApplicationResult<()> {
+        let worker = self.lock().remove(task_id);
+        if let Some(mut worker) = worker {
+            worker.cancel.cancel();
+            if let Some(handle) = worker.handle.take() {
+                // The worker stops at its next await point; a panic is contained here.
+                let _ = handle.await;
+            }
+        }
+        let outcome = ctx
+            .services
+            .invocations
+            .transition_task(
+                &ctx.run_id,
+                task_id,
+                &TaskTransition { status: TaskStatus::Cancelled, result_ref: None, error: Some(reason.to_owned()) },
+                ctx.services.clock.now(),
+            )
+            .await?;
+        if outcome.changed {
+            emit_task_event(ctx, &outcome.task).await?;
+            let mut invocation =
+                ctx.services.invocations.load_invocation(&ctx.run_id, &outcome.task.child_invocation_id).await?;
+            if !invocation.status.is_terminal() {
+                ctx.set_invocation_status(&mut invocation, InvocationStatus::Cancelled).await?;
+            }
+        }
+        self.notify();
+        Ok(())
+    }
+
+    /// Cancels the unfinished delegated tasks created by `parent`.
+    pub async fn cancel_unfinished_for_parent(&self, ctx: &RunContext, parent: &InvocationId, reason: &str) -> ApplicationResult<()> {
+        for task in unfinished_delegations(ctx).await? {
+            if &task.parent_invocation_id == parent {
+                self.cancel_task(ctx, &task.id, reason).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels every unfinished delegated task of the run.
+    pub async fn cancel_all_unfinished(&self, ctx: &RunContext, reason: &str) -> ApplicationResult<()> {
+        for task in unfinished_delegations(ctx).await? {
+            self.cancel_task(ctx, &task.id, reason).await?;
+        }
+        Ok(())
+    }
+}
+
+async fn unfinished_delegations(ctx: &RunContext) -> ApplicationResult<Vec<AgentTaskRecord>> {
+    Ok(ctx
+        .services
+        .invocations
+        .list_tasks(&ctx.run_id)
+        .await?
+        .into_iter()
+        .filter(|task| task.continuation == TaskContinuation::ReturnToParent && !task.status.is_terminal())
+        .collect())
+}
+
+/// Journals `agent_task_<status>` for a task that just changed.
+pub async fn emit_task_event(ctx: &RunContext, task: &AgentTaskRecord) -> ApplicationResult<()> {
+    let (event_type, level) = match task.status {
+        TaskStatus::Queued => (RunEventType::AgentTaskQueued, EventLevel::Info),
+        TaskStatus::Running => (RunEventType::AgentTaskStarted, EventLevel::Info),
+        TaskStatus::Completed => (RunEventType::AgentTaskCompleted, EventLevel::Info),
+        TaskStatus::Failed => (RunEventType::AgentTaskFailed, EventLevel::Warn),
+        TaskStatus::Cancelled => (RunEventType::AgentTaskCancelled, EventLevel::Warn),
+    };
+    ctx.events
+        .emit(
+            &ctx.run_id,
+            level,
+            event_type,
+            json!({
+                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
+                "childInvocationId": task.child_invocation_id, "targetProfileId": task.target_profile_id,
+                "status": task.status.as_str(), "resultRef": task.result_ref, "error": task.error,
+            }),
+        )
+        .await?;
+    Ok(())
+}

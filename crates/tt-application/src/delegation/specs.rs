@@ -1,0 +1,562 @@
+//! Model-facing specs of the agent tools (`agent.list`, `agent.delegate`, `agent.handoff`,
+//! `agent.await`) and of `task.return`: titles, descriptions written from the calling agent's
+//! point of view, and the exact argument schemas of the contract.
+
+use serde_json::{Map, Value, json};
+use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
+
+/// Spec of agent.list, agent.delegate, agent.handoff, agent.await or task.return; None otherwise.
+pub fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
+    let (title, description, schema, annotations) = match tool {
+        ToolName::AgentList => (
+            "List agents you can call",
+            "See which other agents you can call on, what each one is good for, and what you can do with it: `delegate` (give it a focused task) or `handoff` (hand it the rest of this job). Listing starts nothing.",
+            object(
+                vec![
+                    (
+                        "purpose",
+                        json!({"type": "string", "enum": ["any", "delegate", "handoff"], "description": "Show agents you can give a task to (`delegate`), hand the job to (`handoff`), or either (`any`, the default)."}),
+                    ),
+                    (
+                        "query",
+                        json!({"type": "string", "description": "Optional words to look for in an agent's id, name or description, ignoring case."}),
+                    ),
+                    (
+                        "limit",
+                        json!({"type": "integer", "minimum": 1, "maximum": 20, "description": "Most agents to show, 1 to 20. Default 8."}),
+                    ),
+                ],
+                &[],
+                false,
+            ),
+            agent_annotations(true),
+        ),
+        ToolName::AgentDelegate => (
+            "Delegate a task",
+            "Give another agent one focused task. The task runs in the background and you can keep working meanwhile; its result comes back to you on its own once it finishes. Call `agent_await` only when your next decision depends on the result. Write the task as a brief: a clear objective, the workspace paths to read or write, and the output you expect.",
+            object(
+                vec![
+                    (
+                        "agentId",
+                        json!({"type": "string", "description": "Id of the agent to give the task to, as shown by `agent_list`."}),
+                    ),
+                    (
+                        "task",
+                        object(
+                            vec![
+                                (
+                                    "title",
+                                    json!({"type": "string", "description": "Optional short name for the task."}),
+                                ),
+                                (
+                                    "objective",
+                                    json!({"type": "string", "description": "What the agent must achieve, in plain words."}),
+                                ),
+                                (
+                                    "context",
+                                    json!({"type": "object", "description": "What the agent needs to know: facts, constraints, and the workspace paths to read."}),
+                                ),
+                                (
+                                    "expectedOutput",
+                                    json!({"type": "object", "description": "What to hand back and where: for example the file to write and its format, or how short the summary should be."}),
+                                ),
+                            ],
+                            &["objective"],
+                            true,
+                        )
+                        .with_description(
+                            "The brief the agent works from. You may add other keys; they reach the agent as extra instructions.",
+                        ),
+                    ),
+                    (
+                        "budget",
+                        object(
+                            vec![
+                                (
+                                    "maxRounds",
+                                    json!({"type": "integer", "minimum": 1, "description": "Most model turns the agent may take on this task."}),
+                                ),
+                                (
+                                    "maxToolCalls",
+                                    json!({"type": "integer", "minimum": 1, "description": "Most tool calls the agent may make on this task."}),
+                                ),
+                            ],
+                            &[],
+                            false,
+                        )
+                        .with_description(
+                            "Optional tighter limits for this task. They cannot exceed the agent's own limits; omit them to use those.",
+                        ),
+                    ),
+                ],
+                &["agentId", "task"],
+                false,
+            ),
+            agent_annotations(false),
+        ),
+        ToolName::AgentHandoff => (
+            "Hand off to another agent",
+            "Hand the rest of this job to another agent. It continues in the same shared workspace from your brief, with its own tools. Your part ends once the handoff succeeds: make no further tool calls after it. If tasks you delegated are still running, the handoff is refused until they finish. Write a complete brief: the objective, what is done so far, the workspace paths to continue from, what must be kept, and when the job counts as done.",
+            object(
+                vec![
+                    (
+                        "agentId",
+                        json!({"type": "string", "description": "Id of the agent to hand the job to, as shown by `agent_list`."}),
+                    ),
+                    (
+                        "handoff",
+                        object(
+                            vec![
+                                (
+                                    "title",
+                                    json!({"type": "string", "description": "Optional short name for the next stage."}),
+                                ),
+                                (
+                                    "reason",
+                                    json!({"type": "string", "description": "Why this agent should take over now."}),
+                                ),
+                                (
+                                    "objective",
+                                    json!({"type": "string", "description": "What the next agent must achieve."}),
+                                ),
+                                (
+                                    "contextSummary",
+                                    json!({"type": "string", "description": "What has been done and decided so far."}),
+                                ),
+                                (
+                                    "workspaceRefs",
+                                    json!({"type": "array", "items": {"type": "string"}, "description": "Workspace paths to continue from, such as `output/main.md`."}),
+                                ),
+                                (
+                                    "mustPreserve",
+                                    json!({"type": "array", "items": {"type": "string"}, "description": "Decisions, facts or text that must stay as they are."}),
+                                ),
+                                (
+                                    "completionCriteria",
+                                    json!({"type": "array", "items": {"type": "string"}, "description": "When the job counts as done."}),
+                                ),
+                            ],
+                            &["objective"],
+                            true,
+                        )
+                        .with_description(
+                            "The brief the next agent starts from. You may add other keys; they reach the agent as extra instructions.",
+                        ),
+                    ),
+                    (
+                        "pendingTaskPolicy",
+                        json!({"type": "string", "enum": ["denyIfPending"], "description": "What happens if tasks you delegated are still running: `denyIfPending` (the only option, and the default) refuses the handoff until they finish."}),
+                    ),
+                ],
+                &["agentId", "handoff"],
+                false,
+            ),
+            agent_annotations(false),
+        ),
+        ToolName::AgentAwait => (
+            "Wait for delegated results",
+            "Optional: check on or wait for tasks you delegated. Finished results also reach you on their own after your next tool call, so use this only when your next decision depends on a result. A wait that times out is not an error, and the tasks keep running.",
+            object(
+                vec![
+                    (
+                        "taskIds",
+                        json!({"type": "array", "items": {"type": "string"}, "description": "Task ids returned by `agent_delegate`. Omit to include every task you delegated."}),
+                    ),
+                    (
+                        "mode",
+                        json!({"type": "string", "enum": ["nextCompleted", "allCompleted", "statusOnly"], "description": "`nextCompleted` (default) waits until any selected task has finished, counting ones that finished earlier; `allCompleted` waits until all of them have finished; `statusOnly` reports their status at once without waiting."}),
+                    ),
+                    (
+                        "timeoutMs",
+                        json!({"type": "integer", "minimum": 0, "maximum": 300000, "description": "Longest wait in milliseconds, at most 300000 (5 minutes). Default 120000 (2 minutes)."}),
+                    ),
+                ],
+                &[],
+                false,
+            ),
+            agent_annotations(true),
+        ),
+        ToolName::TaskReturn => (
+            "Return your result",
+            "Hand your result back to the agent that gave you this task. This ends the task: call it once, as your last call, when your work is done. Put the answer in `summary` and list the workspace files that hold your work in `artifacts`. If you could not do the task, use `status: \"failed\"` and explain why in `summary`.",
+            object(
+                vec![
+                    (
+                        "summary",
+                        json!({"type": "string", "description": "Your result in a few sentences: what you found or made, and where."}),
+                    ),
+                    (
+                        "status",
+                        json!({"type": "string", "enum": ["completed", "failed"], "description": "`completed` (default) or `failed` when you could not do the task."}),
+                    ),
+                    (
+                        "confidence",
+                        json!({"type": "string", "enum": ["low", "medium", "high"], "description": "How sure you are of the result."}),
+                    ),
+                    (
+                        "artifacts",
+                        json!({
+                            "type": "array",
+                            "items": object(
+                                vec![
+                                    (
+                                        "path",
+                                        json!({"type": "string", "description": "Workspace path, such as `scratch/notes.md`."}),
+                                    ),
+                                    (
+                                        "kind",
+                                        json!({"type": "string", "description": "The file's format: markdown, json or text."}),
+                                    ),
+                                    (
+                                        "role",
+                                        json!({"type": "string", "description": "How the caller should use it: draft, outline, evidence, revision or memory_update."}),
+                                    ),
+                                ],
+                                &["path", "kind", "role"],
+                                false,
+                            ),
+                            "description": "Workspace files you wrote or that hold the result.",
+                        }),
+                    ),
+                    (
+                        "findings",
+                        json!({"type": "array", "items": {"type": "object"}, "description": "Individual findings, each an object with whatever fields fit, such as the issue, where it is, and a suggested fix."}),
+                    ),
+                    (
+                        "warnings",
+                        json!({"type": "array", "items": {"type": "string"}, "description": "Problems or risks the caller should know about."}),
+                    ),
+                    (
+                        "suggestedNextActions",
+                        json!({"type": "array", "items": {"type": "string"}, "description": "What you suggest doing next."}),
+                    ),
+                    (
+                        "questionsForCaller",
+                        json!({"type": "array", "items": {"type": "string"}, "description": "Open questions for the agent that gave you this task."}),
+                    ),
+                ],
+                &["summary"],
+                false,
+            ),
+            ToolAnnotations {
+                control: Some(true),
+                source_kind: Some("agent".to_owned()),
+                ..ToolAnnotations::default()
+            },
+        ),
+        ToolName::SkillList
+        | ToolName::SkillSearch
+        | ToolName::SkillRead
+        | ToolName::WorkspaceListFiles
+        | ToolName::WorkspaceSearchFiles
+        | ToolName::WorkspaceReadFile
+        | ToolName::WorkspaceWriteFile
+        | ToolName::WorkspaceApplyPatch
+        | ToolName::WorkspaceCommit
+        | ToolName::WorkspaceFinish => return None,
+    };
+    Some(AgentToolSpec {
+        name: tool,
+        model_name: tool.model_alias().to_owned(),
+        title: title.to_owned(),
+        description: description.to_owned(),
+        input_schema: schema,
+        output_schema: None,
+        annotations,
+        source: "builtin".to_owned(),
+    })
+}
+
+/// `{type: object, properties, required?, additionalProperties}`; `open` allows extra keys.
+fn object(properties: Vec<(&str, Value)>, required: &[&str], open: bool) -> Value {
+    let mut props = Map::new();
+    for (name, schema) in properties {
+        props.insert(name.to_owned(), schema);
+    }
+    let mut schema = Map::new();
+    schema.insert("type".to_owned(), json!("object"));
+    schema.insert("properties".to_owned(), Value::Object(props));
+    if !required.is_empty() {
+        schema.insert("required".to_owned(), json!(required));
+    }
+    schema.insert("additionalProperties".to_owned(), json!(open));
+    Value::Object(schema)
+}
+
+/// Adds a `description` to a nested object schema.
+trait WithDescription {
+    fn with_description(self, description: &str) -> Value;
+}
+
+impl WithDescription for Value {
+    fn with_description(mut self, description: &str) -> Value {
+        if let Value::Object(map) = &mut self {
+            map.insert("description".to_owned(), json!(description));
+        }
+        self
+    }
+}
+
+fn agent_annotations(read_only: bool) -> ToolAnnotations {
+    ToolAnnotations {
+        read_only: Some(read_only),
+        source_kind: Some("agent".to_owned()),
+        ..ToolAnnotations::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delegation::rendering::leak_scan;
+
+    const AGENT_TOOLS: [ToolName; 5] = [
+        ToolName::AgentList,
+        ToolName::AgentDelegate,
+        ToolName::AgentHandoff,
+        ToolName::AgentAwait,
+        ToolName::TaskReturn,
+    ];
+
+    fn spec(tool: ToolName) -> AgentToolSpec {
+        agent_tool_spec(tool).unwrap()
+    }
+
+    #[test]
+    fn specs_snapshot() {
+        for tool in AGENT_TOOLS {
+            let spec = spec(tool);
+            insta::assert_snapshot!(
+                tool.model_alias(),
+                serde_json::to_string_pretty(&spec).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn only_agent_tools_have_specs_here() {
+        for tool in ToolName::ALL {
+            assert_eq!(
+                agent_tool_spec(tool).is_some(),
+                AGENT_TOOLS.contains(&tool),
+                "{tool}"
+            );
+        }
+        for tool in AGENT_TOOLS {
+            let spec = spec(tool);
+            assert_eq!(spec.name, tool);
+            assert_eq!(spec.model_name, tool.model_alias());
+            assert_eq!(spec.source, "builtin");
+            assert!(spec.output_schema.is_none());
+        }
+    }
+
+    fn keys(schema: &Value) -> Vec<&str> {
+        schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect()
+    }
+
+    fn required(schema: &Value) -> Vec<&str> {
+        schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn schemas_match_the_contract() {
+        let list = spec(ToolName::AgentList).input_schema;
+        assert_eq!(keys(&list), ["purpose", "query", "limit"]);
+        assert!(required(&list).is_empty());
+        assert_eq!(list["additionalProperties"], json!(false));
+        assert_eq!(
+            list["properties"]["purpose"]["enum"],
+            json!(["any", "delegate", "handoff"])
+        );
+        assert_eq!(list["properties"]["limit"]["maximum"], json!(20));
+
+        let delegate = spec(ToolName::AgentDelegate).input_schema;
+        assert_eq!(keys(&delegate), ["agentId", "task", "budget"]);
+        assert_eq!(required(&delegate), ["agentId", "task"]);
+        assert_eq!(delegate["additionalProperties"], json!(false));
+        let task = &delegate["properties"]["task"];
+        assert_eq!(
+            keys(task),
+            ["title", "objective", "context", "expectedOutput"]
+        );
+        assert_eq!(required(task), ["objective"]);
+        assert_eq!(task["additionalProperties"], json!(true));
+        let budget = &delegate["properties"]["budget"];
+        assert_eq!(keys(budget), ["maxRounds", "maxToolCalls"]);
+        assert_eq!(budget["additionalProperties"], json!(false));
+        assert_eq!(budget["properties"]["maxRounds"]["type"], json!("integer"));
+
+        let handoff = spec(ToolName::AgentHandoff).input_schema;
+        assert_eq!(keys(&handoff), ["agentId", "handoff", "pendingTaskPolicy"]);
+        assert_eq!(required(&handoff), ["agentId", "handoff"]);
+        assert_eq!(handoff["additionalProperties"], json!(false));
+        let brief = &handoff["properties"]["handoff"];
+        assert_eq!(
+            keys(brief),
+            [
+                "title",
+                "reason",
+                "objective",
+                "contextSummary",
+                "workspaceRefs",
+                "mustPreserve",
+                "completionCriteria"
+            ]
+        );
+        assert_eq!(required(brief), ["objective"]);
+        assert_eq!(brief["additionalProperties"], json!(true));
+        assert_eq!(
+            handoff["properties"]["pendingTaskPolicy"]["enum"],
+            json!(["denyIfPending"])
+        );
+
+        let await_ = spec(ToolName::AgentAwait).input_schema;
+        assert_eq!(keys(&await_), ["taskIds", "mode", "timeoutMs"]);
+        assert!(required(&await_).is_empty());
+        assert_eq!(await_["additionalProperties"], json!(false));
+        assert_eq!(
+            await_["properties"]["mode"]["enum"],
+            json!(["nextCompleted", "allCompleted", "statusOnly"])
+        );
+        assert_eq!(await_["properties"]["timeoutMs"]["type"], json!("integer"));
+        assert_eq!(await_["properties"]["timeoutMs"]["maximum"], json!(300_000));
+
+        let ret = spec(ToolName::TaskReturn).input_schema;
+        assert_eq!(
+            keys(&ret),
+            [
+                "summary",
+                "status",
+                "confidence",
+                "artifacts",
+                "findings",
+                "warnings",
+                "suggestedNextActions",
+                "questionsForCaller"
+            ]
+        );
+        assert_eq!(required(&ret), ["summary"]);
+        assert_eq!(ret["additionalProperties"], json!(false));
+        assert_eq!(
+            ret["properties"]["status"]["enum"],
+            json!(["completed", "failed"])
+        );
+        assert_eq!(
+            ret["properties"]["confidence"]["enum"],
+            json!(["low", "medium", "high"])
+        );
+        let artifact = &ret["properties"]["artifacts"]["items"];
+        assert_eq!(keys(artifact), ["path", "kind", "role"]);
+        assert_eq!(required(artifact), ["path", "kind", "role"]);
+        assert_eq!(artifact["additionalProperties"], json!(false));
+        let kind = artifact["properties"]["kind"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(
+            ["markdown", "json", "text"]
+                .iter()
+                .all(|k| kind.contains(k))
+        );
+        let role = artifact["properties"]["role"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(
+            ["draft", "outline", "evidence", "revision", "memory_update"]
+                .iter()
+                .all(|r| role.contains(r))
+        );
+        assert_eq!(
+            ret["properties"]["findings"]["items"]["type"],
+            json!("object")
+        );
+    }
+
+    #[test]
+    fn annotations_follow_the_contract() {
+        let agent = |read_only| ToolAnnotations {
+            read_only: Some(read_only),
+            source_kind: Some("agent".to_owned()),
+            ..ToolAnnotations::default()
+        };
+        assert_eq!(spec(ToolName::AgentList).annotations, agent(true));
+        assert_eq!(spec(ToolName::AgentAwait).annotations, agent(true));
+        assert_eq!(spec(ToolName::AgentDelegate).annotations, agent(false));
+        assert_eq!(spec(ToolName::AgentHandoff).annotations, agent(false));
+        assert_eq!(
+            spec(ToolName::TaskReturn).annotations,
+            ToolAnnotations {
+                control: Some(true),
+                source_kind: Some("agent".to_owned()),
+                ..ToolAnnotations::default()
+            }
+        );
+    }
+
+    /// Title, description and every schema description of a spec.
+    fn spec_texts(spec: &AgentToolSpec) -> Vec<String> {
+        fn walk(value: &Value, out: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    for (key, inner) in map {
+                        match inner {
+                            Value::String(text) if key == "description" => out.push(text.clone()),
+                            _ => walk(inner, out),
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+            }
+        }
+        let mut texts = vec![spec.title.clone(), spec.description.clone()];
+        walk(&spec.input_schema, &mut texts);
+        texts
+    }
+
+    #[test]
+    fn agent_tool_specs_keep_runtime_terms_out_of_model_descriptions() {
+        for tool in AGENT_TOOLS {
+            let spec = spec(tool);
+            let texts = spec_texts(&spec);
+            assert!(texts.len() > 3, "{tool}");
+            for text in texts {
+                assert!(!text.trim().is_empty(), "{tool}");
+                let found = leak_scan(&text);
+                assert!(found.is_empty(), "{tool}: {found:?} in {text:?}");
+                // Specs never name a task id pattern either.
+                assert!(!text.contains("task_"), "{tool}: {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn descriptions_say_what_the_caller_needs() {
+        let delegate = spec(ToolName::AgentDelegate).description;
+        assert!(delegate.contains("background"));
+        assert!(delegate.contains("keep working"));
+        assert!(delegate.contains("`agent_await` only when your next decision depends"));
+        assert!(delegate.contains("on its own"));
+        assert!(
+            spec(ToolName::AgentAwait)
+                .description
+                .starts_with("Optional")
+        );
+        assert!(
+            spec(ToolName::AgentHandoff)
+                .description
+                .contains("Your part ends once the handoff succeeds")
+        );
+        let ret = spec(ToolName::TaskReturn).description;
+        assert!(ret.contains("Hand your result back") && ret.contains("ends the task"));
+    }
+}

@@ -1,0 +1,495 @@
+//! The agent tools: `agent.list`, `agent.delegate`, `agent.await` (for agents that may
+//! delegate) and the runtime-only `task.return` (for delegated agents), per reference §2.1–2.5.
+
+use serde_json::{json, Value};
+use std::time::Duration;
+use tt_domain::event::RunEventType;
+use tt_domain::ids::{InvocationId, ProfileId, TaskId};
+use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationKind, InvocationStatus};
+use tt_domain::profile::{ResolvedProfile, DEFAULT_PROFILE_ID};
+use tt_domain::task::{next_workspace_key, AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
+use tt_domain::task_result::{summary_path_for, AgentTaskResultDocument, TaskResultRuntime, TaskResultStatus, TASK_RESULT_KIND};
+use tt_domain::text::{char_count, word_count};
+use tt_domain::tool::{AgentToolCall, ToolName};
+use tt_domain::workspace::{WorkspacePath, WriteGuard};
+use tt_ports::{RunDocument, StorageError};
+
+use super::args::{parse_await_args, parse_delegate_args, parse_task_return_args, AwaitMode};
+use super::child::check_model_configured;
+use super::rendering::{render_agent_list, render_capsule, render_summary_file, AgentListEntry};
+use super::results::{await_view, capsule_entry, delegated_by, reader_state};
+use crate::context::{InvocationRuntime, RunContext};
+use crate::error::{ApplicationError, ToolCallError, ToolError};
+use crate::tools::args::Args;
+use crate::tools::ToolSuccess;
+
+const MAX_LIST_LIMIT: i64 = 20;
+const DEFAULT_LIST_LIMIT: i64 = 8;
+
+/// `agent.list`: the agents this agent may delegate to or hand off to.
+pub async fn agent_list(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentToolCall) -> Result<ToolSuccess, ToolCallError> {
+    let args = Args::parse(&call.arguments, &["purpose", "query", "limit"])?;
+    let purpose = args.opt_str("purpose")?.unwrap_or("any");
+    if !matches!(purpose, "any" | "delegate" | "handoff") {
+        return Err(ToolError::invalid_arguments("`purpose` must be `any`, `delegate` or `handoff`").into());
+    }
+    let query = args.opt_str("query")?.map(str::to_lowercase).filter(|q| !q.trim().is_empty());
+    let limit = args.opt_i64("limit")?.unwrap_or(DEFAULT_LIST_LIMIT);
+    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+        return Err(ToolError::invalid_arguments(format!("`limit` must be between 1 and {MAX_LIST_LIMIT}")).into());
+    }
+    let caller = &inv.profile.definition.delegation;
+    let gate = match purpose {
+        "delegate" => caller.can_delegate.then_some(()).ok_or("agent.profile_cannot_delegate"),
+        "handoff" => caller.can_handoff.then_some(()).ok_or("agent.profile_cannot_handoff"),
+        _ => (caller.can_delegate || caller.can_handoff).then_some(()).ok_or("agent.profile_cannot_delegate"),
+    };
+    if let Err(prefix) = gate {
+        return Err(ToolError::new(
+            "agent.delegation_policy_denied",
+            format!("{prefix}: you cannot call on other agents for this purpose."),
+        )
+        .into());
+    }
+    let mut ids = ctx.services.profiles.list_profile_ids().await?;
+    if let Ok(default_id) = ProfileId::parse(DEFAULT_PROFILE_ID) {
+        if !ids.contains(&default_id) {
+            ids.push(default_id);
+        }
+    }
+    ids.sort();
+    let caller_id = inv.profile.id();
+    let mut entries = Vec::new();
+    let mut structured_agents = Vec::new();
+    for id in ids {
+        // Profiles that do not resolve are skipped silently.
+        let Ok(target) = crate::profiles::resolve(ctx.services.profiles.as_ref(), Some(id.as_str())).await else {
+            continue;
+        };
+        let policy = &target.definition.delegation;
+        if !policy.callable || !policy.allows_caller(caller_id) || check_model_configured(&target).is_err() {
+            continue;
+        }
+        let mut operations = Vec::new();
+        if caller.can_delegate && policy.allow_as_subagent && matches!(purpose, "any" | "delegate") {
+            operations.push("delegate");
+        }
+        if caller.can_handoff && policy.allow_as_handoff_target && matches!(purpose, "any" | "handoff") {
+            operations.push("handoff");
+        }
+        if operations.is_empty() {
+            continue;
+        }
+        let description = policy
+            .description_for_agents
+            .clone()
+            .or_else(|| target.definition.description.clone())
+            .unwrap_or_default();
+        if let Some(query) = &query {
+            let haystack = format!("{} {} {}", id, target.definition.display_name, description).to_lowercase();
+            if !haystack.contains(query.as_str()) {
+                continue;
+            }
+        }
+        structured_agents.push(json!({
+            "profileId": id, "displayName": target.definition.display_name, "description": description,
+            "operations": operations, "resultBudgetTokens": policy.result_budget_tokens,
+            "maxInvocationsPerRun": policy.max_invocations_per_run,
+            "maxConcurrentInvocations": policy.max_concurrent_invocations, "maxHandoffDepth": policy.max_handoff_depth,
+        }));
+        entries.push(AgentListEntry { profile_id: id.to_string(), operations, description });
+        if entries.len() as i64 >= limit {
+            break;
+        }
+    }
+    Ok(ToolSuccess::new(render_agent_list(purpose, &entries), json!({"purpose": purpose, "agents": structured_agents})))
+}
+
+/// `agent.delegate`: validates in the contract's order, records the task and its invocation,
+/// and hands the task to the scheduler.
+pub async fn agent_delegate(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentToolCall) -> Result<ToolSuccess, ToolCallError> {
+    let args = parse_delegate_args(&call.arguments)?;
+    let caller = &inv.profile.definition.delegation;
+    if !caller.can_delegate {
+        return Err(ToolError::new(
+            "agent.delegation_policy_denied",
+            "agent.profile_cannot_delegate: you cannot give tasks to other agents.",
+        )
+        .into());
+    }
+    let agent_id = ProfileId::parse(&args.agent_id).map_err(|_| {
+        ToolError::invalid_arguments(format!(
+            "`agentId` `{}` is not an agent id; use an id from `{}`.",
+            args.agent_id,
+            ToolName::AgentList.model_alias()
+        ))
+    })?;
+    let target = match crate::profiles::resolve(ctx.services.profiles.as_ref(), Some(agent_id.as_str())).await {
+        Ok(target) => target,
+        Err(ApplicationError::Fatal { code: "agent.profile_not_found", .. }) => {
+            return Err(ToolError::new(
+                "agent.target_profile_not_found",
+                format!("There is no agent `{agent_id}`. Use `{}` to see who you can call on.", ToolName::AgentList.model_alias()),
+            )
+            .into());
+        }
+        Err(other) => return Err(other.into()),
+    };
+    if let Some(prefix) = subagent_target_denial(&target, inv.profile.id()) {
+        return Err(ToolError::new(
+            "agent.delegation_policy_denied",
+            format!("{prefix}: `{agent_id}` cannot take tasks from you. Use `{}` to see who can.", ToolName::AgentList.model_alias()),
+        )
+        .into());
+    }
+    if let Some(budget) = &args.budget {
+        let limits = &target.definition.tools;
+        if budget.max_rounds.is_some_and(|rounds| rounds > limits.max_rounds) {
+            return Err(ToolError::invalid_arguments(format!("`budget.maxRounds` can be at most {} for `{agent_id}`", limits.max_rounds)).into());
+        }
+        if budget.max_tool_calls.is_some_and(|calls| calls > limits.max_calls_per_run) {
+            return Err(ToolError::invalid_arguments(format!(
+                "`budget.maxToolCalls` can be at most {} for `{agent_id}`",
+                limits.max_calls_per_run
+            ))
+            .into());
+        }
+    }
+    let all_tasks = ctx.services.invocations.list_tasks(&ctx.run_id).await?;
+    let mine: Vec<&AgentTaskRecord> = all_tasks
+        .iter()
+        .filter(|task| task.parent_invocation_id == inv.invocation.id && task.continuation == TaskContinuation::ReturnToParent)
+        .collect();
+    if mine.len() as u64 >= u64::from(caller.max_invocations_per_run) {
+        return Err(ToolError::new(
+            "agent.delegation_budget_exhausted",
+            format!(
+                "agent.max_invocations_per_run_exhausted: you have already delegated {} tasks, the most you can in this job.",
+                mine.len()
+            ),
+        )
+        .into());
+    }
+    let active = mine.iter().filter(|task| !task.status.is_terminal()).count();
+    if active as u64 >= u64::from(caller.max_concurrent_invocations) {
+        return Err(ToolError::new(
+            "agent.delegation_budget_exhausted",
+            format!(
+                "agent.max_concurrent_invocations_exhausted: {active} delegated tasks are still running. Wait for one with `{}` before delegating more.",
+                ToolName::AgentAwait.model_alias()
+            ),
+        )
+        .into());
+    }
+
+    let now = ctx.services.clock.now();
+    let workspace_key = next_workspace_key(agent_id.as_str(), all_tasks.iter().map(|task| task.workspace_key.as_str()));
+    let child_id = InvocationId::generate(&ctx.services.ids.next_token());
+    let task_id = TaskId::generate_delegate(&ctx.services.ids.next_token());
+    let child = AgentInvocation {
+        id: child_id.clone(),
+        run_id: ctx.run_id.clone(),
+        parent_invocation_id: Some(inv.invocation.id.clone()),
+        profile_id: agent_id.clone(),
+        kind: InvocationKind::Subagent,
+        status: InvocationStatus::Created,
+        exit_policy: ExitPolicy::TaskReturnRequired,
+        created_at: now,
+        updated_at: now,
+    };
+    ctx.services.invocations.save_invocation(&child).await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::AgentInvocationCreated,
+            json!({
+                "invocationId": child.id, "parentInvocationId": inv.invocation.id, "profileId": agent_id,
+                "kind": child.kind.as_str(), "status": child.status.as_str(), "exitPolicy": child.exit_policy.as_str(),
+                "taskId": task_id,
+            }),
+        )
+        .await?;
+    let task = AgentTaskRecord {
+        id: task_id.clone(),
+        run_id: ctx.run_id.clone(),
+        parent_invocation_id: inv.invocation.id.clone(),
+        child_invocation_id: child_id.clone(),
+        target_profile_id: agent_id.clone(),
+        workspace_key: workspace_key.clone(),
+        continuation: TaskContinuation::ReturnToParent,
+        status: TaskStatus::Queued,
+        task: args.task.clone(),
+        budget: args.budget,
+        created_by_tool_call_id: Some(call.id.clone()),
+        result_ref: None,
+        error: None,
+        created_at: now,
+        updated_at: now,
+    };
+    ctx.services.invocations.create_task(&task).await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::AgentTaskRegistered,
+            json!({
+                "taskId": task_id, "parentInvocationId": inv.invocation.id, "childInvocationId": child_id,
+                "targetProfileId": agent_id, "workspaceKey": workspace_key, "continuation": "return_to_parent",
+                "status": "queued",
+            }),
+        )
+        .await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::AgentDelegateStarted,
+            json!({
+                "taskId": task_id, "parentInvocationId": inv.invocation.id, "childInvocationId": child_id,
+                "targetProfileId": agent_id, "workspaceKey": workspace_key,
+            }),
+        )
+        .await?;
+    ctx.scheduler.submit(ctx, task)?;
+    let content = format!(
+        "Task started for `{agent_id}` (task id `{task_id}`). It runs in the background, so keep working. Call `{}` only when your next decision depends on its result; finished results are also shown to you automatically.",
+        ToolName::AgentAwait.model_alias()
+    );
+    Ok(ToolSuccess::new(content, json!({"taskId": task_id, "status": "queued", "agentId": agent_id})))
+}
+
+/// Why `target` cannot take a delegated task from `caller` (a contract message prefix).
+fn subagent_target_denial(target: &ResolvedProfile, caller: &ProfileId) -> Option<&'static str> {
+    let policy = &target.definition.delegation;
+    if !policy.callable {
+        Some("agent.target_not_callable")
+    } else if !policy.allow_as_subagent {
+        Some("agent.target_not_subagent")
+    } else if !policy.allows_caller(caller) {
+        Some("agent.target_caller_denied")
+    } else if check_model_configured(target).is_err() {
+        Some("agent.profile_model_requires_configuration")
+    } else {
+        None
+    }
+}
+
+/// `agent.await`: waits on the scheduler's change signal (never polls) until the mode's
+/// condition holds, the timeout passes, or the run is cancelled.
+pub async fn agent_await(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentToolCall) -> Result<ToolSuccess, ToolCallError> {
+    let args = parse_await_args(&call.arguments)?;
+    let mine = delegated_by(ctx, inv).await?;
+    let selected: Vec<TaskId> = match &args.task_ids {
+        None => mine.iter().map(|task| task.id.clone()).collect(),
+        Some(ids) => {
+            let mut chosen = Vec::with_capacity(ids.len());
+            for id in ids {
+                let Some(task) = mine.iter().find(|task| task.id.as_str() == id) else {
+                    return Err(ToolError::new(
+                        "agent.await_task_not_found",
+                        format!("`{id}` is not one of your delegated tasks. Omit `taskIds` to wait for all of them."),
+                    )
+                    .into());
+                };
+                chosen.push(task);
+            }
+            chosen.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+            chosen.into_iter().map(|task| task.id.clone()).collect()
+        }
+    };
+    if selected.is_empty() {
+        return Err(ToolError::new("agent.no_child_tasks", "No delegated tasks are selected.").into());
+    }
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::AgentAwaitStarted,
+            json!({"parentInvocationId": inv.invocation.id, "mode": args.mode.as_str(), "taskIds": selected, "timeoutMs": args.timeout_ms}),
+        )
+        .await?;
+    let mut changes = ctx.scheduler.subscribe();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(args.timeout_ms);
+    let (tasks, timed_out) = loop {
+        if inv.cancel.is_cancelled() {
+            return Err(ApplicationError::cancelled().into());
+        }
+        changes.borrow_and_update();
+        let current: Vec<AgentTaskRecord> = delegated_by(ctx, inv)
+            .await?
+            .into_iter()
+            .filter(|task| selected.contains(&task.id))
+            .collect();
+        let done = match args.mode {
+            AwaitMode::StatusOnly => true,
+            AwaitMode::NextCompleted => current.iter().any(|task| task.status.is_terminal()),
+            AwaitMode::AllCompleted => current.iter().all(|task| task.status.is_terminal()),
+        };
+        if done {
+            break (current, false);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            break (current, true);
+        }
+        tokio::select! {
+            biased;
+            () = inv.cancel.cancelled() => return Err(ApplicationError::cancelled().into()),
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return Err(ApplicationError::fatal("agent.task_scheduler_closed", "the task scheduler stopped").into());
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+    };
+    let mut entries = Vec::with_capacity(tasks.len());
+    for task in &tasks {
+        entries.push(capsule_entry(ctx, task).await?);
+    }
+    let content = render_capsule(&entries, timed_out, &reader_state(ctx, inv));
+    let views: Vec<Value> = entries.iter().map(await_view).collect();
+    let completed = json!({"parentInvocationId": inv.invocation.id, "mode": args.mode.as_str(), "timedOut": timed_out, "taskCount": tasks.len()});
+    if timed_out {
+        ctx.events.warn(&ctx.run_id, RunEventType::AgentAwaitCompleted, completed).await?;
+    } else {
+        ctx.events.info(&ctx.run_id, RunEventType::AgentAwaitCompleted, completed).await?;
+    }
+    Ok(ToolSuccess::new(content, json!({"mode": args.mode.as_str(), "timedOut": timed_out, "tasks": views})))
+}
+
+/// What `task.return` recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskReturned {
+    pub status: TaskResultStatus,
+    pub result_ref: String,
+    pub summary_chars: usize,
+    pub summary_words: usize,
+}
+
+/// `task.return`: validates, writes the result document and the summary file, and moves the
+/// task to its final status (first terminal write wins).
+pub async fn task_return(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    call: &AgentToolCall,
+) -> Result<(ToolSuccess, TaskReturned), ToolCallError> {
+    if inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired {
+        return Err(ToolError::new("agent.task_return_denied", "You are not working on a delegated task.").into());
+    }
+    let args = parse_task_return_args(&call.arguments)?;
+    let owned: Vec<AgentTaskRecord> = ctx
+        .services
+        .invocations
+        .list_tasks(&ctx.run_id)
+        .await?
+        .into_iter()
+        .filter(|task| task.child_invocation_id == inv.invocation.id)
+        .collect();
+    let task = match owned.as_slice() {
+        [] => return Err(ApplicationError::fatal("agent.task_record_missing", format!("no task for {}", inv.invocation.id)).into()),
+        [task] => task.clone(),
+        _ => {
+            return Err(ApplicationError::fatal("agent.duplicate_task_record", format!("several tasks for {}", inv.invocation.id)).into());
+        }
+    };
+    if task.status.is_terminal() {
+        return Err(already_finished());
+    }
+    let mut normalized = args.normalized.clone();
+    for (index, artifact) in args.artifacts.iter().enumerate() {
+        let path = WorkspacePath::parse(&artifact.path)?;
+        if !inv.policy.is_visible(&path) {
+            return Err(ToolError::new(
+                "workspace.path_not_visible",
+                format!(
+                    "Artifact path `{path}` is outside the areas you can see. Call `{}` again with artifact paths under: {}.",
+                    ToolName::TaskReturn.model_alias(),
+                    inv.policy.visible_root_names().iter().map(|root| format!("`{root}/`")).collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .into());
+        }
+        if let Some(slot) = normalized.get_mut("artifacts").and_then(|items| items.get_mut(index)) {
+            slot["path"] = json!(path);
+        }
+    }
+    let status_text = match args.status {
+        TaskResultStatus::Completed => "completed",
+        TaskResultStatus::Failed => "failed",
+    };
+    let summary_ref = summary_path_for(&task.workspace_key);
+    let result_ref = RunDocument::AgentResult(inv.invocation.id.clone()).relative_path();
+    let document = AgentTaskResultDocument {
+        schema_version: 1,
+        kind: TASK_RESULT_KIND.to_owned(),
+        status: args.status,
+        summary: args.summary.clone(),
+        summary_ref: summary_ref.clone(),
+        result: normalized,
+        runtime: TaskResultRuntime {
+            task_id: task.id.clone(),
+            run_id: ctx.run_id.clone(),
+            parent_invocation_id: task.parent_invocation_id.clone(),
+            child_invocation_id: inv.invocation.id.clone(),
+            target_profile_id: task.target_profile_id.clone(),
+            workspace_key: task.workspace_key.clone(),
+        },
+    };
+    let document_value = serde_json::to_value(&document)
+        .map_err(|err| ApplicationError::fatal("agent.task_return_result_serialize_failed", err.to_string()))?;
+    ctx.services
+        .runs
+        .write_document(&ctx.run_id, &RunDocument::AgentResult(inv.invocation.id.clone()), &document_value)
+        .await?;
+    let summary_path = WorkspacePath::parse(&summary_ref)?;
+    ctx.services
+        .workspace
+        .write(&ctx.run_id, &summary_path, &render_summary_file(task.id.as_str(), status_text, &args.summary), &WriteGuard::None)
+        .await
+        .map_err(|err: StorageError| ToolCallError::Fatal(err.into()))?;
+    let outcome = ctx
+        .services
+        .invocations
+        .transition_task(
+            &ctx.run_id,
+            &task.id,
+            &TaskTransition {
+                status: match args.status {
+                    TaskResultStatus::Completed => TaskStatus::Completed,
+                    TaskResultStatus::Failed => TaskStatus::Failed,
+                },
+                result_ref: Some(result_ref.clone()),
+                error: None,
+            },
+            ctx.services.clock.now(),
+        )
+        .await?;
+    if !outcome.changed {
+        return Err(already_finished());
+    }
+    super::scheduler::emit_task_event(ctx, &outcome.task).await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::TaskReturnCompleted,
+            json!({
+                "taskId": task.id, "parentInvocationId": task.parent_invocation_id, "childInvocationId": inv.invocation.id,
+                "status": status_text, "resultRef": result_ref, "summaryRef": summary_ref,
+            }),
+        )
+        .await?;
+    ctx.scheduler.notify();
+    let content = format!("Your {status_text} result was handed back. Your task is complete; make no further tool calls.");
+    let success = ToolSuccess::new(content, json!({"status": status_text, "summaryRef": summary_ref}))
+        .with_refs(vec![format!("workspace:{summary_ref}")]);
+    Ok((
+        success,
+        TaskReturned {
+            status: args.status,
+            result_ref,
+            summary_chars: char_count(&args.summary),
+            summary_words: word_count(&args.summary),
+        },
+    ))
+}
+
+fn already_finished() -> ToolCallError {
+    ToolError::new("agent.task_already_finished", "This task has already ended; your result can no longer be recorded.").into()
+}

@@ -1,0 +1,550 @@
+//! Delegation: list, delegate, the background scheduler, await, result injection, task.return,
+//! the delegated agent's policy and workspace scope, and cancellation.
+
+use serde_json::json;
+use std::time::Duration;
+use tt_domain::invocation::{InvocationKind, InvocationStatus};
+use tt_domain::model::{ModelContentPart, ModelRole};
+use tt_domain::run::AgentRunStatus;
+use tt_domain::task::{TaskContinuation, TaskStatus};
+use tt_ports::RunDocument;
+use tt_testkit::fakes::responses;
+
+use crate::support::*;
+
+fn writer_finishing_after(mut turns: Vec<tt_domain::model::AgentModelResponse>) -> Vec<tt_domain::model::AgentModelResponse> {
+    turns.push(turn(vec![write("w", "output/main.md", "Final scene.")]));
+    turns.push(turn(vec![call("c", "workspace_commit", json!({}))]));
+    turns.push(turn(vec![call("f", "workspace_finish", json!({}))]));
+    turns
+}
+
+fn install(h: &Harness) {
+    h.put_profile(delegator("writer"));
+    h.put_profile(reviewer("critic"));
+    h.put_profile(reviewer("stylist"));
+}
+
+fn user_texts(request: &tt_domain::model::AgentModelRequest) -> Vec<String> {
+    request.messages.iter().filter(|m| m.role == ModelRole::User).map(|m| m.text_content()).collect()
+}
+
+#[tokio::test]
+async fn agent_delegate_await_runs_return_mode_subagent() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![delegate("d1", "critic", "Check the draft for continuity.")]),
+                turn(vec![call("a1", "agent_await", json!({"mode": "allCompleted"}))]),
+            ]),
+        ),
+        (
+            "critic",
+            vec![
+                turn(vec![write("n", "scratch/critic-notes.md", "notes")]),
+                turn(vec![call(
+                    "r",
+                    "task_return",
+                    json!({
+                        "summary": "One break in motivation.",
+                        "confidence": "high",
+                        "findings": [{"passage": "line 3"}],
+                        "artifacts": [{"path": "scratch/./critic-notes.md", "kind": "markdown", "role": "evidence"}],
+                    }),
+                )]),
+            ],
+        ),
+    ]);
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+
+    // The task and the delegated invocation.
+    let tasks = h.store.tasks(&run.id);
+    assert_eq!(tasks.len(), 1);
+    let task = &tasks[0];
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.continuation, TaskContinuation::ReturnToParent);
+    assert_eq!(task.workspace_key, "critic");
+    assert_eq!(task.created_by_tool_call_id.as_deref(), Some("d1"));
+    assert_eq!(task.task["objective"], "Check the draft for continuity.");
+    let child = h.store.invocations(&run.id).into_iter().find(|inv| inv.kind == InvocationKind::Subagent).unwrap();
+    assert_eq!(child.status, InvocationStatus::Completed);
+    assert_eq!(child.parent_invocation_id.as_ref().map(|id| id.as_str()), Some("inv_root"));
+    assert_eq!(task.child_invocation_id, child.id);
+    assert_eq!(task.result_ref.as_deref(), Some(format!("agent-results/{}.json", child.id).as_str()));
+
+    // The result document and the summary file.
+    let document = h.store.document(&run.id, &RunDocument::AgentResult(child.id.clone())).unwrap();
+    assert_eq!(document["kind"], "tauritavern.agentTaskResult");
+    assert_eq!(document["status"], "completed");
+    assert_eq!(document["summaryRef"], "summaries/critic-result.md");
+    assert_eq!(document["result"]["artifacts"][0]["path"], "scratch/critic-notes.md", "paths are normalized");
+    assert_eq!(document["runtime"]["taskId"], task.id.as_str());
+    let summary = h.store.file_text(&run.id, "summaries/critic-result.md").unwrap();
+    assert_eq!(summary, format!("# Delegated Task Result\n\nTask: {}\nStatus: completed\n\nOne break in motivation.\n", task.id));
+
+    // The await result is the capsule, and the same result is never injected again.
+    let last = last_request_of(&h, "writer");
+    let capsule = tool_results(&last).into_iter().find(|r| r.0 == "a1").unwrap().3;
+    assert!(capsule.starts_with("## Delegated Task Results"), "{capsule}");
+    assert!(capsule.contains("### critic - completed") && capsule.contains("One break in motivation."));
+    assert!(events_of(&h, &run.id, "agent_results_injected").is_empty());
+    assert!(user_texts(&last).iter().all(|text| !text.contains("## Delegated Task Results")));
+
+    // The delegated agent ran on its own session with its own tool surface and brief.
+    let critic = h.model.requests().into_iter().find(|r| r.agent_profile_id.as_str() == "critic").unwrap();
+    assert_eq!(critic.session.session_id, format!("{}:{}", run.id, child.id));
+    let names: Vec<_> = critic.tools.iter().map(|t| t.model_name.as_str()).collect();
+    assert_eq!(names, ["workspace_list_files", "workspace_read_file", "workspace_write_file", "task_return"]);
+    assert_eq!(critic.messages.len(), 2);
+    assert!(critic.messages[1].text_content().starts_with("# Delegated Task"));
+    assert!(h.store.document(&run.id, &RunDocument::InvocationToolSnapshot(child.id.clone())).is_some());
+
+    // Event order of the delegation and the return.
+    let types = h.event_types(&run.id);
+    let pos = |t: &str| types.iter().position(|x| x == t).unwrap_or_else(|| panic!("missing {t}"));
+    assert!(pos("agent_task_registered") < pos("agent_delegate_started"));
+    assert!(pos("agent_delegate_started") < pos("agent_task_started"));
+    assert!(pos("agent_task_completed") < pos("task_return_completed"));
+    assert!(pos("task_return_completed") < pos("task_return_recorded"));
+    assert!(pos("agent_await_started") < pos("agent_await_completed"));
+}
+
+#[tokio::test]
+async fn completed_child_results_are_added_to_next_parent_turn_once() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![delegate("d1", "critic", "Review.")]),
+                turn(vec![write("p", "plan/plan.md", "plan")]),
+                turn(vec![write("p2", "plan/plan2.md", "plan")]),
+            ]),
+        ),
+        ("critic", vec![task_return("r", "Looks consistent.")]),
+    ]);
+    // Hold the writer's second turn until the critic has finished, so the result is ready
+    // right after that round.
+    model.hang_when(|request| request.agent_profile_id.as_str() == "writer" && request.round == 2);
+    let h = harness(model);
+    install(&h);
+    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
+    h.store.wait_for_event_type(&run.id, "agent_invocation_completed").await;
+    h.model.stop_hanging();
+    h.model.release_parked();
+    let run = h.wait(&run.id).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+
+    let injected = events_of(&h, &run.id, "agent_results_injected");
+    assert_eq!(injected.len(), 1);
+    assert_eq!(injected[0].payload["taskCount"], 1);
+    let requests: Vec<_> = h.model.requests().into_iter().filter(|r| r.agent_profile_id.as_str() == "writer").collect();
+    // Round 3 is the first request after the round in which the result was ready.
+    let third = user_texts(&requests[2]);
+    let notice = third.iter().find(|text| text.contains("## Delegated Task Results")).expect("injected message");
+    insta::assert_snapshot!("injected_results_message", notice);
+    // Every later request carries it exactly once (it stays in the conversation, never repeated).
+    let last = user_texts(requests.last().unwrap());
+    assert_eq!(last.iter().filter(|text| text.contains("## Delegated Task Results")).count(), 1);
+}
+
+#[tokio::test]
+async fn workspace_finish_cancels_unawaited_delegated_task() {
+    let model = by_agent(vec![
+        ("writer", writer_finishing_after(vec![turn(vec![delegate("d1", "critic", "Slow review.")])])),
+        ("critic", vec![task_return("r", "never")]),
+    ]);
+    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, TaskStatus::Cancelled);
+    assert_eq!(task.error.as_deref(), Some("cancelled because the agent that delegated it finished the run"));
+    let child = &task.child_invocation_id;
+    assert_eq!(
+        h.store.invocations(&run.id).iter().find(|inv| &inv.id == child).unwrap().status,
+        InvocationStatus::Cancelled
+    );
+    assert!(events_of(&h, &run.id, "agent_child_invocation_failed").is_empty(), "a cancel is not a failure");
+    assert_eq!(h.model.parked_count(), 0);
+    // The cancellation happened before the run completed.
+    let types = h.event_types(&run.id);
+    let cancelled = types.iter().position(|t| t == "agent_task_cancelled").unwrap();
+    assert!(cancelled < types.iter().position(|t| t == "run_completed").unwrap());
+}
+
+#[tokio::test]
+async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![delegate("d1", "critic", "Try to finish the job.")]),
+                turn(vec![call("a", "agent_await", json!({}))]),
+            ]),
+        ),
+        ("critic", vec![turn(vec![call("x", "workspace_finish", json!({}))])]),
+    ]);
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    // Only the delegated task fails; the run goes on.
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert!(task.error.as_deref().unwrap().starts_with("model.unknown_tool_call"), "{:?}", task.error);
+    let failed = events_of(&h, &run.id, "agent_child_invocation_failed");
+    assert_eq!(failed.len(), 1);
+    let capsule = tool_results(&last_request_of(&h, "writer")).into_iter().find(|r| r.0 == "a").unwrap().3;
+    assert!(capsule.contains("### critic - failed"));
+}
+
+#[tokio::test]
+async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![write("d", "output/main.md", "Draft.")]),
+                turn(vec![delegate("d1", "critic", "Read output/main.md.")]),
+                turn(vec![call("a", "agent_await", json!({}))]),
+            ]),
+        ),
+        (
+            "critic",
+            vec![
+                // Same logical path as the writer's.
+                turn(vec![call("r", "workspace_read_file", json!({"path": "output/main.md"}))]),
+                // Visible but not writable for this agent.
+                turn(vec![write("w", "output/main.md", "hijack")]),
+                // Not visible at all.
+                turn(vec![call("l", "workspace_list_files", json!({"path": "plan"}))]),
+                turn(vec![call(
+                    "t",
+                    "task_return",
+                    json!({"summary": "s", "artifacts": [{"path": "plan/x.md", "kind": "markdown", "role": "draft"}]}),
+                )]),
+                task_return("t2", "Read it; no changes."),
+            ],
+        ),
+    ]);
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let critic = last_request_of(&h, "critic");
+    let results = tool_results(&critic);
+    assert!(!results[0].1, "reading the writer's file works: {:?}", results[0]);
+    assert_eq!(results[1].2.as_deref(), Some("workspace.path_not_writable"));
+    assert_eq!(results[2].2.as_deref(), Some("workspace.path_not_visible"));
+    assert_eq!(results[3].2.as_deref(), Some("workspace.path_not_visible"));
+    assert!(results[3].3.contains("task_return"), "{}", results[3].3);
+    assert_eq!(h.store.file_text(&run.id, "output/main.md").as_deref(), Some("Final scene."));
+}
+
+#[tokio::test]
+async fn delegated_task_without_return_fails_at_max_rounds() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![delegate("d1", "critic", "Loop forever.")]),
+                turn(vec![call("a", "agent_await", json!({}))]),
+            ]),
+        ),
+        ("critic", (0..6).map(|i| turn(vec![call(&format!("l{i}"), "workspace_list_files", json!({}))])).collect()),
+    ]);
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(
+        task.error.as_deref(),
+        Some("agent.max_tool_rounds_exceeded: task.return was not called within 6 rounds")
+    );
+}
+
+#[tokio::test]
+async fn delegation_policy_and_budget_errors_are_recoverable() {
+    let h = harness(by_agent(vec![(
+        "writer",
+        writer_finishing_after(vec![turn(vec![
+            call("bad-args", "agent_delegate", json!({"agentId": "critic", "task": {"title": "no objective"}})),
+            call("bad-id", "agent_delegate", json!({"agentId": "Not An Id", "task": {"objective": "x"}})),
+            delegate("ghost", "ghost", "x"),
+            delegate("self", "writer", "x"),
+            delegate("locked", "locked", "x"),
+            delegate("unconfigured", "unconfigured", "x"),
+            call("budget", "agent_delegate", json!({"agentId": "critic", "task": {"objective": "x"}, "budget": {"maxRounds": 99}})),
+            delegate("ok1", "critic", "x"),
+            delegate("ok2", "critic", "x"),
+            delegate("ok3", "stylist", "x"),
+            delegate("too-many", "stylist", "x"),
+            call("list-handoff", "agent_list", json!({"purpose": "handoff"})),
+        ])]),
+    )]));
+    install(&h);
+    h.put_profile({
+        let mut p = reviewer("locked");
+        p.delegation.allowed_callers = vec!["someone-else".into()];
+        p
+    });
+    h.put_profile({
+        let mut p = reviewer("unconfigured");
+        p.model.mode = tt_domain::profile::ModelMode::RequiresConfiguration;
+        p
+    });
+    h.model.hang_when(|request| request.agent_profile_id.as_str() != "writer");
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let results = tool_results(&h.model.requests().into_iter().filter(|r| r.agent_profile_id.as_str() == "writer").nth(1).unwrap());
+    let codes: Vec<_> = results.iter().map(|r| (r.0.as_str(), r.2.clone().unwrap_or_default())).collect();
+    assert_eq!(
+        codes,
+        [
+            ("bad-args", "tool.invalid_arguments".to_owned()),
+            ("bad-id", "tool.invalid_arguments".to_owned()),
+            ("ghost", "agent.target_profile_not_found".to_owned()),
+            ("self", "agent.delegation_policy_denied".to_owned()),
+            ("locked", "agent.delegation_policy_denied".to_owned()),
+            ("unconfigured", "agent.delegation_policy_denied".to_owned()),
+            ("budget", "tool.invalid_arguments".to_owned()),
+            ("ok1", String::new()),
+            ("ok2", String::new()),
+            ("ok3", String::new()),
+            ("too-many", "agent.delegation_budget_exhausted".to_owned()),
+            ("list-handoff", "agent.delegation_policy_denied".to_owned()),
+        ]
+    );
+    let message = |id: &str| results.iter().find(|r| r.0 == id).unwrap().3.clone();
+    assert!(message("self").starts_with("agent.target_not_callable"));
+    assert!(message("locked").starts_with("agent.target_caller_denied"));
+    assert!(message("unconfigured").starts_with("agent.profile_model_requires_configuration"));
+    assert!(message("too-many").starts_with("agent.max_concurrent_invocations_exhausted"));
+    assert!(message("list-handoff").starts_with("agent.profile_cannot_handoff"));
+    // Workspace keys: agent id, then numbered repeats.
+    let keys: Vec<_> = h.store.tasks(&run.id).into_iter().map(|t| t.workspace_key).collect();
+    assert_eq!(keys, ["critic", "critic-002", "stylist"]);
+    // finish cancelled all three hanging tasks.
+    assert!(h.store.tasks(&run.id).iter().all(|t| t.status == TaskStatus::Cancelled));
+}
+
+#[tokio::test]
+async fn agent_list_returns_callable_profiles_allowed_by_delegation_policy() {
+    let h = harness(by_agent(vec![(
+        "writer",
+        writer_finishing_after(vec![turn(vec![
+            call("all", "agent_list", json!({})),
+            call("query", "agent_list", json!({"purpose": "delegate", "query": "STYL"})),
+            call("limit", "agent_list", json!({"limit": 1})),
+            call("bad", "agent_list", json!({"limit": 0})),
+        ])]),
+    )]));
+    install(&h);
+    h.put_profile({
+        let mut p = reviewer("hidden");
+        p.delegation.allowed_callers = vec!["other".into()];
+        p
+    });
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let results = tool_results(&h.model.requests()[1]);
+    insta::assert_snapshot!("agent_list_content", results[0].3);
+    assert!(results[0].3.contains("- critic (delegate): Reviews drafts (critic)."));
+    assert!(!results[0].3.contains("hidden") && !results[0].3.contains("writer ("));
+    assert!(results[1].3.contains("stylist") && !results[1].3.contains("critic"));
+    assert_eq!(results[2].3.matches("\n- ").count() + usize::from(results[2].3.starts_with("- ")), 1);
+    assert_eq!(results[3].2.as_deref(), Some("tool.invalid_arguments"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn await_selection_errors_and_timeout() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![call("none", "agent_await", json!({}))]),
+                turn(vec![delegate("d1", "critic", "Slow.")]),
+                turn(vec![
+                    call("foreign", "agent_await", json!({"taskIds": ["task_not_mine"]})),
+                    call("dup", "agent_await", json!({"taskIds": ["a", "a"]})),
+                    call("long", "agent_await", json!({"timeoutMs": 300001})),
+                    call("status", "agent_await", json!({"mode": "statusOnly"})),
+                    call("wait", "agent_await", json!({"timeoutMs": 1000})),
+                ]),
+            ]),
+        ),
+        ("critic", vec![task_return("r", "late")]),
+    ]);
+    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let results = tool_results(&last_request_of(&h, "writer"));
+    let by_id = |id: &str| results.iter().find(|r| r.0 == id).unwrap().clone();
+    assert_eq!(by_id("none").2.as_deref(), Some("agent.no_child_tasks"));
+    assert_eq!(by_id("foreign").2.as_deref(), Some("agent.await_task_not_found"));
+    assert_eq!(by_id("dup").2.as_deref(), Some("tool.invalid_arguments"));
+    assert_eq!(by_id("long").2.as_deref(), Some("tool.invalid_arguments"));
+    let status = by_id("status");
+    // The worker may not have started yet: statusOnly reports whatever is current.
+    assert!(
+        !status.1 && (status.3.contains("### critic - running") || status.3.contains("### critic - queued")),
+        "{}",
+        status.3
+    );
+    let waited = by_id("wait");
+    assert!(!waited.1, "a timeout is not an error");
+    insta::assert_snapshot!("await_timeout_capsule", waited.3);
+    let completed = events_of(&h, &run.id, "agent_await_completed");
+    let timed_out: Vec<_> = completed.iter().filter(|e| e.payload["timedOut"] == true).collect();
+    assert_eq!(timed_out.len(), 1);
+    assert_eq!(timed_out[0].level, tt_domain::event::EventLevel::Warn);
+}
+
+#[tokio::test]
+async fn run_cancel_cancels_children_inside_model_calls() {
+    let mut writer = delegator("writer");
+    writer.delegation.max_concurrent_invocations = 8;
+    let delegations: Vec<_> = (0..8).map(|i| delegate(&format!("d{i}"), "critic", &format!("Part {i}."))).collect();
+    let model = by_agent(vec![
+        ("writer", vec![turn(delegations), turn(vec![call("a", "agent_await", json!({"mode": "allCompleted"}))])]),
+        ("critic", vec![task_return("r", "never")]),
+    ]);
+    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
+    let h = harness(model);
+    h.put_profile(writer);
+    h.put_profile(reviewer("critic"));
+    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(8)).await.expect("8 calls parked");
+    h.service.cancel_run(&run.id).await.unwrap();
+    let run = h.wait(&run.id).await;
+    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    assert_eq!(h.model.parked_count(), 0);
+    let tasks = h.store.tasks(&run.id);
+    assert_eq!(tasks.len(), 8);
+    assert!(tasks.iter().all(|t| t.status == TaskStatus::Cancelled), "{tasks:?}");
+    assert!(h.store.invocations(&run.id).iter().all(|inv| inv.status == InvocationStatus::Cancelled));
+    // Nothing is written for a cancelled agent after its cancellation.
+    let events = h.events(&run.id);
+    for task in &tasks {
+        let child = task.child_invocation_id.as_str();
+        let cancelled_at = events
+            .iter()
+            .position(|e| e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == child)
+            .unwrap();
+        assert!(
+            events[cancelled_at + 1..].iter().all(|e| e.scope_invocation_id() != Some(child)),
+            "event for {child} after its cancellation"
+        );
+    }
+    assert_eq!(events.last().unwrap().event_type, "run_cancelled");
+}
+
+#[tokio::test]
+async fn child_failure_never_fails_the_parent_run() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![delegate("d1", "critic", "Crash.")]),
+                turn(vec![call("a", "agent_await", json!({}))]),
+            ]),
+        ),
+        // No script for the critic: its model call fails.
+    ]);
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert!(task.error.as_deref().unwrap().starts_with("model.script_exhausted"));
+    let failed = &events_of(&h, &run.id, "agent_child_invocation_failed")[0];
+    assert_eq!(failed.payload["taskId"], task.id.as_str());
+}
+
+#[tokio::test]
+async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![delegate("d1", "critic", "Impossible task.")]),
+                turn(vec![call("a", "agent_await", json!({}))]),
+            ]),
+        ),
+        (
+            "critic",
+            vec![
+                turn(vec![call("bad", "task_return", json!({"summary": " "}))]),
+                turn(vec![call("bad2", "task_return", json!({"summary": "x", "status": "maybe"}))]),
+                turn(vec![call(
+                    "r",
+                    "task_return",
+                    json!({"summary": "Cannot be done.", "status": "failed", "warnings": ["the draft is missing"]}),
+                )]),
+            ],
+        ),
+    ]);
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let critic_results = tool_results(&last_request_of(&h, "critic"));
+    assert_eq!(critic_results[0].2.as_deref(), Some("tool.invalid_arguments"));
+    assert_eq!(critic_results[1].2.as_deref(), Some("tool.invalid_arguments"));
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, TaskStatus::Failed);
+    let child = h.store.invocations(&run.id).into_iter().find(|i| i.id == task.child_invocation_id).unwrap();
+    assert_eq!(child.status, InvocationStatus::Completed);
+    let capsule = tool_results(&last_request_of(&h, "writer")).into_iter().find(|r| r.0 == "a").unwrap().3;
+    assert!(capsule.contains("### critic - failed") && capsule.contains("Warnings:"), "{capsule}");
+}
+
+#[tokio::test]
+async fn delegated_prompts_and_surfaces_as_models_see_them() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![delegate("d1", "critic", "Check continuity of output/main.md.")]),
+                turn(vec![call("a", "agent_await", json!({}))]),
+            ]),
+        ),
+        ("critic", vec![task_return("r", "Fine.")]),
+    ]);
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let writer = h.model.requests().into_iter().find(|r| r.agent_profile_id.as_str() == "writer").unwrap();
+    insta::assert_snapshot!("delegating_system_prompt", writer.messages[0].text_content());
+    let critic = h.model.requests().into_iter().find(|r| r.agent_profile_id.as_str() == "critic").unwrap();
+    insta::assert_snapshot!("delegated_system_prompt", critic.messages[0].text_content());
+    insta::assert_snapshot!("delegated_task_brief", critic.messages[1].text_content());
+    let specs = |request: &tt_domain::model::AgentModelRequest| {
+        serde_json::to_string_pretty(&request.tools.iter().map(|t| json!({"name": t.model_name, "description": t.description, "inputSchema": t.input_schema})).collect::<Vec<_>>()).unwrap()
+    };
+    insta::assert_snapshot!("delegating_agent_tool_specs", specs(&writer));
+    insta::assert_snapshot!("delegated_agent_tool_specs", specs(&critic));
+    // No runtime ids or relationship words anywhere a delegated agent reads.
+    for message in &critic.messages {
+        for part in &message.parts {
+            if let ModelContentPart::Text { text } = part {
+                for word in ["inv_", "run_", "task_0", "parent", "child", "invocation", "subagent"] {
+                    assert!(!text.to_lowercase().contains(word), "`{word}` leaks into: {text}");
+                }
+            }
+        }
+    }
+    let _ = responses::text("unused");
+}
