@@ -78,9 +78,12 @@ impl RunContext {
 
     /// A shared handle to this context (for background workers).
     pub fn shared(&self) -> ApplicationResult<Arc<Self>> {
-        self.me
-            .upgrade()
-            .ok_or_else(|| ApplicationError::fatal("agent.active_run_missing", format!("run {} is no longer active", self.run_id)))
+        self.me.upgrade().ok_or_else(|| {
+            ApplicationError::fatal(
+                "agent.active_run_missing",
+                format!("run {} is no longer active", self.run_id),
+            )
+        })
     }
 
     pub async fn run_snapshot(&self) -> AgentRun {

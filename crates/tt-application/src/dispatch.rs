@@ -310,12 +310,21 @@ async fn execute(
         }
         ToolName::WorkspaceCommit => run_commit(ctx, inv, round, call).await.map(continue_with),
         ToolName::WorkspaceFinish => finish(ctx, inv, call).await,
-        ToolName::AgentList => delegation::agent_list(ctx, inv, call).await.map(continue_with),
-        ToolName::AgentDelegate => delegation::agent_delegate(ctx, inv, call).await.map(continue_with),
-        ToolName::AgentAwait => delegation::agent_await(ctx, inv, call).await.map(continue_with),
+        ToolName::AgentList => delegation::agent_list(ctx, inv, call)
+            .await
+            .map(continue_with),
+        ToolName::AgentDelegate => delegation::agent_delegate(ctx, inv, call)
+            .await
+            .map(continue_with),
+        ToolName::AgentAwait => delegation::agent_await(ctx, inv, call)
+            .await
+            .map(continue_with),
         ToolName::TaskReturn => {
             let (success, returned) = delegation::task_return(ctx, inv, call).await?;
-            Ok(Executed { success, control: LoopControl::TaskReturned(returned) })
+            Ok(Executed {
+                success,
+                control: LoopControl::TaskReturned(returned),
+            })
         }
         ToolName::AgentHandoff
         | ToolName::SkillList
@@ -358,7 +367,11 @@ async fn finish(
     }
     // Finishing never waits for delegated work: what is still running is cancelled.
     ctx.scheduler
-        .cancel_unfinished_for_parent(ctx, &inv.invocation.id, crate::delegation::scheduler::CALLER_FINISHED_REASON)
+        .cancel_unfinished_for_parent(
+            ctx,
+            &inv.invocation.id,
+            crate::delegation::scheduler::CALLER_FINISHED_REASON,
+        )
         .await?;
     let content = "Finish accepted. Your work on this job is complete; make no further tool calls.";
     Ok(Executed {

@@ -26,7 +26,10 @@ pub fn is_implemented(tool: ToolName) -> bool {
         | ToolName::AgentDelegate
         | ToolName::AgentAwait
         | ToolName::TaskReturn => true,
-        ToolName::AgentHandoff | ToolName::SkillList | ToolName::SkillSearch | ToolName::SkillRead => false,
+        ToolName::AgentHandoff
+        | ToolName::SkillList
+        | ToolName::SkillSearch
+        | ToolName::SkillRead => false,
     }
 }
 
@@ -108,8 +111,9 @@ fn spec_for(tool: ToolName, audience: &SpecAudience) -> ApplicationResult<AgentT
     if ToolName::WORKSPACE.contains(&tool) {
         return Ok(workspace::spec(tool, audience));
     }
-    crate::delegation::specs::agent_tool_spec(tool)
-        .ok_or_else(|| ApplicationError::fatal("agent.tool_unavailable", format!("no spec for `{tool}`")))
+    crate::delegation::specs::agent_tool_spec(tool).ok_or_else(|| {
+        ApplicationError::fatal("agent.tool_unavailable", format!("no spec for `{tool}`"))
+    })
 }
 
 /// Applies a profile's `toolDescriptions` entry. Property overrides must name real properties.

@@ -455,7 +455,10 @@ impl AgentRunService {
                 .await;
         }
         // Ok(false): the run already ended some other way; its terminal event stays last.
-        if !matches!(ctx.try_set_status(AgentRunStatus::Cancelled).await, Ok(false)) {
+        if !matches!(
+            ctx.try_set_status(AgentRunStatus::Cancelled).await,
+            Ok(false)
+        ) {
             let _ = self
                 .events
                 .warn(
@@ -512,7 +515,10 @@ impl AgentRunService {
             payload["userRetryable"] = json!(false);
             payload["preservedCommitCount"] = json!(commits.len());
             payload["preservedCommits"] = serde_json::to_value(&commits).unwrap_or(Value::Null);
-            if matches!(ctx.try_set_status(AgentRunStatus::PartialSuccess).await, Ok(false)) {
+            if matches!(
+                ctx.try_set_status(AgentRunStatus::PartialSuccess).await,
+                Ok(false)
+            ) {
                 return;
             }
             let _ = self
@@ -575,7 +581,10 @@ impl AgentRunService {
     ) -> ApplicationResult<ResolvedProfile> {
         let source = tt_domain::profile::ProfileSource::file(&definition.id);
         let resolved = tt_domain::profile::resolve_profile(definition, source)?;
-        self.services.profiles.save_profile(&resolved.definition).await?;
+        self.services
+            .profiles
+            .save_profile(&resolved.definition)
+            .await?;
         Ok(resolved)
     }
 

@@ -21,7 +21,10 @@ pub enum LoopOutcome {
     /// `workspace.finish` was accepted.
     Finished { reason: Option<String>, round: u32 },
     /// `task.return` recorded the delegated task's result.
-    TaskReturned { status: tt_domain::task_result::TaskResultStatus, round: u32 },
+    TaskReturned {
+        status: tt_domain::task_result::TaskResultStatus,
+        round: u32,
+    },
 }
 
 /// Runs the loop until a loop-ending tool succeeds or a fail-fast error occurs.
@@ -114,13 +117,19 @@ pub async fn run_tool_loop(
             }
             let dispatched = dispatch_call(ctx, inv, round, call).await?;
             if dispatched.tool == Some(ToolName::AgentAwait) && !dispatched.result.is_error {
-                inv.delivered.extend(crate::delegation::results::delivered_by_await(&dispatched.result.structured));
+                inv.delivered
+                    .extend(crate::delegation::results::delivered_by_await(
+                        &dispatched.result.structured,
+                    ));
             }
             messages.push(AgentModelMessage::tool_result(dispatched.result.clone()));
             match dispatched.control {
                 LoopControl::Continue => {}
                 LoopControl::Finish { reason } => {
-                    ended = Some((ToolName::WorkspaceFinish, LoopOutcome::Finished { reason, round }));
+                    ended = Some((
+                        ToolName::WorkspaceFinish,
+                        LoopOutcome::Finished { reason, round },
+                    ));
                 }
                 LoopControl::TaskReturned(returned) => {
                     ctx.events
@@ -134,7 +143,13 @@ pub async fn run_tool_loop(
                             }),
                         )
                         .await?;
-                    ended = Some((ToolName::TaskReturn, LoopOutcome::TaskReturned { status: returned.status, round }));
+                    ended = Some((
+                        ToolName::TaskReturn,
+                        LoopOutcome::TaskReturned {
+                            status: returned.status,
+                            round,
+                        },
+                    ));
                 }
             }
         }

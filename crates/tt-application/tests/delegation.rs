@@ -12,7 +12,9 @@ use tt_testkit::fakes::responses;
 
 use crate::support::*;
 
-fn writer_finishing_after(mut turns: Vec<tt_domain::model::AgentModelResponse>) -> Vec<tt_domain::model::AgentModelResponse> {
+fn writer_finishing_after(
+    mut turns: Vec<tt_domain::model::AgentModelResponse>,
+) -> Vec<tt_domain::model::AgentModelResponse> {
     turns.push(turn(vec![write("w", "output/main.md", "Final scene.")]));
     turns.push(turn(vec![call("c", "workspace_commit", json!({}))]));
     turns.push(turn(vec![call("f", "workspace_finish", json!({}))]));
@@ -26,7 +28,12 @@ fn install(h: &Harness) {
 }
 
 fn user_texts(request: &tt_domain::model::AgentModelRequest) -> Vec<String> {
-    request.messages.iter().filter(|m| m.role == ModelRole::User).map(|m| m.text_content()).collect()
+    request
+        .messages
+        .iter()
+        .filter(|m| m.role == ModelRole::User)
+        .map(|m| m.text_content())
+        .collect()
 }
 
 #[tokio::test]
@@ -35,8 +42,16 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
         (
             "writer",
             writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Check the draft for continuity.")]),
-                turn(vec![call("a1", "agent_await", json!({"mode": "allCompleted"}))]),
+                turn(vec![delegate(
+                    "d1",
+                    "critic",
+                    "Check the draft for continuity.",
+                )]),
+                turn(vec![call(
+                    "a1",
+                    "agent_await",
+                    json!({"mode": "allCompleted"}),
+                )]),
             ]),
         ),
         (
@@ -70,42 +85,113 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
     assert_eq!(task.workspace_key, "critic");
     assert_eq!(task.created_by_tool_call_id.as_deref(), Some("d1"));
     assert_eq!(task.task["objective"], "Check the draft for continuity.");
-    let child = h.store.invocations(&run.id).into_iter().find(|inv| inv.kind == InvocationKind::Subagent).unwrap();
+    let child = h
+        .store
+        .invocations(&run.id)
+        .into_iter()
+        .find(|inv| inv.kind == InvocationKind::Subagent)
+        .unwrap();
     assert_eq!(child.status, InvocationStatus::Completed);
-    assert_eq!(child.parent_invocation_id.as_ref().map(|id| id.as_str()), Some("inv_root"));
+    assert_eq!(
+        child.parent_invocation_id.as_ref().map(|id| id.as_str()),
+        Some("inv_root")
+    );
     assert_eq!(task.child_invocation_id, child.id);
-    assert_eq!(task.result_ref.as_deref(), Some(format!("agent-results/{}.json", child.id).as_str()));
+    assert_eq!(
+        task.result_ref.as_deref(),
+        Some(format!("agent-results/{}.json", child.id).as_str())
+    );
 
     // The result document and the summary file.
-    let document = h.store.document(&run.id, &RunDocument::AgentResult(child.id.clone())).unwrap();
+    let document = h
+        .store
+        .document(&run.id, &RunDocument::AgentResult(child.id.clone()))
+        .unwrap();
     assert_eq!(document["kind"], "tauritavern.agentTaskResult");
     assert_eq!(document["status"], "completed");
     assert_eq!(document["summaryRef"], "summaries/critic-result.md");
-    assert_eq!(document["result"]["artifacts"][0]["path"], "scratch/critic-notes.md", "paths are normalized");
+    assert_eq!(
+        document["result"]["artifacts"][0]["path"], "scratch/critic-notes.md",
+        "paths are normalized"
+    );
     assert_eq!(document["runtime"]["taskId"], task.id.as_str());
-    let summary = h.store.file_text(&run.id, "summaries/critic-result.md").unwrap();
-    assert_eq!(summary, format!("# Delegated Task Result\n\nTask: {}\nStatus: completed\n\nOne break in motivation.\n", task.id));
+    let summary = h
+        .store
+        .file_text(&run.id, "summaries/critic-result.md")
+        .unwrap();
+    assert_eq!(
+        summary,
+        format!(
+            "# Delegated Task Result\n\nTask: {}\nStatus: completed\n\nOne break in motivation.\n",
+            task.id
+        )
+    );
 
     // The await result is the capsule, and the same result is never injected again.
     let last = last_request_of(&h, "writer");
-    let capsule = tool_results(&last).into_iter().find(|r| r.0 == "a1").unwrap().3;
-    assert!(capsule.starts_with("## Delegated Task Results"), "{capsule}");
-    assert!(capsule.contains("### critic - completed") && capsule.contains("One break in motivation."));
+    let capsule = tool_results(&last)
+        .into_iter()
+        .find(|r| r.0 == "a1")
+        .unwrap()
+        .3;
+    assert!(
+        capsule.starts_with("## Delegated Task Results"),
+        "{capsule}"
+    );
+    assert!(
+        capsule.contains("### critic - completed") && capsule.contains("One break in motivation.")
+    );
     assert!(events_of(&h, &run.id, "agent_results_injected").is_empty());
-    assert!(user_texts(&last).iter().all(|text| !text.contains("## Delegated Task Results")));
+    assert!(
+        user_texts(&last)
+            .iter()
+            .all(|text| !text.contains("## Delegated Task Results"))
+    );
 
     // The delegated agent ran on its own session with its own tool surface and brief.
-    let critic = h.model.requests().into_iter().find(|r| r.agent_profile_id.as_str() == "critic").unwrap();
-    assert_eq!(critic.session.session_id, format!("{}:{}", run.id, child.id));
+    let critic = h
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| r.agent_profile_id.as_str() == "critic")
+        .unwrap();
+    assert_eq!(
+        critic.session.session_id,
+        format!("{}:{}", run.id, child.id)
+    );
     let names: Vec<_> = critic.tools.iter().map(|t| t.model_name.as_str()).collect();
-    assert_eq!(names, ["workspace_list_files", "workspace_read_file", "workspace_write_file", "task_return"]);
+    assert_eq!(
+        names,
+        [
+            "workspace_list_files",
+            "workspace_read_file",
+            "workspace_write_file",
+            "task_return"
+        ]
+    );
     assert_eq!(critic.messages.len(), 2);
-    assert!(critic.messages[1].text_content().starts_with("# Delegated Task"));
-    assert!(h.store.document(&run.id, &RunDocument::InvocationToolSnapshot(child.id.clone())).is_some());
+    assert!(
+        critic.messages[1]
+            .text_content()
+            .starts_with("# Delegated Task")
+    );
+    assert!(
+        h.store
+            .document(
+                &run.id,
+                &RunDocument::InvocationToolSnapshot(child.id.clone())
+            )
+            .is_some()
+    );
 
     // Event order of the delegation and the return.
     let types = h.event_types(&run.id);
-    let pos = |t: &str| types.iter().position(|x| x == t).unwrap_or_else(|| panic!("missing {t}"));
+    let pos = |t: &str| {
+        types
+            .iter()
+            .position(|x| x == t)
+            .unwrap_or_else(|| panic!("missing {t}"))
+    };
     assert!(pos("agent_task_registered") < pos("agent_delegate_started"));
     assert!(pos("agent_delegate_started") < pos("agent_task_started"));
     assert!(pos("agent_task_completed") < pos("task_return_completed"));
@@ -132,7 +218,9 @@ async fn completed_child_results_are_added_to_next_parent_turn_once() {
     let h = harness(model);
     install(&h);
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    h.store.wait_for_event_type(&run.id, "agent_invocation_completed").await;
+    h.store
+        .wait_for_event_type(&run.id, "agent_invocation_completed")
+        .await;
     h.model.stop_hanging();
     h.model.release_parked();
     let run = h.wait(&run.id).await;
@@ -141,20 +229,36 @@ async fn completed_child_results_are_added_to_next_parent_turn_once() {
     let injected = events_of(&h, &run.id, "agent_results_injected");
     assert_eq!(injected.len(), 1);
     assert_eq!(injected[0].payload["taskCount"], 1);
-    let requests: Vec<_> = h.model.requests().into_iter().filter(|r| r.agent_profile_id.as_str() == "writer").collect();
+    let requests: Vec<_> = h
+        .model
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent_profile_id.as_str() == "writer")
+        .collect();
     // Round 3 is the first request after the round in which the result was ready.
     let third = user_texts(&requests[2]);
-    let notice = third.iter().find(|text| text.contains("## Delegated Task Results")).expect("injected message");
+    let notice = third
+        .iter()
+        .find(|text| text.contains("## Delegated Task Results"))
+        .expect("injected message");
     insta::assert_snapshot!("injected_results_message", notice);
     // Every later request carries it exactly once (it stays in the conversation, never repeated).
     let last = user_texts(requests.last().unwrap());
-    assert_eq!(last.iter().filter(|text| text.contains("## Delegated Task Results")).count(), 1);
+    assert_eq!(
+        last.iter()
+            .filter(|text| text.contains("## Delegated Task Results"))
+            .count(),
+        1
+    );
 }
 
 #[tokio::test]
 async fn workspace_finish_cancels_unawaited_delegated_task() {
     let model = by_agent(vec![
-        ("writer", writer_finishing_after(vec![turn(vec![delegate("d1", "critic", "Slow review.")])])),
+        (
+            "writer",
+            writer_finishing_after(vec![turn(vec![delegate("d1", "critic", "Slow review.")])]),
+        ),
         ("critic", vec![task_return("r", "never")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
@@ -164,17 +268,31 @@ async fn workspace_finish_cancels_unawaited_delegated_task() {
     assert_eq!(run.status, AgentRunStatus::Completed);
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Cancelled);
-    assert_eq!(task.error.as_deref(), Some("cancelled because the agent that delegated it finished the run"));
+    assert_eq!(
+        task.error.as_deref(),
+        Some("cancelled because the agent that delegated it finished the run")
+    );
     let child = &task.child_invocation_id;
     assert_eq!(
-        h.store.invocations(&run.id).iter().find(|inv| &inv.id == child).unwrap().status,
+        h.store
+            .invocations(&run.id)
+            .iter()
+            .find(|inv| &inv.id == child)
+            .unwrap()
+            .status,
         InvocationStatus::Cancelled
     );
-    assert!(events_of(&h, &run.id, "agent_child_invocation_failed").is_empty(), "a cancel is not a failure");
+    assert!(
+        events_of(&h, &run.id, "agent_child_invocation_failed").is_empty(),
+        "a cancel is not a failure"
+    );
     assert_eq!(h.model.parked_count(), 0);
     // The cancellation happened before the run completed.
     let types = h.event_types(&run.id);
-    let cancelled = types.iter().position(|t| t == "agent_task_cancelled").unwrap();
+    let cancelled = types
+        .iter()
+        .position(|t| t == "agent_task_cancelled")
+        .unwrap();
     assert!(cancelled < types.iter().position(|t| t == "run_completed").unwrap());
 }
 
@@ -188,7 +306,10 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
                 turn(vec![call("a", "agent_await", json!({}))]),
             ]),
         ),
-        ("critic", vec![turn(vec![call("x", "workspace_finish", json!({}))])]),
+        (
+            "critic",
+            vec![turn(vec![call("x", "workspace_finish", json!({}))])],
+        ),
     ]);
     let h = harness(model);
     install(&h);
@@ -197,10 +318,21 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
     assert_eq!(run.status, AgentRunStatus::Completed);
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Failed);
-    assert!(task.error.as_deref().unwrap().starts_with("model.unknown_tool_call"), "{:?}", task.error);
+    assert!(
+        task.error
+            .as_deref()
+            .unwrap()
+            .starts_with("model.unknown_tool_call"),
+        "{:?}",
+        task.error
+    );
     let failed = events_of(&h, &run.id, "agent_child_invocation_failed");
     assert_eq!(failed.len(), 1);
-    let capsule = tool_results(&last_request_of(&h, "writer")).into_iter().find(|r| r.0 == "a").unwrap().3;
+    let capsule = tool_results(&last_request_of(&h, "writer"))
+        .into_iter()
+        .find(|r| r.0 == "a")
+        .unwrap()
+        .3;
     assert!(capsule.contains("### critic - failed"));
 }
 
@@ -219,11 +351,19 @@ async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
             "critic",
             vec![
                 // Same logical path as the writer's.
-                turn(vec![call("r", "workspace_read_file", json!({"path": "output/main.md"}))]),
+                turn(vec![call(
+                    "r",
+                    "workspace_read_file",
+                    json!({"path": "output/main.md"}),
+                )]),
                 // Visible but not writable for this agent.
                 turn(vec![write("w", "output/main.md", "hijack")]),
                 // Not visible at all.
-                turn(vec![call("l", "workspace_list_files", json!({"path": "plan"}))]),
+                turn(vec![call(
+                    "l",
+                    "workspace_list_files",
+                    json!({"path": "plan"}),
+                )]),
                 turn(vec![call(
                     "t",
                     "task_return",
@@ -239,12 +379,19 @@ async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
     assert_eq!(run.status, AgentRunStatus::Completed);
     let critic = last_request_of(&h, "critic");
     let results = tool_results(&critic);
-    assert!(!results[0].1, "reading the writer's file works: {:?}", results[0]);
+    assert!(
+        !results[0].1,
+        "reading the writer's file works: {:?}",
+        results[0]
+    );
     assert_eq!(results[1].2.as_deref(), Some("workspace.path_not_writable"));
     assert_eq!(results[2].2.as_deref(), Some("workspace.path_not_visible"));
     assert_eq!(results[3].2.as_deref(), Some("workspace.path_not_visible"));
     assert!(results[3].3.contains("task_return"), "{}", results[3].3);
-    assert_eq!(h.store.file_text(&run.id, "output/main.md").as_deref(), Some("Final scene."));
+    assert_eq!(
+        h.store.file_text(&run.id, "output/main.md").as_deref(),
+        Some("Final scene.")
+    );
 }
 
 #[tokio::test]
@@ -257,7 +404,18 @@ async fn delegated_task_without_return_fails_at_max_rounds() {
                 turn(vec![call("a", "agent_await", json!({}))]),
             ]),
         ),
-        ("critic", (0..6).map(|i| turn(vec![call(&format!("l{i}"), "workspace_list_files", json!({}))])).collect()),
+        (
+            "critic",
+            (0..6)
+                .map(|i| {
+                    turn(vec![call(
+                        &format!("l{i}"),
+                        "workspace_list_files",
+                        json!({}),
+                    )])
+                })
+                .collect(),
+        ),
     ]);
     let h = harness(model);
     install(&h);
@@ -276,13 +434,25 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
     let h = harness(by_agent(vec![(
         "writer",
         writer_finishing_after(vec![turn(vec![
-            call("bad-args", "agent_delegate", json!({"agentId": "critic", "task": {"title": "no objective"}})),
-            call("bad-id", "agent_delegate", json!({"agentId": "Not An Id", "task": {"objective": "x"}})),
+            call(
+                "bad-args",
+                "agent_delegate",
+                json!({"agentId": "critic", "task": {"title": "no objective"}}),
+            ),
+            call(
+                "bad-id",
+                "agent_delegate",
+                json!({"agentId": "Not An Id", "task": {"objective": "x"}}),
+            ),
             delegate("ghost", "ghost", "x"),
             delegate("self", "writer", "x"),
             delegate("locked", "locked", "x"),
             delegate("unconfigured", "unconfigured", "x"),
-            call("budget", "agent_delegate", json!({"agentId": "critic", "task": {"objective": "x"}, "budget": {"maxRounds": 99}})),
+            call(
+                "budget",
+                "agent_delegate",
+                json!({"agentId": "critic", "task": {"objective": "x"}, "budget": {"maxRounds": 99}}),
+            ),
             delegate("ok1", "critic", "x"),
             delegate("ok2", "critic", "x"),
             delegate("ok3", "stylist", "x"),
@@ -301,11 +471,22 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
         p.model.mode = tt_domain::profile::ModelMode::RequiresConfiguration;
         p
     });
-    h.model.hang_when(|request| request.agent_profile_id.as_str() != "writer");
+    h.model
+        .hang_when(|request| request.agent_profile_id.as_str() != "writer");
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let results = tool_results(&h.model.requests().into_iter().filter(|r| r.agent_profile_id.as_str() == "writer").nth(1).unwrap());
-    let codes: Vec<_> = results.iter().map(|r| (r.0.as_str(), r.2.clone().unwrap_or_default())).collect();
+    let results = tool_results(
+        &h.model
+            .requests()
+            .into_iter()
+            .filter(|r| r.agent_profile_id.as_str() == "writer")
+            .nth(1)
+            .unwrap(),
+    );
+    let codes: Vec<_> = results
+        .iter()
+        .map(|r| (r.0.as_str(), r.2.clone().unwrap_or_default()))
+        .collect();
     assert_eq!(
         codes,
         [
@@ -330,10 +511,20 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
     assert!(message("too-many").starts_with("agent.max_concurrent_invocations_exhausted"));
     assert!(message("list-handoff").starts_with("agent.profile_cannot_handoff"));
     // Workspace keys: agent id, then numbered repeats.
-    let keys: Vec<_> = h.store.tasks(&run.id).into_iter().map(|t| t.workspace_key).collect();
+    let keys: Vec<_> = h
+        .store
+        .tasks(&run.id)
+        .into_iter()
+        .map(|t| t.workspace_key)
+        .collect();
     assert_eq!(keys, ["critic", "critic-002", "stylist"]);
     // finish cancelled all three hanging tasks.
-    assert!(h.store.tasks(&run.id).iter().all(|t| t.status == TaskStatus::Cancelled));
+    assert!(
+        h.store
+            .tasks(&run.id)
+            .iter()
+            .all(|t| t.status == TaskStatus::Cancelled)
+    );
 }
 
 #[tokio::test]
@@ -342,7 +533,11 @@ async fn agent_list_returns_callable_profiles_allowed_by_delegation_policy() {
         "writer",
         writer_finishing_after(vec![turn(vec![
             call("all", "agent_list", json!({})),
-            call("query", "agent_list", json!({"purpose": "delegate", "query": "STYL"})),
+            call(
+                "query",
+                "agent_list",
+                json!({"purpose": "delegate", "query": "STYL"}),
+            ),
             call("limit", "agent_list", json!({"limit": 1})),
             call("bad", "agent_list", json!({"limit": 0})),
         ])]),
@@ -357,10 +552,17 @@ async fn agent_list_returns_callable_profiles_allowed_by_delegation_policy() {
     assert_eq!(run.status, AgentRunStatus::Completed);
     let results = tool_results(&h.model.requests()[1]);
     insta::assert_snapshot!("agent_list_content", results[0].3);
-    assert!(results[0].3.contains("- critic (delegate): Reviews drafts (critic)."));
+    assert!(
+        results[0]
+            .3
+            .contains("- critic (delegate): Reviews drafts (critic).")
+    );
     assert!(!results[0].3.contains("hidden") && !results[0].3.contains("writer ("));
     assert!(results[1].3.contains("stylist") && !results[1].3.contains("critic"));
-    assert_eq!(results[2].3.matches("\n- ").count() + usize::from(results[2].3.starts_with("- ")), 1);
+    assert_eq!(
+        results[2].3.matches("\n- ").count() + usize::from(results[2].3.starts_with("- ")),
+        1
+    );
     assert_eq!(results[3].2.as_deref(), Some("tool.invalid_arguments"));
 }
 
@@ -373,7 +575,11 @@ async fn await_selection_errors_and_timeout() {
                 turn(vec![call("none", "agent_await", json!({}))]),
                 turn(vec![delegate("d1", "critic", "Slow.")]),
                 turn(vec![
-                    call("foreign", "agent_await", json!({"taskIds": ["task_not_mine"]})),
+                    call(
+                        "foreign",
+                        "agent_await",
+                        json!({"taskIds": ["task_not_mine"]}),
+                    ),
                     call("dup", "agent_await", json!({"taskIds": ["a", "a"]})),
                     call("long", "agent_await", json!({"timeoutMs": 300001})),
                     call("status", "agent_await", json!({"mode": "statusOnly"})),
@@ -391,13 +597,18 @@ async fn await_selection_errors_and_timeout() {
     let results = tool_results(&last_request_of(&h, "writer"));
     let by_id = |id: &str| results.iter().find(|r| r.0 == id).unwrap().clone();
     assert_eq!(by_id("none").2.as_deref(), Some("agent.no_child_tasks"));
-    assert_eq!(by_id("foreign").2.as_deref(), Some("agent.await_task_not_found"));
+    assert_eq!(
+        by_id("foreign").2.as_deref(),
+        Some("agent.await_task_not_found")
+    );
     assert_eq!(by_id("dup").2.as_deref(), Some("tool.invalid_arguments"));
     assert_eq!(by_id("long").2.as_deref(), Some("tool.invalid_arguments"));
     let status = by_id("status");
     // The worker may not have started yet: statusOnly reports whatever is current.
     assert!(
-        !status.1 && (status.3.contains("### critic - running") || status.3.contains("### critic - queued")),
+        !status.1
+            && (status.3.contains("### critic - running")
+                || status.3.contains("### critic - queued")),
         "{}",
         status.3
     );
@@ -405,7 +616,10 @@ async fn await_selection_errors_and_timeout() {
     assert!(!waited.1, "a timeout is not an error");
     insta::assert_snapshot!("await_timeout_capsule", waited.3);
     let completed = events_of(&h, &run.id, "agent_await_completed");
-    let timed_out: Vec<_> = completed.iter().filter(|e| e.payload["timedOut"] == true).collect();
+    let timed_out: Vec<_> = completed
+        .iter()
+        .filter(|e| e.payload["timedOut"] == true)
+        .collect();
     assert_eq!(timed_out.len(), 1);
     assert_eq!(timed_out[0].level, tt_domain::event::EventLevel::Warn);
 }
@@ -414,9 +628,21 @@ async fn await_selection_errors_and_timeout() {
 async fn run_cancel_cancels_children_inside_model_calls() {
     let mut writer = delegator("writer");
     writer.delegation.max_concurrent_invocations = 8;
-    let delegations: Vec<_> = (0..8).map(|i| delegate(&format!("d{i}"), "critic", &format!("Part {i}."))).collect();
+    let delegations: Vec<_> = (0..8)
+        .map(|i| delegate(&format!("d{i}"), "critic", &format!("Part {i}.")))
+        .collect();
     let model = by_agent(vec![
-        ("writer", vec![turn(delegations), turn(vec![call("a", "agent_await", json!({"mode": "allCompleted"}))])]),
+        (
+            "writer",
+            vec![
+                turn(delegations),
+                turn(vec![call(
+                    "a",
+                    "agent_await",
+                    json!({"mode": "allCompleted"}),
+                )]),
+            ],
+        ),
         ("critic", vec![task_return("r", "never")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
@@ -424,25 +650,39 @@ async fn run_cancel_cancels_children_inside_model_calls() {
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(8)).await.expect("8 calls parked");
+    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(8))
+        .await
+        .expect("8 calls parked");
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Cancelled);
     assert_eq!(h.model.parked_count(), 0);
     let tasks = h.store.tasks(&run.id);
     assert_eq!(tasks.len(), 8);
-    assert!(tasks.iter().all(|t| t.status == TaskStatus::Cancelled), "{tasks:?}");
-    assert!(h.store.invocations(&run.id).iter().all(|inv| inv.status == InvocationStatus::Cancelled));
+    assert!(
+        tasks.iter().all(|t| t.status == TaskStatus::Cancelled),
+        "{tasks:?}"
+    );
+    assert!(
+        h.store
+            .invocations(&run.id)
+            .iter()
+            .all(|inv| inv.status == InvocationStatus::Cancelled)
+    );
     // Nothing is written for a cancelled agent after its cancellation.
     let events = h.events(&run.id);
     for task in &tasks {
         let child = task.child_invocation_id.as_str();
         let cancelled_at = events
             .iter()
-            .position(|e| e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == child)
+            .position(|e| {
+                e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == child
+            })
             .unwrap();
         assert!(
-            events[cancelled_at + 1..].iter().all(|e| e.scope_invocation_id() != Some(child)),
+            events[cancelled_at + 1..]
+                .iter()
+                .all(|e| e.scope_invocation_id() != Some(child)),
             "event for {child} after its cancellation"
         );
     }
@@ -467,7 +707,12 @@ async fn child_failure_never_fails_the_parent_run() {
     assert_eq!(run.status, AgentRunStatus::Completed);
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Failed);
-    assert!(task.error.as_deref().unwrap().starts_with("model.script_exhausted"));
+    assert!(
+        task.error
+            .as_deref()
+            .unwrap()
+            .starts_with("model.script_exhausted")
+    );
     let failed = &events_of(&h, &run.id, "agent_child_invocation_failed")[0];
     assert_eq!(failed.payload["taskId"], task.id.as_str());
 }
@@ -486,7 +731,11 @@ async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent()
             "critic",
             vec![
                 turn(vec![call("bad", "task_return", json!({"summary": " "}))]),
-                turn(vec![call("bad2", "task_return", json!({"summary": "x", "status": "maybe"}))]),
+                turn(vec![call(
+                    "bad2",
+                    "task_return",
+                    json!({"summary": "x", "status": "maybe"}),
+                )]),
                 turn(vec![call(
                     "r",
                     "task_return",
@@ -500,14 +749,32 @@ async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent()
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
     let critic_results = tool_results(&last_request_of(&h, "critic"));
-    assert_eq!(critic_results[0].2.as_deref(), Some("tool.invalid_arguments"));
-    assert_eq!(critic_results[1].2.as_deref(), Some("tool.invalid_arguments"));
+    assert_eq!(
+        critic_results[0].2.as_deref(),
+        Some("tool.invalid_arguments")
+    );
+    assert_eq!(
+        critic_results[1].2.as_deref(),
+        Some("tool.invalid_arguments")
+    );
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Failed);
-    let child = h.store.invocations(&run.id).into_iter().find(|i| i.id == task.child_invocation_id).unwrap();
+    let child = h
+        .store
+        .invocations(&run.id)
+        .into_iter()
+        .find(|i| i.id == task.child_invocation_id)
+        .unwrap();
     assert_eq!(child.status, InvocationStatus::Completed);
-    let capsule = tool_results(&last_request_of(&h, "writer")).into_iter().find(|r| r.0 == "a").unwrap().3;
-    assert!(capsule.contains("### critic - failed") && capsule.contains("Warnings:"), "{capsule}");
+    let capsule = tool_results(&last_request_of(&h, "writer"))
+        .into_iter()
+        .find(|r| r.0 == "a")
+        .unwrap()
+        .3;
+    assert!(
+        capsule.contains("### critic - failed") && capsule.contains("Warnings:"),
+        "{capsule}"
+    );
 }
 
 #[tokio::test]
@@ -516,7 +783,11 @@ async fn delegated_prompts_and_surfaces_as_models_see_them() {
         (
             "writer",
             writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Check continuity of output/main.md.")]),
+                turn(vec![delegate(
+                    "d1",
+                    "critic",
+                    "Check continuity of output/main.md.",
+                )]),
                 turn(vec![call("a", "agent_await", json!({}))]),
             ]),
         ),
@@ -526,9 +797,22 @@ async fn delegated_prompts_and_surfaces_as_models_see_them() {
     install(&h);
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let writer = h.model.requests().into_iter().find(|r| r.agent_profile_id.as_str() == "writer").unwrap();
-    insta::assert_snapshot!("delegating_system_prompt", writer.messages[0].text_content());
-    let critic = h.model.requests().into_iter().find(|r| r.agent_profile_id.as_str() == "critic").unwrap();
+    let writer = h
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| r.agent_profile_id.as_str() == "writer")
+        .unwrap();
+    insta::assert_snapshot!(
+        "delegating_system_prompt",
+        writer.messages[0].text_content()
+    );
+    let critic = h
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| r.agent_profile_id.as_str() == "critic")
+        .unwrap();
     insta::assert_snapshot!("delegated_system_prompt", critic.messages[0].text_content());
     insta::assert_snapshot!("delegated_task_brief", critic.messages[1].text_content());
     let specs = |request: &tt_domain::model::AgentModelRequest| {
@@ -540,11 +824,80 @@ async fn delegated_prompts_and_surfaces_as_models_see_them() {
     for message in &critic.messages {
         for part in &message.parts {
             if let ModelContentPart::Text { text } = part {
-                for word in ["inv_", "run_", "task_0", "parent", "child", "invocation", "subagent"] {
-                    assert!(!text.to_lowercase().contains(word), "`{word}` leaks into: {text}");
+                for word in [
+                    "inv_",
+                    "run_",
+                    "task_0",
+                    "parent",
+                    "child",
+                    "invocation",
+                    "subagent",
+                ] {
+                    assert!(
+                        !text.to_lowercase().contains(word),
+                        "`{word}` leaks into: {text}"
+                    );
                 }
             }
         }
     }
     let _ = responses::text("unused");
+}
+
+#[tokio::test]
+async fn next_completed_waits_for_a_result_not_seen_yet() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![
+                    delegate("d1", "critic", "Fast."),
+                    delegate("d2", "stylist", "Slow."),
+                ]),
+                turn(vec![call(
+                    "a1",
+                    "agent_await",
+                    json!({"mode": "nextCompleted"}),
+                )]),
+                turn(vec![call(
+                    "a2",
+                    "agent_await",
+                    json!({"mode": "nextCompleted"}),
+                )]),
+            ]),
+        ),
+        ("critic", vec![task_return("r1", "Critic done.")]),
+        ("stylist", vec![task_return("r2", "Stylist done.")]),
+    ]);
+    model.hang_when(|request| request.agent_profile_id.as_str() == "stylist");
+    let h = harness(model);
+    install(&h);
+    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
+    // Release the stylist only once the first wait has reported the critic.
+    h.store
+        .wait_for_event(&run.id, |e| e.event_type == "agent_await_completed")
+        .await;
+    h.model.stop_hanging();
+    h.model.release_parked();
+    let run = h.wait(&run.id).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let results = tool_results(&last_request_of(&h, "writer"));
+    let first = &results.iter().find(|r| r.0 == "a1").unwrap().3;
+    assert!(
+        first.contains("Critic done.") && first.contains("### stylist - running"),
+        "{first}"
+    );
+    let second = &results.iter().find(|r| r.0 == "a2").unwrap().3;
+    assert!(second.contains("Stylist done."), "{second}");
+    assert!(
+        !second.contains("Critic done."),
+        "a seen result is not repeated: {second}"
+    );
+    insta::assert_snapshot!("await_capsule_with_a_result_seen_before", second);
+    let waits = events_of(&h, &run.id, "agent_await_completed");
+    let delivered: Vec<_> = waits
+        .iter()
+        .map(|e| e.payload["deliveredTaskIds"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(delivered, [1, 1]);
 }

@@ -177,8 +177,10 @@ pub fn tool_results(request: &AgentModelRequest) -> Vec<(String, bool, Option<St
 
 /// A model that answers by agent and round: `script[agent][round - 1]`.
 pub fn by_agent(script: Vec<(&str, Vec<AgentModelResponse>)>) -> Arc<FakeModel> {
-    let script: std::collections::HashMap<String, Vec<AgentModelResponse>> =
-        script.into_iter().map(|(agent, turns)| (agent.to_owned(), turns)).collect();
+    let script: std::collections::HashMap<String, Vec<AgentModelResponse>> = script
+        .into_iter()
+        .map(|(agent, turns)| (agent.to_owned(), turns))
+        .collect();
     FakeModel::new(move |request: &AgentModelRequest| {
         script
             .get(request.agent_profile_id.as_str())
@@ -195,7 +197,10 @@ pub fn by_agent(script: Vec<(&str, Vec<AgentModelResponse>)>) -> Arc<FakeModel> 
 pub fn delegator(id: &str) -> AgentProfileDefinition {
     custom_profile(id, |p| {
         p.delegation.can_delegate = true;
-        for (index, tool) in ["agent.list", "agent.delegate", "agent.await"].into_iter().enumerate() {
+        for (index, tool) in ["agent.list", "agent.delegate", "agent.await"]
+            .into_iter()
+            .enumerate()
+        {
             p.tools.allow.insert(index, tool.to_owned());
         }
     })
@@ -210,12 +215,20 @@ pub fn reviewer(id: &str) -> AgentProfileDefinition {
         p.delegation.callable = true;
         p.delegation.allow_as_subagent = true;
         p.delegation.description_for_agents = Some(format!("Reviews drafts ({id})."));
-        p.tools.allow = ["workspace.list_files", "workspace.read_file", "workspace.write_file"]
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
+        p.tools.allow = [
+            "workspace.list_files",
+            "workspace.read_file",
+            "workspace.write_file",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
         p.tools.max_rounds = 6;
-        p.workspace.visible_roots = vec![WorkspaceRoot::Output, WorkspaceRoot::Scratch, WorkspaceRoot::Summaries];
+        p.workspace.visible_roots = vec![
+            WorkspaceRoot::Output,
+            WorkspaceRoot::Scratch,
+            WorkspaceRoot::Summaries,
+        ];
         p.workspace.writable_roots = vec![WorkspaceRoot::Scratch, WorkspaceRoot::Summaries];
         p.output.artifacts[0].path = format!("scratch/{id}.md");
         p.output.artifacts[0].required = false;
@@ -223,11 +236,19 @@ pub fn reviewer(id: &str) -> AgentProfileDefinition {
 }
 
 pub fn delegate(id: &str, agent: &str, objective: &str) -> (String, String, Value) {
-    call(id, "agent_delegate", json!({"agentId": agent, "task": {"title": "Review", "objective": objective}}))
+    call(
+        id,
+        "agent_delegate",
+        json!({"agentId": agent, "task": {"title": "Review", "objective": objective}}),
+    )
 }
 
 pub fn task_return(id: &str, summary: &str) -> AgentModelResponse {
-    turn(vec![call(id, "task_return", json!({"summary": summary, "confidence": "high", "findings": [{"note": summary}]}))])
+    turn(vec![call(
+        id,
+        "task_return",
+        json!({"summary": summary, "confidence": "high", "findings": [{"note": summary}]}),
+    )])
 }
 
 /// Tool results in the last request of `agent`.
@@ -235,11 +256,13 @@ pub fn last_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
     h.model
         .requests()
         .into_iter()
-        .filter(|request| request.agent_profile_id.as_str() == agent)
-        .last()
+        .rfind(|request| request.agent_profile_id.as_str() == agent)
         .unwrap_or_else(|| panic!("{agent} made no request"))
 }
 
 pub fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunEvent> {
-    h.events(run_id).into_iter().filter(|event| event.event_type == event_type).collect()
+    h.events(run_id)
+        .into_iter()
+        .filter(|event| event.event_type == event_type)
+        .collect()
 }

@@ -9,29 +9,39 @@ use anyhow::Context as _;
 use std::path::Path;
 use std::sync::Arc;
 use tt_runtime::{
-    AgentProfileDefinition, AgentRuntimeBuilder, CommitBridgeChoice, PromptMessage, PromptRole, ScriptedProvider,
-    StartRunRequest,
+    AgentProfileDefinition, AgentRuntimeBuilder, CommitBridgeChoice, PromptMessage, PromptRole,
+    ScriptedProvider, StartRunRequest,
 };
 
-use crate::render::{agent_tree, EventPrinter};
+use crate::render::{EventPrinter, agent_tree};
 
 const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
 const PROFILES: [(&str, &str); 3] = [
-    ("writer", include_str!("../scenarios/writers-room/writer.json")),
-    ("continuity-critic", include_str!("../scenarios/writers-room/continuity-critic.json")),
-    ("style-advisor", include_str!("../scenarios/writers-room/style-advisor.json")),
+    (
+        "writer",
+        include_str!("../scenarios/writers-room/writer.json"),
+    ),
+    (
+        "continuity-critic",
+        include_str!("../scenarios/writers-room/continuity-critic.json"),
+    ),
+    (
+        "style-advisor",
+        include_str!("../scenarios/writers-room/style-advisor.json"),
+    ),
 ];
 
 pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
-    let provider = ScriptedProvider::from_json_str(SCRIPT).context("the bundled demo script is invalid")?;
+    let provider =
+        ScriptedProvider::from_json_str(SCRIPT).context("the bundled demo script is invalid")?;
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
         .provider(Arc::new(provider))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?;
     for (name, text) in PROFILES {
-        let definition: AgentProfileDefinition =
-            serde_json::from_str(text).with_context(|| format!("the bundled profile `{name}` does not parse"))?;
+        let definition: AgentProfileDefinition = serde_json::from_str(text)
+            .with_context(|| format!("the bundled profile `{name}` does not parse"))?;
         runtime
             .save_profile(definition)
             .await
@@ -61,12 +71,21 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;
     println!("\nagents:");
-    print!("{}", agent_tree(&runtime.timeline_projection(run.id.as_str()).await?));
+    print!(
+        "{}",
+        agent_tree(&runtime.timeline_projection(run.id.as_str()).await?)
+    );
     let transcript = runtime.transcript(finished.workspace_id.as_str())?;
-    let published: Vec<_> = transcript.iter().filter(|entry| entry.run_id == finished.id.as_str()).collect();
+    let published: Vec<_> = transcript
+        .iter()
+        .filter(|entry| entry.run_id == finished.id.as_str())
+        .collect();
     match published.last() {
         Some(entry) => {
-            println!("\n── committed message {} ({}) ──", entry.message_id, entry.path);
+            println!(
+                "\n── committed message {} ({}) ──",
+                entry.message_id, entry.path
+            );
             println!("{}", entry.content.trim_end());
             println!("──");
         }
@@ -74,7 +93,10 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
     }
     println!("run {} ended: {}", finished.id, finished.status.as_str());
     if finished.status != tt_runtime::AgentRunStatus::Completed {
-        anyhow::bail!("the demo run did not complete (status {})", finished.status.as_str());
+        anyhow::bail!(
+            "the demo run did not complete (status {})",
+            finished.status.as_str()
+        );
     }
     Ok(())
 }

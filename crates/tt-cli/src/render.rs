@@ -20,10 +20,17 @@ impl EventPrinter {
         let s = |key: &str| p.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
         let n = |key: &str| p.get(key).and_then(Value::as_u64).unwrap_or(0);
         if event.event_type == "agent_invocation_created" {
-            let depth = self.agents.get(&s("parentInvocationId")).map_or(0, |(_, depth)| depth + 1);
-            self.agents.insert(s("invocationId"), (s("profileId"), depth));
+            let depth = self
+                .agents
+                .get(&s("parentInvocationId"))
+                .map_or(0, |(_, depth)| depth + 1);
+            self.agents
+                .insert(s("invocationId"), (s("profileId"), depth));
         }
-        let scope = p.get("eventScope").and_then(|scope| scope.get("invocationId")).and_then(Value::as_str);
+        let scope = p
+            .get("eventScope")
+            .and_then(|scope| scope.get("invocationId"))
+            .and_then(Value::as_str);
         let (who, depth) = scope
             .and_then(|id| self.agents.get(id).cloned())
             .unwrap_or_else(|| ("run".to_owned(), 0));
@@ -35,16 +42,24 @@ impl EventPrinter {
         };
         let body = match event.event_type.as_str() {
             "run_created" => format!("run created ({})", s("presentation")),
-            "agent_invocation_created" if depth == 0 => format!("{} takes the foreground", s("profileId")),
+            "agent_invocation_created" if depth == 0 => {
+                format!("{} takes the foreground", s("profileId"))
+            }
             "agent_invocation_created" => return None,
             "status_changed" => match s("status").as_str() {
-                status @ ("awaiting_host_commit" | "finishing" | "cancelling") => format!("status → {status}"),
+                status @ ("awaiting_host_commit" | "finishing" | "cancelling") => {
+                    format!("status → {status}")
+                }
                 _ => return None,
             },
             "model_call_attempt_failed" => format!("model call failed: {}", s("message")),
             "model_call_retry_scheduled" => format!("retrying in {} ms", n("intervalMs")),
             "model_completed" => {
-                let narration = p.get("narration").and_then(|n| n.get("text")).and_then(Value::as_str).unwrap_or("");
+                let narration = p
+                    .get("narration")
+                    .and_then(|n| n.get("text"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 if narration.is_empty() {
                     return None;
                 }
@@ -53,21 +68,40 @@ impl EventPrinter {
             "tool_call_started" => format!("▸ {}", s("name")),
             "tool_call_failed" => format!("✗ {} [{}] {}", s("name"), s("errorCode"), s("message")),
             "workspace_file_written" => format!("  wrote {} ({} chars)", s("path"), n("chars")),
-            "workspace_patch_applied" => format!("  patched {} ({} replacement(s))", s("path"), n("replacements")),
+            "workspace_patch_applied" => format!(
+                "  patched {} ({} replacement(s))",
+                s("path"),
+                n("replacements")
+            ),
             "agent_delegate_started" => format!("  delegated a task to {}", s("targetProfileId")),
-            "agent_task_started" => format!("  {} started working", agent_of(self, "childInvocationId")),
+            "agent_task_started" => {
+                format!("  {} started working", agent_of(self, "childInvocationId"))
+            }
             "agent_task_completed" | "agent_task_failed" | "agent_task_cancelled" => {
                 format!("  {} {}", agent_of(self, "childInvocationId"), s("status"))
             }
-            "agent_await_started" => format!("  waiting ({}) for {} task(s)", s("mode"), p.get("taskIds").and_then(Value::as_array).map_or(0, Vec::len)),
+            "agent_await_started" => format!(
+                "  waiting ({}) for {} task(s)",
+                s("mode"),
+                p.get("taskIds")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len)
+            ),
             "agent_await_completed" => format!("  wait over: {} task(s) reported", n("taskCount")),
-            "agent_results_injected" => format!("  {} finished result(s) arrived automatically", n("taskCount")),
-            "agent_child_invocation_failed" => format!("  a delegated task failed: {}", s("message")),
+            "agent_results_injected" => format!(
+                "  {} finished result(s) arrived automatically",
+                n("taskCount")
+            ),
+            "agent_child_invocation_failed" => {
+                format!("  a delegated task failed: {}", s("message"))
+            }
             "direct_output_captured" => format!("  plain text saved to {}", s("path")),
             "drift_recovery_attempted" => "reminded the model to use its tools".to_owned(),
             "chat_commit_requested" => format!("publishing {} ({} chars)", s("path"), n("chars")),
             "chat_commit_completed" => format!("published as message {}", s("messageId")),
-            "persistent_changes_committed" => format!("memory saved ({} change(s))", n("changeCount")),
+            "persistent_changes_committed" => {
+                format!("memory saved ({} change(s))", n("changeCount"))
+            }
             "run_completed" => "run completed".to_owned(),
             "run_partial_success" => format!("run ended with partial success: {}", s("message")),
             "run_failed" => format!("run failed [{}]: {}", s("code"), s("message")),
@@ -75,14 +109,23 @@ impl EventPrinter {
             "run_cancelled" => "run cancelled".to_owned(),
             _ => return None,
         };
-        Some(format!("[{:>4}] {}{:<18} {body}", event.seq, "  ".repeat(depth), who))
+        Some(format!(
+            "[{:>4}] {}{:<18} {body}",
+            event.seq,
+            "  ".repeat(depth),
+            who
+        ))
     }
 }
 
 /// The agent tree of a run, one invocation per line, delegated agents under their caller.
 pub fn agent_tree(projection: &TimelineProjection) -> String {
     let mut out = String::new();
-    for root in projection.invocations.iter().filter(|inv| inv.parent_invocation_id.is_none()) {
+    for root in projection
+        .invocations
+        .iter()
+        .filter(|inv| inv.parent_invocation_id.is_none())
+    {
         write_node(projection, root, 0, &mut out);
     }
     if out.is_empty() {
@@ -91,8 +134,16 @@ pub fn agent_tree(projection: &TimelineProjection) -> String {
     out
 }
 
-fn write_node(projection: &TimelineProjection, node: &TimelineInvocation, depth: usize, out: &mut String) {
-    let edge = projection.delegation_edges.iter().find(|edge| edge.target_invocation_id == node.invocation_id);
+fn write_node(
+    projection: &TimelineProjection,
+    node: &TimelineInvocation,
+    depth: usize,
+    out: &mut String,
+) {
+    let edge = projection
+        .delegation_edges
+        .iter()
+        .find(|edge| edge.target_invocation_id == node.invocation_id);
     let via = edge.map_or_else(String::new, |edge| {
         let how = match edge.continuation {
             tt_runtime::TaskContinuation::ReturnToParent => "delegated",

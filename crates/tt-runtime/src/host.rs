@@ -134,7 +134,10 @@ impl AgentRuntime {
     }
 
     /// Validates and stores an agent profile (`<data dir>/profiles/<id>.json`).
-    pub async fn save_profile(&self, definition: tt_domain::profile::AgentProfileDefinition) -> HostResult<()> {
+    pub async fn save_profile(
+        &self,
+        definition: tt_domain::profile::AgentProfileDefinition,
+    ) -> HostResult<()> {
         self.service.save_profile(definition).await?;
         Ok(())
     }

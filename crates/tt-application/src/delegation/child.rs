@@ -2,7 +2,7 @@
 //! snapshot, system prompt and markdown brief), runs its tool loop to `task.return`, and
 //! contains every failure inside the task so the delegating agent's run goes on.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tt_domain::event::RunEventType;
@@ -20,18 +20,20 @@ use crate::context::{InvocationRuntime, RunContext, ToolSession};
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::prompt::agent_system_prompt;
 use crate::registry::build_tool_snapshot;
-use crate::tool_loop::{run_tool_loop, LoopOutcome};
+use crate::tool_loop::{LoopOutcome, run_tool_loop};
 
 /// The target profile as a delegated agent runs it: background presentation, no parent-only
 /// tools (commit, finish, and the four agent tools), and the task's downward budget.
-pub fn apply_child_invocation_policy(profile: &ResolvedProfile, budget: Option<AgentTaskBudget>) -> ResolvedProfile {
+pub fn apply_child_invocation_policy(
+    profile: &ResolvedProfile,
+    budget: Option<AgentTaskBudget>,
+) -> ResolvedProfile {
     let mut profile = profile.clone();
     let definition = &mut profile.definition;
     definition.run.presentation = Presentation::Background;
-    definition
-        .tools
-        .allow
-        .retain(|name| ToolName::from_canonical(name).is_none_or(|tool| !ToolName::PARENT_ONLY.contains(&tool)));
+    definition.tools.allow.retain(|name| {
+        ToolName::from_canonical(name).is_none_or(|tool| !ToolName::PARENT_ONLY.contains(&tool))
+    });
     if let Some(budget) = budget {
         if let Some(rounds) = budget.max_rounds {
             definition.tools.max_rounds = rounds.min(definition.tools.max_rounds);
@@ -48,7 +50,10 @@ pub fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()
     match profile.definition.model.mode {
         ModelMode::RequiresConfiguration => Err(ApplicationError::fatal(
             "agent.profile_model_requires_configuration",
-            format!("profile `{}` needs a model to be configured before it can run", profile.id()),
+            format!(
+                "profile `{}` needs a model to be configured before it can run",
+                profile.id()
+            ),
         )),
         ModelMode::CurrentPromptSnapshot | ModelMode::ConnectionRef => Ok(()),
     }
@@ -56,7 +61,11 @@ pub fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()
 
 /// Runs one delegated task to a terminal state. Cancellation is recorded by whoever cancelled
 /// (the scheduler), so a cancelled worker returns without writing anything more.
-pub async fn run_delegated_task(ctx: &Arc<RunContext>, task: AgentTaskRecord, cancel: CancellationToken) {
+pub async fn run_delegated_task(
+    ctx: &Arc<RunContext>,
+    task: AgentTaskRecord,
+    cancel: CancellationToken,
+) {
     if cancel.is_cancelled() {
         return;
     }
@@ -82,7 +91,11 @@ async fn drive(
         .transition_task(
             &ctx.run_id,
             &task.id,
-            &TaskTransition { status: TaskStatus::Running, result_ref: None, error: None },
+            &TaskTransition {
+                status: TaskStatus::Running,
+                result_ref: None,
+                error: None,
+            },
             services.clock.now(),
         )
         .await?;
@@ -92,14 +105,27 @@ async fn drive(
     }
     emit_task_event(ctx, &started.task).await?;
     ctx.scheduler.notify();
-    let mut invocation = services.invocations.load_invocation(&ctx.run_id, &task.child_invocation_id).await?;
-    ctx.set_invocation_status(&mut invocation, InvocationStatus::Running).await?;
+    let mut invocation = services
+        .invocations
+        .load_invocation(&ctx.run_id, &task.child_invocation_id)
+        .await?;
+    ctx.set_invocation_status(&mut invocation, InvocationStatus::Running)
+        .await?;
     *invocation_slot = Some(invocation.clone());
 
-    let target = crate::profiles::resolve(services.profiles.as_ref(), Some(task.target_profile_id.as_str())).await?;
+    let target = crate::profiles::resolve(
+        services.profiles.as_ref(),
+        Some(task.target_profile_id.as_str()),
+    )
+    .await?;
     check_model_configured(&target)?;
     let profile = apply_child_invocation_policy(&target, task.budget);
-    let snapshot = build_tool_snapshot(&profile, &invocation.id, ExitPolicy::TaskReturnRequired, Presentation::Background)?;
+    let snapshot = build_tool_snapshot(
+        &profile,
+        &invocation.id,
+        ExitPolicy::TaskReturnRequired,
+        Presentation::Background,
+    )?;
     services
         .runs
         .write_document(
@@ -142,7 +168,8 @@ async fn drive(
     *invocation_slot = Some(inv.invocation.clone());
     match outcome? {
         LoopOutcome::TaskReturned { .. } => {
-            ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Completed).await?;
+            ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Completed)
+                .await?;
             *invocation_slot = Some(inv.invocation);
             ctx.scheduler.notify();
             Ok(())
@@ -168,7 +195,11 @@ async fn fail_task(
         .transition_task(
             &ctx.run_id,
             &task.id,
-            &TaskTransition { status: TaskStatus::Failed, result_ref: None, error: Some(message.clone()) },
+            &TaskTransition {
+                status: TaskStatus::Failed,
+                result_ref: None,
+                error: Some(message.clone()),
+            },
             ctx.services.clock.now(),
         )
         .await?;
@@ -177,10 +208,16 @@ async fn fail_task(
     }
     let mut invocation = match invocation {
         Some(invocation) => invocation,
-        None => ctx.services.invocations.load_invocation(&ctx.run_id, &task.child_invocation_id).await?,
+        None => {
+            ctx.services
+                .invocations
+                .load_invocation(&ctx.run_id, &task.child_invocation_id)
+                .await?
+        }
     };
     if !invocation.status.is_terminal() {
-        ctx.set_invocation_status(&mut invocation, InvocationStatus::Failed).await?;
+        ctx.set_invocation_status(&mut invocation, InvocationStatus::Failed)
+            .await?;
     }
     ctx.events
         .warn(

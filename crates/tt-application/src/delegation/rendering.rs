@@ -46,28 +46,58 @@ fn inline(value: &Value) -> Option<String> {
 /// Pushes the lines of a non-empty array or object at `indent` spaces.
 fn push_block(value: &Value, indent: usize, lines: &mut Vec<String>) {
     let pad = " ".repeat(indent);
-    let mut entry = |marker: String, inner: &Value| match inline(inner) {
-        Some(text) => push_item(&format!("{pad}{marker} "), &text, indent + 2, lines),
-        None => {
-            lines.push(format!("{pad}{marker}"));
-            push_block(inner, indent + 2, lines);
-        }
-    };
     match value {
         Value::Array(items) => {
             for item in items {
-                entry("-".to_owned(), item);
+                match item {
+                    // An object in a list reads best as one item: its first key on the dash
+                    // line, the others aligned under it.
+                    Value::Object(map) if !map.is_empty() => {
+                        for (index, (key, inner)) in map.iter().enumerate() {
+                            let lead = if index == 0 {
+                                format!("{pad}- ")
+                            } else {
+                                format!("{pad}  ")
+                            };
+                            match inline(inner) {
+                                Some(text) => push_item(
+                                    &format!("{lead}**{key}**: "),
+                                    &text,
+                                    indent + 4,
+                                    lines,
+                                ),
+                                None => {
+                                    lines.push(format!("{lead}**{key}**:"));
+                                    push_block(inner, indent + 4, lines);
+                                }
+                            }
+                        }
+                    }
+                    _ => push_entry(&pad, "-", item, indent, lines),
+                }
             }
         }
         Value::Object(map) => {
             for (key, inner) in map {
-                entry(format!("- **{key}**:"), inner);
+                push_entry(&pad, &format!("- **{key}**:"), inner, indent, lines);
             }
         }
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {
             if let Some(text) = inline(value) {
                 push_item(&pad, &text, indent, lines);
             }
+        }
+    }
+}
+
+/// One `marker value` entry: inline on the marker line, or the marker alone with the value's
+/// block indented under it.
+fn push_entry(pad: &str, marker: &str, inner: &Value, indent: usize, lines: &mut Vec<String>) {
+    match inline(inner) {
+        Some(text) => push_item(&format!("{pad}{marker} "), &text, indent + 2, lines),
+        None => {
+            lines.push(format!("{pad}{marker}"));
+            push_block(inner, indent + 2, lines);
         }
     }
 }
@@ -612,8 +642,7 @@ mod tests {
   - 3
   - _None_
   - _None provided._
-  -
-    - **k**: v
+  - **k**: v
   -
     - deep
 - **obj**:
@@ -774,7 +803,7 @@ mod tests {
         }));
         let capsule = render_capsule(&[entry], false, &reader(false, false, false, 0));
         assert!(capsule.contains("Warnings:\n  just one warning"));
-        assert!(capsule.contains("  -\n    - **kind**: text"));
+        assert!(capsule.contains("  - **kind**: text"));
         assert!(capsule.contains("  - loose.md"));
         assert!(capsule.contains("  - `only/path.md`\n"));
         assert!(capsule.contains("Confidence: 0.8"));

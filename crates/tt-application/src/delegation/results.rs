@@ -2,27 +2,38 @@
 //! records and their result documents, the `agent.await` task views, and the automatic
 //! injection of results the agent has not seen yet.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tt_domain::ids::TaskId;
 use tt_domain::task::{AgentTaskRecord, TaskContinuation};
 use tt_domain::tool::ToolName;
 use tt_ports::RunDocument;
 
-use super::rendering::{render_injected_results, CapsuleEntry, ReaderState};
+use super::rendering::{CapsuleEntry, ReaderState, render_injected_results};
 use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// The result document of a task, if it returned one. An unreadable document is fatal.
-pub async fn result_document(ctx: &RunContext, task: &AgentTaskRecord) -> ApplicationResult<Option<Value>> {
+pub async fn result_document(
+    ctx: &RunContext,
+    task: &AgentTaskRecord,
+) -> ApplicationResult<Option<Value>> {
     if task.result_ref.is_none() {
         return Ok(None);
     }
     let document = ctx
         .services
         .runs
-        .read_document(&ctx.run_id, &RunDocument::AgentResult(task.child_invocation_id.clone()))
+        .read_document(
+            &ctx.run_id,
+            &RunDocument::AgentResult(task.child_invocation_id.clone()),
+        )
         .await
-        .map_err(|err| ApplicationError::fatal("agent.await_result_invalid", format!("result of task {}: {err}", task.id)))?;
+        .map_err(|err| {
+            ApplicationError::fatal(
+                "agent.await_result_invalid",
+                format!("result of task {}: {err}", task.id),
+            )
+        })?;
     match document {
         Some(Value::Object(map)) => Ok(Some(Value::Object(map))),
         Some(_) => Err(ApplicationError::fatal(
@@ -34,14 +45,21 @@ pub async fn result_document(ctx: &RunContext, task: &AgentTaskRecord) -> Applic
 }
 
 /// A capsule entry for a task.
-pub async fn capsule_entry(ctx: &RunContext, task: &AgentTaskRecord) -> ApplicationResult<CapsuleEntry> {
+pub async fn capsule_entry(
+    ctx: &RunContext,
+    task: &AgentTaskRecord,
+) -> ApplicationResult<CapsuleEntry> {
     let document = result_document(ctx, task).await?;
     Ok(CapsuleEntry {
         agent_id: task.target_profile_id.to_string(),
         task_id: task.id.to_string(),
         status: task.status,
         error: task.error.clone(),
-        summary: document.as_ref().and_then(|doc| doc.get("summary")).and_then(Value::as_str).map(str::to_owned),
+        summary: document
+            .as_ref()
+            .and_then(|doc| doc.get("summary"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         result: document.and_then(|doc| doc.get("result").cloned()),
     })
 }
@@ -56,12 +74,22 @@ pub fn await_view(entry: &CapsuleEntry) -> Value {
         view["summary"] = json!(summary);
     }
     if let Some(result) = &entry.result {
-        for key in ["confidence", "artifacts", "findings", "warnings", "suggestedNextActions"] {
+        for key in [
+            "confidence",
+            "artifacts",
+            "findings",
+            "warnings",
+            "suggestedNextActions",
+        ] {
             if let Some(value) = result.get(key).filter(|value| !value.is_null()) {
                 view[key] = value.clone();
             }
         }
-        if let Some(questions) = result.get("questionsForCaller").or_else(|| result.get("questionsForParent")).filter(|v| !v.is_null()) {
+        if let Some(questions) = result
+            .get("questionsForCaller")
+            .or_else(|| result.get("questionsForParent"))
+            .filter(|v| !v.is_null())
+        {
             view["questionsForCaller"] = questions.clone();
         }
     }
@@ -70,7 +98,11 @@ pub fn await_view(entry: &CapsuleEntry) -> Value {
 
 /// What the reading agent can do next, for the continuation hint.
 pub fn reader_state(ctx: &RunContext, inv: &InvocationRuntime) -> ReaderState {
-    let offered = |tool: ToolName| inv.snapshot.offers(tool).then(|| tool.model_alias().to_owned());
+    let offered = |tool: ToolName| {
+        inv.snapshot
+            .offers(tool)
+            .then(|| tool.model_alias().to_owned())
+    };
     ReaderState {
         foreground: inv.snapshot.presentation == tt_domain::run::Presentation::Foreground,
         commit_tool: offered(ToolName::WorkspaceCommit),
@@ -80,14 +112,20 @@ pub fn reader_state(ctx: &RunContext, inv: &InvocationRuntime) -> ReaderState {
 }
 
 /// The tasks this agent delegated, in creation order.
-pub async fn delegated_by(ctx: &RunContext, inv: &InvocationRuntime) -> ApplicationResult<Vec<AgentTaskRecord>> {
+pub async fn delegated_by(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+) -> ApplicationResult<Vec<AgentTaskRecord>> {
     let mut tasks: Vec<AgentTaskRecord> = ctx
         .services
         .invocations
         .list_tasks(&ctx.run_id)
         .await?
         .into_iter()
-        .filter(|task| task.parent_invocation_id == inv.invocation.id && task.continuation == TaskContinuation::ReturnToParent)
+        .filter(|task| {
+            task.parent_invocation_id == inv.invocation.id
+                && task.continuation == TaskContinuation::ReturnToParent
+        })
         .collect();
     tasks.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     Ok(tasks)
@@ -95,7 +133,10 @@ pub async fn delegated_by(ctx: &RunContext, inv: &InvocationRuntime) -> Applicat
 
 /// The message to add after a tool round: finished results this agent has not seen yet, or
 /// `None`. Marks them delivered.
-pub async fn take_injection(ctx: &RunContext, inv: &mut InvocationRuntime) -> ApplicationResult<Option<String>> {
+pub async fn take_injection(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+) -> ApplicationResult<Option<String>> {
     let fresh: Vec<AgentTaskRecord> = delegated_by(ctx, inv)
         .await?
         .into_iter()
@@ -117,7 +158,10 @@ pub async fn take_injection(ctx: &RunContext, inv: &mut InvocationRuntime) -> Ap
         )
         .await?;
     inv.delivered.extend(task_ids);
-    Ok(Some(render_injected_results(&entries, &reader_state(ctx, inv))))
+    Ok(Some(render_injected_results(
+        &entries,
+        &reader_state(ctx, inv),
+    )))
 }
 
 /// Terminal task ids reported by a successful `agent.await` result.
@@ -128,7 +172,12 @@ pub fn delivered_by_await(structured: &Value) -> Vec<TaskId> {
         .map(|tasks| {
             tasks
                 .iter()
-                .filter(|task| matches!(task.get("status").and_then(Value::as_str), Some("completed" | "failed" | "cancelled")))
+                .filter(|task| {
+                    matches!(
+                        task.get("status").and_then(Value::as_str),
+                        Some("completed" | "failed" | "cancelled")
+                    )
+                })
                 .filter_map(|task| task.get("taskId").and_then(Value::as_str))
                 .map(TaskId::from_raw)
                 .collect()

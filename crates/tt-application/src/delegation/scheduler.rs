@@ -19,7 +19,8 @@ use crate::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Reason recorded when the delegating agent finishes the run.
-pub const CALLER_FINISHED_REASON: &str = "cancelled because the agent that delegated it finished the run";
+pub const CALLER_FINISHED_REASON: &str =
+    "cancelled because the agent that delegated it finished the run";
 /// Reason recorded when the run stops (finish, failure or cancel).
 pub const RUN_STOPPED_REASON: &str = "cancelled because the Agent run stopped";
 
@@ -36,19 +37,26 @@ pub struct TaskScheduler {
 
 impl Default for TaskScheduler {
     fn default() -> Self {
-        Self { workers: Mutex::new(HashMap::new()), changes: watch::Sender::new(0) }
+        Self {
+            workers: Mutex::new(HashMap::new()),
+            changes: watch::Sender::new(0),
+        }
     }
 }
 
 impl std::fmt::Debug for TaskScheduler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskScheduler").field("workers", &self.lock().len()).finish()
+        f.debug_struct("TaskScheduler")
+            .field("workers", &self.lock().len())
+            .finish()
     }
 }
 
 impl TaskScheduler {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Worker>> {
-        self.workers.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.workers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A receiver that changes whenever a task is submitted, ends or is cancelled.
@@ -74,7 +82,10 @@ impl TaskScheduler {
         {
             let mut workers = self.lock();
             if workers.contains_key(&task_id) {
-                return Err(ApplicationError::fatal("agent.task_already_scheduled", format!("task {task_id} is already scheduled")));
+                return Err(ApplicationError::fatal(
+                    "agent.task_already_scheduled",
+                    format!("task {task_id} is already scheduled"),
+                ));
             }
             let cancel = ctx.cancel.child_token();
             let worker_cancel = cancel.clone();
@@ -83,7 +94,13 @@ impl TaskScheduler {
                 super::child::run_delegated_task(&shared, task, worker_cancel).await;
                 shared.scheduler.worker_exited(&worker_task_id);
             });
-            workers.insert(task_id, Worker { cancel, handle: Some(handle) });
+            workers.insert(
+                task_id,
+                Worker {
+                    cancel,
+                    handle: Some(handle),
+                },
+            );
         }
         self.notify();
         Ok(())
@@ -96,7 +113,12 @@ impl TaskScheduler {
 
     /// Cancels one task: stops its worker, then records `cancelled` for the task and its
     /// invocation unless it already ended. Never waits for the task's work to complete.
-    pub async fn cancel_task(&self, ctx: &RunContext, task_id: &TaskId, reason: &str) -> ApplicationResult<()> {
+    pub async fn cancel_task(
+        &self,
+        ctx: &RunContext,
+        task_id: &TaskId,
+        reason: &str,
+    ) -> ApplicationResult<()> {
         let worker = self.lock().remove(task_id);
         if let Some(mut worker) = worker {
             worker.cancel.cancel();
@@ -111,16 +133,24 @@ impl TaskScheduler {
             .transition_task(
                 &ctx.run_id,
                 task_id,
-                &TaskTransition { status: TaskStatus::Cancelled, result_ref: None, error: Some(reason.to_owned()) },
+                &TaskTransition {
+                    status: TaskStatus::Cancelled,
+                    result_ref: None,
+                    error: Some(reason.to_owned()),
+                },
                 ctx.services.clock.now(),
             )
             .await?;
         if outcome.changed {
             emit_task_event(ctx, &outcome.task).await?;
-            let mut invocation =
-                ctx.services.invocations.load_invocation(&ctx.run_id, &outcome.task.child_invocation_id).await?;
+            let mut invocation = ctx
+                .services
+                .invocations
+                .load_invocation(&ctx.run_id, &outcome.task.child_invocation_id)
+                .await?;
             if !invocation.status.is_terminal() {
-                ctx.set_invocation_status(&mut invocation, InvocationStatus::Cancelled).await?;
+                ctx.set_invocation_status(&mut invocation, InvocationStatus::Cancelled)
+                    .await?;
             }
         }
         self.notify();
@@ -128,7 +158,12 @@ impl TaskScheduler {
     }
 
     /// Cancels the unfinished delegated tasks created by `parent`.
-    pub async fn cancel_unfinished_for_parent(&self, ctx: &RunContext, parent: &InvocationId, reason: &str) -> ApplicationResult<()> {
+    pub async fn cancel_unfinished_for_parent(
+        &self,
+        ctx: &RunContext,
+        parent: &InvocationId,
+        reason: &str,
+    ) -> ApplicationResult<()> {
         for task in unfinished_delegations(ctx).await? {
             if &task.parent_invocation_id == parent {
                 self.cancel_task(ctx, &task.id, reason).await?;
@@ -138,7 +173,11 @@ impl TaskScheduler {
     }
 
     /// Cancels every unfinished delegated task of the run.
-    pub async fn cancel_all_unfinished(&self, ctx: &RunContext, reason: &str) -> ApplicationResult<()> {
+    pub async fn cancel_all_unfinished(
+        &self,
+        ctx: &RunContext,
+        reason: &str,
+    ) -> ApplicationResult<()> {
         for task in unfinished_delegations(ctx).await? {
             self.cancel_task(ctx, &task.id, reason).await?;
         }
@@ -153,7 +192,9 @@ async fn unfinished_delegations(ctx: &RunContext) -> ApplicationResult<Vec<Agent
         .list_tasks(&ctx.run_id)
         .await?
         .into_iter()
-        .filter(|task| task.continuation == TaskContinuation::ReturnToParent && !task.status.is_terminal())
+        .filter(|task| {
+            task.continuation == TaskContinuation::ReturnToParent && !task.status.is_terminal()
+        })
         .collect())
 }
 

@@ -1,48 +1,76 @@
 //! The agent tools: `agent.list`, `agent.delegate`, `agent.await` (for agents that may
 //! delegate) and the runtime-only `task.return` (for delegated agents), per reference §2.1–2.5.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::time::Duration;
 use tt_domain::event::RunEventType;
 use tt_domain::ids::{InvocationId, ProfileId, TaskId};
 use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationKind, InvocationStatus};
-use tt_domain::profile::{ResolvedProfile, DEFAULT_PROFILE_ID};
-use tt_domain::task::{next_workspace_key, AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
-use tt_domain::task_result::{summary_path_for, AgentTaskResultDocument, TaskResultRuntime, TaskResultStatus, TASK_RESULT_KIND};
+use tt_domain::profile::{DEFAULT_PROFILE_ID, ResolvedProfile};
+use tt_domain::task::{
+    AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition, next_workspace_key,
+};
+use tt_domain::task_result::{
+    AgentTaskResultDocument, TASK_RESULT_KIND, TaskResultRuntime, TaskResultStatus,
+    summary_path_for,
+};
 use tt_domain::text::{char_count, word_count};
 use tt_domain::tool::{AgentToolCall, ToolName};
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
 use tt_ports::{RunDocument, StorageError};
 
-use super::args::{parse_await_args, parse_delegate_args, parse_task_return_args, AwaitMode};
+use super::args::{AwaitMode, parse_await_args, parse_delegate_args, parse_task_return_args};
 use super::child::check_model_configured;
-use super::rendering::{render_agent_list, render_capsule, render_summary_file, AgentListEntry};
+use super::rendering::{
+    AgentListEntry, CapsuleEntry, render_agent_list, render_capsule, render_summary_file,
+};
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
 use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
-use crate::tools::args::Args;
 use crate::tools::ToolSuccess;
+use crate::tools::args::Args;
 
 const MAX_LIST_LIMIT: i64 = 20;
 const DEFAULT_LIST_LIMIT: i64 = 8;
 
 /// `agent.list`: the agents this agent may delegate to or hand off to.
-pub async fn agent_list(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentToolCall) -> Result<ToolSuccess, ToolCallError> {
+pub async fn agent_list(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    call: &AgentToolCall,
+) -> Result<ToolSuccess, ToolCallError> {
     let args = Args::parse(&call.arguments, &["purpose", "query", "limit"])?;
     let purpose = args.opt_str("purpose")?.unwrap_or("any");
     if !matches!(purpose, "any" | "delegate" | "handoff") {
-        return Err(ToolError::invalid_arguments("`purpose` must be `any`, `delegate` or `handoff`").into());
+        return Err(ToolError::invalid_arguments(
+            "`purpose` must be `any`, `delegate` or `handoff`",
+        )
+        .into());
     }
-    let query = args.opt_str("query")?.map(str::to_lowercase).filter(|q| !q.trim().is_empty());
+    let query = args
+        .opt_str("query")?
+        .map(str::to_lowercase)
+        .filter(|q| !q.trim().is_empty());
     let limit = args.opt_i64("limit")?.unwrap_or(DEFAULT_LIST_LIMIT);
     if !(1..=MAX_LIST_LIMIT).contains(&limit) {
-        return Err(ToolError::invalid_arguments(format!("`limit` must be between 1 and {MAX_LIST_LIMIT}")).into());
+        return Err(ToolError::invalid_arguments(format!(
+            "`limit` must be between 1 and {MAX_LIST_LIMIT}"
+        ))
+        .into());
     }
     let caller = &inv.profile.definition.delegation;
     let gate = match purpose {
-        "delegate" => caller.can_delegate.then_some(()).ok_or("agent.profile_cannot_delegate"),
-        "handoff" => caller.can_handoff.then_some(()).ok_or("agent.profile_cannot_handoff"),
-        _ => (caller.can_delegate || caller.can_handoff).then_some(()).ok_or("agent.profile_cannot_delegate"),
+        "delegate" => caller
+            .can_delegate
+            .then_some(())
+            .ok_or("agent.profile_cannot_delegate"),
+        "handoff" => caller
+            .can_handoff
+            .then_some(())
+            .ok_or("agent.profile_cannot_handoff"),
+        _ => (caller.can_delegate || caller.can_handoff)
+            .then_some(())
+            .ok_or("agent.profile_cannot_delegate"),
     };
     if let Err(prefix) = gate {
         return Err(ToolError::new(
@@ -52,10 +80,10 @@ pub async fn agent_list(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentT
         .into());
     }
     let mut ids = ctx.services.profiles.list_profile_ids().await?;
-    if let Ok(default_id) = ProfileId::parse(DEFAULT_PROFILE_ID) {
-        if !ids.contains(&default_id) {
-            ids.push(default_id);
-        }
+    if let Ok(default_id) = ProfileId::parse(DEFAULT_PROFILE_ID)
+        && !ids.contains(&default_id)
+    {
+        ids.push(default_id);
     }
     ids.sort();
     let caller_id = inv.profile.id();
@@ -63,18 +91,27 @@ pub async fn agent_list(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentT
     let mut structured_agents = Vec::new();
     for id in ids {
         // Profiles that do not resolve are skipped silently.
-        let Ok(target) = crate::profiles::resolve(ctx.services.profiles.as_ref(), Some(id.as_str())).await else {
+        let Ok(target) =
+            crate::profiles::resolve(ctx.services.profiles.as_ref(), Some(id.as_str())).await
+        else {
             continue;
         };
         let policy = &target.definition.delegation;
-        if !policy.callable || !policy.allows_caller(caller_id) || check_model_configured(&target).is_err() {
+        if !policy.callable
+            || !policy.allows_caller(caller_id)
+            || check_model_configured(&target).is_err()
+        {
             continue;
         }
         let mut operations = Vec::new();
-        if caller.can_delegate && policy.allow_as_subagent && matches!(purpose, "any" | "delegate") {
+        if caller.can_delegate && policy.allow_as_subagent && matches!(purpose, "any" | "delegate")
+        {
             operations.push("delegate");
         }
-        if caller.can_handoff && policy.allow_as_handoff_target && matches!(purpose, "any" | "handoff") {
+        if caller.can_handoff
+            && policy.allow_as_handoff_target
+            && matches!(purpose, "any" | "handoff")
+        {
             operations.push("handoff");
         }
         if operations.is_empty() {
@@ -86,7 +123,8 @@ pub async fn agent_list(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentT
             .or_else(|| target.definition.description.clone())
             .unwrap_or_default();
         if let Some(query) = &query {
-            let haystack = format!("{} {} {}", id, target.definition.display_name, description).to_lowercase();
+            let haystack =
+                format!("{} {} {}", id, target.definition.display_name, description).to_lowercase();
             if !haystack.contains(query.as_str()) {
                 continue;
             }
@@ -97,17 +135,28 @@ pub async fn agent_list(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentT
             "maxInvocationsPerRun": policy.max_invocations_per_run,
             "maxConcurrentInvocations": policy.max_concurrent_invocations, "maxHandoffDepth": policy.max_handoff_depth,
         }));
-        entries.push(AgentListEntry { profile_id: id.to_string(), operations, description });
+        entries.push(AgentListEntry {
+            profile_id: id.to_string(),
+            operations,
+            description,
+        });
         if entries.len() as i64 >= limit {
             break;
         }
     }
-    Ok(ToolSuccess::new(render_agent_list(purpose, &entries), json!({"purpose": purpose, "agents": structured_agents})))
+    Ok(ToolSuccess::new(
+        render_agent_list(purpose, &entries),
+        json!({"purpose": purpose, "agents": structured_agents}),
+    ))
 }
 
 /// `agent.delegate`: validates in the contract's order, records the task and its invocation,
 /// and hands the task to the scheduler.
-pub async fn agent_delegate(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentToolCall) -> Result<ToolSuccess, ToolCallError> {
+pub async fn agent_delegate(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    call: &AgentToolCall,
+) -> Result<ToolSuccess, ToolCallError> {
     let args = parse_delegate_args(&call.arguments)?;
     let caller = &inv.profile.definition.delegation;
     if !caller.can_delegate {
@@ -124,30 +173,52 @@ pub async fn agent_delegate(ctx: &RunContext, inv: &InvocationRuntime, call: &Ag
             ToolName::AgentList.model_alias()
         ))
     })?;
-    let target = match crate::profiles::resolve(ctx.services.profiles.as_ref(), Some(agent_id.as_str())).await {
-        Ok(target) => target,
-        Err(ApplicationError::Fatal { code: "agent.profile_not_found", .. }) => {
-            return Err(ToolError::new(
-                "agent.target_profile_not_found",
-                format!("There is no agent `{agent_id}`. Use `{}` to see who you can call on.", ToolName::AgentList.model_alias()),
-            )
-            .into());
-        }
-        Err(other) => return Err(other.into()),
-    };
+    let target =
+        match crate::profiles::resolve(ctx.services.profiles.as_ref(), Some(agent_id.as_str()))
+            .await
+        {
+            Ok(target) => target,
+            Err(ApplicationError::Fatal {
+                code: "agent.profile_not_found",
+                ..
+            }) => {
+                return Err(ToolError::new(
+                    "agent.target_profile_not_found",
+                    format!(
+                        "There is no agent `{agent_id}`. Use `{}` to see who you can call on.",
+                        ToolName::AgentList.model_alias()
+                    ),
+                )
+                .into());
+            }
+            Err(other) => return Err(other.into()),
+        };
     if let Some(prefix) = subagent_target_denial(&target, inv.profile.id()) {
         return Err(ToolError::new(
             "agent.delegation_policy_denied",
-            format!("{prefix}: `{agent_id}` cannot take tasks from you. Use `{}` to see who can.", ToolName::AgentList.model_alias()),
+            format!(
+                "{prefix}: `{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
+                ToolName::AgentList.model_alias()
+            ),
         )
         .into());
     }
     if let Some(budget) = &args.budget {
         let limits = &target.definition.tools;
-        if budget.max_rounds.is_some_and(|rounds| rounds > limits.max_rounds) {
-            return Err(ToolError::invalid_arguments(format!("`budget.maxRounds` can be at most {} for `{agent_id}`", limits.max_rounds)).into());
+        if budget
+            .max_rounds
+            .is_some_and(|rounds| rounds > limits.max_rounds)
+        {
+            return Err(ToolError::invalid_arguments(format!(
+                "`budget.maxRounds` can be at most {} for `{agent_id}`",
+                limits.max_rounds
+            ))
+            .into());
         }
-        if budget.max_tool_calls.is_some_and(|calls| calls > limits.max_calls_per_run) {
+        if budget
+            .max_tool_calls
+            .is_some_and(|calls| calls > limits.max_calls_per_run)
+        {
             return Err(ToolError::invalid_arguments(format!(
                 "`budget.maxToolCalls` can be at most {} for `{agent_id}`",
                 limits.max_calls_per_run
@@ -158,7 +229,10 @@ pub async fn agent_delegate(ctx: &RunContext, inv: &InvocationRuntime, call: &Ag
     let all_tasks = ctx.services.invocations.list_tasks(&ctx.run_id).await?;
     let mine: Vec<&AgentTaskRecord> = all_tasks
         .iter()
-        .filter(|task| task.parent_invocation_id == inv.invocation.id && task.continuation == TaskContinuation::ReturnToParent)
+        .filter(|task| {
+            task.parent_invocation_id == inv.invocation.id
+                && task.continuation == TaskContinuation::ReturnToParent
+        })
         .collect();
     if mine.len() as u64 >= u64::from(caller.max_invocations_per_run) {
         return Err(ToolError::new(
@@ -170,7 +244,10 @@ pub async fn agent_delegate(ctx: &RunContext, inv: &InvocationRuntime, call: &Ag
         )
         .into());
     }
-    let active = mine.iter().filter(|task| !task.status.is_terminal()).count();
+    let active = mine
+        .iter()
+        .filter(|task| !task.status.is_terminal())
+        .count();
     if active as u64 >= u64::from(caller.max_concurrent_invocations) {
         return Err(ToolError::new(
             "agent.delegation_budget_exhausted",
@@ -183,7 +260,10 @@ pub async fn agent_delegate(ctx: &RunContext, inv: &InvocationRuntime, call: &Ag
     }
 
     let now = ctx.services.clock.now();
-    let workspace_key = next_workspace_key(agent_id.as_str(), all_tasks.iter().map(|task| task.workspace_key.as_str()));
+    let workspace_key = next_workspace_key(
+        agent_id.as_str(),
+        all_tasks.iter().map(|task| task.workspace_key.as_str()),
+    );
     let child_id = InvocationId::generate(&ctx.services.ids.next_token());
     let task_id = TaskId::generate_delegate(&ctx.services.ids.next_token());
     let child = AgentInvocation {
@@ -253,7 +333,10 @@ pub async fn agent_delegate(ctx: &RunContext, inv: &InvocationRuntime, call: &Ag
         "Task started for `{agent_id}` (task id `{task_id}`). It runs in the background, so keep working. Call `{}` only when your next decision depends on its result; finished results are also shown to you automatically.",
         ToolName::AgentAwait.model_alias()
     );
-    Ok(ToolSuccess::new(content, json!({"taskId": task_id, "status": "queued", "agentId": agent_id})))
+    Ok(ToolSuccess::new(
+        content,
+        json!({"taskId": task_id, "status": "queued", "agentId": agent_id}),
+    ))
 }
 
 /// Why `target` cannot take a delegated task from `caller` (a contract message prefix).
@@ -274,7 +357,11 @@ fn subagent_target_denial(target: &ResolvedProfile, caller: &ProfileId) -> Optio
 
 /// `agent.await`: waits on the scheduler's change signal (never polls) until the mode's
 /// condition holds, the timeout passes, or the run is cancelled.
-pub async fn agent_await(ctx: &RunContext, inv: &InvocationRuntime, call: &AgentToolCall) -> Result<ToolSuccess, ToolCallError> {
+pub async fn agent_await(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    call: &AgentToolCall,
+) -> Result<ToolSuccess, ToolCallError> {
     let args = parse_await_args(&call.arguments)?;
     let mine = delegated_by(ctx, inv).await?;
     let selected: Vec<TaskId> = match &args.task_ids {
@@ -296,7 +383,9 @@ pub async fn agent_await(ctx: &RunContext, inv: &InvocationRuntime, call: &Agent
         }
     };
     if selected.is_empty() {
-        return Err(ToolError::new("agent.no_child_tasks", "No delegated tasks are selected.").into());
+        return Err(
+            ToolError::new("agent.no_child_tasks", "No delegated tasks are selected.").into(),
+        );
     }
     ctx.events
         .info(
@@ -317,10 +406,15 @@ pub async fn agent_await(ctx: &RunContext, inv: &InvocationRuntime, call: &Agent
             .into_iter()
             .filter(|task| selected.contains(&task.id))
             .collect();
+        // A result counts as new until this agent has seen it (here or by injection), so
+        // `nextCompleted` waits for the next result it has not seen yet.
+        let fresh =
+            |task: &AgentTaskRecord| task.status.is_terminal() && !inv.delivered.contains(&task.id);
+        let all_finished = current.iter().all(|task| task.status.is_terminal());
         let done = match args.mode {
             AwaitMode::StatusOnly => true,
-            AwaitMode::NextCompleted => current.iter().any(|task| task.status.is_terminal()),
-            AwaitMode::AllCompleted => current.iter().all(|task| task.status.is_terminal()),
+            AwaitMode::NextCompleted => all_finished || current.iter().any(fresh),
+            AwaitMode::AllCompleted => all_finished,
         };
         if done {
             break (current, false);
@@ -339,19 +433,55 @@ pub async fn agent_await(ctx: &RunContext, inv: &InvocationRuntime, call: &Agent
             () = tokio::time::sleep_until(deadline) => {}
         }
     };
+    // Each result reaches the agent once: one it has already seen is reported by status only.
     let mut entries = Vec::with_capacity(tasks.len());
+    let mut views = Vec::with_capacity(tasks.len());
     for task in &tasks {
-        entries.push(capsule_entry(ctx, task).await?);
+        if task.status.is_terminal() && inv.delivered.contains(&task.id) {
+            entries.push(CapsuleEntry {
+                agent_id: task.target_profile_id.to_string(),
+                task_id: task.id.to_string(),
+                status: task.status,
+                error: None,
+                summary: Some(
+                    "_You have already seen this result; it is not repeated here._".to_owned(),
+                ),
+                result: None,
+            });
+            views.push(json!({
+                "taskId": task.id, "agentId": task.target_profile_id, "status": task.status.as_str(),
+                "alreadyDelivered": true,
+            }));
+        } else {
+            let entry = capsule_entry(ctx, task).await?;
+            views.push(await_view(&entry));
+            entries.push(entry);
+        }
     }
     let content = render_capsule(&entries, timed_out, &reader_state(ctx, inv));
-    let views: Vec<Value> = entries.iter().map(await_view).collect();
-    let completed = json!({"parentInvocationId": inv.invocation.id, "mode": args.mode.as_str(), "timedOut": timed_out, "taskCount": tasks.len()});
+    // Which finished results this wait delivered, so a host can check each arrives once.
+    let delivered: Vec<&TaskId> = tasks
+        .iter()
+        .filter(|task| task.status.is_terminal() && !inv.delivered.contains(&task.id))
+        .map(|task| &task.id)
+        .collect();
+    let completed = json!({
+        "parentInvocationId": inv.invocation.id, "mode": args.mode.as_str(), "timedOut": timed_out,
+        "taskCount": tasks.len(), "deliveredTaskIds": delivered,
+    });
     if timed_out {
-        ctx.events.warn(&ctx.run_id, RunEventType::AgentAwaitCompleted, completed).await?;
+        ctx.events
+            .warn(&ctx.run_id, RunEventType::AgentAwaitCompleted, completed)
+            .await?;
     } else {
-        ctx.events.info(&ctx.run_id, RunEventType::AgentAwaitCompleted, completed).await?;
+        ctx.events
+            .info(&ctx.run_id, RunEventType::AgentAwaitCompleted, completed)
+            .await?;
     }
-    Ok(ToolSuccess::new(content, json!({"mode": args.mode.as_str(), "timedOut": timed_out, "tasks": views})))
+    Ok(ToolSuccess::new(
+        content,
+        json!({"mode": args.mode.as_str(), "timedOut": timed_out, "tasks": views}),
+    ))
 }
 
 /// What `task.return` recorded.
@@ -371,7 +501,11 @@ pub async fn task_return(
     call: &AgentToolCall,
 ) -> Result<(ToolSuccess, TaskReturned), ToolCallError> {
     if inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired {
-        return Err(ToolError::new("agent.task_return_denied", "You are not working on a delegated task.").into());
+        return Err(ToolError::new(
+            "agent.task_return_denied",
+            "You are not working on a delegated task.",
+        )
+        .into());
     }
     let args = parse_task_return_args(&call.arguments)?;
     let owned: Vec<AgentTaskRecord> = ctx
@@ -383,10 +517,20 @@ pub async fn task_return(
         .filter(|task| task.child_invocation_id == inv.invocation.id)
         .collect();
     let task = match owned.as_slice() {
-        [] => return Err(ApplicationError::fatal("agent.task_record_missing", format!("no task for {}", inv.invocation.id)).into()),
+        [] => {
+            return Err(ApplicationError::fatal(
+                "agent.task_record_missing",
+                format!("no task for {}", inv.invocation.id),
+            )
+            .into());
+        }
         [task] => task.clone(),
         _ => {
-            return Err(ApplicationError::fatal("agent.duplicate_task_record", format!("several tasks for {}", inv.invocation.id)).into());
+            return Err(ApplicationError::fatal(
+                "agent.duplicate_task_record",
+                format!("several tasks for {}", inv.invocation.id),
+            )
+            .into());
         }
     };
     if task.status.is_terminal() {
@@ -406,7 +550,10 @@ pub async fn task_return(
             )
             .into());
         }
-        if let Some(slot) = normalized.get_mut("artifacts").and_then(|items| items.get_mut(index)) {
+        if let Some(slot) = normalized
+            .get_mut("artifacts")
+            .and_then(|items| items.get_mut(index))
+        {
             slot["path"] = json!(path);
         }
     }
@@ -432,16 +579,26 @@ pub async fn task_return(
             workspace_key: task.workspace_key.clone(),
         },
     };
-    let document_value = serde_json::to_value(&document)
-        .map_err(|err| ApplicationError::fatal("agent.task_return_result_serialize_failed", err.to_string()))?;
+    let document_value = serde_json::to_value(&document).map_err(|err| {
+        ApplicationError::fatal("agent.task_return_result_serialize_failed", err.to_string())
+    })?;
     ctx.services
         .runs
-        .write_document(&ctx.run_id, &RunDocument::AgentResult(inv.invocation.id.clone()), &document_value)
+        .write_document(
+            &ctx.run_id,
+            &RunDocument::AgentResult(inv.invocation.id.clone()),
+            &document_value,
+        )
         .await?;
     let summary_path = WorkspacePath::parse(&summary_ref)?;
     ctx.services
         .workspace
-        .write(&ctx.run_id, &summary_path, &render_summary_file(task.id.as_str(), status_text, &args.summary), &WriteGuard::None)
+        .write(
+            &ctx.run_id,
+            &summary_path,
+            &render_summary_file(task.id.as_str(), status_text, &args.summary),
+            &WriteGuard::None,
+        )
         .await
         .map_err(|err: StorageError| ToolCallError::Fatal(err.into()))?;
     let outcome = ctx
@@ -476,9 +633,14 @@ pub async fn task_return(
         )
         .await?;
     ctx.scheduler.notify();
-    let content = format!("Your {status_text} result was handed back. Your task is complete; make no further tool calls.");
-    let success = ToolSuccess::new(content, json!({"status": status_text, "summaryRef": summary_ref}))
-        .with_refs(vec![format!("workspace:{summary_ref}")]);
+    let content = format!(
+        "Your {status_text} result was handed back. Your task is complete; make no further tool calls."
+    );
+    let success = ToolSuccess::new(
+        content,
+        json!({"status": status_text, "summaryRef": summary_ref}),
+    )
+    .with_refs(vec![format!("workspace:{summary_ref}")]);
     Ok((
         success,
         TaskReturned {
@@ -491,5 +653,9 @@ pub async fn task_return(
 }
 
 fn already_finished() -> ToolCallError {
-    ToolError::new("agent.task_already_finished", "This task has already ended; your result can no longer be recorded.").into()
+    ToolError::new(
+        "agent.task_already_finished",
+        "This task has already ended; your result can no longer be recorded.",
+    )
+    .into()
 }

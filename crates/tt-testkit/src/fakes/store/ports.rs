@@ -256,7 +256,9 @@ impl ProfileRepository for InMemoryStore {
     }
 
     async fn save_profile(&self, definition: &AgentProfileDefinition) -> StorageResult<()> {
-        self.lock().profiles.insert(definition.id.clone(), definition.clone());
+        self.lock()
+            .profiles
+            .insert(definition.id.clone(), definition.clone());
         Ok(())
     }
 }
