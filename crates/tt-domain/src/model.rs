@@ -210,6 +210,21 @@ impl AgentModelResponse {
     }
 }
 
+/// A piece of a response while it streams in. Fragments are forwarded as they arrive; the
+/// complete response returned at the end is what gets stored and acted on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum ModelDelta {
+    /// Assistant text.
+    Text { text: String },
+    /// Reasoning / thinking text.
+    Reasoning { text: String },
+    /// A tool call began (its id and name are known).
+    ToolCallStarted { id: String, name: String },
+    /// More of a tool call's JSON arguments (raw text, in order).
+    ToolCallArguments { id: String, fragment: String },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ pub mod workspace;
 pub use error::{HostBridgeError, ModelError, StorageError, StorageResult};
 pub use host::{ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge};
 pub use journal::{EventPage, RunJournal};
-pub use model::ModelProvider;
+pub use model::{ModelDeltaSink, ModelProvider};
 pub use profiles::ProfileRepository;
 pub use runs::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, TaskTransitionOutcome,
