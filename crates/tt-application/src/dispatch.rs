@@ -234,6 +234,11 @@ pub async fn dispatch_call(
 }
 
 fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<ToolError> {
+    // The tools that end an agent's work are never refused for budget: an agent that has used
+    // up its calls can still hand back its result or finish.
+    if tool.ends_loop() {
+        return None;
+    }
     let budgets = &inv.snapshot.budgets;
     if inv.session.calls_total >= budgets.max_calls_per_invocation {
         return Some(ToolError::new(

@@ -901,3 +901,55 @@ async fn next_completed_waits_for_a_result_not_seen_yet() {
         .collect();
     assert_eq!(delivered, [1, 1]);
 }
+
+#[tokio::test]
+async fn delegated_budget_only_lowers_the_target_profile_limits() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![call(
+                    "d1",
+                    "agent_delegate",
+                    json!({"agentId": "critic", "task": {"objective": "Two reads."}, "budget": {"maxToolCalls": 1}}),
+                )]),
+                turn(vec![call("a", "agent_await", json!({}))]),
+            ]),
+        ),
+        (
+            "critic",
+            vec![
+                turn(vec![call("l1", "workspace_list_files", json!({}))]),
+                turn(vec![call("l2", "workspace_list_files", json!({}))]),
+                task_return("r", "done"),
+            ],
+        ),
+    ]);
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let critic = last_request_of(&h, "critic");
+    let results = tool_results(&critic);
+    assert!(!results[0].1);
+    assert_eq!(results[1].2.as_deref(), Some("agent.tool_budget_exhausted"));
+    // Handing the result back is never refused for budget.
+    assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Completed);
+    // The frozen snapshot records the lowered budget; the writer's own budget is untouched.
+    let child = &h.store.tasks(&run.id)[0].child_invocation_id;
+    let snapshot = h
+        .store
+        .document(&run.id, &RunDocument::InvocationToolSnapshot(child.clone()))
+        .unwrap();
+    assert_eq!(snapshot["budgets"]["maxCallsPerInvocation"], 1);
+    assert_eq!(snapshot["exitPolicy"], "task_return_required");
+    assert_eq!(snapshot["presentation"], "background");
+    let root = h
+        .store
+        .document(
+            &run.id,
+            &RunDocument::InvocationToolSnapshot(tt_domain::ids::InvocationId::root()),
+        )
+        .unwrap();
+    assert_eq!(root["budgets"]["maxCallsPerInvocation"], 80);
+}

@@ -106,10 +106,13 @@ async fn per_tool_and_per_invocation_budgets_are_recoverable() {
     let requests = h.model.requests();
     let results = tool_results(&requests[2]);
     assert_eq!(results[3].2.as_deref(), Some("agent.tool_budget_exhausted"));
-    // With no calls left even finishing is refused; nothing was published, so the run fails
-    // when the model has nothing more to say.
+    // Finishing is never refused for budget, but nothing was published, so it is refused for
+    // that; the run fails when the model has nothing more to say.
     let results = tool_results(&h.model.requests()[3]);
-    assert_eq!(results[4].2.as_deref(), Some("agent.tool_budget_exhausted"));
+    assert_eq!(
+        results[4].2.as_deref(),
+        Some("agent.foreground_commit_required")
+    );
     assert_eq!(run.status, AgentRunStatus::Failed);
 }
 
