@@ -15,10 +15,11 @@ use tt_testkit::fakes::{FakeModel, responses};
 
 use crate::support::start_request;
 
-const WRITERS_ROOM: [&str; 3] = [
+const WRITERS_ROOM: [&str; 4] = [
     include_str!("../../crates/tt-cli/scenarios/writers-room/writer.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/continuity-critic.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/style-advisor.json"),
+    include_str!("../../crates/tt-cli/scenarios/writers-room/final-editor.json"),
 ];
 const WRITERS_ROOM_SCRIPT: &str =
     include_str!("../../crates/tt-cli/scenarios/writers-room/script.json");
@@ -97,15 +98,16 @@ async fn writers_room_runs_end_to_end_on_userdata() {
     assert_eq!(run.status, AgentRunStatus::Completed);
 
     let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
-    assert_eq!(projection.invocations.len(), 3);
-    assert_eq!(projection.delegation_edges.len(), 2);
+    // The writer, two reviewers, and the final editor the writer handed off to.
+    assert_eq!(projection.invocations.len(), 4);
+    assert_eq!(projection.delegation_edges.len(), 3);
     assert!(
         projection
             .delegation_edges
             .iter()
             .all(|edge| edge.status == TaskStatus::Completed)
     );
-    assert_eq!(projection.foreground_invocation_ids.len(), 1);
+    assert_eq!(projection.foreground_invocation_ids.len(), 2);
 
     let events = all_events(&runtime, run.id.as_str()).await;
     assert_gapless(&events);
@@ -117,7 +119,11 @@ async fn writers_room_runs_end_to_end_on_userdata() {
         .join(run.workspace_id.as_str())
         .join("runs")
         .join(run.id.as_str());
-    for edge in &projection.delegation_edges {
+    for edge in projection
+        .delegation_edges
+        .iter()
+        .filter(|edge| edge.continuation == tt_runtime::TaskContinuation::ReturnToParent)
+    {
         let child = edge.target_invocation_id.as_str();
         assert!(
             run_dir
@@ -139,6 +145,11 @@ async fn writers_room_runs_end_to_end_on_userdata() {
         std::fs::read_to_string(run_dir.join("summaries/continuity-critic-result.md")).unwrap();
     assert!(summary.starts_with("# Delegated Task Result\n"));
     let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+    assert!(
+        published[0]
+            .content
+            .starts_with("# The Keeper of the Storm Light")
+    );
     assert!(
         published[0]
             .content

@@ -33,6 +33,8 @@ pub enum LoopControl {
     },
     /// `task.return` recorded the delegated task's result: the loop ends after this call.
     TaskReturned(crate::delegation::tools::TaskReturned),
+    /// `agent.handoff` was accepted: the loop ends after this call.
+    HandoffAccepted(crate::delegation::handoff::HandoffAccepted),
 }
 
 /// A dispatched call: the result the model will see, and what the loop does next.
@@ -331,14 +333,21 @@ async fn execute(
                 control: LoopControl::TaskReturned(returned),
             })
         }
-        ToolName::AgentHandoff
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead => Err(ApplicationError::fatal(
-            "agent.tool_unavailable",
-            format!("`{tool}` is offered but has no implementation in this runtime"),
-        )
-        .into()),
+        ToolName::AgentHandoff => {
+            let (success, accepted) =
+                crate::delegation::handoff::agent_handoff(ctx, inv, call).await?;
+            Ok(Executed {
+                success,
+                control: LoopControl::HandoffAccepted(accepted),
+            })
+        }
+        ToolName::SkillList | ToolName::SkillSearch | ToolName::SkillRead => {
+            Err(ApplicationError::fatal(
+                "agent.tool_unavailable",
+                format!("`{tool}` is offered but has no implementation in this runtime"),
+            )
+            .into())
+        }
     }
 }
 

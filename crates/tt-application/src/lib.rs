@@ -9,6 +9,7 @@ pub mod delegation;
 pub mod dispatch;
 pub mod error;
 pub mod events;
+pub mod handoff_chain;
 pub mod model_turn;
 pub mod profiles;
 pub mod prompt;

@@ -25,11 +25,9 @@ pub fn is_implemented(tool: ToolName) -> bool {
         | ToolName::AgentList
         | ToolName::AgentDelegate
         | ToolName::AgentAwait
+        | ToolName::AgentHandoff
         | ToolName::TaskReturn => true,
-        ToolName::AgentHandoff
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead => false,
+        ToolName::SkillList | ToolName::SkillSearch | ToolName::SkillRead => false,
     }
 }
 

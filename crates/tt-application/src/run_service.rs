@@ -7,19 +7,21 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use tokio::sync::watch;
 use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
-use tt_domain::ids::{InvocationId, RunId};
+use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
 use tt_domain::model::{AgentModelMessage, ModelRole};
 use tt_domain::profile::{ModelMode, ResolvedProfile};
 use tt_domain::run::{
     AgentRun, AgentRunStatus, ConversationKind, derive_workspace_id, normalize_stable_chat_id,
 };
+use tt_domain::task::TaskStatus;
 use tt_domain::workspace::{RunManifest, WorkspacePath};
 use tt_ports::{EventPage, FileContent, RunDocument, RunListPage};
 
 use crate::context::{InvocationRuntime, RunContext, ToolSession};
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::events::{EventSink, RunEventStream};
+use crate::handoff_chain::{prepare_handoff, settle_open_handoffs, settle_task};
 use crate::prompt::agent_system_prompt;
 use crate::prompt_input::{PromptMessage, PromptSnapshot};
 use crate::registry::build_tool_snapshot;
@@ -342,21 +344,50 @@ impl AgentRunService {
         &self,
         ctx: Arc<RunContext>,
         mut inv: InvocationRuntime,
-        messages: Vec<AgentModelMessage>,
+        mut messages: Vec<AgentModelMessage>,
     ) {
-        let outcome = async {
-            ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)
-                .await?;
-            run_tool_loop(&ctx, &mut inv, messages).await
-        }
-        .await;
-        let result = match outcome {
-            Ok(LoopOutcome::Finished { .. }) => self.finish_run(&ctx, &mut inv).await,
-            Ok(LoopOutcome::TaskReturned { .. }) => Err(ApplicationError::fatal(
-                "agent.task_return_denied",
-                "the foreground agent ended with task.return",
-            )),
-            Err(error) => Err(error),
+        // The chain of foreground owners: the root, then each agent a handoff brings in. The
+        // task that brought the current owner in completes when it finishes or hands off.
+        let mut incoming: Option<TaskId> = None;
+        let result = loop {
+            let outcome = async {
+                ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)
+                    .await?;
+                run_tool_loop(&ctx, &mut inv, std::mem::take(&mut messages)).await
+            }
+            .await;
+            match outcome {
+                Ok(LoopOutcome::Finished { .. }) => {
+                    break self.finish_run(&ctx, &mut inv, incoming.as_ref()).await;
+                }
+                Ok(LoopOutcome::Transferred {
+                    task_id,
+                    new_invocation_id,
+                    ..
+                }) => {
+                    if let Some(previous) = incoming.take()
+                        && let Err(error) =
+                            settle_task(&ctx, &previous, TaskStatus::Completed, None).await
+                    {
+                        break Err(error);
+                    }
+                    match prepare_handoff(&ctx, &task_id, &new_invocation_id).await {
+                        Ok((next, next_messages)) => {
+                            inv = next;
+                            messages = next_messages;
+                            incoming = Some(task_id);
+                        }
+                        Err(error) => break Err(error),
+                    }
+                }
+                Ok(LoopOutcome::TaskReturned { .. }) => {
+                    break Err(ApplicationError::fatal(
+                        "agent.task_return_denied",
+                        "the foreground agent ended with task.return",
+                    ));
+                }
+                Err(error) => break Err(error),
+            }
         };
         if let Err(error) = result {
             if error.is_cancelled() || ctx.cancel.is_cancelled() {
@@ -390,6 +421,7 @@ impl AgentRunService {
         &self,
         ctx: &RunContext,
         inv: &mut InvocationRuntime,
+        incoming: Option<&TaskId>,
     ) -> ApplicationResult<()> {
         ctx.scheduler
             .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
@@ -438,6 +470,9 @@ impl AgentRunService {
         }
         ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Completed)
             .await?;
+        if let Some(task_id) = incoming {
+            settle_task(ctx, task_id, TaskStatus::Completed, None).await?;
+        }
         self.events
             .info(&ctx.run_id, RunEventType::RunCompleted, Value::Null)
             .await?;
@@ -454,6 +489,13 @@ impl AgentRunService {
                 .set_invocation_status(invocation, InvocationStatus::Cancelled)
                 .await;
         }
+        // The active owner first, so its own invocation is not settled twice.
+        let _ = settle_open_handoffs(
+            ctx,
+            TaskStatus::Cancelled,
+            "cancelled because the Agent run stopped",
+        )
+        .await;
         // Ok(false): the run already ended some other way; its terminal event stays last.
         if !matches!(
             ctx.try_set_status(AgentRunStatus::Cancelled).await,
@@ -487,6 +529,7 @@ impl AgentRunService {
                 .set_invocation_status(invocation, InvocationStatus::Failed)
                 .await;
         }
+        let _ = settle_open_handoffs(ctx, TaskStatus::Failed, &error.to_string()).await;
         let commits = ctx.commits();
         let mut payload = json!({
             "code": error.code(),

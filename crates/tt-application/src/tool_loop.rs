@@ -25,6 +25,13 @@ pub enum LoopOutcome {
         status: tt_domain::task_result::TaskResultStatus,
         round: u32,
     },
+    /// `agent.handoff` was accepted: this invocation is `transferred` and the run continues
+    /// with `new_invocation_id`, brought in by `task_id`.
+    Transferred {
+        task_id: tt_domain::ids::TaskId,
+        new_invocation_id: tt_domain::ids::InvocationId,
+        round: u32,
+    },
 }
 
 /// Runs the loop until a loop-ending tool succeeds or a fail-fast error occurs.
@@ -147,6 +154,22 @@ pub async fn run_tool_loop(
                         ToolName::TaskReturn,
                         LoopOutcome::TaskReturned {
                             status: returned.status,
+                            round,
+                        },
+                    ));
+                }
+                LoopControl::HandoffAccepted(accepted) => {
+                    // The caller's part ends at once: it makes no further call or side effect.
+                    ctx.set_invocation_status(
+                        &mut inv.invocation,
+                        tt_domain::invocation::InvocationStatus::Transferred,
+                    )
+                    .await?;
+                    ended = Some((
+                        ToolName::AgentHandoff,
+                        LoopOutcome::Transferred {
+                            task_id: accepted.task_id,
+                            new_invocation_id: accepted.new_invocation_id,
                             round,
                         },
                     ));

@@ -8,6 +8,7 @@ mod support;
 mod cancel;
 mod delegation;
 mod drift_and_retry;
+mod handoff;
 mod model_facing_text;
 mod runs;
 mod tool_rules;

@@ -266,3 +266,28 @@ pub fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunE
         .filter(|event| event.event_type == event_type)
         .collect()
 }
+
+/// A foreground agent that may hand off (and delegate).
+pub fn handing_off(id: &str) -> AgentProfileDefinition {
+    let mut profile = delegator(id);
+    profile.delegation.can_handoff = true;
+    profile.tools.allow.insert(0, "agent.handoff".to_owned());
+    profile
+}
+
+/// A foreground agent that can only be brought in by a handoff; it may hand off again.
+pub fn handoff_target(id: &str) -> AgentProfileDefinition {
+    let mut profile = handing_off(id);
+    profile.run.direct_runnable = false;
+    profile.delegation.callable = true;
+    profile.delegation.allow_as_handoff_target = true;
+    profile
+}
+
+pub fn handoff(id: &str, agent: &str, objective: &str) -> (String, String, Value) {
+    call(
+        id,
+        "agent_handoff",
+        json!({"agentId": agent, "handoff": {"title": "Polish", "objective": objective, "workspaceRefs": ["output/main.md"]}}),
+    )
+}

@@ -2,8 +2,8 @@
 //! scripted model, transcript commit bridge), shown live as an agent tree.
 //!
 //! A writer drafts a scene, asks a continuity critic and a style advisor for notes in one turn,
-//! keeps working, waits for the first result, receives the other one automatically, revises,
-//! publishes and finishes.
+//! keeps working, waits for the first result, receives the other one automatically, revises and
+//! hands off to a final editor, who polishes, publishes and finishes.
 
 use anyhow::Context as _;
 use std::path::Path;
@@ -16,7 +16,7 @@ use tt_runtime::{
 use crate::render::{EventPrinter, agent_tree};
 
 const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
-const PROFILES: [(&str, &str); 3] = [
+const PROFILES: [(&str, &str); 4] = [
     (
         "writer",
         include_str!("../scenarios/writers-room/writer.json"),
@@ -28,6 +28,10 @@ const PROFILES: [(&str, &str); 3] = [
     (
         "style-advisor",
         include_str!("../scenarios/writers-room/style-advisor.json"),
+    ),
+    (
+        "final-editor",
+        include_str!("../scenarios/writers-room/final-editor.json"),
     ),
 ];
 
@@ -47,7 +51,9 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("the bundled profile `{name}` is invalid"))?;
     }
-    println!("tt-agent demo: the writers' room (a writer and two reviewers on a scripted model)");
+    println!(
+        "tt-agent demo: the writers' room (a writer, two reviewers and a final editor on a scripted model)"
+    );
     println!("data dir: {}\n", data_dir.display());
     let run = runtime
         .start_run(StartRunRequest {

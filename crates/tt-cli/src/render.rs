@@ -20,10 +20,13 @@ impl EventPrinter {
         let s = |key: &str| p.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
         let n = |key: &str| p.get(key).and_then(Value::as_u64).unwrap_or(0);
         if event.event_type == "agent_invocation_created" {
+            // Delegated agents are drawn under their caller; a handoff target takes its
+            // caller's place in the foreground.
+            let step = usize::from(s("kind") != "handoff");
             let depth = self
                 .agents
                 .get(&s("parentInvocationId"))
-                .map_or(0, |(_, depth)| depth + 1);
+                .map_or(0, |(_, depth)| depth + step);
             self.agents
                 .insert(s("invocationId"), (s("profileId"), depth));
         }
@@ -39,6 +42,12 @@ impl EventPrinter {
                 .and_then(Value::as_str)
                 .and_then(|id| printer.agents.get(id))
                 .map_or_else(|| s("targetProfileId"), |(profile, _)| profile.clone())
+        };
+        // Run-level statuses belong to the run, whoever owns the foreground.
+        let (who, depth) = if event.event_type == "status_changed" {
+            ("run".to_owned(), 0)
+        } else {
+            (who, depth)
         };
         let body = match event.event_type.as_str() {
             "run_created" => format!("run created ({})", s("presentation")),

@@ -174,6 +174,10 @@ async fn drive(
             ctx.scheduler.notify();
             Ok(())
         }
+        LoopOutcome::Transferred { .. } => Err(ApplicationError::fatal(
+            "agent.child_handoff_denied",
+            "a delegated agent cannot hand the job off",
+        )),
         LoopOutcome::Finished { .. } => Err(ApplicationError::fatal(
             "agent.child_invocation_missing_return",
             "the delegated agent ended without task.return",

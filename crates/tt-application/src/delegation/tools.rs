@@ -1,7 +1,7 @@
 //! The agent tools: `agent.list`, `agent.delegate`, `agent.await` (for agents that may
 //! delegate) and the runtime-only `task.return` (for delegated agents), per reference §2.1–2.5.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 use tt_domain::event::RunEventType;
 use tt_domain::ids::{InvocationId, ProfileId, TaskId};
