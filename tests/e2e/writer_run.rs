@@ -92,6 +92,14 @@ async fn writer_run_completes_and_persists_everything() {
     );
     assert_eq!(events.last().unwrap().event_type, "run_completed");
 
+    // Token usage is summed from the journal, per invocation and in total.
+    let usage = env.runtime.usage(run.id.as_str()).await.unwrap();
+    assert_eq!(usage.model_calls, 5);
+    assert_eq!(usage.by_invocation.len(), 1);
+    assert_eq!(usage.by_invocation[0].invocation_id, "inv_root");
+    assert!(usage.input_tokens > 0 && usage.output_tokens > 0);
+    assert_eq!(usage.input_tokens, usage.by_invocation[0].input_tokens);
+
     // A fresh runtime over the same data dir reads it all back.
     let again = runtime_at(&env.dir, writer_script(), CommitBridgeChoice::Transcript);
     let runs = again.list_runs(ListRunsRequest::default()).await.unwrap();

@@ -17,9 +17,11 @@ pub mod prompt_input;
 pub mod registry;
 pub mod run_service;
 pub mod services;
+pub mod streaming;
 pub mod timeline;
 pub mod tool_loop;
 pub mod tools;
+pub mod usage;
 
 pub use error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 pub use events::{EventSink, RunEventStream};
@@ -27,3 +29,4 @@ pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 pub use run_service::{AgentRunService, StartRunRequest};
 pub use services::RuntimeServices;
 pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};
+pub use usage::{InvocationUsage, RunUsage, run_usage};

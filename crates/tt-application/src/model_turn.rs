@@ -58,7 +58,7 @@ pub async fn run_model_turn(
         let outcome = tokio::select! {
             biased;
             () = inv.cancel.cancelled() => Err(ModelError::Cancelled),
-            result = ctx.services.model.complete(request.clone(), call_cancel.clone()) => result,
+            result = crate::streaming::stream_with_deltas(ctx, &invocation_id, request.clone(), call_cancel.clone()) => result?,
         };
         call_cancel.cancel();
         let error = match outcome {

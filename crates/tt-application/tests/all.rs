@@ -11,4 +11,5 @@ mod drift_and_retry;
 mod handoff;
 mod model_facing_text;
 mod runs;
+mod streaming;
 mod tool_rules;

@@ -81,14 +81,7 @@ async fn agent_handoff_continues_after_prior_commit() {
     assert!(brief.starts_with("# Handoff Brief"), "{brief}");
     insta::assert_snapshot!("handoff_brief_as_sent", brief);
     // The handoff result the writer got.
-    let result = &tool_results(
-        &h.model
-            .requests()
-            .into_iter()
-            .filter(|r| r.agent_profile_id.as_str() == "writer")
-            .last()
-            .unwrap(),
-    );
+    let result = tool_results(&last_request_of(&h, "writer"));
     assert!(
         result.iter().all(|r| r.0 != "h"),
         "the writer makes no request after its handoff"

@@ -97,6 +97,11 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
         }
         None => println!("\n(no message was committed)"),
     }
+    let usage = runtime.usage(finished.id.as_str()).await?;
+    println!(
+        "model usage: {} calls, {} input tokens, {} output tokens",
+        usage.model_calls, usage.input_tokens, usage.output_tokens
+    );
     println!("run {} ended: {}", finished.id, finished.status.as_str());
     if finished.status != tt_runtime::AgentRunStatus::Completed {
         anyhow::bail!(

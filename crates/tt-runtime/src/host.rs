@@ -96,6 +96,15 @@ impl AgentRuntime {
         })
     }
 
+    /// Token usage of a run: total and per invocation, from its journal.
+    pub async fn usage(&self, run_id: &str) -> HostResult<tt_application::RunUsage> {
+        Ok(tt_application::run_usage(
+            self.service.services().journal.as_ref(),
+            &RunId::from_raw(run_id),
+        )
+        .await?)
+    }
+
     /// The agent graph of a run.
     pub async fn timeline_projection(
         &self,

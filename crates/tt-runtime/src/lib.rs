@@ -17,7 +17,9 @@ pub use host::{AgentRuntime, EventSubscription};
 /// Re-exports a host or the CLI needs without depending on inner crates.
 pub use tt_adapter_provider_scripted::ScriptedProvider;
 pub use tt_adapter_storage_userdata::UserDataStore;
-pub use tt_application::{PromptMessage, PromptRole, StartRunRequest, TimelineProjection};
+pub use tt_application::{
+    InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
+};
 pub use tt_domain::event::{AgentRunEvent, EventLevel};
 pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};

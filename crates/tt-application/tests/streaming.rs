@@ -1,0 +1,139 @@
+//! Streamed model output becomes a few coalesced `model_delta` events, never one per token,
+//! and the stored response is the complete one.
+
+use async_trait::async_trait;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use tt_application::{AgentRunService, RuntimeServices};
+use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
+use tt_domain::run::AgentRunStatus;
+use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
+use tt_testkit::fakes::{FakeCommitBridge, InMemoryStore, ManualClock, SequentialIds};
+
+use crate::support::*;
+
+/// Streams its first answer as many small text pieces spread over time, then tool calls.
+struct StreamingModel {
+    turns: Vec<AgentModelResponse>,
+}
+
+#[async_trait]
+impl ModelProvider for StreamingModel {
+    fn name(&self) -> &str {
+        "streaming-test"
+    }
+
+    async fn complete(
+        &self,
+        request: AgentModelRequest,
+        _cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        self.turns
+            .get(request.round as usize - 1)
+            .cloned()
+            .ok_or_else(|| ModelError::Other("no turn".into()))
+    }
+
+    async fn stream(
+        &self,
+        request: AgentModelRequest,
+        sink: Arc<dyn ModelDeltaSink>,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        if request.round == 1 {
+            for i in 0..600 {
+                sink.delta(ModelDelta::Text {
+                    text: format!("w{i} "),
+                });
+                // 600 pieces over 6 s of (paused) time.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            sink.delta(ModelDelta::ToolCallStarted {
+                id: "c1".into(),
+                name: "workspace_write_file".into(),
+            });
+            sink.delta(ModelDelta::ToolCallArguments {
+                id: "c1".into(),
+                fragment: "{\"path\":".into(),
+            });
+        }
+        self.complete(request, cancel).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn streamed_output_is_coalesced_into_a_few_delta_events() {
+    let mut turns = happy_turns();
+    let text: String = (0..600).map(|i| format!("w{i} ")).collect();
+    turns[0] = tt_testkit::fakes::responses::text_and_tool_calls(
+        &text,
+        vec![(
+            "c1",
+            "workspace_write_file",
+            json!({"path": "output/main.md", "content": "A storm rolled in."}),
+        )],
+    );
+    let store = InMemoryStore::new();
+    let services = RuntimeServices {
+        runs: store.clone(),
+        invocations: store.clone(),
+        journal: store.clone(),
+        workspace: store.clone(),
+        profiles: store.clone(),
+        model: Arc::new(StreamingModel { turns }),
+        commit_bridge: FakeCommitBridge::approving(),
+        clock: ManualClock::ticking(),
+        ids: SequentialIds::new(),
+    };
+    let service = AgentRunService::new(services);
+    let run = service.start_run(request(None)).await.unwrap();
+    let run = service.wait_for_run(&run.id).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let deltas: Vec<_> = store
+        .events(&run.id)
+        .into_iter()
+        .filter(|e| e.event_type == "model_delta")
+        .collect();
+    // About one event per 250 ms of streaming, not one per piece.
+    assert!(
+        (10..=40).contains(&deltas.len()),
+        "{} delta events",
+        deltas.len()
+    );
+    let streamed: String = deltas
+        .iter()
+        .map(|e| e.payload["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, text);
+    let parts: Vec<u64> = deltas
+        .iter()
+        .map(|e| e.payload["part"].as_u64().unwrap())
+        .collect();
+    assert_eq!(parts, (1..=deltas.len() as u64).collect::<Vec<_>>());
+    assert!(
+        deltas
+            .iter()
+            .all(|e| e.level == tt_domain::event::EventLevel::Debug)
+    );
+    assert_eq!(
+        deltas.last().unwrap().payload["toolCalls"][0]["name"],
+        "workspace_write_file"
+    );
+    // The stored response is the complete one.
+    let stored = store
+        .document(
+            &run.id,
+            &tt_ports::RunDocument::ModelResponse {
+                invocation_id: tt_domain::ids::InvocationId::root(),
+                round: 1,
+            },
+        )
+        .unwrap();
+    assert!(
+        stored["response"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("w599 ")
+    );
+}
