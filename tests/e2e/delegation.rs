@@ -88,9 +88,18 @@ async fn writers_room_runs_end_to_end_on_userdata() {
             ScriptedProvider::from_json_str(WRITERS_ROOM_SCRIPT).unwrap(),
         ))
         .commit_bridge(CommitBridgeChoice::Transcript)
+        .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
         .build()
         .unwrap();
     install(&runtime, &WRITERS_ROOM).await;
+    // The style advisor's prompt is assembled from its preset template.
+    let presets = dir.path().join("presets/writers-room");
+    std::fs::create_dir_all(&presets).unwrap();
+    std::fs::write(
+        presets.join("advisors.json"),
+        include_str!("../../crates/tt-cli/scenarios/writers-room/preset-advisors.json"),
+    )
+    .unwrap();
     let mut request = start_request();
     request.profile_id = Some("writer".into());
     let run = runtime.start_run(request).await.unwrap();

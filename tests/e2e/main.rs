@@ -6,5 +6,7 @@
 
 mod delegation;
 mod host_api;
+mod prompt_assembly;
+mod providers;
 mod support;
 mod writer_run;

@@ -57,12 +57,14 @@ fn allowed_tt_dependencies(package: &str) -> Option<Allowed> {
         adapter if adapter.starts_with("tt-adapter-") => Some(Allowed::Only(DOMAIN_AND_PORTS)),
         "tt-runtime" => Some(Allowed::AnyExcept(&["tt-testkit"])),
         "tt-cli" => Some(Allowed::Only(&["tt-runtime"])),
+        // A benchmark host: the runtime plus the vocabulary its ports speak.
+        "tt-bench" => Some(Allowed::Only(&["tt-runtime", "tt-domain", "tt-ports"])),
         "tt-e2e" | "xtask" => Some(Allowed::Anything),
         _ => None,
     }
 }
 
-const ANYHOW_USERS: &[&str] = &["tt-runtime", "tt-cli", "xtask", "tt-e2e"];
+const ANYHOW_USERS: &[&str] = &["tt-runtime", "tt-cli", "tt-bench", "xtask", "tt-e2e"];
 const HTTP_CLIENTS: &[&str] = &["reqwest", "hyper", "ureq"];
 
 fn may_use_http_client(package: &str) -> bool {
@@ -237,6 +239,10 @@ mod tests {
                 dep("anyhow", None), dep("tt-testkit", Some("dev")),
             ]),
             package("tt-cli", vec![dep("tt-runtime", None), dep("anyhow", None)]),
+            package("tt-bench", vec![
+                dep("tt-runtime", None), dep("tt-domain", None), dep("tt-ports", None),
+                dep("anyhow", None),
+            ]),
             package("tt-e2e", vec![dep("tt-runtime", Some("dev")), dep("anyhow", Some("dev"))]),
             package("xtask", vec![dep("anyhow", None), dep("serde_json", None)]),
         ]});
@@ -252,6 +258,10 @@ mod tests {
             ]),
             package("tt-runtime", vec![dep("tt-testkit", None)]),
             package("tt-cli", vec![dep("tt-runtime", None), dep("tt-domain", None)]),
+            package("tt-bench", vec![
+                dep("tt-runtime", None), dep("tt-application", None),
+                dep("tt-testkit", None), dep("tt-adapter-storage-userdata", None),
+            ]),
         ]});
         assert_eq!(
             violations(&metadata),
@@ -261,6 +271,9 @@ mod tests {
                 "tt-adapter-storage-userdata: layering: `tt-adapter-storage-userdata` must not depend on `tt-adapter-provider-scripted` (allowed tt-* dependencies: tt-domain, tt-ports)",
                 "tt-runtime: layering: `tt-runtime` must not depend on `tt-testkit` (allowed tt-* dependencies: any except tt-testkit)",
                 "tt-cli: layering: `tt-cli` must not depend on `tt-domain` (allowed tt-* dependencies: tt-runtime)",
+                "tt-bench: layering: `tt-bench` must not depend on `tt-application` (allowed tt-* dependencies: tt-runtime, tt-domain, tt-ports)",
+                "tt-bench: layering: `tt-bench` must not depend on `tt-testkit` (allowed tt-* dependencies: tt-runtime, tt-domain, tt-ports)",
+                "tt-bench: layering: `tt-bench` must not depend on `tt-adapter-storage-userdata` (allowed tt-* dependencies: tt-runtime, tt-domain, tt-ports)",
             ]
         );
     }
@@ -283,7 +296,7 @@ mod tests {
         assert_eq!(
             violations(&metadata),
             vec![
-                "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, xtask, tt-e2e may",
+                "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e may",
                 "tt-application: http-client: `tt-application` depends on the HTTP client `hyper`; only tt-adapter-provider-* crates may",
                 "tt-adapter-storage-userdata: http-client: `tt-adapter-storage-userdata` depends on the HTTP client `ureq`; only tt-adapter-provider-* crates may",
             ]

@@ -1,6 +1,8 @@
 //! `cargo xtask`: project automation for tt-agent-runtime.
-//! `ci` runs every check CI runs, `tidy` checks architecture and hygiene rules, `bench` is a stub.
+//! `ci` runs every check CI runs, `tidy` checks architecture and hygiene rules, `bench` runs the
+//! benchmarks (`fanout`, `journal`) in release.
 
+mod bench;
 mod ci;
 mod layering;
 mod manifest;
@@ -17,7 +19,7 @@ usage: cargo xtask <command>
 commands:
   ci      run every check and test CI runs (fmt, clippy, tidy, tests, demo smoke run)
   tidy    check crate layering, manifests, module headers and printing in library crates
-  bench   run benchmarks (none yet)
+  bench   run a benchmark in release: `bench fanout [--n N]`, `bench journal [--events N]`
   help    print this text
 ";
 
@@ -27,10 +29,7 @@ fn main() -> ExitCode {
     match args.as_slice() {
         [command] if command == "ci" => finish(ci::run(&root)),
         [command] if command == "tidy" => finish(tidy::run(&root)),
-        [command, ..] if command == "bench" => {
-            println!("bench: no benchmarks yet; see docs");
-            ExitCode::SUCCESS
-        }
+        [command, rest @ ..] if command == "bench" => finish(bench::run(&root, rest)),
         [command] if matches!(command.as_str(), "help" | "-h" | "--help") => {
             print!("{USAGE}");
             ExitCode::SUCCESS

@@ -29,6 +29,7 @@ mod layout;
 mod locks;
 mod profiles;
 mod runs;
+mod skills;
 mod workspace;
 
 use std::collections::HashMap;

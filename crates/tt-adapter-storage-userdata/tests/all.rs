@@ -1,5 +1,5 @@
-//! Integration tests of the userdata store: the shared storage contract suites, plus the
-//! adapter's own durability, layout and path-safety checks.
+//! Integration tests of the userdata store: the shared storage and skills contract suites, plus
+//! the adapter's own durability, layout and path-safety checks.
 // Test helpers outside `#[test]` functions (fixtures, assertion helpers) fail loudly by design;
 // clippy's test exemption only covers the test functions themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -8,7 +8,7 @@ mod adapter;
 
 use std::sync::Arc;
 use tt_adapter_storage_userdata::UserDataStore;
-use tt_testkit::contract::StorageUnderTest;
+use tt_testkit::contract::{SkillsUnderTest, StorageUnderTest};
 
 /// A fresh store in its own temporary data root.
 fn userdata() -> StorageUnderTest {
@@ -23,3 +23,29 @@ fn userdata() -> StorageUnderTest {
 }
 
 tt_testkit::storage_contract_tests!(userdata());
+
+/// A fresh store in its own temporary data root, seen as a skill store. Skill text is seeded
+/// with plain file writes so non-UTF-8 bytes can be stored too.
+fn userdata_skills() -> SkillsUnderTest {
+    let dir = tempfile::tempdir().unwrap();
+    let store = UserDataStore::open(dir.path().join("data")).unwrap();
+    let skills_root = dir.path().join("data").join("skills");
+    SkillsUnderTest::new(
+        store,
+        move |scope, id, path, bytes| {
+            let mut file = skills_root.clone();
+            for segment in scope.storage_segments().unwrap() {
+                file.push(segment);
+            }
+            file.push(id.as_str());
+            for segment in path.segments() {
+                file.push(segment);
+            }
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, bytes).unwrap();
+        },
+        Some(Box::new(dir)),
+    )
+}
+
+tt_testkit::skills_contract_tests!(userdata_skills());

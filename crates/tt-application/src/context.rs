@@ -45,6 +45,8 @@ pub struct RunContext {
     pub persist_snapshot: PersistSnapshot,
     /// Background workers of this run's delegated tasks.
     pub scheduler: TaskScheduler,
+    /// Provider sessions opened by this run's invocations, closed when it ends.
+    sessions: StdMutex<Vec<(String, Arc<dyn tt_ports::ModelProvider>)>>,
     me: Weak<RunContext>,
 }
 
@@ -72,8 +74,27 @@ impl RunContext {
             ledger: StdMutex::new(Vec::new()),
             persist_snapshot,
             scheduler: TaskScheduler::default(),
+            sessions: StdMutex::new(Vec::new()),
             me: me.clone(),
         })
+    }
+
+    /// Remembers a provider session (`runId:invocationId`) to close when the run ends.
+    pub fn remember_session(&self, session_id: String, provider: Arc<dyn tt_ports::ModelProvider>) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((session_id, provider));
+    }
+
+    /// Every session opened so far, once: taking them empties the list.
+    pub fn take_sessions(&self) -> Vec<(String, Arc<dyn tt_ports::ModelProvider>)> {
+        std::mem::take(
+            &mut *self
+                .sessions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// A shared handle to this context (for background workers).
@@ -198,6 +219,8 @@ pub struct InvocationRuntime {
     pub session: ToolSession,
     /// Fires when this invocation must stop (run cancel, or its task was cancelled).
     pub cancel: CancellationToken,
+    /// The provider and model this invocation talks to.
+    pub model: crate::binding::ModelBinding,
     /// Delegated results this agent has already seen (by `agent.await` or injection); kept in
     /// memory on purpose, so a result reaches it exactly once per loop.
     pub delivered: HashSet<tt_domain::ids::TaskId>,

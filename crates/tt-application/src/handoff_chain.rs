@@ -2,22 +2,16 @@
 //! profile, tools, prompt and brief are prepared) and settling handoff tasks when an owner
 //! finishes, fails or is cancelled.
 
-use serde_json::{Value, json};
-use std::sync::Arc;
-use tt_domain::event::RunEventType;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::invocation::{ExitPolicy, InvocationStatus};
-use tt_domain::model::{AgentModelMessage, ModelRole};
+use tt_domain::model::AgentModelMessage;
 use tt_domain::task::{TaskContinuation, TaskStatus, TaskTransition};
-use tt_ports::RunDocument;
 
 use crate::context::{InvocationRuntime, RunContext, ToolSession};
 use crate::delegation::child::check_model_configured;
 use crate::delegation::rendering::render_handoff_brief;
 use crate::delegation::scheduler::emit_task_event;
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::prompt::agent_system_prompt;
-use crate::registry::build_tool_snapshot;
 
 /// Moves a task to `status` (first terminal write wins) and journals the change.
 pub async fn settle_task(
@@ -118,56 +112,43 @@ pub async fn prepare_handoff(
     ctx.set_invocation_status(&mut invocation, InvocationStatus::Running)
         .await?;
     let prepared = async {
-        let profile = crate::profiles::resolve(services.profiles.as_ref(), Some(task.target_profile_id.as_str())).await?;
+        let profile = crate::profiles::resolve(
+            services.profiles.as_ref(),
+            Some(task.target_profile_id.as_str()),
+        )
+        .await?;
         check_model_configured(&profile)?;
         // The finish rules are the run's: a foreground run needs a commit before it ends.
         let presentation = ctx.run_snapshot().await.presentation;
-        let snapshot = build_tool_snapshot(&profile, &invocation.id, ExitPolicy::RunFinishAllowed, presentation)?;
-        services
-            .runs
-            .write_document(
-                &ctx.run_id,
-                &RunDocument::InvocationToolSnapshot(invocation.id.clone()),
-                &serde_json::to_value(&snapshot).unwrap_or(Value::Null),
-            )
-            .await?;
-        let messages = vec![
-            AgentModelMessage::text(ModelRole::System, agent_system_prompt(&profile, &snapshot)),
-            AgentModelMessage::text(ModelRole::User, render_handoff_brief(&task.task)),
-        ];
-        ctx.events
-            .info(
-                &ctx.run_id,
-                RunEventType::ContextAssembled,
-                json!({
-                    "request": {
-                        "provider": services.model.name(), "model": profile.definition.model.model_id,
-                        "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
-                    },
-                    "invocationId": invocation.id,
-                    "taskId": task.id,
-                    "tools": snapshot.model_names(),
-                    "maxRounds": snapshot.budgets.max_rounds,
-                    "contextPolicy": profile.definition.context,
-                    "modelRetry": profile.definition.run.model_retry,
-                }),
-            )
-            .await?;
-        Ok::<_, ApplicationError>((profile, snapshot, messages))
+        let prepared = crate::invocation_setup::prepare_invocation(
+            ctx,
+            crate::invocation_setup::InvocationSetup {
+                invocation: &invocation,
+                profile: &profile,
+                exit_policy: ExitPolicy::RunFinishAllowed,
+                presentation,
+                task_id: &task.id,
+                brief: render_handoff_brief(&task.task),
+            },
+            &ctx.cancel,
+        )
+        .await?;
+        Ok::<_, ApplicationError>((profile, prepared))
     }
     .await;
     match prepared {
-        Ok((profile, snapshot, messages)) => Ok((
+        Ok((profile, prepared)) => Ok((
             InvocationRuntime {
                 invocation,
                 policy: profile.access_policy(),
                 profile,
-                snapshot: Arc::new(snapshot),
+                snapshot: prepared.snapshot,
                 session: ToolSession::default(),
                 cancel: ctx.cancel.clone(),
+                model: prepared.model,
                 delivered: Default::default(),
             },
-            messages,
+            prepared.messages,
         )),
         Err(error) => {
             let (task_status, invocation_status) = if error.is_cancelled() {

@@ -3,6 +3,7 @@
 //! Knows the domain and the ports, nothing else: every side effect goes through a port handed in
 //! by the composition root ([`RuntimeServices`]). [`AgentRunService`] is the facade.
 
+pub mod binding;
 pub mod commit;
 pub mod context;
 pub mod delegation;
@@ -10,13 +11,16 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod handoff_chain;
+pub mod invocation_setup;
 pub mod model_turn;
 pub mod profiles;
 pub mod prompt;
+pub mod prompt_assembly;
 pub mod prompt_input;
 pub mod registry;
 pub mod run_service;
 pub mod services;
+pub mod skills;
 pub mod streaming;
 pub mod timeline;
 pub mod tool_loop;

@@ -31,7 +31,7 @@ pub async fn run_model_turn(
                 "round": round,
                 "invocationId": invocation_id,
                 "request": {
-                    "provider": ctx.services.model.name(),
+                    "provider": inv.model.provider.name(),
                     "model": request.model_id,
                     "messageCount": request.messages.len(),
                     "toolCount": request.tools.len(),
@@ -58,7 +58,7 @@ pub async fn run_model_turn(
         let outcome = tokio::select! {
             biased;
             () = inv.cancel.cancelled() => Err(ModelError::Cancelled),
-            result = crate::streaming::stream_with_deltas(ctx, &invocation_id, request.clone(), call_cancel.clone()) => result?,
+            result = crate::streaming::stream_with_deltas(ctx, &inv.model.provider, &invocation_id, request.clone(), call_cancel.clone()) => result?,
         };
         call_cancel.cancel();
         let error = match outcome {
@@ -133,7 +133,7 @@ pub async fn run_model_turn(
                 "round": round, "invocationId": invocation_id,
                 "providerState": {
                     "sessionId": request.session.session_id,
-                    "provider": ctx.services.model.name(),
+                    "provider": inv.model.provider.name(),
                     "messageCursor": request.messages.len(),
                     "lastResponseId": response.response_id,
                 },

@@ -290,6 +290,7 @@ impl AgentRunService {
             .await?;
         ctx.try_set_status(AgentRunStatus::AssemblingContext)
             .await?;
+        let model = crate::binding::resolve_model_binding(&ctx, &invocation.id, profile).await?;
         let snapshot = build_tool_snapshot(
             profile,
             &invocation.id,
@@ -315,7 +316,7 @@ impl AgentRunService {
                 RunEventType::ContextAssembled,
                 json!({
                     "request": {
-                        "provider": services.model.name(), "model": profile.definition.model.model_id,
+                        "provider": model.provider.name(), "model": model.model_id,
                         "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
                     },
                     "invocationId": invocation.id,
@@ -333,6 +334,7 @@ impl AgentRunService {
             snapshot: Arc::new(snapshot),
             session: ToolSession::default(),
             cancel: ctx.cancel.clone(),
+            model,
             delivered: Default::default(),
         };
         Ok((ctx, inv, messages))

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, Clock, HostCommitBridge, IdGenerator,
-    ModelProvider, ProfileRepository, RunJournal, WorkspaceRepository,
+    ModelConnections, ModelProvider, ProfileRepository, PromptAssemblyBroker, RunJournal,
+    WorkspaceRepository,
 };
 
 /// Every port the application needs. Cloning is cheap (all `Arc`s).
@@ -15,8 +16,13 @@ pub struct RuntimeServices {
     pub journal: Arc<dyn RunJournal>,
     pub workspace: Arc<dyn WorkspaceRepository>,
     pub profiles: Arc<dyn ProfileRepository>,
+    /// The run's default provider (profiles with `model.mode = "currentPromptSnapshot"`).
     pub model: Arc<dyn ModelProvider>,
+    /// Named connections for profiles with `model.mode = "connectionRef"`.
+    pub connections: Arc<dyn ModelConnections>,
     pub commit_bridge: Arc<dyn HostCommitBridge>,
+    /// Assembles prompts for profiles with `preset.mode = "ref"`.
+    pub prompt_broker: Arc<dyn PromptAssemblyBroker>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
 }

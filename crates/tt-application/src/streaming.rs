@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tt_domain::event::{EventLevel, RunEventType};
 use tt_domain::ids::InvocationId;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
-use tt_ports::{CancellationToken, ModelDeltaSink, ModelError};
+use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
 
 use crate::context::RunContext;
 use crate::error::ApplicationResult;
@@ -66,6 +66,7 @@ impl Pending {
 /// Runs one streamed call, journaling coalesced `model_delta` events as output arrives.
 pub async fn stream_with_deltas(
     ctx: &RunContext,
+    provider: &Arc<dyn ModelProvider>,
     invocation_id: &InvocationId,
     request: AgentModelRequest,
     cancel: CancellationToken,
@@ -73,7 +74,7 @@ pub async fn stream_with_deltas(
     let round = request.round;
     let (sender, mut receiver) = mpsc::unbounded_channel();
     let sink: Arc<dyn ModelDeltaSink> = Arc::new(ChannelSink(sender));
-    let call = ctx.services.model.stream(request, sink, cancel);
+    let call = provider.stream(request, sink, cancel);
     tokio::pin!(call);
     let mut pending = Pending::default();
     let mut part: u64 = 0;

@@ -43,7 +43,7 @@ pub async fn run_tool_loop(
     let max_rounds = inv.snapshot.budgets.max_rounds;
     let session = ProviderSession::new(&ctx.run_id, &inv.invocation.id);
     let retry = inv.profile.definition.run.model_retry;
-    let model_id = inv.profile.definition.model.model_id.clone();
+    let model_id = inv.model.model_id.clone();
     let mut drift_attempts: u32 = 0;
     for round in 1..=max_rounds {
         if inv.cancel.is_cancelled() {

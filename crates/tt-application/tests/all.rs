@@ -5,6 +5,7 @@
 
 mod support;
 
+mod assembly;
 mod cancel;
 mod delegation;
 mod drift_and_retry;

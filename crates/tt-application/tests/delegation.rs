@@ -241,7 +241,7 @@ async fn completed_child_results_are_added_to_next_parent_turn_once() {
         .iter()
         .find(|text| text.contains("## Delegated Task Results"))
         .expect("injected message");
-    insta::assert_snapshot!("injected_results_message", notice);
+    crate::assert_text_snapshot!("injected_results_message", notice);
     // Every later request carries it exactly once (it stays in the conversation, never repeated).
     let last = user_texts(requests.last().unwrap());
     assert_eq!(
@@ -614,7 +614,7 @@ async fn await_selection_errors_and_timeout() {
     );
     let waited = by_id("wait");
     assert!(!waited.1, "a timeout is not an error");
-    insta::assert_snapshot!("await_timeout_capsule", waited.3);
+    crate::assert_text_snapshot!("await_timeout_capsule", waited.3);
     let completed = events_of(&h, &run.id, "agent_await_completed");
     let timed_out: Vec<_> = completed
         .iter()
@@ -893,7 +893,7 @@ async fn next_completed_waits_for_a_result_not_seen_yet() {
         !second.contains("Critic done."),
         "a seen result is not repeated: {second}"
     );
-    insta::assert_snapshot!("await_capsule_with_a_result_seen_before", second);
+    crate::assert_text_snapshot!("await_capsule_with_a_result_seen_before", second);
     let waits = events_of(&h, &run.id, "agent_await_completed");
     let delivered: Vec<_> = waits
         .iter()

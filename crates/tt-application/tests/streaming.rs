@@ -83,6 +83,8 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
         profiles: store.clone(),
         model: Arc::new(StreamingModel { turns }),
         commit_bridge: FakeCommitBridge::approving(),
+        prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),
+        connections: Arc::new(tt_ports::NoConnections),
         clock: ManualClock::ticking(),
         ids: SequentialIds::new(),
     };

@@ -14,13 +14,15 @@ use tt_domain::profile::{AgentProfileDefinition, default_writer_definition};
 use tt_domain::run::{AgentRun, ConversationKind};
 use tt_ports::ModelError;
 use tt_testkit::fakes::{
-    FakeCommitBridge, FakeModel, InMemoryStore, ManualClock, SequentialIds, responses,
+    FakeCommitBridge, FakeModel, FakePromptBroker, InMemoryStore, ManualClock, SequentialIds,
+    responses,
 };
 
 pub struct Harness {
     pub store: Arc<InMemoryStore>,
     pub model: Arc<FakeModel>,
     pub bridge: Arc<FakeCommitBridge>,
+    pub broker: Arc<FakePromptBroker>,
     pub service: Arc<AgentRunService>,
 }
 
@@ -29,6 +31,21 @@ pub fn harness(model: Arc<FakeModel>) -> Harness {
 }
 
 pub fn harness_with_bridge(model: Arc<FakeModel>, bridge: Arc<FakeCommitBridge>) -> Harness {
+    harness_full(
+        model,
+        bridge,
+        FakePromptBroker::answering(),
+        Arc::new(tt_ports::NoConnections),
+    )
+}
+
+/// Every fake chosen by the test.
+pub fn harness_full(
+    model: Arc<FakeModel>,
+    bridge: Arc<FakeCommitBridge>,
+    broker: Arc<FakePromptBroker>,
+    connections: Arc<dyn tt_ports::ModelConnections>,
+) -> Harness {
     let store = InMemoryStore::new();
     let services = RuntimeServices {
         runs: store.clone(),
@@ -37,7 +54,9 @@ pub fn harness_with_bridge(model: Arc<FakeModel>, bridge: Arc<FakeCommitBridge>)
         workspace: store.clone(),
         profiles: store.clone(),
         model: model.clone(),
+        connections,
         commit_bridge: bridge.clone(),
+        prompt_broker: broker.clone(),
         clock: ManualClock::ticking(),
         ids: SequentialIds::new(),
     };
@@ -45,6 +64,7 @@ pub fn harness_with_bridge(model: Arc<FakeModel>, bridge: Arc<FakeCommitBridge>)
         store,
         model,
         bridge,
+        broker,
         service: AgentRunService::new(services),
     }
 }
@@ -290,4 +310,37 @@ pub fn handoff(id: &str, agent: &str, objective: &str) -> (String, String, Value
         "agent_handoff",
         json!({"agentId": agent, "handoff": {"title": "Polish", "objective": objective, "workspaceRefs": ["output/main.md"]}}),
     )
+}
+
+/// Replaces generated task ids (`task_` + 32 hex digits) with `task_[id]`.
+pub fn redact_task_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("task_") {
+        out.push_str(&rest[..at]);
+        let candidate = &rest[at + 5..];
+        let hex = candidate
+            .chars()
+            .take(32)
+            .filter(char::is_ascii_hexdigit)
+            .count();
+        if hex == 32 {
+            out.push_str("task_[id]");
+            rest = &candidate[32..];
+        } else {
+            out.push_str("task_");
+            rest = candidate;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Snapshot of model-facing text with generated task ids replaced, so adding an event elsewhere
+/// (which takes ids from the same sequence) does not churn unrelated snapshots.
+#[macro_export]
+macro_rules! assert_text_snapshot {
+    ($name:expr, $value:expr) => {
+        insta::assert_snapshot!($name, $crate::support::redact_task_ids(&$value));
+    };
 }

@@ -9,13 +9,15 @@ use anyhow::Context as _;
 use std::path::Path;
 use std::sync::Arc;
 use tt_runtime::{
-    AgentProfileDefinition, AgentRuntimeBuilder, CommitBridgeChoice, PromptMessage, PromptRole,
-    ScriptedProvider, StartRunRequest,
+    AgentProfileDefinition, AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice,
+    PromptMessage, PromptRole, ScriptedProvider, StartRunRequest,
 };
 
 use crate::render::{EventPrinter, agent_tree};
 
 const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
+/// The style advisor's preset (`preset.mode = "ref"`): its prompt is assembled from this template.
+const ADVISOR_PRESET: &str = include_str!("../scenarios/writers-room/preset-advisors.json");
 const PROFILES: [(&str, &str); 4] = [
     (
         "writer",
@@ -42,7 +44,12 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
         .data_dir(data_dir)
         .provider(Arc::new(provider))
         .commit_bridge(CommitBridgeChoice::Transcript)
+        .prompt_broker(PromptBrokerChoice::Templates)
         .build()?;
+    let presets = runtime.data_dir().join("presets").join("writers-room");
+    std::fs::create_dir_all(&presets).with_context(|| format!("creating {}", presets.display()))?;
+    std::fs::write(presets.join("advisors.json"), ADVISOR_PRESET)
+        .context("installing the advisors preset")?;
     for (name, text) in PROFILES {
         let definition: AgentProfileDefinition = serde_json::from_str(text)
             .with_context(|| format!("the bundled profile `{name}` does not parse"))?;

@@ -2,6 +2,7 @@
 
 mod demo;
 mod render;
+mod run_cmd;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -25,6 +26,39 @@ struct Cli {
 enum Command {
     /// Run the bundled scenario end to end on the scripted model and show it live.
     Demo,
+    /// Run an agent against a real model endpoint and show it live.
+    ///
+    /// The API key is read from OPENAI_API_KEY / ANTHROPIC_API_KEY (or --api-key-env); an
+    /// OpenAI-compatible local server needs none.
+    Run {
+        /// The agent profile to run (default: the built-in default-writer).
+        #[arg(long)]
+        profile: Option<String>,
+        /// Install every agent profile (*.json) in this directory before the run.
+        #[arg(long)]
+        profiles: Option<PathBuf>,
+        /// `openai:<baseUrl>` (e.g. openai:http://127.0.0.1:8080/v1) or `anthropic:<baseUrl>`
+        /// (e.g. anthropic:https://api.anthropic.com).
+        #[arg(long)]
+        connection: String,
+        /// The model id (used unless a profile names its own).
+        #[arg(long)]
+        model: String,
+        /// The environment variable holding the API key.
+        #[arg(long)]
+        api_key_env: Option<String>,
+        /// Stream responses (live model output in the journal).
+        #[arg(long)]
+        stream: bool,
+        /// Longest wait for one model response (streamed: for each piece), in seconds.
+        #[arg(long)]
+        timeout_secs: Option<u64>,
+        /// The conversation the run belongs to (runs of one conversation share persist/).
+        #[arg(long, default_value = "cli-conversation")]
+        chat: String,
+        /// What to ask the agent.
+        request: String,
+    },
     /// List stored runs, newest first.
     Runs {
         #[arg(long, default_value_t = 20)]
@@ -54,6 +88,30 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Demo => demo::run_demo(&cli.data_dir).await,
+        Command::Run {
+            profile,
+            profiles,
+            connection,
+            model,
+            api_key_env,
+            stream,
+            timeout_secs,
+            chat,
+            request,
+        } => {
+            let options = run_cmd::RunOptions {
+                profile,
+                profiles_dir: profiles,
+                connection,
+                model,
+                api_key_env,
+                stream,
+                timeout_secs,
+                chat_id: chat,
+                request,
+            };
+            run_cmd::run(&cli.data_dir, options).await
+        }
         Command::Runs { limit } => {
             let runtime = inspect_runtime(&cli.data_dir)?;
             let runs = runtime

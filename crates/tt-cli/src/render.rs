@@ -104,6 +104,8 @@ impl EventPrinter {
             "agent_child_invocation_failed" => {
                 format!("  a delegated task failed: {}", s("message"))
             }
+            "prompt_assembly_completed" => "  prompt assembled from its preset".to_owned(),
+            "prompt_assembly_failed" => format!("  prompt assembly failed: {}", s("message")),
             "direct_output_captured" => format!("  plain text saved to {}", s("path")),
             "drift_recovery_attempted" => "reminded the model to use its tools".to_owned(),
             "chat_commit_requested" => format!("publishing {} ({} chars)", s("path"), n("chars")),

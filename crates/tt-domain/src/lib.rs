@@ -10,6 +10,7 @@ pub mod invocation;
 pub mod model;
 pub mod profile;
 pub mod run;
+pub mod skill;
 pub mod task;
 pub mod task_result;
 pub mod text;

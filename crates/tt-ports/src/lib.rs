@@ -10,18 +10,27 @@ pub mod host;
 pub mod journal;
 pub mod model;
 pub mod profiles;
+pub mod prompt;
 pub mod runs;
+pub mod skills;
 pub mod system;
 pub mod workspace;
 
 pub use error::{HostBridgeError, ModelError, StorageError, StorageResult};
 pub use host::{ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge};
 pub use journal::{EventPage, RunJournal};
-pub use model::{ModelDeltaSink, ModelProvider};
+pub use model::{
+    ModelConnections, ModelDeltaSink, ModelProvider, NoConnections, ResolvedConnection,
+};
 pub use profiles::ProfileRepository;
+pub use prompt::{
+    PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker, PromptAssemblyFingerprint,
+    PromptAssemblyRequest, PromptAssemblyScope,
+};
 pub use runs::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, TaskTransitionOutcome,
 };
+pub use skills::SkillRepository;
 pub use system::{Clock, IdGenerator};
 pub use workspace::{FileContent, WorkspaceEntry, WorkspaceRepository, WriteOutcome};
 

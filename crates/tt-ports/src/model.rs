@@ -41,3 +41,41 @@ pub trait ModelProvider: Send + Sync {
     /// Releases provider-side state of a session (`runId:invocationId`). Best effort.
     async fn close_session(&self, _session_id: &str) {}
 }
+
+/// Where a profile's `model.connectionRef` leads: a provider and what it is, for events.
+#[derive(Clone)]
+pub struct ResolvedConnection {
+    pub provider: std::sync::Arc<dyn ModelProvider>,
+    /// Non-secret description for events and hosts (kind, base URL, default model…).
+    pub description: serde_json::Value,
+}
+
+impl std::fmt::Debug for ResolvedConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedConnection")
+            .field("provider", &self.provider.name())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Resolves named model connections, so each invocation may run on its own provider and model.
+#[async_trait]
+pub trait ModelConnections: Send + Sync {
+    /// `Ok(None)` when no connection has that name.
+    async fn resolve(&self, connection_ref: &str)
+    -> Result<Option<ResolvedConnection>, ModelError>;
+}
+
+/// No named connections: every profile uses the run's default provider.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoConnections;
+
+#[async_trait]
+impl ModelConnections for NoConnections {
+    async fn resolve(
+        &self,
+        _connection_ref: &str,
+    ) -> Result<Option<ResolvedConnection>, ModelError> {
+        Ok(None)
+    }
+}

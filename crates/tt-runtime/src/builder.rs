@@ -9,6 +9,8 @@ use tt_ports::{Clock, HostCommitBridge, IdGenerator, ModelProvider};
 
 use crate::bridges::{HostApiCommitBridge, TranscriptCommitBridge};
 use crate::host::AgentRuntime;
+use crate::named_connections::NamedConnections;
+use crate::prompt_brokers::{HostApiPromptBroker, TemplatePromptBroker};
 use crate::system::{SystemClock, UuidIds};
 
 /// How `workspace.commit` reaches the host.
@@ -32,12 +34,36 @@ impl std::fmt::Debug for CommitBridgeChoice {
     }
 }
 
+/// How prompts of `preset.mode = "ref"` profiles are assembled.
+#[derive(Clone)]
+pub enum PromptBrokerChoice {
+    /// The host answers through `read_prompt_assembly_request` / `resolve_prompt_assembly`
+    /// (the default for linked hosts).
+    HostApi,
+    /// Preset template files under `<data dir>/presets/<apiId>/<name>.json` (the CLI).
+    Templates,
+    /// Any other broker.
+    Custom(Arc<dyn tt_ports::PromptAssemblyBroker>),
+}
+
+impl std::fmt::Debug for PromptBrokerChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PromptBrokerChoice::HostApi => f.write_str("HostApi"),
+            PromptBrokerChoice::Templates => f.write_str("Templates"),
+            PromptBrokerChoice::Custom(_) => f.write_str("Custom"),
+        }
+    }
+}
+
 /// Builder for [`AgentRuntime`].
 #[derive(Default)]
 pub struct AgentRuntimeBuilder {
     data_dir: Option<PathBuf>,
     provider: Option<Arc<dyn ModelProvider>>,
     commit_bridge: Option<CommitBridgeChoice>,
+    prompt_broker: Option<PromptBrokerChoice>,
+    connections: NamedConnections,
     clock: Option<Arc<dyn Clock>>,
     ids: Option<Arc<dyn IdGenerator>>,
 }
@@ -71,6 +97,18 @@ impl AgentRuntimeBuilder {
         self
     }
 
+    pub fn prompt_broker(mut self, choice: PromptBrokerChoice) -> Self {
+        self.prompt_broker = Some(choice);
+        self
+    }
+
+    /// Registers a named model connection for profiles with `model.connectionRef = name`.
+    pub fn connection(mut self, name: impl Into<String>, provider: Arc<dyn ModelProvider>) -> Self {
+        self.connections
+            .insert(name, provider, serde_json::Value::Null);
+        self
+    }
+
     /// Replaces the wall clock (tests, golden files).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
@@ -99,6 +137,15 @@ impl AgentRuntimeBuilder {
                 CommitBridgeChoice::Transcript => transcripts.clone(),
                 CommitBridgeChoice::Custom(bridge) => bridge,
             };
+        let host_prompts = Arc::new(HostApiPromptBroker::default());
+        let prompt_broker: Arc<dyn tt_ports::PromptAssemblyBroker> =
+            match self.prompt_broker.unwrap_or(PromptBrokerChoice::HostApi) {
+                PromptBrokerChoice::HostApi => host_prompts.clone(),
+                PromptBrokerChoice::Templates => {
+                    Arc::new(TemplatePromptBroker::new(data_dir.join("presets")))
+                }
+                PromptBrokerChoice::Custom(broker) => broker,
+            };
         let services = RuntimeServices {
             runs: store.clone(),
             invocations: store.clone(),
@@ -106,13 +153,16 @@ impl AgentRuntimeBuilder {
             workspace: store.clone(),
             profiles: store,
             model: provider,
+            connections: Arc::new(self.connections),
             commit_bridge,
+            prompt_broker,
             clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
             ids: self.ids.unwrap_or_else(|| Arc::new(UuidIds)),
         };
         Ok(AgentRuntime::new(
             AgentRunService::new(services),
             host_bridge,
+            host_prompts,
             transcripts,
             data_dir,
         ))

@@ -102,3 +102,25 @@ pub struct WorkspaceFileDto {
     pub text: String,
     pub sha256: String,
 }
+
+/// `read_prompt_assembly_request` request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadPromptAssemblyRequest {
+    pub run_id: String,
+    pub assembly_id: String,
+}
+
+/// `resolve_prompt_assembly` request: a `promptSnapshot` or an `error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvePromptAssemblyRequest {
+    pub run_id: String,
+    pub assembly_id: String,
+    #[serde(default)]
+    pub prompt_snapshot: Option<serde_json::Value>,
+    #[serde(default)]
+    pub assembly: Option<serde_json::Value>,
+    #[serde(default)]
+    pub error: Option<String>,
+}

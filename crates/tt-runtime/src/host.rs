@@ -11,11 +11,13 @@ use tt_ports::{EventPage, RunListPage};
 
 use crate::bridges::{HostApiCommitBridge, TranscriptCommitBridge, TranscriptEntry};
 use crate::dto::*;
+use crate::prompt_brokers::HostApiPromptBroker;
 
 /// A running tt-agent-runtime instance.
 pub struct AgentRuntime {
     service: Arc<AgentRunService>,
     host_commits: Arc<HostApiCommitBridge>,
+    host_prompts: Arc<HostApiPromptBroker>,
     transcripts: Arc<TranscriptCommitBridge>,
     data_dir: PathBuf,
 }
@@ -45,12 +47,14 @@ impl AgentRuntime {
     pub(crate) fn new(
         service: Arc<AgentRunService>,
         host_commits: Arc<HostApiCommitBridge>,
+        host_prompts: Arc<HostApiPromptBroker>,
         transcripts: Arc<TranscriptCommitBridge>,
         data_dir: PathBuf,
     ) -> Self {
         Self {
             service,
             host_commits,
+            host_prompts,
             transcripts,
             data_dir,
         }
@@ -149,6 +153,28 @@ impl AgentRuntime {
     ) -> HostResult<()> {
         self.service.save_profile(definition).await?;
         Ok(())
+    }
+
+    /// The full request of a pending prompt assembly (host-API prompt broker only). Errors:
+    /// `agent.prompt_assembly_not_pending`, `agent.prompt_assembly_run_mismatch`.
+    pub fn read_prompt_assembly_request(
+        &self,
+        request: ReadPromptAssemblyRequest,
+    ) -> HostResult<tt_ports::PromptAssemblyRequest> {
+        self.host_prompts
+            .read_request(&request.run_id, &request.assembly_id)
+    }
+
+    /// Answers a pending prompt assembly with a prompt snapshot
+    /// (`{messages: [{role, content}], contextPolicy}`) or an error.
+    pub fn resolve_prompt_assembly(&self, request: ResolvePromptAssemblyRequest) -> HostResult<()> {
+        self.host_prompts.resolve(
+            &request.run_id,
+            &request.assembly_id,
+            request.prompt_snapshot,
+            request.assembly,
+            request.error,
+        )
     }
 
     /// Newest runs first.

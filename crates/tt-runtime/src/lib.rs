@@ -6,11 +6,15 @@
 
 pub mod bridges;
 pub mod builder;
+pub mod connections;
 pub mod dto;
 pub mod host;
+pub mod named_connections;
+pub mod prompt_brokers;
 pub mod system;
 
-pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice};
+pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
+pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
 pub use dto::*;
 pub use host::{AgentRuntime, EventSubscription};
 

@@ -1,8 +1,8 @@
-//! Integration tests of tt-testkit: the storage contract suites run against the in-memory
-//! fake, so it behaves like the file-system adapter that runs the same suites.
+//! Integration tests of tt-testkit: the storage and skills contract suites run against the
+//! in-memory fakes, so they behave like the file-system adapter that runs the same suites.
 
-use tt_testkit::contract::StorageUnderTest;
-use tt_testkit::fakes::InMemoryStore;
+use tt_testkit::contract::{SkillsUnderTest, StorageUnderTest};
+use tt_testkit::fakes::{InMemorySkills, InMemoryStore};
 
 /// A fresh in-memory store.
 fn in_memory() -> StorageUnderTest {
@@ -16,3 +16,16 @@ fn in_memory() -> StorageUnderTest {
 }
 
 tt_testkit::storage_contract_tests!(in_memory());
+
+/// A fresh in-memory skill store.
+fn in_memory_skills() -> SkillsUnderTest {
+    let skills = InMemorySkills::new();
+    let seeder = std::sync::Arc::clone(&skills);
+    SkillsUnderTest::new(
+        skills,
+        move |scope, id, path, bytes| seeder.put_file_bytes(scope, id, path, bytes.to_vec()),
+        None,
+    )
+}
+
+tt_testkit::skills_contract_tests!(in_memory_skills());

@@ -5,6 +5,7 @@ mod durability;
 mod journal;
 mod layout;
 mod persist;
+mod skills;
 mod symlinks;
 
 use std::path::{Path, PathBuf};

@@ -2,24 +2,20 @@
 //! snapshot, system prompt and markdown brief), runs its tool loop to `task.return`, and
 //! contains every failure inside the task so the delegating agent's run goes on.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tt_domain::event::RunEventType;
 use tt_domain::invocation::{ExitPolicy, InvocationStatus};
-use tt_domain::model::{AgentModelMessage, ModelRole};
 use tt_domain::profile::{ModelMode, ResolvedProfile};
 use tt_domain::run::Presentation;
 use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskStatus, TaskTransition};
 use tt_domain::tool::ToolName;
-use tt_ports::RunDocument;
 
 use super::rendering::render_task_brief;
 use super::scheduler::emit_task_event;
 use crate::context::{InvocationRuntime, RunContext, ToolSession};
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::prompt::agent_system_prompt;
-use crate::registry::build_tool_snapshot;
 use crate::tool_loop::{LoopOutcome, run_tool_loop};
 
 /// The target profile as a delegated agent runs it: background presentation, no parent-only
@@ -120,50 +116,30 @@ async fn drive(
     .await?;
     check_model_configured(&target)?;
     let profile = apply_child_invocation_policy(&target, task.budget);
-    let snapshot = build_tool_snapshot(
-        &profile,
-        &invocation.id,
-        ExitPolicy::TaskReturnRequired,
-        Presentation::Background,
-    )?;
-    services
-        .runs
-        .write_document(
-            &ctx.run_id,
-            &RunDocument::InvocationToolSnapshot(invocation.id.clone()),
-            &serde_json::to_value(&snapshot).unwrap_or(Value::Null),
-        )
-        .await?;
-    let messages = vec![
-        AgentModelMessage::text(ModelRole::System, agent_system_prompt(&profile, &snapshot)),
-        AgentModelMessage::text(ModelRole::User, render_task_brief(&task.task)),
-    ];
-    ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::ContextAssembled,
-            json!({
-                "request": {
-                    "provider": services.model.name(), "model": profile.definition.model.model_id,
-                    "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
-                },
-                "invocationId": invocation.id,
-                "taskId": task.id,
-                "tools": snapshot.model_names(),
-                "maxRounds": snapshot.budgets.max_rounds,
-                "contextPolicy": profile.definition.context,
-            }),
-        )
-        .await?;
+    let prepared = crate::invocation_setup::prepare_invocation(
+        ctx,
+        crate::invocation_setup::InvocationSetup {
+            invocation: &invocation,
+            profile: &profile,
+            exit_policy: ExitPolicy::TaskReturnRequired,
+            presentation: Presentation::Background,
+            task_id: &task.id,
+            brief: render_task_brief(&task.task),
+        },
+        cancel,
+    )
+    .await?;
     let mut inv = InvocationRuntime {
         invocation,
         policy: profile.access_policy(),
         profile,
-        snapshot: Arc::new(snapshot),
+        snapshot: prepared.snapshot,
         session: ToolSession::default(),
         cancel: cancel.clone(),
+        model: prepared.model,
         delivered: Default::default(),
     };
+    let messages = prepared.messages;
     let outcome = run_tool_loop(ctx, &mut inv, messages).await;
     *invocation_slot = Some(inv.invocation.clone());
     match outcome? {

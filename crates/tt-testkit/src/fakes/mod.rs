@@ -3,12 +3,16 @@
 
 pub mod commit;
 pub mod model;
+pub mod prompt;
 pub mod responses;
+pub mod skills;
 pub mod store;
 pub mod system;
 
 pub use commit::{CommitBehavior, FakeCommitBridge};
 pub use model::FakeModel;
+pub use prompt::{FakeConnections, FakePromptBroker, default_assembly};
+pub use skills::{InMemorySkills, SkillOp};
 pub use store::{InMemoryStore, PersistentStateRecord, StoreOp};
 pub use system::{MANUAL_CLOCK_START, ManualClock, SequentialIds};
 
@@ -25,5 +29,6 @@ mod tests {
         assert_send_sync::<SequentialIds>();
         assert_send_sync::<FakeCommitBridge>();
         assert_send_sync::<FakeModel>();
+        assert_send_sync::<InMemorySkills>();
     }
 }

@@ -1,0 +1,143 @@
+//! Connection settings of the Anthropic Messages provider and the errors of building one.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tt_ports::Clock;
+
+/// The public API's base URL.
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The `anthropic-version` header every request carries.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// `max_tokens` when none is configured.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Where and how to reach the Messages API.
+#[derive(Clone)]
+pub struct AnthropicConfig {
+    /// Without the API version, e.g. `https://api.anthropic.com`; requests go to
+    /// `{base_url}/v1/messages`.
+    pub base_url: String,
+    /// Used when a request has no `model_id` of its own.
+    pub default_model: Option<String>,
+    /// Sent as `x-api-key` when present.
+    pub api_key: Option<String>,
+    /// Added to every request after the standard headers (for example `anthropic-beta`).
+    pub extra_headers: Vec<(String, String)>,
+    /// Non-streamed: the whole exchange. Streamed: the wait for the response headers and for
+    /// each further piece of the body. `None` waits as long as the server takes.
+    pub request_timeout: Option<Duration>,
+    /// Whether the runtime should prefer `ModelProvider::stream` for this connection.
+    pub stream: bool,
+    /// Sent as `max_tokens` (required by the API).
+    pub max_tokens: u32,
+    /// Turns on extended thinking with this token budget (must be below `max_tokens`).
+    pub thinking_budget_tokens: Option<u32>,
+    /// "Now" for an HTTP-date `Retry-After` when the response carries no `Date` header.
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+impl std::fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self
+            .extra_headers
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        f.debug_struct("AnthropicConfig")
+            .field("base_url", &self.base_url)
+            .field("default_model", &self.default_model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("extra_headers", &header_names)
+            .field("request_timeout", &self.request_timeout)
+            .field("stream", &self.stream)
+            .field("max_tokens", &self.max_tokens)
+            .field("thinking_budget_tokens", &self.thinking_budget_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for AnthropicConfig {
+    fn default() -> Self {
+        Self::new(ANTHROPIC_DEFAULT_BASE_URL)
+    }
+}
+
+impl AnthropicConfig {
+    /// Settings with only a base URL: no key, no default model, no timeout, not streaming,
+    /// `max_tokens` [`DEFAULT_MAX_TOKENS`], no thinking.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            default_model: None,
+            api_key: None,
+            extra_headers: Vec::new(),
+            request_timeout: None,
+            stream: false,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            thinking_budget_tokens: None,
+            clock: None,
+        }
+    }
+
+    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+        self.default_model = Some(model.into());
+        self
+    }
+
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Takes the API key from the environment variable `name`, if it is set and not empty.
+    pub fn with_api_key_from_env(mut self, name: &str) -> Self {
+        self.api_key = std::env::var(name).ok().filter(|key| !key.is_empty());
+        self
+    }
+
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    pub fn with_stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    pub fn with_thinking(mut self, budget_tokens: u32) -> Self {
+        self.thinking_budget_tokens = Some(budget_tokens);
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+}
+
+/// Why a provider could not be built from its settings.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnthropicError {
+    #[error("the base URL `{0}` is not an http(s) URL")]
+    InvalidBaseUrl(String),
+    #[error("the header `{0}` has an invalid name or value")]
+    InvalidHeader(String),
+    #[error("max_tokens must be positive and above the thinking budget ({0})")]
+    InvalidTokenLimits(String),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}

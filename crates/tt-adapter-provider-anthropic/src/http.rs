@@ -1,0 +1,338 @@
+//! The HTTP side: sending a JSON POST under a cancel token and a timeout, and classifying
+//! failures into `ModelError` (status codes, `Retry-After`, transport errors, error bodies).
+//! Kept in step with the openai adapter's copy: adapters may not depend on one another.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tt_domain::time::Timestamp;
+use tt_ports::{Clock, ModelError};
+
+/// Longest slice of an unparseable error body quoted in a message.
+const BODY_EXCERPT_CHARS: usize = 300;
+
+/// Runs `work` until it finishes, `cancel` fires (the future is dropped, which aborts the HTTP
+/// exchange and closes its connection) or `timeout` elapses (a transient failure).
+pub(crate) async fn guarded<T>(
+    work: impl Future<Output = Result<T, ModelError>>,
+    cancel: &CancellationToken,
+    timeout: Option<Duration>,
+) -> Result<T, ModelError> {
+    let timed = async {
+        match timeout {
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                Err(ModelError::Transient {
+                    message: format!(
+                        "no answer from the provider within {} ms",
+                        limit.as_millis()
+                    ),
+                })
+            }),
+            None => work.await,
+        }
+    };
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ModelError::Cancelled),
+        result = timed => result,
+    }
+}
+
+/// Maps a transport failure (connect, reset, timeout, unreadable body) to a model error.
+pub(crate) fn transport_error(err: &reqwest::Error) -> ModelError {
+    if err.is_builder() {
+        return ModelError::Other(format!("cannot build the HTTP request: {err}"));
+    }
+    if err.is_redirect() {
+        return ModelError::Other(format!("too many redirects: {err}"));
+    }
+    // Connection refused or reset, a timeout, a body cut short: all worth another attempt.
+    ModelError::Transient {
+        message: format!("HTTP transport failed: {}", error_chain(err)),
+    }
+}
+
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Classifies a non-success response. `clock` is the fallback "now" for an HTTP-date
+/// `Retry-After` when the response has no `Date` header.
+pub(crate) fn status_error(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+    clock: Option<&Arc<dyn Clock>>,
+) -> ModelError {
+    let code = status.as_u16();
+    let message = format!("HTTP {code}: {}", error_message(body));
+    match code {
+        429 => ModelError::RateLimited {
+            message,
+            retry_after_ms: retry_after_ms(headers, clock),
+        },
+        // 408 is the server timing the request out: as transient as a client-side timeout.
+        408 | 500..=599 => ModelError::Transient { message },
+        400..=499 => ModelError::Rejected {
+            status: Some(code),
+            message,
+        },
+        _ => ModelError::Other(message),
+    }
+}
+
+/// The provider's error message from an error body, in the shapes servers use:
+/// `{"error":{"message":..}}`, `{"error":".."}`, `{"message":..}`, `{"detail":..}`; otherwise
+/// the start of the body as text.
+pub(crate) fn error_message(body: &[u8]) -> String {
+    if let Ok(value) = serde_json::from_slice::<Value>(body) {
+        let candidates = [
+            value.pointer("/error/message"),
+            value.get("error"),
+            value.get("message"),
+            value.get("detail"),
+        ];
+        if let Some(text) = candidates
+            .into_iter()
+            .flatten()
+            .find_map(|candidate| candidate.as_str())
+            .filter(|text| !text.trim().is_empty())
+        {
+            return text.to_owned();
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return "(empty body)".to_owned();
+    }
+    let excerpt: String = text.chars().take(BODY_EXCERPT_CHARS).collect();
+    if excerpt.len() < text.len() {
+        format!("{excerpt}…")
+    } else {
+        excerpt
+    }
+}
+
+/// How long the provider asked us to wait: `retry-after-ms` (milliseconds), else
+/// `Retry-After` as seconds or as an HTTP-date (relative to the response's `Date`, else to
+/// `clock`).
+pub(crate) fn retry_after_ms(headers: &HeaderMap, clock: Option<&Arc<dyn Clock>>) -> Option<u64> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(millis) = header("retry-after-ms").and_then(parse_non_negative) {
+        return Some(millis.ceil() as u64);
+    }
+    let retry_after = header("retry-after")?;
+    if let Some(seconds) = parse_non_negative(retry_after) {
+        return Some((seconds * 1000.0).ceil() as u64);
+    }
+    let at = parse_http_date(retry_after)?;
+    let now = header("date")
+        .and_then(parse_http_date)
+        .or_else(|| clock.map(|clock| clock.now()))?;
+    Some(at.millis_since(now))
+}
+
+/// A finite, non-negative decimal number (bounded so the conversion to `u64` is exact enough).
+fn parse_non_negative(text: &str) -> Option<f64> {
+    let value: f64 = text.parse().ok()?;
+    (value.is_finite() && (0.0..=1.0e12).contains(&value)).then_some(value)
+}
+
+/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP-date servers send.
+pub(crate) fn parse_http_date(text: &str) -> Option<Timestamp> {
+    let mut words = text.split_whitespace();
+    let _weekday = words.next()?.strip_suffix(',')?;
+    let day: u32 = words.next()?.parse().ok()?;
+    let month = match words.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: u32 = words.next()?.parse().ok()?;
+    let clock = words.next()?;
+    if words.next()? != "GMT" || words.next().is_some() || clock.len() != 8 {
+        return None;
+    }
+    Timestamp::parse_rfc3339(&format!("{year:04}-{month:02}-{day:02}T{clock}Z"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    struct FixedClock(Timestamp);
+
+    impl Clock for FixedClock {
+        fn now(&self) -> Timestamp {
+            self.0
+        }
+    }
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn retry_after_in_seconds_milliseconds_and_dates() {
+        assert_eq!(
+            retry_after_ms(&headers(&[("retry-after", "7")]), None),
+            Some(7000)
+        );
+        assert_eq!(
+            retry_after_ms(&headers(&[("retry-after", "0.25")]), None),
+            Some(250)
+        );
+        assert_eq!(
+            retry_after_ms(
+                &headers(&[("retry-after-ms", "1500"), ("retry-after", "9")]),
+                None
+            ),
+            Some(1500)
+        );
+        assert_eq!(
+            retry_after_ms(
+                &headers(&[
+                    ("retry-after", "Wed, 21 Oct 2015 07:28:30 GMT"),
+                    ("date", "Wed, 21 Oct 2015 07:28:00 GMT"),
+                ]),
+                None
+            ),
+            Some(30_000)
+        );
+        let clock: Arc<dyn Clock> = Arc::new(FixedClock(
+            parse_http_date("Wed, 21 Oct 2015 07:27:58 GMT").unwrap(),
+        ));
+        assert_eq!(
+            retry_after_ms(
+                &headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]),
+                Some(&clock)
+            ),
+            Some(2_000)
+        );
+        // A date in the past means "now"; no date and no clock means unknown.
+        assert_eq!(
+            retry_after_ms(
+                &headers(&[
+                    ("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"),
+                    ("date", "Wed, 21 Oct 2015 07:29:00 GMT"),
+                ]),
+                None
+            ),
+            Some(0)
+        );
+        assert_eq!(
+            retry_after_ms(
+                &headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]),
+                None
+            ),
+            None
+        );
+        assert_eq!(
+            retry_after_ms(&headers(&[("retry-after", "soon")]), None),
+            None
+        );
+        assert_eq!(
+            retry_after_ms(&headers(&[("retry-after", "-3")]), None),
+            None
+        );
+        assert_eq!(retry_after_ms(&headers(&[]), None), None);
+    }
+
+    #[test]
+    fn http_dates_parse_strictly() {
+        assert_eq!(
+            parse_http_date("Thu, 01 Jan 1970 00:00:01 GMT"),
+            Some(Timestamp::from_unix_millis(1000))
+        );
+        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:01 UTC"), None);
+        assert_eq!(parse_http_date("Thu, 01 Foo 1970 00:00:01 GMT"), None);
+        assert_eq!(parse_http_date("01 Jan 1970 00:00:01 GMT"), None);
+    }
+
+    #[test]
+    fn statuses_are_classified() {
+        let none = HeaderMap::new();
+        let body = br#"{"error":{"message":"bad thing","type":"x"}}"#;
+        assert_eq!(
+            status_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                &headers(&[("retry-after", "2")]),
+                body,
+                None
+            ),
+            ModelError::RateLimited {
+                message: "HTTP 429: bad thing".into(),
+                retry_after_ms: Some(2000)
+            }
+        );
+        for code in [500u16, 502, 503, 529, 408] {
+            let status = StatusCode::from_u16(code).unwrap();
+            assert!(
+                matches!(
+                    status_error(status, &none, body, None),
+                    ModelError::Transient { .. }
+                ),
+                "{code}"
+            );
+        }
+        assert_eq!(
+            status_error(StatusCode::BAD_REQUEST, &none, body, None),
+            ModelError::Rejected {
+                status: Some(400),
+                message: "HTTP 400: bad thing".into()
+            }
+        );
+        assert!(matches!(
+            status_error(StatusCode::NOT_MODIFIED, &none, body, None),
+            ModelError::Other(_)
+        ));
+    }
+
+    #[test]
+    fn error_messages_come_from_the_usual_body_shapes() {
+        assert_eq!(error_message(br#"{"error":{"message":"m1"}}"#), "m1");
+        assert_eq!(error_message(br#"{"error":"m2"}"#), "m2");
+        assert_eq!(error_message(br#"{"object":"error","message":"m3"}"#), "m3");
+        assert_eq!(error_message(br#"{"detail":"m4"}"#), "m4");
+        assert_eq!(
+            error_message(b"<html>gateway</html>"),
+            "<html>gateway</html>"
+        );
+        assert_eq!(error_message(b"  "), "(empty body)");
+        let long = "x".repeat(400);
+        assert_eq!(error_message(long.as_bytes()).chars().count(), 301);
+    }
+}

@@ -1,0 +1,69 @@
+//! An Anthropic Messages API model provider.
+//!
+//! # Requests
+//!
+//! `POST {baseUrl}/v1/messages` with headers `x-api-key` (when a key is configured) and
+//! `anthropic-version: 2023-06-01`, and a body of `model` (the request's `model_id`, else the
+//! connection's default model), `max_tokens` (configurable, default 8192), `system` (the leading
+//! system/developer messages, joined by blank lines), `messages`, `tools` as
+//! `{"name":<model alias>,"description","input_schema"}` with `tool_choice: {"type":"auto"}`
+//! (only when tools are offered), `thinking` when a budget is configured, and `stream`.
+//!
+//! Messages are content blocks. An assistant turn replays its parts in order: native parts of
+//! provider `anthropic` (thinking blocks with their signature, redacted thinking) unchanged,
+//! text blocks, and `tool_use` blocks with the ids the API sent. Tool results become
+//! `tool_result` blocks (`tool_use_id`, `content` = `AgentToolResult::to_model_payload()`,
+//! `is_error` when set); consecutive turns of one role are merged, so the results of parallel
+//! calls travel in one user message. Later system messages stay in place as user text.
+//!
+//! # Responses
+//!
+//! `text` blocks become text parts, `tool_use` blocks tool-call parts (a block without an id or
+//! a name, or whose input is not an object, is `model.invalid_tool_call`), and every other
+//! block (`thinking`, `redacted_thinking`, server tool blocks) a
+//! `ModelContentPart::Native { provider: "anthropic", value: <the block> }`. Usage counts input
+//! tokens including cache writes and reads; `stop_reason` becomes the finish reason.
+//!
+//! # Streaming
+//!
+//! [`ModelProvider::stream`](tt_ports::ModelProvider::stream) rebuilds each content block from
+//! its `content_block_start` and deltas (`text_delta`, `input_json_delta`, `thinking_delta`,
+//! `signature_delta`), forwarding text, thinking and tool-input fragments as they arrive.
+//! [`AnthropicProvider::prefers_streaming`] tells the runtime which of the two to use.
+//!
+//! # Errors
+//!
+//! 429 and stream `rate_limit_error` are `RateLimited` (with `retry-after-ms` or `Retry-After`);
+//! 408, 5xx (including 529 "overloaded"), stream `overloaded_error`/`api_error`, connection
+//! failures, timeouts and streams cut short are `Transient`; other 4xx are `Rejected` with the
+//! API's error message; a 2xx body that is not the expected JSON is `InvalidResponse`
+//! `model.upstream_invalid_response` (retried). Cancelling drops the request at once, which
+//! closes its connection.
+//!
+//! ```no_run
+//! use tt_adapter_provider_anthropic::{AnthropicConfig, AnthropicProvider};
+//!
+//! let provider = AnthropicProvider::new(
+//!     AnthropicConfig::default()
+//!         .with_default_model("claude-sonnet-4-5")
+//!         .with_api_key_from_env("ANTHROPIC_API_KEY")
+//!         .with_max_tokens(16_000)
+//!         .with_thinking(8_000),
+//! )?;
+//! assert_eq!(provider.endpoint(), "https://api.anthropic.com/v1/messages");
+//! # Ok::<(), tt_adapter_provider_anthropic::AnthropicError>(())
+//! ```
+
+mod config;
+mod http;
+mod provider;
+mod request;
+mod response;
+mod sse;
+mod stream;
+
+pub use config::{
+    ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_VERSION, AnthropicConfig, AnthropicError,
+    DEFAULT_MAX_TOKENS,
+};
+pub use provider::{ANTHROPIC_PROVIDER_NAME, AnthropicProvider};

@@ -1,0 +1,199 @@
+//! Canonical request -> Messages API body: `system`, alternating `user`/`assistant` messages of
+//! content blocks (tool results grouped into one user turn), tools with `input_schema`, and
+//! native blocks (signed thinking) replayed unchanged.
+
+use serde_json::{Map, Value, json};
+use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelContentPart, ModelRole};
+use tt_domain::tool::{AgentToolResult, AgentToolSpec};
+
+use crate::response::NATIVE_PROVIDER;
+
+/// What the body needs besides the canonical request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyOptions<'a> {
+    pub model: &'a str,
+    pub stream: bool,
+    pub max_tokens: u32,
+    pub thinking_budget_tokens: Option<u32>,
+}
+
+/// Builds the JSON body of `POST {baseUrl}/v1/messages`.
+pub(crate) fn request_body(request: &AgentModelRequest, options: BodyOptions<'_>) -> Value {
+    let (system, messages) = wire_messages(&request.messages);
+    let mut body = Map::new();
+    body.insert("model".into(), json!(options.model));
+    body.insert("max_tokens".into(), json!(options.max_tokens));
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system));
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(request.tools.iter().map(wire_tool).collect()),
+        );
+        body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
+    }
+    if let Some(budget) = options.thinking_budget_tokens {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
+    body.insert("stream".into(), json!(options.stream));
+    Value::Object(body)
+}
+
+fn wire_tool(spec: &AgentToolSpec) -> Value {
+    json!({
+        "name": spec.model_name,
+        "description": spec.description,
+        "input_schema": spec.input_schema,
+    })
+}
+
+fn tool_choice(choice: &str) -> Value {
+    match choice {
+        "none" => json!({"type": "none"}),
+        "required" | "any" => json!({"type": "any"}),
+        _ => json!({"type": "auto"}),
+    }
+}
+
+/// The leading system/developer messages become `system`; everything else becomes user or
+/// assistant turns of content blocks, with consecutive turns of one role merged (so parallel
+/// tool results travel together in one user message, as the API requires).
+fn wire_messages(messages: &[AgentModelMessage]) -> (String, Vec<Value>) {
+    let mut system: Vec<String> = Vec::new();
+    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    let mut leading = true;
+    for message in messages {
+        let (role, blocks) = match message.role {
+            ModelRole::System | ModelRole::Developer if leading => {
+                let text = message.text_content();
+                if !text.is_empty() {
+                    system.push(text);
+                }
+                continue;
+            }
+            // A later instruction stays where it was, as user text.
+            ModelRole::System | ModelRole::Developer | ModelRole::User | ModelRole::Tool => {
+                ("user", user_blocks(message))
+            }
+            ModelRole::Assistant => ("assistant", assistant_blocks(message)),
+        };
+        leading = false;
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last_role, last_blocks)) if *last_role == role => last_blocks.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    let messages = turns
+        .into_iter()
+        .map(|(role, blocks)| json!({"role": role, "content": blocks}))
+        .collect();
+    (system.join("\n\n"), messages)
+}
+
+fn user_blocks(message: &AgentModelMessage) -> Vec<Value> {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            ModelContentPart::Text { text } if text.is_empty() => None,
+            ModelContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
+            ModelContentPart::ResourceRef { uri } => Some(json!({"type": "text", "text": uri})),
+            ModelContentPart::Media { mime_type, value } => Some(image_block(mime_type, value)),
+            ModelContentPart::ToolResult { result } => Some(tool_result_block(result)),
+            ModelContentPart::Native { provider, value } if provider == NATIVE_PROVIDER => {
+                Some(value.clone())
+            }
+            ModelContentPart::Native { .. }
+            | ModelContentPart::Reasoning { .. }
+            | ModelContentPart::ToolCall { .. } => None,
+        })
+        .collect()
+}
+
+/// Parts in their original order: native blocks (thinking with its signature) verbatim, text,
+/// tool uses with their ids. Reasoning parts carry no signature, so they cannot be replayed.
+fn assistant_blocks(message: &AgentModelMessage) -> Vec<Value> {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            ModelContentPart::Native { provider, value } if provider == NATIVE_PROVIDER => {
+                Some(value.clone())
+            }
+            ModelContentPart::Text { text } if text.is_empty() => None,
+            ModelContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
+            ModelContentPart::ToolCall { call } => Some(json!({
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": call.arguments,
+            })),
+            ModelContentPart::Native { .. }
+            | ModelContentPart::Reasoning { .. }
+            | ModelContentPart::ToolResult { .. }
+            | ModelContentPart::Media { .. }
+            | ModelContentPart::ResourceRef { .. } => None,
+        })
+        .collect()
+}
+
+fn tool_result_block(result: &AgentToolResult) -> Value {
+    let mut block = json!({
+        "type": "tool_result",
+        "tool_use_id": result.call_id,
+        "content": result.to_model_payload(),
+    });
+    if result.is_error {
+        block["is_error"] = json!(true);
+    }
+    block
+}
+
+fn image_block(mime_type: &str, value: &str) -> Value {
+    if value.contains("://") {
+        json!({"type": "image", "source": {"type": "url", "url": value}})
+    } else {
+        json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": value}})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_messages_lead_later_ones_stay_in_place_and_roles_merge() {
+        let messages = vec![
+            AgentModelMessage::text(ModelRole::System, "Rule one."),
+            AgentModelMessage::text(ModelRole::Developer, "Rule two."),
+            AgentModelMessage::text(ModelRole::Assistant, "Earlier reply."),
+            AgentModelMessage::text(ModelRole::User, "Hi."),
+            AgentModelMessage::text(ModelRole::System, "Reminder."),
+            AgentModelMessage::text(ModelRole::User, ""),
+        ];
+        let (system, wire) = wire_messages(&messages);
+        assert_eq!(system, "Rule one.\n\nRule two.");
+        assert_eq!(
+            Value::Array(wire),
+            json!([
+                {"role": "assistant", "content": [{"type": "text", "text": "Earlier reply."}]},
+                {"role": "user", "content": [{"type": "text", "text": "Hi."}, {"type": "text", "text": "Reminder."}]},
+            ])
+        );
+    }
+
+    #[test]
+    fn tool_choice_maps_to_block_form() {
+        assert_eq!(tool_choice("auto"), json!({"type": "auto"}));
+        assert_eq!(tool_choice("required"), json!({"type": "any"}));
+        assert_eq!(tool_choice("none"), json!({"type": "none"}));
+    }
+}

@@ -1,0 +1,222 @@
+//! Failure classification over HTTP: 429 with `Retry-After`, 529 and 500, other 4xx with the
+//! API's message, malformed bodies, invalid `tool_use` blocks, and cancel aborting the request.
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tt_adapter_provider_anthropic::{AnthropicConfig, AnthropicError, AnthropicProvider};
+use tt_ports::{ModelError, ModelProvider};
+
+use crate::support::server::{Reply, TestServer};
+use crate::support::{first_body, first_messages, provider, request};
+
+fn api_error(kind: &str, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": kind, "message": message}})
+}
+
+/// One non-streamed first turn against `reply`; the request sent is checked exactly.
+async fn complete_against(reply: Reply) -> ModelError {
+    let mut server = TestServer::always(reply).await;
+    let error = provider(&server)
+        .complete(request(1, first_messages()), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(server.next_request().await.body, first_body(false));
+    error
+}
+
+#[tokio::test]
+async fn too_many_requests_is_rate_limited_with_retry_after() {
+    let error = complete_against(
+        Reply::json(
+            429,
+            &api_error(
+                "rate_limit_error",
+                "Number of request tokens has exceeded your per-minute rate limit",
+            ),
+        )
+        .with_header("retry-after", "17"),
+    )
+    .await;
+    assert_eq!(
+        error,
+        ModelError::RateLimited {
+            message: "HTTP 429: Number of request tokens has exceeded your per-minute rate limit"
+                .into(),
+            retry_after_ms: Some(17_000),
+        }
+    );
+    assert!(error.is_retryable());
+}
+
+#[tokio::test]
+async fn overloaded_and_server_errors_are_transient() {
+    let overloaded = complete_against(Reply::json(
+        529,
+        &api_error("overloaded_error", "Overloaded"),
+    ))
+    .await;
+    assert_eq!(
+        overloaded,
+        ModelError::Transient {
+            message: "HTTP 529: Overloaded".into()
+        }
+    );
+    assert!(overloaded.is_retryable());
+    let internal = complete_against(Reply::json(
+        500,
+        &api_error("api_error", "Internal server error"),
+    ))
+    .await;
+    assert_eq!(
+        internal,
+        ModelError::Transient {
+            message: "HTTP 500: Internal server error".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn other_client_errors_are_rejected_with_the_apis_message() {
+    let error = complete_against(Reply::json(
+        400,
+        &api_error(
+            "invalid_request_error",
+            "messages.1.content.0.thinking.signature: Field required",
+        ),
+    ))
+    .await;
+    assert_eq!(
+        error,
+        ModelError::Rejected {
+            status: Some(400),
+            message: "HTTP 400: messages.1.content.0.thinking.signature: Field required".into()
+        }
+    );
+    let auth = complete_against(Reply::json(
+        401,
+        &api_error("authentication_error", "invalid x-api-key"),
+    ))
+    .await;
+    assert!(matches!(
+        auth,
+        ModelError::Rejected {
+            status: Some(401),
+            ..
+        }
+    ));
+    assert!(!auth.is_retryable());
+}
+
+#[tokio::test]
+async fn a_malformed_success_body_is_an_upstream_invalid_response() {
+    let error = complete_against(Reply::Whole {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: b"{\"id\": \"msg_1\", \"content\": [{\"type\": \"te".to_vec(),
+    })
+    .await;
+    assert_eq!(error.code(), "model.upstream_invalid_response");
+    assert!(error.is_retryable());
+    let no_content =
+        complete_against(Reply::json(200, &json!({"id": "msg_1", "type": "message"}))).await;
+    assert_eq!(no_content.code(), "model.upstream_invalid_response");
+}
+
+#[tokio::test]
+async fn tool_use_without_id_or_name_or_with_bad_input_is_invalid() {
+    let cases = [
+        (
+            json!({"type": "tool_use", "name": "workspace_finish", "input": {}}),
+            "has no id",
+        ),
+        (
+            json!({"type": "tool_use", "id": "toolu_1", "input": {}}),
+            "has no name",
+        ),
+        (
+            json!({"type": "tool_use", "id": "toolu_1", "name": "workspace_finish", "input": "{\"a\":"}),
+            "not a JSON object",
+        ),
+    ];
+    for (block, expected) in cases {
+        let body = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "c",
+            "content": [block], "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}});
+        let error = complete_against(Reply::json(200, &body)).await;
+        match &error {
+            ModelError::InvalidResponse { code, message } => {
+                assert_eq!(*code, "model.invalid_tool_call");
+                assert!(message.contains(expected), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn cancel_aborts_the_in_flight_request() {
+    let mut server = TestServer::always(Reply::Hang).await;
+    let provider = Arc::new(provider(&server));
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let provider = provider.clone();
+        let cancel = cancel.clone();
+        async move {
+            provider
+                .complete(request(1, first_messages()), cancel)
+                .await
+        }
+    });
+    assert_eq!(server.next_request().await.body, first_body(false));
+    cancel.cancel();
+    assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
+    server.client_closed().await;
+}
+
+#[test]
+fn bad_settings_are_refused() {
+    assert_eq!(
+        AnthropicProvider::new(AnthropicConfig::new("not a url")).unwrap_err(),
+        AnthropicError::InvalidBaseUrl("not a url".into())
+    );
+    assert!(matches!(
+        AnthropicProvider::new(
+            AnthropicConfig::default()
+                .with_max_tokens(1000)
+                .with_thinking(1000)
+        ),
+        Err(AnthropicError::InvalidTokenLimits(_))
+    ));
+    let provider = AnthropicProvider::new(
+        AnthropicConfig::new("http://localhost:8081/")
+            .with_api_key("secret")
+            .with_stream(true),
+    )
+    .unwrap();
+    assert_eq!(provider.endpoint(), "http://localhost:8081/v1/messages");
+    assert!(provider.prefers_streaming());
+    assert!(!format!("{provider:?}").contains("secret"));
+}
+
+#[tokio::test]
+async fn thinking_settings_are_sent() {
+    let body = json!({"id": "m", "type": "message", "role": "assistant", "model": "c",
+        "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}});
+    let mut server = TestServer::always(Reply::json(200, &body)).await;
+    let provider = AnthropicProvider::new(
+        crate::support::config(&server)
+            .with_max_tokens(16_000)
+            .with_thinking(4_000),
+    )
+    .unwrap();
+    provider
+        .complete(request(1, first_messages()), CancellationToken::new())
+        .await
+        .unwrap();
+    let sent = server.next_request().await;
+    assert_eq!(
+        sent.body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 4000})
+    );
+    assert_eq!(sent.body["max_tokens"], json!(16_000));
+}

@@ -1,0 +1,62 @@
+//! An OpenAI-compatible Chat Completions model provider: OpenAI itself and any server that
+//! speaks the same API (llama.cpp's `llama-server`, vLLM, Ollama, LM Studio, …).
+//!
+//! # Requests
+//!
+//! `POST {baseUrl}/chat/completions` with the request's messages, its tools as
+//! `{"type":"function","function":{"name":<model alias>,"description","parameters":<input schema>}}`,
+//! `tool_choice` and `parallel_tool_calls: true` (both only when tools are offered), `model`
+//! (the request's `model_id`, else the connection's default model), `max_tokens` when configured,
+//! and `stream`. Roles map one to one, except `developer`, which is sent as `system`. An assistant
+//! turn is replayed with its tool calls (arguments as a JSON string) and `content: null` when it
+//! has no text; every tool result becomes a `tool` message whose `tool_call_id` is the call id
+//! the server sent and whose `content` is `AgentToolResult::to_model_payload()`.
+//!
+//! # Responses
+//!
+//! The first choice's `content` becomes a text part, `reasoning_content` (or `reasoning`) a
+//! reasoning part, each tool call a tool-call part with its id kept verbatim. A call without an
+//! id or a name, or whose arguments are not a JSON object, fails the turn with
+//! `model.invalid_tool_call` (empty arguments mean `{}`); no id is ever made up. `usage`
+//! (`prompt_tokens` / `completion_tokens`) and `finish_reason` are carried over.
+//!
+//! # Streaming
+//!
+//! [`ModelProvider::stream`](tt_ports::ModelProvider::stream) sends `stream: true` with
+//! `stream_options: {"include_usage": true}`, forwards text, reasoning and tool-call fragments
+//! as they arrive and reassembles tool calls by their `index`.
+//! [`OpenAiProvider::prefers_streaming`] tells the runtime which of the two to use.
+//!
+//! # Errors
+//!
+//! 429 is `RateLimited` (with `retry-after-ms` or `Retry-After`, seconds or an HTTP-date);
+//! 408, 5xx, connection failures, timeouts and streams cut short are `Transient`; other 4xx are
+//! `Rejected` with the server's error message; a 2xx body that is not the expected JSON is
+//! `InvalidResponse` `model.upstream_invalid_response` (retried). Cancelling drops the request
+//! at once, which closes its connection.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use tt_adapter_provider_openai::{OpenAiConfig, OpenAiProvider};
+//!
+//! let provider = OpenAiProvider::new(
+//!     OpenAiConfig::new("http://127.0.0.1:8080/v1")
+//!         .with_default_model("qwen3")
+//!         .with_api_key_from_env("OPENAI_API_KEY")
+//!         .with_request_timeout(Duration::from_secs(300))
+//!         .with_stream(true),
+//! )?;
+//! assert!(provider.prefers_streaming());
+//! # Ok::<(), tt_adapter_provider_openai::OpenAiError>(())
+//! ```
+
+mod config;
+mod http;
+mod provider;
+mod request;
+mod response;
+mod sse;
+mod stream;
+
+pub use config::{OpenAiConfig, OpenAiError};
+pub use provider::{OPENAI_PROVIDER_NAME, OpenAiProvider};

@@ -1,0 +1,10 @@
+//! Integration tests of the OpenAI-compatible provider against a local HTTP server that speaks
+//! the real Chat Completions wire format.
+
+// Test helpers outside #[test] functions may unwrap: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod complete;
+mod failures;
+mod streaming;
+mod support;

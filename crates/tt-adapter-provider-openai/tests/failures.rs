@@ -1,0 +1,276 @@
+//! Failure classification over HTTP: 429 with `Retry-After`, 5xx, other 4xx, malformed bodies,
+//! invalid tool calls, timeouts, refused connections, and cancel aborting the request.
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tt_adapter_provider_openai::{OpenAiConfig, OpenAiError, OpenAiProvider};
+use tt_ports::{ModelError, ModelProvider};
+
+use crate::support::server::{Reply, TestServer};
+use crate::support::{Deltas, config, first_body, first_messages, provider, request};
+
+/// One non-streamed first turn against `reply`; the request sent is checked exactly.
+async fn complete_against(reply: Reply) -> ModelError {
+    let mut server = TestServer::always(reply).await;
+    let error = provider(&server)
+        .complete(request(1, first_messages()), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(server.next_request().await.body, first_body(false));
+    error
+}
+
+#[tokio::test]
+async fn too_many_requests_is_rate_limited_with_retry_after() {
+    let body = json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}});
+    let error = complete_against(Reply::json(429, &body).with_header("retry-after", "3")).await;
+    assert_eq!(
+        error,
+        ModelError::RateLimited {
+            message: "HTTP 429: Rate limit reached for requests".into(),
+            retry_after_ms: Some(3000),
+        }
+    );
+    assert!(error.is_retryable());
+
+    let dated = Reply::json(429, &body)
+        .with_header("date", "Tue, 03 Jun 2025 10:00:00 GMT")
+        .with_header("retry-after", "Tue, 03 Jun 2025 10:00:12 GMT");
+    assert!(matches!(
+        complete_against(dated).await,
+        ModelError::RateLimited {
+            retry_after_ms: Some(12_000),
+            ..
+        }
+    ));
+
+    let precise = Reply::json(429, &body).with_header("retry-after-ms", "750");
+    assert!(matches!(
+        complete_against(precise).await,
+        ModelError::RateLimited {
+            retry_after_ms: Some(750),
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn server_errors_are_transient() {
+    let error = complete_against(Reply::json(
+        500,
+        &json!({"error": {"message": "The server had an error", "type": "server_error"}}),
+    ))
+    .await;
+    assert_eq!(
+        error,
+        ModelError::Transient {
+            message: "HTTP 500: The server had an error".into()
+        }
+    );
+    assert!(error.is_retryable());
+    let gateway = complete_against(Reply::Whole {
+        status: 502,
+        headers: vec![("content-type".into(), "text/html".into())],
+        body: b"<html>Bad Gateway</html>".to_vec(),
+    })
+    .await;
+    assert_eq!(
+        gateway,
+        ModelError::Transient {
+            message: "HTTP 502: <html>Bad Gateway</html>".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn other_client_errors_are_rejected_with_the_servers_message() {
+    let error = complete_against(Reply::json(
+        400,
+        &json!({"error": {"message": "'messages' must contain at least one message", "type": "invalid_request_error", "param": "messages"}}),
+    ))
+    .await;
+    assert_eq!(
+        error,
+        ModelError::Rejected {
+            status: Some(400),
+            message: "HTTP 400: 'messages' must contain at least one message".into()
+        }
+    );
+    assert!(!error.is_retryable());
+    // vLLM's older error shape.
+    let error = complete_against(Reply::json(
+        404,
+        &json!({"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError", "code": 404}),
+    ))
+    .await;
+    assert_eq!(
+        error,
+        ModelError::Rejected {
+            status: Some(404),
+            message: "HTTP 404: The model `x` does not exist.".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_success_body_is_an_upstream_invalid_response() {
+    let error = complete_against(Reply::Whole {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: b"{\"id\": \"chatcmpl-1\", \"choices\": [".to_vec(),
+    })
+    .await;
+    assert_eq!(error.code(), "model.upstream_invalid_response");
+    assert!(error.is_retryable());
+}
+
+#[tokio::test]
+async fn calls_without_id_or_name_or_with_unparseable_arguments_are_invalid() {
+    let call_reply = |call: Value| {
+        Reply::json(
+            200,
+            &json!({"id": "c", "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": null, "tool_calls": [call]}}]}),
+        )
+    };
+    let cases = [
+        (
+            json!({"type": "function", "function": {"name": "workspace_finish", "arguments": "{}"}}),
+            "has no id",
+        ),
+        (
+            json!({"id": "call_1", "type": "function", "function": {"arguments": "{}"}}),
+            "has no function name",
+        ),
+        (
+            json!({"id": "call_1", "type": "function", "function": {"name": "workspace_write_file", "arguments": "{\"path\": \"output/"}}),
+            "not valid JSON",
+        ),
+    ];
+    for (call, expected) in cases {
+        let error = complete_against(call_reply(call)).await;
+        match &error {
+            ModelError::InvalidResponse { code, message } => {
+                assert_eq!(*code, "model.invalid_tool_call");
+                assert!(message.contains(expected), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!error.is_retryable());
+    }
+}
+
+#[tokio::test]
+async fn cancel_aborts_the_in_flight_request() {
+    let mut server = TestServer::always(Reply::Hang).await;
+    let provider = Arc::new(provider(&server));
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let provider = provider.clone();
+        let cancel = cancel.clone();
+        async move {
+            provider
+                .complete(request(1, first_messages()), cancel)
+                .await
+        }
+    });
+    // The server has the request and will never answer; cancel now.
+    assert_eq!(server.next_request().await.body, first_body(false));
+    cancel.cancel();
+    assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
+    // The client really went away: the server sees its connection closed.
+    server.client_closed().await;
+}
+
+#[tokio::test]
+async fn cancel_aborts_a_stream_waiting_for_headers() {
+    let mut server = TestServer::always(Reply::Hang).await;
+    let provider = Arc::new(provider(&server));
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let provider = provider.clone();
+        let cancel = cancel.clone();
+        async move {
+            provider
+                .stream(
+                    request(1, first_messages()),
+                    Arc::new(Deltas::default()),
+                    cancel,
+                )
+                .await
+        }
+    });
+    assert_eq!(server.next_request().await.body, first_body(true));
+    cancel.cancel();
+    assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
+    server.client_closed().await;
+}
+
+#[tokio::test]
+async fn a_request_timeout_is_transient() {
+    let server = TestServer::always(Reply::Hang).await;
+    // The server never answers, so the outcome does not depend on how fast the machine is.
+    let provider =
+        OpenAiProvider::new(config(&server).with_request_timeout(Duration::from_millis(50)))
+            .unwrap();
+    let error = provider
+        .complete(request(1, first_messages()), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Transient { message } if message.contains("within 50 ms")),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_transient() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let provider =
+        OpenAiProvider::new(OpenAiConfig::new(format!("http://{addr}/v1")).with_default_model("m"))
+            .unwrap();
+    let error = provider
+        .complete(request(1, first_messages()), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ModelError::Transient { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn no_model_id_anywhere_is_an_error_before_any_request() {
+    let provider = OpenAiProvider::new(OpenAiConfig::new("http://127.0.0.1:9/v1")).unwrap();
+    let error = provider
+        .complete(request(1, first_messages()), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(&error, ModelError::Other(message) if message.contains("no model id")));
+}
+
+#[test]
+fn bad_settings_are_refused() {
+    assert_eq!(
+        OpenAiProvider::new(OpenAiConfig::new("ftp://example")).unwrap_err(),
+        OpenAiError::InvalidBaseUrl("ftp://example".into())
+    );
+    assert_eq!(
+        OpenAiProvider::new(OpenAiConfig::new("http://x/v1").with_header("bad header", "v"))
+            .unwrap_err(),
+        OpenAiError::InvalidHeader("bad header".into())
+    );
+    let provider = OpenAiProvider::new(
+        OpenAiConfig::new("http://127.0.0.1:8080/v1/")
+            .with_api_key("secret")
+            .with_stream(true),
+    )
+    .unwrap();
+    assert_eq!(
+        provider.endpoint(),
+        "http://127.0.0.1:8080/v1/chat/completions"
+    );
+    assert!(provider.prefers_streaming());
+    assert!(!format!("{provider:?}").contains("secret"));
+}

@@ -1,0 +1,98 @@
+//! Model bindings: which provider and model an invocation talks to, from its profile's `model`
+//! section (`currentPromptSnapshot`: the run's default provider; `connectionRef` + `modelId`: a
+//! named connection; `requiresConfiguration`: cannot run).
+
+use serde_json::json;
+use std::sync::Arc;
+use tt_domain::event::RunEventType;
+use tt_domain::ids::InvocationId;
+use tt_domain::model::ProviderSession;
+use tt_domain::profile::{ModelMode, ResolvedProfile};
+use tt_ports::ModelProvider;
+
+use crate::context::RunContext;
+use crate::error::{ApplicationError, ApplicationResult};
+
+/// The provider and model one invocation uses.
+#[derive(Clone)]
+pub struct ModelBinding {
+    pub provider: Arc<dyn ModelProvider>,
+    /// `None`: the provider's own default model.
+    pub model_id: Option<String>,
+}
+
+impl std::fmt::Debug for ModelBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelBinding")
+            .field("provider", &self.provider.name())
+            .field("model_id", &self.model_id)
+            .finish()
+    }
+}
+
+/// Resolves the binding, journals `agent_model_binding_resolved`, and remembers the provider
+/// session so it is closed when the run ends.
+pub async fn resolve_model_binding(
+    ctx: &RunContext,
+    invocation_id: &InvocationId,
+    profile: &ResolvedProfile,
+) -> ApplicationResult<ModelBinding> {
+    let model = &profile.definition.model;
+    let (binding, payload) = match model.mode {
+        ModelMode::RequiresConfiguration => {
+            return Err(ApplicationError::fatal(
+                "agent.profile_model_requires_configuration",
+                format!(
+                    "profile `{}` needs a model to be configured before it can run",
+                    profile.id()
+                ),
+            ));
+        }
+        ModelMode::CurrentPromptSnapshot => {
+            let provider = Arc::clone(&ctx.services.model);
+            let payload = json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null});
+            (
+                ModelBinding {
+                    provider,
+                    model_id: None,
+                },
+                payload,
+            )
+        }
+        ModelMode::ConnectionRef => {
+            let name = model.connection_ref.as_deref().unwrap_or_default();
+            let resolved = ctx.services.connections.resolve(name).await?.ok_or_else(|| {
+                ApplicationError::fatal(
+                    "agent.model_connection_not_found",
+                    format!("profile `{}` names the model connection `{name}`, which is not configured", profile.id()),
+                )
+            })?;
+            let payload = json!({
+                "mode": "connectionRef", "connectionRef": name, "modelId": model.model_id,
+                "provider": resolved.provider.name(), "connection": resolved.description,
+            });
+            (
+                ModelBinding {
+                    provider: resolved.provider,
+                    model_id: model.model_id.clone(),
+                },
+                payload,
+            )
+        }
+    };
+    let mut payload = payload;
+    payload["invocationId"] = json!(invocation_id);
+    payload["profileId"] = json!(profile.id());
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::AgentModelBindingResolved,
+            payload,
+        )
+        .await?;
+    ctx.remember_session(
+        ProviderSession::new(&ctx.run_id, invocation_id).session_id,
+        Arc::clone(&binding.provider),
+    );
+    Ok(binding)
+}

@@ -1,0 +1,275 @@
+//! Invocation-scoped prompt assembly for profiles with `preset.mode = "ref"` (reference §8): the
+//! host builds the prompt from the target's preset, its system prompt, the task or handoff brief,
+//! and the run's frozen conversation; the runtime checks the answer and keeps it.
+
+use serde_json::{Value, json};
+use tt_domain::event::RunEventType;
+use tt_domain::ids::TaskId;
+use tt_domain::invocation::{AgentInvocation, ExitPolicy};
+use tt_domain::model::AgentModelMessage;
+use tt_domain::profile::{ContextPolicy, ResolvedProfile};
+use tt_domain::text::sha256_hex;
+use tt_ports::{
+    HostBridgeError, PromptAssemblyFingerprint, PromptAssemblyRequest, PromptAssemblyScope,
+    RunDocument,
+};
+
+use crate::context::RunContext;
+use crate::error::{ApplicationError, ApplicationResult};
+use crate::prompt_input::{PromptMessage, PromptSnapshot};
+
+pub const REQUEST_KIND: &str = "tauritavern.agentPromptAssemblyRequest";
+pub const REQUEST_SCHEMA_VERSION: u32 = 1;
+
+/// What one assembly is for.
+#[derive(Debug)]
+pub struct AssemblyInput<'a> {
+    pub invocation: &'a AgentInvocation,
+    pub profile: &'a ResolvedProfile,
+    pub task_id: &'a TaskId,
+    pub system_prompt: &'a str,
+    pub task_prompt: &'a str,
+    pub model_id: Option<String>,
+}
+
+/// Asks the host to assemble the prompt and returns the assembled messages.
+pub async fn assemble(
+    ctx: &RunContext,
+    input: &AssemblyInput<'_>,
+    cancel: &tt_ports::CancellationToken,
+) -> ApplicationResult<Vec<AgentModelMessage>> {
+    let AssemblyInput {
+        invocation,
+        profile,
+        task_id,
+        system_prompt,
+        task_prompt,
+        ..
+    } = *input;
+    let model_id = input.model_id.clone();
+    let frozen = ctx
+        .services
+        .runs
+        .read_document(&ctx.run_id, &RunDocument::PromptSnapshot)
+        .await?
+        .ok_or_else(|| {
+            ApplicationError::fatal(
+                "agent.child_prompt_assembly_frozen_snapshot_required",
+                "the run has no frozen input snapshot to assemble from",
+            )
+        })?;
+    let preset_ref =
+        serde_json::to_value(&profile.definition.preset.preset_ref).unwrap_or(Value::Null);
+    let assembly_id = format!("prompt_assembly_{}", ctx.services.ids.next_token());
+    let scope = PromptAssemblyScope {
+        run_id: ctx.run_id.to_string(),
+        invocation_id: invocation.id.to_string(),
+        invocation_kind: invocation.kind.as_str().to_owned(),
+        parent_invocation_id: invocation
+            .parent_invocation_id
+            .as_ref()
+            .map(ToString::to_string),
+        task_id: task_id.to_string(),
+        exit_policy: match invocation.exit_policy {
+            ExitPolicy::TaskReturnRequired => "taskReturnRequired",
+            ExitPolicy::RunFinishAllowed => "runFinishAllowed",
+        }
+        .to_owned(),
+    };
+    let fingerprint = PromptAssemblyFingerprint {
+        preset_sha256: sha256_hex(preset_ref.to_string().as_bytes()),
+        frozen_run_input_snapshot_sha256: sha256_hex(frozen.to_string().as_bytes()),
+        agent_task_prompt_sha256: sha256_hex(task_prompt.as_bytes()),
+    };
+    let run = ctx.run_snapshot().await;
+    let request = PromptAssemblyRequest {
+        schema_version: REQUEST_SCHEMA_VERSION,
+        kind: REQUEST_KIND.to_owned(),
+        assembly_id: assembly_id.clone(),
+        scope: scope.clone(),
+        profile_id: profile.id().to_string(),
+        generation_type: run.generation_type.clone(),
+        frozen_run_input_snapshot: frozen.clone(),
+        model_id,
+        preset_ref: preset_ref.clone(),
+        agent_context_policy: serde_json::to_value(profile.definition.context)
+            .unwrap_or(Value::Null),
+        agent_system_prompt: system_prompt.to_owned(),
+        agent_task_prompt: task_prompt.to_owned(),
+        required_agent_prompt_components: vec![
+            "agentSystemPrompt".to_owned(),
+            "agentTask".to_owned(),
+        ],
+        fingerprint: fingerprint.clone(),
+    };
+    let pending = match ctx.services.prompt_broker.request_assembly(request).await {
+        Ok(pending) => pending,
+        Err(HostBridgeError::Cancelled) => return Err(ApplicationError::cancelled()),
+        Err(error) => {
+            report_failure(ctx, &assembly_id, invocation, profile, error.to_string()).await?;
+            return Err(ApplicationError::fatal(
+                "agent.prompt_assembly_failed",
+                error.to_string(),
+            ));
+        }
+    };
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::PromptAssemblyRequested,
+            json!({
+                "assemblyId": assembly_id, "invocationId": invocation.id, "profileId": profile.id(),
+                "scope": scope, "requestKind": "invocation", "requestSchemaVersion": REQUEST_SCHEMA_VERSION,
+                "requestFingerprint": fingerprint,
+            }),
+        )
+        .await?;
+    let answer = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Err(ApplicationError::cancelled()),
+        answer = pending => answer,
+    };
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(HostBridgeError::Cancelled) => return Err(ApplicationError::cancelled()),
+        Err(error) => {
+            report_failure(ctx, &assembly_id, invocation, profile, error.to_string()).await?;
+            return Err(ApplicationError::fatal(
+                "agent.prompt_assembly_failed",
+                format!("the host could not assemble the prompt: {error}"),
+            ));
+        }
+    };
+    let snapshot = match check_answer(&answer.prompt_snapshot, profile, system_prompt, task_prompt)
+    {
+        Ok(snapshot) => snapshot,
+        Err(error) => {
+            report_failure(ctx, &assembly_id, invocation, profile, error.to_string()).await?;
+            return Err(error);
+        }
+    };
+    let snapshot_doc = RunDocument::InvocationPromptSnapshot(invocation.id.clone());
+    let assembly_doc = RunDocument::InvocationPromptAssembly(invocation.id.clone());
+    ctx.services
+        .runs
+        .write_document(&ctx.run_id, &snapshot_doc, &answer.prompt_snapshot)
+        .await?;
+    ctx.services
+        .runs
+        .write_document(
+            &ctx.run_id,
+            &assembly_doc,
+            &json!({
+                "assemblyId": assembly_id, "invocationId": invocation.id, "profileId": profile.id(), "scope": scope,
+                "requestMetadata": {
+                    "assemblyId": assembly_id, "schemaVersion": REQUEST_SCHEMA_VERSION, "engine": "prompt-assembly-broker",
+                    "profileId": profile.id(), "presetRef": preset_ref, "scope": scope, "fingerprint": fingerprint,
+                },
+                "frozenRunInputSnapshot": frozen,
+                "assembly": answer.assembly,
+            }),
+        )
+        .await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::PromptAssemblyCompleted,
+            json!({
+                "assemblyId": assembly_id, "invocationId": invocation.id, "profileId": profile.id(),
+                "promptSnapshotPath": snapshot_doc.relative_path(), "promptAssemblyPath": assembly_doc.relative_path(),
+            }),
+        )
+        .await?;
+    Ok(snapshot.model_messages())
+}
+
+/// Checks an assembled snapshot: plain system/user/assistant text messages that contain the
+/// agent system prompt and the task prompt, and a `contextPolicy` equal to the profile's.
+fn check_answer(
+    prompt_snapshot: &Value,
+    profile: &ResolvedProfile,
+    system_prompt: &str,
+    task_prompt: &str,
+) -> ApplicationResult<PromptSnapshot> {
+    let invalid = |message: &str| {
+        ApplicationError::fatal("agent.prompt_assembly_resolve_invalid", message.to_owned())
+    };
+    let object = prompt_snapshot
+        .as_object()
+        .ok_or_else(|| invalid("the prompt snapshot is not an object"))?;
+    let policy_value = object
+        .get("contextPolicy")
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| {
+            ApplicationError::fatal(
+                "agent.context_policy_required",
+                "the prompt snapshot has no contextPolicy",
+            )
+        })?;
+    let policy: ContextPolicy = serde_json::from_value(policy_value.clone()).map_err(|err| {
+        ApplicationError::fatal("agent.invalid_context_policy_snapshot", err.to_string())
+    })?;
+    if policy != profile.definition.context {
+        return Err(ApplicationError::fatal(
+            "agent.context_policy_mismatch",
+            format!(
+                "the assembled prompt's contextPolicy differs from profile `{}`",
+                profile.id()
+            ),
+        ));
+    }
+    let messages: Vec<PromptMessage> = serde_json::from_value(
+        object.get("messages").cloned().unwrap_or(Value::Null),
+    )
+    .map_err(|err| {
+        invalid(&format!(
+            "messages must be [{{role: system|user|assistant, content}}]: {err}"
+        ))
+    })?;
+    if messages.is_empty() {
+        return Err(ApplicationError::fatal(
+            "agent.prompt_assembly_snapshot_required",
+            "the prompt snapshot has no messages",
+        ));
+    }
+    if !messages
+        .iter()
+        .any(|message| message.content.contains(task_prompt.trim()))
+    {
+        return Err(ApplicationError::fatal(
+            "agent.task_prompt_required",
+            "the assembled prompt does not contain the task prompt",
+        ));
+    }
+    if !messages
+        .iter()
+        .any(|message| message.content.contains(system_prompt.trim()))
+    {
+        return Err(ApplicationError::fatal(
+            "agent.prompt_assembly_component_missing",
+            "the assembled prompt does not contain the agent system prompt",
+        ));
+    }
+    Ok(PromptSnapshot {
+        schema_version: 1,
+        context_policy: policy,
+        messages,
+    })
+}
+
+async fn report_failure(
+    ctx: &RunContext,
+    assembly_id: &str,
+    invocation: &AgentInvocation,
+    profile: &ResolvedProfile,
+    message: String,
+) -> ApplicationResult<()> {
+    ctx.events
+        .warn(
+            &ctx.run_id,
+            RunEventType::PromptAssemblyFailed,
+            json!({"assemblyId": assembly_id, "invocationId": invocation.id, "profileId": profile.id(), "message": message}),
+        )
+        .await?;
+    Ok(())
+}

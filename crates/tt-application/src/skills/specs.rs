@@ -1,0 +1,264 @@
+//! Model-facing specs of `skill.list`, `skill.search` and `skill.read`: titles, descriptions
+//! written from the agent's point of view, and strict argument schemas.
+
+use serde_json::{Map, Value, json};
+use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
+
+use super::tools::{DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, MAX_LIST_LIMIT, MAX_SEARCH_LIMIT};
+
+/// The spec of `skill.list`, `skill.search` or `skill.read`; `None` for any other tool.
+pub fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
+    let (title, description, schema) = match tool {
+        ToolName::SkillList => (
+            "List skills",
+            "See the skills you can read: each one's id and what it is for. A skill is a short guide (instructions, examples, reference notes) for one kind of work. When a skill covers what you are about to do, read it with `skill_read` first.".to_owned(),
+            object(
+                vec![
+                    (
+                        "query",
+                        json!({"type": "string", "description": "Optional words that must all appear in a skill's id, name or description, ignoring case."}),
+                    ),
+                    (
+                        "limit",
+                        json!({"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "description": format!("Most skills to show, 1 to {MAX_LIST_LIMIT}. Default {DEFAULT_LIST_LIMIT}.")}),
+                    ),
+                ],
+                &[],
+            ),
+        ),
+        ToolName::SkillSearch => (
+            "Search skills",
+            "Find skills about a topic. Looks through the names, descriptions and main instructions (`SKILL.md`) of the skills you can read, ignoring case, and returns the best matches with a short passage. No match is a normal answer.".to_owned(),
+            object(
+                vec![
+                    (
+                        "query",
+                        json!({"type": "string", "description": "Words or a phrase to look for; skills with more of the words, or the whole phrase, rank higher."}),
+                    ),
+                    (
+                        "limit",
+                        json!({"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": format!("Most skills to return, 1 to {MAX_SEARCH_LIMIT}. Default {DEFAULT_SEARCH_LIMIT}.")}),
+                    ),
+                ],
+                &["query"],
+            ),
+        ),
+        ToolName::SkillRead => (
+            "Read a skill",
+            "Read a skill's instructions (its `SKILL.md`, the default) or another file of it. You may read only a limited amount of skill text for this request, and one answer holds only part of a long file: each answer says how much you have left and where the text continues. Read what you need, then continue with `start_char` if you need more.".to_owned(),
+            object(
+                vec![
+                    (
+                        "skill",
+                        json!({"type": "string", "description": "Id of the skill, as shown by `skill_list` or `skill_search`."}),
+                    ),
+                    (
+                        "path",
+                        json!({"type": "string", "description": "File of the skill to read, such as `SKILL.md` (the default) or `examples/dialogue.md`. Reading `SKILL.md` lists the skill's other files."}),
+                    ),
+                    (
+                        "start_char",
+                        json!({"type": "integer", "minimum": 0, "description": "First character to return, counting from 0. Default 0."}),
+                    ),
+                    (
+                        "max_chars",
+                        json!({"type": "integer", "minimum": 1, "description": "Most characters to return. The answer may be shorter when less is allowed per read or you have less left."}),
+                    ),
+                ],
+                &["skill"],
+            ),
+        ),
+        ToolName::AgentList
+        | ToolName::AgentDelegate
+        | ToolName::AgentHandoff
+        | ToolName::AgentAwait
+        | ToolName::TaskReturn
+        | ToolName::WorkspaceListFiles
+        | ToolName::WorkspaceSearchFiles
+        | ToolName::WorkspaceReadFile
+        | ToolName::WorkspaceWriteFile
+        | ToolName::WorkspaceApplyPatch
+        | ToolName::WorkspaceCommit
+        | ToolName::WorkspaceFinish => return None,
+    };
+    Some(AgentToolSpec {
+        name: tool,
+        model_name: tool.model_alias().to_owned(),
+        title: title.to_owned(),
+        description,
+        input_schema: schema,
+        output_schema: None,
+        annotations: ToolAnnotations {
+            read_only: Some(true),
+            source_kind: Some("skill".to_owned()),
+            ..ToolAnnotations::default()
+        },
+        source: "builtin".to_owned(),
+    })
+}
+
+fn object(properties: Vec<(&str, Value)>, required: &[&str]) -> Value {
+    let mut props = Map::new();
+    for (name, schema) in properties {
+        props.insert(name.to_owned(), schema);
+    }
+    let mut schema = Map::new();
+    schema.insert("type".to_owned(), json!("object"));
+    schema.insert("properties".to_owned(), Value::Object(props));
+    if !required.is_empty() {
+        schema.insert("required".to_owned(), json!(required));
+    }
+    schema.insert("additionalProperties".to_owned(), json!(false));
+    Value::Object(schema)
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    pub(crate) const SKILL_TOOLS: [ToolName; 3] = [
+        ToolName::SkillList,
+        ToolName::SkillSearch,
+        ToolName::SkillRead,
+    ];
+
+    fn spec(tool: ToolName) -> AgentToolSpec {
+        skill_tool_spec(tool).unwrap()
+    }
+
+    /// Words and fragments an agent must never read in skill tool text: runtime structure,
+    /// where skills come from, profile field names, ids and physical paths.
+    pub(crate) fn leak_scan(text: &str) -> Vec<String> {
+        let lower = text.to_lowercase();
+        let mut found = Vec::new();
+        for needle in [
+            "parent",
+            "child",
+            "invocation",
+            "subagent",
+            "runtime",
+            "scope",
+            "preset",
+            "profile",
+            "global",
+            "maxreadchars",
+            "per run",
+        ] {
+            if lower.contains(needle) {
+                found.push(needle.to_owned());
+            }
+        }
+        for leak in [
+            "inv_",
+            "run_",
+            "task_",
+            "/tmp",
+            "/home",
+            ".tt-agent",
+            "skills/",
+            "\\",
+        ] {
+            if text.contains(leak) {
+                found.push(leak.to_owned());
+            }
+        }
+        found
+    }
+
+    /// Title, description and every schema description of a spec.
+    fn spec_texts(spec: &AgentToolSpec) -> Vec<String> {
+        fn walk(value: &Value, out: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    for (key, inner) in map {
+                        match inner {
+                            Value::String(text) if key == "description" => out.push(text.clone()),
+                            _ => walk(inner, out),
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+            }
+        }
+        let mut texts = vec![spec.title.clone(), spec.description.clone()];
+        walk(&spec.input_schema, &mut texts);
+        texts
+    }
+
+    #[test]
+    fn specs_snapshot() {
+        for tool in SKILL_TOOLS {
+            insta::assert_snapshot!(
+                tool.model_alias(),
+                serde_json::to_string_pretty(&spec(tool)).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn only_skill_tools_have_specs_here() {
+        for tool in ToolName::ALL {
+            assert_eq!(
+                skill_tool_spec(tool).is_some(),
+                SKILL_TOOLS.contains(&tool),
+                "{tool}"
+            );
+        }
+    }
+
+    #[test]
+    fn schemas_are_strict_and_name_the_arguments() {
+        let expected: [(ToolName, &[&str], &[&str]); 3] = [
+            (ToolName::SkillList, &["query", "limit"], &[]),
+            (ToolName::SkillSearch, &["query", "limit"], &["query"]),
+            (
+                ToolName::SkillRead,
+                &["skill", "path", "start_char", "max_chars"],
+                &["skill"],
+            ),
+        ];
+        for (tool, properties, required) in expected {
+            let spec = spec(tool);
+            let schema = &spec.input_schema;
+            assert_eq!(schema["type"], json!("object"), "{tool}");
+            assert_eq!(schema["additionalProperties"], json!(false), "{tool}");
+            let names: Vec<&str> = schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(names, properties, "{tool}");
+            let req: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|items| items.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            assert_eq!(req, required, "{tool}");
+            assert_eq!(spec.name, tool);
+            assert_eq!(spec.model_name, tool.model_alias());
+            assert_eq!(spec.source, "builtin");
+            assert_eq!(spec.annotations.read_only, Some(true));
+            assert_eq!(spec.annotations.source_kind.as_deref(), Some("skill"));
+        }
+    }
+
+    #[test]
+    fn spec_texts_avoid_runtime_terms() {
+        for tool in SKILL_TOOLS {
+            let texts = spec_texts(&spec(tool));
+            assert!(texts.len() >= 4, "{tool}");
+            for text in texts {
+                assert!(!text.trim().is_empty(), "{tool}");
+                let found = leak_scan(&text);
+                assert!(found.is_empty(), "{tool}: {found:?} in {text:?}");
+            }
+        }
+        // The scanner itself catches what it should.
+        assert_eq!(leak_scan("the parent agent"), ["parent"]);
+        assert_eq!(leak_scan("from the global scope"), ["scope", "global"]);
+        assert_eq!(leak_scan("see inv_123"), ["inv_"]);
+        assert!(leak_scan("Read a skill's instructions").is_empty());
+    }
+}

@@ -1,0 +1,323 @@
+//! Invocation-scoped prompt assembly (`preset.mode = "ref"`) and per-invocation model bindings.
+
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use tt_domain::invocation::{InvocationKind, InvocationStatus};
+use tt_domain::model::ModelRole;
+use tt_domain::profile::{ModelMode, PresetMode, PresetRef};
+use tt_domain::run::AgentRunStatus;
+use tt_domain::task::TaskStatus;
+use tt_ports::{HostBridgeError, RunDocument};
+use tt_testkit::fakes::{FakeCommitBridge, FakeConnections, FakePromptBroker, default_assembly};
+
+use crate::support::*;
+
+fn ref_reviewer(id: &str) -> tt_domain::profile::AgentProfileDefinition {
+    let mut profile = reviewer(id);
+    profile.preset.mode = PresetMode::Ref;
+    profile.preset.preset_ref = Some(PresetRef {
+        api_id: "openai".into(),
+        name: "reviewers".into(),
+    });
+    profile
+}
+
+fn writer_turns() -> Vec<(&'static str, Vec<tt_domain::model::AgentModelResponse>)> {
+    vec![
+        (
+            "writer",
+            vec![
+                turn(vec![delegate("d1", "critic", "Check the draft.")]),
+                turn(vec![call("a", "agent_await", json!({}))]),
+                turn(vec![write("w", "output/main.md", "Final.")]),
+                turn(vec![call("c", "workspace_commit", json!({}))]),
+                turn(vec![call("f", "workspace_finish", json!({}))]),
+            ],
+        ),
+        ("critic", vec![task_return("r", "Assembled and reviewed.")]),
+    ]
+}
+
+fn setup(broker: Arc<FakePromptBroker>) -> Harness {
+    let h = harness_full(
+        by_agent(writer_turns()),
+        FakeCommitBridge::approving(),
+        broker,
+        Arc::new(tt_ports::NoConnections),
+    );
+    h.put_profile(delegator("writer"));
+    h.put_profile(ref_reviewer("critic"));
+    h
+}
+
+#[tokio::test]
+async fn child_ref_profile_prompt_assembly_round_trips_through_the_broker() {
+    let h = setup(FakePromptBroker::answering());
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, TaskStatus::Completed);
+
+    // The broker got the whole request; the journal only the light event.
+    let requests = h.broker.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = &requests[0];
+    assert_eq!(sent.kind, "tauritavern.agentPromptAssemblyRequest");
+    assert_eq!(sent.scope.invocation_kind, "subagent");
+    assert_eq!(sent.scope.exit_policy, "taskReturnRequired");
+    assert_eq!(sent.scope.task_id, task.id.as_str());
+    assert_eq!(
+        sent.preset_ref,
+        json!({"apiId": "openai", "name": "reviewers"})
+    );
+    assert!(sent.agent_task_prompt.starts_with("# Delegated Task"));
+    assert!(sent.agent_system_prompt.contains("task_return"));
+    assert_eq!(
+        sent.frozen_run_input_snapshot["messages"][1]["content"],
+        "Write a short scene."
+    );
+    assert_eq!(
+        sent.required_agent_prompt_components,
+        ["agentSystemPrompt", "agentTask"]
+    );
+    let requested = h.first_event(&run.id, "prompt_assembly_requested");
+    assert_eq!(requested.payload["assemblyId"], sent.assembly_id.as_str());
+    assert!(
+        requested.payload.get("frozenRunInputSnapshot").is_none(),
+        "the event stays light"
+    );
+    let completed = h.first_event(&run.id, "prompt_assembly_completed");
+    assert_eq!(
+        completed.payload["invocationId"],
+        task.child_invocation_id.as_str()
+    );
+
+    // The documents are kept, and the assembled prompt is what the critic's model saw.
+    let child = &task.child_invocation_id;
+    let snapshot = h
+        .store
+        .document(
+            &run.id,
+            &RunDocument::InvocationPromptSnapshot(child.clone()),
+        )
+        .unwrap();
+    assert_eq!(snapshot, default_assembly(sent).prompt_snapshot);
+    let assembly = h
+        .store
+        .document(
+            &run.id,
+            &RunDocument::InvocationPromptAssembly(child.clone()),
+        )
+        .unwrap();
+    assert_eq!(assembly["assemblyId"], sent.assembly_id.as_str());
+    assert_eq!(
+        assembly["frozenRunInputSnapshot"],
+        sent.frozen_run_input_snapshot
+    );
+    let critic = last_request_of(&h, "critic");
+    assert_eq!(critic.messages[0].role, ModelRole::System);
+    assert!(
+        critic
+            .messages
+            .iter()
+            .any(|m| m.text_content() == "Write a short scene."),
+        "the frozen conversation is included"
+    );
+    assert!(
+        critic
+            .messages
+            .iter()
+            .any(|m| m.text_content().starts_with("# Delegated Task"))
+    );
+
+    // Reference order: assembly, then binding, then context.
+    let types = h.event_types(&run.id);
+    let after = |t: &str| types.iter().rposition(|x| x == t).unwrap();
+    assert!(after("prompt_assembly_completed") < after("agent_model_binding_resolved"));
+    assert!(after("agent_model_binding_resolved") < after("context_assembled"));
+}
+
+#[tokio::test]
+async fn a_host_error_fails_only_that_task() {
+    let h = setup(FakePromptBroker::with(|_| {
+        Err(HostBridgeError::Rejected("preset missing".into()))
+    }));
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert!(
+        task.error
+            .as_deref()
+            .unwrap()
+            .starts_with("agent.prompt_assembly_failed"),
+        "{:?}",
+        task.error
+    );
+    let failed = h.first_event(&run.id, "prompt_assembly_failed");
+    assert!(
+        failed.payload["message"]
+            .as_str()
+            .unwrap()
+            .contains("preset missing")
+    );
+    assert!(
+        h.model
+            .requests()
+            .iter()
+            .all(|r| r.agent_profile_id.as_str() != "critic")
+    );
+}
+
+#[tokio::test]
+async fn a_context_policy_mismatch_fails_the_task() {
+    let h = setup(FakePromptBroker::with(|request| {
+        let mut answer = default_assembly(request);
+        answer.prompt_snapshot["contextPolicy"] =
+            json!({"initialChatHistoryMessages": 3, "includeActivatedWorldInfo": true});
+        Ok(answer)
+    }));
+    let run = h.run_to_end(request(Some("writer"))).await;
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert!(
+        task.error
+            .as_deref()
+            .unwrap()
+            .starts_with("agent.context_policy_mismatch")
+    );
+    assert!(
+        h.event_types(&run.id)
+            .contains(&"prompt_assembly_failed".to_owned())
+    );
+    assert!(
+        h.store
+            .document(
+                &run.id,
+                &RunDocument::InvocationPromptSnapshot(task.child_invocation_id.clone())
+            )
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn an_assembly_without_the_task_prompt_is_refused() {
+    let h = setup(FakePromptBroker::with(|request| {
+        Ok(tt_ports::PromptAssemblyAnswer {
+            prompt_snapshot: json!({"messages": [{"role": "system", "content": request.agent_system_prompt}], "contextPolicy": request.agent_context_policy}),
+            assembly: json!(null),
+        })
+    }));
+    let run = h.run_to_end(request(Some("writer"))).await;
+    let task = &h.store.tasks(&run.id)[0];
+    assert!(
+        task.error
+            .as_deref()
+            .unwrap()
+            .starts_with("agent.task_prompt_required")
+    );
+}
+
+#[tokio::test]
+async fn run_cancel_aborts_a_pending_assembly() {
+    let model = by_agent(vec![(
+        "writer",
+        vec![
+            turn(vec![delegate("d1", "critic", "Check.")]),
+            turn(vec![call(
+                "a",
+                "agent_await",
+                json!({"mode": "allCompleted"}),
+            )]),
+        ],
+    )]);
+    let broker = FakePromptBroker::hanging();
+    let h = harness_full(
+        model,
+        FakeCommitBridge::approving(),
+        broker,
+        Arc::new(tt_ports::NoConnections),
+    );
+    h.put_profile(delegator("writer"));
+    h.put_profile(ref_reviewer("critic"));
+    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), h.broker.wait_for_pending(1))
+        .await
+        .unwrap();
+    h.service.cancel_run(&run.id).await.unwrap();
+    let run = h.wait(&run.id).await;
+    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    assert_eq!(h.broker.pending_count(), 0, "the request was withdrawn");
+    assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Cancelled);
+    assert!(
+        !h.event_types(&run.id)
+            .contains(&"prompt_assembly_failed".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn each_invocation_runs_on_its_own_connection() {
+    let connection_a = by_agent(writer_turns());
+    let connection_b = by_agent(writer_turns());
+    let connections = FakeConnections::new().with("connection-b", connection_b.clone());
+    let h = harness_full(
+        connection_a.clone(),
+        FakeCommitBridge::approving(),
+        FakePromptBroker::answering(),
+        Arc::new(connections),
+    );
+    h.put_profile(delegator("writer"));
+    h.put_profile({
+        let mut critic = reviewer("critic");
+        critic.model.mode = ModelMode::ConnectionRef;
+        critic.model.connection_ref = Some("connection-b".into());
+        critic.model.model_id = Some("model-b".into());
+        critic
+    });
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let child = h
+        .store
+        .invocations(&run.id)
+        .into_iter()
+        .find(|i| i.kind == InvocationKind::Subagent)
+        .unwrap();
+    assert_eq!(child.status, InvocationStatus::Completed);
+    let a = connection_a.requests();
+    let b = connection_b.requests();
+    assert!(a.iter().all(|r| r.agent_profile_id.as_str() == "writer"
+        && r.session.session_id == format!("{}:inv_root", run.id)));
+    assert!(a.iter().all(|r| r.model_id.is_none()));
+    assert_eq!(b.len(), 1);
+    assert!(b.iter().all(|r| r.agent_profile_id.as_str() == "critic"
+        && r.session.session_id == format!("{}:{}", run.id, child.id)));
+    assert_eq!(b[0].model_id.as_deref(), Some("model-b"));
+    let bindings: Vec<_> = events_of(&h, &run.id, "agent_model_binding_resolved");
+    assert_eq!(bindings.len(), 2);
+    assert_eq!(bindings[1].payload["mode"], "connectionRef");
+    assert_eq!(bindings[1].payload["connectionRef"], "connection-b");
+    assert_eq!(bindings[1].payload["modelId"], "model-b");
+}
+
+#[tokio::test]
+async fn an_unknown_connection_fails_the_task_that_needs_it() {
+    let h = harness(by_agent(writer_turns()));
+    h.put_profile(delegator("writer"));
+    h.put_profile({
+        let mut critic = reviewer("critic");
+        critic.model.mode = ModelMode::ConnectionRef;
+        critic.model.connection_ref = Some("nowhere".into());
+        critic.model.model_id = Some("m".into());
+        critic
+    });
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let task = &h.store.tasks(&run.id)[0];
+    assert!(
+        task.error
+            .as_deref()
+            .unwrap()
+            .starts_with("agent.model_connection_not_found")
+    );
+}

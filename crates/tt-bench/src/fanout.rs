@@ -1,0 +1,530 @@
+//! `tt-bench fanout`: one whole delegation run (a root delegating N children of K = 5 turns each)
+//! on the real runtime and userdata storage, timed from `start_run` to `wait_for_run`, then
+//! verified from the journal and the files on disk.
+
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use tt_domain::ids::ROOT_INVOCATION_ID;
+use tt_runtime::{
+    AgentProfileDefinition, AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
+    CommitBridgeChoice, ConversationKind, ReadEventsRequest, StartRunRequest,
+};
+
+use crate::model::{CHILD_TURNS, ChildTag, FanoutModel, ROOT_PROFILE, ROOT_TURNS, note_content};
+use crate::procstat;
+
+const ROOT_PROFILE_JSON: &str = include_str!("../profiles/fanout-root.json");
+const CHILD_PROFILE_JSON: &str = include_str!("../profiles/fanout-child.json");
+
+/// Largest page `read_events` serves.
+const EVENT_PAGE: usize = 500;
+/// Tool calls the root makes besides its delegations: `agent_await`, `workspace_finish`.
+const ROOT_EXTRA_CALLS: u64 = 2;
+
+/// What one fan-out run measured; printed as one JSON line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FanoutReport {
+    pub n_children: u32,
+    pub model_turns: u64,
+    pub tool_calls: u64,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub peak_rss_mib: f64,
+}
+
+impl FanoutReport {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "nChildren": self.n_children,
+            "modelTurns": self.model_turns,
+            "toolCalls": self.tool_calls,
+            "wallS": self.wall_s,
+            "cpuS": self.cpu_s,
+            "peakRssMib": self.peak_rss_mib,
+        })
+    }
+}
+
+/// Model turns of a verified run: 3 for the root, K per child.
+pub fn expected_model_turns(children: u32) -> u64 {
+    u64::from(ROOT_TURNS) + u64::from(children) * u64::from(CHILD_TURNS)
+}
+
+/// Tool calls of a verified run: one delegation per child, the root's await and finish, and
+/// one call per child turn (K - 1 writes and `task_return`).
+pub fn expected_tool_calls(children: u32) -> u64 {
+    u64::from(children) * (1 + u64::from(CHILD_TURNS)) + ROOT_EXTRA_CALLS
+}
+
+/// Runs the workload once with `children` children in a fresh data dir (`data_dir`, or a
+/// temporary one removed afterwards) and verifies it.
+pub async fn run(children: u32, data_dir: Option<PathBuf>) -> Result<FanoutReport> {
+    ensure!(children >= 1, "--children must be at least 1");
+    let (_temp, data_dir) = match data_dir {
+        Some(dir) => {
+            ensure_fresh_dir(&dir)?;
+            (None, dir)
+        }
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("tt-bench-fanout-")
+                .tempdir()
+                .context("creating a temporary data dir")?;
+            let dir = temp.path().to_path_buf();
+            (Some(temp), dir)
+        }
+    };
+
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(&data_dir)
+        .provider(Arc::new(FanoutModel::new(children)))
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()?;
+    install_profiles(&runtime, children).await?;
+    let ticks = procstat::clock_ticks_per_second();
+
+    let cpu_before = procstat::cpu_seconds(ticks)?;
+    let started = Instant::now();
+    let run = runtime
+        .start_run(start_request(children))
+        .await
+        .map_err(|err| anyhow!("start_run failed: {err}"))?;
+    let finished = runtime
+        .wait_for_run(run.id.as_str())
+        .await
+        .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let cpu_s = procstat::cpu_seconds(ticks)? - cpu_before;
+
+    let events = read_all_events(&runtime, run.id.as_str()).await?;
+    if finished.status != AgentRunStatus::Completed {
+        bail!(
+            "the run ended `{}`, not `completed`; last events:\n{}",
+            finished.status.as_str(),
+            describe_tail(&events)
+        );
+    }
+    let counts = verify_journal(&events, children)?;
+    let run_dir = data_dir
+        .join("chats")
+        .join(finished.workspace_id.as_str())
+        .join("runs")
+        .join(finished.id.as_str());
+    verify_notes(&run_dir, children)?;
+
+    Ok(FanoutReport {
+        n_children: children,
+        model_turns: counts.model_turns,
+        tool_calls: counts.tool_calls,
+        wall_s,
+        cpu_s,
+        peak_rss_mib: procstat::peak_rss_mib()?,
+    })
+}
+
+fn ensure_fresh_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut entries =
+        std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))?;
+    ensure!(
+        entries.next().is_none(),
+        "--data-dir {} is not empty; the benchmark needs a fresh data dir",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// The embedded profiles, with the root's delegation limits and call budget sized for `children`.
+pub fn profiles(children: u32) -> Result<[AgentProfileDefinition; 2]> {
+    let mut root: Value =
+        serde_json::from_str(ROOT_PROFILE_JSON).context("the embedded fanout-root profile")?;
+    root["delegation"]["maxInvocationsPerRun"] = json!(children);
+    root["delegation"]["maxConcurrentInvocations"] = json!(children);
+    root["tools"]["maxCallsPerRun"] = json!(u64::from(children) + 16);
+    let root: AgentProfileDefinition =
+        serde_json::from_value(root).context("the embedded fanout-root profile")?;
+    let child: AgentProfileDefinition =
+        serde_json::from_str(CHILD_PROFILE_JSON).context("the embedded fanout-child profile")?;
+    Ok([root, child])
+}
+
+async fn install_profiles(runtime: &AgentRuntime, children: u32) -> Result<()> {
+    for profile in profiles(children)? {
+        let id = profile.id.clone();
+        runtime
+            .save_profile(profile)
+            .await
+            .map_err(|err| anyhow!("the profile `{id}` was refused: {err}"))?;
+    }
+    Ok(())
+}
+
+fn start_request(children: u32) -> StartRunRequest {
+    StartRunRequest {
+        stable_chat_id: "tt-bench-fanout".to_owned(),
+        conversation_kind: ConversationKind::Character,
+        chat_ref: json!({ "kind": "character", "characterId": "bench", "fileName": "bench" }),
+        generation_type: json!("normal"),
+        profile_id: Some(ROOT_PROFILE.to_owned()),
+        history: Vec::new(),
+        user_request: Some(format!(
+            "Investigate {children} topics in parallel and collect short notes on each."
+        )),
+        persist_base_state_id: None,
+    }
+}
+
+async fn read_all_events(runtime: &AgentRuntime, run_id: &str) -> Result<Vec<AgentRunEvent>> {
+    let mut events: Vec<AgentRunEvent> = Vec::new();
+    loop {
+        let after_seq = events.last().map_or(0, |event| event.seq);
+        let page = runtime
+            .read_events(ReadEventsRequest {
+                run_id: run_id.to_owned(),
+                after_seq: Some(after_seq),
+                limit: Some(EVENT_PAGE),
+                ..ReadEventsRequest::default()
+            })
+            .await
+            .map_err(|err| anyhow!("read_events after seq {after_seq} failed: {err}"))?;
+        if page.events.is_empty() {
+            return Ok(events);
+        }
+        events.extend(page.events);
+    }
+}
+
+/// The last few events, one line each, for a failure message.
+fn describe_tail(events: &[AgentRunEvent]) -> String {
+    let skip = events.len().saturating_sub(8);
+    events
+        .iter()
+        .skip(skip)
+        .map(|event| format!("  #{} {} {}", event.seq, event.event_type, event.payload))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Counts taken from a verified journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JournalCounts {
+    pub model_turns: u64,
+    pub tool_calls: u64,
+}
+
+/// Checks the journal of a fan-out run: gapless seqs from 1, `run_completed`, no failed tool
+/// call, 3 + N·K model turns, N `task_return_completed` from N distinct children, the root's
+/// `agent_await_completed` with `taskCount == N` and `timedOut == false`, and the expected
+/// number of completed tool calls.
+pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<JournalCounts> {
+    for (index, event) in events.iter().enumerate() {
+        let expected = index as u64 + 1;
+        ensure!(
+            event.seq == expected,
+            "journal seqs are not gapless and increasing: event #{index} has seq {} (expected {expected})",
+            event.seq
+        );
+    }
+    let count = |name: &str| events.iter().filter(|e| e.event_type == name).count() as u64;
+    ensure!(
+        count("run_completed") == 1,
+        "expected one `run_completed` event, found {}",
+        count("run_completed")
+    );
+    let failed_calls: Vec<&AgentRunEvent> = events
+        .iter()
+        .filter(|e| e.event_type == "tool_call_failed")
+        .collect();
+    if let Some(first) = failed_calls.first() {
+        bail!(
+            "{} tool calls failed; the first: {}",
+            failed_calls.len(),
+            first.payload
+        );
+    }
+
+    let model_turns = count("model_completed");
+    ensure!(
+        model_turns == expected_model_turns(children),
+        "expected {} model turns (3 + {children}·{CHILD_TURNS}), the journal has {model_turns} `model_completed` events",
+        expected_model_turns(children)
+    );
+
+    let returns: Vec<&AgentRunEvent> = events
+        .iter()
+        .filter(|e| e.event_type == "task_return_completed")
+        .collect();
+    let returning: BTreeSet<&str> = returns
+        .iter()
+        .filter_map(|e| e.payload.get("childInvocationId").and_then(Value::as_str))
+        .collect();
+    ensure!(
+        returns.len() as u64 == u64::from(children) && returning.len() == returns.len(),
+        "expected {children} `task_return_completed` events from {children} distinct children, found {} events from {} children",
+        returns.len(),
+        returning.len()
+    );
+
+    let root_awaits: Vec<&AgentRunEvent> = events
+        .iter()
+        .filter(|e| {
+            e.event_type == "agent_await_completed"
+                && e.payload.get("parentInvocationId").and_then(Value::as_str)
+                    == Some(ROOT_INVOCATION_ID)
+        })
+        .collect();
+    let [await_done] = root_awaits.as_slice() else {
+        bail!(
+            "expected one `agent_await_completed` of the root, found {}",
+            root_awaits.len()
+        );
+    };
+    let task_count = await_done.payload.get("taskCount").and_then(Value::as_u64);
+    let timed_out = await_done.payload.get("timedOut").and_then(Value::as_bool);
+    ensure!(
+        task_count == Some(u64::from(children)) && timed_out == Some(false),
+        "the root's await reported taskCount {task_count:?} and timedOut {timed_out:?}; expected {children} and false"
+    );
+
+    let tool_calls = count("tool_call_completed");
+    ensure!(
+        tool_calls == expected_tool_calls(children),
+        "expected {} completed tool calls, the journal has {tool_calls}",
+        expected_tool_calls(children)
+    );
+    Ok(JournalCounts {
+        model_turns,
+        tool_calls,
+    })
+}
+
+/// Checks that `scratch/` of the run holds exactly the N·(K−1) notes, byte for byte.
+pub fn verify_notes(run_dir: &Path, children: u32) -> Result<()> {
+    ensure!(
+        run_dir.join("run.json").is_file(),
+        "no run directory at {}",
+        run_dir.display()
+    );
+    let scratch = run_dir.join("scratch");
+    for index in 1..=children {
+        let tag = ChildTag(index);
+        for round in 1..CHILD_TURNS {
+            let path = scratch.join(tag.name()).join(format!("{round}.md"));
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("missing note {}", path.display()))?;
+            ensure!(
+                bytes == note_content(tag, round).as_bytes(),
+                "{} does not hold the expected {} bytes (it has {})",
+                path.display(),
+                note_content(tag, round).len(),
+                bytes.len()
+            );
+        }
+    }
+    let found = count_files(&scratch)?;
+    let expected = u64::from(children) * u64::from(CHILD_TURNS - 1);
+    ensure!(
+        found == expected,
+        "scratch/ holds {found} files; expected exactly {expected}"
+    );
+    Ok(())
+}
+
+fn count_files(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        let kind = entry
+            .file_type()
+            .with_context(|| format!("reading {}", entry.path().display()))?;
+        if kind.is_dir() {
+            total += count_files(&entry.path())?;
+        } else {
+            total += 1;
+        }
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tt_domain::event::EventLevel;
+    use tt_domain::ids::{EventId, RunId};
+    use tt_domain::time::Timestamp;
+
+    fn event(seq: u64, event_type: &str, payload: Value) -> AgentRunEvent {
+        AgentRunEvent {
+            seq,
+            id: EventId::from_raw(format!("evt_{seq}")),
+            run_id: RunId::from_raw("run_x"),
+            timestamp: Timestamp::from_unix_millis(0),
+            level: EventLevel::Info,
+            event_type: event_type.to_owned(),
+            payload,
+        }
+    }
+
+    /// A minimal journal that passes verification for `children`.
+    fn good_journal(children: u32) -> Vec<(String, Value)> {
+        let mut items = Vec::new();
+        for _ in 0..expected_model_turns(children) {
+            items.push(("model_completed".to_owned(), json!({})));
+        }
+        for _ in 0..expected_tool_calls(children) {
+            items.push(("tool_call_completed".to_owned(), json!({})));
+        }
+        for child in 0..children {
+            items.push((
+                "task_return_completed".to_owned(),
+                json!({ "childInvocationId": format!("inv_{child}") }),
+            ));
+        }
+        items.push((
+            "agent_await_completed".to_owned(),
+            json!({ "parentInvocationId": "inv_root", "taskCount": children, "timedOut": false }),
+        ));
+        items.push(("run_completed".to_owned(), json!({})));
+        items
+    }
+
+    fn numbered(items: Vec<(String, Value)>) -> Vec<AgentRunEvent> {
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, (t, p))| event(i as u64 + 1, &t, p))
+            .collect()
+    }
+
+    #[test]
+    fn expected_totals_follow_the_workload() {
+        assert_eq!(expected_model_turns(1), 8);
+        assert_eq!(expected_model_turns(256), 3 + 256 * 5);
+        assert_eq!(expected_tool_calls(16), 16 + 2 + 16 * 5);
+    }
+
+    #[test]
+    fn a_complete_journal_passes() {
+        let counts = verify_journal(&numbered(good_journal(3)), 3).unwrap();
+        assert_eq!(
+            counts,
+            JournalCounts {
+                model_turns: 18,
+                tool_calls: 20
+            }
+        );
+    }
+
+    #[test]
+    fn gaps_and_missing_work_are_caught() {
+        let mut gap = numbered(good_journal(2));
+        gap[4].seq = 99;
+        assert!(
+            verify_journal(&gap, 2)
+                .unwrap_err()
+                .to_string()
+                .contains("gapless")
+        );
+
+        let mut items = good_journal(2);
+        let at = items
+            .iter()
+            .position(|(t, _)| t == "model_completed")
+            .unwrap();
+        items.remove(at);
+        assert!(
+            verify_journal(&numbered(items), 2)
+                .unwrap_err()
+                .to_string()
+                .contains("model turns")
+        );
+
+        let mut items = good_journal(2);
+        for (t, p) in &mut items {
+            if t == "task_return_completed" {
+                *p = json!({ "childInvocationId": "inv_same" });
+            }
+        }
+        assert!(
+            verify_journal(&numbered(items), 2)
+                .unwrap_err()
+                .to_string()
+                .contains("distinct")
+        );
+
+        let mut items = good_journal(2);
+        for (t, p) in &mut items {
+            if t == "agent_await_completed" {
+                p["timedOut"] = json!(true);
+            }
+        }
+        assert!(
+            verify_journal(&numbered(items), 2)
+                .unwrap_err()
+                .to_string()
+                .contains("timedOut")
+        );
+
+        let mut items = good_journal(2);
+        items.insert(
+            0,
+            ("tool_call_failed".to_owned(), json!({"errorCode": "x"})),
+        );
+        assert!(
+            verify_journal(&numbered(items), 2)
+                .unwrap_err()
+                .to_string()
+                .contains("failed")
+        );
+
+        let mut items = good_journal(2);
+        items.retain(|(t, _)| t != "run_completed");
+        assert!(verify_journal(&numbered(items), 2).is_err());
+    }
+
+    #[test]
+    fn notes_on_disk_are_checked_byte_for_byte_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let run_dir = dir.path();
+        std::fs::write(run_dir.join("run.json"), "{}").unwrap();
+        for index in 1..=2 {
+            let tag = ChildTag(index);
+            std::fs::create_dir_all(run_dir.join("scratch").join(tag.name())).unwrap();
+            for round in 1..CHILD_TURNS {
+                std::fs::write(run_dir.join(tag.note_path(round)), note_content(tag, round))
+                    .unwrap();
+            }
+        }
+        verify_notes(run_dir, 2).unwrap();
+        assert!(verify_notes(run_dir, 3).is_err());
+
+        std::fs::write(run_dir.join("scratch/extra.md"), "x").unwrap();
+        assert!(
+            verify_notes(run_dir, 2)
+                .unwrap_err()
+                .to_string()
+                .contains("exactly")
+        );
+        std::fs::remove_file(run_dir.join("scratch/extra.md")).unwrap();
+
+        std::fs::write(run_dir.join(ChildTag(2).note_path(4)), "short").unwrap();
+        assert!(verify_notes(run_dir, 2).is_err());
+    }
+
+    #[test]
+    fn embedded_profiles_parse_and_scale_with_n() {
+        let [root, child] = profiles(64).unwrap();
+        assert_eq!(root.id.as_str(), ROOT_PROFILE);
+        assert_eq!(child.id.as_str(), crate::model::CHILD_PROFILE);
+        assert_eq!(root.delegation.max_invocations_per_run, 64);
+        assert_eq!(root.delegation.max_concurrent_invocations, 64);
+        assert!(u64::from(root.tools.max_calls_per_run) >= 64 + ROOT_EXTRA_CALLS);
+        assert!(child.tools.max_rounds >= CHILD_TURNS);
+        tt_domain::profile::validate_profile(&root).unwrap();
+        tt_domain::profile::validate_profile(&child).unwrap();
+    }
+}

@@ -1,0 +1,73 @@
+//! `tt-bench`: benchmarks of tt-agent-runtime, run through `cargo xtask bench` (release build).
+//! `fanout` times one delegation run and prints one JSON line; `journal` prints a table of append
+//! and page-read costs as a run's journal grows. See `docs/benchmarks.md`.
+
+mod fanout;
+mod journal;
+mod model;
+mod procstat;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tt-bench",
+    about = "Benchmarks of tt-agent-runtime (see docs/benchmarks.md)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// One run: the root delegates N children (5 model turns each), awaits them all, finishes.
+    /// Prints {"nChildren","modelTurns","toolCalls","wallS","cpuS","peakRssMib"}.
+    Fanout {
+        /// Number of delegated children (N).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        children: u32,
+        /// A fresh (missing or empty) data dir to keep; default: a temporary dir, removed after.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+    /// Append events to one run's journal, then time page reads; prints a table.
+    Journal {
+        /// Events in the file at the last measuring mark (one more window is appended after it).
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1_000..))]
+        events: u64,
+        /// A fresh directory to keep; default: a temporary dir, removed after.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("tt-bench: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match command {
+        Command::Fanout { children, data_dir } => {
+            let report = runtime.block_on(fanout::run(children, data_dir))?;
+            println!("{}", report.to_json());
+        }
+        Command::Journal { events, data_dir } => {
+            let report = runtime.block_on(journal::run(events, data_dir))?;
+            print!("{}", journal::render(&report));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! Process CPU time and peak resident memory from Linux `/proc/self`, without extra crates:
+//! `utime + stime` from `/proc/self/stat` (in clock ticks) and `VmHWM` from `/proc/self/status`.
+
+use anyhow::{Context, Result, anyhow};
+
+/// Clock ticks per second for `/proc/self/stat`: `getconf CLK_TCK`, else the usual 100.
+pub fn clock_ticks_per_second() -> u64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .and_then(|output| String::from_utf8(output.stdout).ok())
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .filter(|ticks| *ticks > 0)
+        .unwrap_or(100)
+}
+
+/// User plus system CPU seconds of this process (all threads) so far.
+pub fn cpu_seconds(ticks_per_second: u64) -> Result<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
+    let ticks = cpu_ticks(&stat)?;
+    Ok(ticks as f64 / ticks_per_second.max(1) as f64)
+}
+
+/// `utime + stime` (fields 14 and 15) of a `/proc/<pid>/stat` line. The command name (field 2)
+/// may hold spaces and parentheses, so fields are counted after its last `)`.
+pub fn cpu_ticks(stat: &str) -> Result<u64> {
+    let close = stat
+        .rfind(')')
+        .ok_or_else(|| anyhow!("/proc/self/stat has no `)` after the command name"))?;
+    let rest = stat.get(close + 1..).unwrap_or_default();
+    // After `)`: field 3 (state) is the first, so utime (14) and stime (15) are the 12th and 13th.
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |index: usize, name: &str| -> Result<u64> {
+        fields
+            .get(index)
+            .ok_or_else(|| anyhow!("/proc/self/stat has no {name} field"))?
+            .parse::<u64>()
+            .with_context(|| format!("/proc/self/stat {name} is not a number"))
+    };
+    Ok(field(11, "utime")? + field(12, "stime")?)
+}
+
+/// Peak resident set size of this process in MiB (`VmHWM`).
+pub fn peak_rss_mib() -> Result<f64> {
+    let status =
+        std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
+    Ok(vm_hwm_kib(&status)? as f64 / 1024.0)
+}
+
+/// The `VmHWM:   12345 kB` value of a `/proc/<pid>/status` text, in KiB.
+pub fn vm_hwm_kib(status: &str) -> Result<u64> {
+    let line = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .ok_or_else(|| anyhow!("/proc/self/status has no VmHWM line"))?;
+    let mut parts = line.split_whitespace();
+    let value = parts
+        .next()
+        .ok_or_else(|| anyhow!("VmHWM has no value"))?
+        .parse::<u64>()
+        .context("VmHWM is not a number")?;
+    match parts.next() {
+        Some("kB") => Ok(value),
+        other => Err(anyhow!("VmHWM has unexpected unit {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_ticks_skip_a_command_name_with_spaces_and_parens() {
+        let stat =
+            "4242 (tt bench (x)) R 1 4242 4242 0 -1 4194304 100 0 0 0 250 17 0 0 20 0 3 0 1 0\n";
+        assert_eq!(cpu_ticks(stat).unwrap(), 267);
+        assert!(cpu_ticks("no parens here").is_err());
+        assert!(cpu_ticks("1 (x) R 1 2").is_err());
+        assert!(cpu_ticks("1 (x) R 1 2 3 4 5 6 7 8 9 10 ten 12").is_err());
+    }
+
+    #[test]
+    fn vm_hwm_is_read_in_kib() {
+        let status = "Name:\ttt-bench\nVmPeak:\t  99999 kB\nVmHWM:\t   20480 kB\nVmRSS:\t 100 kB\n";
+        assert_eq!(vm_hwm_kib(status).unwrap(), 20480);
+        assert!(vm_hwm_kib("VmRSS: 1 kB\n").is_err());
+        assert!(vm_hwm_kib("VmHWM: 1 MB\n").is_err());
+    }
+
+    #[test]
+    fn this_process_has_readable_figures() {
+        let ticks = clock_ticks_per_second();
+        assert!(ticks > 0);
+        assert!(cpu_seconds(ticks).unwrap() >= 0.0);
+        assert!(peak_rss_mib().unwrap() > 0.0);
+    }
+}

@@ -1,0 +1,152 @@
+//! `tt-agent run`: one real run against a model endpoint (`openai:<baseUrl>` or
+//! `anthropic:<baseUrl>`), shown live, with the committed message printed at the end.
+
+use anyhow::Context as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tt_runtime::{
+    AgentProfileDefinition, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
+    ConnectionSpec, ConversationKind, StartRunRequest, build_provider,
+};
+
+use crate::render::{EventPrinter, agent_tree};
+
+/// The `kind` every agent profile file declares; other JSON files in `--profiles` are skipped.
+const PROFILE_KIND: &str = "tauritavern.agentProfile";
+
+/// What `tt-agent run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub profile: Option<String>,
+    pub profiles_dir: Option<PathBuf>,
+    pub connection: String,
+    pub model: String,
+    pub api_key_env: Option<String>,
+    pub stream: bool,
+    pub timeout_secs: Option<u64>,
+    pub chat_id: String,
+    pub request: String,
+}
+
+pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
+    let mut spec = ConnectionSpec::parse(&options.connection)?
+        .with_model(options.model.clone())
+        .with_stream(options.stream);
+    if let Some(name) = &options.api_key_env {
+        spec = spec.with_api_key_env(name.clone());
+    }
+    if let Some(seconds) = options.timeout_secs {
+        spec = spec.with_request_timeout(Duration::from_secs(seconds));
+    }
+    let provider = build_provider(&spec)?;
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(data_dir)
+        .provider(provider)
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()?;
+    if let Some(dir) = &options.profiles_dir {
+        install_profiles(&runtime, dir).await?;
+    }
+    println!(
+        "tt-agent run: {} at {} (model {}{})",
+        spec.kind.as_str(),
+        spec.base_url,
+        options.model,
+        if spec.stream { ", streaming" } else { "" }
+    );
+    println!("data dir: {}\n", data_dir.display());
+    let run = runtime
+        .start_run(StartRunRequest {
+            stable_chat_id: options.chat_id.clone(),
+            conversation_kind: ConversationKind::Character,
+            chat_ref: serde_json::json!({"kind": "cli", "chatId": options.chat_id}),
+            generation_type: serde_json::json!("normal"),
+            profile_id: options.profile.clone(),
+            history: Vec::new(),
+            user_request: Some(options.request.clone()),
+            persist_base_state_id: None,
+        })
+        .await?;
+    println!("run {} started\n", run.id);
+    let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
+    let mut printer = EventPrinter::default();
+    while let Some(event) = stream.next().await? {
+        if let Some(line) = printer.line(&event) {
+            println!("{line}");
+        }
+    }
+    let finished = runtime.wait_for_run(run.id.as_str()).await?;
+    println!("\nagents:");
+    print!(
+        "{}",
+        agent_tree(&runtime.timeline_projection(run.id.as_str()).await?)
+    );
+    let transcript = runtime.transcript(finished.workspace_id.as_str())?;
+    match transcript
+        .iter()
+        .rfind(|entry| entry.run_id == finished.id.as_str())
+    {
+        Some(entry) => {
+            println!(
+                "\n── committed message {} ({}) ──",
+                entry.message_id, entry.path
+            );
+            println!("{}", entry.content.trim_end());
+            println!("──");
+        }
+        None => println!("\n(no message was committed)"),
+    }
+    let usage = runtime.usage(finished.id.as_str()).await?;
+    println!(
+        "model usage: {} calls, {} input tokens, {} output tokens",
+        usage.model_calls, usage.input_tokens, usage.output_tokens
+    );
+    println!("run {} ended: {}", finished.id, finished.status.as_str());
+    match finished.status {
+        AgentRunStatus::Completed => Ok(()),
+        status => anyhow::bail!(
+            "the run did not complete (status {}); `tt-agent events {}` shows why",
+            status.as_str(),
+            finished.id
+        ),
+    }
+}
+
+/// Saves every agent profile (`*.json` with `"kind": "tauritavern.agentProfile"`) in `dir`,
+/// in file-name order. Other JSON files (such as a scenario's `script.json`) are skipped.
+async fn install_profiles(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<()> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read the profiles dir {}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    let mut installed = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON", path.display()))?;
+        if value.get("kind").and_then(serde_json::Value::as_str) != Some(PROFILE_KIND) {
+            continue;
+        }
+        let definition: AgentProfileDefinition = serde_json::from_value(value)
+            .with_context(|| format!("{} is not a valid agent profile", path.display()))?;
+        let id = definition.id.to_string();
+        runtime
+            .save_profile(definition)
+            .await
+            .with_context(|| format!("the profile in {} was refused", path.display()))?;
+        installed.push(id);
+    }
+    if installed.is_empty() {
+        anyhow::bail!("no agent profiles found in {}", dir.display());
+    }
+    println!(
+        "installed {} profile(s) from {}: {}",
+        installed.len(),
+        dir.display(),
+        installed.join(", ")
+    );
+    Ok(())
+}

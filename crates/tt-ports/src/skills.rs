@@ -1,0 +1,33 @@
+//! Where skills are stored: list the skills of one scope and read one file of a skill. Which
+//! scopes apply to an agent, overrides and visibility are the application's job
+//! (`tt_application::skills`); this port only loads what is stored, safely.
+
+use async_trait::async_trait;
+use tt_domain::skill::{SkillFilePath, SkillId, SkillScope, SkillSummary};
+
+use crate::error::StorageResult;
+
+#[async_trait]
+pub trait SkillRepository: Send + Sync {
+    /// The skills stored in `scope`, sorted by id; empty when the scope has no skills.
+    ///
+    /// A skill is a folder named by a valid [`SkillId`] that holds a `SKILL.md` of UTF-8 text
+    /// (at most `MAX_SKILL_FILE_BYTES`); anything else in the scope is ignored. Its summary
+    /// lists the files built by `SkillSummary::from_skill_md` from every regular file of at
+    /// most `MAX_SKILL_FILE_BYTES` whose path is a valid [`SkillFilePath`] (hidden files and
+    /// deeper folders are skipped). A blank scope name is `StorageError::Domain`
+    /// (`skill.scope_invalid`); a stored link leading outside the skills area is
+    /// `SymlinkEscape`.
+    async fn list_skills(&self, scope: &SkillScope) -> StorageResult<Vec<SkillSummary>>;
+
+    /// The text of one file of a skill. `NotFound` when the skill (folder with `SKILL.md`) or
+    /// the file does not exist, `IsDirectory` for a folder, `Corrupt` when the file is not UTF-8
+    /// text or is larger than `MAX_SKILL_FILE_BYTES`, `SymlinkEscape` for a link leading
+    /// outside the skills area.
+    async fn read_skill_file(
+        &self,
+        scope: &SkillScope,
+        skill_id: &SkillId,
+        path: &SkillFilePath,
+    ) -> StorageResult<String>;
+}

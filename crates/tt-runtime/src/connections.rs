@@ -1,0 +1,303 @@
+//! Model connections: `kind:baseUrl` specs (`openai:http://127.0.0.1:8080/v1`,
+//! `anthropic:https://api.anthropic.com`) and building the HTTP provider adapter for one.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow, bail};
+use async_trait::async_trait;
+use serde_json::json;
+use tt_adapter_provider_anthropic::{
+    ANTHROPIC_DEFAULT_BASE_URL, AnthropicConfig, AnthropicProvider,
+};
+use tt_adapter_provider_openai::{OpenAiConfig, OpenAiProvider};
+use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
+
+use crate::system::SystemClock;
+
+/// The base URL of `openai` without one.
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// How long one model request may take (non-streamed: the whole answer; streamed: the wait for
+/// each piece). Local models on small machines can be slow.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Which wire protocol a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionKind {
+    /// OpenAI Chat Completions and every compatible server (llama.cpp, vLLM, Ollama, …).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl ConnectionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionKind::Openai => "openai",
+            ConnectionKind::Anthropic => "anthropic",
+        }
+    }
+
+    /// The environment variable the API key is read from unless another is named.
+    pub fn default_api_key_env(self) -> &'static str {
+        match self {
+            ConnectionKind::Openai => "OPENAI_API_KEY",
+            ConnectionKind::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ConnectionKind::Openai => OPENAI_DEFAULT_BASE_URL,
+            ConnectionKind::Anthropic => ANTHROPIC_DEFAULT_BASE_URL,
+        }
+    }
+}
+
+impl FromStr for ConnectionKind {
+    type Err = anyhow::Error;
+
+    fn from_str(text: &str) -> anyhow::Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "openai" | "openai-compatible" => Ok(ConnectionKind::Openai),
+            "anthropic" => Ok(ConnectionKind::Anthropic),
+            other => bail!("unknown connection kind `{other}` (expected `openai` or `anthropic`)"),
+        }
+    }
+}
+
+/// One model endpoint and how to use it. The API key itself is never stored here, only the
+/// name of the environment variable that holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionSpec {
+    pub kind: ConnectionKind,
+    /// OpenAI-compatible: up to the API version (`…/v1`); Anthropic: the host (`/v1/messages`
+    /// is appended).
+    pub base_url: String,
+    /// The default model; a profile's `model.modelId` wins over it.
+    pub model: Option<String>,
+    pub api_key_env: String,
+    /// Stream responses (live `model_delta` events) instead of waiting for whole answers.
+    pub stream: bool,
+    pub request_timeout: Duration,
+}
+
+impl ConnectionSpec {
+    /// A connection of `kind` at `base_url`, with the kind's default key variable, no default
+    /// model, not streaming.
+    pub fn new(kind: ConnectionKind, base_url: impl Into<String>) -> Self {
+        Self {
+            kind,
+            base_url: base_url.into(),
+            model: None,
+            api_key_env: kind.default_api_key_env().to_owned(),
+            stream: false,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+
+    /// Parses `kind:baseUrl`, or a bare `kind` for the provider's public endpoint.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let text = text.trim();
+        let (kind, base_url) = match text.split_once(':') {
+            Some((kind, base_url)) => (kind.parse::<ConnectionKind>()?, base_url.trim()),
+            None => {
+                let kind = text.parse::<ConnectionKind>()?;
+                (kind, kind.default_base_url())
+            }
+        };
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            bail!(
+                "the connection `{text}` needs an http(s) base URL after `{}:`, e.g. `{}:{}`",
+                kind.as_str(),
+                kind.as_str(),
+                kind.default_base_url()
+            );
+        }
+        Ok(Self::new(kind, base_url))
+    }
+
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    pub fn with_api_key_env(mut self, name: impl Into<String>) -> Self {
+        self.api_key_env = name.into();
+        self
+    }
+
+    pub fn with_stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// A non-secret description for events and hosts.
+    pub fn description(&self) -> serde_json::Value {
+        json!({
+            "kind": self.kind.as_str(),
+            "baseUrl": self.base_url,
+            "model": self.model,
+            "apiKeyEnv": self.api_key_env,
+            "stream": self.stream,
+        })
+    }
+}
+
+impl FromStr for ConnectionSpec {
+    type Err = anyhow::Error;
+
+    fn from_str(text: &str) -> anyhow::Result<Self> {
+        Self::parse(text)
+    }
+}
+
+/// Builds the provider adapter for `spec`, reading the API key from `spec.api_key_env`. An
+/// OpenAI-compatible connection may go without a key (local servers); Anthropic needs one.
+/// A connection that does not stream answers `ModelProvider::stream` with a whole response.
+pub fn build_provider(spec: &ConnectionSpec) -> anyhow::Result<Arc<dyn ModelProvider>> {
+    let api_key = std::env::var(&spec.api_key_env)
+        .ok()
+        .filter(|key| !key.trim().is_empty());
+    let provider: Arc<dyn ModelProvider> = match spec.kind {
+        ConnectionKind::Openai => {
+            let mut config = OpenAiConfig::new(spec.base_url.clone())
+                .with_request_timeout(spec.request_timeout)
+                .with_stream(spec.stream)
+                .with_clock(Arc::new(SystemClock));
+            if let Some(model) = &spec.model {
+                config = config.with_default_model(model.clone());
+            }
+            if let Some(key) = api_key {
+                config = config.with_api_key(key);
+            }
+            Arc::new(OpenAiProvider::new(config).with_context(|| {
+                format!("cannot set up the openai connection to {}", spec.base_url)
+            })?)
+        }
+        ConnectionKind::Anthropic => {
+            let key = api_key.ok_or_else(|| {
+                anyhow!(
+                    "the anthropic connection needs an API key: set {} (or name another variable)",
+                    spec.api_key_env
+                )
+            })?;
+            let mut config = AnthropicConfig::new(spec.base_url.clone())
+                .with_api_key(key)
+                .with_request_timeout(spec.request_timeout)
+                .with_stream(spec.stream)
+                .with_clock(Arc::new(SystemClock));
+            if let Some(model) = &spec.model {
+                config = config.with_default_model(model.clone());
+            }
+            Arc::new(AnthropicProvider::new(config).with_context(|| {
+                format!(
+                    "cannot set up the anthropic connection to {}",
+                    spec.base_url
+                )
+            })?)
+        }
+    };
+    if spec.stream {
+        Ok(provider)
+    } else {
+        Ok(Arc::new(WholeResponses(provider)))
+    }
+}
+
+/// Makes `stream` send a non-streamed request (the runtime always calls `stream`; a connection
+/// with streaming off must not open an event stream).
+struct WholeResponses(Arc<dyn ModelProvider>);
+
+#[async_trait]
+impl ModelProvider for WholeResponses {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    async fn complete(
+        &self,
+        request: AgentModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        self.0.complete(request, cancel).await
+    }
+
+    async fn stream(
+        &self,
+        request: AgentModelRequest,
+        _sink: Arc<dyn ModelDeltaSink>,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        self.0.complete(request, cancel).await
+    }
+
+    async fn close_session(&self, session_id: &str) {
+        self.0.close_session(session_id).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A variable name no environment sets.
+    const UNSET: &str = "TT_AGENT_TEST_KEY_THAT_IS_NEVER_SET_7F3A";
+
+    #[test]
+    fn specs_parse_from_kind_and_base_url() {
+        let spec = ConnectionSpec::parse("openai:http://127.0.0.1:8080/v1").unwrap();
+        assert_eq!(spec.kind, ConnectionKind::Openai);
+        assert_eq!(spec.base_url, "http://127.0.0.1:8080/v1");
+        assert_eq!(spec.api_key_env, "OPENAI_API_KEY");
+        assert!(!spec.stream);
+        let spec: ConnectionSpec = "anthropic:https://api.anthropic.com".parse().unwrap();
+        assert_eq!(spec.kind, ConnectionKind::Anthropic);
+        assert_eq!(spec.api_key_env, "ANTHROPIC_API_KEY");
+        assert_eq!(
+            ConnectionSpec::parse("anthropic").unwrap().base_url,
+            "https://api.anthropic.com"
+        );
+        assert_eq!(
+            ConnectionSpec::parse("openai").unwrap().base_url,
+            "https://api.openai.com/v1"
+        );
+        assert!(ConnectionSpec::parse("gemini:https://x").is_err());
+        assert!(ConnectionSpec::parse("openai:127.0.0.1:8080").is_err());
+    }
+
+    #[test]
+    fn openai_needs_no_key_anthropic_does() {
+        let openai = ConnectionSpec::parse("openai:http://127.0.0.1:8080/v1")
+            .unwrap()
+            .with_model("qwen3")
+            .with_api_key_env(UNSET);
+        assert_eq!(build_provider(&openai).unwrap().name(), "openai");
+        let anthropic = ConnectionSpec::parse("anthropic:http://127.0.0.1:8081")
+            .unwrap()
+            .with_api_key_env(UNSET);
+        let error = build_provider(&anthropic).err().unwrap().to_string();
+        assert!(error.contains(UNSET), "{error}");
+    }
+
+    #[test]
+    fn descriptions_hold_no_secrets() {
+        let spec = ConnectionSpec::parse("openai:http://127.0.0.1:8080/v1")
+            .unwrap()
+            .with_model("m")
+            .with_stream(true);
+        assert_eq!(
+            spec.description(),
+            json!({"kind": "openai", "baseUrl": "http://127.0.0.1:8080/v1", "model": "m",
+                   "apiKeyEnv": "OPENAI_API_KEY", "stream": true})
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! Prompt-assembly brokers a host can choose from: answer through the host API
+//! (`read_prompt_assembly_request` / `resolve_prompt_assembly`), or assemble from preset template
+//! files under the data dir (what the CLI uses when no host is attached).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::oneshot;
+use tt_ports::{
+    HostBridgeError, PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker,
+    PromptAssemblyRequest,
+};
+
+use crate::dto::HostError;
+
+struct Pending {
+    request: PromptAssemblyRequest,
+    reply: oneshot::Sender<Result<PromptAssemblyAnswer, HostBridgeError>>,
+}
+
+type PendingMap = Arc<Mutex<HashMap<String, Pending>>>;
+
+/// Holds each request until the host resolves it by `assemblyId` (or the run is cancelled).
+#[derive(Default)]
+pub struct HostApiPromptBroker {
+    pending: PendingMap,
+}
+
+impl std::fmt::Debug for HostApiPromptBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostApiPromptBroker")
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock(pending: &PendingMap) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+    pending.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn not_pending(assembly_id: &str) -> HostError {
+    HostError {
+        code: "agent.prompt_assembly_not_pending".to_owned(),
+        message: format!("prompt assembly {assembly_id} is not pending"),
+    }
+}
+
+fn run_mismatch(assembly_id: &str) -> HostError {
+    HostError {
+        code: "agent.prompt_assembly_run_mismatch".to_owned(),
+        message: format!("prompt assembly {assembly_id} belongs to another run"),
+    }
+}
+
+impl HostApiPromptBroker {
+    /// The full request of a pending assembly.
+    pub fn read_request(
+        &self,
+        run_id: &str,
+        assembly_id: &str,
+    ) -> Result<PromptAssemblyRequest, HostError> {
+        let pending = lock(&self.pending);
+        let entry = pending
+            .get(assembly_id)
+            .ok_or_else(|| not_pending(assembly_id))?;
+        if entry.request.scope.run_id != run_id {
+            return Err(run_mismatch(assembly_id));
+        }
+        Ok(entry.request.clone())
+    }
+
+    /// Completes a pending assembly with a prompt snapshot or an error.
+    pub fn resolve(
+        &self,
+        run_id: &str,
+        assembly_id: &str,
+        prompt_snapshot: Option<Value>,
+        assembly: Option<Value>,
+        error: Option<String>,
+    ) -> Result<(), HostError> {
+        let answer = match (
+            error.filter(|e| !e.trim().is_empty()),
+            prompt_snapshot.filter(|s| !s.is_null()),
+        ) {
+            (Some(error), _) => Err(HostBridgeError::Rejected(error)),
+            (None, Some(snapshot)) => Ok(PromptAssemblyAnswer {
+                prompt_snapshot: snapshot,
+                assembly: assembly.unwrap_or(Value::Null),
+            }),
+            (None, None) => {
+                return Err(HostError {
+                    code: "agent.prompt_assembly_snapshot_required".to_owned(),
+                    message: "give a promptSnapshot or an error".to_owned(),
+                });
+            }
+        };
+        let entry = {
+            let mut pending = lock(&self.pending);
+            match pending.get(assembly_id) {
+                None => return Err(not_pending(assembly_id)),
+                Some(entry) if entry.request.scope.run_id != run_id => {
+                    return Err(run_mismatch(assembly_id));
+                }
+                Some(_) => pending.remove(assembly_id),
+            }
+        };
+        if let Some(entry) = entry {
+            entry.reply.send(answer).map_err(|_| HostError {
+                code: "agent.prompt_assembly_channel_closed".to_owned(),
+                message: format!("prompt assembly {assembly_id} is no longer awaited"),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+struct Withdraw {
+    pending: PendingMap,
+    assembly_id: String,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        lock(&self.pending).remove(&self.assembly_id);
+    }
+}
+
+#[async_trait]
+impl PromptAssemblyBroker for HostApiPromptBroker {
+    async fn request_assembly(
+        &self,
+        request: PromptAssemblyRequest,
+    ) -> Result<PendingPromptAssembly, HostBridgeError> {
+        let assembly_id = request.assembly_id.clone();
+        let (reply, answer) = oneshot::channel();
+        {
+            let mut pending = lock(&self.pending);
+            if pending.contains_key(&assembly_id) {
+                return Err(HostBridgeError::Unavailable(format!(
+                    "agent.prompt_assembly_id_collision: {assembly_id}"
+                )));
+            }
+            pending.insert(assembly_id.clone(), Pending { request, reply });
+        }
+        let withdraw = Withdraw {
+            pending: Arc::clone(&self.pending),
+            assembly_id,
+        };
+        Ok(Box::pin(async move {
+            let _withdraw = withdraw;
+            answer.await.unwrap_or_else(|_| {
+                Err(HostBridgeError::Unavailable(
+                    "agent.prompt_assembly_channel_closed".to_owned(),
+                ))
+            })
+        }))
+    }
+}
+
+/// One entry of a preset template: a message with `{{agentSystemPrompt}}` / `{{agentTask}}`
+/// placeholders, or the marker `{"insert": "history"}` for the run's frozen conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TemplateEntry {
+    Message { role: String, content: String },
+    Insert { insert: String },
+}
+
+/// A preset template file: `<data dir>/presets/<apiId>/<name>.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PresetTemplate {
+    pub schema_version: u32,
+    pub messages: Vec<TemplateEntry>,
+}
+
+/// Assembles prompts from preset template files, at once.
+#[derive(Debug)]
+pub struct TemplatePromptBroker {
+    dir: PathBuf,
+}
+
+impl TemplatePromptBroker {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    fn template_path(&self, preset_ref: &Value) -> Result<PathBuf, String> {
+        let segment = |key: &str| {
+            preset_ref
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|value| tt_domain::ids::is_valid_storage_segment(value))
+                .ok_or_else(|| format!("preset `{key}` must be letters, digits, `-` or `_`"))
+        };
+        Ok(self
+            .dir
+            .join(segment("apiId")?)
+            .join(format!("{}.json", segment("name")?)))
+    }
+
+    fn assemble(&self, request: &PromptAssemblyRequest) -> Result<PromptAssemblyAnswer, String> {
+        let path = self.template_path(&request.preset_ref)?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| format!("preset template {}: {err}", path.display()))?;
+        let template: PresetTemplate = serde_json::from_str(&text)
+            .map_err(|err| format!("preset template {}: {err}", path.display()))?;
+        let mut messages = Vec::new();
+        for entry in &template.messages {
+            match entry {
+                TemplateEntry::Message { role, content } => {
+                    let content = content
+                        .replace("{{agentSystemPrompt}}", &request.agent_system_prompt)
+                        .replace("{{agentTask}}", &request.agent_task_prompt);
+                    messages.push(json!({"role": role, "content": content}));
+                }
+                TemplateEntry::Insert { insert } if insert == "history" => {
+                    if let Some(frozen) = request
+                        .frozen_run_input_snapshot
+                        .get("messages")
+                        .and_then(Value::as_array)
+                    {
+                        messages.extend(frozen.iter().cloned());
+                    }
+                }
+                TemplateEntry::Insert { insert } => {
+                    return Err(format!("unknown insert `{insert}` in {}", path.display()));
+                }
+            }
+        }
+        Ok(PromptAssemblyAnswer {
+            prompt_snapshot: json!({"messages": messages, "contextPolicy": request.agent_context_policy}),
+            assembly: json!({"engine": "template", "preset": request.preset_ref, "template": path.file_name().map(|n| n.to_string_lossy().into_owned())}),
+        })
+    }
+}
+
+#[async_trait]
+impl PromptAssemblyBroker for TemplatePromptBroker {
+    async fn request_assembly(
+        &self,
+        request: PromptAssemblyRequest,
+    ) -> Result<PendingPromptAssembly, HostBridgeError> {
+        let answer = self.assemble(&request).map_err(HostBridgeError::Rejected);
+        Ok(Box::pin(std::future::ready(answer)))
+    }
+}

@@ -1,0 +1,367 @@
+//! `cargo xtask bench fanout [--n N]` and `cargo xtask bench journal [--events N]`: build
+//! `tt-bench` in release once, run it in fresh processes and summarize (see docs/benchmarks.md).
+//! Only results go to stdout (CSV for fanout); progress and cargo output go to stderr.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use serde_json::Value;
+
+use crate::process::{cargo, cargo_stdout};
+
+/// The fan-out sizes measured by default.
+pub const DEFAULT_CHILDREN: [u32; 4] = [1, 16, 64, 256];
+/// Fresh processes per fan-out size; the median is reported.
+pub const RUNS_PER_SIZE: usize = 3;
+/// Journal events by default.
+pub const DEFAULT_JOURNAL_EVENTS: u64 = 1_000_000;
+pub const FRAMEWORK: &str = "tt-agent-runtime";
+/// The required columns, then `cpu_s` (median CPU seconds of the process over the timed run).
+pub const CSV_HEADER: &str =
+    "framework,version,n_children,model_turns,tool_calls,wall_s,us_per_turn,peak_rss_mib,cpu_s";
+
+pub const USAGE: &str = "\
+usage: cargo xtask bench fanout [--n N]        N in 1, 16, 64, 256 by default; CSV on stdout
+       cargo xtask bench journal [--events N]  default 1000000 events; a table on stdout
+";
+
+/// What `cargo xtask bench ...` was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BenchCommand {
+    Fanout { children: Vec<u32> },
+    Journal { events: u64 },
+}
+
+pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
+    let (name, rest) = args
+        .split_first()
+        .ok_or_else(|| anyhow!("bench needs a benchmark name\n{USAGE}"))?;
+    match (name.as_str(), rest) {
+        ("fanout", []) => Ok(BenchCommand::Fanout {
+            children: DEFAULT_CHILDREN.to_vec(),
+        }),
+        ("fanout", [flag, value]) if flag == "--n" => {
+            let n: u32 =
+                value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    anyhow!("--n needs a whole number of at least 1, got `{value}`")
+                })?;
+            Ok(BenchCommand::Fanout { children: vec![n] })
+        }
+        ("journal", []) => Ok(BenchCommand::Journal {
+            events: DEFAULT_JOURNAL_EVENTS,
+        }),
+        ("journal", [flag, value]) if flag == "--events" => {
+            let events: u64 = value
+                .parse()
+                .map_err(|_| anyhow!("--events needs a whole number, got `{value}`"))?;
+            Ok(BenchCommand::Journal { events })
+        }
+        _ => bail!("unknown bench arguments `{}`\n{USAGE}", args.join(" ")),
+    }
+}
+
+pub fn run(root: &Path, args: &[String]) -> Result<()> {
+    let command = parse_args(args)?;
+    let metadata = Metadata::read(root)?;
+    build_release(root)?;
+    let binary = metadata.target_dir.join("release").join("tt-bench");
+    match command {
+        BenchCommand::Fanout { children } => fanout(&binary, &metadata.version, &children),
+        BenchCommand::Journal { events } => journal(&binary, events),
+    }
+}
+
+/// What the bench needs from `cargo metadata`.
+struct Metadata {
+    target_dir: PathBuf,
+    version: String,
+}
+
+impl Metadata {
+    fn read(root: &Path) -> Result<Self> {
+        let text = cargo_stdout(root, &["metadata", "--format-version", "1", "--no-deps"])?;
+        let metadata: Value =
+            serde_json::from_str(&text).context("cargo metadata printed invalid JSON")?;
+        let target_dir = metadata
+            .get("target_directory")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("cargo metadata has no target_directory"))?;
+        Ok(Self {
+            target_dir: PathBuf::from(target_dir),
+            version: package_version(&metadata, "tt-bench")?,
+        })
+    }
+}
+
+/// The version of a workspace package (tt-bench inherits the workspace version).
+pub fn package_version(metadata: &Value, package: &str) -> Result<String> {
+    metadata
+        .get("packages")
+        .and_then(Value::as_array)
+        .and_then(|packages| {
+            packages
+                .iter()
+                .find(|p| p.get("name").and_then(Value::as_str) == Some(package))
+        })
+        .and_then(|p| p.get("version"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow!("cargo metadata has no version for `{package}`"))
+}
+
+fn build_release(root: &Path) -> Result<()> {
+    let args = ["build", "--release", "-p", "tt-bench"];
+    eprintln!("$ cargo {}", args.join(" "));
+    let status = cargo(root, &args)
+        .stdout(Stdio::from(std::io::stderr()))
+        .status()
+        .context("could not start cargo build")?;
+    ensure!(status.success(), "building tt-bench failed ({status})");
+    Ok(())
+}
+
+/// One `tt-bench fanout` process's JSON line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FanoutSample {
+    pub n_children: u64,
+    pub model_turns: u64,
+    pub tool_calls: u64,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub peak_rss_mib: f64,
+}
+
+/// Parses the last non-empty stdout line of `tt-bench fanout`.
+pub fn parse_sample(stdout: &str) -> Result<FanoutSample> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .ok_or_else(|| anyhow!("tt-bench fanout printed nothing"))?;
+    let value: Value = serde_json::from_str(line)
+        .with_context(|| format!("tt-bench fanout printed `{line}`, not a JSON line"))?;
+    let int = |key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| anyhow!("`{key}` is missing or not a whole number in `{line}`"))
+    };
+    let float = |key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_f64)
+            .ok_or_else(|| anyhow!("`{key}` is missing or not a number in `{line}`"))
+    };
+    Ok(FanoutSample {
+        n_children: int("nChildren")?,
+        model_turns: int("modelTurns")?,
+        tool_calls: int("toolCalls")?,
+        wall_s: float("wallS")?,
+        cpu_s: float("cpuS")?,
+        peak_rss_mib: float("peakRssMib")?,
+    })
+}
+
+/// The median (mean of the middle two for an even count); `None` when empty or not a number.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| v.is_nan()) {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted.get(mid).copied()
+    } else {
+        Some((sorted.get(mid - 1)? + sorted.get(mid)?) / 2.0)
+    }
+}
+
+/// One CSV row from the samples of one N: medians of wall time, peak RSS and CPU; the turn and
+/// call counts must agree across samples.
+pub fn summarize(version: &str, samples: &[FanoutSample]) -> Result<String> {
+    let first = samples
+        .first()
+        .ok_or_else(|| anyhow!("no fan-out samples to summarize"))?;
+    for sample in samples {
+        ensure!(
+            (sample.n_children, sample.model_turns, sample.tool_calls)
+                == (first.n_children, first.model_turns, first.tool_calls),
+            "fan-out runs disagree: {sample:?} vs {first:?}"
+        );
+    }
+    ensure!(
+        first.model_turns > 0,
+        "a fan-out run reported no model turns"
+    );
+    let pick = |field: fn(&FanoutSample) -> f64| {
+        median(&samples.iter().map(field).collect::<Vec<_>>())
+            .ok_or_else(|| anyhow!("fan-out samples hold a value that is not a number"))
+    };
+    let wall_s = pick(|s| s.wall_s)?;
+    let rss = pick(|s| s.peak_rss_mib)?;
+    let cpu_s = pick(|s| s.cpu_s)?;
+    let us_per_turn = wall_s * 1e6 / first.model_turns as f64;
+    Ok(format!(
+        "{FRAMEWORK},{version},{},{},{},{wall_s:.4},{us_per_turn:.1},{rss:.1},{cpu_s:.3}",
+        first.n_children, first.model_turns, first.tool_calls
+    ))
+}
+
+fn fanout(binary: &Path, version: &str, children: &[u32]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{CSV_HEADER}")?;
+    out.flush()?;
+    for &n in children {
+        let mut samples = Vec::with_capacity(RUNS_PER_SIZE);
+        for attempt in 1..=RUNS_PER_SIZE {
+            let sample = fanout_once(binary, n)
+                .with_context(|| format!("fanout N={n}, run {attempt}/{RUNS_PER_SIZE}"))?;
+            eprintln!(
+                "bench fanout: N={n} run {attempt}/{RUNS_PER_SIZE}: wall {:.4} s, cpu {:.3} s, peak rss {:.1} MiB",
+                sample.wall_s, sample.cpu_s, sample.peak_rss_mib
+            );
+            samples.push(sample);
+        }
+        writeln!(out, "{}", summarize(version, &samples)?)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn fanout_once(binary: &Path, n: u32) -> Result<FanoutSample> {
+    let output = Command::new(binary)
+        .args(["fanout", "--children", &n.to_string()])
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("could not start {}", binary.display()))?;
+    ensure!(
+        output.status.success(),
+        "tt-bench fanout --children {n} failed ({})",
+        output.status
+    );
+    let stdout = String::from_utf8(output.stdout).context("tt-bench printed non-UTF-8 output")?;
+    let sample = parse_sample(&stdout)?;
+    ensure!(
+        sample.n_children == u64::from(n),
+        "asked for {n} children, tt-bench reported {}",
+        sample.n_children
+    );
+    Ok(sample)
+}
+
+fn journal(binary: &Path, events: u64) -> Result<()> {
+    let status = Command::new(binary)
+        .args(["journal", "--events", &events.to_string()])
+        .stdin(Stdio::null())
+        .status()
+        .with_context(|| format!("could not start {}", binary.display()))?;
+    ensure!(status.success(), "tt-bench journal failed ({status})");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn sample(wall_s: f64, cpu_s: f64, rss: f64) -> FanoutSample {
+        FanoutSample {
+            n_children: 16,
+            model_turns: 83,
+            tool_calls: 98,
+            wall_s,
+            cpu_s,
+            peak_rss_mib: rss,
+        }
+    }
+
+    #[test]
+    fn arguments_select_the_benchmark() {
+        assert_eq!(
+            parse_args(&args(&["fanout"])).unwrap(),
+            BenchCommand::Fanout {
+                children: vec![1, 16, 64, 256]
+            }
+        );
+        assert_eq!(
+            parse_args(&args(&["fanout", "--n", "16"])).unwrap(),
+            BenchCommand::Fanout { children: vec![16] }
+        );
+        assert_eq!(
+            parse_args(&args(&["journal"])).unwrap(),
+            BenchCommand::Journal { events: 1_000_000 }
+        );
+        assert_eq!(
+            parse_args(&args(&["journal", "--events", "5000"])).unwrap(),
+            BenchCommand::Journal { events: 5000 }
+        );
+        for bad in [
+            &[][..],
+            &["fanout", "--n"][..],
+            &["fanout", "--n", "0"][..],
+            &["fanout", "--n", "x"][..],
+            &["journal", "--n", "3"][..],
+            &["other"][..],
+        ] {
+            assert!(parse_args(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[0.5]), Some(0.5));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN, 2.0]), None);
+    }
+
+    #[test]
+    fn samples_are_parsed_from_the_last_json_line() {
+        let stdout = "\n{\"nChildren\":16,\"modelTurns\":83,\"toolCalls\":98,\"wallS\":0.05,\"cpuS\":0.06,\"peakRssMib\":14.5}\n\n";
+        assert_eq!(parse_sample(stdout).unwrap(), sample(0.05, 0.06, 14.5));
+        assert!(parse_sample("").is_err());
+        assert!(parse_sample("not json").is_err());
+        assert!(parse_sample("{\"nChildren\":16}").is_err());
+    }
+
+    #[test]
+    fn a_csv_row_takes_the_medians() {
+        let samples = [
+            sample(0.0900, 0.20, 15.0),
+            sample(0.0830, 0.10, 14.0),
+            sample(0.1200, 0.30, 16.0),
+        ];
+        assert_eq!(
+            summarize("0.0.0", &samples).unwrap(),
+            "tt-agent-runtime,0.0.0,16,83,98,0.0900,1084.3,15.0,0.200"
+        );
+        assert_eq!(CSV_HEADER.split(',').count(), 9);
+    }
+
+    #[test]
+    fn disagreeing_or_empty_samples_are_errors() {
+        assert!(summarize("0.0.0", &[]).is_err());
+        let mut other = sample(0.1, 0.1, 1.0);
+        other.model_turns = 82;
+        assert!(summarize("0.0.0", &[sample(0.1, 0.1, 1.0), other]).is_err());
+    }
+
+    #[test]
+    fn the_version_comes_from_the_package() {
+        let metadata = json!({ "packages": [
+            { "name": "tt-domain", "version": "0.0.0" },
+            { "name": "tt-bench", "version": "0.0.0" },
+        ]});
+        assert_eq!(package_version(&metadata, "tt-bench").unwrap(), "0.0.0");
+        assert!(package_version(&metadata, "missing").is_err());
+    }
+}
