@@ -92,6 +92,14 @@ async fn writers_room_runs_end_to_end_on_userdata() {
         .build()
         .unwrap();
     install(&runtime, &WRITERS_ROOM).await;
+    runtime
+        .save_skill_file(
+            &tt_runtime::SkillScope::Global,
+            "scene-craft",
+            "SKILL.md",
+            include_str!("../../crates/tt-cli/scenarios/writers-room/skill-scene-craft.md"),
+        )
+        .unwrap();
     // The style advisor's prompt is assembled from its preset template.
     let presets = dir.path().join("presets/writers-room");
     std::fs::create_dir_all(&presets).unwrap();
@@ -121,6 +129,17 @@ async fn writers_room_runs_end_to_end_on_userdata() {
     let events = all_events(&runtime, run.id.as_str()).await;
     assert_gapless(&events);
     assert_each_result_delivered_once(&events, 2);
+    // The writer read its skill; the advisor's prompt came from its preset.
+    assert!(
+        events
+            .iter()
+            .any(|e| e.event_type == "tool_call_completed" && e.payload["name"] == "skill.read")
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.event_type == "prompt_assembly_completed")
+    );
 
     let run_dir = dir
         .path()

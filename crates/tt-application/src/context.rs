@@ -205,6 +205,8 @@ impl RunContext {
 #[derive(Debug, Default)]
 pub struct ToolSession {
     pub read_state: ReadState,
+    /// Skill text this invocation has read (per-invocation budget).
+    pub skill_budget: crate::skills::SkillReadBudget,
     pub calls_total: u32,
     pub calls_per_tool: BTreeMap<ToolName, u32>,
 }
@@ -221,6 +223,8 @@ pub struct InvocationRuntime {
     pub cancel: CancellationToken,
     /// The provider and model this invocation talks to.
     pub model: crate::binding::ModelBinding,
+    /// The skills this invocation may use, resolved at its start.
+    pub skills: Arc<crate::skills::ResolvedSkills>,
     /// Delegated results this agent has already seen (by `agent.await` or injection); kept in
     /// memory on purpose, so a result reaches it exactly once per loop.
     pub delivered: HashSet<tt_domain::ids::TaskId>,

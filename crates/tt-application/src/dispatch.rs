@@ -342,11 +342,15 @@ async fn execute(
             })
         }
         ToolName::SkillList | ToolName::SkillSearch | ToolName::SkillRead => {
-            Err(ApplicationError::fatal(
-                "agent.tool_unavailable",
-                format!("`{tool}` is offered but has no implementation in this runtime"),
-            )
-            .into())
+            let env = crate::skills::SkillToolEnv {
+                repo: ctx.services.skills.as_ref(),
+                resolved: &inv.skills,
+                policy: &inv.profile.definition.skills,
+                budget: &mut inv.session.skill_budget,
+            };
+            crate::skills::execute(tool, &call.arguments, env)
+                .await
+                .map(continue_with)
         }
     }
 }

@@ -146,6 +146,7 @@ pub async fn prepare_handoff(
                 session: ToolSession::default(),
                 cancel: ctx.cancel.clone(),
                 model: prepared.model,
+                skills: prepared.skills,
                 delivered: Default::default(),
             },
             prepared.messages,

@@ -25,6 +25,7 @@ pub struct PreparedInvocation {
     pub snapshot: Arc<InvocationToolSnapshot>,
     pub messages: Vec<AgentModelMessage>,
     pub model: ModelBinding,
+    pub skills: Arc<crate::skills::ResolvedSkills>,
 }
 
 /// Who is being prepared: an invocation of `profile`, brought in by `task_id`, reading `brief`.
@@ -99,9 +100,11 @@ pub async fn prepare_invocation(
             }),
         )
         .await?;
+    let skills = crate::skills::resolve_and_record(ctx, &invocation.id, profile).await?;
     Ok(PreparedInvocation {
         snapshot: Arc::new(snapshot),
         messages,
         model,
+        skills,
     })
 }

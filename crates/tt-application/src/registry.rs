@@ -26,8 +26,10 @@ pub fn is_implemented(tool: ToolName) -> bool {
         | ToolName::AgentDelegate
         | ToolName::AgentAwait
         | ToolName::AgentHandoff
-        | ToolName::TaskReturn => true,
-        ToolName::SkillList | ToolName::SkillSearch | ToolName::SkillRead => false,
+        | ToolName::TaskReturn
+        | ToolName::SkillList
+        | ToolName::SkillSearch
+        | ToolName::SkillRead => true,
     }
 }
 
@@ -109,9 +111,11 @@ fn spec_for(tool: ToolName, audience: &SpecAudience) -> ApplicationResult<AgentT
     if ToolName::WORKSPACE.contains(&tool) {
         return Ok(workspace::spec(tool, audience));
     }
-    crate::delegation::specs::agent_tool_spec(tool).ok_or_else(|| {
-        ApplicationError::fatal("agent.tool_unavailable", format!("no spec for `{tool}`"))
-    })
+    crate::delegation::specs::agent_tool_spec(tool)
+        .or_else(|| crate::skills::skill_tool_spec(tool))
+        .ok_or_else(|| {
+            ApplicationError::fatal("agent.tool_unavailable", format!("no spec for `{tool}`"))
+        })
 }
 
 /// Applies a profile's `toolDescriptions` entry. Property overrides must name real properties.

@@ -53,6 +53,9 @@ pub struct StartRunRequest {
     /// A persistent state whose `persist/` this run starts from.
     #[serde(default)]
     pub persist_base_state_id: Option<String>,
+    /// The preset and character this conversation runs with (skill scopes).
+    #[serde(default)]
+    pub skill_scope_refs: tt_domain::skill::SkillScopeRefs,
 }
 
 fn default_conversation_kind() -> ConversationKind {
@@ -141,6 +144,7 @@ impl AgentRunService {
             generation_type: request.generation_type.clone(),
             profile_id: Some(profile.id().clone()),
             persist_base_state_id: request.persist_base_state_id.clone(),
+            skill_scope_refs: request.skill_scope_refs.clone(),
             presentation,
             status: AgentRunStatus::Created,
             created_at: now,
@@ -327,6 +331,7 @@ impl AgentRunService {
                 }),
             )
             .await?;
+        let skills = crate::skills::resolve_and_record(&ctx, &invocation.id, profile).await?;
         let inv = InvocationRuntime {
             invocation,
             profile: profile.clone(),
@@ -335,6 +340,7 @@ impl AgentRunService {
             session: ToolSession::default(),
             cancel: ctx.cancel.clone(),
             model,
+            skills,
             delivered: Default::default(),
         };
         Ok((ctx, inv, messages))

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, Clock, HostCommitBridge, IdGenerator,
     ModelConnections, ModelProvider, ProfileRepository, PromptAssemblyBroker, RunJournal,
-    WorkspaceRepository,
+    SkillRepository, WorkspaceRepository,
 };
 
 /// Every port the application needs. Cloning is cheap (all `Arc`s).
@@ -16,6 +16,8 @@ pub struct RuntimeServices {
     pub journal: Arc<dyn RunJournal>,
     pub workspace: Arc<dyn WorkspaceRepository>,
     pub profiles: Arc<dyn ProfileRepository>,
+    /// Skills offered to agents through `skill.list` / `skill.search` / `skill.read`.
+    pub skills: Arc<dyn SkillRepository>,
     /// The run's default provider (profiles with `model.mode = "currentPromptSnapshot"`).
     pub model: Arc<dyn ModelProvider>,
     /// Named connections for profiles with `model.mode = "connectionRef"`.

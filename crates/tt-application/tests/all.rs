@@ -12,5 +12,6 @@ mod drift_and_retry;
 mod handoff;
 mod model_facing_text;
 mod runs;
+mod skills;
 mod streaming;
 mod tool_rules;

@@ -394,10 +394,12 @@ async fn a_target_that_fails_to_start_fails_its_task_and_the_run() {
     )]);
     let h = harness(model);
     h.put_profile(handing_off("writer"));
-    // Valid, but it lists a tool this runtime does not provide yet, so it cannot start.
+    // Valid, but its model connection is not configured here, so it cannot start.
     h.put_profile({
         let mut p = handoff_target("broken");
-        p.tools.allow.push("skill.list".into());
+        p.model.mode = tt_domain::profile::ModelMode::ConnectionRef;
+        p.model.connection_ref = Some("absent".into());
+        p.model.model_id = Some("m".into());
         p
     });
     let run = h.run_to_end(request(Some("writer"))).await;
@@ -409,7 +411,7 @@ async fn a_target_that_fails_to_start_fails_its_task_and_the_run() {
         task.error
             .as_deref()
             .unwrap()
-            .starts_with("agent.tool_unavailable")
+            .starts_with("agent.model_connection_not_found")
     );
     let broken = h
         .store
@@ -420,7 +422,7 @@ async fn a_target_that_fails_to_start_fails_its_task_and_the_run() {
     assert_eq!(broken.status, InvocationStatus::Failed);
     assert_eq!(
         h.first_event(&run.id, "run_partial_success").payload["code"],
-        "agent.tool_unavailable"
+        "agent.model_connection_not_found"
     );
 }
 

@@ -81,6 +81,7 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
         journal: store.clone(),
         workspace: store.clone(),
         profiles: store.clone(),
+        skills: tt_testkit::fakes::InMemorySkills::new(),
         model: Arc::new(StreamingModel { turns }),
         commit_bridge: FakeCommitBridge::approving(),
         prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),

@@ -23,6 +23,7 @@ pub struct Harness {
     pub model: Arc<FakeModel>,
     pub bridge: Arc<FakeCommitBridge>,
     pub broker: Arc<FakePromptBroker>,
+    pub skills: Arc<tt_testkit::fakes::InMemorySkills>,
     pub service: Arc<AgentRunService>,
 }
 
@@ -47,12 +48,14 @@ pub fn harness_full(
     connections: Arc<dyn tt_ports::ModelConnections>,
 ) -> Harness {
     let store = InMemoryStore::new();
+    let skills = tt_testkit::fakes::InMemorySkills::new();
     let services = RuntimeServices {
         runs: store.clone(),
         invocations: store.clone(),
         journal: store.clone(),
         workspace: store.clone(),
         profiles: store.clone(),
+        skills: skills.clone(),
         model: model.clone(),
         connections,
         commit_bridge: bridge.clone(),
@@ -65,6 +68,7 @@ pub fn harness_full(
         model,
         bridge,
         broker,
+        skills,
         service: AgentRunService::new(services),
     }
 }
@@ -82,6 +86,7 @@ pub fn request(profile: Option<&str>) -> StartRunRequest {
         }],
         user_request: Some("Write a short scene.".into()),
         persist_base_state_id: None,
+        skill_scope_refs: Default::default(),
     }
 }
 

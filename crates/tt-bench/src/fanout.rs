@@ -175,6 +175,7 @@ fn start_request(children: u32) -> StartRunRequest {
             "Investigate {children} topics in parallel and collect short notes on each."
         )),
         persist_base_state_id: None,
+        skill_scope_refs: Default::default(),
     }
 }
 

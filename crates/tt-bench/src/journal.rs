@@ -232,6 +232,7 @@ async fn create_run(store: &Arc<UserDataStore>) -> Result<AgentRun> {
         generation_type: json!("normal"),
         profile_id: None,
         persist_base_state_id: None,
+        skill_scope_refs: Default::default(),
         presentation: Presentation::Background,
         status: AgentRunStatus::Created,
         created_at: now,

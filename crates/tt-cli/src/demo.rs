@@ -16,6 +16,8 @@ use tt_runtime::{
 use crate::render::{EventPrinter, agent_tree};
 
 const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
+/// A global skill the writer reads before drafting.
+const SCENE_CRAFT_SKILL: &str = include_str!("../scenarios/writers-room/skill-scene-craft.md");
 /// The style advisor's preset (`preset.mode = "ref"`): its prompt is assembled from this template.
 const ADVISOR_PRESET: &str = include_str!("../scenarios/writers-room/preset-advisors.json");
 const PROFILES: [(&str, &str); 4] = [
@@ -50,6 +52,14 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(&presets).with_context(|| format!("creating {}", presets.display()))?;
     std::fs::write(presets.join("advisors.json"), ADVISOR_PRESET)
         .context("installing the advisors preset")?;
+    runtime
+        .save_skill_file(
+            &tt_runtime::SkillScope::Global,
+            "scene-craft",
+            "SKILL.md",
+            SCENE_CRAFT_SKILL,
+        )
+        .context("installing the scene-craft skill")?;
     for (name, text) in PROFILES {
         let definition: AgentProfileDefinition = serde_json::from_str(text)
             .with_context(|| format!("the bundled profile `{name}` does not parse"))?;
@@ -72,6 +82,7 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
             history: vec![PromptMessage { role: PromptRole::Assistant, content: "The storm is coming.".to_owned() }],
             user_request: Some("Write a short scene about a lighthouse keeper during a storm.".to_owned()),
             persist_base_state_id: None,
+            skill_scope_refs: Default::default(),
         })
         .await?;
     println!("run {} started\n", run.id);

@@ -104,6 +104,16 @@ impl EventPrinter {
             "agent_child_invocation_failed" => {
                 format!("  a delegated task failed: {}", s("message"))
             }
+            "skill_scopes_resolved" => {
+                let count = p
+                    .get("effectiveSkills")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
+                if count == 0 {
+                    return None;
+                }
+                format!("  {count} skill(s) available")
+            }
             "prompt_assembly_completed" => "  prompt assembled from its preset".to_owned(),
             "prompt_assembly_failed" => format!("  prompt assembly failed: {}", s("message")),
             "direct_output_captured" => format!("  plain text saved to {}", s("path")),

@@ -65,6 +65,7 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
             history: Vec::new(),
             user_request: Some(options.request.clone()),
             persist_base_state_id: None,
+            skill_scope_refs: Default::default(),
         })
         .await?;
     println!("run {} started\n", run.id);

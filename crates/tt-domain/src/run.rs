@@ -165,6 +165,9 @@ pub struct AgentRun {
     pub generation_type: Value,
     pub profile_id: Option<ProfileId>,
     pub persist_base_state_id: Option<String>,
+    /// The preset and character the conversation runs with, for skill scopes.
+    #[serde(default)]
+    pub skill_scope_refs: crate::skill::SkillScopeRefs,
     pub presentation: Presentation,
     pub status: AgentRunStatus,
     pub created_at: Timestamp,

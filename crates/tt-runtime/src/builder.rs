@@ -137,6 +137,7 @@ impl AgentRuntimeBuilder {
                 CommitBridgeChoice::Transcript => transcripts.clone(),
                 CommitBridgeChoice::Custom(bridge) => bridge,
             };
+        let skill_store = Arc::clone(&store);
         let host_prompts = Arc::new(HostApiPromptBroker::default());
         let prompt_broker: Arc<dyn tt_ports::PromptAssemblyBroker> =
             match self.prompt_broker.unwrap_or(PromptBrokerChoice::HostApi) {
@@ -151,7 +152,8 @@ impl AgentRuntimeBuilder {
             invocations: store.clone(),
             journal: store.clone(),
             workspace: store.clone(),
-            profiles: store,
+            profiles: store.clone(),
+            skills: store.clone(),
             model: provider,
             connections: Arc::new(self.connections),
             commit_bridge,
@@ -164,6 +166,7 @@ impl AgentRuntimeBuilder {
             host_bridge,
             host_prompts,
             transcripts,
+            skill_store,
             data_dir,
         ))
     }

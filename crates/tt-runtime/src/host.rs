@@ -18,6 +18,7 @@ pub struct AgentRuntime {
     service: Arc<AgentRunService>,
     host_commits: Arc<HostApiCommitBridge>,
     host_prompts: Arc<HostApiPromptBroker>,
+    skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
     transcripts: Arc<TranscriptCommitBridge>,
     data_dir: PathBuf,
 }
@@ -49,12 +50,14 @@ impl AgentRuntime {
         host_commits: Arc<HostApiCommitBridge>,
         host_prompts: Arc<HostApiPromptBroker>,
         transcripts: Arc<TranscriptCommitBridge>,
+        skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
         data_dir: PathBuf,
     ) -> Self {
         Self {
             service,
             host_commits,
             host_prompts,
+            skill_store,
             transcripts,
             data_dir,
         }
@@ -175,6 +178,28 @@ impl AgentRuntime {
             request.assembly,
             request.error,
         )
+    }
+
+    /// Writes one file of a skill (`SKILL.md` or a supporting text file) in a scope.
+    pub fn save_skill_file(
+        &self,
+        scope: &tt_domain::skill::SkillScope,
+        skill_id: &str,
+        path: &str,
+        text: &str,
+    ) -> HostResult<()> {
+        let invalid = |err: tt_domain::DomainError| HostError {
+            code: err.code.to_owned(),
+            message: err.message,
+        };
+        let skill_id = tt_domain::skill::SkillId::parse(skill_id).map_err(invalid)?;
+        let path = tt_domain::skill::SkillFilePath::parse(path).map_err(invalid)?;
+        self.skill_store
+            .put_skill_file(scope, &skill_id, &path, text)
+            .map_err(|err| HostError {
+                code: err.code().to_owned(),
+                message: err.to_string(),
+            })
     }
 
     /// Newest runs first.

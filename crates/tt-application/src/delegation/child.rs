@@ -137,6 +137,7 @@ async fn drive(
         session: ToolSession::default(),
         cancel: cancel.clone(),
         model: prepared.model,
+        skills: prepared.skills,
         delivered: Default::default(),
     };
     let messages = prepared.messages;

@@ -172,6 +172,7 @@ pub fn sample_run(n: u32) -> AgentRun {
         generation_type: json!("normal"),
         profile_id: Some(ProfileId::parse("default-writer").unwrap()),
         persist_base_state_id: None,
+        skill_scope_refs: Default::default(),
         presentation: Presentation::Foreground,
         status: AgentRunStatus::Created,
         created_at: ts(i64::from(n) * 1_000),

@@ -73,6 +73,7 @@ impl Agent {
             generation_type: json!("normal"),
             profile_id: None,
             persist_base_state_id: None,
+            skill_scope_refs: Default::default(),
             presentation: Presentation::Foreground,
             status: AgentRunStatus::Created,
             created_at: created,

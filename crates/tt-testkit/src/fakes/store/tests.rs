@@ -40,6 +40,7 @@ fn run(id: &str, created: i64) -> AgentRun {
         generation_type: json!("normal"),
         profile_id: None,
         persist_base_state_id: None,
+        skill_scope_refs: Default::default(),
         presentation: Presentation::Foreground,
         status: AgentRunStatus::Created,
         created_at: ts(created),
