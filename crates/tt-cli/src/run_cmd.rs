@@ -43,6 +43,7 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
         .data_dir(data_dir)
         .provider(provider)
         .commit_bridge(CommitBridgeChoice::Transcript)
+        .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
         .build()?;
     if let Some(dir) = &options.profiles_dir {
         install_profiles(&runtime, dir).await?;
@@ -134,6 +135,7 @@ async fn install_profiles(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<
         let definition: AgentProfileDefinition = serde_json::from_value(value)
             .with_context(|| format!("{} is not a valid agent profile", path.display()))?;
         let id = definition.id.to_string();
+        install_preset_template(runtime, dir, &definition)?;
         runtime
             .save_profile(definition)
             .await
@@ -143,11 +145,56 @@ async fn install_profiles(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<
     if installed.is_empty() {
         anyhow::bail!("no agent profiles found in {}", dir.display());
     }
+    install_skills(runtime, dir)?;
     println!(
         "installed {} profile(s) from {}: {}",
         installed.len(),
         dir.display(),
         installed.join(", ")
     );
+    Ok(())
+}
+
+/// A profile with `preset.mode = "ref"` and preset `{apiId, name}` gets its prompt assembled from
+/// `<data dir>/presets/<apiId>/<name>.json`; `preset-<name>.json` next to the profile is installed
+/// there.
+fn install_preset_template(
+    runtime: &AgentRuntime,
+    dir: &Path,
+    definition: &AgentProfileDefinition,
+) -> anyhow::Result<()> {
+    let Some(preset) = &definition.preset.preset_ref else {
+        return Ok(());
+    };
+    let source = dir.join(format!("preset-{}.json", preset.name));
+    if !source.is_file() {
+        return Ok(());
+    }
+    let target_dir = runtime.data_dir().join("presets").join(&preset.api_id);
+    std::fs::create_dir_all(&target_dir)
+        .with_context(|| format!("creating {}", target_dir.display()))?;
+    std::fs::copy(&source, target_dir.join(format!("{}.json", preset.name)))
+        .with_context(|| format!("installing the preset template {}", source.display()))?;
+    Ok(())
+}
+
+/// Every `skill-<id>.md` in `dir` becomes the global skill `<id>` (its `SKILL.md`).
+fn install_skills(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<()> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(id) = name
+            .strip_prefix("skill-")
+            .and_then(|rest| rest.strip_suffix(".md"))
+        else {
+            continue;
+        };
+        let text =
+            std::fs::read_to_string(entry.path()).with_context(|| format!("cannot read {name}"))?;
+        runtime
+            .save_skill_file(&tt_runtime::SkillScope::Global, id, "SKILL.md", &text)
+            .with_context(|| format!("installing the skill in {name}"))?;
+    }
     Ok(())
 }
