@@ -74,6 +74,21 @@ impl EventPrinter {
                 }
                 format!("“{narration}”")
             }
+            "model_delta" => {
+                let text = s("text");
+                let text = text.trim();
+                if text.is_empty() {
+                    return None;
+                }
+                // Live output, one coalesced piece at a time.
+                let shown: String = text.chars().take(100).collect();
+                let more = if text.chars().count() > 100 {
+                    "…"
+                } else {
+                    ""
+                };
+                format!("  … {shown}{more}")
+            }
             "tool_call_started" => format!("▸ {}", s("name")),
             "tool_call_failed" => format!("✗ {} [{}] {}", s("name"), s("errorCode"), s("message")),
             "workspace_file_written" => format!("  wrote {} ({} chars)", s("path"), n("chars")),

@@ -155,7 +155,10 @@ impl AgentRuntimeBuilder {
             profiles: store.clone(),
             skills: store.clone(),
             model: provider,
-            connections: Arc::new(self.connections),
+            connections: Arc::new(
+                self.connections
+                    .with_directory(data_dir.join("connections")),
+            ),
             commit_bridge,
             prompt_broker,
             clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),

@@ -1,5 +1,5 @@
-//! Named model connections registered with the builder, resolved by a profile's
-//! `model.connectionRef`.
+//! Named model connections, resolved by a profile's `model.connectionRef`: those registered
+//! with the builder, then connection files `<data dir>/connections/<name>.json`.
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -7,10 +7,47 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tt_ports::{ModelConnections, ModelError, ModelProvider, ResolvedConnection};
 
-/// A fixed set of connections: name → provider (+ a non-secret description for events).
+/// Connections by name: registered ones (name → provider + a non-secret description for
+/// events), then, if a directory is set, `<dir>/<name>.json` files built on first use.
 #[derive(Default, Clone)]
 pub struct NamedConnections {
     entries: HashMap<String, (Arc<dyn ModelProvider>, Value)>,
+    dir: Option<std::path::PathBuf>,
+    built: Arc<std::sync::Mutex<HashMap<String, (Arc<dyn ModelProvider>, Value)>>>,
+}
+
+/// A connection file: `{"connection": "openai:http://127.0.0.1:8080/v1", "model": "local",
+/// "apiKeyEnv": "OPENAI_API_KEY", "stream": true, "timeoutSecs": 600}` (all but `connection`
+/// optional). The key itself never goes in the file, only the variable's name.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConnectionFile {
+    pub connection: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub stream: bool,
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+impl ConnectionFile {
+    pub fn to_spec(&self) -> anyhow::Result<crate::connections::ConnectionSpec> {
+        let mut spec =
+            crate::connections::ConnectionSpec::parse(&self.connection)?.with_stream(self.stream);
+        if let Some(model) = &self.model {
+            spec = spec.with_model(model.clone());
+        }
+        if let Some(env) = &self.api_key_env {
+            spec = spec.with_api_key_env(env.clone());
+        }
+        if let Some(secs) = self.timeout_secs {
+            spec = spec.with_request_timeout(std::time::Duration::from_secs(secs));
+        }
+        Ok(spec)
+    }
 }
 
 impl std::fmt::Debug for NamedConnections {
@@ -36,6 +73,54 @@ impl NamedConnections {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+
+    /// Also look for `<dir>/<name>.json` connection files.
+    pub fn with_directory(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    fn from_file(&self, name: &str) -> Result<Option<(Arc<dyn ModelProvider>, Value)>, ModelError> {
+        let Some(dir) = &self.dir else {
+            return Ok(None);
+        };
+        if !tt_domain::ids::is_valid_storage_segment(name) {
+            return Ok(None);
+        }
+        let mut built = self
+            .built
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(entry) = built.get(name) {
+            return Ok(Some(entry.clone()));
+        }
+        let path = dir.join(format!("{name}.json"));
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => {
+                return Err(ModelError::Other(format!(
+                    "connection file {}: {err}",
+                    path.display()
+                )));
+            }
+        };
+        let file: ConnectionFile = serde_json::from_str(&text).map_err(|err| {
+            ModelError::Other(format!("connection file {}: {err}", path.display()))
+        })?;
+        let spec = file
+            .to_spec()
+            .map_err(|err| ModelError::Other(format!("connection `{name}`: {err}")))?;
+        let provider = crate::connections::build_provider(&spec)
+            .map_err(|err| ModelError::Other(format!("connection `{name}`: {err}")))?;
+        let mut description = spec.description();
+        description["name"] = json!(name);
+        built.insert(
+            name.to_owned(),
+            (Arc::clone(&provider), description.clone()),
+        );
+        Ok(Some((provider, description)))
+    }
 }
 
 #[async_trait]
@@ -44,6 +129,14 @@ impl ModelConnections for NamedConnections {
         &self,
         connection_ref: &str,
     ) -> Result<Option<ResolvedConnection>, ModelError> {
+        if !self.entries.contains_key(connection_ref) {
+            return Ok(self
+                .from_file(connection_ref)?
+                .map(|(provider, description)| ResolvedConnection {
+                    provider,
+                    description,
+                }));
+        }
         Ok(self
             .entries
             .get(connection_ref)
@@ -55,5 +148,33 @@ impl ModelConnections for NamedConnections {
                     description.clone()
                 },
             }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn connection_files_are_found_by_name_and_built_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("local.json"),
+            r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "m", "stream": true}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("broken.json"),
+            r#"{"connection": "nope:x"}"#,
+        )
+        .unwrap();
+        let connections = NamedConnections::default().with_directory(dir.path());
+        let first = connections.resolve("local").await.unwrap().unwrap();
+        assert_eq!(first.description["name"], "local");
+        let second = connections.resolve("local").await.unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first.provider, &second.provider));
+        assert!(connections.resolve("missing").await.unwrap().is_none());
+        assert!(connections.resolve("../escape").await.unwrap().is_none());
+        assert!(connections.resolve("broken").await.is_err());
     }
 }
