@@ -7,13 +7,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tt_ports::{ModelConnections, ModelError, ModelProvider, ResolvedConnection};
 
+/// A provider and its non-secret description.
+type Entry = (Arc<dyn ModelProvider>, Value);
+
 /// Connections by name: registered ones (name → provider + a non-secret description for
 /// events), then, if a directory is set, `<dir>/<name>.json` files built on first use.
 #[derive(Default, Clone)]
 pub struct NamedConnections {
-    entries: HashMap<String, (Arc<dyn ModelProvider>, Value)>,
+    entries: HashMap<String, Entry>,
     dir: Option<std::path::PathBuf>,
-    built: Arc<std::sync::Mutex<HashMap<String, (Arc<dyn ModelProvider>, Value)>>>,
+    built: Arc<std::sync::Mutex<HashMap<String, Entry>>>,
 }
 
 /// A connection file: `{"connection": "openai:http://127.0.0.1:8080/v1", "model": "local",
@@ -80,7 +83,7 @@ impl NamedConnections {
         self
     }
 
-    fn from_file(&self, name: &str) -> Result<Option<(Arc<dyn ModelProvider>, Value)>, ModelError> {
+    fn load_file(&self, name: &str) -> Result<Option<Entry>, ModelError> {
         let Some(dir) = &self.dir else {
             return Ok(None);
         };
@@ -131,7 +134,7 @@ impl ModelConnections for NamedConnections {
     ) -> Result<Option<ResolvedConnection>, ModelError> {
         if !self.entries.contains_key(connection_ref) {
             return Ok(self
-                .from_file(connection_ref)?
+                .load_file(connection_ref)?
                 .map(|(provider, description)| ResolvedConnection {
                     provider,
                     description,
