@@ -5,12 +5,12 @@
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::invocation::{ExitPolicy, InvocationStatus};
 use tt_domain::model::AgentModelMessage;
-use tt_domain::task::{TaskContinuation, TaskStatus, TaskTransition};
+use tt_domain::task::{TaskContinuation, TaskStatus};
 
 use crate::context::{InvocationRuntime, RunContext, ToolSession};
 use crate::delegation::child::check_model_configured;
 use crate::delegation::rendering::render_handoff_brief;
-use crate::delegation::scheduler::emit_task_event;
+use crate::delegation::scheduler::transition_task;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Moves a task to `status` (first terminal write wins) and journals the change.
@@ -20,23 +20,7 @@ pub async fn settle_task(
     status: TaskStatus,
     error: Option<String>,
 ) -> ApplicationResult<()> {
-    let outcome = ctx
-        .services
-        .invocations
-        .transition_task(
-            &ctx.run_id,
-            task_id,
-            &TaskTransition {
-                status,
-                result_ref: None,
-                error,
-            },
-            ctx.services.clock.now(),
-        )
-        .await?;
-    if outcome.changed {
-        emit_task_event(ctx, &outcome.task).await?;
-    }
+    transition_task(ctx, task_id, status, None, error).await?;
     Ok(())
 }
 
@@ -88,22 +72,7 @@ pub async fn prepare_handoff(
     invocation_id: &InvocationId,
 ) -> ApplicationResult<(InvocationRuntime, Vec<AgentModelMessage>)> {
     let services = &ctx.services;
-    let started = services
-        .invocations
-        .transition_task(
-            &ctx.run_id,
-            task_id,
-            &TaskTransition {
-                status: TaskStatus::Running,
-                result_ref: None,
-                error: None,
-            },
-            services.clock.now(),
-        )
-        .await?;
-    if started.changed {
-        emit_task_event(ctx, &started.task).await?;
-    }
+    let started = transition_task(ctx, task_id, TaskStatus::Running, None, None).await?;
     let task = started.task;
     let mut invocation = services
         .invocations

@@ -10,7 +10,7 @@ use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
 use tt_domain::model::{AgentModelMessage, ModelRole};
-use tt_domain::profile::{ModelMode, ResolvedProfile};
+use tt_domain::profile::ResolvedProfile;
 use tt_domain::run::{
     AgentRun, AgentRunStatus, ConversationKind, derive_workspace_id, normalize_stable_chat_id,
 };
@@ -123,7 +123,7 @@ impl AgentRunService {
                 ),
             ));
         }
-        check_model_configured(&profile)?;
+        crate::delegation::child::check_model_configured(&profile)?;
         if let Some(base) = &request.persist_base_state_id
             && !tt_domain::ids::is_valid_storage_segment(base)
         {
@@ -704,18 +704,5 @@ impl AgentRunService {
         self.active
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()> {
-    match profile.definition.model.mode {
-        ModelMode::RequiresConfiguration => Err(ApplicationError::fatal(
-            "agent.profile_model_requires_configuration",
-            format!(
-                "profile `{}` needs a model to be configured before it can run",
-                profile.id()
-            ),
-        )),
-        ModelMode::CurrentPromptSnapshot | ModelMode::ConnectionRef => Ok(()),
     }
 }

@@ -9,11 +9,11 @@ use tt_domain::event::RunEventType;
 use tt_domain::invocation::{ExitPolicy, InvocationStatus};
 use tt_domain::profile::{ModelMode, ResolvedProfile};
 use tt_domain::run::Presentation;
-use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskStatus, TaskTransition};
+use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskStatus};
 use tt_domain::tool::ToolName;
 
 use super::rendering::render_task_brief;
-use super::scheduler::emit_task_event;
+use super::scheduler::transition_task;
 use crate::context::{InvocationRuntime, RunContext, ToolSession};
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::tool_loop::{LoopOutcome, run_tool_loop};
@@ -82,24 +82,11 @@ async fn drive(
     invocation_slot: &mut Option<tt_domain::invocation::AgentInvocation>,
 ) -> ApplicationResult<()> {
     let services = &ctx.services;
-    let started = services
-        .invocations
-        .transition_task(
-            &ctx.run_id,
-            &task.id,
-            &TaskTransition {
-                status: TaskStatus::Running,
-                result_ref: None,
-                error: None,
-            },
-            services.clock.now(),
-        )
-        .await?;
+    let started = transition_task(ctx, &task.id, TaskStatus::Running, None, None).await?;
     if !started.changed {
         // Cancelled (or otherwise ended) before it could start.
         return Err(ApplicationError::cancelled());
     }
-    emit_task_event(ctx, &started.task).await?;
     ctx.scheduler.notify();
     let mut invocation = services
         .invocations
@@ -170,23 +157,14 @@ async fn fail_task(
     error: &ApplicationError,
 ) -> ApplicationResult<()> {
     let message = error.to_string();
-    let outcome = ctx
-        .services
-        .invocations
-        .transition_task(
-            &ctx.run_id,
-            &task.id,
-            &TaskTransition {
-                status: TaskStatus::Failed,
-                result_ref: None,
-                error: Some(message.clone()),
-            },
-            ctx.services.clock.now(),
-        )
-        .await?;
-    if outcome.changed {
-        emit_task_event(ctx, &outcome.task).await?;
-    }
+    transition_task(
+        ctx,
+        &task.id,
+        TaskStatus::Failed,
+        None,
+        Some(message.clone()),
+    )
+    .await?;
     let mut invocation = match invocation {
         Some(invocation) => invocation,
         None => {

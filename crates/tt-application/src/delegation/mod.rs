@@ -9,4 +9,5 @@ pub mod rendering;
 pub mod results;
 pub mod scheduler;
 pub mod specs;
+pub mod targets;
 pub mod tools;

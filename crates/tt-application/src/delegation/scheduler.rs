@@ -127,22 +127,15 @@ impl TaskScheduler {
                 let _ = handle.await;
             }
         }
-        let outcome = ctx
-            .services
-            .invocations
-            .transition_task(
-                &ctx.run_id,
-                task_id,
-                &TaskTransition {
-                    status: TaskStatus::Cancelled,
-                    result_ref: None,
-                    error: Some(reason.to_owned()),
-                },
-                ctx.services.clock.now(),
-            )
-            .await?;
+        let outcome = transition_task(
+            ctx,
+            task_id,
+            TaskStatus::Cancelled,
+            None,
+            Some(reason.to_owned()),
+        )
+        .await?;
         if outcome.changed {
-            emit_task_event(ctx, &outcome.task).await?;
             let mut invocation = ctx
                 .services
                 .invocations
@@ -196,6 +189,35 @@ async fn unfinished_delegations(ctx: &RunContext) -> ApplicationResult<Vec<Agent
             task.continuation == TaskContinuation::ReturnToParent && !task.status.is_terminal()
         })
         .collect())
+}
+
+/// Moves a task to `status` through the repository's conditional transition (first terminal
+/// write wins) and journals `agent_task_<status>` when it changed.
+pub async fn transition_task(
+    ctx: &RunContext,
+    task_id: &TaskId,
+    status: TaskStatus,
+    result_ref: Option<String>,
+    error: Option<String>,
+) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
+    let outcome = ctx
+        .services
+        .invocations
+        .transition_task(
+            &ctx.run_id,
+            task_id,
+            &TaskTransition {
+                status,
+                result_ref,
+                error,
+            },
+            ctx.services.clock.now(),
+        )
+        .await?;
+    if outcome.changed {
+        emit_task_event(ctx, &outcome.task).await?;
+    }
+    Ok(outcome)
 }
 
 /// Journals `agent_task_<status>` for a task that just changed.

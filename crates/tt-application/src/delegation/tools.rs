@@ -4,12 +4,10 @@
 use serde_json::json;
 use std::time::Duration;
 use tt_domain::event::RunEventType;
-use tt_domain::ids::{InvocationId, ProfileId, TaskId};
-use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationKind, InvocationStatus};
-use tt_domain::profile::{DEFAULT_PROFILE_ID, ResolvedProfile};
-use tt_domain::task::{
-    AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition, next_workspace_key,
-};
+use tt_domain::ids::{ProfileId, TaskId};
+use tt_domain::invocation::ExitPolicy;
+use tt_domain::profile::DEFAULT_PROFILE_ID;
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::task_result::{
     AgentTaskResultDocument, TASK_RESULT_KIND, TaskResultRuntime, TaskResultStatus,
     summary_path_for,
@@ -25,6 +23,8 @@ use super::rendering::{
     AgentListEntry, CapsuleEntry, render_agent_list, render_capsule, render_summary_file,
 };
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
+use super::scheduler::transition_task;
+use super::targets::{NewTask, Operation, open_task, resolve_target, target_denial};
 use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
@@ -166,34 +166,8 @@ pub async fn agent_delegate(
         )
         .into());
     }
-    let agent_id = ProfileId::parse(&args.agent_id).map_err(|_| {
-        ToolError::invalid_arguments(format!(
-            "`agentId` `{}` is not an agent id; use an id from `{}`.",
-            args.agent_id,
-            ToolName::AgentList.model_alias()
-        ))
-    })?;
-    let target =
-        match crate::profiles::resolve(ctx.services.profiles.as_ref(), Some(agent_id.as_str()))
-            .await
-        {
-            Ok(target) => target,
-            Err(ApplicationError::Fatal {
-                code: "agent.profile_not_found",
-                ..
-            }) => {
-                return Err(ToolError::new(
-                    "agent.target_profile_not_found",
-                    format!(
-                        "There is no agent `{agent_id}`. Use `{}` to see who you can call on.",
-                        ToolName::AgentList.model_alias()
-                    ),
-                )
-                .into());
-            }
-            Err(other) => return Err(other.into()),
-        };
-    if let Some(prefix) = subagent_target_denial(&target, inv.profile.id()) {
+    let (agent_id, target) = resolve_target(ctx, &args.agent_id, Operation::Delegate).await?;
+    if let Some(prefix) = target_denial(&target, inv.profile.id(), Operation::Delegate) {
         return Err(ToolError::new(
             "agent.delegation_policy_denied",
             format!(
@@ -258,76 +232,25 @@ pub async fn agent_delegate(
         )
         .into());
     }
-
-    let now = ctx.services.clock.now();
-    let workspace_key = next_workspace_key(
-        agent_id.as_str(),
-        all_tasks.iter().map(|task| task.workspace_key.as_str()),
-    );
-    let child_id = InvocationId::generate(&ctx.services.ids.next_token());
-    let task_id = TaskId::generate_delegate(&ctx.services.ids.next_token());
-    let child = AgentInvocation {
-        id: child_id.clone(),
-        run_id: ctx.run_id.clone(),
-        parent_invocation_id: Some(inv.invocation.id.clone()),
-        profile_id: agent_id.clone(),
-        kind: InvocationKind::Subagent,
-        status: InvocationStatus::Created,
-        exit_policy: ExitPolicy::TaskReturnRequired,
-        created_at: now,
-        updated_at: now,
-    };
-    ctx.services.invocations.save_invocation(&child).await?;
-    ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::AgentInvocationCreated,
-            json!({
-                "invocationId": child.id, "parentInvocationId": inv.invocation.id, "profileId": agent_id,
-                "kind": child.kind.as_str(), "status": child.status.as_str(), "exitPolicy": child.exit_policy.as_str(),
-                "taskId": task_id,
-            }),
-        )
-        .await?;
-    let task = AgentTaskRecord {
-        id: task_id.clone(),
-        run_id: ctx.run_id.clone(),
-        parent_invocation_id: inv.invocation.id.clone(),
-        child_invocation_id: child_id.clone(),
-        target_profile_id: agent_id.clone(),
-        workspace_key: workspace_key.clone(),
+    let new = NewTask {
+        target: agent_id.clone(),
         continuation: TaskContinuation::ReturnToParent,
-        status: TaskStatus::Queued,
-        task: args.task.clone(),
+        brief: args.task,
         budget: args.budget,
-        created_by_tool_call_id: Some(call.id.clone()),
-        result_ref: None,
-        error: None,
-        created_at: now,
-        updated_at: now,
     };
-    ctx.services.invocations.create_task(&task).await?;
-    ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::AgentTaskRegistered,
-            json!({
-                "taskId": task_id, "parentInvocationId": inv.invocation.id, "childInvocationId": child_id,
-                "targetProfileId": agent_id, "workspaceKey": workspace_key, "continuation": "return_to_parent",
-                "status": "queued",
-            }),
-        )
-        .await?;
+    let task = open_task(ctx, inv, call, &all_tasks, new).await?;
     ctx.events
         .info(
             &ctx.run_id,
             RunEventType::AgentDelegateStarted,
             json!({
-                "taskId": task_id, "parentInvocationId": inv.invocation.id, "childInvocationId": child_id,
-                "targetProfileId": agent_id, "workspaceKey": workspace_key,
+                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
+                "childInvocationId": task.child_invocation_id, "targetProfileId": agent_id,
+                "workspaceKey": task.workspace_key,
             }),
         )
         .await?;
+    let task_id = task.id.clone();
     ctx.scheduler.submit(ctx, task)?;
     let content = format!(
         "Task started for `{agent_id}` (task id `{task_id}`). It runs in the background, so keep working. Call `{}` only when your next decision depends on its result; finished results are also shown to you automatically.",
@@ -337,22 +260,6 @@ pub async fn agent_delegate(
         content,
         json!({"taskId": task_id, "status": "queued", "agentId": agent_id}),
     ))
-}
-
-/// Why `target` cannot take a delegated task from `caller` (a contract message prefix).
-fn subagent_target_denial(target: &ResolvedProfile, caller: &ProfileId) -> Option<&'static str> {
-    let policy = &target.definition.delegation;
-    if !policy.callable {
-        Some("agent.target_not_callable")
-    } else if !policy.allow_as_subagent {
-        Some("agent.target_not_subagent")
-    } else if !policy.allows_caller(caller) {
-        Some("agent.target_caller_denied")
-    } else if check_model_configured(target).is_err() {
-        Some("agent.profile_model_requires_configuration")
-    } else {
-        None
-    }
 }
 
 /// `agent.await`: waits on the scheduler's change signal (never polls) until the mode's
@@ -601,27 +508,15 @@ pub async fn task_return(
         )
         .await
         .map_err(|err: StorageError| ToolCallError::Fatal(err.into()))?;
-    let outcome = ctx
-        .services
-        .invocations
-        .transition_task(
-            &ctx.run_id,
-            &task.id,
-            &TaskTransition {
-                status: match args.status {
-                    TaskResultStatus::Completed => TaskStatus::Completed,
-                    TaskResultStatus::Failed => TaskStatus::Failed,
-                },
-                result_ref: Some(result_ref.clone()),
-                error: None,
-            },
-            ctx.services.clock.now(),
-        )
-        .await?;
+    let final_status = match args.status {
+        TaskResultStatus::Completed => TaskStatus::Completed,
+        TaskResultStatus::Failed => TaskStatus::Failed,
+    };
+    let outcome =
+        transition_task(ctx, &task.id, final_status, Some(result_ref.clone()), None).await?;
     if !outcome.changed {
         return Err(already_finished());
     }
-    super::scheduler::emit_task_event(ctx, &outcome.task).await?;
     ctx.events
         .info(
             &ctx.run_id,
