@@ -13,8 +13,6 @@ use tt_runtime::{
     PromptMessage, PromptRole, ScriptedProvider, StartRunRequest,
 };
 
-use crate::render::{EventPrinter, agent_tree};
-
 const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
 /// A global skill the writer reads before drafting.
 const SCENE_CRAFT_SKILL: &str = include_str!("../scenarios/writers-room/skill-scene-craft.md");
@@ -85,42 +83,7 @@ pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
             skill_scope_refs: Default::default(),
         })
         .await?;
-    println!("run {} started\n", run.id);
-    let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
-    let mut printer = EventPrinter::default();
-    while let Some(event) = stream.next().await? {
-        if let Some(line) = printer.line(&event) {
-            println!("{line}");
-        }
-    }
-    let finished = runtime.wait_for_run(run.id.as_str()).await?;
-    println!("\nagents:");
-    print!(
-        "{}",
-        agent_tree(&runtime.timeline_projection(run.id.as_str()).await?)
-    );
-    let transcript = runtime.transcript(finished.workspace_id.as_str())?;
-    let published: Vec<_> = transcript
-        .iter()
-        .filter(|entry| entry.run_id == finished.id.as_str())
-        .collect();
-    match published.last() {
-        Some(entry) => {
-            println!(
-                "\n── committed message {} ({}) ──",
-                entry.message_id, entry.path
-            );
-            println!("{}", entry.content.trim_end());
-            println!("──");
-        }
-        None => println!("\n(no message was committed)"),
-    }
-    let usage = runtime.usage(finished.id.as_str()).await?;
-    println!(
-        "model usage: {} calls, {} input tokens, {} output tokens",
-        usage.model_calls, usage.input_tokens, usage.output_tokens
-    );
-    println!("run {} ended: {}", finished.id, finished.status.as_str());
+    let finished = crate::live::follow(&runtime, &run).await?;
     if finished.status != tt_runtime::AgentRunStatus::Completed {
         anyhow::bail!(
             "the demo run did not complete (status {})",

@@ -1,6 +1,7 @@
 //! `tt-agent`: run the bundled demo, start real runs, and inspect stored runs and their journals.
 
 mod demo;
+mod live;
 mod render;
 mod run_cmd;
 

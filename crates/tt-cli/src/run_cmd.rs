@@ -9,8 +9,6 @@ use tt_runtime::{
     ConnectionSpec, ConversationKind, StartRunRequest, build_provider,
 };
 
-use crate::render::{EventPrinter, agent_tree};
-
 /// The `kind` every agent profile file declares; other JSON files in `--profiles` are skipped.
 const PROFILE_KIND: &str = "tauritavern.agentProfile";
 
@@ -69,41 +67,7 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
             skill_scope_refs: Default::default(),
         })
         .await?;
-    println!("run {} started\n", run.id);
-    let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
-    let mut printer = EventPrinter::default();
-    while let Some(event) = stream.next().await? {
-        if let Some(line) = printer.line(&event) {
-            println!("{line}");
-        }
-    }
-    let finished = runtime.wait_for_run(run.id.as_str()).await?;
-    println!("\nagents:");
-    print!(
-        "{}",
-        agent_tree(&runtime.timeline_projection(run.id.as_str()).await?)
-    );
-    let transcript = runtime.transcript(finished.workspace_id.as_str())?;
-    match transcript
-        .iter()
-        .rfind(|entry| entry.run_id == finished.id.as_str())
-    {
-        Some(entry) => {
-            println!(
-                "\n── committed message {} ({}) ──",
-                entry.message_id, entry.path
-            );
-            println!("{}", entry.content.trim_end());
-            println!("──");
-        }
-        None => println!("\n(no message was committed)"),
-    }
-    let usage = runtime.usage(finished.id.as_str()).await?;
-    println!(
-        "model usage: {} calls, {} input tokens, {} output tokens",
-        usage.model_calls, usage.input_tokens, usage.output_tokens
-    );
-    println!("run {} ended: {}", finished.id, finished.status.as_str());
+    let finished = crate::live::follow(&runtime, &run).await?;
     match finished.status {
         AgentRunStatus::Completed => Ok(()),
         status => anyhow::bail!(

@@ -1,0 +1,46 @@
+//! Following a run in the terminal: its events live, then the agent tree, the published text
+//! and the token usage. Shared by `demo` and `run`.
+
+use tt_runtime::{AgentRun, AgentRuntime};
+
+use crate::render::{EventPrinter, agent_tree};
+
+/// Prints the run's events as they happen and a report at the end; returns the final run.
+pub async fn follow(runtime: &AgentRuntime, run: &AgentRun) -> anyhow::Result<AgentRun> {
+    println!("run {} started\n", run.id);
+    let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
+    let mut printer = EventPrinter::default();
+    while let Some(event) = stream.next().await? {
+        if let Some(line) = printer.line(&event) {
+            println!("{line}");
+        }
+    }
+    let finished = runtime.wait_for_run(run.id.as_str()).await?;
+    println!("\nagents:");
+    print!(
+        "{}",
+        agent_tree(&runtime.timeline_projection(run.id.as_str()).await?)
+    );
+    let transcript = runtime.transcript(finished.workspace_id.as_str())?;
+    match transcript
+        .iter()
+        .rfind(|entry| entry.run_id == finished.id.as_str())
+    {
+        Some(entry) => {
+            println!(
+                "\n── committed message {} ({}) ──",
+                entry.message_id, entry.path
+            );
+            println!("{}", entry.content.trim_end());
+            println!("──");
+        }
+        None => println!("\n(no message was committed)"),
+    }
+    let usage = runtime.usage(finished.id.as_str()).await?;
+    println!(
+        "model usage: {} calls, {} input tokens, {} output tokens",
+        usage.model_calls, usage.input_tokens, usage.output_tokens
+    );
+    println!("run {} ended: {}", finished.id, finished.status.as_str());
+    Ok(finished)
+}
