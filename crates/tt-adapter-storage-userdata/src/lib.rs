@@ -28,6 +28,7 @@ mod journal;
 mod layout;
 mod locks;
 mod profiles;
+mod records;
 mod runs;
 mod skills;
 mod workspace;
@@ -71,6 +72,8 @@ pub(crate) struct Inner {
     journals: Mutex<HashMap<RunId, JournalSlot>>,
     pub(crate) locks: KeyedLocks,
     pub(crate) journal_bytes_read: AtomicU64,
+    /// Write-through view of each run's invocation and task records.
+    pub(crate) records: records::RecordCache,
 }
 
 impl UserDataStore {
@@ -84,6 +87,7 @@ impl UserDataStore {
                 run_dirs: Mutex::new(HashMap::new()),
                 journals: Mutex::new(HashMap::new()),
                 locks: KeyedLocks::default(),
+                records: records::RecordCache::default(),
                 journal_bytes_read: AtomicU64::new(0),
             }),
         }))

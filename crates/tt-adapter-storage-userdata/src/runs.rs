@@ -25,6 +25,7 @@ use crate::fsutil::{self, json_file_stems, read_json, write_json_atomic};
 use crate::layout::{
     self, INVOCATIONS_DIR, MANIFEST_FILE, RUN_FILE, TASKS_DIR, check_segment, document_path,
 };
+use crate::records;
 
 fn run_lock(run_id: &RunId) -> String {
     format!("run:{run_id}")
@@ -186,8 +187,14 @@ impl AgentInvocationRepository for UserDataStore {
         self.blocking(move |inner| {
             check_segment("invocation id", invocation.id.as_str())?;
             let dir = inner.run_dir(&invocation.run_id)?.join(INVOCATIONS_DIR);
+            let view = inner.records.run(&invocation.run_id);
+            let mut view = records::lock(&view);
             fsutil::create_dir_all(&dir)?;
-            write_json_atomic(&dir.join(format!("{}.json", invocation.id)), &invocation)
+            write_json_atomic(&dir.join(format!("{}.json", invocation.id)), &invocation)?;
+            if let Some(invocations) = view.invocations.as_mut() {
+                invocations.insert(invocation.id.clone(), invocation);
+            }
+            Ok(())
         })
         .await
     }
@@ -205,6 +212,14 @@ impl AgentInvocationRepository for UserDataStore {
                 .run_dir(&run_id)?
                 .join(INVOCATIONS_DIR)
                 .join(format!("{invocation_id}.json"));
+            let view = inner.records.run(&run_id);
+            let view = records::lock(&view);
+            if let Some(invocations) = view.invocations.as_ref() {
+                return invocations
+                    .get(&invocation_id)
+                    .cloned()
+                    .ok_or_else(|| StorageError::not_found(format!("invocation {invocation_id}")));
+            }
             read_json(&path)?
                 .ok_or_else(|| StorageError::not_found(format!("invocation {invocation_id}")))
         })
@@ -215,9 +230,20 @@ impl AgentInvocationRepository for UserDataStore {
         let run_id = run_id.clone();
         self.blocking(move |inner| {
             let dir = inner.run_dir(&run_id)?.join(INVOCATIONS_DIR);
-            load_all(&dir, |inv: &AgentInvocation| {
-                (inv.created_at, inv.id.clone())
-            })
+            let view = inner.records.run(&run_id);
+            let mut view = records::lock(&view);
+            if view.invocations.is_none() {
+                let loaded: Vec<AgentInvocation> = load_all(&dir, |inv: &AgentInvocation| {
+                    (inv.created_at, inv.id.clone())
+                })?;
+                view.invocations = Some(
+                    loaded
+                        .into_iter()
+                        .map(|inv| (inv.id.clone(), inv))
+                        .collect(),
+                );
+            }
+            Ok(view.sorted_invocations().unwrap_or_default())
         })
         .await
     }
@@ -230,13 +256,19 @@ impl AgentInvocationRepository for UserDataStore {
             check_segment("task id", task.id.as_str())?;
             let dir = inner.run_dir(&task.run_id)?.join(TASKS_DIR);
             let path = dir.join(format!("{}.json", task.id));
+            let view = inner.records.run(&task.run_id);
+            let mut view = records::lock(&view);
             if path.exists() {
                 return Err(StorageError::AlreadyExists {
                     what: format!("task {}", task.id),
                 });
             }
             fsutil::create_dir_all(&dir)?;
-            write_json_atomic(&path, &task)
+            write_json_atomic(&path, &task)?;
+            if let Some(tasks) = view.tasks.as_mut() {
+                tasks.insert(task.id.clone(), task);
+            }
+            Ok(())
         })
         .await
     }
@@ -244,17 +276,40 @@ impl AgentInvocationRepository for UserDataStore {
     async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord> {
         let run_id = run_id.clone();
         let task_id = task_id.clone();
-        self.blocking(move |inner| load_task_sync(&inner.run_dir(&run_id)?, &task_id))
-            .await
+        self.blocking(move |inner| {
+            let run_dir = inner.run_dir(&run_id)?;
+            let view = inner.records.run(&run_id);
+            let view = records::lock(&view);
+            if let Some(tasks) = view.tasks.as_ref() {
+                layout::check_segment("task id", task_id.as_str())?;
+                return tasks
+                    .get(&task_id)
+                    .cloned()
+                    .ok_or_else(|| StorageError::not_found(format!("task {task_id}")));
+            }
+            load_task_sync(&run_dir, &task_id)
+        })
+        .await
     }
 
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>> {
         let run_id = run_id.clone();
         self.blocking(move |inner| {
             let dir = inner.run_dir(&run_id)?.join(TASKS_DIR);
-            load_all(&dir, |task: &AgentTaskRecord| {
-                (task.created_at, task.id.clone())
-            })
+            let view = inner.records.run(&run_id);
+            let mut view = records::lock(&view);
+            if view.tasks.is_none() {
+                let loaded: Vec<AgentTaskRecord> = load_all(&dir, |task: &AgentTaskRecord| {
+                    (task.created_at, task.id.clone())
+                })?;
+                view.tasks = Some(
+                    loaded
+                        .into_iter()
+                        .map(|task| (task.id.clone(), task))
+                        .collect(),
+                );
+            }
+            Ok(view.sorted_tasks().unwrap_or_default())
         })
         .await
     }
@@ -275,13 +330,26 @@ impl AgentInvocationRepository for UserDataStore {
         self.blocking(move |inner| {
             let _guard = guard;
             let run_dir = inner.run_dir(&run_id)?;
-            let mut task = load_task_sync(&run_dir, &task_id)?;
+            let view = inner.records.run(&run_id);
+            let mut view = records::lock(&view);
+            let cached = view
+                .tasks
+                .as_ref()
+                .map(|tasks| tasks.get(&task_id).cloned());
+            let mut task = match cached {
+                Some(Some(task)) => task,
+                Some(None) => return Err(StorageError::not_found(format!("task {task_id}"))),
+                None => load_task_sync(&run_dir, &task_id)?,
+            };
             let changed = task.apply_transition(&transition, now)?;
             if changed {
                 write_json_atomic(
                     &run_dir.join(TASKS_DIR).join(format!("{task_id}.json")),
                     &task,
                 )?;
+                if let Some(tasks) = view.tasks.as_mut() {
+                    tasks.insert(task_id.clone(), task.clone());
+                }
             }
             Ok(TaskTransitionOutcome { task, changed })
         })
