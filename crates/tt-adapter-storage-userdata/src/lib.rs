@@ -74,6 +74,8 @@ pub(crate) struct Inner {
     pub(crate) journal_bytes_read: AtomicU64,
     /// Write-through view of each run's invocation and task records.
     pub(crate) records: records::RecordCache,
+    /// Last checkpoint seq of each run that took one in this process.
+    pub(crate) checkpoint_seqs: Mutex<HashMap<RunId, u64>>,
 }
 
 impl UserDataStore {
@@ -88,6 +90,7 @@ impl UserDataStore {
                 journals: Mutex::new(HashMap::new()),
                 locks: KeyedLocks::default(),
                 records: records::RecordCache::default(),
+                checkpoint_seqs: Mutex::new(HashMap::new()),
                 journal_bytes_read: AtomicU64::new(0),
             }),
         }))

@@ -529,18 +529,29 @@ fn checkpoint_sync(
     let base = RunBase::new(inner, run_id)?;
     let checkpoints = base.dir.join(CHECKPOINTS_DIR);
     fsutil::create_dir_all(&checkpoints)?;
-    let existing = fs::read_dir(&checkpoints)
-        .map_err(|err| StorageError::io(checkpoints.display().to_string(), err))?
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            entry.file_type().is_ok_and(|kind| kind.is_dir())
-                && entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|name| name.starts_with("cp_"))
-        })
-        .count();
-    let seq = existing as u64 + 1;
+    // The last seq is kept in memory (the checkpoint lock is held), so only the first
+    // checkpoint of a run in this process counts the existing directories.
+    let known = inner
+        .checkpoint_seqs
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(run_id)
+        .copied();
+    let last = match known {
+        Some(last) => last,
+        None => fs::read_dir(&checkpoints)
+            .map_err(|err| StorageError::io(checkpoints.display().to_string(), err))?
+            .filter_map(Result::ok)
+            .filter(|entry| {
+                entry.file_type().is_ok_and(|kind| kind.is_dir())
+                    && entry
+                        .file_name()
+                        .to_str()
+                        .is_some_and(|name| name.starts_with("cp_"))
+            })
+            .count() as u64,
+    };
+    let seq = last + 1;
     let id = CheckpointId::from_seq(seq);
     let target = checkpoints.join(id.as_str());
     let staging = temp_path_in(&checkpoints);
@@ -584,6 +595,11 @@ fn checkpoint_sync(
             }
             _ => StorageError::io(target.display().to_string(), err),
         })?;
+        inner
+            .checkpoint_seqs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(run_id.clone(), seq);
         Ok(record)
     })();
     if result.is_err() {
