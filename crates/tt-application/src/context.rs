@@ -119,7 +119,11 @@ impl RunContext {
             return Ok(false);
         }
         run.transition(status, self.services.clock.now())?;
-        self.services.runs.save_run(&run).await?;
+        // Transient working states are journaled only; the stored record keeps the last
+        // meaningful one (hosts read live runs through the runtime).
+        if !status.is_transient() {
+            self.services.runs.save_run(&run).await?;
+        }
         self.events
             .info(
                 &self.run_id,

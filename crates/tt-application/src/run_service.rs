@@ -186,7 +186,7 @@ impl AgentRunService {
                     service.execute(ctx, inv, messages).await;
                     let _ = done_tx.send(true);
                 });
-                Ok(self.services.runs.load_run(&run_id).await?)
+                self.load_run(&run_id).await
             }
             Err(error) => {
                 // The run exists on disk: end it visibly instead of leaving it dangling.
@@ -621,7 +621,20 @@ impl AgentRunService {
                 .await;
             }
         }
-        Ok(self.services.runs.load_run(run_id).await?)
+        self.load_run(run_id).await
+    }
+
+    /// The run as it is now: live state for a run executing in this process, else the stored
+    /// record.
+    pub async fn load_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
+        let active = self
+            .lock_active()
+            .get(run_id)
+            .map(|active| Arc::clone(&active.ctx));
+        match active {
+            Some(ctx) => Ok(ctx.run_snapshot().await),
+            None => Ok(self.services.runs.load_run(run_id).await?),
+        }
     }
 
     /// Validates a profile definition and stores it; invalid definitions are refused with the
@@ -681,7 +694,17 @@ impl AgentRunService {
     }
 
     pub async fn list_runs(&self, page: RunListPage) -> ApplicationResult<Vec<AgentRun>> {
-        Ok(self.services.runs.list_runs(page).await?)
+        let mut runs = self.services.runs.list_runs(page).await?;
+        for run in &mut runs {
+            let active = self
+                .lock_active()
+                .get(&run.id)
+                .map(|active| Arc::clone(&active.ctx));
+            if let Some(ctx) = active {
+                *run = ctx.run_snapshot().await;
+            }
+        }
+        Ok(runs)
     }
 
     /// Reads a workspace file of a run for the host (any of the model-visible roots).

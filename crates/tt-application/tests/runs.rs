@@ -435,3 +435,44 @@ async fn host_reads_workspace_files_by_logical_path() {
     );
     let _ = WorkspacePath::parse("output/main.md").unwrap();
 }
+
+#[tokio::test]
+async fn transient_statuses_are_journaled_but_not_rewritten_in_the_stored_record() {
+    let h = harness(tt_testkit::fakes::FakeModel::hanging());
+    let run = h.service.start_run(request(None)).await.unwrap();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        h.model.wait_for_parked(1),
+    )
+    .await
+    .unwrap();
+    // Live reads see the current working state; the stored record keeps the last lasting one.
+    assert_eq!(
+        h.service.load_run(&run.id).await.unwrap().status,
+        AgentRunStatus::CallingModel
+    );
+    assert_eq!(
+        h.store.run(&run.id).unwrap().status,
+        AgentRunStatus::InitializingWorkspace
+    );
+    let journaled: Vec<_> = h
+        .events(&run.id)
+        .into_iter()
+        .filter(|e| e.event_type == "status_changed")
+        .map(|e| e.payload["status"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        journaled,
+        [
+            "initializing_workspace",
+            "assembling_context",
+            "calling_model"
+        ]
+    );
+    h.service.cancel_run(&run.id).await.unwrap();
+    let run = h.wait(&run.id).await;
+    assert_eq!(
+        h.store.run(&run.id).unwrap().status,
+        AgentRunStatus::Cancelled
+    );
+}

@@ -129,6 +129,28 @@ impl AgentRunStatus {
         }
     }
 
+    /// Working states a run passes through many times per model turn. They are journaled but
+    /// not worth rewriting the stored run record for: a host reading a live run gets them from
+    /// the runtime, and a run that stops is stored with its final status.
+    pub fn is_transient(self) -> bool {
+        match self {
+            AgentRunStatus::AssemblingContext
+            | AgentRunStatus::CallingModel
+            | AgentRunStatus::DispatchingTool
+            | AgentRunStatus::ApplyingWorkspacePatch
+            | AgentRunStatus::CreatingCheckpoint => true,
+            AgentRunStatus::Created
+            | AgentRunStatus::InitializingWorkspace
+            | AgentRunStatus::AwaitingHostCommit
+            | AgentRunStatus::Finishing
+            | AgentRunStatus::Completed
+            | AgentRunStatus::PartialSuccess
+            | AgentRunStatus::Cancelling
+            | AgentRunStatus::Cancelled
+            | AgentRunStatus::Failed => false,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             AgentRunStatus::Created => "created",
