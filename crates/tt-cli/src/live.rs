@@ -7,10 +7,22 @@ use crate::render::{EventPrinter, agent_tree};
 
 /// Prints the run's events as they happen and a report at the end; returns the final run.
 pub async fn follow(runtime: &AgentRuntime, run: &AgentRun) -> anyhow::Result<AgentRun> {
-    println!("run {} started\n", run.id);
+    println!("run {} started (Ctrl-C cancels it)\n", run.id);
     let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
     let mut printer = EventPrinter::default();
-    while let Some(event) = stream.next().await? {
+    let mut cancel_requested = false;
+    loop {
+        let event = tokio::select! {
+            event = stream.next() => event?,
+            // Ctrl-C cancels the run; the stream then shows it stopping and ends.
+            signal = tokio::signal::ctrl_c(), if !cancel_requested => {
+                signal?;
+                cancel_requested = true;
+                runtime.cancel_run(run.id.as_str()).await?;
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
         if let Some(line) = printer.line(&event) {
             println!("{line}");
         }
