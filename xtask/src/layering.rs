@@ -54,7 +54,15 @@ fn allowed_tt_dependencies(package: &str) -> Option<Allowed> {
         "tt-domain" => Some(Allowed::Only(&[])),
         "tt-ports" => Some(Allowed::Only(&["tt-domain"])),
         "tt-application" | "tt-testkit" => Some(Allowed::Only(DOMAIN_AND_PORTS)),
+        // HTTP provider adapters may share the provider HTTP support crate (which is no adapter,
+        // so adapters still never depend on one another).
+        provider if provider.starts_with("tt-adapter-provider-") => Some(Allowed::Only(&[
+            "tt-domain",
+            "tt-ports",
+            "tt-provider-http",
+        ])),
         adapter if adapter.starts_with("tt-adapter-") => Some(Allowed::Only(DOMAIN_AND_PORTS)),
+        "tt-provider-http" => Some(Allowed::Only(DOMAIN_AND_PORTS)),
         "tt-runtime" => Some(Allowed::AnyExcept(&["tt-testkit"])),
         "tt-cli" => Some(Allowed::Only(&["tt-runtime"])),
         // A benchmark host: the runtime plus the vocabulary its ports speak.
@@ -68,7 +76,7 @@ const ANYHOW_USERS: &[&str] = &["tt-runtime", "tt-cli", "tt-bench", "xtask", "tt
 const HTTP_CLIENTS: &[&str] = &["reqwest", "hyper", "ureq"];
 
 fn may_use_http_client(package: &str) -> bool {
-    package.starts_with("tt-adapter-provider-")
+    package.starts_with("tt-adapter-provider-") || package == "tt-provider-http"
 }
 
 /// Reads the workspace members out of `cargo metadata --format-version 1 --no-deps` JSON.
@@ -170,7 +178,7 @@ pub fn check(packages: &[Package], location: impl Fn(&Package) -> String) -> Vec
                 report(
                     "http-client",
                     format!(
-                        "`{}` depends on the HTTP client `{dep}`; only tt-adapter-provider-* crates may",
+                        "`{}` depends on the HTTP client `{dep}`; only tt-adapter-provider-* and tt-provider-http may",
                         package.name
                     ),
                 );
@@ -223,6 +231,23 @@ mod tests {
     }
 
     #[test]
+    fn provider_adapters_share_the_http_crate_but_not_each_other() {
+        let metadata = json!({ "packages": [
+            package("tt-adapter-provider-anthropic", vec![
+                dep("tt-provider-http", None), dep("tt-adapter-provider-openai", None),
+            ]),
+            package("tt-provider-http", vec![dep("tt-application", None)]),
+        ]});
+        assert_eq!(
+            violations(&metadata),
+            [
+                "tt-adapter-provider-anthropic: layering: `tt-adapter-provider-anthropic` must not depend on `tt-adapter-provider-openai` (allowed tt-* dependencies: tt-domain, tt-ports, tt-provider-http)",
+                "tt-provider-http: layering: `tt-provider-http` must not depend on `tt-application` (allowed tt-* dependencies: tt-domain, tt-ports)",
+            ]
+        );
+    }
+
+    #[test]
     fn a_clean_workspace_has_no_violations() {
         let metadata = json!({ "packages": [
             package("tt-domain", vec![dep("serde", None), dep("proptest", Some("dev"))]),
@@ -231,6 +256,10 @@ mod tests {
                 dep("tt-domain", None), dep("tt-ports", None), dep("tt-testkit", Some("dev")),
             ]),
             package("tt-adapter-provider-openai", vec![
+                dep("tt-domain", None), dep("tt-ports", None), dep("reqwest", None),
+                dep("tt-provider-http", None),
+            ]),
+            package("tt-provider-http", vec![
                 dep("tt-domain", None), dep("tt-ports", None), dep("reqwest", None),
             ]),
             package("tt-testkit", vec![dep("tt-domain", None), dep("tt-ports", None)]),
@@ -297,8 +326,8 @@ mod tests {
             violations(&metadata),
             vec![
                 "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e may",
-                "tt-application: http-client: `tt-application` depends on the HTTP client `hyper`; only tt-adapter-provider-* crates may",
-                "tt-adapter-storage-userdata: http-client: `tt-adapter-storage-userdata` depends on the HTTP client `ureq`; only tt-adapter-provider-* crates may",
+                "tt-application: http-client: `tt-application` depends on the HTTP client `hyper`; only tt-adapter-provider-* and tt-provider-http may",
+                "tt-adapter-storage-userdata: http-client: `tt-adapter-storage-userdata` depends on the HTTP client `ureq`; only tt-adapter-provider-* and tt-provider-http may",
             ]
         );
     }

@@ -55,11 +55,9 @@
 //! ```
 
 mod config;
-mod http;
 mod provider;
 mod request;
 mod response;
-mod sse;
 mod stream;
 
 pub use config::{

@@ -51,11 +51,9 @@
 //! ```
 
 mod config;
-mod http;
 mod provider;
 mod request;
 mod response;
-mod sse;
 mod stream;
 
 pub use config::{OpenAiConfig, OpenAiError};

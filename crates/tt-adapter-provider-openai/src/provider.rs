@@ -10,11 +10,11 @@ use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelContentPart, 
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
 
 use crate::config::{OpenAiConfig, OpenAiError};
-use crate::http::{guarded, status_error, transport_error};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
-use crate::sse::SseDecoder;
 use crate::stream::ChunkAccumulator;
+use tt_provider_http::http::{guarded, status_error, transport_error};
+use tt_provider_http::sse::SseDecoder;
 
 /// The provider name, as shown in events.
 pub const OPENAI_PROVIDER_NAME: &str = "openai";

@@ -1,6 +1,5 @@
 //! The HTTP side: sending a JSON POST under a cancel token and a timeout, and classifying
 //! failures into `ModelError` (status codes, `Retry-After`, transport errors, error bodies).
-//! Kept in step with the anthropic adapter's copy: adapters may not depend on one another.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,7 +17,7 @@ const BODY_EXCERPT_CHARS: usize = 300;
 
 /// Runs `work` until it finishes, `cancel` fires (the future is dropped, which aborts the HTTP
 /// exchange and closes its connection) or `timeout` elapses (a transient failure).
-pub(crate) async fn guarded<T>(
+pub async fn guarded<T>(
     work: impl Future<Output = Result<T, ModelError>>,
     cancel: &CancellationToken,
     timeout: Option<Duration>,
@@ -44,7 +43,7 @@ pub(crate) async fn guarded<T>(
 }
 
 /// Maps a transport failure (connect, reset, timeout, unreadable body) to a model error.
-pub(crate) fn transport_error(err: &reqwest::Error) -> ModelError {
+pub fn transport_error(err: &reqwest::Error) -> ModelError {
     if err.is_builder() {
         return ModelError::Other(format!("cannot build the HTTP request: {err}"));
     }
@@ -70,7 +69,7 @@ fn error_chain(err: &dyn std::error::Error) -> String {
 
 /// Classifies a non-success response. `clock` is the fallback "now" for an HTTP-date
 /// `Retry-After` when the response has no `Date` header.
-pub(crate) fn status_error(
+pub fn status_error(
     status: StatusCode,
     headers: &HeaderMap,
     body: &[u8],
@@ -96,7 +95,7 @@ pub(crate) fn status_error(
 /// The provider's error message from an error body, in the shapes servers use:
 /// `{"error":{"message":..}}`, `{"error":".."}`, `{"message":..}`, `{"detail":..}`; otherwise
 /// the start of the body as text.
-pub(crate) fn error_message(body: &[u8]) -> String {
+pub fn error_message(body: &[u8]) -> String {
     if let Ok(value) = serde_json::from_slice::<Value>(body) {
         let candidates = [
             value.pointer("/error/message"),
@@ -129,7 +128,7 @@ pub(crate) fn error_message(body: &[u8]) -> String {
 /// How long the provider asked us to wait: `retry-after-ms` (milliseconds), else
 /// `Retry-After` as seconds or as an HTTP-date (relative to the response's `Date`, else to
 /// `clock`).
-pub(crate) fn retry_after_ms(headers: &HeaderMap, clock: Option<&Arc<dyn Clock>>) -> Option<u64> {
+pub fn retry_after_ms(headers: &HeaderMap, clock: Option<&Arc<dyn Clock>>) -> Option<u64> {
     let header = |name: &str| {
         headers
             .get(name)
@@ -157,7 +156,7 @@ fn parse_non_negative(text: &str) -> Option<f64> {
 }
 
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP-date servers send.
-pub(crate) fn parse_http_date(text: &str) -> Option<Timestamp> {
+pub fn parse_http_date(text: &str) -> Option<Timestamp> {
     let mut words = text.split_whitespace();
     let _weekday = words.next()?.strip_suffix(',')?;
     let day: u32 = words.next()?.parse().ok()?;

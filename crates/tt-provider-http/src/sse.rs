@@ -1,17 +1,16 @@
 //! A server-sent events decoder over raw byte chunks: chunk boundaries may fall anywhere,
-//! inside a line, a `\r\n` pair or a multi-byte UTF-8 character. Kept in step with the
-//! openai adapter's copy: adapters may not depend on one another.
+//! inside a line, a `\r\n` pair or a multi-byte UTF-8 character.
 
 /// One dispatched event: its `event:` name (if any) and its `data:` lines joined by `\n`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SseEvent {
+pub struct SseEvent {
     pub event: Option<String>,
     pub data: String,
 }
 
 /// Incremental decoder: feed byte chunks, collect complete events.
 #[derive(Debug, Default)]
-pub(crate) struct SseDecoder {
+pub struct SseDecoder {
     /// Bytes of the current, not yet terminated line.
     line: Vec<u8>,
     /// The previous chunk ended in `\r`: a leading `\n` in the next chunk belongs to it.

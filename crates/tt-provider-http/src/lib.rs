@@ -1,0 +1,8 @@
+//! HTTP plumbing shared by the HTTP model-provider adapters: a JSON POST under a cancel token
+//! and a timeout, classification of failures into `ModelError`, and an SSE decoder.
+//!
+//! Not an adapter itself: it knows only tt-domain and tt-ports (and the HTTP client), so the
+//! adapters can share it without depending on one another.
+
+pub mod http;
+pub mod sse;
