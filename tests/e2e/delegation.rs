@@ -153,21 +153,16 @@ async fn writers_room_runs_end_to_end_on_userdata() {
         .filter(|edge| edge.continuation == tt_runtime::TaskContinuation::ReturnToParent)
     {
         let child = edge.target_invocation_id.as_str();
-        assert!(
-            run_dir
-                .join(format!("agent-results/{child}.json"))
-                .is_file()
-        );
-        assert!(
-            run_dir
-                .join(format!("input/invocations/{child}/tool_snapshot.json"))
-                .is_file()
-        );
-        assert!(
-            run_dir
-                .join(format!("model-responses/{child}/round-001.json"))
-                .is_file()
-        );
+        for reference in [
+            format!("agent-results/{child}.json"),
+            format!("input/invocations/{child}/tool_snapshot.json"),
+            format!("model-responses/{child}/round-001.json"),
+        ] {
+            runtime
+                .read_record(run.id.as_str(), &reference)
+                .await
+                .unwrap_or_else(|err| panic!("{reference}: {err}"));
+        }
     }
     let summary =
         std::fs::read_to_string(run_dir.join("summaries/continuity-critic-result.md")).unwrap();

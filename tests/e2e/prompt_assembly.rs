@@ -157,18 +157,21 @@ async fn handshake_through_the_host_api() {
         .join(run.workspace_id.as_str())
         .join("runs")
         .join(run.id.as_str());
-    assert!(
-        run_dir
-            .join(format!("input/invocations/{child}/prompt_snapshot.json"))
-            .is_file()
-    );
-    let assembly: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            run_dir.join(format!("input/invocations/{child}/prompt_assembly.json")),
+    assert!(run_dir.join("records.jsonl").is_file());
+    runtime
+        .read_record(
+            run.id.as_str(),
+            &format!("input/invocations/{child}/prompt_snapshot.json"),
         )
-        .unwrap(),
-    )
-    .unwrap();
+        .await
+        .unwrap();
+    let assembly: Value = runtime
+        .read_record(
+            run.id.as_str(),
+            &format!("input/invocations/{child}/prompt_assembly.json"),
+        )
+        .await
+        .unwrap();
     assert_eq!(assembly["assembly"]["preset"], "critics v2");
 }
 

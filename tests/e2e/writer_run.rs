@@ -26,13 +26,23 @@ async fn writer_run_completes_and_persists_everything() {
         "input/prompt_snapshot.json",
         "input/resolved_profile.json",
         "input/persist_snapshot.json",
+        "records.jsonl",
+        "blobs.jsonl",
+        "output/main.md",
+    ] {
+        assert!(run_dir.join(file).is_file(), "missing {file}");
+    }
+    // Audit records and checkpoints are records, read by the reference events use.
+    for reference in [
         "input/invocations/inv_root/tool_snapshot.json",
         "model-responses/round-001.json",
         "model-responses/round-005.json",
-        "output/main.md",
-        "checkpoints/cp_000001/checkpoint.json",
+        "checkpoints/cp_000001",
     ] {
-        assert!(run_dir.join(file).is_file(), "missing {file}");
+        env.runtime
+            .read_record(run.id.as_str(), reference)
+            .await
+            .unwrap_or_else(|err| panic!("{reference}: {err}"));
     }
     assert!(
         env.dir
@@ -41,18 +51,31 @@ async fn writer_run_completes_and_persists_everything() {
             .join(format!("{}.json", run.id))
             .is_file()
     );
-    assert_eq!(
-        std::fs::read_dir(run_dir.join("tool-args"))
-            .unwrap()
-            .count(),
-        6
-    );
-    assert_eq!(
-        std::fs::read_dir(run_dir.join("tool-results"))
-            .unwrap()
-            .count(),
-        6
-    );
+    let calls = env
+        .runtime
+        .read_events(ReadEventsRequest {
+            run_id: run.id.to_string(),
+            limit: Some(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .events
+        .into_iter()
+        .filter_map(|event| event.payload["argumentsRef"].as_str().map(str::to_owned))
+        .collect::<Vec<_>>();
+    assert_eq!(calls.len(), 6);
+    for reference in &calls {
+        env.runtime
+            .read_record(run.id.as_str(), reference)
+            .await
+            .unwrap();
+        let result = reference.replace("tool-args/", "tool-results/");
+        env.runtime
+            .read_record(run.id.as_str(), &result)
+            .await
+            .unwrap();
+    }
     assert_eq!(
         std::fs::read_to_string(run_dir.join("output/main.md")).unwrap(),
         "Night fell over the harbour.\n"

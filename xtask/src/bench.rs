@@ -19,8 +19,7 @@ pub const RUNS_PER_SIZE: usize = 3;
 pub const DEFAULT_JOURNAL_EVENTS: u64 = 1_000_000;
 pub const FRAMEWORK: &str = "tt-agent-runtime";
 /// The required columns, then `cpu_s` (median CPU seconds of the process over the timed run).
-pub const CSV_HEADER: &str =
-    "framework,version,n_children,model_turns,tool_calls,wall_s,us_per_turn,peak_rss_mib,cpu_s";
+pub const CSV_HEADER: &str = "framework,version,n_children,model_turns,tool_calls,wall_s,us_per_turn,peak_rss_mib,cpu_s,files_per_turn,fsyncs_per_turn";
 
 pub const USAGE: &str = "\
 usage: cargo xtask bench fanout [--n N]        N in 1, 16, 64, 256 by default; CSV on stdout
@@ -131,6 +130,8 @@ pub struct FanoutSample {
     pub wall_s: f64,
     pub cpu_s: f64,
     pub peak_rss_mib: f64,
+    pub run_files: u64,
+    pub fsyncs: u64,
 }
 
 /// Parses the last non-empty stdout line of `tt-bench fanout`.
@@ -161,6 +162,8 @@ pub fn parse_sample(stdout: &str) -> Result<FanoutSample> {
         wall_s: float("wallS")?,
         cpu_s: float("cpuS")?,
         peak_rss_mib: float("peakRssMib")?,
+        run_files: int("runFiles")?,
+        fsyncs: int("fsyncs")?,
     })
 }
 
@@ -203,9 +206,14 @@ pub fn summarize(version: &str, samples: &[FanoutSample]) -> Result<String> {
     let wall_s = pick(|s| s.wall_s)?;
     let rss = pick(|s| s.peak_rss_mib)?;
     let cpu_s = pick(|s| s.cpu_s)?;
-    let us_per_turn = wall_s * 1e6 / first.model_turns as f64;
+    let files = pick(|s| s.run_files as f64)?;
+    let fsyncs = pick(|s| s.fsyncs as f64)?;
+    let turns = first.model_turns as f64;
+    let us_per_turn = wall_s * 1e6 / turns;
+    let files_per_turn = files / turns;
+    let fsyncs_per_turn = fsyncs / turns;
     Ok(format!(
-        "{FRAMEWORK},{version},{},{},{},{wall_s:.4},{us_per_turn:.1},{rss:.1},{cpu_s:.3}",
+        "{FRAMEWORK},{version},{},{},{},{wall_s:.4},{us_per_turn:.1},{rss:.1},{cpu_s:.3},{files_per_turn:.3},{fsyncs_per_turn:.3}",
         first.n_children, first.model_turns, first.tool_calls
     ))
 }
@@ -280,6 +288,8 @@ mod tests {
             wall_s,
             cpu_s,
             peak_rss_mib: rss,
+            run_files: 83,
+            fsyncs: 40,
         }
     }
 
@@ -326,7 +336,7 @@ mod tests {
 
     #[test]
     fn samples_are_parsed_from_the_last_json_line() {
-        let stdout = "\n{\"nChildren\":16,\"modelTurns\":83,\"toolCalls\":98,\"wallS\":0.05,\"cpuS\":0.06,\"peakRssMib\":14.5}\n\n";
+        let stdout = "\n{\"nChildren\":16,\"modelTurns\":83,\"toolCalls\":98,\"wallS\":0.05,\"cpuS\":0.06,\"peakRssMib\":14.5,\"runFiles\":83,\"fsyncs\":40}\n\n";
         assert_eq!(parse_sample(stdout).unwrap(), sample(0.05, 0.06, 14.5));
         assert!(parse_sample("").is_err());
         assert!(parse_sample("not json").is_err());
@@ -342,9 +352,9 @@ mod tests {
         ];
         assert_eq!(
             summarize("0.0.0", &samples).unwrap(),
-            "tt-agent-runtime,0.0.0,16,83,98,0.0900,1084.3,15.0,0.200"
+            "tt-agent-runtime,0.0.0,16,83,98,0.0900,1084.3,15.0,0.200,1.000,0.482"
         );
-        assert_eq!(CSV_HEADER.split(',').count(), 9);
+        assert_eq!(CSV_HEADER.split(',').count(), 11);
     }
 
     #[test]

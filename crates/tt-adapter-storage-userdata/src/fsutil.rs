@@ -16,6 +16,17 @@ pub(crate) const TEMP_PREFIX: &str = ".tt-tmp-";
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Every `fsync`/`fdatasync` the store has made in this process (a benchmark figure).
+static FSYNCS: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn note_fsync() {
+    FSYNCS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn fsync_count() -> u64 {
+    FSYNCS.load(Ordering::Relaxed)
+}
+
 /// A fresh temporary name in `dir` (unique within this process, and across processes by pid).
 pub(crate) fn temp_path_in(dir: &Path) -> PathBuf {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -51,6 +62,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> StorageResult<()> {
         file.write_all(bytes)?;
         file.flush()?;
         file.sync_all()?;
+        note_fsync();
         drop(file);
         fs::rename(&temp, path)
     })();
@@ -62,6 +74,32 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> StorageResult<()> {
             Err(StorageError::io(what(), err))
         }
     }
+}
+
+/// Replaces `path` with `bytes` by temp file and rename, without waiting for the disk: a crash
+/// of the process leaves the old or the new file; durability comes from the run's segments.
+pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the path has no parent directory",
+        )
+    })?;
+    let temp = temp_path_in(dir);
+    let result = (|| -> io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        drop(file);
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        // Best effort: the temp file is garbage either way, and the original error matters.
+        let _ = fs::remove_file(&temp);
+    }
+    result
 }
 
 /// Serializes `value` as pretty JSON and replaces `path` atomically.

@@ -9,10 +9,12 @@ use tt_ports::{RunDocument, StorageError, StorageResult};
 pub(crate) const RUN_FILE: &str = "run.json";
 pub(crate) const MANIFEST_FILE: &str = "manifest.json";
 pub(crate) const EVENTS_FILE: &str = "events.jsonl";
-pub(crate) const INVOCATIONS_DIR: &str = "invocations";
-pub(crate) const TASKS_DIR: &str = "tasks";
-pub(crate) const CHECKPOINTS_DIR: &str = "checkpoints";
-pub(crate) const CHECKPOINT_FILE: &str = "checkpoint.json";
+/// Task, invocation, audit and checkpoint records of a run (the latest line of a key wins).
+pub(crate) const RECORDS_FILE: &str = "records.jsonl";
+/// File contents referenced by checkpoints, once per sha256.
+pub(crate) const BLOBS_FILE: &str = "blobs.jsonl";
+/// Held (flock) by the process that writes the run; holds its pid.
+pub(crate) const LOCK_FILE: &str = "owner.lock";
 pub(crate) const PERSIST_DIR: &str = "persist";
 
 pub(crate) struct Layout {
@@ -53,6 +55,49 @@ impl Layout {
             .join(run_id))
     }
 
+    /// Finds `chats/*/runs/<runId>` when the run's index copy is missing or unreadable.
+    pub(crate) fn find_run_dir(&self, run_id: &str) -> StorageResult<Option<PathBuf>> {
+        check_segment("run id", run_id)?;
+        let chats = self.root.join("chats");
+        let entries = match std::fs::read_dir(&chats) {
+            Ok(entries) => entries,
+            Err(err) if crate::fsutil::is_missing(&err) => return Ok(None),
+            Err(err) => return Err(StorageError::io(chats.display().to_string(), err)),
+        };
+        for entry in entries.flatten() {
+            let candidate = entry.path().join("runs").join(run_id);
+            if candidate.join(RUN_FILE).is_file() {
+                return Ok(Some(candidate));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every run directory under `chats/*/runs/`, for listings that must not depend on the
+    /// index alone.
+    pub(crate) fn all_run_dirs(&self) -> StorageResult<Vec<PathBuf>> {
+        let chats = self.root.join("chats");
+        let entries = match std::fs::read_dir(&chats) {
+            Ok(entries) => entries,
+            Err(err) if crate::fsutil::is_missing(&err) => return Ok(Vec::new()),
+            Err(err) => return Err(StorageError::io(chats.display().to_string(), err)),
+        };
+        let mut dirs = Vec::new();
+        for chat in entries.flatten() {
+            let Ok(runs) = std::fs::read_dir(chat.path().join("runs")) else {
+                continue;
+            };
+            for run in runs.flatten() {
+                let name = run.file_name();
+                if name.to_str().is_some_and(is_valid_storage_segment) {
+                    dirs.push(run.path());
+                }
+            }
+        }
+        dirs.sort();
+        Ok(dirs)
+    }
+
     /// `chats/<workspaceId>/persistent-states`.
     pub(crate) fn states_dir(&self, workspace_id: &str) -> StorageResult<PathBuf> {
         check_segment("workspace id", workspace_id)?;
@@ -79,13 +124,21 @@ pub(crate) fn check_segment(what: &str, raw: &str) -> StorageResult<()> {
     }
 }
 
-/// The path of a run document relative to the run directory, after checking that every id or
-/// key it embeds is a safe segment.
-pub(crate) fn document_path(run_dir: &Path, document: &RunDocument) -> StorageResult<PathBuf> {
+/// Where a run document lives: the run's input snapshots stay files a person can open; every
+/// other document is a record in `records.jsonl`, keyed by its logical path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Placement {
+    File(String),
+    Record(String),
+}
+
+/// The placement of a run document, after checking that every id or key it embeds is a safe
+/// segment.
+pub(crate) fn placement(document: &RunDocument) -> StorageResult<Placement> {
     match document {
         RunDocument::PromptSnapshot
         | RunDocument::ResolvedProfile
-        | RunDocument::PersistSnapshot => {}
+        | RunDocument::PersistSnapshot => return Ok(Placement::File(document.relative_path())),
         RunDocument::InvocationToolSnapshot(id)
         | RunDocument::InvocationResolvedSkills(id)
         | RunDocument::InvocationPromptSnapshot(id)
@@ -98,7 +151,7 @@ pub(crate) fn document_path(run_dir: &Path, document: &RunDocument) -> StorageRe
             check_segment("call file key", call_file_key)?;
         }
     }
-    Ok(join_relative(run_dir, &document.relative_path()))
+    Ok(Placement::Record(document.relative_path()))
 }
 
 /// Joins a `/`-separated relative path whose segments are already known to be safe.
@@ -116,38 +169,36 @@ mod tests {
     use tt_domain::ids::InvocationId;
 
     #[test]
-    fn documents_map_under_the_run_directory() {
-        let run = Path::new("/data/chats/chat_x/runs/run_1");
+    fn audit_documents_are_records_and_input_snapshots_files() {
         assert_eq!(
-            document_path(
-                run,
-                &RunDocument::ModelResponse {
-                    invocation_id: InvocationId::from_raw("inv_a"),
-                    round: 3
-                }
-            )
+            placement(&RunDocument::ModelResponse {
+                invocation_id: InvocationId::from_raw("inv_a"),
+                round: 3
+            })
             .unwrap(),
-            run.join("model-responses")
-                .join("inv_a")
-                .join("round-003.json")
+            Placement::Record("model-responses/inv_a/round-003.json".to_owned())
+        );
+        assert_eq!(
+            placement(&RunDocument::ResolvedProfile).unwrap(),
+            Placement::File("input/resolved_profile.json".to_owned())
         );
     }
 
     #[test]
     fn unsafe_segments_are_refused() {
-        let run = Path::new("/data/run");
         for bad in ["../x", "a/b", "", "x y"] {
             let doc = RunDocument::ToolResult {
                 call_file_key: bad.to_owned(),
             };
-            let err = document_path(run, &doc).unwrap_err();
+            let err = placement(&doc).unwrap_err();
             assert_eq!(err.code(), "agent.storage_segment_invalid");
-            let err = document_path(run, &RunDocument::AgentResult(InvocationId::from_raw(bad)))
-                .unwrap_err();
+            let err =
+                placement(&RunDocument::AgentResult(InvocationId::from_raw(bad))).unwrap_err();
             assert_eq!(err.code(), "agent.storage_segment_invalid");
         }
         let layout = Layout::new(PathBuf::from("/data"));
         assert!(layout.run_dir("chat_1", "..").is_err());
         assert!(layout.states_dir("chat/1").is_err());
+        assert!(layout.find_run_dir("../x").is_err());
     }
 }

@@ -1,35 +1,35 @@
 //! File-system storage for tt-agent-runtime in the run-directory layout: one `UserDataStore`
-//! under a data root implements the run, invocation, journal, workspace and profile ports.
+//! under a data root implements the run, invocation, journal, workspace, profile and skill
+//! ports.
 //!
-//! Layout under the data root:
+//! Layout under the data root (docs/storage.md has the whole picture):
 //! ```text
 //! index/runs/<runId>.json                      copy of run.json (list index)
 //! profiles/<profileId>.json                    profile definitions
 //! chats/<workspaceId>/persistent-states/<stateId>/{manifest.json, persist/...}
 //! chats/<workspaceId>/runs/<runId>/
-//!   run.json manifest.json events.jsonl
-//!   input/...  invocations/<invId>.json  tasks/<taskId>.json  agent-results/<invId>.json
-//!   tool-args/ tool-results/ model-responses/
+//!   run.json manifest.json events.jsonl records.jsonl blobs.jsonl owner.lock
+//!   input/{prompt_snapshot, resolved_profile, persist_snapshot}.json
 //!   output/ scratch/ plan/ summaries/ persist/
-//!   checkpoints/cp_NNNNNN/{checkpoint.json, <snapshotted files>}
 //! ```
 //!
-//! Durability: JSON state files are replaced atomically (temp file, sync, rename); journal
-//! records are appended as whole lines and a torn last line is repaired when a journal is first
-//! opened. One process owns a data root at a time: the journal's last seq and its sparse offset
-//! index live in this process's memory.
-//!
-//! Blocking file-system work runs on tokio's blocking pool; the per-run and per-path async locks
-//! are taken first and moved into that work, so a cancelled caller never leaves a half-applied
-//! change behind.
+//! Ownership: a process writes a run only while it holds the run's OS lock (`owner.lock`); all
+//! its writes to that run go through one [`owned::OwnedRun`], in order. Any process may read any
+//! run at any time, and reading never writes. Durability: see [`durability`] (group commit) and
+//! docs/storage.md (the durability points).
 
+mod durability;
 mod fsutil;
 mod journal;
 mod layout;
 mod locks;
+mod owned;
 mod profiles;
-mod records;
+mod reader;
+mod recovery;
 mod runs;
+mod segment;
+mod show;
 mod skills;
 mod workspace;
 
@@ -42,13 +42,18 @@ use tt_domain::ids::RunId;
 use tt_domain::run::AgentRun;
 use tt_ports::{StorageError, StorageResult};
 
-use crate::journal::JournalSlot;
+use crate::durability::Flusher;
+use crate::journal::JournalView;
 use crate::layout::Layout;
 use crate::locks::KeyedLocks;
+use crate::owned::OwnedRun;
 
-/// How many run journals may stay open (file handle, last seq, sparse index) before idle ones
-/// are closed.
-const MAX_OPEN_JOURNALS: usize = 128;
+pub use crate::recovery::{InterruptedRun, OWNER_EXITED};
+pub use crate::show::RECORD_REFERENCES;
+
+/// How many runs a process keeps open for writing before idle ones are closed (their lock is
+/// released; a later write takes it again).
+const MAX_OPEN_RUNS: usize = 128;
 
 /// File-system storage rooted at one data directory. Cheap to share: hold it as
 /// `Arc<UserDataStore>` and hand it out as each storage port.
@@ -60,40 +65,72 @@ impl std::fmt::Debug for UserDataStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UserDataStore")
             .field("root", &self.inner.layout.root())
+            .field("read_only", &self.inner.flusher.is_none())
             .finish_non_exhaustive()
     }
 }
 
+/// How this process may reach a run.
+pub(crate) enum RunAccess {
+    /// This process writes the run.
+    Owned(Arc<OwnedRun>),
+    /// Another process writes it, or nobody does: read from the files.
+    Reader {
+        dir: PathBuf,
+        view: Arc<Mutex<JournalView>>,
+    },
+}
+
+/// A run directory with its canonical form (the boundary for symlink checks), resolved once.
+#[derive(Debug, Clone)]
+pub(crate) struct RunLocation {
+    pub(crate) dir: PathBuf,
+    pub(crate) canonical: Option<PathBuf>,
+}
+
 pub(crate) struct Inner {
     pub(crate) layout: Layout,
-    /// runId -> run directory, filled from `index/runs/<runId>.json` on a miss.
-    run_dirs: Mutex<HashMap<RunId, PathBuf>>,
-    /// One journal state per run that has been opened in this process.
-    journals: Mutex<HashMap<RunId, JournalSlot>>,
+    /// runId -> run directory, filled from `index/runs/<runId>.json` (or a search) on a miss.
+    run_dirs: Mutex<HashMap<RunId, RunLocation>>,
+    /// The runs this process writes. Dropped before the flusher, so each flushes on close.
+    owned: Mutex<HashMap<RunId, Arc<OwnedRun>>>,
+    /// Journal views of runs this process reads but does not write.
+    views: Mutex<HashMap<RunId, Arc<Mutex<JournalView>>>>,
     pub(crate) locks: KeyedLocks,
     pub(crate) journal_bytes_read: AtomicU64,
-    /// Write-through view of each run's invocation and task records.
-    pub(crate) records: records::RecordCache,
-    /// Last checkpoint seq of each run that took one in this process.
-    pub(crate) checkpoint_seqs: Mutex<HashMap<RunId, u64>>,
+    /// `None` for a read-only store.
+    flusher: Option<Flusher>,
 }
 
 impl UserDataStore {
-    /// Opens (creating if missing) the data root.
+    /// Opens (creating if missing) the data root for reading and writing. Runs left unfinished
+    /// by a process that is gone are marked `interrupted` by
+    /// [`recover_interrupted_runs`](Self::recover_interrupted_runs), which the runtime calls
+    /// when it starts.
     pub fn open(data_root: impl Into<PathBuf>) -> StorageResult<Arc<UserDataStore>> {
         let root = data_root.into();
         fsutil::create_dir_all(&root)?;
-        Ok(Arc::new(UserDataStore {
+        Ok(Self::with_flusher(root, Some(Flusher::start()?)))
+    }
+
+    /// Opens the data root for reading only: nothing is ever created, repaired or locked, and
+    /// every write fails with `agent.storage_read_only`. Safe beside a live writer.
+    pub fn open_read_only(data_root: impl Into<PathBuf>) -> Arc<UserDataStore> {
+        Self::with_flusher(data_root.into(), None)
+    }
+
+    fn with_flusher(root: PathBuf, flusher: Option<Flusher>) -> Arc<UserDataStore> {
+        Arc::new(UserDataStore {
             inner: Arc::new(Inner {
                 layout: Layout::new(root),
                 run_dirs: Mutex::new(HashMap::new()),
-                journals: Mutex::new(HashMap::new()),
+                owned: Mutex::new(HashMap::new()),
+                views: Mutex::new(HashMap::new()),
                 locks: KeyedLocks::default(),
-                records: records::RecordCache::default(),
-                checkpoint_seqs: Mutex::new(HashMap::new()),
                 journal_bytes_read: AtomicU64::new(0),
+                flusher,
             }),
-        }))
+        })
     }
 
     /// The data root this store was opened on.
@@ -101,10 +138,14 @@ impl UserDataStore {
         self.inner.layout.root()
     }
 
+    /// Whether this store refuses writes.
+    pub fn is_read_only(&self) -> bool {
+        self.inner.flusher.is_none()
+    }
+
     /// The physical directory of a run (for diagnostics and host tooling; never model-facing).
     pub async fn run_directory(&self, run_id: &RunId) -> StorageResult<PathBuf> {
-        let run_id = run_id.clone();
-        self.blocking(move |inner| inner.run_dir(&run_id)).await
+        Ok(self.inner.run_location(run_id)?.dir)
     }
 
     /// Total bytes read from journal files by this store (open scans and page reads). Lets tests
@@ -114,17 +155,38 @@ impl UserDataStore {
         self.inner.journal_bytes_read.load(Ordering::Relaxed)
     }
 
-    /// How many run journals this store currently keeps open.
+    /// How many runs this store currently holds open for writing.
     #[doc(hidden)]
-    pub fn open_journal_count(&self) -> usize {
-        self.inner
-            .journals
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+    pub fn open_run_count(&self) -> usize {
+        self.inner.lock_owned().len()
     }
 
-    /// Runs blocking file-system work on tokio's blocking pool.
+    /// Every `fsync`/`fdatasync` the store has made in this process (all stores together).
+    pub fn fsync_count() -> u64 {
+        fsutil::fsync_count()
+    }
+
+    /// Makes everything written to `run_id` so far durable now (a durability point on demand).
+    pub async fn sync_run(&self, run_id: &RunId) -> StorageResult<()> {
+        let owned = self.inner.lock_owned().get(run_id).cloned();
+        match owned {
+            Some(run) => self.inner.durable(&run).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Closes a run this process writes: flushes it and releases its lock (a later write takes
+    /// it again). Does nothing for a run it does not write.
+    pub fn close_run(&self, run_id: &RunId) -> StorageResult<()> {
+        let run = self.inner.lock_owned().remove(run_id);
+        match run {
+            Some(run) => run.sync.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs blocking file-system work on tokio's blocking pool (profiles and skills; the run
+    /// paths write inline).
     pub(crate) async fn blocking<T, F>(&self, work: F) -> StorageResult<T>
     where
         T: Send + 'static,
@@ -138,49 +200,131 @@ impl UserDataStore {
 }
 
 impl Inner {
-    /// The directory of an existing run, through the in-memory cache or the run index.
-    pub(crate) fn run_dir(&self, run_id: &RunId) -> StorageResult<PathBuf> {
+    fn lock_owned(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Arc<OwnedRun>>> {
+        self.owned.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn read_only_error(&self, what: &str) -> StorageError {
+        StorageError::ReadOnly {
+            what: format!("{what} in {}", self.layout.root().display()),
+        }
+    }
+
+    /// The location of an existing run: from memory, the run index, or (when its index copy is
+    /// missing) a search of the conversation folders.
+    pub(crate) fn run_location(&self, run_id: &RunId) -> StorageResult<RunLocation> {
         layout::check_segment("run id", run_id.as_str())?;
-        if let Some(dir) = self
+        if let Some(location) = self
             .run_dirs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(run_id)
         {
-            return Ok(dir.clone());
+            return Ok(location.clone());
         }
         let index_path = self.layout.index_file(run_id.as_str());
-        let run: AgentRun = fsutil::read_json(&index_path)?
-            .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
-        if run.id != *run_id {
-            return Err(StorageError::corrupt(
-                index_path.display().to_string(),
-                format!("index entry names run {}", run.id),
-            ));
-        }
-        let dir = self
-            .layout
-            .run_dir(run.workspace_id.as_str(), run_id.as_str())?;
-        self.remember_run_dir(run_id, dir.clone());
-        Ok(dir)
+        let indexed = match fsutil::read_json::<AgentRun>(&index_path) {
+            Ok(Some(run)) if run.id == *run_id => Some(
+                self.layout
+                    .run_dir(run.workspace_id.as_str(), run_id.as_str())?,
+            ),
+            // A bad or mismatched index copy must not hide the run: search for it instead.
+            Ok(_) | Err(StorageError::Corrupt { .. }) => None,
+            Err(other) => return Err(other),
+        };
+        let dir = match indexed.filter(|dir| dir.is_dir()) {
+            Some(dir) => dir,
+            None => self
+                .layout
+                .find_run_dir(run_id.as_str())?
+                .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?,
+        };
+        let location = RunLocation {
+            canonical: std::fs::canonicalize(&dir).ok(),
+            dir,
+        };
+        self.remember_run_location(run_id, location.clone());
+        Ok(location)
     }
 
-    pub(crate) fn remember_run_dir(&self, run_id: &RunId, dir: PathBuf) {
+    pub(crate) fn remember_run_location(&self, run_id: &RunId, location: RunLocation) {
         self.run_dirs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(run_id.clone(), dir);
+            .insert(run_id.clone(), location);
     }
 
-    /// The journal slot of a run. Past `MAX_OPEN_JOURNALS` slots, idle ones are dropped (closing
-    /// their files); a dropped journal is rescanned when next used.
-    pub(crate) fn journal_slot(&self, run_id: &RunId) -> JournalSlot {
-        let mut journals = self.journals.lock().unwrap_or_else(PoisonError::into_inner);
-        if journals.len() >= MAX_OPEN_JOURNALS && !journals.contains_key(run_id) {
-            // A slot only the table holds is neither locked nor awaited, and new users must
-            // take the table lock first, which we hold: dropping it loses nothing.
-            journals.retain(|_, slot| Arc::strong_count(slot) > 1);
+    /// How this process reaches `run_id` right now.
+    pub(crate) fn access(&self, run_id: &RunId) -> StorageResult<RunAccess> {
+        if let Some(run) = self.lock_owned().get(run_id) {
+            return Ok(RunAccess::Owned(Arc::clone(run)));
         }
-        Arc::clone(journals.entry(run_id.clone()).or_default())
+        let dir = self.run_location(run_id)?.dir;
+        let view = Arc::clone(
+            self.views
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(run_id.clone())
+                .or_default(),
+        );
+        Ok(RunAccess::Reader { dir, view })
+    }
+
+    /// The writer of `run_id` in this process, taking the run's lock on first use.
+    pub(crate) fn owned_run(&self, run_id: &RunId) -> StorageResult<Arc<OwnedRun>> {
+        if let Some(run) = self.lock_owned().get(run_id) {
+            return Ok(Arc::clone(run));
+        }
+        let location = self.run_location(run_id)?;
+        self.open_owned(run_id, location.dir, false)
+    }
+
+    /// Opens (or, for `fresh`, starts) the writer of a run and registers it.
+    pub(crate) fn open_owned(
+        &self,
+        run_id: &RunId,
+        dir: PathBuf,
+        fresh: bool,
+    ) -> StorageResult<Arc<OwnedRun>> {
+        let Some(flusher) = &self.flusher else {
+            return Err(self.read_only_error(&format!("run {run_id}")));
+        };
+        let mut owned = self.lock_owned();
+        if let Some(run) = owned.get(run_id) {
+            return Ok(Arc::clone(run));
+        }
+        if owned.len() >= MAX_OPEN_RUNS {
+            // Only the table holds these: nobody is writing them right now.
+            owned.retain(|_, run| Arc::strong_count(run) > 1);
+        }
+        let run = Arc::new(OwnedRun::open(
+            run_id.clone(),
+            dir,
+            fresh,
+            &self.journal_bytes_read,
+        )?);
+        flusher.register(&run.sync);
+        owned.insert(run_id.clone(), Arc::clone(&run));
+        drop(owned);
+        self.views
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
+        Ok(run)
+    }
+
+    /// A durability point: waits until everything written to `run` so far is on stable storage.
+    pub(crate) async fn durable(&self, run: &OwnedRun) -> StorageResult<()> {
+        match &self.flusher {
+            Some(flusher) => flusher.durable(&run.sync).await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for OwnedRun {
+    fn drop(&mut self) {
+        // Closing a run makes it durable; a failure here was already reported to any waiter.
+        let _ = self.sync.flush();
     }
 }

@@ -1,17 +1,18 @@
-//! `AgentRunRepository` and `AgentInvocationRepository` over the run directory: run records and
-//! their index, manifests, run documents, invocations and tasks (with the locked
-//! first-terminal-write-wins transition).
+//! `AgentRunRepository` and `AgentInvocationRepository`: `run.json`, `manifest.json` and the
+//! run index as files; run documents, invocations and tasks as records of the run's writer (or,
+//! for a run this process does not write, read from its record segment). Terminal transitions
+//! and run record changes are durability points.
 
 use async_trait::async_trait;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::cmp::Reverse;
+use std::collections::HashSet;
 use std::fs;
-use std::io;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
-use tt_domain::run::AgentRun;
+use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_domain::task::{AgentTaskRecord, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceRoot};
@@ -20,36 +21,105 @@ use tt_ports::{
     StorageResult, TaskTransitionOutcome,
 };
 
-use crate::UserDataStore;
-use crate::fsutil::{self, json_file_stems, read_json, write_json_atomic};
+use crate::fsutil::{self, read_json, write_json_atomic};
 use crate::layout::{
-    self, INVOCATIONS_DIR, MANIFEST_FILE, RUN_FILE, TASKS_DIR, check_segment, document_path,
+    EVENTS_FILE, MANIFEST_FILE, Placement, RUN_FILE, check_segment, join_relative, placement,
 };
-use crate::records;
+use crate::owned::{self, RecordKind};
+use crate::{Inner, RunAccess, RunLocation, UserDataStore, reader};
 
-fn run_lock(run_id: &RunId) -> String {
-    format!("run:{run_id}")
-}
+/// How much of a journal's tail a reader looks at for a live run's latest status.
+const STATUS_TAIL_BYTES: u64 = 64 * 1024;
 
-fn tasks_lock(run_id: &RunId) -> String {
-    format!("tasks:{run_id}")
-}
-
-/// Loads every `*.json` record in `dir`, sorted by `key` (createdAt, then id).
-fn load_all<T, K>(dir: &Path, key: impl Fn(&T) -> K) -> StorageResult<Vec<T>>
-where
-    T: DeserializeOwned,
-    K: Ord,
-{
-    let mut records = Vec::new();
-    for stem in json_file_stems(dir)? {
-        // A file deleted between listing and reading is simply no longer part of the set.
-        if let Some(record) = read_json::<T>(&dir.join(format!("{stem}.json")))? {
-            records.push(record);
-        }
+/// The status of a run this process does not write, as its journal shows it now: the stored
+/// record only keeps meaningful statuses, and a run with no live owner is `interrupted` (the
+/// next writer to open the data dir records that).
+pub(crate) fn observed_run(inner: &Inner, dir: &Path, mut run: AgentRun) -> AgentRun {
+    if run.status.is_terminal() || inner.is_owned(&run.id) {
+        return run;
     }
-    records.sort_by_key(|record| key(record));
-    Ok(records)
+    if !owned::has_live_owner(dir) {
+        run.status = AgentRunStatus::Interrupted;
+    } else if let Some(status) = latest_journaled_status(&dir.join(EVENTS_FILE)) {
+        run.status = status;
+    }
+    run
+}
+
+/// The status of the last `status_changed` event in the journal's tail, if any.
+fn latest_journaled_status(path: &Path) -> Option<AgentRunStatus> {
+    let mut file = fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(STATUS_TAIL_BYTES);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut tail = Vec::new();
+    file.take(len - start).read_to_end(&mut tail).ok()?;
+    tail.split(|byte| *byte == b'\n')
+        .rev()
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+        .find(|event| event.get("type").and_then(Value::as_str) == Some("status_changed"))
+        .and_then(|event| event.get("payload")?.get("status").cloned())
+        .and_then(|status| serde_json::from_value(status).ok())
+}
+
+/// A run id from a file or directory name that is a safe storage segment.
+fn run_id_of(name: &str) -> Option<RunId> {
+    tt_domain::ids::is_valid_storage_segment(name).then(|| RunId::from_raw(name))
+}
+
+pub(crate) fn load_run_file(dir: &Path, run_id: &RunId) -> StorageResult<AgentRun> {
+    read_json(&dir.join(RUN_FILE))?.ok_or_else(|| StorageError::not_found(format!("run {run_id}")))
+}
+
+impl Inner {
+    pub(crate) fn is_owned(&self, run_id: &RunId) -> bool {
+        self.lock_owned().contains_key(run_id)
+    }
+
+    /// Every stored run: the index, plus run directories whose index copy is missing. A file
+    /// that cannot be read is skipped, never allowed to hide the others.
+    pub(crate) fn all_runs(&self) -> StorageResult<Vec<(AgentRun, std::path::PathBuf)>> {
+        let mut runs = Vec::new();
+        let mut seen = HashSet::new();
+        for stem in fsutil::json_file_stems(&self.layout.index_runs_dir())? {
+            let Some(run_id) = run_id_of(&stem) else {
+                continue;
+            };
+            let Ok(location) = self.run_location(&run_id) else {
+                continue;
+            };
+            if let Ok(run) = load_run_file(&location.dir, &run_id) {
+                seen.insert(run.id.clone());
+                runs.push((run, location.dir));
+            }
+        }
+        for dir in self.layout.all_run_dirs()? {
+            let Some(run_id) = dir
+                .file_name()
+                .and_then(|name| name.to_str())
+                .and_then(run_id_of)
+            else {
+                continue;
+            };
+            if seen.contains(&run_id) {
+                continue;
+            }
+            if let Ok(run) = load_run_file(&dir, &run_id)
+                && run.id == run_id
+            {
+                self.remember_run_location(
+                    &run_id,
+                    RunLocation {
+                        canonical: fs::canonicalize(&dir).ok(),
+                        dir: dir.clone(),
+                    },
+                );
+                seen.insert(run_id);
+                runs.push((run, dir));
+            }
+        }
+        Ok(runs)
+    }
 }
 
 #[async_trait]
@@ -61,88 +131,83 @@ impl AgentRunRepository for UserDataStore {
                 manifest.run_id, run.id
             )));
         }
-        let guard = self.inner.locks.lock(run_lock(&run.id)).await;
-        let run = run.clone();
-        let manifest = manifest.clone();
-        self.blocking(move |inner| {
-            let _guard = guard;
-            let run_dir = inner
-                .layout
-                .run_dir(run.workspace_id.as_str(), run.id.as_str())?;
-            let index_path = inner.layout.index_file(run.id.as_str());
-            let exists = || StorageError::AlreadyExists {
-                what: format!("run {}", run.id),
-            };
-            if index_path.exists() {
-                return Err(exists());
-            }
-            if let Some(parent) = run_dir.parent() {
-                fsutil::create_dir_all(parent)?;
-            }
-            match fs::create_dir(&run_dir) {
-                Ok(()) => {}
-                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Err(exists()),
-                Err(err) => return Err(StorageError::io(run_dir.display().to_string(), err)),
-            }
-            for root in WorkspaceRoot::ALL {
-                fsutil::create_dir_all(&run_dir.join(root.name()))?;
-            }
-            write_json_atomic(&run_dir.join(RUN_FILE), &run)?;
-            write_json_atomic(&run_dir.join(MANIFEST_FILE), &manifest)?;
-            fsutil::create_dir_all(&inner.layout.index_runs_dir())?;
-            write_json_atomic(&index_path, &run)?;
-            inner.remember_run_dir(&run.id, run_dir);
-            Ok(())
-        })
-        .await
+        let inner = &self.inner;
+        if inner.flusher.is_none() {
+            return Err(inner.read_only_error(&format!("run {}", run.id)));
+        }
+        let run_dir = inner
+            .layout
+            .run_dir(run.workspace_id.as_str(), run.id.as_str())?;
+        let index_path = inner.layout.index_file(run.id.as_str());
+        let exists = || StorageError::AlreadyExists {
+            what: format!("run {}", run.id),
+        };
+        if index_path.exists() {
+            return Err(exists());
+        }
+        if let Some(parent) = run_dir.parent() {
+            fsutil::create_dir_all(parent)?;
+        }
+        match fs::create_dir(&run_dir) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Err(exists()),
+            Err(err) => return Err(StorageError::io(run_dir.display().to_string(), err)),
+        }
+        // Take the lock before anything else lands, so a run.json always has had an owner.
+        let owned = inner.open_owned(&run.id, run_dir.clone(), true)?;
+        for root in WorkspaceRoot::ALL {
+            fsutil::create_dir_all(&run_dir.join(root.name()))?;
+        }
+        write_json_atomic(&run_dir.join(MANIFEST_FILE), manifest)?;
+        write_json_atomic(&run_dir.join(RUN_FILE), run)?;
+        fsutil::create_dir_all(&inner.layout.index_runs_dir())?;
+        write_json_atomic(&index_path, run)?;
+        inner.remember_run_location(
+            &run.id,
+            RunLocation {
+                canonical: fs::canonicalize(&run_dir).ok(),
+                dir: run_dir,
+            },
+        );
+        drop(owned);
+        Ok(())
     }
 
     async fn save_run(&self, run: &AgentRun) -> StorageResult<()> {
-        let guard = self.inner.locks.lock(run_lock(&run.id)).await;
-        let run = run.clone();
-        self.blocking(move |inner| {
-            let _guard = guard;
-            let run_dir = inner.run_dir(&run.id)?;
-            write_json_atomic(&run_dir.join(RUN_FILE), &run)?;
-            write_json_atomic(&inner.layout.index_file(run.id.as_str()), &run)
-        })
-        .await
+        let owned = self.inner.owned_run(&run.id)?;
+        write_json_atomic(&owned.dir.join(RUN_FILE), run)?;
+        write_json_atomic(&self.inner.layout.index_file(run.id.as_str()), run)?;
+        // Every change of the stored run record (a commit about to be offered, the end of the
+        // run) is a durability point.
+        self.inner.durable(&owned).await
     }
 
     async fn load_run(&self, run_id: &RunId) -> StorageResult<AgentRun> {
-        let run_id = run_id.clone();
-        self.blocking(move |inner| {
-            let run_dir = inner.run_dir(&run_id)?;
-            read_json(&run_dir.join(RUN_FILE))?
-                .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))
-        })
-        .await
+        let dir = self.inner.run_location(run_id)?.dir;
+        let run = load_run_file(&dir, run_id)?;
+        Ok(observed_run(&self.inner, &dir, run))
     }
 
     async fn load_manifest(&self, run_id: &RunId) -> StorageResult<RunManifest> {
-        let run_id = run_id.clone();
-        self.blocking(move |inner| {
-            let run_dir = inner.run_dir(&run_id)?;
-            read_json(&run_dir.join(MANIFEST_FILE))?
-                .ok_or_else(|| StorageError::not_found(format!("manifest of run {run_id}")))
-        })
-        .await
+        let dir = self.inner.run_location(run_id)?.dir;
+        read_json(&dir.join(MANIFEST_FILE))?
+            .ok_or_else(|| StorageError::not_found(format!("manifest of run {run_id}")))
     }
 
     async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>> {
-        self.blocking(move |inner| {
-            // Newest first, ties by id ascending.
-            let runs: Vec<AgentRun> =
-                load_all(&inner.layout.index_runs_dir(), |run: &AgentRun| {
-                    (Reverse(run.created_at), run.id.clone())
-                })?;
-            Ok(runs
-                .into_iter()
-                .skip(page.offset)
-                .take(page.limit)
-                .collect())
-        })
-        .await
+        let mut runs: Vec<AgentRun> = self
+            .inner
+            .all_runs()?
+            .into_iter()
+            .map(|(run, dir)| observed_run(&self.inner, &dir, run))
+            .collect();
+        // Newest first, ties by id ascending.
+        runs.sort_by(|a, b| (Reverse(a.created_at), &a.id).cmp(&(Reverse(b.created_at), &b.id)));
+        Ok(runs
+            .into_iter()
+            .skip(page.offset)
+            .take(page.limit)
+            .collect())
     }
 
     async fn write_document(
@@ -151,18 +216,17 @@ impl AgentRunRepository for UserDataStore {
         document: &RunDocument,
         value: &Value,
     ) -> StorageResult<()> {
-        let run_id = run_id.clone();
-        let document = document.clone();
-        let value = value.clone();
-        self.blocking(move |inner| {
-            let run_dir = inner.run_dir(&run_id)?;
-            let path = document_path(&run_dir, &document)?;
-            if let Some(parent) = path.parent() {
-                fsutil::create_dir_all(parent)?;
+        let owned = self.inner.owned_run(run_id)?;
+        match placement(document)? {
+            Placement::File(relative) => {
+                let path = join_relative(&owned.dir, &relative);
+                if let Some(parent) = path.parent() {
+                    fsutil::create_dir_all(parent)?;
+                }
+                write_json_atomic(&path, value)
             }
-            write_json_atomic(&path, &value)
-        })
-        .await
+            Placement::Record(key) => owned.put_document(&key, value),
+        }
     }
 
     async fn read_document(
@@ -170,33 +234,35 @@ impl AgentRunRepository for UserDataStore {
         run_id: &RunId,
         document: &RunDocument,
     ) -> StorageResult<Option<Value>> {
-        let run_id = run_id.clone();
-        let document = document.clone();
-        self.blocking(move |inner| {
-            let run_dir = inner.run_dir(&run_id)?;
-            read_json(&document_path(&run_dir, &document)?)
-        })
-        .await
+        let placement = placement(document)?;
+        match (self.inner.access(run_id)?, placement) {
+            (RunAccess::Owned(run), Placement::File(relative)) => {
+                read_json(&join_relative(&run.dir, &relative))
+            }
+            (RunAccess::Reader { dir, .. }, Placement::File(relative)) => {
+                read_json(&join_relative(&dir, &relative))
+            }
+            (RunAccess::Owned(run), Placement::Record(key)) => run.document(&key),
+            (RunAccess::Reader { dir, .. }, Placement::Record(key)) => reader::record(
+                &dir,
+                &self.inner.journal_bytes_read,
+                RecordKind::Document,
+                &key,
+            ),
+        }
     }
 }
 
 #[async_trait]
 impl AgentInvocationRepository for UserDataStore {
     async fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()> {
-        let invocation = invocation.clone();
-        self.blocking(move |inner| {
-            check_segment("invocation id", invocation.id.as_str())?;
-            let dir = inner.run_dir(&invocation.run_id)?.join(INVOCATIONS_DIR);
-            let view = inner.records.run(&invocation.run_id);
-            let mut view = records::lock(&view);
-            fsutil::create_dir_all(&dir)?;
-            write_json_atomic(&dir.join(format!("{}.json", invocation.id)), &invocation)?;
-            if let Some(invocations) = view.invocations.as_mut() {
-                invocations.insert(invocation.id.clone(), invocation);
-            }
-            Ok(())
-        })
-        .await
+        check_segment("invocation id", invocation.id.as_str())?;
+        let owned = self.inner.owned_run(&invocation.run_id)?;
+        owned.save_invocation(invocation)?;
+        if invocation.status.is_terminal() {
+            self.inner.durable(&owned).await?;
+        }
+        Ok(())
     }
 
     async fn load_invocation(
@@ -204,114 +270,60 @@ impl AgentInvocationRepository for UserDataStore {
         run_id: &RunId,
         invocation_id: &InvocationId,
     ) -> StorageResult<AgentInvocation> {
-        let run_id = run_id.clone();
-        let invocation_id = invocation_id.clone();
-        self.blocking(move |inner| {
-            check_segment("invocation id", invocation_id.as_str())?;
-            let path = inner
-                .run_dir(&run_id)?
-                .join(INVOCATIONS_DIR)
-                .join(format!("{invocation_id}.json"));
-            let view = inner.records.run(&run_id);
-            let view = records::lock(&view);
-            if let Some(invocations) = view.invocations.as_ref() {
-                return invocations
-                    .get(&invocation_id)
-                    .cloned()
-                    .ok_or_else(|| StorageError::not_found(format!("invocation {invocation_id}")));
-            }
-            read_json(&path)?
-                .ok_or_else(|| StorageError::not_found(format!("invocation {invocation_id}")))
-        })
-        .await
+        check_segment("invocation id", invocation_id.as_str())?;
+        let found = match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => run.invocation(invocation_id),
+            RunAccess::Reader { dir, .. } => reader::record(
+                &dir,
+                &self.inner.journal_bytes_read,
+                RecordKind::Invocation,
+                invocation_id.as_str(),
+            )?,
+        };
+        found.ok_or_else(|| StorageError::not_found(format!("invocation {invocation_id}")))
     }
 
     async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>> {
-        let run_id = run_id.clone();
-        self.blocking(move |inner| {
-            let dir = inner.run_dir(&run_id)?.join(INVOCATIONS_DIR);
-            let view = inner.records.run(&run_id);
-            let mut view = records::lock(&view);
-            if view.invocations.is_none() {
-                let loaded: Vec<AgentInvocation> = load_all(&dir, |inv: &AgentInvocation| {
-                    (inv.created_at, inv.id.clone())
-                })?;
-                view.invocations = Some(
-                    loaded
-                        .into_iter()
-                        .map(|inv| (inv.id.clone(), inv))
-                        .collect(),
-                );
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => Ok(run.invocations()),
+            RunAccess::Reader { dir, .. } => {
+                let mut all: Vec<AgentInvocation> =
+                    reader::records(&dir, &self.inner.journal_bytes_read, RecordKind::Invocation)?;
+                all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+                Ok(all)
             }
-            Ok(view.sorted_invocations().unwrap_or_default())
-        })
-        .await
+        }
     }
 
     async fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()> {
-        let guard = self.inner.locks.lock(tasks_lock(&task.run_id)).await;
-        let task = task.clone();
-        self.blocking(move |inner| {
-            let _guard = guard;
-            check_segment("task id", task.id.as_str())?;
-            let dir = inner.run_dir(&task.run_id)?.join(TASKS_DIR);
-            let path = dir.join(format!("{}.json", task.id));
-            let view = inner.records.run(&task.run_id);
-            let mut view = records::lock(&view);
-            if path.exists() {
-                return Err(StorageError::AlreadyExists {
-                    what: format!("task {}", task.id),
-                });
-            }
-            fsutil::create_dir_all(&dir)?;
-            write_json_atomic(&path, &task)?;
-            if let Some(tasks) = view.tasks.as_mut() {
-                tasks.insert(task.id.clone(), task);
-            }
-            Ok(())
-        })
-        .await
+        check_segment("task id", task.id.as_str())?;
+        self.inner.owned_run(&task.run_id)?.create_task(task)
     }
 
     async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord> {
-        let run_id = run_id.clone();
-        let task_id = task_id.clone();
-        self.blocking(move |inner| {
-            let run_dir = inner.run_dir(&run_id)?;
-            let view = inner.records.run(&run_id);
-            let view = records::lock(&view);
-            if let Some(tasks) = view.tasks.as_ref() {
-                layout::check_segment("task id", task_id.as_str())?;
-                return tasks
-                    .get(&task_id)
-                    .cloned()
-                    .ok_or_else(|| StorageError::not_found(format!("task {task_id}")));
-            }
-            load_task_sync(&run_dir, &task_id)
-        })
-        .await
+        check_segment("task id", task_id.as_str())?;
+        let found = match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => run.task(task_id),
+            RunAccess::Reader { dir, .. } => reader::record(
+                &dir,
+                &self.inner.journal_bytes_read,
+                RecordKind::Task,
+                task_id.as_str(),
+            )?,
+        };
+        found.ok_or_else(|| StorageError::not_found(format!("task {task_id}")))
     }
 
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>> {
-        let run_id = run_id.clone();
-        self.blocking(move |inner| {
-            let dir = inner.run_dir(&run_id)?.join(TASKS_DIR);
-            let view = inner.records.run(&run_id);
-            let mut view = records::lock(&view);
-            if view.tasks.is_none() {
-                let loaded: Vec<AgentTaskRecord> = load_all(&dir, |task: &AgentTaskRecord| {
-                    (task.created_at, task.id.clone())
-                })?;
-                view.tasks = Some(
-                    loaded
-                        .into_iter()
-                        .map(|task| (task.id.clone(), task))
-                        .collect(),
-                );
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => Ok(run.tasks()),
+            RunAccess::Reader { dir, .. } => {
+                let mut all: Vec<AgentTaskRecord> =
+                    reader::records(&dir, &self.inner.journal_bytes_read, RecordKind::Task)?;
+                all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+                Ok(all)
             }
-            Ok(view.sorted_tasks().unwrap_or_default())
-        })
-        .await
+        }
     }
 
     async fn transition_task(
@@ -321,44 +333,12 @@ impl AgentInvocationRepository for UserDataStore {
         transition: &TaskTransition,
         now: Timestamp,
     ) -> StorageResult<TaskTransitionOutcome> {
-        // Load, apply and save under one lock so concurrent transitions serialize and exactly
-        // one terminal write can win.
-        let guard = self.inner.locks.lock(tasks_lock(run_id)).await;
-        let run_id = run_id.clone();
-        let task_id = task_id.clone();
-        let transition = transition.clone();
-        self.blocking(move |inner| {
-            let _guard = guard;
-            let run_dir = inner.run_dir(&run_id)?;
-            let view = inner.records.run(&run_id);
-            let mut view = records::lock(&view);
-            let cached = view
-                .tasks
-                .as_ref()
-                .map(|tasks| tasks.get(&task_id).cloned());
-            let mut task = match cached {
-                Some(Some(task)) => task,
-                Some(None) => return Err(StorageError::not_found(format!("task {task_id}"))),
-                None => load_task_sync(&run_dir, &task_id)?,
-            };
-            let changed = task.apply_transition(&transition, now)?;
-            if changed {
-                write_json_atomic(
-                    &run_dir.join(TASKS_DIR).join(format!("{task_id}.json")),
-                    &task,
-                )?;
-                if let Some(tasks) = view.tasks.as_mut() {
-                    tasks.insert(task_id.clone(), task.clone());
-                }
-            }
-            Ok(TaskTransitionOutcome { task, changed })
-        })
-        .await
+        check_segment("task id", task_id.as_str())?;
+        let owned = self.inner.owned_run(run_id)?;
+        let outcome = owned.transition_task(task_id, transition, now)?;
+        if outcome.changed && outcome.task.status.is_terminal() {
+            self.inner.durable(&owned).await?;
+        }
+        Ok(outcome)
     }
-}
-
-fn load_task_sync(run_dir: &Path, task_id: &TaskId) -> StorageResult<AgentTaskRecord> {
-    layout::check_segment("task id", task_id.as_str())?;
-    read_json(&run_dir.join(TASKS_DIR).join(format!("{task_id}.json")))?
-        .ok_or_else(|| StorageError::not_found(format!("task {task_id}")))
 }

@@ -1,6 +1,11 @@
 //! `WorkspaceRepository` over the run directory: logical paths in the five roots, symlink-escape
 //! checks, guarded atomic writes and appends under per-path locks, listings and bounded walks,
-//! checkpoints, and the `persist/` projection and promotion.
+//! checkpoints (records and content-addressed blobs of the run's writer), and the `persist/`
+//! projection and promotion.
+//!
+//! Paths are checked without canonicalizing on the hot path: the run directory's canonical form
+//! is resolved once, and a logical path (already validated in memory) is walked with `lstat`;
+//! only a path that really contains a symlink takes the slow, resolving check.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -9,7 +14,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use tt_domain::DomainError;
-use tt_domain::ids::{CheckpointId, RunId, WorkspaceId, is_valid_storage_segment};
+use tt_domain::ids::{RunId, WorkspaceId, is_valid_storage_segment};
 use tt_domain::run::AgentRun;
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
@@ -24,12 +29,10 @@ use tt_ports::{
 };
 
 use crate::fsutil::{
-    self, is_missing, is_temp_name, read_json, temp_path_in, write_atomic, write_json_atomic,
+    self, is_missing, is_temp_name, read_json, temp_path_in, write_json_atomic, write_replace,
 };
-use crate::layout::{
-    CHECKPOINT_FILE, CHECKPOINTS_DIR, MANIFEST_FILE, PERSIST_DIR, RUN_FILE, document_path,
-    join_relative,
-};
+use crate::layout::{MANIFEST_FILE, PERSIST_DIR, RUN_FILE, join_relative};
+use crate::owned;
 use crate::{Inner, UserDataStore};
 
 /// Depth bound for walks that have no caller-given limit (persist copies), so a symlink loop
@@ -48,8 +51,14 @@ struct RunBase {
 
 impl RunBase {
     fn new(inner: &Inner, run_id: &RunId) -> StorageResult<Self> {
-        let dir = inner.run_dir(run_id)?;
-        Self::at(dir)
+        let location = inner.run_location(run_id)?;
+        match location.canonical {
+            Some(canonical) => Ok(Self {
+                dir: location.dir,
+                canonical,
+            }),
+            None => Self::at(location.dir),
+        }
     }
 
     fn at(dir: PathBuf) -> StorageResult<Self> {
@@ -65,8 +74,30 @@ impl RunBase {
             return Err(StorageError::not_found(format!("workspace path {path}")));
         }
         let physical = join_relative(&self.dir, path.as_str());
-        ensure_inside(&self.canonical, &physical, path.as_str())?;
+        self.ensure_inside(&physical, path.as_str())?;
         Ok(physical)
+    }
+
+    /// The fast path of [`ensure_inside`] for a path under this run directory: when no existing
+    /// component below the run directory is a symlink (`lstat` each), the path cannot leave it.
+    fn ensure_inside(&self, physical: &Path, shown: &str) -> StorageResult<()> {
+        let Ok(relative) = physical.strip_prefix(&self.dir) else {
+            return ensure_inside(&self.canonical, physical, shown);
+        };
+        let mut walked = self.dir.clone();
+        for component in relative.components() {
+            walked.push(component);
+            match fs::symlink_metadata(&walked) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return ensure_inside(&self.canonical, physical, shown);
+                }
+                Ok(_) => {}
+                // Nothing below a missing component exists, so nothing there can be a link.
+                Err(err) if is_missing(&err) => return Ok(()),
+                Err(err) => return Err(StorageError::io(shown.to_owned(), err)),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -292,14 +323,10 @@ fn replace_file(
 ) -> StorageResult<()> {
     create_parents(physical, path)?;
     // Parents may have been created just now: check again before the file lands.
-    ensure_inside(&base.canonical, physical, path.as_str())?;
-    write_atomic(physical, bytes).map_err(|err| match err {
-        StorageError::Io { message, .. } => StorageError::Io {
-            what: path.to_string(),
-            message,
-        },
-        other => other,
-    })
+    base.ensure_inside(physical, path.as_str())?;
+    // Temp file and rename: a crash leaves the old or the new file. Not synced here: its
+    // content reaches stable storage through the checkpoint blob that follows every write.
+    write_replace(physical, bytes).map_err(|err| StorageError::io(path.to_string(), err))
 }
 
 fn persist_error(code: &'static str, message: String) -> StorageError {
@@ -410,7 +437,7 @@ fn init_persist_sync(
         base_state_id: base_state_id.map(str::to_owned),
         files,
     };
-    let snapshot_path = document_path(&base.dir, &RunDocument::PersistSnapshot)?;
+    let snapshot_path = join_relative(&base.dir, &RunDocument::PersistSnapshot.relative_path());
     if let Some(parent) = snapshot_path.parent() {
         fsutil::create_dir_all(parent)?;
     }
@@ -485,8 +512,7 @@ fn promote_persist_sync(
             if let Some(parent) = staged.parent() {
                 fsutil::create_dir_all(parent)?;
             }
-            fs::write(&staged, &bytes)
-                .map_err(|err| StorageError::io(staged.display().to_string(), err))?;
+            write_synced(&staged, &bytes)?;
             files.push(print);
         }
         let manifest = StateManifest {
@@ -501,6 +527,8 @@ fn promote_persist_sync(
             changes: &changes,
         };
         write_json_atomic(&staging.join(MANIFEST_FILE), &manifest)?;
+        owned::sync_dir(&staging.join(PERSIST_DIR))?;
+        owned::sync_dir(&staging)?;
         fs::rename(&staging, &target).map_err(|err| match err.kind() {
             io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty => exists(),
             _ => StorageError::io(target.display().to_string(), err),
@@ -518,95 +546,43 @@ fn promote_persist_sync(
     result
 }
 
-fn checkpoint_sync(
+/// Writes a new file and waits for its bytes to reach the disk (promoted states are durable).
+fn write_synced(path: &Path, bytes: &[u8]) -> StorageResult<()> {
+    let what = || path.display().to_string();
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|err| StorageError::io(what(), err))?;
+    std::io::Write::write_all(&mut file, bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|err| StorageError::io(what(), err))?;
+    fsutil::note_fsync();
+    Ok(())
+}
+
+fn checkpoint_contents(
     inner: &Inner,
     run_id: &RunId,
-    reason: CheckpointReason,
-    event_seq: u64,
     paths: &[WorkspacePath],
-    created_at: Timestamp,
-) -> StorageResult<CheckpointRecord> {
+) -> StorageResult<Vec<(WorkspacePath, String)>> {
     let base = RunBase::new(inner, run_id)?;
-    let checkpoints = base.dir.join(CHECKPOINTS_DIR);
-    fsutil::create_dir_all(&checkpoints)?;
-    // The last seq is kept in memory (the checkpoint lock is held), so only the first
-    // checkpoint of a run in this process counts the existing directories.
-    let known = inner
-        .checkpoint_seqs
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .get(run_id)
-        .copied();
-    let last = match known {
-        Some(last) => last,
-        None => fs::read_dir(&checkpoints)
-            .map_err(|err| StorageError::io(checkpoints.display().to_string(), err))?
-            .filter_map(Result::ok)
-            .filter(|entry| {
-                entry.file_type().is_ok_and(|kind| kind.is_dir())
-                    && entry
-                        .file_name()
-                        .to_str()
-                        .is_some_and(|name| name.starts_with("cp_"))
-            })
-            .count() as u64,
-    };
-    let seq = last + 1;
-    let id = CheckpointId::from_seq(seq);
-    let target = checkpoints.join(id.as_str());
-    let staging = temp_path_in(&checkpoints);
-    let result = (|| -> StorageResult<CheckpointRecord> {
-        fsutil::create_dir_all(&staging)?;
-        let mut seen = BTreeSet::new();
-        let mut files = Vec::new();
-        for path in paths {
-            if !seen.insert(path) {
-                continue;
-            }
-            let physical = base.resolve(path)?;
-            let Some(EntryKind::File) = entry_kind(&base.canonical, &physical, path.as_str())?
-            else {
-                continue;
-            };
-            let bytes = read_file_bytes(&physical, path)?;
-            let copy = join_relative(&staging, path.as_str());
-            if let Some(parent) = copy.parent() {
-                fsutil::create_dir_all(parent)?;
-            }
-            fs::write(&copy, &bytes)
-                .map_err(|err| StorageError::io(copy.display().to_string(), err))?;
-            files.push(fingerprint(path, &bytes));
+    let mut seen = BTreeSet::new();
+    let mut contents = Vec::new();
+    for path in paths {
+        if !seen.insert(path) {
+            continue;
         }
-        let record = CheckpointRecord {
-            id: id.clone(),
-            seq,
-            run_id: run_id.clone(),
-            created_at,
-            reason,
-            event_seq,
-            files,
+        let physical = base.resolve(path)?;
+        let Some(EntryKind::File) = entry_kind(&base.canonical, &physical, path.as_str())? else {
+            continue;
         };
-        write_json_atomic(&staging.join(CHECKPOINT_FILE), &record)?;
-        fs::rename(&staging, &target).map_err(|err| match err.kind() {
-            io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty => {
-                StorageError::AlreadyExists {
-                    what: format!("checkpoint {id}"),
-                }
-            }
-            _ => StorageError::io(target.display().to_string(), err),
+        let text = String::from_utf8(read_file_bytes(&physical, path)?).map_err(|_| {
+            StorageError::corrupt(format!("workspace file {path}"), "not UTF-8 text")
         })?;
-        inner
-            .checkpoint_seqs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(run_id.clone(), seq);
-        Ok(record)
-    })();
-    if result.is_err() {
-        // Best effort: staging directories are never counted as checkpoints.
-        let _ = fs::remove_dir_all(&staging);
+        contents.push((path.clone(), text));
     }
-    result
+    Ok(contents)
 }
 
 #[async_trait]
@@ -620,7 +596,8 @@ impl WorkspaceRepository for UserDataStore {
         let run_id = run_id.clone();
         let path = path.cloned();
         let depth = depth.max(1);
-        self.blocking(move |inner| {
+        {
+            let inner: &Inner = &self.inner;
             let base = RunBase::new(inner, &run_id)?;
             let mut out = Vec::new();
             match path {
@@ -666,14 +643,14 @@ impl WorkspaceRepository for UserDataStore {
             }
             out.sort_by(|a, b| a.path.cmp(&b.path));
             Ok(out)
-        })
-        .await
+        }
     }
 
     async fn read(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<FileContent> {
         let run_id = run_id.clone();
         let path = path.clone();
-        self.blocking(move |inner| {
+        {
+            let inner: &Inner = &self.inner;
             let base = RunBase::new(inner, &run_id)?;
             let physical = base.resolve(&path)?;
             let bytes = current_bytes(&base, &physical, &path)?
@@ -683,19 +660,18 @@ impl WorkspaceRepository for UserDataStore {
                 StorageError::corrupt(format!("workspace file {path}"), "not UTF-8 text")
             })?;
             Ok(FileContent { text, sha256 })
-        })
-        .await
+        }
     }
 
     async fn sha256(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<Option<String>> {
         let run_id = run_id.clone();
         let path = path.clone();
-        self.blocking(move |inner| {
+        {
+            let inner: &Inner = &self.inner;
             let base = RunBase::new(inner, &run_id)?;
             let physical = base.resolve(&path)?;
             Ok(current_bytes(&base, &physical, &path)?.map(|bytes| sha256_hex(&bytes)))
-        })
-        .await
+        }
     }
 
     async fn write(
@@ -705,12 +681,15 @@ impl WorkspaceRepository for UserDataStore {
         content: &str,
         guard: &WriteGuard,
     ) -> StorageResult<WriteOutcome> {
+        // Only the run's writer writes its files.
+        self.inner.owned_run(run_id)?;
         let lock = self.inner.locks.lock(path_lock(run_id, path)).await;
         let run_id = run_id.clone();
         let path = path.clone();
         let content = content.to_owned();
         let guard = guard.clone();
-        self.blocking(move |inner| {
+        {
+            let inner: &Inner = &self.inner;
             let _lock = lock;
             let base = RunBase::new(inner, &run_id)?;
             let physical = base.resolve(&path)?;
@@ -744,8 +723,7 @@ impl WorkspaceRepository for UserDataStore {
                 sha256: sha256_hex(content.as_bytes()),
                 bytes: content.len() as u64,
             })
-        })
-        .await
+        }
     }
 
     async fn append(
@@ -754,11 +732,13 @@ impl WorkspaceRepository for UserDataStore {
         path: &WorkspacePath,
         content: &str,
     ) -> StorageResult<WriteOutcome> {
+        self.inner.owned_run(run_id)?;
         let lock = self.inner.locks.lock(path_lock(run_id, path)).await;
         let run_id = run_id.clone();
         let path = path.clone();
         let content = content.to_owned();
-        self.blocking(move |inner| {
+        {
+            let inner: &Inner = &self.inner;
             let _lock = lock;
             let base = RunBase::new(inner, &run_id)?;
             let physical = base.resolve(&path)?;
@@ -772,8 +752,7 @@ impl WorkspaceRepository for UserDataStore {
                 sha256: sha256_hex(&bytes),
                 bytes: bytes.len() as u64,
             })
-        })
-        .await
+        }
     }
 
     async fn create_checkpoint(
@@ -784,14 +763,9 @@ impl WorkspaceRepository for UserDataStore {
         paths: &[WorkspacePath],
         created_at: Timestamp,
     ) -> StorageResult<CheckpointRecord> {
-        let lock = self.inner.locks.lock(format!("checkpoint:{run_id}")).await;
-        let run_id = run_id.clone();
-        let paths = paths.to_vec();
-        self.blocking(move |inner| {
-            let _lock = lock;
-            checkpoint_sync(inner, &run_id, reason, event_seq, &paths, created_at)
-        })
-        .await
+        let owned = self.inner.owned_run(run_id)?;
+        let contents = checkpoint_contents(&self.inner, run_id, paths)?;
+        owned.add_checkpoint(reason, event_seq, contents, created_at)
     }
 
     async fn init_persist_projection(
@@ -799,14 +773,15 @@ impl WorkspaceRepository for UserDataStore {
         run_id: &RunId,
         base_state_id: Option<&str>,
     ) -> StorageResult<PersistSnapshot> {
+        self.inner.owned_run(run_id)?;
         let lock = self.inner.locks.lock(format!("persist:{run_id}")).await;
         let run_id = run_id.clone();
         let base_state_id = base_state_id.map(str::to_owned);
-        self.blocking(move |inner| {
+        {
+            let inner: &Inner = &self.inner;
             let _lock = lock;
             init_persist_sync(inner, &run_id, base_state_id.as_deref())
-        })
-        .await
+        }
     }
 
     async fn promote_persist(
@@ -815,14 +790,13 @@ impl WorkspaceRepository for UserDataStore {
         snapshot: &PersistSnapshot,
         created_at: Timestamp,
     ) -> StorageResult<PersistentChangeSet> {
+        let owned = self.inner.owned_run(run_id)?;
         let lock = self.inner.locks.lock(format!("persist:{run_id}")).await;
-        let run_id = run_id.clone();
-        let snapshot = snapshot.clone();
-        self.blocking(move |inner| {
-            let _lock = lock;
-            promote_persist_sync(inner, &run_id, &snapshot, created_at)
-        })
-        .await
+        let changes = promote_persist_sync(&self.inner, run_id, snapshot, created_at)?;
+        drop(lock);
+        // Promotion is a durability point for the run's records too.
+        self.inner.durable(&owned).await?;
+        Ok(changes)
     }
 
     async fn walk_files(
@@ -836,7 +810,8 @@ impl WorkspaceRepository for UserDataStore {
         let mut roots = roots.to_vec();
         roots.sort_by_key(|root| root.name());
         roots.dedup();
-        self.blocking(move |inner| {
+        {
+            let inner: &Inner = &self.inner;
             let base = RunBase::new(inner, &run_id)?;
             let mut files = Vec::new();
             for root in roots {
@@ -859,7 +834,6 @@ impl WorkspaceRepository for UserDataStore {
                 }
             }
             Ok(files.into_iter().map(|(path, _)| path).collect())
-        })
-        .await
+        }
     }
 }

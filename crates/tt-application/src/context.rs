@@ -179,6 +179,7 @@ impl RunContext {
             InvocationStatus::Cancelled => RunEventType::AgentInvocationCancelled,
             InvocationStatus::Transferred => RunEventType::AgentInvocationTransferred,
             InvocationStatus::Created => RunEventType::AgentInvocationCreated,
+            InvocationStatus::Interrupted => RunEventType::AgentInvocationInterrupted,
         };
         let level = match status {
             InvocationStatus::Failed | InvocationStatus::Cancelled => {

@@ -9,12 +9,16 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent, RunEventType, with_event_scope};
 use tt_domain::ids::{EventId, RunId};
-use tt_ports::{Clock, EventPage, IdGenerator, RunJournal};
+use tt_ports::{AgentRunRepository, Clock, EventPage, IdGenerator, RunJournal};
 
 use crate::error::ApplicationResult;
 
 /// Capacity of the live broadcast; a slower subscriber catches up from the journal.
 const LIVE_CAPACITY: usize = 1024;
+
+/// How often a stream of a run this process is not running looks for new journal lines (no
+/// notification crosses processes).
+const OTHER_PROCESS_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The one place events are written.
 pub struct EventSink {
@@ -107,6 +111,7 @@ pub fn is_terminal_event(event_type: &str) -> bool {
                 | RunEventType::RunPartialSuccess
                 | RunEventType::RunCancelled
                 | RunEventType::RunFailed
+                | RunEventType::RunInterrupted
         )
     )
 }
@@ -123,6 +128,9 @@ pub struct RunEventStream {
     buffer: std::collections::VecDeque<AgentRunEvent>,
     finished: bool,
     invocation_filter: Option<String>,
+    /// Set when the run is not running in this process: the stream polls the journal and ends
+    /// once the stored run is terminal and nothing more is journaled.
+    elsewhere: Option<Arc<dyn AgentRunRepository>>,
 }
 
 impl std::fmt::Debug for RunEventStream {
@@ -150,7 +158,16 @@ impl RunEventStream {
             buffer: Default::default(),
             finished: false,
             invocation_filter,
+            elsewhere: None,
         }
+    }
+
+    /// Follows a run that another process writes (or nobody does): there is no live broadcast
+    /// for it here, so the stream polls the journal, and ends after the terminal event, or once
+    /// `runs` reports the run terminal (for example `interrupted`) with nothing more journaled.
+    pub fn following_other_process(mut self, runs: Arc<dyn AgentRunRepository>) -> Self {
+        self.elsewhere = Some(runs);
+        self
     }
 
     /// The next event, or `None` once the run's terminal event has been delivered.
@@ -172,6 +189,27 @@ impl RunEventStream {
             let events = self.journal.read(&self.run_id, &page).await?;
             if !events.is_empty() {
                 self.buffer.extend(events);
+                continue;
+            }
+            if let Some(runs) = &self.elsewhere {
+                // Journal first, then status: an event written before the run turned terminal
+                // is always read before the stream ends.
+                if runs.load_run(&self.run_id).await?.status.is_terminal() {
+                    let page = EventPage {
+                        after_seq: Some(self.next_seq - 1),
+                        before_seq: None,
+                        limit: Some(500),
+                        invocation_id: None,
+                    };
+                    let events = self.journal.read(&self.run_id, &page).await?;
+                    if events.is_empty() {
+                        self.finished = true;
+                    } else {
+                        self.buffer.extend(events);
+                    }
+                    continue;
+                }
+                tokio::time::sleep(OTHER_PROCESS_POLL).await;
                 continue;
             }
             // Up to date: wait for the next live event of this run.

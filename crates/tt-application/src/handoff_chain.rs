@@ -33,6 +33,7 @@ pub async fn settle_open_handoffs(
 ) -> ApplicationResult<()> {
     let invocation_status = match status {
         TaskStatus::Cancelled => InvocationStatus::Cancelled,
+        TaskStatus::Interrupted => InvocationStatus::Interrupted,
         TaskStatus::Queued | TaskStatus::Running | TaskStatus::Completed | TaskStatus::Failed => {
             InvocationStatus::Failed
         }

@@ -690,7 +690,13 @@ impl AgentRunService {
         after_seq: u64,
         invocation_id: Option<String>,
     ) -> RunEventStream {
-        RunEventStream::new(&self.events, run_id, after_seq, invocation_id)
+        let running_here = self.lock_active().contains_key(&run_id);
+        let stream = RunEventStream::new(&self.events, run_id, after_seq, invocation_id);
+        if running_here {
+            stream
+        } else {
+            stream.following_other_process(Arc::clone(&self.services.runs))
+        }
     }
 
     pub async fn list_runs(&self, page: RunListPage) -> ApplicationResult<Vec<AgentRun>> {

@@ -11,7 +11,7 @@ use std::time::Instant;
 use tt_domain::ids::ROOT_INVOCATION_ID;
 use tt_runtime::{
     AgentProfileDefinition, AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
-    CommitBridgeChoice, ConversationKind, ReadEventsRequest, StartRunRequest,
+    CommitBridgeChoice, ConversationKind, ReadEventsRequest, StartRunRequest, UserDataStore,
 };
 
 use crate::model::{CHILD_TURNS, ChildTag, FanoutModel, ROOT_PROFILE, ROOT_TURNS, note_content};
@@ -34,6 +34,10 @@ pub struct FanoutReport {
     pub wall_s: f64,
     pub cpu_s: f64,
     pub peak_rss_mib: f64,
+    /// Regular files under the run directory when the run ended.
+    pub run_files: u64,
+    /// `fsync`/`fdatasync` calls the store made over the timed region.
+    pub fsyncs: u64,
 }
 
 impl FanoutReport {
@@ -45,6 +49,8 @@ impl FanoutReport {
             "wallS": self.wall_s,
             "cpuS": self.cpu_s,
             "peakRssMib": self.peak_rss_mib,
+            "runFiles": self.run_files,
+            "fsyncs": self.fsyncs,
         })
     }
 }
@@ -88,6 +94,7 @@ pub async fn run(children: u32, data_dir: Option<PathBuf>) -> Result<FanoutRepor
     let ticks = procstat::clock_ticks_per_second();
 
     let cpu_before = procstat::cpu_seconds(ticks)?;
+    let fsyncs_before = UserDataStore::fsync_count();
     let started = Instant::now();
     let run = runtime
         .start_run(start_request(children))
@@ -99,6 +106,7 @@ pub async fn run(children: u32, data_dir: Option<PathBuf>) -> Result<FanoutRepor
         .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_s = procstat::cpu_seconds(ticks)? - cpu_before;
+    let fsyncs = UserDataStore::fsync_count() - fsyncs_before;
 
     let events = read_all_events(&runtime, run.id.as_str()).await?;
     if finished.status != AgentRunStatus::Completed {
@@ -123,8 +131,11 @@ pub async fn run(children: u32, data_dir: Option<PathBuf>) -> Result<FanoutRepor
         wall_s,
         cpu_s,
         peak_rss_mib: procstat::peak_rss_mib()?,
+        run_files: count_files(&run_dir)?,
+        fsyncs,
     })
 }
+
 
 fn ensure_fresh_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -335,6 +346,7 @@ pub fn verify_notes(run_dir: &Path, children: u32) -> Result<()> {
     Ok(())
 }
 
+/// Files under `dir`, recursively (directories are not counted).
 fn count_files(dir: &Path) -> Result<u64> {
     let mut total = 0;
     for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {

@@ -82,6 +82,11 @@ enum Command {
     },
     /// Print the agent tree of a stored run.
     Graph { run_id: String },
+    /// Print one stored record of a run as JSON: a reference from an event (`argumentsRef`,
+    /// `modelResponsePath`, `resultRef`, …) or `run.json`, `manifest.json`,
+    /// `tasks/<taskId>.json`, `invocations/<invocationId>.json`, `checkpoints/<checkpointId>`,
+    /// `blobs/<sha256>`.
+    Show { run_id: String, reference: String },
 }
 
 #[tokio::main]
@@ -165,6 +170,12 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Show { run_id, reference } => {
+            let runtime = inspect_runtime(&cli.data_dir)?;
+            let record = runtime.read_record(&run_id, &reference).await?;
+            println!("{}", serde_json::to_string_pretty(&record)?);
+            Ok(())
+        }
         Command::Graph { run_id } => {
             let runtime = inspect_runtime(&cli.data_dir)?;
             let projection = runtime.timeline_projection(&run_id).await?;
@@ -174,7 +185,8 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-/// A runtime for read-only commands: storage only, no model is ever called.
+/// A runtime for read-only commands: storage only, opened for reading (safe beside a process
+/// that is writing the same data dir), no model is ever called.
 fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::AgentRuntime> {
     let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
         .context("building the idle model")?;
@@ -182,5 +194,6 @@ fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::Age
         .data_dir(data_dir)
         .provider(Arc::new(idle))
         .commit_bridge(CommitBridgeChoice::Transcript)
+        .read_only()
         .build()
 }

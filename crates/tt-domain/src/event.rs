@@ -117,12 +117,14 @@ event_types! {
     AgentInvocationFailed => "agent_invocation_failed",
     AgentInvocationCancelled => "agent_invocation_cancelled",
     AgentInvocationTransferred => "agent_invocation_transferred",
+    AgentInvocationInterrupted => "agent_invocation_interrupted",
     AgentTaskRegistered => "agent_task_registered",
     AgentTaskQueued => "agent_task_queued",
     AgentTaskStarted => "agent_task_started",
     AgentTaskCompleted => "agent_task_completed",
     AgentTaskFailed => "agent_task_failed",
     AgentTaskCancelled => "agent_task_cancelled",
+    AgentTaskInterrupted => "agent_task_interrupted",
     AgentDelegateStarted => "agent_delegate_started",
     AgentHandoffRequested => "agent_handoff_requested",
     AgentHandoffAccepted => "agent_handoff_accepted",
@@ -166,6 +168,7 @@ event_types! {
     RunCancelRequested => "run_cancel_requested",
     RunCancelled => "run_cancelled",
     RunFailed => "run_failed",
+    RunInterrupted => "run_interrupted",
 }
 
 const SCOPE_FIELDS: [&str; 5] = [
@@ -214,7 +217,8 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
         | RunEventType::AgentTaskStarted
         | RunEventType::AgentTaskCompleted
         | RunEventType::AgentTaskFailed
-        | RunEventType::AgentTaskCancelled => field("parentInvocationId"),
+        | RunEventType::AgentTaskCancelled
+        | RunEventType::AgentTaskInterrupted => field("parentInvocationId"),
         _ => None,
     };
     let is_run_level = event_type.as_str().starts_with("run_")

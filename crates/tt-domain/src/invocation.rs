@@ -41,6 +41,9 @@ pub enum InvocationStatus {
     Failed,
     Cancelled,
     Transferred,
+    /// The process that ran it went away (crash, kill, power cut) before it finished; set by
+    /// the store when it reopens the data dir.
+    Interrupted,
 }
 
 impl InvocationStatus {
@@ -49,7 +52,8 @@ impl InvocationStatus {
             InvocationStatus::Completed
             | InvocationStatus::Failed
             | InvocationStatus::Cancelled
-            | InvocationStatus::Transferred => true,
+            | InvocationStatus::Transferred
+            | InvocationStatus::Interrupted => true,
             InvocationStatus::Created | InvocationStatus::Running => false,
         }
     }
@@ -61,6 +65,7 @@ impl InvocationStatus {
             InvocationStatus::Completed => "completed",
             InvocationStatus::Failed => "failed",
             InvocationStatus::Cancelled => "cancelled",
+            InvocationStatus::Interrupted => "interrupted",
             InvocationStatus::Transferred => "transferred",
         }
     }
@@ -120,9 +125,12 @@ impl AgentInvocation {
         }
         let legal = match (self.status, next) {
             (InvocationStatus::Created, InvocationStatus::Running) => true,
-            (InvocationStatus::Created, InvocationStatus::Failed | InvocationStatus::Cancelled) => {
-                true
-            }
+            (
+                InvocationStatus::Created,
+                InvocationStatus::Failed
+                | InvocationStatus::Cancelled
+                | InvocationStatus::Interrupted,
+            ) => true,
             (InvocationStatus::Running, next) => next.is_terminal(),
             _ => false,
         };

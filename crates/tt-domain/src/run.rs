@@ -64,7 +64,9 @@ pub fn derive_workspace_id(kind: ConversationKind, stable_chat_id: &str) -> Work
     WorkspaceId::from_raw(format!("chat_{}", &digest[..16]))
 }
 
-/// Run status. Terminal: `completed`, `partial_success`, `cancelled`, `failed`.
+/// Run status. Terminal: `completed`, `partial_success`, `cancelled`, `failed`, and
+/// `interrupted` (the process that ran it went away before it finished; set by the store when it
+/// reopens the data dir, never by the runtime while the run is live).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentRunStatus {
@@ -82,6 +84,7 @@ pub enum AgentRunStatus {
     Cancelling,
     Cancelled,
     Failed,
+    Interrupted,
 }
 
 impl AgentRunStatus {
@@ -90,7 +93,8 @@ impl AgentRunStatus {
             AgentRunStatus::Completed
             | AgentRunStatus::PartialSuccess
             | AgentRunStatus::Cancelled
-            | AgentRunStatus::Failed => true,
+            | AgentRunStatus::Failed
+            | AgentRunStatus::Interrupted => true,
             AgentRunStatus::Created
             | AgentRunStatus::InitializingWorkspace
             | AgentRunStatus::AssemblingContext
@@ -116,7 +120,8 @@ impl AgentRunStatus {
             AgentRunStatus::Cancelled
             | AgentRunStatus::Failed
             | AgentRunStatus::PartialSuccess
-            | AgentRunStatus::Cancelling => true,
+            | AgentRunStatus::Cancelling
+            | AgentRunStatus::Interrupted => true,
             AgentRunStatus::Created => false,
             AgentRunStatus::InitializingWorkspace
             | AgentRunStatus::AssemblingContext
@@ -147,7 +152,8 @@ impl AgentRunStatus {
             | AgentRunStatus::PartialSuccess
             | AgentRunStatus::Cancelling
             | AgentRunStatus::Cancelled
-            | AgentRunStatus::Failed => false,
+            | AgentRunStatus::Failed
+            | AgentRunStatus::Interrupted => false,
         }
     }
 
@@ -167,6 +173,7 @@ impl AgentRunStatus {
             AgentRunStatus::Cancelling => "cancelling",
             AgentRunStatus::Cancelled => "cancelled",
             AgentRunStatus::Failed => "failed",
+            AgentRunStatus::Interrupted => "interrupted",
         }
     }
 }

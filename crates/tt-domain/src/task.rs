@@ -25,12 +25,17 @@ pub enum TaskStatus {
     Completed,
     Failed,
     Cancelled,
+    /// The process that ran it went away before it finished; set by the store on reopen.
+    Interrupted,
 }
 
 impl TaskStatus {
     pub fn is_terminal(self) -> bool {
         match self {
-            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled => true,
+            TaskStatus::Completed
+            | TaskStatus::Failed
+            | TaskStatus::Cancelled
+            | TaskStatus::Interrupted => true,
             TaskStatus::Queued | TaskStatus::Running => false,
         }
     }
@@ -42,6 +47,7 @@ impl TaskStatus {
             TaskStatus::Completed => "completed",
             TaskStatus::Failed => "failed",
             TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Interrupted => "interrupted",
         }
     }
 }

@@ -33,6 +33,15 @@ pub enum StorageError {
     /// A path resolved through a symlink to somewhere outside the run directory.
     #[error("agent.workspace_symlink_escape: {path} resolves outside the run workspace")]
     SymlinkEscape { path: String },
+    /// Another live process writes this run (it holds the run's lock).
+    #[error("agent.run_locked: {what} is being written by another process{}", owner_pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default())]
+    Locked {
+        what: String,
+        owner_pid: Option<u32>,
+    },
+    /// The store was opened for reading only.
+    #[error("agent.storage_read_only: cannot write {what}: the store is open for reading only")]
+    ReadOnly { what: String },
     #[error("{0}")]
     Domain(DomainError),
     /// Stored data could not be parsed.
@@ -75,6 +84,8 @@ impl StorageError {
             StorageError::IsDirectory { .. } => "workspace.path_is_directory",
             StorageError::NotADirectory { .. } => "workspace.path_not_found",
             StorageError::SymlinkEscape { .. } => "agent.workspace_symlink_escape",
+            StorageError::Locked { .. } => "agent.run_locked",
+            StorageError::ReadOnly { .. } => "agent.storage_read_only",
             StorageError::Domain(err) => err.code,
             StorageError::Corrupt { .. } => "agent.storage_corrupt",
             StorageError::Io { .. } => "agent.storage_io",

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tt_adapter_storage_userdata::UserDataStore;
 use tt_application::{AgentRunService, RuntimeServices};
+use tt_domain::ids::EventId;
 use tt_ports::{Clock, HostCommitBridge, IdGenerator, ModelProvider};
 
 use crate::bridges::{HostApiCommitBridge, TranscriptCommitBridge};
@@ -66,6 +67,7 @@ pub struct AgentRuntimeBuilder {
     connections: NamedConnections,
     clock: Option<Arc<dyn Clock>>,
     ids: Option<Arc<dyn IdGenerator>>,
+    read_only: bool,
 }
 
 impl std::fmt::Debug for AgentRuntimeBuilder {
@@ -121,14 +123,39 @@ impl AgentRuntimeBuilder {
         self
     }
 
+    /// Opens the data dir for reading only: the runtime can list and read runs (also runs a
+    /// live process is writing) but never writes, locks or repairs anything; starting a run
+    /// fails with `agent.storage_read_only`. For inspection tools.
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
+    /// Builds the runtime. A read-write runtime first marks every run that a process which is
+    /// gone left unfinished as `interrupted` (see docs/storage.md).
     pub fn build(self) -> anyhow::Result<AgentRuntime> {
         let data_dir = self.data_dir.unwrap_or_else(|| PathBuf::from(".tt-agent"));
         let provider = self.provider.ok_or_else(|| {
             anyhow::anyhow!("a model provider is required (AgentRuntimeBuilder::provider)")
         })?;
-        let store = UserDataStore::open(data_dir.clone()).map_err(|err| {
-            anyhow::anyhow!("cannot open the data dir {}: {err}", data_dir.display())
-        })?;
+        let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let ids = self.ids.unwrap_or_else(|| Arc::new(UuidIds));
+        let store = if self.read_only {
+            UserDataStore::open_read_only(data_dir.clone())
+        } else {
+            let store = UserDataStore::open(data_dir.clone()).map_err(|err| {
+                anyhow::anyhow!("cannot open the data dir {}: {err}", data_dir.display())
+            })?;
+            store
+                .recover_interrupted_runs(clock.now(), || EventId::generate(&ids.next_token()))
+                .map_err(|err| {
+                    anyhow::anyhow!(
+                        "cannot mark the interrupted runs of {}: {err}",
+                        data_dir.display()
+                    )
+                })?;
+            store
+        };
         let host_bridge = Arc::new(HostApiCommitBridge::default());
         let transcripts = Arc::new(TranscriptCommitBridge::new(data_dir.join("transcripts")));
         let commit_bridge: Arc<dyn HostCommitBridge> =
@@ -161,8 +188,8 @@ impl AgentRuntimeBuilder {
             ),
             commit_bridge,
             prompt_broker,
-            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
-            ids: self.ids.unwrap_or_else(|| Arc::new(UuidIds)),
+            clock,
+            ids,
         };
         Ok(AgentRuntime::new(
             AgentRunService::new(services),

@@ -202,6 +202,28 @@ impl AgentRuntime {
             })
     }
 
+    /// Any stored record of a run by the reference its events use (`argumentsRef`,
+    /// `modelResponsePath`, `resultRef`, `checkpoints/<id>`, `tasks/<id>.json`, …; see
+    /// docs/storage.md). `agent.not_found` when the run has no such record.
+    pub async fn read_record(
+        &self,
+        run_id: &str,
+        reference: &str,
+    ) -> HostResult<serde_json::Value> {
+        let to_host = |err: tt_ports::StorageError| HostError {
+            code: err.code().to_owned(),
+            message: err.to_string(),
+        };
+        self.skill_store
+            .read_record(&RunId::from_raw(run_id), reference)
+            .await
+            .map_err(to_host)?
+            .ok_or_else(|| HostError {
+                code: "agent.not_found".to_owned(),
+                message: format!("run {run_id} has no record `{reference}`"),
+            })
+    }
+
     /// Newest runs first.
     pub async fn list_runs(&self, request: ListRunsRequest) -> HostResult<Vec<AgentRun>> {
         let limit = request.limit.clamp(1, 500);

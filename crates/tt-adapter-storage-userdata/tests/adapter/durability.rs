@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
-use tt_domain::run::AgentRunStatus;
+use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{
@@ -96,16 +96,19 @@ async fn state_files_are_replaced_by_rename_and_leave_no_temp_files() {
         .filter(|path| path.contains(".tt-tmp-"))
         .collect();
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
-    let dirs_left = std::fs::read_dir(dir.join("checkpoints"))
+    let checkpoint = fx
+        .store
+        .read_record(&run.id, "checkpoints/cp_000001")
+        .await
         .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect::<Vec<_>>();
-    assert_eq!(dirs_left, ["cp_000001"]);
+        .unwrap();
+    assert_eq!(checkpoint["files"][0]["path"], json!("output/main.md"));
+    assert!(!dir.join("checkpoints").exists());
 }
 
 #[tokio::test]
 async fn runs_are_found_through_the_index_after_reopening() {
-    let fx = Fixture::new();
+    let mut fx = Fixture::new();
     let (run, _) = fx.run(1).await;
     fx.store
         .save_invocation(&invocation(&run, "inv_root", 1))
@@ -120,7 +123,16 @@ async fn runs_are_found_through_the_index_after_reopening() {
         .unwrap();
 
     let store = fx.reopen();
-    assert_eq!(store.load_run(&run.id).await.unwrap(), run);
+    // Nobody owns the unfinished run any more, so it reads as interrupted.
+    let reloaded = store.load_run(&run.id).await.unwrap();
+    assert_eq!(reloaded.status, AgentRunStatus::Interrupted);
+    assert_eq!(
+        AgentRun {
+            status: run.status,
+            ..reloaded
+        },
+        run
+    );
     assert_eq!(
         store
             .load_invocation(&run.id, &InvocationId::root())
@@ -148,12 +160,26 @@ async fn runs_are_found_through_the_index_after_reopening() {
             })
             .await
             .unwrap(),
+        // Now this process writes the run, so it shows the stored status again.
         vec![run.clone()]
     );
 
-    // Without its index entry a fresh process cannot locate the run.
-    std::fs::remove_file(fx.data_root().join(format!("index/runs/{}.json", run.id))).unwrap();
-    match fx.reopen().load_run(&run.id).await {
+    // Without its index entry (or with a corrupt one) a fresh process still finds the run.
+    let index = fx.data_root().join(format!("index/runs/{}.json", run.id));
+    std::fs::remove_file(&index).unwrap();
+    assert_eq!(fx.reopen().load_run(&run.id).await.unwrap().id, run.id);
+    std::fs::write(&index, b"{ not json").unwrap();
+    let store = fx.reopen();
+    assert_eq!(store.load_run(&run.id).await.unwrap().id, run.id);
+    let listed = store
+        .list_runs(RunListPage {
+            offset: 0,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    match store.load_run(&RunId::from_raw("run_missing")).await {
         Err(StorageError::NotFound { .. }) => {}
         other => panic!("expected NotFound, got {other:?}"),
     }

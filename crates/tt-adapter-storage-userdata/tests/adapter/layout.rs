@@ -68,22 +68,15 @@ async fn files_land_where_the_layout_says() {
     assert_eq!(
         files_under(&dir),
         [
-            "agent-results/inv_child.json",
-            "checkpoints/cp_000001/checkpoint.json",
-            "checkpoints/cp_000001/output/main.md",
+            "blobs.jsonl",
             "events.jsonl",
-            "input/invocations/inv_child/tool_snapshot.json",
             "input/persist_snapshot.json",
             "input/prompt_snapshot.json",
-            "invocations/inv_child.json",
-            "invocations/inv_root.json",
             "manifest.json",
-            "model-responses/inv_child/round-002.json",
-            "model-responses/round-001.json",
             "output/main.md",
+            "owner.lock",
+            "records.jsonl",
             "run.json",
-            "tasks/task_1.json",
-            "tool-args/call_00112233aabbccdd.json",
         ]
     );
     let relative = dir.strip_prefix(fx.data_root()).unwrap();
@@ -98,12 +91,58 @@ async fn files_land_where_the_layout_says() {
         files_under(&fx.data_root().join("index")),
         [format!("runs/{}.json", run.id)]
     );
-    let checkpoint: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("checkpoints/cp_000001/checkpoint.json")).unwrap(),
-    )
-    .unwrap();
+    // Every record stays reachable by the reference its events use.
+    let checkpoint = store
+        .read_record(&run.id, "checkpoints/cp_000001")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(checkpoint["id"], json!("cp_000001"));
     assert_eq!(checkpoint["reason"], json!("chat_commit"));
     assert_eq!(checkpoint["eventSeq"], json!(1));
     assert_eq!(checkpoint["files"][0]["path"], json!("output/main.md"));
+    let sha = checkpoint["files"][0]["sha256"].as_str().unwrap();
+    assert_eq!(
+        store
+            .read_record(&run.id, &format!("blobs/{sha}"))
+            .await
+            .unwrap(),
+        Some(json!("m"))
+    );
+    for reference in [
+        "run.json",
+        "manifest.json",
+        "input/prompt_snapshot.json",
+        "input/invocations/inv_child/tool_snapshot.json",
+        "tool-args/call_00112233aabbccdd.json",
+        "model-responses/round-001.json",
+        "model-responses/inv_child/round-002.json",
+        "agent-results/inv_child.json",
+        "tasks/task_1.json",
+        "invocations/inv_root.json",
+    ] {
+        assert!(
+            store
+                .read_record(&run.id, reference)
+                .await
+                .unwrap()
+                .is_some(),
+            "{reference}"
+        );
+    }
+    assert_eq!(
+        store
+            .read_record(&run.id, "tasks/task_9.json")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .read_record(&run.id, "nonsense/x")
+            .await
+            .unwrap_err()
+            .code(),
+        "agent.record_reference_invalid"
+    );
 }

@@ -4,6 +4,7 @@
 mod durability;
 mod journal;
 mod layout;
+mod ownership;
 mod persist;
 mod skills;
 mod symlinks;
@@ -33,9 +34,11 @@ impl Fixture {
         self.dir.path().join("data")
     }
 
-    /// A second store on the same data root, as after a process restart.
-    pub fn reopen(&self) -> Arc<UserDataStore> {
-        UserDataStore::open(self.data_root()).unwrap()
+    /// A new store on the same data root, as after a process restart: the old store is
+    /// dropped (closing its runs and releasing their locks).
+    pub fn reopen(&mut self) -> Arc<UserDataStore> {
+        self.store = UserDataStore::open(self.data_root()).unwrap();
+        Arc::clone(&self.store)
     }
 
     pub async fn run(&self, n: u32) -> (AgentRun, PathBuf) {

@@ -228,6 +228,7 @@ pub async fn emit_task_event(ctx: &RunContext, task: &AgentTaskRecord) -> Applic
         TaskStatus::Completed => (RunEventType::AgentTaskCompleted, EventLevel::Info),
         TaskStatus::Failed => (RunEventType::AgentTaskFailed, EventLevel::Warn),
         TaskStatus::Cancelled => (RunEventType::AgentTaskCancelled, EventLevel::Warn),
+        TaskStatus::Interrupted => (RunEventType::AgentTaskInterrupted, EventLevel::Warn),
     };
     ctx.events
         .emit(

@@ -578,6 +578,8 @@ fn read_failure(err: StorageError, skill: &EffectiveSkill, path: &SkillFilePath)
         | StorageError::GuardShaMismatch { .. }
         | StorageError::NotADirectory { .. }
         | StorageError::SymlinkEscape { .. }
+        | StorageError::Locked { .. }
+        | StorageError::ReadOnly { .. }
         | StorageError::Domain(_)
         | StorageError::Io { .. }
         | StorageError::Other(_) => ApplicationError::Storage(err).into(),

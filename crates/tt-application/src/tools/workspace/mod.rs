@@ -144,6 +144,8 @@ fn storage_failure(err: StorageError, path: &WorkspacePath, op: StorageOp) -> To
         },
         StorageError::AlreadyExists { .. }
         | StorageError::SymlinkEscape { .. }
+        | StorageError::Locked { .. }
+        | StorageError::ReadOnly { .. }
         | StorageError::Domain(_)
         | StorageError::Corrupt { .. }
         | StorageError::Io { .. }

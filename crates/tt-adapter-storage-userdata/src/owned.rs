@@ -1,0 +1,530 @@
+//! A run this process writes: its OS lock, its three append-only segment files (journal,
+//! records, blobs) and the in-memory indexes over them. All writes to a run go through its one
+//! `OwnedRun`, in order, under one short mutex; nothing on this path walks a directory or
+//! resolves a path.
+
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::ids::{CheckpointId, InvocationId, RunId, TaskId};
+use tt_domain::invocation::AgentInvocation;
+use tt_domain::task::{AgentTaskRecord, TaskTransition};
+use tt_domain::text::sha256_hex;
+use tt_domain::time::Timestamp;
+use tt_domain::workspace::{CheckpointReason, CheckpointRecord, FileFingerprint, WorkspacePath};
+use tt_ports::{StorageError, StorageResult, TaskTransitionOutcome};
+
+use crate::durability::RunSync;
+use crate::fsutil::{self, is_temp_name};
+use crate::journal::JournalIndex;
+use crate::layout::{BLOBS_FILE, EVENTS_FILE, LOCK_FILE, RECORDS_FILE};
+use crate::segment::Segment;
+
+/// Positions of the segment files in the run's [`RunSync`].
+const JOURNAL: usize = 0;
+const RECORDS: usize = 1;
+const BLOBS: usize = 2;
+
+/// The kinds of record kept in `records.jsonl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RecordKind {
+    Document,
+    Task,
+    Invocation,
+    Checkpoint,
+}
+
+/// One line of `records.jsonl`: the latest line of a key wins.
+#[derive(Serialize)]
+struct RecordLine<'a, T: Serialize> {
+    kind: RecordKind,
+    key: &'a str,
+    value: &'a T,
+}
+
+/// A record line with its value left unparsed.
+#[derive(Deserialize)]
+pub(crate) struct RecordHeader {
+    pub(crate) kind: RecordKind,
+    pub(crate) key: String,
+    #[allow(dead_code)] // parsed only to prove the line is whole
+    value: IgnoredAny,
+}
+
+#[derive(Deserialize)]
+struct RecordValue<T> {
+    value: T,
+}
+
+/// One line of `blobs.jsonl`: a file's content, stored once per sha256.
+#[derive(Serialize)]
+struct BlobLine<'a> {
+    sha256: &'a str,
+    text: &'a str,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct BlobHeader {
+    pub(crate) sha256: String,
+    #[allow(dead_code)] // parsed only to prove the line is whole
+    text: IgnoredAny,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct BlobText {
+    pub(crate) text: String,
+}
+
+/// Where a line lives in a segment.
+#[derive(Debug, Clone, Copy)]
+struct Loc {
+    offset: u64,
+    len: usize,
+}
+
+/// Parses the value of a record line.
+pub(crate) fn record_value<T: DeserializeOwned>(body: &[u8]) -> Result<T, String> {
+    serde_json::from_slice::<RecordValue<T>>(body)
+        .map(|line| line.value)
+        .map_err(|err| err.to_string())
+}
+
+fn line_of<T: Serialize>(value: &T) -> StorageResult<Vec<u8>> {
+    let mut line = serde_json::to_vec(value)
+        .map_err(|err| StorageError::Other(format!("cannot serialize a record: {err}")))?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+struct RunFiles {
+    journal: Segment,
+    journal_index: JournalIndex,
+    records: Segment,
+    documents: HashMap<String, Loc>,
+    checkpoints: BTreeMap<String, Loc>,
+    tasks: BTreeMap<TaskId, AgentTaskRecord>,
+    invocations: BTreeMap<InvocationId, AgentInvocation>,
+    blobs: Segment,
+    blob_locs: HashMap<String, Loc>,
+}
+
+/// The single writer of one run in this process.
+pub(crate) struct OwnedRun {
+    pub(crate) run_id: RunId,
+    pub(crate) dir: PathBuf,
+    files: Mutex<RunFiles>,
+    pub(crate) sync: Arc<RunSync>,
+    /// Holding the open, locked file is what makes this process the owner.
+    _lock: File,
+}
+
+/// Takes the run's OS lock, or says which process holds it.
+pub(crate) fn acquire_lock(run_id: &RunId, dir: &Path) -> StorageResult<File> {
+    let path = dir.join(LOCK_FILE);
+    let what = || path.display().to_string();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|err| StorageError::io(what(), err))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            // The pid is informative only; an unreadable one still means "locked".
+            let _ = file.read_to_string(&mut text);
+            return Err(StorageError::Locked {
+                what: format!("run {run_id}"),
+                owner_pid: text.trim().parse().ok(),
+            });
+        }
+        Err(TryLockError::Error(err)) => return Err(StorageError::io(what(), err)),
+    }
+    file.set_len(0)
+        .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()))
+        .map_err(|err| StorageError::io(what(), err))?;
+    Ok(file)
+}
+
+/// Whether some live process holds the run's lock (a reader's question; it never creates the
+/// lock file). A run without a lock file has no owner.
+pub(crate) fn has_live_owner(dir: &Path) -> bool {
+    let Ok(file) = File::open(dir.join(LOCK_FILE)) else {
+        return false;
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            // Dropping the handle releases the probe at once.
+            false
+        }
+        Err(TryLockError::WouldBlock) => true,
+        Err(TryLockError::Error(_)) => false,
+    }
+}
+
+/// Removes temp files and directories a crash left anywhere under the run directory.
+fn remove_temp_entries(dir: &Path) -> StorageResult<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if fsutil::is_missing(&err) => return Ok(()),
+        Err(err) => return Err(StorageError::io(dir.display().to_string(), err)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|err| StorageError::io(dir.display().to_string(), err))?;
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .map_err(|err| StorageError::io(path.display().to_string(), err))?;
+        let temp = entry.file_name().to_str().is_some_and(is_temp_name);
+        let result = match (temp, kind.is_dir()) {
+            (true, true) => fs::remove_dir_all(&path),
+            (true, false) => fs::remove_file(&path),
+            // Symlinks are never followed: `file_type` does not follow them.
+            (false, true) => {
+                remove_temp_entries(&path)?;
+                Ok(())
+            }
+            (false, false) => Ok(()),
+        };
+        result.map_err(|err| StorageError::io(path.display().to_string(), err))?;
+    }
+    Ok(())
+}
+
+impl OwnedRun {
+    /// Becomes the owner of the run in `dir`: takes its lock, removes temp files left by a
+    /// crash (not for a run just created), and opens and scans its segments, cutting torn tails.
+    pub(crate) fn open(
+        run_id: RunId,
+        dir: PathBuf,
+        fresh: bool,
+        bytes_read: &AtomicU64,
+    ) -> StorageResult<Self> {
+        let lock = acquire_lock(&run_id, &dir)?;
+        if !fresh {
+            remove_temp_entries(&dir)?;
+        }
+
+        let mut journal_index = JournalIndex::default();
+        let journal = Segment::open_owned(dir.join(EVENTS_FILE), bytes_read, |offset, body| {
+            let event: AgentRunEvent =
+                serde_json::from_slice(body).map_err(|err| err.to_string())?;
+            journal_index.observe(event.seq, offset)
+        })?;
+        journal_index.len = journal.len();
+
+        let mut documents = HashMap::new();
+        let mut checkpoints = BTreeMap::new();
+        let mut tasks = BTreeMap::new();
+        let mut invocations = BTreeMap::new();
+        let records = Segment::open_owned(dir.join(RECORDS_FILE), bytes_read, |offset, body| {
+            let header: RecordHeader =
+                serde_json::from_slice(body).map_err(|err| err.to_string())?;
+            let loc = Loc {
+                offset,
+                len: body.len(),
+            };
+            match header.kind {
+                RecordKind::Document => {
+                    documents.insert(header.key, loc);
+                }
+                RecordKind::Checkpoint => {
+                    checkpoints.insert(header.key, loc);
+                }
+                RecordKind::Task => {
+                    let task: AgentTaskRecord = record_value(body)?;
+                    tasks.insert(task.id.clone(), task);
+                }
+                RecordKind::Invocation => {
+                    let invocation: AgentInvocation = record_value(body)?;
+                    invocations.insert(invocation.id.clone(), invocation);
+                }
+            }
+            Ok(())
+        })?;
+
+        let mut blob_locs = HashMap::new();
+        let blobs = Segment::open_owned(dir.join(BLOBS_FILE), bytes_read, |offset, body| {
+            let header: BlobHeader = serde_json::from_slice(body).map_err(|err| err.to_string())?;
+            blob_locs.insert(
+                header.sha256,
+                Loc {
+                    offset,
+                    len: body.len(),
+                },
+            );
+            Ok(())
+        })?;
+
+        let sync = Arc::new(RunSync::new(vec![
+            (journal.sync_handle()?, journal.path().display().to_string()),
+            (records.sync_handle()?, records.path().display().to_string()),
+            (blobs.sync_handle()?, blobs.path().display().to_string()),
+        ]));
+        if fresh {
+            // The new segment files' directory entries must survive a power cut too.
+            sync_dir(&dir)?;
+        }
+        Ok(Self {
+            run_id,
+            dir,
+            files: Mutex::new(RunFiles {
+                journal,
+                journal_index,
+                records,
+                documents,
+                checkpoints,
+                tasks,
+                invocations,
+                blobs,
+                blob_locs,
+            }),
+            sync,
+            _lock: lock,
+        })
+    }
+
+    fn files(&self) -> MutexGuard<'_, RunFiles> {
+        // A panic while holding the lock cannot leave half a line: appends roll back.
+        self.files.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    // ---- journal ----
+
+    /// Appends one event with the next seq.
+    pub(crate) fn append_event(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+        let mut files = self.files();
+        let event = event.with_seq(files.journal_index.last_seq + 1);
+        let line = line_of(&event)?;
+        let offset = files.journal.append(&line)?;
+        files
+            .journal_index
+            .observe_append(event.seq, offset, line.len() as u64);
+        drop(files);
+        self.sync.mark_written(JOURNAL);
+        Ok(event)
+    }
+
+    /// Plans something from the journal's path and index as they are now (a page read then
+    /// runs without the lock).
+    pub(crate) fn with_journal<T>(&self, plan: impl FnOnce(&Path, &JournalIndex) -> T) -> T {
+        let files = self.files();
+        plan(files.journal.path(), &files.journal_index)
+    }
+
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.files().journal_index.last_seq
+    }
+
+    // ---- records ----
+
+    fn append_record<T: Serialize>(
+        files: &mut RunFiles,
+        kind: RecordKind,
+        key: &str,
+        value: &T,
+    ) -> StorageResult<Loc> {
+        let line = line_of(&RecordLine { kind, key, value })?;
+        let offset = files.records.append(&line)?;
+        Ok(Loc {
+            offset,
+            len: line.len() - 1,
+        })
+    }
+
+    pub(crate) fn put_document(&self, key: &str, value: &Value) -> StorageResult<()> {
+        let mut files = self.files();
+        let loc = Self::append_record(&mut files, RecordKind::Document, key, value)?;
+        files.documents.insert(key.to_owned(), loc);
+        drop(files);
+        self.sync.mark_written(RECORDS);
+        Ok(())
+    }
+
+    pub(crate) fn document(&self, key: &str) -> StorageResult<Option<Value>> {
+        let files = self.files();
+        let Some(loc) = files.documents.get(key).copied() else {
+            return Ok(None);
+        };
+        let body = files.records.read_at(loc.offset, loc.len)?;
+        drop(files);
+        record_value(&body)
+            .map(Some)
+            .map_err(|err| StorageError::corrupt(format!("record {key}"), err))
+    }
+
+    pub(crate) fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()> {
+        let mut files = self.files();
+        Self::append_record(
+            &mut files,
+            RecordKind::Invocation,
+            invocation.id.as_str(),
+            invocation,
+        )?;
+        files
+            .invocations
+            .insert(invocation.id.clone(), invocation.clone());
+        drop(files);
+        self.sync.mark_written(RECORDS);
+        Ok(())
+    }
+
+    pub(crate) fn invocation(&self, id: &InvocationId) -> Option<AgentInvocation> {
+        self.files().invocations.get(id).cloned()
+    }
+
+    /// Ordered by `createdAt`, then id.
+    pub(crate) fn invocations(&self) -> Vec<AgentInvocation> {
+        let mut all: Vec<AgentInvocation> = self.files().invocations.values().cloned().collect();
+        all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        all
+    }
+
+    pub(crate) fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()> {
+        let mut files = self.files();
+        if files.tasks.contains_key(&task.id) {
+            return Err(StorageError::AlreadyExists {
+                what: format!("task {}", task.id),
+            });
+        }
+        Self::append_record(&mut files, RecordKind::Task, task.id.as_str(), task)?;
+        files.tasks.insert(task.id.clone(), task.clone());
+        drop(files);
+        self.sync.mark_written(RECORDS);
+        Ok(())
+    }
+
+    pub(crate) fn task(&self, id: &TaskId) -> Option<AgentTaskRecord> {
+        self.files().tasks.get(id).cloned()
+    }
+
+    /// Ordered by `createdAt`, then id.
+    pub(crate) fn tasks(&self) -> Vec<AgentTaskRecord> {
+        let mut all: Vec<AgentTaskRecord> = self.files().tasks.values().cloned().collect();
+        all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        all
+    }
+
+    /// Load, apply and record under the run's one lock: exactly one terminal write can win.
+    pub(crate) fn transition_task(
+        &self,
+        id: &TaskId,
+        transition: &TaskTransition,
+        now: Timestamp,
+    ) -> StorageResult<TaskTransitionOutcome> {
+        let mut files = self.files();
+        let mut task = files
+            .tasks
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StorageError::not_found(format!("task {id}")))?;
+        let changed = task.apply_transition(transition, now)?;
+        if changed {
+            Self::append_record(&mut files, RecordKind::Task, id.as_str(), &task)?;
+            files.tasks.insert(id.clone(), task.clone());
+            drop(files);
+            self.sync.mark_written(RECORDS);
+        }
+        Ok(TaskTransitionOutcome { task, changed })
+    }
+
+    // ---- checkpoints and blobs ----
+
+    /// Records a checkpoint of `files` (path and bytes): each content is stored once per run.
+    pub(crate) fn add_checkpoint(
+        &self,
+        reason: CheckpointReason,
+        event_seq: u64,
+        contents: Vec<(WorkspacePath, String)>,
+        created_at: Timestamp,
+    ) -> StorageResult<CheckpointRecord> {
+        let mut fingerprints = Vec::with_capacity(contents.len());
+        let mut files = self.files();
+        let mut wrote_blob = false;
+        for (path, text) in &contents {
+            let sha256 = sha256_hex(text.as_bytes());
+            if !files.blob_locs.contains_key(&sha256) {
+                let line = line_of(&BlobLine {
+                    sha256: &sha256,
+                    text,
+                })?;
+                let offset = files.blobs.append(&line)?;
+                files.blob_locs.insert(
+                    sha256.clone(),
+                    Loc {
+                        offset,
+                        len: line.len() - 1,
+                    },
+                );
+                wrote_blob = true;
+            }
+            fingerprints.push(FileFingerprint {
+                path: path.clone(),
+                sha256,
+                bytes: text.len() as u64,
+            });
+        }
+        let seq = files.checkpoints.len() as u64 + 1;
+        let record = CheckpointRecord {
+            id: CheckpointId::from_seq(seq),
+            seq,
+            run_id: self.run_id.clone(),
+            created_at,
+            reason,
+            event_seq,
+            files: fingerprints,
+        };
+        let key = record.id.as_str().to_owned();
+        let loc = Self::append_record(&mut files, RecordKind::Checkpoint, &key, &record)?;
+        files.checkpoints.insert(key, loc);
+        drop(files);
+        if wrote_blob {
+            self.sync.mark_written(BLOBS);
+        }
+        self.sync.mark_written(RECORDS);
+        Ok(record)
+    }
+
+    pub(crate) fn checkpoint(&self, id: &str) -> StorageResult<Option<CheckpointRecord>> {
+        let files = self.files();
+        let Some(loc) = files.checkpoints.get(id).copied() else {
+            return Ok(None);
+        };
+        let body = files.records.read_at(loc.offset, loc.len)?;
+        drop(files);
+        record_value(&body)
+            .map(Some)
+            .map_err(|err| StorageError::corrupt(format!("checkpoint {id}"), err))
+    }
+
+    pub(crate) fn blob(&self, sha256: &str) -> StorageResult<Option<String>> {
+        let files = self.files();
+        let Some(loc) = files.blob_locs.get(sha256).copied() else {
+            return Ok(None);
+        };
+        let body = files.blobs.read_at(loc.offset, loc.len)?;
+        drop(files);
+        serde_json::from_slice::<BlobText>(&body)
+            .map(|blob| Some(blob.text))
+            .map_err(|err| StorageError::corrupt(format!("blob {sha256}"), err))
+    }
+}
+
+/// Makes a directory's entries durable (new files in it survive a power cut).
+pub(crate) fn sync_dir(dir: &Path) -> StorageResult<()> {
+    File::open(dir)
+        .and_then(|handle| handle.sync_all())
+        .map_err(|err| StorageError::io(dir.display().to_string(), err))?;
+    fsutil::note_fsync();
+    Ok(())
+}

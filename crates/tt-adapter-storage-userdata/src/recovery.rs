@@ -1,0 +1,176 @@
+//! Runs nobody will finish: when a writer opens a data dir, every run left in a non-terminal
+//! status whose owner is gone (its lock is free) is marked `interrupted`. Its unfinished tasks
+//! and invocations become `interrupted` too, each with its journal event, then
+//! `run_interrupted {reason, lastSeq}`; committed messages, workspace files and `persist/` are
+//! left untouched.
+
+use serde_json::json;
+use tt_domain::event::{EventLevel, NewRunEvent, RunEventType, with_event_scope};
+use tt_domain::ids::{EventId, RunId};
+use tt_domain::invocation::InvocationStatus;
+use tt_domain::run::AgentRunStatus;
+use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_domain::time::Timestamp;
+use tt_ports::{StorageError, StorageResult};
+
+use crate::UserDataStore;
+use crate::fsutil::write_json_atomic;
+use crate::layout::RUN_FILE;
+use crate::owned::OwnedRun;
+use crate::runs::load_run_file;
+
+/// The `reason` of `run_interrupted` when the process that ran the run went away.
+pub const OWNER_EXITED: &str = "owner_exited";
+
+/// A run this store found unfinished with no live owner and marked `interrupted`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterruptedRun {
+    pub run_id: RunId,
+    /// The status its stored record had.
+    pub previous_status: AgentRunStatus,
+    /// The last seq its journal held before the interruption events.
+    pub last_seq: u64,
+}
+
+const TASK_MESSAGE: &str = "the process running this task stopped before it finished";
+
+impl UserDataStore {
+    /// Marks every unfinished run whose owner is gone `interrupted` (see the module docs) and
+    /// returns them. Runs a live process writes are left alone. Blocking; the runtime calls it
+    /// once when it starts.
+    pub fn recover_interrupted_runs(
+        &self,
+        now: Timestamp,
+        mut next_event_id: impl FnMut() -> EventId,
+    ) -> StorageResult<Vec<InterruptedRun>> {
+        let inner = &self.inner;
+        if inner.flusher.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut recovered = Vec::new();
+        for (stored, _) in inner.all_runs()? {
+            if stored.status.is_terminal() || inner.is_owned(&stored.id) {
+                continue;
+            }
+            let owned = match inner.owned_run(&stored.id) {
+                Ok(owned) => owned,
+                // A live process writes it: not interrupted.
+                Err(StorageError::Locked { .. }) => continue,
+                Err(other) => return Err(other),
+            };
+            let index = inner.layout.index_file(stored.id.as_str());
+            let outcome = interrupt(&owned, &index, now, &mut next_event_id);
+            // Release the lock whatever happened, so a later attempt can retry.
+            let closed = self.close_run(&stored.id);
+            recovered.push(outcome?);
+            closed?;
+        }
+        Ok(recovered)
+    }
+}
+
+fn append(
+    run: &OwnedRun,
+    now: Timestamp,
+    next_event_id: &mut impl FnMut() -> EventId,
+    level: EventLevel,
+    event_type: RunEventType,
+    payload: serde_json::Value,
+) -> StorageResult<()> {
+    run.append_event(NewRunEvent {
+        id: next_event_id(),
+        run_id: run.run_id.clone(),
+        timestamp: now,
+        level,
+        event_type,
+        payload: with_event_scope(event_type, payload)?,
+    })
+    .map(drop)
+}
+
+fn interrupt(
+    run: &OwnedRun,
+    index: &std::path::Path,
+    now: Timestamp,
+    next_event_id: &mut impl FnMut() -> EventId,
+) -> StorageResult<InterruptedRun> {
+    // Re-read under the lock: the record may have reached a terminal status just before the
+    // owner went away.
+    let mut record = load_run_file(&run.dir, &run.run_id)?;
+    let previous_status = record.status;
+    let last_seq = run.last_seq();
+    if previous_status.is_terminal() {
+        return Ok(InterruptedRun {
+            run_id: run.run_id.clone(),
+            previous_status,
+            last_seq,
+        });
+    }
+    for task in run.tasks() {
+        if task.status.is_terminal() {
+            continue;
+        }
+        let transition = TaskTransition {
+            status: TaskStatus::Interrupted,
+            result_ref: None,
+            error: Some(TASK_MESSAGE.to_owned()),
+        };
+        let outcome = run.transition_task(&task.id, &transition, now)?;
+        let task = outcome.task;
+        append(
+            run,
+            now,
+            next_event_id,
+            EventLevel::Warn,
+            RunEventType::AgentTaskInterrupted,
+            json!({
+                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
+                "childInvocationId": task.child_invocation_id,
+                "targetProfileId": task.target_profile_id, "status": task.status.as_str(),
+                "resultRef": task.result_ref, "error": task.error,
+            }),
+        )?;
+    }
+    for mut invocation in run.invocations() {
+        if invocation.status.is_terminal() {
+            continue;
+        }
+        invocation.transition(InvocationStatus::Interrupted, now)?;
+        run.save_invocation(&invocation)?;
+        append(
+            run,
+            now,
+            next_event_id,
+            EventLevel::Warn,
+            RunEventType::AgentInvocationInterrupted,
+            json!({
+                "invocationId": invocation.id, "profileId": invocation.profile_id,
+                "kind": invocation.kind.as_str(), "status": invocation.status.as_str(),
+            }),
+        )?;
+    }
+    append(
+        run,
+        now,
+        next_event_id,
+        EventLevel::Error,
+        RunEventType::RunInterrupted,
+        json!({
+            "reason": OWNER_EXITED, "lastSeq": last_seq,
+            "previousStatus": previous_status.as_str(),
+        }),
+    )?;
+    record.status = AgentRunStatus::Interrupted;
+    record.updated_at = now;
+    write_json_atomic(&run.dir.join(RUN_FILE), &record)?;
+    if let Some(parent) = index.parent() {
+        crate::fsutil::create_dir_all(parent)?;
+    }
+    write_json_atomic(index, &record)?;
+    run.sync.flush()?;
+    Ok(InterruptedRun {
+        run_id: run.run_id.clone(),
+        previous_status,
+        last_seq,
+    })
+}
