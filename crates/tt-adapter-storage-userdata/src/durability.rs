@@ -1,13 +1,15 @@
 //! Group commit. Writes land in the page cache at once; a background flusher thread makes them
 //! durable with one `fdatasync` per dirty segment file, either when somebody waits at a
 //! durability point or at most [`FLUSH_INTERVAL`] after the write. Every agent of a run that
-//! waits while a flush is running shares the next one.
+//! waits while a flush is running shares the next one, and flushes follow each other at most
+//! every [`GROUP_COMMIT_WINDOW`]: a durability point after a quiet spell is flushed at once,
+//! while under load the waiters of one window share one flush.
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tt_ports::{StorageError, StorageResult};
 
@@ -15,6 +17,9 @@ use crate::fsutil;
 
 /// Longest time a write stays only in the page cache when nobody waits for it.
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Shortest time between two flushes while waiters keep arriving.
+pub(crate) const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(10);
 
 /// What a run's flushes have reached.
 #[derive(Debug, Clone, Default)]
@@ -204,6 +209,7 @@ impl Drop for Flusher {
 }
 
 fn flusher_loop(shared: &Shared) {
+    let mut last_flush: Option<Instant> = None;
     loop {
         let (batch, shutdown) = {
             let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -211,6 +217,19 @@ fn flusher_loop(shared: &Shared) {
                 let (next, _) = shared
                     .wake
                     .wait_timeout(queue, FLUSH_INTERVAL)
+                    .unwrap_or_else(PoisonError::into_inner);
+                queue = next;
+            }
+            // Right after a flush, let the window fill: everyone who arrives in it shares the
+            // next flush.
+            while !queue.shutdown
+                && let Some(wait) = last_flush
+                    .map(|at| GROUP_COMMIT_WINDOW.saturating_sub(at.elapsed()))
+                    .filter(|wait| !wait.is_zero())
+            {
+                let (next, _) = shared
+                    .wake
+                    .wait_timeout(queue, wait)
                     .unwrap_or_else(PoisonError::into_inner);
                 queue = next;
             }
@@ -224,6 +243,9 @@ fn flusher_loop(shared: &Shared) {
             }
             (batch, queue.shutdown)
         };
+        if !batch.is_empty() {
+            last_flush = Some(Instant::now());
+        }
         for run in batch {
             // A failure is published to the run's waiters; the flusher carries on with others.
             let _ = run.flush();

@@ -37,6 +37,45 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
 }
 
+/// Whether the process that made temp file `name` is gone (its pid is in the name). Where
+/// process liveness cannot be read (no `/proc`), nothing counts as gone.
+fn temp_owner_gone(name: &str) -> bool {
+    let Some(pid) = name
+        .strip_prefix(TEMP_PREFIX)
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|pid| pid.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    pid != std::process::id()
+        && Path::new("/proc/self").exists()
+        && !Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Removes the temp files and directories in `dir` (not below it) whose process is gone.
+pub(crate) fn remove_stale_temp_entries(dir: &Path) -> StorageResult<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if is_missing(&err) => return Ok(()),
+        Err(err) => return Err(StorageError::io(dir.display().to_string(), err)),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !is_temp_name(name) || !temp_owner_gone(name) {
+            continue;
+        }
+        let path = entry.path();
+        let result = if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        result.map_err(|err| StorageError::io(path.display().to_string(), err))?;
+    }
+    Ok(())
+}
+
 /// Maps an I/O error: a missing file becomes `NotFound { what }`, everything else `Io`.
 pub(crate) fn io_error(what: impl Into<String>, err: &io::Error) -> StorageError {
     let what = what.into();

@@ -16,7 +16,7 @@ use tt_ports::{StorageError, StorageResult};
 use crate::UserDataStore;
 use crate::fsutil::write_json_atomic;
 use crate::layout::RUN_FILE;
-use crate::owned::OwnedRun;
+use crate::owned::{self, OwnedRun};
 use crate::runs::load_run_file;
 
 /// The `reason` of `run_interrupted` when the process that ran the run went away.
@@ -46,6 +46,23 @@ impl UserDataStore {
         let inner = &self.inner;
         if inner.flusher.is_none() {
             return Ok(Vec::new());
+        }
+        // Temp files of data-dir-wide writes (profiles, the run index, promoted states) that a
+        // killed process left behind.
+        crate::fsutil::remove_stale_temp_entries(&inner.layout.profiles_dir())?;
+        crate::fsutil::remove_stale_temp_entries(&inner.layout.index_runs_dir())?;
+        if let Ok(chats) = std::fs::read_dir(inner.layout.root().join("chats")) {
+            for chat in chats.flatten() {
+                crate::fsutil::remove_stale_temp_entries(&chat.path().join("persistent-states"))?;
+            }
+        }
+        // A process killed between creating a run directory and writing its run.json leaves a
+        // directory with nothing in it worth keeping.
+        for dir in inner.layout.all_run_dirs()? {
+            if !dir.join(RUN_FILE).exists() && !owned::has_live_owner(&dir) {
+                std::fs::remove_dir_all(&dir)
+                    .map_err(|err| StorageError::io(dir.display().to_string(), err))?;
+            }
         }
         let mut recovered = Vec::new();
         for (stored, _) in inner.all_runs()? {

@@ -68,11 +68,17 @@ pub fn expected_tool_calls(children: u32) -> u64 {
 
 /// Runs the workload once with `children` children in a fresh data dir (`data_dir`, or a
 /// temporary one removed afterwards) and verifies it.
-pub async fn run(children: u32, data_dir: Option<PathBuf>) -> Result<FanoutReport> {
+pub async fn run(
+    children: u32,
+    data_dir: Option<PathBuf>,
+    reuse_data_dir: bool,
+) -> Result<FanoutReport> {
     ensure!(children >= 1, "--children must be at least 1");
     let (_temp, data_dir) = match data_dir {
         Some(dir) => {
-            ensure_fresh_dir(&dir)?;
+            if !reuse_data_dir {
+                ensure_fresh_dir(&dir)?;
+            }
             (None, dir)
         }
         None => {
@@ -135,7 +141,6 @@ pub async fn run(children: u32, data_dir: Option<PathBuf>) -> Result<FanoutRepor
         fsyncs,
     })
 }
-
 
 fn ensure_fresh_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

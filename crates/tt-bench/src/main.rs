@@ -32,6 +32,10 @@ enum Command {
         /// A fresh (missing or empty) data dir to keep; default: a temporary dir, removed after.
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Accept a --data-dir that already holds runs (crash tests start a new run beside an
+        /// interrupted one); the figures are then not comparable.
+        #[arg(long, requires = "data_dir")]
+        reuse_data_dir: bool,
     },
     /// Append events to one run's journal, then time page reads; prints a table.
     Journal {
@@ -60,8 +64,12 @@ fn run(command: Command) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     match command {
-        Command::Fanout { children, data_dir } => {
-            let report = runtime.block_on(fanout::run(children, data_dir))?;
+        Command::Fanout {
+            children,
+            data_dir,
+            reuse_data_dir,
+        } => {
+            let report = runtime.block_on(fanout::run(children, data_dir, reuse_data_dir))?;
             println!("{}", report.to_json());
         }
         Command::Journal { events, data_dir } => {

@@ -37,9 +37,33 @@ const PROFILES: [(&str, &str); 4] = [
     ),
 ];
 
-pub async fn run_demo(data_dir: &Path) -> anyhow::Result<()> {
-    let provider =
-        ScriptedProvider::from_json_str(SCRIPT).context("the bundled demo script is invalid")?;
+/// The bundled script with a `delayMs` of `pace_ms` on every answer (unchanged for 0).
+fn paced_script(pace_ms: u64) -> anyhow::Result<String> {
+    if pace_ms == 0 {
+        return Ok(SCRIPT.to_owned());
+    }
+    let mut script: serde_json::Value =
+        serde_json::from_str(SCRIPT).context("the bundled demo script is invalid")?;
+    if let Some(agents) = script
+        .get_mut("agents")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        for entry in agents
+            .values_mut()
+            .filter_map(serde_json::Value::as_array_mut)
+            .flatten()
+        {
+            if let Some(entry) = entry.as_object_mut() {
+                entry.insert("delayMs".to_owned(), pace_ms.into());
+            }
+        }
+    }
+    Ok(script.to_string())
+}
+
+pub async fn run_demo(data_dir: &Path, pace_ms: u64) -> anyhow::Result<()> {
+    let provider = ScriptedProvider::from_json_str(&paced_script(pace_ms)?)
+        .context("the bundled demo script is invalid")?;
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
         .provider(Arc::new(provider))

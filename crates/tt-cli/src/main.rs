@@ -26,7 +26,12 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the bundled scenario end to end on the scripted model and show it live.
-    Demo,
+    Demo {
+        /// Wait this many milliseconds before each model answer, to watch the run unfold (or
+        /// follow it from another terminal with `events --follow`).
+        #[arg(long, default_value_t = 0)]
+        pace_ms: u64,
+    },
     /// Run an agent against a real model endpoint and show it live.
     ///
     /// The API key is read from OPENAI_API_KEY / ANTHROPIC_API_KEY (or --api-key-env); an
@@ -93,7 +98,7 @@ enum Command {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Demo => demo::run_demo(&cli.data_dir).await,
+        Command::Demo { pace_ms } => demo::run_demo(&cli.data_dir, pace_ms).await,
         Command::Run {
             profile,
             profiles,

@@ -74,8 +74,9 @@ pub struct AgentTaskRecord {
     pub workspace_key: String,
     pub continuation: TaskContinuation,
     pub status: TaskStatus,
+    /// The brief as given (shared: task records are listed often and the brief can be large).
     #[serde(default)]
-    pub task: Value,
+    pub task: std::sync::Arc<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<AgentTaskBudget>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -155,7 +156,7 @@ mod tests {
             workspace_key: "critic".into(),
             continuation: TaskContinuation::ReturnToParent,
             status: TaskStatus::Queued,
-            task: Value::Null,
+            task: Value::Null.into(),
             budget: None,
             created_by_tool_call_id: None,
             result_ref: None,

@@ -154,7 +154,7 @@ pub async fn open_task(
         workspace_key,
         continuation: new.continuation,
         status: TaskStatus::Queued,
-        task: new.brief,
+        task: new.brief.into(),
         budget: new.budget,
         created_by_tool_call_id: Some(call.id.clone()),
         result_ref: None,

@@ -1,0 +1,106 @@
+//! Two processes on one data dir: `tt-agent demo` writes a run while other `tt-agent` processes
+//! list it with its current status and follow its journal to the end.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
+
+fn agent(dir: &Path) -> Command {
+    let mut command = Command::new(AGENT);
+    command.arg("--data-dir").arg(dir).stdin(Stdio::null());
+    command
+}
+
+fn output(command: &mut Command) -> String {
+    let out = command.stderr(Stdio::inherit()).output().unwrap();
+    assert!(out.status.success(), "{command:?} failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Waits (bounded) until `probe` returns something.
+fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn another_process_lists_and_follows_a_live_run() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    let mut demo = agent(&dir)
+        .args(["demo", "--pace-ms", "120"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    let run_id = wait_for("the run to be created", || {
+        let entry = std::fs::read_dir(dir.join("index/runs"))
+            .ok()?
+            .next()?
+            .ok()?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        name.strip_suffix(".json").map(str::to_owned)
+    });
+    let mut follower = agent(&dir)
+        .args(["events", &run_id, "--follow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+
+    // Listed from this other process with the status it has now, not the last one stored.
+    let live_status = wait_for("a working status in `runs`", || {
+        let listing = output(agent(&dir).args(["runs"]));
+        let line = listing
+            .lines()
+            .find(|line| line.starts_with(&run_id))?
+            .to_owned();
+        ["calling_model", "dispatching_tool", "awaiting_host_commit"]
+            .into_iter()
+            .find(|status| line.contains(status))
+    });
+    assert!(!live_status.is_empty());
+
+    assert!(demo.wait().unwrap().success(), "the demo failed");
+    let mut followed = String::new();
+    follower
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut followed)
+        .unwrap();
+    assert!(follower.wait().unwrap().success(), "events --follow failed");
+
+    // The follower saw every event, in order, and stopped after the last one.
+    let journal = output(agent(&dir).args(["events", &run_id, "--limit", "500"]));
+    let seqs = |text: &str| -> Vec<u64> {
+        text.lines()
+            .map(|line| {
+                serde_json::from_str::<serde_json::Value>(line).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let expected: Vec<u64> = (1..=seqs(&journal).len() as u64).collect();
+    assert_eq!(seqs(&journal), expected);
+    assert_eq!(seqs(&followed), expected);
+    assert_eq!(followed, journal);
+    assert!(
+        journal
+            .lines()
+            .last()
+            .unwrap()
+            .contains("\"run_completed\"")
+    );
+}
