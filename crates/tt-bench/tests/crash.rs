@@ -6,6 +6,9 @@
 //! `TT_CRASH_TRIALS` sets the number of trials (default 3; `cargo xtask soak crash --trials N`
 //! runs many).
 
+// Test helpers outside #[test] functions may unwrap: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
