@@ -1,12 +1,13 @@
 //! `cargo xtask`: project automation for tt-agent-runtime.
 //! `ci` runs every check CI runs, `tidy` checks architecture and hygiene rules, `bench` runs the
-//! benchmarks (`fanout`, `journal`) in release.
+//! benchmarks (`fanout`, `journal`) in release, `soak` runs stress tests (`crash`) in release.
 
 mod bench;
 mod ci;
 mod layering;
 mod manifest;
 mod process;
+mod soak;
 mod sources;
 mod tidy;
 
@@ -20,6 +21,7 @@ commands:
   ci      run every check and test CI runs (fmt, clippy, tidy, tests, demo smoke run)
   tidy    check crate layering, manifests, module headers and printing in library crates
   bench   run a benchmark in release: `bench fanout [--n N]`, `bench journal [--events N]`
+  soak    stress in release: `soak crash [--trials N]` (SIGKILL a fan-out run, reopen, check)
   help    print this text
 ";
 
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         [command] if command == "ci" => finish(ci::run(&root)),
         [command] if command == "tidy" => finish(tidy::run(&root)),
         [command, rest @ ..] if command == "bench" => finish(bench::run(&root, rest)),
+        [command, rest @ ..] if command == "soak" => finish(soak::run(&root, rest)),
         [command] if matches!(command.as_str(), "help" | "-h" | "--help") => {
             print!("{USAGE}");
             ExitCode::SUCCESS

@@ -6,6 +6,7 @@ mod journal;
 mod layout;
 mod ownership;
 mod persist;
+mod power_cut;
 mod skills;
 mod symlinks;
 
