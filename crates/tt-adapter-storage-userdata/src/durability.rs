@@ -1,9 +1,10 @@
 //! Group commit. Writes land in the page cache at once; a background flusher thread makes them
 //! durable with one `fdatasync` per dirty segment file, either when somebody waits at a
 //! durability point or at most [`FLUSH_INTERVAL`] after the write. Every agent of a run that
-//! waits while a flush is running shares the next one, and flushes follow each other at most
-//! every [`GROUP_COMMIT_WINDOW`]: a durability point after a quiet spell is flushed at once,
-//! while under load the waiters of one window share one flush.
+//! waits while a flush is running shares the next one. When the last flush served more than
+//! one waiter (agents are reaching durability points concurrently), the next flush waits until
+//! [`GROUP_COMMIT_WINDOW`] after it, so everyone arriving in the window shares it; a lone
+//! durability point (a small run, a quiet spell) is flushed at once.
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -118,6 +119,8 @@ impl RunSync {
 #[derive(Default)]
 struct Queue {
     waiting: Vec<Arc<RunSync>>,
+    /// Durability points that asked for a flush since the last batch was taken.
+    waiters: u64,
     open: Vec<Weak<RunSync>>,
     shutdown: bool,
 }
@@ -166,6 +169,7 @@ impl Flusher {
         }
         {
             let mut queue = self.lock();
+            queue.waiters += 1;
             if !queue.waiting.iter().any(|queued| Arc::ptr_eq(queued, run)) {
                 queue.waiting.push(Arc::clone(run));
             }
@@ -209,7 +213,8 @@ impl Drop for Flusher {
 }
 
 fn flusher_loop(shared: &Shared) {
-    let mut last_flush: Option<Instant> = None;
+    // When the last flush served several waiters, and when it happened.
+    let mut last_shared_flush: Option<Instant> = None;
     loop {
         let (batch, shutdown) = {
             let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -223,7 +228,7 @@ fn flusher_loop(shared: &Shared) {
             // Right after a flush, let the window fill: everyone who arrives in it shares the
             // next flush.
             while !queue.shutdown
-                && let Some(wait) = last_flush
+                && let Some(wait) = last_shared_flush
                     .map(|at| GROUP_COMMIT_WINDOW.saturating_sub(at.elapsed()))
                     .filter(|wait| !wait.is_zero())
             {
@@ -234,6 +239,8 @@ fn flusher_loop(shared: &Shared) {
                 queue = next;
             }
             let mut batch = std::mem::take(&mut queue.waiting);
+            let served = std::mem::take(&mut queue.waiters);
+            last_shared_flush = (served > 1).then(Instant::now);
             queue.open.retain(|weak| weak.strong_count() > 0);
             // Runs nobody waits for are flushed on the interval (and at shutdown).
             for run in queue.open.iter().filter_map(Weak::upgrade) {
@@ -243,9 +250,6 @@ fn flusher_loop(shared: &Shared) {
             }
             (batch, queue.shutdown)
         };
-        if !batch.is_empty() {
-            last_flush = Some(Instant::now());
-        }
         for run in batch {
             // A failure is published to the run's waiters; the flusher carries on with others.
             let _ = run.flush();

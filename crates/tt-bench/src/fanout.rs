@@ -113,6 +113,8 @@ pub async fn run(
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_s = procstat::cpu_seconds(ticks)? - cpu_before;
     let fsyncs = UserDataStore::fsync_count() - fsyncs_before;
+    // Peak memory of the run itself, before verification loads the whole journal.
+    let peak_rss_mib = procstat::peak_rss_mib()?;
 
     let events = read_all_events(&runtime, run.id.as_str()).await?;
     if finished.status != AgentRunStatus::Completed {
@@ -136,7 +138,7 @@ pub async fn run(
         tool_calls: counts.tool_calls,
         wall_s,
         cpu_s,
-        peak_rss_mib: procstat::peak_rss_mib()?,
+        peak_rss_mib,
         run_files: count_files(&run_dir)?,
         fsyncs,
     })
