@@ -134,7 +134,9 @@ fn assistant_blocks(message: &AgentModelMessage) -> Vec<Value> {
                 "type": "tool_use",
                 "id": call.id,
                 "name": call.name,
-                "input": call.arguments,
+                // The API only accepts an object; arguments the model got wrong (answered
+                // with a recoverable error) are replayed as an empty one.
+                "input": if call.arguments.is_object() { call.arguments.clone() } else { json!({}) },
             })),
             ModelContentPart::Native { .. }
             | ModelContentPart::Reasoning { .. }

@@ -122,6 +122,15 @@ fn user_content(message: &AgentModelMessage) -> Value {
     Value::Array(parts)
 }
 
+/// Arguments as the wire carries them: a JSON text. Arguments the model sent as text that was
+/// not valid JSON are kept as a string and replayed as that same text.
+fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// An assistant turn as it is replayed. With tool calls and no text, `content` is `null`: the
 /// OpenAI reference accepts it, and so do llama.cpp's and vLLM's parsers, which only require
 /// `content` when there are no tool calls.
@@ -135,7 +144,7 @@ fn assistant_message(message: &AgentModelMessage, replay_reasoning: bool) -> Val
                 "type": "function",
                 "function": {
                     "name": call.name,
-                    "arguments": call.arguments.to_string(),
+                    "arguments": arguments_text(&call.arguments),
                 },
             })
         })
@@ -190,6 +199,13 @@ mod tests {
     use tt_domain::ids::{InvocationId, ProfileId, RunId};
     use tt_domain::model::ProviderSession;
     use tt_domain::tool::{AgentToolCall, AgentToolResult};
+
+    #[test]
+    fn arguments_the_model_got_wrong_are_replayed_as_their_raw_text() {
+        assert_eq!(arguments_text(&json!("{\"path\": ")), "{\"path\": ");
+        assert_eq!(arguments_text(&json!({"a": 1})), "{\"a\":1}");
+        assert_eq!(arguments_text(&json!([1])), "[1]");
+    }
 
     fn request(messages: Vec<AgentModelMessage>) -> AgentModelRequest {
         AgentModelRequest {

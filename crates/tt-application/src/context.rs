@@ -213,6 +213,8 @@ pub struct ToolSession {
     pub skill_budget: crate::skills::SkillReadBudget,
     pub calls_total: u32,
     pub calls_per_tool: BTreeMap<ToolName, u32>,
+    /// Model slips in a row (see `dispatch`); any other call resets it.
+    pub consecutive_slips: u32,
 }
 
 /// One invocation as its loop sees it.

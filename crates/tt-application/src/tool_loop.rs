@@ -91,7 +91,10 @@ pub async fn run_tool_loop(
                 .await?;
             continue;
         }
-        messages.push(response.message.clone());
+        messages.push(crate::dispatch::bounded_for_history(
+            &response.message,
+            inv.profile.definition.limits.max_tool_argument_bytes,
+        ));
         if inv.owns_run() {
             ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
         }

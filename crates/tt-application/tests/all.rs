@@ -13,5 +13,6 @@ mod handoff;
 mod model_facing_text;
 mod runs;
 mod skills;
+mod slips;
 mod streaming;
 mod tool_rules;

@@ -71,6 +71,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
                 assembly_order: 0,
             }],
         },
+        limits: LimitsSection::default(),
     }
 }
 

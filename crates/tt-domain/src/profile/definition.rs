@@ -35,6 +35,8 @@ pub struct AgentProfileDefinition {
     pub workspace: WorkspaceSection,
     pub plan: PlanSection,
     pub output: OutputSection,
+    #[serde(default)]
+    pub limits: LimitsSection,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -354,4 +356,41 @@ pub struct OutputArtifact {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OutputSection {
     pub artifacts: Vec<OutputArtifact>,
+}
+
+/// Bounds on how much a misbehaving model can cost an agent before its work fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsSection {
+    /// Model slips in a row (an unknown tool name, tool arguments that are not a JSON object or
+    /// are too large, an unusable workspace path) that go back to the model as recoverable tool
+    /// errors; the next one in a row fails the agent. 0 fails at the first slip, as the
+    /// reference does.
+    #[serde(default = "default_max_consecutive_slips")]
+    pub max_consecutive_slips: u32,
+    /// The largest tool-call arguments accepted, in bytes of JSON; larger ones are a slip
+    /// (`model.invalid_tool_call`).
+    #[serde(default = "default_max_tool_argument_bytes")]
+    pub max_tool_argument_bytes: u64,
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        Self {
+            max_consecutive_slips: default_max_consecutive_slips(),
+            max_tool_argument_bytes: default_max_tool_argument_bytes(),
+        }
+    }
+}
+
+/// Upper bound of `limits.maxConsecutiveSlips`.
+pub const MAX_CONSECUTIVE_SLIPS_LIMIT: u32 = 100;
+/// Upper bound of `limits.maxToolArgumentBytes` (16 MiB).
+pub const MAX_TOOL_ARGUMENT_BYTES_LIMIT: u64 = 16 * 1024 * 1024;
+
+fn default_max_consecutive_slips() -> u32 {
+    3
+}
+fn default_max_tool_argument_bytes() -> u64 {
+    1024 * 1024
 }
