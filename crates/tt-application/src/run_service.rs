@@ -543,7 +543,7 @@ impl AgentRunService {
             "code": error.code(),
             "message": error.detail(),
             "technicalMessage": error.to_string(),
-            "retryable": matches!(error, ApplicationError::Model(_)),
+            "retryable": error.is_retryable(),
             "userRetryable": error.user_retryable(),
             "details": {},
         });

@@ -49,8 +49,12 @@ pub async fn follow(runtime: &AgentRuntime, run: &AgentRun) -> anyhow::Result<Ag
         None => println!("\n(no message was committed)"),
     }
     let usage = runtime.usage(finished.id.as_str()).await?;
+    let failed = match usage.failed_model_calls {
+        0 => String::new(),
+        n => format!(" ({n} failed, not counted)"),
+    };
     println!(
-        "model usage: {} calls, {} input tokens, {} output tokens",
+        "model usage: {} completed calls{failed}, {} input tokens, {} output tokens",
         usage.model_calls, usage.input_tokens, usage.output_tokens
     );
     println!("run {} ended: {}", finished.id, finished.status.as_str());

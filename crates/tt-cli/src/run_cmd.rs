@@ -54,6 +54,14 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
         if spec.stream { ", streaming" } else { "" }
     );
     println!("data dir: {}\n", data_dir.display());
+    // Runs of one conversation share persist/: start from the last promoted state.
+    let persist_base_state_id = runtime.latest_persist_state(&options.chat_id).await?;
+    if let Some(state) = &persist_base_state_id {
+        println!(
+            "persist/ starts from state {state} (conversation {})",
+            options.chat_id
+        );
+    }
     let run = runtime
         .start_run(StartRunRequest {
             stable_chat_id: options.chat_id.clone(),
@@ -63,7 +71,7 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
             profile_id: options.profile.clone(),
             history: Vec::new(),
             user_request: Some(options.request.clone()),
-            persist_base_state_id: None,
+            persist_base_state_id,
             skill_scope_refs: Default::default(),
         })
         .await?;
