@@ -64,6 +64,6 @@ mod stream;
 
 pub use config::{
     ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_VERSION, AnthropicConfig, AnthropicError,
-    DEFAULT_MAX_TOKENS,
+    DEFAULT_MAX_TOKENS, HttpLimits,
 };
 pub use provider::{ANTHROPIC_PROVIDER_NAME, AnthropicProvider};

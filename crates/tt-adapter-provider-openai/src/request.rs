@@ -10,7 +10,7 @@ use tt_domain::tool::AgentToolSpec;
 pub(crate) struct BodyOptions<'a> {
     pub model: &'a str,
     pub stream: bool,
-    pub max_tokens: Option<u32>,
+    pub max_tokens: u32,
     pub replay_reasoning_content: bool,
 }
 
@@ -32,9 +32,7 @@ pub(crate) fn request_body(request: &AgentModelRequest, options: BodyOptions<'_>
         body.insert("tool_choice".into(), json!(request.tool_choice));
         body.insert("parallel_tool_calls".into(), json!(true));
     }
-    if let Some(max_tokens) = options.max_tokens {
-        body.insert("max_tokens".into(), json!(max_tokens));
-    }
+    body.insert("max_tokens".into(), json!(options.max_tokens));
     body.insert("stream".into(), json!(options.stream));
     if options.stream {
         body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -216,6 +214,7 @@ mod tests {
             messages,
             tools: vec![],
             tool_choice: "auto".into(),
+            max_output_tokens: None,
         }
     }
 
@@ -223,7 +222,7 @@ mod tests {
         BodyOptions {
             model: "m",
             stream,
-            max_tokens: Some(64),
+            max_tokens: 64,
             replay_reasoning_content: true,
         }
     }

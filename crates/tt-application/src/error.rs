@@ -111,6 +111,8 @@ impl ApplicationError {
                 "model.tool_call_required"
                     | "agent.tool_after_finish"
                     | "agent.max_tool_rounds_exceeded"
+                    | "agent.run_deadline_exceeded"
+                    | "agent.invocation_deadline_exceeded"
             ),
             ApplicationError::Model(err) => err.is_retryable(),
             ApplicationError::Cancelled(_) | ApplicationError::Storage(_) => false,

@@ -357,45 +357,63 @@ impl AgentRunService {
         // The chain of foreground owners: the root, then each agent a handoff brings in. The
         // task that brought the current owner in completes when it finishes or hands off.
         let mut incoming: Option<TaskId> = None;
-        let result = loop {
-            let outcome = async {
-                ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)
-                    .await?;
-                run_tool_loop(&ctx, &mut inv, std::mem::take(&mut messages)).await
-            }
-            .await;
-            match outcome {
-                Ok(LoopOutcome::Finished { .. }) => {
-                    break self.finish_run(&ctx, &mut inv, incoming.as_ref()).await;
+        let run_seconds = inv.profile.definition.limits.max_run_seconds;
+        let chain = async {
+            loop {
+                let outcome = async {
+                    ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)
+                        .await?;
+                    run_tool_loop(&ctx, &mut inv, std::mem::take(&mut messages)).await
                 }
-                Ok(LoopOutcome::Transferred {
-                    task_id,
-                    new_invocation_id,
-                    ..
-                }) => {
-                    if let Some(previous) = incoming.take()
-                        && let Err(error) =
-                            settle_task(&ctx, &previous, TaskStatus::Completed, None).await
-                    {
-                        break Err(error);
+                .await;
+                match outcome {
+                    Ok(LoopOutcome::Finished { .. }) => {
+                        break self.finish_run(&ctx, &mut inv, incoming.as_ref()).await;
                     }
-                    match prepare_handoff(&ctx, &task_id, &new_invocation_id).await {
-                        Ok((next, next_messages)) => {
-                            inv = next;
-                            messages = next_messages;
-                            incoming = Some(task_id);
+                    Ok(LoopOutcome::Transferred {
+                        task_id,
+                        new_invocation_id,
+                        ..
+                    }) => {
+                        if let Some(previous) = incoming.take()
+                            && let Err(error) =
+                                settle_task(&ctx, &previous, TaskStatus::Completed, None).await
+                        {
+                            break Err(error);
                         }
-                        Err(error) => break Err(error),
+                        match prepare_handoff(&ctx, &task_id, &new_invocation_id).await {
+                            Ok((next, next_messages)) => {
+                                inv = next;
+                                messages = next_messages;
+                                incoming = Some(task_id);
+                            }
+                            Err(error) => break Err(error),
+                        }
                     }
+                    Ok(LoopOutcome::TaskReturned { .. }) => {
+                        break Err(ApplicationError::fatal(
+                            "agent.task_return_denied",
+                            "the foreground agent ended with task.return",
+                        ));
+                    }
+                    Err(error) => break Err(error),
                 }
-                Ok(LoopOutcome::TaskReturned { .. }) => {
-                    break Err(ApplicationError::fatal(
-                        "agent.task_return_denied",
-                        "the foreground agent ended with task.return",
-                    ));
-                }
-                Err(error) => break Err(error),
             }
+        };
+        // `limits.maxRunSeconds` of the root profile bounds the whole chain; the chain is
+        // dropped at its current wait, as a cancel would, and the run fails (or keeps its
+        // commits as partial success).
+        let result = match run_seconds {
+            None => chain.await,
+            Some(seconds) => tokio::select! {
+                result = chain => result,
+                () = tokio::time::sleep(std::time::Duration::from_secs(seconds)) => {
+                    Err(ApplicationError::fatal(
+                        "agent.run_deadline_exceeded",
+                        format!("the run did not finish within {seconds} s (limits.maxRunSeconds)"),
+                    ))
+                }
+            },
         };
         if let Err(error) = result {
             if error.is_cancelled() || ctx.cancel.is_cancelled() {

@@ -10,6 +10,7 @@ mod cancel;
 mod delegation;
 mod drift_and_retry;
 mod handoff;
+mod limits;
 mod model_facing_text;
 mod runs;
 mod skills;

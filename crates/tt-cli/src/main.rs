@@ -51,9 +51,20 @@ enum Command {
         /// Stream responses (live model output in the journal).
         #[arg(long)]
         stream: bool,
-        /// Longest wait for one model response (streamed: for each piece), in seconds.
+        /// Longest wait for one whole model response, in seconds (default 600).
         #[arg(long)]
         timeout_secs: Option<u64>,
+        /// Longest silence between two pieces of a response (and, streaming, before the first),
+        /// in seconds (default 120).
+        #[arg(long)]
+        idle_timeout_secs: Option<u64>,
+        /// Longest wait for the connection to the model server, in seconds (default 10).
+        #[arg(long)]
+        connect_timeout_secs: Option<u64>,
+        /// The most tokens one model call may generate (default 8192; a profile's
+        /// model.maxOutputTokens can lower it).
+        #[arg(long)]
+        max_tokens: Option<u32>,
         /// The conversation the run belongs to (runs of one conversation share persist/).
         #[arg(long, default_value = "cli-conversation")]
         chat: String,
@@ -97,6 +108,9 @@ async fn main() -> anyhow::Result<()> {
             api_key_env,
             stream,
             timeout_secs,
+            idle_timeout_secs,
+            connect_timeout_secs,
+            max_tokens,
             chat,
             request,
         } => {
@@ -108,6 +122,9 @@ async fn main() -> anyhow::Result<()> {
                 api_key_env,
                 stream,
                 timeout_secs,
+                idle_timeout_secs,
+                connect_timeout_secs,
+                max_tokens,
                 chat_id: chat,
                 request,
             };

@@ -22,6 +22,9 @@ pub struct RunOptions {
     pub api_key_env: Option<String>,
     pub stream: bool,
     pub timeout_secs: Option<u64>,
+    pub idle_timeout_secs: Option<u64>,
+    pub connect_timeout_secs: Option<u64>,
+    pub max_tokens: Option<u32>,
     pub chat_id: String,
     pub request: String,
 }
@@ -35,6 +38,16 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
     }
     if let Some(seconds) = options.timeout_secs {
         spec = spec.with_request_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(seconds) = options.idle_timeout_secs {
+        spec = spec.with_idle_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(seconds) = options.connect_timeout_secs {
+        spec = spec.with_connect_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(max_tokens) = options.max_tokens {
+        anyhow::ensure!(max_tokens > 0, "--max-tokens must be at least 1");
+        spec = spec.with_max_tokens(max_tokens);
     }
     let provider = build_provider(&spec)?;
     let runtime = AgentRuntimeBuilder::new()

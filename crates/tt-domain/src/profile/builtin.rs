@@ -26,6 +26,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             mode: ModelMode::CurrentPromptSnapshot,
             connection_ref: None,
             model_id: None,
+            max_output_tokens: None,
         },
         run: RunSection {
             presentation: Presentation::Foreground,

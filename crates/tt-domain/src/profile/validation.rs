@@ -113,12 +113,32 @@ pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
 }
 
 fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
+    if p.model
+        .max_output_tokens
+        .is_some_and(|tokens| tokens == 0 || tokens > MAX_OUTPUT_TOKENS_LIMIT)
+    {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            format!("model.maxOutputTokens must be > 0 and <= {MAX_OUTPUT_TOKENS_LIMIT}"),
+        ));
+    }
     let limits = &p.limits;
     if limits.max_consecutive_slips > MAX_CONSECUTIVE_SLIPS_LIMIT {
         return Err(err(
             "agent.profile_limit_invalid",
             format!("limits.maxConsecutiveSlips must be <= {MAX_CONSECUTIVE_SLIPS_LIMIT}"),
         ));
+    }
+    for (name, value) in [
+        ("maxRunSeconds", limits.max_run_seconds),
+        ("maxInvocationSeconds", limits.max_invocation_seconds),
+    ] {
+        if value.is_some_and(|seconds| seconds == 0 || seconds > MAX_DEADLINE_SECONDS) {
+            return Err(err(
+                "agent.profile_limit_invalid",
+                format!("limits.{name} must be > 0 and <= {MAX_DEADLINE_SECONDS}"),
+            ));
+        }
     }
     if limits.max_tool_argument_bytes == 0
         || limits.max_tool_argument_bytes > MAX_TOOL_ARGUMENT_BYTES_LIMIT
@@ -586,6 +606,20 @@ mod tests {
         assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
         p.limits.max_tool_argument_bytes = MAX_TOOL_ARGUMENT_BYTES_LIMIT + 1;
         assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        let mut p = default_writer_definition();
+        p.model.max_output_tokens = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.model.max_output_tokens = Some(MAX_OUTPUT_TOKENS_LIMIT + 1);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.model.max_output_tokens = Some(512);
+        assert_eq!(code(&p), None);
+        p.limits.max_run_seconds = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.limits.max_run_seconds = Some(60);
+        p.limits.max_invocation_seconds = Some(MAX_DEADLINE_SECONDS + 1);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.limits.max_invocation_seconds = Some(30);
+        assert_eq!(code(&p), None);
     }
 
     #[test]
