@@ -62,7 +62,11 @@ pub fn expected_tool_calls(children: u32) -> u64 {
 
 /// Runs the workload once with `children` children in a fresh data dir (`data_dir`, or a
 /// temporary one removed afterwards) and verifies it.
-pub async fn run(children: u32, data_dir: Option<PathBuf>) -> Result<FanoutReport> {
+pub async fn run(
+    children: u32,
+    data_dir: Option<PathBuf>,
+    signals: &tt_runtime::StopSignals,
+) -> Result<FanoutReport> {
     ensure!(children >= 1, "--children must be at least 1");
     let (_temp, data_dir) = match data_dir {
         Some(dir) => {
@@ -89,14 +93,30 @@ pub async fn run(children: u32, data_dir: Option<PathBuf>) -> Result<FanoutRepor
 
     let cpu_before = procstat::cpu_seconds(ticks)?;
     let started = Instant::now();
-    let run = runtime
-        .start_run(start_request(children))
+    if signals.is_requested() {
+        bail!("stopped by a signal before the run started");
+    }
+    let run = signals
+        .shielded(runtime.start_run(start_request(children)))
         .await
         .map_err(|err| anyhow!("start_run failed: {err}"))?;
-    let finished = runtime
-        .wait_for_run(run.id.as_str())
-        .await
-        .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
+    let requested = signals.requested();
+    let finished = tokio::select! {
+        finished = runtime.wait_for_run(run.id.as_str()) => finished,
+        () = requested.cancelled() => {
+            // Cancel the run and let it reach its terminal status before leaving.
+            runtime
+                .cancel_run(run.id.as_str())
+                .await
+                .map_err(|err| anyhow!("cancel_run failed: {err}"))?;
+            let cancelled = runtime
+                .wait_for_run(run.id.as_str())
+                .await
+                .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
+            bail!("stopped by a signal; the run ended `{}`", cancelled.status.as_str());
+        }
+    }
+    .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_s = procstat::cpu_seconds(ticks)? - cpu_before;
 

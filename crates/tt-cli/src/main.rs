@@ -99,7 +99,10 @@ enum Command {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Demo => demo::run_demo(&cli.data_dir).await,
+        Command::Demo => {
+            let signals = install_signals()?;
+            demo::run_demo(&cli.data_dir, &signals).await
+        }
         Command::Run {
             profile,
             profiles,
@@ -128,7 +131,8 @@ async fn main() -> anyhow::Result<()> {
                 chat_id: chat,
                 request,
             };
-            run_cmd::run(&cli.data_dir, options).await
+            let signals = install_signals()?;
+            run_cmd::run(&cli.data_dir, options, &signals).await
         }
         Command::Runs { limit } => {
             let runtime = inspect_runtime(&cli.data_dir)?;
@@ -200,4 +204,10 @@ fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::Age
         .provider(Arc::new(idle))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()
+}
+
+/// SIGINT and SIGTERM handling for the commands that run agents, installed before anything is
+/// written: the first signal cancels the run, a second exits at once.
+fn install_signals() -> anyhow::Result<tt_runtime::StopSignals> {
+    tt_runtime::StopSignals::install().context("cannot install the SIGINT/SIGTERM handlers")
 }

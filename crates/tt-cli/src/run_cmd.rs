@@ -29,7 +29,11 @@ pub struct RunOptions {
     pub request: String,
 }
 
-pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
+pub async fn run(
+    data_dir: &Path,
+    options: RunOptions,
+    signals: &tt_runtime::StopSignals,
+) -> anyhow::Result<()> {
     let mut spec = ConnectionSpec::parse(&options.connection)?
         .with_model(options.model.clone())
         .with_stream(options.stream);
@@ -75,8 +79,11 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
             options.chat_id
         );
     }
-    let run = runtime
-        .start_run(StartRunRequest {
+    if signals.is_requested() {
+        anyhow::bail!("stopped by a signal before the run started");
+    }
+    let run = signals
+        .shielded(runtime.start_run(StartRunRequest {
             stable_chat_id: options.chat_id.clone(),
             conversation_kind: ConversationKind::Character,
             chat_ref: serde_json::json!({"kind": "cli", "chatId": options.chat_id}),
@@ -86,9 +93,9 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
             user_request: Some(options.request.clone()),
             persist_base_state_id,
             skill_scope_refs: Default::default(),
-        })
+        }))
         .await?;
-    let finished = crate::live::follow(&runtime, &run).await?;
+    let finished = crate::live::follow(&runtime, &run, signals).await?;
     match finished.status {
         AgentRunStatus::Completed => Ok(()),
         status => anyhow::bail!(
