@@ -159,19 +159,22 @@ impl AgentRunService {
             created_at: now,
         };
         self.services.runs.create_run(&run, &manifest).await?;
-        self.events
-            .info(
-                &run_id,
-                RunEventType::RunCreated,
-                json!({
-                    "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
-                    "persistBaseStateId": run.persist_base_state_id, "presentation": presentation,
-                    "chatRef": run.chat_ref, "generationType": run.generation_type,
-                }),
-            )
-            .await?;
-
-        match self.prepare_root(run.clone(), &profile, &request).await {
+        // From here on the run exists on disk: any failure ends it visibly (below).
+        let prepared = async {
+            self.events
+                .info(
+                    &run_id,
+                    RunEventType::RunCreated,
+                    json!({
+                        "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
+                        "persistBaseStateId": run.persist_base_state_id, "presentation": presentation,
+                        "chatRef": run.chat_ref, "generationType": run.generation_type,
+                    }),
+                )
+                .await?;
+            self.prepare_root(run.clone(), &profile, &request).await
+        };
+        match prepared.await {
             Ok((ctx, inv, messages)) => {
                 let (done_tx, done_rx) = watch::channel(false);
                 self.lock_active().insert(
@@ -672,15 +675,24 @@ impl AgentRunService {
 
     /// Waits until the run is no longer executing, then returns its stored record.
     pub async fn wait_for_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
-        let done = self
+        let active = self
             .lock_active()
             .get(run_id)
-            .map(|active| active.done.clone());
-        if let Some(mut done) = done {
-            // A closed channel means the executor ended too.
-            let _ = done.wait_for(|finished| *finished).await;
+            .map(|active| (active.done.clone(), Arc::clone(&active.ctx)));
+        let Some((mut done, ctx)) = active else {
+            return Ok(self.services.runs.load_run(run_id).await?);
+        };
+        // A closed channel means the executor ended too.
+        let _ = done.wait_for(|finished| *finished).await;
+        // When the disk refused to record the end (full, read-only, …), the host still learns
+        // the terminal status the run reached in memory.
+        let live = ctx.run_snapshot().await;
+        match self.services.runs.load_run(run_id).await {
+            Ok(stored) if stored.status.is_terminal() || !live.status.is_terminal() => Ok(stored),
+            Ok(_) | Err(_) if live.status.is_terminal() => Ok(live),
+            Ok(stored) => Ok(stored),
+            Err(error) => Err(error.into()),
         }
-        Ok(self.services.runs.load_run(run_id).await?)
     }
 
     /// One page of a run's journal. `invocationId` must be a plain id.
