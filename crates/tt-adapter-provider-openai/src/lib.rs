@@ -18,8 +18,8 @@
 //! reasoning part, each tool call a tool-call part with its id kept verbatim. A call without an
 //! id or a name fails the turn with `model.invalid_tool_call`; no id is ever made up. Empty
 //! arguments mean `{}`; arguments that are not valid JSON pass through as a JSON string of the
-//! raw text (and are replayed as that text), so the runtime can answer the slip to the model
-//! as a recoverable `model.invalid_tool_call`. `usage`
+//! raw text (and are replayed as `{}`), so the runtime can answer the slip to the model as a
+//! recoverable `model.invalid_tool_call`. `usage`
 //! (`prompt_tokens` / `completion_tokens`) and `finish_reason` are carried over.
 //!
 //! # Streaming

@@ -120,12 +120,15 @@ fn user_content(message: &AgentModelMessage) -> Value {
     Value::Array(parts)
 }
 
-/// Arguments as the wire carries them: a JSON text. Arguments the model sent as text that was
-/// not valid JSON are kept as a string and replayed as that same text.
+/// Arguments as the wire carries them: a JSON text. Arguments the model got wrong (not an
+/// object: unparseable text kept as a string, or other JSON) are replayed as `{}`: servers such
+/// as llama.cpp parse replayed arguments and refuse the whole request otherwise, and the tool
+/// result that follows already tells the model what was wrong.
 fn arguments_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
+    if arguments.is_object() {
+        arguments.to_string()
+    } else {
+        "{}".to_owned()
     }
 }
 
@@ -199,10 +202,10 @@ mod tests {
     use tt_domain::tool::{AgentToolCall, AgentToolResult};
 
     #[test]
-    fn arguments_the_model_got_wrong_are_replayed_as_their_raw_text() {
-        assert_eq!(arguments_text(&json!("{\"path\": ")), "{\"path\": ");
+    fn arguments_the_model_got_wrong_are_replayed_as_an_empty_object() {
+        assert_eq!(arguments_text(&json!("{\"path\": ")), "{}");
         assert_eq!(arguments_text(&json!({"a": 1})), "{\"a\":1}");
-        assert_eq!(arguments_text(&json!([1])), "[1]");
+        assert_eq!(arguments_text(&json!([1])), "{}");
     }
 
     fn request(messages: Vec<AgentModelMessage>) -> AgentModelRequest {
