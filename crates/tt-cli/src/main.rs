@@ -51,7 +51,8 @@ enum Command {
         /// Stream responses (live model output in the journal).
         #[arg(long)]
         stream: bool,
-        /// Longest wait for one whole model response, in seconds (default 600).
+        /// Longest wait for one non-streamed model response, in seconds (default 600); streamed,
+        /// it also caps the idle timeout.
         #[arg(long)]
         timeout_secs: Option<u64>,
         /// Longest silence between two pieces of a response (and, streaming, before the first),
