@@ -72,6 +72,9 @@ pub struct AgentRunService {
     services: RuntimeServices,
     events: Arc<EventSink>,
     active: StdMutex<HashMap<RunId, ActiveRun>>,
+    /// Runs whose executor ended in a terminal status the store could not record (a full or
+    /// read-only disk): what `wait_for_run` reports for them instead of the stale record.
+    unrecorded: StdMutex<HashMap<RunId, AgentRun>>,
 }
 
 impl std::fmt::Debug for AgentRunService {
@@ -91,6 +94,7 @@ impl AgentRunService {
             services,
             events,
             active: StdMutex::new(HashMap::new()),
+            unrecorded: StdMutex::new(HashMap::new()),
         })
     }
 
@@ -427,6 +431,21 @@ impl AgentRunService {
                     .await;
             }
         }
+        let live = ctx.run_snapshot().await;
+        if live.status.is_terminal() {
+            let recorded = self
+                .services
+                .runs
+                .load_run(&ctx.run_id)
+                .await
+                .is_ok_and(|stored| stored.status.is_terminal());
+            if !recorded {
+                self.unrecorded
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(ctx.run_id.clone(), live);
+            }
+        }
         self.lock_active().remove(&ctx.run_id);
         // Provider sessions (`runId:invocationId`) are released in the background.
         let model = Arc::clone(&self.services.model);
@@ -680,7 +699,18 @@ impl AgentRunService {
             .get(run_id)
             .map(|active| (active.done.clone(), Arc::clone(&active.ctx)));
         let Some((mut done, ctx)) = active else {
-            return Ok(self.services.runs.load_run(run_id).await?);
+            let stored = self.services.runs.load_run(run_id).await;
+            let unrecorded = self
+                .unrecorded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(run_id)
+                .cloned();
+            return match (stored, unrecorded) {
+                (Ok(stored), _) if stored.status.is_terminal() => Ok(stored),
+                (_, Some(live)) => Ok(live),
+                (stored, None) => Ok(stored?),
+            };
         };
         // A closed channel means the executor ended too.
         let _ = done.wait_for(|finished| *finished).await;
@@ -720,7 +750,17 @@ impl AgentRunService {
         after_seq: u64,
         invocation_id: Option<String>,
     ) -> RunEventStream {
-        RunEventStream::new(&self.events, run_id, after_seq, invocation_id)
+        let executor_done = self
+            .lock_active()
+            .get(&run_id)
+            .map(|active| active.done.clone());
+        RunEventStream::new(
+            &self.events,
+            run_id,
+            after_seq,
+            invocation_id,
+            executor_done,
+        )
     }
 
     pub async fn list_runs(&self, page: RunListPage) -> ApplicationResult<Vec<AgentRun>> {

@@ -107,10 +107,16 @@ async fn run_with(scenario: Scenario, plan: Option<FaultPlan>) -> (Ending, u64) 
     let ending = tokio::time::timeout(Duration::from_secs(3600), async {
         let started = h.service.start_run(request(profile)).await;
         let (status, start_error) = match started {
-            Ok(run) => (
-                Some(h.service.wait_for_run(&run.id).await.unwrap().status),
-                None,
-            ),
+            Ok(run) => {
+                // A follower (as the CLI is) sees the stream end even when the disk kept the
+                // terminal event from the journal.
+                let mut stream = h.service.subscribe(run.id.clone(), 0, None);
+                while stream.next().await.unwrap().is_some() {}
+                (
+                    Some(h.service.wait_for_run(&run.id).await.unwrap().status),
+                    None,
+                )
+            }
             Err(error) => (None, Some(format!("{}: {error}", error.code()))),
         };
         let stored = tt_ports::AgentRunRepository::list_runs(
