@@ -75,6 +75,8 @@ pub struct AgentRunService {
     /// Runs whose executor ended in a terminal status the store could not record (a full or
     /// read-only disk): what `wait_for_run` reports for them instead of the stale record.
     unrecorded: StdMutex<HashMap<RunId, AgentRun>>,
+    /// The `run_failed` / `run_partial_success` payloads the journal refused, by run.
+    unrecorded_failures: StdMutex<HashMap<RunId, Value>>,
 }
 
 impl std::fmt::Debug for AgentRunService {
@@ -95,6 +97,7 @@ impl AgentRunService {
             events,
             active: StdMutex::new(HashMap::new()),
             unrecorded: StdMutex::new(HashMap::new()),
+            unrecorded_failures: StdMutex::new(HashMap::new()),
         })
     }
 
@@ -592,15 +595,18 @@ impl AgentRunService {
             if matches!(ctx.try_set_status(AgentRunStatus::Failed).await, Ok(false)) {
                 return;
             }
-            let _ = self
+            if let Err(unrecorded) = self
                 .events
                 .emit(
                     &ctx.run_id,
                     EventLevel::Error,
                     RunEventType::RunFailed,
-                    payload,
+                    payload.clone(),
                 )
-                .await;
+                .await
+            {
+                self.keep_unrecorded_failure(&ctx.run_id, payload, &unrecorded);
+            }
         } else {
             payload["retryable"] = json!(false);
             payload["userRetryable"] = json!(false);
@@ -612,10 +618,17 @@ impl AgentRunService {
             ) {
                 return;
             }
-            let _ = self
+            if let Err(unrecorded) = self
                 .events
-                .warn(&ctx.run_id, RunEventType::RunPartialSuccess, payload)
-                .await;
+                .warn(
+                    &ctx.run_id,
+                    RunEventType::RunPartialSuccess,
+                    payload.clone(),
+                )
+                .await
+            {
+                self.keep_unrecorded_failure(&ctx.run_id, payload, &unrecorded);
+            }
         }
     }
 
@@ -791,6 +804,25 @@ impl AgentRunService {
             ));
         }
         Ok(self.services.workspace.read(run_id, &path).await?)
+    }
+
+    /// Why a run ended, when the journal refused its `run_failed` / `run_partial_success`
+    /// (a full or read-only disk): that event's payload plus `unrecordedBecause`, the storage
+    /// error. `None` for runs whose end was journaled.
+    pub fn unrecorded_failure(&self, run_id: &RunId) -> Option<Value> {
+        self.unrecorded_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(run_id)
+            .cloned()
+    }
+
+    fn keep_unrecorded_failure(&self, run_id: &RunId, mut payload: Value, why: &ApplicationError) {
+        payload["unrecordedBecause"] = json!(why.to_string());
+        self.unrecorded_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(run_id.clone(), payload);
     }
 
     fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, ActiveRun>> {

@@ -131,13 +131,17 @@ async fn run_with(scenario: Scenario, plan: Option<FaultPlan>) -> (Ending, u64) 
         .into_iter()
         .next();
         let failure = stored.as_ref().and_then(|run| {
-            h.inner.events(&run.id).into_iter().find_map(|event| {
-                matches!(
-                    event.event_type.as_str(),
-                    "run_failed" | "run_partial_success"
-                )
-                .then_some(event.payload)
-            })
+            h.inner
+                .events(&run.id)
+                .into_iter()
+                .find_map(|event| {
+                    matches!(
+                        event.event_type.as_str(),
+                        "run_failed" | "run_partial_success"
+                    )
+                    .then_some(event.payload)
+                })
+                .or_else(|| h.service.unrecorded_failure(&run.id))
         });
         Ending {
             status,
@@ -186,6 +190,14 @@ async fn every_failing_write(scenario: Scenario, faults: &[DiskFault]) {
                     assert!(status.is_terminal(), "{context}");
                 }
                 if sticky {
+                    // The disk stays full: the reason may only be known in memory, but it is.
+                    if let Some(status) = ending.status
+                        && status != AgentRunStatus::Completed
+                        && status != AgentRunStatus::Cancelled
+                    {
+                        let failure = ending.failure.as_ref().expect(&context);
+                        assert_eq!(failure["code"], "agent.storage_io", "{context}");
+                    }
                     continue;
                 }
                 // A single failure: the disk works again, so the record says how it ended.

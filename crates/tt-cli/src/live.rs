@@ -36,6 +36,16 @@ pub async fn follow(
         }
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;
+    if let Some(failure) = runtime.unrecorded_failure(run.id.as_str()) {
+        // The disk kept the reason out of the journal; say it here.
+        println!(
+            "run {} [{}]: {} (not recorded: {})",
+            finished.status.as_str(),
+            failure["code"].as_str().unwrap_or("?"),
+            failure["technicalMessage"].as_str().unwrap_or("?"),
+            failure["unrecordedBecause"].as_str().unwrap_or("?"),
+        );
+    }
     println!("\nagents:");
     print!(
         "{}",

@@ -3,4 +3,5 @@
 // Test helpers outside #[test] functions may unwrap: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod disk_full;
 mod signals;

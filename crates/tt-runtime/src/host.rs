@@ -103,6 +103,12 @@ impl AgentRuntime {
         })
     }
 
+    /// Why a run ended when the disk kept its `run_failed` / `run_partial_success` out of the
+    /// journal (full, read-only): that payload plus `unrecordedBecause`. `None` otherwise.
+    pub fn unrecorded_failure(&self, run_id: &str) -> Option<serde_json::Value> {
+        self.service.unrecorded_failure(&RunId::from_raw(run_id))
+    }
+
     /// Token usage of a run: total and per invocation, from its journal.
     pub async fn usage(&self, run_id: &str) -> HostResult<tt_application::RunUsage> {
         Ok(tt_application::run_usage(
