@@ -233,3 +233,23 @@ async fn slip_errors_read_from_the_agent_point_of_view() {
     assert_clean("critic", &content.replace("task_return", ""));
     insta::assert_snapshot!("slip_error_message_delegated", content);
 }
+
+#[tokio::test]
+async fn oversized_arguments_error_reads_from_the_agent_point_of_view() {
+    let mut turns = vec![turn(vec![write(
+        "big",
+        "output/main.md",
+        &"x".repeat(2000),
+    )])];
+    turns.extend(happy_turns());
+    let h = harness(by_turn(turns));
+    h.put_profile(custom_profile("small-args", |p| {
+        p.limits.max_tool_argument_bytes = 1000;
+    }));
+    let run = h.run_to_end(request(Some("small-args"))).await;
+    assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
+    let (call_id, _, code, content) = tool_results(&h.model.requests()[1]).remove(0);
+    assert_eq!(code.as_deref(), Some("model.invalid_tool_call"));
+    assert_clean(&call_id, &content);
+    insta::assert_snapshot!("oversized_arguments_message", content);
+}
