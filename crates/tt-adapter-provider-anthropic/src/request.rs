@@ -193,6 +193,33 @@ mod tests {
     }
 
     #[test]
+    fn tool_use_input_that_is_not_an_object_is_replayed_as_an_empty_one() {
+        let call = |arguments: Value| AgentModelMessage {
+            role: ModelRole::Assistant,
+            parts: vec![ModelContentPart::ToolCall {
+                call: tt_domain::tool::AgentToolCall {
+                    id: "toolu_1".into(),
+                    name: "workspace_read_file".into(),
+                    arguments,
+                    provider_metadata: Value::Null,
+                },
+            }],
+            provider_metadata: Value::Null,
+        };
+        for (arguments, replayed) in [
+            (json!("{\"path\": "), json!({})),
+            (json!([1]), json!({})),
+            (
+                json!({"path": "output/a.md"}),
+                json!({"path": "output/a.md"}),
+            ),
+        ] {
+            let blocks = assistant_blocks(&call(arguments));
+            assert_eq!(blocks[0]["input"], replayed);
+        }
+    }
+
+    #[test]
     fn tool_choice_maps_to_block_form() {
         assert_eq!(tool_choice("auto"), json!({"type": "auto"}));
         assert_eq!(tool_choice("required"), json!({"type": "any"}));
