@@ -91,3 +91,61 @@ async fn host_errors_are_coded() {
     let err = env.runtime.start_run(bad).await.unwrap_err();
     assert_eq!(err.code, "agent.profile_not_found");
 }
+
+#[tokio::test]
+async fn runs_of_one_conversation_find_the_last_promoted_persist_state() {
+    let env = env(writer_script(), CommitBridgeChoice::Transcript);
+    assert_eq!(
+        env.runtime.latest_persist_state("e2e-chat").await.unwrap(),
+        None
+    );
+    let first = env.runtime.start_run(start_request()).await.unwrap();
+    let first = env.runtime.wait_for_run(first.id.as_str()).await.unwrap();
+    assert_eq!(first.status, AgentRunStatus::Completed);
+    // The first run wrote persist/facts.md and promoted it as the state named after it.
+    let state = env.runtime.latest_persist_state("e2e-chat").await.unwrap();
+    assert_eq!(state.as_deref(), Some(first.id.as_str()));
+    assert_eq!(
+        env.runtime
+            .latest_persist_state("other-chat")
+            .await
+            .unwrap(),
+        None
+    );
+
+    // The next run starts from it; the newest promoted state then is its own, or, when it
+    // promoted nothing new, the one it started from.
+    let mut request = start_request();
+    request.persist_base_state_id = state.clone();
+    let second = env.runtime.start_run(request).await.unwrap();
+    let second = env.runtime.wait_for_run(second.id.as_str()).await.unwrap();
+    assert_eq!(second.status, AgentRunStatus::Completed);
+    assert_eq!(second.persist_base_state_id, state);
+    let promoted = env
+        .runtime
+        .read_events(tt_runtime::ReadEventsRequest {
+            run_id: second.id.to_string(),
+            after_seq: None,
+            before_seq: None,
+            limit: Some(500),
+            invocation_id: None,
+            include_timeline_projection: false,
+        })
+        .await
+        .unwrap()
+        .events
+        .into_iter()
+        .find(|event| event.event_type == "persistent_changes_committed")
+        .unwrap();
+    let expected = match promoted.payload["stateId"].as_str() {
+        Some(own) => {
+            assert_eq!(own, second.id.as_str());
+            Some(own.to_owned())
+        }
+        None => state,
+    };
+    assert_eq!(
+        env.runtime.latest_persist_state("e2e-chat").await.unwrap(),
+        expected
+    );
+}

@@ -6,6 +6,7 @@
 
 mod delegation;
 mod host_api;
+mod hostile_servers;
 mod prompt_assembly;
 mod providers;
 mod support;

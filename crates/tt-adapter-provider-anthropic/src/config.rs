@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tt_ports::Clock;
+pub use tt_provider_http::http::HttpLimits;
 
 /// The public API's base URL.
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -37,6 +38,8 @@ pub struct AnthropicConfig {
     pub thinking_budget_tokens: Option<u32>,
     /// "Now" for an HTTP-date `Retry-After` when the response carries no `Date` header.
     pub clock: Option<Arc<dyn Clock>>,
+    /// Connect timeout, idle timeout between pieces, and the most bytes of one reply.
+    pub limits: HttpLimits,
 }
 
 impl std::fmt::Debug for AnthropicConfig {
@@ -55,6 +58,7 @@ impl std::fmt::Debug for AnthropicConfig {
             .field("stream", &self.stream)
             .field("max_tokens", &self.max_tokens)
             .field("thinking_budget_tokens", &self.thinking_budget_tokens)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -79,6 +83,7 @@ impl AnthropicConfig {
             max_tokens: DEFAULT_MAX_TOKENS,
             thinking_budget_tokens: None,
             clock: None,
+            limits: HttpLimits::default(),
         }
     }
 
@@ -120,6 +125,12 @@ impl AnthropicConfig {
 
     pub fn with_thinking(mut self, budget_tokens: u32) -> Self {
         self.thinking_budget_tokens = Some(budget_tokens);
+        self
+    }
+
+    /// Replaces the default [`HttpLimits`] (10 s connect, 120 s idle, 8 MiB per reply).
+    pub fn with_limits(mut self, limits: HttpLimits) -> Self {
+        self.limits = limits;
         self
     }
 

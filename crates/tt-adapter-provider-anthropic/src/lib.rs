@@ -19,7 +19,9 @@
 //! # Responses
 //!
 //! `text` blocks become text parts, `tool_use` blocks tool-call parts (a block without an id or
-//! a name, or whose input is not an object, is `model.invalid_tool_call`), and every other
+//! a name is `model.invalid_tool_call`; an input that is not an object, or streamed input that
+//! is not valid JSON and stays a string, passes through for the runtime to answer as a
+//! recoverable `model.invalid_tool_call`; such input is replayed as `{}`), and every other
 //! block (`thinking`, `redacted_thinking`, server tool blocks) a
 //! `ModelContentPart::Native { provider: "anthropic", value: <the block> }`. Usage counts input
 //! tokens including cache writes and reads; `stop_reason` becomes the finish reason.
@@ -62,6 +64,6 @@ mod stream;
 
 pub use config::{
     ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_VERSION, AnthropicConfig, AnthropicError,
-    DEFAULT_MAX_TOKENS,
+    DEFAULT_MAX_TOKENS, HttpLimits,
 };
 pub use provider::{ANTHROPIC_PROVIDER_NAME, AnthropicProvider};

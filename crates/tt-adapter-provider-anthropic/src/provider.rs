@@ -13,7 +13,10 @@ use crate::config::{ANTHROPIC_VERSION, AnthropicConfig, AnthropicError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::EventAccumulator;
-use tt_provider_http::http::{guarded, status_error, transport_error};
+use tt_provider_http::http::{
+    BodyBudget, guarded, guarded_idle, next_chunk, read_body, read_error_body, status_error,
+    transport_error,
+};
 use tt_provider_http::sse::SseDecoder;
 
 /// The provider name, as shown in events.
@@ -66,7 +69,7 @@ impl AnthropicProvider {
             header_value.set_sensitive(true);
             headers.insert(header_name, header_value);
         }
-        let mut builder = reqwest::Client::builder();
+        let mut builder = reqwest::Client::builder().connect_timeout(config.limits.connect_timeout);
         if is_loopback(&url) {
             // A local server is never reached through a proxy from the environment.
             builder = builder.no_proxy();
@@ -112,12 +115,30 @@ impl AnthropicProvider {
             BodyOptions {
                 model,
                 stream,
-                max_tokens: self.config.max_tokens,
+                max_tokens: self.max_tokens(request),
                 thinking_budget_tokens: self.config.thinking_budget_tokens,
             },
         );
         serde_json::to_vec(&body)
             .map_err(|err| ModelError::Other(format!("cannot encode the request: {err}")))
+    }
+
+    /// The connection's `max_tokens`, lowered to the request's own limit when that is lower
+    /// and still above the thinking budget (the API refuses a budget at or over `max_tokens`).
+    fn max_tokens(&self, request: &AgentModelRequest) -> u32 {
+        let cap = self.config.max_tokens;
+        match request.max_output_tokens {
+            Some(limit)
+                if limit < cap
+                    && self
+                        .config
+                        .thinking_budget_tokens
+                        .is_none_or(|budget| budget < limit) =>
+            {
+                limit
+            }
+            _ => cap,
+        }
     }
 
     async fn send(&self, body: Vec<u8>) -> Result<reqwest::Response, ModelError> {
@@ -130,21 +151,26 @@ impl AnthropicProvider {
             .map_err(|err| transport_error(&err))
     }
 
-    /// Reads an error response and classifies it.
-    async fn fail(&self, response: reqwest::Response) -> ModelError {
+    /// Reads (the start of) an error response and classifies it.
+    async fn fail(
+        &self,
+        mut response: reqwest::Response,
+        cancel: &CancellationToken,
+    ) -> ModelError {
         let status = response.status();
         let headers = response.headers().clone();
         // An unreadable error body still has a status worth classifying.
-        let body = response.bytes().await.unwrap_or_default();
+        let body = read_error_body(&mut response, cancel, &self.config.limits).await;
         status_error(status, &headers, &body, self.config.clock.as_ref())
     }
 
-    async fn read_all(response: reqwest::Response) -> Result<Vec<u8>, ModelError> {
-        response
-            .bytes()
-            .await
-            .map(|bytes| bytes.to_vec())
-            .map_err(|err| transport_error(&err))
+    /// The wait for each piece of a streamed reply: the idle timeout, or the request timeout
+    /// when that is shorter.
+    fn piece_timeout(&self) -> std::time::Duration {
+        let idle = self.config.limits.idle_timeout;
+        self.config
+            .request_timeout
+            .map_or(idle, |limit| limit.min(idle))
     }
 }
 
@@ -160,12 +186,15 @@ impl ModelProvider for AnthropicProvider {
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         let body = self.body(&request, false)?;
+        // The server sends nothing until the whole answer is ready (slow local models take
+        // minutes): only the request timeout bounds that wait. The body then comes in pieces
+        // within the idle timeout and the size limit.
         let exchange = async {
-            let response = self.send(body).await?;
+            let mut response = self.send(body).await?;
             if !response.status().is_success() {
-                return Err(self.fail(response).await);
+                return Err(self.fail(response, &cancel).await);
             }
-            decode_body(&Self::read_all(response).await?)
+            decode_body(&read_body(&mut response, &cancel, &self.config.limits).await?)
         };
         guarded(exchange, &cancel, self.config.request_timeout).await
     }
@@ -177,24 +206,29 @@ impl ModelProvider for AnthropicProvider {
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         let body = self.body(&request, true)?;
-        let timeout = self.config.request_timeout;
-        let mut response = guarded(self.send(body), &cancel, timeout).await?;
+        let piece = self.piece_timeout();
+        let mut response = guarded_idle(self.send(body), &cancel, piece).await?;
         if !response.status().is_success() {
-            return guarded(async { Err(self.fail(response).await) }, &cancel, timeout).await;
+            return Err(self.fail(response, &cancel).await);
         }
+        let limits = tt_provider_http::http::HttpLimits {
+            idle_timeout: piece,
+            ..self.config.limits
+        };
         if is_json(response.headers()) {
             // The server ignored `stream: true` and answered in one piece.
-            let body = guarded(Self::read_all(response), &cancel, timeout).await?;
+            let body = read_body(&mut response, &cancel, &limits).await?;
             let whole = decode_body(&body)?;
             forward_whole(&whole, sink.as_ref());
             return Ok(whole);
         }
         let mut decoder = SseDecoder::default();
         let mut accumulator = EventAccumulator::default();
+        let mut budget = BodyBudget::new(limits.max_response_bytes);
         while !accumulator.is_done() {
-            let next = async { response.chunk().await.map_err(|err| transport_error(&err)) };
-            match guarded(next, &cancel, timeout).await? {
+            match next_chunk(&mut response, &cancel, piece).await? {
                 Some(bytes) => {
+                    budget.take(bytes.len())?;
                     for event in decoder.feed(&bytes) {
                         accumulator.push(&event.data, sink.as_ref())?;
                         if accumulator.is_done() {

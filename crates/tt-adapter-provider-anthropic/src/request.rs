@@ -134,7 +134,9 @@ fn assistant_blocks(message: &AgentModelMessage) -> Vec<Value> {
                 "type": "tool_use",
                 "id": call.id,
                 "name": call.name,
-                "input": call.arguments,
+                // The API only accepts an object; arguments the model got wrong (answered
+                // with a recoverable error) are replayed as an empty one.
+                "input": if call.arguments.is_object() { call.arguments.clone() } else { json!({}) },
             })),
             ModelContentPart::Native { .. }
             | ModelContentPart::Reasoning { .. }
@@ -188,6 +190,33 @@ mod tests {
                 {"role": "user", "content": [{"type": "text", "text": "Hi."}, {"type": "text", "text": "Reminder."}]},
             ])
         );
+    }
+
+    #[test]
+    fn tool_use_input_that_is_not_an_object_is_replayed_as_an_empty_one() {
+        let call = |arguments: Value| AgentModelMessage {
+            role: ModelRole::Assistant,
+            parts: vec![ModelContentPart::ToolCall {
+                call: tt_domain::tool::AgentToolCall {
+                    id: "toolu_1".into(),
+                    name: "workspace_read_file".into(),
+                    arguments,
+                    provider_metadata: Value::Null,
+                },
+            }],
+            provider_metadata: Value::Null,
+        };
+        for (arguments, replayed) in [
+            (json!("{\"path\": "), json!({})),
+            (json!([1]), json!({})),
+            (
+                json!({"path": "output/a.md"}),
+                json!({"path": "output/a.md"}),
+            ),
+        ] {
+            let blocks = assistant_blocks(&call(arguments));
+            assert_eq!(blocks[0]["input"], replayed);
+        }
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub(crate) fn into_response(
     })
 }
 
-/// A `tool_use` block needs an id, a name and an object `input`; nothing is made up.
+/// A `tool_use` block needs an id and a name; nothing is made up.
 fn tool_call(block: &Value, position: usize) -> Result<AgentToolCall, ModelError> {
     let text = |key: &str| {
         block
@@ -100,15 +100,9 @@ fn tool_call(block: &Value, position: usize) -> Result<AgentToolCall, ModelError
         .ok_or_else(|| invalid_tool_call(format!("tool_use block #{position} has no id")))?;
     let name =
         text("name").ok_or_else(|| invalid_tool_call(format!("tool_use `{id}` has no name")))?;
-    let input = block
-        .get("input")
-        .filter(|input| input.is_object())
-        .cloned()
-        .ok_or_else(|| {
-            invalid_tool_call(format!(
-                "the input of tool_use `{id}` ({name}) is not a JSON object"
-            ))
-        })?;
+    // An input that is not an object (or unparseable streamed input, kept as a string) passes
+    // through: the runtime answers it to the model as a recoverable `model.invalid_tool_call`.
+    let input = block.get("input").cloned().unwrap_or(Value::Null);
     Ok(AgentToolCall {
         id,
         name,
@@ -241,7 +235,6 @@ mod tests {
         for block in [
             json!({"type": "tool_use", "name": "agent_list", "input": {}}),
             json!({"type": "tool_use", "id": "t", "input": {}}),
-            json!({"type": "tool_use", "id": "t", "name": "agent_list", "input": "{"}),
         ] {
             let body = json!({"content": [block]}).to_string();
             match decode_body(body.as_bytes()) {
@@ -251,6 +244,14 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn non_object_input_passes_through_for_the_runtime_to_answer() {
+        let block = json!({"type": "tool_use", "id": "t", "name": "agent_list", "input": "{"});
+        let body = json!({"content": [block]}).to_string();
+        let response = decode_body(body.as_bytes()).unwrap();
+        assert_eq!(response.tool_calls()[0].arguments, json!("{"));
     }
 
     #[test]

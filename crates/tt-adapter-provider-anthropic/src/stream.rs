@@ -40,8 +40,8 @@ impl Block {
                 input_json,
             } => {
                 if !input_json.trim().is_empty() {
-                    // Unparseable input stays a string, which validation reports as
-                    // `model.invalid_tool_call`.
+                    // Unparseable input stays a string, which the runtime answers to the
+                    // model as a recoverable `model.invalid_tool_call`.
                     start["input"] =
                         serde_json::from_str(&input_json).unwrap_or(Value::String(input_json));
                 }

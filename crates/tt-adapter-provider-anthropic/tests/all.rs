@@ -6,5 +6,6 @@
 
 mod complete;
 mod failures;
+mod limits;
 mod streaming;
 mod support;

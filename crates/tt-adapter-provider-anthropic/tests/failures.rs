@@ -124,7 +124,7 @@ async fn a_malformed_success_body_is_an_upstream_invalid_response() {
 }
 
 #[tokio::test]
-async fn tool_use_without_id_or_name_or_with_bad_input_is_invalid() {
+async fn tool_use_without_id_or_name_is_invalid() {
     let cases = [
         (
             json!({"type": "tool_use", "name": "workspace_finish", "input": {}}),
@@ -133,10 +133,6 @@ async fn tool_use_without_id_or_name_or_with_bad_input_is_invalid() {
         (
             json!({"type": "tool_use", "id": "toolu_1", "input": {}}),
             "has no name",
-        ),
-        (
-            json!({"type": "tool_use", "id": "toolu_1", "name": "workspace_finish", "input": "{\"a\":"}),
-            "not a JSON object",
         ),
     ];
     for (block, expected) in cases {

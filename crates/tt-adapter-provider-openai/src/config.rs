@@ -4,6 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tt_ports::Clock;
+pub use tt_provider_http::http::HttpLimits;
+
+/// `max_tokens` sent when neither the request nor the connection sets one, so a model that
+/// never stops cannot generate without end.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// Where and how to reach an OpenAI-compatible server.
 #[derive(Clone)]
@@ -22,13 +27,16 @@ pub struct OpenAiConfig {
     pub request_timeout: Option<Duration>,
     /// Whether the runtime should prefer `ModelProvider::stream` for this connection.
     pub stream: bool,
-    /// Sent as `max_tokens` when set.
+    /// A cap on `max_tokens`: the request's own limit (the profile's `model.maxOutputTokens`)
+    /// or [`DEFAULT_MAX_TOKENS`], whichever this is lower than.
     pub max_tokens: Option<u32>,
     /// Replays reasoning as `reasoning_content` on assistant turns (servers such as DeepSeek's
     /// thinking mode want it back during a tool loop; most servers ignore or refuse it).
     pub replay_reasoning_content: bool,
     /// "Now" for an HTTP-date `Retry-After` when the response carries no `Date` header.
     pub clock: Option<Arc<dyn Clock>>,
+    /// Connect timeout, idle timeout between pieces, and the most bytes of one reply.
+    pub limits: HttpLimits,
 }
 
 impl std::fmt::Debug for OpenAiConfig {
@@ -47,6 +55,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("stream", &self.stream)
             .field("max_tokens", &self.max_tokens)
             .field("replay_reasoning_content", &self.replay_reasoning_content)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -64,6 +73,7 @@ impl OpenAiConfig {
             max_tokens: None,
             replay_reasoning_content: false,
             clock: None,
+            limits: HttpLimits::default(),
         }
     }
 
@@ -100,6 +110,12 @@ impl OpenAiConfig {
 
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Replaces the default [`HttpLimits`] (10 s connect, 120 s idle, 8 MiB per reply).
+    pub fn with_limits(mut self, limits: HttpLimits) -> Self {
+        self.limits = limits;
         self
     }
 

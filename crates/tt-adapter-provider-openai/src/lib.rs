@@ -16,8 +16,10 @@
 //!
 //! The first choice's `content` becomes a text part, `reasoning_content` (or `reasoning`) a
 //! reasoning part, each tool call a tool-call part with its id kept verbatim. A call without an
-//! id or a name, or whose arguments are not a JSON object, fails the turn with
-//! `model.invalid_tool_call` (empty arguments mean `{}`); no id is ever made up. `usage`
+//! id or a name fails the turn with `model.invalid_tool_call`; no id is ever made up. Empty
+//! arguments mean `{}`; arguments that are not valid JSON pass through as a JSON string of the
+//! raw text (and are replayed as `{}`), so the runtime can answer the slip to the model as a
+//! recoverable `model.invalid_tool_call`. `usage`
 //! (`prompt_tokens` / `completion_tokens`) and `finish_reason` are carried over.
 //!
 //! # Streaming
@@ -56,5 +58,5 @@ mod request;
 mod response;
 mod stream;
 
-pub use config::{OpenAiConfig, OpenAiError};
+pub use config::{DEFAULT_MAX_TOKENS, HttpLimits, OpenAiConfig, OpenAiError};
 pub use provider::{OPENAI_PROVIDER_NAME, OpenAiProvider};

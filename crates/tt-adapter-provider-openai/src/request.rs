@@ -10,7 +10,7 @@ use tt_domain::tool::AgentToolSpec;
 pub(crate) struct BodyOptions<'a> {
     pub model: &'a str,
     pub stream: bool,
-    pub max_tokens: Option<u32>,
+    pub max_tokens: u32,
     pub replay_reasoning_content: bool,
 }
 
@@ -32,9 +32,7 @@ pub(crate) fn request_body(request: &AgentModelRequest, options: BodyOptions<'_>
         body.insert("tool_choice".into(), json!(request.tool_choice));
         body.insert("parallel_tool_calls".into(), json!(true));
     }
-    if let Some(max_tokens) = options.max_tokens {
-        body.insert("max_tokens".into(), json!(max_tokens));
-    }
+    body.insert("max_tokens".into(), json!(options.max_tokens));
     body.insert("stream".into(), json!(options.stream));
     if options.stream {
         body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -122,6 +120,18 @@ fn user_content(message: &AgentModelMessage) -> Value {
     Value::Array(parts)
 }
 
+/// Arguments as the wire carries them: a JSON text. Arguments the model got wrong (not an
+/// object: unparseable text kept as a string, or other JSON) are replayed as `{}`: servers such
+/// as llama.cpp parse replayed arguments and refuse the whole request otherwise, and the tool
+/// result that follows already tells the model what was wrong.
+fn arguments_text(arguments: &Value) -> String {
+    if arguments.is_object() {
+        arguments.to_string()
+    } else {
+        "{}".to_owned()
+    }
+}
+
 /// An assistant turn as it is replayed. With tool calls and no text, `content` is `null`: the
 /// OpenAI reference accepts it, and so do llama.cpp's and vLLM's parsers, which only require
 /// `content` when there are no tool calls.
@@ -135,7 +145,7 @@ fn assistant_message(message: &AgentModelMessage, replay_reasoning: bool) -> Val
                 "type": "function",
                 "function": {
                     "name": call.name,
-                    "arguments": call.arguments.to_string(),
+                    "arguments": arguments_text(&call.arguments),
                 },
             })
         })
@@ -191,6 +201,13 @@ mod tests {
     use tt_domain::model::ProviderSession;
     use tt_domain::tool::{AgentToolCall, AgentToolResult};
 
+    #[test]
+    fn arguments_the_model_got_wrong_are_replayed_as_an_empty_object() {
+        assert_eq!(arguments_text(&json!("{\"path\": ")), "{}");
+        assert_eq!(arguments_text(&json!({"a": 1})), "{\"a\":1}");
+        assert_eq!(arguments_text(&json!([1])), "{}");
+    }
+
     fn request(messages: Vec<AgentModelMessage>) -> AgentModelRequest {
         AgentModelRequest {
             session: ProviderSession::new(&RunId::from_raw("run_a"), &InvocationId::root()),
@@ -200,6 +217,7 @@ mod tests {
             messages,
             tools: vec![],
             tool_choice: "auto".into(),
+            max_output_tokens: None,
         }
     }
 
@@ -207,7 +225,7 @@ mod tests {
         BodyOptions {
             model: "m",
             stream,
-            max_tokens: Some(64),
+            max_tokens: 64,
             replay_reasoning_content: true,
         }
     }

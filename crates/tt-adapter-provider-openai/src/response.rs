@@ -47,8 +47,11 @@ impl Default for RawArguments {
 }
 
 impl RawToolCall {
-    /// Validates one call. A missing id or name, or arguments that are not a JSON object, is
-    /// `model.invalid_tool_call`; empty arguments mean `{}`.
+    /// Validates one call. A missing id or name is `model.invalid_tool_call`; empty arguments
+    /// mean `{}`. Arguments that are not valid JSON pass through as a JSON string of the raw
+    /// text, and JSON that is not an object passes through as it is: the runtime answers those
+    /// to the model as a recoverable `model.invalid_tool_call`, so one slip does not end the
+    /// turn.
     pub fn into_call(self, position: usize) -> Result<AgentToolCall, ModelError> {
         let id = self
             .id
@@ -60,18 +63,9 @@ impl RawToolCall {
             .ok_or_else(|| invalid_tool_call(format!("tool call `{id}` has no function name")))?;
         let arguments = match self.arguments {
             RawArguments::Text(text) if text.trim().is_empty() => json!({}),
-            RawArguments::Text(text) => serde_json::from_str(&text).map_err(|err| {
-                invalid_tool_call(format!(
-                    "the arguments of tool call `{id}` ({name}) are not valid JSON: {err}"
-                ))
-            })?,
+            RawArguments::Text(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
             RawArguments::Json(value) => value,
         };
-        if !arguments.is_object() {
-            return Err(invalid_tool_call(format!(
-                "the arguments of tool call `{id}` ({name}) are not a JSON object"
-            )));
-        }
         Ok(AgentToolCall {
             id,
             name,
@@ -250,10 +244,14 @@ mod tests {
             json!({"type": "function", "function": {"name": "agent_list", "arguments": "{}"}}),
             json!({"id": "", "type": "function", "function": {"name": "agent_list", "arguments": "{}"}}),
             json!({"id": "c", "type": "function", "function": {"arguments": "{}"}}),
-            json!({"id": "c", "type": "function", "function": {"name": "agent_list", "arguments": "{\"a\":"}}),
-            json!({"id": "c", "type": "function", "function": {"name": "agent_list", "arguments": "[1]"}}),
         ] {
             assert_eq!(code(with_call(call).as_bytes()), INVALID_TOOL_CALL);
+        }
+        // Bad arguments pass through for the runtime to answer as a recoverable slip.
+        for (arguments, expected) in [("{\"a\":", json!("{\"a\":")), ("[1]", json!([1]))] {
+            let call = json!({"id": "c", "type": "function", "function": {"name": "agent_list", "arguments": arguments}});
+            let response = decode_body(with_call(call).as_bytes()).unwrap();
+            assert_eq!(response.tool_calls()[0].arguments, expected);
         }
     }
 }

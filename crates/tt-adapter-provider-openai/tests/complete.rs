@@ -64,6 +64,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
             "tools": wire_tools(),
             "tool_choice": "auto",
             "parallel_tool_calls": true,
+            "max_tokens": 8192,
             "stream": false,
         })
     );

@@ -127,7 +127,7 @@ async fn a_malformed_success_body_is_an_upstream_invalid_response() {
 }
 
 #[tokio::test]
-async fn calls_without_id_or_name_or_with_unparseable_arguments_are_invalid() {
+async fn calls_without_id_or_name_are_invalid() {
     let call_reply = |call: Value| {
         Reply::json(
             200,
@@ -144,10 +144,6 @@ async fn calls_without_id_or_name_or_with_unparseable_arguments_are_invalid() {
             json!({"id": "call_1", "type": "function", "function": {"arguments": "{}"}}),
             "has no function name",
         ),
-        (
-            json!({"id": "call_1", "type": "function", "function": {"name": "workspace_write_file", "arguments": "{\"path\": \"output/"}}),
-            "not valid JSON",
-        ),
     ];
     for (call, expected) in cases {
         let error = complete_against(call_reply(call)).await;
@@ -159,6 +155,30 @@ async fn calls_without_id_or_name_or_with_unparseable_arguments_are_invalid() {
             other => panic!("{other:?}"),
         }
         assert!(!error.is_retryable());
+    }
+}
+
+#[tokio::test]
+async fn unparseable_or_non_object_arguments_pass_through_for_the_runtime_to_answer() {
+    for (arguments, expected) in [
+        (json!("{\"path\": \"output/"), json!("{\"path\": \"output/")),
+        (json!("[1, 2]"), json!([1, 2])),
+    ] {
+        let call = json!({"id": "call_1", "type": "function", "function": {"name": "workspace_write_file", "arguments": arguments}});
+        let mut server = TestServer::always(Reply::json(
+            200,
+            &json!({"id": "c", "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": null, "tool_calls": [call]}}]}),
+        ))
+        .await;
+        let response = provider(&server)
+            .complete(request(1, first_messages()), CancellationToken::new())
+            .await
+            .unwrap();
+        server.next_request().await;
+        let calls = response.tool_calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].arguments, expected);
     }
 }
 

@@ -127,6 +127,7 @@ async fn streamed_tool_call_fragments_are_reassembled_exactly() {
             "tools": wire_tools(),
             "tool_choice": "auto",
             "parallel_tool_calls": true,
+            "max_tokens": 8192,
             "stream": true,
             "stream_options": {"include_usage": true},
         })

@@ -118,12 +118,22 @@ impl RunContext {
         if run.status == status || !run.status.can_transition_to(status) {
             return Ok(false);
         }
-        run.transition(status, self.services.clock.now())?;
+        let mut next = run.clone();
+        next.transition(status, self.services.clock.now())?;
         // Transient working states are journaled only; the stored record keeps the last
         // meaningful one (hosts read live runs through the runtime).
-        if !status.is_transient() {
-            self.services.runs.save_run(&run).await?;
+        if !status.is_transient()
+            && let Err(error) = self.services.runs.save_run(&next).await
+        {
+            // A run that is ending in failure or cancel ends so in memory even when the disk
+            // refuses the record; any other move is not made, so the failure can still end
+            // the run (`completed` that could not be saved becomes `failed`).
+            if status.is_terminal() && status != AgentRunStatus::Completed {
+                *run = next;
+            }
+            return Err(error.into());
         }
+        *run = next;
         self.events
             .info(
                 &self.run_id,
@@ -214,6 +224,8 @@ pub struct ToolSession {
     pub skill_budget: crate::skills::SkillReadBudget,
     pub calls_total: u32,
     pub calls_per_tool: BTreeMap<ToolName, u32>,
+    /// Model slips in a row (see `dispatch`); any other call resets it.
+    pub consecutive_slips: u32,
 }
 
 /// One invocation as its loop sees it.

@@ -1,15 +1,23 @@
 //! The dispatcher: one model tool call from name resolution to stored result.
 //!
 //! Order: `tool_call_requested` + raw arguments stored; name resolved against the invocation's
-//! frozen snapshot (unknown name: fail-fast `model.unknown_tool_call`; known but not offered:
-//! recoverable `agent.tool_policy_denied`); per-invocation budgets; `tool_call_started`;
-//! execution; result stored; `tool_call_completed` / `tool_call_failed`; then the follow-up
-//! events and checkpoints of the tool's effect.
+//! frozen snapshot (unknown name: `model.unknown_tool_call`; known but not offered:
+//! `agent.tool_policy_denied`); arguments checked (a JSON object within
+//! `limits.maxToolArgumentBytes`, else `model.invalid_tool_call`); per-invocation budgets;
+//! `tool_call_started`; execution; result stored; `tool_call_completed` / `tool_call_failed`;
+//! then the follow-up events and checkpoints of the tool's effect.
+//!
+//! Model slips (an unknown tool, bad arguments, an unusable path) go back to the model as
+//! recoverable errors; only more than `limits.maxConsecutiveSlips` of them in a row fail the
+//! agent. The reference fails at the first one; small models slip often, so this runtime
+//! deliberately gives them a bounded chance to correct themselves.
 
 use serde_json::{Value, json};
 use tt_domain::event::{EventLevel, RunEventType};
 use tt_domain::ids::InvocationId;
+use tt_domain::ids::truncate_for_message;
 use tt_domain::invocation::ExitPolicy;
+use tt_domain::model::{AgentModelMessage, ModelContentPart};
 use tt_domain::run::{AgentRunStatus, Presentation};
 use tt_domain::text::sha256_hex;
 use tt_domain::tool::{AgentToolCall, AgentToolResult, ToolName};
@@ -74,12 +82,21 @@ pub async fn dispatch_call(
     let args_doc = RunDocument::ToolArgs {
         call_file_key: file_key.clone(),
     };
+    let limits = inv.profile.definition.limits;
+    let argument_bytes = argument_bytes(&call.arguments);
+    let oversized = argument_bytes > limits.max_tool_argument_bytes;
+    // Oversized arguments are not stored again: the model response already holds them.
+    let stored_arguments = if oversized {
+        json!({"omitted": true, "bytes": argument_bytes})
+    } else {
+        call.arguments.clone()
+    };
     ctx.services
         .runs
         .write_document(
             &run_id,
             &args_doc,
-            &json!({"callId": call.id, "name": display_name, "invocationId": invocation_id, "round": round, "arguments": call.arguments}),
+            &json!({"callId": call.id, "name": display_name, "invocationId": invocation_id, "round": round, "arguments": stored_arguments}),
         )
         .await?;
     ctx.events
@@ -93,57 +110,69 @@ pub async fn dispatch_call(
         )
         .await?;
 
-    let fail_fast = |code: &'static str, message: String| ApplicationError::fatal(code, message);
-    // Resolve the name: unknown to this runtime is a contract error by the model.
-    let Some(tool) = tool else {
-        let err = fail_fast(
-            "model.unknown_tool_call",
-            format!(
-                "the model called `{}`, which is not a tool of this agent",
-                call.name
-            ),
-        );
-        emit_fatal_call_failure(ctx, round, &invocation_id, &call.id, &display_name, &err).await?;
-        return Err(err);
-    };
     let started_at = ctx.services.clock.now();
-    let offered = inv.snapshot.offers(tool);
-    let outcome: Result<Executed, ToolCallError> = if !offered {
-        if inv.invocation.exit_policy == ExitPolicy::TaskReturnRequired {
-            // A delegated agent was never offered this name: it is not its tool at all.
-            let err = fail_fast(
-                "model.unknown_tool_call",
+    // A delegated agent was never offered a name it does not have: for it that name is not a
+    // tool at all. A top-level agent gets the policy denial instead.
+    let resolved = tool.filter(|tool| {
+        inv.snapshot.offers(*tool) || inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired
+    });
+    let outcome: Result<Executed, ToolCallError> = if let Some(tool) = resolved {
+        if !inv.snapshot.offers(tool) {
+            Err(ToolError::new(
+                "agent.tool_policy_denied",
                 format!(
-                    "the model called `{}`, which is not a tool of this agent",
-                    call.name
+                    "`{}` is not available to you. Use one of: {}.",
+                    tool.model_alias(),
+                    inv.snapshot.model_names().join(", ")
                 ),
-            );
-            emit_fatal_call_failure(ctx, round, &invocation_id, &call.id, &display_name, &err)
-                .await?;
-            return Err(err);
-        }
-        Err(ToolError::new(
-            "agent.tool_policy_denied",
-            format!(
-                "`{}` is not available to you. Use one of: {}.",
-                tool.model_alias(),
-                inv.snapshot.model_names().join(", ")
-            ),
-        )
-        .into())
-    } else if let Some(err) = budget_error(inv, tool) {
-        Err(err.into())
-    } else {
-        inv.session.calls_total += 1;
-        *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
-        ctx.events
-            .info(
-                &run_id,
-                RunEventType::ToolCallStarted,
-                json!({"round": round, "invocationId": invocation_id, "callId": call.id, "name": display_name}),
             )
-            .await?;
-        execute(ctx, inv, round, tool, call).await
+            .into())
+        } else if let Some(err) = arguments_error(
+            tool,
+            &call.arguments,
+            argument_bytes,
+            limits.max_tool_argument_bytes,
+        ) {
+            Err(err.into())
+        } else if let Some(err) = budget_error(inv, tool) {
+            Err(err.into())
+        } else {
+            inv.session.calls_total += 1;
+            *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
+            ctx.events
+                .info(
+                    &run_id,
+                    RunEventType::ToolCallStarted,
+                    json!({"round": round, "invocationId": invocation_id, "callId": call.id, "name": display_name}),
+                )
+                .await?;
+            execute(ctx, inv, round, tool, call).await
+        }
+    } else {
+        Err(unknown_tool_error(inv, &call.name).into())
+    };
+    let outcome = match outcome {
+        Err(ToolCallError::Recoverable(err)) if is_model_slip(err.code) => {
+            inv.session.consecutive_slips += 1;
+            let slips = inv.session.consecutive_slips;
+            if slips > limits.max_consecutive_slips {
+                let err = ApplicationError::fatal(
+                    err.code,
+                    format!(
+                        "{} (the model slipped {slips} times in a row; limits.maxConsecutiveSlips is {})",
+                        err.message, limits.max_consecutive_slips
+                    ),
+                );
+                emit_fatal_call_failure(ctx, round, &invocation_id, &call.id, &display_name, &err)
+                    .await?;
+                return Err(err);
+            }
+            Err(ToolCallError::Recoverable(err))
+        }
+        other => {
+            inv.session.consecutive_slips = 0;
+            other
+        }
     };
 
     let (result, control, effect) = match outcome {
@@ -229,10 +258,95 @@ pub async fn dispatch_call(
         .await?;
     apply_effect(ctx, inv, effect).await?;
     Ok(DispatchedCall {
-        tool: Some(tool),
+        tool: resolved,
         result,
         control,
     })
+}
+
+/// The codes of model slips: mistakes in the shape of a call that the model can correct.
+fn is_model_slip(code: &str) -> bool {
+    matches!(
+        code,
+        "model.unknown_tool_call" | "model.invalid_tool_call" | "workspace.invalid_path"
+    )
+}
+
+/// The size of a call's arguments in bytes: the raw text a provider could not parse, or the
+/// JSON text of what it parsed.
+fn argument_bytes(arguments: &Value) -> u64 {
+    let bytes = match arguments {
+        Value::String(raw) => raw.len(),
+        other => other.to_string().len(),
+    };
+    u64::try_from(bytes).unwrap_or(u64::MAX)
+}
+
+fn unknown_tool_error(inv: &InvocationRuntime, name: &str) -> ToolError {
+    ToolError::new(
+        "model.unknown_tool_call",
+        format!(
+            "There is no tool named `{}`. Call one of your tools: {}.",
+            truncate_for_message(name),
+            inv.snapshot.model_names().join(", ")
+        ),
+    )
+}
+
+/// `model.invalid_tool_call` when the arguments are not one JSON object within the limit.
+/// Providers pass arguments they could not parse through as a JSON string of the raw text.
+fn arguments_error(tool: ToolName, arguments: &Value, bytes: u64, limit: u64) -> Option<ToolError> {
+    let alias = tool.model_alias();
+    let ask = "Send the arguments as one JSON object with the fields the tool describes.";
+    let message = if bytes > limit {
+        format!(
+            "The arguments of your `{alias}` call are {bytes} bytes long; at most {limit} bytes are accepted. Send less at once, for example write a long text in parts with `{}` and `mode: \"append\"`.",
+            ToolName::WorkspaceWriteFile.model_alias()
+        )
+    } else {
+        match arguments {
+            Value::Object(_) => return None,
+            Value::String(raw) => {
+                let why = serde_json::from_str::<Value>(raw)
+                    .err()
+                    .map(|err| format!(" ({err})"))
+                    .unwrap_or_default();
+                format!("The arguments of your `{alias}` call are not valid JSON{why}. {ask}")
+            }
+            other => format!(
+                "The arguments of your `{alias}` call are {}, not a JSON object. {ask}",
+                json_kind(other)
+            ),
+        }
+    };
+    Some(ToolError::new("model.invalid_tool_call", message))
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The assistant message as it goes back into the conversation: arguments over the limit are
+/// replaced by a short note, so one oversized call is not resent on every later turn (the
+/// stored model response keeps the original).
+pub fn bounded_for_history(message: &AgentModelMessage, limit: u64) -> AgentModelMessage {
+    let mut message = message.clone();
+    for part in &mut message.parts {
+        if let ModelContentPart::ToolCall { call } = part {
+            let bytes = argument_bytes(&call.arguments);
+            if bytes > limit {
+                call.arguments = Value::String(format!("[arguments omitted: {bytes} bytes]"));
+            }
+        }
+    }
+    message
 }
 
 fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<ToolError> {

@@ -90,6 +90,19 @@ impl ApplicationError {
         }
     }
 
+    /// Whether the same request could succeed if sent again: rate limits, transient upstream
+    /// failures and unreadable upstream bodies. Rejections (401, other 4xx), policy and
+    /// argument errors, model slips, storage failures and cancellation are not. The reference
+    /// marks every upstream failure retryable; this follows the classification instead.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ApplicationError::Model(err) => err.is_retryable(),
+            ApplicationError::Cancelled(_)
+            | ApplicationError::Fatal { .. }
+            | ApplicationError::Storage(_) => false,
+        }
+    }
+
     /// Whether a user may sensibly press "retry" (drift and transient upstream problems).
     pub fn user_retryable(&self) -> bool {
         match self {
@@ -98,6 +111,8 @@ impl ApplicationError {
                 "model.tool_call_required"
                     | "agent.tool_after_finish"
                     | "agent.max_tool_rounds_exceeded"
+                    | "agent.run_deadline_exceeded"
+                    | "agent.invocation_deadline_exceeded"
             ),
             ApplicationError::Model(err) => err.is_retryable(),
             ApplicationError::Cancelled(_) | ApplicationError::Storage(_) => false,

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 use std::sync::Arc;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent, RunEventType, with_event_scope};
 use tt_domain::ids::{EventId, RunId};
 use tt_ports::{AgentRunRepository, Clock, EventPage, IdGenerator, RunJournal};
@@ -119,7 +119,9 @@ pub fn is_terminal_event(event_type: &str) -> bool {
 /// A resumable live stream of one run's events, strictly in seq order without gaps.
 ///
 /// It first replays the journal after `after_seq`, then follows the live broadcast; if the
-/// broadcast lags it re-reads the journal. It ends after the run's terminal event.
+/// broadcast lags it re-reads the journal. It ends after the run's terminal event, or, when
+/// the run's executor has ended without one reaching the journal (a full or read-only disk),
+/// once the journal has nothing more: a follower never waits on a run that is over.
 pub struct RunEventStream {
     run_id: RunId,
     journal: Arc<dyn RunJournal>,
@@ -128,8 +130,12 @@ pub struct RunEventStream {
     buffer: std::collections::VecDeque<AgentRunEvent>,
     finished: bool,
     invocation_filter: Option<String>,
-    /// Set when the run is not running in this process: the stream polls the journal and ends
-    /// once the stored run is terminal and nothing more is journaled.
+    /// Turns true when the run's executor ends; `None`: no executor runs it (any more).
+    executor_done: Option<watch::Receiver<bool>>,
+    /// The executor has ended: one more journal read, then the stream ends.
+    draining: bool,
+    /// Set when another process runs the run (or nobody does): the stream polls the journal
+    /// and ends once the stored run is terminal and nothing more is journaled.
     elsewhere: Option<Arc<dyn AgentRunRepository>>,
 }
 
@@ -143,12 +149,14 @@ impl std::fmt::Debug for RunEventStream {
 }
 
 impl RunEventStream {
-    /// Subscribes before reading so nothing appended in between is missed.
+    /// Subscribes before reading so nothing appended in between is missed. `executor_done`
+    /// is the run's executor's end signal, `None` when no executor runs it.
     pub fn new(
         sink: &EventSink,
         run_id: RunId,
         after_seq: u64,
         invocation_filter: Option<String>,
+        executor_done: Option<watch::Receiver<bool>>,
     ) -> Self {
         Self {
             run_id,
@@ -158,6 +166,8 @@ impl RunEventStream {
             buffer: Default::default(),
             finished: false,
             invocation_filter,
+            executor_done,
+            draining: false,
             elsewhere: None,
         }
     }
@@ -212,17 +222,46 @@ impl RunEventStream {
                 tokio::time::sleep(OTHER_PROCESS_POLL).await;
                 continue;
             }
-            // Up to date: wait for the next live event of this run.
-            match self.live.recv().await {
-                Ok(event) => {
+            if self.draining {
+                // The executor is over and the journal holds nothing more.
+                self.finished = true;
+                continue;
+            }
+            let done = match &mut self.executor_done {
+                None => true,
+                Some(done) => *done.borrow_and_update(),
+            };
+            if done {
+                // Whatever was appended before the executor ended is read once more.
+                self.draining = true;
+                continue;
+            }
+            // Up to date: wait for the next live event of this run, or the executor's end.
+            let received = match &mut self.executor_done {
+                Some(done) => tokio::select! {
+                    received = self.live.recv() => Some(received),
+                    _ = done.changed() => None,
+                },
+                None => Some(self.live.recv().await),
+            };
+            match received {
+                // The executor ended (or its sender is gone): checked on the next turn.
+                None => {
+                    if let Some(done) = &self.executor_done
+                        && done.has_changed().is_err()
+                    {
+                        self.executor_done = None;
+                    }
+                }
+                Some(Ok(event)) => {
                     // Anything but the next seq (a gap means we raced the journal) is left for
                     // the journal re-read of the next loop turn.
                     if event.run_id == self.run_id && event.seq == self.next_seq {
                         self.buffer.push_back(event);
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => {
+                Some(Err(broadcast::error::RecvError::Lagged(_))) => {}
+                Some(Err(broadcast::error::RecvError::Closed)) => {
                     self.finished = true;
                 }
             }

@@ -72,6 +72,11 @@ pub struct AgentRunService {
     services: RuntimeServices,
     events: Arc<EventSink>,
     active: StdMutex<HashMap<RunId, ActiveRun>>,
+    /// Runs whose executor ended in a terminal status the store could not record (a full or
+    /// read-only disk): what `wait_for_run` reports for them instead of the stale record.
+    unrecorded: StdMutex<HashMap<RunId, AgentRun>>,
+    /// The `run_failed` / `run_partial_success` payloads the journal refused, by run.
+    unrecorded_failures: StdMutex<HashMap<RunId, Value>>,
 }
 
 impl std::fmt::Debug for AgentRunService {
@@ -91,6 +96,8 @@ impl AgentRunService {
             services,
             events,
             active: StdMutex::new(HashMap::new()),
+            unrecorded: StdMutex::new(HashMap::new()),
+            unrecorded_failures: StdMutex::new(HashMap::new()),
         })
     }
 
@@ -159,19 +166,22 @@ impl AgentRunService {
             created_at: now,
         };
         self.services.runs.create_run(&run, &manifest).await?;
-        self.events
-            .info(
-                &run_id,
-                RunEventType::RunCreated,
-                json!({
-                    "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
-                    "persistBaseStateId": run.persist_base_state_id, "presentation": presentation,
-                    "chatRef": run.chat_ref, "generationType": run.generation_type,
-                }),
-            )
-            .await?;
-
-        match self.prepare_root(run.clone(), &profile, &request).await {
+        // From here on the run exists on disk: any failure ends it visibly (below).
+        let prepared = async {
+            self.events
+                .info(
+                    &run_id,
+                    RunEventType::RunCreated,
+                    json!({
+                        "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
+                        "persistBaseStateId": run.persist_base_state_id, "presentation": presentation,
+                        "chatRef": run.chat_ref, "generationType": run.generation_type,
+                    }),
+                )
+                .await?;
+            self.prepare_root(run.clone(), &profile, &request).await
+        };
+        match prepared.await {
             Ok((ctx, inv, messages)) => {
                 let (done_tx, done_rx) = watch::channel(false);
                 self.lock_active().insert(
@@ -357,45 +367,63 @@ impl AgentRunService {
         // The chain of foreground owners: the root, then each agent a handoff brings in. The
         // task that brought the current owner in completes when it finishes or hands off.
         let mut incoming: Option<TaskId> = None;
-        let result = loop {
-            let outcome = async {
-                ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)
-                    .await?;
-                run_tool_loop(&ctx, &mut inv, std::mem::take(&mut messages)).await
-            }
-            .await;
-            match outcome {
-                Ok(LoopOutcome::Finished { .. }) => {
-                    break self.finish_run(&ctx, &mut inv, incoming.as_ref()).await;
+        let run_seconds = inv.profile.definition.limits.max_run_seconds;
+        let chain = async {
+            loop {
+                let outcome = async {
+                    ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)
+                        .await?;
+                    run_tool_loop(&ctx, &mut inv, std::mem::take(&mut messages)).await
                 }
-                Ok(LoopOutcome::Transferred {
-                    task_id,
-                    new_invocation_id,
-                    ..
-                }) => {
-                    if let Some(previous) = incoming.take()
-                        && let Err(error) =
-                            settle_task(&ctx, &previous, TaskStatus::Completed, None).await
-                    {
-                        break Err(error);
+                .await;
+                match outcome {
+                    Ok(LoopOutcome::Finished { .. }) => {
+                        break self.finish_run(&ctx, &mut inv, incoming.as_ref()).await;
                     }
-                    match prepare_handoff(&ctx, &task_id, &new_invocation_id).await {
-                        Ok((next, next_messages)) => {
-                            inv = next;
-                            messages = next_messages;
-                            incoming = Some(task_id);
+                    Ok(LoopOutcome::Transferred {
+                        task_id,
+                        new_invocation_id,
+                        ..
+                    }) => {
+                        if let Some(previous) = incoming.take()
+                            && let Err(error) =
+                                settle_task(&ctx, &previous, TaskStatus::Completed, None).await
+                        {
+                            break Err(error);
                         }
-                        Err(error) => break Err(error),
+                        match prepare_handoff(&ctx, &task_id, &new_invocation_id).await {
+                            Ok((next, next_messages)) => {
+                                inv = next;
+                                messages = next_messages;
+                                incoming = Some(task_id);
+                            }
+                            Err(error) => break Err(error),
+                        }
                     }
+                    Ok(LoopOutcome::TaskReturned { .. }) => {
+                        break Err(ApplicationError::fatal(
+                            "agent.task_return_denied",
+                            "the foreground agent ended with task.return",
+                        ));
+                    }
+                    Err(error) => break Err(error),
                 }
-                Ok(LoopOutcome::TaskReturned { .. }) => {
-                    break Err(ApplicationError::fatal(
-                        "agent.task_return_denied",
-                        "the foreground agent ended with task.return",
-                    ));
-                }
-                Err(error) => break Err(error),
             }
+        };
+        // `limits.maxRunSeconds` of the root profile bounds the whole chain; the chain is
+        // dropped at its current wait, as a cancel would, and the run fails (or keeps its
+        // commits as partial success).
+        let result = match run_seconds {
+            None => chain.await,
+            Some(seconds) => tokio::select! {
+                result = chain => result,
+                () = tokio::time::sleep(std::time::Duration::from_secs(seconds)) => {
+                    Err(ApplicationError::fatal(
+                        "agent.run_deadline_exceeded",
+                        format!("the run did not finish within {seconds} s (limits.maxRunSeconds)"),
+                    ))
+                }
+            },
         };
         if let Err(error) = result {
             if error.is_cancelled() || ctx.cancel.is_cancelled() {
@@ -404,6 +432,21 @@ impl AgentRunService {
             } else {
                 self.finalize_failure(&ctx, Some(&mut inv.invocation), &error)
                     .await;
+            }
+        }
+        let live = ctx.run_snapshot().await;
+        if live.status.is_terminal() {
+            let recorded = self
+                .services
+                .runs
+                .load_run(&ctx.run_id)
+                .await
+                .is_ok_and(|stored| stored.status.is_terminal());
+            if !recorded {
+                self.unrecorded
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(ctx.run_id.clone(), live);
             }
         }
         self.lock_active().remove(&ctx.run_id);
@@ -543,7 +586,7 @@ impl AgentRunService {
             "code": error.code(),
             "message": error.detail(),
             "technicalMessage": error.to_string(),
-            "retryable": matches!(error, ApplicationError::Model(_)),
+            "retryable": error.is_retryable(),
             "userRetryable": error.user_retryable(),
             "details": {},
         });
@@ -552,15 +595,18 @@ impl AgentRunService {
             if matches!(ctx.try_set_status(AgentRunStatus::Failed).await, Ok(false)) {
                 return;
             }
-            let _ = self
+            if let Err(unrecorded) = self
                 .events
                 .emit(
                     &ctx.run_id,
                     EventLevel::Error,
                     RunEventType::RunFailed,
-                    payload,
+                    payload.clone(),
                 )
-                .await;
+                .await
+            {
+                self.keep_unrecorded_failure(&ctx.run_id, payload, &unrecorded);
+            }
         } else {
             payload["retryable"] = json!(false);
             payload["userRetryable"] = json!(false);
@@ -572,10 +618,17 @@ impl AgentRunService {
             ) {
                 return;
             }
-            let _ = self
+            if let Err(unrecorded) = self
                 .events
-                .warn(&ctx.run_id, RunEventType::RunPartialSuccess, payload)
-                .await;
+                .warn(
+                    &ctx.run_id,
+                    RunEventType::RunPartialSuccess,
+                    payload.clone(),
+                )
+                .await
+            {
+                self.keep_unrecorded_failure(&ctx.run_id, payload, &unrecorded);
+            }
         }
     }
 
@@ -654,15 +707,35 @@ impl AgentRunService {
 
     /// Waits until the run is no longer executing, then returns its stored record.
     pub async fn wait_for_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
-        let done = self
+        let active = self
             .lock_active()
             .get(run_id)
-            .map(|active| active.done.clone());
-        if let Some(mut done) = done {
-            // A closed channel means the executor ended too.
-            let _ = done.wait_for(|finished| *finished).await;
+            .map(|active| (active.done.clone(), Arc::clone(&active.ctx)));
+        let Some((mut done, ctx)) = active else {
+            let stored = self.services.runs.load_run(run_id).await;
+            let unrecorded = self
+                .unrecorded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(run_id)
+                .cloned();
+            return match (stored, unrecorded) {
+                (Ok(stored), _) if stored.status.is_terminal() => Ok(stored),
+                (_, Some(live)) => Ok(live),
+                (stored, None) => Ok(stored?),
+            };
+        };
+        // A closed channel means the executor ended too.
+        let _ = done.wait_for(|finished| *finished).await;
+        // When the disk refused to record the end (full, read-only, …), the host still learns
+        // the terminal status the run reached in memory.
+        let live = ctx.run_snapshot().await;
+        match self.services.runs.load_run(run_id).await {
+            Ok(stored) if stored.status.is_terminal() || !live.status.is_terminal() => Ok(stored),
+            Ok(_) | Err(_) if live.status.is_terminal() => Ok(live),
+            Ok(stored) => Ok(stored),
+            Err(error) => Err(error.into()),
         }
-        Ok(self.services.runs.load_run(run_id).await?)
     }
 
     /// One page of a run's journal. `invocationId` must be a plain id.
@@ -690,12 +763,28 @@ impl AgentRunService {
         after_seq: u64,
         invocation_id: Option<String>,
     ) -> RunEventStream {
-        let running_here = self.lock_active().contains_key(&run_id);
-        let stream = RunEventStream::new(&self.events, run_id, after_seq, invocation_id);
-        if running_here {
-            stream
-        } else {
+        let executor_done = self
+            .lock_active()
+            .get(&run_id)
+            .map(|active| active.done.clone());
+        // A run whose end this process knows but could not record is over: drain and stop.
+        let ended_here = self
+            .unrecorded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(&run_id);
+        let running_elsewhere = executor_done.is_none() && !ended_here;
+        let stream = RunEventStream::new(
+            &self.events,
+            run_id,
+            after_seq,
+            invocation_id,
+            executor_done,
+        );
+        if running_elsewhere {
             stream.following_other_process(Arc::clone(&self.services.runs))
+        } else {
+            stream
         }
     }
 
@@ -727,6 +816,25 @@ impl AgentRunService {
             ));
         }
         Ok(self.services.workspace.read(run_id, &path).await?)
+    }
+
+    /// Why a run ended, when the journal refused its `run_failed` / `run_partial_success`
+    /// (a full or read-only disk): that event's payload plus `unrecordedBecause`, the storage
+    /// error. `None` for runs whose end was journaled.
+    pub fn unrecorded_failure(&self, run_id: &RunId) -> Option<Value> {
+        self.unrecorded_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(run_id)
+            .cloned()
+    }
+
+    fn keep_unrecorded_failure(&self, run_id: &RunId, mut payload: Value, why: &ApplicationError) {
+        payload["unrecordedBecause"] = json!(why.to_string());
+        self.unrecorded_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(run_id.clone(), payload);
     }
 
     fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, ActiveRun>> {

@@ -1,6 +1,8 @@
 //! Live model output: a streamed call's deltas are coalesced into `model_delta` events at a
-//! bounded rate (never one journal line per token) while the call is in flight. The stored
-//! response stays the complete one the provider returns at the end.
+//! bounded rate (never one journal line per token) while the call is in flight, and at most
+//! [`MAX_DELTA_BYTES_PER_CALL`] of text per call reach the journal (a model that runs on would
+//! otherwise fill it twice: once live, once in the stored response). The stored response stays
+//! the complete one the provider returns at the end.
 
 use serde_json::json;
 use std::sync::Arc;
@@ -18,6 +20,9 @@ use crate::error::ApplicationResult;
 const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
 /// Or as soon as this much text is buffered.
 const FLUSH_CHARS: usize = 2000;
+/// The most bytes of text, reasoning and tool-call names one call journals as `model_delta`
+/// events; what comes after is only counted (`omittedBytes`).
+pub const MAX_DELTA_BYTES_PER_CALL: usize = 256 * 1024;
 
 struct ChannelSink(mpsc::UnboundedSender<ModelDelta>);
 
@@ -35,6 +40,12 @@ struct Pending {
     reasoning: String,
     tool_calls: Vec<serde_json::Value>,
     argument_chars: usize,
+    /// Bytes journaled by this call so far, including what is pending.
+    journaled: usize,
+    /// Bytes left out since the cap was reached (carried over across flushes).
+    omitted: usize,
+    /// `omitted` as of the last event, so a new omission still produces one (rate-limited).
+    omitted_reported: usize,
 }
 
 impl Pending {
@@ -43,6 +54,20 @@ impl Pending {
             && self.reasoning.is_empty()
             && self.tool_calls.is_empty()
             && self.argument_chars == 0
+            && self.omitted == self.omitted_reported
+    }
+
+    /// The part of `text` that still fits under the per-call cap (cut at a char boundary);
+    /// the rest is counted as omitted.
+    fn admit<'a>(&mut self, text: &'a str) -> &'a str {
+        let room = MAX_DELTA_BYTES_PER_CALL.saturating_sub(self.journaled);
+        let mut end = text.len().min(room);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.journaled += end;
+        self.omitted += text.len() - end;
+        &text[..end]
     }
 
     fn size(&self) -> usize {
@@ -51,10 +76,22 @@ impl Pending {
 
     fn add(&mut self, delta: ModelDelta) {
         match delta {
-            ModelDelta::Text { text } => self.text.push_str(&text),
-            ModelDelta::Reasoning { text } => self.reasoning.push_str(&text),
+            ModelDelta::Text { text } => {
+                let admitted = self.admit(&text);
+                self.text.push_str(admitted);
+            }
+            ModelDelta::Reasoning { text } => {
+                let admitted = self.admit(&text);
+                self.reasoning.push_str(admitted);
+            }
             ModelDelta::ToolCallStarted { id, name } => {
-                self.tool_calls.push(json!({"id": id, "name": name}))
+                let size = id.len() + name.len();
+                if self.journaled + size <= MAX_DELTA_BYTES_PER_CALL {
+                    self.journaled += size;
+                    self.tool_calls.push(json!({"id": id, "name": name}));
+                } else {
+                    self.omitted += size;
+                }
             }
             ModelDelta::ToolCallArguments { fragment, .. } => {
                 self.argument_chars += fragment.chars().count()
@@ -115,7 +152,13 @@ async fn flush(
         return Ok(());
     }
     *part += 1;
-    let taken = std::mem::take(pending);
+    let taken = Pending {
+        journaled: pending.journaled,
+        omitted: pending.omitted,
+        omitted_reported: pending.omitted,
+        ..Pending::default()
+    };
+    let taken = std::mem::replace(pending, taken);
     ctx.events
         .emit(
             &ctx.run_id,
@@ -125,6 +168,7 @@ async fn flush(
                 "round": round, "invocationId": invocation_id, "part": *part,
                 "text": taken.text, "reasoning": taken.reasoning,
                 "toolCalls": taken.tool_calls, "argumentChars": taken.argument_chars,
+                "omittedBytes": taken.omitted,
             }),
         )
         .await?;

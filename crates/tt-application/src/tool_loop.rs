@@ -34,8 +34,29 @@ pub enum LoopOutcome {
     },
 }
 
-/// Runs the loop until a loop-ending tool succeeds or a fail-fast error occurs.
+/// Runs the loop until a loop-ending tool succeeds or a fail-fast error occurs, within the
+/// profile's `limits.maxInvocationSeconds` (`agent.invocation_deadline_exceeded` after that:
+/// the loop is dropped at its current wait, as a cancel would).
 pub async fn run_tool_loop(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    messages: Vec<AgentModelMessage>,
+) -> ApplicationResult<LoopOutcome> {
+    let Some(seconds) = inv.profile.definition.limits.max_invocation_seconds else {
+        return run_rounds(ctx, inv, messages).await;
+    };
+    tokio::select! {
+        result = run_rounds(ctx, inv, messages) => result,
+        () = tokio::time::sleep(std::time::Duration::from_secs(seconds)) => {
+            Err(ApplicationError::fatal(
+                "agent.invocation_deadline_exceeded",
+                format!("the agent did not finish its work within {seconds} s (limits.maxInvocationSeconds)"),
+            ))
+        }
+    }
+}
+
+async fn run_rounds(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     mut messages: Vec<AgentModelMessage>,
@@ -60,6 +81,7 @@ pub async fn run_tool_loop(
             messages: messages.clone(),
             tools: inv.snapshot.tools.clone(),
             tool_choice: "auto".to_owned(),
+            max_output_tokens: inv.profile.definition.model.max_output_tokens,
         };
         let response = crate::model_turn::run_model_turn(ctx, inv, request, retry).await?;
         let calls = response.tool_calls();
@@ -91,7 +113,10 @@ pub async fn run_tool_loop(
                 .await?;
             continue;
         }
-        messages.push(response.message.clone());
+        messages.push(crate::dispatch::bounded_for_history(
+            &response.message,
+            inv.profile.definition.limits.max_tool_argument_bytes,
+        ));
         if inv.owns_run() {
             ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
         }

@@ -308,7 +308,12 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
         ),
         (
             "critic",
-            vec![turn(vec![call("x", "workspace_finish", json!({}))])],
+            // Four tries in a row: three slips go back to it, the fourth fails its task.
+            vec![turn(
+                ["x1", "x2", "x3", "x4"]
+                    .map(|id| call(id, "workspace_finish", json!({})))
+                    .to_vec(),
+            )],
         ),
     ]);
     let h = harness(model);

@@ -174,3 +174,79 @@ async fn rejected_requests_are_not_retried() {
     let failed = h.first_event(&run.id, "model_call_attempt_failed");
     assert_eq!(failed.payload["willRetry"], false);
 }
+
+#[tokio::test]
+async fn run_failed_flags_follow_the_error_classification() {
+    // (model error, retryable and userRetryable in run_failed)
+    let cases = [
+        (
+            ModelError::Rejected {
+                status: Some(401),
+                message: "invalid x-api-key".into(),
+            },
+            false,
+        ),
+        (
+            ModelError::Rejected {
+                status: Some(400),
+                message: "bad request".into(),
+            },
+            false,
+        ),
+        (
+            ModelError::InvalidResponse {
+                code: "model.invalid_tool_call",
+                message: "tool call #1 has no id".into(),
+            },
+            false,
+        ),
+        (ModelError::Other("no model id".into()), false),
+    ];
+    for (error, retryable) in cases {
+        let answer = error.clone();
+        let h = harness(FakeModel::new(move |_| Err(answer.clone())));
+        let run = h.run_to_end(request(None)).await;
+        let failed = h.first_event(&run.id, "run_failed");
+        assert_eq!(failed.payload["code"], error.code());
+        assert_eq!(failed.payload["retryable"], retryable, "{error:?}");
+        assert_eq!(failed.payload["userRetryable"], retryable, "{error:?}");
+    }
+    // Policy and argument errors (here: model slips past the limit) are not retryable either.
+    let slip = || call("x", "shell_exec", json!({}));
+    let h = harness(by_turn(vec![turn(vec![slip(), slip(), slip(), slip()])]));
+    let run = h.run_to_end(request(None)).await;
+    let failed = h.first_event(&run.id, "run_failed");
+    assert_eq!(failed.payload["retryable"], false);
+    assert_eq!(failed.payload["userRetryable"], false);
+}
+
+#[tokio::test(start_paused = true)]
+async fn usage_counts_failed_model_calls_apart() {
+    let mut answers = vec![Err(ModelError::Transient {
+        message: "502 bad gateway".into(),
+    })];
+    answers.extend(happy_turns().into_iter().map(Ok));
+    let h = harness(FakeModel::sequence(answers));
+    let run = h.run_to_end(request(None)).await;
+    let usage = tt_application::run_usage(h.store.as_ref(), &run.id)
+        .await
+        .unwrap();
+    assert_eq!(usage.model_calls, 3);
+    assert_eq!(usage.failed_model_calls, 1);
+    assert_eq!(usage.by_invocation[0].failed_model_calls, 1);
+
+    // Every call failed: no completed call, and the failures are visible.
+    let h = harness(FakeModel::new(|_| {
+        Err(ModelError::Rejected {
+            status: Some(401),
+            message: "unauthorized".into(),
+        })
+    }));
+    let run = h.run_to_end(request(None)).await;
+    let usage = tt_application::run_usage(h.store.as_ref(), &run.id)
+        .await
+        .unwrap();
+    assert_eq!(usage.model_calls, 0);
+    assert_eq!(usage.failed_model_calls, 1);
+    assert_eq!(usage.by_invocation.len(), 1);
+}

@@ -169,3 +169,87 @@ async fn runtime_text_sent_to_the_model_leaks_no_runtime_terms() {
         }
     }
 }
+
+#[tokio::test]
+async fn slip_errors_read_from_the_agent_point_of_view() {
+    // Every kind of model slip, as the model reads it back; and from a delegated agent, whose
+    // texts must not mention who delegated it.
+    let slips = || {
+        vec![
+            call("u", "shell_exec", json!({"cmd": "ls"})),
+            call("s", "workspace_write_file", json!("{\"path\": \"output/")),
+            // A good call in between: four slips in a row would end the run.
+            call("l", "workspace_list_files", json!({})),
+            call("o", "workspace_read_file", json!(["output/main.md"])),
+            write("p", &format!("output/{}", "a".repeat(300)), "x"),
+        ]
+    };
+    let mut turns = vec![turn(slips())];
+    turns.extend(happy_turns());
+    let h = harness(by_turn(turns));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
+    let results = tool_results(&h.model.requests()[1]);
+    let mut text = String::new();
+    for (call_id, _, code, content) in results.iter().filter(|result| result.1) {
+        assert_clean(call_id, content);
+        text.push_str(&format!(
+            "{call_id} {}: {content}\n",
+            code.as_deref().unwrap_or("-")
+        ));
+    }
+    insta::assert_snapshot!("slip_error_messages", text);
+
+    // A delegated agent calling a tool it was not offered gets the same kind of answer.
+    let model = by_agent(vec![
+        (
+            "writer",
+            vec![
+                turn(vec![delegate("d1", "critic", "Check the draft.")]),
+                turn(vec![call("a", "agent_await", json!({}))]),
+                turn(vec![write("w", "output/main.md", "Final scene.")]),
+                turn(vec![call("c", "workspace_commit", json!({}))]),
+                turn(vec![call("f", "workspace_finish", json!({}))]),
+            ],
+        ),
+        (
+            "critic",
+            vec![
+                turn(vec![call("f", "workspace_finish", json!({}))]),
+                task_return("r", "Fine."),
+            ],
+        ),
+    ]);
+    let h = harness(model);
+    h.put_profile(delegator("writer"));
+    h.put_profile(reviewer("critic"));
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
+    let critic = last_request_of(&h, "critic");
+    let (_, is_error, code, content) = tool_results(&critic).remove(0);
+    assert!(is_error);
+    assert_eq!(code.as_deref(), Some("model.unknown_tool_call"));
+    // `task_return` is the delegated agent's own tool name, not a leaked id.
+    assert_clean("critic", &content.replace("task_return", ""));
+    insta::assert_snapshot!("slip_error_message_delegated", content);
+}
+
+#[tokio::test]
+async fn oversized_arguments_error_reads_from_the_agent_point_of_view() {
+    let mut turns = vec![turn(vec![write(
+        "big",
+        "output/main.md",
+        &"x".repeat(2000),
+    )])];
+    turns.extend(happy_turns());
+    let h = harness(by_turn(turns));
+    h.put_profile(custom_profile("small-args", |p| {
+        p.limits.max_tool_argument_bytes = 1000;
+    }));
+    let run = h.run_to_end(request(Some("small-args"))).await;
+    assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
+    let (call_id, _, code, content) = tool_results(&h.model.requests()[1]).remove(0);
+    assert_eq!(code.as_deref(), Some("model.invalid_tool_call"));
+    assert_clean(&call_id, &content);
+    insta::assert_snapshot!("oversized_arguments_message", content);
+}

@@ -234,7 +234,12 @@ async fn failure_after_a_commit_is_partial_success() {
     let turns = vec![
         turn(vec![write("c1", "output/main.md", "Draft.")]),
         turn(vec![call("c2", "workspace_commit", json!({}))]),
-        turn(vec![call("c3", "definitely_not_a_tool", json!({}))]),
+        // Four slips in a row: the last one is fatal (limits.maxConsecutiveSlips = 3).
+        turn(
+            ["c3", "c4", "c5", "c6"]
+                .map(|id| call(id, "definitely_not_a_tool", json!({})))
+                .to_vec(),
+        ),
     ];
     let h = harness(by_turn(turns));
     let run = h.run_to_end(request(None)).await;

@@ -140,3 +140,95 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
             .ends_with("w599 ")
     );
 }
+
+/// Streams 2 MB of text in round 1 (a model that runs on), then answers like `turns`.
+struct FloodingModel {
+    turns: Vec<AgentModelResponse>,
+}
+
+#[async_trait]
+impl ModelProvider for FloodingModel {
+    fn name(&self) -> &str {
+        "flooding-test"
+    }
+
+    async fn complete(
+        &self,
+        request: AgentModelRequest,
+        _cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        self.turns
+            .get(request.round as usize - 1)
+            .cloned()
+            .ok_or_else(|| ModelError::Other("no turn".into()))
+    }
+
+    async fn stream(
+        &self,
+        request: AgentModelRequest,
+        sink: Arc<dyn ModelDeltaSink>,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        if request.round == 1 {
+            for _ in 0..2000 {
+                sink.delta(ModelDelta::Text {
+                    text: "é".repeat(512),
+                });
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        self.complete(request, cancel).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_events_stop_at_the_per_call_byte_cap_and_count_the_rest() {
+    let store = InMemoryStore::new();
+    let services = RuntimeServices {
+        runs: store.clone(),
+        invocations: store.clone(),
+        journal: store.clone(),
+        workspace: store.clone(),
+        profiles: store.clone(),
+        skills: tt_testkit::fakes::InMemorySkills::new(),
+        model: Arc::new(FloodingModel {
+            turns: happy_turns(),
+        }),
+        commit_bridge: FakeCommitBridge::approving(),
+        prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),
+        connections: Arc::new(tt_ports::NoConnections),
+        clock: ManualClock::ticking(),
+        ids: SequentialIds::new(),
+    };
+    let service = AgentRunService::new(services);
+    let run = service.start_run(request(None)).await.unwrap();
+    let run = service.wait_for_run(&run.id).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let deltas: Vec<_> = store
+        .events(&run.id)
+        .into_iter()
+        .filter(|e| e.event_type == "model_delta" && e.payload["round"] == 1)
+        .collect();
+    let journaled: usize = deltas
+        .iter()
+        .map(|e| e.payload["text"].as_str().unwrap().len())
+        .sum();
+    let cap = tt_application::streaming::MAX_DELTA_BYTES_PER_CALL;
+    // Cut at a character boundary just under the cap ("é" is two bytes).
+    assert_eq!(journaled, cap);
+    let sent = 2000 * 512 * 2;
+    assert_eq!(
+        deltas.last().unwrap().payload["omittedBytes"],
+        (sent - cap) as u64
+    );
+    // After the cap, events only update the count, at the coalescing rate (2 s of streaming:
+    // about eight), not one per piece.
+    let counting_only = deltas
+        .iter()
+        .filter(|e| e.payload["text"] == "" && e.payload["omittedBytes"] != 0)
+        .count();
+    assert!(
+        (1..=10).contains(&counting_only),
+        "{counting_only} count-only events"
+    );
+}

@@ -7,16 +7,27 @@ use tt_domain::run::AgentRunStatus;
 use crate::support::*;
 
 #[tokio::test]
-async fn unknown_tool_is_fail_fast_with_tool_call_failed() {
-    let h = harness(by_turn(vec![turn(vec![call(
-        "x1",
-        "shell_exec",
-        json!({"cmd": "ls"}),
-    )])]));
+async fn unknown_tool_is_fail_fast_with_tool_call_failed_once_slips_are_exhausted() {
+    // `limits.maxConsecutiveSlips` (3) unknown calls are recoverable; the next is fatal.
+    let unknown = |id: &str| call(id, "shell_exec", json!({"cmd": "ls"}));
+    let h = harness(by_turn(vec![turn(vec![
+        unknown("x1"),
+        unknown("x2"),
+        unknown("x3"),
+        unknown("x4"),
+    ])]));
     let run = h.run_to_end(request(None)).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed = h.first_event(&run.id, "tool_call_failed");
+    let failed: Vec<_> = h
+        .events(&run.id)
+        .into_iter()
+        .filter(|e| e.event_type == "tool_call_failed")
+        .collect();
+    assert_eq!(failed.len(), 4);
+    assert_eq!(failed[0].level, EventLevel::Warn);
+    let failed = &failed[3];
     assert_eq!(failed.level, EventLevel::Error);
+    assert_eq!(failed.payload["fatal"], true);
     assert_eq!(failed.payload["errorCode"], "model.unknown_tool_call");
     assert_eq!(
         h.first_event(&run.id, "run_failed").payload["code"],

@@ -72,6 +72,7 @@ pub async fn run(
     children: u32,
     data_dir: Option<PathBuf>,
     reuse_data_dir: bool,
+    signals: &tt_runtime::StopSignals,
 ) -> Result<FanoutReport> {
     ensure!(children >= 1, "--children must be at least 1");
     let (_temp, data_dir) = match data_dir {
@@ -102,14 +103,30 @@ pub async fn run(
     let cpu_before = procstat::cpu_seconds(ticks)?;
     let fsyncs_before = UserDataStore::fsync_count();
     let started = Instant::now();
-    let run = runtime
-        .start_run(start_request(children))
+    if signals.is_requested() {
+        bail!("stopped by a signal before the run started");
+    }
+    let run = signals
+        .shielded(runtime.start_run(start_request(children)))
         .await
         .map_err(|err| anyhow!("start_run failed: {err}"))?;
-    let finished = runtime
-        .wait_for_run(run.id.as_str())
-        .await
-        .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
+    let requested = signals.requested();
+    let finished = tokio::select! {
+        finished = runtime.wait_for_run(run.id.as_str()) => finished,
+        () = requested.cancelled() => {
+            // Cancel the run and let it reach its terminal status before leaving.
+            runtime
+                .cancel_run(run.id.as_str())
+                .await
+                .map_err(|err| anyhow!("cancel_run failed: {err}"))?;
+            let cancelled = runtime
+                .wait_for_run(run.id.as_str())
+                .await
+                .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
+            bail!("stopped by a signal; the run ended `{}`", cancelled.status.as_str());
+        }
+    }
+    .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_s = procstat::cpu_seconds(ticks)? - cpu_before;
     let fsyncs = UserDataStore::fsync_count() - fsyncs_before;

@@ -63,19 +63,28 @@ fn run(command: Command) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    match command {
-        Command::Fanout {
-            children,
-            data_dir,
-            reuse_data_dir,
-        } => {
-            let report = runtime.block_on(fanout::run(children, data_dir, reuse_data_dir))?;
-            println!("{}", report.to_json());
+    runtime.block_on(async {
+        // Before anything is written: SIGINT/SIGTERM then cancel the benchmark (and remove its
+        // temporary dir); a second one exits at once.
+        let signals = tt_runtime::StopSignals::install()?;
+        match command {
+            Command::Fanout {
+                children,
+                data_dir,
+                reuse_data_dir,
+            } => {
+                let report = fanout::run(children, data_dir, reuse_data_dir, &signals).await?;
+                println!("{}", report.to_json());
+            }
+            Command::Journal { events, data_dir } => {
+                let requested = signals.requested();
+                let report = tokio::select! {
+                    report = journal::run(events, data_dir) => report?,
+                    () = requested.cancelled() => anyhow::bail!("stopped by a signal"),
+                };
+                print!("{}", journal::render(&report));
+            }
         }
-        Command::Journal { events, data_dir } => {
-            let report = runtime.block_on(journal::run(events, data_dir))?;
-            print!("{}", journal::render(&report));
-        }
-    }
-    Ok(())
+        Ok(())
+    })
 }

@@ -293,6 +293,7 @@ mod tests {
             messages,
             tools: Vec::new(),
             tool_choice: "auto".to_owned(),
+            max_output_tokens: None,
         }
     }
 

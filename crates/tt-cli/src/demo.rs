@@ -61,7 +61,11 @@ fn paced_script(pace_ms: u64) -> anyhow::Result<String> {
     Ok(script.to_string())
 }
 
-pub async fn run_demo(data_dir: &Path, pace_ms: u64) -> anyhow::Result<()> {
+pub async fn run_demo(
+    data_dir: &Path,
+    pace_ms: u64,
+    signals: &tt_runtime::StopSignals,
+) -> anyhow::Result<()> {
     let provider = ScriptedProvider::from_json_str(&paced_script(pace_ms)?)
         .context("the bundled demo script is invalid")?;
     let runtime = AgentRuntimeBuilder::new()
@@ -94,7 +98,10 @@ pub async fn run_demo(data_dir: &Path, pace_ms: u64) -> anyhow::Result<()> {
         "tt-agent demo: the writers' room (a writer, two reviewers and a final editor on a scripted model)"
     );
     println!("data dir: {}\n", data_dir.display());
-    let run = runtime
+    if signals.is_requested() {
+        anyhow::bail!("stopped by a signal before the run started");
+    }
+    let run = signals.shielded(runtime
         .start_run(StartRunRequest {
             stable_chat_id: "demo-conversation".to_owned(),
             conversation_kind: tt_runtime::ConversationKind::Character,
@@ -105,9 +112,9 @@ pub async fn run_demo(data_dir: &Path, pace_ms: u64) -> anyhow::Result<()> {
             user_request: Some("Write a short scene about a lighthouse keeper during a storm.".to_owned()),
             persist_base_state_id: None,
             skill_scope_refs: Default::default(),
-        })
+        }))
         .await?;
-    let finished = crate::live::follow(&runtime, &run).await?;
+    let finished = crate::live::follow(&runtime, &run, signals).await?;
     if finished.status != tt_runtime::AgentRunStatus::Completed {
         anyhow::bail!(
             "the demo run did not complete (status {})",

@@ -1,22 +1,30 @@
 //! Following a run in the terminal: its events live, then the agent tree, the published text
 //! and the token usage. Shared by `demo` and `run`.
 
-use tt_runtime::{AgentRun, AgentRuntime};
+use tt_runtime::{AgentRun, AgentRuntime, StopSignals};
 
 use crate::render::{EventPrinter, agent_tree};
 
 /// Prints the run's events as they happen and a report at the end; returns the final run.
-pub async fn follow(runtime: &AgentRuntime, run: &AgentRun) -> anyhow::Result<AgentRun> {
-    println!("run {} started (Ctrl-C cancels it)\n", run.id);
+pub async fn follow(
+    runtime: &AgentRuntime,
+    run: &AgentRun,
+    signals: &StopSignals,
+) -> anyhow::Result<AgentRun> {
+    println!(
+        "run {} started (Ctrl-C or SIGTERM cancels it; a second one exits at once)\n",
+        run.id
+    );
     let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
     let mut printer = EventPrinter::default();
+    let requested = signals.requested();
     let mut cancel_requested = false;
     loop {
         let event = tokio::select! {
             event = stream.next() => event?,
-            // Ctrl-C cancels the run; the stream then shows it stopping and ends.
-            signal = tokio::signal::ctrl_c(), if !cancel_requested => {
-                signal?;
+            // SIGINT/SIGTERM (also one that came before the run started) cancels the run; the
+            // stream then shows it stopping and ends.
+            () = requested.cancelled(), if !cancel_requested => {
                 cancel_requested = true;
                 runtime.cancel_run(run.id.as_str()).await?;
                 continue;
@@ -28,6 +36,16 @@ pub async fn follow(runtime: &AgentRuntime, run: &AgentRun) -> anyhow::Result<Ag
         }
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;
+    if let Some(failure) = runtime.unrecorded_failure(run.id.as_str()) {
+        // The disk kept the reason out of the journal; say it here.
+        println!(
+            "run {} [{}]: {} (not recorded: {})",
+            finished.status.as_str(),
+            failure["code"].as_str().unwrap_or("?"),
+            failure["technicalMessage"].as_str().unwrap_or("?"),
+            failure["unrecordedBecause"].as_str().unwrap_or("?"),
+        );
+    }
     println!("\nagents:");
     print!(
         "{}",
@@ -49,8 +67,12 @@ pub async fn follow(runtime: &AgentRuntime, run: &AgentRun) -> anyhow::Result<Ag
         None => println!("\n(no message was committed)"),
     }
     let usage = runtime.usage(finished.id.as_str()).await?;
+    let failed = match usage.failed_model_calls {
+        0 => String::new(),
+        n => format!(" ({n} failed, not counted)"),
+    };
     println!(
-        "model usage: {} calls, {} input tokens, {} output tokens",
+        "model usage: {} completed calls{failed}, {} input tokens, {} output tokens",
         usage.model_calls, usage.input_tokens, usage.output_tokens
     );
     println!("run {} ended: {}", finished.id, finished.status.as_str());

@@ -56,9 +56,21 @@ enum Command {
         /// Stream responses (live model output in the journal).
         #[arg(long)]
         stream: bool,
-        /// Longest wait for one model response (streamed: for each piece), in seconds.
+        /// Longest wait for one non-streamed model response, in seconds (default 600); streamed,
+        /// it also caps the idle timeout.
         #[arg(long)]
         timeout_secs: Option<u64>,
+        /// Longest silence between two pieces of a response (and, streaming, before the first),
+        /// in seconds (default 120).
+        #[arg(long)]
+        idle_timeout_secs: Option<u64>,
+        /// Longest wait for the connection to the model server, in seconds (default 10).
+        #[arg(long)]
+        connect_timeout_secs: Option<u64>,
+        /// The most tokens one model call may generate (default 8192; a profile's
+        /// model.maxOutputTokens can lower it).
+        #[arg(long)]
+        max_tokens: Option<u32>,
         /// The conversation the run belongs to (runs of one conversation share persist/).
         #[arg(long, default_value = "cli-conversation")]
         chat: String,
@@ -98,7 +110,10 @@ enum Command {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Demo { pace_ms } => demo::run_demo(&cli.data_dir, pace_ms).await,
+        Command::Demo { pace_ms } => {
+            let signals = install_signals()?;
+            demo::run_demo(&cli.data_dir, pace_ms, &signals).await
+        }
         Command::Run {
             profile,
             profiles,
@@ -107,6 +122,9 @@ async fn main() -> anyhow::Result<()> {
             api_key_env,
             stream,
             timeout_secs,
+            idle_timeout_secs,
+            connect_timeout_secs,
+            max_tokens,
             chat,
             request,
         } => {
@@ -118,10 +136,14 @@ async fn main() -> anyhow::Result<()> {
                 api_key_env,
                 stream,
                 timeout_secs,
+                idle_timeout_secs,
+                connect_timeout_secs,
+                max_tokens,
                 chat_id: chat,
                 request,
             };
-            run_cmd::run(&cli.data_dir, options).await
+            let signals = install_signals()?;
+            run_cmd::run(&cli.data_dir, options, &signals).await
         }
         Command::Runs { limit } => {
             let runtime = inspect_runtime(&cli.data_dir)?;
@@ -201,4 +223,10 @@ fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::Age
         .commit_bridge(CommitBridgeChoice::Transcript)
         .read_only()
         .build()
+}
+
+/// SIGINT and SIGTERM handling for the commands that run agents, installed before anything is
+/// written: the first signal cancels the run, a second exits at once.
+fn install_signals() -> anyhow::Result<tt_runtime::StopSignals> {
+    tt_runtime::StopSignals::install().context("cannot install the SIGINT/SIGTERM handlers")
 }

@@ -22,11 +22,18 @@ pub struct RunOptions {
     pub api_key_env: Option<String>,
     pub stream: bool,
     pub timeout_secs: Option<u64>,
+    pub idle_timeout_secs: Option<u64>,
+    pub connect_timeout_secs: Option<u64>,
+    pub max_tokens: Option<u32>,
     pub chat_id: String,
     pub request: String,
 }
 
-pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
+pub async fn run(
+    data_dir: &Path,
+    options: RunOptions,
+    signals: &tt_runtime::StopSignals,
+) -> anyhow::Result<()> {
     let mut spec = ConnectionSpec::parse(&options.connection)?
         .with_model(options.model.clone())
         .with_stream(options.stream);
@@ -35,6 +42,16 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
     }
     if let Some(seconds) = options.timeout_secs {
         spec = spec.with_request_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(seconds) = options.idle_timeout_secs {
+        spec = spec.with_idle_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(seconds) = options.connect_timeout_secs {
+        spec = spec.with_connect_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(max_tokens) = options.max_tokens {
+        anyhow::ensure!(max_tokens > 0, "--max-tokens must be at least 1");
+        spec = spec.with_max_tokens(max_tokens);
     }
     let provider = build_provider(&spec)?;
     let runtime = AgentRuntimeBuilder::new()
@@ -54,8 +71,19 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
         if spec.stream { ", streaming" } else { "" }
     );
     println!("data dir: {}\n", data_dir.display());
-    let run = runtime
-        .start_run(StartRunRequest {
+    // Runs of one conversation share persist/: start from the last promoted state.
+    let persist_base_state_id = runtime.latest_persist_state(&options.chat_id).await?;
+    if let Some(state) = &persist_base_state_id {
+        println!(
+            "persist/ starts from state {state} (conversation {})",
+            options.chat_id
+        );
+    }
+    if signals.is_requested() {
+        anyhow::bail!("stopped by a signal before the run started");
+    }
+    let run = signals
+        .shielded(runtime.start_run(StartRunRequest {
             stable_chat_id: options.chat_id.clone(),
             conversation_kind: ConversationKind::Character,
             chat_ref: serde_json::json!({"kind": "cli", "chatId": options.chat_id}),
@@ -63,11 +91,11 @@ pub async fn run(data_dir: &Path, options: RunOptions) -> anyhow::Result<()> {
             profile_id: options.profile.clone(),
             history: Vec::new(),
             user_request: Some(options.request.clone()),
-            persist_base_state_id: None,
+            persist_base_state_id,
             skill_scope_refs: Default::default(),
-        })
+        }))
         .await?;
-    let finished = crate::live::follow(&runtime, &run).await?;
+    let finished = crate::live::follow(&runtime, &run, signals).await?;
     match finished.status {
         AgentRunStatus::Completed => Ok(()),
         status => anyhow::bail!(

@@ -1,9 +1,6 @@
 //! Two processes on one data dir: `tt-agent demo` writes a run while other `tt-agent` processes
 //! list it with its current status and follow its journal to the end.
 
-// Test helpers outside #[test] functions may unwrap: a failure is a test failure.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};

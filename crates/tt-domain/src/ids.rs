@@ -191,7 +191,8 @@ pub fn is_valid_storage_segment(raw: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-pub(crate) fn truncate_for_message(raw: &str) -> String {
+/// At most 80 characters of `raw` for an error message, with `…` when cut.
+pub fn truncate_for_message(raw: &str) -> String {
     const LIMIT: usize = 80;
     if raw.chars().count() <= LIMIT {
         raw.to_owned()

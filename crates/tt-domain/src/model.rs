@@ -138,6 +138,11 @@ pub struct AgentModelRequest {
     pub tools: Vec<AgentToolSpec>,
     /// Always `"auto"`.
     pub tool_choice: String,
+    /// The most tokens the model may generate for this request (the profile's
+    /// `model.maxOutputTokens`); providers apply their own default, or their connection's cap
+    /// when it is lower.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 
 impl AgentModelRequest {

@@ -9,6 +9,11 @@ use std::fmt;
 use crate::ids::truncate_for_message;
 use crate::{DomainError, DomainResult};
 
+/// The longest workspace path accepted, in bytes (UTF-8), as given.
+pub const MAX_PATH_BYTES: usize = 1024;
+/// The longest file or folder name accepted, in bytes (UTF-8): what common file systems store.
+pub const MAX_SEGMENT_BYTES: usize = 255;
+
 /// A normalized logical path inside a run workspace: `/`-separated, relative, no `.`/`..`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -18,7 +23,9 @@ impl WorkspacePath {
     /// Parses model or host input into a normalized path, or `workspace.invalid_path`.
     ///
     /// Rejected: empty, NUL, leading `/` or `\`, a Windows drive prefix (`C:`), any `..`
-    /// component. `\` becomes `/`; `.` components and empty segments are dropped.
+    /// component, more than [`MAX_PATH_BYTES`] bytes in all or more than [`MAX_SEGMENT_BYTES`]
+    /// in one segment (so no file system ever sees a name it cannot store). `\` becomes `/`;
+    /// `.` components and empty segments are dropped.
     pub fn parse(raw: &str) -> DomainResult<Self> {
         let invalid = |why: &str| {
             DomainError::new(
@@ -31,6 +38,12 @@ impl WorkspacePath {
         };
         if raw.trim().is_empty() {
             return Err(invalid("it is empty"));
+        }
+        if raw.len() > MAX_PATH_BYTES {
+            return Err(invalid(&format!(
+                "it is {} bytes long; at most {MAX_PATH_BYTES} bytes are allowed",
+                raw.len()
+            )));
         }
         if raw.contains('\0') {
             return Err(invalid("it contains a NUL character"));
@@ -51,6 +64,13 @@ impl WorkspacePath {
                 other => {
                     if other.contains(':') && segments.is_empty() && other.len() == 2 {
                         return Err(invalid("drive prefixes are not allowed"));
+                    }
+                    if other.len() > MAX_SEGMENT_BYTES {
+                        return Err(invalid(&format!(
+                            "the name `{}` is {} bytes long; at most {MAX_SEGMENT_BYTES} bytes are allowed per file or folder name",
+                            truncate_for_message(other),
+                            other.len()
+                        )));
                     }
                     segments.push(other);
                 }
@@ -398,6 +418,37 @@ mod tests {
         );
         assert_eq!(parse("output//a.md/"), Ok("output/a.md".into()));
         assert_eq!(parse("./output"), Ok("output".into()));
+    }
+
+    #[test]
+    fn over_long_paths_and_names_are_invalid_paths_not_storage_errors() {
+        let name = "a".repeat(MAX_SEGMENT_BYTES);
+        assert!(parse(&format!("output/{name}")).is_ok());
+        assert_eq!(
+            parse(&format!("output/{name}b")),
+            Err("workspace.invalid_path")
+        );
+        // Multi-byte characters count in bytes: 128 × 2 bytes = 256.
+        assert_eq!(
+            parse(&format!("output/{}", "é".repeat(128))),
+            Err("workspace.invalid_path")
+        );
+        let segment = "b".repeat(200);
+        let at_limit = format!("output/{}", [segment.as_str(); 5].join("/"));
+        let at_limit = format!(
+            "{at_limit}/{}",
+            "c".repeat(MAX_PATH_BYTES - at_limit.len() - 1)
+        );
+        assert_eq!(at_limit.len(), MAX_PATH_BYTES);
+        assert!(parse(&at_limit).is_ok());
+        assert_eq!(
+            parse(&format!("{at_limit}c")),
+            Err("workspace.invalid_path")
+        );
+        let huge = "x".repeat(5000);
+        let err = WorkspacePath::parse(&huge).unwrap_err();
+        assert!(err.message.contains("5000 bytes"), "{}", err.message);
+        assert!(err.message.chars().count() < 300, "{}", err.message);
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! The HTTP side: sending a JSON POST under a cancel token and a timeout, and classifying
-//! failures into `ModelError` (status codes, `Retry-After`, transport errors, error bodies).
+//! The HTTP side: sending a JSON POST under a cancel token and a timeout, reading bodies in
+//! bounded pieces (an idle timeout between pieces, a cap on the bytes of one reply), and
+//! classifying failures into `ModelError` (status codes, `Retry-After`, transport errors, error
+//! bodies).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,6 +16,143 @@ use tt_ports::{Clock, ModelError};
 
 /// Longest slice of an unparseable error body quoted in a message.
 const BODY_EXCERPT_CHARS: usize = 300;
+/// The most of an error body that is read: enough for any provider's error message.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// Default [`HttpLimits::connect_timeout`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default [`HttpLimits::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default [`HttpLimits::max_response_bytes`]: 8 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
+/// The code of a reply over [`HttpLimits::max_response_bytes`].
+pub const RESPONSE_TOO_LARGE: &str = "model.response_too_large";
+
+/// Bounds on one exchange with a model server, so a broken or hostile server can neither hang
+/// a call nor fill memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Longest wait for the TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// Longest silence between two pieces of a body, and, when streaming, before the response
+    /// headers. A transient failure (retried per the profile).
+    pub idle_timeout: Duration,
+    /// The most bytes one reply body may have; more is `model.response_too_large` (not
+    /// retried), noticed as the bytes arrive, never after holding them all.
+    pub max_response_bytes: u64,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+/// Counts the bytes of one reply against [`HttpLimits::max_response_bytes`].
+#[derive(Debug, Clone, Copy)]
+pub struct BodyBudget {
+    received: u64,
+    max: u64,
+}
+
+impl BodyBudget {
+    pub fn new(max: u64) -> Self {
+        Self { received: 0, max }
+    }
+
+    /// Counts `bytes` more; `model.response_too_large` once the total is over the limit.
+    pub fn take(&mut self, bytes: usize) -> Result<(), ModelError> {
+        self.received = self
+            .received
+            .saturating_add(u64::try_from(bytes).unwrap_or(u64::MAX));
+        if self.received > self.max {
+            return Err(ModelError::InvalidResponse {
+                code: RESPONSE_TOO_LARGE,
+                message: format!(
+                    "the reply is larger than {} bytes; it was cut off there",
+                    self.max
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The next piece of a body, waiting at most `idle` for it (a transient failure after that).
+pub async fn next_chunk(
+    response: &mut reqwest::Response,
+    cancel: &CancellationToken,
+    idle: Duration,
+) -> Result<Option<Vec<u8>>, ModelError> {
+    let next = async {
+        match response.chunk().await {
+            Ok(chunk) => Ok(chunk.map(|bytes| bytes.to_vec())),
+            Err(err) => Err(transport_error(&err)),
+        }
+    };
+    guarded_idle(next, cancel, idle).await
+}
+
+/// Like [`guarded`] with an idle timeout, whose message says the server went silent.
+pub async fn guarded_idle<T>(
+    work: impl Future<Output = Result<T, ModelError>>,
+    cancel: &CancellationToken,
+    idle: Duration,
+) -> Result<T, ModelError> {
+    let timed = async {
+        tokio::time::timeout(idle, work).await.unwrap_or_else(|_| {
+            Err(ModelError::Transient {
+                message: format!(
+                    "the provider sent nothing for {} ms (idle timeout)",
+                    idle.as_millis()
+                ),
+            })
+        })
+    };
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ModelError::Cancelled),
+        result = timed => result,
+    }
+}
+
+/// Reads a whole (non-streamed) body in pieces, each within the idle timeout, failing with
+/// `model.response_too_large` as soon as it passes the size limit.
+pub async fn read_body(
+    response: &mut reqwest::Response,
+    cancel: &CancellationToken,
+    limits: &HttpLimits,
+) -> Result<Vec<u8>, ModelError> {
+    let mut budget = BodyBudget::new(limits.max_response_bytes);
+    let mut body = Vec::new();
+    while let Some(chunk) = next_chunk(response, cancel, limits.idle_timeout).await? {
+        budget.take(chunk.len())?;
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Reads at most the first 64 KiB of an error body (within the idle timeout); whatever could
+/// not be read is left out, since the status alone still classifies the failure.
+pub async fn read_error_body(
+    response: &mut reqwest::Response,
+    cancel: &CancellationToken,
+    limits: &HttpLimits,
+) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY_BYTES {
+        match next_chunk(response, cancel, limits.idle_timeout).await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body.truncate(MAX_ERROR_BODY_BYTES);
+    body
+}
 
 /// Runs `work` until it finishes, `cancel` fires (the future is dropped, which aborts the HTTP
 /// exchange and closes its connection) or `timeout` elapses (a transient failure).
@@ -279,6 +418,17 @@ mod tests {
         assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:01 UTC"), None);
         assert_eq!(parse_http_date("Thu, 01 Foo 1970 00:00:01 GMT"), None);
         assert_eq!(parse_http_date("01 Jan 1970 00:00:01 GMT"), None);
+    }
+
+    #[test]
+    fn the_body_budget_fails_past_the_limit_and_is_not_retried() {
+        let mut budget = BodyBudget::new(10);
+        assert!(budget.take(6).is_ok());
+        assert!(budget.take(4).is_ok());
+        let err = budget.take(1).unwrap_err();
+        assert_eq!(err.code(), RESPONSE_TOO_LARGE);
+        assert!(!err.is_retryable());
+        assert!(err.to_string().contains("larger than 10 bytes"), "{err}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde_json::json;
 use tt_adapter_provider_anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicConfig, AnthropicProvider,
 };
-use tt_adapter_provider_openai::{OpenAiConfig, OpenAiProvider};
+use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
 
@@ -83,6 +83,12 @@ pub struct ConnectionSpec {
     /// Stream responses (live `model_delta` events) instead of waiting for whole answers.
     pub stream: bool,
     pub request_timeout: Duration,
+    /// Connect timeout (10 s), idle timeout between streamed pieces (120 s) and the most bytes
+    /// of one reply (8 MiB).
+    pub limits: HttpLimits,
+    /// A cap on the tokens one call may generate; the profile's `model.maxOutputTokens` can
+    /// only lower it. Unset, the provider's default (8192) applies.
+    pub max_tokens: Option<u32>,
 }
 
 impl ConnectionSpec {
@@ -96,6 +102,8 @@ impl ConnectionSpec {
             api_key_env: kind.default_api_key_env().to_owned(),
             stream: false,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            limits: HttpLimits::default(),
+            max_tokens: None,
         }
     }
 
@@ -140,6 +148,26 @@ impl ConnectionSpec {
         self
     }
 
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.connect_timeout = timeout;
+        self
+    }
+
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.idle_timeout = timeout;
+        self
+    }
+
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.limits.max_response_bytes = bytes;
+        self
+    }
+
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
     /// A non-secret description for events and hosts.
     pub fn description(&self) -> serde_json::Value {
         json!({
@@ -172,7 +200,11 @@ pub fn build_provider(spec: &ConnectionSpec) -> anyhow::Result<Arc<dyn ModelProv
             let mut config = OpenAiConfig::new(spec.base_url.clone())
                 .with_request_timeout(spec.request_timeout)
                 .with_stream(spec.stream)
+                .with_limits(spec.limits)
                 .with_clock(Arc::new(SystemClock));
+            if let Some(max_tokens) = spec.max_tokens {
+                config = config.with_max_tokens(max_tokens);
+            }
             if let Some(model) = &spec.model {
                 config = config.with_default_model(model.clone());
             }
@@ -194,9 +226,13 @@ pub fn build_provider(spec: &ConnectionSpec) -> anyhow::Result<Arc<dyn ModelProv
                 .with_api_key(key)
                 .with_request_timeout(spec.request_timeout)
                 .with_stream(spec.stream)
+                .with_limits(spec.limits)
                 .with_clock(Arc::new(SystemClock));
             if let Some(model) = &spec.model {
                 config = config.with_default_model(model.clone());
+            }
+            if let Some(max_tokens) = spec.max_tokens {
+                config = config.with_max_tokens(max_tokens);
             }
             Arc::new(AnthropicProvider::new(config).with_context(|| {
                 format!(

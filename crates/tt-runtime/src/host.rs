@@ -103,6 +103,12 @@ impl AgentRuntime {
         })
     }
 
+    /// Why a run ended when the disk kept its `run_failed` / `run_partial_success` out of the
+    /// journal (full, read-only): that payload plus `unrecordedBecause`. `None` otherwise.
+    pub fn unrecorded_failure(&self, run_id: &str) -> Option<serde_json::Value> {
+        self.service.unrecorded_failure(&RunId::from_raw(run_id))
+    }
+
     /// Token usage of a run: total and per invocation, from its journal.
     pub async fn usage(&self, run_id: &str) -> HostResult<tt_application::RunUsage> {
         Ok(tt_application::run_usage(
@@ -222,6 +228,65 @@ impl AgentRuntime {
                 code: "agent.not_found".to_owned(),
                 message: format!("run {run_id} has no record `{reference}`"),
             })
+    }
+
+    /// The newest promoted `persist/` state of a conversation (`stableChatId`), which its next
+    /// run names as `persistBaseStateId` to start from what the last successful run kept: the
+    /// state the newest completed run promoted or, when it changed nothing, the state it
+    /// started from. `None` when no completed run of the conversation has one.
+    pub async fn latest_persist_state(&self, stable_chat_id: &str) -> HostResult<Option<String>> {
+        const PAGE: usize = 200;
+        let mut offset = 0;
+        loop {
+            let runs = self
+                .service
+                .list_runs(RunListPage {
+                    offset,
+                    limit: PAGE,
+                })
+                .await?;
+            for run in runs.iter().filter(|run| {
+                run.stable_chat_id == stable_chat_id
+                    && run.status == tt_domain::run::AgentRunStatus::Completed
+            }) {
+                if let Some(state) = self.promoted_state(&run.id).await? {
+                    return Ok(Some(state));
+                }
+            }
+            if runs.len() < PAGE {
+                return Ok(None);
+            }
+            offset += runs.len();
+        }
+    }
+
+    /// `stateId` (else `baseStateId`) of a run's `persistent_changes_committed` event.
+    async fn promoted_state(&self, run_id: &RunId) -> HostResult<Option<String>> {
+        let mut after = 0;
+        loop {
+            let page = EventPage {
+                after_seq: Some(after),
+                limit: Some(500),
+                ..EventPage::default()
+            };
+            let events = self.service.read_events(run_id, &page).await?;
+            let Some(last) = events.last() else {
+                return Ok(None);
+            };
+            after = last.seq;
+            if let Some(event) = events
+                .iter()
+                .find(|event| event.event_type == "persistent_changes_committed")
+            {
+                return Ok(["stateId", "baseStateId"].into_iter().find_map(|key| {
+                    event
+                        .payload
+                        .get(key)
+                        .and_then(|value| value.as_str())
+                        .map(str::to_owned)
+                }));
+            }
+        }
     }
 
     /// Newest runs first.

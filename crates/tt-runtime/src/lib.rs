@@ -11,12 +11,14 @@ pub mod dto;
 pub mod host;
 pub mod named_connections;
 pub mod prompt_brokers;
+pub mod signals;
 pub mod system;
 
 pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
 pub use dto::*;
 pub use host::{AgentRuntime, EventSubscription};
+pub use signals::StopSignals;
 
 /// Re-exports a host or the CLI needs without depending on inner crates.
 pub use tt_adapter_provider_scripted::ScriptedProvider;

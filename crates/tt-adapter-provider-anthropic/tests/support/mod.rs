@@ -84,6 +84,7 @@ pub fn request(round: u32, messages: Vec<AgentModelMessage>) -> AgentModelReques
         messages,
         tools: tools(),
         tool_choice: "auto".to_owned(),
+        max_output_tokens: None,
     }
 }
 

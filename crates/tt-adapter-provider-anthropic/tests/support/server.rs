@@ -47,6 +47,12 @@ pub enum Reply {
     },
     /// Never answers; reports on `closed` once the client closes the connection.
     Hang,
+    /// Headers, then `piece` over and over until the client goes away: a model that never
+    /// stops generating.
+    Forever {
+        headers: Vec<(String, String)>,
+        piece: Vec<u8>,
+    },
 }
 
 impl Reply {
@@ -87,6 +93,10 @@ impl Reply {
                 }
             }
             Reply::Hang => Reply::Hang,
+            Reply::Forever { mut headers, piece } => {
+                headers.push((name.into(), value.into()));
+                Reply::Forever { headers, piece }
+            }
         }
     }
 
@@ -230,6 +240,18 @@ async fn serve(
         Reply::Hang => {
             wait_for_close(&mut stream, &closed_tx).await;
             return;
+        }
+        Reply::Forever { headers, piece } => {
+            let mut head = head(200, &headers);
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes()).await;
+            loop {
+                if stream.write_all(&piece).await.is_err() || stream.flush().await.is_err() {
+                    let _ = closed_tx.send(());
+                    return;
+                }
+                tokio::task::yield_now().await;
+            }
         }
     }
     let _ = stream.shutdown().await;

@@ -66,6 +66,7 @@ pub fn first_body(stream: bool) -> Value {
         "tools": wire_tools(),
         "tool_choice": "auto",
         "parallel_tool_calls": true,
+        "max_tokens": 8192,
         "stream": stream,
     });
     if stream {
@@ -90,6 +91,7 @@ pub fn request(round: u32, messages: Vec<AgentModelMessage>) -> AgentModelReques
         messages,
         tools: tools(),
         tool_choice: "auto".to_owned(),
+        max_output_tokens: None,
     }
 }
 

@@ -59,6 +59,7 @@ fn request(agent: &str, invocation: &str, assistant_turns: usize) -> AgentModelR
         messages,
         tools: Vec::new(),
         tool_choice: "auto".into(),
+        max_output_tokens: None,
     }
 }
 

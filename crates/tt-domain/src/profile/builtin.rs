@@ -26,6 +26,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             mode: ModelMode::CurrentPromptSnapshot,
             connection_ref: None,
             model_id: None,
+            max_output_tokens: None,
         },
         run: RunSection {
             presentation: Presentation::Foreground,
@@ -71,6 +72,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
                 assembly_order: 0,
             }],
         },
+        limits: LimitsSection::default(),
     }
 }
 

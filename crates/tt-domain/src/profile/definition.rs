@@ -35,6 +35,8 @@ pub struct AgentProfileDefinition {
     pub workspace: WorkspaceSection,
     pub plan: PlanSection,
     pub output: OutputSection,
+    #[serde(default)]
+    pub limits: LimitsSection,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,7 +80,14 @@ pub struct ModelBinding {
     pub connection_ref: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_id: Option<String>,
+    /// The most tokens one model call may generate (1 to [`MAX_OUTPUT_TOKENS_LIMIT`]); unset,
+    /// the provider's default applies (8192 for both HTTP providers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
+
+/// Upper bound of `model.maxOutputTokens`.
+pub const MAX_OUTPUT_TOKENS_LIMIT: u32 = 1_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -354,4 +363,55 @@ pub struct OutputArtifact {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OutputSection {
     pub artifacts: Vec<OutputArtifact>,
+}
+
+/// Bounds on how much a misbehaving model can cost an agent before its work fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsSection {
+    /// Model slips in a row (an unknown tool name, tool arguments that are not a JSON object or
+    /// are too large, an unusable workspace path) that go back to the model as recoverable tool
+    /// errors; the next one in a row fails the agent. 0 fails at the first slip, as the
+    /// reference does.
+    #[serde(default = "default_max_consecutive_slips")]
+    pub max_consecutive_slips: u32,
+    /// The largest tool-call arguments accepted, in bytes of JSON; larger ones are a slip
+    /// (`model.invalid_tool_call`).
+    #[serde(default = "default_max_tool_argument_bytes")]
+    pub max_tool_argument_bytes: u64,
+    /// Wall-clock seconds the whole run may take (read from the run's root profile); then it
+    /// ends with `agent.run_deadline_exceeded` (`partial_success` when something was already
+    /// published). Unset: no limit besides rounds and provider timeouts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_run_seconds: Option<u64>,
+    /// Wall-clock seconds one agent's work may take; then it fails with
+    /// `agent.invocation_deadline_exceeded` (a delegated agent: only its task). Unset: no
+    /// limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_invocation_seconds: Option<u64>,
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        Self {
+            max_consecutive_slips: default_max_consecutive_slips(),
+            max_tool_argument_bytes: default_max_tool_argument_bytes(),
+            max_run_seconds: None,
+            max_invocation_seconds: None,
+        }
+    }
+}
+
+/// Upper bound of `limits.maxConsecutiveSlips`.
+pub const MAX_CONSECUTIVE_SLIPS_LIMIT: u32 = 100;
+/// Upper bound of `limits.maxRunSeconds` and `limits.maxInvocationSeconds` (7 days).
+pub const MAX_DEADLINE_SECONDS: u64 = 7 * 24 * 3600;
+/// Upper bound of `limits.maxToolArgumentBytes` (16 MiB).
+pub const MAX_TOOL_ARGUMENT_BYTES_LIMIT: u64 = 16 * 1024 * 1024;
+
+fn default_max_consecutive_slips() -> u32 {
+    3
+}
+fn default_max_tool_argument_bytes() -> u64 {
+    1024 * 1024
 }

@@ -108,6 +108,48 @@ pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
     validate_workspace(p)?;
     validate_plan(p)?;
     validate_output(p)?;
+    validate_limits(p)?;
+    Ok(())
+}
+
+fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
+    if p.model
+        .max_output_tokens
+        .is_some_and(|tokens| tokens == 0 || tokens > MAX_OUTPUT_TOKENS_LIMIT)
+    {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            format!("model.maxOutputTokens must be > 0 and <= {MAX_OUTPUT_TOKENS_LIMIT}"),
+        ));
+    }
+    let limits = &p.limits;
+    if limits.max_consecutive_slips > MAX_CONSECUTIVE_SLIPS_LIMIT {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            format!("limits.maxConsecutiveSlips must be <= {MAX_CONSECUTIVE_SLIPS_LIMIT}"),
+        ));
+    }
+    for (name, value) in [
+        ("maxRunSeconds", limits.max_run_seconds),
+        ("maxInvocationSeconds", limits.max_invocation_seconds),
+    ] {
+        if value.is_some_and(|seconds| seconds == 0 || seconds > MAX_DEADLINE_SECONDS) {
+            return Err(err(
+                "agent.profile_limit_invalid",
+                format!("limits.{name} must be > 0 and <= {MAX_DEADLINE_SECONDS}"),
+            ));
+        }
+    }
+    if limits.max_tool_argument_bytes == 0
+        || limits.max_tool_argument_bytes > MAX_TOOL_ARGUMENT_BYTES_LIMIT
+    {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            format!(
+                "limits.maxToolArgumentBytes must be > 0 and <= {MAX_TOOL_ARGUMENT_BYTES_LIMIT}"
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -548,6 +590,49 @@ mod tests {
         let mut p = default_writer_definition();
         p.tools.allow.push("task.return".into());
         assert_eq!(code(&p), Some("agent.profile_task_return_runtime_only"));
+    }
+
+    #[test]
+    fn limit_rules() {
+        let mut p = default_writer_definition();
+        assert_eq!(p.limits.max_consecutive_slips, 3);
+        assert_eq!(p.limits.max_tool_argument_bytes, 1024 * 1024);
+        p.limits.max_consecutive_slips = 0;
+        assert_eq!(code(&p), None);
+        p.limits.max_consecutive_slips = MAX_CONSECUTIVE_SLIPS_LIMIT + 1;
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        let mut p = default_writer_definition();
+        p.limits.max_tool_argument_bytes = 0;
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.limits.max_tool_argument_bytes = MAX_TOOL_ARGUMENT_BYTES_LIMIT + 1;
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        let mut p = default_writer_definition();
+        p.model.max_output_tokens = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.model.max_output_tokens = Some(MAX_OUTPUT_TOKENS_LIMIT + 1);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.model.max_output_tokens = Some(512);
+        assert_eq!(code(&p), None);
+        p.limits.max_run_seconds = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.limits.max_run_seconds = Some(60);
+        p.limits.max_invocation_seconds = Some(MAX_DEADLINE_SECONDS + 1);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.limits.max_invocation_seconds = Some(30);
+        assert_eq!(code(&p), None);
+    }
+
+    #[test]
+    fn limits_default_when_absent_and_reject_unknown_fields() {
+        let mut value = serde_json::to_value(default_writer_definition()).unwrap();
+        value.as_object_mut().unwrap().remove("limits");
+        let parsed: AgentProfileDefinition = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(parsed.limits, LimitsSection::default());
+        value["limits"] = serde_json::json!({"maxConsecutiveSlips": 5});
+        let parsed: AgentProfileDefinition = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(parsed.limits.max_consecutive_slips, 5);
+        value["limits"] = serde_json::json!({"maxSlips": 5});
+        assert!(serde_json::from_value::<AgentProfileDefinition>(value).is_err());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! switchable commit bridge and a closure-driven model, plus model response builders.
 
 pub mod commit;
+pub mod faulty;
 pub mod model;
 pub mod prompt;
 pub mod responses;
@@ -10,6 +11,7 @@ pub mod store;
 pub mod system;
 
 pub use commit::{CommitBehavior, FakeCommitBridge};
+pub use faulty::{DiskFault, FaultPlan, FaultyStore};
 pub use model::FakeModel;
 pub use prompt::{FakeConnections, FakePromptBroker, default_assembly};
 pub use skills::{InMemorySkills, SkillOp};

@@ -214,6 +214,7 @@ mod tests {
             messages: vec![AgentModelMessage::text(ModelRole::User, "go")],
             tools: Vec::new(),
             tool_choice: "auto".into(),
+            max_output_tokens: None,
         }
     }
 
