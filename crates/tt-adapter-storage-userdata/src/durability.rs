@@ -33,7 +33,7 @@ pub(crate) struct SyncProgress {
 
 /// One segment file of a run as the flusher sees it.
 struct SyncFile {
-    file: File,
+    file: Arc<File>,
     what: String,
     dirty: AtomicBool,
 }
@@ -49,7 +49,7 @@ pub(crate) struct RunSync {
 }
 
 impl RunSync {
-    pub(crate) fn new(files: Vec<(File, String)>) -> Self {
+    pub(crate) fn new(files: Vec<(Arc<File>, String)>) -> Self {
         Self {
             files: files
                 .into_iter()

@@ -52,8 +52,8 @@ pub use crate::recovery::{InterruptedRun, OWNER_EXITED};
 pub use crate::show::RECORD_REFERENCES;
 
 /// How many runs a process keeps open for writing before idle ones are closed (their lock is
-/// released; a later write takes it again).
-const MAX_OPEN_RUNS: usize = 128;
+/// released; a later write takes it again). Each open run holds four file descriptors.
+const MAX_OPEN_RUNS: usize = 64;
 
 /// File-system storage rooted at one data directory. Cheap to share: hold it as
 /// `Arc<UserDataStore>` and hand it out as each storage port.
@@ -293,10 +293,13 @@ impl Inner {
         if let Some(run) = owned.get(run_id) {
             return Ok(Arc::clone(run));
         }
-        if owned.len() >= MAX_OPEN_RUNS {
-            // Only the table holds these: nobody is writing them right now.
-            owned.retain(|_, run| Arc::strong_count(run) > 1);
-        }
+        // Finished runs nobody is using are closed (flushed, lock released); past the cap, every
+        // idle run is. Only the table holds these, so nobody is writing them right now.
+        let crowded = owned.len() >= MAX_OPEN_RUNS;
+        owned.retain(|_, run| {
+            Arc::strong_count(run) > 1
+                || !(crowded || run.finished.load(std::sync::atomic::Ordering::Acquire))
+        });
         let run = Arc::new(OwnedRun::open(
             run_id.clone(),
             dir,

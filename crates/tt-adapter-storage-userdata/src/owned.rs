@@ -111,9 +111,40 @@ struct RunFiles {
     documents: HashMap<String, Loc>,
     checkpoints: BTreeMap<String, Loc>,
     tasks: BTreeMap<TaskId, AgentTaskRecord>,
+    /// Task ids by parent and by child invocation (a task's parent and child never change).
+    tasks_by_parent: HashMap<InvocationId, Vec<TaskId>>,
+    tasks_by_child: HashMap<InvocationId, Vec<TaskId>>,
     invocations: BTreeMap<InvocationId, AgentInvocation>,
     blobs: Segment,
     blob_locs: HashMap<String, Loc>,
+}
+
+impl RunFiles {
+    /// Keeps `task` as the latest record of its id, indexing a new id by parent and child.
+    fn insert_task(&mut self, task: AgentTaskRecord) {
+        if !self.tasks.contains_key(&task.id) {
+            self.tasks_by_parent
+                .entry(task.parent_invocation_id.clone())
+                .or_default()
+                .push(task.id.clone());
+            self.tasks_by_child
+                .entry(task.child_invocation_id.clone())
+                .or_default()
+                .push(task.id.clone());
+        }
+        self.tasks.insert(task.id.clone(), task);
+    }
+
+    /// The tasks with the given ids, ordered by `createdAt` then id.
+    fn tasks_among(&self, ids: Option<&Vec<TaskId>>) -> Vec<AgentTaskRecord> {
+        let mut found: Vec<AgentTaskRecord> = ids
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.tasks.get(id).cloned())
+            .collect();
+        found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        found
+    }
 }
 
 /// The single writer of one run in this process.
@@ -122,6 +153,9 @@ pub(crate) struct OwnedRun {
     pub(crate) dir: PathBuf,
     files: Mutex<RunFiles>,
     pub(crate) sync: Arc<RunSync>,
+    /// Set once the stored run record is terminal: the run is closed (its lock released) when
+    /// nobody is using it and another run opens.
+    pub(crate) finished: std::sync::atomic::AtomicBool,
     /// Holding the open, locked file is what makes this process the owner.
     _lock: File,
 }
@@ -225,7 +259,7 @@ impl OwnedRun {
 
         let mut documents = HashMap::new();
         let mut checkpoints = BTreeMap::new();
-        let mut tasks = BTreeMap::new();
+        let mut tasks: BTreeMap<TaskId, AgentTaskRecord> = BTreeMap::new();
         let mut invocations = BTreeMap::new();
         let records = Segment::open_owned(dir.join(RECORDS_FILE), bytes_read, |offset, body| {
             let header: RecordHeader =
@@ -267,29 +301,36 @@ impl OwnedRun {
         })?;
 
         let sync = Arc::new(RunSync::new(vec![
-            (journal.sync_handle()?, journal.path().display().to_string()),
-            (records.sync_handle()?, records.path().display().to_string()),
-            (blobs.sync_handle()?, blobs.path().display().to_string()),
+            (journal.sync_handle(), journal.path().display().to_string()),
+            (records.sync_handle(), records.path().display().to_string()),
+            (blobs.sync_handle(), blobs.path().display().to_string()),
         ]));
         if fresh {
             // The new segment files' directory entries must survive a power cut too.
             sync_dir(&dir)?;
         }
+        let mut files = RunFiles {
+            journal,
+            journal_index,
+            records,
+            documents,
+            checkpoints,
+            tasks_by_parent: HashMap::new(),
+            tasks_by_child: HashMap::new(),
+            tasks: BTreeMap::new(),
+            invocations,
+            blobs,
+            blob_locs,
+        };
+        for task in tasks.into_values() {
+            files.insert_task(task);
+        }
         Ok(Self {
             run_id,
             dir,
-            files: Mutex::new(RunFiles {
-                journal,
-                journal_index,
-                records,
-                documents,
-                checkpoints,
-                tasks,
-                invocations,
-                blobs,
-                blob_locs,
-            }),
+            files: Mutex::new(files),
             sync,
+            finished: std::sync::atomic::AtomicBool::new(false),
             _lock: lock,
         })
     }
@@ -398,7 +439,7 @@ impl OwnedRun {
             });
         }
         Self::append_record(&mut files, RecordKind::Task, task.id.as_str(), task)?;
-        files.tasks.insert(task.id.clone(), task.clone());
+        files.insert_task(task.clone());
         drop(files);
         self.sync.mark_written(RECORDS);
         Ok(())
@@ -413,6 +454,16 @@ impl OwnedRun {
         let mut all: Vec<AgentTaskRecord> = self.files().tasks.values().cloned().collect();
         all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         all
+    }
+
+    pub(crate) fn tasks_by_parent(&self, parent: &InvocationId) -> Vec<AgentTaskRecord> {
+        let files = self.files();
+        files.tasks_among(files.tasks_by_parent.get(parent))
+    }
+
+    pub(crate) fn tasks_by_child(&self, child: &InvocationId) -> Vec<AgentTaskRecord> {
+        let files = self.files();
+        files.tasks_among(files.tasks_by_child.get(child))
     }
 
     /// Load, apply and record under the run's one lock: exactly one terminal write can win.

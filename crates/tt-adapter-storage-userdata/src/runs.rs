@@ -177,6 +177,10 @@ impl AgentRunRepository for UserDataStore {
         let owned = self.inner.owned_run(&run.id)?;
         write_json_atomic(&owned.dir.join(RUN_FILE), run)?;
         write_json_atomic(&self.inner.layout.index_file(run.id.as_str()), run)?;
+        owned.finished.store(
+            run.status.is_terminal(),
+            std::sync::atomic::Ordering::Release,
+        );
         // Every change of the stored run record (a commit about to be offered, the end of the
         // run) is a durability point.
         self.inner.durable(&owned).await
@@ -322,6 +326,36 @@ impl AgentInvocationRepository for UserDataStore {
                     reader::records(&dir, &self.inner.journal_bytes_read, RecordKind::Task)?;
                 all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
                 Ok(all)
+            }
+        }
+    }
+
+    async fn list_tasks_by_parent(
+        &self,
+        run_id: &RunId,
+        parent: &InvocationId,
+    ) -> StorageResult<Vec<AgentTaskRecord>> {
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => Ok(run.tasks_by_parent(parent)),
+            RunAccess::Reader { .. } => {
+                let mut tasks = self.list_tasks(run_id).await?;
+                tasks.retain(|task| task.parent_invocation_id == *parent);
+                Ok(tasks)
+            }
+        }
+    }
+
+    async fn list_tasks_by_child(
+        &self,
+        run_id: &RunId,
+        child: &InvocationId,
+    ) -> StorageResult<Vec<AgentTaskRecord>> {
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => Ok(run.tasks_by_child(child)),
+            RunAccess::Reader { .. } => {
+                let mut tasks = self.list_tasks(run_id).await?;
+                tasks.retain(|task| task.child_invocation_id == *child);
+                Ok(tasks)
             }
         }
     }

@@ -6,6 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use tt_ports::{StorageError, StorageResult};
 
@@ -15,7 +16,8 @@ use crate::fsutil::CountingReader;
 /// whole line; `len` is the end of the last complete line.
 pub(crate) struct Segment {
     path: PathBuf,
-    file: File,
+    /// Shared with the flusher, which syncs through the same descriptor.
+    file: Arc<File>,
     len: u64,
 }
 
@@ -52,7 +54,7 @@ impl Segment {
         }
         Ok(Self {
             path,
-            file,
+            file: Arc::new(file),
             len: end.good_len,
         })
     }
@@ -70,7 +72,7 @@ impl Segment {
     /// rolled back so the file never keeps half a line.
     pub(crate) fn append(&mut self, line: &[u8]) -> StorageResult<u64> {
         let offset = self.len;
-        if let Err(err) = self.file.write_all(line) {
+        if let Err(err) = (&*self.file).write_all(line) {
             // If even the rollback fails, the next open of the run cuts the torn tail.
             let _ = self.file.set_len(offset);
             return Err(StorageError::io(self.path.display().to_string(), err));
@@ -88,11 +90,9 @@ impl Segment {
         Ok(buf)
     }
 
-    /// A second handle on the same file, for the flusher's `fdatasync`.
-    pub(crate) fn sync_handle(&self) -> StorageResult<File> {
-        self.file
-            .try_clone()
-            .map_err(|err| StorageError::io(self.path.display().to_string(), err))
+    /// The file, for the flusher's `fdatasync`.
+    pub(crate) fn sync_handle(&self) -> Arc<File> {
+        Arc::clone(&self.file)
     }
 }
 

@@ -153,6 +153,30 @@ pub trait AgentInvocationRepository: Send + Sync {
     /// All tasks of a run, ordered by `createdAt` then id.
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>>;
 
+    /// The tasks `parent` opened (delegations and handoffs), ordered by `createdAt` then id.
+    /// Stores that index tasks answer without reading the others.
+    async fn list_tasks_by_parent(
+        &self,
+        run_id: &RunId,
+        parent: &InvocationId,
+    ) -> StorageResult<Vec<AgentTaskRecord>> {
+        let mut tasks = self.list_tasks(run_id).await?;
+        tasks.retain(|task| task.parent_invocation_id == *parent);
+        Ok(tasks)
+    }
+
+    /// The tasks whose child invocation is `child` (at most one when the runtime wrote them),
+    /// ordered by `createdAt` then id.
+    async fn list_tasks_by_child(
+        &self,
+        run_id: &RunId,
+        child: &InvocationId,
+    ) -> StorageResult<Vec<AgentTaskRecord>> {
+        let mut tasks = self.list_tasks(run_id).await?;
+        tasks.retain(|task| task.child_invocation_id == *child);
+        Ok(tasks)
+    }
+
     /// Applies `transition` atomically with respect to other transitions of the same task:
     /// a task that is already terminal is returned unchanged with `changed = false`.
     async fn transition_task(

@@ -258,3 +258,19 @@ async fn temp_files_left_by_a_crash_are_removed_by_the_next_owner() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     assert!(!dir.join(".tt-tmp-99-2").exists());
 }
+
+#[tokio::test]
+async fn finished_runs_release_their_lock_when_another_run_opens() {
+    let fx = Fixture::new();
+    let (mut run, _) = fx.run(1).await;
+    run.transition(AgentRunStatus::Failed, ts(2)).unwrap();
+    fx.store.save_run(&run).await.unwrap();
+    assert_eq!(fx.store.open_run_count(), 1);
+    fx.run(2).await;
+    // Only the unfinished second run is still held.
+    assert_eq!(fx.store.open_run_count(), 1);
+    let other = UserDataStore::open(fx.data_root()).unwrap();
+    RunJournal::append(other.as_ref(), tool_event(&run.id, 1, "inv_root"))
+        .await
+        .unwrap();
+}

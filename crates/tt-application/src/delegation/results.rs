@@ -119,13 +119,10 @@ pub async fn delegated_by(
     let mut tasks: Vec<AgentTaskRecord> = ctx
         .services
         .invocations
-        .list_tasks(&ctx.run_id)
+        .list_tasks_by_parent(&ctx.run_id, &inv.invocation.id)
         .await?
         .into_iter()
-        .filter(|task| {
-            task.parent_invocation_id == inv.invocation.id
-                && task.continuation == TaskContinuation::ReturnToParent
-        })
+        .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
         .collect();
     tasks.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     Ok(tasks)

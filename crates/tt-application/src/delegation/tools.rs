@@ -418,11 +418,8 @@ pub async fn task_return(
     let owned: Vec<AgentTaskRecord> = ctx
         .services
         .invocations
-        .list_tasks(&ctx.run_id)
-        .await?
-        .into_iter()
-        .filter(|task| task.child_invocation_id == inv.invocation.id)
-        .collect();
+        .list_tasks_by_child(&ctx.run_id, &inv.invocation.id)
+        .await?;
     let task = match owned.as_slice() {
         [] => {
             return Err(ApplicationError::fatal(

@@ -90,6 +90,62 @@ pub async fn tasks_round_trip_in_creation_order(s: StorageUnderTest) {
     );
 }
 
+pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let mut other_parent = task(&run, "task_z", 1);
+    other_parent.parent_invocation_id = InvocationId::from_raw("inv_writer_2");
+    for t in [
+        task(&run, "task_b", 3),
+        other_parent,
+        task(&run, "task_a", 2),
+    ] {
+        s.invocations.create_task(&t).await.unwrap();
+    }
+    // A status change keeps a task where it was found.
+    s.invocations
+        .transition_task(
+            &run.id,
+            &TaskId::from_raw("task_a"),
+            &to(TaskStatus::Running, None, None),
+            ts(4),
+        )
+        .await
+        .unwrap();
+    let ids = |tasks: Vec<tt_domain::task::AgentTaskRecord>| -> Vec<String> {
+        tasks.into_iter().map(|t| t.id.to_string()).collect()
+    };
+    let by_root = s
+        .invocations
+        .list_tasks_by_parent(&run.id, &InvocationId::root())
+        .await
+        .unwrap();
+    assert_eq!(by_root[0].status, TaskStatus::Running);
+    assert_eq!(ids(by_root), ["task_a", "task_b"]);
+    assert_eq!(
+        ids(s
+            .invocations
+            .list_tasks_by_parent(&run.id, &InvocationId::from_raw("inv_writer_2"))
+            .await
+            .unwrap()),
+        ["task_z"]
+    );
+    assert_eq!(
+        ids(s
+            .invocations
+            .list_tasks_by_child(&run.id, &InvocationId::from_raw("inv_for_task_b"))
+            .await
+            .unwrap()),
+        ["task_b"]
+    );
+    assert!(
+        s.invocations
+            .list_tasks_by_child(&run.id, &InvocationId::from_raw("inv_nobody"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 pub async fn first_terminal_write_wins(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let record = task(&run, "task_1", 1);

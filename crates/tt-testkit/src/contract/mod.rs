@@ -96,6 +96,7 @@ macro_rules! storage_contract_tests {
             invocations {
                 invocations_round_trip_in_creation_order,
                 tasks_round_trip_in_creation_order,
+                tasks_are_found_by_parent_and_by_child,
                 first_terminal_write_wins,
                 concurrent_terminal_transitions_change_once,
             }
