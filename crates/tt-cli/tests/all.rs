@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod disk_full;
+mod hostile;
 mod live;
 mod signals;
