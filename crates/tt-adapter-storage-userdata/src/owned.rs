@@ -160,6 +160,9 @@ pub(crate) struct OwnedRun {
     _lock: File,
 }
 
+/// How often taking a run's lock is retried (1 ms apart) before it counts as held.
+const LOCK_ATTEMPTS: u32 = 5;
+
 /// Takes the run's OS lock, or says which process holds it.
 pub(crate) fn acquire_lock(run_id: &RunId, dir: &Path) -> StorageResult<File> {
     let path = dir.join(LOCK_FILE);
@@ -171,7 +174,19 @@ pub(crate) fn acquire_lock(run_id: &RunId, dir: &Path) -> StorageResult<File> {
         .truncate(false)
         .open(&path)
         .map_err(|err| StorageError::io(what(), err))?;
-    match file.try_lock() {
+    // A reader probing whether the run has a live owner holds a shared lock for a few
+    // microseconds; a handful of quick retries tell that apart from a real owner.
+    let mut attempts = 0;
+    let locked = loop {
+        match file.try_lock() {
+            Err(TryLockError::WouldBlock) if attempts < LOCK_ATTEMPTS => {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            other => break other,
+        }
+    };
+    match locked {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
             let mut text = String::new();
