@@ -55,6 +55,9 @@ pub use crate::show::RECORD_REFERENCES;
 /// released; a later write takes it again). Each open run holds four file descriptors.
 const MAX_OPEN_RUNS: usize = 64;
 
+/// How many runs a process keeps a reader's journal index of.
+const MAX_JOURNAL_VIEWS: usize = 256;
+
 /// File-system storage rooted at one data directory. Cheap to share: hold it as
 /// `Arc<UserDataStore>` and hand it out as each storage port.
 pub struct UserDataStore {
@@ -260,13 +263,14 @@ impl Inner {
             return Ok(RunAccess::Owned(Arc::clone(run)));
         }
         let dir = self.run_location(run_id)?.dir;
-        let view = Arc::clone(
-            self.views
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry(run_id.clone())
-                .or_default(),
-        );
+        let view = {
+            let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
+            if views.len() >= MAX_JOURNAL_VIEWS && !views.contains_key(run_id) {
+                // Views are caches of the files: dropping them only costs a rescan.
+                views.clear();
+            }
+            Arc::clone(views.entry(run_id.clone()).or_default())
+        };
         Ok(RunAccess::Reader { dir, view })
     }
 
