@@ -85,39 +85,20 @@ pub(crate) fn io_error(what: impl Into<String>, err: &io::Error) -> StorageError
     }
 }
 
-/// Replaces `path` with `bytes` atomically: write a temp file in the same directory, flush and
-/// sync it, then rename it over the target. The temp file is removed on failure.
+/// Replaces `path` with `bytes` atomically: write a temp file in the same directory, sync it,
+/// then rename it over the target. The temp file is removed on failure.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> StorageResult<()> {
-    let what = || path.display().to_string();
-    let dir = path
-        .parent()
-        .ok_or_else(|| StorageError::Other(format!("{} has no parent directory", what())))?;
-    let temp = temp_path_in(dir);
-    let result = (|| -> io::Result<()> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.flush()?;
-        file.sync_all()?;
-        note_fsync();
-        drop(file);
-        fs::rename(&temp, path)
-    })();
-    match result {
-        Ok(()) => Ok(()),
-        Err(err) => {
-            // Best effort: the temp file is garbage either way, and the original error matters.
-            let _ = fs::remove_file(&temp);
-            Err(StorageError::io(what(), err))
-        }
-    }
+    replace_via_temp(path, bytes, true)
+        .map_err(|err| StorageError::io(path.display().to_string(), err))
 }
 
 /// Replaces `path` with `bytes` by temp file and rename, without waiting for the disk: a crash
 /// of the process leaves the old or the new file; durability comes from the run's segments.
 pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace_via_temp(path, bytes, false)
+}
+
+fn replace_via_temp(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     let dir = path.parent().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -131,6 +112,10 @@ pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
             .create_new(true)
             .open(&temp)?;
         file.write_all(bytes)?;
+        if sync {
+            file.sync_all()?;
+            note_fsync();
+        }
         drop(file);
         fs::rename(&temp, path)
     })();

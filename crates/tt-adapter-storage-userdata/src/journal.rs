@@ -42,6 +42,12 @@ impl JournalIndex {
         if seq <= self.last_seq {
             return Err(format!("seq {seq} follows seq {}", self.last_seq));
         }
+        self.mark(seq, offset);
+        Ok(())
+    }
+
+    /// Records `seq` as the last one, indexing it when a stride has passed since the last mark.
+    fn mark(&mut self, seq: u64, offset: u64) {
         if self
             .marks
             .last()
@@ -50,19 +56,11 @@ impl JournalIndex {
             self.marks.push(IndexMark { seq, offset });
         }
         self.last_seq = seq;
-        Ok(())
     }
 
     /// Takes note of an event just appended as `line_len` bytes at `offset`.
     pub(crate) fn observe_append(&mut self, seq: u64, offset: u64, line_len: u64) {
-        if self
-            .marks
-            .last()
-            .is_none_or(|mark| seq >= mark.seq + INDEX_STRIDE)
-        {
-            self.marks.push(IndexMark { seq, offset });
-        }
-        self.last_seq = seq;
+        self.mark(seq, offset);
         self.len = offset + line_len;
     }
 

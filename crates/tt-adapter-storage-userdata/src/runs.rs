@@ -122,6 +122,19 @@ impl Inner {
     }
 }
 
+impl UserDataStore {
+    /// The tasks of a run that pass `keep`, in listing order.
+    async fn tasks_where(
+        &self,
+        run_id: &RunId,
+        keep: impl Fn(&AgentTaskRecord) -> bool,
+    ) -> StorageResult<Vec<AgentTaskRecord>> {
+        let mut tasks = self.list_tasks(run_id).await?;
+        tasks.retain(|task| keep(task));
+        Ok(tasks)
+    }
+}
+
 #[async_trait]
 impl AgentRunRepository for UserDataStore {
     async fn create_run(&self, run: &AgentRun, manifest: &RunManifest) -> StorageResult<()> {
@@ -338,9 +351,8 @@ impl AgentInvocationRepository for UserDataStore {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.tasks_by_parent(parent)),
             RunAccess::Reader { .. } => {
-                let mut tasks = self.list_tasks(run_id).await?;
-                tasks.retain(|task| task.parent_invocation_id == *parent);
-                Ok(tasks)
+                self.tasks_where(run_id, |task| task.parent_invocation_id == *parent)
+                    .await
             }
         }
     }
@@ -353,9 +365,8 @@ impl AgentInvocationRepository for UserDataStore {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.tasks_by_child(child)),
             RunAccess::Reader { .. } => {
-                let mut tasks = self.list_tasks(run_id).await?;
-                tasks.retain(|task| task.child_invocation_id == *child);
-                Ok(tasks)
+                self.tasks_where(run_id, |task| task.child_invocation_id == *child)
+                    .await
             }
         }
     }

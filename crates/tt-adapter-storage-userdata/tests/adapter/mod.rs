@@ -53,6 +53,15 @@ impl Fixture {
     }
 }
 
+/// Event ids for `recover_interrupted_runs`: `evt_recovery_1`, `evt_recovery_2`, …
+pub fn event_ids() -> impl FnMut() -> tt_domain::ids::EventId {
+    let mut n = 0;
+    move || {
+        n += 1;
+        tt_domain::ids::EventId::from_raw(format!("evt_recovery_{n}"))
+    }
+}
+
 /// Every file under `dir`, relative, sorted.
 pub fn files_under(dir: &Path) -> Vec<String> {
     fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {

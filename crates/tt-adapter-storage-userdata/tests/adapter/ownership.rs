@@ -2,7 +2,7 @@
 //! whose owner is gone `interrupted`.
 
 use tt_adapter_storage_userdata::{OWNER_EXITED, UserDataStore};
-use tt_domain::ids::{EventId, InvocationId, TaskId};
+use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::{TaskStatus, TaskTransition};
@@ -14,15 +14,7 @@ use tt_ports::{
 
 use tt_testkit::contract::{invocation, task, tool_event, ts, wp};
 
-use super::{Fixture, files_under};
-
-fn event_ids() -> impl FnMut() -> EventId {
-    let mut n = 0;
-    move || {
-        n += 1;
-        EventId::from_raw(format!("evt_recovery_{n}"))
-    }
-}
+use super::{Fixture, event_ids, files_under};
 
 #[tokio::test]
 async fn a_second_writer_gets_run_locked_naming_the_owner() {

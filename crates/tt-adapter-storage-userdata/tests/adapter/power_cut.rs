@@ -10,7 +10,7 @@ use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tt_adapter_storage_userdata::UserDataStore;
-use tt_domain::ids::{EventId, InvocationId, TaskId};
+use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{
@@ -19,7 +19,7 @@ use tt_ports::{
 };
 use tt_testkit::contract::{invocation, task, tool_event, ts, wp};
 
-use super::Fixture;
+use super::{Fixture, event_ids};
 
 const SEGMENTS: [&str; 3] = ["events.jsonl", "records.jsonl", "blobs.jsonl"];
 
@@ -58,14 +58,6 @@ fn cut_points(bytes: &[u8], from: u64) -> BTreeSet<u64> {
     }
     cuts.retain(|cut| *cut <= bytes.len() as u64);
     cuts
-}
-
-fn event_ids() -> impl FnMut() -> EventId {
-    let mut n = 0;
-    move || {
-        n += 1;
-        EventId::from_raw(format!("evt_cut_{n}"))
-    }
 }
 
 #[tokio::test]
