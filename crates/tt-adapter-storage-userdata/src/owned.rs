@@ -98,10 +98,48 @@ pub(crate) fn record_value<T: DeserializeOwned>(body: &[u8]) -> Result<T, String
 }
 
 fn line_of<T: Serialize>(value: &T) -> StorageResult<Vec<u8>> {
-    let mut line = serde_json::to_vec(value)
+    let mut line = Vec::with_capacity(512);
+    serde_json::to_writer(&mut line, value)
         .map_err(|err| StorageError::Other(format!("cannot serialize a record: {err}")))?;
     line.push(b'\n');
     Ok(line)
+}
+
+/// A record line, serialized before the run's lock is taken.
+fn record_line<T: Serialize>(kind: RecordKind, key: &str, value: &T) -> StorageResult<Vec<u8>> {
+    line_of(&RecordLine { kind, key, value })
+}
+
+/// An event line without its seq: `{"id":…,"runId":…,…}` and the newline, in the field order
+/// of [`AgentRunEvent`], so that `{"seq":N,` in front of it makes the stored line.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventLineTail<'a> {
+    id: &'a tt_domain::ids::EventId,
+    run_id: &'a RunId,
+    timestamp: &'a Timestamp,
+    level: &'a tt_domain::event::EventLevel,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    payload: &'a Value,
+}
+
+fn event_line_tail(event: &NewRunEvent) -> StorageResult<Vec<u8>> {
+    let mut tail = Vec::with_capacity(512);
+    serde_json::to_writer(
+        &mut tail,
+        &EventLineTail {
+            id: &event.id,
+            run_id: &event.run_id,
+            timestamp: &event.timestamp,
+            level: &event.level,
+            event_type: event.event_type.as_str(),
+            payload: &event.payload,
+        },
+    )
+    .map_err(|err| StorageError::Other(format!("cannot serialize an event: {err}")))?;
+    tail.push(b'\n');
+    Ok(tail)
 }
 
 struct RunFiles {
@@ -357,18 +395,24 @@ impl OwnedRun {
 
     // ---- journal ----
 
-    /// Appends one event with the next seq.
+    /// Appends one event with the next seq. The event is serialized before the run's lock is
+    /// taken; under the lock only its seq is put in front and the line written.
     pub(crate) fn append_event(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+        let tail = event_line_tail(&event)?;
+        let mut line = Vec::with_capacity(tail.len() + 24);
         let mut files = self.files();
-        let event = event.with_seq(files.journal_index.last_seq + 1);
-        let line = line_of(&event)?;
+        let seq = files.journal_index.last_seq + 1;
+        line.extend_from_slice(b"{\"seq\":");
+        line.extend_from_slice(seq.to_string().as_bytes());
+        line.push(b',');
+        line.extend_from_slice(tail.get(1..).unwrap_or_default());
         let offset = files.journal.append(&line)?;
         files
             .journal_index
-            .observe_append(event.seq, offset, line.len() as u64);
+            .observe_append(seq, offset, line.len() as u64);
         drop(files);
         self.sync.mark_written(JOURNAL);
-        Ok(event)
+        Ok(event.with_seq(seq))
     }
 
     /// Plans something from the journal's path and index as they are now (a page read then
@@ -390,8 +434,11 @@ impl OwnedRun {
         key: &str,
         value: &T,
     ) -> StorageResult<Loc> {
-        let line = line_of(&RecordLine { kind, key, value })?;
-        let offset = files.records.append(&line)?;
+        Self::append_line(files, &record_line(kind, key, value)?)
+    }
+
+    fn append_line(files: &mut RunFiles, line: &[u8]) -> StorageResult<Loc> {
+        let offset = files.records.append(line)?;
         Ok(Loc {
             offset,
             len: line.len() - 1,
@@ -399,8 +446,9 @@ impl OwnedRun {
     }
 
     pub(crate) fn put_document(&self, key: &str, value: &Value) -> StorageResult<()> {
+        let line = record_line(RecordKind::Document, key, value)?;
         let mut files = self.files();
-        let loc = Self::append_record(&mut files, RecordKind::Document, key, value)?;
+        let loc = Self::append_line(&mut files, &line)?;
         files.documents.insert(key.to_owned(), loc);
         drop(files);
         self.sync.mark_written(RECORDS);
@@ -420,13 +468,9 @@ impl OwnedRun {
     }
 
     pub(crate) fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()> {
+        let line = record_line(RecordKind::Invocation, invocation.id.as_str(), invocation)?;
         let mut files = self.files();
-        Self::append_record(
-            &mut files,
-            RecordKind::Invocation,
-            invocation.id.as_str(),
-            invocation,
-        )?;
+        Self::append_line(&mut files, &line)?;
         files
             .invocations
             .insert(invocation.id.clone(), invocation.clone());
@@ -447,13 +491,14 @@ impl OwnedRun {
     }
 
     pub(crate) fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()> {
+        let line = record_line(RecordKind::Task, task.id.as_str(), task)?;
         let mut files = self.files();
         if files.tasks.contains_key(&task.id) {
             return Err(StorageError::AlreadyExists {
                 what: format!("task {}", task.id),
             });
         }
-        Self::append_record(&mut files, RecordKind::Task, task.id.as_str(), task)?;
+        Self::append_line(&mut files, &line)?;
         files.insert_task(task.clone());
         drop(files);
         self.sync.mark_written(RECORDS);
@@ -593,4 +638,33 @@ pub(crate) fn sync_dir(dir: &Path) -> StorageResult<()> {
         .map_err(|err| StorageError::io(dir.display().to_string(), err))?;
     fsutil::note_fsync();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tt_domain::event::{EventLevel, RunEventType};
+    use tt_domain::ids::EventId;
+
+    #[test]
+    fn an_event_line_is_the_event_serialized_whole() {
+        let event = NewRunEvent {
+            id: EventId::from_raw("evt_1"),
+            run_id: RunId::from_raw("run_1"),
+            timestamp: Timestamp::from_unix_millis(1_764_677_944_123),
+            level: EventLevel::Warn,
+            event_type: RunEventType::ToolCallStarted,
+            payload: json!({"b": 1, "a": "x\n\"y\"", "eventScope": {"invocationId": "inv_root"}}),
+        };
+        let tail = event_line_tail(&event).unwrap();
+        let mut line = b"{\"seq\":42,".to_vec();
+        line.extend_from_slice(&tail[1..]);
+        let mut whole = serde_json::to_vec(&event.with_seq(42)).unwrap();
+        whole.push(b'\n');
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            String::from_utf8(whole).unwrap()
+        );
+    }
 }
