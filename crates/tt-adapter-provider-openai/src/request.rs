@@ -215,7 +215,7 @@ mod tests {
             model_id: None,
             round: 1,
             messages,
-            tools: vec![],
+            tools: Vec::new().into(),
             tool_choice: "auto".into(),
             max_output_tokens: None,
         }

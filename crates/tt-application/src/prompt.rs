@@ -48,7 +48,7 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
         "You work only by calling tools. Every reply you give must be a tool call; plain text is not delivered to anyone.\n\n",
     );
     out.push_str("Your tools:\n");
-    for spec in &snapshot.tools {
+    for spec in snapshot.tools.iter() {
         let line = match spec.name {
             ToolName::WorkspaceListFiles => "see which files exist in the shared workspace.",
             ToolName::WorkspaceSearchFiles => "find text across the workspace files you can see.",

@@ -95,7 +95,7 @@ pub fn build_tool_snapshot(
         profile_id: profile.id().clone(),
         exit_policy,
         presentation,
-        tools,
+        tools: tools.into(),
         budgets: InvocationBudgets {
             max_rounds: definition.tools.max_rounds,
             max_calls_per_invocation: definition.tools.max_calls_per_run,

@@ -152,7 +152,7 @@ async fn runtime_text_sent_to_the_model_leaks_no_runtime_terms() {
     let run = h.run_to_end(request(None)).await;
     assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
     let last = h.model.requests().pop().unwrap();
-    for spec in &last.tools {
+    for spec in last.tools.iter() {
         assert_clean(&spec.model_name, &spec.description);
         assert_clean(&spec.model_name, &spec.input_schema.to_string());
     }

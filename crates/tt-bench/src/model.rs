@@ -291,7 +291,7 @@ mod tests {
             model_id: None,
             round,
             messages,
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             tool_choice: "auto".to_owned(),
             max_output_tokens: None,
         }

@@ -135,7 +135,8 @@ pub struct AgentModelRequest {
     /// 1-based round within the invocation.
     pub round: u32,
     pub messages: Vec<AgentModelMessage>,
-    pub tools: Vec<AgentToolSpec>,
+    /// Shared with the invocation's frozen tool snapshot: a request never copies the schemas.
+    pub tools: std::sync::Arc<[AgentToolSpec]>,
     /// Always `"auto"`.
     pub tool_choice: String,
     /// The most tokens the model may generate for this request (the profile's

@@ -248,8 +248,9 @@ pub struct InvocationToolSnapshot {
     pub profile_id: ProfileId,
     pub exit_policy: ExitPolicy,
     pub presentation: Presentation,
-    /// Visible tools in provider order (the order of the profile's `tools.allow`).
-    pub tools: Vec<AgentToolSpec>,
+    /// Visible tools in provider order (the order of the profile's `tools.allow`); shared with
+    /// every model request of the invocation.
+    pub tools: std::sync::Arc<[AgentToolSpec]>,
     pub budgets: InvocationBudgets,
     pub visible_roots: Vec<WorkspaceRoot>,
     pub writable_roots: Vec<WorkspaceRoot>,

@@ -82,7 +82,7 @@ pub fn request(round: u32, messages: Vec<AgentModelMessage>) -> AgentModelReques
         model_id: None,
         round,
         messages,
-        tools: tools(),
+        tools: tools().into(),
         tool_choice: "auto".to_owned(),
         max_output_tokens: None,
     }

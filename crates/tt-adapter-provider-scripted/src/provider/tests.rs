@@ -57,7 +57,7 @@ fn request(agent: &str, invocation: &str, assistant_turns: usize) -> AgentModelR
         model_id: None,
         round: u32::try_from(assistant_turns + 1).unwrap(),
         messages,
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         tool_choice: "auto".into(),
         max_output_tokens: None,
     }

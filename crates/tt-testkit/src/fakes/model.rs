@@ -212,7 +212,7 @@ mod tests {
             model_id: None,
             round: 1,
             messages: vec![AgentModelMessage::text(ModelRole::User, "go")],
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             tool_choice: "auto".into(),
             max_output_tokens: None,
         }
