@@ -303,16 +303,25 @@ pub async fn agent_await(
         .await?;
     let mut changes = ctx.scheduler.subscribe();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(args.timeout_ms);
+    // The selected tasks in order; a terminal task never changes again (first terminal write
+    // wins), so each wake-up reloads only the ones still open.
+    let mut current: Vec<AgentTaskRecord> = selected
+        .iter()
+        .filter_map(|id| mine.iter().find(|task| task.id == *id).cloned())
+        .collect();
     let (tasks, timed_out) = loop {
         if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled().into());
         }
         changes.borrow_and_update();
-        let current: Vec<AgentTaskRecord> = delegated_by(ctx, inv)
-            .await?
-            .into_iter()
-            .filter(|task| selected.contains(&task.id))
-            .collect();
+        // Read after marking the change signal seen, so no change between the two is missed.
+        for task in current.iter_mut().filter(|task| !task.status.is_terminal()) {
+            *task = ctx
+                .services
+                .invocations
+                .load_task(&ctx.run_id, &task.id)
+                .await?;
+        }
         // A result counts as new until this agent has seen it (here or by injection), so
         // `nextCompleted` waits for the next result it has not seen yet.
         let fresh =
