@@ -244,15 +244,15 @@ async fn a_second_process_cannot_write_a_run_a_live_process_owns() {
             payload: serde_json::json!({}),
         })
         .await;
+    // A 400-child run takes far longer than the few milliseconds the attempt needs.
     let still_running = child.try_wait().unwrap().is_none();
     child.kill().unwrap();
     child.wait().unwrap();
-    if still_running {
-        match attempt {
-            Err(tt_ports::StorageError::Locked { owner_pid, .. }) => {
-                assert_eq!(owner_pid, Some(child.id()));
-            }
-            other => panic!("expected agent.run_locked, got {other:?}"),
+    assert!(still_running, "the fan-out ended before the second writer tried");
+    match attempt {
+        Err(tt_ports::StorageError::Locked { owner_pid, .. }) => {
+            assert_eq!(owner_pid, Some(child.id()));
         }
+        other => panic!("expected agent.run_locked, got {other:?}"),
     }
 }
