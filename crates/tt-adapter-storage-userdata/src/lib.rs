@@ -320,6 +320,11 @@ impl Inner {
         Ok(run)
     }
 
+    /// Drops this process's writer of `run_id` (its lock is released once nobody uses it).
+    pub(crate) fn forget_owned(&self, run_id: &RunId) {
+        self.lock_owned().remove(run_id);
+    }
+
     /// A durability point: waits until everything written to `run` so far is on stable storage.
     pub(crate) async fn durable(&self, run: &OwnedRun) -> StorageResult<()> {
         match &self.flusher {

@@ -167,14 +167,32 @@ impl AgentRunRepository for UserDataStore {
             Err(err) => return Err(StorageError::io(run_dir.display().to_string(), err)),
         }
         // Take the lock before anything else lands, so a run.json always has had an owner.
-        let owned = inner.open_owned(&run.id, run_dir.clone(), true)?;
-        for root in WorkspaceRoot::ALL {
-            fsutil::create_dir_all(&run_dir.join(root.name()))?;
+        let owned = match inner.open_owned(&run.id, run_dir.clone(), true) {
+            Ok(owned) => owned,
+            Err(err) => {
+                // Best effort: an empty directory without run.json is nobody's run.
+                let _ = fs::remove_dir_all(&run_dir);
+                return Err(err);
+            }
+        };
+        let written = (|| -> StorageResult<()> {
+            for root in WorkspaceRoot::ALL {
+                fsutil::create_dir_all(&run_dir.join(root.name()))?;
+            }
+            write_json_atomic(&run_dir.join(MANIFEST_FILE), manifest)?;
+            write_json_atomic(&run_dir.join(RUN_FILE), run)?;
+            fsutil::create_dir_all(&inner.layout.index_runs_dir())?;
+            write_json_atomic(&index_path, run)
+        })();
+        if let Err(err) = written {
+            // A run that could not be created leaves nothing behind: not its writer, not its
+            // directory, not its index copy (best effort; the next start cleans up the rest).
+            drop(owned);
+            inner.forget_owned(&run.id);
+            let _ = fs::remove_file(&index_path);
+            let _ = fs::remove_dir_all(&run_dir);
+            return Err(err);
         }
-        write_json_atomic(&run_dir.join(MANIFEST_FILE), manifest)?;
-        write_json_atomic(&run_dir.join(RUN_FILE), run)?;
-        fsutil::create_dir_all(&inner.layout.index_runs_dir())?;
-        write_json_atomic(&index_path, run)?;
         inner.remember_run_location(
             &run.id,
             RunLocation {

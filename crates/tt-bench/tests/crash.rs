@@ -248,7 +248,10 @@ async fn a_second_process_cannot_write_a_run_a_live_process_owns() {
     let still_running = child.try_wait().unwrap().is_none();
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(still_running, "the fan-out ended before the second writer tried");
+    assert!(
+        still_running,
+        "the fan-out ended before the second writer tried"
+    );
     match attempt {
         Err(tt_ports::StorageError::Locked { owner_pid, .. }) => {
             assert_eq!(owner_pid, Some(child.id()));

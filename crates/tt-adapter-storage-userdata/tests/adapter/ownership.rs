@@ -266,3 +266,25 @@ async fn finished_runs_release_their_lock_when_another_run_opens() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_run_that_cannot_be_created_leaves_nothing_behind() {
+    let fx = Fixture::new();
+    // The run index cannot be written: its folder is a file.
+    std::fs::create_dir_all(fx.data_root().join("index")).unwrap();
+    std::fs::write(fx.data_root().join("index/runs"), b"not a folder").unwrap();
+    let run = tt_testkit::contract::sample_run(1);
+    let err = fx
+        .store
+        .create_run(&run, &tt_testkit::contract::manifest_for(&run))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "agent.storage_io");
+    assert_eq!(fx.store.open_run_count(), 0);
+    let runs_dir = fx
+        .data_root()
+        .join("chats")
+        .join(run.workspace_id.as_str())
+        .join("runs");
+    assert_eq!(std::fs::read_dir(runs_dir).unwrap().count(), 0);
+}
