@@ -152,6 +152,8 @@ struct RunFiles {
     /// Task ids by parent and by child invocation (a task's parent and child never change).
     tasks_by_parent: HashMap<InvocationId, Vec<TaskId>>,
     tasks_by_child: HashMap<InvocationId, Vec<TaskId>>,
+    /// Every task's workspace key (it never changes either).
+    workspace_keys: std::collections::BTreeSet<String>,
     invocations: BTreeMap<InvocationId, AgentInvocation>,
     blobs: Segment,
     blob_locs: HashMap<String, Loc>,
@@ -169,6 +171,7 @@ impl RunFiles {
                 .entry(task.child_invocation_id.clone())
                 .or_default()
                 .push(task.id.clone());
+            self.workspace_keys.insert(task.workspace_key.clone());
         }
         self.tasks.insert(task.id.clone(), task);
     }
@@ -370,6 +373,7 @@ impl OwnedRun {
             checkpoints,
             tasks_by_parent: HashMap::new(),
             tasks_by_child: HashMap::new(),
+            workspace_keys: std::collections::BTreeSet::new(),
             tasks: BTreeMap::new(),
             invocations,
             blobs,
@@ -519,6 +523,18 @@ impl OwnedRun {
     pub(crate) fn tasks_by_parent(&self, parent: &InvocationId) -> Vec<AgentTaskRecord> {
         let files = self.files();
         files.tasks_among(files.tasks_by_parent.get(parent))
+    }
+
+    /// Workspace keys that are `base` or start with `base-`.
+    pub(crate) fn workspace_keys_like(&self, base: &str) -> Vec<String> {
+        let prefix = format!("{base}-");
+        self.files()
+            .workspace_keys
+            .range(base.to_owned()..)
+            .take_while(|key| key.starts_with(base))
+            .filter(|key| key.as_str() == base || key.starts_with(&prefix))
+            .cloned()
+            .collect()
     }
 
     pub(crate) fn tasks_by_child(&self, child: &InvocationId) -> Vec<AgentTaskRecord> {

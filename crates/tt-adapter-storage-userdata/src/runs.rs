@@ -375,6 +375,23 @@ impl AgentInvocationRepository for UserDataStore {
         }
     }
 
+    async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => Ok(run.workspace_keys_like(base)),
+            RunAccess::Reader { .. } => {
+                let prefix = format!("{base}-");
+                Ok(self
+                    .tasks_where(run_id, |task| {
+                        task.workspace_key == base || task.workspace_key.starts_with(&prefix)
+                    })
+                    .await?
+                    .into_iter()
+                    .map(|task| task.workspace_key)
+                    .collect())
+            }
+        }
+    }
+
     async fn list_tasks_by_child(
         &self,
         run_id: &RunId,

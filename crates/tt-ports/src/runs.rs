@@ -165,6 +165,19 @@ pub trait AgentInvocationRepository: Send + Sync {
         Ok(tasks)
     }
 
+    /// The workspace keys of the run's tasks (delegations and handoffs share one namespace)
+    /// that are `base` itself or start with `base-`, in no particular order.
+    async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
+        let prefix = format!("{base}-");
+        Ok(self
+            .list_tasks(run_id)
+            .await?
+            .into_iter()
+            .map(|task| task.workspace_key)
+            .filter(|key| key == base || key.starts_with(&prefix))
+            .collect())
+    }
+
     /// The tasks whose child invocation is `child` (at most one when the runtime wrote them),
     /// ordered by `createdAt` then id.
     async fn list_tasks_by_child(

@@ -96,7 +96,7 @@ pub async fn agent_handoff(
         brief: args.handoff,
         budget: None,
     };
-    let task = open_task(ctx, inv, call, &tasks, new).await?;
+    let task = open_task(ctx, inv, call, new).await?;
     let (task_id, new_invocation_id, workspace_key) =
         (task.id, task.child_invocation_id, task.workspace_key);
     ctx.events

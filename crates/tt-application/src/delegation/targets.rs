@@ -101,7 +101,6 @@ pub async fn open_task(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
-    existing: &[AgentTaskRecord],
     new: NewTask,
 ) -> ApplicationResult<AgentTaskRecord> {
     let now = ctx.services.clock.now();
@@ -115,10 +114,12 @@ pub async fn open_task(
             TaskId::generate_handoff(&ctx.services.ids.next_token()),
         ),
     };
-    let workspace_key = next_workspace_key(
-        new.target.as_str(),
-        existing.iter().map(|task| task.workspace_key.as_str()),
-    );
+    let used = ctx
+        .services
+        .invocations
+        .workspace_keys_like(&ctx.run_id, new.target.as_str())
+        .await?;
+    let workspace_key = next_workspace_key(new.target.as_str(), used.iter().map(String::as_str));
     let target_invocation = AgentInvocation {
         id: InvocationId::generate(&ctx.services.ids.next_token()),
         run_id: ctx.run_id.clone(),

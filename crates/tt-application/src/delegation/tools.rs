@@ -200,13 +200,13 @@ pub async fn agent_delegate(
             .into());
         }
     }
-    let all_tasks = ctx.services.invocations.list_tasks(&ctx.run_id).await?;
-    let mine: Vec<&AgentTaskRecord> = all_tasks
-        .iter()
-        .filter(|task| {
-            task.parent_invocation_id == inv.invocation.id
-                && task.continuation == TaskContinuation::ReturnToParent
-        })
+    let mine: Vec<AgentTaskRecord> = ctx
+        .services
+        .invocations
+        .list_tasks_by_parent(&ctx.run_id, &inv.invocation.id)
+        .await?
+        .into_iter()
+        .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
         .collect();
     if mine.len() as u64 >= u64::from(caller.max_invocations_per_run) {
         return Err(ToolError::new(
@@ -238,7 +238,7 @@ pub async fn agent_delegate(
         brief: args.task,
         budget: args.budget,
     };
-    let task = open_task(ctx, inv, call, &all_tasks, new).await?;
+    let task = open_task(ctx, inv, call, new).await?;
     ctx.events
         .info(
             &ctx.run_id,

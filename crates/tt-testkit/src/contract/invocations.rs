@@ -94,11 +94,10 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let mut other_parent = task(&run, "task_z", 1);
     other_parent.parent_invocation_id = InvocationId::from_raw("inv_writer_2");
-    for t in [
-        task(&run, "task_b", 3),
-        other_parent,
-        task(&run, "task_a", 2),
-    ] {
+    other_parent.workspace_key = "criticism".to_owned();
+    let mut second = task(&run, "task_a", 2);
+    second.workspace_key = "critic-002".to_owned();
+    for t in [task(&run, "task_b", 3), other_parent, second] {
         s.invocations.create_task(&t).await.unwrap();
     }
     // A status change keeps a task where it was found.
@@ -140,6 +139,21 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
     assert!(
         s.invocations
             .list_tasks_by_child(&run.id, &InvocationId::from_raw("inv_nobody"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Workspace keys of one agent: the key itself and its numbered repeats, nothing else.
+    let mut keys = s
+        .invocations
+        .workspace_keys_like(&run.id, "critic")
+        .await
+        .unwrap();
+    keys.sort();
+    assert_eq!(keys, ["critic", "critic-002"]);
+    assert!(
+        s.invocations
+            .workspace_keys_like(&run.id, "crit")
             .await
             .unwrap()
             .is_empty()
