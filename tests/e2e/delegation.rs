@@ -15,23 +15,23 @@ use tt_testkit::fakes::{FakeModel, responses};
 
 use crate::support::start_request;
 
-const WRITERS_ROOM: [&str; 4] = [
+pub(crate) const WRITERS_ROOM: [&str; 4] = [
     include_str!("../../crates/tt-cli/scenarios/writers-room/writer.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/continuity-critic.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/style-advisor.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/final-editor.json"),
 ];
-const WRITERS_ROOM_SCRIPT: &str =
+pub(crate) const WRITERS_ROOM_SCRIPT: &str =
     include_str!("../../crates/tt-cli/scenarios/writers-room/script.json");
 
-async fn install(runtime: &AgentRuntime, profiles: &[&str]) {
+pub(crate) async fn install(runtime: &AgentRuntime, profiles: &[&str]) {
     for text in profiles {
         let definition: AgentProfileDefinition = serde_json::from_str(text).unwrap();
         runtime.save_profile(definition).await.unwrap();
     }
 }
 
-async fn all_events(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> {
+pub(crate) async fn all_events(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> {
     let mut events = Vec::new();
     loop {
         let page = runtime
