@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelContentPart, ModelDelta};
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
 
@@ -185,18 +186,24 @@ impl ModelProvider for AnthropicProvider {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let body = self.body(&request, false)?;
-        // The server sends nothing until the whole answer is ready (slow local models take
-        // minutes): only the request timeout bounds that wait. The body then comes in pieces
-        // within the idle timeout and the size limit.
-        let exchange = async {
-            let mut response = self.send(body).await?;
-            if !response.status().is_success() {
-                return Err(self.fail(response, &cancel).await);
-            }
-            decode_body(&read_body(&mut response, &cancel, &self.config.limits).await?)
-        };
-        guarded(exchange, &cancel, self.config.request_timeout).await
+        let span =
+            tt_provider_http::http::request_span(self.name(), &self.endpoint, &request, false);
+        async move {
+            let body = self.body(&request, false)?;
+            // The server sends nothing until the whole answer is ready (slow local models take
+            // minutes): only the request timeout bounds that wait. The body then comes in pieces
+            // within the idle timeout and the size limit.
+            let exchange = async {
+                let mut response = self.send(body).await?;
+                if !response.status().is_success() {
+                    return Err(self.fail(response, &cancel).await);
+                }
+                decode_body(&read_body(&mut response, &cancel, &self.config.limits).await?)
+            };
+            guarded(exchange, &cancel, self.config.request_timeout).await
+        }
+        .instrument(span)
+        .await
     }
 
     async fn stream(
@@ -205,47 +212,53 @@ impl ModelProvider for AnthropicProvider {
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let body = self.body(&request, true)?;
-        let piece = self.piece_timeout();
-        let mut response = guarded_idle(self.send(body), &cancel, piece).await?;
-        if !response.status().is_success() {
-            return Err(self.fail(response, &cancel).await);
-        }
-        let limits = tt_provider_http::http::HttpLimits {
-            idle_timeout: piece,
-            ..self.config.limits
-        };
-        if is_json(response.headers()) {
-            // The server ignored `stream: true` and answered in one piece.
-            let body = read_body(&mut response, &cancel, &limits).await?;
-            let whole = decode_body(&body)?;
-            forward_whole(&whole, sink.as_ref());
-            return Ok(whole);
-        }
-        let mut decoder = SseDecoder::default();
-        let mut accumulator = EventAccumulator::default();
-        let mut budget = BodyBudget::new(limits.max_response_bytes);
-        while !accumulator.is_done() {
-            match next_chunk(&mut response, &cancel, piece).await? {
-                Some(bytes) => {
-                    budget.take(bytes.len())?;
-                    for event in decoder.feed(&bytes) {
-                        accumulator.push(&event.data, sink.as_ref())?;
-                        if accumulator.is_done() {
-                            break;
+        let span =
+            tt_provider_http::http::request_span(self.name(), &self.endpoint, &request, true);
+        async move {
+            let body = self.body(&request, true)?;
+            let piece = self.piece_timeout();
+            let mut response = guarded_idle(self.send(body), &cancel, piece).await?;
+            if !response.status().is_success() {
+                return Err(self.fail(response, &cancel).await);
+            }
+            let limits = tt_provider_http::http::HttpLimits {
+                idle_timeout: piece,
+                ..self.config.limits
+            };
+            if is_json(response.headers()) {
+                // The server ignored `stream: true` and answered in one piece.
+                let body = read_body(&mut response, &cancel, &limits).await?;
+                let whole = decode_body(&body)?;
+                forward_whole(&whole, sink.as_ref());
+                return Ok(whole);
+            }
+            let mut decoder = SseDecoder::default();
+            let mut accumulator = EventAccumulator::default();
+            let mut budget = BodyBudget::new(limits.max_response_bytes);
+            while !accumulator.is_done() {
+                match next_chunk(&mut response, &cancel, piece).await? {
+                    Some(bytes) => {
+                        budget.take(bytes.len())?;
+                        for event in decoder.feed(&bytes) {
+                            accumulator.push(&event.data, sink.as_ref())?;
+                            if accumulator.is_done() {
+                                break;
+                            }
                         }
                     }
-                }
-                None => {
-                    if let Some(event) = decoder.finish() {
-                        accumulator.push(&event.data, sink.as_ref())?;
+                    None => {
+                        if let Some(event) = decoder.finish() {
+                            accumulator.push(&event.data, sink.as_ref())?;
+                        }
+                        break;
                     }
-                    break;
                 }
             }
+            drop(response);
+            accumulator.finish()
         }
-        drop(response);
-        accumulator.finish()
+        .instrument(span)
+        .await
     }
 }
 

@@ -5,4 +5,5 @@
 
 mod disk_full;
 mod live;
+mod logs;
 mod signals;
