@@ -2,7 +2,10 @@
 //! and a timeout, classification of failures into `ModelError`, and an SSE decoder.
 //!
 //! Not an adapter itself: it knows only tt-domain and tt-ports (and the HTTP client), so the
-//! adapters can share it without depending on one another.
+//! adapters can share it without depending on one another. With the `test-support` feature
+//! (dev-dependencies only) it also carries the 127.0.0.1 test server both adapters' tests use.
 
 pub mod http;
 pub mod sse;
+#[cfg(feature = "test-support")]
+pub mod test_server;

@@ -1,7 +1,7 @@
 //! Fixtures shared by the provider tests: the test server, a canonical request with two real
 //! tool specs, and a sink that records streamed deltas.
 
-pub mod server;
+pub use tt_provider_http::test_server as server;
 
 use serde_json::{Value, json};
 use std::sync::Mutex;
