@@ -14,11 +14,8 @@ use crate::config::{ANTHROPIC_VERSION, AnthropicConfig, AnthropicError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::EventAccumulator;
-use tt_provider_http::http::{
-    BodyBudget, guarded, guarded_idle, next_chunk, read_body, read_error_body, status_error,
-    transport_error,
-};
-use tt_provider_http::sse::SseDecoder;
+use tt_provider_http::exchange::{EndpointConfig, HttpEndpoint, StreamAccumulator, WireFormat};
+use tt_provider_http::http::request_span;
 
 /// The provider name, as shown in events.
 pub const ANTHROPIC_PROVIDER_NAME: &str = "anthropic";
@@ -27,15 +24,13 @@ pub const ANTHROPIC_PROVIDER_NAME: &str = "anthropic";
 #[derive(Debug)]
 pub struct AnthropicProvider {
     config: AnthropicConfig,
-    client: reqwest::Client,
-    headers: HeaderMap,
-    endpoint: String,
+    http: HttpEndpoint,
 }
 
 impl AnthropicProvider {
     pub fn new(config: AnthropicConfig) -> Result<Self, AnthropicError> {
         let base = config.base_url.trim_end_matches('/');
-        let url = reqwest::Url::parse(base)
+        reqwest::Url::parse(base)
             .ok()
             .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
             .ok_or_else(|| AnthropicError::InvalidBaseUrl(config.base_url.clone()))?;
@@ -70,20 +65,15 @@ impl AnthropicProvider {
             header_value.set_sensitive(true);
             headers.insert(header_name, header_value);
         }
-        let mut builder = reqwest::Client::builder().connect_timeout(config.limits.connect_timeout);
-        if is_loopback(&url) {
-            // A local server is never reached through a proxy from the environment.
-            builder = builder.no_proxy();
-        }
-        let client = builder
-            .build()
-            .map_err(|err| AnthropicError::Client(err.to_string()))?;
-        Ok(Self {
-            config,
-            client,
+        let http = HttpEndpoint::new(EndpointConfig {
+            url: endpoint,
             headers,
-            endpoint,
+            limits: config.limits,
+            request_timeout: config.request_timeout,
+            clock: config.clock.clone(),
         })
+        .map_err(AnthropicError::Client)?;
+        Ok(Self { config, http })
     }
 
     /// Whether the runtime should call `stream` rather than `complete` for this connection.
@@ -93,7 +83,7 @@ impl AnthropicProvider {
 
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        self.http.url()
     }
 
     pub fn config(&self) -> &AnthropicConfig {
@@ -141,38 +131,6 @@ impl AnthropicProvider {
             _ => cap,
         }
     }
-
-    async fn send(&self, body: Vec<u8>) -> Result<reqwest::Response, ModelError> {
-        self.client
-            .post(&self.endpoint)
-            .headers(self.headers.clone())
-            .body(body)
-            .send()
-            .await
-            .map_err(|err| transport_error(&err))
-    }
-
-    /// Reads (the start of) an error response and classifies it.
-    async fn fail(
-        &self,
-        mut response: reqwest::Response,
-        cancel: &CancellationToken,
-    ) -> ModelError {
-        let status = response.status();
-        let headers = response.headers().clone();
-        // An unreadable error body still has a status worth classifying.
-        let body = read_error_body(&mut response, cancel, &self.config.limits).await;
-        status_error(status, &headers, &body, self.config.clock.as_ref())
-    }
-
-    /// The wait for each piece of a streamed reply: the idle timeout, or the request timeout
-    /// when that is shorter.
-    fn piece_timeout(&self) -> std::time::Duration {
-        let idle = self.config.limits.idle_timeout;
-        self.config
-            .request_timeout
-            .map_or(idle, |limit| limit.min(idle))
-    }
 }
 
 #[async_trait]
@@ -186,24 +144,12 @@ impl ModelProvider for AnthropicProvider {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let span =
-            tt_provider_http::http::request_span(self.name(), &self.endpoint, &request, false);
-        async move {
-            let body = self.body(&request, false)?;
-            // The server sends nothing until the whole answer is ready (slow local models take
-            // minutes): only the request timeout bounds that wait. The body then comes in pieces
-            // within the idle timeout and the size limit.
-            let exchange = async {
-                let mut response = self.send(body).await?;
-                if !response.status().is_success() {
-                    return Err(self.fail(response, &cancel).await);
-                }
-                decode_body(&read_body(&mut response, &cancel, &self.config.limits).await?)
-            };
-            guarded(exchange, &cancel, self.config.request_timeout).await
-        }
-        .instrument(span)
-        .await
+        let body = self.body(&request, false)?;
+        let span = request_span(self.name(), self.endpoint(), &request, false);
+        self.http
+            .complete::<Wire>(body, &cancel)
+            .instrument(span)
+            .await
     }
 
     async fn stream(
@@ -212,72 +158,42 @@ impl ModelProvider for AnthropicProvider {
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let span =
-            tt_provider_http::http::request_span(self.name(), &self.endpoint, &request, true);
-        async move {
-            let body = self.body(&request, true)?;
-            let piece = self.piece_timeout();
-            let mut response = guarded_idle(self.send(body), &cancel, piece).await?;
-            if !response.status().is_success() {
-                return Err(self.fail(response, &cancel).await);
-            }
-            let limits = tt_provider_http::http::HttpLimits {
-                idle_timeout: piece,
-                ..self.config.limits
-            };
-            if is_json(response.headers()) {
-                // The server ignored `stream: true` and answered in one piece.
-                let body = read_body(&mut response, &cancel, &limits).await?;
-                let whole = decode_body(&body)?;
-                forward_whole(&whole, sink.as_ref());
-                return Ok(whole);
-            }
-            let mut decoder = SseDecoder::default();
-            let mut accumulator = EventAccumulator::default();
-            let mut budget = BodyBudget::new(limits.max_response_bytes);
-            while !accumulator.is_done() {
-                match next_chunk(&mut response, &cancel, piece).await? {
-                    Some(bytes) => {
-                        budget.take(bytes.len())?;
-                        for event in decoder.feed(&bytes) {
-                            accumulator.push(&event.data, sink.as_ref())?;
-                            if accumulator.is_done() {
-                                break;
-                            }
-                        }
-                    }
-                    None => {
-                        if let Some(event) = decoder.finish() {
-                            accumulator.push(&event.data, sink.as_ref())?;
-                        }
-                        break;
-                    }
-                }
-            }
-            drop(response);
-            accumulator.finish()
-        }
-        .instrument(span)
-        .await
+        let body = self.body(&request, true)?;
+        let span = request_span(self.name(), self.endpoint(), &request, true);
+        self.http
+            .stream::<Wire>(body, sink.as_ref(), &cancel)
+            .instrument(span)
+            .await
     }
 }
 
-fn is_loopback(url: &reqwest::Url) -> bool {
-    let Some(host) = url.host_str() else {
-        return false;
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+/// The Anthropic wire format for the shared exchange.
+struct Wire;
+
+impl WireFormat for Wire {
+    type Accumulator = EventAccumulator;
+
+    fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError> {
+        decode_body(body)
+    }
+
+    fn forward_whole(response: &AgentModelResponse, sink: &dyn ModelDeltaSink) {
+        forward_whole(response, sink);
+    }
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.trim_start().starts_with("application/json"))
+impl StreamAccumulator for EventAccumulator {
+    fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
+        EventAccumulator::push(self, data, sink)
+    }
+
+    fn is_done(&self) -> bool {
+        EventAccumulator::is_done(self)
+    }
+
+    fn finish(self) -> Result<AgentModelResponse, ModelError> {
+        EventAccumulator::finish(self)
+    }
 }
 
 /// Forwards a response that arrived whole, so a streaming caller still sees its pieces.

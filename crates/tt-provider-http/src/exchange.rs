@@ -1,0 +1,210 @@
+//! The control flow of one model call over HTTP that both adapters share: the client (no proxy
+//! for a loopback server), the POST, error replies, a whole reply under the request timeout, and
+//! a streamed reply as server-sent events (or whole, when the server ignores `stream: true`)
+//! under the idle timeout and the size limit. A [`WireFormat`] supplies the provider's decoding.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use tokio_util::sync::CancellationToken;
+use tt_domain::model::AgentModelResponse;
+use tt_ports::{Clock, ModelDeltaSink, ModelError};
+
+use crate::http::{
+    BodyBudget, HttpLimits, guarded, guarded_idle, next_chunk, read_body, read_error_body,
+    status_error, transport_error,
+};
+use crate::sse::SseDecoder;
+
+/// Collects the data of a streamed reply's server-sent events into one response, forwarding
+/// partial output to the sink as it goes.
+pub trait StreamAccumulator: Default + Send {
+    /// Takes one event's data.
+    fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError>;
+    /// True once the provider's final event arrived.
+    fn is_done(&self) -> bool;
+    /// The complete response (an error when the stream ended too early).
+    fn finish(self) -> Result<AgentModelResponse, ModelError>;
+}
+
+/// A provider's wire format: what the shared exchange cannot know.
+pub trait WireFormat {
+    type Accumulator: StreamAccumulator;
+    /// Decodes a whole (non-streamed) reply body.
+    fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError>;
+    /// Forwards a reply that arrived whole, so a streaming caller still sees its pieces.
+    fn forward_whole(response: &AgentModelResponse, sink: &dyn ModelDeltaSink);
+}
+
+/// What a connection needs to build its [`HttpEndpoint`].
+#[derive(Clone)]
+pub struct EndpointConfig {
+    /// The URL requests are posted to.
+    pub url: String,
+    /// Every header of every request (content type, credentials, extra headers).
+    pub headers: HeaderMap,
+    pub limits: HttpLimits,
+    /// Bounds a whole call; `None` leaves only the idle timeout.
+    pub request_timeout: Option<Duration>,
+    /// Reads `Retry-After` dates against this clock.
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+impl std::fmt::Debug for EndpointConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Credentials in `headers` are marked sensitive and print as such.
+        f.debug_struct("EndpointConfig")
+            .field("url", &self.url)
+            .field("headers", &self.headers)
+            .field("limits", &self.limits)
+            .field("request_timeout", &self.request_timeout)
+            .field("clock", &self.clock.as_ref().map(|_| "custom"))
+            .finish()
+    }
+}
+
+/// One model server endpoint: the client and the shared control flow of `complete` and
+/// `stream`.
+#[derive(Debug)]
+pub struct HttpEndpoint {
+    client: reqwest::Client,
+    config: EndpointConfig,
+}
+
+impl HttpEndpoint {
+    /// Builds the client: the connect timeout from the limits, and no proxy from the
+    /// environment for a loopback server. The error is the client builder's, as text.
+    pub fn new(config: EndpointConfig) -> Result<Self, String> {
+        let mut builder = reqwest::Client::builder().connect_timeout(config.limits.connect_timeout);
+        if reqwest::Url::parse(&config.url).is_ok_and(|url| is_loopback(&url)) {
+            // A local server is never reached through a proxy from the environment.
+            builder = builder.no_proxy();
+        }
+        let client = builder.build().map_err(|err| err.to_string())?;
+        Ok(Self { client, config })
+    }
+
+    /// The URL requests are posted to.
+    pub fn url(&self) -> &str {
+        &self.config.url
+    }
+
+    /// Posts `body` and decodes the whole reply. The server sends nothing until the whole
+    /// answer is ready (slow local models take minutes): only the request timeout bounds that
+    /// wait. The body then comes in pieces within the idle timeout and the size limit.
+    pub async fn complete<W: WireFormat>(
+        &self,
+        body: Vec<u8>,
+        cancel: &CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        let exchange = async {
+            let mut response = self.send(body).await?;
+            if !response.status().is_success() {
+                return Err(self.fail(response, cancel).await);
+            }
+            W::decode_body(&read_body(&mut response, cancel, &self.config.limits).await?)
+        };
+        guarded(exchange, cancel, self.config.request_timeout).await
+    }
+
+    /// Posts `body` and reads the reply as server-sent events, each piece within the idle
+    /// timeout, forwarding partial output to `sink`.
+    pub async fn stream<W: WireFormat>(
+        &self,
+        body: Vec<u8>,
+        sink: &dyn ModelDeltaSink,
+        cancel: &CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        let piece = self.piece_timeout();
+        let mut response = guarded_idle(self.send(body), cancel, piece).await?;
+        if !response.status().is_success() {
+            return Err(self.fail(response, cancel).await);
+        }
+        let limits = HttpLimits {
+            idle_timeout: piece,
+            ..self.config.limits
+        };
+        if is_json(response.headers()) {
+            // The server ignored `stream: true` and answered in one piece.
+            let body = read_body(&mut response, cancel, &limits).await?;
+            let whole = W::decode_body(&body)?;
+            W::forward_whole(&whole, sink);
+            return Ok(whole);
+        }
+        let mut decoder = SseDecoder::default();
+        let mut accumulator = W::Accumulator::default();
+        let mut budget = BodyBudget::new(limits.max_response_bytes);
+        while !accumulator.is_done() {
+            match next_chunk(&mut response, cancel, piece).await? {
+                Some(bytes) => {
+                    budget.take(bytes.len())?;
+                    for event in decoder.feed(&bytes) {
+                        accumulator.push(&event.data, sink)?;
+                        if accumulator.is_done() {
+                            break;
+                        }
+                    }
+                }
+                None => {
+                    if let Some(event) = decoder.finish() {
+                        accumulator.push(&event.data, sink)?;
+                    }
+                    break;
+                }
+            }
+        }
+        drop(response);
+        accumulator.finish()
+    }
+
+    async fn send(&self, body: Vec<u8>) -> Result<reqwest::Response, ModelError> {
+        self.client
+            .post(&self.config.url)
+            .headers(self.config.headers.clone())
+            .body(body)
+            .send()
+            .await
+            .map_err(|err| transport_error(&err))
+    }
+
+    /// Reads (the start of) an error response and classifies it.
+    async fn fail(
+        &self,
+        mut response: reqwest::Response,
+        cancel: &CancellationToken,
+    ) -> ModelError {
+        let status = response.status();
+        let headers = response.headers().clone();
+        // An unreadable error body still has a status worth classifying.
+        let body = read_error_body(&mut response, cancel, &self.config.limits).await;
+        status_error(status, &headers, &body, self.config.clock.as_ref())
+    }
+
+    /// The wait for each piece of a streamed reply: the idle timeout, or the request timeout
+    /// when that is shorter.
+    fn piece_timeout(&self) -> Duration {
+        let idle = self.config.limits.idle_timeout;
+        self.config
+            .request_timeout
+            .map_or(idle, |limit| limit.min(idle))
+    }
+}
+
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("application/json"))
+}
