@@ -6,16 +6,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
-use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelContentPart, ModelDelta};
+use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
 
 use crate::config::{ANTHROPIC_VERSION, AnthropicConfig, AnthropicError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::EventAccumulator;
-use tt_provider_http::exchange::{EndpointConfig, HttpEndpoint, StreamAccumulator, WireFormat};
-use tt_provider_http::http::request_span;
+use tt_provider_http::exchange::{EndpointConfig, HttpEndpoint, WireFormat};
 
 /// The provider name, as shown in events.
 pub const ANTHROPIC_PROVIDER_NAME: &str = "anthropic";
@@ -133,6 +131,35 @@ impl AnthropicProvider {
     }
 }
 
+impl WireFormat for AnthropicProvider {
+    type Accumulator = EventAccumulator;
+
+    fn request_body(
+        &self,
+        request: &AgentModelRequest,
+        stream: bool,
+    ) -> Result<Vec<u8>, ModelError> {
+        self.body(request, stream)
+    }
+
+    fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError> {
+        decode_body(body)
+    }
+
+    /// A `thinking` block that arrived whole is reasoning output.
+    fn forward_native(value: &serde_json::Value, sink: &dyn ModelDeltaSink) {
+        if let Some(thinking) = value
+            .get("thinking")
+            .and_then(serde_json::Value::as_str)
+            .filter(|thinking| !thinking.is_empty())
+        {
+            sink.delta(ModelDelta::Reasoning {
+                text: thinking.to_owned(),
+            });
+        }
+    }
+}
+
 #[async_trait]
 impl ModelProvider for AnthropicProvider {
     fn name(&self) -> &str {
@@ -144,11 +171,8 @@ impl ModelProvider for AnthropicProvider {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let body = self.body(&request, false)?;
-        let span = request_span(self.name(), self.endpoint(), &request, false);
         self.http
-            .complete::<Wire>(body, &cancel)
-            .instrument(span)
+            .complete(self, self.name(), request, &cancel)
             .await
     }
 
@@ -158,74 +182,8 @@ impl ModelProvider for AnthropicProvider {
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let body = self.body(&request, true)?;
-        let span = request_span(self.name(), self.endpoint(), &request, true);
         self.http
-            .stream::<Wire>(body, sink.as_ref(), &cancel)
-            .instrument(span)
+            .stream(self, self.name(), request, sink.as_ref(), &cancel)
             .await
-    }
-}
-
-/// The Anthropic wire format for the shared exchange.
-struct Wire;
-
-impl WireFormat for Wire {
-    type Accumulator = EventAccumulator;
-
-    fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError> {
-        decode_body(body)
-    }
-
-    fn forward_whole(response: &AgentModelResponse, sink: &dyn ModelDeltaSink) {
-        forward_whole(response, sink);
-    }
-}
-
-impl StreamAccumulator for EventAccumulator {
-    fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
-        EventAccumulator::push(self, data, sink)
-    }
-
-    fn is_done(&self) -> bool {
-        EventAccumulator::is_done(self)
-    }
-
-    fn finish(self) -> Result<AgentModelResponse, ModelError> {
-        EventAccumulator::finish(self)
-    }
-}
-
-/// Forwards a response that arrived whole, so a streaming caller still sees its pieces.
-fn forward_whole(response: &AgentModelResponse, sink: &dyn ModelDeltaSink) {
-    for part in &response.message.parts {
-        match part {
-            ModelContentPart::Text { text } => sink.delta(ModelDelta::Text { text: text.clone() }),
-            ModelContentPart::Reasoning {
-                text: Some(text), ..
-            } => sink.delta(ModelDelta::Reasoning { text: text.clone() }),
-            ModelContentPart::Native { value, .. } => {
-                if let Some(thinking) = value
-                    .get("thinking")
-                    .and_then(serde_json::Value::as_str)
-                    .filter(|thinking| !thinking.is_empty())
-                {
-                    sink.delta(ModelDelta::Reasoning {
-                        text: thinking.to_owned(),
-                    });
-                }
-            }
-            ModelContentPart::ToolCall { call } => {
-                sink.delta(ModelDelta::ToolCallStarted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                });
-                sink.delta(ModelDelta::ToolCallArguments {
-                    id: call.id.clone(),
-                    fragment: call.arguments.to_string(),
-                });
-            }
-            _ => {}
-        }
     }
 }

@@ -6,16 +6,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
-use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelContentPart, ModelDelta};
+use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
 
 use crate::config::{OpenAiConfig, OpenAiError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::ChunkAccumulator;
-use tt_provider_http::exchange::{EndpointConfig, HttpEndpoint, StreamAccumulator, WireFormat};
-use tt_provider_http::http::request_span;
+use tt_provider_http::exchange::{EndpointConfig, HttpEndpoint, WireFormat};
 
 /// The provider name, as shown in events.
 pub const OPENAI_PROVIDER_NAME: &str = "openai";
@@ -106,6 +104,22 @@ impl OpenAiProvider {
     }
 }
 
+impl WireFormat for OpenAiProvider {
+    type Accumulator = ChunkAccumulator;
+
+    fn request_body(
+        &self,
+        request: &AgentModelRequest,
+        stream: bool,
+    ) -> Result<Vec<u8>, ModelError> {
+        self.body(request, stream)
+    }
+
+    fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError> {
+        decode_body(body)
+    }
+}
+
 #[async_trait]
 impl ModelProvider for OpenAiProvider {
     fn name(&self) -> &str {
@@ -117,11 +131,8 @@ impl ModelProvider for OpenAiProvider {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let body = self.body(&request, false)?;
-        let span = request_span(self.name(), self.endpoint(), &request, false);
         self.http
-            .complete::<Wire>(body, &cancel)
-            .instrument(span)
+            .complete(self, self.name(), request, &cancel)
             .await
     }
 
@@ -131,63 +142,8 @@ impl ModelProvider for OpenAiProvider {
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let body = self.body(&request, true)?;
-        let span = request_span(self.name(), self.endpoint(), &request, true);
         self.http
-            .stream::<Wire>(body, sink.as_ref(), &cancel)
-            .instrument(span)
+            .stream(self, self.name(), request, sink.as_ref(), &cancel)
             .await
-    }
-}
-
-/// The OpenAi wire format for the shared exchange.
-struct Wire;
-
-impl WireFormat for Wire {
-    type Accumulator = ChunkAccumulator;
-
-    fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError> {
-        decode_body(body)
-    }
-
-    fn forward_whole(response: &AgentModelResponse, sink: &dyn ModelDeltaSink) {
-        forward_whole(response, sink);
-    }
-}
-
-impl StreamAccumulator for ChunkAccumulator {
-    fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
-        ChunkAccumulator::push(self, data, sink)
-    }
-
-    fn is_done(&self) -> bool {
-        ChunkAccumulator::is_done(self)
-    }
-
-    fn finish(self) -> Result<AgentModelResponse, ModelError> {
-        ChunkAccumulator::finish(self)
-    }
-}
-
-/// Forwards a response that arrived whole, so a streaming caller still sees its pieces.
-fn forward_whole(response: &AgentModelResponse, sink: &dyn ModelDeltaSink) {
-    for part in &response.message.parts {
-        match part {
-            ModelContentPart::Text { text } => sink.delta(ModelDelta::Text { text: text.clone() }),
-            ModelContentPart::Reasoning {
-                text: Some(text), ..
-            } => sink.delta(ModelDelta::Reasoning { text: text.clone() }),
-            ModelContentPart::ToolCall { call } => {
-                sink.delta(ModelDelta::ToolCallStarted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                });
-                sink.delta(ModelDelta::ToolCallArguments {
-                    id: call.id.clone(),
-                    fragment: call.arguments.to_string(),
-                });
-            }
-            _ => {}
-        }
     }
 }

@@ -7,13 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tt_domain::model::AgentModelResponse;
+use tracing::Instrument;
+use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelContentPart, ModelDelta};
 use tt_ports::{Clock, ModelDeltaSink, ModelError};
 
 use crate::http::{
     BodyBudget, HttpLimits, guarded, guarded_idle, next_chunk, read_body, read_error_body,
-    status_error, transport_error,
+    request_span, status_error, transport_error,
 };
 use crate::sse::SseDecoder;
 
@@ -29,12 +31,45 @@ pub trait StreamAccumulator: Default + Send {
 }
 
 /// A provider's wire format: what the shared exchange cannot know.
-pub trait WireFormat {
+pub trait WireFormat: Send + Sync {
     type Accumulator: StreamAccumulator;
+    /// The encoded request body (`stream` asks for server-sent events).
+    fn request_body(
+        &self,
+        request: &AgentModelRequest,
+        stream: bool,
+    ) -> Result<Vec<u8>, ModelError>;
     /// Decodes a whole (non-streamed) reply body.
     fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError>;
-    /// Forwards a reply that arrived whole, so a streaming caller still sees its pieces.
-    fn forward_whole(response: &AgentModelResponse, sink: &dyn ModelDeltaSink);
+    /// The partial output a provider-specific part of a reply that arrived whole stands for
+    /// (default: none).
+    fn forward_native(value: &Value, sink: &dyn ModelDeltaSink) {
+        let _ = (value, sink);
+    }
+}
+
+/// Forwards a reply that arrived whole, so a streaming caller still sees its pieces.
+fn forward_whole<W: WireFormat>(response: &AgentModelResponse, sink: &dyn ModelDeltaSink) {
+    for part in &response.message.parts {
+        match part {
+            ModelContentPart::Text { text } => sink.delta(ModelDelta::Text { text: text.clone() }),
+            ModelContentPart::Reasoning {
+                text: Some(text), ..
+            } => sink.delta(ModelDelta::Reasoning { text: text.clone() }),
+            ModelContentPart::Native { value, .. } => W::forward_native(value, sink),
+            ModelContentPart::ToolCall { call } => {
+                sink.delta(ModelDelta::ToolCallStarted {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+                sink.delta(ModelDelta::ToolCallArguments {
+                    id: call.id.clone(),
+                    fragment: call.arguments.to_string(),
+                });
+            }
+            _ => {}
+        }
+    }
 }
 
 /// What a connection needs to build its [`HttpEndpoint`].
@@ -90,10 +125,22 @@ impl HttpEndpoint {
         &self.config.url
     }
 
-    /// Posts `body` and decodes the whole reply. The server sends nothing until the whole
+    /// Posts the request and decodes the whole reply, in an `http_request` span. The server sends nothing until the whole
     /// answer is ready (slow local models take minutes): only the request timeout bounds that
     /// wait. The body then comes in pieces within the idle timeout and the size limit.
     pub async fn complete<W: WireFormat>(
+        &self,
+        wire: &W,
+        provider: &str,
+        request: AgentModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        let body = wire.request_body(&request, false)?;
+        let span = request_span(provider, self.url(), &request, false);
+        self.complete_body::<W>(body, cancel).instrument(span).await
+    }
+
+    async fn complete_body<W: WireFormat>(
         &self,
         body: Vec<u8>,
         cancel: &CancellationToken,
@@ -108,9 +155,24 @@ impl HttpEndpoint {
         guarded(exchange, cancel, self.config.request_timeout).await
     }
 
-    /// Posts `body` and reads the reply as server-sent events, each piece within the idle
+    /// Posts the request, in an `http_request` span, and reads the reply as server-sent events, each piece within the idle
     /// timeout, forwarding partial output to `sink`.
     pub async fn stream<W: WireFormat>(
+        &self,
+        wire: &W,
+        provider: &str,
+        request: AgentModelRequest,
+        sink: &dyn ModelDeltaSink,
+        cancel: &CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        let body = wire.request_body(&request, true)?;
+        let span = request_span(provider, self.url(), &request, true);
+        self.stream_body::<W>(body, sink, cancel)
+            .instrument(span)
+            .await
+    }
+
+    async fn stream_body<W: WireFormat>(
         &self,
         body: Vec<u8>,
         sink: &dyn ModelDeltaSink,
@@ -129,7 +191,7 @@ impl HttpEndpoint {
             // The server ignored `stream: true` and answered in one piece.
             let body = read_body(&mut response, cancel, &limits).await?;
             let whole = W::decode_body(&body)?;
-            W::forward_whole(&whole, sink);
+            forward_whole::<W>(&whole, sink);
             return Ok(whole);
         }
         let mut decoder = SseDecoder::default();
