@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
@@ -13,7 +12,9 @@ use crate::config::{ANTHROPIC_VERSION, AnthropicConfig, AnthropicError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::EventAccumulator;
-use tt_provider_http::exchange::{EndpointConfig, HttpEndpoint, WireFormat};
+use tt_provider_http::exchange::{
+    EndpointConfig, HttpEndpoint, WireFormat, endpoint_url, request_headers,
+};
 
 /// The provider name, as shown in events.
 pub const ANTHROPIC_PROVIDER_NAME: &str = "anthropic";
@@ -27,10 +28,7 @@ pub struct AnthropicProvider {
 
 impl AnthropicProvider {
     pub fn new(config: AnthropicConfig) -> Result<Self, AnthropicError> {
-        let base = config.base_url.trim_end_matches('/');
-        reqwest::Url::parse(base)
-            .ok()
-            .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+        let endpoint = endpoint_url(&config.base_url, "/v1/messages")
             .ok_or_else(|| AnthropicError::InvalidBaseUrl(config.base_url.clone()))?;
         if config.max_tokens == 0
             || config
@@ -42,27 +40,16 @@ impl AnthropicProvider {
                 config.max_tokens, config.thinking_budget_tokens
             )));
         }
-        let endpoint = format!("{base}/v1/messages");
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        );
-        if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(key)
-                .map_err(|_| AnthropicError::InvalidHeader("x-api-key".to_owned()))?;
-            value.set_sensitive(true);
-            headers.insert(HeaderName::from_static("x-api-key"), value);
-        }
-        for (name, value) in &config.extra_headers {
-            let invalid = || AnthropicError::InvalidHeader(name.clone());
-            let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
-            let mut header_value = HeaderValue::from_str(value).map_err(|_| invalid())?;
-            // Extra headers often carry credentials too; keep them out of `Debug` output.
-            header_value.set_sensitive(true);
-            headers.insert(header_name, header_value);
-        }
+        let credential = config
+            .api_key
+            .as_ref()
+            .map(|key| ("x-api-key", key.clone()));
+        let headers = request_headers(
+            &[("anthropic-version", ANTHROPIC_VERSION)],
+            credential,
+            &config.extra_headers,
+        )
+        .map_err(AnthropicError::InvalidHeader)?;
         let http = HttpEndpoint::new(EndpointConfig {
             url: endpoint,
             headers,

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
@@ -13,7 +12,9 @@ use crate::config::{OpenAiConfig, OpenAiError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::ChunkAccumulator;
-use tt_provider_http::exchange::{EndpointConfig, HttpEndpoint, WireFormat};
+use tt_provider_http::exchange::{
+    EndpointConfig, HttpEndpoint, WireFormat, endpoint_url, request_headers,
+};
 
 /// The provider name, as shown in events.
 pub const OPENAI_PROVIDER_NAME: &str = "openai";
@@ -28,28 +29,14 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, OpenAiError> {
-        let base = config.base_url.trim_end_matches('/');
-        reqwest::Url::parse(base)
-            .ok()
-            .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+        let endpoint = endpoint_url(&config.base_url, "/chat/completions")
             .ok_or_else(|| OpenAiError::InvalidBaseUrl(config.base_url.clone()))?;
-        let endpoint = format!("{base}/chat/completions");
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| OpenAiError::InvalidHeader("authorization".to_owned()))?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
-        for (name, value) in &config.extra_headers {
-            let invalid = || OpenAiError::InvalidHeader(name.clone());
-            let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
-            let mut header_value = HeaderValue::from_str(value).map_err(|_| invalid())?;
-            // Extra headers often carry credentials too; keep them out of `Debug` output.
-            header_value.set_sensitive(true);
-            headers.insert(header_name, header_value);
-        }
+        let credential = config
+            .api_key
+            .as_ref()
+            .map(|key| ("authorization", format!("Bearer {key}")));
+        let headers = request_headers(&[], credential, &config.extra_headers)
+            .map_err(OpenAiError::InvalidHeader)?;
         let http = HttpEndpoint::new(EndpointConfig {
             url: endpoint,
             headers,

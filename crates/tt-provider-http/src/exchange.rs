@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -70,6 +70,47 @@ fn forward_whole<W: WireFormat>(response: &AgentModelResponse, sink: &dyn ModelD
             _ => {}
         }
     }
+}
+
+/// `base_url` without trailing slashes, followed by `path`, when `base_url` is an http(s) URL
+/// with a host.
+pub fn endpoint_url(base_url: &str, path: &str) -> Option<String> {
+    let base = base_url.trim_end_matches('/');
+    reqwest::Url::parse(base)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+        .map(|_| format!("{base}{path}"))
+}
+
+/// The headers of every request: the JSON content type, the provider's fixed headers, its
+/// credential and the connection's extra headers. The credential and the extra headers (which
+/// often carry credentials too) are marked sensitive, so `Debug` output never shows them. `Err`
+/// names the header whose name or value is invalid.
+pub fn request_headers(
+    fixed: &[(&'static str, &'static str)],
+    credential: Option<(&'static str, String)>,
+    extra: &[(String, String)],
+) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for (name, value) in fixed {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    if let Some((name, value)) = credential {
+        let mut value = HeaderValue::from_str(&value).map_err(|_| name.to_owned())?;
+        value.set_sensitive(true);
+        headers.insert(HeaderName::from_static(name), value);
+    }
+    for (name, value) in extra {
+        let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| name.clone())?;
+        let mut header_value = HeaderValue::from_str(value).map_err(|_| name.clone())?;
+        header_value.set_sensitive(true);
+        headers.insert(header_name, header_value);
+    }
+    Ok(headers)
 }
 
 /// What a connection needs to build its [`HttpEndpoint`].
