@@ -12,9 +12,7 @@ use crate::config::{ANTHROPIC_VERSION, AnthropicConfig, AnthropicError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::EventAccumulator;
-use tt_provider_http::exchange::{
-    EndpointConfig, HttpEndpoint, WireFormat, endpoint_url, request_headers,
-};
+use tt_provider_http::exchange::{HttpEndpoint, WireFormat, endpoint_url, request_headers};
 
 /// The provider name, as shown in events.
 pub const ANTHROPIC_PROVIDER_NAME: &str = "anthropic";
@@ -50,14 +48,8 @@ impl AnthropicProvider {
             &config.extra_headers,
         )
         .map_err(AnthropicError::InvalidHeader)?;
-        let http = HttpEndpoint::new(EndpointConfig {
-            url: endpoint,
-            headers,
-            limits: config.limits,
-            request_timeout: config.request_timeout,
-            clock: config.clock.clone(),
-        })
-        .map_err(AnthropicError::Client)?;
+        let http = HttpEndpoint::new(config.endpoint_config(endpoint, headers))
+            .map_err(AnthropicError::Client)?;
         Ok(Self { config, http })
     }
 

@@ -12,9 +12,7 @@ use crate::config::{OpenAiConfig, OpenAiError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::ChunkAccumulator;
-use tt_provider_http::exchange::{
-    EndpointConfig, HttpEndpoint, WireFormat, endpoint_url, request_headers,
-};
+use tt_provider_http::exchange::{HttpEndpoint, WireFormat, endpoint_url, request_headers};
 
 /// The provider name, as shown in events.
 pub const OPENAI_PROVIDER_NAME: &str = "openai";
@@ -37,14 +35,8 @@ impl OpenAiProvider {
             .map(|key| ("authorization", format!("Bearer {key}")));
         let headers = request_headers(&[], credential, &config.extra_headers)
             .map_err(OpenAiError::InvalidHeader)?;
-        let http = HttpEndpoint::new(EndpointConfig {
-            url: endpoint,
-            headers,
-            limits: config.limits,
-            request_timeout: config.request_timeout,
-            clock: config.clock.clone(),
-        })
-        .map_err(OpenAiError::Client)?;
+        let http = HttpEndpoint::new(config.endpoint_config(endpoint, headers))
+            .map_err(OpenAiError::Client)?;
         Ok(Self { config, http })
     }
 

@@ -8,6 +8,7 @@
 
 pub mod exchange;
 pub mod http;
+mod setters;
 pub mod sse;
 #[cfg(feature = "test-support")]
 pub mod test_server;
