@@ -44,18 +44,7 @@ pub struct AnthropicConfig {
 
 impl std::fmt::Debug for AnthropicConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let header_names: Vec<&str> = self
-            .extra_headers
-            .iter()
-            .map(|(name, _)| name.as_str())
-            .collect();
-        f.debug_struct("AnthropicConfig")
-            .field("base_url", &self.base_url)
-            .field("default_model", &self.default_model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("extra_headers", &header_names)
-            .field("request_timeout", &self.request_timeout)
-            .field("stream", &self.stream)
+        self.debug_connection(f, "AnthropicConfig")
             .field("max_tokens", &self.max_tokens)
             .field("thinking_budget_tokens", &self.thinking_budget_tokens)
             .field("limits", &self.limits)

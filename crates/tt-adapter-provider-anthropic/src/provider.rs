@@ -68,16 +68,7 @@ impl AnthropicProvider {
     }
 
     fn body(&self, request: &AgentModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
-        let model = request
-            .model_id
-            .as_deref()
-            .or(self.config.default_model.as_deref())
-            .ok_or_else(|| {
-                ModelError::Other(
-                    "no model id: the agent's profile names none and the connection has no default model"
-                        .to_owned(),
-                )
-            })?;
+        let model = self.config.model_for(request)?;
         let body = request_body(
             request,
             BodyOptions {

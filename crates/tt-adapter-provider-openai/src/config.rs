@@ -41,18 +41,7 @@ pub struct OpenAiConfig {
 
 impl std::fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let header_names: Vec<&str> = self
-            .extra_headers
-            .iter()
-            .map(|(name, _)| name.as_str())
-            .collect();
-        f.debug_struct("OpenAiConfig")
-            .field("base_url", &self.base_url)
-            .field("default_model", &self.default_model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("extra_headers", &header_names)
-            .field("request_timeout", &self.request_timeout)
-            .field("stream", &self.stream)
+        self.debug_connection(f, "OpenAiConfig")
             .field("max_tokens", &self.max_tokens)
             .field("replay_reasoning_content", &self.replay_reasoning_content)
             .field("limits", &self.limits)

@@ -2,7 +2,7 @@
 //! so each adapter keeps its own settings type (and its public API) without repeating them.
 
 /// Expands, inside `impl <Settings> { … }`, to the shared `with_*` builder methods. The settings
-/// type must have the fields `default_model: Option<String>`, `api_key: Option<String>`,
+/// type must have the fields `base_url: String`, `default_model: Option<String>`, `api_key: Option<String>`,
 /// `extra_headers: Vec<(String, String)>`, `request_timeout: Option<Duration>`,
 /// `stream: bool`, `limits: HttpLimits` and `clock: Option<Arc<dyn Clock>>`.
 #[macro_export]
@@ -49,6 +49,45 @@ macro_rules! connection_setters {
         pub fn with_clock(mut self, clock: ::std::sync::Arc<dyn ::tt_ports::Clock>) -> Self {
             self.clock = Some(clock);
             self
+        }
+
+        /// The model a request goes to: its own, or these settings' default.
+        pub(crate) fn model_for<'a>(
+            &'a self,
+            request: &'a ::tt_domain::model::AgentModelRequest,
+        ) -> Result<&'a str, ::tt_ports::ModelError> {
+            request
+                .model_id
+                .as_deref()
+                .or(self.default_model.as_deref())
+                .ok_or_else(|| {
+                    ::tt_ports::ModelError::Other(
+                        "no model id: the agent's profile names none and the connection has no default model"
+                            .to_owned(),
+                    )
+                })
+        }
+
+        /// Starts a `Debug` of these settings with the shared fields, secrets left out (the
+        /// key redacted, extra headers by name only).
+        pub(crate) fn debug_connection<'a, 'b>(
+            &self,
+            f: &'a mut ::std::fmt::Formatter<'b>,
+            name: &str,
+        ) -> ::std::fmt::DebugStruct<'a, 'b> {
+            let header_names: Vec<&str> = self
+                .extra_headers
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect();
+            let mut out = f.debug_struct(name);
+            out.field("base_url", &self.base_url)
+                .field("default_model", &self.default_model)
+                .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+                .field("extra_headers", &header_names)
+                .field("request_timeout", &self.request_timeout)
+                .field("stream", &self.stream);
+            out
         }
 
         /// What the shared exchange needs from these settings, for `url` with `headers`.
