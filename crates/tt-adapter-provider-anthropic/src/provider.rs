@@ -1,12 +1,9 @@
 //! `AnthropicProvider`: the `ModelProvider` over `POST {baseUrl}/v1/messages`, whole
 //! (`complete`) or streamed as server-sent events (`stream`), cancellable at every wait.
 
-use std::sync::Arc;
 
-use async_trait::async_trait;
-use tokio_util::sync::CancellationToken;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
-use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
+use tt_ports::{ModelDeltaSink, ModelError};
 
 use crate::config::{ANTHROPIC_VERSION, AnthropicConfig, AnthropicError};
 use crate::request::{BodyOptions, request_body};
@@ -130,30 +127,4 @@ impl WireFormat for AnthropicProvider {
     }
 }
 
-#[async_trait]
-impl ModelProvider for AnthropicProvider {
-    fn name(&self) -> &str {
-        ANTHROPIC_PROVIDER_NAME
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.http
-            .complete(self, self.name(), request, &cancel)
-            .await
-    }
-
-    async fn stream(
-        &self,
-        request: AgentModelRequest,
-        sink: Arc<dyn ModelDeltaSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.http
-            .stream(self, self.name(), request, sink.as_ref(), &cancel)
-            .await
-    }
-}
+tt_provider_http::http_model_provider!(AnthropicProvider, ANTHROPIC_PROVIDER_NAME);

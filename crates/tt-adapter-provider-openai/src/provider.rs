@@ -1,12 +1,9 @@
 //! `OpenAiProvider`: the `ModelProvider` over `POST {baseUrl}/chat/completions`, whole
 //! (`complete`) or streamed as server-sent events (`stream`), cancellable at every wait.
 
-use std::sync::Arc;
 
-use async_trait::async_trait;
-use tokio_util::sync::CancellationToken;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
-use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
+use tt_ports::ModelError;
 
 use crate::config::{OpenAiConfig, OpenAiError};
 use crate::request::{BodyOptions, request_body};
@@ -90,30 +87,4 @@ impl WireFormat for OpenAiProvider {
     }
 }
 
-#[async_trait]
-impl ModelProvider for OpenAiProvider {
-    fn name(&self) -> &str {
-        OPENAI_PROVIDER_NAME
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.http
-            .complete(self, self.name(), request, &cancel)
-            .await
-    }
-
-    async fn stream(
-        &self,
-        request: AgentModelRequest,
-        sink: Arc<dyn ModelDeltaSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.http
-            .stream(self, self.name(), request, sink.as_ref(), &cancel)
-            .await
-    }
-}
+tt_provider_http::http_model_provider!(OpenAiProvider, OPENAI_PROVIDER_NAME);

@@ -1,5 +1,6 @@
-//! The builder methods both HTTP adapters' connection settings share, written once as a macro
-//! so each adapter keeps its own settings type (and its public API) without repeating them.
+//! What both HTTP adapters would otherwise write twice around their own types: the builder
+//! methods of their connection settings and their `ModelProvider` impl, written once as macros
+//! so each adapter keeps its own types (and its public API).
 
 /// Expands, inside `impl <Settings> { … }`, to the shared `with_*` builder methods. The settings
 /// type must have the fields `base_url: String`, `default_model: Option<String>`, `api_key: Option<String>`,
@@ -102,6 +103,40 @@ macro_rules! connection_setters {
                 limits: self.limits,
                 request_timeout: self.request_timeout,
                 clock: self.clock.clone(),
+            }
+        }
+    };
+}
+
+/// Implements `ModelProvider` for an adapter's provider type `$provider` named `$name`: both
+/// calls go through its `http: HttpEndpoint` field with the provider as the
+/// [`WireFormat`](crate::exchange::WireFormat).
+#[macro_export]
+macro_rules! http_model_provider {
+    ($provider:ty, $name:expr) => {
+        #[::async_trait::async_trait]
+        impl ::tt_ports::ModelProvider for $provider {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            async fn complete(
+                &self,
+                request: ::tt_domain::model::AgentModelRequest,
+                cancel: ::tokio_util::sync::CancellationToken,
+            ) -> Result<::tt_domain::model::AgentModelResponse, ::tt_ports::ModelError> {
+                self.http.complete(self, $name, request, &cancel).await
+            }
+
+            async fn stream(
+                &self,
+                request: ::tt_domain::model::AgentModelRequest,
+                sink: ::std::sync::Arc<dyn ::tt_ports::ModelDeltaSink>,
+                cancel: ::tokio_util::sync::CancellationToken,
+            ) -> Result<::tt_domain::model::AgentModelResponse, ::tt_ports::ModelError> {
+                self.http
+                    .stream(self, $name, request, sink.as_ref(), &cancel)
+                    .await
             }
         }
     };
