@@ -1,7 +1,6 @@
 //! `AnthropicProvider`: the `ModelProvider` over `POST {baseUrl}/v1/messages`, whole
 //! (`complete`) or streamed as server-sent events (`stream`), cancellable at every wait.
 
-
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
 use tt_ports::{ModelDeltaSink, ModelError};
 

@@ -1,7 +1,6 @@
 //! `OpenAiProvider`: the `ModelProvider` over `POST {baseUrl}/chat/completions`, whole
 //! (`complete`) or streamed as server-sent events (`stream`), cancellable at every wait.
 
-
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_ports::ModelError;
 
