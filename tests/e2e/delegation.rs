@@ -51,6 +51,27 @@ pub(crate) async fn all_events(runtime: &AgentRuntime, run_id: &str) -> Vec<Agen
     }
 }
 
+/// Installs the writers' room in a runtime on `data_dir`: its four profiles, its global skill,
+/// and the preset the style advisor's prompt is assembled from.
+pub(crate) async fn install_writers_room(runtime: &AgentRuntime, data_dir: &std::path::Path) {
+    install(runtime, &WRITERS_ROOM).await;
+    runtime
+        .save_skill_file(
+            &tt_runtime::SkillScope::Global,
+            "scene-craft",
+            "SKILL.md",
+            include_str!("../../crates/tt-cli/scenarios/writers-room/skill-scene-craft.md"),
+        )
+        .unwrap();
+    let presets = data_dir.join("presets/writers-room");
+    std::fs::create_dir_all(&presets).unwrap();
+    std::fs::write(
+        presets.join("advisors.json"),
+        include_str!("../../crates/tt-cli/scenarios/writers-room/preset-advisors.json"),
+    )
+    .unwrap();
+}
+
 /// Every finished delegated result reached its delegating agent exactly once: by `agent.await`
 /// or by injection, never both, never lost.
 fn assert_each_result_delivered_once(events: &[AgentRunEvent], expected: usize) {
@@ -91,23 +112,7 @@ async fn writers_room_runs_end_to_end_on_userdata() {
         .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
         .build()
         .unwrap();
-    install(&runtime, &WRITERS_ROOM).await;
-    runtime
-        .save_skill_file(
-            &tt_runtime::SkillScope::Global,
-            "scene-craft",
-            "SKILL.md",
-            include_str!("../../crates/tt-cli/scenarios/writers-room/skill-scene-craft.md"),
-        )
-        .unwrap();
-    // The style advisor's prompt is assembled from its preset template.
-    let presets = dir.path().join("presets/writers-room");
-    std::fs::create_dir_all(&presets).unwrap();
-    std::fs::write(
-        presets.join("advisors.json"),
-        include_str!("../../crates/tt-cli/scenarios/writers-room/preset-advisors.json"),
-    )
-    .unwrap();
+    install_writers_room(&runtime, dir.path()).await;
     let mut request = start_request();
     request.profile_id = Some("writer".into());
     let run = runtime.start_run(request).await.unwrap();

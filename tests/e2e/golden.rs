@@ -28,7 +28,7 @@ use tt_runtime::{
 };
 use tt_testkit::fakes::{ManualClock, SequentialIds};
 
-use crate::delegation::{WRITERS_ROOM, WRITERS_ROOM_SCRIPT, all_events, install};
+use crate::delegation::{WRITERS_ROOM_SCRIPT, all_events, install_writers_room};
 use crate::support::start_request;
 
 /// Payload keys whose values depend on the global interleaving (seqs) or on wall time, and
@@ -146,22 +146,7 @@ async fn run_projection(script: &str, profile: &str, sequenced: bool) -> Value {
         Arc::new(scripted)
     };
     let runtime = runtime(&dir, provider);
-    install(&runtime, &WRITERS_ROOM).await;
-    runtime
-        .save_skill_file(
-            &tt_runtime::SkillScope::Global,
-            "scene-craft",
-            "SKILL.md",
-            include_str!("../../crates/tt-cli/scenarios/writers-room/skill-scene-craft.md"),
-        )
-        .unwrap();
-    let presets = dir.path().join("presets/writers-room");
-    std::fs::create_dir_all(&presets).unwrap();
-    std::fs::write(
-        presets.join("advisors.json"),
-        include_str!("../../crates/tt-cli/scenarios/writers-room/preset-advisors.json"),
-    )
-    .unwrap();
+    install_writers_room(&runtime, dir.path()).await;
     let mut request = start_request();
     request.profile_id = Some(profile.into());
     let run = runtime.start_run(request).await.unwrap();
