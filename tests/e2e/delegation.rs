@@ -15,23 +15,23 @@ use tt_testkit::fakes::{FakeModel, responses};
 
 use crate::support::start_request;
 
-const WRITERS_ROOM: [&str; 4] = [
+pub(crate) const WRITERS_ROOM: [&str; 4] = [
     include_str!("../../crates/tt-cli/scenarios/writers-room/writer.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/continuity-critic.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/style-advisor.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/final-editor.json"),
 ];
-const WRITERS_ROOM_SCRIPT: &str =
+pub(crate) const WRITERS_ROOM_SCRIPT: &str =
     include_str!("../../crates/tt-cli/scenarios/writers-room/script.json");
 
-async fn install(runtime: &AgentRuntime, profiles: &[&str]) {
+pub(crate) async fn install(runtime: &AgentRuntime, profiles: &[&str]) {
     for text in profiles {
         let definition: AgentProfileDefinition = serde_json::from_str(text).unwrap();
         runtime.save_profile(definition).await.unwrap();
     }
 }
 
-async fn all_events(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> {
+pub(crate) async fn all_events(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> {
     let mut events = Vec::new();
     loop {
         let page = runtime
@@ -49,6 +49,27 @@ async fn all_events(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> 
         }
         events.extend(page);
     }
+}
+
+/// Installs the writers' room in a runtime on `data_dir`: its four profiles, its global skill,
+/// and the preset the style advisor's prompt is assembled from.
+pub(crate) async fn install_writers_room(runtime: &AgentRuntime, data_dir: &std::path::Path) {
+    install(runtime, &WRITERS_ROOM).await;
+    runtime
+        .save_skill_file(
+            &tt_runtime::SkillScope::Global,
+            "scene-craft",
+            "SKILL.md",
+            include_str!("../../crates/tt-cli/scenarios/writers-room/skill-scene-craft.md"),
+        )
+        .unwrap();
+    let presets = data_dir.join("presets/writers-room");
+    std::fs::create_dir_all(&presets).unwrap();
+    std::fs::write(
+        presets.join("advisors.json"),
+        include_str!("../../crates/tt-cli/scenarios/writers-room/preset-advisors.json"),
+    )
+    .unwrap();
 }
 
 /// Every finished delegated result reached its delegating agent exactly once: by `agent.await`
@@ -91,23 +112,7 @@ async fn writers_room_runs_end_to_end_on_userdata() {
         .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
         .build()
         .unwrap();
-    install(&runtime, &WRITERS_ROOM).await;
-    runtime
-        .save_skill_file(
-            &tt_runtime::SkillScope::Global,
-            "scene-craft",
-            "SKILL.md",
-            include_str!("../../crates/tt-cli/scenarios/writers-room/skill-scene-craft.md"),
-        )
-        .unwrap();
-    // The style advisor's prompt is assembled from its preset template.
-    let presets = dir.path().join("presets/writers-room");
-    std::fs::create_dir_all(&presets).unwrap();
-    std::fs::write(
-        presets.join("advisors.json"),
-        include_str!("../../crates/tt-cli/scenarios/writers-room/preset-advisors.json"),
-    )
-    .unwrap();
+    install_writers_room(&runtime, dir.path()).await;
     let mut request = start_request();
     request.profile_id = Some("writer".into());
     let run = runtime.start_run(request).await.unwrap();

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod delegation;
+mod golden;
 mod host_api;
 mod hostile_servers;
 mod prompt_assembly;

@@ -74,6 +74,9 @@ fn allowed_tt_dependencies(package: &str) -> Option<Allowed> {
 
 const ANYHOW_USERS: &[&str] = &["tt-runtime", "tt-cli", "tt-bench", "xtask", "tt-e2e"];
 const HTTP_CLIENTS: &[&str] = &["reqwest", "hyper", "ureq"];
+/// Libraries emit `tracing` spans and events; only a host chooses where they go, so a
+/// subscriber is installed by tt-cli alone (an embedding host brings its own).
+const SUBSCRIBER_USERS: &[&str] = &["tt-cli"];
 
 fn may_use_http_client(package: &str) -> bool {
     package.starts_with("tt-adapter-provider-") || package == "tt-provider-http"
@@ -171,6 +174,19 @@ pub fn check(packages: &[Package], location: impl Fn(&Package) -> String) -> Vec
                     ),
                 );
             }
+            if dep == "tracing-subscriber"
+                && dependency.kind.is_shipped()
+                && !SUBSCRIBER_USERS.contains(&package.name.as_str())
+            {
+                report(
+                    "log-subscriber",
+                    format!(
+                        "`{}` depends on `tracing-subscriber`; only {} may (libraries emit spans, hosts install the subscriber)",
+                        package.name,
+                        SUBSCRIBER_USERS.join(", ")
+                    ),
+                );
+            }
             if HTTP_CLIENTS.contains(&dep)
                 && dependency.kind.is_shipped()
                 && !may_use_http_client(&package.name)
@@ -243,6 +259,23 @@ mod tests {
             [
                 "tt-adapter-provider-anthropic: layering: `tt-adapter-provider-anthropic` must not depend on `tt-adapter-provider-openai` (allowed tt-* dependencies: tt-domain, tt-ports, tt-provider-http)",
                 "tt-provider-http: layering: `tt-provider-http` must not depend on `tt-application` (allowed tt-* dependencies: tt-domain, tt-ports)",
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_cli_installs_a_log_subscriber() {
+        let metadata = json!({ "packages": [
+            package("tt-application", vec![
+                dep("tracing", None), dep("tracing-subscriber", None),
+            ]),
+            package("tt-runtime", vec![dep("tracing-subscriber", Some("dev"))]),
+            package("tt-cli", vec![dep("tracing-subscriber", None)]),
+        ]});
+        assert_eq!(
+            violations(&metadata),
+            [
+                "tt-application: log-subscriber: `tt-application` depends on `tracing-subscriber`; only tt-cli may (libraries emit spans, hosts install the subscriber)",
             ]
         );
     }

@@ -1,23 +1,14 @@
 //! `AnthropicProvider`: the `ModelProvider` over `POST {baseUrl}/v1/messages`, whole
 //! (`complete`) or streamed as server-sent events (`stream`), cancellable at every wait.
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use tokio_util::sync::CancellationToken;
-use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelContentPart, ModelDelta};
-use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
+use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
+use tt_ports::{ModelDeltaSink, ModelError};
 
 use crate::config::{ANTHROPIC_VERSION, AnthropicConfig, AnthropicError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::EventAccumulator;
-use tt_provider_http::http::{
-    BodyBudget, guarded, guarded_idle, next_chunk, read_body, read_error_body, status_error,
-    transport_error,
-};
-use tt_provider_http::sse::SseDecoder;
+use tt_provider_http::exchange::{HttpEndpoint, WireFormat, endpoint_url, request_headers};
 
 /// The provider name, as shown in events.
 pub const ANTHROPIC_PROVIDER_NAME: &str = "anthropic";
@@ -26,17 +17,12 @@ pub const ANTHROPIC_PROVIDER_NAME: &str = "anthropic";
 #[derive(Debug)]
 pub struct AnthropicProvider {
     config: AnthropicConfig,
-    client: reqwest::Client,
-    headers: HeaderMap,
-    endpoint: String,
+    http: HttpEndpoint,
 }
 
 impl AnthropicProvider {
     pub fn new(config: AnthropicConfig) -> Result<Self, AnthropicError> {
-        let base = config.base_url.trim_end_matches('/');
-        let url = reqwest::Url::parse(base)
-            .ok()
-            .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+        let endpoint = endpoint_url(&config.base_url, "/v1/messages")
             .ok_or_else(|| AnthropicError::InvalidBaseUrl(config.base_url.clone()))?;
         if config.max_tokens == 0
             || config
@@ -48,41 +34,19 @@ impl AnthropicProvider {
                 config.max_tokens, config.thinking_budget_tokens
             )));
         }
-        let endpoint = format!("{base}/v1/messages");
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        );
-        if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(key)
-                .map_err(|_| AnthropicError::InvalidHeader("x-api-key".to_owned()))?;
-            value.set_sensitive(true);
-            headers.insert(HeaderName::from_static("x-api-key"), value);
-        }
-        for (name, value) in &config.extra_headers {
-            let invalid = || AnthropicError::InvalidHeader(name.clone());
-            let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
-            let mut header_value = HeaderValue::from_str(value).map_err(|_| invalid())?;
-            // Extra headers often carry credentials too; keep them out of `Debug` output.
-            header_value.set_sensitive(true);
-            headers.insert(header_name, header_value);
-        }
-        let mut builder = reqwest::Client::builder().connect_timeout(config.limits.connect_timeout);
-        if is_loopback(&url) {
-            // A local server is never reached through a proxy from the environment.
-            builder = builder.no_proxy();
-        }
-        let client = builder
-            .build()
-            .map_err(|err| AnthropicError::Client(err.to_string()))?;
-        Ok(Self {
-            config,
-            client,
-            headers,
-            endpoint,
-        })
+        let credential = config
+            .api_key
+            .as_ref()
+            .map(|key| ("x-api-key", key.clone()));
+        let headers = request_headers(
+            &[("anthropic-version", ANTHROPIC_VERSION)],
+            credential,
+            &config.extra_headers,
+        )
+        .map_err(AnthropicError::InvalidHeader)?;
+        let http = HttpEndpoint::new(config.endpoint_config(endpoint, headers))
+            .map_err(AnthropicError::Client)?;
+        Ok(Self { config, http })
     }
 
     /// Whether the runtime should call `stream` rather than `complete` for this connection.
@@ -92,7 +56,7 @@ impl AnthropicProvider {
 
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        self.http.url()
     }
 
     pub fn config(&self) -> &AnthropicConfig {
@@ -100,16 +64,7 @@ impl AnthropicProvider {
     }
 
     fn body(&self, request: &AgentModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
-        let model = request
-            .model_id
-            .as_deref()
-            .or(self.config.default_model.as_deref())
-            .ok_or_else(|| {
-                ModelError::Other(
-                    "no model id: the agent's profile names none and the connection has no default model"
-                        .to_owned(),
-                )
-            })?;
+        let model = self.config.model_for(request)?;
         let body = request_body(
             request,
             BodyOptions {
@@ -140,163 +95,35 @@ impl AnthropicProvider {
             _ => cap,
         }
     }
+}
 
-    async fn send(&self, body: Vec<u8>) -> Result<reqwest::Response, ModelError> {
-        self.client
-            .post(&self.endpoint)
-            .headers(self.headers.clone())
-            .body(body)
-            .send()
-            .await
-            .map_err(|err| transport_error(&err))
-    }
+impl WireFormat for AnthropicProvider {
+    type Accumulator = EventAccumulator;
 
-    /// Reads (the start of) an error response and classifies it.
-    async fn fail(
+    fn request_body(
         &self,
-        mut response: reqwest::Response,
-        cancel: &CancellationToken,
-    ) -> ModelError {
-        let status = response.status();
-        let headers = response.headers().clone();
-        // An unreadable error body still has a status worth classifying.
-        let body = read_error_body(&mut response, cancel, &self.config.limits).await;
-        status_error(status, &headers, &body, self.config.clock.as_ref())
+        request: &AgentModelRequest,
+        stream: bool,
+    ) -> Result<Vec<u8>, ModelError> {
+        self.body(request, stream)
     }
 
-    /// The wait for each piece of a streamed reply: the idle timeout, or the request timeout
-    /// when that is shorter.
-    fn piece_timeout(&self) -> std::time::Duration {
-        let idle = self.config.limits.idle_timeout;
-        self.config
-            .request_timeout
-            .map_or(idle, |limit| limit.min(idle))
-    }
-}
-
-#[async_trait]
-impl ModelProvider for AnthropicProvider {
-    fn name(&self) -> &str {
-        ANTHROPIC_PROVIDER_NAME
+    fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError> {
+        decode_body(body)
     }
 
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        let body = self.body(&request, false)?;
-        // The server sends nothing until the whole answer is ready (slow local models take
-        // minutes): only the request timeout bounds that wait. The body then comes in pieces
-        // within the idle timeout and the size limit.
-        let exchange = async {
-            let mut response = self.send(body).await?;
-            if !response.status().is_success() {
-                return Err(self.fail(response, &cancel).await);
-            }
-            decode_body(&read_body(&mut response, &cancel, &self.config.limits).await?)
-        };
-        guarded(exchange, &cancel, self.config.request_timeout).await
-    }
-
-    async fn stream(
-        &self,
-        request: AgentModelRequest,
-        sink: Arc<dyn ModelDeltaSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        let body = self.body(&request, true)?;
-        let piece = self.piece_timeout();
-        let mut response = guarded_idle(self.send(body), &cancel, piece).await?;
-        if !response.status().is_success() {
-            return Err(self.fail(response, &cancel).await);
-        }
-        let limits = tt_provider_http::http::HttpLimits {
-            idle_timeout: piece,
-            ..self.config.limits
-        };
-        if is_json(response.headers()) {
-            // The server ignored `stream: true` and answered in one piece.
-            let body = read_body(&mut response, &cancel, &limits).await?;
-            let whole = decode_body(&body)?;
-            forward_whole(&whole, sink.as_ref());
-            return Ok(whole);
-        }
-        let mut decoder = SseDecoder::default();
-        let mut accumulator = EventAccumulator::default();
-        let mut budget = BodyBudget::new(limits.max_response_bytes);
-        while !accumulator.is_done() {
-            match next_chunk(&mut response, &cancel, piece).await? {
-                Some(bytes) => {
-                    budget.take(bytes.len())?;
-                    for event in decoder.feed(&bytes) {
-                        accumulator.push(&event.data, sink.as_ref())?;
-                        if accumulator.is_done() {
-                            break;
-                        }
-                    }
-                }
-                None => {
-                    if let Some(event) = decoder.finish() {
-                        accumulator.push(&event.data, sink.as_ref())?;
-                    }
-                    break;
-                }
-            }
-        }
-        drop(response);
-        accumulator.finish()
-    }
-}
-
-fn is_loopback(url: &reqwest::Url) -> bool {
-    let Some(host) = url.host_str() else {
-        return false;
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.trim_start().starts_with("application/json"))
-}
-
-/// Forwards a response that arrived whole, so a streaming caller still sees its pieces.
-fn forward_whole(response: &AgentModelResponse, sink: &dyn ModelDeltaSink) {
-    for part in &response.message.parts {
-        match part {
-            ModelContentPart::Text { text } => sink.delta(ModelDelta::Text { text: text.clone() }),
-            ModelContentPart::Reasoning {
-                text: Some(text), ..
-            } => sink.delta(ModelDelta::Reasoning { text: text.clone() }),
-            ModelContentPart::Native { value, .. } => {
-                if let Some(thinking) = value
-                    .get("thinking")
-                    .and_then(serde_json::Value::as_str)
-                    .filter(|thinking| !thinking.is_empty())
-                {
-                    sink.delta(ModelDelta::Reasoning {
-                        text: thinking.to_owned(),
-                    });
-                }
-            }
-            ModelContentPart::ToolCall { call } => {
-                sink.delta(ModelDelta::ToolCallStarted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                });
-                sink.delta(ModelDelta::ToolCallArguments {
-                    id: call.id.clone(),
-                    fragment: call.arguments.to_string(),
-                });
-            }
-            _ => {}
+    /// A `thinking` block that arrived whole is reasoning output.
+    fn forward_native(value: &serde_json::Value, sink: &dyn ModelDeltaSink) {
+        if let Some(thinking) = value
+            .get("thinking")
+            .and_then(serde_json::Value::as_str)
+            .filter(|thinking| !thinking.is_empty())
+        {
+            sink.delta(ModelDelta::Reasoning {
+                text: thinking.to_owned(),
+            });
         }
     }
 }
+
+tt_provider_http::http_model_provider!(AnthropicProvider, ANTHROPIC_PROVIDER_NAME);

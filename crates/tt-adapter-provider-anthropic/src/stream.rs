@@ -3,6 +3,7 @@
 //! fragments as `ModelDelta`s. Each block is rebuilt from its own deltas, keyed by its index.
 
 use std::collections::BTreeMap;
+use tt_provider_http::exchange::StreamAccumulator;
 
 use serde_json::{Value, json};
 use tt_domain::model::{AgentModelResponse, ModelDelta};
@@ -62,7 +63,8 @@ impl Block {
 
 /// Collects one streamed reply.
 #[derive(Debug, Default)]
-pub(crate) struct EventAccumulator {
+// `pub` only to be named by the `WireFormat` impl; the module is private.
+pub struct EventAccumulator {
     meta: ReplyMeta,
     input_usage: Option<Value>,
     blocks: BTreeMap<u64, Block>,
@@ -247,6 +249,20 @@ fn append_field(block: &mut Value, key: &str, fragment: &str) {
         .to_owned();
     text.push_str(fragment);
     block[key] = Value::String(text);
+}
+
+impl StreamAccumulator for EventAccumulator {
+    fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
+        EventAccumulator::push(self, data, sink)
+    }
+
+    fn is_done(&self) -> bool {
+        EventAccumulator::is_done(self)
+    }
+
+    fn finish(self) -> Result<AgentModelResponse, ModelError> {
+        EventAccumulator::finish(self)
+    }
 }
 
 #[cfg(test)]

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_anthropic::{AnthropicConfig, AnthropicProvider, HttpLimits};
-use tt_ports::{ModelError, ModelProvider};
+use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Deltas, config, first_messages, request};
+use tt_provider_http::test_fixtures::assert_stream_idles_out;
 
 const SMALL: u64 = 64 * 1024;
 
@@ -74,18 +75,7 @@ async fn a_stream_that_goes_silent_is_a_transient_idle_timeout() {
     let server = TestServer::always(reply).await;
     // No request timeout: only the default idle timeout (120 s) bounds the silence.
     let provider = limited(&server, |config| config.request_timeout = None);
-    let started = tokio::time::Instant::now();
-    let error = provider
-        .stream(
-            request(1, first_messages()),
-            Arc::new(Deltas::default()),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
-    assert!(matches!(error, ModelError::Transient { .. }), "{error:?}");
-    assert!(error.to_string().contains("idle timeout"), "{error}");
-    assert_eq!(started.elapsed().as_secs(), 120);
+    assert_stream_idles_out(&provider, first_messages(), 120).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -95,17 +85,7 @@ async fn a_server_that_never_answers_a_stream_hits_the_idle_timeout() {
         config.request_timeout = None;
         config.limits.idle_timeout = Duration::from_secs(30);
     });
-    let started = tokio::time::Instant::now();
-    let error = provider
-        .stream(
-            request(1, first_messages()),
-            Arc::new(Deltas::default()),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
-    assert!(error.is_retryable(), "{error:?}");
-    assert_eq!(started.elapsed().as_secs(), 30);
+    assert_stream_idles_out(&provider, first_messages(), 30).await;
 }
 
 #[tokio::test]

@@ -41,18 +41,7 @@ pub struct OpenAiConfig {
 
 impl std::fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let header_names: Vec<&str> = self
-            .extra_headers
-            .iter()
-            .map(|(name, _)| name.as_str())
-            .collect();
-        f.debug_struct("OpenAiConfig")
-            .field("base_url", &self.base_url)
-            .field("default_model", &self.default_model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("extra_headers", &header_names)
-            .field("request_timeout", &self.request_timeout)
-            .field("stream", &self.stream)
+        self.debug_connection(f, "OpenAiConfig")
             .field("max_tokens", &self.max_tokens)
             .field("replay_reasoning_content", &self.replay_reasoning_content)
             .field("limits", &self.limits)
@@ -77,50 +66,10 @@ impl OpenAiConfig {
         }
     }
 
-    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
-        self.default_model = Some(model.into());
-        self
-    }
-
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-
-    /// Takes the API key from the environment variable `name`, if it is set and not empty.
-    pub fn with_api_key_from_env(mut self, name: &str) -> Self {
-        self.api_key = std::env::var(name).ok().filter(|key| !key.is_empty());
-        self
-    }
-
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.extra_headers.push((name.into(), value.into()));
-        self
-    }
-
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = Some(timeout);
-        self
-    }
-
-    pub fn with_stream(mut self, stream: bool) -> Self {
-        self.stream = stream;
-        self
-    }
+    tt_provider_http::connection_setters!();
 
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
-        self
-    }
-
-    /// Replaces the default [`HttpLimits`] (10 s connect, 120 s idle, 8 MiB per reply).
-    pub fn with_limits(mut self, limits: HttpLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = Some(clock);
         self
     }
 }

@@ -3,6 +3,7 @@
 //! Tool calls are keyed by their `index`; their argument fragments are concatenated exactly.
 
 use std::collections::BTreeMap;
+use tt_provider_http::exchange::StreamAccumulator;
 
 use serde_json::{Value, json};
 use tt_domain::model::{AgentModelResponse, ModelDelta};
@@ -25,7 +26,8 @@ struct PendingCall {
 
 /// Collects one streamed reply.
 #[derive(Debug, Default)]
-pub(crate) struct ChunkAccumulator {
+// `pub` only to be named by the `WireFormat` impl; the module is private.
+pub struct ChunkAccumulator {
     parts: ReplyParts,
     calls: BTreeMap<u64, PendingCall>,
     done: bool,
@@ -206,6 +208,20 @@ impl ChunkAccumulator {
                 "completion_tokens": usage.output_tokens,
             })),
         })
+    }
+}
+
+impl StreamAccumulator for ChunkAccumulator {
+    fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
+        ChunkAccumulator::push(self, data, sink)
+    }
+
+    fn is_done(&self) -> bool {
+        ChunkAccumulator::is_done(self)
+    }
+
+    fn finish(self) -> Result<AgentModelResponse, ModelError> {
+        ChunkAccumulator::finish(self)
     }
 }
 

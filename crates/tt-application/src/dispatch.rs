@@ -13,6 +13,7 @@
 //! deliberately gives them a bounded chance to correct themselves.
 
 use serde_json::{Value, json};
+use tracing::Instrument;
 use tt_domain::event::{EventLevel, RunEventType};
 use tt_domain::ids::InvocationId;
 use tt_domain::ids::truncate_for_message;
@@ -67,8 +68,20 @@ pub fn call_file_key(invocation_id: &InvocationId, round: u32, call_id: &str) ->
     format!("call_{}", &digest[..16])
 }
 
-/// Runs one call. `Err` is fail-fast for this invocation.
+/// Runs one call inside a `tool_call` span (round, tool name, call id) under the invocation's
+/// span. `Err` is fail-fast for this invocation.
 pub async fn dispatch_call(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+) -> ApplicationResult<DispatchedCall> {
+    let tool = ToolName::from_any(&call.name).map_or(call.name.as_str(), |tool| tool.canonical());
+    let span = tracing::info_span!("tool_call", round, tool, call_id = call.id.as_str());
+    dispatch(ctx, inv, round, call).instrument(span).await
+}
+
+async fn dispatch(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     round: u32,
@@ -256,6 +269,12 @@ pub async fn dispatch_call(
             }),
         )
         .await?;
+    tracing::debug!(
+        is_error = result.is_error,
+        error_code = result.error_code.as_deref(),
+        elapsed_ms,
+        "tool call completed"
+    );
     apply_effect(ctx, inv, effect).await?;
     Ok(DispatchedCall {
         tool: resolved,

@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use std::time::Duration;
+use tracing::Instrument;
 use tt_domain::event::RunEventType;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::ModelRetryPolicy;
@@ -13,8 +14,24 @@ use tt_ports::{ModelError, RunDocument};
 use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ApplicationResult};
 
-/// Calls the model for `request`, retrying per `policy`, and stores the response.
+/// Calls the model for `request`, retrying per `policy`, and stores the response, inside a
+/// `model_call` span (round, provider, model) under the invocation's span.
 pub async fn run_model_turn(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    request: AgentModelRequest,
+    policy: ModelRetryPolicy,
+) -> ApplicationResult<AgentModelResponse> {
+    let span = tracing::info_span!(
+        "model_call",
+        round = request.round,
+        provider = inv.model.provider.name(),
+        model = request.model_id.as_deref().unwrap_or("default"),
+    );
+    model_turn(ctx, inv, request, policy).instrument(span).await
+}
+
+async fn model_turn(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     request: AgentModelRequest,
@@ -68,6 +85,7 @@ pub async fn run_model_turn(
         };
         let retryable = error.is_retryable();
         let will_retry = retryable && attempt <= max_retries;
+        tracing::warn!(attempt, retryable, will_retry, code = error.code(), %error, "model call attempt failed");
         ctx.events
             .warn(
                 run_id,
@@ -165,5 +183,12 @@ pub async fn run_model_turn(
     ctx.events
         .info(run_id, RunEventType::ModelCompleted, completed)
         .await?;
+    tracing::debug!(
+        attempts = attempt,
+        tool_calls,
+        input_tokens = response.usage.as_ref().map(|u| u.input_tokens),
+        output_tokens = response.usage.as_ref().map(|u| u.output_tokens),
+        "model call completed"
+    );
     Ok(response)
 }

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use tokio::sync::watch;
+use tracing::Instrument;
 use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
@@ -192,10 +193,19 @@ impl AgentRunService {
                     },
                 );
                 let service = Arc::clone(self);
-                tokio::spawn(async move {
-                    service.execute(ctx, inv, messages).await;
-                    let _ = done_tx.send(true);
-                });
+                // The root of every span of this run: invocations, model and tool calls.
+                let span = tracing::info_span!(
+                    "run",
+                    run_id = run_id.as_str(),
+                    profile = inv.profile.id().as_str(),
+                );
+                tokio::spawn(
+                    async move {
+                        service.execute(ctx, inv, messages).await;
+                        let _ = done_tx.send(true);
+                    }
+                    .instrument(span),
+                );
                 self.load_run(&run_id).await
             }
             Err(error) => {

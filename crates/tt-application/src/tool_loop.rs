@@ -3,6 +3,7 @@
 //! §9 "Drift recovery").
 
 use serde_json::json;
+use tracing::Instrument;
 use tt_domain::event::{EventLevel, RunEventType};
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
 use tt_domain::run::AgentRunStatus;
@@ -38,6 +39,31 @@ pub enum LoopOutcome {
 /// profile's `limits.maxInvocationSeconds` (`agent.invocation_deadline_exceeded` after that:
 /// the loop is dropped at its current wait, as a cancel would).
 pub async fn run_tool_loop(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    messages: Vec<AgentModelMessage>,
+) -> ApplicationResult<LoopOutcome> {
+    // One `invocation` span per agent: its model calls and tool calls nest under it.
+    let span = tracing::info_span!(
+        "invocation",
+        run_id = ctx.run_id.as_str(),
+        invocation_id = inv.invocation.id.as_str(),
+        profile = inv.profile.id().as_str(),
+        kind = inv.invocation.kind.as_str(),
+    );
+    let outcome = bounded_rounds(ctx, inv, messages)
+        .instrument(span.clone())
+        .await;
+    span.in_scope(|| match &outcome {
+        Ok(_) => tracing::debug!("invocation loop ended"),
+        Err(error) if error.is_cancelled() => tracing::debug!("invocation cancelled"),
+        Err(error) => tracing::warn!(%error, "invocation failed"),
+    });
+    outcome
+}
+
+/// The loop under the profile's `limits.maxInvocationSeconds`, when it sets one.
+async fn bounded_rounds(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     messages: Vec<AgentModelMessage>,

@@ -90,32 +90,9 @@ fn tool_description_overrides_apply_to_specs() {
     );
 }
 
-/// Words and fragments that must never reach a model in runtime-authored text.
-const FORBIDDEN: &[&str] = &[
-    "inv_",
-    "run_",
-    "task_",
-    "handoff_",
-    "evt_",
-    "/tmp",
-    ".tt-agent",
-    "parent",
-    "child",
-    "invocation",
-    "visibleRoots",
-    "writableRoots",
-    "maxRounds",
-    "maxCallsPerRun",
-];
-
+/// The one scanner for model-facing text.
 fn assert_clean(origin: &str, text: &str) {
-    let lower = text.to_lowercase();
-    for word in FORBIDDEN {
-        assert!(
-            !lower.contains(&word.to_lowercase()),
-            "{origin} leaks `{word}`:\n{text}"
-        );
-    }
+    tt_testkit::leaks::assert_no_leaks(origin, text);
 }
 
 #[tokio::test]

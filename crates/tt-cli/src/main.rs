@@ -2,6 +2,7 @@
 
 mod demo;
 mod live;
+mod logging;
 mod render;
 mod run_cmd;
 
@@ -19,6 +20,13 @@ struct Cli {
     /// Where runs, profiles and transcripts are stored.
     #[arg(long, global = true, default_value = ".tt-agent")]
     data_dir: PathBuf,
+    /// How diagnostic logs are written; `RUST_LOG` chooses what (e.g. `tt=debug`; default:
+    /// warnings and errors only).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: logging::LogFormat,
+    /// Write diagnostic logs to this file (appended) instead of stderr.
+    #[arg(long, global = true)]
+    log_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -109,6 +117,7 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    logging::init(cli.log_format, cli.log_file.as_deref())?;
     match cli.command {
         Command::Demo { pace_ms } => {
             let signals = install_signals()?;

@@ -6,4 +6,5 @@
 mod disk_full;
 mod hostile;
 mod live;
+mod logs;
 mod signals;

@@ -11,6 +11,7 @@ use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tt_domain::model::AgentModelRequest;
 use tt_domain::time::Timestamp;
 use tt_ports::{Clock, ModelError};
 
@@ -181,8 +182,27 @@ pub async fn guarded<T>(
     }
 }
 
+/// The `http_request` span of one model call (provider, endpoint, model, round, streamed or
+/// not); it nests under the application's `model_call` span.
+pub fn request_span(
+    provider: &str,
+    endpoint: &str,
+    request: &AgentModelRequest,
+    stream: bool,
+) -> tracing::Span {
+    tracing::info_span!(
+        "http_request",
+        provider,
+        endpoint,
+        model = request.model_id.as_deref().unwrap_or("default"),
+        round = request.round,
+        stream,
+    )
+}
+
 /// Maps a transport failure (connect, reset, timeout, unreadable body) to a model error.
 pub fn transport_error(err: &reqwest::Error) -> ModelError {
+    tracing::debug!(error = %error_chain(err), "HTTP transport error");
     if err.is_builder() {
         return ModelError::Other(format!("cannot build the HTTP request: {err}"));
     }
@@ -216,6 +236,7 @@ pub fn status_error(
 ) -> ModelError {
     let code = status.as_u16();
     let message = format!("HTTP {code}: {}", error_message(body));
+    tracing::debug!(status = code, %message, "model server answered with an error status");
     match code {
         429 => ModelError::RateLimited {
             message,

@@ -1,8 +1,16 @@
 //! HTTP plumbing shared by the HTTP model-provider adapters: a JSON POST under a cancel token
-//! and a timeout, classification of failures into `ModelError`, and an SSE decoder.
+//! and a timeout, classification of failures into `ModelError`, an SSE decoder, and the control
+//! flow of a whole or streamed call (`exchange`), parameterised by the adapter's wire format.
 //!
 //! Not an adapter itself: it knows only tt-domain and tt-ports (and the HTTP client), so the
-//! adapters can share it without depending on one another.
+//! adapters can share it without depending on one another. With the `test-support` feature
+//! (dev-dependencies only) it also carries the 127.0.0.1 test server and the fixtures both adapters' tests use.
 
+pub mod exchange;
 pub mod http;
+mod setters;
 pub mod sse;
+#[cfg(feature = "test-support")]
+pub mod test_fixtures;
+#[cfg(feature = "test-support")]
+pub mod test_server;

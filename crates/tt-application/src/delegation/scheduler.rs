@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use tt_domain::event::{EventLevel, RunEventType};
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::invocation::InvocationStatus;
@@ -90,10 +91,21 @@ impl TaskScheduler {
             let cancel = ctx.cancel.child_token();
             let worker_cancel = cancel.clone();
             let worker_task_id = task_id.clone();
-            let handle = tokio::spawn(async move {
-                super::child::run_delegated_task(&shared, task, worker_cancel).await;
-                shared.scheduler.worker_exited(&worker_task_id);
-            });
+            // The worker's span is a child of the span that submitted it (the delegating
+            // agent's `agent.delegate` call), so each agent's spans form one tree under the run.
+            let span = tracing::info_span!(
+                "task_worker",
+                run_id = shared.run_id.as_str(),
+                task_id = task_id.as_str(),
+                profile = task.target_profile_id.as_str(),
+            );
+            let handle = tokio::spawn(
+                async move {
+                    super::child::run_delegated_task(&shared, task, worker_cancel).await;
+                    shared.scheduler.worker_exited(&worker_task_id);
+                }
+                .instrument(span),
+            );
             workers.insert(
                 task_id,
                 Worker {

@@ -126,44 +126,8 @@ pub(super) mod tests {
         skill_tool_spec(tool).unwrap()
     }
 
-    /// Words and fragments an agent must never read in skill tool text: runtime structure,
-    /// where skills come from, profile field names, ids and physical paths.
-    pub(crate) fn leak_scan(text: &str) -> Vec<String> {
-        let lower = text.to_lowercase();
-        let mut found = Vec::new();
-        for needle in [
-            "parent",
-            "child",
-            "invocation",
-            "subagent",
-            "runtime",
-            "scope",
-            "preset",
-            "profile",
-            "global",
-            "maxreadchars",
-            "per run",
-        ] {
-            if lower.contains(needle) {
-                found.push(needle.to_owned());
-            }
-        }
-        for leak in [
-            "inv_",
-            "run_",
-            "task_",
-            "/tmp",
-            "/home",
-            ".tt-agent",
-            "skills/",
-            "\\",
-        ] {
-            if text.contains(leak) {
-                found.push(leak.to_owned());
-            }
-        }
-        found
-    }
+    /// The one scanner for model-facing text (`tt_testkit::leaks`).
+    pub(crate) use tt_testkit::leaks::leaks_in as leak_scan;
 
     /// Title, description and every schema description of a spec.
     fn spec_texts(spec: &AgentToolSpec) -> Vec<String> {
@@ -255,10 +219,5 @@ pub(super) mod tests {
                 assert!(found.is_empty(), "{tool}: {found:?} in {text:?}");
             }
         }
-        // The scanner itself catches what it should.
-        assert_eq!(leak_scan("the parent agent"), ["parent"]);
-        assert_eq!(leak_scan("from the global scope"), ["scope", "global"]);
-        assert_eq!(leak_scan("see inv_123"), ["inv_"]);
-        assert!(leak_scan("Read a skill's instructions").is_empty());
     }
 }

@@ -1,5 +1,10 @@
 //! A tiny HTTP/1.1 server on 127.0.0.1 for provider tests: records each request (head and JSON
-//! body) and answers with what the test's handler returns, whole, in pieces, or never.
+//! body) and answers with what the test's handler returns, whole, in pieces, or never. Shared by
+//! both HTTP adapters' tests through the `test-support` feature; never in a shipped build.
+
+// Test support: a server that cannot bind or a test that reads past the last request is a
+// failed test, so unwrapping here is the test failing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
 use std::net::SocketAddr;

@@ -1,0 +1,143 @@
+//! What both HTTP adapters would otherwise write twice around their own types: the builder
+//! methods of their connection settings and their `ModelProvider` impl, written once as macros
+//! so each adapter keeps its own types (and its public API).
+
+/// Expands, inside `impl <Settings> { … }`, to the shared `with_*` builder methods. The settings
+/// type must have the fields `base_url: String`, `default_model: Option<String>`, `api_key: Option<String>`,
+/// `extra_headers: Vec<(String, String)>`, `request_timeout: Option<Duration>`,
+/// `stream: bool`, `limits: HttpLimits` and `clock: Option<Arc<dyn Clock>>`.
+#[macro_export]
+macro_rules! connection_setters {
+    () => {
+        pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+            self.default_model = Some(model.into());
+            self
+        }
+
+        pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+            self.api_key = Some(key.into());
+            self
+        }
+
+        /// Takes the API key from the environment variable `name`, if it is set and not empty.
+        pub fn with_api_key_from_env(mut self, name: &str) -> Self {
+            self.api_key = std::env::var(name).ok().filter(|key| !key.is_empty());
+            self
+        }
+
+        pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+            self.extra_headers.push((name.into(), value.into()));
+            self
+        }
+
+        pub fn with_request_timeout(mut self, timeout: ::std::time::Duration) -> Self {
+            self.request_timeout = Some(timeout);
+            self
+        }
+
+        pub fn with_stream(mut self, stream: bool) -> Self {
+            self.stream = stream;
+            self
+        }
+
+        /// Replaces the default [`HttpLimits`](tt_provider_http::http::HttpLimits) (10 s connect,
+        /// 120 s idle, 8 MiB per reply).
+        pub fn with_limits(mut self, limits: $crate::http::HttpLimits) -> Self {
+            self.limits = limits;
+            self
+        }
+
+        pub fn with_clock(mut self, clock: ::std::sync::Arc<dyn ::tt_ports::Clock>) -> Self {
+            self.clock = Some(clock);
+            self
+        }
+
+        /// The model a request goes to: its own, or these settings' default.
+        pub(crate) fn model_for<'a>(
+            &'a self,
+            request: &'a ::tt_domain::model::AgentModelRequest,
+        ) -> Result<&'a str, ::tt_ports::ModelError> {
+            request
+                .model_id
+                .as_deref()
+                .or(self.default_model.as_deref())
+                .ok_or_else(|| {
+                    ::tt_ports::ModelError::Other(
+                        "no model id: the agent's profile names none and the connection has no default model"
+                            .to_owned(),
+                    )
+                })
+        }
+
+        /// Starts a `Debug` of these settings with the shared fields, secrets left out (the
+        /// key redacted, extra headers by name only).
+        pub(crate) fn debug_connection<'a, 'b>(
+            &self,
+            f: &'a mut ::std::fmt::Formatter<'b>,
+            name: &str,
+        ) -> ::std::fmt::DebugStruct<'a, 'b> {
+            let header_names: Vec<&str> = self
+                .extra_headers
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect();
+            let mut out = f.debug_struct(name);
+            out.field("base_url", &self.base_url)
+                .field("default_model", &self.default_model)
+                .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+                .field("extra_headers", &header_names)
+                .field("request_timeout", &self.request_timeout)
+                .field("stream", &self.stream);
+            out
+        }
+
+        /// What the shared exchange needs from these settings, for `url` with `headers`.
+        pub(crate) fn endpoint_config(
+            &self,
+            url: String,
+            headers: ::reqwest::header::HeaderMap,
+        ) -> $crate::exchange::EndpointConfig {
+            $crate::exchange::EndpointConfig {
+                url,
+                headers,
+                limits: self.limits,
+                request_timeout: self.request_timeout,
+                clock: self.clock.clone(),
+            }
+        }
+    };
+}
+
+/// Implements `ModelProvider` for an adapter's provider type `$provider` named `$name`: both
+/// calls go through its `http: HttpEndpoint` field with the provider as the
+/// [`WireFormat`](crate::exchange::WireFormat).
+#[macro_export]
+macro_rules! http_model_provider {
+    ($provider:ty, $name:expr) => {
+        #[::async_trait::async_trait]
+        impl ::tt_ports::ModelProvider for $provider {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            async fn complete(
+                &self,
+                request: ::tt_domain::model::AgentModelRequest,
+                cancel: ::tokio_util::sync::CancellationToken,
+            ) -> Result<::tt_domain::model::AgentModelResponse, ::tt_ports::ModelError> {
+                self.http.complete(self, $name, request, &cancel).await
+            }
+
+            async fn stream(
+                &self,
+                request: ::tt_domain::model::AgentModelRequest,
+                sink: ::std::sync::Arc<dyn ::tt_ports::ModelDeltaSink>,
+                cancel: ::tokio_util::sync::CancellationToken,
+            ) -> Result<::tt_domain::model::AgentModelResponse, ::tt_ports::ModelError> {
+                self.http
+                    .stream(self, $name, request, sink.as_ref(), &cancel)
+                    .await
+            }
+        }
+    };
+}
