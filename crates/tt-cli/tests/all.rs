@@ -8,3 +8,27 @@ mod hostile;
 mod live;
 mod logs;
 mod signals;
+
+/// Waits for `child` at most `limit` (killing it and failing with `what` past that), then
+/// returns its exit code and everything it printed, stdout then stderr.
+pub fn finish_within(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> (Option<i32>, String) {
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code(), text)
+}

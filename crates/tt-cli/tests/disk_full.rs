@@ -4,7 +4,7 @@
 //! `agent.storage_io`, never hangs.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Whether this machine lets an unprivileged test mount a tmpfs of its own.
 fn can_mount_tmpfs() -> Result<(), String> {
@@ -39,7 +39,7 @@ fn the_demo_on_a_full_disk_fails_with_storage_io_and_never_hangs() {
             dir = mount.path().display(),
             bin = env!("CARGO_BIN_EXE_tt-agent"),
         );
-        let mut child = Command::new("unshare")
+        let child = Command::new("unshare")
             .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
             .env_remove("RUST_BACKTRACE")
             .env_remove("RUST_LIB_BACKTRACE")
@@ -47,21 +47,12 @@ fn the_demo_on_a_full_disk_fails_with_storage_io_and_never_hangs() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("tt-agent hung on a {size} tmpfs");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let output = child.wait_with_output().unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+        let (code, text) = crate::finish_within(
+            child,
+            Duration::from_secs(60),
+            &format!("tt-agent hung on a {size} tmpfs"),
         );
-        assert_eq!(output.status.code(), Some(1), "{size}: {text}");
+        assert_eq!(code, Some(1), "{size}: {text}");
         assert!(
             text.contains("agent.storage_io") && text.contains("No space left on device"),
             "{size}: {text}"

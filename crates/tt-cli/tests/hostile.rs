@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug, Clone, Copy)]
 enum Behaviour {
@@ -50,7 +50,7 @@ fn serve(mut stream: TcpStream, behaviour: Behaviour) {
 /// Runs `tt-agent run` against `url`; returns (exit code, everything it printed).
 fn run_against(url: &str, extra: &[&str]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
+    let child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
         .arg("--data-dir")
         .arg(dir.path())
         .args([
@@ -69,21 +69,11 @@ fn run_against(url: &str, extra: &[&str]) -> (Option<i32>, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("tt-agent run hung against a {url} server");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.code(), text)
+    crate::finish_within(
+        child,
+        Duration::from_secs(90),
+        &format!("tt-agent run hung against a {url} server"),
+    )
 }
 
 #[test]
