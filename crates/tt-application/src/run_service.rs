@@ -460,19 +460,12 @@ impl AgentRunService {
             }
         }
         self.lock_active().remove(&ctx.run_id);
-        // Provider sessions (`runId:invocationId`) are released in the background.
-        let model = Arc::clone(&self.services.model);
-        let invocations = Arc::clone(&self.services.invocations);
-        let run_id = ctx.run_id.clone();
+        // Provider sessions (`runId:invocationId`) are released in the background, each on the
+        // provider that opened it (the default one or a named connection).
+        let sessions = ctx.take_sessions();
         tokio::spawn(async move {
-            let ids = invocations
-                .list_invocations(&run_id)
-                .await
-                .map(|list| list.into_iter().map(|inv| inv.id).collect::<Vec<_>>())
-                .unwrap_or_default();
-            for id in ids {
-                let session = tt_domain::model::ProviderSession::new(&run_id, &id);
-                model.close_session(&session.session_id).await;
+            for (session_id, provider) in sessions {
+                provider.close_session(&session_id).await;
             }
         });
     }

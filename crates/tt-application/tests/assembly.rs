@@ -301,6 +301,51 @@ async fn each_invocation_runs_on_its_own_connection() {
 }
 
 #[tokio::test]
+async fn each_session_is_closed_on_the_connection_that_opened_it() {
+    let connection_a = by_agent(writer_turns());
+    let connection_b = by_agent(writer_turns());
+    let connections = FakeConnections::new().with("connection-b", connection_b.clone());
+    let h = harness_full(
+        connection_a.clone(),
+        FakeCommitBridge::approving(),
+        FakePromptBroker::answering(),
+        Arc::new(connections),
+    );
+    h.put_profile(delegator("writer"));
+    h.put_profile({
+        let mut critic = reviewer("critic");
+        critic.model.mode = ModelMode::ConnectionRef;
+        critic.model.connection_ref = Some("connection-b".into());
+        critic.model.model_id = Some("model-b".into());
+        critic
+    });
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let child = h
+        .store
+        .invocations(&run.id)
+        .into_iter()
+        .find(|i| i.kind == InvocationKind::Subagent)
+        .unwrap();
+    // Sessions are closed by a background task once the run has ended: let it run.
+    for _ in 0..100 {
+        if !connection_a.closed_sessions().is_empty() && !connection_b.closed_sessions().is_empty()
+        {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        connection_a.closed_sessions(),
+        [format!("{}:inv_root", run.id)]
+    );
+    assert_eq!(
+        connection_b.closed_sessions(),
+        [format!("{}:{}", run.id, child.id)]
+    );
+}
+
+#[tokio::test]
 async fn an_unknown_connection_fails_the_task_that_needs_it() {
     let h = harness(by_agent(writer_turns()));
     h.put_profile(delegator("writer"));
