@@ -32,6 +32,7 @@ pub const LEAK_TOKENS: &[&str] = &["cas", "sha", "sha1", "sha256"];
 pub const LEAK_FIELDS: &[&str] = &[
     "canDelegate",
     "canHandoff",
+    "callable",
     "allowAsSubagent",
     "allowAsHandoffTarget",
     "allowNestedDelegation",
@@ -47,6 +48,7 @@ pub const LEAK_FIELDS: &[&str] = &[
     "visibleRoots",
     "writableRoots",
     "directRunnable",
+    "presentation",
     "messageBody",
     "exitPolicy",
     "profileId",
@@ -96,6 +98,14 @@ pub fn leaks_in(text: &str) -> Vec<String> {
     found
 }
 
+/// Like [`leaks_in`], for the texts that hand the agent task ids as the handles it passes back
+/// (delegation results, capsules, task lists): a `task_…` id is allowed there, nothing else is.
+pub fn leaks_in_with_task_handles(text: &str) -> Vec<String> {
+    let mut found = leaks_in(text);
+    found.retain(|leak| leak != "task_");
+    found
+}
+
 fn looks_like_id(rest: &str) -> bool {
     rest == "root"
         || rest.starts_with(|c: char| c.is_ascii_digit())
@@ -127,5 +137,10 @@ mod tests {
         assert!(leaks_in("File: output/main.md\nsha256: c6a6").is_empty());
         assert!(leaks_in("Call task_return with your result.").is_empty());
         assert!(leaks_in("Read a skill's instructions").is_empty());
+        assert!(leaks_in_with_task_handles("Task id: task_0001").is_empty());
+        assert_eq!(
+            leaks_in_with_task_handles("task_0001 of inv_root"),
+            ["inv_"]
+        );
     }
 }
