@@ -2,8 +2,6 @@
 //! returns, the lead awaits, writes, commits and finishes, all against a fake model server on
 //! 127.0.0.1 that answers in the provider's real wire format (streamed or whole).
 
-mod server;
-
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tt_adapter_provider_anthropic::{AnthropicConfig, AnthropicProvider};
@@ -13,7 +11,7 @@ use tt_runtime::{
     ConnectionSpec, ModelProvider, ReadEventsRequest, TaskStatus, build_provider,
 };
 
-use self::server::{Recorded, Reply, TestServer};
+use tt_provider_http::test_server::{Recorded, Reply, TestServer};
 use crate::support::start_request;
 
 const LEAD: &str = include_str!("../../crates/tt-cli/scenarios/writers-room/writer.json");
