@@ -11,8 +11,8 @@ use tt_runtime::{
     ConnectionSpec, ModelProvider, ReadEventsRequest, TaskStatus, build_provider,
 };
 
-use tt_provider_http::test_server::{Recorded, Reply, TestServer};
 use crate::support::start_request;
+use tt_provider_http::test_server::{Recorded, Reply, TestServer};
 
 const LEAD: &str = include_str!("../../crates/tt-cli/scenarios/writers-room/writer.json");
 const HELPER: &str =

@@ -164,3 +164,18 @@ impl From<DomainError> for ToolCallError {
         Self::Recoverable(value.into())
     }
 }
+
+/// A step taken while a run or task is already ending (cancel, failure, teardown): its own
+/// failure must not replace the error being reported, but it must not vanish either, so it is
+/// logged as a warning with the step's name.
+pub(crate) trait BestEffort {
+    fn best_effort(self, step: &'static str);
+}
+
+impl<T, E: std::fmt::Display> BestEffort for Result<T, E> {
+    fn best_effort(self, step: &'static str) {
+        if let Err(error) = self {
+            tracing::warn!(step, %error, "best-effort step failed");
+        }
+    }
+}

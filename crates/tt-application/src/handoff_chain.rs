@@ -2,6 +2,7 @@
 //! profile, tools, prompt and brief are prepared) and settling handoff tasks when an owner
 //! finishes, fails or is cancelled.
 
+use crate::error::BestEffort;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::invocation::{ExitPolicy, InvocationStatus};
 use tt_domain::model::AgentModelMessage;
@@ -127,10 +128,12 @@ pub async fn prepare_handoff(
             } else {
                 (TaskStatus::Failed, InvocationStatus::Failed)
             };
-            let _ = settle_task(ctx, task_id, task_status, Some(error.to_string())).await;
-            let _ = ctx
-                .set_invocation_status(&mut invocation, invocation_status)
-                .await;
+            settle_task(ctx, task_id, task_status, Some(error.to_string()))
+                .await
+                .best_effort("settle the handoff task");
+            ctx.set_invocation_status(&mut invocation, invocation_status)
+                .await
+                .best_effort("end the handoff invocation");
             Err(error)
         }
     }

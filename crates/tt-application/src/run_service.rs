@@ -1,6 +1,7 @@
 //! The run service: start a run, execute its foreground invocation to a terminal state, cancel
 //! it, and read what it wrote. This is the application's facade for the composition root.
 
+use crate::error::BestEffort;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -534,35 +535,36 @@ impl AgentRunService {
     }
 
     async fn finalize_cancelled(&self, ctx: &RunContext, invocation: Option<&mut AgentInvocation>) {
-        let _ = ctx
-            .scheduler
+        ctx.scheduler
             .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
-            .await;
+            .await
+            .best_effort("cancel unfinished tasks");
         if let Some(invocation) = invocation {
-            let _ = ctx
-                .set_invocation_status(invocation, InvocationStatus::Cancelled)
-                .await;
+            ctx.set_invocation_status(invocation, InvocationStatus::Cancelled)
+                .await
+                .best_effort("mark the invocation cancelled");
         }
         // The active owner first, so its own invocation is not settled twice.
-        let _ = settle_open_handoffs(
+        settle_open_handoffs(
             ctx,
             TaskStatus::Cancelled,
             "cancelled because the Agent run stopped",
         )
-        .await;
+        .await
+        .best_effort("settle open handoffs");
         // Ok(false): the run already ended some other way; its terminal event stays last.
         if !matches!(
             ctx.try_set_status(AgentRunStatus::Cancelled).await,
             Ok(false)
         ) {
-            let _ = self
-                .events
+            self.events
                 .warn(
                     &ctx.run_id,
                     RunEventType::RunCancelled,
                     json!({"message": "The run was cancelled."}),
                 )
-                .await;
+                .await
+                .best_effort("journal run_cancelled");
         }
     }
 
@@ -574,16 +576,18 @@ impl AgentRunService {
         invocation: Option<&mut AgentInvocation>,
         error: &ApplicationError,
     ) {
-        let _ = ctx
-            .scheduler
+        ctx.scheduler
             .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
-            .await;
+            .await
+            .best_effort("cancel unfinished tasks");
         if let Some(invocation) = invocation {
-            let _ = ctx
-                .set_invocation_status(invocation, InvocationStatus::Failed)
-                .await;
+            ctx.set_invocation_status(invocation, InvocationStatus::Failed)
+                .await
+                .best_effort("mark the invocation failed");
         }
-        let _ = settle_open_handoffs(ctx, TaskStatus::Failed, &error.to_string()).await;
+        settle_open_handoffs(ctx, TaskStatus::Failed, &error.to_string())
+            .await
+            .best_effort("settle open handoffs");
         let commits = ctx.commits();
         let mut payload = json!({
             "code": error.code(),

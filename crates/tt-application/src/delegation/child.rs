@@ -2,6 +2,7 @@
 //! snapshot, system prompt and markdown brief), runs its tool loop to `task.return`, and
 //! contains every failure inside the task so the delegating agent's run goes on.
 
+use crate::error::BestEffort;
 use serde_json::json;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -71,7 +72,9 @@ pub async fn run_delegated_task(
         return;
     }
     if let Err(error) = result {
-        let _ = fail_task(ctx, &task, invocation_slot, &error).await;
+        fail_task(ctx, &task, invocation_slot, &error)
+            .await
+            .best_effort("fail the delegated task");
     }
 }
 
