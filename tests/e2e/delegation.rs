@@ -45,6 +45,7 @@ pub(crate) async fn all_events(runtime: &AgentRuntime, run_id: &str) -> Vec<Agen
             .unwrap()
             .events;
         if page.is_empty() {
+            tt_testkit::events_doc::assert_documented(&events);
             return events;
         }
         events.extend(page);

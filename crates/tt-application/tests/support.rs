@@ -97,11 +97,15 @@ impl Harness {
         self.wait(&run.id).await
     }
 
+    /// Waits (bounded) for a run to stop executing; its journal must be what docs/events.md
+    /// documents.
     pub async fn wait(&self, run_id: &RunId) -> AgentRun {
-        tokio::time::timeout(Duration::from_secs(600), self.service.wait_for_run(run_id))
+        let run = tokio::time::timeout(Duration::from_secs(600), self.service.wait_for_run(run_id))
             .await
             .expect("run did not end")
-            .expect("wait_for_run")
+            .expect("wait_for_run");
+        tt_testkit::events_doc::assert_documented(&self.events(run_id));
+        run
     }
 
     pub fn events(&self, run_id: &RunId) -> Vec<AgentRunEvent> {

@@ -1,7 +1,9 @@
 //! Test support for tt-agent-runtime: deterministic fakes for every port (`fakes`), the
 //! storage contract suites every storage adapter must pass (`contract`), and the one leak
-//! scanner for model-facing text (`leaks`).
+//! scanner for model-facing text (`leaks`), and the completeness check of docs/events.md
+//! (`events_doc`).
 
 pub mod contract;
+pub mod events_doc;
 pub mod fakes;
 pub mod leaks;
