@@ -161,7 +161,12 @@ async fn run_projection(script: &str, profile: &str, sequenced: bool) -> Value {
     });
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    journal_projection(&runtime, run.id.as_str()).await
+}
+
+/// A finished run's journal as a normalised per-invocation projection (see the module docs).
+pub(crate) async fn journal_projection(runtime: &AgentRuntime, run_id: &str) -> Value {
+    let projection = runtime.timeline_projection(run_id).await.unwrap();
     let labels: HashMap<String, String> = projection
         .invocations
         .iter()
@@ -178,7 +183,7 @@ async fn run_projection(script: &str, profile: &str, sequenced: bool) -> Value {
         .filter(|inv| inv.kind.as_str() == "subagent")
         .map(|inv| inv.invocation_id.to_string())
         .collect();
-    let events = all_events(&runtime, run.id.as_str()).await;
+    let events = all_events(runtime, run_id).await;
     project(&events, &labels, &subagents)
 }
 

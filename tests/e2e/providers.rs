@@ -17,7 +17,7 @@ use tt_provider_http::test_server::{Recorded, Reply, TestServer};
 const LEAD: &str = include_str!("../../crates/tt-cli/scenarios/writers-room/writer.json");
 const HELPER: &str =
     include_str!("../../crates/tt-cli/scenarios/writers-room/continuity-critic.json");
-const SCENE: &str = "The lamp turned all night.\n";
+pub(crate) const SCENE: &str = "The lamp turned all night.\n";
 const INPUT_TOKENS: u64 = 100;
 const OUTPUT_TOKENS: u64 = 10;
 
@@ -105,7 +105,7 @@ fn refusal(message: &str) -> Reply {
 
 // ---- OpenAI Chat Completions ----------------------------------------------------------------
 
-fn openai_reply(request: &Recorded, _number: usize) -> Reply {
+pub(crate) fn openai_reply(request: &Recorded, _number: usize) -> Reply {
     let body = &request.body;
     let tools: Vec<&str> = body["tools"]
         .as_array()
@@ -170,7 +170,7 @@ fn openai_reply(request: &Recorded, _number: usize) -> Reply {
 
 const THINKING_SIGNATURE: &str = "EqQBCgIYAhIMe2eSignatureOfTheLeadsThinking";
 
-fn anthropic_reply(request: &Recorded, _number: usize) -> Reply {
+pub(crate) fn anthropic_reply(request: &Recorded, _number: usize) -> Reply {
     let body = &request.body;
     let tools: Vec<&str> = body["tools"]
         .as_array()
@@ -244,7 +244,10 @@ fn anthropic_reply(request: &Recorded, _number: usize) -> Reply {
 
 // ---- The run ------------------------------------------------------------------------------
 
-async fn runtime_with(dir: &tempfile::TempDir, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
+pub(crate) async fn runtime_with(
+    dir: &tempfile::TempDir,
+    provider: Arc<dyn ModelProvider>,
+) -> AgentRuntime {
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir.path())
         .provider(provider)

@@ -53,11 +53,19 @@ enum Command {
         profiles: Option<PathBuf>,
         /// `openai:<baseUrl>` (e.g. openai:http://127.0.0.1:8080/v1) or `anthropic:<baseUrl>`
         /// (e.g. anthropic:https://api.anthropic.com).
-        #[arg(long)]
-        connection: String,
+        #[arg(long, required_unless_present = "replay")]
+        connection: Option<String>,
         /// The model id (used unless a profile names its own).
-        #[arg(long)]
-        model: String,
+        #[arg(long, required_unless_present = "replay")]
+        model: Option<String>,
+        /// Record every model request and response of the run (streamed pieces included) to
+        /// this cassette file (docs/cassettes.md).
+        #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+        record: Option<PathBuf>,
+        /// Answer every model request from this cassette, offline: no connection is made. A
+        /// request that differs from the recording fails with `model.cassette_mismatch`.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["connection", "model"])]
+        replay: Option<PathBuf>,
         /// The environment variable holding the API key.
         #[arg(long)]
         api_key_env: Option<String>,
@@ -134,6 +142,8 @@ async fn main() -> anyhow::Result<()> {
             idle_timeout_secs,
             connect_timeout_secs,
             max_tokens,
+            record,
+            replay,
             chat,
             request,
         } => {
@@ -148,6 +158,8 @@ async fn main() -> anyhow::Result<()> {
                 idle_timeout_secs,
                 connect_timeout_secs,
                 max_tokens,
+                record,
+                replay,
                 chat_id: chat,
                 request,
             };

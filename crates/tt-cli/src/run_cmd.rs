@@ -1,12 +1,15 @@
 //! `tt-agent run`: one real run against a model endpoint (`openai:<baseUrl>` or
-//! `anthropic:<baseUrl>`), shown live, with the committed message printed at the end.
+//! `anthropic:<baseUrl>`), shown live, with the committed message printed at the end; or the
+//! same run answered offline from a model cassette (`--replay`), or recorded to one (`--record`).
 
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tt_runtime::{
     AgentProfileDefinition, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
-    ConnectionSpec, ConversationKind, StartRunRequest, build_provider,
+    ConnectionSpec, ConversationKind, ModelProvider, RecordingProvider, ReplayProvider,
+    StartRunRequest, build_provider,
 };
 
 /// The `kind` every agent profile file declares; other JSON files in `--profiles` are skipped.
@@ -17,14 +20,18 @@ const PROFILE_KIND: &str = "tauritavern.agentProfile";
 pub struct RunOptions {
     pub profile: Option<String>,
     pub profiles_dir: Option<PathBuf>,
-    pub connection: String,
-    pub model: String,
+    /// Required unless `replay` is set.
+    pub connection: Option<String>,
+    /// Required unless `replay` is set.
+    pub model: Option<String>,
     pub api_key_env: Option<String>,
     pub stream: bool,
     pub timeout_secs: Option<u64>,
     pub idle_timeout_secs: Option<u64>,
     pub connect_timeout_secs: Option<u64>,
     pub max_tokens: Option<u32>,
+    pub record: Option<PathBuf>,
+    pub replay: Option<PathBuf>,
     pub chat_id: String,
     pub request: String,
 }
@@ -34,26 +41,24 @@ pub async fn run(
     options: RunOptions,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
-    let mut spec = ConnectionSpec::parse(&options.connection)?
-        .with_model(options.model.clone())
-        .with_stream(options.stream);
-    if let Some(name) = &options.api_key_env {
-        spec = spec.with_api_key_env(name.clone());
-    }
-    if let Some(seconds) = options.timeout_secs {
-        spec = spec.with_request_timeout(Duration::from_secs(seconds));
-    }
-    if let Some(seconds) = options.idle_timeout_secs {
-        spec = spec.with_idle_timeout(Duration::from_secs(seconds));
-    }
-    if let Some(seconds) = options.connect_timeout_secs {
-        spec = spec.with_connect_timeout(Duration::from_secs(seconds));
-    }
-    if let Some(max_tokens) = options.max_tokens {
-        anyhow::ensure!(max_tokens > 0, "--max-tokens must be at least 1");
-        spec = spec.with_max_tokens(max_tokens);
-    }
-    let provider = build_provider(&spec)?;
+    let (provider, description) = match &options.replay {
+        Some(path) => {
+            let replay = ReplayProvider::open(path)?;
+            let description = format!(
+                "replaying {} ({} recorded model calls, offline)",
+                path.display(),
+                replay.remaining()
+            );
+            (Arc::new(replay) as Arc<dyn ModelProvider>, description)
+        }
+        None => connect(&options)?,
+    };
+    let provider = match &options.record {
+        Some(path) => {
+            Arc::new(RecordingProvider::create(provider, path)?) as Arc<dyn ModelProvider>
+        }
+        None => provider,
+    };
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
         .provider(provider)
@@ -63,13 +68,10 @@ pub async fn run(
     if let Some(dir) = &options.profiles_dir {
         install_profiles(&runtime, dir).await?;
     }
-    println!(
-        "tt-agent run: {} at {} (model {}{})",
-        spec.kind.as_str(),
-        spec.base_url,
-        options.model,
-        if spec.stream { ", streaming" } else { "" }
-    );
+    println!("tt-agent run: {description}");
+    if let Some(path) = &options.record {
+        println!("recording model calls to {}", path.display());
+    }
     println!("data dir: {}\n", data_dir.display());
     // Runs of one conversation share persist/: start from the last promoted state.
     let persist_base_state_id = runtime.latest_persist_state(&options.chat_id).await?;
@@ -104,6 +106,41 @@ pub async fn run(
             finished.id
         ),
     }
+}
+
+/// The provider of a live run: `--connection` and `--model` with their options, and a line
+/// describing it.
+fn connect(options: &RunOptions) -> anyhow::Result<(Arc<dyn ModelProvider>, String)> {
+    let (Some(connection), Some(model)) = (&options.connection, &options.model) else {
+        anyhow::bail!("--connection and --model are required unless --replay is given");
+    };
+    let mut spec = ConnectionSpec::parse(connection)?
+        .with_model(model.clone())
+        .with_stream(options.stream);
+    if let Some(name) = &options.api_key_env {
+        spec = spec.with_api_key_env(name.clone());
+    }
+    if let Some(seconds) = options.timeout_secs {
+        spec = spec.with_request_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(seconds) = options.idle_timeout_secs {
+        spec = spec.with_idle_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(seconds) = options.connect_timeout_secs {
+        spec = spec.with_connect_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(max_tokens) = options.max_tokens {
+        anyhow::ensure!(max_tokens > 0, "--max-tokens must be at least 1");
+        spec = spec.with_max_tokens(max_tokens);
+    }
+    let provider = build_provider(&spec)?;
+    let description = format!(
+        "{} at {} (model {model}{})",
+        spec.kind.as_str(),
+        spec.base_url,
+        if spec.stream { ", streaming" } else { "" }
+    );
+    Ok((provider, description))
 }
 
 /// Saves every agent profile (`*.json` with `"kind": "tauritavern.agentProfile"`) in `dir`,

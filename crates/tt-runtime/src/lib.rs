@@ -21,6 +21,7 @@ pub use host::{AgentRuntime, EventSubscription};
 pub use signals::StopSignals;
 
 /// Re-exports a host or the CLI needs without depending on inner crates.
+pub use tt_adapter_provider_cassette::{CassetteError, RecordingProvider, ReplayProvider};
 pub use tt_adapter_provider_scripted::ScriptedProvider;
 pub use tt_adapter_storage_userdata::UserDataStore;
 pub use tt_application::{

@@ -1,0 +1,187 @@
+//! The cassette file: a header line, then one [`Interaction`] per line.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tt_domain::model::{AgentModelResponse, ModelDelta};
+use tt_ports::ModelError;
+
+/// The format version this crate writes and reads.
+pub const CASSETTE_VERSION: u32 = 1;
+
+/// The first line of a cassette.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CassetteHeader {
+    /// Always `tt-agent-runtime`.
+    pub cassette: String,
+    pub version: u32,
+    /// The name of the provider recorded (`openai`, `anthropic`, …); a replay goes by it, so
+    /// its events read as the recorded run's did.
+    pub provider: String,
+}
+
+impl CassetteHeader {
+    pub fn current(provider: &str) -> Self {
+        Self {
+            cassette: "tt-agent-runtime".to_owned(),
+            version: CASSETTE_VERSION,
+            provider: provider.to_owned(),
+        }
+    }
+}
+
+/// One model call: what was asked and what came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interaction {
+    /// The profile of the agent that asked.
+    pub profile: String,
+    /// The agent's round (1-based).
+    pub round: u32,
+    /// SHA-256 (hex) of the normalised request.
+    pub request_sha256: String,
+    /// The runtime ids of the recorded request, in order of first appearance: placeholder
+    /// `<task#2>` is the second distinct `task_…` id here.
+    pub ids: Vec<String>,
+    /// The normalised request (session left out, ids replaced by placeholders).
+    pub request: Value,
+    /// Streamed deltas, in order (empty for a call that did not stream).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deltas: Vec<ModelDelta>,
+    pub outcome: Outcome,
+}
+
+/// A response or an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    Response(AgentModelResponse),
+    Error(RecordedError),
+}
+
+/// A model error as recorded: enough to raise the same kind of error on replay (so retries and
+/// failures replay too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedError {
+    /// `rate_limited`, `transient`, `rejected`, `invalid_response`, `unavailable` or `other`.
+    pub kind: String,
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+/// Codes a replayed `invalid_response` or `unavailable` error can carry as itself; any other
+/// code replays as `model.provider_error` with the recorded code in its message.
+const KNOWN_CODES: &[&str] = &[
+    "model.invalid_tool_call",
+    "model.upstream_invalid_response",
+    "model.response_too_large",
+    "model.script_exhausted",
+    "model.cassette_mismatch",
+];
+
+impl RecordedError {
+    pub fn from_error(error: &ModelError) -> Self {
+        let (kind, status, retry_after_ms, message) = match error {
+            ModelError::RateLimited {
+                message,
+                retry_after_ms,
+            } => ("rate_limited", None, *retry_after_ms, message.clone()),
+            ModelError::Transient { message } => ("transient", None, None, message.clone()),
+            ModelError::Rejected { status, message } => {
+                ("rejected", *status, None, message.clone())
+            }
+            ModelError::InvalidResponse { message, .. } => {
+                ("invalid_response", None, None, message.clone())
+            }
+            ModelError::Unavailable { message, .. } => ("unavailable", None, None, message.clone()),
+            ModelError::Cancelled => ("cancelled", None, None, String::new()),
+            ModelError::Other(message) => ("other", None, None, message.clone()),
+        };
+        Self {
+            kind: kind.to_owned(),
+            code: error.code().to_owned(),
+            message,
+            status,
+            retry_after_ms,
+        }
+    }
+
+    pub fn to_error(&self) -> ModelError {
+        let known = KNOWN_CODES.iter().find(|code| **code == self.code).copied();
+        let message = self.message.clone();
+        match (self.kind.as_str(), known) {
+            ("rate_limited", _) => ModelError::RateLimited {
+                message,
+                retry_after_ms: self.retry_after_ms,
+            },
+            ("transient", _) => ModelError::Transient { message },
+            ("rejected", _) => ModelError::Rejected {
+                status: self.status,
+                message,
+            },
+            ("invalid_response", Some(code)) => ModelError::InvalidResponse { code, message },
+            ("unavailable", Some(code)) => ModelError::Unavailable { code, message },
+            ("cancelled", _) => ModelError::Cancelled,
+            ("other", _) if self.code == "model.provider_error" => ModelError::Other(message),
+            _ => ModelError::Other(format!("{}: {message}", self.code)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_kind_round_trips() {
+        let errors = [
+            ModelError::RateLimited {
+                message: "slow down".into(),
+                retry_after_ms: Some(1500),
+            },
+            ModelError::Transient {
+                message: "502".into(),
+            },
+            ModelError::Rejected {
+                status: Some(401),
+                message: "no key".into(),
+            },
+            ModelError::InvalidResponse {
+                code: "model.invalid_tool_call",
+                message: "bad json".into(),
+            },
+            ModelError::Unavailable {
+                code: "model.script_exhausted",
+                message: "done".into(),
+            },
+            ModelError::Cancelled,
+            ModelError::Other("odd".into()),
+        ];
+        for error in errors {
+            let recorded = RecordedError::from_error(&error);
+            let text = serde_json::to_string(&recorded).unwrap();
+            let back: RecordedError = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.to_error(), error, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_code_replays_as_a_provider_error_naming_it() {
+        let recorded = RecordedError {
+            kind: "invalid_response".into(),
+            code: "model.something_new".into(),
+            message: "what".into(),
+            status: None,
+            retry_after_ms: None,
+        };
+        assert_eq!(
+            recorded.to_error(),
+            ModelError::Other("model.something_new: what".into())
+        );
+    }
+}

@@ -1,0 +1,179 @@
+//! `tt-agent run --record` against a model server on 127.0.0.1, then `--replay` of that
+//! cassette with no server at all: the same message is published, and a changed request fails
+//! with `model.cassette_mismatch`.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const SCENE: &str = "The tide came in twice that night.\n";
+
+/// An OpenAI-compatible server that writes, commits and finishes, by the number of assistant
+/// turns so far; returns its base URL.
+fn writer_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(stream));
+        }
+    });
+    url
+}
+
+fn serve(mut stream: TcpStream) {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 65536];
+    let body_start = loop {
+        if let Some(at) = data.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => data.extend_from_slice(&buf[..read]),
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..body_start]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0);
+    while data.len() < body_start + length {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => data.extend_from_slice(&buf[..read]),
+        }
+    }
+    let body: serde_json::Value = serde_json::from_slice(&data[body_start..]).unwrap();
+    let turn = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "assistant")
+        .count();
+    let (name, arguments) = match turn {
+        0 => (
+            "workspace_write_file",
+            serde_json::json!({"path": "output/main.md", "content": SCENE}),
+        ),
+        1 => ("workspace_commit", serde_json::json!({})),
+        _ => ("workspace_finish", serde_json::json!({})),
+    };
+    let reply = serde_json::json!({
+        "id": format!("chatcmpl-{turn}"), "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": format!("call_{turn}"), "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+    })
+    .to_string();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+        reply.len()
+    );
+}
+
+/// Runs `tt-agent run` with `args` and the request; returns (exit code, everything printed).
+fn tt_agent_run(data_dir: &Path, args: &[&str], request: &str) -> (Option<i32>, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("run")
+        .args(args)
+        .arg(request)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::finish_within(child, Duration::from_secs(90), "tt-agent run hung")
+}
+
+#[test]
+fn a_recorded_run_replays_offline_and_a_changed_request_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("writer.cassette.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let url = format!("openai:{}", writer_server());
+    let request = "Write a line about the sea.";
+
+    let (code, output) = tt_agent_run(
+        &dir.path().join("recorded"),
+        &[
+            "--connection",
+            &url,
+            "--model",
+            "m",
+            "--record",
+            cassette_arg,
+        ],
+        request,
+    );
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("recording model calls to"), "{output}");
+    assert!(output.contains(SCENE.trim()), "{output}");
+    let lines = std::fs::read_to_string(&cassette).unwrap().lines().count();
+    assert_eq!(lines, 1 + 3, "a header and three model calls");
+
+    let (code, output) = tt_agent_run(
+        &dir.path().join("replayed"),
+        &["--replay", cassette_arg],
+        request,
+    );
+    assert_eq!(code, Some(0), "{output}");
+    assert!(
+        output.contains("3 recorded model calls, offline"),
+        "{output}"
+    );
+    assert!(output.contains(SCENE.trim()), "{output}");
+
+    let (code, output) = tt_agent_run(
+        &dir.path().join("changed"),
+        &["--replay", cassette_arg],
+        "Write a line about the moon.",
+    );
+    assert_ne!(code, Some(0), "{output}");
+    assert!(output.contains("failed"), "{output}");
+    let events = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
+        .arg("--data-dir")
+        .arg(dir.path().join("changed"))
+        .args(["runs"])
+        .output()
+        .unwrap();
+    let run_id = String::from_utf8_lossy(&events.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let journal = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
+        .arg("--data-dir")
+        .arg(dir.path().join("changed"))
+        .args(["events", &run_id, "--limit", "500"])
+        .output()
+        .unwrap();
+    let journal = String::from_utf8_lossy(&journal.stdout);
+    assert!(
+        journal.contains("\"code\":\"model.cassette_mismatch\""),
+        "{journal}"
+    );
+    assert!(
+        journal.contains("messages["),
+        "the mismatch names the field: {journal}"
+    );
+
+    let (code, output) = tt_agent_run(
+        &dir.path().join("flags"),
+        &["--replay", cassette_arg, "--connection", &url],
+        request,
+    );
+    assert_eq!(
+        code,
+        Some(2),
+        "--replay and --connection exclude each other: {output}"
+    );
+}
