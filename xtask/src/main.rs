@@ -6,6 +6,7 @@ mod bench;
 mod ci;
 mod layering;
 mod manifest;
+mod module_graph;
 mod process;
 mod soak;
 mod sources;
