@@ -10,6 +10,41 @@ pub use tt_provider_http::http::HttpLimits;
 /// never stops cannot generate without end.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
+/// The body field that carries the output-token limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenLimitField {
+    /// `max_tokens`: what llama.cpp, vLLM, Ollama and most compatible servers read.
+    MaxTokens,
+    /// `max_completion_tokens`: what OpenAI's own API wants; its reasoning models (o-series,
+    /// GPT-5) refuse `max_tokens`.
+    MaxCompletionTokens,
+}
+
+impl TokenLimitField {
+    /// The field's name in the request body.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenLimitField::MaxTokens => "max_tokens",
+            TokenLimitField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+
+    /// `max_completion_tokens` for OpenAI's own API (`api.openai.com`), `max_tokens` elsewhere.
+    pub fn for_base_url(base_url: &str) -> Self {
+        let host = base_url
+            .split_once("://")
+            .map_or(base_url, |(_, rest)| rest)
+            .split(['/', ':'])
+            .next()
+            .unwrap_or_default();
+        if host.eq_ignore_ascii_case("api.openai.com") {
+            TokenLimitField::MaxCompletionTokens
+        } else {
+            TokenLimitField::MaxTokens
+        }
+    }
+}
+
 /// Where and how to reach an OpenAI-compatible server.
 #[derive(Clone)]
 pub struct OpenAiConfig {
@@ -30,6 +65,9 @@ pub struct OpenAiConfig {
     /// A cap on `max_tokens`: the request's own limit (the profile's `model.maxOutputTokens`)
     /// or [`DEFAULT_MAX_TOKENS`], whichever this is lower than.
     pub max_tokens: Option<u32>,
+    /// Which body field carries the token limit; by default chosen from the base URL
+    /// ([`TokenLimitField::for_base_url`]).
+    pub token_limit_field: TokenLimitField,
     /// Replays reasoning as `reasoning_content` on assistant turns (servers such as DeepSeek's
     /// thinking mode want it back during a tool loop; most servers ignore or refuse it).
     pub replay_reasoning_content: bool,
@@ -43,6 +81,7 @@ impl std::fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.debug_connection(f, "OpenAiConfig")
             .field("max_tokens", &self.max_tokens)
+            .field("token_limit_field", &self.token_limit_field)
             .field("replay_reasoning_content", &self.replay_reasoning_content)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
@@ -52,8 +91,10 @@ impl std::fmt::Debug for OpenAiConfig {
 impl OpenAiConfig {
     /// Settings with only a base URL: no key, no default model, no timeout, not streaming.
     pub fn new(base_url: impl Into<String>) -> Self {
+        let base_url = base_url.into();
         Self {
-            base_url: base_url.into(),
+            token_limit_field: TokenLimitField::for_base_url(&base_url),
+            base_url,
             default_model: None,
             api_key: None,
             extra_headers: Vec::new(),
@@ -70,6 +111,12 @@ impl OpenAiConfig {
 
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sends the token limit in `field` whatever the base URL.
+    pub fn with_token_limit_field(mut self, field: TokenLimitField) -> Self {
+        self.token_limit_field = field;
         self
     }
 }

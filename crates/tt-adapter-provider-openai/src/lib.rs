@@ -58,5 +58,5 @@ mod request;
 mod response;
 mod stream;
 
-pub use config::{DEFAULT_MAX_TOKENS, HttpLimits, OpenAiConfig, OpenAiError};
+pub use config::{DEFAULT_MAX_TOKENS, HttpLimits, OpenAiConfig, OpenAiError, TokenLimitField};
 pub use provider::{OPENAI_PROVIDER_NAME, OpenAiProvider};

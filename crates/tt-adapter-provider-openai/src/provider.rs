@@ -62,6 +62,7 @@ impl OpenAiProvider {
                     .flatten()
                     .min()
                     .unwrap_or(crate::config::DEFAULT_MAX_TOKENS),
+                token_limit_field: self.config.token_limit_field,
                 replay_reasoning_content: self.config.replay_reasoning_content,
             },
         );

@@ -11,6 +11,7 @@ pub(crate) struct BodyOptions<'a> {
     pub model: &'a str,
     pub stream: bool,
     pub max_tokens: u32,
+    pub token_limit_field: crate::config::TokenLimitField,
     pub replay_reasoning_content: bool,
 }
 
@@ -32,7 +33,10 @@ pub(crate) fn request_body(request: &AgentModelRequest, options: BodyOptions<'_>
         body.insert("tool_choice".into(), json!(request.tool_choice));
         body.insert("parallel_tool_calls".into(), json!(true));
     }
-    body.insert("max_tokens".into(), json!(options.max_tokens));
+    body.insert(
+        options.token_limit_field.as_str().into(),
+        json!(options.max_tokens),
+    );
     body.insert("stream".into(), json!(options.stream));
     if options.stream {
         body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -226,8 +230,47 @@ mod tests {
             model: "m",
             stream,
             max_tokens: 64,
+            token_limit_field: crate::config::TokenLimitField::MaxTokens,
             replay_reasoning_content: true,
         }
+    }
+
+    #[test]
+    fn openai_itself_gets_max_completion_tokens_and_compatible_servers_max_tokens() {
+        use crate::config::{OpenAiConfig, TokenLimitField};
+        for (url, field) in [
+            (
+                "https://api.openai.com/v1",
+                TokenLimitField::MaxCompletionTokens,
+            ),
+            (
+                "https://API.OpenAI.com:443/v1",
+                TokenLimitField::MaxCompletionTokens,
+            ),
+            ("http://127.0.0.1:8080/v1", TokenLimitField::MaxTokens),
+            (
+                "https://api.openai.com.example.net/v1",
+                TokenLimitField::MaxTokens,
+            ),
+            ("https://openrouter.ai/api/v1", TokenLimitField::MaxTokens),
+        ] {
+            assert_eq!(OpenAiConfig::new(url).token_limit_field, field, "{url}");
+        }
+        let config = OpenAiConfig::new("http://127.0.0.1:8080/v1")
+            .with_token_limit_field(TokenLimitField::MaxCompletionTokens);
+        assert_eq!(
+            config.token_limit_field,
+            TokenLimitField::MaxCompletionTokens
+        );
+        let body = request_body(
+            &request(vec![AgentModelMessage::text(ModelRole::User, "hi")]),
+            BodyOptions {
+                token_limit_field: TokenLimitField::MaxCompletionTokens,
+                ..options(false)
+            },
+        );
+        assert_eq!(body["max_completion_tokens"], json!(64));
+        assert!(body.get("max_tokens").is_none());
     }
 
     #[test]
