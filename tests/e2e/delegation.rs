@@ -46,6 +46,7 @@ pub(crate) async fn all_events(runtime: &AgentRuntime, run_id: &str) -> Vec<Agen
             .events;
         if page.is_empty() {
             tt_testkit::events_doc::assert_documented(&events);
+            tt_testkit::events_doc::assert_typed(&events);
             return events;
         }
         events.extend(page);

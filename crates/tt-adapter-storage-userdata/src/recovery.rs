@@ -161,8 +161,11 @@ fn interrupt(
             EventLevel::Warn,
             RunEventType::AgentInvocationInterrupted,
             json!({
-                "invocationId": invocation.id, "profileId": invocation.profile_id,
+                "invocationId": invocation.id,
+                "parentInvocationId": invocation.parent_invocation_id,
+                "profileId": invocation.profile_id,
                 "kind": invocation.kind.as_str(), "status": invocation.status.as_str(),
+                "exitPolicy": invocation.exit_policy,
             }),
         )?;
     }

@@ -98,13 +98,15 @@ impl Harness {
     }
 
     /// Waits (bounded) for a run to stop executing; its journal must be what docs/events.md
-    /// documents.
+    /// documents and what the typed payloads describe.
     pub async fn wait(&self, run_id: &RunId) -> AgentRun {
         let run = tokio::time::timeout(Duration::from_secs(600), self.service.wait_for_run(run_id))
             .await
             .expect("run did not end")
             .expect("wait_for_run");
-        tt_testkit::events_doc::assert_documented(&self.events(run_id));
+        let events = self.events(run_id);
+        tt_testkit::events_doc::assert_documented(&events);
+        tt_testkit::events_doc::assert_typed(&events);
         run
     }
 

@@ -11,7 +11,8 @@ use std::time::Instant;
 use tt_domain::ids::ROOT_INVOCATION_ID;
 use tt_runtime::{
     AgentProfileDefinition, AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
-    CommitBridgeChoice, ConversationKind, ReadEventsRequest, StartRunRequest, UserDataStore,
+    CommitBridgeChoice, ConversationKind, ReadEventsRequest, RunEventPayload, StartRunRequest,
+    UserDataStore, event_payload,
 };
 
 use crate::model::{CHILD_TURNS, ChildTag, FanoutModel, ROOT_PROFILE, ROOT_TURNS, note_content};
@@ -290,13 +291,28 @@ pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<Journal
         expected_model_turns(children)
     );
 
-    let returns: Vec<&AgentRunEvent> = events
+    // The payloads this check reads, decoded by type.
+    let payloads: Vec<RunEventPayload> = events
         .iter()
-        .filter(|e| e.event_type == "task_return_completed")
+        .filter(|e| {
+            matches!(
+                e.event_type.as_str(),
+                "task_return_completed" | "agent_await_completed"
+            )
+        })
+        .filter_map(AgentRunEvent::typed_payload)
+        .collect::<Result<_, _>>()
+        .context("an event payload does not decode")?;
+    let returns: Vec<&event_payload::TaskReturnCompleted> = payloads
+        .iter()
+        .filter_map(|payload| match payload {
+            RunEventPayload::TaskReturnCompleted(returned) => Some(returned),
+            _ => None,
+        })
         .collect();
     let returning: BTreeSet<&str> = returns
         .iter()
-        .filter_map(|e| e.payload.get("childInvocationId").and_then(Value::as_str))
+        .map(|returned| returned.child_invocation_id.as_str())
         .collect();
     ensure!(
         returns.len() as u64 == u64::from(children) && returning.len() == returns.len(),
@@ -305,12 +321,15 @@ pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<Journal
         returning.len()
     );
 
-    let root_awaits: Vec<&AgentRunEvent> = events
+    let root_awaits: Vec<&event_payload::AgentAwaitCompleted> = payloads
         .iter()
-        .filter(|e| {
-            e.event_type == "agent_await_completed"
-                && e.payload.get("parentInvocationId").and_then(Value::as_str)
-                    == Some(ROOT_INVOCATION_ID)
+        .filter_map(|payload| match payload {
+            RunEventPayload::AgentAwaitCompleted(done)
+                if done.parent_invocation_id.as_str() == ROOT_INVOCATION_ID =>
+            {
+                Some(done)
+            }
+            _ => None,
         })
         .collect();
     let [await_done] = root_awaits.as_slice() else {
@@ -319,11 +338,11 @@ pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<Journal
             root_awaits.len()
         );
     };
-    let task_count = await_done.payload.get("taskCount").and_then(Value::as_u64);
-    let timed_out = await_done.payload.get("timedOut").and_then(Value::as_bool);
     ensure!(
-        task_count == Some(u64::from(children)) && timed_out == Some(false),
-        "the root's await reported taskCount {task_count:?} and timedOut {timed_out:?}; expected {children} and false"
+        await_done.task_count == u64::from(children) && !await_done.timed_out,
+        "the root's await reported taskCount {} and timedOut {}; expected {children} and false",
+        await_done.task_count,
+        await_done.timed_out
     );
 
     let tool_calls = count("tool_call_completed");
@@ -418,12 +437,19 @@ mod tests {
         for child in 0..children {
             items.push((
                 "task_return_completed".to_owned(),
-                json!({ "childInvocationId": format!("inv_{child}") }),
+                json!({
+                    "taskId": format!("task_{child}"), "parentInvocationId": "inv_root",
+                    "childInvocationId": format!("inv_{child}"), "status": "completed",
+                    "resultRef": "r", "summaryRef": "s",
+                }),
             ));
         }
         items.push((
             "agent_await_completed".to_owned(),
-            json!({ "parentInvocationId": "inv_root", "taskCount": children, "timedOut": false }),
+            json!({
+                "parentInvocationId": "inv_root", "mode": "allCompleted", "timedOut": false,
+                "taskCount": children, "deliveredTaskIds": [],
+            }),
         ));
         items.push(("run_completed".to_owned(), json!({})));
         items
@@ -483,7 +509,7 @@ mod tests {
         let mut items = good_journal(2);
         for (t, p) in &mut items {
             if t == "task_return_completed" {
-                *p = json!({ "childInvocationId": "inv_same" });
+                p["childInvocationId"] = json!("inv_same");
             }
         }
         assert!(

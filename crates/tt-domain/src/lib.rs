@@ -5,6 +5,7 @@
 
 pub mod error;
 pub mod event;
+pub mod event_payload;
 pub mod ids;
 pub mod invocation;
 pub mod model;

@@ -27,7 +27,9 @@ pub use tt_adapter_storage_userdata::UserDataStore;
 pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
 };
-pub use tt_domain::event::{AgentRunEvent, EventLevel};
+pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
+/// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).
+pub use tt_domain::event_payload::{self, EventPayload, RunEventPayload};
 pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};

@@ -1,11 +1,14 @@
-//! Keeps docs/events.md complete: every event type the runtime knows has a section there, and
-//! every payload field a test run journals is in its type's table. Scenario harnesses call
-//! [`assert_documented`] on the journals they read, so a new event or field fails the suite
-//! until the page lists it.
+//! Keeps docs/events.md and the typed payloads of `tt_domain::event_payload` true to what the
+//! runtime journals: every event type has a section on the page, every payload field a test run
+//! journals is in its type's table, and every journaled payload decodes into its typed struct
+//! and serializes back unchanged. Scenario harnesses call [`assert_documented`] and
+//! [`assert_typed`] on the journals they read, so a new event or field fails the suite until the
+//! page and the struct have it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 use tt_domain::event::{AgentRunEvent, RunEventType};
+use tt_domain::event_payload::RunEventPayload;
 
 /// The page, as built into the test binaries.
 const EVENTS_DOC: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/events.md"));
@@ -89,6 +92,45 @@ pub fn assert_documented(events: &[AgentRunEvent]) {
     );
 }
 
+/// Journaled payloads that do not decode into their typed struct, or do not serialize back to
+/// the same JSON (`eventScope` aside): `type: what differs`.
+pub fn untyped(events: &[AgentRunEvent]) -> Vec<String> {
+    let mut problems = BTreeSet::new();
+    for event in events {
+        let Some(event_type) = RunEventType::parse(&event.event_type) else {
+            problems.insert(format!("{}: not an event type", event.event_type));
+            continue;
+        };
+        let mut payload = event.payload.clone();
+        if let Some(object) = payload.as_object_mut() {
+            object.remove("eventScope");
+        }
+        match RunEventPayload::decode(event_type, &payload).and_then(|typed| typed.to_value()) {
+            Err(error) => {
+                problems.insert(format!("{}: does not decode: {error}", event.event_type));
+            }
+            Ok(back) if back != payload => {
+                problems.insert(format!(
+                    "{}: decodes to something else: journaled {payload}, typed {back}",
+                    event.event_type
+                ));
+            }
+            Ok(_) => {}
+        }
+    }
+    problems.into_iter().collect()
+}
+
+/// Fails the test when a journaled payload does not round-trip through its typed struct.
+#[track_caller]
+pub fn assert_typed(events: &[AgentRunEvent]) {
+    let problems = untyped(events);
+    assert!(
+        problems.is_empty(),
+        "tt_domain::event_payload does not match what was journaled: {problems:#?}"
+    );
+}
+
 /// Event types the runtime knows that have no section, and sections of no known type.
 pub fn type_mismatches() -> (Vec<&'static str>, Vec<String>) {
     let doc = events_doc();
@@ -124,6 +166,42 @@ mod tests {
             event_type: event_type.to_owned(),
             payload,
         }
+    }
+
+    /// One payload of every event type, every optional field present.
+    const SAMPLES: &str = include_str!("event_samples.json");
+
+    #[test]
+    fn one_instance_of_each_type_round_trips_and_matches_its_documented_fields() {
+        let samples: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(SAMPLES).unwrap();
+        let mut typed = Vec::new();
+        for event_type in RunEventType::ALL {
+            let name = event_type.as_str();
+            let sample = samples
+                .get(name)
+                .unwrap_or_else(|| panic!("event_samples.json has no `{name}`"));
+            let payload = RunEventPayload::decode(*event_type, sample)
+                .unwrap_or_else(|error| panic!("`{name}` does not decode: {error}"));
+            assert_eq!(payload.event_type(), *event_type);
+            assert_eq!(&payload.to_value().unwrap(), sample, "`{name}` round trip");
+            let fields: BTreeSet<String> = sample
+                .as_object()
+                .map(|object| object.keys().cloned().collect())
+                .unwrap_or_default();
+            assert_eq!(
+                fields,
+                events_doc().types[name],
+                "the fields of `{name}` and its table in docs/events.md"
+            );
+            typed.push(payload);
+        }
+        assert_eq!(
+            samples.len(),
+            RunEventType::ALL.len(),
+            "no sample of an unknown type"
+        );
+        insta::assert_debug_snapshot!("typed_event_payloads", typed);
     }
 
     #[test]

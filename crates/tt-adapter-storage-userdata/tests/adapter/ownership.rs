@@ -198,6 +198,9 @@ async fn unfinished_runs_without_an_owner_are_marked_interrupted() {
             "run_interrupted"
         ]
     );
+    // What recovery writes is what docs/events.md and the typed payloads describe.
+    tt_testkit::events_doc::assert_documented(&events[3..]);
+    tt_testkit::events_doc::assert_typed(&events[3..]);
     let last = events.last().unwrap();
     assert_eq!(last.seq, 7);
     assert_eq!(last.payload["reason"], OWNER_EXITED);
