@@ -14,10 +14,11 @@ pub mod prompt_brokers;
 pub mod signals;
 pub mod system;
 
+pub use bridges::{CommitHandlerResult, TranscriptEntry};
 pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
 pub use dto::*;
-pub use host::{AgentRuntime, EventSubscription};
+pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
 pub use signals::StopSignals;
 
 /// Re-exports a host or the CLI needs without depending on inner crates.
@@ -31,4 +32,4 @@ pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{TaskContinuation, TaskStatus};
-pub use tt_ports::ModelProvider;
+pub use tt_ports::{ChatCommitRequest, ModelProvider};
