@@ -22,14 +22,17 @@ pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNT
 pub use signals::StopSignals;
 
 /// Re-exports a host or the CLI needs without depending on inner crates.
-pub use tt_adapter_provider_scripted::ScriptedProvider;
+pub use tt_adapter_provider_scripted::{
+    FnProvider, ModelReply, ScriptedProvider, ScriptedScenarios,
+};
 pub use tt_adapter_storage_userdata::UserDataStore;
 pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
 };
 pub use tt_domain::event::{AgentRunEvent, EventLevel};
+pub use tt_domain::model::AgentModelRequest;
 pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{TaskContinuation, TaskStatus};
-pub use tt_ports::{ChatCommitRequest, ModelProvider};
+pub use tt_ports::{ChatCommitRequest, ModelError, ModelProvider};
