@@ -22,6 +22,7 @@ use tt_runtime::{
     ScriptedProvider, StartRunRequest,
 };
 
+// ANCHOR: closure_model
 /// write -> commit -> finish for the default writer.
 fn committing_writer() -> Arc<dyn ModelProvider> {
     Arc::new(FnProvider::new(|request| {
@@ -35,13 +36,16 @@ fn committing_writer() -> Arc<dyn ModelProvider> {
         })
     }))
 }
+// ANCHOR_END: closure_model
 
+// ANCHOR: hanging_model
 /// A model whose first call never answers (until the run is cancelled).
 fn hanging_model() -> Arc<dyn ModelProvider> {
     Arc::new(FnProvider::new(|_| {
         Ok(ModelReply::text("never").after(Duration::from_secs(86_400)))
     }))
 }
+// ANCHOR_END: hanging_model
 
 fn runtime(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
     AgentRuntimeBuilder::new()
@@ -65,6 +69,14 @@ async fn wait_for_event(runtime: &AgentRuntime, run_id: &str, event_type: &str) 
         }
     }
     panic!("the run ended without `{event_type}`");
+}
+
+#[test]
+fn a_runtime_can_be_shared_and_its_streams_moved_across_tasks() {
+    fn shared<T: Send + Sync>() {}
+    fn moved<T: Send + Unpin>() {}
+    shared::<AgentRuntime>();
+    moved::<tt_runtime::EventSubscription>();
 }
 
 #[tokio::test]

@@ -147,9 +147,8 @@ fn scripted_model() -> anyhow::Result<Arc<dyn ModelProvider>> {
 // ANCHOR: remote_model
 /// A real model behind an OpenAI- or Anthropic-compatible server (docs/providers.md).
 fn remote_model(spec: &str) -> anyhow::Result<Arc<dyn ModelProvider>> {
-    let spec = ConnectionSpec::parse(spec)?
-        .with_api_key_env("MY_KEY") // default OPENAI_API_KEY / ANTHROPIC_API_KEY
-        .with_stream(true); // live model_delta events
+    // The key is read from OPENAI_API_KEY / ANTHROPIC_API_KEY (`with_api_key_env` renames it).
+    let spec = ConnectionSpec::parse(spec)?.with_stream(true); // live model_delta events
     build_provider(&spec)
 }
 // ANCHOR_END: remote_model
