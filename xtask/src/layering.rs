@@ -367,7 +367,7 @@ mod tests {
         assert_eq!(
             violations(&metadata),
             vec![
-                "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e may",
+                "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e, desktop-shell may",
                 "tt-application: http-client: `tt-application` depends on the HTTP client `hyper`; only tt-adapter-provider-* and tt-provider-http may",
                 "tt-adapter-storage-userdata: http-client: `tt-adapter-storage-userdata` depends on the HTTP client `ureq`; only tt-adapter-provider-* and tt-provider-http may",
             ]
