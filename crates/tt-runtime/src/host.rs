@@ -49,16 +49,23 @@ impl std::fmt::Debug for AgentRuntime {
 }
 
 type NextEvent = Pin<Box<dyn Future<Output = (RunEventStream, NextOutcome)> + Send>>;
+type Drained = Pin<Box<dyn Future<Output = HostResult<Vec<AgentRunEvent>>> + Send>>;
 
 enum NextOutcome {
     Event(AgentRunEvent),
     End,
     Failed(HostError),
+    /// The runtime shut down while the stream waited.
+    ShutDown,
 }
 
 enum SubscriptionState {
     Idle(RunEventStream),
     Waiting(NextEvent),
+    /// After shutdown: reading what the journal still holds after the last delivered event.
+    Draining(Drained),
+    /// Events read by the drain, delivered one by one before the end.
+    Rest(std::collections::VecDeque<AgentRunEvent>),
     /// `subscribe` after `shutdown`: one error item, then the end.
     Refused(HostError),
     Ended,
@@ -67,23 +74,34 @@ enum SubscriptionState {
 /// A live stream of one run's events (see [`AgentRuntime::subscribe`]).
 ///
 /// It is a [`futures_core::Stream`] of `HostResult<AgentRunEvent>` (use `StreamExt` from
-/// `futures-util` or `tokio-stream` to combine it), and also has its own [`next`](Self::next).
-/// It ends (`None`) after the run's terminal event, after an error item, and when the runtime
-/// shuts down.
+/// `futures-util` or `tokio-stream` to combine it), and also has its own [`next`](Self::next),
+/// which Rust prefers over `StreamExt::next`. It ends (`None`) after the run's terminal event,
+/// after an error item, and when the runtime shuts down (after delivering what the run's journal
+/// holds by then).
 pub struct EventSubscription {
     state: SubscriptionState,
     streams_end: CancellationToken,
+    /// What a drain after shutdown reads.
+    service: Arc<AgentRunService>,
+    run_id: RunId,
+    invocation_id: Option<String>,
+    /// Seq of the last delivered event (or the `after_seq` asked for).
+    last_seq: u64,
 }
 
 impl std::fmt::Debug for EventSubscription {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
-            SubscriptionState::Idle(inner) => format!("{inner:?}"),
+            SubscriptionState::Idle(_) => "idle".to_owned(),
             SubscriptionState::Waiting(_) => "waiting".to_owned(),
+            SubscriptionState::Draining(_) => "draining".to_owned(),
+            SubscriptionState::Rest(rest) => format!("{} left", rest.len()),
             SubscriptionState::Refused(error) => format!("refused: {error}"),
             SubscriptionState::Ended => "ended".to_owned(),
         };
         f.debug_struct("EventSubscription")
+            .field("run_id", &self.run_id)
+            .field("last_seq", &self.last_seq)
             .field("state", &state)
             .finish()
     }
@@ -106,10 +124,41 @@ impl EventSubscription {
                     Ok(None) => NextOutcome::End,
                     Err(error) => NextOutcome::Failed(error.into()),
                 },
-                () = streams_end.cancelled() => NextOutcome::End,
+                () = streams_end.cancelled() => NextOutcome::ShutDown,
             };
             (inner, outcome)
         })
+    }
+
+    /// Reads every journaled event after the last delivered one (the run's end included when
+    /// it was journaled before the shutdown finished).
+    fn drain(&self) -> Drained {
+        let service = Arc::clone(&self.service);
+        let run_id = self.run_id.clone();
+        let invocation_id = self.invocation_id.clone();
+        let mut after = self.last_seq;
+        Box::pin(async move {
+            let mut rest = Vec::new();
+            loop {
+                let page = EventPage {
+                    after_seq: Some(after),
+                    limit: Some(500),
+                    invocation_id: invocation_id.clone(),
+                    ..EventPage::default()
+                };
+                let events = service.read_events(&run_id, &page).await?;
+                let Some(last) = events.last() else {
+                    return Ok(rest);
+                };
+                after = last.seq;
+                rest.extend(events);
+            }
+        })
+    }
+
+    fn deliver(&mut self, event: AgentRunEvent) -> Poll<Option<HostResult<AgentRunEvent>>> {
+        self.last_seq = event.seq;
+        Poll::Ready(Some(Ok(event)))
     }
 }
 
@@ -123,20 +172,40 @@ impl futures_core::Stream for EventSubscription {
                     let waiting = Self::next_event(inner, self.streams_end.clone());
                     self.state = SubscriptionState::Waiting(waiting);
                 }
-                SubscriptionState::Waiting(mut waiting) => {
-                    return match waiting.as_mut().poll(cx) {
-                        Poll::Pending => {
-                            self.state = SubscriptionState::Waiting(waiting);
-                            Poll::Pending
+                SubscriptionState::Waiting(mut waiting) => match waiting.as_mut().poll(cx) {
+                    Poll::Pending => {
+                        self.state = SubscriptionState::Waiting(waiting);
+                        return Poll::Pending;
+                    }
+                    Poll::Ready((inner, NextOutcome::Event(event))) => {
+                        self.state = SubscriptionState::Idle(inner);
+                        return self.deliver(event);
+                    }
+                    Poll::Ready((_, NextOutcome::End)) => return Poll::Ready(None),
+                    Poll::Ready((_, NextOutcome::Failed(error))) => {
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                    Poll::Ready((_, NextOutcome::ShutDown)) => {
+                        self.state = SubscriptionState::Draining(self.drain());
+                    }
+                },
+                SubscriptionState::Draining(mut drained) => match drained.as_mut().poll(cx) {
+                    Poll::Pending => {
+                        self.state = SubscriptionState::Draining(drained);
+                        return Poll::Pending;
+                    }
+                    Poll::Ready(Ok(events)) => {
+                        self.state = SubscriptionState::Rest(events.into());
+                    }
+                    Poll::Ready(Err(error)) => return Poll::Ready(Some(Err(error))),
+                },
+                SubscriptionState::Rest(mut rest) => {
+                    return match rest.pop_front() {
+                        Some(event) => {
+                            self.state = SubscriptionState::Rest(rest);
+                            self.deliver(event)
                         }
-                        Poll::Ready((inner, NextOutcome::Event(event))) => {
-                            self.state = SubscriptionState::Idle(inner);
-                            Poll::Ready(Some(Ok(event)))
-                        }
-                        Poll::Ready((_, NextOutcome::End)) => Poll::Ready(None),
-                        Poll::Ready((_, NextOutcome::Failed(error))) => {
-                            Poll::Ready(Some(Err(error)))
-                        }
+                        None => Poll::Ready(None),
                     };
                 }
                 SubscriptionState::Refused(error) => return Poll::Ready(Some(Err(error))),
@@ -144,6 +213,13 @@ impl futures_core::Stream for EventSubscription {
             }
         }
     }
+}
+
+fn shut_down_error() -> HostError {
+    HostError::new(
+        RUNTIME_SHUT_DOWN,
+        "the runtime has been shut down; build a new one to continue",
+    )
 }
 
 impl AgentRuntime {
@@ -176,10 +252,7 @@ impl AgentRuntime {
     /// `agent.runtime_shut_down` once [`shutdown`](Self::shutdown) has begun.
     fn ensure_open(&self) -> HostResult<()> {
         if self.shut_down.load(Ordering::SeqCst) {
-            return Err(HostError::new(
-                RUNTIME_SHUT_DOWN,
-                "the runtime has been shut down; build a new one to continue",
-            ));
+            return Err(shut_down_error());
         }
         Ok(())
     }
@@ -206,6 +279,14 @@ impl AgentRuntime {
         self.ensure_open()?;
         let run = self.service.start_run(request).await?;
         self.started_runs().push(run.id.clone());
+        // A shutdown that began while the run was being created may have taken the list
+        // before the push: then this call settles the run itself.
+        if self.shut_down.load(Ordering::SeqCst) {
+            let _ = self.service.cancel_run(&run.id).await;
+            let _ = self.service.wait_for_run(&run.id).await;
+            let _ = self.skill_store.close_run(&run.id);
+            return Err(shut_down_error());
+        }
         Ok(run)
     }
 
@@ -322,25 +403,31 @@ impl AgentRuntime {
 
     /// Live events of a run after `after_seq` (0 = from the start), optionally only those of
     /// one invocation. Ends after the run's terminal event (for an interrupted run: after
-    /// replaying its journal up to `run_interrupted`), or when the runtime shuts down. After
-    /// `shutdown` the stream yields one `agent.runtime_shut_down` error and ends.
+    /// replaying its journal up to `run_interrupted`), or when the runtime shuts down (after
+    /// what the journal holds by then). Subscribing after `shutdown` yields one
+    /// `agent.runtime_shut_down` error, then the end.
     pub fn subscribe(
         &self,
         run_id: &str,
         after_seq: u64,
         invocation_id: Option<String>,
     ) -> EventSubscription {
+        let run_id = RunId::from_raw(run_id);
         let state = match self.ensure_open() {
             Ok(()) => SubscriptionState::Idle(self.service.subscribe(
-                RunId::from_raw(run_id),
+                run_id.clone(),
                 after_seq,
-                invocation_id,
+                invocation_id.clone(),
             )),
             Err(error) => SubscriptionState::Refused(error),
         };
         EventSubscription {
             state,
             streams_end: self.streams_end.clone(),
+            service: Arc::clone(&self.service),
+            run_id,
+            invocation_id,
+            last_seq: after_seq,
         }
     }
 

@@ -379,6 +379,45 @@ async fn shutdown_cancels_live_runs_ends_streams_and_refuses_later_calls() {
     assert_eq!(again.status, AgentRunStatus::Cancelled);
 }
 
+#[tokio::test]
+async fn shutdown_ends_a_stream_that_follows_a_run_another_runtime_owns() {
+    let dir = TempDir::new().unwrap();
+    let owner = runtime(dir.path(), hanging_model());
+    let run = owner.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    // A second runtime on the same data dir (as another app window would be): the run is
+    // locked by its owner, so this one only follows it, by polling its journal.
+    let viewer = runtime_at_same_dir(dir.path());
+    let mut follower = viewer.subscribe(&run_id, 0, None);
+    assert_eq!(follower.next().await.unwrap().unwrap().seq, 1);
+
+    assert!(viewer.shutdown().await.unwrap().is_empty());
+    // The follower delivers what the journal holds, then ends although the run goes on.
+    let rest: Vec<u64> = follower.map(|event| event.unwrap().seq).collect().await;
+    let journaled = owner
+        .read_events(ReadEventsRequest {
+            run_id: run_id.clone(),
+            limit: Some(500),
+            ..ReadEventsRequest::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    assert_eq!(
+        rest,
+        journaled
+            .iter()
+            .skip(1)
+            .map(|event| event.seq)
+            .collect::<Vec<_>>()
+    );
+    assert!(!journaled.last().unwrap().event_type.starts_with("run_"));
+
+    let cancelled = owner.shutdown().await.unwrap();
+    assert_eq!(cancelled[0].status, AgentRunStatus::Cancelled);
+}
+
 fn runtime_at_same_dir(dir: &Path) -> AgentRuntime {
     runtime(dir, committing_writer())
 }
