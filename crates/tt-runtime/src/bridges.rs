@@ -79,6 +79,15 @@ impl Drop for Withdraw {
     }
 }
 
+/// Aborts a spawned task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 fn lock(pending: &PendingMap) -> std::sync::MutexGuard<'_, PendingState> {
     pending
         .lock()
@@ -237,15 +246,19 @@ impl HostCommitBridge for HostApiCommitBridge {
                 let pending = Arc::clone(&self.pending);
                 let commit_id = commit_id.clone();
                 tokio::spawn(async move {
-                    // An empty answer would leave the commit pending forever: it becomes a refusal.
-                    let (message_id, error) = match answer.await {
-                        Ok(message_id) if !message_id.trim().is_empty() => (Some(message_id), None),
-                        Ok(_) => (
-                            None,
-                            Some("the commit handler gave an empty message id".into()),
-                        ),
-                        Err(reason) if !reason.trim().is_empty() => (None, Some(reason)),
-                        Err(_) => (None, Some("the commit handler refused the commit".into())),
+                    // The handler runs in a task of its own so that a panic in it refuses the
+                    // commit instead of leaving it pending; aborting this task aborts it too.
+                    let mut handler = AbortOnDrop(tokio::spawn(answer));
+                    // An empty answer would also leave the commit pending forever: a refusal.
+                    let refusal = |reason: &str| (None, Some(reason.to_owned()));
+                    let (message_id, error) = match (&mut handler.0).await {
+                        Ok(Ok(message_id)) if !message_id.trim().is_empty() => {
+                            (Some(message_id), None)
+                        }
+                        Ok(Ok(_)) => refusal("the commit handler gave an empty message id"),
+                        Ok(Err(reason)) if !reason.trim().is_empty() => (None, Some(reason)),
+                        Ok(Err(_)) => refusal("the commit handler refused the commit"),
+                        Err(_) => refusal("the commit handler failed (it panicked)"),
                     };
                     // `not_pending`: the host answered first or the run was cancelled; nothing to do.
                     let _ = resolve_pending(&pending, &run_id, &commit_id, message_id, error);

@@ -288,6 +288,32 @@ async fn a_commit_handler_refusal_fails_the_run_with_its_reason() {
     );
 }
 
+#[tokio::test]
+async fn a_panicking_commit_handler_refuses_the_commit_instead_of_hanging_the_run() {
+    let dir = TempDir::new().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(committing_writer())
+        .commit_handler(|commit: ChatCommitRequest| async move {
+            assert!(
+                commit.content.is_empty(),
+                "the handler breaks on this commit"
+            );
+            Ok("1".to_owned())
+        })
+        .build()
+        .unwrap();
+    let run = runtime.start_run(request()).await.unwrap();
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    let failed = wait_for_event(&runtime, run.id.as_str(), "chat_commit_failed").await;
+    assert!(
+        failed.payload.to_string().contains("panicked"),
+        "{}",
+        failed.payload
+    );
+}
+
 /// A host's own bridge: publishes every commit as message "7".
 struct SevenBridge;
 
