@@ -111,7 +111,8 @@ impl AgentRuntimeBuilder {
     /// An async commit handler for the host-API bridge: the runtime calls it with each typed
     /// commit request and resolves the commit with its answer (`Ok(messageId)` or
     /// `Err(reason)`). The commit stays listed by `pending_commits` until then, and a
-    /// `resolve_chat_commit` that comes first wins. A cancelled run drops the handler's work.
+    /// `resolve_chat_commit` that comes first wins. A cancelled run drops the handler's work; a
+    /// handler that panics or answers an empty string refuses the commit.
     /// `build()` refuses it with any bridge other than `HostApi`
     /// (`agent.commit_handler_requires_host_bridge`).
     pub fn commit_handler<F, Fut>(mut self, handler: F) -> Self
