@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 
+// ANCHOR: imports
 use anyhow::{Context, anyhow, ensure};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tt_runtime::{
@@ -27,6 +28,7 @@ use tt_runtime::{
     PromptRole, ResolveChatCommitRequest, ScriptedProvider, ScriptedScenarios, StartRunRequest,
     build_provider,
 };
+// ANCHOR_END: imports
 
 use crate::chat::ChatWindow;
 use crate::tree::AgentTree;
