@@ -1,8 +1,11 @@
 //! tt-agent-runtime's composition root and host API.
 //!
 //! [`AgentRuntimeBuilder`] wires adapters (userdata storage under a data dir, a model provider, a
-//! commit bridge) into the application; [`AgentRuntime`] is the small async API a host links in.
-//! Every request and response type is a serde DTO in camelCase JSON (see `docs/host-api.md`).
+//! commit bridge) into the application; [`AgentRuntime`] is the small async API a host links in,
+//! from `start_run` to `shutdown`. Every request and response type is a serde DTO in camelCase
+//! JSON. `docs/host-api.md` walks through `examples/desktop-shell`, a complete embedder; an
+//! embedder needs no other crate: the offline models (`ScriptedProvider`, `ScriptedScenarios`,
+//! `FnProvider`) and the types the API speaks are re-exported here.
 
 pub mod bridges;
 pub mod builder;
