@@ -1,5 +1,6 @@
 //! `cargo xtask ci`: every check CI runs, in order, failing fast on the first failed step.
-//! Steps: fmt, clippy, tidy, tests (nextest if installed, then doctests), demo smoke run.
+//! Steps: fmt, clippy, tidy, tests (nextest if installed, then doctests), demo smoke run, and
+//! the embedding example (`examples/desktop-shell`, which exits non-zero when a step fails).
 
 use std::fs;
 use std::io::ErrorKind;
@@ -11,7 +12,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::process::{cargo_succeeds, run_cargo};
 use crate::tidy;
 
-const STEP_COUNT: usize = 5;
+const STEP_COUNT: usize = 6;
 
 pub fn run(root: &Path) -> Result<()> {
     let started = Instant::now();
@@ -46,6 +47,12 @@ pub fn run(root: &Path) -> Result<()> {
         "demo",
         "cargo run -p tt-cli -- demo on a fresh data dir",
         || demo_smoke_run(root),
+    )?;
+    step(
+        6,
+        "example",
+        "cargo run -p desktop-shell (build, run, commit, cancel, shutdown, crash and restart)",
+        || run_cargo(root, &["run", "--locked", "-p", "desktop-shell"]),
     )?;
     println!(
         "ci: all {STEP_COUNT} steps passed in {}",

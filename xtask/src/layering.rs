@@ -67,12 +67,21 @@ fn allowed_tt_dependencies(package: &str) -> Option<Allowed> {
         "tt-cli" => Some(Allowed::Only(&["tt-runtime"])),
         // A benchmark host: the runtime plus the vocabulary its ports speak.
         "tt-bench" => Some(Allowed::Only(&["tt-runtime", "tt-domain", "tt-ports"])),
+        // The embedding example links what a desktop shell links: the runtime, nothing inside it.
+        "desktop-shell" => Some(Allowed::Only(&["tt-runtime"])),
         "tt-e2e" | "xtask" => Some(Allowed::Anything),
         _ => None,
     }
 }
 
-const ANYHOW_USERS: &[&str] = &["tt-runtime", "tt-cli", "tt-bench", "xtask", "tt-e2e"];
+const ANYHOW_USERS: &[&str] = &[
+    "tt-runtime",
+    "tt-cli",
+    "tt-bench",
+    "xtask",
+    "tt-e2e",
+    "desktop-shell",
+];
 const HTTP_CLIENTS: &[&str] = &["reqwest", "hyper", "ureq"];
 /// Libraries emit `tracing` spans and events; only a host chooses where they go, so a
 /// subscriber is installed by tt-cli alone (an embedding host brings its own).
@@ -358,7 +367,7 @@ mod tests {
         assert_eq!(
             violations(&metadata),
             vec![
-                "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e may",
+                "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e, desktop-shell may",
                 "tt-application: http-client: `tt-application` depends on the HTTP client `hyper`; only tt-adapter-provider-* and tt-provider-http may",
                 "tt-adapter-storage-userdata: http-client: `tt-adapter-storage-userdata` depends on the HTTP client `ureq`; only tt-adapter-provider-* and tt-provider-http may",
             ]

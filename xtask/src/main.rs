@@ -19,7 +19,8 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  ci      run every check and test CI runs (fmt, clippy, tidy, tests, demo smoke run)
+  ci      run every check and test CI runs (fmt, clippy, tidy, tests, demo smoke run,
+          the desktop-shell example)
   tidy    check crate layering, manifests, module headers and printing in library crates
   bench   run a benchmark in release: `bench fanout [--n N]`, `bench journal [--events N]`
   soak    stress in release: `soak crash [--trials N]` (SIGKILL a fan-out run, reopen, check)

@@ -1,4 +1,7 @@
-//! A deterministic model provider that plays a JSON script, for demos and tests.
+//! Deterministic model providers for demos and tests: [`ScriptedProvider`] plays a JSON
+//! script, [`ScriptedScenarios`] chooses one of several scripts per run, and [`FnProvider`]
+//! answers with a closure over the request (for an embedder's unit tests). The script format
+//! and the tools' argument formats are documented for embedders in `docs/scripted-provider.md`.
 //!
 //! # Script format
 //!
@@ -69,10 +72,14 @@
 //! # Ok::<(), tt_adapter_provider_scripted::ScriptError>(())
 //! ```
 
+mod closure;
 mod provider;
+mod scenarios;
 mod script;
 
+pub use closure::{FN_PROVIDER_NAME, FnProvider, ModelReply};
 pub use provider::{SCRIPT_EXHAUSTED_CODE, SCRIPTED_PROVIDER_NAME, ScriptedProvider};
+pub use scenarios::ScriptedScenarios;
 pub use script::{
     SCRIPT_SCHEMA_VERSION, Script, ScriptError, ScriptedErrorEntry, ScriptedFailure,
     ScriptedResponse, ScriptedToolCall, ScriptedTurn,

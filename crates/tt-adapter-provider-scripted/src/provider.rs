@@ -127,7 +127,10 @@ fn exhausted(message: String) -> ModelError {
 }
 
 /// Sleeps on tokio time unless `cancel` fires first.
-async fn delay(delay_ms: Option<u64>, cancel: &CancellationToken) -> Result<(), ModelError> {
+pub(crate) async fn delay(
+    delay_ms: Option<u64>,
+    cancel: &CancellationToken,
+) -> Result<(), ModelError> {
     let Some(millis) = delay_ms.filter(|millis| *millis > 0) else {
         return Ok(());
     };
@@ -142,7 +145,10 @@ fn approx_tokens(chars: usize) -> u64 {
     u64::try_from(chars.div_ceil(4)).unwrap_or(u64::MAX)
 }
 
-fn build_response(request: &AgentModelRequest, scripted: ScriptedResponse) -> AgentModelResponse {
+pub(crate) fn build_response(
+    request: &AgentModelRequest,
+    scripted: ScriptedResponse,
+) -> AgentModelResponse {
     let input_chars = serde_json::to_string(&request.messages)
         .map(|text| text.chars().count())
         .unwrap_or(0);

@@ -21,6 +21,7 @@ pub mod registry;
 pub mod run_service;
 pub mod services;
 pub mod skills;
+mod start_request;
 pub mod streaming;
 pub mod timeline;
 pub mod tool_loop;

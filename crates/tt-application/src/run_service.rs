@@ -30,8 +30,9 @@ use crate::registry::build_tool_snapshot;
 use crate::services::RuntimeServices;
 use crate::tool_loop::{LoopOutcome, run_tool_loop};
 
-/// What a host asks for when it starts a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a host asks for when it starts a run. `Default` is an empty request (no chat id yet);
+/// [`StartRunRequest::new`] and its setters (`start_request.rs`) build one in code.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StartRunRequest {
     /// The host's stable conversation id; the workspace id is derived from it.

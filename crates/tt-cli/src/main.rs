@@ -238,12 +238,12 @@ async fn main() -> anyhow::Result<()> {
 fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::AgentRuntime> {
     let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
         .context("building the idle model")?;
-    AgentRuntimeBuilder::new()
+    Ok(AgentRuntimeBuilder::new()
         .data_dir(data_dir)
         .provider(Arc::new(idle))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .read_only()
-        .build()
+        .build()?)
 }
 
 /// SIGINT and SIGTERM handling for the commands that run agents, installed before anything is

@@ -20,9 +20,11 @@ pub enum Presentation {
 }
 
 /// Kind of conversation a run belongs to; part of the workspace id derivation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ConversationKind {
+    /// The default: a one-character conversation.
+    #[default]
     Character,
     Group,
 }

@@ -1,6 +1,6 @@
 //! Commit bridges a host can choose from: answer through the host API
-//! (`resolve_chat_commit`), or record commits in a transcript file (the CLI's stand-in for a
-//! chat window).
+//! (`resolve_chat_commit`, `pending_commits`, or a commit handler the bridge calls), or record
+//! commits in a transcript file (the CLI's stand-in for a chat window).
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -23,32 +23,75 @@ pub struct ResolveCommitError {
 }
 
 struct PendingCommit {
+    /// Registration order, so `pending_commits` lists commits oldest first.
+    order: u64,
     run_id: RunId,
     request: ChatCommitRequest,
     reply: oneshot::Sender<Result<ChatCommitReceipt, HostBridgeError>>,
 }
 
-type PendingMap = Arc<Mutex<HashMap<CommitId, PendingCommit>>>;
+#[derive(Default)]
+struct PendingState {
+    next_order: u64,
+    commits: HashMap<CommitId, PendingCommit>,
+}
 
-/// Parks each commit until the host resolves it by `commitId` (or the run is cancelled).
+type PendingMap = Arc<Mutex<PendingState>>;
+
+/// What a commit handler answers: `Ok(messageId)` once the text is published, or `Err(reason)`
+/// to refuse it (the run then fails, or ends `partial_success` after an earlier commit).
+pub type CommitHandlerResult = Result<String, String>;
+
+/// A host's async commit handler: the bridge calls it once per commit, with the typed request.
+pub type CommitHandler = Arc<
+    dyn Fn(
+            ChatCommitRequest,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = CommitHandlerResult> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// Parks each commit until the host resolves it by `commitId` (or the run is cancelled). With a
+/// commit handler, the bridge also hands each commit to the handler and resolves it with the
+/// handler's answer; the commit stays visible to `pending_commits` (and answerable by
+/// `resolve_chat_commit`) until then, and the first answer wins.
 #[derive(Default)]
 pub struct HostApiCommitBridge {
     pending: PendingMap,
+    handler: Option<CommitHandler>,
 }
 
-/// Withdraws a commit from the pending map when its answer is dropped unanswered (cancel).
+/// Withdraws a commit from the pending map when its answer is dropped unanswered (cancel), and
+/// stops the commit handler still working on it.
 struct Withdraw {
     pending: PendingMap,
     commit_id: CommitId,
+    handler_task: Option<tokio::task::AbortHandle>,
 }
 
 impl Drop for Withdraw {
     fn drop(&mut self) {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.commit_id);
+        lock(&self.pending).commits.remove(&self.commit_id);
+        if let Some(task) = &self.handler_task {
+            task.abort();
+        }
     }
+}
+
+/// Aborts a spawned task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn lock(pending: &PendingMap) -> std::sync::MutexGuard<'_, PendingState> {
+    pending
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl std::fmt::Debug for HostApiCommitBridge {
@@ -59,10 +102,12 @@ impl std::fmt::Debug for HostApiCommitBridge {
 }
 
 impl HostApiCommitBridge {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CommitId, PendingCommit>> {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// A bridge that also hands every commit to `handler`.
+    pub fn with_handler(handler: CommitHandler) -> Self {
+        Self {
+            pending: PendingMap::default(),
+            handler: Some(handler),
+        }
     }
 
     /// The full request of a pending commit (including the text), for a host that did not
@@ -72,14 +117,30 @@ impl HostApiCommitBridge {
         run_id: &RunId,
         commit_id: &CommitId,
     ) -> Result<ChatCommitRequest, ResolveCommitError> {
-        let pending = self.lock();
+        let pending = lock(&self.pending);
         let entry = pending
+            .commits
             .get(commit_id)
             .ok_or_else(|| not_pending(commit_id))?;
         if &entry.run_id != run_id {
             return Err(run_mismatch(commit_id));
         }
         Ok(entry.request.clone())
+    }
+
+    /// Every commit of `run_id` still waiting for an answer, oldest first.
+    pub fn pending_for_run(&self, run_id: &RunId) -> Vec<ChatCommitRequest> {
+        let pending = lock(&self.pending);
+        let mut commits: Vec<&PendingCommit> = pending
+            .commits
+            .values()
+            .filter(|entry| &entry.run_id == run_id)
+            .collect();
+        commits.sort_by_key(|entry| entry.order);
+        commits
+            .into_iter()
+            .map(|entry| entry.request.clone())
+            .collect()
     }
 
     /// Completes a pending commit with exactly one of `message_id` or `error`.
@@ -90,35 +151,45 @@ impl HostApiCommitBridge {
         message_id: Option<String>,
         error: Option<String>,
     ) -> Result<(), ResolveCommitError> {
-        let answer = match (
-            message_id.filter(|id| !id.trim().is_empty()),
-            error.filter(|e| !e.trim().is_empty()),
-        ) {
-            (Some(id), None) => Ok(ChatCommitReceipt { message_id: id }),
-            (None, Some(error)) => Err(HostBridgeError::Rejected(error)),
-            _ => {
-                return Err(ResolveCommitError {
-                    code: "agent.chat_commit_resolve_invalid",
-                    message: "give exactly one of messageId or error".to_owned(),
-                });
-            }
-        };
-        let entry = {
-            let mut pending = self.lock();
-            match pending.get(commit_id) {
-                None => return Err(not_pending(commit_id)),
-                Some(entry) if &entry.run_id != run_id => return Err(run_mismatch(commit_id)),
-                Some(_) => pending.remove(commit_id),
-            }
-        };
-        if let Some(entry) = entry {
-            entry.reply.send(answer).map_err(|_| ResolveCommitError {
-                code: "agent.chat_commit_channel_closed",
-                message: format!("commit {commit_id} is no longer awaited"),
-            })?;
-        }
-        Ok(())
+        resolve_pending(&self.pending, run_id, commit_id, message_id, error)
     }
+}
+
+fn resolve_pending(
+    pending: &PendingMap,
+    run_id: &RunId,
+    commit_id: &CommitId,
+    message_id: Option<String>,
+    error: Option<String>,
+) -> Result<(), ResolveCommitError> {
+    let answer = match (
+        message_id.filter(|id| !id.trim().is_empty()),
+        error.filter(|e| !e.trim().is_empty()),
+    ) {
+        (Some(id), None) => Ok(ChatCommitReceipt { message_id: id }),
+        (None, Some(error)) => Err(HostBridgeError::Rejected(error)),
+        _ => {
+            return Err(ResolveCommitError {
+                code: "agent.chat_commit_resolve_invalid",
+                message: "give exactly one of messageId or error".to_owned(),
+            });
+        }
+    };
+    let entry = {
+        let mut pending = lock(pending);
+        match pending.commits.get(commit_id) {
+            None => return Err(not_pending(commit_id)),
+            Some(entry) if &entry.run_id != run_id => return Err(run_mismatch(commit_id)),
+            Some(_) => pending.commits.remove(commit_id),
+        }
+    };
+    if let Some(entry) = entry {
+        entry.reply.send(answer).map_err(|_| ResolveCommitError {
+            code: "agent.chat_commit_channel_closed",
+            message: format!("commit {commit_id} is no longer awaited"),
+        })?;
+    }
+    Ok(())
 }
 
 fn not_pending(commit_id: &CommitId) -> ResolveCommitError {
@@ -143,25 +214,61 @@ impl HostCommitBridge for HostApiCommitBridge {
     ) -> Result<CommitAnswer, HostBridgeError> {
         let (reply, answer) = oneshot::channel();
         let commit_id = request.commit_id.clone();
+        let run_id = request.run_id.clone();
+        let for_handler = self.handler.as_ref().map(|_| request.clone());
         {
-            let mut pending = self.lock();
-            if pending.contains_key(&commit_id) {
+            let mut pending = lock(&self.pending);
+            if pending.commits.contains_key(&commit_id) {
                 return Err(HostBridgeError::Unavailable(format!(
                     "agent.chat_commit_id_collision: {commit_id}"
                 )));
             }
-            pending.insert(
+            let order = pending.next_order;
+            pending.next_order += 1;
+            pending.commits.insert(
                 commit_id.clone(),
                 PendingCommit {
-                    run_id: request.run_id.clone(),
+                    order,
+                    run_id: run_id.clone(),
                     request,
                     reply,
                 },
             );
         }
+        // The commit is registered before the handler starts, so the handler's answer (or the
+        // host's, whichever comes first) always finds it.
+        let handler_task = self
+            .handler
+            .as_ref()
+            .zip(for_handler)
+            .map(|(handler, request)| {
+                let answer = handler(request);
+                let pending = Arc::clone(&self.pending);
+                let commit_id = commit_id.clone();
+                tokio::spawn(async move {
+                    // The handler runs in a task of its own so that a panic in it refuses the
+                    // commit instead of leaving it pending; aborting this task aborts it too.
+                    let mut handler = AbortOnDrop(tokio::spawn(answer));
+                    // An empty answer would also leave the commit pending forever: a refusal.
+                    let refusal = |reason: &str| (None, Some(reason.to_owned()));
+                    let (message_id, error) = match (&mut handler.0).await {
+                        Ok(Ok(message_id)) if !message_id.trim().is_empty() => {
+                            (Some(message_id), None)
+                        }
+                        Ok(Ok(_)) => refusal("the commit handler gave an empty message id"),
+                        Ok(Err(reason)) if !reason.trim().is_empty() => (None, Some(reason)),
+                        Ok(Err(_)) => refusal("the commit handler refused the commit"),
+                        Err(_) => refusal("the commit handler failed (it panicked)"),
+                    };
+                    // `not_pending`: the host answered first or the run was cancelled; nothing to do.
+                    let _ = resolve_pending(&pending, &run_id, &commit_id, message_id, error);
+                })
+                .abort_handle()
+            });
         let withdraw = Withdraw {
             pending: Arc::clone(&self.pending),
             commit_id,
+            handler_task,
         };
         Ok(Box::pin(async move {
             let _withdraw = withdraw;

@@ -6,22 +6,30 @@ use std::sync::Arc;
 use tt_adapter_storage_userdata::UserDataStore;
 use tt_application::{AgentRunService, RuntimeServices};
 use tt_domain::ids::EventId;
-use tt_ports::{Clock, HostCommitBridge, IdGenerator, ModelProvider};
+use tt_ports::{ChatCommitRequest, Clock, HostCommitBridge, IdGenerator, ModelProvider};
 
-use crate::bridges::{HostApiCommitBridge, TranscriptCommitBridge};
+use crate::bridges::{
+    CommitHandler, CommitHandlerResult, HostApiCommitBridge, TranscriptCommitBridge,
+};
+use crate::dto::{HostError, HostResult};
 use crate::host::AgentRuntime;
 use crate::named_connections::NamedConnections;
 use crate::prompt_brokers::{HostApiPromptBroker, TemplatePromptBroker};
 use crate::system::{SystemClock, UuidIds};
 
 /// How `workspace.commit` reaches the host.
+///
+/// Only `HostApi` answers through the runtime's host calls (`pending_commits`,
+/// `resolve_chat_commit`, the commit handler): with `Transcript` or `Custom`, those calls fail
+/// with `agent.chat_commit_bridge_not_host_api` instead of silently finding nothing pending.
 #[derive(Clone)]
 pub enum CommitBridgeChoice {
-    /// Commits wait for the host's `resolve_chat_commit` (the default for linked hosts).
+    /// Commits wait for the host's `resolve_chat_commit` or the commit handler (the default
+    /// for linked hosts).
     HostApi,
     /// Commits are recorded in `<data dir>/transcripts/<workspaceId>.jsonl` (the CLI).
     Transcript,
-    /// Any other bridge.
+    /// Any other bridge: it answers every commit itself.
     Custom(Arc<dyn HostCommitBridge>),
 }
 
@@ -63,6 +71,7 @@ pub struct AgentRuntimeBuilder {
     data_dir: Option<PathBuf>,
     provider: Option<Arc<dyn ModelProvider>>,
     commit_bridge: Option<CommitBridgeChoice>,
+    commit_handler: Option<CommitHandler>,
     prompt_broker: Option<PromptBrokerChoice>,
     connections: NamedConnections,
     clock: Option<Arc<dyn Clock>>,
@@ -96,6 +105,22 @@ impl AgentRuntimeBuilder {
 
     pub fn commit_bridge(mut self, choice: CommitBridgeChoice) -> Self {
         self.commit_bridge = Some(choice);
+        self
+    }
+
+    /// An async commit handler for the host-API bridge: the runtime calls it with each typed
+    /// commit request and resolves the commit with its answer (`Ok(messageId)` or
+    /// `Err(reason)`). The commit stays listed by `pending_commits` until then, and a
+    /// `resolve_chat_commit` that comes first wins. A cancelled run drops the handler's work; a
+    /// handler that panics or answers an empty string refuses the commit.
+    /// `build()` refuses it with any bridge other than `HostApi`
+    /// (`agent.commit_handler_requires_host_bridge`).
+    pub fn commit_handler<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ChatCommitRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = CommitHandlerResult> + Send + 'static,
+    {
+        self.commit_handler = Some(Arc::new(move |request| Box::pin(handler(request))));
         self
     }
 
@@ -133,37 +158,65 @@ impl AgentRuntimeBuilder {
 
     /// Builds the runtime. A read-write runtime first marks every run that a process which is
     /// gone left unfinished as `interrupted` (see docs/storage.md).
-    pub fn build(self) -> anyhow::Result<AgentRuntime> {
+    ///
+    /// Errors (a [`HostError`] like every host call): `agent.runtime_provider_missing`,
+    /// `agent.commit_handler_requires_host_bridge`, and the storage code (for example
+    /// `agent.storage_io`) when the data dir cannot be opened or its interrupted runs marked.
+    pub fn build(self) -> HostResult<AgentRuntime> {
         let data_dir = self.data_dir.unwrap_or_else(|| PathBuf::from(".tt-agent"));
         let provider = self.provider.ok_or_else(|| {
-            anyhow::anyhow!("a model provider is required (AgentRuntimeBuilder::provider)")
+            HostError::new(
+                "agent.runtime_provider_missing",
+                "a model provider is required (AgentRuntimeBuilder::provider)",
+            )
         })?;
+        let bridge_choice = self.commit_bridge.unwrap_or(CommitBridgeChoice::HostApi);
+        if self.commit_handler.is_some() && !matches!(bridge_choice, CommitBridgeChoice::HostApi) {
+            return Err(HostError::new(
+                "agent.commit_handler_requires_host_bridge",
+                format!(
+                    "a commit handler answers through the host-API commit bridge, not {bridge_choice:?}"
+                ),
+            ));
+        }
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let ids = self.ids.unwrap_or_else(|| Arc::new(UuidIds));
         let store = if self.read_only {
             UserDataStore::open_read_only(data_dir.clone())
         } else {
             let store = UserDataStore::open(data_dir.clone()).map_err(|err| {
-                anyhow::anyhow!("cannot open the data dir {}: {err}", data_dir.display())
+                HostError::new(
+                    err.code(),
+                    format!("cannot open the data dir {}: {err}", data_dir.display()),
+                )
             })?;
             store
                 .recover_interrupted_runs(clock.now(), || EventId::generate(&ids.next_token()))
                 .map_err(|err| {
-                    anyhow::anyhow!(
-                        "cannot mark the interrupted runs of {}: {err}",
-                        data_dir.display()
+                    HostError::new(
+                        err.code(),
+                        format!(
+                            "cannot mark the interrupted runs of {}: {err}",
+                            data_dir.display()
+                        ),
                     )
                 })?;
             store
         };
-        let host_bridge = Arc::new(HostApiCommitBridge::default());
         let transcripts = Arc::new(TranscriptCommitBridge::new(data_dir.join("transcripts")));
-        let commit_bridge: Arc<dyn HostCommitBridge> =
-            match self.commit_bridge.unwrap_or(CommitBridgeChoice::HostApi) {
-                CommitBridgeChoice::HostApi => host_bridge.clone(),
-                CommitBridgeChoice::Transcript => transcripts.clone(),
-                CommitBridgeChoice::Custom(bridge) => bridge,
-            };
+        // Only a host-API bridge is kept for the host calls: with any other bridge they fail
+        // with a clear code rather than reading an empty bridge nobody feeds.
+        let (commit_bridge, host_bridge): (Arc<dyn HostCommitBridge>, _) = match bridge_choice {
+            CommitBridgeChoice::HostApi => {
+                let bridge = Arc::new(match self.commit_handler {
+                    Some(handler) => HostApiCommitBridge::with_handler(handler),
+                    None => HostApiCommitBridge::default(),
+                });
+                (bridge.clone(), Some(bridge))
+            }
+            CommitBridgeChoice::Transcript => (transcripts.clone(), None),
+            CommitBridgeChoice::Custom(bridge) => (bridge, None),
+        };
         let skill_store = Arc::clone(&store);
         let host_prompts = Arc::new(HostApiPromptBroker::default());
         let prompt_broker: Arc<dyn tt_ports::PromptAssemblyBroker> =

@@ -15,6 +15,16 @@ pub struct HostError {
     pub message: String,
 }
 
+impl HostError {
+    /// An error with a contract code (`agent.…`) and a readable message.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
 impl From<ApplicationError> for HostError {
     fn from(value: ApplicationError) -> Self {
         Self {

@@ -1,22 +1,39 @@
 //! The host API: start and cancel runs, read and follow their journals, answer commits, list
-//! runs, read workspace files.
+//! runs, read workspace files, and shut down.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use tokio_util::sync::CancellationToken;
 use tt_application::{AgentRunService, RunEventStream, StartRunRequest, timeline_projection};
 use tt_domain::event::AgentRunEvent;
 use tt_domain::ids::{CommitId, RunId};
 use tt_domain::run::AgentRun;
-use tt_ports::{EventPage, RunListPage};
+use tt_ports::{ChatCommitRequest, EventPage, RunListPage};
 
 use crate::bridges::{HostApiCommitBridge, TranscriptCommitBridge, TranscriptEntry};
 use crate::dto::*;
 use crate::prompt_brokers::HostApiPromptBroker;
 
+/// The code every call returns after [`AgentRuntime::shutdown`].
+pub const RUNTIME_SHUT_DOWN: &str = "agent.runtime_shut_down";
+
+/// The code of the commit calls on a runtime whose commit bridge is not the host-API one.
+pub const COMMIT_BRIDGE_NOT_HOST_API: &str = "agent.chat_commit_bridge_not_host_api";
+
 /// A running tt-agent-runtime instance.
 pub struct AgentRuntime {
     service: Arc<AgentRunService>,
-    host_commits: Arc<HostApiCommitBridge>,
+    /// `None` when the runtime was built with another commit bridge.
+    host_commits: Option<Arc<HostApiCommitBridge>>,
+    /// Runs this runtime started: what `shutdown` settles and closes.
+    started: Mutex<Vec<RunId>>,
+    /// Fired by `shutdown` once its runs are settled: every open subscription ends.
+    streams_end: CancellationToken,
+    shut_down: AtomicBool,
     host_prompts: Arc<HostApiPromptBroker>,
     skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
     transcripts: Arc<TranscriptCommitBridge>,
@@ -31,23 +48,184 @@ impl std::fmt::Debug for AgentRuntime {
     }
 }
 
+type NextEvent = Pin<Box<dyn Future<Output = (RunEventStream, NextOutcome)> + Send>>;
+type Drained = Pin<Box<dyn Future<Output = HostResult<Vec<AgentRunEvent>>> + Send>>;
+
+enum NextOutcome {
+    Event(AgentRunEvent),
+    End,
+    Failed(HostError),
+    /// The runtime shut down while the stream waited.
+    ShutDown,
+}
+
+enum SubscriptionState {
+    Idle(RunEventStream),
+    Waiting(NextEvent),
+    /// After shutdown: reading what the journal still holds after the last delivered event.
+    Draining(Drained),
+    /// Events read by the drain, delivered one by one before the end.
+    Rest(std::collections::VecDeque<AgentRunEvent>),
+    /// `subscribe` after `shutdown`: one error item, then the end.
+    Refused(HostError),
+    Ended,
+}
+
 /// A live stream of one run's events (see [`AgentRuntime::subscribe`]).
-#[derive(Debug)]
+///
+/// It is a [`futures_core::Stream`] of `HostResult<AgentRunEvent>` (use `StreamExt` from
+/// `futures-util` or `tokio-stream` to combine it), and also has its own [`next`](Self::next),
+/// which Rust prefers over `StreamExt::next`. It ends (`None`) after the run's terminal event,
+/// after an error item, and when the runtime shuts down (after delivering what the run's journal
+/// holds by then).
 pub struct EventSubscription {
-    inner: RunEventStream,
+    state: SubscriptionState,
+    streams_end: CancellationToken,
+    /// What a drain after shutdown reads.
+    service: Arc<AgentRunService>,
+    run_id: RunId,
+    invocation_id: Option<String>,
+    /// Seq of the last delivered event (or the `after_seq` asked for).
+    last_seq: u64,
+}
+
+impl std::fmt::Debug for EventSubscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            SubscriptionState::Idle(_) => "idle".to_owned(),
+            SubscriptionState::Waiting(_) => "waiting".to_owned(),
+            SubscriptionState::Draining(_) => "draining".to_owned(),
+            SubscriptionState::Rest(rest) => format!("{} left", rest.len()),
+            SubscriptionState::Refused(error) => format!("refused: {error}"),
+            SubscriptionState::Ended => "ended".to_owned(),
+        };
+        f.debug_struct("EventSubscription")
+            .field("run_id", &self.run_id)
+            .field("last_seq", &self.last_seq)
+            .field("state", &state)
+            .finish()
+    }
 }
 
 impl EventSubscription {
-    /// The next event in seq order; `Ok(None)` after the run's terminal event.
+    /// The next event in seq order; `Ok(None)` once the stream has ended.
     pub async fn next(&mut self) -> HostResult<Option<AgentRunEvent>> {
-        Ok(self.inner.next().await?)
+        std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut *self), cx))
+            .await
+            .transpose()
     }
+
+    fn next_event(mut inner: RunEventStream, streams_end: CancellationToken) -> NextEvent {
+        Box::pin(async move {
+            let outcome = tokio::select! {
+                biased;
+                next = inner.next() => match next {
+                    Ok(Some(event)) => NextOutcome::Event(event),
+                    Ok(None) => NextOutcome::End,
+                    Err(error) => NextOutcome::Failed(error.into()),
+                },
+                () = streams_end.cancelled() => NextOutcome::ShutDown,
+            };
+            (inner, outcome)
+        })
+    }
+
+    /// Reads every journaled event after the last delivered one (the run's end included when
+    /// it was journaled before the shutdown finished).
+    fn drain(&self) -> Drained {
+        let service = Arc::clone(&self.service);
+        let run_id = self.run_id.clone();
+        let invocation_id = self.invocation_id.clone();
+        let mut after = self.last_seq;
+        Box::pin(async move {
+            let mut rest = Vec::new();
+            loop {
+                let page = EventPage {
+                    after_seq: Some(after),
+                    limit: Some(500),
+                    invocation_id: invocation_id.clone(),
+                    ..EventPage::default()
+                };
+                let events = service.read_events(&run_id, &page).await?;
+                let Some(last) = events.last() else {
+                    return Ok(rest);
+                };
+                after = last.seq;
+                rest.extend(events);
+            }
+        })
+    }
+
+    fn deliver(&mut self, event: AgentRunEvent) -> Poll<Option<HostResult<AgentRunEvent>>> {
+        self.last_seq = event.seq;
+        Poll::Ready(Some(Ok(event)))
+    }
+}
+
+impl futures_core::Stream for EventSubscription {
+    type Item = HostResult<AgentRunEvent>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            match std::mem::replace(&mut self.state, SubscriptionState::Ended) {
+                SubscriptionState::Idle(inner) => {
+                    let waiting = Self::next_event(inner, self.streams_end.clone());
+                    self.state = SubscriptionState::Waiting(waiting);
+                }
+                SubscriptionState::Waiting(mut waiting) => match waiting.as_mut().poll(cx) {
+                    Poll::Pending => {
+                        self.state = SubscriptionState::Waiting(waiting);
+                        return Poll::Pending;
+                    }
+                    Poll::Ready((inner, NextOutcome::Event(event))) => {
+                        self.state = SubscriptionState::Idle(inner);
+                        return self.deliver(event);
+                    }
+                    Poll::Ready((_, NextOutcome::End)) => return Poll::Ready(None),
+                    Poll::Ready((_, NextOutcome::Failed(error))) => {
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                    Poll::Ready((_, NextOutcome::ShutDown)) => {
+                        self.state = SubscriptionState::Draining(self.drain());
+                    }
+                },
+                SubscriptionState::Draining(mut drained) => match drained.as_mut().poll(cx) {
+                    Poll::Pending => {
+                        self.state = SubscriptionState::Draining(drained);
+                        return Poll::Pending;
+                    }
+                    Poll::Ready(Ok(events)) => {
+                        self.state = SubscriptionState::Rest(events.into());
+                    }
+                    Poll::Ready(Err(error)) => return Poll::Ready(Some(Err(error))),
+                },
+                SubscriptionState::Rest(mut rest) => {
+                    return match rest.pop_front() {
+                        Some(event) => {
+                            self.state = SubscriptionState::Rest(rest);
+                            self.deliver(event)
+                        }
+                        None => Poll::Ready(None),
+                    };
+                }
+                SubscriptionState::Refused(error) => return Poll::Ready(Some(Err(error))),
+                SubscriptionState::Ended => return Poll::Ready(None),
+            }
+        }
+    }
+}
+
+fn shut_down_error() -> HostError {
+    HostError::new(
+        RUNTIME_SHUT_DOWN,
+        "the runtime has been shut down; build a new one to continue",
+    )
 }
 
 impl AgentRuntime {
     pub(crate) fn new(
         service: Arc<AgentRunService>,
-        host_commits: Arc<HostApiCommitBridge>,
+        host_commits: Option<Arc<HostApiCommitBridge>>,
         host_prompts: Arc<HostApiPromptBroker>,
         transcripts: Arc<TranscriptCommitBridge>,
         skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
@@ -56,6 +234,9 @@ impl AgentRuntime {
         Self {
             service,
             host_commits,
+            started: Mutex::new(Vec::new()),
+            streams_end: CancellationToken::new(),
+            shut_down: AtomicBool::new(false),
             host_prompts,
             skill_store,
             transcripts,
@@ -63,27 +244,115 @@ impl AgentRuntime {
         }
     }
 
+    /// The data dir this runtime stores runs, profiles and transcripts under.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
 
-    /// Starts a run in the background and returns it as created.
-    pub async fn start_run(&self, request: StartRunRequest) -> HostResult<AgentRun> {
-        Ok(self.service.start_run(request).await?)
+    /// `agent.runtime_shut_down` once [`shutdown`](Self::shutdown) has begun.
+    fn ensure_open(&self) -> HostResult<()> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(shut_down_error());
+        }
+        Ok(())
     }
 
-    /// Cancels a run: model calls and host waits abort at once; the run ends `cancelled`.
+    fn started_runs(&self) -> std::sync::MutexGuard<'_, Vec<RunId>> {
+        self.started
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn host_commits(&self) -> HostResult<&HostApiCommitBridge> {
+        self.ensure_open()?;
+        self.host_commits.as_deref().ok_or_else(|| {
+            HostError::new(
+                COMMIT_BRIDGE_NOT_HOST_API,
+                "this runtime publishes commits through its own commit bridge; build it with \
+                 CommitBridgeChoice::HostApi to answer commits through the host API",
+            )
+        })
+    }
+
+    /// Starts a run in the background and returns it as created.
+    pub async fn start_run(&self, request: StartRunRequest) -> HostResult<AgentRun> {
+        self.ensure_open()?;
+        let run = self.service.start_run(request).await?;
+        self.started_runs().push(run.id.clone());
+        // A shutdown that began while the run was being created may have taken the list
+        // before the push: then this call settles the run itself.
+        if self.shut_down.load(Ordering::SeqCst) {
+            let _ = self.service.cancel_run(&run.id).await;
+            let _ = self.service.wait_for_run(&run.id).await;
+            let _ = self.skill_store.close_run(&run.id);
+            return Err(shut_down_error());
+        }
+        Ok(run)
+    }
+
+    /// Asks a run to stop: model calls, retry waits and host waits abort at once. Returns the
+    /// run as it is then, normally `cancelling` (a terminal run comes back unchanged, an
+    /// orphaned one `cancelled`); [`wait_for_run`](Self::wait_for_run) returns it `cancelled`.
     pub async fn cancel_run(&self, run_id: &str) -> HostResult<AgentRun> {
+        self.ensure_open()?;
         Ok(self.service.cancel_run(&RunId::from_raw(run_id)).await?)
     }
 
-    /// Waits until the run stops executing and returns its final record.
+    /// Waits until the run stops executing and returns its final record. A run nobody is
+    /// running returns at once as stored: after a restart, the `interrupted` record.
     pub async fn wait_for_run(&self, run_id: &str) -> HostResult<AgentRun> {
+        self.ensure_open()?;
         Ok(self.service.wait_for_run(&RunId::from_raw(run_id)).await?)
+    }
+
+    /// Settles this runtime before the host exits: cancels every run it started that is still
+    /// going, waits for each to end, flushes and closes their storage (releasing the run
+    /// locks), then ends every open subscription. Returns the final records of the runs it
+    /// cancelled. Afterwards every call fails with `agent.runtime_shut_down` (a later
+    /// `shutdown` returns an empty list); the data dir can be opened again by a new runtime.
+    pub async fn shutdown(&self) -> HostResult<Vec<AgentRun>> {
+        if self.shut_down.swap(true, Ordering::SeqCst) {
+            return Ok(Vec::new());
+        }
+        let started: Vec<RunId> = std::mem::take(&mut *self.started_runs());
+        let mut cancelled = Vec::new();
+        let mut first_error = None;
+        for run_id in &started {
+            let settled = async {
+                let before = self.service.load_run(run_id).await?;
+                if before.status.is_terminal() {
+                    return Ok::<_, HostError>(None);
+                }
+                self.service.cancel_run(run_id).await?;
+                Ok(Some(self.service.wait_for_run(run_id).await?))
+            }
+            .await;
+            match settled {
+                Ok(Some(run)) => cancelled.push(run),
+                Ok(None) => {}
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+            if let Err(error) = self.skill_store.close_run(run_id) {
+                first_error.get_or_insert(HostError::new(error.code(), error.to_string()));
+            }
+        }
+        self.streams_end.cancel();
+        match first_error {
+            Some(error) => Err(error),
+            None => Ok(cancelled),
+        }
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) has been called.
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::SeqCst)
     }
 
     /// One page of a run's journal, optionally with the timeline projection.
     pub async fn read_events(&self, request: ReadEventsRequest) -> HostResult<ReadEventsResponse> {
+        self.ensure_open()?;
         let run_id = RunId::from_raw(request.run_id);
         let page = EventPage {
             after_seq: request.after_seq,
@@ -111,6 +380,7 @@ impl AgentRuntime {
 
     /// Token usage of a run: total and per invocation, from its journal.
     pub async fn usage(&self, run_id: &str) -> HostResult<tt_application::RunUsage> {
+        self.ensure_open()?;
         Ok(tt_application::run_usage(
             self.service.services().journal.as_ref(),
             &RunId::from_raw(run_id),
@@ -123,6 +393,7 @@ impl AgentRuntime {
         &self,
         run_id: &str,
     ) -> HostResult<tt_application::TimelineProjection> {
+        self.ensure_open()?;
         Ok(timeline_projection(
             self.service.services().invocations.as_ref(),
             &RunId::from_raw(run_id),
@@ -131,23 +402,47 @@ impl AgentRuntime {
     }
 
     /// Live events of a run after `after_seq` (0 = from the start), optionally only those of
-    /// one invocation. Ends after the run's terminal event.
+    /// one invocation. Ends after the run's terminal event (for an interrupted run: after
+    /// replaying its journal up to `run_interrupted`), or when the runtime shuts down (after
+    /// what the journal holds by then). Subscribing after `shutdown` yields one
+    /// `agent.runtime_shut_down` error, then the end.
     pub fn subscribe(
         &self,
         run_id: &str,
         after_seq: u64,
         invocation_id: Option<String>,
     ) -> EventSubscription {
+        let run_id = RunId::from_raw(run_id);
+        let state = match self.ensure_open() {
+            Ok(()) => SubscriptionState::Idle(self.service.subscribe(
+                run_id.clone(),
+                after_seq,
+                invocation_id.clone(),
+            )),
+            Err(error) => SubscriptionState::Refused(error),
+        };
         EventSubscription {
-            inner: self
-                .service
-                .subscribe(RunId::from_raw(run_id), after_seq, invocation_id),
+            state,
+            streams_end: self.streams_end.clone(),
+            service: Arc::clone(&self.service),
+            run_id,
+            invocation_id,
+            last_seq: after_seq,
         }
     }
 
-    /// Answers a pending `chat_commit_requested` (host-API commit bridge only).
+    /// Every commit of a run still waiting for the host's answer, oldest first, with its text
+    /// (host-API commit bridge only, else `agent.chat_commit_bridge_not_host_api`).
+    pub fn pending_commits(&self, run_id: &str) -> HostResult<Vec<ChatCommitRequest>> {
+        Ok(self
+            .host_commits()?
+            .pending_for_run(&RunId::from_raw(run_id)))
+    }
+
+    /// Answers a pending `chat_commit_requested` (host-API commit bridge only, else
+    /// `agent.chat_commit_bridge_not_host_api`).
     pub fn resolve_chat_commit(&self, request: ResolveChatCommitRequest) -> HostResult<()> {
-        Ok(self.host_commits.resolve(
+        Ok(self.host_commits()?.resolve(
             &RunId::from_raw(request.run_id),
             &CommitId::from_raw(request.commit_id),
             request.message_id,
@@ -160,6 +455,7 @@ impl AgentRuntime {
         &self,
         definition: tt_domain::profile::AgentProfileDefinition,
     ) -> HostResult<()> {
+        self.ensure_open()?;
         self.service.save_profile(definition).await?;
         Ok(())
     }
@@ -170,6 +466,7 @@ impl AgentRuntime {
         &self,
         request: ReadPromptAssemblyRequest,
     ) -> HostResult<tt_ports::PromptAssemblyRequest> {
+        self.ensure_open()?;
         self.host_prompts
             .read_request(&request.run_id, &request.assembly_id)
     }
@@ -177,6 +474,7 @@ impl AgentRuntime {
     /// Answers a pending prompt assembly with a prompt snapshot
     /// (`{messages: [{role, content}], contextPolicy}`) or an error.
     pub fn resolve_prompt_assembly(&self, request: ResolvePromptAssemblyRequest) -> HostResult<()> {
+        self.ensure_open()?;
         self.host_prompts.resolve(
             &request.run_id,
             &request.assembly_id,
@@ -194,6 +492,7 @@ impl AgentRuntime {
         path: &str,
         text: &str,
     ) -> HostResult<()> {
+        self.ensure_open()?;
         let invalid = |err: tt_domain::DomainError| HostError {
             code: err.code.to_owned(),
             message: err.message,
@@ -216,6 +515,7 @@ impl AgentRuntime {
         run_id: &str,
         reference: &str,
     ) -> HostResult<serde_json::Value> {
+        self.ensure_open()?;
         let to_host = |err: tt_ports::StorageError| HostError {
             code: err.code().to_owned(),
             message: err.to_string(),
@@ -235,6 +535,7 @@ impl AgentRuntime {
     /// state the newest completed run promoted or, when it changed nothing, the state it
     /// started from. `None` when no completed run of the conversation has one.
     pub async fn latest_persist_state(&self, stable_chat_id: &str) -> HostResult<Option<String>> {
+        self.ensure_open()?;
         const PAGE: usize = 200;
         let mut offset = 0;
         loop {
@@ -291,6 +592,7 @@ impl AgentRuntime {
 
     /// Newest runs first.
     pub async fn list_runs(&self, request: ListRunsRequest) -> HostResult<Vec<AgentRun>> {
+        self.ensure_open()?;
         let limit = request.limit.clamp(1, 500);
         Ok(self
             .service
@@ -301,11 +603,13 @@ impl AgentRuntime {
             .await?)
     }
 
+    /// A file of a run's workspace (`output/`, `scratch/`, `plan/`, `summaries/`, `persist/`).
     pub async fn read_workspace_file(
         &self,
         run_id: &str,
         path: &str,
     ) -> HostResult<WorkspaceFileDto> {
+        self.ensure_open()?;
         let file = self
             .service
             .read_workspace_file(&RunId::from_raw(run_id), path)
@@ -319,6 +623,7 @@ impl AgentRuntime {
 
     /// Messages published through the transcript commit bridge for a workspace.
     pub fn transcript(&self, workspace_id: &str) -> HostResult<Vec<TranscriptEntry>> {
+        self.ensure_open()?;
         self.transcripts
             .read_transcript(workspace_id)
             .map_err(|err| HostError {

@@ -1,8 +1,11 @@
 //! tt-agent-runtime's composition root and host API.
 //!
 //! [`AgentRuntimeBuilder`] wires adapters (userdata storage under a data dir, a model provider, a
-//! commit bridge) into the application; [`AgentRuntime`] is the small async API a host links in.
-//! Every request and response type is a serde DTO in camelCase JSON (see `docs/host-api.md`).
+//! commit bridge) into the application; [`AgentRuntime`] is the small async API a host links in,
+//! from `start_run` to `shutdown`. Every request and response type is a serde DTO in camelCase
+//! JSON. `docs/host-api.md` walks through `examples/desktop-shell`, a complete embedder; an
+//! embedder needs no other crate: the offline models (`ScriptedProvider`, `ScriptedScenarios`,
+//! `FnProvider`) and the types the API speaks are re-exported here.
 
 pub mod bridges;
 pub mod builder;
@@ -14,15 +17,18 @@ pub mod prompt_brokers;
 pub mod signals;
 pub mod system;
 
+pub use bridges::{CommitHandlerResult, TranscriptEntry};
 pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
 pub use dto::*;
-pub use host::{AgentRuntime, EventSubscription};
+pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
 pub use signals::StopSignals;
 
 /// Re-exports a host or the CLI needs without depending on inner crates.
 pub use tt_adapter_provider_cassette::{CassetteError, RecordingProvider, ReplayProvider};
-pub use tt_adapter_provider_scripted::ScriptedProvider;
+pub use tt_adapter_provider_scripted::{
+    FnProvider, ModelReply, ScriptedProvider, ScriptedScenarios,
+};
 pub use tt_adapter_storage_userdata::UserDataStore;
 pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
@@ -30,8 +36,9 @@ pub use tt_application::{
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).
 pub use tt_domain::event_payload::{self, EventPayload, RunEventPayload};
+pub use tt_domain::model::AgentModelRequest;
 pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{TaskContinuation, TaskStatus};
-pub use tt_ports::ModelProvider;
+pub use tt_ports::{ChatCommitRequest, ModelError, ModelProvider};

@@ -1,0 +1,515 @@
+//! The host API as an embedder uses it, over a real userdata store in a temp dir: the build
+//! error, the `StartRunRequest` builder, the `Stream` subscription, pending commits, the commit
+//! handler, a custom bridge beside the host commit calls, `shutdown()`, and a restart over a
+//! run whose process went away.
+
+// Test helpers outside #[test] functions may unwrap: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use serde_json::json;
+use tempfile::TempDir;
+use tt_ports::{ChatCommitReceipt, CommitAnswer, HostBridgeError, HostCommitBridge};
+use tt_runtime::{
+    AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, COMMIT_BRIDGE_NOT_HOST_API,
+    ChatCommitRequest, CommitBridgeChoice, FnProvider, ListRunsRequest, ModelProvider, ModelReply,
+    PromptMessage, PromptRole, RUNTIME_SHUT_DOWN, ReadEventsRequest, ResolveChatCommitRequest,
+    ScriptedProvider, StartRunRequest,
+};
+
+// ANCHOR: closure_model
+/// write -> commit -> finish for the default writer.
+fn committing_writer() -> Arc<dyn ModelProvider> {
+    Arc::new(FnProvider::new(|request| {
+        Ok(match request.round {
+            1 => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Night fell.\n"}),
+            ),
+            2 => ModelReply::tool_call("workspace_commit", json!({})),
+            _ => ModelReply::tool_call("workspace_finish", json!({})),
+        })
+    }))
+}
+// ANCHOR_END: closure_model
+
+// ANCHOR: hanging_model
+/// A model whose first call never answers (until the run is cancelled).
+fn hanging_model() -> Arc<dyn ModelProvider> {
+    Arc::new(FnProvider::new(|_| {
+        Ok(ModelReply::text("never").after(Duration::from_secs(86_400)))
+    }))
+}
+// ANCHOR_END: hanging_model
+
+fn runtime(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
+    AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .provider(provider)
+        .build()
+        .unwrap()
+}
+
+fn request() -> StartRunRequest {
+    StartRunRequest::new("embed-chat", "Write a scene.")
+}
+
+/// Follows a run until an event of `event_type` arrives.
+async fn wait_for_event(runtime: &AgentRuntime, run_id: &str, event_type: &str) -> AgentRunEvent {
+    // The inherent `next` (a `HostResult<Option<_>>`) wins over `StreamExt::next`.
+    let mut events = runtime.subscribe(run_id, 0, None);
+    while let Some(event) = events.next().await.unwrap() {
+        if event.event_type == event_type {
+            return event;
+        }
+    }
+    panic!("the run ended without `{event_type}`");
+}
+
+#[test]
+fn a_runtime_can_be_shared_and_its_streams_moved_across_tasks() {
+    fn shared<T: Send + Sync>() {}
+    fn moved<T: Send + Unpin>() {}
+    shared::<AgentRuntime>();
+    moved::<tt_runtime::EventSubscription>();
+}
+
+#[tokio::test]
+async fn build_errors_carry_a_code() {
+    let dir = TempDir::new().unwrap();
+    let missing = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .build()
+        .unwrap_err();
+    assert_eq!(missing.code, "agent.runtime_provider_missing");
+
+    let handler_without_host_bridge = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(committing_writer())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .commit_handler(|_| async { Ok("1".to_owned()) })
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        handler_without_host_bridge.code,
+        "agent.commit_handler_requires_host_bridge"
+    );
+
+    // A data dir that is a file cannot be opened: the storage code, and the path, are named.
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let unopenable = AgentRuntimeBuilder::new()
+        .data_dir(&file)
+        .provider(committing_writer())
+        .build()
+        .unwrap_err();
+    assert!(unopenable.code.starts_with("agent."), "{unopenable:?}");
+    assert!(
+        unopenable.message.contains("not-a-dir"),
+        "{}",
+        unopenable.message
+    );
+}
+
+#[tokio::test]
+async fn the_start_run_request_builder_starts_the_run_it_describes() {
+    let dir = TempDir::new().unwrap();
+    let script = ScriptedProvider::from_json_str(
+        r#"{"schemaVersion": 1, "agents": {"quiet-writer": [
+            {"toolCalls": [{"id": "w", "name": "workspace_write_file",
+                            "arguments": {"path": "output/main.md", "content": "Hush."}}]},
+            {"toolCalls": [{"id": "c", "name": "workspace_commit", "arguments": {}}]},
+            {"toolCalls": [{"id": "f", "name": "workspace_finish", "arguments": {}}]}]}}"#,
+    )
+    .unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(Arc::new(script))
+        .commit_handler(|_| async { Ok("1".to_owned()) })
+        .build()
+        .unwrap();
+    let profile: tt_runtime::AgentProfileDefinition = serde_json::from_value(json!({
+        "schemaVersion": 2,
+        "kind": "tauritavern.agentProfile",
+        "id": "quiet-writer",
+        "displayName": "Quiet writer",
+        "preset": {"mode": "currentPromptSnapshot"},
+        "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground"},
+        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"], "maxRounds": 4},
+        "skills": {"visible": ["*"]},
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
+        "plan": {"mode": "none"},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown", "target": "messageBody"}]}
+    }))
+    .unwrap();
+    runtime.save_profile(profile).await.unwrap();
+    let run = runtime
+        .start_run(
+            StartRunRequest::new("builder-chat", "Say nothing.")
+                .profile("quiet-writer")
+                .history([PromptMessage {
+                    role: PromptRole::User,
+                    content: "Hello".to_owned(),
+                }]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(run.stable_chat_id, "builder-chat");
+    assert_eq!(
+        run.profile_id.as_ref().map(|id| id.as_str()),
+        Some("quiet-writer")
+    );
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let snapshot = runtime
+        .read_record(run.id.as_str(), "input/prompt_snapshot.json")
+        .await
+        .unwrap();
+    assert!(snapshot.to_string().contains("Hello"), "{snapshot}");
+}
+
+#[tokio::test]
+async fn the_subscription_is_a_stream_that_ends_after_the_terminal_event() {
+    let dir = TempDir::new().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(committing_writer())
+        .commit_handler(|_| async { Ok("1".to_owned()) })
+        .build()
+        .unwrap();
+    let run = runtime.start_run(request()).await.unwrap();
+    let events: Vec<AgentRunEvent> = runtime
+        .subscribe(run.id.as_str(), 0, None)
+        .map(|event| event.unwrap())
+        .collect()
+        .await;
+    let seqs: Vec<u64> = events.iter().map(|event| event.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events.last().unwrap().event_type, "run_completed");
+    // Resuming from a seq replays only what follows it.
+    let tail: Vec<u64> = runtime
+        .subscribe(run.id.as_str(), seqs[seqs.len() - 3], None)
+        .map(|event| event.unwrap().seq)
+        .collect()
+        .await;
+    assert_eq!(tail, seqs[seqs.len() - 2..].to_vec());
+    // `StreamExt::next` called by its path, beside the inherent `next`.
+    let mut again = runtime.subscribe(run.id.as_str(), 0, None);
+    assert_eq!(StreamExt::next(&mut again).await.unwrap().unwrap().seq, 1);
+    assert_eq!(again.next().await.unwrap().unwrap().seq, 2);
+}
+
+#[tokio::test]
+async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
+    let dir = TempDir::new().unwrap();
+    let runtime = runtime(dir.path(), committing_writer());
+    let run = runtime.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    let requested = wait_for_event(&runtime, &run_id, "chat_commit_requested").await;
+    let pending = runtime.pending_commits(&run_id).unwrap();
+    assert_eq!(pending.len(), 1);
+    let commit: &ChatCommitRequest = &pending[0];
+    assert_eq!(commit.commit_id.as_str(), requested.payload["commitId"]);
+    assert_eq!(commit.path, "output/main.md");
+    assert_eq!(commit.mode, "replace");
+    assert_eq!(commit.content, "Night fell.\n");
+    assert_eq!(commit.stable_chat_id, "embed-chat");
+    assert!(runtime.pending_commits("run_other").unwrap().is_empty());
+
+    runtime
+        .resolve_chat_commit(ResolveChatCommitRequest {
+            run_id: run_id.clone(),
+            commit_id: commit.commit_id.to_string(),
+            message_id: Some("17".to_owned()),
+            error: None,
+        })
+        .unwrap();
+    let run = runtime.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    assert!(runtime.pending_commits(&run_id).unwrap().is_empty());
+    let completed = wait_for_event(&runtime, &run_id, "chat_commit_completed").await;
+    assert_eq!(completed.payload["messageId"], "17");
+}
+
+#[tokio::test]
+async fn the_commit_handler_publishes_each_commit() {
+    let dir = TempDir::new().unwrap();
+    let published = Arc::new(std::sync::Mutex::new(Vec::<ChatCommitRequest>::new()));
+    let seen = Arc::clone(&published);
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(committing_writer())
+        .commit_handler(move |commit| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let mut seen = seen.lock().unwrap();
+                seen.push(commit);
+                Ok(format!("{}", 40 + seen.len()))
+            }
+        })
+        .build()
+        .unwrap();
+    let run = runtime.start_run(request()).await.unwrap();
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let published = published.lock().unwrap().clone();
+    assert_eq!(published.len(), 1);
+    assert_eq!(published[0].content, "Night fell.\n");
+    let completed = wait_for_event(&runtime, run.id.as_str(), "chat_commit_completed").await;
+    assert_eq!(completed.payload["messageId"], "41");
+}
+
+#[tokio::test]
+async fn a_commit_handler_refusal_fails_the_run_with_its_reason() {
+    let dir = TempDir::new().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(committing_writer())
+        .commit_handler(|_| async { Err("the chat window is closed".to_owned()) })
+        .build()
+        .unwrap();
+    let run = runtime.start_run(request()).await.unwrap();
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    let failed = wait_for_event(&runtime, run.id.as_str(), "chat_commit_failed").await;
+    assert!(
+        failed
+            .payload
+            .to_string()
+            .contains("the chat window is closed"),
+        "{}",
+        failed.payload
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_commit_handler_refuses_the_commit_instead_of_hanging_the_run() {
+    let dir = TempDir::new().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(committing_writer())
+        .commit_handler(|commit: ChatCommitRequest| async move {
+            assert!(
+                commit.content.is_empty(),
+                "the handler breaks on this commit"
+            );
+            Ok("1".to_owned())
+        })
+        .build()
+        .unwrap();
+    let run = runtime.start_run(request()).await.unwrap();
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    let failed = wait_for_event(&runtime, run.id.as_str(), "chat_commit_failed").await;
+    assert!(
+        failed.payload.to_string().contains("panicked"),
+        "{}",
+        failed.payload
+    );
+}
+
+/// A host's own bridge: publishes every commit as message "7".
+struct SevenBridge;
+
+#[async_trait]
+impl HostCommitBridge for SevenBridge {
+    async fn request_commit(
+        &self,
+        _request: ChatCommitRequest,
+    ) -> Result<CommitAnswer, HostBridgeError> {
+        Ok(Box::pin(std::future::ready(Ok(ChatCommitReceipt {
+            message_id: "7".to_owned(),
+        }))))
+    }
+}
+
+#[tokio::test]
+async fn host_commit_calls_on_a_custom_bridge_fail_with_a_code_and_the_bridge_still_publishes() {
+    let dir = TempDir::new().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(committing_writer())
+        .commit_bridge(CommitBridgeChoice::Custom(Arc::new(SevenBridge)))
+        .build()
+        .unwrap();
+    let run = runtime.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    let requested = wait_for_event(&runtime, &run_id, "chat_commit_requested").await;
+    let resolve = runtime
+        .resolve_chat_commit(ResolveChatCommitRequest {
+            run_id: run_id.clone(),
+            commit_id: requested.payload["commitId"].as_str().unwrap().to_owned(),
+            message_id: Some("99".to_owned()),
+            error: None,
+        })
+        .unwrap_err();
+    assert_eq!(resolve.code, COMMIT_BRIDGE_NOT_HOST_API);
+    assert_eq!(
+        runtime.pending_commits(&run_id).unwrap_err().code,
+        COMMIT_BRIDGE_NOT_HOST_API
+    );
+    let run = runtime.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let completed = wait_for_event(&runtime, &run_id, "chat_commit_completed").await;
+    assert_eq!(completed.payload["messageId"], "7");
+}
+
+#[tokio::test]
+async fn shutdown_cancels_live_runs_ends_streams_and_refuses_later_calls() {
+    let dir = TempDir::new().unwrap();
+    let runtime = runtime(dir.path(), hanging_model());
+    let live = runtime.start_run(request()).await.unwrap();
+    let live_id = live.id.to_string();
+    wait_for_event(&runtime, &live_id, "model_call_attempt_started").await;
+    let follower = runtime.subscribe(&live_id, 0, None);
+
+    let cancelled = runtime.shutdown().await.unwrap();
+    assert_eq!(cancelled.len(), 1);
+    assert_eq!(cancelled[0].id, live.id);
+    assert_eq!(cancelled[0].status, AgentRunStatus::Cancelled);
+    // The stream opened before shutdown delivers the run's end, then ends.
+    let events: Vec<AgentRunEvent> = follower.map(|event| event.unwrap()).collect().await;
+    assert_eq!(events.last().unwrap().event_type, "run_cancelled");
+
+    assert!(runtime.is_shut_down());
+    let refused = [
+        runtime.start_run(request()).await.map(drop).unwrap_err(),
+        runtime.wait_for_run(&live_id).await.map(drop).unwrap_err(),
+        runtime.cancel_run(&live_id).await.map(drop).unwrap_err(),
+        runtime
+            .list_runs(ListRunsRequest::default())
+            .await
+            .map(drop)
+            .unwrap_err(),
+        runtime.pending_commits(&live_id).map(drop).unwrap_err(),
+    ];
+    for error in refused {
+        assert_eq!(error.code, RUNTIME_SHUT_DOWN);
+    }
+    let mut late = runtime.subscribe(&live_id, 0, None);
+    assert_eq!(late.next().await.unwrap_err().code, RUNTIME_SHUT_DOWN);
+    assert!(late.next().await.unwrap().is_none());
+    assert!(runtime.shutdown().await.unwrap().is_empty());
+
+    // The run's lock was released: a new runtime on the same dir finds it settled.
+    let reopened = runtime_at_same_dir(dir.path());
+    let run = reopened.wait_for_run(&live_id).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    let again = reopened.cancel_run(&live_id).await.unwrap();
+    assert_eq!(again.status, AgentRunStatus::Cancelled);
+}
+
+#[tokio::test]
+async fn shutdown_ends_a_stream_that_follows_a_run_another_runtime_owns() {
+    let dir = TempDir::new().unwrap();
+    let owner = runtime(dir.path(), hanging_model());
+    let run = owner.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    // A second runtime on the same data dir (as another app window would be): the run is
+    // locked by its owner, so this one only follows it, by polling its journal.
+    let viewer = runtime_at_same_dir(dir.path());
+    let mut follower = viewer.subscribe(&run_id, 0, None);
+    assert_eq!(follower.next().await.unwrap().unwrap().seq, 1);
+
+    assert!(viewer.shutdown().await.unwrap().is_empty());
+    // The follower delivers what the journal holds, then ends although the run goes on.
+    let rest: Vec<u64> = follower.map(|event| event.unwrap().seq).collect().await;
+    let journaled = owner
+        .read_events(ReadEventsRequest {
+            run_id: run_id.clone(),
+            limit: Some(500),
+            ..ReadEventsRequest::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    assert_eq!(
+        rest,
+        journaled
+            .iter()
+            .skip(1)
+            .map(|event| event.seq)
+            .collect::<Vec<_>>()
+    );
+    assert!(!journaled.last().unwrap().event_type.starts_with("run_"));
+
+    let cancelled = owner.shutdown().await.unwrap();
+    assert_eq!(cancelled[0].status, AgentRunStatus::Cancelled);
+}
+
+fn runtime_at_same_dir(dir: &Path) -> AgentRuntime {
+    runtime(dir, committing_writer())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn after_a_restart_an_interrupted_run_waits_and_streams_to_its_end() {
+    let dir = TempDir::new().unwrap();
+    let crashed = runtime(dir.path(), hanging_model());
+    let run = crashed.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    wait_for_event(&crashed, &run_id, "model_call_attempt_started").await;
+    // The journal holds the call's start: the run is quiet, waiting on the model.
+    let journaled = crashed
+        .read_events(ReadEventsRequest {
+            run_id: run_id.clone(),
+            ..ReadEventsRequest::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    assert!(
+        journaled
+            .iter()
+            .any(|event| event.event_type == "model_call_attempt_started")
+    );
+    // The app "crashes": its data dir as it is now is what the next start finds, with no
+    // process holding the run's lock (the copy was never locked).
+    let after_crash = TempDir::new().unwrap();
+    copy_dir(dir.path(), after_crash.path());
+
+    let restarted = runtime(after_crash.path(), committing_writer());
+    let runs = restarted
+        .list_runs(ListRunsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, AgentRunStatus::Interrupted);
+    let waited = restarted.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(waited.status, AgentRunStatus::Interrupted);
+    let replayed: Vec<AgentRunEvent> = restarted
+        .subscribe(&run_id, 0, None)
+        .map(|event| event.unwrap())
+        .collect()
+        .await;
+    assert_eq!(replayed[..journaled.len()], journaled[..]);
+    let last = replayed.last().unwrap();
+    assert_eq!(last.event_type, "run_interrupted");
+    assert_eq!(last.payload["reason"], "owner_exited");
+    // Nothing is running it here: a cancel returns it unchanged.
+    assert_eq!(
+        restarted.cancel_run(&run_id).await.unwrap().status,
+        AgentRunStatus::Interrupted
+    );
+    assert!(restarted.shutdown().await.unwrap().is_empty());
+    assert_eq!(crashed.shutdown().await.unwrap().len(), 1);
+}

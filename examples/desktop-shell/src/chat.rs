@@ -1,0 +1,42 @@
+//! A stand-in for the shell's chat window: where published commits become messages.
+
+use std::collections::HashMap;
+
+use tt_runtime::ChatCommitRequest;
+
+/// Messages in order; a run's first commit adds a message, its later commits change it.
+#[derive(Debug, Default)]
+pub struct ChatWindow {
+    messages: Vec<String>,
+    /// Run id -> index of the message its commits write.
+    message_of_run: HashMap<String, usize>,
+}
+
+impl ChatWindow {
+    /// Publishes a commit (`replace` or `append` the run's message) and returns the message id
+    /// the runtime records for it.
+    pub fn publish(&mut self, commit: &ChatCommitRequest) -> String {
+        let run = commit.run_id.to_string();
+        let index = match self.message_of_run.get(&run) {
+            Some(index) => *index,
+            None => {
+                self.messages.push(String::new());
+                let index = self.messages.len() - 1;
+                self.message_of_run.insert(run, index);
+                index
+            }
+        };
+        let message = &mut self.messages[index];
+        if commit.mode == "append" {
+            message.push_str(&commit.content);
+        } else {
+            *message = commit.content.clone();
+        }
+        (index + 1).to_string()
+    }
+
+    /// The messages, oldest first.
+    pub fn messages(&self) -> &[String] {
+        &self.messages
+    }
+}
