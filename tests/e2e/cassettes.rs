@@ -273,3 +273,49 @@ async fn the_openai_adapter_still_records_the_checked_in_cassette() {
 async fn the_anthropic_adapter_still_records_the_checked_in_cassette() {
     checked_in_cassette_is_what_the_adapter_records(Wire::Anthropic).await;
 }
+
+/// What docs/cassettes.md shows a host doing, against the fake OpenAI-compatible server: record
+/// a run through a connection spec, then replay it with no server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_records_and_replays_as_the_docs_show() -> Result<(), Box<dyn std::error::Error>> {
+    use tt_runtime::{AgentRuntimeBuilder, CommitBridgeChoice, ConnectionSpec, build_provider};
+    let server = TestServer::start(openai_reply).await;
+    let connection = format!("openai:{}", server.url("/v1"));
+    let dir = tempfile::tempdir()?;
+    let cassette = dir.path().join("writer.cassette.jsonl");
+    let data_dir = dir.path().join("recorded");
+    // ANCHOR: record
+    let live = build_provider(&ConnectionSpec::parse(&connection)?.with_model("e2e-model"))?;
+    let recorder = RecordingProvider::create(live, &cassette)?;
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(&data_dir)
+        .provider(Arc::new(recorder))
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()?;
+    // ANCHOR_END: record
+    crate::providers::install_profiles(&runtime).await;
+    let (recorded, _) = lead_run(&runtime, None).await;
+    assert_eq!(recorded.status, AgentRunStatus::Completed);
+    drop(server);
+
+    let replay_dir = dir.path().join("replayed");
+    // ANCHOR: replay
+    let replay = Arc::new(ReplayProvider::open(&cassette)?);
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(&replay_dir)
+        .provider(replay.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()?;
+    // ANCHOR_END: replay
+    crate::providers::install_profiles(&runtime).await;
+    let (replayed, _) = lead_run(&runtime, None).await;
+    assert_eq!(replayed.status, AgentRunStatus::Completed);
+    // ANCHOR: replay_check
+    assert_eq!(
+        replay.remaining(),
+        0,
+        "every recorded call was asked for again"
+    );
+    // ANCHOR_END: replay_check
+    Ok(())
+}

@@ -254,12 +254,17 @@ pub(crate) async fn runtime_with(
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()
         .unwrap();
+    install_profiles(&runtime).await;
+    runtime
+}
+
+/// Saves the lead and the helper it delegates to.
+pub(crate) async fn install_profiles(runtime: &AgentRuntime) {
     runtime.save_profile(profile(LEAD, "lead")).await.unwrap();
     runtime
         .save_profile(profile(HELPER, "helper"))
         .await
         .unwrap();
-    runtime
 }
 
 /// Runs the lead to the end and checks what every provider run must show; returns the
