@@ -29,7 +29,10 @@ async fn foreground_run_commits_chat_message_before_finish() {
         .store
         .document(&run.id, &RunDocument::InvocationToolSnapshot(root.clone()))
         .expect("tool snapshot");
-    assert_eq!(snapshot["tools"].as_array().map(Vec::len), Some(7));
+    assert_eq!(
+        snapshot["tools"].as_array().map(Vec::len),
+        Some(tt_domain::profile::DEFAULT_WRITER_TOOLS.len())
+    );
     assert!(
         h.store
             .document(&run.id, &RunDocument::ResolvedProfile)
@@ -152,7 +155,10 @@ async fn each_request_uses_the_invocation_session_and_the_system_prompt() {
     assert_eq!(requests.len(), 3);
     for request in &requests {
         assert_eq!(request.session.session_id, format!("{}:inv_root", run.id));
-        assert_eq!(request.tools.len(), 7);
+        assert_eq!(
+            request.tools.len(),
+            tt_domain::profile::DEFAULT_WRITER_TOOLS.len()
+        );
         assert_eq!(request.tool_choice, "auto");
         assert_eq!(
             request.messages[0].role,
