@@ -149,3 +149,54 @@ async fn runs_of_one_conversation_find_the_last_promoted_persist_state() {
         expected
     );
 }
+
+/// Guidance through the host API on the userdata store: queued while the writer's first answer
+/// is held, read before its second request, and refused once the run has ended.
+#[tokio::test]
+async fn host_submits_guidance_that_the_writer_reads_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider =
+        tt_runtime::ScriptedProvider::from_json_str(&writer_script().to_string()).unwrap();
+    let hold = provider.hold_after("default-writer", 1);
+    let runtime = tt_runtime::AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(std::sync::Arc::new(provider))
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let run = runtime.start_run(start_request()).await.unwrap();
+    hold.reached().await;
+    let receipt = runtime
+        .submit_guidance(
+            run.id.as_str(),
+            tt_runtime::SubmitGuidanceRequest {
+                text: "Set it at dawn instead.".into(),
+                client_guidance_id: Some("host-1".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(receipt.pending_count, 1);
+    hold.release();
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let events = crate::delegation::all_events(&runtime, run.id.as_str()).await;
+    let applied: Vec<_> = events
+        .iter()
+        .filter(|event| event.event_type == "user_guidance_applied")
+        .collect();
+    assert_eq!(applied.len(), 1);
+    assert_eq!(applied[0].payload["round"], 2);
+    assert_eq!(applied[0].payload["clientGuidanceIds"][0], "host-1");
+    let err = runtime
+        .submit_guidance(
+            run.id.as_str(),
+            tt_runtime::SubmitGuidanceRequest {
+                text: "Too late.".into(),
+                client_guidance_id: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "agent.guidance_mailbox_closed");
+}

@@ -72,7 +72,7 @@
 mod provider;
 mod script;
 
-pub use provider::{SCRIPT_EXHAUSTED_CODE, SCRIPTED_PROVIDER_NAME, ScriptedProvider};
+pub use provider::{SCRIPT_EXHAUSTED_CODE, SCRIPTED_PROVIDER_NAME, ScriptHold, ScriptedProvider};
 pub use script::{
     SCRIPT_SCHEMA_VERSION, Script, ScriptError, ScriptedErrorEntry, ScriptedFailure,
     ScriptedResponse, ScriptedToolCall, ScriptedTurn,

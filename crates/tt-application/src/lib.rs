@@ -10,6 +10,7 @@ pub mod delegation;
 pub mod dispatch;
 pub mod error;
 pub mod events;
+pub mod guidance;
 pub mod handoff_chain;
 pub mod invocation_setup;
 pub mod model_turn;

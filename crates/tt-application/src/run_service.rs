@@ -487,6 +487,13 @@ impl AgentRunService {
         ctx.scheduler
             .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
             .await?;
+        ctx.guidance
+            .close(
+                &self.events,
+                &ctx.run_id,
+                "run_finished_before_next_model_request",
+            )
+            .await?;
         if !ctx.try_set_status(AgentRunStatus::Finishing).await? {
             return Err(ApplicationError::cancelled());
         }
@@ -542,6 +549,10 @@ impl AgentRunService {
 
     async fn finalize_cancelled(&self, ctx: &RunContext, invocation: Option<&mut AgentInvocation>) {
         let _ = ctx
+            .guidance
+            .close(&self.events, &ctx.run_id, "run_cancel_requested")
+            .await;
+        let _ = ctx
             .scheduler
             .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
             .await;
@@ -581,6 +592,15 @@ impl AgentRunService {
         invocation: Option<&mut AgentInvocation>,
         error: &ApplicationError,
     ) {
+        let discard_reason = if ctx.commits().is_empty() {
+            "run_failed_before_next_model_request"
+        } else {
+            "run_partial_success_before_next_model_request"
+        };
+        let _ = ctx
+            .guidance
+            .close(&self.events, &ctx.run_id, discard_reason)
+            .await;
         let _ = ctx
             .scheduler
             .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
@@ -660,6 +680,9 @@ impl AgentRunService {
             .await?;
         match active {
             Some(ctx) => {
+                ctx.guidance
+                    .close(&self.events, run_id, "run_cancel_requested")
+                    .await?;
                 ctx.try_set_status(AgentRunStatus::Cancelling).await?;
                 ctx.cancel.cancel();
             }
@@ -685,6 +708,39 @@ impl AgentRunService {
             }
         }
         self.load_run(run_id).await
+    }
+
+    /// Queues user guidance for the run's foreground agent, which sees it before its next model
+    /// request. Refused with a coded error when the text is empty or over a limit, when the run
+    /// has ended (`agent.guidance_mailbox_closed`), or when no executor in this process owns
+    /// the run (`agent.guidance_run_not_owned`: another process, or none after a restart, is
+    /// running it, and guidance does not cross processes).
+    pub async fn submit_guidance(
+        &self,
+        run_id: &RunId,
+        request: crate::guidance::SubmitGuidanceRequest,
+    ) -> ApplicationResult<crate::guidance::GuidanceReceipt> {
+        let active = self
+            .lock_active()
+            .get(run_id)
+            .map(|active| Arc::clone(&active.ctx));
+        match active {
+            Some(ctx) => ctx.guidance.submit(&self.events, run_id, request).await,
+            None => {
+                let run = self.services.runs.load_run(run_id).await?;
+                if run.status.is_terminal() {
+                    Err(crate::guidance::mailbox_closed())
+                } else {
+                    Err(ApplicationError::fatal(
+                        "agent.guidance_run_not_owned",
+                        format!(
+                            "run {run_id} is not executing in this process; guidance can only be \
+                             sent to the process that runs it"
+                        ),
+                    ))
+                }
+            }
+        }
     }
 
     /// The run as it is now: live state for a run executing in this process, else the stored

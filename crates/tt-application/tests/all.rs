@@ -10,6 +10,7 @@ mod cancel;
 mod delegation;
 mod disk_faults;
 mod drift_and_retry;
+mod guidance;
 mod handoff;
 mod limits;
 mod model_facing_text;

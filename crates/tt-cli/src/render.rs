@@ -129,6 +129,21 @@ impl EventPrinter {
                 }
                 format!("  {count} skill(s) available")
             }
+            "user_guidance_submitted" => {
+                let text: String = s("text").chars().take(100).collect();
+                format!("guidance from the user: “{}”", text.trim())
+            }
+            "user_guidance_applied" => {
+                format!(
+                    "  read {} guidance note(s) before its next step",
+                    n("count")
+                )
+            }
+            "user_guidance_discarded" => format!(
+                "{} guidance note(s) dropped ({})",
+                n("count"),
+                s("reason").replace('_', " ")
+            ),
             "prompt_assembly_completed" => "  prompt assembled from its preset".to_owned(),
             "prompt_assembly_failed" => format!("  prompt assembly failed: {}", s("message")),
             "direct_output_captured" => format!("  plain text saved to {}", s("path")),

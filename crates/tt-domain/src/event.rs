@@ -169,6 +169,9 @@ event_types! {
     RunCancelled => "run_cancelled",
     RunFailed => "run_failed",
     RunInterrupted => "run_interrupted",
+    UserGuidanceSubmitted => "user_guidance_submitted",
+    UserGuidanceApplied => "user_guidance_applied",
+    UserGuidanceDiscarded => "user_guidance_discarded",
 }
 
 const SCOPE_FIELDS: [&str; 5] = [

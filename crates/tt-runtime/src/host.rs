@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tt_application::guidance::{GuidanceReceipt, SubmitGuidanceRequest};
 use tt_application::{AgentRunService, RunEventStream, StartRunRequest, timeline_projection};
 use tt_domain::event::AgentRunEvent;
 use tt_domain::ids::{CommitId, RunId};
@@ -75,6 +76,19 @@ impl AgentRuntime {
     /// Cancels a run: model calls and host waits abort at once; the run ends `cancelled`.
     pub async fn cancel_run(&self, run_id: &str) -> HostResult<AgentRun> {
         Ok(self.service.cancel_run(&RunId::from_raw(run_id)).await?)
+    }
+
+    /// Sends user guidance to a running run: its foreground agent reads it, wrapped in
+    /// `<user_guidance>`, before its next model request. Limits and refusals: docs/host-api.md.
+    pub async fn submit_guidance(
+        &self,
+        run_id: &str,
+        request: SubmitGuidanceRequest,
+    ) -> HostResult<GuidanceReceipt> {
+        Ok(self
+            .service
+            .submit_guidance(&RunId::from_raw(run_id), request)
+            .await?)
     }
 
     /// Waits until the run stops executing and returns its final record.

@@ -23,6 +23,10 @@ pub use signals::StopSignals;
 /// Re-exports a host or the CLI needs without depending on inner crates.
 pub use tt_adapter_provider_scripted::ScriptedProvider;
 pub use tt_adapter_storage_userdata::UserDataStore;
+pub use tt_application::guidance::{
+    GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
+    SubmitGuidanceRequest,
+};
 pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
 };
