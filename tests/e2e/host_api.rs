@@ -1,6 +1,9 @@
 //! The host answers commits through the host API, and bad answers get coded errors.
 
-use tt_runtime::{AgentRunStatus, CommitBridgeChoice, ResolveChatCommitRequest};
+use tt_runtime::{
+    AgentRunStatus, CommitBridgeChoice, ResolveChatCommitRequest,
+    ResolvePersistentStateMetadataUpdateRequest,
+};
 
 use crate::support::*;
 
@@ -56,9 +59,71 @@ async fn host_resolves_commits_through_the_api() {
             assert_eq!(event.payload["messageId"], "42");
             assert_eq!(event.payload["messageIndex"], 42);
         }
+        if event.event_type == "persistent_state_metadata_update_requested" {
+            // At finish the host binds the promoted state to the committed message.
+            assert_eq!(event.payload["messageId"], "42");
+            assert_eq!(event.payload["stateId"], run.id.as_str());
+            let update_id = event.payload["updateId"].as_str().unwrap().to_owned();
+            let resolve = |run_id: &str, update_id: &str| {
+                env.runtime.resolve_agent_persistent_state_metadata_update(
+                    ResolvePersistentStateMetadataUpdateRequest {
+                        run_id: run_id.to_owned(),
+                        update_id: update_id.to_owned(),
+                        error: None,
+                    },
+                )
+            };
+            let err = resolve("run_other", &update_id).unwrap_err();
+            assert_eq!(
+                err.code,
+                "agent.persistent_state_metadata_update_run_mismatch"
+            );
+            resolve(run.id.as_str(), &update_id).unwrap();
+            let err = resolve(run.id.as_str(), &update_id).unwrap_err();
+            assert_eq!(
+                err.code,
+                "agent.persistent_state_metadata_update_not_pending"
+            );
+        }
     }
     let run = env.runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
+}
+
+#[tokio::test]
+async fn a_host_that_cannot_bind_the_persistent_state_ends_the_run_as_partial_success() {
+    let env = env(writer_script(), CommitBridgeChoice::HostApi);
+    let run = env.runtime.start_run(start_request()).await.unwrap();
+    let mut stream = env.runtime.subscribe(run.id.as_str(), 0, None);
+    let mut failed = None;
+    while let Some(event) = stream.next().await.unwrap() {
+        match event.event_type.as_str() {
+            "chat_commit_requested" => env
+                .runtime
+                .resolve_chat_commit(ResolveChatCommitRequest {
+                    run_id: run.id.to_string(),
+                    commit_id: event.payload["commitId"].as_str().unwrap().to_owned(),
+                    message_id: Some("7".into()),
+                    error: None,
+                })
+                .unwrap(),
+            "persistent_state_metadata_update_requested" => env
+                .runtime
+                .resolve_agent_persistent_state_metadata_update(
+                    ResolvePersistentStateMetadataUpdateRequest {
+                        run_id: run.id.to_string(),
+                        update_id: event.payload["updateId"].as_str().unwrap().to_owned(),
+                        error: Some("message 7 was deleted".into()),
+                    },
+                )
+                .unwrap(),
+            "persistent_state_metadata_update_failed" => failed = Some(event.payload),
+            _ => {}
+        }
+    }
+    assert_eq!(failed.unwrap()["message"], "message 7 was deleted");
+    let run = env.runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::PartialSuccess);
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ pub mod guidance;
 pub mod handoff_chain;
 pub mod invocation_setup;
 pub mod model_turn;
+pub mod persist_metadata;
 pub mod profiles;
 pub mod prompt;
 pub mod prompt_assembly;

@@ -520,6 +520,8 @@ impl AgentRunService {
                         json!({"stateId": change_set.state_id, "baseStateId": change_set.base_state_id, "changeCount": changes.len(), "changes": changes}),
                     )
                     .await?;
+                crate::persist_metadata::bind_state_to_last_commit(ctx, &change_set, &changes)
+                    .await?;
             }
             Err(error) => {
                 let error = ApplicationError::from(error);

@@ -163,6 +163,9 @@ event_types! {
     ChatCommitRecorded => "chat_commit_recorded",
     PersistentChangesCommitted => "persistent_changes_committed",
     PersistentChangesCommitFailed => "persistent_changes_commit_failed",
+    PersistentStateMetadataUpdateRequested => "persistent_state_metadata_update_requested",
+    PersistentStateMetadataUpdated => "persistent_state_metadata_updated",
+    PersistentStateMetadataUpdateFailed => "persistent_state_metadata_update_failed",
     RunCompleted => "run_completed",
     RunPartialSuccess => "run_partial_success",
     RunCancelRequested => "run_cancel_requested",
@@ -233,6 +236,9 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
                 | RunEventType::PersistentProjectionInitialized
                 | RunEventType::PersistentChangesCommitted
                 | RunEventType::PersistentChangesCommitFailed
+                | RunEventType::PersistentStateMetadataUpdateRequested
+                | RunEventType::PersistentStateMetadataUpdated
+                | RunEventType::PersistentStateMetadataUpdateFailed
         );
     let primary = explicit
         .or(by_type)

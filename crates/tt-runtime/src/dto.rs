@@ -72,6 +72,17 @@ pub struct ResolveChatCommitRequest {
     pub error: Option<String>,
 }
 
+/// `resolve_agent_persistent_state_metadata_update` request: no `error` acknowledges the
+/// update, a non-empty `error` fails it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvePersistentStateMetadataUpdateRequest {
+    pub run_id: String,
+    pub update_id: String,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListRunsRequest {

@@ -169,6 +169,19 @@ impl AgentRuntime {
         )?)
     }
 
+    /// Answers a pending `persistent_state_metadata_update_requested` (host-API commit bridge
+    /// only): the host has bound the run's new persistent state to the message, or says why not.
+    pub fn resolve_agent_persistent_state_metadata_update(
+        &self,
+        request: ResolvePersistentStateMetadataUpdateRequest,
+    ) -> HostResult<()> {
+        Ok(self.host_commits.resolve_metadata_update(
+            &RunId::from_raw(request.run_id),
+            &request.update_id,
+            request.error,
+        )?)
+    }
+
     /// Validates and stores an agent profile (`<data dir>/profiles/<id>.json`).
     pub async fn save_profile(
         &self,
