@@ -60,7 +60,7 @@ pub async fn prepare_invocation(
             let input = crate::prompt_assembly::AssemblyInput {
                 invocation,
                 profile,
-                task_id,
+                task_id: Some(task_id),
                 system_prompt: &system_prompt,
                 task_prompt: &brief,
                 model_id: profile.definition.model.model_id.clone(),

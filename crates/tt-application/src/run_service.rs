@@ -11,7 +11,7 @@ use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
 use tt_domain::model::{AgentModelMessage, ModelRole};
-use tt_domain::profile::ResolvedProfile;
+use tt_domain::profile::{PresetMode, ResolvedProfile};
 use tt_domain::run::{
     AgentRun, AgentRunStatus, ConversationKind, derive_workspace_id, normalize_stable_chat_id,
 };
@@ -61,6 +61,42 @@ pub struct StartRunRequest {
 
 fn default_conversation_kind() -> ConversationKind {
     ConversationKind::Character
+}
+
+/// What `prepare_root` hands to the executor.
+type PreparedRoot = (
+    Arc<RunContext>,
+    InvocationRuntime,
+    Vec<AgentModelMessage>,
+    Option<RootAssembly>,
+);
+
+/// A root prompt still to be assembled by the host (`preset.mode = "ref"`).
+struct RootAssembly {
+    system_prompt: String,
+}
+
+/// `kind` of a [`GenerationIntent`].
+pub const GENERATION_INTENT_KIND: &str = "tauritavern.agentGenerationIntent";
+
+/// What the user asked this run to generate, recorded at start (`generation_intent_recorded`):
+/// the conversation, the agent and the binding its prompt is built for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GenerationIntent {
+    pub kind: String,
+    pub run_id: RunId,
+    pub stable_chat_id: String,
+    pub conversation_kind: ConversationKind,
+    pub chat_ref: Value,
+    pub generation_type: Value,
+    pub profile_id: String,
+    pub preset_mode: PresetMode,
+    pub preset_ref: Option<tt_domain::profile::PresetRef>,
+    pub model_id: Option<String>,
+    pub user_request: Option<String>,
+    /// Messages of the frozen conversation (`input/prompt_snapshot.json`).
+    pub input_message_count: usize,
 }
 
 struct ActiveRun {
@@ -183,7 +219,7 @@ impl AgentRunService {
             self.prepare_root(run.clone(), &profile, &request).await
         };
         match prepared.await {
-            Ok((ctx, inv, messages)) => {
+            Ok((ctx, inv, messages, root_assembly)) => {
                 let (done_tx, done_rx) = watch::channel(false);
                 self.lock_active().insert(
                     run_id.clone(),
@@ -201,7 +237,7 @@ impl AgentRunService {
                 );
                 tokio::spawn(
                     async move {
-                        service.execute(ctx, inv, messages).await;
+                        service.execute(ctx, inv, messages, root_assembly).await;
                         let _ = done_tx.send(true);
                     }
                     .instrument(span),
@@ -227,7 +263,7 @@ impl AgentRunService {
         run: AgentRun,
         profile: &ResolvedProfile,
         request: &StartRunRequest,
-    ) -> ApplicationResult<(Arc<RunContext>, InvocationRuntime, Vec<AgentModelMessage>)> {
+    ) -> ApplicationResult<PreparedRoot> {
         let run_id = run.id.clone();
         let services = &self.services;
         let provisional = RunContext::new(
@@ -298,6 +334,29 @@ impl AgentRunService {
                 &serde_json::to_value(&prompt_snapshot).unwrap_or(Value::Null),
             )
             .await?;
+        let intent = GenerationIntent {
+            kind: GENERATION_INTENT_KIND.to_owned(),
+            run_id: run_id.clone(),
+            stable_chat_id: run.stable_chat_id.clone(),
+            conversation_kind: run.conversation_kind,
+            chat_ref: run.chat_ref.clone(),
+            generation_type: run.generation_type.clone(),
+            profile_id: profile.id().to_string(),
+            preset_mode: profile.definition.preset.mode,
+            preset_ref: profile.definition.preset.preset_ref.clone(),
+            model_id: profile.definition.model.model_id.clone(),
+            user_request: request.user_request.clone(),
+            input_message_count: prompt_snapshot.messages.len(),
+        };
+        let mut intent_payload = serde_json::to_value(&intent).unwrap_or(Value::Null);
+        intent_payload["eventScope"] = json!({"invocationId": InvocationId::root()});
+        self.events
+            .info(
+                &run_id,
+                RunEventType::GenerationIntentRecorded,
+                intent_payload,
+            )
+            .await?;
 
         let now = services.clock.now();
         let invocation = AgentInvocation::new_root(run_id.clone(), profile.id().clone(), now);
@@ -329,28 +388,18 @@ impl AgentRunService {
                 &serde_json::to_value(&snapshot).unwrap_or(Value::Null),
             )
             .await?;
-        let mut messages = vec![AgentModelMessage::text(
-            ModelRole::System,
-            agent_system_prompt(profile, &snapshot),
-        )];
-        messages.extend(prompt_snapshot.model_messages());
-        self.events
-            .info(
-                &run_id,
-                RunEventType::ContextAssembled,
-                json!({
-                    "request": {
-                        "provider": model.provider.name(), "model": model.model_id,
-                        "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
-                    },
-                    "invocationId": invocation.id,
-                    "tools": snapshot.model_names(),
-                    "maxRounds": snapshot.budgets.max_rounds,
-                    "contextPolicy": profile.definition.context,
-                    "modelRetry": profile.definition.run.model_retry,
-                }),
-            )
-            .await?;
+        let system_prompt = agent_system_prompt(profile, &snapshot);
+        // A root profile with `preset.mode = "ref"` has its prompt assembled by the host, in the
+        // background once the run has started (a host learns of it from the run's events).
+        let (messages, root_assembly) = if profile.definition.preset.mode == PresetMode::Ref {
+            (Vec::new(), Some(RootAssembly { system_prompt }))
+        } else {
+            let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
+            messages.extend(prompt_snapshot.model_messages());
+            self.root_context_assembled(&run_id, profile, &model, &snapshot, messages.len())
+                .await?;
+            (messages, None)
+        };
         let skills = crate::skills::resolve_and_record(&ctx, &invocation.id, profile).await?;
         let inv = InvocationRuntime {
             invocation,
@@ -363,7 +412,66 @@ impl AgentRunService {
             skills,
             delivered: Default::default(),
         };
-        Ok((ctx, inv, messages))
+        Ok((ctx, inv, messages, root_assembly))
+    }
+
+    /// `context_assembled` for the root invocation.
+    async fn root_context_assembled(
+        &self,
+        run_id: &RunId,
+        profile: &ResolvedProfile,
+        model: &crate::binding::ModelBinding,
+        snapshot: &tt_domain::tool::InvocationToolSnapshot,
+        message_count: usize,
+    ) -> ApplicationResult<()> {
+        self.events
+            .info(
+                run_id,
+                RunEventType::ContextAssembled,
+                json!({
+                    "request": {
+                        "provider": model.provider.name(), "model": model.model_id,
+                        "messageCount": message_count, "toolCount": snapshot.tools.len(),
+                    },
+                    "invocationId": InvocationId::root(),
+                    "presetMode": profile.definition.preset.mode,
+                    "tools": snapshot.model_names(),
+                    "maxRounds": snapshot.budgets.max_rounds,
+                    "contextPolicy": profile.definition.context,
+                    "modelRetry": profile.definition.run.model_retry,
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The host-assembled prompt of a root profile with `preset.mode = "ref"`: the frozen
+    /// conversation already ends with the user's request, so the root has no separate task
+    /// prompt; the assembled prompt must contain the agent system prompt.
+    async fn assemble_root_prompt(
+        &self,
+        ctx: &RunContext,
+        inv: &InvocationRuntime,
+        root: RootAssembly,
+    ) -> ApplicationResult<Vec<AgentModelMessage>> {
+        let input = crate::prompt_assembly::AssemblyInput {
+            invocation: &inv.invocation,
+            profile: &inv.profile,
+            task_id: None,
+            system_prompt: &root.system_prompt,
+            task_prompt: "",
+            model_id: inv.profile.definition.model.model_id.clone(),
+        };
+        let messages = crate::prompt_assembly::assemble(ctx, &input, &ctx.cancel).await?;
+        self.root_context_assembled(
+            &ctx.run_id,
+            &inv.profile,
+            &inv.model,
+            &inv.snapshot,
+            messages.len(),
+        )
+        .await?;
+        Ok(messages)
     }
 
     /// Drives the foreground invocation to a terminal run state. Never returns an error: every
@@ -373,12 +481,16 @@ impl AgentRunService {
         ctx: Arc<RunContext>,
         mut inv: InvocationRuntime,
         mut messages: Vec<AgentModelMessage>,
+        root_assembly: Option<RootAssembly>,
     ) {
         // The chain of foreground owners: the root, then each agent a handoff brings in. The
         // task that brought the current owner in completes when it finishes or hands off.
         let mut incoming: Option<TaskId> = None;
         let run_seconds = inv.profile.definition.limits.max_run_seconds;
         let chain = async {
+            if let Some(root) = root_assembly {
+                messages = self.assemble_root_prompt(&ctx, &inv, root).await?;
+            }
             loop {
                 let outcome = async {
                     ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)

@@ -1,9 +1,23 @@
 //! The persistent-state metadata handshake when a run finishes: the host binds the promoted
 //! state to the last committed message, or the run ends as partial success.
 
+use serde_json::{Value, json};
 use tt_domain::run::AgentRunStatus;
 
 use crate::support::*;
+
+/// The payload with its `updateId` (drawn from the id sequence) checked and replaced, so the
+/// snapshot does not move when another event draws an id.
+fn stable(payload: &Value) -> Value {
+    let mut payload = payload.clone();
+    assert!(
+        payload["updateId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("persist_metadata_"))
+    );
+    payload["updateId"] = json!("[updateId]");
+    payload
+}
 
 #[tokio::test]
 async fn persistent_state_metadata_is_bound_to_the_last_commit_on_finish() {
@@ -36,9 +50,12 @@ async fn persistent_state_metadata_is_bound_to_the_last_commit_on_finish() {
     assert!(pos("persistent_state_metadata_updated") < pos("run_completed"));
     insta::assert_json_snapshot!(
         "persistent_state_metadata_update_requested",
-        requested.payload
+        stable(&requested.payload)
     );
-    insta::assert_json_snapshot!("persistent_state_metadata_updated", updated.payload);
+    insta::assert_json_snapshot!(
+        "persistent_state_metadata_updated",
+        stable(&updated.payload)
+    );
 }
 
 #[tokio::test]
@@ -49,7 +66,10 @@ async fn persistent_state_metadata_update_failure_keeps_the_commit_as_partial_su
     assert_eq!(run.status, AgentRunStatus::PartialSuccess);
 
     let failed = &events_of(&h, &run.id, "persistent_state_metadata_update_failed")[0];
-    insta::assert_json_snapshot!("persistent_state_metadata_update_failed", failed.payload);
+    insta::assert_json_snapshot!(
+        "persistent_state_metadata_update_failed",
+        stable(&failed.payload)
+    );
     let ended = &events_of(&h, &run.id, "run_partial_success")[0];
     assert_eq!(
         ended.payload["code"],

@@ -106,6 +106,7 @@ event_types! {
     RunCreated => "run_created",
     ProfileResolved => "profile_resolved",
     SkillScopesResolved => "skill_scopes_resolved",
+    GenerationIntentRecorded => "generation_intent_recorded",
     StatusChanged => "status_changed",
     WorkspaceInitialized => "workspace_initialized",
     PersistentProjectionInitialized => "persistent_projection_initialized",

@@ -131,6 +131,10 @@ pub struct ResolvePromptAssemblyRequest {
     #[serde(default)]
     pub prompt_snapshot: Option<serde_json::Value>,
     #[serde(default)]
+    pub frozen_run_input_snapshot: Option<serde_json::Value>,
+    #[serde(default)]
+    pub generation_intent: Option<serde_json::Value>,
+    #[serde(default)]
     pub assembly: Option<serde_json::Value>,
     #[serde(default)]
     pub error: Option<String>,

@@ -208,7 +208,11 @@ impl AgentRuntime {
             &request.run_id,
             &request.assembly_id,
             request.prompt_snapshot,
-            request.assembly,
+            crate::prompt_brokers::HostAssemblyInput {
+                assembly: request.assembly,
+                frozen_run_input_snapshot: request.frozen_run_input_snapshot,
+                generation_intent: request.generation_intent,
+            },
             request.error,
         )
     }
