@@ -151,6 +151,8 @@ async fn host_errors_are_coded() {
     let env = env(writer_script(), CommitBridgeChoice::HostApi);
     let err = env.runtime.cancel_run("run_nope").await.unwrap_err();
     assert_eq!(err.code, "agent.not_found");
+    let err = env.runtime.get_run("run_nope").await.unwrap_err();
+    assert_eq!(err.code, "agent.not_found");
     let mut bad = start_request();
     bad.profile_id = Some("Not A Profile".into());
     let err = env.runtime.start_run(bad).await.unwrap_err();
@@ -167,6 +169,7 @@ async fn runs_of_one_conversation_find_the_last_promoted_persist_state() {
     let first = env.runtime.start_run(start_request()).await.unwrap();
     let first = env.runtime.wait_for_run(first.id.as_str()).await.unwrap();
     assert_eq!(first.status, AgentRunStatus::Completed);
+    assert_eq!(env.runtime.get_run(first.id.as_str()).await.unwrap(), first);
     // The first run wrote persist/facts.md and promoted it as the state named after it.
     let state = env.runtime.latest_persist_state("e2e-chat").await.unwrap();
     assert_eq!(state.as_deref(), Some(first.id.as_str()));

@@ -656,7 +656,13 @@ impl AgentRunService {
             settle_task(ctx, task_id, TaskStatus::Completed, None).await?;
         }
         self.events
-            .info(&ctx.run_id, RunEventType::RunCompleted, Value::Null)
+            // An object payload, so the run's end carries `eventScope` (inv_root) and shows in
+            // a journal view filtered to the root (the contract's payload is null).
+            .info(
+                &ctx.run_id,
+                RunEventType::RunCompleted,
+                json!({"status": AgentRunStatus::Completed.as_str(), "commitCount": ctx.commit_count()}),
+            )
             .await?;
         Ok(())
     }
@@ -789,8 +795,17 @@ impl AgentRunService {
         if run.status.is_terminal() {
             return Ok(run);
         }
+        // The stored record lags behind a live run's transient statuses.
+        let previous_status = match &active {
+            Some(ctx) => ctx.run_snapshot().await.status,
+            None => run.status,
+        };
         self.events
-            .info(run_id, RunEventType::RunCancelRequested, Value::Null)
+            .info(
+                run_id,
+                RunEventType::RunCancelRequested,
+                json!({"previousStatus": previous_status.as_str()}),
+            )
             .await?;
         match active {
             Some(ctx) => {
@@ -868,6 +883,12 @@ impl AgentRunService {
             Some(ctx) => Ok(ctx.run_snapshot().await),
             None => Ok(self.services.runs.load_run(run_id).await?),
         }
+    }
+
+    /// One run by id: live state for a run executing in this process, else the stored record
+    /// (`agent.not_found` when there is none). The host API's `get_run`.
+    pub async fn get_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
+        self.load_run(run_id).await
     }
 
     /// Validates a profile definition and stores it; invalid definitions are refused with the

@@ -91,6 +91,11 @@ impl AgentRuntime {
             .await?)
     }
 
+    /// One run by id, as it is now (live status for a run this runtime executes).
+    pub async fn get_run(&self, run_id: &str) -> HostResult<AgentRun> {
+        Ok(self.service.get_run(&RunId::from_raw(run_id)).await?)
+    }
+
     /// Waits until the run stops executing and returns its final record.
     pub async fn wait_for_run(&self, run_id: &str) -> HostResult<AgentRun> {
         Ok(self.service.wait_for_run(&RunId::from_raw(run_id)).await?)
