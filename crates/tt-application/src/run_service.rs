@@ -733,12 +733,12 @@ impl AgentRunService {
         let _ = settle_open_handoffs(ctx, TaskStatus::Failed, &error.to_string()).await;
         let commits = ctx.commits();
         let mut payload = json!({
-            "code": error.code(),
+            "code": error.host_code(),
             "message": error.detail(),
             "technicalMessage": error.to_string(),
             "retryable": error.is_retryable(),
             "userRetryable": error.user_retryable(),
-            "details": {},
+            "details": error.model_detail().unwrap_or_else(|| json!({})),
         });
         // Ok(false) below: the run already ended some other way; its terminal event stays last.
         if commits.is_empty() {
