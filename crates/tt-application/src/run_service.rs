@@ -429,10 +429,10 @@ impl AgentRunService {
                 run_id,
                 RunEventType::ContextAssembled,
                 json!({
-                    "request": {
+                    "request": crate::model_turn::with_provider_fields(json!({
                         "provider": model.provider.name(), "model": model.model_id,
                         "messageCount": message_count, "toolCount": snapshot.tools.len(),
-                    },
+                    }), model.provider.as_ref()),
                     "invocationId": InvocationId::root(),
                     "presetMode": profile.definition.preset.mode,
                     "tools": snapshot.model_names(),
