@@ -191,6 +191,13 @@ impl AgentRunService {
             skill_scope_refs: request.skill_scope_refs.clone(),
             presentation,
             status: AgentRunStatus::Created,
+            input_message_count: PromptSnapshot::freeze(
+                profile.definition.context,
+                &request.history,
+                request.user_request.as_deref(),
+            )
+            .messages
+            .len(),
             created_at: now,
             updated_at: now,
         };

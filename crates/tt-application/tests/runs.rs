@@ -154,6 +154,9 @@ async fn each_request_uses_the_invocation_session_and_the_system_prompt() {
     let run = h.run_to_end(request(None)).await;
     let requests = h.model.requests();
     assert_eq!(requests.len(), 3);
+    // The first request is the system prompt, then the frozen conversation.
+    assert_eq!(run.input_message_count, requests[0].messages.len() - 1);
+    assert!(run.input_message_count > 0);
     for request in &requests {
         assert_eq!(request.session.session_id, format!("{}:inv_root", run.id));
         assert_eq!(
