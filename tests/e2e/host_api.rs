@@ -256,6 +256,12 @@ async fn host_submits_guidance_that_the_writer_reads_next() {
     assert_eq!(applied.len(), 1);
     assert_eq!(applied[0].payload["round"], 2);
     assert_eq!(applied[0].payload["clientGuidanceIds"][0], "host-1");
+    // The root agent's skills are stored where the reference keeps the run's own.
+    let skills = runtime
+        .read_record(run.id.as_str(), "input/resolved_skills.json")
+        .await
+        .unwrap();
+    assert!(skills.get("effectiveSkills").is_some(), "{skills}");
     let err = runtime
         .submit_guidance(
             run.id.as_str(),

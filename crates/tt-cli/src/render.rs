@@ -44,7 +44,11 @@ impl EventPrinter {
                 .map_or_else(|| s("targetProfileId"), |(profile, _)| profile.clone())
         };
         // Run-level statuses belong to the run, whoever owns the foreground.
-        let (who, depth) = if event.event_type == "status_changed" {
+        // So do the run's own events and the user's guidance (addressed to the run).
+        let (who, depth) = if event.event_type == "status_changed"
+            || event.event_type.starts_with("run_")
+            || event.event_type.starts_with("user_guidance_")
+        {
             ("run".to_owned(), 0)
         } else {
             (who, depth)
