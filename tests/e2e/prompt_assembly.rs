@@ -133,6 +133,8 @@ async fn handshake_through_the_host_api() {
             run_id: run.id.to_string(),
             assembly_id: assembly_id.clone(),
             prompt_snapshot: Some(snapshot),
+            frozen_run_input_snapshot: None,
+            generation_intent: Some(json!({"mode": "review"})),
             assembly: Some(json!({"preset": "critics v2"})),
             error: None,
         })
@@ -173,6 +175,7 @@ async fn handshake_through_the_host_api() {
         .await
         .unwrap();
     assert_eq!(assembly["assembly"]["preset"], "critics v2");
+    assert_eq!(assembly["generationIntent"]["mode"], "review");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,6 +196,8 @@ async fn host_error_fails_the_task_and_cancel_aborts_a_pending_assembly() {
             run_id: run.id.to_string(),
             assembly_id,
             prompt_snapshot: None,
+            frozen_run_input_snapshot: None,
+            generation_intent: None,
             assembly: None,
             error: Some("the preset was deleted".into()),
         })

@@ -329,6 +329,23 @@ async fn has_model_deltas(runtime: &AgentRuntime, run_id: &str) -> bool {
         .any(|event| event.event_type == "model_delta")
 }
 
+/// The provider fields of the run's first `provider_state_updated`.
+async fn provider_state(runtime: &AgentRuntime, run_id: &str) -> Value {
+    let page = runtime
+        .read_events(ReadEventsRequest {
+            run_id: run_id.to_owned(),
+            limit: Some(1000),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    page.events
+        .into_iter()
+        .find(|event| event.event_type == "provider_state_updated")
+        .map(|event| event.payload["providerState"].clone())
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_run_through_the_openai_adapter_streamed() {
     let mut server = TestServer::start(openai_reply).await;
@@ -343,6 +360,11 @@ async fn a_full_run_through_the_openai_adapter_streamed() {
     let (run_id, requests) = full_run(&runtime, &mut server).await;
     assert!(requests.iter().all(|r| r.body["stream"] == json!(true)));
     assert!(has_model_deltas(&runtime, &run_id).await);
+    let state = provider_state(&runtime, &run_id).await;
+    assert_eq!(state["chatCompletionSource"], "openai");
+    assert_eq!(state["providerFormat"], "openai_chat_completions");
+    assert_eq!(state["transport"], "http");
+    assert_eq!(state["nativeContinuation"], false);
 
     // The lead's second turn carries its delegate call and the result under the same id.
     let second = find(&requests, "agent_delegate", 1);

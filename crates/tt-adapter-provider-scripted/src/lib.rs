@@ -78,7 +78,7 @@ mod scenarios;
 mod script;
 
 pub use closure::{FN_PROVIDER_NAME, FnProvider, ModelReply};
-pub use provider::{SCRIPT_EXHAUSTED_CODE, SCRIPTED_PROVIDER_NAME, ScriptedProvider};
+pub use provider::{SCRIPT_EXHAUSTED_CODE, SCRIPTED_PROVIDER_NAME, ScriptHold, ScriptedProvider};
 pub use scenarios::ScriptedScenarios;
 pub use script::{
     SCRIPT_SCHEMA_VERSION, Script, ScriptError, ScriptedErrorEntry, ScriptedFailure,

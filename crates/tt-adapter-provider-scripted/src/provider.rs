@@ -3,11 +3,12 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tt_domain::model::{
     AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelContentPart, ModelRole,
@@ -30,6 +31,41 @@ pub struct ScriptedProvider {
     /// `(sessionId, turn index)` -> number of injected errors already emitted there. Only
     /// looked up by key, so HashMap order never matters.
     emitted_errors: Mutex<HashMap<(String, usize), usize>>,
+    /// Answers held back until a host releases them: `(agent, round)` -> hold.
+    holds: Mutex<Vec<(String, u32, Arc<ScriptHold>)>>,
+}
+
+/// One held answer (see [`ScriptedProvider::hold_after`]): the call for that agent's round has
+/// its answer ready and waits, cancellably, until [`ScriptHold::release`]. A demo uses it to do
+/// something at an exact point of a run (for example send user guidance while the agent is
+/// between two model requests), so the run stays deterministic.
+#[derive(Debug)]
+pub struct ScriptHold {
+    reached: watch::Sender<bool>,
+    released: watch::Sender<bool>,
+}
+
+impl ScriptHold {
+    /// Resolves once the held call has its answer ready and is waiting.
+    pub async fn reached(&self) {
+        let mut reached = self.reached.subscribe();
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        let _ = reached.wait_for(|reached| *reached).await;
+    }
+
+    /// Lets the held call (and any later call for the same round) answer.
+    pub fn release(&self) {
+        self.released.send_replace(true);
+    }
+
+    async fn wait(&self, cancel: &CancellationToken) -> Result<(), ModelError> {
+        self.reached.send_replace(true);
+        let mut released = self.released.subscribe();
+        tokio::select! {
+            () = cancel.cancelled() => Err(ModelError::Cancelled),
+            _ = released.wait_for(|released| *released) => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Debug for ScriptedProvider {
@@ -54,7 +90,33 @@ impl ScriptedProvider {
         Self {
             script,
             emitted_errors: Mutex::new(HashMap::new()),
+            holds: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Holds `agent`'s answer for model round `round` (1-based) until the returned hold is
+    /// released. The request of that round is already sent when the call waits.
+    pub fn hold_after(&self, agent: &str, round: u32) -> Arc<ScriptHold> {
+        let hold = Arc::new(ScriptHold {
+            reached: watch::Sender::new(false),
+            released: watch::Sender::new(false),
+        });
+        self.holds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((agent.to_owned(), round, Arc::clone(&hold)));
+        hold
+    }
+
+    fn hold_for(&self, request: &AgentModelRequest) -> Option<Arc<ScriptHold>> {
+        self.holds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(agent, round, _)| {
+                agent == request.agent_profile_id.as_str() && *round == request.round
+            })
+            .map(|(_, _, hold)| Arc::clone(hold))
     }
 
     pub fn from_json_str(text: &str) -> Result<Self, ScriptError> {
@@ -212,6 +274,9 @@ impl ModelProvider for ScriptedProvider {
             }
             Step::Respond(response) => {
                 delay(response.delay_ms, &cancel).await?;
+                if let Some(hold) = self.hold_for(&request) {
+                    hold.wait(&cancel).await?;
+                }
                 Ok(build_response(&request, response))
             }
         }

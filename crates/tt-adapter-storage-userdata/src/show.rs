@@ -36,6 +36,9 @@ fn document_of(reference: &str) -> Option<RunDocument> {
         ["input", "prompt_snapshot.json"] => Some(RunDocument::PromptSnapshot),
         ["input", "resolved_profile.json"] => Some(RunDocument::ResolvedProfile),
         ["input", "persist_snapshot.json"] => Some(RunDocument::PersistSnapshot),
+        ["input", "resolved_skills.json"] => {
+            Some(RunDocument::InvocationResolvedSkills(InvocationId::root()))
+        }
         ["input", "invocations", id, name] => {
             let id = InvocationId::from_raw(*id);
             match *name {
@@ -154,6 +157,7 @@ mod tests {
             RunDocument::PersistSnapshot,
             RunDocument::InvocationToolSnapshot(InvocationId::from_raw("inv_a")),
             RunDocument::InvocationResolvedSkills(InvocationId::from_raw("inv_a")),
+            RunDocument::InvocationResolvedSkills(InvocationId::root()),
             RunDocument::InvocationPromptSnapshot(InvocationId::from_raw("inv_a")),
             RunDocument::InvocationPromptAssembly(InvocationId::from_raw("inv_a")),
             RunDocument::ToolArgs {

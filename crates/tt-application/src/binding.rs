@@ -50,7 +50,10 @@ pub async fn resolve_model_binding(
         }
         ModelMode::CurrentPromptSnapshot => {
             let provider = Arc::clone(&ctx.services.model);
-            let payload = json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null});
+            let payload = crate::model_turn::with_provider_fields(
+                json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null}),
+                provider.as_ref(),
+            );
             (
                 ModelBinding {
                     provider,
@@ -67,10 +70,13 @@ pub async fn resolve_model_binding(
                     format!("profile `{}` names the model connection `{name}`, which is not configured", profile.id()),
                 )
             })?;
-            let payload = json!({
-                "mode": "connectionRef", "connectionRef": name, "modelId": model.model_id,
-                "provider": resolved.provider.name(), "connection": resolved.description,
-            });
+            let payload = crate::model_turn::with_provider_fields(
+                json!({
+                    "mode": "connectionRef", "connectionRef": name, "modelId": model.model_id,
+                    "provider": resolved.provider.name(), "connection": resolved.description,
+                }),
+                resolved.provider.as_ref(),
+            );
             (
                 ModelBinding {
                     provider: resolved.provider,

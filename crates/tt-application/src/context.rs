@@ -45,6 +45,8 @@ pub struct RunContext {
     pub persist_snapshot: PersistSnapshot,
     /// Background workers of this run's delegated tasks.
     pub scheduler: TaskScheduler,
+    /// User guidance waiting for the foreground agent's next model request.
+    pub guidance: crate::guidance::GuidanceMailbox,
     /// Provider sessions opened by this run's invocations, closed when it ends.
     sessions: StdMutex<Vec<(String, Arc<dyn tt_ports::ModelProvider>)>>,
     me: Weak<RunContext>,
@@ -74,6 +76,7 @@ impl RunContext {
             ledger: StdMutex::new(Vec::new()),
             persist_snapshot,
             scheduler: TaskScheduler::default(),
+            guidance: Default::default(),
             sessions: StdMutex::new(Vec::new()),
             me: me.clone(),
         })

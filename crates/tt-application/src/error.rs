@@ -81,6 +81,54 @@ impl ApplicationError {
         }
     }
 
+    /// The code a host sees in `run_failed` / `run_partial_success` (the contract's fallback
+    /// codes for model failures): rate limits `agent.rate_limited`, transient failures
+    /// `agent.transient`, a rejected request by HTTP status (401 `agent.unauthorized`, 403
+    /// `agent.permission_denied`, 400/422 `agent.validation_error`, else the upstream
+    /// `model.request_rejected`), and the upstream failure's own code otherwise. Everything else
+    /// keeps [`code`](Self::code); [`model_detail`](Self::model_detail) keeps the finer one.
+    pub fn host_code(&self) -> &'static str {
+        match self {
+            ApplicationError::Model(err) => match err {
+                ModelError::RateLimited { .. } => "agent.rate_limited",
+                ModelError::Transient { .. } => "agent.transient",
+                ModelError::Rejected { status, .. } => match status {
+                    Some(401) => "agent.unauthorized",
+                    Some(403) => "agent.permission_denied",
+                    Some(400 | 422) => "agent.validation_error",
+                    Some(_) | None => err.code(),
+                },
+                ModelError::InvalidResponse { .. }
+                | ModelError::Unavailable { .. }
+                | ModelError::Cancelled
+                | ModelError::Other(_) => err.code(),
+            },
+            ApplicationError::Cancelled(_)
+            | ApplicationError::Fatal { .. }
+            | ApplicationError::Storage(_) => self.code(),
+        }
+    }
+
+    /// For a model failure whose host code differs from its own: `{modelCode, httpStatus?}`, the
+    /// provider adapter's finer classification (carried in `run_failed.details`).
+    pub fn model_detail(&self) -> Option<serde_json::Value> {
+        let ApplicationError::Model(err) = self else {
+            return None;
+        };
+        if self.host_code() == err.code() {
+            return None;
+        }
+        let mut detail = serde_json::json!({"modelCode": err.code()});
+        if let ModelError::Rejected {
+            status: Some(status),
+            ..
+        } = err
+        {
+            detail["httpStatus"] = serde_json::json!(status);
+        }
+        Some(detail)
+    }
+
     /// The message without the code prefix.
     pub fn detail(&self) -> String {
         let text = self.to_string();
@@ -177,5 +225,39 @@ impl<T, E: std::fmt::Display> BestEffort for Result<T, E> {
         if let Err(error) = self {
             tracing::warn!(step, %error, "best-effort step failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_failures_surface_with_the_contract_host_codes() {
+        let model = |err: ModelError| ApplicationError::Model(err);
+        let limited = model(ModelError::RateLimited {
+            message: "slow down".into(),
+            retry_after_ms: Some(1000),
+        });
+        assert_eq!(limited.host_code(), "agent.rate_limited");
+        assert_eq!(
+            limited.model_detail(),
+            Some(serde_json::json!({"modelCode": "model.provider_rate_limited"}))
+        );
+        let transient = model(ModelError::Transient {
+            message: "502".into(),
+        });
+        assert_eq!(transient.host_code(), "agent.transient");
+        let unreadable = model(ModelError::InvalidResponse {
+            code: "model.upstream_invalid_response",
+            message: "not JSON".into(),
+        });
+        assert_eq!(unreadable.host_code(), "model.upstream_invalid_response");
+        assert_eq!(unreadable.model_detail(), None);
+        // Not a model failure: unchanged.
+        let fatal = ApplicationError::fatal("agent.tool_after_finish", "x");
+        assert_eq!(fatal.host_code(), "agent.tool_after_finish");
+        assert_eq!(fatal.model_detail(), None);
+        assert_eq!(model(ModelError::Cancelled).host_code(), "agent.cancelled");
     }
 }

@@ -60,7 +60,7 @@ pub async fn prepare_invocation(
             let input = crate::prompt_assembly::AssemblyInput {
                 invocation,
                 profile,
-                task_id,
+                task_id: Some(task_id),
                 system_prompt: &system_prompt,
                 task_prompt: &brief,
                 model_id: profile.definition.model.model_id.clone(),
@@ -87,10 +87,10 @@ pub async fn prepare_invocation(
             &ctx.run_id,
             RunEventType::ContextAssembled,
             json!({
-                "request": {
+                "request": crate::model_turn::with_provider_fields(json!({
                     "provider": model.provider.name(), "model": model.model_id,
                     "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
-                },
+                }), model.provider.as_ref()),
                 "invocationId": invocation.id,
                 "taskId": task_id,
                 "presetMode": profile.definition.preset.mode,

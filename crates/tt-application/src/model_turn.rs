@@ -47,13 +47,13 @@ async fn model_turn(
             json!({
                 "round": round,
                 "invocationId": invocation_id,
-                "request": {
+                "request": with_provider_fields(json!({
                     "provider": inv.model.provider.name(),
                     "model": request.model_id,
                     "messageCount": request.messages.len(),
                     "toolCount": request.tools.len(),
                     "sessionId": request.session.session_id,
-                },
+                }), inv.model.provider.as_ref()),
             }),
         )
         .await?;
@@ -149,12 +149,12 @@ async fn model_turn(
             RunEventType::ProviderStateUpdated,
             json!({
                 "round": round, "invocationId": invocation_id,
-                "providerState": {
+                "providerState": with_provider_fields(json!({
                     "sessionId": request.session.session_id,
                     "provider": inv.model.provider.name(),
                     "messageCursor": request.messages.len(),
                     "lastResponseId": response.response_id,
-                },
+                }), inv.model.provider.as_ref()),
             }),
         )
         .await?;
@@ -191,4 +191,17 @@ async fn model_turn(
         "model call completed"
     );
     Ok(response)
+}
+
+/// `object` with the provider fields of [`tt_ports::provider_fields`] added.
+pub fn with_provider_fields(
+    mut object: serde_json::Value,
+    provider: &dyn tt_ports::ModelProvider,
+) -> serde_json::Value {
+    if let (Some(target), serde_json::Value::Object(fields)) =
+        (object.as_object_mut(), tt_ports::provider_fields(provider))
+    {
+        target.extend(fields);
+    }
+    object
 }

@@ -1,6 +1,7 @@
 //! Invocation-scoped prompt assembly for profiles with `preset.mode = "ref"` (reference §8): the
-//! host builds the prompt from the target's preset, its system prompt, the task or handoff brief,
-//! and the run's frozen conversation; the runtime checks the answer and keeps it.
+//! host builds the prompt from the agent's preset, its system prompt, the task or handoff brief
+//! (for the root agent: the user's request), and the run's frozen conversation; the runtime checks
+//! the answer and keeps it.
 
 use serde_json::{Value, json};
 use tt_domain::event::RunEventType;
@@ -26,7 +27,8 @@ pub const REQUEST_SCHEMA_VERSION: u32 = 1;
 pub struct AssemblyInput<'a> {
     pub invocation: &'a AgentInvocation,
     pub profile: &'a ResolvedProfile,
-    pub task_id: &'a TaskId,
+    /// The task that brought the agent in; `None` for the root agent.
+    pub task_id: Option<&'a TaskId>,
     pub system_prompt: &'a str,
     pub task_prompt: &'a str,
     pub model_id: Option<String>,
@@ -69,7 +71,7 @@ pub async fn assemble(
             .parent_invocation_id
             .as_ref()
             .map(ToString::to_string),
-        task_id: task_id.to_string(),
+        task_id: task_id.map(ToString::to_string),
         exit_policy: match invocation.exit_policy {
             ExitPolicy::TaskReturnRequired => "taskReturnRequired",
             ExitPolicy::RunFinishAllowed => "runFinishAllowed",
@@ -90,16 +92,15 @@ pub async fn assemble(
         profile_id: profile.id().to_string(),
         generation_type: run.generation_type.clone(),
         frozen_run_input_snapshot: frozen.clone(),
+        settings: json!({"model": profile.definition.model}),
         model_id,
         preset_ref: preset_ref.clone(),
         agent_context_policy: serde_json::to_value(profile.definition.context)
             .unwrap_or(Value::Null),
         agent_system_prompt: system_prompt.to_owned(),
         agent_task_prompt: task_prompt.to_owned(),
-        required_agent_prompt_components: vec![
-            "agentSystemPrompt".to_owned(),
-            "agentTask".to_owned(),
-        ],
+        required_agent_prompt_components: required_components(task_prompt),
+        json_schema: None,
         fingerprint: fingerprint.clone(),
     };
     let pending = match ctx.services.prompt_broker.request_assembly(request).await {
@@ -165,7 +166,8 @@ pub async fn assemble(
                     "assemblyId": assembly_id, "schemaVersion": REQUEST_SCHEMA_VERSION, "engine": "prompt-assembly-broker",
                     "profileId": profile.id(), "presetRef": preset_ref, "scope": scope, "fingerprint": fingerprint,
                 },
-                "frozenRunInputSnapshot": frozen,
+                "frozenRunInputSnapshot": answer.frozen_run_input_snapshot.as_ref().unwrap_or(&frozen),
+                "generationIntent": answer.generation_intent,
                 "assembly": answer.assembly,
             }),
         )
@@ -181,6 +183,16 @@ pub async fn assemble(
         )
         .await?;
     Ok(snapshot.model_messages())
+}
+
+/// What the assembled prompt must contain: the agent system prompt, and the task when there is
+/// one (a root agent started without a request has none).
+fn required_components(task_prompt: &str) -> Vec<String> {
+    let mut components = vec!["agentSystemPrompt".to_owned()];
+    if !task_prompt.trim().is_empty() {
+        components.push("agentTask".to_owned());
+    }
+    components
 }
 
 /// Checks an assembled snapshot: plain system/user/assistant text messages that contain the
@@ -232,9 +244,10 @@ fn check_answer(
             "the prompt snapshot has no messages",
         ));
     }
-    if !messages
-        .iter()
-        .any(|message| message.content.contains(task_prompt.trim()))
+    if !task_prompt.trim().is_empty()
+        && !messages
+            .iter()
+            .any(|message| message.content.contains(task_prompt.trim()))
     {
         return Err(ApplicationError::fatal(
             "agent.task_prompt_required",

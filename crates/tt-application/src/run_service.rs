@@ -12,7 +12,7 @@ use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
 use tt_domain::model::{AgentModelMessage, ModelRole};
-use tt_domain::profile::ResolvedProfile;
+use tt_domain::profile::{PresetMode, ResolvedProfile};
 use tt_domain::run::{
     AgentRun, AgentRunStatus, ConversationKind, derive_workspace_id, normalize_stable_chat_id,
 };
@@ -63,6 +63,42 @@ pub struct StartRunRequest {
 
 fn default_conversation_kind() -> ConversationKind {
     ConversationKind::Character
+}
+
+/// What `prepare_root` hands to the executor.
+type PreparedRoot = (
+    Arc<RunContext>,
+    InvocationRuntime,
+    Vec<AgentModelMessage>,
+    Option<RootAssembly>,
+);
+
+/// A root prompt still to be assembled by the host (`preset.mode = "ref"`).
+struct RootAssembly {
+    system_prompt: String,
+}
+
+/// `kind` of a [`GenerationIntent`].
+pub const GENERATION_INTENT_KIND: &str = "tauritavern.agentGenerationIntent";
+
+/// What the user asked this run to generate, recorded at start (`generation_intent_recorded`):
+/// the conversation, the agent and the binding its prompt is built for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GenerationIntent {
+    pub kind: String,
+    pub run_id: RunId,
+    pub stable_chat_id: String,
+    pub conversation_kind: ConversationKind,
+    pub chat_ref: Value,
+    pub generation_type: Value,
+    pub profile_id: String,
+    pub preset_mode: PresetMode,
+    pub preset_ref: Option<tt_domain::profile::PresetRef>,
+    pub model_id: Option<String>,
+    pub user_request: Option<String>,
+    /// Messages of the frozen conversation (`input/prompt_snapshot.json`).
+    pub input_message_count: usize,
 }
 
 struct ActiveRun {
@@ -157,6 +193,13 @@ impl AgentRunService {
             skill_scope_refs: request.skill_scope_refs.clone(),
             presentation,
             status: AgentRunStatus::Created,
+            input_message_count: PromptSnapshot::freeze(
+                profile.definition.context,
+                &request.history,
+                request.user_request.as_deref(),
+            )
+            .messages
+            .len(),
             created_at: now,
             updated_at: now,
         };
@@ -185,7 +228,7 @@ impl AgentRunService {
             self.prepare_root(run.clone(), &profile, &request).await
         };
         match prepared.await {
-            Ok((ctx, inv, messages)) => {
+            Ok((ctx, inv, messages, root_assembly)) => {
                 let (done_tx, done_rx) = watch::channel(false);
                 self.lock_active().insert(
                     run_id.clone(),
@@ -203,7 +246,7 @@ impl AgentRunService {
                 );
                 tokio::spawn(
                     async move {
-                        service.execute(ctx, inv, messages).await;
+                        service.execute(ctx, inv, messages, root_assembly).await;
                         let _ = done_tx.send(true);
                     }
                     .instrument(span),
@@ -229,7 +272,7 @@ impl AgentRunService {
         run: AgentRun,
         profile: &ResolvedProfile,
         request: &StartRunRequest,
-    ) -> ApplicationResult<(Arc<RunContext>, InvocationRuntime, Vec<AgentModelMessage>)> {
+    ) -> ApplicationResult<PreparedRoot> {
         let run_id = run.id.clone();
         let services = &self.services;
         let provisional = RunContext::new(
@@ -300,6 +343,29 @@ impl AgentRunService {
                 &serde_json::to_value(&prompt_snapshot).unwrap_or(Value::Null),
             )
             .await?;
+        let intent = GenerationIntent {
+            kind: GENERATION_INTENT_KIND.to_owned(),
+            run_id: run_id.clone(),
+            stable_chat_id: run.stable_chat_id.clone(),
+            conversation_kind: run.conversation_kind,
+            chat_ref: run.chat_ref.clone(),
+            generation_type: run.generation_type.clone(),
+            profile_id: profile.id().to_string(),
+            preset_mode: profile.definition.preset.mode,
+            preset_ref: profile.definition.preset.preset_ref.clone(),
+            model_id: profile.definition.model.model_id.clone(),
+            user_request: request.user_request.clone(),
+            input_message_count: prompt_snapshot.messages.len(),
+        };
+        let mut intent_payload = serde_json::to_value(&intent).unwrap_or(Value::Null);
+        intent_payload["eventScope"] = json!({"invocationId": InvocationId::root()});
+        self.events
+            .info(
+                &run_id,
+                RunEventType::GenerationIntentRecorded,
+                intent_payload,
+            )
+            .await?;
 
         let now = services.clock.now();
         let invocation = AgentInvocation::new_root(run_id.clone(), profile.id().clone(), now);
@@ -331,28 +397,18 @@ impl AgentRunService {
                 &serde_json::to_value(&snapshot).unwrap_or(Value::Null),
             )
             .await?;
-        let mut messages = vec![AgentModelMessage::text(
-            ModelRole::System,
-            agent_system_prompt(profile, &snapshot),
-        )];
-        messages.extend(prompt_snapshot.model_messages());
-        self.events
-            .info(
-                &run_id,
-                RunEventType::ContextAssembled,
-                json!({
-                    "request": {
-                        "provider": model.provider.name(), "model": model.model_id,
-                        "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
-                    },
-                    "invocationId": invocation.id,
-                    "tools": snapshot.model_names(),
-                    "maxRounds": snapshot.budgets.max_rounds,
-                    "contextPolicy": profile.definition.context,
-                    "modelRetry": profile.definition.run.model_retry,
-                }),
-            )
-            .await?;
+        let system_prompt = agent_system_prompt(profile, &snapshot);
+        // A root profile with `preset.mode = "ref"` has its prompt assembled by the host, in the
+        // background once the run has started (a host learns of it from the run's events).
+        let (messages, root_assembly) = if profile.definition.preset.mode == PresetMode::Ref {
+            (Vec::new(), Some(RootAssembly { system_prompt }))
+        } else {
+            let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
+            messages.extend(prompt_snapshot.model_messages());
+            self.root_context_assembled(&run_id, profile, &model, &snapshot, messages.len())
+                .await?;
+            (messages, None)
+        };
         let skills = crate::skills::resolve_and_record(&ctx, &invocation.id, profile).await?;
         let inv = InvocationRuntime {
             invocation,
@@ -365,7 +421,66 @@ impl AgentRunService {
             skills,
             delivered: Default::default(),
         };
-        Ok((ctx, inv, messages))
+        Ok((ctx, inv, messages, root_assembly))
+    }
+
+    /// `context_assembled` for the root invocation.
+    async fn root_context_assembled(
+        &self,
+        run_id: &RunId,
+        profile: &ResolvedProfile,
+        model: &crate::binding::ModelBinding,
+        snapshot: &tt_domain::tool::InvocationToolSnapshot,
+        message_count: usize,
+    ) -> ApplicationResult<()> {
+        self.events
+            .info(
+                run_id,
+                RunEventType::ContextAssembled,
+                json!({
+                    "request": crate::model_turn::with_provider_fields(json!({
+                        "provider": model.provider.name(), "model": model.model_id,
+                        "messageCount": message_count, "toolCount": snapshot.tools.len(),
+                    }), model.provider.as_ref()),
+                    "invocationId": InvocationId::root(),
+                    "presetMode": profile.definition.preset.mode,
+                    "tools": snapshot.model_names(),
+                    "maxRounds": snapshot.budgets.max_rounds,
+                    "contextPolicy": profile.definition.context,
+                    "modelRetry": profile.definition.run.model_retry,
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The host-assembled prompt of a root profile with `preset.mode = "ref"`: the frozen
+    /// conversation already ends with the user's request, so the root has no separate task
+    /// prompt; the assembled prompt must contain the agent system prompt.
+    async fn assemble_root_prompt(
+        &self,
+        ctx: &RunContext,
+        inv: &InvocationRuntime,
+        root: RootAssembly,
+    ) -> ApplicationResult<Vec<AgentModelMessage>> {
+        let input = crate::prompt_assembly::AssemblyInput {
+            invocation: &inv.invocation,
+            profile: &inv.profile,
+            task_id: None,
+            system_prompt: &root.system_prompt,
+            task_prompt: "",
+            model_id: inv.profile.definition.model.model_id.clone(),
+        };
+        let messages = crate::prompt_assembly::assemble(ctx, &input, &ctx.cancel).await?;
+        self.root_context_assembled(
+            &ctx.run_id,
+            &inv.profile,
+            &inv.model,
+            &inv.snapshot,
+            messages.len(),
+        )
+        .await?;
+        Ok(messages)
     }
 
     /// Drives the foreground invocation to a terminal run state. Never returns an error: every
@@ -375,12 +490,16 @@ impl AgentRunService {
         ctx: Arc<RunContext>,
         mut inv: InvocationRuntime,
         mut messages: Vec<AgentModelMessage>,
+        root_assembly: Option<RootAssembly>,
     ) {
         // The chain of foreground owners: the root, then each agent a handoff brings in. The
         // task that brought the current owner in completes when it finishes or hands off.
         let mut incoming: Option<TaskId> = None;
         let run_seconds = inv.profile.definition.limits.max_run_seconds;
         let chain = async {
+            if let Some(root) = root_assembly {
+                messages = self.assemble_root_prompt(&ctx, &inv, root).await?;
+            }
             loop {
                 let outcome = async {
                     ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)
@@ -482,6 +601,13 @@ impl AgentRunService {
         ctx.scheduler
             .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
             .await?;
+        ctx.guidance
+            .close(
+                &self.events,
+                &ctx.run_id,
+                "run_finished_before_next_model_request",
+            )
+            .await?;
         if !ctx.try_set_status(AgentRunStatus::Finishing).await? {
             return Err(ApplicationError::cancelled());
         }
@@ -508,6 +634,8 @@ impl AgentRunService {
                         json!({"stateId": change_set.state_id, "baseStateId": change_set.base_state_id, "changeCount": changes.len(), "changes": changes}),
                     )
                     .await?;
+                crate::persist_metadata::bind_state_to_last_commit(ctx, &change_set, &changes)
+                    .await?;
             }
             Err(error) => {
                 let error = ApplicationError::from(error);
@@ -530,12 +658,22 @@ impl AgentRunService {
             settle_task(ctx, task_id, TaskStatus::Completed, None).await?;
         }
         self.events
-            .info(&ctx.run_id, RunEventType::RunCompleted, Value::Null)
+            // An object payload, so the run's end carries `eventScope` (inv_root) and shows in
+            // a journal view filtered to the root (the contract's payload is null).
+            .info(
+                &ctx.run_id,
+                RunEventType::RunCompleted,
+                json!({"status": AgentRunStatus::Completed.as_str(), "commitCount": ctx.commit_count()}),
+            )
             .await?;
         Ok(())
     }
 
     async fn finalize_cancelled(&self, ctx: &RunContext, invocation: Option<&mut AgentInvocation>) {
+        ctx.guidance
+            .close(&self.events, &ctx.run_id, "run_cancel_requested")
+            .await
+            .best_effort("discard pending guidance");
         ctx.scheduler
             .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
             .await
@@ -577,6 +715,15 @@ impl AgentRunService {
         invocation: Option<&mut AgentInvocation>,
         error: &ApplicationError,
     ) {
+        let discard_reason = if ctx.commits().is_empty() {
+            "run_failed_before_next_model_request"
+        } else {
+            "run_partial_success_before_next_model_request"
+        };
+        ctx.guidance
+            .close(&self.events, &ctx.run_id, discard_reason)
+            .await
+            .best_effort("discard pending guidance");
         ctx.scheduler
             .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
             .await
@@ -591,12 +738,12 @@ impl AgentRunService {
             .best_effort("settle open handoffs");
         let commits = ctx.commits();
         let mut payload = json!({
-            "code": error.code(),
+            "code": error.host_code(),
             "message": error.detail(),
             "technicalMessage": error.to_string(),
             "retryable": error.is_retryable(),
             "userRetryable": error.user_retryable(),
-            "details": {},
+            "details": error.model_detail().unwrap_or_else(|| json!({})),
         });
         // Ok(false) below: the run already ended some other way; its terminal event stays last.
         if commits.is_empty() {
@@ -653,11 +800,23 @@ impl AgentRunService {
         if run.status.is_terminal() {
             return Ok(run);
         }
+        // The stored record lags behind a live run's transient statuses.
+        let previous_status = match &active {
+            Some(ctx) => ctx.run_snapshot().await.status,
+            None => run.status,
+        };
         self.events
-            .info(run_id, RunEventType::RunCancelRequested, Value::Null)
+            .info(
+                run_id,
+                RunEventType::RunCancelRequested,
+                json!({"previousStatus": previous_status.as_str()}),
+            )
             .await?;
         match active {
             Some(ctx) => {
+                ctx.guidance
+                    .close(&self.events, run_id, "run_cancel_requested")
+                    .await?;
                 ctx.try_set_status(AgentRunStatus::Cancelling).await?;
                 ctx.cancel.cancel();
             }
@@ -685,6 +844,39 @@ impl AgentRunService {
         self.load_run(run_id).await
     }
 
+    /// Queues user guidance for the run's foreground agent, which sees it before its next model
+    /// request. Refused with a coded error when the text is empty or over a limit, when the run
+    /// has ended (`agent.guidance_mailbox_closed`), or when no executor in this process owns
+    /// the run (`agent.guidance_run_not_owned`: another process, or none after a restart, is
+    /// running it, and guidance does not cross processes).
+    pub async fn submit_guidance(
+        &self,
+        run_id: &RunId,
+        request: crate::guidance::SubmitGuidanceRequest,
+    ) -> ApplicationResult<crate::guidance::GuidanceReceipt> {
+        let active = self
+            .lock_active()
+            .get(run_id)
+            .map(|active| Arc::clone(&active.ctx));
+        match active {
+            Some(ctx) => ctx.guidance.submit(&self.events, run_id, request).await,
+            None => {
+                let run = self.services.runs.load_run(run_id).await?;
+                if run.status.is_terminal() {
+                    Err(crate::guidance::mailbox_closed())
+                } else {
+                    Err(ApplicationError::fatal(
+                        "agent.guidance_run_not_owned",
+                        format!(
+                            "run {run_id} is not executing in this process; guidance can only be \
+                             sent to the process that runs it"
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+
     /// The run as it is now: live state for a run executing in this process, else the stored
     /// record.
     pub async fn load_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
@@ -696,6 +888,12 @@ impl AgentRunService {
             Some(ctx) => Ok(ctx.run_snapshot().await),
             None => Ok(self.services.runs.load_run(run_id).await?),
         }
+    }
+
+    /// One run by id: live state for a run executing in this process, else the stored record
+    /// (`agent.not_found` when there is none). The host API's `get_run`.
+    pub async fn get_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
+        self.load_run(run_id).await
     }
 
     /// Validates a profile definition and stores it; invalid definitions are refused with the

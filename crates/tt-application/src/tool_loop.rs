@@ -98,6 +98,16 @@ async fn run_rounds(
         }
         if inv.owns_run() {
             ctx.try_set_status(AgentRunStatus::CallingModel).await?;
+            // Guidance the user sent meanwhile reaches the foreground agent before this request.
+            ctx.guidance
+                .apply(
+                    &ctx.events,
+                    &ctx.run_id,
+                    &inv.invocation.id,
+                    round,
+                    &mut messages,
+                )
+                .await?;
         }
         let request = AgentModelRequest {
             session: session.clone(),

@@ -66,7 +66,7 @@ async fn child_ref_profile_prompt_assembly_round_trips_through_the_broker() {
     assert_eq!(sent.kind, "tauritavern.agentPromptAssemblyRequest");
     assert_eq!(sent.scope.invocation_kind, "subagent");
     assert_eq!(sent.scope.exit_policy, "taskReturnRequired");
-    assert_eq!(sent.scope.task_id, task.id.as_str());
+    assert_eq!(sent.scope.task_id.as_deref(), Some(task.id.as_str()));
     assert_eq!(
         sent.preset_ref,
         json!({"apiId": "openai", "name": "reviewers"})
@@ -207,6 +207,8 @@ async fn an_assembly_without_the_task_prompt_is_refused() {
         Ok(tt_ports::PromptAssemblyAnswer {
             prompt_snapshot: json!({"messages": [{"role": "system", "content": request.agent_system_prompt}], "contextPolicy": request.agent_context_policy}),
             assembly: json!(null),
+            frozen_run_input_snapshot: None,
+            generation_intent: None,
         })
     }));
     let run = h.run_to_end(request(Some("writer"))).await;
@@ -365,4 +367,102 @@ async fn an_unknown_connection_fails_the_task_that_needs_it() {
             .unwrap()
             .starts_with("agent.model_connection_not_found")
     );
+}
+
+/// A root profile with `preset.mode = "ref"`: the run records its generation intent, then (in
+/// the background) asks the host for the root prompt with the profile's settings, and the first
+/// model request is the assembled prompt.
+#[tokio::test]
+async fn root_ref_profile_prompt_is_host_assembled_with_generation_intent() {
+    let h = harness_full(
+        by_turn(happy_turns()),
+        FakeCommitBridge::approving(),
+        FakePromptBroker::with(|request| {
+            let mut answer = default_assembly(request);
+            answer.generation_intent = Some(json!({"source": "host", "mode": "normal"}));
+            Ok(answer)
+        }),
+        Arc::new(tt_ports::NoConnections),
+    );
+    h.put_profile(custom_profile("narrator", |p| {
+        p.preset.mode = PresetMode::Ref;
+        p.preset.preset_ref = Some(PresetRef {
+            api_id: "openai".into(),
+            name: "narration".into(),
+        });
+        p.instructions.agent_system_prompt = Some("You narrate in the present tense.".into());
+    }));
+    let run = h.run_to_end(request(Some("narrator"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+
+    let requests = h.broker.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = &requests[0];
+    assert_eq!(sent.scope.invocation_kind, "root");
+    assert_eq!(sent.scope.invocation_id, "inv_root");
+    assert_eq!(sent.scope.task_id, None);
+    assert_eq!(sent.scope.exit_policy, "runFinishAllowed");
+    assert_eq!(sent.agent_task_prompt, "");
+    assert_eq!(sent.required_agent_prompt_components, ["agentSystemPrompt"]);
+    assert_eq!(sent.settings["model"]["mode"], "currentPromptSnapshot");
+    assert_eq!(sent.json_schema, None);
+    assert_eq!(
+        sent.preset_ref,
+        json!({"apiId": "openai", "name": "narration"})
+    );
+
+    // The first request is the assembled prompt: system prompt, then the frozen conversation
+    // (which ends with the user's request).
+    let first = &h.model.requests()[0];
+    assert_eq!(first.messages[0].role, ModelRole::System);
+    assert_eq!(
+        first.messages[0].text_content(),
+        "You narrate in the present tense."
+    );
+    assert_eq!(
+        first.messages.last().unwrap().text_content(),
+        "Write a short scene."
+    );
+
+    // Journal: intent, then the handshake, then context_assembled; the stored assembly keeps
+    // the host's generation intent.
+    let types = h.event_types(&run.id);
+    let pos = |t: &str| types.iter().position(|x| x == t).unwrap();
+    assert!(pos("generation_intent_recorded") < pos("prompt_assembly_requested"));
+    assert!(pos("prompt_assembly_completed") < pos("context_assembled"));
+    assert!(pos("context_assembled") < pos("model_request_created"));
+    let intent = &events_of(&h, &run.id, "generation_intent_recorded")[0];
+    insta::assert_json_snapshot!("root_generation_intent", intent.payload);
+    let stored = h
+        .store
+        .document(
+            &run.id,
+            &RunDocument::InvocationPromptAssembly(tt_domain::ids::InvocationId::root()),
+        )
+        .unwrap();
+    assert_eq!(stored["generationIntent"]["source"], "host");
+    assert_eq!(stored["scope"]["taskId"], json!(null));
+}
+
+#[tokio::test]
+async fn root_ref_prompt_assembly_failure_fails_the_run() {
+    let h = harness_full(
+        by_turn(happy_turns()),
+        FakeCommitBridge::approving(),
+        FakePromptBroker::with(|_| Err(HostBridgeError::Rejected("no such preset".into()))),
+        Arc::new(tt_ports::NoConnections),
+    );
+    h.put_profile(custom_profile("narrator", |p| {
+        p.preset.mode = PresetMode::Ref;
+        p.preset.preset_ref = Some(PresetRef {
+            api_id: "openai".into(),
+            name: "missing".into(),
+        });
+    }));
+    let run = h.run_to_end(request(Some("narrator"))).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    let failed = &events_of(&h, &run.id, "run_failed")[0];
+    assert_eq!(failed.payload["code"], "agent.prompt_assembly_failed");
+    assert_eq!(events_of(&h, &run.id, "prompt_assembly_failed").len(), 1);
+    assert!(h.model.requests().is_empty());
 }

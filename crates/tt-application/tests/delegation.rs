@@ -945,3 +945,75 @@ async fn delegated_budget_only_lowers_the_target_profile_limits() {
         .unwrap();
     assert_eq!(root["budgets"]["maxCallsPerInvocation"], 80);
 }
+
+/// A run started without a profile uses the built-in default writer, which (as in the contract)
+/// offers the agent and skill tools and may delegate.
+#[tokio::test]
+async fn default_writer_run_delegates_and_receives_a_result() {
+    let model = by_agent(vec![
+        (
+            "default-writer",
+            writer_finishing_after(vec![
+                turn(vec![call("l1", "agent_list", json!({}))]),
+                turn(vec![delegate("d1", "critic", "Check the draft's pacing.")]),
+                turn(vec![call(
+                    "a1",
+                    "agent_await",
+                    json!({"mode": "allCompleted"}),
+                )]),
+            ]),
+        ),
+        (
+            "critic",
+            vec![turn(vec![call(
+                "r",
+                "task_return",
+                json!({"summary": "The middle drags.", "confidence": "medium"}),
+            )])],
+        ),
+    ]);
+    let h = harness(model);
+    h.put_profile(reviewer("critic"));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+
+    let first = h
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| r.agent_profile_id.as_str() == "default-writer")
+        .unwrap();
+    let names: Vec<_> = first.tools.iter().map(|t| t.model_name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "agent_list",
+            "agent_delegate",
+            "agent_await",
+            "skill_list",
+            "skill_search",
+            "skill_read",
+            "workspace_list_files",
+            "workspace_search_files",
+            "workspace_read_file",
+            "workspace_write_file",
+            "workspace_apply_patch",
+            "workspace_commit",
+            "workspace_finish",
+        ]
+    );
+
+    let results = tool_results(&last_request_of(&h, "default-writer"));
+    let listing = results.iter().find(|r| r.0 == "l1").unwrap();
+    assert!(!listing.1 && listing.3.contains("critic"), "{listing:?}");
+    let delegated = results.iter().find(|r| r.0 == "d1").unwrap();
+    assert!(!delegated.1, "{delegated:?}");
+    let capsule = &results.iter().find(|r| r.0 == "a1").unwrap().3;
+    assert!(
+        capsule.contains("### critic - completed") && capsule.contains("The middle drags."),
+        "{capsule}"
+    );
+    let tasks = h.store.tasks(&run.id);
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].status, TaskStatus::Completed);
+}

@@ -156,7 +156,9 @@ async fn retries_stop_after_max_retries() {
     // maxRetries = 3 gives 4 attempts.
     assert_eq!(h.model.call_count(), 4);
     let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.transient");
+    // The contract's host code; the adapter's finer one in details.
+    assert_eq!(failed.payload["code"], "agent.transient");
+    assert_eq!(failed.payload["details"]["modelCode"], "model.transient");
     assert_eq!(failed.payload["retryable"], true);
 }
 
@@ -177,37 +179,55 @@ async fn rejected_requests_are_not_retried() {
 
 #[tokio::test]
 async fn run_failed_flags_follow_the_error_classification() {
-    // (model error, retryable and userRetryable in run_failed)
+    // (model error, retryable and userRetryable in run_failed, the host-visible code, details)
+    let rejected = |status: u16| ModelError::Rejected {
+        status: Some(status),
+        message: format!("HTTP {status}"),
+    };
     let cases = [
         (
-            ModelError::Rejected {
-                status: Some(401),
-                message: "invalid x-api-key".into(),
-            },
+            rejected(401),
             false,
+            "agent.unauthorized",
+            json!({"modelCode": "model.request_rejected", "httpStatus": 401}),
         ),
         (
-            ModelError::Rejected {
-                status: Some(400),
-                message: "bad request".into(),
-            },
+            rejected(403),
             false,
+            "agent.permission_denied",
+            json!({"modelCode": "model.request_rejected", "httpStatus": 403}),
         ),
+        (
+            rejected(400),
+            false,
+            "agent.validation_error",
+            json!({"modelCode": "model.request_rejected", "httpStatus": 400}),
+        ),
+        // Other upstream failures keep their own code.
+        (rejected(404), false, "model.request_rejected", json!({})),
         (
             ModelError::InvalidResponse {
                 code: "model.invalid_tool_call",
                 message: "tool call #1 has no id".into(),
             },
             false,
+            "model.invalid_tool_call",
+            json!({}),
         ),
-        (ModelError::Other("no model id".into()), false),
+        (
+            ModelError::Other("no model id".into()),
+            false,
+            "model.provider_error",
+            json!({}),
+        ),
     ];
-    for (error, retryable) in cases {
+    for (error, retryable, code, details) in cases {
         let answer = error.clone();
         let h = harness(FakeModel::new(move |_| Err(answer.clone())));
         let run = h.run_to_end(request(None)).await;
         let failed = h.first_event(&run.id, "run_failed");
-        assert_eq!(failed.payload["code"], error.code());
+        assert_eq!(failed.payload["code"], code, "{error:?}");
+        assert_eq!(failed.payload["details"], details, "{error:?}");
         assert_eq!(failed.payload["retryable"], retryable, "{error:?}");
         assert_eq!(failed.payload["userRetryable"], retryable, "{error:?}");
     }

@@ -2,6 +2,7 @@
 //! persist promotion, start-time validation and the live event stream.
 
 use serde_json::json;
+use std::time::Duration;
 use tt_domain::ids::InvocationId;
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
@@ -29,7 +30,10 @@ async fn foreground_run_commits_chat_message_before_finish() {
         .store
         .document(&run.id, &RunDocument::InvocationToolSnapshot(root.clone()))
         .expect("tool snapshot");
-    assert_eq!(snapshot["tools"].as_array().map(Vec::len), Some(7));
+    assert_eq!(
+        snapshot["tools"].as_array().map(Vec::len),
+        Some(tt_domain::profile::DEFAULT_WRITER_TOOLS.len())
+    );
     assert!(
         h.store
             .document(&run.id, &RunDocument::ResolvedProfile)
@@ -150,9 +154,15 @@ async fn each_request_uses_the_invocation_session_and_the_system_prompt() {
     let run = h.run_to_end(request(None)).await;
     let requests = h.model.requests();
     assert_eq!(requests.len(), 3);
+    // The first request is the system prompt, then the frozen conversation.
+    assert_eq!(run.input_message_count, requests[0].messages.len() - 1);
+    assert!(run.input_message_count > 0);
     for request in &requests {
         assert_eq!(request.session.session_id, format!("{}:inv_root", run.id));
-        assert_eq!(request.tools.len(), 7);
+        assert_eq!(
+            request.tools.len(),
+            tt_domain::profile::DEFAULT_WRITER_TOOLS.len()
+        );
         assert_eq!(request.tool_choice, "auto");
         assert_eq!(
             request.messages[0].role,
@@ -480,4 +490,48 @@ async fn transient_statuses_are_journaled_but_not_rewritten_in_the_stored_record
         h.store.run(&run.id).unwrap().status,
         AgentRunStatus::Cancelled
     );
+}
+
+/// `run_completed` and `run_cancel_requested` carry `eventScope`, so a journal view filtered to
+/// the root agent shows the run ending.
+#[tokio::test]
+async fn run_end_events_are_scoped_to_the_root_agent() {
+    let root_view = |h: &Harness, run: &tt_domain::run::AgentRun| {
+        let h = h.service.clone();
+        let run_id = run.id.clone();
+        async move {
+            let page = tt_ports::EventPage {
+                invocation_id: Some("inv_root".into()),
+                limit: Some(500),
+                ..Default::default()
+            };
+            h.read_events(&run_id, &page)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|event| (event.event_type, event.payload))
+                .collect::<Vec<_>>()
+        }
+    };
+    let h = harness(by_turn(happy_turns()));
+    let run = h.run_to_end(request(None)).await;
+    let events = root_view(&h, &run).await;
+    let (last_type, last_payload) = events.last().unwrap();
+    assert_eq!(last_type, "run_completed");
+    insta::assert_json_snapshot!("run_completed_payload", last_payload);
+
+    let h = harness(tt_testkit::fakes::FakeModel::hanging());
+    let run = h.service.start_run(request(None)).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
+        .await
+        .unwrap();
+    h.service.cancel_run(&run.id).await.unwrap();
+    let run = h.wait(&run.id).await;
+    let events = root_view(&h, &run).await;
+    let requested = events
+        .iter()
+        .find(|(event_type, _)| event_type == "run_cancel_requested")
+        .unwrap();
+    insta::assert_json_snapshot!("run_cancel_requested_payload", requested.1);
+    assert_eq!(events.last().unwrap().0, "run_cancelled");
 }

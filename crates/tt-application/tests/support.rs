@@ -177,13 +177,19 @@ pub fn happy_turns() -> Vec<AgentModelResponse> {
     ]
 }
 
-/// The default writer with a new id and changes applied.
+/// A workspace-only writer (the default writer without agent or skill tools, unable to delegate)
+/// with a new id and changes applied; each test adds exactly the tools it exercises.
 pub fn custom_profile(
     id: &str,
     change: impl FnOnce(&mut AgentProfileDefinition),
 ) -> AgentProfileDefinition {
     let mut profile = default_writer_definition();
     profile.id = tt_domain::ids::ProfileId::parse(id).expect("id");
+    profile.delegation.can_delegate = false;
+    profile.tools.allow = tt_domain::tool::ToolName::WORKSPACE
+        .iter()
+        .map(|tool| tool.canonical().to_owned())
+        .collect();
     change(&mut profile);
     profile
 }

@@ -235,6 +235,7 @@ async fn create_run(store: &Arc<UserDataStore>) -> Result<AgentRun> {
         skill_scope_refs: Default::default(),
         presentation: Presentation::Background,
         status: AgentRunStatus::Created,
+        input_message_count: 0,
         created_at: now,
         updated_at: now,
     };

@@ -3,14 +3,15 @@
 //!
 //! A writer drafts a scene, asks a continuity critic and a style advisor for notes in one turn,
 //! keeps working, waits for the first result, receives the other one automatically, revises and
-//! hands off to a final editor, who polishes, publishes and finishes.
+//! hands off to a final editor, who polishes, publishes and finishes. Mid-run the user sends one
+//! line of guidance, which the writer reads before its next step.
 
 use anyhow::Context as _;
 use std::path::Path;
 use std::sync::Arc;
 use tt_runtime::{
     AgentProfileDefinition, AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice,
-    PromptMessage, PromptRole, ScriptedProvider, StartRunRequest,
+    PromptMessage, PromptRole, ScriptedProvider, StartRunRequest, SubmitGuidanceRequest,
 };
 
 const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
@@ -18,6 +19,12 @@ const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
 const SCENE_CRAFT_SKILL: &str = include_str!("../scenarios/writers-room/skill-scene-craft.md");
 /// The style advisor's preset (`preset.mode = "ref"`): its prompt is assembled from this template.
 const ADVISOR_PRESET: &str = include_str!("../scenarios/writers-room/preset-advisors.json");
+/// The scripted user's guidance, sent while the writer is between its sixth and seventh model
+/// requests (the writer's seventh answer, scripted, follows it).
+pub const DEMO_GUIDANCE: &str = "End the scene on a sound from the sea.";
+/// The writer's model round whose answer is held until the guidance is queued.
+const GUIDANCE_AFTER_WRITER_ROUND: u32 = 6;
+
 const PROFILES: [(&str, &str); 4] = [
     (
         "writer",
@@ -68,6 +75,9 @@ pub async fn run_demo(
 ) -> anyhow::Result<()> {
     let provider = ScriptedProvider::from_json_str(&paced_script(pace_ms)?)
         .context("the bundled demo script is invalid")?;
+    // The writer's sixth answer waits until the guidance is queued, so the writer reads it before
+    // its seventh request in every run.
+    let cue = provider.hold_after("writer", GUIDANCE_AFTER_WRITER_ROUND);
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
         .provider(Arc::new(provider))
@@ -114,7 +124,36 @@ pub async fn run_demo(
             skill_scope_refs: Default::default(),
         }))
         .await?;
-    let finished = crate::live::follow(&runtime, &run, signals).await?;
+    let guide = async {
+        cue.reached().await;
+        let sent = runtime
+            .submit_guidance(
+                run.id.as_str(),
+                SubmitGuidanceRequest {
+                    text: DEMO_GUIDANCE.to_owned(),
+                    client_guidance_id: Some("demo-guidance".to_owned()),
+                },
+            )
+            .await;
+        cue.release();
+        sent
+    };
+    let follow = crate::live::follow(&runtime, &run, signals);
+    tokio::pin!(guide, follow);
+    let mut guided = false;
+    let finished = loop {
+        tokio::select! {
+            finished = &mut follow => break finished?,
+            sent = &mut guide, if !guided => {
+                guided = true;
+                // Refused only when the run is already stopping (a Ctrl-C): the run's own end
+                // says what happened.
+                if let Err(error) = sent {
+                    println!("(the demo's guidance was refused [{}]: {})", error.code, error.message);
+                }
+            }
+        }
+    };
     if finished.status != tt_runtime::AgentRunStatus::Completed {
         anyhow::bail!(
             "the demo run did not complete (status {})",

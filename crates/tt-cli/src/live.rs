@@ -1,7 +1,9 @@
 //! Following a run in the terminal: its events live, then the agent tree, the published text
-//! and the token usage. Shared by `demo` and `run`.
+//! and the token usage. Shared by `demo` and `run`. While the run is live, each line typed on
+//! standard input is sent to it as user guidance.
 
-use tt_runtime::{AgentRun, AgentRuntime, StopSignals};
+use tokio::sync::mpsc;
+use tt_runtime::{AgentRun, AgentRuntime, StopSignals, SubmitGuidanceRequest};
 
 use crate::render::{EventPrinter, agent_tree};
 
@@ -12,9 +14,12 @@ pub async fn follow(
     signals: &StopSignals,
 ) -> anyhow::Result<AgentRun> {
     println!(
-        "run {} started (Ctrl-C or SIGTERM cancels it; a second one exits at once)\n",
+        "run {} started (Ctrl-C or SIGTERM cancels it; a second one exits at once; a line typed \
+         here is sent to the agent as guidance)\n",
         run.id
     );
+    let mut lines = stdin_lines();
+    let mut stdin_open = true;
     let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
     let mut printer = EventPrinter::default();
     let requested = signals.requested();
@@ -27,6 +32,13 @@ pub async fn follow(
             () = requested.cancelled(), if !cancel_requested => {
                 cancel_requested = true;
                 runtime.cancel_run(run.id.as_str()).await?;
+                continue;
+            }
+            line = lines.recv(), if stdin_open => {
+                match line {
+                    Some(line) => submit_line(runtime, run, &line).await,
+                    None => stdin_open = false,
+                }
                 continue;
             }
         };
@@ -77,4 +89,38 @@ pub async fn follow(
     );
     println!("run {} ended: {}", finished.id, finished.status.as_str());
     Ok(finished)
+}
+
+/// Sends one typed line as guidance and says what became of it (a refusal is shown, not fatal:
+/// the run goes on).
+async fn submit_line(runtime: &AgentRuntime, run: &AgentRun, line: &str) {
+    if line.trim().is_empty() {
+        return;
+    }
+    let request = SubmitGuidanceRequest {
+        text: line.to_owned(),
+        client_guidance_id: None,
+    };
+    match runtime.submit_guidance(run.id.as_str(), request).await {
+        Ok(receipt) => println!(
+            "(guidance queued for the agent's next step; {} waiting)",
+            receipt.pending_count
+        ),
+        Err(error) => println!("(guidance refused [{}]: {})", error.code, error.message),
+    }
+}
+
+/// Lines of standard input, read on a plain thread (a blocking read never holds up the async
+/// runtime); the channel closes at end of input.
+fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receiver
 }

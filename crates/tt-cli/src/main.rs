@@ -113,6 +113,11 @@ enum Command {
         #[arg(long)]
         follow: bool,
     },
+    /// Send a line of user guidance to a run; its foreground agent reads it before its next
+    /// model request. Only the process running the run can deliver it: from another process
+    /// this answers `agent.guidance_run_not_owned` (type the line into that process's terminal
+    /// instead), and for a run that has ended `agent.guidance_mailbox_closed`.
+    Guide { run_id: String, text: String },
     /// Print the agent tree of a stored run.
     Graph { run_id: String },
     /// Print one stored record of a run as JSON: a reference from an event (`argumentsRef`,
@@ -222,6 +227,23 @@ async fn main() -> anyhow::Result<()> {
             let runtime = inspect_runtime(&cli.data_dir)?;
             let record = runtime.read_record(&run_id, &reference).await?;
             println!("{}", serde_json::to_string_pretty(&record)?);
+            Ok(())
+        }
+        Command::Guide { run_id, text } => {
+            let runtime = inspect_runtime(&cli.data_dir)?;
+            let receipt = runtime
+                .submit_guidance(
+                    &run_id,
+                    tt_runtime::SubmitGuidanceRequest {
+                        text,
+                        client_guidance_id: None,
+                    },
+                )
+                .await?;
+            println!(
+                "guidance {} queued ({} waiting)",
+                receipt.guidance_id, receipt.pending_count
+            );
             Ok(())
         }
         Command::Graph { run_id } => {

@@ -44,7 +44,11 @@ impl EventPrinter {
                 .map_or_else(|| s("targetProfileId"), |(profile, _)| profile.clone())
         };
         // Run-level statuses belong to the run, whoever owns the foreground.
-        let (who, depth) = if event.event_type == "status_changed" {
+        // So do the run's own events and the user's guidance (addressed to the run).
+        let (who, depth) = if event.event_type == "status_changed"
+            || event.event_type.starts_with("run_")
+            || event.event_type.starts_with("user_guidance_")
+        {
             ("run".to_owned(), 0)
         } else {
             (who, depth)
@@ -129,6 +133,21 @@ impl EventPrinter {
                 }
                 format!("  {count} skill(s) available")
             }
+            "user_guidance_submitted" => {
+                let text: String = s("text").chars().take(100).collect();
+                format!("guidance from the user: “{}”", text.trim())
+            }
+            "user_guidance_applied" => {
+                format!(
+                    "  read {} guidance note(s) before its next step",
+                    n("count")
+                )
+            }
+            "user_guidance_discarded" => format!(
+                "{} guidance note(s) dropped ({})",
+                n("count"),
+                s("reason").replace('_', " ")
+            ),
             "prompt_assembly_completed" => "  prompt assembled from its preset".to_owned(),
             "prompt_assembly_failed" => format!("  prompt assembly failed: {}", s("message")),
             "direct_output_captured" => format!("  plain text saved to {}", s("path")),

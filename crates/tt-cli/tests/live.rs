@@ -1,5 +1,6 @@
 //! Two processes on one data dir: `tt-agent demo` writes a run while other `tt-agent` processes
-//! list it with its current status and follow its journal to the end.
+//! list it with its current status, follow its journal to the end, and try to send it guidance
+//! (which only the process running it can deliver).
 
 use std::io::Read;
 use std::path::Path;
@@ -71,7 +72,24 @@ fn another_process_lists_and_follows_a_live_run() {
     });
     assert!(!live_status.is_empty());
 
+    // Guidance from another process is refused with a code that says why.
+    let guide = |dir: &Path| {
+        agent(dir)
+            .args(["guide", &run_id, "Shorter, please."])
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap()
+    };
+    let refused = guide(&dir);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(stderr.contains("agent.guidance_run_not_owned"), "{stderr}");
+
     assert!(demo.wait().unwrap().success(), "the demo failed");
+    let ended = guide(&dir);
+    assert!(!ended.status.success());
+    let stderr = String::from_utf8_lossy(&ended.stderr).into_owned();
+    assert!(stderr.contains("agent.guidance_mailbox_closed"), "{stderr}");
     let mut followed = String::new();
     follower
         .stdout
@@ -102,5 +120,51 @@ fn another_process_lists_and_follows_a_live_run() {
             .last()
             .unwrap()
             .contains("\"run_completed\"")
+    );
+    // The demo's own scripted guidance was applied; the refused ones left no trace.
+    let count = |event: &str| {
+        journal
+            .lines()
+            .filter(|line| line.contains(&format!("\"type\":\"{event}\"")))
+            .count()
+    };
+    assert_eq!(count("user_guidance_submitted"), 1);
+    assert_eq!(count("user_guidance_applied"), 1);
+    assert_eq!(count("user_guidance_discarded"), 0);
+}
+
+#[test]
+fn a_line_typed_during_a_live_run_is_sent_as_guidance() {
+    use std::io::{BufRead, BufReader, Write};
+    let temp = tempfile::tempdir().unwrap();
+    let mut demo = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(temp.path().join("data"))
+        .args(["demo", "--pace-ms", "120"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = demo.stdin.take().unwrap();
+    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let started = line.starts_with("run ") && line.contains(" started");
+        seen.push(line);
+        if started {
+            break;
+        }
+    }
+    writeln!(stdin, "Make it rain harder.").unwrap();
+    drop(stdin);
+    seen.extend(lines.map(Result::unwrap));
+    assert!(demo.wait().unwrap().success(), "the demo failed");
+    let output = seen.join("\n");
+    assert!(output.contains("(guidance queued"), "{output}");
+    assert!(
+        output.contains("guidance from the user: “Make it rain harder.”"),
+        "{output}"
     );
 }

@@ -106,6 +106,7 @@ event_types! {
     RunCreated => "run_created",
     ProfileResolved => "profile_resolved",
     SkillScopesResolved => "skill_scopes_resolved",
+    GenerationIntentRecorded => "generation_intent_recorded",
     StatusChanged => "status_changed",
     WorkspaceInitialized => "workspace_initialized",
     PersistentProjectionInitialized => "persistent_projection_initialized",
@@ -163,12 +164,18 @@ event_types! {
     ChatCommitRecorded => "chat_commit_recorded",
     PersistentChangesCommitted => "persistent_changes_committed",
     PersistentChangesCommitFailed => "persistent_changes_commit_failed",
+    PersistentStateMetadataUpdateRequested => "persistent_state_metadata_update_requested",
+    PersistentStateMetadataUpdated => "persistent_state_metadata_updated",
+    PersistentStateMetadataUpdateFailed => "persistent_state_metadata_update_failed",
     RunCompleted => "run_completed",
     RunPartialSuccess => "run_partial_success",
     RunCancelRequested => "run_cancel_requested",
     RunCancelled => "run_cancelled",
     RunFailed => "run_failed",
     RunInterrupted => "run_interrupted",
+    UserGuidanceSubmitted => "user_guidance_submitted",
+    UserGuidanceApplied => "user_guidance_applied",
+    UserGuidanceDiscarded => "user_guidance_discarded",
 }
 
 const SCOPE_FIELDS: [&str; 5] = [
@@ -230,6 +237,9 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
                 | RunEventType::PersistentProjectionInitialized
                 | RunEventType::PersistentChangesCommitted
                 | RunEventType::PersistentChangesCommitFailed
+                | RunEventType::PersistentStateMetadataUpdateRequested
+                | RunEventType::PersistentStateMetadataUpdated
+                | RunEventType::PersistentStateMetadataUpdateFailed
         );
     let primary = explicit
         .or(by_type)

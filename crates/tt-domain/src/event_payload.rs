@@ -72,6 +72,7 @@ payloads! {
     RunCreated,
     ProfileResolved,
     SkillScopesResolved,
+    GenerationIntentRecorded,
     StatusChanged,
     WorkspaceInitialized,
     PersistentProjectionInitialized,
@@ -129,12 +130,18 @@ payloads! {
     ChatCommitRecorded,
     PersistentChangesCommitted,
     PersistentChangesCommitFailed,
+    PersistentStateMetadataUpdateRequested,
+    PersistentStateMetadataUpdated,
+    PersistentStateMetadataUpdateFailed,
     RunCompleted,
     RunPartialSuccess,
     RunCancelRequested,
     RunCancelled,
     RunFailed,
     RunInterrupted,
+    UserGuidanceSubmitted,
+    UserGuidanceApplied,
+    UserGuidanceDiscarded,
 }
 
 impl AgentRunEvent {
@@ -166,6 +173,24 @@ pub struct RunCreated {
 pub struct ProfileResolved {
     pub profile_id: ProfileId,
     pub source: String,
+}
+
+/// `generation_intent_recorded`: what the run generates, for whom, with which agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GenerationIntentRecorded {
+    pub kind: String,
+    pub run_id: RunId,
+    pub stable_chat_id: String,
+    pub conversation_kind: String,
+    pub chat_ref: Value,
+    pub generation_type: Value,
+    pub profile_id: String,
+    pub preset_mode: String,
+    pub preset_ref: Option<Value>,
+    pub model_id: Option<String>,
+    pub user_request: Option<String>,
+    pub input_message_count: u64,
 }
 
 /// `status_changed`.
@@ -209,13 +234,57 @@ pub struct PersistentChangesCommitFailed {
     pub message: String,
 }
 
-/// `run_completed` (no payload: `null`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunCompleted;
+/// `persistent_state_metadata_update_requested`: the request the host resolves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersistentStateMetadataUpdateRequested {
+    pub update_id: String,
+    pub run_id: RunId,
+    pub workspace_id: String,
+    pub stable_chat_id: String,
+    pub chat_ref: Value,
+    pub generation_type: Value,
+    pub profile_id: Option<String>,
+    pub message_id: String,
+    pub state_id: String,
+    pub base_state_id: Option<String>,
+    pub change_count: u64,
+    pub changes: Value,
+}
 
-/// `run_cancel_requested` (no payload: `null`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunCancelRequested;
+/// `persistent_state_metadata_updated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersistentStateMetadataUpdated {
+    pub update_id: String,
+    pub message_id: String,
+    pub state_id: String,
+}
+
+/// `persistent_state_metadata_update_failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersistentStateMetadataUpdateFailed {
+    pub update_id: String,
+    pub message_id: String,
+    pub state_id: String,
+    pub message: String,
+}
+
+/// `run_completed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunCompleted {
+    pub status: AgentRunStatus,
+    pub commit_count: u64,
+}
+
+/// `run_cancel_requested`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunCancelRequested {
+    pub previous_status: AgentRunStatus,
+}
 
 /// `run_failed`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -314,6 +383,12 @@ pub struct AgentModelBindingResolved {
     /// Absent in `currentPromptSnapshot` mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<Value>,
+    pub chat_completion_source: String,
+    pub custom_api_format: Option<String>,
+    pub provider_format: String,
+    pub transport: String,
+    pub native_continuation: bool,
+    pub previous_response_id: Option<String>,
     pub invocation_id: InvocationId,
     pub profile_id: ProfileId,
 }
@@ -842,4 +917,49 @@ pub struct AgentHandoffAccepted {
     pub new_invocation_id: InvocationId,
     pub target_profile_id: ProfileId,
     pub workspace_key: String,
+}
+
+// ---- user guidance --------------------------------------------------------------------------
+
+/// `user_guidance_submitted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserGuidanceSubmitted {
+    pub guidance_id: String,
+    pub client_guidance_id: Option<String>,
+    pub text: String,
+    pub chars: u64,
+    pub words: u64,
+    pub pending_count: u64,
+    pub pending_chars: u64,
+    pub status: String,
+}
+
+/// `user_guidance_applied`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserGuidanceApplied {
+    pub guidance_ids: Vec<String>,
+    pub client_guidance_ids: Vec<String>,
+    pub invocation_id: InvocationId,
+    pub round: u32,
+    pub count: u64,
+    pub chars: u64,
+    pub words: u64,
+    pub preview: String,
+    pub message_index: u64,
+    pub request_message_count: u64,
+    pub status: String,
+}
+
+/// `user_guidance_discarded`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserGuidanceDiscarded {
+    pub guidance_ids: Vec<String>,
+    pub client_guidance_ids: Vec<String>,
+    pub count: u64,
+    pub chars: u64,
+    pub reason: String,
+    pub status: String,
 }

@@ -201,6 +201,10 @@ pub struct AgentRun {
     pub skill_scope_refs: crate::skill::SkillScopeRefs,
     pub presentation: Presentation,
     pub status: AgentRunStatus,
+    /// Messages of the conversation frozen at start (`input/prompt_snapshot.json`): host system
+    /// messages, the kept history and the user's request.
+    #[serde(default)]
+    pub input_message_count: usize,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

@@ -1,5 +1,6 @@
 //! The host commit bridge: `workspace.commit` asks the host to publish an artifact as a chat
-//! message and waits for its `messageId`, an error, or cancel.
+//! message and waits for its `messageId`, an error, or cancel; and, when a run finishes, asks
+//! the host to bind the run's new persistent state to the last committed message.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -55,4 +56,41 @@ pub trait HostCommitBridge: Send + Sync {
         &self,
         request: ChatCommitRequest,
     ) -> Result<CommitAnswer, HostBridgeError>;
+
+    /// The metadata handshake when a run finishes, in the same two steps as a commit: registers
+    /// the update (the host may answer from the moment this returns); the runtime journals
+    /// `persistent_state_metadata_update_requested` and awaits the answer, racing run cancel.
+    /// A bridge that keeps no chat metadata answers at once (this default).
+    async fn request_metadata_update(
+        &self,
+        request: PersistentStateMetadataUpdate,
+    ) -> Result<MetadataUpdateAnswer, HostBridgeError> {
+        let _ = request;
+        Ok(Box::pin(async { Ok(()) }))
+    }
 }
+
+/// What the host binds when a run finishes: the persistent state the run promoted, to the chat
+/// message it committed last (the `persistent_state_metadata_update_requested` payload).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersistentStateMetadataUpdate {
+    pub update_id: String,
+    pub run_id: RunId,
+    pub workspace_id: WorkspaceId,
+    pub stable_chat_id: String,
+    pub chat_ref: Value,
+    pub generation_type: Value,
+    pub profile_id: Option<String>,
+    /// The message id of the run's latest commit.
+    pub message_id: String,
+    pub state_id: String,
+    pub base_state_id: Option<String>,
+    pub change_count: usize,
+    /// `[{path, kind, sha256}]` as in `persistent_changes_committed`.
+    pub changes: Value,
+}
+
+/// The host's eventual answer to one registered metadata update. Dropping it withdraws it.
+pub type MetadataUpdateAnswer =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), HostBridgeError>> + Send>>;

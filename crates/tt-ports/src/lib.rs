@@ -17,10 +17,14 @@ pub mod system;
 pub mod workspace;
 
 pub use error::{HostBridgeError, ModelError, StorageError, StorageResult};
-pub use host::{ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge};
+pub use host::{
+    ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge, MetadataUpdateAnswer,
+    PersistentStateMetadataUpdate,
+};
 pub use journal::{EventPage, RunJournal};
 pub use model::{
     ModelConnections, ModelDeltaSink, ModelProvider, NoConnections, ResolvedConnection,
+    provider_fields,
 };
 pub use profiles::ProfileRepository;
 pub use prompt::{

@@ -40,6 +40,34 @@ pub trait ModelProvider: Send + Sync {
 
     /// Releases provider-side state of a session (`runId:invocationId`). Best effort.
     async fn close_session(&self, _session_id: &str) {}
+
+    /// The request format on the wire (`openai_chat_completions`, `anthropic_messages`, …), for
+    /// events (`providerFormat`). Defaults to [`name`](Self::name).
+    fn provider_format(&self) -> &str {
+        self.name()
+    }
+
+    /// How requests travel (`http`, or `in_process` for a provider that calls nothing), for
+    /// events (`transport`).
+    fn transport(&self) -> &str {
+        "in_process"
+    }
+}
+
+/// The provider fields every model event carries (the contract's names): `chatCompletionSource`
+/// (the provider), `customApiFormat` (none: each adapter speaks one format), `providerFormat`,
+/// `transport`, and `nativeContinuation` with `previousResponseId` (always `false` / `null`:
+/// both supported formats resend the conversation on every request instead of continuing a
+/// stored response).
+pub fn provider_fields(provider: &dyn ModelProvider) -> serde_json::Value {
+    serde_json::json!({
+        "chatCompletionSource": provider.name(),
+        "customApiFormat": null,
+        "providerFormat": provider.provider_format(),
+        "transport": provider.transport(),
+        "nativeContinuation": false,
+        "previousResponseId": null,
+    })
 }
 
 /// Where a profile's `model.connectionRef` leads: a provider and what it is, for events.

@@ -1,6 +1,7 @@
-//! The prompt-assembly broker: for a delegated or handoff invocation whose profile uses
-//! `preset.mode = "ref"`, the host assembles the prompt from its preset, the agent system
-//! prompt, the task prompt and the run's frozen conversation.
+//! The prompt-assembly broker: for an invocation whose profile uses `preset.mode = "ref"` (the
+//! root agent, a delegated agent or a handoff target), the host assembles the prompt from its
+//! preset, the agent system prompt, the task prompt (the brief, or the user's request for the
+//! root) and the run's frozen conversation.
 //!
 //! Two steps, like commits: `request_assembly` registers the request (from then on the host may
 //! answer it); the runtime journals the light `prompt_assembly_requested` event and awaits the
@@ -18,10 +19,11 @@ use crate::error::HostBridgeError;
 pub struct PromptAssemblyScope {
     pub run_id: String,
     pub invocation_id: String,
-    /// `subagent` or `handoff`.
+    /// `root`, `subagent` or `handoff`.
     pub invocation_kind: String,
     pub parent_invocation_id: Option<String>,
-    pub task_id: String,
+    /// The task that brought the agent in; `null` for the root agent.
+    pub task_id: Option<String>,
     /// `taskReturnRequired` or `runFinishAllowed`.
     pub exit_policy: String,
 }
@@ -48,6 +50,9 @@ pub struct PromptAssemblyRequest {
     pub generation_type: Value,
     /// The run's conversation as frozen at run start (`input/prompt_snapshot.json`).
     pub frozen_run_input_snapshot: Value,
+    /// The profile's model binding (`model` section) the prompt is assembled for; the host
+    /// applies it to its preset settings.
+    pub settings: Value,
     pub model_id: Option<String>,
     /// `{apiId, name}` of the target profile's preset.
     pub preset_ref: Value,
@@ -57,6 +62,8 @@ pub struct PromptAssemblyRequest {
     pub agent_task_prompt: String,
     /// Components the assembled prompt must contain: `agentSystemPrompt`, `agentTask`.
     pub required_agent_prompt_components: Vec<String>,
+    /// A structured-output schema the host should attach; this runtime asks for none (`null`).
+    pub json_schema: Option<Value>,
     pub fingerprint: PromptAssemblyFingerprint,
 }
 
@@ -68,6 +75,13 @@ pub struct PromptAssemblyAnswer {
     pub prompt_snapshot: Value,
     #[serde(default)]
     pub assembly: Value,
+    /// The conversation the host actually assembled from, when it differs from the request's
+    /// frozen snapshot (kept in `prompt_assembly.json`).
+    #[serde(default)]
+    pub frozen_run_input_snapshot: Option<Value>,
+    /// The host's generation intent for this prompt (kept in `prompt_assembly.json`).
+    #[serde(default)]
+    pub generation_intent: Option<Value>,
 }
 
 /// The host's eventual answer to one registered request. Dropping it withdraws the request.

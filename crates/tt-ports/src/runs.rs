@@ -26,7 +26,8 @@ pub enum RunDocument {
     PersistSnapshot,
     /// `input/invocations/<id>/tool_snapshot.json`
     InvocationToolSnapshot(InvocationId),
-    /// `input/invocations/<id>/resolved_skills.json`
+    /// `input/invocations/<id>/resolved_skills.json`; the root invocation's is
+    /// `input/resolved_skills.json` (the reference's place for the run's own skills).
     InvocationResolvedSkills(InvocationId),
     /// `input/invocations/<id>/prompt_snapshot.json`
     InvocationPromptSnapshot(InvocationId),
@@ -55,6 +56,9 @@ impl RunDocument {
             RunDocument::PersistSnapshot => "input/persist_snapshot.json".to_owned(),
             RunDocument::InvocationToolSnapshot(id) => {
                 format!("input/invocations/{id}/tool_snapshot.json")
+            }
+            RunDocument::InvocationResolvedSkills(id) if id.is_root() => {
+                "input/resolved_skills.json".to_owned()
             }
             RunDocument::InvocationResolvedSkills(id) => {
                 format!("input/invocations/{id}/resolved_skills.json")

@@ -14,3 +14,12 @@ pub mod sse;
 pub mod test_fixtures;
 #[cfg(feature = "test-support")]
 pub mod test_server;
+
+/// The wire format an HTTP adapter named `name` speaks, for events' `providerFormat`.
+pub fn provider_format_of(name: &str) -> &str {
+    match name {
+        "openai" => "openai_chat_completions",
+        "anthropic" => "anthropic_messages",
+        other => other,
+    }
+}

@@ -120,6 +120,14 @@ macro_rules! http_model_provider {
                 $name
             }
 
+            fn provider_format(&self) -> &str {
+                $crate::provider_format_of($name)
+            }
+
+            fn transport(&self) -> &str {
+                "http"
+            }
+
             async fn complete(
                 &self,
                 request: ::tt_domain::model::AgentModelRequest,

@@ -1,6 +1,8 @@
 //! Commit bridges a host can choose from: answer through the host API
-//! (`resolve_chat_commit`, `pending_commits`, or a commit handler the bridge calls), or record
-//! commits in a transcript file (the CLI's stand-in for a chat window).
+//! (`resolve_chat_commit`, `pending_commits`, or a commit handler the bridge calls, and
+//! `resolve_agent_persistent_state_metadata_update` for the metadata handshake at finish), or
+//! record commits in a transcript file (the CLI's stand-in for a chat window, which keeps no
+//! metadata and acknowledges the handshake at once).
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -12,6 +14,7 @@ use tokio::sync::oneshot;
 use tt_domain::ids::{CommitId, RunId};
 use tt_ports::{
     ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostBridgeError, HostCommitBridge,
+    MetadataUpdateAnswer, PersistentStateMetadataUpdate,
 };
 
 /// Error of a host's `resolve_chat_commit` call, with its contract code.
@@ -36,6 +39,13 @@ struct PendingState {
     commits: HashMap<CommitId, PendingCommit>,
 }
 
+struct PendingMetadataUpdate {
+    run_id: RunId,
+    reply: oneshot::Sender<Result<(), HostBridgeError>>,
+}
+
+type PendingMetadataMap = Arc<Mutex<HashMap<String, PendingMetadataUpdate>>>;
+
 type PendingMap = Arc<Mutex<PendingState>>;
 
 /// What a commit handler answers: `Ok(messageId)` once the text is published, or `Err(reason)`
@@ -52,7 +62,8 @@ pub type CommitHandler = Arc<
         + Sync,
 >;
 
-/// Parks each commit until the host resolves it by `commitId` (or the run is cancelled). With a
+/// Parks each commit until the host resolves it by `commitId`, and each persistent-state
+/// metadata update until the host resolves it by `updateId` (or the run is cancelled). With a
 /// commit handler, the bridge also hands each commit to the handler and resolves it with the
 /// handler's answer; the commit stays visible to `pending_commits` (and answerable by
 /// `resolve_chat_commit`) until then, and the first answer wins.
@@ -60,6 +71,22 @@ pub type CommitHandler = Arc<
 pub struct HostApiCommitBridge {
     pending: PendingMap,
     handler: Option<CommitHandler>,
+    metadata: PendingMetadataMap,
+}
+
+/// Withdraws a metadata update when its answer is dropped unanswered (cancel).
+struct WithdrawMetadata {
+    pending: PendingMetadataMap,
+    update_id: String,
+}
+
+impl Drop for WithdrawMetadata {
+    fn drop(&mut self) {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.update_id);
+    }
 }
 
 /// Withdraws a commit from the pending map when its answer is dropped unanswered (cancel), and
@@ -107,6 +134,7 @@ impl HostApiCommitBridge {
         Self {
             pending: PendingMap::default(),
             handler: Some(handler),
+            metadata: PendingMetadataMap::default(),
         }
     }
 
@@ -152,6 +180,50 @@ impl HostApiCommitBridge {
         error: Option<String>,
     ) -> Result<(), ResolveCommitError> {
         resolve_pending(&self.pending, run_id, commit_id, message_id, error)
+    }
+}
+
+impl HostApiCommitBridge {
+    /// Completes a pending persistent-state metadata update: `error` (non-empty) fails it,
+    /// none acknowledges it.
+    pub fn resolve_metadata_update(
+        &self,
+        run_id: &RunId,
+        update_id: &str,
+        error: Option<String>,
+    ) -> Result<(), ResolveCommitError> {
+        let entry = {
+            let mut pending = self
+                .metadata
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match pending.get(update_id) {
+                None => {
+                    return Err(ResolveCommitError {
+                        code: "agent.persistent_state_metadata_update_not_pending",
+                        message: format!("metadata update {update_id} is not pending"),
+                    });
+                }
+                Some(entry) if &entry.run_id != run_id => {
+                    return Err(ResolveCommitError {
+                        code: "agent.persistent_state_metadata_update_run_mismatch",
+                        message: format!("metadata update {update_id} belongs to another run"),
+                    });
+                }
+                Some(_) => pending.remove(update_id),
+            }
+        };
+        let answer = match error.filter(|error| !error.trim().is_empty()) {
+            Some(error) => Err(HostBridgeError::Rejected(error)),
+            None => Ok(()),
+        };
+        if let Some(entry) = entry {
+            entry.reply.send(answer).map_err(|_| ResolveCommitError {
+                code: "agent.persistent_state_metadata_update_channel_closed",
+                message: format!("metadata update {update_id} is no longer awaited"),
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -275,6 +347,49 @@ impl HostCommitBridge for HostApiCommitBridge {
             answer.await.unwrap_or_else(|_| {
                 Err(HostBridgeError::Unavailable(
                     "agent.chat_commit_channel_closed".to_owned(),
+                ))
+            })
+        }))
+    }
+
+    async fn request_metadata_update(
+        &self,
+        request: PersistentStateMetadataUpdate,
+    ) -> Result<MetadataUpdateAnswer, HostBridgeError> {
+        if self.handler.is_some() {
+            // A host that publishes through a commit handler answers nothing by id: like the
+            // transcript bridge, the bridge acknowledges the update at once.
+            return Ok(Box::pin(async { Ok(()) }));
+        }
+        let (reply, answer) = oneshot::channel();
+        let update_id = request.update_id.clone();
+        {
+            let mut pending = self
+                .metadata
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if pending.contains_key(&update_id) {
+                return Err(HostBridgeError::Unavailable(format!(
+                    "agent.persistent_state_metadata_update_id_collision: {update_id}"
+                )));
+            }
+            pending.insert(
+                update_id.clone(),
+                PendingMetadataUpdate {
+                    run_id: request.run_id,
+                    reply,
+                },
+            );
+        }
+        let withdraw = WithdrawMetadata {
+            pending: Arc::clone(&self.metadata),
+            update_id,
+        };
+        Ok(Box::pin(async move {
+            let _withdraw = withdraw;
+            answer.await.unwrap_or_else(|_| {
+                Err(HostBridgeError::Unavailable(
+                    "agent.persistent_state_metadata_update_channel_closed".to_owned(),
                 ))
             })
         }))

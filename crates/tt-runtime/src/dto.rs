@@ -82,6 +82,17 @@ pub struct ResolveChatCommitRequest {
     pub error: Option<String>,
 }
 
+/// `resolve_agent_persistent_state_metadata_update` request: no `error` acknowledges the
+/// update, a non-empty `error` fails it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvePersistentStateMetadataUpdateRequest {
+    pub run_id: String,
+    pub update_id: String,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListRunsRequest {
@@ -129,6 +140,10 @@ pub struct ResolvePromptAssemblyRequest {
     pub assembly_id: String,
     #[serde(default)]
     pub prompt_snapshot: Option<serde_json::Value>,
+    #[serde(default)]
+    pub frozen_run_input_snapshot: Option<serde_json::Value>,
+    #[serde(default)]
+    pub generation_intent: Option<serde_json::Value>,
     #[serde(default)]
     pub assembly: Option<serde_json::Value>,
     #[serde(default)]

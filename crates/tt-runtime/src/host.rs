@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tokio_util::sync::CancellationToken;
+use tt_application::guidance::{GuidanceReceipt, SubmitGuidanceRequest};
 use tt_application::{AgentRunService, RunEventStream, StartRunRequest, timeline_projection};
 use tt_domain::event::AgentRunEvent;
 use tt_domain::ids::{CommitId, RunId};
@@ -298,6 +299,26 @@ impl AgentRuntime {
         Ok(self.service.cancel_run(&RunId::from_raw(run_id)).await?)
     }
 
+    /// Sends user guidance to a running run: its foreground agent reads it, wrapped in
+    /// `<user_guidance>`, before its next model request. Limits and refusals: docs/host-api.md.
+    pub async fn submit_guidance(
+        &self,
+        run_id: &str,
+        request: SubmitGuidanceRequest,
+    ) -> HostResult<GuidanceReceipt> {
+        self.ensure_open()?;
+        Ok(self
+            .service
+            .submit_guidance(&RunId::from_raw(run_id), request)
+            .await?)
+    }
+
+    /// One run by id, as it is now (live status for a run this runtime executes).
+    pub async fn get_run(&self, run_id: &str) -> HostResult<AgentRun> {
+        self.ensure_open()?;
+        Ok(self.service.get_run(&RunId::from_raw(run_id)).await?)
+    }
+
     /// Waits until the run stops executing and returns its final record. A run nobody is
     /// running returns at once as stored: after a restart, the `interrupted` record.
     pub async fn wait_for_run(&self, run_id: &str) -> HostResult<AgentRun> {
@@ -450,6 +471,20 @@ impl AgentRuntime {
         )?)
     }
 
+    /// Answers a pending `persistent_state_metadata_update_requested` (host-API commit bridge
+    /// only, else `agent.chat_commit_bridge_not_host_api`): the host has bound the run's new
+    /// persistent state to the message, or says why not.
+    pub fn resolve_agent_persistent_state_metadata_update(
+        &self,
+        request: ResolvePersistentStateMetadataUpdateRequest,
+    ) -> HostResult<()> {
+        Ok(self.host_commits()?.resolve_metadata_update(
+            &RunId::from_raw(request.run_id),
+            &request.update_id,
+            request.error,
+        )?)
+    }
+
     /// Validates and stores an agent profile (`<data dir>/profiles/<id>.json`).
     pub async fn save_profile(
         &self,
@@ -479,7 +514,11 @@ impl AgentRuntime {
             &request.run_id,
             &request.assembly_id,
             request.prompt_snapshot,
-            request.assembly,
+            crate::prompt_brokers::HostAssemblyInput {
+                assembly: request.assembly,
+                frozen_run_input_snapshot: request.frozen_run_input_snapshot,
+                generation_intent: request.generation_intent,
+            },
             request.error,
         )
     }

@@ -30,6 +30,10 @@ pub use tt_adapter_provider_scripted::{
     FnProvider, ModelReply, ScriptedProvider, ScriptedScenarios,
 };
 pub use tt_adapter_storage_userdata::UserDataStore;
+pub use tt_application::guidance::{
+    GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
+    SubmitGuidanceRequest,
+};
 pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
 };

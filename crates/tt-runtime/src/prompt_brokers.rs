@@ -77,7 +77,7 @@ impl HostApiPromptBroker {
         run_id: &str,
         assembly_id: &str,
         prompt_snapshot: Option<Value>,
-        assembly: Option<Value>,
+        host_input: HostAssemblyInput,
         error: Option<String>,
     ) -> Result<(), HostError> {
         let answer = match (
@@ -87,7 +87,9 @@ impl HostApiPromptBroker {
             (Some(error), _) => Err(HostBridgeError::Rejected(error)),
             (None, Some(snapshot)) => Ok(PromptAssemblyAnswer {
                 prompt_snapshot: snapshot,
-                assembly: assembly.unwrap_or(Value::Null),
+                assembly: host_input.assembly.unwrap_or(Value::Null),
+                frozen_run_input_snapshot: host_input.frozen_run_input_snapshot,
+                generation_intent: host_input.generation_intent,
             }),
             (None, None) => {
                 return Err(HostError {
@@ -114,6 +116,14 @@ impl HostApiPromptBroker {
         }
         Ok(())
     }
+}
+
+/// What a host may send with its prompt snapshot, kept in `prompt_assembly.json`.
+#[derive(Debug, Default)]
+pub struct HostAssemblyInput {
+    pub assembly: Option<Value>,
+    pub frozen_run_input_snapshot: Option<Value>,
+    pub generation_intent: Option<Value>,
 }
 
 struct Withdraw {
@@ -214,7 +224,10 @@ impl TemplatePromptBroker {
                     let content = content
                         .replace("{{agentSystemPrompt}}", &request.agent_system_prompt)
                         .replace("{{agentTask}}", &request.agent_task_prompt);
-                    messages.push(json!({"role": role, "content": content}));
+                    // A root agent without a request has no task: its message drops out.
+                    if !content.trim().is_empty() {
+                        messages.push(json!({"role": role, "content": content}));
+                    }
                 }
                 TemplateEntry::Insert { insert } if insert == "history" => {
                     if let Some(frozen) = request
@@ -233,6 +246,8 @@ impl TemplatePromptBroker {
         Ok(PromptAssemblyAnswer {
             prompt_snapshot: json!({"messages": messages, "contextPolicy": request.agent_context_policy}),
             assembly: json!({"engine": "template", "preset": request.preset_ref, "template": path.file_name().map(|n| n.to_string_lossy().into_owned())}),
+            frozen_run_input_snapshot: None,
+            generation_intent: None,
         })
     }
 }

@@ -230,6 +230,23 @@ async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
             error: None,
         })
         .unwrap();
+    // Then the finish handshake: bind the promoted persistent state to message 17.
+    let update = wait_for_event(
+        &runtime,
+        &run_id,
+        "persistent_state_metadata_update_requested",
+    )
+    .await;
+    assert_eq!(update.payload["messageId"], "17");
+    runtime
+        .resolve_agent_persistent_state_metadata_update(
+            tt_runtime::ResolvePersistentStateMetadataUpdateRequest {
+                run_id: run_id.clone(),
+                update_id: update.payload["updateId"].as_str().unwrap().to_owned(),
+                error: None,
+            },
+        )
+        .unwrap();
     let run = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
     assert!(runtime.pending_commits(&run_id).unwrap().is_empty());

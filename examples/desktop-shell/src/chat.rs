@@ -10,6 +10,8 @@ pub struct ChatWindow {
     messages: Vec<String>,
     /// Run id -> index of the message its commits write.
     message_of_run: HashMap<String, usize>,
+    /// Message id -> the persistent state its run left (what the next run starts from).
+    state_of_message: HashMap<String, String>,
 }
 
 impl ChatWindow {
@@ -33,6 +35,18 @@ impl ChatWindow {
             *message = commit.content.clone();
         }
         (index + 1).to_string()
+    }
+
+    /// Binds a finished run's persistent state to the message it published, so a later run of
+    /// this conversation can start from it.
+    pub fn bind_state(&mut self, message_id: &str, state_id: &str) {
+        self.state_of_message
+            .insert(message_id.to_owned(), state_id.to_owned());
+    }
+
+    /// The persistent state bound to a message, if any.
+    pub fn state_of(&self, message_id: &str) -> Option<&str> {
+        self.state_of_message.get(message_id).map(String::as_str)
     }
 
     /// The messages, oldest first.

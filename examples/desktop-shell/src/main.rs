@@ -25,8 +25,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tt_runtime::{
     AgentProfileDefinition, AgentRun, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
     CommitBridgeChoice, ConnectionSpec, HostError, ListRunsRequest, ModelProvider, PromptMessage,
-    PromptRole, ResolveChatCommitRequest, ScriptedProvider, ScriptedScenarios, StartRunRequest,
-    build_provider,
+    PromptRole, ResolveChatCommitRequest, ResolvePersistentStateMetadataUpdateRequest,
+    RunEventPayload, ScriptedProvider, ScriptedScenarios, StartRunRequest, build_provider,
 };
 // ANCHOR_END: imports
 
@@ -99,6 +99,10 @@ async fn tour(args: &[String]) -> anyhow::Result<()> {
         chat.messages().len() == 1 && chat.messages()[0].contains("lamps along the quay"),
         "the chat window holds {:?}",
         chat.messages()
+    );
+    ensure!(
+        chat.state_of("1").is_some(),
+        "the run's persistent state was not bound to its message"
     );
     println!("chat window: {:?}", chat.messages());
 
@@ -212,6 +216,19 @@ async fn write_a_reply(runtime: &AgentRuntime, chat: &mut ChatWindow) -> anyhow:
                     error: None,
                 })?;
             }
+        }
+        // At finish: bind the state the run left in `persist/` to its last message.
+        if let Some(Ok(RunEventPayload::PersistentStateMetadataUpdateRequested(update))) =
+            event.typed_payload()
+        {
+            chat.bind_state(&update.message_id, &update.state_id);
+            runtime.resolve_agent_persistent_state_metadata_update(
+                ResolvePersistentStateMetadataUpdateRequest {
+                    run_id: run_id.to_owned(),
+                    update_id: update.update_id,
+                    error: None,
+                },
+            )?;
         }
     }
     Ok(runtime.wait_for_run(run_id).await?)

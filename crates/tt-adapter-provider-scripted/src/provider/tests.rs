@@ -248,3 +248,36 @@ fn scripts_load_from_files() {
     assert_eq!(provider.name(), "scripted");
     assert_eq!(provider.turn_count("default-writer"), 2);
 }
+
+#[tokio::test]
+async fn a_held_answer_waits_for_release_and_cancel_still_stops_it() {
+    let provider = provider();
+    let hold = provider.hold_after("default-writer", 1);
+    let held = tokio::spawn({
+        let provider = Arc::clone(&provider);
+        async move { call(&provider, request("default-writer", "inv_root", 0)).await }
+    });
+    hold.reached().await;
+    assert!(!held.is_finished());
+    // Other agents and rounds are not held.
+    call(&provider, request("scene-critic", "inv_c", 0))
+        .await
+        .unwrap();
+    hold.release();
+    assert_eq!(held.await.unwrap().unwrap().text(), "Drafting.");
+
+    let hold = provider.hold_after("scene-critic", 1);
+    let cancel = CancellationToken::new();
+    let held = tokio::spawn({
+        let provider = Arc::clone(&provider);
+        let cancel = cancel.clone();
+        async move {
+            provider
+                .complete(request("scene-critic", "inv_d", 0), cancel)
+                .await
+        }
+    });
+    hold.reached().await;
+    cancel.cancel();
+    assert_eq!(held.await.unwrap().unwrap_err(), ModelError::Cancelled);
+}

@@ -129,6 +129,7 @@ async fn runs_are_found_through_the_index_after_reopening() {
     assert_eq!(
         AgentRun {
             status: run.status,
+            input_message_count: 0,
             ..reloaded
         },
         run

@@ -164,7 +164,7 @@ pub fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                     ),
                     (
                         "mode",
-                        json!({"type": "string", "enum": ["nextCompleted", "allCompleted", "statusOnly"], "description": "`nextCompleted` (default) waits until any selected task has finished, counting ones that finished earlier; `allCompleted` waits until all of them have finished; `statusOnly` reports their status at once without waiting."}),
+                        json!({"type": "string", "enum": ["nextCompleted", "allCompleted", "statusOnly"], "description": "`nextCompleted` (default) waits for a finished result you have not received yet (one you already received is only reported by status), or until every selected task has finished; `allCompleted` waits until all of them have finished; `statusOnly` reports their status at once without waiting."}),
                     ),
                     (
                         "timeoutMs",

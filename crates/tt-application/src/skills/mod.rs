@@ -15,8 +15,8 @@ pub use resolve::{
 pub use specs::skill_tool_spec;
 pub use tools::{SkillReadBudget, SkillToolEnv, execute};
 
-/// Resolves an invocation's skills, writes `input/invocations/<id>/resolved_skills.json` and
-/// journals `skill_scopes_resolved`.
+/// Resolves an invocation's skills, writes `input/invocations/<id>/resolved_skills.json` (the
+/// root's: `input/resolved_skills.json`) and journals `skill_scopes_resolved`.
 pub async fn resolve_and_record(
     ctx: &crate::context::RunContext,
     invocation_id: &tt_domain::ids::InvocationId,

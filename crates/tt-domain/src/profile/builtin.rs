@@ -8,8 +8,32 @@ use crate::workspace::WorkspaceRoot;
 
 pub const DEFAULT_PROFILE_ID: &str = "default-writer";
 
-/// The built-in foreground writer: the seven workspace tools, every root visible and writable,
-/// one required markdown message body at `output/main.md`.
+/// The built-in writer's tools, in the contract's allow order (agent tools, skill tools, workspace
+/// tools). `agent.handoff` is not among them: the contract's default writer delegates but does not
+/// hand off.
+pub const DEFAULT_WRITER_TOOLS: [ToolName; 13] = [
+    ToolName::AgentList,
+    ToolName::AgentDelegate,
+    ToolName::AgentAwait,
+    ToolName::SkillList,
+    ToolName::SkillSearch,
+    ToolName::SkillRead,
+    ToolName::WorkspaceListFiles,
+    ToolName::WorkspaceSearchFiles,
+    ToolName::WorkspaceReadFile,
+    ToolName::WorkspaceWriteFile,
+    ToolName::WorkspaceApplyPatch,
+    ToolName::WorkspaceCommit,
+    ToolName::WorkspaceFinish,
+];
+
+/// The built-in foreground writer, as the reference contract defines it: it may delegate
+/// (`agent.list`, `agent.delegate`, `agent.await`, `canDelegate = true`), read skills
+/// (`skill.list`, `skill.search`, `skill.read`) and use the seven workspace tools; every root is
+/// visible and writable; one required markdown message body at `output/main.md`.
+///
+/// The contract's chat/world-info tools are host concerns this runtime does not build, so they are
+/// not listed (docs/contract-differences.md).
 pub fn default_writer_definition() -> AgentProfileDefinition {
     AgentProfileDefinition {
         schema_version: PROFILE_SCHEMA_VERSION,
@@ -34,10 +58,13 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             model_retry: ModelRetryPolicy::default(),
         },
         context: ContextPolicy::default(),
-        delegation: DelegationPolicy::default(),
+        delegation: DelegationPolicy {
+            can_delegate: true,
+            ..DelegationPolicy::default()
+        },
         instructions: InstructionsSection::default(),
         tools: ToolsSection {
-            allow: ToolName::WORKSPACE
+            allow: DEFAULT_WRITER_TOOLS
                 .iter()
                 .map(|tool| tool.canonical().to_owned())
                 .collect(),

@@ -5,6 +5,6 @@ mod builtin;
 mod definition;
 mod validation;
 
-pub use builtin::{DEFAULT_PROFILE_ID, default_writer_definition};
+pub use builtin::{DEFAULT_PROFILE_ID, DEFAULT_WRITER_TOOLS, default_writer_definition};
 pub use definition::*;
 pub use validation::{ProfileSource, ResolvedProfile, resolve_profile, validate_profile};

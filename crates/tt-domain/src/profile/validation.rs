@@ -646,9 +646,7 @@ mod tests {
         assert_eq!(code(&p), Some("agent.profile_write_tool_required"));
 
         let mut p = default_writer_definition();
-        p.tools
-            .max_calls_per_tool
-            .insert("agent.delegate".into(), 2);
+        p.tools.max_calls_per_tool.insert("agent.handoff".into(), 2);
         assert_eq!(code(&p), Some("agent.profile_tool_not_visible"));
 
         let mut p = default_writer_definition();
@@ -659,7 +657,8 @@ mod tests {
     #[test]
     fn agent_tools_need_delegation_rights() {
         let mut p = default_writer_definition();
-        p.tools.allow.insert(0, "agent.delegate".into());
+        assert!(p.tools.allow.contains(&"agent.delegate".to_owned()));
+        p.delegation.can_delegate = false;
         assert_eq!(code(&p), Some("agent.profile_agent_tool_requires_policy"));
         p.delegation.can_delegate = true;
         assert_eq!(code(&p), None);

@@ -176,6 +176,7 @@ pub fn sample_run(n: u32) -> AgentRun {
         skill_scope_refs: Default::default(),
         presentation: Presentation::Foreground,
         status: AgentRunStatus::Created,
+        input_message_count: 0,
         created_at: ts(i64::from(n) * 1_000),
         updated_at: ts(i64::from(n) * 1_000),
     }

@@ -1,5 +1,6 @@
 //! `FakeCommitBridge`: a `HostCommitBridge` that approves, rejects or hangs, switchable while a
-//! test runs, recording every `ChatCommitRequest` it receives.
+//! test runs, recording every `ChatCommitRequest` it receives; persistent-state metadata
+//! updates are recorded and acknowledged, or rejected after `reject_metadata_updates`.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -8,6 +9,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tt_ports::{
     ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostBridgeError, HostCommitBridge,
+    MetadataUpdateAnswer, PersistentStateMetadataUpdate,
 };
 
 /// How the bridge answers a commit.
@@ -27,6 +29,9 @@ struct Ledger {
     requests: Vec<ChatCommitRequest>,
     receipts: Vec<ChatCommitReceipt>,
     approved: u64,
+    metadata_updates: Vec<PersistentStateMetadataUpdate>,
+    /// When set, metadata updates are answered with this error.
+    metadata_rejection: Option<String>,
 }
 
 /// The host side of `workspace.commit`, for tests.
@@ -92,6 +97,16 @@ impl FakeCommitBridge {
     /// Every request received, in order (approved, rejected, hanging or cancelled).
     pub fn requests(&self) -> Vec<ChatCommitRequest> {
         self.ledger().requests.clone()
+    }
+
+    /// Every persistent-state metadata update received, in order.
+    pub fn metadata_updates(&self) -> Vec<PersistentStateMetadataUpdate> {
+        self.ledger().metadata_updates.clone()
+    }
+
+    /// Answers the following metadata updates with `HostBridgeError::Rejected(message)`.
+    pub fn reject_metadata_updates(&self, message: impl Into<String>) {
+        self.ledger().metadata_rejection = Some(message.into());
     }
 
     /// Receipts handed out so far.
@@ -180,6 +195,19 @@ impl HostCommitBridge for FakeCommitBridge {
                 }
             }
         }))
+    }
+
+    async fn request_metadata_update(
+        &self,
+        request: PersistentStateMetadataUpdate,
+    ) -> Result<MetadataUpdateAnswer, HostBridgeError> {
+        let mut ledger = self.ledger();
+        ledger.metadata_updates.push(request);
+        let answer = match &ledger.metadata_rejection {
+            Some(message) => Err(HostBridgeError::Rejected(message.clone())),
+            None => Ok(()),
+        };
+        Ok(Box::pin(std::future::ready(answer)))
     }
 }
 

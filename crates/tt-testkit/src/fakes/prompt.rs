@@ -41,10 +41,14 @@ pub fn default_assembly(request: &PromptAssemblyRequest) -> PromptAssemblyAnswer
     {
         messages.extend(frozen.iter().cloned());
     }
-    messages.push(json!({"role": "user", "content": request.agent_task_prompt}));
+    if !request.agent_task_prompt.is_empty() {
+        messages.push(json!({"role": "user", "content": request.agent_task_prompt}));
+    }
     PromptAssemblyAnswer {
         prompt_snapshot: json!({"messages": messages, "contextPolicy": request.agent_context_policy}),
         assembly: json!({"preset": request.preset_ref, "engine": "fake"}),
+        frozen_run_input_snapshot: None,
+        generation_intent: None,
     }
 }
 

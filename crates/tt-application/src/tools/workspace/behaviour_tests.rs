@@ -76,6 +76,7 @@ impl Agent {
             skill_scope_refs: Default::default(),
             presentation: Presentation::Foreground,
             status: AgentRunStatus::Created,
+            input_message_count: 0,
             created_at: created,
             updated_at: created,
         };

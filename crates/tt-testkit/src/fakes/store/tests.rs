@@ -43,6 +43,7 @@ fn run(id: &str, created: i64) -> AgentRun {
         skill_scope_refs: Default::default(),
         presentation: Presentation::Foreground,
         status: AgentRunStatus::Created,
+        input_message_count: 0,
         created_at: ts(created),
         updated_at: ts(created),
     }

@@ -1,0 +1,288 @@
+//! User guidance: a per-run mailbox for short notes the user sends while a run is working.
+//!
+//! The host submits text (`AgentRunService::submit_guidance`); everything pending is handed to
+//! the foreground agent (root or handoff owner, never a delegated agent) as one `user` message
+//! wrapped in `<user_guidance>` tags right before its next model request. When the run finishes,
+//! fails or is cancelled, whatever is still pending is discarded and the mailbox closes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio::sync::Mutex;
+use tt_domain::event::RunEventType;
+use tt_domain::ids::{ROOT_INVOCATION_ID, RunId};
+use tt_domain::model::{AgentModelMessage, ModelRole};
+use tt_domain::text::{char_count, word_count};
+
+use crate::error::{ApplicationError, ApplicationResult};
+use crate::events::EventSink;
+
+/// Most characters one guidance item may have.
+pub const MAX_GUIDANCE_CHARS: usize = 16_000;
+/// Most items that may wait for the next model request.
+pub const MAX_PENDING_GUIDANCE_ITEMS: usize = 8;
+/// Most characters, over all pending items, that may wait for the next model request.
+pub const MAX_PENDING_GUIDANCE_CHARS: usize = 64_000;
+/// Characters of an item kept in the `preview` of `user_guidance_applied`.
+const PREVIEW_CHARS: usize = 160;
+
+/// What a host submits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmitGuidanceRequest {
+    /// The user's note, as typed.
+    pub text: String,
+    /// The host's own id for this note, echoed in the events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_guidance_id: Option<String>,
+}
+
+/// The mailbox's answer to an accepted submission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidanceReceipt {
+    pub guidance_id: String,
+    pub run_id: RunId,
+    /// Items waiting for the next model request, this one included.
+    pub pending_count: usize,
+    /// Characters waiting for the next model request, this item included.
+    pub pending_chars: usize,
+}
+
+#[derive(Debug, Clone)]
+struct PendingGuidance {
+    guidance_id: String,
+    client_guidance_id: Option<String>,
+    text: String,
+    chars: usize,
+}
+
+#[derive(Debug, Default)]
+struct MailboxState {
+    closed: bool,
+    pending: Vec<PendingGuidance>,
+    next: u64,
+}
+
+impl MailboxState {
+    fn pending_chars(&self) -> usize {
+        self.pending.iter().map(|item| item.chars).sum()
+    }
+}
+
+/// One run's guidance mailbox. Its lock is held across the journal append, so
+/// `user_guidance_submitted` always precedes the `user_guidance_applied` or
+/// `user_guidance_discarded` that consumes the item.
+#[derive(Debug, Default)]
+pub struct GuidanceMailbox {
+    state: Mutex<MailboxState>,
+}
+
+impl GuidanceMailbox {
+    /// Checks the limits, queues the item and journals `user_guidance_submitted`.
+    pub async fn submit(
+        &self,
+        events: &EventSink,
+        run_id: &RunId,
+        request: SubmitGuidanceRequest,
+    ) -> ApplicationResult<GuidanceReceipt> {
+        let mut state = self.state.lock().await;
+        if state.closed {
+            return Err(mailbox_closed());
+        }
+        if request.text.trim().is_empty() {
+            return Err(ApplicationError::fatal(
+                "agent.guidance_empty",
+                "guidance text is empty",
+            ));
+        }
+        let chars = char_count(&request.text);
+        if chars > MAX_GUIDANCE_CHARS {
+            return Err(ApplicationError::fatal(
+                "agent.guidance_too_large",
+                format!(
+                    "guidance has {chars} characters; one item may have at most {MAX_GUIDANCE_CHARS}"
+                ),
+            ));
+        }
+        if state.pending.len() >= MAX_PENDING_GUIDANCE_ITEMS {
+            return Err(ApplicationError::fatal(
+                "agent.guidance_queue_full",
+                format!(
+                    "{MAX_PENDING_GUIDANCE_ITEMS} guidance items are already waiting for the agent's next step"
+                ),
+            ));
+        }
+        let pending_chars = state.pending_chars();
+        if pending_chars + chars > MAX_PENDING_GUIDANCE_CHARS {
+            return Err(ApplicationError::fatal(
+                "agent.guidance_pending_too_large",
+                format!(
+                    "{pending_chars} characters of guidance are already waiting; with {chars} more \
+                     they would exceed {MAX_PENDING_GUIDANCE_CHARS}"
+                ),
+            ));
+        }
+        state.next += 1;
+        let item = PendingGuidance {
+            guidance_id: format!("guidance_{:06}", state.next),
+            client_guidance_id: request.client_guidance_id,
+            text: request.text,
+            chars,
+        };
+        let receipt = GuidanceReceipt {
+            guidance_id: item.guidance_id.clone(),
+            run_id: run_id.clone(),
+            pending_count: state.pending.len() + 1,
+            pending_chars: pending_chars + chars,
+        };
+        events
+            .info(
+                run_id,
+                RunEventType::UserGuidanceSubmitted,
+                json!({
+                    "guidanceId": item.guidance_id, "clientGuidanceId": item.client_guidance_id,
+                    "text": item.text, "chars": chars, "words": word_count(&item.text),
+                    "pendingCount": receipt.pending_count, "pendingChars": receipt.pending_chars,
+                    "status": "pending",
+                    "eventScope": {"invocationId": ROOT_INVOCATION_ID},
+                }),
+            )
+            .await?;
+        state.pending.push(item);
+        Ok(receipt)
+    }
+
+    /// Hands everything pending to the agent about to call the model: appends one
+    /// `<user_guidance>` user message to `messages` and journals `user_guidance_applied`.
+    /// Does nothing when nothing is pending or the mailbox is closed.
+    pub async fn apply(
+        &self,
+        events: &EventSink,
+        run_id: &RunId,
+        invocation_id: &tt_domain::ids::InvocationId,
+        round: u32,
+        messages: &mut Vec<AgentModelMessage>,
+    ) -> ApplicationResult<()> {
+        let mut state = self.state.lock().await;
+        if state.closed || state.pending.is_empty() {
+            return Ok(());
+        }
+        let items = std::mem::take(&mut state.pending);
+        let texts: Vec<&str> = items.iter().map(|item| item.text.as_str()).collect();
+        let message_index = messages.len();
+        messages.push(AgentModelMessage::text(
+            ModelRole::User,
+            render_guidance_message(&texts),
+        ));
+        let joined = texts.join("\n\n");
+        events
+            .info(
+                run_id,
+                RunEventType::UserGuidanceApplied,
+                json!({
+                    "guidanceIds": items.iter().map(|item| &item.guidance_id).collect::<Vec<_>>(),
+                    "clientGuidanceIds": items.iter().filter_map(|item| item.client_guidance_id.as_ref()).collect::<Vec<_>>(),
+                    "invocationId": invocation_id, "round": round, "count": items.len(),
+                    "chars": items.iter().map(|item| item.chars).sum::<usize>(),
+                    "words": word_count(&joined), "preview": preview(&joined),
+                    "messageIndex": message_index, "requestMessageCount": messages.len(),
+                    "status": "applied",
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Closes the mailbox for good; anything still pending is journaled as
+    /// `user_guidance_discarded` with `reason`. Closing twice does nothing the second time.
+    pub async fn close(
+        &self,
+        events: &EventSink,
+        run_id: &RunId,
+        reason: &str,
+    ) -> ApplicationResult<()> {
+        let mut state = self.state.lock().await;
+        if state.closed {
+            return Ok(());
+        }
+        state.closed = true;
+        let items = std::mem::take(&mut state.pending);
+        if items.is_empty() {
+            return Ok(());
+        }
+        events
+            .warn(
+                run_id,
+                RunEventType::UserGuidanceDiscarded,
+                json!({
+                    "guidanceIds": items.iter().map(|item| &item.guidance_id).collect::<Vec<_>>(),
+                    "clientGuidanceIds": items.iter().filter_map(|item| item.client_guidance_id.as_ref()).collect::<Vec<_>>(),
+                    "count": items.len(), "chars": items.iter().map(|item| item.chars).sum::<usize>(),
+                    "reason": reason, "status": "discarded",
+                    "eventScope": {"invocationId": ROOT_INVOCATION_ID},
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Whether the mailbox still accepts guidance.
+    pub async fn is_open(&self) -> bool {
+        !self.state.lock().await.closed
+    }
+}
+
+/// Refusal for a run whose mailbox is closed (the run is ending or has ended).
+pub fn mailbox_closed() -> ApplicationError {
+    ApplicationError::fatal(
+        "agent.guidance_mailbox_closed",
+        "the run is no longer accepting guidance: it has finished, failed or been cancelled",
+    )
+}
+
+/// The user message that carries guidance to the agent.
+pub fn render_guidance_message(texts: &[&str]) -> String {
+    let mut out = String::from(
+        "<user_guidance>\nThe user sent this while you were working. Take it into account from \
+         your next step on; it does not replace the original request unless it says so.\n",
+    );
+    for text in texts {
+        out.push('\n');
+        out.push_str(text.trim());
+        out.push('\n');
+    }
+    out.push_str("</user_guidance>");
+    out
+}
+
+fn preview(text: &str) -> String {
+    let mut preview: String = text.chars().take(PREVIEW_CHARS).collect();
+    if char_count(text) > PREVIEW_CHARS {
+        preview.push('…');
+    }
+    preview
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guidance_message_as_the_model_sees_it() {
+        let one = render_guidance_message(&["Make the storm arrive earlier."]);
+        let two = render_guidance_message(&[
+            "Make the storm arrive earlier.",
+            "  Keep the ending hopeful.\n",
+        ]);
+        tt_testkit::leaks::assert_no_leaks("user guidance", &two);
+        insta::assert_snapshot!("user_guidance_one_item", one);
+        insta::assert_snapshot!("user_guidance_two_items", two);
+    }
+
+    #[test]
+    fn preview_is_bounded() {
+        let long = "a".repeat(500);
+        assert_eq!(preview(&long).chars().count(), PREVIEW_CHARS + 1);
+        assert_eq!(preview("short"), "short");
+    }
+}

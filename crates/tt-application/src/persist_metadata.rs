@@ -1,0 +1,106 @@
+//! The persistent-state metadata handshake when a run finishes: after `persist/` is promoted,
+//! the host is asked to bind the new state to the chat message the run committed last, so the
+//! next run of the conversation can find the state from that message.
+
+use serde_json::{Value, json};
+use tt_domain::event::RunEventType;
+use tt_domain::workspace::PersistentChangeSet;
+use tt_ports::{HostBridgeError, PersistentStateMetadataUpdate};
+
+use crate::context::RunContext;
+use crate::error::{ApplicationError, ApplicationResult};
+
+/// Runs the handshake for `change_set`; does nothing for a run that committed nothing. A
+/// latest commit without a message id is `agent.persistent_state_message_missing`; a host
+/// error is `agent.persistent_state_metadata_update_failed` (both fail-fast: the run keeps its
+/// commits as partial success).
+pub async fn bind_state_to_last_commit(
+    ctx: &RunContext,
+    change_set: &PersistentChangeSet,
+    changes: &[Value],
+) -> ApplicationResult<()> {
+    let Some(latest) = ctx.commits().pop() else {
+        return Ok(());
+    };
+    if latest.message_id.trim().is_empty() {
+        return Err(ApplicationError::fatal(
+            "agent.persistent_state_message_missing",
+            format!(
+                "the last commit ({}) has no message id to bind persistent state {} to",
+                latest.path, change_set.state_id
+            ),
+        ));
+    }
+    let run = ctx.run_snapshot().await;
+    let request = PersistentStateMetadataUpdate {
+        update_id: format!("persist_metadata_{}", ctx.services.ids.next_token()),
+        run_id: ctx.run_id.clone(),
+        workspace_id: run.workspace_id.clone(),
+        stable_chat_id: run.stable_chat_id.clone(),
+        chat_ref: run.chat_ref.clone(),
+        generation_type: run.generation_type.clone(),
+        profile_id: run.profile_id.as_ref().map(ToString::to_string),
+        message_id: latest.message_id.clone(),
+        state_id: change_set.state_id.clone(),
+        base_state_id: change_set.base_state_id.clone(),
+        change_count: changes.len(),
+        changes: Value::Array(changes.to_vec()),
+    };
+    let summary = json!({
+        "updateId": request.update_id, "messageId": request.message_id, "stateId": request.state_id,
+    });
+    let outcome = match ctx
+        .services
+        .commit_bridge
+        .request_metadata_update(request.clone())
+        .await
+    {
+        Ok(answer) => {
+            ctx.events
+                .info(
+                    &ctx.run_id,
+                    RunEventType::PersistentStateMetadataUpdateRequested,
+                    serde_json::to_value(&request).unwrap_or(Value::Null),
+                )
+                .await?;
+            tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => Err(HostBridgeError::Cancelled),
+                answer = answer => answer,
+            }
+        }
+        Err(error) => Err(error),
+    };
+    match outcome {
+        Ok(()) => {
+            ctx.events
+                .info(
+                    &ctx.run_id,
+                    RunEventType::PersistentStateMetadataUpdated,
+                    summary,
+                )
+                .await?;
+            Ok(())
+        }
+        Err(HostBridgeError::Cancelled) => Err(ApplicationError::cancelled()),
+        Err(error) => {
+            let message = error.to_string();
+            let mut payload = summary;
+            payload["message"] = json!(message);
+            ctx.events
+                .warn(
+                    &ctx.run_id,
+                    RunEventType::PersistentStateMetadataUpdateFailed,
+                    payload,
+                )
+                .await?;
+            Err(ApplicationError::fatal(
+                "agent.persistent_state_metadata_update_failed",
+                format!(
+                    "the host could not bind persistent state {} to message {}: {message}",
+                    change_set.state_id, latest.message_id
+                ),
+            ))
+        }
+    }
+}
