@@ -8,6 +8,7 @@ mod delegation;
 mod golden;
 mod host_api;
 mod hostile_servers;
+mod orchestration;
 mod prompt_assembly;
 mod providers;
 mod support;

@@ -107,6 +107,17 @@ enum Command {
     },
     /// Print the agent tree of a stored run.
     Graph { run_id: String },
+    /// Cancel a run, or with `--task` one delegated task and the tasks it delegated in turn.
+    ///
+    /// In-process only for now: a run that another live process executes is refused with
+    /// `agent.run_locked` (stop it from that process, e.g. with Ctrl-C); a run that ended is
+    /// left as it is.
+    Cancel {
+        run_id: String,
+        /// The task to cancel (a `taskId` from the journal or `graph`); omit to cancel the run.
+        #[arg(long)]
+        task: Option<String>,
+    },
     /// Print one stored record of a run as JSON: a reference from an event (`argumentsRef`,
     /// `modelResponsePath`, `resultRef`, …) or `run.json`, `manifest.json`,
     /// `tasks/<taskId>.json`, `invocations/<invocationId>.json`, `checkpoints/<checkpointId>`,
@@ -212,6 +223,23 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&record)?);
             Ok(())
         }
+        Command::Cancel { run_id, task } => {
+            let runtime = writer_runtime(&cli.data_dir)?;
+            match task {
+                Some(task_id) => {
+                    let task = runtime.cancel_task(&run_id, &task_id).await?;
+                    println!(
+                        "Task {} ({}) cancelled; run {run_id} goes on.",
+                        task.id, task.target_profile_id
+                    );
+                }
+                None => {
+                    let run = runtime.cancel_run(&run_id).await?;
+                    println!("Run {run_id}: {}.", run.status.as_str());
+                }
+            }
+            Ok(())
+        }
         Command::Graph { run_id } => {
             let runtime = inspect_runtime(&cli.data_dir)?;
             let projection = runtime.timeline_projection(&run_id).await?;
@@ -231,6 +259,18 @@ fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::Age
         .provider(Arc::new(idle))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .read_only()
+        .build()
+}
+
+/// A runtime that may write the data dir but runs no model (for `cancel`): a run another
+/// process executes stays locked to it, so writing to it is refused with `agent.run_locked`.
+fn writer_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::AgentRuntime> {
+    let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
+        .context("building the idle model")?;
+    AgentRuntimeBuilder::new()
+        .data_dir(data_dir)
+        .provider(Arc::new(idle))
+        .commit_bridge(CommitBridgeChoice::Transcript)
         .build()
 }
 

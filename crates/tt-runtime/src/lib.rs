@@ -30,5 +30,5 @@ pub use tt_domain::event::{AgentRunEvent, EventLevel};
 pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
-pub use tt_domain::task::{TaskContinuation, TaskStatus};
+pub use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 pub use tt_ports::ModelProvider;

@@ -166,6 +166,45 @@ fn parse_task_ids(value: &Value) -> Result<Vec<String>, ToolError> {
     Ok(ids)
 }
 
+/// Longest accepted `agent.cancel_task` reason, in bytes.
+pub const MAX_CANCEL_REASON_BYTES: usize = 1000;
+
+/// Parsed `agent.cancel_task` arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelTaskArgs {
+    /// Trimmed, never empty.
+    pub task_id: String,
+    /// Trimmed; `None` when absent or blank.
+    pub reason: Option<String>,
+}
+
+/// `{taskId, reason?}`; ownership and status are checked by the caller.
+pub fn parse_cancel_task_args(args: &Value) -> Result<CancelTaskArgs, ToolError> {
+    let parsed = Args::parse(args, &["taskId", "reason"])?;
+    let task_id = parsed.req_str("taskId")?.trim();
+    if task_id.is_empty() {
+        return Err(ToolError::invalid_arguments(
+            "`taskId` is empty; pass a task id exactly as `agent_delegate` returned it",
+        ));
+    }
+    let reason = parsed
+        .opt_str("reason")?
+        .map(str::trim)
+        .filter(|reason| !reason.is_empty());
+    if let Some(reason) = reason
+        && reason.len() > MAX_CANCEL_REASON_BYTES
+    {
+        return Err(ToolError::invalid_arguments(format!(
+            "`reason` is {} bytes; keep it under {MAX_CANCEL_REASON_BYTES}",
+            reason.len()
+        )));
+    }
+    Ok(CancelTaskArgs {
+        task_id: task_id.to_owned(),
+        reason: reason.map(str::to_owned),
+    })
+}
+
 /// Parsed `agent.handoff` arguments. `pendingTaskPolicy`, when given, is always
 /// [`PENDING_TASK_POLICY_DENY_IF_PENDING`].
 #[derive(Debug, Clone, PartialEq)]
@@ -378,6 +417,31 @@ mod tests {
         let err = result.unwrap_err();
         assert_eq!(err.code, "tool.invalid_arguments", "{err:?}");
         err.message
+    }
+
+    // ---- agent.cancel_task ----------------------------------------------------------------
+
+    #[test]
+    fn cancel_task_takes_an_id_and_an_optional_reason() {
+        let parsed =
+            parse_cancel_task_args(&json!({"taskId": " task_1 ", "reason": "  off track "}))
+                .unwrap();
+        assert_eq!(parsed.task_id, "task_1");
+        assert_eq!(parsed.reason.as_deref(), Some("off track"));
+        let bare = parse_cancel_task_args(&json!({"taskId": "task_1", "reason": " "})).unwrap();
+        assert_eq!(bare.reason, None);
+        assert!(invalid(parse_cancel_task_args(&json!({}))).contains("taskId"));
+        assert!(invalid(parse_cancel_task_args(&json!({"taskId": "  "}))).contains("empty"));
+        assert!(
+            invalid(parse_cancel_task_args(
+                &json!({"taskId": "t", "reason": "x".repeat(MAX_CANCEL_REASON_BYTES + 1)})
+            ))
+            .contains("keep it under")
+        );
+        invalid(parse_cancel_task_args(
+            &json!({"taskId": "t", "force": true}),
+        ));
+        invalid(parse_cancel_task_args(&json!({"taskId": 7})));
     }
 
     // ---- agent.delegate -------------------------------------------------------------------

@@ -260,6 +260,8 @@ pub struct CapsuleEntry {
     /// the result document's `result` object (findings, warnings, suggestedNextActions,
     /// questionsForCaller or legacy questionsForParent, artifacts, confidence)
     pub result: Option<Value>,
+    /// For a cancelled task: the workspace files it wrote before it stopped, in order.
+    pub written: Option<Vec<String>>,
 }
 
 /// Facts about the agent reading a capsule, to choose the continuation hint's second line.
@@ -324,9 +326,15 @@ fn render_entry(entry: &CapsuleEntry) -> String {
         _ if !entry.status.is_terminal() => {
             "_Not finished yet; its result will reach you on its own when it finishes._".to_owned()
         }
+        _ if entry.status == TaskStatus::Cancelled => {
+            "_It was stopped before it returned a result._".to_owned()
+        }
         _ => "_No summary was returned._".to_owned(),
     };
     let mut parts = vec![head.join("\n"), summary];
+    if let Some(written) = &entry.written {
+        parts.push(render_written_so_far(written));
+    }
     let result = entry.result.as_ref().and_then(Value::as_object);
     if let Some(result) = result {
         for (key, label) in RESULT_BLOCKS {
@@ -352,6 +360,18 @@ fn render_entry(entry: &CapsuleEntry) -> String {
         }
     }
     parts.join("\n\n")
+}
+
+/// What a stopped task had written, so the reader can pick up its partial work.
+fn render_written_so_far(paths: &[String]) -> String {
+    if paths.is_empty() {
+        return "It had written no workspace files before it stopped.".to_owned();
+    }
+    let lines: Vec<String> = paths.iter().map(|path| format!("  - `{path}`")).collect();
+    format!(
+        "Written before it stopped (possibly unfinished; read before relying on it):\n{}",
+        lines.join("\n")
+    )
 }
 
 /// A result block's value, unless it is missing, null, blank or an empty container.
@@ -576,6 +596,7 @@ mod tests {
                 ],
                 "confidence": "high"
             })),
+            written: None,
         }
     }
 
@@ -587,6 +608,7 @@ mod tests {
             error: Some("the model stopped without returning a result".into()),
             summary: None,
             result: None,
+            written: None,
         }
     }
 
@@ -598,6 +620,7 @@ mod tests {
             error: Some("cancelled because the job finished".into()),
             summary: None,
             result: None,
+            written: Some(Vec::new()),
         }
     }
 
@@ -609,6 +632,7 @@ mod tests {
             error: None,
             summary: None,
             result: None,
+            written: None,
         }
     }
 
@@ -730,6 +754,19 @@ mod tests {
             "capsule_completed",
             render_capsule(&[completed_entry()], false, &reader(true, true, true, 0))
         );
+    }
+
+    #[test]
+    fn capsule_of_a_stopped_task_lists_what_it_had_written() {
+        let mut entry = cancelled_entry();
+        entry.error = Some("Another part already covers this.".into());
+        entry.written = Some(vec!["scratch/draft.md".into(), "plan/outline.md".into()]);
+        let text = render_capsule(&[entry], false, &reader(true, true, true, 0));
+        tt_testkit::leaks::assert_no_leaks(
+            "a stopped task's capsule",
+            &text.replace("task_0003", "<id>"),
+        );
+        insta::assert_snapshot!("capsule_cancelled_with_written_files", text);
     }
 
     #[test]

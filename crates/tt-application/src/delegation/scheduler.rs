@@ -24,6 +24,33 @@ pub const CALLER_FINISHED_REASON: &str =
     "cancelled because the agent that delegated it finished the run";
 /// Reason recorded when the run stops (finish, failure or cancel).
 pub const RUN_STOPPED_REASON: &str = "cancelled because the Agent run stopped";
+/// Reason recorded for a task whose delegating task was cancelled.
+pub const DELEGATOR_CANCELLED_REASON: &str =
+    "cancelled because the task that delegated it was stopped";
+/// Reason recorded when the delegating agent stops a task without saying why.
+pub const CALLER_CANCELLED_REASON: &str = "stopped by the agent that delegated it";
+
+/// Who cancelled a task, as `agent_task_cancelled.by` records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelledBy {
+    /// The delegating agent, through `agent.cancel_task` (its invocation id).
+    Agent(InvocationId),
+    /// The host, through `cancel_task`.
+    Host,
+    /// The runtime: the delegating agent finished, or the run stopped.
+    Runtime,
+}
+
+impl CancelledBy {
+    /// `agent_task_cancelled.by`: the cancelling invocation's id, `host` or `runtime`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            CancelledBy::Agent(invocation) => invocation.as_str(),
+            CancelledBy::Host => "host",
+            CancelledBy::Runtime => "runtime",
+        }
+    }
+}
 
 struct Worker {
     cancel: CancellationToken,
@@ -131,6 +158,23 @@ impl TaskScheduler {
         task_id: &TaskId,
         reason: &str,
     ) -> ApplicationResult<()> {
+        self.cancel_task_by(ctx, task_id, reason, CancelledBy::Runtime)
+            .await
+            .map(drop)
+    }
+
+    /// Cancels one task and its sub-tree on behalf of `by`: stops the task's worker first (so
+    /// it delegates nothing more), then cancels the tasks it delegated, deepest first, and only
+    /// then records `cancelled` for the task and its invocation. So no `cancelled` event of an
+    /// agent is written before those of the agents below it, and nothing a cancelled agent does
+    /// is written after its own. Returns the task as it ended and whether this call ended it.
+    pub async fn cancel_task_by(
+        &self,
+        ctx: &RunContext,
+        task_id: &TaskId,
+        reason: &str,
+        by: CancelledBy,
+    ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
         let worker = self.lock().remove(task_id);
         if let Some(mut worker) = worker {
             worker.cancel.cancel();
@@ -139,15 +183,42 @@ impl TaskScheduler {
                 let _ = handle.await;
             }
         }
-        let outcome = transition_task(
-            ctx,
-            task_id,
-            TaskStatus::Cancelled,
-            None,
-            Some(reason.to_owned()),
-        )
-        .await?;
+        let task = ctx
+            .services
+            .invocations
+            .load_task(&ctx.run_id, task_id)
+            .await?;
+        if !task.status.is_terminal() {
+            // The task's own delegations go first; a run's tasks are few, so one listing
+            // per cancelled level is cheap and happens only on cancel.
+            for below in unfinished_delegations(ctx).await? {
+                if below.parent_invocation_id == task.child_invocation_id {
+                    Box::pin(self.cancel_task_by(
+                        ctx,
+                        &below.id,
+                        DELEGATOR_CANCELLED_REASON,
+                        by.clone(),
+                    ))
+                    .await?;
+                }
+            }
+        }
+        let outcome = ctx
+            .services
+            .invocations
+            .transition_task(
+                &ctx.run_id,
+                task_id,
+                &TaskTransition {
+                    status: TaskStatus::Cancelled,
+                    result_ref: None,
+                    error: Some(reason.to_owned()),
+                },
+                ctx.services.clock.now(),
+            )
+            .await?;
         if outcome.changed {
+            emit_cancelled_event(ctx, &outcome.task, reason, &by).await?;
             let mut invocation = ctx
                 .services
                 .invocations
@@ -159,7 +230,7 @@ impl TaskScheduler {
             }
         }
         self.notify();
-        Ok(())
+        Ok(outcome)
     }
 
     /// Cancels the unfinished delegated tasks created by `parent`.
@@ -188,6 +259,54 @@ impl TaskScheduler {
         }
         Ok(())
     }
+}
+
+/// Reason recorded when the host cancels a task.
+pub const HOST_CANCELLED_REASON: &str = "stopped by the user";
+
+/// The host's `cancel_task`: coded errors for an unknown task (`agent.task_not_found`), a
+/// handoff (`agent.task_not_cancellable`: only delegated tasks can be cancelled alone) and a
+/// task that already ended (`agent.task_already_finished`).
+pub async fn cancel_task_as_host(
+    ctx: &RunContext,
+    task_id: &TaskId,
+) -> ApplicationResult<AgentTaskRecord> {
+    let task = ctx
+        .services
+        .invocations
+        .list_tasks(&ctx.run_id)
+        .await?
+        .into_iter()
+        .find(|task| &task.id == task_id)
+        .ok_or_else(|| {
+            ApplicationError::fatal(
+                "agent.task_not_found",
+                format!("run {} has no task {task_id}", ctx.run_id),
+            )
+        })?;
+    if task.continuation != TaskContinuation::ReturnToParent {
+        return Err(ApplicationError::fatal(
+            "agent.task_not_cancellable",
+            format!("task {task_id} is a handoff; cancel the run instead"),
+        ));
+    }
+    let already = |task: &AgentTaskRecord| {
+        ApplicationError::fatal(
+            "agent.task_already_finished",
+            format!("task {} already ended ({})", task.id, task.status.as_str()),
+        )
+    };
+    if task.status.is_terminal() {
+        return Err(already(&task));
+    }
+    let outcome = ctx
+        .scheduler
+        .cancel_task_by(ctx, task_id, HOST_CANCELLED_REASON, CancelledBy::Host)
+        .await?;
+    if !outcome.changed {
+        return Err(already(&outcome.task));
+    }
+    Ok(outcome.task)
 }
 
 async fn unfinished_delegations(ctx: &RunContext) -> ApplicationResult<Vec<AgentTaskRecord>> {
@@ -230,6 +349,29 @@ pub async fn transition_task(
         emit_task_event(ctx, &outcome.task).await?;
     }
     Ok(outcome)
+}
+
+/// Journals `agent_task_cancelled`: the §1 payload plus `reason` and `by`.
+async fn emit_cancelled_event(
+    ctx: &RunContext,
+    task: &AgentTaskRecord,
+    reason: &str,
+    by: &CancelledBy,
+) -> ApplicationResult<()> {
+    ctx.events
+        .emit(
+            &ctx.run_id,
+            EventLevel::Warn,
+            RunEventType::AgentTaskCancelled,
+            json!({
+                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
+                "childInvocationId": task.child_invocation_id, "targetProfileId": task.target_profile_id,
+                "status": task.status.as_str(), "resultRef": task.result_ref, "error": task.error,
+                "reason": reason, "by": by.as_str(),
+            }),
+        )
+        .await?;
+    Ok(())
 }
 
 /// Journals `agent_task_<status>` for a task that just changed.

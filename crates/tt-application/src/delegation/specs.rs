@@ -176,6 +176,25 @@ pub fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
             ),
             agent_annotations(true),
         ),
+        ToolName::AgentCancelTask => (
+            "Stop a delegated task",
+            "Stop one task you delegated when you no longer need it, for example because it went off track or another result already covers it. Any tasks it handed on are stopped with it; your other tasks keep running. Its result, with the files it had written before it stopped, reaches you like any other result.",
+            object(
+                vec![
+                    (
+                        "taskId",
+                        json!({"type": "string", "description": "Task id returned by `agent_delegate`."}),
+                    ),
+                    (
+                        "reason",
+                        json!({"type": "string", "description": "Optional: why you are stopping it, in a few words. It is kept with the task's record."}),
+                    ),
+                ],
+                &["taskId"],
+                false,
+            ),
+            agent_annotations(false),
+        ),
         ToolName::TaskReturn => (
             "Return your result",
             "Hand your result back to the agent that gave you this task. This ends the task: call it once, as your last call, when your work is done. Put the answer in `summary` and list the workspace files that hold your work in `artifacts`. If you could not do the task, use `status: \"failed\"` and explain why in `summary`.",
@@ -310,11 +329,12 @@ mod tests {
     use super::*;
     use crate::delegation::rendering::leak_scan;
 
-    const AGENT_TOOLS: [ToolName; 5] = [
+    const AGENT_TOOLS: [ToolName; 6] = [
         ToolName::AgentList,
         ToolName::AgentDelegate,
         ToolName::AgentHandoff,
         ToolName::AgentAwait,
+        ToolName::AgentCancelTask,
         ToolName::TaskReturn,
     ];
 
@@ -533,6 +553,9 @@ mod tests {
                 assert!(!text.trim().is_empty(), "{tool}");
                 let found = leak_scan(&text);
                 assert!(found.is_empty(), "{tool}: {found:?} in {text:?}");
+                if tool == ToolName::AgentCancelTask {
+                    tt_testkit::leaks::assert_no_leaks("the agent_cancel_task spec", &text);
+                }
                 // Specs never name a task id pattern either.
                 assert!(!text.contains("task_"), "{tool}: {text:?}");
             }

@@ -17,13 +17,16 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
 use tt_ports::{RunDocument, StorageError};
 
-use super::args::{AwaitMode, parse_await_args, parse_delegate_args, parse_task_return_args};
+use super::args::{
+    AwaitMode, parse_await_args, parse_cancel_task_args, parse_delegate_args,
+    parse_task_return_args,
+};
 use super::child::check_model_configured;
 use super::rendering::{
     AgentListEntry, CapsuleEntry, render_agent_list, render_capsule, render_summary_file,
 };
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
-use super::scheduler::transition_task;
+use super::scheduler::{CALLER_CANCELLED_REASON, CancelledBy, transition_task};
 use super::targets::{NewTask, Operation, open_task, resolve_target, target_denial};
 use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
@@ -363,6 +366,7 @@ pub async fn agent_await(
                     "_You have already seen this result; it is not repeated here._".to_owned(),
                 ),
                 result: None,
+                written: None,
             });
             views.push(json!({
                 "taskId": task.id, "agentId": task.target_profile_id, "status": task.status.as_str(),
@@ -398,6 +402,98 @@ pub async fn agent_await(
         content,
         json!({"mode": args.mode.as_str(), "timedOut": timed_out, "tasks": views}),
     ))
+}
+
+/// `agent.cancel_task`: stops one task this agent delegated (and whatever that task delegated
+/// in turn); its other tasks keep running. The cancelled result is delivered later like any
+/// other, so each result still reaches the agent exactly once.
+pub async fn agent_cancel_task(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    call: &AgentToolCall,
+) -> Result<ToolSuccess, ToolCallError> {
+    let args = parse_cancel_task_args(&call.arguments)?;
+    if !inv.profile.definition.delegation.can_delegate {
+        return Err(ToolError::new(
+            "agent.delegation_policy_denied",
+            "agent.profile_cannot_delegate: you have no delegated tasks to stop.",
+        )
+        .into());
+    }
+    let mine = delegated_by(ctx, inv).await?;
+    let Some(task) = mine.iter().find(|task| task.id.as_str() == args.task_id) else {
+        // Only on this error path is the whole run listed, to tell "not yours" from "unknown".
+        let elsewhere = ctx
+            .services
+            .invocations
+            .list_tasks(&ctx.run_id)
+            .await?
+            .into_iter()
+            .any(|task| {
+                task.id.as_str() == args.task_id
+                    && task.continuation == TaskContinuation::ReturnToParent
+            });
+        let (code, message) = if elsewhere {
+            (
+                "agent.cancel_task_not_yours",
+                format!(
+                    "`{}` is a task another agent delegated; you can only stop tasks you delegated yourself.",
+                    args.task_id
+                ),
+            )
+        } else {
+            (
+                "agent.cancel_task_not_found",
+                format!(
+                    "`{}` is not one of your delegated tasks. Call `{}` with `mode: \"statusOnly\"` to see their ids.",
+                    args.task_id,
+                    ToolName::AgentAwait.model_alias()
+                ),
+            )
+        };
+        return Err(ToolError::new(code, message).into());
+    };
+    if task.status.is_terminal() {
+        return Err(cancel_already_finished(task));
+    }
+    let reason = args
+        .reason
+        .unwrap_or_else(|| CALLER_CANCELLED_REASON.to_owned());
+    let outcome = ctx
+        .scheduler
+        .cancel_task_by(
+            ctx,
+            &task.id,
+            &reason,
+            CancelledBy::Agent(inv.invocation.id.clone()),
+        )
+        .await?;
+    if !outcome.changed {
+        // It ended on its own while being stopped; its result stands.
+        return Err(cancel_already_finished(&outcome.task));
+    }
+    let agent_id = &task.target_profile_id;
+    let content = format!(
+        "Stopped the task for `{agent_id}` (task id `{}`). Your other tasks keep running. What it had written before it stopped reaches you with its result, like any other result.",
+        task.id
+    );
+    Ok(ToolSuccess::new(
+        content,
+        json!({"taskId": task.id, "status": "cancelled", "agentId": agent_id, "reason": reason}),
+    ))
+}
+
+fn cancel_already_finished(task: &AgentTaskRecord) -> ToolCallError {
+    ToolError::new(
+        "agent.cancel_task_already_finished",
+        format!(
+            "The task for `{}` (task id `{}`) has already ended ({}); there is nothing to stop.",
+            task.target_profile_id,
+            task.id,
+            task.status.as_str()
+        ),
+    )
+    .into()
 }
 
 /// What `task.return` recorded.

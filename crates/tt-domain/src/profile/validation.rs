@@ -336,10 +336,14 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
             "agent.list needs delegation.canDelegate or canHandoff",
         ));
     }
-    if (shows(ToolName::AgentDelegate) || shows(ToolName::AgentAwait)) && !d.can_delegate {
+    if (shows(ToolName::AgentDelegate)
+        || shows(ToolName::AgentAwait)
+        || shows(ToolName::AgentCancelTask))
+        && !d.can_delegate
+    {
         return Err(err(
             "agent.profile_agent_tool_requires_policy",
-            "agent.delegate and agent.await need delegation.canDelegate",
+            "agent.delegate, agent.await and agent.cancel_task need delegation.canDelegate",
         ));
     }
     if shows(ToolName::AgentHandoff) && !d.can_handoff {

@@ -1,0 +1,430 @@
+//! Orchestration on the userdata adapter (issue 13): stopping one delegated task, by the agent
+//! that delegated it (`agent_cancel_task`) or by the host (`cancel_task`), while the others
+//! complete and every result is delivered exactly once.
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tt_domain::model::{AgentModelRequest, ModelContentPart};
+use tt_ports::ModelError;
+use tt_runtime::{
+    AgentProfileDefinition, AgentRunEvent, AgentRunStatus, AgentRuntimeBuilder, CommitBridgeChoice,
+    TaskStatus,
+};
+use tt_testkit::fakes::{FakeModel, responses};
+
+use crate::delegation::{WRITERS_ROOM, all_events};
+use crate::support::start_request;
+
+const N: usize = 8;
+
+/// One tool call a scripted agent makes: call id, tool name, arguments.
+type Call = (String, String, Value);
+/// The part whose agent is stopped; it writes one file and then hangs in its next model call.
+const STOPPED_PART: usize = 3;
+
+/// Every tool result the model has been sent so far, by call id.
+fn tool_results(request: &AgentModelRequest) -> HashMap<String, (String, Value, bool)> {
+    let mut results = HashMap::new();
+    for message in &request.messages {
+        for part in &message.parts {
+            if let ModelContentPart::ToolResult { result } = part {
+                results.insert(
+                    result.call_id.clone(),
+                    (
+                        result.content.clone(),
+                        result.structured.clone(),
+                        result.is_error,
+                    ),
+                );
+            }
+        }
+    }
+    results
+}
+
+fn is_stopped_part(request: &AgentModelRequest) -> bool {
+    request.agent_profile_id.as_str() == "helper"
+        && request.messages.iter().any(|message| {
+            message.parts.iter().any(|part| {
+                matches!(part, ModelContentPart::Text { text } if text.contains(&format!("Part {STOPPED_PART}.")))
+            })
+        })
+}
+
+/// A lead that delegates `N` parts, then runs `middle` (its rounds from 2 on), then publishes
+/// and finishes. The helper of [`STOPPED_PART`] writes a file, then hangs in its next call.
+fn model(
+    middle: fn(u32, &AgentModelRequest) -> Option<Vec<Call>>,
+) -> Arc<FakeModel> {
+    let model = FakeModel::new(move |request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let calls: Vec<(String, String, Value)> = match (
+            request.agent_profile_id.as_str(),
+            request.round,
+        ) {
+            ("lead", 1) => (0..N)
+                .map(|i| {
+                    call(
+                        &format!("d{i}"),
+                        "agent_delegate",
+                        json!({"agentId": "helper", "task": {"objective": format!("Part {i}.")}}),
+                    )
+                })
+                .collect(),
+            ("lead", round) => match middle(round, request) {
+                Some(calls) => calls,
+                None => {
+                    let done = tool_results(request).contains_key("c");
+                    let wrote = tool_results(request).contains_key("m");
+                    if done {
+                        vec![call("f", "workspace_finish", json!({}))]
+                    } else if wrote {
+                        vec![call("c", "workspace_commit", json!({}))]
+                    } else {
+                        vec![call(
+                            "m",
+                            "workspace_write_file",
+                            json!({"path": "output/main.md", "content": "Seven parts done."}),
+                        )]
+                    }
+                }
+            },
+            ("helper", 1) if is_stopped_part(request) => vec![call(
+                "n",
+                "workspace_write_file",
+                json!({"path": "scratch/part-3-draft.md", "content": "half a draft\n"}),
+            )],
+            ("helper", 1) => vec![call(
+                "n",
+                "workspace_write_file",
+                json!({"path": "scratch/notes.md", "content": "part\n", "mode": "append"}),
+            )],
+            ("helper", 2) => vec![call("r", "task_return", json!({"summary": "Part done."}))],
+            (agent, round) => {
+                return Err(ModelError::Unavailable {
+                    code: "model.script_exhausted",
+                    message: format!("{agent} round {round}"),
+                });
+            }
+        };
+        Ok(responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        ))
+    });
+    model.hang_when(|request| request.round == 2 && is_stopped_part(request));
+    model
+}
+
+fn profiles() -> [AgentProfileDefinition; 2] {
+    let mut lead: AgentProfileDefinition = serde_json::from_str(WRITERS_ROOM[0]).unwrap();
+    lead.id = tt_domain::ids::ProfileId::parse("lead").unwrap();
+    lead.delegation.max_concurrent_invocations = N as u32;
+    lead.delegation.max_invocations_per_run = N as u32;
+    lead.tools.max_calls_per_run = N as u32 + 12;
+    if !lead.tools.allow.iter().any(|t| t == "agent.cancel_task") {
+        lead.tools.allow.push("agent.cancel_task".to_owned());
+    }
+    let mut helper: AgentProfileDefinition = serde_json::from_str(WRITERS_ROOM[1]).unwrap();
+    helper.id = tt_domain::ids::ProfileId::parse("helper").unwrap();
+    [lead, helper]
+}
+
+/// Each finished result reached the lead exactly once (by await or injection).
+fn deliveries(events: &[AgentRunEvent]) -> HashMap<String, usize> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for event in events {
+        let ids = match event.event_type.as_str() {
+            "agent_await_completed" => &event.payload["deliveredTaskIds"],
+            "agent_results_injected" => &event.payload["taskIds"],
+            _ => continue,
+        };
+        for id in ids.as_array().unwrap() {
+            *counts.entry(id.as_str().unwrap().to_owned()).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// Nothing is journaled for the stopped agent after its `agent_invocation_cancelled`.
+fn assert_silent_after_cancel(events: &[AgentRunEvent], invocation: &str) {
+    let at = events
+        .iter()
+        .position(|e| {
+            e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == invocation
+        })
+        .expect("the stopped agent's invocation is cancelled");
+    let late: Vec<&str> = events[at + 1..]
+        .iter()
+        .filter(|e| e.scope_invocation_id() == Some(invocation))
+        .map(|e| e.event_type.as_str())
+        .collect();
+    assert!(late.is_empty(), "written after the cancel: {late:?}");
+    let task_cancelled = events
+        .iter()
+        .position(|e| e.event_type == "agent_task_cancelled")
+        .unwrap();
+    assert!(task_cancelled < at);
+}
+
+/// Task ids are the handle the agent passes back; the leak scan and snapshots see a stand-in.
+fn redact(text: &str, task_ids: &[String]) -> String {
+    task_ids.iter().fold(text.to_owned(), |text, id| {
+        text.replace(id.as_str(), "<task id>")
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_stops_one_of_eight_tasks_inside_a_model_call_while_the_lead_awaits() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model(|round, _| match round {
+        2 => Some(vec![(
+            "a".to_owned(),
+            "agent_await".to_owned(),
+            json!({"mode": "allCompleted", "timeoutMs": 300000}),
+        )]),
+        _ => None,
+    });
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    for profile in profiles() {
+        runtime.save_profile(profile).await.unwrap();
+    }
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), model.wait_for_parked(1))
+        .await
+        .expect("the part-3 agent is inside its model call");
+    // ... and the lead is waiting for all eight.
+    let mut live = runtime.subscribe(run.id.as_str(), 0, None);
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(event) = live.next().await.unwrap() {
+            if event.event_type == "agent_await_started" {
+                return;
+            }
+        }
+        panic!("the run ended before the lead waited");
+    })
+    .await
+    .expect("the lead waits");
+
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let task_ids: Vec<String> = projection
+        .delegation_edges
+        .iter()
+        .map(|edge| edge.task_id.to_string())
+        .collect();
+    let requests = model.requests();
+    let stopped_invocation = requests
+        .iter()
+        .find(|r| is_stopped_part(r))
+        .map(|r| r.session.invocation_id.to_string())
+        .unwrap();
+    let stopped = projection
+        .delegation_edges
+        .iter()
+        .find(|edge| edge.target_invocation_id.as_str() == stopped_invocation)
+        .unwrap()
+        .task_id
+        .to_string();
+    let cancelled = runtime
+        .cancel_task(run.id.as_str(), &stopped)
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    assert_eq!(model.parked_count(), 0, "its model call was aborted");
+    // Stopping it again, or an unknown task, is a coded refusal.
+    let again = runtime
+        .cancel_task(run.id.as_str(), &stopped)
+        .await
+        .unwrap_err();
+    assert_eq!(again.code, "agent.task_already_finished");
+    let unknown = runtime
+        .cancel_task(run.id.as_str(), "task_nope")
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code, "agent.task_not_found");
+
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    if run.status != AgentRunStatus::Completed {
+        for e in all_events(&runtime, run.id.as_str())
+            .await
+            .iter()
+            .rev()
+            .take(12)
+        {
+            eprintln!("{} {}", e.event_type, e.payload);
+        }
+    }
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let delivered = deliveries(&events);
+    assert_eq!(delivered.len(), N, "{delivered:?}");
+    assert!(delivered.values().all(|count| *count == 1), "{delivered:?}");
+    assert_silent_after_cancel(&events, &stopped_invocation);
+    let event = events
+        .iter()
+        .find(|e| e.event_type == "agent_task_cancelled")
+        .unwrap();
+    assert_eq!(event.payload["taskId"], stopped.as_str());
+    assert_eq!(event.payload["by"], "host");
+    assert_eq!(event.payload["reason"], "stopped by the user");
+
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let statuses: Vec<TaskStatus> = projection
+        .delegation_edges
+        .iter()
+        .map(|edge| edge.status)
+        .collect();
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == TaskStatus::Completed)
+            .count(),
+        N - 1
+    );
+    // The wait that was in progress reported the stopped task, with what it had written.
+    let lead = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent_profile_id.as_str() == "lead")
+        .find(|r| r.round == 3)
+        .unwrap();
+    let (capsule, _, is_error) = tool_results(&lead).remove("a").unwrap();
+    assert!(!is_error);
+    let section = capsule
+        .split("\n### ")
+        .find(|part| part.starts_with("helper - cancelled"))
+        .expect("the stopped task's section");
+    let section = redact(section, &task_ids);
+    tt_testkit::leaks::assert_no_leaks("the stopped task's capsule", &section);
+    insta::assert_snapshot!("stopped_task_capsule_section", section);
+    let draft = runtime
+        .read_workspace_file(run.id.as_str(), "scratch/part-3-draft.md")
+        .await
+        .unwrap();
+    assert_eq!(draft.text, "half a draft\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lead_stops_one_of_eight_tasks_and_the_others_deliver_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model(|round, request| {
+        let results = tool_results(request);
+        let stopped = results
+            .get(&format!("d{STOPPED_PART}"))
+            .and_then(|(_, structured, _)| structured["taskId"].as_str())
+            .unwrap_or("missing")
+            .to_owned();
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        match round {
+            2 => Some(vec![call(
+                "x1",
+                "agent_cancel_task",
+                json!({"taskId": stopped, "reason": "Another part already covers this."}),
+            )]),
+            // Stopping it again, an unknown id and a bad argument are each refused, recoverably.
+            3 => Some(vec![
+                call("x2", "agent_cancel_task", json!({"taskId": stopped})),
+                call("x3", "agent_cancel_task", json!({"taskId": "task_unknown"})),
+                call("x4", "agent_cancel_task", json!({"task": stopped})),
+            ]),
+            4 => Some(vec![call(
+                "a",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )]),
+            _ => None,
+        }
+    });
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    for profile in profiles() {
+        runtime.save_profile(profile).await.unwrap();
+    }
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    if run.status != AgentRunStatus::Completed {
+        for e in all_events(&runtime, run.id.as_str())
+            .await
+            .iter()
+            .rev()
+            .take(12)
+        {
+            eprintln!("{} {}", e.event_type, e.payload);
+        }
+    }
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    assert_eq!(model.parked_count(), 0);
+
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let delivered = deliveries(&events);
+    assert_eq!(delivered.len(), N, "{delivered:?}");
+    assert!(delivered.values().all(|count| *count == 1), "{delivered:?}");
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let task_ids: Vec<String> = projection
+        .delegation_edges
+        .iter()
+        .map(|edge| edge.task_id.to_string())
+        .collect();
+    let cancelled: Vec<_> = projection
+        .delegation_edges
+        .iter()
+        .filter(|edge| edge.status == TaskStatus::Cancelled)
+        .collect();
+    assert_eq!(cancelled.len(), 1);
+    assert_eq!(
+        projection
+            .delegation_edges
+            .iter()
+            .filter(|edge| edge.status == TaskStatus::Completed)
+            .count(),
+        N - 1
+    );
+    assert_silent_after_cancel(&events, cancelled[0].target_invocation_id.as_str());
+    let event = events
+        .iter()
+        .find(|e| e.event_type == "agent_task_cancelled")
+        .unwrap();
+    assert_eq!(event.payload["by"], "inv_root");
+    assert_eq!(event.payload["reason"], "Another part already covers this.");
+
+    // What the lead read: the confirmation, then three recoverable refusals.
+    let lead = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent_profile_id.as_str() == "lead")
+        .find(|r| r.round == 5)
+        .unwrap();
+    let results = tool_results(&lead);
+    let mut shown = Vec::new();
+    for id in ["x1", "x2", "x3", "x4"] {
+        let (content, structured, is_error) = results[id].clone();
+        let content = redact(&content, &task_ids);
+        tt_testkit::leaks::assert_no_leaks("an agent_cancel_task result", &content);
+        assert_eq!(is_error, id != "x1", "{id}: {content}");
+        shown.push(format!(
+            "{id} ({}):\n{content}",
+            structured["error"]["code"].as_str().unwrap_or("ok")
+        ));
+    }
+    insta::assert_snapshot!(
+        "cancel_task_results_as_the_lead_reads_them",
+        shown.join("\n\n")
+    );
+}
