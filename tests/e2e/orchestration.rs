@@ -55,9 +55,7 @@ fn is_stopped_part(request: &AgentModelRequest) -> bool {
 
 /// A lead that delegates `N` parts, then runs `middle` (its rounds from 2 on), then publishes
 /// and finishes. The helper of [`STOPPED_PART`] writes a file, then hangs in its next call.
-fn model(
-    middle: fn(u32, &AgentModelRequest) -> Option<Vec<Call>>,
-) -> Arc<FakeModel> {
+fn model(middle: fn(u32, &AgentModelRequest) -> Option<Vec<Call>>) -> Arc<FakeModel> {
     let model = FakeModel::new(move |request: &AgentModelRequest| {
         let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
         let calls: Vec<(String, String, Value)> = match (
@@ -427,4 +425,183 @@ async fn the_lead_stops_one_of_eight_tasks_and_the_others_deliver_once() {
         "cancel_task_results_as_the_lead_reads_them",
         shown.join("\n\n")
     );
+}
+
+/// 32 tasks through 4 slots: the lead delegates 33 (the last refused by the per-run limit),
+/// sees where each waits, then waits for all; the helpers are held in their first model call
+/// until the lead is waiting, so the line is exactly 4 running and 28 waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_tasks_through_four_slots_start_in_fifo_order() {
+    const TASKS: usize = 32;
+    const SLOTS: u32 = 4;
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let done = |id: &str| tool_results(request).contains_key(id);
+        let calls: Vec<Call> = match (request.agent_profile_id.as_str(), request.round) {
+            ("lead", 1) => (0..=TASKS)
+                .map(|i| {
+                    call(
+                        &format!("d{i}"),
+                        "agent_delegate",
+                        json!({"agentId": "helper", "task": {"objective": format!("Part {i}.")}}),
+                    )
+                })
+                .collect(),
+            ("lead", 2) => vec![
+                call("l", "agent_list", json!({"purpose": "delegate"})),
+                call("s", "agent_await", json!({"mode": "statusOnly"})),
+            ],
+            ("lead", 3) => vec![call(
+                "a",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )],
+            ("lead", _) if done("c") => vec![call("f", "workspace_finish", json!({}))],
+            ("lead", _) if done("m") => vec![call("c", "workspace_commit", json!({}))],
+            ("lead", _) => vec![call(
+                "m",
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "All parts done."}),
+            )],
+            ("helper", 1) => vec![call(
+                "n",
+                "workspace_write_file",
+                json!({"path": "scratch/notes.md", "content": "part\n", "mode": "append"}),
+            )],
+            ("helper", 2) => vec![call("r", "task_return", json!({"summary": "Part done."}))],
+            (agent, round) => {
+                return Err(ModelError::Unavailable {
+                    code: "model.script_exhausted",
+                    message: format!("{agent} round {round}"),
+                });
+            }
+        };
+        Ok(responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        ))
+    });
+    model.hang_when(|request| request.agent_profile_id.as_str() == "helper");
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let [mut lead, helper] = profiles();
+    lead.delegation.max_concurrent_invocations = SLOTS;
+    lead.delegation.max_invocations_per_run = TASKS as u32;
+    lead.tools.max_calls_per_run = TASKS as u32 + 12;
+    runtime.save_profile(lead).await.unwrap();
+    runtime.save_profile(helper).await.unwrap();
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+
+    // Release the helpers once the lead waits for all of them.
+    let mut live = runtime.subscribe(run.id.as_str(), 0, None);
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(event) = live.next().await.unwrap() {
+            if event.event_type == "agent_await_started" && event.payload["mode"] == "allCompleted"
+            {
+                return;
+            }
+        }
+        panic!("the run ended before the lead waited");
+    })
+    .await
+    .expect("the lead waits for all");
+    assert_eq!(
+        model.parked_count(),
+        SLOTS as usize,
+        "only four ever started"
+    );
+    model.stop_hanging();
+    model.release_parked();
+
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let delivered = deliveries(&events);
+    assert_eq!(delivered.len(), TASKS, "{delivered:?}");
+    assert!(delivered.values().all(|count| *count == 1), "{delivered:?}");
+
+    // FIFO: the first four start at once (in any order among them), the other 28 in the
+    // order they were delegated.
+    let registered: Vec<String> = events
+        .iter()
+        .filter(|e| e.event_type == "agent_task_registered")
+        .map(|e| e.payload["taskId"].as_str().unwrap().to_owned())
+        .collect();
+    let started: Vec<String> = events
+        .iter()
+        .filter(|e| e.event_type == "agent_task_started")
+        .map(|e| e.payload["taskId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(registered.len(), TASKS);
+    assert_eq!(started.len(), TASKS);
+    let mut first: Vec<&String> = started[..SLOTS as usize].iter().collect();
+    first.sort_by_key(|id| registered.iter().position(|r| r == *id));
+    assert_eq!(
+        first,
+        registered[..SLOTS as usize].iter().collect::<Vec<_>>()
+    );
+    assert_eq!(started[SLOTS as usize..], registered[SLOTS as usize..]);
+    let queued: Vec<u64> = events
+        .iter()
+        .filter(|e| e.event_type == "agent_task_queued")
+        .map(|e| e.payload["queuePosition"].as_u64().unwrap())
+        .collect();
+    assert_eq!(queued, (1..=28).collect::<Vec<u64>>());
+
+    // What the lead saw: where each task waits, when delegating, listing and checking.
+    let lead = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent_profile_id.as_str() == "lead")
+        .find(|r| r.round == 3)
+        .unwrap();
+    let results = tool_results(&lead);
+    for i in 0..TASKS {
+        let (_, structured, is_error) = &results[&format!("d{i}")];
+        assert!(!is_error);
+        let expected = (i >= SLOTS as usize).then(|| i as u64 - u64::from(SLOTS) + 1);
+        assert_eq!(structured["queuePosition"].as_u64(), expected, "d{i}");
+    }
+    let (refused, structured, is_error) = &results[&format!("d{TASKS}")];
+    assert!(is_error);
+    assert_eq!(
+        structured["error"]["code"],
+        "agent.delegation_budget_exhausted"
+    );
+    assert!(refused.starts_with("agent.max_invocations_per_run_exhausted"));
+    let (status, structured, _) = &results["s"];
+    let positions: Vec<Option<u64>> = structured["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|task| task["queuePosition"].as_u64())
+        .collect();
+    let mut expected = vec![None; SLOTS as usize];
+    expected.extend((1..=28).map(Some));
+    assert_eq!(positions, expected);
+    assert_eq!(status.matches("in your waiting line").count(), 28);
+    let (listing, structured, _) = &results["l"];
+    assert_eq!(structured["tasks"]["running"], 4);
+    assert_eq!(structured["tasks"]["waiting"].as_array().unwrap().len(), 28);
+    let shown = format!(
+        "agent_delegate (number 1 waiting):\n{}\n\nagent_list:\n{}",
+        results["d4"].0, listing
+    );
+    let shown = redact(&shown, &registered);
+    tt_testkit::leaks::assert_no_leaks("what a lead with waiting tasks reads", &shown);
+    insta::assert_snapshot!("waiting_line_as_the_lead_reads_it", shown);
+    let notes = runtime
+        .read_workspace_file(run.id.as_str(), "scratch/notes.md")
+        .await
+        .unwrap();
+    assert_eq!(notes.text.matches("part\n").count(), TASKS);
 }

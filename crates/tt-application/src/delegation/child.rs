@@ -57,16 +57,19 @@ pub fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()
 
 /// Runs one delegated task to a terminal state. Cancellation is recorded by whoever cancelled
 /// (the scheduler), so a cancelled worker returns without writing anything more.
+///
+/// `started`: the admission queue already marked the task running.
 pub async fn run_delegated_task(
     ctx: &Arc<RunContext>,
     task: AgentTaskRecord,
     cancel: CancellationToken,
+    started: bool,
 ) {
     if cancel.is_cancelled() {
         return;
     }
     let mut invocation_slot = None;
-    let result = drive(ctx, &task, &cancel, &mut invocation_slot).await;
+    let result = drive(ctx, &task, &cancel, started, &mut invocation_slot).await;
     if cancel.is_cancelled() || matches!(&result, Err(error) if error.is_cancelled()) {
         return;
     }
@@ -79,13 +82,16 @@ async fn drive(
     ctx: &Arc<RunContext>,
     task: &AgentTaskRecord,
     cancel: &CancellationToken,
+    already_started: bool,
     invocation_slot: &mut Option<tt_domain::invocation::AgentInvocation>,
 ) -> ApplicationResult<()> {
     let services = &ctx.services;
-    let started = transition_task(ctx, &task.id, TaskStatus::Running, None, None).await?;
-    if !started.changed {
-        // Cancelled (or otherwise ended) before it could start.
-        return Err(ApplicationError::cancelled());
+    if !already_started {
+        let started = transition_task(ctx, &task.id, TaskStatus::Running, None, None).await?;
+        if !started.changed {
+            // Cancelled (or otherwise ended) before it could start.
+            return Err(ApplicationError::cancelled());
+        }
     }
     ctx.scheduler.notify();
     let mut invocation = services

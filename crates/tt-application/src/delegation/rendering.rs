@@ -262,6 +262,8 @@ pub struct CapsuleEntry {
     pub result: Option<Value>,
     /// For a cancelled task: the workspace files it wrote before it stopped, in order.
     pub written: Option<Vec<String>>,
+    /// For a task waiting for a free slot: its 1-based place in the reader's waiting line.
+    pub queue_position: Option<usize>,
 }
 
 /// Facts about the agent reading a capsule, to choose the continuation hint's second line.
@@ -323,6 +325,10 @@ fn render_entry(entry: &CapsuleEntry) -> String {
     }
     let summary = match entry.summary.as_deref().map(str::trim) {
         Some(summary) if !summary.is_empty() => summary.to_owned(),
+        _ if entry.queue_position.is_some() => format!(
+            "_Waiting to start: number {} in your waiting line. It starts by itself when one of your tasks ends; its result will reach you on its own when it finishes._",
+            entry.queue_position.unwrap_or_default()
+        ),
         _ if !entry.status.is_terminal() => {
             "_Not finished yet; its result will reach you on its own when it finishes._".to_owned()
         }
@@ -483,6 +489,22 @@ pub fn render_agent_list(purpose: &str, entries: &[AgentListEntry]) -> String {
     format!("{}\n\n{note}", lines.join("\n"))
 }
 
+/// The `agent.list` note on the reader's own tasks: how many run, which wait and where.
+pub fn render_task_slots(running: usize, limit: u32, waiting: &[(String, usize)]) -> String {
+    let mut text = format!("Your tasks: {running} of your {limit} task slots are in use.");
+    if !waiting.is_empty() {
+        let line: Vec<String> = waiting
+            .iter()
+            .map(|(task_id, position)| format!("`{task_id}` (number {position})"))
+            .collect();
+        text.push_str(&format!(
+            " Waiting to start, in order: {}. Each starts by itself when one of your tasks ends.",
+            line.join(", ")
+        ));
+    }
+    text
+}
+
 /// `summaries/<workspaceKey>-result.md`, written by `task.return` for the agent that asked.
 pub fn render_summary_file(task_id: &str, status: &str, summary: &str) -> String {
     format!("# Delegated Task Result\n\nTask: {task_id}\nStatus: {status}\n\n{summary}\n")
@@ -597,6 +619,7 @@ mod tests {
                 "confidence": "high"
             })),
             written: None,
+            queue_position: None,
         }
     }
 
@@ -609,6 +632,7 @@ mod tests {
             summary: None,
             result: None,
             written: None,
+            queue_position: None,
         }
     }
 
@@ -621,6 +645,7 @@ mod tests {
             summary: None,
             result: None,
             written: Some(Vec::new()),
+            queue_position: None,
         }
     }
 
@@ -633,6 +658,7 @@ mod tests {
             summary: None,
             result: None,
             written: None,
+            queue_position: None,
         }
     }
 
@@ -767,6 +793,30 @@ mod tests {
             &text.replace("task_0003", "<id>"),
         );
         insta::assert_snapshot!("capsule_cancelled_with_written_files", text);
+    }
+
+    #[test]
+    fn capsule_of_a_waiting_task_and_the_slots_note() {
+        let mut entry = running_entry();
+        entry.status = TaskStatus::Queued;
+        entry.queue_position = Some(2);
+        let capsule = render_capsule(&[entry], true, &reader(true, true, true, 0));
+        let slots = render_task_slots(4, 4, &[("task_0005".into(), 1), ("task_0006".into(), 2)]);
+        for text in [&capsule, &slots] {
+            tt_testkit::leaks::assert_no_leaks(
+                "a waiting task",
+                &text
+                    .replace("task_0004", "<id>")
+                    .replace("task_0005", "<id>")
+                    .replace("task_0006", "<id>"),
+            );
+        }
+        insta::assert_snapshot!("capsule_waiting_task", capsule);
+        insta::assert_snapshot!("task_slots_note", slots);
+        assert_eq!(
+            render_task_slots(1, 3, &[]),
+            "Your tasks: 1 of your 3 task slots are in use."
+        );
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub async fn capsule_entry(
             TaskStatus::Cancelled => Some(written_by(ctx, &task.child_invocation_id).await?),
             _ => None,
         },
+        queue_position: match task.status {
+            TaskStatus::Queued => ctx.scheduler.queue_position(task),
+            _ => None,
+        },
     })
 }
 
@@ -119,6 +123,9 @@ pub fn await_view(entry: &CapsuleEntry) -> Value {
     }
     if let Some(summary) = &entry.summary {
         view["summary"] = json!(summary);
+    }
+    if let Some(position) = entry.queue_position {
+        view["queuePosition"] = json!(position);
     }
     if let Some(result) = &entry.result {
         for key in [

@@ -5,8 +5,8 @@
 //! `cancelled`, so nothing a cancelled agent does is written after its cancellation.
 
 use serde_json::json;
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -55,18 +55,81 @@ impl CancelledBy {
 struct Worker {
     cancel: CancellationToken,
     handle: Option<JoinHandle<()>>,
+    /// The delegating agent, whose slot this worker holds.
+    delegator: InvocationId,
 }
 
-/// Background workers of one run.
+/// A delegated task waiting for a free slot of its delegating agent.
+struct Pending {
+    task: AgentTaskRecord,
+    /// The delegating agent's `maxConcurrentInvocations` when it delegated.
+    limit: u32,
+}
+
+/// How `submit` admitted a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// A worker started at once.
+    Started,
+    /// Every slot of the delegating agent is busy: the task waits, at this 1-based position
+    /// of that agent's queue, and starts by itself when a slot frees.
+    Queued { position: usize },
+}
+
+#[derive(Default)]
+struct State {
+    workers: HashMap<TaskId, Worker>,
+    /// Running workers per delegating agent (its busy slots).
+    busy: HashMap<InvocationId, u32>,
+    /// Tasks waiting for a slot, FIFO per delegating agent. Each agent has its own slots, so
+    /// one agent's queue never holds back another's.
+    queues: HashMap<InvocationId, VecDeque<Pending>>,
+    /// Delegating agents whose waiting tasks must not start any more (the agent finished).
+    closed: HashSet<InvocationId>,
+    /// The run is stopping: no waiting task starts any more.
+    all_closed: bool,
+}
+
+impl State {
+    /// Frees the slot held by `task_id`'s worker, if it still has one.
+    fn release(&mut self, task_id: &TaskId) -> Option<Worker> {
+        let worker = self.workers.remove(task_id)?;
+        if let Some(busy) = self.busy.get_mut(&worker.delegator) {
+            *busy = busy.saturating_sub(1);
+        }
+        Some(worker)
+    }
+
+    /// The next waiting task of `delegator` that may start now, taking its slot.
+    fn next_admitted(&mut self, delegator: &InvocationId) -> Option<AgentTaskRecord> {
+        if self.all_closed || self.closed.contains(delegator) {
+            return None;
+        }
+        let busy = self.busy.get(delegator).copied().unwrap_or(0);
+        let queue = self.queues.get_mut(delegator)?;
+        if busy >= queue.front()?.limit {
+            return None;
+        }
+        let pending = queue.pop_front()?;
+        *self.busy.entry(delegator.clone()).or_default() += 1;
+        Some(pending.task)
+    }
+}
+
+/// Background workers of one run, and the admission queue of tasks waiting for a slot.
 pub struct TaskScheduler {
-    workers: Mutex<HashMap<TaskId, Worker>>,
+    state: Mutex<State>,
+    /// Serializes starting waiting tasks, so they start (and journal `agent_task_started`) in
+    /// the order they were queued.
+    admitting: tokio::sync::Mutex<()>,
     changes: watch::Sender<u64>,
 }
 
 impl Default for TaskScheduler {
     fn default() -> Self {
         Self {
-            workers: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::default()),
+            admitting: tokio::sync::Mutex::new(()),
             changes: watch::Sender::new(0),
         }
     }
@@ -75,14 +138,14 @@ impl Default for TaskScheduler {
 impl std::fmt::Debug for TaskScheduler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskScheduler")
-            .field("workers", &self.lock().len())
+            .field("workers", &self.lock().workers.len())
             .finish()
     }
 }
 
 impl TaskScheduler {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Worker>> {
-        self.workers
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -99,55 +162,105 @@ impl TaskScheduler {
 
     /// Number of workers currently running.
     pub fn running(&self) -> usize {
-        self.lock().len()
+        self.lock().workers.len()
     }
 
-    /// Starts a worker for `task` at once (there is no queue: the delegate-time limits are the
-    /// only throttle).
-    pub fn submit(&self, ctx: &RunContext, task: AgentTaskRecord) -> ApplicationResult<()> {
+    /// 1-based position of a waiting task in its delegating agent's queue; `None` when it is
+    /// not waiting.
+    pub fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize> {
+        self.lock()
+            .queues
+            .get(&task.parent_invocation_id)?
+            .iter()
+            .position(|pending| pending.task.id == task.id)
+            .map(|index| index + 1)
+    }
+
+    /// Admits `task`: a worker starts at once while its delegating agent has fewer than
+    /// `limit` running tasks; otherwise the task waits in that agent's queue.
+    pub fn submit(
+        &self,
+        ctx: &RunContext,
+        task: AgentTaskRecord,
+        limit: u32,
+    ) -> ApplicationResult<Admission> {
         let shared = ctx.shared()?;
-        let task_id = task.id.clone();
-        {
-            let mut workers = self.lock();
-            if workers.contains_key(&task_id) {
+        let admission = {
+            let mut state = self.lock();
+            if state.workers.contains_key(&task.id)
+                || state
+                    .queues
+                    .get(&task.parent_invocation_id)
+                    .is_some_and(|queue| queue.iter().any(|p| p.task.id == task.id))
+            {
                 return Err(ApplicationError::fatal(
                     "agent.task_already_scheduled",
-                    format!("task {task_id} is already scheduled"),
+                    format!("task {} is already scheduled", task.id),
                 ));
             }
-            let cancel = ctx.cancel.child_token();
-            let worker_cancel = cancel.clone();
-            let worker_task_id = task_id.clone();
-            // The worker's span is a child of the span that submitted it (the delegating
-            // agent's `agent.delegate` call), so each agent's spans form one tree under the run.
-            let span = tracing::info_span!(
-                "task_worker",
-                run_id = shared.run_id.as_str(),
-                task_id = task_id.as_str(),
-                profile = task.target_profile_id.as_str(),
-            );
-            let handle = tokio::spawn(
-                async move {
-                    super::child::run_delegated_task(&shared, task, worker_cancel).await;
-                    shared.scheduler.worker_exited(&worker_task_id);
+            let delegator = task.parent_invocation_id.clone();
+            let busy = state.busy.get(&delegator).copied().unwrap_or(0);
+            let queue_empty = state.queues.get(&delegator).is_none_or(VecDeque::is_empty);
+            if busy < limit && queue_empty {
+                *state.busy.entry(delegator).or_default() += 1;
+                spawn_worker(&mut state, &shared, task, false);
+                Admission::Started
+            } else {
+                let queue = state.queues.entry(delegator).or_default();
+                queue.push_back(Pending { task, limit });
+                Admission::Queued {
+                    position: queue.len(),
                 }
-                .instrument(span),
-            );
-            workers.insert(
-                task_id,
-                Worker {
-                    cancel,
-                    handle: Some(handle),
-                },
-            );
-        }
+            }
+        };
         self.notify();
-        Ok(())
+        Ok(admission)
     }
 
-    fn worker_exited(&self, task_id: &TaskId) {
-        self.lock().remove(task_id);
+    /// Starts the waiting tasks of `delegator` that its free slots admit, in queue order: each
+    /// is marked running before the next is taken, under one lock, so starts are journaled in
+    /// FIFO order.
+    async fn admit_waiting(&self, ctx: &Arc<RunContext>, delegator: &InvocationId) {
+        let _admitting = self.admitting.lock().await;
+        loop {
+            let Some(task) = self.lock().next_admitted(delegator) else {
+                return;
+            };
+            let started = transition_task(ctx, &task.id, TaskStatus::Running, None, None).await;
+            match started {
+                Ok(outcome) if outcome.changed => {
+                    spawn_worker(&mut self.lock(), ctx, task, true);
+                    self.notify();
+                }
+                // Ended while waiting, or the store refused: give the slot back.
+                _ => {
+                    let mut state = self.lock();
+                    if let Some(busy) = state.busy.get_mut(delegator) {
+                        *busy = busy.saturating_sub(1);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn worker_exited(&self, ctx: &Arc<RunContext>, task_id: &TaskId) {
+        let delegator = self.lock().release(task_id).map(|worker| worker.delegator);
         self.notify();
+        if let Some(delegator) = delegator {
+            self.admit_waiting(ctx, &delegator).await;
+        }
+    }
+
+    /// Stops starting waiting tasks of `delegator` (it finished), or of every agent (`None`:
+    /// the run is stopping); they are cancelled by the caller.
+    pub fn close_queue(&self, delegator: Option<&InvocationId>) {
+        let mut state = self.lock();
+        match delegator {
+            Some(delegator) => {
+                state.closed.insert(delegator.clone());
+            }
+            None => state.all_closed = true,
+        }
     }
 
     /// Cancels one task: stops its worker, then records `cancelled` for the task and its
@@ -175,7 +288,15 @@ impl TaskScheduler {
         reason: &str,
         by: CancelledBy,
     ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
-        let worker = self.lock().remove(task_id);
+        let (worker, freed) = {
+            let mut state = self.lock();
+            for queue in state.queues.values_mut() {
+                queue.retain(|pending| &pending.task.id != task_id);
+            }
+            let worker = state.release(task_id);
+            let freed = worker.as_ref().map(|worker| worker.delegator.clone());
+            (worker, freed)
+        };
         if let Some(mut worker) = worker {
             worker.cancel.cancel();
             if let Some(handle) = worker.handle.take() {
@@ -230,6 +351,10 @@ impl TaskScheduler {
             }
         }
         self.notify();
+        // Its slot is free: the delegating agent's next waiting task may start.
+        if let (Some(delegator), Ok(shared)) = (freed, ctx.shared()) {
+            self.admit_waiting(&shared, &delegator).await;
+        }
         Ok(outcome)
     }
 
@@ -240,6 +365,7 @@ impl TaskScheduler {
         parent: &InvocationId,
         reason: &str,
     ) -> ApplicationResult<()> {
+        self.close_queue(Some(parent));
         for task in unfinished_delegations(ctx).await? {
             if &task.parent_invocation_id == parent {
                 self.cancel_task(ctx, &task.id, reason).await?;
@@ -254,6 +380,7 @@ impl TaskScheduler {
         ctx: &RunContext,
         reason: &str,
     ) -> ApplicationResult<()> {
+        self.close_queue(None);
         for task in unfinished_delegations(ctx).await? {
             self.cancel_task(ctx, &task.id, reason).await?;
         }
@@ -307,6 +434,44 @@ pub async fn cancel_task_as_host(
         return Err(already(&outcome.task));
     }
     Ok(outcome.task)
+}
+
+/// Spawns the worker of an admitted task (its slot is already counted). `started`: the task
+/// was already marked running by the admission queue.
+fn spawn_worker(state: &mut State, shared: &Arc<RunContext>, task: AgentTaskRecord, started: bool) {
+    let task_id = task.id.clone();
+    let delegator = task.parent_invocation_id.clone();
+    let cancel = shared.cancel.child_token();
+    let worker_cancel = cancel.clone();
+    let worker_task_id = task_id.clone();
+    let worker_ctx = Arc::clone(shared);
+    // The worker's span is a child of the span that admitted it (the delegating agent's
+    // `agent.delegate` call, or the worker whose end freed the slot), so each agent's spans
+    // form one tree under the run.
+    let span = tracing::info_span!(
+        "task_worker",
+        run_id = shared.run_id.as_str(),
+        task_id = task_id.as_str(),
+        profile = task.target_profile_id.as_str(),
+    );
+    let handle = tokio::spawn(
+        async move {
+            super::child::run_delegated_task(&worker_ctx, task, worker_cancel, started).await;
+            worker_ctx
+                .scheduler
+                .worker_exited(&worker_ctx, &worker_task_id)
+                .await;
+        }
+        .instrument(span),
+    );
+    state.workers.insert(
+        task_id,
+        Worker {
+            cancel,
+            handle: Some(handle),
+            delegator,
+        },
+    );
 }
 
 async fn unfinished_delegations(ctx: &RunContext) -> ApplicationResult<Vec<AgentTaskRecord>> {

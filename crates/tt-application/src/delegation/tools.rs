@@ -24,9 +24,10 @@ use super::args::{
 use super::child::check_model_configured;
 use super::rendering::{
     AgentListEntry, CapsuleEntry, render_agent_list, render_capsule, render_summary_file,
+    render_task_slots,
 };
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
-use super::scheduler::{CALLER_CANCELLED_REASON, CancelledBy, transition_task};
+use super::scheduler::{Admission, CALLER_CANCELLED_REASON, CancelledBy, transition_task};
 use super::targets::{NewTask, Operation, open_task, resolve_target, target_denial};
 use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
@@ -147,10 +148,39 @@ pub async fn agent_list(
             break;
         }
     }
-    Ok(ToolSuccess::new(
-        render_agent_list(purpose, &entries),
-        json!({"purpose": purpose, "agents": structured_agents}),
-    ))
+    let mut content = render_agent_list(purpose, &entries);
+    let mut structured = json!({"purpose": purpose, "agents": structured_agents});
+    if caller.can_delegate && purpose != "handoff" {
+        // The caller's own slots and waiting line, so it can plan its next delegations.
+        let mine = delegated_by(ctx, inv).await?;
+        let running = mine
+            .iter()
+            .filter(|task| task.status == TaskStatus::Running)
+            .count();
+        let mut waiting: Vec<(String, usize)> = mine
+            .iter()
+            .filter(|task| task.status == TaskStatus::Queued)
+            .filter_map(|task| {
+                ctx.scheduler
+                    .queue_position(task)
+                    .map(|position| (task.id.to_string(), position))
+            })
+            .collect();
+        waiting.sort_by_key(|(_, position)| *position);
+        if running > 0 || !waiting.is_empty() {
+            content.push_str("\n\n");
+            content.push_str(&render_task_slots(
+                running,
+                caller.max_concurrent_invocations,
+                &waiting,
+            ));
+        }
+        structured["tasks"] = json!({
+            "running": running, "slots": caller.max_concurrent_invocations,
+            "waiting": waiting.iter().map(|(id, position)| json!({"taskId": id, "queuePosition": position})).collect::<Vec<_>>(),
+        });
+    }
+    Ok(ToolSuccess::new(content, structured))
 }
 
 /// `agent.delegate`: validates in the contract's order, records the task and its invocation,
@@ -221,20 +251,6 @@ pub async fn agent_delegate(
         )
         .into());
     }
-    let active = mine
-        .iter()
-        .filter(|task| !task.status.is_terminal())
-        .count();
-    if active as u64 >= u64::from(caller.max_concurrent_invocations) {
-        return Err(ToolError::new(
-            "agent.delegation_budget_exhausted",
-            format!(
-                "agent.max_concurrent_invocations_exhausted: {active} delegated tasks are still running. Wait for one with `{}` before delegating more.",
-                ToolName::AgentAwait.model_alias()
-            ),
-        )
-        .into());
-    }
     let new = NewTask {
         target: agent_id.clone(),
         continuation: TaskContinuation::ReturnToParent,
@@ -254,15 +270,41 @@ pub async fn agent_delegate(
         )
         .await?;
     let task_id = task.id.clone();
-    ctx.scheduler.submit(ctx, task)?;
-    let content = format!(
-        "Task started for `{agent_id}` (task id `{task_id}`). It runs in the background, so keep working. Call `{}` only when your next decision depends on its result; finished results are also shown to you automatically.",
-        ToolName::AgentAwait.model_alias()
-    );
-    Ok(ToolSuccess::new(
-        content,
-        json!({"taskId": task_id, "status": "queued", "agentId": agent_id}),
-    ))
+    let queued_task = task.clone();
+    let admission = ctx
+        .scheduler
+        .submit(ctx, task, caller.max_concurrent_invocations)?;
+    let (content, structured) = match admission {
+        Admission::Started => (
+            format!(
+                "Task started for `{agent_id}` (task id `{task_id}`). It runs in the background, so keep working. Call `{}` only when your next decision depends on its result; finished results are also shown to you automatically.",
+                ToolName::AgentAwait.model_alias()
+            ),
+            json!({"taskId": task_id, "status": "queued", "agentId": agent_id}),
+        ),
+        Admission::Queued { position } => {
+            // The §1 payload plus where it waits, so a host sees the queue.
+            ctx.events
+                .info(
+                    &ctx.run_id,
+                    RunEventType::AgentTaskQueued,
+                    json!({
+                        "taskId": queued_task.id, "parentInvocationId": queued_task.parent_invocation_id,
+                        "childInvocationId": queued_task.child_invocation_id, "targetProfileId": queued_task.target_profile_id,
+                        "status": "queued", "resultRef": null, "error": null, "queuePosition": position,
+                    }),
+                )
+                .await?;
+            (
+                format!(
+                    "Task accepted for `{agent_id}` (task id `{task_id}`), waiting to start: all {} of your task slots are busy, and it is number {position} in your waiting line. It starts by itself when one of your tasks ends, so keep working; its result reaches you like any other.",
+                    caller.max_concurrent_invocations
+                ),
+                json!({"taskId": task_id, "status": "queued", "agentId": agent_id, "queuePosition": position}),
+            )
+        }
+    };
+    Ok(ToolSuccess::new(content, structured))
 }
 
 /// `agent.await`: waits on the scheduler's change signal (never polls) until the mode's
@@ -367,6 +409,7 @@ pub async fn agent_await(
                 ),
                 result: None,
                 written: None,
+                queue_position: None,
             });
             views.push(json!({
                 "taskId": task.id, "agentId": task.target_profile_id, "status": task.status.as_str(),
