@@ -110,6 +110,8 @@ async fn run_rounds(
             max_output_tokens: inv.profile.definition.model.max_output_tokens,
         };
         let response = crate::model_turn::run_model_turn(ctx, inv, request, retry).await?;
+        // A model answer is progress, for the idle limit of a delegated task.
+        ctx.scheduler.mark_progress(&inv.invocation.id);
         let calls = response.tool_calls();
         if calls.is_empty() {
             if round >= max_rounds {

@@ -13,6 +13,7 @@ mod drift_and_retry;
 mod handoff;
 mod limits;
 mod model_facing_text;
+mod orchestration;
 mod runs;
 mod skills;
 mod slips;

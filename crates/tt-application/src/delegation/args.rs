@@ -26,11 +26,22 @@ pub struct DelegateArgs {
     /// The raw `task` object (always an object here).
     pub task: Value,
     pub budget: Option<AgentTaskBudget>,
+    /// `timeoutSeconds`: at least 1; its bound is the target's, checked by the caller.
+    pub timeout_seconds: Option<u64>,
 }
 
 /// Steps 1–2 of the `agent.delegate` validation plus the budget's shape.
 pub fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolError> {
-    let parsed = Args::parse(args, &["agentId", "task", "budget"])?;
+    let parsed = Args::parse(args, &["agentId", "task", "budget", "timeoutSeconds"])?;
+    let timeout_seconds =
+        match parsed.opt_i64("timeoutSeconds").map_err(|_| {
+            ToolError::invalid_arguments("`timeoutSeconds` must be a whole number of seconds")
+        })? {
+            None => None,
+            Some(seconds) => Some(u64::try_from(seconds).ok().filter(|s| *s >= 1).ok_or_else(
+                || ToolError::invalid_arguments("`timeoutSeconds` must be at least 1"),
+            )?),
+        };
     let agent_id = parsed.req_str("agentId")?.to_owned();
     let task = required_object(&parsed, "task", "the task brief")?;
     let budget = parsed.raw("budget").map(parse_budget).transpose()?;
@@ -40,6 +51,7 @@ pub fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolError> {
         agent_id,
         task: Value::Object(task.clone()),
         budget,
+        timeout_seconds,
     })
 }
 
@@ -49,6 +61,7 @@ fn parse_budget(value: &Value) -> Result<AgentTaskBudget, ToolError> {
     Ok(AgentTaskBudget {
         max_rounds: positive_u32(&budget, "maxRounds")?,
         max_tool_calls: positive_u32(&budget, "maxToolCalls")?,
+        ..AgentTaskBudget::default()
     })
 }
 
@@ -419,6 +432,26 @@ mod tests {
         err.message
     }
 
+    #[test]
+    fn delegate_takes_an_optional_timeout_in_whole_seconds() {
+        let task = json!({"objective": "x"});
+        let parsed =
+            parse_delegate_args(&json!({"agentId": "a", "task": task, "timeoutSeconds": 90}))
+                .unwrap();
+        assert_eq!(parsed.timeout_seconds, Some(90));
+        assert_eq!(
+            parse_delegate_args(&json!({"agentId": "a", "task": task}))
+                .unwrap()
+                .timeout_seconds,
+            None
+        );
+        for bad in [json!(0), json!(-5), json!("90"), json!(1.5)] {
+            invalid(parse_delegate_args(
+                &json!({"agentId": "a", "task": task, "timeoutSeconds": bad}),
+            ));
+        }
+    }
+
     // ---- agent.cancel_task ----------------------------------------------------------------
 
     #[test]
@@ -470,7 +503,8 @@ mod tests {
             full.budget,
             Some(AgentTaskBudget {
                 max_rounds: Some(4),
-                max_tool_calls: Some(10)
+                max_tool_calls: Some(10),
+                ..AgentTaskBudget::default()
             })
         );
         let null_budget = parse_delegate_args(
@@ -596,7 +630,8 @@ mod tests {
                 .budget,
             Some(AgentTaskBudget {
                 max_rounds: None,
-                max_tool_calls: Some(1)
+                max_tool_calls: Some(1),
+                ..AgentTaskBudget::default()
             })
         );
     }

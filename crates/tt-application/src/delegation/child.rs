@@ -94,6 +94,8 @@ async fn drive(
         }
     }
     ctx.scheduler.notify();
+    // The idle limit counts from the start of its work, not from delegation.
+    ctx.scheduler.mark_started(&task.child_invocation_id);
     let mut invocation = services
         .invocations
         .load_invocation(&ctx.run_id, &task.child_invocation_id)

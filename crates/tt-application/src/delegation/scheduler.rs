@@ -7,6 +7,7 @@
 use serde_json::json;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +28,10 @@ pub const RUN_STOPPED_REASON: &str = "cancelled because the Agent run stopped";
 /// Reason recorded for a task whose delegating task was cancelled.
 pub const DELEGATOR_CANCELLED_REASON: &str =
     "cancelled because the task that delegated it was stopped";
+/// Reason prefix of a task cancelled at its deadline.
+pub const DEADLINE_EXCEEDED: &str = "deadline_exceeded";
+/// Reason prefix of a task cancelled after its idle limit without model progress.
+pub const IDLE_TIMEOUT_EXCEEDED: &str = "idle_timeout_exceeded";
 /// Reason recorded when the delegating agent stops a task without saying why.
 pub const CALLER_CANCELLED_REASON: &str = "stopped by the agent that delegated it";
 
@@ -39,6 +44,8 @@ pub enum CancelledBy {
     Host,
     /// The runtime: the delegating agent finished, or the run stopped.
     Runtime,
+    /// The task's deadline or idle limit passed.
+    Deadline,
 }
 
 impl CancelledBy {
@@ -48,6 +55,7 @@ impl CancelledBy {
             CancelledBy::Agent(invocation) => invocation.as_str(),
             CancelledBy::Host => "host",
             CancelledBy::Runtime => "runtime",
+            CancelledBy::Deadline => "deadline",
         }
     }
 }
@@ -88,6 +96,10 @@ struct State {
     closed: HashSet<InvocationId>,
     /// The run is stopping: no waiting task starts any more.
     all_closed: bool,
+    /// Last model progress of started tasks that have an idle limit, by their invocation.
+    progress: HashMap<InvocationId, tokio::time::Instant>,
+    /// Stops the deadline watch of a task once it ends.
+    watches: HashMap<TaskId, CancellationToken>,
 }
 
 impl State {
@@ -186,7 +198,7 @@ impl TaskScheduler {
     ) -> ApplicationResult<Admission> {
         let shared = ctx.shared()?;
         let admission = {
-            let mut state = self.lock();
+            let state = self.lock();
             if state.workers.contains_key(&task.id)
                 || state
                     .queues
@@ -200,6 +212,10 @@ impl TaskScheduler {
             }
             let delegator = task.parent_invocation_id.clone();
             let busy = state.busy.get(&delegator).copied().unwrap_or(0);
+            drop(state);
+            // The deadline counts from delegation, waiting for a slot included.
+            self.watch_limits(&shared, &task);
+            let mut state = self.lock();
             let queue_empty = state.queues.get(&delegator).is_none_or(VecDeque::is_empty);
             if busy < limit && queue_empty {
                 *state.busy.entry(delegator).or_default() += 1;
@@ -244,11 +260,93 @@ impl TaskScheduler {
     }
 
     async fn worker_exited(&self, ctx: &Arc<RunContext>, task_id: &TaskId) {
+        self.stop_watch(task_id);
         let delegator = self.lock().release(task_id).map(|worker| worker.delegator);
         self.notify();
         if let Some(delegator) = delegator {
             self.admit_waiting(ctx, &delegator).await;
         }
+    }
+
+    /// Records that `invocation` started its work (for the idle limit).
+    pub fn mark_started(&self, invocation: &InvocationId) {
+        self.lock()
+            .progress
+            .insert(invocation.clone(), tokio::time::Instant::now());
+    }
+
+    /// Records model progress of `invocation`, if it is a started task with an idle limit.
+    pub fn mark_progress(&self, invocation: &InvocationId) {
+        if let Some(mark) = self.lock().progress.get_mut(invocation) {
+            *mark = tokio::time::Instant::now();
+        }
+    }
+
+    fn stop_watch(&self, task_id: &TaskId) {
+        if let Some(watch) = self.lock().watches.remove(task_id) {
+            watch.cancel();
+        }
+    }
+
+    /// Watches a task's deadline (from now) and idle limit, and cancels it when one passes.
+    fn watch_limits(&self, shared: &Arc<RunContext>, task: &AgentTaskRecord) {
+        let budget = task.budget.unwrap_or_default();
+        if budget.timeout_seconds.is_none() && budget.idle_timeout_seconds.is_none() {
+            return;
+        }
+        let stop = shared.cancel.child_token();
+        self.lock().watches.insert(task.id.clone(), stop.clone());
+        let ctx = Arc::clone(shared);
+        let task_id = task.id.clone();
+        let invocation = task.child_invocation_id.clone();
+        let deadline = budget
+            .timeout_seconds
+            .map(|seconds| tokio::time::Instant::now() + Duration::from_secs(seconds));
+        let idle = budget.idle_timeout_seconds.map(Duration::from_secs);
+        tokio::spawn(async move {
+            loop {
+                let now = tokio::time::Instant::now();
+                // Not started yet: look again after one idle period.
+                let idle_at = idle.map(|idle| {
+                    ctx.scheduler
+                        .lock()
+                        .progress
+                        .get(&invocation)
+                        .map_or(now + idle, |last| *last + idle)
+                });
+                let Some(wake) = [deadline, idle_at].into_iter().flatten().min() else {
+                    return;
+                };
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep_until(wake) => {}
+                }
+                let now = tokio::time::Instant::now();
+                let reason = if deadline.is_some_and(|deadline| now >= deadline) {
+                    format!(
+                        "{DEADLINE_EXCEEDED}: stopped at its time limit of {} seconds",
+                        budget.timeout_seconds.unwrap_or_default()
+                    )
+                } else if let (Some(idle), Some(last)) = (
+                    idle,
+                    ctx.scheduler.lock().progress.get(&invocation).copied(),
+                ) && now >= last + idle
+                {
+                    format!(
+                        "{IDLE_TIMEOUT_EXCEEDED}: stopped after {} seconds without progress",
+                        idle.as_secs()
+                    )
+                } else {
+                    continue;
+                };
+                ctx.scheduler.lock().watches.remove(&task_id);
+                let _ = ctx
+                    .scheduler
+                    .cancel_task_by(&ctx, &task_id, &reason, CancelledBy::Deadline)
+                    .await;
+                return;
+            }
+        });
     }
 
     /// Stops starting waiting tasks of `delegator` (it finished), or of every agent (`None`:
@@ -288,6 +386,7 @@ impl TaskScheduler {
         reason: &str,
         by: CancelledBy,
     ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
+        self.stop_watch(task_id);
         let (worker, freed) = {
             let mut state = self.lock();
             for queue in state.queues.values_mut() {

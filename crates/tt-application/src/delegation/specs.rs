@@ -88,6 +88,10 @@ pub fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                             "Optional tighter limits for this task. They cannot exceed the agent's own limits; omit them to use those.",
                         ),
                     ),
+                    (
+                        "timeoutSeconds",
+                        json!({"type": "integer", "minimum": 1, "description": "Optional: the most seconds this task may take, counted from now (including any wait for a free slot). Past it the task is stopped, and you get what it had written so far. It cannot exceed the agent's own limit; omit it to use the agent's usual limit, if any."}),
+                    ),
                 ],
                 &["agentId", "task"],
                 false,
@@ -401,7 +405,10 @@ mod tests {
         assert_eq!(list["properties"]["limit"]["maximum"], json!(20));
 
         let delegate = spec(ToolName::AgentDelegate).input_schema;
-        assert_eq!(keys(&delegate), ["agentId", "task", "budget"]);
+        assert_eq!(
+            keys(&delegate),
+            ["agentId", "task", "budget", "timeoutSeconds"]
+        );
         assert_eq!(required(&delegate), ["agentId", "task"]);
         assert_eq!(delegate["additionalProperties"], json!(false));
         let task = &delegate["properties"]["task"];

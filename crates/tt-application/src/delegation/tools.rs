@@ -7,7 +7,7 @@ use tt_domain::event::RunEventType;
 use tt_domain::ids::{ProfileId, TaskId};
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::profile::DEFAULT_PROFILE_ID;
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
+use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::task_result::{
     AgentTaskResultDocument, TASK_RESULT_KIND, TaskResultRuntime, TaskResultStatus,
     summary_path_for,
@@ -233,6 +233,26 @@ pub async fn agent_delegate(
             .into());
         }
     }
+    let limit = target.definition.delegation.task_timeout_limit();
+    if args.timeout_seconds.is_some_and(|seconds| seconds > limit) {
+        return Err(ToolError::invalid_arguments(format!(
+            "`timeoutSeconds` can be at most {limit} for `{agent_id}`"
+        ))
+        .into());
+    }
+    let timeout_seconds = args
+        .timeout_seconds
+        .or(target.definition.delegation.task_timeout_seconds);
+    let idle_timeout_seconds = target.definition.delegation.idle_timeout_seconds;
+    let budget = if timeout_seconds.is_some() || idle_timeout_seconds.is_some() {
+        Some(AgentTaskBudget {
+            timeout_seconds,
+            idle_timeout_seconds,
+            ..args.budget.unwrap_or_default()
+        })
+    } else {
+        args.budget
+    };
     let mine: Vec<AgentTaskRecord> = ctx
         .services
         .invocations
@@ -255,7 +275,7 @@ pub async fn agent_delegate(
         target: agent_id.clone(),
         continuation: TaskContinuation::ReturnToParent,
         brief: args.task,
-        budget: args.budget,
+        budget,
     };
     let task = open_task(ctx, inv, call, new).await?;
     ctx.events

@@ -184,7 +184,22 @@ pub struct DelegationPolicy {
     pub result_budget_tokens: u32,
     #[serde(default = "default_max_handoff_depth")]
     pub max_handoff_depth: u32,
+    /// Deadline, in seconds from delegation, of a task this profile runs as a delegated agent
+    /// when the delegating agent gives none. `None`: no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_timeout_seconds: Option<u64>,
+    /// The longest deadline a delegating agent may give a task of this profile
+    /// (`agent.delegate.timeoutSeconds`). `None`: [`MAX_TASK_TIMEOUT_SECONDS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_task_timeout_seconds: Option<u64>,
+    /// A task of this profile that makes no model progress (no model response) for this many
+    /// seconds after it starts is cancelled. `None`: no idle limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_seconds: Option<u64>,
 }
+
+/// The longest task deadline when a profile sets no `maxTaskTimeoutSeconds`: one day.
+pub const MAX_TASK_TIMEOUT_SECONDS: u64 = 86_400;
 
 impl Default for DelegationPolicy {
     fn default() -> Self {
@@ -201,11 +216,20 @@ impl Default for DelegationPolicy {
             max_invocations_per_run: default_max_invocations(),
             result_budget_tokens: default_result_budget(),
             max_handoff_depth: default_max_handoff_depth(),
+            task_timeout_seconds: None,
+            max_task_timeout_seconds: None,
+            idle_timeout_seconds: None,
         }
     }
 }
 
 impl DelegationPolicy {
+    /// The longest deadline a delegating agent may give a task of this profile.
+    pub fn task_timeout_limit(&self) -> u64 {
+        self.max_task_timeout_seconds
+            .unwrap_or(MAX_TASK_TIMEOUT_SECONDS)
+    }
+
     /// `allowedCallers` contains `*` or the caller's id.
     pub fn allows_caller(&self, caller: &ProfileId) -> bool {
         self.allowed_callers

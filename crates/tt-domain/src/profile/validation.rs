@@ -352,6 +352,26 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
             "agent.handoff needs delegation.canHandoff",
         ));
     }
+    for (value, field) in [
+        (d.task_timeout_seconds, "taskTimeoutSeconds"),
+        (d.max_task_timeout_seconds, "maxTaskTimeoutSeconds"),
+        (d.idle_timeout_seconds, "idleTimeoutSeconds"),
+    ] {
+        if value == Some(0) {
+            return Err(err(
+                "agent.profile_timeout_invalid",
+                format!("delegation.{field} must be at least 1 second"),
+            ));
+        }
+    }
+    if d.task_timeout_seconds
+        .is_some_and(|timeout| timeout > d.task_timeout_limit())
+    {
+        return Err(err(
+            "agent.profile_timeout_invalid",
+            "delegation.taskTimeoutSeconds cannot exceed maxTaskTimeoutSeconds",
+        ));
+    }
     if !d.callable && (d.allow_as_subagent || d.allow_as_handoff_target) {
         return Err(err(
             "agent.profile_callable_conflict",
@@ -669,6 +689,25 @@ mod tests {
         assert_eq!(code(&p), None);
         p.tools.allow.insert(0, "agent.handoff".into());
         assert_eq!(code(&p), Some("agent.profile_agent_tool_requires_policy"));
+    }
+
+    #[test]
+    fn task_timeouts_are_positive_and_within_their_bound() {
+        let mut p = default_writer_definition();
+        p.delegation.idle_timeout_seconds = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
+        p.delegation.idle_timeout_seconds = Some(30);
+        p.delegation.task_timeout_seconds = Some(120);
+        assert_eq!(code(&p), None);
+        p.delegation.max_task_timeout_seconds = Some(60);
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
+        p.delegation.max_task_timeout_seconds = Some(120);
+        assert_eq!(code(&p), None);
+        p.delegation.task_timeout_seconds = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
+        p.delegation.task_timeout_seconds = Some(crate::profile::MAX_TASK_TIMEOUT_SECONDS + 1);
+        p.delegation.max_task_timeout_seconds = None;
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
     }
 
     #[test]
