@@ -127,9 +127,7 @@ fn profiles() -> [AgentProfileDefinition; 2] {
     if !lead.tools.allow.iter().any(|t| t == "agent.cancel_task") {
         lead.tools.allow.push("agent.cancel_task".to_owned());
     }
-    let mut helper: AgentProfileDefinition = serde_json::from_str(WRITERS_ROOM[1]).unwrap();
-    helper.id = tt_domain::ids::ProfileId::parse("helper").unwrap();
-    [lead, helper]
+    [lead, crate::delegation::helper_profile()]
 }
 
 /// Each finished result reached the lead exactly once (by await or injection).
@@ -604,4 +602,179 @@ async fn thirty_two_tasks_through_four_slots_start_in_fifo_order() {
         .await
         .unwrap();
     assert_eq!(notes.text.matches("part\n").count(), TASKS);
+}
+
+/// Depth-3 nesting: the lead delegates `a` (and a sibling `s`), `a` delegates `b`, `b`
+/// delegates `c`, which is inside its model call when the host stops `b`. `c` is cancelled
+/// before `b`, nothing else is, and every other result reaches its direct delegator once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_the_middle_of_three_nested_tasks_stops_its_sub_tree_only() {
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let hand_on = |to: &str| {
+            vec![call(
+                "d",
+                "agent_delegate",
+                json!({"agentId": to, "task": {"objective": format!("Part {to}.")}}),
+            )]
+        };
+        let wait = || {
+            vec![call(
+                "w",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )]
+        };
+        let done = |id: &str| tool_results(request).contains_key(id);
+        let calls: Vec<Call> = match (request.agent_profile_id.as_str(), request.round) {
+            ("lead", 1) => vec![
+                call(
+                    "da",
+                    "agent_delegate",
+                    json!({"agentId": "a", "task": {"objective": "Part a."}}),
+                ),
+                call(
+                    "ds",
+                    "agent_delegate",
+                    json!({"agentId": "s", "task": {"objective": "Part s."}}),
+                ),
+            ],
+            ("lead", 2) => wait(),
+            ("lead", _) if done("c") => vec![call("f", "workspace_finish", json!({}))],
+            ("lead", _) if done("m") => vec![call("c", "workspace_commit", json!({}))],
+            ("lead", _) => vec![call(
+                "m",
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Done."}),
+            )],
+            ("a", 1) => hand_on("b"),
+            ("b", 1) => hand_on("c"),
+            ("a" | "b", 2) => wait(),
+            ("a" | "b", 3) | ("s", 2) => {
+                vec![call("r", "task_return", json!({"summary": "Done."}))]
+            }
+            ("s", 1) => vec![call(
+                "n",
+                "workspace_write_file",
+                json!({"path": "scratch/s.md", "content": "s"}),
+            )],
+            (agent, round) => {
+                return Err(ModelError::Unavailable {
+                    code: "model.script_exhausted",
+                    message: format!("{agent} round {round}"),
+                });
+            }
+        };
+        Ok(responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        ))
+    });
+    model.hang_when(|request| request.agent_profile_id.as_str() == "c");
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let [mut lead, helper] = profiles();
+    lead.delegation.max_delegation_depth = 3;
+    runtime.save_profile(lead).await.unwrap();
+    for id in ["a", "b", "c", "s"] {
+        let mut profile = helper.clone();
+        profile.id = tt_domain::ids::ProfileId::parse(id).unwrap();
+        if id != "s" {
+            profile.delegation.can_delegate = true;
+            profile.delegation.allow_nested_delegation = true;
+            for tool in ["agent.delegate", "agent.await"] {
+                profile.tools.allow.push(tool.to_owned());
+            }
+        }
+        runtime.save_profile(profile).await.unwrap();
+    }
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), model.wait_for_parked(1))
+        .await
+        .expect("c is inside its model call");
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let edge = |agent: &str| {
+        projection
+            .delegation_edges
+            .iter()
+            .find(|edge| edge.target_profile_id.as_str() == agent)
+            .unwrap()
+            .clone()
+    };
+    let (a, b, c, s) = (edge("a"), edge("b"), edge("c"), edge("s"));
+    // The tree: lead -> a -> b -> c, lead -> s.
+    assert_eq!(a.source_invocation_id.as_str(), "inv_root");
+    assert_eq!(s.source_invocation_id.as_str(), "inv_root");
+    assert_eq!(b.source_invocation_id, a.target_invocation_id);
+    assert_eq!(c.source_invocation_id, b.target_invocation_id);
+    runtime
+        .cancel_task(run.id.as_str(), b.task_id.as_str())
+        .await
+        .unwrap();
+    assert_eq!(model.parked_count(), 0);
+
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let status = |agent: &str| {
+        projection
+            .delegation_edges
+            .iter()
+            .find(|edge| edge.target_profile_id.as_str() == agent)
+            .unwrap()
+            .status
+    };
+    assert_eq!(status("a"), TaskStatus::Completed);
+    assert_eq!(status("s"), TaskStatus::Completed);
+    assert_eq!(status("b"), TaskStatus::Cancelled);
+    assert_eq!(status("c"), TaskStatus::Cancelled);
+
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let cancelled: Vec<&str> = events
+        .iter()
+        .filter(|e| e.event_type == "agent_task_cancelled")
+        .map(|e| e.payload["taskId"].as_str().unwrap())
+        .collect();
+    assert_eq!(cancelled, [c.task_id.as_str(), b.task_id.as_str()]);
+    for edge in [&b, &c] {
+        assert_silent_after_cancel(&events, edge.target_invocation_id.as_str());
+    }
+    // Each result reached its direct delegator once; c's delegator was stopped first.
+    let mut delivered: HashMap<(String, String), usize> = HashMap::new();
+    for event in &events {
+        let (to, ids) = match event.event_type.as_str() {
+            "agent_await_completed" => (
+                &event.payload["parentInvocationId"],
+                &event.payload["deliveredTaskIds"],
+            ),
+            "agent_results_injected" => (&event.payload["invocationId"], &event.payload["taskIds"]),
+            _ => continue,
+        };
+        for id in ids.as_array().unwrap() {
+            *delivered
+                .entry((
+                    to.as_str().unwrap().to_owned(),
+                    id.as_str().unwrap().to_owned(),
+                ))
+                .or_default() += 1;
+        }
+    }
+    let expected: HashMap<(String, String), usize> = [
+        ("inv_root".to_owned(), a.task_id.to_string()),
+        ("inv_root".to_owned(), s.task_id.to_string()),
+        (a.target_invocation_id.to_string(), b.task_id.to_string()),
+    ]
+    .into_iter()
+    .map(|key| (key, 1))
+    .collect();
+    assert_eq!(delivered, expected);
 }

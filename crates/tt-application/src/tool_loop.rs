@@ -229,7 +229,7 @@ async fn run_rounds(
                 }
             }
         }
-        if ended.is_none() && inv.owns_run() {
+        if ended.is_none() && (inv.owns_run() || inv.snapshot.offers(ToolName::AgentDelegate)) {
             // Finished delegated results this agent has not seen yet join its next turn, once.
             if let Some(text) = crate::delegation::results::take_injection(ctx, inv).await? {
                 messages.push(AgentModelMessage::text(ModelRole::User, text));

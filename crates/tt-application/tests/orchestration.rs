@@ -157,3 +157,94 @@ async fn a_deadline_and_an_idle_limit_stop_tasks_inside_model_calls() {
     tt_testkit::leaks::assert_no_leaks("what the writer read about stopped tasks", &shown);
     insta::assert_snapshot!("deadline_and_idle_limit_as_the_writer_reads_them", shown);
 }
+
+#[tokio::test]
+async fn a_nested_delegator_sees_its_delegation_tools_and_gets_its_own_results() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![delegate("d1", "mid", "Organise the review.")]),
+                turn(vec![call(
+                    "a",
+                    "agent_await",
+                    json!({"mode": "allCompleted", "timeoutMs": 300000}),
+                )]),
+            ]),
+        ),
+        (
+            "mid",
+            vec![
+                turn(vec![delegate("d2", "critic", "Check continuity.")]),
+                turn(vec![call(
+                    "w",
+                    "agent_await",
+                    json!({"mode": "allCompleted", "timeoutMs": 300000}),
+                )]),
+                task_return("r", "The critic found nothing."),
+            ],
+        ),
+        ("critic", vec![task_return("r", "Nothing found.")]),
+    ]);
+    let h = harness(model);
+    h.put_profile({
+        let mut p = delegator("writer");
+        p.delegation.max_delegation_depth = 2;
+        p
+    });
+    h.put_profile({
+        let mut p = reviewer("mid");
+        p.delegation.can_delegate = true;
+        p.delegation.allow_nested_delegation = true;
+        p.tools.allow.push("agent.delegate".to_owned());
+        p.tools.allow.push("agent.await".to_owned());
+        p.tools.allow.push("agent.cancel_task".to_owned());
+        p
+    });
+    h.put_profile(reviewer("critic"));
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let tasks = h.store.tasks(&run.id);
+    assert_eq!(tasks.len(), 2);
+    assert!(tasks.iter().all(|t| t.status == TaskStatus::Completed));
+    let mid_task = tasks
+        .iter()
+        .find(|t| t.target_profile_id.as_str() == "mid")
+        .unwrap();
+    let critic_task = tasks
+        .iter()
+        .find(|t| t.target_profile_id.as_str() == "critic")
+        .unwrap();
+    assert_eq!(
+        critic_task.parent_invocation_id,
+        mid_task.child_invocation_id
+    );
+    // The critic's result reached `mid` (its delegator) by its wait, and not the writer.
+    let awaited: Vec<_> = events_of(&h, &run.id, "agent_await_completed")
+        .into_iter()
+        .map(|e| {
+            (
+                e.payload["parentInvocationId"].as_str().unwrap().to_owned(),
+                e.payload["deliveredTaskIds"].clone(),
+            )
+        })
+        .collect();
+    assert!(awaited.contains(&(
+        mid_task.child_invocation_id.to_string(),
+        json!([critic_task.id])
+    )));
+    assert!(awaited.contains(&("inv_root".to_owned(), json!([mid_task.id]))));
+
+    let mid = h
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| r.agent_profile_id.as_str() == "mid")
+        .unwrap();
+    let names: Vec<&str> = mid.tools.iter().map(|t| t.model_name.as_str()).collect();
+    assert!(names.contains(&"agent_delegate") && names.contains(&"agent_cancel_task"));
+    assert!(!names.contains(&"agent_handoff") && !names.contains(&"workspace_finish"));
+    let prompt = mid.messages[0].text_content();
+    tt_testkit::leaks::assert_no_leaks("a nested delegator's system prompt", &prompt);
+    insta::assert_snapshot!("nested_delegator_system_prompt", prompt);
+}

@@ -2,8 +2,9 @@
 //! scripted model, transcript commit bridge), shown live as an agent tree.
 //!
 //! A writer drafts a scene, asks a continuity critic and a style advisor for notes in one turn,
-//! keeps working, waits for the first result, receives the other one automatically, revises and
-//! hands off to a final editor, who polishes, publishes and finishes.
+//! keeps working, waits for both, revises and hands off to a final editor, who polishes,
+//! publishes and finishes. The critic hands one claim on to a fact checker first (a nested
+//! delegation: the writer's profile allows depth 2), so the agent tree is three levels deep.
 
 use anyhow::Context as _;
 use std::path::Path;
@@ -18,7 +19,7 @@ const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
 const SCENE_CRAFT_SKILL: &str = include_str!("../scenarios/writers-room/skill-scene-craft.md");
 /// The style advisor's preset (`preset.mode = "ref"`): its prompt is assembled from this template.
 const ADVISOR_PRESET: &str = include_str!("../scenarios/writers-room/preset-advisors.json");
-const PROFILES: [(&str, &str); 4] = [
+const PROFILES: [(&str, &str); 5] = [
     (
         "writer",
         include_str!("../scenarios/writers-room/writer.json"),
@@ -34,6 +35,10 @@ const PROFILES: [(&str, &str); 4] = [
     (
         "final-editor",
         include_str!("../scenarios/writers-room/final-editor.json"),
+    ),
+    (
+        "fact-checker",
+        include_str!("../scenarios/writers-room/fact-checker.json"),
     ),
 ];
 

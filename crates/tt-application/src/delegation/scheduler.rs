@@ -100,6 +100,9 @@ struct State {
     progress: HashMap<InvocationId, tokio::time::Instant>,
     /// Stops the deadline watch of a task once it ends.
     watches: HashMap<TaskId, CancellationToken>,
+    /// Tasks whose worker ended without its end being recorded (the store refused the
+    /// write): nothing will ever finish them, so waits must not wait for them.
+    lost: HashSet<TaskId>,
 }
 
 impl State {
@@ -266,6 +269,11 @@ impl TaskScheduler {
         if let Some(delegator) = delegator {
             self.admit_waiting(ctx, &delegator).await;
         }
+    }
+
+    /// Whether `task_id`'s worker ended without its end being recorded.
+    pub fn is_lost(&self, task_id: &TaskId) -> bool {
+        self.lock().lost.contains(task_id)
     }
 
     /// Records that `invocation` started its work (for the idle limit).
@@ -555,7 +563,15 @@ fn spawn_worker(state: &mut State, shared: &Arc<RunContext>, task: AgentTaskReco
     );
     let handle = tokio::spawn(
         async move {
-            super::child::run_delegated_task(&worker_ctx, task, worker_cancel, started).await;
+            let recorded =
+                super::child::run_delegated_task(&worker_ctx, task, worker_cancel, started).await;
+            if !recorded {
+                worker_ctx
+                    .scheduler
+                    .lock()
+                    .lost
+                    .insert(worker_task_id.clone());
+            }
             worker_ctx
                 .scheduler
                 .worker_exited(&worker_ctx, &worker_task_id)

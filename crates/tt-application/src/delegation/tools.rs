@@ -391,7 +391,10 @@ pub async fn agent_await(
         // `nextCompleted` waits for the next result it has not seen yet.
         let fresh =
             |task: &AgentTaskRecord| task.status.is_terminal() && !inv.delivered.contains(&task.id);
-        let all_finished = current.iter().all(|task| task.status.is_terminal());
+        // A task whose end the store could not record will not end: do not wait for it.
+        let all_finished = current
+            .iter()
+            .all(|task| task.status.is_terminal() || ctx.scheduler.is_lost(&task.id));
         let done = match args.mode {
             AwaitMode::StatusOnly => true,
             AwaitMode::NextCompleted => all_finished || current.iter().any(fresh),

@@ -169,7 +169,8 @@ pub struct DelegationPolicy {
     pub allow_as_subagent: bool,
     #[serde(default)]
     pub allow_as_handoff_target: bool,
-    /// Modelled for compatibility; children never delegate in this runtime.
+    /// With `canDelegate`, this profile keeps its delegation tools when it runs as a
+    /// delegated agent, within the run's `maxDelegationDepth`.
     #[serde(default)]
     pub allow_nested_delegation: bool,
     #[serde(default = "default_allowed_callers")]
@@ -196,6 +197,11 @@ pub struct DelegationPolicy {
     /// seconds after it starts is cancelled. `None`: no idle limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_seconds: Option<u64>,
+    /// Read from the run's own profile: how deep delegated tasks may nest (1 = only the
+    /// run's agents delegate; 2 = a delegated agent whose profile has `canDelegate` and
+    /// `allowNestedDelegation` may delegate once more; ...).
+    #[serde(default = "default_max_delegation_depth")]
+    pub max_delegation_depth: u32,
 }
 
 /// The longest task deadline when a profile sets no `maxTaskTimeoutSeconds`: one day.
@@ -219,6 +225,7 @@ impl Default for DelegationPolicy {
             task_timeout_seconds: None,
             max_task_timeout_seconds: None,
             idle_timeout_seconds: None,
+            max_delegation_depth: default_max_delegation_depth(),
         }
     }
 }
@@ -249,6 +256,9 @@ fn default_max_invocations() -> u32 {
 }
 fn default_result_budget() -> u32 {
     8000
+}
+fn default_max_delegation_depth() -> u32 {
+    1
 }
 fn default_max_handoff_depth() -> u32 {
     8

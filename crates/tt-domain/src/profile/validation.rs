@@ -352,6 +352,12 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
             "agent.handoff needs delegation.canHandoff",
         ));
     }
+    if d.max_delegation_depth == 0 {
+        return Err(err(
+            "agent.profile_delegation_depth_invalid",
+            "delegation.maxDelegationDepth must be at least 1",
+        ));
+    }
     for (value, field) in [
         (d.task_timeout_seconds, "taskTimeoutSeconds"),
         (d.max_task_timeout_seconds, "maxTaskTimeoutSeconds"),
