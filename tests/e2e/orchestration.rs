@@ -778,3 +778,145 @@ async fn stopping_the_middle_of_three_nested_tasks_stops_its_sub_tree_only() {
     .collect();
     assert_eq!(delivered, expected);
 }
+
+/// A token budget given at delegation stops one task after its second model call, while its
+/// sibling completes and so does the run; the usage ledger rolls the tree up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_budget_stops_a_task_mid_run_while_the_run_completes() {
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let done = |id: &str| tool_results(request).contains_key(id);
+        let calls: Vec<Call> = match (request.agent_profile_id.as_str(), request.round) {
+            ("lead", 1) => vec![
+                call(
+                    "big",
+                    "agent_delegate",
+                    json!({"agentId": "helper", "task": {"objective": "Part a."}, "budget": {"maxTokens": 5000}}),
+                ),
+                call(
+                    "da",
+                    "agent_delegate",
+                    json!({"agentId": "helper", "task": {"objective": "Part a."}, "budget": {"maxTokens": 150}}),
+                ),
+                call(
+                    "db",
+                    "agent_delegate",
+                    json!({"agentId": "helper", "task": {"objective": "Part b."}}),
+                ),
+            ],
+            ("lead", 2) => vec![call(
+                "a",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )],
+            ("lead", _) if done("c") => vec![call("f", "workspace_finish", json!({}))],
+            ("lead", _) if done("m") => vec![call("c", "workspace_commit", json!({}))],
+            ("lead", _) => vec![call(
+                "m",
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Done."}),
+            )],
+            ("helper", 1) => vec![call(
+                "n",
+                "workspace_write_file",
+                json!({"path": "scratch/notes.md", "content": "part\n", "mode": "append"}),
+            )],
+            ("helper", 2) => vec![call("r", "task_return", json!({"summary": "Part done."}))],
+            (agent, round) => {
+                return Err(ModelError::Unavailable {
+                    code: "model.script_exhausted",
+                    message: format!("{agent} round {round}"),
+                });
+            }
+        };
+        let mut response = responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        );
+        // Every answer costs 100 tokens: the budget of 150 allows one, not two.
+        response.usage = Some(tt_domain::model::ModelUsage {
+            input_tokens: 80,
+            output_tokens: 20,
+        });
+        Ok(response)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let [lead, mut helper] = profiles();
+    helper.delegation.max_task_tokens = Some(1000);
+    runtime.save_profile(lead).await.unwrap();
+    runtime.save_profile(helper).await.unwrap();
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    assert_eq!(projection.delegation_edges.len(), 2);
+    let stopped = &projection.delegation_edges[0];
+    assert_eq!(stopped.status, TaskStatus::Failed);
+    assert_eq!(
+        stopped.error.as_deref(),
+        Some("agent.task_budget_exhausted: it used 200 model tokens, over its budget of 150")
+    );
+    assert_eq!(projection.delegation_edges[1].status, TaskStatus::Completed);
+    // It stopped after its first tool round: one note, from each task.
+    let notes = runtime
+        .read_workspace_file(run.id.as_str(), "scratch/notes.md")
+        .await
+        .unwrap();
+    assert_eq!(notes.text, "part\npart\n");
+
+    // What the lead read: the refused budget, then the stopped task in the wait's report.
+    let lead = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent_profile_id.as_str() == "lead")
+        .find(|r| r.round == 3)
+        .unwrap();
+    let results = tool_results(&lead);
+    let task_ids: Vec<String> = projection
+        .delegation_edges
+        .iter()
+        .map(|edge| edge.task_id.to_string())
+        .collect();
+    let shown = redact(
+        &format!("big:\n{}\n\na:\n{}", results["big"].0, results["a"].0),
+        &task_ids,
+    );
+    tt_testkit::leaks::assert_no_leaks("what the lead read about a budget", &shown);
+    insta::assert_snapshot!("task_budget_as_the_lead_reads_it", shown);
+
+    // The ledger: the lead's sub-tree holds everything; each task its own.
+    let usage = runtime.usage(run.id.as_str()).await.unwrap();
+    let of = |id: &str| {
+        usage
+            .by_invocation
+            .iter()
+            .find(|u| u.invocation_id == id)
+            .unwrap()
+            .clone()
+    };
+    let root = of("inv_root");
+    assert_eq!(root.subtree.model_calls, usage.model_calls);
+    assert_eq!(
+        root.subtree.input_tokens + root.subtree.output_tokens,
+        usage.input_tokens + usage.output_tokens
+    );
+    let stopped_usage = of(stopped.target_invocation_id.as_str());
+    assert_eq!(stopped_usage.model_calls, 2);
+    assert_eq!(stopped_usage.tool_calls, 1);
+    assert_eq!(
+        stopped_usage.parent_invocation_id.as_deref(),
+        Some("inv_root")
+    );
+    assert_eq!(stopped_usage.subtree.model_calls, 2);
+}

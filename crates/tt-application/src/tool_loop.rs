@@ -112,6 +112,11 @@ async fn run_rounds(
         let response = crate::model_turn::run_model_turn(ctx, inv, request, retry).await?;
         // A model answer is progress, for the idle limit of a delegated task.
         ctx.scheduler.mark_progress(&inv.invocation.id);
+        if let Some(usage) = &response.usage {
+            // A delegated task past its token budget ends here (`agent.task_budget_exhausted`).
+            ctx.scheduler
+                .charge_tokens(&inv.invocation.id, usage.input_tokens + usage.output_tokens)?;
+        }
         let calls = response.tool_calls();
         if calls.is_empty() {
             if round >= max_rounds {

@@ -105,7 +105,8 @@ enum Command {
         #[arg(long)]
         follow: bool,
     },
-    /// Print the agent tree of a stored run.
+    /// Print the agent tree of a stored run, then each agent's usage, own and rolled up over
+    /// the tasks it delegated.
     Graph { run_id: String },
     /// Cancel a run, or with `--task` one delegated task and the tasks it delegated in turn.
     ///
@@ -244,6 +245,8 @@ async fn main() -> anyhow::Result<()> {
             let runtime = inspect_runtime(&cli.data_dir)?;
             let projection = runtime.timeline_projection(&run_id).await?;
             print!("{}", render::agent_tree(&projection));
+            let usage = runtime.usage(&run_id).await?;
+            print!("{}", render::usage_rollup(&projection, &usage));
             Ok(())
         }
     }

@@ -67,6 +67,9 @@ pub struct AgentTaskBudget {
     /// Seconds without model progress after which the running task is cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_seconds: Option<u64>,
+    /// Most model tokens (input + output, summed over its model calls) the task may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 /// Stored as `tasks/<id>.json`.

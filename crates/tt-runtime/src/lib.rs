@@ -25,6 +25,7 @@ pub use tt_adapter_provider_scripted::ScriptedProvider;
 pub use tt_adapter_storage_userdata::UserDataStore;
 pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
+    UsageTotals,
 };
 pub use tt_domain::event::{AgentRunEvent, EventLevel};
 pub use tt_domain::profile::AgentProfileDefinition;

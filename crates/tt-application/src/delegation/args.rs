@@ -56,11 +56,12 @@ pub fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolError> {
 }
 
 fn parse_budget(value: &Value) -> Result<AgentTaskBudget, ToolError> {
-    let budget = Args::parse(value, &["maxRounds", "maxToolCalls"])
+    let budget = Args::parse(value, &["maxRounds", "maxToolCalls", "maxTokens"])
         .map_err(|err| ToolError::invalid_arguments(format!("`budget`: {}", err.message)))?;
     Ok(AgentTaskBudget {
         max_rounds: positive_u32(&budget, "maxRounds")?,
         max_tool_calls: positive_u32(&budget, "maxToolCalls")?,
+        max_tokens: positive_u32(&budget, "maxTokens")?.map(u64::from),
         ..AgentTaskBudget::default()
     })
 }

@@ -183,6 +183,10 @@ async fn drive(
     ctx.scheduler.notify();
     // The idle limit counts from the start of its work, not from delegation.
     ctx.scheduler.mark_started(&task.child_invocation_id);
+    if let Some(limit) = task.budget.and_then(|budget| budget.max_tokens) {
+        ctx.scheduler
+            .set_token_budget(&task.child_invocation_id, limit);
+    }
     let mut invocation = services
         .invocations
         .load_invocation(&ctx.run_id, &task.child_invocation_id)

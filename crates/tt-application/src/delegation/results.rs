@@ -61,15 +61,28 @@ pub async fn capsule_entry(
             .and_then(Value::as_str)
             .map(str::to_owned),
         result: document.and_then(|doc| doc.get("result").cloned()),
-        written: match task.status {
-            TaskStatus::Cancelled => Some(written_by(ctx, &task.child_invocation_id).await?),
-            _ => None,
+        // A task stopped before it could return (cancelled, or past its token budget): what it
+        // wrote is all there is of its work.
+        written: if stopped_early(task) {
+            Some(written_by(ctx, &task.child_invocation_id).await?)
+        } else {
+            None
         },
         queue_position: match task.status {
             TaskStatus::Queued => ctx.scheduler.queue_position(task),
             _ => None,
         },
     })
+}
+
+/// Cancelled, or ended by its token budget.
+fn stopped_early(task: &AgentTaskRecord) -> bool {
+    task.status == TaskStatus::Cancelled
+        || (task.status == TaskStatus::Failed
+            && task
+                .error
+                .as_deref()
+                .is_some_and(|error| error.starts_with("agent.task_budget_exhausted")))
 }
 
 /// The workspace files an agent wrote or patched, in first-write order, from its journal

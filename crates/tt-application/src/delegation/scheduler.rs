@@ -100,6 +100,8 @@ struct State {
     progress: HashMap<InvocationId, tokio::time::Instant>,
     /// Stops the deadline watch of a task once it ends.
     watches: HashMap<TaskId, CancellationToken>,
+    /// Token budgets of running tasks that have one, by invocation: (used, limit).
+    tokens: HashMap<InvocationId, (u64, u64)>,
     /// Tasks whose worker ended without its end being recorded (the store refused the
     /// write): nothing will ever finish them, so waits must not wait for them.
     lost: HashSet<TaskId>,
@@ -269,6 +271,30 @@ impl TaskScheduler {
         if let Some(delegator) = delegator {
             self.admit_waiting(ctx, &delegator).await;
         }
+    }
+
+    /// Gives `invocation` (a started task) a token budget.
+    pub fn set_token_budget(&self, invocation: &InvocationId, limit: u64) {
+        self.lock().tokens.insert(invocation.clone(), (0, limit));
+    }
+
+    /// Charges `used` model tokens to `invocation`; past its task's budget this is
+    /// `agent.task_budget_exhausted`, which ends that task (the delegating agent goes on).
+    pub fn charge_tokens(&self, invocation: &InvocationId, used: u64) -> ApplicationResult<()> {
+        let mut state = self.lock();
+        let Some((spent, limit)) = state.tokens.get_mut(invocation) else {
+            return Ok(());
+        };
+        *spent += used;
+        if *spent > *limit {
+            let (spent, limit) = (*spent, *limit);
+            state.tokens.remove(invocation);
+            return Err(ApplicationError::fatal(
+                "agent.task_budget_exhausted",
+                format!("it used {spent} model tokens, over its budget of {limit}"),
+            ));
+        }
+        Ok(())
     }
 
     /// Whether `task_id`'s worker ended without its end being recorded.

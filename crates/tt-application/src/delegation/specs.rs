@@ -80,6 +80,10 @@ pub fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                                     "maxToolCalls",
                                     json!({"type": "integer", "minimum": 1, "description": "Most tool calls the agent may make on this task."}),
                                 ),
+                                (
+                                    "maxTokens",
+                                    json!({"type": "integer", "minimum": 1, "description": "Most model tokens (read and written, over all its turns) the agent may use on this task. Past it the task ends, and you get what it had written."}),
+                                ),
                             ],
                             &[],
                             false,
@@ -419,7 +423,7 @@ mod tests {
         assert_eq!(required(task), ["objective"]);
         assert_eq!(task["additionalProperties"], json!(true));
         let budget = &delegate["properties"]["budget"];
-        assert_eq!(keys(budget), ["maxRounds", "maxToolCalls"]);
+        assert_eq!(keys(budget), ["maxRounds", "maxToolCalls", "maxTokens"]);
         assert_eq!(budget["additionalProperties"], json!(false));
         assert_eq!(budget["properties"]["maxRounds"]["type"], json!("integer"));
 

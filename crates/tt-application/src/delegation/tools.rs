@@ -222,6 +222,16 @@ pub async fn agent_delegate(
             ))
             .into());
         }
+        if let (Some(tokens), Some(limit)) = (
+            budget.max_tokens,
+            target.definition.delegation.max_task_tokens,
+        ) && tokens > limit
+        {
+            return Err(ToolError::invalid_arguments(format!(
+                "`budget.maxTokens` can be at most {limit} for `{agent_id}`"
+            ))
+            .into());
+        }
         if budget
             .max_tool_calls
             .is_some_and(|calls| calls > limits.max_calls_per_run)
@@ -244,15 +254,21 @@ pub async fn agent_delegate(
         .timeout_seconds
         .or(target.definition.delegation.task_timeout_seconds);
     let idle_timeout_seconds = target.definition.delegation.idle_timeout_seconds;
-    let budget = if timeout_seconds.is_some() || idle_timeout_seconds.is_some() {
-        Some(AgentTaskBudget {
-            timeout_seconds,
-            idle_timeout_seconds,
-            ..args.budget.unwrap_or_default()
-        })
-    } else {
-        args.budget
-    };
+    let max_tokens = args
+        .budget
+        .and_then(|budget| budget.max_tokens)
+        .or(target.definition.delegation.max_task_tokens);
+    let budget =
+        if timeout_seconds.is_some() || idle_timeout_seconds.is_some() || max_tokens.is_some() {
+            Some(AgentTaskBudget {
+                timeout_seconds,
+                idle_timeout_seconds,
+                max_tokens,
+                ..args.budget.unwrap_or_default()
+            })
+        } else {
+            args.budget
+        };
     let mine: Vec<AgentTaskRecord> = ctx
         .services
         .invocations

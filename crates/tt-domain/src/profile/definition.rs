@@ -202,6 +202,10 @@ pub struct DelegationPolicy {
     /// `allowNestedDelegation` may delegate once more; ...).
     #[serde(default = "default_max_delegation_depth")]
     pub max_delegation_depth: u32,
+    /// Most model tokens a task of this profile may use (input + output over its model calls);
+    /// also the most a delegating agent may give it (`budget.maxTokens`). `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_task_tokens: Option<u64>,
 }
 
 /// The longest task deadline when a profile sets no `maxTaskTimeoutSeconds`: one day.
@@ -226,6 +230,7 @@ impl Default for DelegationPolicy {
             max_task_timeout_seconds: None,
             idle_timeout_seconds: None,
             max_delegation_depth: default_max_delegation_depth(),
+            max_task_tokens: None,
         }
     }
 }
