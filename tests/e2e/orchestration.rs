@@ -920,3 +920,74 @@ async fn a_task_budget_stops_a_task_mid_run_while_the_run_completes() {
     );
     assert_eq!(stopped_usage.subtree.model_calls, 2);
 }
+
+/// `limits.maxTotalTokens`: the lead publishes, sees the job's budget in `agent_list`, then
+/// keeps going until the run's agents together cross it; the run ends as a partial success and
+/// keeps what was published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crossing_the_run_token_budget_ends_the_run_and_keeps_what_was_published() {
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let calls: Vec<Call> = match request.round {
+            1 => vec![call(
+                "m",
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "First draft."}),
+            )],
+            2 => vec![call("c", "workspace_commit", json!({}))],
+            3 => vec![call("l", "agent_list", json!({}))],
+            round => vec![call(
+                &format!("w{round}"),
+                "workspace_write_file",
+                json!({"path": "scratch/more.md", "content": "more\n", "mode": "append"}),
+            )],
+        };
+        let mut response = responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        );
+        response.usage = Some(tt_domain::model::ModelUsage {
+            input_tokens: 80,
+            output_tokens: 20,
+        });
+        Ok(response)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let [mut lead, helper] = profiles();
+    lead.limits.max_total_tokens = Some(500);
+    runtime.save_profile(lead).await.unwrap();
+    runtime.save_profile(helper).await.unwrap();
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::PartialSuccess);
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let ended = events
+        .iter()
+        .find(|e| e.event_type == "run_partial_success")
+        .unwrap();
+    assert_eq!(ended.payload["code"], "agent.run_budget_exhausted");
+    // Six answers of 100 tokens: the sixth crossed 500, and no seventh was asked.
+    assert_eq!(model.call_count(), 6);
+    let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+    assert_eq!(published.len(), 1);
+    assert_eq!(published[0].content, "First draft.");
+    let lead = model.requests().into_iter().find(|r| r.round == 4).unwrap();
+    let (listing, structured, _) = tool_results(&lead).remove("l").unwrap();
+    assert_eq!(structured["budget"]["runTokensLeft"], 200);
+    let note = listing.split("\n\n").last().unwrap();
+    tt_testkit::leaks::assert_no_leaks("the job's budget in agent_list", note);
+    assert_eq!(
+        note,
+        "Token budget of the whole job: 200 of 500 model tokens left, shared by every agent on it."
+    );
+}

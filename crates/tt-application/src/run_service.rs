@@ -378,6 +378,9 @@ impl AgentRunService {
         // task that brought the current owner in completes when it finishes or hands off.
         let mut incoming: Option<TaskId> = None;
         let run_seconds = inv.profile.definition.limits.max_run_seconds;
+        if let Some(limit) = inv.profile.definition.limits.max_total_tokens {
+            ctx.scheduler.set_run_token_budget(limit);
+        }
         let chain = async {
             loop {
                 let outcome = async {

@@ -102,6 +102,8 @@ struct State {
     watches: HashMap<TaskId, CancellationToken>,
     /// Token budgets of running tasks that have one, by invocation: (used, limit).
     tokens: HashMap<InvocationId, (u64, u64)>,
+    /// Tokens the whole run used, and its `limits.maxTotalTokens`.
+    run_tokens: (u64, Option<u64>),
     /// Tasks whose worker ended without its end being recorded (the store refused the
     /// write): nothing will ever finish them, so waits must not wait for them.
     lost: HashSet<TaskId>,
@@ -278,10 +280,39 @@ impl TaskScheduler {
         self.lock().tokens.insert(invocation.clone(), (0, limit));
     }
 
-    /// Charges `used` model tokens to `invocation`; past its task's budget this is
-    /// `agent.task_budget_exhausted`, which ends that task (the delegating agent goes on).
+    /// Sets the run's token budget (`limits.maxTotalTokens` of its root profile).
+    pub fn set_run_token_budget(&self, limit: u64) {
+        self.lock().run_tokens.1 = Some(limit);
+    }
+
+    /// Tokens the run used and its budget, if it has one.
+    pub fn run_tokens(&self) -> (u64, Option<u64>) {
+        self.lock().run_tokens
+    }
+
+    /// Tokens `invocation` (a task with a budget) used and its budget.
+    pub fn task_tokens(&self, invocation: &InvocationId) -> Option<(u64, u64)> {
+        self.lock().tokens.get(invocation).copied()
+    }
+
+    /// Charges `used` model tokens to `invocation` and to the run; past its task's budget this
+    /// is `agent.task_budget_exhausted`, which ends that task (the delegating agent goes on);
+    /// past the run's budget every agent's next answer is `agent.run_budget_exhausted`.
     pub fn charge_tokens(&self, invocation: &InvocationId, used: u64) -> ApplicationResult<()> {
         let mut state = self.lock();
+        state.run_tokens.0 += used;
+        if let (spent, Some(limit)) = state.run_tokens
+            && spent > limit
+        {
+            // Every agent's next model answer ends it; the run's own agent ending this way
+            // ends the run (partial success keeps what was published).
+            return Err(ApplicationError::fatal(
+                "agent.run_budget_exhausted",
+                format!(
+                    "the run used {spent} model tokens, over its budget of {limit} (limits.maxTotalTokens)"
+                ),
+            ));
+        }
         let Some((spent, limit)) = state.tokens.get_mut(invocation) else {
             return Ok(());
         };

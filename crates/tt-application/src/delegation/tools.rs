@@ -180,6 +180,25 @@ pub async fn agent_list(
             "waiting": waiting.iter().map(|(id, position)| json!({"taskId": id, "queuePosition": position})).collect::<Vec<_>>(),
         });
     }
+    // What the caller may still spend: its task's token budget, and the whole job's.
+    let mut budget = serde_json::Map::new();
+    if let Some((spent, limit)) = ctx.scheduler.task_tokens(&inv.invocation.id) {
+        let left = limit.saturating_sub(spent);
+        content.push_str(&format!(
+            "\n\nYour token budget for this task: {left} of {limit} model tokens left."
+        ));
+        budget.insert("taskTokensLeft".to_owned(), json!(left));
+    }
+    if let (spent, Some(limit)) = ctx.scheduler.run_tokens() {
+        let left = limit.saturating_sub(spent);
+        content.push_str(&format!(
+            "\n\nToken budget of the whole job: {left} of {limit} model tokens left, shared by every agent on it."
+        ));
+        budget.insert("runTokensLeft".to_owned(), json!(left));
+    }
+    if !budget.is_empty() {
+        structured["budget"] = serde_json::Value::Object(budget);
+    }
     Ok(ToolSuccess::new(content, structured))
 }
 

@@ -428,6 +428,11 @@ pub struct LimitsSection {
     /// limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_invocation_seconds: Option<u64>,
+    /// Model tokens (input + output) the whole run may use, over every agent in it (read from
+    /// the run's root profile); past it the run ends with `agent.run_budget_exhausted`
+    /// (`partial_success` when something was already published). Unset: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
 }
 
 impl Default for LimitsSection {
@@ -437,6 +442,7 @@ impl Default for LimitsSection {
             max_tool_argument_bytes: default_max_tool_argument_bytes(),
             max_run_seconds: None,
             max_invocation_seconds: None,
+            max_total_tokens: None,
         }
     }
 }

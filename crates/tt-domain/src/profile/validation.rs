@@ -140,6 +140,12 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
             ));
         }
     }
+    if limits.max_total_tokens == Some(0) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "limits.maxTotalTokens must be > 0",
+        ));
+    }
     if limits.max_tool_argument_bytes == 0
         || limits.max_tool_argument_bytes > MAX_TOOL_ARGUMENT_BYTES_LIMIT
     {
@@ -711,6 +717,14 @@ mod tests {
         assert_eq!(code(&p), None);
         p.delegation.task_timeout_seconds = Some(0);
         assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
+        p.delegation.task_timeout_seconds = Some(crate::profile::MAX_TASK_TIMEOUT_SECONDS + 1);
+        p.delegation.max_task_timeout_seconds = None;
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
+        p.delegation.task_timeout_seconds = None;
+        p.limits.max_total_tokens = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.limits.max_total_tokens = Some(1);
+        assert_eq!(code(&p), None);
         p.delegation.task_timeout_seconds = Some(crate::profile::MAX_TASK_TIMEOUT_SECONDS + 1);
         p.delegation.max_task_timeout_seconds = None;
         assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
