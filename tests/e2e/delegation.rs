@@ -15,11 +15,12 @@ use tt_testkit::fakes::{FakeModel, responses};
 
 use crate::support::start_request;
 
-pub(crate) const WRITERS_ROOM: [&str; 4] = [
+pub(crate) const WRITERS_ROOM: [&str; 5] = [
     include_str!("../../crates/tt-cli/scenarios/writers-room/writer.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/continuity-critic.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/style-advisor.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/final-editor.json"),
+    include_str!("../../crates/tt-cli/scenarios/writers-room/fact-checker.json"),
 ];
 pub(crate) const WRITERS_ROOM_SCRIPT: &str =
     include_str!("../../crates/tt-cli/scenarios/writers-room/script.json");
@@ -122,9 +123,21 @@ async fn writers_room_runs_end_to_end_on_userdata() {
     assert_eq!(run.status, AgentRunStatus::Completed);
 
     let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
-    // The writer, two reviewers, and the final editor the writer handed off to.
-    assert_eq!(projection.invocations.len(), 4);
-    assert_eq!(projection.delegation_edges.len(), 3);
+    // The writer, two reviewers, the fact checker the critic delegated to, and the final
+    // editor the writer handed off to.
+    assert_eq!(projection.invocations.len(), 5);
+    assert_eq!(projection.delegation_edges.len(), 4);
+    let critic = projection
+        .delegation_edges
+        .iter()
+        .find(|edge| edge.target_profile_id.as_str() == "continuity-critic")
+        .unwrap();
+    let checker = projection
+        .delegation_edges
+        .iter()
+        .find(|edge| edge.target_profile_id.as_str() == "fact-checker")
+        .unwrap();
+    assert_eq!(checker.source_invocation_id, critic.target_invocation_id);
     assert!(
         projection
             .delegation_edges
@@ -135,7 +148,7 @@ async fn writers_room_runs_end_to_end_on_userdata() {
 
     let events = all_events(&runtime, run.id.as_str()).await;
     assert_gapless(&events);
-    assert_each_result_delivered_once(&events, 2);
+    assert_each_result_delivered_once(&events, 3);
     // The writer read its skill; the advisor's prompt came from its preset.
     assert!(
         events
@@ -279,9 +292,16 @@ fn lead_profile(n: u32) -> AgentProfileDefinition {
     profile
 }
 
-fn helper_profile() -> AgentProfileDefinition {
+/// The continuity critic without its own delegation: a plain worker.
+pub(crate) fn helper_profile() -> AgentProfileDefinition {
     let mut profile: AgentProfileDefinition = serde_json::from_str(WRITERS_ROOM[1]).unwrap();
     profile.id = tt_domain::ids::ProfileId::parse("helper").unwrap();
+    profile.delegation.can_delegate = false;
+    profile.delegation.allow_nested_delegation = false;
+    profile
+        .tools
+        .allow
+        .retain(|tool| !tool.starts_with("agent."));
     profile
 }
 

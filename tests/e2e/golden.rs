@@ -58,20 +58,18 @@ fn runtime(dir: &TempDir, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
         .unwrap()
 }
 
-/// How far the writers' room has got: the writer's latest model round and the number of
-/// delegated tasks completed (fed from the run's event stream).
+/// How far the writers' room has got: the writer's and the critic's latest model rounds.
 #[derive(Debug, Default)]
 struct Progress {
     writer_round: u32,
-    completed_tasks: usize,
+    critic_round: u32,
 }
 
-/// The demo's script, with the two reviews ordered against the writer: left alone, whether
-/// the continuity critic finishes before the writer's `agent.await` (and its result is injected
-/// instead of awaited) is a race. The critic starts once the writer makes its round-5 call (the
-/// await), so the await delivers the critic; the style advisor starts once the writer makes its
-/// round-6 call, and that call returns only after the advisor's task completed, so the advisor's
-/// result is always injected after round 6.
+/// The demo's script, with the reviews ordered against the writer: left alone, which of them
+/// reaches which point first (and so what each agent reads) is a race. Both reviewers start once
+/// the writer makes its round-5 call (its `agent.await` for all tasks), so that await delivers
+/// both; the fact checker the critic delegates starts once the critic makes its round-3 call
+/// (its own await), so that await delivers it.
 struct WritersRoomSequencer {
     inner: ScriptedProvider,
     progress: Arc<watch::Sender<Progress>>,
@@ -86,15 +84,16 @@ impl WritersRoomSequencer {
     async fn before(&self, request: &AgentModelRequest) {
         match (request.agent_profile_id.as_str(), request.round) {
             ("writer", round) => self.progress.send_modify(|p| p.writer_round = round),
-            ("continuity-critic", 1) => self.until(|p| p.writer_round >= 5).await,
-            ("style-advisor", 1) => self.until(|p| p.writer_round >= 6).await,
+            ("continuity-critic", round) => {
+                self.progress.send_modify(|p| p.critic_round = round);
+                if round == 1 {
+                    self.until(|p| p.writer_round >= 5).await;
+                }
+            }
+            // The fact checker starts once the critic waits for it, so its result is awaited.
+            ("fact-checker", 1) => self.until(|p| p.critic_round >= 3).await,
+            ("style-advisor", 1) => self.until(|p| p.writer_round >= 5).await,
             _ => {}
-        }
-    }
-
-    async fn after(&self, request: &AgentModelRequest) {
-        if (request.agent_profile_id.as_str(), request.round) == ("writer", 6) {
-            self.until(|p| p.completed_tasks >= 2).await;
         }
     }
 }
@@ -111,10 +110,7 @@ impl ModelProvider for WritersRoomSequencer {
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         self.before(&request).await;
-        let key = request.clone();
-        let response = self.inner.complete(request, cancel).await;
-        self.after(&key).await;
-        response
+        self.inner.complete(request, cancel).await
     }
 
     async fn stream(
@@ -124,10 +120,7 @@ impl ModelProvider for WritersRoomSequencer {
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         self.before(&request).await;
-        let key = request.clone();
-        let response = self.inner.stream(request, sink, cancel).await;
-        self.after(&key).await;
-        response
+        self.inner.stream(request, sink, cancel).await
     }
 }
 
@@ -150,15 +143,6 @@ async fn run_projection(script: &str, profile: &str, sequenced: bool) -> Value {
     let mut request = start_request();
     request.profile_id = Some(profile.into());
     let run = runtime.start_run(request).await.unwrap();
-    let mut subscription = runtime.subscribe(run.id.as_str(), 0, None);
-    let counter = progress.clone();
-    tokio::spawn(async move {
-        while let Ok(Some(event)) = subscription.next().await {
-            if event.event_type == "agent_task_completed" {
-                counter.send_modify(|p| p.completed_tasks += 1);
-            }
-        }
-    });
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
     journal_projection(&runtime, run.id.as_str()).await

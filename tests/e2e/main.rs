@@ -9,6 +9,7 @@ mod delegation;
 mod golden;
 mod host_api;
 mod hostile_servers;
+mod orchestration;
 mod prompt_assembly;
 mod providers;
 mod support;

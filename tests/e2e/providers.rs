@@ -24,6 +24,15 @@ const OUTPUT_TOKENS: u64 = 10;
 fn profile(text: &str, id: &str) -> AgentProfileDefinition {
     let mut profile: AgentProfileDefinition = serde_json::from_str(text).unwrap();
     profile.id = tt_domain::ids::ProfileId::parse(id).unwrap();
+    if id == "helper" {
+        // The demo's critic hands a claim on to a fact checker; this helper only works.
+        profile.delegation.can_delegate = false;
+        profile.delegation.allow_nested_delegation = false;
+        profile
+            .tools
+            .allow
+            .retain(|tool| !tool.starts_with("agent."));
+    }
     profile
 }
 

@@ -459,6 +459,9 @@ async fn execute(
         ToolName::AgentAwait => delegation::agent_await(ctx, inv, call)
             .await
             .map(continue_with),
+        ToolName::AgentCancelTask => delegation::agent_cancel_task(ctx, inv, call)
+            .await
+            .map(continue_with),
         ToolName::TaskReturn => {
             let (success, returned) = delegation::task_return(ctx, inv, call).await?;
             Ok(Executed {

@@ -36,4 +36,4 @@ pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 pub use run_service::{AgentRunService, StartRunRequest};
 pub use services::RuntimeServices;
 pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};
-pub use usage::{InvocationUsage, RunUsage, run_usage};
+pub use usage::{InvocationUsage, RunUsage, UsageTotals, run_usage};

@@ -68,6 +68,9 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
             ToolName::AgentAwait => {
                 "optional: wait for delegated results only when your next decision depends on them; finished results also arrive on their own."
             }
+            ToolName::AgentCancelTask => {
+                "stop a task you delegated once you no longer need it; your other tasks keep running."
+            }
             ToolName::AgentHandoff => {
                 "hand the rest of this job to another agent with a clear brief; once a handoff succeeds, stop calling tools."
             }

@@ -25,6 +25,7 @@ pub fn is_implemented(tool: ToolName) -> bool {
         | ToolName::AgentList
         | ToolName::AgentDelegate
         | ToolName::AgentAwait
+        | ToolName::AgentCancelTask
         | ToolName::AgentHandoff
         | ToolName::TaskReturn
         | ToolName::SkillList

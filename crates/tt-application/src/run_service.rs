@@ -496,6 +496,9 @@ impl AgentRunService {
         // task that brought the current owner in completes when it finishes or hands off.
         let mut incoming: Option<TaskId> = None;
         let run_seconds = inv.profile.definition.limits.max_run_seconds;
+        if let Some(limit) = inv.profile.definition.limits.max_total_tokens {
+            ctx.scheduler.set_run_token_budget(limit);
+        }
         let chain = async {
             if let Some(root) = root_assembly {
                 messages = self.assemble_root_prompt(&ctx, &inv, root).await?;
@@ -873,6 +876,42 @@ impl AgentRunService {
                         ),
                     ))
                 }
+            }
+        }
+    }
+
+    /// Cancels one delegated task of a run executing in this process, and the tasks it
+    /// delegated in turn, as the host (`by: "host"`). A run executing elsewhere is refused with
+    /// `agent.run_locked`, a run that ended with `agent.run_not_running`.
+    pub async fn cancel_task(
+        &self,
+        run_id: &RunId,
+        task_id: &tt_domain::ids::TaskId,
+    ) -> ApplicationResult<tt_domain::task::AgentTaskRecord> {
+        let active = self
+            .lock_active()
+            .get(run_id)
+            .map(|active| Arc::clone(&active.ctx));
+        match active {
+            Some(ctx) => crate::delegation::scheduler::cancel_task_as_host(&ctx, task_id).await,
+            None => {
+                let run = self.services.runs.load_run(run_id).await?;
+                Err(if run.status.is_terminal() {
+                    ApplicationError::fatal(
+                        "agent.run_not_running",
+                        format!(
+                            "run {run_id} has ended ({}); its tasks ended with it",
+                            run.status.as_str()
+                        ),
+                    )
+                } else {
+                    ApplicationError::fatal(
+                        "agent.run_locked",
+                        format!(
+                            "run {run_id} is not executing in this process; one task can only be cancelled by the process that runs it (cancel the whole run there)"
+                        ),
+                    )
+                })
             }
         }
     }

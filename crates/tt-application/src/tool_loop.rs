@@ -120,6 +120,13 @@ async fn run_rounds(
             max_output_tokens: inv.profile.definition.model.max_output_tokens,
         };
         let response = crate::model_turn::run_model_turn(ctx, inv, request, retry).await?;
+        // A model answer is progress, for the idle limit of a delegated task.
+        ctx.scheduler.mark_progress(&inv.invocation.id);
+        if let Some(usage) = &response.usage {
+            // A delegated task past its token budget ends here (`agent.task_budget_exhausted`).
+            ctx.scheduler
+                .charge_tokens(&inv.invocation.id, usage.input_tokens + usage.output_tokens)?;
+        }
         let calls = response.tool_calls();
         if calls.is_empty() {
             if round >= max_rounds {
@@ -237,7 +244,7 @@ async fn run_rounds(
                 }
             }
         }
-        if ended.is_none() && inv.owns_run() {
+        if ended.is_none() && (inv.owns_run() || inv.snapshot.offers(ToolName::AgentDelegate)) {
             // Finished delegated results this agent has not seen yet join its next turn, once.
             if let Some(text) = crate::delegation::results::take_injection(ctx, inv).await? {
                 messages.push(AgentModelMessage::text(ModelRole::User, text));

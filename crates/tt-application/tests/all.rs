@@ -14,6 +14,7 @@ mod guidance;
 mod handoff;
 mod limits;
 mod model_facing_text;
+mod orchestration;
 mod persist_metadata;
 mod runs;
 mod skills;

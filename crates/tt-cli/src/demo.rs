@@ -2,9 +2,10 @@
 //! scripted model, transcript commit bridge), shown live as an agent tree.
 //!
 //! A writer drafts a scene, asks a continuity critic and a style advisor for notes in one turn,
-//! keeps working, waits for the first result, receives the other one automatically, revises and
-//! hands off to a final editor, who polishes, publishes and finishes. Mid-run the user sends one
-//! line of guidance, which the writer reads before its next step.
+//! keeps working, waits for both, revises and hands off to a final editor, who polishes,
+//! publishes and finishes. The critic hands one claim on to a fact checker first (a nested
+//! delegation: the writer's profile allows depth 2), so the agent tree is three levels deep.
+//! Mid-run the user sends one line of guidance, which the writer reads before its next step.
 
 use anyhow::Context as _;
 use std::path::Path;
@@ -25,7 +26,7 @@ pub const DEMO_GUIDANCE: &str = "End the scene on a sound from the sea.";
 /// The writer's model round whose answer is held until the guidance is queued.
 const GUIDANCE_AFTER_WRITER_ROUND: u32 = 6;
 
-const PROFILES: [(&str, &str); 4] = [
+const PROFILES: [(&str, &str); 5] = [
     (
         "writer",
         include_str!("../scenarios/writers-room/writer.json"),
@@ -41,6 +42,10 @@ const PROFILES: [(&str, &str); 4] = [
     (
         "final-editor",
         include_str!("../scenarios/writers-room/final-editor.json"),
+    ),
+    (
+        "fact-checker",
+        include_str!("../scenarios/writers-room/fact-checker.json"),
     ),
 ];
 

@@ -118,8 +118,20 @@ enum Command {
     /// this answers `agent.guidance_run_not_owned` (type the line into that process's terminal
     /// instead), and for a run that has ended `agent.guidance_mailbox_closed`.
     Guide { run_id: String, text: String },
-    /// Print the agent tree of a stored run.
+    /// Print the agent tree of a stored run, then each agent's usage, own and rolled up over
+    /// the tasks it delegated.
     Graph { run_id: String },
+    /// Cancel a run, or with `--task` one delegated task and the tasks it delegated in turn.
+    ///
+    /// In-process only for now: a run that another live process executes is refused with
+    /// `agent.run_locked` (stop it from that process, e.g. with Ctrl-C); a run that ended is
+    /// left as it is.
+    Cancel {
+        run_id: String,
+        /// The task to cancel (a `taskId` from the journal or `graph`); omit to cancel the run.
+        #[arg(long)]
+        task: Option<String>,
+    },
     /// Print one stored record of a run as JSON: a reference from an event (`argumentsRef`,
     /// `modelResponsePath`, `resultRef`, …) or `run.json`, `manifest.json`,
     /// `tasks/<taskId>.json`, `invocations/<invocationId>.json`, `checkpoints/<checkpointId>`,
@@ -246,10 +258,29 @@ async fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Cancel { run_id, task } => {
+            let runtime = writer_runtime(&cli.data_dir)?;
+            match task {
+                Some(task_id) => {
+                    let task = runtime.cancel_task(&run_id, &task_id).await?;
+                    println!(
+                        "Task {} ({}) cancelled; run {run_id} goes on.",
+                        task.id, task.target_profile_id
+                    );
+                }
+                None => {
+                    let run = runtime.cancel_run(&run_id).await?;
+                    println!("Run {run_id}: {}.", run.status.as_str());
+                }
+            }
+            Ok(())
+        }
         Command::Graph { run_id } => {
             let runtime = inspect_runtime(&cli.data_dir)?;
             let projection = runtime.timeline_projection(&run_id).await?;
             print!("{}", render::agent_tree(&projection));
+            let usage = runtime.usage(&run_id).await?;
+            print!("{}", render::usage_rollup(&projection, &usage));
             Ok(())
         }
     }
@@ -265,6 +296,18 @@ fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::Age
         .provider(Arc::new(idle))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .read_only()
+        .build()?)
+}
+
+/// A runtime that may write the data dir but runs no model (for `cancel`): a run another
+/// process executes stays locked to it, so writing to it is refused with `agent.run_locked`.
+fn writer_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::AgentRuntime> {
+    let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
+        .context("building the idle model")?;
+    Ok(AgentRuntimeBuilder::new()
+        .data_dir(data_dir)
+        .provider(Arc::new(idle))
+        .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?)
 }
 

@@ -174,6 +174,33 @@ impl EventPrinter {
 }
 
 /// The agent tree of a run, one invocation per line, delegated agents under their caller.
+/// The budget ledger under the tree: each agent's own model calls, tool calls and tokens, and
+/// the same summed over everything it delegated (its sub-tree).
+pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsage) -> String {
+    let mut out = String::from("usage (own | with its sub-tree):\n");
+    for entry in &usage.by_invocation {
+        let profile = projection
+            .invocations
+            .iter()
+            .find(|inv| inv.invocation_id.as_str() == entry.invocation_id)
+            .map_or_else(
+                || entry.invocation_id.clone(),
+                |inv| inv.profile_id.to_string(),
+            );
+        let _ = writeln!(
+            out,
+            "  {profile}: {} model calls, {} tool calls, {} tokens | {} model calls, {} tool calls, {} tokens",
+            entry.model_calls,
+            entry.tool_calls,
+            entry.input_tokens + entry.output_tokens,
+            entry.subtree.model_calls,
+            entry.subtree.tool_calls,
+            entry.subtree.input_tokens + entry.subtree.output_tokens,
+        );
+    }
+    out
+}
+
 pub fn agent_tree(projection: &TimelineProjection) -> String {
     let mut out = String::new();
     for root in projection

@@ -168,3 +168,48 @@ fn a_line_typed_during_a_live_run_is_sent_as_guidance() {
         "{output}"
     );
 }
+
+/// `tt-agent cancel` from another process: a run a live process executes stays with it
+/// (`agent.run_locked`, for the run and for one task), and the run goes on untouched; once it
+/// has ended, cancelling a task is `agent.run_not_running` and cancelling the run reports it.
+#[test]
+fn cancel_from_another_process_is_refused_while_the_owner_runs() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    let mut demo = agent(&dir)
+        .args(["demo", "--pace-ms", "400"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let run_id = wait_for("the run to be created", || {
+        let entry = std::fs::read_dir(dir.join("index/runs"))
+            .ok()?
+            .next()?
+            .ok()?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        name.strip_suffix(".json").map(str::to_owned)
+    });
+    let refused = |args: &[&str]| {
+        let out = agent(&dir).args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let task = refused(&["cancel", &run_id, "--task", "task_whatever"]);
+    assert!(task.contains("agent.run_locked"), "{task}");
+    let whole = refused(&["cancel", &run_id]);
+    assert!(whole.contains("agent.run_locked"), "{whole}");
+
+    assert!(demo.wait().unwrap().success(), "the demo failed");
+    let listing = output(agent(&dir).args(["runs"]));
+    assert!(
+        listing
+            .lines()
+            .any(|line| line.starts_with(&run_id) && line.contains("completed")),
+        "{listing}"
+    );
+    let ended = refused(&["cancel", &run_id, "--task", "task_whatever"]);
+    assert!(ended.contains("agent.run_not_running"), "{ended}");
+    let reported = output(agent(&dir).args(["cancel", &run_id]));
+    assert!(reported.contains("completed"), "{reported}");
+}

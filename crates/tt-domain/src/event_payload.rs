@@ -826,12 +826,45 @@ macro_rules! task_status_payloads {
 }
 
 task_status_payloads! {
-    AgentTaskQueued => "`agent_task_queued`.",
     AgentTaskStarted => "`agent_task_started`.",
     AgentTaskCompleted => "`agent_task_completed`.",
     AgentTaskFailed => "`agent_task_failed`.",
-    AgentTaskCancelled => "`agent_task_cancelled`.",
     AgentTaskInterrupted => "`agent_task_interrupted`.",
+}
+
+/// `agent_task_queued`: the task waits for a free slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentTaskQueued {
+    pub task_id: TaskId,
+    pub parent_invocation_id: InvocationId,
+    pub child_invocation_id: InvocationId,
+    pub target_profile_id: ProfileId,
+    pub status: TaskStatus,
+    pub result_ref: Option<String>,
+    pub error: Option<String>,
+    /// Its place in the delegating agent's line (1 = next to start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_position: Option<u64>,
+}
+
+/// `agent_task_cancelled`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentTaskCancelled {
+    pub task_id: TaskId,
+    pub parent_invocation_id: InvocationId,
+    pub child_invocation_id: InvocationId,
+    pub target_profile_id: ProfileId,
+    pub status: TaskStatus,
+    pub result_ref: Option<String>,
+    pub error: Option<String>,
+    /// Why it was stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who stopped it: the cancelling agent's invocation id, `host`, `runtime` or `deadline`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// `agent_child_invocation_failed`.

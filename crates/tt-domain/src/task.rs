@@ -60,6 +60,16 @@ pub struct AgentTaskBudget {
     pub max_rounds: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls: Option<u32>,
+    /// Deadline in seconds from delegation (the delegating agent's `timeoutSeconds`, else the
+    /// target profile's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
+    /// Seconds without model progress after which the running task is cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_seconds: Option<u64>,
+    /// Most model tokens (input + output, summed over its model calls) the task may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 /// Stored as `tasks/<id>.json`.

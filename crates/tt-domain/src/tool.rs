@@ -20,6 +20,7 @@ pub enum ToolName {
     AgentDelegate,
     AgentHandoff,
     AgentAwait,
+    AgentCancelTask,
     TaskReturn,
     SkillList,
     SkillSearch,
@@ -35,11 +36,12 @@ pub enum ToolName {
 
 impl ToolName {
     /// Registry order.
-    pub const ALL: [ToolName; 15] = [
+    pub const ALL: [ToolName; 16] = [
         ToolName::AgentList,
         ToolName::AgentDelegate,
         ToolName::AgentHandoff,
         ToolName::AgentAwait,
+        ToolName::AgentCancelTask,
         ToolName::TaskReturn,
         ToolName::SkillList,
         ToolName::SkillSearch,
@@ -65,13 +67,14 @@ impl ToolName {
     ];
 
     /// Tools removed from a delegated (task-return) agent's surface.
-    pub const PARENT_ONLY: [ToolName; 6] = [
+    pub const PARENT_ONLY: [ToolName; 7] = [
         ToolName::WorkspaceCommit,
         ToolName::WorkspaceFinish,
         ToolName::AgentList,
         ToolName::AgentDelegate,
         ToolName::AgentHandoff,
         ToolName::AgentAwait,
+        ToolName::AgentCancelTask,
     ];
 
     pub fn canonical(self) -> &'static str {
@@ -80,6 +83,7 @@ impl ToolName {
             ToolName::AgentDelegate => "agent.delegate",
             ToolName::AgentHandoff => "agent.handoff",
             ToolName::AgentAwait => "agent.await",
+            ToolName::AgentCancelTask => "agent.cancel_task",
             ToolName::TaskReturn => "task.return",
             ToolName::SkillList => "skill.list",
             ToolName::SkillSearch => "skill.search",
@@ -101,6 +105,7 @@ impl ToolName {
             ToolName::AgentDelegate => "agent_delegate",
             ToolName::AgentHandoff => "agent_handoff",
             ToolName::AgentAwait => "agent_await",
+            ToolName::AgentCancelTask => "agent_cancel_task",
             ToolName::TaskReturn => "task_return",
             ToolName::SkillList => "skill_list",
             ToolName::SkillSearch => "skill_search",

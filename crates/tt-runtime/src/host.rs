@@ -11,8 +11,9 @@ use tokio_util::sync::CancellationToken;
 use tt_application::guidance::{GuidanceReceipt, SubmitGuidanceRequest};
 use tt_application::{AgentRunService, RunEventStream, StartRunRequest, timeline_projection};
 use tt_domain::event::AgentRunEvent;
-use tt_domain::ids::{CommitId, RunId};
+use tt_domain::ids::{CommitId, RunId, TaskId};
 use tt_domain::run::AgentRun;
+use tt_domain::task::AgentTaskRecord;
 use tt_ports::{ChatCommitRequest, EventPage, RunListPage};
 
 use crate::bridges::{HostApiCommitBridge, TranscriptCommitBridge, TranscriptEntry};
@@ -317,6 +318,20 @@ impl AgentRuntime {
     pub async fn get_run(&self, run_id: &str) -> HostResult<AgentRun> {
         self.ensure_open()?;
         Ok(self.service.get_run(&RunId::from_raw(run_id)).await?)
+    }
+
+    /// Cancels one delegated task of a run executing in this process, and every task it
+    /// delegated in turn; the run and the other tasks go on. The task ends `cancelled`
+    /// (`agent_task_cancelled` with `by: "host"`) and its delegating agent gets the result
+    /// like any other. Coded errors: `agent.task_not_found`, `agent.task_not_cancellable`,
+    /// `agent.task_already_finished`, `agent.run_not_running`, and `agent.run_locked` for a
+    /// run executed by another process (in-process only for now).
+    pub async fn cancel_task(&self, run_id: &str, task_id: &str) -> HostResult<AgentTaskRecord> {
+        self.ensure_open()?;
+        Ok(self
+            .service
+            .cancel_task(&RunId::from_raw(run_id), &TaskId::from_raw(task_id))
+            .await?)
     }
 
     /// Waits until the run stops executing and returns its final record. A run nobody is

@@ -36,6 +36,7 @@ pub use tt_application::guidance::{
 };
 pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
+    UsageTotals,
 };
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).
@@ -44,5 +45,5 @@ pub use tt_domain::model::AgentModelRequest;
 pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
-pub use tt_domain::task::{TaskContinuation, TaskStatus};
+pub use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 pub use tt_ports::{ChatCommitRequest, ModelError, ModelProvider};

@@ -26,11 +26,22 @@ pub struct DelegateArgs {
     /// The raw `task` object (always an object here).
     pub task: Value,
     pub budget: Option<AgentTaskBudget>,
+    /// `timeoutSeconds`: at least 1; its bound is the target's, checked by the caller.
+    pub timeout_seconds: Option<u64>,
 }
 
 /// Steps 1–2 of the `agent.delegate` validation plus the budget's shape.
 pub fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolError> {
-    let parsed = Args::parse(args, &["agentId", "task", "budget"])?;
+    let parsed = Args::parse(args, &["agentId", "task", "budget", "timeoutSeconds"])?;
+    let timeout_seconds =
+        match parsed.opt_i64("timeoutSeconds").map_err(|_| {
+            ToolError::invalid_arguments("`timeoutSeconds` must be a whole number of seconds")
+        })? {
+            None => None,
+            Some(seconds) => Some(u64::try_from(seconds).ok().filter(|s| *s >= 1).ok_or_else(
+                || ToolError::invalid_arguments("`timeoutSeconds` must be at least 1"),
+            )?),
+        };
     let agent_id = parsed.req_str("agentId")?.to_owned();
     let task = required_object(&parsed, "task", "the task brief")?;
     let budget = parsed.raw("budget").map(parse_budget).transpose()?;
@@ -40,15 +51,18 @@ pub fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolError> {
         agent_id,
         task: Value::Object(task.clone()),
         budget,
+        timeout_seconds,
     })
 }
 
 fn parse_budget(value: &Value) -> Result<AgentTaskBudget, ToolError> {
-    let budget = Args::parse(value, &["maxRounds", "maxToolCalls"])
+    let budget = Args::parse(value, &["maxRounds", "maxToolCalls", "maxTokens"])
         .map_err(|err| ToolError::invalid_arguments(format!("`budget`: {}", err.message)))?;
     Ok(AgentTaskBudget {
         max_rounds: positive_u32(&budget, "maxRounds")?,
         max_tool_calls: positive_u32(&budget, "maxToolCalls")?,
+        max_tokens: positive_u32(&budget, "maxTokens")?.map(u64::from),
+        ..AgentTaskBudget::default()
     })
 }
 
@@ -164,6 +178,45 @@ fn parse_task_ids(value: &Value) -> Result<Vec<String>, ToolError> {
         ids.push(id.to_owned());
     }
     Ok(ids)
+}
+
+/// Longest accepted `agent.cancel_task` reason, in bytes.
+pub const MAX_CANCEL_REASON_BYTES: usize = 1000;
+
+/// Parsed `agent.cancel_task` arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelTaskArgs {
+    /// Trimmed, never empty.
+    pub task_id: String,
+    /// Trimmed; `None` when absent or blank.
+    pub reason: Option<String>,
+}
+
+/// `{taskId, reason?}`; ownership and status are checked by the caller.
+pub fn parse_cancel_task_args(args: &Value) -> Result<CancelTaskArgs, ToolError> {
+    let parsed = Args::parse(args, &["taskId", "reason"])?;
+    let task_id = parsed.req_str("taskId")?.trim();
+    if task_id.is_empty() {
+        return Err(ToolError::invalid_arguments(
+            "`taskId` is empty; pass a task id exactly as `agent_delegate` returned it",
+        ));
+    }
+    let reason = parsed
+        .opt_str("reason")?
+        .map(str::trim)
+        .filter(|reason| !reason.is_empty());
+    if let Some(reason) = reason
+        && reason.len() > MAX_CANCEL_REASON_BYTES
+    {
+        return Err(ToolError::invalid_arguments(format!(
+            "`reason` is {} bytes; keep it under {MAX_CANCEL_REASON_BYTES}",
+            reason.len()
+        )));
+    }
+    Ok(CancelTaskArgs {
+        task_id: task_id.to_owned(),
+        reason: reason.map(str::to_owned),
+    })
 }
 
 /// Parsed `agent.handoff` arguments. `pendingTaskPolicy`, when given, is always
@@ -380,6 +433,51 @@ mod tests {
         err.message
     }
 
+    #[test]
+    fn delegate_takes_an_optional_timeout_in_whole_seconds() {
+        let task = json!({"objective": "x"});
+        let parsed =
+            parse_delegate_args(&json!({"agentId": "a", "task": task, "timeoutSeconds": 90}))
+                .unwrap();
+        assert_eq!(parsed.timeout_seconds, Some(90));
+        assert_eq!(
+            parse_delegate_args(&json!({"agentId": "a", "task": task}))
+                .unwrap()
+                .timeout_seconds,
+            None
+        );
+        for bad in [json!(0), json!(-5), json!("90"), json!(1.5)] {
+            invalid(parse_delegate_args(
+                &json!({"agentId": "a", "task": task, "timeoutSeconds": bad}),
+            ));
+        }
+    }
+
+    // ---- agent.cancel_task ----------------------------------------------------------------
+
+    #[test]
+    fn cancel_task_takes_an_id_and_an_optional_reason() {
+        let parsed =
+            parse_cancel_task_args(&json!({"taskId": " task_1 ", "reason": "  off track "}))
+                .unwrap();
+        assert_eq!(parsed.task_id, "task_1");
+        assert_eq!(parsed.reason.as_deref(), Some("off track"));
+        let bare = parse_cancel_task_args(&json!({"taskId": "task_1", "reason": " "})).unwrap();
+        assert_eq!(bare.reason, None);
+        assert!(invalid(parse_cancel_task_args(&json!({}))).contains("taskId"));
+        assert!(invalid(parse_cancel_task_args(&json!({"taskId": "  "}))).contains("empty"));
+        assert!(
+            invalid(parse_cancel_task_args(
+                &json!({"taskId": "t", "reason": "x".repeat(MAX_CANCEL_REASON_BYTES + 1)})
+            ))
+            .contains("keep it under")
+        );
+        invalid(parse_cancel_task_args(
+            &json!({"taskId": "t", "force": true}),
+        ));
+        invalid(parse_cancel_task_args(&json!({"taskId": 7})));
+    }
+
     // ---- agent.delegate -------------------------------------------------------------------
 
     #[test]
@@ -406,7 +504,8 @@ mod tests {
             full.budget,
             Some(AgentTaskBudget {
                 max_rounds: Some(4),
-                max_tool_calls: Some(10)
+                max_tool_calls: Some(10),
+                ..AgentTaskBudget::default()
             })
         );
         let null_budget = parse_delegate_args(
@@ -532,7 +631,8 @@ mod tests {
                 .budget,
             Some(AgentTaskBudget {
                 max_rounds: None,
-                max_tool_calls: Some(1)
+                max_tool_calls: Some(1),
+                ..AgentTaskBudget::default()
             })
         );
     }

@@ -20,16 +20,37 @@ use crate::error::{ApplicationError, ApplicationResult};
 use crate::tool_loop::{LoopOutcome, run_tool_loop};
 
 /// The target profile as a delegated agent runs it: background presentation, no parent-only
-/// tools (commit, finish, and the four agent tools), and the task's downward budget.
+/// tools (commit, finish, handoff and the agent tools), and the task's downward budget.
 pub fn apply_child_invocation_policy(
     profile: &ResolvedProfile,
     budget: Option<AgentTaskBudget>,
+) -> ResolvedProfile {
+    apply_nested_invocation_policy(profile, budget, false)
+}
+
+/// The delegating tools a nested delegator keeps.
+const NESTED_DELEGATION_TOOLS: [ToolName; 4] = [
+    ToolName::AgentList,
+    ToolName::AgentDelegate,
+    ToolName::AgentAwait,
+    ToolName::AgentCancelTask,
+];
+
+/// [`apply_child_invocation_policy`], except that with `may_delegate` (the profile allows
+/// nested delegation and the run's depth has room) the agent keeps its delegation tools.
+pub fn apply_nested_invocation_policy(
+    profile: &ResolvedProfile,
+    budget: Option<AgentTaskBudget>,
+    may_delegate: bool,
 ) -> ResolvedProfile {
     let mut profile = profile.clone();
     let definition = &mut profile.definition;
     definition.run.presentation = Presentation::Background;
     definition.tools.allow.retain(|name| {
-        ToolName::from_canonical(name).is_none_or(|tool| !ToolName::PARENT_ONLY.contains(&tool))
+        ToolName::from_canonical(name).is_none_or(|tool| {
+            !ToolName::PARENT_ONLY.contains(&tool)
+                || (may_delegate && NESTED_DELEGATION_TOOLS.contains(&tool))
+        })
     });
     if let Some(budget) = budget {
         if let Some(rounds) = budget.max_rounds {
@@ -58,39 +79,117 @@ pub fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()
 
 /// Runs one delegated task to a terminal state. Cancellation is recorded by whoever cancelled
 /// (the scheduler), so a cancelled worker returns without writing anything more.
+///
+/// `started`: the admission queue already marked the task running. Returns `false` when the
+/// task failed and the store refused to record that (the task then never ends by itself).
 pub async fn run_delegated_task(
     ctx: &Arc<RunContext>,
     task: AgentTaskRecord,
     cancel: CancellationToken,
-) {
+    started: bool,
+) -> bool {
     if cancel.is_cancelled() {
-        return;
+        return true;
     }
     let mut invocation_slot = None;
-    let result = drive(ctx, &task, &cancel, &mut invocation_slot).await;
+    let mut delegates = false;
+    let result = drive(
+        ctx,
+        &task,
+        &cancel,
+        started,
+        &mut delegates,
+        &mut invocation_slot,
+    )
+    .await;
     if cancel.is_cancelled() || matches!(&result, Err(error) if error.is_cancelled()) {
-        return;
+        return true;
     }
+    let mut recorded = true;
     if let Err(error) = result {
-        fail_task(ctx, &task, invocation_slot, &error)
-            .await
-            .best_effort("fail the delegated task");
+        let failed = fail_task(ctx, &task, invocation_slot, &error).await;
+        recorded = failed.is_ok();
+        failed.best_effort("fail the delegated task");
     }
+    if delegates {
+        // What it delegated and did not wait for ends with it, like at workspace.finish.
+        let _ = ctx
+            .scheduler
+            .cancel_unfinished_for_parent(ctx, &task.child_invocation_id, TASK_ENDED_REASON)
+            .await;
+    }
+    if !recorded {
+        ctx.scheduler.notify();
+    }
+    recorded
+}
+
+/// Reason recorded for a task whose delegating agent finished its own task first.
+pub const TASK_ENDED_REASON: &str =
+    "cancelled because the agent that delegated it finished its own task";
+
+/// How deep `invocation` is: 0 for the run's own agents (root and handoff owners), one more
+/// for each delegation above it.
+pub async fn invocation_depth(
+    ctx: &RunContext,
+    invocation: &tt_domain::ids::InvocationId,
+) -> ApplicationResult<u32> {
+    let mut depth = 0;
+    let mut current = ctx
+        .services
+        .invocations
+        .load_invocation(&ctx.run_id, invocation)
+        .await?;
+    while current.kind == tt_domain::invocation::InvocationKind::Subagent {
+        depth += 1;
+        let Some(parent) = current.parent_invocation_id.clone() else {
+            break;
+        };
+        current = ctx
+            .services
+            .invocations
+            .load_invocation(&ctx.run_id, &parent)
+            .await?;
+    }
+    Ok(depth)
+}
+
+/// The run's `delegation.maxDelegationDepth`, from the profile the run started with.
+pub async fn max_delegation_depth(ctx: &RunContext) -> ApplicationResult<u32> {
+    let run = ctx.run_snapshot().await;
+    let profile = crate::profiles::resolve(
+        ctx.services.profiles.as_ref(),
+        run.profile_id
+            .as_ref()
+            .map(tt_domain::ids::ProfileId::as_str),
+    )
+    .await?;
+    Ok(profile.definition.delegation.max_delegation_depth)
 }
 
 async fn drive(
     ctx: &Arc<RunContext>,
     task: &AgentTaskRecord,
     cancel: &CancellationToken,
+    already_started: bool,
+    delegates: &mut bool,
     invocation_slot: &mut Option<tt_domain::invocation::AgentInvocation>,
 ) -> ApplicationResult<()> {
     let services = &ctx.services;
-    let started = transition_task(ctx, &task.id, TaskStatus::Running, None, None).await?;
-    if !started.changed {
-        // Cancelled (or otherwise ended) before it could start.
-        return Err(ApplicationError::cancelled());
+    if !already_started {
+        let started = transition_task(ctx, &task.id, TaskStatus::Running, None, None).await?;
+        if !started.changed {
+            // Cancelled (or otherwise ended) before it could start.
+            return Err(ApplicationError::cancelled());
+        }
     }
     ctx.scheduler.notify();
+    // The idle limit counts from the start of its work, not from delegation.
+    ctx.scheduler.mark_started(&task.child_invocation_id);
+    if let Some(limit) = task.budget.and_then(|budget| budget.max_tokens) {
+        ctx.scheduler
+            .set_token_budget(&task.child_invocation_id, limit);
+    }
     let mut invocation = services
         .invocations
         .load_invocation(&ctx.run_id, &task.child_invocation_id)
@@ -105,7 +204,13 @@ async fn drive(
     )
     .await?;
     check_model_configured(&target)?;
-    let profile = apply_child_invocation_policy(&target, task.budget);
+    let policy = &target.definition.delegation;
+    let may_delegate = policy.can_delegate
+        && policy.allow_nested_delegation
+        && invocation_depth(ctx, &task.child_invocation_id).await?
+            < max_delegation_depth(ctx).await?;
+    *delegates = may_delegate;
+    let profile = apply_nested_invocation_policy(&target, task.budget, may_delegate);
     let prepared = crate::invocation_setup::prepare_invocation(
         ctx,
         crate::invocation_setup::InvocationSetup {

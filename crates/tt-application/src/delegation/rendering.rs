@@ -260,6 +260,10 @@ pub struct CapsuleEntry {
     /// the result document's `result` object (findings, warnings, suggestedNextActions,
     /// questionsForCaller or legacy questionsForParent, artifacts, confidence)
     pub result: Option<Value>,
+    /// For a cancelled task: the workspace files it wrote before it stopped, in order.
+    pub written: Option<Vec<String>>,
+    /// For a task waiting for a free slot: its 1-based place in the reader's waiting line.
+    pub queue_position: Option<usize>,
 }
 
 /// Facts about the agent reading a capsule, to choose the continuation hint's second line.
@@ -321,12 +325,22 @@ fn render_entry(entry: &CapsuleEntry) -> String {
     }
     let summary = match entry.summary.as_deref().map(str::trim) {
         Some(summary) if !summary.is_empty() => summary.to_owned(),
+        _ if entry.queue_position.is_some() => format!(
+            "_Waiting to start: number {} in your waiting line. It starts by itself when one of your tasks ends; its result will reach you on its own when it finishes._",
+            entry.queue_position.unwrap_or_default()
+        ),
         _ if !entry.status.is_terminal() => {
             "_Not finished yet; its result will reach you on its own when it finishes._".to_owned()
+        }
+        _ if entry.status == TaskStatus::Cancelled => {
+            "_It was stopped before it returned a result._".to_owned()
         }
         _ => "_No summary was returned._".to_owned(),
     };
     let mut parts = vec![head.join("\n"), summary];
+    if let Some(written) = &entry.written {
+        parts.push(render_written_so_far(written));
+    }
     let result = entry.result.as_ref().and_then(Value::as_object);
     if let Some(result) = result {
         for (key, label) in RESULT_BLOCKS {
@@ -352,6 +366,18 @@ fn render_entry(entry: &CapsuleEntry) -> String {
         }
     }
     parts.join("\n\n")
+}
+
+/// What a stopped task had written, so the reader can pick up its partial work.
+fn render_written_so_far(paths: &[String]) -> String {
+    if paths.is_empty() {
+        return "It had written no workspace files before it stopped.".to_owned();
+    }
+    let lines: Vec<String> = paths.iter().map(|path| format!("  - `{path}`")).collect();
+    format!(
+        "Written before it stopped (possibly unfinished; read before relying on it):\n{}",
+        lines.join("\n")
+    )
 }
 
 /// A result block's value, unless it is missing, null, blank or an empty container.
@@ -463,6 +489,22 @@ pub fn render_agent_list(purpose: &str, entries: &[AgentListEntry]) -> String {
     format!("{}\n\n{note}", lines.join("\n"))
 }
 
+/// The `agent.list` note on the reader's own tasks: how many run, which wait and where.
+pub fn render_task_slots(running: usize, limit: u32, waiting: &[(String, usize)]) -> String {
+    let mut text = format!("Your tasks: {running} of your {limit} task slots are in use.");
+    if !waiting.is_empty() {
+        let line: Vec<String> = waiting
+            .iter()
+            .map(|(task_id, position)| format!("`{task_id}` (number {position})"))
+            .collect();
+        text.push_str(&format!(
+            " Waiting to start, in order: {}. Each starts by itself when one of your tasks ends.",
+            line.join(", ")
+        ));
+    }
+    text
+}
+
 /// `summaries/<workspaceKey>-result.md`, written by `task.return` for the agent that asked.
 pub fn render_summary_file(task_id: &str, status: &str, summary: &str) -> String {
     format!("# Delegated Task Result\n\nTask: {task_id}\nStatus: {status}\n\n{summary}\n")
@@ -528,6 +570,8 @@ mod tests {
                 ],
                 "confidence": "high"
             })),
+            written: None,
+            queue_position: None,
         }
     }
 
@@ -539,6 +583,8 @@ mod tests {
             error: Some("the model stopped without returning a result".into()),
             summary: None,
             result: None,
+            written: None,
+            queue_position: None,
         }
     }
 
@@ -550,6 +596,8 @@ mod tests {
             error: Some("cancelled because the job finished".into()),
             summary: None,
             result: None,
+            written: Some(Vec::new()),
+            queue_position: None,
         }
     }
 
@@ -561,6 +609,8 @@ mod tests {
             error: None,
             summary: None,
             result: None,
+            written: None,
+            queue_position: None,
         }
     }
 
@@ -681,6 +731,43 @@ mod tests {
         insta::assert_snapshot!(
             "capsule_completed",
             render_capsule(&[completed_entry()], false, &reader(true, true, true, 0))
+        );
+    }
+
+    #[test]
+    fn capsule_of_a_stopped_task_lists_what_it_had_written() {
+        let mut entry = cancelled_entry();
+        entry.error = Some("Another part already covers this.".into());
+        entry.written = Some(vec!["scratch/draft.md".into(), "plan/outline.md".into()]);
+        let text = render_capsule(&[entry], false, &reader(true, true, true, 0));
+        tt_testkit::leaks::assert_no_leaks(
+            "a stopped task's capsule",
+            &text.replace("task_0003", "<id>"),
+        );
+        insta::assert_snapshot!("capsule_cancelled_with_written_files", text);
+    }
+
+    #[test]
+    fn capsule_of_a_waiting_task_and_the_slots_note() {
+        let mut entry = running_entry();
+        entry.status = TaskStatus::Queued;
+        entry.queue_position = Some(2);
+        let capsule = render_capsule(&[entry], true, &reader(true, true, true, 0));
+        let slots = render_task_slots(4, 4, &[("task_0005".into(), 1), ("task_0006".into(), 2)]);
+        for text in [&capsule, &slots] {
+            tt_testkit::leaks::assert_no_leaks(
+                "a waiting task",
+                &text
+                    .replace("task_0004", "<id>")
+                    .replace("task_0005", "<id>")
+                    .replace("task_0006", "<id>"),
+            );
+        }
+        insta::assert_snapshot!("capsule_waiting_task", capsule);
+        insta::assert_snapshot!("task_slots_note", slots);
+        assert_eq!(
+            render_task_slots(1, 3, &[]),
+            "Your tasks: 1 of your 3 task slots are in use."
         );
     }
 

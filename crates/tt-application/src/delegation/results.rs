@@ -3,10 +3,10 @@
 //! injection of results the agent has not seen yet.
 
 use serde_json::{Value, json};
-use tt_domain::ids::TaskId;
-use tt_domain::task::{AgentTaskRecord, TaskContinuation};
+use tt_domain::ids::{InvocationId, TaskId};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::ToolName;
-use tt_ports::RunDocument;
+use tt_ports::{EventPage, RunDocument};
 
 use super::rendering::{CapsuleEntry, ReaderState, render_injected_results};
 use crate::context::{InvocationRuntime, RunContext};
@@ -61,7 +61,71 @@ pub async fn capsule_entry(
             .and_then(Value::as_str)
             .map(str::to_owned),
         result: document.and_then(|doc| doc.get("result").cloned()),
+        // A task stopped before it could return (cancelled, or past its token budget): what it
+        // wrote is all there is of its work.
+        written: if stopped_early(task) {
+            Some(written_by(ctx, &task.child_invocation_id).await?)
+        } else {
+            None
+        },
+        queue_position: match task.status {
+            TaskStatus::Queued => ctx.scheduler.queue_position(task),
+            _ => None,
+        },
     })
+}
+
+/// Cancelled, or ended by its token budget.
+fn stopped_early(task: &AgentTaskRecord) -> bool {
+    task.status == TaskStatus::Cancelled
+        || (task.status == TaskStatus::Failed
+            && task
+                .error
+                .as_deref()
+                .is_some_and(|error| error.starts_with("agent.task_budget_exhausted")))
+}
+
+/// The workspace files an agent wrote or patched, in first-write order, from its journal
+/// events. Read only for a cancelled task, when its capsule is rendered.
+pub async fn written_by(
+    ctx: &RunContext,
+    invocation: &InvocationId,
+) -> ApplicationResult<Vec<String>> {
+    let mut paths: Vec<String> = Vec::new();
+    let mut after = None;
+    loop {
+        let page = ctx
+            .services
+            .journal
+            .read(
+                &ctx.run_id,
+                &EventPage {
+                    after_seq: after,
+                    limit: Some(tt_ports::journal::MAX_EVENT_PAGE_LIMIT),
+                    invocation_id: Some(invocation.to_string()),
+                    ..EventPage::default()
+                },
+            )
+            .await?;
+        let Some(last) = page.last() else {
+            return Ok(paths);
+        };
+        after = Some(last.seq);
+        for event in &page {
+            let wrote = matches!(
+                event.event_type.as_str(),
+                "workspace_file_written" | "workspace_patch_applied"
+            );
+            if wrote
+                && event.payload.get("invocationId").and_then(Value::as_str)
+                    == Some(invocation.as_str())
+                && let Some(path) = event.payload.get("path").and_then(Value::as_str)
+                && !paths.iter().any(|seen| seen == path)
+            {
+                paths.push(path.to_owned());
+            }
+        }
+    }
 }
 
 /// `AwaitTaskView` of a task: status, error and the useful parts of its result.
@@ -72,6 +136,9 @@ pub fn await_view(entry: &CapsuleEntry) -> Value {
     }
     if let Some(summary) = &entry.summary {
         view["summary"] = json!(summary);
+    }
+    if let Some(position) = entry.queue_position {
+        view["queuePosition"] = json!(position);
     }
     if let Some(result) = &entry.result {
         for key in [

@@ -5,8 +5,9 @@
 //! `cancelled`, so nothing a cancelled agent does is written after its cancellation.
 
 use serde_json::json;
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -24,22 +25,130 @@ pub const CALLER_FINISHED_REASON: &str =
     "cancelled because the agent that delegated it finished the run";
 /// Reason recorded when the run stops (finish, failure or cancel).
 pub const RUN_STOPPED_REASON: &str = "cancelled because the Agent run stopped";
+/// Reason recorded for a task whose delegating task was cancelled.
+pub const DELEGATOR_CANCELLED_REASON: &str =
+    "cancelled because the task that delegated it was stopped";
+/// Reason prefix of a task cancelled at its deadline.
+pub const DEADLINE_EXCEEDED: &str = "deadline_exceeded";
+/// Reason prefix of a task cancelled after its idle limit without model progress.
+pub const IDLE_TIMEOUT_EXCEEDED: &str = "idle_timeout_exceeded";
+/// Reason recorded when the delegating agent stops a task without saying why.
+pub const CALLER_CANCELLED_REASON: &str = "stopped by the agent that delegated it";
+
+/// Who cancelled a task, as `agent_task_cancelled.by` records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelledBy {
+    /// The delegating agent, through `agent.cancel_task` (its invocation id).
+    Agent(InvocationId),
+    /// The host, through `cancel_task`.
+    Host,
+    /// The runtime: the delegating agent finished, or the run stopped.
+    Runtime,
+    /// The task's deadline or idle limit passed.
+    Deadline,
+}
+
+impl CancelledBy {
+    /// `agent_task_cancelled.by`: the cancelling invocation's id, `host` or `runtime`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            CancelledBy::Agent(invocation) => invocation.as_str(),
+            CancelledBy::Host => "host",
+            CancelledBy::Runtime => "runtime",
+            CancelledBy::Deadline => "deadline",
+        }
+    }
+}
 
 struct Worker {
     cancel: CancellationToken,
     handle: Option<JoinHandle<()>>,
+    /// The delegating agent, whose slot this worker holds.
+    delegator: InvocationId,
 }
 
-/// Background workers of one run.
+/// A delegated task waiting for a free slot of its delegating agent.
+struct Pending {
+    task: AgentTaskRecord,
+    /// The delegating agent's `maxConcurrentInvocations` when it delegated.
+    limit: u32,
+}
+
+/// How `submit` admitted a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// A worker started at once.
+    Started,
+    /// Every slot of the delegating agent is busy: the task waits, at this 1-based position
+    /// of that agent's queue, and starts by itself when a slot frees.
+    Queued { position: usize },
+}
+
+#[derive(Default)]
+struct State {
+    workers: HashMap<TaskId, Worker>,
+    /// Running workers per delegating agent (its busy slots).
+    busy: HashMap<InvocationId, u32>,
+    /// Tasks waiting for a slot, FIFO per delegating agent. Each agent has its own slots, so
+    /// one agent's queue never holds back another's.
+    queues: HashMap<InvocationId, VecDeque<Pending>>,
+    /// Delegating agents whose waiting tasks must not start any more (the agent finished).
+    closed: HashSet<InvocationId>,
+    /// The run is stopping: no waiting task starts any more.
+    all_closed: bool,
+    /// Last model progress of started tasks that have an idle limit, by their invocation.
+    progress: HashMap<InvocationId, tokio::time::Instant>,
+    /// Stops the deadline watch of a task once it ends.
+    watches: HashMap<TaskId, CancellationToken>,
+    /// Token budgets of running tasks that have one, by invocation: (used, limit).
+    tokens: HashMap<InvocationId, (u64, u64)>,
+    /// Tokens the whole run used, and its `limits.maxTotalTokens`.
+    run_tokens: (u64, Option<u64>),
+    /// Tasks whose worker ended without its end being recorded (the store refused the
+    /// write): nothing will ever finish them, so waits must not wait for them.
+    lost: HashSet<TaskId>,
+}
+
+impl State {
+    /// Frees the slot held by `task_id`'s worker, if it still has one.
+    fn release(&mut self, task_id: &TaskId) -> Option<Worker> {
+        let worker = self.workers.remove(task_id)?;
+        if let Some(busy) = self.busy.get_mut(&worker.delegator) {
+            *busy = busy.saturating_sub(1);
+        }
+        Some(worker)
+    }
+
+    /// The next waiting task of `delegator` that may start now, taking its slot.
+    fn next_admitted(&mut self, delegator: &InvocationId) -> Option<AgentTaskRecord> {
+        if self.all_closed || self.closed.contains(delegator) {
+            return None;
+        }
+        let busy = self.busy.get(delegator).copied().unwrap_or(0);
+        let queue = self.queues.get_mut(delegator)?;
+        if busy >= queue.front()?.limit {
+            return None;
+        }
+        let pending = queue.pop_front()?;
+        *self.busy.entry(delegator.clone()).or_default() += 1;
+        Some(pending.task)
+    }
+}
+
+/// Background workers of one run, and the admission queue of tasks waiting for a slot.
 pub struct TaskScheduler {
-    workers: Mutex<HashMap<TaskId, Worker>>,
+    state: Mutex<State>,
+    /// Serializes starting waiting tasks, so they start (and journal `agent_task_started`) in
+    /// the order they were queued.
+    admitting: tokio::sync::Mutex<()>,
     changes: watch::Sender<u64>,
 }
 
 impl Default for TaskScheduler {
     fn default() -> Self {
         Self {
-            workers: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::default()),
+            admitting: tokio::sync::Mutex::new(()),
             changes: watch::Sender::new(0),
         }
     }
@@ -48,14 +157,14 @@ impl Default for TaskScheduler {
 impl std::fmt::Debug for TaskScheduler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskScheduler")
-            .field("workers", &self.lock().len())
+            .field("workers", &self.lock().workers.len())
             .finish()
     }
 }
 
 impl TaskScheduler {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Worker>> {
-        self.workers
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -72,55 +181,249 @@ impl TaskScheduler {
 
     /// Number of workers currently running.
     pub fn running(&self) -> usize {
-        self.lock().len()
+        self.lock().workers.len()
     }
 
-    /// Starts a worker for `task` at once (there is no queue: the delegate-time limits are the
-    /// only throttle).
-    pub fn submit(&self, ctx: &RunContext, task: AgentTaskRecord) -> ApplicationResult<()> {
+    /// 1-based position of a waiting task in its delegating agent's queue; `None` when it is
+    /// not waiting.
+    pub fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize> {
+        self.lock()
+            .queues
+            .get(&task.parent_invocation_id)?
+            .iter()
+            .position(|pending| pending.task.id == task.id)
+            .map(|index| index + 1)
+    }
+
+    /// Admits `task`: a worker starts at once while its delegating agent has fewer than
+    /// `limit` running tasks; otherwise the task waits in that agent's queue.
+    pub fn submit(
+        &self,
+        ctx: &RunContext,
+        task: AgentTaskRecord,
+        limit: u32,
+    ) -> ApplicationResult<Admission> {
         let shared = ctx.shared()?;
-        let task_id = task.id.clone();
-        {
-            let mut workers = self.lock();
-            if workers.contains_key(&task_id) {
+        let admission = {
+            let state = self.lock();
+            if state.workers.contains_key(&task.id)
+                || state
+                    .queues
+                    .get(&task.parent_invocation_id)
+                    .is_some_and(|queue| queue.iter().any(|p| p.task.id == task.id))
+            {
                 return Err(ApplicationError::fatal(
                     "agent.task_already_scheduled",
-                    format!("task {task_id} is already scheduled"),
+                    format!("task {} is already scheduled", task.id),
                 ));
             }
-            let cancel = ctx.cancel.child_token();
-            let worker_cancel = cancel.clone();
-            let worker_task_id = task_id.clone();
-            // The worker's span is a child of the span that submitted it (the delegating
-            // agent's `agent.delegate` call), so each agent's spans form one tree under the run.
-            let span = tracing::info_span!(
-                "task_worker",
-                run_id = shared.run_id.as_str(),
-                task_id = task_id.as_str(),
-                profile = task.target_profile_id.as_str(),
-            );
-            let handle = tokio::spawn(
-                async move {
-                    super::child::run_delegated_task(&shared, task, worker_cancel).await;
-                    shared.scheduler.worker_exited(&worker_task_id);
+            let delegator = task.parent_invocation_id.clone();
+            let busy = state.busy.get(&delegator).copied().unwrap_or(0);
+            drop(state);
+            // The deadline counts from delegation, waiting for a slot included.
+            self.watch_limits(&shared, &task);
+            let mut state = self.lock();
+            let queue_empty = state.queues.get(&delegator).is_none_or(VecDeque::is_empty);
+            if busy < limit && queue_empty {
+                *state.busy.entry(delegator).or_default() += 1;
+                spawn_worker(&mut state, &shared, task, false);
+                Admission::Started
+            } else {
+                let queue = state.queues.entry(delegator).or_default();
+                queue.push_back(Pending { task, limit });
+                Admission::Queued {
+                    position: queue.len(),
                 }
-                .instrument(span),
-            );
-            workers.insert(
-                task_id,
-                Worker {
-                    cancel,
-                    handle: Some(handle),
-                },
-            );
-        }
+            }
+        };
         self.notify();
+        Ok(admission)
+    }
+
+    /// Starts the waiting tasks of `delegator` that its free slots admit, in queue order: each
+    /// is marked running before the next is taken, under one lock, so starts are journaled in
+    /// FIFO order.
+    async fn admit_waiting(&self, ctx: &Arc<RunContext>, delegator: &InvocationId) {
+        let _admitting = self.admitting.lock().await;
+        loop {
+            let Some(task) = self.lock().next_admitted(delegator) else {
+                return;
+            };
+            let started = transition_task(ctx, &task.id, TaskStatus::Running, None, None).await;
+            match started {
+                Ok(outcome) if outcome.changed => {
+                    spawn_worker(&mut self.lock(), ctx, task, true);
+                    self.notify();
+                }
+                // Ended while waiting, or the store refused: give the slot back.
+                _ => {
+                    let mut state = self.lock();
+                    if let Some(busy) = state.busy.get_mut(delegator) {
+                        *busy = busy.saturating_sub(1);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn worker_exited(&self, ctx: &Arc<RunContext>, task_id: &TaskId) {
+        self.stop_watch(task_id);
+        let delegator = self.lock().release(task_id).map(|worker| worker.delegator);
+        self.notify();
+        if let Some(delegator) = delegator {
+            self.admit_waiting(ctx, &delegator).await;
+        }
+    }
+
+    /// Gives `invocation` (a started task) a token budget.
+    pub fn set_token_budget(&self, invocation: &InvocationId, limit: u64) {
+        self.lock().tokens.insert(invocation.clone(), (0, limit));
+    }
+
+    /// Sets the run's token budget (`limits.maxTotalTokens` of its root profile).
+    pub fn set_run_token_budget(&self, limit: u64) {
+        self.lock().run_tokens.1 = Some(limit);
+    }
+
+    /// Tokens the run used and its budget, if it has one.
+    pub fn run_tokens(&self) -> (u64, Option<u64>) {
+        self.lock().run_tokens
+    }
+
+    /// Tokens `invocation` (a task with a budget) used and its budget.
+    pub fn task_tokens(&self, invocation: &InvocationId) -> Option<(u64, u64)> {
+        self.lock().tokens.get(invocation).copied()
+    }
+
+    /// Charges `used` model tokens to `invocation` and to the run; past its task's budget this
+    /// is `agent.task_budget_exhausted`, which ends that task (the delegating agent goes on);
+    /// past the run's budget every agent's next answer is `agent.run_budget_exhausted`.
+    pub fn charge_tokens(&self, invocation: &InvocationId, used: u64) -> ApplicationResult<()> {
+        let mut state = self.lock();
+        state.run_tokens.0 += used;
+        if let (spent, Some(limit)) = state.run_tokens
+            && spent > limit
+        {
+            // Every agent's next model answer ends it; the run's own agent ending this way
+            // ends the run (partial success keeps what was published).
+            return Err(ApplicationError::fatal(
+                "agent.run_budget_exhausted",
+                format!(
+                    "the run used {spent} model tokens, over its budget of {limit} (limits.maxTotalTokens)"
+                ),
+            ));
+        }
+        let Some((spent, limit)) = state.tokens.get_mut(invocation) else {
+            return Ok(());
+        };
+        *spent += used;
+        if *spent > *limit {
+            let (spent, limit) = (*spent, *limit);
+            state.tokens.remove(invocation);
+            return Err(ApplicationError::fatal(
+                "agent.task_budget_exhausted",
+                format!("it used {spent} model tokens, over its budget of {limit}"),
+            ));
+        }
         Ok(())
     }
 
-    fn worker_exited(&self, task_id: &TaskId) {
-        self.lock().remove(task_id);
-        self.notify();
+    /// Whether `task_id`'s worker ended without its end being recorded.
+    pub fn is_lost(&self, task_id: &TaskId) -> bool {
+        self.lock().lost.contains(task_id)
+    }
+
+    /// Records that `invocation` started its work (for the idle limit).
+    pub fn mark_started(&self, invocation: &InvocationId) {
+        self.lock()
+            .progress
+            .insert(invocation.clone(), tokio::time::Instant::now());
+    }
+
+    /// Records model progress of `invocation`, if it is a started task with an idle limit.
+    pub fn mark_progress(&self, invocation: &InvocationId) {
+        if let Some(mark) = self.lock().progress.get_mut(invocation) {
+            *mark = tokio::time::Instant::now();
+        }
+    }
+
+    fn stop_watch(&self, task_id: &TaskId) {
+        if let Some(watch) = self.lock().watches.remove(task_id) {
+            watch.cancel();
+        }
+    }
+
+    /// Watches a task's deadline (from now) and idle limit, and cancels it when one passes.
+    fn watch_limits(&self, shared: &Arc<RunContext>, task: &AgentTaskRecord) {
+        let budget = task.budget.unwrap_or_default();
+        if budget.timeout_seconds.is_none() && budget.idle_timeout_seconds.is_none() {
+            return;
+        }
+        let stop = shared.cancel.child_token();
+        self.lock().watches.insert(task.id.clone(), stop.clone());
+        let ctx = Arc::clone(shared);
+        let task_id = task.id.clone();
+        let invocation = task.child_invocation_id.clone();
+        let deadline = budget
+            .timeout_seconds
+            .map(|seconds| tokio::time::Instant::now() + Duration::from_secs(seconds));
+        let idle = budget.idle_timeout_seconds.map(Duration::from_secs);
+        tokio::spawn(async move {
+            loop {
+                let now = tokio::time::Instant::now();
+                // Not started yet: look again after one idle period.
+                let idle_at = idle.map(|idle| {
+                    ctx.scheduler
+                        .lock()
+                        .progress
+                        .get(&invocation)
+                        .map_or(now + idle, |last| *last + idle)
+                });
+                let Some(wake) = [deadline, idle_at].into_iter().flatten().min() else {
+                    return;
+                };
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep_until(wake) => {}
+                }
+                let now = tokio::time::Instant::now();
+                let reason = if deadline.is_some_and(|deadline| now >= deadline) {
+                    format!(
+                        "{DEADLINE_EXCEEDED}: stopped at its time limit of {} seconds",
+                        budget.timeout_seconds.unwrap_or_default()
+                    )
+                } else if let (Some(idle), Some(last)) = (
+                    idle,
+                    ctx.scheduler.lock().progress.get(&invocation).copied(),
+                ) && now >= last + idle
+                {
+                    format!(
+                        "{IDLE_TIMEOUT_EXCEEDED}: stopped after {} seconds without progress",
+                        idle.as_secs()
+                    )
+                } else {
+                    continue;
+                };
+                ctx.scheduler.lock().watches.remove(&task_id);
+                let _ = ctx
+                    .scheduler
+                    .cancel_task_by(&ctx, &task_id, &reason, CancelledBy::Deadline)
+                    .await;
+                return;
+            }
+        });
+    }
+
+    /// Stops starting waiting tasks of `delegator` (it finished), or of every agent (`None`:
+    /// the run is stopping); they are cancelled by the caller.
+    pub fn close_queue(&self, delegator: Option<&InvocationId>) {
+        let mut state = self.lock();
+        match delegator {
+            Some(delegator) => {
+                state.closed.insert(delegator.clone());
+            }
+            None => state.all_closed = true,
+        }
     }
 
     /// Cancels one task: stops its worker, then records `cancelled` for the task and its
@@ -131,7 +434,33 @@ impl TaskScheduler {
         task_id: &TaskId,
         reason: &str,
     ) -> ApplicationResult<()> {
-        let worker = self.lock().remove(task_id);
+        self.cancel_task_by(ctx, task_id, reason, CancelledBy::Runtime)
+            .await
+            .map(drop)
+    }
+
+    /// Cancels one task and its sub-tree on behalf of `by`: stops the task's worker first (so
+    /// it delegates nothing more), then cancels the tasks it delegated, deepest first, and only
+    /// then records `cancelled` for the task and its invocation. So no `cancelled` event of an
+    /// agent is written before those of the agents below it, and nothing a cancelled agent does
+    /// is written after its own. Returns the task as it ended and whether this call ended it.
+    pub async fn cancel_task_by(
+        &self,
+        ctx: &RunContext,
+        task_id: &TaskId,
+        reason: &str,
+        by: CancelledBy,
+    ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
+        self.stop_watch(task_id);
+        let (worker, freed) = {
+            let mut state = self.lock();
+            for queue in state.queues.values_mut() {
+                queue.retain(|pending| &pending.task.id != task_id);
+            }
+            let worker = state.release(task_id);
+            let freed = worker.as_ref().map(|worker| worker.delegator.clone());
+            (worker, freed)
+        };
         if let Some(mut worker) = worker {
             worker.cancel.cancel();
             if let Some(handle) = worker.handle.take() {
@@ -139,15 +468,42 @@ impl TaskScheduler {
                 let _ = handle.await;
             }
         }
-        let outcome = transition_task(
-            ctx,
-            task_id,
-            TaskStatus::Cancelled,
-            None,
-            Some(reason.to_owned()),
-        )
-        .await?;
+        let task = ctx
+            .services
+            .invocations
+            .load_task(&ctx.run_id, task_id)
+            .await?;
+        if !task.status.is_terminal() {
+            // The task's own delegations go first; a run's tasks are few, so one listing
+            // per cancelled level is cheap and happens only on cancel.
+            for below in unfinished_delegations(ctx).await? {
+                if below.parent_invocation_id == task.child_invocation_id {
+                    Box::pin(self.cancel_task_by(
+                        ctx,
+                        &below.id,
+                        DELEGATOR_CANCELLED_REASON,
+                        by.clone(),
+                    ))
+                    .await?;
+                }
+            }
+        }
+        let outcome = ctx
+            .services
+            .invocations
+            .transition_task(
+                &ctx.run_id,
+                task_id,
+                &TaskTransition {
+                    status: TaskStatus::Cancelled,
+                    result_ref: None,
+                    error: Some(reason.to_owned()),
+                },
+                ctx.services.clock.now(),
+            )
+            .await?;
         if outcome.changed {
+            emit_cancelled_event(ctx, &outcome.task, reason, &by).await?;
             let mut invocation = ctx
                 .services
                 .invocations
@@ -159,7 +515,11 @@ impl TaskScheduler {
             }
         }
         self.notify();
-        Ok(())
+        // Its slot is free: the delegating agent's next waiting task may start.
+        if let (Some(delegator), Ok(shared)) = (freed, ctx.shared()) {
+            self.admit_waiting(&shared, &delegator).await;
+        }
+        Ok(outcome)
     }
 
     /// Cancels the unfinished delegated tasks created by `parent`.
@@ -169,6 +529,7 @@ impl TaskScheduler {
         parent: &InvocationId,
         reason: &str,
     ) -> ApplicationResult<()> {
+        self.close_queue(Some(parent));
         for task in unfinished_delegations(ctx).await? {
             if &task.parent_invocation_id == parent {
                 self.cancel_task(ctx, &task.id, reason).await?;
@@ -183,11 +544,106 @@ impl TaskScheduler {
         ctx: &RunContext,
         reason: &str,
     ) -> ApplicationResult<()> {
+        self.close_queue(None);
         for task in unfinished_delegations(ctx).await? {
             self.cancel_task(ctx, &task.id, reason).await?;
         }
         Ok(())
     }
+}
+
+/// Reason recorded when the host cancels a task.
+pub const HOST_CANCELLED_REASON: &str = "stopped by the user";
+
+/// The host's `cancel_task`: coded errors for an unknown task (`agent.task_not_found`), a
+/// handoff (`agent.task_not_cancellable`: only delegated tasks can be cancelled alone) and a
+/// task that already ended (`agent.task_already_finished`).
+pub async fn cancel_task_as_host(
+    ctx: &RunContext,
+    task_id: &TaskId,
+) -> ApplicationResult<AgentTaskRecord> {
+    let task = ctx
+        .services
+        .invocations
+        .list_tasks(&ctx.run_id)
+        .await?
+        .into_iter()
+        .find(|task| &task.id == task_id)
+        .ok_or_else(|| {
+            ApplicationError::fatal(
+                "agent.task_not_found",
+                format!("run {} has no task {task_id}", ctx.run_id),
+            )
+        })?;
+    if task.continuation != TaskContinuation::ReturnToParent {
+        return Err(ApplicationError::fatal(
+            "agent.task_not_cancellable",
+            format!("task {task_id} is a handoff; cancel the run instead"),
+        ));
+    }
+    let already = |task: &AgentTaskRecord| {
+        ApplicationError::fatal(
+            "agent.task_already_finished",
+            format!("task {} already ended ({})", task.id, task.status.as_str()),
+        )
+    };
+    if task.status.is_terminal() {
+        return Err(already(&task));
+    }
+    let outcome = ctx
+        .scheduler
+        .cancel_task_by(ctx, task_id, HOST_CANCELLED_REASON, CancelledBy::Host)
+        .await?;
+    if !outcome.changed {
+        return Err(already(&outcome.task));
+    }
+    Ok(outcome.task)
+}
+
+/// Spawns the worker of an admitted task (its slot is already counted). `started`: the task
+/// was already marked running by the admission queue.
+fn spawn_worker(state: &mut State, shared: &Arc<RunContext>, task: AgentTaskRecord, started: bool) {
+    let task_id = task.id.clone();
+    let delegator = task.parent_invocation_id.clone();
+    let cancel = shared.cancel.child_token();
+    let worker_cancel = cancel.clone();
+    let worker_task_id = task_id.clone();
+    let worker_ctx = Arc::clone(shared);
+    // The worker's span is a child of the span that admitted it (the delegating agent's
+    // `agent.delegate` call, or the worker whose end freed the slot), so each agent's spans
+    // form one tree under the run.
+    let span = tracing::info_span!(
+        "task_worker",
+        run_id = shared.run_id.as_str(),
+        task_id = task_id.as_str(),
+        profile = task.target_profile_id.as_str(),
+    );
+    let handle = tokio::spawn(
+        async move {
+            let recorded =
+                super::child::run_delegated_task(&worker_ctx, task, worker_cancel, started).await;
+            if !recorded {
+                worker_ctx
+                    .scheduler
+                    .lock()
+                    .lost
+                    .insert(worker_task_id.clone());
+            }
+            worker_ctx
+                .scheduler
+                .worker_exited(&worker_ctx, &worker_task_id)
+                .await;
+        }
+        .instrument(span),
+    );
+    state.workers.insert(
+        task_id,
+        Worker {
+            cancel,
+            handle: Some(handle),
+            delegator,
+        },
+    );
 }
 
 async fn unfinished_delegations(ctx: &RunContext) -> ApplicationResult<Vec<AgentTaskRecord>> {
@@ -230,6 +686,29 @@ pub async fn transition_task(
         emit_task_event(ctx, &outcome.task).await?;
     }
     Ok(outcome)
+}
+
+/// Journals `agent_task_cancelled`: the §1 payload plus `reason` and `by`.
+async fn emit_cancelled_event(
+    ctx: &RunContext,
+    task: &AgentTaskRecord,
+    reason: &str,
+    by: &CancelledBy,
+) -> ApplicationResult<()> {
+    ctx.events
+        .emit(
+            &ctx.run_id,
+            EventLevel::Warn,
+            RunEventType::AgentTaskCancelled,
+            json!({
+                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
+                "childInvocationId": task.child_invocation_id, "targetProfileId": task.target_profile_id,
+                "status": task.status.as_str(), "resultRef": task.result_ref, "error": task.error,
+                "reason": reason, "by": by.as_str(),
+            }),
+        )
+        .await?;
+    Ok(())
 }
 
 /// Journals `agent_task_<status>` for a task that just changed.

@@ -80,6 +80,10 @@ pub fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                                     "maxToolCalls",
                                     json!({"type": "integer", "minimum": 1, "description": "Most tool calls the agent may make on this task."}),
                                 ),
+                                (
+                                    "maxTokens",
+                                    json!({"type": "integer", "minimum": 1, "description": "Most model tokens (read and written, over all its turns) the agent may use on this task. Past it the task ends, and you get what it had written."}),
+                                ),
                             ],
                             &[],
                             false,
@@ -87,6 +91,10 @@ pub fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                         .with_description(
                             "Optional tighter limits for this task. They cannot exceed the agent's own limits; omit them to use those.",
                         ),
+                    ),
+                    (
+                        "timeoutSeconds",
+                        json!({"type": "integer", "minimum": 1, "description": "Optional: the most seconds this task may take, counted from now (including any wait for a free slot). Past it the task is stopped, and you get what it had written so far. It cannot exceed the agent's own limit; omit it to use the agent's usual limit, if any."}),
                     ),
                 ],
                 &["agentId", "task"],
@@ -175,6 +183,25 @@ pub fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                 false,
             ),
             agent_annotations(true),
+        ),
+        ToolName::AgentCancelTask => (
+            "Stop a delegated task",
+            "Stop one task you delegated when you no longer need it, for example because it went off track or another result already covers it. Any tasks it handed on are stopped with it; your other tasks keep running. Its result, with the files it had written before it stopped, reaches you like any other result.",
+            object(
+                vec![
+                    (
+                        "taskId",
+                        json!({"type": "string", "description": "Task id returned by `agent_delegate`."}),
+                    ),
+                    (
+                        "reason",
+                        json!({"type": "string", "description": "Optional: why you are stopping it, in a few words. It is kept with the task's record."}),
+                    ),
+                ],
+                &["taskId"],
+                false,
+            ),
+            agent_annotations(false),
         ),
         ToolName::TaskReturn => (
             "Return your result",
@@ -310,11 +337,12 @@ mod tests {
     use super::*;
     use crate::delegation::rendering::leak_scan;
 
-    const AGENT_TOOLS: [ToolName; 5] = [
+    const AGENT_TOOLS: [ToolName; 6] = [
         ToolName::AgentList,
         ToolName::AgentDelegate,
         ToolName::AgentHandoff,
         ToolName::AgentAwait,
+        ToolName::AgentCancelTask,
         ToolName::TaskReturn,
     ];
 
@@ -381,7 +409,10 @@ mod tests {
         assert_eq!(list["properties"]["limit"]["maximum"], json!(20));
 
         let delegate = spec(ToolName::AgentDelegate).input_schema;
-        assert_eq!(keys(&delegate), ["agentId", "task", "budget"]);
+        assert_eq!(
+            keys(&delegate),
+            ["agentId", "task", "budget", "timeoutSeconds"]
+        );
         assert_eq!(required(&delegate), ["agentId", "task"]);
         assert_eq!(delegate["additionalProperties"], json!(false));
         let task = &delegate["properties"]["task"];
@@ -392,7 +423,7 @@ mod tests {
         assert_eq!(required(task), ["objective"]);
         assert_eq!(task["additionalProperties"], json!(true));
         let budget = &delegate["properties"]["budget"];
-        assert_eq!(keys(budget), ["maxRounds", "maxToolCalls"]);
+        assert_eq!(keys(budget), ["maxRounds", "maxToolCalls", "maxTokens"]);
         assert_eq!(budget["additionalProperties"], json!(false));
         assert_eq!(budget["properties"]["maxRounds"]["type"], json!("integer"));
 
@@ -533,6 +564,9 @@ mod tests {
                 assert!(!text.trim().is_empty(), "{tool}");
                 let found = leak_scan(&text);
                 assert!(found.is_empty(), "{tool}: {found:?} in {text:?}");
+                if tool == ToolName::AgentCancelTask {
+                    tt_testkit::leaks::assert_no_leaks("the agent_cancel_task spec", &text);
+                }
                 // Specs never name a task id pattern either.
                 assert!(!text.contains("task_"), "{tool}: {text:?}");
             }

@@ -7,7 +7,7 @@ use tt_domain::event::RunEventType;
 use tt_domain::ids::{ProfileId, TaskId};
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::profile::DEFAULT_PROFILE_ID;
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
+use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::task_result::{
     AgentTaskResultDocument, TASK_RESULT_KIND, TaskResultRuntime, TaskResultStatus,
     summary_path_for,
@@ -17,13 +17,17 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
 use tt_ports::{RunDocument, StorageError};
 
-use super::args::{AwaitMode, parse_await_args, parse_delegate_args, parse_task_return_args};
+use super::args::{
+    AwaitMode, parse_await_args, parse_cancel_task_args, parse_delegate_args,
+    parse_task_return_args,
+};
 use super::child::check_model_configured;
 use super::rendering::{
     AgentListEntry, CapsuleEntry, render_agent_list, render_capsule, render_summary_file,
+    render_task_slots,
 };
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
-use super::scheduler::transition_task;
+use super::scheduler::{Admission, CALLER_CANCELLED_REASON, CancelledBy, transition_task};
 use super::targets::{NewTask, Operation, open_task, resolve_target, target_denial};
 use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
@@ -144,10 +148,58 @@ pub async fn agent_list(
             break;
         }
     }
-    Ok(ToolSuccess::new(
-        render_agent_list(purpose, &entries),
-        json!({"purpose": purpose, "agents": structured_agents}),
-    ))
+    let mut content = render_agent_list(purpose, &entries);
+    let mut structured = json!({"purpose": purpose, "agents": structured_agents});
+    if caller.can_delegate && purpose != "handoff" {
+        // The caller's own slots and waiting line, so it can plan its next delegations.
+        let mine = delegated_by(ctx, inv).await?;
+        let running = mine
+            .iter()
+            .filter(|task| task.status == TaskStatus::Running)
+            .count();
+        let mut waiting: Vec<(String, usize)> = mine
+            .iter()
+            .filter(|task| task.status == TaskStatus::Queued)
+            .filter_map(|task| {
+                ctx.scheduler
+                    .queue_position(task)
+                    .map(|position| (task.id.to_string(), position))
+            })
+            .collect();
+        waiting.sort_by_key(|(_, position)| *position);
+        if running > 0 || !waiting.is_empty() {
+            content.push_str("\n\n");
+            content.push_str(&render_task_slots(
+                running,
+                caller.max_concurrent_invocations,
+                &waiting,
+            ));
+        }
+        structured["tasks"] = json!({
+            "running": running, "slots": caller.max_concurrent_invocations,
+            "waiting": waiting.iter().map(|(id, position)| json!({"taskId": id, "queuePosition": position})).collect::<Vec<_>>(),
+        });
+    }
+    // What the caller may still spend: its task's token budget, and the whole job's.
+    let mut budget = serde_json::Map::new();
+    if let Some((spent, limit)) = ctx.scheduler.task_tokens(&inv.invocation.id) {
+        let left = limit.saturating_sub(spent);
+        content.push_str(&format!(
+            "\n\nYour token budget for this task: {left} of {limit} model tokens left."
+        ));
+        budget.insert("taskTokensLeft".to_owned(), json!(left));
+    }
+    if let (spent, Some(limit)) = ctx.scheduler.run_tokens() {
+        let left = limit.saturating_sub(spent);
+        content.push_str(&format!(
+            "\n\nToken budget of the whole job: {left} of {limit} model tokens left, shared by every agent on it."
+        ));
+        budget.insert("runTokensLeft".to_owned(), json!(left));
+    }
+    if !budget.is_empty() {
+        structured["budget"] = serde_json::Value::Object(budget);
+    }
+    Ok(ToolSuccess::new(content, structured))
 }
 
 /// `agent.delegate`: validates in the contract's order, records the task and its invocation,
@@ -189,6 +241,16 @@ pub async fn agent_delegate(
             ))
             .into());
         }
+        if let (Some(tokens), Some(limit)) = (
+            budget.max_tokens,
+            target.definition.delegation.max_task_tokens,
+        ) && tokens > limit
+        {
+            return Err(ToolError::invalid_arguments(format!(
+                "`budget.maxTokens` can be at most {limit} for `{agent_id}`"
+            ))
+            .into());
+        }
         if budget
             .max_tool_calls
             .is_some_and(|calls| calls > limits.max_calls_per_run)
@@ -200,6 +262,32 @@ pub async fn agent_delegate(
             .into());
         }
     }
+    let limit = target.definition.delegation.task_timeout_limit();
+    if args.timeout_seconds.is_some_and(|seconds| seconds > limit) {
+        return Err(ToolError::invalid_arguments(format!(
+            "`timeoutSeconds` can be at most {limit} for `{agent_id}`"
+        ))
+        .into());
+    }
+    let timeout_seconds = args
+        .timeout_seconds
+        .or(target.definition.delegation.task_timeout_seconds);
+    let idle_timeout_seconds = target.definition.delegation.idle_timeout_seconds;
+    let max_tokens = args
+        .budget
+        .and_then(|budget| budget.max_tokens)
+        .or(target.definition.delegation.max_task_tokens);
+    let budget =
+        if timeout_seconds.is_some() || idle_timeout_seconds.is_some() || max_tokens.is_some() {
+            Some(AgentTaskBudget {
+                timeout_seconds,
+                idle_timeout_seconds,
+                max_tokens,
+                ..args.budget.unwrap_or_default()
+            })
+        } else {
+            args.budget
+        };
     let mine: Vec<AgentTaskRecord> = ctx
         .services
         .invocations
@@ -218,25 +306,11 @@ pub async fn agent_delegate(
         )
         .into());
     }
-    let active = mine
-        .iter()
-        .filter(|task| !task.status.is_terminal())
-        .count();
-    if active as u64 >= u64::from(caller.max_concurrent_invocations) {
-        return Err(ToolError::new(
-            "agent.delegation_budget_exhausted",
-            format!(
-                "agent.max_concurrent_invocations_exhausted: {active} delegated tasks are still running. Wait for one with `{}` before delegating more.",
-                ToolName::AgentAwait.model_alias()
-            ),
-        )
-        .into());
-    }
     let new = NewTask {
         target: agent_id.clone(),
         continuation: TaskContinuation::ReturnToParent,
         brief: args.task,
-        budget: args.budget,
+        budget,
     };
     let task = open_task(ctx, inv, call, new).await?;
     ctx.events
@@ -251,15 +325,41 @@ pub async fn agent_delegate(
         )
         .await?;
     let task_id = task.id.clone();
-    ctx.scheduler.submit(ctx, task)?;
-    let content = format!(
-        "Task started for `{agent_id}` (task id `{task_id}`). It runs in the background, so keep working. Call `{}` only when your next decision depends on its result; finished results are also shown to you automatically.",
-        ToolName::AgentAwait.model_alias()
-    );
-    Ok(ToolSuccess::new(
-        content,
-        json!({"taskId": task_id, "status": "queued", "agentId": agent_id}),
-    ))
+    let queued_task = task.clone();
+    let admission = ctx
+        .scheduler
+        .submit(ctx, task, caller.max_concurrent_invocations)?;
+    let (content, structured) = match admission {
+        Admission::Started => (
+            format!(
+                "Task started for `{agent_id}` (task id `{task_id}`). It runs in the background, so keep working. Call `{}` only when your next decision depends on its result; finished results are also shown to you automatically.",
+                ToolName::AgentAwait.model_alias()
+            ),
+            json!({"taskId": task_id, "status": "queued", "agentId": agent_id}),
+        ),
+        Admission::Queued { position } => {
+            // The §1 payload plus where it waits, so a host sees the queue.
+            ctx.events
+                .info(
+                    &ctx.run_id,
+                    RunEventType::AgentTaskQueued,
+                    json!({
+                        "taskId": queued_task.id, "parentInvocationId": queued_task.parent_invocation_id,
+                        "childInvocationId": queued_task.child_invocation_id, "targetProfileId": queued_task.target_profile_id,
+                        "status": "queued", "resultRef": null, "error": null, "queuePosition": position,
+                    }),
+                )
+                .await?;
+            (
+                format!(
+                    "Task accepted for `{agent_id}` (task id `{task_id}`), waiting to start: all {} of your task slots are busy, and it is number {position} in your waiting line. It starts by itself when one of your tasks ends, so keep working; its result reaches you like any other.",
+                    caller.max_concurrent_invocations
+                ),
+                json!({"taskId": task_id, "status": "queued", "agentId": agent_id, "queuePosition": position}),
+            )
+        }
+    };
+    Ok(ToolSuccess::new(content, structured))
 }
 
 /// `agent.await`: waits on the scheduler's change signal (never polls) until the mode's
@@ -326,7 +426,10 @@ pub async fn agent_await(
         // `nextCompleted` waits for the next result it has not seen yet.
         let fresh =
             |task: &AgentTaskRecord| task.status.is_terminal() && !inv.delivered.contains(&task.id);
-        let all_finished = current.iter().all(|task| task.status.is_terminal());
+        // A task whose end the store could not record will not end: do not wait for it.
+        let all_finished = current
+            .iter()
+            .all(|task| task.status.is_terminal() || ctx.scheduler.is_lost(&task.id));
         let done = match args.mode {
             AwaitMode::StatusOnly => true,
             AwaitMode::NextCompleted => all_finished || current.iter().any(fresh),
@@ -363,6 +466,8 @@ pub async fn agent_await(
                     "_You have already seen this result; it is not repeated here._".to_owned(),
                 ),
                 result: None,
+                written: None,
+                queue_position: None,
             });
             views.push(json!({
                 "taskId": task.id, "agentId": task.target_profile_id, "status": task.status.as_str(),
@@ -398,6 +503,98 @@ pub async fn agent_await(
         content,
         json!({"mode": args.mode.as_str(), "timedOut": timed_out, "tasks": views}),
     ))
+}
+
+/// `agent.cancel_task`: stops one task this agent delegated (and whatever that task delegated
+/// in turn); its other tasks keep running. The cancelled result is delivered later like any
+/// other, so each result still reaches the agent exactly once.
+pub async fn agent_cancel_task(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    call: &AgentToolCall,
+) -> Result<ToolSuccess, ToolCallError> {
+    let args = parse_cancel_task_args(&call.arguments)?;
+    if !inv.profile.definition.delegation.can_delegate {
+        return Err(ToolError::new(
+            "agent.delegation_policy_denied",
+            "agent.profile_cannot_delegate: you have no delegated tasks to stop.",
+        )
+        .into());
+    }
+    let mine = delegated_by(ctx, inv).await?;
+    let Some(task) = mine.iter().find(|task| task.id.as_str() == args.task_id) else {
+        // Only on this error path is the whole run listed, to tell "not yours" from "unknown".
+        let elsewhere = ctx
+            .services
+            .invocations
+            .list_tasks(&ctx.run_id)
+            .await?
+            .into_iter()
+            .any(|task| {
+                task.id.as_str() == args.task_id
+                    && task.continuation == TaskContinuation::ReturnToParent
+            });
+        let (code, message) = if elsewhere {
+            (
+                "agent.cancel_task_not_yours",
+                format!(
+                    "`{}` is a task another agent delegated; you can only stop tasks you delegated yourself.",
+                    args.task_id
+                ),
+            )
+        } else {
+            (
+                "agent.cancel_task_not_found",
+                format!(
+                    "`{}` is not one of your delegated tasks. Call `{}` with `mode: \"statusOnly\"` to see their ids.",
+                    args.task_id,
+                    ToolName::AgentAwait.model_alias()
+                ),
+            )
+        };
+        return Err(ToolError::new(code, message).into());
+    };
+    if task.status.is_terminal() {
+        return Err(cancel_already_finished(task));
+    }
+    let reason = args
+        .reason
+        .unwrap_or_else(|| CALLER_CANCELLED_REASON.to_owned());
+    let outcome = ctx
+        .scheduler
+        .cancel_task_by(
+            ctx,
+            &task.id,
+            &reason,
+            CancelledBy::Agent(inv.invocation.id.clone()),
+        )
+        .await?;
+    if !outcome.changed {
+        // It ended on its own while being stopped; its result stands.
+        return Err(cancel_already_finished(&outcome.task));
+    }
+    let agent_id = &task.target_profile_id;
+    let content = format!(
+        "Stopped the task for `{agent_id}` (task id `{}`). Your other tasks keep running. What it had written before it stopped reaches you with its result, like any other result.",
+        task.id
+    );
+    Ok(ToolSuccess::new(
+        content,
+        json!({"taskId": task.id, "status": "cancelled", "agentId": agent_id, "reason": reason}),
+    ))
+}
+
+fn cancel_already_finished(task: &AgentTaskRecord) -> ToolCallError {
+    ToolError::new(
+        "agent.cancel_task_already_finished",
+        format!(
+            "The task for `{}` (task id `{}`) has already ended ({}); there is nothing to stop.",
+            task.target_profile_id,
+            task.id,
+            task.status.as_str()
+        ),
+    )
+    .into()
 }
 
 /// What `task.return` recorded.

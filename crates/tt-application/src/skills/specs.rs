@@ -72,6 +72,7 @@ pub fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         | ToolName::AgentDelegate
         | ToolName::AgentHandoff
         | ToolName::AgentAwait
+        | ToolName::AgentCancelTask
         | ToolName::TaskReturn
         | ToolName::WorkspaceListFiles
         | ToolName::WorkspaceSearchFiles

@@ -107,6 +107,7 @@ pub async fn execute(
         | ToolName::AgentDelegate
         | ToolName::AgentHandoff
         | ToolName::AgentAwait
+        | ToolName::AgentCancelTask
         | ToolName::TaskReturn
         | ToolName::WorkspaceListFiles
         | ToolName::WorkspaceSearchFiles

@@ -169,7 +169,8 @@ pub struct DelegationPolicy {
     pub allow_as_subagent: bool,
     #[serde(default)]
     pub allow_as_handoff_target: bool,
-    /// Modelled for compatibility; children never delegate in this runtime.
+    /// With `canDelegate`, this profile keeps its delegation tools when it runs as a
+    /// delegated agent, within the run's `maxDelegationDepth`.
     #[serde(default)]
     pub allow_nested_delegation: bool,
     #[serde(default = "default_allowed_callers")]
@@ -184,7 +185,31 @@ pub struct DelegationPolicy {
     pub result_budget_tokens: u32,
     #[serde(default = "default_max_handoff_depth")]
     pub max_handoff_depth: u32,
+    /// Deadline, in seconds from delegation, of a task this profile runs as a delegated agent
+    /// when the delegating agent gives none. `None`: no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_timeout_seconds: Option<u64>,
+    /// The longest deadline a delegating agent may give a task of this profile
+    /// (`agent.delegate.timeoutSeconds`). `None`: [`MAX_TASK_TIMEOUT_SECONDS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_task_timeout_seconds: Option<u64>,
+    /// A task of this profile that makes no model progress (no model response) for this many
+    /// seconds after it starts is cancelled. `None`: no idle limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_seconds: Option<u64>,
+    /// Read from the run's own profile: how deep delegated tasks may nest (1 = only the
+    /// run's agents delegate; 2 = a delegated agent whose profile has `canDelegate` and
+    /// `allowNestedDelegation` may delegate once more; ...).
+    #[serde(default = "default_max_delegation_depth")]
+    pub max_delegation_depth: u32,
+    /// Most model tokens a task of this profile may use (input + output over its model calls);
+    /// also the most a delegating agent may give it (`budget.maxTokens`). `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_task_tokens: Option<u64>,
 }
+
+/// The longest task deadline when a profile sets no `maxTaskTimeoutSeconds`: one day.
+pub const MAX_TASK_TIMEOUT_SECONDS: u64 = 86_400;
 
 impl Default for DelegationPolicy {
     fn default() -> Self {
@@ -201,11 +226,22 @@ impl Default for DelegationPolicy {
             max_invocations_per_run: default_max_invocations(),
             result_budget_tokens: default_result_budget(),
             max_handoff_depth: default_max_handoff_depth(),
+            task_timeout_seconds: None,
+            max_task_timeout_seconds: None,
+            idle_timeout_seconds: None,
+            max_delegation_depth: default_max_delegation_depth(),
+            max_task_tokens: None,
         }
     }
 }
 
 impl DelegationPolicy {
+    /// The longest deadline a delegating agent may give a task of this profile.
+    pub fn task_timeout_limit(&self) -> u64 {
+        self.max_task_timeout_seconds
+            .unwrap_or(MAX_TASK_TIMEOUT_SECONDS)
+    }
+
     /// `allowedCallers` contains `*` or the caller's id.
     pub fn allows_caller(&self, caller: &ProfileId) -> bool {
         self.allowed_callers
@@ -225,6 +261,9 @@ fn default_max_invocations() -> u32 {
 }
 fn default_result_budget() -> u32 {
     8000
+}
+fn default_max_delegation_depth() -> u32 {
+    1
 }
 fn default_max_handoff_depth() -> u32 {
     8
@@ -389,6 +428,11 @@ pub struct LimitsSection {
     /// limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_invocation_seconds: Option<u64>,
+    /// Model tokens (input + output) the whole run may use, over every agent in it (read from
+    /// the run's root profile); past it the run ends with `agent.run_budget_exhausted`
+    /// (`partial_success` when something was already published). Unset: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
 }
 
 impl Default for LimitsSection {
@@ -398,6 +442,7 @@ impl Default for LimitsSection {
             max_tool_argument_bytes: default_max_tool_argument_bytes(),
             max_run_seconds: None,
             max_invocation_seconds: None,
+            max_total_tokens: None,
         }
     }
 }

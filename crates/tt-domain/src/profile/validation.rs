@@ -140,6 +140,12 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
             ));
         }
     }
+    if limits.max_total_tokens == Some(0) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "limits.maxTotalTokens must be > 0",
+        ));
+    }
     if limits.max_tool_argument_bytes == 0
         || limits.max_tool_argument_bytes > MAX_TOOL_ARGUMENT_BYTES_LIMIT
     {
@@ -336,16 +342,46 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
             "agent.list needs delegation.canDelegate or canHandoff",
         ));
     }
-    if (shows(ToolName::AgentDelegate) || shows(ToolName::AgentAwait)) && !d.can_delegate {
+    if (shows(ToolName::AgentDelegate)
+        || shows(ToolName::AgentAwait)
+        || shows(ToolName::AgentCancelTask))
+        && !d.can_delegate
+    {
         return Err(err(
             "agent.profile_agent_tool_requires_policy",
-            "agent.delegate and agent.await need delegation.canDelegate",
+            "agent.delegate, agent.await and agent.cancel_task need delegation.canDelegate",
         ));
     }
     if shows(ToolName::AgentHandoff) && !d.can_handoff {
         return Err(err(
             "agent.profile_agent_tool_requires_policy",
             "agent.handoff needs delegation.canHandoff",
+        ));
+    }
+    if d.max_delegation_depth == 0 {
+        return Err(err(
+            "agent.profile_delegation_depth_invalid",
+            "delegation.maxDelegationDepth must be at least 1",
+        ));
+    }
+    for (value, field) in [
+        (d.task_timeout_seconds, "taskTimeoutSeconds"),
+        (d.max_task_timeout_seconds, "maxTaskTimeoutSeconds"),
+        (d.idle_timeout_seconds, "idleTimeoutSeconds"),
+    ] {
+        if value == Some(0) {
+            return Err(err(
+                "agent.profile_timeout_invalid",
+                format!("delegation.{field} must be at least 1 second"),
+            ));
+        }
+    }
+    if d.task_timeout_seconds
+        .is_some_and(|timeout| timeout > d.task_timeout_limit())
+    {
+        return Err(err(
+            "agent.profile_timeout_invalid",
+            "delegation.taskTimeoutSeconds cannot exceed maxTaskTimeoutSeconds",
         ));
     }
     if !d.callable && (d.allow_as_subagent || d.allow_as_handoff_target) {
@@ -664,6 +700,33 @@ mod tests {
         assert_eq!(code(&p), None);
         p.tools.allow.insert(0, "agent.handoff".into());
         assert_eq!(code(&p), Some("agent.profile_agent_tool_requires_policy"));
+    }
+
+    #[test]
+    fn task_timeouts_are_positive_and_within_their_bound() {
+        let mut p = default_writer_definition();
+        p.delegation.idle_timeout_seconds = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
+        p.delegation.idle_timeout_seconds = Some(30);
+        p.delegation.task_timeout_seconds = Some(120);
+        assert_eq!(code(&p), None);
+        p.delegation.max_task_timeout_seconds = Some(60);
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
+        p.delegation.max_task_timeout_seconds = Some(120);
+        assert_eq!(code(&p), None);
+        p.delegation.task_timeout_seconds = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
+        p.delegation.task_timeout_seconds = Some(crate::profile::MAX_TASK_TIMEOUT_SECONDS + 1);
+        p.delegation.max_task_timeout_seconds = None;
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
+        p.delegation.task_timeout_seconds = None;
+        p.limits.max_total_tokens = Some(0);
+        assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
+        p.limits.max_total_tokens = Some(1);
+        assert_eq!(code(&p), None);
+        p.delegation.task_timeout_seconds = Some(crate::profile::MAX_TASK_TIMEOUT_SECONDS + 1);
+        p.delegation.max_task_timeout_seconds = None;
+        assert_eq!(code(&p), Some("agent.profile_timeout_invalid"));
     }
 
     #[test]

@@ -79,6 +79,7 @@ pub async fn execute(
         | ToolName::AgentDelegate
         | ToolName::AgentHandoff
         | ToolName::AgentAwait
+        | ToolName::AgentCancelTask
         | ToolName::TaskReturn
         | ToolName::SkillList
         | ToolName::SkillSearch

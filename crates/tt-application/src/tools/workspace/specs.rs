@@ -222,6 +222,7 @@ pub fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentToolSpec
         | ToolName::AgentDelegate
         | ToolName::AgentHandoff
         | ToolName::AgentAwait
+        | ToolName::AgentCancelTask
         | ToolName::TaskReturn
         | ToolName::SkillList
         | ToolName::SkillSearch
