@@ -38,10 +38,7 @@ pub async fn serve(
             let provider = crate::demo::writers_room_provider(options.pace_ms)?;
             (
                 Arc::new(provider) as Arc<dyn tt_runtime::ModelProvider>,
-                format!(
-                    "scripted writers' room ({} ms per answer)",
-                    options.pace_ms
-                ),
+                format!("scripted writers' room ({} ms per answer)", options.pace_ms),
                 true,
             )
         }

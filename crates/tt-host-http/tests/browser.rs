@@ -115,8 +115,12 @@ impl Browser {
         let replies = Arc::clone(&pending);
         tokio::spawn(async move {
             while let Some(Ok(message)) = stream.next().await {
-                let Message::Text(text) = message else { continue };
-                let Ok(value) = serde_json::from_str::<Value>(&text) else { continue };
+                let Message::Text(text) = message else {
+                    continue;
+                };
+                let Ok(value) = serde_json::from_str::<Value>(&text) else {
+                    continue;
+                };
                 if let Some(id) = value.get("id").and_then(Value::as_u64)
                     && let Some(reply) = replies.lock().unwrap().remove(&id)
                 {
@@ -207,7 +211,9 @@ impl Browser {
     /// page is still loading, is not true yet).
     async fn wait_for(&self, what: &str, condition: &str) {
         let started = Instant::now();
-        let guarded = format!("(() => {{ try {{ return ({condition}) === true; }} catch (e) {{ return false; }} }})()");
+        let guarded = format!(
+            "(() => {{ try {{ return ({condition}) === true; }} catch (e) {{ return false; }} }})()"
+        );
         loop {
             if self.eval(&guarded).await == json!(true) {
                 return;
@@ -254,9 +260,10 @@ const WRITERS_ROOM: [&str; 4] = [
 /// The writers' room script, paced: every answer 100 ms late, and the two reviewers' first
 /// answers 4 s late, so a run can be cancelled while both of them still work.
 fn writers_room_script() -> String {
-    let mut script: Value =
-        serde_json::from_str(include_str!("../../tt-cli/scenarios/writers-room/script.json"))
-            .unwrap();
+    let mut script: Value = serde_json::from_str(include_str!(
+        "../../tt-cli/scenarios/writers-room/script.json"
+    ))
+    .unwrap();
     for (agent, entries) in script["agents"].as_object_mut().unwrap() {
         for (index, entry) in entries.as_array_mut().unwrap().iter_mut().enumerate() {
             let slow = index == 0 && (agent == "continuity-critic" || agent == "style-advisor");
@@ -334,7 +341,9 @@ async fn shown_agents(browser: &Browser) -> HashMap<String, (String, String)> {
 
 async fn start_from_page(browser: &Browser, profile: &str, previous_run: Option<&str>) -> String {
     browser
-        .eval(&format!("document.getElementById('start-profile').value = {profile:?}"))
+        .eval(&format!(
+            "document.getElementById('start-profile').value = {profile:?}"
+        ))
         .await;
     browser.click("#start-button").await;
     let previous = previous_run.unwrap_or("");
@@ -382,7 +391,9 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
          return rows.length === Object.keys(want).length && rows.every(r => want[r.dataset.inv] === r.dataset.status); }})()",
         serde_json::to_string(&truth).unwrap()
     );
-    browser.wait_for("every agent as it ended", &condition).await;
+    browser
+        .wait_for("every agent as it ended", &condition)
+        .await;
     let shown = shown_agents(&browser).await;
     let mut kinds: Vec<&str> = shown.values().map(|(_, kind)| kind.as_str()).collect();
     kinds.sort_unstable();
@@ -426,7 +437,10 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
     let patch = browser
         .eval("[...document.querySelectorAll('.patch-item')].findIndex(e => e.textContent.includes('patch output/main.md'))")
         .await;
-    assert!(patch.as_i64().unwrap() >= 0, "a patch of output/main.md is listed");
+    assert!(
+        patch.as_i64().unwrap() >= 0,
+        "a patch of output/main.md is listed"
+    );
     browser
         .click(&format!(".patch-item[data-index=\"{patch}\"]"))
         .await;
@@ -439,7 +453,10 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
     let removed = browser
         .eval("document.querySelector('#diff-view .del').textContent")
         .await;
-    assert!(removed.as_str().unwrap().contains("afraid of the dark"), "{removed}");
+    assert!(
+        removed.as_str().unwrap().contains("afraid of the dark"),
+        "{removed}"
+    );
     browser.screenshot("04-diff").await;
     browser.click("#tabs button[data-tab=timeline]").await;
 
@@ -463,7 +480,10 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
     assert_eq!(cancelled.status.as_str(), "cancelled");
     let truth = projection_statuses(&server, &second).await;
     assert_eq!(truth.len(), 3, "the writer and both reviewers");
-    assert!(truth.values().all(|status| status == "cancelled"), "{truth:?}");
+    assert!(
+        truth.values().all(|status| status == "cancelled"),
+        "{truth:?}"
+    );
     browser
         .wait_for(
             "every agent cancelled",
@@ -501,7 +521,12 @@ fn fanout_script(children: u32) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_256_agent_fan_out_is_followed_live() {
     const CHILDREN: u32 = 256;
-    let server = server(&fanout_script(CHILDREN), CommitBridgeChoice::Transcript, None).await;
+    let server = server(
+        &fanout_script(CHILDREN),
+        CommitBridgeChoice::Transcript,
+        None,
+    )
+    .await;
     let mut root: Value =
         serde_json::from_str(include_str!("../../tt-bench/profiles/fanout-root.json")).unwrap();
     root["delegation"]["maxInvocationsPerRun"] = json!(CHILDREN);
@@ -510,7 +535,10 @@ async fn a_256_agent_fan_out_is_followed_live() {
     let root = root.to_string();
     install_profiles(
         &server.runtime,
-        &[&root, include_str!("../../tt-bench/profiles/fanout-child.json")],
+        &[
+            &root,
+            include_str!("../../tt-bench/profiles/fanout-child.json"),
+        ],
     )
     .await;
     let browser = Browser::launch("fan_out").await;
@@ -544,7 +572,7 @@ async fn a_256_agent_fan_out_is_followed_live() {
             &format!("window.ttInspector.renderedAt({}) !== null", last.seq),
         )
         .await;
-    let timestamp = serde_json::to_value(&last.timestamp).unwrap();
+    let timestamp = serde_json::to_value(last.timestamp).unwrap();
     let lag_ms = browser
         .eval(&format!(
             "window.ttInspector.renderedAt({}) - Date.parse({timestamp})",
@@ -584,9 +612,15 @@ async fn a_256_agent_fan_out_is_followed_live() {
             )
         })
         .collect();
-    assert_eq!(shown, truth, "the page shows every agent as the runtime recorded it");
+    assert_eq!(
+        shown, truth,
+        "the page shows every agent as the runtime recorded it"
+    );
     let completed = truth.values().filter(|s| *s == "completed").count();
-    assert!(completed >= CHILDREN as usize, "{completed} agents completed");
+    assert!(
+        completed >= CHILDREN as usize,
+        "{completed} agents completed"
+    );
     assert_eq!(
         agents.iter().filter(|a| a["kind"] == "delegated").count(),
         CHILDREN as usize
