@@ -494,8 +494,8 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
 }
 
 /// A scripted fan-out: the root delegates `children` tasks in one turn, awaits them all and
-/// finishes; each child returns at once.
-fn fanout_script(children: u32) -> String {
+/// finishes; each child takes `notes` turns of four appended notes, then returns.
+fn fanout_script(children: u32, notes: u32) -> String {
     let delegations: Vec<Value> = (1..=children)
         .map(|index| {
             json!({"id": format!("call_d{index:04}"), "name": "agent_delegate",
@@ -503,17 +503,32 @@ fn fanout_script(children: u32) -> String {
                                  "task": {"objective": format!("Investigate topic #{index}.")}}})
         })
         .collect();
+    // Four appends per turn (to files all children share, so no child needs to read first).
+    let mut child: Vec<Value> = (1..=notes)
+        .map(|turn| {
+            let calls: Vec<Value> = (1..=4)
+                .map(|part| {
+                    json!({"id": format!("call_w{turn}_{part}"), "name": "workspace_write_file",
+                           "arguments": {"path": format!("scratch/note-{turn}-{part}.md"),
+                                         "content": format!("Note {turn}.{part} on a topic.\n"),
+                                         "mode": "append"}})
+                })
+                .collect();
+            json!({ "toolCalls": calls })
+        })
+        .collect();
+    child.push(
+        json!({"toolCalls": [{"id": "call_ret", "name": "task_return",
+                                     "arguments": {"summary": "The topic is covered."}}]}),
+    );
     json!({"schemaVersion": 1, "agents": {
         "fanout-root": [
             {"toolCalls": delegations},
             {"toolCalls": [{"id": "call_await", "name": "agent_await",
-                            "arguments": {"mode": "allCompleted", "timeoutMs": 600000}}]},
+                            "arguments": {"mode": "allCompleted", "timeoutMs": 300000}}]},
             {"toolCalls": [{"id": "call_finish", "name": "workspace_finish"}]}
         ],
-        "fanout-child": [
-            {"toolCalls": [{"id": "call_ret", "name": "task_return",
-                            "arguments": {"summary": "The topic is covered."}}]}
-        ]
+        "fanout-child": child
     }})
     .to_string()
 }
@@ -521,8 +536,11 @@ fn fanout_script(children: u32) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_256_agent_fan_out_is_followed_live() {
     const CHILDREN: u32 = 256;
+    // Turns of notes per child (within a delegated agent's 8 rounds): a journal of about
+    // 50,000 events.
+    const NOTES: u32 = 6;
     let server = server(
-        &fanout_script(CHILDREN),
+        &fanout_script(CHILDREN, NOTES),
         CommitBridgeChoice::Transcript,
         None,
     )
@@ -582,6 +600,7 @@ async fn a_256_agent_fan_out_is_followed_live() {
         .as_f64()
         .unwrap();
     let events = browser.eval("window.ttInspector.run.events.length").await;
+    assert!(events.as_u64().unwrap() > 40_000, "{events} events");
     let dom_nodes = browser
         .eval("document.getElementsByTagName('*').length")
         .await
@@ -618,7 +637,7 @@ async fn a_256_agent_fan_out_is_followed_live() {
     );
     let completed = truth.values().filter(|s| *s == "completed").count();
     assert!(
-        completed >= CHILDREN as usize,
+        completed == CHILDREN as usize + 1,
         "{completed} agents completed"
     );
     assert_eq!(
@@ -636,4 +655,74 @@ async fn a_256_agent_fan_out_is_followed_live() {
         "the page's JS heap is {heap_mib:.1} MiB"
     );
     browser.screenshot("07-fan-out").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_commit_is_published_from_the_page() {
+    let server = server(
+        &crate::support::writer_script(),
+        CommitBridgeChoice::HostApi,
+        None,
+    )
+    .await;
+    let browser = Browser::launch("host_commits").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "the start form",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    let run_id = start_from_page(&browser, "default-writer", None).await;
+    browser
+        .wait_for(
+            "one pending commit",
+            "document.getElementById('pending-count').textContent === '(1)'",
+        )
+        .await;
+    browser.click("#tabs button[data-tab=commits]").await;
+    browser
+        .wait_for(
+            "the commit's text",
+            "(document.querySelector('.commit pre') || {}).textContent === '# Scene\\n\\nThe lamp burned.\\n'",
+        )
+        .await;
+    browser.screenshot("01-pending-commit").await;
+    browser.click(".commit button").await;
+    browser
+        .wait_for(
+            "the run completed",
+            "document.getElementById('run-status').textContent === 'completed'",
+        )
+        .await;
+    let commit_id = browser
+        .eval(
+            "document.querySelector('.agent-row') && [...window.ttInspector.run.commits.keys()][0]",
+        )
+        .await;
+    let events = server
+        .runtime
+        .read_events(tt_runtime::ReadEventsRequest {
+            run_id: run_id.clone(),
+            limit: Some(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    let completed = events
+        .iter()
+        .find(|event| event.event_type == "chat_commit_completed")
+        .expect("the commit completed");
+    assert_eq!(
+        completed.payload["messageId"],
+        json!(format!("inspector-{}", commit_id.as_str().unwrap()))
+    );
+    browser
+        .wait_for(
+            "no commit pending",
+            "document.getElementById('pending-count').textContent === ''",
+        )
+        .await;
+    browser.screenshot("02-published").await;
 }
