@@ -407,6 +407,48 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
     );
     browser.screenshot("02-completed").await;
 
+    // The writer's own timeline: its first tool call, with the arguments it was called with.
+    browser.click(".agent-row[data-inv=inv_root]").await;
+    browser
+        .eval("(() => { const t = document.getElementById('timeline'); t.scrollTop = 0; t.dispatchEvent(new Event('scroll')); })()")
+        .await;
+    browser
+        .wait_for(
+            "the writer's skill.read call",
+            "[...document.querySelectorAll('.ev-row')].some(r => r.textContent.includes('tool_call_requested'))",
+        )
+        .await;
+    browser
+        .eval("[...document.querySelectorAll('.ev-row')].find(r => r.textContent.includes('tool_call_requested')).click()")
+        .await;
+    browser
+        .wait_for(
+            "the call's arguments",
+            "document.getElementById('event-detail').textContent.includes('\"skill\": \"scene-craft\"')",
+        )
+        .await;
+    browser.screenshot("02b-tool-call").await;
+
+    // The published message.
+    browser.click("#tabs button[data-tab=messages]").await;
+    let published = server
+        .runtime
+        .transcript(finished.workspace_id.as_str())
+        .unwrap()
+        .pop()
+        .unwrap()
+        .content;
+    browser
+        .wait_for(
+            "the published message",
+            &format!(
+                "(document.querySelector('#tab-messages .message pre') || {{}}).textContent === {}",
+                serde_json::to_string(&published).unwrap()
+            ),
+        )
+        .await;
+    browser.screenshot("02c-published").await;
+
     // 2. A workspace file and a patch's diff.
     browser.click("#tabs button[data-tab=files]").await;
     browser
@@ -435,12 +477,11 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         .await;
     browser.screenshot("03-file").await;
     let patch = browser
-        .eval("[...document.querySelectorAll('.patch-item')].findIndex(e => e.textContent.includes('patch output/main.md'))")
+        .eval("(([...document.querySelectorAll('.patch-item')].find(e => e.textContent.includes('patch output/main.md')) || {}).dataset || {}).index || null")
         .await;
-    assert!(
-        patch.as_i64().unwrap() >= 0,
-        "a patch of output/main.md is listed"
-    );
+    let patch = patch
+        .as_str()
+        .expect("a patch of output/main.md is listed (the writer is selected)");
     browser
         .click(&format!(".patch-item[data-index=\"{patch}\"]"))
         .await;
@@ -696,9 +737,7 @@ async fn a_pending_commit_is_published_from_the_page() {
         )
         .await;
     let commit_id = browser
-        .eval(
-            "document.querySelector('.agent-row') && [...window.ttInspector.run.commits.keys()][0]",
-        )
+        .eval("[...window.ttInspector.run.commits.keys()][0]")
         .await;
     let events = server
         .runtime
