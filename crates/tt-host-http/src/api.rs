@@ -29,6 +29,8 @@ use crate::security::Guard;
 pub struct AppState {
     pub runtime: Arc<AgentRuntime>,
     pub info: Arc<ServerInfo>,
+    /// Becomes `true` when the server stops, so that open event streams end.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 type ApiResult<T> = Result<T, ApiError>;

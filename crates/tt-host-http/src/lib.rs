@@ -96,6 +96,7 @@ pub struct HostHttpServer {
     local_addr: SocketAddr,
     token: String,
     router: axum::Router,
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl HostHttpServer {
@@ -108,9 +109,11 @@ impl HostHttpServer {
             _ => security::random_token()?,
         };
         let guard = security::Guard::new(local_addr, token.clone());
+        let (stopping, stopping_rx) = tokio::sync::watch::channel(false);
         let state = api::AppState {
             runtime,
             info: Arc::new(options.info),
+            stopping: stopping_rx,
         };
         let router = api::router(state, guard, options.max_body_bytes);
         Ok(Self {
@@ -118,6 +121,7 @@ impl HostHttpServer {
             local_addr,
             token,
             router,
+            stopping,
         })
     }
 
@@ -136,11 +140,17 @@ impl HostHttpServer {
         format!("http://{}/?token={}", self.local_addr, self.token)
     }
 
-    /// Serves until `shutdown` resolves; open event streams end with it.
+    /// Serves until `shutdown` resolves. Open event streams then end (a graceful shutdown
+    /// would otherwise wait for every browser that follows a run); requests in flight finish.
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let stopping = self.stopping;
+        let shutdown = async move {
+            shutdown.await;
+            let _ = stopping.send(true);
+        };
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
             .await

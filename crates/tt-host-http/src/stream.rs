@@ -4,7 +4,8 @@
 //! JSON. A client resumes after a seq with `?after=` or, on an automatic reconnect, with the
 //! `Last-Event-ID` header (the larger wins). After the run's terminal event the server sends
 //! one `event: end` message and closes; a failure of the stream is an `event: stream_error`
-//! message with `{code, message}`.
+//! message with `{code, message}`. When the server stops, open streams end without `end`
+//! (a reconnecting client resumes from its last seq).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
 use futures_util::stream::{self, Stream};
 use serde::Deserialize;
 use tt_runtime::EventSubscription;
@@ -66,7 +68,11 @@ pub(crate) async fn stream(
         })
         .await?;
     let subscription = state.runtime.subscribe(&run_id, after, query.invocation);
-    Ok(Sse::new(events(subscription))
+    let mut stopping = state.stopping.clone();
+    let stopped = async move {
+        let _ = stopping.wait_for(|stopping| *stopping).await;
+    };
+    Ok(Sse::new(events(subscription).take_until(stopped))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response())
 }

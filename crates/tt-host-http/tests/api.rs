@@ -454,3 +454,39 @@ async fn prompt_assemblies_answer_with_coded_errors_when_not_pending() {
         .await;
     assert_eq!(resolve.body["code"], "agent.prompt_assembly_not_pending");
 }
+
+#[tokio::test]
+async fn open_event_streams_end_when_the_server_stops() {
+    // The writer's second answer takes a minute: the run is still going when the server stops.
+    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
+    ]}})
+    .to_string();
+    let mut server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let run_id = server.start("default-writer", "Write.").await;
+    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    let mut response = server
+        .client
+        .get(server.endpoint(&format!("/api/runs/{run_id}/stream")))
+        .header("x-tt-token", &server.token)
+        .send()
+        .await
+        .unwrap();
+    let first = response.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("run_created"));
+    // Without the streams ending, a graceful shutdown would wait for this client forever.
+    tokio::time::timeout(std::time::Duration::from_secs(60), server.stop())
+        .await
+        .expect("the server stopped despite an open event stream");
+    let mut rest = String::new();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        rest.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        !rest.contains("event: end"),
+        "the run did not end; the server did"
+    );
+    server.runtime.cancel_run(&run_id).await.unwrap();
+}

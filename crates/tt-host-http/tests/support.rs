@@ -17,7 +17,8 @@ pub struct TestServer {
     pub runtime: Arc<AgentRuntime>,
     pub client: reqwest::Client,
     _dir: tempfile::TempDir,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 /// One writer that drafts, patches, publishes and finishes.
@@ -73,7 +74,7 @@ pub async fn server(
     let token = server.token().to_owned();
     let url = server.page_url();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(server.serve(async move {
+    let served = tokio::spawn(server.serve(async move {
         let _ = stopped.await;
     }));
     TestServer {
@@ -86,7 +87,8 @@ pub async fn server(
             .build()
             .unwrap(),
         _dir: dir,
-        _stop: stop,
+        stop: Some(stop),
+        served: Some(served),
     }
 }
 
@@ -106,6 +108,16 @@ pub struct Answer {
 }
 
 impl TestServer {
+    /// Stops the server and waits until it has stopped serving.
+    pub async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(served) = self.served.take() {
+            served.await.unwrap().unwrap();
+        }
+    }
+
     pub fn endpoint(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
