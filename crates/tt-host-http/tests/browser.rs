@@ -1,7 +1,8 @@
 //! The inspector page in a real headless Chromium (Debian's `chromium`), driven over the
 //! DevTools protocol: the writers' room runs to `completed` with every agent shown, a file and
-//! a patch diff open, a second run is cancelled mid-way, and a 256-agent fan-out is followed
-//! live. Screenshots of each step go to `$CARGO_TARGET_TMPDIR/inspector-screens/`.
+//! a patch diff open, a second run is cancelled mid-way, a pending commit is published, the
+//! live output of a streaming call is shown, and a 256-agent fan-out is followed live.
+//! Screenshots of each step go to `$CARGO_TARGET_TMPDIR/inspector-screens/`.
 //!
 //! Without a Chromium these tests fail (they never skip): `.ci/run` installs it.
 
@@ -764,4 +765,58 @@ async fn a_pending_commit_is_published_from_the_page() {
         )
         .await;
     browser.screenshot("02-published").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_output_of_a_streaming_call_is_shown() {
+    const SPOKEN: &str = "Drafting the opening lines of the storm scene now.";
+    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"text": SPOKEN, "toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "# Storm\n"}}]},
+        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
+        {"toolCalls": [{"id": "c3", "name": "workspace_finish"}]}
+    ]}})
+    .to_string();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let model = crate::support::HeldStreamingModel {
+        inner: tt_runtime::ScriptedProvider::from_json_str(&script).unwrap(),
+        hold: SPOKEN.to_owned(),
+        release: Arc::clone(&release),
+    };
+    let server =
+        crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
+            .await;
+    let browser = Browser::launch("streaming").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "the start form",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    start_from_page(&browser, "default-writer", None).await;
+    // The call is held after its last delta: what the page shows is the live output.
+    browser
+        .wait_for(
+            "the streamed text",
+            &format!(
+                "document.getElementById('live-output').textContent === {}",
+                serde_json::to_string(&format!("default-writer ▸ {SPOKEN}")).unwrap()
+            ),
+        )
+        .await;
+    browser.screenshot("01-live-output").await;
+    release.notify_one();
+    browser
+        .wait_for(
+            "the run completed",
+            "document.getElementById('run-status').textContent === 'completed'",
+        )
+        .await;
+    browser
+        .wait_for(
+            "the live output cleared",
+            "document.getElementById('live-output').textContent === ''",
+        )
+        .await;
 }

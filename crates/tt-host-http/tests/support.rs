@@ -40,11 +40,20 @@ pub async fn server(
     bridge: CommitBridgeChoice,
     max_body: Option<usize>,
 ) -> TestServer {
+    let provider = Arc::new(ScriptedProvider::from_json_str(script).unwrap());
+    server_with_provider(provider, bridge, max_body).await
+}
+
+pub async fn server_with_provider(
+    provider: Arc<dyn tt_runtime::ModelProvider>,
+    bridge: CommitBridgeChoice,
+    max_body: Option<usize>,
+) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
     let host_commits = matches!(bridge, CommitBridgeChoice::HostApi);
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir.path())
-        .provider(Arc::new(ScriptedProvider::from_json_str(script).unwrap()))
+        .provider(provider)
         .commit_bridge(bridge)
         .prompt_broker(PromptBrokerChoice::Templates)
         .build()
@@ -224,4 +233,55 @@ pub fn parse_sse(text: &str) -> Vec<(Option<u64>, String, Value)> {
             (id, name, serde_json::from_str(&data).unwrap())
         })
         .collect()
+}
+
+/// The scripted model, streamed: each answer's text goes out as deltas, word by word, and an
+/// answer whose text contains `hold` is held back until `release` is notified, so a test can
+/// look at the live output of a call in progress.
+pub struct HeldStreamingModel {
+    pub inner: ScriptedProvider,
+    pub hold: String,
+    pub release: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait::async_trait]
+impl tt_runtime::ModelProvider for HeldStreamingModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn complete(
+        &self,
+        request: tt_domain::model::AgentModelRequest,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<tt_domain::model::AgentModelResponse, tt_ports::ModelError> {
+        self.inner.complete(request, cancel).await
+    }
+
+    async fn stream(
+        &self,
+        request: tt_domain::model::AgentModelRequest,
+        sink: Arc<dyn tt_ports::ModelDeltaSink>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<tt_domain::model::AgentModelResponse, tt_ports::ModelError> {
+        let response = self.inner.complete(request, cancel.clone()).await?;
+        let mut held = false;
+        for part in &response.message.parts {
+            if let tt_domain::model::ModelContentPart::Text { text } = part {
+                for word in text.split_inclusive(' ') {
+                    sink.delta(tt_domain::model::ModelDelta::Text {
+                        text: word.to_owned(),
+                    });
+                }
+                held |= text.contains(&self.hold);
+            }
+        }
+        if held {
+            tokio::select! {
+                () = self.release.notified() => {}
+                () = cancel.cancelled() => return Err(tt_ports::ModelError::Cancelled),
+            }
+        }
+        Ok(response)
+    }
 }
