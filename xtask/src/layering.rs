@@ -64,7 +64,9 @@ fn allowed_tt_dependencies(package: &str) -> Option<Allowed> {
         adapter if adapter.starts_with("tt-adapter-") => Some(Allowed::Only(DOMAIN_AND_PORTS)),
         "tt-provider-http" => Some(Allowed::Only(DOMAIN_AND_PORTS)),
         "tt-runtime" => Some(Allowed::AnyExcept(&["tt-testkit"])),
-        "tt-cli" => Some(Allowed::Only(&["tt-runtime"])),
+        // A driving adapter: the host API over HTTP, built on the runtime's public API only.
+        "tt-host-http" => Some(Allowed::Only(&["tt-runtime"])),
+        "tt-cli" => Some(Allowed::Only(&["tt-runtime", "tt-host-http"])),
         // A benchmark host: the runtime plus the vocabulary its ports speak.
         "tt-bench" => Some(Allowed::Only(&["tt-runtime", "tt-domain", "tt-ports"])),
         // The embedding example links what a desktop shell links: the runtime, nothing inside it.
@@ -309,7 +311,12 @@ mod tests {
                 dep("tt-application", None), dep("tt-adapter-storage-userdata", None),
                 dep("anyhow", None), dep("tt-testkit", Some("dev")),
             ]),
-            package("tt-cli", vec![dep("tt-runtime", None), dep("anyhow", None)]),
+            package("tt-host-http", vec![
+                dep("tt-runtime", None), dep("axum", None), dep("reqwest", Some("dev")),
+            ]),
+            package("tt-cli", vec![
+                dep("tt-runtime", None), dep("tt-host-http", None), dep("anyhow", None),
+            ]),
             package("tt-bench", vec![
                 dep("tt-runtime", None), dep("tt-domain", None), dep("tt-ports", None),
                 dep("anyhow", None),
@@ -341,7 +348,7 @@ mod tests {
                 "tt-adapter-storage-userdata: layering: `tt-adapter-storage-userdata` must not depend on `tt-application` (allowed tt-* dependencies: tt-domain, tt-ports)",
                 "tt-adapter-storage-userdata: layering: `tt-adapter-storage-userdata` must not depend on `tt-adapter-provider-scripted` (allowed tt-* dependencies: tt-domain, tt-ports)",
                 "tt-runtime: layering: `tt-runtime` must not depend on `tt-testkit` (allowed tt-* dependencies: any except tt-testkit)",
-                "tt-cli: layering: `tt-cli` must not depend on `tt-domain` (allowed tt-* dependencies: tt-runtime)",
+                "tt-cli: layering: `tt-cli` must not depend on `tt-domain` (allowed tt-* dependencies: tt-runtime, tt-host-http)",
                 "tt-bench: layering: `tt-bench` must not depend on `tt-application` (allowed tt-* dependencies: tt-runtime, tt-domain, tt-ports)",
                 "tt-bench: layering: `tt-bench` must not depend on `tt-testkit` (allowed tt-* dependencies: tt-runtime, tt-domain, tt-ports)",
                 "tt-bench: layering: `tt-bench` must not depend on `tt-adapter-storage-userdata` (allowed tt-* dependencies: tt-runtime, tt-domain, tt-ports)",
@@ -370,6 +377,22 @@ mod tests {
                 "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e, desktop-shell may",
                 "tt-application: http-client: `tt-application` depends on the HTTP client `hyper`; only tt-adapter-provider-* and tt-provider-http may",
                 "tt-adapter-storage-userdata: http-client: `tt-adapter-storage-userdata` depends on the HTTP client `ureq`; only tt-adapter-provider-* and tt-provider-http may",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_http_host_adapter_knows_only_the_runtime() {
+        let metadata = json!({ "packages": [
+            package("tt-host-http", vec![
+                dep("tt-runtime", None), dep("tt-application", None), dep("anyhow", None),
+            ]),
+        ]});
+        assert_eq!(
+            violations(&metadata),
+            [
+                "tt-host-http: layering: `tt-host-http` must not depend on `tt-application` (allowed tt-* dependencies: tt-runtime)",
+                "tt-host-http: anyhow: `tt-host-http` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e may",
             ]
         );
     }

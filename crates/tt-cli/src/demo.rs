@@ -73,22 +73,15 @@ fn paced_script(pace_ms: u64) -> anyhow::Result<String> {
     Ok(script.to_string())
 }
 
-pub async fn run_demo(
-    data_dir: &Path,
-    pace_ms: u64,
-    signals: &tt_runtime::StopSignals,
-) -> anyhow::Result<()> {
-    let provider = ScriptedProvider::from_json_str(&paced_script(pace_ms)?)
-        .context("the bundled demo script is invalid")?;
-    // The writer's sixth answer waits until the guidance is queued, so the writer reads it before
-    // its seventh request in every run.
-    let cue = provider.hold_after("writer", GUIDANCE_AFTER_WRITER_ROUND);
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
-        .provider(Arc::new(provider))
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .prompt_broker(PromptBrokerChoice::Templates)
-        .build()?;
+/// The scripted model playing the writers' room, each answer `pace_ms` late.
+pub fn writers_room_provider(pace_ms: u64) -> anyhow::Result<ScriptedProvider> {
+    ScriptedProvider::from_json_str(&paced_script(pace_ms)?)
+        .context("the bundled demo script is invalid")
+}
+
+/// Installs the writers' room into a runtime's data dir: the advisors' preset, the
+/// scene-craft skill and the five profiles.
+pub async fn install_writers_room(runtime: &tt_runtime::AgentRuntime) -> anyhow::Result<()> {
     let presets = runtime.data_dir().join("presets").join("writers-room");
     std::fs::create_dir_all(&presets).with_context(|| format!("creating {}", presets.display()))?;
     std::fs::write(presets.join("advisors.json"), ADVISOR_PRESET)
@@ -109,8 +102,30 @@ pub async fn run_demo(
             .await
             .with_context(|| format!("the bundled profile `{name}` is invalid"))?;
     }
+    Ok(())
+}
+
+/// The request the demo sends (also the inspector's prefilled request).
+pub const DEMO_REQUEST: &str = "Write a short scene about a lighthouse keeper during a storm.";
+
+pub async fn run_demo(
+    data_dir: &Path,
+    pace_ms: u64,
+    signals: &tt_runtime::StopSignals,
+) -> anyhow::Result<()> {
+    let provider = writers_room_provider(pace_ms)?;
+    // The writer's sixth answer waits until the guidance is queued, so the writer reads it before
+    // its seventh request in every run.
+    let cue = provider.hold_after("writer", GUIDANCE_AFTER_WRITER_ROUND);
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(data_dir)
+        .provider(Arc::new(provider))
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .prompt_broker(PromptBrokerChoice::Templates)
+        .build()?;
+    install_writers_room(&runtime).await?;
     println!(
-        "tt-agent demo: the writers' room (a writer, two reviewers and a final editor on a scripted model)"
+        "tt-agent demo: the writers' room (a writer, two reviewers, a fact checker and a final editor on a scripted model)"
     );
     println!("data dir: {}\n", data_dir.display());
     if signals.is_requested() {
@@ -124,7 +139,7 @@ pub async fn run_demo(
             generation_type: serde_json::json!("normal"),
             profile_id: Some("writer".to_owned()),
             history: vec![PromptMessage { role: PromptRole::Assistant, content: "The storm is coming.".to_owned() }],
-            user_request: Some("Write a short scene about a lighthouse keeper during a storm.".to_owned()),
+            user_request: Some(DEMO_REQUEST.to_owned()),
             persist_base_state_id: None,
             skill_scope_refs: Default::default(),
         }))

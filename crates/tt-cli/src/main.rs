@@ -5,6 +5,7 @@ mod live;
 mod logging;
 mod render;
 mod run_cmd;
+mod serve;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -92,6 +93,38 @@ enum Command {
         chat: String,
         /// What to ask the agent.
         request: String,
+    },
+    /// Serve the run inspector: the host API as JSON over HTTP and a live web page, on
+    /// 127.0.0.1. Prints the page's URL (with its secret token).
+    ///
+    /// Without --connection, runs play the bundled writers' room on the scripted model.
+    Serve {
+        /// The port on 127.0.0.1 (0: any free port).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// `openai:<baseUrl>` or `anthropic:<baseUrl>`: the model endpoint every run uses.
+        #[arg(long)]
+        connection: Option<String>,
+        /// The model id (with --connection).
+        #[arg(long)]
+        model: Option<String>,
+        /// The environment variable holding the API key (with --connection).
+        #[arg(long)]
+        api_key_env: Option<String>,
+        /// Stream responses (live model output in the journal and on the page).
+        #[arg(long)]
+        stream: bool,
+        /// Install every agent profile (*.json) in this directory first.
+        #[arg(long)]
+        profiles: Option<PathBuf>,
+        /// Scripted model only: wait this many milliseconds before each answer, to watch the
+        /// tree unfold.
+        #[arg(long, default_value_t = 400)]
+        pace_ms: u64,
+        /// Commits wait until the page publishes or rejects them (default: recorded in a
+        /// transcript at once).
+        #[arg(long)]
+        host_commits: bool,
     },
     /// List stored runs, newest first.
     Runs {
@@ -182,6 +215,29 @@ async fn main() -> anyhow::Result<()> {
             };
             let signals = install_signals()?;
             run_cmd::run(&cli.data_dir, options, &signals).await
+        }
+        Command::Serve {
+            port,
+            connection,
+            model,
+            api_key_env,
+            stream,
+            profiles,
+            pace_ms,
+            host_commits,
+        } => {
+            let options = serve::ServeOptions {
+                port,
+                connection,
+                model,
+                api_key_env,
+                stream,
+                profiles_dir: profiles,
+                pace_ms,
+                host_commits,
+            };
+            let signals = install_signals()?;
+            serve::serve(&cli.data_dir, options, &signals).await
         }
         Command::Runs { limit } => {
             let runtime = inspect_runtime(&cli.data_dir)?;

@@ -144,8 +144,9 @@ fn connect(options: &RunOptions) -> anyhow::Result<(Arc<dyn ModelProvider>, Stri
 }
 
 /// Saves every agent profile (`*.json` with `"kind": "tauritavern.agentProfile"`) in `dir`,
-/// in file-name order. Other JSON files (such as a scenario's `script.json`) are skipped.
-async fn install_profiles(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<()> {
+/// in file-name order, and returns their ids. Other JSON files (such as a scenario's
+/// `script.json`) are skipped.
+pub async fn install_profiles(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<Vec<String>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read the profiles dir {}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
@@ -181,7 +182,7 @@ async fn install_profiles(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<
         dir.display(),
         installed.join(", ")
     );
-    Ok(())
+    Ok(installed)
 }
 
 /// A profile with `preset.mode = "ref"` and preset `{apiId, name}` gets its prompt assembled from

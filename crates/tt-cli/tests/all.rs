@@ -8,6 +8,7 @@ mod disk_full;
 mod hostile;
 mod live;
 mod logs;
+mod serve;
 mod signals;
 
 /// Waits for `child` at most `limit` (killing it and failing with `what` past that), then

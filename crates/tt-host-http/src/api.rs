@@ -1,0 +1,528 @@
+//! The routes: one JSON endpoint per host call (see `docs/host-http.md` for the table), the
+//! live event stream and the page. Inputs are validated here before they reach the runtime:
+//! ids are short plain tokens (never paths), bodies are JSON of a bounded size.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Query, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use tt_runtime::{
+    AgentProfileDefinition, AgentRuntime, ListRunsRequest, ReadEventsRequest,
+    ReadPromptAssemblyRequest, ResolveChatCommitRequest, ResolvePromptAssemblyRequest,
+    StartRunRequest,
+};
+
+use crate::ServerInfo;
+use crate::error::ApiError;
+use crate::security::Guard;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub runtime: Arc<AgentRuntime>,
+    pub info: Arc<ServerInfo>,
+    /// Becomes `true` when the server stops, so that open event streams end.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
+    Router::new()
+        .route("/", get(crate::page::page))
+        .route("/api/info", get(info))
+        .route("/api/runs", get(list_runs).post(start_run))
+        .route("/api/runs/{run_id}", get(read_run))
+        .route("/api/runs/{run_id}/cancel", post(cancel_run))
+        .route("/api/runs/{run_id}/guidance", post(submit_guidance))
+        .route(
+            "/api/runs/{run_id}/tasks/{task_id}/cancel",
+            post(cancel_task),
+        )
+        .route("/api/runs/{run_id}/commits", get(pending_commits))
+        .route(
+            "/api/runs/{run_id}/persist-metadata/{update_id}/resolve",
+            post(resolve_persist_metadata),
+        )
+        .route("/api/runs/{run_id}/events", get(read_events))
+        .route("/api/runs/{run_id}/stream", get(crate::stream::stream))
+        .route("/api/runs/{run_id}/timeline", get(timeline))
+        .route("/api/runs/{run_id}/usage", get(usage))
+        .route("/api/runs/{run_id}/failure", get(unrecorded_failure))
+        .route("/api/runs/{run_id}/files", get(read_file))
+        .route("/api/runs/{run_id}/records", get(read_record))
+        .route(
+            "/api/runs/{run_id}/commits/{commit_id}/resolve",
+            post(resolve_commit),
+        )
+        .route(
+            "/api/runs/{run_id}/prompt-assemblies/{assembly_id}",
+            get(read_prompt_assembly),
+        )
+        .route(
+            "/api/runs/{run_id}/prompt-assemblies/{assembly_id}/resolve",
+            post(resolve_prompt_assembly),
+        )
+        .route("/api/transcripts/{workspace_id}", get(transcript))
+        .route("/api/persist-state", get(latest_persist_state))
+        .route("/api/profiles", post(save_profile))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            guard,
+            crate::security::guard,
+        ))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "http.route_not_found",
+        "no such endpoint",
+    )
+}
+
+/// Checks an id taken from a URL: 1 to 128 ASCII letters, digits, `_` or `-`. Ids name files
+/// in the store, so anything path-like (`/`, `.`, `%`) is refused before the runtime sees it.
+pub(crate) fn valid_id<'a>(what: &str, id: &'a str) -> ApiResult<&'a str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if (1..=128).contains(&id.len()) && id.chars().all(plain) {
+        Ok(id)
+    } else {
+        Err(ApiError::bad_request(
+            "http.invalid_id",
+            format!("`{id}` is not a valid {what} id (1-128 letters, digits, `_` or `-`)"),
+        ))
+    }
+}
+
+/// URL path parameters with a JSON error when they do not decode.
+pub(crate) struct PathParams(pub HashMap<String, String>);
+
+impl PathParams {
+    fn id(&self, key: &str, what: &str) -> ApiResult<String> {
+        let value = self.0.get(key).map(String::as_str).unwrap_or_default();
+        valid_id(what, value).map(str::to_owned)
+    }
+
+    pub(crate) fn run_id(&self) -> ApiResult<String> {
+        self.id("run_id", "run")
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for PathParams {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(map)| Self(map))
+            .map_err(|rejection| ApiError::bad_request("http.invalid_path", rejection.body_text()))
+    }
+}
+
+/// Query parameters with a JSON error (`http.invalid_query`) when they do not parse.
+pub(crate) struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(value)| Self(value))
+            .map_err(|rejection| ApiError::bad_request("http.invalid_query", rejection.body_text()))
+    }
+}
+
+/// A JSON body: `Content-Type: application/json` is required (so a plain HTML form from
+/// another site can never be one), the size is limited, and parse errors are coded.
+pub(crate) struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let is_json = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split(';').next())
+            .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
+        if !is_json {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "http.unsupported_media_type",
+                "send the body as application/json",
+            ));
+        }
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "http.body_too_large",
+                        "the request body is larger than this server accepts",
+                    )
+                } else {
+                    ApiError::bad_request("http.body_unreadable", rejection.body_text())
+                }
+            })?;
+        serde_json::from_slice(&bytes)
+            .map(Self)
+            .map_err(|err| ApiError::bad_request("http.invalid_json", err.to_string()))
+    }
+}
+
+async fn info(State(state): State<AppState>) -> Json<ServerInfo> {
+    Json(state.info.as_ref().clone())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ListQuery {
+    #[serde(default)]
+    offset: usize,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    token: Option<String>,
+}
+
+async fn list_runs(
+    State(state): State<AppState>,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> ApiResult<Response> {
+    let _ = query.token;
+    let mut request = ListRunsRequest {
+        offset: query.offset,
+        ..ListRunsRequest::default()
+    };
+    if let Some(limit) = query.limit {
+        request.limit = limit;
+    }
+    let runs = state.runtime.list_runs(request).await?;
+    Ok(Json(runs).into_response())
+}
+
+async fn start_run(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<StartRunRequest>,
+) -> ApiResult<Response> {
+    if request.stable_chat_id.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "http.invalid_request",
+            "stableChatId must not be empty",
+        ));
+    }
+    if let Some(profile) = &request.profile_id {
+        valid_id("profile", profile)?;
+    }
+    let run = state.runtime.start_run(request).await?;
+    Ok((StatusCode::CREATED, Json(run)).into_response())
+}
+
+async fn read_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    // The live status of a run this server executes, else the stored record.
+    let run = state.runtime.get_run(&run_id).await?;
+    Ok(Json(run).into_response())
+}
+
+/// Sends user guidance to a live run (`submit_guidance`): `{text, clientGuidanceId?}`.
+async fn submit_guidance(
+    State(state): State<AppState>,
+    path: PathParams,
+    JsonBody(body): JsonBody<tt_runtime::SubmitGuidanceRequest>,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let receipt = state.runtime.submit_guidance(&run_id, body).await?;
+    Ok(Json(receipt).into_response())
+}
+
+/// Cancels one delegated task and what it delegated in turn (`cancel_task`).
+async fn cancel_task(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let task_id = path.id("task_id", "task")?;
+    let task = state.runtime.cancel_task(&run_id, &task_id).await?;
+    Ok(Json(task).into_response())
+}
+
+/// The commits of a run waiting for the host's answer, with their text (`pending_commits`).
+async fn pending_commits(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    Ok(Json(state.runtime.pending_commits(&run_id)?).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MetadataAnswerBody {
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// Answers a `persistent_state_metadata_update_requested`: `{}` acknowledges it, `{error}`
+/// says why the host could not bind the state.
+async fn resolve_persist_metadata(
+    State(state): State<AppState>,
+    path: PathParams,
+    JsonBody(body): JsonBody<MetadataAnswerBody>,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let update_id = path.id("update_id", "metadata update")?;
+    state
+        .runtime
+        .resolve_agent_persistent_state_metadata_update(
+            tt_runtime::ResolvePersistentStateMetadataUpdateRequest {
+                run_id,
+                update_id,
+                error: body.error,
+            },
+        )?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn cancel_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let run = state.runtime.cancel_run(&run_id).await?;
+    Ok(Json(run).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EventsQuery {
+    #[serde(default)]
+    after: Option<u64>,
+    #[serde(default)]
+    before: Option<u64>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    invocation: Option<String>,
+    #[serde(default)]
+    timeline: bool,
+    #[serde(default)]
+    token: Option<String>,
+}
+
+async fn read_events(
+    State(state): State<AppState>,
+    path: PathParams,
+    QueryParams(query): QueryParams<EventsQuery>,
+) -> ApiResult<Response> {
+    let _ = query.token;
+    let run_id = path.run_id()?;
+    if let Some(invocation) = &query.invocation {
+        valid_id("invocation", invocation)?;
+    }
+    let page = state
+        .runtime
+        .read_events(ReadEventsRequest {
+            run_id,
+            after_seq: query.after,
+            before_seq: query.before,
+            limit: query.limit,
+            invocation_id: query.invocation,
+            include_timeline_projection: query.timeline,
+        })
+        .await?;
+    Ok(Json(page).into_response())
+}
+
+async fn timeline(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    Ok(Json(state.runtime.timeline_projection(&run_id).await?).into_response())
+}
+
+async fn usage(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    Ok(Json(state.runtime.usage(&run_id).await?).into_response())
+}
+
+async fn unrecorded_failure(
+    State(state): State<AppState>,
+    path: PathParams,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    Ok(Json(state.runtime.unrecorded_failure(&run_id)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FileQuery {
+    path: String,
+    #[serde(default)]
+    token: Option<String>,
+}
+
+/// A workspace file by its logical path; the runtime resolves and guards the path, so
+/// nothing outside the run's workspace can be named.
+async fn read_file(
+    State(state): State<AppState>,
+    path: PathParams,
+    QueryParams(query): QueryParams<FileQuery>,
+) -> ApiResult<Response> {
+    let _ = query.token;
+    let run_id = path.run_id()?;
+    Ok(Json(
+        state
+            .runtime
+            .read_workspace_file(&run_id, &query.path)
+            .await?,
+    )
+    .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RecordQuery {
+    #[serde(rename = "ref")]
+    reference: String,
+    #[serde(default)]
+    token: Option<String>,
+}
+
+/// A stored record by the reference an event names (`argumentsRef`, `blobs/<sha256>`, …).
+async fn read_record(
+    State(state): State<AppState>,
+    path: PathParams,
+    QueryParams(query): QueryParams<RecordQuery>,
+) -> ApiResult<Response> {
+    let _ = query.token;
+    let run_id = path.run_id()?;
+    let record = state.runtime.read_record(&run_id, &query.reference).await?;
+    Ok(Json(record).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CommitAnswerBody {
+    #[serde(default)]
+    message_id: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+async fn resolve_commit(
+    State(state): State<AppState>,
+    path: PathParams,
+    JsonBody(body): JsonBody<CommitAnswerBody>,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let commit_id = path.id("commit_id", "commit")?;
+    state
+        .runtime
+        .resolve_chat_commit(ResolveChatCommitRequest {
+            run_id,
+            commit_id,
+            message_id: body.message_id,
+            error: body.error,
+        })?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn read_prompt_assembly(
+    State(state): State<AppState>,
+    path: PathParams,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let assembly_id = path.id("assembly_id", "prompt assembly")?;
+    let request = state
+        .runtime
+        .read_prompt_assembly_request(ReadPromptAssemblyRequest {
+            run_id,
+            assembly_id,
+        })?;
+    Ok(Json(request).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PromptAnswerBody {
+    #[serde(default)]
+    prompt_snapshot: Option<serde_json::Value>,
+    #[serde(default)]
+    frozen_run_input_snapshot: Option<serde_json::Value>,
+    #[serde(default)]
+    generation_intent: Option<serde_json::Value>,
+    #[serde(default)]
+    assembly: Option<serde_json::Value>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+async fn resolve_prompt_assembly(
+    State(state): State<AppState>,
+    path: PathParams,
+    JsonBody(body): JsonBody<PromptAnswerBody>,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let assembly_id = path.id("assembly_id", "prompt assembly")?;
+    state
+        .runtime
+        .resolve_prompt_assembly(ResolvePromptAssemblyRequest {
+            run_id,
+            assembly_id,
+            prompt_snapshot: body.prompt_snapshot,
+            frozen_run_input_snapshot: body.frozen_run_input_snapshot,
+            generation_intent: body.generation_intent,
+            assembly: body.assembly,
+            error: body.error,
+        })?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Messages published for a workspace (transcript commit bridge).
+async fn transcript(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let workspace_id = path.id("workspace_id", "workspace")?;
+    Ok(Json(state.runtime.transcript(&workspace_id)?).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PersistQuery {
+    chat: String,
+    #[serde(default)]
+    token: Option<String>,
+}
+
+async fn latest_persist_state(
+    State(state): State<AppState>,
+    QueryParams(query): QueryParams<PersistQuery>,
+) -> ApiResult<Response> {
+    let _ = query.token;
+    let state_id = state.runtime.latest_persist_state(&query.chat).await?;
+    Ok(Json(serde_json::json!({ "stateId": state_id })).into_response())
+}
+
+async fn save_profile(
+    State(state): State<AppState>,
+    JsonBody(definition): JsonBody<AgentProfileDefinition>,
+) -> ApiResult<Response> {
+    state.runtime.save_profile(definition).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_plain_tokens() {
+        assert!(valid_id("run", "run_0123abc").is_ok());
+        for bad in ["", "../etc", "a/b", "a.b", "a%2f", &"x".repeat(129)] {
+            let error = valid_id("run", bad).unwrap_err();
+            assert_eq!(error.code, "http.invalid_id", "{bad}");
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! `GET /api/runs/{runId}/stream`: a run's events as Server-Sent Events, live, resumable.
+//!
+//! Each journal event is one SSE message whose `id` is its seq and whose `data` is the event's
+//! JSON. A client resumes after a seq with `?after=` or, on an automatic reconnect, with the
+//! `Last-Event-ID` header (the larger wins). After the run's terminal event the server sends
+//! one `event: end` message and closes; a failure of the stream is an `event: stream_error`
+//! message with `{code, message}`. When the server stops, open streams end without `end`
+//! (a reconnecting client resumes from its last seq).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
+use futures_util::stream::{self, Stream};
+use serde::Deserialize;
+use tt_runtime::EventSubscription;
+
+use crate::api::{AppState, PathParams, QueryParams, valid_id};
+use crate::error::ApiError;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct StreamQuery {
+    #[serde(default)]
+    after: Option<u64>,
+    #[serde(default)]
+    invocation: Option<String>,
+    #[serde(default)]
+    token: Option<String>,
+}
+
+pub(crate) async fn stream(
+    State(state): State<AppState>,
+    path: PathParams,
+    headers: HeaderMap,
+    QueryParams(query): QueryParams<StreamQuery>,
+) -> Result<Response, ApiError> {
+    let _ = query.token;
+    let run_id = path.run_id()?;
+    if let Some(invocation) = &query.invocation {
+        valid_id("invocation", invocation)?;
+    }
+    let last_event_id = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|text| text.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    ApiError::bad_request("http.invalid_last_event_id", "Last-Event-ID is a seq")
+                })?,
+        ),
+    };
+    let after = query.after.unwrap_or(0).max(last_event_id.unwrap_or(0));
+    // Reading the first page up front turns an unknown run into a 404 instead of a stream
+    // that fails at once.
+    state
+        .runtime
+        .read_events(tt_runtime::ReadEventsRequest {
+            run_id: run_id.clone(),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await?;
+    let subscription = state.runtime.subscribe(&run_id, after, query.invocation);
+    let mut stopping = state.stopping.clone();
+    let stopped = async move {
+        let _ = stopping.wait_for(|stopping| *stopping).await;
+    };
+    Ok(Sse::new(events(subscription).take_until(stopped))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+enum Phase {
+    Live(EventSubscription),
+    Done,
+}
+
+fn events(subscription: EventSubscription) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(Phase::Live(subscription), |phase| async move {
+        let Phase::Live(mut subscription) = phase else {
+            return None;
+        };
+        let message = match subscription.next().await {
+            Ok(Some(event)) => match serde_json::to_string(&event) {
+                Ok(json) => {
+                    return Some((
+                        Ok(Event::default().id(event.seq.to_string()).data(json)),
+                        Phase::Live(subscription),
+                    ));
+                }
+                Err(err) => error_event("http.event_unserializable", &err.to_string()),
+            },
+            Ok(None) => Event::default().event("end").data("{}"),
+            Err(err) => error_event(&err.code, &err.message),
+        };
+        Some((Ok(message), Phase::Done))
+    })
+}
+
+fn error_event(code: &str, message: &str) -> Event {
+    let body = serde_json::json!({ "code": code, "message": message });
+    Event::default()
+        .event("stream_error")
+        .data(body.to_string())
+}

@@ -1,0 +1,593 @@
+//! Every endpoint over real HTTP, and the guard in front of them: token, Host, Origin, body
+//! size and media type, ids.
+
+use serde_json::{Value, json};
+use tt_runtime::CommitBridgeChoice;
+
+use crate::support::{TestServer, server, writer_script};
+
+async fn transcript_server() -> TestServer {
+    server(&writer_script(), CommitBridgeChoice::Transcript, None).await
+}
+
+/// Waits (on the runtime's own event stream) for the first event of a type and returns it.
+async fn wait_for_event(server: &TestServer, run_id: &str, event_type: &str) -> Value {
+    let mut events = server.runtime.subscribe(run_id, 0, None);
+    while let Some(event) = events.next().await.unwrap() {
+        if event.event_type == event_type {
+            return serde_json::to_value(event).unwrap();
+        }
+    }
+    panic!("the run ended without {event_type}");
+}
+
+#[tokio::test]
+async fn every_request_needs_the_token() {
+    let server = transcript_server().await;
+    let bare = server
+        .send(server.client.get(server.endpoint("/api/runs")))
+        .await;
+    assert_eq!(bare.status, 401);
+    assert_eq!(bare.body["code"], "http.token_missing");
+    let wrong = server
+        .send(server.client.get(server.endpoint("/api/runs?token=nope")))
+        .await;
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.body["code"], "http.token_invalid");
+    let page_without = server.send(server.client.get(server.endpoint("/"))).await;
+    assert_eq!(page_without.status, 401);
+    let by_query = server
+        .send(
+            server
+                .client
+                .get(server.endpoint(&format!("/api/runs?token={}", server.token))),
+        )
+        .await;
+    assert_eq!(by_query.status, 200, "{}", by_query.body);
+    let by_bearer = server
+        .send(
+            server
+                .client
+                .get(server.endpoint("/api/info"))
+                .bearer_auth(&server.token),
+        )
+        .await;
+    assert_eq!(by_bearer.status, 200);
+    assert_eq!(by_bearer.body["commitBridge"], "transcript");
+    assert_eq!(by_bearer.body["features"]["guidance"], false);
+    assert_eq!(by_bearer.headers["referrer-policy"], "no-referrer");
+    assert_eq!(by_bearer.headers["cache-control"], "no-store");
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_refused() {
+    let server = transcript_server().await;
+    let port = server.addr.port();
+    let rebinding = server
+        .send(
+            server
+                .client
+                .get(server.endpoint("/api/runs"))
+                .header("x-tt-token", &server.token)
+                .header("host", format!("attacker.example:{port}")),
+        )
+        .await;
+    assert_eq!(rebinding.status, 403);
+    assert_eq!(rebinding.body["code"], "http.host_refused");
+    let other_port = server
+        .send(
+            server
+                .client
+                .get(server.endpoint("/api/runs"))
+                .header("x-tt-token", &server.token)
+                .header("host", format!("127.0.0.1:{}", port.wrapping_add(1))),
+        )
+        .await;
+    assert_eq!(other_port.status, 403);
+    let localhost = server
+        .send(
+            server
+                .client
+                .get(server.endpoint("/api/runs"))
+                .header("x-tt-token", &server.token)
+                .header("host", format!("localhost:{port}")),
+        )
+        .await;
+    assert_eq!(localhost.status, 200);
+    let cross_site = server
+        .send(
+            server
+                .client
+                .post(server.endpoint("/api/runs"))
+                .header("x-tt-token", &server.token)
+                .header("origin", "https://evil.example")
+                .header("content-type", "application/json")
+                .body(json!({"stableChatId": "x"}).to_string()),
+        )
+        .await;
+    assert_eq!(cross_site.status, 403);
+    assert_eq!(cross_site.body["code"], "http.origin_refused");
+    let same_origin = server
+        .send(
+            server
+                .client
+                .get(server.endpoint("/api/runs"))
+                .header("x-tt-token", &server.token)
+                .header("origin", format!("http://127.0.0.1:{port}")),
+        )
+        .await;
+    assert_eq!(same_origin.status, 200);
+}
+
+#[tokio::test]
+async fn bodies_are_size_limited_typed_and_validated() {
+    let server = server(&writer_script(), CommitBridgeChoice::Transcript, Some(4096)).await;
+    let huge = json!({"stableChatId": "x", "userRequest": "a".repeat(10_000)});
+    let too_large = server.post("/api/runs", &huge).await;
+    assert_eq!(too_large.status, 413);
+    assert_eq!(too_large.body["code"], "http.body_too_large");
+    let form = server
+        .send(
+            server
+                .client
+                .post(server.endpoint("/api/runs"))
+                .header("x-tt-token", &server.token)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body("stableChatId=x"),
+        )
+        .await;
+    assert_eq!(form.status, 415);
+    assert_eq!(form.body["code"], "http.unsupported_media_type");
+    let broken = server
+        .send(
+            server
+                .client
+                .post(server.endpoint("/api/runs"))
+                .header("x-tt-token", &server.token)
+                .header("content-type", "application/json")
+                .body("{not json"),
+        )
+        .await;
+    assert_eq!(broken.status, 400);
+    assert_eq!(broken.body["code"], "http.invalid_json");
+    let empty_chat = server
+        .post("/api/runs", &json!({"stableChatId": " "}))
+        .await;
+    assert_eq!(empty_chat.body["code"], "http.invalid_request");
+    let bad_profile = server
+        .post(
+            "/api/runs",
+            &json!({"stableChatId": "x", "profileId": "../x"}),
+        )
+        .await;
+    assert_eq!(bad_profile.body["code"], "http.invalid_id");
+    let unknown_profile = server
+        .post(
+            "/api/runs",
+            &json!({"stableChatId": "x", "profileId": "nobody"}),
+        )
+        .await;
+    assert_eq!(unknown_profile.status, 404, "{}", unknown_profile.body);
+    assert_eq!(unknown_profile.body["code"], "agent.profile_not_found");
+    let bad_profile_definition = server.post("/api/profiles", &json!({"id": "x"})).await;
+    assert_eq!(bad_profile_definition.status, 400);
+    let bad_query = server.get("/api/runs?limit=many").await;
+    assert_eq!(bad_query.body["code"], "http.invalid_query");
+    let unknown_route = server.get("/api/nothing").await;
+    assert_eq!(unknown_route.status, 404);
+    assert_eq!(unknown_route.body["code"], "http.route_not_found");
+}
+
+#[tokio::test]
+async fn ids_and_paths_never_leave_the_data_dir() {
+    let server = transcript_server().await;
+    let run_id = server.start("default-writer", "Write.").await;
+    server.runtime.wait_for_run(&run_id).await.unwrap();
+    for path in [
+        "/api/runs/..%2F..%2Fetc/events",
+        "/api/runs/run.json/events",
+        "/api/transcripts/..%2Fsecrets",
+    ] {
+        let answer = server.get(path).await;
+        assert_eq!(answer.status, 400, "{path}: {}", answer.body);
+        assert_eq!(answer.body["code"], "http.invalid_id", "{path}");
+    }
+    let escape = server
+        .get(&format!("/api/runs/{run_id}/files?path=../../run.json"))
+        .await;
+    assert_eq!(escape.status, 400, "{}", escape.body);
+    assert!(
+        escape.body["code"]
+            .as_str()
+            .unwrap()
+            .starts_with("workspace.")
+    );
+    let absolute = server
+        .get(&format!("/api/runs/{run_id}/files?path=%2Fetc%2Fpasswd"))
+        .await;
+    assert!(absolute.status >= 400 && absolute.status < 500);
+    assert!(!absolute.body.to_string().contains("root:"));
+    let record_escape = server
+        .get(&format!(
+            "/api/runs/{run_id}/records?ref=../../../../etc/passwd"
+        ))
+        .await;
+    assert!(
+        record_escape.status >= 400 && record_escape.status < 500,
+        "{}",
+        record_escape.body
+    );
+    assert!(!record_escape.body.to_string().contains("root:"));
+}
+
+#[tokio::test]
+async fn a_run_is_started_listed_and_read_through_every_endpoint() {
+    let server = transcript_server().await;
+    let run_id = server.start("default-writer", "Write a scene.").await;
+    let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(finished.status.as_str(), "completed");
+
+    let runs = server.get("/api/runs?limit=10").await;
+    assert_eq!(runs.status, 200);
+    assert_eq!(runs.body[0]["id"], run_id.as_str());
+    assert_eq!(runs.body[0]["status"], "completed");
+
+    let run = server.get(&format!("/api/runs/{run_id}")).await;
+    assert_eq!(run.body["id"], run_id.as_str());
+    let missing = server.get("/api/runs/run_doesnotexist").await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+
+    let events = server
+        .get(&format!(
+            "/api/runs/{run_id}/events?after=0&limit=5&timeline=true"
+        ))
+        .await;
+    assert_eq!(events.status, 200);
+    let page = events.body["events"].as_array().unwrap();
+    assert_eq!(page.len(), 5);
+    assert_eq!(page[0]["type"], "run_created");
+    assert!(events.body["timelineProjection"]["invocations"].is_array());
+    let root_only = server
+        .get(&format!(
+            "/api/runs/{run_id}/events?invocation=inv_root&limit=500"
+        ))
+        .await;
+    assert!(!root_only.body["events"].as_array().unwrap().is_empty());
+
+    let timeline = server.get(&format!("/api/runs/{run_id}/timeline")).await;
+    assert_eq!(timeline.body["invocations"][0]["invocationId"], "inv_root");
+    assert_eq!(timeline.body["invocations"][0]["status"], "completed");
+
+    let usage = server.get(&format!("/api/runs/{run_id}/usage")).await;
+    assert_eq!(usage.body["modelCalls"], 4);
+    assert!(usage.body["inputTokens"].as_u64().unwrap() > 0);
+
+    let failure = server.get(&format!("/api/runs/{run_id}/failure")).await;
+    assert_eq!(failure.status, 200);
+    assert_eq!(failure.body, Value::Null);
+
+    let file = server
+        .get(&format!("/api/runs/{run_id}/files?path=output/main.md"))
+        .await;
+    assert_eq!(file.status, 200, "{}", file.body);
+    assert_eq!(file.body["text"], "# Scene\n\nThe lamp burned.\n");
+    let missing_file = server
+        .get(&format!("/api/runs/{run_id}/files?path=output/none.md"))
+        .await;
+    assert_eq!(missing_file.status, 404, "{}", missing_file.body);
+
+    // A patch's diff: the blobs its event names, before and after.
+    let all = server
+        .get(&format!("/api/runs/{run_id}/events?limit=500"))
+        .await;
+    let patch = all.body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["type"] == "workspace_patch_applied")
+        .unwrap()
+        .clone();
+    let old_sha = patch["payload"]["oldSha256"].as_str().unwrap();
+    let before = server
+        .get(&format!("/api/runs/{run_id}/records?ref=blobs/{old_sha}"))
+        .await;
+    assert_eq!(before.status, 200, "{}", before.body);
+    assert!(before.body.to_string().contains("The lamp was dark."));
+    let args_ref = all.body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["type"] == "tool_call_requested")
+        .unwrap()["payload"]["argumentsRef"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let args = server
+        .get(&format!("/api/runs/{run_id}/records?ref={args_ref}"))
+        .await;
+    assert_eq!(args.status, 200);
+    assert!(args.body.to_string().contains("output/main.md"));
+
+    let workspace_id = finished.workspace_id.to_string();
+    let transcript = server
+        .get(&format!("/api/transcripts/{workspace_id}"))
+        .await;
+    assert_eq!(
+        transcript.body[0]["content"],
+        "# Scene\n\nThe lamp burned.\n"
+    );
+
+    let persist = server.get("/api/persist-state?chat=http-test").await;
+    assert_eq!(persist.status, 200);
+    assert!(persist.body.get("stateId").is_some());
+
+    let page = server.send(server.client.get(&server.url)).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .as_str()
+            .unwrap()
+            .contains("<title>tt-agent inspector</title>")
+    );
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("connect-src 'self'"));
+}
+
+#[tokio::test]
+async fn the_event_stream_is_live_and_resumable() {
+    let server = transcript_server().await;
+    let run_id = server.start("default-writer", "Write.").await;
+    let all = server.read_stream(&run_id, None, None).await;
+    let (last, rest) = all.split_last().unwrap();
+    assert_eq!(last.1, "end");
+    let seqs: Vec<u64> = rest.iter().map(|(id, _, _)| id.unwrap()).collect();
+    assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]));
+    assert_eq!(rest[0].2["type"], "run_created");
+    assert_eq!(rest.last().unwrap().2["type"], "run_completed");
+    for (id, name, data) in rest {
+        assert_eq!(name, "message");
+        assert_eq!(data["seq"].as_u64(), *id);
+    }
+
+    let middle = seqs[seqs.len() / 2];
+    let resumed = server.read_stream(&run_id, Some(middle), None).await;
+    assert_eq!(resumed[0].0, seqs.iter().copied().find(|s| *s > middle));
+    assert_eq!(
+        resumed.len(),
+        seqs.iter().filter(|s| **s > middle).count() + 1
+    );
+    // A reconnecting EventSource sends Last-Event-ID; it wins over a smaller ?after=.
+    let reconnect = server.read_stream(&run_id, Some(1), Some(middle)).await;
+    assert_eq!(reconnect.len(), resumed.len());
+    let bad = server
+        .send(
+            server
+                .client
+                .get(server.endpoint(&format!("/api/runs/{run_id}/stream")))
+                .header("x-tt-token", &server.token)
+                .header("last-event-id", "x"),
+        )
+        .await;
+    assert_eq!(bad.body["code"], "http.invalid_last_event_id");
+    let unknown = server.get("/api/runs/run_nothing/stream").await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+}
+
+#[tokio::test]
+async fn a_pending_commit_is_published_or_rejected_by_the_host() {
+    let server = server(&writer_script(), CommitBridgeChoice::HostApi, None).await;
+    let run_id = server.start("default-writer", "Write.").await;
+    let requested = wait_for_event(&server, &run_id, "chat_commit_requested").await;
+    let commit_id = requested["payload"]["commitId"].as_str().unwrap();
+    let pending = server.get(&format!("/api/runs/{run_id}/commits")).await;
+    assert_eq!(pending.status, 200, "{}", pending.body);
+    assert_eq!(pending.body[0]["commitId"], commit_id);
+    assert_eq!(pending.body[0]["path"], "output/main.md");
+    let neither = server
+        .post(
+            &format!("/api/runs/{run_id}/commits/{commit_id}/resolve"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(neither.body["code"], "agent.chat_commit_resolve_invalid");
+    let wrong_run = server
+        .post(
+            &format!("/api/runs/run_other/commits/{commit_id}/resolve"),
+            &json!({"messageId": "m1"}),
+        )
+        .await;
+    assert_eq!(wrong_run.status, 409);
+    let published = server
+        .post(
+            &format!("/api/runs/{run_id}/commits/{commit_id}/resolve"),
+            &json!({"messageId": "m1"}),
+        )
+        .await;
+    assert_eq!(published.status, 204, "{}", published.body);
+    let again = server
+        .post(
+            &format!("/api/runs/{run_id}/commits/{commit_id}/resolve"),
+            &json!({"error": "too late"}),
+        )
+        .await;
+    assert_eq!(again.status, 409);
+    assert_eq!(again.body["code"], "agent.chat_commit_not_pending");
+    // At finish the host binds the promoted state to message m1.
+    let update = wait_for_event(
+        &server,
+        &run_id,
+        "persistent_state_metadata_update_requested",
+    )
+    .await;
+    assert_eq!(update["payload"]["messageId"], "m1");
+    let update_id = update["payload"]["updateId"].as_str().unwrap();
+    let bound = server
+        .post(
+            &format!("/api/runs/{run_id}/persist-metadata/{update_id}/resolve"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(bound.status, 204, "{}", bound.body);
+    let twice = server
+        .post(
+            &format!("/api/runs/{run_id}/persist-metadata/{update_id}/resolve"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(twice.status, 409, "{}", twice.body);
+    let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(finished.status.as_str(), "completed");
+    let completed = wait_for_event(&server, &run_id, "chat_commit_completed").await;
+    assert_eq!(completed["payload"]["messageId"], "m1");
+}
+
+#[tokio::test]
+async fn a_run_is_cancelled_over_http() {
+    // The writer's second answer takes a minute, so the cancel lands while it waits.
+    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
+    ]}})
+    .to_string();
+    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let run_id = server.start("default-writer", "Write.").await;
+    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    let cancelled = server
+        .post(&format!("/api/runs/{run_id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(finished.status.as_str(), "cancelled");
+    let unknown = server
+        .post("/api/runs/run_nothing/cancel", &json!({}))
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+}
+
+#[tokio::test]
+async fn guidance_and_task_cancel_reach_a_live_run() {
+    // The writer's second answer takes a minute, so the calls land while the run is live.
+    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
+    ]}})
+    .to_string();
+    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let run_id = server.start("default-writer", "Write.").await;
+    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    let sent = server
+        .post(
+            &format!("/api/runs/{run_id}/guidance"),
+            &json!({"text": "Make it rain.", "clientGuidanceId": "note-1"}),
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert_eq!(sent.body["pendingCount"], 1);
+    let submitted = wait_for_event(&server, &run_id, "user_guidance_submitted").await;
+    assert_eq!(submitted["payload"]["clientGuidanceId"], "note-1");
+    let blank = server
+        .post(
+            &format!("/api/runs/{run_id}/guidance"),
+            &json!({"text": "  "}),
+        )
+        .await;
+    assert_eq!(blank.status, 400);
+    assert_eq!(blank.body["code"], "agent.guidance_empty");
+    let unknown_field = server
+        .post(
+            &format!("/api/runs/{run_id}/guidance"),
+            &json!({"txt": "x"}),
+        )
+        .await;
+    assert_eq!(unknown_field.body["code"], "http.invalid_json");
+    let no_task = server
+        .post(
+            &format!("/api/runs/{run_id}/tasks/task_missing/cancel"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(no_task.status, 404, "{}", no_task.body);
+    assert_eq!(no_task.body["code"], "agent.task_not_found");
+    let bad_id = server
+        .post(
+            &format!("/api/runs/{run_id}/tasks/..%2Fx/cancel"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(bad_id.status, 400, "{}", bad_id.body);
+    let live = server.get(&format!("/api/runs/{run_id}")).await;
+    assert_eq!(
+        live.body["status"], "calling_model",
+        "the live status, not the stored one"
+    );
+    server
+        .post(&format!("/api/runs/{run_id}/cancel"), &json!({}))
+        .await;
+    server.runtime.wait_for_run(&run_id).await.unwrap();
+    let closed = server
+        .post(
+            &format!("/api/runs/{run_id}/guidance"),
+            &json!({"text": "late"}),
+        )
+        .await;
+    assert_eq!(
+        closed.body["code"], "agent.guidance_mailbox_closed",
+        "{}",
+        closed.body
+    );
+}
+
+#[tokio::test]
+async fn prompt_assemblies_answer_with_coded_errors_when_not_pending() {
+    let server = transcript_server().await;
+    let read = server
+        .get("/api/runs/run_x/prompt-assemblies/prompt_assembly_nothing")
+        .await;
+    assert_eq!(read.status, 409, "{}", read.body);
+    assert_eq!(read.body["code"], "agent.prompt_assembly_not_pending");
+    let resolve = server
+        .post(
+            "/api/runs/run_x/prompt-assemblies/prompt_assembly_nothing/resolve",
+            &json!({"error": "no"}),
+        )
+        .await;
+    assert_eq!(resolve.body["code"], "agent.prompt_assembly_not_pending");
+}
+
+#[tokio::test]
+async fn open_event_streams_end_when_the_server_stops() {
+    // The writer's second answer takes a minute: the run is still going when the server stops.
+    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
+    ]}})
+    .to_string();
+    let mut server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let run_id = server.start("default-writer", "Write.").await;
+    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    let mut response = server
+        .client
+        .get(server.endpoint(&format!("/api/runs/{run_id}/stream")))
+        .header("x-tt-token", &server.token)
+        .send()
+        .await
+        .unwrap();
+    let first = response.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("run_created"));
+    // Without the streams ending, a graceful shutdown would wait for this client forever.
+    tokio::time::timeout(std::time::Duration::from_secs(60), server.stop())
+        .await
+        .expect("the server stopped despite an open event stream");
+    let mut rest = String::new();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        rest.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        !rest.contains("event: end"),
+        "the run did not end; the server did"
+    );
+    server.runtime.cancel_run(&run_id).await.unwrap();
+}

@@ -1,0 +1,822 @@
+//! The inspector page in a real headless Chromium (Debian's `chromium`), driven over the
+//! DevTools protocol: the writers' room runs to `completed` with every agent shown, a file and
+//! a patch diff open, a second run is cancelled mid-way, a pending commit is published, the
+//! live output of a streaming call is shown, and a 256-agent fan-out is followed live.
+//! Screenshots of each step go to `$CARGO_TARGET_TMPDIR/inspector-screens/`.
+//!
+//! Without a Chromium these tests fail (they never skip): `.ci/run` installs it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+use tt_runtime::CommitBridgeChoice;
+
+use crate::support::{TestServer, install_profiles, server};
+
+/// Longest wait for anything the page should show (a guard against hangs, not a measurement).
+const PATIENCE: Duration = Duration::from_secs(90);
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
+
+/// A headless Chromium with one page, spoken to over the DevTools protocol.
+struct Browser {
+    child: Child,
+    _profile: tempfile::TempDir,
+    outgoing: mpsc::UnboundedSender<Message>,
+    pending: Pending,
+    next_id: AtomicU64,
+    session: String,
+    screens: PathBuf,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn chromium_binary() -> PathBuf {
+    for candidate in ["chromium", "chromium-browser"] {
+        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+            let path = Path::new(dir).join(candidate);
+            if path.is_file() {
+                return path;
+            }
+        }
+    }
+    panic!(
+        "no `chromium` on PATH: the inspector's browser tests need Debian's chromium package \
+         (`apt-get install -y chromium`; .ci/run installs it)"
+    );
+}
+
+impl Browser {
+    async fn launch(test: &str) -> Self {
+        let profile = tempfile::tempdir().unwrap();
+        let child = Command::new(chromium_binary())
+            .args([
+                "--headless=new",
+                "--no-sandbox", // CI runs as root, where Chromium's sandbox cannot start
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--enable-precise-memory-info",
+                "--window-size=1400,900",
+                "--remote-debugging-port=0",
+                "--remote-debugging-address=127.0.0.1",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|err| panic!("cannot start chromium: {err}"));
+        // Chromium writes its port and browser path here once it listens.
+        let port_file = profile.path().join("DevToolsActivePort");
+        let started = Instant::now();
+        let text = loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file)
+                && text.lines().count() >= 2
+            {
+                break text;
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "chromium did not open its DevTools port within {PATIENCE:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let mut lines = text.lines();
+        let port = lines.next().unwrap().trim().to_owned();
+        let path = lines.next().unwrap().trim().to_owned();
+        let (socket, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}{path}"))
+            .await
+            .expect("DevTools websocket");
+        let (mut sink, mut stream) = socket.split();
+        let (outgoing, mut queue) = mpsc::unbounded_channel::<Message>();
+        tokio::spawn(async move {
+            while let Some(message) = queue.recv().await {
+                if sink.send(message).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let pending: Pending = Arc::default();
+        let replies = Arc::clone(&pending);
+        tokio::spawn(async move {
+            while let Some(Ok(message)) = stream.next().await {
+                let Message::Text(text) = message else {
+                    continue;
+                };
+                let Ok(value) = serde_json::from_str::<Value>(&text) else {
+                    continue;
+                };
+                if let Some(id) = value.get("id").and_then(Value::as_u64)
+                    && let Some(reply) = replies.lock().unwrap().remove(&id)
+                {
+                    let _ = reply.send(value);
+                }
+            }
+        });
+        let screens = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("inspector-screens")
+            .join(test);
+        std::fs::create_dir_all(&screens).unwrap();
+        let mut browser = Self {
+            child,
+            _profile: profile,
+            outgoing,
+            pending,
+            next_id: AtomicU64::new(1),
+            session: String::new(),
+            screens,
+        };
+        let target = browser
+            .command(None, "Target.createTarget", json!({"url": "about:blank"}))
+            .await;
+        let target_id = target["targetId"].as_str().unwrap().to_owned();
+        let attached = browser
+            .command(
+                None,
+                "Target.attachToTarget",
+                json!({"targetId": target_id, "flatten": true}),
+            )
+            .await;
+        browser.session = attached["sessionId"].as_str().unwrap().to_owned();
+        browser.call("Page.enable", json!({})).await;
+        browser
+            .call(
+                "Emulation.setDeviceMetricsOverride",
+                json!({"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+            )
+            .await;
+        browser
+    }
+
+    async fn command(&self, session: Option<&str>, method: &str, params: Value) -> Value {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if let Some(session) = session {
+            message["sessionId"] = json!(session);
+        }
+        let (reply, answer) = oneshot::channel();
+        self.pending.lock().unwrap().insert(id, reply);
+        self.outgoing
+            .send(Message::Text(message.to_string().into()))
+            .unwrap();
+        let answer = tokio::time::timeout(PATIENCE, answer)
+            .await
+            .unwrap_or_else(|_| panic!("chromium did not answer {method}"))
+            .unwrap();
+        assert!(answer.get("error").is_none(), "{method} failed: {answer}");
+        answer["result"].clone()
+    }
+
+    async fn call(&self, method: &str, params: Value) -> Value {
+        let session = self.session.clone();
+        self.command(Some(&session), method, params).await
+    }
+
+    async fn open(&self, url: &str) {
+        self.call("Page.navigate", json!({"url": url})).await;
+    }
+
+    /// Evaluates an expression in the page (promises awaited) and returns its JSON value.
+    async fn eval(&self, expression: &str) -> Value {
+        let result = self
+            .call(
+                "Runtime.evaluate",
+                json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
+            )
+            .await;
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "`{expression}` threw: {}",
+            result["exceptionDetails"]
+        );
+        result["result"]["value"].clone()
+    }
+
+    /// Waits until `condition` is true in the page (a condition that throws, say while the
+    /// page is still loading, is not true yet).
+    async fn wait_for(&self, what: &str, condition: &str) {
+        let started = Instant::now();
+        let guarded = format!(
+            "(() => {{ try {{ return ({condition}) === true; }} catch (e) {{ return false; }} }})()"
+        );
+        loop {
+            if self.eval(&guarded).await == json!(true) {
+                return;
+            }
+            if started.elapsed() > PATIENCE {
+                self.screenshot(&format!("timeout-{}", what.replace(' ', "-")))
+                    .await;
+                panic!("the page never showed {what} (`{condition}`)");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn click(&self, selector: &str) {
+        let clicked = self
+            .eval(&format!(
+                "(() => {{ const e = document.querySelector({selector:?}); if (!e) return false; e.click(); return true; }})()"
+            ))
+            .await;
+        assert_eq!(clicked, json!(true), "nothing to click at {selector}");
+    }
+
+    async fn screenshot(&self, name: &str) -> PathBuf {
+        let shot = self
+            .call("Page.captureScreenshot", json!({"format": "png"}))
+            .await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap())
+            .unwrap();
+        assert!(png.starts_with(b"\x89PNG"));
+        let path = self.screens.join(format!("{name}.png"));
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+}
+
+const WRITERS_ROOM: [&str; 4] = [
+    include_str!("../../tt-cli/scenarios/writers-room/writer.json"),
+    include_str!("../../tt-cli/scenarios/writers-room/continuity-critic.json"),
+    include_str!("../../tt-cli/scenarios/writers-room/style-advisor.json"),
+    include_str!("../../tt-cli/scenarios/writers-room/final-editor.json"),
+];
+
+/// The writers' room script, paced: every answer 100 ms late, and the two reviewers' first
+/// answers 4 s late, so a run can be cancelled while both of them still work.
+fn writers_room_script() -> String {
+    let mut script: Value = serde_json::from_str(include_str!(
+        "../../tt-cli/scenarios/writers-room/script.json"
+    ))
+    .unwrap();
+    for (agent, entries) in script["agents"].as_object_mut().unwrap() {
+        for (index, entry) in entries.as_array_mut().unwrap().iter_mut().enumerate() {
+            let slow = index == 0 && (agent == "continuity-critic" || agent == "style-advisor");
+            entry["delayMs"] = json!(if slow { 4000 } else { 100 });
+        }
+    }
+    script.to_string()
+}
+
+async fn writers_room_server() -> TestServer {
+    let server = server(&writers_room_script(), CommitBridgeChoice::Transcript, None).await;
+    let runtime = &server.runtime;
+    let presets = runtime.data_dir().join("presets").join("writers-room");
+    std::fs::create_dir_all(&presets).unwrap();
+    std::fs::write(
+        presets.join("advisors.json"),
+        include_str!("../../tt-cli/scenarios/writers-room/preset-advisors.json"),
+    )
+    .unwrap();
+    runtime
+        .save_skill_file(
+            &tt_runtime::SkillScope::Global,
+            "scene-craft",
+            "SKILL.md",
+            include_str!("../../tt-cli/scenarios/writers-room/skill-scene-craft.md"),
+        )
+        .unwrap();
+    install_profiles(runtime, &WRITERS_ROOM).await;
+    server
+}
+
+/// The status of every agent of a run as the runtime recorded it (the truth the page must
+/// show): each invocation's, and for a delegated task whose agent never started, the task's.
+async fn projection_statuses(server: &TestServer, run_id: &str) -> HashMap<String, String> {
+    let projection = server.runtime.timeline_projection(run_id).await.unwrap();
+    let value = serde_json::to_value(projection).unwrap();
+    let mut statuses: HashMap<String, String> = value["invocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|inv| {
+            (
+                inv["invocationId"].as_str().unwrap().to_owned(),
+                inv["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for edge in value["delegationEdges"].as_array().unwrap() {
+        statuses
+            .entry(edge["targetInvocationId"].as_str().unwrap().to_owned())
+            .or_insert_with(|| edge["status"].as_str().unwrap().to_owned());
+    }
+    statuses
+}
+
+/// The agent rows the page shows: invocation id -> (status, kind).
+async fn shown_agents(browser: &Browser) -> HashMap<String, (String, String)> {
+    let rows = browser
+        .eval("[...document.querySelectorAll('.agent-row')].map(r => [r.dataset.inv, r.dataset.status, r.dataset.kind])")
+        .await;
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row[0].as_str().unwrap().to_owned(),
+                (
+                    row[1].as_str().unwrap().to_owned(),
+                    row[2].as_str().unwrap().to_owned(),
+                ),
+            )
+        })
+        .collect()
+}
+
+async fn start_from_page(browser: &Browser, profile: &str, previous_run: Option<&str>) -> String {
+    browser
+        .eval(&format!(
+            "document.getElementById('start-profile').value = {profile:?}"
+        ))
+        .await;
+    browser.click("#start-button").await;
+    let previous = previous_run.unwrap_or("");
+    browser
+        .wait_for(
+            "the new run opened",
+            &format!("!!window.ttInspector.run && window.ttInspector.run.runId !== {previous:?}"),
+        )
+        .await;
+    browser
+        .eval("window.ttInspector.run.runId")
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() {
+    let server = writers_room_server().await;
+    let browser = Browser::launch("writers_room").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "the start form filled from /api/info",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    browser.screenshot("01-page").await;
+
+    // 1. The writers' room runs to completion; every agent of the run is shown, as it ended.
+    let run_id = start_from_page(&browser, "writer", None).await;
+    browser
+        .wait_for(
+            "the run completed",
+            "document.getElementById('run-status').textContent === 'completed'",
+        )
+        .await;
+    let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(finished.status.as_str(), "completed");
+    let truth = projection_statuses(&server, &run_id).await;
+    assert_eq!(truth.len(), 4, "writer, two reviewers, final editor");
+    let condition = format!(
+        "(() => {{ const want = {}; const rows = [...document.querySelectorAll('.agent-row')]; \
+         return rows.length === Object.keys(want).length && rows.every(r => want[r.dataset.inv] === r.dataset.status); }})()",
+        serde_json::to_string(&truth).unwrap()
+    );
+    browser
+        .wait_for("every agent as it ended", &condition)
+        .await;
+    let shown = shown_agents(&browser).await;
+    let mut kinds: Vec<&str> = shown.values().map(|(_, kind)| kind.as_str()).collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["delegated", "delegated", "handoff", "root"]);
+    assert_eq!(shown["inv_root"].0, "transferred");
+    assert!(
+        shown
+            .values()
+            .filter(|(_, kind)| kind != "root")
+            .all(|(status, _)| status == "completed")
+    );
+    browser.screenshot("02-completed").await;
+
+    // The writer's own timeline: its first tool call, with the arguments it was called with.
+    browser.click(".agent-row[data-inv=inv_root]").await;
+    browser
+        .eval("(() => { const t = document.getElementById('timeline'); t.scrollTop = 0; t.dispatchEvent(new Event('scroll')); })()")
+        .await;
+    browser
+        .wait_for(
+            "the writer's skill.read call",
+            "[...document.querySelectorAll('.ev-row')].some(r => r.textContent.includes('tool_call_requested'))",
+        )
+        .await;
+    browser
+        .eval("[...document.querySelectorAll('.ev-row')].find(r => r.textContent.includes('tool_call_requested')).click()")
+        .await;
+    browser
+        .wait_for(
+            "the call's arguments",
+            "document.getElementById('event-detail').textContent.includes('\"skill\": \"scene-craft\"')",
+        )
+        .await;
+    browser.screenshot("02b-tool-call").await;
+
+    // The published message.
+    browser.click("#tabs button[data-tab=messages]").await;
+    let published = server
+        .runtime
+        .transcript(finished.workspace_id.as_str())
+        .unwrap()
+        .pop()
+        .unwrap()
+        .content;
+    browser
+        .wait_for(
+            "the published message",
+            &format!(
+                "(document.querySelector('#tab-messages .message pre') || {{}}).textContent === {}",
+                serde_json::to_string(&published).unwrap()
+            ),
+        )
+        .await;
+    browser.screenshot("02c-published").await;
+
+    // 2. A workspace file and a patch's diff.
+    browser.click("#tabs button[data-tab=files]").await;
+    browser
+        .wait_for(
+            "the file list",
+            "!!document.querySelector('.file-item[data-path=\"output/main.md\"]')",
+        )
+        .await;
+    browser
+        .click(".file-item[data-path=\"output/main.md\"]")
+        .await;
+    let text = server
+        .runtime
+        .read_workspace_file(&run_id, "output/main.md")
+        .await
+        .unwrap()
+        .text;
+    browser
+        .wait_for(
+            "the file's text",
+            &format!(
+                "(document.getElementById('file-text') || {{}}).textContent === {}",
+                serde_json::to_string(&text).unwrap()
+            ),
+        )
+        .await;
+    browser.screenshot("03-file").await;
+    let patch = browser
+        .eval("(([...document.querySelectorAll('.patch-item')].find(e => e.textContent.includes('patch output/main.md')) || {}).dataset || {}).index || null")
+        .await;
+    let patch = patch
+        .as_str()
+        .expect("a patch of output/main.md is listed (the writer is selected)");
+    browser
+        .click(&format!(".patch-item[data-index=\"{patch}\"]"))
+        .await;
+    browser
+        .wait_for(
+            "the patch diff",
+            "!!document.querySelector('#diff-view .add') && !!document.querySelector('#diff-view .del')",
+        )
+        .await;
+    let removed = browser
+        .eval("document.querySelector('#diff-view .del').textContent")
+        .await;
+    assert!(
+        removed.as_str().unwrap().contains("afraid of the dark"),
+        "{removed}"
+    );
+    browser.screenshot("04-diff").await;
+    browser.click("#tabs button[data-tab=timeline]").await;
+
+    // 3. A second run, cancelled from the page while both reviewers still work.
+    let second = start_from_page(&browser, "writer", Some(&run_id)).await;
+    browser
+        .wait_for(
+            "both reviewers at work",
+            "document.querySelectorAll('.agent-row[data-kind=delegated][data-status=running]').length === 2",
+        )
+        .await;
+    browser.screenshot("05-running").await;
+    browser.click("#cancel-run").await;
+    browser
+        .wait_for(
+            "the run cancelled",
+            "document.getElementById('run-status').textContent === 'cancelled'",
+        )
+        .await;
+    let cancelled = server.runtime.wait_for_run(&second).await.unwrap();
+    assert_eq!(cancelled.status.as_str(), "cancelled");
+    let truth = projection_statuses(&server, &second).await;
+    assert_eq!(truth.len(), 3, "the writer and both reviewers");
+    assert!(
+        truth.values().all(|status| status == "cancelled"),
+        "{truth:?}"
+    );
+    browser
+        .wait_for(
+            "every agent cancelled",
+            "(() => { const rows = [...document.querySelectorAll('.agent-row')]; return rows.length === 3 && rows.every(r => r.dataset.status === 'cancelled'); })()",
+        )
+        .await;
+    browser.screenshot("06-cancelled").await;
+}
+
+/// A scripted fan-out: the root delegates `children` tasks in one turn, awaits them all and
+/// finishes; each child takes `notes` turns of four appended notes, then returns.
+fn fanout_script(children: u32, notes: u32) -> String {
+    let delegations: Vec<Value> = (1..=children)
+        .map(|index| {
+            json!({"id": format!("call_d{index:04}"), "name": "agent_delegate",
+                   "arguments": {"agentId": "fanout-child",
+                                 "task": {"objective": format!("Investigate topic #{index}.")}}})
+        })
+        .collect();
+    // Four appends per turn (to files all children share, so no child needs to read first).
+    let mut child: Vec<Value> = (1..=notes)
+        .map(|turn| {
+            let calls: Vec<Value> = (1..=4)
+                .map(|part| {
+                    json!({"id": format!("call_w{turn}_{part}"), "name": "workspace_write_file",
+                           "arguments": {"path": format!("scratch/note-{turn}-{part}.md"),
+                                         "content": format!("Note {turn}.{part} on a topic.\n"),
+                                         "mode": "append"}})
+                })
+                .collect();
+            json!({ "toolCalls": calls })
+        })
+        .collect();
+    child.push(
+        json!({"toolCalls": [{"id": "call_ret", "name": "task_return",
+                                     "arguments": {"summary": "The topic is covered."}}]}),
+    );
+    json!({"schemaVersion": 1, "agents": {
+        "fanout-root": [
+            {"toolCalls": delegations},
+            {"toolCalls": [{"id": "call_await", "name": "agent_await",
+                            "arguments": {"mode": "allCompleted", "timeoutMs": 300000}}]},
+            {"toolCalls": [{"id": "call_finish", "name": "workspace_finish"}]}
+        ],
+        "fanout-child": child
+    }})
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_256_agent_fan_out_is_followed_live() {
+    const CHILDREN: u32 = 256;
+    // Turns of notes per child (within a delegated agent's 8 rounds): a journal of about
+    // 50,000 events.
+    const NOTES: u32 = 6;
+    let server = server(
+        &fanout_script(CHILDREN, NOTES),
+        CommitBridgeChoice::Transcript,
+        None,
+    )
+    .await;
+    let mut root: Value =
+        serde_json::from_str(include_str!("../../tt-bench/profiles/fanout-root.json")).unwrap();
+    root["delegation"]["maxInvocationsPerRun"] = json!(CHILDREN);
+    root["delegation"]["maxConcurrentInvocations"] = json!(CHILDREN);
+    root["tools"]["maxCallsPerRun"] = json!(CHILDREN + 16);
+    let root = root.to_string();
+    install_profiles(
+        &server.runtime,
+        &[
+            &root,
+            include_str!("../../tt-bench/profiles/fanout-child.json"),
+        ],
+    )
+    .await;
+    let browser = Browser::launch("fan_out").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "the start form",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    let run_id = start_from_page(&browser, "fanout-root", None).await;
+    let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(finished.status.as_str(), "completed");
+    let last = server
+        .runtime
+        .read_events(tt_runtime::ReadEventsRequest {
+            run_id: run_id.clone(),
+            before_seq: Some(u64::MAX),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .events
+        .pop()
+        .unwrap();
+    assert_eq!(last.event_type, "run_completed");
+    browser
+        .wait_for(
+            "the last event",
+            &format!("window.ttInspector.renderedAt({}) !== null", last.seq),
+        )
+        .await;
+    let timestamp = serde_json::to_value(last.timestamp).unwrap();
+    let lag_ms = browser
+        .eval(&format!(
+            "window.ttInspector.renderedAt({}) - Date.parse({timestamp})",
+            last.seq
+        ))
+        .await
+        .as_f64()
+        .unwrap();
+    let events = browser.eval("window.ttInspector.run.events.length").await;
+    assert!(events.as_u64().unwrap() > 40_000, "{events} events");
+    let dom_nodes = browser
+        .eval("document.getElementsByTagName('*').length")
+        .await
+        .as_u64()
+        .unwrap();
+    let heap_mib = browser
+        .eval("performance.memory ? performance.memory.usedJSHeapSize / 1048576 : -1")
+        .await
+        .as_f64()
+        .unwrap();
+    println!(
+        "fan-out of {CHILDREN}: {events} events; last event on screen {lag_ms:.0} ms after it was journaled; {dom_nodes} DOM nodes; JS heap {heap_mib:.1} MiB"
+    );
+    assert!(
+        lag_ms < 2000.0,
+        "the last event reached the screen {lag_ms:.0} ms after it was journaled (bound: 2 s)"
+    );
+    let agents = browser.eval("window.ttInspector.agents()").await;
+    let agents = agents.as_array().unwrap();
+    assert_eq!(agents.len(), CHILDREN as usize + 1);
+    let truth = projection_statuses(&server, &run_id).await;
+    let shown: HashMap<String, String> = agents
+        .iter()
+        .map(|a| {
+            (
+                a["id"].as_str().unwrap().to_owned(),
+                a["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown, truth,
+        "the page shows every agent as the runtime recorded it"
+    );
+    let completed = truth.values().filter(|s| *s == "completed").count();
+    assert!(
+        completed == CHILDREN as usize + 1,
+        "{completed} agents completed"
+    );
+    assert_eq!(
+        agents.iter().filter(|a| a["kind"] == "delegated").count(),
+        CHILDREN as usize
+    );
+    // Virtualised lists: the DOM holds the rows in view, not one per agent or event.
+    assert!(
+        dom_nodes < 2500,
+        "{dom_nodes} DOM nodes for {events} events and {} agents",
+        agents.len()
+    );
+    assert!(
+        (0.0..200.0).contains(&heap_mib),
+        "the page's JS heap is {heap_mib:.1} MiB"
+    );
+    browser.screenshot("07-fan-out").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_commit_is_published_from_the_page() {
+    let server = server(
+        &crate::support::writer_script(),
+        CommitBridgeChoice::HostApi,
+        None,
+    )
+    .await;
+    let browser = Browser::launch("host_commits").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "the start form",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    let run_id = start_from_page(&browser, "default-writer", None).await;
+    browser
+        .wait_for(
+            "one pending commit",
+            "document.getElementById('pending-count').textContent === '(1)'",
+        )
+        .await;
+    browser.click("#tabs button[data-tab=commits]").await;
+    browser
+        .wait_for(
+            "the commit's text",
+            "(document.querySelector('.commit pre') || {}).textContent === '# Scene\\n\\nThe lamp burned.\\n'",
+        )
+        .await;
+    browser.screenshot("01-pending-commit").await;
+    browser.click(".commit button").await;
+    browser
+        .wait_for(
+            "the run completed",
+            "document.getElementById('run-status').textContent === 'completed'",
+        )
+        .await;
+    let commit_id = browser
+        .eval("[...window.ttInspector.run.commits.keys()][0]")
+        .await;
+    let events = server
+        .runtime
+        .read_events(tt_runtime::ReadEventsRequest {
+            run_id: run_id.clone(),
+            limit: Some(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    let completed = events
+        .iter()
+        .find(|event| event.event_type == "chat_commit_completed")
+        .expect("the commit completed");
+    assert_eq!(
+        completed.payload["messageId"],
+        json!(format!("inspector-{}", commit_id.as_str().unwrap()))
+    );
+    browser
+        .wait_for(
+            "no commit pending",
+            "document.getElementById('pending-count').textContent === ''",
+        )
+        .await;
+    browser.screenshot("02-published").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_output_of_a_streaming_call_is_shown() {
+    const SPOKEN: &str = "Drafting the opening lines of the storm scene now.";
+    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"text": SPOKEN, "toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "# Storm\n"}}]},
+        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
+        {"toolCalls": [{"id": "c3", "name": "workspace_finish"}]}
+    ]}})
+    .to_string();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let model = crate::support::HeldStreamingModel {
+        inner: tt_runtime::ScriptedProvider::from_json_str(&script).unwrap(),
+        hold: SPOKEN.to_owned(),
+        release: Arc::clone(&release),
+    };
+    let server =
+        crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
+            .await;
+    let browser = Browser::launch("streaming").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "the start form",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    start_from_page(&browser, "default-writer", None).await;
+    // The call is held after its last delta: what the page shows is the live output.
+    browser
+        .wait_for(
+            "the streamed text",
+            &format!(
+                "document.getElementById('live-output').textContent === {}",
+                serde_json::to_string(&format!("default-writer ▸ {SPOKEN}")).unwrap()
+            ),
+        )
+        .await;
+    browser.screenshot("01-live-output").await;
+    release.notify_one();
+    browser
+        .wait_for(
+            "the run completed",
+            "document.getElementById('run-status').textContent === 'completed'",
+        )
+        .await;
+    browser
+        .wait_for(
+            "the live output cleared",
+            "document.getElementById('live-output').textContent === ''",
+        )
+        .await;
+}

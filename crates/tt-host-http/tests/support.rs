@@ -1,0 +1,287 @@
+//! A server on 127.0.0.1:0 over a runtime with a scripted model, and a small HTTP client.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tt_host_http::{CommitBridgeMode, HostHttpServer, ServerInfo, ServerOptions};
+use tt_runtime::{
+    AgentProfileDefinition, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
+    PromptBrokerChoice, ScriptedProvider,
+};
+
+pub struct TestServer {
+    pub addr: std::net::SocketAddr,
+    pub token: String,
+    pub url: String,
+    pub runtime: Arc<AgentRuntime>,
+    pub client: reqwest::Client,
+    _dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+/// One writer that drafts, patches, publishes and finishes.
+pub fn writer_script() -> String {
+    json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"text": "Drafting.", "toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "# Scene\n\nThe lamp was dark.\n"}}]},
+        {"toolCalls": [{"id": "c2", "name": "workspace_apply_patch",
+            "arguments": {"path": "output/main.md", "old_string": "The lamp was dark.",
+                          "new_string": "The lamp burned."}}]},
+        {"toolCalls": [{"id": "c3", "name": "workspace_commit", "arguments": {"reason": "done"}}]},
+        {"toolCalls": [{"id": "c4", "name": "workspace_finish", "arguments": {}}]}
+    ]}})
+    .to_string()
+}
+
+pub async fn server(
+    script: &str,
+    bridge: CommitBridgeChoice,
+    max_body: Option<usize>,
+) -> TestServer {
+    let provider = Arc::new(ScriptedProvider::from_json_str(script).unwrap());
+    server_with_provider(provider, bridge, max_body).await
+}
+
+pub async fn server_with_provider(
+    provider: Arc<dyn tt_runtime::ModelProvider>,
+    bridge: CommitBridgeChoice,
+    max_body: Option<usize>,
+) -> TestServer {
+    let dir = tempfile::tempdir().unwrap();
+    let host_commits = matches!(bridge, CommitBridgeChoice::HostApi);
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(provider)
+        .commit_bridge(bridge)
+        .prompt_broker(PromptBrokerChoice::Templates)
+        .build()
+        .unwrap();
+    let runtime = Arc::new(runtime);
+    let mut options = ServerOptions {
+        info: ServerInfo {
+            connection: "scripted".to_owned(),
+            commit_bridge: if host_commits {
+                CommitBridgeMode::Host
+            } else {
+                CommitBridgeMode::Transcript
+            },
+            suggested_profiles: vec!["default-writer".to_owned()],
+            default_request: Some("Write a scene.".to_owned()),
+            features: Default::default(),
+        },
+        ..ServerOptions::default()
+    };
+    if let Some(max) = max_body {
+        options.max_body_bytes = max;
+    }
+    let server = HostHttpServer::bind(Arc::clone(&runtime), options)
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let token = server.token().to_owned();
+    let url = server.page_url();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(server.serve(async move {
+        let _ = stopped.await;
+    }));
+    TestServer {
+        addr,
+        token,
+        url,
+        runtime,
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+        _dir: dir,
+        stop: Some(stop),
+        served: Some(served),
+    }
+}
+
+/// Installs profiles from JSON texts.
+pub async fn install_profiles(runtime: &AgentRuntime, profiles: &[&str]) {
+    for text in profiles {
+        let definition: AgentProfileDefinition = serde_json::from_str(text).unwrap();
+        runtime.save_profile(definition).await.unwrap();
+    }
+}
+
+/// A status and a parsed JSON body (Null when empty).
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl TestServer {
+    /// Stops the server and waits until it has stopped serving.
+    pub async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(served) = self.served.take() {
+            served.await.unwrap().unwrap();
+        }
+    }
+
+    pub fn endpoint(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        Answer {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send(
+            self.client
+                .get(self.endpoint(path))
+                .header("x-tt-token", &self.token),
+        )
+        .await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.send(
+            self.client
+                .post(self.endpoint(path))
+                .header("x-tt-token", &self.token)
+                .header("content-type", "application/json")
+                .body(body.to_string()),
+        )
+        .await
+    }
+
+    /// Starts a run of `profile` and returns its id.
+    pub async fn start(&self, profile: &str, request: &str) -> String {
+        let answer = self
+            .post(
+                "/api/runs",
+                &json!({"stableChatId": "http-test", "profileId": profile, "userRequest": request}),
+            )
+            .await;
+        assert_eq!(answer.status, 201, "{}", answer.body);
+        answer.body["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Reads the whole SSE stream of a run (until `end`), as (id, event name, data) triples.
+    pub async fn read_stream(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        last_event_id: Option<u64>,
+    ) -> Vec<(Option<u64>, String, Value)> {
+        let mut path = format!("/api/runs/{run_id}/stream");
+        if let Some(after) = after {
+            path.push_str(&format!("?after={after}"));
+        }
+        let mut request = self
+            .client
+            .get(self.endpoint(&path))
+            .header("x-tt-token", &self.token);
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id.to_string());
+        }
+        let mut response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        let mut text = String::new();
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        parse_sse(&text)
+    }
+}
+
+/// Splits an SSE body into messages (comments such as keep-alives are skipped).
+pub fn parse_sse(text: &str) -> Vec<(Option<u64>, String, Value)> {
+    text.split("\n\n")
+        .filter(|block| block.lines().any(|line| line.starts_with("data:")))
+        .map(|block| {
+            let mut id = None;
+            let mut name = "message".to_owned();
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(rest) = line.strip_prefix("id:") {
+                    id = rest.trim().parse().ok();
+                } else if let Some(rest) = line.strip_prefix("event:") {
+                    name = rest.trim().to_owned();
+                } else if let Some(rest) = line.strip_prefix("data:") {
+                    data.push_str(rest.trim_start());
+                }
+            }
+            (id, name, serde_json::from_str(&data).unwrap())
+        })
+        .collect()
+}
+
+/// The scripted model, streamed: each answer's text goes out as deltas, word by word, and an
+/// answer whose text contains `hold` is held back until `release` is notified, so a test can
+/// look at the live output of a call in progress.
+pub struct HeldStreamingModel {
+    pub inner: ScriptedProvider,
+    pub hold: String,
+    pub release: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait::async_trait]
+impl tt_runtime::ModelProvider for HeldStreamingModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn complete(
+        &self,
+        request: tt_domain::model::AgentModelRequest,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<tt_domain::model::AgentModelResponse, tt_ports::ModelError> {
+        self.inner.complete(request, cancel).await
+    }
+
+    async fn stream(
+        &self,
+        request: tt_domain::model::AgentModelRequest,
+        sink: Arc<dyn tt_ports::ModelDeltaSink>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<tt_domain::model::AgentModelResponse, tt_ports::ModelError> {
+        let response = self.inner.complete(request, cancel.clone()).await?;
+        let mut held = false;
+        for part in &response.message.parts {
+            if let tt_domain::model::ModelContentPart::Text { text } = part {
+                for word in text.split_inclusive(' ') {
+                    sink.delta(tt_domain::model::ModelDelta::Text {
+                        text: word.to_owned(),
+                    });
+                }
+                held |= text.contains(&self.hold);
+            }
+        }
+        if held {
+            tokio::select! {
+                () = self.release.notified() => {}
+                () = cancel.cancelled() => return Err(tt_ports::ModelError::Cancelled),
+            }
+        }
+        Ok(response)
+    }
+}
