@@ -78,16 +78,16 @@ pub(crate) async fn stream(
 }
 
 enum Phase {
-    Live(EventSubscription),
+    Live(Box<EventSubscription>),
     Done,
 }
 
 fn events(subscription: EventSubscription) -> impl Stream<Item = Result<Event, Infallible>> {
-    stream::unfold(Phase::Live(subscription), |phase| async move {
+    stream::unfold(Phase::Live(Box::new(subscription)), |phase| async move {
         let Phase::Live(mut subscription) = phase else {
             return None;
         };
-        let message = match subscription.next().await {
+        let message = match EventSubscription::next(&mut subscription).await {
             Ok(Some(event)) => match serde_json::to_string(&event) {
                 Ok(json) => {
                     return Some((
