@@ -392,7 +392,7 @@ mod tests {
             violations(&metadata),
             [
                 "tt-host-http: layering: `tt-host-http` must not depend on `tt-application` (allowed tt-* dependencies: tt-runtime)",
-                "tt-host-http: anyhow: `tt-host-http` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e may",
+                "tt-host-http: anyhow: `tt-host-http` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e, desktop-shell may",
             ]
         );
     }
