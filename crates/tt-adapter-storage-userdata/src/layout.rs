@@ -34,6 +34,15 @@ impl Layout {
         self.root.join("index").join("runs")
     }
 
+    /// `index/run-summaries/<runId>.json`: the summary of a run that has ended; the caller has
+    /// validated the run id.
+    pub(crate) fn summary_file(&self, run_id: &str) -> PathBuf {
+        self.root
+            .join("index")
+            .join("run-summaries")
+            .join(format!("{run_id}.json"))
+    }
+
     /// `index/runs/<runId>.json`; the caller has validated the run id.
     pub(crate) fn index_file(&self, run_id: &str) -> PathBuf {
         self.index_runs_dir().join(format!("{run_id}.json"))

@@ -51,6 +51,9 @@ impl UserDataStore {
         // killed process left behind.
         crate::fsutil::remove_stale_temp_entries(&inner.layout.profiles_dir())?;
         crate::fsutil::remove_stale_temp_entries(&inner.layout.index_runs_dir())?;
+        if let Some(summaries) = inner.layout.summary_file("x").parent() {
+            crate::fsutil::remove_stale_temp_entries(summaries)?;
+        }
         if let Ok(chats) = std::fs::read_dir(inner.layout.root().join("chats")) {
             for chat in chats.flatten() {
                 crate::fsutil::remove_stale_temp_entries(&chat.path().join("persistent-states"))?;
@@ -75,8 +78,7 @@ impl UserDataStore {
                 Err(StorageError::Locked { .. }) => continue,
                 Err(other) => return Err(other),
             };
-            let index = inner.layout.index_file(stored.id.as_str());
-            let outcome = interrupt(&owned, &index, now, &mut next_event_id);
+            let outcome = interrupt(&owned, &inner.layout, now, &mut next_event_id);
             // Release the lock whatever happened, so a later attempt can retry.
             let closed = self.close_run(&stored.id);
             recovered.push(outcome?);
@@ -107,7 +109,7 @@ fn append(
 
 fn interrupt(
     run: &OwnedRun,
-    index: &std::path::Path,
+    layout: &crate::layout::Layout,
     now: Timestamp,
     next_event_id: &mut impl FnMut() -> EventId,
 ) -> StorageResult<InterruptedRun> {
@@ -183,10 +185,12 @@ fn interrupt(
     record.status = AgentRunStatus::Interrupted;
     record.updated_at = now;
     write_json_atomic(&run.dir.join(RUN_FILE), &record)?;
+    let index = layout.index_file(record.id.as_str());
     if let Some(parent) = index.parent() {
         crate::fsutil::create_dir_all(parent)?;
     }
-    write_json_atomic(index, &record)?;
+    write_json_atomic(&index, &record)?;
+    crate::runs::write_summary(layout, &record)?;
     run.sync.flush()?;
     Ok(InterruptedRun {
         run_id: run.run_id.clone(),

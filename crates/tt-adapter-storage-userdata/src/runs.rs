@@ -34,6 +34,18 @@ const STATUS_TAIL_BYTES: u64 = 64 * 1024;
 /// The status of a run this process does not write, as its journal shows it now: the stored
 /// record only keeps meaningful statuses, and a run with no live owner is `interrupted` (the
 /// next writer to open the data dir records that).
+/// Writes `index/run-summaries/<runId>.json` once the run has ended (nothing before).
+pub(crate) fn write_summary(layout: &crate::layout::Layout, run: &AgentRun) -> StorageResult<()> {
+    let Some(summary) = tt_domain::run::AgentRunSummary::of(run) else {
+        return Ok(());
+    };
+    let path = layout.summary_file(run.id.as_str());
+    if let Some(dir) = path.parent() {
+        fsutil::create_dir_all(dir)?;
+    }
+    write_json_atomic(&path, &summary)
+}
+
 pub(crate) fn observed_run(inner: &Inner, dir: &Path, mut run: AgentRun) -> AgentRun {
     if run.status.is_terminal() || inner.is_owned(&run.id) {
         return run;
@@ -208,6 +220,7 @@ impl AgentRunRepository for UserDataStore {
         let owned = self.inner.owned_run(&run.id)?;
         write_json_atomic(&owned.dir.join(RUN_FILE), run)?;
         write_json_atomic(&self.inner.layout.index_file(run.id.as_str()), run)?;
+        write_summary(&self.inner.layout, run)?;
         owned.finished.store(
             run.status.is_terminal(),
             std::sync::atomic::Ordering::Release,

@@ -282,3 +282,40 @@ mod tests {
         );
     }
 }
+
+/// The summary of a run that has ended, stored at `index/run-summaries/<runId>.json` (the
+/// contract's `AgentRunSummaryProjection`): what a host lists without opening the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRunSummary {
+    pub run_id: RunId,
+    pub workspace_id: WorkspaceId,
+    pub stable_chat_id: String,
+    pub conversation_kind: ConversationKind,
+    pub profile_id: Option<ProfileId>,
+    pub presentation: Presentation,
+    /// A terminal status.
+    pub status: AgentRunStatus,
+    pub input_message_count: usize,
+    pub created_at: Timestamp,
+    /// When the run reached its terminal status.
+    pub ended_at: Timestamp,
+}
+
+impl AgentRunSummary {
+    /// The summary of `run`, or `None` while it has not ended.
+    pub fn of(run: &AgentRun) -> Option<Self> {
+        run.status.is_terminal().then(|| Self {
+            run_id: run.id.clone(),
+            workspace_id: run.workspace_id.clone(),
+            stable_chat_id: run.stable_chat_id.clone(),
+            conversation_kind: run.conversation_kind,
+            profile_id: run.profile_id.clone(),
+            presentation: run.presentation,
+            status: run.status,
+            input_message_count: run.input_message_count,
+            created_at: run.created_at,
+            ended_at: run.updated_at,
+        })
+    }
+}

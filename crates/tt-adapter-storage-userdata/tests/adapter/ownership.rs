@@ -140,9 +140,23 @@ async fn unfinished_runs_without_an_owner_are_marked_interrupted() {
             .await
             .unwrap();
     }
+    let root = fx.data_root();
+    let summary_of = |run_id: &tt_domain::ids::RunId| {
+        root.join("index/run-summaries")
+            .join(format!("{run_id}.json"))
+    };
+    assert!(
+        !summary_of(&run.id).exists(),
+        "a run that has not ended has no summary"
+    );
     let mut done = finished.clone();
     done.transition(AgentRunStatus::Failed, ts(4)).unwrap();
     store.save_run(&done).await.unwrap();
+    let summary: tt_domain::run::AgentRunSummary =
+        serde_json::from_str(&std::fs::read_to_string(summary_of(&done.id)).unwrap()).unwrap();
+    assert_eq!(summary.status, AgentRunStatus::Failed);
+    assert_eq!(summary.ended_at, ts(4));
+    assert_eq!(summary.workspace_id, done.workspace_id);
     drop(store);
 
     // The process is gone; the next writer marks what it left.
@@ -161,6 +175,10 @@ async fn unfinished_runs_without_an_owner_are_marked_interrupted() {
     let stored = store.load_run(&run.id).await.unwrap();
     assert_eq!(stored.status, AgentRunStatus::Interrupted);
     assert_eq!(stored.updated_at, ts(100));
+    let summary: tt_domain::run::AgentRunSummary =
+        serde_json::from_str(&std::fs::read_to_string(summary_of(&run.id)).unwrap()).unwrap();
+    assert_eq!(summary.status, AgentRunStatus::Interrupted);
+    assert_eq!(summary.ended_at, ts(100));
     assert_eq!(
         store.load_run(&finished.id).await.unwrap().status,
         AgentRunStatus::Failed
