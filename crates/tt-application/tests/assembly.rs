@@ -258,8 +258,15 @@ async fn run_cancel_aborts_a_pending_assembly() {
     );
 }
 
-#[tokio::test]
-async fn each_invocation_runs_on_its_own_connection() {
+/// A writer on the run's connection delegates to a critic on the named `connection-b`; the
+/// finished run, the critic's invocation and both connections.
+async fn writer_and_critic_on_two_connections() -> (
+    Harness,
+    tt_domain::run::AgentRun,
+    tt_domain::invocation::AgentInvocation,
+    Arc<tt_testkit::fakes::FakeModel>,
+    Arc<tt_testkit::fakes::FakeModel>,
+) {
     let connection_a = by_agent(writer_turns());
     let connection_b = by_agent(writer_turns());
     let connections = FakeConnections::new().with("connection-b", connection_b.clone());
@@ -285,6 +292,12 @@ async fn each_invocation_runs_on_its_own_connection() {
         .into_iter()
         .find(|i| i.kind == InvocationKind::Subagent)
         .unwrap();
+    (h, run, child, connection_a, connection_b)
+}
+
+#[tokio::test]
+async fn each_invocation_runs_on_its_own_connection() {
+    let (h, run, child, connection_a, connection_b) = writer_and_critic_on_two_connections().await;
     assert_eq!(child.status, InvocationStatus::Completed);
     let a = connection_a.requests();
     let b = connection_b.requests();
@@ -304,31 +317,7 @@ async fn each_invocation_runs_on_its_own_connection() {
 
 #[tokio::test]
 async fn each_session_is_closed_on_the_connection_that_opened_it() {
-    let connection_a = by_agent(writer_turns());
-    let connection_b = by_agent(writer_turns());
-    let connections = FakeConnections::new().with("connection-b", connection_b.clone());
-    let h = harness_full(
-        connection_a.clone(),
-        FakeCommitBridge::approving(),
-        FakePromptBroker::answering(),
-        Arc::new(connections),
-    );
-    h.put_profile(delegator("writer"));
-    h.put_profile({
-        let mut critic = reviewer("critic");
-        critic.model.mode = ModelMode::ConnectionRef;
-        critic.model.connection_ref = Some("connection-b".into());
-        critic.model.model_id = Some("model-b".into());
-        critic
-    });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let child = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|i| i.kind == InvocationKind::Subagent)
-        .unwrap();
+    let (_h, run, child, connection_a, connection_b) = writer_and_critic_on_two_connections().await;
     // Sessions are closed by a background task once the run has ended: let it run.
     for _ in 0..100 {
         if !connection_a.closed_sessions().is_empty() && !connection_b.closed_sessions().is_empty()
