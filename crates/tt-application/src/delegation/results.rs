@@ -194,11 +194,14 @@ pub async fn delegated_by(
     // Creation order. Tasks delegated in the same millisecond tie on `createdAt`: a waiting
     // task then sorts by its place in the line, after the tasks that started (which were
     // delegated before it), so the order shown is the order of delegation.
-    let rank = |task: &AgentTaskRecord| match task.status {
-        TaskStatus::Queued => ctx.scheduler.queue_position(task).unwrap_or(usize::MAX),
-        _ => 0,
-    };
-    tasks.sort_by(|a, b| (a.created_at, rank(a), &a.id).cmp(&(b.created_at, rank(b), &b.id)));
+    // Each key is computed once: a queue position is a lookup in the scheduler's line.
+    tasks.sort_by_cached_key(|task| {
+        let rank = match task.status {
+            TaskStatus::Queued => ctx.scheduler.queue_position(task).unwrap_or(usize::MAX),
+            _ => 0,
+        };
+        (task.created_at, rank, task.id.clone())
+    });
     Ok(tasks)
 }
 
