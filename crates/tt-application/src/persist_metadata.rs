@@ -35,7 +35,7 @@ pub async fn bind_state_to_last_commit(
     let request = PersistentStateMetadataUpdate {
         update_id: format!("persist_metadata_{}", ctx.services.ids.next_token()),
         run_id: ctx.run_id.clone(),
-        workspace_id: run.workspace_id.clone(),
+        workspace_id: run.workspace_id.to_string(),
         stable_chat_id: run.stable_chat_id.clone(),
         chat_ref: run.chat_ref.clone(),
         generation_type: run.generation_type.clone(),
@@ -43,7 +43,7 @@ pub async fn bind_state_to_last_commit(
         message_id: latest.message_id.clone(),
         state_id: change_set.state_id.clone(),
         base_state_id: change_set.base_state_id.clone(),
-        change_count: changes.len(),
+        change_count: changes.len() as u64,
         changes: Value::Array(changes.to_vec()),
     };
     let summary = json!({

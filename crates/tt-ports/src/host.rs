@@ -71,25 +71,10 @@ pub trait HostCommitBridge: Send + Sync {
 }
 
 /// What the host binds when a run finishes: the persistent state the run promoted, to the chat
-/// message it committed last (the `persistent_state_metadata_update_requested` payload).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PersistentStateMetadataUpdate {
-    pub update_id: String,
-    pub run_id: RunId,
-    pub workspace_id: WorkspaceId,
-    pub stable_chat_id: String,
-    pub chat_ref: Value,
-    pub generation_type: Value,
-    pub profile_id: Option<String>,
-    /// The message id of the run's latest commit.
-    pub message_id: String,
-    pub state_id: String,
-    pub base_state_id: Option<String>,
-    pub change_count: usize,
-    /// `[{path, kind, sha256}]` as in `persistent_changes_committed`.
-    pub changes: Value,
-}
+/// message it committed last. It is the `persistent_state_metadata_update_requested` payload,
+/// so the request the bridge gets and the event the host reads are one type.
+pub type PersistentStateMetadataUpdate =
+    tt_domain::event_payload::PersistentStateMetadataUpdateRequested;
 
 /// The host's eventual answer to one registered metadata update. Dropping it withdraws it.
 pub type MetadataUpdateAnswer =
