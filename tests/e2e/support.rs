@@ -47,6 +47,7 @@ pub fn start_request() -> StartRunRequest {
         user_request: Some("Write a scene.".into()),
         persist_base_state_id: None,
         skill_scope_refs: Default::default(),
+        connection_ref: None,
     }
 }
 

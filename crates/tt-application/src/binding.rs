@@ -30,6 +30,27 @@ impl std::fmt::Debug for ModelBinding {
     }
 }
 
+/// The run's own connection for the conversation's current model (checked at start, so a miss
+/// here means its file went away during the run).
+async fn resolve_connection(
+    ctx: &RunContext,
+    name: &str,
+) -> ApplicationResult<tt_ports::ResolvedConnection> {
+    ctx.services
+        .connections
+        .resolve(name)
+        .await?
+        .ok_or_else(|| connection_not_found(name))
+}
+
+/// `agent.model_connection_not_found` for a run started on a connection nobody configured.
+pub fn connection_not_found(name: &str) -> ApplicationError {
+    ApplicationError::fatal(
+        "agent.model_connection_not_found",
+        format!("the model connection `{name}` is not configured"),
+    )
+}
+
 /// Resolves the binding, journals `agent_model_binding_resolved`, and remembers the provider
 /// session so it is closed when the run ends.
 pub async fn resolve_model_binding(
@@ -49,11 +70,22 @@ pub async fn resolve_model_binding(
             ));
         }
         ModelMode::CurrentPromptSnapshot => {
-            let provider = Arc::clone(&ctx.services.model);
-            let payload = crate::model_turn::with_provider_fields(
-                json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null}),
-                provider.as_ref(),
-            );
+            let (provider, payload) = match &ctx.connection_ref {
+                None => {
+                    let provider = Arc::clone(&ctx.services.model);
+                    let payload = json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null});
+                    (provider, payload)
+                }
+                Some(name) => {
+                    let resolved = resolve_connection(ctx, name).await?;
+                    let payload = json!({
+                        "mode": "currentPromptSnapshot", "connectionRef": name, "modelId": null,
+                        "provider": resolved.provider.name(), "connection": resolved.description,
+                    });
+                    (resolved.provider, payload)
+                }
+            };
+            let payload = crate::model_turn::with_provider_fields(payload, provider.as_ref());
             (
                 ModelBinding {
                     provider,

@@ -39,6 +39,9 @@ pub struct RunContext {
     pub events: Arc<EventSink>,
     /// Fires on run cancel; every wait listens to it.
     pub cancel: CancellationToken,
+    /// The named connection the host chose for the conversation's current model (fixed for
+    /// the run's life, so read without the run lock).
+    pub connection_ref: Option<String>,
     run: Mutex<AgentRun>,
     /// The run's commit ledger, shared by every owner of the foreground.
     ledger: StdMutex<Vec<CommitRecord>>,
@@ -72,6 +75,7 @@ impl RunContext {
             services,
             events,
             cancel: CancellationToken::new(),
+            connection_ref: run.connection_ref.clone(),
             run: Mutex::new(run),
             ledger: StdMutex::new(Vec::new()),
             persist_snapshot,

@@ -59,6 +59,11 @@ pub struct StartRunRequest {
     /// The preset and character this conversation runs with (skill scopes).
     #[serde(default)]
     pub skill_scope_refs: tt_domain::skill::SkillScopeRefs,
+    /// A named model connection (registered with the runtime or a connection file) that
+    /// stands for the conversation's current model in this run: profiles whose `model.mode` is
+    /// `currentPromptSnapshot` talk to it. `None`: the runtime's default model.
+    #[serde(default)]
+    pub connection_ref: Option<String>,
 }
 
 fn default_conversation_kind() -> ConversationKind {
@@ -77,6 +82,9 @@ type PreparedRoot = (
 struct RootAssembly {
     system_prompt: String,
 }
+
+/// How many files `list_workspace_files` returns at most.
+pub const MAX_LISTED_FILES: usize = 10_000;
 
 /// `kind` of a [`GenerationIntent`].
 pub const GENERATION_INTENT_KIND: &str = "tauritavern.agentGenerationIntent";
@@ -170,6 +178,11 @@ impl AgentRunService {
             ));
         }
         crate::delegation::child::check_model_configured(&profile)?;
+        if let Some(name) = &request.connection_ref
+            && self.services.connections.resolve(name).await?.is_none()
+        {
+            return Err(crate::binding::connection_not_found(name));
+        }
         if let Some(base) = &request.persist_base_state_id
             && !tt_domain::ids::is_valid_storage_segment(base)
         {
@@ -191,6 +204,7 @@ impl AgentRunService {
             profile_id: Some(profile.id().clone()),
             persist_base_state_id: request.persist_base_state_id.clone(),
             skill_scope_refs: request.skill_scope_refs.clone(),
+            connection_ref: request.connection_ref.clone(),
             presentation,
             status: AgentRunStatus::Created,
             input_message_count: PromptSnapshot::freeze(
@@ -1061,6 +1075,27 @@ impl AgentRunService {
             ));
         }
         Ok(self.services.workspace.read(run_id, &path).await?)
+    }
+
+    /// Every file under the workspace roots of a run, as logical paths sorted by path (at most
+    /// [`MAX_LISTED_FILES`]). `agent.not_found` for an unknown run.
+    pub async fn list_workspace_files(&self, run_id: &RunId) -> ApplicationResult<Vec<String>> {
+        self.load_run(run_id).await?;
+        let mut files: Vec<String> = self
+            .services
+            .workspace
+            .walk_files(
+                run_id,
+                &tt_domain::workspace::WorkspaceRoot::ALL,
+                u32::MAX,
+                MAX_LISTED_FILES,
+            )
+            .await?
+            .into_iter()
+            .map(|path| path.to_string())
+            .collect();
+        files.sort();
+        Ok(files)
     }
 
     /// Why a run ended, when the journal refused its `run_failed` / `run_partial_success`

@@ -61,6 +61,13 @@ impl StartRunRequest {
         self.skill_scope_refs = refs;
         self
     }
+
+    /// Runs the conversation's current model on the named connection `name` (registered with
+    /// the runtime, or a connection file) instead of the runtime's default model.
+    pub fn connection(mut self, name: impl Into<String>) -> Self {
+        self.connection_ref = Some(name.into());
+        self
+    }
 }
 
 #[cfg(test)]

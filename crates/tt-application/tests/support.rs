@@ -87,6 +87,7 @@ pub fn request(profile: Option<&str>) -> StartRunRequest {
         user_request: Some("Write a short scene.".into()),
         persist_base_state_id: None,
         skill_scope_refs: Default::default(),
+        connection_ref: None,
     }
 }
 

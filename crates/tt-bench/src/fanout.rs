@@ -212,6 +212,7 @@ fn start_request(children: u32) -> StartRunRequest {
         )),
         persist_base_state_id: None,
         skill_scope_refs: Default::default(),
+        connection_ref: None,
     }
 }
 

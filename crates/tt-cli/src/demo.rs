@@ -142,6 +142,7 @@ pub async fn run_demo(
             user_request: Some(DEMO_REQUEST.to_owned()),
             persist_base_state_id: None,
             skill_scope_refs: Default::default(),
+            connection_ref: None,
         }))
         .await?;
     let guide = async {

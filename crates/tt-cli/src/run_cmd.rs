@@ -95,6 +95,7 @@ pub async fn run(
             user_request: Some(options.request.clone()),
             persist_base_state_id,
             skill_scope_refs: Default::default(),
+            connection_ref: None,
         }))
         .await?;
     let finished = crate::live::follow(&runtime, &run, signals).await?;

@@ -375,12 +375,13 @@ pub struct AgentInvocationCreated {
 #[serde(rename_all = "camelCase")]
 pub struct AgentModelBindingResolved {
     pub mode: String,
-    /// Absent in `currentPromptSnapshot` mode.
+    /// The named connection: the profile's, or in `currentPromptSnapshot` mode the one the
+    /// host chose for the run (absent when the run uses the runtime's default model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_ref: Option<String>,
     pub model_id: Option<String>,
     pub provider: String,
-    /// Absent in `currentPromptSnapshot` mode.
+    /// The connection's non-secret description, present with `connectionRef`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<Value>,
     pub chat_completion_source: String,

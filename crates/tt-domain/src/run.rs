@@ -199,6 +199,11 @@ pub struct AgentRun {
     /// The preset and character the conversation runs with, for skill scopes.
     #[serde(default)]
     pub skill_scope_refs: crate::skill::SkillScopeRefs,
+    /// The named model connection the host chose for this run: what profiles whose model is
+    /// the conversation's current one (`currentPromptSnapshot`) talk to. `None`: the runtime's
+    /// default model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_ref: Option<String>,
     pub presentation: Presentation,
     pub status: AgentRunStatus,
     /// Messages of the conversation frozen at start (`input/prompt_snapshot.json`): host system

@@ -40,6 +40,8 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
         .route("/", get(crate::page::page))
         .route("/api/info", get(info))
         .route("/api/runs", get(list_runs).post(start_run))
+        .route("/api/run-updates", get(crate::stream::run_updates))
+        .route("/api/connections", get(list_connections))
         .route("/api/runs/{run_id}", get(read_run))
         .route("/api/runs/{run_id}/cancel", post(cancel_run))
         .route("/api/runs/{run_id}/guidance", post(submit_guidance))
@@ -58,6 +60,7 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
         .route("/api/runs/{run_id}/usage", get(usage))
         .route("/api/runs/{run_id}/failure", get(unrecorded_failure))
         .route("/api/runs/{run_id}/files", get(read_file))
+        .route("/api/runs/{run_id}/workspace", get(list_files))
         .route("/api/runs/{run_id}/records", get(read_record))
         .route(
             "/api/runs/{run_id}/commits/{commit_id}/resolve",
@@ -342,6 +345,16 @@ async fn read_events(
 async fn timeline(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     Ok(Json(state.runtime.timeline_projection(&run_id).await?).into_response())
+}
+
+async fn list_connections(State(state): State<AppState>) -> ApiResult<Response> {
+    Ok(Json(state.runtime.list_connections()?).into_response())
+}
+
+/// Every file of the run's workspace, as logical paths.
+async fn list_files(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    Ok(Json(state.runtime.list_workspace_files(&run_id).await?).into_response())
 }
 
 async fn usage(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {

@@ -1,4 +1,5 @@
-//! `GET /api/runs/{runId}/stream`: a run's events as Server-Sent Events, live, resumable.
+//! `GET /api/runs/{runId}/stream`: a run's events as Server-Sent Events, live, resumable;
+//! `GET /api/run-updates`: the runs list's changes as Server-Sent Events.
 //!
 //! Each journal event is one SSE message whose `id` is its seq and whose `data` is the event's
 //! JSON. A client resumes after a seq with `?after=` or, on an automatic reconnect, with the
@@ -17,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt as _;
 use futures_util::stream::{self, Stream};
 use serde::Deserialize;
-use tt_runtime::EventSubscription;
+use tt_runtime::{EventSubscription, RunUpdate, RunUpdates};
 
 use crate::api::{AppState, PathParams, QueryParams, valid_id};
 use crate::error::ApiError;
@@ -109,4 +110,32 @@ fn error_event(code: &str, message: &str) -> Event {
     Event::default()
         .event("stream_error")
         .data(body.to_string())
+}
+
+/// `GET /api/run-updates`: each run that starts or changes status is one message whose `data`
+/// is the run (as `GET /api/runs/{id}` returns it); `event: lagged` says changes were skipped
+/// and the client should re-read `GET /api/runs`. Runs another process writes are not in it.
+pub(crate) async fn run_updates(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let updates = state.runtime.run_updates()?;
+    let mut stopping = state.stopping.clone();
+    let stopped = async move {
+        let _ = stopping.wait_for(|stopping| *stopping).await;
+    };
+    Ok(Sse::new(run_update_events(updates).take_until(stopped))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+fn run_update_events(updates: RunUpdates) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(updates, |mut updates| async move {
+        let message = match updates.next().await? {
+            RunUpdate::Changed(run) => match serde_json::to_string(&run) {
+                Ok(json) => Event::default().data(json),
+                Err(err) => error_event("http.event_unserializable", &err.to_string()),
+            },
+            // `RunUpdate` may grow: anything unknown is best answered by a re-read.
+            _ => Event::default().event("lagged").data("{}"),
+        };
+        Some((Ok(message), updates))
+    })
 }

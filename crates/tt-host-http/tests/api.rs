@@ -591,3 +591,66 @@ async fn open_event_streams_end_when_the_server_stops() {
     );
     server.runtime.cancel_run(&run_id).await.unwrap();
 }
+
+#[tokio::test]
+async fn connections_workspace_listing_and_run_updates() {
+    let server = transcript_server().await;
+    let connections_dir = server.runtime.data_dir().join("connections");
+    std::fs::create_dir_all(&connections_dir).unwrap();
+    std::fs::write(
+        connections_dir.join("local.json"),
+        r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "small"}"#,
+    )
+    .unwrap();
+    let listed = server.get("/api/connections").await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(listed.body[0]["name"], "local");
+    assert_eq!(listed.body[0]["source"], "file");
+    assert_eq!(listed.body[0]["description"]["model"], "small");
+    let unknown = server
+        .post(
+            "/api/runs",
+            &json!({"stableChatId": "c", "userRequest": "Write.", "connectionRef": "nowhere"}),
+        )
+        .await;
+    assert_eq!(unknown.body["code"], "agent.model_connection_not_found");
+
+    // The runs list's feed: the run appears when it starts and again when it ends.
+    let mut updates = server
+        .client
+        .get(server.endpoint("/api/run-updates"))
+        .header("x-tt-token", &server.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(updates.status().as_u16(), 200);
+    let run_id = server.start("default-writer", "Write a scene.").await;
+    let mut text = String::new();
+    let statuses = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let chunk = updates
+                .chunk()
+                .await
+                .unwrap()
+                .expect("the feed ended early");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            let statuses: Vec<String> = crate::support::parse_sse(&text)
+                .into_iter()
+                .filter(|(_, name, run)| name == "message" && run["id"] == run_id.as_str())
+                .map(|(_, _, run)| run["status"].as_str().unwrap().to_owned())
+                .collect();
+            if statuses.last().map(String::as_str) == Some("completed") {
+                return statuses;
+            }
+        }
+    })
+    .await
+    .expect("the run's end reached the feed");
+    assert!(statuses.len() >= 3, "{statuses:?}");
+
+    let files = server.get(&format!("/api/runs/{run_id}/workspace")).await;
+    assert_eq!(files.status, 200, "{}", files.body);
+    assert_eq!(files.body, json!(["output/main.md"]));
+    let missing = server.get("/api/runs/run_nothing/workspace").await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+}

@@ -365,12 +365,27 @@ async fn start_from_page(browser: &Browser, profile: &str, previous_run: Option<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() {
     let server = writers_room_server().await;
+    // A connection file: the start form offers it beside the server's default model.
+    let connections = server.runtime.data_dir().join("connections");
+    std::fs::create_dir_all(&connections).unwrap();
+    std::fs::write(
+        connections.join("local.json"),
+        r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "small"}"#,
+    )
+    .unwrap();
     let browser = Browser::launch("writers_room").await;
     browser.open(&server.url).await;
     browser
         .wait_for(
             "the start form filled from /api/info",
             "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    browser
+        .wait_for(
+            "the connection choice filled from /api/connections",
+            "(() => { const o = [...document.getElementById('start-connection').options]; \
+             return o.length === 2 && o[0].value === '' && o[0].textContent.includes('scripted') && o[1].value === 'local'; })()",
         )
         .await;
     browser.screenshot("01-page").await;

@@ -227,6 +227,9 @@ impl AgentRuntimeBuilder {
                 }
                 PromptBrokerChoice::Custom(broker) => broker,
             };
+        let connections = self
+            .connections
+            .with_directory(data_dir.join("connections"));
         let services = RuntimeServices {
             runs: store.clone(),
             invocations: store.clone(),
@@ -235,10 +238,7 @@ impl AgentRuntimeBuilder {
             profiles: store.clone(),
             skills: store.clone(),
             model: provider,
-            connections: Arc::new(
-                self.connections
-                    .with_directory(data_dir.join("connections")),
-            ),
+            connections: Arc::new(connections.clone()),
             commit_bridge,
             prompt_broker,
             clock,
@@ -250,6 +250,7 @@ impl AgentRuntimeBuilder {
             host_prompts,
             transcripts,
             skill_store,
+            connections,
             data_dir,
         ))
     }

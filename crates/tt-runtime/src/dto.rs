@@ -115,6 +115,30 @@ fn default_list_limit() -> usize {
     50
 }
 
+/// Where a named connection comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ConnectionSource {
+    /// Registered in code with `AgentRuntimeBuilder::connection`.
+    Registered,
+    /// A connection file `<data dir>/connections/<name>.json`.
+    File,
+}
+
+/// A named model connection a run (`StartRunRequest::connection`) or a profile
+/// (`model.connectionRef`) may name; `list_connections`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionSummary {
+    pub name: String,
+    pub source: ConnectionSource,
+    /// Non-secret: kind, base URL, model, the API key's variable name, streaming.
+    pub description: serde_json::Value,
+    /// Why a connection file cannot be used (unreadable, not JSON, an unknown kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
 /// A workspace file as the host reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -18,7 +18,9 @@ use tt_ports::{ChatCommitRequest, EventPage, RunListPage};
 
 use crate::bridges::{HostApiCommitBridge, TranscriptCommitBridge, TranscriptEntry};
 use crate::dto::*;
+use crate::named_connections::NamedConnections;
 use crate::prompt_brokers::HostApiPromptBroker;
+use crate::run_updates::RunUpdates;
 
 /// The code every call returns after [`AgentRuntime::shutdown`].
 pub const RUNTIME_SHUT_DOWN: &str = "agent.runtime_shut_down";
@@ -39,6 +41,7 @@ pub struct AgentRuntime {
     host_prompts: Arc<HostApiPromptBroker>,
     skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
     transcripts: Arc<TranscriptCommitBridge>,
+    connections: NamedConnections,
     data_dir: PathBuf,
 }
 
@@ -231,6 +234,7 @@ impl AgentRuntime {
         host_prompts: Arc<HostApiPromptBroker>,
         transcripts: Arc<TranscriptCommitBridge>,
         skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
+        connections: NamedConnections,
         data_dir: PathBuf,
     ) -> Self {
         Self {
@@ -242,6 +246,7 @@ impl AgentRuntime {
             host_prompts,
             skill_store,
             transcripts,
+            connections,
             data_dir,
         }
     }
@@ -673,6 +678,34 @@ impl AgentRuntime {
             text: file.text,
             sha256: file.sha256,
         })
+    }
+
+    /// Every file of a run's workspace (`output/`, `scratch/`, `plan/`, `summaries/`,
+    /// `persist/`), as logical paths sorted by path; at most 10,000.
+    pub async fn list_workspace_files(&self, run_id: &str) -> HostResult<Vec<String>> {
+        self.ensure_open()?;
+        Ok(self
+            .service
+            .list_workspace_files(&RunId::from_raw(run_id))
+            .await?)
+    }
+
+    /// The named model connections a run (`StartRunRequest::connection`) or a profile may
+    /// name: those registered with the builder and the connection files of the data dir.
+    pub fn list_connections(&self) -> HostResult<Vec<ConnectionSummary>> {
+        self.ensure_open()?;
+        Ok(self.connections.list())
+    }
+
+    /// A live feed of the status changes of the runs this runtime writes: starts, status
+    /// changes, ends (see [`RunUpdates`]). It ends when the runtime shuts down.
+    pub fn run_updates(&self) -> HostResult<RunUpdates> {
+        self.ensure_open()?;
+        Ok(RunUpdates::new(
+            self.service.event_sink().live(),
+            Arc::clone(&self.service),
+            self.streams_end.clone(),
+        ))
     }
 
     /// Messages published through the transcript commit bridge for a workspace.

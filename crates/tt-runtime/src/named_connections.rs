@@ -77,6 +77,69 @@ impl NamedConnections {
         self.entries.is_empty()
     }
 
+    /// Every connection a run or profile may name, sorted by name: the registered ones, then
+    /// the connection files a registered name does not hide. A file that cannot be read or
+    /// parsed is listed with its problem, never skipped in silence; no provider is built.
+    pub fn list(&self) -> Vec<crate::dto::ConnectionSummary> {
+        use crate::dto::{ConnectionSource, ConnectionSummary};
+        let mut listed: Vec<ConnectionSummary> = self
+            .entries
+            .iter()
+            .map(|(name, (provider, description))| ConnectionSummary {
+                name: name.clone(),
+                source: ConnectionSource::Registered,
+                description: if description.is_null() {
+                    json!({"name": name, "provider": provider.name()})
+                } else {
+                    description.clone()
+                },
+                problem: None,
+            })
+            .collect();
+        let files = self
+            .dir
+            .as_ref()
+            .and_then(|dir| std::fs::read_dir(dir).ok())
+            .into_iter()
+            .flatten()
+            .flatten();
+        for entry in files {
+            let file_name = entry.file_name();
+            let Some(name) = file_name
+                .to_str()
+                .and_then(|file| file.strip_suffix(".json"))
+                .filter(|name| tt_domain::ids::is_valid_storage_segment(name))
+            else {
+                continue;
+            };
+            if self.entries.contains_key(name) {
+                continue;
+            }
+            let parsed = std::fs::read_to_string(entry.path())
+                .map_err(|err| err.to_string())
+                .and_then(|text| {
+                    serde_json::from_str::<ConnectionFile>(&text).map_err(|err| err.to_string())
+                })
+                .and_then(|file| file.to_spec().map_err(|err| err.to_string()));
+            let (description, problem) = match parsed {
+                Ok(spec) => {
+                    let mut description = spec.description();
+                    description["name"] = json!(name);
+                    (description, None)
+                }
+                Err(problem) => (json!({"name": name}), Some(problem)),
+            };
+            listed.push(ConnectionSummary {
+                name: name.to_owned(),
+                source: ConnectionSource::File,
+                description,
+                problem,
+            });
+        }
+        listed.sort_by(|a, b| a.name.cmp(&b.name));
+        listed
+    }
+
     /// Also look for `<dir>/<name>.json` connection files.
     pub fn with_directory(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.dir = Some(dir.into());
@@ -179,5 +242,35 @@ mod tests {
         assert!(connections.resolve("missing").await.unwrap().is_none());
         assert!(connections.resolve("../escape").await.unwrap().is_none());
         assert!(connections.resolve("broken").await.is_err());
+    }
+
+    #[test]
+    fn the_list_shows_registered_names_and_files_with_their_problems() {
+        use crate::dto::ConnectionSource;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("local.json"),
+            r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "m"}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("broken.json"), r#"{"connection": 1}"#).unwrap();
+        std::fs::write(dir.path().join("shadowed.json"), r#"{"connection": 1}"#).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a connection").unwrap();
+        let mut connections = NamedConnections::default();
+        let provider: Arc<dyn ModelProvider> =
+            Arc::new(tt_adapter_provider_scripted::FnProvider::new(|_| {
+                Ok(tt_adapter_provider_scripted::ModelReply::text("unused"))
+            }));
+        connections.insert("shadowed", provider, Value::Null);
+        let listed = connections.with_directory(dir.path()).list();
+        let names: Vec<_> = listed.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["broken", "local", "shadowed"]);
+        assert_eq!(listed[0].source, ConnectionSource::File);
+        assert!(listed[0].problem.is_some());
+        assert_eq!(listed[1].description["model"], "m");
+        assert_eq!(listed[1].description["apiKeyEnv"], "OPENAI_API_KEY");
+        assert_eq!(listed[1].problem, None);
+        assert_eq!(listed[2].source, ConnectionSource::Registered);
+        assert_eq!(listed[2].description["provider"], "scripted");
     }
 }

@@ -55,6 +55,16 @@ fn runtime(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
         .unwrap()
 }
 
+/// Commits are published to the data dir's transcript at once (no host answer to wait for).
+fn transcript_runtime(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
+    AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .provider(provider)
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap()
+}
+
 fn request() -> StartRunRequest {
     StartRunRequest::new("embed-chat", "Write a scene.")
 }
@@ -529,4 +539,84 @@ async fn after_a_restart_an_interrupted_run_waits_and_streams_to_its_end() {
     );
     assert!(restarted.shutdown().await.unwrap().is_empty());
     assert_eq!(crashed.shutdown().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_run_started_on_a_named_connection_talks_to_it_instead_of_the_default_model() {
+    let dir = TempDir::new().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(hanging_model())
+        .connection("house-model", committing_writer())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let names: Vec<_> = runtime
+        .list_connections()
+        .unwrap()
+        .into_iter()
+        .map(|connection| connection.name)
+        .collect();
+    assert_eq!(names, ["house-model"]);
+
+    let run = runtime
+        .start_run(request().connection("house-model"))
+        .await
+        .unwrap();
+    assert_eq!(run.connection_ref.as_deref(), Some("house-model"));
+    let ended = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(ended.status, AgentRunStatus::Completed);
+    let binding = wait_for_event(&runtime, run.id.as_str(), "agent_model_binding_resolved").await;
+    assert_eq!(binding.payload["mode"], "currentPromptSnapshot");
+    assert_eq!(binding.payload["connectionRef"], "house-model");
+
+    let unknown = runtime
+        .start_run(request().connection("nobody-configured-this"))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code, "agent.model_connection_not_found");
+    let runs = runtime.list_runs(ListRunsRequest::default()).await.unwrap();
+    assert_eq!(runs.len(), 1, "a refused start leaves no run behind");
+}
+
+#[tokio::test]
+async fn the_workspace_file_list_shows_every_file_the_run_wrote() {
+    let dir = TempDir::new().unwrap();
+    let runtime = transcript_runtime(dir.path(), committing_writer());
+    let run = runtime.start_run(request()).await.unwrap();
+    runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    let files = runtime.list_workspace_files(run.id.as_str()).await.unwrap();
+    assert!(files.contains(&"output/main.md".to_owned()), "{files:?}");
+    let mut sorted = files.clone();
+    sorted.sort();
+    assert_eq!(files, sorted);
+    let missing = runtime
+        .list_workspace_files("run_missing")
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code, "agent.not_found");
+}
+
+#[tokio::test]
+async fn run_updates_follow_a_run_from_its_start_to_its_end_and_stop_at_shutdown() {
+    let dir = TempDir::new().unwrap();
+    let runtime = transcript_runtime(dir.path(), committing_writer());
+    let mut updates = runtime.run_updates().unwrap();
+    let run = runtime.start_run(request()).await.unwrap();
+    let mut statuses = Vec::new();
+    while let Some(update) = updates.next().await {
+        let tt_runtime::RunUpdate::Changed(changed) = update else {
+            continue;
+        };
+        assert_eq!(changed.id, run.id);
+        statuses.push(changed.status);
+        if changed.status.is_terminal() {
+            break;
+        }
+    }
+    assert_eq!(statuses.last(), Some(&AgentRunStatus::Completed));
+    assert!(statuses.len() >= 3, "start, work and end: {statuses:?}");
+    runtime.shutdown().await.unwrap();
+    assert_eq!(updates.next().await, None);
+    assert_eq!(runtime.run_updates().unwrap_err().code, RUNTIME_SHUT_DOWN);
 }

@@ -177,6 +177,7 @@ pub fn sample_run(n: u32) -> AgentRun {
         presentation: Presentation::Foreground,
         status: AgentRunStatus::Created,
         input_message_count: 0,
+        connection_ref: None,
         created_at: ts(i64::from(n) * 1_000),
         updated_at: ts(i64::from(n) * 1_000),
     }

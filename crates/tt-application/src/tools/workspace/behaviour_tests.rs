@@ -77,6 +77,7 @@ impl Agent {
             presentation: Presentation::Foreground,
             status: AgentRunStatus::Created,
             input_message_count: 0,
+            connection_ref: None,
             created_at: created,
             updated_at: created,
         };

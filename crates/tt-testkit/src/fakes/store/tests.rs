@@ -44,6 +44,7 @@ fn run(id: &str, created: i64) -> AgentRun {
         presentation: Presentation::Foreground,
         status: AgentRunStatus::Created,
         input_message_count: 0,
+        connection_ref: None,
         created_at: ts(created),
         updated_at: ts(created),
     }
