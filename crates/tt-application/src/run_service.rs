@@ -86,29 +86,6 @@ struct RootAssembly {
 /// How many files `list_workspace_files` returns at most.
 pub const MAX_LISTED_FILES: usize = 10_000;
 
-/// `kind` of a [`GenerationIntent`].
-pub const GENERATION_INTENT_KIND: &str = "tauritavern.agentGenerationIntent";
-
-/// What the user asked this run to generate, recorded at start (`generation_intent_recorded`):
-/// the conversation, the agent and the binding its prompt is built for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GenerationIntent {
-    pub kind: String,
-    pub run_id: RunId,
-    pub stable_chat_id: String,
-    pub conversation_kind: ConversationKind,
-    pub chat_ref: Value,
-    pub generation_type: Value,
-    pub profile_id: String,
-    pub preset_mode: PresetMode,
-    pub preset_ref: Option<tt_domain::profile::PresetRef>,
-    pub model_id: Option<String>,
-    pub user_request: Option<String>,
-    /// Messages of the frozen conversation (`input/prompt_snapshot.json`).
-    pub input_message_count: usize,
-}
-
 struct ActiveRun {
     ctx: Arc<RunContext>,
     done: watch::Receiver<bool>,
@@ -357,8 +334,8 @@ impl AgentRunService {
                 &serde_json::to_value(&prompt_snapshot).unwrap_or(Value::Null),
             )
             .await?;
-        let intent = GenerationIntent {
-            kind: GENERATION_INTENT_KIND.to_owned(),
+        let intent = tt_domain::event_payload::GenerationIntentRecorded {
+            kind: tt_domain::event_payload::GENERATION_INTENT_KIND.to_owned(),
             run_id: run_id.clone(),
             stable_chat_id: run.stable_chat_id.clone(),
             conversation_kind: run.conversation_kind,
@@ -369,7 +346,7 @@ impl AgentRunService {
             preset_ref: profile.definition.preset.preset_ref.clone(),
             model_id: profile.definition.model.model_id.clone(),
             user_request: request.user_request.clone(),
-            input_message_count: prompt_snapshot.messages.len(),
+            input_message_count: prompt_snapshot.messages.len() as u64,
         };
         let mut intent_payload = serde_json::to_value(&intent).unwrap_or(Value::Null);
         intent_payload["eventScope"] = json!({"invocationId": InvocationId::root()});

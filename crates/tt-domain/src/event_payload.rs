@@ -15,7 +15,8 @@ use crate::event::{AgentRunEvent, RunEventType};
 use crate::ids::{CheckpointId, InvocationId, ProfileId, RunId, TaskId};
 use crate::invocation::{ExitPolicy, InvocationKind, InvocationStatus};
 use crate::model::ModelUsage;
-use crate::run::AgentRunStatus;
+use crate::profile::{PresetMode, PresetRef};
+use crate::run::{AgentRunStatus, ConversationKind};
 use crate::task::{TaskContinuation, TaskStatus};
 
 /// A typed payload of one event type.
@@ -175,21 +176,27 @@ pub struct ProfileResolved {
     pub source: String,
 }
 
-/// `generation_intent_recorded`: what the run generates, for whom, with which agent.
+/// `kind` of a [`GenerationIntentRecorded`].
+pub const GENERATION_INTENT_KIND: &str = "tauritavern.agentGenerationIntent";
+
+/// `generation_intent_recorded`: what the user asked this run to generate, recorded at start:
+/// the conversation, the agent and the binding its prompt is built for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GenerationIntentRecorded {
+    /// Always [`GENERATION_INTENT_KIND`].
     pub kind: String,
     pub run_id: RunId,
     pub stable_chat_id: String,
-    pub conversation_kind: String,
+    pub conversation_kind: ConversationKind,
     pub chat_ref: Value,
     pub generation_type: Value,
     pub profile_id: String,
-    pub preset_mode: String,
-    pub preset_ref: Option<Value>,
+    pub preset_mode: PresetMode,
+    pub preset_ref: Option<PresetRef>,
     pub model_id: Option<String>,
     pub user_request: Option<String>,
+    /// Messages of the frozen conversation (`input/prompt_snapshot.json`).
     pub input_message_count: u64,
 }
 
