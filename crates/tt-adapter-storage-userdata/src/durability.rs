@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tt_ports::{StorageError, StorageResult};
 
-use crate::fsutil;
+use crate::{faults, fsutil};
 
 /// Longest time a write stays only in the page cache when nobody waits for it.
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
@@ -97,7 +97,11 @@ impl RunSync {
             // Clear before syncing: a write that lands after the clear marks the file again
             // and is covered by the next flush.
             if file.dirty.swap(false, Ordering::AcqRel) {
-                if let Err(err) = file.file.sync_data() {
+                let synced = match faults::hit(std::path::Path::new(&file.what), faults::Op::Sync) {
+                    Some(_) => Err(faults::injected_error()),
+                    None => file.file.sync_data(),
+                };
+                if let Err(err) = synced {
                     let message = format!("{}: {err}", file.what);
                     self.progress
                         .send_modify(|progress| progress.error = Some(message.clone()));

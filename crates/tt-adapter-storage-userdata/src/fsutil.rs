@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tt_ports::StorageError;
 
 use crate::StorageResult;
+use crate::faults;
 
 /// Prefix of every temporary file or directory the store creates; listings skip these names.
 pub(crate) const TEMP_PREFIX: &str = ".tt-tmp-";
@@ -111,12 +112,20 @@ fn replace_via_temp(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
             .write(true)
             .create_new(true)
             .open(&temp)?;
+        let fault = faults::hit(path, faults::Op::Replace);
+        if let Some(faults::Fault::TornWrite | faults::Fault::TornWriteNoRollback) = fault {
+            file.write_all(&bytes[..bytes.len() / 2])?;
+            return Err(faults::injected_error());
+        }
         file.write_all(bytes)?;
         if sync {
             file.sync_all()?;
             note_fsync();
         }
         drop(file);
+        if fault == Some(faults::Fault::Fails) {
+            return Err(faults::injected_error());
+        }
         fs::rename(&temp, path)
     })();
     if result.is_err() {

@@ -19,6 +19,9 @@
 //! docs/storage.md (the durability points).
 
 mod durability;
+#[cfg(test)]
+mod fault_tests;
+mod faults;
 mod fsutil;
 mod journal;
 mod layout;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use tt_ports::{StorageError, StorageResult};
 
+use crate::faults::{self, Fault, Op};
 use crate::fsutil::CountingReader;
 
 /// An open segment file of a run this process owns. Appends go to the end as one `write` of a
@@ -19,6 +20,10 @@ pub(crate) struct Segment {
     /// Shared with the flusher, which syncs through the same descriptor.
     file: Arc<File>,
     len: u64,
+    /// Set when a failed append could not be undone: the file may end in part of a line,
+    /// which later appends would follow, so they are refused. The next open of the run cuts
+    /// the torn tail.
+    end_unknown: bool,
 }
 
 /// How a scan ended.
@@ -56,6 +61,7 @@ impl Segment {
             path,
             file: Arc::new(file),
             len: end.good_len,
+            end_unknown: false,
         })
     }
 
@@ -71,11 +77,31 @@ impl Segment {
     /// Appends one line (which must end with `\n`) and returns its offset. A failed write is
     /// rolled back so the file never keeps half a line.
     pub(crate) fn append(&mut self, line: &[u8]) -> StorageResult<u64> {
+        let what = || self.path.display().to_string();
+        if self.end_unknown {
+            return Err(StorageError::io(
+                what(),
+                std::io::Error::other(
+                    "an earlier write to this file failed and could not be undone; \
+                     the run must be opened again",
+                ),
+            ));
+        }
         let offset = self.len;
-        if let Err(err) = (&*self.file).write_all(line) {
-            // If even the rollback fails, the next open of the run cuts the torn tail.
-            let _ = self.file.set_len(offset);
-            return Err(StorageError::io(self.path.display().to_string(), err));
+        let fault = faults::hit(&self.path, Op::Append);
+        let written = match fault {
+            None => (&*self.file).write_all(line),
+            Some(_) => (&*self.file)
+                .write_all(&line[..line.len() / 2])
+                .and_then(|()| Err(faults::injected_error())),
+        };
+        if let Err(err) = written {
+            let rolled_back =
+                fault != Some(Fault::TornWriteNoRollback) && self.file.set_len(offset).is_ok();
+            if !rolled_back {
+                self.end_unknown = true;
+            }
+            return Err(StorageError::io(what(), err));
         }
         self.len += line.len() as u64;
         Ok(offset)
