@@ -9,7 +9,7 @@ use tt_domain::task::TaskContinuation;
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::args::{PENDING_TASK_POLICY_DENY_IF_PENDING, parse_handoff_args};
-use super::targets::{NewTask, Operation, open_task, resolve_target, target_denial};
+use super::targets::{NewTask, Operation, admit, admit_caller, open_task, resolve_target};
 use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
@@ -40,10 +40,13 @@ pub async fn agent_handoff(
         )
         .await?;
     let caller = &inv.profile.definition.delegation;
-    if !caller.can_handoff {
+    if let Err(denial) = admit_caller(&inv.profile, Operation::Handoff) {
         return Err(ToolError::new(
             "agent.handoff_policy_denied",
-            "agent.profile_cannot_handoff: you cannot hand this job to another agent.",
+            format!(
+                "{}: you cannot hand this job to another agent.",
+                denial.code()
+            ),
         )
         .into());
     }
@@ -80,11 +83,12 @@ pub async fn agent_handoff(
         .into());
     }
     let (agent_id, target) = resolve_target(ctx, &args.agent_id, Operation::Handoff).await?;
-    if let Some(prefix) = target_denial(&target, inv.profile.id(), Operation::Handoff) {
+    if let Err(denial) = admit(&inv.profile, &target, Operation::Handoff) {
         return Err(ToolError::new(
             "agent.handoff_policy_denied",
             format!(
-                "{prefix}: `{agent_id}` cannot take this job over from you. Use `{}` to see who can.",
+                "{}: `{agent_id}` cannot take this job over from you. Use `{}` to see who can.",
+                denial.code(),
                 ToolName::AgentList.model_alias()
             ),
         )

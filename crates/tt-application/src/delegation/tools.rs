@@ -21,14 +21,13 @@ use super::args::{
     AwaitMode, parse_await_args, parse_cancel_task_args, parse_delegate_args,
     parse_task_return_args,
 };
-use super::child::check_model_configured;
 use super::rendering::{
     AgentListEntry, CapsuleEntry, render_agent_list, render_capsule, render_summary_file,
     render_task_slots,
 };
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
 use super::scheduler::{Admission, CALLER_CANCELLED_REASON, CancelledBy, transition_task};
-use super::targets::{NewTask, Operation, open_task, resolve_target, target_denial};
+use super::targets::{Denial, NewTask, Operation, admit, admit_caller, open_task, resolve_target};
 use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
@@ -63,23 +62,24 @@ pub async fn agent_list(
         .into());
     }
     let caller = &inv.profile.definition.delegation;
-    let gate = match purpose {
-        "delegate" => caller
-            .can_delegate
-            .then_some(())
-            .ok_or("agent.profile_cannot_delegate"),
-        "handoff" => caller
-            .can_handoff
-            .then_some(())
-            .ok_or("agent.profile_cannot_handoff"),
-        _ => (caller.can_delegate || caller.can_handoff)
-            .then_some(())
-            .ok_or("agent.profile_cannot_delegate"),
+    let wanted: &[Operation] = match purpose {
+        "delegate" => &[Operation::Delegate],
+        "handoff" => &[Operation::Handoff],
+        _ => &[Operation::Delegate, Operation::Handoff],
     };
-    if let Err(prefix) = gate {
+    let denials: Vec<Denial> = wanted
+        .iter()
+        .filter_map(|operation| admit_caller(&inv.profile, *operation).err())
+        .collect();
+    if denials.len() == wanted.len()
+        && let Some(denial) = denials.first()
+    {
         return Err(ToolError::new(
             "agent.delegation_policy_denied",
-            format!("{prefix}: you cannot call on other agents for this purpose."),
+            format!(
+                "{}: you cannot call on other agents for this purpose.",
+                denial.code()
+            ),
         )
         .into());
     }
@@ -90,7 +90,6 @@ pub async fn agent_list(
         ids.push(default_id);
     }
     ids.sort();
-    let caller_id = inv.profile.id();
     let mut entries = Vec::new();
     let mut structured_agents = Vec::new();
     for id in ids {
@@ -101,23 +100,14 @@ pub async fn agent_list(
             continue;
         };
         let policy = &target.definition.delegation;
-        if !policy.callable
-            || !policy.allows_caller(caller_id)
-            || check_model_configured(&target).is_err()
-        {
-            continue;
-        }
-        let mut operations = Vec::new();
-        if caller.can_delegate && policy.allow_as_subagent && matches!(purpose, "any" | "delegate")
-        {
-            operations.push("delegate");
-        }
-        if caller.can_handoff
-            && policy.allow_as_handoff_target
-            && matches!(purpose, "any" | "handoff")
-        {
-            operations.push("handoff");
-        }
+        let operations: Vec<&str> = wanted
+            .iter()
+            .filter(|operation| admit(&inv.profile, &target, **operation).is_ok())
+            .map(|operation| match operation {
+                Operation::Delegate => "delegate",
+                Operation::Handoff => "handoff",
+            })
+            .collect();
         if operations.is_empty() {
             continue;
         }
@@ -211,19 +201,20 @@ pub async fn agent_delegate(
 ) -> Result<ToolSuccess, ToolCallError> {
     let args = parse_delegate_args(&call.arguments)?;
     let caller = &inv.profile.definition.delegation;
-    if !caller.can_delegate {
+    if let Err(denial) = admit_caller(&inv.profile, Operation::Delegate) {
         return Err(ToolError::new(
             "agent.delegation_policy_denied",
-            "agent.profile_cannot_delegate: you cannot give tasks to other agents.",
+            format!("{}: you cannot give tasks to other agents.", denial.code()),
         )
         .into());
     }
     let (agent_id, target) = resolve_target(ctx, &args.agent_id, Operation::Delegate).await?;
-    if let Some(prefix) = target_denial(&target, inv.profile.id(), Operation::Delegate) {
+    if let Err(denial) = admit(&inv.profile, &target, Operation::Delegate) {
         return Err(ToolError::new(
             "agent.delegation_policy_denied",
             format!(
-                "{prefix}: `{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
+                "{}: `{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
+                denial.code(),
                 ToolName::AgentList.model_alias()
             ),
         )
