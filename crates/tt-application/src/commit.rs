@@ -2,7 +2,8 @@
 //! record it in the run's commit ledger (reference §6 "Commit and commit ledger").
 
 use serde_json::json;
-use tt_domain::event::RunEventType;
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::ids::CommitId;
 use tt_domain::profile::ArtifactTarget;
 use tt_domain::run::AgentRunStatus;
@@ -74,13 +75,17 @@ pub async fn run_commit(
     let mode = args.mode.as_str();
     let started = ctx
         .events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::ChatCommitStarted,
-            json!({
-                "commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id,
-                "path": args.path, "mode": mode, "reason": args.reason,
-            }),
+            EventLevel::Info,
+            &payload::ChatCommitStarted {
+                commit_id: commit_id.to_string(),
+                invocation_id: inv.invocation.id.clone(),
+                call_id: call.id.clone(),
+                path: args.path.to_string(),
+                mode: mode.to_owned(),
+                reason: args.reason.clone(),
+            },
         )
         .await?;
     ctx.try_set_status(AgentRunStatus::CreatingCheckpoint)
@@ -97,10 +102,16 @@ pub async fn run_commit(
         )
         .await?;
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::CheckpointCreated,
-            json!({"invocationId": inv.invocation.id, "checkpointId": checkpoint.id, "reason": CheckpointReason::ChatCommit, "eventSeq": started.seq, "files": checkpoint.files}),
+            EventLevel::Info,
+            &payload::CheckpointCreated {
+                invocation_id: inv.invocation.id.clone(),
+                checkpoint_id: checkpoint.id.clone(),
+                reason: CheckpointReason::ChatCommit,
+                event_seq: started.seq,
+                files: serde_json::to_value(&checkpoint.files).unwrap_or_default(),
+            },
         )
         .await?;
     ctx.try_set_status(AgentRunStatus::AwaitingHostCommit)
@@ -131,17 +142,28 @@ pub async fn run_commit(
     let outcome = match registered {
         Ok(answer) => {
             ctx.events
-                .info(
+                .record(
                     &ctx.run_id,
-                    RunEventType::ChatCommitRequested,
-                    json!({
-                        "commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id,
-                        "runId": ctx.run_id, "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
-                        "chatRef": run.chat_ref, "generationType": run.generation_type, "profileId": run.profile_id,
-                        "persistBaseStateId": run.persist_base_state_id, "path": args.path, "mode": mode,
-                        "reason": args.reason, "chars": chars, "words": words, "sha256": file.sha256,
-                        "checkpointId": checkpoint.id,
-                    }),
+                    EventLevel::Info,
+                    &payload::ChatCommitRequested {
+                        commit_id: commit_id.to_string(),
+                        invocation_id: inv.invocation.id.clone(),
+                        call_id: call.id.clone(),
+                        run_id: ctx.run_id.clone(),
+                        workspace_id: run.workspace_id.to_string(),
+                        stable_chat_id: run.stable_chat_id.clone(),
+                        chat_ref: run.chat_ref.clone(),
+                        generation_type: run.generation_type.clone(),
+                        profile_id: run.profile_id.clone(),
+                        persist_base_state_id: run.persist_base_state_id.clone(),
+                        path: args.path.to_string(),
+                        mode: mode.to_owned(),
+                        reason: args.reason.clone(),
+                        chars: chars as u64,
+                        words: words as u64,
+                        sha256: file.sha256.clone(),
+                        checkpoint_id: checkpoint.id.clone(),
+                    },
                 )
                 .await?;
             tokio::select! {
@@ -158,10 +180,17 @@ pub async fn run_commit(
         Err(error) => {
             let message = error.to_string();
             ctx.events
-                .warn(
+                .record(
                     &ctx.run_id,
-                    RunEventType::ChatCommitFailed,
-                    json!({"commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id, "path": args.path, "mode": mode, "message": message}),
+                    EventLevel::Warn,
+                    &payload::ChatCommitFailed {
+                        commit_id: commit_id.to_string(),
+                        invocation_id: inv.invocation.id.clone(),
+                        call_id: call.id.clone(),
+                        path: args.path.to_string(),
+                        mode: mode.to_owned(),
+                        message: message.clone(),
+                    },
                 )
                 .await?;
             return Err(ApplicationError::fatal(
@@ -180,21 +209,35 @@ pub async fn run_commit(
     ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
     let message_index = receipt.message_id.parse::<i64>().ok();
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::ChatCommitCompleted,
-            json!({
-                "commitId": commit_id, "invocationId": inv.invocation.id, "callId": call.id,
-                "path": args.path, "mode": mode, "chars": chars, "words": words, "sha256": file.sha256,
-                "checkpointId": checkpoint.id, "messageId": receipt.message_id, "messageIndex": message_index,
-            }),
+            EventLevel::Info,
+            &payload::ChatCommitCompleted {
+                commit_id: commit_id.to_string(),
+                invocation_id: inv.invocation.id.clone(),
+                call_id: call.id.clone(),
+                path: args.path.to_string(),
+                mode: mode.to_owned(),
+                chars: chars as u64,
+                words: words as u64,
+                sha256: file.sha256.clone(),
+                checkpoint_id: checkpoint.id.clone(),
+                message_id: receipt.message_id.clone(),
+                message_index,
+            },
         )
         .await?;
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::ChatCommitRecorded,
-            json!({"invocationId": inv.invocation.id, "commitCount": commit_count, "path": args.path, "mode": mode, "messageId": receipt.message_id}),
+            EventLevel::Info,
+            &payload::ChatCommitRecorded {
+                invocation_id: inv.invocation.id.clone(),
+                commit_count: commit_count as u64,
+                path: args.path.to_string(),
+                mode: mode.to_owned(),
+                message_id: receipt.message_id.clone(),
+            },
         )
         .await?;
     let content = format!(

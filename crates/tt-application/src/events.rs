@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent, RunEventType, with_event_scope};
+use tt_domain::event_payload::EventPayload;
 use tt_domain::ids::{EventId, RunId};
 use tt_ports::{AgentRunRepository, Clock, EventPage, IdGenerator, RunJournal};
 
@@ -90,6 +91,24 @@ impl EventSink {
     ) -> ApplicationResult<AgentRunEvent> {
         self.emit(run_id, EventLevel::Warn, event_type, payload)
             .await
+    }
+
+    /// Appends one event from its typed payload (`tt_domain::event_payload`): the struct names
+    /// the event type and spells its fields, so a payload cannot go out under the wrong type
+    /// or with a misspelled key.
+    pub async fn record<P: EventPayload>(
+        &self,
+        run_id: &RunId,
+        level: EventLevel,
+        payload: &P,
+    ) -> ApplicationResult<AgentRunEvent> {
+        let value = serde_json::to_value(payload).map_err(|err| {
+            crate::error::ApplicationError::fatal(
+                "agent.internal_error",
+                format!("{} payload: {err}", P::TYPE.as_str()),
+            )
+        })?;
+        self.emit(run_id, level, P::TYPE, value).await
     }
 
     /// A live receiver of every event appended from now on (all runs).

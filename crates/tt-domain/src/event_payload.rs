@@ -708,7 +708,7 @@ pub struct WorkspacePatchApplied {
 pub struct CheckpointCreated {
     pub invocation_id: InvocationId,
     pub checkpoint_id: CheckpointId,
-    pub reason: String,
+    pub reason: crate::workspace::CheckpointReason,
     pub event_seq: u64,
     pub files: Value,
 }
@@ -739,7 +739,7 @@ pub struct ChatCommitRequested {
     pub stable_chat_id: String,
     pub chat_ref: Value,
     pub generation_type: Value,
-    pub profile_id: ProfileId,
+    pub profile_id: Option<ProfileId>,
     pub persist_base_state_id: Option<String>,
     pub path: String,
     pub mode: String,
@@ -764,7 +764,8 @@ pub struct ChatCommitCompleted {
     pub sha256: String,
     pub checkpoint_id: CheckpointId,
     pub message_id: String,
-    pub message_index: Option<u64>,
+    /// The message id as a number, when it is one.
+    pub message_index: Option<i64>,
 }
 
 /// `chat_commit_failed`.
