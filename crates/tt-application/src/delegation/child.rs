@@ -188,7 +188,7 @@ async fn drive(
     ctx.scheduler.mark_started(&task.child_invocation_id);
     if let Some(limit) = task.budget.and_then(|budget| budget.max_tokens) {
         ctx.scheduler
-            .set_token_budget(&task.child_invocation_id, limit);
+            .set_token_budget(&task.child_invocation_id, &task.id, limit);
     }
     let mut invocation = services
         .invocations
@@ -258,7 +258,7 @@ async fn drive(
 }
 
 /// Marks the task and its invocation failed and journals `agent_child_invocation_failed`.
-async fn fail_task(
+pub(super) async fn fail_task(
     ctx: &RunContext,
     task: &AgentTaskRecord,
     invocation: Option<tt_domain::invocation::AgentInvocation>,

@@ -415,6 +415,13 @@ pub async fn agent_await(
         }
         changes.borrow_and_update();
         // Read after marking the change signal seen, so no change between the two is missed.
+        // The run's agent ends the run once its tasks crossed the run's token budget, without
+        // waiting for the rest of them (the run's end cancels them).
+        if inv.owns_run()
+            && let Some(exhausted) = ctx.scheduler.run_budget_exhausted()
+        {
+            return Err(exhausted.into());
+        }
         for task in current.iter_mut().filter(|task| !task.status.is_terminal()) {
             *task = ctx
                 .services
