@@ -1121,6 +1121,28 @@ async fn a_deadline_fires_during_a_model_call_on_the_userdata_store() {
     assert!(report.contains("scratch/part-d.md"), "{report}");
     let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
     assert_eq!(published[0].content, "Done without part d.");
+
+    // The ledger's wall time: the helper ran until its deadline (1 s after it was delegated,
+    // so a generous half second at least after it started), and the lead, which waited for
+    // it, ran longer; the lead's branch adds both up as agent time.
+    let usage = runtime.usage(run.id.as_str()).await.unwrap();
+    let of = |id: &str| {
+        usage
+            .by_invocation
+            .iter()
+            .find(|u| u.invocation_id == id)
+            .unwrap()
+            .clone()
+    };
+    let (root, helper) = (of("inv_root"), of(task.target_invocation_id.as_str()));
+    assert!(helper.wall_time_ms >= 500, "{helper:?}");
+    assert!(root.wall_time_ms >= helper.wall_time_ms, "{root:?}");
+    assert_eq!(root.subtree.wall_time_ms, root.wall_time_ms);
+    assert_eq!(
+        root.subtree.agent_time_ms,
+        root.wall_time_ms + helper.wall_time_ms
+    );
+    assert_eq!(helper.subtree.wall_time_ms, helper.wall_time_ms);
 }
 
 /// `limits.maxTotalTokens` crossed by the tasks while the lead waits for all of them in
@@ -1319,7 +1341,11 @@ async fn spending_below_a_task_ends_it_at_its_budget_and_cancels_its_sub_tree() 
                 "workspace_write_file",
                 json!({"path": "output/main.md", "content": "Done without part a."}),
             )],
-            ("a", 1) => hand_on("b"),
+            ("a", 1) => {
+                let mut calls = hand_on("b");
+                calls.push(call("l", "agent_list", json!({"purpose": "delegate"})));
+                calls
+            }
             ("b", 1) => hand_on("c"),
             ("a" | "b", 2) => wait(),
             ("c", round @ (1 | 2)) => vec![call(
@@ -1366,7 +1392,7 @@ async fn spending_below_a_task_ends_it_at_its_budget_and_cancels_its_sub_tree() 
             profile.delegation.can_delegate = true;
             profile.delegation.allow_nested_delegation = true;
             profile.delegation.max_task_tokens = Some(1000);
-            for tool in ["agent.delegate", "agent.await"] {
+            for tool in ["agent.delegate", "agent.await", "agent.list"] {
                 profile.tools.allow.push(tool.to_owned());
             }
         }
@@ -1383,6 +1409,20 @@ async fn spending_below_a_task_ends_it_at_its_budget_and_cancels_its_sub_tree() 
     .expect("the run ends")
     .unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
+    // What `a` was told of its budget, before anything below it spent.
+    let a_asks = model
+        .requests()
+        .into_iter()
+        .find(|r| r.agent_profile_id.as_str() == "a" && r.round == 2)
+        .unwrap();
+    let (listing, structured, _) = tool_results(&a_asks).remove("l").unwrap();
+    assert_eq!(structured["budget"]["taskTokensLeft"], 150);
+    let note = listing.split("\n\n").last().unwrap();
+    tt_testkit::leaks::assert_no_leaks("a task's budget in agent_list", note);
+    assert_eq!(
+        note,
+        "Your token budget for this task: 150 of 150 model tokens left, counting what the tasks you delegate use."
+    );
 
     let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
     let edge = |agent: &str| {

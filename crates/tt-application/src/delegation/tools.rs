@@ -185,7 +185,7 @@ pub async fn agent_list(
     if let Some((spent, limit)) = ctx.scheduler.task_tokens(&inv.invocation.id) {
         let left = limit.saturating_sub(spent);
         content.push_str(&format!(
-            "\n\nYour token budget for this task: {left} of {limit} model tokens left."
+            "\n\nYour token budget for this task: {left} of {limit} model tokens left, counting what the tasks you delegate use."
         ));
         budget.insert("taskTokensLeft".to_owned(), json!(left));
     }
