@@ -859,19 +859,22 @@ async fn a_task_budget_stops_a_task_mid_run_while_the_run_completes() {
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
 
-    let mut projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
     assert_eq!(projection.delegation_edges.len(), 2);
-    // In delegation order: both tasks may be created in the same millisecond, where the
-    // projection's (createdAt, id) order is the ids' order; registration order is not.
+    // In delegation order, although both tasks may be created in the same millisecond with
+    // random ids: the projection follows their registration numbers.
     let registered: Vec<String> = all_events(&runtime, run.id.as_str())
         .await
         .into_iter()
         .filter(|e| e.event_type == "agent_task_registered")
         .map(|e| e.payload["taskId"].as_str().unwrap().to_owned())
         .collect();
-    projection
+    let listed: Vec<String> = projection
         .delegation_edges
-        .sort_by_key(|edge| registered.iter().position(|id| id == edge.task_id.as_str()));
+        .iter()
+        .map(|edge| edge.task_id.to_string())
+        .collect();
+    assert_eq!(listed, registered);
     let stopped = &projection.delegation_edges[0];
     assert_eq!(stopped.status, TaskStatus::Failed);
     assert_eq!(

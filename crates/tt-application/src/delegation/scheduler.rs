@@ -233,12 +233,12 @@ impl TaskScheduler {
             let delegator = task.parent_invocation_id.clone();
             let busy = state.busy.get(&delegator).copied().unwrap_or(0);
             drop(state);
-            self.lock()
-                .delegators
-                .insert(task.child_invocation_id.clone(), delegator.clone());
             // The deadline counts from delegation, waiting for a slot included.
             self.watch_limits(&shared, &task);
             let mut state = self.lock();
+            state
+                .delegators
+                .insert(task.child_invocation_id.clone(), delegator.clone());
             let queue_empty = state.queues.get(&delegator).is_none_or(VecDeque::is_empty);
             if busy < limit && queue_empty {
                 *state.busy.entry(delegator).or_default() += 1;

@@ -385,7 +385,7 @@ pub async fn agent_await(
                 };
                 chosen.push(task);
             }
-            chosen.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+            chosen.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
             chosen.into_iter().map(|task| task.id.clone()).collect()
         }
     };
