@@ -1511,3 +1511,140 @@ async fn spending_below_a_task_ends_it_at_its_budget_and_cancels_its_sub_tree() 
         200
     );
 }
+
+/// A delegator crossing its own budget while a task it delegated is still at work: that task
+/// is cancelled first, then the delegator's task fails with `agent.task_budget_exhausted`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegator_over_its_own_budget_ends_after_its_sub_tree() {
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let done = |id: &str| tool_results(request).contains_key(id);
+        let agent = request.agent_profile_id.as_str();
+        let calls: Vec<Call> = match (agent, request.round) {
+            ("lead", 1) => vec![call(
+                "da",
+                "agent_delegate",
+                json!({"agentId": "a", "task": {"objective": "Part a."}, "budget": {"maxTokens": 150}}),
+            )],
+            ("lead", 2) => vec![call(
+                "w",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )],
+            ("lead", _) if done("c") => vec![call("f", "workspace_finish", json!({}))],
+            ("lead", _) if done("m") => vec![call("c", "workspace_commit", json!({}))],
+            ("lead", _) => vec![call(
+                "m",
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Done."}),
+            )],
+            ("a", 1) => vec![call(
+                "d",
+                "agent_delegate",
+                json!({"agentId": "b", "task": {"objective": "Part b."}}),
+            )],
+            ("a", 2) => vec![call(
+                "n",
+                "workspace_write_file",
+                json!({"path": "scratch/a.md", "content": "a"}),
+            )],
+            (agent, round) => {
+                return Err(ModelError::Unavailable {
+                    code: "model.script_exhausted",
+                    message: format!("{agent} round {round}"),
+                });
+            }
+        };
+        let mut response = responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        );
+        if agent == "a" {
+            response.usage = Some(tt_domain::model::ModelUsage {
+                input_tokens: 80,
+                output_tokens: 20,
+            });
+        }
+        Ok(response)
+    });
+    // `b` is inside its model call when `a` crosses its budget.
+    model.hang_when(|request| request.agent_profile_id.as_str() == "b");
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let [mut lead, helper] = profiles();
+    lead.delegation.max_delegation_depth = 2;
+    runtime.save_profile(lead).await.unwrap();
+    for id in ["a", "b"] {
+        let mut profile = helper.clone();
+        profile.id = tt_domain::ids::ProfileId::parse(id).unwrap();
+        if id == "a" {
+            profile.delegation.can_delegate = true;
+            profile.delegation.allow_nested_delegation = true;
+            profile.delegation.max_task_tokens = Some(1000);
+            profile.tools.allow.push("agent.delegate".to_owned());
+        }
+        runtime.save_profile(profile).await.unwrap();
+    }
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    let run = tokio::time::timeout(
+        Duration::from_secs(60),
+        runtime.wait_for_run(run.id.as_str()),
+    )
+    .await
+    .expect("the run ends")
+    .unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    assert_eq!(model.parked_count(), 0, "b's model call was aborted");
+
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let edge = |agent: &str| {
+        projection
+            .delegation_edges
+            .iter()
+            .find(|edge| edge.target_profile_id.as_str() == agent)
+            .unwrap()
+            .clone()
+    };
+    let (a, b) = (edge("a"), edge("b"));
+    assert_eq!(a.status, TaskStatus::Failed);
+    assert_eq!(
+        a.error.as_deref(),
+        Some("agent.task_budget_exhausted: it used 200 model tokens, over its budget of 150")
+    );
+    assert_eq!(b.status, TaskStatus::Cancelled);
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let ended: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event_type.as_str(),
+                "agent_task_cancelled" | "agent_task_failed"
+            )
+        })
+        .map(|e| (e.event_type.as_str(), e.payload["taskId"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            ("agent_task_cancelled", b.task_id.as_str()),
+            ("agent_task_failed", a.task_id.as_str()),
+        ]
+    );
+    assert_silent_after_cancel(&events, b.target_invocation_id.as_str());
+    // The crossing answer's tool call never ran.
+    assert!(
+        runtime
+            .read_workspace_file(run.id.as_str(), "scratch/a.md")
+            .await
+            .is_err()
+    );
+}

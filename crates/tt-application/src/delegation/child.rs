@@ -105,18 +105,26 @@ pub async fn run_delegated_task(
     if cancel.is_cancelled() || matches!(&result, Err(error) if error.is_cancelled()) {
         return true;
     }
+    // What it delegated and did not wait for ends with it, like at workspace.finish: before
+    // its failure is recorded (so its end comes after theirs, as for a stopped task), or
+    // after its result was returned.
+    let cancel_below = || async {
+        if delegates {
+            let _ = ctx
+                .scheduler
+                .cancel_unfinished_for_parent(ctx, &task.child_invocation_id, TASK_ENDED_REASON)
+                .await;
+        }
+    };
     let mut recorded = true;
-    if let Err(error) = result {
-        let failed = fail_task(ctx, &task, invocation_slot, &error).await;
-        recorded = failed.is_ok();
-        failed.best_effort("fail the delegated task");
-    }
-    if delegates {
-        // What it delegated and did not wait for ends with it, like at workspace.finish.
-        let _ = ctx
-            .scheduler
-            .cancel_unfinished_for_parent(ctx, &task.child_invocation_id, TASK_ENDED_REASON)
-            .await;
+    match result {
+        Err(error) => {
+            cancel_below().await;
+            let failed = fail_task(ctx, &task, invocation_slot, &error).await;
+            recorded = failed.is_ok();
+            failed.best_effort("fail the delegated task");
+        }
+        Ok(()) => cancel_below().await,
     }
     if !recorded {
         ctx.scheduler.notify();
