@@ -1007,10 +1007,11 @@ async fn crossing_the_run_token_budget_ends_the_run_and_keeps_what_was_published
 }
 
 /// A deadline on the userdata store, in real time: the helper writes a note, then its second
-/// model call blocks far longer than its 1-second deadline. The deadline fires inside that
-/// call; the task ends cancelled with `deadline_exceeded`, the lead's wait reports it with the
-/// note it had written, and the run completes. (The in-memory variant runs on paused time,
-/// which the store's threads do not follow; here the only bound is a generous 60 s.)
+/// model call blocks far longer than its 2-second deadline (ample for the first call and the
+/// note, even on a busy machine). The deadline fires inside that call; the task ends cancelled
+/// with `deadline_exceeded`, the lead's wait reports it with the note it had written, and the
+/// run completes. (The in-memory variant runs on paused time, which the store's threads do not
+/// follow; here the only bound is a generous 60 s.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_fires_during_a_model_call_on_the_userdata_store() {
     let model = FakeModel::new(|request: &AgentModelRequest| {
@@ -1020,7 +1021,7 @@ async fn a_deadline_fires_during_a_model_call_on_the_userdata_store() {
             ("lead", 1) => vec![call(
                 "d",
                 "agent_delegate",
-                json!({"agentId": "helper", "task": {"objective": "Part d."}, "timeoutSeconds": 1}),
+                json!({"agentId": "helper", "task": {"objective": "Part d."}, "timeoutSeconds": 2}),
             )],
             ("lead", 2) => vec![call(
                 "a",
@@ -1089,7 +1090,7 @@ async fn a_deadline_fires_during_a_model_call_on_the_userdata_store() {
     assert_eq!(task.status, TaskStatus::Cancelled);
     assert_eq!(
         task.error.as_deref(),
-        Some("deadline_exceeded: stopped at its time limit of 1 second")
+        Some("deadline_exceeded: stopped at its time limit of 2 seconds")
     );
     let events = all_events(&runtime, run.id.as_str()).await;
     let cancelled = events
@@ -1118,16 +1119,16 @@ async fn a_deadline_fires_during_a_model_call_on_the_userdata_store() {
     let report = redact(&report, &[task.task_id.to_string()]);
     tt_testkit::leaks::assert_no_leaks("a deadline as the lead reads it", &report);
     assert!(
-        report.contains("deadline_exceeded: stopped at its time limit of 1 second"),
+        report.contains("deadline_exceeded: stopped at its time limit of 2 seconds"),
         "{report}"
     );
     assert!(report.contains("scratch/part-d.md"), "{report}");
     let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
     assert_eq!(published[0].content, "Done without part d.");
 
-    // The ledger's wall time: the helper ran until its deadline (1 s after it was delegated,
-    // so a generous half second at least after it started), and the lead, which waited for
-    // it, ran longer; the lead's branch adds both up as agent time.
+    // The ledger's wall time: the helper ran until its deadline (2 s after it was delegated,
+    // so a generous second at least after it started), and the lead, which waited for it, ran
+    // longer; the lead's branch adds both up as agent time.
     let usage = runtime.usage(run.id.as_str()).await.unwrap();
     let of = |id: &str| {
         usage
@@ -1138,7 +1139,7 @@ async fn a_deadline_fires_during_a_model_call_on_the_userdata_store() {
             .clone()
     };
     let (root, helper) = (of("inv_root"), of(task.target_invocation_id.as_str()));
-    assert!(helper.wall_time_ms >= 500, "{helper:?}");
+    assert!(helper.wall_time_ms >= 1_000, "{helper:?}");
     assert!(root.wall_time_ms >= helper.wall_time_ms, "{root:?}");
     assert_eq!(root.subtree.wall_time_ms, root.wall_time_ms);
     assert_eq!(

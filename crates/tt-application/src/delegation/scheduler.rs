@@ -886,3 +886,15 @@ pub async fn emit_task_event(ctx: &RunContext, task: &AgentTaskRecord) -> Applic
         .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::seconds;
+
+    #[test]
+    fn limits_read_in_whole_seconds() {
+        assert_eq!(seconds(1), "1 second");
+        assert_eq!(seconds(2), "2 seconds");
+        assert_eq!(seconds(0), "0 seconds");
+    }
+}
