@@ -859,19 +859,22 @@ async fn a_task_budget_stops_a_task_mid_run_while_the_run_completes() {
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
 
-    let mut projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
     assert_eq!(projection.delegation_edges.len(), 2);
-    // In delegation order: both tasks may be created in the same millisecond, where the
-    // projection's (createdAt, id) order is the ids' order; registration order is not.
+    // In delegation order, although both tasks may be created in the same millisecond with
+    // random ids: the projection follows their registration numbers.
     let registered: Vec<String> = all_events(&runtime, run.id.as_str())
         .await
         .into_iter()
         .filter(|e| e.event_type == "agent_task_registered")
         .map(|e| e.payload["taskId"].as_str().unwrap().to_owned())
         .collect();
-    projection
+    let listed: Vec<String> = projection
         .delegation_edges
-        .sort_by_key(|edge| registered.iter().position(|id| id == edge.task_id.as_str()));
+        .iter()
+        .map(|edge| edge.task_id.to_string())
+        .collect();
+    assert_eq!(listed, registered);
     let stopped = &projection.delegation_edges[0];
     assert_eq!(stopped.status, TaskStatus::Failed);
     assert_eq!(
@@ -1000,5 +1003,649 @@ async fn crossing_the_run_token_budget_ends_the_run_and_keeps_what_was_published
     assert_eq!(
         note,
         "Token budget of the whole job: 200 of 500 model tokens left, shared by every agent on it."
+    );
+}
+
+/// A deadline on the userdata store, in real time: the helper writes a note, then its second
+/// model call blocks far longer than its 2-second deadline (ample for the first call and the
+/// note, even on a busy machine). The deadline fires inside that call; the task ends cancelled
+/// with `deadline_exceeded`, the lead's wait reports it with the note it had written, and the
+/// run completes. (The in-memory variant runs on paused time, which the store's threads do not
+/// follow; here the only bound is a generous 60 s.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_fires_during_a_model_call_on_the_userdata_store() {
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let done = |id: &str| tool_results(request).contains_key(id);
+        let calls: Vec<Call> = match (request.agent_profile_id.as_str(), request.round) {
+            ("lead", 1) => vec![call(
+                "d",
+                "agent_delegate",
+                json!({"agentId": "helper", "task": {"objective": "Part d."}, "timeoutSeconds": 2}),
+            )],
+            ("lead", 2) => vec![call(
+                "a",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )],
+            ("lead", _) if done("c") => vec![call("f", "workspace_finish", json!({}))],
+            ("lead", _) if done("m") => vec![call("c", "workspace_commit", json!({}))],
+            ("lead", _) => vec![call(
+                "m",
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Done without part d."}),
+            )],
+            ("helper", 1) => vec![call(
+                "n",
+                "workspace_write_file",
+                json!({"path": "scratch/part-d.md", "content": "a start\n"}),
+            )],
+            (agent, round) => {
+                return Err(ModelError::Unavailable {
+                    code: "model.script_exhausted",
+                    message: format!("{agent} round {round}"),
+                });
+            }
+        };
+        Ok(responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        ))
+    });
+    // Blocks until aborted: far longer than the deadline.
+    model.hang_when(|request| request.agent_profile_id.as_str() == "helper" && request.round == 2);
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let [lead, helper] = profiles();
+    runtime.save_profile(lead).await.unwrap();
+    runtime.save_profile(helper).await.unwrap();
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    let run = tokio::time::timeout(
+        Duration::from_secs(60),
+        runtime.wait_for_run(run.id.as_str()),
+    )
+    .await
+    .expect("the deadline ends the task and the run goes on")
+    .unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    assert_eq!(
+        model.parked_count(),
+        0,
+        "the blocked model call was aborted"
+    );
+
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let [task] = projection.delegation_edges.as_slice() else {
+        panic!("one task: {:?}", projection.delegation_edges);
+    };
+    assert_eq!(task.status, TaskStatus::Cancelled);
+    assert_eq!(
+        task.error.as_deref(),
+        Some("deadline_exceeded: stopped at its time limit of 2 seconds")
+    );
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let cancelled = events
+        .iter()
+        .find(|e| e.event_type == "agent_task_cancelled")
+        .unwrap();
+    assert_eq!(cancelled.payload["by"], "deadline");
+    // It was inside its second model call when the deadline fired.
+    let helper_calls = model
+        .requests()
+        .iter()
+        .filter(|r| r.agent_profile_id.as_str() == "helper")
+        .count();
+    assert_eq!(helper_calls, 2);
+    assert_silent_after_cancel(&events, task.target_invocation_id.as_str());
+    assert_eq!(deliveries(&events)[task.task_id.as_str()], 1);
+
+    // What the lead's wait reported: the reason, and the note written before the deadline.
+    let lead = model
+        .requests()
+        .into_iter()
+        .find(|r| r.agent_profile_id.as_str() == "lead" && r.round == 3)
+        .unwrap();
+    let (report, _, is_error) = tool_results(&lead).remove("a").unwrap();
+    assert!(!is_error);
+    let report = redact(&report, &[task.task_id.to_string()]);
+    tt_testkit::leaks::assert_no_leaks("a deadline as the lead reads it", &report);
+    assert!(
+        report.contains("deadline_exceeded: stopped at its time limit of 2 seconds"),
+        "{report}"
+    );
+    assert!(report.contains("scratch/part-d.md"), "{report}");
+    let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+    assert_eq!(published[0].content, "Done without part d.");
+
+    // The ledger's wall time: the helper ran until its deadline (2 s after it was delegated,
+    // so a generous second at least after it started), and the lead, which waited for it, ran
+    // longer; the lead's branch adds both up as agent time.
+    let usage = runtime.usage(run.id.as_str()).await.unwrap();
+    let of = |id: &str| {
+        usage
+            .by_invocation
+            .iter()
+            .find(|u| u.invocation_id == id)
+            .unwrap()
+            .clone()
+    };
+    let (root, helper) = (of("inv_root"), of(task.target_invocation_id.as_str()));
+    assert!(helper.wall_time_ms >= 1_000, "{helper:?}");
+    assert!(root.wall_time_ms >= helper.wall_time_ms, "{root:?}");
+    assert_eq!(root.subtree.wall_time_ms, root.wall_time_ms);
+    assert_eq!(
+        root.subtree.agent_time_ms,
+        root.wall_time_ms + helper.wall_time_ms
+    );
+    assert_eq!(helper.subtree.wall_time_ms, helper.wall_time_ms);
+}
+
+/// `limits.maxTotalTokens` crossed by the tasks while the lead waits for all of them in
+/// `agent_await`: the run ends at once as a partial success keeping what was published, without
+/// waiting for the task whose model call never answers (the run's end cancels it). Only the
+/// spender's answers cost tokens, so the crossing is always its doing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_budget_ends_the_run_while_its_agent_awaits_its_tasks() {
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let agent = request.agent_profile_id.as_str();
+        let calls: Vec<Call> = match (agent, request.round) {
+            ("lead", 1) => vec![call(
+                "m",
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "First draft."}),
+            )],
+            ("lead", 2) => vec![call("c", "workspace_commit", json!({}))],
+            ("lead", 3) => vec![
+                call(
+                    "ds",
+                    "agent_delegate",
+                    json!({"agentId": "sleeper", "task": {"objective": "Part s."}}),
+                ),
+                call(
+                    "dp",
+                    "agent_delegate",
+                    json!({"agentId": "spender", "task": {"objective": "Part p."}}),
+                ),
+            ],
+            ("lead", 4) => vec![call(
+                "a",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )],
+            ("spender", round) => vec![call(
+                &format!("w{round}"),
+                "workspace_write_file",
+                json!({"path": "scratch/spent.md", "content": "more\n", "mode": "append"}),
+            )],
+            (agent, round) => {
+                return Err(ModelError::Unavailable {
+                    code: "model.script_exhausted",
+                    message: format!("{agent} round {round}"),
+                });
+            }
+        };
+        let mut response = responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        );
+        if agent == "spender" {
+            response.usage = Some(tt_domain::model::ModelUsage {
+                input_tokens: 250,
+                output_tokens: 50,
+            });
+        }
+        Ok(response)
+    });
+    // The sleeper's model call never answers.
+    model.hang_when(|request| request.agent_profile_id.as_str() == "sleeper");
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let [mut lead, helper] = profiles();
+    lead.limits.max_total_tokens = Some(500);
+    runtime.save_profile(lead).await.unwrap();
+    for id in ["sleeper", "spender"] {
+        let mut profile = helper.clone();
+        profile.id = tt_domain::ids::ProfileId::parse(id).unwrap();
+        runtime.save_profile(profile).await.unwrap();
+    }
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    let run = tokio::time::timeout(
+        Duration::from_secs(60),
+        runtime.wait_for_run(run.id.as_str()),
+    )
+    .await
+    .expect("the run ends without waiting for the sleeper")
+    .unwrap();
+    assert_eq!(run.status, AgentRunStatus::PartialSuccess);
+    assert_eq!(model.parked_count(), 0, "the sleeper's call was aborted");
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let ended = events
+        .iter()
+        .find(|e| e.event_type == "run_partial_success")
+        .unwrap();
+    assert_eq!(ended.payload["code"], "agent.run_budget_exhausted");
+    // The lead's wait never completed: the run ended inside it.
+    assert!(
+        events
+            .iter()
+            .any(|e| e.event_type == "agent_await_started" && e.payload["mode"] == "allCompleted")
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.event_type == "agent_await_completed")
+    );
+    // No fifth lead request: the lead was not asked again after the budget was crossed.
+    let lead_calls = model
+        .requests()
+        .iter()
+        .filter(|r| r.agent_profile_id.as_str() == "lead")
+        .count();
+    assert_eq!(lead_calls, 4);
+    // Two answers of 300 tokens: the second crossed 500 and ended the spender.
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let edge = |agent: &str| {
+        projection
+            .delegation_edges
+            .iter()
+            .find(|edge| edge.target_profile_id.as_str() == agent)
+            .unwrap()
+            .clone()
+    };
+    // The spender fails on its own crossing answer, unless the run's end (racing with it)
+    // cancels it first.
+    let spender = edge("spender");
+    match spender.status {
+        TaskStatus::Failed => assert!(
+            spender
+                .error
+                .as_deref()
+                .unwrap()
+                .starts_with("agent.run_budget_exhausted"),
+            "{:?}",
+            spender.error
+        ),
+        status => assert_eq!(status, TaskStatus::Cancelled),
+    }
+    let spent = runtime
+        .read_workspace_file(run.id.as_str(), "scratch/spent.md")
+        .await
+        .unwrap();
+    assert_eq!(spent.text, "more\n", "the crossing answer's call never ran");
+    let sleeper = edge("sleeper");
+    assert_eq!(sleeper.status, TaskStatus::Cancelled);
+    assert_silent_after_cancel(&events, sleeper.target_invocation_id.as_str());
+    let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+    assert_eq!(published.len(), 1);
+    assert_eq!(published[0].content, "First draft.");
+}
+
+/// A task's token budget counts its whole sub-tree: the lead gives `a` 150 tokens; `a`
+/// delegates `b`, which delegates `c`, and only `c`'s answers cost tokens (100 each). `c`'s
+/// second answer crosses `a`'s budget: `c` and `b` are cancelled (deepest first), then `a`
+/// ends with `agent.task_budget_exhausted`, which the lead reads in its wait, while the
+/// lead's other task completes and so does the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spending_below_a_task_ends_it_at_its_budget_and_cancels_its_sub_tree() {
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let hand_on = |to: &str| {
+            vec![call(
+                "d",
+                "agent_delegate",
+                json!({"agentId": to, "task": {"objective": format!("Part {to}.")}}),
+            )]
+        };
+        let wait = || {
+            vec![call(
+                "w",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )]
+        };
+        let done = |id: &str| tool_results(request).contains_key(id);
+        let agent = request.agent_profile_id.as_str();
+        let calls: Vec<Call> = match (agent, request.round) {
+            ("lead", 1) => vec![
+                call(
+                    "da",
+                    "agent_delegate",
+                    json!({"agentId": "a", "task": {"objective": "Part a."}, "budget": {"maxTokens": 150}}),
+                ),
+                call(
+                    "ds",
+                    "agent_delegate",
+                    json!({"agentId": "s", "task": {"objective": "Part s."}}),
+                ),
+            ],
+            ("lead", 2) => wait(),
+            ("lead", _) if done("c") => vec![call("f", "workspace_finish", json!({}))],
+            ("lead", _) if done("m") => vec![call("c", "workspace_commit", json!({}))],
+            ("lead", _) => vec![call(
+                "m",
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Done without part a."}),
+            )],
+            ("a", 1) => {
+                let mut calls = hand_on("b");
+                calls.push(call("l", "agent_list", json!({"purpose": "delegate"})));
+                calls
+            }
+            ("b", 1) => hand_on("c"),
+            ("a" | "b", 2) => wait(),
+            ("c", round @ (1 | 2)) => vec![call(
+                &format!("n{round}"),
+                "workspace_write_file",
+                json!({"path": "scratch/c.md", "content": "c\n", "mode": "append"}),
+            )],
+            ("s", 1) => vec![call("r", "task_return", json!({"summary": "Done."}))],
+            (agent, round) => {
+                return Err(ModelError::Unavailable {
+                    code: "model.script_exhausted",
+                    message: format!("{agent} round {round}"),
+                });
+            }
+        };
+        let mut response = responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        );
+        if agent == "c" {
+            response.usage = Some(tt_domain::model::ModelUsage {
+                input_tokens: 80,
+                output_tokens: 20,
+            });
+        }
+        Ok(response)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let [mut lead, helper] = profiles();
+    lead.delegation.max_delegation_depth = 3;
+    runtime.save_profile(lead).await.unwrap();
+    for id in ["a", "b", "c", "s"] {
+        let mut profile = helper.clone();
+        profile.id = tt_domain::ids::ProfileId::parse(id).unwrap();
+        if id == "a" || id == "b" {
+            profile.delegation.can_delegate = true;
+            profile.delegation.allow_nested_delegation = true;
+            profile.delegation.max_task_tokens = Some(1000);
+            for tool in ["agent.delegate", "agent.await", "agent.list"] {
+                profile.tools.allow.push(tool.to_owned());
+            }
+        }
+        runtime.save_profile(profile).await.unwrap();
+    }
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    let run = tokio::time::timeout(
+        Duration::from_secs(60),
+        runtime.wait_for_run(run.id.as_str()),
+    )
+    .await
+    .expect("the run ends")
+    .unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    // What `a` was told of its budget, before anything below it spent.
+    let a_asks = model
+        .requests()
+        .into_iter()
+        .find(|r| r.agent_profile_id.as_str() == "a" && r.round == 2)
+        .unwrap();
+    let (listing, structured, _) = tool_results(&a_asks).remove("l").unwrap();
+    assert_eq!(structured["budget"]["taskTokensLeft"], 150);
+    let note = listing.split("\n\n").last().unwrap();
+    tt_testkit::leaks::assert_no_leaks("a task's budget in agent_list", note);
+    assert_eq!(
+        note,
+        "Your token budget for this task: 150 of 150 model tokens left, counting what the tasks you delegate use."
+    );
+
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let edge = |agent: &str| {
+        projection
+            .delegation_edges
+            .iter()
+            .find(|edge| edge.target_profile_id.as_str() == agent)
+            .unwrap()
+            .clone()
+    };
+    let (a, b, c, s) = (edge("a"), edge("b"), edge("c"), edge("s"));
+    assert_eq!(b.source_invocation_id, a.target_invocation_id);
+    assert_eq!(c.source_invocation_id, b.target_invocation_id);
+    assert_eq!(a.status, TaskStatus::Failed);
+    assert_eq!(
+        a.error.as_deref(),
+        Some(
+            "agent.task_budget_exhausted: it used 200 model tokens together with the tasks it delegated, over its budget of 150"
+        )
+    );
+    assert_eq!(b.status, TaskStatus::Cancelled);
+    assert_eq!(c.status, TaskStatus::Cancelled);
+    assert_eq!(s.status, TaskStatus::Completed);
+    // `c` stopped at its crossing answer: two calls, and only the first one's note.
+    let c_calls = model
+        .requests()
+        .iter()
+        .filter(|r| r.agent_profile_id.as_str() == "c")
+        .count();
+    assert_eq!(c_calls, 2);
+    let notes = runtime
+        .read_workspace_file(run.id.as_str(), "scratch/c.md")
+        .await
+        .unwrap();
+    assert_eq!(notes.text, "c\n");
+
+    // Deepest first: c, then b are cancelled, and only then does a fail.
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let ended: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event_type.as_str(),
+                "agent_task_cancelled" | "agent_task_failed"
+            )
+        })
+        .map(|e| (e.event_type.as_str(), e.payload["taskId"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            ("agent_task_cancelled", c.task_id.as_str()),
+            ("agent_task_cancelled", b.task_id.as_str()),
+            ("agent_task_failed", a.task_id.as_str()),
+        ]
+    );
+    for edge in [&b, &c] {
+        assert_silent_after_cancel(&events, edge.target_invocation_id.as_str());
+    }
+    assert_eq!(deliveries(&events)[a.task_id.as_str()], 1);
+
+    // What the lead read about `a` in its wait.
+    let lead = model
+        .requests()
+        .into_iter()
+        .find(|r| r.agent_profile_id.as_str() == "lead" && r.round == 3)
+        .unwrap();
+    let (report, _, _) = tool_results(&lead).remove("w").unwrap();
+    let shown = redact(&report, &[a.task_id.to_string(), s.task_id.to_string()]);
+    tt_testkit::leaks::assert_no_leaks("a sub-tree budget as the lead reads it", &shown);
+    insta::assert_snapshot!("sub_tree_budget_as_the_lead_reads_it", shown);
+
+    // The ledger agrees: a's sub-tree spent the 200 tokens.
+    let usage = runtime.usage(run.id.as_str()).await.unwrap();
+    let a_usage = usage
+        .by_invocation
+        .iter()
+        .find(|u| u.invocation_id == a.target_invocation_id.as_str())
+        .unwrap();
+    assert_eq!(a_usage.input_tokens + a_usage.output_tokens, 0);
+    assert_eq!(
+        a_usage.subtree.input_tokens + a_usage.subtree.output_tokens,
+        200
+    );
+}
+
+/// A delegator crossing its own budget while a task it delegated is still at work: that task
+/// is cancelled first, then the delegator's task fails with `agent.task_budget_exhausted`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegator_over_its_own_budget_ends_after_its_sub_tree() {
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let call = |id: &str, name: &str, args: Value| (id.to_owned(), name.to_owned(), args);
+        let done = |id: &str| tool_results(request).contains_key(id);
+        let agent = request.agent_profile_id.as_str();
+        let calls: Vec<Call> = match (agent, request.round) {
+            ("lead", 1) => vec![call(
+                "da",
+                "agent_delegate",
+                json!({"agentId": "a", "task": {"objective": "Part a."}, "budget": {"maxTokens": 150}}),
+            )],
+            ("lead", 2) => vec![call(
+                "w",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )],
+            ("lead", _) if done("c") => vec![call("f", "workspace_finish", json!({}))],
+            ("lead", _) if done("m") => vec![call("c", "workspace_commit", json!({}))],
+            ("lead", _) => vec![call(
+                "m",
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Done."}),
+            )],
+            ("a", 1) => vec![call(
+                "d",
+                "agent_delegate",
+                json!({"agentId": "b", "task": {"objective": "Part b."}}),
+            )],
+            ("a", 2) => vec![call(
+                "n",
+                "workspace_write_file",
+                json!({"path": "scratch/a.md", "content": "a"}),
+            )],
+            (agent, round) => {
+                return Err(ModelError::Unavailable {
+                    code: "model.script_exhausted",
+                    message: format!("{agent} round {round}"),
+                });
+            }
+        };
+        let mut response = responses::tool_calls(
+            calls
+                .iter()
+                .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
+                .collect(),
+        );
+        if agent == "a" {
+            response.usage = Some(tt_domain::model::ModelUsage {
+                input_tokens: 80,
+                output_tokens: 20,
+            });
+        }
+        Ok(response)
+    });
+    // `b` is inside its model call when `a` crosses its budget.
+    model.hang_when(|request| request.agent_profile_id.as_str() == "b");
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(model.clone())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let [mut lead, helper] = profiles();
+    lead.delegation.max_delegation_depth = 2;
+    runtime.save_profile(lead).await.unwrap();
+    for id in ["a", "b"] {
+        let mut profile = helper.clone();
+        profile.id = tt_domain::ids::ProfileId::parse(id).unwrap();
+        if id == "a" {
+            profile.delegation.can_delegate = true;
+            profile.delegation.allow_nested_delegation = true;
+            profile.delegation.max_task_tokens = Some(1000);
+            profile.tools.allow.push("agent.delegate".to_owned());
+        }
+        runtime.save_profile(profile).await.unwrap();
+    }
+    let mut request = start_request();
+    request.profile_id = Some("lead".into());
+    let run = runtime.start_run(request).await.unwrap();
+    let run = tokio::time::timeout(
+        Duration::from_secs(60),
+        runtime.wait_for_run(run.id.as_str()),
+    )
+    .await
+    .expect("the run ends")
+    .unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    assert_eq!(model.parked_count(), 0, "b's model call was aborted");
+
+    let projection = runtime.timeline_projection(run.id.as_str()).await.unwrap();
+    let edge = |agent: &str| {
+        projection
+            .delegation_edges
+            .iter()
+            .find(|edge| edge.target_profile_id.as_str() == agent)
+            .unwrap()
+            .clone()
+    };
+    let (a, b) = (edge("a"), edge("b"));
+    assert_eq!(a.status, TaskStatus::Failed);
+    assert_eq!(
+        a.error.as_deref(),
+        Some("agent.task_budget_exhausted: it used 200 model tokens, over its budget of 150")
+    );
+    assert_eq!(b.status, TaskStatus::Cancelled);
+    let events = all_events(&runtime, run.id.as_str()).await;
+    let ended: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event_type.as_str(),
+                "agent_task_cancelled" | "agent_task_failed"
+            )
+        })
+        .map(|e| (e.event_type.as_str(), e.payload["taskId"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            ("agent_task_cancelled", b.task_id.as_str()),
+            ("agent_task_failed", a.task_id.as_str()),
+        ]
+    );
+    assert_silent_after_cancel(&events, b.target_invocation_id.as_str());
+    // The crossing answer's tool call never ran.
+    assert!(
+        runtime
+            .read_workspace_file(run.id.as_str(), "scratch/a.md")
+            .await
+            .is_err()
     );
 }

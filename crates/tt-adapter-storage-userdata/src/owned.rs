@@ -176,14 +176,14 @@ impl RunFiles {
         self.tasks.insert(task.id.clone(), task);
     }
 
-    /// The tasks with the given ids, ordered by `createdAt` then id.
+    /// The tasks with the given ids, in creation order (`AgentTaskRecord::creation_order`).
     fn tasks_among(&self, ids: Option<&Vec<TaskId>>) -> Vec<AgentTaskRecord> {
         let mut found: Vec<AgentTaskRecord> = ids
             .into_iter()
             .flatten()
             .filter_map(|id| self.tasks.get(id).cloned())
             .collect();
-        found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        found.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
         found
     }
 }
@@ -487,10 +487,10 @@ impl OwnedRun {
         self.files().invocations.get(id).cloned()
     }
 
-    /// Ordered by `createdAt`, then id.
+    /// In creation order (`creationSeq`, then `createdAt`, then id).
     pub(crate) fn invocations(&self) -> Vec<AgentInvocation> {
         let mut all: Vec<AgentInvocation> = self.files().invocations.values().cloned().collect();
-        all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        all.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
         all
     }
 
@@ -513,10 +513,10 @@ impl OwnedRun {
         self.files().tasks.get(id).cloned()
     }
 
-    /// Ordered by `createdAt`, then id.
+    /// In creation order (`creationSeq`, then `createdAt`, then id).
     pub(crate) fn tasks(&self) -> Vec<AgentTaskRecord> {
         let mut all: Vec<AgentTaskRecord> = self.files().tasks.values().cloned().collect();
-        all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        all.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
         all
     }
 

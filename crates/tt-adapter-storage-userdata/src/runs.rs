@@ -337,7 +337,7 @@ impl AgentInvocationRepository for UserDataStore {
             RunAccess::Reader { dir, .. } => {
                 let mut all: Vec<AgentInvocation> =
                     reader::records(&dir, &self.inner.journal_bytes_read, RecordKind::Invocation)?;
-                all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+                all.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
                 Ok(all)
             }
         }
@@ -368,7 +368,7 @@ impl AgentInvocationRepository for UserDataStore {
             RunAccess::Reader { dir, .. } => {
                 let mut all: Vec<AgentTaskRecord> =
                     reader::records(&dir, &self.inner.journal_bytes_read, RecordKind::Task)?;
-                all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+                all.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
                 Ok(all)
             }
         }

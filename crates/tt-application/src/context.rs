@@ -52,6 +52,9 @@ pub struct RunContext {
     pub guidance: crate::guidance::GuidanceMailbox,
     /// Provider sessions opened by this run's invocations, closed when it ends.
     sessions: StdMutex<Vec<(String, Arc<dyn tt_ports::ModelProvider>)>>,
+    /// The next registration number of a task and its invocation; read from the stored
+    /// records at the first registration of this active run.
+    creation_seq: Mutex<Option<u64>>,
     me: Weak<RunContext>,
 }
 
@@ -82,8 +85,33 @@ impl RunContext {
             scheduler: TaskScheduler::default(),
             guidance: Default::default(),
             sessions: StdMutex::new(Vec::new()),
+            creation_seq: Mutex::new(None),
             me: me.clone(),
         })
+    }
+
+    /// The registration number of the next task and its invocation
+    /// (`AgentInvocation::creation_seq`): one past the highest stored, found once per active run
+    /// (so a run resumed in a new process goes on from its records), then counted here.
+    pub async fn next_creation_seq(&self) -> ApplicationResult<u64> {
+        let mut next = self.creation_seq.lock().await;
+        let seq = match *next {
+            Some(seq) => seq,
+            None => {
+                let repo = &self.services.invocations;
+                let invocations = repo.list_invocations(&self.run_id).await?;
+                let tasks = repo.list_tasks(&self.run_id).await?;
+                let highest = invocations
+                    .iter()
+                    .map(|invocation| invocation.creation_seq)
+                    .chain(tasks.iter().map(|task| task.creation_seq))
+                    .max()
+                    .unwrap_or(0);
+                highest + 1
+            }
+        };
+        *next = Some(seq + 1);
+        Ok(seq)
     }
 
     /// Remembers a provider session (`runId:invocationId`) to close when the run ends.

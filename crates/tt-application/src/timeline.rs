@@ -54,9 +54,9 @@ pub async fn timeline_projection(
     run_id: &RunId,
 ) -> ApplicationResult<TimelineProjection> {
     let mut invocations = repo.list_invocations(run_id).await?;
-    invocations.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    invocations.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
     let mut tasks = repo.list_tasks(run_id).await?;
-    tasks.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    tasks.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
     let known: HashSet<&InvocationId> = invocations.iter().map(|inv| &inv.id).collect();
     for task in &tasks {
         if !known.contains(&task.child_invocation_id) || !known.contains(&task.parent_invocation_id)

@@ -124,8 +124,11 @@ async fn run_rounds(
         ctx.scheduler.mark_progress(&inv.invocation.id);
         if let Some(usage) = &response.usage {
             // A delegated task past its token budget ends here (`agent.task_budget_exhausted`).
-            ctx.scheduler
-                .charge_tokens(&inv.invocation.id, usage.input_tokens + usage.output_tokens)?;
+            ctx.scheduler.charge_tokens(
+                ctx,
+                &inv.invocation.id,
+                usage.input_tokens + usage.output_tokens,
+            )?;
         }
         let calls = response.tool_calls();
         if calls.is_empty() {

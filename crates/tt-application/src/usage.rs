@@ -4,11 +4,17 @@
 //! calls are counted from `tool_call_completed` / `tool_call_failed`, and each invocation's
 //! figures are also rolled up over the sub-tree of tasks it delegated (from
 //! `agent_invocation_created`'s `parentInvocationId`).
+//!
+//! Wall time comes from the same journal: the Clock-port timestamps of each invocation's
+//! `agent_invocation_started` and of the event that ended it (completed, failed, cancelled,
+//! transferred, interrupted), waits included. An invocation started again after an interruption
+//! adds each running stretch; one still running counts up to the run's latest event.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tt_domain::ids::RunId;
 use tt_domain::model::ModelUsage;
+use tt_domain::time::Timestamp;
 use tt_ports::{EventPage, RunJournal};
 
 use crate::error::ApplicationResult;
@@ -27,6 +33,9 @@ pub struct InvocationUsage {
     /// Tool calls it made (completed or failed).
     #[serde(default)]
     pub tool_calls: u64,
+    /// Milliseconds from its start to its end (waits included), by the run's clock.
+    #[serde(default)]
+    pub wall_time_ms: u64,
     /// The invocation that created it (`None` for the root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_invocation_id: Option<String>,
@@ -43,7 +52,48 @@ pub struct UsageTotals {
     pub tool_calls: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Milliseconds from the first start to the last end of any agent in the sub-tree: how
+    /// long the branch took.
+    #[serde(default)]
+    pub wall_time_ms: u64,
+    /// The wall times of every agent in the sub-tree, added up: agents working side by side
+    /// each count, and a delegator's waits overlap its tasks' work.
+    #[serde(default)]
+    pub agent_time_ms: u64,
 }
+
+/// When an invocation ran, from its lifecycle events.
+#[derive(Debug, Default, Clone, Copy)]
+struct Span {
+    first_start: Option<Timestamp>,
+    /// Start of the stretch it is running now.
+    open: Option<Timestamp>,
+    last_end: Option<Timestamp>,
+    ran_ms: u64,
+}
+
+impl Span {
+    fn start(&mut self, at: Timestamp) {
+        self.first_start.get_or_insert(at);
+        self.open.get_or_insert(at);
+    }
+
+    fn end(&mut self, at: Timestamp) {
+        if let Some(open) = self.open.take() {
+            self.ran_ms += at.millis_since(open);
+            self.last_end = Some(at);
+        }
+    }
+}
+
+/// `agent_invocation_<status>` events that end a running stretch of an invocation.
+const INVOCATION_ENDS: [&str; 5] = [
+    "agent_invocation_completed",
+    "agent_invocation_failed",
+    "agent_invocation_cancelled",
+    "agent_invocation_transferred",
+    "agent_invocation_interrupted",
+];
 
 /// Usage of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +105,7 @@ pub struct RunUsage {
     pub failed_model_calls: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
-    /// In order of first model call.
+    /// Every invocation that started (or called a model), in the order they started.
     pub by_invocation: Vec<InvocationUsage>,
 }
 
@@ -65,6 +115,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
     let mut sums: BTreeMap<String, InvocationUsage> = BTreeMap::new();
     let mut parents: BTreeMap<String, String> = BTreeMap::new();
     let mut tool_calls: BTreeMap<String, u64> = BTreeMap::new();
+    let mut spans: BTreeMap<String, Span> = BTreeMap::new();
+    let mut latest: Option<Timestamp> = None;
     let mut after = 0;
     loop {
         let page = journal
@@ -80,9 +132,25 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
             .await?;
         let Some(last) = page.last() else { break };
         after = last.seq;
+        latest = Some(last.timestamp);
         for event in &page {
             let id = event.payload.get("invocationId").and_then(|v| v.as_str());
             match (event.event_type.as_str(), id) {
+                ("agent_invocation_started", Some(id)) => {
+                    if !spans.contains_key(id) && !sums.contains_key(id) {
+                        order.push(id.to_owned());
+                        sums.insert(id.to_owned(), empty_usage(id));
+                    }
+                    spans
+                        .entry(id.to_owned())
+                        .or_default()
+                        .start(event.timestamp);
+                }
+                (ended, Some(id)) if INVOCATION_ENDS.contains(&ended) => {
+                    if let Some(span) = spans.get_mut(id) {
+                        span.end(event.timestamp);
+                    }
+                }
                 ("agent_invocation_created", Some(id)) => {
                     if let Some(parent) = event
                         .payload
@@ -106,16 +174,7 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
             };
             let entry = sums.entry(id.to_owned()).or_insert_with(|| {
                 order.push(id.to_owned());
-                InvocationUsage {
-                    invocation_id: id.to_owned(),
-                    model_calls: 0,
-                    failed_model_calls: 0,
-                    input_tokens: 0,
-                    output_tokens: 0,
-                    tool_calls: 0,
-                    parent_invocation_id: None,
-                    subtree: UsageTotals::default(),
-                }
+                empty_usage(id)
             });
             if event.event_type == "model_call_attempt_failed" {
                 entry.failed_model_calls += 1;
@@ -133,9 +192,18 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
     }
     let mut by_invocation: Vec<InvocationUsage> =
         order.iter().filter_map(|id| sums.remove(id)).collect();
+    // One still running counts up to the run's latest event.
+    for span in spans.values_mut() {
+        if let Some(latest) = latest {
+            span.end(latest);
+        }
+    }
     for usage in &mut by_invocation {
         usage.tool_calls = tool_calls.get(&usage.invocation_id).copied().unwrap_or(0);
         usage.parent_invocation_id = parents.get(&usage.invocation_id).cloned();
+        usage.wall_time_ms = spans
+            .get(&usage.invocation_id)
+            .map_or(0, |span| span.ran_ms);
     }
     // Each invocation's own figures are added to it and to every invocation above it.
     let own: Vec<(String, UsageTotals)> = by_invocation
@@ -148,16 +216,22 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
                     tool_calls: u.tool_calls,
                     input_tokens: u.input_tokens,
                     output_tokens: u.output_tokens,
+                    wall_time_ms: 0,
+                    agent_time_ms: u.wall_time_ms,
                 },
             )
         })
         .collect();
+    // Each sub-tree's first start and last end, for how long the branch took.
+    let mut bounds: Vec<(Option<Timestamp>, Option<Timestamp>)> =
+        vec![(None, None); by_invocation.len()];
     let index: BTreeMap<String, usize> = by_invocation
         .iter()
         .enumerate()
         .map(|(i, u)| (u.invocation_id.clone(), i))
         .collect();
     for (id, totals) in own {
+        let span = spans.get(&id).copied().unwrap_or_default();
         let mut current = Some(id);
         let mut hops = 0;
         while let Some(id) = current {
@@ -167,10 +241,19 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
                 subtree.tool_calls += totals.tool_calls;
                 subtree.input_tokens += totals.input_tokens;
                 subtree.output_tokens += totals.output_tokens;
+                subtree.agent_time_ms += totals.agent_time_ms;
+                let (first, last) = &mut bounds[i];
+                *first = [*first, span.first_start].into_iter().flatten().min();
+                *last = [*last, span.last_end].into_iter().flatten().max();
             }
             // A malformed journal cannot make this loop forever.
             hops += 1;
             current = parents.get(&id).cloned().filter(|_| hops <= parents.len());
+        }
+    }
+    for (usage, (first, last)) in by_invocation.iter_mut().zip(bounds) {
+        if let (Some(first), Some(last)) = (first, last) {
+            usage.subtree.wall_time_ms = last.millis_since(first);
         }
     }
     Ok(RunUsage {
@@ -180,4 +263,151 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
         output_tokens: by_invocation.iter().map(|u| u.output_tokens).sum(),
         by_invocation,
     })
+}
+
+fn empty_usage(id: &str) -> InvocationUsage {
+    InvocationUsage {
+        invocation_id: id.to_owned(),
+        model_calls: 0,
+        failed_model_calls: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        tool_calls: 0,
+        wall_time_ms: 0,
+        parent_invocation_id: None,
+        subtree: UsageTotals::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use serde_json::{Value, json};
+    use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent};
+    use tt_domain::ids::EventId;
+    use tt_ports::StorageResult;
+
+    /// A journal that only reads back the events it was built with.
+    struct Journal(Vec<AgentRunEvent>);
+
+    #[async_trait]
+    impl RunJournal for Journal {
+        async fn append(&self, _event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+            unreachable!("the ledger only reads")
+        }
+
+        async fn read(&self, _run: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
+            let after = page.after_seq.unwrap_or(0);
+            Ok(self
+                .0
+                .iter()
+                .filter(|event| event.seq > after)
+                .take(page.effective_limit())
+                .cloned()
+                .collect())
+        }
+
+        async fn last_seq(&self, _run: &RunId) -> StorageResult<u64> {
+            Ok(self.0.len() as u64)
+        }
+    }
+
+    fn journal(events: &[(i64, &str, Value)]) -> Journal {
+        Journal(
+            events
+                .iter()
+                .zip(1..)
+                .map(|((at, event_type, payload), seq)| AgentRunEvent {
+                    seq,
+                    id: EventId::from_raw(format!("evt_{seq}")),
+                    run_id: RunId::from_raw("run_a"),
+                    timestamp: Timestamp::from_unix_millis(*at),
+                    level: EventLevel::Info,
+                    event_type: (*event_type).to_owned(),
+                    payload: payload.clone(),
+                })
+                .collect(),
+        )
+    }
+
+    fn on(id: &str) -> Value {
+        json!({"invocationId": id})
+    }
+
+    fn created(id: &str, parent: &str) -> Value {
+        json!({"invocationId": id, "parentInvocationId": parent})
+    }
+
+    fn answered(id: &str, tokens: u64) -> Value {
+        json!({"invocationId": id, "usage": {"inputTokens": tokens, "outputTokens": 0}})
+    }
+
+    /// The root runs on (to the run's latest event); `a` is interrupted and started again;
+    /// `b` works under `a`; `c` is cancelled before its first model call.
+    #[tokio::test]
+    async fn wall_time_is_each_agents_running_time_rolled_up_per_sub_tree() {
+        let journal = journal(&[
+            (1_000, "agent_invocation_started", on("inv_root")),
+            (1_100, "model_completed", answered("inv_root", 10)),
+            (
+                1_200,
+                "agent_invocation_created",
+                created("inv_a", "inv_root"),
+            ),
+            (1_300, "agent_invocation_started", on("inv_a")),
+            (1_400, "model_completed", answered("inv_a", 20)),
+            (1_450, "agent_invocation_created", created("inv_b", "inv_a")),
+            (1_500, "agent_invocation_started", on("inv_b")),
+            (1_600, "model_completed", answered("inv_b", 30)),
+            (2_000, "agent_invocation_interrupted", on("inv_a")),
+            (2_500, "agent_invocation_completed", on("inv_b")),
+            (3_000, "agent_invocation_started", on("inv_a")),
+            (3_500, "agent_invocation_completed", on("inv_a")),
+            (
+                3_550,
+                "agent_invocation_created",
+                created("inv_c", "inv_root"),
+            ),
+            (3_600, "agent_invocation_started", on("inv_c")),
+            (3_700, "agent_invocation_cancelled", on("inv_c")),
+            (
+                4_000,
+                "agent_await_completed",
+                json!({"parentInvocationId": "inv_root"}),
+            ),
+        ]);
+        let usage = run_usage(&journal, &RunId::from_raw("run_a"))
+            .await
+            .unwrap();
+        let figures: Vec<(&str, u64, u64, u64, u64)> = usage
+            .by_invocation
+            .iter()
+            .map(|u| {
+                (
+                    u.invocation_id.as_str(),
+                    u.wall_time_ms,
+                    u.subtree.wall_time_ms,
+                    u.subtree.agent_time_ms,
+                    u.subtree.input_tokens,
+                )
+            })
+            .collect();
+        assert_eq!(
+            figures,
+            [
+                // Started at 1 s and still running at the latest event (4 s).
+                ("inv_root", 3_000, 3_000, 3_000 + 1_200 + 1_000 + 100, 60),
+                // Two stretches: 1.3–2.0 s and 3.0–3.5 s; its branch spans 1.3–3.5 s.
+                ("inv_a", 1_200, 2_200, 1_200 + 1_000, 50),
+                ("inv_b", 1_000, 1_000, 1_000, 30),
+                ("inv_c", 100, 100, 100, 0),
+            ]
+        );
+        assert_eq!(usage.by_invocation[3].model_calls, 0);
+        assert_eq!(
+            usage.by_invocation[3].parent_invocation_id.as_deref(),
+            Some("inv_root")
+        );
+    }
 }

@@ -173,9 +173,9 @@ impl EventPrinter {
     }
 }
 
-/// The agent tree of a run, one invocation per line, delegated agents under their caller.
-/// The budget ledger under the tree: each agent's own model calls, tool calls and tokens, and
-/// the same summed over everything it delegated (its sub-tree).
+/// The budget ledger under the agent tree: each agent's own model calls, tool calls, tokens
+/// and wall time, and the same over everything it delegated (its sub-tree): summed, except
+/// wall time, which is how long the branch took, followed by its agents' times added up.
 pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsage) -> String {
     let mut out = String::from("usage (own | with its sub-tree):\n");
     for entry in &usage.by_invocation {
@@ -189,18 +189,27 @@ pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsag
             );
         let _ = writeln!(
             out,
-            "  {profile}: {} model calls, {} tool calls, {} tokens | {} model calls, {} tool calls, {} tokens",
+            "  {profile}: {} model calls, {} tool calls, {} tokens, {} | {} model calls, {} tool calls, {} tokens, {} (agent time {})",
             entry.model_calls,
             entry.tool_calls,
             entry.input_tokens + entry.output_tokens,
+            seconds(entry.wall_time_ms),
             entry.subtree.model_calls,
             entry.subtree.tool_calls,
             entry.subtree.input_tokens + entry.subtree.output_tokens,
+            seconds(entry.subtree.wall_time_ms),
+            seconds(entry.subtree.agent_time_ms),
         );
     }
     out
 }
 
+/// `1234` ms as `1.2 s` (tenths, rounded down).
+fn seconds(ms: u64) -> String {
+    format!("{}.{} s", ms / 1000, ms % 1000 / 100)
+}
+
+/// The agent tree of a run, one invocation per line, delegated agents under their caller.
 pub fn agent_tree(projection: &TimelineProjection) -> String {
     let mut out = String::new();
     for root in projection
@@ -247,5 +256,60 @@ fn write_node(
         .filter(|inv| inv.parent_invocation_id.as_ref() == Some(&node.invocation_id))
     {
         write_node(projection, child, depth + 1, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tt_runtime::{InvocationUsage, RunUsage, UsageTotals};
+
+    #[test]
+    fn the_ledger_shows_wall_time_own_and_per_sub_tree() {
+        let totals = |model_calls, tokens, wall_time_ms, agent_time_ms| UsageTotals {
+            model_calls,
+            tool_calls: model_calls,
+            input_tokens: tokens,
+            output_tokens: 0,
+            wall_time_ms,
+            agent_time_ms,
+        };
+        let entry = |id: &str, parent: Option<&str>, wall_time_ms, subtree| InvocationUsage {
+            invocation_id: id.to_owned(),
+            model_calls: 2,
+            failed_model_calls: 0,
+            input_tokens: 100,
+            output_tokens: 0,
+            tool_calls: 2,
+            wall_time_ms,
+            parent_invocation_id: parent.map(str::to_owned),
+            subtree,
+        };
+        let usage = RunUsage {
+            model_calls: 4,
+            failed_model_calls: 0,
+            input_tokens: 200,
+            output_tokens: 0,
+            by_invocation: vec![
+                entry("inv_root", None, 3_050, totals(4, 200, 3_050, 4_299)),
+                entry(
+                    "inv_a",
+                    Some("inv_root"),
+                    1_249,
+                    totals(2, 100, 1_249, 1_249),
+                ),
+            ],
+        };
+        let projection = TimelineProjection {
+            foreground_invocation_ids: Vec::new(),
+            invocations: Vec::new(),
+            delegation_edges: Vec::new(),
+        };
+        assert_eq!(
+            usage_rollup(&projection, &usage),
+            "usage (own | with its sub-tree):\n\
+             \x20 inv_root: 2 model calls, 2 tool calls, 100 tokens, 3.0 s | 4 model calls, 4 tool calls, 200 tokens, 3.0 s (agent time 4.2 s)\n\
+             \x20 inv_a: 2 model calls, 2 tool calls, 100 tokens, 1.2 s | 2 model calls, 2 tool calls, 100 tokens, 1.2 s (agent time 1.2 s)\n"
+        );
     }
 }

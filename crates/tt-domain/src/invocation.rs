@@ -98,11 +98,22 @@ pub struct AgentInvocation {
     pub kind: InvocationKind,
     pub status: InvocationStatus,
     pub exit_policy: ExitPolicy,
+    /// Registration order within the run (the root is 0; a delegation or handoff takes the
+    /// next number for its task and invocation), so records created in the same millisecond
+    /// still list in the order they were registered. 0 in records written before it existed.
+    #[serde(default)]
+    pub creation_seq: u64,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
 
 impl AgentInvocation {
+    /// How a run's invocations are listed: registration order, then `createdAt`, then id
+    /// (the last two only order records written before `creationSeq` existed).
+    pub fn creation_order(&self) -> (u64, Timestamp, &InvocationId) {
+        (self.creation_seq, self.created_at, &self.id)
+    }
+
     pub fn new_root(run_id: RunId, profile_id: ProfileId, now: Timestamp) -> Self {
         Self {
             id: InvocationId::root(),
@@ -112,6 +123,7 @@ impl AgentInvocation {
             kind: InvocationKind::Root,
             status: InvocationStatus::Created,
             exit_policy: ExitPolicy::RunFinishAllowed,
+            creation_seq: 0,
             created_at: now,
             updated_at: now,
         }

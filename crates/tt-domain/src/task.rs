@@ -95,6 +95,10 @@ pub struct AgentTaskRecord {
     pub result_ref: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Registration order within the run, shared with the task's invocation (see
+    /// `AgentInvocation::creation_seq`). 0 in records written before it existed.
+    #[serde(default)]
+    pub creation_seq: u64,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -108,6 +112,12 @@ pub struct TaskTransition {
 }
 
 impl AgentTaskRecord {
+    /// How a run's tasks are listed: registration order, then `createdAt`, then id (the last
+    /// two only order records written before `creationSeq` existed).
+    pub fn creation_order(&self) -> (u64, Timestamp, &TaskId) {
+        (self.creation_seq, self.created_at, &self.id)
+    }
+
     /// Applies a transition. Returns `Ok(false)` when the task is already terminal (first
     /// terminal write wins) or already in that non-terminal status; errors on moving backwards.
     pub fn apply_transition(
@@ -171,6 +181,7 @@ mod tests {
             created_by_tool_call_id: None,
             result_ref: None,
             error: None,
+            creation_seq: 0,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
         }

@@ -146,7 +146,8 @@ pub trait AgentInvocationRepository: Send + Sync {
         invocation_id: &InvocationId,
     ) -> StorageResult<AgentInvocation>;
 
-    /// All invocations of a run, ordered by `createdAt` then id.
+    /// All invocations of a run, in creation order (`AgentInvocation::creation_order`:
+    /// `creationSeq`, then `createdAt`, then id).
     async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>>;
 
     /// Creates a task record; `AlreadyExists` if the id is taken.
@@ -154,10 +155,11 @@ pub trait AgentInvocationRepository: Send + Sync {
 
     async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord>;
 
-    /// All tasks of a run, ordered by `createdAt` then id.
+    /// All tasks of a run, in creation order (`AgentTaskRecord::creation_order`:
+    /// `creationSeq`, then `createdAt`, then id).
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>>;
 
-    /// The tasks `parent` opened (delegations and handoffs), ordered by `createdAt` then id.
+    /// The tasks `parent` opened (delegations and handoffs), in creation order.
     /// Stores that index tasks answer without reading the others.
     async fn list_tasks_by_parent(
         &self,
@@ -183,7 +185,7 @@ pub trait AgentInvocationRepository: Send + Sync {
     }
 
     /// The tasks whose child invocation is `child` (at most one when the runtime wrote them),
-    /// ordered by `createdAt` then id.
+    /// in creation order.
     async fn list_tasks_by_child(
         &self,
         run_id: &RunId,

@@ -105,18 +105,26 @@ pub async fn run_delegated_task(
     if cancel.is_cancelled() || matches!(&result, Err(error) if error.is_cancelled()) {
         return true;
     }
+    // What it delegated and did not wait for ends with it, like at workspace.finish: before
+    // its failure is recorded (so its end comes after theirs, as for a stopped task), or
+    // after its result was returned.
+    let cancel_below = || async {
+        if delegates {
+            let _ = ctx
+                .scheduler
+                .cancel_unfinished_for_parent(ctx, &task.child_invocation_id, TASK_ENDED_REASON)
+                .await;
+        }
+    };
     let mut recorded = true;
-    if let Err(error) = result {
-        let failed = fail_task(ctx, &task, invocation_slot, &error).await;
-        recorded = failed.is_ok();
-        failed.best_effort("fail the delegated task");
-    }
-    if delegates {
-        // What it delegated and did not wait for ends with it, like at workspace.finish.
-        let _ = ctx
-            .scheduler
-            .cancel_unfinished_for_parent(ctx, &task.child_invocation_id, TASK_ENDED_REASON)
-            .await;
+    match result {
+        Err(error) => {
+            cancel_below().await;
+            let failed = fail_task(ctx, &task, invocation_slot, &error).await;
+            recorded = failed.is_ok();
+            failed.best_effort("fail the delegated task");
+        }
+        Ok(()) => cancel_below().await,
     }
     if !recorded {
         ctx.scheduler.notify();
@@ -188,7 +196,7 @@ async fn drive(
     ctx.scheduler.mark_started(&task.child_invocation_id);
     if let Some(limit) = task.budget.and_then(|budget| budget.max_tokens) {
         ctx.scheduler
-            .set_token_budget(&task.child_invocation_id, limit);
+            .set_token_budget(&task.child_invocation_id, &task.id, limit);
     }
     let mut invocation = services
         .invocations
@@ -258,7 +266,7 @@ async fn drive(
 }
 
 /// Marks the task and its invocation failed and journals `agent_child_invocation_failed`.
-async fn fail_task(
+pub(super) async fn fail_task(
     ctx: &RunContext,
     task: &AgentTaskRecord,
     invocation: Option<tt_domain::invocation::AgentInvocation>,

@@ -64,7 +64,7 @@ pub async fn capsule_entry(
         // A task stopped before it could return (cancelled, or past its token budget): what it
         // wrote is all there is of its work.
         written: if stopped_early(task) {
-            Some(written_by(ctx, &task.child_invocation_id).await?)
+            Some(written_in_sub_tree(ctx, task).await?)
         } else {
             None
         },
@@ -85,8 +85,41 @@ fn stopped_early(task: &AgentTaskRecord) -> bool {
                 .is_some_and(|error| error.starts_with("agent.task_budget_exhausted")))
 }
 
+/// What a stopped task's agent wrote, then what the agents of the tasks it delegated (at any
+/// depth, in registration order) wrote: they were stopped with it, so this is where the
+/// partial work of the whole branch shows. A plain worker costs one indexed lookup more.
+async fn written_in_sub_tree(
+    ctx: &RunContext,
+    task: &AgentTaskRecord,
+) -> ApplicationResult<Vec<String>> {
+    let mut paths = written_by(ctx, &task.child_invocation_id).await?;
+    let mut seen = std::collections::HashSet::from([task.child_invocation_id.clone()]);
+    let mut frontier = std::collections::VecDeque::from([task.child_invocation_id.clone()]);
+    while let Some(parent) = frontier.pop_front() {
+        let delegated = ctx
+            .services
+            .invocations
+            .list_tasks_by_parent(&ctx.run_id, &parent)
+            .await?;
+        for below in delegated {
+            if below.continuation != TaskContinuation::ReturnToParent
+                || !seen.insert(below.child_invocation_id.clone())
+            {
+                continue;
+            }
+            for path in written_by(ctx, &below.child_invocation_id).await? {
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
+            }
+            frontier.push_back(below.child_invocation_id);
+        }
+    }
+    Ok(paths)
+}
+
 /// The workspace files an agent wrote or patched, in first-write order, from its journal
-/// events. Read only for a cancelled task, when its capsule is rendered.
+/// events. Read only for a stopped task, when its capsule is rendered.
 pub async fn written_by(
     ctx: &RunContext,
     invocation: &InvocationId,

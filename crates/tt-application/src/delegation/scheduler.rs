@@ -84,6 +84,16 @@ pub enum Admission {
     Queued { position: usize },
 }
 
+/// A started task's token budget, charged with its own model answers and those of every task
+/// below it.
+struct TaskTokens {
+    task: TaskId,
+    used: u64,
+    limit: u64,
+    /// Some of `used` came from tasks it delegated.
+    from_below: bool,
+}
+
 #[derive(Default)]
 struct State {
     workers: HashMap<TaskId, Worker>,
@@ -100,8 +110,11 @@ struct State {
     progress: HashMap<InvocationId, tokio::time::Instant>,
     /// Stops the deadline watch of a task once it ends.
     watches: HashMap<TaskId, CancellationToken>,
-    /// Token budgets of running tasks that have one, by invocation: (used, limit).
-    tokens: HashMap<InvocationId, (u64, u64)>,
+    /// Token budgets of running tasks that have one, by invocation.
+    tokens: HashMap<InvocationId, TaskTokens>,
+    /// The delegating agent of each delegated invocation, so a model answer is charged to
+    /// every task budget above it (a task's budget counts its whole sub-tree).
+    delegators: HashMap<InvocationId, InvocationId>,
     /// Tokens the whole run used, and its `limits.maxTotalTokens`.
     run_tokens: (u64, Option<u64>),
     /// Tasks whose worker ended without its end being recorded (the store refused the
@@ -223,6 +236,9 @@ impl TaskScheduler {
             // The deadline counts from delegation, waiting for a slot included.
             self.watch_limits(&shared, &task);
             let mut state = self.lock();
+            state
+                .delegators
+                .insert(task.child_invocation_id.clone(), delegator.clone());
             let queue_empty = state.queues.get(&delegator).is_none_or(VecDeque::is_empty);
             if busy < limit && queue_empty {
                 *state.busy.entry(delegator).or_default() += 1;
@@ -275,9 +291,17 @@ impl TaskScheduler {
         }
     }
 
-    /// Gives `invocation` (a started task) a token budget.
-    pub fn set_token_budget(&self, invocation: &InvocationId, limit: u64) {
-        self.lock().tokens.insert(invocation.clone(), (0, limit));
+    /// Gives `task` (started, run by `invocation`) a token budget for its whole sub-tree.
+    pub fn set_token_budget(&self, invocation: &InvocationId, task: &TaskId, limit: u64) {
+        self.lock().tokens.insert(
+            invocation.clone(),
+            TaskTokens {
+                task: task.clone(),
+                used: 0,
+                limit,
+                from_below: false,
+            },
+        );
     }
 
     /// Sets the run's token budget (`limits.maxTotalTokens` of its root profile).
@@ -290,42 +314,163 @@ impl TaskScheduler {
         self.lock().run_tokens
     }
 
-    /// Tokens `invocation` (a task with a budget) used and its budget.
+    /// Tokens `invocation` (a task with a budget) and the tasks below it used, and its budget.
     pub fn task_tokens(&self, invocation: &InvocationId) -> Option<(u64, u64)> {
-        self.lock().tokens.get(invocation).copied()
+        self.lock()
+            .tokens
+            .get(invocation)
+            .map(|tokens| (tokens.used, tokens.limit))
     }
 
-    /// Charges `used` model tokens to `invocation` and to the run; past its task's budget this
-    /// is `agent.task_budget_exhausted`, which ends that task (the delegating agent goes on);
-    /// past the run's budget every agent's next answer is `agent.run_budget_exhausted`.
-    pub fn charge_tokens(&self, invocation: &InvocationId, used: u64) -> ApplicationResult<()> {
+    /// Charges `used` model tokens of `invocation` to the run and to every task budget on its
+    /// way up (its own task's, and those of the tasks that delegated it, at any depth).
+    ///
+    /// Past the run's budget every agent's next answer is `agent.run_budget_exhausted`. Past
+    /// its own task's budget this is `agent.task_budget_exhausted`, which ends that task (the
+    /// delegating agent goes on). Past the budget of a task above it, that task is ended with
+    /// `agent.task_budget_exhausted` in the background (its sub-tree, this agent included, is
+    /// cancelled first) and this agent stops here, as cancelled.
+    pub fn charge_tokens(
+        &self,
+        ctx: &RunContext,
+        invocation: &InvocationId,
+        used: u64,
+    ) -> ApplicationResult<()> {
         let mut state = self.lock();
         state.run_tokens.0 += used;
         if let (spent, Some(limit)) = state.run_tokens
             && spent > limit
         {
+            drop(state);
             // Every agent's next model answer ends it; the run's own agent ending this way
-            // ends the run (partial success keeps what was published).
-            return Err(ApplicationError::fatal(
-                "agent.run_budget_exhausted",
-                format!(
-                    "the run used {spent} model tokens, over its budget of {limit} (limits.maxTotalTokens)"
-                ),
-            ));
+            // ends the run (partial success keeps what was published). A run's agent waiting
+            // in `agent.await` is woken to end it now, without waiting for its tasks.
+            if spent - used <= limit {
+                self.notify();
+            }
+            return Err(run_budget_error(spent, limit));
         }
-        let Some((spent, limit)) = state.tokens.get_mut(invocation) else {
+        // The topmost budget crossed ends its task, and with it everything below.
+        let mut crossed: Option<InvocationId> = None;
+        let mut current = Some(invocation.clone());
+        // A malformed chain cannot make this loop forever.
+        let mut hops = state.delegators.len() + 1;
+        while let Some(at) = current.take() {
+            if let Some(tokens) = state.tokens.get_mut(&at) {
+                tokens.used += used;
+                tokens.from_below |= &at != invocation;
+                if tokens.used > tokens.limit {
+                    crossed = Some(at.clone());
+                }
+            }
+            hops = hops.saturating_sub(1);
+            current = state.delegators.get(&at).filter(|_| hops > 0).cloned();
+        }
+        let Some(crossed) = crossed else {
             return Ok(());
         };
-        *spent += used;
-        if *spent > *limit {
-            let (spent, limit) = (*spent, *limit);
-            state.tokens.remove(invocation);
-            return Err(ApplicationError::fatal(
-                "agent.task_budget_exhausted",
-                format!("it used {spent} model tokens, over its budget of {limit}"),
-            ));
+        let Some(tokens) = state.tokens.remove(&crossed) else {
+            return Ok(());
+        };
+        let exhausted = task_budget_error(&tokens);
+        if &crossed == invocation {
+            return Err(exhausted);
+        }
+        // Nothing more of the crossed task's starts; it is ended from outside this agent's
+        // worker, since ending it stops (and waits for) this worker too.
+        state.closed.insert(crossed);
+        drop(state);
+        let shared = ctx.shared()?;
+        tokio::spawn(async move {
+            let ended = shared
+                .scheduler
+                .end_over_budget(&shared, &tokens.task, &exhausted)
+                .await;
+            if let Err(error) = ended {
+                tracing::warn!(%error, "could not end a task past its token budget");
+            }
+        });
+        Err(ApplicationError::cancelled())
+    }
+
+    /// Ends `task_id` `failed` with `exhausted` (its token budget, counted over its sub-tree,
+    /// is spent): stops its worker, cancels the tasks below it deepest first, then records the
+    /// failure, so the delegating agent gets a result it can act on.
+    async fn end_over_budget(
+        &self,
+        ctx: &RunContext,
+        task_id: &TaskId,
+        exhausted: &ApplicationError,
+    ) -> ApplicationResult<()> {
+        let freed = self.stop_worker(task_id).await;
+        let task = ctx
+            .services
+            .invocations
+            .load_task(&ctx.run_id, task_id)
+            .await?;
+        if !task.status.is_terminal() {
+            self.cancel_below(ctx, &task, &CancelledBy::Runtime).await?;
+            super::child::fail_task(ctx, &task, None, exhausted).await?;
+        }
+        self.notify();
+        if let (Some(delegator), Ok(shared)) = (freed, ctx.shared()) {
+            self.admit_waiting(&shared, &delegator).await;
         }
         Ok(())
+    }
+
+    /// Takes `task_id` out of its line, or signals its worker and waits for it to stop.
+    /// Returns the delegating agent whose slot it freed.
+    async fn stop_worker(&self, task_id: &TaskId) -> Option<InvocationId> {
+        self.stop_watch(task_id);
+        let (worker, freed) = {
+            let mut state = self.lock();
+            for queue in state.queues.values_mut() {
+                queue.retain(|pending| &pending.task.id != task_id);
+            }
+            let worker = state.release(task_id);
+            let freed = worker.as_ref().map(|worker| worker.delegator.clone());
+            (worker, freed)
+        };
+        if let Some(mut worker) = worker {
+            worker.cancel.cancel();
+            if let Some(handle) = worker.handle.take() {
+                // The worker stops at its next await point; a panic is contained here.
+                let _ = handle.await;
+            }
+        }
+        freed
+    }
+
+    /// Cancels the unfinished tasks `task` delegated, each with its own sub-tree first.
+    async fn cancel_below(
+        &self,
+        ctx: &RunContext,
+        task: &AgentTaskRecord,
+        by: &CancelledBy,
+    ) -> ApplicationResult<()> {
+        // A run's tasks are few, so one listing per cancelled level is cheap and happens only
+        // on cancel.
+        for below in unfinished_delegations(ctx).await? {
+            if below.parent_invocation_id == task.child_invocation_id {
+                Box::pin(self.cancel_task_by(
+                    ctx,
+                    &below.id,
+                    DELEGATOR_CANCELLED_REASON,
+                    by.clone(),
+                ))
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `agent.run_budget_exhausted` once the run's agents together crossed its token budget.
+    pub fn run_budget_exhausted(&self) -> Option<ApplicationError> {
+        match self.lock().run_tokens {
+            (spent, Some(limit)) if spent > limit => Some(run_budget_error(spent, limit)),
+            _ => None,
+        }
     }
 
     /// Whether `task_id`'s worker ended without its end being recorded.
@@ -389,8 +534,8 @@ impl TaskScheduler {
                 let now = tokio::time::Instant::now();
                 let reason = if deadline.is_some_and(|deadline| now >= deadline) {
                     format!(
-                        "{DEADLINE_EXCEEDED}: stopped at its time limit of {} seconds",
-                        budget.timeout_seconds.unwrap_or_default()
+                        "{DEADLINE_EXCEEDED}: stopped at its time limit of {}",
+                        seconds(budget.timeout_seconds.unwrap_or_default())
                     )
                 } else if let (Some(idle), Some(last)) = (
                     idle,
@@ -398,8 +543,8 @@ impl TaskScheduler {
                 ) && now >= last + idle
                 {
                     format!(
-                        "{IDLE_TIMEOUT_EXCEEDED}: stopped after {} seconds without progress",
-                        idle.as_secs()
+                        "{IDLE_TIMEOUT_EXCEEDED}: stopped after {} without progress",
+                        seconds(idle.as_secs())
                     )
                 } else {
                     continue;
@@ -451,42 +596,15 @@ impl TaskScheduler {
         reason: &str,
         by: CancelledBy,
     ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
-        self.stop_watch(task_id);
-        let (worker, freed) = {
-            let mut state = self.lock();
-            for queue in state.queues.values_mut() {
-                queue.retain(|pending| &pending.task.id != task_id);
-            }
-            let worker = state.release(task_id);
-            let freed = worker.as_ref().map(|worker| worker.delegator.clone());
-            (worker, freed)
-        };
-        if let Some(mut worker) = worker {
-            worker.cancel.cancel();
-            if let Some(handle) = worker.handle.take() {
-                // The worker stops at its next await point; a panic is contained here.
-                let _ = handle.await;
-            }
-        }
+        let freed = self.stop_worker(task_id).await;
         let task = ctx
             .services
             .invocations
             .load_task(&ctx.run_id, task_id)
             .await?;
         if !task.status.is_terminal() {
-            // The task's own delegations go first; a run's tasks are few, so one listing
-            // per cancelled level is cheap and happens only on cancel.
-            for below in unfinished_delegations(ctx).await? {
-                if below.parent_invocation_id == task.child_invocation_id {
-                    Box::pin(self.cancel_task_by(
-                        ctx,
-                        &below.id,
-                        DELEGATOR_CANCELLED_REASON,
-                        by.clone(),
-                    ))
-                    .await?;
-                }
-            }
+            // The task's own delegations go first.
+            self.cancel_below(ctx, &task, &by).await?;
         }
         let outcome = ctx
             .services
@@ -598,6 +716,39 @@ pub async fn cancel_task_as_host(
         return Err(already(&outcome.task));
     }
     Ok(outcome.task)
+}
+
+/// `agent.task_budget_exhausted`, as the delegating agent reads it in the task's result.
+fn task_budget_error(tokens: &TaskTokens) -> ApplicationError {
+    let (used, limit) = (tokens.used, tokens.limit);
+    ApplicationError::fatal(
+        "agent.task_budget_exhausted",
+        if tokens.from_below {
+            format!(
+                "it used {used} model tokens together with the tasks it delegated, over its budget of {limit}"
+            )
+        } else {
+            format!("it used {used} model tokens, over its budget of {limit}")
+        },
+    )
+}
+
+fn run_budget_error(spent: u64, limit: u64) -> ApplicationError {
+    ApplicationError::fatal(
+        "agent.run_budget_exhausted",
+        format!(
+            "the run used {spent} model tokens, over its budget of {limit} (limits.maxTotalTokens)"
+        ),
+    )
+}
+
+/// "1 second", "30 seconds": limits are read by the delegating model.
+fn seconds(count: u64) -> String {
+    if count == 1 {
+        "1 second".to_owned()
+    } else {
+        format!("{count} seconds")
+    }
 }
 
 /// Spawns the worker of an admitted task (its slot is already counted). `started`: the task
@@ -734,4 +885,16 @@ pub async fn emit_task_event(ctx: &RunContext, task: &AgentTaskRecord) -> Applic
         )
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seconds;
+
+    #[test]
+    fn limits_read_in_whole_seconds() {
+        assert_eq!(seconds(1), "1 second");
+        assert_eq!(seconds(2), "2 seconds");
+        assert_eq!(seconds(0), "0 seconds");
+    }
 }

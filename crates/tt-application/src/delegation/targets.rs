@@ -169,6 +169,7 @@ pub async fn open_task(
         .workspace_keys_like(&ctx.run_id, new.target.as_str())
         .await?;
     let workspace_key = next_workspace_key(new.target.as_str(), used.iter().map(String::as_str));
+    let creation_seq = ctx.next_creation_seq().await?;
     let target_invocation = AgentInvocation {
         id: InvocationId::generate(&ctx.services.ids.next_token()),
         run_id: ctx.run_id.clone(),
@@ -177,6 +178,7 @@ pub async fn open_task(
         kind,
         status: InvocationStatus::Created,
         exit_policy: kind.exit_policy(),
+        creation_seq,
         created_at: now,
         updated_at: now,
     };
@@ -209,6 +211,7 @@ pub async fn open_task(
         created_by_tool_call_id: Some(call.id.clone()),
         result_ref: None,
         error: None,
+        creation_seq,
         created_at: now,
         updated_at: now,
     };

@@ -175,7 +175,7 @@ pub async fn agent_list(
     if let Some((spent, limit)) = ctx.scheduler.task_tokens(&inv.invocation.id) {
         let left = limit.saturating_sub(spent);
         content.push_str(&format!(
-            "\n\nYour token budget for this task: {left} of {limit} model tokens left."
+            "\n\nYour token budget for this task: {left} of {limit} model tokens left, counting what the tasks you delegate use."
         ));
         budget.insert("taskTokensLeft".to_owned(), json!(left));
     }
@@ -376,7 +376,7 @@ pub async fn agent_await(
                 };
                 chosen.push(task);
             }
-            chosen.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+            chosen.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
             chosen.into_iter().map(|task| task.id.clone()).collect()
         }
     };
@@ -406,6 +406,13 @@ pub async fn agent_await(
         }
         changes.borrow_and_update();
         // Read after marking the change signal seen, so no change between the two is missed.
+        // The run's agent ends the run once its tasks crossed the run's token budget, without
+        // waiting for the rest of them (the run's end cancels them).
+        if inv.owns_run()
+            && let Some(exhausted) = ctx.scheduler.run_budget_exhausted()
+        {
+            return Err(exhausted.into());
+        }
         for task in current.iter_mut().filter(|task| !task.status.is_terminal()) {
             *task = ctx
                 .services

@@ -90,6 +90,67 @@ pub async fn tasks_round_trip_in_creation_order(s: StorageUnderTest) {
     );
 }
 
+/// Registered in the same millisecond, with ids that sort the other way: `creationSeq` decides,
+/// for every listing; records without one (written before it existed) come first.
+pub async fn records_of_one_millisecond_list_in_registration_order(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let mut invocations = [
+        invocation(&run, "inv_root", 3),
+        invocation(&run, "inv_z", 3),
+        invocation(&run, "inv_a", 3),
+    ];
+    invocations[1].creation_seq = 1;
+    invocations[2].creation_seq = 2;
+    for inv in &invocations {
+        s.invocations.save_invocation(inv).await.unwrap();
+    }
+    let ids: Vec<String> = s
+        .invocations
+        .list_invocations(&run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|inv| inv.id.to_string())
+        .collect();
+    assert_eq!(ids, ["inv_root", "inv_z", "inv_a"]);
+
+    let mut tasks = [
+        task(&run, "task_z", 3),
+        task(&run, "task_a", 3),
+        task(&run, "task_old", 3),
+    ];
+    tasks[0].creation_seq = 1;
+    tasks[1].creation_seq = 2;
+    for (i, t) in tasks.iter_mut().enumerate() {
+        t.workspace_key = format!("critic-{i}");
+        t.child_invocation_id = InvocationId::from_raw(format!("inv_c{i}"));
+        s.invocations.create_task(t).await.unwrap();
+    }
+    let listed = |tasks: Vec<tt_domain::task::AgentTaskRecord>| -> Vec<String> {
+        tasks.into_iter().map(|t| t.id.to_string()).collect()
+    };
+    let expected = ["task_old", "task_z", "task_a"];
+    assert_eq!(
+        listed(s.invocations.list_tasks(&run.id).await.unwrap()),
+        expected
+    );
+    assert_eq!(
+        listed(
+            s.invocations
+                .list_tasks_by_parent(&run.id, &InvocationId::root())
+                .await
+                .unwrap()
+        ),
+        expected
+    );
+    let reloaded = s
+        .invocations
+        .load_task(&run.id, &TaskId::from_raw("task_a"))
+        .await
+        .unwrap();
+    assert_eq!(reloaded.creation_seq, 2);
+}
+
 pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let mut other_parent = task(&run, "task_z", 1);

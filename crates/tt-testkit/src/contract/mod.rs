@@ -96,6 +96,7 @@ macro_rules! storage_contract_tests {
             invocations {
                 invocations_round_trip_in_creation_order,
                 tasks_round_trip_in_creation_order,
+                records_of_one_millisecond_list_in_registration_order,
                 tasks_are_found_by_parent_and_by_child,
                 first_terminal_write_wins,
                 concurrent_terminal_transitions_change_once,
@@ -216,6 +217,7 @@ pub fn invocation(run: &AgentRun, id: &str, created_at: i64) -> AgentInvocation 
         kind,
         status: InvocationStatus::Created,
         exit_policy: kind.exit_policy(),
+        creation_seq: 0,
         created_at: ts(created_at),
         updated_at: ts(created_at),
     }
@@ -236,6 +238,7 @@ pub fn task(run: &AgentRun, id: &str, created_at: i64) -> AgentTaskRecord {
         created_by_tool_call_id: Some(format!("call_{id}")),
         result_ref: None,
         error: None,
+        creation_seq: 0,
         created_at: ts(created_at),
         updated_at: ts(created_at),
     }

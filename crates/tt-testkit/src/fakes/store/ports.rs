@@ -19,13 +19,13 @@ use super::{InMemoryStore, RunState, StoreOp};
 
 pub(super) fn sorted_invocations(state: &RunState) -> Vec<AgentInvocation> {
     let mut invocations: Vec<AgentInvocation> = state.invocations.values().cloned().collect();
-    invocations.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+    invocations.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
     invocations
 }
 
 pub(super) fn sorted_tasks(state: &RunState) -> Vec<AgentTaskRecord> {
     let mut tasks: Vec<AgentTaskRecord> = state.tasks.values().cloned().collect();
-    tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+    tasks.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
     tasks
 }
 

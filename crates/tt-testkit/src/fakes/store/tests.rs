@@ -101,6 +101,7 @@ fn task(run_id: &RunId, id: &str, created: i64) -> AgentTaskRecord {
         created_by_tool_call_id: None,
         result_ref: None,
         error: None,
+        creation_seq: 0,
         created_at: ts(created),
         updated_at: ts(created),
     }
