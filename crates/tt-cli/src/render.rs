@@ -4,7 +4,10 @@
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use tt_runtime::{AgentRunEvent, TimelineInvocation, TimelineProjection};
+use tt_runtime::RunEventPayload as P;
+use tt_runtime::{
+    AgentRunEvent, InvocationId, ProfileId, TaskStatus, TimelineInvocation, TimelineProjection,
+};
 
 /// Follows invocation creation events to label and indent each agent's lines.
 #[derive(Debug, Default)]
@@ -14,34 +17,34 @@ pub struct EventPrinter {
 }
 
 impl EventPrinter {
-    /// The line to print for `event`, if it is worth showing.
+    /// The line to print for `event`, if it is worth showing. The payload is read through its
+    /// typed struct (docs/events.md); an event this build does not know is not shown.
     pub fn line(&mut self, event: &AgentRunEvent) -> Option<String> {
-        let p = &event.payload;
-        let s = |key: &str| p.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
-        let n = |key: &str| p.get(key).and_then(Value::as_u64).unwrap_or(0);
-        if event.event_type == "agent_invocation_created" {
+        let payload = event.typed_payload()?.ok()?;
+        if let P::AgentInvocationCreated(created) = &payload {
             // Delegated agents are drawn under their caller; a handoff target takes its
             // caller's place in the foreground.
-            let step = usize::from(s("kind") != "handoff");
-            let depth = self
-                .agents
-                .get(&s("parentInvocationId"))
+            let step = usize::from(created.kind.as_str() != "handoff");
+            let depth = created
+                .parent_invocation_id
+                .as_ref()
+                .and_then(|parent| self.agents.get(parent.as_str()))
                 .map_or(0, |(_, depth)| depth + step);
-            self.agents
-                .insert(s("invocationId"), (s("profileId"), depth));
+            self.agents.insert(
+                created.invocation_id.to_string(),
+                (created.profile_id.to_string(), depth),
+            );
         }
-        let scope = p
-            .get("eventScope")
-            .and_then(|scope| scope.get("invocationId"))
-            .and_then(Value::as_str);
-        let (who, depth) = scope
+        let (who, depth) = event
+            .scope_invocation_id()
             .and_then(|id| self.agents.get(id).cloned())
             .unwrap_or_else(|| ("run".to_owned(), 0));
-        let agent_of = |printer: &Self, key: &str| {
-            p.get(key)
-                .and_then(Value::as_str)
-                .and_then(|id| printer.agents.get(id))
-                .map_or_else(|| s("targetProfileId"), |(profile, _)| profile.clone())
+        // The profile of a task's agent, as created, else the task's target.
+        let agent_of = |printer: &Self, child: &InvocationId, target: &ProfileId| {
+            printer
+                .agents
+                .get(child.as_str())
+                .map_or_else(|| target.to_string(), |(profile, _)| profile.clone())
         };
         // Run-level statuses belong to the run, whoever owns the foreground.
         // So do the run's own events and the user's guidance (addressed to the run).
@@ -53,23 +56,23 @@ impl EventPrinter {
         } else {
             (who, depth)
         };
-        let body = match event.event_type.as_str() {
-            "run_created" => format!("run created ({})", s("presentation")),
-            "agent_invocation_created" if depth == 0 => {
-                format!("{} takes the foreground", s("profileId"))
+        let body = match &payload {
+            P::RunCreated(e) => format!("run created ({})", e.presentation),
+            P::AgentInvocationCreated(e) if depth == 0 => {
+                format!("{} takes the foreground", e.profile_id)
             }
-            "agent_invocation_created" => return None,
-            "status_changed" => match s("status").as_str() {
+            P::StatusChanged(e) => match e.status.as_str() {
                 status @ ("awaiting_host_commit" | "finishing" | "cancelling") => {
                     format!("status → {status}")
                 }
                 _ => return None,
             },
-            "model_call_attempt_failed" => format!("model call failed: {}", s("message")),
-            "model_call_retry_scheduled" => format!("retrying in {} ms", n("intervalMs")),
-            "model_completed" => {
-                let narration = p
-                    .get("narration")
+            P::ModelCallAttemptFailed(e) => format!("model call failed: {}", e.message),
+            P::ModelCallRetryScheduled(e) => format!("retrying in {} ms", e.interval_ms),
+            P::ModelCompleted(e) => {
+                let narration = e
+                    .narration
+                    .as_ref()
                     .and_then(|n| n.get("text"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
@@ -78,9 +81,8 @@ impl EventPrinter {
                 }
                 format!("“{narration}”")
             }
-            "model_delta" => {
-                let text = s("text");
-                let text = text.trim();
+            P::ModelDelta(e) => {
+                let text = e.text.trim();
                 if text.is_empty() {
                     return None;
                 }
@@ -93,75 +95,77 @@ impl EventPrinter {
                 };
                 format!("  … {shown}{more}")
             }
-            "tool_call_started" => format!("▸ {}", s("name")),
-            "tool_call_failed" => format!("✗ {} [{}] {}", s("name"), s("errorCode"), s("message")),
-            "workspace_file_written" => format!("  wrote {} ({} chars)", s("path"), n("chars")),
-            "workspace_patch_applied" => format!(
-                "  patched {} ({} replacement(s))",
-                s("path"),
-                n("replacements")
-            ),
-            "agent_delegate_started" => format!("  delegated a task to {}", s("targetProfileId")),
-            "agent_task_started" => {
-                format!("  {} started working", agent_of(self, "childInvocationId"))
+            P::ToolCallStarted(e) => format!("▸ {}", e.name),
+            P::ToolCallFailed(e) => format!("✗ {} [{}] {}", e.name, e.error_code, e.message),
+            P::WorkspaceFileWritten(e) => format!("  wrote {} ({} chars)", e.path, e.chars),
+            P::WorkspacePatchApplied(e) => {
+                format!("  patched {} ({} replacement(s))", e.path, e.replacements)
             }
-            "agent_task_completed" | "agent_task_failed" | "agent_task_cancelled" => {
-                format!("  {} {}", agent_of(self, "childInvocationId"), s("status"))
+            P::AgentDelegateStarted(e) => {
+                format!("  delegated a task to {}", e.target_profile_id)
             }
-            "agent_await_started" => format!(
-                "  waiting ({}) for {} task(s)",
-                s("mode"),
-                p.get("taskIds")
-                    .and_then(Value::as_array)
-                    .map_or(0, Vec::len)
+            P::AgentTaskStarted(e) => format!(
+                "  {} started working",
+                agent_of(self, &e.child_invocation_id, &e.target_profile_id)
             ),
-            "agent_await_completed" => format!("  wait over: {} task(s) reported", n("taskCount")),
-            "agent_results_injected" => format!(
+            P::AgentTaskCompleted(e) => task_line(
+                agent_of(self, &e.child_invocation_id, &e.target_profile_id),
+                e.status,
+            ),
+            P::AgentTaskFailed(e) => task_line(
+                agent_of(self, &e.child_invocation_id, &e.target_profile_id),
+                e.status,
+            ),
+            P::AgentTaskCancelled(e) => task_line(
+                agent_of(self, &e.child_invocation_id, &e.target_profile_id),
+                e.status,
+            ),
+            P::AgentAwaitStarted(e) => {
+                format!("  waiting ({}) for {} task(s)", e.mode, e.task_ids.len())
+            }
+            P::AgentAwaitCompleted(e) => {
+                format!("  wait over: {} task(s) reported", e.task_count)
+            }
+            P::AgentResultsInjected(e) => format!(
                 "  {} finished result(s) arrived automatically",
-                n("taskCount")
+                e.task_count
             ),
-            "agent_child_invocation_failed" => {
-                format!("  a delegated task failed: {}", s("message"))
+            P::AgentChildInvocationFailed(e) => {
+                format!("  a delegated task failed: {}", e.message)
             }
-            "skill_scopes_resolved" => {
-                let count = p
-                    .get("effectiveSkills")
-                    .and_then(Value::as_array)
-                    .map_or(0, Vec::len);
+            P::SkillScopesResolved(e) => {
+                let count = e.effective_skills.as_array().map_or(0, Vec::len);
                 if count == 0 {
                     return None;
                 }
                 format!("  {count} skill(s) available")
             }
-            "user_guidance_submitted" => {
-                let text: String = s("text").chars().take(100).collect();
+            P::UserGuidanceSubmitted(e) => {
+                let text: String = e.text.chars().take(100).collect();
                 format!("guidance from the user: “{}”", text.trim())
             }
-            "user_guidance_applied" => {
-                format!(
-                    "  read {} guidance note(s) before its next step",
-                    n("count")
-                )
+            P::UserGuidanceApplied(e) => {
+                format!("  read {} guidance note(s) before its next step", e.count)
             }
-            "user_guidance_discarded" => format!(
+            P::UserGuidanceDiscarded(e) => format!(
                 "{} guidance note(s) dropped ({})",
-                n("count"),
-                s("reason").replace('_', " ")
+                e.count,
+                e.reason.replace('_', " ")
             ),
-            "prompt_assembly_completed" => "  prompt assembled from its preset".to_owned(),
-            "prompt_assembly_failed" => format!("  prompt assembly failed: {}", s("message")),
-            "direct_output_captured" => format!("  plain text saved to {}", s("path")),
-            "drift_recovery_attempted" => "reminded the model to use its tools".to_owned(),
-            "chat_commit_requested" => format!("publishing {} ({} chars)", s("path"), n("chars")),
-            "chat_commit_completed" => format!("published as message {}", s("messageId")),
-            "persistent_changes_committed" => {
-                format!("memory saved ({} change(s))", n("changeCount"))
+            P::PromptAssemblyCompleted(_) => "  prompt assembled from its preset".to_owned(),
+            P::PromptAssemblyFailed(e) => format!("  prompt assembly failed: {}", e.message),
+            P::DirectOutputCaptured(e) => format!("  plain text saved to {}", e.path),
+            P::DriftRecoveryAttempted(_) => "reminded the model to use its tools".to_owned(),
+            P::ChatCommitRequested(e) => format!("publishing {} ({} chars)", e.path, e.chars),
+            P::ChatCommitCompleted(e) => format!("published as message {}", e.message_id),
+            P::PersistentChangesCommitted(e) => {
+                format!("memory saved ({} change(s))", e.change_count)
             }
-            "run_completed" => "run completed".to_owned(),
-            "run_partial_success" => format!("run ended with partial success: {}", s("message")),
-            "run_failed" => format!("run failed [{}]: {}", s("code"), s("message")),
-            "run_cancel_requested" => "cancel requested".to_owned(),
-            "run_cancelled" => "run cancelled".to_owned(),
+            P::RunCompleted(_) => "run completed".to_owned(),
+            P::RunPartialSuccess(e) => format!("run ended with partial success: {}", e.message),
+            P::RunFailed(e) => format!("run failed [{}]: {}", e.code, e.message),
+            P::RunCancelRequested(_) => "cancel requested".to_owned(),
+            P::RunCancelled(_) => "run cancelled".to_owned(),
             _ => return None,
         };
         Some(format!(
@@ -171,6 +175,11 @@ impl EventPrinter {
             who
         ))
     }
+}
+
+/// "<agent> completed", "<agent> failed", … for a task's end.
+fn task_line(agent: String, status: TaskStatus) -> String {
+    format!("  {agent} {}", status.as_str())
 }
 
 /// The budget ledger under the agent tree: each agent's own model calls, tool calls, tokens
@@ -263,6 +272,63 @@ fn write_node(
 mod tests {
     use super::*;
     use tt_runtime::{InvocationUsage, RunUsage, UsageTotals};
+
+    /// One event of every type (the catalogue's samples), after a root agent and one delegated
+    /// agent were created, each scoped to the agent its payload names.
+    fn sample_events() -> Vec<AgentRunEvent> {
+        let samples: serde_json::Map<String, Value> =
+            serde_json::from_str(include_str!("../../tt-testkit/src/event_samples.json")).unwrap();
+        let created = |invocation: &str, parent: Option<&str>, profile: &str| {
+            serde_json::json!({
+                "invocationId": invocation, "parentInvocationId": parent, "profileId": profile,
+                "kind": if parent.is_some() { "subagent" } else { "root" }, "status": "created",
+                "exitPolicy": if parent.is_some() { "task_return_required" } else { "run_finish_allowed" },
+            })
+        };
+        let mut typed: Vec<(String, Value)> = vec![
+            (
+                "agent_invocation_created".to_owned(),
+                created("inv_root", None, "writer"),
+            ),
+            (
+                "agent_invocation_created".to_owned(),
+                created(
+                    "inv_00000000000000000000000000000002",
+                    Some("inv_root"),
+                    "critic",
+                ),
+            ),
+        ];
+        typed.extend(samples);
+        typed
+            .into_iter()
+            .enumerate()
+            .map(|(i, (event_type, mut payload))| {
+                let scope = ["invocationId", "childInvocationId", "parentInvocationId"]
+                    .iter()
+                    .find_map(|key| payload.get(*key).and_then(Value::as_str))
+                    .unwrap_or("inv_root")
+                    .to_owned();
+                payload["eventScope"] = serde_json::json!({"invocationId": scope});
+                serde_json::from_value(serde_json::json!({
+                    "seq": i + 1, "id": format!("evt_{i}"), "runId": "run_1",
+                    "timestamp": "2026-01-01T00:00:00.000Z", "level": "info",
+                    "type": event_type, "payload": payload,
+                }))
+                .unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_live_log_shows_one_line_per_event_worth_showing() {
+        let mut printer = EventPrinter::default();
+        let lines: Vec<String> = sample_events()
+            .iter()
+            .filter_map(|event| printer.line(event))
+            .collect();
+        insta::assert_snapshot!(lines.join("\n"));
+    }
 
     #[test]
     fn the_ledger_shows_wall_time_own_and_per_sub_tree() {

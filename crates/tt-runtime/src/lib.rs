@@ -43,6 +43,8 @@ pub use tt_application::{
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).
 pub use tt_domain::event_payload::{self, EventPayload, RunEventPayload};
+/// The ids typed payloads and records carry.
+pub use tt_domain::ids::{CheckpointId, InvocationId, ProfileId, RunId, TaskId};
 pub use tt_domain::model::AgentModelRequest;
 pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
