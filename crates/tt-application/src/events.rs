@@ -111,6 +111,25 @@ impl EventSink {
         self.emit(run_id, level, P::TYPE, value).await
     }
 
+    /// [`record`](Self::record) for an event whose payload names no agent but belongs to one
+    /// (guidance belongs to the run's foreground): its `eventScope` is `scope`.
+    pub async fn record_in<P: EventPayload>(
+        &self,
+        run_id: &RunId,
+        level: EventLevel,
+        payload: &P,
+        scope: &tt_domain::ids::InvocationId,
+    ) -> ApplicationResult<AgentRunEvent> {
+        let mut value = serde_json::to_value(payload).map_err(|err| {
+            crate::error::ApplicationError::fatal(
+                "agent.internal_error",
+                format!("{} payload: {err}", P::TYPE.as_str()),
+            )
+        })?;
+        value["eventScope"] = serde_json::json!({ "invocationId": scope });
+        self.emit(run_id, level, P::TYPE, value).await
+    }
+
     /// A live receiver of every event appended from now on (all runs).
     pub fn live(&self) -> broadcast::Receiver<AgentRunEvent> {
         self.live.subscribe()

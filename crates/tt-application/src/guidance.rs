@@ -6,10 +6,10 @@
 //! fails or is cancelled, whatever is still pending is discarded and the mailbox closes.
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use tokio::sync::Mutex;
-use tt_domain::event::RunEventType;
-use tt_domain::ids::{ROOT_INVOCATION_ID, RunId};
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
+use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::model::{AgentModelMessage, ModelRole};
 use tt_domain::text::{char_count, word_count};
 
@@ -136,16 +136,20 @@ impl GuidanceMailbox {
             pending_chars: pending_chars + chars,
         };
         events
-            .info(
+            .record_in(
                 run_id,
-                RunEventType::UserGuidanceSubmitted,
-                json!({
-                    "guidanceId": item.guidance_id, "clientGuidanceId": item.client_guidance_id,
-                    "text": item.text, "chars": chars, "words": word_count(&item.text),
-                    "pendingCount": receipt.pending_count, "pendingChars": receipt.pending_chars,
-                    "status": "pending",
-                    "eventScope": {"invocationId": ROOT_INVOCATION_ID},
-                }),
+                EventLevel::Info,
+                &payload::UserGuidanceSubmitted {
+                    guidance_id: item.guidance_id.clone(),
+                    client_guidance_id: item.client_guidance_id.clone(),
+                    text: item.text.clone(),
+                    chars: chars as u64,
+                    words: word_count(&item.text) as u64,
+                    pending_count: receipt.pending_count as u64,
+                    pending_chars: receipt.pending_chars as u64,
+                    status: "pending".to_owned(),
+                },
+                &InvocationId::root(),
             )
             .await?;
         state.pending.push(item);
@@ -176,18 +180,22 @@ impl GuidanceMailbox {
         ));
         let joined = texts.join("\n\n");
         events
-            .info(
+            .record(
                 run_id,
-                RunEventType::UserGuidanceApplied,
-                json!({
-                    "guidanceIds": items.iter().map(|item| &item.guidance_id).collect::<Vec<_>>(),
-                    "clientGuidanceIds": items.iter().filter_map(|item| item.client_guidance_id.as_ref()).collect::<Vec<_>>(),
-                    "invocationId": invocation_id, "round": round, "count": items.len(),
-                    "chars": items.iter().map(|item| item.chars).sum::<usize>(),
-                    "words": word_count(&joined), "preview": preview(&joined),
-                    "messageIndex": message_index, "requestMessageCount": messages.len(),
-                    "status": "applied",
-                }),
+                EventLevel::Info,
+                &payload::UserGuidanceApplied {
+                    guidance_ids: guidance_ids(&items),
+                    client_guidance_ids: client_guidance_ids(&items),
+                    invocation_id: invocation_id.clone(),
+                    round,
+                    count: items.len() as u64,
+                    chars: total_chars(&items),
+                    words: word_count(&joined) as u64,
+                    preview: preview(&joined),
+                    message_index: message_index as u64,
+                    request_message_count: messages.len() as u64,
+                    status: "applied".to_owned(),
+                },
             )
             .await?;
         Ok(())
@@ -211,16 +219,18 @@ impl GuidanceMailbox {
             return Ok(());
         }
         events
-            .warn(
+            .record_in(
                 run_id,
-                RunEventType::UserGuidanceDiscarded,
-                json!({
-                    "guidanceIds": items.iter().map(|item| &item.guidance_id).collect::<Vec<_>>(),
-                    "clientGuidanceIds": items.iter().filter_map(|item| item.client_guidance_id.as_ref()).collect::<Vec<_>>(),
-                    "count": items.len(), "chars": items.iter().map(|item| item.chars).sum::<usize>(),
-                    "reason": reason, "status": "discarded",
-                    "eventScope": {"invocationId": ROOT_INVOCATION_ID},
-                }),
+                EventLevel::Warn,
+                &payload::UserGuidanceDiscarded {
+                    guidance_ids: guidance_ids(&items),
+                    client_guidance_ids: client_guidance_ids(&items),
+                    count: items.len() as u64,
+                    chars: total_chars(&items),
+                    reason: reason.to_owned(),
+                    status: "discarded".to_owned(),
+                },
+                &InvocationId::root(),
             )
             .await?;
         Ok(())
@@ -253,6 +263,21 @@ pub fn render_guidance_message(texts: &[&str]) -> String {
     }
     out.push_str("</user_guidance>");
     out
+}
+
+fn guidance_ids(items: &[PendingGuidance]) -> Vec<String> {
+    items.iter().map(|item| item.guidance_id.clone()).collect()
+}
+
+fn client_guidance_ids(items: &[PendingGuidance]) -> Vec<String> {
+    items
+        .iter()
+        .filter_map(|item| item.client_guidance_id.clone())
+        .collect()
+}
+
+fn total_chars(items: &[PendingGuidance]) -> u64 {
+    items.iter().map(|item| item.chars as u64).sum()
 }
 
 fn preview(text: &str) -> String {

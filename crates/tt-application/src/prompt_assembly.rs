@@ -4,7 +4,8 @@
 //! the answer and keeps it.
 
 use serde_json::{Value, json};
-use tt_domain::event::RunEventType;
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::ids::TaskId;
 use tt_domain::invocation::{AgentInvocation, ExitPolicy};
 use tt_domain::model::AgentModelMessage;
@@ -115,14 +116,18 @@ pub async fn assemble(
         }
     };
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::PromptAssemblyRequested,
-            json!({
-                "assemblyId": assembly_id, "invocationId": invocation.id, "profileId": profile.id(),
-                "scope": scope, "requestKind": "invocation", "requestSchemaVersion": REQUEST_SCHEMA_VERSION,
-                "requestFingerprint": fingerprint,
-            }),
+            EventLevel::Info,
+            &payload::PromptAssemblyRequested {
+                assembly_id: assembly_id.clone(),
+                invocation_id: invocation.id.clone(),
+                profile_id: profile.id().clone(),
+                scope: json!(scope),
+                request_kind: "invocation".to_owned(),
+                request_schema_version: REQUEST_SCHEMA_VERSION,
+                request_fingerprint: json!(fingerprint),
+            },
         )
         .await?;
     let answer = tokio::select! {
@@ -173,13 +178,16 @@ pub async fn assemble(
         )
         .await?;
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::PromptAssemblyCompleted,
-            json!({
-                "assemblyId": assembly_id, "invocationId": invocation.id, "profileId": profile.id(),
-                "promptSnapshotPath": snapshot_doc.relative_path(), "promptAssemblyPath": assembly_doc.relative_path(),
-            }),
+            EventLevel::Info,
+            &payload::PromptAssemblyCompleted {
+                assembly_id: assembly_id.clone(),
+                invocation_id: invocation.id.clone(),
+                profile_id: profile.id().clone(),
+                prompt_snapshot_path: snapshot_doc.relative_path(),
+                prompt_assembly_path: assembly_doc.relative_path(),
+            },
         )
         .await?;
     Ok(snapshot.model_messages())
@@ -278,10 +286,15 @@ async fn report_failure(
     message: String,
 ) -> ApplicationResult<()> {
     ctx.events
-        .warn(
+        .record(
             &ctx.run_id,
-            RunEventType::PromptAssemblyFailed,
-            json!({"assemblyId": assembly_id, "invocationId": invocation.id, "profileId": profile.id(), "message": message}),
+            EventLevel::Warn,
+            &payload::PromptAssemblyFailed {
+                assembly_id: assembly_id.to_owned(),
+                invocation_id: invocation.id.clone(),
+                profile_id: profile.id().clone(),
+                message,
+            },
         )
         .await?;
     Ok(())

@@ -8,7 +8,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tt_domain::event::{EventLevel, RunEventType};
+use tt_domain::event::EventLevel;
 use tt_domain::ids::InvocationId;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
 use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
@@ -160,16 +160,19 @@ async fn flush(
     };
     let taken = std::mem::replace(pending, taken);
     ctx.events
-        .emit(
+        .record(
             &ctx.run_id,
             EventLevel::Debug,
-            RunEventType::ModelDelta,
-            json!({
-                "round": round, "invocationId": invocation_id, "part": *part,
-                "text": taken.text, "reasoning": taken.reasoning,
-                "toolCalls": taken.tool_calls, "argumentChars": taken.argument_chars,
-                "omittedBytes": taken.omitted,
-            }),
+            &tt_domain::event_payload::ModelDelta {
+                round,
+                invocation_id: invocation_id.clone(),
+                part: *part,
+                text: taken.text,
+                reasoning: taken.reasoning,
+                tool_calls: serde_json::Value::Array(taken.tool_calls),
+                argument_chars: taken.argument_chars as u64,
+                omitted_bytes: taken.omitted as u64,
+            },
         )
         .await?;
     Ok(())
