@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
 use tt_domain::ids::{CheckpointId, InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
-use tt_domain::task::{AgentTaskRecord, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskTransition};
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{CheckpointReason, CheckpointRecord, FileFingerprint, WorkspacePath};
@@ -152,6 +152,9 @@ struct RunFiles {
     /// Task ids by parent and by child invocation (a task's parent and child never change).
     tasks_by_parent: HashMap<InvocationId, Vec<TaskId>>,
     tasks_by_child: HashMap<InvocationId, Vec<TaskId>>,
+    /// How many tasks each invocation delegated (`ReturnToParent`; a continuation never
+    /// changes), so `agent.delegate`'s budget check is O(1).
+    delegations_by_parent: HashMap<InvocationId, u64>,
     /// Every task's workspace key (it never changes either).
     workspace_keys: std::collections::BTreeSet<String>,
     invocations: BTreeMap<InvocationId, AgentInvocation>,
@@ -172,6 +175,12 @@ impl RunFiles {
                 .or_default()
                 .push(task.id.clone());
             self.workspace_keys.insert(task.workspace_key.clone());
+            if task.continuation == TaskContinuation::ReturnToParent {
+                *self
+                    .delegations_by_parent
+                    .entry(task.parent_invocation_id.clone())
+                    .or_default() += 1;
+            }
         }
         self.tasks.insert(task.id.clone(), task);
     }
@@ -373,6 +382,7 @@ impl OwnedRun {
             checkpoints,
             tasks_by_parent: HashMap::new(),
             tasks_by_child: HashMap::new(),
+            delegations_by_parent: HashMap::new(),
             workspace_keys: std::collections::BTreeSet::new(),
             tasks: BTreeMap::new(),
             invocations,
@@ -523,6 +533,15 @@ impl OwnedRun {
     pub(crate) fn tasks_by_parent(&self, parent: &InvocationId) -> Vec<AgentTaskRecord> {
         let files = self.files();
         files.tasks_among(files.tasks_by_parent.get(parent))
+    }
+
+    /// How many tasks `parent` delegated (`ReturnToParent`).
+    pub(crate) fn delegations_by_parent(&self, parent: &InvocationId) -> u64 {
+        self.files()
+            .delegations_by_parent
+            .get(parent)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Workspace keys that are `base` or start with `base-`.

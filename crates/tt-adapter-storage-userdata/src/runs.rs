@@ -13,7 +13,7 @@ use std::path::Path;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::{AgentRun, AgentRunStatus};
-use tt_domain::task::{AgentTaskRecord, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceRoot};
 use tt_ports::{
@@ -385,6 +385,23 @@ impl AgentInvocationRepository for UserDataStore {
                 self.tasks_where(run_id, |task| task.parent_invocation_id == *parent)
                     .await
             }
+        }
+    }
+
+    async fn count_delegations_by_parent(
+        &self,
+        run_id: &RunId,
+        parent: &InvocationId,
+    ) -> StorageResult<u64> {
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => Ok(run.delegations_by_parent(parent)),
+            RunAccess::Reader { .. } => Ok(self
+                .tasks_where(run_id, |task| {
+                    task.parent_invocation_id == *parent
+                        && task.continuation == TaskContinuation::ReturnToParent
+                })
+                .await?
+                .len() as u64),
         }
     }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::AgentRun;
-use tt_domain::task::{AgentTaskRecord, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::RunManifest;
 
@@ -167,6 +167,23 @@ pub trait AgentInvocationRepository: Send + Sync {
         let mut tasks = self.list_tasks(run_id).await?;
         tasks.retain(|task| task.parent_invocation_id == *parent);
         Ok(tasks)
+    }
+
+    /// How many tasks `parent` delegated (continuation `ReturnToParent`; handoffs it opened
+    /// are not counted). `agent.delegate` checks this on every call, so stores that index tasks
+    /// answer it without listing them: counting by listing costs O(N) per call, O(N²) per
+    /// fan-out.
+    async fn count_delegations_by_parent(
+        &self,
+        run_id: &RunId,
+        parent: &InvocationId,
+    ) -> StorageResult<u64> {
+        Ok(self
+            .list_tasks_by_parent(run_id, parent)
+            .await?
+            .iter()
+            .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
+            .count() as u64)
     }
 
     /// The workspace keys of the run's tasks (delegations and handoffs share one namespace)

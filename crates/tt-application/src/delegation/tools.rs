@@ -288,20 +288,17 @@ pub async fn agent_delegate(
         } else {
             args.budget
         };
-    let mine: Vec<AgentTaskRecord> = ctx
+    // A count, not a listing: this runs on every delegation.
+    let delegated = ctx
         .services
         .invocations
-        .list_tasks_by_parent(&ctx.run_id, &inv.invocation.id)
-        .await?
-        .into_iter()
-        .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
-        .collect();
-    if mine.len() as u64 >= u64::from(caller.max_invocations_per_run) {
+        .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id)
+        .await?;
+    if delegated >= u64::from(caller.max_invocations_per_run) {
         return Err(ToolError::new(
             "agent.delegation_budget_exhausted",
             format!(
-                "agent.max_invocations_per_run_exhausted: you have already delegated {} tasks, the most you can in this job.",
-                mine.len()
+                "agent.max_invocations_per_run_exhausted: you have already delegated {delegated} tasks, the most you can in this job."
             ),
         )
         .into());

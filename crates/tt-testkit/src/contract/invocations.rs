@@ -158,6 +158,23 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
             .unwrap()
             .is_empty()
     );
+    // Delegations are counted per parent; a handoff the parent opened is not a delegation.
+    let mut handoff = task(&run, "task_h", 5);
+    handoff.continuation = tt_domain::task::TaskContinuation::TransferControl;
+    handoff.workspace_key = "editor".to_owned();
+    s.invocations.create_task(&handoff).await.unwrap();
+    for (parent, expected) in [
+        (InvocationId::root(), 2),
+        (InvocationId::from_raw("inv_writer_2"), 1),
+        (InvocationId::from_raw("inv_nobody"), 0),
+    ] {
+        let counted = s
+            .invocations
+            .count_delegations_by_parent(&run.id, &parent)
+            .await
+            .unwrap();
+        assert_eq!(counted, expected, "delegations by {parent}");
+    }
 }
 
 pub async fn first_terminal_write_wins(s: StorageUnderTest) {
