@@ -761,8 +761,9 @@ impl WorkspaceRepository for UserDataStore {
         {
             let inner: &Inner = &self.inner;
             let base = RunBase::new(inner, &run_id)?;
-            let physical = base.resolve(&path)?;
-            Ok(current_bytes(&base, &physical, &path)?.map(|bytes| sha256_hex(&bytes)))
+            let (physical, walked) = base.resolve_walked(&path)?;
+            Ok(current_bytes_walked(&base, &physical, &path, &walked)?
+                .map(|bytes| sha256_hex(&bytes)))
         }
     }
 

@@ -95,7 +95,11 @@ mod tests {
     fn ids_are_distinct_v4_uuids_across_pool_refills_and_threads() {
         // Several refills of one thread's pool, and a second thread with its own pool.
         let per_thread = 3 * RANDOM_POOL_BYTES / 16 + 5;
-        let make = move || (0..per_thread).map(|_| UuidIds.next_token()).collect::<Vec<_>>();
+        let make = move || {
+            (0..per_thread)
+                .map(|_| UuidIds.next_token())
+                .collect::<Vec<_>>()
+        };
         let other = std::thread::spawn(make);
         let mut all = make();
         all.extend(other.join().unwrap());
