@@ -153,9 +153,15 @@ pub async fn agent_list(
     if caller.can_delegate && purpose != "handoff" {
         // The caller's own slots and waiting line, so it can plan its next delegations.
         let mine = delegated_by(ctx, inv).await?;
+        // A task still `queued` but not in the line was admitted and is starting: it holds a
+        // slot (its record turns `running` a moment later).
         let running = mine
             .iter()
-            .filter(|task| task.status == TaskStatus::Running)
+            .filter(|task| match task.status {
+                TaskStatus::Running => true,
+                TaskStatus::Queued => ctx.scheduler.queue_position(task).is_none(),
+                _ => false,
+            })
             .count();
         let mut waiting: Vec<(String, usize)> = mine
             .iter()
