@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
 use tt_domain::ids::{CheckpointId, InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{CheckpointReason, CheckpointRecord, FileFingerprint, WorkspacePath};
@@ -525,6 +525,10 @@ impl OwnedRun {
 
     pub(crate) fn task(&self, id: &TaskId) -> Option<AgentTaskRecord> {
         self.files().tasks.get(id).cloned()
+    }
+
+    pub(crate) fn task_status(&self, id: &TaskId) -> Option<TaskStatus> {
+        self.files().tasks.get(id).map(|task| task.status)
     }
 
     /// Ordered by `createdAt`, then id.

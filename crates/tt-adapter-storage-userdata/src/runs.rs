@@ -13,7 +13,7 @@ use std::path::Path;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::{AgentRun, AgentRunStatus};
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceRoot};
 use tt_ports::{
@@ -360,6 +360,15 @@ impl AgentInvocationRepository for UserDataStore {
             )?,
         };
         found.ok_or_else(|| StorageError::not_found(format!("task {task_id}")))
+    }
+
+    async fn task_status(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<TaskStatus> {
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => run
+                .task_status(task_id)
+                .ok_or_else(|| StorageError::not_found(format!("task {task_id}"))),
+            RunAccess::Reader { .. } => Ok(self.load_task(run_id, task_id).await?.status),
+        }
     }
 
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>> {

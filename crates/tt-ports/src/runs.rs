@@ -8,7 +8,7 @@ use serde_json::Value;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::AgentRun;
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::RunManifest;
 
@@ -153,6 +153,13 @@ pub trait AgentInvocationRepository: Send + Sync {
     async fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()>;
 
     async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord>;
+
+    /// The status of a task, without copying its record: `agent.await` asks for every task it
+    /// still waits on at each change of any task, and loads a record only when its status
+    /// moved. Stores that keep tasks in memory answer without cloning.
+    async fn task_status(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<TaskStatus> {
+        Ok(self.load_task(run_id, task_id).await?.status)
+    }
 
     /// All tasks of a run, ordered by `createdAt` then id.
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>>;

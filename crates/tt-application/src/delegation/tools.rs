@@ -418,12 +418,23 @@ pub async fn agent_await(
         }
         changes.borrow_and_update();
         // Read after marking the change signal seen, so no change between the two is missed.
+        // Every change of any task wakes this loop: it asks for statuses and loads a record
+        // only when its status moved (copying every open record each time made a fan-out's
+        // await O(N²) in record copies). What is reported of an open task is its status and
+        // place in the line, which this keeps current.
         for task in current.iter_mut().filter(|task| !task.status.is_terminal()) {
-            *task = ctx
+            let status = ctx
                 .services
                 .invocations
-                .load_task(&ctx.run_id, &task.id)
+                .task_status(&ctx.run_id, &task.id)
                 .await?;
+            if status != task.status {
+                *task = ctx
+                    .services
+                    .invocations
+                    .load_task(&ctx.run_id, &task.id)
+                    .await?;
+            }
         }
         // A result counts as new until this agent has seen it (here or by injection), so
         // `nextCompleted` waits for the next result it has not seen yet.

@@ -113,6 +113,23 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
     let ids = |tasks: Vec<tt_domain::task::AgentTaskRecord>| -> Vec<String> {
         tasks.into_iter().map(|t| t.id.to_string()).collect()
     };
+    // A task's status alone, as it is now.
+    for (id, expected) in [
+        ("task_a", TaskStatus::Running),
+        ("task_b", TaskStatus::Queued),
+    ] {
+        let status = s
+            .invocations
+            .task_status(&run.id, &TaskId::from_raw(id))
+            .await
+            .unwrap();
+        assert_eq!(status, expected, "{id}");
+    }
+    assert_not_found(
+        s.invocations
+            .task_status(&run.id, &TaskId::from_raw("task_missing"))
+            .await,
+    );
     let by_root = s
         .invocations
         .list_tasks_by_parent(&run.id, &InvocationId::root())
