@@ -86,6 +86,12 @@ impl ProfileRepository for UserDataStore {
             .as_ref()
             .and_then(|stamp| self.inner.profiles.get(id, stamp))
         {
+            // A hit needs no await; yield once anyway, as the read on the blocking pool did.
+            // Without it an agent that delegates hundreds of tasks in one round starts every
+            // one of them before any of them runs: fanout(256)'s peak memory rose from 16 to
+            // 25 MiB and fanout(1024)'s from 33 to 64, and growing the heap cost more CPU than
+            // the cache saved.
+            tokio::task::yield_now().await;
             return Ok(Some(definition));
         }
         let definition: Option<AgentProfileDefinition> =
