@@ -512,6 +512,15 @@ async fn thirty_two_tasks_through_four_slots_start_in_fifo_order() {
     })
     .await
     .expect("the lead waits for all");
+    // The four that started may still be on their way to their first model call (preparing
+    // an invocation takes a few awaits) when the lead already waits.
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while model.parked_count() < SLOTS as usize {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .expect("four helpers reach their first model call");
     assert_eq!(
         model.parked_count(),
         SLOTS as usize,

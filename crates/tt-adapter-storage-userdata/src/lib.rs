@@ -104,6 +104,8 @@ pub(crate) struct Inner {
     views: Mutex<HashMap<RunId, Arc<Mutex<JournalView>>>>,
     pub(crate) locks: KeyedLocks,
     pub(crate) journal_bytes_read: AtomicU64,
+    /// Parsed profile files, each with the stamp of the file it came from.
+    pub(crate) profiles: profiles::ProfileCache,
     /// `None` for a read-only store.
     flusher: Option<Flusher>,
 }
@@ -134,6 +136,7 @@ impl UserDataStore {
                 views: Mutex::new(HashMap::new()),
                 locks: KeyedLocks::default(),
                 journal_bytes_read: AtomicU64::new(0),
+                profiles: profiles::ProfileCache::default(),
                 flusher,
             }),
         })

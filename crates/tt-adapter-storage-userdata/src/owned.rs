@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
 use tt_domain::ids::{CheckpointId, InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
-use tt_domain::task::{AgentTaskRecord, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{CheckpointReason, CheckpointRecord, FileFingerprint, WorkspacePath};
@@ -152,8 +152,14 @@ struct RunFiles {
     /// Task ids by parent and by child invocation (a task's parent and child never change).
     tasks_by_parent: HashMap<InvocationId, Vec<TaskId>>,
     tasks_by_child: HashMap<InvocationId, Vec<TaskId>>,
+    /// How many tasks each invocation delegated (`ReturnToParent`; a continuation never
+    /// changes), so `agent.delegate`'s budget check is O(1).
+    delegations_by_parent: HashMap<InvocationId, u64>,
     /// Every task's workspace key (it never changes either).
     workspace_keys: std::collections::BTreeSet<String>,
+    /// Per agent id, the repeat number where the search for its next free workspace key
+    /// starts: keys are only ever added, so every number below it stays taken.
+    next_repeat: HashMap<String, u32>,
     invocations: BTreeMap<InvocationId, AgentInvocation>,
     blobs: Segment,
     blob_locs: HashMap<String, Loc>,
@@ -172,6 +178,12 @@ impl RunFiles {
                 .or_default()
                 .push(task.id.clone());
             self.workspace_keys.insert(task.workspace_key.clone());
+            if task.continuation == TaskContinuation::ReturnToParent {
+                *self
+                    .delegations_by_parent
+                    .entry(task.parent_invocation_id.clone())
+                    .or_default() += 1;
+            }
         }
         self.tasks.insert(task.id.clone(), task);
     }
@@ -373,6 +385,8 @@ impl OwnedRun {
             checkpoints,
             tasks_by_parent: HashMap::new(),
             tasks_by_child: HashMap::new(),
+            delegations_by_parent: HashMap::new(),
+            next_repeat: HashMap::new(),
             workspace_keys: std::collections::BTreeSet::new(),
             tasks: BTreeMap::new(),
             invocations,
@@ -513,6 +527,10 @@ impl OwnedRun {
         self.files().tasks.get(id).cloned()
     }
 
+    pub(crate) fn task_status(&self, id: &TaskId) -> Option<TaskStatus> {
+        self.files().tasks.get(id).map(|task| task.status)
+    }
+
     /// In creation order (`creationSeq`, then `createdAt`, then id).
     pub(crate) fn tasks(&self) -> Vec<AgentTaskRecord> {
         let mut all: Vec<AgentTaskRecord> = self.files().tasks.values().cloned().collect();
@@ -525,6 +543,15 @@ impl OwnedRun {
         files.tasks_among(files.tasks_by_parent.get(parent))
     }
 
+    /// How many tasks `parent` delegated (`ReturnToParent`).
+    pub(crate) fn delegations_by_parent(&self, parent: &InvocationId) -> u64 {
+        self.files()
+            .delegations_by_parent
+            .get(parent)
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// Workspace keys that are `base` or start with `base-`.
     pub(crate) fn workspace_keys_like(&self, base: &str) -> Vec<String> {
         let prefix = format!("{base}-");
@@ -535,6 +562,24 @@ impl OwnedRun {
             .filter(|key| key.as_str() == base || key.starts_with(&prefix))
             .cloned()
             .collect()
+    }
+
+    /// `base`, or the first free `base-NNN` from 2 on, as `tt_domain::task::next_workspace_key`
+    /// finds it, in amortized O(1): the search resumes where the last one ended.
+    pub(crate) fn next_workspace_key(&self, base: &str) -> String {
+        let mut files = self.files();
+        if !files.workspace_keys.contains(base) {
+            return base.to_owned();
+        }
+        let mut repeat = files.next_repeat.get(base).copied().unwrap_or(2);
+        loop {
+            let candidate = format!("{base}-{repeat:03}");
+            if !files.workspace_keys.contains(&candidate) {
+                files.next_repeat.insert(base.to_owned(), repeat);
+                return candidate;
+            }
+            repeat = repeat.saturating_add(1);
+        }
     }
 
     pub(crate) fn tasks_by_child(&self, child: &InvocationId) -> Vec<AgentTaskRecord> {

@@ -13,7 +13,7 @@ use std::path::Path;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::{AgentRun, AgentRunStatus};
-use tt_domain::task::{AgentTaskRecord, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceRoot};
 use tt_ports::{
@@ -362,6 +362,15 @@ impl AgentInvocationRepository for UserDataStore {
         found.ok_or_else(|| StorageError::not_found(format!("task {task_id}")))
     }
 
+    async fn task_status(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<TaskStatus> {
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => run
+                .task_status(task_id)
+                .ok_or_else(|| StorageError::not_found(format!("task {task_id}"))),
+            RunAccess::Reader { .. } => Ok(self.load_task(run_id, task_id).await?.status),
+        }
+    }
+
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>> {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.tasks()),
@@ -384,6 +393,36 @@ impl AgentInvocationRepository for UserDataStore {
             RunAccess::Reader { .. } => {
                 self.tasks_where(run_id, |task| task.parent_invocation_id == *parent)
                     .await
+            }
+        }
+    }
+
+    async fn count_delegations_by_parent(
+        &self,
+        run_id: &RunId,
+        parent: &InvocationId,
+    ) -> StorageResult<u64> {
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => Ok(run.delegations_by_parent(parent)),
+            RunAccess::Reader { .. } => Ok(self
+                .tasks_where(run_id, |task| {
+                    task.parent_invocation_id == *parent
+                        && task.continuation == TaskContinuation::ReturnToParent
+                })
+                .await?
+                .len() as u64),
+        }
+    }
+
+    async fn next_workspace_key(&self, run_id: &RunId, base: &str) -> StorageResult<String> {
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => Ok(run.next_workspace_key(base)),
+            RunAccess::Reader { .. } => {
+                let used = self.workspace_keys_like(run_id, base).await?;
+                Ok(tt_domain::task::next_workspace_key(
+                    base,
+                    used.iter().map(String::as_str),
+                ))
             }
         }
     }

@@ -78,26 +78,86 @@ impl RunBase {
         Ok(physical)
     }
 
+    /// [`RunBase::resolve`] that also says what the walk found, so a write can skip asking
+    /// the file system again.
+    fn resolve_walked(&self, path: &WorkspacePath) -> StorageResult<(PathBuf, Walked)> {
+        if path.root().is_none() {
+            return Err(StorageError::not_found(format!("workspace path {path}")));
+        }
+        let physical = join_relative(&self.dir, path.as_str());
+        let walked = self.walk(&physical, path.as_str())?;
+        Ok((physical, walked))
+    }
+
     /// The fast path of [`ensure_inside`] for a path under this run directory: when no existing
     /// component below the run directory is a symlink (`lstat` each), the path cannot leave it.
     fn ensure_inside(&self, physical: &Path, shown: &str) -> StorageResult<()> {
+        self.walk(physical, shown).map(|_| ())
+    }
+
+    /// [`RunBase::ensure_inside`], keeping what the `lstat`s showed.
+    fn walk(&self, physical: &Path, shown: &str) -> StorageResult<Walked> {
         let Ok(relative) = physical.strip_prefix(&self.dir) else {
-            return ensure_inside(&self.canonical, physical, shown);
+            ensure_inside(&self.canonical, physical, shown)?;
+            return Ok(Walked::default());
         };
         let mut walked = self.dir.clone();
-        for component in relative.components() {
+        let mut components = relative.components().peekable();
+        let mut parents_are_dirs = true;
+        while let Some(component) = components.next() {
+            let last = components.peek().is_none();
             walked.push(component);
             match fs::symlink_metadata(&walked) {
                 Ok(meta) if meta.file_type().is_symlink() => {
-                    return ensure_inside(&self.canonical, physical, shown);
+                    ensure_inside(&self.canonical, physical, shown)?;
+                    return Ok(Walked::default());
                 }
-                Ok(_) => {}
+                Ok(meta) if last => {
+                    return Ok(Walked {
+                        parents_ready: parents_are_dirs,
+                        leaf: Some(meta),
+                    });
+                }
+                Ok(meta) => parents_are_dirs &= meta.is_dir(),
                 // Nothing below a missing component exists, so nothing there can be a link.
-                Err(err) if is_missing(&err) => return Ok(()),
+                Err(err) if is_missing(&err) => {
+                    return Ok(Walked {
+                        parents_ready: last && parents_are_dirs,
+                        leaf: None,
+                    });
+                }
                 Err(err) => return Err(StorageError::io(shown.to_owned(), err)),
             }
         }
-        Ok(())
+        Ok(Walked::default())
+    }
+}
+
+/// What [`RunBase::walk`] saw of a path under the run directory.
+#[derive(Debug, Default)]
+struct Walked {
+    /// Every parent of the path exists as a real directory (none is a symlink), and `leaf`
+    /// is the path's own state. When false, nothing is known.
+    parents_ready: bool,
+    /// The path's `lstat` (not a symlink), or `None` when it is missing.
+    leaf: Option<fs::Metadata>,
+}
+
+impl Walked {
+    /// The kind of the path when the walk knows it for sure, as [`entry_kind`] would say.
+    fn known_kind(&self) -> Option<Option<EntryKind>> {
+        if !self.parents_ready {
+            return None;
+        }
+        Some(self.leaf.as_ref().and_then(|meta| {
+            if meta.is_dir() {
+                Some(EntryKind::Directory)
+            } else if meta.is_file() {
+                Some(EntryKind::File)
+            } else {
+                None
+            }
+        }))
     }
 }
 
@@ -291,7 +351,21 @@ fn current_bytes(
     physical: &Path,
     path: &WorkspacePath,
 ) -> StorageResult<Option<Vec<u8>>> {
-    match entry_kind(&base.canonical, physical, path.as_str())? {
+    current_bytes_walked(base, physical, path, &Walked::default())
+}
+
+/// [`current_bytes`] with what the path's walk already saw.
+fn current_bytes_walked(
+    base: &RunBase,
+    physical: &Path,
+    path: &WorkspacePath,
+    walked: &Walked,
+) -> StorageResult<Option<Vec<u8>>> {
+    let kind = match walked.known_kind() {
+        Some(kind) => kind,
+        None => entry_kind(&base.canonical, physical, path.as_str())?,
+    };
+    match kind {
         None => Ok(None),
         Some(EntryKind::Directory) => Err(StorageError::IsDirectory {
             path: path.to_string(),
@@ -321,9 +395,23 @@ fn replace_file(
     path: &WorkspacePath,
     bytes: &[u8],
 ) -> StorageResult<()> {
-    create_parents(physical, path)?;
-    // Parents may have been created just now: check again before the file lands.
-    base.ensure_inside(physical, path.as_str())?;
+    replace_file_walked(base, physical, path, bytes, &Walked::default())
+}
+
+/// [`replace_file`] with what the path's walk saw: when its parents were all real
+/// directories, there is nothing to create and nothing new to check.
+fn replace_file_walked(
+    base: &RunBase,
+    physical: &Path,
+    path: &WorkspacePath,
+    bytes: &[u8],
+    walked: &Walked,
+) -> StorageResult<()> {
+    if !walked.parents_ready {
+        create_parents(physical, path)?;
+        // Parents may have been created just now: check again before the file lands.
+        base.ensure_inside(physical, path.as_str())?;
+    }
     // Temp file and rename: a crash leaves the old or the new file. Not synced here: its
     // content reaches stable storage through the checkpoint blob that follows every write.
     write_replace(physical, bytes).map_err(|err| StorageError::io(path.to_string(), err))
@@ -573,8 +661,12 @@ fn checkpoint_contents(
         if !seen.insert(path) {
             continue;
         }
-        let physical = base.resolve(path)?;
-        let Some(EntryKind::File) = entry_kind(&base.canonical, &physical, path.as_str())? else {
+        let (physical, walked) = base.resolve_walked(path)?;
+        let kind = match walked.known_kind() {
+            Some(kind) => kind,
+            None => entry_kind(&base.canonical, &physical, path.as_str())?,
+        };
+        let Some(EntryKind::File) = kind else {
             continue;
         };
         let text = String::from_utf8(read_file_bytes(&physical, path)?).map_err(|_| {
@@ -669,8 +761,9 @@ impl WorkspaceRepository for UserDataStore {
         {
             let inner: &Inner = &self.inner;
             let base = RunBase::new(inner, &run_id)?;
-            let physical = base.resolve(&path)?;
-            Ok(current_bytes(&base, &physical, &path)?.map(|bytes| sha256_hex(&bytes)))
+            let (physical, walked) = base.resolve_walked(&path)?;
+            Ok(current_bytes_walked(&base, &physical, &path, &walked)?
+                .map(|bytes| sha256_hex(&bytes)))
         }
     }
 
@@ -692,8 +785,9 @@ impl WorkspaceRepository for UserDataStore {
             let inner: &Inner = &self.inner;
             let _lock = lock;
             let base = RunBase::new(inner, &run_id)?;
-            let physical = base.resolve(&path)?;
-            let previous = current_bytes(&base, &physical, &path)?.map(|bytes| sha256_hex(&bytes));
+            let (physical, walked) = base.resolve_walked(&path)?;
+            let previous = current_bytes_walked(&base, &physical, &path, &walked)?
+                .map(|bytes| sha256_hex(&bytes));
             match (&guard, &previous) {
                 (WriteGuard::None, _) | (WriteGuard::MustNotExist, None) => {}
                 (WriteGuard::MustNotExist, Some(current)) => {
@@ -717,7 +811,7 @@ impl WorkspaceRepository for UserDataStore {
                     }
                 }
             }
-            replace_file(&base, &physical, &path, content.as_bytes())?;
+            replace_file_walked(&base, &physical, &path, content.as_bytes(), &walked)?;
             Ok(WriteOutcome {
                 previous_sha256: previous,
                 sha256: sha256_hex(content.as_bytes()),

@@ -68,8 +68,11 @@ impl EventSink {
             payload,
         };
         let stored = self.journal.append(event).await?;
-        // No receivers is fine: nobody is watching live.
-        let _ = self.live.send(stored.clone());
+        // Nobody watching live is fine, and then the event is not copied for them: a
+        // subscriber that comes later reads it from the journal, where it already is.
+        if self.live.receiver_count() > 0 {
+            let _ = self.live.send(stored.clone());
+        }
         Ok(stored)
     }
 

@@ -196,12 +196,10 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
     let Value::Object(mut map) = payload else {
         return Ok(payload);
     };
+    // Ids are looked up once each and borrowed; only the ones kept are copied.
     let explicit = match map.get("eventScope") {
         None => None,
-        Some(Value::Object(scope)) => scope
-            .get("invocationId")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        Some(Value::Object(scope)) => scope.get("invocationId").and_then(Value::as_str),
         Some(_) => {
             return Err(DomainError::new(
                 "agent.event_scope_invalid",
@@ -212,7 +210,13 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
             ));
         }
     };
-    let field = |name: &str| map.get(name).and_then(Value::as_str).map(str::to_owned);
+    let fields: [Option<&str>; 5] = SCOPE_FIELDS.map(|name| map.get(name).and_then(Value::as_str));
+    let field = |name: &str| {
+        SCOPE_FIELDS
+            .iter()
+            .position(|candidate| *candidate == name)
+            .and_then(|at| fields.get(at).copied().flatten())
+    };
     let by_type = match event_type {
         RunEventType::AgentDelegateStarted => field("parentInvocationId"),
         RunEventType::AgentHandoffRequested | RunEventType::AgentHandoffAccepted => {
@@ -243,27 +247,26 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
         );
     let primary = explicit
         .or(by_type)
-        .or_else(|| SCOPE_FIELDS.iter().find_map(|name| field(name)))
-        .or_else(|| is_run_level.then(|| ROOT_INVOCATION_ID.to_owned()));
+        .or_else(|| fields.iter().find_map(|id| *id))
+        .or_else(|| is_run_level.then_some(ROOT_INVOCATION_ID));
     let Some(primary) = primary else {
         return Ok(Value::Object(map));
     };
-    let mut related: Vec<String> = Vec::new();
-    for name in SCOPE_FIELDS {
-        if let Some(id) = field(name)
-            && id != primary
-            && !related.contains(&id)
-        {
-            related.push(id);
+    let mut related: Vec<&str> = Vec::new();
+    for id in fields.iter().flatten() {
+        if *id != primary && !related.contains(id) {
+            related.push(*id);
         }
     }
+    let primary = primary.to_owned();
+    let related: Vec<Value> = related
+        .into_iter()
+        .map(|id| Value::String(id.to_owned()))
+        .collect();
     let mut scope = Map::new();
     scope.insert("invocationId".into(), Value::String(primary));
     if !related.is_empty() {
-        scope.insert(
-            "relatedInvocationIds".into(),
-            Value::Array(related.into_iter().map(Value::String).collect()),
-        );
+        scope.insert("relatedInvocationIds".into(), Value::Array(related));
     }
     map.insert("eventScope".into(), Value::Object(scope));
     Ok(Value::Object(map))

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::AgentRun;
-use tt_domain::task::{AgentTaskRecord, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::RunManifest;
 
@@ -155,6 +155,13 @@ pub trait AgentInvocationRepository: Send + Sync {
 
     async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord>;
 
+    /// The status of a task, without copying its record: `agent.await` asks for every task it
+    /// still waits on at each change of any task, and loads a record only when its status
+    /// moved. Stores that keep tasks in memory answer without cloning.
+    async fn task_status(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<TaskStatus> {
+        Ok(self.load_task(run_id, task_id).await?.status)
+    }
+
     /// All tasks of a run, in creation order (`AgentTaskRecord::creation_order`:
     /// `creationSeq`, then `createdAt`, then id).
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>>;
@@ -171,6 +178,23 @@ pub trait AgentInvocationRepository: Send + Sync {
         Ok(tasks)
     }
 
+    /// How many tasks `parent` delegated (continuation `ReturnToParent`; handoffs it opened
+    /// are not counted). `agent.delegate` checks this on every call, so stores that index tasks
+    /// answer it without listing them: counting by listing costs O(N) per call, O(N²) per
+    /// fan-out.
+    async fn count_delegations_by_parent(
+        &self,
+        run_id: &RunId,
+        parent: &InvocationId,
+    ) -> StorageResult<u64> {
+        Ok(self
+            .list_tasks_by_parent(run_id, parent)
+            .await?
+            .iter()
+            .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
+            .count() as u64)
+    }
+
     /// The workspace keys of the run's tasks (delegations and handoffs share one namespace)
     /// that are `base` itself or start with `base-`, in no particular order.
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
@@ -182,6 +206,17 @@ pub trait AgentInvocationRepository: Send + Sync {
             .map(|task| task.workspace_key)
             .filter(|key| key == base || key.starts_with(&prefix))
             .collect())
+    }
+
+    /// The workspace key a new task for agent `base` gets: `base`, then `base-002`, `base-003`,
+    /// … (the first not taken; [`tt_domain::task::next_workspace_key`]). Stores that index
+    /// keys answer without listing them: `agent.delegate` asks on every call.
+    async fn next_workspace_key(&self, run_id: &RunId, base: &str) -> StorageResult<String> {
+        let used = self.workspace_keys_like(run_id, base).await?;
+        Ok(tt_domain::task::next_workspace_key(
+            base,
+            used.iter().map(String::as_str),
+        ))
     }
 
     /// The tasks whose child invocation is `child` (at most one when the runtime wrote them),

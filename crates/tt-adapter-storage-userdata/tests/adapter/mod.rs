@@ -7,6 +7,7 @@ mod layout;
 mod ownership;
 mod persist;
 mod power_cut;
+mod profiles;
 mod skills;
 mod symlinks;
 

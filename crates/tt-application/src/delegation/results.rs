@@ -228,9 +228,11 @@ pub async fn delegated_by(
     // task then sorts by its place in the line, after the tasks that started (which were
     // delegated before it), so the order shown is the order of delegation.
     // Each key is computed once: a queue position is a lookup in the scheduler's line.
+    // A task still `queued` but not in the line was admitted and is starting: it sorts with
+    // the started ones (its record turns `running` a moment later).
     tasks.sort_by_cached_key(|task| {
         let rank = match task.status {
-            TaskStatus::Queued => ctx.scheduler.queue_position(task).unwrap_or(usize::MAX),
+            TaskStatus::Queued => ctx.scheduler.queue_position(task).unwrap_or(0),
             _ => 0,
         };
         (task.created_at, rank, task.id.clone())

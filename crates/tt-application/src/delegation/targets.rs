@@ -6,9 +6,7 @@ use tt_domain::event::RunEventType;
 use tt_domain::ids::{InvocationId, ProfileId, TaskId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind, InvocationStatus};
 use tt_domain::profile::ResolvedProfile;
-use tt_domain::task::{
-    AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus, next_workspace_key,
-};
+use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::child::check_model_configured;
@@ -163,12 +161,11 @@ pub async fn open_task(
             TaskId::generate_handoff(&ctx.services.ids.next_token()),
         ),
     };
-    let used = ctx
+    let workspace_key = ctx
         .services
         .invocations
-        .workspace_keys_like(&ctx.run_id, new.target.as_str())
+        .next_workspace_key(&ctx.run_id, new.target.as_str())
         .await?;
-    let workspace_key = next_workspace_key(new.target.as_str(), used.iter().map(String::as_str));
     let creation_seq = ctx.next_creation_seq().await?;
     let target_invocation = AgentInvocation {
         id: InvocationId::generate(&ctx.services.ids.next_token()),

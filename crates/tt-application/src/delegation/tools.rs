@@ -143,9 +143,15 @@ pub async fn agent_list(
     if caller.can_delegate && purpose != "handoff" {
         // The caller's own slots and waiting line, so it can plan its next delegations.
         let mine = delegated_by(ctx, inv).await?;
+        // A task still `queued` but not in the line was admitted and is starting: it holds a
+        // slot (its record turns `running` a moment later).
         let running = mine
             .iter()
-            .filter(|task| task.status == TaskStatus::Running)
+            .filter(|task| match task.status {
+                TaskStatus::Running => true,
+                TaskStatus::Queued => ctx.scheduler.queue_position(task).is_none(),
+                _ => false,
+            })
             .count();
         let mut waiting: Vec<(String, usize)> = mine
             .iter()
@@ -279,20 +285,17 @@ pub async fn agent_delegate(
         } else {
             args.budget
         };
-    let mine: Vec<AgentTaskRecord> = ctx
+    // A count, not a listing: this runs on every delegation.
+    let delegated = ctx
         .services
         .invocations
-        .list_tasks_by_parent(&ctx.run_id, &inv.invocation.id)
-        .await?
-        .into_iter()
-        .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
-        .collect();
-    if mine.len() as u64 >= u64::from(caller.max_invocations_per_run) {
+        .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id)
+        .await?;
+    if delegated >= u64::from(caller.max_invocations_per_run) {
         return Err(ToolError::new(
             "agent.delegation_budget_exhausted",
             format!(
-                "agent.max_invocations_per_run_exhausted: you have already delegated {} tasks, the most you can in this job.",
-                mine.len()
+                "agent.max_invocations_per_run_exhausted: you have already delegated {delegated} tasks, the most you can in this job."
             ),
         )
         .into());
@@ -413,12 +416,23 @@ pub async fn agent_await(
         {
             return Err(exhausted.into());
         }
+        // Every change of any task wakes this loop: it asks for statuses and loads a record
+        // only when its status moved (copying every open record each time made a fan-out's
+        // await O(N²) in record copies). What is reported of an open task is its status and
+        // place in the line, which this keeps current.
         for task in current.iter_mut().filter(|task| !task.status.is_terminal()) {
-            *task = ctx
+            let status = ctx
                 .services
                 .invocations
-                .load_task(&ctx.run_id, &task.id)
+                .task_status(&ctx.run_id, &task.id)
                 .await?;
+            if status != task.status {
+                *task = ctx
+                    .services
+                    .invocations
+                    .load_task(&ctx.run_id, &task.id)
+                    .await?;
+            }
         }
         // A result counts as new until this agent has seen it (here or by injection), so
         // `nextCompleted` waits for the next result it has not seen yet.

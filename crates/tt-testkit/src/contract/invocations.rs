@@ -174,6 +174,23 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
     let ids = |tasks: Vec<tt_domain::task::AgentTaskRecord>| -> Vec<String> {
         tasks.into_iter().map(|t| t.id.to_string()).collect()
     };
+    // A task's status alone, as it is now.
+    for (id, expected) in [
+        ("task_a", TaskStatus::Running),
+        ("task_b", TaskStatus::Queued),
+    ] {
+        let status = s
+            .invocations
+            .task_status(&run.id, &TaskId::from_raw(id))
+            .await
+            .unwrap();
+        assert_eq!(status, expected, "{id}");
+    }
+    assert_not_found(
+        s.invocations
+            .task_status(&run.id, &TaskId::from_raw("task_missing"))
+            .await,
+    );
     let by_root = s
         .invocations
         .list_tasks_by_parent(&run.id, &InvocationId::root())
@@ -219,6 +236,39 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
             .unwrap()
             .is_empty()
     );
+    // Delegations are counted per parent; a handoff the parent opened is not a delegation.
+    let mut handoff = task(&run, "task_h", 5);
+    handoff.continuation = tt_domain::task::TaskContinuation::TransferControl;
+    handoff.workspace_key = "editor".to_owned();
+    s.invocations.create_task(&handoff).await.unwrap();
+    for (parent, expected) in [
+        (InvocationId::root(), 2),
+        (InvocationId::from_raw("inv_writer_2"), 1),
+        (InvocationId::from_raw("inv_nobody"), 0),
+    ] {
+        let counted = s
+            .invocations
+            .count_delegations_by_parent(&run.id, &parent)
+            .await
+            .unwrap();
+        assert_eq!(counted, expected, "delegations by {parent}");
+    }
+    // The next workspace key: the agent id, then its first free numbered repeat.
+    let next = |base: &'static str| s.invocations.next_workspace_key(&run.id, base);
+    assert_eq!(next("crit").await.unwrap(), "crit");
+    assert_eq!(next("editor").await.unwrap(), "editor-002");
+    assert_eq!(next("critic-002").await.unwrap(), "critic-002-002");
+    assert_eq!(next("critic").await.unwrap(), "critic-003");
+    for (id, key) in [("task_r3", "critic-003"), ("task_r5", "critic-005")] {
+        let mut repeat = task(&run, id, 6);
+        repeat.workspace_key = key.to_owned();
+        s.invocations.create_task(&repeat).await.unwrap();
+    }
+    assert_eq!(next("critic").await.unwrap(), "critic-004");
+    let mut repeat = task(&run, "task_r4", 7);
+    repeat.workspace_key = "critic-004".to_owned();
+    s.invocations.create_task(&repeat).await.unwrap();
+    assert_eq!(next("critic").await.unwrap(), "critic-006");
 }
 
 pub async fn first_terminal_write_wins(s: StorageUnderTest) {
