@@ -292,6 +292,8 @@ async fn handoff_policy_denials() {
                     handoff("not-target", "critic", "x"),
                     handoff("ghost", "ghost", "x"),
                     handoff("denied", "private-editor", "x"),
+                    // Journaled as asked, before the id is checked.
+                    handoff("not-an-id", "Not An Id!", "x"),
                 ]),
                 turn(vec![write("w", "output/main.md", "x")]),
                 turn(vec![call("c", "workspace_commit", json!({}))]),
@@ -327,6 +329,10 @@ async fn handoff_policy_denials() {
     assert_eq!(
         find("ghost").2.as_deref(),
         Some("agent.target_profile_not_found")
+    );
+    assert_eq!(
+        find("not-an-id").2.as_deref(),
+        Some("tool.invalid_arguments")
     );
     assert_eq!(
         find("denied").2.as_deref(),

@@ -946,7 +946,9 @@ pub struct TaskReturnCompleted {
 #[serde(rename_all = "camelCase")]
 pub struct AgentHandoffRequested {
     pub source_invocation_id: InvocationId,
-    pub target_profile_id: ProfileId,
+    /// The agent id as the model asked for it: journaled before it is checked, so it may name
+    /// no agent, or not even be a valid id.
+    pub target_profile_id: String,
     pub pending_task_policy: String,
 }
 
