@@ -49,6 +49,9 @@ pub struct RunContext {
     pub guidance: crate::guidance::GuidanceMailbox,
     /// Provider sessions opened by this run's invocations, closed when it ends.
     sessions: StdMutex<Vec<(String, Arc<dyn tt_ports::ModelProvider>)>>,
+    /// Stored steps of resumed delegated agents, taken by their workers (`resume_run`).
+    replays:
+        StdMutex<std::collections::HashMap<tt_domain::ids::InvocationId, crate::replay::Replay>>,
     me: Weak<RunContext>,
 }
 
@@ -78,6 +81,7 @@ impl RunContext {
             scheduler: TaskScheduler::default(),
             guidance: Default::default(),
             sessions: StdMutex::new(Vec::new()),
+            replays: StdMutex::new(std::collections::HashMap::new()),
             me: me.clone(),
         })
     }
@@ -98,6 +102,29 @@ impl RunContext {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         )
+    }
+
+    /// Leaves a resumed agent's stored steps for the worker that runs it again.
+    pub fn leave_replay(
+        &self,
+        invocation: tt_domain::ids::InvocationId,
+        replay: crate::replay::Replay,
+    ) {
+        self.replays
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(invocation, replay);
+    }
+
+    /// The stored steps left for `invocation` by `resume_run`, once.
+    pub fn take_replay(
+        &self,
+        invocation: &tt_domain::ids::InvocationId,
+    ) -> Option<crate::replay::Replay> {
+        self.replays
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(invocation)
     }
 
     /// A shared handle to this context (for background workers).
@@ -248,9 +275,16 @@ pub struct InvocationRuntime {
     /// Delegated results this agent has already seen (by `agent.await` or injection); kept in
     /// memory on purpose, so a result reaches it exactly once per loop.
     pub delivered: HashSet<tt_domain::ids::TaskId>,
+    /// What this agent did before its run was interrupted, replayed by its loop on resume.
+    pub replay: Option<crate::replay::Replay>,
 }
 
 impl InvocationRuntime {
+    /// Whether the loop is still replaying stored steps (no journaling, no side effects).
+    pub fn replaying(&self) -> bool {
+        self.replay.as_ref().is_some_and(|replay| !replay.is_live())
+    }
+
     /// Whether this invocation drives the run status (root and handoff owners do).
     pub fn owns_run(&self) -> bool {
         self.invocation.exit_policy == tt_domain::invocation::ExitPolicy::RunFinishAllowed

@@ -453,9 +453,18 @@ async fn execute(
         ToolName::AgentList => delegation::agent_list(ctx, inv, call)
             .await
             .map(continue_with),
-        ToolName::AgentDelegate => delegation::agent_delegate(ctx, inv, call)
-            .await
-            .map(continue_with),
+        ToolName::AgentDelegate => {
+            let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+            match inv
+                .replay
+                .as_ref()
+                .and_then(|replay| replay.delegated_task(&file_key))
+            {
+                Some(task_id) => delegation::already_delegated(ctx, task_id).await,
+                None => delegation::agent_delegate(ctx, inv, call).await,
+            }
+            .map(continue_with)
+        }
         ToolName::AgentAwait => delegation::agent_await(ctx, inv, call)
             .await
             .map(continue_with),
@@ -657,4 +666,99 @@ mod tests {
         );
         assert_eq!(key, call_file_key(&root, 1, "call_1"));
     }
+}
+
+/// A call of a resumed agent answered from its stored result (docs/resume.md): nothing runs
+/// and nothing is journaled, but the agent's session is brought to where the call left it:
+/// call budgets (for calls that had started), model-slip count and read-state. `None` when
+/// the call has no stored result, or the agent is past its stored steps.
+pub fn stored_call(
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+) -> Option<DispatchedCall> {
+    let tool = ToolName::from_any(&call.name);
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    let replay = inv.replay.as_mut()?;
+    let result = replay.take_result(&file_key, tool)?;
+    let started = replay.was_started(&file_key);
+    let resolved = tool.filter(|tool| {
+        inv.snapshot.offers(*tool) || inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired
+    });
+    if started && let Some(tool) = resolved {
+        inv.session.calls_total += 1;
+        *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
+    }
+    match result.error_code.as_deref() {
+        Some(code) if is_model_slip(code) => inv.session.consecutive_slips += 1,
+        _ => inv.session.consecutive_slips = 0,
+    }
+    if let Some(tool) = resolved {
+        inv.session
+            .read_state
+            .replay(tool, &call.arguments, &result);
+    }
+    Some(DispatchedCall {
+        tool: resolved,
+        result,
+        control: LoopControl::Continue,
+    })
+}
+
+/// Before a resumed agent runs live a call that had started but left no result: puts the
+/// workspace back where the call found it when its write is already there, so running it
+/// again writes it once and answers as it would have (docs/resume.md). A `replace` write of
+/// the same content is let through (the agent knows the file it wrote); an `append` whose text
+/// already ends the file, though the file changed since its last journaled write, is taken
+/// back out.
+pub async fn before_live_call(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+) -> ApplicationResult<()> {
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    let Some(replay) = inv.replay.as_ref() else {
+        return Ok(());
+    };
+    if !replay.was_started(&file_key)
+        || ToolName::from_any(&call.name) != Some(ToolName::WorkspaceWriteFile)
+    {
+        return Ok(());
+    }
+    let (Some(raw_path), Some(content)) = (
+        call.arguments.get("path").and_then(Value::as_str),
+        call.arguments.get("content").and_then(Value::as_str),
+    ) else {
+        return Ok(());
+    };
+    let Ok(path) = tt_domain::workspace::WorkspacePath::parse(raw_path) else {
+        return Ok(());
+    };
+    let last_written = replay.last_written(&path).map(str::to_owned);
+    let current = match ctx.services.workspace.read(&ctx.run_id, &path).await {
+        Ok(file) => file,
+        Err(_) => return Ok(()),
+    };
+    let append = call.arguments.get("mode").and_then(Value::as_str) == Some("append");
+    if !append {
+        if current.sha256 == sha256_hex(content.as_bytes()) {
+            inv.session.read_state.know_written(&path, &current.sha256);
+        }
+        return Ok(());
+    }
+    if last_written.as_deref() != Some(current.sha256.as_str())
+        && let Some(before) = current.text.strip_suffix(content)
+    {
+        ctx.services
+            .workspace
+            .write(
+                &ctx.run_id,
+                &path,
+                before,
+                &tt_domain::workspace::WriteGuard::MustMatchSha256(current.sha256.clone()),
+            )
+            .await?;
+    }
+    Ok(())
 }

@@ -267,6 +267,234 @@ impl AgentRunService {
         }
     }
 
+    /// Resumes an `interrupted` run in this process (docs/resume.md): takes the run's owner
+    /// lock again, journals `run_resumed`, puts its unfinished agents and tasks back to work
+    /// (`agent_invocation_resumed`, `agent_task_resumed`) and continues each agent from its
+    /// stored model responses and tool results. Returns the run as resumed; it then executes
+    /// in the background like a started run (`wait_for_run`, `subscribe`).
+    ///
+    /// Refused with `agent.run_not_resumable` (the run is not interrupted, or runs here
+    /// already), `agent.resume_profile_changed` (a profile no longer gives an agent the tool
+    /// snapshot it was frozen with) or `agent.run_locked` (another process owns the run).
+    pub async fn resume_run(self: &Arc<Self>, run_id: &RunId) -> ApplicationResult<AgentRun> {
+        use crate::resume;
+        let mut run = self.services.runs.load_run(run_id).await?;
+        if self.lock_active().contains_key(run_id) {
+            return Err(resume::not_resumable(&run, "it is running in this process"));
+        }
+        if run.status != AgentRunStatus::Interrupted {
+            return Err(resume::not_resumable(
+                &run,
+                &format!(
+                    "it is {}; only an interrupted run can be resumed",
+                    run.status.as_str()
+                ),
+            ));
+        }
+        let services = &self.services;
+        let invocations = services.invocations.list_invocations(run_id).await?;
+        let tasks = services.invocations.list_tasks(run_id).await?;
+        let mut root = invocations
+            .iter()
+            .find(|invocation| invocation.id.is_root())
+            .cloned()
+            .ok_or_else(|| resume::not_resumable(&run, "it has no root agent"))?;
+        if root.status != InvocationStatus::Interrupted {
+            // After a handoff the foreground belongs to another agent; not resumed (yet).
+            return Err(resume::not_resumable(
+                &run,
+                &format!(
+                    "its root agent is {}, not interrupted",
+                    root.status.as_str()
+                ),
+            ));
+        }
+        let profile = crate::profiles::resolve(
+            services.profiles.as_ref(),
+            run.profile_id
+                .as_ref()
+                .map(tt_domain::ids::ProfileId::as_str),
+        )
+        .await?;
+        crate::delegation::child::check_model_configured(&profile)?;
+        if profile.definition.preset.mode == PresetMode::Ref {
+            return Err(resume::not_resumable(
+                &run,
+                "its root prompt was assembled by the host (preset.mode = \"ref\")",
+            ));
+        }
+        let snapshot = build_tool_snapshot(
+            &profile,
+            &root.id,
+            ExitPolicy::RunFinishAllowed,
+            run.presentation,
+        )?;
+        resume::check_snapshot(services, run_id, &root.id, &snapshot).await?;
+        let persist_snapshot: tt_domain::workspace::PersistSnapshot = services
+            .runs
+            .read_document(run_id, &RunDocument::PersistSnapshot)
+            .await?
+            .and_then(|value| serde_json::from_value(value).ok())
+            .unwrap_or_default();
+        let prompt_snapshot: PromptSnapshot = services
+            .runs
+            .read_document(run_id, &RunDocument::PromptSnapshot)
+            .await?
+            .and_then(|value| serde_json::from_value(value).ok())
+            .ok_or_else(|| {
+                resume::not_resumable(&run, "its input/prompt_snapshot.json is missing")
+            })?;
+        let mut journal = resume::read_journal(services, run_id).await?;
+        // The context exists before anything is written, to check the delegated agents' tools.
+        let ctx = RunContext::new(
+            run.clone(),
+            services.clone(),
+            Arc::clone(&self.events),
+            persist_snapshot,
+        );
+        let interrupted = resume::interrupted_delegations(&tasks);
+        let mut running = Vec::new();
+        let mut waiting = Vec::new();
+        for task in interrupted {
+            if journal.started.contains(&task.child_invocation_id) {
+                let (_, child_snapshot) = resume::child_profile(&ctx, &task).await?;
+                resume::check_snapshot(
+                    services,
+                    run_id,
+                    &task.child_invocation_id,
+                    &child_snapshot,
+                )
+                .await?;
+                running.push(task);
+            } else {
+                waiting.push(task);
+            }
+        }
+        // From here on this process owns the run: the first write takes its lock
+        // (`agent.run_locked` when another process holds it).
+        let now = services.clock.now();
+        run.resume(now)?;
+        services.runs.save_run(&run).await?;
+        let ctx = RunContext::new(
+            run.clone(),
+            services.clone(),
+            Arc::clone(&self.events),
+            ctx.persist_snapshot.clone(),
+        );
+        let mut resumed_ids = vec![root.id.clone()];
+        resumed_ids.extend(running.iter().map(|task| task.child_invocation_id.clone()));
+        self.events
+            .info(
+                run_id,
+                RunEventType::RunResumed,
+                json!({"fromSeq": journal.from_seq, "invocations": resumed_ids}),
+            )
+            .await?;
+        self.events
+            .info(
+                run_id,
+                RunEventType::StatusChanged,
+                json!({"status": run.status.as_str()}),
+            )
+            .await?;
+        // Confirmed commits stay in the ledger; one whose call left no result is offered again.
+        let stored_keys: std::collections::HashSet<String> = journal
+            .stored_calls
+            .iter()
+            .flat_map(|(id, calls)| {
+                calls
+                    .iter()
+                    .map(|(round, call_id)| crate::dispatch::call_file_key(id, *round, call_id))
+            })
+            .collect();
+        for (call_key, record) in std::mem::take(&mut journal.commits) {
+            if stored_keys.contains(&call_key) {
+                ctx.record_commit(record);
+            }
+        }
+        resume::resume_invocation(&ctx, &mut root).await?;
+        let mut child_replays = Vec::new();
+        for task in &running {
+            if let Some(mut invocation) = invocations
+                .iter()
+                .find(|invocation| invocation.id == task.child_invocation_id)
+                .cloned()
+                && invocation.status == InvocationStatus::Interrupted
+            {
+                resume::resume_invocation(&ctx, &mut invocation).await?;
+            }
+            let replay =
+                resume::load_replay(services, run_id, &task.child_invocation_id, &mut journal)
+                    .await?;
+            child_replays.push((task.clone(), replay));
+        }
+        let root_replay = resume::load_replay(services, run_id, &root.id, &mut journal).await?;
+        let model = crate::binding::resolve_model_binding(&ctx, &root.id, &profile).await?;
+        let system_prompt = agent_system_prompt(&profile, &snapshot);
+        let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
+        messages.extend(prompt_snapshot.model_messages());
+        let skills = crate::skills::resolve_and_record(&ctx, &root.id, &profile).await?;
+        let inv = InvocationRuntime {
+            invocation: root,
+            policy: profile.access_policy(),
+            profile: profile.clone(),
+            snapshot: Arc::new(snapshot),
+            session: ToolSession::default(),
+            cancel: ctx.cancel.clone(),
+            model,
+            skills,
+            delivered: Default::default(),
+            replay: Some(root_replay),
+        };
+        // Tasks go back to work: running ones where they were, waiting ones in line.
+        for (task, replay) in child_replays {
+            let task = resume::resume_task(&ctx, &task, TaskStatus::Running).await?;
+            ctx.leave_replay(task.child_invocation_id.clone(), replay);
+            ctx.scheduler.resume_running(&ctx, task)?;
+        }
+        for task in waiting {
+            let task = resume::resume_task(&ctx, &task, TaskStatus::Queued).await?;
+            let delegator = invocations
+                .iter()
+                .find(|invocation| invocation.id == task.parent_invocation_id)
+                .map(|invocation| invocation.profile_id.clone());
+            let limit = match delegator {
+                Some(id) if id != *profile.id() => {
+                    crate::profiles::resolve(services.profiles.as_ref(), Some(id.as_str()))
+                        .await?
+                        .definition
+                        .delegation
+                        .max_concurrent_invocations
+                }
+                _ => profile.definition.delegation.max_concurrent_invocations,
+            };
+            ctx.scheduler.submit(&ctx, task, limit)?;
+        }
+        let (done_tx, done_rx) = watch::channel(false);
+        self.lock_active().insert(
+            run_id.clone(),
+            ActiveRun {
+                ctx: Arc::clone(&ctx),
+                done: done_rx,
+            },
+        );
+        let service = Arc::clone(self);
+        let span = tracing::info_span!(
+            "run",
+            run_id = run_id.as_str(),
+            profile = inv.profile.id().as_str(),
+            resumed = true,
+        );
+        tokio::spawn(
+            async move {
+                service.execute(ctx, inv, messages, None).await;
+                let _ = done_tx.send(true);
+            }
+            .instrument(span),
+        );
+        self.load_run(run_id).await
+    }
+
     async fn prepare_root(
         &self,
         run: AgentRun,
@@ -420,6 +648,7 @@ impl AgentRunService {
             model,
             skills,
             delivered: Default::default(),
+            replay: None,
         };
         Ok((ctx, inv, messages, root_assembly))
     }

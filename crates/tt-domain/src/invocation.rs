@@ -117,8 +117,9 @@ impl AgentInvocation {
         }
     }
 
-    /// `created -> running -> {completed, failed, cancelled, transferred}`; `created` may also
-    /// end directly in `failed` or `cancelled`. Terminal statuses never change.
+    /// `created -> running -> {completed, failed, cancelled, transferred, interrupted}`;
+    /// `created` may also end directly in `failed`, `cancelled` or `interrupted`. Terminal
+    /// statuses never change, except `interrupted -> running` when a run is resumed.
     pub fn transition(&mut self, next: InvocationStatus, now: Timestamp) -> DomainResult<bool> {
         if self.status == next {
             return Ok(false);
@@ -132,6 +133,8 @@ impl AgentInvocation {
                 | InvocationStatus::Interrupted,
             ) => true,
             (InvocationStatus::Running, next) => next.is_terminal(),
+            // `resume_run` takes an interrupted agent up again.
+            (InvocationStatus::Interrupted, InvocationStatus::Running) => true,
             _ => false,
         };
         if !legal {

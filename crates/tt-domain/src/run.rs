@@ -230,6 +230,25 @@ impl AgentRun {
         self.updated_at = now;
         Ok(true)
     }
+
+    /// Takes an `interrupted` run up again (`resume_run`): the one move out of a terminal
+    /// status. It continues in `assembling_context` while its agents are rebuilt; any other
+    /// status is `agent.run_not_resumable`.
+    pub fn resume(&mut self, now: Timestamp) -> DomainResult<()> {
+        if self.status != AgentRunStatus::Interrupted {
+            return Err(DomainError::new(
+                "agent.run_not_resumable",
+                format!(
+                    "run {} is {}; only an interrupted run can be resumed",
+                    self.id,
+                    self.status.as_str()
+                ),
+            ));
+        }
+        self.status = AgentRunStatus::AssemblingContext;
+        self.updated_at = now;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
