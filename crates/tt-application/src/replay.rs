@@ -110,13 +110,16 @@ impl Replay {
         result
     }
 
-    /// What was injected after `round`: `Some(tasks)` (possibly empty) while the next round is
-    /// still replayed (so the injection, or its absence, is history), `None` when it is live.
-    pub fn injection_after(&self, round: u32) -> Option<&[TaskId]> {
-        if self.live || !self.responses.contains_key(&(round + 1)) {
-            return None;
-        }
-        Some(self.injections.get(&round).map_or(&[], Vec::as_slice))
+    /// The delegated results journaled as injected after `round` (`agent_results_injected`),
+    /// once: they are part of the agent's history whether or not its next turn was stored.
+    pub fn take_injection(&mut self, round: u32) -> Option<Vec<TaskId>> {
+        self.injections.remove(&round)
+    }
+
+    /// Whether the turn after `round` is still replayed: then nothing new may be injected
+    /// after `round` (its stored turn did not see anything more).
+    pub fn replays_next_turn(&self, round: u32) -> bool {
+        !self.live && self.responses.contains_key(&(round + 1))
     }
 
     /// Whether a call without a stored result had started (its effect may be in the workspace).
@@ -171,12 +174,12 @@ mod tests {
                 .take_result("k1", Some(ToolName::WorkspaceReadFile))
                 .is_some()
         );
-        assert_eq!(replay.injection_after(1), Some(&[][..]));
+        assert!(replay.replays_next_turn(1));
         assert!(replay.take_response(2).is_some());
         assert!(replay.take_result("k2", None).is_none());
         assert!(replay.is_live());
         assert!(replay.take_response(3).is_none());
-        assert_eq!(replay.injection_after(2), None);
+        assert!(!replay.replays_next_turn(2));
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct JournalState {
     pub stored_calls: HashMap<InvocationId, Vec<(u32, String)>>,
     /// Confirmed commits in order, with the file key of the call that made them.
     pub commits: Vec<(String, CommitRecord)>,
+    /// Calls journaled `tool_call_started`, by invocation: (round, call id).
+    pub started_calls: HashMap<InvocationId, Vec<(u32, String)>>,
     /// Invocations that had started their loop.
     pub started: HashSet<InvocationId>,
     /// Last journaled sha256 of each workspace file.
@@ -113,6 +115,11 @@ pub async fn read_journal(
                             .entry(id.clone())
                             .or_default()
                             .record_started(key.clone());
+                        state
+                            .started_calls
+                            .entry(id.clone())
+                            .or_default()
+                            .push((round, call));
                         last_call.insert(id, key);
                     }
                 }
@@ -157,20 +164,6 @@ pub async fn read_journal(
                             .entry(id)
                             .or_default()
                             .record_commit_id(key, CommitId::from_raw(&commit));
-                    }
-                }
-                RunEventType::AgentDelegateStarted => {
-                    if let (Some(parent), Some(task)) =
-                        (text(event, "parentInvocationId"), text(event, "taskId"))
-                    {
-                        let parent = InvocationId::from_raw(&parent);
-                        if let Some(key) = last_call.get(&parent).cloned() {
-                            state
-                                .replays
-                                .entry(parent)
-                                .or_default()
-                                .record_delegated(key, TaskId::from_raw(&task));
-                        }
                     }
                 }
                 RunEventType::ChatCommitRecorded => {
@@ -227,6 +220,9 @@ pub async fn load_replay(
         let response: AgentModelResponse = decode(&stored["response"], &document)?;
         replay.record_response(round, response);
     }
+    let mut stored_keys = HashSet::new();
+    // Tasks whose `agent.delegate` answer reached the agent.
+    let mut answered_tasks = HashSet::new();
     for (round, call_id) in journal.stored_calls.remove(invocation).unwrap_or_default() {
         let call_file_key = call_file_key(invocation, round, &call_id);
         let document = RunDocument::ToolResult {
@@ -234,7 +230,30 @@ pub async fn load_replay(
         };
         if let Some(stored) = services.runs.read_document(run_id, &document).await? {
             let result: AgentToolResult = decode(&stored, &document)?;
+            if let Some(task) = result.structured.get("taskId").and_then(Value::as_str) {
+                answered_tasks.insert(task.to_owned());
+            }
+            stored_keys.insert(call_file_key.clone());
             replay.record_result(call_file_key, result);
+        }
+    }
+    // An `agent.delegate` call that registered its task but left no result: the task record
+    // names the call, and no stored answer names the task.
+    let tasks = services
+        .invocations
+        .list_tasks_by_parent(run_id, invocation)
+        .await?;
+    for (round, call_id) in journal.started_calls.remove(invocation).unwrap_or_default() {
+        let key = call_file_key(invocation, round, &call_id);
+        if stored_keys.contains(&key) {
+            continue;
+        }
+        if let Some(task) = tasks.iter().find(|task| {
+            task.continuation == TaskContinuation::ReturnToParent
+                && task.created_by_tool_call_id.as_deref() == Some(call_id.as_str())
+                && !answered_tasks.contains(task.id.as_str())
+        }) {
+            replay.record_delegated(key, task.id.clone());
         }
     }
     Ok(replay)
@@ -254,7 +273,7 @@ fn decode<T: serde::de::DeserializeOwned>(
 
 /// `agent.resume_profile_changed` unless `snapshot`, rebuilt from today's profiles, is the
 /// one `invocation` was frozen with: a resumed agent must be offered the same tools, budgets
-/// and roots its stored history was made with.
+/// and roots its stored history was made with. An agent with no frozen snapshot yet passes.
 pub async fn check_snapshot(
     services: &RuntimeServices,
     run_id: &RunId,
@@ -274,13 +293,8 @@ pub async fn check_snapshot(
                 document.relative_path()
             ),
         )),
-        None => Err(ApplicationError::fatal(
-            "agent.run_not_resumable",
-            format!(
-                "{invocation} has no {}; the run cannot be resumed",
-                document.relative_path()
-            ),
-        )),
+        // Interrupted before its snapshot was frozen: it made no step the snapshot must match.
+        None => Ok(()),
     }
 }
 

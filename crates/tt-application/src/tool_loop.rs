@@ -267,17 +267,26 @@ async fn run_rounds(
         }
         if ended.is_none() && (inv.owns_run() || inv.snapshot.offers(ToolName::AgentDelegate)) {
             // Finished delegated results this agent has not seen yet join its next turn, once.
-            let injected = match inv
+            // A resumed agent gets again what was injected after a replayed turn (without
+            // journaling it twice), and anything newer only if its next turn is live.
+            let replayed = inv
+                .replay
+                .as_mut()
+                .and_then(|replay| replay.take_injection(round));
+            if let Some(tasks) = replayed
+                && let Some(text) =
+                    crate::delegation::results::replay_injection(ctx, inv, &tasks).await?
+            {
+                messages.push(AgentModelMessage::text(ModelRole::User, text));
+            }
+            let next_turn_replayed = inv
                 .replay
                 .as_ref()
-                .and_then(|replay| replay.injection_after(round))
-            {
-                // Replayed: exactly what was injected then (often nothing), without journaling.
-                Some(tasks) => {
-                    let tasks = tasks.to_vec();
-                    crate::delegation::results::replay_injection(ctx, inv, &tasks).await?
-                }
-                None => crate::delegation::results::take_injection(ctx, inv).await?,
+                .is_some_and(|replay| replay.replays_next_turn(round));
+            let injected = if next_turn_replayed {
+                None
+            } else {
+                crate::delegation::results::take_injection(ctx, inv).await?
             };
             if let Some(text) = injected {
                 messages.push(AgentModelMessage::text(ModelRole::User, text));
