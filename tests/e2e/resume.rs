@@ -576,3 +576,81 @@ fn an_interrupted_fan_out_resumes_at_every_kind_of_step_without_repeating_work()
         let _ = &baseline.host;
     }
 }
+
+/// Starts [`first_process`] at `point` in `dir` and returns it once it stopped there, with the
+/// run id.
+fn stopped_first_process(dir: &Path, point: Point) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "resume::first_process",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(DIR_VAR, dir)
+        .env(POINT_VAR, format!("{point:?}"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let line = stdout
+        .lines()
+        .map(Result::unwrap)
+        .find(|line| line.starts_with(STOPPED))
+        .unwrap();
+    let run_id = line.split(' ').nth(1).unwrap().to_owned();
+    (child, run_id)
+}
+
+#[test]
+fn resume_refuses_runs_it_cannot_continue_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, run_id) = stopped_first_process(dir.path(), Point::BetweenModelCalls);
+    let calls = Arc::new(AtomicU64::new(0));
+    let host = Arc::new(Host::default());
+    tokio_runtime().block_on(async {
+        // The first process still owns the run.
+        let owned_elsewhere = runtime(dir.path(), None, &calls, &Arc::default(), &host);
+        let error = owned_elsewhere.resume_run(&run_id).await.unwrap_err();
+        assert_eq!(error.code, "agent.run_locked", "{error:?}");
+        drop(owned_elsewhere);
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        // A profile that no longer offers the lead what it was frozen with.
+        let second = runtime(dir.path(), None, &calls, &Arc::default(), &host);
+        let runtime = second;
+        let before = all_events(&runtime, &run_id).await.len();
+        let mut changed = lead_profile();
+        changed["tools"]["allow"] = json!([
+            "agent.delegate",
+            "agent.await",
+            "workspace.write_file",
+            "workspace.commit",
+            "workspace.finish"
+        ]);
+        let definition: AgentProfileDefinition = serde_json::from_value(changed).unwrap();
+        runtime.save_profile(definition).await.unwrap();
+        let error = runtime.resume_run(&run_id).await.unwrap_err();
+        assert_eq!(error.code, "agent.resume_profile_changed", "{error:?}");
+        assert!(error.message.contains("lead"), "{error:?}");
+        let run = runtime.get_run(&run_id).await.unwrap();
+        assert_eq!(run.status, AgentRunStatus::Interrupted);
+        assert_eq!(all_events(&runtime, &run_id).await.len(), before);
+
+        // With the profile as it was, it resumes and completes; then it is over.
+        install(&runtime).await;
+        runtime.resume_run(&run_id).await.unwrap();
+        let error = runtime.resume_run(&run_id).await.unwrap_err();
+        assert_eq!(error.code, "agent.run_not_resumable", "{error:?}");
+        let done = runtime.wait_for_run(&run_id).await.unwrap();
+        assert_eq!(done.status, AgentRunStatus::Completed);
+        let error = runtime.resume_run(&run_id).await.unwrap_err();
+        assert_eq!(error.code, "agent.run_not_resumable", "{error:?}");
+        assert!(error.message.contains("completed"), "{error:?}");
+        let error = runtime.resume_run("run_missing").await.unwrap_err();
+        assert_eq!(error.code, "agent.not_found", "{error:?}");
+    });
+}

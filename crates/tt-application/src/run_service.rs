@@ -282,6 +282,18 @@ impl AgentRunService {
         if self.lock_active().contains_key(run_id) {
             return Err(resume::not_resumable(&run, "it is running in this process"));
         }
+        if !run.status.is_terminal() {
+            // Unfinished but not executing here: a live process owns it (or the data dir was
+            // opened read-only, and nothing marked it interrupted).
+            return Err(ApplicationError::fatal(
+                "agent.run_locked",
+                format!(
+                    "run {run_id} is {} in another process; it can be resumed only once that \
+                     process is gone",
+                    run.status.as_str()
+                ),
+            ));
+        }
         if run.status != AgentRunStatus::Interrupted {
             return Err(resume::not_resumable(
                 &run,
