@@ -654,3 +654,205 @@ fn resume_refuses_runs_it_cannot_continue_and_changes_nothing() {
         assert_eq!(error.code, "agent.not_found", "{error:?}");
     });
 }
+
+const SOAK_MODE_VAR: &str = "TT_RESUME_SOAK_MODE";
+const SOAK_RUN: &str = "TT_RESUME_SOAK_RUN";
+
+/// A host that publishes each commit once: the published messages, one JSON line each, in
+/// `<dir>/published.jsonl`; a commit offered again under a `commitId` it already published gets
+/// the same message id back.
+fn publishing_runtime(dir: &Path, calls: &Arc<AtomicU64>) -> AgentRuntime {
+    let published = dir.join("published.jsonl");
+    AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .provider(model(None, calls, &Arc::default()))
+        .commit_handler(move |request| {
+            let published = published.clone();
+            async move {
+                let text = std::fs::read_to_string(&published).unwrap_or_default();
+                let id = request.commit_id.to_string();
+                let known = text
+                    .lines()
+                    .position(|line| serde_json::from_str::<Value>(line).unwrap()["commitId"] == json!(id));
+                let index = match known {
+                    Some(index) => index,
+                    None => {
+                        use std::io::Write as _;
+                        let mut file = std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(&published)
+                            .unwrap();
+                        let line = json!({"commitId": id, "content": request.content});
+                        writeln!(file, "{line}").unwrap();
+                        text.lines().count()
+                    }
+                };
+                Ok(index.to_string())
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+/// One process of the soak: starts the scenario (`start`) or resumes a run (`resume:<runId>`)
+/// in `$TT_RESUME_TEST_DIR` and runs it to its end, unless it is killed first.
+#[test]
+#[ignore = "a process of the resume soak, which starts it with its own arguments"]
+fn soak_process() {
+    let dir = std::path::PathBuf::from(std::env::var(DIR_VAR).unwrap());
+    let mode = std::env::var(SOAK_MODE_VAR).unwrap();
+    let calls = Arc::new(AtomicU64::new(0));
+    tokio_runtime().block_on(async {
+        let runtime = publishing_runtime(&dir, &calls);
+        let run_id = match mode.strip_prefix("resume:") {
+            Some(run_id) => {
+                // Killed after its end was recorded: nothing is left to resume.
+                if runtime.get_run(run_id).await.unwrap().status != AgentRunStatus::Completed {
+                    runtime.resume_run(run_id).await.unwrap();
+                }
+                run_id.to_owned()
+            }
+            None => {
+                install(&runtime).await;
+                runtime.start_run(request()).await.unwrap().id.to_string()
+            }
+        };
+        println!("{SOAK_RUN} {run_id}");
+        let done = runtime.wait_for_run(&run_id).await.unwrap();
+        assert_eq!(done.status, AgentRunStatus::Completed);
+    });
+}
+
+fn soak_trials() -> u64 {
+    std::env::var("TT_RESUME_SOAK_TRIALS")
+        .ok()
+        .and_then(|raw| raw.parse().ok())
+        .unwrap_or(2)
+}
+
+fn journal_bytes(dir: &Path) -> u64 {
+    let Ok(chats) = std::fs::read_dir(dir.join("chats")) else {
+        return 0;
+    };
+    let mut total = 0;
+    for chat in chats.flatten() {
+        let Ok(runs) = std::fs::read_dir(chat.path().join("runs")) else {
+            continue;
+        };
+        for run in runs.flatten() {
+            total += std::fs::metadata(run.path().join("events.jsonl")).map_or(0, |meta| meta.len());
+        }
+    }
+    total
+}
+
+/// `cargo xtask soak crash --resume --trials N` runs this with many trials: the scenario is
+/// killed with SIGKILL at a pseudo-random point, resumed in a new process, killed again
+/// further on, and so on until a process completes it. Each trial must end `completed` with
+/// the workspace and published text of an uninterrupted run, each model turn stored once and as
+/// many as an uninterrupted run stores, and the summary published once.
+#[test]
+fn killed_at_random_moments_and_resumed_until_it_completes() {
+    use std::io::BufRead as _;
+    let baseline = uninterrupted();
+    let turns = |events: &[AgentRunEvent]| -> Vec<(String, u64)> {
+        let mut turns: Vec<(String, u64)> = events
+            .iter()
+            .filter(|event| event.event_type == "model_response_stored")
+            .map(|event| {
+                (
+                    event.payload["invocationId"].as_str().unwrap().to_owned(),
+                    event.payload["round"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        turns.sort();
+        turns
+    };
+    let baseline_turns = turns(&baseline.events).len();
+    let total_bytes = baseline
+        .events
+        .iter()
+        .map(|event| serde_json::to_string(event).unwrap().len() as u64 + 1)
+        .sum::<u64>();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for trial in 0..soak_trials() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut run_id: Option<String> = None;
+        let mut kills = 0;
+        loop {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let target = journal_bytes(dir.path()) + 1 + (seed >> 33) % (total_bytes / 3);
+            let mode = run_id.as_ref().map_or_else(|| "start".to_owned(), |id| format!("resume:{id}"));
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["resume::soak_process", "--exact", "--ignored", "--nocapture"])
+                .env(DIR_VAR, dir.path())
+                .env(SOAK_MODE_VAR, &mode)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in stdout.lines().map_while(Result::ok) {
+                    if let Some(id) = line.strip_prefix(&format!("{SOAK_RUN} ")) {
+                        let _ = sender.send(id.to_owned());
+                    }
+                }
+            });
+            let ended = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break Some(status);
+                }
+                if run_id.is_some() && journal_bytes(dir.path()) >= target {
+                    break None;
+                }
+                if run_id.is_none()
+                    && let Ok(id) = receiver.try_recv()
+                {
+                    run_id = Some(id);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            };
+            if run_id.is_none() {
+                run_id = receiver.try_recv().ok();
+            }
+            match ended {
+                Some(status) => {
+                    assert!(status.success(), "trial {trial}: a process failed ({mode})");
+                    break;
+                }
+                None => {
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    kills += 1;
+                    assert!(kills < 50, "trial {trial}: never completed");
+                }
+            }
+        }
+        let run_id = run_id.unwrap();
+        let calls = Arc::new(AtomicU64::new(0));
+        tokio_runtime().block_on(async {
+            let runtime = publishing_runtime(dir.path(), &calls);
+            let run = runtime.get_run(&run_id).await.unwrap();
+            assert_eq!(run.status, AgentRunStatus::Completed, "trial {trial}");
+            let events = all_events(&runtime, &run_id).await;
+            let stored = turns(&events);
+            let mut unique = stored.clone();
+            unique.dedup();
+            assert_eq!(unique.len(), stored.len(), "trial {trial}: a turn stored twice");
+            assert_eq!(stored.len(), baseline_turns, "trial {trial}");
+        });
+        assert_eq!(workspace(dir.path(), &run_id), baseline.files, "trial {trial}");
+        let published = std::fs::read_to_string(dir.path().join("published.jsonl")).unwrap();
+        let lines: Vec<Value> = published
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1, "trial {trial}: {lines:?}");
+        assert_eq!(lines[0]["content"], json!(baseline.committed), "trial {trial}");
+        eprintln!("trial {trial}: completed after {kills} kill(s)");
+    }
+}
