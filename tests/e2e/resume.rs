@@ -671,9 +671,9 @@ fn publishing_runtime(dir: &Path, calls: &Arc<AtomicU64>) -> AgentRuntime {
             async move {
                 let text = std::fs::read_to_string(&published).unwrap_or_default();
                 let id = request.commit_id.to_string();
-                let known = text
-                    .lines()
-                    .position(|line| serde_json::from_str::<Value>(line).unwrap()["commitId"] == json!(id));
+                let known = text.lines().position(|line| {
+                    serde_json::from_str::<Value>(line).unwrap()["commitId"] == json!(id)
+                });
                 let index = match known {
                     Some(index) => index,
                     None => {
@@ -720,7 +720,15 @@ fn soak_process() {
         };
         println!("{SOAK_RUN} {run_id}");
         let done = runtime.wait_for_run(&run_id).await.unwrap();
-        assert_eq!(done.status, AgentRunStatus::Completed);
+        if done.status != AgentRunStatus::Completed {
+            let why: Vec<Value> = all_events(&runtime, &run_id)
+                .await
+                .into_iter()
+                .filter(|event| event.level != tt_runtime::EventLevel::Info)
+                .map(|event| json!([event.event_type, event.payload]))
+                .collect();
+            panic!("{mode}: {done:?} after {why:?}");
+        }
     });
 }
 
@@ -741,7 +749,8 @@ fn journal_bytes(dir: &Path) -> u64 {
             continue;
         };
         for run in runs.flatten() {
-            total += std::fs::metadata(run.path().join("events.jsonl")).map_or(0, |meta| meta.len());
+            total +=
+                std::fs::metadata(run.path().join("events.jsonl")).map_or(0, |meta| meta.len());
         }
     }
     total
@@ -782,15 +791,24 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
         let mut run_id: Option<String> = None;
         let mut kills = 0;
         loop {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             let target = journal_bytes(dir.path()) + 1 + (seed >> 33) % (total_bytes / 3);
-            let mode = run_id.as_ref().map_or_else(|| "start".to_owned(), |id| format!("resume:{id}"));
+            let mode = run_id
+                .as_ref()
+                .map_or_else(|| "start".to_owned(), |id| format!("resume:{id}"));
             let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["resume::soak_process", "--exact", "--ignored", "--nocapture"])
+                .args([
+                    "resume::soak_process",
+                    "--exact",
+                    "--ignored",
+                    "--nocapture",
+                ])
                 .env(DIR_VAR, dir.path())
                 .env(SOAK_MODE_VAR, &mode)
                 .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
+                .stderr(std::fs::File::create(dir.path().join("process.log")).unwrap())
                 .spawn()
                 .unwrap();
             let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
@@ -821,7 +839,11 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
             }
             match ended {
                 Some(status) => {
-                    assert!(status.success(), "trial {trial}: a process failed ({mode})");
+                    assert!(
+                        status.success(),
+                        "trial {trial}: a process failed ({mode}): {}",
+                        std::fs::read_to_string(dir.path().join("process.log")).unwrap()
+                    );
                     break;
                 }
                 None => {
@@ -842,17 +864,49 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
             let stored = turns(&events);
             let mut unique = stored.clone();
             unique.dedup();
-            assert_eq!(unique.len(), stored.len(), "trial {trial}: a turn stored twice");
+            assert_eq!(
+                unique.len(),
+                stored.len(),
+                "trial {trial}: a turn stored twice"
+            );
+            if stored.len() != baseline_turns {
+                let lines: Vec<String> = events
+                    .iter()
+                    .filter(|event| {
+                        matches!(
+                            event.event_type.as_str(),
+                            "model_response_stored"
+                                | "run_resumed"
+                                | "run_interrupted"
+                                | "agent_task_resumed"
+                                | "agent_invocation_resumed"
+                                | "agent_task_completed"
+                                | "agent_loop_finished"
+                                | "tool_call_started"
+                        )
+                    })
+                    .map(|event| format!("{} {} {}", event.seq, event.event_type, event.payload))
+                    .collect();
+                std::fs::write("/tmp/soak-failure.txt", lines.join("\n")).unwrap();
+            }
             assert_eq!(stored.len(), baseline_turns, "trial {trial}");
         });
-        assert_eq!(workspace(dir.path(), &run_id), baseline.files, "trial {trial}");
+        assert_eq!(
+            workspace(dir.path(), &run_id),
+            baseline.files,
+            "trial {trial}"
+        );
         let published = std::fs::read_to_string(dir.path().join("published.jsonl")).unwrap();
         let lines: Vec<Value> = published
             .lines()
             .map(|line| serde_json::from_str(line).unwrap())
             .collect();
         assert_eq!(lines.len(), 1, "trial {trial}: {lines:?}");
-        assert_eq!(lines[0]["content"], json!(baseline.committed), "trial {trial}");
+        assert_eq!(
+            lines[0]["content"],
+            json!(baseline.committed),
+            "trial {trial}"
+        );
         eprintln!("trial {trial}: completed after {kills} kill(s)");
     }
 }

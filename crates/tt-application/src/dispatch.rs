@@ -705,6 +705,58 @@ pub fn stored_call(
     })
 }
 
+/// The completion events of a replayed call whose result was stored but not journaled before
+/// the interruption (`tool_result_stored`, then `tool_call_completed` / `tool_call_failed`);
+/// nothing for a call the journal already completed.
+pub async fn journal_unjournaled_result(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+    dispatched: &DispatchedCall,
+) -> ApplicationResult<()> {
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    if inv
+        .replay
+        .as_ref()
+        .is_none_or(|replay| replay.result_journaled(&file_key))
+    {
+        return Ok(());
+    }
+    let result = &dispatched.result;
+    let invocation_id = &inv.invocation.id;
+    let path = RunDocument::ToolResult {
+        call_file_key: file_key,
+    }
+    .relative_path();
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::ToolResultStored,
+            json!({"round": round, "invocationId": invocation_id, "callId": call.id, "path": path}),
+        )
+        .await?;
+    let (level, event_type) = if result.is_error {
+        (EventLevel::Warn, RunEventType::ToolCallFailed)
+    } else {
+        (EventLevel::Info, RunEventType::ToolCallCompleted)
+    };
+    ctx.events
+        .emit(
+            &ctx.run_id,
+            level,
+            event_type,
+            json!({
+                "round": round, "invocationId": invocation_id, "callId": call.id, "name": result.name,
+                "isError": result.is_error, "errorCode": result.error_code,
+                "message": if result.is_error { Value::String(result.content.clone()) } else { Value::Null },
+                "elapsedMs": 0, "resourceRefs": result.resource_refs,
+            }),
+        )
+        .await?;
+    Ok(())
+}
+
 /// Before a resumed agent runs live a call that had started but left no result: puts the
 /// workspace back where the call found it when its write is already there, so running it
 /// again writes it once and answers as it would have (docs/resume.md). A `replace` write of

@@ -16,6 +16,10 @@ use tt_domain::tool::{AgentToolResult, ToolName};
 #[derive(Debug, Default, Clone)]
 pub struct Replay {
     responses: BTreeMap<u32, AgentModelResponse>,
+    /// Rounds whose stored response was journaled (`model_response_stored`).
+    journaled_rounds: HashSet<u32>,
+    /// Calls whose stored result was journaled (`tool_result_stored`), by file key.
+    journaled_results: HashSet<String>,
     /// Stored tool results by call file key (`call_<hex16>`).
     results: HashMap<String, AgentToolResult>,
     /// Task ids injected after a round (`agent_results_injected`), by that round.
@@ -38,6 +42,25 @@ impl Replay {
 
     pub fn record_result(&mut self, file_key: String, result: AgentToolResult) {
         self.results.insert(file_key, result);
+    }
+
+    pub fn record_journaled_round(&mut self, round: u32) {
+        self.journaled_rounds.insert(round);
+    }
+
+    pub fn record_journaled_result(&mut self, file_key: String) {
+        self.journaled_results.insert(file_key);
+    }
+
+    /// Whether the journal has the events of `round`'s stored response (a process can die
+    /// between writing the response and journaling it).
+    pub fn round_journaled(&self, round: u32) -> bool {
+        self.journaled_rounds.contains(&round)
+    }
+
+    /// Whether the journal has the completion of a call whose result is stored.
+    pub fn result_journaled(&self, file_key: &str) -> bool {
+        self.journaled_results.contains(file_key)
     }
 
     pub fn record_injection(&mut self, round: u32, tasks: Vec<TaskId>) {
@@ -120,6 +143,11 @@ impl Replay {
     /// after `round` (its stored turn did not see anything more).
     pub fn replays_next_turn(&self, round: u32) -> bool {
         !self.live && self.responses.contains_key(&(round + 1))
+    }
+
+    /// Whether a call has a stored result left to replay.
+    pub fn has_result(&self, file_key: &str) -> bool {
+        self.results.contains_key(file_key)
     }
 
     /// Whether a call without a stored result had started (its effect may be in the workspace).

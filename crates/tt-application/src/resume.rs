@@ -102,6 +102,11 @@ pub async fn read_journal(
                 }
                 RunEventType::ModelResponseStored => {
                     if let (Some(id), Some(round)) = (invocation, round_of(event)) {
+                        state
+                            .replays
+                            .entry(id.clone())
+                            .or_default()
+                            .record_journaled_round(round);
                         last_round.insert(id, round);
                     }
                 }
@@ -127,6 +132,11 @@ pub async fn read_journal(
                     if let (Some(id), Some(round), Some(call)) =
                         (invocation, round_of(event), text(event, "callId"))
                     {
+                        state
+                            .replays
+                            .entry(id.clone())
+                            .or_default()
+                            .record_journaled_result(call_file_key(&id, round, &call));
                         state
                             .stored_calls
                             .entry(id)
@@ -235,6 +245,29 @@ pub async fn load_replay(
             }
             stored_keys.insert(call_file_key.clone());
             replay.record_result(call_file_key, result);
+        }
+    }
+    // A call whose result was written but not journaled before the interruption.
+    let started = journal
+        .started_calls
+        .get(invocation)
+        .cloned()
+        .unwrap_or_default();
+    for (round, call_id) in &started {
+        let key = call_file_key(invocation, *round, call_id);
+        if stored_keys.contains(&key) {
+            continue;
+        }
+        let document = RunDocument::ToolResult {
+            call_file_key: key.clone(),
+        };
+        if let Some(stored) = services.runs.read_document(run_id, &document).await? {
+            let result: AgentToolResult = decode(&stored, &document)?;
+            if let Some(task) = result.structured.get("taskId").and_then(Value::as_str) {
+                answered_tasks.insert(task.to_owned());
+            }
+            stored_keys.insert(key.clone());
+            replay.record_result(key, result);
         }
     }
     // An `agent.delegate` call that registered its task but left no result: the task record

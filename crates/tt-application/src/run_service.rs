@@ -409,21 +409,6 @@ impl AgentRunService {
                 json!({"status": run.status.as_str()}),
             )
             .await?;
-        // Confirmed commits stay in the ledger; one whose call left no result is offered again.
-        let stored_keys: std::collections::HashSet<String> = journal
-            .stored_calls
-            .iter()
-            .flat_map(|(id, calls)| {
-                calls
-                    .iter()
-                    .map(|(round, call_id)| crate::dispatch::call_file_key(id, *round, call_id))
-            })
-            .collect();
-        for (call_key, record) in std::mem::take(&mut journal.commits) {
-            if stored_keys.contains(&call_key) {
-                ctx.record_commit(record);
-            }
-        }
         resume::resume_invocation(&ctx, &mut root).await?;
         let mut child_replays = Vec::new();
         for task in &running {
@@ -441,6 +426,12 @@ impl AgentRunService {
             child_replays.push((task.clone(), replay));
         }
         let root_replay = resume::load_replay(services, run_id, &root.id, &mut journal).await?;
+        // Confirmed commits stay in the ledger; one whose call left no result is offered again.
+        for (call_key, record) in std::mem::take(&mut journal.commits) {
+            if root_replay.has_result(&call_key) {
+                ctx.record_commit(record);
+            }
+        }
         let model = crate::binding::resolve_model_binding(&ctx, &root.id, &profile).await?;
         let system_prompt = agent_system_prompt(&profile, &snapshot);
         let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];

@@ -116,7 +116,25 @@ async fn run_rounds(
                 .await?;
         }
         let response = match stored {
-            Some(response) => response,
+            Some(response) => {
+                if !inv
+                    .replay
+                    .as_ref()
+                    .is_some_and(|replay| replay.round_journaled(round))
+                {
+                    // Stored, but the process died before journaling it.
+                    crate::model_turn::journal_stored_response(
+                        ctx,
+                        inv,
+                        round,
+                        &session.session_id,
+                        messages.len(),
+                        &response,
+                    )
+                    .await?;
+                }
+                response
+            }
             None => {
                 let request = AgentModelRequest {
                     session: session.clone(),
@@ -206,7 +224,11 @@ async fn run_rounds(
                 return Err(ApplicationError::cancelled());
             }
             let dispatched = match crate::dispatch::stored_call(inv, round, call) {
-                Some(replayed) => replayed,
+                Some(replayed) => {
+                    crate::dispatch::journal_unjournaled_result(ctx, inv, round, call, &replayed)
+                        .await?;
+                    replayed
+                }
                 None => {
                     crate::dispatch::before_live_call(ctx, inv, round, call).await?;
                     dispatch_call(ctx, inv, round, call).await?
