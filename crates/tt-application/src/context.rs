@@ -52,6 +52,9 @@ pub struct RunContext {
     /// Stored steps of resumed delegated agents, taken by their workers (`resume_run`).
     replays:
         StdMutex<std::collections::HashMap<tt_domain::ids::InvocationId, crate::replay::Replay>>,
+    /// `persistent_changes_committed` of a resumed run whose interrupted process had promoted
+    /// `persist/` already: finishing again reuses that state instead of promoting twice.
+    promoted_before: StdMutex<Option<serde_json::Value>>,
     me: Weak<RunContext>,
 }
 
@@ -82,6 +85,7 @@ impl RunContext {
             guidance: Default::default(),
             sessions: StdMutex::new(Vec::new()),
             replays: StdMutex::new(std::collections::HashMap::new()),
+            promoted_before: StdMutex::new(None),
             me: me.clone(),
         })
     }
@@ -114,6 +118,22 @@ impl RunContext {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(invocation, replay);
+    }
+
+    /// Remembers the promotion an interrupted process journaled (`resume_run`).
+    pub fn remember_promotion(&self, payload: serde_json::Value) {
+        *self
+            .promoted_before
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(payload);
+    }
+
+    /// The promotion an interrupted process journaled before this run was resumed.
+    pub fn promotion_before(&self) -> Option<serde_json::Value> {
+        self.promoted_before
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The stored steps left for `invocation` by `resume_run`, once.

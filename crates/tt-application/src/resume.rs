@@ -38,6 +38,8 @@ pub struct JournalState {
     pub started: HashSet<InvocationId>,
     /// Last journaled sha256 of each workspace file.
     pub written: BTreeMap<String, String>,
+    /// `persistent_changes_committed` of the interrupted process, if it promoted `persist/`.
+    pub promotion: Option<Value>,
 }
 
 fn text(event: &AgentRunEvent, field: &str) -> Option<String> {
@@ -194,6 +196,9 @@ pub async fn read_journal(
                             },
                         ));
                     }
+                }
+                RunEventType::PersistentChangesCommitted => {
+                    state.promotion = Some(event.payload.clone());
                 }
                 RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied => {
                     if let (Some(path), Some(sha256)) = (text(event, "path"), text(event, "sha256"))

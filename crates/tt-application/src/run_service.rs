@@ -426,6 +426,9 @@ impl AgentRunService {
             child_replays.push((task.clone(), replay));
         }
         let root_replay = resume::load_replay(services, run_id, &root.id, &mut journal).await?;
+        if let Some(promotion) = journal.promotion.take() {
+            ctx.remember_promotion(promotion);
+        }
         // Confirmed commits stay in the ledger; one whose call left no result is offered again.
         for (call_key, record) in std::mem::take(&mut journal.commits) {
             if root_replay.has_result(&call_key) {
@@ -869,6 +872,22 @@ impl AgentRunService {
                         json!({"stateId": change_set.state_id, "baseStateId": change_set.base_state_id, "changeCount": changes.len(), "changes": changes}),
                     )
                     .await?;
+                crate::persist_metadata::bind_state_to_last_commit(ctx, &change_set, &changes)
+                    .await?;
+            }
+            // Resumed after the interrupted process had promoted `persist/` (and journaled it):
+            // that state is this run's; only the host binding is asked for again.
+            Err(error)
+                if error.code() == "agent.persistent_state_exists"
+                    && ctx.promotion_before().is_some() =>
+            {
+                let before = ctx.promotion_before().unwrap_or_default();
+                let change_set = tt_domain::workspace::PersistentChangeSet {
+                    state_id: before["stateId"].as_str().unwrap_or_default().to_owned(),
+                    base_state_id: before["baseStateId"].as_str().map(str::to_owned),
+                    changes: Vec::new(),
+                };
+                let changes = before["changes"].as_array().cloned().unwrap_or_default();
                 crate::persist_metadata::bind_state_to_last_commit(ctx, &change_set, &changes)
                     .await?;
             }
