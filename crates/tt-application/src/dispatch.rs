@@ -648,26 +648,6 @@ pub async fn checkpoint(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn call_file_keys_are_hashed_and_distinct_per_invocation_and_round() {
-        let root = InvocationId::root();
-        let key = call_file_key(&root, 1, "call_1");
-        assert!(key.starts_with("call_"));
-        assert_eq!(key.len(), 5 + 16);
-        assert!(key[5..].bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_ne!(key, call_file_key(&root, 2, "call_1"));
-        assert_ne!(
-            key,
-            call_file_key(&InvocationId::from_raw("inv_x"), 1, "call_1")
-        );
-        assert_eq!(key, call_file_key(&root, 1, "call_1"));
-    }
-}
-
 /// A call of a resumed agent answered from its stored result (docs/resume.md): nothing runs
 /// and nothing is journaled, but the agent's session is brought to where the call left it:
 /// call budgets (for calls that had started), model-slip count and read-state. `None` when
@@ -813,4 +793,24 @@ pub async fn before_live_call(
             .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_file_keys_are_hashed_and_distinct_per_invocation_and_round() {
+        let root = InvocationId::root();
+        let key = call_file_key(&root, 1, "call_1");
+        assert!(key.starts_with("call_"));
+        assert_eq!(key.len(), 5 + 16);
+        assert!(key[5..].bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(key, call_file_key(&root, 2, "call_1"));
+        assert_ne!(
+            key,
+            call_file_key(&InvocationId::from_raw("inv_x"), 1, "call_1")
+        );
+        assert_eq!(key, call_file_key(&root, 1, "call_1"));
+    }
 }

@@ -174,7 +174,11 @@ mod tests {
     fn response() -> AgentModelResponse {
         AgentModelResponse {
             message: AgentModelMessage::text(ModelRole::Assistant, "hi"),
-            ..AgentModelResponse::default()
+            response_id: None,
+            model: None,
+            finish_reason: None,
+            usage: None,
+            raw_response: serde_json::Value::Null,
         }
     }
 
