@@ -181,6 +181,17 @@ mod tests {
     }
 
     #[test]
+    fn an_interrupted_invocation_only_goes_back_to_running() {
+        let now = Timestamp::from_unix_millis(1);
+        let mut inv = invocation();
+        assert!(inv.transition(InvocationStatus::Running, now).unwrap());
+        assert!(inv.transition(InvocationStatus::Interrupted, now).unwrap());
+        assert!(inv.transition(InvocationStatus::Completed, now).is_err());
+        assert!(inv.transition(InvocationStatus::Running, now).unwrap());
+        assert!(inv.transition(InvocationStatus::Completed, now).unwrap());
+    }
+
+    #[test]
     fn lifecycle_rules() {
         let now = Timestamp::from_unix_millis(1);
         let mut inv = invocation();

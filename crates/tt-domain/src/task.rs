@@ -193,6 +193,32 @@ mod tests {
     }
 
     #[test]
+    fn only_resume_takes_an_interrupted_task_back() {
+        let now = Timestamp::from_unix_millis(5);
+        let mut t = task();
+        let interrupted = TaskTransition {
+            status: TaskStatus::Interrupted,
+            result_ref: None,
+            error: Some("gone".into()),
+        };
+        assert!(t.apply_transition(&interrupted, now).unwrap());
+        assert!(!t.apply_transition(&to(TaskStatus::Completed), now).unwrap());
+        assert!(!t.apply_transition(&to(TaskStatus::Cancelled), now).unwrap());
+        assert!(t.apply_transition(&to(TaskStatus::Running), now).unwrap());
+        assert_eq!(t.status, TaskStatus::Running);
+        assert_eq!(t.error, None);
+        assert!(t.apply_transition(&to(TaskStatus::Completed), now).unwrap());
+        let mut waiting = task();
+        assert!(waiting.apply_transition(&interrupted, now).unwrap());
+        assert!(
+            waiting
+                .apply_transition(&to(TaskStatus::Queued), now)
+                .unwrap()
+        );
+        assert_eq!(waiting.status, TaskStatus::Queued);
+    }
+
+    #[test]
     fn first_terminal_write_wins() {
         let now = Timestamp::from_unix_millis(5);
         let mut t = task();
