@@ -162,6 +162,21 @@ impl EventPrinter {
             "run_failed" => format!("run failed [{}]: {}", s("code"), s("message")),
             "run_cancel_requested" => "cancel requested".to_owned(),
             "run_cancelled" => "run cancelled".to_owned(),
+            "run_interrupted" => format!(
+                "run interrupted: its process went away (it was {})",
+                s("previousStatus").replace('_', " ")
+            ),
+            "run_resumed" => format!(
+                "run_resumed: {} agent(s) go on from their stored steps",
+                p.get("invocations")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len)
+            ),
+            "agent_task_resumed" => format!(
+                "  {} back to work ({})",
+                agent_of(self, "childInvocationId"),
+                s("status")
+            ),
             _ => return None,
         };
         Some(format!(
