@@ -24,6 +24,8 @@ pub struct Replay {
     results: HashMap<String, AgentToolResult>,
     /// Task ids injected after a round (`agent_results_injected`), by that round.
     injections: BTreeMap<u32, Vec<TaskId>>,
+    /// User guidance the agent read before a round (`user_guidance_applied`), by that round.
+    guidance: BTreeMap<u32, Vec<String>>,
     /// Calls journaled `tool_call_started` (by file key): their effect may be present.
     started: HashSet<String>,
     /// Commit ids offered to the host, by the call (file key) that offered them.
@@ -65,6 +67,15 @@ impl Replay {
 
     pub fn record_injection(&mut self, round: u32, tasks: Vec<TaskId>) {
         self.injections.entry(round).or_default().extend(tasks);
+    }
+
+    pub fn record_guidance(&mut self, round: u32, texts: Vec<String>) {
+        self.guidance.entry(round).or_default().extend(texts);
+    }
+
+    /// The guidance notes the agent read before `round`, once.
+    pub fn take_guidance(&mut self, round: u32) -> Option<Vec<String>> {
+        self.guidance.remove(&round)
     }
 
     pub fn record_started(&mut self, file_key: String) {

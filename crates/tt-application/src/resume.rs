@@ -67,6 +67,7 @@ pub async fn read_journal(
     // Per invocation: the round of its last stored response and its last started call.
     let mut last_round: HashMap<InvocationId, u32> = HashMap::new();
     let mut last_call: HashMap<InvocationId, String> = HashMap::new();
+    let mut guidance_texts: HashMap<String, String> = HashMap::new();
     let mut after = None;
     loop {
         let page = services
@@ -195,6 +196,32 @@ pub async fn read_journal(
                                 round: last_round.get(&id).copied().unwrap_or(0),
                             },
                         ));
+                    }
+                }
+                RunEventType::UserGuidanceSubmitted => {
+                    if let (Some(id), Some(note)) = (text(event, "guidanceId"), text(event, "text"))
+                    {
+                        guidance_texts.insert(id, note);
+                    }
+                }
+                RunEventType::UserGuidanceApplied => {
+                    if let (Some(id), Some(round)) = (invocation, round_of(event)) {
+                        let texts: Vec<String> = event
+                            .payload
+                            .get("guidanceIds")
+                            .and_then(Value::as_array)
+                            .map(|ids| {
+                                ids.iter()
+                                    .filter_map(Value::as_str)
+                                    .filter_map(|id| guidance_texts.get(id).cloned())
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        state
+                            .replays
+                            .entry(id)
+                            .or_default()
+                            .record_guidance(round, texts);
                     }
                 }
                 RunEventType::PersistentChangesCommitted => {

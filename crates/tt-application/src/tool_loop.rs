@@ -117,6 +117,18 @@ async fn run_rounds(
         }
         let response = match stored {
             Some(response) => {
+                // The guidance the agent read before this turn is part of its history.
+                if let Some(texts) = inv
+                    .replay
+                    .as_mut()
+                    .and_then(|replay| replay.take_guidance(round))
+                {
+                    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    messages.push(AgentModelMessage::text(
+                        ModelRole::User,
+                        crate::guidance::render_guidance_message(&texts),
+                    ));
+                }
                 if !inv
                     .replay
                     .as_ref()
