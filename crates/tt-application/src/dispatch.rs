@@ -686,7 +686,8 @@ pub fn stored_call(
 }
 
 /// The completion events of a replayed call whose result was stored but not journaled before
-/// the interruption (`tool_result_stored`, then `tool_call_completed` / `tool_call_failed`);
+/// the interruption (`tool_result_stored`, then `tool_call_completed` / `tool_call_failed`,
+/// then a write's `workspace_file_written` / `workspace_patch_applied` and checkpoint);
 /// nothing for a call the journal already completed.
 pub async fn journal_unjournaled_result(
     ctx: &RunContext,
@@ -734,7 +735,48 @@ pub async fn journal_unjournaled_result(
             }),
         )
         .await?;
-    Ok(())
+    // The write's own events and checkpoint came after the result: journal them too.
+    apply_effect(ctx, inv, stored_effect(dispatched)).await
+}
+
+/// The workspace effect a stored successful write or patch result describes.
+fn stored_effect(dispatched: &DispatchedCall) -> ToolEffect {
+    let result = &dispatched.result;
+    let structured = &result.structured;
+    let text = |field: &str| structured.get(field).and_then(Value::as_str);
+    let count = |field: &str| {
+        structured
+            .get(field)
+            .and_then(Value::as_u64)
+            .and_then(|value| usize::try_from(value).ok())
+            .unwrap_or(0)
+    };
+    let path = text("path").and_then(|path| tt_domain::workspace::WorkspacePath::parse(path).ok());
+    let (Some(path), Some(sha256), false) = (path, text("sha256"), result.is_error) else {
+        return ToolEffect::None;
+    };
+    match dispatched.tool {
+        Some(ToolName::WorkspaceWriteFile) => ToolEffect::FileWritten {
+            path,
+            mode: if text("mode") == Some("append") {
+                "append"
+            } else {
+                "replace"
+            },
+            chars: count("chars"),
+            words: count("words"),
+            sha256: sha256.to_owned(),
+        },
+        Some(ToolName::WorkspaceApplyPatch) => ToolEffect::PatchApplied {
+            path,
+            chars: count("chars"),
+            words: count("words"),
+            old_sha256: text("oldSha256").unwrap_or_default().to_owned(),
+            sha256: sha256.to_owned(),
+            replacements: count("replacements"),
+        },
+        _ => ToolEffect::None,
+    }
 }
 
 /// Before a resumed agent runs live a call that had started but left no result: puts the

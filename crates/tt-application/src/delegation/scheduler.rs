@@ -245,6 +245,9 @@ impl TaskScheduler {
     /// worker goes on from the agent's stored steps (`RunContext::take_replay`).
     pub fn resume_running(&self, ctx: &RunContext, task: AgentTaskRecord) -> ApplicationResult<()> {
         let shared = ctx.shared()?;
+        // Its deadline and idle limit count again from now: the time the run was down is
+        // not the task's.
+        self.watch_limits(&shared, &task);
         {
             let mut state = self.lock();
             *state
