@@ -58,6 +58,39 @@ fn note_profile() -> Value {
     })
 }
 
+fn opener_profile() -> Value {
+    json!({
+        "schemaVersion": 2, "kind": "tauritavern.agentProfile", "id": "opener",
+        "displayName": "Opener", "description": "Hands the job to the closer.",
+        "preset": {"mode": "currentPromptSnapshot"}, "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground"},
+        "delegation": {"canHandoff": true},
+        "tools": {"allow": ["agent.handoff", "workspace.write_file", "workspace.commit",
+            "workspace.finish"], "maxRounds": 10},
+        "skills": {"visible": ["*"]}, "plan": {"mode": "none"},
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown",
+            "target": "messageBody", "required": true}]}
+    })
+}
+
+fn closer_profile() -> Value {
+    json!({
+        "schemaVersion": 2, "kind": "tauritavern.agentProfile", "id": "closer",
+        "displayName": "Closer", "description": "Writes, publishes and finishes.",
+        "preset": {"mode": "currentPromptSnapshot"}, "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground", "directRunnable": false},
+        "delegation": {"callable": true, "allowAsHandoffTarget": true,
+            "descriptionForAgents": "Writes the reply, publishes it and finishes the job."},
+        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"],
+            "maxRounds": 10},
+        "skills": {"visible": ["*"]}, "plan": {"mode": "none"},
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown",
+            "target": "messageBody", "required": true}]}
+    })
+}
+
 /// The note number of a delegated agent, from its brief.
 fn note_number(request: &AgentModelRequest) -> usize {
     let text = serde_json::to_string(&request.messages).unwrap();
@@ -74,6 +107,28 @@ fn note_number(request: &AgentModelRequest) -> usize {
 /// publishes a summary and finishes; each note taker writes its note, appends a line to its
 /// log in the same turn, and returns.
 fn reply(request: &AgentModelRequest) -> ModelReply {
+    match (request.agent_profile_id.as_str(), request.round) {
+        ("opener", _) => {
+            return ModelReply::tool_call(
+                "agent_handoff",
+                json!({"agentId": "closer", "handoff": {
+                    "title": "Close", "reason": "The closer publishes.",
+                    "objective": "Write the reply, publish it and finish.",
+                    "contextSummary": "Nothing is written yet."}}),
+            );
+        }
+        ("closer", 1) => {
+            return ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Closed by the closer.\n"}),
+            );
+        }
+        ("closer", 2) => {
+            return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
+        }
+        ("closer", _) => return ModelReply::tool_call("workspace_finish", json!({})),
+        _ => {}
+    }
     if request.agent_profile_id.as_str() == "lead" {
         return match request.round {
             1 => (1..=N).fold(ModelReply::default(), |reply, n| {
@@ -127,6 +182,8 @@ enum Point {
     WhileRootAwaits,
     /// The summary is offered to the host, which never answers.
     WhileCommitWaits,
+    /// After a handoff: the agent that took the run over waits for its second answer.
+    AfterHandoff,
 }
 
 /// Counts returned model calls, and freezes every call once `freeze` says so.
@@ -192,6 +249,12 @@ fn model(
             Box::new(|r: &AgentModelRequest| r.agent_profile_id.as_str() == "note-taker"),
         ),
         Some(Point::WhileRootAwaits) => (never(), lead_round(2)),
+        Some(Point::AfterHandoff) => (
+            Box::new(|r: &AgentModelRequest| {
+                r.agent_profile_id.as_str() == "closer" && r.round == 2
+            }),
+            never(),
+        ),
     };
     Arc::new(Model {
         inner: FnProvider::new(|request| Ok(reply(request))),
@@ -220,6 +283,11 @@ fn stop_here(point: Point, event: &AgentRunEvent) -> bool {
         }
         Point::WhileRootAwaits => event.event_type == "agent_await_started",
         Point::WhileCommitWaits => event.event_type == "chat_commit_requested",
+        Point::AfterHandoff => {
+            event.event_type == "model_call_attempt_started"
+                && !lead
+                && payload["round"] == json!(2)
+        }
     }
 }
 
@@ -259,16 +327,34 @@ fn runtime(
 }
 
 async fn install(runtime: &AgentRuntime) {
-    for profile in [lead_profile(), note_profile()] {
+    for profile in [
+        lead_profile(),
+        note_profile(),
+        opener_profile(),
+        closer_profile(),
+    ] {
         let definition: AgentProfileDefinition = serde_json::from_value(profile).unwrap();
         runtime.save_profile(definition).await.unwrap();
     }
 }
 
 fn request() -> tt_runtime::StartRunRequest {
+    request_for("lead")
+}
+
+fn request_for(profile: &str) -> tt_runtime::StartRunRequest {
     let mut request = start_request();
-    request.profile_id = Some("lead".into());
+    request.profile_id = Some(profile.into());
     request
+}
+
+/// The profile the run of `point` starts with.
+fn profile_of(point: Point) -> &'static str {
+    if point == Point::AfterHandoff {
+        "opener"
+    } else {
+        "lead"
+    }
 }
 
 /// Every file under the run's model-visible roots, by relative path, task ids left out.
@@ -352,13 +438,17 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
 }
 
 fn uninterrupted() -> Outcome {
+    uninterrupted_with("lead")
+}
+
+fn uninterrupted_with(profile: &str) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let calls = Arc::new(AtomicU64::new(0));
     let host = Arc::new(Host::default());
     tokio_runtime().block_on(async {
         let runtime = runtime(dir.path(), None, &calls, &Arc::default(), &host);
         install(&runtime).await;
-        let run = runtime.start_run(request()).await.unwrap();
+        let run = runtime.start_run(request_for(profile)).await.unwrap();
         let done = runtime.wait_for_run(run.id.as_str()).await.unwrap();
         let events = all_events(&runtime, run.id.as_str()).await;
         let committed = host.offered.lock().unwrap().last().unwrap().1.clone();
@@ -385,6 +475,7 @@ impl Point {
             Point::MidChildToolCalls,
             Point::WhileRootAwaits,
             Point::WhileCommitWaits,
+            Point::AfterHandoff,
         ]
         .into_iter()
         .find(|point| format!("{point:?}") == name)
@@ -406,7 +497,10 @@ fn first_process() {
         let frozen = Arc::new(AtomicBool::new(false));
         let runtime = runtime(&dir, Some(point), &calls, &frozen, &host);
         install(&runtime).await;
-        let run = runtime.start_run(request()).await.unwrap();
+        let run = runtime
+            .start_run(request_for(profile_of(point)))
+            .await
+            .unwrap();
         let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
         loop {
             let event = stream.next().await.unwrap().expect("the run ended first");
@@ -602,6 +696,28 @@ fn stopped_first_process(dir: &Path, point: Point) -> (std::process::Child, Stri
         .unwrap();
     let run_id = line.split(' ').nth(1).unwrap().to_owned();
     (child, run_id)
+}
+
+#[test]
+fn a_run_handed_off_before_the_interruption_resumes_with_the_agent_that_took_it_over() {
+    let baseline = uninterrupted_with("opener");
+    assert_eq!(baseline.status, AgentRunStatus::Completed);
+    let (first_calls, _, resumed) = interrupted_then_resumed(Point::AfterHandoff);
+    assert_eq!(resumed.status, AgentRunStatus::Completed);
+    assert_eq!(resumed.files, baseline.files);
+    assert_eq!(resumed.committed, baseline.committed);
+    assert_eq!(first_calls + resumed.calls, baseline.calls);
+    let resumed_event = resumed
+        .events
+        .iter()
+        .find(|event| event.event_type == "run_resumed")
+        .unwrap();
+    let owner = resumed_event.payload["invocations"][0].as_str().unwrap();
+    assert_ne!(owner, "inv_root");
+    assert!(resumed.events.iter().any(|event| {
+        event.event_type == "agent_task_resumed"
+            && event.payload["childInvocationId"] == json!(owner)
+    }));
 }
 
 #[test]

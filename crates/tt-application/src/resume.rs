@@ -30,8 +30,8 @@ pub struct JournalState {
     pub replays: HashMap<InvocationId, Replay>,
     /// Calls with a stored result, by invocation: (round, call id).
     pub stored_calls: HashMap<InvocationId, Vec<(u32, String)>>,
-    /// Confirmed commits in order, with the file key of the call that made them.
-    pub commits: Vec<(String, CommitRecord)>,
+    /// Confirmed commits in order, with the agent and the file key of the call that made them.
+    pub commits: Vec<(InvocationId, String, CommitRecord)>,
     /// Calls journaled `tool_call_started`, by invocation: (round, call id).
     pub started_calls: HashMap<InvocationId, Vec<(u32, String)>>,
     /// Invocations that had started their loop.
@@ -188,6 +188,7 @@ pub async fn read_journal(
                     ) {
                         let key = last_call.get(&id).cloned().unwrap_or_default();
                         state.commits.push((
+                            id.clone(),
                             key,
                             CommitRecord {
                                 path,

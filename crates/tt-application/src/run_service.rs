@@ -246,7 +246,9 @@ impl AgentRunService {
                 );
                 tokio::spawn(
                     async move {
-                        service.execute(ctx, inv, messages, root_assembly).await;
+                        service
+                            .execute(ctx, inv, messages, root_assembly, None)
+                            .await;
                         let _ = done_tx.send(true);
                     }
                     .instrument(span),
@@ -311,16 +313,39 @@ impl AgentRunService {
             .find(|invocation| invocation.id.is_root())
             .cloned()
             .ok_or_else(|| resume::not_resumable(&run, "it has no root agent"))?;
-        if root.status != InvocationStatus::Interrupted {
-            // After a handoff the foreground belongs to another agent; not resumed (yet).
-            return Err(resume::not_resumable(
-                &run,
-                &format!(
-                    "its root agent is {}, not interrupted",
-                    root.status.as_str()
-                ),
-            ));
-        }
+        // After a handoff the foreground belongs to the agent the last handoff brought in.
+        let handoff = if root.status == InvocationStatus::Interrupted {
+            None
+        } else {
+            let task = tasks
+                .iter()
+                .rfind(|task| {
+                    task.continuation == tt_domain::task::TaskContinuation::TransferControl
+                        && task.status == TaskStatus::Interrupted
+                })
+                .cloned();
+            let owner = task.as_ref().and_then(|task| {
+                invocations
+                    .iter()
+                    .find(|invocation| {
+                        invocation.id == task.child_invocation_id
+                            && invocation.status == InvocationStatus::Interrupted
+                    })
+                    .cloned()
+            });
+            match (task, owner) {
+                (Some(task), Some(owner)) => Some((task, owner)),
+                _ => {
+                    return Err(resume::not_resumable(
+                        &run,
+                        &format!(
+                            "its root agent is {} and no agent it handed the run to was interrupted",
+                            root.status.as_str()
+                        ),
+                    ));
+                }
+            }
+        };
         let profile = crate::profiles::resolve(
             services.profiles.as_ref(),
             run.profile_id
@@ -329,7 +354,7 @@ impl AgentRunService {
         )
         .await?;
         crate::delegation::child::check_model_configured(&profile)?;
-        if profile.definition.preset.mode == PresetMode::Ref {
+        if handoff.is_none() && profile.definition.preset.mode == PresetMode::Ref {
             return Err(resume::not_resumable(
                 &run,
                 "its root prompt was assembled by the host (preset.mode = \"ref\")",
@@ -341,7 +366,23 @@ impl AgentRunService {
             ExitPolicy::RunFinishAllowed,
             run.presentation,
         )?;
-        resume::check_snapshot(services, run_id, &root.id, &snapshot).await?;
+        match &handoff {
+            None => resume::check_snapshot(services, run_id, &root.id, &snapshot).await?,
+            Some((task, owner)) => {
+                let target = crate::profiles::resolve(
+                    services.profiles.as_ref(),
+                    Some(task.target_profile_id.as_str()),
+                )
+                .await?;
+                let owner_snapshot = build_tool_snapshot(
+                    &target,
+                    &owner.id,
+                    ExitPolicy::RunFinishAllowed,
+                    run.presentation,
+                )?;
+                resume::check_snapshot(services, run_id, &owner.id, &owner_snapshot).await?;
+            }
+        }
         let persist_snapshot: tt_domain::workspace::PersistSnapshot = services
             .runs
             .read_document(run_id, &RunDocument::PersistSnapshot)
@@ -393,7 +434,10 @@ impl AgentRunService {
             Arc::clone(&self.events),
             ctx.persist_snapshot.clone(),
         );
-        let mut resumed_ids = vec![root.id.clone()];
+        let owner_id = handoff
+            .as_ref()
+            .map_or_else(|| root.id.clone(), |(_, owner)| owner.id.clone());
+        let mut resumed_ids = vec![owner_id.clone()];
         resumed_ids.extend(running.iter().map(|task| task.child_invocation_id.clone()));
         self.events
             .info(
@@ -409,7 +453,13 @@ impl AgentRunService {
                 json!({"status": run.status.as_str()}),
             )
             .await?;
-        resume::resume_invocation(&ctx, &mut root).await?;
+        match &handoff {
+            None => resume::resume_invocation(&ctx, &mut root).await?,
+            Some((task, owner)) => {
+                resume::resume_invocation(&ctx, &mut owner.clone()).await?;
+                resume::resume_task(&ctx, task, TaskStatus::Running).await?;
+            }
+        }
         let mut child_replays = Vec::new();
         for task in &running {
             if let Some(mut invocation) = invocations
@@ -425,33 +475,44 @@ impl AgentRunService {
                     .await?;
             child_replays.push((task.clone(), replay));
         }
-        let root_replay = resume::load_replay(services, run_id, &root.id, &mut journal).await?;
+        let owner_replay = resume::load_replay(services, run_id, &owner_id, &mut journal).await?;
         if let Some(promotion) = journal.promotion.take() {
             ctx.remember_promotion(promotion);
         }
-        // Confirmed commits stay in the ledger; one whose call left no result is offered again.
-        for (call_key, record) in std::mem::take(&mut journal.commits) {
-            if root_replay.has_result(&call_key) {
+        // Confirmed commits stay in the ledger (those of earlier owners too); one whose call
+        // left no result is offered again.
+        for (invocation, call_key, record) in std::mem::take(&mut journal.commits) {
+            if invocation != owner_id || owner_replay.has_result(&call_key) {
                 ctx.record_commit(record);
             }
         }
-        let model = crate::binding::resolve_model_binding(&ctx, &root.id, &profile).await?;
-        let system_prompt = agent_system_prompt(&profile, &snapshot);
-        let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
-        messages.extend(prompt_snapshot.model_messages());
-        let skills = crate::skills::resolve_and_record(&ctx, &root.id, &profile).await?;
-        let inv = InvocationRuntime {
-            invocation: root,
-            policy: profile.access_policy(),
-            profile: profile.clone(),
-            snapshot: Arc::new(snapshot),
-            session: ToolSession::default(),
-            cancel: ctx.cancel.clone(),
-            model,
-            skills,
-            delivered: Default::default(),
-            replay: Some(root_replay),
+        let (mut inv, messages, incoming) = match &handoff {
+            None => {
+                let model = crate::binding::resolve_model_binding(&ctx, &root.id, &profile).await?;
+                let system_prompt = agent_system_prompt(&profile, &snapshot);
+                let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
+                messages.extend(prompt_snapshot.model_messages());
+                let skills = crate::skills::resolve_and_record(&ctx, &root.id, &profile).await?;
+                let inv = InvocationRuntime {
+                    invocation: root,
+                    policy: profile.access_policy(),
+                    profile: profile.clone(),
+                    snapshot: Arc::new(snapshot),
+                    session: ToolSession::default(),
+                    cancel: ctx.cancel.clone(),
+                    model,
+                    skills,
+                    delivered: Default::default(),
+                    replay: None,
+                };
+                (inv, messages, None)
+            }
+            Some((task, owner)) => {
+                let (inv, messages) = prepare_handoff(&ctx, &task.id, &owner.id).await?;
+                (inv, messages, Some(task.id.clone()))
+            }
         };
+        inv.replay = Some(owner_replay);
         // Tasks go back to work: running ones where they were, waiting ones in line.
         for (task, replay) in child_replays {
             let task = resume::resume_task(&ctx, &task, TaskStatus::Running).await?;
@@ -493,7 +554,7 @@ impl AgentRunService {
         );
         tokio::spawn(
             async move {
-                service.execute(ctx, inv, messages, None).await;
+                service.execute(ctx, inv, messages, None, incoming).await;
                 let _ = done_tx.send(true);
             }
             .instrument(span),
@@ -726,10 +787,11 @@ impl AgentRunService {
         mut inv: InvocationRuntime,
         mut messages: Vec<AgentModelMessage>,
         root_assembly: Option<RootAssembly>,
+        // The task that brought `inv` in, for a run resumed after a handoff.
+        mut incoming: Option<TaskId>,
     ) {
         // The chain of foreground owners: the root, then each agent a handoff brings in. The
         // task that brought the current owner in completes when it finishes or hands off.
-        let mut incoming: Option<TaskId> = None;
         let run_seconds = inv.profile.definition.limits.max_run_seconds;
         if let Some(limit) = inv.profile.definition.limits.max_total_tokens {
             ctx.scheduler.set_run_token_budget(limit);
