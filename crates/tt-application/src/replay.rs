@@ -38,18 +38,22 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// Stores the response of `round`.
     pub fn record_response(&mut self, round: u32, response: AgentModelResponse) {
         self.responses.insert(round, response);
     }
 
+    /// Stores the result of the call with `file_key`.
     pub fn record_result(&mut self, file_key: String, result: AgentToolResult) {
         self.results.insert(file_key, result);
     }
 
+    /// Notes that `round`'s response was journaled.
     pub fn record_journaled_round(&mut self, round: u32) {
         self.journaled_rounds.insert(round);
     }
 
+    /// Notes that the result of the call with `file_key` was journaled.
     pub fn record_journaled_result(&mut self, file_key: String) {
         self.journaled_results.insert(file_key);
     }
@@ -65,10 +69,12 @@ impl Replay {
         self.journaled_results.contains(file_key)
     }
 
+    /// Notes the tasks injected after `round`.
     pub fn record_injection(&mut self, round: u32, tasks: Vec<TaskId>) {
         self.injections.entry(round).or_default().extend(tasks);
     }
 
+    /// Notes the guidance texts the agent read before `round`.
     pub fn record_guidance(&mut self, round: u32, texts: Vec<String>) {
         self.guidance.entry(round).or_default().extend(texts);
     }
@@ -78,14 +84,17 @@ impl Replay {
         self.guidance.remove(&round)
     }
 
+    /// Notes that the call with `file_key` started.
     pub fn record_started(&mut self, file_key: String) {
         self.started.insert(file_key);
     }
 
+    /// Notes the commit id the call with `file_key` offered.
     pub fn record_commit_id(&mut self, file_key: String, commit_id: CommitId) {
         self.commit_ids.insert(file_key, commit_id);
     }
 
+    /// Notes the sha256 of the last journaled write of `path`.
     pub fn record_written(&mut self, path: String, sha256: String) {
         self.written.insert(path, sha256);
     }
@@ -95,13 +104,9 @@ impl Replay {
         self.written.get(path.as_str()).map(String::as_str)
     }
 
+    /// Notes the task the `agent.delegate` call with `file_key` registered.
     pub fn record_delegated(&mut self, file_key: String, task: TaskId) {
         self.delegated.insert(file_key, task);
-    }
-
-    /// Rounds with a stored model response.
-    pub fn stored_rounds(&self) -> usize {
-        self.responses.len()
     }
 
     /// Whether the loop has passed the last stored step.
