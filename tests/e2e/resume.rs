@@ -1006,6 +1006,28 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                 std::fs::write("/tmp/soak-failure.txt", lines.join("\n")).unwrap();
             }
             assert_eq!(stored.len(), baseline_turns, "trial {trial}");
+            // No agent with a task was left `interrupted` (a delegation killed between
+            // creating its agent and registering its task leaves an agent that never ran).
+            let with_task: std::collections::HashSet<&str> = events
+                .iter()
+                .filter(|event| event.event_type == "agent_task_registered")
+                .map(|event| event.payload["childInvocationId"].as_str().unwrap())
+                .chain(["inv_root"])
+                .collect();
+            let mut last: HashMap<String, String> = HashMap::new();
+            for event in &events {
+                let id = event.payload["invocationId"].as_str().unwrap_or_default();
+                if event.event_type.starts_with("agent_invocation_") && with_task.contains(id) {
+                    last.insert(
+                        event.payload["invocationId"].as_str().unwrap().to_owned(),
+                        event.payload["status"].as_str().unwrap().to_owned(),
+                    );
+                }
+            }
+            assert!(
+                last.values().all(|status| status != "interrupted"),
+                "trial {trial}: {last:?}"
+            );
         });
         assert_eq!(
             workspace(dir.path(), &run_id),

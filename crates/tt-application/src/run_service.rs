@@ -460,6 +460,30 @@ impl AgentRunService {
                 resume::resume_task(&ctx, task, TaskStatus::Running).await?;
             }
         }
+        // A delegated agent whose task ended (it returned, failed or was cancelled) just
+        // before the interruption ends the same way, instead of staying `interrupted`.
+        for task in tasks.iter().filter(|task| {
+            task.continuation == tt_domain::task::TaskContinuation::ReturnToParent
+                && matches!(
+                    task.status,
+                    TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+                )
+        }) {
+            if let Some(mut invocation) = invocations
+                .iter()
+                .find(|invocation| invocation.id == task.child_invocation_id)
+                .cloned()
+                .filter(|invocation| invocation.status == InvocationStatus::Interrupted)
+            {
+                resume::resume_invocation(&ctx, &mut invocation).await?;
+                let status = match task.status {
+                    TaskStatus::Completed => InvocationStatus::Completed,
+                    TaskStatus::Cancelled => InvocationStatus::Cancelled,
+                    _ => InvocationStatus::Failed,
+                };
+                ctx.set_invocation_status(&mut invocation, status).await?;
+            }
+        }
         let mut child_replays = Vec::new();
         for task in &running {
             if let Some(mut invocation) = invocations
