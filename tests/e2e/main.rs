@@ -12,5 +12,6 @@ mod hostile_servers;
 mod orchestration;
 mod prompt_assembly;
 mod providers;
+mod resume;
 mod support;
 mod writer_run;

@@ -23,7 +23,8 @@ commands:
           the desktop-shell example)
   tidy    check crate layering, manifests, module headers and printing in library crates
   bench   run a benchmark in release: `bench fanout [--n N]`, `bench journal [--events N]`
-  soak    stress in release: `soak crash [--trials N]` (SIGKILL a fan-out run, reopen, check)
+  soak    stress in release: `soak crash [--resume] [--trials N]` (SIGKILL a fan-out run,
+          reopen, check; with --resume, resume it after each kill until it completes)
   help    print this text
 ";
 

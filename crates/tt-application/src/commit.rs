@@ -71,7 +71,15 @@ pub async fn run_commit(
     }
 
     let run = ctx.run_snapshot().await;
-    let commit_id = CommitId::generate(&ctx.services.ids.next_token());
+    // A commit offered before the run was interrupted is offered again under the same id, so
+    // the host can tell it already has it (docs/resume.md).
+    let file_key = crate::dispatch::call_file_key(&inv.invocation.id, round, &call.id);
+    let commit_id = inv
+        .replay
+        .as_ref()
+        .and_then(|replay| replay.commit_id(&file_key))
+        .cloned()
+        .unwrap_or_else(|| CommitId::generate(&ctx.services.ids.next_token()));
     let mode = args.mode.as_str();
     let started = ctx
         .events

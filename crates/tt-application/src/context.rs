@@ -55,6 +55,12 @@ pub struct RunContext {
     /// The next registration number of a task and its invocation; read from the stored
     /// records at the first registration of this active run.
     creation_seq: Mutex<Option<u64>>,
+    /// Stored steps of resumed delegated agents, taken by their workers (`resume_run`).
+    replays:
+        StdMutex<std::collections::HashMap<tt_domain::ids::InvocationId, crate::replay::Replay>>,
+    /// `persistent_changes_committed` of a resumed run whose interrupted process had promoted
+    /// `persist/` already: finishing again reuses that state instead of promoting twice.
+    promoted_before: StdMutex<Option<serde_json::Value>>,
     me: Weak<RunContext>,
 }
 
@@ -86,6 +92,8 @@ impl RunContext {
             guidance: Default::default(),
             sessions: StdMutex::new(Vec::new()),
             creation_seq: Mutex::new(None),
+            replays: StdMutex::new(std::collections::HashMap::new()),
+            promoted_before: StdMutex::new(None),
             me: me.clone(),
         })
     }
@@ -130,6 +138,45 @@ impl RunContext {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         )
+    }
+
+    /// Leaves a resumed agent's stored steps for the worker that runs it again.
+    pub fn leave_replay(
+        &self,
+        invocation: tt_domain::ids::InvocationId,
+        replay: crate::replay::Replay,
+    ) {
+        self.replays
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(invocation, replay);
+    }
+
+    /// Remembers the promotion an interrupted process journaled (`resume_run`).
+    pub fn remember_promotion(&self, payload: serde_json::Value) {
+        *self
+            .promoted_before
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(payload);
+    }
+
+    /// The promotion an interrupted process journaled before this run was resumed.
+    pub fn promotion_before(&self) -> Option<serde_json::Value> {
+        self.promoted_before
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The stored steps left for `invocation` by `resume_run`, once.
+    pub fn take_replay(
+        &self,
+        invocation: &tt_domain::ids::InvocationId,
+    ) -> Option<crate::replay::Replay> {
+        self.replays
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(invocation)
     }
 
     /// A shared handle to this context (for background workers).
@@ -280,9 +327,16 @@ pub struct InvocationRuntime {
     /// Delegated results this agent has already seen (by `agent.await` or injection); kept in
     /// memory on purpose, so a result reaches it exactly once per loop.
     pub delivered: HashSet<tt_domain::ids::TaskId>,
+    /// What this agent did before its run was interrupted, replayed by its loop on resume.
+    pub replay: Option<crate::replay::Replay>,
 }
 
 impl InvocationRuntime {
+    /// Whether the loop is still replaying stored steps (no journaling, no side effects).
+    pub fn replaying(&self) -> bool {
+        self.replay.as_ref().is_some_and(|replay| !replay.is_live())
+    }
+
     /// Whether this invocation drives the run status (root and handoff owners do).
     pub fn owns_run(&self) -> bool {
         self.invocation.exit_policy == tt_domain::invocation::ExitPolicy::RunFinishAllowed

@@ -453,9 +453,18 @@ async fn execute(
         ToolName::AgentList => delegation::agent_list(ctx, inv, call)
             .await
             .map(continue_with),
-        ToolName::AgentDelegate => delegation::agent_delegate(ctx, inv, call)
-            .await
-            .map(continue_with),
+        ToolName::AgentDelegate => {
+            let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+            match inv
+                .replay
+                .as_ref()
+                .and_then(|replay| replay.delegated_task(&file_key))
+            {
+                Some(task_id) => delegation::already_delegated(ctx, task_id).await,
+                None => delegation::agent_delegate(ctx, inv, call).await,
+            }
+            .map(continue_with)
+        }
         ToolName::AgentAwait => delegation::agent_await(ctx, inv, call)
             .await
             .map(continue_with),
@@ -636,6 +645,195 @@ pub async fn checkpoint(
             json!({"invocationId": invocation_id, "checkpointId": record.id, "reason": reason, "eventSeq": event_seq, "files": record.files}),
         )
         .await?;
+    Ok(())
+}
+
+/// A call of a resumed agent answered from its stored result (docs/resume.md): nothing runs
+/// and nothing is journaled, but the agent's session is brought to where the call left it:
+/// call budgets (for calls that had started), model-slip count and read-state. `None` when
+/// the call has no stored result, or the agent is past its stored steps.
+pub fn stored_call(
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+) -> Option<DispatchedCall> {
+    let tool = ToolName::from_any(&call.name);
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    let replay = inv.replay.as_mut()?;
+    let result = replay.take_result(&file_key, tool)?;
+    let started = replay.was_started(&file_key);
+    let resolved = tool.filter(|tool| {
+        inv.snapshot.offers(*tool) || inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired
+    });
+    if started && let Some(tool) = resolved {
+        inv.session.calls_total += 1;
+        *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
+    }
+    match result.error_code.as_deref() {
+        Some(code) if is_model_slip(code) => inv.session.consecutive_slips += 1,
+        _ => inv.session.consecutive_slips = 0,
+    }
+    if let Some(tool) = resolved {
+        inv.session
+            .read_state
+            .replay(tool, &call.arguments, &result);
+    }
+    Some(DispatchedCall {
+        tool: resolved,
+        result,
+        control: LoopControl::Continue,
+    })
+}
+
+/// The completion events of a replayed call whose result was stored but not journaled before
+/// the interruption (`tool_result_stored`, then `tool_call_completed` / `tool_call_failed`,
+/// then a write's `workspace_file_written` / `workspace_patch_applied` and checkpoint);
+/// nothing for a call the journal already completed.
+pub async fn journal_unjournaled_result(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+    dispatched: &DispatchedCall,
+) -> ApplicationResult<()> {
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    if inv
+        .replay
+        .as_ref()
+        .is_none_or(|replay| replay.result_journaled(&file_key))
+    {
+        return Ok(());
+    }
+    let result = &dispatched.result;
+    let invocation_id = &inv.invocation.id;
+    let path = RunDocument::ToolResult {
+        call_file_key: file_key,
+    }
+    .relative_path();
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::ToolResultStored,
+            json!({"round": round, "invocationId": invocation_id, "callId": call.id, "path": path}),
+        )
+        .await?;
+    let (level, event_type) = if result.is_error {
+        (EventLevel::Warn, RunEventType::ToolCallFailed)
+    } else {
+        (EventLevel::Info, RunEventType::ToolCallCompleted)
+    };
+    ctx.events
+        .emit(
+            &ctx.run_id,
+            level,
+            event_type,
+            json!({
+                "round": round, "invocationId": invocation_id, "callId": call.id, "name": result.name,
+                "isError": result.is_error, "errorCode": result.error_code,
+                "message": if result.is_error { Value::String(result.content.clone()) } else { Value::Null },
+                "elapsedMs": 0, "resourceRefs": result.resource_refs,
+            }),
+        )
+        .await?;
+    // The write's own events and checkpoint came after the result: journal them too.
+    apply_effect(ctx, inv, stored_effect(dispatched)).await
+}
+
+/// The workspace effect a stored successful write or patch result describes.
+fn stored_effect(dispatched: &DispatchedCall) -> ToolEffect {
+    let result = &dispatched.result;
+    let structured = &result.structured;
+    let text = |field: &str| structured.get(field).and_then(Value::as_str);
+    let count = |field: &str| {
+        structured
+            .get(field)
+            .and_then(Value::as_u64)
+            .and_then(|value| usize::try_from(value).ok())
+            .unwrap_or(0)
+    };
+    let path = text("path").and_then(|path| tt_domain::workspace::WorkspacePath::parse(path).ok());
+    let (Some(path), Some(sha256), false) = (path, text("sha256"), result.is_error) else {
+        return ToolEffect::None;
+    };
+    match dispatched.tool {
+        Some(ToolName::WorkspaceWriteFile) => ToolEffect::FileWritten {
+            path,
+            mode: if text("mode") == Some("append") {
+                "append"
+            } else {
+                "replace"
+            },
+            chars: count("chars"),
+            words: count("words"),
+            sha256: sha256.to_owned(),
+        },
+        Some(ToolName::WorkspaceApplyPatch) => ToolEffect::PatchApplied {
+            path,
+            chars: count("chars"),
+            words: count("words"),
+            old_sha256: text("oldSha256").unwrap_or_default().to_owned(),
+            sha256: sha256.to_owned(),
+            replacements: count("replacements"),
+        },
+        _ => ToolEffect::None,
+    }
+}
+
+/// Before a resumed agent runs live a call that had started but left no result: puts the
+/// workspace back where the call found it when its write is already there, so running it
+/// again writes it once and answers as it would have (docs/resume.md). A `replace` write of
+/// the same content is let through (the agent knows the file it wrote); an `append` whose text
+/// already ends the file, though the file changed since its last journaled write, is taken
+/// back out.
+pub async fn before_live_call(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+) -> ApplicationResult<()> {
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    let Some(replay) = inv.replay.as_ref() else {
+        return Ok(());
+    };
+    if !replay.was_started(&file_key)
+        || ToolName::from_any(&call.name) != Some(ToolName::WorkspaceWriteFile)
+    {
+        return Ok(());
+    }
+    let (Some(raw_path), Some(content)) = (
+        call.arguments.get("path").and_then(Value::as_str),
+        call.arguments.get("content").and_then(Value::as_str),
+    ) else {
+        return Ok(());
+    };
+    let Ok(path) = tt_domain::workspace::WorkspacePath::parse(raw_path) else {
+        return Ok(());
+    };
+    let last_written = replay.last_written(&path).map(str::to_owned);
+    let current = match ctx.services.workspace.read(&ctx.run_id, &path).await {
+        Ok(file) => file,
+        Err(_) => return Ok(()),
+    };
+    let append = call.arguments.get("mode").and_then(Value::as_str) == Some("append");
+    if !append {
+        if current.sha256 == sha256_hex(content.as_bytes()) {
+            inv.session.read_state.know_written(&path, &current.sha256);
+        }
+        return Ok(());
+    }
+    if last_written.as_deref() != Some(current.sha256.as_str())
+        && let Some(before) = current.text.strip_suffix(content)
+    {
+        ctx.services
+            .workspace
+            .write(
+                &ctx.run_id,
+                &path,
+                before,
+                &tt_domain::workspace::WriteGuard::MustMatchSha256(current.sha256.clone()),
+            )
+            .await?;
+    }
     Ok(())
 }
 

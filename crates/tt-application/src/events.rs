@@ -315,7 +315,11 @@ impl RunEventStream {
                 continue;
             }
             self.next_seq = event.seq + 1;
-            if is_terminal_event(&event.event_type) {
+            // `run_interrupted` ends a run only until it is resumed (`run_resumed` follows):
+            // a stream of such a run ends by the executor's end or the stored status instead.
+            if is_terminal_event(&event.event_type)
+                && event.event_type != RunEventType::RunInterrupted.as_str()
+            {
                 self.finished = true;
                 self.buffer.clear();
             }

@@ -119,6 +119,7 @@ pub async fn prepare_handoff(
                 model: prepared.model,
                 skills: prepared.skills,
                 delivered: Default::default(),
+                replay: None,
             },
             prepared.messages,
         )),

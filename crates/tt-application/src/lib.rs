@@ -20,6 +20,8 @@ pub mod prompt;
 pub mod prompt_assembly;
 pub mod prompt_input;
 pub mod registry;
+pub mod replay;
+pub mod resume;
 pub mod run_service;
 pub mod services;
 pub mod skills;

@@ -127,7 +127,6 @@ async fn model_turn(
         invocation_id: invocation_id.clone(),
         round,
     };
-    let path = document.relative_path();
     ctx.services
         .runs
         .write_document(
@@ -136,6 +135,43 @@ async fn model_turn(
             &json!({"round": round, "invocationId": invocation_id, "response": response}),
         )
         .await?;
+    journal_stored_response(
+        ctx,
+        inv,
+        round,
+        &request.session.session_id,
+        request.messages.len(),
+        &response,
+    )
+    .await?;
+    tracing::debug!(
+        attempts = attempt,
+        tool_calls = response.message.tool_calls().count(),
+        input_tokens = response.usage.as_ref().map(|u| u.input_tokens),
+        output_tokens = response.usage.as_ref().map(|u| u.output_tokens),
+        "model call completed"
+    );
+    Ok(response)
+}
+
+/// The events of a stored response: `model_response_stored`, `provider_state_updated` and
+/// `model_completed`. Also journaled on resume for a response whose document was written
+/// before the interruption but whose events were not (docs/resume.md).
+pub async fn journal_stored_response(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    session_id: &str,
+    message_cursor: usize,
+    response: &AgentModelResponse,
+) -> ApplicationResult<()> {
+    let run_id = &ctx.run_id;
+    let invocation_id = &inv.invocation.id;
+    let path = RunDocument::ModelResponse {
+        invocation_id: invocation_id.clone(),
+        round,
+    }
+    .relative_path();
     ctx.events
         .info(
             run_id,
@@ -150,9 +186,9 @@ async fn model_turn(
             json!({
                 "round": round, "invocationId": invocation_id,
                 "providerState": with_provider_fields(json!({
-                    "sessionId": request.session.session_id,
+                    "sessionId": session_id,
                     "provider": inv.model.provider.name(),
-                    "messageCursor": request.messages.len(),
+                    "messageCursor": message_cursor,
                     "lastResponseId": response.response_id,
                 }), inv.model.provider.as_ref()),
             }),
@@ -183,14 +219,7 @@ async fn model_turn(
     ctx.events
         .info(run_id, RunEventType::ModelCompleted, completed)
         .await?;
-    tracing::debug!(
-        attempts = attempt,
-        tool_calls,
-        input_tokens = response.usage.as_ref().map(|u| u.input_tokens),
-        output_tokens = response.usage.as_ref().map(|u| u.output_tokens),
-        "model call completed"
-    );
-    Ok(response)
+    Ok(())
 }
 
 /// `object` with the provider fields of [`tt_ports::provider_fields`] added.

@@ -237,7 +237,9 @@ impl AgentRunService {
                 );
                 tokio::spawn(
                     async move {
-                        service.execute(ctx, inv, messages, root_assembly).await;
+                        service
+                            .execute(ctx, inv, messages, root_assembly, None)
+                            .await;
                         let _ = done_tx.send(true);
                     }
                     .instrument(span),
@@ -256,6 +258,323 @@ impl AgentRunService {
                 Err(error)
             }
         }
+    }
+
+    /// Resumes an `interrupted` run in this process (docs/resume.md): takes the run's owner
+    /// lock again, journals `run_resumed`, puts its unfinished agents and tasks back to work
+    /// (`agent_invocation_resumed`, `agent_task_resumed`) and continues each agent from its
+    /// stored model responses and tool results. Returns the run as resumed; it then executes
+    /// in the background like a started run (`wait_for_run`, `subscribe`).
+    ///
+    /// Refused with `agent.run_not_resumable` (the run is not interrupted, or runs here
+    /// already), `agent.resume_profile_changed` (a profile no longer gives an agent the tool
+    /// snapshot it was frozen with) or `agent.run_locked` (another process owns the run).
+    pub async fn resume_run(self: &Arc<Self>, run_id: &RunId) -> ApplicationResult<AgentRun> {
+        use crate::resume;
+        let mut run = self.services.runs.load_run(run_id).await?;
+        if self.lock_active().contains_key(run_id) {
+            return Err(resume::not_resumable(&run, "it is running in this process"));
+        }
+        if !run.status.is_terminal() {
+            // Unfinished but not executing here: a live process owns it (or the data dir was
+            // opened read-only, and nothing marked it interrupted).
+            return Err(ApplicationError::fatal(
+                "agent.run_locked",
+                format!(
+                    "run {run_id} is {} in another process; it can be resumed only once that \
+                     process is gone",
+                    run.status.as_str()
+                ),
+            ));
+        }
+        if run.status != AgentRunStatus::Interrupted {
+            return Err(resume::not_resumable(
+                &run,
+                &format!(
+                    "it is {}; only an interrupted run can be resumed",
+                    run.status.as_str()
+                ),
+            ));
+        }
+        let services = &self.services;
+        let invocations = services.invocations.list_invocations(run_id).await?;
+        let tasks = services.invocations.list_tasks(run_id).await?;
+        let mut root = invocations
+            .iter()
+            .find(|invocation| invocation.id.is_root())
+            .cloned()
+            .ok_or_else(|| resume::not_resumable(&run, "it has no root agent"))?;
+        // After a handoff the foreground belongs to the agent the last handoff brought in.
+        let handoff = if root.status == InvocationStatus::Interrupted {
+            None
+        } else {
+            let task = tasks
+                .iter()
+                .rfind(|task| {
+                    task.continuation == tt_domain::task::TaskContinuation::TransferControl
+                        && task.status == TaskStatus::Interrupted
+                })
+                .cloned();
+            let owner = task.as_ref().and_then(|task| {
+                invocations
+                    .iter()
+                    .find(|invocation| {
+                        invocation.id == task.child_invocation_id
+                            && invocation.status == InvocationStatus::Interrupted
+                    })
+                    .cloned()
+            });
+            match (task, owner) {
+                (Some(task), Some(owner)) => Some((task, owner)),
+                _ => {
+                    return Err(resume::not_resumable(
+                        &run,
+                        &format!(
+                            "its root agent is {} and no agent it handed the run to was interrupted",
+                            root.status.as_str()
+                        ),
+                    ));
+                }
+            }
+        };
+        let profile = crate::profiles::resolve(
+            services.profiles.as_ref(),
+            run.profile_id
+                .as_ref()
+                .map(tt_domain::ids::ProfileId::as_str),
+        )
+        .await?;
+        crate::delegation::child::check_model_configured(&profile)?;
+        if handoff.is_none() && profile.definition.preset.mode == PresetMode::Ref {
+            return Err(resume::not_resumable(
+                &run,
+                "its root prompt was assembled by the host (preset.mode = \"ref\")",
+            ));
+        }
+        let snapshot = build_tool_snapshot(
+            &profile,
+            &root.id,
+            ExitPolicy::RunFinishAllowed,
+            run.presentation,
+        )?;
+        match &handoff {
+            None => resume::check_snapshot(services, run_id, &root.id, &snapshot).await?,
+            Some((task, owner)) => {
+                let target = crate::profiles::resolve(
+                    services.profiles.as_ref(),
+                    Some(task.target_profile_id.as_str()),
+                )
+                .await?;
+                let owner_snapshot = build_tool_snapshot(
+                    &target,
+                    &owner.id,
+                    ExitPolicy::RunFinishAllowed,
+                    run.presentation,
+                )?;
+                resume::check_snapshot(services, run_id, &owner.id, &owner_snapshot).await?;
+            }
+        }
+        let persist_snapshot: tt_domain::workspace::PersistSnapshot = services
+            .runs
+            .read_document(run_id, &RunDocument::PersistSnapshot)
+            .await?
+            .and_then(|value| serde_json::from_value(value).ok())
+            .unwrap_or_default();
+        let prompt_snapshot: PromptSnapshot = services
+            .runs
+            .read_document(run_id, &RunDocument::PromptSnapshot)
+            .await?
+            .and_then(|value| serde_json::from_value(value).ok())
+            .ok_or_else(|| {
+                resume::not_resumable(&run, "its input/prompt_snapshot.json is missing")
+            })?;
+        let mut journal = resume::read_journal(services, run_id).await?;
+        // The context exists before anything is written, to check the delegated agents' tools.
+        let ctx = RunContext::new(
+            run.clone(),
+            services.clone(),
+            Arc::clone(&self.events),
+            persist_snapshot,
+        );
+        let interrupted = resume::interrupted_delegations(&tasks);
+        let mut running = Vec::new();
+        let mut waiting = Vec::new();
+        for task in interrupted {
+            if journal.started.contains(&task.child_invocation_id) {
+                let (_, child_snapshot) = resume::child_profile(&ctx, &task).await?;
+                resume::check_snapshot(
+                    services,
+                    run_id,
+                    &task.child_invocation_id,
+                    &child_snapshot,
+                )
+                .await?;
+                running.push(task);
+            } else {
+                waiting.push(task);
+            }
+        }
+        // From here on this process owns the run: the first write takes its lock
+        // (`agent.run_locked` when another process holds it).
+        let now = services.clock.now();
+        run.resume(now)?;
+        services.runs.save_run(&run).await?;
+        let ctx = RunContext::new(
+            run.clone(),
+            services.clone(),
+            Arc::clone(&self.events),
+            ctx.persist_snapshot.clone(),
+        );
+        let owner_id = handoff
+            .as_ref()
+            .map_or_else(|| root.id.clone(), |(_, owner)| owner.id.clone());
+        let mut resumed_ids = vec![owner_id.clone()];
+        resumed_ids.extend(running.iter().map(|task| task.child_invocation_id.clone()));
+        self.events
+            .info(
+                run_id,
+                RunEventType::RunResumed,
+                json!({"fromSeq": journal.from_seq, "invocations": resumed_ids}),
+            )
+            .await?;
+        self.events
+            .info(
+                run_id,
+                RunEventType::StatusChanged,
+                json!({"status": run.status.as_str()}),
+            )
+            .await?;
+        match &handoff {
+            None => resume::resume_invocation(&ctx, &mut root).await?,
+            Some((task, owner)) => {
+                resume::resume_invocation(&ctx, &mut owner.clone()).await?;
+                resume::resume_task(&ctx, task, TaskStatus::Running).await?;
+            }
+        }
+        // A delegated agent whose task ended (it returned, failed or was cancelled) just
+        // before the interruption ends the same way, instead of staying `interrupted`.
+        for task in tasks.iter().filter(|task| {
+            task.continuation == tt_domain::task::TaskContinuation::ReturnToParent
+                && matches!(
+                    task.status,
+                    TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+                )
+        }) {
+            if let Some(mut invocation) = invocations
+                .iter()
+                .find(|invocation| invocation.id == task.child_invocation_id)
+                .cloned()
+                .filter(|invocation| invocation.status == InvocationStatus::Interrupted)
+            {
+                resume::resume_invocation(&ctx, &mut invocation).await?;
+                let status = match task.status {
+                    TaskStatus::Completed => InvocationStatus::Completed,
+                    TaskStatus::Cancelled => InvocationStatus::Cancelled,
+                    _ => InvocationStatus::Failed,
+                };
+                ctx.set_invocation_status(&mut invocation, status).await?;
+            }
+        }
+        let mut child_replays = Vec::new();
+        for task in &running {
+            if let Some(mut invocation) = invocations
+                .iter()
+                .find(|invocation| invocation.id == task.child_invocation_id)
+                .cloned()
+                && invocation.status == InvocationStatus::Interrupted
+            {
+                resume::resume_invocation(&ctx, &mut invocation).await?;
+            }
+            let replay =
+                resume::load_replay(services, run_id, &task.child_invocation_id, &mut journal)
+                    .await?;
+            child_replays.push((task.clone(), replay));
+        }
+        let owner_replay = resume::load_replay(services, run_id, &owner_id, &mut journal).await?;
+        if let Some(promotion) = journal.promotion.take() {
+            ctx.remember_promotion(promotion);
+        }
+        // Confirmed commits stay in the ledger (those of earlier owners too); one whose call
+        // left no result is offered again.
+        for (invocation, call_key, record) in std::mem::take(&mut journal.commits) {
+            if invocation != owner_id || owner_replay.has_result(&call_key) {
+                ctx.record_commit(record);
+            }
+        }
+        let (mut inv, messages, incoming) = match &handoff {
+            None => {
+                let model = crate::binding::resolve_model_binding(&ctx, &root.id, &profile).await?;
+                let system_prompt = agent_system_prompt(&profile, &snapshot);
+                let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
+                messages.extend(prompt_snapshot.model_messages());
+                let skills = crate::skills::resolve_and_record(&ctx, &root.id, &profile).await?;
+                let inv = InvocationRuntime {
+                    invocation: root,
+                    policy: profile.access_policy(),
+                    profile: profile.clone(),
+                    snapshot: Arc::new(snapshot),
+                    session: ToolSession::default(),
+                    cancel: ctx.cancel.clone(),
+                    model,
+                    skills,
+                    delivered: Default::default(),
+                    replay: None,
+                };
+                (inv, messages, None)
+            }
+            Some((task, owner)) => {
+                let (inv, messages) = prepare_handoff(&ctx, &task.id, &owner.id).await?;
+                (inv, messages, Some(task.id.clone()))
+            }
+        };
+        inv.replay = Some(owner_replay);
+        // Tasks go back to work: running ones where they were, waiting ones in line.
+        for (task, replay) in child_replays {
+            let task = resume::resume_task(&ctx, &task, TaskStatus::Running).await?;
+            ctx.leave_replay(task.child_invocation_id.clone(), replay);
+            ctx.scheduler.resume_running(&ctx, task)?;
+        }
+        for task in waiting {
+            let task = resume::resume_task(&ctx, &task, TaskStatus::Queued).await?;
+            let delegator = invocations
+                .iter()
+                .find(|invocation| invocation.id == task.parent_invocation_id)
+                .map(|invocation| invocation.profile_id.clone());
+            let limit = match delegator {
+                Some(id) if id != *profile.id() => {
+                    crate::profiles::resolve(services.profiles.as_ref(), Some(id.as_str()))
+                        .await?
+                        .definition
+                        .delegation
+                        .max_concurrent_invocations
+                }
+                _ => profile.definition.delegation.max_concurrent_invocations,
+            };
+            ctx.scheduler.submit(&ctx, task, limit)?;
+        }
+        let (done_tx, done_rx) = watch::channel(false);
+        self.lock_active().insert(
+            run_id.clone(),
+            ActiveRun {
+                ctx: Arc::clone(&ctx),
+                done: done_rx,
+            },
+        );
+        let service = Arc::clone(self);
+        let span = tracing::info_span!(
+            "run",
+            run_id = run_id.as_str(),
+            profile = inv.profile.id().as_str(),
+            resumed = true,
+        );
+        tokio::spawn(
+            async move {
+                service.execute(ctx, inv, messages, None, incoming).await;
+                let _ = done_tx.send(true);
+            }
+            .instrument(span),
+        );
+        self.load_run(run_id).await
     }
 
     async fn prepare_root(
@@ -411,6 +730,7 @@ impl AgentRunService {
             model,
             skills,
             delivered: Default::default(),
+            replay: None,
         };
         Ok((ctx, inv, messages, root_assembly))
     }
@@ -482,10 +802,11 @@ impl AgentRunService {
         mut inv: InvocationRuntime,
         mut messages: Vec<AgentModelMessage>,
         root_assembly: Option<RootAssembly>,
+        // The task that brought `inv` in, for a run resumed after a handoff.
+        mut incoming: Option<TaskId>,
     ) {
         // The chain of foreground owners: the root, then each agent a handoff brings in. The
         // task that brought the current owner in completes when it finishes or hands off.
-        let mut incoming: Option<TaskId> = None;
         let run_seconds = inv.profile.definition.limits.max_run_seconds;
         if let Some(limit) = inv.profile.definition.limits.max_total_tokens {
             ctx.scheduler.set_run_token_budget(limit);
@@ -628,6 +949,22 @@ impl AgentRunService {
                         json!({"stateId": change_set.state_id, "baseStateId": change_set.base_state_id, "changeCount": changes.len(), "changes": changes}),
                     )
                     .await?;
+                crate::persist_metadata::bind_state_to_last_commit(ctx, &change_set, &changes)
+                    .await?;
+            }
+            // Resumed after the interrupted process had promoted `persist/` (and journaled it):
+            // that state is this run's; only the host binding is asked for again.
+            Err(error)
+                if error.code() == "agent.persistent_state_exists"
+                    && ctx.promotion_before().is_some() =>
+            {
+                let before = ctx.promotion_before().unwrap_or_default();
+                let change_set = tt_domain::workspace::PersistentChangeSet {
+                    state_id: before["stateId"].as_str().unwrap_or_default().to_owned(),
+                    base_state_id: before["baseStateId"].as_str().map(str::to_owned),
+                    changes: Vec::new(),
+                };
+                let changes = before["changes"].as_array().cloned().unwrap_or_default();
                 crate::persist_metadata::bind_state_to_last_commit(ctx, &change_set, &changes)
                     .await?;
             }

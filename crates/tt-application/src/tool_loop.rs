@@ -96,7 +96,13 @@ async fn run_rounds(
         if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled());
         }
-        if inv.owns_run() {
+        // A resumed agent takes its stored response instead of calling the model again.
+        let stored = inv
+            .replay
+            .as_mut()
+            .and_then(|replay| replay.take_response(round));
+        let replaying = stored.is_some();
+        if inv.owns_run() && !replaying {
             ctx.try_set_status(AgentRunStatus::CallingModel).await?;
             // Guidance the user sent meanwhile reaches the foreground agent before this request.
             ctx.guidance
@@ -109,17 +115,52 @@ async fn run_rounds(
                 )
                 .await?;
         }
-        let request = AgentModelRequest {
-            session: session.clone(),
-            agent_profile_id: inv.profile.id().clone(),
-            model_id: model_id.clone(),
-            round,
-            messages: messages.clone(),
-            tools: inv.snapshot.tools.clone(),
-            tool_choice: "auto".to_owned(),
-            max_output_tokens: inv.profile.definition.model.max_output_tokens,
+        let response = match stored {
+            Some(response) => {
+                // The guidance the agent read before this turn is part of its history.
+                if let Some(texts) = inv
+                    .replay
+                    .as_mut()
+                    .and_then(|replay| replay.take_guidance(round))
+                {
+                    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    messages.push(AgentModelMessage::text(
+                        ModelRole::User,
+                        crate::guidance::render_guidance_message(&texts),
+                    ));
+                }
+                if !inv
+                    .replay
+                    .as_ref()
+                    .is_some_and(|replay| replay.round_journaled(round))
+                {
+                    // Stored, but the process died before journaling it.
+                    crate::model_turn::journal_stored_response(
+                        ctx,
+                        inv,
+                        round,
+                        &session.session_id,
+                        messages.len(),
+                        &response,
+                    )
+                    .await?;
+                }
+                response
+            }
+            None => {
+                let request = AgentModelRequest {
+                    session: session.clone(),
+                    agent_profile_id: inv.profile.id().clone(),
+                    model_id: model_id.clone(),
+                    round,
+                    messages: messages.clone(),
+                    tools: inv.snapshot.tools.clone(),
+                    tool_choice: "auto".to_owned(),
+                    max_output_tokens: inv.profile.definition.model.max_output_tokens,
+                };
+                crate::model_turn::run_model_turn(ctx, inv, request, retry).await?
+            }
         };
-        let response = crate::model_turn::run_model_turn(ctx, inv, request, retry).await?;
         // A model answer is progress, for the idle limit of a delegated task.
         ctx.scheduler.mark_progress(&inv.invocation.id);
         if let Some(usage) = &response.usage {
@@ -140,12 +181,16 @@ async fn run_rounds(
                 ));
             }
             drift_attempts += 1;
-            let captured = capture_direct_output(ctx, inv, round, &response.text()).await?;
+            let captured =
+                capture_direct_output(ctx, inv, round, &response.text(), replaying).await?;
             messages.push(response.message.clone());
             messages.push(AgentModelMessage::text(
                 ModelRole::User,
                 drift_nudge(ctx, inv, drift_attempts, captured.as_ref()),
             ));
+            if replaying {
+                continue;
+            }
             ctx.events
                 .warn(
                     &ctx.run_id,
@@ -163,7 +208,7 @@ async fn run_rounds(
             &response.message,
             inv.profile.definition.limits.max_tool_argument_bytes,
         ));
-        if inv.owns_run() {
+        if inv.owns_run() && !replaying {
             ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
         }
         let mut ended: Option<(ToolName, LoopOutcome)> = None;
@@ -193,7 +238,17 @@ async fn run_rounds(
             if inv.cancel.is_cancelled() {
                 return Err(ApplicationError::cancelled());
             }
-            let dispatched = dispatch_call(ctx, inv, round, call).await?;
+            let dispatched = match crate::dispatch::stored_call(inv, round, call) {
+                Some(replayed) => {
+                    crate::dispatch::journal_unjournaled_result(ctx, inv, round, call, &replayed)
+                        .await?;
+                    replayed
+                }
+                None => {
+                    crate::dispatch::before_live_call(ctx, inv, round, call).await?;
+                    dispatch_call(ctx, inv, round, call).await?
+                }
+            };
             if dispatched.tool == Some(ToolName::AgentAwait) && !dispatched.result.is_error {
                 inv.delivered
                     .extend(crate::delegation::results::delivered_by_await(
@@ -249,7 +304,28 @@ async fn run_rounds(
         }
         if ended.is_none() && (inv.owns_run() || inv.snapshot.offers(ToolName::AgentDelegate)) {
             // Finished delegated results this agent has not seen yet join its next turn, once.
-            if let Some(text) = crate::delegation::results::take_injection(ctx, inv).await? {
+            // A resumed agent gets again what was injected after a replayed turn (without
+            // journaling it twice), and anything newer only if its next turn is live.
+            let replayed = inv
+                .replay
+                .as_mut()
+                .and_then(|replay| replay.take_injection(round));
+            if let Some(tasks) = replayed
+                && let Some(text) =
+                    crate::delegation::results::replay_injection(ctx, inv, &tasks).await?
+            {
+                messages.push(AgentModelMessage::text(ModelRole::User, text));
+            }
+            let next_turn_replayed = inv
+                .replay
+                .as_ref()
+                .is_some_and(|replay| replay.replays_next_turn(round));
+            let injected = if next_turn_replayed {
+                None
+            } else {
+                crate::delegation::results::take_injection(ctx, inv).await?
+            };
+            if let Some(text) = injected {
                 messages.push(AgentModelMessage::text(ModelRole::User, text));
             }
         }
@@ -297,12 +373,17 @@ async fn capture_direct_output(
     inv: &InvocationRuntime,
     round: u32,
     text: &str,
+    replaying: bool,
 ) -> ApplicationResult<Option<CapturedOutput>> {
     if text.trim().is_empty() {
         return Ok(None);
     }
     let root = inv.snapshot.message_body_path.first_segment().to_owned();
     let path = WorkspacePath::parse(&format!("{root}/direct_output.md"))?;
+    if replaying {
+        // Saved before the interruption.
+        return Ok(Some(CapturedOutput { path }));
+    }
     ctx.services
         .workspace
         .write(&ctx.run_id, &path, text, &WriteGuard::None)

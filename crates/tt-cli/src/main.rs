@@ -94,6 +94,44 @@ enum Command {
         /// What to ask the agent.
         request: String,
     },
+    /// Resume an interrupted run (docs/resume.md) against a model endpoint and show it live:
+    /// its agents continue from their stored model responses and tool results.
+    ///
+    /// The model options are those of `run`; the run's agents and profiles are its own.
+    Resume {
+        /// The interrupted run (`tt-agent runs` lists runs and their status).
+        run_id: String,
+        /// `openai:<baseUrl>` or `anthropic:<baseUrl>`, as for `run`.
+        #[arg(long, required_unless_present = "replay")]
+        connection: Option<String>,
+        /// The model id (used unless a profile names its own).
+        #[arg(long, required_unless_present = "replay")]
+        model: Option<String>,
+        /// Record the model calls of the resumed part to this cassette file.
+        #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+        record: Option<PathBuf>,
+        /// Answer the model requests from this cassette, offline.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["connection", "model"])]
+        replay: Option<PathBuf>,
+        /// The environment variable holding the API key.
+        #[arg(long)]
+        api_key_env: Option<String>,
+        /// Stream responses.
+        #[arg(long)]
+        stream: bool,
+        /// Longest wait for one non-streamed model response, in seconds (default 600).
+        #[arg(long)]
+        timeout_secs: Option<u64>,
+        /// Longest silence between two pieces of a response, in seconds (default 120).
+        #[arg(long)]
+        idle_timeout_secs: Option<u64>,
+        /// Longest wait for the connection to the model server, in seconds (default 10).
+        #[arg(long)]
+        connect_timeout_secs: Option<u64>,
+        /// The most tokens one model call may generate (default 8192).
+        #[arg(long)]
+        max_tokens: Option<u32>,
+    },
     /// Serve the run inspector: the host API as JSON over HTTP and a live web page, on
     /// 127.0.0.1. Prints the page's URL (with its secret token).
     ///
@@ -215,6 +253,38 @@ async fn main() -> anyhow::Result<()> {
             };
             let signals = install_signals()?;
             run_cmd::run(&cli.data_dir, options, &signals).await
+        }
+        Command::Resume {
+            run_id,
+            connection,
+            model,
+            record,
+            replay,
+            api_key_env,
+            stream,
+            timeout_secs,
+            idle_timeout_secs,
+            connect_timeout_secs,
+            max_tokens,
+        } => {
+            let options = run_cmd::RunOptions {
+                profile: None,
+                profiles_dir: None,
+                connection,
+                model,
+                api_key_env,
+                stream,
+                timeout_secs,
+                idle_timeout_secs,
+                connect_timeout_secs,
+                max_tokens,
+                record,
+                replay,
+                chat_id: String::new(),
+                request: String::new(),
+            };
+            let signals = install_signals()?;
+            run_cmd::resume(&cli.data_dir, &run_id, options, &signals).await
         }
         Command::Serve {
             port,

@@ -166,6 +166,19 @@ impl EventPrinter {
             P::RunFailed(e) => format!("run failed [{}]: {}", e.code, e.message),
             P::RunCancelRequested(_) => "cancel requested".to_owned(),
             P::RunCancelled(_) => "run cancelled".to_owned(),
+            P::RunInterrupted(e) => format!(
+                "run interrupted: its process went away (it was {})",
+                e.previous_status.as_str().replace('_', " ")
+            ),
+            P::RunResumed(e) => format!(
+                "run resumed: {} agent(s) go on from their stored steps",
+                e.invocations.len()
+            ),
+            P::AgentTaskResumed(e) => format!(
+                "  {} back to work ({})",
+                agent_of(self, &e.child_invocation_id, &e.target_profile_id),
+                e.status.as_str()
+            ),
             _ => return None,
         };
         Some(format!(

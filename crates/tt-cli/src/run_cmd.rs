@@ -41,30 +41,7 @@ pub async fn run(
     options: RunOptions,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
-    let (provider, description) = match &options.replay {
-        Some(path) => {
-            let replay = ReplayProvider::open(path)?;
-            let description = format!(
-                "replaying {} ({} recorded model calls, offline)",
-                path.display(),
-                replay.remaining()
-            );
-            (Arc::new(replay) as Arc<dyn ModelProvider>, description)
-        }
-        None => connect(&options)?,
-    };
-    let provider = match &options.record {
-        Some(path) => {
-            Arc::new(RecordingProvider::create(provider, path)?) as Arc<dyn ModelProvider>
-        }
-        None => provider,
-    };
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
-        .provider(provider)
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
-        .build()?;
+    let (runtime, description) = runtime_for(data_dir, &options)?;
     if let Some(dir) = &options.profiles_dir {
         install_profiles(&runtime, dir).await?;
     }
@@ -107,6 +84,63 @@ pub async fn run(
             finished.id
         ),
     }
+}
+
+/// `tt-agent resume <runId>`: continues an interrupted run (docs/resume.md) against the model
+/// `options` name (`--connection`/`--model`, or a cassette), shown live like `run` from the
+/// journal's start, with the committed message printed at the end.
+pub async fn resume(
+    data_dir: &Path,
+    run_id: &str,
+    options: RunOptions,
+    signals: &tt_runtime::StopSignals,
+) -> anyhow::Result<()> {
+    let (runtime, description) = runtime_for(data_dir, &options)?;
+    println!("tt-agent resume: {description}");
+    println!("data dir: {}\n", data_dir.display());
+    if signals.is_requested() {
+        anyhow::bail!("stopped by a signal before the run resumed");
+    }
+    let run = signals.shielded(runtime.resume_run(run_id)).await?;
+    let finished = crate::live::follow(&runtime, &run, signals).await?;
+    match finished.status {
+        AgentRunStatus::Completed => Ok(()),
+        status => anyhow::bail!(
+            "the run did not complete (status {}); `tt-agent events {}` shows why",
+            status.as_str(),
+            finished.id
+        ),
+    }
+}
+
+/// The runtime of `run` and `resume`: the model of `options` (recorded to a cassette with
+/// `--record`), commits published to the transcript, and a line describing the model.
+fn runtime_for(data_dir: &Path, options: &RunOptions) -> anyhow::Result<(AgentRuntime, String)> {
+    let (provider, description) = match &options.replay {
+        Some(path) => {
+            let replay = ReplayProvider::open(path)?;
+            let description = format!(
+                "replaying {} ({} recorded model calls, offline)",
+                path.display(),
+                replay.remaining()
+            );
+            (Arc::new(replay) as Arc<dyn ModelProvider>, description)
+        }
+        None => connect(options)?,
+    };
+    let provider = match &options.record {
+        Some(path) => {
+            Arc::new(RecordingProvider::create(provider, path)?) as Arc<dyn ModelProvider>
+        }
+        None => provider,
+    };
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(data_dir)
+        .provider(provider)
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
+        .build()?;
+    Ok((runtime, description))
 }
 
 /// The provider of a live run: `--connection` and `--model` with their options, and a line

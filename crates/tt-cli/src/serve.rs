@@ -97,7 +97,7 @@ pub async fn serve(
         features: tt_host_http::Features {
             guidance: true,
             cancel_task: true,
-            resume: false,
+            resume: true,
         },
     };
     let server = HostHttpServer::bind(

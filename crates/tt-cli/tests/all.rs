@@ -8,6 +8,7 @@ mod disk_full;
 mod hostile;
 mod live;
 mod logs;
+mod resume;
 mod serve;
 mod signals;
 

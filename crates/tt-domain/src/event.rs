@@ -119,6 +119,7 @@ event_types! {
     AgentInvocationCancelled => "agent_invocation_cancelled",
     AgentInvocationTransferred => "agent_invocation_transferred",
     AgentInvocationInterrupted => "agent_invocation_interrupted",
+    AgentInvocationResumed => "agent_invocation_resumed",
     AgentTaskRegistered => "agent_task_registered",
     AgentTaskQueued => "agent_task_queued",
     AgentTaskStarted => "agent_task_started",
@@ -126,6 +127,7 @@ event_types! {
     AgentTaskFailed => "agent_task_failed",
     AgentTaskCancelled => "agent_task_cancelled",
     AgentTaskInterrupted => "agent_task_interrupted",
+    AgentTaskResumed => "agent_task_resumed",
     AgentDelegateStarted => "agent_delegate_started",
     AgentHandoffRequested => "agent_handoff_requested",
     AgentHandoffAccepted => "agent_handoff_accepted",
@@ -173,6 +175,7 @@ event_types! {
     RunCancelled => "run_cancelled",
     RunFailed => "run_failed",
     RunInterrupted => "run_interrupted",
+    RunResumed => "run_resumed",
     UserGuidanceSubmitted => "user_guidance_submitted",
     UserGuidanceApplied => "user_guidance_applied",
     UserGuidanceDiscarded => "user_guidance_discarded",
@@ -229,7 +232,8 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
         | RunEventType::AgentTaskCompleted
         | RunEventType::AgentTaskFailed
         | RunEventType::AgentTaskCancelled
-        | RunEventType::AgentTaskInterrupted => field("parentInvocationId"),
+        | RunEventType::AgentTaskInterrupted
+        | RunEventType::AgentTaskResumed => field("parentInvocationId"),
         _ => None,
     };
     let is_run_level = event_type.as_str().starts_with("run_")

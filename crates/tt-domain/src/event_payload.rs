@@ -86,6 +86,7 @@ payloads! {
     AgentInvocationCancelled,
     AgentInvocationTransferred,
     AgentInvocationInterrupted,
+    AgentInvocationResumed,
     AgentTaskRegistered,
     AgentTaskQueued,
     AgentTaskStarted,
@@ -93,6 +94,7 @@ payloads! {
     AgentTaskFailed,
     AgentTaskCancelled,
     AgentTaskInterrupted,
+    AgentTaskResumed,
     AgentDelegateStarted,
     AgentHandoffRequested,
     AgentHandoffAccepted,
@@ -140,6 +142,7 @@ payloads! {
     RunCancelled,
     RunFailed,
     RunInterrupted,
+    RunResumed,
     UserGuidanceSubmitted,
     UserGuidanceApplied,
     UserGuidanceDiscarded,
@@ -335,6 +338,17 @@ pub struct RunInterrupted {
     pub previous_status: AgentRunStatus,
 }
 
+/// `run_resumed`: an interrupted run continues in this process (`resume_run`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResumed {
+    /// The last seq the interrupted owner wrote (`run_interrupted.lastSeq`): the work resumes
+    /// from the state the journal held there.
+    pub from_seq: u64,
+    /// The invocations that run again, in the order they were created.
+    pub invocations: Vec<InvocationId>,
+}
+
 // ---- agents (invocations) -------------------------------------------------------------------
 
 macro_rules! invocation_payloads {
@@ -360,6 +374,7 @@ invocation_payloads! {
     AgentInvocationCancelled => "`agent_invocation_cancelled`.",
     AgentInvocationTransferred => "`agent_invocation_transferred`.",
     AgentInvocationInterrupted => "`agent_invocation_interrupted`.",
+    AgentInvocationResumed => "`agent_invocation_resumed`: an interrupted invocation runs again (`resume_run`).",
 }
 
 /// `agent_invocation_created`.
@@ -839,6 +854,7 @@ task_status_payloads! {
     AgentTaskCompleted => "`agent_task_completed`.",
     AgentTaskFailed => "`agent_task_failed`.",
     AgentTaskInterrupted => "`agent_task_interrupted`.",
+    AgentTaskResumed => "`agent_task_resumed`: an interrupted task is queued or running again (`resume_run`).",
 }
 
 /// `agent_task_queued`: the task waits for a free slot.

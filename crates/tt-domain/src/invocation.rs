@@ -129,8 +129,9 @@ impl AgentInvocation {
         }
     }
 
-    /// `created -> running -> {completed, failed, cancelled, transferred}`; `created` may also
-    /// end directly in `failed` or `cancelled`. Terminal statuses never change.
+    /// `created -> running -> {completed, failed, cancelled, transferred, interrupted}`;
+    /// `created` may also end directly in `failed`, `cancelled` or `interrupted`. Terminal
+    /// statuses never change, except `interrupted -> running` when a run is resumed.
     pub fn transition(&mut self, next: InvocationStatus, now: Timestamp) -> DomainResult<bool> {
         if self.status == next {
             return Ok(false);
@@ -144,6 +145,8 @@ impl AgentInvocation {
                 | InvocationStatus::Interrupted,
             ) => true,
             (InvocationStatus::Running, next) => next.is_terminal(),
+            // `resume_run` takes an interrupted agent up again.
+            (InvocationStatus::Interrupted, InvocationStatus::Running) => true,
             _ => false,
         };
         if !legal {
@@ -187,6 +190,17 @@ mod tests {
             InvocationKind::Handoff.exit_policy(),
             ExitPolicy::RunFinishAllowed
         );
+    }
+
+    #[test]
+    fn an_interrupted_invocation_only_goes_back_to_running() {
+        let now = Timestamp::from_unix_millis(1);
+        let mut inv = invocation();
+        assert!(inv.transition(InvocationStatus::Running, now).unwrap());
+        assert!(inv.transition(InvocationStatus::Interrupted, now).unwrap());
+        assert!(inv.transition(InvocationStatus::Completed, now).is_err());
+        assert!(inv.transition(InvocationStatus::Running, now).unwrap());
+        assert!(inv.transition(InvocationStatus::Completed, now).unwrap());
     }
 
     #[test]

@@ -235,11 +235,58 @@ impl AgentRun {
         self.updated_at = now;
         Ok(true)
     }
+
+    /// Takes an `interrupted` run up again (`resume_run`): the one move out of a terminal
+    /// status. It continues in `assembling_context` while its agents are rebuilt; any other
+    /// status is `agent.run_not_resumable`.
+    pub fn resume(&mut self, now: Timestamp) -> DomainResult<()> {
+        if self.status != AgentRunStatus::Interrupted {
+            return Err(DomainError::new(
+                "agent.run_not_resumable",
+                format!(
+                    "run {} is {}; only an interrupted run can be resumed",
+                    self.id,
+                    self.status.as_str()
+                ),
+            ));
+        }
+        self.status = AgentRunStatus::AssemblingContext;
+        self.updated_at = now;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_interrupted_run_resumes() {
+        let mut run = AgentRun {
+            id: RunId::from_raw("run_x"),
+            workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
+            stable_chat_id: "chat-1".into(),
+            conversation_kind: ConversationKind::Character,
+            chat_ref: Value::Null,
+            generation_type: Value::Null,
+            profile_id: None,
+            persist_base_state_id: None,
+            skill_scope_refs: Default::default(),
+            connection_ref: None,
+            presentation: Presentation::Foreground,
+            status: AgentRunStatus::Completed,
+            input_message_count: 0,
+            created_at: Timestamp::from_unix_millis(0),
+            updated_at: Timestamp::from_unix_millis(0),
+        };
+        let error = run.resume(Timestamp::from_unix_millis(1)).unwrap_err();
+        assert_eq!(error.code, "agent.run_not_resumable");
+        run.status = AgentRunStatus::Interrupted;
+        run.resume(Timestamp::from_unix_millis(2)).unwrap();
+        assert_eq!(run.status, AgentRunStatus::AssemblingContext);
+        assert_eq!(run.updated_at, Timestamp::from_unix_millis(2));
+        assert!(run.status.can_transition_to(AgentRunStatus::CallingModel));
+    }
 
     #[test]
     fn workspace_id_is_stable_and_kind_dependent() {

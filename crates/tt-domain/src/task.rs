@@ -1,7 +1,8 @@
 //! Task records: one per delegation (`return_to_parent`) or handoff (`transfer_control`).
 //!
 //! The first terminal write wins: once a task is completed, failed or cancelled, later
-//! transitions change nothing and report `changed = false`.
+//! transitions change nothing and report `changed = false`. The one exception is a task the
+//! store marked `interrupted`: `resume_run` moves it back to `queued` or `running`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -125,7 +126,11 @@ impl AgentTaskRecord {
         change: &TaskTransition,
         now: Timestamp,
     ) -> DomainResult<bool> {
-        if self.status.is_terminal() {
+        // `resume_run` puts an interrupted task back in line or back to work; nothing else
+        // leaves a terminal status.
+        let resuming = self.status == TaskStatus::Interrupted
+            && matches!(change.status, TaskStatus::Queued | TaskStatus::Running);
+        if self.status.is_terminal() && !resuming {
             return Ok(false);
         }
         if self.status == change.status {
@@ -143,6 +148,9 @@ impl AgentTaskRecord {
         }
         if change.error.is_some() {
             self.error.clone_from(&change.error);
+        } else if resuming {
+            // The interruption note no longer describes the task.
+            self.error = None;
         }
         self.updated_at = now;
         Ok(true)
@@ -193,6 +201,32 @@ mod tests {
             result_ref: None,
             error: None,
         }
+    }
+
+    #[test]
+    fn only_resume_takes_an_interrupted_task_back() {
+        let now = Timestamp::from_unix_millis(5);
+        let mut t = task();
+        let interrupted = TaskTransition {
+            status: TaskStatus::Interrupted,
+            result_ref: None,
+            error: Some("gone".into()),
+        };
+        assert!(t.apply_transition(&interrupted, now).unwrap());
+        assert!(!t.apply_transition(&to(TaskStatus::Completed), now).unwrap());
+        assert!(!t.apply_transition(&to(TaskStatus::Cancelled), now).unwrap());
+        assert!(t.apply_transition(&to(TaskStatus::Running), now).unwrap());
+        assert_eq!(t.status, TaskStatus::Running);
+        assert_eq!(t.error, None);
+        assert!(t.apply_transition(&to(TaskStatus::Completed), now).unwrap());
+        let mut waiting = task();
+        assert!(waiting.apply_transition(&interrupted, now).unwrap());
+        assert!(
+            waiting
+                .apply_transition(&to(TaskStatus::Queued), now)
+                .unwrap()
+        );
+        assert_eq!(waiting.status, TaskStatus::Queued);
     }
 
     #[test]

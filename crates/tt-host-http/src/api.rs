@@ -44,6 +44,7 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
         .route("/api/connections", get(list_connections))
         .route("/api/runs/{run_id}", get(read_run))
         .route("/api/runs/{run_id}/cancel", post(cancel_run))
+        .route("/api/runs/{run_id}/resume", post(resume_run))
         .route("/api/runs/{run_id}/guidance", post(submit_guidance))
         .route(
             "/api/runs/{run_id}/tasks/{task_id}/cancel",
@@ -298,6 +299,13 @@ async fn resolve_persist_metadata(
 async fn cancel_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let run = state.runtime.cancel_run(&run_id).await?;
+    Ok(Json(run).into_response())
+}
+
+/// Resumes an interrupted run (`resume_run`, docs/resume.md).
+async fn resume_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let run = state.runtime.resume_run(&run_id).await?;
     Ok(Json(run).into_response())
 }
 

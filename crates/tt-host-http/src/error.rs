@@ -51,6 +51,7 @@ pub(crate) fn status_for(code: &str) -> StatusCode {
         || name.ends_with("collision")
         || name.ends_with("channel_closed")
         || name == "run_locked"
+        || name == "run_not_resumable"
         || name.starts_with("already")
     {
         StatusCode::CONFLICT
@@ -84,6 +85,7 @@ mod tests {
             StatusCode::CONFLICT
         );
         assert_eq!(status_for("agent.run_locked"), StatusCode::CONFLICT);
+        assert_eq!(status_for("agent.run_not_resumable"), StatusCode::CONFLICT);
         assert_eq!(
             status_for("agent.transcript_unreadable"),
             StatusCode::INTERNAL_SERVER_ERROR

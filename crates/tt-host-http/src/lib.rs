@@ -85,7 +85,7 @@ pub struct Features {
     pub guidance: bool,
     /// Cancel one delegated task (`POST …/tasks/{taskId}/cancel`).
     pub cancel_task: bool,
-    /// Resume an interrupted run (not in the host API yet).
+    /// Resume an interrupted run (`POST …/resume`).
     pub resume: bool,
 }
 

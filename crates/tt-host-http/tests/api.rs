@@ -466,6 +466,45 @@ async fn a_run_is_cancelled_over_http() {
 }
 
 #[tokio::test]
+async fn resume_refuses_over_http_a_run_that_is_not_interrupted() {
+    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
+    ]}})
+    .to_string();
+    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let run_id = server.start("default-writer", "Write.").await;
+    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    // Running here: nothing to resume.
+    let running = server
+        .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
+        .await;
+    assert_eq!(running.status, 409, "{}", running.body);
+    assert_eq!(running.body["code"], "agent.run_not_resumable");
+    server.runtime.cancel_run(&run_id).await.unwrap();
+    server.runtime.wait_for_run(&run_id).await.unwrap();
+    // Ended: not interrupted, so not resumable either.
+    let ended = server
+        .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
+        .await;
+    assert_eq!(ended.status, 409, "{}", ended.body);
+    assert_eq!(ended.body["code"], "agent.run_not_resumable");
+    assert!(
+        ended.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{}",
+        ended.body
+    );
+    let unknown = server
+        .post("/api/runs/run_nothing/resume", &json!({}))
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+}
+
+#[tokio::test]
 async fn guidance_and_task_cancel_reach_a_live_run() {
     // The writer's second answer takes a minute, so the calls land while the run is live.
     let script = json!({"schemaVersion": 1, "agents": {"default-writer": [

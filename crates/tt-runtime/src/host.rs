@@ -297,6 +297,28 @@ impl AgentRuntime {
         Ok(run)
     }
 
+    /// Resumes an `interrupted` run in this runtime (docs/resume.md): its agents continue from
+    /// their stored model responses and tool results, in the same run directory, journal and
+    /// seq sequence, after `run_resumed`. Returns the run as resumed; follow it with
+    /// [`subscribe`](Self::subscribe) and [`wait_for_run`](Self::wait_for_run) like a started
+    /// run. A commit that was waiting for the host is offered again with the same `commitId`.
+    ///
+    /// Errors: `agent.run_not_resumable` (not interrupted, or already running here),
+    /// `agent.resume_profile_changed` (a profile no longer gives an agent the tools it was
+    /// frozen with), `agent.run_locked` (another process owns the run), `agent.not_found`.
+    pub async fn resume_run(&self, run_id: &str) -> HostResult<AgentRun> {
+        self.ensure_open()?;
+        let run = self.service.resume_run(&RunId::from_raw(run_id)).await?;
+        self.started_runs().push(run.id.clone());
+        if self.shut_down.load(Ordering::SeqCst) {
+            let _ = self.service.cancel_run(&run.id).await;
+            let _ = self.service.wait_for_run(&run.id).await;
+            let _ = self.skill_store.close_run(&run.id);
+            return Err(shut_down_error());
+        }
+        Ok(run)
+    }
+
     /// Asks a run to stop: model calls, retry waits and host waits abort at once. Returns the
     /// run as it is then, normally `cancelling` (a terminal run comes back unchanged, an
     /// orphaned one `cancelled`); [`wait_for_run`](Self::wait_for_run) returns it `cancelled`.

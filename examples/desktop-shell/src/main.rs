@@ -339,7 +339,7 @@ async fn start_again(data_dir: &Path) -> anyhow::Result<Vec<AgentRun>> {
             last.event_type
         );
         println!(
-            "interrupted: run {} of chat {} ({:?}, was {}); start a new run to retry",
+            "interrupted: run {} of chat {} ({:?}, was {}); resume_run continues it",
             run.id, run.stable_chat_id, settled.status, last.payload["previousStatus"]
         );
     }

@@ -242,6 +242,8 @@ async fn drive(
         model: prepared.model,
         skills: prepared.skills,
         delivered: Default::default(),
+        // A resumed agent goes on from its stored steps (docs/resume.md).
+        replay: ctx.take_replay(&task.child_invocation_id),
     };
     let messages = prepared.messages;
     let outcome = run_tool_loop(ctx, &mut inv, messages).await;

@@ -273,6 +273,32 @@ pub async fn take_injection(
     )))
 }
 
+/// The injection a resumed agent had after a replayed round: the results of `tasks` rendered
+/// again (their records are final), marked delivered, not journaled again.
+pub async fn replay_injection(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    tasks: &[TaskId],
+) -> ApplicationResult<Option<String>> {
+    if tasks.is_empty() {
+        return Ok(None);
+    }
+    let mut entries = Vec::with_capacity(tasks.len());
+    for task_id in tasks {
+        let task = ctx
+            .services
+            .invocations
+            .load_task(&ctx.run_id, task_id)
+            .await?;
+        entries.push(capsule_entry(ctx, &task).await?);
+    }
+    inv.delivered.extend(tasks.iter().cloned());
+    Ok(Some(render_injected_results(
+        &entries,
+        &reader_state(ctx, inv),
+    )))
+}
+
 /// Terminal task ids reported by a successful `agent.await` result.
 pub fn delivered_by_await(structured: &Value) -> Vec<TaskId> {
     structured

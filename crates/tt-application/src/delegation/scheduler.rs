@@ -256,6 +256,26 @@ impl TaskScheduler {
         Ok(admission)
     }
 
+    /// Starts again a task that was running when its run was interrupted (`resume_run`): it
+    /// takes back its delegating agent's slot, whatever the limit (it held one then), and its
+    /// worker goes on from the agent's stored steps (`RunContext::take_replay`).
+    pub fn resume_running(&self, ctx: &RunContext, task: AgentTaskRecord) -> ApplicationResult<()> {
+        let shared = ctx.shared()?;
+        // Its deadline and idle limit count again from now: the time the run was down is
+        // not the task's.
+        self.watch_limits(&shared, &task);
+        {
+            let mut state = self.lock();
+            *state
+                .busy
+                .entry(task.parent_invocation_id.clone())
+                .or_default() += 1;
+            spawn_worker(&mut state, &shared, task, true);
+        }
+        self.notify();
+        Ok(())
+    }
+
     /// Starts the waiting tasks of `delegator` that its free slots admit, in queue order: each
     /// is marked running before the next is taken, under one lock, so starts are journaled in
     /// FIFO order.

@@ -324,13 +324,7 @@ pub async fn agent_delegate(
         .scheduler
         .submit(ctx, task, caller.max_concurrent_invocations)?;
     let (content, structured) = match admission {
-        Admission::Started => (
-            format!(
-                "Task started for `{agent_id}` (task id `{task_id}`). It runs in the background, so keep working. Call `{}` only when your next decision depends on its result; finished results are also shown to you automatically.",
-                ToolName::AgentAwait.model_alias()
-            ),
-            json!({"taskId": task_id, "status": "queued", "agentId": agent_id}),
-        ),
+        Admission::Started => started_answer(agent_id.as_str(), &task_id),
         Admission::Queued { position } => {
             // The §1 payload plus where it waits, so a host sees the queue.
             ctx.events
@@ -353,6 +347,34 @@ pub async fn agent_delegate(
             )
         }
     };
+    Ok(ToolSuccess::new(content, structured))
+}
+
+/// What `agent.delegate` answers for a task that started at once.
+fn started_answer(agent_id: &str, task_id: &TaskId) -> (String, serde_json::Value) {
+    (
+        format!(
+            "Task started for `{agent_id}` (task id `{task_id}`). It runs in the background, so keep working. Call `{}` only when your next decision depends on its result; finished results are also shown to you automatically.",
+            ToolName::AgentAwait.model_alias()
+        ),
+        json!({"taskId": task_id, "status": "queued", "agentId": agent_id}),
+    )
+}
+
+/// `agent.delegate` for a call of a resumed agent that had registered its task before the run
+/// was interrupted: the task is not registered twice (docs/resume.md); the agent gets the
+/// answer of a task that started.
+pub async fn already_delegated(
+    ctx: &RunContext,
+    task_id: &TaskId,
+) -> Result<ToolSuccess, ToolCallError> {
+    let task = ctx
+        .services
+        .invocations
+        .load_task(&ctx.run_id, task_id)
+        .await
+        .map_err(crate::error::ApplicationError::from)?;
+    let (content, structured) = started_answer(task.target_profile_id.as_str(), &task.id);
     Ok(ToolSuccess::new(content, structured))
 }
 

@@ -43,6 +43,59 @@ impl FileKnowledge {
 }
 
 impl ReadState {
+    /// Brings the read-state to where a stored successful call left it, when a resumed agent
+    /// replays its calls (docs/resume.md). Stored results keep each file's new sha256, not the
+    /// text a partial read returned, so a replayed partial read leaves the file known at that
+    /// version with nothing observed (a patch then asks for a read first).
+    pub fn replay(
+        &mut self,
+        tool: tt_domain::tool::ToolName,
+        arguments: &serde_json::Value,
+        result: &tt_domain::tool::AgentToolResult,
+    ) {
+        use tt_domain::tool::ToolName;
+        if result.is_error {
+            if result.error_code.as_deref() == Some("workspace.patch_requires_full_read")
+                && let Some(path) = stored_path(arguments)
+            {
+                self.require_full_reread(&path);
+            }
+            return;
+        }
+        let structured = &result.structured;
+        let (Some(path), Some(sha256)) = (
+            stored_path(structured),
+            structured.get("sha256").and_then(serde_json::Value::as_str),
+        ) else {
+            return;
+        };
+        let full = match tool {
+            ToolName::WorkspaceReadFile => structured
+                .get("fullRead")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
+            ToolName::WorkspaceWriteFile => {
+                // An append keeps whole knowledge only of a file known whole (or new).
+                let append =
+                    structured.get("mode").and_then(serde_json::Value::as_str) == Some("append");
+                !append || self.files.get(&path).is_none_or(|known| known.full)
+            }
+            ToolName::WorkspaceApplyPatch => self.files.get(&path).is_some_and(|known| known.full),
+            _ => return,
+        };
+        if full {
+            self.record_full(&path, sha256);
+        } else {
+            self.record_partial(&path, sha256, "");
+        }
+    }
+
+    /// A resumed agent's write that had reached the file before the interruption: the agent
+    /// knows the file whole, as the write itself would have recorded.
+    pub fn know_written(&mut self, path: &WorkspacePath, sha256: &str) {
+        self.record_full(path, sha256);
+    }
+
     /// True when the agent knows the whole file at exactly this version.
     pub fn is_fully_known(&self, path: &WorkspacePath, sha256: &str) -> bool {
         self.files
@@ -163,6 +216,14 @@ fn add_observed(observed: &mut Vec<String>, text: &str) {
     }
     observed.retain(|seen| !text.contains(seen.as_str()));
     observed.push(text.to_owned());
+}
+
+/// The `path` field of stored arguments or a stored result.
+fn stored_path(value: &serde_json::Value) -> Option<WorkspacePath> {
+    value
+        .get("path")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|path| WorkspacePath::parse(path).ok())
 }
 
 #[cfg(test)]

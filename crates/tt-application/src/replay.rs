@@ -1,0 +1,244 @@
+//! What an interrupted agent already did, for its tool loop to replay when its run is resumed
+//! (`resume_run`, docs/resume.md): its stored model responses by round, its stored tool results
+//! by call, the delegated results injected after each round, and the commit ids it offered.
+//!
+//! The loop takes a stored response instead of calling the model and a stored result instead
+//! of running the tool, without journaling or side effects, so one code path rebuilds the
+//! message history, read-state, budgets and round counter. The first step with nothing stored
+//! turns the replay off for good: from there on the loop runs live.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use tt_domain::ids::{CommitId, TaskId};
+use tt_domain::model::AgentModelResponse;
+use tt_domain::tool::{AgentToolResult, ToolName};
+
+/// The stored steps of one invocation, consumed in order by its tool loop.
+#[derive(Debug, Default, Clone)]
+pub struct Replay {
+    responses: BTreeMap<u32, AgentModelResponse>,
+    /// Rounds whose stored response was journaled (`model_response_stored`).
+    journaled_rounds: HashSet<u32>,
+    /// Calls whose stored result was journaled (`tool_result_stored`), by file key.
+    journaled_results: HashSet<String>,
+    /// Stored tool results by call file key (`call_<hex16>`).
+    results: HashMap<String, AgentToolResult>,
+    /// Task ids injected after a round (`agent_results_injected`), by that round.
+    injections: BTreeMap<u32, Vec<TaskId>>,
+    /// User guidance the agent read before a round (`user_guidance_applied`), by that round.
+    guidance: BTreeMap<u32, Vec<String>>,
+    /// Calls journaled `tool_call_started` (by file key): their effect may be present.
+    started: HashSet<String>,
+    /// Commit ids offered to the host, by the call (file key) that offered them.
+    commit_ids: HashMap<String, CommitId>,
+    /// The sha256 of each workspace file's last journaled write (any agent of the run).
+    written: HashMap<String, String>,
+    /// Tasks registered by `agent.delegate` calls, by the call's file key.
+    delegated: HashMap<String, TaskId>,
+    live: bool,
+}
+
+impl Replay {
+    /// Stores the response of `round`.
+    pub fn record_response(&mut self, round: u32, response: AgentModelResponse) {
+        self.responses.insert(round, response);
+    }
+
+    /// Stores the result of the call with `file_key`.
+    pub fn record_result(&mut self, file_key: String, result: AgentToolResult) {
+        self.results.insert(file_key, result);
+    }
+
+    /// Notes that `round`'s response was journaled.
+    pub fn record_journaled_round(&mut self, round: u32) {
+        self.journaled_rounds.insert(round);
+    }
+
+    /// Notes that the result of the call with `file_key` was journaled.
+    pub fn record_journaled_result(&mut self, file_key: String) {
+        self.journaled_results.insert(file_key);
+    }
+
+    /// Whether the journal has the events of `round`'s stored response (a process can die
+    /// between writing the response and journaling it).
+    pub fn round_journaled(&self, round: u32) -> bool {
+        self.journaled_rounds.contains(&round)
+    }
+
+    /// Whether the journal has the completion of a call whose result is stored.
+    pub fn result_journaled(&self, file_key: &str) -> bool {
+        self.journaled_results.contains(file_key)
+    }
+
+    /// Notes the tasks injected after `round`.
+    pub fn record_injection(&mut self, round: u32, tasks: Vec<TaskId>) {
+        self.injections.entry(round).or_default().extend(tasks);
+    }
+
+    /// Notes the guidance texts the agent read before `round`.
+    pub fn record_guidance(&mut self, round: u32, texts: Vec<String>) {
+        self.guidance.entry(round).or_default().extend(texts);
+    }
+
+    /// The guidance notes the agent read before `round`, once.
+    pub fn take_guidance(&mut self, round: u32) -> Option<Vec<String>> {
+        self.guidance.remove(&round)
+    }
+
+    /// Notes that the call with `file_key` started.
+    pub fn record_started(&mut self, file_key: String) {
+        self.started.insert(file_key);
+    }
+
+    /// Notes the commit id the call with `file_key` offered.
+    pub fn record_commit_id(&mut self, file_key: String, commit_id: CommitId) {
+        self.commit_ids.insert(file_key, commit_id);
+    }
+
+    /// Notes the sha256 of the last journaled write of `path`.
+    pub fn record_written(&mut self, path: String, sha256: String) {
+        self.written.insert(path, sha256);
+    }
+
+    /// The sha256 the journal last recorded for `path`.
+    pub fn last_written(&self, path: &tt_domain::workspace::WorkspacePath) -> Option<&str> {
+        self.written.get(path.as_str()).map(String::as_str)
+    }
+
+    /// Notes the task the `agent.delegate` call with `file_key` registered.
+    pub fn record_delegated(&mut self, file_key: String, task: TaskId) {
+        self.delegated.insert(file_key, task);
+    }
+
+    /// Whether the loop has passed the last stored step.
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// The stored response of `round`, or `None`, which ends the replay: this round's model
+    /// call is the first step that did not complete.
+    pub fn take_response(&mut self, round: u32) -> Option<AgentModelResponse> {
+        if self.live {
+            return None;
+        }
+        let response = self.responses.remove(&round);
+        if response.is_none() {
+            self.live = true;
+        }
+        response
+    }
+
+    /// The stored result of a call, or `None`, which ends the replay. The calls that end an
+    /// agent's work (`workspace.finish`, `task.return`, `agent.handoff`) always run again: what
+    /// follows them (finishing the run, completing the task) is not in the result, and each is
+    /// safe to repeat.
+    pub fn take_result(
+        &mut self,
+        file_key: &str,
+        tool: Option<ToolName>,
+    ) -> Option<AgentToolResult> {
+        if self.live {
+            return None;
+        }
+        let result = match tool {
+            Some(tool) if tool.ends_loop() => None,
+            _ => self.results.remove(file_key),
+        };
+        if result.is_none() {
+            self.live = true;
+        }
+        result
+    }
+
+    /// The delegated results journaled as injected after `round` (`agent_results_injected`),
+    /// once: they are part of the agent's history whether or not its next turn was stored.
+    pub fn take_injection(&mut self, round: u32) -> Option<Vec<TaskId>> {
+        self.injections.remove(&round)
+    }
+
+    /// Whether the turn after `round` is still replayed: then nothing new may be injected
+    /// after `round` (its stored turn did not see anything more).
+    pub fn replays_next_turn(&self, round: u32) -> bool {
+        !self.live && self.responses.contains_key(&(round + 1))
+    }
+
+    /// Whether a call has a stored result left to replay.
+    pub fn has_result(&self, file_key: &str) -> bool {
+        self.results.contains_key(file_key)
+    }
+
+    /// Whether a call without a stored result had started (its effect may be in the workspace).
+    pub fn was_started(&self, file_key: &str) -> bool {
+        self.started.contains(file_key)
+    }
+
+    /// The commit id a call already offered to the host, which a repeated offer reuses.
+    pub fn commit_id(&self, file_key: &str) -> Option<&CommitId> {
+        self.commit_ids.get(file_key)
+    }
+
+    /// The task an interrupted `agent.delegate` call already registered.
+    pub fn delegated_task(&self, file_key: &str) -> Option<&TaskId> {
+        self.delegated.get(file_key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tt_domain::model::{AgentModelMessage, ModelRole};
+
+    fn response() -> AgentModelResponse {
+        AgentModelResponse {
+            message: AgentModelMessage::text(ModelRole::Assistant, "hi"),
+            response_id: None,
+            model: None,
+            finish_reason: None,
+            usage: None,
+            raw_response: serde_json::Value::Null,
+        }
+    }
+
+    fn result() -> AgentToolResult {
+        AgentToolResult {
+            call_id: "c1".into(),
+            name: "workspace.read_file".into(),
+            content: "x".into(),
+            structured: serde_json::json!({}),
+            is_error: false,
+            error_code: None,
+            resource_refs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_first_missing_step_turns_the_replay_live_for_good() {
+        let mut replay = Replay::default();
+        replay.record_response(1, response());
+        replay.record_response(2, response());
+        replay.record_result("k1".into(), result());
+        assert!(replay.take_response(1).is_some());
+        assert!(
+            replay
+                .take_result("k1", Some(ToolName::WorkspaceReadFile))
+                .is_some()
+        );
+        assert!(replay.replays_next_turn(1));
+        assert!(replay.take_response(2).is_some());
+        assert!(replay.take_result("k2", None).is_none());
+        assert!(replay.is_live());
+        assert!(replay.take_response(3).is_none());
+        assert!(!replay.replays_next_turn(2));
+    }
+
+    #[test]
+    fn calls_that_end_the_work_always_run_again() {
+        let mut replay = Replay::default();
+        replay.record_result("k".into(), result());
+        assert!(
+            replay
+                .take_result("k", Some(ToolName::WorkspaceFinish))
+                .is_none()
+        );
+        assert!(replay.is_live());
+    }
+}

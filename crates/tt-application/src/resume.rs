@@ -1,0 +1,476 @@
+//! Resuming an interrupted run (`AgentRunService::resume_run`, docs/resume.md): reading back
+//! from the journal and the stored records what each unfinished agent already did, checking
+//! that the profiles still give each agent the tools it was frozen with, and bringing the run,
+//! its agents and its tasks back to work with journaled events.
+
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use tt_domain::event::{AgentRunEvent, RunEventType};
+use tt_domain::ids::{CommitId, InvocationId, RunId, TaskId};
+use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
+use tt_domain::model::AgentModelResponse;
+use tt_domain::profile::ResolvedProfile;
+use tt_domain::run::{AgentRun, Presentation};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
+use tt_domain::tool::AgentToolResult;
+use tt_ports::{EventPage, RunDocument};
+
+use crate::context::{CommitRecord, RunContext};
+use crate::dispatch::call_file_key;
+use crate::error::{ApplicationError, ApplicationResult};
+use crate::replay::Replay;
+use crate::services::RuntimeServices;
+
+/// What the journal says about an interrupted run.
+#[derive(Debug, Default)]
+pub struct JournalState {
+    /// `run_interrupted.lastSeq` of the latest interruption.
+    pub from_seq: u64,
+    /// Stored steps by invocation (model responses and tool results are read separately).
+    pub replays: HashMap<InvocationId, Replay>,
+    /// Calls with a stored result, by invocation: (round, call id).
+    pub stored_calls: HashMap<InvocationId, Vec<(u32, String)>>,
+    /// Confirmed commits in order, with the agent and the file key of the call that made them.
+    pub commits: Vec<(InvocationId, String, CommitRecord)>,
+    /// Calls journaled `tool_call_started`, by invocation: (round, call id).
+    pub started_calls: HashMap<InvocationId, Vec<(u32, String)>>,
+    /// Invocations that had started their loop.
+    pub started: HashSet<InvocationId>,
+    /// Last journaled sha256 of each workspace file.
+    pub written: BTreeMap<String, String>,
+    /// `persistent_changes_committed` of the interrupted process, if it promoted `persist/`.
+    pub promotion: Option<Value>,
+}
+
+fn text(event: &AgentRunEvent, field: &str) -> Option<String> {
+    event
+        .payload
+        .get(field)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn round_of(event: &AgentRunEvent) -> Option<u32> {
+    event
+        .payload
+        .get("round")
+        .and_then(Value::as_u64)
+        .and_then(|round| u32::try_from(round).ok())
+}
+
+/// Reads the whole journal of `run_id` once, in pages.
+pub async fn read_journal(
+    services: &RuntimeServices,
+    run_id: &RunId,
+) -> ApplicationResult<JournalState> {
+    let mut state = JournalState::default();
+    // Per invocation: the round of its last stored response and its last started call.
+    let mut last_round: HashMap<InvocationId, u32> = HashMap::new();
+    let mut last_call: HashMap<InvocationId, String> = HashMap::new();
+    let mut guidance_texts: HashMap<String, String> = HashMap::new();
+    let mut after = None;
+    loop {
+        let page = services
+            .journal
+            .read(
+                run_id,
+                &EventPage {
+                    after_seq: after,
+                    limit: Some(tt_ports::journal::MAX_EVENT_PAGE_LIMIT),
+                    ..EventPage::default()
+                },
+            )
+            .await?;
+        let Some(last) = page.last() else {
+            return Ok(state);
+        };
+        after = Some(last.seq);
+        for event in &page {
+            let Some(kind) = RunEventType::parse(&event.event_type) else {
+                continue;
+            };
+            let invocation = text(event, "invocationId").map(InvocationId::from_raw);
+            match kind {
+                RunEventType::RunInterrupted => {
+                    state.from_seq = event
+                        .payload
+                        .get("lastSeq")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(event.seq.saturating_sub(1));
+                }
+                RunEventType::AgentInvocationStarted => {
+                    if let Some(id) = invocation {
+                        state.started.insert(id);
+                    }
+                }
+                RunEventType::ModelResponseStored => {
+                    if let (Some(id), Some(round)) = (invocation, round_of(event)) {
+                        state
+                            .replays
+                            .entry(id.clone())
+                            .or_default()
+                            .record_journaled_round(round);
+                        last_round.insert(id, round);
+                    }
+                }
+                RunEventType::ToolCallStarted => {
+                    if let (Some(id), Some(round), Some(call)) =
+                        (invocation, round_of(event), text(event, "callId"))
+                    {
+                        let key = call_file_key(&id, round, &call);
+                        state
+                            .replays
+                            .entry(id.clone())
+                            .or_default()
+                            .record_started(key.clone());
+                        state
+                            .started_calls
+                            .entry(id.clone())
+                            .or_default()
+                            .push((round, call));
+                        last_call.insert(id, key);
+                    }
+                }
+                RunEventType::ToolResultStored => {
+                    if let (Some(id), Some(round), Some(call)) =
+                        (invocation, round_of(event), text(event, "callId"))
+                    {
+                        state
+                            .replays
+                            .entry(id.clone())
+                            .or_default()
+                            .record_journaled_result(call_file_key(&id, round, &call));
+                        state
+                            .stored_calls
+                            .entry(id)
+                            .or_default()
+                            .push((round, call));
+                    }
+                }
+                RunEventType::AgentResultsInjected => {
+                    if let Some(id) = invocation {
+                        let tasks: Vec<TaskId> = event
+                            .payload
+                            .get("taskIds")
+                            .and_then(Value::as_array)
+                            .map(|ids| {
+                                ids.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(TaskId::from_raw)
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        let round = last_round.get(&id).copied().unwrap_or(0);
+                        state
+                            .replays
+                            .entry(id)
+                            .or_default()
+                            .record_injection(round, tasks);
+                    }
+                }
+                RunEventType::ChatCommitStarted => {
+                    if let (Some(id), Some(commit)) = (invocation, text(event, "commitId"))
+                        && let Some(key) = last_call.get(&id).cloned()
+                    {
+                        state
+                            .replays
+                            .entry(id)
+                            .or_default()
+                            .record_commit_id(key, CommitId::from_raw(&commit));
+                    }
+                }
+                RunEventType::ChatCommitRecorded => {
+                    if let (Some(id), Some(path), Some(mode), Some(message_id)) = (
+                        invocation,
+                        text(event, "path"),
+                        text(event, "mode"),
+                        text(event, "messageId"),
+                    ) {
+                        let key = last_call.get(&id).cloned().unwrap_or_default();
+                        state.commits.push((
+                            id.clone(),
+                            key,
+                            CommitRecord {
+                                path,
+                                mode,
+                                message_id,
+                                round: last_round.get(&id).copied().unwrap_or(0),
+                            },
+                        ));
+                    }
+                }
+                RunEventType::UserGuidanceSubmitted => {
+                    if let (Some(id), Some(note)) = (text(event, "guidanceId"), text(event, "text"))
+                    {
+                        guidance_texts.insert(id, note);
+                    }
+                }
+                RunEventType::UserGuidanceApplied => {
+                    if let (Some(id), Some(round)) = (invocation, round_of(event)) {
+                        let texts: Vec<String> = event
+                            .payload
+                            .get("guidanceIds")
+                            .and_then(Value::as_array)
+                            .map(|ids| {
+                                ids.iter()
+                                    .filter_map(Value::as_str)
+                                    .filter_map(|id| guidance_texts.get(id).cloned())
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        state
+                            .replays
+                            .entry(id)
+                            .or_default()
+                            .record_guidance(round, texts);
+                    }
+                }
+                RunEventType::PersistentChangesCommitted => {
+                    state.promotion = Some(event.payload.clone());
+                }
+                RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied => {
+                    if let (Some(path), Some(sha256)) = (text(event, "path"), text(event, "sha256"))
+                    {
+                        state.written.insert(path, sha256);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The stored steps of `invocation`: its responses round by round until the first missing
+/// one, and its stored tool results.
+pub async fn load_replay(
+    services: &RuntimeServices,
+    run_id: &RunId,
+    invocation: &InvocationId,
+    journal: &mut JournalState,
+) -> ApplicationResult<Replay> {
+    let mut replay = journal.replays.remove(invocation).unwrap_or_default();
+    for (path, sha256) in &journal.written {
+        replay.record_written(path.clone(), sha256.clone());
+    }
+    for round in 1u32.. {
+        let document = RunDocument::ModelResponse {
+            invocation_id: invocation.clone(),
+            round,
+        };
+        let Some(stored) = services.runs.read_document(run_id, &document).await? else {
+            break;
+        };
+        let response: AgentModelResponse = decode(&stored["response"], &document)?;
+        replay.record_response(round, response);
+    }
+    let mut stored_keys = HashSet::new();
+    // Tasks whose `agent.delegate` answer reached the agent.
+    let mut answered_tasks = HashSet::new();
+    for (round, call_id) in journal.stored_calls.remove(invocation).unwrap_or_default() {
+        let call_file_key = call_file_key(invocation, round, &call_id);
+        let document = RunDocument::ToolResult {
+            call_file_key: call_file_key.clone(),
+        };
+        if let Some(stored) = services.runs.read_document(run_id, &document).await? {
+            let result: AgentToolResult = decode(&stored, &document)?;
+            if let Some(task) = result.structured.get("taskId").and_then(Value::as_str) {
+                answered_tasks.insert(task.to_owned());
+            }
+            stored_keys.insert(call_file_key.clone());
+            replay.record_result(call_file_key, result);
+        }
+    }
+    // A call whose result was written but not journaled before the interruption.
+    let started = journal
+        .started_calls
+        .get(invocation)
+        .cloned()
+        .unwrap_or_default();
+    for (round, call_id) in &started {
+        let key = call_file_key(invocation, *round, call_id);
+        if stored_keys.contains(&key) {
+            continue;
+        }
+        let document = RunDocument::ToolResult {
+            call_file_key: key.clone(),
+        };
+        if let Some(stored) = services.runs.read_document(run_id, &document).await? {
+            let result: AgentToolResult = decode(&stored, &document)?;
+            if let Some(task) = result.structured.get("taskId").and_then(Value::as_str) {
+                answered_tasks.insert(task.to_owned());
+            }
+            stored_keys.insert(key.clone());
+            replay.record_result(key, result);
+        }
+    }
+    // An `agent.delegate` call that registered its task but left no result: the task record
+    // names the call, and no stored answer names the task.
+    let tasks = services
+        .invocations
+        .list_tasks_by_parent(run_id, invocation)
+        .await?;
+    for (round, call_id) in journal.started_calls.remove(invocation).unwrap_or_default() {
+        let key = call_file_key(invocation, round, &call_id);
+        if stored_keys.contains(&key) {
+            continue;
+        }
+        if let Some(task) = tasks.iter().find(|task| {
+            task.continuation == TaskContinuation::ReturnToParent
+                && task.created_by_tool_call_id.as_deref() == Some(call_id.as_str())
+                && !answered_tasks.contains(task.id.as_str())
+        }) {
+            replay.record_delegated(key, task.id.clone());
+        }
+    }
+    Ok(replay)
+}
+
+fn decode<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    document: &RunDocument,
+) -> ApplicationResult<T> {
+    serde_json::from_value(value.clone()).map_err(|err| {
+        ApplicationError::fatal(
+            "agent.storage_corrupt",
+            format!("{} cannot be read back: {err}", document.relative_path()),
+        )
+    })
+}
+
+/// `agent.resume_profile_changed` unless `snapshot`, rebuilt from today's profiles, is the
+/// one `invocation` was frozen with: a resumed agent must be offered the same tools, budgets
+/// and roots its stored history was made with. An agent with no frozen snapshot yet passes.
+pub async fn check_snapshot(
+    services: &RuntimeServices,
+    run_id: &RunId,
+    invocation: &InvocationId,
+    snapshot: &tt_domain::tool::InvocationToolSnapshot,
+) -> ApplicationResult<()> {
+    let document = RunDocument::InvocationToolSnapshot(invocation.clone());
+    let stored = services.runs.read_document(run_id, &document).await?;
+    let now = serde_json::to_value(snapshot).unwrap_or(Value::Null);
+    match stored {
+        Some(stored) if stored == now => Ok(()),
+        Some(_) => Err(ApplicationError::fatal(
+            "agent.resume_profile_changed",
+            format!(
+                "profile `{}` no longer gives {invocation} the tools, budgets and roots it started with ({}); the run cannot be resumed",
+                snapshot.profile_id,
+                document.relative_path()
+            ),
+        )),
+        // Interrupted before its snapshot was frozen: it made no step the snapshot must match.
+        None => Ok(()),
+    }
+}
+
+/// The profile a delegated agent runs with (the same policy its worker applies) and its
+/// rebuilt tool snapshot.
+pub async fn child_profile(
+    ctx: &RunContext,
+    task: &AgentTaskRecord,
+) -> ApplicationResult<(ResolvedProfile, tt_domain::tool::InvocationToolSnapshot)> {
+    let target = crate::profiles::resolve(
+        ctx.services.profiles.as_ref(),
+        Some(task.target_profile_id.as_str()),
+    )
+    .await?;
+    crate::delegation::child::check_model_configured(&target)?;
+    let policy = &target.definition.delegation;
+    let may_delegate = policy.can_delegate
+        && policy.allow_nested_delegation
+        && crate::delegation::child::invocation_depth(ctx, &task.child_invocation_id).await?
+            < crate::delegation::child::max_delegation_depth(ctx).await?;
+    let profile = crate::delegation::child::apply_nested_invocation_policy(
+        &target,
+        task.budget,
+        may_delegate,
+    );
+    let snapshot = crate::registry::build_tool_snapshot(
+        &profile,
+        &task.child_invocation_id,
+        ExitPolicy::TaskReturnRequired,
+        Presentation::Background,
+    )?;
+    Ok((profile, snapshot))
+}
+
+/// Moves an interrupted invocation back to `running` and journals `agent_invocation_resumed`.
+pub async fn resume_invocation(
+    ctx: &RunContext,
+    invocation: &mut AgentInvocation,
+) -> ApplicationResult<()> {
+    invocation.transition(InvocationStatus::Running, ctx.services.clock.now())?;
+    ctx.services.invocations.save_invocation(invocation).await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::AgentInvocationResumed,
+            json!({
+                "invocationId": invocation.id,
+                "parentInvocationId": invocation.parent_invocation_id,
+                "profileId": invocation.profile_id,
+                "kind": invocation.kind.as_str(),
+                "status": invocation.status.as_str(),
+                "exitPolicy": invocation.exit_policy.as_str(),
+            }),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Moves an interrupted task back to `status` (`queued` or `running`) and journals
+/// `agent_task_resumed`.
+pub async fn resume_task(
+    ctx: &RunContext,
+    task: &AgentTaskRecord,
+    status: TaskStatus,
+) -> ApplicationResult<AgentTaskRecord> {
+    let outcome = ctx
+        .services
+        .invocations
+        .transition_task(
+            &ctx.run_id,
+            &task.id,
+            &TaskTransition {
+                status,
+                result_ref: None,
+                error: None,
+            },
+            ctx.services.clock.now(),
+        )
+        .await?;
+    let task = outcome.task;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            RunEventType::AgentTaskResumed,
+            json!({
+                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
+                "childInvocationId": task.child_invocation_id, "targetProfileId": task.target_profile_id,
+                "status": task.status.as_str(), "resultRef": task.result_ref, "error": task.error,
+            }),
+        )
+        .await?;
+    Ok(task)
+}
+
+/// The interrupted delegated tasks of a run, in creation order.
+pub fn interrupted_delegations(tasks: &[AgentTaskRecord]) -> Vec<AgentTaskRecord> {
+    tasks
+        .iter()
+        .filter(|task| {
+            task.status == TaskStatus::Interrupted
+                && task.continuation == TaskContinuation::ReturnToParent
+        })
+        .cloned()
+        .collect()
+}
+
+/// `agent.run_not_resumable` with `why`.
+pub fn not_resumable(run: &AgentRun, why: &str) -> ApplicationError {
+    ApplicationError::fatal(
+        "agent.run_not_resumable",
+        format!("run {} cannot be resumed: {why}", run.id),
+    )
+}

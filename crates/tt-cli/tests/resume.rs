@@ -1,0 +1,176 @@
+//! `tt-agent resume`: a `tt-agent run` is killed with SIGKILL while its model server holds the
+//! second answer back; `tt-agent resume <runId>` then finishes the run against the server
+//! without asking again for the first answer, and prints the published text.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const SCENE: &str = "The lamp stayed lit until dawn.\n";
+
+/// The turns the server was asked for (assistant messages so far), in order.
+type Asked = Arc<Mutex<Vec<usize>>>;
+
+/// An OpenAI-compatible server that writes, commits and finishes, by turn; with `hold` it
+/// never answers the commit turn. Returns its base URL.
+fn server(asked: Asked, hold: bool) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let asked = Arc::clone(&asked);
+            std::thread::spawn(move || serve(stream, &asked, hold));
+        }
+    });
+    url
+}
+
+fn serve(mut stream: TcpStream, asked: &Asked, hold: bool) {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 65536];
+    let body_start = loop {
+        if let Some(at) = data.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => data.extend_from_slice(&buf[..read]),
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..body_start]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0);
+    while data.len() < body_start + length {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => data.extend_from_slice(&buf[..read]),
+        }
+    }
+    let body: serde_json::Value = serde_json::from_slice(&data[body_start..]).unwrap();
+    let turn = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "assistant")
+        .count();
+    asked.lock().unwrap().push(turn);
+    if hold && turn == 1 {
+        // Keep the connection open and never answer.
+        std::thread::sleep(Duration::from_secs(600));
+        return;
+    }
+    let (name, arguments) = match turn {
+        0 => (
+            "workspace_write_file",
+            serde_json::json!({"path": "output/main.md", "content": SCENE}),
+        ),
+        1 => ("workspace_commit", serde_json::json!({})),
+        _ => ("workspace_finish", serde_json::json!({})),
+    };
+    let reply = serde_json::json!({
+        "id": format!("chatcmpl-{turn}"), "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": format!("call_{turn}"), "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+    })
+    .to_string();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+        reply.len()
+    );
+}
+
+fn tt_agent(data_dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tt-agent"));
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// The one run of the data dir, from its index.
+fn only_run(data_dir: &Path) -> Option<String> {
+    let mut entries = std::fs::read_dir(data_dir.join("index").join("runs")).ok()?;
+    let name = entries.next()?.ok()?.file_name();
+    name.to_string_lossy()
+        .strip_suffix(".json")
+        .map(str::to_owned)
+}
+
+#[test]
+fn a_killed_run_is_resumed_without_asking_the_model_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let first_asked = Asked::default();
+    let first = format!("openai:{}", server(Arc::clone(&first_asked), true));
+    let mut child = tt_agent(
+        &data,
+        &[
+            "run",
+            "--connection",
+            &first,
+            "--model",
+            "m",
+            "Write a line.",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    // Wait until the second answer is asked for (and held back), then kill -9.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while first_asked.lock().unwrap().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never got to its second turn"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "tt-agent run ended early"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run_id = only_run(&data).unwrap();
+
+    let asked = Asked::default();
+    let second = format!("openai:{}", server(Arc::clone(&asked), false));
+    let child = tt_agent(
+        &data,
+        &["resume", &run_id, "--connection", &second, "--model", "m"],
+    )
+    .spawn()
+    .unwrap();
+    let (code, output) =
+        crate::finish_within(child, Duration::from_secs(90), "tt-agent resume hung");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("run resumed"), "{output}");
+    assert!(output.contains(SCENE.trim()), "{output}");
+    // The write turn was answered before the kill and is not asked for again.
+    assert_eq!(*asked.lock().unwrap(), vec![1, 2]);
+
+    // A completed run is not resumable.
+    let child = tt_agent(
+        &data,
+        &["resume", &run_id, "--connection", &second, "--model", "m"],
+    )
+    .spawn()
+    .unwrap();
+    let (code, output) =
+        crate::finish_within(child, Duration::from_secs(90), "tt-agent resume hung");
+    assert_ne!(code, Some(0), "{output}");
+    assert!(output.contains("agent.run_not_resumable"), "{output}");
+}

@@ -1,0 +1,1050 @@
+//! Resuming interrupted runs (docs/resume.md): a fan-out of 16 delegated agents is interrupted
+//! at each kind of step, then resumed by a new runtime over the same data dir. The end must be
+//! what an uninterrupted run leaves: the same workspace and committed text byte for byte,
+//! each of the 16 results delivered exactly once, and no model call made twice.
+//!
+//! An interruption is a real `kill -9`: the first part runs in a child process (this test
+//! binary, running [`first_process`]), which is killed with SIGKILL at the chosen step; a new
+//! runtime in this process then finds the run `interrupted` and resumes it. Model calls after
+//! the chosen moment never return, so the child is frozen at that step when it is killed.
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_runtime::{
+    AgentProfileDefinition, AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
+    FnProvider, ModelError, ModelProvider, ModelReply,
+};
+
+use crate::delegation::all_events;
+use crate::support::start_request;
+
+const N: usize = 16;
+
+fn lead_profile() -> Value {
+    json!({
+        "schemaVersion": 2, "kind": "tauritavern.agentProfile", "id": "lead",
+        "displayName": "Lead", "description": "Delegates notes and publishes a summary.",
+        "preset": {"mode": "currentPromptSnapshot"}, "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground"},
+        "delegation": {"canDelegate": true, "maxConcurrentInvocations": 4, "maxInvocationsPerRun": 20},
+        "tools": {"allow": ["agent.delegate", "agent.await", "workspace.read_file",
+            "workspace.write_file", "workspace.commit", "workspace.finish"], "maxRounds": 10},
+        "skills": {"visible": ["*"]}, "plan": {"mode": "none"},
+        "workspace": {"visibleRoots": ["output", "summaries"], "writableRoots": ["output"]},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown",
+            "target": "messageBody", "required": true}]}
+    })
+}
+
+fn note_profile() -> Value {
+    json!({
+        "schemaVersion": 2, "kind": "tauritavern.agentProfile", "id": "note-taker",
+        "displayName": "Note taker", "description": "Writes one numbered note.",
+        "preset": {"mode": "currentPromptSnapshot"}, "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "background", "directRunnable": false},
+        "delegation": {"callable": true, "allowAsSubagent": true,
+            "descriptionForAgents": "Writes the numbered note it is asked for."},
+        "tools": {"allow": ["workspace.write_file"], "maxRounds": 4},
+        "skills": {"visible": ["*"]}, "plan": {"mode": "none"},
+        "workspace": {"visibleRoots": ["summaries"], "writableRoots": ["summaries"]},
+        "output": {"artifacts": [{"id": "notes", "path": "summaries/notes.md", "kind": "markdown",
+            "target": "messageBody"}]}
+    })
+}
+
+fn opener_profile() -> Value {
+    json!({
+        "schemaVersion": 2, "kind": "tauritavern.agentProfile", "id": "opener",
+        "displayName": "Opener", "description": "Hands the job to the closer.",
+        "preset": {"mode": "currentPromptSnapshot"}, "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground"},
+        "delegation": {"canHandoff": true},
+        "tools": {"allow": ["agent.handoff", "workspace.write_file", "workspace.commit",
+            "workspace.finish"], "maxRounds": 10},
+        "skills": {"visible": ["*"]}, "plan": {"mode": "none"},
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown",
+            "target": "messageBody", "required": true}]}
+    })
+}
+
+fn closer_profile() -> Value {
+    json!({
+        "schemaVersion": 2, "kind": "tauritavern.agentProfile", "id": "closer",
+        "displayName": "Closer", "description": "Writes, publishes and finishes.",
+        "preset": {"mode": "currentPromptSnapshot"}, "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground", "directRunnable": false},
+        "delegation": {"callable": true, "allowAsHandoffTarget": true,
+            "descriptionForAgents": "Writes the reply, publishes it and finishes the job."},
+        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"],
+            "maxRounds": 10},
+        "skills": {"visible": ["*"]}, "plan": {"mode": "none"},
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown",
+            "target": "messageBody", "required": true}]}
+    })
+}
+
+/// The note number of a delegated agent, from its brief.
+fn note_number(request: &AgentModelRequest) -> usize {
+    let text = serde_json::to_string(&request.messages).unwrap();
+    let start = text.find("Note number ").unwrap() + "Note number ".len();
+    text[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// The scenario's model: the lead delegates 16 notes in one turn, waits for all, writes and
+/// publishes a summary and finishes; each note taker writes its note, appends a line to its
+/// log in the same turn, and returns.
+fn reply(request: &AgentModelRequest) -> ModelReply {
+    match (request.agent_profile_id.as_str(), request.round) {
+        ("opener", _) => {
+            return ModelReply::tool_call(
+                "agent_handoff",
+                json!({"agentId": "closer", "handoff": {
+                    "title": "Close", "reason": "The closer publishes.",
+                    "objective": "Write the reply, publish it and finish.",
+                    "contextSummary": "Nothing is written yet."}}),
+            );
+        }
+        ("closer", 1) => {
+            return ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Closed by the closer.\n"}),
+            );
+        }
+        ("closer", 2) => {
+            return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
+        }
+        ("closer", _) => return ModelReply::tool_call("workspace_finish", json!({})),
+        _ => {}
+    }
+    if request.agent_profile_id.as_str() == "lead" {
+        return match request.round {
+            1 => (1..=N).fold(ModelReply::default(), |reply, n| {
+                reply.with_tool_call(
+                    "agent_delegate",
+                    json!({"agentId": "note-taker", "task": {
+                        "title": format!("Note {n}"),
+                        "objective": format!("Note number {n}: write it to summaries/note-{n}.md."),
+                    }}),
+                )
+            }),
+            2 => ModelReply::tool_call(
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300_000}),
+            ),
+            3 => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": format!("Sixteen notes, {N} of them.\n")}),
+            ),
+            4 => ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"})),
+            _ => ModelReply::tool_call("workspace_finish", json!({})),
+        };
+    }
+    let n = note_number(request);
+    match request.round {
+        1 => ModelReply::tool_call(
+            "workspace_write_file",
+            json!({"path": format!("summaries/note-{n}.md"), "content": format!("Note {n}.\n")}),
+        )
+        .with_tool_call(
+            "workspace_write_file",
+            json!({"path": format!("summaries/log-{n}.md"), "content": format!("wrote {n}\n"), "mode": "append"}),
+        ),
+        _ => ModelReply::tool_call(
+            "task_return",
+            json!({"summary": format!("Note {n} is written."), "confidence": "high"}),
+        ),
+    }
+}
+
+/// Where the first runtime stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Point {
+    /// The lead's second model call never returns (it is between model calls).
+    BetweenModelCalls,
+    /// Right after the lead's first response is stored, while its 16 delegations run.
+    AfterStoredResponse,
+    /// A note taker has run the first of its two tool calls, not the second.
+    MidChildToolCalls,
+    /// The lead waits in `agent.await` while the note takers' model calls never return.
+    WhileRootAwaits,
+    /// The summary is offered to the host, which never answers.
+    WhileCommitWaits,
+    /// After a handoff: the agent that took the run over waits for its second answer.
+    AfterHandoff,
+}
+
+/// Counts returned model calls, and freezes every call once `freeze` says so.
+struct Model {
+    inner: FnProvider,
+    calls: Arc<AtomicU64>,
+    frozen: Arc<AtomicBool>,
+    /// Whether this call is the last one that returns (every later one freezes).
+    freeze_after: Box<dyn Fn(&AgentModelRequest) -> bool + Send + Sync>,
+    /// Whether this call itself never returns.
+    freeze_at: Box<dyn Fn(&AgentModelRequest) -> bool + Send + Sync>,
+}
+
+#[async_trait]
+impl ModelProvider for Model {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn complete(
+        &self,
+        request: AgentModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        if self.frozen.load(Ordering::SeqCst) || (self.freeze_at)(&request) {
+            self.frozen.store(true, Ordering::SeqCst);
+            std::future::pending::<()>().await;
+        }
+        let last = (self.freeze_after)(&request);
+        let response = self.inner.complete(request, cancel).await;
+        if last {
+            self.frozen.store(true, Ordering::SeqCst);
+        }
+        if response.is_ok() {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+        }
+        response
+    }
+}
+
+type Predicate = Box<dyn Fn(&AgentModelRequest) -> bool + Send + Sync>;
+
+fn never() -> Predicate {
+    Box::new(|_| false)
+}
+
+fn model(
+    point: Option<Point>,
+    calls: &Arc<AtomicU64>,
+    frozen: &Arc<AtomicBool>,
+) -> Arc<dyn ModelProvider> {
+    let lead_round = |round: u32| -> Predicate {
+        Box::new(move |r: &AgentModelRequest| {
+            r.agent_profile_id.as_str() == "lead" && r.round == round
+        })
+    };
+    let (freeze_at, freeze_after): (Predicate, Predicate) = match point {
+        None | Some(Point::WhileCommitWaits) => (never(), never()),
+        Some(Point::BetweenModelCalls) => (lead_round(2), never()),
+        Some(Point::AfterStoredResponse) => (never(), lead_round(1)),
+        Some(Point::MidChildToolCalls) => (
+            never(),
+            Box::new(|r: &AgentModelRequest| r.agent_profile_id.as_str() == "note-taker"),
+        ),
+        Some(Point::WhileRootAwaits) => (never(), lead_round(2)),
+        Some(Point::AfterHandoff) => (
+            Box::new(|r: &AgentModelRequest| {
+                r.agent_profile_id.as_str() == "closer" && r.round == 2
+            }),
+            never(),
+        ),
+    };
+    Arc::new(Model {
+        inner: FnProvider::new(|request| Ok(reply(request))),
+        calls: Arc::clone(calls),
+        frozen: Arc::clone(frozen),
+        freeze_after,
+        freeze_at,
+    })
+}
+
+/// Whether the first runtime is dropped at this event.
+fn stop_here(point: Point, event: &AgentRunEvent) -> bool {
+    let payload = &event.payload;
+    let lead = payload["invocationId"] == json!("inv_root");
+    match point {
+        Point::BetweenModelCalls => {
+            event.event_type == "model_call_attempt_started" && lead && payload["round"] == json!(2)
+        }
+        Point::AfterStoredResponse => {
+            event.event_type == "model_response_stored" && lead && payload["round"] == json!(1)
+        }
+        Point::MidChildToolCalls => {
+            event.event_type == "tool_call_completed"
+                && !lead
+                && payload["callId"] == json!("call_1_1")
+        }
+        Point::WhileRootAwaits => event.event_type == "agent_await_started",
+        Point::WhileCommitWaits => event.event_type == "chat_commit_requested",
+        Point::AfterHandoff => {
+            event.event_type == "model_call_attempt_started"
+                && !lead
+                && payload["round"] == json!(2)
+        }
+    }
+}
+
+/// What the commit handler of a runtime saw.
+#[derive(Default)]
+struct Host {
+    /// `(commitId, content)` of every commit offered.
+    offered: Mutex<Vec<(String, String)>>,
+}
+
+fn runtime(
+    dir: &Path,
+    point: Option<Point>,
+    calls: &Arc<AtomicU64>,
+    frozen: &Arc<AtomicBool>,
+    host: &Arc<Host>,
+) -> AgentRuntime {
+    let seen = Arc::clone(host);
+    let answers = point != Some(Point::WhileCommitWaits);
+    AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .provider(model(point, calls, frozen))
+        .commit_handler(move |request| {
+            seen.offered
+                .lock()
+                .unwrap()
+                .push((request.commit_id.to_string(), request.content.clone()));
+            async move {
+                if !answers {
+                    std::future::pending::<()>().await;
+                }
+                Ok("41".to_owned())
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+async fn install(runtime: &AgentRuntime) {
+    for profile in [
+        lead_profile(),
+        note_profile(),
+        opener_profile(),
+        closer_profile(),
+    ] {
+        let definition: AgentProfileDefinition = serde_json::from_value(profile).unwrap();
+        runtime.save_profile(definition).await.unwrap();
+    }
+}
+
+fn request() -> tt_runtime::StartRunRequest {
+    request_for("lead")
+}
+
+fn request_for(profile: &str) -> tt_runtime::StartRunRequest {
+    let mut request = start_request();
+    request.profile_id = Some(profile.into());
+    request
+}
+
+/// The profile the run of `point` starts with.
+fn profile_of(point: Point) -> &'static str {
+    if point == Point::AfterHandoff {
+        "opener"
+    } else {
+        "lead"
+    }
+}
+
+/// Every file under the run's model-visible roots, by relative path, task ids left out.
+fn workspace(dir: &Path, run_id: &str) -> BTreeMap<String, String> {
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(base, &path, out);
+            } else {
+                let key = path.strip_prefix(base).unwrap().display().to_string();
+                out.insert(
+                    key,
+                    without_task_ids(&std::fs::read_to_string(&path).unwrap()),
+                );
+            }
+        }
+    }
+    let mut run_dirs = Vec::new();
+    for chat in std::fs::read_dir(dir.join("chats")).unwrap().flatten() {
+        let candidate = chat.path().join("runs").join(run_id);
+        if candidate.is_dir() {
+            run_dirs.push(candidate);
+        }
+    }
+    let run_dir = run_dirs.pop().unwrap();
+    let mut files = BTreeMap::new();
+    for root in ["output", "summaries", "scratch", "plan", "persist"] {
+        let path = run_dir.join(root);
+        if path.is_dir() {
+            walk(&run_dir, &path, &mut files);
+        }
+    }
+    files
+}
+
+/// `text` with each task id (random in every run, interrupted or not) written `task_…`.
+fn without_task_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("task_") {
+        out.push_str(&rest[..at]);
+        out.push_str("task_…");
+        rest = rest[at + "task_".len()..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Each finished result reached the lead once, by `agent.await` or injection.
+fn deliveries(events: &[AgentRunEvent]) -> HashMap<String, usize> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for event in events {
+        let ids = match event.event_type.as_str() {
+            "agent_await_completed" => &event.payload["deliveredTaskIds"],
+            "agent_results_injected" => &event.payload["taskIds"],
+            _ => continue,
+        };
+        for id in ids.as_array().unwrap() {
+            *seen.entry(id.as_str().unwrap().to_owned()).or_default() += 1;
+        }
+    }
+    seen
+}
+
+struct Outcome {
+    status: AgentRunStatus,
+    files: BTreeMap<String, String>,
+    committed: String,
+    calls: u64,
+    events: Vec<AgentRunEvent>,
+    host: Arc<Host>,
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn uninterrupted() -> Outcome {
+    uninterrupted_with("lead")
+}
+
+fn uninterrupted_with(profile: &str) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = Arc::new(AtomicU64::new(0));
+    let host = Arc::new(Host::default());
+    tokio_runtime().block_on(async {
+        let runtime = runtime(dir.path(), None, &calls, &Arc::default(), &host);
+        install(&runtime).await;
+        let run = runtime.start_run(request_for(profile)).await.unwrap();
+        let done = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+        let events = all_events(&runtime, run.id.as_str()).await;
+        let committed = host.offered.lock().unwrap().last().unwrap().1.clone();
+        Outcome {
+            status: done.status,
+            files: workspace(dir.path(), run.id.as_str()),
+            committed,
+            calls: calls.load(Ordering::SeqCst),
+            events,
+            host: Arc::clone(&host),
+        }
+    })
+}
+
+const DIR_VAR: &str = "TT_RESUME_TEST_DIR";
+const POINT_VAR: &str = "TT_RESUME_TEST_POINT";
+const STOPPED: &str = "TT_RESUME_TEST_STOPPED";
+
+impl Point {
+    fn parse(name: &str) -> Point {
+        [
+            Point::BetweenModelCalls,
+            Point::AfterStoredResponse,
+            Point::MidChildToolCalls,
+            Point::WhileRootAwaits,
+            Point::WhileCommitWaits,
+            Point::AfterHandoff,
+        ]
+        .into_iter()
+        .find(|point| format!("{point:?}") == name)
+        .unwrap()
+    }
+}
+
+/// The first process of [`an_interrupted_fan_out_resumes_at_every_kind_of_step_without_repeating_work`]:
+/// runs the scenario in `$TT_RESUME_TEST_DIR` up to `$TT_RESUME_TEST_POINT`, prints a line
+/// (run id, model calls made, commit ids offered) and waits to be killed.
+#[test]
+#[ignore = "the first process of the resume test, which starts it with its own arguments"]
+fn first_process() {
+    let dir = std::path::PathBuf::from(std::env::var(DIR_VAR).unwrap());
+    let point = Point::parse(&std::env::var(POINT_VAR).unwrap());
+    let calls = Arc::new(AtomicU64::new(0));
+    let host = Arc::new(Host::default());
+    tokio_runtime().block_on(async {
+        let frozen = Arc::new(AtomicBool::new(false));
+        let runtime = runtime(&dir, Some(point), &calls, &frozen, &host);
+        install(&runtime).await;
+        let run = runtime
+            .start_run(request_for(profile_of(point)))
+            .await
+            .unwrap();
+        let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
+        loop {
+            let event = stream.next().await.unwrap().expect("the run ended first");
+            if stop_here(point, &event) {
+                break;
+            }
+        }
+        // A response that came back is stored before the process goes: this test is about
+        // what happens after a stored step, not about the instant between the two.
+        let expect_frozen = point != Point::WhileCommitWaits;
+        let mut changes = runtime.subscribe(run.id.as_str(), 0, None);
+        let mut stored = 0;
+        while stored != calls.load(Ordering::SeqCst)
+            || (expect_frozen && !frozen.load(Ordering::SeqCst))
+        {
+            let event = tokio::select! {
+                event = changes.next() => event.unwrap().expect("the run ended first"),
+                () = tokio::time::sleep(std::time::Duration::from_millis(5)) => continue,
+            };
+            if event.event_type == "model_response_stored" {
+                stored += 1;
+            }
+        }
+        let commits: Vec<String> = host
+            .offered
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect();
+        println!(
+            "{STOPPED} {} {} {}",
+            run.id,
+            calls.load(Ordering::SeqCst),
+            commits.join(",")
+        );
+        std::future::pending::<()>().await;
+    });
+}
+
+/// Runs the scenario until `point` in a child process, kills it there with SIGKILL, and
+/// resumes the run in this one. Returns the model calls and commit ids of the killed process.
+fn interrupted_then_resumed(point: Point) -> (u64, Vec<String>, Outcome) {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "resume::first_process",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(DIR_VAR, dir.path())
+        .env(POINT_VAR, format!("{point:?}"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let line = stdout
+        .lines()
+        .map(Result::unwrap)
+        .find(|line| line.starts_with(STOPPED))
+        .unwrap_or_else(|| panic!("{point:?}: the first process ended early"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let fields: Vec<&str> = line.split(' ').collect();
+    let run_id = fields[1].to_owned();
+    let first_calls: u64 = fields[2].parse().unwrap();
+    let first_commits: Vec<String> = fields
+        .get(3)
+        .filter(|ids| !ids.is_empty())
+        .map(|ids| ids.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let calls = Arc::new(AtomicU64::new(0));
+    let host = Arc::new(Host::default());
+    let resumed = tokio_runtime().block_on(async {
+        let runtime = runtime(dir.path(), None, &calls, &Arc::default(), &host);
+        let stored = runtime.get_run(&run_id).await.unwrap();
+        assert_eq!(stored.status, AgentRunStatus::Interrupted, "{point:?}");
+        if let Err(error) = runtime.resume_run(&run_id).await {
+            let why: Vec<Value> = all_events(&runtime, &run_id)
+                .await
+                .into_iter()
+                .filter(|event| event.level == tt_runtime::EventLevel::Error)
+                .map(|event| event.payload)
+                .collect();
+            panic!("{point:?}: {error:?} after {why:?}");
+        }
+        let done = runtime.wait_for_run(&run_id).await.unwrap();
+        let events = all_events(&runtime, &run_id).await;
+        let committed = host
+            .offered
+            .lock()
+            .unwrap()
+            .last()
+            .map(|(_, text)| text.clone())
+            .unwrap_or_default();
+        Outcome {
+            status: done.status,
+            files: workspace(dir.path(), &run_id),
+            committed,
+            calls: calls.load(Ordering::SeqCst),
+            events,
+            host: Arc::clone(&host),
+        }
+    });
+    (first_calls, first_commits, resumed)
+}
+
+#[test]
+fn an_interrupted_fan_out_resumes_at_every_kind_of_step_without_repeating_work() {
+    let baseline = uninterrupted();
+    assert_eq!(baseline.status, AgentRunStatus::Completed);
+    assert_eq!(deliveries(&baseline.events).len(), N);
+    for point in [
+        Point::BetweenModelCalls,
+        Point::AfterStoredResponse,
+        Point::MidChildToolCalls,
+        Point::WhileRootAwaits,
+        Point::WhileCommitWaits,
+    ] {
+        let (first_calls, first_commits, resumed) = interrupted_then_resumed(point);
+        assert_eq!(resumed.status, AgentRunStatus::Completed, "{point:?}");
+        let failures: Vec<&Value> = resumed
+            .events
+            .iter()
+            .filter(|event| event.event_type == "agent_child_invocation_failed")
+            .map(|event| &event.payload["message"])
+            .collect();
+        assert!(failures.is_empty(), "{point:?}: {failures:?}");
+        let differing: Vec<(&String, Option<&String>, Option<&String>)> = baseline
+            .files
+            .keys()
+            .chain(resumed.files.keys())
+            .filter(|key| baseline.files.get(*key) != resumed.files.get(*key))
+            .map(|key| (key, baseline.files.get(key), resumed.files.get(key)))
+            .collect();
+        assert!(differing.is_empty(), "{point:?}: {differing:?}");
+        assert_eq!(resumed.committed, baseline.committed, "{point:?}");
+        assert_eq!(
+            first_calls + resumed.calls,
+            baseline.calls,
+            "{point:?}: model calls over both processes"
+        );
+        let delivered = deliveries(&resumed.events);
+        assert_eq!(delivered.len(), N, "{point:?}: {delivered:?}");
+        assert!(
+            delivered.values().all(|count| *count == 1),
+            "{point:?}: {delivered:?}"
+        );
+        let resumes: Vec<&AgentRunEvent> = resumed
+            .events
+            .iter()
+            .filter(|event| event.event_type == "run_resumed")
+            .collect();
+        assert_eq!(resumes.len(), 1, "{point:?}");
+        let seqs: Vec<u64> = resumed.events.iter().map(|event| event.seq).collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+        if point == Point::WhileCommitWaits {
+            // Offered again under the same id, so the host can tell it already has it.
+            let after = resumed.host.offered.lock().unwrap().clone();
+            assert_eq!(first_commits.len(), 1);
+            assert_eq!(after.len(), 1);
+            assert_eq!(first_commits[0], after[0].0);
+        }
+        let _ = &baseline.host;
+    }
+}
+
+/// Starts [`first_process`] at `point` in `dir` and returns it once it stopped there, with the
+/// run id.
+fn stopped_first_process(dir: &Path, point: Point) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "resume::first_process",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(DIR_VAR, dir)
+        .env(POINT_VAR, format!("{point:?}"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let line = stdout
+        .lines()
+        .map(Result::unwrap)
+        .find(|line| line.starts_with(STOPPED))
+        .unwrap();
+    let run_id = line.split(' ').nth(1).unwrap().to_owned();
+    (child, run_id)
+}
+
+#[test]
+fn a_run_handed_off_before_the_interruption_resumes_with_the_agent_that_took_it_over() {
+    let baseline = uninterrupted_with("opener");
+    assert_eq!(baseline.status, AgentRunStatus::Completed);
+    let (first_calls, _, resumed) = interrupted_then_resumed(Point::AfterHandoff);
+    assert_eq!(resumed.status, AgentRunStatus::Completed);
+    assert_eq!(resumed.files, baseline.files);
+    assert_eq!(resumed.committed, baseline.committed);
+    assert_eq!(first_calls + resumed.calls, baseline.calls);
+    let resumed_event = resumed
+        .events
+        .iter()
+        .find(|event| event.event_type == "run_resumed")
+        .unwrap();
+    let owner = resumed_event.payload["invocations"][0].as_str().unwrap();
+    assert_ne!(owner, "inv_root");
+    assert!(resumed.events.iter().any(|event| {
+        event.event_type == "agent_task_resumed"
+            && event.payload["childInvocationId"] == json!(owner)
+    }));
+}
+
+#[test]
+fn resume_refuses_runs_it_cannot_continue_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, run_id) = stopped_first_process(dir.path(), Point::BetweenModelCalls);
+    let calls = Arc::new(AtomicU64::new(0));
+    let host = Arc::new(Host::default());
+    tokio_runtime().block_on(async {
+        // The first process still owns the run.
+        let owned_elsewhere = runtime(dir.path(), None, &calls, &Arc::default(), &host);
+        let error = owned_elsewhere.resume_run(&run_id).await.unwrap_err();
+        assert_eq!(error.code, "agent.run_locked", "{error:?}");
+        drop(owned_elsewhere);
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        // A profile that no longer offers the lead what it was frozen with.
+        let second = runtime(dir.path(), None, &calls, &Arc::default(), &host);
+        let runtime = second;
+        let before = all_events(&runtime, &run_id).await.len();
+        let mut changed = lead_profile();
+        changed["tools"]["allow"] = json!([
+            "agent.delegate",
+            "agent.await",
+            "workspace.write_file",
+            "workspace.commit",
+            "workspace.finish"
+        ]);
+        let definition: AgentProfileDefinition = serde_json::from_value(changed).unwrap();
+        runtime.save_profile(definition).await.unwrap();
+        let error = runtime.resume_run(&run_id).await.unwrap_err();
+        assert_eq!(error.code, "agent.resume_profile_changed", "{error:?}");
+        assert!(error.message.contains("lead"), "{error:?}");
+        let run = runtime.get_run(&run_id).await.unwrap();
+        assert_eq!(run.status, AgentRunStatus::Interrupted);
+        assert_eq!(all_events(&runtime, &run_id).await.len(), before);
+
+        // With the profile as it was, it resumes and completes; then it is over.
+        install(&runtime).await;
+        runtime.resume_run(&run_id).await.unwrap();
+        let error = runtime.resume_run(&run_id).await.unwrap_err();
+        assert_eq!(error.code, "agent.run_not_resumable", "{error:?}");
+        let done = runtime.wait_for_run(&run_id).await.unwrap();
+        assert_eq!(done.status, AgentRunStatus::Completed);
+        let error = runtime.resume_run(&run_id).await.unwrap_err();
+        assert_eq!(error.code, "agent.run_not_resumable", "{error:?}");
+        assert!(error.message.contains("completed"), "{error:?}");
+        let error = runtime.resume_run("run_missing").await.unwrap_err();
+        assert_eq!(error.code, "agent.not_found", "{error:?}");
+    });
+}
+
+const SOAK_MODE_VAR: &str = "TT_RESUME_SOAK_MODE";
+const SOAK_RUN: &str = "TT_RESUME_SOAK_RUN";
+
+/// A host that publishes each commit once: the published messages, one JSON line each, in
+/// `<dir>/published.jsonl`; a commit offered again under a `commitId` it already published gets
+/// the same message id back.
+fn publishing_runtime(dir: &Path, calls: &Arc<AtomicU64>) -> AgentRuntime {
+    let published = dir.join("published.jsonl");
+    AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .provider(model(None, calls, &Arc::default()))
+        .commit_handler(move |request| {
+            let published = published.clone();
+            async move {
+                let text = std::fs::read_to_string(&published).unwrap_or_default();
+                let id = request.commit_id.to_string();
+                let known = text.lines().position(|line| {
+                    serde_json::from_str::<Value>(line).unwrap()["commitId"] == json!(id)
+                });
+                let index = match known {
+                    Some(index) => index,
+                    None => {
+                        use std::io::Write as _;
+                        let mut file = std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(&published)
+                            .unwrap();
+                        let line = json!({"commitId": id, "content": request.content});
+                        writeln!(file, "{line}").unwrap();
+                        text.lines().count()
+                    }
+                };
+                Ok(index.to_string())
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+/// One process of the soak: starts the scenario (`start`) or resumes a run (`resume:<runId>`)
+/// in `$TT_RESUME_TEST_DIR` and runs it to its end, unless it is killed first.
+#[test]
+#[ignore = "a process of the resume soak, which starts it with its own arguments"]
+fn soak_process() {
+    let dir = std::path::PathBuf::from(std::env::var(DIR_VAR).unwrap());
+    let mode = std::env::var(SOAK_MODE_VAR).unwrap();
+    let calls = Arc::new(AtomicU64::new(0));
+    tokio_runtime().block_on(async {
+        let runtime = publishing_runtime(&dir, &calls);
+        let run_id = match mode.strip_prefix("resume:") {
+            Some(run_id) => {
+                // Killed after its end was recorded: nothing is left to resume.
+                if runtime.get_run(run_id).await.unwrap().status != AgentRunStatus::Completed {
+                    runtime.resume_run(run_id).await.unwrap();
+                }
+                run_id.to_owned()
+            }
+            None => {
+                install(&runtime).await;
+                runtime.start_run(request()).await.unwrap().id.to_string()
+            }
+        };
+        println!("{SOAK_RUN} {run_id}");
+        let done = runtime.wait_for_run(&run_id).await.unwrap();
+        if done.status != AgentRunStatus::Completed {
+            let why: Vec<Value> = all_events(&runtime, &run_id)
+                .await
+                .into_iter()
+                .filter(|event| event.level != tt_runtime::EventLevel::Info)
+                .map(|event| json!([event.event_type, event.payload]))
+                .collect();
+            panic!("{mode}: {done:?} after {why:?}");
+        }
+    });
+}
+
+fn soak_trials() -> u64 {
+    std::env::var("TT_RESUME_SOAK_TRIALS")
+        .ok()
+        .and_then(|raw| raw.parse().ok())
+        .unwrap_or(2)
+}
+
+fn journal_bytes(dir: &Path) -> u64 {
+    let Ok(chats) = std::fs::read_dir(dir.join("chats")) else {
+        return 0;
+    };
+    let mut total = 0;
+    for chat in chats.flatten() {
+        let Ok(runs) = std::fs::read_dir(chat.path().join("runs")) else {
+            continue;
+        };
+        for run in runs.flatten() {
+            total +=
+                std::fs::metadata(run.path().join("events.jsonl")).map_or(0, |meta| meta.len());
+        }
+    }
+    total
+}
+
+/// `cargo xtask soak crash --resume --trials N` runs this with many trials: the scenario is
+/// killed with SIGKILL at a pseudo-random point, resumed in a new process, killed again
+/// further on, and so on until a process completes it. Each trial must end `completed` with
+/// the workspace and published text of an uninterrupted run, each model turn stored once and as
+/// many as an uninterrupted run stores, and the summary published once.
+#[test]
+fn killed_at_random_moments_and_resumed_until_it_completes() {
+    use std::io::BufRead as _;
+    let baseline = uninterrupted();
+    let turns = |events: &[AgentRunEvent]| -> Vec<(String, u64)> {
+        let mut turns: Vec<(String, u64)> = events
+            .iter()
+            .filter(|event| event.event_type == "model_response_stored")
+            .map(|event| {
+                (
+                    event.payload["invocationId"].as_str().unwrap().to_owned(),
+                    event.payload["round"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        turns.sort();
+        turns
+    };
+    let baseline_turns = turns(&baseline.events).len();
+    let total_bytes = baseline
+        .events
+        .iter()
+        .map(|event| serde_json::to_string(event).unwrap().len() as u64 + 1)
+        .sum::<u64>();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for trial in 0..soak_trials() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut run_id: Option<String> = None;
+        let mut kills = 0;
+        loop {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let target = journal_bytes(dir.path()) + 1 + (seed >> 33) % (total_bytes / 3);
+            let mode = run_id
+                .as_ref()
+                .map_or_else(|| "start".to_owned(), |id| format!("resume:{id}"));
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "resume::soak_process",
+                    "--exact",
+                    "--ignored",
+                    "--nocapture",
+                ])
+                .env(DIR_VAR, dir.path())
+                .env(SOAK_MODE_VAR, &mode)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::fs::File::create(dir.path().join("process.log")).unwrap())
+                .spawn()
+                .unwrap();
+            let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in stdout.lines().map_while(Result::ok) {
+                    if let Some(id) = line.strip_prefix(&format!("{SOAK_RUN} ")) {
+                        let _ = sender.send(id.to_owned());
+                    }
+                }
+            });
+            let ended = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break Some(status);
+                }
+                if run_id.is_some() && journal_bytes(dir.path()) >= target {
+                    break None;
+                }
+                if run_id.is_none()
+                    && let Ok(id) = receiver.try_recv()
+                {
+                    run_id = Some(id);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            };
+            if run_id.is_none() {
+                run_id = receiver.try_recv().ok();
+            }
+            match ended {
+                Some(status) => {
+                    assert!(
+                        status.success(),
+                        "trial {trial}: a process failed ({mode}): {}",
+                        std::fs::read_to_string(dir.path().join("process.log")).unwrap()
+                    );
+                    break;
+                }
+                None => {
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    kills += 1;
+                    assert!(kills < 50, "trial {trial}: never completed");
+                }
+            }
+        }
+        let run_id = run_id.unwrap();
+        let calls = Arc::new(AtomicU64::new(0));
+        tokio_runtime().block_on(async {
+            let runtime = publishing_runtime(dir.path(), &calls);
+            let run = runtime.get_run(&run_id).await.unwrap();
+            assert_eq!(run.status, AgentRunStatus::Completed, "trial {trial}");
+            let events = all_events(&runtime, &run_id).await;
+            let stored = turns(&events);
+            let mut unique = stored.clone();
+            unique.dedup();
+            assert_eq!(
+                unique.len(),
+                stored.len(),
+                "trial {trial}: a turn stored twice"
+            );
+            if stored.len() != baseline_turns {
+                let lines: Vec<String> = events
+                    .iter()
+                    .filter(|event| {
+                        matches!(
+                            event.event_type.as_str(),
+                            "model_response_stored"
+                                | "run_resumed"
+                                | "run_interrupted"
+                                | "agent_task_resumed"
+                                | "agent_invocation_resumed"
+                                | "agent_task_completed"
+                                | "agent_loop_finished"
+                                | "tool_call_started"
+                        )
+                    })
+                    .map(|event| format!("{} {} {}", event.seq, event.event_type, event.payload))
+                    .collect();
+                std::fs::write("/tmp/soak-failure.txt", lines.join("\n")).unwrap();
+            }
+            assert_eq!(stored.len(), baseline_turns, "trial {trial}");
+            // No agent with a task was left `interrupted` (a delegation killed between
+            // creating its agent and registering its task leaves an agent that never ran).
+            let with_task: std::collections::HashSet<&str> = events
+                .iter()
+                .filter(|event| event.event_type == "agent_task_registered")
+                .map(|event| event.payload["childInvocationId"].as_str().unwrap())
+                .chain(["inv_root"])
+                .collect();
+            let mut last: HashMap<String, String> = HashMap::new();
+            for event in &events {
+                let id = event.payload["invocationId"].as_str().unwrap_or_default();
+                if event.event_type.starts_with("agent_invocation_") && with_task.contains(id) {
+                    last.insert(
+                        event.payload["invocationId"].as_str().unwrap().to_owned(),
+                        event.payload["status"].as_str().unwrap().to_owned(),
+                    );
+                }
+            }
+            assert!(
+                last.values().all(|status| status != "interrupted"),
+                "trial {trial}: {last:?}"
+            );
+        });
+        assert_eq!(
+            workspace(dir.path(), &run_id),
+            baseline.files,
+            "trial {trial}"
+        );
+        let published = std::fs::read_to_string(dir.path().join("published.jsonl")).unwrap();
+        let lines: Vec<Value> = published
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1, "trial {trial}: {lines:?}");
+        assert_eq!(
+            lines[0]["content"],
+            json!(baseline.committed),
+            "trial {trial}"
+        );
+        eprintln!("trial {trial}: completed after {kills} kill(s)");
+    }
+}
