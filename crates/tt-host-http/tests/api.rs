@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use tt_runtime::CommitBridgeChoice;
 
-use crate::support::{TestServer, server, writer_script};
+use crate::support::{TestServer, server, server_in, writer_script};
 
 async fn transcript_server() -> TestServer {
     server(&writer_script(), CommitBridgeChoice::Transcript, None).await
@@ -692,4 +692,94 @@ async fn connections_workspace_listing_and_run_updates() {
     assert_eq!(files.body, json!(["output/main.md"]));
     let missing = server.get("/api/runs/run_nothing/workspace").await;
     assert_eq!(missing.status, 404, "{}", missing.body);
+}
+
+/// Copies a data dir as a crash would leave it: files only, no process holding any lock.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_interrupted_run_is_resumed_over_http_without_asking_for_its_stored_turn_again() {
+    use std::sync::Mutex;
+    use tt_runtime::{AgentRuntimeBuilder, FnProvider, ModelReply, StartRunRequest};
+    // The first process writes the draft, then its model never answers again.
+    let first_dir = tempfile::tempdir().unwrap();
+    let first = AgentRuntimeBuilder::new()
+        .data_dir(first_dir.path())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .provider(std::sync::Arc::new(FnProvider::new(|request| {
+            Ok(match request.round {
+                1 => ModelReply::tool_call(
+                    "workspace_write_file",
+                    json!({"path": "output/main.md", "content": "Night fell.\n"}),
+                ),
+                _ => ModelReply::text("never").after(std::time::Duration::from_secs(86_400)),
+            })
+        })))
+        .build()
+        .unwrap();
+    let run = first
+        .start_run(StartRunRequest::new("http-resume", "Write a scene."))
+        .await
+        .unwrap();
+    let run_id = run.id.to_string();
+    let mut events = first.subscribe(&run_id, 0, None);
+    while let Some(event) = events.next().await.unwrap() {
+        if event.event_type == "model_call_attempt_started" && event.payload["round"] == 2 {
+            break;
+        }
+    }
+    // The app dies here: the next start finds the data dir as it is now.
+    let after_crash = tempfile::tempdir().unwrap();
+    copy_dir(first_dir.path(), after_crash.path());
+
+    let asked = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let rounds = std::sync::Arc::clone(&asked);
+    let provider = std::sync::Arc::new(FnProvider::new(move |request| {
+        rounds.lock().unwrap().push(request.round);
+        Ok(match request.round {
+            2 => ModelReply::tool_call("workspace_commit", json!({})),
+            _ => ModelReply::tool_call("workspace_finish", json!({})),
+        })
+    }));
+    let server = server_in(after_crash, provider, CommitBridgeChoice::Transcript, None).await;
+    let interrupted = server.get(&format!("/api/runs/{run_id}")).await;
+    assert_eq!(
+        interrupted.body["status"], "interrupted",
+        "{}",
+        interrupted.body
+    );
+    let resumed = server
+        .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
+        .await;
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    assert_eq!(resumed.body["id"], run_id.as_str());
+    let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(finished.status.as_str(), "completed");
+    // The stored first turn was replayed, not asked for again.
+    assert_eq!(*asked.lock().unwrap(), [2, 3]);
+    let file = server
+        .get(&format!("/api/runs/{run_id}/files?path=output/main.md"))
+        .await;
+    assert_eq!(file.body["text"], "Night fell.\n");
+    let stream = server.read_stream(&run_id, None, None).await;
+    let types: Vec<&str> = stream
+        .iter()
+        .filter_map(|(_, _, event)| event["type"].as_str())
+        .collect();
+    let interrupted_at = types.iter().position(|t| *t == "run_interrupted").unwrap();
+    let resumed_at = types.iter().position(|t| *t == "run_resumed").unwrap();
+    assert!(interrupted_at < resumed_at);
+    assert_eq!(types.last(), Some(&"run_completed"));
+    first.shutdown().await.unwrap();
 }

@@ -49,7 +49,16 @@ pub async fn server_with_provider(
     bridge: CommitBridgeChoice,
     max_body: Option<usize>,
 ) -> TestServer {
-    let dir = tempfile::tempdir().unwrap();
+    server_in(tempfile::tempdir().unwrap(), provider, bridge, max_body).await
+}
+
+/// A server over the data dir `dir` (which may already hold runs).
+pub async fn server_in(
+    dir: tempfile::TempDir,
+    provider: Arc<dyn tt_runtime::ModelProvider>,
+    bridge: CommitBridgeChoice,
+    max_body: Option<usize>,
+) -> TestServer {
     let host_commits = matches!(bridge, CommitBridgeChoice::HostApi);
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir.path())
