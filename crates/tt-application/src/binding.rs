@@ -15,7 +15,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 
 /// The provider and model one invocation uses.
 #[derive(Clone)]
-pub struct ModelBinding {
+pub(crate) struct ModelBinding {
     pub provider: Arc<dyn ModelProvider>,
     /// `None`: the provider's own default model.
     pub model_id: Option<String>,
@@ -44,7 +44,7 @@ async fn resolve_connection(
 }
 
 /// `agent.model_connection_not_found` for a run started on a connection nobody configured.
-pub fn connection_not_found(name: &str) -> ApplicationError {
+pub(crate) fn connection_not_found(name: &str) -> ApplicationError {
     ApplicationError::fatal(
         "agent.model_connection_not_found",
         format!("the model connection `{name}` is not configured"),
@@ -53,7 +53,7 @@ pub fn connection_not_found(name: &str) -> ApplicationError {
 
 /// Resolves the binding, journals `agent_model_binding_resolved`, and remembers the provider
 /// session so it is closed when the run ends.
-pub async fn resolve_model_binding(
+pub(crate) async fn resolve_model_binding(
     ctx: &RunContext,
     invocation_id: &InvocationId,
     profile: &ResolvedProfile,

@@ -18,7 +18,7 @@ use crate::tools::ToolSuccess;
 use crate::tools::workspace::parse_commit_args;
 
 /// Runs the commit handshake for one `workspace.commit` call.
-pub async fn run_commit(
+pub(crate) async fn run_commit(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     round: u32,

@@ -25,7 +25,7 @@ use crate::tools::workspace::ReadState;
 /// One host-confirmed chat commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CommitRecord {
+pub(crate) struct CommitRecord {
     pub path: String,
     pub mode: String,
     pub message_id: String,
@@ -33,7 +33,7 @@ pub struct CommitRecord {
 }
 
 /// Everything an active run shares across its invocations.
-pub struct RunContext {
+pub(crate) struct RunContext {
     pub run_id: RunId,
     pub services: RuntimeServices,
     pub events: Arc<EventSink>,
@@ -73,7 +73,7 @@ impl std::fmt::Debug for RunContext {
 }
 
 impl RunContext {
-    pub fn new(
+    pub(crate) fn new(
         run: AgentRun,
         services: RuntimeServices,
         events: Arc<EventSink>,
@@ -101,7 +101,7 @@ impl RunContext {
     /// The registration number of the next task and its invocation
     /// (`AgentInvocation::creation_seq`): one past the highest stored, found once per active run
     /// (so a run resumed in a new process goes on from its records), then counted here.
-    pub async fn next_creation_seq(&self) -> ApplicationResult<u64> {
+    pub(crate) async fn next_creation_seq(&self) -> ApplicationResult<u64> {
         let mut next = self.creation_seq.lock().await;
         let seq = match *next {
             Some(seq) => seq,
@@ -123,7 +123,11 @@ impl RunContext {
     }
 
     /// Remembers a provider session (`runId:invocationId`) to close when the run ends.
-    pub fn remember_session(&self, session_id: String, provider: Arc<dyn tt_ports::ModelProvider>) {
+    pub(crate) fn remember_session(
+        &self,
+        session_id: String,
+        provider: Arc<dyn tt_ports::ModelProvider>,
+    ) {
         self.sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -131,7 +135,7 @@ impl RunContext {
     }
 
     /// Every session opened so far, once: taking them empties the list.
-    pub fn take_sessions(&self) -> Vec<(String, Arc<dyn tt_ports::ModelProvider>)> {
+    pub(crate) fn take_sessions(&self) -> Vec<(String, Arc<dyn tt_ports::ModelProvider>)> {
         std::mem::take(
             &mut *self
                 .sessions
@@ -141,7 +145,7 @@ impl RunContext {
     }
 
     /// Leaves a resumed agent's stored steps for the worker that runs it again.
-    pub fn leave_replay(
+    pub(crate) fn leave_replay(
         &self,
         invocation: tt_domain::ids::InvocationId,
         replay: crate::replay::Replay,
@@ -153,7 +157,7 @@ impl RunContext {
     }
 
     /// Remembers the promotion an interrupted process journaled (`resume_run`).
-    pub fn remember_promotion(&self, payload: serde_json::Value) {
+    pub(crate) fn remember_promotion(&self, payload: serde_json::Value) {
         *self
             .promoted_before
             .lock()
@@ -161,7 +165,7 @@ impl RunContext {
     }
 
     /// The promotion an interrupted process journaled before this run was resumed.
-    pub fn promotion_before(&self) -> Option<serde_json::Value> {
+    pub(crate) fn promotion_before(&self) -> Option<serde_json::Value> {
         self.promoted_before
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -169,7 +173,7 @@ impl RunContext {
     }
 
     /// The stored steps left for `invocation` by `resume_run`, once.
-    pub fn take_replay(
+    pub(crate) fn take_replay(
         &self,
         invocation: &tt_domain::ids::InvocationId,
     ) -> Option<crate::replay::Replay> {
@@ -180,7 +184,7 @@ impl RunContext {
     }
 
     /// A shared handle to this context (for background workers).
-    pub fn shared(&self) -> ApplicationResult<Arc<Self>> {
+    pub(crate) fn shared(&self) -> ApplicationResult<Arc<Self>> {
         self.me.upgrade().ok_or_else(|| {
             ApplicationError::fatal(
                 "agent.active_run_missing",
@@ -189,13 +193,13 @@ impl RunContext {
         })
     }
 
-    pub async fn run_snapshot(&self) -> AgentRun {
+    pub(crate) async fn run_snapshot(&self) -> AgentRun {
         self.run.lock().await.clone()
     }
 
     /// Moves the run to `status` if that is legal now, saves it and journals `status_changed`.
     /// Returns false (and changes nothing) when the move is not legal, e.g. while cancelling.
-    pub async fn try_set_status(&self, status: AgentRunStatus) -> ApplicationResult<bool> {
+    pub(crate) async fn try_set_status(&self, status: AgentRunStatus) -> ApplicationResult<bool> {
         let mut run = self.run.lock().await;
         if run.status == status || !run.status.can_transition_to(status) {
             return Ok(false);
@@ -226,18 +230,18 @@ impl RunContext {
         Ok(true)
     }
 
-    pub fn commit_count(&self) -> usize {
+    pub(crate) fn commit_count(&self) -> usize {
         self.ledger.lock().map(|ledger| ledger.len()).unwrap_or(0)
     }
 
-    pub fn commits(&self) -> Vec<CommitRecord> {
+    pub(crate) fn commits(&self) -> Vec<CommitRecord> {
         self.ledger
             .lock()
             .map(|ledger| ledger.clone())
             .unwrap_or_default()
     }
 
-    pub fn record_commit(&self, record: CommitRecord) -> usize {
+    pub(crate) fn record_commit(&self, record: CommitRecord) -> usize {
         match self.ledger.lock() {
             Ok(mut ledger) => {
                 ledger.push(record);
@@ -252,7 +256,7 @@ impl RunContext {
     }
 
     /// Saves an invocation status change and journals `agent_invocation_<status>`.
-    pub async fn set_invocation_status(
+    pub(crate) async fn set_invocation_status(
         &self,
         invocation: &mut AgentInvocation,
         status: InvocationStatus,
@@ -300,7 +304,7 @@ impl RunContext {
 
 /// Per-invocation tool-loop session: read-state and call counts (budgets are per invocation).
 #[derive(Debug, Default)]
-pub struct ToolSession {
+pub(crate) struct ToolSession {
     pub read_state: ReadState,
     /// Skill text this invocation has read (per-invocation budget).
     pub skill_budget: crate::skills::SkillReadBudget,
@@ -312,7 +316,7 @@ pub struct ToolSession {
 
 /// One invocation as its loop sees it.
 #[derive(Debug)]
-pub struct InvocationRuntime {
+pub(crate) struct InvocationRuntime {
     pub invocation: AgentInvocation,
     pub profile: ResolvedProfile,
     pub snapshot: Arc<InvocationToolSnapshot>,
@@ -332,13 +336,8 @@ pub struct InvocationRuntime {
 }
 
 impl InvocationRuntime {
-    /// Whether the loop is still replaying stored steps (no journaling, no side effects).
-    pub fn replaying(&self) -> bool {
-        self.replay.as_ref().is_some_and(|replay| !replay.is_live())
-    }
-
     /// Whether this invocation drives the run status (root and handoff owners do).
-    pub fn owns_run(&self) -> bool {
+    pub(crate) fn owns_run(&self) -> bool {
         self.invocation.exit_policy == tt_domain::invocation::ExitPolicy::RunFinishAllowed
     }
 }

@@ -34,7 +34,7 @@ use crate::tools::{ToolEffect, ToolSuccess};
 
 /// What a call means for the loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LoopControl {
+pub(crate) enum LoopControl {
     Continue,
     /// `workspace.finish` was accepted: the loop ends after this call.
     Finish {
@@ -48,7 +48,7 @@ pub enum LoopControl {
 
 /// A dispatched call: the result the model will see, and what the loop does next.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DispatchedCall {
+pub(crate) struct DispatchedCall {
     pub tool: Option<ToolName>,
     pub result: AgentToolResult,
     pub control: LoopControl,
@@ -70,7 +70,7 @@ pub fn call_file_key(invocation_id: &InvocationId, round: u32, call_id: &str) ->
 
 /// Runs one call inside a `tool_call` span (round, tool name, call id) under the invocation's
 /// span. `Err` is fail-fast for this invocation.
-pub async fn dispatch_call(
+pub(crate) async fn dispatch_call(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     round: u32,
@@ -355,7 +355,7 @@ fn json_kind(value: &Value) -> &'static str {
 /// The assistant message as it goes back into the conversation: arguments over the limit are
 /// replaced by a short note, so one oversized call is not resent on every later turn (the
 /// stored model response keeps the original).
-pub fn bounded_for_history(message: &AgentModelMessage, limit: u64) -> AgentModelMessage {
+pub(crate) fn bounded_for_history(message: &AgentModelMessage, limit: u64) -> AgentModelMessage {
     let mut message = message.clone();
     for part in &mut message.parts {
         if let ModelContentPart::ToolCall { call } = part {
@@ -620,7 +620,7 @@ async fn apply_effect(
 }
 
 /// Takes a checkpoint of `paths` and journals `checkpoint_created`.
-pub async fn checkpoint(
+pub(crate) async fn checkpoint(
     ctx: &RunContext,
     invocation_id: &InvocationId,
     reason: CheckpointReason,
@@ -652,7 +652,7 @@ pub async fn checkpoint(
 /// and nothing is journaled, but the agent's session is brought to where the call left it:
 /// call budgets (for calls that had started), model-slip count and read-state. `None` when
 /// the call has no stored result, or the agent is past its stored steps.
-pub fn stored_call(
+pub(crate) fn stored_call(
     inv: &mut InvocationRuntime,
     round: u32,
     call: &AgentToolCall,
@@ -689,7 +689,7 @@ pub fn stored_call(
 /// the interruption (`tool_result_stored`, then `tool_call_completed` / `tool_call_failed`,
 /// then a write's `workspace_file_written` / `workspace_patch_applied` and checkpoint);
 /// nothing for a call the journal already completed.
-pub async fn journal_unjournaled_result(
+pub(crate) async fn journal_unjournaled_result(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     round: u32,
@@ -785,7 +785,7 @@ fn stored_effect(dispatched: &DispatchedCall) -> ToolEffect {
 /// the same content is let through (the agent knows the file it wrote); an `append` whose text
 /// already ends the file, though the file changed since its last journaled write, is taken
 /// back out.
-pub async fn before_live_call(
+pub(crate) async fn before_live_call(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     round: u32,

@@ -144,7 +144,7 @@ impl EventSink {
 }
 
 /// Whether this event type ends a run.
-pub fn is_terminal_event(event_type: &str) -> bool {
+pub(crate) fn is_terminal_event(event_type: &str) -> bool {
     matches!(
         RunEventType::parse(event_type),
         Some(

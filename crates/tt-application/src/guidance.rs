@@ -73,13 +73,13 @@ impl MailboxState {
 /// `user_guidance_submitted` always precedes the `user_guidance_applied` or
 /// `user_guidance_discarded` that consumes the item.
 #[derive(Debug, Default)]
-pub struct GuidanceMailbox {
+pub(crate) struct GuidanceMailbox {
     state: Mutex<MailboxState>,
 }
 
 impl GuidanceMailbox {
     /// Checks the limits, queues the item and journals `user_guidance_submitted`.
-    pub async fn submit(
+    pub(crate) async fn submit(
         &self,
         events: &EventSink,
         run_id: &RunId,
@@ -159,7 +159,7 @@ impl GuidanceMailbox {
     /// Hands everything pending to the agent about to call the model: appends one
     /// `<user_guidance>` user message to `messages` and journals `user_guidance_applied`.
     /// Does nothing when nothing is pending or the mailbox is closed.
-    pub async fn apply(
+    pub(crate) async fn apply(
         &self,
         events: &EventSink,
         run_id: &RunId,
@@ -203,7 +203,7 @@ impl GuidanceMailbox {
 
     /// Closes the mailbox for good; anything still pending is journaled as
     /// `user_guidance_discarded` with `reason`. Closing twice does nothing the second time.
-    pub async fn close(
+    pub(crate) async fn close(
         &self,
         events: &EventSink,
         run_id: &RunId,
@@ -235,15 +235,10 @@ impl GuidanceMailbox {
             .await?;
         Ok(())
     }
-
-    /// Whether the mailbox still accepts guidance.
-    pub async fn is_open(&self) -> bool {
-        !self.state.lock().await.closed
-    }
 }
 
 /// Refusal for a run whose mailbox is closed (the run is ending or has ended).
-pub fn mailbox_closed() -> ApplicationError {
+pub(crate) fn mailbox_closed() -> ApplicationError {
     ApplicationError::fatal(
         "agent.guidance_mailbox_closed",
         "the run is no longer accepting guidance: it has finished, failed or been cancelled",
@@ -251,7 +246,7 @@ pub fn mailbox_closed() -> ApplicationError {
 }
 
 /// The user message that carries guidance to the agent.
-pub fn render_guidance_message(texts: &[&str]) -> String {
+pub(crate) fn render_guidance_message(texts: &[&str]) -> String {
     let mut out = String::from(
         "<user_guidance>\nThe user sent this while you were working. Take it into account from \
          your next step on; it does not replace the original request unless it says so.\n",

@@ -15,7 +15,7 @@ use crate::delegation::scheduler::transition_task;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Moves a task to `status` (first terminal write wins) and journals the change.
-pub async fn settle_task(
+pub(crate) async fn settle_task(
     ctx: &RunContext,
     task_id: &TaskId,
     status: TaskStatus,
@@ -27,7 +27,7 @@ pub async fn settle_task(
 
 /// Ends every unfinished handoff task of the run (and its not-yet-ended invocation) as
 /// `status`: used when the foreground owner fails or the run is cancelled.
-pub async fn settle_open_handoffs(
+pub(crate) async fn settle_open_handoffs(
     ctx: &RunContext,
     status: TaskStatus,
     reason: &str,
@@ -68,7 +68,7 @@ pub async fn settle_open_handoffs(
 /// profile is resolved and checked, its tool snapshot is frozen, and its first messages are its
 /// system prompt and the markdown handoff brief (prior turns are not carried over). A target
 /// that cannot start fails with its task.
-pub async fn prepare_handoff(
+pub(crate) async fn prepare_handoff(
     ctx: &RunContext,
     task_id: &TaskId,
     invocation_id: &InvocationId,

@@ -21,7 +21,7 @@ use crate::registry::build_tool_snapshot;
 
 /// What an invocation starts with.
 #[derive(Debug)]
-pub struct PreparedInvocation {
+pub(crate) struct PreparedInvocation {
     pub snapshot: Arc<InvocationToolSnapshot>,
     pub messages: Vec<AgentModelMessage>,
     pub model: ModelBinding,
@@ -30,7 +30,7 @@ pub struct PreparedInvocation {
 
 /// Who is being prepared: an invocation of `profile`, brought in by `task_id`, reading `brief`.
 #[derive(Debug)]
-pub struct InvocationSetup<'a> {
+pub(crate) struct InvocationSetup<'a> {
     pub invocation: &'a AgentInvocation,
     pub profile: &'a ResolvedProfile,
     pub exit_policy: ExitPolicy,
@@ -40,7 +40,7 @@ pub struct InvocationSetup<'a> {
 }
 
 /// Prepares the invocation described by `setup`; `cancel` aborts a pending prompt assembly.
-pub async fn prepare_invocation(
+pub(crate) async fn prepare_invocation(
     ctx: &RunContext,
     setup: InvocationSetup<'_>,
     cancel: &CancellationToken,

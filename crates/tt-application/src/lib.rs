@@ -2,40 +2,53 @@
 //!
 //! Knows the domain and the ports, nothing else: every side effect goes through a port handed in
 //! by the composition root ([`RuntimeServices`]). [`AgentRunService`] is the facade.
+//!
+//! Every module is private to the crate; what other crates may use is re-exported below, so
+//! the compiler reports code nothing reaches (`unreachable_pub`, `dead_code`).
 
-pub mod binding;
-pub mod commit;
-pub mod context;
-pub mod delegation;
-pub mod dispatch;
-pub mod error;
-pub mod events;
-pub mod guidance;
-pub mod handoff_chain;
-pub mod invocation_setup;
-pub mod model_turn;
-pub mod persist_metadata;
-pub mod profiles;
-pub mod prompt;
-pub mod prompt_assembly;
-pub mod prompt_input;
-pub mod registry;
-pub mod replay;
-pub mod resume;
-pub mod run_service;
-pub mod services;
-pub mod skills;
+#![warn(unreachable_pub)]
+
+pub(crate) mod binding;
+pub(crate) mod commit;
+pub(crate) mod context;
+pub(crate) mod delegation;
+pub(crate) mod dispatch;
+pub(crate) mod error;
+pub(crate) mod events;
+pub(crate) mod guidance;
+pub(crate) mod handoff_chain;
+pub(crate) mod invocation_setup;
+pub(crate) mod model_turn;
+pub(crate) mod persist_metadata;
+pub(crate) mod profiles;
+pub(crate) mod prompt;
+pub(crate) mod prompt_assembly;
+pub(crate) mod prompt_input;
+pub(crate) mod registry;
+pub(crate) mod replay;
+pub(crate) mod resume;
+pub(crate) mod run_service;
+pub(crate) mod services;
+pub(crate) mod skills;
 mod start_request;
-pub mod streaming;
-pub mod timeline;
-pub mod tool_loop;
-pub mod tools;
-pub mod usage;
+pub(crate) mod streaming;
+pub(crate) mod timeline;
+pub(crate) mod tool_loop;
+pub(crate) mod tools;
+pub(crate) mod usage;
 
+pub use dispatch::call_file_key;
 pub use error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 pub use events::{EventSink, RunEventStream};
+pub use guidance::{
+    GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
+    SubmitGuidanceRequest,
+};
+pub use prompt::{agent_system_prompt, default_system_prompt};
 pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
+pub use registry::build_tool_snapshot;
 pub use run_service::{AgentRunService, StartRunRequest};
 pub use services::RuntimeServices;
+pub use streaming::MAX_DELTA_BYTES_PER_CALL;
 pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};
 pub use usage::{InvocationUsage, RunUsage, UsageTotals, run_usage};

@@ -16,7 +16,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 
 /// Calls the model for `request`, retrying per `policy`, and stores the response, inside a
 /// `model_call` span (round, provider, model) under the invocation's span.
-pub async fn run_model_turn(
+pub(crate) async fn run_model_turn(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     request: AgentModelRequest,
@@ -157,7 +157,7 @@ async fn model_turn(
 /// The events of a stored response: `model_response_stored`, `provider_state_updated` and
 /// `model_completed`. Also journaled on resume for a response whose document was written
 /// before the interruption but whose events were not (docs/resume.md).
-pub async fn journal_stored_response(
+pub(crate) async fn journal_stored_response(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     round: u32,
@@ -223,7 +223,7 @@ pub async fn journal_stored_response(
 }
 
 /// `object` with the provider fields of [`tt_ports::provider_fields`] added.
-pub fn with_provider_fields(
+pub(crate) fn with_provider_fields(
     mut object: serde_json::Value,
     provider: &dyn tt_ports::ModelProvider,
 ) -> serde_json::Value {

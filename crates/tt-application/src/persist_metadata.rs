@@ -14,7 +14,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 /// latest commit without a message id is `agent.persistent_state_message_missing`; a host
 /// error is `agent.persistent_state_metadata_update_failed` (both fail-fast: the run keeps its
 /// commits as partial success).
-pub async fn bind_state_to_last_commit(
+pub(crate) async fn bind_state_to_last_commit(
     ctx: &RunContext,
     change_set: &PersistentChangeSet,
     changes: &[Value],

@@ -10,7 +10,7 @@ use tt_ports::ProfileRepository;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Resolves `requested` (or the default) into a validated profile.
-pub async fn resolve(
+pub(crate) async fn resolve(
     profiles: &dyn ProfileRepository,
     requested: Option<&str>,
 ) -> ApplicationResult<ResolvedProfile> {

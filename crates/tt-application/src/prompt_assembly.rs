@@ -20,12 +20,12 @@ use crate::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::prompt_input::{PromptMessage, PromptSnapshot};
 
-pub const REQUEST_KIND: &str = "tauritavern.agentPromptAssemblyRequest";
-pub const REQUEST_SCHEMA_VERSION: u32 = 1;
+pub(crate) const REQUEST_KIND: &str = "tauritavern.agentPromptAssemblyRequest";
+pub(crate) const REQUEST_SCHEMA_VERSION: u32 = 1;
 
 /// What one assembly is for.
 #[derive(Debug)]
-pub struct AssemblyInput<'a> {
+pub(crate) struct AssemblyInput<'a> {
     pub invocation: &'a AgentInvocation,
     pub profile: &'a ResolvedProfile,
     /// The task that brought the agent in; `None` for the root agent.
@@ -36,7 +36,7 @@ pub struct AssemblyInput<'a> {
 }
 
 /// Asks the host to assemble the prompt and returns the assembled messages.
-pub async fn assemble(
+pub(crate) async fn assemble(
     ctx: &RunContext,
     input: &AssemblyInput<'_>,
     cancel: &tt_ports::CancellationToken,

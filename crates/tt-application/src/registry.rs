@@ -13,7 +13,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 use crate::tools::workspace::{self, SpecAudience};
 
 /// Tools this build can execute.
-pub fn is_implemented(tool: ToolName) -> bool {
+pub(crate) fn is_implemented(tool: ToolName) -> bool {
     match tool {
         ToolName::WorkspaceListFiles
         | ToolName::WorkspaceSearchFiles

@@ -14,7 +14,7 @@ use tt_domain::tool::{AgentToolResult, ToolName};
 
 /// The stored steps of one invocation, consumed in order by its tool loop.
 #[derive(Debug, Default, Clone)]
-pub struct Replay {
+pub(crate) struct Replay {
     responses: BTreeMap<u32, AgentModelResponse>,
     /// Rounds whose stored response was journaled (`model_response_stored`).
     journaled_rounds: HashSet<u32>,
@@ -39,84 +39,85 @@ pub struct Replay {
 
 impl Replay {
     /// Stores the response of `round`.
-    pub fn record_response(&mut self, round: u32, response: AgentModelResponse) {
+    pub(crate) fn record_response(&mut self, round: u32, response: AgentModelResponse) {
         self.responses.insert(round, response);
     }
 
     /// Stores the result of the call with `file_key`.
-    pub fn record_result(&mut self, file_key: String, result: AgentToolResult) {
+    pub(crate) fn record_result(&mut self, file_key: String, result: AgentToolResult) {
         self.results.insert(file_key, result);
     }
 
     /// Notes that `round`'s response was journaled.
-    pub fn record_journaled_round(&mut self, round: u32) {
+    pub(crate) fn record_journaled_round(&mut self, round: u32) {
         self.journaled_rounds.insert(round);
     }
 
     /// Notes that the result of the call with `file_key` was journaled.
-    pub fn record_journaled_result(&mut self, file_key: String) {
+    pub(crate) fn record_journaled_result(&mut self, file_key: String) {
         self.journaled_results.insert(file_key);
     }
 
     /// Whether the journal has the events of `round`'s stored response (a process can die
     /// between writing the response and journaling it).
-    pub fn round_journaled(&self, round: u32) -> bool {
+    pub(crate) fn round_journaled(&self, round: u32) -> bool {
         self.journaled_rounds.contains(&round)
     }
 
     /// Whether the journal has the completion of a call whose result is stored.
-    pub fn result_journaled(&self, file_key: &str) -> bool {
+    pub(crate) fn result_journaled(&self, file_key: &str) -> bool {
         self.journaled_results.contains(file_key)
     }
 
     /// Notes the tasks injected after `round`.
-    pub fn record_injection(&mut self, round: u32, tasks: Vec<TaskId>) {
+    pub(crate) fn record_injection(&mut self, round: u32, tasks: Vec<TaskId>) {
         self.injections.entry(round).or_default().extend(tasks);
     }
 
     /// Notes the guidance texts the agent read before `round`.
-    pub fn record_guidance(&mut self, round: u32, texts: Vec<String>) {
+    pub(crate) fn record_guidance(&mut self, round: u32, texts: Vec<String>) {
         self.guidance.entry(round).or_default().extend(texts);
     }
 
     /// The guidance notes the agent read before `round`, once.
-    pub fn take_guidance(&mut self, round: u32) -> Option<Vec<String>> {
+    pub(crate) fn take_guidance(&mut self, round: u32) -> Option<Vec<String>> {
         self.guidance.remove(&round)
     }
 
     /// Notes that the call with `file_key` started.
-    pub fn record_started(&mut self, file_key: String) {
+    pub(crate) fn record_started(&mut self, file_key: String) {
         self.started.insert(file_key);
     }
 
     /// Notes the commit id the call with `file_key` offered.
-    pub fn record_commit_id(&mut self, file_key: String, commit_id: CommitId) {
+    pub(crate) fn record_commit_id(&mut self, file_key: String, commit_id: CommitId) {
         self.commit_ids.insert(file_key, commit_id);
     }
 
     /// Notes the sha256 of the last journaled write of `path`.
-    pub fn record_written(&mut self, path: String, sha256: String) {
+    pub(crate) fn record_written(&mut self, path: String, sha256: String) {
         self.written.insert(path, sha256);
     }
 
     /// The sha256 the journal last recorded for `path`.
-    pub fn last_written(&self, path: &tt_domain::workspace::WorkspacePath) -> Option<&str> {
+    pub(crate) fn last_written(&self, path: &tt_domain::workspace::WorkspacePath) -> Option<&str> {
         self.written.get(path.as_str()).map(String::as_str)
     }
 
     /// Notes the task the `agent.delegate` call with `file_key` registered.
-    pub fn record_delegated(&mut self, file_key: String, task: TaskId) {
+    pub(crate) fn record_delegated(&mut self, file_key: String, task: TaskId) {
         self.delegated.insert(file_key, task);
     }
 
     /// Whether the loop has passed the last stored step.
-    pub fn is_live(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_live(&self) -> bool {
         self.live
     }
 
     /// The stored response of `round`, or `None`, which ends the replay: this round's model
     /// call is the first step that did not complete.
-    pub fn take_response(&mut self, round: u32) -> Option<AgentModelResponse> {
+    pub(crate) fn take_response(&mut self, round: u32) -> Option<AgentModelResponse> {
         if self.live {
             return None;
         }
@@ -131,7 +132,7 @@ impl Replay {
     /// agent's work (`workspace.finish`, `task.return`, `agent.handoff`) always run again: what
     /// follows them (finishing the run, completing the task) is not in the result, and each is
     /// safe to repeat.
-    pub fn take_result(
+    pub(crate) fn take_result(
         &mut self,
         file_key: &str,
         tool: Option<ToolName>,
@@ -151,33 +152,33 @@ impl Replay {
 
     /// The delegated results journaled as injected after `round` (`agent_results_injected`),
     /// once: they are part of the agent's history whether or not its next turn was stored.
-    pub fn take_injection(&mut self, round: u32) -> Option<Vec<TaskId>> {
+    pub(crate) fn take_injection(&mut self, round: u32) -> Option<Vec<TaskId>> {
         self.injections.remove(&round)
     }
 
     /// Whether the turn after `round` is still replayed: then nothing new may be injected
     /// after `round` (its stored turn did not see anything more).
-    pub fn replays_next_turn(&self, round: u32) -> bool {
+    pub(crate) fn replays_next_turn(&self, round: u32) -> bool {
         !self.live && self.responses.contains_key(&(round + 1))
     }
 
     /// Whether a call has a stored result left to replay.
-    pub fn has_result(&self, file_key: &str) -> bool {
+    pub(crate) fn has_result(&self, file_key: &str) -> bool {
         self.results.contains_key(file_key)
     }
 
     /// Whether a call without a stored result had started (its effect may be in the workspace).
-    pub fn was_started(&self, file_key: &str) -> bool {
+    pub(crate) fn was_started(&self, file_key: &str) -> bool {
         self.started.contains(file_key)
     }
 
     /// The commit id a call already offered to the host, which a repeated offer reuses.
-    pub fn commit_id(&self, file_key: &str) -> Option<&CommitId> {
+    pub(crate) fn commit_id(&self, file_key: &str) -> Option<&CommitId> {
         self.commit_ids.get(file_key)
     }
 
     /// The task an interrupted `agent.delegate` call already registered.
-    pub fn delegated_task(&self, file_key: &str) -> Option<&TaskId> {
+    pub(crate) fn delegated_task(&self, file_key: &str) -> Option<&TaskId> {
         self.delegated.get(file_key)
     }
 }

@@ -23,7 +23,7 @@ use crate::services::RuntimeServices;
 
 /// What the journal says about an interrupted run.
 #[derive(Debug, Default)]
-pub struct JournalState {
+pub(crate) struct JournalState {
     /// `run_interrupted.lastSeq` of the latest interruption.
     pub from_seq: u64,
     /// Stored steps by invocation (model responses and tool results are read separately).
@@ -59,7 +59,7 @@ fn round_of(event: &AgentRunEvent) -> Option<u32> {
 }
 
 /// Reads the whole journal of `run_id` once, in pages.
-pub async fn read_journal(
+pub(crate) async fn read_journal(
     services: &RuntimeServices,
     run_id: &RunId,
 ) -> ApplicationResult<JournalState> {
@@ -242,7 +242,7 @@ pub async fn read_journal(
 
 /// The stored steps of `invocation`: its responses round by round until the first missing
 /// one, and its stored tool results.
-pub async fn load_replay(
+pub(crate) async fn load_replay(
     services: &RuntimeServices,
     run_id: &RunId,
     invocation: &InvocationId,
@@ -340,7 +340,7 @@ fn decode<T: serde::de::DeserializeOwned>(
 /// `agent.resume_profile_changed` unless `snapshot`, rebuilt from today's profiles, is the
 /// one `invocation` was frozen with: a resumed agent must be offered the same tools, budgets
 /// and roots its stored history was made with. An agent with no frozen snapshot yet passes.
-pub async fn check_snapshot(
+pub(crate) async fn check_snapshot(
     services: &RuntimeServices,
     run_id: &RunId,
     invocation: &InvocationId,
@@ -366,7 +366,7 @@ pub async fn check_snapshot(
 
 /// The profile a delegated agent runs with (the same policy its worker applies) and its
 /// rebuilt tool snapshot.
-pub async fn child_profile(
+pub(crate) async fn child_profile(
     ctx: &RunContext,
     task: &AgentTaskRecord,
 ) -> ApplicationResult<(ResolvedProfile, tt_domain::tool::InvocationToolSnapshot)> {
@@ -396,7 +396,7 @@ pub async fn child_profile(
 }
 
 /// Moves an interrupted invocation back to `running` and journals `agent_invocation_resumed`.
-pub async fn resume_invocation(
+pub(crate) async fn resume_invocation(
     ctx: &RunContext,
     invocation: &mut AgentInvocation,
 ) -> ApplicationResult<()> {
@@ -421,7 +421,7 @@ pub async fn resume_invocation(
 
 /// Moves an interrupted task back to `status` (`queued` or `running`) and journals
 /// `agent_task_resumed`.
-pub async fn resume_task(
+pub(crate) async fn resume_task(
     ctx: &RunContext,
     task: &AgentTaskRecord,
     status: TaskStatus,
@@ -456,7 +456,7 @@ pub async fn resume_task(
 }
 
 /// The interrupted delegated tasks of a run, in creation order.
-pub fn interrupted_delegations(tasks: &[AgentTaskRecord]) -> Vec<AgentTaskRecord> {
+pub(crate) fn interrupted_delegations(tasks: &[AgentTaskRecord]) -> Vec<AgentTaskRecord> {
     tasks
         .iter()
         .filter(|task| {
@@ -468,7 +468,7 @@ pub fn interrupted_delegations(tasks: &[AgentTaskRecord]) -> Vec<AgentTaskRecord
 }
 
 /// `agent.run_not_resumable` with `why`.
-pub fn not_resumable(run: &AgentRun, why: &str) -> ApplicationError {
+pub(crate) fn not_resumable(run: &AgentRun, why: &str) -> ApplicationError {
     ApplicationError::fatal(
         "agent.run_not_resumable",
         format!("run {} cannot be resumed: {why}", run.id),

@@ -84,7 +84,7 @@ struct RootAssembly {
 }
 
 /// How many files `list_workspace_files` returns at most.
-pub const MAX_LISTED_FILES: usize = 10_000;
+pub(crate) const MAX_LISTED_FILES: usize = 10_000;
 
 struct ActiveRun {
     ctx: Arc<RunContext>,

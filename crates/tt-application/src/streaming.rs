@@ -101,7 +101,7 @@ impl Pending {
 }
 
 /// Runs one streamed call, journaling coalesced `model_delta` events as output arrives.
-pub async fn stream_with_deltas(
+pub(crate) async fn stream_with_deltas(
     ctx: &RunContext,
     provider: &Arc<dyn ModelProvider>,
     invocation_id: &InvocationId,

@@ -18,7 +18,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 
 /// How a loop ended normally.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LoopOutcome {
+pub(crate) enum LoopOutcome {
     /// `workspace.finish` was accepted.
     Finished { reason: Option<String>, round: u32 },
     /// `task.return` recorded the delegated task's result.
@@ -38,7 +38,7 @@ pub enum LoopOutcome {
 /// Runs the loop until a loop-ending tool succeeds or a fail-fast error occurs, within the
 /// profile's `limits.maxInvocationSeconds` (`agent.invocation_deadline_exceeded` after that:
 /// the loop is dropped at its current wait, as a cancel would).
-pub async fn run_tool_loop(
+pub(crate) async fn run_tool_loop(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     messages: Vec<AgentModelMessage>,

@@ -2,7 +2,7 @@
 //! foreground agent's next model request, and discarding on cancel and finish.
 
 use std::time::Duration;
-use tt_application::guidance::{
+use tt_application::{
     MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,
 };

@@ -522,7 +522,7 @@ async fn handoff_target_prompts_as_models_see_them() {
             tt_domain::profile::ProfileSource::built_in(),
         )
         .unwrap();
-        tt_application::registry::build_tool_snapshot(
+        tt_application::build_tool_snapshot(
             &resolved,
             &tt_domain::ids::InvocationId::from_raw("inv_x"),
             tt_domain::invocation::ExitPolicy::RunFinishAllowed,
@@ -532,10 +532,10 @@ async fn handoff_target_prompts_as_models_see_them() {
     };
     insta::assert_snapshot!(
         "handoff_target_without_finish_system_prompt",
-        tt_application::prompt::default_system_prompt(&snapshot_of(no_finish))
+        tt_application::default_system_prompt(&snapshot_of(no_finish))
     );
     insta::assert_snapshot!(
         "delegating_and_handing_off_system_prompt",
-        tt_application::prompt::default_system_prompt(&snapshot_of(handing_off("writer")))
+        tt_application::default_system_prompt(&snapshot_of(handing_off("writer")))
     );
 }

@@ -1,8 +1,8 @@
 //! Everything the model reads is snapshot-tested and scanned for leaks of runtime terms.
 
 use serde_json::json;
-use tt_application::prompt::default_system_prompt;
-use tt_application::registry::build_tool_snapshot;
+use tt_application::build_tool_snapshot;
+use tt_application::default_system_prompt;
 use tt_domain::ids::InvocationId;
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::model::ModelContentPart;
@@ -62,7 +62,7 @@ fn custom_system_prompt_replaces_the_default() {
     )
     .unwrap();
     assert_eq!(
-        tt_application::prompt::agent_system_prompt(&profile, &snapshot),
+        tt_application::agent_system_prompt(&profile, &snapshot),
         "You are terse."
     );
 }

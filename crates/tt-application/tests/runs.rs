@@ -57,7 +57,7 @@ async fn foreground_run_commits_chat_message_before_finish() {
                 .is_some()
         );
     }
-    let key = tt_application::dispatch::call_file_key(&root, 1, "c1");
+    let key = tt_application::call_file_key(&root, 1, "c1");
     let args = h
         .store
         .document(

@@ -213,7 +213,7 @@ async fn delta_events_stop_at_the_per_call_byte_cap_and_count_the_rest() {
         .iter()
         .map(|e| e.payload["text"].as_str().unwrap().len())
         .sum();
-    let cap = tt_application::streaming::MAX_DELTA_BYTES_PER_CALL;
+    let cap = tt_application::MAX_DELTA_BYTES_PER_CALL;
     // Cut at a character boundary just under the cap ("é" is two bytes).
     assert_eq!(journaled, cap);
     let sent = 2000 * 512 * 2;

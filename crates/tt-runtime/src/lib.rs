@@ -32,7 +32,7 @@ pub use tt_adapter_provider_scripted::{
     FnProvider, ModelReply, ScriptedProvider, ScriptedScenarios,
 };
 pub use tt_adapter_storage_userdata::UserDataStore;
-pub use tt_application::guidance::{
+pub use tt_application::{
     GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,
 };

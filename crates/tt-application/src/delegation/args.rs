@@ -10,17 +10,17 @@ use crate::error::ToolError;
 use crate::tools::args::Args;
 
 /// Longest accepted brief string (`objective`, `title`, ...), in bytes.
-pub const MAX_BRIEF_FIELD_BYTES: usize = 8000;
+pub(crate) const MAX_BRIEF_FIELD_BYTES: usize = 8000;
 /// `agent.await` wait when `timeoutMs` is omitted.
-pub const DEFAULT_AWAIT_TIMEOUT_MS: u64 = 120_000;
+pub(crate) const DEFAULT_AWAIT_TIMEOUT_MS: u64 = 120_000;
 /// Longest `agent.await` wait.
-pub const MAX_AWAIT_TIMEOUT_MS: u64 = 300_000;
+pub(crate) const MAX_AWAIT_TIMEOUT_MS: u64 = 300_000;
 /// The only pending-task policy of `agent.handoff` (also its default).
-pub const PENDING_TASK_POLICY_DENY_IF_PENDING: &str = "denyIfPending";
+pub(crate) const PENDING_TASK_POLICY_DENY_IF_PENDING: &str = "denyIfPending";
 
 /// Parsed `agent.delegate` arguments.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DelegateArgs {
+pub(crate) struct DelegateArgs {
     /// As given; its profile-id format is checked by the caller.
     pub agent_id: String,
     /// The raw `task` object (always an object here).
@@ -31,7 +31,7 @@ pub struct DelegateArgs {
 }
 
 /// Steps 1–2 of the `agent.delegate` validation plus the budget's shape.
-pub fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolError> {
+pub(crate) fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolError> {
     let parsed = Args::parse(args, &["agentId", "task", "budget", "timeoutSeconds"])?;
     let timeout_seconds =
         match parsed.opt_i64("timeoutSeconds").map_err(|_| {
@@ -83,7 +83,7 @@ fn positive_u32(budget: &Args<'_>, key: &str) -> Result<Option<u32>, ToolError> 
 
 /// How `agent.await` decides when to stop waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AwaitMode {
+pub(crate) enum AwaitMode {
     /// Stop as soon as any selected task is terminal (the default).
     NextCompleted,
     /// Stop when every selected task is terminal.
@@ -93,14 +93,14 @@ pub enum AwaitMode {
 }
 
 impl AwaitMode {
-    pub const ALL: [AwaitMode; 3] = [
+    pub(crate) const ALL: [AwaitMode; 3] = [
         AwaitMode::NextCompleted,
         AwaitMode::AllCompleted,
         AwaitMode::StatusOnly,
     ];
 
     /// The camelCase name used in arguments, results and events.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             AwaitMode::NextCompleted => "nextCompleted",
             AwaitMode::AllCompleted => "allCompleted",
@@ -108,14 +108,14 @@ impl AwaitMode {
         }
     }
 
-    pub fn parse(raw: &str) -> Option<Self> {
+    pub(crate) fn parse(raw: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|mode| mode.as_str() == raw)
     }
 }
 
 /// Parsed `agent.await` arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AwaitArgs {
+pub(crate) struct AwaitArgs {
     /// Trimmed, non-empty and distinct, in the order given. `None`: every task of the caller.
     /// `Some(vec![])` is an explicit empty selection (the caller answers `agent.no_child_tasks`).
     pub task_ids: Option<Vec<String>>,
@@ -124,7 +124,7 @@ pub struct AwaitArgs {
 }
 
 /// Defaults: mode `nextCompleted`, `timeoutMs` 120000 (at most 300000).
-pub fn parse_await_args(args: &Value) -> Result<AwaitArgs, ToolError> {
+pub(crate) fn parse_await_args(args: &Value) -> Result<AwaitArgs, ToolError> {
     let parsed = Args::parse(args, &["taskIds", "mode", "timeoutMs"])?;
     let task_ids = parsed.raw("taskIds").map(parse_task_ids).transpose()?;
     let mode = match parsed.opt_str("mode")? {
@@ -181,11 +181,11 @@ fn parse_task_ids(value: &Value) -> Result<Vec<String>, ToolError> {
 }
 
 /// Longest accepted `agent.cancel_task` reason, in bytes.
-pub const MAX_CANCEL_REASON_BYTES: usize = 1000;
+pub(crate) const MAX_CANCEL_REASON_BYTES: usize = 1000;
 
 /// Parsed `agent.cancel_task` arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CancelTaskArgs {
+pub(crate) struct CancelTaskArgs {
     /// Trimmed, never empty.
     pub task_id: String,
     /// Trimmed; `None` when absent or blank.
@@ -193,7 +193,7 @@ pub struct CancelTaskArgs {
 }
 
 /// `{taskId, reason?}`; ownership and status are checked by the caller.
-pub fn parse_cancel_task_args(args: &Value) -> Result<CancelTaskArgs, ToolError> {
+pub(crate) fn parse_cancel_task_args(args: &Value) -> Result<CancelTaskArgs, ToolError> {
     let parsed = Args::parse(args, &["taskId", "reason"])?;
     let task_id = parsed.req_str("taskId")?.trim();
     if task_id.is_empty() {
@@ -222,7 +222,7 @@ pub fn parse_cancel_task_args(args: &Value) -> Result<CancelTaskArgs, ToolError>
 /// Parsed `agent.handoff` arguments. `pendingTaskPolicy`, when given, is always
 /// [`PENDING_TASK_POLICY_DENY_IF_PENDING`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct HandoffArgs {
+pub(crate) struct HandoffArgs {
     /// As given; its profile-id format is checked by the caller.
     pub agent_id: String,
     /// The raw `handoff` object (always an object here).
@@ -230,7 +230,7 @@ pub struct HandoffArgs {
 }
 
 /// Steps 1–3 of the `agent.handoff` flow.
-pub fn parse_handoff_args(args: &Value) -> Result<HandoffArgs, ToolError> {
+pub(crate) fn parse_handoff_args(args: &Value) -> Result<HandoffArgs, ToolError> {
     let parsed = Args::parse(args, &["agentId", "handoff", "pendingTaskPolicy"])?;
     let agent_id = parsed.req_str("agentId")?.to_owned();
     let handoff = required_object(&parsed, "handoff", "the handoff brief")?;
@@ -253,7 +253,7 @@ pub fn parse_handoff_args(args: &Value) -> Result<HandoffArgs, ToolError> {
 
 /// Parsed `task.return` arguments.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TaskReturnArgs {
+pub(crate) struct TaskReturnArgs {
     pub status: TaskResultStatus,
     /// Trimmed, never empty.
     pub summary: String,
@@ -266,7 +266,7 @@ pub struct TaskReturnArgs {
 
 /// One `artifacts` item of `task.return`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReturnedArtifact {
+pub(crate) struct ReturnedArtifact {
     pub path: String,
     pub kind: String,
     pub role: String,
@@ -284,7 +284,7 @@ const TASK_RETURN_KEYS: [&str; 8] = [
 ];
 
 /// Steps 2, 3 and the shape part of step 6 of `task.return`.
-pub fn parse_task_return_args(args: &Value) -> Result<TaskReturnArgs, ToolError> {
+pub(crate) fn parse_task_return_args(args: &Value) -> Result<TaskReturnArgs, ToolError> {
     let parsed = Args::parse(args, &TASK_RETURN_KEYS)?;
     let summary = parsed
         .opt_str("summary")?

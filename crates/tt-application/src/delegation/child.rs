@@ -19,15 +19,6 @@ use crate::context::{InvocationRuntime, RunContext, ToolSession};
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::tool_loop::{LoopOutcome, run_tool_loop};
 
-/// The target profile as a delegated agent runs it: background presentation, no parent-only
-/// tools (commit, finish, handoff and the agent tools), and the task's downward budget.
-pub fn apply_child_invocation_policy(
-    profile: &ResolvedProfile,
-    budget: Option<AgentTaskBudget>,
-) -> ResolvedProfile {
-    apply_nested_invocation_policy(profile, budget, false)
-}
-
 /// The delegating tools a nested delegator keeps.
 const NESTED_DELEGATION_TOOLS: [ToolName; 4] = [
     ToolName::AgentList,
@@ -36,9 +27,11 @@ const NESTED_DELEGATION_TOOLS: [ToolName; 4] = [
     ToolName::AgentCancelTask,
 ];
 
-/// [`apply_child_invocation_policy`], except that with `may_delegate` (the profile allows
-/// nested delegation and the run's depth has room) the agent keeps its delegation tools.
-pub fn apply_nested_invocation_policy(
+/// The target profile as a delegated agent runs it: background presentation, no parent-only
+/// tools (commit, finish, handoff and the agent tools), and the task's downward budget; with
+/// `may_delegate` (the profile allows nested delegation and the run's depth has room) the
+/// agent keeps its delegation tools.
+pub(crate) fn apply_nested_invocation_policy(
     profile: &ResolvedProfile,
     budget: Option<AgentTaskBudget>,
     may_delegate: bool,
@@ -64,7 +57,7 @@ pub fn apply_nested_invocation_policy(
 }
 
 /// Fails fast when a profile cannot run because its model is not configured.
-pub fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()> {
+pub(crate) fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()> {
     match profile.definition.model.mode {
         ModelMode::RequiresConfiguration => Err(ApplicationError::fatal(
             "agent.profile_model_requires_configuration",
@@ -82,7 +75,7 @@ pub fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()
 ///
 /// `started`: the admission queue already marked the task running. Returns `false` when the
 /// task failed and the store refused to record that (the task then never ends by itself).
-pub async fn run_delegated_task(
+pub(crate) async fn run_delegated_task(
     ctx: &Arc<RunContext>,
     task: AgentTaskRecord,
     cancel: CancellationToken,
@@ -133,12 +126,12 @@ pub async fn run_delegated_task(
 }
 
 /// Reason recorded for a task whose delegating agent finished its own task first.
-pub const TASK_ENDED_REASON: &str =
+pub(crate) const TASK_ENDED_REASON: &str =
     "cancelled because the agent that delegated it finished its own task";
 
 /// How deep `invocation` is: 0 for the run's own agents (root and handoff owners), one more
 /// for each delegation above it.
-pub async fn invocation_depth(
+pub(crate) async fn invocation_depth(
     ctx: &RunContext,
     invocation: &tt_domain::ids::InvocationId,
 ) -> ApplicationResult<u32> {
@@ -163,7 +156,7 @@ pub async fn invocation_depth(
 }
 
 /// The run's `delegation.maxDelegationDepth`, from the profile the run started with.
-pub async fn max_delegation_depth(ctx: &RunContext) -> ApplicationResult<u32> {
+pub(crate) async fn max_delegation_depth(ctx: &RunContext) -> ApplicationResult<u32> {
     let run = ctx.run_snapshot().await;
     let profile = crate::profiles::resolve(
         ctx.services.profiles.as_ref(),

@@ -16,13 +16,13 @@ use crate::tools::ToolSuccess;
 
 /// An accepted handoff: the task that carries it and the invocation that takes over.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HandoffAccepted {
+pub(crate) struct HandoffAccepted {
     pub task_id: TaskId,
     pub new_invocation_id: InvocationId,
 }
 
 /// Validates and records a handoff. The caller's loop ends after this call.
-pub async fn agent_handoff(
+pub(crate) async fn agent_handoff(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,

@@ -2,12 +2,12 @@
 //! `agent.handoff`, `task.return`), the run-scoped scheduler of background tasks, delegated
 //! invocations, result injection and the markdown agents read (briefs, result capsules).
 
-pub mod args;
-pub mod child;
-pub mod handoff;
-pub mod rendering;
-pub mod results;
-pub mod scheduler;
-pub mod specs;
-pub mod targets;
-pub mod tools;
+pub(crate) mod args;
+pub(crate) mod child;
+pub(crate) mod handoff;
+pub(crate) mod rendering;
+pub(crate) mod results;
+pub(crate) mod scheduler;
+pub(crate) mod specs;
+pub(crate) mod targets;
+pub(crate) mod tools;

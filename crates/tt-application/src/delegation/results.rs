@@ -13,7 +13,7 @@ use crate::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// The result document of a task, if it returned one. An unreadable document is fatal.
-pub async fn result_document(
+pub(crate) async fn result_document(
     ctx: &RunContext,
     task: &AgentTaskRecord,
 ) -> ApplicationResult<Option<Value>> {
@@ -45,7 +45,7 @@ pub async fn result_document(
 }
 
 /// A capsule entry for a task.
-pub async fn capsule_entry(
+pub(crate) async fn capsule_entry(
     ctx: &RunContext,
     task: &AgentTaskRecord,
 ) -> ApplicationResult<CapsuleEntry> {
@@ -120,7 +120,7 @@ async fn written_in_sub_tree(
 
 /// The workspace files an agent wrote or patched, in first-write order, from its journal
 /// events. Read only for a stopped task, when its capsule is rendered.
-pub async fn written_by(
+pub(crate) async fn written_by(
     ctx: &RunContext,
     invocation: &InvocationId,
 ) -> ApplicationResult<Vec<String>> {
@@ -162,7 +162,7 @@ pub async fn written_by(
 }
 
 /// `AwaitTaskView` of a task: status, error and the useful parts of its result.
-pub fn await_view(entry: &CapsuleEntry) -> Value {
+pub(crate) fn await_view(entry: &CapsuleEntry) -> Value {
     let mut view = json!({"taskId": entry.task_id, "agentId": entry.agent_id, "status": entry.status.as_str()});
     if let Some(error) = &entry.error {
         view["error"] = json!(error);
@@ -197,7 +197,7 @@ pub fn await_view(entry: &CapsuleEntry) -> Value {
 }
 
 /// What the reading agent can do next, for the continuation hint.
-pub fn reader_state(ctx: &RunContext, inv: &InvocationRuntime) -> ReaderState {
+pub(crate) fn reader_state(ctx: &RunContext, inv: &InvocationRuntime) -> ReaderState {
     let offered = |tool: ToolName| {
         inv.snapshot
             .offers(tool)
@@ -212,7 +212,7 @@ pub fn reader_state(ctx: &RunContext, inv: &InvocationRuntime) -> ReaderState {
 }
 
 /// The tasks this agent delegated, in creation order.
-pub async fn delegated_by(
+pub(crate) async fn delegated_by(
     ctx: &RunContext,
     inv: &InvocationRuntime,
 ) -> ApplicationResult<Vec<AgentTaskRecord>> {
@@ -242,7 +242,7 @@ pub async fn delegated_by(
 
 /// The message to add after a tool round: finished results this agent has not seen yet, or
 /// `None`. Marks them delivered.
-pub async fn take_injection(
+pub(crate) async fn take_injection(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
 ) -> ApplicationResult<Option<String>> {
@@ -275,7 +275,7 @@ pub async fn take_injection(
 
 /// The injection a resumed agent had after a replayed round: the results of `tasks` rendered
 /// again (their records are final), marked delivered, not journaled again.
-pub async fn replay_injection(
+pub(crate) async fn replay_injection(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     tasks: &[TaskId],
@@ -300,7 +300,7 @@ pub async fn replay_injection(
 }
 
 /// Terminal task ids reported by a successful `agent.await` result.
-pub fn delivered_by_await(structured: &Value) -> Vec<TaskId> {
+pub(crate) fn delivered_by_await(structured: &Value) -> Vec<TaskId> {
     structured
         .get("tasks")
         .and_then(Value::as_array)

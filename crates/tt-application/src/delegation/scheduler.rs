@@ -21,23 +21,23 @@ use crate::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Reason recorded when the delegating agent finishes the run.
-pub const CALLER_FINISHED_REASON: &str =
+pub(crate) const CALLER_FINISHED_REASON: &str =
     "cancelled because the agent that delegated it finished the run";
 /// Reason recorded when the run stops (finish, failure or cancel).
-pub const RUN_STOPPED_REASON: &str = "cancelled because the Agent run stopped";
+pub(crate) const RUN_STOPPED_REASON: &str = "cancelled because the Agent run stopped";
 /// Reason recorded for a task whose delegating task was cancelled.
-pub const DELEGATOR_CANCELLED_REASON: &str =
+pub(crate) const DELEGATOR_CANCELLED_REASON: &str =
     "cancelled because the task that delegated it was stopped";
 /// Reason prefix of a task cancelled at its deadline.
-pub const DEADLINE_EXCEEDED: &str = "deadline_exceeded";
+pub(crate) const DEADLINE_EXCEEDED: &str = "deadline_exceeded";
 /// Reason prefix of a task cancelled after its idle limit without model progress.
-pub const IDLE_TIMEOUT_EXCEEDED: &str = "idle_timeout_exceeded";
+pub(crate) const IDLE_TIMEOUT_EXCEEDED: &str = "idle_timeout_exceeded";
 /// Reason recorded when the delegating agent stops a task without saying why.
-pub const CALLER_CANCELLED_REASON: &str = "stopped by the agent that delegated it";
+pub(crate) const CALLER_CANCELLED_REASON: &str = "stopped by the agent that delegated it";
 
 /// Who cancelled a task, as `agent_task_cancelled.by` records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CancelledBy {
+pub(crate) enum CancelledBy {
     /// The delegating agent, through `agent.cancel_task` (its invocation id).
     Agent(InvocationId),
     /// The host, through `cancel_task`.
@@ -50,7 +50,7 @@ pub enum CancelledBy {
 
 impl CancelledBy {
     /// `agent_task_cancelled.by`: the cancelling invocation's id, `host` or `runtime`.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             CancelledBy::Agent(invocation) => invocation.as_str(),
             CancelledBy::Host => "host",
@@ -76,7 +76,7 @@ struct Pending {
 
 /// How `submit` admitted a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// A worker started at once.
     Started,
     /// Every slot of the delegating agent is busy: the task waits, at this 1-based position
@@ -149,7 +149,7 @@ impl State {
 }
 
 /// Background workers of one run, and the admission queue of tasks waiting for a slot.
-pub struct TaskScheduler {
+pub(crate) struct TaskScheduler {
     state: Mutex<State>,
     /// Serializes starting waiting tasks, so they start (and journal `agent_task_started`) in
     /// the order they were queued.
@@ -183,23 +183,18 @@ impl TaskScheduler {
     }
 
     /// A receiver that changes whenever a task is submitted, ends or is cancelled.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }
 
     /// Wakes every waiter.
-    pub fn notify(&self) {
+    pub(crate) fn notify(&self) {
         self.changes.send_modify(|seq| *seq += 1);
-    }
-
-    /// Number of workers currently running.
-    pub fn running(&self) -> usize {
-        self.lock().workers.len()
     }
 
     /// 1-based position of a waiting task in its delegating agent's queue; `None` when it is
     /// not waiting.
-    pub fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize> {
+    pub(crate) fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize> {
         self.lock()
             .queues
             .get(&task.parent_invocation_id)?
@@ -210,7 +205,7 @@ impl TaskScheduler {
 
     /// Admits `task`: a worker starts at once while its delegating agent has fewer than
     /// `limit` running tasks; otherwise the task waits in that agent's queue.
-    pub fn submit(
+    pub(crate) fn submit(
         &self,
         ctx: &RunContext,
         task: AgentTaskRecord,
@@ -259,7 +254,11 @@ impl TaskScheduler {
     /// Starts again a task that was running when its run was interrupted (`resume_run`): it
     /// takes back its delegating agent's slot, whatever the limit (it held one then), and its
     /// worker goes on from the agent's stored steps (`RunContext::take_replay`).
-    pub fn resume_running(&self, ctx: &RunContext, task: AgentTaskRecord) -> ApplicationResult<()> {
+    pub(crate) fn resume_running(
+        &self,
+        ctx: &RunContext,
+        task: AgentTaskRecord,
+    ) -> ApplicationResult<()> {
         let shared = ctx.shared()?;
         // Its deadline and idle limit count again from now: the time the run was down is
         // not the task's.
@@ -312,7 +311,7 @@ impl TaskScheduler {
     }
 
     /// Gives `task` (started, run by `invocation`) a token budget for its whole sub-tree.
-    pub fn set_token_budget(&self, invocation: &InvocationId, task: &TaskId, limit: u64) {
+    pub(crate) fn set_token_budget(&self, invocation: &InvocationId, task: &TaskId, limit: u64) {
         self.lock().tokens.insert(
             invocation.clone(),
             TaskTokens {
@@ -325,17 +324,17 @@ impl TaskScheduler {
     }
 
     /// Sets the run's token budget (`limits.maxTotalTokens` of its root profile).
-    pub fn set_run_token_budget(&self, limit: u64) {
+    pub(crate) fn set_run_token_budget(&self, limit: u64) {
         self.lock().run_tokens.1 = Some(limit);
     }
 
     /// Tokens the run used and its budget, if it has one.
-    pub fn run_tokens(&self) -> (u64, Option<u64>) {
+    pub(crate) fn run_tokens(&self) -> (u64, Option<u64>) {
         self.lock().run_tokens
     }
 
     /// Tokens `invocation` (a task with a budget) and the tasks below it used, and its budget.
-    pub fn task_tokens(&self, invocation: &InvocationId) -> Option<(u64, u64)> {
+    pub(crate) fn task_tokens(&self, invocation: &InvocationId) -> Option<(u64, u64)> {
         self.lock()
             .tokens
             .get(invocation)
@@ -350,7 +349,7 @@ impl TaskScheduler {
     /// delegating agent goes on). Past the budget of a task above it, that task is ended with
     /// `agent.task_budget_exhausted` in the background (its sub-tree, this agent included, is
     /// cancelled first) and this agent stops here, as cancelled.
-    pub fn charge_tokens(
+    pub(crate) fn charge_tokens(
         &self,
         ctx: &RunContext,
         invocation: &InvocationId,
@@ -486,7 +485,7 @@ impl TaskScheduler {
     }
 
     /// `agent.run_budget_exhausted` once the run's agents together crossed its token budget.
-    pub fn run_budget_exhausted(&self) -> Option<ApplicationError> {
+    pub(crate) fn run_budget_exhausted(&self) -> Option<ApplicationError> {
         match self.lock().run_tokens {
             (spent, Some(limit)) if spent > limit => Some(run_budget_error(spent, limit)),
             _ => None,
@@ -494,19 +493,19 @@ impl TaskScheduler {
     }
 
     /// Whether `task_id`'s worker ended without its end being recorded.
-    pub fn is_lost(&self, task_id: &TaskId) -> bool {
+    pub(crate) fn is_lost(&self, task_id: &TaskId) -> bool {
         self.lock().lost.contains(task_id)
     }
 
     /// Records that `invocation` started its work (for the idle limit).
-    pub fn mark_started(&self, invocation: &InvocationId) {
+    pub(crate) fn mark_started(&self, invocation: &InvocationId) {
         self.lock()
             .progress
             .insert(invocation.clone(), tokio::time::Instant::now());
     }
 
     /// Records model progress of `invocation`, if it is a started task with an idle limit.
-    pub fn mark_progress(&self, invocation: &InvocationId) {
+    pub(crate) fn mark_progress(&self, invocation: &InvocationId) {
         if let Some(mark) = self.lock().progress.get_mut(invocation) {
             *mark = tokio::time::Instant::now();
         }
@@ -581,7 +580,7 @@ impl TaskScheduler {
 
     /// Stops starting waiting tasks of `delegator` (it finished), or of every agent (`None`:
     /// the run is stopping); they are cancelled by the caller.
-    pub fn close_queue(&self, delegator: Option<&InvocationId>) {
+    pub(crate) fn close_queue(&self, delegator: Option<&InvocationId>) {
         let mut state = self.lock();
         match delegator {
             Some(delegator) => {
@@ -593,7 +592,7 @@ impl TaskScheduler {
 
     /// Cancels one task: stops its worker, then records `cancelled` for the task and its
     /// invocation unless it already ended. Never waits for the task's work to complete.
-    pub async fn cancel_task(
+    pub(crate) async fn cancel_task(
         &self,
         ctx: &RunContext,
         task_id: &TaskId,
@@ -609,7 +608,7 @@ impl TaskScheduler {
     /// then records `cancelled` for the task and its invocation. So no `cancelled` event of an
     /// agent is written before those of the agents below it, and nothing a cancelled agent does
     /// is written after its own. Returns the task as it ended and whether this call ended it.
-    pub async fn cancel_task_by(
+    pub(crate) async fn cancel_task_by(
         &self,
         ctx: &RunContext,
         task_id: &TaskId,
@@ -661,7 +660,7 @@ impl TaskScheduler {
     }
 
     /// Cancels the unfinished delegated tasks created by `parent`.
-    pub async fn cancel_unfinished_for_parent(
+    pub(crate) async fn cancel_unfinished_for_parent(
         &self,
         ctx: &RunContext,
         parent: &InvocationId,
@@ -677,7 +676,7 @@ impl TaskScheduler {
     }
 
     /// Cancels every unfinished delegated task of the run.
-    pub async fn cancel_all_unfinished(
+    pub(crate) async fn cancel_all_unfinished(
         &self,
         ctx: &RunContext,
         reason: &str,
@@ -691,12 +690,12 @@ impl TaskScheduler {
 }
 
 /// Reason recorded when the host cancels a task.
-pub const HOST_CANCELLED_REASON: &str = "stopped by the user";
+pub(crate) const HOST_CANCELLED_REASON: &str = "stopped by the user";
 
 /// The host's `cancel_task`: coded errors for an unknown task (`agent.task_not_found`), a
 /// handoff (`agent.task_not_cancellable`: only delegated tasks can be cancelled alone) and a
 /// task that already ended (`agent.task_already_finished`).
-pub async fn cancel_task_as_host(
+pub(crate) async fn cancel_task_as_host(
     ctx: &RunContext,
     task_id: &TaskId,
 ) -> ApplicationResult<AgentTaskRecord> {
@@ -832,7 +831,7 @@ async fn unfinished_delegations(ctx: &RunContext) -> ApplicationResult<Vec<Agent
 
 /// Moves a task to `status` through the repository's conditional transition (first terminal
 /// write wins) and journals `agent_task_<status>` when it changed.
-pub async fn transition_task(
+pub(crate) async fn transition_task(
     ctx: &RunContext,
     task_id: &TaskId,
     status: TaskStatus,
@@ -883,7 +882,10 @@ async fn emit_cancelled_event(
 }
 
 /// Journals `agent_task_<status>` for a task that just changed.
-pub async fn emit_task_event(ctx: &RunContext, task: &AgentTaskRecord) -> ApplicationResult<()> {
+pub(crate) async fn emit_task_event(
+    ctx: &RunContext,
+    task: &AgentTaskRecord,
+) -> ApplicationResult<()> {
     let (event_type, level) = match task.status {
         TaskStatus::Queued => (RunEventType::AgentTaskQueued, EventLevel::Info),
         TaskStatus::Running => (RunEventType::AgentTaskStarted, EventLevel::Info),

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
 
 /// Spec of agent.list, agent.delegate, agent.handoff, agent.await or task.return; None otherwise.
-pub fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
+pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
     let (title, description, schema, annotations) = match tool {
         ToolName::AgentList => (
             "List agents you can call",

@@ -15,14 +15,14 @@ use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError
 
 /// How the caller wants to use the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
+pub(crate) enum Operation {
     Delegate,
     Handoff,
 }
 
 /// Parses `agentId` and resolves the target profile; an unusable id or an unknown agent is
 /// recoverable, any other resolution failure is fatal.
-pub async fn resolve_target(
+pub(crate) async fn resolve_target(
     ctx: &RunContext,
     raw_agent_id: &str,
     operation: Operation,
@@ -59,7 +59,7 @@ pub async fn resolve_target(
 /// The tools turn it into their error (`agent.delegation_policy_denied`,
 /// `agent.handoff_policy_denied`) with [`Denial::code`] as the message's prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Denial {
+pub(crate) enum Denial {
     /// The caller's profile may not delegate (`delegation.canDelegate`).
     CallerCannotDelegate,
     /// The caller's profile may not hand off (`delegation.canHandoff`).
@@ -78,7 +78,7 @@ pub enum Denial {
 
 impl Denial {
     /// The contract's code for this reason.
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Denial::CallerCannotDelegate => "agent.profile_cannot_delegate",
             Denial::CallerCannotHandoff => "agent.profile_cannot_handoff",
@@ -92,7 +92,7 @@ impl Denial {
 }
 
 /// The caller's side of the policy: may this agent delegate, or hand off, at all?
-pub fn admit_caller(caller: &ResolvedProfile, operation: Operation) -> Result<(), Denial> {
+pub(crate) fn admit_caller(caller: &ResolvedProfile, operation: Operation) -> Result<(), Denial> {
     let policy = &caller.definition.delegation;
     match operation {
         Operation::Delegate if !policy.can_delegate => Err(Denial::CallerCannotDelegate),
@@ -104,7 +104,7 @@ pub fn admit_caller(caller: &ResolvedProfile, operation: Operation) -> Result<()
 /// The delegation policy, in one place: may `caller` delegate to (or hand off to) `target`?
 /// The caller's side first, then the target's, in the order the contract checks them.
 /// `agent.list` shows exactly the targets and operations this admits.
-pub fn admit(
+pub(crate) fn admit(
     caller: &ResolvedProfile,
     target: &ResolvedProfile,
     operation: Operation,
@@ -133,7 +133,7 @@ pub fn admit(
 
 /// The task to open for a target.
 #[derive(Debug)]
-pub struct NewTask {
+pub(crate) struct NewTask {
     pub target: ProfileId,
     pub continuation: TaskContinuation,
     /// The raw `task` / `handoff` object the model gave.
@@ -144,7 +144,7 @@ pub struct NewTask {
 /// Creates the target's invocation and the `queued` task that brings it in, journaling
 /// `agent_invocation_created` and `agent_task_registered`. Workspace keys are unique per run
 /// across delegations and handoffs.
-pub async fn open_task(
+pub(crate) async fn open_task(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,

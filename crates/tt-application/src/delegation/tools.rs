@@ -37,7 +37,7 @@ const MAX_LIST_LIMIT: i64 = 20;
 const DEFAULT_LIST_LIMIT: i64 = 8;
 
 /// `agent.list`: the agents this agent may delegate to or hand off to.
-pub async fn agent_list(
+pub(crate) async fn agent_list(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
@@ -200,7 +200,7 @@ pub async fn agent_list(
 
 /// `agent.delegate`: validates in the contract's order, records the task and its invocation,
 /// and hands the task to the scheduler.
-pub async fn agent_delegate(
+pub(crate) async fn agent_delegate(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
@@ -364,7 +364,7 @@ fn started_answer(agent_id: &str, task_id: &TaskId) -> (String, serde_json::Valu
 /// `agent.delegate` for a call of a resumed agent that had registered its task before the run
 /// was interrupted: the task is not registered twice (docs/resume.md); the agent gets the
 /// answer of a task that started.
-pub async fn already_delegated(
+pub(crate) async fn already_delegated(
     ctx: &RunContext,
     task_id: &TaskId,
 ) -> Result<ToolSuccess, ToolCallError> {
@@ -380,7 +380,7 @@ pub async fn already_delegated(
 
 /// `agent.await`: waits on the scheduler's change signal (never polls) until the mode's
 /// condition holds, the timeout passes, or the run is cancelled.
-pub async fn agent_await(
+pub(crate) async fn agent_await(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
@@ -542,7 +542,7 @@ pub async fn agent_await(
 /// `agent.cancel_task`: stops one task this agent delegated (and whatever that task delegated
 /// in turn); its other tasks keep running. The cancelled result is delivered later like any
 /// other, so each result still reaches the agent exactly once.
-pub async fn agent_cancel_task(
+pub(crate) async fn agent_cancel_task(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
@@ -633,7 +633,7 @@ fn cancel_already_finished(task: &AgentTaskRecord) -> ToolCallError {
 
 /// What `task.return` recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskReturned {
+pub(crate) struct TaskReturned {
     pub status: TaskResultStatus,
     pub result_ref: String,
     pub summary_chars: usize,
@@ -642,7 +642,7 @@ pub struct TaskReturned {
 
 /// `task.return`: validates, writes the result document and the summary file, and moves the
 /// task to its final status (first terminal write wins).
-pub async fn task_return(
+pub(crate) async fn task_return(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,

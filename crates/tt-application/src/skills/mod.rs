@@ -2,22 +2,20 @@
 //! overrides (`resolve`), the three tools `skill.list`, `skill.search` and `skill.read` with their
 //! per-invocation read budget (`tools`), and their model-facing specs (`specs`).
 
-pub mod resolve;
-pub mod specs;
-pub mod tools;
+pub(crate) mod resolve;
+pub(crate) mod specs;
+pub(crate) mod tools;
 
 #[cfg(test)]
 mod behaviour_tests;
 
-pub use resolve::{
-    EffectiveSkill, ResolvedSkills, is_skill_visible, resolve_invocation_skills, skill_scope_order,
-};
-pub use specs::skill_tool_spec;
-pub use tools::{SkillReadBudget, SkillToolEnv, execute};
+pub(crate) use resolve::{ResolvedSkills, resolve_invocation_skills};
+pub(crate) use specs::skill_tool_spec;
+pub(crate) use tools::{SkillReadBudget, SkillToolEnv, execute};
 
 /// Resolves an invocation's skills, writes `input/invocations/<id>/resolved_skills.json` (the
 /// root's: `input/resolved_skills.json`) and journals `skill_scopes_resolved`.
-pub async fn resolve_and_record(
+pub(crate) async fn resolve_and_record(
     ctx: &crate::context::RunContext,
     invocation_id: &tt_domain::ids::InvocationId,
     profile: &tt_domain::profile::ResolvedProfile,

@@ -12,12 +12,12 @@ use tt_domain::profile::{PresetMode, ResolvedProfile, SkillsSection};
 use tt_domain::skill::{SkillFilePath, SkillId, SkillScope, SkillScopeRefs};
 use tt_ports::SkillRepository;
 
-use crate::error::{ApplicationError, ApplicationResult};
+use crate::error::ApplicationResult;
 
 /// A skill an agent can use, after overrides and visibility.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EffectiveSkill {
+pub(crate) struct EffectiveSkill {
     pub id: SkillId,
     pub name: String,
     pub description: String,
@@ -35,7 +35,7 @@ pub struct EffectiveSkill {
 /// `input/invocations/<id>/resolved_skills.json`: `{scopes, refs, effectiveSkills}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ResolvedSkills {
+pub(crate) struct ResolvedSkills {
     pub scopes: Vec<SkillScope>,
     pub refs: SkillScopeRefs,
     #[serde(rename = "effectiveSkills")]
@@ -43,16 +43,17 @@ pub struct ResolvedSkills {
 }
 
 impl ResolvedSkills {
-    pub const SCHEMA_VERSION: u32 = 1;
+    pub(crate) const SCHEMA_VERSION: u32 = 1;
 
     /// The effective skill with this id, if any.
-    pub fn find(&self, id: &SkillId) -> Option<&EffectiveSkill> {
+    #[cfg(test)]
+    pub(crate) fn find(&self, id: &SkillId) -> Option<&EffectiveSkill> {
         self.skills.iter().find(|skill| skill.id == *id)
     }
 
     /// The `resolved_skills.json` document:
     /// `{schemaVersion, invocationId, profileId, scopes, refs, effectiveSkills}`.
-    pub fn document(&self, invocation_id: &InvocationId, profile_id: &ProfileId) -> Value {
+    pub(crate) fn document(&self, invocation_id: &InvocationId, profile_id: &ProfileId) -> Value {
         json!({
             "schemaVersion": Self::SCHEMA_VERSION,
             "invocationId": invocation_id,
@@ -64,9 +65,10 @@ impl ResolvedSkills {
     }
 
     /// Reads a `resolved_skills.json` document back (extra keys ignored).
-    pub fn from_document(document: &Value) -> ApplicationResult<Self> {
+    #[cfg(test)]
+    pub(crate) fn from_document(document: &Value) -> ApplicationResult<Self> {
         serde_json::from_value(document.clone()).map_err(|err| {
-            ApplicationError::fatal(
+            crate::error::ApplicationError::fatal(
                 "agent.resolved_skills_invalid",
                 format!("resolved_skills.json does not parse: {err}"),
             )
@@ -76,7 +78,11 @@ impl ResolvedSkills {
     /// The payload of `skill_scopes_resolved`: `{invocationId, profileId, scopes, refs,
     /// effectiveSkills}`, each effective skill as `{id, name, scope, overrides?, fileCount}`
     /// (the full file lists stay in the document).
-    pub fn event_payload(&self, invocation_id: &InvocationId, profile_id: &ProfileId) -> Value {
+    pub(crate) fn event_payload(
+        &self,
+        invocation_id: &InvocationId,
+        profile_id: &ProfileId,
+    ) -> Value {
         let skills: Vec<Value> = self
             .skills
             .iter()
@@ -109,7 +115,10 @@ impl ResolvedSkills {
 /// (the profile's own `preset.ref` under `ref`, the run's ambient preset under
 /// `currentPromptSnapshot`, none under `none`); then the profile itself; then the run's ambient
 /// character. Blank preset or character names are left out.
-pub fn skill_scope_order(refs: &SkillScopeRefs, profile: &ResolvedProfile) -> Vec<SkillScope> {
+pub(crate) fn skill_scope_order(
+    refs: &SkillScopeRefs,
+    profile: &ResolvedProfile,
+) -> Vec<SkillScope> {
     let binding = &profile.definition.preset;
     let preset = match binding.mode {
         PresetMode::Ref => binding.preset_ref.as_ref(),
@@ -135,7 +144,7 @@ pub fn skill_scope_order(refs: &SkillScopeRefs, profile: &ResolvedProfile) -> Ve
 
 /// Whether `skills.visible` (`*` or the id) lists the skill and `skills.deny` (`*` or the id)
 /// does not.
-pub fn is_skill_visible(policy: &SkillsSection, id: &SkillId) -> bool {
+pub(crate) fn is_skill_visible(policy: &SkillsSection, id: &SkillId) -> bool {
     let names = |list: &[String]| {
         list.iter().any(|entry| {
             let entry = entry.trim();
@@ -147,7 +156,7 @@ pub fn is_skill_visible(policy: &SkillsSection, id: &SkillId) -> bool {
 
 /// Resolves the skills of an invocation of `profile` in a run with ambient `refs`. Any storage
 /// failure is fatal (`ApplicationError::Storage`).
-pub async fn resolve_invocation_skills(
+pub(crate) async fn resolve_invocation_skills(
     repo: &dyn SkillRepository,
     refs: &SkillScopeRefs,
     profile: &ResolvedProfile,

@@ -7,7 +7,7 @@ use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
 use super::tools::{DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, MAX_LIST_LIMIT, MAX_SEARCH_LIMIT};
 
 /// The spec of `skill.list`, `skill.search` or `skill.read`; `None` for any other tool.
-pub fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
+pub(crate) fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
     let (title, description, schema) = match tool {
         ToolName::SkillList => (
             "List skills",

@@ -15,36 +15,38 @@ use crate::tools::ToolSuccess;
 use crate::tools::args::Args;
 
 /// Skills `skill.list` shows when `limit` is omitted.
-pub const DEFAULT_LIST_LIMIT: usize = 50;
+pub(crate) const DEFAULT_LIST_LIMIT: usize = 50;
 /// Largest accepted `skill.list` `limit`.
-pub const MAX_LIST_LIMIT: usize = 100;
+pub(crate) const MAX_LIST_LIMIT: usize = 100;
 /// Hits `skill.search` returns when `limit` is omitted.
-pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+pub(crate) const DEFAULT_SEARCH_LIMIT: usize = 10;
 /// Largest accepted `skill.search` `limit`.
-pub const MAX_SEARCH_LIMIT: usize = 30;
+pub(crate) const MAX_SEARCH_LIMIT: usize = 30;
 /// Longest search snippet, in chars.
-pub const MAX_SNIPPET_CHARS: usize = 160;
+pub(crate) const MAX_SNIPPET_CHARS: usize = 160;
 /// Files named in "other files" and "its files" lines before "and N more".
 const MAX_NAMED_FILES: usize = 20;
 
 /// Characters of skill text one invocation has read with `skill.read`, counted against the
 /// profile's `skills.maxReadCharsPerRun`. One per invocation; never shared.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SkillReadBudget {
+pub(crate) struct SkillReadBudget {
     used_chars: u64,
 }
 
 impl SkillReadBudget {
-    pub fn new() -> Self {
+    #[cfg(test)]
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn used_chars(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn used_chars(&self) -> u64 {
         self.used_chars
     }
 
     /// Characters still readable under `policy`.
-    pub fn remaining(&self, policy: &SkillsSection) -> u64 {
+    pub(crate) fn remaining(&self, policy: &SkillsSection) -> u64 {
         u64::from(policy.max_read_chars_per_run).saturating_sub(self.used_chars)
     }
 
@@ -57,7 +59,7 @@ impl SkillReadBudget {
 
 /// What a skill tool call may use: the skill store, this invocation's resolved skills, the
 /// profile's `skills` policy (checked again on every call) and the invocation's read budget.
-pub struct SkillToolEnv<'a> {
+pub(crate) struct SkillToolEnv<'a> {
     pub repo: &'a dyn SkillRepository,
     pub resolved: &'a ResolvedSkills,
     pub policy: &'a SkillsSection,
@@ -94,7 +96,7 @@ impl<'a> SkillToolEnv<'a> {
 
 /// Executes `skill.list`, `skill.search` or `skill.read`. Any other tool is a wiring mistake
 /// and fails fast with `agent.internal_error`.
-pub async fn execute(
+pub(crate) async fn execute(
     tool: ToolName,
     args: &Value,
     env: SkillToolEnv<'_>,

@@ -7,13 +7,13 @@ use crate::error::ToolError;
 
 /// A parsed argument object.
 #[derive(Debug)]
-pub struct Args<'a> {
+pub(crate) struct Args<'a> {
     map: &'a Map<String, Value>,
 }
 
 impl<'a> Args<'a> {
     /// Requires an object whose keys are all in `allowed`.
-    pub fn parse(value: &'a Value, allowed: &[&str]) -> Result<Self, ToolError> {
+    pub(crate) fn parse(value: &'a Value, allowed: &[&str]) -> Result<Self, ToolError> {
         let map = value
             .as_object()
             .ok_or_else(|| ToolError::invalid_arguments("arguments must be a JSON object"))?;
@@ -30,7 +30,7 @@ impl<'a> Args<'a> {
         self.map.get(key).filter(|value| !value.is_null())
     }
 
-    pub fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ToolError> {
+    pub(crate) fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ToolError> {
         match self.present(key) {
             None => Ok(None),
             Some(Value::String(text)) => Ok(Some(text.as_str())),
@@ -40,13 +40,13 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn req_str(&self, key: &str) -> Result<&'a str, ToolError> {
+    pub(crate) fn req_str(&self, key: &str) -> Result<&'a str, ToolError> {
         self.opt_str(key)?
             .ok_or_else(|| ToolError::invalid_arguments(format!("`{key}` is required")))
     }
 
     /// Accepts JSON integers (and integral floats such as `2.0`, which some models send).
-    pub fn opt_i64(&self, key: &str) -> Result<Option<i64>, ToolError> {
+    pub(crate) fn opt_i64(&self, key: &str) -> Result<Option<i64>, ToolError> {
         match self.present(key) {
             None => Ok(None),
             Some(Value::Number(number)) => {
@@ -71,7 +71,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn opt_bool(&self, key: &str) -> Result<Option<bool>, ToolError> {
+    pub(crate) fn opt_bool(&self, key: &str) -> Result<Option<bool>, ToolError> {
         match self.present(key) {
             None => Ok(None),
             Some(Value::Bool(flag)) => Ok(Some(*flag)),
@@ -81,7 +81,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn raw(&self, key: &str) -> Option<&'a Value> {
+    pub(crate) fn raw(&self, key: &str) -> Option<&'a Value> {
         self.present(key)
     }
 }

@@ -1,8 +1,8 @@
 //! Tools: specs as the model sees them, argument parsing helpers, and the shared shapes of a
 //! successful call. Dispatch (visibility, budgets, audit, events) lives in `crate::dispatch`.
 
-pub mod args;
-pub mod workspace;
+pub(crate) mod args;
+pub(crate) mod workspace;
 
 use serde_json::Value;
 use tt_domain::workspace::WorkspacePath;
@@ -10,7 +10,7 @@ use tt_domain::workspace::WorkspacePath;
 /// What a tool tells the loop beyond its result, so the loop can emit events, take
 /// checkpoints or end.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ToolEffect {
+pub(crate) enum ToolEffect {
     None,
     /// `workspace.write_file` succeeded.
     FileWritten {
@@ -33,7 +33,7 @@ pub enum ToolEffect {
 
 /// A successful tool call, before the dispatcher wraps it into an `AgentToolResult`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolSuccess {
+pub(crate) struct ToolSuccess {
     /// Markdown/plain text the model reads.
     pub content: String,
     /// Machine-readable result.
@@ -44,7 +44,7 @@ pub struct ToolSuccess {
 }
 
 impl ToolSuccess {
-    pub fn new(content: impl Into<String>, structured: Value) -> Self {
+    pub(crate) fn new(content: impl Into<String>, structured: Value) -> Self {
         Self {
             content: content.into(),
             structured,
@@ -53,12 +53,12 @@ impl ToolSuccess {
         }
     }
 
-    pub fn with_refs(mut self, refs: Vec<String>) -> Self {
+    pub(crate) fn with_refs(mut self, refs: Vec<String>) -> Self {
         self.resource_refs = refs;
         self
     }
 
-    pub fn with_effect(mut self, effect: ToolEffect) -> Self {
+    pub(crate) fn with_effect(mut self, effect: ToolEffect) -> Self {
         self.effect = effect;
         self
     }

@@ -10,13 +10,13 @@ use crate::tools::args::Args;
 
 /// How a commit publishes the file: replace the reply, or append to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommitMode {
+pub(crate) enum CommitMode {
     Replace,
     Append,
 }
 
 impl CommitMode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CommitMode::Replace => "replace",
             CommitMode::Append => "append",
@@ -26,7 +26,7 @@ impl CommitMode {
 
 /// Validated `workspace.commit` arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommitArgs {
+pub(crate) struct CommitArgs {
     pub path: WorkspacePath,
     pub mode: CommitMode,
     pub reason: Option<String>,
@@ -36,7 +36,7 @@ pub struct CommitArgs {
 /// profile's message body); the path must be visible, not necessarily writable. Codes:
 /// `tool.invalid_arguments` (shape, unknown keys), `workspace.invalid_path`,
 /// `workspace.path_not_visible`, `workspace.commit_mode_invalid`.
-pub fn parse_commit_args(
+pub(crate) fn parse_commit_args(
     args: &Value,
     default_path: &WorkspacePath,
     policy: &WorkspaceAccessPolicy,
@@ -71,12 +71,12 @@ pub fn parse_commit_args(
 
 /// Validated `workspace.finish` arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FinishArgs {
+pub(crate) struct FinishArgs {
     pub reason: Option<String>,
 }
 
 /// Parses `{reason?}`; unknown keys or a non-string reason are `tool.invalid_arguments`.
-pub fn parse_finish_args(args: &Value) -> Result<FinishArgs, ToolError> {
+pub(crate) fn parse_finish_args(args: &Value) -> Result<FinishArgs, ToolError> {
     let args = Args::parse(args, &["reason"])?;
     Ok(FinishArgs {
         reason: optional_text(&args)?,

@@ -23,39 +23,37 @@ use tt_ports::{StorageError, WorkspaceRepository};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
 
-pub use commit_finish_args::{
-    CommitArgs, CommitMode, FinishArgs, parse_commit_args, parse_finish_args,
-};
-pub use read_state::ReadState;
-pub use specs::{SpecAudience, spec, try_spec};
+pub(crate) use commit_finish_args::{parse_commit_args, parse_finish_args};
+pub(crate) use read_state::ReadState;
+pub(crate) use specs::{SpecAudience, spec};
 
 /// Depth of `workspace.list_files` when `depth` is omitted.
-pub const DEFAULT_LIST_DEPTH: u32 = 2;
+pub(crate) const DEFAULT_LIST_DEPTH: u32 = 2;
 /// Largest accepted `depth` of `workspace.list_files`.
-pub const MAX_LIST_DEPTH: u32 = 4;
+pub(crate) const MAX_LIST_DEPTH: u32 = 4;
 /// Entries returned by one listing; more sets `truncated`.
-pub const MAX_LIST_ENTRIES: usize = 200;
+pub(crate) const MAX_LIST_ENTRIES: usize = 200;
 /// Largest file (in UTF-8 bytes) a read without a range returns.
-pub const MAX_READ_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_READ_BYTES: usize = 256 * 1024;
 /// Most lines one read returns (whole file or line range).
-pub const MAX_READ_LINES: usize = 1200;
+pub(crate) const MAX_READ_LINES: usize = 1200;
 /// Most characters a ranged read returns.
-pub const MAX_PARTIAL_READ_CHARS: usize = 80_000;
+pub(crate) const MAX_PARTIAL_READ_CHARS: usize = 80_000;
 /// Passages `workspace.search_files` returns when `limit` is omitted.
-pub const DEFAULT_SEARCH_LIMIT: usize = 20;
+pub(crate) const DEFAULT_SEARCH_LIMIT: usize = 20;
 /// Largest accepted search `limit`.
-pub const MAX_SEARCH_LIMIT: usize = 50;
+pub(crate) const MAX_SEARCH_LIMIT: usize = 50;
 /// Context lines around a search match when `context_lines` is omitted.
-pub const DEFAULT_SEARCH_CONTEXT_LINES: usize = 2;
+pub(crate) const DEFAULT_SEARCH_CONTEXT_LINES: usize = 2;
 /// Largest accepted `context_lines`.
-pub const MAX_SEARCH_CONTEXT_LINES: usize = 5;
+pub(crate) const MAX_SEARCH_CONTEXT_LINES: usize = 5;
 /// How deep search walks below a root.
-pub const MAX_SEARCH_DEPTH: u32 = 8;
+pub(crate) const MAX_SEARCH_DEPTH: u32 = 8;
 /// How many files one search looks at.
-pub const MAX_SEARCH_FILES: usize = 1000;
+pub(crate) const MAX_SEARCH_FILES: usize = 1000;
 
 /// What a workspace tool call may touch: the run's files, the agent's roots and its read-state.
-pub struct WorkspaceToolEnv<'a> {
+pub(crate) struct WorkspaceToolEnv<'a> {
     pub repo: &'a dyn WorkspaceRepository,
     pub run_id: &'a RunId,
     pub policy: &'a WorkspaceAccessPolicy,
@@ -64,7 +62,7 @@ pub struct WorkspaceToolEnv<'a> {
 
 /// Executes `workspace.list_files`, `search_files`, `read_file`, `write_file` and
 /// `apply_patch`. Any other tool is a wiring mistake and fails fast with `agent.internal_error`.
-pub async fn execute(
+pub(crate) async fn execute(
     tool: ToolName,
     args: &Value,
     env: WorkspaceToolEnv<'_>,

@@ -9,7 +9,7 @@ use tt_domain::workspace::WorkspacePath;
 /// Per-agent read-state. One lives for each tool loop; agents never share one, so changes made
 /// by another agent are caught by the sha256 comparison.
 #[derive(Debug, Default)]
-pub struct ReadState {
+pub(crate) struct ReadState {
     files: BTreeMap<WorkspacePath, FileKnowledge>,
 }
 
@@ -37,7 +37,7 @@ impl FileKnowledge {
     }
 
     /// True when `needle` lies inside text this agent has seen at this version.
-    pub fn has_seen(&self, needle: &str) -> bool {
+    pub(super) fn has_seen(&self, needle: &str) -> bool {
         self.full || self.observed.iter().any(|text| text.contains(needle))
     }
 }
@@ -47,7 +47,7 @@ impl ReadState {
     /// replays its calls (docs/resume.md). Stored results keep each file's new sha256, not the
     /// text a partial read returned, so a replayed partial read leaves the file known at that
     /// version with nothing observed (a patch then asks for a read first).
-    pub fn replay(
+    pub(crate) fn replay(
         &mut self,
         tool: tt_domain::tool::ToolName,
         arguments: &serde_json::Value,
@@ -92,19 +92,20 @@ impl ReadState {
 
     /// A resumed agent's write that had reached the file before the interruption: the agent
     /// knows the file whole, as the write itself would have recorded.
-    pub fn know_written(&mut self, path: &WorkspacePath, sha256: &str) {
+    pub(crate) fn know_written(&mut self, path: &WorkspacePath, sha256: &str) {
         self.record_full(path, sha256);
     }
 
     /// True when the agent knows the whole file at exactly this version.
-    pub fn is_fully_known(&self, path: &WorkspacePath, sha256: &str) -> bool {
+    pub(crate) fn is_fully_known(&self, path: &WorkspacePath, sha256: &str) -> bool {
         self.files
             .get(path)
             .is_some_and(|known| known.full && known.sha256 == sha256)
     }
 
     /// True when the agent has read (fully or partly) this version of the file.
-    pub fn has_read(&self, path: &WorkspacePath, sha256: &str) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_read(&self, path: &WorkspacePath, sha256: &str) -> bool {
         self.files
             .get(path)
             .is_some_and(|known| known.sha256 == sha256)

@@ -9,7 +9,7 @@ use tt_domain::workspace::WorkspaceRoot;
 /// Who reads the spec: the agent that owns the run, or an agent working on a delegated task
 /// (whose descriptions name its visible or writable roots).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpecAudience {
+pub(crate) struct SpecAudience {
     pub delegated: bool,
     pub visible_roots: Vec<WorkspaceRoot>,
     pub writable_roots: Vec<WorkspaceRoot>,
@@ -17,7 +17,8 @@ pub struct SpecAudience {
 
 impl SpecAudience {
     /// The agent that owns the run, seeing and writing every root.
-    pub fn owner() -> Self {
+    #[cfg(test)]
+    pub(crate) fn owner() -> Self {
         Self {
             delegated: false,
             visible_roots: WorkspaceRoot::ALL.to_vec(),
@@ -26,7 +27,8 @@ impl SpecAudience {
     }
 
     /// An agent working on a delegated task with these roots.
-    pub fn delegated(
+    #[cfg(test)]
+    pub(crate) fn delegated(
         visible_roots: Vec<WorkspaceRoot>,
         writable_roots: Vec<WorkspaceRoot>,
     ) -> Self {
@@ -41,7 +43,7 @@ impl SpecAudience {
 /// The spec of a workspace tool. A tool outside the workspace family gets a bare spec (name,
 /// alias, empty-object schema); callers route only `ToolName::WORKSPACE` here, and
 /// [`try_spec`] says so explicitly.
-pub fn spec(tool: ToolName, audience: &SpecAudience) -> AgentToolSpec {
+pub(crate) fn spec(tool: ToolName, audience: &SpecAudience) -> AgentToolSpec {
     try_spec(tool, audience).unwrap_or_else(|| AgentToolSpec {
         name: tool,
         model_name: tool.model_alias().to_owned(),
@@ -55,7 +57,7 @@ pub fn spec(tool: ToolName, audience: &SpecAudience) -> AgentToolSpec {
 }
 
 /// The spec of a workspace tool, or `None` for any other tool.
-pub fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentToolSpec> {
+pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentToolSpec> {
     let delegated = audience.delegated;
     let visible = root_list(&audience.visible_roots);
     let writable = root_list(&audience.writable_roots);
