@@ -52,42 +52,8 @@ enum Command {
         /// Install every agent profile (*.json) in this directory before the run.
         #[arg(long)]
         profiles: Option<PathBuf>,
-        /// `openai:<baseUrl>` (e.g. openai:http://127.0.0.1:8080/v1) or `anthropic:<baseUrl>`
-        /// (e.g. anthropic:https://api.anthropic.com).
-        #[arg(long, required_unless_present = "replay")]
-        connection: Option<String>,
-        /// The model id (used unless a profile names its own).
-        #[arg(long, required_unless_present = "replay")]
-        model: Option<String>,
-        /// Record every model request and response of the run (streamed pieces included) to
-        /// this cassette file (docs/cassettes.md).
-        #[arg(long, value_name = "FILE", conflicts_with = "replay")]
-        record: Option<PathBuf>,
-        /// Answer every model request from this cassette, offline: no connection is made. A
-        /// request that differs from the recording fails with `model.cassette_mismatch`.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["connection", "model"])]
-        replay: Option<PathBuf>,
-        /// The environment variable holding the API key.
-        #[arg(long)]
-        api_key_env: Option<String>,
-        /// Stream responses (live model output in the journal).
-        #[arg(long)]
-        stream: bool,
-        /// Longest wait for one non-streamed model response, in seconds (default 600); streamed,
-        /// it also caps the idle timeout.
-        #[arg(long)]
-        timeout_secs: Option<u64>,
-        /// Longest silence between two pieces of a response (and, streaming, before the first),
-        /// in seconds (default 120).
-        #[arg(long)]
-        idle_timeout_secs: Option<u64>,
-        /// Longest wait for the connection to the model server, in seconds (default 10).
-        #[arg(long)]
-        connect_timeout_secs: Option<u64>,
-        /// The most tokens one model call may generate (default 8192; a profile's
-        /// model.maxOutputTokens can lower it).
-        #[arg(long)]
-        max_tokens: Option<u32>,
+        #[command(flatten)]
+        model: run_cmd::ModelArgs,
         /// The conversation the run belongs to (runs of one conversation share persist/).
         #[arg(long, default_value = "cli-conversation")]
         chat: String,
@@ -101,36 +67,8 @@ enum Command {
     Resume {
         /// The interrupted run (`tt-agent runs` lists runs and their status).
         run_id: String,
-        /// `openai:<baseUrl>` or `anthropic:<baseUrl>`, as for `run`.
-        #[arg(long, required_unless_present = "replay")]
-        connection: Option<String>,
-        /// The model id (used unless a profile names its own).
-        #[arg(long, required_unless_present = "replay")]
-        model: Option<String>,
-        /// Record the model calls of the resumed part to this cassette file.
-        #[arg(long, value_name = "FILE", conflicts_with = "replay")]
-        record: Option<PathBuf>,
-        /// Answer the model requests from this cassette, offline.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["connection", "model"])]
-        replay: Option<PathBuf>,
-        /// The environment variable holding the API key.
-        #[arg(long)]
-        api_key_env: Option<String>,
-        /// Stream responses.
-        #[arg(long)]
-        stream: bool,
-        /// Longest wait for one non-streamed model response, in seconds (default 600).
-        #[arg(long)]
-        timeout_secs: Option<u64>,
-        /// Longest silence between two pieces of a response, in seconds (default 120).
-        #[arg(long)]
-        idle_timeout_secs: Option<u64>,
-        /// Longest wait for the connection to the model server, in seconds (default 10).
-        #[arg(long)]
-        connect_timeout_secs: Option<u64>,
-        /// The most tokens one model call may generate (default 8192).
-        #[arg(long)]
-        max_tokens: Option<u32>,
+        #[command(flatten)]
+        model: run_cmd::ModelArgs,
     },
     /// Serve the run inspector: the host API as JSON over HTTP and a live web page, on
     /// 127.0.0.1. Prints the page's URL (with its secret token).
@@ -222,69 +160,23 @@ async fn main() -> anyhow::Result<()> {
         Command::Run {
             profile,
             profiles,
-            connection,
             model,
-            api_key_env,
-            stream,
-            timeout_secs,
-            idle_timeout_secs,
-            connect_timeout_secs,
-            max_tokens,
-            record,
-            replay,
             chat,
             request,
         } => {
             let options = run_cmd::RunOptions {
                 profile,
                 profiles_dir: profiles,
-                connection,
                 model,
-                api_key_env,
-                stream,
-                timeout_secs,
-                idle_timeout_secs,
-                connect_timeout_secs,
-                max_tokens,
-                record,
-                replay,
                 chat_id: chat,
                 request,
             };
             let signals = install_signals()?;
             run_cmd::run(&cli.data_dir, options, &signals).await
         }
-        Command::Resume {
-            run_id,
-            connection,
-            model,
-            record,
-            replay,
-            api_key_env,
-            stream,
-            timeout_secs,
-            idle_timeout_secs,
-            connect_timeout_secs,
-            max_tokens,
-        } => {
-            let options = run_cmd::RunOptions {
-                profile: None,
-                profiles_dir: None,
-                connection,
-                model,
-                api_key_env,
-                stream,
-                timeout_secs,
-                idle_timeout_secs,
-                connect_timeout_secs,
-                max_tokens,
-                record,
-                replay,
-                chat_id: String::new(),
-                request: String::new(),
-            };
+        Command::Resume { run_id, model } => {
             let signals = install_signals()?;
-            run_cmd::resume(&cli.data_dir, &run_id, options, &signals).await
+            run_cmd::resume(&cli.data_dir, &run_id, &model, &signals).await
         }
         Command::Serve {
             port,

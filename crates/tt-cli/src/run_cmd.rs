@@ -20,20 +20,50 @@ const PROFILE_KIND: &str = "tauritavern.agentProfile";
 pub struct RunOptions {
     pub profile: Option<String>,
     pub profiles_dir: Option<PathBuf>,
-    /// Required unless `replay` is set.
-    pub connection: Option<String>,
-    /// Required unless `replay` is set.
-    pub model: Option<String>,
-    pub api_key_env: Option<String>,
-    pub stream: bool,
-    pub timeout_secs: Option<u64>,
-    pub idle_timeout_secs: Option<u64>,
-    pub connect_timeout_secs: Option<u64>,
-    pub max_tokens: Option<u32>,
-    pub record: Option<PathBuf>,
-    pub replay: Option<PathBuf>,
+    pub model: ModelArgs,
     pub chat_id: String,
     pub request: String,
+}
+
+/// The model a run or a resumed run talks to: a connection and model id, or a cassette.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// `openai:<baseUrl>` (e.g. openai:http://127.0.0.1:8080/v1) or `anthropic:<baseUrl>`
+    /// (e.g. anthropic:https://api.anthropic.com).
+    #[arg(long, required_unless_present = "replay")]
+    pub connection: Option<String>,
+    /// The model id (used unless a profile names its own).
+    #[arg(long, required_unless_present = "replay")]
+    pub model: Option<String>,
+    /// Record every model request and response (streamed pieces included) to this cassette
+    /// file (docs/cassettes.md).
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Answer every model request from this cassette, offline: no connection is made. A
+    /// request that differs from the recording fails with `model.cassette_mismatch`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["connection", "model"])]
+    pub replay: Option<PathBuf>,
+    /// The environment variable holding the API key.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Stream responses (live model output in the journal).
+    #[arg(long)]
+    pub stream: bool,
+    /// Longest wait for one non-streamed model response, in seconds (default 600); streamed,
+    /// it also caps the idle timeout.
+    #[arg(long)]
+    pub timeout_secs: Option<u64>,
+    /// Longest silence between two pieces of a response (and, streaming, before the first),
+    /// in seconds (default 120).
+    #[arg(long)]
+    pub idle_timeout_secs: Option<u64>,
+    /// Longest wait for the connection to the model server, in seconds (default 10).
+    #[arg(long)]
+    pub connect_timeout_secs: Option<u64>,
+    /// The most tokens one model call may generate (default 8192; a profile's
+    /// model.maxOutputTokens can lower it).
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
 }
 
 pub async fn run(
@@ -41,12 +71,12 @@ pub async fn run(
     options: RunOptions,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
-    let (runtime, description) = runtime_for(data_dir, &options)?;
+    let (runtime, description) = runtime_for(data_dir, &options.model)?;
     if let Some(dir) = &options.profiles_dir {
         install_profiles(&runtime, dir).await?;
     }
     println!("tt-agent run: {description}");
-    if let Some(path) = &options.record {
+    if let Some(path) = &options.model.record {
         println!("recording model calls to {}", path.display());
     }
     println!("data dir: {}\n", data_dir.display());
@@ -87,15 +117,15 @@ pub async fn run(
 }
 
 /// `tt-agent resume <runId>`: continues an interrupted run (docs/resume.md) against the model
-/// `options` name (`--connection`/`--model`, or a cassette), shown live like `run` from the
+/// `model` names (`--connection`/`--model`, or a cassette), shown live like `run` from the
 /// journal's start, with the committed message printed at the end.
 pub async fn resume(
     data_dir: &Path,
     run_id: &str,
-    options: RunOptions,
+    model: &ModelArgs,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
-    let (runtime, description) = runtime_for(data_dir, &options)?;
+    let (runtime, description) = runtime_for(data_dir, model)?;
     println!("tt-agent resume: {description}");
     println!("data dir: {}\n", data_dir.display());
     if signals.is_requested() {
@@ -115,7 +145,7 @@ pub async fn resume(
 
 /// The runtime of `run` and `resume`: the model of `options` (recorded to a cassette with
 /// `--record`), commits published to the transcript, and a line describing the model.
-fn runtime_for(data_dir: &Path, options: &RunOptions) -> anyhow::Result<(AgentRuntime, String)> {
+fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRuntime, String)> {
     let (provider, description) = match &options.replay {
         Some(path) => {
             let replay = ReplayProvider::open(path)?;
@@ -145,7 +175,7 @@ fn runtime_for(data_dir: &Path, options: &RunOptions) -> anyhow::Result<(AgentRu
 
 /// The provider of a live run: `--connection` and `--model` with their options, and a line
 /// describing it.
-fn connect(options: &RunOptions) -> anyhow::Result<(Arc<dyn ModelProvider>, String)> {
+fn connect(options: &ModelArgs) -> anyhow::Result<(Arc<dyn ModelProvider>, String)> {
     let (Some(connection), Some(model)) = (&options.connection, &options.model) else {
         anyhow::bail!("--connection and --model are required unless --replay is given");
     };
