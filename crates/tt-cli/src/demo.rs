@@ -159,7 +159,7 @@ pub async fn run_demo(
         cue.release();
         sent
     };
-    let follow = crate::live::follow(&runtime, &run, signals);
+    let follow = crate::live::follow(&runtime, &run, signals, "started");
     tokio::pin!(guide, follow);
     let mut guided = false;
     let finished = loop {

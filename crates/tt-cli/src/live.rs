@@ -8,13 +8,15 @@ use tt_runtime::{AgentRun, AgentRuntime, StopSignals, SubmitGuidanceRequest};
 use crate::render::{EventPrinter, agent_tree};
 
 /// Prints the run's events as they happen and a report at the end; returns the final run.
+/// `how` says how the run came to be followed: `started`, or `resumed`.
 pub async fn follow(
     runtime: &AgentRuntime,
     run: &AgentRun,
     signals: &StopSignals,
+    how: &str,
 ) -> anyhow::Result<AgentRun> {
     println!(
-        "run {} started (Ctrl-C or SIGTERM cancels it; a second one exits at once; a line typed \
+        "run {} {how} (Ctrl-C or SIGTERM cancels it; a second one exits at once; a line typed \
          here is sent to the agent as guidance)\n",
         run.id
     );

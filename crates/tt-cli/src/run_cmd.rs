@@ -105,7 +105,7 @@ pub async fn run(
             connection_ref: None,
         }))
         .await?;
-    let finished = crate::live::follow(&runtime, &run, signals).await?;
+    let finished = crate::live::follow(&runtime, &run, signals, "started").await?;
     match finished.status {
         AgentRunStatus::Completed => Ok(()),
         status => anyhow::bail!(
@@ -132,7 +132,7 @@ pub async fn resume(
         anyhow::bail!("stopped by a signal before the run resumed");
     }
     let run = signals.shielded(runtime.resume_run(run_id)).await?;
-    let finished = crate::live::follow(&runtime, &run, signals).await?;
+    let finished = crate::live::follow(&runtime, &run, signals, "resumed").await?;
     match finished.status {
         AgentRunStatus::Completed => Ok(()),
         status => anyhow::bail!(

@@ -157,7 +157,11 @@ fn a_killed_run_is_resumed_without_asking_the_model_again() {
     let (code, output) =
         crate::finish_within(child, Duration::from_secs(90), "tt-agent resume hung");
     assert_eq!(code, Some(0), "{output}");
-    assert!(output.contains("run resumed"), "{output}");
+    assert!(
+        output.contains(&format!("run {run_id} resumed (")),
+        "{output}"
+    );
+    assert!(output.contains("run resumed: "), "{output}");
     assert!(output.contains(SCENE.trim()), "{output}");
     // The write turn was answered before the kill and is not asked for again.
     assert_eq!(*asked.lock().unwrap(), vec![1, 2]);
