@@ -3,7 +3,8 @@
 //! reads a markdown handoff brief (reference §4 "Handoff chain").
 
 use serde_json::json;
-use tt_domain::event::RunEventType;
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::TaskContinuation;
 use tt_domain::tool::{AgentToolCall, ToolName};
@@ -30,13 +31,14 @@ pub(crate) async fn agent_handoff(
     let args = parse_handoff_args(&call.arguments)?;
     // Journaled before the policy checks, so a refused handoff still shows the request.
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::AgentHandoffRequested,
-            json!({
-                "sourceInvocationId": inv.invocation.id, "targetProfileId": args.agent_id,
-                "pendingTaskPolicy": PENDING_TASK_POLICY_DENY_IF_PENDING,
-            }),
+            EventLevel::Info,
+            &payload::AgentHandoffRequested {
+                source_invocation_id: inv.invocation.id.clone(),
+                target_profile_id: args.agent_id.clone(),
+                pending_task_policy: PENDING_TASK_POLICY_DENY_IF_PENDING.to_owned(),
+            },
         )
         .await?;
     let caller = &inv.profile.definition.delegation;
@@ -104,13 +106,16 @@ pub(crate) async fn agent_handoff(
     let (task_id, new_invocation_id, workspace_key) =
         (task.id, task.child_invocation_id, task.workspace_key);
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::AgentHandoffAccepted,
-            json!({
-                "taskId": task_id, "sourceInvocationId": inv.invocation.id, "newInvocationId": new_invocation_id,
-                "targetProfileId": agent_id, "workspaceKey": workspace_key,
-            }),
+            EventLevel::Info,
+            &payload::AgentHandoffAccepted {
+                task_id: task_id.clone(),
+                source_invocation_id: inv.invocation.id.clone(),
+                new_invocation_id: new_invocation_id.clone(),
+                target_profile_id: agent_id.clone(),
+                workspace_key,
+            },
         )
         .await?;
     let content = format!(

@@ -1,8 +1,9 @@
 //! What `agent.delegate` and `agent.handoff` share: resolving the target agent, checking that it
 //! accepts the caller, and opening the task record with the target's invocation.
 
-use serde_json::{Value, json};
-use tt_domain::event::RunEventType;
+use serde_json::Value;
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, ProfileId, TaskId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind, InvocationStatus};
 use tt_domain::profile::ResolvedProfile;
@@ -184,14 +185,18 @@ pub(crate) async fn open_task(
         .save_invocation(&target_invocation)
         .await?;
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::AgentInvocationCreated,
-            json!({
-                "invocationId": target_invocation.id, "parentInvocationId": inv.invocation.id,
-                "profileId": new.target, "kind": kind.as_str(), "status": target_invocation.status.as_str(),
-                "exitPolicy": target_invocation.exit_policy.as_str(), "taskId": task_id,
-            }),
+            EventLevel::Info,
+            &payload::AgentInvocationCreated {
+                invocation_id: target_invocation.id.clone(),
+                parent_invocation_id: Some(inv.invocation.id.clone()),
+                profile_id: new.target.clone(),
+                kind,
+                status: target_invocation.status,
+                exit_policy: target_invocation.exit_policy,
+                task_id: Some(task_id.clone()),
+            },
         )
         .await?;
     let task = AgentTaskRecord {
@@ -213,19 +218,19 @@ pub(crate) async fn open_task(
         updated_at: now,
     };
     ctx.services.invocations.create_task(&task).await?;
-    let continuation = match task.continuation {
-        TaskContinuation::ReturnToParent => "return_to_parent",
-        TaskContinuation::TransferControl => "transfer_control",
-    };
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::AgentTaskRegistered,
-            json!({
-                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
-                "childInvocationId": task.child_invocation_id, "targetProfileId": task.target_profile_id,
-                "workspaceKey": task.workspace_key, "continuation": continuation, "status": "queued",
-            }),
+            EventLevel::Info,
+            &payload::AgentTaskRegistered {
+                task_id: task.id.clone(),
+                parent_invocation_id: task.parent_invocation_id.clone(),
+                child_invocation_id: task.child_invocation_id.clone(),
+                target_profile_id: task.target_profile_id.clone(),
+                workspace_key: task.workspace_key.clone(),
+                continuation: task.continuation,
+                status: task.status,
+            },
         )
         .await?;
     Ok(task)
