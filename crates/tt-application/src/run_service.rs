@@ -220,30 +220,13 @@ impl AgentRunService {
         };
         match prepared.await {
             Ok((ctx, inv, messages, root_assembly)) => {
-                let (done_tx, done_rx) = watch::channel(false);
-                self.lock_active().insert(
-                    run_id.clone(),
-                    ActiveRun {
-                        ctx: Arc::clone(&ctx),
-                        done: done_rx,
-                    },
-                );
-                let service = Arc::clone(self);
                 // The root of every span of this run: invocations, model and tool calls.
                 let span = tracing::info_span!(
                     "run",
                     run_id = run_id.as_str(),
                     profile = inv.profile.id().as_str(),
                 );
-                tokio::spawn(
-                    async move {
-                        service
-                            .execute(ctx, inv, messages, root_assembly, None)
-                            .await;
-                        let _ = done_tx.send(true);
-                    }
-                    .instrument(span),
-                );
+                self.spawn_executor(ctx, inv, messages, root_assembly, None, span);
                 self.load_run(&run_id).await
             }
             Err(error) => {
@@ -552,29 +535,45 @@ impl AgentRunService {
             };
             ctx.scheduler.submit(&ctx, task, limit)?;
         }
-        let (done_tx, done_rx) = watch::channel(false);
-        self.lock_active().insert(
-            run_id.clone(),
-            ActiveRun {
-                ctx: Arc::clone(&ctx),
-                done: done_rx,
-            },
-        );
-        let service = Arc::clone(self);
         let span = tracing::info_span!(
             "run",
             run_id = run_id.as_str(),
             profile = inv.profile.id().as_str(),
             resumed = true,
         );
+        self.spawn_executor(ctx, inv, messages, None, incoming, span);
+        self.load_run(run_id).await
+    }
+
+    /// Registers the run as active and runs its executor in the background under `span`; the
+    /// run leaves the active set's `done` signal raised when the executor has ended.
+    fn spawn_executor(
+        self: &Arc<Self>,
+        ctx: Arc<RunContext>,
+        inv: InvocationRuntime,
+        messages: Vec<AgentModelMessage>,
+        root_assembly: Option<RootAssembly>,
+        incoming: Option<TaskId>,
+        span: tracing::Span,
+    ) {
+        let (done_tx, done_rx) = watch::channel(false);
+        self.lock_active().insert(
+            ctx.run_id.clone(),
+            ActiveRun {
+                ctx: Arc::clone(&ctx),
+                done: done_rx,
+            },
+        );
+        let service = Arc::clone(self);
         tokio::spawn(
             async move {
-                service.execute(ctx, inv, messages, None, incoming).await;
+                service
+                    .execute(ctx, inv, messages, root_assembly, incoming)
+                    .await;
                 let _ = done_tx.send(true);
             }
             .instrument(span),
         );
-        self.load_run(run_id).await
     }
 
     async fn prepare_root(
