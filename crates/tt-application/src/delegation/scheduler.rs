@@ -4,7 +4,6 @@
 //! Cancelling a task signals its worker, waits for the worker to stop, and only then records
 //! `cancelled`, so nothing a cancelled agent does is written after its cancellation.
 
-use serde_json::json;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,7 +11,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
-use tt_domain::event::{EventLevel, RunEventType};
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
@@ -858,6 +858,22 @@ pub(crate) async fn transition_task(
     Ok(outcome)
 }
 
+/// The payload of a task event: the task as it is now, plus any fields of that event type.
+macro_rules! task_payload {
+    ($kind:ident, $task:expr $(, $field:ident: $value:expr)*) => {
+        payload::$kind {
+            task_id: $task.id.clone(),
+            parent_invocation_id: $task.parent_invocation_id.clone(),
+            child_invocation_id: $task.child_invocation_id.clone(),
+            target_profile_id: $task.target_profile_id.clone(),
+            status: $task.status,
+            result_ref: $task.result_ref.clone(),
+            error: $task.error.clone(),
+            $($field: $value,)*
+        }
+    };
+}
+
 /// Journals `agent_task_cancelled`: the §1 payload plus `reason` and `by`.
 async fn emit_cancelled_event(
     ctx: &RunContext,
@@ -865,18 +881,14 @@ async fn emit_cancelled_event(
     reason: &str,
     by: &CancelledBy,
 ) -> ApplicationResult<()> {
+    let cancelled = task_payload!(
+        AgentTaskCancelled,
+        task,
+        reason: Some(reason.to_owned()),
+        by: Some(by.as_str().to_owned())
+    );
     ctx.events
-        .emit(
-            &ctx.run_id,
-            EventLevel::Warn,
-            RunEventType::AgentTaskCancelled,
-            json!({
-                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
-                "childInvocationId": task.child_invocation_id, "targetProfileId": task.target_profile_id,
-                "status": task.status.as_str(), "resultRef": task.result_ref, "error": task.error,
-                "reason": reason, "by": by.as_str(),
-            }),
-        )
+        .record(&ctx.run_id, EventLevel::Warn, &cancelled)
         .await?;
     Ok(())
 }
@@ -886,26 +898,36 @@ pub(crate) async fn emit_task_event(
     ctx: &RunContext,
     task: &AgentTaskRecord,
 ) -> ApplicationResult<()> {
-    let (event_type, level) = match task.status {
-        TaskStatus::Queued => (RunEventType::AgentTaskQueued, EventLevel::Info),
-        TaskStatus::Running => (RunEventType::AgentTaskStarted, EventLevel::Info),
-        TaskStatus::Completed => (RunEventType::AgentTaskCompleted, EventLevel::Info),
-        TaskStatus::Failed => (RunEventType::AgentTaskFailed, EventLevel::Warn),
-        TaskStatus::Cancelled => (RunEventType::AgentTaskCancelled, EventLevel::Warn),
-        TaskStatus::Interrupted => (RunEventType::AgentTaskInterrupted, EventLevel::Warn),
+    let events = &ctx.events;
+    let run_id = &ctx.run_id;
+    match task.status {
+        TaskStatus::Queued => {
+            let queued = task_payload!(AgentTaskQueued, task, queue_position: None);
+            events.record(run_id, EventLevel::Info, &queued).await?
+        }
+        TaskStatus::Running => {
+            let started = task_payload!(AgentTaskStarted, task);
+            events.record(run_id, EventLevel::Info, &started).await?
+        }
+        TaskStatus::Completed => {
+            let completed = task_payload!(AgentTaskCompleted, task);
+            events.record(run_id, EventLevel::Info, &completed).await?
+        }
+        TaskStatus::Failed => {
+            let failed = task_payload!(AgentTaskFailed, task);
+            events.record(run_id, EventLevel::Warn, &failed).await?
+        }
+        TaskStatus::Cancelled => {
+            let cancelled = task_payload!(AgentTaskCancelled, task, reason: None, by: None);
+            events.record(run_id, EventLevel::Warn, &cancelled).await?
+        }
+        TaskStatus::Interrupted => {
+            let interrupted = task_payload!(AgentTaskInterrupted, task);
+            events
+                .record(run_id, EventLevel::Warn, &interrupted)
+                .await?
+        }
     };
-    ctx.events
-        .emit(
-            &ctx.run_id,
-            level,
-            event_type,
-            json!({
-                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
-                "childInvocationId": task.child_invocation_id, "targetProfileId": task.target_profile_id,
-                "status": task.status.as_str(), "resultRef": task.result_ref, "error": task.error,
-            }),
-        )
-        .await?;
     Ok(())
 }
 
