@@ -78,6 +78,27 @@ pub(crate) struct GuidanceMailbox {
 }
 
 impl GuidanceMailbox {
+    /// The mailbox of a resumed run: `pending` (guidance id, client id, text), submitted but
+    /// never read before the process died, waits again for the foreground agent's next model
+    /// request, and new notes are numbered after the `submitted` ones the run already had.
+    pub(crate) async fn restore(
+        &self,
+        submitted: u64,
+        pending: Vec<(String, Option<String>, String)>,
+    ) {
+        let mut state = self.state.lock().await;
+        state.next = state.next.max(submitted);
+        state.pending = pending
+            .into_iter()
+            .map(|(guidance_id, client_guidance_id, text)| PendingGuidance {
+                chars: char_count(&text),
+                guidance_id,
+                client_guidance_id,
+                text,
+            })
+            .collect();
+    }
+
     /// Checks the limits, queues the item and journals `user_guidance_submitted`.
     pub(crate) async fn submit(
         &self,

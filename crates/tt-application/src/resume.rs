@@ -40,6 +40,12 @@ pub(crate) struct JournalState {
     pub written: BTreeMap<String, String>,
     /// `persistent_changes_committed` of the interrupted process, if it promoted `persist/`.
     pub promotion: Option<Value>,
+    /// Every guidance note submitted to the run, in order (`user_guidance_submitted`); the
+    /// mailbox numbers new notes after them.
+    pub guidance_submitted: u64,
+    /// Guidance submitted but neither read nor dropped when the process died, in order:
+    /// (guidance id, client guidance id, text). The resumed mailbox holds it again.
+    pub pending_guidance: Vec<(String, Option<String>, String)>,
 }
 
 fn text(event: &AgentRunEvent, field: &str) -> Option<String> {
@@ -48,6 +54,21 @@ fn text(event: &AgentRunEvent, field: &str) -> Option<String> {
         .get(field)
         .and_then(Value::as_str)
         .map(str::to_owned)
+}
+
+/// The `guidanceIds` an applied or discarded guidance event names.
+fn guidance_ids(event: &AgentRunEvent) -> HashSet<String> {
+    event
+        .payload
+        .get("guidanceIds")
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn round_of(event: &AgentRunEvent) -> Option<u32> {
@@ -202,10 +223,26 @@ pub(crate) async fn read_journal(
                 RunEventType::UserGuidanceSubmitted => {
                     if let (Some(id), Some(note)) = (text(event, "guidanceId"), text(event, "text"))
                     {
+                        state.guidance_submitted += 1;
+                        state.pending_guidance.push((
+                            id.clone(),
+                            text(event, "clientGuidanceId"),
+                            note.clone(),
+                        ));
                         guidance_texts.insert(id, note);
                     }
                 }
+                RunEventType::UserGuidanceDiscarded => {
+                    let done = guidance_ids(event);
+                    state
+                        .pending_guidance
+                        .retain(|(id, _, _)| !done.contains(id));
+                }
                 RunEventType::UserGuidanceApplied => {
+                    let done = guidance_ids(event);
+                    state
+                        .pending_guidance
+                        .retain(|(id, _, _)| !done.contains(id));
                     if let (Some(id), Some(round)) = (invocation, round_of(event)) {
                         let texts: Vec<String> = event
                             .payload

@@ -408,6 +408,12 @@ impl AgentRunService {
             Arc::clone(&self.events),
             ctx.persist_snapshot.clone(),
         );
+        ctx.guidance
+            .restore(
+                journal.guidance_submitted,
+                std::mem::take(&mut journal.pending_guidance),
+            )
+            .await;
         let owner_id = handoff
             .as_ref()
             .map_or_else(|| root.id.clone(), |(_, owner)| owner.id.clone());

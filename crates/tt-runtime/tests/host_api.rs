@@ -620,3 +620,66 @@ async fn run_updates_follow_a_run_from_its_start_to_its_end_and_stop_at_shutdown
     assert_eq!(updates.next().await, None);
     assert_eq!(runtime.run_updates().unwrap_err().code, RUNTIME_SHUT_DOWN);
 }
+
+#[tokio::test]
+async fn guidance_waiting_when_the_process_died_reaches_the_agent_after_resume() {
+    let guidance = |text: &str| tt_runtime::SubmitGuidanceRequest {
+        text: text.to_owned(),
+        client_guidance_id: None,
+    };
+    let dir = TempDir::new().unwrap();
+    let crashed = transcript_runtime(dir.path(), hanging_model());
+    let run = crashed.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    wait_for_event(&crashed, &run_id, "model_call_attempt_started").await;
+    // Submitted while the writer waits on its first answer: read before its next request.
+    let receipt = crashed
+        .submit_guidance(&run_id, guidance("Make it rain."))
+        .await
+        .unwrap();
+    assert_eq!(receipt.guidance_id, "guidance_000001");
+    let after_crash = TempDir::new().unwrap();
+    copy_dir(dir.path(), after_crash.path());
+
+    // After the restart the writer writes, then waits on its second answer.
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let provider = Arc::new(FnProvider::new(move |request| {
+        seen.lock().unwrap().push(request.clone());
+        Ok(match request.round {
+            1 => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Rain fell.\n"}),
+            ),
+            _ => ModelReply::text("never").after(Duration::from_secs(86_400)),
+        })
+    }));
+    let restarted = transcript_runtime(after_crash.path(), provider);
+    restarted.resume_run(&run_id).await.unwrap();
+    let applied = tokio::time::timeout(
+        Duration::from_secs(60),
+        wait_for_event(&restarted, &run_id, "user_guidance_applied"),
+    )
+    .await
+    .expect("the waiting guidance was read after the resume");
+    assert_eq!(applied.payload["guidanceIds"], json!(["guidance_000001"]));
+    let first = asked.lock().unwrap()[0].clone();
+    assert_eq!(first.round, 1);
+    let last_message = serde_json::to_string(first.messages.last().unwrap()).unwrap();
+    assert!(last_message.contains("Make it rain."), "{last_message}");
+    // New notes are numbered after the run's earlier ones.
+    let mut events = restarted.subscribe(&run_id, 0, None);
+    while let Some(event) = events.next().await.unwrap() {
+        if event.event_type == "model_call_attempt_started" && event.payload["round"] == 2 {
+            break;
+        }
+    }
+    let second = restarted
+        .submit_guidance(&run_id, guidance("Make it stop."))
+        .await
+        .unwrap();
+    assert_eq!(second.guidance_id, "guidance_000002");
+    restarted.cancel_run(&run_id).await.unwrap();
+    restarted.wait_for_run(&run_id).await.unwrap();
+    crashed.shutdown().await.unwrap();
+}
