@@ -248,13 +248,11 @@ pub(crate) async fn read_journal(
                             .payload
                             .get("guidanceIds")
                             .and_then(Value::as_array)
-                            .map(|ids| {
-                                ids.iter()
-                                    .filter_map(Value::as_str)
-                                    .filter_map(|id| guidance_texts.get(id).cloned())
-                                    .collect()
-                            })
-                            .unwrap_or_default();
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .filter_map(|id| guidance_texts.get(id).cloned())
+                            .collect();
                         state
                             .replays
                             .entry(id)
@@ -303,27 +301,15 @@ pub(crate) async fn load_replay(
     let mut stored_keys = HashSet::new();
     // Tasks whose `agent.delegate` answer reached the agent.
     let mut answered_tasks = HashSet::new();
-    for (round, call_id) in journal.stored_calls.remove(invocation).unwrap_or_default() {
-        let call_file_key = call_file_key(invocation, round, &call_id);
-        let document = RunDocument::ToolResult {
-            call_file_key: call_file_key.clone(),
-        };
-        if let Some(stored) = services.runs.read_document(run_id, &document).await? {
-            let result: AgentToolResult = decode(&stored, &document)?;
-            if let Some(task) = result.structured.get("taskId").and_then(Value::as_str) {
-                answered_tasks.insert(task.to_owned());
-            }
-            stored_keys.insert(call_file_key.clone());
-            replay.record_result(call_file_key, result);
-        }
-    }
-    // A call whose result was written but not journaled before the interruption.
+    // Calls whose result the journal records, then calls whose result was written but not
+    // journaled before the interruption.
+    let journaled = journal.stored_calls.remove(invocation).unwrap_or_default();
     let started = journal
         .started_calls
         .get(invocation)
         .cloned()
         .unwrap_or_default();
-    for (round, call_id) in &started {
+    for (round, call_id) in journaled.iter().chain(&started) {
         let key = call_file_key(invocation, *round, call_id);
         if stored_keys.contains(&key) {
             continue;
