@@ -126,25 +126,9 @@ fn check_prints(root: &Path, package: &Package, violations: &mut Vec<Violation>)
     Ok(())
 }
 
-/// The crate whose top-level modules must be layered, and the modules still on the one cycle
-/// it had when the check came in. The restructure of docs/ARCHITECTURE.md shrinks this list
-/// to nothing: a module may leave it (and must then be removed from it), never join it, and no
-/// other cycle may appear.
+/// The crate whose top-level modules must be layered: no import cycle between them
+/// (docs/ARCHITECTURE.md, "The modules of tt-application").
 const LAYERED_CRATE_SRC: &str = "crates/tt-application/src";
-const KNOWN_CYCLE: &[&str] = &[
-    "binding",
-    "commit",
-    "context",
-    "delegation",
-    "dispatch",
-    "invocation_setup",
-    "model_turn",
-    "prompt_assembly",
-    "registry",
-    "skills",
-    "streaming",
-    "tool_loop",
-];
 
 fn check_module_cycles(root: &Path, violations: &mut Vec<Violation>) -> Result<()> {
     let src = root.join(LAYERED_CRATE_SRC);
@@ -159,41 +143,31 @@ fn check_module_cycles(root: &Path, violations: &mut Vec<Violation>) -> Result<(
             .iter()
             .map(|(path, text)| (path.as_path(), text.as_str())),
     );
-    let known: BTreeSet<&str> = KNOWN_CYCLE.iter().copied().collect();
-    let mut still_cyclic: BTreeSet<String> = BTreeSet::new();
-    for component in module_graph::cycles(&graph) {
-        if component
-            .iter()
-            .all(|module| known.contains(module.as_str()))
-        {
-            still_cyclic.extend(component.iter().cloned());
-            continue;
-        }
-        let edges: Vec<String> = module_graph::edges_within(&graph, &component)
-            .into_iter()
-            .map(|(from, to)| format!("{from} → {to}"))
-            .collect();
-        violations.push(Violation::new(
-            LAYERED_CRATE_SRC.to_owned(),
-            "module-cycle",
-            format!(
-                "modules {} use one another in a cycle ({}); a module may use another only if that one does not use it back",
-                component.join(", "),
-                edges.join(", ")
-            ),
-        ));
-    }
-    for module in known
-        .iter()
-        .filter(|module| !still_cyclic.contains(**module))
-    {
-        violations.push(Violation::new(
-            "xtask/src/tidy.rs".to_owned(),
-            "module-cycle",
-            format!("`{module}` is no longer on a cycle: remove it from KNOWN_CYCLE"),
-        ));
-    }
+    violations.extend(cycle_violations(&graph));
     Ok(())
+}
+
+/// One violation per cycle of `graph`, naming its modules and the edges inside it (where to
+/// cut).
+fn cycle_violations(graph: &module_graph::ModuleGraph) -> Vec<Violation> {
+    module_graph::cycles(graph)
+        .into_iter()
+        .map(|component| {
+            let edges: Vec<String> = module_graph::edges_within(graph, &component)
+                .into_iter()
+                .map(|(from, to)| format!("{from} → {to}"))
+                .collect();
+            Violation::new(
+                LAYERED_CRATE_SRC.to_owned(),
+                "module-cycle",
+                format!(
+                    "modules {} use one another in a cycle ({}); a module may use another only if that one does not use it back",
+                    component.join(", "),
+                    edges.join(", ")
+                ),
+            )
+        })
+        .collect()
 }
 
 fn check_headers(root: &Path, dir: &Path, violations: &mut Vec<Violation>) -> Result<()> {
@@ -287,6 +261,37 @@ fn relative(root: &Path, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_module_cycle_is_a_violation_and_a_layered_crate_has_none() {
+        let files = |list: &[(&'static str, &'static str)]| {
+            module_graph::build(list.iter().map(|(path, text)| (Path::new(*path), *text)))
+        };
+        let layered = files(&[
+            (
+                "engine/mod.rs",
+                "use crate::tools::X;\nuse crate::events::E;",
+            ),
+            ("tools/mod.rs", "use crate::error::E;"),
+            ("run_service.rs", "use crate::engine::context::RunContext;"),
+        ]);
+        assert!(cycle_violations(&layered).is_empty());
+        let cyclic = files(&[
+            ("engine/mod.rs", "use crate::tools::X;"),
+            ("tools/mod.rs", "fn f() { crate::engine::context::g(); }"),
+            ("error.rs", ""),
+        ]);
+        let found: Vec<String> = cycle_violations(&cyclic)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "crates/tt-application/src: module-cycle: modules engine, tools use one another in a cycle (engine → tools, tools → engine); a module may use another only if that one does not use it back"
+            ]
+        );
+    }
 
     #[test]
     fn violations_print_location_rule_and_detail() {

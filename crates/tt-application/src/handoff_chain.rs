@@ -8,10 +8,10 @@ use tt_domain::invocation::{ExitPolicy, InvocationStatus};
 use tt_domain::model::AgentModelMessage;
 use tt_domain::task::{TaskContinuation, TaskStatus};
 
-use crate::context::{InvocationRuntime, RunContext, ToolSession};
-use crate::delegation::child::check_model_configured;
 use crate::delegation::rendering::render_handoff_brief;
-use crate::delegation::scheduler::transition_task;
+use crate::engine::child::check_model_configured;
+use crate::engine::context::{InvocationRuntime, RunContext, ToolSession};
+use crate::engine::scheduler::transition_task;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Moves a task to `status` (first terminal write wins) and journals the change.
@@ -91,9 +91,9 @@ pub(crate) async fn prepare_handoff(
         check_model_configured(&profile)?;
         // The finish rules are the run's: a foreground run needs a commit before it ends.
         let presentation = ctx.run_snapshot().await.presentation;
-        let prepared = crate::invocation_setup::prepare_invocation(
+        let prepared = crate::engine::invocation_setup::prepare_invocation(
             ctx,
-            crate::invocation_setup::InvocationSetup {
+            crate::engine::invocation_setup::InvocationSetup {
                 invocation: &invocation,
                 profile: &profile,
                 exit_policy: ExitPolicy::RunFinishAllowed,

@@ -8,21 +8,15 @@
 
 #![warn(unreachable_pub)]
 
-pub(crate) mod binding;
-pub(crate) mod commit;
-pub(crate) mod context;
 pub(crate) mod delegation;
-pub(crate) mod dispatch;
+pub(crate) mod engine;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod guidance;
 pub(crate) mod handoff_chain;
-pub(crate) mod invocation_setup;
-pub(crate) mod model_turn;
 pub(crate) mod persist_metadata;
 pub(crate) mod profiles;
 pub(crate) mod prompt;
-pub(crate) mod prompt_assembly;
 pub(crate) mod prompt_input;
 pub(crate) mod registry;
 pub(crate) mod replay;
@@ -31,13 +25,12 @@ pub(crate) mod run_service;
 pub(crate) mod services;
 pub(crate) mod skills;
 mod start_request;
-pub(crate) mod streaming;
 pub(crate) mod timeline;
-pub(crate) mod tool_loop;
 pub(crate) mod tools;
 pub(crate) mod usage;
 
-pub use dispatch::call_file_key;
+pub use engine::dispatch::call_file_key;
+pub use engine::streaming::MAX_DELTA_BYTES_PER_CALL;
 pub use error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 pub use events::{EventSink, RunEventStream};
 pub use guidance::{
@@ -49,6 +42,5 @@ pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 pub use registry::build_tool_snapshot;
 pub use run_service::{AgentRunService, StartRunRequest};
 pub use services::RuntimeServices;
-pub use streaming::MAX_DELTA_BYTES_PER_CALL;
 pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};
 pub use usage::{InvocationUsage, RunUsage, UsageTotals, run_usage};

@@ -7,7 +7,7 @@ use tt_domain::event::RunEventType;
 use tt_domain::workspace::PersistentChangeSet;
 use tt_ports::{HostBridgeError, PersistentStateMetadataUpdate};
 
-use crate::context::RunContext;
+use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Runs the handshake for `change_set`; does nothing for a run that committed nothing. A

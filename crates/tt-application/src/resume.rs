@@ -15,8 +15,8 @@ use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransit
 use tt_domain::tool::AgentToolResult;
 use tt_ports::{EventPage, RunDocument};
 
-use crate::context::{CommitRecord, RunContext};
-use crate::dispatch::call_file_key;
+use crate::engine::context::{CommitRecord, RunContext};
+use crate::engine::dispatch::call_file_key;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::replay::Replay;
 use crate::services::RuntimeServices;
@@ -398,17 +398,14 @@ pub(crate) async fn child_profile(
         Some(task.target_profile_id.as_str()),
     )
     .await?;
-    crate::delegation::child::check_model_configured(&target)?;
+    crate::engine::child::check_model_configured(&target)?;
     let policy = &target.definition.delegation;
     let may_delegate = policy.can_delegate
         && policy.allow_nested_delegation
-        && crate::delegation::child::invocation_depth(ctx, &task.child_invocation_id).await?
-            < crate::delegation::child::max_delegation_depth(ctx).await?;
-    let profile = crate::delegation::child::apply_nested_invocation_policy(
-        &target,
-        task.budget,
-        may_delegate,
-    );
+        && crate::engine::child::invocation_depth(ctx, &task.child_invocation_id).await?
+            < crate::engine::child::max_delegation_depth(ctx).await?;
+    let profile =
+        crate::engine::child::apply_nested_invocation_policy(&target, task.budget, may_delegate);
     let snapshot = crate::registry::build_tool_snapshot(
         &profile,
         &task.child_invocation_id,

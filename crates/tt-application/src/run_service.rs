@@ -20,7 +20,8 @@ use tt_domain::task::TaskStatus;
 use tt_domain::workspace::{RunManifest, WorkspacePath};
 use tt_ports::{EventPage, FileContent, RunDocument, RunListPage};
 
-use crate::context::{InvocationRuntime, RunContext, ToolSession};
+use crate::engine::context::{InvocationRuntime, RunContext, ToolSession};
+use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::events::{EventSink, RunEventStream};
 use crate::handoff_chain::{prepare_handoff, settle_open_handoffs, settle_task};
@@ -28,7 +29,6 @@ use crate::prompt::agent_system_prompt;
 use crate::prompt_input::{PromptMessage, PromptSnapshot};
 use crate::registry::build_tool_snapshot;
 use crate::services::RuntimeServices;
-use crate::tool_loop::{LoopOutcome, run_tool_loop};
 
 /// What a host asks for when it starts a run. `Default` is an empty request (no chat id yet);
 /// [`StartRunRequest::new`] and its setters (`start_request.rs`) build one in code.
@@ -154,11 +154,11 @@ impl AgentRunService {
                 ),
             ));
         }
-        crate::delegation::child::check_model_configured(&profile)?;
+        crate::engine::child::check_model_configured(&profile)?;
         if let Some(name) = &request.connection_ref
             && self.services.connections.resolve(name).await?.is_none()
         {
-            return Err(crate::binding::connection_not_found(name));
+            return Err(crate::engine::binding::connection_not_found(name));
         }
         if let Some(base) = &request.persist_base_state_id
             && !tt_domain::ids::is_valid_storage_segment(base)
@@ -327,7 +327,7 @@ impl AgentRunService {
                 .map(tt_domain::ids::ProfileId::as_str),
         )
         .await?;
-        crate::delegation::child::check_model_configured(&profile)?;
+        crate::engine::child::check_model_configured(&profile)?;
         if handoff.is_none() && profile.definition.preset.mode == PresetMode::Ref {
             return Err(resume::not_resumable(
                 &run,
@@ -492,11 +492,15 @@ impl AgentRunService {
         }
         let (mut inv, messages, incoming) = match &handoff {
             None => {
-                let model = crate::binding::resolve_model_binding(&ctx, &root.id, &profile).await?;
+                let model =
+                    crate::engine::binding::resolve_model_binding(&ctx, &root.id, &profile).await?;
                 let system_prompt = agent_system_prompt(&profile, &snapshot);
                 let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
                 messages.extend(prompt_snapshot.model_messages());
-                let skills = crate::skills::resolve_and_record(&ctx, &root.id, &profile).await?;
+                let skills = crate::engine::invocation_setup::resolve_and_record_skills(
+                    &ctx, &root.id, &profile,
+                )
+                .await?;
                 let inv = InvocationRuntime {
                     invocation: root,
                     policy: profile.access_policy(),
@@ -697,7 +701,8 @@ impl AgentRunService {
             .await?;
         ctx.try_set_status(AgentRunStatus::AssemblingContext)
             .await?;
-        let model = crate::binding::resolve_model_binding(&ctx, &invocation.id, profile).await?;
+        let model =
+            crate::engine::binding::resolve_model_binding(&ctx, &invocation.id, profile).await?;
         let snapshot = build_tool_snapshot(
             profile,
             &invocation.id,
@@ -724,7 +729,12 @@ impl AgentRunService {
                 .await?;
             (messages, None)
         };
-        let skills = crate::skills::resolve_and_record(&ctx, &invocation.id, profile).await?;
+        let skills = crate::engine::invocation_setup::resolve_and_record_skills(
+            &ctx,
+            &invocation.id,
+            profile,
+        )
+        .await?;
         let inv = InvocationRuntime {
             invocation,
             profile: profile.clone(),
@@ -745,7 +755,7 @@ impl AgentRunService {
         &self,
         run_id: &RunId,
         profile: &ResolvedProfile,
-        model: &crate::binding::ModelBinding,
+        model: &crate::engine::binding::ModelBinding,
         snapshot: &tt_domain::tool::InvocationToolSnapshot,
         message_count: usize,
     ) -> ApplicationResult<()> {
@@ -754,7 +764,7 @@ impl AgentRunService {
                 run_id,
                 RunEventType::ContextAssembled,
                 json!({
-                    "request": crate::model_turn::with_provider_fields(json!({
+                    "request": crate::engine::model_turn::with_provider_fields(json!({
                         "provider": model.provider.name(), "model": model.model_id,
                         "messageCount": message_count, "toolCount": snapshot.tools.len(),
                     }), model.provider.as_ref()),
@@ -779,7 +789,7 @@ impl AgentRunService {
         inv: &InvocationRuntime,
         root: RootAssembly,
     ) -> ApplicationResult<Vec<AgentModelMessage>> {
-        let input = crate::prompt_assembly::AssemblyInput {
+        let input = crate::engine::prompt_assembly::AssemblyInput {
             invocation: &inv.invocation,
             profile: &inv.profile,
             task_id: None,
@@ -787,7 +797,7 @@ impl AgentRunService {
             task_prompt: "",
             model_id: inv.profile.definition.model.model_id.clone(),
         };
-        let messages = crate::prompt_assembly::assemble(ctx, &input, &ctx.cancel).await?;
+        let messages = crate::engine::prompt_assembly::assemble(ctx, &input, &ctx.cancel).await?;
         self.root_context_assembled(
             &ctx.run_id,
             &inv.profile,
@@ -919,7 +929,7 @@ impl AgentRunService {
         incoming: Option<&TaskId>,
     ) -> ApplicationResult<()> {
         ctx.scheduler
-            .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
+            .cancel_all_unfinished(ctx, crate::engine::scheduler::RUN_STOPPED_REASON)
             .await?;
         ctx.guidance
             .close(
@@ -1011,7 +1021,7 @@ impl AgentRunService {
             .await
             .best_effort("discard pending guidance");
         ctx.scheduler
-            .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
+            .cancel_all_unfinished(ctx, crate::engine::scheduler::RUN_STOPPED_REASON)
             .await
             .best_effort("cancel unfinished tasks");
         if let Some(invocation) = invocation {
@@ -1061,7 +1071,7 @@ impl AgentRunService {
             .await
             .best_effort("discard pending guidance");
         ctx.scheduler
-            .cancel_all_unfinished(ctx, crate::delegation::scheduler::RUN_STOPPED_REASON)
+            .cancel_all_unfinished(ctx, crate::engine::scheduler::RUN_STOPPED_REASON)
             .await
             .best_effort("cancel unfinished tasks");
         if let Some(invocation) = invocation {
@@ -1226,7 +1236,7 @@ impl AgentRunService {
             .get(run_id)
             .map(|active| Arc::clone(&active.ctx));
         match active {
-            Some(ctx) => crate::delegation::scheduler::cancel_task_as_host(&ctx, task_id).await,
+            Some(ctx) => crate::engine::scheduler::cancel_task_as_host(&ctx, task_id).await,
             None => {
                 let run = self.services.runs.load_run(run_id).await?;
                 Err(if run.status.is_terminal() {

@@ -1,13 +1,9 @@
-//! Delegation and handoff: the agent tools (`agent.list`, `agent.delegate`, `agent.await`,
-//! `agent.handoff`, `task.return`), the run-scoped scheduler of background tasks, delegated
-//! invocations, result injection and the markdown agents read (briefs, result capsules).
+//! Delegation and handoff, the parts that need no running agent: the arguments of the agent
+//! tools (`agent.list`, `agent.delegate`, `agent.await`, `agent.handoff`, `task.return`) and
+//! their parsing, their model-facing specs, and the markdown agents read (briefs, result
+//! capsules, hints). Executing those tools, the task scheduler and the delegated worker are the
+//! engine's (`crate::engine::delegation`, `crate::engine::scheduler`, `crate::engine::child`).
 
 pub(crate) mod args;
-pub(crate) mod child;
-pub(crate) mod handoff;
 pub(crate) mod rendering;
-pub(crate) mod results;
-pub(crate) mod scheduler;
 pub(crate) mod specs;
-pub(crate) mod targets;
-pub(crate) mod tools;

@@ -1,5 +1,5 @@
 //! Tools: specs as the model sees them, argument parsing helpers, and the shared shapes of a
-//! successful call. Dispatch (visibility, budgets, audit, events) lives in `crate::dispatch`.
+//! successful call. Dispatch (visibility, budgets, audit, events) lives in `crate::engine::dispatch`.
 
 pub(crate) mod args;
 pub(crate) mod workspace;

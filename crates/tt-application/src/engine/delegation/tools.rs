@@ -17,18 +17,18 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
 use tt_ports::{RunDocument, StorageError};
 
-use super::args::{
+use super::results::{await_view, capsule_entry, delegated_by, reader_state};
+use super::targets::{Denial, NewTask, Operation, admit, admit_caller, open_task, resolve_target};
+use crate::delegation::args::{
     AwaitMode, parse_await_args, parse_cancel_task_args, parse_delegate_args,
     parse_task_return_args,
 };
-use super::rendering::{
+use crate::delegation::rendering::{
     AgentListEntry, CapsuleEntry, render_agent_list, render_capsule, render_summary_file,
     render_task_slots,
 };
-use super::results::{await_view, capsule_entry, delegated_by, reader_state};
-use super::scheduler::{Admission, CALLER_CANCELLED_REASON, CancelledBy, transition_task};
-use super::targets::{Denial, NewTask, Operation, admit, admit_caller, open_task, resolve_target};
-use crate::context::{InvocationRuntime, RunContext};
+use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::scheduler::{Admission, CALLER_CANCELLED_REASON, CancelledBy, transition_task};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
 use crate::tools::args::Args;

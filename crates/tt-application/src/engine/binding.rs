@@ -10,7 +10,7 @@ use tt_domain::model::ProviderSession;
 use tt_domain::profile::{ModelMode, ResolvedProfile};
 use tt_ports::ModelProvider;
 
-use crate::context::RunContext;
+use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// The provider and model one invocation uses.
@@ -85,7 +85,8 @@ pub(crate) async fn resolve_model_binding(
                     (resolved.provider, payload)
                 }
             };
-            let payload = crate::model_turn::with_provider_fields(payload, provider.as_ref());
+            let payload =
+                crate::engine::model_turn::with_provider_fields(payload, provider.as_ref());
             (
                 ModelBinding {
                     provider,
@@ -102,7 +103,7 @@ pub(crate) async fn resolve_model_binding(
                     format!("profile `{}` names the model connection `{name}`, which is not configured", profile.id()),
                 )
             })?;
-            let payload = crate::model_turn::with_provider_fields(
+            let payload = crate::engine::model_turn::with_provider_fields(
                 json!({
                     "mode": "connectionRef", "connectionRef": name, "modelId": model.model_id,
                     "provider": resolved.provider.name(), "connection": resolved.description,

@@ -8,8 +8,8 @@ use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::ToolName;
 use tt_ports::{EventPage, RunDocument};
 
-use super::rendering::{CapsuleEntry, ReaderState, render_injected_results};
-use crate::context::{InvocationRuntime, RunContext};
+use crate::delegation::rendering::{CapsuleEntry, ReaderState, render_injected_results};
+use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// The result document of a task, if it returned one. An unreadable document is fatal.

@@ -12,7 +12,7 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use tt_domain::workspace::CheckpointReason;
 use tt_ports::{ChatCommitRequest, HostBridgeError, StorageError};
 
-use crate::context::{CommitRecord, InvocationRuntime, RunContext};
+use crate::engine::context::{CommitRecord, InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
 use crate::tools::workspace::parse_commit_args;
@@ -73,7 +73,7 @@ pub(crate) async fn run_commit(
     let run = ctx.run_snapshot().await;
     // A commit offered before the run was interrupted is offered again under the same id, so
     // the host can tell it already has it (docs/resume.md).
-    let file_key = crate::dispatch::call_file_key(&inv.invocation.id, round, &call.id);
+    let file_key = crate::engine::dispatch::call_file_key(&inv.invocation.id, round, &call.id);
     let commit_id = inv
         .replay
         .as_ref()

@@ -13,7 +13,7 @@ use tt_domain::ids::InvocationId;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
 use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
 
-use crate::context::RunContext;
+use crate::engine::context::RunContext;
 use crate::error::ApplicationResult;
 
 /// Flush buffered output at least this often while deltas keep coming.

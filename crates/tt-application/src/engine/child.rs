@@ -13,11 +13,11 @@ use tt_domain::run::Presentation;
 use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskStatus};
 use tt_domain::tool::ToolName;
 
-use super::rendering::render_task_brief;
 use super::scheduler::transition_task;
-use crate::context::{InvocationRuntime, RunContext, ToolSession};
+use crate::delegation::rendering::render_task_brief;
+use crate::engine::context::{InvocationRuntime, RunContext, ToolSession};
+use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::tool_loop::{LoopOutcome, run_tool_loop};
 
 /// The delegating tools a nested delegator keeps.
 const NESTED_DELEGATION_TOOLS: [ToolName; 4] = [
@@ -212,9 +212,9 @@ async fn drive(
             < max_delegation_depth(ctx).await?;
     *delegates = may_delegate;
     let profile = apply_nested_invocation_policy(&target, task.budget, may_delegate);
-    let prepared = crate::invocation_setup::prepare_invocation(
+    let prepared = crate::engine::invocation_setup::prepare_invocation(
         ctx,
-        crate::invocation_setup::InvocationSetup {
+        crate::engine::invocation_setup::InvocationSetup {
             invocation: &invocation,
             profile: &profile,
             exit_policy: ExitPolicy::TaskReturnRequired,

@@ -16,7 +16,7 @@ use tt_ports::{
     RunDocument,
 };
 
-use crate::context::RunContext;
+use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::prompt_input::{PromptMessage, PromptSnapshot};
 

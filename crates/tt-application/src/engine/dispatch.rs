@@ -25,9 +25,9 @@ use tt_domain::tool::{AgentToolCall, AgentToolResult, ToolName};
 use tt_domain::workspace::CheckpointReason;
 use tt_ports::RunDocument;
 
-use crate::commit::run_commit;
-use crate::context::{InvocationRuntime, RunContext};
-use crate::delegation::tools as delegation;
+use crate::engine::commit::run_commit;
+use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::delegation::tools as delegation;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::tools::workspace::{self, WorkspaceToolEnv, parse_finish_args};
 use crate::tools::{ToolEffect, ToolSuccess};
@@ -41,9 +41,9 @@ pub(crate) enum LoopControl {
         reason: Option<String>,
     },
     /// `task.return` recorded the delegated task's result: the loop ends after this call.
-    TaskReturned(crate::delegation::tools::TaskReturned),
+    TaskReturned(crate::engine::delegation::tools::TaskReturned),
     /// `agent.handoff` was accepted: the loop ends after this call.
-    HandoffAccepted(crate::delegation::handoff::HandoffAccepted),
+    HandoffAccepted(crate::engine::delegation::handoff::HandoffAccepted),
 }
 
 /// A dispatched call: the result the model will see, and what the loop does next.
@@ -480,7 +480,7 @@ async fn execute(
         }
         ToolName::AgentHandoff => {
             let (success, accepted) =
-                crate::delegation::handoff::agent_handoff(ctx, inv, call).await?;
+                crate::engine::delegation::handoff::agent_handoff(ctx, inv, call).await?;
             Ok(Executed {
                 success,
                 control: LoopControl::HandoffAccepted(accepted),
@@ -533,7 +533,7 @@ async fn finish(
         .cancel_unfinished_for_parent(
             ctx,
             &inv.invocation.id,
-            crate::delegation::scheduler::CALLER_FINISHED_REASON,
+            crate::engine::scheduler::CALLER_FINISHED_REASON,
         )
         .await?;
     let content = "Finish accepted. Your work on this job is complete; make no further tool calls.";

@@ -16,7 +16,7 @@ use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_domain::tool::{InvocationToolSnapshot, ToolName};
 use tt_domain::workspace::{PersistSnapshot, WorkspaceAccessPolicy};
 
-use crate::delegation::scheduler::TaskScheduler;
+use crate::engine::scheduler::TaskScheduler;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::events::EventSink;
 use crate::services::RuntimeServices;
@@ -325,7 +325,7 @@ pub(crate) struct InvocationRuntime {
     /// Fires when this invocation must stop (run cancel, or its task was cancelled).
     pub cancel: CancellationToken,
     /// The provider and model this invocation talks to.
-    pub model: crate::binding::ModelBinding,
+    pub model: crate::engine::binding::ModelBinding,
     /// The skills this invocation may use, resolved at its start.
     pub skills: Arc<crate::skills::ResolvedSkills>,
     /// Delegated results this agent has already seen (by `agent.await` or injection); kept in

@@ -11,7 +11,7 @@ use tt_domain::profile::ModelRetryPolicy;
 use tt_domain::text::{char_count, word_count};
 use tt_ports::{ModelError, RunDocument};
 
-use crate::context::{InvocationRuntime, RunContext};
+use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Calls the model for `request`, retrying per `policy`, and stores the response, inside a
@@ -75,7 +75,7 @@ async fn model_turn(
         let outcome = tokio::select! {
             biased;
             () = inv.cancel.cancelled() => Err(ModelError::Cancelled),
-            result = crate::streaming::stream_with_deltas(ctx, &inv.model.provider, &invocation_id, request.clone(), call_cancel.clone()) => result?,
+            result = crate::engine::streaming::stream_with_deltas(ctx, &inv.model.provider, &invocation_id, request.clone(), call_cancel.clone()) => result?,
         };
         call_cancel.cancel();
         let error = match outcome {

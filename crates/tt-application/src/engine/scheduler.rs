@@ -17,7 +17,7 @@ use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 
-use crate::context::RunContext;
+use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Reason recorded when the delegating agent finishes the run.

@@ -13,8 +13,8 @@ use tt_domain::run::Presentation;
 use tt_domain::tool::InvocationToolSnapshot;
 use tt_ports::{CancellationToken, RunDocument};
 
-use crate::binding::{ModelBinding, resolve_model_binding};
-use crate::context::RunContext;
+use crate::engine::binding::{ModelBinding, resolve_model_binding};
+use crate::engine::context::RunContext;
 use crate::error::ApplicationResult;
 use crate::prompt::agent_system_prompt;
 use crate::registry::build_tool_snapshot;
@@ -57,7 +57,7 @@ pub(crate) async fn prepare_invocation(
     let system_prompt = agent_system_prompt(profile, &snapshot);
     let messages = match profile.definition.preset.mode {
         PresetMode::Ref => {
-            let input = crate::prompt_assembly::AssemblyInput {
+            let input = crate::engine::prompt_assembly::AssemblyInput {
                 invocation,
                 profile,
                 task_id: Some(task_id),
@@ -65,7 +65,7 @@ pub(crate) async fn prepare_invocation(
                 task_prompt: &brief,
                 model_id: profile.definition.model.model_id.clone(),
             };
-            crate::prompt_assembly::assemble(ctx, &input, cancel).await?
+            crate::engine::prompt_assembly::assemble(ctx, &input, cancel).await?
         }
         // Chat history and prior turns are not carried over: the brief says what matters.
         PresetMode::CurrentPromptSnapshot | PresetMode::None => vec![
@@ -87,7 +87,7 @@ pub(crate) async fn prepare_invocation(
             &ctx.run_id,
             RunEventType::ContextAssembled,
             json!({
-                "request": crate::model_turn::with_provider_fields(json!({
+                "request": crate::engine::model_turn::with_provider_fields(json!({
                     "provider": model.provider.name(), "model": model.model_id,
                     "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
                 }), model.provider.as_ref()),
@@ -100,11 +100,40 @@ pub(crate) async fn prepare_invocation(
             }),
         )
         .await?;
-    let skills = crate::skills::resolve_and_record(ctx, &invocation.id, profile).await?;
+    let skills = resolve_and_record_skills(ctx, &invocation.id, profile).await?;
     Ok(PreparedInvocation {
         snapshot: Arc::new(snapshot),
         messages,
         model,
         skills,
     })
+}
+
+/// Resolves an invocation's skills, writes `input/invocations/<id>/resolved_skills.json` (the
+/// root's: `input/resolved_skills.json`) and journals `skill_scopes_resolved`.
+pub(crate) async fn resolve_and_record_skills(
+    ctx: &RunContext,
+    invocation_id: &tt_domain::ids::InvocationId,
+    profile: &tt_domain::profile::ResolvedProfile,
+) -> crate::error::ApplicationResult<Arc<crate::skills::ResolvedSkills>> {
+    let refs = ctx.run_snapshot().await.skill_scope_refs;
+    let resolved =
+        crate::skills::resolve_invocation_skills(ctx.services.skills.as_ref(), &refs, profile)
+            .await?;
+    ctx.services
+        .runs
+        .write_document(
+            &ctx.run_id,
+            &tt_ports::RunDocument::InvocationResolvedSkills(invocation_id.clone()),
+            &resolved.document(invocation_id, profile.id()),
+        )
+        .await?;
+    ctx.events
+        .info(
+            &ctx.run_id,
+            tt_domain::event::RunEventType::SkillScopesResolved,
+            resolved.event_payload(invocation_id, profile.id()),
+        )
+        .await?;
+    Ok(Arc::new(resolved))
 }

@@ -12,8 +12,8 @@ use tt_domain::tool::ToolName;
 use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
 use tt_ports::RunDocument;
 
-use crate::context::{InvocationRuntime, RunContext};
-use crate::dispatch::{LoopControl, checkpoint, dispatch_call};
+use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::dispatch::{LoopControl, checkpoint, dispatch_call};
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// How a loop ended normally.
@@ -135,7 +135,7 @@ async fn run_rounds(
                     .is_some_and(|replay| replay.round_journaled(round))
                 {
                     // Stored, but the process died before journaling it.
-                    crate::model_turn::journal_stored_response(
+                    crate::engine::model_turn::journal_stored_response(
                         ctx,
                         inv,
                         round,
@@ -158,7 +158,7 @@ async fn run_rounds(
                     tool_choice: "auto".to_owned(),
                     max_output_tokens: inv.profile.definition.model.max_output_tokens,
                 };
-                crate::model_turn::run_model_turn(ctx, inv, request, retry).await?
+                crate::engine::model_turn::run_model_turn(ctx, inv, request, retry).await?
             }
         };
         // A model answer is progress, for the idle limit of a delegated task.
@@ -204,7 +204,7 @@ async fn run_rounds(
                 .await?;
             continue;
         }
-        messages.push(crate::dispatch::bounded_for_history(
+        messages.push(crate::engine::dispatch::bounded_for_history(
             &response.message,
             inv.profile.definition.limits.max_tool_argument_bytes,
         ));
@@ -238,20 +238,22 @@ async fn run_rounds(
             if inv.cancel.is_cancelled() {
                 return Err(ApplicationError::cancelled());
             }
-            let dispatched = match crate::dispatch::stored_call(inv, round, call) {
+            let dispatched = match crate::engine::dispatch::stored_call(inv, round, call) {
                 Some(replayed) => {
-                    crate::dispatch::journal_unjournaled_result(ctx, inv, round, call, &replayed)
-                        .await?;
+                    crate::engine::dispatch::journal_unjournaled_result(
+                        ctx, inv, round, call, &replayed,
+                    )
+                    .await?;
                     replayed
                 }
                 None => {
-                    crate::dispatch::before_live_call(ctx, inv, round, call).await?;
+                    crate::engine::dispatch::before_live_call(ctx, inv, round, call).await?;
                     dispatch_call(ctx, inv, round, call).await?
                 }
             };
             if dispatched.tool == Some(ToolName::AgentAwait) && !dispatched.result.is_error {
                 inv.delivered
-                    .extend(crate::delegation::results::delivered_by_await(
+                    .extend(crate::engine::delegation::results::delivered_by_await(
                         &dispatched.result.structured,
                     ));
             }
@@ -312,7 +314,7 @@ async fn run_rounds(
                 .and_then(|replay| replay.take_injection(round));
             if let Some(tasks) = replayed
                 && let Some(text) =
-                    crate::delegation::results::replay_injection(ctx, inv, &tasks).await?
+                    crate::engine::delegation::results::replay_injection(ctx, inv, &tasks).await?
             {
                 messages.push(AgentModelMessage::text(ModelRole::User, text));
             }
@@ -323,7 +325,7 @@ async fn run_rounds(
             let injected = if next_turn_replayed {
                 None
             } else {
-                crate::delegation::results::take_injection(ctx, inv).await?
+                crate::engine::delegation::results::take_injection(ctx, inv).await?
             };
             if let Some(text) = injected {
                 messages.push(AgentModelMessage::text(ModelRole::User, text));

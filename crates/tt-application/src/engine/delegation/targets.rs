@@ -10,8 +10,8 @@ use tt_domain::profile::ResolvedProfile;
 use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::{AgentToolCall, ToolName};
 
-use super::child::check_model_configured;
-use crate::context::{InvocationRuntime, RunContext};
+use crate::engine::child::check_model_configured;
+use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 
 /// How the caller wants to use the target.

@@ -1,0 +1,24 @@
+//! The engine: the only place agents run. Run-scoped state (`context`), invocation setup for
+//! delegated and handoff agents (`invocation_setup`, `binding`, `prompt_assembly`), the tool
+//! loop (`tool_loop`), tool dispatch (`dispatch`), model turns (`model_turn`, `streaming`),
+//! chat commits (`commit`), the delegation tools that act on the run (`delegation`), the task
+//! scheduler (`scheduler`) and the delegated worker (`child`).
+//!
+//! The loop → dispatch → delegation → scheduler → worker → loop recursion stays inside this
+//! module. It may use the modules below it (tool families, skills, delegation's args, specs and
+//! rendering, the registry, events, guidance, services, error); none of them uses it back. The
+//! service facade (`run_service`, `resume`, `handoff_chain`) sits above it.
+//! docs/ARCHITECTURE.md has the module map.
+
+pub(crate) mod binding;
+pub(crate) mod child;
+pub(crate) mod commit;
+pub(crate) mod context;
+pub(crate) mod delegation;
+pub(crate) mod dispatch;
+pub(crate) mod invocation_setup;
+pub(crate) mod model_turn;
+pub(crate) mod prompt_assembly;
+pub(crate) mod scheduler;
+pub(crate) mod streaming;
+pub(crate) mod tool_loop;
