@@ -22,7 +22,8 @@ pub enum LogFormat {
 }
 
 /// Installs the global subscriber. `RUST_LOG` uses target prefixes and levels
-/// (`tt=debug`, `tt_application::dispatch=trace,warn`); unset, only warnings and errors show.
+/// (`tt=debug`, `tt_application::engine::dispatch=trace,warn`); unset, only warnings and
+/// errors show.
 /// Each span also logs a line when it closes, with its duration.
 pub fn init(format: LogFormat, file: Option<&Path>) -> anyhow::Result<()> {
     let filter = match std::env::var("RUST_LOG") {
