@@ -9,10 +9,10 @@ use tt_domain::model::AgentModelMessage;
 use tt_domain::task::{TaskContinuation, TaskStatus};
 
 use crate::delegation::rendering::render_handoff_brief;
-use crate::engine::child::check_model_configured;
 use crate::engine::context::{InvocationRuntime, RunContext, ToolSession};
 use crate::engine::scheduler::transition_task;
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::profiles::check_model_configured;
 
 /// Moves a task to `status` (first terminal write wins) and journals the change.
 pub(crate) async fn settle_task(

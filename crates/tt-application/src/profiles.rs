@@ -1,9 +1,11 @@
 //! Profile resolution: the built-in `default-writer` when none is named (or when it has no
-//! stored override), otherwise the stored definition, validated.
+//! stored override), otherwise the stored definition, validated; and the check that a profile
+//! can run at all (its model is configured).
 
 use tt_domain::ids::ProfileId;
 use tt_domain::profile::{
-    DEFAULT_PROFILE_ID, ProfileSource, ResolvedProfile, default_writer_definition, resolve_profile,
+    DEFAULT_PROFILE_ID, ModelMode, ProfileSource, ResolvedProfile, default_writer_definition,
+    resolve_profile,
 };
 use tt_ports::ProfileRepository;
 
@@ -38,5 +40,19 @@ pub(crate) async fn resolve(
             "agent.profile_not_found",
             format!("no profile named `{id}` exists"),
         )),
+    }
+}
+
+/// Fails fast when a profile cannot run because its model is not configured.
+pub(crate) fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()> {
+    match profile.definition.model.mode {
+        ModelMode::RequiresConfiguration => Err(ApplicationError::fatal(
+            "agent.profile_model_requires_configuration",
+            format!(
+                "profile `{}` needs a model to be configured before it can run",
+                profile.id()
+            ),
+        )),
+        ModelMode::CurrentPromptSnapshot | ModelMode::ConnectionRef => Ok(()),
     }
 }

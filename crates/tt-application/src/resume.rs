@@ -398,14 +398,17 @@ pub(crate) async fn child_profile(
         Some(task.target_profile_id.as_str()),
     )
     .await?;
-    crate::engine::child::check_model_configured(&target)?;
+    crate::profiles::check_model_configured(&target)?;
     let policy = &target.definition.delegation;
     let may_delegate = policy.can_delegate
         && policy.allow_nested_delegation
         && crate::engine::child::invocation_depth(ctx, &task.child_invocation_id).await?
             < crate::engine::child::max_delegation_depth(ctx).await?;
-    let profile =
-        crate::engine::child::apply_nested_invocation_policy(&target, task.budget, may_delegate);
+    let profile = crate::delegation::policy::apply_nested_invocation_policy(
+        &target,
+        task.budget,
+        may_delegate,
+    );
     let snapshot = crate::registry::build_tool_snapshot(
         &profile,
         &task.child_invocation_id,

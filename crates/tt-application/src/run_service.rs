@@ -154,7 +154,7 @@ impl AgentRunService {
                 ),
             ));
         }
-        crate::engine::child::check_model_configured(&profile)?;
+        crate::profiles::check_model_configured(&profile)?;
         if let Some(name) = &request.connection_ref
             && self.services.connections.resolve(name).await?.is_none()
         {
@@ -327,7 +327,7 @@ impl AgentRunService {
                 .map(tt_domain::ids::ProfileId::as_str),
         )
         .await?;
-        crate::engine::child::check_model_configured(&profile)?;
+        crate::profiles::check_model_configured(&profile)?;
         if handoff.is_none() && profile.definition.preset.mode == PresetMode::Ref {
             return Err(resume::not_resumable(
                 &run,

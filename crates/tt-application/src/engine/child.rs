@@ -8,67 +8,15 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tt_domain::event::RunEventType;
 use tt_domain::invocation::{ExitPolicy, InvocationStatus};
-use tt_domain::profile::{ModelMode, ResolvedProfile};
 use tt_domain::run::Presentation;
-use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskStatus};
-use tt_domain::tool::ToolName;
+use tt_domain::task::{AgentTaskRecord, TaskStatus};
 
 use super::scheduler::transition_task;
+use crate::delegation::policy::apply_nested_invocation_policy;
 use crate::delegation::rendering::render_task_brief;
 use crate::engine::context::{InvocationRuntime, RunContext, ToolSession};
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
-
-/// The delegating tools a nested delegator keeps.
-const NESTED_DELEGATION_TOOLS: [ToolName; 4] = [
-    ToolName::AgentList,
-    ToolName::AgentDelegate,
-    ToolName::AgentAwait,
-    ToolName::AgentCancelTask,
-];
-
-/// The target profile as a delegated agent runs it: background presentation, no parent-only
-/// tools (commit, finish, handoff and the agent tools), and the task's downward budget; with
-/// `may_delegate` (the profile allows nested delegation and the run's depth has room) the
-/// agent keeps its delegation tools.
-pub(crate) fn apply_nested_invocation_policy(
-    profile: &ResolvedProfile,
-    budget: Option<AgentTaskBudget>,
-    may_delegate: bool,
-) -> ResolvedProfile {
-    let mut profile = profile.clone();
-    let definition = &mut profile.definition;
-    definition.run.presentation = Presentation::Background;
-    definition.tools.allow.retain(|name| {
-        ToolName::from_canonical(name).is_none_or(|tool| {
-            !ToolName::PARENT_ONLY.contains(&tool)
-                || (may_delegate && NESTED_DELEGATION_TOOLS.contains(&tool))
-        })
-    });
-    if let Some(budget) = budget {
-        if let Some(rounds) = budget.max_rounds {
-            definition.tools.max_rounds = rounds.min(definition.tools.max_rounds);
-        }
-        if let Some(calls) = budget.max_tool_calls {
-            definition.tools.max_calls_per_run = calls.min(definition.tools.max_calls_per_run);
-        }
-    }
-    profile
-}
-
-/// Fails fast when a profile cannot run because its model is not configured.
-pub(crate) fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()> {
-    match profile.definition.model.mode {
-        ModelMode::RequiresConfiguration => Err(ApplicationError::fatal(
-            "agent.profile_model_requires_configuration",
-            format!(
-                "profile `{}` needs a model to be configured before it can run",
-                profile.id()
-            ),
-        )),
-        ModelMode::CurrentPromptSnapshot | ModelMode::ConnectionRef => Ok(()),
-    }
-}
 
 /// Runs one delegated task to a terminal state. Cancellation is recorded by whoever cancelled
 /// (the scheduler), so a cancelled worker returns without writing anything more.
@@ -204,7 +152,7 @@ async fn drive(
         Some(task.target_profile_id.as_str()),
     )
     .await?;
-    check_model_configured(&target)?;
+    crate::profiles::check_model_configured(&target)?;
     let policy = &target.definition.delegation;
     let may_delegate = policy.can_delegate
         && policy.allow_nested_delegation

@@ -9,8 +9,9 @@ use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::TaskContinuation;
 use tt_domain::tool::{AgentToolCall, ToolName};
 
-use super::targets::{NewTask, Operation, admit, admit_caller, open_task, resolve_target};
+use super::targets::{NewTask, open_task, resolve_target};
 use crate::delegation::args::{PENDING_TASK_POLICY_DENY_IF_PENDING, parse_handoff_args};
+use crate::delegation::policy::{Operation, admit, admit_caller};
 use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::error::{ToolCallError, ToolError};
 use crate::tools::ToolSuccess;

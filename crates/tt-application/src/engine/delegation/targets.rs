@@ -1,5 +1,6 @@
-//! What `agent.delegate` and `agent.handoff` share: resolving the target agent, checking that it
-//! accepts the caller, and opening the task record with the target's invocation.
+//! What `agent.delegate` and `agent.handoff` share: resolving the target agent and opening the
+//! task record with the target's invocation. Whether the target accepts the caller is
+//! `crate::delegation::policy`.
 
 use serde_json::Value;
 use tt_domain::event::EventLevel;
@@ -10,16 +11,9 @@ use tt_domain::profile::ResolvedProfile;
 use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::{AgentToolCall, ToolName};
 
-use crate::engine::child::check_model_configured;
+use crate::delegation::policy::Operation;
 use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
-
-/// How the caller wants to use the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Operation {
-    Delegate,
-    Handoff,
-}
 
 /// Parses `agentId` and resolves the target profile; an unusable id or an unknown agent is
 /// recoverable, any other resolution failure is fatal.
@@ -53,82 +47,6 @@ pub(crate) async fn resolve_target(
             .into())
         }
         Err(other) => Err(other.into()),
-    }
-}
-
-/// Why the delegation policy refuses an operation: one variant per reason the contract names.
-/// The tools turn it into their error (`agent.delegation_policy_denied`,
-/// `agent.handoff_policy_denied`) with [`Denial::code`] as the message's prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Denial {
-    /// The caller's profile may not delegate (`delegation.canDelegate`).
-    CallerCannotDelegate,
-    /// The caller's profile may not hand off (`delegation.canHandoff`).
-    CallerCannotHandoff,
-    /// The target is not callable by other agents at all.
-    TargetNotCallable,
-    /// The target does not take delegated tasks.
-    TargetNotSubagent,
-    /// The target does not take handoffs.
-    TargetNotHandoff,
-    /// The target's allow-list of callers leaves the caller out.
-    CallerNotAllowed,
-    /// The target has no model configured.
-    TargetModelUnconfigured,
-}
-
-impl Denial {
-    /// The contract's code for this reason.
-    pub(crate) fn code(self) -> &'static str {
-        match self {
-            Denial::CallerCannotDelegate => "agent.profile_cannot_delegate",
-            Denial::CallerCannotHandoff => "agent.profile_cannot_handoff",
-            Denial::TargetNotCallable => "agent.target_not_callable",
-            Denial::TargetNotSubagent => "agent.target_not_subagent",
-            Denial::TargetNotHandoff => "agent.target_not_handoff",
-            Denial::CallerNotAllowed => "agent.target_caller_denied",
-            Denial::TargetModelUnconfigured => "agent.profile_model_requires_configuration",
-        }
-    }
-}
-
-/// The caller's side of the policy: may this agent delegate, or hand off, at all?
-pub(crate) fn admit_caller(caller: &ResolvedProfile, operation: Operation) -> Result<(), Denial> {
-    let policy = &caller.definition.delegation;
-    match operation {
-        Operation::Delegate if !policy.can_delegate => Err(Denial::CallerCannotDelegate),
-        Operation::Handoff if !policy.can_handoff => Err(Denial::CallerCannotHandoff),
-        _ => Ok(()),
-    }
-}
-
-/// The delegation policy, in one place: may `caller` delegate to (or hand off to) `target`?
-/// The caller's side first, then the target's, in the order the contract checks them.
-/// `agent.list` shows exactly the targets and operations this admits.
-pub(crate) fn admit(
-    caller: &ResolvedProfile,
-    target: &ResolvedProfile,
-    operation: Operation,
-) -> Result<(), Denial> {
-    admit_caller(caller, operation)?;
-    let policy = &target.definition.delegation;
-    let accepts = match operation {
-        Operation::Delegate => policy.allow_as_subagent,
-        Operation::Handoff => policy.allow_as_handoff_target,
-    };
-    if !policy.callable {
-        Err(Denial::TargetNotCallable)
-    } else if !accepts {
-        Err(match operation {
-            Operation::Delegate => Denial::TargetNotSubagent,
-            Operation::Handoff => Denial::TargetNotHandoff,
-        })
-    } else if !policy.allows_caller(caller.id()) {
-        Err(Denial::CallerNotAllowed)
-    } else if check_model_configured(target).is_err() {
-        Err(Denial::TargetModelUnconfigured)
-    } else {
-        Ok(())
     }
 }
 
@@ -234,109 +152,4 @@ pub(crate) async fn open_task(
         )
         .await?;
     Ok(task)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tt_domain::profile::{
-        AgentProfileDefinition, ModelMode, ProfileSource, default_writer_definition,
-        resolve_profile,
-    };
-
-    fn profile(id: &str, edit: impl FnOnce(&mut AgentProfileDefinition)) -> ResolvedProfile {
-        let mut definition = default_writer_definition();
-        definition.id = ProfileId::parse(id).unwrap();
-        edit(&mut definition);
-        ResolvedProfile {
-            definition,
-            ..resolve_profile(default_writer_definition(), ProfileSource::built_in()).unwrap()
-        }
-    }
-
-    #[test]
-    fn admit_names_the_first_rule_that_refuses() {
-        let lead = profile("lead", |d| {
-            d.delegation.can_delegate = true;
-            d.delegation.can_handoff = true;
-        });
-        let open = profile("helper", |d| {
-            d.delegation.callable = true;
-            d.delegation.allow_as_subagent = true;
-            d.delegation.allow_as_handoff_target = true;
-            d.delegation.allowed_callers = vec!["*".to_owned()];
-        });
-        assert_eq!(admit(&lead, &open, Operation::Delegate), Ok(()));
-        assert_eq!(admit(&lead, &open, Operation::Handoff), Ok(()));
-
-        let quiet = profile("quiet", |d| {
-            d.delegation.can_delegate = false;
-            d.delegation.can_handoff = false;
-        });
-        let cases = [
-            (
-                admit(&quiet, &open, Operation::Delegate),
-                Denial::CallerCannotDelegate,
-            ),
-            (
-                admit(&quiet, &open, Operation::Handoff),
-                Denial::CallerCannotHandoff,
-            ),
-            (
-                admit(
-                    &lead,
-                    &profile("h", |d| d.delegation.callable = false),
-                    Operation::Delegate,
-                ),
-                Denial::TargetNotCallable,
-            ),
-            (
-                admit(
-                    &lead,
-                    &profile("h", |d| {
-                        d.delegation = open.definition.delegation.clone();
-                        d.delegation.allow_as_subagent = false;
-                    }),
-                    Operation::Delegate,
-                ),
-                Denial::TargetNotSubagent,
-            ),
-            (
-                admit(
-                    &lead,
-                    &profile("h", |d| {
-                        d.delegation = open.definition.delegation.clone();
-                        d.delegation.allow_as_handoff_target = false;
-                    }),
-                    Operation::Handoff,
-                ),
-                Denial::TargetNotHandoff,
-            ),
-            (
-                admit(
-                    &lead,
-                    &profile("h", |d| {
-                        d.delegation = open.definition.delegation.clone();
-                        d.delegation.allowed_callers = vec!["someone-else".to_owned()];
-                    }),
-                    Operation::Delegate,
-                ),
-                Denial::CallerNotAllowed,
-            ),
-            (
-                admit(
-                    &lead,
-                    &profile("h", |d| {
-                        d.delegation = open.definition.delegation.clone();
-                        d.model.mode = ModelMode::RequiresConfiguration;
-                    }),
-                    Operation::Delegate,
-                ),
-                Denial::TargetModelUnconfigured,
-            ),
-        ];
-        for (got, want) in cases {
-            assert_eq!(got, Err(want), "{}", want.code());
-        }
-    }
 }

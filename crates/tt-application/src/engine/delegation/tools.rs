@@ -18,11 +18,12 @@ use tt_domain::workspace::{WorkspacePath, WriteGuard};
 use tt_ports::{RunDocument, StorageError};
 
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
-use super::targets::{Denial, NewTask, Operation, admit, admit_caller, open_task, resolve_target};
+use super::targets::{NewTask, open_task, resolve_target};
 use crate::delegation::args::{
     AwaitMode, parse_await_args, parse_cancel_task_args, parse_delegate_args,
     parse_task_return_args,
 };
+use crate::delegation::policy::{Denial, Operation, admit, admit_caller};
 use crate::delegation::rendering::{
     AgentListEntry, CapsuleEntry, render_agent_list, render_capsule, render_summary_file,
     render_task_slots,
