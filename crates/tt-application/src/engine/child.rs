@@ -3,10 +3,10 @@
 //! contains every failure inside the task so the delegating agent's run goes on.
 
 use crate::error::BestEffort;
-use serde_json::json;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use tt_domain::event::RunEventType;
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::invocation::{ExitPolicy, InvocationStatus};
 use tt_domain::run::Presentation;
 use tt_domain::task::{AgentTaskRecord, TaskStatus};
@@ -237,12 +237,14 @@ pub(super) async fn fail_task(
         ctx.set_invocation_status(&mut invocation, InvocationStatus::Failed)
             .await?;
     }
+    let failed = payload::AgentChildInvocationFailed {
+        task_id: task.id.clone(),
+        child_invocation_id: task.child_invocation_id.clone(),
+        parent_invocation_id: task.parent_invocation_id.clone(),
+        message,
+    };
     ctx.events
-        .warn(
-            &ctx.run_id,
-            RunEventType::AgentChildInvocationFailed,
-            json!({"taskId": task.id, "childInvocationId": task.child_invocation_id, "parentInvocationId": task.parent_invocation_id, "message": message}),
-        )
+        .record(&ctx.run_id, EventLevel::Warn, &failed)
         .await?;
     ctx.scheduler.notify();
     Ok(())

@@ -2,13 +2,13 @@
 //! and of one invocation's tool loop (profile, frozen tool snapshot, read-state, call budgets).
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex as StdMutex, Weak};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
-use tt_domain::event::RunEventType;
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::ids::RunId;
 use tt_domain::invocation::{AgentInvocation, InvocationStatus};
 use tt_domain::profile::ResolvedProfile;
@@ -221,10 +221,10 @@ impl RunContext {
         }
         *run = next;
         self.events
-            .info(
+            .record(
                 &self.run_id,
-                RunEventType::StatusChanged,
-                json!({ "status": status.as_str() }),
+                EventLevel::Info,
+                &payload::StatusChanged { status },
             )
             .await?;
         Ok(true)
@@ -268,36 +268,53 @@ impl RunContext {
             .invocations
             .save_invocation(invocation)
             .await?;
-        let event_type = match status {
-            InvocationStatus::Running => RunEventType::AgentInvocationStarted,
-            InvocationStatus::Completed => RunEventType::AgentInvocationCompleted,
-            InvocationStatus::Failed => RunEventType::AgentInvocationFailed,
-            InvocationStatus::Cancelled => RunEventType::AgentInvocationCancelled,
-            InvocationStatus::Transferred => RunEventType::AgentInvocationTransferred,
-            InvocationStatus::Created => RunEventType::AgentInvocationCreated,
-            InvocationStatus::Interrupted => RunEventType::AgentInvocationInterrupted,
-        };
         let level = match status {
-            InvocationStatus::Failed | InvocationStatus::Cancelled => {
-                tt_domain::event::EventLevel::Warn
-            }
-            _ => tt_domain::event::EventLevel::Info,
+            InvocationStatus::Failed | InvocationStatus::Cancelled => EventLevel::Warn,
+            _ => EventLevel::Info,
         };
-        self.events
-            .emit(
-                &self.run_id,
-                level,
-                event_type,
-                json!({
-                    "invocationId": invocation.id,
-                    "parentInvocationId": invocation.parent_invocation_id,
-                    "profileId": invocation.profile_id,
-                    "kind": invocation.kind.as_str(),
-                    "status": invocation.status.as_str(),
-                    "exitPolicy": invocation.exit_policy.as_str(),
-                }),
-            )
-            .await?;
+        macro_rules! record {
+            ($payload:ident) => {
+                self.events
+                    .record(
+                        &self.run_id,
+                        level,
+                        &payload::$payload {
+                            invocation_id: invocation.id.clone(),
+                            parent_invocation_id: invocation.parent_invocation_id.clone(),
+                            profile_id: invocation.profile_id.clone(),
+                            kind: invocation.kind,
+                            status: invocation.status,
+                            exit_policy: invocation.exit_policy,
+                        },
+                    )
+                    .await?
+            };
+        }
+        match status {
+            InvocationStatus::Running => record!(AgentInvocationStarted),
+            InvocationStatus::Completed => record!(AgentInvocationCompleted),
+            InvocationStatus::Failed => record!(AgentInvocationFailed),
+            InvocationStatus::Cancelled => record!(AgentInvocationCancelled),
+            InvocationStatus::Transferred => record!(AgentInvocationTransferred),
+            InvocationStatus::Interrupted => record!(AgentInvocationInterrupted),
+            InvocationStatus::Created => {
+                self.events
+                    .record(
+                        &self.run_id,
+                        level,
+                        &payload::AgentInvocationCreated {
+                            invocation_id: invocation.id.clone(),
+                            parent_invocation_id: invocation.parent_invocation_id.clone(),
+                            profile_id: invocation.profile_id.clone(),
+                            kind: invocation.kind,
+                            status: invocation.status,
+                            exit_policy: invocation.exit_policy,
+                            task_id: None,
+                        },
+                    )
+                    .await?
+            }
+        };
         Ok(true)
     }
 }

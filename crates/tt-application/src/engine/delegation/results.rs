@@ -259,12 +259,13 @@ pub(crate) async fn take_injection(
         entries.push(capsule_entry(ctx, task).await?);
     }
     let task_ids: Vec<TaskId> = fresh.into_iter().map(|task| task.id).collect();
+    let injected = tt_domain::event_payload::AgentResultsInjected {
+        invocation_id: inv.invocation.id.clone(),
+        task_count: task_ids.len() as u64,
+        task_ids: task_ids.clone(),
+    };
     ctx.events
-        .info(
-            &ctx.run_id,
-            tt_domain::event::RunEventType::AgentResultsInjected,
-            json!({"invocationId": inv.invocation.id, "taskIds": task_ids, "taskCount": task_ids.len()}),
-        )
+        .record(&ctx.run_id, tt_domain::event::EventLevel::Info, &injected)
         .await?;
     inv.delivered.extend(task_ids);
     Ok(Some(render_injected_results(

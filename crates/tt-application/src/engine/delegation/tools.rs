@@ -3,7 +3,8 @@
 
 use serde_json::json;
 use std::time::Duration;
-use tt_domain::event::RunEventType;
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::ids::{ProfileId, TaskId};
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::profile::DEFAULT_PROFILE_ID;
@@ -308,16 +309,15 @@ pub(crate) async fn agent_delegate(
         budget,
     };
     let task = open_task(ctx, inv, call, new).await?;
+    let started = payload::AgentDelegateStarted {
+        task_id: task.id.clone(),
+        parent_invocation_id: task.parent_invocation_id.clone(),
+        child_invocation_id: task.child_invocation_id.clone(),
+        target_profile_id: agent_id.clone(),
+        workspace_key: task.workspace_key.clone(),
+    };
     ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::AgentDelegateStarted,
-            json!({
-                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
-                "childInvocationId": task.child_invocation_id, "targetProfileId": agent_id,
-                "workspaceKey": task.workspace_key,
-            }),
-        )
+        .record(&ctx.run_id, EventLevel::Info, &started)
         .await?;
     let task_id = task.id.clone();
     let queued_task = task.clone();
@@ -328,16 +328,18 @@ pub(crate) async fn agent_delegate(
         Admission::Started => started_answer(agent_id.as_str(), &task_id),
         Admission::Queued { position } => {
             // The §1 payload plus where it waits, so a host sees the queue.
+            let queued = payload::AgentTaskQueued {
+                task_id: queued_task.id,
+                parent_invocation_id: queued_task.parent_invocation_id,
+                child_invocation_id: queued_task.child_invocation_id,
+                target_profile_id: queued_task.target_profile_id,
+                status: TaskStatus::Queued,
+                result_ref: None,
+                error: None,
+                queue_position: Some(position as u64),
+            };
             ctx.events
-                .info(
-                    &ctx.run_id,
-                    RunEventType::AgentTaskQueued,
-                    json!({
-                        "taskId": queued_task.id, "parentInvocationId": queued_task.parent_invocation_id,
-                        "childInvocationId": queued_task.child_invocation_id, "targetProfileId": queued_task.target_profile_id,
-                        "status": "queued", "resultRef": null, "error": null, "queuePosition": position,
-                    }),
-                )
+                .record(&ctx.run_id, EventLevel::Info, &queued)
                 .await?;
             (
                 format!(
@@ -411,12 +413,14 @@ pub(crate) async fn agent_await(
             ToolError::new("agent.no_child_tasks", "No delegated tasks are selected.").into(),
         );
     }
+    let started = payload::AgentAwaitStarted {
+        parent_invocation_id: inv.invocation.id.clone(),
+        mode: args.mode.as_str().to_owned(),
+        task_ids: selected.clone(),
+        timeout_ms: args.timeout_ms,
+    };
     ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::AgentAwaitStarted,
-            json!({"parentInvocationId": inv.invocation.id, "mode": args.mode.as_str(), "taskIds": selected, "timeoutMs": args.timeout_ms}),
-        )
+        .record(&ctx.run_id, EventLevel::Info, &started)
         .await?;
     let mut changes = ctx.scheduler.subscribe();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(args.timeout_ms);
@@ -516,24 +520,24 @@ pub(crate) async fn agent_await(
     }
     let content = render_capsule(&entries, timed_out, &reader_state(ctx, inv));
     // Which finished results this wait delivered, so a host can check each arrives once.
-    let delivered: Vec<&TaskId> = tasks
+    let delivered: Vec<TaskId> = tasks
         .iter()
         .filter(|task| task.status.is_terminal() && !inv.delivered.contains(&task.id))
-        .map(|task| &task.id)
+        .map(|task| task.id.clone())
         .collect();
-    let completed = json!({
-        "parentInvocationId": inv.invocation.id, "mode": args.mode.as_str(), "timedOut": timed_out,
-        "taskCount": tasks.len(), "deliveredTaskIds": delivered,
-    });
-    if timed_out {
-        ctx.events
-            .warn(&ctx.run_id, RunEventType::AgentAwaitCompleted, completed)
-            .await?;
+    let completed = payload::AgentAwaitCompleted {
+        parent_invocation_id: inv.invocation.id.clone(),
+        mode: args.mode.as_str().to_owned(),
+        timed_out,
+        task_count: tasks.len() as u64,
+        delivered_task_ids: delivered,
+    };
+    let level = if timed_out {
+        EventLevel::Warn
     } else {
-        ctx.events
-            .info(&ctx.run_id, RunEventType::AgentAwaitCompleted, completed)
-            .await?;
-    }
+        EventLevel::Info
+    };
+    ctx.events.record(&ctx.run_id, level, &completed).await?;
     Ok(ToolSuccess::new(
         content,
         json!({"mode": args.mode.as_str(), "timedOut": timed_out, "tasks": views}),
@@ -755,15 +759,16 @@ pub(crate) async fn task_return(
     if !outcome.changed {
         return Err(already_finished());
     }
+    let returned = payload::TaskReturnCompleted {
+        task_id: task.id.clone(),
+        parent_invocation_id: task.parent_invocation_id.clone(),
+        child_invocation_id: inv.invocation.id.clone(),
+        status: final_status,
+        result_ref: result_ref.clone(),
+        summary_ref: summary_ref.clone(),
+    };
     ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::TaskReturnCompleted,
-            json!({
-                "taskId": task.id, "parentInvocationId": task.parent_invocation_id, "childInvocationId": inv.invocation.id,
-                "status": status_text, "resultRef": result_ref, "summaryRef": summary_ref,
-            }),
-        )
+        .record(&ctx.run_id, EventLevel::Info, &returned)
         .await?;
     ctx.scheduler.notify();
     let content = format!(
