@@ -2,8 +2,9 @@
 //! the host is asked to bind the new state to the chat message the run committed last, so the
 //! next run of the conversation can find the state from that message.
 
-use serde_json::{Value, json};
-use tt_domain::event::RunEventType;
+use serde_json::Value;
+use tt_domain::event::{EventLevel, RunEventType};
+use tt_domain::event_payload as payload;
 use tt_domain::workspace::PersistentChangeSet;
 use tt_ports::{HostBridgeError, PersistentStateMetadataUpdate};
 
@@ -46,9 +47,11 @@ pub(crate) async fn bind_state_to_last_commit(
         change_count: changes.len() as u64,
         changes: Value::Array(changes.to_vec()),
     };
-    let summary = json!({
-        "updateId": request.update_id, "messageId": request.message_id, "stateId": request.state_id,
-    });
+    let summary = payload::PersistentStateMetadataUpdated {
+        update_id: request.update_id.clone(),
+        message_id: request.message_id.clone(),
+        state_id: request.state_id.clone(),
+    };
     let outcome = match ctx
         .services
         .commit_bridge
@@ -74,25 +77,21 @@ pub(crate) async fn bind_state_to_last_commit(
     match outcome {
         Ok(()) => {
             ctx.events
-                .info(
-                    &ctx.run_id,
-                    RunEventType::PersistentStateMetadataUpdated,
-                    summary,
-                )
+                .record(&ctx.run_id, EventLevel::Info, &summary)
                 .await?;
             Ok(())
         }
         Err(HostBridgeError::Cancelled) => Err(ApplicationError::cancelled()),
         Err(error) => {
             let message = error.to_string();
-            let mut payload = summary;
-            payload["message"] = json!(message);
+            let failed = payload::PersistentStateMetadataUpdateFailed {
+                update_id: summary.update_id,
+                message_id: summary.message_id,
+                state_id: summary.state_id,
+                message: message.clone(),
+            };
             ctx.events
-                .warn(
-                    &ctx.run_id,
-                    RunEventType::PersistentStateMetadataUpdateFailed,
-                    payload,
-                )
+                .record(&ctx.run_id, EventLevel::Warn, &failed)
                 .await?;
             Err(ApplicationError::fatal(
                 "agent.persistent_state_metadata_update_failed",

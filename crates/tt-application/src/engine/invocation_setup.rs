@@ -129,10 +129,10 @@ pub(crate) async fn resolve_and_record_skills(
         )
         .await?;
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            tt_domain::event::RunEventType::SkillScopesResolved,
-            resolved.event_payload(invocation_id, profile.id()),
+            tt_domain::event::EventLevel::Info,
+            &resolved.event_payload(invocation_id, profile.id()),
         )
         .await?;
     Ok(Arc::new(resolved))

@@ -82,7 +82,7 @@ impl ResolvedSkills {
         &self,
         invocation_id: &InvocationId,
         profile_id: &ProfileId,
-    ) -> Value {
+    ) -> tt_domain::event_payload::SkillScopesResolved {
         let skills: Vec<Value> = self
             .skills
             .iter()
@@ -101,13 +101,13 @@ impl ResolvedSkills {
                 entry
             })
             .collect();
-        json!({
-            "invocationId": invocation_id,
-            "profileId": profile_id,
-            "scopes": self.scopes,
-            "refs": self.refs,
-            "effectiveSkills": skills,
-        })
+        tt_domain::event_payload::SkillScopesResolved {
+            invocation_id: invocation_id.clone(),
+            profile_id: profile_id.clone(),
+            scopes: json!(self.scopes),
+            refs: json!(self.refs),
+            effective_skills: Value::Array(skills),
+        }
     }
 }
 
