@@ -2,11 +2,13 @@
 //! model answers in plain text, and the loop's exit rules (reference §4 "Loop exit mechanics",
 //! §9 "Drift recovery").
 
-use serde_json::json;
 use tracing::Instrument;
-use tt_domain::event::{EventLevel, RunEventType};
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
 use tt_domain::run::AgentRunStatus;
+use tt_domain::task::TaskStatus;
+use tt_domain::task_result::TaskResultStatus;
 use tt_domain::text::{char_count, sha256_hex, word_count};
 use tt_domain::tool::ToolName;
 use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
@@ -191,16 +193,18 @@ async fn run_rounds(
             if replaying {
                 continue;
             }
+            let attempted = payload::DriftRecoveryAttempted {
+                attempt: drift_attempts,
+                max_attempts: max_rounds.saturating_sub(1),
+                max_rounds,
+                limit_reason: "max_rounds".to_owned(),
+                round,
+                invocation_id: inv.invocation.id.clone(),
+                committed_count: ctx.commit_count() as u64,
+                reason_code: "model.tool_call_required".to_owned(),
+            };
             ctx.events
-                .warn(
-                    &ctx.run_id,
-                    RunEventType::DriftRecoveryAttempted,
-                    json!({
-                        "attempt": drift_attempts, "maxAttempts": max_rounds.saturating_sub(1), "maxRounds": max_rounds,
-                        "limitReason": "max_rounds", "round": round, "invocationId": inv.invocation.id,
-                        "committedCount": ctx.commit_count(), "reasonCode": "model.tool_call_required",
-                    }),
-                )
+                .record(&ctx.run_id, EventLevel::Warn, &attempted)
                 .await?;
             continue;
         }
@@ -222,16 +226,20 @@ async fn run_rounds(
                         ending_tool.model_alias()
                     ),
                 );
+                let failed = payload::ToolCallFailed {
+                    round,
+                    invocation_id: inv.invocation.id.clone(),
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    is_error: true,
+                    error_code: err.code().to_owned(),
+                    message: err.to_string(),
+                    elapsed_ms: None,
+                    resource_refs: None,
+                    fatal: Some(true),
+                };
                 ctx.events
-                    .emit(
-                        &ctx.run_id,
-                        EventLevel::Error,
-                        RunEventType::ToolCallFailed,
-                        json!({
-                            "round": round, "invocationId": inv.invocation.id, "callId": call.id, "name": call.name,
-                            "isError": true, "errorCode": err.code(), "message": err.to_string(), "fatal": true,
-                        }),
-                    )
+                    .record(&ctx.run_id, EventLevel::Error, &failed)
                     .await?;
                 return Err(err);
             }
@@ -267,16 +275,18 @@ async fn run_rounds(
                     ));
                 }
                 LoopControl::TaskReturned(returned) => {
+                    let recorded = payload::TaskReturnRecorded {
+                        invocation_id: inv.invocation.id.clone(),
+                        status: match returned.status {
+                            TaskResultStatus::Completed => TaskStatus::Completed,
+                            TaskResultStatus::Failed => TaskStatus::Failed,
+                        },
+                        result_ref: returned.result_ref.clone(),
+                        summary_chars: returned.summary_chars as u64,
+                        summary_words: returned.summary_words as u64,
+                    };
                     ctx.events
-                        .info(
-                            &ctx.run_id,
-                            RunEventType::TaskReturnRecorded,
-                            json!({
-                                "invocationId": inv.invocation.id, "status": returned.status,
-                                "resultRef": returned.result_ref, "summaryChars": returned.summary_chars,
-                                "summaryWords": returned.summary_words,
-                            }),
-                        )
+                        .record(&ctx.run_id, EventLevel::Info, &recorded)
                         .await?;
                     ended = Some((
                         ToolName::TaskReturn,
@@ -332,12 +342,13 @@ async fn run_rounds(
             }
         }
         if let Some((_, outcome)) = ended {
+            let finished = payload::AgentLoopFinished {
+                invocation_id: inv.invocation.id.clone(),
+                commit_count: ctx.commit_count() as u64,
+                round,
+            };
             ctx.events
-                .info(
-                    &ctx.run_id,
-                    RunEventType::AgentLoopFinished,
-                    json!({"invocationId": inv.invocation.id, "commitCount": ctx.commit_count(), "round": round}),
-                )
+                .record(&ctx.run_id, EventLevel::Info, &finished)
                 .await?;
             return Ok(outcome);
         }
@@ -395,16 +406,18 @@ async fn capture_direct_output(
         round,
     }
     .relative_path();
+    let captured = payload::DirectOutputCaptured {
+        invocation_id: inv.invocation.id.clone(),
+        round,
+        path: path.to_string(),
+        chars: char_count(text) as u64,
+        words: word_count(text) as u64,
+        sha256: sha256_hex(text.as_bytes()),
+        model_response_path,
+    };
     let event = ctx
         .events
-        .info(
-            &ctx.run_id,
-            RunEventType::DirectOutputCaptured,
-            json!({
-                "invocationId": inv.invocation.id, "round": round, "path": path, "chars": char_count(text),
-                "words": word_count(text), "sha256": sha256_hex(text.as_bytes()), "modelResponsePath": model_response_path,
-            }),
-        )
+        .record(&ctx.run_id, EventLevel::Info, &captured)
         .await?;
     checkpoint(
         ctx,
