@@ -990,6 +990,7 @@ fn resume_refuses_runs_it_cannot_continue_and_changes_nothing() {
 }
 
 const SOAK_MODE_VAR: &str = "TT_RESUME_SOAK_MODE";
+const SOAK_PROFILE_VAR: &str = "TT_RESUME_SOAK_PROFILE";
 const SOAK_RUN: &str = "TT_RESUME_SOAK_RUN";
 
 /// A host that publishes each commit once: the published messages, one JSON line each, in
@@ -1049,7 +1050,13 @@ fn soak_process() {
             }
             None => {
                 install(&runtime).await;
-                runtime.start_run(request()).await.unwrap().id.to_string()
+                let profile = std::env::var(SOAK_PROFILE_VAR).unwrap();
+                runtime
+                    .start_run(request_for(&profile))
+                    .await
+                    .unwrap()
+                    .id
+                    .to_string()
             }
         };
         println!("{SOAK_RUN} {run_id}");
@@ -1094,11 +1101,13 @@ fn journal_bytes(dir: &Path) -> u64 {
 /// killed with SIGKILL at a pseudo-random point, resumed in a new process, killed again
 /// further on, and so on until a process completes it. Each trial must end `completed` with
 /// the workspace and published text of an uninterrupted run, each model turn stored once and as
-/// many as an uninterrupted run stores, and the summary published once.
+/// many as an uninterrupted run stores, the summary published once, and one handoff at most.
+/// Trials alternate between the fan-out (the lead and its 16 note takers) and the handoff
+/// (the opener hands the run to the closer).
 #[test]
 fn killed_at_random_moments_and_resumed_until_it_completes() {
     use std::io::BufRead as _;
-    let baseline = uninterrupted();
+    let scenarios = ["lead", "opener"].map(|profile| (profile, uninterrupted_with(profile)));
     let turns = |events: &[AgentRunEvent]| -> Vec<(String, u64)> {
         let mut turns: Vec<(String, u64)> = events
             .iter()
@@ -1113,14 +1122,15 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
         turns.sort();
         turns
     };
-    let baseline_turns = turns(&baseline.events).len();
-    let total_bytes = baseline
-        .events
-        .iter()
-        .map(|event| serde_json::to_string(event).unwrap().len() as u64 + 1)
-        .sum::<u64>();
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     for trial in 0..soak_trials() {
+        let (profile, baseline) = &scenarios[usize::try_from(trial).unwrap() % scenarios.len()];
+        let baseline_turns = turns(&baseline.events).len();
+        let total_bytes = baseline
+            .events
+            .iter()
+            .map(|event| serde_json::to_string(event).unwrap().len() as u64 + 1)
+            .sum::<u64>();
         let dir = tempfile::tempdir().unwrap();
         let mut run_id: Option<String> = None;
         let mut kills = 0;
@@ -1141,6 +1151,7 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                 ])
                 .env(DIR_VAR, dir.path())
                 .env(SOAK_MODE_VAR, &mode)
+                .env(SOAK_PROFILE_VAR, profile)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::fs::File::create(dir.path().join("process.log")).unwrap())
                 .spawn()
@@ -1203,8 +1214,8 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                 stored.len(),
                 "trial {trial}: a turn stored twice"
             );
-            if stored.len() != baseline_turns {
-                let lines: Vec<String> = events
+            let steps = || -> Vec<String> {
+                events
                     .iter()
                     .filter(|event| {
                         matches!(
@@ -1212,6 +1223,7 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                             "model_response_stored"
                                 | "run_resumed"
                                 | "run_interrupted"
+                                | "agent_task_registered"
                                 | "agent_task_resumed"
                                 | "agent_invocation_resumed"
                                 | "agent_task_completed"
@@ -1220,10 +1232,22 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                         )
                     })
                     .map(|event| format!("{} {} {}", event.seq, event.event_type, event.payload))
-                    .collect();
-                std::fs::write("/tmp/soak-failure.txt", lines.join("\n")).unwrap();
-            }
-            assert_eq!(stored.len(), baseline_turns, "trial {trial}");
+                    .collect()
+            };
+            assert_eq!(
+                stored.len(),
+                baseline_turns,
+                "trial {trial} ({profile}): {:#?}",
+                steps()
+            );
+            let handoffs = events
+                .iter()
+                .filter(|event| {
+                    event.event_type == "agent_task_registered"
+                        && event.payload["continuation"] == json!("transfer_control")
+                })
+                .count();
+            assert!(handoffs <= 1, "trial {trial} ({profile}): {:#?}", steps());
             // No agent with a task was left `interrupted` (a delegation killed between
             // creating its agent and registering its task leaves an agent that never ran).
             let with_task: std::collections::HashSet<&str> = events
@@ -1263,6 +1287,6 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
             json!(baseline.committed),
             "trial {trial}"
         );
-        eprintln!("trial {trial}: completed after {kills} kill(s)");
+        eprintln!("trial {trial} ({profile}): completed after {kills} kill(s)");
     }
 }
