@@ -476,10 +476,6 @@ async fn install(runtime: &AgentRuntime) {
     }
 }
 
-fn request() -> tt_runtime::StartRunRequest {
-    request_for("lead")
-}
-
 fn request_for(profile: &str) -> tt_runtime::StartRunRequest {
     let mut request = start_request();
     request.profile_id = Some(profile.into());
