@@ -20,6 +20,7 @@ use tt_runtime::{
     AgentProfileDefinition, AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
     FnProvider, ModelError, ModelProvider, ModelReply,
 };
+use tt_testkit::fakes::FakePromptBroker;
 
 use crate::delegation::all_events;
 use crate::support::start_request;
@@ -91,6 +92,23 @@ fn closer_profile() -> Value {
     })
 }
 
+/// A foreground writer whose prompt the host assembles (`preset.mode = "ref"`).
+fn assembled_profile() -> Value {
+    json!({
+        "schemaVersion": 2, "kind": "tauritavern.agentProfile", "id": "assembled",
+        "displayName": "Assembled", "description": "Writes from a host-assembled prompt.",
+        "preset": {"mode": "ref", "ref": {"apiId": "local", "name": "house"}},
+        "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground"},
+        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"],
+            "maxRounds": 10},
+        "skills": {"visible": ["*"]}, "plan": {"mode": "none"},
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown",
+            "target": "messageBody", "required": true}]}
+    })
+}
+
 /// The note number of a delegated agent, from its brief.
 fn note_number(request: &AgentModelRequest) -> usize {
     let text = serde_json::to_string(&request.messages).unwrap();
@@ -127,6 +145,16 @@ fn reply(request: &AgentModelRequest) -> ModelReply {
             return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
         }
         ("closer", _) => return ModelReply::tool_call("workspace_finish", json!({})),
+        ("assembled", 1) => {
+            return ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Written from an assembled prompt.\n"}),
+            );
+        }
+        ("assembled", 2) => {
+            return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
+        }
+        ("assembled", _) => return ModelReply::tool_call("workspace_finish", json!({})),
         _ => {}
     }
     if request.agent_profile_id.as_str() == "lead" {
@@ -184,6 +212,11 @@ enum Point {
     WhileCommitWaits,
     /// After a handoff: the agent that took the run over waits for its second answer.
     AfterHandoff,
+    /// The handoff is registered and answered, and the agent that made it is not yet marked
+    /// `transferred` (the process freezes when the `agent.handoff` call's span closes).
+    HandoffBeforeTransfer,
+    /// A root whose prompt the host assembled waits for its second answer.
+    AssembledRootBetweenModelCalls,
 }
 
 /// Counts returned model calls, and freezes every call once `freeze` says so.
@@ -255,6 +288,13 @@ fn model(
             }),
             never(),
         ),
+        Some(Point::HandoffBeforeTransfer) => (never(), never()),
+        Some(Point::AssembledRootBetweenModelCalls) => (
+            Box::new(|r: &AgentModelRequest| {
+                r.agent_profile_id.as_str() == "assembled" && r.round == 2
+            }),
+            never(),
+        ),
     };
     Arc::new(Model {
         inner: FnProvider::new(|request| Ok(reply(request))),
@@ -288,14 +328,108 @@ fn stop_here(point: Point, event: &AgentRunEvent) -> bool {
                 && !lead
                 && payload["round"] == json!(2)
         }
+        // The process is stopped by `HandoffFreeze`, not by an event.
+        Point::HandoffBeforeTransfer => false,
+        Point::AssembledRootBetweenModelCalls => {
+            event.event_type == "model_call_attempt_started" && lead && payload["round"] == json!(2)
+        }
     }
 }
 
-/// What the commit handler of a runtime saw.
+/// Whether the thread that closed the span of an `agent.handoff` call is frozen there.
+static HANDOFF_FROZEN: AtomicBool = AtomicBool::new(false);
+
+/// A tracing subscriber that freezes, for good, the thread that closes the `tool_call` span of
+/// an `agent.handoff` call: the call has registered its handoff and stored its answer, and the
+/// agent that made it is not yet marked `transferred`. The process is killed there.
 #[derive(Default)]
+struct HandoffFreeze {
+    next_id: AtomicU64,
+    /// Open spans: their handle count and whether they are the handoff call's.
+    spans: Mutex<HashMap<u64, (usize, bool)>>,
+}
+
+/// Finds `tool = "agent.handoff"` among a span's fields.
+struct IsHandoff(bool);
+
+impl tracing::field::Visit for IsHandoff {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "tool" && value == "agent.handoff" {
+            self.0 = true;
+        }
+    }
+
+    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+}
+
+impl tracing::Subscriber for HandoffFreeze {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.is_span() && metadata.name() == "tool_call"
+    }
+
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let mut visitor = IsHandoff(false);
+        span.record(&mut visitor);
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst) + 1;
+        self.spans.lock().unwrap().insert(id, (1, visitor.0));
+        tracing::span::Id::from_u64(id)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, _: &tracing::Event<'_>) {}
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
+
+    fn clone_span(&self, id: &tracing::span::Id) -> tracing::span::Id {
+        if let Some(entry) = self.spans.lock().unwrap().get_mut(&id.into_u64()) {
+            entry.0 += 1;
+        }
+        id.clone()
+    }
+
+    fn try_close(&self, id: tracing::span::Id) -> bool {
+        let closed_handoff = {
+            let mut spans = self.spans.lock().unwrap();
+            let Some(entry) = spans.get_mut(&id.into_u64()) else {
+                return false;
+            };
+            entry.0 -= 1;
+            if entry.0 > 0 {
+                return false;
+            }
+            let (_, handoff) = spans.remove(&id.into_u64()).unwrap();
+            handoff
+        };
+        if closed_handoff {
+            HANDOFF_FROZEN.store(true, Ordering::SeqCst);
+            loop {
+                std::thread::park();
+            }
+        }
+        true
+    }
+}
+
+/// What the commit handler and the prompt assembler of a runtime saw.
 struct Host {
     /// `(commitId, content)` of every commit offered.
     offered: Mutex<Vec<(String, String)>>,
+    /// Assembles the prompts of `preset.mode = "ref"` agents.
+    assembler: Arc<FakePromptBroker>,
+}
+
+impl Default for Host {
+    fn default() -> Self {
+        Self {
+            offered: Mutex::default(),
+            assembler: FakePromptBroker::answering(),
+        }
+    }
 }
 
 fn runtime(
@@ -310,6 +444,9 @@ fn runtime(
     AgentRuntimeBuilder::new()
         .data_dir(dir)
         .provider(model(point, calls, frozen))
+        .prompt_broker(tt_runtime::PromptBrokerChoice::Custom(
+            Arc::clone(&host.assembler) as _,
+        ))
         .commit_handler(move |request| {
             seen.offered
                 .lock()
@@ -332,14 +469,11 @@ async fn install(runtime: &AgentRuntime) {
         note_profile(),
         opener_profile(),
         closer_profile(),
+        assembled_profile(),
     ] {
         let definition: AgentProfileDefinition = serde_json::from_value(profile).unwrap();
         runtime.save_profile(definition).await.unwrap();
     }
-}
-
-fn request() -> tt_runtime::StartRunRequest {
-    request_for("lead")
 }
 
 fn request_for(profile: &str) -> tt_runtime::StartRunRequest {
@@ -350,10 +484,10 @@ fn request_for(profile: &str) -> tt_runtime::StartRunRequest {
 
 /// The profile the run of `point` starts with.
 fn profile_of(point: Point) -> &'static str {
-    if point == Point::AfterHandoff {
-        "opener"
-    } else {
-        "lead"
+    match point {
+        Point::AfterHandoff | Point::HandoffBeforeTransfer => "opener",
+        Point::AssembledRootBetweenModelCalls => "assembled",
+        _ => "lead",
     }
 }
 
@@ -476,6 +610,8 @@ impl Point {
             Point::WhileRootAwaits,
             Point::WhileCommitWaits,
             Point::AfterHandoff,
+            Point::HandoffBeforeTransfer,
+            Point::AssembledRootBetweenModelCalls,
         ]
         .into_iter()
         .find(|point| format!("{point:?}") == name)
@@ -491,6 +627,9 @@ impl Point {
 fn first_process() {
     let dir = std::path::PathBuf::from(std::env::var(DIR_VAR).unwrap());
     let point = Point::parse(&std::env::var(POINT_VAR).unwrap());
+    if point == Point::HandoffBeforeTransfer {
+        tracing::subscriber::set_global_default(HandoffFreeze::default()).unwrap();
+    }
     let calls = Arc::new(AtomicU64::new(0));
     let host = Arc::new(Host::default());
     tokio_runtime().block_on(async {
@@ -502,15 +641,21 @@ fn first_process() {
             .await
             .unwrap();
         let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
-        loop {
-            let event = stream.next().await.unwrap().expect("the run ended first");
+        while !HANDOFF_FROZEN.load(Ordering::SeqCst) {
+            let event = tokio::select! {
+                event = stream.next() => event.unwrap().expect("the run ended first"),
+                () = tokio::time::sleep(std::time::Duration::from_millis(5)) => continue,
+            };
             if stop_here(point, &event) {
                 break;
             }
         }
         // A response that came back is stored before the process goes: this test is about
         // what happens after a stored step, not about the instant between the two.
-        let expect_frozen = point != Point::WhileCommitWaits;
+        let expect_frozen = !matches!(
+            point,
+            Point::WhileCommitWaits | Point::HandoffBeforeTransfer
+        );
         let mut changes = runtime.subscribe(run.id.as_str(), 0, None);
         let mut stored = 0;
         while stored != calls.load(Ordering::SeqCst)
@@ -721,6 +866,75 @@ fn a_run_handed_off_before_the_interruption_resumes_with_the_agent_that_took_it_
 }
 
 #[test]
+fn a_handoff_registered_before_the_interruption_is_not_made_twice() {
+    let baseline = uninterrupted_with("opener");
+    assert_eq!(baseline.status, AgentRunStatus::Completed);
+    let (first_calls, _, resumed) = interrupted_then_resumed(Point::HandoffBeforeTransfer);
+    assert_eq!(resumed.status, AgentRunStatus::Completed);
+    assert_eq!(resumed.files, baseline.files);
+    assert_eq!(resumed.committed, baseline.committed);
+    assert_eq!(first_calls + resumed.calls, baseline.calls);
+    let count = |events: &[AgentRunEvent], kind: &str| {
+        events
+            .iter()
+            .filter(|event| event.event_type == kind)
+            .count()
+    };
+    // The first process stopped inside the window: the handoff registered, its caller not
+    // yet `transferred`.
+    let from_seq = resumed
+        .events
+        .iter()
+        .find(|event| event.event_type == "run_resumed")
+        .unwrap()
+        .payload["fromSeq"]
+        .as_u64()
+        .unwrap();
+    let before: Vec<AgentRunEvent> = resumed
+        .events
+        .iter()
+        .filter(|event| event.seq <= from_seq)
+        .cloned()
+        .collect();
+    assert_eq!(count(&before, "agent_handoff_accepted"), 1);
+    assert_eq!(count(&before, "agent_invocation_transferred"), 0);
+    // One handoff over both processes, and the resumed run ends as the uninterrupted one.
+    let handoffs = |events: &[AgentRunEvent]| {
+        events
+            .iter()
+            .filter(|event| {
+                event.event_type == "agent_task_registered"
+                    && event.payload["continuation"] == json!("transfer_control")
+            })
+            .count()
+    };
+    assert_eq!(handoffs(&resumed.events), 1);
+    assert_eq!(handoffs(&baseline.events), 1);
+    assert_eq!(count(&resumed.events, "agent_handoff_accepted"), 1);
+    assert_eq!(count(&resumed.events, "agent_invocation_transferred"), 1);
+}
+
+#[test]
+fn a_root_prompt_the_host_assembled_is_read_back_instead_of_assembled_again() {
+    let baseline = uninterrupted_with("assembled");
+    assert_eq!(baseline.status, AgentRunStatus::Completed);
+    assert_eq!(baseline.host.assembler.requests().len(), 1);
+    let (first_calls, _, resumed) = interrupted_then_resumed(Point::AssembledRootBetweenModelCalls);
+    assert_eq!(resumed.status, AgentRunStatus::Completed);
+    assert_eq!(resumed.files, baseline.files);
+    assert_eq!(resumed.committed, baseline.committed);
+    assert_eq!(first_calls + resumed.calls, baseline.calls);
+    // The stored prompt the first answers were made with is the resumed root's prompt.
+    assert!(resumed.host.assembler.requests().is_empty());
+    let resumed_event = resumed
+        .events
+        .iter()
+        .find(|event| event.event_type == "run_resumed")
+        .unwrap();
+    assert_eq!(resumed_event.payload["invocations"], json!(["inv_root"]));
+}
+
+#[test]
 fn resume_refuses_runs_it_cannot_continue_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, run_id) = stopped_first_process(dir.path(), Point::BetweenModelCalls);
@@ -772,6 +986,7 @@ fn resume_refuses_runs_it_cannot_continue_and_changes_nothing() {
 }
 
 const SOAK_MODE_VAR: &str = "TT_RESUME_SOAK_MODE";
+const SOAK_PROFILE_VAR: &str = "TT_RESUME_SOAK_PROFILE";
 const SOAK_RUN: &str = "TT_RESUME_SOAK_RUN";
 
 /// A host that publishes each commit once: the published messages, one JSON line each, in
@@ -831,7 +1046,13 @@ fn soak_process() {
             }
             None => {
                 install(&runtime).await;
-                runtime.start_run(request()).await.unwrap().id.to_string()
+                let profile = std::env::var(SOAK_PROFILE_VAR).unwrap();
+                runtime
+                    .start_run(request_for(&profile))
+                    .await
+                    .unwrap()
+                    .id
+                    .to_string()
             }
         };
         println!("{SOAK_RUN} {run_id}");
@@ -876,11 +1097,13 @@ fn journal_bytes(dir: &Path) -> u64 {
 /// killed with SIGKILL at a pseudo-random point, resumed in a new process, killed again
 /// further on, and so on until a process completes it. Each trial must end `completed` with
 /// the workspace and published text of an uninterrupted run, each model turn stored once and as
-/// many as an uninterrupted run stores, and the summary published once.
+/// many as an uninterrupted run stores, the summary published once, and one handoff at most.
+/// Trials alternate between the fan-out (the lead and its 16 note takers) and the handoff
+/// (the opener hands the run to the closer).
 #[test]
 fn killed_at_random_moments_and_resumed_until_it_completes() {
     use std::io::BufRead as _;
-    let baseline = uninterrupted();
+    let scenarios = ["lead", "opener"].map(|profile| (profile, uninterrupted_with(profile)));
     let turns = |events: &[AgentRunEvent]| -> Vec<(String, u64)> {
         let mut turns: Vec<(String, u64)> = events
             .iter()
@@ -895,14 +1118,15 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
         turns.sort();
         turns
     };
-    let baseline_turns = turns(&baseline.events).len();
-    let total_bytes = baseline
-        .events
-        .iter()
-        .map(|event| serde_json::to_string(event).unwrap().len() as u64 + 1)
-        .sum::<u64>();
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     for trial in 0..soak_trials() {
+        let (profile, baseline) = &scenarios[usize::try_from(trial).unwrap() % scenarios.len()];
+        let baseline_turns = turns(&baseline.events).len();
+        let total_bytes = baseline
+            .events
+            .iter()
+            .map(|event| serde_json::to_string(event).unwrap().len() as u64 + 1)
+            .sum::<u64>();
         let dir = tempfile::tempdir().unwrap();
         let mut run_id: Option<String> = None;
         let mut kills = 0;
@@ -923,6 +1147,7 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                 ])
                 .env(DIR_VAR, dir.path())
                 .env(SOAK_MODE_VAR, &mode)
+                .env(SOAK_PROFILE_VAR, profile)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::fs::File::create(dir.path().join("process.log")).unwrap())
                 .spawn()
@@ -985,8 +1210,8 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                 stored.len(),
                 "trial {trial}: a turn stored twice"
             );
-            if stored.len() != baseline_turns {
-                let lines: Vec<String> = events
+            let steps = || -> Vec<String> {
+                events
                     .iter()
                     .filter(|event| {
                         matches!(
@@ -994,6 +1219,7 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                             "model_response_stored"
                                 | "run_resumed"
                                 | "run_interrupted"
+                                | "agent_task_registered"
                                 | "agent_task_resumed"
                                 | "agent_invocation_resumed"
                                 | "agent_task_completed"
@@ -1002,10 +1228,22 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                         )
                     })
                     .map(|event| format!("{} {} {}", event.seq, event.event_type, event.payload))
-                    .collect();
-                std::fs::write("/tmp/soak-failure.txt", lines.join("\n")).unwrap();
-            }
-            assert_eq!(stored.len(), baseline_turns, "trial {trial}");
+                    .collect()
+            };
+            assert_eq!(
+                stored.len(),
+                baseline_turns,
+                "trial {trial} ({profile}): {:#?}",
+                steps()
+            );
+            let handoffs = events
+                .iter()
+                .filter(|event| {
+                    event.event_type == "agent_task_registered"
+                        && event.payload["continuation"] == json!("transfer_control")
+                })
+                .count();
+            assert!(handoffs <= 1, "trial {trial} ({profile}): {:#?}", steps());
             // No agent with a task was left `interrupted` (a delegation killed between
             // creating its agent and registering its task leaves an agent that never ran).
             let with_task: std::collections::HashSet<&str> = events
@@ -1045,6 +1283,6 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
             json!(baseline.committed),
             "trial {trial}"
         );
-        eprintln!("trial {trial}: completed after {kills} kill(s)");
+        eprintln!("trial {trial} ({profile}): completed after {kills} kill(s)");
     }
 }

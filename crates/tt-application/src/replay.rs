@@ -32,8 +32,8 @@ pub(crate) struct Replay {
     commit_ids: HashMap<String, CommitId>,
     /// The sha256 of each workspace file's last journaled write (any agent of the run).
     written: HashMap<String, String>,
-    /// Tasks registered by `agent.delegate` calls, by the call's file key.
-    delegated: HashMap<String, TaskId>,
+    /// Tasks registered by `agent.delegate` and `agent.handoff` calls, by the call's file key.
+    registered_tasks: HashMap<String, TaskId>,
     live: bool,
 }
 
@@ -104,9 +104,10 @@ impl Replay {
         self.written.get(path.as_str()).map(String::as_str)
     }
 
-    /// Notes the task the `agent.delegate` call with `file_key` registered.
-    pub(crate) fn record_delegated(&mut self, file_key: String, task: TaskId) {
-        self.delegated.insert(file_key, task);
+    /// Notes the task the `agent.delegate` or `agent.handoff` call with `file_key` registered
+    /// before the interruption.
+    pub(crate) fn record_registered_task(&mut self, file_key: String, task: TaskId) {
+        self.registered_tasks.insert(file_key, task);
     }
 
     /// Whether the loop has passed the last stored step.
@@ -177,9 +178,10 @@ impl Replay {
         self.commit_ids.get(file_key)
     }
 
-    /// The task an interrupted `agent.delegate` call already registered.
-    pub(crate) fn delegated_task(&self, file_key: &str) -> Option<&TaskId> {
-        self.delegated.get(file_key)
+    /// The task an interrupted `agent.delegate` or `agent.handoff` call already registered:
+    /// running the call again answers with it instead of registering a second one.
+    pub(crate) fn registered_task(&self, file_key: &str) -> Option<&TaskId> {
+        self.registered_tasks.get(file_key)
     }
 }
 

@@ -326,23 +326,26 @@ pub(crate) async fn load_replay(
             replay.record_result(key, result);
         }
     }
-    // An `agent.delegate` call that registered its task but left no result: the task record
-    // names the call, and no stored answer names the task.
+    // A call that registered its task before the interruption: an `agent.delegate` that left
+    // no result (the task record names the call, and no stored answer names the task), or an
+    // `agent.handoff`, which always runs again and must not hand the run over twice.
     let tasks = services
         .invocations
         .list_tasks_by_parent(run_id, invocation)
         .await?;
     for (round, call_id) in journal.started_calls.remove(invocation).unwrap_or_default() {
         let key = call_file_key(invocation, round, &call_id);
-        if stored_keys.contains(&key) {
-            continue;
-        }
-        if let Some(task) = tasks.iter().find(|task| {
-            task.continuation == TaskContinuation::ReturnToParent
-                && task.created_by_tool_call_id.as_deref() == Some(call_id.as_str())
-                && !answered_tasks.contains(task.id.as_str())
-        }) {
-            replay.record_delegated(key, task.id.clone());
+        let registered = tasks.iter().find(|task| {
+            task.created_by_tool_call_id.as_deref() == Some(call_id.as_str())
+                && match task.continuation {
+                    TaskContinuation::ReturnToParent => {
+                        !stored_keys.contains(&key) && !answered_tasks.contains(task.id.as_str())
+                    }
+                    TaskContinuation::TransferControl => true,
+                }
+        });
+        if let Some(task) = registered {
+            replay.record_registered_task(key, task.id.clone());
         }
     }
     Ok(replay)

@@ -287,38 +287,42 @@ impl AgentRunService {
             .find(|invocation| invocation.id.is_root())
             .cloned()
             .ok_or_else(|| resume::not_resumable(&run, "it has no root agent"))?;
-        // After a handoff the foreground belongs to the agent the last handoff brought in.
-        let handoff = if root.status == InvocationStatus::Interrupted {
-            None
-        } else {
-            let task = tasks
-                .iter()
-                .rfind(|task| {
-                    task.continuation == tt_domain::task::TaskContinuation::TransferControl
-                        && task.status == TaskStatus::Interrupted
-                })
-                .cloned();
-            let owner = task.as_ref().and_then(|task| {
-                invocations
+        // The foreground belongs to the root or, after handoffs, to the agent the last handoff
+        // brought in: the first agent down the chain that was not `transferred`.
+        let handoff = {
+            let mut owner = root.clone();
+            let mut incoming = None;
+            while owner.status == InvocationStatus::Transferred {
+                let next = tasks
                     .iter()
-                    .find(|invocation| {
-                        invocation.id == task.child_invocation_id
-                            && invocation.status == InvocationStatus::Interrupted
+                    .rfind(|task| {
+                        task.continuation == tt_domain::task::TaskContinuation::TransferControl
+                            && task.parent_invocation_id == owner.id
                     })
-                    .cloned()
-            });
-            match (task, owner) {
-                (Some(task), Some(owner)) => Some((task, owner)),
-                _ => {
-                    return Err(resume::not_resumable(
-                        &run,
-                        &format!(
-                            "its root agent is {} and no agent it handed the run to was interrupted",
-                            root.status.as_str()
-                        ),
-                    ));
-                }
+                    .and_then(|task| {
+                        invocations
+                            .iter()
+                            .find(|invocation| invocation.id == task.child_invocation_id)
+                            .map(|invocation| (task.clone(), invocation.clone()))
+                    });
+                let Some((task, next)) = next else { break };
+                incoming = Some(task);
+                owner = next;
             }
+            let resumable = owner.status == InvocationStatus::Interrupted
+                && incoming
+                    .as_ref()
+                    .is_none_or(|task| task.status == TaskStatus::Interrupted);
+            if !resumable {
+                return Err(resume::not_resumable(
+                    &run,
+                    &format!(
+                        "its root agent is {} and no agent it handed the run to was interrupted",
+                        root.status.as_str()
+                    ),
+                ));
+            }
+            incoming.map(|task| (task, owner))
         };
         let profile = crate::profiles::resolve(
             services.profiles.as_ref(),
@@ -328,12 +332,6 @@ impl AgentRunService {
         )
         .await?;
         crate::profiles::check_model_configured(&profile)?;
-        if handoff.is_none() && profile.definition.preset.mode == PresetMode::Ref {
-            return Err(resume::not_resumable(
-                &run,
-                "its root prompt was assembled by the host (preset.mode = \"ref\")",
-            ));
-        }
         let snapshot = build_tool_snapshot(
             &profile,
             &root.id,
@@ -440,6 +438,15 @@ impl AgentRunService {
                 resume::resume_task(&ctx, task, TaskStatus::Running).await?;
             }
         }
+        // A handoff the owner had registered when the process died: its call runs again with
+        // this task (no second handoff), which waits in line for the owner to be transferred.
+        if let Some(pending) = tasks.iter().find(|task| {
+            task.continuation == tt_domain::task::TaskContinuation::TransferControl
+                && task.parent_invocation_id == owner_id
+                && task.status == TaskStatus::Interrupted
+        }) {
+            resume::resume_task(&ctx, pending, TaskStatus::Queued).await?;
+        }
         // A delegated agent whose task ended (it returned, failed or was cancelled) just
         // before the interruption ends the same way, instead of staying `interrupted`.
         for task in tasks.iter().filter(|task| {
@@ -490,13 +497,22 @@ impl AgentRunService {
                 ctx.record_commit(record);
             }
         }
-        let (mut inv, messages, incoming) = match &handoff {
+        let (mut inv, messages, root_assembly, incoming) = match &handoff {
             None => {
                 let model =
                     crate::engine::binding::resolve_model_binding(&ctx, &root.id, &profile).await?;
                 let system_prompt = agent_system_prompt(&profile, &snapshot);
-                let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
-                messages.extend(prompt_snapshot.model_messages());
+                // A host-assembled root prompt is read back from the run (or asked for again
+                // when the process died before it was stored) by the executor.
+                let (messages, root_assembly) = if profile.definition.preset.mode == PresetMode::Ref
+                {
+                    (Vec::new(), Some(RootAssembly { system_prompt }))
+                } else {
+                    let mut messages =
+                        vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
+                    messages.extend(prompt_snapshot.model_messages());
+                    (messages, None)
+                };
                 let skills = crate::engine::invocation_setup::resolve_and_record_skills(
                     &ctx, &root.id, &profile,
                 )
@@ -513,11 +529,11 @@ impl AgentRunService {
                     delivered: Default::default(),
                     replay: None,
                 };
-                (inv, messages, None)
+                (inv, messages, root_assembly, None)
             }
             Some((task, owner)) => {
                 let (inv, messages) = prepare_handoff(&ctx, &task.id, &owner.id).await?;
-                (inv, messages, Some(task.id.clone()))
+                (inv, messages, None, Some(task.id.clone()))
             }
         };
         inv.replay = Some(owner_replay);
@@ -551,7 +567,7 @@ impl AgentRunService {
             profile = inv.profile.id().as_str(),
             resumed = true,
         );
-        self.spawn_executor(ctx, inv, messages, None, incoming, span);
+        self.spawn_executor(ctx, inv, messages, root_assembly, incoming, span);
         self.load_run(run_id).await
     }
 

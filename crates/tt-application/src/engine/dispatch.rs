@@ -458,7 +458,7 @@ async fn execute(
             match inv
                 .replay
                 .as_ref()
-                .and_then(|replay| replay.delegated_task(&file_key))
+                .and_then(|replay| replay.registered_task(&file_key))
             {
                 Some(task_id) => delegation::already_delegated(ctx, task_id).await,
                 None => delegation::agent_delegate(ctx, inv, call).await,
@@ -479,8 +479,18 @@ async fn execute(
             })
         }
         ToolName::AgentHandoff => {
-            let (success, accepted) =
-                crate::engine::delegation::handoff::agent_handoff(ctx, inv, call).await?;
+            let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+            let registered = inv
+                .replay
+                .as_ref()
+                .and_then(|replay| replay.registered_task(&file_key))
+                .cloned();
+            let (success, accepted) = match registered {
+                Some(task_id) => {
+                    crate::engine::delegation::handoff::already_accepted(ctx, &task_id).await?
+                }
+                None => crate::engine::delegation::handoff::agent_handoff(ctx, inv, call).await?,
+            };
             Ok(Executed {
                 success,
                 control: LoopControl::HandoffAccepted(accepted),
@@ -784,7 +794,7 @@ fn stored_effect(dispatched: &DispatchedCall) -> ToolEffect {
 /// again writes it once and answers as it would have (docs/resume.md). A `replace` write of
 /// the same content is let through (the agent knows the file it wrote); an `append` whose text
 /// already ends the file, though the file changed since its last journaled write, is taken
-/// back out.
+/// back out; so is a patch whose reversal gives back exactly the version the agent knew.
 pub(crate) async fn before_live_call(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
@@ -795,11 +805,94 @@ pub(crate) async fn before_live_call(
     let Some(replay) = inv.replay.as_ref() else {
         return Ok(());
     };
-    if !replay.was_started(&file_key)
-        || ToolName::from_any(&call.name) != Some(ToolName::WorkspaceWriteFile)
-    {
+    if !replay.was_started(&file_key) {
         return Ok(());
     }
+    match ToolName::from_any(&call.name) {
+        Some(ToolName::WorkspaceWriteFile) => restore_before_write(ctx, inv, call).await,
+        Some(ToolName::WorkspaceApplyPatch) => restore_before_patch(ctx, inv, call).await,
+        _ => Ok(()),
+    }
+}
+
+/// How many places a reversed patch is tried at, at most.
+const MAX_PATCH_REVERSALS: usize = 1_000;
+
+/// The file as it was before a patch that already reached it: the patch's `new_string` put
+/// back to `old_string` (everywhere for `replace_all`, else at the one place whose reversal
+/// hashes to `before`, the version the agent patched). `None` when no reversal gives `before`.
+fn unpatched(
+    text: &str,
+    old_string: &str,
+    new_string: &str,
+    replace_all: bool,
+    before: &str,
+) -> Option<String> {
+    if new_string.is_empty() {
+        return None;
+    }
+    let matches_before = |candidate: &String| sha256_hex(candidate.as_bytes()) == before;
+    if replace_all {
+        return Some(text.replace(new_string, old_string)).filter(matches_before);
+    }
+    text.match_indices(new_string)
+        .take(MAX_PATCH_REVERSALS)
+        .map(|(at, _)| {
+            let mut candidate = String::with_capacity(text.len() + old_string.len());
+            candidate.push_str(&text[..at]);
+            candidate.push_str(old_string);
+            candidate.push_str(&text[at + new_string.len()..]);
+            candidate
+        })
+        .find(matches_before)
+}
+
+async fn restore_before_patch(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    call: &AgentToolCall,
+) -> ApplicationResult<()> {
+    let text = |field: &str| call.arguments.get(field).and_then(Value::as_str);
+    let (Some(raw_path), Some(old_string), Some(new_string)) =
+        (text("path"), text("old_string"), text("new_string"))
+    else {
+        return Ok(());
+    };
+    let replace_all = call.arguments.get("replace_all").and_then(Value::as_bool) == Some(true);
+    let Ok(path) = tt_domain::workspace::WorkspacePath::parse(raw_path) else {
+        return Ok(());
+    };
+    let Some(before) = inv.session.read_state.known_version(&path) else {
+        return Ok(());
+    };
+    let Ok(current) = ctx.services.workspace.read(&ctx.run_id, &path).await else {
+        return Ok(());
+    };
+    if current.sha256 == before {
+        return Ok(());
+    }
+    if let Some(original) = unpatched(&current.text, old_string, new_string, replace_all, before) {
+        ctx.services
+            .workspace
+            .write(
+                &ctx.run_id,
+                &path,
+                &original,
+                &tt_domain::workspace::WriteGuard::MustMatchSha256(current.sha256.clone()),
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+async fn restore_before_write(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    call: &AgentToolCall,
+) -> ApplicationResult<()> {
+    let Some(replay) = inv.replay.as_ref() else {
+        return Ok(());
+    };
     let (Some(raw_path), Some(content)) = (
         call.arguments.get("path").and_then(Value::as_str),
         call.arguments.get("content").and_then(Value::as_str),
@@ -840,6 +933,42 @@ pub(crate) async fn before_live_call(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_patch_that_reached_the_file_is_reversed_only_to_the_version_it_patched() {
+        let before = "one two one\n";
+        let sha = sha256_hex(before.as_bytes());
+        // The second `one` was patched: only its reversal gives the version the agent knew.
+        let after = "one two three\n";
+        assert_eq!(
+            unpatched(after, "one", "three", false, &sha).as_deref(),
+            Some(before)
+        );
+        // `new_string` also occurs elsewhere: the reversal that hashes right is chosen.
+        let before = "b a\n";
+        let after = "b b\n";
+        let sha = sha256_hex(before.as_bytes());
+        assert_eq!(
+            unpatched(after, "a", "b", false, &sha).as_deref(),
+            Some(before)
+        );
+        let all_before = "x y x\n";
+        assert_eq!(
+            unpatched(
+                "z y z\n",
+                "x",
+                "z",
+                true,
+                &sha256_hex(all_before.as_bytes())
+            )
+            .as_deref(),
+            Some(all_before)
+        );
+        // No reversal gives that version (someone else changed the file): left alone.
+        assert_eq!(unpatched("q y z\n", "x", "z", false, &sha), None);
+        // A deletion cannot be placed back.
+        assert_eq!(unpatched("y\n", "x ", "", false, &sha), None);
+    }
 
     #[test]
     fn call_file_keys_are_hashed_and_distinct_per_invocation_and_round() {

@@ -35,7 +35,10 @@ pub(crate) struct AssemblyInput<'a> {
     pub model_id: Option<String>,
 }
 
-/// Asks the host to assemble the prompt and returns the assembled messages.
+/// Asks the host to assemble the prompt and returns the assembled messages. An agent whose
+/// prompt was assembled and stored already (a resumed run, docs/resume.md) gets the stored
+/// prompt back, checked again, instead of asking the host a second time: its stored model
+/// responses were made with that prompt.
 pub(crate) async fn assemble(
     ctx: &RunContext,
     input: &AssemblyInput<'_>,
@@ -49,6 +52,17 @@ pub(crate) async fn assemble(
         task_prompt,
         ..
     } = *input;
+    if let Some(stored) = ctx
+        .services
+        .runs
+        .read_document(
+            &ctx.run_id,
+            &RunDocument::InvocationPromptSnapshot(invocation.id.clone()),
+        )
+        .await?
+    {
+        return Ok(check_answer(&stored, profile, system_prompt, task_prompt)?.model_messages());
+    }
     let model_id = input.model_id.clone();
     let frozen = ctx
         .services

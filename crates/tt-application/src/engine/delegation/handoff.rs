@@ -119,6 +119,33 @@ pub(crate) async fn agent_handoff(
             },
         )
         .await?;
+    Ok(accepted(task_id, new_invocation_id, agent_id.as_str()))
+}
+
+/// The answer to a handoff the caller made before the run was interrupted (docs/resume.md):
+/// its task was registered already, so running the call again hands the run over with that
+/// task instead of registering a second one.
+pub(crate) async fn already_accepted(
+    ctx: &RunContext,
+    task_id: &TaskId,
+) -> Result<(ToolSuccess, HandoffAccepted), ToolCallError> {
+    let task = ctx
+        .services
+        .invocations
+        .load_task(&ctx.run_id, task_id)
+        .await?;
+    Ok(accepted(
+        task.id,
+        task.child_invocation_id,
+        task.target_profile_id.as_str(),
+    ))
+}
+
+fn accepted(
+    task_id: TaskId,
+    new_invocation_id: InvocationId,
+    agent_id: &str,
+) -> (ToolSuccess, HandoffAccepted) {
     let content = format!(
         "Handoff accepted for Agent {agent_id}. Your part is complete; make no further tool calls."
     );
@@ -126,11 +153,11 @@ pub(crate) async fn agent_handoff(
         content,
         json!({"handoffId": task_id, "taskId": task_id, "status": "accepted", "agentId": agent_id}),
     );
-    Ok((
+    (
         success,
         HandoffAccepted {
             task_id,
             new_invocation_id,
         },
-    ))
+    )
 }

@@ -111,6 +111,11 @@ impl ReadState {
             .is_some_and(|known| known.sha256 == sha256)
     }
 
+    /// The version of `path` this agent last knew of, if any.
+    pub(crate) fn known_version(&self, path: &WorkspacePath) -> Option<&str> {
+        self.files.get(path).map(|known| known.sha256.as_str())
+    }
+
     pub(super) fn get(&self, path: &WorkspacePath) -> Option<&FileKnowledge> {
         self.files.get(path)
     }
