@@ -5,7 +5,8 @@
 use serde_json::json;
 use std::time::Duration;
 use tracing::Instrument;
-use tt_domain::event::RunEventType;
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::ModelRetryPolicy;
 use tt_domain::text::{char_count, word_count};
@@ -40,22 +41,22 @@ async fn model_turn(
     let round = request.round;
     let invocation_id = inv.invocation.id.clone();
     let run_id = &ctx.run_id;
-    ctx.events
-        .info(
-            run_id,
-            RunEventType::ModelRequestCreated,
+    let created = payload::ModelRequestCreated {
+        round,
+        invocation_id: invocation_id.clone(),
+        request: with_provider_fields(
             json!({
-                "round": round,
-                "invocationId": invocation_id,
-                "request": with_provider_fields(json!({
-                    "provider": inv.model.provider.name(),
-                    "model": request.model_id,
-                    "messageCount": request.messages.len(),
-                    "toolCount": request.tools.len(),
-                    "sessionId": request.session.session_id,
-                }), inv.model.provider.as_ref()),
+                "provider": inv.model.provider.name(),
+                "model": request.model_id,
+                "messageCount": request.messages.len(),
+                "toolCount": request.tools.len(),
+                "sessionId": request.session.session_id,
             }),
-        )
+            inv.model.provider.as_ref(),
+        ),
+    };
+    ctx.events
+        .record(run_id, EventLevel::Info, &created)
         .await?;
 
     let max_retries = policy.max_retries;
@@ -64,12 +65,14 @@ async fn model_turn(
         if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled());
         }
+        let started = payload::ModelCallAttemptStarted {
+            round,
+            invocation_id: invocation_id.clone(),
+            attempt,
+            max_retries,
+        };
         ctx.events
-            .info(
-                run_id,
-                RunEventType::ModelCallAttemptStarted,
-                json!({"round": round, "invocationId": invocation_id, "attempt": attempt, "maxRetries": max_retries}),
-            )
+            .record(run_id, EventLevel::Info, &started)
             .await?;
         let call_cancel = inv.cancel.child_token();
         let outcome = tokio::select! {
@@ -86,17 +89,17 @@ async fn model_turn(
         let retryable = error.is_retryable();
         let will_retry = retryable && attempt <= max_retries;
         tracing::warn!(attempt, retryable, will_retry, code = error.code(), %error, "model call attempt failed");
-        ctx.events
-            .warn(
-                run_id,
-                RunEventType::ModelCallAttemptFailed,
-                json!({
-                    "round": round, "invocationId": invocation_id, "attempt": attempt,
-                    "maxRetries": max_retries, "retryable": retryable, "willRetry": will_retry,
-                    "code": error.code(), "message": error.to_string(),
-                }),
-            )
-            .await?;
+        let failed = payload::ModelCallAttemptFailed {
+            round,
+            invocation_id: invocation_id.clone(),
+            attempt,
+            max_retries,
+            retryable,
+            will_retry,
+            code: error.code().to_owned(),
+            message: error.to_string(),
+        };
+        ctx.events.record(run_id, EventLevel::Warn, &failed).await?;
         if !will_retry {
             return Err(ApplicationError::Model(error));
         }
@@ -108,12 +111,14 @@ async fn model_turn(
             _ => 0,
         };
         let interval_ms = policy.interval_ms.max(retry_after);
+        let scheduled = payload::ModelCallRetryScheduled {
+            round,
+            invocation_id: invocation_id.clone(),
+            next_attempt: attempt + 1,
+            interval_ms,
+        };
         ctx.events
-            .info(
-                run_id,
-                RunEventType::ModelCallRetryScheduled,
-                json!({"round": round, "invocationId": invocation_id, "nextAttempt": attempt + 1, "intervalMs": interval_ms}),
-            )
+            .record(run_id, EventLevel::Info, &scheduled)
             .await?;
         tokio::select! {
             biased;
@@ -172,52 +177,64 @@ pub(crate) async fn journal_stored_response(
         round,
     }
     .relative_path();
-    ctx.events
-        .info(
-            run_id,
-            RunEventType::ModelResponseStored,
-            json!({"round": round, "invocationId": invocation_id, "path": path, "responseId": response.response_id, "model": response.model}),
-        )
-        .await?;
-    ctx.events
-        .info(
-            run_id,
-            RunEventType::ProviderStateUpdated,
+    let stored = payload::ModelResponseStored {
+        round,
+        invocation_id: invocation_id.clone(),
+        path: path.clone(),
+        response_id: response.response_id.clone(),
+        model: response.model.clone(),
+    };
+    ctx.events.record(run_id, EventLevel::Info, &stored).await?;
+    let provider_state = payload::ProviderStateUpdated {
+        round,
+        invocation_id: invocation_id.clone(),
+        provider_state: with_provider_fields(
             json!({
-                "round": round, "invocationId": invocation_id,
-                "providerState": with_provider_fields(json!({
-                    "sessionId": session_id,
-                    "provider": inv.model.provider.name(),
-                    "messageCursor": message_cursor,
-                    "lastResponseId": response.response_id,
-                }), inv.model.provider.as_ref()),
+                "sessionId": session_id,
+                "provider": inv.model.provider.name(),
+                "messageCursor": message_cursor,
+                "lastResponseId": response.response_id,
             }),
-        )
+            inv.model.provider.as_ref(),
+        ),
+    };
+    ctx.events
+        .record(run_id, EventLevel::Info, &provider_state)
         .await?;
     let text = response.text();
     let reasoning = response.reasoning_text();
     let tool_calls = response.message.tool_calls().count();
-    let mut completed = json!({
-        "round": round, "invocationId": invocation_id, "modelResponsePath": path,
-        "toolCallCount": tool_calls,
-        "textChars": char_count(&text), "textWords": word_count(&text),
-        "hasAssistantText": !text.trim().is_empty(),
-        "assistantTextChars": char_count(&text), "assistantTextWords": word_count(&text),
-        "hasReasoning": !reasoning.is_empty(),
-        "reasoningChars": char_count(&reasoning), "reasoningWords": word_count(&reasoning),
-        "usage": response.usage,
-        "finishReason": response.finish_reason,
-    });
-    if !text.trim().is_empty() {
+    let text_chars = char_count(&text) as u64;
+    let text_words = word_count(&text) as u64;
+    let has_text = !text.trim().is_empty();
+    // What a host shows as the agent's narration: the start of its assistant text.
+    let narration = has_text.then(|| {
         const NARRATION_LIMIT: usize = 2000;
         let (head, truncated) = tt_domain::text::truncate_chars(text.trim(), NARRATION_LIMIT);
-        completed["narration"] = json!({
-            "source": "assistantText", "text": head, "totalChars": char_count(&text),
-            "totalWords": word_count(&text), "truncated": truncated,
-        });
-    }
+        json!({
+            "source": "assistantText", "text": head, "totalChars": text_chars,
+            "totalWords": text_words, "truncated": truncated,
+        })
+    });
+    let completed = payload::ModelCompleted {
+        round,
+        invocation_id: invocation_id.clone(),
+        model_response_path: path,
+        tool_call_count: tool_calls as u64,
+        text_chars,
+        text_words,
+        has_assistant_text: has_text,
+        assistant_text_chars: text_chars,
+        assistant_text_words: text_words,
+        has_reasoning: !reasoning.is_empty(),
+        reasoning_chars: char_count(&reasoning) as u64,
+        reasoning_words: word_count(&reasoning) as u64,
+        usage: response.usage,
+        finish_reason: response.finish_reason.clone(),
+        narration,
+    };
     ctx.events
-        .info(run_id, RunEventType::ModelCompleted, completed)
+        .record(run_id, EventLevel::Info, &completed)
         .await?;
     Ok(())
 }
