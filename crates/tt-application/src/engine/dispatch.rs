@@ -14,7 +14,8 @@
 
 use serde_json::{Value, json};
 use tracing::Instrument;
-use tt_domain::event::{EventLevel, RunEventType};
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::ids::InvocationId;
 use tt_domain::ids::truncate_for_message;
 use tt_domain::invocation::ExitPolicy;
@@ -112,15 +113,16 @@ async fn dispatch(
             &json!({"callId": call.id, "name": display_name, "invocationId": invocation_id, "round": round, "arguments": stored_arguments}),
         )
         .await?;
+    let requested = payload::ToolCallRequested {
+        round,
+        invocation_id: invocation_id.clone(),
+        call_id: call.id.clone(),
+        name: display_name.to_string(),
+        arguments_ref: args_doc.relative_path(),
+        provider_metadata: Some(call.provider_metadata.clone()),
+    };
     ctx.events
-        .info(
-            &run_id,
-            RunEventType::ToolCallRequested,
-            json!({
-                "round": round, "invocationId": invocation_id, "callId": call.id, "name": display_name,
-                "argumentsRef": args_doc.relative_path(), "providerMetadata": call.provider_metadata,
-            }),
-        )
+        .record(&run_id, EventLevel::Info, &requested)
         .await?;
 
     let started_at = ctx.services.clock.now();
@@ -152,12 +154,14 @@ async fn dispatch(
         } else {
             inv.session.calls_total += 1;
             *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
+            let started = payload::ToolCallStarted {
+                round,
+                invocation_id: invocation_id.clone(),
+                call_id: call.id.clone(),
+                name: display_name.to_string(),
+            };
             ctx.events
-                .info(
-                    &run_id,
-                    RunEventType::ToolCallStarted,
-                    json!({"round": round, "invocationId": invocation_id, "callId": call.id, "name": display_name}),
-                )
+                .record(&run_id, EventLevel::Info, &started)
                 .await?;
             execute(ctx, inv, round, tool, call).await
         }
@@ -243,32 +247,16 @@ async fn dispatch(
             &serde_json::to_value(&result).unwrap_or(Value::Null),
         )
         .await?;
-    ctx.events
-        .info(
-            &run_id,
-            RunEventType::ToolResultStored,
-            json!({"round": round, "invocationId": invocation_id, "callId": call.id, "path": result_doc.relative_path()}),
-        )
-        .await?;
     let elapsed_ms = ctx.services.clock.now().millis_since(started_at);
-    let (level, event_type) = if result.is_error {
-        (EventLevel::Warn, RunEventType::ToolCallFailed)
-    } else {
-        (EventLevel::Info, RunEventType::ToolCallCompleted)
-    };
-    ctx.events
-        .emit(
-            &run_id,
-            level,
-            event_type,
-            json!({
-                "round": round, "invocationId": invocation_id, "callId": call.id, "name": display_name,
-                "isError": result.is_error, "errorCode": result.error_code,
-                "message": if result.is_error { Value::String(result.content.clone()) } else { Value::Null },
-                "elapsedMs": elapsed_ms, "resourceRefs": result.resource_refs,
-            }),
-        )
-        .await?;
+    journal_call_result(
+        ctx,
+        round,
+        &invocation_id,
+        result_doc.relative_path(),
+        &result,
+        elapsed_ms,
+    )
+    .await?;
     tracing::debug!(
         is_error = result.is_error,
         error_code = result.error_code.as_deref(),
@@ -399,7 +387,62 @@ fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<ToolError> {
     None
 }
 
-async fn emit_fatal_call_failure(
+/// Journals `tool_result_stored` and then `tool_call_completed`, or `tool_call_failed` for a
+/// recoverable error that goes back to the model. The result names its call and tool.
+async fn journal_call_result(
+    ctx: &RunContext,
+    round: u32,
+    invocation_id: &InvocationId,
+    result_path: String,
+    result: &AgentToolResult,
+    elapsed_ms: u64,
+) -> ApplicationResult<()> {
+    let stored = payload::ToolResultStored {
+        round,
+        invocation_id: invocation_id.clone(),
+        call_id: result.call_id.clone(),
+        path: result_path,
+    };
+    ctx.events
+        .record(&ctx.run_id, EventLevel::Info, &stored)
+        .await?;
+    if result.is_error {
+        let failed = payload::ToolCallFailed {
+            round,
+            invocation_id: invocation_id.clone(),
+            call_id: result.call_id.clone(),
+            name: result.name.clone(),
+            is_error: true,
+            error_code: result.error_code.clone().unwrap_or_default(),
+            message: result.content.clone(),
+            elapsed_ms: Some(elapsed_ms),
+            resource_refs: Some(result.resource_refs.clone()),
+            fatal: None,
+        };
+        ctx.events
+            .record(&ctx.run_id, EventLevel::Warn, &failed)
+            .await?;
+    } else {
+        let completed = payload::ToolCallCompleted {
+            round,
+            invocation_id: invocation_id.clone(),
+            call_id: result.call_id.clone(),
+            name: result.name.clone(),
+            is_error: false,
+            error_code: result.error_code.clone(),
+            message: None,
+            elapsed_ms,
+            resource_refs: result.resource_refs.clone(),
+        };
+        ctx.events
+            .record(&ctx.run_id, EventLevel::Info, &completed)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Journals the `tool_call_failed` (with `fatal: true`) of a call whose error ends the agent.
+pub(crate) async fn emit_fatal_call_failure(
     ctx: &RunContext,
     round: u32,
     invocation_id: &InvocationId,
@@ -407,16 +450,20 @@ async fn emit_fatal_call_failure(
     name: &str,
     err: &ApplicationError,
 ) -> ApplicationResult<()> {
+    let failed = payload::ToolCallFailed {
+        round,
+        invocation_id: invocation_id.clone(),
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        is_error: true,
+        error_code: err.code().to_owned(),
+        message: err.to_string(),
+        elapsed_ms: None,
+        resource_refs: None,
+        fatal: Some(true),
+    };
     ctx.events
-        .emit(
-            &ctx.run_id,
-            EventLevel::Error,
-            RunEventType::ToolCallFailed,
-            json!({
-                "round": round, "invocationId": invocation_id, "callId": call_id, "name": name,
-                "isError": true, "errorCode": err.code(), "message": err.to_string(), "fatal": true,
-            }),
-        )
+        .record(&ctx.run_id, EventLevel::Error, &failed)
         .await?;
     Ok(())
 }
@@ -573,13 +620,17 @@ async fn apply_effect(
             words,
             sha256,
         } => {
+            let written = payload::WorkspaceFileWritten {
+                invocation_id: invocation_id.clone(),
+                path: path.to_string(),
+                mode: mode.to_owned(),
+                chars: chars as u64,
+                words: words as u64,
+                sha256,
+            };
             let event = ctx
                 .events
-                .info(
-                    &ctx.run_id,
-                    RunEventType::WorkspaceFileWritten,
-                    json!({"invocationId": invocation_id, "path": path, "mode": mode, "chars": chars, "words": words, "sha256": sha256}),
-                )
+                .record(&ctx.run_id, EventLevel::Info, &written)
                 .await?;
             checkpoint(
                 ctx,
@@ -602,16 +653,18 @@ async fn apply_effect(
                 ctx.try_set_status(AgentRunStatus::ApplyingWorkspacePatch)
                     .await?;
             }
+            let applied = payload::WorkspacePatchApplied {
+                invocation_id: invocation_id.clone(),
+                path: path.to_string(),
+                chars: chars as u64,
+                words: words as u64,
+                old_sha256,
+                sha256,
+                replacements: replacements as u64,
+            };
             let event = ctx
                 .events
-                .info(
-                    &ctx.run_id,
-                    RunEventType::WorkspacePatchApplied,
-                    json!({
-                        "invocationId": invocation_id, "path": path, "chars": chars, "words": words,
-                        "oldSha256": old_sha256, "sha256": sha256, "replacements": replacements,
-                    }),
-                )
+                .record(&ctx.run_id, EventLevel::Info, &applied)
                 .await?;
             checkpoint(
                 ctx,
@@ -648,12 +701,15 @@ pub(crate) async fn checkpoint(
             ctx.services.clock.now(),
         )
         .await?;
+    let created = payload::CheckpointCreated {
+        invocation_id: invocation_id.clone(),
+        checkpoint_id: record.id,
+        reason,
+        event_seq,
+        files: json!(record.files),
+    };
     ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::CheckpointCreated,
-            json!({"invocationId": invocation_id, "checkpointId": record.id, "reason": reason, "eventSeq": event_seq, "files": record.files}),
-        )
+        .record(&ctx.run_id, EventLevel::Info, &created)
         .await?;
     Ok(())
 }
@@ -720,31 +776,7 @@ pub(crate) async fn journal_unjournaled_result(
         call_file_key: file_key,
     }
     .relative_path();
-    ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::ToolResultStored,
-            json!({"round": round, "invocationId": invocation_id, "callId": call.id, "path": path}),
-        )
-        .await?;
-    let (level, event_type) = if result.is_error {
-        (EventLevel::Warn, RunEventType::ToolCallFailed)
-    } else {
-        (EventLevel::Info, RunEventType::ToolCallCompleted)
-    };
-    ctx.events
-        .emit(
-            &ctx.run_id,
-            level,
-            event_type,
-            json!({
-                "round": round, "invocationId": invocation_id, "callId": call.id, "name": result.name,
-                "isError": result.is_error, "errorCode": result.error_code,
-                "message": if result.is_error { Value::String(result.content.clone()) } else { Value::Null },
-                "elapsedMs": 0, "resourceRefs": result.resource_refs,
-            }),
-        )
-        .await?;
+    journal_call_result(ctx, round, invocation_id, path, result, 0).await?;
     // The write's own events and checkpoint came after the result: journal them too.
     apply_effect(ctx, inv, stored_effect(dispatched)).await
 }

@@ -226,21 +226,15 @@ async fn run_rounds(
                         ending_tool.model_alias()
                     ),
                 );
-                let failed = payload::ToolCallFailed {
+                crate::engine::dispatch::emit_fatal_call_failure(
+                    ctx,
                     round,
-                    invocation_id: inv.invocation.id.clone(),
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    is_error: true,
-                    error_code: err.code().to_owned(),
-                    message: err.to_string(),
-                    elapsed_ms: None,
-                    resource_refs: None,
-                    fatal: Some(true),
-                };
-                ctx.events
-                    .record(&ctx.run_id, EventLevel::Error, &failed)
-                    .await?;
+                    &inv.invocation.id,
+                    &call.id,
+                    &call.name,
+                    &err,
+                )
+                .await?;
                 return Err(err);
             }
             if inv.cancel.is_cancelled() {
