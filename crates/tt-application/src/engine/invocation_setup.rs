@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tt_domain::event::RunEventType;
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
 use tt_domain::ids::TaskId;
 use tt_domain::invocation::{AgentInvocation, ExitPolicy};
 use tt_domain::model::{AgentModelMessage, ModelRole};
@@ -82,23 +83,31 @@ pub(crate) async fn prepare_invocation(
             &serde_json::to_value(&snapshot).unwrap_or(Value::Null),
         )
         .await?;
-    ctx.events
-        .info(
-            &ctx.run_id,
-            RunEventType::ContextAssembled,
+    let assembled = payload::ContextAssembled {
+        request: crate::engine::model_turn::with_provider_fields(
             json!({
-                "request": crate::engine::model_turn::with_provider_fields(json!({
-                    "provider": model.provider.name(), "model": model.model_id,
-                    "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
-                }), model.provider.as_ref()),
-                "invocationId": invocation.id,
-                "taskId": task_id,
-                "presetMode": profile.definition.preset.mode,
-                "tools": snapshot.model_names(),
-                "maxRounds": snapshot.budgets.max_rounds,
-                "contextPolicy": profile.definition.context,
+                "provider": model.provider.name(), "model": model.model_id,
+                "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
             }),
-        )
+            model.provider.as_ref(),
+        ),
+        invocation_id: invocation.id.clone(),
+        task_id: Some(task_id.clone()),
+        // The mode's wire name (`currentPromptSnapshot`, `ref`, `none`).
+        preset_mode: json!(profile.definition.preset.mode)
+            .as_str()
+            .map(str::to_owned),
+        tools: snapshot
+            .model_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        max_rounds: snapshot.budgets.max_rounds,
+        context_policy: json!(profile.definition.context),
+        model_retry: None,
+    };
+    ctx.events
+        .record(&ctx.run_id, EventLevel::Info, &assembled)
         .await?;
     let skills = resolve_and_record_skills(ctx, &invocation.id, profile).await?;
     Ok(PreparedInvocation {
