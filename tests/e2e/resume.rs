@@ -217,6 +217,9 @@ enum Point {
     HandoffBeforeTransfer,
     /// A root whose prompt the host assembled waits for its second answer.
     AssembledRootBetweenModelCalls,
+    /// The lead's first `agent.delegate` call has written its agent's record and not yet
+    /// registered the task (the process freezes at the runtime's `registering its task` log).
+    DelegateBeforeTask,
 }
 
 /// Counts returned model calls, and freezes every call once `freeze` says so.
@@ -288,7 +291,7 @@ fn model(
             }),
             never(),
         ),
-        Some(Point::HandoffBeforeTransfer) => (never(), never()),
+        Some(Point::HandoffBeforeTransfer | Point::DelegateBeforeTask) => (never(), never()),
         Some(Point::AssembledRootBetweenModelCalls) => (
             Box::new(|r: &AgentModelRequest| {
                 r.agent_profile_id.as_str() == "assembled" && r.round == 2
@@ -328,25 +331,56 @@ fn stop_here(point: Point, event: &AgentRunEvent) -> bool {
                 && !lead
                 && payload["round"] == json!(2)
         }
-        // The process is stopped by `HandoffFreeze`, not by an event.
-        Point::HandoffBeforeTransfer => false,
+        // The process is stopped by `Freeze`, not by an event.
+        Point::HandoffBeforeTransfer | Point::DelegateBeforeTask => false,
         Point::AssembledRootBetweenModelCalls => {
             event.event_type == "model_call_attempt_started" && lead && payload["round"] == json!(2)
         }
     }
 }
 
-/// Whether the thread that closed the span of an `agent.handoff` call is frozen there.
-static HANDOFF_FROZEN: AtomicBool = AtomicBool::new(false);
+/// Whether a thread of the runtime is frozen at the chosen point (see [`Freeze`]).
+static FROZEN: AtomicBool = AtomicBool::new(false);
 
-/// A tracing subscriber that freezes, for good, the thread that closes the `tool_call` span of
-/// an `agent.handoff` call: the call has registered its handoff and stored its answer, and the
-/// agent that made it is not yet marked `transferred`. The process is killed there.
-#[derive(Default)]
-struct HandoffFreeze {
+/// A tracing subscriber that freezes, for good, the runtime thread that reaches a point no
+/// event marks, and the process is killed there:
+/// - `HandoffBeforeTransfer`: the close of the `tool_call` span of an `agent.handoff` call
+///   (its handoff registered and answered, its caller not yet `transferred`);
+/// - `DelegateBeforeTask`: the runtime's `registering its task` log, written between an
+///   agent's record and its task's.
+struct Freeze {
+    point: Point,
     next_id: AtomicU64,
     /// Open spans: their handle count and whether they are the handoff call's.
     spans: Mutex<HashMap<u64, (usize, bool)>>,
+}
+
+impl Freeze {
+    fn new(point: Point) -> Self {
+        Self {
+            point,
+            next_id: AtomicU64::new(0),
+            spans: Mutex::default(),
+        }
+    }
+
+    fn freeze() -> ! {
+        FROZEN.store(true, Ordering::SeqCst);
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+/// Finds `registering its task` in an event's message.
+struct IsRegistering(bool);
+
+impl tracing::field::Visit for IsRegistering {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" && format!("{value:?}").contains("registering its task") {
+            self.0 = true;
+        }
+    }
 }
 
 /// Finds `tool = "agent.handoff"` among a span's fields.
@@ -362,9 +396,12 @@ impl tracing::field::Visit for IsHandoff {
     fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
 }
 
-impl tracing::Subscriber for HandoffFreeze {
+impl tracing::Subscriber for Freeze {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        metadata.is_span() && metadata.name() == "tool_call"
+        match self.point {
+            Point::HandoffBeforeTransfer => metadata.is_span() && metadata.name() == "tool_call",
+            _ => metadata.is_event(),
+        }
     }
 
     fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
@@ -379,7 +416,13 @@ impl tracing::Subscriber for HandoffFreeze {
 
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
 
-    fn event(&self, _: &tracing::Event<'_>) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut visitor = IsRegistering(false);
+        event.record(&mut visitor);
+        if self.point == Point::DelegateBeforeTask && visitor.0 {
+            Freeze::freeze();
+        }
+    }
 
     fn enter(&self, _: &tracing::span::Id) {}
 
@@ -406,10 +449,7 @@ impl tracing::Subscriber for HandoffFreeze {
             handoff
         };
         if closed_handoff {
-            HANDOFF_FROZEN.store(true, Ordering::SeqCst);
-            loop {
-                std::thread::park();
-            }
+            Freeze::freeze();
         }
         true
     }
@@ -612,6 +652,7 @@ impl Point {
             Point::AfterHandoff,
             Point::HandoffBeforeTransfer,
             Point::AssembledRootBetweenModelCalls,
+            Point::DelegateBeforeTask,
         ]
         .into_iter()
         .find(|point| format!("{point:?}") == name)
@@ -627,8 +668,11 @@ impl Point {
 fn first_process() {
     let dir = std::path::PathBuf::from(std::env::var(DIR_VAR).unwrap());
     let point = Point::parse(&std::env::var(POINT_VAR).unwrap());
-    if point == Point::HandoffBeforeTransfer {
-        tracing::subscriber::set_global_default(HandoffFreeze::default()).unwrap();
+    if matches!(
+        point,
+        Point::HandoffBeforeTransfer | Point::DelegateBeforeTask
+    ) {
+        tracing::subscriber::set_global_default(Freeze::new(point)).unwrap();
     }
     let calls = Arc::new(AtomicU64::new(0));
     let host = Arc::new(Host::default());
@@ -641,7 +685,7 @@ fn first_process() {
             .await
             .unwrap();
         let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
-        while !HANDOFF_FROZEN.load(Ordering::SeqCst) {
+        while !FROZEN.load(Ordering::SeqCst) {
             let event = tokio::select! {
                 event = stream.next() => event.unwrap().expect("the run ended first"),
                 () = tokio::time::sleep(std::time::Duration::from_millis(5)) => continue,
@@ -654,7 +698,7 @@ fn first_process() {
         // what happens after a stored step, not about the instant between the two.
         let expect_frozen = !matches!(
             point,
-            Point::WhileCommitWaits | Point::HandoffBeforeTransfer
+            Point::WhileCommitWaits | Point::HandoffBeforeTransfer | Point::DelegateBeforeTask
         );
         let mut changes = runtime.subscribe(run.id.as_str(), 0, None);
         let mut stored = 0;
@@ -912,6 +956,65 @@ fn a_handoff_registered_before_the_interruption_is_not_made_twice() {
     assert_eq!(handoffs(&baseline.events), 1);
     assert_eq!(count(&resumed.events, "agent_handoff_accepted"), 1);
     assert_eq!(count(&resumed.events, "agent_invocation_transferred"), 1);
+}
+
+#[test]
+fn an_agent_written_before_its_task_is_taken_up_by_the_resumed_delegation() {
+    let baseline = uninterrupted();
+    let (first_calls, _, resumed) = interrupted_then_resumed(Point::DelegateBeforeTask);
+    assert_eq!(resumed.status, AgentRunStatus::Completed);
+    assert_eq!(resumed.files, baseline.files);
+    assert_eq!(resumed.committed, baseline.committed);
+    assert_eq!(first_calls + resumed.calls, baseline.calls);
+    let delivered = deliveries(&resumed.events);
+    assert_eq!(delivered.len(), N);
+    assert!(delivered.values().all(|count| *count == 1), "{delivered:?}");
+    // The first process wrote one agent and no task; its agent was left `interrupted` then.
+    let from_seq = resumed
+        .events
+        .iter()
+        .find(|event| event.event_type == "run_resumed")
+        .unwrap()
+        .payload["fromSeq"]
+        .as_u64()
+        .unwrap();
+    let first: Vec<&AgentRunEvent> = resumed
+        .events
+        .iter()
+        .filter(|event| event.seq <= from_seq)
+        .collect();
+    assert!(
+        !first
+            .iter()
+            .any(|event| event.event_type == "agent_task_registered")
+    );
+    // As many agents as an uninterrupted run, none of them left `interrupted`.
+    let created = |events: &[AgentRunEvent]| {
+        events
+            .iter()
+            .filter(|event| event.event_type == "agent_invocation_created")
+            .count()
+    };
+    assert_eq!(created(&resumed.events), created(&baseline.events));
+    let mut last: HashMap<String, String> = HashMap::new();
+    for event in resumed
+        .events
+        .iter()
+        .filter(|event| event.seq > from_seq && event.event_type.starts_with("agent_invocation_"))
+    {
+        last.insert(
+            event.payload["invocationId"].as_str().unwrap().to_owned(),
+            event.payload["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    }
+    assert_eq!(last.len(), N + 1, "{last:?}");
+    assert!(
+        last.values().all(|status| status == "completed"),
+        "{last:?}"
+    );
 }
 
 #[test]
@@ -1244,21 +1347,19 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
                 })
                 .count();
             assert!(handoffs <= 1, "trial {trial} ({profile}): {:#?}", steps());
-            // No agent with a task was left `interrupted` (a delegation killed between
-            // creating its agent and registering its task leaves an agent that never ran).
-            let with_task: std::collections::HashSet<&str> = events
-                .iter()
-                .filter(|event| event.event_type == "agent_task_registered")
-                .map(|event| event.payload["childInvocationId"].as_str().unwrap())
-                .chain(["inv_root"])
-                .collect();
+            // No agent was left `interrupted`, not even one a delegation or handoff had
+            // written before its task when it was killed (the resumed call takes it up).
             let mut last: HashMap<String, String> = HashMap::new();
             for event in &events {
-                let id = event.payload["invocationId"].as_str().unwrap_or_default();
-                if event.event_type.starts_with("agent_invocation_") && with_task.contains(id) {
+                if event.event_type.starts_with("agent_invocation_")
+                    && let Some(id) = event.payload["invocationId"].as_str()
+                {
                     last.insert(
-                        event.payload["invocationId"].as_str().unwrap().to_owned(),
-                        event.payload["status"].as_str().unwrap().to_owned(),
+                        id.to_owned(),
+                        event.payload["status"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
                     );
                 }
             }

@@ -34,7 +34,23 @@ pub(crate) struct Replay {
     written: HashMap<String, String>,
     /// Tasks registered by `agent.delegate` and `agent.handoff` calls, by the call's file key.
     registered_tasks: HashMap<String, TaskId>,
+    /// The agent record the call in flight had written when the process died, before it
+    /// registered that agent's task.
+    unregistered_agent: Option<UnregisteredAgent>,
     live: bool,
+}
+
+/// An agent record an `agent.delegate` or `agent.handoff` call wrote before the process died,
+/// with no task naming it yet: running the call again takes it up instead of writing a second
+/// agent that would leave this one `interrupted` for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnregisteredAgent {
+    /// The call that wrote it (the last call the agent started).
+    pub call_id: String,
+    pub invocation_id: tt_domain::ids::InvocationId,
+    /// The task its `agent_invocation_created` named, when that event reached the journal:
+    /// the task is registered under that id.
+    pub journaled_task: Option<TaskId>,
 }
 
 impl Replay {
@@ -176,6 +192,18 @@ impl Replay {
     /// The commit id a call already offered to the host, which a repeated offer reuses.
     pub(crate) fn commit_id(&self, file_key: &str) -> Option<&CommitId> {
         self.commit_ids.get(file_key)
+    }
+
+    /// Notes the agent record the call in flight wrote before its task.
+    pub(crate) fn record_unregistered_agent(&mut self, agent: UnregisteredAgent) {
+        self.unregistered_agent = Some(agent);
+    }
+
+    /// The agent record call `call_id` wrote before the process died, if it is that call.
+    pub(crate) fn unregistered_agent(&self, call_id: &str) -> Option<&UnregisteredAgent> {
+        self.unregistered_agent
+            .as_ref()
+            .filter(|agent| agent.call_id == call_id)
     }
 
     /// The task an interrupted `agent.delegate` or `agent.handoff` call already registered:

@@ -18,7 +18,7 @@ use tt_ports::{EventPage, RunDocument};
 use crate::engine::context::{CommitRecord, RunContext};
 use crate::engine::dispatch::call_file_key;
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::replay::Replay;
+use crate::replay::{Replay, UnregisteredAgent};
 use crate::services::RuntimeServices;
 
 /// What the journal says about an interrupted run.
@@ -36,6 +36,8 @@ pub(crate) struct JournalState {
     pub started_calls: HashMap<InvocationId, Vec<(u32, String)>>,
     /// Invocations that had started their loop.
     pub started: HashSet<InvocationId>,
+    /// Invocations whose `agent_invocation_created` was journaled, with the task it named.
+    pub created: HashMap<InvocationId, Option<TaskId>>,
     /// Last journaled sha256 of each workspace file.
     pub written: BTreeMap<String, String>,
     /// `persistent_changes_committed` of the interrupted process, if it promoted `persist/`.
@@ -122,6 +124,12 @@ pub(crate) async fn read_journal(
                 RunEventType::AgentInvocationStarted => {
                     if let Some(id) = invocation {
                         state.started.insert(id);
+                    }
+                }
+                RunEventType::AgentInvocationCreated => {
+                    if let Some(id) = invocation {
+                        let task = text(event, "taskId").map(|task| TaskId::from_raw(&task));
+                        state.created.insert(id, task);
                     }
                 }
                 RunEventType::ModelResponseStored => {
@@ -276,11 +284,12 @@ pub(crate) async fn read_journal(
 }
 
 /// The stored steps of `invocation`: its responses round by round until the first missing
-/// one, and its stored tool results.
+/// one, and its stored tool results. `invocations` are the run's agent records.
 pub(crate) async fn load_replay(
     services: &RuntimeServices,
     run_id: &RunId,
     invocation: &InvocationId,
+    invocations: &[AgentInvocation],
     journal: &mut JournalState,
 ) -> ApplicationResult<Replay> {
     let mut replay = journal.replays.remove(invocation).unwrap_or_default();
@@ -333,7 +342,24 @@ pub(crate) async fn load_replay(
         .invocations
         .list_tasks_by_parent(run_id, invocation)
         .await?;
-    for (round, call_id) in journal.started_calls.remove(invocation).unwrap_or_default() {
+    let started = journal.started_calls.remove(invocation).unwrap_or_default();
+    if let Some((round, call_id)) = started.last() {
+        let key = call_file_key(invocation, *round, call_id);
+        let registered = tasks
+            .iter()
+            .any(|task| task.created_by_tool_call_id.as_deref() == Some(call_id.as_str()));
+        if !stored_keys.contains(&key)
+            && !registered
+            && let Some(agent) = unregistered_agent(invocation, invocations, &tasks)
+        {
+            replay.record_unregistered_agent(UnregisteredAgent {
+                call_id: call_id.clone(),
+                journaled_task: journal.created.get(&agent.id).cloned().flatten(),
+                invocation_id: agent.id.clone(),
+            });
+        }
+    }
+    for (round, call_id) in started {
         let key = call_file_key(invocation, round, &call_id);
         let registered = tasks.iter().find(|task| {
             task.created_by_tool_call_id.as_deref() == Some(call_id.as_str())
@@ -349,6 +375,26 @@ pub(crate) async fn load_replay(
         }
     }
     Ok(replay)
+}
+
+/// The newest agent `invocation` created that never got a task: an `agent.delegate` or
+/// `agent.handoff` call died between writing the agent and registering its task. Only the call
+/// in flight at the interruption can have left one.
+fn unregistered_agent<'a>(
+    invocation: &InvocationId,
+    invocations: &'a [AgentInvocation],
+    tasks: &[AgentTaskRecord],
+) -> Option<&'a AgentInvocation> {
+    invocations
+        .iter()
+        .filter(|agent| {
+            agent.parent_invocation_id.as_ref() == Some(invocation)
+                && agent.status == InvocationStatus::Interrupted
+                && !tasks
+                    .iter()
+                    .any(|task| task.child_invocation_id == agent.id)
+        })
+        .max_by_key(|agent| agent.creation_seq)
 }
 
 fn decode<T: serde::de::DeserializeOwned>(

@@ -481,12 +481,18 @@ impl AgentRunService {
             {
                 resume::resume_invocation(&ctx, &mut invocation).await?;
             }
-            let replay =
-                resume::load_replay(services, run_id, &task.child_invocation_id, &mut journal)
-                    .await?;
+            let replay = resume::load_replay(
+                services,
+                run_id,
+                &task.child_invocation_id,
+                &invocations,
+                &mut journal,
+            )
+            .await?;
             child_replays.push((task.clone(), replay));
         }
-        let owner_replay = resume::load_replay(services, run_id, &owner_id, &mut journal).await?;
+        let owner_replay =
+            resume::load_replay(services, run_id, &owner_id, &invocations, &mut journal).await?;
         if let Some(promotion) = journal.promotion.take() {
             ctx.remember_promotion(promotion);
         }

@@ -70,7 +70,7 @@ pub(crate) async fn open_task(
     new: NewTask,
 ) -> ApplicationResult<AgentTaskRecord> {
     let now = ctx.services.clock.now();
-    let (kind, task_id) = match new.continuation {
+    let (kind, mut task_id) = match new.continuation {
         TaskContinuation::ReturnToParent => (
             InvocationKind::Subagent,
             TaskId::generate_delegate(&ctx.services.ids.next_token()),
@@ -86,37 +86,71 @@ pub(crate) async fn open_task(
         .next_workspace_key(&ctx.run_id, new.target.as_str())
         .await?;
     let creation_seq = ctx.next_creation_seq().await?;
-    let target_invocation = AgentInvocation {
-        id: InvocationId::generate(&ctx.services.ids.next_token()),
-        run_id: ctx.run_id.clone(),
-        parent_invocation_id: Some(inv.invocation.id.clone()),
-        profile_id: new.target.clone(),
-        kind,
-        status: InvocationStatus::Created,
-        exit_policy: kind.exit_policy(),
-        creation_seq,
-        created_at: now,
-        updated_at: now,
+    // A resumed call that had written its agent before the process died takes that agent up
+    // (docs/resume.md), so no agent is left that never ran.
+    let unregistered = match inv
+        .replay
+        .as_ref()
+        .and_then(|replay| replay.unregistered_agent(&call.id))
+    {
+        Some(agent) => {
+            let record = ctx
+                .services
+                .invocations
+                .load_invocation(&ctx.run_id, &agent.invocation_id)
+                .await?;
+            Some((record, agent.journaled_task.clone()))
+                .filter(|(record, _)| record.kind == kind && record.profile_id == new.target)
+        }
+        None => None,
     };
-    ctx.services
-        .invocations
-        .save_invocation(&target_invocation)
-        .await?;
-    ctx.events
-        .record(
-            &ctx.run_id,
-            EventLevel::Info,
-            &payload::AgentInvocationCreated {
-                invocation_id: target_invocation.id.clone(),
+    let (target_invocation, journaled_task) = match unregistered {
+        Some(adopted) => adopted,
+        None => {
+            let target_invocation = AgentInvocation {
+                id: InvocationId::generate(&ctx.services.ids.next_token()),
+                run_id: ctx.run_id.clone(),
                 parent_invocation_id: Some(inv.invocation.id.clone()),
                 profile_id: new.target.clone(),
                 kind,
-                status: target_invocation.status,
-                exit_policy: target_invocation.exit_policy,
-                task_id: Some(task_id.clone()),
-            },
-        )
-        .await?;
+                status: InvocationStatus::Created,
+                exit_policy: kind.exit_policy(),
+                creation_seq,
+                created_at: now,
+                updated_at: now,
+            };
+            ctx.services
+                .invocations
+                .save_invocation(&target_invocation)
+                .await?;
+            tracing::debug!(
+                agent = target_invocation.id.as_str(),
+                "agent record written; registering its task"
+            );
+            (target_invocation, None)
+        }
+    };
+    let journaled = journaled_task.is_some();
+    if let Some(journaled_task) = journaled_task {
+        task_id = journaled_task;
+    }
+    if !journaled {
+        ctx.events
+            .record(
+                &ctx.run_id,
+                EventLevel::Info,
+                &payload::AgentInvocationCreated {
+                    invocation_id: target_invocation.id.clone(),
+                    parent_invocation_id: Some(inv.invocation.id.clone()),
+                    profile_id: new.target.clone(),
+                    kind,
+                    status: InvocationStatus::Created,
+                    exit_policy: target_invocation.exit_policy,
+                    task_id: Some(task_id.clone()),
+                },
+            )
+            .await?;
+    }
     let task = AgentTaskRecord {
         id: task_id,
         run_id: ctx.run_id.clone(),
