@@ -126,9 +126,29 @@ fn check_prints(root: &Path, package: &Package, violations: &mut Vec<Violation>)
     Ok(())
 }
 
-/// The crate whose top-level modules must be layered: no import cycle between them
-/// (docs/ARCHITECTURE.md, "The modules of tt-application").
+/// The crate whose top-level modules must be layered: no import cycle between them, and each
+/// uses only modules of lower layers (docs/ARCHITECTURE.md, "The modules of tt-application").
 const LAYERED_CRATE_SRC: &str = "crates/tt-application/src";
+
+/// tt-application's top-level modules, bottom layer first. A module may use modules of lower
+/// layers only: not its own layer (so one tool family never uses another) and never a higher
+/// one (so nothing below the engine can run an agent). A new module joins the layer the module
+/// map of docs/ARCHITECTURE.md puts it in.
+const APPLICATION_LAYERS: &[&[&str]] = &[
+    &["error", "services", "prompt", "prompt_input", "replay"],
+    &["events", "profiles", "timeline", "usage"],
+    &["guidance"],
+    // The shared shapes of a tool call (`ToolSuccess`, `ToolEffect`, argument helpers) and the
+    // workspace family.
+    &["tools"],
+    // The other tool families.
+    &["skills", "delegation"],
+    &["registry"],
+    &["engine"],
+    &["persist_metadata", "handoff_chain", "resume"],
+    &["run_service"],
+    &["start_request"],
+];
 
 fn check_module_cycles(root: &Path, violations: &mut Vec<Violation>) -> Result<()> {
     let src = root.join(LAYERED_CRATE_SRC);
@@ -144,7 +164,40 @@ fn check_module_cycles(root: &Path, violations: &mut Vec<Violation>) -> Result<(
             .map(|(path, text)| (path.as_path(), text.as_str())),
     );
     violations.extend(cycle_violations(&graph));
+    violations.extend(layer_violations(&graph, APPLICATION_LAYERS));
     Ok(())
+}
+
+/// Every use of a module that is not in a lower layer, every module in no layer, and every
+/// layer entry that names no module.
+fn layer_violations(graph: &module_graph::ModuleGraph, layers: &[&[&str]]) -> Vec<Violation> {
+    let layer_of = |module: &str| layers.iter().position(|layer| layer.contains(&module));
+    let violation =
+        |detail: String| Violation::new(LAYERED_CRATE_SRC.to_owned(), "module-layer", detail);
+    let mut violations = Vec::new();
+    for (module, uses) in graph {
+        let Some(layer) = layer_of(module) else {
+            violations.push(violation(format!(
+                "`{module}` is in no layer of APPLICATION_LAYERS (xtask/src/tidy.rs); add it to the layer docs/ARCHITECTURE.md's module map puts it in"
+            )));
+            continue;
+        };
+        for used in uses {
+            if layer_of(used).is_some_and(|used_layer| used_layer >= layer) {
+                violations.push(violation(format!(
+                    "`{module}` uses `{used}`, which is not in a lower layer (APPLICATION_LAYERS in xtask/src/tidy.rs); a module may use only modules below it"
+                )));
+            }
+        }
+    }
+    for module in layers.iter().flat_map(|layer| layer.iter()) {
+        if !graph.contains_key(*module) {
+            violations.push(violation(format!(
+                "APPLICATION_LAYERS names `{module}`, which is no module of the crate; remove it"
+            )));
+        }
+    }
+    violations
 }
 
 /// One violation per cycle of `graph`, naming its modules and the edges inside it (where to
@@ -261,6 +314,54 @@ fn relative(root: &Path, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_uses_of_lower_layers_pass() {
+        let layers: &[&[&str]] = &[&["error"], &["tools", "skills"], &["engine"]];
+        let graph = |list: &[(&'static str, &'static str)]| {
+            module_graph::build(list.iter().map(|(path, text)| (Path::new(*path), *text)))
+        };
+        let details = |graph: &module_graph::ModuleGraph| -> Vec<String> {
+            layer_violations(graph, layers)
+                .into_iter()
+                .map(|violation| violation.detail)
+                .collect()
+        };
+        let layered = graph(&[
+            (
+                "engine/mod.rs",
+                "use crate::tools::X;\nuse crate::error::E;",
+            ),
+            ("tools/mod.rs", "use crate::error::E;"),
+            ("skills/mod.rs", "use crate::error::E;"),
+            ("error.rs", ""),
+        ]);
+        assert!(details(&layered).is_empty());
+        let crossing = graph(&[
+            ("engine/mod.rs", ""),
+            ("tools/mod.rs", "use crate::skills::S;"),
+            ("skills/mod.rs", "fn f() { crate::engine::run(); }"),
+            ("error.rs", ""),
+            ("extra.rs", ""),
+        ]);
+        assert_eq!(
+            details(&crossing),
+            [
+                "`extra` is in no layer of APPLICATION_LAYERS (xtask/src/tidy.rs); add it to the layer docs/ARCHITECTURE.md's module map puts it in",
+                "`skills` uses `engine`, which is not in a lower layer (APPLICATION_LAYERS in xtask/src/tidy.rs); a module may use only modules below it",
+                "`tools` uses `skills`, which is not in a lower layer (APPLICATION_LAYERS in xtask/src/tidy.rs); a module may use only modules below it",
+            ]
+        );
+        let gone = graph(&[
+            ("engine/mod.rs", ""),
+            ("tools/mod.rs", ""),
+            ("skills/mod.rs", ""),
+        ]);
+        assert_eq!(
+            details(&gone),
+            ["APPLICATION_LAYERS names `error`, which is no module of the crate; remove it"]
+        );
+    }
 
     #[test]
     fn a_module_cycle_is_a_violation_and_a_layered_crate_has_none() {
