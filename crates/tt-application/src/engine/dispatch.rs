@@ -497,9 +497,17 @@ async fn execute(
         }
         ToolName::WorkspaceCommit => run_commit(ctx, inv, round, call).await.map(continue_with),
         ToolName::WorkspaceFinish => finish(ctx, inv, call).await,
-        ToolName::AgentList => delegation::agent_list(ctx, inv, call)
+        ToolName::AgentList => {
+            let tasks = delegation::RunTaskView { ctx, inv };
+            crate::delegation::list::agent_list(
+                ctx.services.profiles.as_ref(),
+                &inv.profile,
+                &tasks,
+                call,
+            )
             .await
-            .map(continue_with),
+            .map(continue_with)
+        }
         ToolName::AgentDelegate => {
             let file_key = call_file_key(&inv.invocation.id, round, &call.id);
             match inv

@@ -1,13 +1,14 @@
-//! The agent tools: `agent.list`, `agent.delegate`, `agent.await` (for agents that may
-//! delegate) and the runtime-only `task.return` (for delegated agents), per reference §2.1–2.5.
+//! The agent tools that act on the run: `agent.delegate`, `agent.await`, `agent.cancel_task`
+//! (for agents that may delegate) and the runtime-only `task.return` (for delegated agents),
+//! per reference §2.1–2.5; and the engine's side of `agent.list` ([`RunTaskView`], the view of
+//! the caller's tasks that `crate::delegation::list` reads).
 
 use serde_json::json;
 use std::time::Duration;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
-use tt_domain::ids::{ProfileId, TaskId};
+use tt_domain::ids::TaskId;
 use tt_domain::invocation::ExitPolicy;
-use tt_domain::profile::DEFAULT_PROFILE_ID;
 use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::task_result::{
     AgentTaskResultDocument, TASK_RESULT_KIND, TaskResultRuntime, TaskResultStatus,
@@ -24,180 +25,37 @@ use crate::delegation::args::{
     AwaitMode, parse_await_args, parse_cancel_task_args, parse_delegate_args,
     parse_task_return_args,
 };
-use crate::delegation::policy::{Denial, Operation, admit, admit_caller};
-use crate::delegation::rendering::{
-    AgentListEntry, CapsuleEntry, render_agent_list, render_capsule, render_summary_file,
-    render_task_slots,
-};
+use crate::delegation::list::TaskView;
+use crate::delegation::policy::{Operation, admit, admit_caller};
+use crate::delegation::rendering::{CapsuleEntry, render_capsule, render_summary_file};
 use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::engine::scheduler::{Admission, CALLER_CANCELLED_REASON, CancelledBy, transition_task};
-use crate::error::{ApplicationError, ToolCallError, ToolError};
+use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
-use crate::tools::args::Args;
 
-const MAX_LIST_LIMIT: i64 = 20;
-const DEFAULT_LIST_LIMIT: i64 = 8;
+/// The caller's tasks and budgets as `agent.list` reads them, from the run's records and its
+/// scheduler.
+pub(crate) struct RunTaskView<'a> {
+    pub ctx: &'a RunContext,
+    pub inv: &'a InvocationRuntime,
+}
 
-/// `agent.list`: the agents this agent may delegate to or hand off to.
-pub(crate) async fn agent_list(
-    ctx: &RunContext,
-    inv: &InvocationRuntime,
-    call: &AgentToolCall,
-) -> Result<ToolSuccess, ToolCallError> {
-    let args = Args::parse(&call.arguments, &["purpose", "query", "limit"])?;
-    let purpose = args.opt_str("purpose")?.unwrap_or("any");
-    if !matches!(purpose, "any" | "delegate" | "handoff") {
-        return Err(ToolError::invalid_arguments(
-            "`purpose` must be `any`, `delegate` or `handoff`",
-        )
-        .into());
+impl TaskView for RunTaskView<'_> {
+    async fn delegated_tasks(&self) -> ApplicationResult<Vec<AgentTaskRecord>> {
+        delegated_by(self.ctx, self.inv).await
     }
-    let query = args
-        .opt_str("query")?
-        .map(str::to_lowercase)
-        .filter(|q| !q.trim().is_empty());
-    let limit = args.opt_i64("limit")?.unwrap_or(DEFAULT_LIST_LIMIT);
-    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
-        return Err(ToolError::invalid_arguments(format!(
-            "`limit` must be between 1 and {MAX_LIST_LIMIT}"
-        ))
-        .into());
+
+    fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize> {
+        self.ctx.scheduler.queue_position(task)
     }
-    let caller = &inv.profile.definition.delegation;
-    let wanted: &[Operation] = match purpose {
-        "delegate" => &[Operation::Delegate],
-        "handoff" => &[Operation::Handoff],
-        _ => &[Operation::Delegate, Operation::Handoff],
-    };
-    let denials: Vec<Denial> = wanted
-        .iter()
-        .filter_map(|operation| admit_caller(&inv.profile, *operation).err())
-        .collect();
-    if denials.len() == wanted.len()
-        && let Some(denial) = denials.first()
-    {
-        return Err(ToolError::new(
-            "agent.delegation_policy_denied",
-            format!(
-                "{}: you cannot call on other agents for this purpose.",
-                denial.code()
-            ),
-        )
-        .into());
+
+    fn task_tokens(&self) -> Option<(u64, u64)> {
+        self.ctx.scheduler.task_tokens(&self.inv.invocation.id)
     }
-    let mut ids = ctx.services.profiles.list_profile_ids().await?;
-    if let Ok(default_id) = ProfileId::parse(DEFAULT_PROFILE_ID)
-        && !ids.contains(&default_id)
-    {
-        ids.push(default_id);
+
+    fn run_tokens(&self) -> (u64, Option<u64>) {
+        self.ctx.scheduler.run_tokens()
     }
-    ids.sort();
-    let mut entries = Vec::new();
-    let mut structured_agents = Vec::new();
-    for id in ids {
-        // Profiles that do not resolve are skipped silently.
-        let Ok(target) =
-            crate::profiles::resolve(ctx.services.profiles.as_ref(), Some(id.as_str())).await
-        else {
-            continue;
-        };
-        let policy = &target.definition.delegation;
-        let operations: Vec<&str> = wanted
-            .iter()
-            .filter(|operation| admit(&inv.profile, &target, **operation).is_ok())
-            .map(|operation| match operation {
-                Operation::Delegate => "delegate",
-                Operation::Handoff => "handoff",
-            })
-            .collect();
-        if operations.is_empty() {
-            continue;
-        }
-        let description = policy
-            .description_for_agents
-            .clone()
-            .or_else(|| target.definition.description.clone())
-            .unwrap_or_default();
-        if let Some(query) = &query {
-            let haystack =
-                format!("{} {} {}", id, target.definition.display_name, description).to_lowercase();
-            if !haystack.contains(query.as_str()) {
-                continue;
-            }
-        }
-        structured_agents.push(json!({
-            "profileId": id, "displayName": target.definition.display_name, "description": description,
-            "operations": operations, "resultBudgetTokens": policy.result_budget_tokens,
-            "maxInvocationsPerRun": policy.max_invocations_per_run,
-            "maxConcurrentInvocations": policy.max_concurrent_invocations, "maxHandoffDepth": policy.max_handoff_depth,
-        }));
-        entries.push(AgentListEntry {
-            profile_id: id.to_string(),
-            operations,
-            description,
-        });
-        if entries.len() as i64 >= limit {
-            break;
-        }
-    }
-    let mut content = render_agent_list(purpose, &entries);
-    let mut structured = json!({"purpose": purpose, "agents": structured_agents});
-    if caller.can_delegate && purpose != "handoff" {
-        // The caller's own slots and waiting line, so it can plan its next delegations.
-        let mine = delegated_by(ctx, inv).await?;
-        // A task still `queued` but not in the line was admitted and is starting: it holds a
-        // slot (its record turns `running` a moment later).
-        let running = mine
-            .iter()
-            .filter(|task| match task.status {
-                TaskStatus::Running => true,
-                TaskStatus::Queued => ctx.scheduler.queue_position(task).is_none(),
-                _ => false,
-            })
-            .count();
-        let mut waiting: Vec<(String, usize)> = mine
-            .iter()
-            .filter(|task| task.status == TaskStatus::Queued)
-            .filter_map(|task| {
-                ctx.scheduler
-                    .queue_position(task)
-                    .map(|position| (task.id.to_string(), position))
-            })
-            .collect();
-        waiting.sort_by_key(|(_, position)| *position);
-        if running > 0 || !waiting.is_empty() {
-            content.push_str("\n\n");
-            content.push_str(&render_task_slots(
-                running,
-                caller.max_concurrent_invocations,
-                &waiting,
-            ));
-        }
-        structured["tasks"] = json!({
-            "running": running, "slots": caller.max_concurrent_invocations,
-            "waiting": waiting.iter().map(|(id, position)| json!({"taskId": id, "queuePosition": position})).collect::<Vec<_>>(),
-        });
-    }
-    // What the caller may still spend: its task's token budget, and the whole job's.
-    let mut budget = serde_json::Map::new();
-    if let Some((spent, limit)) = ctx.scheduler.task_tokens(&inv.invocation.id) {
-        let left = limit.saturating_sub(spent);
-        content.push_str(&format!(
-            "\n\nYour token budget for this task: {left} of {limit} model tokens left, counting what the tasks you delegate use."
-        ));
-        budget.insert("taskTokensLeft".to_owned(), json!(left));
-    }
-    if let (spent, Some(limit)) = ctx.scheduler.run_tokens() {
-        let left = limit.saturating_sub(spent);
-        content.push_str(&format!(
-            "\n\nToken budget of the whole job: {left} of {limit} model tokens left, shared by every agent on it."
-        ));
-        budget.insert("runTokensLeft".to_owned(), json!(left));
-    }
-    if !budget.is_empty() {
-        structured["budget"] = serde_json::Value::Object(budget);
-    }
-    Ok(ToolSuccess::new(content, structured))
 }
 
 /// `agent.delegate`: validates in the contract's order, records the task and its invocation,

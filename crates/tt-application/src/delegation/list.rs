@@ -1,0 +1,293 @@
+//! `agent.list`: the agents this agent may delegate to or hand off to, its task slots and
+//! waiting line, and what it may still spend. It runs below the engine on narrow inputs: the
+//! profile repository, the caller's profile, and a [`TaskView`] of the caller's tasks and
+//! budgets that the engine implements (`engine::delegation::tools::RunTaskView`).
+
+use serde_json::json;
+use tt_domain::ids::ProfileId;
+use tt_domain::profile::{DEFAULT_PROFILE_ID, ResolvedProfile};
+use tt_domain::task::{AgentTaskRecord, TaskStatus};
+use tt_domain::tool::AgentToolCall;
+use tt_ports::ProfileRepository;
+
+use crate::delegation::policy::{Denial, Operation, admit, admit_caller};
+use crate::delegation::rendering::{AgentListEntry, render_agent_list, render_task_slots};
+use crate::error::{ApplicationResult, ToolCallError, ToolError};
+use crate::tools::ToolSuccess;
+use crate::tools::args::Args;
+
+/// What `agent.list` reads of the caller's delegated tasks and token budgets.
+pub(crate) trait TaskView {
+    /// The tasks the caller delegated (not its handoffs), in the order it delegated them.
+    async fn delegated_tasks(&self) -> ApplicationResult<Vec<AgentTaskRecord>>;
+    /// Where a `queued` task waits in its delegator's line (1 = next to start); `None` when it
+    /// is not waiting (a queued task that is not in the line was admitted and is starting).
+    fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize>;
+    /// Tokens spent and the limit of the caller's task budget, when its task has one.
+    fn task_tokens(&self) -> Option<(u64, u64)>;
+    /// Tokens spent in the whole run, and the run's limit if it has one.
+    fn run_tokens(&self) -> (u64, Option<u64>);
+}
+
+const MAX_LIST_LIMIT: i64 = 20;
+const DEFAULT_LIST_LIMIT: i64 = 8;
+
+/// `agent.list`: the agents this agent may delegate to or hand off to.
+pub(crate) async fn agent_list(
+    profiles: &dyn ProfileRepository,
+    caller_profile: &ResolvedProfile,
+    tasks: &impl TaskView,
+    call: &AgentToolCall,
+) -> Result<ToolSuccess, ToolCallError> {
+    let args = Args::parse(&call.arguments, &["purpose", "query", "limit"])?;
+    let purpose = args.opt_str("purpose")?.unwrap_or("any");
+    if !matches!(purpose, "any" | "delegate" | "handoff") {
+        return Err(ToolError::invalid_arguments(
+            "`purpose` must be `any`, `delegate` or `handoff`",
+        )
+        .into());
+    }
+    let query = args
+        .opt_str("query")?
+        .map(str::to_lowercase)
+        .filter(|q| !q.trim().is_empty());
+    let limit = args.opt_i64("limit")?.unwrap_or(DEFAULT_LIST_LIMIT);
+    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+        return Err(ToolError::invalid_arguments(format!(
+            "`limit` must be between 1 and {MAX_LIST_LIMIT}"
+        ))
+        .into());
+    }
+    let caller = &caller_profile.definition.delegation;
+    let wanted: &[Operation] = match purpose {
+        "delegate" => &[Operation::Delegate],
+        "handoff" => &[Operation::Handoff],
+        _ => &[Operation::Delegate, Operation::Handoff],
+    };
+    let denials: Vec<Denial> = wanted
+        .iter()
+        .filter_map(|operation| admit_caller(caller_profile, *operation).err())
+        .collect();
+    if denials.len() == wanted.len()
+        && let Some(denial) = denials.first()
+    {
+        return Err(ToolError::new(
+            "agent.delegation_policy_denied",
+            format!(
+                "{}: you cannot call on other agents for this purpose.",
+                denial.code()
+            ),
+        )
+        .into());
+    }
+    let mut ids = profiles.list_profile_ids().await?;
+    if let Ok(default_id) = ProfileId::parse(DEFAULT_PROFILE_ID)
+        && !ids.contains(&default_id)
+    {
+        ids.push(default_id);
+    }
+    ids.sort();
+    let mut entries = Vec::new();
+    let mut structured_agents = Vec::new();
+    for id in ids {
+        // Profiles that do not resolve are skipped silently.
+        let Ok(target) = crate::profiles::resolve(profiles, Some(id.as_str())).await else {
+            continue;
+        };
+        let policy = &target.definition.delegation;
+        let operations: Vec<&str> = wanted
+            .iter()
+            .filter(|operation| admit(caller_profile, &target, **operation).is_ok())
+            .map(|operation| match operation {
+                Operation::Delegate => "delegate",
+                Operation::Handoff => "handoff",
+            })
+            .collect();
+        if operations.is_empty() {
+            continue;
+        }
+        let description = policy
+            .description_for_agents
+            .clone()
+            .or_else(|| target.definition.description.clone())
+            .unwrap_or_default();
+        if let Some(query) = &query {
+            let haystack =
+                format!("{} {} {}", id, target.definition.display_name, description).to_lowercase();
+            if !haystack.contains(query.as_str()) {
+                continue;
+            }
+        }
+        structured_agents.push(json!({
+            "profileId": id, "displayName": target.definition.display_name, "description": description,
+            "operations": operations, "resultBudgetTokens": policy.result_budget_tokens,
+            "maxInvocationsPerRun": policy.max_invocations_per_run,
+            "maxConcurrentInvocations": policy.max_concurrent_invocations, "maxHandoffDepth": policy.max_handoff_depth,
+        }));
+        entries.push(AgentListEntry {
+            profile_id: id.to_string(),
+            operations,
+            description,
+        });
+        if entries.len() as i64 >= limit {
+            break;
+        }
+    }
+    let mut content = render_agent_list(purpose, &entries);
+    let mut structured = json!({"purpose": purpose, "agents": structured_agents});
+    if caller.can_delegate && purpose != "handoff" {
+        // The caller's own slots and waiting line, so it can plan its next delegations.
+        let mine = tasks.delegated_tasks().await?;
+        // A task still `queued` but not in the line was admitted and is starting: it holds a
+        // slot (its record turns `running` a moment later).
+        let running = mine
+            .iter()
+            .filter(|task| match task.status {
+                TaskStatus::Running => true,
+                TaskStatus::Queued => tasks.queue_position(task).is_none(),
+                _ => false,
+            })
+            .count();
+        let mut waiting: Vec<(String, usize)> = mine
+            .iter()
+            .filter(|task| task.status == TaskStatus::Queued)
+            .filter_map(|task| {
+                tasks
+                    .queue_position(task)
+                    .map(|position| (task.id.to_string(), position))
+            })
+            .collect();
+        waiting.sort_by_key(|(_, position)| *position);
+        if running > 0 || !waiting.is_empty() {
+            content.push_str("\n\n");
+            content.push_str(&render_task_slots(
+                running,
+                caller.max_concurrent_invocations,
+                &waiting,
+            ));
+        }
+        structured["tasks"] = json!({
+            "running": running, "slots": caller.max_concurrent_invocations,
+            "waiting": waiting.iter().map(|(id, position)| json!({"taskId": id, "queuePosition": position})).collect::<Vec<_>>(),
+        });
+    }
+    // What the caller may still spend: its task's token budget, and the whole job's.
+    let mut budget = serde_json::Map::new();
+    if let Some((spent, limit)) = tasks.task_tokens() {
+        let left = limit.saturating_sub(spent);
+        content.push_str(&format!(
+            "\n\nYour token budget for this task: {left} of {limit} model tokens left, counting what the tasks you delegate use."
+        ));
+        budget.insert("taskTokensLeft".to_owned(), json!(left));
+    }
+    if let (spent, Some(limit)) = tasks.run_tokens() {
+        let left = limit.saturating_sub(spent);
+        content.push_str(&format!(
+            "\n\nToken budget of the whole job: {left} of {limit} model tokens left, shared by every agent on it."
+        ));
+        budget.insert("runTokensLeft".to_owned(), json!(left));
+    }
+    if !budget.is_empty() {
+        structured["budget"] = serde_json::Value::Object(budget);
+    }
+    Ok(ToolSuccess::new(content, structured))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use tt_domain::ids::{InvocationId, RunId, TaskId};
+    use tt_domain::profile::{ProfileSource, default_writer_definition, resolve_profile};
+    use tt_domain::task::TaskContinuation;
+    use tt_domain::time::Timestamp;
+    use tt_testkit::fakes::InMemoryStore;
+
+    /// A view of two delegated tasks, one running and one first in the waiting line.
+    struct Tasks;
+
+    fn task(id: &str, status: TaskStatus) -> AgentTaskRecord {
+        AgentTaskRecord {
+            id: TaskId::from_raw(id),
+            run_id: RunId::from_raw("run_1"),
+            parent_invocation_id: InvocationId::from_raw("inv_root"),
+            child_invocation_id: InvocationId::from_raw(format!("inv_{id}")),
+            target_profile_id: ProfileId::parse("helper").unwrap(),
+            workspace_key: id.to_owned(),
+            continuation: TaskContinuation::ReturnToParent,
+            status,
+            task: Value::Null.into(),
+            budget: None,
+            created_by_tool_call_id: None,
+            result_ref: None,
+            error: None,
+            creation_seq: 1,
+            created_at: Timestamp::from_unix_millis(0),
+            updated_at: Timestamp::from_unix_millis(0),
+        }
+    }
+
+    impl TaskView for Tasks {
+        async fn delegated_tasks(&self) -> ApplicationResult<Vec<AgentTaskRecord>> {
+            Ok(vec![
+                task("task_running", TaskStatus::Running),
+                task("task_waiting", TaskStatus::Queued),
+            ])
+        }
+
+        fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize> {
+            (task.id.as_str() == "task_waiting").then_some(1)
+        }
+
+        fn task_tokens(&self) -> Option<(u64, u64)> {
+            Some((100, 400))
+        }
+
+        fn run_tokens(&self) -> (u64, Option<u64>) {
+            (700, None)
+        }
+    }
+
+    #[tokio::test]
+    async fn lists_admitted_agents_with_the_callers_slots_and_budget_without_an_engine() {
+        let store = InMemoryStore::new();
+        let mut helper = default_writer_definition();
+        helper.id = ProfileId::parse("helper").unwrap();
+        helper.delegation.callable = true;
+        helper.delegation.allow_as_subagent = true;
+        helper.delegation.allowed_callers = vec!["*".to_owned()];
+        store.save_profile(&helper).await.unwrap();
+        let mut lead = default_writer_definition();
+        lead.delegation.can_delegate = true;
+        lead.delegation.max_concurrent_invocations = 1;
+        let lead = resolve_profile(lead, ProfileSource::built_in()).unwrap();
+        let call = AgentToolCall {
+            id: "call_1".to_owned(),
+            name: "agent_list".to_owned(),
+            arguments: json!({"purpose": "delegate"}),
+            provider_metadata: Value::Null,
+        };
+
+        let listed = agent_list(store.as_ref(), &lead, &Tasks, &call)
+            .await
+            .unwrap();
+
+        let agents: Vec<&str> = listed.structured["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|agent| agent["profileId"].as_str().unwrap())
+            .collect();
+        assert_eq!(agents, ["helper"]);
+        assert_eq!(
+            listed.structured["tasks"],
+            json!({"running": 1, "slots": 1, "waiting": [{"taskId": "task_waiting", "queuePosition": 1}]})
+        );
+        assert_eq!(listed.structured["budget"], json!({"taskTokensLeft": 300}));
+        assert!(
+            listed.content.contains("300 of 400 model tokens left"),
+            "{}",
+            listed.content
+        );
+    }
+}
