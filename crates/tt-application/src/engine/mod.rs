@@ -5,10 +5,10 @@
 //! scheduler (`scheduler`) and the delegated worker (`child`).
 //!
 //! The loop → dispatch → delegation → scheduler → worker → loop recursion stays inside this
-//! module. It may use the modules below it (tool families, skills, delegation's args, specs and
-//! rendering, the registry, events, guidance, services, error); none of them uses it back. The
-//! service facade (`run_service`, `resume`, `handoff_chain`) sits above it.
-//! docs/ARCHITECTURE.md has the module map.
+//! module. It may use the modules below it (the tool families `tools`, `skills` and
+//! `delegation`, the registry, events, guidance, profiles, services, error); none of them uses
+//! it back. The service facade (`run_service`, `resume`, `handoff_chain`, `persist_metadata`)
+//! sits above it. docs/ARCHITECTURE.md has the module map; `cargo xtask tidy` checks it.
 
 pub(crate) mod binding;
 pub(crate) mod child;
