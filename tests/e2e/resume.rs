@@ -109,6 +109,17 @@ fn assembled_profile() -> Value {
     })
 }
 
+/// A foreground writer that first answers in plain text (and gets a reminder), then writes,
+/// publishes and finishes.
+fn drifter_profile() -> Value {
+    let mut profile = assembled_profile();
+    profile["id"] = json!("drifter");
+    profile["displayName"] = json!("Drifter");
+    profile["description"] = json!("Answers in plain text first.");
+    profile["preset"] = json!({"mode": "currentPromptSnapshot"});
+    profile
+}
+
 /// The note number of a delegated agent, from its brief.
 fn note_number(request: &AgentModelRequest) -> usize {
     let text = serde_json::to_string(&request.messages).unwrap();
@@ -155,6 +166,17 @@ fn reply(request: &AgentModelRequest) -> ModelReply {
             return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
         }
         ("assembled", _) => return ModelReply::tool_call("workspace_finish", json!({})),
+        ("drifter", 1) => return ModelReply::text("Let me think about the reply first."),
+        ("drifter", 2) => {
+            return ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Written after a reminder.\n"}),
+            );
+        }
+        ("drifter", 3) => {
+            return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
+        }
+        ("drifter", _) => return ModelReply::tool_call("workspace_finish", json!({})),
         _ => {}
     }
     if request.agent_profile_id.as_str() == "lead" {
@@ -220,7 +242,28 @@ enum Point {
     /// The lead's first `agent.delegate` call has written its agent's record and not yet
     /// registered the task (the process freezes at the runtime's `registering its task` log).
     DelegateBeforeTask,
+    /// A root that was reminded to use its tools (before it published) waits for its answer
+    /// after publishing.
+    AfterCommitWithEarlierReminder,
 }
+
+impl Point {
+    /// The model request the first process froze at, `(profile, round)`, when it froze at one
+    /// of the foreground agent's requests: the resumed run asks it again with the same
+    /// messages, followed only by results that finished since.
+    fn frozen_request(self) -> Option<(&'static str, u32)> {
+        match self {
+            Point::BetweenModelCalls => Some(("lead", 2)),
+            Point::AfterHandoff => Some(("closer", 2)),
+            Point::AssembledRootBetweenModelCalls => Some(("assembled", 2)),
+            Point::AfterCommitWithEarlierReminder => Some(("drifter", 4)),
+            _ => None,
+        }
+    }
+}
+
+/// Every model request a runtime made, `(profile, round, messages as JSON)`, in order.
+type RequestLog = Arc<Mutex<Vec<(String, u32, String)>>>;
 
 /// Counts returned model calls, and freezes every call once `freeze` says so.
 struct Model {
@@ -231,6 +274,7 @@ struct Model {
     freeze_after: Box<dyn Fn(&AgentModelRequest) -> bool + Send + Sync>,
     /// Whether this call itself never returns.
     freeze_at: Box<dyn Fn(&AgentModelRequest) -> bool + Send + Sync>,
+    requests: RequestLog,
 }
 
 #[async_trait]
@@ -244,6 +288,11 @@ impl ModelProvider for Model {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
+        self.requests.lock().unwrap().push((
+            request.agent_profile_id.to_string(),
+            request.round,
+            serde_json::to_string(&request.messages).unwrap(),
+        ));
         if self.frozen.load(Ordering::SeqCst) || (self.freeze_at)(&request) {
             self.frozen.store(true, Ordering::SeqCst);
             std::future::pending::<()>().await;
@@ -270,6 +319,7 @@ fn model(
     point: Option<Point>,
     calls: &Arc<AtomicU64>,
     frozen: &Arc<AtomicBool>,
+    requests: &RequestLog,
 ) -> Arc<dyn ModelProvider> {
     let lead_round = |round: u32| -> Predicate {
         Box::new(move |r: &AgentModelRequest| {
@@ -298,6 +348,12 @@ fn model(
             }),
             never(),
         ),
+        Some(Point::AfterCommitWithEarlierReminder) => (
+            Box::new(|r: &AgentModelRequest| {
+                r.agent_profile_id.as_str() == "drifter" && r.round == 4
+            }),
+            never(),
+        ),
     };
     Arc::new(Model {
         inner: FnProvider::new(|request| Ok(reply(request))),
@@ -305,6 +361,7 @@ fn model(
         frozen: Arc::clone(frozen),
         freeze_after,
         freeze_at,
+        requests: Arc::clone(requests),
     })
 }
 
@@ -335,6 +392,9 @@ fn stop_here(point: Point, event: &AgentRunEvent) -> bool {
         Point::HandoffBeforeTransfer | Point::DelegateBeforeTask => false,
         Point::AssembledRootBetweenModelCalls => {
             event.event_type == "model_call_attempt_started" && lead && payload["round"] == json!(2)
+        }
+        Point::AfterCommitWithEarlierReminder => {
+            event.event_type == "model_call_attempt_started" && lead && payload["round"] == json!(4)
         }
     }
 }
@@ -461,6 +521,8 @@ struct Host {
     offered: Mutex<Vec<(String, String)>>,
     /// Assembles the prompts of `preset.mode = "ref"` agents.
     assembler: Arc<FakePromptBroker>,
+    /// The model requests of the runtime.
+    requests: RequestLog,
 }
 
 impl Default for Host {
@@ -468,6 +530,7 @@ impl Default for Host {
         Self {
             offered: Mutex::default(),
             assembler: FakePromptBroker::answering(),
+            requests: RequestLog::default(),
         }
     }
 }
@@ -483,7 +546,7 @@ fn runtime(
     let answers = point != Some(Point::WhileCommitWaits);
     AgentRuntimeBuilder::new()
         .data_dir(dir)
-        .provider(model(point, calls, frozen))
+        .provider(model(point, calls, frozen, &host.requests))
         .prompt_broker(tt_runtime::PromptBrokerChoice::Custom(
             Arc::clone(&host.assembler) as _,
         ))
@@ -510,6 +573,7 @@ async fn install(runtime: &AgentRuntime) {
         opener_profile(),
         closer_profile(),
         assembled_profile(),
+        drifter_profile(),
     ] {
         let definition: AgentProfileDefinition = serde_json::from_value(profile).unwrap();
         runtime.save_profile(definition).await.unwrap();
@@ -527,6 +591,7 @@ fn profile_of(point: Point) -> &'static str {
     match point {
         Point::AfterHandoff | Point::HandoffBeforeTransfer => "opener",
         Point::AssembledRootBetweenModelCalls => "assembled",
+        Point::AfterCommitWithEarlierReminder => "drifter",
         _ => "lead",
     }
 }
@@ -640,6 +705,8 @@ fn uninterrupted_with(profile: &str) -> Outcome {
 const DIR_VAR: &str = "TT_RESUME_TEST_DIR";
 const POINT_VAR: &str = "TT_RESUME_TEST_POINT";
 const STOPPED: &str = "TT_RESUME_TEST_STOPPED";
+/// Where the first process leaves its model requests (`RequestLog`), in the data dir.
+const FIRST_REQUESTS: &str = "first-requests.json";
 
 impl Point {
     fn parse(name: &str) -> Point {
@@ -653,6 +720,7 @@ impl Point {
             Point::HandoffBeforeTransfer,
             Point::AssembledRootBetweenModelCalls,
             Point::DelegateBeforeTask,
+            Point::AfterCommitWithEarlierReminder,
         ]
         .into_iter()
         .find(|point| format!("{point:?}") == name)
@@ -720,6 +788,12 @@ fn first_process() {
             .iter()
             .map(|(id, _)| id.clone())
             .collect();
+        let requests = host.requests.lock().unwrap().clone();
+        std::fs::write(
+            dir.join(FIRST_REQUESTS),
+            serde_json::to_string(&requests).unwrap(),
+        )
+        .unwrap();
         println!(
             "{STOPPED} {} {} {}",
             run.id,
@@ -797,6 +871,36 @@ fn interrupted_then_resumed(point: Point) -> (u64, Vec<String>, Outcome) {
             host: Arc::clone(&host),
         }
     });
+    // The request the first process froze at is asked again with the messages it had: the
+    // replayed history (responses, results, reminders, injections) is the one it had, and
+    // only results that finished since may follow it.
+    if let Some((profile, round)) = point.frozen_request() {
+        let first: Vec<(String, u32, String)> = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(FIRST_REQUESTS)).unwrap(),
+        )
+        .unwrap();
+        let asked = |log: &[(String, u32, String)]| -> Option<Vec<Value>> {
+            log.iter()
+                .find(|(p, r, _)| p == profile && *r == round)
+                .map(|(_, _, messages)| serde_json::from_str(&without_task_ids(messages)).unwrap())
+        };
+        let before = asked(&first).unwrap_or_else(|| panic!("{point:?}: never asked"));
+        let again = asked(&resumed.host.requests.lock().unwrap())
+            .unwrap_or_else(|| panic!("{point:?}: not asked again"));
+        assert!(again.len() >= before.len(), "{point:?}: {again:#?}");
+        assert_eq!(
+            again[..before.len()],
+            before[..],
+            "{point:?}: the resumed agent's history differs from the one it had"
+        );
+        assert!(
+            again[before.len()..].iter().all(|message| message
+                .to_string()
+                .contains("Results of tasks you delegated")),
+            "{point:?}: {:#?}",
+            &again[before.len()..]
+        );
+    }
     (first_calls, first_commits, resumed)
 }
 
@@ -1018,6 +1122,29 @@ fn an_agent_written_before_its_task_is_taken_up_by_the_resumed_delegation() {
 }
 
 #[test]
+fn a_replayed_reminder_says_what_it_said_before_the_interruption() {
+    let baseline = uninterrupted_with("drifter");
+    assert_eq!(baseline.status, AgentRunStatus::Completed);
+    let (first_calls, first_commits, resumed) =
+        interrupted_then_resumed(Point::AfterCommitWithEarlierReminder);
+    assert_eq!(resumed.status, AgentRunStatus::Completed);
+    assert_eq!(resumed.files, baseline.files);
+    // Published by the first process, and not offered again.
+    assert_eq!(first_commits.len(), 1);
+    assert!(resumed.host.offered.lock().unwrap().is_empty());
+    assert_eq!(first_calls + resumed.calls, baseline.calls);
+    // The reminder after the first answer told it to write and publish (nothing was published
+    // yet); the replay renders it so, though the run has published since.
+    let asked = resumed.host.requests.lock().unwrap().clone();
+    let (_, _, messages) = asked
+        .iter()
+        .find(|(profile, round, _)| profile == "drifter" && *round == 4)
+        .unwrap();
+    assert!(messages.contains("publish it with"), "{messages}");
+    assert!(!messages.contains("already published"), "{messages}");
+}
+
+#[test]
 fn a_root_prompt_the_host_assembled_is_read_back_instead_of_assembled_again() {
     let baseline = uninterrupted_with("assembled");
     assert_eq!(baseline.status, AgentRunStatus::Completed);
@@ -1099,7 +1226,7 @@ fn publishing_runtime(dir: &Path, calls: &Arc<AtomicU64>) -> AgentRuntime {
     let published = dir.join("published.jsonl");
     AgentRuntimeBuilder::new()
         .data_dir(dir)
-        .provider(model(None, calls, &Arc::default()))
+        .provider(model(None, calls, &Arc::default(), &RequestLog::default()))
         .commit_handler(move |request| {
             let published = published.clone();
             async move {
