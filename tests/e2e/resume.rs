@@ -94,19 +94,14 @@ fn closer_profile() -> Value {
 
 /// A foreground writer whose prompt the host assembles (`preset.mode = "ref"`).
 fn assembled_profile() -> Value {
-    json!({
-        "schemaVersion": 2, "kind": "tauritavern.agentProfile", "id": "assembled",
-        "displayName": "Assembled", "description": "Writes from a host-assembled prompt.",
-        "preset": {"mode": "ref", "ref": {"apiId": "local", "name": "house"}},
-        "model": {"mode": "currentPromptSnapshot"},
-        "run": {"presentation": "foreground"},
-        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"],
-            "maxRounds": 10},
-        "skills": {"visible": ["*"]}, "plan": {"mode": "none"},
-        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
-        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown",
-            "target": "messageBody", "required": true}]}
-    })
+    let mut profile = closer_profile();
+    profile["id"] = json!("assembled");
+    profile["displayName"] = json!("Assembled");
+    profile["description"] = json!("Writes from a host-assembled prompt.");
+    profile["preset"] = json!({"mode": "ref", "ref": {"apiId": "local", "name": "house"}});
+    profile["run"] = json!({"presentation": "foreground"});
+    profile.as_object_mut().unwrap().remove("delegation");
+    profile
 }
 
 /// A foreground writer that first answers in plain text (and gets a reminder), then writes,
@@ -146,37 +141,23 @@ fn reply(request: &AgentModelRequest) -> ModelReply {
                     "contextSummary": "Nothing is written yet."}}),
             );
         }
-        ("closer", 1) => {
-            return ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "Closed by the closer.\n"}),
-            );
-        }
-        ("closer", 2) => {
-            return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
-        }
-        ("closer", _) => return ModelReply::tool_call("workspace_finish", json!({})),
-        ("assembled", 1) => {
-            return ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "Written from an assembled prompt.\n"}),
-            );
-        }
-        ("assembled", 2) => {
-            return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
-        }
-        ("assembled", _) => return ModelReply::tool_call("workspace_finish", json!({})),
         ("drifter", 1) => return ModelReply::text("Let me think about the reply first."),
-        ("drifter", 2) => {
-            return ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "Written after a reminder.\n"}),
-            );
+        // The writers write, publish and finish (the drifter one round later).
+        (profile @ ("closer" | "assembled" | "drifter"), round) => {
+            let step = if profile == "drifter" {
+                round - 1
+            } else {
+                round
+            };
+            return match step {
+                1 => ModelReply::tool_call(
+                    "workspace_write_file",
+                    json!({"path": "output/main.md", "content": format!("Written by the {profile}.\n")}),
+                ),
+                2 => ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"})),
+                _ => ModelReply::tool_call("workspace_finish", json!({})),
+            };
         }
-        ("drifter", 3) => {
-            return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
-        }
-        ("drifter", _) => return ModelReply::tool_call("workspace_finish", json!({})),
         _ => {}
     }
     if request.agent_profile_id.as_str() == "lead" {
@@ -643,6 +624,28 @@ fn without_task_ids(text: &str) -> String {
     out
 }
 
+/// How many events of `kind` are in `events`.
+fn count(events: &[AgentRunEvent], kind: &str) -> usize {
+    events
+        .iter()
+        .filter(|event| event.event_type == kind)
+        .count()
+}
+
+/// The events the first process wrote (up to `run_resumed.fromSeq`).
+fn first_part(events: &[AgentRunEvent]) -> Vec<AgentRunEvent> {
+    let from_seq = events
+        .iter()
+        .find(|event| event.event_type == "run_resumed")
+        .and_then(|event| event.payload["fromSeq"].as_u64())
+        .unwrap();
+    events
+        .iter()
+        .filter(|event| event.seq <= from_seq)
+        .cloned()
+        .collect()
+}
+
 /// Each finished result reached the lead once, by `agent.await` or injection.
 fn deliveries(events: &[AgentRunEvent]) -> HashMap<String, usize> {
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -1022,28 +1025,9 @@ fn a_handoff_registered_before_the_interruption_is_not_made_twice() {
     assert_eq!(resumed.files, baseline.files);
     assert_eq!(resumed.committed, baseline.committed);
     assert_eq!(first_calls + resumed.calls, baseline.calls);
-    let count = |events: &[AgentRunEvent], kind: &str| {
-        events
-            .iter()
-            .filter(|event| event.event_type == kind)
-            .count()
-    };
     // The first process stopped inside the window: the handoff registered, its caller not
     // yet `transferred`.
-    let from_seq = resumed
-        .events
-        .iter()
-        .find(|event| event.event_type == "run_resumed")
-        .unwrap()
-        .payload["fromSeq"]
-        .as_u64()
-        .unwrap();
-    let before: Vec<AgentRunEvent> = resumed
-        .events
-        .iter()
-        .filter(|event| event.seq <= from_seq)
-        .cloned()
-        .collect();
+    let before = first_part(&resumed.events);
     assert_eq!(count(&before, "agent_handoff_accepted"), 1);
     assert_eq!(count(&before, "agent_invocation_transferred"), 0);
     // One handoff over both processes, and the resumed run ends as the uninterrupted one.
@@ -1074,37 +1058,17 @@ fn an_agent_written_before_its_task_is_taken_up_by_the_resumed_delegation() {
     assert_eq!(delivered.len(), N);
     assert!(delivered.values().all(|count| *count == 1), "{delivered:?}");
     // The first process wrote one agent and no task; its agent was left `interrupted` then.
-    let from_seq = resumed
-        .events
-        .iter()
-        .find(|event| event.event_type == "run_resumed")
-        .unwrap()
-        .payload["fromSeq"]
-        .as_u64()
-        .unwrap();
-    let first: Vec<&AgentRunEvent> = resumed
-        .events
-        .iter()
-        .filter(|event| event.seq <= from_seq)
-        .collect();
-    assert!(
-        !first
-            .iter()
-            .any(|event| event.event_type == "agent_task_registered")
-    );
+    let first = first_part(&resumed.events);
+    assert_eq!(count(&first, "agent_task_registered"), 0);
     // As many agents as an uninterrupted run, none of them left `interrupted`.
-    let created = |events: &[AgentRunEvent]| {
-        events
-            .iter()
-            .filter(|event| event.event_type == "agent_invocation_created")
-            .count()
-    };
-    assert_eq!(created(&resumed.events), created(&baseline.events));
+    assert_eq!(
+        count(&resumed.events, "agent_invocation_created"),
+        count(&baseline.events, "agent_invocation_created")
+    );
     let mut last: HashMap<String, String> = HashMap::new();
-    for event in resumed
-        .events
+    for event in resumed.events[first.len()..]
         .iter()
-        .filter(|event| event.seq > from_seq && event.event_type.starts_with("agent_invocation_"))
+        .filter(|event| event.event_type.starts_with("agent_invocation_"))
     {
         last.insert(
             event.payload["invocationId"].as_str().unwrap().to_owned(),
