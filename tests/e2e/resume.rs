@@ -94,19 +94,25 @@ fn closer_profile() -> Value {
 
 /// A foreground writer whose prompt the host assembles (`preset.mode = "ref"`).
 fn assembled_profile() -> Value {
-    json!({
-        "schemaVersion": 2, "kind": "tauritavern.agentProfile", "id": "assembled",
-        "displayName": "Assembled", "description": "Writes from a host-assembled prompt.",
-        "preset": {"mode": "ref", "ref": {"apiId": "local", "name": "house"}},
-        "model": {"mode": "currentPromptSnapshot"},
-        "run": {"presentation": "foreground"},
-        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"],
-            "maxRounds": 10},
-        "skills": {"visible": ["*"]}, "plan": {"mode": "none"},
-        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
-        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown",
-            "target": "messageBody", "required": true}]}
-    })
+    let mut profile = closer_profile();
+    profile["id"] = json!("assembled");
+    profile["displayName"] = json!("Assembled");
+    profile["description"] = json!("Writes from a host-assembled prompt.");
+    profile["preset"] = json!({"mode": "ref", "ref": {"apiId": "local", "name": "house"}});
+    profile["run"] = json!({"presentation": "foreground"});
+    profile.as_object_mut().unwrap().remove("delegation");
+    profile
+}
+
+/// A foreground writer that first answers in plain text (and gets a reminder), then writes,
+/// publishes and finishes.
+fn drifter_profile() -> Value {
+    let mut profile = assembled_profile();
+    profile["id"] = json!("drifter");
+    profile["displayName"] = json!("Drifter");
+    profile["description"] = json!("Answers in plain text first.");
+    profile["preset"] = json!({"mode": "currentPromptSnapshot"});
+    profile
 }
 
 /// The note number of a delegated agent, from its brief.
@@ -135,26 +141,23 @@ fn reply(request: &AgentModelRequest) -> ModelReply {
                     "contextSummary": "Nothing is written yet."}}),
             );
         }
-        ("closer", 1) => {
-            return ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "Closed by the closer.\n"}),
-            );
+        ("drifter", 1) => return ModelReply::text("Let me think about the reply first."),
+        // The writers write, publish and finish (the drifter one round later).
+        (profile @ ("closer" | "assembled" | "drifter"), round) => {
+            let step = if profile == "drifter" {
+                round - 1
+            } else {
+                round
+            };
+            return match step {
+                1 => ModelReply::tool_call(
+                    "workspace_write_file",
+                    json!({"path": "output/main.md", "content": format!("Written by the {profile}.\n")}),
+                ),
+                2 => ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"})),
+                _ => ModelReply::tool_call("workspace_finish", json!({})),
+            };
         }
-        ("closer", 2) => {
-            return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
-        }
-        ("closer", _) => return ModelReply::tool_call("workspace_finish", json!({})),
-        ("assembled", 1) => {
-            return ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "Written from an assembled prompt.\n"}),
-            );
-        }
-        ("assembled", 2) => {
-            return ModelReply::tool_call("workspace_commit", json!({"path": "output/main.md"}));
-        }
-        ("assembled", _) => return ModelReply::tool_call("workspace_finish", json!({})),
         _ => {}
     }
     if request.agent_profile_id.as_str() == "lead" {
@@ -220,7 +223,28 @@ enum Point {
     /// The lead's first `agent.delegate` call has written its agent's record and not yet
     /// registered the task (the process freezes at the runtime's `registering its task` log).
     DelegateBeforeTask,
+    /// A root that was reminded to use its tools (before it published) waits for its answer
+    /// after publishing.
+    AfterCommitWithEarlierReminder,
 }
+
+impl Point {
+    /// The model request the first process froze at, `(profile, round)`, when it froze at one
+    /// of the foreground agent's requests: the resumed run asks it again with the same
+    /// messages, followed only by results that finished since.
+    fn frozen_request(self) -> Option<(&'static str, u32)> {
+        match self {
+            Point::BetweenModelCalls => Some(("lead", 2)),
+            Point::AfterHandoff => Some(("closer", 2)),
+            Point::AssembledRootBetweenModelCalls => Some(("assembled", 2)),
+            Point::AfterCommitWithEarlierReminder => Some(("drifter", 4)),
+            _ => None,
+        }
+    }
+}
+
+/// Every model request a runtime made, `(profile, round, messages as JSON)`, in order.
+type RequestLog = Arc<Mutex<Vec<(String, u32, String)>>>;
 
 /// Counts returned model calls, and freezes every call once `freeze` says so.
 struct Model {
@@ -231,6 +255,7 @@ struct Model {
     freeze_after: Box<dyn Fn(&AgentModelRequest) -> bool + Send + Sync>,
     /// Whether this call itself never returns.
     freeze_at: Box<dyn Fn(&AgentModelRequest) -> bool + Send + Sync>,
+    requests: RequestLog,
 }
 
 #[async_trait]
@@ -244,6 +269,11 @@ impl ModelProvider for Model {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
+        self.requests.lock().unwrap().push((
+            request.agent_profile_id.to_string(),
+            request.round,
+            serde_json::to_string(&request.messages).unwrap(),
+        ));
         if self.frozen.load(Ordering::SeqCst) || (self.freeze_at)(&request) {
             self.frozen.store(true, Ordering::SeqCst);
             std::future::pending::<()>().await;
@@ -270,6 +300,7 @@ fn model(
     point: Option<Point>,
     calls: &Arc<AtomicU64>,
     frozen: &Arc<AtomicBool>,
+    requests: &RequestLog,
 ) -> Arc<dyn ModelProvider> {
     let lead_round = |round: u32| -> Predicate {
         Box::new(move |r: &AgentModelRequest| {
@@ -298,6 +329,12 @@ fn model(
             }),
             never(),
         ),
+        Some(Point::AfterCommitWithEarlierReminder) => (
+            Box::new(|r: &AgentModelRequest| {
+                r.agent_profile_id.as_str() == "drifter" && r.round == 4
+            }),
+            never(),
+        ),
     };
     Arc::new(Model {
         inner: FnProvider::new(|request| Ok(reply(request))),
@@ -305,6 +342,7 @@ fn model(
         frozen: Arc::clone(frozen),
         freeze_after,
         freeze_at,
+        requests: Arc::clone(requests),
     })
 }
 
@@ -335,6 +373,9 @@ fn stop_here(point: Point, event: &AgentRunEvent) -> bool {
         Point::HandoffBeforeTransfer | Point::DelegateBeforeTask => false,
         Point::AssembledRootBetweenModelCalls => {
             event.event_type == "model_call_attempt_started" && lead && payload["round"] == json!(2)
+        }
+        Point::AfterCommitWithEarlierReminder => {
+            event.event_type == "model_call_attempt_started" && lead && payload["round"] == json!(4)
         }
     }
 }
@@ -461,6 +502,8 @@ struct Host {
     offered: Mutex<Vec<(String, String)>>,
     /// Assembles the prompts of `preset.mode = "ref"` agents.
     assembler: Arc<FakePromptBroker>,
+    /// The model requests of the runtime.
+    requests: RequestLog,
 }
 
 impl Default for Host {
@@ -468,6 +511,7 @@ impl Default for Host {
         Self {
             offered: Mutex::default(),
             assembler: FakePromptBroker::answering(),
+            requests: RequestLog::default(),
         }
     }
 }
@@ -483,7 +527,7 @@ fn runtime(
     let answers = point != Some(Point::WhileCommitWaits);
     AgentRuntimeBuilder::new()
         .data_dir(dir)
-        .provider(model(point, calls, frozen))
+        .provider(model(point, calls, frozen, &host.requests))
         .prompt_broker(tt_runtime::PromptBrokerChoice::Custom(
             Arc::clone(&host.assembler) as _,
         ))
@@ -510,6 +554,7 @@ async fn install(runtime: &AgentRuntime) {
         opener_profile(),
         closer_profile(),
         assembled_profile(),
+        drifter_profile(),
     ] {
         let definition: AgentProfileDefinition = serde_json::from_value(profile).unwrap();
         runtime.save_profile(definition).await.unwrap();
@@ -527,6 +572,7 @@ fn profile_of(point: Point) -> &'static str {
     match point {
         Point::AfterHandoff | Point::HandoffBeforeTransfer => "opener",
         Point::AssembledRootBetweenModelCalls => "assembled",
+        Point::AfterCommitWithEarlierReminder => "drifter",
         _ => "lead",
     }
 }
@@ -576,6 +622,28 @@ fn without_task_ids(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// How many events of `kind` are in `events`.
+fn count(events: &[AgentRunEvent], kind: &str) -> usize {
+    events
+        .iter()
+        .filter(|event| event.event_type == kind)
+        .count()
+}
+
+/// The events the first process wrote (up to `run_resumed.fromSeq`).
+fn first_part(events: &[AgentRunEvent]) -> Vec<AgentRunEvent> {
+    let from_seq = events
+        .iter()
+        .find(|event| event.event_type == "run_resumed")
+        .and_then(|event| event.payload["fromSeq"].as_u64())
+        .unwrap();
+    events
+        .iter()
+        .filter(|event| event.seq <= from_seq)
+        .cloned()
+        .collect()
 }
 
 /// Each finished result reached the lead once, by `agent.await` or injection.
@@ -640,6 +708,8 @@ fn uninterrupted_with(profile: &str) -> Outcome {
 const DIR_VAR: &str = "TT_RESUME_TEST_DIR";
 const POINT_VAR: &str = "TT_RESUME_TEST_POINT";
 const STOPPED: &str = "TT_RESUME_TEST_STOPPED";
+/// Where the first process leaves its model requests (`RequestLog`), in the data dir.
+const FIRST_REQUESTS: &str = "first-requests.json";
 
 impl Point {
     fn parse(name: &str) -> Point {
@@ -653,6 +723,7 @@ impl Point {
             Point::HandoffBeforeTransfer,
             Point::AssembledRootBetweenModelCalls,
             Point::DelegateBeforeTask,
+            Point::AfterCommitWithEarlierReminder,
         ]
         .into_iter()
         .find(|point| format!("{point:?}") == name)
@@ -720,6 +791,12 @@ fn first_process() {
             .iter()
             .map(|(id, _)| id.clone())
             .collect();
+        let requests = host.requests.lock().unwrap().clone();
+        std::fs::write(
+            dir.join(FIRST_REQUESTS),
+            serde_json::to_string(&requests).unwrap(),
+        )
+        .unwrap();
         println!(
             "{STOPPED} {} {} {}",
             run.id,
@@ -797,6 +874,36 @@ fn interrupted_then_resumed(point: Point) -> (u64, Vec<String>, Outcome) {
             host: Arc::clone(&host),
         }
     });
+    // The request the first process froze at is asked again with the messages it had: the
+    // replayed history (responses, results, reminders, injections) is the one it had, and
+    // only results that finished since may follow it.
+    if let Some((profile, round)) = point.frozen_request() {
+        let first: Vec<(String, u32, String)> = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(FIRST_REQUESTS)).unwrap(),
+        )
+        .unwrap();
+        let asked = |log: &[(String, u32, String)]| -> Option<Vec<Value>> {
+            log.iter()
+                .find(|(p, r, _)| p == profile && *r == round)
+                .map(|(_, _, messages)| serde_json::from_str(&without_task_ids(messages)).unwrap())
+        };
+        let before = asked(&first).unwrap_or_else(|| panic!("{point:?}: never asked"));
+        let again = asked(&resumed.host.requests.lock().unwrap())
+            .unwrap_or_else(|| panic!("{point:?}: not asked again"));
+        assert!(again.len() >= before.len(), "{point:?}: {again:#?}");
+        assert_eq!(
+            again[..before.len()],
+            before[..],
+            "{point:?}: the resumed agent's history differs from the one it had"
+        );
+        assert!(
+            again[before.len()..].iter().all(|message| message
+                .to_string()
+                .contains("Results of tasks you delegated")),
+            "{point:?}: {:#?}",
+            &again[before.len()..]
+        );
+    }
     (first_calls, first_commits, resumed)
 }
 
@@ -918,28 +1025,9 @@ fn a_handoff_registered_before_the_interruption_is_not_made_twice() {
     assert_eq!(resumed.files, baseline.files);
     assert_eq!(resumed.committed, baseline.committed);
     assert_eq!(first_calls + resumed.calls, baseline.calls);
-    let count = |events: &[AgentRunEvent], kind: &str| {
-        events
-            .iter()
-            .filter(|event| event.event_type == kind)
-            .count()
-    };
     // The first process stopped inside the window: the handoff registered, its caller not
     // yet `transferred`.
-    let from_seq = resumed
-        .events
-        .iter()
-        .find(|event| event.event_type == "run_resumed")
-        .unwrap()
-        .payload["fromSeq"]
-        .as_u64()
-        .unwrap();
-    let before: Vec<AgentRunEvent> = resumed
-        .events
-        .iter()
-        .filter(|event| event.seq <= from_seq)
-        .cloned()
-        .collect();
+    let before = first_part(&resumed.events);
     assert_eq!(count(&before, "agent_handoff_accepted"), 1);
     assert_eq!(count(&before, "agent_invocation_transferred"), 0);
     // One handoff over both processes, and the resumed run ends as the uninterrupted one.
@@ -970,37 +1058,17 @@ fn an_agent_written_before_its_task_is_taken_up_by_the_resumed_delegation() {
     assert_eq!(delivered.len(), N);
     assert!(delivered.values().all(|count| *count == 1), "{delivered:?}");
     // The first process wrote one agent and no task; its agent was left `interrupted` then.
-    let from_seq = resumed
-        .events
-        .iter()
-        .find(|event| event.event_type == "run_resumed")
-        .unwrap()
-        .payload["fromSeq"]
-        .as_u64()
-        .unwrap();
-    let first: Vec<&AgentRunEvent> = resumed
-        .events
-        .iter()
-        .filter(|event| event.seq <= from_seq)
-        .collect();
-    assert!(
-        !first
-            .iter()
-            .any(|event| event.event_type == "agent_task_registered")
-    );
+    let first = first_part(&resumed.events);
+    assert_eq!(count(&first, "agent_task_registered"), 0);
     // As many agents as an uninterrupted run, none of them left `interrupted`.
-    let created = |events: &[AgentRunEvent]| {
-        events
-            .iter()
-            .filter(|event| event.event_type == "agent_invocation_created")
-            .count()
-    };
-    assert_eq!(created(&resumed.events), created(&baseline.events));
+    assert_eq!(
+        count(&resumed.events, "agent_invocation_created"),
+        count(&baseline.events, "agent_invocation_created")
+    );
     let mut last: HashMap<String, String> = HashMap::new();
-    for event in resumed
-        .events
+    for event in resumed.events[first.len()..]
         .iter()
-        .filter(|event| event.seq > from_seq && event.event_type.starts_with("agent_invocation_"))
+        .filter(|event| event.event_type.starts_with("agent_invocation_"))
     {
         last.insert(
             event.payload["invocationId"].as_str().unwrap().to_owned(),
@@ -1015,6 +1083,29 @@ fn an_agent_written_before_its_task_is_taken_up_by_the_resumed_delegation() {
         last.values().all(|status| status == "completed"),
         "{last:?}"
     );
+}
+
+#[test]
+fn a_replayed_reminder_says_what_it_said_before_the_interruption() {
+    let baseline = uninterrupted_with("drifter");
+    assert_eq!(baseline.status, AgentRunStatus::Completed);
+    let (first_calls, first_commits, resumed) =
+        interrupted_then_resumed(Point::AfterCommitWithEarlierReminder);
+    assert_eq!(resumed.status, AgentRunStatus::Completed);
+    assert_eq!(resumed.files, baseline.files);
+    // Published by the first process, and not offered again.
+    assert_eq!(first_commits.len(), 1);
+    assert!(resumed.host.offered.lock().unwrap().is_empty());
+    assert_eq!(first_calls + resumed.calls, baseline.calls);
+    // The reminder after the first answer told it to write and publish (nothing was published
+    // yet); the replay renders it so, though the run has published since.
+    let asked = resumed.host.requests.lock().unwrap().clone();
+    let (_, _, messages) = asked
+        .iter()
+        .find(|(profile, round, _)| profile == "drifter" && *round == 4)
+        .unwrap();
+    assert!(messages.contains("publish it with"), "{messages}");
+    assert!(!messages.contains("already published"), "{messages}");
 }
 
 #[test]
@@ -1099,7 +1190,7 @@ fn publishing_runtime(dir: &Path, calls: &Arc<AtomicU64>) -> AgentRuntime {
     let published = dir.join("published.jsonl");
     AgentRuntimeBuilder::new()
         .data_dir(dir)
-        .provider(model(None, calls, &Arc::default()))
+        .provider(model(None, calls, &Arc::default(), &RequestLog::default()))
         .commit_handler(move |request| {
             let published = published.clone();
             async move {

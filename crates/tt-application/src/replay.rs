@@ -17,13 +17,15 @@ use tt_domain::tool::{AgentToolResult, ToolName};
 pub(crate) struct Replay {
     responses: BTreeMap<u32, AgentModelResponse>,
     /// Rounds whose stored response was journaled (`model_response_stored`).
-    journaled_rounds: HashSet<u32>,
+    /// With the run's confirmed commit count at that moment: what the turn's reminders said.
+    journaled_rounds: HashMap<u32, usize>,
     /// Calls whose stored result was journaled (`tool_result_stored`), by file key.
     journaled_results: HashSet<String>,
     /// Stored tool results by call file key (`call_<hex16>`).
     results: HashMap<String, AgentToolResult>,
     /// Task ids injected after a round (`agent_results_injected`), by that round.
-    injections: BTreeMap<u32, Vec<TaskId>>,
+    /// With the run's confirmed commit count then, which the injected text mentions.
+    injections: BTreeMap<u32, (Vec<TaskId>, usize)>,
     /// User guidance the agent read before a round (`user_guidance_applied`), by that round.
     guidance: BTreeMap<u32, Vec<String>>,
     /// Calls journaled `tool_call_started` (by file key): their effect may be present.
@@ -64,9 +66,10 @@ impl Replay {
         self.results.insert(file_key, result);
     }
 
-    /// Notes that `round`'s response was journaled.
-    pub(crate) fn record_journaled_round(&mut self, round: u32) {
-        self.journaled_rounds.insert(round);
+    /// Notes that `round`'s response was journaled when the run had `commits` confirmed
+    /// commits.
+    pub(crate) fn record_journaled_round(&mut self, round: u32, commits: usize) {
+        self.journaled_rounds.insert(round, commits);
     }
 
     /// Notes that the result of the call with `file_key` was journaled.
@@ -77,7 +80,7 @@ impl Replay {
     /// Whether the journal has the events of `round`'s stored response (a process can die
     /// between writing the response and journaling it).
     pub(crate) fn round_journaled(&self, round: u32) -> bool {
-        self.journaled_rounds.contains(&round)
+        self.journaled_rounds.contains_key(&round)
     }
 
     /// Whether the journal has the completion of a call whose result is stored.
@@ -85,9 +88,17 @@ impl Replay {
         self.journaled_results.contains(file_key)
     }
 
-    /// Notes the tasks injected after `round`.
-    pub(crate) fn record_injection(&mut self, round: u32, tasks: Vec<TaskId>) {
-        self.injections.entry(round).or_default().extend(tasks);
+    /// Notes the tasks injected after `round`, when the run had `commits` confirmed commits.
+    pub(crate) fn record_injection(&mut self, round: u32, tasks: Vec<TaskId>, commits: usize) {
+        let entry = self.injections.entry(round).or_default();
+        entry.0.extend(tasks);
+        entry.1 = commits;
+    }
+
+    /// The run's confirmed commit count when `round`'s stored response was journaled: a
+    /// replayed reminder after that response is rendered as it was then.
+    pub(crate) fn commits_at_round(&self, round: u32) -> Option<usize> {
+        self.journaled_rounds.get(&round).copied()
     }
 
     /// Notes the guidance texts the agent read before `round`.
@@ -169,7 +180,7 @@ impl Replay {
 
     /// The delegated results journaled as injected after `round` (`agent_results_injected`),
     /// once: they are part of the agent's history whether or not its next turn was stored.
-    pub(crate) fn take_injection(&mut self, round: u32) -> Option<Vec<TaskId>> {
+    pub(crate) fn take_injection(&mut self, round: u32) -> Option<(Vec<TaskId>, usize)> {
         self.injections.remove(&round)
     }
 

@@ -91,6 +91,9 @@ pub(crate) async fn read_journal(
     let mut last_round: HashMap<InvocationId, u32> = HashMap::new();
     let mut last_call: HashMap<InvocationId, String> = HashMap::new();
     let mut guidance_texts: HashMap<String, String> = HashMap::new();
+    // The run's confirmed commits so far (`chat_commit_recorded`), which reminders and
+    // injected results mention.
+    let mut commits = 0usize;
     let mut after = None;
     loop {
         let page = services
@@ -138,7 +141,7 @@ pub(crate) async fn read_journal(
                             .replays
                             .entry(id.clone())
                             .or_default()
-                            .record_journaled_round(round);
+                            .record_journaled_round(round, commits);
                         last_round.insert(id, round);
                     }
                 }
@@ -194,7 +197,7 @@ pub(crate) async fn read_journal(
                             .replays
                             .entry(id)
                             .or_default()
-                            .record_injection(round, tasks);
+                            .record_injection(round, tasks, commits);
                     }
                 }
                 RunEventType::ChatCommitStarted => {
@@ -215,6 +218,7 @@ pub(crate) async fn read_journal(
                         text(event, "mode"),
                         text(event, "messageId"),
                     ) {
+                        commits += 1;
                         let key = last_call.get(&id).cloned().unwrap_or_default();
                         state.commits.push((
                             id.clone(),

@@ -185,10 +185,17 @@ async fn run_rounds(
             drift_attempts += 1;
             let captured =
                 capture_direct_output(ctx, inv, round, &response.text(), replaying).await?;
+            // A replayed reminder says what it said then.
+            let commits = inv
+                .replay
+                .as_ref()
+                .filter(|_| replaying)
+                .and_then(|replay| replay.commits_at_round(round))
+                .unwrap_or_else(|| ctx.commit_count());
             messages.push(response.message.clone());
             messages.push(AgentModelMessage::text(
                 ModelRole::User,
-                drift_nudge(ctx, inv, drift_attempts, captured.as_ref()),
+                drift_nudge(inv, drift_attempts, captured.as_ref(), commits),
             ));
             if replaying {
                 continue;
@@ -316,9 +323,10 @@ async fn run_rounds(
                 .replay
                 .as_mut()
                 .and_then(|replay| replay.take_injection(round));
-            if let Some(tasks) = replayed
+            if let Some((tasks, commits)) = replayed
                 && let Some(text) =
-                    crate::engine::delegation::results::replay_injection(ctx, inv, &tasks).await?
+                    crate::engine::delegation::results::replay_injection(ctx, inv, &tasks, commits)
+                        .await?
             {
                 messages.push(AgentModelMessage::text(ModelRole::User, text));
             }
@@ -426,10 +434,10 @@ async fn capture_direct_output(
 
 /// The synthetic reminder sent after a plain-text answer.
 fn drift_nudge(
-    ctx: &RunContext,
     inv: &InvocationRuntime,
     attempt: u32,
     captured: Option<&CapturedOutput>,
+    commit_count: usize,
 ) -> String {
     let has = |tool: ToolName| inv.snapshot.offers(tool);
     let alias = |tool: ToolName| tool.model_alias();
@@ -440,7 +448,7 @@ fn drift_nudge(
             "Hand your result back with `{}`.",
             alias(ToolName::TaskReturn)
         )
-    } else if has(ToolName::WorkspaceFinish) && ctx.commit_count() > 0 {
+    } else if has(ToolName::WorkspaceFinish) && commit_count > 0 {
         format!(
             "Your reply is already published: call `{}` now, or revise it, publish again with `{}`, then call `{}`.",
             alias(ToolName::WorkspaceFinish),

@@ -275,11 +275,13 @@ pub(crate) async fn take_injection(
 }
 
 /// The injection a resumed agent had after a replayed round: the results of `tasks` rendered
-/// again (their records are final), marked delivered, not journaled again.
+/// again (their records are final) as they were when the run had `commits` confirmed
+/// commits, marked delivered, not journaled again.
 pub(crate) async fn replay_injection(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     tasks: &[TaskId],
+    commits: usize,
 ) -> ApplicationResult<Option<String>> {
     if tasks.is_empty() {
         return Ok(None);
@@ -294,10 +296,11 @@ pub(crate) async fn replay_injection(
         entries.push(capsule_entry(ctx, &task).await?);
     }
     inv.delivered.extend(tasks.iter().cloned());
-    Ok(Some(render_injected_results(
-        &entries,
-        &reader_state(ctx, inv),
-    )))
+    let reader = ReaderState {
+        commit_count: commits,
+        ..reader_state(ctx, inv)
+    };
+    Ok(Some(render_injected_results(&entries, &reader)))
 }
 
 /// Terminal task ids reported by a successful `agent.await` result.
