@@ -1,5 +1,5 @@
-//! Delegation and handoff, the parts that need no running agent: `agent.list` on narrow
-//! inputs (`list`), the arguments of the agent tools (`agent.list`, `agent.delegate`,
+//! Delegation and handoff, the parts that need no running agent: `agent.list` and the writing
+//! half of `task.return` on narrow inputs (`list`, `task_return`), the arguments of the agent tools (`agent.list`, `agent.delegate`,
 //! `agent.await`, `agent.handoff`, `task.return`) and their parsing, their model-facing specs, the delegation policy (`policy`: who may delegate
 //! or hand off to whom), and the markdown agents read (briefs, result capsules, hints). Executing those tools, the task scheduler and the delegated worker are the
 //! engine's (`crate::engine::delegation`, `crate::engine::scheduler`, `crate::engine::child`).
@@ -9,3 +9,4 @@ pub(crate) mod list;
 pub(crate) mod policy;
 pub(crate) mod rendering;
 pub(crate) mod specs;
+pub(crate) mod task_return;

@@ -42,7 +42,7 @@ pub(crate) enum LoopControl {
         reason: Option<String>,
     },
     /// `task.return` recorded the delegated task's result: the loop ends after this call.
-    TaskReturned(crate::engine::delegation::tools::TaskReturned),
+    TaskReturned(crate::delegation::task_return::TaskReturned),
     /// `agent.handoff` was accepted: the loop ends after this call.
     HandoffAccepted(crate::engine::delegation::handoff::HandoffAccepted),
 }

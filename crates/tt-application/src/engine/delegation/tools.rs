@@ -1,33 +1,28 @@
 //! The agent tools that act on the run: `agent.delegate`, `agent.await`, `agent.cancel_task`
-//! (for agents that may delegate) and the runtime-only `task.return` (for delegated agents),
-//! per reference §2.1–2.5; and the engine's side of `agent.list` ([`RunTaskView`], the view of
-//! the caller's tasks that `crate::delegation::list` reads).
+//! (for agents that may delegate), per reference §2.1–2.5; and the engine's side of two tools
+//! that run below it: `agent.list` ([`RunTaskView`], the view of the caller's tasks that
+//! `crate::delegation::list` reads) and `task.return` (settling the task whose result
+//! `crate::delegation::task_return` wrote).
 
 use serde_json::json;
 use std::time::Duration;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::TaskId;
-use tt_domain::invocation::ExitPolicy;
 use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
-use tt_domain::task_result::{
-    AgentTaskResultDocument, TASK_RESULT_KIND, TaskResultRuntime, TaskResultStatus,
-    summary_path_for,
-};
-use tt_domain::text::{char_count, word_count};
 use tt_domain::tool::{AgentToolCall, ToolName};
-use tt_domain::workspace::{WorkspacePath, WriteGuard};
-use tt_ports::{RunDocument, StorageError};
 
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
 use super::targets::{NewTask, open_task, resolve_target};
 use crate::delegation::args::{
     AwaitMode, parse_await_args, parse_cancel_task_args, parse_delegate_args,
-    parse_task_return_args,
 };
 use crate::delegation::list::TaskView;
 use crate::delegation::policy::{Operation, admit, admit_caller};
-use crate::delegation::rendering::{CapsuleEntry, render_capsule, render_summary_file};
+use crate::delegation::rendering::{CapsuleEntry, render_capsule};
+use crate::delegation::task_return::{
+    TaskReturnEnv, TaskReturned, already_finished, write_task_return,
+};
 use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::engine::scheduler::{Admission, CALLER_CANCELLED_REASON, CancelledBy, transition_task};
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
@@ -494,164 +489,46 @@ fn cancel_already_finished(task: &AgentTaskRecord) -> ToolCallError {
     .into()
 }
 
-/// What `task.return` recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TaskReturned {
-    pub status: TaskResultStatus,
-    pub result_ref: String,
-    pub summary_chars: usize,
-    pub summary_words: usize,
-}
-
-/// `task.return`: validates, writes the result document and the summary file, and moves the
-/// task to its final status (first terminal write wins).
+/// `task.return`: the tool writes the result document and the summary file below the engine
+/// (`crate::delegation::task_return`); the engine then moves the task to its final status
+/// (first terminal write wins), journals `task_return_completed` and wakes the delegating
+/// agent.
 pub(crate) async fn task_return(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
 ) -> Result<(ToolSuccess, TaskReturned), ToolCallError> {
-    if inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired {
-        return Err(ToolError::new(
-            "agent.task_return_denied",
-            "You are not working on a delegated task.",
-        )
-        .into());
-    }
-    let args = parse_task_return_args(&call.arguments)?;
-    let owned: Vec<AgentTaskRecord> = ctx
-        .services
-        .invocations
-        .list_tasks_by_child(&ctx.run_id, &inv.invocation.id)
-        .await?;
-    let task = match owned.as_slice() {
-        [] => {
-            return Err(ApplicationError::fatal(
-                "agent.task_record_missing",
-                format!("no task for {}", inv.invocation.id),
-            )
-            .into());
-        }
-        [task] => task.clone(),
-        _ => {
-            return Err(ApplicationError::fatal(
-                "agent.duplicate_task_record",
-                format!("several tasks for {}", inv.invocation.id),
-            )
-            .into());
-        }
+    let env = TaskReturnEnv {
+        run_id: &ctx.run_id,
+        invocations: ctx.services.invocations.as_ref(),
+        runs: ctx.services.runs.as_ref(),
+        workspace: ctx.services.workspace.as_ref(),
+        invocation: &inv.invocation,
+        policy: &inv.policy,
     };
-    if task.status.is_terminal() {
-        return Err(already_finished());
-    }
-    let mut normalized = args.normalized.clone();
-    for (index, artifact) in args.artifacts.iter().enumerate() {
-        let path = WorkspacePath::parse(&artifact.path)?;
-        if !inv.policy.is_visible(&path) {
-            return Err(ToolError::new(
-                "workspace.path_not_visible",
-                format!(
-                    "Artifact path `{path}` is outside the areas you can see. Call `{}` again with artifact paths under: {}.",
-                    ToolName::TaskReturn.model_alias(),
-                    inv.policy.visible_root_names().iter().map(|root| format!("`{root}/`")).collect::<Vec<_>>().join(", ")
-                ),
-            )
-            .into());
-        }
-        if let Some(slot) = normalized
-            .get_mut("artifacts")
-            .and_then(|items| items.get_mut(index))
-        {
-            slot["path"] = json!(path);
-        }
-    }
-    let status_text = match args.status {
-        TaskResultStatus::Completed => "completed",
-        TaskResultStatus::Failed => "failed",
-    };
-    let summary_ref = summary_path_for(&task.workspace_key);
-    let result_ref = RunDocument::AgentResult(inv.invocation.id.clone()).relative_path();
-    let document = AgentTaskResultDocument {
-        schema_version: 1,
-        kind: TASK_RESULT_KIND.to_owned(),
-        status: args.status,
-        summary: args.summary.clone(),
-        summary_ref: summary_ref.clone(),
-        result: normalized,
-        runtime: TaskResultRuntime {
-            task_id: task.id.clone(),
-            run_id: ctx.run_id.clone(),
-            parent_invocation_id: task.parent_invocation_id.clone(),
-            child_invocation_id: inv.invocation.id.clone(),
-            target_profile_id: task.target_profile_id.clone(),
-            workspace_key: task.workspace_key.clone(),
-        },
-    };
-    let document_value = serde_json::to_value(&document).map_err(|err| {
-        ApplicationError::fatal("agent.task_return_result_serialize_failed", err.to_string())
-    })?;
-    ctx.services
-        .runs
-        .write_document(
-            &ctx.run_id,
-            &RunDocument::AgentResult(inv.invocation.id.clone()),
-            &document_value,
-        )
-        .await?;
-    let summary_path = WorkspacePath::parse(&summary_ref)?;
-    ctx.services
-        .workspace
-        .write(
-            &ctx.run_id,
-            &summary_path,
-            &render_summary_file(task.id.as_str(), status_text, &args.summary),
-            &WriteGuard::None,
-        )
-        .await
-        .map_err(|err: StorageError| ToolCallError::Fatal(err.into()))?;
-    let final_status = match args.status {
-        TaskResultStatus::Completed => TaskStatus::Completed,
-        TaskResultStatus::Failed => TaskStatus::Failed,
-    };
-    let outcome =
-        transition_task(ctx, &task.id, final_status, Some(result_ref.clone()), None).await?;
+    let written = write_task_return(&env, call).await?;
+    let outcome = transition_task(
+        ctx,
+        &written.task.id,
+        written.final_status,
+        Some(written.returned.result_ref.clone()),
+        None,
+    )
+    .await?;
     if !outcome.changed {
         return Err(already_finished());
     }
     let returned = payload::TaskReturnCompleted {
-        task_id: task.id.clone(),
-        parent_invocation_id: task.parent_invocation_id.clone(),
+        task_id: written.task.id.clone(),
+        parent_invocation_id: written.task.parent_invocation_id.clone(),
         child_invocation_id: inv.invocation.id.clone(),
-        status: final_status,
-        result_ref: result_ref.clone(),
-        summary_ref: summary_ref.clone(),
+        status: written.final_status,
+        result_ref: written.returned.result_ref.clone(),
+        summary_ref: written.summary_ref,
     };
     ctx.events
         .record(&ctx.run_id, EventLevel::Info, &returned)
         .await?;
     ctx.scheduler.notify();
-    let content = format!(
-        "Your {status_text} result was handed back. Your task is complete; make no further tool calls."
-    );
-    let success = ToolSuccess::new(
-        content,
-        json!({"status": status_text, "summaryRef": summary_ref}),
-    )
-    .with_refs(vec![format!("workspace:{summary_ref}")]);
-    Ok((
-        success,
-        TaskReturned {
-            status: args.status,
-            result_ref,
-            summary_chars: char_count(&args.summary),
-            summary_words: word_count(&args.summary),
-        },
-    ))
-}
-
-fn already_finished() -> ToolCallError {
-    ToolError::new(
-        "agent.task_already_finished",
-        "This task has already ended; your result can no longer be recorded.",
-    )
-    .into()
+    Ok((written.success, written.returned))
 }
