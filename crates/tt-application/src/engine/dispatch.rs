@@ -523,9 +523,12 @@ async fn execute(
         ToolName::AgentAwait => delegation::agent_await(ctx, inv, call)
             .await
             .map(continue_with),
-        ToolName::AgentCancelTask => delegation::agent_cancel_task(ctx, inv, call)
-            .await
-            .map(continue_with),
+        ToolName::AgentCancelTask => {
+            let tasks = delegation::RunTaskView { ctx, inv };
+            crate::delegation::cancel::agent_cancel_task(&inv.profile, &tasks, call)
+                .await
+                .map(continue_with)
+        }
         ToolName::TaskReturn => {
             let (success, returned) = delegation::task_return(ctx, inv, call).await?;
             Ok(Executed {

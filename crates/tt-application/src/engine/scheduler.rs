@@ -32,8 +32,6 @@ pub(crate) const DELEGATOR_CANCELLED_REASON: &str =
 pub(crate) const DEADLINE_EXCEEDED: &str = "deadline_exceeded";
 /// Reason prefix of a task cancelled after its idle limit without model progress.
 pub(crate) const IDLE_TIMEOUT_EXCEEDED: &str = "idle_timeout_exceeded";
-/// Reason recorded when the delegating agent stops a task without saying why.
-pub(crate) const CALLER_CANCELLED_REASON: &str = "stopped by the agent that delegated it";
 
 /// Who cancelled a task, as `agent_task_cancelled.by` records it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,8 +1,10 @@
-//! The agent tools as the engine executes them (`agent.list`, `agent.delegate`, `agent.await`,
-//! `agent.handoff`, `task.return`): admission, target resolution and task creation (`targets`),
-//! what an agent sees of its tasks' results (`results`), handoff (`handoff`). They act on the
-//! run (journal, task records, the scheduler), so they live in the engine; their arguments,
-//! specs and rendering sit below it in `crate::delegation`.
+//! The agent tools that start agents or wait for them, as the engine executes them
+//! (`agent.delegate`, `agent.await`, `agent.handoff`): target resolution and task creation
+//! (`targets`), what an agent sees of its tasks' results (`results`), handoff (`handoff`); and
+//! the engine's side of the agent tools that run below it (`agent.list`, `agent.cancel_task`,
+//! `task.return`, in `tools`). They act on the run (journal, task records, the scheduler), so
+//! they live in the engine; the tools' arguments, policy, specs and rendering, and the tools
+//! that need only narrow inputs, sit below it in `crate::delegation`.
 
 pub(crate) mod handoff;
 pub(crate) mod results;

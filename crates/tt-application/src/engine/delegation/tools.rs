@@ -1,7 +1,8 @@
-//! The agent tools that act on the run: `agent.delegate`, `agent.await`, `agent.cancel_task`
-//! (for agents that may delegate), per reference §2.1–2.5; and the engine's side of two tools
-//! that run below it: `agent.list` ([`RunTaskView`], the view of the caller's tasks that
-//! `crate::delegation::list` reads) and `task.return` (settling the task whose result
+//! The agent tools that start agents or wait for them: `agent.delegate` and `agent.await`
+//! (for agents that may delegate), per reference §2.1–2.5; and the engine's side of three tools
+//! that run below it: `agent.list` and `agent.cancel_task` ([`RunTaskView`], the view of the
+//! caller's tasks that `crate::delegation::list` and `crate::delegation::cancel` read, and
+//! stopping one), and `task.return` (settling the task whose result
 //! `crate::delegation::task_return` wrote).
 
 use serde_json::json;
@@ -14,9 +15,8 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
 use super::targets::{NewTask, open_task, resolve_target};
-use crate::delegation::args::{
-    AwaitMode, parse_await_args, parse_cancel_task_args, parse_delegate_args,
-};
+use crate::delegation::args::{AwaitMode, parse_await_args, parse_delegate_args};
+use crate::delegation::cancel::TaskControl;
 use crate::delegation::list::TaskView;
 use crate::delegation::policy::{Operation, admit, admit_caller};
 use crate::delegation::rendering::{CapsuleEntry, render_capsule};
@@ -24,7 +24,7 @@ use crate::delegation::task_return::{
     TaskReturnEnv, TaskReturned, already_finished, write_task_return,
 };
 use crate::engine::context::{InvocationRuntime, RunContext};
-use crate::engine::scheduler::{Admission, CALLER_CANCELLED_REASON, CancelledBy, transition_task};
+use crate::engine::scheduler::{Admission, CancelledBy, transition_task};
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
 
@@ -50,6 +50,33 @@ impl TaskView for RunTaskView<'_> {
 
     fn run_tokens(&self) -> (u64, Option<u64>) {
         self.ctx.scheduler.run_tokens()
+    }
+}
+
+impl TaskControl for RunTaskView<'_> {
+    async fn run_tasks(&self) -> ApplicationResult<Vec<AgentTaskRecord>> {
+        Ok(self
+            .ctx
+            .services
+            .invocations
+            .list_tasks(&self.ctx.run_id)
+            .await?)
+    }
+
+    async fn stop(
+        &self,
+        task_id: &TaskId,
+        reason: &str,
+    ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
+        self.ctx
+            .scheduler
+            .cancel_task_by(
+                self.ctx,
+                task_id,
+                reason,
+                CancelledBy::Agent(self.inv.invocation.id.clone()),
+            )
+            .await
     }
 }
 
@@ -395,98 +422,6 @@ pub(crate) async fn agent_await(
         content,
         json!({"mode": args.mode.as_str(), "timedOut": timed_out, "tasks": views}),
     ))
-}
-
-/// `agent.cancel_task`: stops one task this agent delegated (and whatever that task delegated
-/// in turn); its other tasks keep running. The cancelled result is delivered later like any
-/// other, so each result still reaches the agent exactly once.
-pub(crate) async fn agent_cancel_task(
-    ctx: &RunContext,
-    inv: &InvocationRuntime,
-    call: &AgentToolCall,
-) -> Result<ToolSuccess, ToolCallError> {
-    let args = parse_cancel_task_args(&call.arguments)?;
-    if !inv.profile.definition.delegation.can_delegate {
-        return Err(ToolError::new(
-            "agent.delegation_policy_denied",
-            "agent.profile_cannot_delegate: you have no delegated tasks to stop.",
-        )
-        .into());
-    }
-    let mine = delegated_by(ctx, inv).await?;
-    let Some(task) = mine.iter().find(|task| task.id.as_str() == args.task_id) else {
-        // Only on this error path is the whole run listed, to tell "not yours" from "unknown".
-        let elsewhere = ctx
-            .services
-            .invocations
-            .list_tasks(&ctx.run_id)
-            .await?
-            .into_iter()
-            .any(|task| {
-                task.id.as_str() == args.task_id
-                    && task.continuation == TaskContinuation::ReturnToParent
-            });
-        let (code, message) = if elsewhere {
-            (
-                "agent.cancel_task_not_yours",
-                format!(
-                    "`{}` is a task another agent delegated; you can only stop tasks you delegated yourself.",
-                    args.task_id
-                ),
-            )
-        } else {
-            (
-                "agent.cancel_task_not_found",
-                format!(
-                    "`{}` is not one of your delegated tasks. Call `{}` with `mode: \"statusOnly\"` to see their ids.",
-                    args.task_id,
-                    ToolName::AgentAwait.model_alias()
-                ),
-            )
-        };
-        return Err(ToolError::new(code, message).into());
-    };
-    if task.status.is_terminal() {
-        return Err(cancel_already_finished(task));
-    }
-    let reason = args
-        .reason
-        .unwrap_or_else(|| CALLER_CANCELLED_REASON.to_owned());
-    let outcome = ctx
-        .scheduler
-        .cancel_task_by(
-            ctx,
-            &task.id,
-            &reason,
-            CancelledBy::Agent(inv.invocation.id.clone()),
-        )
-        .await?;
-    if !outcome.changed {
-        // It ended on its own while being stopped; its result stands.
-        return Err(cancel_already_finished(&outcome.task));
-    }
-    let agent_id = &task.target_profile_id;
-    let content = format!(
-        "Stopped the task for `{agent_id}` (task id `{}`). Your other tasks keep running. What it had written before it stopped reaches you with its result, like any other result.",
-        task.id
-    );
-    Ok(ToolSuccess::new(
-        content,
-        json!({"taskId": task.id, "status": "cancelled", "agentId": agent_id, "reason": reason}),
-    ))
-}
-
-fn cancel_already_finished(task: &AgentTaskRecord) -> ToolCallError {
-    ToolError::new(
-        "agent.cancel_task_already_finished",
-        format!(
-            "The task for `{}` (task id `{}`) has already ended ({}); there is nothing to stop.",
-            task.target_profile_id,
-            task.id,
-            task.status.as_str()
-        ),
-    )
-    .into()
 }
 
 /// `task.return`: the tool writes the result document and the summary file below the engine
