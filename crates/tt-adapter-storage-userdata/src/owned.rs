@@ -26,6 +26,7 @@ use crate::fsutil::{self, is_temp_name};
 use crate::journal::JournalIndex;
 use crate::layout::{BLOBS_FILE, EVENTS_FILE, LOCK_FILE, RECORDS_FILE};
 use crate::segment::Segment;
+use crate::written::{Known, WrittenFiles};
 
 /// Positions of the segment files in the run's [`RunSync`].
 const JOURNAL: usize = 0;
@@ -209,8 +210,23 @@ pub(crate) struct OwnedRun {
     /// Set once the stored run record is terminal: the run is closed (its lock released) when
     /// nobody is using it and another run opens.
     pub(crate) finished: std::sync::atomic::AtomicBool,
+    /// What this process last wrote to each workspace file (checkpoints take it from here).
+    written: Mutex<WrittenFiles>,
     /// Holding the open, locked file is what makes this process the owner.
     _lock: File,
+}
+
+/// One file of a checkpoint: its path and its content as read, or as the cache knows it.
+pub(crate) struct CheckpointFile {
+    pub(crate) path: WorkspacePath,
+    pub(crate) content: CheckpointContent,
+}
+
+pub(crate) enum CheckpointContent {
+    /// Read from the file just now.
+    Read(String),
+    /// The file is still as this process wrote it; its text is here unless its blob is stored.
+    Known(Known),
 }
 
 /// How often taking a run's lock is retried (1 ms apart) before it counts as held.
@@ -402,8 +418,15 @@ impl OwnedRun {
             files: Mutex::new(files),
             sync,
             finished: std::sync::atomic::AtomicBool::new(false),
+            written: Mutex::new(WrittenFiles::default()),
             _lock: lock,
         })
+    }
+
+    /// The cache of written workspace files (see [`crate::written`]); taken under a file's
+    /// path lock by writes, never while holding [`OwnedRun::files`].
+    pub(crate) fn written(&self) -> MutexGuard<'_, WrittenFiles> {
+        self.written.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn files(&self) -> MutexGuard<'_, RunFiles> {
@@ -612,23 +635,39 @@ impl OwnedRun {
 
     // ---- checkpoints and blobs ----
 
-    /// Records a checkpoint of `files` (path and bytes): each content is stored once per run.
+    /// Whether a blob of this content is stored (blobs are never removed).
+    pub(crate) fn has_blob(&self, sha256: &str) -> bool {
+        self.files().blob_locs.contains_key(sha256)
+    }
+
+    /// Records a checkpoint of `contents`: each content is stored once per run. A
+    /// [`CheckpointContent::Known`] without text must name a stored blob.
     pub(crate) fn add_checkpoint(
         &self,
         reason: CheckpointReason,
         event_seq: u64,
-        contents: Vec<(WorkspacePath, String)>,
+        contents: Vec<CheckpointFile>,
         created_at: Timestamp,
     ) -> StorageResult<CheckpointRecord> {
         let mut fingerprints = Vec::with_capacity(contents.len());
         let mut files = self.files();
         let mut wrote_blob = false;
-        for (path, text) in &contents {
-            let sha256 = sha256_hex(text.as_bytes());
+        for CheckpointFile { path, content } in contents {
+            let (sha256, bytes, text) = match content {
+                CheckpointContent::Read(text) => {
+                    (sha256_hex(text.as_bytes()), text.len() as u64, Some(text))
+                }
+                CheckpointContent::Known(known) => (known.sha256, known.bytes, known.text),
+            };
             if !files.blob_locs.contains_key(&sha256) {
+                let Some(text) = text else {
+                    return Err(StorageError::Other(format!(
+                        "checkpoint of {path}: the content {sha256} is neither stored nor given"
+                    )));
+                };
                 let line = line_of(&BlobLine {
                     sha256: &sha256,
-                    text,
+                    text: &text,
                 })?;
                 let offset = files.blobs.append(&line)?;
                 files.blob_locs.insert(
@@ -641,9 +680,9 @@ impl OwnedRun {
                 wrote_blob = true;
             }
             fingerprints.push(FileFingerprint {
-                path: path.clone(),
+                path,
                 sha256,
-                bytes: text.len() as u64,
+                bytes,
             });
         }
         let seq = files.checkpoints.len() as u64 + 1;
