@@ -111,6 +111,18 @@ fn record_line<T: Serialize>(kind: RecordKind, key: &str, value: &T) -> StorageR
     line_of(&RecordLine { kind, key, value })
 }
 
+/// The line [`record_line`] makes of a document record, from the value's compact JSON text.
+fn document_line(key: &str, json: &str) -> StorageResult<Vec<u8>> {
+    let mut line = Vec::with_capacity(json.len() + key.len() + 48);
+    line.extend_from_slice(b"{\"kind\":\"document\",\"key\":");
+    serde_json::to_writer(&mut line, key)
+        .map_err(|err| StorageError::Other(format!("cannot serialize a record: {err}")))?;
+    line.extend_from_slice(b",\"value\":");
+    line.extend_from_slice(json.as_bytes());
+    line.extend_from_slice(b"}\n");
+    Ok(line)
+}
+
 /// An event line without its seq: `{"id":…,"runId":…,…}` and the newline, in the field order
 /// of [`AgentRunEvent`], so that `{"seq":N,` in front of it makes the stored line.
 #[derive(Serialize)]
@@ -496,6 +508,18 @@ impl OwnedRun {
         Ok(())
     }
 
+    /// [`OwnedRun::put_document`] for a value already serialized as compact JSON (one line):
+    /// the same record line, `{"kind":"document","key":…,"value":…}`, with the text as value.
+    pub(crate) fn put_serialized_document(&self, key: &str, json: &str) -> StorageResult<()> {
+        let line = document_line(key, json)?;
+        let mut files = self.files();
+        let loc = Self::append_line(&mut files, &line)?;
+        files.documents.insert(key.to_owned(), loc);
+        drop(files);
+        self.sync.mark_written(RECORDS);
+        Ok(())
+    }
+
     pub(crate) fn document(&self, key: &str) -> StorageResult<Option<Value>> {
         let files = self.files();
         let Some(loc) = files.documents.get(key).copied() else {
@@ -746,6 +770,17 @@ mod tests {
     use serde_json::json;
     use tt_domain::event::{EventLevel, RunEventType};
     use tt_domain::ids::EventId;
+
+    #[test]
+    fn a_serialized_document_line_is_the_record_line_of_its_value() {
+        let value = json!({"b": 1, "a": "x\n\"y\"", "c": [null, 2.5, {"é": true}]});
+        let key = "tool-args/call_\"odd\".json";
+        let json_text = serde_json::to_string(&value).unwrap();
+        assert_eq!(
+            document_line(key, &json_text).unwrap(),
+            record_line(RecordKind::Document, key, &value).unwrap()
+        );
+    }
 
     #[test]
     fn an_event_line_is_the_event_serialized_whole() {
