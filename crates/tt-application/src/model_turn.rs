@@ -19,7 +19,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 pub(crate) async fn run_model_turn(
     ctx: &RunContext,
     inv: &InvocationRuntime,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
     policy: ModelRetryPolicy,
 ) -> ApplicationResult<AgentModelResponse> {
     let span = tracing::info_span!(
@@ -34,7 +34,7 @@ pub(crate) async fn run_model_turn(
 async fn model_turn(
     ctx: &RunContext,
     inv: &InvocationRuntime,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
     policy: ModelRetryPolicy,
 ) -> ApplicationResult<AgentModelResponse> {
     let round = request.round;
