@@ -137,22 +137,80 @@ struct EventLineTail<'a> {
     payload: &'a Value,
 }
 
-fn event_line_tail(event: &NewRunEvent) -> StorageResult<Vec<u8>> {
-    let mut tail = Vec::with_capacity(512);
-    serde_json::to_writer(
-        &mut tail,
-        &EventLineTail {
-            id: &event.id,
-            run_id: &event.run_id,
-            timestamp: &event.timestamp,
-            level: &event.level,
-            event_type: event.event_type.as_str(),
-            payload: &event.payload,
-        },
-    )
-    .map_err(|err| StorageError::Other(format!("cannot serialize an event: {err}")))?;
-    tail.push(b'\n');
-    Ok(tail)
+/// Room kept in front of an event's serialized tail for `{"seq":N,` (at most 28 bytes).
+const SEQ_ROOM: usize = 28;
+
+/// Buffers larger than this are not kept for the next event.
+const KEPT_LINE_CAPACITY: usize = 64 * 1024;
+
+thread_local! {
+    /// Each thread's event-line buffer, reused from event to event: an event is serialized
+    /// and written without allocating.
+    static EVENT_LINE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// One event line being built: [`SEQ_ROOM`] bytes of room, then the event without its seq
+/// (`{"id":…,"runId":…,…}` and the newline, in the field order of [`AgentRunEvent`]).
+struct EventLine {
+    buf: Vec<u8>,
+}
+
+impl EventLine {
+    /// Serializes `event` into this thread's buffer.
+    fn new(event: &NewRunEvent) -> StorageResult<Self> {
+        let mut buf = EVENT_LINE.with(std::cell::Cell::take);
+        buf.clear();
+        buf.resize(SEQ_ROOM, b' ');
+        let mut line = Self { buf };
+        serde_json::to_writer(
+            &mut line.buf,
+            &EventLineTail {
+                id: &event.id,
+                run_id: &event.run_id,
+                timestamp: &event.timestamp,
+                level: &event.level,
+                event_type: event.event_type.as_str(),
+                payload: &event.payload,
+            },
+        )
+        .map_err(|err| StorageError::Other(format!("cannot serialize an event: {err}")))?;
+        line.buf.push(b'\n');
+        Ok(line)
+    }
+
+    /// The whole line with `seq`: `{"seq":N,` takes the place of the tail's `{`.
+    fn with_seq(&mut self, seq: u64) -> &[u8] {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = seq;
+        loop {
+            at -= 1;
+            if let Some(digit) = digits.get_mut(at) {
+                *digit = b'0' + (rest % 10) as u8;
+            }
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let digits = digits.get(at..).unwrap_or_default();
+        let prefix_len = b"{\"seq\":".len() + digits.len() + 1;
+        let start = SEQ_ROOM + 1 - prefix_len;
+        let mut room = self.buf.get_mut(start..=SEQ_ROOM).into_iter().flatten();
+        for (slot, byte) in (&mut room).zip(b"{\"seq\":".iter().chain(digits).chain(b",")) {
+            *slot = *byte;
+        }
+        self.buf.get(start..).unwrap_or_default()
+    }
+}
+
+impl Drop for EventLine {
+    fn drop(&mut self) {
+        if self.buf.capacity() <= KEPT_LINE_CAPACITY {
+            let buf = std::mem::take(&mut self.buf);
+            EVENT_LINE.with(|cell| cell.set(buf));
+        }
+    }
 }
 
 struct RunFiles {
@@ -451,15 +509,11 @@ impl OwnedRun {
     /// Appends one event with the next seq. The event is serialized before the run's lock is
     /// taken; under the lock only its seq is put in front and the line written.
     pub(crate) fn append_event(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
-        let tail = event_line_tail(&event)?;
-        let mut line = Vec::with_capacity(tail.len() + 24);
+        let mut line = EventLine::new(&event)?;
         let mut files = self.files();
         let seq = files.journal_index.last_seq + 1;
-        line.extend_from_slice(b"{\"seq\":");
-        line.extend_from_slice(seq.to_string().as_bytes());
-        line.push(b',');
-        line.extend_from_slice(tail.get(1..).unwrap_or_default());
-        let offset = files.journal.append(&line)?;
+        let line = line.with_seq(seq);
+        let offset = files.journal.append(line)?;
         files
             .journal_index
             .observe_append(seq, offset, line.len() as u64);
@@ -792,14 +846,14 @@ mod tests {
             event_type: RunEventType::ToolCallStarted,
             payload: json!({"b": 1, "a": "x\n\"y\"", "eventScope": {"invocationId": "inv_root"}}),
         };
-        let tail = event_line_tail(&event).unwrap();
-        let mut line = b"{\"seq\":42,".to_vec();
-        line.extend_from_slice(&tail[1..]);
-        let mut whole = serde_json::to_vec(&event.with_seq(42)).unwrap();
-        whole.push(b'\n');
-        assert_eq!(
-            String::from_utf8(line).unwrap(),
-            String::from_utf8(whole).unwrap()
-        );
+        for seq in [1, 9, 10, 42, 1_000_000, u64::MAX] {
+            let mut line = EventLine::new(&event).unwrap();
+            let mut whole = serde_json::to_vec(&event.clone().with_seq(seq)).unwrap();
+            whole.push(b'\n');
+            assert_eq!(
+                String::from_utf8(line.with_seq(seq).to_vec()).unwrap(),
+                String::from_utf8(whole).unwrap()
+            );
+        }
     }
 }
