@@ -89,17 +89,26 @@ pub(crate) fn io_error(what: impl Into<String>, err: &io::Error) -> StorageError
 /// Replaces `path` with `bytes` atomically: write a temp file in the same directory, sync it,
 /// then rename it over the target. The temp file is removed on failure.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> StorageResult<()> {
-    replace_via_temp(path, bytes, true)
+    replace_via_temp(path, bytes, true, false)
+        .map(|_| ())
         .map_err(|err| StorageError::io(path.display().to_string(), err))
 }
 
 /// Replaces `path` with `bytes` by temp file and rename, without waiting for the disk: a crash
 /// of the process leaves the old or the new file; durability comes from the run's segments.
-pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    replace_via_temp(path, bytes, false)
+/// Returns the new file's metadata, taken from the open handle before the rename (a rename
+/// keeps the inode and the modification time).
+pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<fs::Metadata> {
+    replace_via_temp(path, bytes, false, true)?
+        .ok_or_else(|| io::Error::other("the new file's metadata is missing"))
 }
 
-fn replace_via_temp(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
+fn replace_via_temp(
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+    stat: bool,
+) -> io::Result<Option<fs::Metadata>> {
     let dir = path.parent().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -107,7 +116,7 @@ fn replace_via_temp(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
         )
     })?;
     let temp = temp_path_in(dir);
-    let result = (|| -> io::Result<()> {
+    let result = (|| -> io::Result<Option<fs::Metadata>> {
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -122,11 +131,13 @@ fn replace_via_temp(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
             file.sync_all()?;
             note_fsync();
         }
+        let meta = if stat { Some(file.metadata()?) } else { None };
         drop(file);
         if fault == Some(faults::Fault::Fails) {
             return Err(faults::injected_error());
         }
-        fs::rename(&temp, path)
+        fs::rename(&temp, path)?;
+        Ok(meta)
     })();
     if result.is_err() {
         // Best effort: the temp file is garbage either way, and the original error matters.

@@ -35,6 +35,7 @@ mod segment;
 mod show;
 mod skills;
 mod workspace;
+mod written;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -278,6 +279,11 @@ impl Inner {
             Arc::clone(views.entry(run_id.clone()).or_default())
         };
         Ok(RunAccess::Reader { dir, view })
+    }
+
+    /// The writer of `run_id` when this process has it open; never opens one.
+    pub(crate) fn open_owned_run(&self, run_id: &RunId) -> Option<Arc<OwnedRun>> {
+        self.lock_owned().get(run_id).cloned()
     }
 
     /// The writer of `run_id` in this process, taking the run's lock on first use.

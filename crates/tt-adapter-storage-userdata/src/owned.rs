@@ -26,6 +26,7 @@ use crate::fsutil::{self, is_temp_name};
 use crate::journal::JournalIndex;
 use crate::layout::{BLOBS_FILE, EVENTS_FILE, LOCK_FILE, RECORDS_FILE};
 use crate::segment::Segment;
+use crate::written::{Known, WrittenFiles};
 
 /// Positions of the segment files in the run's [`RunSync`].
 const JOURNAL: usize = 0;
@@ -110,6 +111,18 @@ fn record_line<T: Serialize>(kind: RecordKind, key: &str, value: &T) -> StorageR
     line_of(&RecordLine { kind, key, value })
 }
 
+/// The line [`record_line`] makes of a document record, from the value's compact JSON text.
+fn document_line(key: &str, json: &str) -> StorageResult<Vec<u8>> {
+    let mut line = Vec::with_capacity(json.len() + key.len() + 48);
+    line.extend_from_slice(b"{\"kind\":\"document\",\"key\":");
+    serde_json::to_writer(&mut line, key)
+        .map_err(|err| StorageError::Other(format!("cannot serialize a record: {err}")))?;
+    line.extend_from_slice(b",\"value\":");
+    line.extend_from_slice(json.as_bytes());
+    line.extend_from_slice(b"}\n");
+    Ok(line)
+}
+
 /// An event line without its seq: `{"id":…,"runId":…,…}` and the newline, in the field order
 /// of [`AgentRunEvent`], so that `{"seq":N,` in front of it makes the stored line.
 #[derive(Serialize)]
@@ -124,22 +137,80 @@ struct EventLineTail<'a> {
     payload: &'a Value,
 }
 
-fn event_line_tail(event: &NewRunEvent) -> StorageResult<Vec<u8>> {
-    let mut tail = Vec::with_capacity(512);
-    serde_json::to_writer(
-        &mut tail,
-        &EventLineTail {
-            id: &event.id,
-            run_id: &event.run_id,
-            timestamp: &event.timestamp,
-            level: &event.level,
-            event_type: event.event_type.as_str(),
-            payload: &event.payload,
-        },
-    )
-    .map_err(|err| StorageError::Other(format!("cannot serialize an event: {err}")))?;
-    tail.push(b'\n');
-    Ok(tail)
+/// Room kept in front of an event's serialized tail for `{"seq":N,` (at most 28 bytes).
+const SEQ_ROOM: usize = 28;
+
+/// Buffers larger than this are not kept for the next event.
+const KEPT_LINE_CAPACITY: usize = 64 * 1024;
+
+thread_local! {
+    /// Each thread's event-line buffer, reused from event to event: an event is serialized
+    /// and written without allocating.
+    static EVENT_LINE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// One event line being built: [`SEQ_ROOM`] bytes of room, then the event without its seq
+/// (`{"id":…,"runId":…,…}` and the newline, in the field order of [`AgentRunEvent`]).
+struct EventLine {
+    buf: Vec<u8>,
+}
+
+impl EventLine {
+    /// Serializes `event` into this thread's buffer.
+    fn new(event: &NewRunEvent) -> StorageResult<Self> {
+        let mut buf = EVENT_LINE.with(std::cell::Cell::take);
+        buf.clear();
+        buf.resize(SEQ_ROOM, b' ');
+        let mut line = Self { buf };
+        serde_json::to_writer(
+            &mut line.buf,
+            &EventLineTail {
+                id: &event.id,
+                run_id: &event.run_id,
+                timestamp: &event.timestamp,
+                level: &event.level,
+                event_type: event.event_type.as_str(),
+                payload: &event.payload,
+            },
+        )
+        .map_err(|err| StorageError::Other(format!("cannot serialize an event: {err}")))?;
+        line.buf.push(b'\n');
+        Ok(line)
+    }
+
+    /// The whole line with `seq`: `{"seq":N,` takes the place of the tail's `{`.
+    fn with_seq(&mut self, seq: u64) -> &[u8] {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = seq;
+        loop {
+            at -= 1;
+            if let Some(digit) = digits.get_mut(at) {
+                *digit = b'0' + (rest % 10) as u8;
+            }
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let digits = digits.get(at..).unwrap_or_default();
+        let prefix_len = b"{\"seq\":".len() + digits.len() + 1;
+        let start = SEQ_ROOM + 1 - prefix_len;
+        let mut room = self.buf.get_mut(start..=SEQ_ROOM).into_iter().flatten();
+        for (slot, byte) in (&mut room).zip(b"{\"seq\":".iter().chain(digits).chain(b",")) {
+            *slot = *byte;
+        }
+        self.buf.get(start..).unwrap_or_default()
+    }
+}
+
+impl Drop for EventLine {
+    fn drop(&mut self) {
+        if self.buf.capacity() <= KEPT_LINE_CAPACITY {
+            let buf = std::mem::take(&mut self.buf);
+            EVENT_LINE.with(|cell| cell.set(buf));
+        }
+    }
 }
 
 struct RunFiles {
@@ -209,8 +280,23 @@ pub(crate) struct OwnedRun {
     /// Set once the stored run record is terminal: the run is closed (its lock released) when
     /// nobody is using it and another run opens.
     pub(crate) finished: std::sync::atomic::AtomicBool,
+    /// What this process last wrote to each workspace file (checkpoints take it from here).
+    written: Mutex<WrittenFiles>,
     /// Holding the open, locked file is what makes this process the owner.
     _lock: File,
+}
+
+/// One file of a checkpoint: its path and its content as read, or as the cache knows it.
+pub(crate) struct CheckpointFile {
+    pub(crate) path: WorkspacePath,
+    pub(crate) content: CheckpointContent,
+}
+
+pub(crate) enum CheckpointContent {
+    /// Read from the file just now.
+    Read(String),
+    /// The file is still as this process wrote it; its text is here unless its blob is stored.
+    Known(Known),
 }
 
 /// How often taking a run's lock is retried (1 ms apart) before it counts as held.
@@ -402,8 +488,15 @@ impl OwnedRun {
             files: Mutex::new(files),
             sync,
             finished: std::sync::atomic::AtomicBool::new(false),
+            written: Mutex::new(WrittenFiles::default()),
             _lock: lock,
         })
+    }
+
+    /// The cache of written workspace files (see [`crate::written`]); taken under a file's
+    /// path lock by writes, never while holding [`OwnedRun::files`].
+    pub(crate) fn written(&self) -> MutexGuard<'_, WrittenFiles> {
+        self.written.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn files(&self) -> MutexGuard<'_, RunFiles> {
@@ -416,15 +509,11 @@ impl OwnedRun {
     /// Appends one event with the next seq. The event is serialized before the run's lock is
     /// taken; under the lock only its seq is put in front and the line written.
     pub(crate) fn append_event(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
-        let tail = event_line_tail(&event)?;
-        let mut line = Vec::with_capacity(tail.len() + 24);
+        let mut line = EventLine::new(&event)?;
         let mut files = self.files();
         let seq = files.journal_index.last_seq + 1;
-        line.extend_from_slice(b"{\"seq\":");
-        line.extend_from_slice(seq.to_string().as_bytes());
-        line.push(b',');
-        line.extend_from_slice(tail.get(1..).unwrap_or_default());
-        let offset = files.journal.append(&line)?;
+        let line = line.with_seq(seq);
+        let offset = files.journal.append(line)?;
         files
             .journal_index
             .observe_append(seq, offset, line.len() as u64);
@@ -465,6 +554,18 @@ impl OwnedRun {
 
     pub(crate) fn put_document(&self, key: &str, value: &Value) -> StorageResult<()> {
         let line = record_line(RecordKind::Document, key, value)?;
+        let mut files = self.files();
+        let loc = Self::append_line(&mut files, &line)?;
+        files.documents.insert(key.to_owned(), loc);
+        drop(files);
+        self.sync.mark_written(RECORDS);
+        Ok(())
+    }
+
+    /// [`OwnedRun::put_document`] for a value already serialized as compact JSON (one line):
+    /// the same record line, `{"kind":"document","key":…,"value":…}`, with the text as value.
+    pub(crate) fn put_serialized_document(&self, key: &str, json: &str) -> StorageResult<()> {
+        let line = document_line(key, json)?;
         let mut files = self.files();
         let loc = Self::append_line(&mut files, &line)?;
         files.documents.insert(key.to_owned(), loc);
@@ -612,23 +713,39 @@ impl OwnedRun {
 
     // ---- checkpoints and blobs ----
 
-    /// Records a checkpoint of `files` (path and bytes): each content is stored once per run.
+    /// Whether a blob of this content is stored (blobs are never removed).
+    pub(crate) fn has_blob(&self, sha256: &str) -> bool {
+        self.files().blob_locs.contains_key(sha256)
+    }
+
+    /// Records a checkpoint of `contents`: each content is stored once per run. A
+    /// [`CheckpointContent::Known`] without text must name a stored blob.
     pub(crate) fn add_checkpoint(
         &self,
         reason: CheckpointReason,
         event_seq: u64,
-        contents: Vec<(WorkspacePath, String)>,
+        contents: Vec<CheckpointFile>,
         created_at: Timestamp,
     ) -> StorageResult<CheckpointRecord> {
         let mut fingerprints = Vec::with_capacity(contents.len());
         let mut files = self.files();
         let mut wrote_blob = false;
-        for (path, text) in &contents {
-            let sha256 = sha256_hex(text.as_bytes());
+        for CheckpointFile { path, content } in contents {
+            let (sha256, bytes, text) = match content {
+                CheckpointContent::Read(text) => {
+                    (sha256_hex(text.as_bytes()), text.len() as u64, Some(text))
+                }
+                CheckpointContent::Known(known) => (known.sha256, known.bytes, known.text),
+            };
             if !files.blob_locs.contains_key(&sha256) {
+                let Some(text) = text else {
+                    return Err(StorageError::Other(format!(
+                        "checkpoint of {path}: the content {sha256} is neither stored nor given"
+                    )));
+                };
                 let line = line_of(&BlobLine {
                     sha256: &sha256,
-                    text,
+                    text: &text,
                 })?;
                 let offset = files.blobs.append(&line)?;
                 files.blob_locs.insert(
@@ -641,9 +758,9 @@ impl OwnedRun {
                 wrote_blob = true;
             }
             fingerprints.push(FileFingerprint {
-                path: path.clone(),
+                path,
                 sha256,
-                bytes: text.len() as u64,
+                bytes,
             });
         }
         let seq = files.checkpoints.len() as u64 + 1;
@@ -709,6 +826,17 @@ mod tests {
     use tt_domain::ids::EventId;
 
     #[test]
+    fn a_serialized_document_line_is_the_record_line_of_its_value() {
+        let value = json!({"b": 1, "a": "x\n\"y\"", "c": [null, 2.5, {"é": true}]});
+        let key = "tool-args/call_\"odd\".json";
+        let json_text = serde_json::to_string(&value).unwrap();
+        assert_eq!(
+            document_line(key, &json_text).unwrap(),
+            record_line(RecordKind::Document, key, &value).unwrap()
+        );
+    }
+
+    #[test]
     fn an_event_line_is_the_event_serialized_whole() {
         let event = NewRunEvent {
             id: EventId::from_raw("evt_1"),
@@ -718,14 +846,14 @@ mod tests {
             event_type: RunEventType::ToolCallStarted,
             payload: json!({"b": 1, "a": "x\n\"y\"", "eventScope": {"invocationId": "inv_root"}}),
         };
-        let tail = event_line_tail(&event).unwrap();
-        let mut line = b"{\"seq\":42,".to_vec();
-        line.extend_from_slice(&tail[1..]);
-        let mut whole = serde_json::to_vec(&event.with_seq(42)).unwrap();
-        whole.push(b'\n');
-        assert_eq!(
-            String::from_utf8(line).unwrap(),
-            String::from_utf8(whole).unwrap()
-        );
+        for seq in [1, 9, 10, 42, 1_000_000, u64::MAX] {
+            let mut line = EventLine::new(&event).unwrap();
+            let mut whole = serde_json::to_vec(&event.clone().with_seq(seq)).unwrap();
+            whole.push(b'\n');
+            assert_eq!(
+                String::from_utf8(line.with_seq(seq).to_vec()).unwrap(),
+                String::from_utf8(whole).unwrap()
+            );
+        }
     }
 }

@@ -17,8 +17,8 @@ use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransit
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceRoot};
 use tt_ports::{
-    AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, StorageError,
-    StorageResult, TaskTransitionOutcome,
+    AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, SerializedDocument,
+    StorageError, StorageResult, TaskTransitionOutcome,
 };
 
 use crate::fsutil::{self, read_json, write_json_atomic};
@@ -274,6 +274,23 @@ impl AgentRunRepository for UserDataStore {
                 write_json_atomic(&path, value)
             }
             Placement::Record(key) => owned.put_document(&key, value),
+        }
+    }
+
+    async fn write_serialized_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+        serialized: &SerializedDocument,
+    ) -> StorageResult<()> {
+        let owned = self.inner.owned_run(run_id)?;
+        match placement(document)? {
+            // Files are written pretty, from a `Value`.
+            Placement::File(_) => {
+                self.write_document(run_id, document, &serialized.to_value()?)
+                    .await
+            }
+            Placement::Record(key) => owned.put_serialized_document(&key, serialized.as_str()),
         }
     }
 

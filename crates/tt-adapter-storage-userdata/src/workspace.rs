@@ -32,7 +32,8 @@ use crate::fsutil::{
     self, is_missing, is_temp_name, read_json, temp_path_in, write_json_atomic, write_replace,
 };
 use crate::layout::{MANIFEST_FILE, PERSIST_DIR, RUN_FILE, join_relative};
-use crate::owned;
+use crate::owned::{self, CheckpointContent, CheckpointFile, OwnedRun};
+use crate::written::FileStamp;
 use crate::{Inner, UserDataStore};
 
 /// Depth bound for walks that have no caller-given limit (persist copies), so a symlink loop
@@ -394,19 +395,20 @@ fn replace_file(
     physical: &Path,
     path: &WorkspacePath,
     bytes: &[u8],
-) -> StorageResult<()> {
+) -> StorageResult<fs::Metadata> {
     replace_file_walked(base, physical, path, bytes, &Walked::default())
 }
 
 /// [`replace_file`] with what the path's walk saw: when its parents were all real
-/// directories, there is nothing to create and nothing new to check.
+/// directories, there is nothing to create and nothing new to check. Returns the new file's
+/// metadata.
 fn replace_file_walked(
     base: &RunBase,
     physical: &Path,
     path: &WorkspacePath,
     bytes: &[u8],
     walked: &Walked,
-) -> StorageResult<()> {
+) -> StorageResult<fs::Metadata> {
     if !walked.parents_ready {
         create_parents(physical, path)?;
         // Parents may have been created just now: check again before the file lands.
@@ -649,18 +651,53 @@ fn write_synced(path: &Path, bytes: &[u8]) -> StorageResult<()> {
     Ok(())
 }
 
+/// The sha256 of a file as the path's walk found it: from the cache of written files when the
+/// file is still the one this process wrote, else read and hashed.
+fn current_sha256_walked(
+    base: &RunBase,
+    owned: Option<&OwnedRun>,
+    physical: &Path,
+    path: &WorkspacePath,
+    walked: &Walked,
+) -> StorageResult<Option<String>> {
+    if let (Some(owned), true, Some(leaf)) = (owned, walked.parents_ready, walked.leaf.as_ref())
+        && let Some(sha256) = owned.written().sha256(path, leaf)
+    {
+        return Ok(Some(sha256));
+    }
+    Ok(current_bytes_walked(base, physical, path, walked)?.map(|bytes| sha256_hex(&bytes)))
+}
+
 fn checkpoint_contents(
     inner: &Inner,
+    owned: &OwnedRun,
     run_id: &RunId,
     paths: &[WorkspacePath],
-) -> StorageResult<Vec<(WorkspacePath, String)>> {
-    let base = RunBase::new(inner, run_id)?;
+) -> StorageResult<Vec<CheckpointFile>> {
+    let mut base = None;
     let mut seen = BTreeSet::new();
     let mut contents = Vec::new();
     for path in paths {
         if !seen.insert(path) {
             continue;
         }
+        // The file this process just wrote needs no walk, no read and no hash: one `lstat`
+        // shows whether it is still that file (a symlink or anything else is not).
+        if path.root().is_some()
+            && let Ok(meta) = fs::symlink_metadata(join_relative(&owned.dir, path.as_str()))
+            && let Some(known) = owned.written().take(path, &meta)
+            && (known.text.is_some() || owned.has_blob(&known.sha256))
+        {
+            contents.push(CheckpointFile {
+                path: path.clone(),
+                content: CheckpointContent::Known(known),
+            });
+            continue;
+        }
+        let base = match &mut base {
+            Some(base) => base,
+            None => base.insert(RunBase::new(inner, run_id)?),
+        };
         let (physical, walked) = base.resolve_walked(path)?;
         let kind = match walked.known_kind() {
             Some(kind) => kind,
@@ -672,7 +709,10 @@ fn checkpoint_contents(
         let text = String::from_utf8(read_file_bytes(&physical, path)?).map_err(|_| {
             StorageError::corrupt(format!("workspace file {path}"), "not UTF-8 text")
         })?;
-        contents.push((path.clone(), text));
+        contents.push(CheckpointFile {
+            path: path.clone(),
+            content: CheckpointContent::Read(text),
+        });
     }
     Ok(contents)
 }
@@ -762,8 +802,8 @@ impl WorkspaceRepository for UserDataStore {
             let inner: &Inner = &self.inner;
             let base = RunBase::new(inner, &run_id)?;
             let (physical, walked) = base.resolve_walked(&path)?;
-            Ok(current_bytes_walked(&base, &physical, &path, &walked)?
-                .map(|bytes| sha256_hex(&bytes)))
+            let owned = inner.open_owned_run(&run_id);
+            current_sha256_walked(&base, owned.as_deref(), &physical, &path, &walked)
         }
     }
 
@@ -775,7 +815,7 @@ impl WorkspaceRepository for UserDataStore {
         guard: &WriteGuard,
     ) -> StorageResult<WriteOutcome> {
         // Only the run's writer writes its files.
-        self.inner.owned_run(run_id)?;
+        let owned = self.inner.owned_run(run_id)?;
         let lock = self.inner.locks.lock(path_lock(run_id, path)).await;
         let run_id = run_id.clone();
         let path = path.clone();
@@ -786,8 +826,7 @@ impl WorkspaceRepository for UserDataStore {
             let _lock = lock;
             let base = RunBase::new(inner, &run_id)?;
             let (physical, walked) = base.resolve_walked(&path)?;
-            let previous = current_bytes_walked(&base, &physical, &path, &walked)?
-                .map(|bytes| sha256_hex(&bytes));
+            let previous = current_sha256_walked(&base, Some(&owned), &physical, &path, &walked)?;
             match (&guard, &previous) {
                 (WriteGuard::None, _) | (WriteGuard::MustNotExist, None) => {}
                 (WriteGuard::MustNotExist, Some(current)) => {
@@ -811,11 +850,24 @@ impl WorkspaceRepository for UserDataStore {
                     }
                 }
             }
-            replace_file_walked(&base, &physical, &path, content.as_bytes(), &walked)?;
+            let sha256 = sha256_hex(content.as_bytes());
+            let bytes = content.len() as u64;
+            // Updated under the path lock, so the cache follows the writes of a path in order.
+            match replace_file_walked(&base, &physical, &path, content.as_bytes(), &walked) {
+                Ok(meta) => {
+                    owned
+                        .written()
+                        .record(&path, FileStamp::of(&meta), sha256.clone(), content);
+                }
+                Err(err) => {
+                    owned.written().forget(&path);
+                    return Err(err);
+                }
+            }
             Ok(WriteOutcome {
                 previous_sha256: previous,
-                sha256: sha256_hex(content.as_bytes()),
-                bytes: content.len() as u64,
+                sha256,
+                bytes,
             })
         }
     }
@@ -826,7 +878,7 @@ impl WorkspaceRepository for UserDataStore {
         path: &WorkspacePath,
         content: &str,
     ) -> StorageResult<WriteOutcome> {
-        self.inner.owned_run(run_id)?;
+        let owned = self.inner.owned_run(run_id)?;
         let lock = self.inner.locks.lock(path_lock(run_id, path)).await;
         let run_id = run_id.clone();
         let path = path.clone();
@@ -840,11 +892,24 @@ impl WorkspaceRepository for UserDataStore {
             let previous_sha256 = previous.as_deref().map(sha256_hex);
             let mut bytes = previous.unwrap_or_default();
             bytes.extend_from_slice(content.as_bytes());
-            replace_file(&base, &physical, &path, &bytes)?;
+            let written = replace_file(&base, &physical, &path, &bytes);
+            let sha256 = sha256_hex(&bytes);
+            let len = bytes.len() as u64;
+            let mut cache = owned.written();
+            match (written, String::from_utf8(bytes)) {
+                (Ok(meta), Ok(text)) => {
+                    cache.record(&path, FileStamp::of(&meta), sha256.clone(), text);
+                }
+                (Ok(_), Err(_)) => cache.forget(&path),
+                (Err(err), _) => {
+                    cache.forget(&path);
+                    return Err(err);
+                }
+            }
             Ok(WriteOutcome {
                 previous_sha256,
-                sha256: sha256_hex(&bytes),
-                bytes: bytes.len() as u64,
+                sha256,
+                bytes: len,
             })
         }
     }
@@ -858,7 +923,7 @@ impl WorkspaceRepository for UserDataStore {
         created_at: Timestamp,
     ) -> StorageResult<CheckpointRecord> {
         let owned = self.inner.owned_run(run_id)?;
-        let contents = checkpoint_contents(&self.inner, run_id, paths)?;
+        let contents = checkpoint_contents(&self.inner, &owned, run_id, paths)?;
         owned.add_checkpoint(reason, event_seq, contents, created_at)
     }
 

@@ -3,9 +3,10 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use tt_domain::ids::InvocationId;
 use tt_domain::invocation::ExitPolicy;
-use tt_domain::profile::ResolvedProfile;
+use tt_domain::profile::{ResolvedProfile, ToolDescriptionOverride};
 use tt_domain::run::Presentation;
 use tt_domain::tool::{AgentToolSpec, InvocationBudgets, InvocationToolSnapshot, ToolName};
 
@@ -52,8 +53,73 @@ pub fn build_tool_snapshot(
         visible_roots: definition.workspace.visible_roots.clone(),
         writable_roots: definition.workspace.writable_roots.clone(),
     };
-    let mut tools = Vec::with_capacity(visible.len());
-    for tool in visible {
+    let tools = tool_specs(profile, visible, audience, exit_policy)?;
+    let mut max_calls_per_tool = BTreeMap::new();
+    for (name, limit) in &definition.tools.max_calls_per_tool {
+        if let Some(tool) = ToolName::from_canonical(name) {
+            max_calls_per_tool.insert(tool, *limit);
+        }
+    }
+    Ok(InvocationToolSnapshot {
+        schema_version: InvocationToolSnapshot::SCHEMA_VERSION,
+        invocation_id: invocation_id.clone(),
+        profile_id: profile.id().clone(),
+        exit_policy,
+        presentation,
+        tools,
+        budgets: InvocationBudgets {
+            max_rounds: definition.tools.max_rounds,
+            max_calls_per_invocation: definition.tools.max_calls_per_run,
+            max_calls_per_tool,
+        },
+        visible_roots: definition.workspace.visible_roots.clone(),
+        writable_roots: definition.workspace.writable_roots.clone(),
+        message_body_path: profile.message_body_path.clone(),
+    })
+}
+
+/// What an invocation's tool specs are made of: the profile's visible tools and description
+/// overrides, and who reads them.
+#[derive(Debug, PartialEq)]
+struct SpecInputs {
+    visible: Vec<ToolName>,
+    descriptions: BTreeMap<String, ToolDescriptionOverride>,
+    audience: SpecAudience,
+    task_return: bool,
+}
+
+/// How many distinct spec inputs are kept (a run uses a handful of profiles).
+const KEPT_SPEC_SETS: usize = 16;
+
+/// Specs made recently, by their inputs. Specs are a function of [`SpecInputs`] alone, and
+/// writing every tool's JSON schema for every invocation was about 2% of a 256-agent
+/// fan-out's CPU; the invocations of one profile now share one copy.
+static SPEC_SETS: Mutex<Vec<(SpecInputs, Arc<[AgentToolSpec]>)>> = Mutex::new(Vec::new());
+
+/// The specs of `visible` for `audience`, with the profile's description overrides and, for
+/// a delegated agent, `task.return` last.
+fn tool_specs(
+    profile: &ResolvedProfile,
+    visible: Vec<ToolName>,
+    audience: SpecAudience,
+    exit_policy: ExitPolicy,
+) -> ApplicationResult<Arc<[AgentToolSpec]>> {
+    let definition = &profile.definition;
+    let task_return = exit_policy == ExitPolicy::TaskReturnRequired;
+    {
+        let sets = SPEC_SETS.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = sets.iter().find(|(inputs, _)| {
+            inputs.task_return == task_return
+                && inputs.visible == visible
+                && inputs.audience == audience
+                && inputs.descriptions == definition.tools.tool_descriptions
+        });
+        if let Some((_, specs)) = found {
+            return Ok(Arc::clone(specs));
+        }
+    }
+    let mut tools = Vec::with_capacity(visible.len() + 1);
+    for &tool in &visible {
         if !is_implemented(tool) {
             return Err(ApplicationError::fatal(
                 "agent.tool_unavailable",
@@ -80,32 +146,25 @@ pub fn build_tool_snapshot(
         }
         tools.push(spec);
     }
-    if exit_policy == ExitPolicy::TaskReturnRequired {
+    if task_return {
         // The runtime, not the profile, gives a delegated agent its way to hand results back.
         tools.push(spec_for(ToolName::TaskReturn, &audience)?);
     }
-    let mut max_calls_per_tool = BTreeMap::new();
-    for (name, limit) in &definition.tools.max_calls_per_tool {
-        if let Some(tool) = ToolName::from_canonical(name) {
-            max_calls_per_tool.insert(tool, *limit);
-        }
+    let specs: Arc<[AgentToolSpec]> = tools.into();
+    let mut sets = SPEC_SETS.lock().unwrap_or_else(PoisonError::into_inner);
+    if sets.len() >= KEPT_SPEC_SETS {
+        sets.remove(0);
     }
-    Ok(InvocationToolSnapshot {
-        schema_version: InvocationToolSnapshot::SCHEMA_VERSION,
-        invocation_id: invocation_id.clone(),
-        profile_id: profile.id().clone(),
-        exit_policy,
-        presentation,
-        tools: tools.into(),
-        budgets: InvocationBudgets {
-            max_rounds: definition.tools.max_rounds,
-            max_calls_per_invocation: definition.tools.max_calls_per_run,
-            max_calls_per_tool,
+    sets.push((
+        SpecInputs {
+            visible,
+            descriptions: definition.tools.tool_descriptions.clone(),
+            audience,
+            task_return,
         },
-        visible_roots: definition.workspace.visible_roots.clone(),
-        writable_roots: definition.workspace.writable_roots.clone(),
-        message_body_path: profile.message_body_path.clone(),
-    })
+        Arc::clone(&specs),
+    ));
+    Ok(specs)
 }
 
 fn spec_for(tool: ToolName, audience: &SpecAudience) -> ApplicationResult<AgentToolSpec> {
@@ -146,4 +205,76 @@ fn apply_description_override(
         slot.insert("description".to_owned(), Value::String(text.clone()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tt_domain::profile::{
+        AgentProfileDefinition, ProfileSource, default_writer_definition, resolve_profile,
+    };
+    use tt_domain::workspace::WorkspaceRoot;
+
+    fn snapshot(
+        edit: impl FnOnce(&mut AgentProfileDefinition),
+        exit_policy: ExitPolicy,
+    ) -> InvocationToolSnapshot {
+        let mut definition = default_writer_definition();
+        edit(&mut definition);
+        let profile = resolve_profile(definition, ProfileSource::built_in()).unwrap();
+        let presentation = profile.definition.run.presentation;
+        build_tool_snapshot(
+            &profile,
+            &InvocationId::from_raw("inv_x"),
+            exit_policy,
+            presentation,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn invocations_of_one_profile_share_specs_and_other_inputs_get_their_own() {
+        let plain = snapshot(|_| {}, ExitPolicy::RunFinishAllowed);
+        let again = snapshot(|_| {}, ExitPolicy::RunFinishAllowed);
+        assert!(Arc::ptr_eq(&plain.tools, &again.tools));
+
+        let delegated = snapshot(|_| {}, ExitPolicy::TaskReturnRequired);
+        assert_eq!(
+            delegated.tools.last().map(|spec| spec.name),
+            Some(ToolName::TaskReturn)
+        );
+        assert_ne!(plain.tools, delegated.tools);
+
+        let read = ToolName::WorkspaceReadFile.canonical();
+        let described = snapshot(
+            |definition| {
+                definition.tools.tool_descriptions.insert(
+                    read.to_owned(),
+                    ToolDescriptionOverride {
+                        description: Some("Reads one note.".to_owned()),
+                        properties: BTreeMap::new(),
+                    },
+                );
+            },
+            ExitPolicy::RunFinishAllowed,
+        );
+        let description = |snapshot: &InvocationToolSnapshot| {
+            snapshot
+                .tools
+                .iter()
+                .find(|spec| spec.name == ToolName::WorkspaceReadFile)
+                .map(|spec| spec.description.clone())
+        };
+        assert_eq!(description(&described).as_deref(), Some("Reads one note."));
+        assert_ne!(description(&plain).as_deref(), Some("Reads one note."));
+
+        let fewer_roots = snapshot(
+            |definition| definition.workspace.writable_roots = vec![WorkspaceRoot::Output],
+            ExitPolicy::TaskReturnRequired,
+        );
+        assert_ne!(fewer_roots.tools, delegated.tools);
+        // The first profile's specs are still the ones it gets.
+        let plain_again = snapshot(|_| {}, ExitPolicy::RunFinishAllowed);
+        assert_eq!(plain_again.tools, plain.tools);
+    }
 }

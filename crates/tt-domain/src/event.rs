@@ -199,8 +199,22 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
     let Value::Object(mut map) = payload else {
         return Ok(payload);
     };
-    // Ids are looked up once each and borrowed; only the ones kept are copied.
-    let explicit = match map.get("eventScope") {
+    // One pass over the payload's (few) entries finds the ids, borrowed; only the ones kept
+    // are copied. Six hashed lookups per event cost more than comparing the keys.
+    let mut scope = None;
+    let mut fields: [Option<&str>; 5] = [None; 5];
+    for (key, value) in &map {
+        if key == "eventScope" {
+            scope = Some(value);
+        } else if let Some(slot) = SCOPE_FIELDS
+            .iter()
+            .position(|name| name == key)
+            .and_then(|at| fields.get_mut(at))
+        {
+            *slot = value.as_str();
+        }
+    }
+    let explicit = match scope {
         None => None,
         Some(Value::Object(scope)) => scope.get("invocationId").and_then(Value::as_str),
         Some(_) => {
@@ -213,7 +227,6 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
             ));
         }
     };
-    let fields: [Option<&str>; 5] = SCOPE_FIELDS.map(|name| map.get(name).and_then(Value::as_str));
     let field = |name: &str| {
         SCOPE_FIELDS
             .iter()

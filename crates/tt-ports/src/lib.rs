@@ -32,7 +32,8 @@ pub use prompt::{
     PromptAssemblyRequest, PromptAssemblyScope,
 };
 pub use runs::{
-    AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, TaskTransitionOutcome,
+    AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, SerializedDocument,
+    TaskTransitionOutcome,
 };
 pub use skills::SkillRepository;
 pub use system::{Clock, IdGenerator};

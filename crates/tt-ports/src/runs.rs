@@ -126,6 +126,48 @@ pub trait AgentRunRepository: Send + Sync {
         run_id: &RunId,
         document: &RunDocument,
     ) -> StorageResult<Option<Value>>;
+
+    /// [`AgentRunRepository::write_document`] for a document already serialized, so a caller
+    /// that holds a typed value stores it without building a `Value` tree first. Reads back
+    /// as the same JSON. The default parses it and calls `write_document`; a store that keeps
+    /// documents as JSON text may write the text as it is.
+    async fn write_serialized_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+        serialized: &SerializedDocument,
+    ) -> StorageResult<()> {
+        self.write_document(run_id, document, &serialized.to_value()?)
+            .await
+    }
+}
+
+/// One JSON value serialized compactly: valid JSON on one line, since the only way to make one
+/// is [`SerializedDocument::new`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SerializedDocument(String);
+
+impl SerializedDocument {
+    /// Serializes `value` as compact JSON; fails as `serde_json::to_value` would.
+    pub fn new<T: Serialize + ?Sized>(value: &T) -> StorageResult<Self> {
+        serde_json::to_string(value).map(Self).map_err(|err| {
+            crate::error::StorageError::Other(format!("cannot serialize a run document: {err}"))
+        })
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The document as a `Value`.
+    pub fn to_value(&self) -> StorageResult<Value> {
+        serde_json::from_str(&self.0).map_err(|err| {
+            crate::error::StorageError::Other(format!(
+                "a serialized run document is not JSON: {err}"
+            ))
+        })
+    }
 }
 
 /// What a conditional task transition did.

@@ -1,6 +1,7 @@
 //! Adapter-specific tests: what the contract cannot see (files on disk, crashes, symlinks,
 //! reopening a data root).
 
+mod checkpoints;
 mod durability;
 mod journal;
 mod layout;

@@ -100,17 +100,35 @@ async fn dispatch(
     let argument_bytes = argument_bytes(&call.arguments);
     let oversized = argument_bytes > limits.max_tool_argument_bytes;
     // Oversized arguments are not stored again: the model response already holds them.
+    let omitted;
     let stored_arguments = if oversized {
-        json!({"omitted": true, "bytes": argument_bytes})
+        omitted = json!({"omitted": true, "bytes": argument_bytes});
+        &omitted
     } else {
-        call.arguments.clone()
+        &call.arguments
     };
+    /// The stored arguments document, serialized without copying the arguments.
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ArgsDocument<'a> {
+        call_id: &'a str,
+        name: &'a str,
+        invocation_id: &'a InvocationId,
+        round: u32,
+        arguments: &'a Value,
+    }
     ctx.services
         .runs
-        .write_document(
+        .write_serialized_document(
             &run_id,
             &args_doc,
-            &json!({"callId": call.id, "name": display_name, "invocationId": invocation_id, "round": round, "arguments": stored_arguments}),
+            &tt_ports::SerializedDocument::new(&ArgsDocument {
+                call_id: &call.id,
+                name: &display_name,
+                invocation_id: &invocation_id,
+                round,
+                arguments: stored_arguments,
+            })?,
         )
         .await?;
     let requested = payload::ToolCallRequested {
@@ -241,10 +259,10 @@ async fn dispatch(
     };
     ctx.services
         .runs
-        .write_document(
+        .write_serialized_document(
             &run_id,
             &result_doc,
-            &serde_json::to_value(&result).unwrap_or(Value::Null),
+            &tt_ports::SerializedDocument::new(&result)?,
         )
         .await?;
     let elapsed_ms = ctx.services.clock.now().millis_since(started_at);

@@ -2,7 +2,7 @@
 //! compatibility path: system prompt + markdown brief; or host prompt assembly for
 //! `preset.mode = "ref"`), model binding, and `context_assembled`.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
@@ -77,10 +77,11 @@ pub(crate) async fn prepare_invocation(
     let model = resolve_model_binding(ctx, &invocation.id, profile).await?;
     ctx.services
         .runs
-        .write_document(
+        .write_serialized_document(
             &ctx.run_id,
             &RunDocument::InvocationToolSnapshot(invocation.id.clone()),
-            &serde_json::to_value(&snapshot).unwrap_or(Value::Null),
+            // Serialized as it is: no `Value` tree of the whole snapshot per invocation.
+            &tt_ports::SerializedDocument::new(&snapshot)?,
         )
         .await?;
     let assembled = payload::ContextAssembled {

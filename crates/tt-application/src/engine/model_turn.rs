@@ -20,7 +20,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 pub(crate) async fn run_model_turn(
     ctx: &RunContext,
     inv: &InvocationRuntime,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
     policy: ModelRetryPolicy,
 ) -> ApplicationResult<AgentModelResponse> {
     let span = tracing::info_span!(
@@ -35,7 +35,7 @@ pub(crate) async fn run_model_turn(
 async fn model_turn(
     ctx: &RunContext,
     inv: &InvocationRuntime,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
     policy: ModelRetryPolicy,
 ) -> ApplicationResult<AgentModelResponse> {
     let round = request.round;
@@ -132,12 +132,24 @@ async fn model_turn(
         invocation_id: invocation_id.clone(),
         round,
     };
+    /// The stored response document, serialized without a `Value` tree of the response.
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ResponseDocument<'a> {
+        round: u32,
+        invocation_id: &'a tt_domain::ids::InvocationId,
+        response: &'a AgentModelResponse,
+    }
     ctx.services
         .runs
-        .write_document(
+        .write_serialized_document(
             run_id,
             &document,
-            &json!({"round": round, "invocationId": invocation_id, "response": response}),
+            &tt_ports::SerializedDocument::new(&ResponseDocument {
+                round,
+                invocation_id: &invocation_id,
+                response: &response,
+            })?,
         )
         .await?;
     journal_stored_response(

@@ -150,17 +150,22 @@ async fn run_rounds(
                 response
             }
             None => {
+                // The history is lent to the request and taken back: the model call copies
+                // it once (per attempt), not twice.
                 let request = AgentModelRequest {
                     session: session.clone(),
                     agent_profile_id: inv.profile.id().clone(),
                     model_id: model_id.clone(),
                     round,
-                    messages: messages.clone(),
+                    messages: std::mem::take(&mut messages),
                     tools: inv.snapshot.tools.clone(),
                     tool_choice: "auto".to_owned(),
                     max_output_tokens: inv.profile.definition.model.max_output_tokens,
                 };
-                crate::engine::model_turn::run_model_turn(ctx, inv, request, retry).await?
+                let turn =
+                    crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;
+                messages = request.messages;
+                turn?
             }
         };
         // A model answer is progress, for the idle limit of a delegated task.

@@ -92,6 +92,7 @@ macro_rules! storage_contract_tests {
                 save_run_replaces_the_record,
                 list_runs_newest_first_with_paging,
                 documents_round_trip_and_missing_is_none,
+                serialized_documents_read_back_as_written,
             }
             invocations {
                 invocations_round_trip_in_creation_order,

@@ -3,7 +3,7 @@
 use serde_json::json;
 use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::run::AgentRunStatus;
-use tt_ports::{RunDocument, RunListPage, StorageError};
+use tt_ports::{RunDocument, RunListPage, SerializedDocument, StorageError};
 
 use super::{StorageUnderTest, assert_not_found, create_sample_run, manifest_for, sample_run, ts};
 
@@ -116,6 +116,74 @@ pub async fn list_runs_newest_first_with_paging(s: StorageUnderTest) {
     })
     .await;
     assert!(beyond.is_empty());
+}
+
+/// A document written already serialized reads back as the same JSON, in every place a
+/// document can live, and replaces (or is replaced by) a document written as a `Value`.
+pub async fn serialized_documents_read_back_as_written(s: StorageUnderTest) {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Typed<'a> {
+        call_id: &'a str,
+        round: u32,
+        text: &'a str,
+        arguments: &'a serde_json::Value,
+        missing: Option<u8>,
+    }
+    let run = create_sample_run(&s, 1).await;
+    let child = InvocationId::from_raw("inv_child");
+    let arguments = json!({"z": 1, "a": [true, null, 2.5]});
+    let documents = [
+        RunDocument::PromptSnapshot,
+        RunDocument::InvocationToolSnapshot(child.clone()),
+        RunDocument::ToolArgs {
+            call_file_key: "call_0123456789abcdef".to_owned(),
+        },
+        RunDocument::ModelResponse {
+            invocation_id: child,
+            round: 3,
+        },
+    ];
+    for document in &documents {
+        let typed = Typed {
+            call_id: "call_1",
+            round: 3,
+            text: "héllo\n\"quoted\"",
+            arguments: &arguments,
+            missing: None,
+        };
+        let serialized = SerializedDocument::new(&typed).unwrap();
+        assert!(
+            !serialized.as_str().contains('\n'),
+            "{}",
+            serialized.as_str()
+        );
+        s.runs
+            .write_serialized_document(&run.id, document, &serialized)
+            .await
+            .unwrap();
+        assert_eq!(
+            s.runs.read_document(&run.id, document).await.unwrap(),
+            Some(serde_json::to_value(&typed).unwrap()),
+            "{document:?}"
+        );
+        s.runs
+            .write_document(&run.id, document, &json!([1]))
+            .await
+            .unwrap();
+        assert_eq!(
+            s.runs.read_document(&run.id, document).await.unwrap(),
+            Some(json!([1]))
+        );
+        s.runs
+            .write_serialized_document(&run.id, document, &SerializedDocument::new("x").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            s.runs.read_document(&run.id, document).await.unwrap(),
+            Some(json!("x"))
+        );
+    }
 }
 
 pub async fn documents_round_trip_and_missing_is_none(s: StorageUnderTest) {

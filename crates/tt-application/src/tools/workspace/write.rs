@@ -104,20 +104,24 @@ async fn replace(
     content: &str,
     env: &mut WorkspaceToolEnv<'_>,
 ) -> Result<String, ToolCallError> {
-    let current = env
-        .repo
-        .sha256(env.run_id, path)
-        .await
-        .map_err(|err| storage_failure(err, path, StorageOp::Write))?;
-    let guard = match current {
+    // A file this agent never read may only be created: the write's own guard checks that it
+    // does not exist (an existing one is `GuardFileExists`, "read it first"), so no separate
+    // look at the file comes before it.
+    let guard = match env.read_state.get(path) {
         None => WriteGuard::MustNotExist,
-        Some(current) => {
-            match env.read_state.get(path) {
-                None => return Err(requires_read(path).into()),
-                Some(known) if known.sha256 != current => return Err(stale(path).into()),
-                Some(_) => {}
+        Some(_) => {
+            let current = env
+                .repo
+                .sha256(env.run_id, path)
+                .await
+                .map_err(|err| storage_failure(err, path, StorageOp::Write))?;
+            match (current, env.read_state.get(path)) {
+                (None, _) => WriteGuard::MustNotExist,
+                (Some(current), Some(known)) if known.sha256 != current => {
+                    return Err(stale(path).into());
+                }
+                (Some(current), _) => WriteGuard::MustMatchSha256(current),
             }
-            WriteGuard::MustMatchSha256(current)
         }
     };
     let outcome = match env.repo.write(env.run_id, path, content, &guard).await {
