@@ -3,7 +3,7 @@
 //! next run of the conversation can find the state from that message.
 
 use serde_json::Value;
-use tt_domain::event::{EventLevel, RunEventType};
+use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::workspace::PersistentChangeSet;
 use tt_ports::{HostBridgeError, PersistentStateMetadataUpdate};
@@ -59,12 +59,9 @@ pub(crate) async fn bind_state_to_last_commit(
         .await
     {
         Ok(answer) => {
+            // The request the host answers is the event's payload itself.
             ctx.events
-                .info(
-                    &ctx.run_id,
-                    RunEventType::PersistentStateMetadataUpdateRequested,
-                    serde_json::to_value(&request).unwrap_or(Value::Null),
-                )
+                .record(&ctx.run_id, EventLevel::Info, &request)
                 .await?;
             tokio::select! {
                 biased;
