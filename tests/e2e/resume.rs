@@ -226,6 +226,9 @@ enum Point {
     /// A root that was reminded to use its tools (before it published) waits for its answer
     /// after publishing.
     AfterCommitWithEarlierReminder,
+    /// The finishing run has promoted `persist/` and not yet journaled it (the process freezes
+    /// at the runtime's `persist/ promoted` log).
+    PromotedBeforeJournaled,
 }
 
 impl Point {
@@ -322,7 +325,11 @@ fn model(
             }),
             never(),
         ),
-        Some(Point::HandoffBeforeTransfer | Point::DelegateBeforeTask) => (never(), never()),
+        Some(
+            Point::HandoffBeforeTransfer
+            | Point::DelegateBeforeTask
+            | Point::PromotedBeforeJournaled,
+        ) => (never(), never()),
         Some(Point::AssembledRootBetweenModelCalls) => (
             Box::new(|r: &AgentModelRequest| {
                 r.agent_profile_id.as_str() == "assembled" && r.round == 2
@@ -370,7 +377,9 @@ fn stop_here(point: Point, event: &AgentRunEvent) -> bool {
                 && payload["round"] == json!(2)
         }
         // The process is stopped by `Freeze`, not by an event.
-        Point::HandoffBeforeTransfer | Point::DelegateBeforeTask => false,
+        Point::HandoffBeforeTransfer
+        | Point::DelegateBeforeTask
+        | Point::PromotedBeforeJournaled => false,
         Point::AssembledRootBetweenModelCalls => {
             event.event_type == "model_call_attempt_started" && lead && payload["round"] == json!(2)
         }
@@ -388,7 +397,9 @@ static FROZEN: AtomicBool = AtomicBool::new(false);
 /// - `HandoffBeforeTransfer`: the close of the `tool_call` span of an `agent.handoff` call
 ///   (its handoff registered and answered, its caller not yet `transferred`);
 /// - `DelegateBeforeTask`: the runtime's `registering its task` log, written between an
-///   agent's record and its task's.
+///   agent's record and its task's;
+/// - `PromotedBeforeJournaled`: the runtime's `persist/ promoted` log, written between the
+///   promotion and its event.
 struct Freeze {
     point: Point,
     next_id: AtomicU64,
@@ -413,13 +424,13 @@ impl Freeze {
     }
 }
 
-/// Finds `registering its task` in an event's message.
-struct IsRegistering(bool);
+/// Finds a text in an event's message.
+struct MessageHas(&'static str, bool);
 
-impl tracing::field::Visit for IsRegistering {
+impl tracing::field::Visit for MessageHas {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" && format!("{value:?}").contains("registering its task") {
-            self.0 = true;
+        if field.name() == "message" && format!("{value:?}").contains(self.0) {
+            self.1 = true;
         }
     }
 }
@@ -458,9 +469,14 @@ impl tracing::Subscriber for Freeze {
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
 
     fn event(&self, event: &tracing::Event<'_>) {
-        let mut visitor = IsRegistering(false);
+        let text = match self.point {
+            Point::DelegateBeforeTask => "registering its task",
+            Point::PromotedBeforeJournaled => "persist/ promoted",
+            _ => return,
+        };
+        let mut visitor = MessageHas(text, false);
         event.record(&mut visitor);
-        if self.point == Point::DelegateBeforeTask && visitor.0 {
+        if visitor.1 {
             Freeze::freeze();
         }
     }
@@ -572,7 +588,7 @@ fn profile_of(point: Point) -> &'static str {
     match point {
         Point::AfterHandoff | Point::HandoffBeforeTransfer => "opener",
         Point::AssembledRootBetweenModelCalls => "assembled",
-        Point::AfterCommitWithEarlierReminder => "drifter",
+        Point::AfterCommitWithEarlierReminder | Point::PromotedBeforeJournaled => "drifter",
         _ => "lead",
     }
 }
@@ -724,6 +740,7 @@ impl Point {
             Point::AssembledRootBetweenModelCalls,
             Point::DelegateBeforeTask,
             Point::AfterCommitWithEarlierReminder,
+            Point::PromotedBeforeJournaled,
         ]
         .into_iter()
         .find(|point| format!("{point:?}") == name)
@@ -741,7 +758,7 @@ fn first_process() {
     let point = Point::parse(&std::env::var(POINT_VAR).unwrap());
     if matches!(
         point,
-        Point::HandoffBeforeTransfer | Point::DelegateBeforeTask
+        Point::HandoffBeforeTransfer | Point::DelegateBeforeTask | Point::PromotedBeforeJournaled
     ) {
         tracing::subscriber::set_global_default(Freeze::new(point)).unwrap();
     }
@@ -769,7 +786,10 @@ fn first_process() {
         // what happens after a stored step, not about the instant between the two.
         let expect_frozen = !matches!(
             point,
-            Point::WhileCommitWaits | Point::HandoffBeforeTransfer | Point::DelegateBeforeTask
+            Point::WhileCommitWaits
+                | Point::HandoffBeforeTransfer
+                | Point::DelegateBeforeTask
+                | Point::PromotedBeforeJournaled
         );
         let mut changes = runtime.subscribe(run.id.as_str(), 0, None);
         let mut stored = 0;
@@ -1106,6 +1126,38 @@ fn a_replayed_reminder_says_what_it_said_before_the_interruption() {
         .unwrap();
     assert!(messages.contains("publish it with"), "{messages}");
     assert!(!messages.contains("already published"), "{messages}");
+}
+
+#[test]
+fn a_promotion_made_before_the_interruption_is_read_back_not_made_again() {
+    let baseline = uninterrupted_with("drifter");
+    let (first_calls, first_commits, resumed) =
+        interrupted_then_resumed(Point::PromotedBeforeJournaled);
+    assert_eq!(resumed.status, AgentRunStatus::Completed);
+    assert_eq!(resumed.files, baseline.files);
+    assert_eq!(first_commits.len(), 1);
+    assert!(resumed.host.offered.lock().unwrap().is_empty());
+    assert_eq!(first_calls + resumed.calls, baseline.calls);
+    // The first process promoted and died before journaling it; the resumed run journals the
+    // promotion it reads back, once.
+    let first = first_part(&resumed.events);
+    assert_eq!(count(&first, "persistent_changes_committed"), 0);
+    assert_eq!(count(&resumed.events, "persistent_changes_committed"), 1);
+    assert_eq!(
+        count(&resumed.events, "persistent_changes_commit_failed"),
+        0
+    );
+    let promoted = resumed
+        .events
+        .iter()
+        .find(|event| event.event_type == "persistent_changes_committed")
+        .unwrap();
+    let expected = baseline
+        .events
+        .iter()
+        .find(|event| event.event_type == "persistent_changes_committed")
+        .unwrap();
+    assert_eq!(promoted.payload["changes"], expected.payload["changes"]);
 }
 
 #[test]

@@ -431,6 +431,16 @@ struct StateManifestHeader {
     workspace_id: String,
 }
 
+/// The part of a state manifest that says what its promotion changed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StateManifestChanges {
+    state_id: String,
+    #[serde(default)]
+    base_state_id: Option<String>,
+    changes: Vec<PersistentChange>,
+}
+
 /// `persistent-states/<stateId>/manifest.json`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -634,6 +644,28 @@ fn promote_persist_sync(
         let _ = fs::remove_dir_all(&staging);
     }
     result
+}
+
+/// The state `run_id` promoted, read back from its manifest.
+fn promoted_state_sync(
+    inner: &Inner,
+    run_id: &RunId,
+) -> StorageResult<Option<PersistentChangeSet>> {
+    let base = RunBase::new(inner, run_id)?;
+    let run = load_run_record(&base.dir, run_id)?;
+    let manifest = inner
+        .layout
+        .states_dir(run.workspace_id.as_str())?
+        .join(run_id.as_str())
+        .join(MANIFEST_FILE);
+    let Some(stored) = read_json::<StateManifestChanges>(&manifest)? else {
+        return Ok(None);
+    };
+    Ok(Some(PersistentChangeSet {
+        state_id: stored.state_id,
+        base_state_id: stored.base_state_id,
+        changes: stored.changes,
+    }))
 }
 
 /// Writes a new file and waits for its bytes to reach the disk (promoted states are durable).
@@ -956,6 +988,10 @@ impl WorkspaceRepository for UserDataStore {
         // Promotion is a durability point for the run's records too.
         self.inner.durable(&owned).await?;
         Ok(changes)
+    }
+
+    async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>> {
+        promoted_state_sync(&self.inner, run_id)
     }
 
     async fn walk_files(

@@ -40,8 +40,8 @@ pub(crate) struct JournalState {
     pub created: HashMap<InvocationId, Option<TaskId>>,
     /// Last journaled sha256 of each workspace file.
     pub written: BTreeMap<String, String>,
-    /// `persistent_changes_committed` of the interrupted process, if it promoted `persist/`.
-    pub promotion: Option<Value>,
+    /// Whether the interrupted process journaled `persistent_changes_committed`.
+    pub promoted: bool,
     /// Every guidance note submitted to the run, in order (`user_guidance_submitted`); the
     /// mailbox numbers new notes after them.
     pub guidance_submitted: u64,
@@ -273,7 +273,7 @@ pub(crate) async fn read_journal(
                     }
                 }
                 RunEventType::PersistentChangesCommitted => {
-                    state.promotion = Some(event.payload.clone());
+                    state.promoted = true;
                 }
                 RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied => {
                     if let (Some(path), Some(sha256)) = (text(event, "path"), text(event, "sha256"))

@@ -493,8 +493,8 @@ impl AgentRunService {
         }
         let owner_replay =
             resume::load_replay(services, run_id, &owner_id, &invocations, &mut journal).await?;
-        if let Some(promotion) = journal.promotion.take() {
-            ctx.remember_promotion(promotion);
+        if journal.promoted {
+            ctx.remember_promotion();
         }
         // Confirmed commits stay in the ledger (those of earlier owners too); one whose call
         // left no result is offered again.
@@ -974,35 +974,22 @@ impl AgentRunService {
             .await
         {
             Ok(change_set) => {
-                let changes: Vec<Value> = change_set
-                    .changes
-                    .iter()
-                    .map(|change| json!({"path": change.path, "kind": change.kind, "sha256": change.sha256}))
-                    .collect();
-                self.events
-                    .info(
-                        &ctx.run_id,
-                        RunEventType::PersistentChangesCommitted,
-                        json!({"stateId": change_set.state_id, "baseStateId": change_set.base_state_id, "changeCount": changes.len(), "changes": changes}),
-                    )
-                    .await?;
-                crate::persist_metadata::bind_state_to_last_commit(ctx, &change_set, &changes)
-                    .await?;
+                tracing::debug!(
+                    state_id = change_set.state_id.as_str(),
+                    changes = change_set.changes.len(),
+                    "persist/ promoted; journaling it"
+                );
+                self.persist_promoted(ctx, &change_set, true).await?;
             }
-            // Resumed after the interrupted process had promoted `persist/` (and journaled it):
-            // that state is this run's; only the host binding is asked for again.
+            // Resumed after the interrupted process had promoted `persist/`: that state is
+            // this run's. It is read back; its event is journaled if the process died before
+            // journaling it, and the host binding is asked for again.
             Err(error)
                 if error.code() == "agent.persistent_state_exists"
-                    && ctx.promotion_before().is_some() =>
+                    && let Some(change_set) =
+                        self.services.workspace.promoted_state(&ctx.run_id).await? =>
             {
-                let before = ctx.promotion_before().unwrap_or_default();
-                let change_set = tt_domain::workspace::PersistentChangeSet {
-                    state_id: before["stateId"].as_str().unwrap_or_default().to_owned(),
-                    base_state_id: before["baseStateId"].as_str().map(str::to_owned),
-                    changes: Vec::new(),
-                };
-                let changes = before["changes"].as_array().cloned().unwrap_or_default();
-                crate::persist_metadata::bind_state_to_last_commit(ctx, &change_set, &changes)
+                self.persist_promoted(ctx, &change_set, !ctx.promoted_before())
                     .await?;
             }
             Err(error) => {
@@ -1035,6 +1022,34 @@ impl AgentRunService {
             )
             .await?;
         Ok(())
+    }
+
+    /// Journals `persistent_changes_committed` for `change_set` (unless `journal` is false:
+    /// the interrupted process of a resumed run had journaled it) and binds the state to the
+    /// run's last commit.
+    async fn persist_promoted(
+        &self,
+        ctx: &RunContext,
+        change_set: &tt_domain::workspace::PersistentChangeSet,
+        journal: bool,
+    ) -> ApplicationResult<()> {
+        let changes: Vec<Value> = change_set
+            .changes
+            .iter()
+            .map(
+                |change| json!({"path": change.path, "kind": change.kind, "sha256": change.sha256}),
+            )
+            .collect();
+        if journal {
+            self.events
+                .info(
+                    &ctx.run_id,
+                    RunEventType::PersistentChangesCommitted,
+                    json!({"stateId": change_set.state_id, "baseStateId": change_set.base_state_id, "changeCount": changes.len(), "changes": changes}),
+                )
+                .await?;
+        }
+        crate::persist_metadata::bind_state_to_last_commit(ctx, change_set, &changes).await
     }
 
     async fn finalize_cancelled(&self, ctx: &RunContext, invocation: Option<&mut AgentInvocation>) {

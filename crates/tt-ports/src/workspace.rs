@@ -101,6 +101,11 @@ pub trait WorkspaceRepository: Send + Sync {
         created_at: Timestamp,
     ) -> StorageResult<PersistentChangeSet>;
 
+    /// The state `run_id` promoted (`persistent-states/<runId>/`) with the changes it recorded,
+    /// or `None` when it has not promoted one: a run resumed after its promotion reads it back
+    /// instead of promoting twice.
+    async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>>;
+
     /// All files under the given roots (recursively, at most `max_files`), for search.
     async fn walk_files(
         &self,

@@ -58,9 +58,9 @@ pub(crate) struct RunContext {
     /// Stored steps of resumed delegated agents, taken by their workers (`resume_run`).
     replays:
         StdMutex<std::collections::HashMap<tt_domain::ids::InvocationId, crate::replay::Replay>>,
-    /// `persistent_changes_committed` of a resumed run whose interrupted process had promoted
-    /// `persist/` already: finishing again reuses that state instead of promoting twice.
-    promoted_before: StdMutex<Option<serde_json::Value>>,
+    /// A resumed run whose interrupted process had journaled its `persist/` promotion:
+    /// finishing again reads that state back and does not journal it twice.
+    promoted_before: std::sync::atomic::AtomicBool,
     me: Weak<RunContext>,
 }
 
@@ -93,7 +93,7 @@ impl RunContext {
             sessions: StdMutex::new(Vec::new()),
             creation_seq: Mutex::new(None),
             replays: StdMutex::new(std::collections::HashMap::new()),
-            promoted_before: StdMutex::new(None),
+            promoted_before: std::sync::atomic::AtomicBool::new(false),
             me: me.clone(),
         })
     }
@@ -156,20 +156,17 @@ impl RunContext {
             .insert(invocation, replay);
     }
 
-    /// Remembers the promotion an interrupted process journaled (`resume_run`).
-    pub(crate) fn remember_promotion(&self, payload: serde_json::Value) {
-        *self
-            .promoted_before
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(payload);
+    /// Remembers that an interrupted process journaled the run's promotion (`resume_run`).
+    pub(crate) fn remember_promotion(&self) {
+        self.promoted_before
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// The promotion an interrupted process journaled before this run was resumed.
-    pub(crate) fn promotion_before(&self) -> Option<serde_json::Value> {
+    /// Whether an interrupted process journaled the run's promotion before this run was
+    /// resumed.
+    pub(crate) fn promoted_before(&self) -> bool {
         self.promoted_before
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The stored steps left for `invocation` by `resume_run`, once.

@@ -496,7 +496,13 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     ws.write(&a.id, &wp("persist/notes/a.md"), "a1", &WriteGuard::None)
         .await
         .unwrap();
+    assert_eq!(ws.promoted_state(&a.id).await.unwrap(), None);
     let promoted_a = ws.promote_persist(&a.id, &snap_a, ts(10)).await.unwrap();
+    // What it promoted can be read back (a resumed run finishing again reads it).
+    assert_eq!(
+        ws.promoted_state(&a.id).await.unwrap().as_ref(),
+        Some(&promoted_a)
+    );
     assert_eq!(promoted_a.state_id, a.id.as_str());
     assert_eq!(promoted_a.base_state_id, None);
     let kinds = |set: &tt_domain::workspace::PersistentChangeSet| {

@@ -315,6 +315,10 @@ impl<S: WorkspaceRepository + 'static> WorkspaceRepository for FaultyStore<S> {
             .await
     }
 
+    async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>> {
+        self.inner.promoted_state(run_id).await
+    }
+
     async fn walk_files(
         &self,
         run_id: &RunId,

@@ -431,6 +431,23 @@ impl WorkspaceRepository for InMemoryStore {
         })
     }
 
+    async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>> {
+        let state = self.lock();
+        let run = state.run(run_id)?;
+        let key = (
+            run.run.workspace_id.as_str().to_owned(),
+            run_id.as_str().to_owned(),
+        );
+        Ok(state
+            .persistent_states
+            .get(&key)
+            .map(|record| PersistentChangeSet {
+                state_id: record.state_id.clone(),
+                base_state_id: record.base_state_id.clone(),
+                changes: record.changes.clone(),
+            }))
+    }
+
     async fn walk_files(
         &self,
         run_id: &RunId,
