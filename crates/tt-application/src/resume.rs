@@ -3,9 +3,10 @@
 //! that the profiles still give each agent the tools it was frozen with, and bringing the run,
 //! its agents and its tasks back to work with journaled events.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use tt_domain::event::{AgentRunEvent, RunEventType};
+use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
+use tt_domain::event_payload as payload;
 use tt_domain::ids::{CommitId, InvocationId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
 use tt_domain::model::AgentModelResponse;
@@ -479,17 +480,17 @@ pub(crate) async fn resume_invocation(
     invocation.transition(InvocationStatus::Running, ctx.services.clock.now())?;
     ctx.services.invocations.save_invocation(invocation).await?;
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::AgentInvocationResumed,
-            json!({
-                "invocationId": invocation.id,
-                "parentInvocationId": invocation.parent_invocation_id,
-                "profileId": invocation.profile_id,
-                "kind": invocation.kind.as_str(),
-                "status": invocation.status.as_str(),
-                "exitPolicy": invocation.exit_policy.as_str(),
-            }),
+            EventLevel::Info,
+            &payload::AgentInvocationResumed {
+                invocation_id: invocation.id.clone(),
+                parent_invocation_id: invocation.parent_invocation_id.clone(),
+                profile_id: invocation.profile_id.clone(),
+                kind: invocation.kind,
+                status: invocation.status,
+                exit_policy: invocation.exit_policy,
+            },
         )
         .await?;
     Ok(())
@@ -518,14 +519,18 @@ pub(crate) async fn resume_task(
         .await?;
     let task = outcome.task;
     ctx.events
-        .info(
+        .record(
             &ctx.run_id,
-            RunEventType::AgentTaskResumed,
-            json!({
-                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
-                "childInvocationId": task.child_invocation_id, "targetProfileId": task.target_profile_id,
-                "status": task.status.as_str(), "resultRef": task.result_ref, "error": task.error,
-            }),
+            EventLevel::Info,
+            &payload::AgentTaskResumed {
+                task_id: task.id.clone(),
+                parent_invocation_id: task.parent_invocation_id.clone(),
+                child_invocation_id: task.child_invocation_id.clone(),
+                target_profile_id: task.target_profile_id.clone(),
+                status: task.status,
+                result_ref: task.result_ref.clone(),
+                error: task.error.clone(),
+            },
         )
         .await?;
     Ok(task)

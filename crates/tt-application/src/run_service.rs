@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use tokio::sync::watch;
 use tracing::Instrument;
-use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
+use tt_domain::event::{AgentRunEvent, EventLevel};
+use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
 use tt_domain::model::{AgentModelMessage, ModelRole};
@@ -206,14 +207,17 @@ impl AgentRunService {
         // From here on the run exists on disk: any failure ends it visibly (below).
         let prepared = async {
             self.events
-                .info(
+                .record(
                     &run_id,
-                    RunEventType::RunCreated,
-                    json!({
-                        "workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id,
-                        "persistBaseStateId": run.persist_base_state_id, "presentation": presentation,
-                        "chatRef": run.chat_ref, "generationType": run.generation_type,
-                    }),
+                    EventLevel::Info,
+                    &payload::RunCreated {
+                        workspace_id: run.workspace_id.to_string(),
+                        stable_chat_id: run.stable_chat_id.clone(),
+                        persist_base_state_id: run.persist_base_state_id.clone(),
+                        presentation: json!(presentation).as_str().unwrap_or_default().to_owned(),
+                        chat_ref: run.chat_ref.clone(),
+                        generation_type: run.generation_type.clone(),
+                    },
                 )
                 .await?;
             self.prepare_root(run.clone(), &profile, &request).await
@@ -418,17 +422,20 @@ impl AgentRunService {
         let mut resumed_ids = vec![owner_id.clone()];
         resumed_ids.extend(running.iter().map(|task| task.child_invocation_id.clone()));
         self.events
-            .info(
+            .record(
                 run_id,
-                RunEventType::RunResumed,
-                json!({"fromSeq": journal.from_seq, "invocations": resumed_ids}),
+                EventLevel::Info,
+                &payload::RunResumed {
+                    from_seq: journal.from_seq,
+                    invocations: resumed_ids,
+                },
             )
             .await?;
         self.events
-            .info(
+            .record(
                 run_id,
-                RunEventType::StatusChanged,
-                json!({"status": run.status.as_str()}),
+                EventLevel::Info,
+                &payload::StatusChanged { status: run.status },
             )
             .await?;
         match &handoff {
@@ -623,10 +630,13 @@ impl AgentRunService {
             Default::default(),
         );
         self.events
-            .info(
+            .record(
                 &run_id,
-                RunEventType::ProfileResolved,
-                json!({"profileId": profile.id(), "source": profile.source_trace.profile_source}),
+                EventLevel::Info,
+                &payload::ProfileResolved {
+                    profile_id: profile.id().clone(),
+                    source: profile.source_trace.profile_source.clone(),
+                },
             )
             .await?;
         provisional
@@ -641,10 +651,13 @@ impl AgentRunService {
             )
             .await?;
         self.events
-            .info(
+            .record(
                 &run_id,
-                RunEventType::WorkspaceInitialized,
-                json!({"workspaceId": run.workspace_id, "stableChatId": run.stable_chat_id}),
+                EventLevel::Info,
+                &payload::WorkspaceInitialized {
+                    workspace_id: run.workspace_id.to_string(),
+                    stable_chat_id: run.stable_chat_id.clone(),
+                },
             )
             .await?;
         let persist_snapshot = services
@@ -658,10 +671,14 @@ impl AgentRunService {
             .filter(|root| root.path.is_persistent())
             .collect();
         self.events
-            .info(
+            .record(
                 &run_id,
-                RunEventType::PersistentProjectionInitialized,
-                json!({"roots": persist_roots, "baseStateId": persist_snapshot.base_state_id, "fileCount": persist_snapshot.files.len()}),
+                EventLevel::Info,
+                &payload::PersistentProjectionInitialized {
+                    roots: json!(persist_roots),
+                    base_state_id: persist_snapshot.base_state_id.clone(),
+                    file_count: persist_snapshot.files.len() as u64,
+                },
             )
             .await?;
         let ctx = RunContext::new(
@@ -698,27 +715,26 @@ impl AgentRunService {
             user_request: request.user_request.clone(),
             input_message_count: prompt_snapshot.messages.len() as u64,
         };
-        let mut intent_payload = serde_json::to_value(&intent).unwrap_or(Value::Null);
-        intent_payload["eventScope"] = json!({"invocationId": InvocationId::root()});
         self.events
-            .info(
-                &run_id,
-                RunEventType::GenerationIntentRecorded,
-                intent_payload,
-            )
+            .record_in(&run_id, EventLevel::Info, &intent, &InvocationId::root())
             .await?;
 
         let now = services.clock.now();
         let invocation = AgentInvocation::new_root(run_id.clone(), profile.id().clone(), now);
         services.invocations.save_invocation(&invocation).await?;
         self.events
-            .info(
+            .record(
                 &run_id,
-                RunEventType::AgentInvocationCreated,
-                json!({
-                    "invocationId": invocation.id, "parentInvocationId": null, "profileId": invocation.profile_id,
-                    "kind": invocation.kind.as_str(), "status": invocation.status.as_str(), "exitPolicy": invocation.exit_policy.as_str(),
-                }),
+                EventLevel::Info,
+                &payload::AgentInvocationCreated {
+                    invocation_id: invocation.id.clone(),
+                    parent_invocation_id: None,
+                    profile_id: invocation.profile_id.clone(),
+                    kind: invocation.kind,
+                    status: invocation.status,
+                    exit_policy: invocation.exit_policy,
+                    task_id: None,
+                },
             )
             .await?;
         ctx.try_set_status(AgentRunStatus::AssemblingContext)
@@ -782,21 +798,32 @@ impl AgentRunService {
         message_count: usize,
     ) -> ApplicationResult<()> {
         self.events
-            .info(
+            .record(
                 run_id,
-                RunEventType::ContextAssembled,
-                json!({
-                    "request": crate::engine::model_turn::with_provider_fields(json!({
-                        "provider": model.provider.name(), "model": model.model_id,
-                        "messageCount": message_count, "toolCount": snapshot.tools.len(),
-                    }), model.provider.as_ref()),
-                    "invocationId": InvocationId::root(),
-                    "presetMode": profile.definition.preset.mode,
-                    "tools": snapshot.model_names(),
-                    "maxRounds": snapshot.budgets.max_rounds,
-                    "contextPolicy": profile.definition.context,
-                    "modelRetry": profile.definition.run.model_retry,
-                }),
+                EventLevel::Info,
+                &payload::ContextAssembled {
+                    request: crate::engine::model_turn::with_provider_fields(
+                        json!({
+                            "provider": model.provider.name(), "model": model.model_id,
+                            "messageCount": message_count, "toolCount": snapshot.tools.len(),
+                        }),
+                        model.provider.as_ref(),
+                    ),
+                    invocation_id: InvocationId::root(),
+                    task_id: None,
+                    // The mode's wire name (`currentPromptSnapshot`, `ref`, `none`).
+                    preset_mode: json!(profile.definition.preset.mode)
+                        .as_str()
+                        .map(str::to_owned),
+                    tools: snapshot
+                        .model_names()
+                        .into_iter()
+                        .map(str::to_owned)
+                        .collect(),
+                    max_rounds: snapshot.budgets.max_rounds,
+                    context_policy: json!(profile.definition.context),
+                    model_retry: Some(json!(profile.definition.run.model_retry)),
+                },
             )
             .await?;
         Ok(())
@@ -995,10 +1022,12 @@ impl AgentRunService {
             Err(error) => {
                 let error = ApplicationError::from(error);
                 self.events
-                    .warn(
+                    .record(
                         &ctx.run_id,
-                        RunEventType::PersistentChangesCommitFailed,
-                        json!({"message": error.to_string()}),
+                        EventLevel::Warn,
+                        &payload::PersistentChangesCommitFailed {
+                            message: error.to_string(),
+                        },
                     )
                     .await?;
                 return Err(error);
@@ -1015,10 +1044,13 @@ impl AgentRunService {
         self.events
             // An object payload, so the run's end carries `eventScope` (inv_root) and shows in
             // a journal view filtered to the root (the contract's payload is null).
-            .info(
+            .record(
                 &ctx.run_id,
-                RunEventType::RunCompleted,
-                json!({"status": AgentRunStatus::Completed.as_str(), "commitCount": ctx.commit_count()}),
+                EventLevel::Info,
+                &payload::RunCompleted {
+                    status: AgentRunStatus::Completed,
+                    commit_count: ctx.commit_count() as u64,
+                },
             )
             .await?;
         Ok(())
@@ -1042,10 +1074,15 @@ impl AgentRunService {
             .collect();
         if journal {
             self.events
-                .info(
+                .record(
                     &ctx.run_id,
-                    RunEventType::PersistentChangesCommitted,
-                    json!({"stateId": change_set.state_id, "baseStateId": change_set.base_state_id, "changeCount": changes.len(), "changes": changes}),
+                    EventLevel::Info,
+                    &payload::PersistentChangesCommitted {
+                        state_id: change_set.state_id.clone(),
+                        base_state_id: change_set.base_state_id.clone(),
+                        change_count: changes.len() as u64,
+                        changes: json!(changes),
+                    },
                 )
                 .await?;
         }
@@ -1080,10 +1117,12 @@ impl AgentRunService {
             Ok(false)
         ) {
             self.events
-                .warn(
+                .record(
                     &ctx.run_id,
-                    RunEventType::RunCancelled,
-                    json!({"message": "The run was cancelled."}),
+                    EventLevel::Warn,
+                    &payload::RunCancelled {
+                        message: "The run was cancelled.".to_owned(),
+                    },
                 )
                 .await
                 .best_effort("journal run_cancelled");
@@ -1120,14 +1159,14 @@ impl AgentRunService {
             .await
             .best_effort("settle open handoffs");
         let commits = ctx.commits();
-        let mut payload = json!({
-            "code": error.host_code(),
-            "message": error.detail(),
-            "technicalMessage": error.to_string(),
-            "retryable": error.is_retryable(),
-            "userRetryable": error.user_retryable(),
-            "details": error.model_detail().unwrap_or_else(|| json!({})),
-        });
+        let failed = payload::RunFailed {
+            code: error.host_code().to_owned(),
+            message: error.detail(),
+            technical_message: error.to_string(),
+            retryable: error.is_retryable(),
+            user_retryable: error.user_retryable(),
+            details: error.model_detail().unwrap_or_else(|| json!({})),
+        };
         // Ok(false) below: the run already ended some other way; its terminal event stays last.
         if commits.is_empty() {
             if matches!(ctx.try_set_status(AgentRunStatus::Failed).await, Ok(false)) {
@@ -1135,21 +1174,23 @@ impl AgentRunService {
             }
             if let Err(unrecorded) = self
                 .events
-                .emit(
-                    &ctx.run_id,
-                    EventLevel::Error,
-                    RunEventType::RunFailed,
-                    payload.clone(),
-                )
+                .record(&ctx.run_id, EventLevel::Error, &failed)
                 .await
             {
-                self.keep_unrecorded_failure(&ctx.run_id, payload, &unrecorded);
+                self.keep_unrecorded_failure(&ctx.run_id, json!(failed), &unrecorded);
             }
         } else {
-            payload["retryable"] = json!(false);
-            payload["userRetryable"] = json!(false);
-            payload["preservedCommitCount"] = json!(commits.len());
-            payload["preservedCommits"] = serde_json::to_value(&commits).unwrap_or(Value::Null);
+            // What was published stays: retrying would publish it again.
+            let partial = payload::RunPartialSuccess {
+                code: failed.code,
+                message: failed.message,
+                technical_message: failed.technical_message,
+                retryable: false,
+                user_retryable: false,
+                details: failed.details,
+                preserved_commit_count: commits.len() as u64,
+                preserved_commits: serde_json::to_value(&commits).unwrap_or(Value::Null),
+            };
             if matches!(
                 ctx.try_set_status(AgentRunStatus::PartialSuccess).await,
                 Ok(false)
@@ -1158,14 +1199,10 @@ impl AgentRunService {
             }
             if let Err(unrecorded) = self
                 .events
-                .warn(
-                    &ctx.run_id,
-                    RunEventType::RunPartialSuccess,
-                    payload.clone(),
-                )
+                .record(&ctx.run_id, EventLevel::Warn, &partial)
                 .await
             {
-                self.keep_unrecorded_failure(&ctx.run_id, payload, &unrecorded);
+                self.keep_unrecorded_failure(&ctx.run_id, json!(partial), &unrecorded);
             }
         }
     }
@@ -1189,10 +1226,10 @@ impl AgentRunService {
             None => run.status,
         };
         self.events
-            .info(
+            .record(
                 run_id,
-                RunEventType::RunCancelRequested,
-                json!({"previousStatus": previous_status.as_str()}),
+                EventLevel::Info,
+                &payload::RunCancelRequested { previous_status },
             )
             .await?;
         match active {
