@@ -673,7 +673,11 @@ impl TaskScheduler {
         Ok(())
     }
 
-    /// Cancels every unfinished delegated task of the run.
+    /// Cancels every unfinished delegated task of the run, then waits for every worker to
+    /// exit, those whose task had already ended too: a worker that returned its result still
+    /// closes its agent (`agent_loop_finished`, `agent_invocation_completed`), and the run's
+    /// end must come after that, so that no agent of an ended run is left `running` and no
+    /// event follows the run's terminal one.
     pub(crate) async fn cancel_all_unfinished(
         &self,
         ctx: &RunContext,
@@ -683,7 +687,26 @@ impl TaskScheduler {
         for task in unfinished_delegations(ctx).await? {
             self.cancel_task(ctx, &task.id, reason).await?;
         }
+        self.join_workers().await;
         Ok(())
+    }
+
+    /// Waits until no worker of the run runs. Each is told to stop at its next wait first
+    /// (its task has ended, so it has nothing left to wait for); its closing writes still
+    /// happen.
+    async fn join_workers(&self) {
+        loop {
+            let next = {
+                let mut state = self.lock();
+                state.workers.values_mut().find_map(|worker| {
+                    worker.cancel.cancel();
+                    worker.handle.take()
+                })
+            };
+            let Some(handle) = next else { break };
+            // A panic in the worker is contained here, like in `cancel_task`.
+            let _ = handle.await;
+        }
     }
 }
 
