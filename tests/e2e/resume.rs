@@ -179,7 +179,7 @@ fn reply(request: &AgentModelRequest) -> ModelReply {
                     "title": "Note 1", "objective": "Note number 1: write it to summaries/note-1.md."}}),
             ),
             // Long enough for the note to be returned (its result joins this turn's history),
-            // not for the note taker to close (see `SlowReturn`).
+            // not for the note taker to close (see `HoldAt::SlowReturn`).
             2 => ModelReply::tool_call(
                 "workspace_write_file",
                 json!({"path": "output/main.md", "content": "One note.\n"}),
@@ -405,7 +405,7 @@ fn stop_here(point: Point, event: &AgentRunEvent) -> bool {
                 && !lead
                 && payload["round"] == json!(2)
         }
-        // The process is stopped by `Freeze`, not by an event.
+        // The process is stopped by `Hold`, not by an event.
         Point::HandoffBeforeTransfer
         | Point::DelegateBeforeTask
         | Point::PromotedBeforeJournaled => false,
@@ -418,28 +418,68 @@ fn stop_here(point: Point, event: &AgentRunEvent) -> bool {
     }
 }
 
-/// Whether a thread of the runtime is frozen at the chosen point (see [`Freeze`]).
+/// Whether a thread of the runtime is frozen at the chosen point (see [`Hold`]).
 static FROZEN: AtomicBool = AtomicBool::new(false);
 
-/// A tracing subscriber that freezes, for good, the runtime thread that reaches a point no
-/// event marks, and the process is killed there:
-/// - `HandoffBeforeTransfer`: the close of the `tool_call` span of an `agent.handoff` call
-///   (its handoff registered and answered, its caller not yet `transferred`);
-/// - `DelegateBeforeTask`: the runtime's `registering its task` log, written between an
-///   agent's record and its task's;
-/// - `PromotedBeforeJournaled`: the runtime's `persist/ promoted` log, written between the
-///   promotion and its event.
-struct Freeze {
-    point: Point,
-    next_id: AtomicU64,
-    /// Open spans: their handle count and whether they are the handoff call's.
-    spans: Mutex<HashMap<u64, (usize, bool)>>,
+/// What [`Hold`] does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HoldAt {
+    /// Freeze, for good, the runtime thread that reaches a point of the first process that no
+    /// event marks (the process is killed there):
+    /// - `HandoffBeforeTransfer`: the close of the `tool_call` span of an `agent.handoff` call
+    ///   (its handoff registered and answered, its caller not yet `transferred`);
+    /// - `DelegateBeforeTask`: the runtime's `registering its task` log, written between an
+    ///   agent's record and its task's;
+    /// - `PromotedBeforeJournaled`: the runtime's `persist/ promoted` log, written between
+    ///   the promotion and its event.
+    Freeze(Point),
+    /// Hold for 300 ms the thread of a note taker whose loop has ended (the runtime's
+    /// `invocation loop ended` log inside its `invocation` span): its task has ended and its
+    /// delegating agent goes on, but the agent has not closed.
+    SlowReturn,
 }
 
-impl Freeze {
-    fn new(point: Point) -> Self {
+/// A tracing subscriber that holds a runtime thread at a point the journal cannot show.
+struct Hold {
+    at: HoldAt,
+    next_id: AtomicU64,
+    /// Open spans: their handle count and their `tool` and `profile` fields.
+    spans: Mutex<HashMap<u64, (usize, Fields)>>,
+}
+
+std::thread_local! {
+    /// The spans entered on this thread, innermost last.
+    static ENTERED: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The fields of a span or event that [`Hold`] looks at.
+#[derive(Default)]
+struct Fields {
+    tool: Option<String>,
+    profile: Option<String>,
+    message: String,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        match field.name() {
+            "tool" => self.tool = Some(value.to_owned()),
+            "profile" => self.profile = Some(value.to_owned()),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.message = format!("{value:?}");
+        }
+    }
+}
+
+impl Hold {
+    fn new(at: HoldAt) -> Self {
         Self {
-            point,
+            at,
             next_id: AtomicU64::new(0),
             spans: Mutex::default(),
         }
@@ -451,45 +491,24 @@ impl Freeze {
             std::thread::park();
         }
     }
-}
 
-/// Finds a text in an event's message.
-struct MessageHas(&'static str, bool);
-
-impl tracing::field::Visit for MessageHas {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" && format!("{value:?}").contains(self.0) {
-            self.1 = true;
-        }
+    /// The `profile` of the innermost span entered on this thread.
+    fn current_profile(&self) -> Option<String> {
+        let id = ENTERED.with(|entered| entered.borrow().last().copied())?;
+        self.spans.lock().unwrap().get(&id)?.1.profile.clone()
     }
 }
 
-/// Finds `tool = "agent.handoff"` among a span's fields.
-struct IsHandoff(bool);
-
-impl tracing::field::Visit for IsHandoff {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "tool" && value == "agent.handoff" {
-            self.0 = true;
-        }
-    }
-
-    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
-}
-
-impl tracing::Subscriber for Freeze {
-    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        match self.point {
-            Point::HandoffBeforeTransfer => metadata.is_span() && metadata.name() == "tool_call",
-            _ => metadata.is_event(),
-        }
+impl tracing::Subscriber for Hold {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
     }
 
     fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        let mut visitor = IsHandoff(false);
-        span.record(&mut visitor);
+        let mut fields = Fields::default();
+        span.record(&mut fields);
         let id = self.next_id.fetch_add(1, Ordering::SeqCst) + 1;
-        self.spans.lock().unwrap().insert(id, (1, visitor.0));
+        self.spans.lock().unwrap().insert(id, (1, fields));
         tracing::span::Id::from_u64(id)
     }
 
@@ -498,21 +517,33 @@ impl tracing::Subscriber for Freeze {
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
 
     fn event(&self, event: &tracing::Event<'_>) {
-        let text = match self.point {
-            Point::DelegateBeforeTask => "registering its task",
-            Point::PromotedBeforeJournaled => "persist/ promoted",
-            _ => return,
-        };
-        let mut visitor = MessageHas(text, false);
-        event.record(&mut visitor);
-        if visitor.1 {
-            Freeze::freeze();
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let has = |text: &str| fields.message.contains(text);
+        match self.at {
+            HoldAt::Freeze(Point::DelegateBeforeTask) if has("registering its task") => {
+                Hold::freeze()
+            }
+            HoldAt::Freeze(Point::PromotedBeforeJournaled) if has("persist/ promoted") => {
+                Hold::freeze()
+            }
+            HoldAt::SlowReturn
+                if has("invocation loop ended")
+                    && self.current_profile().as_deref() == Some("note-taker") =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+            _ => {}
         }
     }
 
-    fn enter(&self, _: &tracing::span::Id) {}
+    fn enter(&self, id: &tracing::span::Id) {
+        ENTERED.with(|entered| entered.borrow_mut().push(id.into_u64()));
+    }
 
-    fn exit(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {
+        ENTERED.with(|entered| entered.borrow_mut().pop());
+    }
 
     fn clone_span(&self, id: &tracing::span::Id) -> tracing::span::Id {
         if let Some(entry) = self.spans.lock().unwrap().get_mut(&id.into_u64()) {
@@ -531,11 +562,11 @@ impl tracing::Subscriber for Freeze {
             if entry.0 > 0 {
                 return false;
             }
-            let (_, handoff) = spans.remove(&id.into_u64()).unwrap();
-            handoff
+            let (_, fields) = spans.remove(&id.into_u64()).unwrap();
+            fields.tool.as_deref() == Some("agent.handoff")
         };
-        if closed_handoff {
-            Freeze::freeze();
+        if closed_handoff && self.at == HoldAt::Freeze(Point::HandoffBeforeTransfer) {
+            Hold::freeze();
         }
         true
     }
@@ -692,6 +723,20 @@ fn first_part(events: &[AgentRunEvent]) -> Vec<AgentRunEvent> {
         .collect()
 }
 
+/// The last status each agent's `agent_invocation_*` events gave it in `events`.
+fn last_statuses(events: &[AgentRunEvent]) -> HashMap<String, String> {
+    let mut last = HashMap::new();
+    for event in events {
+        if event.event_type.starts_with("agent_invocation_")
+            && let Some(id) = event.payload["invocationId"].as_str()
+        {
+            let status = event.payload["status"].as_str().unwrap_or_default();
+            last.insert(id.to_owned(), status.to_owned());
+        }
+    }
+    last
+}
+
 /// Each finished result reached the lead once, by `agent.await` or injection.
 fn deliveries(events: &[AgentRunEvent]) -> HashMap<String, usize> {
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -790,7 +835,7 @@ fn first_process() {
         point,
         Point::HandoffBeforeTransfer | Point::DelegateBeforeTask | Point::PromotedBeforeJournaled
     ) {
-        tracing::subscriber::set_global_default(Freeze::new(point)).unwrap();
+        tracing::subscriber::set_global_default(Hold::new(HoldAt::Freeze(point))).unwrap();
     }
     let calls = Arc::new(AtomicU64::new(0));
     let host = Arc::new(Host::default());
@@ -1115,19 +1160,7 @@ fn an_agent_written_before_its_task_is_taken_up_by_the_resumed_delegation() {
         count(&resumed.events, "agent_invocation_created"),
         count(&baseline.events, "agent_invocation_created")
     );
-    let mut last: HashMap<String, String> = HashMap::new();
-    for event in resumed.events[first.len()..]
-        .iter()
-        .filter(|event| event.event_type.starts_with("agent_invocation_"))
-    {
-        last.insert(
-            event.payload["invocationId"].as_str().unwrap().to_owned(),
-            event.payload["status"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-        );
-    }
+    let last = last_statuses(&resumed.events[first.len()..]);
     assert_eq!(last.len(), N + 1, "{last:?}");
     assert!(
         last.values().all(|status| status == "completed"),
@@ -1522,20 +1555,7 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
             assert!(handoffs <= 1, "trial {trial} ({profile}): {:#?}", steps());
             // No agent was left `interrupted`, not even one a delegation or handoff had
             // written before its task when it was killed (the resumed call takes it up).
-            let mut last: HashMap<String, String> = HashMap::new();
-            for event in &events {
-                if event.event_type.starts_with("agent_invocation_")
-                    && let Some(id) = event.payload["invocationId"].as_str()
-                {
-                    last.insert(
-                        id.to_owned(),
-                        event.payload["status"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned(),
-                    );
-                }
-            }
+            let last = last_statuses(&events);
             assert!(
                 last.values().all(|status| status != "interrupted"),
                 "trial {trial}: {last:?}"
@@ -1561,83 +1581,13 @@ fn killed_at_random_moments_and_resumed_until_it_completes() {
     }
 }
 
-/// A tracing subscriber that holds, for 300 ms, the thread of a delegated agent whose loop
-/// has ended (the runtime's `invocation loop ended` log inside a note taker's `invocation`
-/// span): its task has ended and its delegating agent goes on, but the agent has not closed.
-#[derive(Default)]
-struct SlowReturn {
-    next_id: AtomicU64,
-    /// The note takers' `invocation` spans.
-    note_takers: Mutex<std::collections::HashSet<u64>>,
-}
-
-std::thread_local! {
-    /// The spans entered on this thread, innermost last.
-    static ENTERED: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Finds `profile = "note-taker"` among a span's fields.
-struct IsNoteTaker(bool);
-
-impl tracing::field::Visit for IsNoteTaker {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "profile" && value == "note-taker" {
-            self.0 = true;
-        }
-    }
-
-    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
-}
-
-impl tracing::Subscriber for SlowReturn {
-    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        metadata.is_event() || metadata.name() == "invocation"
-    }
-
-    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        let mut visitor = IsNoteTaker(false);
-        span.record(&mut visitor);
-        let id = self.next_id.fetch_add(1, Ordering::SeqCst) + 1;
-        if visitor.0 {
-            self.note_takers.lock().unwrap().insert(id);
-        }
-        tracing::span::Id::from_u64(id)
-    }
-
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut ended = MessageHas("invocation loop ended", false);
-        event.record(&mut ended);
-        let in_note_taker = ENTERED.with(|entered| {
-            entered
-                .borrow()
-                .last()
-                .is_some_and(|id| self.note_takers.lock().unwrap().contains(id))
-        });
-        if ended.1 && in_note_taker {
-            std::thread::sleep(std::time::Duration::from_millis(300));
-        }
-    }
-
-    fn enter(&self, id: &tracing::span::Id) {
-        ENTERED.with(|entered| entered.borrow_mut().push(id.into_u64()));
-    }
-
-    fn exit(&self, _: &tracing::span::Id) {
-        ENTERED.with(|entered| entered.borrow_mut().pop());
-    }
-}
-
 /// The process of [`a_run_ends_after_every_agent_of_it_has_closed`]: runs the solo scenario
 /// in `$TT_RESUME_TEST_DIR` with the agent that returns held for a moment, and prints the run
 /// id once the run ended.
 #[test]
 #[ignore = "a process of the run-end test, which starts it with its own arguments"]
 fn slow_return_process() {
-    tracing::subscriber::set_global_default(SlowReturn::default()).unwrap();
+    tracing::subscriber::set_global_default(Hold::new(HoldAt::SlowReturn)).unwrap();
     let dir = std::path::PathBuf::from(std::env::var(DIR_VAR).unwrap());
     let calls = Arc::new(AtomicU64::new(0));
     let host = Arc::new(Host::default());
@@ -1652,7 +1602,7 @@ fn slow_return_process() {
 }
 
 /// A delegated agent that returned its result is still closing when its delegating agent
-/// finishes the run (held 300 ms in another process, see [`SlowReturn`]): the run ends only
+/// finishes the run (held 300 ms in another process, see [`HoldAt::SlowReturn`]): the run ends only
 /// after it closed, so `run_completed` is the last event and no agent is left `running`, even
 /// though the process exits right after the run's end.
 #[test]
@@ -1687,20 +1637,7 @@ fn a_run_ends_after_every_agent_of_it_has_closed() {
         );
         let events = all_events(&runtime, &run_id).await;
         assert_eq!(events.last().unwrap().event_type, "run_completed");
-        let mut last: HashMap<String, String> = HashMap::new();
-        for event in &events {
-            if event.event_type.starts_with("agent_invocation_")
-                && let Some(id) = event.payload["invocationId"].as_str()
-            {
-                last.insert(
-                    id.to_owned(),
-                    event.payload["status"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                );
-            }
-        }
+        let last = last_statuses(&events);
         assert_eq!(last.len(), 2, "{last:?}");
         assert!(
             last.values().all(|status| status == "completed"),

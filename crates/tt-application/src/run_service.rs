@@ -801,29 +801,13 @@ impl AgentRunService {
             .record(
                 run_id,
                 EventLevel::Info,
-                &payload::ContextAssembled {
-                    request: crate::engine::model_turn::with_provider_fields(
-                        json!({
-                            "provider": model.provider.name(), "model": model.model_id,
-                            "messageCount": message_count, "toolCount": snapshot.tools.len(),
-                        }),
-                        model.provider.as_ref(),
-                    ),
-                    invocation_id: InvocationId::root(),
-                    task_id: None,
-                    // The mode's wire name (`currentPromptSnapshot`, `ref`, `none`).
-                    preset_mode: json!(profile.definition.preset.mode)
-                        .as_str()
-                        .map(str::to_owned),
-                    tools: snapshot
-                        .model_names()
-                        .into_iter()
-                        .map(str::to_owned)
-                        .collect(),
-                    max_rounds: snapshot.budgets.max_rounds,
-                    context_policy: json!(profile.definition.context),
-                    model_retry: Some(json!(profile.definition.run.model_retry)),
-                },
+                &crate::engine::invocation_setup::context_assembled(
+                    profile,
+                    model,
+                    snapshot,
+                    message_count,
+                    None,
+                ),
             )
             .await?;
         Ok(())

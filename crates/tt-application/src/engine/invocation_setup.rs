@@ -84,16 +84,46 @@ pub(crate) async fn prepare_invocation(
             &tt_ports::SerializedDocument::new(&snapshot)?,
         )
         .await?;
-    let assembled = payload::ContextAssembled {
+    let assembled = context_assembled(
+        profile,
+        &model,
+        &snapshot,
+        messages.len(),
+        Some(task_id.clone()),
+    );
+    ctx.events
+        .record(&ctx.run_id, EventLevel::Info, &assembled)
+        .await?;
+    let skills = resolve_and_record_skills(ctx, &invocation.id, profile).await?;
+    Ok(PreparedInvocation {
+        snapshot: Arc::new(snapshot),
+        messages,
+        model,
+        skills,
+    })
+}
+
+/// `context_assembled` for an agent of `profile` whose first request has `message_count`
+/// messages: a delegated or handoff agent names the task that brought it in; the root has
+/// none and adds its model retry policy.
+pub(crate) fn context_assembled(
+    profile: &ResolvedProfile,
+    model: &ModelBinding,
+    snapshot: &InvocationToolSnapshot,
+    message_count: usize,
+    task_id: Option<TaskId>,
+) -> payload::ContextAssembled {
+    let root = task_id.is_none();
+    payload::ContextAssembled {
         request: crate::engine::model_turn::with_provider_fields(
             json!({
                 "provider": model.provider.name(), "model": model.model_id,
-                "messageCount": messages.len(), "toolCount": snapshot.tools.len(),
+                "messageCount": message_count, "toolCount": snapshot.tools.len(),
             }),
             model.provider.as_ref(),
         ),
-        invocation_id: invocation.id.clone(),
-        task_id: Some(task_id.clone()),
+        invocation_id: snapshot.invocation_id.clone(),
+        task_id,
         // The mode's wire name (`currentPromptSnapshot`, `ref`, `none`).
         preset_mode: json!(profile.definition.preset.mode)
             .as_str()
@@ -105,18 +135,8 @@ pub(crate) async fn prepare_invocation(
             .collect(),
         max_rounds: snapshot.budgets.max_rounds,
         context_policy: json!(profile.definition.context),
-        model_retry: None,
-    };
-    ctx.events
-        .record(&ctx.run_id, EventLevel::Info, &assembled)
-        .await?;
-    let skills = resolve_and_record_skills(ctx, &invocation.id, profile).await?;
-    Ok(PreparedInvocation {
-        snapshot: Arc::new(snapshot),
-        messages,
-        model,
-        skills,
-    })
+        model_retry: root.then(|| json!(profile.definition.run.model_retry)),
+    }
 }
 
 /// Resolves an invocation's skills, writes `input/invocations/<id>/resolved_skills.json` (the
