@@ -3,6 +3,7 @@
 //! Everything here is plain data and rules: no I/O, no async runtime, no clocks. Other crates
 //! speak in these types; adapters map their own failures and wire formats onto them.
 
+pub mod brief;
 pub mod error;
 pub mod event;
 pub mod event_payload;

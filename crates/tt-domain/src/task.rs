@@ -85,7 +85,8 @@ pub struct AgentTaskRecord {
     pub workspace_key: String,
     pub continuation: TaskContinuation,
     pub status: TaskStatus,
-    /// The brief as given (shared: task records are listed often and the brief can be large).
+    /// The brief: a serialized `brief::TaskBrief` (a delegation) or `brief::HandoffBrief` (a
+    /// handoff). Shared: task records are listed often and the brief can be large.
     #[serde(default)]
     pub task: std::sync::Arc<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

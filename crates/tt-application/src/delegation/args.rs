@@ -3,6 +3,7 @@
 //! policy checks (profiles, budgets against limits, ownership, paths) happen afterwards.
 
 use serde_json::{Map, Value};
+use tt_domain::brief::{HandoffBrief, TaskBrief};
 use tt_domain::task::AgentTaskBudget;
 use tt_domain::task_result::TaskResultStatus;
 
@@ -23,8 +24,8 @@ pub(crate) const PENDING_TASK_POLICY_DENY_IF_PENDING: &str = "denyIfPending";
 pub(crate) struct DelegateArgs {
     /// As given; its profile-id format is checked by the caller.
     pub agent_id: String,
-    /// The raw `task` object (always an object here).
-    pub task: Value,
+    /// The `task` brief.
+    pub task: TaskBrief,
     pub budget: Option<AgentTaskBudget>,
     /// `timeoutSeconds`: at least 1; its bound is the target's, checked by the caller.
     pub timeout_seconds: Option<u64>,
@@ -49,7 +50,7 @@ pub(crate) fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolErro
     check_optional_text(task, "task", "title")?;
     Ok(DelegateArgs {
         agent_id,
-        task: Value::Object(task.clone()),
+        task: typed_brief(task, "task")?,
         budget,
         timeout_seconds,
     })
@@ -225,8 +226,8 @@ pub(crate) fn parse_cancel_task_args(args: &Value) -> Result<CancelTaskArgs, Too
 pub(crate) struct HandoffArgs {
     /// As given; its profile-id format is checked by the caller.
     pub agent_id: String,
-    /// The raw `handoff` object (always an object here).
-    pub handoff: Value,
+    /// The `handoff` brief.
+    pub handoff: HandoffBrief,
 }
 
 /// Steps 1–3 of the `agent.handoff` flow.
@@ -247,7 +248,7 @@ pub(crate) fn parse_handoff_args(args: &Value) -> Result<HandoffArgs, ToolError>
     }
     Ok(HandoffArgs {
         agent_id,
-        handoff: Value::Object(handoff.clone()),
+        handoff: typed_brief(handoff, "handoff")?,
     })
 }
 
@@ -361,6 +362,15 @@ fn parse_artifacts(value: &Value) -> Result<Vec<ReturnedArtifact>, ToolError> {
 }
 
 /// The object under `key`; missing, null or any other type is refused.
+/// The checked brief object as its type (the checks above make this succeed).
+fn typed_brief<T: serde::de::DeserializeOwned>(
+    object: &Map<String, Value>,
+    key: &str,
+) -> Result<T, ToolError> {
+    serde_json::from_value(Value::Object(object.clone()))
+        .map_err(|err| ToolError::invalid_arguments(format!("`{key}`: {err}")))
+}
+
 fn required_object<'a>(
     parsed: &Args<'a>,
     key: &str,
@@ -487,10 +497,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(minimal.agent_id, "scene-critic");
-        assert_eq!(
-            minimal.task,
-            json!({"objective": "Find continuity breaks."})
-        );
+        assert_eq!(minimal.task.objective, "Find continuity breaks.");
+        assert!(minimal.task.extra.is_empty());
         assert_eq!(minimal.budget, None);
 
         let full = parse_delegate_args(&json!({
@@ -499,7 +507,9 @@ mod tests {
             "budget": {"maxRounds": 4, "maxToolCalls": 10.0}
         }))
         .unwrap();
-        assert_eq!(full.task["tone"], json!("dry"));
+        assert_eq!(full.task.title, None);
+        assert_eq!(full.task.context, Some(json!({"a": 1})));
+        assert_eq!(full.task.extra["tone"], json!("dry"));
         assert_eq!(
             full.budget,
             Some(AgentTaskBudget {
@@ -729,7 +739,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(args.agent_id, "editor");
-        assert_eq!(args.handoff["mood"], json!("calm"));
+        assert_eq!(args.handoff.extra["mood"], json!("calm"));
         parse_handoff_args(
             &json!({"agentId": "e", "handoff": {"objective": "x"}, "pendingTaskPolicy": null}),
         )

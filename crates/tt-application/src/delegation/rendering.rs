@@ -3,6 +3,7 @@
 //! summary file. Pure functions; nothing here names runtime ids or physical paths.
 
 use serde_json::{Map, Value};
+use tt_domain::brief::{BriefSections, HandoffBrief, TaskBrief};
 use tt_domain::task::TaskStatus;
 
 /// Shown for `null`.
@@ -147,34 +148,17 @@ fn is_blank(value: &Value) -> bool {
 
 // ---- briefs -------------------------------------------------------------------------------
 
-/// The known sections of a brief: JSON key and heading, in order.
-type Sections = [(&'static str, &'static str)];
-
-const TASK_SECTIONS: [(&str, &str); 4] = [
-    ("title", "Title"),
-    ("objective", "Objective"),
-    ("context", "Context"),
-    ("expectedOutput", "Expected Output"),
-];
-
-const HANDOFF_SECTIONS: [(&str, &str); 7] = [
-    ("title", "Title"),
-    ("reason", "Reason"),
-    ("objective", "Objective"),
-    ("contextSummary", "Context Summary"),
-    ("workspaceRefs", "Workspace References"),
-    ("mustPreserve", "Must Preserve"),
-    ("completionCriteria", "Completion Criteria"),
-];
-
-/// The brief a delegated agent works from (the user message of its first turn).
+/// The brief a delegated agent works from (the user message of its first turn), from the
+/// stored brief: a [`TaskBrief`], or, for a record this runtime did not write, the value as
+/// it is under "Task Details".
 pub(crate) fn render_task_brief(task: &Value) -> String {
+    let brief = serde_json::from_value::<TaskBrief>(task.clone())
+        .map(|brief| (brief.sections(), brief.extra));
     render_brief(
         "# Delegated Task",
         "You are doing one focused task for another agent.\nStay on this task, and when it is done, finish by calling `task_return` with your result.",
-        &TASK_SECTIONS,
         "Task Details",
-        task,
+        brief.as_ref().map_err(|_| task),
         &[
             "Use workspace files only when they help with this task.",
             "Read or edit the exact paths named in this brief instead of guessing where things are.",
@@ -184,14 +168,16 @@ pub(crate) fn render_task_brief(task: &Value) -> String {
     )
 }
 
-/// The brief an agent taking over the job starts from.
+/// The brief an agent taking over the job starts from: a [`HandoffBrief`], or the stored
+/// value as it is under "Handoff Details".
 pub(crate) fn render_handoff_brief(handoff: &Value) -> String {
+    let brief = serde_json::from_value::<HandoffBrief>(handoff.clone())
+        .map(|brief| (brief.sections(), brief.extra));
     render_brief(
         "# Handoff Brief",
         "You now own the next stage of this job.\nContinue from the shared workspace paths and the constraints below.",
-        &HANDOFF_SECTIONS,
         "Handoff Details",
-        handoff,
+        brief.as_ref().map_err(|_| handoff),
         &[
             "Inspect the referenced files before you edit them.",
             "Keep earlier decisions and already published text unless this brief asks you to revise them.",
@@ -201,28 +187,28 @@ pub(crate) fn render_handoff_brief(handoff: &Value) -> String {
     )
 }
 
+/// A typed brief's sections and extra fields, or a stored value that is not one.
+type BriefView<'a> = Result<&'a (BriefSections, Map<String, Value>), &'a Value>;
+
 fn render_brief(
     heading: &str,
     intro: &str,
-    sections: &Sections,
     details_heading: &str,
-    brief: &Value,
+    brief: BriefView<'_>,
     notes: &[&str],
 ) -> String {
     let mut parts = vec![heading.to_owned(), intro.to_owned()];
     match brief {
-        Value::Object(object) => {
-            for (key, title) in sections {
-                if let Some(value) = section_value(object, key) {
+        Ok((sections, extra)) => {
+            for (title, value) in sections {
+                if let Some(value) = value.as_ref().filter(|value| !is_blank(value)) {
                     parts.push(format!("## {title}"));
                     parts.push(render_value(value));
                 }
             }
-            let extras: Map<String, Value> = object
+            let extras: Map<String, Value> = extra
                 .iter()
-                .filter(|(key, value)| {
-                    !sections.iter().any(|(known, _)| known == key) && !is_blank(value)
-                })
+                .filter(|(_, value)| !is_blank(value))
                 .map(|(key, value)| (key.clone(), value.clone()))
                 .collect();
             if !extras.is_empty() {
@@ -230,9 +216,9 @@ fn render_brief(
                 parts.push(render_value(&Value::Object(extras)));
             }
         }
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => {
+        Err(raw) => {
             parts.push(format!("## {details_heading}"));
-            parts.push(render_value(brief));
+            parts.push(render_value(raw));
         }
     }
     parts.push("## Working Notes".to_owned());

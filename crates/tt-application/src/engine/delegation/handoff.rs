@@ -100,7 +100,7 @@ pub(crate) async fn agent_handoff(
     let new = NewTask {
         target: agent_id.clone(),
         continuation: TaskContinuation::TransferControl,
-        brief: args.handoff,
+        brief: serde_json::to_value(&args.handoff).unwrap_or_default(),
         budget: None,
     };
     let task = open_task(ctx, inv, call, new).await?;

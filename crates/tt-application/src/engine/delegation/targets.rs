@@ -55,7 +55,7 @@ pub(crate) async fn resolve_target(
 pub(crate) struct NewTask {
     pub target: ProfileId,
     pub continuation: TaskContinuation,
-    /// The raw `task` / `handoff` object the model gave.
+    /// The `task` or `handoff` brief as stored: a serialized `TaskBrief` or `HandoffBrief`.
     pub brief: Value,
     pub budget: Option<AgentTaskBudget>,
 }

@@ -185,7 +185,7 @@ pub(crate) async fn agent_delegate(
     let new = NewTask {
         target: agent_id.clone(),
         continuation: TaskContinuation::ReturnToParent,
-        brief: args.task,
+        brief: serde_json::to_value(&args.task).unwrap_or_default(),
         budget,
     };
     let task = open_task(ctx, inv, call, new).await?;

@@ -1,0 +1,117 @@
+//! The briefs one agent writes for another: the `task` of `agent.delegate` and the `handoff`
+//! of `agent.handoff`. Their known sections are fields; anything else the writing agent added
+//! is kept, in its order, and shown to the reader as additional instructions.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The brief of a delegated task (`agent.delegate`'s `task`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskBrief {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the task must achieve (required, never blank).
+    pub objective: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_output: Option<Value>,
+    /// Every other field, in the order the writing agent gave them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The brief of a handoff (`agent.handoff`'s `handoff`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandoffBrief {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What the agent taking over must achieve (required, never blank).
+    pub objective: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_refs: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub must_preserve: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_criteria: Option<Value>,
+    /// Every other field, in the order the writing agent gave them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A brief's known sections, in reading order: (heading, value).
+pub type BriefSections = Vec<(&'static str, Option<Value>)>;
+
+impl TaskBrief {
+    /// The known sections, in the order a reader sees them.
+    pub fn sections(&self) -> BriefSections {
+        vec![
+            ("Title", self.title.clone().map(Value::String)),
+            ("Objective", Some(Value::String(self.objective.clone()))),
+            ("Context", self.context.clone()),
+            ("Expected Output", self.expected_output.clone()),
+        ]
+    }
+}
+
+impl HandoffBrief {
+    /// The known sections, in the order a reader sees them.
+    pub fn sections(&self) -> BriefSections {
+        vec![
+            ("Title", self.title.clone().map(Value::String)),
+            ("Reason", self.reason.clone().map(Value::String)),
+            ("Objective", Some(Value::String(self.objective.clone()))),
+            (
+                "Context Summary",
+                self.context_summary.clone().map(Value::String),
+            ),
+            ("Workspace References", self.workspace_refs.clone()),
+            ("Must Preserve", self.must_preserve.clone()),
+            ("Completion Criteria", self.completion_criteria.clone()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_brief_keeps_the_fields_it_does_not_know_in_their_order() {
+        let raw = json!({"title": null, "objective": "Find breaks.", "tone": "dry",
+            "context": {"scene": 3}, "audience": ["editor"]});
+        let brief: TaskBrief = serde_json::from_value(raw).unwrap();
+        assert_eq!(brief.title, None);
+        assert_eq!(brief.context, Some(json!({"scene": 3})));
+        assert_eq!(brief.extra.keys().collect::<Vec<_>>(), ["tone", "audience"]);
+        assert_eq!(
+            serde_json::to_value(&brief).unwrap(),
+            json!({"objective": "Find breaks.", "context": {"scene": 3}, "tone": "dry",
+                "audience": ["editor"]})
+        );
+    }
+
+    #[test]
+    fn a_handoff_brief_reads_its_camel_case_sections() {
+        let raw = json!({"objective": "Publish.", "contextSummary": "Drafted.",
+            "mustPreserve": ["the ending"], "owner": "me"});
+        let brief: HandoffBrief = serde_json::from_value(raw).unwrap();
+        assert_eq!(brief.context_summary.as_deref(), Some("Drafted."));
+        assert_eq!(brief.must_preserve, Some(json!(["the ending"])));
+        assert_eq!(brief.extra.get("owner"), Some(&json!("me")));
+        let headings: Vec<&str> = brief
+            .sections()
+            .into_iter()
+            .filter(|(_, value)| value.is_some())
+            .map(|(heading, _)| heading)
+            .collect();
+        assert_eq!(headings, ["Objective", "Context Summary", "Must Preserve"]);
+    }
+}
