@@ -9,7 +9,7 @@ use tt_domain::model::AgentModelMessage;
 use tt_domain::task::{TaskContinuation, TaskStatus};
 
 use crate::delegation::rendering::render_handoff_brief;
-use crate::engine::context::{InvocationRuntime, RunContext, ToolSession};
+use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::engine::scheduler::transition_task;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::profiles::check_model_configured;
@@ -98,8 +98,10 @@ pub(crate) async fn prepare_handoff(
                 profile: &profile,
                 exit_policy: ExitPolicy::RunFinishAllowed,
                 presentation,
-                task_id: &task.id,
-                brief: render_handoff_brief(&task.task),
+                origin: crate::engine::invocation_setup::Origin::Task {
+                    task_id: &task.id,
+                    brief: render_handoff_brief(&task.task),
+                },
             },
             &ctx.cancel,
         )
@@ -109,18 +111,7 @@ pub(crate) async fn prepare_handoff(
     .await;
     match prepared {
         Ok((profile, prepared)) => Ok((
-            InvocationRuntime {
-                invocation,
-                policy: profile.access_policy(),
-                profile,
-                snapshot: prepared.snapshot,
-                session: ToolSession::default(),
-                cancel: ctx.cancel.clone(),
-                model: prepared.model,
-                skills: prepared.skills,
-                delivered: Default::default(),
-                replay: None,
-            },
+            InvocationRuntime::start(invocation, profile, &prepared, ctx.cancel.clone(), None),
             prepared.messages,
         )),
         Err(error) => {

@@ -12,8 +12,8 @@ use tt_domain::event::{AgentRunEvent, EventLevel};
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, ExitPolicy, InvocationStatus};
-use tt_domain::model::{AgentModelMessage, ModelRole};
-use tt_domain::profile::{PresetMode, ResolvedProfile};
+use tt_domain::model::AgentModelMessage;
+use tt_domain::profile::ResolvedProfile;
 use tt_domain::run::{
     AgentRun, AgentRunStatus, ConversationKind, derive_workspace_id, normalize_stable_chat_id,
 };
@@ -21,12 +21,11 @@ use tt_domain::task::TaskStatus;
 use tt_domain::workspace::{RunManifest, WorkspacePath};
 use tt_ports::{EventPage, FileContent, RunDocument, RunListPage};
 
-use crate::engine::context::{InvocationRuntime, RunContext, ToolSession};
+use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::events::{EventSink, RunEventStream};
 use crate::handoff_chain::{prepare_handoff, settle_open_handoffs, settle_task};
-use crate::prompt::agent_system_prompt;
 use crate::prompt_input::{PromptMessage, PromptSnapshot};
 use crate::registry::build_tool_snapshot;
 use crate::services::RuntimeServices;
@@ -512,36 +511,35 @@ impl AgentRunService {
         }
         let (mut inv, messages, root_assembly, incoming) = match &handoff {
             None => {
-                let model =
-                    crate::engine::binding::resolve_model_binding(&ctx, &root.id, &profile).await?;
-                let system_prompt = agent_system_prompt(&profile, &snapshot);
-                // A host-assembled root prompt is read back from the run (or asked for again
-                // when the process died before it was stored) by the executor.
-                let (messages, root_assembly) = if profile.definition.preset.mode == PresetMode::Ref
-                {
-                    (Vec::new(), Some(RootAssembly { system_prompt }))
-                } else {
-                    let mut messages =
-                        vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
-                    messages.extend(prompt_snapshot.model_messages());
-                    (messages, None)
-                };
-                let skills = crate::engine::invocation_setup::resolve_and_record_skills(
-                    &ctx, &root.id, &profile,
+                // The same start as the first process's, from the frozen conversation; a
+                // host-assembled prompt is read back (or asked for again when the process died
+                // before it was stored) by the executor.
+                let prepared = crate::engine::invocation_setup::prepare_invocation(
+                    &ctx,
+                    crate::engine::invocation_setup::InvocationSetup {
+                        invocation: &root,
+                        profile: &profile,
+                        exit_policy: ExitPolicy::RunFinishAllowed,
+                        presentation: run.presentation,
+                        origin: crate::engine::invocation_setup::Origin::Root {
+                            conversation: prompt_snapshot.model_messages(),
+                        },
+                    },
+                    &ctx.cancel,
                 )
                 .await?;
-                let inv = InvocationRuntime {
-                    invocation: root,
-                    policy: profile.access_policy(),
-                    profile: profile.clone(),
-                    snapshot: Arc::new(snapshot),
-                    session: ToolSession::default(),
-                    cancel: ctx.cancel.clone(),
-                    model,
-                    skills,
-                    delivered: Default::default(),
-                    replay: None,
-                };
+                let root_assembly = prepared
+                    .assembly_pending
+                    .clone()
+                    .map(|system_prompt| RootAssembly { system_prompt });
+                let inv = InvocationRuntime::start(
+                    root,
+                    profile.clone(),
+                    &prepared,
+                    ctx.cancel.clone(),
+                    None,
+                );
+                let messages = prepared.messages;
                 (inv, messages, root_assembly, None)
             }
             Some((task, owner)) => {
@@ -739,52 +737,32 @@ impl AgentRunService {
             .await?;
         ctx.try_set_status(AgentRunStatus::AssemblingContext)
             .await?;
-        let model =
-            crate::engine::binding::resolve_model_binding(&ctx, &invocation.id, profile).await?;
-        let snapshot = build_tool_snapshot(
-            profile,
-            &invocation.id,
-            ExitPolicy::RunFinishAllowed,
-            run.presentation,
-        )?;
-        services
-            .runs
-            .write_document(
-                &run_id,
-                &RunDocument::InvocationToolSnapshot(invocation.id.clone()),
-                &serde_json::to_value(&snapshot).unwrap_or(Value::Null),
-            )
-            .await?;
-        let system_prompt = agent_system_prompt(profile, &snapshot);
-        // A root profile with `preset.mode = "ref"` has its prompt assembled by the host, in the
-        // background once the run has started (a host learns of it from the run's events).
-        let (messages, root_assembly) = if profile.definition.preset.mode == PresetMode::Ref {
-            (Vec::new(), Some(RootAssembly { system_prompt }))
-        } else {
-            let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
-            messages.extend(prompt_snapshot.model_messages());
-            self.root_context_assembled(&run_id, profile, &model, &snapshot, messages.len())
-                .await?;
-            (messages, None)
-        };
-        let skills = crate::engine::invocation_setup::resolve_and_record_skills(
+        let prepared = crate::engine::invocation_setup::prepare_invocation(
             &ctx,
-            &invocation.id,
-            profile,
+            crate::engine::invocation_setup::InvocationSetup {
+                invocation: &invocation,
+                profile,
+                exit_policy: ExitPolicy::RunFinishAllowed,
+                presentation: run.presentation,
+                origin: crate::engine::invocation_setup::Origin::Root {
+                    conversation: prompt_snapshot.model_messages(),
+                },
+            },
+            &ctx.cancel,
         )
         .await?;
-        let inv = InvocationRuntime {
+        let root_assembly = prepared
+            .assembly_pending
+            .clone()
+            .map(|system_prompt| RootAssembly { system_prompt });
+        let inv = InvocationRuntime::start(
             invocation,
-            profile: profile.clone(),
-            policy: profile.access_policy(),
-            snapshot: Arc::new(snapshot),
-            session: ToolSession::default(),
-            cancel: ctx.cancel.clone(),
-            model,
-            skills,
-            delivered: Default::default(),
-            replay: None,
-        };
+            profile.clone(),
+            &prepared,
+            ctx.cancel.clone(),
+            None,
+        );
+        let messages = prepared.messages;
         Ok((ctx, inv, messages, root_assembly))
     }
 

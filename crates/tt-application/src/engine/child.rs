@@ -14,7 +14,7 @@ use tt_domain::task::{AgentTaskRecord, TaskStatus};
 use super::scheduler::transition_task;
 use crate::delegation::policy::apply_nested_invocation_policy;
 use crate::delegation::rendering::render_task_brief;
-use crate::engine::context::{InvocationRuntime, RunContext, ToolSession};
+use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
 
@@ -167,25 +167,17 @@ async fn drive(
             profile: &profile,
             exit_policy: ExitPolicy::TaskReturnRequired,
             presentation: Presentation::Background,
-            task_id: &task.id,
-            brief: render_task_brief(&task.task),
+            origin: crate::engine::invocation_setup::Origin::Task {
+                task_id: &task.id,
+                brief: render_task_brief(&task.task),
+            },
         },
         cancel,
     )
     .await?;
-    let mut inv = InvocationRuntime {
-        invocation,
-        policy: profile.access_policy(),
-        profile,
-        snapshot: prepared.snapshot,
-        session: ToolSession::default(),
-        cancel: cancel.clone(),
-        model: prepared.model,
-        skills: prepared.skills,
-        delivered: Default::default(),
-        // A resumed agent goes on from its stored steps (docs/resume.md).
-        replay: ctx.take_replay(&task.child_invocation_id),
-    };
+    // A resumed agent goes on from its stored steps (docs/resume.md).
+    let replay = ctx.take_replay(&task.child_invocation_id);
+    let mut inv = InvocationRuntime::start(invocation, profile, &prepared, cancel.clone(), replay);
     let messages = prepared.messages;
     let outcome = run_tool_loop(ctx, &mut inv, messages).await;
     *invocation_slot = Some(inv.invocation.clone());

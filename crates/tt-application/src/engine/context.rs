@@ -350,6 +350,29 @@ pub(crate) struct InvocationRuntime {
 }
 
 impl InvocationRuntime {
+    /// An agent of `profile` starting with what `prepared` made for it, stopped by `cancel`,
+    /// going on from `replay` when its run is resumed.
+    pub(crate) fn start(
+        invocation: AgentInvocation,
+        profile: ResolvedProfile,
+        prepared: &crate::engine::invocation_setup::PreparedInvocation,
+        cancel: CancellationToken,
+        replay: Option<crate::replay::Replay>,
+    ) -> Self {
+        Self {
+            invocation,
+            policy: profile.access_policy(),
+            profile,
+            snapshot: Arc::clone(&prepared.snapshot),
+            session: ToolSession::default(),
+            cancel,
+            model: prepared.model.clone(),
+            skills: Arc::clone(&prepared.skills),
+            delivered: HashSet::new(),
+            replay,
+        }
+    }
+
     /// Whether this invocation drives the run status (root and handoff owners do).
     pub(crate) fn owns_run(&self) -> bool {
         self.invocation.exit_policy == tt_domain::invocation::ExitPolicy::RunFinishAllowed

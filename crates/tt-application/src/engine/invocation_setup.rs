@@ -1,6 +1,7 @@
-//! Preparing a delegated or handoff invocation's context: frozen tool snapshot, prompt (the
-//! compatibility path: system prompt + markdown brief; or host prompt assembly for
-//! `preset.mode = "ref"`), model binding, and `context_assembled`.
+//! Preparing an agent's start, one path for the root, a delegated and a handoff agent: frozen
+//! tool snapshot, prompt (the system prompt, then the run's frozen conversation for the root or
+//! the markdown brief for the others; or host prompt assembly for `preset.mode = "ref"`), model
+//! binding, `context_assembled` and skills.
 
 use serde_json::json;
 use std::sync::Arc;
@@ -27,17 +28,30 @@ pub(crate) struct PreparedInvocation {
     pub messages: Vec<AgentModelMessage>,
     pub model: ModelBinding,
     pub skills: Arc<crate::skills::ResolvedSkills>,
+    /// A root whose prompt the host assembles once the run has started (`preset.mode =
+    /// "ref"`; `messages` is empty until then): the system prompt the assembly must contain.
+    pub assembly_pending: Option<String>,
 }
 
-/// Who is being prepared: an invocation of `profile`, brought in by `task_id`, reading `brief`.
+/// Where an agent comes from, which decides what it reads first.
+#[derive(Debug)]
+pub(crate) enum Origin<'a> {
+    /// The run's root agent: its system prompt, then the run's frozen conversation.
+    Root {
+        conversation: Vec<AgentModelMessage>,
+    },
+    /// A delegated or handoff agent, brought in by `task_id`, reading `brief`.
+    Task { task_id: &'a TaskId, brief: String },
+}
+
+/// Who is being prepared: an invocation of `profile`, coming from `origin`.
 #[derive(Debug)]
 pub(crate) struct InvocationSetup<'a> {
     pub invocation: &'a AgentInvocation,
     pub profile: &'a ResolvedProfile,
     pub exit_policy: ExitPolicy,
     pub presentation: Presentation,
-    pub task_id: &'a TaskId,
-    pub brief: String,
+    pub origin: Origin<'a>,
 }
 
 /// Prepares the invocation described by `setup`; `cancel` aborts a pending prompt assembly.
@@ -51,13 +65,21 @@ pub(crate) async fn prepare_invocation(
         profile,
         exit_policy,
         presentation,
-        task_id,
-        brief,
+        origin,
     } = setup;
     let snapshot = build_tool_snapshot(profile, &invocation.id, exit_policy, presentation)?;
     let system_prompt = agent_system_prompt(profile, &snapshot);
-    let messages = match profile.definition.preset.mode {
-        PresetMode::Ref => {
+    let host_assembles = profile.definition.preset.mode == PresetMode::Ref;
+    let (messages, assembly_pending, task_id) = match origin {
+        // The root's assembly waits for the run to have started: a host learns of it from the
+        // run's events.
+        Origin::Root { .. } if host_assembles => (Vec::new(), Some(system_prompt), None),
+        Origin::Root { conversation } => {
+            let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
+            messages.extend(conversation);
+            (messages, None, None)
+        }
+        Origin::Task { task_id, brief } if host_assembles => {
             let input = crate::engine::prompt_assembly::AssemblyInput {
                 invocation,
                 profile,
@@ -66,13 +88,18 @@ pub(crate) async fn prepare_invocation(
                 task_prompt: &brief,
                 model_id: profile.definition.model.model_id.clone(),
             };
-            crate::engine::prompt_assembly::assemble(ctx, &input, cancel).await?
+            let messages = crate::engine::prompt_assembly::assemble(ctx, &input, cancel).await?;
+            (messages, None, Some(task_id))
         }
         // Chat history and prior turns are not carried over: the brief says what matters.
-        PresetMode::CurrentPromptSnapshot | PresetMode::None => vec![
-            AgentModelMessage::text(ModelRole::System, system_prompt),
-            AgentModelMessage::text(ModelRole::User, brief),
-        ],
+        Origin::Task { task_id, brief } => (
+            vec![
+                AgentModelMessage::text(ModelRole::System, system_prompt),
+                AgentModelMessage::text(ModelRole::User, brief),
+            ],
+            None,
+            Some(task_id),
+        ),
     };
     let model = resolve_model_binding(ctx, &invocation.id, profile).await?;
     ctx.services
@@ -84,22 +111,21 @@ pub(crate) async fn prepare_invocation(
             &tt_ports::SerializedDocument::new(&snapshot)?,
         )
         .await?;
-    let assembled = context_assembled(
-        profile,
-        &model,
-        &snapshot,
-        messages.len(),
-        Some(task_id.clone()),
-    );
-    ctx.events
-        .record(&ctx.run_id, EventLevel::Info, &assembled)
-        .await?;
+    // A root whose prompt is still to be assembled journals it once it is.
+    if assembly_pending.is_none() {
+        let assembled =
+            context_assembled(profile, &model, &snapshot, messages.len(), task_id.cloned());
+        ctx.events
+            .record(&ctx.run_id, EventLevel::Info, &assembled)
+            .await?;
+    }
     let skills = resolve_and_record_skills(ctx, &invocation.id, profile).await?;
     Ok(PreparedInvocation {
         snapshot: Arc::new(snapshot),
         messages,
         model,
         skills,
+        assembly_pending,
     })
 }
 
