@@ -83,6 +83,41 @@ struct RootAssembly {
     system_prompt: String,
 }
 
+/// Prepares the root agent (at run start, and again at a resume) from the run's frozen
+/// conversation: its loop state, first messages, and the assembly still to ask the host for.
+async fn start_root(
+    ctx: &RunContext,
+    root: AgentInvocation,
+    profile: &ResolvedProfile,
+    presentation: tt_domain::run::Presentation,
+    prompt_snapshot: &PromptSnapshot,
+) -> ApplicationResult<(
+    InvocationRuntime,
+    Vec<AgentModelMessage>,
+    Option<RootAssembly>,
+)> {
+    let prepared = crate::engine::invocation_setup::prepare_invocation(
+        ctx,
+        crate::engine::invocation_setup::InvocationSetup {
+            invocation: &root,
+            profile,
+            exit_policy: ExitPolicy::RunFinishAllowed,
+            presentation,
+            origin: crate::engine::invocation_setup::Origin::Root {
+                conversation: prompt_snapshot.model_messages(),
+            },
+        },
+        &ctx.cancel,
+    )
+    .await?;
+    let assembly = prepared
+        .assembly_pending
+        .clone()
+        .map(|system_prompt| RootAssembly { system_prompt });
+    let inv = InvocationRuntime::start(root, profile.clone(), &prepared, ctx.cancel.clone(), None);
+    Ok((inv, prepared.messages, assembly))
+}
+
 /// How many files `list_workspace_files` returns at most.
 pub(crate) const MAX_LISTED_FILES: usize = 10_000;
 
@@ -514,32 +549,8 @@ impl AgentRunService {
                 // The same start as the first process's, from the frozen conversation; a
                 // host-assembled prompt is read back (or asked for again when the process died
                 // before it was stored) by the executor.
-                let prepared = crate::engine::invocation_setup::prepare_invocation(
-                    &ctx,
-                    crate::engine::invocation_setup::InvocationSetup {
-                        invocation: &root,
-                        profile: &profile,
-                        exit_policy: ExitPolicy::RunFinishAllowed,
-                        presentation: run.presentation,
-                        origin: crate::engine::invocation_setup::Origin::Root {
-                            conversation: prompt_snapshot.model_messages(),
-                        },
-                    },
-                    &ctx.cancel,
-                )
-                .await?;
-                let root_assembly = prepared
-                    .assembly_pending
-                    .clone()
-                    .map(|system_prompt| RootAssembly { system_prompt });
-                let inv = InvocationRuntime::start(
-                    root,
-                    profile.clone(),
-                    &prepared,
-                    ctx.cancel.clone(),
-                    None,
-                );
-                let messages = prepared.messages;
+                let (inv, messages, root_assembly) =
+                    start_root(&ctx, root, &profile, run.presentation, &prompt_snapshot).await?;
                 (inv, messages, root_assembly, None)
             }
             Some((task, owner)) => {
@@ -737,32 +748,14 @@ impl AgentRunService {
             .await?;
         ctx.try_set_status(AgentRunStatus::AssemblingContext)
             .await?;
-        let prepared = crate::engine::invocation_setup::prepare_invocation(
+        let (inv, messages, root_assembly) = start_root(
             &ctx,
-            crate::engine::invocation_setup::InvocationSetup {
-                invocation: &invocation,
-                profile,
-                exit_policy: ExitPolicy::RunFinishAllowed,
-                presentation: run.presentation,
-                origin: crate::engine::invocation_setup::Origin::Root {
-                    conversation: prompt_snapshot.model_messages(),
-                },
-            },
-            &ctx.cancel,
+            invocation,
+            profile,
+            run.presentation,
+            &prompt_snapshot,
         )
         .await?;
-        let root_assembly = prepared
-            .assembly_pending
-            .clone()
-            .map(|system_prompt| RootAssembly { system_prompt });
-        let inv = InvocationRuntime::start(
-            invocation,
-            profile.clone(),
-            &prepared,
-            ctx.cancel.clone(),
-            None,
-        );
-        let messages = prepared.messages;
         Ok((ctx, inv, messages, root_assembly))
     }
 
