@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ids::{InvocationId, ProfileId, RunId, TaskId};
+use crate::task::TaskStatus;
 
 pub const TASK_RESULT_KIND: &str = "tauritavern.agentTaskResult";
 
@@ -12,6 +13,24 @@ pub const TASK_RESULT_KIND: &str = "tauritavern.agentTaskResult";
 pub enum TaskResultStatus {
     Completed,
     Failed,
+}
+
+impl TaskResultStatus {
+    /// The wire name (`completed`, `failed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskResultStatus::Completed => "completed",
+            TaskResultStatus::Failed => "failed",
+        }
+    }
+
+    /// The status the task ends with.
+    pub fn task_status(self) -> TaskStatus {
+        match self {
+            TaskResultStatus::Completed => TaskStatus::Completed,
+            TaskResultStatus::Failed => TaskStatus::Failed,
+        }
+    }
 }
 
 /// Where a result came from, for audit; never shown to a model.

@@ -314,7 +314,7 @@ pub(crate) fn parse_task_return_args(args: &Value) -> Result<TaskReturnArgs, Too
     normalized.insert("summary".to_owned(), Value::String(summary.clone()));
     normalized.insert(
         "status".to_owned(),
-        Value::String(status_name(status).to_owned()),
+        Value::String(status.as_str().to_owned()),
     );
     Ok(TaskReturnArgs {
         status,
@@ -322,13 +322,6 @@ pub(crate) fn parse_task_return_args(args: &Value) -> Result<TaskReturnArgs, Too
         artifacts,
         normalized: Value::Object(normalized),
     })
-}
-
-fn status_name(status: TaskResultStatus) -> &'static str {
-    match status {
-        TaskResultStatus::Completed => "completed",
-        TaskResultStatus::Failed => "failed",
-    }
 }
 
 fn parse_artifacts(value: &Value) -> Result<Vec<ReturnedArtifact>, ToolError> {
@@ -853,7 +846,7 @@ mod tests {
             let parsed =
                 parse_task_return_args(&json!({"summary": "s", "status": status})).unwrap();
             assert_eq!(parsed.status, expected);
-            assert_eq!(parsed.normalized["status"], json!(status_name(expected)));
+            assert_eq!(parsed.normalized["status"], json!(expected.as_str()));
         }
         let missing = parse_task_return_args(&json!({"summary": "s"})).unwrap();
         assert_eq!(missing.normalized["status"], json!("completed"));

@@ -6,7 +6,7 @@
 use serde_json::json;
 use tt_domain::ids::RunId;
 use tt_domain::invocation::{AgentInvocation, ExitPolicy};
-use tt_domain::task::{AgentTaskRecord, TaskStatus};
+use tt_domain::task::AgentTaskRecord;
 use tt_domain::task_result::{
     AgentTaskResultDocument, TASK_RESULT_KIND, TaskResultRuntime, TaskResultStatus,
     summary_path_for,
@@ -43,12 +43,11 @@ pub(crate) struct TaskReturnEnv<'a> {
     pub policy: &'a WorkspaceAccessPolicy,
 }
 
-/// A result written, for the engine to settle: the task to move to `final_status`, the answer
-/// the agent reads, and what its loop records.
+/// A result written, for the engine to settle: the task to move to the status the result
+/// names, the answer the agent reads, and what its loop records.
 #[derive(Debug)]
 pub(crate) struct WrittenReturn {
     pub task: AgentTaskRecord,
-    pub final_status: TaskStatus,
     pub summary_ref: String,
     pub success: ToolSuccess,
     pub returned: TaskReturned,
@@ -114,10 +113,7 @@ pub(crate) async fn write_task_return(
             slot["path"] = json!(path);
         }
     }
-    let status_text = match args.status {
-        TaskResultStatus::Completed => "completed",
-        TaskResultStatus::Failed => "failed",
-    };
+    let status_text = args.status.as_str();
     let summary_ref = summary_path_for(&task.workspace_key);
     let result_ref = RunDocument::AgentResult(env.invocation.id.clone()).relative_path();
     let document = AgentTaskResultDocument {
@@ -156,10 +152,6 @@ pub(crate) async fn write_task_return(
         )
         .await
         .map_err(|err: StorageError| ToolCallError::Fatal(err.into()))?;
-    let final_status = match args.status {
-        TaskResultStatus::Completed => TaskStatus::Completed,
-        TaskResultStatus::Failed => TaskStatus::Failed,
-    };
     let content = format!(
         "Your {status_text} result was handed back. Your task is complete; make no further tool calls."
     );
@@ -170,7 +162,6 @@ pub(crate) async fn write_task_return(
     .with_refs(vec![format!("workspace:{summary_ref}")]);
     Ok(WrittenReturn {
         task,
-        final_status,
         summary_ref,
         success,
         returned: TaskReturned {
@@ -202,6 +193,7 @@ mod tests {
         AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id,
     };
     use tt_domain::task::TaskContinuation;
+    use tt_domain::task::TaskStatus;
     use tt_domain::time::Timestamp;
     use tt_domain::workspace::{RunManifest, WorkspaceRoot};
     use tt_testkit::fakes::InMemoryStore;
@@ -314,7 +306,7 @@ mod tests {
         .unwrap();
 
         assert_eq!(written.task.id, task.id);
-        assert_eq!(written.final_status, TaskStatus::Completed);
+        assert_eq!(written.returned.status.task_status(), TaskStatus::Completed);
         assert_eq!(written.summary_ref, "summaries/helper-1-result.md");
         assert_eq!(written.returned.status, TaskResultStatus::Completed);
         assert_eq!(written.success.structured["status"], "completed");

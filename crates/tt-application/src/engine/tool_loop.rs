@@ -7,8 +7,6 @@ use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
 use tt_domain::run::AgentRunStatus;
-use tt_domain::task::TaskStatus;
-use tt_domain::task_result::TaskResultStatus;
 use tt_domain::text::{char_count, sha256_hex, word_count};
 use tt_domain::tool::ToolName;
 use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
@@ -283,10 +281,7 @@ async fn run_rounds(
                 LoopControl::TaskReturned(returned) => {
                     let recorded = payload::TaskReturnRecorded {
                         invocation_id: inv.invocation.id.clone(),
-                        status: match returned.status {
-                            TaskResultStatus::Completed => TaskStatus::Completed,
-                            TaskResultStatus::Failed => TaskStatus::Failed,
-                        },
+                        status: returned.status.task_status(),
                         result_ref: returned.result_ref.clone(),
                         summary_chars: returned.summary_chars as u64,
                         summary_words: returned.summary_words as u64,

@@ -445,7 +445,7 @@ pub(crate) async fn task_return(
     let outcome = transition_task(
         ctx,
         &written.task.id,
-        written.final_status,
+        written.returned.status.task_status(),
         Some(written.returned.result_ref.clone()),
         None,
     )
@@ -457,7 +457,7 @@ pub(crate) async fn task_return(
         task_id: written.task.id.clone(),
         parent_invocation_id: written.task.parent_invocation_id.clone(),
         child_invocation_id: inv.invocation.id.clone(),
-        status: written.final_status,
+        status: written.returned.status.task_status(),
         result_ref: written.returned.result_ref.clone(),
         summary_ref: written.summary_ref,
     };
