@@ -847,10 +847,7 @@ async fn a_task_budget_stops_a_task_mid_run_while_the_run_completes() {
                 .collect(),
         );
         // Every answer costs 100 tokens: the budget of 150 allows one, not two.
-        response.usage = Some(tt_domain::model::ModelUsage {
-            input_tokens: 80,
-            output_tokens: 20,
-        });
+        response.usage = Some(tt_domain::model::ModelUsage::new(80, 20));
         Ok(response)
     });
     let dir = tempfile::tempdir().unwrap();
@@ -973,10 +970,7 @@ async fn crossing_the_run_token_budget_ends_the_run_and_keeps_what_was_published
                 .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
                 .collect(),
         );
-        response.usage = Some(tt_domain::model::ModelUsage {
-            input_tokens: 80,
-            output_tokens: 20,
-        });
+        response.usage = Some(tt_domain::model::ModelUsage::new(80, 20));
         Ok(response)
     });
     let dir = tempfile::tempdir().unwrap();
@@ -1212,10 +1206,7 @@ async fn the_run_budget_ends_the_run_while_its_agent_awaits_its_tasks() {
                 .collect(),
         );
         if agent == "spender" {
-            response.usage = Some(tt_domain::model::ModelUsage {
-                input_tokens: 250,
-                output_tokens: 50,
-            });
+            response.usage = Some(tt_domain::model::ModelUsage::new(250, 50));
         }
         Ok(response)
     });
@@ -1384,10 +1375,7 @@ async fn spending_below_a_task_ends_it_at_its_budget_and_cancels_its_sub_tree() 
                 .collect(),
         );
         if agent == "c" {
-            response.usage = Some(tt_domain::model::ModelUsage {
-                input_tokens: 80,
-                output_tokens: 20,
-            });
+            response.usage = Some(tt_domain::model::ModelUsage::new(80, 20));
         }
         Ok(response)
     });
@@ -1575,10 +1563,7 @@ async fn a_delegator_over_its_own_budget_ends_after_its_sub_tree() {
                 .collect(),
         );
         if agent == "a" {
-            response.usage = Some(tt_domain::model::ModelUsage {
-                input_tokens: 80,
-                output_tokens: 20,
-            });
+            response.usage = Some(tt_domain::model::ModelUsage::new(80, 20));
         }
         Ok(response)
     });

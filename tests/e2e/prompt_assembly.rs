@@ -136,6 +136,7 @@ async fn handshake_through_the_host_api() {
             frozen_run_input_snapshot: None,
             generation_intent: Some(json!({"mode": "review"})),
             assembly: Some(json!({"preset": "critics v2"})),
+            settings: None,
             error: None,
         })
         .unwrap();
@@ -199,6 +200,7 @@ async fn host_error_fails_the_task_and_cancel_aborts_a_pending_assembly() {
             frozen_run_input_snapshot: None,
             generation_intent: None,
             assembly: None,
+            settings: None,
             error: Some("the preset was deleted".into()),
         })
         .unwrap();

@@ -48,6 +48,7 @@ pub fn start_request() -> StartRunRequest {
         persist_base_state_id: None,
         skill_scope_refs: Default::default(),
         connection_ref: None,
+        generation: Default::default(),
     }
 }
 

@@ -111,7 +111,8 @@ fn tool_call(block: &Value, position: usize) -> Result<AgentToolCall, ModelError
     })
 }
 
-/// Input tokens include cache writes and reads (the API counts them separately).
+/// The API counts the uncached input apart from cache reads and writes; `input_tokens` of
+/// [`ModelUsage`] is their sum, and the two cache figures are kept beside it.
 pub(crate) fn usage_from(usage: &Value) -> Option<ModelUsage> {
     let field = |key: &str| usage.get(key).and_then(Value::as_u64);
     let input = field("input_tokens");
@@ -119,11 +120,13 @@ pub(crate) fn usage_from(usage: &Value) -> Option<ModelUsage> {
     if input.is_none() && output.is_none() {
         return None;
     }
-    let cached = field("cache_creation_input_tokens").unwrap_or(0)
-        + field("cache_read_input_tokens").unwrap_or(0);
+    let written = field("cache_creation_input_tokens").unwrap_or(0);
+    let read = field("cache_read_input_tokens").unwrap_or(0);
     Some(ModelUsage {
-        input_tokens: input.unwrap_or(0) + cached,
+        input_tokens: input.unwrap_or(0) + written + read,
         output_tokens: output.unwrap_or(0),
+        cached_input_tokens: read,
+        cache_write_tokens: written,
     })
 }
 
@@ -220,12 +223,14 @@ mod tests {
         assert!(
             matches!(&parts[3], ModelContentPart::Native { value, .. } if value["data"] == "opaque")
         );
+        let usage = response.usage.unwrap();
         assert_eq!(
-            response.usage,
-            Some(ModelUsage {
-                input_tokens: 15,
-                output_tokens: 7
-            })
+            (
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cached_input_tokens
+            ),
+            (15, 7, 5)
         );
         assert_eq!(response.finish_reason.as_deref(), Some("tool_use"));
     }

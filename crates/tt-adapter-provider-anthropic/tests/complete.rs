@@ -76,8 +76,8 @@ async fn single_tool_call_round_trip_with_exact_request() {
     assert_eq!(
         response.usage,
         Some(ModelUsage {
-            input_tokens: 500,
-            output_tokens: 52
+            cached_input_tokens: 90,
+            ..ModelUsage::new(500, 52)
         })
     );
     assert_eq!(response.raw_response, reply);

@@ -169,8 +169,8 @@ async fn streamed_blocks_are_rebuilt_and_thinking_replayed_on_the_next_turn() {
     assert_eq!(
         response.usage,
         Some(ModelUsage {
-            input_tokens: 500,
-            output_tokens: 89
+            cached_input_tokens: 28,
+            ..ModelUsage::new(500, 89)
         })
     );
     assert_eq!(response.raw_response["streamed"], json!(true));
@@ -251,13 +251,7 @@ async fn a_text_stream_split_byte_by_byte() {
         .await
         .unwrap();
     assert_eq!(response.text(), "Héllo.");
-    assert_eq!(
-        response.usage,
-        Some(ModelUsage {
-            input_tokens: 3,
-            output_tokens: 4
-        })
-    );
+    assert_eq!(response.usage, Some(ModelUsage::new(3, 4)));
 }
 
 #[tokio::test]

@@ -100,6 +100,9 @@ impl RecordedError {
             }
             ModelError::Unavailable { message, .. } => ("unavailable", None, None, message.clone()),
             ModelError::Cancelled => ("cancelled", None, None, String::new()),
+            ModelError::SettingUnsupported { message } => {
+                ("setting_unsupported", None, None, message.clone())
+            }
             ModelError::Other(message) => ("other", None, None, message.clone()),
         };
         Self {
@@ -127,6 +130,7 @@ impl RecordedError {
             ("invalid_response", Some(code)) => ModelError::InvalidResponse { code, message },
             ("unavailable", Some(code)) => ModelError::Unavailable { code, message },
             ("cancelled", _) => ModelError::Cancelled,
+            ("setting_unsupported", _) => ModelError::SettingUnsupported { message },
             ("other", _) if self.code == "model.provider_error" => ModelError::Other(message),
             _ => ModelError::Other(format!("{}: {message}", self.code)),
         }
@@ -160,6 +164,9 @@ mod tests {
                 message: "done".into(),
             },
             ModelError::Cancelled,
+            ModelError::SettingUnsupported {
+                message: "no topK here".into(),
+            },
             ModelError::Other("odd".into()),
         ];
         for error in errors {

@@ -36,6 +36,7 @@ fn request(run: &str, round: u32, user_text: &str) -> AgentModelRequest {
         tools: Arc::from(Vec::new()),
         tool_choice: "auto".into(),
         max_output_tokens: None,
+        generation: Default::default(),
     }
 }
 

@@ -31,6 +31,27 @@ impl TokenLimitField {
 
     /// `max_completion_tokens` for OpenAI's own API (`api.openai.com`), `max_tokens` elsewhere.
     pub fn for_base_url(base_url: &str) -> Self {
+        match Dialect::for_base_url(base_url) {
+            Dialect::OpenAi => TokenLimitField::MaxCompletionTokens,
+            Dialect::Compatible => TokenLimitField::MaxTokens,
+        }
+    }
+}
+
+/// Which generation settings and cache hints the server takes (docs/providers.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// OpenAI's own API: refuses fields it does not know (`top_k`, `min_p`, …); takes
+    /// `prompt_cache_key`.
+    OpenAi,
+    /// llama.cpp, vLLM, Ollama and other compatible servers: also `top_k`, `min_p`,
+    /// `repeat_penalty` and `cache_prompt`.
+    Compatible,
+}
+
+impl Dialect {
+    /// `OpenAi` for `api.openai.com`, `Compatible` elsewhere.
+    pub fn for_base_url(base_url: &str) -> Self {
         let host = base_url
             .split_once("://")
             .map_or(base_url, |(_, rest)| rest)
@@ -38,9 +59,9 @@ impl TokenLimitField {
             .next()
             .unwrap_or_default();
         if host.eq_ignore_ascii_case("api.openai.com") {
-            TokenLimitField::MaxCompletionTokens
+            Dialect::OpenAi
         } else {
-            TokenLimitField::MaxTokens
+            Dialect::Compatible
         }
     }
 }
@@ -68,6 +89,9 @@ pub struct OpenAiConfig {
     /// Which body field carries the token limit; by default chosen from the base URL
     /// ([`TokenLimitField::for_base_url`]).
     pub token_limit_field: TokenLimitField,
+    /// Which settings and cache hints the server takes; by default chosen from the base URL
+    /// ([`Dialect::for_base_url`]).
+    pub dialect: Dialect,
     /// Replays reasoning as `reasoning_content` on assistant turns (servers such as DeepSeek's
     /// thinking mode want it back during a tool loop; most servers ignore or refuse it).
     pub replay_reasoning_content: bool,
@@ -82,6 +106,7 @@ impl std::fmt::Debug for OpenAiConfig {
         self.debug_connection(f, "OpenAiConfig")
             .field("max_tokens", &self.max_tokens)
             .field("token_limit_field", &self.token_limit_field)
+            .field("dialect", &self.dialect)
             .field("replay_reasoning_content", &self.replay_reasoning_content)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
@@ -94,6 +119,7 @@ impl OpenAiConfig {
         let base_url = base_url.into();
         Self {
             token_limit_field: TokenLimitField::for_base_url(&base_url),
+            dialect: Dialect::for_base_url(&base_url),
             base_url,
             default_model: None,
             api_key: None,
@@ -111,6 +137,12 @@ impl OpenAiConfig {
 
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Treats the server as `dialect` whatever the base URL (e.g. a proxy in front of OpenAI).
+    pub fn with_dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = dialect;
         self
     }
 

@@ -7,7 +7,8 @@
 //! `{"type":"function","function":{"name":<model alias>,"description","parameters":<input schema>}}`,
 //! `tool_choice` and `parallel_tool_calls: true` (both only when tools are offered), `model`
 //! (the request's `model_id`, else the connection's default model), `max_tokens` when configured,
-//! and `stream`. Roles map one to one, except `developer`, which is sent as `system`. An assistant
+//! the request's generation settings and prompt-cache hints (`settings`: what each [`Dialect`]
+//! takes), and `stream`. Roles map one to one, except `developer`, which is sent as `system`. An assistant
 //! turn is replayed with its tool calls (arguments as a JSON string) and `content: null` when it
 //! has no text; every tool result becomes a `tool` message whose `tool_call_id` is the call id
 //! the server sent and whose `content` is `AgentToolResult::to_model_payload()`.
@@ -20,7 +21,9 @@
 //! arguments mean `{}`; arguments that are not valid JSON pass through as a JSON string of the
 //! raw text (and are replayed as `{}`), so the runtime can answer the slip to the model as a
 //! recoverable `model.invalid_tool_call`. `usage`
-//! (`prompt_tokens` / `completion_tokens`) and `finish_reason` are carried over.
+//! (`prompt_tokens` / `completion_tokens`, and the cached part from
+//! `prompt_tokens_details.cached_tokens` or llama.cpp's `timings.cache_n`) and `finish_reason`
+//! are carried over.
 //!
 //! # Streaming
 //!
@@ -56,7 +59,10 @@ mod config;
 mod provider;
 mod request;
 mod response;
+mod settings;
 mod stream;
 
-pub use config::{DEFAULT_MAX_TOKENS, HttpLimits, OpenAiConfig, OpenAiError, TokenLimitField};
+pub use config::{
+    DEFAULT_MAX_TOKENS, Dialect, HttpLimits, OpenAiConfig, OpenAiError, TokenLimitField,
+};
 pub use provider::{OPENAI_PROVIDER_NAME, OpenAiProvider};

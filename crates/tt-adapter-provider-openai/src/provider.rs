@@ -64,8 +64,9 @@ impl OpenAiProvider {
                     .unwrap_or(crate::config::DEFAULT_MAX_TOKENS),
                 token_limit_field: self.config.token_limit_field,
                 replay_reasoning_content: self.config.replay_reasoning_content,
+                dialect: self.config.dialect,
             },
-        );
+        )?;
         serde_json::to_vec(&body)
             .map_err(|err| ModelError::Other(format!("cannot encode the request: {err}")))
     }

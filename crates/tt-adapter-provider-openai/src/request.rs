@@ -13,10 +13,15 @@ pub(crate) struct BodyOptions<'a> {
     pub max_tokens: u32,
     pub token_limit_field: crate::config::TokenLimitField,
     pub replay_reasoning_content: bool,
+    pub dialect: crate::config::Dialect,
 }
 
-/// Builds the JSON body of `POST {baseUrl}/chat/completions`.
-pub(crate) fn request_body(request: &AgentModelRequest, options: BodyOptions<'_>) -> Value {
+/// Builds the JSON body of `POST {baseUrl}/chat/completions`; a generation setting the server
+/// does not take is `model.setting_unsupported`.
+pub(crate) fn request_body(
+    request: &AgentModelRequest,
+    options: BodyOptions<'_>,
+) -> Result<Value, tt_ports::ModelError> {
     let mut body = Map::new();
     body.insert("model".into(), json!(options.model));
     let messages: Vec<Value> = request
@@ -37,11 +42,12 @@ pub(crate) fn request_body(request: &AgentModelRequest, options: BodyOptions<'_>
         options.token_limit_field.as_str().into(),
         json!(options.max_tokens),
     );
+    crate::settings::apply(&mut body, request, options.dialect)?;
     body.insert("stream".into(), json!(options.stream));
     if options.stream {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    Value::Object(body)
+    Ok(Value::Object(body))
 }
 
 fn wire_tool(spec: &AgentToolSpec) -> Value {
@@ -222,6 +228,7 @@ mod tests {
             tools: Vec::new().into(),
             tool_choice: "auto".into(),
             max_output_tokens: None,
+            generation: Default::default(),
         }
     }
 
@@ -232,6 +239,7 @@ mod tests {
             max_tokens: 64,
             token_limit_field: crate::config::TokenLimitField::MaxTokens,
             replay_reasoning_content: true,
+            dialect: crate::config::Dialect::Compatible,
         }
     }
 
@@ -268,7 +276,8 @@ mod tests {
                 token_limit_field: TokenLimitField::MaxCompletionTokens,
                 ..options(false)
             },
-        );
+        )
+        .unwrap();
         assert_eq!(body["max_completion_tokens"], json!(64));
         assert!(body.get("max_tokens").is_none());
     }
@@ -281,13 +290,15 @@ mod tests {
                 "be brief",
             )]),
             options(true),
-        );
+        )
+        .unwrap();
         assert_eq!(
             body,
             json!({
                 "model": "m",
                 "messages": [{"role": "system", "content": "be brief"}],
                 "max_tokens": 64,
+                "cache_prompt": true,
                 "stream": true,
                 "stream_options": {"include_usage": true},
             })
@@ -336,7 +347,7 @@ mod tests {
             error_code: None,
             resource_refs: vec![],
         });
-        let body = request_body(&request(vec![user, assistant, result]), options(false));
+        let body = request_body(&request(vec![user, assistant, result]), options(false)).unwrap();
         assert_eq!(
             body["messages"],
             json!([

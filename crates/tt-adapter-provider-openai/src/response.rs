@@ -120,15 +120,26 @@ impl ReplyParts {
     }
 }
 
-pub(crate) fn usage_from(value: &Value) -> Option<ModelUsage> {
-    let input = value.get("prompt_tokens").and_then(Value::as_u64);
-    let output = value.get("completion_tokens").and_then(Value::as_u64);
+/// Usage from a response body or a stream chunk: `usage.prompt_tokens` counts the whole prompt;
+/// the cached part is `usage.prompt_tokens_details.cached_tokens` (OpenAI, vLLM) or, where the
+/// server reports none, llama.cpp's `timings.cache_n` beside `usage`.
+pub(crate) fn usage_from(body: &Value) -> Option<ModelUsage> {
+    let usage = body.get("usage").filter(|usage| !usage.is_null())?;
+    let input = usage.get("prompt_tokens").and_then(Value::as_u64);
+    let output = usage.get("completion_tokens").and_then(Value::as_u64);
     if input.is_none() && output.is_none() {
         return None;
     }
+    let cached = usage
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .or_else(|| body.pointer("/timings/cache_n").and_then(Value::as_u64))
+        .unwrap_or(0);
     Some(ModelUsage {
         input_tokens: input.unwrap_or(0),
         output_tokens: output.unwrap_or(0),
+        cached_input_tokens: cached,
+        cache_write_tokens: 0,
     })
 }
 
@@ -175,7 +186,7 @@ pub(crate) fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError>
             .to_owned(),
         tool_calls,
         finish_reason: string_field(choice, "finish_reason"),
-        usage: value.get("usage").and_then(usage_from),
+        usage: usage_from(&value),
     };
     parts.into_response(value)
 }
@@ -217,13 +228,7 @@ mod tests {
         assert_eq!(calls[0].id, "call_A");
         assert_eq!(calls[0].arguments, json!({}));
         assert_eq!(calls[1].arguments, json!({"path": "output/x.md"}));
-        assert_eq!(
-            response.usage,
-            Some(ModelUsage {
-                input_tokens: 10,
-                output_tokens: 3
-            })
-        );
+        assert_eq!(response.usage, Some(ModelUsage::new(10, 3)));
         assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(response.response_id.as_deref(), Some("chatcmpl-1"));
     }

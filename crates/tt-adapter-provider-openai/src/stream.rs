@@ -64,8 +64,16 @@ impl ChunkAccumulator {
         if self.parts.model.is_none() {
             self.parts.model = string_field(&chunk, "model");
         }
-        if let Some(usage) = chunk.get("usage").and_then(usage_from) {
+        if let Some(usage) = usage_from(&chunk) {
             self.parts.usage = Some(usage);
+        }
+        // llama.cpp may send its `timings` in a chunk of their own, after the usage.
+        if let (Some(usage), Some(cache_n)) = (
+            self.parts.usage.as_mut(),
+            chunk.pointer("/timings/cache_n").and_then(Value::as_u64),
+        ) && usage.cached_input_tokens == 0
+        {
+            usage.cached_input_tokens = cache_n;
         }
         let Some(choice) = chunk
             .get("choices")
@@ -203,10 +211,16 @@ impl ChunkAccumulator {
             "model": parts.model,
             "streamed": true,
             "choices": [{"index": 0, "message": message, "finish_reason": parts.finish_reason}],
-            "usage": parts.usage.map(|usage| json!({
-                "prompt_tokens": usage.input_tokens,
-                "completion_tokens": usage.output_tokens,
-            })),
+            "usage": parts.usage.map(|usage| {
+                let mut value = json!({
+                    "prompt_tokens": usage.input_tokens,
+                    "completion_tokens": usage.output_tokens,
+                });
+                if usage.cached_input_tokens > 0 {
+                    value["prompt_tokens_details"] = json!({"cached_tokens": usage.cached_input_tokens});
+                }
+                value
+            }),
         })
     }
 }

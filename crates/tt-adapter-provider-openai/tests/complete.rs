@@ -65,6 +65,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
             "tool_choice": "auto",
             "parallel_tool_calls": true,
             "max_tokens": 8192,
+            "cache_prompt": true,
             "stream": false,
         })
     );
@@ -81,13 +82,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(response.response_id.as_deref(), Some("chatcmpl-42"));
     assert_eq!(response.model.as_deref(), Some("local-model-q4"));
-    assert_eq!(
-        response.usage,
-        Some(ModelUsage {
-            input_tokens: 321,
-            output_tokens: 45
-        })
-    );
+    assert_eq!(response.usage, Some(ModelUsage::new(321, 45)));
     assert_eq!(response.raw_response, reply);
 }
 

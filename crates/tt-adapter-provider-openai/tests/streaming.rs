@@ -128,6 +128,7 @@ async fn streamed_tool_call_fragments_are_reassembled_exactly() {
             "tool_choice": "auto",
             "parallel_tool_calls": true,
             "max_tokens": 8192,
+            "cache_prompt": true,
             "stream": true,
             "stream_options": {"include_usage": true},
         })
@@ -149,13 +150,7 @@ async fn streamed_tool_call_fragments_are_reassembled_exactly() {
     assert_eq!(response.reasoning_text(), "Two files, in parallel.");
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(response.response_id.as_deref(), Some("chatcmpl-s1"));
-    assert_eq!(
-        response.usage,
-        Some(ModelUsage {
-            input_tokens: 120,
-            output_tokens: 33
-        })
-    );
+    assert_eq!(response.usage, Some(ModelUsage::new(120, 33)));
     assert_eq!(response.raw_response["streamed"], json!(true));
 
     let args = |id: &str, fragment: &str| ModelDelta::ToolCallArguments {

@@ -245,10 +245,10 @@ pub(crate) fn build_response(
         )),
         model: Some(SCRIPTED_PROVIDER_NAME.to_owned()),
         finish_reason: Some(if has_calls { "tool_calls" } else { "stop" }.to_owned()),
-        usage: Some(ModelUsage {
-            input_tokens: approx_tokens(input_chars),
-            output_tokens: approx_tokens(output_chars),
-        }),
+        usage: Some(ModelUsage::new(
+            approx_tokens(input_chars),
+            approx_tokens(output_chars),
+        )),
         raw_response: scripted.raw,
     }
 }

@@ -101,6 +101,7 @@ impl ApplicationError {
                 ModelError::InvalidResponse { .. }
                 | ModelError::Unavailable { .. }
                 | ModelError::Cancelled
+                | ModelError::SettingUnsupported { .. }
                 | ModelError::Other(_) => err.code(),
             },
             ApplicationError::Cancelled(_)

@@ -64,6 +64,10 @@ pub struct StartRunRequest {
     /// `currentPromptSnapshot` talk to it. `None`: the runtime's default model.
     #[serde(default)]
     pub connection_ref: Option<String>,
+    /// Generation settings for every agent of the run, over those of their connection,
+    /// profile and prompt assembly (docs/profiles.md, "Generation settings").
+    #[serde(default)]
+    pub generation: tt_domain::generation::GenerationSettings,
 }
 
 fn default_conversation_kind() -> ConversationKind {
@@ -195,6 +199,9 @@ impl AgentRunService {
         {
             return Err(crate::engine::binding::connection_not_found(name));
         }
+        request
+            .generation
+            .validate("the run request's generation")?;
         if let Some(base) = &request.persist_base_state_id
             && !tt_domain::ids::is_valid_storage_segment(base)
         {
@@ -217,6 +224,7 @@ impl AgentRunService {
             persist_base_state_id: request.persist_base_state_id.clone(),
             skill_scope_refs: request.skill_scope_refs.clone(),
             connection_ref: request.connection_ref.clone(),
+            generation: request.generation.clone(),
             presentation,
             status: AgentRunStatus::Created,
             input_message_count: PromptSnapshot::freeze(
@@ -790,7 +798,7 @@ impl AgentRunService {
     async fn assemble_root_prompt(
         &self,
         ctx: &RunContext,
-        inv: &InvocationRuntime,
+        inv: &mut InvocationRuntime,
         root: RootAssembly,
     ) -> ApplicationResult<Vec<AgentModelMessage>> {
         let input = crate::engine::prompt_assembly::AssemblyInput {
@@ -801,7 +809,11 @@ impl AgentRunService {
             task_prompt: "",
             model_id: inv.profile.definition.model.model_id.clone(),
         };
-        let messages = crate::engine::prompt_assembly::assemble(ctx, &input, &ctx.cancel).await?;
+        let assembled = crate::engine::prompt_assembly::assemble(ctx, &input, &ctx.cancel).await?;
+        let messages = assembled.messages;
+        // The root's binding was resolved before its prompt was: the preset's settings join it
+        // now, before its first request.
+        inv.model.assembled_generation = assembled.generation;
         self.root_context_assembled(
             &ctx.run_id,
             &inv.profile,
@@ -832,7 +844,7 @@ impl AgentRunService {
         }
         let chain = async {
             if let Some(root) = root_assembly {
-                messages = self.assemble_root_prompt(&ctx, &inv, root).await?;
+                messages = self.assemble_root_prompt(&ctx, &mut inv, root).await?;
             }
             loop {
                 let outcome = async {

@@ -20,7 +20,7 @@ use tt_ports::{EventPage, RunJournal};
 use crate::error::ApplicationResult;
 
 /// Usage of one invocation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InvocationUsage {
     pub invocation_id: String,
@@ -30,6 +30,12 @@ pub struct InvocationUsage {
     pub failed_model_calls: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those the provider served from its prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Of `input_tokens`, those the provider wrote to its prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// Tool calls it made (completed or failed).
     #[serde(default)]
     pub tool_calls: u64,
@@ -52,6 +58,12 @@ pub struct UsageTotals {
     pub tool_calls: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those the provider served from its prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Of `input_tokens`, those the provider wrote to its prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// Milliseconds from the first start to the last end of any agent in the sub-tree: how
     /// long the branch took.
     #[serde(default)]
@@ -96,7 +108,7 @@ const INVOCATION_ENDS: [&str; 5] = [
 ];
 
 /// Usage of a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunUsage {
     /// Model calls that completed.
@@ -105,6 +117,12 @@ pub struct RunUsage {
     pub failed_model_calls: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those the provider served from its prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Of `input_tokens`, those the provider wrote to its prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// Every invocation that started (or called a model), in the order they started.
     pub by_invocation: Vec<InvocationUsage>,
 }
@@ -188,6 +206,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
             entry.model_calls += 1;
             entry.input_tokens += usage.input_tokens;
             entry.output_tokens += usage.output_tokens;
+            entry.cached_input_tokens += usage.cached_input_tokens;
+            entry.cache_write_tokens += usage.cache_write_tokens;
         }
     }
     let mut by_invocation: Vec<InvocationUsage> =
@@ -216,6 +236,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
                     tool_calls: u.tool_calls,
                     input_tokens: u.input_tokens,
                     output_tokens: u.output_tokens,
+                    cached_input_tokens: u.cached_input_tokens,
+                    cache_write_tokens: u.cache_write_tokens,
                     wall_time_ms: 0,
                     agent_time_ms: u.wall_time_ms,
                 },
@@ -241,6 +263,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
                 subtree.tool_calls += totals.tool_calls;
                 subtree.input_tokens += totals.input_tokens;
                 subtree.output_tokens += totals.output_tokens;
+                subtree.cached_input_tokens += totals.cached_input_tokens;
+                subtree.cache_write_tokens += totals.cache_write_tokens;
                 subtree.agent_time_ms += totals.agent_time_ms;
                 let (first, last) = &mut bounds[i];
                 *first = [*first, span.first_start].into_iter().flatten().min();
@@ -261,6 +285,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
         failed_model_calls: by_invocation.iter().map(|u| u.failed_model_calls).sum(),
         input_tokens: by_invocation.iter().map(|u| u.input_tokens).sum(),
         output_tokens: by_invocation.iter().map(|u| u.output_tokens).sum(),
+        cached_input_tokens: by_invocation.iter().map(|u| u.cached_input_tokens).sum(),
+        cache_write_tokens: by_invocation.iter().map(|u| u.cache_write_tokens).sum(),
         by_invocation,
     })
 }
@@ -268,14 +294,7 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
 fn empty_usage(id: &str) -> InvocationUsage {
     InvocationUsage {
         invocation_id: id.to_owned(),
-        model_calls: 0,
-        failed_model_calls: 0,
-        input_tokens: 0,
-        output_tokens: 0,
-        tool_calls: 0,
-        wall_time_ms: 0,
-        parent_invocation_id: None,
-        subtree: UsageTotals::default(),
+        ..InvocationUsage::default()
     }
 }
 
@@ -341,6 +360,45 @@ mod tests {
 
     fn answered(id: &str, tokens: u64) -> Value {
         json!({"invocationId": id, "usage": {"inputTokens": tokens, "outputTokens": 0}})
+    }
+
+    #[tokio::test]
+    async fn cached_input_is_summed_per_agent_sub_tree_and_run() {
+        let cached = |id: &str, input: u64, read: u64, written: u64| {
+            json!({"invocationId": id, "usage": {
+                "inputTokens": input, "outputTokens": 5,
+                "cachedInputTokens": read, "cacheWriteTokens": written,
+            }})
+        };
+        let journal = journal(&[
+            (1_000, "agent_invocation_started", on("inv_root")),
+            (1_100, "model_completed", cached("inv_root", 100, 0, 90)),
+            (
+                1_200,
+                "agent_invocation_created",
+                created("inv_a", "inv_root"),
+            ),
+            (1_300, "agent_invocation_started", on("inv_a")),
+            (1_400, "model_completed", cached("inv_a", 120, 90, 0)),
+            (1_500, "model_completed", cached("inv_root", 130, 90, 30)),
+        ]);
+        let usage = run_usage(&journal, &RunId::from_raw("run_a"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (usage.cached_input_tokens, usage.cache_write_tokens),
+            (180, 120)
+        );
+        let root = &usage.by_invocation[0];
+        assert_eq!(
+            (root.cached_input_tokens, root.cache_write_tokens),
+            (90, 120)
+        );
+        assert_eq!(
+            (root.subtree.cached_input_tokens, root.subtree.input_tokens),
+            (180, 350)
+        );
+        assert_eq!(usage.by_invocation[1].cached_input_tokens, 90);
     }
 
     /// The root runs on (to the run's latest event); `a` is interrupted and started again;

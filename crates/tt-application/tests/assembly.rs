@@ -209,6 +209,7 @@ async fn an_assembly_without_the_task_prompt_is_refused() {
             assembly: json!(null),
             frozen_run_input_snapshot: None,
             generation_intent: None,
+            settings: None,
         })
     }));
     let run = h.run_to_end(request(Some("writer"))).await;

@@ -88,6 +88,7 @@ pub fn request(profile: Option<&str>) -> StartRunRequest {
         persist_base_state_id: None,
         skill_scope_refs: Default::default(),
         connection_ref: None,
+        generation: Default::default(),
     }
 }
 

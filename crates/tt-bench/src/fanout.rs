@@ -213,6 +213,7 @@ fn start_request(children: u32) -> StartRunRequest {
         persist_base_state_id: None,
         skill_scope_refs: Default::default(),
         connection_ref: None,
+        generation: Default::default(),
     }
 }
 

@@ -294,6 +294,7 @@ mod tests {
             tools: Vec::new().into(),
             tool_choice: "auto".to_owned(),
             max_output_tokens: None,
+            generation: Default::default(),
         }
     }
 

@@ -143,6 +143,7 @@ pub async fn run_demo(
             persist_base_state_id: None,
             skill_scope_refs: Default::default(),
             connection_ref: None,
+            generation: Default::default(),
         }))
         .await?;
     let guide = async {

@@ -85,8 +85,12 @@ pub async fn follow(
         0 => String::new(),
         n => format!(" ({n} failed, not counted)"),
     };
+    let cached = match usage.cached_input_tokens {
+        0 => String::new(),
+        n => format!(" ({n} from the provider's cache)"),
+    };
     println!(
-        "model usage: {} completed calls{failed}, {} input tokens, {} output tokens",
+        "model usage: {} completed calls{failed}, {} input tokens{cached}, {} output tokens",
         usage.model_calls, usage.input_tokens, usage.output_tokens
     );
     println!("run {} ended: {}", finished.id, finished.status.as_str());

@@ -54,6 +54,8 @@ enum Command {
         profiles: Option<PathBuf>,
         #[command(flatten)]
         model: run_cmd::ModelArgs,
+        #[command(flatten)]
+        generation: run_cmd::GenerationArgs,
         /// The conversation the run belongs to (runs of one conversation share persist/).
         #[arg(long, default_value = "cli-conversation")]
         chat: String,
@@ -161,6 +163,7 @@ async fn main() -> anyhow::Result<()> {
             profile,
             profiles,
             model,
+            generation,
             chat,
             request,
         } => {
@@ -168,6 +171,7 @@ async fn main() -> anyhow::Result<()> {
                 profile,
                 profiles_dir: profiles,
                 model,
+                generation: generation.settings()?,
                 chat_id: chat,
                 request,
             };

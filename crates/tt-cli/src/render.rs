@@ -211,19 +211,29 @@ pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsag
             );
         let _ = writeln!(
             out,
-            "  {profile}: {} model calls, {} tool calls, {} tokens, {} | {} model calls, {} tool calls, {} tokens, {} (agent time {})",
+            "  {profile}: {} model calls, {} tool calls, {} tokens{}, {} | {} model calls, {} tool calls, {} tokens{}, {} (agent time {})",
             entry.model_calls,
             entry.tool_calls,
             entry.input_tokens + entry.output_tokens,
+            cached(entry.cached_input_tokens),
             seconds(entry.wall_time_ms),
             entry.subtree.model_calls,
             entry.subtree.tool_calls,
             entry.subtree.input_tokens + entry.subtree.output_tokens,
+            cached(entry.subtree.cached_input_tokens),
             seconds(entry.subtree.wall_time_ms),
             seconds(entry.subtree.agent_time_ms),
         );
     }
     out
+}
+
+/// ` (N cached)` when a provider served part of the input from its prompt cache.
+fn cached(tokens: u64) -> String {
+    match tokens {
+        0 => String::new(),
+        n => format!(" ({n} cached)"),
+    }
 }
 
 /// `1234` ms as `1.2 s` (tenths, rounded down).
@@ -349,26 +359,25 @@ mod tests {
             model_calls,
             tool_calls: model_calls,
             input_tokens: tokens,
-            output_tokens: 0,
+            cached_input_tokens: tokens / 4,
             wall_time_ms,
             agent_time_ms,
+            ..UsageTotals::default()
         };
         let entry = |id: &str, parent: Option<&str>, wall_time_ms, subtree| InvocationUsage {
             invocation_id: id.to_owned(),
             model_calls: 2,
-            failed_model_calls: 0,
             input_tokens: 100,
-            output_tokens: 0,
+            cached_input_tokens: 25,
             tool_calls: 2,
             wall_time_ms,
             parent_invocation_id: parent.map(str::to_owned),
             subtree,
+            ..InvocationUsage::default()
         };
         let usage = RunUsage {
             model_calls: 4,
-            failed_model_calls: 0,
             input_tokens: 200,
-            output_tokens: 0,
             by_invocation: vec![
                 entry("inv_root", None, 3_050, totals(4, 200, 3_050, 4_299)),
                 entry(
@@ -378,6 +387,7 @@ mod tests {
                     totals(2, 100, 1_249, 1_249),
                 ),
             ],
+            ..RunUsage::default()
         };
         let projection = TimelineProjection {
             foreground_invocation_ids: Vec::new(),
@@ -387,8 +397,8 @@ mod tests {
         assert_eq!(
             usage_rollup(&projection, &usage),
             "usage (own | with its sub-tree):\n\
-             \x20 inv_root: 2 model calls, 2 tool calls, 100 tokens, 3.0 s | 4 model calls, 4 tool calls, 200 tokens, 3.0 s (agent time 4.2 s)\n\
-             \x20 inv_a: 2 model calls, 2 tool calls, 100 tokens, 1.2 s | 2 model calls, 2 tool calls, 100 tokens, 1.2 s (agent time 1.2 s)\n"
+             \x20 inv_root: 2 model calls, 2 tool calls, 100 tokens (25 cached), 3.0 s | 4 model calls, 4 tool calls, 200 tokens (50 cached), 3.0 s (agent time 4.2 s)\n\
+             \x20 inv_a: 2 model calls, 2 tool calls, 100 tokens (25 cached), 1.2 s | 2 model calls, 2 tool calls, 100 tokens (25 cached), 1.2 s (agent time 1.2 s)\n"
         );
     }
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tt_runtime::{
     AgentProfileDefinition, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
-    ConnectionSpec, ConversationKind, ModelProvider, RecordingProvider, ReplayProvider,
-    StartRunRequest, build_provider,
+    ConnectionSpec, ConversationKind, GenerationSettings, ModelProvider, RecordingProvider,
+    ReplayProvider, StartRunRequest, build_provider,
 };
 
 /// The `kind` every agent profile file declares; other JSON files in `--profiles` are skipped.
@@ -21,8 +21,50 @@ pub struct RunOptions {
     pub profile: Option<String>,
     pub profiles_dir: Option<PathBuf>,
     pub model: ModelArgs,
+    /// Settings of every request of the run (over the profiles' own).
+    pub generation: GenerationSettings,
     pub chat_id: String,
     pub request: String,
+}
+
+/// Generation settings for every agent of a run (docs/providers.md has which provider takes
+/// which); they win over the profiles' `model.generation`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct GenerationArgs {
+    /// Sampling temperature, 0 to 2.
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling: above 0, at most 1.
+    #[arg(long)]
+    pub top_p: Option<f64>,
+    /// Seed for repeatable sampling, where the server supports one.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Any other setting as key=value, repeatable: a known one by its camelCase name
+    /// (`topK=40`, `minP=0.05`, `stop=END`, `reasoningEffort=low`), anything else passed to the
+    /// server unchanged (`mirostat=2`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+impl GenerationArgs {
+    /// The flags as one validated layer; `--temperature`, `--top-p` and `--seed` win over the
+    /// same key given with `--set`.
+    pub fn settings(&self) -> anyhow::Result<GenerationSettings> {
+        let mut settings = GenerationSettings::default();
+        for assignment in &self.set {
+            settings = settings.overlay(&tt_runtime::parse_generation_assignment(assignment)?);
+        }
+        let flags = GenerationSettings {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+            ..GenerationSettings::default()
+        };
+        let settings = settings.overlay(&flags);
+        settings.validate("the command line")?;
+        Ok(settings)
+    }
 }
 
 /// The model a run or a resumed run talks to: a connection and model id, or a cassette.
@@ -103,6 +145,7 @@ pub async fn run(
             persist_base_state_id,
             skill_scope_refs: Default::default(),
             connection_ref: None,
+            generation: options.generation.clone(),
         }))
         .await?;
     let finished = crate::live::follow(&runtime, &run, signals, "started").await?;

@@ -414,6 +414,9 @@ pub struct AgentModelBindingResolved {
     pub previous_response_id: Option<String>,
     pub invocation_id: InvocationId,
     pub profile_id: ProfileId,
+    /// The layered generation settings the requests carry; absent when none is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<crate::generation::GenerationSettings>,
 }
 
 /// `skill_scopes_resolved`.

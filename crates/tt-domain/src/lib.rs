@@ -7,6 +7,7 @@ pub mod brief;
 pub mod error;
 pub mod event;
 pub mod event_payload;
+pub mod generation;
 pub mod ids;
 pub mod invocation;
 pub mod model;

@@ -4,6 +4,8 @@
 //! Tool call ids are opaque: whatever a provider sent comes back to it unchanged.
 
 use serde::{Deserialize, Serialize};
+
+use crate::generation::GenerationSettings;
 use serde_json::Value;
 
 use crate::ids::{InvocationId, ProfileId, RunId};
@@ -144,6 +146,10 @@ pub struct AgentModelRequest {
     /// when it is lower.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    /// Sampler settings resolved for this agent (connection, profile, prompt assembly, run
+    /// request); `maxOutputTokens` is folded into `max_output_tokens` above, never set here.
+    #[serde(default, skip_serializing_if = "GenerationSettings::is_empty")]
+    pub generation: GenerationSettings,
 }
 
 impl AgentModelRequest {
@@ -166,11 +172,37 @@ impl AgentModelRequest {
 }
 
 /// Token usage of one model call.
+///
+/// `input_tokens` counts the whole prompt, including the part the provider served from its
+/// prompt cache (`cached_input_tokens`) and the part it wrote to it (`cache_write_tokens`), so
+/// budgets and totals compare across providers whatever they cache.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache (Anthropic `cache_read_input_tokens`,
+    /// OpenAI `prompt_tokens_details.cached_tokens`, llama.cpp `timings.cache_n`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+    /// Prompt tokens written to the provider's cache (Anthropic `cache_creation_input_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+impl ModelUsage {
+    /// Usage with no cache figures.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            ..Self::default()
+        }
+    }
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// One model response in canonical form.

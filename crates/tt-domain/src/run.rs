@@ -204,6 +204,13 @@ pub struct AgentRun {
     /// default model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_ref: Option<String>,
+    /// Generation settings the host set for every agent of this run: the top layer, over the
+    /// connection's, the profile's and the prompt assembly's.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::generation::GenerationSettings::is_empty"
+    )]
+    pub generation: crate::generation::GenerationSettings,
     pub presentation: Presentation,
     pub status: AgentRunStatus,
     /// Messages of the conversation frozen at start (`input/prompt_snapshot.json`): host system
@@ -273,6 +280,7 @@ mod tests {
             persist_base_state_id: None,
             skill_scope_refs: Default::default(),
             connection_ref: None,
+            generation: Default::default(),
             presentation: Presentation::Foreground,
             status: AgentRunStatus::Completed,
             input_message_count: 0,

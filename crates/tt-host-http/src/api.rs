@@ -479,6 +479,8 @@ struct PromptAnswerBody {
     #[serde(default)]
     assembly: Option<serde_json::Value>,
     #[serde(default)]
+    settings: Option<tt_runtime::AssembledSettings>,
+    #[serde(default)]
     error: Option<String>,
 }
 
@@ -498,6 +500,7 @@ async fn resolve_prompt_assembly(
             frozen_run_input_snapshot: body.frozen_run_input_snapshot,
             generation_intent: body.generation_intent,
             assembly: body.assembly,
+            settings: body.settings,
             error: body.error,
         })?;
     Ok(StatusCode::NO_CONTENT.into_response())

@@ -129,6 +129,10 @@ pub enum ModelError {
     Unavailable { code: &'static str, message: String },
     #[error("agent.cancelled: the model call was cancelled")]
     Cancelled,
+    /// A generation setting this provider cannot honour (refused before anything is sent;
+    /// docs/providers.md lists what each adapter takes).
+    #[error("model.setting_unsupported: {message}")]
+    SettingUnsupported { message: String },
     #[error("model.provider_error: {0}")]
     Other(String),
 }
@@ -143,6 +147,7 @@ impl ModelError {
             ModelError::Rejected { .. }
             | ModelError::Unavailable { .. }
             | ModelError::Cancelled
+            | ModelError::SettingUnsupported { .. }
             | ModelError::Other(_) => false,
         }
     }
@@ -154,6 +159,7 @@ impl ModelError {
             ModelError::Rejected { .. } => "model.request_rejected",
             ModelError::InvalidResponse { code, .. } | ModelError::Unavailable { code, .. } => code,
             ModelError::Cancelled => "agent.cancelled",
+            ModelError::SettingUnsupported { .. } => "model.setting_unsupported",
             ModelError::Other(_) => "model.provider_error",
         }
     }

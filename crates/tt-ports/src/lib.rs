@@ -28,8 +28,8 @@ pub use model::{
 };
 pub use profiles::ProfileRepository;
 pub use prompt::{
-    PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker, PromptAssemblyFingerprint,
-    PromptAssemblyRequest, PromptAssemblyScope,
+    AssembledSettings, PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker,
+    PromptAssemblyFingerprint, PromptAssemblyRequest, PromptAssemblyScope,
 };
 pub use runs::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, SerializedDocument,

@@ -76,6 +76,8 @@ pub struct ResolvedConnection {
     pub provider: std::sync::Arc<dyn ModelProvider>,
     /// Non-secret description for events and hosts (kind, base URL, default model…).
     pub description: serde_json::Value,
+    /// The connection's default generation settings: the lowest layer, under the profile's.
+    pub generation: tt_domain::generation::GenerationSettings,
 }
 
 impl std::fmt::Debug for ResolvedConnection {

@@ -10,6 +10,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tt_domain::generation::GenerationSettings;
 
 use crate::error::HostBridgeError;
 
@@ -82,6 +83,18 @@ pub struct PromptAssemblyAnswer {
     /// The host's generation intent for this prompt (kept in `prompt_assembly.json`).
     #[serde(default)]
     pub generation_intent: Option<Value>,
+    /// The preset's settings for this prompt (kept in `prompt_assembly.json`): its
+    /// `generation` goes over the profile's and under the run request's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<AssembledSettings>,
+}
+
+/// The `settings` of an assembly answer. Other keys a host sends are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssembledSettings {
+    #[serde(default, skip_serializing_if = "GenerationSettings::is_empty")]
+    pub generation: GenerationSettings,
 }
 
 /// The host's eventual answer to one registered request. Dropping it withdraws the request.

@@ -55,6 +55,7 @@ pub fn request(round: u32, messages: Vec<AgentModelMessage>) -> AgentModelReques
         tools: tools().into(),
         tool_choice: "auto".to_owned(),
         max_output_tokens: None,
+        generation: Default::default(),
     }
 }
 

@@ -12,6 +12,7 @@ use tt_adapter_provider_anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicConfig, AnthropicProvider,
 };
 use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
+use tt_domain::generation::GenerationSettings;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
 
@@ -71,7 +72,7 @@ impl FromStr for ConnectionKind {
 
 /// One model endpoint and how to use it. The API key itself is never stored here, only the
 /// name of the environment variable that holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ConnectionSpec {
     pub kind: ConnectionKind,
     /// OpenAI-compatible: up to the API version (`…/v1`); Anthropic: the host (`/v1/messages`
@@ -89,6 +90,9 @@ pub struct ConnectionSpec {
     /// A cap on the tokens one call may generate; the profile's `model.maxOutputTokens` can
     /// only lower it. Unset, the provider's default (8192) applies.
     pub max_tokens: Option<u32>,
+    /// Default generation settings of every request on this connection; a profile's
+    /// `model.generation`, the host's prompt assembly and the run request each win over them.
+    pub generation: GenerationSettings,
 }
 
 impl ConnectionSpec {
@@ -104,6 +108,7 @@ impl ConnectionSpec {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             limits: HttpLimits::default(),
             max_tokens: None,
+            generation: GenerationSettings::default(),
         }
     }
 
@@ -168,15 +173,24 @@ impl ConnectionSpec {
         self
     }
 
+    pub fn with_generation(mut self, settings: GenerationSettings) -> Self {
+        self.generation = settings;
+        self
+    }
+
     /// A non-secret description for events and hosts.
     pub fn description(&self) -> serde_json::Value {
-        json!({
+        let mut description = json!({
             "kind": self.kind.as_str(),
             "baseUrl": self.base_url,
             "model": self.model,
             "apiKeyEnv": self.api_key_env,
             "stream": self.stream,
-        })
+        });
+        if !self.generation.is_empty() {
+            description["generation"] = json!(self.generation);
+        }
+        description
     }
 }
 

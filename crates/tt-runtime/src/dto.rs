@@ -170,6 +170,9 @@ pub struct ResolvePromptAssemblyRequest {
     pub generation_intent: Option<serde_json::Value>,
     #[serde(default)]
     pub assembly: Option<serde_json::Value>,
+    /// The preset's settings for this prompt: `{"generation": {"temperature": 0.7, …}}`.
+    #[serde(default)]
+    pub settings: Option<tt_ports::AssembledSettings>,
     #[serde(default)]
     pub error: Option<String>,
 }

@@ -560,6 +560,7 @@ impl AgentRuntime {
                 assembly: request.assembly,
                 frozen_run_input_snapshot: request.frozen_run_input_snapshot,
                 generation_intent: request.generation_intent,
+                settings: request.settings,
             },
             request.error,
         )

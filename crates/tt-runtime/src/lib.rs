@@ -43,11 +43,14 @@ pub use tt_application::{
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).
 pub use tt_domain::event_payload::{self, EventPayload, RunEventPayload};
+pub use tt_domain::generation::{
+    GenerationSettings, ReasoningEffort, parse_assignment as parse_generation_assignment,
+};
 /// The ids typed payloads and records carry.
 pub use tt_domain::ids::{CheckpointId, InvocationId, ProfileId, RunId, TaskId};
-pub use tt_domain::model::AgentModelRequest;
+pub use tt_domain::model::{AgentModelRequest, ModelUsage};
 pub use tt_domain::profile::AgentProfileDefinition;
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
-pub use tt_ports::{ChatCommitRequest, ModelError, ModelProvider};
+pub use tt_ports::{AssembledSettings, ChatCommitRequest, ModelError, ModelProvider};

@@ -5,10 +5,11 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
+use tt_domain::generation::GenerationSettings;
 use tt_ports::{ModelConnections, ModelError, ModelProvider, ResolvedConnection};
 
-/// A provider and its non-secret description.
-type Entry = (Arc<dyn ModelProvider>, Value);
+/// A provider, its non-secret description and its default generation settings.
+type Entry = (Arc<dyn ModelProvider>, Value, GenerationSettings);
 
 /// Connections by name: registered ones (name → provider + a non-secret description for
 /// events), then, if a directory is set, `<dir>/<name>.json` files built on first use.
@@ -20,9 +21,10 @@ pub struct NamedConnections {
 }
 
 /// A connection file: `{"connection": "openai:http://127.0.0.1:8080/v1", "model": "local",
-/// "apiKeyEnv": "OPENAI_API_KEY", "stream": true, "timeoutSecs": 600}` (all but `connection`
-/// optional). The key itself never goes in the file, only the variable's name.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+/// "apiKeyEnv": "OPENAI_API_KEY", "stream": true, "timeoutSecs": 600, "generation":
+/// {"temperature": 0.7}}` (all but `connection` optional). The key itself never goes in the
+/// file, only the variable's name.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConnectionFile {
     pub connection: String,
@@ -34,6 +36,9 @@ pub struct ConnectionFile {
     pub stream: bool,
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+    /// Default generation settings of the connection's requests (validated when read).
+    #[serde(default)]
+    pub generation: GenerationSettings,
 }
 
 impl ConnectionFile {
@@ -49,7 +54,10 @@ impl ConnectionFile {
         if let Some(secs) = self.timeout_secs {
             spec = spec.with_request_timeout(std::time::Duration::from_secs(secs));
         }
-        Ok(spec)
+        self.generation
+            .validate("generation")
+            .map_err(|err| anyhow::anyhow!("{err}"))?;
+        Ok(spec.with_generation(self.generation.clone()))
     }
 }
 
@@ -70,7 +78,19 @@ impl NamedConnections {
         provider: Arc<dyn ModelProvider>,
         description: Value,
     ) {
-        self.entries.insert(name.into(), (provider, description));
+        self.insert_with_generation(name, provider, description, GenerationSettings::default());
+    }
+
+    /// Registers a connection whose requests start from `generation`.
+    pub fn insert_with_generation(
+        &mut self,
+        name: impl Into<String>,
+        provider: Arc<dyn ModelProvider>,
+        description: Value,
+        generation: GenerationSettings,
+    ) {
+        self.entries
+            .insert(name.into(), (provider, description, generation));
     }
 
     pub fn is_empty(&self) -> bool {
@@ -85,7 +105,7 @@ impl NamedConnections {
         let mut listed: Vec<ConnectionSummary> = self
             .entries
             .iter()
-            .map(|(name, (provider, description))| ConnectionSummary {
+            .map(|(name, (provider, description, _))| ConnectionSummary {
                 name: name.clone(),
                 source: ConnectionSource::Registered,
                 description: if description.is_null() {
@@ -181,11 +201,9 @@ impl NamedConnections {
             .map_err(|err| ModelError::Other(format!("connection `{name}`: {err}")))?;
         let mut description = spec.description();
         description["name"] = json!(name);
-        built.insert(
-            name.to_owned(),
-            (Arc::clone(&provider), description.clone()),
-        );
-        Ok(Some((provider, description)))
+        let entry = (provider, description, spec.generation);
+        built.insert(name.to_owned(), entry.clone());
+        Ok(Some(entry))
     }
 }
 
@@ -196,23 +214,25 @@ impl ModelConnections for NamedConnections {
         connection_ref: &str,
     ) -> Result<Option<ResolvedConnection>, ModelError> {
         if !self.entries.contains_key(connection_ref) {
-            return Ok(self
-                .load_file(connection_ref)?
-                .map(|(provider, description)| ResolvedConnection {
+            return Ok(self.load_file(connection_ref)?.map(
+                |(provider, description, generation)| ResolvedConnection {
                     provider,
                     description,
-                }));
+                    generation,
+                },
+            ));
         }
         Ok(self
             .entries
             .get(connection_ref)
-            .map(|(provider, description)| ResolvedConnection {
+            .map(|(provider, description, generation)| ResolvedConnection {
                 provider: Arc::clone(provider),
                 description: if description.is_null() {
                     json!({"name": connection_ref, "provider": provider.name()})
                 } else {
                     description.clone()
                 },
+                generation: generation.clone(),
             }))
     }
 }

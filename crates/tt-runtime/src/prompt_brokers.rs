@@ -90,6 +90,7 @@ impl HostApiPromptBroker {
                 assembly: host_input.assembly.unwrap_or(Value::Null),
                 frozen_run_input_snapshot: host_input.frozen_run_input_snapshot,
                 generation_intent: host_input.generation_intent,
+                settings: host_input.settings,
             }),
             (None, None) => {
                 return Err(HostError {
@@ -124,6 +125,7 @@ pub struct HostAssemblyInput {
     pub assembly: Option<Value>,
     pub frozen_run_input_snapshot: Option<Value>,
     pub generation_intent: Option<Value>,
+    pub settings: Option<tt_ports::AssembledSettings>,
 }
 
 struct Withdraw {
@@ -248,6 +250,7 @@ impl TemplatePromptBroker {
             assembly: json!({"engine": "template", "preset": request.preset_ref, "template": path.file_name().map(|n| n.to_string_lossy().into_owned())}),
             frozen_run_input_snapshot: None,
             generation_intent: None,
+            settings: None,
         })
     }
 }

@@ -33,6 +33,7 @@ pub fn first_body(stream: bool) -> Value {
         "tool_choice": "auto",
         "parallel_tool_calls": true,
         "max_tokens": 8192,
+        "cache_prompt": true,
         "stream": stream,
     });
     if stream {

@@ -60,6 +60,7 @@ fn request(agent: &str, invocation: &str, assistant_turns: usize) -> AgentModelR
         tools: Vec::new().into(),
         tool_choice: "auto".into(),
         max_output_tokens: None,
+        generation: Default::default(),
     }
 }
 

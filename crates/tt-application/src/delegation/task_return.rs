@@ -217,6 +217,7 @@ mod tests {
             status: AgentRunStatus::Created,
             input_message_count: 0,
             connection_ref: None,
+            generation: Default::default(),
             created_at: at,
             updated_at: at,
         };

@@ -5,6 +5,7 @@
 use serde_json::json;
 use std::sync::Arc;
 use tt_domain::event::RunEventType;
+use tt_domain::generation::GenerationSettings;
 use tt_domain::ids::InvocationId;
 use tt_domain::model::ProviderSession;
 use tt_domain::profile::{ModelMode, ResolvedProfile};
@@ -13,12 +14,48 @@ use tt_ports::ModelProvider;
 use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 
-/// The provider and model one invocation uses.
+/// The provider and model one invocation uses, and the settings of its requests.
 #[derive(Clone)]
 pub(crate) struct ModelBinding {
     pub provider: Arc<dyn ModelProvider>,
     /// `None`: the provider's own default model.
     pub model_id: Option<String>,
+    /// The connection's settings with the profile's `model.generation` over them (the host's
+    /// prompt assembly and the run request go over these, see [`ModelBinding::settings`]).
+    pub base_generation: GenerationSettings,
+    /// Settings the host's prompt assembly returned for this agent, if any.
+    pub assembled_generation: Option<GenerationSettings>,
+    /// The run request's settings, the top layer.
+    pub run_generation: GenerationSettings,
+    /// The profile's `model.maxOutputTokens`, under any layer's `maxOutputTokens`.
+    pub profile_max_output_tokens: Option<u32>,
+}
+
+/// What one request carries: the resolved settings without `maxOutputTokens`, and the output
+/// limit (the request's own field).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RequestSettings {
+    pub generation: GenerationSettings,
+    pub max_output_tokens: Option<u32>,
+}
+
+impl ModelBinding {
+    /// The layers put together: connection < profile < prompt assembly < run request.
+    pub(crate) fn settings(&self) -> RequestSettings {
+        let mut generation = self.base_generation.clone();
+        if let Some(assembled) = &self.assembled_generation {
+            generation = generation.overlay(assembled);
+        }
+        let mut generation = generation.overlay(&self.run_generation);
+        let max_output_tokens = generation
+            .max_output_tokens
+            .take()
+            .or(self.profile_max_output_tokens);
+        RequestSettings {
+            generation,
+            max_output_tokens,
+        }
+    }
 }
 
 impl std::fmt::Debug for ModelBinding {
@@ -26,6 +63,7 @@ impl std::fmt::Debug for ModelBinding {
         f.debug_struct("ModelBinding")
             .field("provider", &self.provider.name())
             .field("model_id", &self.model_id)
+            .field("settings", &self.settings())
             .finish()
     }
 }
@@ -57,8 +95,18 @@ pub(crate) async fn resolve_model_binding(
     ctx: &RunContext,
     invocation_id: &InvocationId,
     profile: &ResolvedProfile,
+    assembled_generation: Option<GenerationSettings>,
 ) -> ApplicationResult<ModelBinding> {
     let model = &profile.definition.model;
+    let run_generation = ctx.run_snapshot().await.generation;
+    let bind = |provider, model_id, connection: GenerationSettings| ModelBinding {
+        provider,
+        model_id,
+        base_generation: connection.overlay(&model.generation),
+        assembled_generation: assembled_generation.clone(),
+        run_generation: run_generation.clone(),
+        profile_max_output_tokens: model.max_output_tokens,
+    };
     let (binding, payload) = match model.mode {
         ModelMode::RequiresConfiguration => {
             return Err(ApplicationError::fatal(
@@ -70,11 +118,11 @@ pub(crate) async fn resolve_model_binding(
             ));
         }
         ModelMode::CurrentPromptSnapshot => {
-            let (provider, payload) = match &ctx.connection_ref {
+            let (provider, payload, connection) = match &ctx.connection_ref {
                 None => {
                     let provider = Arc::clone(&ctx.services.model);
                     let payload = json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null});
-                    (provider, payload)
+                    (provider, payload, GenerationSettings::default())
                 }
                 Some(name) => {
                     let resolved = resolve_connection(ctx, name).await?;
@@ -82,18 +130,12 @@ pub(crate) async fn resolve_model_binding(
                         "mode": "currentPromptSnapshot", "connectionRef": name, "modelId": null,
                         "provider": resolved.provider.name(), "connection": resolved.description,
                     });
-                    (resolved.provider, payload)
+                    (resolved.provider, payload, resolved.generation)
                 }
             };
             let payload =
                 crate::engine::model_turn::with_provider_fields(payload, provider.as_ref());
-            (
-                ModelBinding {
-                    provider,
-                    model_id: None,
-                },
-                payload,
-            )
+            (bind(provider, None, connection), payload)
         }
         ModelMode::ConnectionRef => {
             let name = model.connection_ref.as_deref().unwrap_or_default();
@@ -111,10 +153,11 @@ pub(crate) async fn resolve_model_binding(
                 resolved.provider.as_ref(),
             );
             (
-                ModelBinding {
-                    provider: resolved.provider,
-                    model_id: model.model_id.clone(),
-                },
+                bind(
+                    resolved.provider,
+                    model.model_id.clone(),
+                    resolved.generation,
+                ),
                 payload,
             )
         }
@@ -122,6 +165,15 @@ pub(crate) async fn resolve_model_binding(
     let mut payload = payload;
     payload["invocationId"] = json!(invocation_id);
     payload["profileId"] = json!(profile.id());
+    // Only when something is set, so runs on server defaults journal what they did before.
+    let settings = binding.settings();
+    if !settings.generation.is_empty() || settings.max_output_tokens.is_some() {
+        let mut generation = json!(settings.generation);
+        if let Some(tokens) = settings.max_output_tokens {
+            generation["maxOutputTokens"] = json!(tokens);
+        }
+        payload["generation"] = generation;
+    }
     ctx.events
         .info(
             &ctx.run_id,

@@ -70,14 +70,14 @@ pub(crate) async fn prepare_invocation(
     let snapshot = build_tool_snapshot(profile, &invocation.id, exit_policy, presentation)?;
     let system_prompt = agent_system_prompt(profile, &snapshot);
     let host_assembles = profile.definition.preset.mode == PresetMode::Ref;
-    let (messages, assembly_pending, task_id) = match origin {
+    let (messages, assembly_pending, task_id, assembled_generation) = match origin {
         // The root's assembly waits for the run to have started: a host learns of it from the
         // run's events.
-        Origin::Root { .. } if host_assembles => (Vec::new(), Some(system_prompt), None),
+        Origin::Root { .. } if host_assembles => (Vec::new(), Some(system_prompt), None, None),
         Origin::Root { conversation } => {
             let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
             messages.extend(conversation);
-            (messages, None, None)
+            (messages, None, None, None)
         }
         Origin::Task { task_id, brief } if host_assembles => {
             let input = crate::engine::prompt_assembly::AssemblyInput {
@@ -88,8 +88,13 @@ pub(crate) async fn prepare_invocation(
                 task_prompt: &brief,
                 model_id: profile.definition.model.model_id.clone(),
             };
-            let messages = crate::engine::prompt_assembly::assemble(ctx, &input, cancel).await?;
-            (messages, None, Some(task_id))
+            let assembled = crate::engine::prompt_assembly::assemble(ctx, &input, cancel).await?;
+            (
+                assembled.messages,
+                None,
+                Some(task_id),
+                assembled.generation,
+            )
         }
         // Chat history and prior turns are not carried over: the brief says what matters.
         Origin::Task { task_id, brief } => (
@@ -99,9 +104,10 @@ pub(crate) async fn prepare_invocation(
             ],
             None,
             Some(task_id),
+            None,
         ),
     };
-    let model = resolve_model_binding(ctx, &invocation.id, profile).await?;
+    let model = resolve_model_binding(ctx, &invocation.id, profile, assembled_generation).await?;
     ctx.services
         .runs
         .write_serialized_document(

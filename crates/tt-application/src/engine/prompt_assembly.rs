@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
+use tt_domain::generation::GenerationSettings;
 use tt_domain::ids::TaskId;
 use tt_domain::invocation::{AgentInvocation, ExitPolicy};
 use tt_domain::model::AgentModelMessage;
@@ -43,7 +44,7 @@ pub(crate) async fn assemble(
     ctx: &RunContext,
     input: &AssemblyInput<'_>,
     cancel: &tt_ports::CancellationToken,
-) -> ApplicationResult<Vec<AgentModelMessage>> {
+) -> ApplicationResult<Assembled> {
     let AssemblyInput {
         invocation,
         profile,
@@ -61,7 +62,26 @@ pub(crate) async fn assemble(
         )
         .await?
     {
-        return Ok(check_answer(&stored, profile, system_prompt, task_prompt)?.model_messages());
+        let messages = check_answer(&stored, profile, system_prompt, task_prompt)?.model_messages();
+        // The settings the host gave then, kept beside the prompt.
+        let stored_settings = ctx
+            .services
+            .runs
+            .read_document(
+                &ctx.run_id,
+                &RunDocument::InvocationPromptAssembly(invocation.id.clone()),
+            )
+            .await?
+            .and_then(|document| document.get("settings").cloned())
+            .filter(|settings| !settings.is_null());
+        let generation = match stored_settings {
+            Some(settings) => Some(checked_settings(settings, profile)?),
+            None => None,
+        };
+        return Ok(Assembled {
+            messages,
+            generation,
+        });
     }
     let model_id = input.model_id.clone();
     let frozen = ctx
@@ -160,9 +180,22 @@ pub(crate) async fn assemble(
             ));
         }
     };
-    let snapshot = match check_answer(&answer.prompt_snapshot, profile, system_prompt, task_prompt)
-    {
-        Ok(snapshot) => snapshot,
+    let checked = check_answer(&answer.prompt_snapshot, profile, system_prompt, task_prompt)
+        .and_then(|snapshot| {
+            let generation = match &answer.settings {
+                Some(settings) => {
+                    settings.generation.validate(&format!(
+                        "the prompt assembly settings for profile `{}`",
+                        profile.id()
+                    ))?;
+                    Some(settings.generation.clone()).filter(|generation| !generation.is_empty())
+                }
+                None => None,
+            };
+            Ok((snapshot, generation))
+        });
+    let (snapshot, generation) = match checked {
+        Ok(checked) => checked,
         Err(error) => {
             report_failure(ctx, &assembly_id, invocation, profile, error.to_string()).await?;
             return Err(error);
@@ -187,6 +220,7 @@ pub(crate) async fn assemble(
                 },
                 "frozenRunInputSnapshot": answer.frozen_run_input_snapshot.as_ref().unwrap_or(&frozen),
                 "generationIntent": answer.generation_intent,
+                "settings": answer.settings,
                 "assembly": answer.assembly,
             }),
         )
@@ -204,7 +238,36 @@ pub(crate) async fn assemble(
             },
         )
         .await?;
-    Ok(snapshot.model_messages())
+    Ok(Assembled {
+        messages: snapshot.model_messages(),
+        generation,
+    })
+}
+
+/// An assembled prompt and the generation settings the host's preset gave it.
+#[derive(Debug)]
+pub(crate) struct Assembled {
+    pub messages: Vec<AgentModelMessage>,
+    pub generation: Option<GenerationSettings>,
+}
+
+/// Stored assembly settings read back (a resumed agent), checked like the host's answer.
+fn checked_settings(
+    settings: Value,
+    profile: &ResolvedProfile,
+) -> ApplicationResult<GenerationSettings> {
+    let settings: tt_ports::AssembledSettings =
+        serde_json::from_value(settings).map_err(|err| {
+            ApplicationError::fatal(
+                "agent.prompt_assembly_resolve_invalid",
+                format!("the stored assembly settings cannot be read: {err}"),
+            )
+        })?;
+    settings.generation.validate(&format!(
+        "the prompt assembly settings for profile `{}`",
+        profile.id()
+    ))?;
+    Ok(settings.generation)
 }
 
 /// What the assembled prompt must contain: the agent system prompt, and the task when there is

@@ -150,6 +150,7 @@ async fn run_rounds(
             None => {
                 // The history is lent to the request and taken back: the model call copies
                 // it once (per attempt), not twice.
+                let settings = inv.model.settings();
                 let request = AgentModelRequest {
                     session: session.clone(),
                     agent_profile_id: inv.profile.id().clone(),
@@ -158,7 +159,8 @@ async fn run_rounds(
                     messages: std::mem::take(&mut messages),
                     tools: inv.snapshot.tools.clone(),
                     tool_choice: "auto".to_owned(),
-                    max_output_tokens: inv.profile.definition.model.max_output_tokens,
+                    max_output_tokens: settings.max_output_tokens,
+                    generation: settings.generation,
                 };
                 let turn =
                     crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;

@@ -51,6 +51,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             connection_ref: None,
             model_id: None,
             max_output_tokens: None,
+            generation: Default::default(),
         },
         run: RunSection {
             presentation: Presentation::Foreground,

@@ -72,7 +72,7 @@ pub enum ModelMode {
     RequiresConfiguration,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelBinding {
     pub mode: ModelMode,
@@ -84,6 +84,13 @@ pub struct ModelBinding {
     /// the provider's default applies (8192 for both HTTP providers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    /// Sampler settings of this agent's requests, over its connection's (docs/profiles.md has
+    /// the precedence); a `maxOutputTokens` here wins over `model.maxOutputTokens`.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::generation::GenerationSettings::is_empty"
+    )]
+    pub generation: crate::generation::GenerationSettings,
 }
 
 /// Upper bound of `model.maxOutputTokens`.

@@ -113,6 +113,9 @@ pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
 }
 
 fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
+    p.model
+        .generation
+        .validate(&format!("profile `{}` model.generation", p.id))?;
     if p.model
         .max_output_tokens
         .is_some_and(|tokens| tokens == 0 || tokens > MAX_OUTPUT_TOKENS_LIMIT)

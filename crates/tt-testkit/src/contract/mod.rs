@@ -180,6 +180,7 @@ pub fn sample_run(n: u32) -> AgentRun {
         status: AgentRunStatus::Created,
         input_message_count: 0,
         connection_ref: None,
+        generation: Default::default(),
         created_at: ts(i64::from(n) * 1_000),
         updated_at: ts(i64::from(n) * 1_000),
     }

@@ -215,6 +215,7 @@ mod tests {
             tools: Vec::new().into(),
             tool_choice: "auto".into(),
             max_output_tokens: None,
+            generation: Default::default(),
         }
     }
 

@@ -49,6 +49,7 @@ pub fn default_assembly(request: &PromptAssemblyRequest) -> PromptAssemblyAnswer
         assembly: json!({"preset": request.preset_ref, "engine": "fake"}),
         frozen_run_input_snapshot: None,
         generation_intent: None,
+        settings: None,
     }
 }
 
@@ -143,6 +144,7 @@ impl PromptAssemblyBroker for FakePromptBroker {
 #[derive(Default)]
 pub struct FakeConnections {
     providers: HashMap<String, Arc<dyn ModelProvider>>,
+    generation: HashMap<String, tt_domain::generation::GenerationSettings>,
 }
 
 impl std::fmt::Debug for FakeConnections {
@@ -163,6 +165,16 @@ impl FakeConnections {
         self.providers.insert(name.to_owned(), provider);
         self
     }
+
+    /// Gives the connection `name` default generation settings.
+    pub fn with_generation(
+        mut self,
+        name: &str,
+        settings: tt_domain::generation::GenerationSettings,
+    ) -> Self {
+        self.generation.insert(name.to_owned(), settings);
+        self
+    }
 }
 
 #[async_trait]
@@ -177,6 +189,11 @@ impl ModelConnections for FakeConnections {
             .map(|provider| ResolvedConnection {
                 provider: Arc::clone(provider),
                 description: json!({"kind": "fake", "name": connection_ref}),
+                generation: self
+                    .generation
+                    .get(connection_ref)
+                    .cloned()
+                    .unwrap_or_default(),
             }))
     }
 }

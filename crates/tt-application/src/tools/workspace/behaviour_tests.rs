@@ -78,6 +78,7 @@ impl Agent {
             status: AgentRunStatus::Created,
             input_message_count: 0,
             connection_ref: None,
+            generation: Default::default(),
             created_at: created,
             updated_at: created,
         };

@@ -45,6 +45,7 @@ fn run(id: &str, created: i64) -> AgentRun {
         status: AgentRunStatus::Created,
         input_message_count: 0,
         connection_ref: None,
+        generation: Default::default(),
         created_at: ts(created),
         updated_at: ts(created),
     }
