@@ -64,7 +64,8 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordedError {
-    /// `rate_limited`, `transient`, `rejected`, `invalid_response`, `unavailable` or `other`.
+    /// `rate_limited`, `transient`, `rejected`, `invalid_response`, `unavailable`,
+    /// `cancelled`, `setting_unsupported`, `context_overflow` or `other`.
     pub kind: String,
     pub code: String,
     pub message: String,
@@ -72,6 +73,12 @@ pub struct RecordedError {
     pub status: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
+    /// A context overflow's prompt size, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// A context overflow's window, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_tokens: Option<u64>,
 }
 
 /// Codes a replayed `invalid_response` or `unavailable` error can carry as itself; any other
@@ -103,6 +110,21 @@ impl RecordedError {
             ModelError::SettingUnsupported { message } => {
                 ("setting_unsupported", None, None, message.clone())
             }
+            ModelError::ContextOverflow {
+                message,
+                prompt_tokens,
+                window_tokens,
+            } => {
+                return Self {
+                    kind: "context_overflow".to_owned(),
+                    code: error.code().to_owned(),
+                    message: message.clone(),
+                    status: None,
+                    retry_after_ms: None,
+                    prompt_tokens: *prompt_tokens,
+                    window_tokens: *window_tokens,
+                };
+            }
             ModelError::Other(message) => ("other", None, None, message.clone()),
         };
         Self {
@@ -111,6 +133,8 @@ impl RecordedError {
             message,
             status,
             retry_after_ms,
+            prompt_tokens: None,
+            window_tokens: None,
         }
     }
 
@@ -131,6 +155,11 @@ impl RecordedError {
             ("unavailable", Some(code)) => ModelError::Unavailable { code, message },
             ("cancelled", _) => ModelError::Cancelled,
             ("setting_unsupported", _) => ModelError::SettingUnsupported { message },
+            ("context_overflow", _) => ModelError::ContextOverflow {
+                message,
+                prompt_tokens: self.prompt_tokens,
+                window_tokens: self.window_tokens,
+            },
             ("other", _) if self.code == "model.provider_error" => ModelError::Other(message),
             _ => ModelError::Other(format!("{}: {message}", self.code)),
         }
@@ -167,6 +196,11 @@ mod tests {
             ModelError::SettingUnsupported {
                 message: "no topK here".into(),
             },
+            ModelError::ContextOverflow {
+                message: "9000 tokens > 8192".into(),
+                prompt_tokens: Some(9000),
+                window_tokens: Some(8192),
+            },
             ModelError::Other("odd".into()),
         ];
         for error in errors {
@@ -185,6 +219,8 @@ mod tests {
             message: "what".into(),
             status: None,
             retry_after_ms: None,
+            prompt_tokens: None,
+            window_tokens: None,
         };
         assert_eq!(
             recorded.to_error(),

@@ -102,6 +102,7 @@ impl ApplicationError {
                 | ModelError::Unavailable { .. }
                 | ModelError::Cancelled
                 | ModelError::SettingUnsupported { .. }
+                | ModelError::ContextOverflow { .. }
                 | ModelError::Other(_) => err.code(),
             },
             ApplicationError::Cancelled(_)

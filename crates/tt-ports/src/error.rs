@@ -133,6 +133,16 @@ pub enum ModelError {
     /// docs/providers.md lists what each adapter takes).
     #[error("model.setting_unsupported: {message}")]
     SettingUnsupported { message: String },
+    /// The request does not fit the model's context window: refused by the server (its own
+    /// figures when it gave them), or found too large before it was sent.
+    #[error("model.context_overflow: {message}")]
+    ContextOverflow {
+        message: String,
+        /// Prompt tokens the request needs, as the server counted them (or as estimated).
+        prompt_tokens: Option<u64>,
+        /// Tokens the model's window holds.
+        window_tokens: Option<u64>,
+    },
     #[error("model.provider_error: {0}")]
     Other(String),
 }
@@ -148,6 +158,7 @@ impl ModelError {
             | ModelError::Unavailable { .. }
             | ModelError::Cancelled
             | ModelError::SettingUnsupported { .. }
+            | ModelError::ContextOverflow { .. }
             | ModelError::Other(_) => false,
         }
     }
@@ -160,6 +171,7 @@ impl ModelError {
             ModelError::InvalidResponse { code, .. } | ModelError::Unavailable { code, .. } => code,
             ModelError::Cancelled => "agent.cancelled",
             ModelError::SettingUnsupported { .. } => "model.setting_unsupported",
+            ModelError::ContextOverflow { .. } => "model.context_overflow",
             ModelError::Other(_) => "model.provider_error",
         }
     }
