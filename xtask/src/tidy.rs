@@ -228,10 +228,6 @@ const LONG_FILES: &[(&str, &str)] = &[
         "crates/tt-application/src/engine/scheduler.rs",
         "issue #23: budgets and deadlines move out",
     ),
-    (
-        "crates/tt-application/src/run_service.rs",
-        "issue #23: executor, teardown and resume move out",
-    ),
 ];
 
 /// Folders whose files may still use one another in a cycle, each with the reason: a cycle
