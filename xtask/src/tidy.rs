@@ -224,10 +224,6 @@ const LONG_FILES: &[(&str, &str)] = &[
         "crates/tt-application/src/engine/dispatch.rs",
         "issue #23: split with the engine",
     ),
-    (
-        "crates/tt-application/src/engine/scheduler.rs",
-        "issue #23: budgets and deadlines move out",
-    ),
 ];
 
 /// Folders whose files may still use one another in a cycle, each with the reason: a cycle
