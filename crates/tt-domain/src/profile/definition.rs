@@ -91,6 +91,10 @@ pub struct ModelBinding {
         skip_serializing_if = "crate::generation::GenerationSettings::is_empty"
     )]
     pub generation: crate::generation::GenerationSettings,
+    /// The model's context window in tokens, over the connection's and the known default of
+    /// its model id (docs/providers.md, "Context window and compaction").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window_tokens: Option<u64>,
 }
 
 /// Upper bound of `model.maxOutputTokens`.
@@ -143,6 +147,14 @@ pub struct ContextPolicy {
     pub initial_chat_history_messages: i64,
     #[serde(default = "default_true")]
     pub include_activated_world_info: bool,
+    /// What happens when a request does not fit the model's window even with older tool
+    /// results replaced by stubs.
+    #[serde(default)]
+    pub compaction: CompactionPolicy,
+    /// A tool result larger than this (in estimated tokens) reaches the agent as its head and
+    /// tail; unset, a quarter of the model's window when that is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_result_tokens: Option<u64>,
 }
 
 impl Default for ContextPolicy {
@@ -150,8 +162,21 @@ impl Default for ContextPolicy {
         Self {
             initial_chat_history_messages: -1,
             include_activated_world_info: true,
+            compaction: CompactionPolicy::default(),
+            max_tool_result_tokens: None,
         }
     }
+}
+
+/// A profile's `context.compaction`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CompactionPolicy {
+    /// Fail with `model.context_overflow`.
+    None,
+    /// One model call summarizes the oldest turns into one message.
+    #[default]
+    Summarize,
 }
 
 fn default_history() -> i64 {

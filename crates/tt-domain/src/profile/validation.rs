@@ -112,6 +112,12 @@ pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
     Ok(())
 }
 
+/// Bounds of `model.contextWindowTokens` (and of `context.maxToolResultTokens`).
+pub const MIN_CONTEXT_WINDOW_TOKENS: u64 = 256;
+pub const MAX_CONTEXT_WINDOW_TOKENS: u64 = 100_000_000;
+/// The least `context.maxToolResultTokens`.
+pub const MIN_TOOL_RESULT_TOKENS: u64 = 64;
+
 fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
     p.model
         .generation
@@ -123,6 +129,26 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
         return Err(err(
             "agent.profile_limit_invalid",
             format!("model.maxOutputTokens must be > 0 and <= {MAX_OUTPUT_TOKENS_LIMIT}"),
+        ));
+    }
+    if p.model.context_window_tokens.is_some_and(|tokens| {
+        !(MIN_CONTEXT_WINDOW_TOKENS..=MAX_CONTEXT_WINDOW_TOKENS).contains(&tokens)
+    }) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            format!(
+                "model.contextWindowTokens must be {MIN_CONTEXT_WINDOW_TOKENS} to {MAX_CONTEXT_WINDOW_TOKENS}"
+            ),
+        ));
+    }
+    if p.context.max_tool_result_tokens.is_some_and(|tokens| {
+        !(MIN_TOOL_RESULT_TOKENS..=MAX_CONTEXT_WINDOW_TOKENS).contains(&tokens)
+    }) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            format!(
+                "context.maxToolResultTokens must be {MIN_TOOL_RESULT_TOKENS} to {MAX_CONTEXT_WINDOW_TOKENS}"
+            ),
         ));
     }
     let limits = &p.limits;
