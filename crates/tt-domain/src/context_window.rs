@@ -276,21 +276,21 @@ pub fn stub_message(message: &AgentModelMessage) -> Option<AgentModelMessage> {
     let mut changed = false;
     for part in &mut stubbed.parts {
         match part {
-            ModelContentPart::ToolResult { result } => {
+            ModelContentPart::ToolResult { result }
                 if result.to_model_payload().len() as u64 >= MIN_STUB_BYTES
-                    && !is_stub(&result.content)
-                {
-                    *result = stub_result(result);
-                    changed = true;
-                }
+                    && !is_stub(&result.content) =>
+            {
+                *result = stub_result(result);
+                changed = true;
             }
-            ModelContentPart::ToolCall { call } => {
+            ModelContentPart::ToolCall { call }
+                if json_len(&call.arguments) >= MIN_ARGUMENT_STUB_BYTES
+                    && !call.arguments.is_string() =>
+            {
                 let bytes = json_len(&call.arguments);
-                if bytes >= MIN_ARGUMENT_STUB_BYTES && !call.arguments.is_string() {
-                    call.arguments =
-                        serde_json::Value::String(format!("[arguments omitted: {bytes} bytes]"));
-                    changed = true;
-                }
+                call.arguments =
+                    serde_json::Value::String(format!("[arguments omitted: {bytes} bytes]"));
+                changed = true;
             }
             _ => {}
         }
@@ -346,6 +346,39 @@ pub fn stub_result(result: &AgentToolResult) -> AgentToolResult {
         error_code: result.error_code.clone(),
         resource_refs: result.resource_refs.clone(),
     }
+}
+
+/// `result` with its content cut to its head and tail when it is estimated at more than
+/// `max_tokens`: a read-file result says which lines to read next, any other how much was
+/// left out.
+pub fn bound_result(result: &AgentToolResult, max_tokens: u64) -> AgentToolResult {
+    let bytes = result.content.len() as u64;
+    if tokens_of_bytes(bytes) <= max_tokens {
+        return result.clone();
+    }
+    // A fifth of the budget goes to the structured part and the note.
+    let keep = usize::try_from(max_tokens * 8 / 10 * BYTES_PER_TOKEN_TIMES_TEN / 10).unwrap_or(0);
+    let half = keep / 2;
+    let text = &result.content;
+    let head = &text[..floor_char_boundary(text, half)];
+    let head = head.rfind('\n').map_or(head, |end| &head[..=end]);
+    let tail_start = ceil_char_boundary(text, text.len() - half);
+    let tail = &text[tail_start..];
+    let tail = tail.find('\n').map_or(tail, |start| &tail[start + 1..]);
+    let omitted = &text[head.len()..text.len() - tail.len()];
+    let note = match ToolName::from_any(&result.name) {
+        Some(ToolName::WorkspaceReadFile) => format!(
+            "[… {} lines left out to save room. Read them with `start_line` and `line_count`.]",
+            omitted.matches('\n').count()
+        ),
+        _ => format!(
+            "[… {} characters left out to save room. Narrow the call to see them.]",
+            omitted.chars().count()
+        ),
+    };
+    let mut bounded = result.clone();
+    bounded.content = format!("{head}{note}\n{tail}");
+    bounded
 }
 
 /// The text an agent reads in place of the turns a summary replaced.
@@ -539,6 +572,25 @@ mod tests {
         [Removed to save room: the text of `scratch/notes.md`, lines 1-40. Read it again if you need it.]
         [Removed to save room: 900 characters of `workspace_search_files` output. Call it again if you need it.]
         ");
+    }
+
+    #[test]
+    fn a_large_result_keeps_its_head_and_tail_on_line_boundaries() {
+        let text: String = (1..=400).map(|n| format!("{n:>4}| line {n}\n")).collect();
+        let ModelContentPart::ToolResult { result } = &read_result("c", &text).parts[0] else {
+            unreachable!()
+        };
+        assert_eq!(&bound_result(result, 100_000), result);
+        let bounded = bound_result(result, 200);
+        assert!(tokens_of_bytes(bounded.content.len() as u64) <= 200);
+        assert!(bounded.content.starts_with("   1| line 1\n"));
+        assert!(bounded.content.ends_with(" 400| line 400\n"));
+        let note = bounded
+            .content
+            .lines()
+            .find(|line| line.starts_with("[…"))
+            .unwrap_or_default();
+        insta::assert_snapshot!(note, @"[… 362 lines left out to save room. Read them with `start_line` and `line_count`.]");
     }
 
     #[test]

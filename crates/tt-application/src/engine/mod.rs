@@ -1,6 +1,6 @@
 //! The engine: the only place agents run. Run-scoped state (`context`), invocation setup for
 //! delegated and handoff agents (`invocation_setup`, `binding`, `prompt_assembly`), the tool
-//! loop (`tool_loop`), tool dispatch (`dispatch`), model turns (`model_turn`, `streaming`),
+//! loop (`tool_loop`) and fitting its requests into the model's window (`context_fit`), tool dispatch (`dispatch`), model turns (`model_turn`, `streaming`),
 //! chat commits (`commit`), the delegation tools that act on the run (`delegation`), the task
 //! scheduler (`scheduler`) and the delegated worker (`child`).
 //!
@@ -14,6 +14,7 @@ pub(crate) mod binding;
 pub(crate) mod child;
 pub(crate) mod commit;
 pub(crate) mod context;
+pub(crate) mod context_fit;
 pub(crate) mod delegation;
 pub(crate) mod dispatch;
 pub(crate) mod invocation_setup;

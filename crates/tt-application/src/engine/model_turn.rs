@@ -242,6 +242,7 @@ pub(crate) async fn journal_stored_response(
         reasoning_chars: char_count(&reasoning) as u64,
         reasoning_words: word_count(&reasoning) as u64,
         usage: response.usage,
+        cost_usd: call_cost(inv, response.usage.as_ref()),
         finish_reason: response.finish_reason.clone(),
         narration,
     };
@@ -249,6 +250,15 @@ pub(crate) async fn journal_stored_response(
         .record(run_id, EventLevel::Info, &completed)
         .await?;
     Ok(())
+}
+
+/// What a call with `usage` cost on this agent's model, when its price is known.
+pub(crate) fn call_cost(
+    inv: &InvocationRuntime,
+    usage: Option<&tt_domain::model::ModelUsage>,
+) -> Option<f64> {
+    let (price, usage) = (inv.model.price?, usage?);
+    Some(tt_domain::cost::round_usd(price.cost_usd(usage)))
 }
 
 /// `object` with the provider fields of [`tt_ports::provider_fields`] added.

@@ -13,6 +13,7 @@ use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
 use tt_ports::RunDocument;
 
 use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context_fit::{FitTrigger, apply_step, fit_request};
 use crate::engine::dispatch::{LoopControl, checkpoint, dispatch_call};
 use crate::error::{ApplicationError, ApplicationResult};
 
@@ -129,6 +130,9 @@ async fn run_rounds(
                         crate::guidance::render_guidance_message(&texts),
                     ));
                 }
+                // Then the history was trimmed or compacted as it was then.
+                replay_context_steps(inv, round, &mut messages);
+                inv.window.note_sent(&messages, &inv.snapshot.tools);
                 if !inv
                     .replay
                     .as_ref()
@@ -148,26 +152,43 @@ async fn run_rounds(
                 response
             }
             None => {
-                // The history is lent to the request and taken back: the model call copies
-                // it once (per attempt), not twice.
-                let settings = inv.model.settings();
-                let request = AgentModelRequest {
-                    session: session.clone(),
-                    agent_profile_id: inv.profile.id().clone(),
-                    model_id: model_id.clone(),
-                    round,
-                    messages: std::mem::take(&mut messages),
-                    tools: inv.snapshot.tools.clone(),
-                    tool_choice: "auto".to_owned(),
-                    max_output_tokens: settings.max_output_tokens,
-                    generation: settings.generation,
-                };
-                let turn =
-                    crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;
-                messages = request.messages;
-                turn?
+                // Steps journaled before a crash at this round stand; the fit goes on from them.
+                replay_context_steps(inv, round, &mut messages);
+                let mut trigger = FitTrigger::Estimate;
+                loop {
+                    let max_output_tokens =
+                        fit_request(ctx, inv, round, &mut messages, trigger).await?;
+                    // The history is lent to the request and taken back: the model call
+                    // copies it once (per attempt), not twice.
+                    let request = AgentModelRequest {
+                        session: session.clone(),
+                        agent_profile_id: inv.profile.id().clone(),
+                        model_id: model_id.clone(),
+                        round,
+                        messages: std::mem::take(&mut messages),
+                        tools: inv.snapshot.tools.clone(),
+                        tool_choice: "auto".to_owned(),
+                        max_output_tokens,
+                        generation: inv.model.settings().generation,
+                    };
+                    let turn =
+                        crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;
+                    messages = request.messages;
+                    match turn {
+                        // Refused as too large: fit again with what the refusal said, once.
+                        Err(ApplicationError::Model(
+                            error @ tt_ports::ModelError::ContextOverflow { .. },
+                        )) if trigger == FitTrigger::Estimate => {
+                            inv.window
+                                .observe_refusal(&error, inv.model.context_window_tokens);
+                            trigger = FitTrigger::ProviderRefused;
+                        }
+                        turn => break turn?,
+                    }
+                }
             }
         };
+        inv.window.observe_usage(response.usage.as_ref());
         // A model answer is progress, for the idle limit of a delegated task.
         ctx.scheduler.mark_progress(&inv.invocation.id);
         if let Some(usage) = &response.usage {
@@ -271,7 +292,9 @@ async fn run_rounds(
                         &dispatched.result.structured,
                     ));
             }
-            messages.push(AgentModelMessage::tool_result(dispatched.result.clone()));
+            messages.push(AgentModelMessage::tool_result(
+                crate::engine::context_fit::bounded_result(inv, &dispatched.result),
+            ));
             match dispatched.control {
                 LoopControl::Continue => {}
                 LoopControl::Finish { reason } => {
@@ -362,6 +385,22 @@ async fn run_rounds(
         "agent.max_tool_rounds_exceeded",
         format!("{ending} was not called within {max_rounds} rounds"),
     ))
+}
+
+/// Applies the context-window steps journaled before `round` (a resumed agent).
+fn replay_context_steps(
+    inv: &mut InvocationRuntime,
+    round: u32,
+    messages: &mut Vec<AgentModelMessage>,
+) {
+    let steps = inv
+        .replay
+        .as_mut()
+        .map(|replay| replay.take_context_steps(round))
+        .unwrap_or_default();
+    for step in &steps {
+        apply_step(messages, step);
+    }
 }
 
 /// Canonical names of the tools that can end this invocation's loop.
