@@ -156,6 +156,20 @@ impl EventPrinter {
             P::PromptAssemblyFailed(e) => format!("  prompt assembly failed: {}", e.message),
             P::DirectOutputCaptured(e) => format!("  plain text saved to {}", e.path),
             P::DriftRecoveryAttempted(_) => "reminded the model to use its tools".to_owned(),
+            P::ContextTrimmed(e) => format!(
+                "made room: {} older result(s) shortened (~{} → ~{} of {} tokens)",
+                e.stubbed_messages.len(),
+                e.estimated_tokens_before,
+                e.estimated_tokens_after,
+                e.window_tokens
+            ),
+            P::ContextCompacted(e) => format!(
+                "made room: {} older message(s) summarized (~{} → ~{} of {} tokens)",
+                e.replaced_messages,
+                e.estimated_tokens_before,
+                e.estimated_tokens_after,
+                e.window_tokens
+            ),
             P::ChatCommitRequested(e) => format!("publishing {} ({} chars)", e.path, e.chars),
             P::ChatCommitCompleted(e) => format!("published as message {}", e.message_id),
             P::PersistentChangesCommitted(e) => {

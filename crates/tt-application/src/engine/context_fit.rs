@@ -243,7 +243,8 @@ async fn compact(
         .chain(&messages[spans.tail_start..])
         .cloned()
         .collect();
-    let floor = calibration.apply(request_tokens(&kept, tools) + SUMMARY_TOKENS);
+    let summary_tokens = summary_tokens(&budget);
+    let floor = calibration.apply(request_tokens(&kept, tools) + summary_tokens);
     if inv.profile.definition.context.compaction == CompactionPolicy::None
         || spans.tail_start <= spans.head_end
         || floor > budget.input_budget_tokens
@@ -255,7 +256,7 @@ async fn compact(
     let opening = &messages[..spans.head_end];
     let room = budget
         .input_budget_tokens
-        .saturating_sub(calibration.apply(request_tokens(opening, 0) + SUMMARY_TOKENS));
+        .saturating_sub(calibration.apply(request_tokens(opening, 0) + summary_tokens));
     let max_bytes =
         usize::try_from(calibration.unapply(room) * window::BYTES_PER_TOKEN_TIMES_TEN / 10)
             .unwrap_or(usize::MAX);
@@ -273,7 +274,7 @@ async fn compact(
         messages: request_messages,
         tools: Arc::from(Vec::new()),
         tool_choice: "auto".to_owned(),
-        max_output_tokens: Some(SUMMARY_TOKENS as u32),
+        max_output_tokens: Some(u32::try_from(summary_tokens).unwrap_or(u32::MAX)),
         generation: inv.model.settings().generation,
     };
     let call_cancel = inv.cancel.child_token();
@@ -291,7 +292,8 @@ async fn compact(
     let mut summary = response.text().trim().to_owned();
     if summary.is_empty() {
         // A model that answers with nothing still leaves the agent its own record.
-        summary = window::cut_middle(&transcript, SUMMARY_TOKENS as usize * 3);
+        let bytes = usize::try_from(summary_tokens * 3).unwrap_or(usize::MAX);
+        summary = window::cut_middle(&transcript, bytes);
     }
     if let Some(usage) = &response.usage {
         ctx.scheduler.charge_tokens(
@@ -324,8 +326,11 @@ async fn compact(
     Ok(())
 }
 
-/// The most tokens a summary may take (and the room kept for it).
-const SUMMARY_TOKENS: u64 = 1024;
+/// The most tokens a summary may take (and the room kept for it): an eighth of the input
+/// budget, within 128 to 1,024.
+fn summary_tokens(budget: &WindowBudget) -> u64 {
+    (budget.input_budget_tokens / 8).clamp(128, 1024)
+}
 
 #[cfg(test)]
 mod tests {
