@@ -225,21 +225,44 @@ pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsag
             );
         let _ = writeln!(
             out,
-            "  {profile}: {} model calls, {} tool calls, {} tokens{}, {} | {} model calls, {} tool calls, {} tokens{}, {} (agent time {})",
+            "  {profile}: {} model calls, {} tool calls, {} tokens{}{}, {} | {} model calls, {} tool calls, {} tokens{}{}, {} (agent time {})",
             entry.model_calls,
             entry.tool_calls,
             entry.input_tokens + entry.output_tokens,
             cached(entry.cached_input_tokens),
+            cost(
+                entry.cost_usd,
+                entry.unpriced_model_calls,
+                entry.model_calls
+            ),
             seconds(entry.wall_time_ms),
             entry.subtree.model_calls,
             entry.subtree.tool_calls,
             entry.subtree.input_tokens + entry.subtree.output_tokens,
             cached(entry.subtree.cached_input_tokens),
+            cost(
+                entry.subtree.cost_usd,
+                entry.subtree.unpriced_model_calls,
+                entry.subtree.model_calls
+            ),
             seconds(entry.subtree.wall_time_ms),
             seconds(entry.subtree.agent_time_ms),
         );
     }
     out
+}
+
+/// `, $0.0123` when some calls were priced (` + N unpriced` when not all were); nothing when
+/// none was.
+pub fn cost(usd: f64, unpriced: u64, calls: u64) -> String {
+    if unpriced >= calls {
+        return String::new();
+    }
+    let unpriced = match unpriced {
+        0 => String::new(),
+        n => format!(" + {n} unpriced call(s)"),
+    };
+    format!(", ${usd:.4}{unpriced}")
 }
 
 /// ` (N cached)` when a provider served part of the input from its prompt cache.
@@ -374,6 +397,7 @@ mod tests {
             tool_calls: model_calls,
             input_tokens: tokens,
             cached_input_tokens: tokens / 4,
+            cost_usd: tokens as f64 / 8000.0,
             wall_time_ms,
             agent_time_ms,
             ..UsageTotals::default()
@@ -383,6 +407,8 @@ mod tests {
             model_calls: 2,
             input_tokens: 100,
             cached_input_tokens: 25,
+            cost_usd: 0.0125,
+            unpriced_model_calls: u64::from(parent.is_some()),
             tool_calls: 2,
             wall_time_ms,
             parent_invocation_id: parent.map(str::to_owned),
@@ -411,8 +437,8 @@ mod tests {
         assert_eq!(
             usage_rollup(&projection, &usage),
             "usage (own | with its sub-tree):\n\
-             \x20 inv_root: 2 model calls, 2 tool calls, 100 tokens (25 cached), 3.0 s | 4 model calls, 4 tool calls, 200 tokens (50 cached), 3.0 s (agent time 4.2 s)\n\
-             \x20 inv_a: 2 model calls, 2 tool calls, 100 tokens (25 cached), 1.2 s | 2 model calls, 2 tool calls, 100 tokens (25 cached), 1.2 s (agent time 1.2 s)\n"
+             \x20 inv_root: 2 model calls, 2 tool calls, 100 tokens (25 cached), $0.0125, 3.0 s | 4 model calls, 4 tool calls, 200 tokens (50 cached), $0.0250, 3.0 s (agent time 4.2 s)\n\
+             \x20 inv_a: 2 model calls, 2 tool calls, 100 tokens (25 cached), $0.0125 + 1 unpriced call(s), 1.2 s | 2 model calls, 2 tool calls, 100 tokens (25 cached), $0.0125, 1.2 s (agent time 1.2 s)\n"
         );
     }
 }
