@@ -106,6 +106,10 @@ pub struct ModelArgs {
     /// model.maxOutputTokens can lower it).
     #[arg(long)]
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens (default: the known window of the model id, if
+    /// any; docs/providers.md). Give a replay the window its recording ran with.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
 }
 
 pub async fn run(
@@ -189,7 +193,7 @@ pub async fn resume(
 /// The runtime of `run` and `resume`: the model of `options` (recorded to a cassette with
 /// `--record`), commits published to the transcript, and a line describing the model.
 fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRuntime, String)> {
-    let (provider, description) = match &options.replay {
+    let (provider, description, mut info) = match &options.replay {
         Some(path) => {
             let replay = ReplayProvider::open(path)?;
             let description = format!(
@@ -197,10 +201,22 @@ fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRun
                 path.display(),
                 replay.remaining()
             );
-            (Arc::new(replay) as Arc<dyn ModelProvider>, description)
+            (
+                Arc::new(replay) as Arc<dyn ModelProvider>,
+                description,
+                tt_runtime::ConnectionModelInfo::default(),
+            )
         }
         None => connect(options)?,
     };
+    if let Some(tokens) = options.context_window {
+        anyhow::ensure!(
+            tokens >= tt_runtime::MIN_CONTEXT_WINDOW_TOKENS,
+            "--context-window must be at least {}",
+            tt_runtime::MIN_CONTEXT_WINDOW_TOKENS
+        );
+        info.context_window_tokens = Some(tokens);
+    }
     let provider = match &options.record {
         Some(path) => {
             Arc::new(RecordingProvider::create(provider, path)?) as Arc<dyn ModelProvider>
@@ -210,6 +226,7 @@ fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRun
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
         .provider(provider)
+        .provider_model_info(info)
         .commit_bridge(CommitBridgeChoice::Transcript)
         .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
         .build()?;
@@ -218,7 +235,13 @@ fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRun
 
 /// The provider of a live run: `--connection` and `--model` with their options, and a line
 /// describing it.
-fn connect(options: &ModelArgs) -> anyhow::Result<(Arc<dyn ModelProvider>, String)> {
+fn connect(
+    options: &ModelArgs,
+) -> anyhow::Result<(
+    Arc<dyn ModelProvider>,
+    String,
+    tt_runtime::ConnectionModelInfo,
+)> {
     let (Some(connection), Some(model)) = (&options.connection, &options.model) else {
         anyhow::bail!("--connection and --model are required unless --replay is given");
     };
@@ -248,7 +271,7 @@ fn connect(options: &ModelArgs) -> anyhow::Result<(Arc<dyn ModelProvider>, Strin
         spec.base_url,
         if spec.stream { ", streaming" } else { "" }
     );
-    Ok((provider, description))
+    Ok((provider, description, spec.model_info()))
 }
 
 /// Saves every agent profile (`*.json` with `"kind": "tauritavern.agentProfile"`) in `dir`,

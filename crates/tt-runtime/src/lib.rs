@@ -40,6 +40,7 @@ pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
     UsageTotals,
 };
+pub use tt_domain::cost::{ModelPrice, PriceTable};
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).
 pub use tt_domain::event_payload::{self, EventPayload, RunEventPayload};
@@ -49,8 +50,10 @@ pub use tt_domain::generation::{
 /// The ids typed payloads and records carry.
 pub use tt_domain::ids::{CheckpointId, InvocationId, ProfileId, RunId, TaskId};
 pub use tt_domain::model::{AgentModelRequest, ModelUsage};
-pub use tt_domain::profile::AgentProfileDefinition;
+pub use tt_domain::profile::{AgentProfileDefinition, MIN_CONTEXT_WINDOW_TOKENS};
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
-pub use tt_ports::{AssembledSettings, ChatCommitRequest, ModelError, ModelProvider};
+pub use tt_ports::{
+    AssembledSettings, ChatCommitRequest, ConnectionModelInfo, ModelError, ModelProvider,
+};
