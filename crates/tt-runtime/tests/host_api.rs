@@ -683,3 +683,6 @@ async fn guidance_waiting_when_the_process_died_reaches_the_agent_after_resume()
     restarted.wait_for_run(&run_id).await.unwrap();
     crashed.shutdown().await.unwrap();
 }
+
+#[path = "host_api/context_resume.rs"]
+mod context_resume;
