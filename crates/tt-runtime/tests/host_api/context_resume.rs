@@ -132,7 +132,14 @@ async fn a_resumed_agent_sends_the_request_the_dead_process_was_sending() {
     );
     assert_eq!(resumed.max_output_tokens, dead.max_output_tokens);
     // The summary was taken from the journal, not asked for again.
-    assert!(after.lock().unwrap().iter().all(|r| !r.tools.is_empty()));
+    assert!(
+        after
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.round <= CRASH_ROUND)
+            .all(|r| !r.tools.is_empty())
+    );
     restarted.cancel_run(&run_id).await.unwrap();
     restarted.wait_for_run(&run_id).await.unwrap();
     crashed.shutdown().await.unwrap();
