@@ -1,12 +1,12 @@
 //! A run whose history was trimmed and compacted to fit its model's window, resumed after its
 //! process died: the resumed agent's next request is the one the dead process was sending,
-//! byte for byte (the journaled steps are applied, not decided again).
+//! byte for byte (the journaled steps are applied, not decided again); and a cassette of such a
+//! run replays it offline, step for step.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt as _;
 use serde_json::json;
 use tempfile::TempDir;
 use tt_domain::model::AgentModelRequest;
@@ -26,6 +26,15 @@ fn reader(
     hang_from: u32,
     seen: Arc<Mutex<Vec<AgentModelRequest>>>,
 ) -> Arc<dyn tt_runtime::ModelProvider> {
+    reader_ending(hang_from, u32::MAX, seen)
+}
+
+/// Like [`reader`], publishing and finishing from round `end`.
+fn reader_ending(
+    hang_from: u32,
+    end: u32,
+    seen: Arc<Mutex<Vec<AgentModelRequest>>>,
+) -> Arc<dyn tt_runtime::ModelProvider> {
     let note: String = (1..=150)
         .map(|n| format!("Note {n}: the lighthouse keeper counts ships at dusk.\n"))
         .collect();
@@ -41,6 +50,12 @@ fn reader(
             return Ok(ModelReply::text("never").after(Duration::from_secs(86_400)));
         }
         Ok(match request.round {
+            n if n == end => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Ships at dusk.\n"}),
+            ),
+            n if n == end.saturating_add(1) => ModelReply::tool_call("workspace_commit", json!({})),
+            n if n > end => ModelReply::tool_call("workspace_finish", json!({})),
             1 => ModelReply::tool_call(
                 "workspace_write_file",
                 json!({"path": "scratch/notes.md", "content": note}),
@@ -143,4 +158,51 @@ async fn a_resumed_agent_sends_the_request_the_dead_process_was_sending() {
     restarted.cancel_run(&run_id).await.unwrap();
     restarted.wait_for_run(&run_id).await.unwrap();
     crashed.shutdown().await.unwrap();
+}
+
+/// The run's context-window events: (type, round).
+async fn context_steps(runtime: &AgentRuntime, run_id: String) -> Vec<(String, serde_json::Value)> {
+    runtime
+        .read_events(tt_runtime::ReadEventsRequest {
+            run_id,
+            limit: Some(1000),
+            ..tt_runtime::ReadEventsRequest::default()
+        })
+        .await
+        .unwrap()
+        .events
+        .into_iter()
+        .filter(|e| e.event_type.starts_with("context_"))
+        .map(|e| (e.event_type, e.payload["round"].clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_cassette_of_a_trimmed_and_compacted_run_replays_it_offline() {
+    let recorded = TempDir::new().unwrap();
+    let cassette = recorded.path().join("run.cassette.jsonl");
+    let live = reader_ending(u32::MAX, 24, Arc::new(Mutex::new(Vec::new())));
+    let recorder = Arc::new(tt_runtime::RecordingProvider::create(live, &cassette).unwrap());
+    let first = windowed_runtime(&recorded.path().join("data"), recorder);
+    let run = first.start_run(request()).await.unwrap();
+    let ended = first.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(ended.status, tt_runtime::AgentRunStatus::Completed);
+    let recorded_steps = context_steps(&first, run.id.to_string()).await;
+    assert!(
+        recorded_steps
+            .iter()
+            .any(|(kind, _)| kind == "context_compacted")
+    );
+    first.shutdown().await.unwrap();
+
+    let replayed = TempDir::new().unwrap();
+    let replay = Arc::new(tt_runtime::ReplayProvider::open(&cassette).unwrap());
+    let second = windowed_runtime(replayed.path(), replay);
+    let run = second.start_run(request()).await.unwrap();
+    let ended = second.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(ended.status, tt_runtime::AgentRunStatus::Completed);
+    assert_eq!(
+        context_steps(&second, run.id.to_string()).await,
+        recorded_steps
+    );
 }
