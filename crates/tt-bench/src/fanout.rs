@@ -199,7 +199,7 @@ async fn install_profiles(runtime: &AgentRuntime, children: u32) -> Result<()> {
     Ok(())
 }
 
-fn start_request(children: u32) -> StartRunRequest {
+pub fn start_request(children: u32) -> StartRunRequest {
     StartRunRequest {
         stable_chat_id: "tt-bench-fanout".to_owned(),
         conversation_kind: ConversationKind::Character,

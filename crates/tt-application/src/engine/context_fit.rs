@@ -100,13 +100,29 @@ pub(crate) enum FitTrigger {
 }
 
 impl WindowState {
-    /// Notes the history of a request as sent (a replayed one too), so its usage calibrates.
+    /// Notes the history of a request as sent (a replayed one too), so its usage calibrates;
+    /// only while a window is known (`configured`, or learned), as [`fit_request`] does.
     pub(crate) fn note_sent(
+        &mut self,
+        configured: Option<u64>,
+        messages: &[AgentModelMessage],
+        tools: &[tt_domain::tool::AgentToolSpec],
+    ) {
+        self.last_estimate = self
+            .learned_window
+            .or(configured)
+            .map(|_| request_tokens(messages, window::tools_tokens(tools)));
+    }
+
+    /// Notes the size of a request a provider refused, when it was not measured.
+    pub(crate) fn note_refused(
         &mut self,
         messages: &[AgentModelMessage],
         tools: &[tt_domain::tool::AgentToolSpec],
     ) {
-        self.last_estimate = Some(request_tokens(messages, window::tools_tokens(tools)));
+        if self.last_estimate.is_none() {
+            self.last_estimate = Some(request_tokens(messages, window::tools_tokens(tools)));
+        }
     }
 
     /// Learns from a provider's answer to the request last sent.
@@ -143,25 +159,26 @@ impl WindowState {
 }
 
 /// Fits `messages` into the window before round `round`'s live request, journaling what it
-/// changed, and returns the `max_output_tokens` the request may ask for (lowered when the
-/// window leaves less room than configured).
+/// changed, and returns the `max_output_tokens` the request may ask for: `configured_output`,
+/// lowered when the window leaves less room.
 pub(crate) async fn fit_request(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     round: u32,
     messages: &mut Vec<AgentModelMessage>,
     trigger: FitTrigger,
+    configured_output: Option<u32>,
 ) -> ApplicationResult<Option<u32>> {
-    let configured_output = inv.model.settings().max_output_tokens;
-    let tools = window::tools_tokens(&inv.snapshot.tools);
     let Some(window_tokens) = inv
         .window
         .learned_window
         .or(inv.model.context_window_tokens)
     else {
-        inv.window.last_estimate = Some(request_tokens(messages, tools));
+        // No window: nothing to measure (a refusal measures the request it refused).
+        inv.window.last_estimate = None;
         return Ok(configured_output);
     };
+    let tools = window::tools_tokens(&inv.snapshot.tools);
     let budget = WindowBudget::new(window_tokens, configured_output);
     let calibration = inv.window.calibration;
     let estimate =

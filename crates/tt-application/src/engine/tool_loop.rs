@@ -132,7 +132,11 @@ async fn run_rounds(
                 }
                 // Then the history was trimmed or compacted as it was then.
                 replay_context_steps(inv, round, &mut messages);
-                inv.window.note_sent(&messages, &inv.snapshot.tools);
+                inv.window.note_sent(
+                    inv.model.context_window_tokens,
+                    &messages,
+                    &inv.snapshot.tools,
+                );
                 if !inv
                     .replay
                     .as_ref()
@@ -155,9 +159,17 @@ async fn run_rounds(
                 // Steps journaled before a crash at this round stand; the fit goes on from them.
                 replay_context_steps(inv, round, &mut messages);
                 let mut trigger = FitTrigger::Estimate;
+                let settings = inv.model.settings();
                 loop {
-                    let max_output_tokens =
-                        fit_request(ctx, inv, round, &mut messages, trigger).await?;
+                    let max_output_tokens = fit_request(
+                        ctx,
+                        inv,
+                        round,
+                        &mut messages,
+                        trigger,
+                        settings.max_output_tokens,
+                    )
+                    .await?;
                     // The history is lent to the request and taken back: the model call
                     // copies it once (per attempt), not twice.
                     let request = AgentModelRequest {
@@ -169,7 +181,7 @@ async fn run_rounds(
                         tools: inv.snapshot.tools.clone(),
                         tool_choice: "auto".to_owned(),
                         max_output_tokens,
-                        generation: inv.model.settings().generation,
+                        generation: settings.generation.clone(),
                     };
                     let turn =
                         crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;
@@ -179,6 +191,7 @@ async fn run_rounds(
                         Err(ApplicationError::Model(
                             error @ tt_ports::ModelError::ContextOverflow { .. },
                         )) if trigger == FitTrigger::Estimate => {
+                            inv.window.note_refused(&messages, &inv.snapshot.tools);
                             inv.window
                                 .observe_refusal(&error, inv.model.context_window_tokens);
                             trigger = FitTrigger::ProviderRefused;
