@@ -131,6 +131,68 @@ pub fn price_for(table: &PriceTable, model_id: Option<&str>) -> Option<ModelPric
         .or_else(|| model_id.and_then(default_price))
 }
 
+/// An amount of US dollars, kept in millionths so budgets compare exactly; written in JSON as
+/// a number of dollars (`0.25`). A negative, non-finite or too large number is refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Usd {
+    micro: u64,
+}
+
+impl Usd {
+    pub const ZERO: Usd = Usd { micro: 0 };
+
+    pub fn from_micro(micro: u64) -> Self {
+        Self { micro }
+    }
+
+    /// `dollars`, rounded to a millionth; `None` when negative or not a finite number.
+    pub fn from_dollars(dollars: f64) -> Option<Self> {
+        (dollars.is_finite() && (0.0..1e12).contains(&dollars)).then(|| Self {
+            micro: (dollars * 1_000_000.0).round() as u64,
+        })
+    }
+
+    pub fn micro(self) -> u64 {
+        self.micro
+    }
+
+    pub fn dollars(self) -> f64 {
+        self.micro as f64 / 1_000_000.0
+    }
+
+    pub fn saturating_add(self, other: Usd) -> Usd {
+        Usd::from_micro(self.micro.saturating_add(other.micro))
+    }
+}
+
+impl std::fmt::Display for Usd {
+    /// `$0.0123` (four decimals; more when the amount is below a hundredth of a cent).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.micro > 0 && self.micro < 100 {
+            write!(f, "${:.6}", self.dollars())
+        } else {
+            write!(f, "${:.4}", self.dollars())
+        }
+    }
+}
+
+impl Serialize for Usd {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(self.dollars())
+    }
+}
+
+impl<'de> Deserialize<'de> for Usd {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let dollars = f64::deserialize(deserializer)?;
+        Usd::from_dollars(dollars).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{dollars} is not an amount of dollars (a number >= 0)"
+            ))
+        })
+    }
+}
+
 /// `usd` rounded to a millionth of a dollar, as events and reports carry it.
 pub fn round_usd(usd: f64) -> f64 {
     (usd * 1_000_000.0).round() / 1_000_000.0
@@ -162,6 +224,17 @@ mod tests {
         );
         assert_eq!(default_price("openai/gpt-4o").map(|p| p.input), Some(2.5));
         assert!(default_price("local").is_none());
+    }
+
+    #[test]
+    fn dollars_round_trip_in_millionths_and_refuse_what_is_not_an_amount() {
+        let usd: Usd = serde_json::from_str("0.25").unwrap_or_default();
+        assert_eq!(usd.micro(), 250_000);
+        assert_eq!(serde_json::to_string(&usd).ok().as_deref(), Some("0.25"));
+        assert_eq!(usd.to_string(), "$0.2500");
+        assert_eq!(Usd::from_micro(12).to_string(), "$0.000012");
+        assert!(serde_json::from_str::<Usd>("-1").is_err());
+        assert!(Usd::from_dollars(f64::NAN).is_none());
     }
 
     #[test]

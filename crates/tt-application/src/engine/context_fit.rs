@@ -313,10 +313,15 @@ async fn compact(
         summary = window::cut_middle(&transcript, bytes);
     }
     if let Some(usage) = &response.usage {
-        ctx.scheduler.charge_tokens(
+        ctx.scheduler.charge(
             ctx,
             &inv.invocation.id,
-            usage.input_tokens + usage.output_tokens,
+            crate::engine::scheduler::Spent {
+                tokens: usage.input_tokens + usage.output_tokens,
+                cost: crate::engine::model_turn::call_cost(inv, Some(usage))
+                    .and_then(tt_domain::cost::Usd::from_dollars)
+                    .unwrap_or_default(),
+            },
         )?;
     }
     let step = ContextStep::Summary {

@@ -206,10 +206,15 @@ async fn run_rounds(
         ctx.scheduler.mark_progress(&inv.invocation.id);
         if let Some(usage) = &response.usage {
             // A delegated task past its token budget ends here (`agent.task_budget_exhausted`).
-            ctx.scheduler.charge_tokens(
+            ctx.scheduler.charge(
                 ctx,
                 &inv.invocation.id,
-                usage.input_tokens + usage.output_tokens,
+                crate::engine::scheduler::Spent {
+                    tokens: usage.input_tokens + usage.output_tokens,
+                    cost: crate::engine::model_turn::call_cost(inv, Some(usage))
+                        .and_then(tt_domain::cost::Usd::from_dollars)
+                        .unwrap_or_default(),
+                },
             )?;
         }
         let calls = response.tool_calls();

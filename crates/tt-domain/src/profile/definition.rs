@@ -149,7 +149,9 @@ pub struct ContextPolicy {
     pub include_activated_world_info: bool,
     /// What happens when a request does not fit the model's window even with older tool
     /// results replaced by stubs.
-    #[serde(default)]
+    /// Written only when not the default, so journals of runs that never set it stay as
+    /// they were.
+    #[serde(default, skip_serializing_if = "CompactionPolicy::is_default")]
     pub compaction: CompactionPolicy,
     /// A tool result larger than this (in estimated tokens) reaches the agent as its head and
     /// tail; unset, a quarter of the model's window when that is known.
@@ -165,6 +167,12 @@ impl Default for ContextPolicy {
             compaction: CompactionPolicy::default(),
             max_tool_result_tokens: None,
         }
+    }
+}
+
+impl CompactionPolicy {
+    pub fn is_default(&self) -> bool {
+        *self == CompactionPolicy::default()
     }
 }
 
@@ -238,6 +246,10 @@ pub struct DelegationPolicy {
     /// also the most a delegating agent may give it (`budget.maxTokens`). `None`: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_task_tokens: Option<u64>,
+    /// Most a task of this profile may cost in US dollars, with everything it delegates
+    /// (priced calls only, docs/providers.md "Cost"). `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_task_cost_usd: Option<crate::cost::Usd>,
 }
 
 /// The longest task deadline when a profile sets no `maxTaskTimeoutSeconds`: one day.
@@ -263,6 +275,7 @@ impl Default for DelegationPolicy {
             idle_timeout_seconds: None,
             max_delegation_depth: default_max_delegation_depth(),
             max_task_tokens: None,
+            max_task_cost_usd: None,
         }
     }
 }
@@ -465,6 +478,10 @@ pub struct LimitsSection {
     /// (`partial_success` when something was already published). Unset: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
+    /// Most the whole run may cost in US dollars (read from the run's root profile; priced
+    /// calls only); past it the run ends with `agent.run_budget_exhausted`. Unset: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_cost_usd: Option<crate::cost::Usd>,
 }
 
 impl Default for LimitsSection {
@@ -475,6 +492,7 @@ impl Default for LimitsSection {
             max_run_seconds: None,
             max_invocation_seconds: None,
             max_total_tokens: None,
+            max_total_cost_usd: None,
         }
     }
 }

@@ -175,6 +175,18 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
             "limits.maxTotalTokens must be > 0",
         ));
     }
+    if limits.max_total_cost_usd == Some(crate::cost::Usd::ZERO) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "limits.maxTotalCostUsd must be > 0",
+        ));
+    }
+    if p.delegation.max_task_cost_usd == Some(crate::cost::Usd::ZERO) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "delegation.maxTaskCostUsd must be > 0",
+        ));
+    }
     if limits.max_tool_argument_bytes == 0
         || limits.max_tool_argument_bytes > MAX_TOOL_ARGUMENT_BYTES_LIMIT
     {
