@@ -249,3 +249,39 @@ async fn a_large_result_reaches_the_history_as_head_and_tail() {
     assert!(content.contains("Note 120:"));
     assert!(!content.contains("Note 60:"));
 }
+
+#[tokio::test]
+async fn a_long_search_result_is_saved_whole_and_the_history_names_the_file() {
+    let mut turns = reading_turns(0);
+    turns.insert(
+        1,
+        turn(vec![call(
+            "s",
+            "workspace_search_files",
+            json!({"query": "lighthouse", "limit": 50}),
+        )]),
+    );
+    let model = by_turn(turns);
+    let h = harness(model.clone());
+    h.put_profile(custom_profile("bounded-results", |p| {
+        p.context.max_tool_result_tokens = Some(300);
+    }));
+    let run = h.run_to_end(request(Some("bounded-results"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let saved = h.first_event(&run.id, "tool_output_saved");
+    let path = saved.payload["path"].as_str().unwrap().to_owned();
+    assert!(
+        path.starts_with("scratch/tool-output/workspace_search_files-"),
+        "{path}"
+    );
+    let (_, _, _, content) = tool_results(&model.requests()[2]).pop().unwrap();
+    assert!(
+        content.contains(&format!("The whole output is in `{path}`")),
+        "{content}"
+    );
+    let file = h.store.file_text(&run.id, &path).expect("the saved output");
+    assert_eq!(
+        file.chars().count() as u64,
+        saved.payload["chars"].as_u64().unwrap()
+    );
+}

@@ -163,6 +163,9 @@ impl EventPrinter {
                 e.estimated_tokens_after,
                 e.window_tokens
             ),
+            P::ToolOutputSaved(e) => {
+                format!("  long output saved to {} ({} chars)", e.path, e.chars)
+            }
             P::ContextCompacted(e) => format!(
                 "made room: {} older message(s) summarized (~{} → ~{} of {} tokens)",
                 e.replaced_messages,

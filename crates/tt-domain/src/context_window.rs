@@ -348,12 +348,20 @@ pub fn stub_result(result: &AgentToolResult) -> AgentToolResult {
     }
 }
 
+/// Whether `result`'s content is estimated at more than `max_tokens`.
+pub fn exceeds(result: &AgentToolResult, max_tokens: u64) -> bool {
+    tokens_of_bytes(result.content.len() as u64) > max_tokens
+}
+
 /// `result` with its content cut to its head and tail when it is estimated at more than
 /// `max_tokens`: a read-file result says which lines to read next, any other how much was
-/// left out.
-pub fn bound_result(result: &AgentToolResult, max_tokens: u64) -> AgentToolResult {
-    let bytes = result.content.len() as u64;
-    if tokens_of_bytes(bytes) <= max_tokens {
+/// left out and, when the whole output was saved to a workspace file (`saved_at`), where.
+pub fn bound_result(
+    result: &AgentToolResult,
+    max_tokens: u64,
+    saved_at: Option<&str>,
+) -> AgentToolResult {
+    if !exceeds(result, max_tokens) {
         return result.clone();
     }
     // A fifth of the budget goes to the structured part and the note.
@@ -371,10 +379,16 @@ pub fn bound_result(result: &AgentToolResult, max_tokens: u64) -> AgentToolResul
             "[… {} lines left out to save room. Read them with `start_line` and `line_count`.]",
             omitted.matches('\n').count()
         ),
-        _ => format!(
-            "[… {} characters left out to save room. Narrow the call to see them.]",
-            omitted.chars().count()
-        ),
+        _ => match saved_at {
+            Some(path) => format!(
+                "[… {} characters left out to save room. The whole output is in `{path}`.]",
+                omitted.chars().count()
+            ),
+            None => format!(
+                "[… {} characters left out to save room. Narrow the call to see them.]",
+                omitted.chars().count()
+            ),
+        },
     };
     let mut bounded = result.clone();
     bounded.content = format!("{head}{note}\n{tail}");
@@ -580,8 +594,8 @@ mod tests {
         let ModelContentPart::ToolResult { result } = &read_result("c", &text).parts[0] else {
             unreachable!()
         };
-        assert_eq!(&bound_result(result, 100_000), result);
-        let bounded = bound_result(result, 200);
+        assert_eq!(&bound_result(result, 100_000, None), result);
+        let bounded = bound_result(result, 200, None);
         assert!(tokens_of_bytes(bounded.content.len() as u64) <= 200);
         assert!(bounded.content.starts_with("   1| line 1\n"));
         assert!(bounded.content.ends_with(" 400| line 400\n"));
@@ -591,6 +605,15 @@ mod tests {
             .find(|line| line.starts_with("[…"))
             .unwrap_or_default();
         insta::assert_snapshot!(note, @"[… 362 lines left out to save room. Read them with `start_line` and `line_count`.]");
+        let mut listed = result.clone();
+        listed.name = "workspace.search_files".into();
+        let saved = bound_result(&listed, 200, Some("scratch/tool-output/x.md"));
+        let note = saved
+            .content
+            .lines()
+            .find(|line| line.starts_with("[…"))
+            .unwrap_or_default();
+        insta::assert_snapshot!(note, @"[… 5351 characters left out to save room. The whole output is in `scratch/tool-output/x.md`.]");
     }
 
     #[test]

@@ -181,6 +181,7 @@ event_types! {
     UserGuidanceDiscarded => "user_guidance_discarded",
     ContextTrimmed => "context_trimmed",
     ContextCompacted => "context_compacted",
+    ToolOutputSaved => "tool_output_saved",
 }
 
 const SCOPE_FIELDS: [&str; 5] = [

@@ -148,6 +148,7 @@ payloads! {
     UserGuidanceDiscarded,
     ContextTrimmed,
     ContextCompacted,
+    ToolOutputSaved,
 }
 
 impl AgentRunEvent {
@@ -1078,4 +1079,18 @@ pub struct ContextCompacted {
     pub usage: Option<ModelUsage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+}
+
+/// `tool_output_saved`: a tool's output too long for the agent's history was saved whole to a
+/// workspace file, which the shortened result names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolOutputSaved {
+    pub invocation_id: InvocationId,
+    pub round: u32,
+    pub call_id: String,
+    pub tool: String,
+    pub path: String,
+    pub chars: u64,
+    pub sha256: String,
 }

@@ -22,6 +22,9 @@ use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
 use tt_domain::profile::CompactionPolicy;
+use tt_domain::text::sha256_hex;
+use tt_domain::tool::ToolName;
+use tt_domain::workspace::{WorkspacePath, WriteGuard};
 use tt_ports::ModelError;
 
 use crate::engine::context::{InvocationRuntime, RunContext};
@@ -71,23 +74,91 @@ pub(crate) fn apply_step(messages: &mut Vec<AgentModelMessage>, step: &ContextSt
 }
 
 /// `result` as the agent's history keeps it: whole, or its head and tail when it is larger
-/// than the profile's `context.maxToolResultTokens` (unset: a quarter of a known window).
-/// The stored record keeps the whole result; this depends only on the profile and the
-/// configured window, so a resumed agent bounds its replayed results the same way.
-pub(crate) fn bounded_result(
+/// than the profile's `context.maxToolResultTokens` (unset: a quarter of a known window). The
+/// stored record keeps the whole result; the whole output of a tool other than `read_file`
+/// is also saved to `scratch/tool-output/` when the agent can read `scratch`, and the cut
+/// says where (`tool_output_saved`). The cut depends only on the profile, the configured
+/// window and the result, so a resumed agent bounds its replayed results the same way; a
+/// replayed result's file is written again only if it went missing.
+pub(crate) async fn history_result(
+    ctx: &RunContext,
     inv: &InvocationRuntime,
+    round: u32,
     result: &tt_domain::tool::AgentToolResult,
-) -> tt_domain::tool::AgentToolResult {
+    replaying: bool,
+) -> ApplicationResult<tt_domain::tool::AgentToolResult> {
     let limit = inv
         .profile
         .definition
         .context
         .max_tool_result_tokens
         .or(inv.model.context_window_tokens.map(|window| window / 4));
-    match limit {
-        Some(limit) => window::bound_result(result, limit),
-        None => result.clone(),
+    let Some(limit) = limit.filter(|limit| window::exceeds(result, *limit)) else {
+        return Ok(result.clone());
+    };
+    let saved = output_path(inv, result);
+    if let Some(path) = &saved {
+        save_output(ctx, inv, round, result, path, replaying).await?;
     }
+    Ok(window::bound_result(
+        result,
+        limit,
+        saved.as_ref().map(WorkspacePath::as_str),
+    ))
+}
+
+/// Where the whole output of `result` is saved: `scratch/tool-output/<tool>-<sha256 prefix>.md`
+/// (named by its content, so two agents never collide), when the agent can read `scratch`; never
+/// for `read_file`, whose text is a file already.
+fn output_path(
+    inv: &InvocationRuntime,
+    result: &tt_domain::tool::AgentToolResult,
+) -> Option<WorkspacePath> {
+    let tool = ToolName::from_any(&result.name)?;
+    if tool == ToolName::WorkspaceReadFile {
+        return None;
+    }
+    let sha = sha256_hex(result.content.as_bytes());
+    let path = WorkspacePath::parse(&format!(
+        "scratch/tool-output/{}-{}.md",
+        tool.model_alias(),
+        &sha[..12]
+    ))
+    .ok()?;
+    inv.policy.is_visible(&path).then_some(path)
+}
+
+async fn save_output(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    result: &tt_domain::tool::AgentToolResult,
+    path: &WorkspacePath,
+    replaying: bool,
+) -> ApplicationResult<()> {
+    let workspace = &ctx.services.workspace;
+    if replaying && workspace.read(&ctx.run_id, path).await.is_ok() {
+        return Ok(());
+    }
+    workspace
+        .write(&ctx.run_id, path, &result.content, &WriteGuard::None)
+        .await?;
+    if replaying {
+        return Ok(());
+    }
+    let saved = payload::ToolOutputSaved {
+        invocation_id: inv.invocation.id.clone(),
+        round,
+        call_id: result.call_id.clone(),
+        tool: result.name.clone(),
+        path: path.to_string(),
+        chars: result.content.chars().count() as u64,
+        sha256: sha256_hex(result.content.as_bytes()),
+    };
+    ctx.events
+        .record(&ctx.run_id, EventLevel::Info, &saved)
+        .await?;
+    Ok(())
 }
 
 /// Why the history is fitted again.

@@ -310,9 +310,15 @@ async fn run_rounds(
                         &dispatched.result.structured,
                     ));
             }
-            messages.push(AgentModelMessage::tool_result(
-                crate::engine::context_fit::bounded_result(inv, &dispatched.result),
-            ));
+            let kept = crate::engine::context_fit::history_result(
+                ctx,
+                inv,
+                round,
+                &dispatched.result,
+                replaying,
+            )
+            .await?;
+            messages.push(AgentModelMessage::tool_result(kept));
             match dispatched.control {
                 LoopControl::Continue => {}
                 LoopControl::Finish { reason } => {
