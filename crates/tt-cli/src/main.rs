@@ -303,6 +303,29 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", render::agent_tree(&projection));
             let usage = runtime.usage(&run_id).await?;
             print!("{}", render::usage_rollup(&projection, &usage));
+            // Each agent's model: the binding events (one per agent, early in the journal).
+            let mut bindings = Vec::new();
+            let mut after = 0;
+            loop {
+                let page = runtime
+                    .read_events(ReadEventsRequest {
+                        run_id: run_id.clone(),
+                        after_seq: Some(after),
+                        limit: Some(1000),
+                        ..Default::default()
+                    })
+                    .await?;
+                let Some(last) = page.events.last() else {
+                    break;
+                };
+                after = last.seq;
+                bindings.extend(
+                    page.events
+                        .into_iter()
+                        .filter(|e| e.event_type == "agent_model_binding_resolved"),
+                );
+            }
+            print!("{}", render::model_bindings(&projection, &bindings));
             Ok(())
         }
     }

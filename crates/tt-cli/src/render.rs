@@ -255,6 +255,53 @@ pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsag
     out
 }
 
+/// One line per agent: its provider and model, the model's window and price when known, and
+/// the generation settings its requests carry.
+pub fn model_bindings(projection: &TimelineProjection, events: &[AgentRunEvent]) -> String {
+    let mut out = String::from("models:\n");
+    for event in events {
+        let Some(Ok(tt_runtime::RunEventPayload::AgentModelBindingResolved(b))) =
+            event.typed_payload()
+        else {
+            continue;
+        };
+        let who = projection
+            .invocations
+            .iter()
+            .find(|inv| inv.invocation_id == b.invocation_id)
+            .map_or_else(
+                || b.profile_id.to_string(),
+                |inv| inv.profile_id.to_string(),
+            );
+        let mut line = format!("  {who}: {}", b.provider);
+        if let Some(model) = &b.model_id {
+            let _ = write!(line, " {model}");
+        }
+        if let Some(connection) = &b.connection_ref {
+            let _ = write!(line, " (connection {connection})");
+        }
+        if let Some(window) = b.context_window_tokens {
+            let _ = write!(line, ", window {window} tokens");
+        }
+        if let Some(price) = b.price {
+            let _ = write!(
+                line,
+                ", ${}/${} per million tokens in/out",
+                price.input, price.output
+            );
+        }
+        if let Some(generation) = &b.generation {
+            let _ = write!(
+                line,
+                ", settings {}",
+                serde_json::to_string(generation).unwrap_or_default()
+            );
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
 /// `, $0.0123` when some calls were priced (` + N unpriced` when not all were); nothing when
 /// none was.
 pub fn cost(usd: f64, unpriced: u64, calls: u64) -> String {
@@ -391,6 +438,16 @@ mod tests {
             .filter_map(|event| printer.line(event))
             .collect();
         insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    #[test]
+    fn the_graph_names_each_agents_model_window_price_and_settings() {
+        let projection = TimelineProjection {
+            foreground_invocation_ids: Vec::new(),
+            invocations: Vec::new(),
+            delegation_edges: Vec::new(),
+        };
+        insta::assert_snapshot!(model_bindings(&projection, &sample_events()));
     }
 
     #[test]
