@@ -83,8 +83,8 @@ fn round_of(event: &AgentRunEvent) -> Option<u32> {
 }
 
 /// The context-window step a `context_trimmed` or `context_compacted` event journaled.
-fn context_step(event: &AgentRunEvent) -> Option<crate::engine::context_fit::ContextStep> {
-    use crate::engine::context_fit::ContextStep;
+fn context_step(event: &AgentRunEvent) -> Option<crate::replay::ContextStep> {
+    use crate::replay::ContextStep;
     use tt_domain::event_payload::RunEventPayload;
     let to_index = |index: u64| usize::try_from(index).ok();
     match event.typed_payload()?.ok()? {

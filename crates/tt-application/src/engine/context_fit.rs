@@ -29,6 +29,7 @@ use tt_ports::ModelError;
 
 use crate::engine::context::{InvocationRuntime, RunContext};
 use crate::error::{ApplicationError, ApplicationResult};
+pub(crate) use crate::replay::ContextStep;
 
 /// What an agent has learned about its model's window.
 #[derive(Debug, Clone, Default)]
@@ -38,17 +39,6 @@ pub(crate) struct WindowState {
     learned_window: Option<u64>,
     /// The uncalibrated estimate of the request last sent, for calibrating with its usage.
     last_estimate: Option<u64>,
-}
-
-/// One journaled step, replayed on resume.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ContextStep {
-    Stubs(Vec<usize>),
-    Summary {
-        first: usize,
-        count: usize,
-        summary: String,
-    },
 }
 
 /// Applies a journaled step to the history.
