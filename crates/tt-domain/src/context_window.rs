@@ -55,14 +55,19 @@ const KNOWN_WINDOWS: &[(&str, u64)] = &[
 
 /// The context window of `model_id`, when it is a known model.
 pub fn known_context_window(model_id: &str) -> Option<u64> {
+    by_model_prefix(KNOWN_WINDOWS, model_id).copied()
+}
+
+/// The entry of `table` whose prefix is the longest that `model_id` starts with, case aside;
+/// a provider prefix (`openai/gpt-4o`, `anthropic/claude-…`) is ignored, the model comes last.
+pub fn by_model_prefix<'t, T>(table: &'t [(&str, T)], model_id: &str) -> Option<&'t T> {
     let id = model_id.to_ascii_lowercase();
-    // Provider-prefixed ids (`openai/gpt-4o`, `anthropic/claude-…`) name the model last.
     let id = id.rsplit('/').next().unwrap_or(&id);
-    KNOWN_WINDOWS
+    table
         .iter()
         .filter(|(prefix, _)| id.starts_with(prefix))
         .max_by_key(|(prefix, _)| prefix.len())
-        .map(|(_, window)| *window)
+        .map(|(_, value)| value)
 }
 
 /// How a request is split between its input and the model's answer.

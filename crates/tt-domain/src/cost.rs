@@ -109,13 +109,7 @@ const DEFAULT_PRICES: &[(&str, ModelPrice)] = &[
 
 /// The default price of `model_id`, when the table knows it.
 pub fn default_price(model_id: &str) -> Option<ModelPrice> {
-    let id = model_id.to_ascii_lowercase();
-    let id = id.rsplit('/').next().unwrap_or(&id);
-    DEFAULT_PRICES
-        .iter()
-        .filter(|(prefix, _)| id.starts_with(prefix))
-        .max_by_key(|(prefix, _)| prefix.len())
-        .map(|(_, price)| *price)
+    crate::context_window::by_model_prefix(DEFAULT_PRICES, model_id).copied()
 }
 
 /// A connection's prices by model id (`"*"` for any model of the connection).

@@ -373,18 +373,7 @@ async fn compact(
         let bytes = usize::try_from(summary_tokens * 3).unwrap_or(usize::MAX);
         summary = window::cut_middle(&transcript, bytes);
     }
-    if let Some(usage) = &response.usage {
-        ctx.scheduler.charge(
-            ctx,
-            &inv.invocation.id,
-            crate::engine::scheduler::Spent {
-                tokens: usage.input_tokens + usage.output_tokens,
-                cost: crate::engine::model_turn::call_cost(inv, Some(usage))
-                    .and_then(tt_domain::cost::Usd::from_dollars)
-                    .unwrap_or_default(),
-            },
-        )?;
-    }
+    crate::engine::model_turn::charge_usage(ctx, inv, response.usage.as_ref())?;
     let step = ContextStep::Summary {
         first: spans.head_end,
         count: spans.tail_start - spans.head_end,

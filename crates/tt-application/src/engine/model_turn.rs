@@ -261,6 +261,28 @@ pub(crate) fn call_cost(
     Some(tt_domain::cost::round_usd(price.cost_usd(usage)))
 }
 
+/// Charges a model answer's tokens and cost to the run's and tasks' budgets (the scheduler's
+/// ledger); past one of them this is the error that ends the agent.
+pub(crate) fn charge_usage(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    usage: Option<&tt_domain::model::ModelUsage>,
+) -> ApplicationResult<()> {
+    let Some(usage) = usage else {
+        return Ok(());
+    };
+    ctx.scheduler.charge(
+        ctx,
+        &inv.invocation.id,
+        crate::engine::scheduler::Spent {
+            tokens: usage.input_tokens + usage.output_tokens,
+            cost: call_cost(inv, Some(usage))
+                .and_then(tt_domain::cost::Usd::from_dollars)
+                .unwrap_or_default(),
+        },
+    )
+}
+
 /// `object` with the provider fields of [`tt_ports::provider_fields`] added.
 pub(crate) fn with_provider_fields(
     mut object: serde_json::Value,

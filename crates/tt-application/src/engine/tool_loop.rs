@@ -204,19 +204,8 @@ async fn run_rounds(
         inv.window.observe_usage(response.usage.as_ref());
         // A model answer is progress, for the idle limit of a delegated task.
         ctx.scheduler.mark_progress(&inv.invocation.id);
-        if let Some(usage) = &response.usage {
-            // A delegated task past its token budget ends here (`agent.task_budget_exhausted`).
-            ctx.scheduler.charge(
-                ctx,
-                &inv.invocation.id,
-                crate::engine::scheduler::Spent {
-                    tokens: usage.input_tokens + usage.output_tokens,
-                    cost: crate::engine::model_turn::call_cost(inv, Some(usage))
-                        .and_then(tt_domain::cost::Usd::from_dollars)
-                        .unwrap_or_default(),
-                },
-            )?;
-        }
+        // A delegated task past its budget ends here (`agent.task_budget_exhausted`).
+        crate::engine::model_turn::charge_usage(ctx, inv, response.usage.as_ref())?;
         let calls = response.tool_calls();
         if calls.is_empty() {
             if round >= max_rounds {
