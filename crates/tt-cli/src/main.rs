@@ -71,6 +71,10 @@ enum Command {
         run_id: String,
         #[command(flatten)]
         model: run_cmd::ModelArgs,
+        /// Continue on the demo's scripted model (a run of `tt-agent demo`; recognised without
+        /// this flag when no model is given).
+        #[arg(long)]
+        demo: bool,
     },
     /// Serve the run inspector: the host API as JSON over HTTP and a live web page, on
     /// 127.0.0.1. Prints the page's URL (with its secret token).
@@ -151,8 +155,32 @@ enum Command {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+async fn main() -> std::process::ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            // The reason and its causes on one line each; never a backtrace (RUST_BACKTRACE is
+            // for the runtime's own panics, not for a run that failed as runs may).
+            eprintln!("{}", failure_text(&error));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// What `tt-agent` prints when a command fails: `Error: <reason>` and `Caused by:` lines.
+fn failure_text(error: &anyhow::Error) -> String {
+    let mut text = format!("Error: {error}");
+    let causes: Vec<String> = error.chain().skip(1).map(ToString::to_string).collect();
+    if !causes.is_empty() {
+        text.push_str("\n\nCaused by:");
+        for (index, cause) in causes.iter().enumerate() {
+            text.push_str(&format!("\n    {index}: {cause}"));
+        }
+    }
+    text
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     logging::init(cli.log_format, cli.log_file.as_deref())?;
     match cli.command {
         Command::Demo { pace_ms } => {
@@ -178,9 +206,13 @@ async fn main() -> anyhow::Result<()> {
             let signals = install_signals()?;
             run_cmd::run(&cli.data_dir, options, &signals).await
         }
-        Command::Resume { run_id, model } => {
+        Command::Resume {
+            run_id,
+            model,
+            demo,
+        } => {
             let signals = install_signals()?;
-            run_cmd::resume(&cli.data_dir, &run_id, &model, &signals).await
+            run_cmd::resume(&cli.data_dir, &run_id, &model, demo, &signals).await
         }
         Command::Serve {
             port,
