@@ -49,11 +49,18 @@ pub use tt_domain::generation::{
 };
 /// The ids typed payloads and records carry.
 pub use tt_domain::ids::{CheckpointId, InvocationId, ProfileId, RunId, TaskId};
-pub use tt_domain::model::{AgentModelRequest, ModelUsage};
+/// What typed payloads say of an agent: its status, kind and how it may end.
+pub use tt_domain::invocation::{ExitPolicy, InvocationKind, InvocationStatus};
+/// What a model provider (a `FnProvider` closure among them) receives and answers.
+pub use tt_domain::model::{
+    AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelContentPart, ModelRole,
+    ModelUsage,
+};
 pub use tt_domain::profile::{AgentProfileDefinition, MIN_CONTEXT_WINDOW_TOKENS};
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
+pub use tt_domain::tool::{AgentToolCall, AgentToolResult, AgentToolSpec};
 pub use tt_ports::{
     AssembledSettings, ChatCommitRequest, ConnectionModelInfo, ModelError, ModelProvider,
 };

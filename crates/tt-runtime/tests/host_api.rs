@@ -686,3 +686,18 @@ async fn guidance_waiting_when_the_process_died_reaches_the_agent_after_resume()
 
 #[path = "host_api/context_resume.rs"]
 mod context_resume;
+
+/// An embedder reads what a `FnProvider` closure receives and what typed payloads say of an
+/// agent with tt-runtime's own names, without reaching into the crates below it.
+#[test]
+fn the_types_an_embedder_meets_are_exported() {
+    use tt_runtime::{
+        AgentModelMessage, ExitPolicy, InvocationKind, InvocationStatus, ModelContentPart,
+        ModelRole,
+    };
+    let message = AgentModelMessage::text(ModelRole::User, "hi");
+    assert!(matches!(message.parts[0], ModelContentPart::Text { .. }));
+    assert_eq!(InvocationStatus::Running.as_str(), "running");
+    assert_eq!(InvocationKind::Root.as_str(), "root");
+    assert_ne!(ExitPolicy::TaskReturnRequired, ExitPolicy::RunFinishAllowed);
+}
