@@ -14,6 +14,7 @@ pub mod dto;
 pub mod host;
 pub mod named_connections;
 pub mod prompt_brokers;
+pub mod run_handle;
 pub mod run_updates;
 pub mod signals;
 pub mod system;
@@ -23,6 +24,7 @@ pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
 pub use dto::*;
 pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
+pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
 

@@ -701,3 +701,6 @@ fn the_types_an_embedder_meets_are_exported() {
     assert_eq!(InvocationKind::Root.as_str(), "root");
     assert_ne!(ExitPolicy::TaskReturnRequired, ExitPolicy::RunFinishAllowed);
 }
+
+#[path = "host_api/run_handle.rs"]
+mod run_handle;
