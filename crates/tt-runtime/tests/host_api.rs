@@ -704,3 +704,23 @@ fn the_types_an_embedder_meets_are_exported() {
 
 #[path = "host_api/run_handle.rs"]
 mod run_handle;
+
+/// `wait_for_run` on a run another runtime executes waits for its end (by following its
+/// journal) instead of returning its current, unfinished status.
+#[tokio::test]
+async fn waiting_for_a_run_another_runtime_owns_returns_its_end() {
+    let dir = TempDir::new().unwrap();
+    let owner = runtime(dir.path(), hanging_model());
+    let run = owner.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    let viewer = runtime_at_same_dir(dir.path());
+    let waiting = viewer.wait_for_run(&run_id);
+    let stop = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        owner.cancel_run(&run_id).await.unwrap();
+    };
+    let (ended, ()) = tokio::join!(waiting, stop);
+    assert_eq!(ended.unwrap().status, AgentRunStatus::Cancelled);
+    owner.shutdown().await.unwrap();
+}
