@@ -66,6 +66,7 @@ pub fn resolve_profile(
     definition: AgentProfileDefinition,
     source: ProfileSource,
 ) -> DomainResult<ResolvedProfile> {
+    let definition = migrate(definition);
     validate_profile(&definition)?;
     let body = definition
         .output
@@ -200,12 +201,25 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
     Ok(())
 }
 
+/// The first profile format.
+pub const PROFILE_SCHEMA_VERSION_1: u32 = 1;
+
+/// A profile in the current format. Version 1 (the contract's "version 1 is migrated") has the
+/// same sections; what version 2 added has defaults, so it only takes the new number. Saving a
+/// version-1 profile stores it as version 2.
+pub fn migrate(mut definition: AgentProfileDefinition) -> AgentProfileDefinition {
+    if definition.schema_version == PROFILE_SCHEMA_VERSION_1 {
+        definition.schema_version = PROFILE_SCHEMA_VERSION;
+    }
+    definition
+}
+
 fn validate_header(p: &AgentProfileDefinition) -> DomainResult<()> {
     if p.schema_version != PROFILE_SCHEMA_VERSION {
         return Err(err(
             "agent.profile_schema_version_unsupported",
             format!(
-                "schemaVersion {} is not supported; use {PROFILE_SCHEMA_VERSION}",
+                "schemaVersion {} is not supported; use {PROFILE_SCHEMA_VERSION} (version 1 is migrated)",
                 p.schema_version
             ),
         ));
@@ -637,6 +651,18 @@ mod tests {
             resolve_profile(default_writer_definition(), ProfileSource::built_in()).unwrap();
         assert_eq!(resolved.message_body_path.as_str(), "output/main.md");
         assert_eq!(resolved.message_body_artifact_id, "main");
+    }
+
+    #[test]
+    fn a_version_1_profile_is_migrated_and_other_versions_are_refused() {
+        let mut old = default_writer_definition();
+        old.schema_version = 1;
+        let resolved = resolve_profile(old, ProfileSource::built_in()).unwrap();
+        assert_eq!(resolved.definition.schema_version, PROFILE_SCHEMA_VERSION);
+        let mut future = default_writer_definition();
+        future.schema_version = 3;
+        let refused = resolve_profile(future, ProfileSource::built_in()).unwrap_err();
+        assert_eq!(refused.code, "agent.profile_schema_version_unsupported");
     }
 
     #[test]
