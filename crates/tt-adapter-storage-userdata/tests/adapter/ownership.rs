@@ -31,9 +31,13 @@ async fn a_second_writer_gets_run_locked_naming_the_owner() {
         }
         other => panic!("expected Locked, got {other:?}"),
     }
+    // Both stores are of this process: the message says so rather than "another process".
     assert!(
-        err.to_string()
-            .contains(&format!("pid {}", std::process::id()))
+        err.to_string().contains(&format!(
+            "another runtime of this process (pid {})",
+            std::process::id()
+        )),
+        "{err}"
     );
     for result in [
         second.save_run(&run).await.map(drop),
