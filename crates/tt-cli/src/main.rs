@@ -269,6 +269,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let runtime = inspect_runtime(&cli.data_dir)?;
             if follow {
+                // A run being created has no record for an instant: wait for it a little.
+                wait_for_run_record(&runtime, &run_id).await?;
                 let mut stream = runtime.subscribe(&run_id, after.unwrap_or(0), invocation);
                 while let Some(event) = stream.next().await? {
                     println!("{}", serde_json::to_string(&event)?);
@@ -277,15 +279,36 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let page = runtime
                 .read_events(ReadEventsRequest {
-                    run_id,
+                    run_id: run_id.clone(),
                     after_seq: after,
                     limit,
-                    invocation_id: invocation,
+                    invocation_id: invocation.clone(),
                     ..Default::default()
                 })
                 .await?;
+            let asked = limit.unwrap_or(tt_runtime::DEFAULT_EVENT_PAGE_LIMIT);
+            let last = page.events.last().map(|event| event.seq);
+            let full = page.events.len() >= asked.min(tt_runtime::MAX_EVENT_PAGE_LIMIT);
             for event in page.events {
                 println!("{}", serde_json::to_string(&event)?);
+            }
+            // Say so when the page stopped at its limit and more events follow.
+            if let (true, Some(last)) = (full, last) {
+                let more = runtime
+                    .read_events(ReadEventsRequest {
+                        run_id: run_id.clone(),
+                        after_seq: Some(last),
+                        limit: Some(1),
+                        invocation_id: invocation,
+                        ..Default::default()
+                    })
+                    .await?;
+                if !more.events.is_empty() {
+                    eprintln!(
+                        "(stopped at {} events; more follow: tt-agent events {run_id} --after {last})",
+                        asked.min(tt_runtime::MAX_EVENT_PAGE_LIMIT)
+                    );
+                }
             }
             Ok(())
         }
@@ -359,6 +382,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             print!("{}", render::model_bindings(&projection, &bindings));
             Ok(())
+        }
+    }
+}
+
+/// Waits up to 10 s for `run_id`'s record (a run being created has none for an instant);
+/// then a missing run is `agent.not_found` as usual.
+async fn wait_for_run_record(
+    runtime: &tt_runtime::AgentRuntime,
+    run_id: &str,
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match runtime.get_run(run_id).await {
+            Ok(_) => return Ok(()),
+            Err(error)
+                if error.code == "agent.not_found" && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(error) => return Err(error.into()),
         }
     }
 }

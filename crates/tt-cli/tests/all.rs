@@ -5,6 +5,7 @@
 
 mod cassettes;
 mod demo_resume;
+mod events;
 mod disk_full;
 mod hostile;
 mod live;

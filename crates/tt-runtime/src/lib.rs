@@ -63,6 +63,8 @@ pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 pub use tt_domain::tool::{AgentToolCall, AgentToolResult, AgentToolSpec};
+/// How many events `read_events` returns when asked for none, and at most.
+pub use tt_ports::journal::{DEFAULT_EVENT_PAGE_LIMIT, MAX_EVENT_PAGE_LIMIT};
 pub use tt_ports::{
     AssembledSettings, ChatCommitRequest, ConnectionModelInfo, ModelError, ModelProvider,
 };
