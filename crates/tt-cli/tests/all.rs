@@ -5,8 +5,8 @@
 
 mod cassettes;
 mod demo_resume;
-mod events;
 mod disk_full;
+mod events;
 mod hostile;
 mod live;
 mod logs;

@@ -45,5 +45,9 @@ fn a_full_page_of_events_says_how_to_read_the_rest() {
     let all = events(&["--limit", "500", "--after", "100"]);
     let rest = String::from_utf8_lossy(&all.stdout).lines().count();
     assert!(rest > 0 && rest < 500, "{rest}");
-    assert!(all.stderr.is_empty(), "{}", String::from_utf8_lossy(&all.stderr));
+    assert!(
+        all.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
 }

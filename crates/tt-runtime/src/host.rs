@@ -495,46 +495,14 @@ impl AgentRuntime {
         }
     }
 
-    /// A handle on run `run_id`: its events, end, cancel, guidance and pending host requests
-    /// in one place (docs/host-api.md, "Driving a run through its handle").
-    pub fn run(&self, run_id: &str) -> crate::run_handle::RunHandle<'_> {
-        crate::run_handle::RunHandle::new(self, RunId::from_raw(run_id))
+    /// The host-API commit bridge, when the runtime was built with it.
+    pub(crate) fn host_commit_bridge(&self) -> Option<&HostApiCommitBridge> {
+        self.host_commits.as_deref()
     }
 
-    /// Starts a run (see [`start_run`](Self::start_run)) and returns its handle.
-    pub async fn start(
-        &self,
-        request: StartRunRequest,
-    ) -> HostResult<crate::run_handle::RunHandle<'_>> {
-        let run = self.start_run(request).await?;
-        Ok(crate::run_handle::RunHandle::new(self, run.id))
-    }
-
-    /// Resumes an interrupted run (see [`resume_run`](Self::resume_run)) and returns its
-    /// handle.
-    pub async fn resume(&self, run_id: &str) -> HostResult<crate::run_handle::RunHandle<'_>> {
-        let run = self.resume_run(run_id).await?;
-        Ok(crate::run_handle::RunHandle::new(self, run.id))
-    }
-
-    /// What run `run_id` waits on the host for now (empty for kinds this runtime's bridges
-    /// answer by themselves).
-    pub(crate) fn pending_host_requests(
-        &self,
-        run_id: &RunId,
-    ) -> crate::run_handle::PendingHostRequests {
-        let (commits, metadata_updates) = match &self.host_commits {
-            Some(bridge) => (
-                bridge.pending_for_run(run_id),
-                bridge.pending_metadata_updates(run_id),
-            ),
-            None => (Vec::new(), Vec::new()),
-        };
-        crate::run_handle::PendingHostRequests {
-            commits,
-            metadata_updates,
-            prompt_assemblies: self.host_prompts.pending_for_run(run_id.as_str()),
-        }
+    /// The host-API prompt broker.
+    pub(crate) fn host_prompt_broker(&self) -> &HostApiPromptBroker {
+        &self.host_prompts
     }
 
     /// Every commit of a run still waiting for the host's answer, oldest first, with its text

@@ -12,7 +12,7 @@ use tt_domain::run::AgentRun;
 use tt_domain::task::AgentTaskRecord;
 use tt_ports::{ChatCommitRequest, PersistentStateMetadataUpdate, PromptAssemblyRequest};
 
-use tt_application::{GuidanceReceipt, SubmitGuidanceRequest};
+use tt_application::{GuidanceReceipt, StartRunRequest, SubmitGuidanceRequest};
 
 use crate::dto::{
     HostResult, ResolveChatCommitRequest, ResolvePersistentStateMetadataUpdateRequest,
@@ -70,6 +70,44 @@ impl PendingHostRequests {
         self.commits.is_empty()
             && self.metadata_updates.is_empty()
             && self.prompt_assemblies.is_empty()
+    }
+}
+
+impl AgentRuntime {
+    /// A handle on run `run_id`: its events, end, cancel, guidance and pending host requests
+    /// in one place (docs/host-api.md, "Driving a run through its handle").
+    pub fn run(&self, run_id: &str) -> RunHandle<'_> {
+        RunHandle::new(self, RunId::from_raw(run_id))
+    }
+
+    /// Starts a run (see [`start_run`](Self::start_run)) and returns its handle.
+    pub async fn start(&self, request: StartRunRequest) -> HostResult<RunHandle<'_>> {
+        let run = self.start_run(request).await?;
+        Ok(RunHandle::new(self, run.id))
+    }
+
+    /// Resumes an interrupted run (see [`resume_run`](Self::resume_run)) and returns its
+    /// handle.
+    pub async fn resume(&self, run_id: &str) -> HostResult<RunHandle<'_>> {
+        let run = self.resume_run(run_id).await?;
+        Ok(RunHandle::new(self, run.id))
+    }
+
+    /// What run `run_id` waits on the host for now (empty for kinds this runtime's bridges
+    /// answer by themselves).
+    pub(crate) fn pending_host_requests(&self, run_id: &RunId) -> PendingHostRequests {
+        let (commits, metadata_updates) = match self.host_commit_bridge() {
+            Some(bridge) => (
+                bridge.pending_for_run(run_id),
+                bridge.pending_metadata_updates(run_id),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+        PendingHostRequests {
+            commits,
+            metadata_updates,
+            prompt_assemblies: self.host_prompt_broker().pending_for_run(run_id.as_str()),
+        }
     }
 }
 
