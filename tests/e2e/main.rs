@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cassettes;
+mod cost;
 mod delegation;
 mod golden;
 mod host_api;

@@ -1,4 +1,5 @@
-//! `cargo xtask bench fanout [--n N]` and `cargo xtask bench journal [--events N]`: build
+//! `cargo xtask bench fanout [--n N]`, `cargo xtask bench journal [--events N]` and
+//! `cargo xtask bench prefix`: build
 //! `tt-bench` in release once, run it in fresh processes and summarize (see docs/benchmarks.md).
 //! Only results go to stdout (CSV for fanout); progress and cargo output go to stderr.
 
@@ -24,6 +25,7 @@ pub const CSV_HEADER: &str = "framework,version,n_children,model_turns,tool_call
 pub const USAGE: &str = "\
 usage: cargo xtask bench fanout [--n N]        N in 1, 16, 64, 256 by default; CSV on stdout
        cargo xtask bench journal [--events N]  default 1000000 events; a table on stdout
+       cargo xtask bench prefix                cacheable prefix and first request sizes; tables
 ";
 
 /// What `cargo xtask bench ...` was asked to do.
@@ -31,6 +33,7 @@ usage: cargo xtask bench fanout [--n N]        N in 1, 16, 64, 256 by default; C
 pub enum BenchCommand {
     Fanout { children: Vec<u32> },
     Journal { events: u64 },
+    Prefix,
 }
 
 pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
@@ -48,6 +51,7 @@ pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
                 })?;
             Ok(BenchCommand::Fanout { children: vec![n] })
         }
+        ("prefix", []) => Ok(BenchCommand::Prefix),
         ("journal", []) => Ok(BenchCommand::Journal {
             events: DEFAULT_JOURNAL_EVENTS,
         }),
@@ -69,6 +73,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     match command {
         BenchCommand::Fanout { children } => fanout(&binary, &metadata.version, &children),
         BenchCommand::Journal { events } => journal(&binary, events),
+        BenchCommand::Prefix => prefix(&binary),
     }
 }
 
@@ -271,6 +276,80 @@ fn journal(binary: &Path, events: u64) -> Result<()> {
     Ok(())
 }
 
+fn prefix(binary: &Path) -> Result<()> {
+    let output = Command::new(binary)
+        .arg("prefix")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("could not start {}", binary.display()))?;
+    ensure!(
+        output.status.success(),
+        "tt-bench prefix failed ({})",
+        output.status
+    );
+    let reports: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .context("tt-bench prefix printed a line that is not JSON")?;
+    print!("{}", render_prefix(&reports));
+    Ok(())
+}
+
+/// The prefix reports as two markdown tables: the shares per workload, then the first request
+/// of each profile (estimated tokens: messages, tools).
+pub fn render_prefix(reports: &[Value]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from(
+        "| workload | agents | requests after an agent's first | prefix share | reusable input share | append-only requests |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    for report in reports {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.4} | {:.4} | {} |",
+            report["workload"].as_str().unwrap_or("?"),
+            report["agents"],
+            report["laterRequests"],
+            report["prefixShare"].as_f64().unwrap_or(f64::NAN),
+            report["reusableInputShare"].as_f64().unwrap_or(f64::NAN),
+            report["wholePrefixRequests"],
+        );
+    }
+    out.push_str(
+        "\n| profile | first request (est. tokens) | system and user messages | tool specs (count) |\n| --- | --- | --- | --- |\n",
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for report in reports {
+        let Some(first) = report["firstRequests"].as_object() else {
+            continue;
+        };
+        for (profile, figures) in first {
+            if !seen.insert(profile.clone()) {
+                continue;
+            }
+            let sum = |key: &str| -> u64 {
+                figures[key]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|part| part.get(1).and_then(Value::as_u64))
+                    .sum()
+            };
+            let _ = writeln!(
+                out,
+                "| {profile} | {} | {} | {} ({}) |",
+                figures["estimatedTokens"],
+                sum("messages"),
+                sum("tools"),
+                figures["tools"].as_array().map_or(0, Vec::len),
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,6 +373,28 @@ mod tests {
     }
 
     #[test]
+    fn prefix_reports_render_as_two_tables() {
+        let report = json!({
+            "workload": "writers-room", "agents": 5, "laterRequests": 16,
+            "prefixShare": 1.0, "reusableInputShare": 0.9347, "wholePrefixRequests": 16,
+            "firstRequests": {"writer": {
+                "estimatedTokens": 4261,
+                "messages": [["system message", 642], ["user message", 22]],
+                "tools": [["agent_list", 300], ["agent_delegate", 900]],
+            }},
+        });
+        let text = render_prefix(&[report]);
+        assert!(
+            text.contains("| writers-room | 5 | 16 | 1.0000 | 0.9347 | 16 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| writer | 4261 | 664 | 1200 (2) |"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn arguments_select_the_benchmark() {
         assert_eq!(
             parse_args(&args(&["fanout"])).unwrap(),
@@ -313,12 +414,17 @@ mod tests {
             parse_args(&args(&["journal", "--events", "5000"])).unwrap(),
             BenchCommand::Journal { events: 5000 }
         );
+        assert_eq!(
+            parse_args(&args(&["prefix"])).unwrap(),
+            BenchCommand::Prefix
+        );
         for bad in [
             &[][..],
             &["fanout", "--n"][..],
             &["fanout", "--n", "0"][..],
             &["fanout", "--n", "x"][..],
             &["journal", "--n", "3"][..],
+            &["prefix", "--n", "3"][..],
             &["other"][..],
         ] {
             assert!(parse_args(&args(bad)).is_err(), "{bad:?}");

@@ -51,3 +51,20 @@ impl RunJournal for UserDataStore {
         self.inner.with_journal(run_id, |_, index| index.last_seq)
     }
 }
+
+/// The last `limit` events of a run (blocking; recovery reads how far a dead run got).
+pub(crate) fn tail(
+    inner: &Inner,
+    run_id: &RunId,
+    limit: usize,
+) -> StorageResult<Vec<AgentRunEvent>> {
+    let page = EventPage {
+        before_seq: Some(u64::MAX),
+        limit: Some(limit),
+        ..EventPage::default()
+    };
+    let plan = inner.with_journal(run_id, |path, index| {
+        ReadPlan::new(path.to_path_buf(), index, &page)
+    })?;
+    read_page(&inner.journal_bytes_read, &plan, &page)
+}

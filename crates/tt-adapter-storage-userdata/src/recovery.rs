@@ -78,7 +78,8 @@ impl UserDataStore {
                 Err(StorageError::Locked { .. }) => continue,
                 Err(other) => return Err(other),
             };
-            let outcome = interrupt(&owned, &inner.layout, now, &mut next_event_id);
+            let reached = last_journaled_status(inner, &stored.id);
+            let outcome = interrupt(&owned, &inner.layout, reached, now, &mut next_event_id);
             // Release the lock whatever happened, so a later attempt can retry.
             let closed = self.close_run(&stored.id);
             recovered.push(outcome?);
@@ -107,18 +108,38 @@ fn append(
     .map(drop)
 }
 
+/// The status the run's last `status_changed` event names: how far it got. `run.json` is not
+/// rewritten for the statuses a run passes through while it works (`calling_model`,
+/// `dispatching_tool`, …), so only the journal knows. `None` when no event says (or it cannot
+/// be read).
+fn last_journaled_status(inner: &crate::Inner, run_id: &RunId) -> Option<AgentRunStatus> {
+    const LOOK_BACK: usize = 256;
+    crate::journal::tail(inner, run_id, LOOK_BACK)
+        .ok()?
+        .iter()
+        .rev()
+        .filter(|event| event.event_type == RunEventType::StatusChanged.as_str())
+        .find_map(|event| serde_json::from_value(event.payload.get("status")?.clone()).ok())
+}
+
 fn interrupt(
     run: &OwnedRun,
     layout: &crate::layout::Layout,
+    reached: Option<AgentRunStatus>,
     now: Timestamp,
     next_event_id: &mut impl FnMut() -> EventId,
 ) -> StorageResult<InterruptedRun> {
     // Re-read under the lock: the record may have reached a terminal status just before the
     // owner went away.
     let mut record = load_run_file(&run.dir, &run.run_id)?;
-    let previous_status = record.status;
+    // The record decides whether the run ended (just before its owner went); the journal says
+    // how far an unfinished one got.
+    let previous_status = match reached {
+        Some(status) if !record.status.is_terminal() && !status.is_terminal() => status,
+        _ => record.status,
+    };
     let last_seq = run.last_seq();
-    if previous_status.is_terminal() {
+    if record.status.is_terminal() {
         return Ok(InterruptedRun {
             run_id: run.run_id.clone(),
             previous_status,

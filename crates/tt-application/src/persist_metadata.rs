@@ -11,6 +11,10 @@ use tt_ports::{HostBridgeError, PersistentStateMetadataUpdate};
 use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 
+/// How long the run waits for the host to answer the metadata update before it ends
+/// `partial_success` with `agent.persistent_state_metadata_update_failed` (its commits kept).
+pub(crate) const METADATA_UPDATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Runs the handshake for `change_set`; does nothing for a run that committed nothing. A
 /// latest commit without a message id is `agent.persistent_state_message_missing`; a host
 /// error is `agent.persistent_state_metadata_update_failed` (both fail-fast: the run keeps its
@@ -67,6 +71,11 @@ pub(crate) async fn bind_state_to_last_commit(
                 biased;
                 () = ctx.cancel.cancelled() => Err(HostBridgeError::Cancelled),
                 answer = answer => answer,
+                // A host that never answers must not hold the run in `finishing` for good.
+                () = tokio::time::sleep(METADATA_UPDATE_TIMEOUT) => Err(HostBridgeError::Rejected(format!(
+                    "the host did not answer within {} s",
+                    METADATA_UPDATE_TIMEOUT.as_secs()
+                ))),
             }
         }
         Err(error) => Err(error),

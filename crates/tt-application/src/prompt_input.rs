@@ -98,6 +98,7 @@ mod tests {
         let policy = |n| ContextPolicy {
             initial_chat_history_messages: n,
             include_activated_world_info: true,
+            ..ContextPolicy::default()
         };
         let all = PromptSnapshot::freeze(policy(-1), &history, Some("go"));
         assert_eq!(all.messages.len(), 5);

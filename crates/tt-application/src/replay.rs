@@ -12,6 +12,18 @@ use tt_domain::ids::{CommitId, TaskId};
 use tt_domain::model::AgentModelResponse;
 use tt_domain::tool::{AgentToolResult, ToolName};
 
+/// One journaled context-window step (`context_trimmed`, `context_compacted`), applied again
+/// on resume by `engine::context_fit::apply_step`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ContextStep {
+    Stubs(Vec<usize>),
+    Summary {
+        first: usize,
+        count: usize,
+        summary: String,
+    },
+}
+
 /// The stored steps of one invocation, consumed in order by its tool loop.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Replay {
@@ -28,6 +40,9 @@ pub(crate) struct Replay {
     injections: BTreeMap<u32, (Vec<TaskId>, usize)>,
     /// User guidance the agent read before a round (`user_guidance_applied`), by that round.
     guidance: BTreeMap<u32, Vec<String>>,
+    /// The context-window steps journaled before a round (`context_trimmed`,
+    /// `context_compacted`), in order, by that round.
+    context_steps: BTreeMap<u32, Vec<ContextStep>>,
     /// Calls journaled `tool_call_started` (by file key): their effect may be present.
     started: HashSet<String>,
     /// Commit ids offered to the host, by the call (file key) that offered them.
@@ -109,6 +124,16 @@ impl Replay {
     /// The guidance notes the agent read before `round`, once.
     pub(crate) fn take_guidance(&mut self, round: u32) -> Option<Vec<String>> {
         self.guidance.remove(&round)
+    }
+
+    /// Notes a context-window step journaled before `round`.
+    pub(crate) fn record_context_step(&mut self, round: u32, step: ContextStep) {
+        self.context_steps.entry(round).or_default().push(step);
+    }
+
+    /// The context-window steps of `round`, once, in the order they were taken.
+    pub(crate) fn take_context_steps(&mut self, round: u32) -> Vec<ContextStep> {
+        self.context_steps.remove(&round).unwrap_or_default()
     }
 
     /// Notes that the call with `file_key` started.

@@ -82,6 +82,28 @@ fn round_of(event: &AgentRunEvent) -> Option<u32> {
         .and_then(|round| u32::try_from(round).ok())
 }
 
+/// The context-window step a `context_trimmed` or `context_compacted` event journaled.
+fn context_step(event: &AgentRunEvent) -> Option<crate::replay::ContextStep> {
+    use crate::replay::ContextStep;
+    use tt_domain::event_payload::RunEventPayload;
+    let to_index = |index: u64| usize::try_from(index).ok();
+    match event.typed_payload()?.ok()? {
+        RunEventPayload::ContextTrimmed(trimmed) => Some(ContextStep::Stubs(
+            trimmed
+                .stubbed_messages
+                .into_iter()
+                .filter_map(to_index)
+                .collect(),
+        )),
+        RunEventPayload::ContextCompacted(compacted) => Some(ContextStep::Summary {
+            first: to_index(compacted.first_message)?,
+            count: to_index(compacted.replaced_messages)?,
+            summary: compacted.summary,
+        }),
+        _ => None,
+    }
+}
+
 /// Reads the whole journal of `run_id` once, in pages.
 pub(crate) async fn read_journal(
     services: &RuntimeServices,
@@ -271,6 +293,17 @@ pub(crate) async fn read_journal(
                             .entry(id)
                             .or_default()
                             .record_guidance(round, texts);
+                    }
+                }
+                RunEventType::ContextTrimmed | RunEventType::ContextCompacted => {
+                    if let (Some(id), Some(round), Some(step)) =
+                        (invocation, round_of(event), context_step(event))
+                    {
+                        state
+                            .replays
+                            .entry(id)
+                            .or_default()
+                            .record_context_step(round, step);
                     }
                 }
                 RunEventType::PersistentChangesCommitted => {

@@ -20,6 +20,9 @@ pub struct RuntimeServices {
     pub skills: Arc<dyn SkillRepository>,
     /// The run's default provider (profiles with `model.mode = "currentPromptSnapshot"`).
     pub model: Arc<dyn ModelProvider>,
+    /// What the default provider's connection says about its models (default model id,
+    /// context window, prices); empty when nothing is known.
+    pub model_info: tt_ports::ConnectionModelInfo,
     /// Named connections for profiles with `model.mode = "connectionRef"`.
     pub connections: Arc<dyn ModelConnections>,
     pub commit_bridge: Arc<dyn HostCommitBridge>,

@@ -50,6 +50,13 @@ impl StartRunRequest {
         self
     }
 
+    /// Sampler settings for every agent of the run, over the connection's, the profile's and
+    /// the prompt assembly's (docs/profiles.md#generation-settings).
+    pub fn generation(mut self, settings: tt_domain::generation::GenerationSettings) -> Self {
+        self.generation = settings;
+        self
+    }
+
     /// Starts from the `persist/` of this persistent state (see `latest_persist_state`).
     pub fn persist_base_state(mut self, state_id: impl Into<String>) -> Self {
         self.persist_base_state_id = Some(state_id.into());

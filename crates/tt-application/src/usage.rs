@@ -1,5 +1,5 @@
-//! Token usage of a run, summed per invocation and in total from the journal's
-//! `model_completed` events (so it is exact for stored runs too, after a restart). Failed model
+//! Token usage and cost of a run, summed per invocation and in total from the journal's
+//! `model_completed` events (and the summarizing calls of `context_compacted`) (so it is exact for stored runs too, after a restart). Failed model
 //! call attempts (`model_call_attempt_failed`) are counted apart: they return no usage. Tool
 //! calls are counted from `tool_call_completed` / `tool_call_failed`, and each invocation's
 //! figures are also rolled up over the sub-tree of tasks it delegated (from
@@ -20,7 +20,7 @@ use tt_ports::{EventPage, RunJournal};
 use crate::error::ApplicationResult;
 
 /// Usage of one invocation.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InvocationUsage {
     pub invocation_id: String,
@@ -36,6 +36,12 @@ pub struct InvocationUsage {
     /// Of `input_tokens`, those the provider wrote to its prompt cache.
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// What the priced model calls cost, in US dollars (docs/providers.md, "Cost").
+    #[serde(default)]
+    pub cost_usd: f64,
+    /// Completed model calls whose model has no known price: `costUsd` leaves them out.
+    #[serde(default)]
+    pub unpriced_model_calls: u64,
     /// Tool calls it made (completed or failed).
     #[serde(default)]
     pub tool_calls: u64,
@@ -51,7 +57,7 @@ pub struct InvocationUsage {
 }
 
 /// Summed figures of a sub-tree.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageTotals {
     pub model_calls: u64,
@@ -64,6 +70,12 @@ pub struct UsageTotals {
     /// Of `input_tokens`, those the provider wrote to its prompt cache.
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// What the priced model calls cost, in US dollars (docs/providers.md, "Cost").
+    #[serde(default)]
+    pub cost_usd: f64,
+    /// Completed model calls whose model has no known price: `costUsd` leaves them out.
+    #[serde(default)]
+    pub unpriced_model_calls: u64,
     /// Milliseconds from the first start to the last end of any agent in the sub-tree: how
     /// long the branch took.
     #[serde(default)]
@@ -108,7 +120,7 @@ const INVOCATION_ENDS: [&str; 5] = [
 ];
 
 /// Usage of a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunUsage {
     /// Model calls that completed.
@@ -123,6 +135,12 @@ pub struct RunUsage {
     /// Of `input_tokens`, those the provider wrote to its prompt cache.
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// What the priced model calls cost, in US dollars (docs/providers.md, "Cost").
+    #[serde(default)]
+    pub cost_usd: f64,
+    /// Completed model calls whose model has no known price: `costUsd` leaves them out.
+    #[serde(default)]
+    pub unpriced_model_calls: u64,
     /// Every invocation that started (or called a model), in the order they started.
     pub by_invocation: Vec<InvocationUsage>,
 }
@@ -185,7 +203,10 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
             }
         }
         for event in page.iter().filter(|event| {
-            event.event_type == "model_completed" || event.event_type == "model_call_attempt_failed"
+            matches!(
+                event.event_type.as_str(),
+                "model_completed" | "model_call_attempt_failed" | "context_compacted"
+            )
         }) {
             let Some(id) = event.payload.get("invocationId").and_then(|v| v.as_str()) else {
                 continue;
@@ -208,6 +229,14 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
             entry.output_tokens += usage.output_tokens;
             entry.cached_input_tokens += usage.cached_input_tokens;
             entry.cache_write_tokens += usage.cache_write_tokens;
+            match event
+                .payload
+                .get("costUsd")
+                .and_then(serde_json::Value::as_f64)
+            {
+                Some(cost) => entry.cost_usd += cost,
+                None => entry.unpriced_model_calls += 1,
+            }
         }
     }
     let mut by_invocation: Vec<InvocationUsage> =
@@ -238,6 +267,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
                     output_tokens: u.output_tokens,
                     cached_input_tokens: u.cached_input_tokens,
                     cache_write_tokens: u.cache_write_tokens,
+                    cost_usd: u.cost_usd,
+                    unpriced_model_calls: u.unpriced_model_calls,
                     wall_time_ms: 0,
                     agent_time_ms: u.wall_time_ms,
                 },
@@ -265,6 +296,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
                 subtree.output_tokens += totals.output_tokens;
                 subtree.cached_input_tokens += totals.cached_input_tokens;
                 subtree.cache_write_tokens += totals.cache_write_tokens;
+                subtree.cost_usd += totals.cost_usd;
+                subtree.unpriced_model_calls += totals.unpriced_model_calls;
                 subtree.agent_time_ms += totals.agent_time_ms;
                 let (first, last) = &mut bounds[i];
                 *first = [*first, span.first_start].into_iter().flatten().min();
@@ -279,6 +312,9 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
         if let (Some(first), Some(last)) = (first, last) {
             usage.subtree.wall_time_ms = last.millis_since(first);
         }
+        // Sums of rounded figures are rounded again, so totals print as they add up.
+        usage.cost_usd = tt_domain::cost::round_usd(usage.cost_usd);
+        usage.subtree.cost_usd = tt_domain::cost::round_usd(usage.subtree.cost_usd);
     }
     Ok(RunUsage {
         model_calls: by_invocation.iter().map(|u| u.model_calls).sum(),
@@ -287,6 +323,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
         output_tokens: by_invocation.iter().map(|u| u.output_tokens).sum(),
         cached_input_tokens: by_invocation.iter().map(|u| u.cached_input_tokens).sum(),
         cache_write_tokens: by_invocation.iter().map(|u| u.cache_write_tokens).sum(),
+        cost_usd: tt_domain::cost::round_usd(by_invocation.iter().map(|u| u.cost_usd).sum()),
+        unpriced_model_calls: by_invocation.iter().map(|u| u.unpriced_model_calls).sum(),
         by_invocation,
     })
 }
@@ -360,6 +398,40 @@ mod tests {
 
     fn answered(id: &str, tokens: u64) -> Value {
         json!({"invocationId": id, "usage": {"inputTokens": tokens, "outputTokens": 0}})
+    }
+
+    #[tokio::test]
+    async fn cost_is_summed_per_agent_sub_tree_and_run_and_unpriced_calls_are_counted() {
+        let priced = |id: &str, cost: Option<f64>| {
+            let mut payload = answered(id, 100);
+            if let Some(cost) = cost {
+                payload["costUsd"] = json!(cost);
+            }
+            payload
+        };
+        let journal = journal(&[
+            (1_000, "agent_invocation_started", on("inv_root")),
+            (1_100, "model_completed", priced("inv_root", Some(0.25))),
+            (
+                1_200,
+                "agent_invocation_created",
+                created("inv_a", "inv_root"),
+            ),
+            (1_300, "agent_invocation_started", on("inv_a")),
+            (1_400, "model_completed", priced("inv_a", Some(0.125))),
+            (1_450, "context_compacted", priced("inv_a", Some(0.0625))),
+            (1_500, "model_completed", priced("inv_root", None)),
+        ]);
+        let usage = run_usage(&journal, &RunId::from_raw("run_a"))
+            .await
+            .unwrap();
+        assert_eq!(usage.cost_usd, 0.4375);
+        assert_eq!(usage.unpriced_model_calls, 1);
+        assert_eq!(usage.model_calls, 4);
+        let root = &usage.by_invocation[0];
+        assert_eq!((root.cost_usd, root.subtree.cost_usd), (0.25, 0.4375));
+        assert_eq!(usage.by_invocation[1].cost_usd, 0.1875);
+        assert_eq!(root.subtree.unpriced_model_calls, 1);
     }
 
     #[tokio::test]

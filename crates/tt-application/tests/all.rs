@@ -7,6 +7,7 @@ mod support;
 
 mod assembly;
 mod cancel;
+mod context_window;
 mod delegation;
 mod disk_faults;
 mod drift_and_retry;

@@ -32,6 +32,7 @@ fn faulty_harness(model: Arc<FakeModel>) -> FaultyHarness {
         profiles: inner.clone(),
         skills: tt_testkit::fakes::InMemorySkills::new(),
         model,
+        model_info: Default::default(),
         connections: Arc::new(tt_ports::NoConnections),
         commit_bridge: FakeCommitBridge::approving(),
         prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),

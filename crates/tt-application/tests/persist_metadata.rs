@@ -79,3 +79,25 @@ async fn persistent_state_metadata_update_failure_keeps_the_commit_as_partial_su
     assert!(events_of(&h, &run.id, "persistent_state_metadata_updated").is_empty());
     assert!(events_of(&h, &run.id, "run_completed").is_empty());
 }
+
+/// A host that answers commits but never the metadata update does not hold the run in
+/// `finishing` for good: after five minutes the run ends `partial_success`, its commit kept.
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_metadata_update_times_out_as_partial_success() {
+    let h = harness(by_turn(happy_turns()));
+    h.bridge.ignore_metadata_updates();
+    let started = tokio::time::Instant::now();
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::PartialSuccess);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(300));
+    let failed = &events_of(&h, &run.id, "persistent_state_metadata_update_failed")[0];
+    assert_eq!(
+        failed.payload["message"],
+        "the host did not answer within 300 s"
+    );
+    let ended = &events_of(&h, &run.id, "run_partial_success")[0];
+    assert_eq!(
+        ended.payload["code"],
+        "agent.persistent_state_metadata_update_failed"
+    );
+}

@@ -83,6 +83,7 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
         profiles: store.clone(),
         skills: tt_testkit::fakes::InMemorySkills::new(),
         model: Arc::new(StreamingModel { turns }),
+        model_info: Default::default(),
         commit_bridge: FakeCommitBridge::approving(),
         prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),
         connections: Arc::new(tt_ports::NoConnections),
@@ -191,6 +192,7 @@ async fn delta_events_stop_at_the_per_call_byte_cap_and_count_the_rest() {
         workspace: store.clone(),
         profiles: store.clone(),
         skills: tt_testkit::fakes::InMemorySkills::new(),
+        model_info: Default::default(),
         model: Arc::new(FloodingModel {
             turns: happy_turns(),
         }),

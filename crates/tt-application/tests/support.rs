@@ -57,6 +57,7 @@ pub fn harness_full(
         profiles: store.clone(),
         skills: skills.clone(),
         model: model.clone(),
+        model_info: Default::default(),
         connections,
         commit_bridge: bridge.clone(),
         prompt_broker: broker.clone(),

@@ -34,7 +34,12 @@ pub struct FanoutReport {
     pub tool_calls: u64,
     pub wall_s: f64,
     pub cpu_s: f64,
+    /// Peak resident memory when the run ended (before the benchmark reads the journal back
+    /// to verify it).
     pub peak_rss_mib: f64,
+    /// The process's peak over everything it did, verification included (it loads the whole
+    /// journal): what the process really needed.
+    pub process_peak_rss_mib: f64,
     /// Regular files under the run directory when the run ended.
     pub run_files: u64,
     /// `fsync`/`fdatasync` calls the store made over the timed region.
@@ -50,6 +55,7 @@ impl FanoutReport {
             "wallS": self.wall_s,
             "cpuS": self.cpu_s,
             "peakRssMib": self.peak_rss_mib,
+            "processPeakRssMib": self.process_peak_rss_mib,
             "runFiles": self.run_files,
             "fsyncs": self.fsyncs,
         })
@@ -150,14 +156,16 @@ pub async fn run(
         .join(finished.id.as_str());
     verify_notes(&run_dir, children)?;
 
+    let run_files = count_files(&run_dir)?;
     Ok(FanoutReport {
+        process_peak_rss_mib: procstat::peak_rss_mib()?,
         n_children: children,
         model_turns: counts.model_turns,
         tool_calls: counts.tool_calls,
         wall_s,
         cpu_s,
         peak_rss_mib,
-        run_files: count_files(&run_dir)?,
+        run_files,
         fsyncs,
     })
 }
@@ -199,7 +207,7 @@ async fn install_profiles(runtime: &AgentRuntime, children: u32) -> Result<()> {
     Ok(())
 }
 
-fn start_request(children: u32) -> StartRunRequest {
+pub fn start_request(children: u32) -> StartRunRequest {
     StartRunRequest {
         stable_chat_id: "tt-bench-fanout".to_owned(),
         conversation_kind: ConversationKind::Character,

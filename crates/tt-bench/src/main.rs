@@ -1,10 +1,12 @@
 //! `tt-bench`: benchmarks of tt-agent-runtime, run through `cargo xtask bench` (release build).
 //! `fanout` times one delegation run and prints one JSON line; `journal` prints a table of append
-//! and page-read costs as a run's journal grows. See `docs/benchmarks.md`.
+//! and page-read costs as a run's journal grows; `prefix` prints how much of each request a
+//! prompt cache can reuse and each profile's first request size. See `docs/benchmarks.md`.
 
 mod fanout;
 mod journal;
 mod model;
+mod prefix;
 mod procstat;
 
 use clap::{Parser, Subcommand};
@@ -24,7 +26,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// One run: the root delegates N children (5 model turns each), awaits them all, finishes.
-    /// Prints {"nChildren","modelTurns","toolCalls","wallS","cpuS","peakRssMib","runFiles","fsyncs"}.
+    /// Prints {"nChildren","modelTurns","toolCalls","wallS","cpuS","peakRssMib","processPeakRssMib","runFiles","fsyncs"}.
     Fanout {
         /// Number of delegated children (N).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
@@ -37,6 +39,9 @@ enum Command {
         #[arg(long, requires = "data_dir")]
         reuse_data_dir: bool,
     },
+    /// The cacheable prefix of each request and the first request of each profile, over the
+    /// writers' room, a fan-out and a reader on a small window; one JSON line per workload.
+    Prefix,
     /// Append events to one run's journal, then time page reads; prints a table.
     Journal {
         /// Events in the file at the last measuring mark (one more window is appended after it).
@@ -75,6 +80,11 @@ fn run(command: Command) -> anyhow::Result<()> {
             } => {
                 let report = fanout::run(children, data_dir, reuse_data_dir, &signals).await?;
                 println!("{}", report.to_json());
+            }
+            Command::Prefix => {
+                for report in prefix::run().await? {
+                    println!("{report}");
+                }
             }
             Command::Journal { events, data_dir } => {
                 let requested = signals.requested();

@@ -105,6 +105,9 @@ pub async fn install_writers_room(runtime: &tt_runtime::AgentRuntime) -> anyhow:
     Ok(())
 }
 
+/// The demo's conversation: `tt-agent resume` recognises its runs by it.
+pub const DEMO_CHAT_ID: &str = "demo-conversation";
+
 /// The request the demo sends (also the inspector's prefilled request).
 pub const DEMO_REQUEST: &str = "Write a short scene about a lighthouse keeper during a storm.";
 
@@ -133,7 +136,7 @@ pub async fn run_demo(
     }
     let run = signals.shielded(runtime
         .start_run(StartRunRequest {
-            stable_chat_id: "demo-conversation".to_owned(),
+            stable_chat_id: DEMO_CHAT_ID.to_owned(),
             conversation_kind: tt_runtime::ConversationKind::Character,
             chat_ref: serde_json::json!({"kind": "character", "characterId": "narrator", "fileName": "demo"}),
             generation_type: serde_json::json!("normal"),

@@ -90,8 +90,15 @@ pub async fn follow(
         n => format!(" ({n} from the provider's cache)"),
     };
     println!(
-        "model usage: {} completed calls{failed}, {} input tokens{cached}, {} output tokens",
-        usage.model_calls, usage.input_tokens, usage.output_tokens
+        "model usage: {} completed calls{failed}, {} input tokens{cached}, {} output tokens{}",
+        usage.model_calls,
+        usage.input_tokens,
+        usage.output_tokens,
+        crate::render::cost(
+            usage.cost_usd,
+            usage.unpriced_model_calls,
+            usage.model_calls
+        )
     );
     println!("run {} ended: {}", finished.id, finished.status.as_str());
     Ok(finished)

@@ -71,6 +71,10 @@ enum Command {
         run_id: String,
         #[command(flatten)]
         model: run_cmd::ModelArgs,
+        /// Continue on the demo's scripted model (a run of `tt-agent demo`; recognised without
+        /// this flag when no model is given).
+        #[arg(long)]
+        demo: bool,
     },
     /// Serve the run inspector: the host API as JSON over HTTP and a live web page, on
     /// 127.0.0.1. Prints the page's URL (with its secret token).
@@ -151,8 +155,32 @@ enum Command {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+async fn main() -> std::process::ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            // The reason and its causes on one line each; never a backtrace (RUST_BACKTRACE is
+            // for the runtime's own panics, not for a run that failed as runs may).
+            eprintln!("{}", failure_text(&error));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// What `tt-agent` prints when a command fails: `Error: <reason>` and `Caused by:` lines.
+fn failure_text(error: &anyhow::Error) -> String {
+    let mut text = format!("Error: {error}");
+    let causes: Vec<String> = error.chain().skip(1).map(ToString::to_string).collect();
+    if !causes.is_empty() {
+        text.push_str("\n\nCaused by:");
+        for (index, cause) in causes.iter().enumerate() {
+            text.push_str(&format!("\n    {index}: {cause}"));
+        }
+    }
+    text
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     logging::init(cli.log_format, cli.log_file.as_deref())?;
     match cli.command {
         Command::Demo { pace_ms } => {
@@ -178,9 +206,13 @@ async fn main() -> anyhow::Result<()> {
             let signals = install_signals()?;
             run_cmd::run(&cli.data_dir, options, &signals).await
         }
-        Command::Resume { run_id, model } => {
+        Command::Resume {
+            run_id,
+            model,
+            demo,
+        } => {
             let signals = install_signals()?;
-            run_cmd::resume(&cli.data_dir, &run_id, &model, &signals).await
+            run_cmd::resume(&cli.data_dir, &run_id, &model, demo, &signals).await
         }
         Command::Serve {
             port,
@@ -237,6 +269,8 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let runtime = inspect_runtime(&cli.data_dir)?;
             if follow {
+                // A run being created has no record for an instant: wait for it a little.
+                wait_for_run_record(&runtime, &run_id).await?;
                 let mut stream = runtime.subscribe(&run_id, after.unwrap_or(0), invocation);
                 while let Some(event) = stream.next().await? {
                     println!("{}", serde_json::to_string(&event)?);
@@ -245,15 +279,36 @@ async fn main() -> anyhow::Result<()> {
             }
             let page = runtime
                 .read_events(ReadEventsRequest {
-                    run_id,
+                    run_id: run_id.clone(),
                     after_seq: after,
                     limit,
-                    invocation_id: invocation,
+                    invocation_id: invocation.clone(),
                     ..Default::default()
                 })
                 .await?;
+            let asked = limit.unwrap_or(tt_runtime::DEFAULT_EVENT_PAGE_LIMIT);
+            let last = page.events.last().map(|event| event.seq);
+            let full = page.events.len() >= asked.min(tt_runtime::MAX_EVENT_PAGE_LIMIT);
             for event in page.events {
                 println!("{}", serde_json::to_string(&event)?);
+            }
+            // Say so when the page stopped at its limit and more events follow.
+            if let (true, Some(last)) = (full, last) {
+                let more = runtime
+                    .read_events(ReadEventsRequest {
+                        run_id: run_id.clone(),
+                        after_seq: Some(last),
+                        limit: Some(1),
+                        invocation_id: invocation,
+                        ..Default::default()
+                    })
+                    .await?;
+                if !more.events.is_empty() {
+                    eprintln!(
+                        "(stopped at {} events; more follow: tt-agent events {run_id} --after {last})",
+                        asked.min(tt_runtime::MAX_EVENT_PAGE_LIMIT)
+                    );
+                }
             }
             Ok(())
         }
@@ -303,7 +358,50 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", render::agent_tree(&projection));
             let usage = runtime.usage(&run_id).await?;
             print!("{}", render::usage_rollup(&projection, &usage));
+            // Each agent's model: the binding events (one per agent, early in the journal).
+            let mut bindings = Vec::new();
+            let mut after = 0;
+            loop {
+                let page = runtime
+                    .read_events(ReadEventsRequest {
+                        run_id: run_id.clone(),
+                        after_seq: Some(after),
+                        limit: Some(1000),
+                        ..Default::default()
+                    })
+                    .await?;
+                let Some(last) = page.events.last() else {
+                    break;
+                };
+                after = last.seq;
+                bindings.extend(
+                    page.events
+                        .into_iter()
+                        .filter(|e| e.event_type == "agent_model_binding_resolved"),
+                );
+            }
+            print!("{}", render::model_bindings(&projection, &bindings));
             Ok(())
+        }
+    }
+}
+
+/// Waits up to 10 s for `run_id`'s record (a run being created has none for an instant);
+/// then a missing run is `agent.not_found` as usual.
+async fn wait_for_run_record(
+    runtime: &tt_runtime::AgentRuntime,
+    run_id: &str,
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match runtime.get_run(run_id).await {
+            Ok(_) => return Ok(()),
+            Err(error)
+                if error.code == "agent.not_found" && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(error) => return Err(error.into()),
         }
     }
 }

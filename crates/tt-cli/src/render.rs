@@ -156,6 +156,23 @@ impl EventPrinter {
             P::PromptAssemblyFailed(e) => format!("  prompt assembly failed: {}", e.message),
             P::DirectOutputCaptured(e) => format!("  plain text saved to {}", e.path),
             P::DriftRecoveryAttempted(_) => "reminded the model to use its tools".to_owned(),
+            P::ContextTrimmed(e) => format!(
+                "made room: {} older result(s) shortened (~{} → ~{} of {} tokens)",
+                e.stubbed_messages.len(),
+                e.estimated_tokens_before,
+                e.estimated_tokens_after,
+                e.window_tokens
+            ),
+            P::ToolOutputSaved(e) => {
+                format!("  long output saved to {} ({} chars)", e.path, e.chars)
+            }
+            P::ContextCompacted(e) => format!(
+                "made room: {} older message(s) summarized (~{} → ~{} of {} tokens)",
+                e.replaced_messages,
+                e.estimated_tokens_before,
+                e.estimated_tokens_after,
+                e.window_tokens
+            ),
             P::ChatCommitRequested(e) => format!("publishing {} ({} chars)", e.path, e.chars),
             P::ChatCommitCompleted(e) => format!("published as message {}", e.message_id),
             P::PersistentChangesCommitted(e) => {
@@ -211,21 +228,91 @@ pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsag
             );
         let _ = writeln!(
             out,
-            "  {profile}: {} model calls, {} tool calls, {} tokens{}, {} | {} model calls, {} tool calls, {} tokens{}, {} (agent time {})",
+            "  {profile}: {} model calls, {} tool calls, {} tokens{}{}, {} | {} model calls, {} tool calls, {} tokens{}{}, {} (agent time {})",
             entry.model_calls,
             entry.tool_calls,
             entry.input_tokens + entry.output_tokens,
             cached(entry.cached_input_tokens),
+            cost(
+                entry.cost_usd,
+                entry.unpriced_model_calls,
+                entry.model_calls
+            ),
             seconds(entry.wall_time_ms),
             entry.subtree.model_calls,
             entry.subtree.tool_calls,
             entry.subtree.input_tokens + entry.subtree.output_tokens,
             cached(entry.subtree.cached_input_tokens),
+            cost(
+                entry.subtree.cost_usd,
+                entry.subtree.unpriced_model_calls,
+                entry.subtree.model_calls
+            ),
             seconds(entry.subtree.wall_time_ms),
             seconds(entry.subtree.agent_time_ms),
         );
     }
     out
+}
+
+/// One line per agent: its provider and model, the model's window and price when known, and
+/// the generation settings its requests carry.
+pub fn model_bindings(projection: &TimelineProjection, events: &[AgentRunEvent]) -> String {
+    let mut out = String::from("models:\n");
+    for event in events {
+        let Some(Ok(tt_runtime::RunEventPayload::AgentModelBindingResolved(b))) =
+            event.typed_payload()
+        else {
+            continue;
+        };
+        let who = projection
+            .invocations
+            .iter()
+            .find(|inv| inv.invocation_id == b.invocation_id)
+            .map_or_else(
+                || b.profile_id.to_string(),
+                |inv| inv.profile_id.to_string(),
+            );
+        let mut line = format!("  {who}: {}", b.provider);
+        if let Some(model) = &b.model_id {
+            let _ = write!(line, " {model}");
+        }
+        if let Some(connection) = &b.connection_ref {
+            let _ = write!(line, " (connection {connection})");
+        }
+        if let Some(window) = b.context_window_tokens {
+            let _ = write!(line, ", window {window} tokens");
+        }
+        if let Some(price) = b.price {
+            let _ = write!(
+                line,
+                ", ${}/${} per million tokens in/out",
+                price.input, price.output
+            );
+        }
+        if let Some(generation) = &b.generation {
+            let _ = write!(
+                line,
+                ", settings {}",
+                serde_json::to_string(generation).unwrap_or_default()
+            );
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// `, $0.0123` when some calls were priced (` + N unpriced` when not all were); nothing when
+/// none was.
+pub fn cost(usd: f64, unpriced: u64, calls: u64) -> String {
+    if unpriced >= calls {
+        return String::new();
+    }
+    let unpriced = match unpriced {
+        0 => String::new(),
+        n => format!(" + {n} unpriced call(s)"),
+    };
+    format!(", ${usd:.4}{unpriced}")
 }
 
 /// ` (N cached)` when a provider served part of the input from its prompt cache.
@@ -354,12 +441,23 @@ mod tests {
     }
 
     #[test]
+    fn the_graph_names_each_agents_model_window_price_and_settings() {
+        let projection = TimelineProjection {
+            foreground_invocation_ids: Vec::new(),
+            invocations: Vec::new(),
+            delegation_edges: Vec::new(),
+        };
+        insta::assert_snapshot!(model_bindings(&projection, &sample_events()));
+    }
+
+    #[test]
     fn the_ledger_shows_wall_time_own_and_per_sub_tree() {
         let totals = |model_calls, tokens, wall_time_ms, agent_time_ms| UsageTotals {
             model_calls,
             tool_calls: model_calls,
             input_tokens: tokens,
             cached_input_tokens: tokens / 4,
+            cost_usd: tokens as f64 / 8000.0,
             wall_time_ms,
             agent_time_ms,
             ..UsageTotals::default()
@@ -369,6 +467,8 @@ mod tests {
             model_calls: 2,
             input_tokens: 100,
             cached_input_tokens: 25,
+            cost_usd: 0.0125,
+            unpriced_model_calls: u64::from(parent.is_some()),
             tool_calls: 2,
             wall_time_ms,
             parent_invocation_id: parent.map(str::to_owned),
@@ -397,8 +497,8 @@ mod tests {
         assert_eq!(
             usage_rollup(&projection, &usage),
             "usage (own | with its sub-tree):\n\
-             \x20 inv_root: 2 model calls, 2 tool calls, 100 tokens (25 cached), 3.0 s | 4 model calls, 4 tool calls, 200 tokens (50 cached), 3.0 s (agent time 4.2 s)\n\
-             \x20 inv_a: 2 model calls, 2 tool calls, 100 tokens (25 cached), 1.2 s | 2 model calls, 2 tool calls, 100 tokens (25 cached), 1.2 s (agent time 1.2 s)\n"
+             \x20 inv_root: 2 model calls, 2 tool calls, 100 tokens (25 cached), $0.0125, 3.0 s | 4 model calls, 4 tool calls, 200 tokens (50 cached), $0.0250, 3.0 s (agent time 4.2 s)\n\
+             \x20 inv_a: 2 model calls, 2 tool calls, 100 tokens (25 cached), $0.0125 + 1 unpriced call(s), 1.2 s | 2 model calls, 2 tool calls, 100 tokens (25 cached), $0.0125, 1.2 s (agent time 1.2 s)\n"
         );
     }
 }

@@ -72,10 +72,10 @@ impl GenerationArgs {
 pub struct ModelArgs {
     /// `openai:<baseUrl>` (e.g. openai:http://127.0.0.1:8080/v1) or `anthropic:<baseUrl>`
     /// (e.g. anthropic:https://api.anthropic.com).
-    #[arg(long, required_unless_present = "replay")]
+    #[arg(long)]
     pub connection: Option<String>,
     /// The model id (used unless a profile names its own).
-    #[arg(long, required_unless_present = "replay")]
+    #[arg(long)]
     pub model: Option<String>,
     /// Record every model request and response (streamed pieces included) to this cassette
     /// file (docs/cassettes.md).
@@ -106,6 +106,10 @@ pub struct ModelArgs {
     /// model.maxOutputTokens can lower it).
     #[arg(long)]
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens (default: the known window of the model id, if
+    /// any; docs/providers.md). Give a replay the window its recording ran with.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
 }
 
 pub async fn run(
@@ -166,9 +170,34 @@ pub async fn resume(
     data_dir: &Path,
     run_id: &str,
     model: &ModelArgs,
+    demo: bool,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
-    let (runtime, description) = runtime_for(data_dir, model)?;
+    let given = model.connection.is_some() || model.model.is_some() || model.replay.is_some();
+    // A run of `tt-agent demo` continues on the demo's own model, asked for or recognised.
+    let demo = demo || (!given && is_demo_run(data_dir, run_id).await?);
+    let (runtime, description) = if demo {
+        anyhow::ensure!(
+            !given,
+            "--demo resumes on the demo's scripted model; leave out --connection, --model and --replay"
+        );
+        let runtime = AgentRuntimeBuilder::new()
+            .data_dir(data_dir)
+            .provider(Arc::new(crate::demo::writers_room_provider(0)?))
+            .commit_bridge(CommitBridgeChoice::Transcript)
+            .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
+            .build()?;
+        (
+            runtime,
+            "the writers' room's scripted model (tt-agent demo)".to_owned(),
+        )
+    } else if !given {
+        anyhow::bail!(
+            "say which model run {run_id} continues on: --connection KIND:BASEURL and --model ID as it was started with, --replay FILE for a cassette, or --demo for a run of `tt-agent demo`"
+        );
+    } else {
+        runtime_for(data_dir, model)?
+    };
     println!("tt-agent resume: {description}");
     println!("data dir: {}\n", data_dir.display());
     if signals.is_requested() {
@@ -186,10 +215,22 @@ pub async fn resume(
     }
 }
 
+/// Whether `run_id` is a run of `tt-agent demo` (its conversation is the demo's).
+async fn is_demo_run(data_dir: &Path, run_id: &str) -> anyhow::Result<bool> {
+    let idle = tt_runtime::ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)?;
+    let reader = AgentRuntimeBuilder::new()
+        .data_dir(data_dir)
+        .provider(Arc::new(idle))
+        .read_only()
+        .build()?;
+    let run = reader.get_run(run_id).await?;
+    Ok(run.stable_chat_id == crate::demo::DEMO_CHAT_ID)
+}
+
 /// The runtime of `run` and `resume`: the model of `options` (recorded to a cassette with
 /// `--record`), commits published to the transcript, and a line describing the model.
 fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRuntime, String)> {
-    let (provider, description) = match &options.replay {
+    let (provider, description, mut info) = match &options.replay {
         Some(path) => {
             let replay = ReplayProvider::open(path)?;
             let description = format!(
@@ -197,10 +238,22 @@ fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRun
                 path.display(),
                 replay.remaining()
             );
-            (Arc::new(replay) as Arc<dyn ModelProvider>, description)
+            (
+                Arc::new(replay) as Arc<dyn ModelProvider>,
+                description,
+                tt_runtime::ConnectionModelInfo::default(),
+            )
         }
         None => connect(options)?,
     };
+    if let Some(tokens) = options.context_window {
+        anyhow::ensure!(
+            tokens >= tt_runtime::MIN_CONTEXT_WINDOW_TOKENS,
+            "--context-window must be at least {}",
+            tt_runtime::MIN_CONTEXT_WINDOW_TOKENS
+        );
+        info.context_window_tokens = Some(tokens);
+    }
     let provider = match &options.record {
         Some(path) => {
             Arc::new(RecordingProvider::create(provider, path)?) as Arc<dyn ModelProvider>
@@ -210,6 +263,7 @@ fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRun
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
         .provider(provider)
+        .provider_model_info(info)
         .commit_bridge(CommitBridgeChoice::Transcript)
         .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
         .build()?;
@@ -218,9 +272,17 @@ fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRun
 
 /// The provider of a live run: `--connection` and `--model` with their options, and a line
 /// describing it.
-fn connect(options: &ModelArgs) -> anyhow::Result<(Arc<dyn ModelProvider>, String)> {
+fn connect(
+    options: &ModelArgs,
+) -> anyhow::Result<(
+    Arc<dyn ModelProvider>,
+    String,
+    tt_runtime::ConnectionModelInfo,
+)> {
     let (Some(connection), Some(model)) = (&options.connection, &options.model) else {
-        anyhow::bail!("--connection and --model are required unless --replay is given");
+        anyhow::bail!(
+            "say which model to talk to: --connection KIND:BASEURL and --model ID (for example --connection openai:http://127.0.0.1:8080/v1 --model local), or --replay FILE to answer from a cassette"
+        );
     };
     let mut spec = ConnectionSpec::parse(connection)?
         .with_model(model.clone())
@@ -248,7 +310,7 @@ fn connect(options: &ModelArgs) -> anyhow::Result<(Arc<dyn ModelProvider>, Strin
         spec.base_url,
         if spec.stream { ", streaming" } else { "" }
     );
-    Ok((provider, description))
+    Ok((provider, description, spec.model_info()))
 }
 
 /// Saves every agent profile (`*.json` with `"kind": "tauritavern.agentProfile"`) in `dir`,

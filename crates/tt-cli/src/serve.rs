@@ -29,6 +29,7 @@ pub async fn serve(
     options: ServeOptions,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
+    let mut model_info = tt_runtime::ConnectionModelInfo::default();
     let (provider, connection, scripted) = match &options.connection {
         None => {
             anyhow::ensure!(
@@ -54,6 +55,7 @@ pub async fn serve(
                 spec = spec.with_api_key_env(name.clone());
             }
             let provider = tt_runtime::build_provider(&spec)?;
+            model_info = spec.model_info();
             (
                 provider,
                 format!(
@@ -69,6 +71,7 @@ pub async fn serve(
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
         .provider(provider)
+        .provider_model_info(model_info)
         .commit_bridge(if options.host_commits {
             CommitBridgeChoice::HostApi
         } else {

@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cassettes;
+mod demo_resume;
 mod disk_full;
+mod events;
 mod hostile;
 mod live;
 mod logs;

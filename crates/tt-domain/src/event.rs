@@ -179,6 +179,9 @@ event_types! {
     UserGuidanceSubmitted => "user_guidance_submitted",
     UserGuidanceApplied => "user_guidance_applied",
     UserGuidanceDiscarded => "user_guidance_discarded",
+    ContextTrimmed => "context_trimmed",
+    ContextCompacted => "context_compacted",
+    ToolOutputSaved => "tool_output_saved",
 }
 
 const SCOPE_FIELDS: [&str; 5] = [

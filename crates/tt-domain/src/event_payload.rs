@@ -146,6 +146,9 @@ payloads! {
     UserGuidanceSubmitted,
     UserGuidanceApplied,
     UserGuidanceDiscarded,
+    ContextTrimmed,
+    ContextCompacted,
+    ToolOutputSaved,
 }
 
 impl AgentRunEvent {
@@ -417,6 +420,12 @@ pub struct AgentModelBindingResolved {
     /// The layered generation settings the requests carry; absent when none is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<crate::generation::GenerationSettings>,
+    /// The model's context window, when known (docs/providers.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window_tokens: Option<u64>,
+    /// US dollars per million tokens, when a price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<crate::cost::ModelPrice>,
 }
 
 /// `skill_scopes_resolved`.
@@ -577,6 +586,9 @@ pub struct ModelCompleted {
     pub reasoning_chars: u64,
     pub reasoning_words: u64,
     pub usage: Option<ModelUsage>,
+    /// What the call cost in US dollars, when the model's price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     pub finish_reason: Option<String>,
     /// Absent when the response has nothing to narrate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1025,4 +1037,60 @@ pub struct UserGuidanceDiscarded {
     pub chars: u64,
     pub reason: String,
     pub status: String,
+}
+
+// ---- the context window ---------------------------------------------------------------------
+
+/// `context_trimmed`: older tool results and arguments of an agent's history were replaced by
+/// stubs so its next request fits the model's window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextTrimmed {
+    pub invocation_id: InvocationId,
+    /// The round whose request is trimmed.
+    pub round: u32,
+    /// Indices (in the history) of the messages replaced by stubs, oldest first.
+    pub stubbed_messages: Vec<u64>,
+    pub estimated_tokens_before: u64,
+    pub estimated_tokens_after: u64,
+    pub window_tokens: u64,
+    pub input_budget_tokens: u64,
+    /// `provider_refused` when the provider refused the request as too large, else `estimate`.
+    pub trigger: String,
+}
+
+/// `context_compacted`: the oldest turns of an agent's history were replaced by one summary
+/// message, written by one model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextCompacted {
+    pub invocation_id: InvocationId,
+    pub round: u32,
+    /// The first replaced message's index in the history.
+    pub first_message: u64,
+    /// How many messages the summary replaced.
+    pub replaced_messages: u64,
+    /// The summary the agent reads in their place.
+    pub summary: String,
+    pub estimated_tokens_before: u64,
+    pub estimated_tokens_after: u64,
+    pub window_tokens: u64,
+    /// The summarizing call's usage.
+    pub usage: Option<ModelUsage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// `tool_output_saved`: a tool's output too long for the agent's history was saved whole to a
+/// workspace file, which the shortened result names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolOutputSaved {
+    pub invocation_id: InvocationId,
+    pub round: u32,
+    pub call_id: String,
+    pub tool: String,
+    pub path: String,
+    pub chars: u64,
+    pub sha256: String,
 }

@@ -4,6 +4,8 @@
 //! speak in these types; adapters map their own failures and wire formats onto them.
 
 pub mod brief;
+pub mod context_window;
+pub mod cost;
 pub mod error;
 pub mod event;
 pub mod event_payload;

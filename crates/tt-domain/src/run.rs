@@ -159,6 +159,25 @@ impl AgentRunStatus {
         }
     }
 
+    /// Every status, in the order a run passes them (terminal ones last).
+    pub const ALL: [AgentRunStatus; 15] = [
+        AgentRunStatus::Created,
+        AgentRunStatus::InitializingWorkspace,
+        AgentRunStatus::AssemblingContext,
+        AgentRunStatus::CallingModel,
+        AgentRunStatus::DispatchingTool,
+        AgentRunStatus::ApplyingWorkspacePatch,
+        AgentRunStatus::CreatingCheckpoint,
+        AgentRunStatus::AwaitingHostCommit,
+        AgentRunStatus::Cancelling,
+        AgentRunStatus::Finishing,
+        AgentRunStatus::Completed,
+        AgentRunStatus::PartialSuccess,
+        AgentRunStatus::Failed,
+        AgentRunStatus::Cancelled,
+        AgentRunStatus::Interrupted,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             AgentRunStatus::Created => "created",

@@ -3,6 +3,17 @@
 
 use tt_domain::DomainError;
 
+/// Who holds a run's lock, as `run_locked` says it.
+fn lock_owner(owner_pid: Option<u32>) -> String {
+    match owner_pid {
+        Some(pid) if pid == std::process::id() => {
+            format!("another runtime of this process (pid {pid}) on the same data dir")
+        }
+        Some(pid) => format!("another process (pid {pid})"),
+        None => "another process".to_owned(),
+    }
+}
+
 /// Failures of the storage ports (runs, invocations, journal, workspace, profiles).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StorageError {
@@ -33,8 +44,9 @@ pub enum StorageError {
     /// A path resolved through a symlink to somewhere outside the run directory.
     #[error("agent.workspace_symlink_escape: {path} resolves outside the run workspace")]
     SymlinkEscape { path: String },
-    /// Another live process writes this run (it holds the run's lock).
-    #[error("agent.run_locked: {what} is being written by another process{}", owner_pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default())]
+    /// Another live writer holds this run's lock: another process, or another runtime of this
+    /// one.
+    #[error("agent.run_locked: {what} is being written by {}", lock_owner(*owner_pid))]
     Locked {
         what: String,
         owner_pid: Option<u32>,

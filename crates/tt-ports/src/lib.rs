@@ -23,8 +23,8 @@ pub use host::{
 };
 pub use journal::{EventPage, RunJournal};
 pub use model::{
-    ModelConnections, ModelDeltaSink, ModelProvider, NoConnections, ResolvedConnection,
-    provider_fields,
+    ConnectionModelInfo, ModelConnections, ModelDeltaSink, ModelProvider, NoConnections,
+    ResolvedConnection, provider_fields,
 };
 pub use profiles::ProfileRepository;
 pub use prompt::{

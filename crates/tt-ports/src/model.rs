@@ -78,6 +78,38 @@ pub struct ResolvedConnection {
     pub description: serde_json::Value,
     /// The connection's default generation settings: the lowest layer, under the profile's.
     pub generation: tt_domain::generation::GenerationSettings,
+    /// Its default model, window and prices.
+    pub model_info: ConnectionModelInfo,
+}
+
+/// What a connection says about its models: the default model id, the window (when declared)
+/// and prices by model id. The run's default provider has one too (`RuntimeServices`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConnectionModelInfo {
+    /// The model the connection uses when a profile names none.
+    pub default_model: Option<String>,
+    /// The window of the connection's models, when declared: it wins over the known default
+    /// of a model id (`tt_domain::context_window::known_context_window`); a profile's
+    /// `model.contextWindowTokens` wins over it.
+    pub context_window_tokens: Option<u64>,
+    /// Prices by model id, over the defaults (`tt_domain::cost::price_for`).
+    pub prices: tt_domain::cost::PriceTable,
+}
+
+impl ConnectionModelInfo {
+    /// The window of `model_id` (or the default model): declared, else known.
+    pub fn context_window(&self, model_id: Option<&str>) -> Option<u64> {
+        self.context_window_tokens.or_else(|| {
+            model_id
+                .or(self.default_model.as_deref())
+                .and_then(tt_domain::context_window::known_context_window)
+        })
+    }
+
+    /// The price of `model_id` (or the default model).
+    pub fn price(&self, model_id: Option<&str>) -> Option<tt_domain::cost::ModelPrice> {
+        tt_domain::cost::price_for(&self.prices, model_id.or(self.default_model.as_deref()))
+    }
 }
 
 impl std::fmt::Debug for ResolvedConnection {

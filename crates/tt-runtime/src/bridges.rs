@@ -41,6 +41,7 @@ struct PendingState {
 
 struct PendingMetadataUpdate {
     run_id: RunId,
+    request: PersistentStateMetadataUpdate,
     reply: oneshot::Sender<Result<(), HostBridgeError>>,
 }
 
@@ -184,6 +185,21 @@ impl HostApiCommitBridge {
 }
 
 impl HostApiCommitBridge {
+    /// Every persistent-state metadata update of `run_id` still waiting for an answer, by id.
+    pub fn pending_metadata_updates(&self, run_id: &RunId) -> Vec<PersistentStateMetadataUpdate> {
+        let pending = self
+            .metadata
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut updates: Vec<PersistentStateMetadataUpdate> = pending
+            .values()
+            .filter(|entry| &entry.run_id == run_id)
+            .map(|entry| entry.request.clone())
+            .collect();
+        updates.sort_by(|a, b| a.update_id.cmp(&b.update_id));
+        updates
+    }
+
     /// Completes a pending persistent-state metadata update: `error` (non-empty) fails it,
     /// none acknowledges it.
     pub fn resolve_metadata_update(
@@ -376,7 +392,8 @@ impl HostCommitBridge for HostApiCommitBridge {
             pending.insert(
                 update_id.clone(),
                 PendingMetadataUpdate {
-                    run_id: request.run_id,
+                    run_id: request.run_id.clone(),
+                    request,
                     reply,
                 },
             );

@@ -70,6 +70,7 @@ impl std::fmt::Debug for PromptBrokerChoice {
 pub struct AgentRuntimeBuilder {
     data_dir: Option<PathBuf>,
     provider: Option<Arc<dyn ModelProvider>>,
+    provider_model_info: tt_ports::ConnectionModelInfo,
     commit_bridge: Option<CommitBridgeChoice>,
     commit_handler: Option<CommitHandler>,
     prompt_broker: Option<PromptBrokerChoice>,
@@ -126,6 +127,14 @@ impl AgentRuntimeBuilder {
 
     pub fn prompt_broker(mut self, choice: PromptBrokerChoice) -> Self {
         self.prompt_broker = Some(choice);
+        self
+    }
+
+    /// What the default provider's connection says about its models: its default model id,
+    /// context window and prices (`ConnectionSpec::model_info`). Unset, the engine knows no
+    /// window or price for the default provider and never trims a request.
+    pub fn provider_model_info(mut self, info: tt_ports::ConnectionModelInfo) -> Self {
+        self.provider_model_info = info;
         self
     }
 
@@ -238,6 +247,7 @@ impl AgentRuntimeBuilder {
             profiles: store.clone(),
             skills: store.clone(),
             model: provider,
+            model_info: self.provider_model_info,
             connections: Arc::new(connections.clone()),
             commit_bridge,
             prompt_broker,

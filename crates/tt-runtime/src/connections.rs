@@ -93,6 +93,10 @@ pub struct ConnectionSpec {
     /// Default generation settings of every request on this connection; a profile's
     /// `model.generation`, the host's prompt assembly and the run request each win over them.
     pub generation: GenerationSettings,
+    /// The context window of the connection's models, over the known default of the model id.
+    pub context_window_tokens: Option<u64>,
+    /// Prices by model id (`"*"`: any), over the defaults (docs/providers.md, "Cost").
+    pub prices: tt_domain::cost::PriceTable,
 }
 
 impl ConnectionSpec {
@@ -109,6 +113,8 @@ impl ConnectionSpec {
             limits: HttpLimits::default(),
             max_tokens: None,
             generation: GenerationSettings::default(),
+            context_window_tokens: None,
+            prices: tt_domain::cost::PriceTable::new(),
         }
     }
 
@@ -178,6 +184,25 @@ impl ConnectionSpec {
         self
     }
 
+    pub fn with_context_window_tokens(mut self, tokens: u64) -> Self {
+        self.context_window_tokens = Some(tokens);
+        self
+    }
+
+    pub fn with_prices(mut self, prices: tt_domain::cost::PriceTable) -> Self {
+        self.prices = prices;
+        self
+    }
+
+    /// The default model, window and prices, as the engine reads them.
+    pub fn model_info(&self) -> tt_ports::ConnectionModelInfo {
+        tt_ports::ConnectionModelInfo {
+            default_model: self.model.clone(),
+            context_window_tokens: self.context_window_tokens,
+            prices: self.prices.clone(),
+        }
+    }
+
     /// A non-secret description for events and hosts.
     pub fn description(&self) -> serde_json::Value {
         let mut description = json!({
@@ -189,6 +214,12 @@ impl ConnectionSpec {
         });
         if !self.generation.is_empty() {
             description["generation"] = json!(self.generation);
+        }
+        if let Some(tokens) = self.context_window_tokens {
+            description["contextWindowTokens"] = json!(tokens);
+        }
+        if !self.prices.is_empty() {
+            description["prices"] = json!(self.prices);
         }
         description
     }

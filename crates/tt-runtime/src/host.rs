@@ -361,8 +361,9 @@ impl AgentRuntime {
             .await?)
     }
 
-    /// Waits until the run stops executing and returns its final record. A run nobody is
-    /// running returns at once as stored: after a restart, the `interrupted` record.
+    /// Waits until the run stops executing and returns its final record. A run another
+    /// runtime (or process) executes is followed through its journal to its end. A run nobody
+    /// is running returns at once as stored: after a restart, the `interrupted` record.
     pub async fn wait_for_run(&self, run_id: &str) -> HostResult<AgentRun> {
         self.ensure_open()?;
         Ok(self.service.wait_for_run(&RunId::from_raw(run_id)).await?)
@@ -492,6 +493,16 @@ impl AgentRuntime {
             invocation_id,
             last_seq: after_seq,
         }
+    }
+
+    /// The host-API commit bridge, when the runtime was built with it.
+    pub(crate) fn host_commit_bridge(&self) -> Option<&HostApiCommitBridge> {
+        self.host_commits.as_deref()
+    }
+
+    /// The host-API prompt broker.
+    pub(crate) fn host_prompt_broker(&self) -> &HostApiPromptBroker {
+        &self.host_prompts
     }
 
     /// Every commit of a run still waiting for the host's answer, oldest first, with its text

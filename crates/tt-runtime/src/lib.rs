@@ -14,6 +14,7 @@ pub mod dto;
 pub mod host;
 pub mod named_connections;
 pub mod prompt_brokers;
+pub mod run_handle;
 pub mod run_updates;
 pub mod signals;
 pub mod system;
@@ -23,6 +24,7 @@ pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
 pub use dto::*;
 pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
+pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
 
@@ -40,6 +42,7 @@ pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
     UsageTotals,
 };
+pub use tt_domain::cost::{ModelPrice, PriceTable};
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).
 pub use tt_domain::event_payload::{self, EventPayload, RunEventPayload};
@@ -48,9 +51,20 @@ pub use tt_domain::generation::{
 };
 /// The ids typed payloads and records carry.
 pub use tt_domain::ids::{CheckpointId, InvocationId, ProfileId, RunId, TaskId};
-pub use tt_domain::model::{AgentModelRequest, ModelUsage};
-pub use tt_domain::profile::AgentProfileDefinition;
+/// What typed payloads say of an agent: its status, kind and how it may end.
+pub use tt_domain::invocation::{ExitPolicy, InvocationKind, InvocationStatus};
+/// What a model provider (a `FnProvider` closure among them) receives and answers.
+pub use tt_domain::model::{
+    AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelContentPart, ModelRole,
+    ModelUsage,
+};
+pub use tt_domain::profile::{AgentProfileDefinition, MIN_CONTEXT_WINDOW_TOKENS};
 pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
-pub use tt_ports::{AssembledSettings, ChatCommitRequest, ModelError, ModelProvider};
+pub use tt_domain::tool::{AgentToolCall, AgentToolResult, AgentToolSpec};
+/// How many events `read_events` returns when asked for none, and at most.
+pub use tt_ports::journal::{DEFAULT_EVENT_PAGE_LIMIT, MAX_EVENT_PAGE_LIMIT};
+pub use tt_ports::{
+    AssembledSettings, ChatCommitRequest, ConnectionModelInfo, ModelError, ModelProvider,
+};

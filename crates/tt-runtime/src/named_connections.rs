@@ -8,8 +8,15 @@ use std::sync::Arc;
 use tt_domain::generation::GenerationSettings;
 use tt_ports::{ModelConnections, ModelError, ModelProvider, ResolvedConnection};
 
-/// A provider, its non-secret description and its default generation settings.
-type Entry = (Arc<dyn ModelProvider>, Value, GenerationSettings);
+/// A provider, its non-secret description, its default generation settings and what it says
+/// about its models.
+#[derive(Clone)]
+struct Entry {
+    provider: Arc<dyn ModelProvider>,
+    description: Value,
+    generation: GenerationSettings,
+    model_info: tt_ports::ConnectionModelInfo,
+}
 
 /// Connections by name: registered ones (name → provider + a non-secret description for
 /// events), then, if a directory is set, `<dir>/<name>.json` files built on first use.
@@ -39,6 +46,12 @@ pub struct ConnectionFile {
     /// Default generation settings of the connection's requests (validated when read).
     #[serde(default)]
     pub generation: GenerationSettings,
+    /// The context window of the connection's models (at least 256 tokens).
+    #[serde(default)]
+    pub context_window_tokens: Option<u64>,
+    /// US dollars per million tokens by model id (`"*"`: any model of the connection).
+    #[serde(default)]
+    pub prices: tt_domain::cost::PriceTable,
 }
 
 impl ConnectionFile {
@@ -57,7 +70,20 @@ impl ConnectionFile {
         self.generation
             .validate("generation")
             .map_err(|err| anyhow::anyhow!("{err}"))?;
-        Ok(spec.with_generation(self.generation.clone()))
+        if let Some(tokens) = self.context_window_tokens {
+            anyhow::ensure!(
+                tokens >= tt_domain::profile::MIN_CONTEXT_WINDOW_TOKENS,
+                "contextWindowTokens must be at least {}",
+                tt_domain::profile::MIN_CONTEXT_WINDOW_TOKENS
+            );
+            spec = spec.with_context_window_tokens(tokens);
+        }
+        if let Some((model, _)) = self.prices.iter().find(|(_, price)| !price.is_valid()) {
+            anyhow::bail!("prices.{model}: every price must be a number >= 0");
+        }
+        Ok(spec
+            .with_generation(self.generation.clone())
+            .with_prices(self.prices.clone()))
     }
 }
 
@@ -89,8 +115,15 @@ impl NamedConnections {
         description: Value,
         generation: GenerationSettings,
     ) {
-        self.entries
-            .insert(name.into(), (provider, description, generation));
+        self.entries.insert(
+            name.into(),
+            Entry {
+                provider,
+                description,
+                generation,
+                model_info: tt_ports::ConnectionModelInfo::default(),
+            },
+        );
     }
 
     pub fn is_empty(&self) -> bool {
@@ -105,16 +138,25 @@ impl NamedConnections {
         let mut listed: Vec<ConnectionSummary> = self
             .entries
             .iter()
-            .map(|(name, (provider, description, _))| ConnectionSummary {
-                name: name.clone(),
-                source: ConnectionSource::Registered,
-                description: if description.is_null() {
-                    json!({"name": name, "provider": provider.name()})
-                } else {
-                    description.clone()
+            .map(
+                |(
+                    name,
+                    Entry {
+                        provider,
+                        description,
+                        ..
+                    },
+                )| ConnectionSummary {
+                    name: name.clone(),
+                    source: ConnectionSource::Registered,
+                    description: if description.is_null() {
+                        json!({"name": name, "provider": provider.name()})
+                    } else {
+                        description.clone()
+                    },
+                    problem: None,
                 },
-                problem: None,
-            })
+            )
             .collect();
         let files = self
             .dir
@@ -201,7 +243,12 @@ impl NamedConnections {
             .map_err(|err| ModelError::Other(format!("connection `{name}`: {err}")))?;
         let mut description = spec.description();
         description["name"] = json!(name);
-        let entry = (provider, description, spec.generation);
+        let entry = Entry {
+            provider,
+            description,
+            model_info: spec.model_info(),
+            generation: spec.generation,
+        };
         built.insert(name.to_owned(), entry.clone());
         Ok(Some(entry))
     }
@@ -214,25 +261,27 @@ impl ModelConnections for NamedConnections {
         connection_ref: &str,
     ) -> Result<Option<ResolvedConnection>, ModelError> {
         if !self.entries.contains_key(connection_ref) {
-            return Ok(self.load_file(connection_ref)?.map(
-                |(provider, description, generation)| ResolvedConnection {
-                    provider,
-                    description,
-                    generation,
-                },
-            ));
+            return Ok(self
+                .load_file(connection_ref)?
+                .map(|entry| ResolvedConnection {
+                    provider: entry.provider,
+                    description: entry.description,
+                    generation: entry.generation,
+                    model_info: entry.model_info,
+                }));
         }
         Ok(self
             .entries
             .get(connection_ref)
-            .map(|(provider, description, generation)| ResolvedConnection {
-                provider: Arc::clone(provider),
-                description: if description.is_null() {
-                    json!({"name": connection_ref, "provider": provider.name()})
+            .map(|entry| ResolvedConnection {
+                provider: Arc::clone(&entry.provider),
+                description: if entry.description.is_null() {
+                    json!({"name": connection_ref, "provider": entry.provider.name()})
                 } else {
-                    description.clone()
+                    entry.description.clone()
                 },
-                generation: generation.clone(),
+                generation: entry.generation.clone(),
+                model_info: entry.model_info.clone(),
             }))
     }
 }

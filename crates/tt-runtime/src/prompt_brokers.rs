@@ -55,6 +55,18 @@ fn run_mismatch(assembly_id: &str) -> HostError {
 }
 
 impl HostApiPromptBroker {
+    /// Every assembly of `run_id` still waiting for the host, by id.
+    pub fn pending_for_run(&self, run_id: &str) -> Vec<PromptAssemblyRequest> {
+        let pending = lock(&self.pending);
+        let mut requests: Vec<PromptAssemblyRequest> = pending
+            .values()
+            .filter(|entry| entry.request.scope.run_id == run_id)
+            .map(|entry| entry.request.clone())
+            .collect();
+        requests.sort_by(|a, b| a.assembly_id.cmp(&b.assembly_id));
+        requests
+    }
+
     /// The full request of a pending assembly.
     pub fn read_request(
         &self,

@@ -683,3 +683,44 @@ async fn guidance_waiting_when_the_process_died_reaches_the_agent_after_resume()
     restarted.wait_for_run(&run_id).await.unwrap();
     crashed.shutdown().await.unwrap();
 }
+
+#[path = "host_api/context_resume.rs"]
+mod context_resume;
+
+/// An embedder reads what a `FnProvider` closure receives and what typed payloads say of an
+/// agent with tt-runtime's own names, without reaching into the crates below it.
+#[test]
+fn the_types_an_embedder_meets_are_exported() {
+    use tt_runtime::{
+        AgentModelMessage, ExitPolicy, InvocationKind, InvocationStatus, ModelContentPart,
+        ModelRole,
+    };
+    let message = AgentModelMessage::text(ModelRole::User, "hi");
+    assert!(matches!(message.parts[0], ModelContentPart::Text { .. }));
+    assert_eq!(InvocationStatus::Running.as_str(), "running");
+    assert_eq!(InvocationKind::Root.as_str(), "root");
+    assert_ne!(ExitPolicy::TaskReturnRequired, ExitPolicy::RunFinishAllowed);
+}
+
+#[path = "host_api/run_handle.rs"]
+mod run_handle;
+
+/// `wait_for_run` on a run another runtime executes waits for its end (by following its
+/// journal) instead of returning its current, unfinished status.
+#[tokio::test]
+async fn waiting_for_a_run_another_runtime_owns_returns_its_end() {
+    let dir = TempDir::new().unwrap();
+    let owner = runtime(dir.path(), hanging_model());
+    let run = owner.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    let viewer = runtime_at_same_dir(dir.path());
+    let waiting = viewer.wait_for_run(&run_id);
+    let stop = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        owner.cancel_run(&run_id).await.unwrap();
+    };
+    let (ended, ()) = tokio::join!(waiting, stop);
+    assert_eq!(ended.unwrap().status, AgentRunStatus::Cancelled);
+    owner.shutdown().await.unwrap();
+}

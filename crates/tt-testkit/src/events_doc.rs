@@ -205,6 +205,27 @@ mod tests {
     }
 
     #[test]
+    fn the_run_statuses_listed_are_exactly_the_runs_statuses() {
+        let start = EVENTS_DOC
+            .find("- `status` of a run:")
+            .unwrap_or_else(|| panic!("docs/events.md lists no run statuses"));
+        let rest = &EVENTS_DOC[start..];
+        let end = rest.find("\n- ").unwrap_or(rest.len());
+        let listed: std::collections::BTreeSet<&str> = rest[..end]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|word| word.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .filter(|word| !["status", "agent_await"].contains(word))
+            .collect();
+        let all: std::collections::BTreeSet<&str> = tt_domain::run::AgentRunStatus::ALL
+            .iter()
+            .map(|status| status.as_str())
+            .collect();
+        assert_eq!(listed, all);
+    }
+
+    #[test]
     fn every_event_type_has_a_section_and_every_section_a_type() {
         let (undocumented, unknown) = type_mismatches();
         assert!(undocumented.is_empty(), "no section for {undocumented:?}");

@@ -4,7 +4,7 @@
 //! draws its live agent tree from the event stream while publishing the run's commits into a
 //! stand-in chat window, cancels a second run, shuts down, then lets a child process of itself
 //! hold a run and kills it, and starts again over the interrupted run, as a shell does after a
-//! crash. Every step checks its outcome; the exit status is 0 only when all of them held.
+//! crash, resuming it and stopping it. Runs are driven through their `RunHandle`. Every step checks its outcome; the exit status is 0 only when all of them held.
 //!
 //! `docs/host-api.md` walks through this file; its Rust snippets are excerpts of it (between
 //! `ANCHOR: name` and `ANCHOR_END: name` comments), checked by `tests/doc_excerpts.rs`.
@@ -25,8 +25,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tt_runtime::{
     AgentProfileDefinition, AgentRun, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
     CommitBridgeChoice, ConnectionSpec, HostError, ListRunsRequest, ModelProvider, PromptMessage,
-    PromptRole, ResolveChatCommitRequest, ResolvePersistentStateMetadataUpdateRequest,
-    RunEventPayload, ScriptedProvider, ScriptedScenarios, StartRunRequest, build_provider,
+    PromptRole, RunEventPayload, ScriptedProvider, ScriptedScenarios, StartRunRequest,
+    build_provider,
 };
 // ANCHOR_END: imports
 
@@ -186,7 +186,8 @@ async fn install_profiles(runtime: &AgentRuntime) -> anyhow::Result<()> {
 // ANCHOR_END: profiles
 
 // ANCHOR: run
-/// Starts a run, draws its agent tree as it changes, and publishes its commits.
+/// Starts a run, draws its agent tree as it changes, and publishes its commits, all through
+/// the run's handle.
 async fn write_a_reply(runtime: &AgentRuntime, chat: &mut ChatWindow) -> anyhow::Result<AgentRun> {
     let request = StartRunRequest::new(CHAT_ID, "Write the next scene.")
         .profile("shell-writer")
@@ -194,44 +195,34 @@ async fn write_a_reply(runtime: &AgentRuntime, chat: &mut ChatWindow) -> anyhow:
             role: PromptRole::User,
             content: "Set it at the harbour.".to_owned(),
         }]);
-    let run = runtime.start_run(request).await?;
-    let run_id = run.id.as_str();
+    let run = runtime.start(request).await?;
     let mut tree = AgentTree::default();
-    let mut events = runtime.subscribe(run_id, 0, None);
-    // Ends after the run's terminal event.
-    while let Some(event) = events.next().await? {
-        if tree.is_affected_by(&event) {
-            let projection = runtime.timeline_projection(run_id).await?;
+    let mut events = run.events();
+    // From the run's first event; ends after its terminal one.
+    while let Some(item) = events.next().await? {
+        if tree.is_affected_by(&item.event) {
+            let projection = runtime.timeline_projection(run.run_id()).await?;
             if let Some(drawing) = tree.redraw(&projection) {
                 println!("{drawing}");
             }
         }
-        if event.event_type == "chat_commit_requested" {
-            for commit in runtime.pending_commits(run_id)? {
-                let message_id = chat.publish(&commit);
-                runtime.resolve_chat_commit(ResolveChatCommitRequest {
-                    run_id: run_id.to_owned(),
-                    commit_id: commit.commit_id.to_string(),
-                    message_id: Some(message_id),
-                    error: None,
-                })?;
+        match item.payload {
+            Some(RunEventPayload::ChatCommitRequested(_)) => {
+                // Everything waiting, whether or not this stream saw it asked.
+                for commit in run.pending().commits {
+                    let message_id = chat.publish(&commit);
+                    run.publish_commit(commit.commit_id.as_str(), message_id)?;
+                }
             }
-        }
-        // At finish: bind the state the run left in `persist/` to its last message.
-        if let Some(Ok(RunEventPayload::PersistentStateMetadataUpdateRequested(update))) =
-            event.typed_payload()
-        {
-            chat.bind_state(&update.message_id, &update.state_id);
-            runtime.resolve_agent_persistent_state_metadata_update(
-                ResolvePersistentStateMetadataUpdateRequest {
-                    run_id: run_id.to_owned(),
-                    update_id: update.update_id,
-                    error: None,
-                },
-            )?;
+            // At finish: bind the state the run left in `persist/` to its last message.
+            Some(RunEventPayload::PersistentStateMetadataUpdateRequested(update)) => {
+                chat.bind_state(&update.message_id, &update.state_id);
+                run.answer_metadata_update(&update.update_id, None)?;
+            }
+            _ => {}
         }
     }
-    Ok(runtime.wait_for_run(run_id).await?)
+    Ok(run.wait().await?)
 }
 // ANCHOR_END: run
 
@@ -341,6 +332,26 @@ async fn start_again(data_dir: &Path) -> anyhow::Result<Vec<AgentRun>> {
         println!(
             "interrupted: run {} of chat {} ({:?}, was {}); resume_run continues it",
             run.id, run.stable_chat_id, settled.status, last.payload["previousStatus"]
+        );
+        // Continue it where it stopped; this one waits on its model again, so stop it.
+        let resumed = runtime.resume(run.id.as_str()).await?;
+        let mut events = resumed.events();
+        while let Some(item) = events.next().await? {
+            if matches!(item.payload, Some(RunEventPayload::RunResumed(_))) {
+                break;
+            }
+        }
+        resumed.cancel().await?;
+        let ended = resumed.wait().await?;
+        println!(
+            "resumed {} and stopped it: {:?}",
+            resumed.run_id(),
+            ended.status
+        );
+        ensure!(
+            ended.status == AgentRunStatus::Cancelled,
+            "the resumed run ended {:?}",
+            ended.status
         );
     }
     runtime.shutdown().await?;

@@ -31,9 +31,13 @@ async fn a_second_writer_gets_run_locked_naming_the_owner() {
         }
         other => panic!("expected Locked, got {other:?}"),
     }
+    // Both stores are of this process: the message says so rather than "another process".
     assert!(
-        err.to_string()
-            .contains(&format!("pid {}", std::process::id()))
+        err.to_string().contains(&format!(
+            "another runtime of this process (pid {})",
+            std::process::id()
+        )),
+        "{err}"
     );
     for result in [
         second.save_run(&run).await.map(drop),
@@ -308,4 +312,62 @@ async fn a_run_that_cannot_be_created_leaves_nothing_behind() {
         .join(run.workspace_id.as_str())
         .join("runs");
     assert_eq!(std::fs::read_dir(runs_dir).unwrap().count(), 0);
+}
+
+/// `run.json` is not rewritten for the statuses a working run passes through, so the run's
+/// journal says how far it got: `run_interrupted.previousStatus` names the last
+/// `status_changed`, not the record's earlier status.
+#[tokio::test]
+async fn an_interrupted_run_reports_the_status_its_journal_reached() {
+    let mut fx = Fixture::new();
+    let (mut run, _) = fx.run(1).await;
+    let store = fx.store.clone();
+    run.transition(AgentRunStatus::InitializingWorkspace, ts(2))
+        .unwrap();
+    store.save_run(&run).await.unwrap();
+    for (n, status) in [
+        (1, "assembling_context"),
+        (2, "calling_model"),
+        (3, "dispatching_tool"),
+    ] {
+        RunJournal::append(
+            store.as_ref(),
+            tt_testkit::contract::new_event(
+                &run.id,
+                n,
+                tt_domain::event::RunEventType::StatusChanged,
+                serde_json::json!({"status": status}),
+            ),
+        )
+        .await
+        .unwrap();
+    }
+    RunJournal::append(store.as_ref(), tool_event(&run.id, 4, "inv_root"))
+        .await
+        .unwrap();
+    drop(store);
+    let store = fx.reopen();
+    let recovered = store
+        .recover_interrupted_runs(ts(100), event_ids())
+        .unwrap();
+    assert_eq!(recovered.len(), 1);
+    assert_eq!(
+        recovered[0].previous_status,
+        AgentRunStatus::DispatchingTool
+    );
+    let events = RunJournal::read(
+        store.as_ref(),
+        &run.id,
+        &EventPage {
+            after_seq: Some(4),
+            ..EventPage::default()
+        },
+    )
+    .await
+    .unwrap();
+    let interrupted = events
+        .iter()
+        .find(|event| event.event_type == "run_interrupted")
+        .unwrap();
+    assert_eq!(interrupted.payload["previousStatus"], "dispatching_tool");
 }

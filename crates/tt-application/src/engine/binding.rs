@@ -29,6 +29,12 @@ pub(crate) struct ModelBinding {
     pub run_generation: GenerationSettings,
     /// The profile's `model.maxOutputTokens`, under any layer's `maxOutputTokens`.
     pub profile_max_output_tokens: Option<u32>,
+    /// The model's context window: the profile's `model.contextWindowTokens`, else the
+    /// connection's, else the known window of the model id; `None`: requests are never
+    /// measured against a window.
+    pub context_window_tokens: Option<u64>,
+    /// What the model's tokens cost, when a price is known (docs/providers.md, "Cost").
+    pub price: Option<tt_domain::cost::ModelPrice>,
 }
 
 /// What one request carries: the resolved settings without `maxOutputTokens`, and the output
@@ -99,7 +105,14 @@ pub(crate) async fn resolve_model_binding(
 ) -> ApplicationResult<ModelBinding> {
     let model = &profile.definition.model;
     let run_generation = ctx.run_snapshot().await.generation;
-    let bind = |provider, model_id, connection: GenerationSettings| ModelBinding {
+    let bind = |provider,
+                model_id: Option<String>,
+                connection: GenerationSettings,
+                info: &tt_ports::ConnectionModelInfo| ModelBinding {
+        context_window_tokens: model
+            .context_window_tokens
+            .or_else(|| info.context_window(model_id.as_deref())),
+        price: info.price(model_id.as_deref()),
         provider,
         model_id,
         base_generation: connection.overlay(&model.generation),
@@ -118,11 +131,16 @@ pub(crate) async fn resolve_model_binding(
             ));
         }
         ModelMode::CurrentPromptSnapshot => {
-            let (provider, payload, connection) = match &ctx.connection_ref {
+            let (provider, payload, connection, info) = match &ctx.connection_ref {
                 None => {
                     let provider = Arc::clone(&ctx.services.model);
                     let payload = json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null});
-                    (provider, payload, GenerationSettings::default())
+                    (
+                        provider,
+                        payload,
+                        GenerationSettings::default(),
+                        ctx.services.model_info.clone(),
+                    )
                 }
                 Some(name) => {
                     let resolved = resolve_connection(ctx, name).await?;
@@ -130,12 +148,17 @@ pub(crate) async fn resolve_model_binding(
                         "mode": "currentPromptSnapshot", "connectionRef": name, "modelId": null,
                         "provider": resolved.provider.name(), "connection": resolved.description,
                     });
-                    (resolved.provider, payload, resolved.generation)
+                    (
+                        resolved.provider,
+                        payload,
+                        resolved.generation,
+                        resolved.model_info,
+                    )
                 }
             };
             let payload =
                 crate::engine::model_turn::with_provider_fields(payload, provider.as_ref());
-            (bind(provider, None, connection), payload)
+            (bind(provider, None, connection, &info), payload)
         }
         ModelMode::ConnectionRef => {
             let name = model.connection_ref.as_deref().unwrap_or_default();
@@ -157,6 +180,7 @@ pub(crate) async fn resolve_model_binding(
                     resolved.provider,
                     model.model_id.clone(),
                     resolved.generation,
+                    &resolved.model_info,
                 ),
                 payload,
             )
@@ -173,6 +197,13 @@ pub(crate) async fn resolve_model_binding(
             generation["maxOutputTokens"] = json!(tokens);
         }
         payload["generation"] = generation;
+    }
+    // Likewise the window and price, when known.
+    if let Some(tokens) = binding.context_window_tokens {
+        payload["contextWindowTokens"] = json!(tokens);
+    }
+    if let Some(price) = binding.price {
+        payload["price"] = json!(price);
     }
     ctx.events
         .info(

@@ -135,10 +135,6 @@ async fn drive(
     ctx.scheduler.notify();
     // The idle limit counts from the start of its work, not from delegation.
     ctx.scheduler.mark_started(&task.child_invocation_id);
-    if let Some(limit) = task.budget.and_then(|budget| budget.max_tokens) {
-        ctx.scheduler
-            .set_token_budget(&task.child_invocation_id, &task.id, limit);
-    }
     let mut invocation = services
         .invocations
         .load_invocation(&ctx.run_id, &task.child_invocation_id)
@@ -154,6 +150,14 @@ async fn drive(
     .await?;
     crate::profiles::check_model_configured(&target)?;
     let policy = &target.definition.delegation;
+    // Its budgets cover everything it delegates: tokens (the delegating agent's `budget`,
+    // defaulting to the profile's) and money (the profile's `maxTaskCostUsd`).
+    ctx.scheduler.set_task_budget(
+        &task.child_invocation_id,
+        &task.id,
+        task.budget.and_then(|budget| budget.max_tokens),
+        policy.max_task_cost_usd,
+    );
     let may_delegate = policy.can_delegate
         && policy.allow_nested_delegation
         && invocation_depth(ctx, &task.child_invocation_id).await?

@@ -347,6 +347,8 @@ pub(crate) struct InvocationRuntime {
     pub delivered: HashSet<tt_domain::ids::TaskId>,
     /// What this agent did before its run was interrupted, replayed by its loop on resume.
     pub replay: Option<crate::replay::Replay>,
+    /// What it has learned about its model's context window.
+    pub window: crate::engine::context_fit::WindowState,
 }
 
 impl InvocationRuntime {
@@ -370,6 +372,7 @@ impl InvocationRuntime {
             skills: Arc::clone(&prepared.skills),
             delivered: HashSet::new(),
             replay,
+            window: Default::default(),
         }
     }
 

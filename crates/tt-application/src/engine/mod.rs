@@ -1,7 +1,8 @@
 //! The engine: the only place agents run. Run-scoped state (`context`), invocation setup for
 //! delegated and handoff agents (`invocation_setup`, `binding`, `prompt_assembly`), the tool
-//! loop (`tool_loop`), tool dispatch (`dispatch`), model turns (`model_turn`, `streaming`),
-//! chat commits (`commit`), the agent tools' work on the run's tasks (`tasks`), the task
+//! loop (`tool_loop`) and fitting its requests into the model's window (`context_fit`), tool
+//! dispatch (`dispatch`), model turns (`model_turn`, `streaming`), chat commits (`commit`), the
+//! agent tools' work on the run's tasks (`tasks`), the task
 //! scheduler (`scheduler`) and the delegated worker (`child`).
 //!
 //! The loop → dispatch → tasks → scheduler → worker → loop recursion stays inside this
@@ -14,6 +15,7 @@ pub(crate) mod binding;
 pub(crate) mod child;
 pub(crate) mod commit;
 pub(crate) mod context;
+pub(crate) mod context_fit;
 pub(crate) mod dispatch;
 pub(crate) mod invocation_setup;
 pub(crate) mod model_turn;

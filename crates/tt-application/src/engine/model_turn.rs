@@ -242,6 +242,7 @@ pub(crate) async fn journal_stored_response(
         reasoning_chars: char_count(&reasoning) as u64,
         reasoning_words: word_count(&reasoning) as u64,
         usage: response.usage,
+        cost_usd: call_cost(inv, response.usage.as_ref()),
         finish_reason: response.finish_reason.clone(),
         narration,
     };
@@ -249,6 +250,37 @@ pub(crate) async fn journal_stored_response(
         .record(run_id, EventLevel::Info, &completed)
         .await?;
     Ok(())
+}
+
+/// What a call with `usage` cost on this agent's model, when its price is known.
+pub(crate) fn call_cost(
+    inv: &InvocationRuntime,
+    usage: Option<&tt_domain::model::ModelUsage>,
+) -> Option<f64> {
+    let (price, usage) = (inv.model.price?, usage?);
+    Some(tt_domain::cost::round_usd(price.cost_usd(usage)))
+}
+
+/// Charges a model answer's tokens and cost to the run's and tasks' budgets (the scheduler's
+/// ledger); past one of them this is the error that ends the agent.
+pub(crate) fn charge_usage(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    usage: Option<&tt_domain::model::ModelUsage>,
+) -> ApplicationResult<()> {
+    let Some(usage) = usage else {
+        return Ok(());
+    };
+    ctx.scheduler.charge(
+        ctx,
+        &inv.invocation.id,
+        crate::engine::scheduler::Spent {
+            tokens: usage.input_tokens + usage.output_tokens,
+            cost: call_cost(inv, Some(usage))
+                .and_then(tt_domain::cost::Usd::from_dollars)
+                .unwrap_or_default(),
+        },
+    )
 }
 
 /// `object` with the provider fields of [`tt_ports::provider_fields`] added.

@@ -13,6 +13,7 @@ use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
 use tt_ports::RunDocument;
 
 use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context_fit::{FitTrigger, apply_step, fit_request};
 use crate::engine::dispatch::{LoopControl, checkpoint, dispatch_call};
 use crate::error::{ApplicationError, ApplicationResult};
 
@@ -129,6 +130,13 @@ async fn run_rounds(
                         crate::guidance::render_guidance_message(&texts),
                     ));
                 }
+                // Then the history was trimmed or compacted as it was then.
+                replay_context_steps(inv, round, &mut messages);
+                inv.window.note_sent(
+                    inv.model.context_window_tokens,
+                    &messages,
+                    &inv.snapshot.tools,
+                );
                 if !inv
                     .replay
                     .as_ref()
@@ -148,36 +156,56 @@ async fn run_rounds(
                 response
             }
             None => {
-                // The history is lent to the request and taken back: the model call copies
-                // it once (per attempt), not twice.
+                // Steps journaled before a crash at this round stand; the fit goes on from them.
+                replay_context_steps(inv, round, &mut messages);
+                let mut trigger = FitTrigger::Estimate;
                 let settings = inv.model.settings();
-                let request = AgentModelRequest {
-                    session: session.clone(),
-                    agent_profile_id: inv.profile.id().clone(),
-                    model_id: model_id.clone(),
-                    round,
-                    messages: std::mem::take(&mut messages),
-                    tools: inv.snapshot.tools.clone(),
-                    tool_choice: "auto".to_owned(),
-                    max_output_tokens: settings.max_output_tokens,
-                    generation: settings.generation,
-                };
-                let turn =
-                    crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;
-                messages = request.messages;
-                turn?
+                loop {
+                    let max_output_tokens = fit_request(
+                        ctx,
+                        inv,
+                        round,
+                        &mut messages,
+                        trigger,
+                        settings.max_output_tokens,
+                    )
+                    .await?;
+                    // The history is lent to the request and taken back: the model call
+                    // copies it once (per attempt), not twice.
+                    let request = AgentModelRequest {
+                        session: session.clone(),
+                        agent_profile_id: inv.profile.id().clone(),
+                        model_id: model_id.clone(),
+                        round,
+                        messages: std::mem::take(&mut messages),
+                        tools: inv.snapshot.tools.clone(),
+                        tool_choice: "auto".to_owned(),
+                        max_output_tokens,
+                        generation: settings.generation.clone(),
+                    };
+                    let turn =
+                        crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;
+                    messages = request.messages;
+                    match turn {
+                        // Refused as too large: fit again with what the refusal said, once.
+                        Err(ApplicationError::Model(
+                            error @ tt_ports::ModelError::ContextOverflow { .. },
+                        )) if trigger == FitTrigger::Estimate => {
+                            inv.window.note_refused(&messages, &inv.snapshot.tools);
+                            inv.window
+                                .observe_refusal(&error, inv.model.context_window_tokens);
+                            trigger = FitTrigger::ProviderRefused;
+                        }
+                        turn => break turn?,
+                    }
+                }
             }
         };
+        inv.window.observe_usage(response.usage.as_ref());
         // A model answer is progress, for the idle limit of a delegated task.
         ctx.scheduler.mark_progress(&inv.invocation.id);
-        if let Some(usage) = &response.usage {
-            // A delegated task past its token budget ends here (`agent.task_budget_exhausted`).
-            ctx.scheduler.charge_tokens(
-                ctx,
-                &inv.invocation.id,
-                usage.input_tokens + usage.output_tokens,
-            )?;
-        }
+        // A delegated task past its budget ends here (`agent.task_budget_exhausted`).
+        crate::engine::model_turn::charge_usage(ctx, inv, response.usage.as_ref())?;
         let calls = response.tool_calls();
         if calls.is_empty() {
             if round >= max_rounds {
@@ -271,7 +299,15 @@ async fn run_rounds(
                         &dispatched.result.structured,
                     ));
             }
-            messages.push(AgentModelMessage::tool_result(dispatched.result.clone()));
+            let kept = crate::engine::context_fit::history_result(
+                ctx,
+                inv,
+                round,
+                &dispatched.result,
+                replaying,
+            )
+            .await?;
+            messages.push(AgentModelMessage::tool_result(kept));
             match dispatched.control {
                 LoopControl::Continue => {}
                 LoopControl::Finish { reason } => {
@@ -362,6 +398,22 @@ async fn run_rounds(
         "agent.max_tool_rounds_exceeded",
         format!("{ending} was not called within {max_rounds} rounds"),
     ))
+}
+
+/// Applies the context-window steps journaled before `round` (a resumed agent).
+fn replay_context_steps(
+    inv: &mut InvocationRuntime,
+    round: u32,
+    messages: &mut Vec<AgentModelMessage>,
+) {
+    let steps = inv
+        .replay
+        .as_mut()
+        .map(|replay| replay.take_context_steps(round))
+        .unwrap_or_default();
+    for step in &steps {
+        apply_step(messages, step);
+    }
 }
 
 /// Canonical names of the tools that can end this invocation's loop.

@@ -312,6 +312,9 @@ impl AgentRunService {
         if let Some(limit) = inv.profile.definition.limits.max_total_tokens {
             ctx.scheduler.set_run_token_budget(limit);
         }
+        if let Some(limit) = inv.profile.definition.limits.max_total_cost_usd {
+            ctx.scheduler.set_run_cost_budget(limit);
+        }
         let chain = async {
             if let Some(root) = root_assembly {
                 messages = self.assemble_root_prompt(&ctx, &mut inv, root).await?;

@@ -415,7 +415,14 @@ impl AgentRunService {
             return match (stored, unrecorded) {
                 (Ok(stored), _) if stored.status.is_terminal() => Ok(stored),
                 (_, Some(live)) => Ok(live),
-                (stored, None) => Ok(stored?),
+                // Another process runs it: follow its journal to its end (docs/host-api.md).
+                (Ok(_), None) => {
+                    let after = self.services.journal.last_seq(run_id).await?;
+                    let mut stream = self.subscribe(run_id.clone(), after, None);
+                    while stream.next().await?.is_some() {}
+                    Ok(self.services.runs.load_run(run_id).await?)
+                }
+                (Err(error), None) => Err(error.into()),
             };
         };
         // A closed channel means the executor ended too.

@@ -52,6 +52,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             model_id: None,
             max_output_tokens: None,
             generation: Default::default(),
+            context_window_tokens: None,
         },
         run: RunSection {
             presentation: Presentation::Foreground,

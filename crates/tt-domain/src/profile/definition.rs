@@ -91,6 +91,10 @@ pub struct ModelBinding {
         skip_serializing_if = "crate::generation::GenerationSettings::is_empty"
     )]
     pub generation: crate::generation::GenerationSettings,
+    /// The model's context window in tokens, over the connection's and the known default of
+    /// its model id (docs/providers.md, "Context window and compaction").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window_tokens: Option<u64>,
 }
 
 /// Upper bound of `model.maxOutputTokens`.
@@ -143,6 +147,16 @@ pub struct ContextPolicy {
     pub initial_chat_history_messages: i64,
     #[serde(default = "default_true")]
     pub include_activated_world_info: bool,
+    /// What happens when a request does not fit the model's window even with older tool
+    /// results replaced by stubs.
+    /// Written only when not the default, so journals of runs that never set it stay as
+    /// they were.
+    #[serde(default, skip_serializing_if = "CompactionPolicy::is_default")]
+    pub compaction: CompactionPolicy,
+    /// A tool result larger than this (in estimated tokens) reaches the agent as its head and
+    /// tail; unset, a quarter of the model's window when that is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_result_tokens: Option<u64>,
 }
 
 impl Default for ContextPolicy {
@@ -150,8 +164,27 @@ impl Default for ContextPolicy {
         Self {
             initial_chat_history_messages: -1,
             include_activated_world_info: true,
+            compaction: CompactionPolicy::default(),
+            max_tool_result_tokens: None,
         }
     }
+}
+
+impl CompactionPolicy {
+    pub fn is_default(&self) -> bool {
+        *self == CompactionPolicy::default()
+    }
+}
+
+/// A profile's `context.compaction`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CompactionPolicy {
+    /// Fail with `model.context_overflow`.
+    None,
+    /// One model call summarizes the oldest turns into one message.
+    #[default]
+    Summarize,
 }
 
 fn default_history() -> i64 {
@@ -213,6 +246,10 @@ pub struct DelegationPolicy {
     /// also the most a delegating agent may give it (`budget.maxTokens`). `None`: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_task_tokens: Option<u64>,
+    /// Most a task of this profile may cost in US dollars, with everything it delegates
+    /// (priced calls only, docs/providers.md "Cost"). `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_task_cost_usd: Option<crate::cost::Usd>,
 }
 
 /// The longest task deadline when a profile sets no `maxTaskTimeoutSeconds`: one day.
@@ -238,6 +275,7 @@ impl Default for DelegationPolicy {
             idle_timeout_seconds: None,
             max_delegation_depth: default_max_delegation_depth(),
             max_task_tokens: None,
+            max_task_cost_usd: None,
         }
     }
 }
@@ -440,6 +478,10 @@ pub struct LimitsSection {
     /// (`partial_success` when something was already published). Unset: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
+    /// Most the whole run may cost in US dollars (read from the run's root profile; priced
+    /// calls only); past it the run ends with `agent.run_budget_exhausted`. Unset: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_cost_usd: Option<crate::cost::Usd>,
 }
 
 impl Default for LimitsSection {
@@ -450,6 +492,7 @@ impl Default for LimitsSection {
             max_run_seconds: None,
             max_invocation_seconds: None,
             max_total_tokens: None,
+            max_total_cost_usd: None,
         }
     }
 }

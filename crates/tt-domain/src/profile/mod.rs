@@ -7,4 +7,7 @@ mod validation;
 
 pub use builtin::{DEFAULT_PROFILE_ID, DEFAULT_WRITER_TOOLS, default_writer_definition};
 pub use definition::*;
-pub use validation::{ProfileSource, ResolvedProfile, resolve_profile, validate_profile};
+pub use validation::{
+    MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS, MIN_TOOL_RESULT_TOKENS, ProfileSource,
+    ResolvedProfile, resolve_profile, validate_profile,
+};

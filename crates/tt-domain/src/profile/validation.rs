@@ -66,6 +66,7 @@ pub fn resolve_profile(
     definition: AgentProfileDefinition,
     source: ProfileSource,
 ) -> DomainResult<ResolvedProfile> {
+    let definition = migrate(definition);
     validate_profile(&definition)?;
     let body = definition
         .output
@@ -112,6 +113,12 @@ pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
     Ok(())
 }
 
+/// Bounds of `model.contextWindowTokens` (and of `context.maxToolResultTokens`).
+pub const MIN_CONTEXT_WINDOW_TOKENS: u64 = 256;
+pub const MAX_CONTEXT_WINDOW_TOKENS: u64 = 100_000_000;
+/// The least `context.maxToolResultTokens`.
+pub const MIN_TOOL_RESULT_TOKENS: u64 = 64;
+
 fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
     p.model
         .generation
@@ -123,6 +130,26 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
         return Err(err(
             "agent.profile_limit_invalid",
             format!("model.maxOutputTokens must be > 0 and <= {MAX_OUTPUT_TOKENS_LIMIT}"),
+        ));
+    }
+    if p.model.context_window_tokens.is_some_and(|tokens| {
+        !(MIN_CONTEXT_WINDOW_TOKENS..=MAX_CONTEXT_WINDOW_TOKENS).contains(&tokens)
+    }) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            format!(
+                "model.contextWindowTokens must be {MIN_CONTEXT_WINDOW_TOKENS} to {MAX_CONTEXT_WINDOW_TOKENS}"
+            ),
+        ));
+    }
+    if p.context.max_tool_result_tokens.is_some_and(|tokens| {
+        !(MIN_TOOL_RESULT_TOKENS..=MAX_CONTEXT_WINDOW_TOKENS).contains(&tokens)
+    }) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            format!(
+                "context.maxToolResultTokens must be {MIN_TOOL_RESULT_TOKENS} to {MAX_CONTEXT_WINDOW_TOKENS}"
+            ),
         ));
     }
     let limits = &p.limits;
@@ -149,6 +176,18 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
             "limits.maxTotalTokens must be > 0",
         ));
     }
+    if limits.max_total_cost_usd == Some(crate::cost::Usd::ZERO) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "limits.maxTotalCostUsd must be > 0",
+        ));
+    }
+    if p.delegation.max_task_cost_usd == Some(crate::cost::Usd::ZERO) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "delegation.maxTaskCostUsd must be > 0",
+        ));
+    }
     if limits.max_tool_argument_bytes == 0
         || limits.max_tool_argument_bytes > MAX_TOOL_ARGUMENT_BYTES_LIMIT
     {
@@ -162,12 +201,25 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
     Ok(())
 }
 
+/// The first profile format.
+pub const PROFILE_SCHEMA_VERSION_1: u32 = 1;
+
+/// A profile in the current format. Version 1 (the contract's "version 1 is migrated") has the
+/// same sections; what version 2 added has defaults, so it only takes the new number. Saving a
+/// version-1 profile stores it as version 2.
+pub fn migrate(mut definition: AgentProfileDefinition) -> AgentProfileDefinition {
+    if definition.schema_version == PROFILE_SCHEMA_VERSION_1 {
+        definition.schema_version = PROFILE_SCHEMA_VERSION;
+    }
+    definition
+}
+
 fn validate_header(p: &AgentProfileDefinition) -> DomainResult<()> {
     if p.schema_version != PROFILE_SCHEMA_VERSION {
         return Err(err(
             "agent.profile_schema_version_unsupported",
             format!(
-                "schemaVersion {} is not supported; use {PROFILE_SCHEMA_VERSION}",
+                "schemaVersion {} is not supported; use {PROFILE_SCHEMA_VERSION} (version 1 is migrated)",
                 p.schema_version
             ),
         ));
@@ -599,6 +651,18 @@ mod tests {
             resolve_profile(default_writer_definition(), ProfileSource::built_in()).unwrap();
         assert_eq!(resolved.message_body_path.as_str(), "output/main.md");
         assert_eq!(resolved.message_body_artifact_id, "main");
+    }
+
+    #[test]
+    fn a_version_1_profile_is_migrated_and_other_versions_are_refused() {
+        let mut old = default_writer_definition();
+        old.schema_version = 1;
+        let resolved = resolve_profile(old, ProfileSource::built_in()).unwrap();
+        assert_eq!(resolved.definition.schema_version, PROFILE_SCHEMA_VERSION);
+        let mut future = default_writer_definition();
+        future.schema_version = 3;
+        let refused = resolve_profile(future, ProfileSource::built_in()).unwrap_err();
+        assert_eq!(refused.code, "agent.profile_schema_version_unsupported");
     }
 
     #[test]

@@ -32,6 +32,8 @@ struct Ledger {
     metadata_updates: Vec<PersistentStateMetadataUpdate>,
     /// When set, metadata updates are answered with this error.
     metadata_rejection: Option<String>,
+    /// When set, metadata updates are never answered (a host that forgot them).
+    metadata_silent: bool,
 }
 
 /// The host side of `workspace.commit`, for tests.
@@ -102,6 +104,11 @@ impl FakeCommitBridge {
     /// Every persistent-state metadata update received, in order.
     pub fn metadata_updates(&self) -> Vec<PersistentStateMetadataUpdate> {
         self.ledger().metadata_updates.clone()
+    }
+
+    /// Never answers the following metadata updates.
+    pub fn ignore_metadata_updates(&self) {
+        self.ledger().metadata_silent = true;
     }
 
     /// Answers the following metadata updates with `HostBridgeError::Rejected(message)`.
@@ -203,6 +210,9 @@ impl HostCommitBridge for FakeCommitBridge {
     ) -> Result<MetadataUpdateAnswer, HostBridgeError> {
         let mut ledger = self.ledger();
         ledger.metadata_updates.push(request);
+        if ledger.metadata_silent {
+            return Ok(Box::pin(std::future::pending()));
+        }
         let answer = match &ledger.metadata_rejection {
             Some(message) => Err(HostBridgeError::Rejected(message.clone())),
             None => Ok(()),

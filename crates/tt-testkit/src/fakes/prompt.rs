@@ -194,6 +194,7 @@ impl ModelConnections for FakeConnections {
                     .get(connection_ref)
                     .cloned()
                     .unwrap_or_default(),
+                model_info: tt_ports::ConnectionModelInfo::default(),
             }))
     }
 }

@@ -5,8 +5,9 @@ use std::time::Duration;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::AgentTaskRecord;
 
-use super::{CancelledBy, TaskScheduler};
 use crate::engine::context::RunContext;
+
+use super::{CancelledBy, TaskScheduler};
 
 impl TaskScheduler {
     /// Records that `invocation` started its work (for the idle limit).

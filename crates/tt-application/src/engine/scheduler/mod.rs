@@ -4,8 +4,8 @@
 //! Cancelling a task signals its worker, waits for the worker to stop, and only then records
 //! `cancelled`, so nothing a cancelled agent does is written after its cancellation.
 //!
-//! Here: the admission queue, workers and the cancel tree. Token budgets are in `budgets`, the
-//! deadline and idle watches in `deadlines`.
+//! Here: the admission queue, workers and the cancel tree. Token and cost budgets are in
+//! `budgets`, the deadline and idle watches in `deadlines`.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+use tt_domain::cost::Usd;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, TaskId};
@@ -25,6 +26,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 mod budgets;
 mod deadlines;
 
+pub(crate) use budgets::Spent;
 use budgets::TaskTokens;
 
 /// Reason recorded when the delegating agent finishes the run.
@@ -107,6 +109,8 @@ struct State {
     delegators: HashMap<InvocationId, InvocationId>,
     /// Tokens the whole run used, and its `limits.maxTotalTokens`.
     run_tokens: (u64, Option<u64>),
+    /// Cost of the run so far and its limit (`limits.maxTotalCostUsd`).
+    run_cost: (Usd, Option<Usd>),
     /// Tasks whose worker ended without its end being recorded (the store refused the
     /// write): nothing will ever finish them, so waits must not wait for them.
     lost: HashSet<TaskId>,

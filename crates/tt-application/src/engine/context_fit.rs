@@ -1,0 +1,464 @@
+//! Fitting an agent's next request into its model's context window (docs/providers.md,
+//! "Context window and compaction").
+//!
+//! Before each live model call whose model has a known window, the request is estimated
+//! (`tt_domain::context_window`, calibrated by the provider's own count of the previous
+//! request). When it would not leave the answer its reserve, older tool results and large
+//! tool-call arguments become stubs (`context_trimmed`); if that is not enough, the profile's
+//! `context.compaction` decides: `summarize` asks the model once to summarize the oldest turns,
+//! which one message then replaces (`context_compacted`); `none`, or a request that cannot fit
+//! even then, fails before it is sent with `model.context_overflow`. A provider that refuses a
+//! request as too large teaches the agent the real figures, and the step runs once more.
+//!
+//! Every step is journaled with what it changed, and a resumed agent applies the journaled
+//! steps of a round ([`apply_step`]) instead of deciding again, so its history comes out the
+//! same, byte for byte.
+
+use std::sync::Arc;
+use tt_domain::context_window::{
+    self as window, Calibration, ProtectedSpans, WindowBudget, request_tokens,
+};
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
+use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
+use tt_domain::profile::CompactionPolicy;
+use tt_domain::text::sha256_hex;
+use tt_domain::tool::ToolName;
+use tt_domain::workspace::{WorkspacePath, WriteGuard};
+use tt_ports::ModelError;
+
+use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::error::{ApplicationError, ApplicationResult};
+pub(crate) use crate::replay::ContextStep;
+
+/// What an agent has learned about its model's window.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WindowState {
+    calibration: Calibration,
+    /// The window a provider's refusal named, over the configured one.
+    learned_window: Option<u64>,
+    /// The uncalibrated estimate of the request last sent, for calibrating with its usage.
+    last_estimate: Option<u64>,
+}
+
+/// Applies a journaled step to the history.
+pub(crate) fn apply_step(messages: &mut Vec<AgentModelMessage>, step: &ContextStep) {
+    match step {
+        ContextStep::Stubs(indices) => window::apply_stubs(messages, indices),
+        ContextStep::Summary {
+            first,
+            count,
+            summary,
+        } => {
+            let end = first.saturating_add(*count).min(messages.len());
+            let first = (*first).min(end);
+            messages.splice(
+                first..end,
+                [AgentModelMessage::text(
+                    ModelRole::User,
+                    window::summary_message_text(summary),
+                )],
+            );
+        }
+    }
+}
+
+/// `result` as the agent's history keeps it: whole, or its head and tail when it is larger
+/// than the profile's `context.maxToolResultTokens` (unset: a quarter of a known window). The
+/// stored record keeps the whole result; the whole output of a tool other than `read_file`
+/// is also saved to `scratch/tool-output/` when the agent can read `scratch`, and the cut
+/// says where (`tool_output_saved`). The cut depends only on the profile, the configured
+/// window and the result, so a resumed agent bounds its replayed results the same way; a
+/// replayed result's file is written again only if it went missing.
+pub(crate) async fn history_result(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    result: &tt_domain::tool::AgentToolResult,
+    replaying: bool,
+) -> ApplicationResult<tt_domain::tool::AgentToolResult> {
+    let limit = inv
+        .profile
+        .definition
+        .context
+        .max_tool_result_tokens
+        .or(inv.model.context_window_tokens.map(|window| window / 4));
+    let Some(limit) = limit.filter(|limit| window::exceeds(result, *limit)) else {
+        return Ok(result.clone());
+    };
+    let saved = output_path(inv, result);
+    if let Some(path) = &saved {
+        save_output(ctx, inv, round, result, path, replaying).await?;
+    }
+    Ok(window::bound_result(
+        result,
+        limit,
+        saved.as_ref().map(WorkspacePath::as_str),
+    ))
+}
+
+/// Where the whole output of `result` is saved: `scratch/tool-output/<tool>-<sha256 prefix>.md`
+/// (named by its content, so two agents never collide), when the agent can read `scratch`; never
+/// for `read_file`, whose text is a file already.
+fn output_path(
+    inv: &InvocationRuntime,
+    result: &tt_domain::tool::AgentToolResult,
+) -> Option<WorkspacePath> {
+    let tool = ToolName::from_any(&result.name)?;
+    if tool == ToolName::WorkspaceReadFile {
+        return None;
+    }
+    let sha = sha256_hex(result.content.as_bytes());
+    let path = WorkspacePath::parse(&format!(
+        "scratch/tool-output/{}-{}.md",
+        tool.model_alias(),
+        &sha[..12]
+    ))
+    .ok()?;
+    inv.policy.is_visible(&path).then_some(path)
+}
+
+async fn save_output(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    result: &tt_domain::tool::AgentToolResult,
+    path: &WorkspacePath,
+    replaying: bool,
+) -> ApplicationResult<()> {
+    let workspace = &ctx.services.workspace;
+    if replaying && workspace.read(&ctx.run_id, path).await.is_ok() {
+        return Ok(());
+    }
+    workspace
+        .write(&ctx.run_id, path, &result.content, &WriteGuard::None)
+        .await?;
+    if replaying {
+        return Ok(());
+    }
+    let saved = payload::ToolOutputSaved {
+        invocation_id: inv.invocation.id.clone(),
+        round,
+        call_id: result.call_id.clone(),
+        tool: result.name.clone(),
+        path: path.to_string(),
+        chars: result.content.chars().count() as u64,
+        sha256: sha256_hex(result.content.as_bytes()),
+    };
+    ctx.events
+        .record(&ctx.run_id, EventLevel::Info, &saved)
+        .await?;
+    Ok(())
+}
+
+/// Why the history is fitted again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FitTrigger {
+    /// The estimate is over the budget.
+    Estimate,
+    /// The provider refused the last request as too large.
+    ProviderRefused,
+}
+
+impl WindowState {
+    /// Notes the history of a request as sent (a replayed one too), so its usage calibrates;
+    /// only while a window is known (`configured`, or learned), as [`fit_request`] does.
+    pub(crate) fn note_sent(
+        &mut self,
+        configured: Option<u64>,
+        messages: &[AgentModelMessage],
+        tools: &[tt_domain::tool::AgentToolSpec],
+    ) {
+        self.last_estimate = self
+            .learned_window
+            .or(configured)
+            .map(|_| request_tokens(messages, window::tools_tokens(tools)));
+    }
+
+    /// Notes the size of a request a provider refused, when it was not measured.
+    pub(crate) fn note_refused(
+        &mut self,
+        messages: &[AgentModelMessage],
+        tools: &[tt_domain::tool::AgentToolSpec],
+    ) {
+        if self.last_estimate.is_none() {
+            self.last_estimate = Some(request_tokens(messages, window::tools_tokens(tools)));
+        }
+    }
+
+    /// Learns from a provider's answer to the request last sent.
+    pub(crate) fn observe_usage(&mut self, usage: Option<&tt_domain::model::ModelUsage>) {
+        if let (Some(estimate), Some(usage)) = (self.last_estimate.take(), usage) {
+            self.calibration.observe(estimate, usage.input_tokens);
+        }
+    }
+
+    /// Learns from a provider's refusal of a request estimated at `estimate` tokens: its
+    /// window, and how it counts (when it said the request's size).
+    pub(crate) fn observe_refusal(&mut self, error: &ModelError, configured: Option<u64>) {
+        let ModelError::ContextOverflow {
+            prompt_tokens,
+            window_tokens,
+            ..
+        } = error
+        else {
+            return;
+        };
+        let estimate = self.last_estimate.take();
+        if let (Some(estimate), Some(prompt)) = (estimate, prompt_tokens) {
+            self.calibration.observe(estimate, *prompt);
+        }
+        self.learned_window = match (window_tokens, configured) {
+            (Some(window), _) => Some(*window),
+            // No figure: assume the window is a little smaller than what was sent.
+            (None, Some(window)) => Some(window / 10 * 9),
+            (None, None) => prompt_tokens
+                .or(estimate.map(|e| self.calibration.apply(e)))
+                .map(|tokens| tokens / 10 * 9),
+        };
+    }
+}
+
+/// Fits `messages` into the window before round `round`'s live request, journaling what it
+/// changed, and returns the `max_output_tokens` the request may ask for: `configured_output`,
+/// lowered when the window leaves less room.
+pub(crate) async fn fit_request(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    messages: &mut Vec<AgentModelMessage>,
+    trigger: FitTrigger,
+    configured_output: Option<u32>,
+) -> ApplicationResult<Option<u32>> {
+    let Some(window_tokens) = inv
+        .window
+        .learned_window
+        .or(inv.model.context_window_tokens)
+    else {
+        // No window: nothing to measure (a refusal measures the request it refused).
+        inv.window.last_estimate = None;
+        return Ok(configured_output);
+    };
+    let tools = window::tools_tokens(&inv.snapshot.tools);
+    let budget = WindowBudget::new(window_tokens, configured_output);
+    let calibration = inv.window.calibration;
+    let estimate =
+        |messages: &[AgentModelMessage]| calibration.apply(request_tokens(messages, tools));
+    let before = estimate(messages);
+    if before > budget.input_budget_tokens || trigger == FitTrigger::ProviderRefused {
+        let target = calibration.unapply(budget.trim_target_tokens());
+        let stubbed = window::plan_stubs(messages, tools, target);
+        if !stubbed.is_empty() {
+            window::apply_stubs(messages, &stubbed);
+            let trimmed = payload::ContextTrimmed {
+                invocation_id: inv.invocation.id.clone(),
+                round,
+                stubbed_messages: stubbed.iter().map(|index| *index as u64).collect(),
+                estimated_tokens_before: before,
+                estimated_tokens_after: estimate(messages),
+                window_tokens,
+                input_budget_tokens: budget.input_budget_tokens,
+                trigger: match trigger {
+                    FitTrigger::Estimate => "estimate",
+                    FitTrigger::ProviderRefused => "provider_refused",
+                }
+                .to_owned(),
+            };
+            ctx.events
+                .record(&ctx.run_id, EventLevel::Info, &trimmed)
+                .await?;
+        }
+    }
+    if estimate(messages) > budget.input_budget_tokens {
+        compact(ctx, inv, round, messages, budget, tools).await?;
+    }
+    let after = estimate(messages);
+    if after > budget.input_budget_tokens {
+        return Err(overflow(after, &budget));
+    }
+    inv.window.last_estimate = Some(request_tokens(messages, tools));
+    let room = u32::try_from(budget.output_room(after)).unwrap_or(u32::MAX);
+    // Only lowered: a request that fits keeps what it asked for (or the provider default).
+    let default_output = configured_output.unwrap_or(DEFAULT_OUTPUT_TOKENS);
+    Ok(if room < default_output {
+        Some(room)
+    } else {
+        configured_output
+    })
+}
+
+/// The answer length both HTTP adapters ask for when nothing sets one.
+const DEFAULT_OUTPUT_TOKENS: u32 = 8192;
+
+/// `model.context_overflow`, before anything is sent.
+fn overflow(estimate: u64, budget: &WindowBudget) -> ApplicationError {
+    ApplicationError::Model(ModelError::ContextOverflow {
+        message: format!(
+            "the request needs about {estimate} tokens, but the model's window of {} tokens leaves {} for it after {} kept for the answer",
+            budget.window_tokens, budget.input_budget_tokens, budget.output_reserve_tokens
+        ),
+        prompt_tokens: Some(estimate),
+        window_tokens: Some(budget.window_tokens),
+    })
+}
+
+/// Replaces the turns between the opening and the latest turn by one summary, per the
+/// profile's `context.compaction`.
+async fn compact(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    messages: &mut Vec<AgentModelMessage>,
+    budget: WindowBudget,
+    tools: u64,
+) -> ApplicationResult<()> {
+    let calibration = inv.window.calibration;
+    let before = calibration.apply(request_tokens(messages, tools));
+    let spans = ProtectedSpans::of(messages);
+    // What must stay whatever is summarized: the opening, the latest turn and a summary.
+    let kept: Vec<AgentModelMessage> = messages[..spans.head_end]
+        .iter()
+        .chain(&messages[spans.tail_start..])
+        .cloned()
+        .collect();
+    let summary_tokens = summary_tokens(&budget);
+    let floor = calibration.apply(request_tokens(&kept, tools) + summary_tokens);
+    if inv.profile.definition.context.compaction == CompactionPolicy::None
+        || spans.tail_start <= spans.head_end
+        || floor > budget.input_budget_tokens
+    {
+        return Err(overflow(before, &budget));
+    }
+    // The summarizing request: the opening, then the transcript of what it replaces, cut to
+    // what the window holds.
+    let opening = &messages[..spans.head_end];
+    let room = budget
+        .input_budget_tokens
+        .saturating_sub(calibration.apply(request_tokens(opening, 0) + summary_tokens));
+    let max_bytes =
+        usize::try_from(calibration.unapply(room) * window::BYTES_PER_TOKEN_TIMES_TEN / 10)
+            .unwrap_or(usize::MAX);
+    let transcript = window::transcript(&messages[spans.head_end..spans.tail_start], max_bytes);
+    let mut request_messages = opening.to_vec();
+    request_messages.push(AgentModelMessage::text(
+        ModelRole::User,
+        format!("{transcript}\n\n{}", window::SUMMARY_INSTRUCTION),
+    ));
+    let request = AgentModelRequest {
+        session: ProviderSession::new(&ctx.run_id, &inv.invocation.id),
+        agent_profile_id: inv.profile.id().clone(),
+        model_id: inv.model.model_id.clone(),
+        round,
+        messages: request_messages,
+        tools: Arc::from(Vec::new()),
+        tool_choice: "auto".to_owned(),
+        max_output_tokens: Some(u32::try_from(summary_tokens).unwrap_or(u32::MAX)),
+        generation: inv.model.settings().generation,
+    };
+    let call_cancel = inv.cancel.child_token();
+    let response = tokio::select! {
+        biased;
+        () = inv.cancel.cancelled() => return Err(ApplicationError::cancelled()),
+        result = inv.model.provider.complete(request, call_cancel.clone()) => result,
+    };
+    call_cancel.cancel();
+    let response = match response {
+        Ok(response) => response,
+        Err(ModelError::Cancelled) => return Err(ApplicationError::cancelled()),
+        Err(error) => return Err(ApplicationError::Model(error)),
+    };
+    let mut summary = response.text().trim().to_owned();
+    if summary.is_empty() {
+        // A model that answers with nothing still leaves the agent its own record.
+        let bytes = usize::try_from(summary_tokens * 3).unwrap_or(usize::MAX);
+        summary = window::cut_middle(&transcript, bytes);
+    }
+    crate::engine::model_turn::charge_usage(ctx, inv, response.usage.as_ref())?;
+    let step = ContextStep::Summary {
+        first: spans.head_end,
+        count: spans.tail_start - spans.head_end,
+        summary: summary.clone(),
+    };
+    apply_step(messages, &step);
+    let compacted = payload::ContextCompacted {
+        invocation_id: inv.invocation.id.clone(),
+        round,
+        first_message: spans.head_end as u64,
+        replaced_messages: (spans.tail_start - spans.head_end) as u64,
+        summary,
+        estimated_tokens_before: before,
+        estimated_tokens_after: calibration.apply(request_tokens(messages, tools)),
+        window_tokens: budget.window_tokens,
+        usage: response.usage,
+        cost_usd: crate::engine::model_turn::call_cost(inv, response.usage.as_ref()),
+    };
+    ctx.events
+        .record(&ctx.run_id, EventLevel::Info, &compacted)
+        .await?;
+    Ok(())
+}
+
+/// The most tokens a summary may take (and the room kept for it): an eighth of the input
+/// budget, within 128 to 1,024.
+fn summary_tokens(budget: &WindowBudget) -> u64 {
+    (budget.input_budget_tokens / 8).clamp(128, 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_step_replaces_its_span_by_one_message() {
+        let mut messages: Vec<AgentModelMessage> = (0..6)
+            .map(|i| AgentModelMessage::text(ModelRole::User, format!("m{i}")))
+            .collect();
+        apply_step(
+            &mut messages,
+            &ContextStep::Summary {
+                first: 2,
+                count: 3,
+                summary: "did things".into(),
+            },
+        );
+        let texts: Vec<String> = messages
+            .iter()
+            .map(AgentModelMessage::text_content)
+            .collect();
+        assert_eq!(texts.len(), 4);
+        assert_eq!(texts[1], "m1");
+        assert!(texts[2].ends_with("did things"));
+        assert_eq!(texts[3], "m5");
+    }
+
+    #[test]
+    fn a_refusal_teaches_the_window_and_the_calibration() {
+        let mut state = WindowState {
+            last_estimate: Some(1000),
+            ..WindowState::default()
+        };
+        state.observe_refusal(
+            &ModelError::ContextOverflow {
+                message: String::new(),
+                prompt_tokens: Some(1500),
+                window_tokens: Some(1024),
+            },
+            Some(4096),
+        );
+        assert_eq!(state.learned_window, Some(1024));
+        assert_eq!(state.calibration.apply(1000), 1500);
+        let mut unknown = WindowState {
+            last_estimate: Some(2000),
+            ..WindowState::default()
+        };
+        unknown.observe_refusal(
+            &ModelError::ContextOverflow {
+                message: String::new(),
+                prompt_tokens: None,
+                window_tokens: None,
+            },
+            None,
+        );
+        assert_eq!(unknown.learned_window, Some(1800));
+    }
+}

@@ -1,0 +1,287 @@
+//! The context window (docs/providers.md, "Context window and compaction"): older results
+//! become stubs, the oldest turns a summary, a request that cannot fit fails before it is
+//! sent, and a provider's refusal is answered by fitting once more.
+
+use serde_json::json;
+use tt_domain::context_window::{WindowBudget, request_tokens, tools_tokens};
+use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_domain::profile::CompactionPolicy;
+use tt_domain::run::AgentRunStatus;
+use tt_ports::ModelError;
+use tt_testkit::fakes::{FakeModel, responses};
+
+use crate::support::*;
+
+/// The estimate of a request as the runtime makes it (no usage reported: no calibration).
+fn estimate(request: &AgentModelRequest) -> u64 {
+    request_tokens(&request.messages, tools_tokens(&request.tools))
+}
+
+/// Writes a long note, reads it `reads` times, then writes the answer, commits and finishes.
+fn reading_turns(reads: usize) -> Vec<AgentModelResponse> {
+    let note: String = (1..=120)
+        .map(|n| format!("Note {n}: the lighthouse keeper counts ships at dusk.\n"))
+        .collect();
+    let mut turns = vec![turn(vec![write("w", "scratch/notes.md", &note)])];
+    for read in 0..reads {
+        turns.push(turn(vec![call(
+            &format!("r{read}"),
+            "workspace_read_file",
+            json!({"path": "scratch/notes.md"}),
+        )]));
+    }
+    turns.extend(happy_turns());
+    turns
+}
+
+fn windowed(
+    window: u64,
+    compaction: CompactionPolicy,
+) -> tt_domain::profile::AgentProfileDefinition {
+    custom_profile("windowed", |p| {
+        p.model.context_window_tokens = Some(window);
+        p.context.compaction = compaction;
+        p.tools.max_rounds = 40;
+    })
+}
+
+/// The first request of the windowed profile, in estimated tokens.
+async fn first_request_tokens() -> u64 {
+    let model = by_turn(happy_turns());
+    let h = harness(model.clone());
+    h.put_profile(windowed(1_000_000, CompactionPolicy::Summarize));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    estimate(&model.requests()[0])
+}
+
+#[tokio::test]
+async fn older_results_become_stubs_and_the_run_completes() {
+    let first = first_request_tokens().await;
+    // Room for the opening and about three reads of the note.
+    let window = first + 4_800;
+    let model = by_turn(reading_turns(8));
+    let h = harness(model.clone());
+    h.put_profile(windowed(window, CompactionPolicy::None));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(
+        run.status,
+        AgentRunStatus::Completed,
+        "{:?}",
+        h.event_types(&run.id)
+    );
+
+    let budget = WindowBudget::new(window, None);
+    let requests = model.requests();
+    for request in &requests {
+        assert!(
+            estimate(request) <= budget.input_budget_tokens,
+            "round {}: {} > {}",
+            request.round,
+            estimate(request),
+            budget.input_budget_tokens
+        );
+    }
+    let trims = events_of(&h, &run.id, "context_trimmed");
+    assert!(!trims.is_empty());
+    assert_eq!(trims[0].payload["trigger"], "estimate");
+    assert_eq!(trims[0].payload["windowTokens"], window);
+    // The last request still has the opening and its latest read whole, and older reads as
+    // stubs that say how to read them again.
+    let last = requests.last().unwrap();
+    let results = tool_results(last);
+    assert!(results.iter().any(|(_, _, _, content)| {
+        content.starts_with("[Removed to save room: the text of `scratch/notes.md`")
+    }));
+    // Between trims, each request starts with the previous one: the prefix stays cacheable.
+    let trimmed_rounds: Vec<u64> = trims
+        .iter()
+        .map(|event| event.payload["round"].as_u64().unwrap())
+        .collect();
+    for pair in requests.windows(2) {
+        if !trimmed_rounds.contains(&u64::from(pair[1].round)) {
+            assert_eq!(
+                pair[0].messages[..],
+                pair[1].messages[..pair[0].messages.len()],
+                "round {} does not extend round {}",
+                pair[1].round,
+                pair[0].round
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_request_that_cannot_fit_fails_before_it_is_sent() {
+    let model = by_turn(happy_turns());
+    let h = harness(model.clone());
+    h.put_profile(windowed(300, CompactionPolicy::Summarize));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    assert_eq!(model.call_count(), 0);
+    let failed = h.first_event(&run.id, "run_failed");
+    assert_eq!(failed.payload["code"], "model.context_overflow");
+    let message = failed.payload["message"].as_str().unwrap();
+    assert!(message.contains("window of 300 tokens"), "{message}");
+    assert!(message.contains("needs about"), "{message}");
+}
+
+#[tokio::test]
+async fn the_oldest_turns_become_a_summary_when_stubs_are_not_enough() {
+    let first = first_request_tokens().await;
+    // Small results (never stubbed) pile up until only a summary makes room.
+    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
+    for n in 0..30 {
+        turns.push(turn(vec![call(
+            &format!("l{n}"),
+            "workspace_list_files",
+            json!({"path": "scratch"}),
+        )]));
+    }
+    turns.extend(happy_turns());
+    let model = FakeModel::new(move |request: &AgentModelRequest| {
+        if request.tools.is_empty() {
+            return Ok(responses::text(
+                "I wrote scratch/a.md and listed scratch 30 times.",
+            ));
+        }
+        turns
+            .get(request.round as usize - 1)
+            .cloned()
+            .ok_or_else(|| ModelError::Unavailable {
+                code: "model.script_exhausted",
+                message: format!("no turn {}", request.round),
+            })
+    });
+    let h = harness(model.clone());
+    let window = first + 1_400;
+    h.put_profile(windowed(window, CompactionPolicy::Summarize));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(
+        run.status,
+        AgentRunStatus::Completed,
+        "{}",
+        h.first_event(&run.id, "run_failed").payload
+    );
+    let compactions = events_of(&h, &run.id, "context_compacted");
+    assert!(!compactions.is_empty());
+    assert_eq!(
+        compactions[0].payload["summary"],
+        "I wrote scratch/a.md and listed scratch 30 times."
+    );
+    // The summarizing request offers no tools and ends with the instruction.
+    let summarizing = model
+        .requests()
+        .into_iter()
+        .find(|request| request.tools.is_empty())
+        .unwrap();
+    let asked = summarizing.messages.last().unwrap().text_content();
+    assert!(asked.contains("Write a summary"), "{asked}");
+    // The next request reads the summary in place of the replaced turns.
+    let round = compactions[0].payload["round"].as_u64().unwrap() as u32;
+    let after = model
+        .requests()
+        .into_iter()
+        .find(|request| request.round == round && !request.tools.is_empty())
+        .unwrap();
+    assert!(after.messages.iter().any(|message| {
+        message
+            .text_content()
+            .starts_with("[Summary of your earlier work")
+    }));
+    let budget = WindowBudget::new(window, None);
+    assert!(estimate(&after) <= budget.input_budget_tokens);
+}
+
+#[tokio::test]
+async fn a_provider_refusal_teaches_the_window_and_fits_once_more() {
+    // No window configured: the provider's refusal says it.
+    let turns = reading_turns(6);
+    let model = FakeModel::new(move |request: &AgentModelRequest| {
+        let size = estimate(request);
+        if size > 5_000 {
+            return Err(ModelError::ContextOverflow {
+                message: "request exceeds the available context size".into(),
+                prompt_tokens: Some(size),
+                window_tokens: Some(5_500),
+            });
+        }
+        turns
+            .get(request.round as usize - 1)
+            .cloned()
+            .ok_or_else(|| ModelError::Unavailable {
+                code: "model.script_exhausted",
+                message: format!("no turn {}", request.round),
+            })
+    });
+    let h = harness(model.clone());
+    h.put_profile(custom_profile("unknown-window", |p| {
+        p.tools.max_rounds = 40
+    }));
+    let run = h.run_to_end(request(Some("unknown-window"))).await;
+    assert_eq!(
+        run.status,
+        AgentRunStatus::Completed,
+        "{:?}",
+        h.event_types(&run.id)
+    );
+    let trims = events_of(&h, &run.id, "context_trimmed");
+    assert_eq!(trims[0].payload["trigger"], "provider_refused");
+    assert_eq!(trims[0].payload["windowTokens"], 5_500);
+    let failed = events_of(&h, &run.id, "model_call_attempt_failed");
+    assert_eq!(failed[0].payload["code"], "model.context_overflow");
+    assert_eq!(failed[0].payload["willRetry"], false);
+}
+
+#[tokio::test]
+async fn a_large_result_reaches_the_history_as_head_and_tail() {
+    let model = by_turn(reading_turns(1));
+    let h = harness(model.clone());
+    h.put_profile(custom_profile("bounded-results", |p| {
+        p.context.max_tool_result_tokens = Some(300);
+    }));
+    let run = h.run_to_end(request(Some("bounded-results"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let read = model.requests()[2].clone();
+    let (_, _, _, content) = tool_results(&read).pop().unwrap();
+    assert!(content.contains("lines left out to save room"), "{content}");
+    assert!(content.contains("Note 1:"));
+    assert!(content.contains("Note 120:"));
+    assert!(!content.contains("Note 60:"));
+}
+
+#[tokio::test]
+async fn a_long_search_result_is_saved_whole_and_the_history_names_the_file() {
+    let mut turns = reading_turns(0);
+    turns.insert(
+        1,
+        turn(vec![call(
+            "s",
+            "workspace_search_files",
+            json!({"query": "lighthouse", "limit": 50}),
+        )]),
+    );
+    let model = by_turn(turns);
+    let h = harness(model.clone());
+    h.put_profile(custom_profile("bounded-results", |p| {
+        p.context.max_tool_result_tokens = Some(300);
+    }));
+    let run = h.run_to_end(request(Some("bounded-results"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let saved = h.first_event(&run.id, "tool_output_saved");
+    let path = saved.payload["path"].as_str().unwrap().to_owned();
+    assert!(
+        path.starts_with("scratch/tool-output/workspace_search_files-"),
+        "{path}"
+    );
+    let (_, _, _, content) = tool_results(&model.requests()[2]).pop().unwrap();
+    assert!(
+        content.contains(&format!("The whole output is in `{path}`")),
+        "{content}"
+    );
+    let file = h.store.file_text(&run.id, &path).expect("the saved output");
+    assert_eq!(
+        file.chars().count() as u64,
+        saved.payload["chars"].as_u64().unwrap()
+    );
+}

@@ -1,0 +1,390 @@
+//! `tt-bench prefix`: how much of each model request a provider's prompt cache can reuse, and
+//! how large each profile's first request is (docs/benchmarks.md, "Cacheable prefix").
+//!
+//! Every request of a workload goes through a [`PrefixMeter`], which compares it with the
+//! previous request of the same agent: the cacheable prefix is the tool specs plus the leading
+//! messages that are byte-identical (as JSON) to the previous request's, counted in bytes.
+//! `prefixShare` is that prefix over the previous request (1.0 when each request only appends
+//! to the one before); `reusableInputShare` is it over the new request (what a cache holding
+//! the previous request can serve). A provider caches at token granularity, so both are lower
+//! bounds. Workloads: the writers'
+//! room (the demo's five profiles on its scripted model), the fan-out (16 children) and a
+//! reader on a small window, whose history is trimmed and compacted (the only one where the
+//! share may drop below 1).
+
+use anyhow::{Context, Result, anyhow, ensure};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use tt_domain::context_window::{request_tokens, tools_tokens};
+use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
+use tt_runtime::{
+    AgentProfileDefinition, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
+    ConnectionModelInfo, FnProvider, ModelReply, PromptBrokerChoice, ScriptedProvider,
+    StartRunRequest,
+};
+
+/// One agent's requests, as bytes.
+#[derive(Debug, Default)]
+struct AgentRequests {
+    profile: String,
+    /// The previous request's messages, serialized.
+    previous: Option<Vec<String>>,
+    first_tokens: Option<u64>,
+    first_parts: Option<FirstRequestParts>,
+    later_requests: u64,
+    later_bytes: u64,
+    /// Bytes of the previous request, summed over later requests.
+    previous_bytes: u64,
+    later_prefix_bytes: u64,
+    whole_prefix_requests: u64,
+}
+
+/// What an agent's first request is made of, in estimated tokens.
+#[derive(Debug, Clone)]
+struct FirstRequestParts {
+    messages: Vec<(String, u64)>,
+    tools: Vec<(String, u64)>,
+}
+
+/// A provider that measures every request before passing it on.
+pub struct PrefixMeter {
+    inner: Arc<dyn ModelProvider>,
+    agents: Mutex<BTreeMap<String, AgentRequests>>,
+}
+
+impl PrefixMeter {
+    pub fn new(inner: Arc<dyn ModelProvider>) -> Self {
+        Self {
+            inner,
+            agents: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn observe(&self, request: &AgentModelRequest) {
+        // A summarizing call (no tools) is not a turn of the agent's conversation.
+        if request.tools.is_empty() {
+            return;
+        }
+        let messages: Vec<String> = request
+            .messages
+            .iter()
+            .map(|message| serde_json::to_string(message).unwrap_or_default())
+            .collect();
+        let tools_bytes = serde_json::to_string(&*request.tools).map_or(0, |t| t.len()) as u64;
+        let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        let agent = agents
+            .entry(request.session.session_id.clone())
+            .or_default();
+        agent.profile = request.agent_profile_id.to_string();
+        match &agent.previous {
+            None => {
+                agent.first_tokens = Some(request_tokens(
+                    &request.messages,
+                    tools_tokens(&request.tools),
+                ));
+                agent.first_parts = Some(FirstRequestParts {
+                    messages: request
+                        .messages
+                        .iter()
+                        .map(|message| {
+                            (
+                                format!("{:?} message", message.role).to_lowercase(),
+                                request_tokens(std::slice::from_ref(message), 0),
+                            )
+                        })
+                        .collect(),
+                    tools: request
+                        .tools
+                        .iter()
+                        .map(|spec| {
+                            (
+                                spec.model_name.clone(),
+                                tools_tokens(std::slice::from_ref(spec)),
+                            )
+                        })
+                        .collect(),
+                });
+            }
+            Some(previous) => {
+                let total: u64 = tools_bytes + messages.iter().map(|m| m.len() as u64).sum::<u64>();
+                let same = previous
+                    .iter()
+                    .zip(&messages)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                let prefix: u64 =
+                    tools_bytes + messages[..same].iter().map(|m| m.len() as u64).sum::<u64>();
+                agent.later_requests += 1;
+                agent.later_bytes += total;
+                agent.previous_bytes +=
+                    tools_bytes + previous.iter().map(|m| m.len() as u64).sum::<u64>();
+                agent.later_prefix_bytes += prefix;
+                if same == previous.len() {
+                    agent.whole_prefix_requests += 1;
+                }
+            }
+        }
+        agent.previous = Some(messages);
+    }
+
+    /// The figures of every agent so far.
+    fn report(&self, workload: &str) -> Value {
+        let agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        let later_requests: u64 = agents.values().map(|a| a.later_requests).sum();
+        let later_bytes: u64 = agents.values().map(|a| a.later_bytes).sum();
+        let prefix_bytes: u64 = agents.values().map(|a| a.later_prefix_bytes).sum();
+        let previous_bytes: u64 = agents.values().map(|a| a.previous_bytes).sum();
+        let share = |part: u64, whole: u64| {
+            if whole == 0 {
+                1.0
+            } else {
+                part as f64 / whole as f64
+            }
+        };
+        let whole: u64 = agents.values().map(|a| a.whole_prefix_requests).sum();
+        // The first request of each profile (its first agent).
+        let mut first: BTreeMap<String, Value> = BTreeMap::new();
+        for agent in agents.values() {
+            if let (Some(tokens), Some(parts)) = (agent.first_tokens, &agent.first_parts) {
+                first.entry(agent.profile.clone()).or_insert_with(|| {
+                    json!({
+                        "estimatedTokens": tokens,
+                        "messages": parts.messages,
+                        "tools": parts.tools,
+                    })
+                });
+            }
+        }
+        json!({
+            "workload": workload,
+            "agents": agents.len(),
+            "laterRequests": later_requests,
+            // Of each previous request, the share the next one starts with (1.0: append-only).
+            "prefixShare": share(prefix_bytes, previous_bytes),
+            // Of each request, the share a cache holding the previous one can serve.
+            "reusableInputShare": share(prefix_bytes, later_bytes),
+            "wholePrefixRequests": whole,
+            "firstRequests": first,
+        })
+    }
+}
+
+#[async_trait]
+impl ModelProvider for PrefixMeter {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn complete(
+        &self,
+        request: AgentModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        self.observe(&request);
+        self.inner.complete(request, cancel).await
+    }
+
+    async fn stream(
+        &self,
+        request: AgentModelRequest,
+        sink: Arc<dyn ModelDeltaSink>,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        self.observe(&request);
+        self.inner.stream(request, sink, cancel).await
+    }
+}
+
+const WRITERS_ROOM: &str = "../../tt-cli/scenarios/writers-room";
+const SCRIPT: &str = include_str!("../../tt-cli/scenarios/writers-room/script.json");
+const SKILL: &str = include_str!("../../tt-cli/scenarios/writers-room/skill-scene-craft.md");
+const PRESET: &str = include_str!("../../tt-cli/scenarios/writers-room/preset-advisors.json");
+const PROFILES: [&str; 5] = [
+    include_str!("../../tt-cli/scenarios/writers-room/writer.json"),
+    include_str!("../../tt-cli/scenarios/writers-room/continuity-critic.json"),
+    include_str!("../../tt-cli/scenarios/writers-room/style-advisor.json"),
+    include_str!("../../tt-cli/scenarios/writers-room/final-editor.json"),
+    include_str!("../../tt-cli/scenarios/writers-room/fact-checker.json"),
+];
+
+/// Runs `request` on a fresh runtime over `provider` (measured) and returns the report.
+async fn measure(
+    workload: &str,
+    provider: Arc<dyn ModelProvider>,
+    info: ConnectionModelInfo,
+    install: impl AsyncFnOnce(&AgentRuntime) -> Result<()>,
+    request: StartRunRequest,
+) -> Result<Value> {
+    let dir = tempfile::Builder::new()
+        .prefix("tt-bench-prefix-")
+        .tempdir()
+        .context("creating a temporary data dir")?;
+    let meter = Arc::new(PrefixMeter::new(provider));
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(Arc::clone(&meter) as Arc<dyn ModelProvider>)
+        .provider_model_info(info)
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .prompt_broker(PromptBrokerChoice::Templates)
+        .build()?;
+    install(&runtime).await?;
+    let run = runtime
+        .start_run(request)
+        .await
+        .map_err(|err| anyhow!("{workload}: start_run failed: {err}"))?;
+    let ended = runtime
+        .wait_for_run(run.id.as_str())
+        .await
+        .map_err(|err| anyhow!("{workload}: wait_for_run failed: {err}"))?;
+    ensure!(
+        ended.status == AgentRunStatus::Completed,
+        "{workload}: the run ended `{}`",
+        ended.status.as_str()
+    );
+    runtime
+        .shutdown()
+        .await
+        .map_err(|err| anyhow!("{workload}: shutdown failed: {err}"))?;
+    Ok(meter.report(workload))
+}
+
+async fn install_writers_room(runtime: &AgentRuntime) -> Result<()> {
+    let presets = runtime.data_dir().join("presets").join("writers-room");
+    std::fs::create_dir_all(&presets)?;
+    std::fs::write(presets.join("advisors.json"), PRESET)?;
+    runtime
+        .save_skill_file(
+            &tt_runtime::SkillScope::Global,
+            "scene-craft",
+            "SKILL.md",
+            SKILL,
+        )
+        .map_err(|err| anyhow!("installing the skill: {err}"))?;
+    for text in PROFILES {
+        let profile: AgentProfileDefinition =
+            serde_json::from_str(text).with_context(|| format!("a profile in {WRITERS_ROOM}"))?;
+        runtime
+            .save_profile(profile)
+            .await
+            .map_err(|err| anyhow!("installing a writers' room profile: {err}"))?;
+    }
+    Ok(())
+}
+
+fn start(profile: Option<&str>, text: &str) -> StartRunRequest {
+    let mut request = StartRunRequest::new("tt-bench-prefix", text);
+    if let Some(profile) = profile {
+        request = request.profile(profile);
+    }
+    request
+}
+
+/// The reader: writes a long note, then small parts, reading the note again now and then;
+/// finishes at round 40. On a 5,000-token window its history is trimmed and compacted.
+fn reader() -> Arc<dyn ModelProvider> {
+    let note: String = (1..=150)
+        .map(|n| format!("Note {n}: the lighthouse keeper counts ships at dusk.\n"))
+        .collect();
+    let part = "The keeper logs each ship. ".repeat(50);
+    Arc::new(FnProvider::new(move |request| {
+        if request.tools.is_empty() {
+            return Ok(ModelReply::text(
+                "I wrote scratch/notes.md and parts, and read the note again.",
+            ));
+        }
+        Ok(match request.round {
+            1 => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "scratch/notes.md", "content": note}),
+            ),
+            40 => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Ships at dusk.\n"}),
+            ),
+            41 => ModelReply::tool_call("workspace_commit", json!({})),
+            n if n > 41 => ModelReply::tool_call("workspace_finish", json!({})),
+            n if n % 4 == 0 => {
+                ModelReply::tool_call("workspace_read_file", json!({"path": "scratch/notes.md"}))
+            }
+            n => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": format!("scratch/part-{n}.md"), "content": part}),
+            ),
+        })
+    }))
+}
+
+/// Every workload's report, one JSON object per line.
+pub async fn run() -> Result<Vec<Value>> {
+    let writers_room =
+        Arc::new(ScriptedProvider::from_json_str(SCRIPT).context("the writers' room script")?);
+    let mut reports = vec![
+        measure(
+            "writers-room",
+            writers_room,
+            ConnectionModelInfo::default(),
+            async |runtime: &AgentRuntime| install_writers_room(runtime).await,
+            start(
+                Some("writer"),
+                "Write a short scene about a lighthouse keeper during a storm.",
+            ),
+        )
+        .await?,
+    ];
+    let children = 16;
+    let profiles = crate::fanout::profiles(children)?;
+    reports.push(
+        measure(
+            "fanout-16",
+            Arc::new(crate::model::FanoutModel::new(children)),
+            ConnectionModelInfo::default(),
+            async move |runtime: &AgentRuntime| {
+                for profile in profiles {
+                    runtime
+                        .save_profile(profile)
+                        .await
+                        .map_err(|err| anyhow!("installing a fan-out profile: {err}"))?;
+                }
+                Ok(())
+            },
+            crate::fanout::start_request(children),
+        )
+        .await?,
+    );
+    reports.push(
+        measure(
+            "default-writer",
+            Arc::new(FnProvider::new(|request| {
+                Ok(match request.round {
+                    1 => ModelReply::tool_call(
+                        "workspace_write_file",
+                        json!({"path": "output/main.md", "content": "Night fell.\n"}),
+                    ),
+                    2 => ModelReply::tool_call("workspace_commit", json!({})),
+                    _ => ModelReply::tool_call("workspace_finish", json!({})),
+                })
+            })),
+            ConnectionModelInfo::default(),
+            async |_: &AgentRuntime| Ok(()),
+            start(None, "Write a scene."),
+        )
+        .await?,
+    );
+    reports.push(
+        measure(
+            "reader-5k-window",
+            reader(),
+            ConnectionModelInfo {
+                context_window_tokens: Some(5_000),
+                ..ConnectionModelInfo::default()
+            },
+            async |_: &AgentRuntime| Ok(()),
+            start(None, "Keep notes on the ships."),
+        )
+        .await?,
+    );
+    Ok(reports)
+}

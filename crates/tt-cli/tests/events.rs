@@ -1,0 +1,53 @@
+//! `tt-agent events` says when it stopped at its limit and how to read on.
+
+use std::process::Command;
+
+const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
+
+#[test]
+fn a_full_page_of_events_says_how_to_read_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["demo", "--pace-ms", "0"])
+        .output()
+        .unwrap();
+    assert!(demo.status.success());
+    let chats = std::fs::read_dir(dir.path().join("chats")).unwrap();
+    let chat = chats.flatten().next().unwrap().path();
+    let run = std::fs::read_dir(chat.join("runs"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    let events = |args: &[&str]| {
+        Command::new(AGENT)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["events", &run])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let first = events(&[]);
+    assert!(first.status.success());
+    assert_eq!(String::from_utf8_lossy(&first.stdout).lines().count(), 100);
+    let note = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        note.contains(&format!("more follow: tt-agent events {run} --after 100")),
+        "{note}"
+    );
+    // The last page says nothing more.
+    let all = events(&["--limit", "500", "--after", "100"]);
+    let rest = String::from_utf8_lossy(&all.stdout).lines().count();
+    assert!(rest > 0 && rest < 500, "{rest}");
+    assert!(
+        all.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
+}
