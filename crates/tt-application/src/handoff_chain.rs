@@ -9,7 +9,8 @@ use tt_domain::model::AgentModelMessage;
 use tt_domain::task::{TaskContinuation, TaskStatus};
 
 use crate::delegation::rendering::render_handoff_brief;
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::engine::scheduler::transition_task;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::profiles::check_model_configured;

@@ -14,7 +14,8 @@ use tt_domain::task::{AgentTaskRecord, TaskStatus};
 use super::scheduler::transition_task;
 use crate::delegation::policy::apply_nested_invocation_policy;
 use crate::delegation::rendering::render_task_brief;
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
 

@@ -12,7 +12,8 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use tt_domain::workspace::CheckpointReason;
 use tt_ports::{ChatCommitRequest, HostBridgeError, StorageError};
 
-use crate::engine::context::{CommitRecord, InvocationRuntime, RunContext};
+use crate::engine::context::{CommitRecord, RunContext};
+use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
 use crate::tools::workspace::parse_commit_args;

@@ -1,9 +1,7 @@
-//! Shared state of one active run (its cancel signal, authoritative run record, commit ledger)
-//! and of one invocation's tool loop (profile, frozen tool snapshot, read-state, call budgets).
+//! Shared state of one active run: its cancel signal, authoritative run record, commit ledger,
+//! sessions and registration numbers. One agent's loop state is `engine::invocation`'s.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex as StdMutex, Weak};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -11,16 +9,13 @@ use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::RunId;
 use tt_domain::invocation::{AgentInvocation, InvocationStatus};
-use tt_domain::profile::ResolvedProfile;
 use tt_domain::run::{AgentRun, AgentRunStatus};
-use tt_domain::tool::{InvocationToolSnapshot, ToolName};
-use tt_domain::workspace::{PersistSnapshot, WorkspaceAccessPolicy};
+use tt_domain::workspace::PersistSnapshot;
 
 use crate::engine::scheduler::TaskScheduler;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::events::EventSink;
 use crate::services::RuntimeServices;
-use crate::tools::workspace::ReadState;
 
 /// One host-confirmed chat commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -313,71 +308,5 @@ impl RunContext {
             }
         };
         Ok(true)
-    }
-}
-
-/// Per-invocation tool-loop session: read-state and call counts (budgets are per invocation).
-#[derive(Debug, Default)]
-pub(crate) struct ToolSession {
-    pub read_state: ReadState,
-    /// Skill text this invocation has read (per-invocation budget).
-    pub skill_budget: crate::skills::SkillReadBudget,
-    pub calls_total: u32,
-    pub calls_per_tool: BTreeMap<ToolName, u32>,
-    /// Model slips in a row (see `dispatch`); any other call resets it.
-    pub consecutive_slips: u32,
-}
-
-/// One invocation as its loop sees it.
-#[derive(Debug)]
-pub(crate) struct InvocationRuntime {
-    pub invocation: AgentInvocation,
-    pub profile: ResolvedProfile,
-    pub snapshot: Arc<InvocationToolSnapshot>,
-    pub policy: WorkspaceAccessPolicy,
-    pub session: ToolSession,
-    /// Fires when this invocation must stop (run cancel, or its task was cancelled).
-    pub cancel: CancellationToken,
-    /// The provider and model this invocation talks to.
-    pub model: crate::engine::binding::ModelBinding,
-    /// The skills this invocation may use, resolved at its start.
-    pub skills: Arc<crate::skills::ResolvedSkills>,
-    /// Delegated results this agent has already seen (by `agent.await` or injection); kept in
-    /// memory on purpose, so a result reaches it exactly once per loop.
-    pub delivered: HashSet<tt_domain::ids::TaskId>,
-    /// What this agent did before its run was interrupted, replayed by its loop on resume.
-    pub replay: Option<crate::replay::Replay>,
-    /// What it has learned about its model's context window.
-    pub window: crate::engine::context_fit::WindowState,
-}
-
-impl InvocationRuntime {
-    /// An agent of `profile` starting with what `prepared` made for it, stopped by `cancel`,
-    /// going on from `replay` when its run is resumed.
-    pub(crate) fn start(
-        invocation: AgentInvocation,
-        profile: ResolvedProfile,
-        prepared: &crate::engine::invocation_setup::PreparedInvocation,
-        cancel: CancellationToken,
-        replay: Option<crate::replay::Replay>,
-    ) -> Self {
-        Self {
-            invocation,
-            policy: profile.access_policy(),
-            profile,
-            snapshot: Arc::clone(&prepared.snapshot),
-            session: ToolSession::default(),
-            cancel,
-            model: prepared.model.clone(),
-            skills: Arc::clone(&prepared.skills),
-            delivered: HashSet::new(),
-            replay,
-            window: Default::default(),
-        }
-    }
-
-    /// Whether this invocation drives the run status (root and handoff owners do).
-    pub(crate) fn owns_run(&self) -> bool {
-        self.invocation.exit_policy == tt_domain::invocation::ExitPolicy::RunFinishAllowed
     }
 }

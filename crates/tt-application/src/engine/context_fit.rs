@@ -27,7 +27,8 @@ use tt_domain::tool::ToolName;
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
 use tt_ports::ModelError;
 
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 pub(crate) use crate::replay::ContextStep;
 

@@ -27,7 +27,8 @@ use tt_domain::workspace::CheckpointReason;
 use tt_ports::RunDocument;
 
 use crate::engine::commit::run_commit;
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::engine::tasks::tools as delegation;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::tools::workspace::{self, WorkspaceToolEnv, parse_finish_args};

@@ -1,4 +1,5 @@
-//! The engine: the only place agents run. Run-scoped state (`context`), invocation setup for
+//! The engine: the only place agents run. Run-scoped state (`context`), one agent's loop
+//! state (`invocation`), invocation setup for
 //! delegated and handoff agents (`invocation_setup`, `binding`, `prompt_assembly`), the tool
 //! loop (`tool_loop`) and fitting its requests into the model's window (`context_fit`), tool
 //! dispatch (`dispatch`), model turns (`model_turn`, `streaming`), chat commits (`commit`), the
@@ -17,6 +18,7 @@ pub(crate) mod commit;
 pub(crate) mod context;
 pub(crate) mod context_fit;
 pub(crate) mod dispatch;
+pub(crate) mod invocation;
 pub(crate) mod invocation_setup;
 pub(crate) mod model_turn;
 pub(crate) mod prompt_assembly;

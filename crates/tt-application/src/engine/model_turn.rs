@@ -12,7 +12,8 @@ use tt_domain::profile::ModelRetryPolicy;
 use tt_domain::text::{char_count, word_count};
 use tt_ports::{ModelError, RunDocument};
 
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// Calls the model for `request`, retrying per `policy`, and stores the response, inside a

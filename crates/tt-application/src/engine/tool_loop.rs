@@ -12,9 +12,10 @@ use tt_domain::tool::ToolName;
 use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
 use tt_ports::RunDocument;
 
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
 use crate::engine::context_fit::{FitTrigger, apply_step, fit_request};
 use crate::engine::dispatch::{LoopControl, checkpoint, dispatch_call};
+use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// How a loop ended normally.

@@ -14,7 +14,8 @@ use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_domain::task::TaskStatus;
 use tt_ports::RunDocument;
 
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::handoff_chain::{prepare_handoff, settle_task};

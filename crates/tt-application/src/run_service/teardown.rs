@@ -9,7 +9,8 @@ use tt_domain::invocation::{AgentInvocation, InvocationStatus};
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
 
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::handoff_chain::{settle_open_handoffs, settle_task};
 

@@ -12,7 +12,8 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use super::targets::{NewTask, open_task, resolve_target};
 use crate::delegation::args::{PENDING_TASK_POLICY_DENY_IF_PENDING, parse_handoff_args};
 use crate::delegation::policy::{Operation, admit, admit_caller};
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
 

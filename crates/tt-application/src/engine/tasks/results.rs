@@ -9,7 +9,8 @@ use tt_domain::tool::ToolName;
 use tt_ports::{EventPage, RunDocument};
 
 use crate::delegation::rendering::{CapsuleEntry, ReaderState, render_injected_results};
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// The result document of a task, if it returned one. An unreadable document is fatal.

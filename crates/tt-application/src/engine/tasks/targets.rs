@@ -12,7 +12,8 @@ use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskSt
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use crate::delegation::policy::Operation;
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 
 /// Parses `agentId` and resolves the target profile; an unusable id or an unknown agent is

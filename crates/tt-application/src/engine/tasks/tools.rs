@@ -23,7 +23,8 @@ use crate::delegation::rendering::{CapsuleEntry, render_capsule};
 use crate::delegation::task_return::{
     TaskReturnEnv, TaskReturned, already_finished, write_task_return,
 };
-use crate::engine::context::{InvocationRuntime, RunContext};
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
 use crate::engine::scheduler::{Admission, CancelledBy, transition_task};
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;

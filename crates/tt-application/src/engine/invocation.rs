@@ -1,0 +1,79 @@
+//! One agent's loop state (`InvocationRuntime`): its record, profile, frozen tool snapshot,
+//! model binding, skills, read-state and call counts. Its own module so that run-wide state
+//! (`context`) does not know how an agent is set up or talks to its model.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tt_domain::invocation::AgentInvocation;
+use tt_domain::profile::ResolvedProfile;
+use tt_domain::tool::{InvocationToolSnapshot, ToolName};
+use tt_domain::workspace::WorkspaceAccessPolicy;
+
+use crate::tools::workspace::ReadState;
+
+/// Per-invocation tool-loop session: read-state and call counts (budgets are per invocation).
+#[derive(Debug, Default)]
+pub(crate) struct ToolSession {
+    pub read_state: ReadState,
+    /// Skill text this invocation has read (per-invocation budget).
+    pub skill_budget: crate::skills::SkillReadBudget,
+    pub calls_total: u32,
+    pub calls_per_tool: BTreeMap<ToolName, u32>,
+    /// Model slips in a row (see `dispatch`); any other call resets it.
+    pub consecutive_slips: u32,
+}
+
+/// One invocation as its loop sees it.
+#[derive(Debug)]
+pub(crate) struct InvocationRuntime {
+    pub invocation: AgentInvocation,
+    pub profile: ResolvedProfile,
+    pub snapshot: Arc<InvocationToolSnapshot>,
+    pub policy: WorkspaceAccessPolicy,
+    pub session: ToolSession,
+    /// Fires when this invocation must stop (run cancel, or its task was cancelled).
+    pub cancel: CancellationToken,
+    /// The provider and model this invocation talks to.
+    pub model: crate::engine::binding::ModelBinding,
+    /// The skills this invocation may use, resolved at its start.
+    pub skills: Arc<crate::skills::ResolvedSkills>,
+    /// Delegated results this agent has already seen (by `agent.await` or injection); kept in
+    /// memory on purpose, so a result reaches it exactly once per loop.
+    pub delivered: HashSet<tt_domain::ids::TaskId>,
+    /// What this agent did before its run was interrupted, replayed by its loop on resume.
+    pub replay: Option<crate::replay::Replay>,
+    /// What it has learned about its model's context window.
+    pub window: crate::engine::context_fit::WindowState,
+}
+
+impl InvocationRuntime {
+    /// An agent of `profile` starting with what `prepared` made for it, stopped by `cancel`,
+    /// going on from `replay` when its run is resumed.
+    pub(crate) fn start(
+        invocation: AgentInvocation,
+        profile: ResolvedProfile,
+        prepared: &crate::engine::invocation_setup::PreparedInvocation,
+        cancel: CancellationToken,
+        replay: Option<crate::replay::Replay>,
+    ) -> Self {
+        Self {
+            invocation,
+            policy: profile.access_policy(),
+            profile,
+            snapshot: Arc::clone(&prepared.snapshot),
+            session: ToolSession::default(),
+            cancel,
+            model: prepared.model.clone(),
+            skills: Arc::clone(&prepared.skills),
+            delivered: HashSet::new(),
+            replay,
+            window: Default::default(),
+        }
+    }
+
+    /// Whether this invocation drives the run status (root and handoff owners do).
+    pub(crate) fn owns_run(&self) -> bool {
+        self.invocation.exit_policy == tt_domain::invocation::ExitPolicy::RunFinishAllowed
+    }
+}
