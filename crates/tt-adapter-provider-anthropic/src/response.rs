@@ -111,8 +111,11 @@ fn tool_call(block: &Value, position: usize) -> Result<AgentToolCall, ModelError
     })
 }
 
-/// The API counts the uncached input apart from cache reads and writes; `input_tokens` of
-/// [`ModelUsage`] is their sum, and the two cache figures are kept beside it.
+/// The API's `input_tokens` counts only the prompt tokens after the last cache breakpoint, and
+/// `cache_read_input_tokens` / `cache_creation_input_tokens` the rest. [`ModelUsage`]'s
+/// `input_tokens` is the whole prompt on every provider (what the window holds, and what
+/// OpenAI's `prompt_tokens` counts), so it is their sum; the two cache figures are kept beside
+/// it as parts of it, never counted twice.
 pub(crate) fn usage_from(usage: &Value) -> Option<ModelUsage> {
     let field = |key: &str| usage.get(key).and_then(Value::as_u64);
     let input = field("input_tokens");
@@ -183,7 +186,12 @@ pub(crate) fn synthesized_body(blocks: &[Value], meta: &ReplyMeta) -> Value {
         "content": blocks,
         "stop_reason": meta.stop_reason,
         "usage": meta.usage.map(|usage| json!({
-            "input_tokens": usage.input_tokens,
+            "input_tokens": usage
+                .input_tokens
+                .saturating_sub(usage.cached_input_tokens)
+                .saturating_sub(usage.cache_write_tokens),
+            "cache_creation_input_tokens": usage.cache_write_tokens,
+            "cache_read_input_tokens": usage.cached_input_tokens,
             "output_tokens": usage.output_tokens,
         })),
         "streamed": true,
