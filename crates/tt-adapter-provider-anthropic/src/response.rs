@@ -169,10 +169,15 @@ pub(crate) fn stream_error(error: &Value) -> ModelError {
         Some("overloaded_error" | "api_error" | "timeout_error") | None => {
             ModelError::Transient { message }
         }
-        Some(_) => ModelError::Rejected {
-            status: None,
-            message,
-        },
+        Some(_) => {
+            let body = json!({ "error": error }).to_string();
+            tt_provider_http::http::context_overflow(body.as_bytes(), &message).unwrap_or(
+                ModelError::Rejected {
+                    status: None,
+                    message,
+                },
+            )
+        }
     }
 }
 
@@ -281,5 +286,14 @@ mod tests {
             stream_error(&json!({"type": "invalid_request_error", "message": "bad"})),
             ModelError::Rejected { status: None, .. }
         ));
+        assert_eq!(
+            stream_error(&json!({"type": "invalid_request_error",
+                "message": "prompt is too long: 210000 tokens > 200000 maximum"})),
+            ModelError::ContextOverflow {
+                message: "prompt is too long: 210000 tokens > 200000 maximum".into(),
+                prompt_tokens: Some(210_000),
+                window_tokens: Some(200_000),
+            }
+        );
     }
 }
