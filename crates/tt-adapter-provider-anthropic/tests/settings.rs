@@ -287,3 +287,24 @@ async fn cache_reads_and_writes_are_parts_of_the_whole_prompt() {
                "cache_read_input_tokens": 995, "output_tokens": 3})
     );
 }
+
+#[tokio::test]
+async fn a_prompt_too_long_is_a_context_overflow_with_both_sizes() {
+    let body = json!({"type": "error", "error": {"type": "invalid_request_error",
+        "message": "prompt is too long: 208310 tokens > 200000 maximum"}});
+    let server = TestServer::always(Reply::json(400, &body)).await;
+    let error = AnthropicProvider::new(config(&server))
+        .unwrap()
+        .complete(request(1, first_messages()), CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(!error.is_retryable());
+    assert_eq!(
+        error,
+        ModelError::ContextOverflow {
+            message: "HTTP 400: prompt is too long: 208310 tokens > 200000 maximum".into(),
+            prompt_tokens: Some(208_310),
+            window_tokens: Some(200_000),
+        }
+    );
+}
