@@ -114,7 +114,7 @@ const LAYERED_CRATE_SRC: &str = "crates/tt-application/src";
 /// map of docs/ARCHITECTURE.md puts it in.
 const APPLICATION_LAYERS: &[&[&str]] = &[
     &["error", "services", "prompt", "prompt_input", "replay"],
-    &["events", "profiles", "timeline", "usage"],
+    &["events", "otel", "profiles", "timeline", "usage"],
     &["guidance"],
     // The shared shapes of a tool call (`ToolSuccess`, `ToolEffect`, argument helpers) and the
     // workspace family.
