@@ -1,0 +1,3 @@
+//! The PostgreSQL store's own tests, beside the shared contract suites.
+
+mod store;
