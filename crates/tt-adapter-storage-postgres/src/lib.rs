@@ -1,5 +1,5 @@
-//! PostgreSQL storage for tt-agent-runtime: the run, invocation, journal and profile ports on
-//! one database that several hosts share. The store applies its own schema migrations when it
+//! PostgreSQL storage for tt-agent-runtime: the run, invocation, journal, workspace and profile
+//! ports on one database that several hosts share. The store applies its own schema migrations when it
 //! opens (`schema_migrations`); every write is durable when its statement commits.
 //!
 //! The driver is `tokio-postgres` (no TLS, no macros) with the small pool in [`pool`]; see
@@ -12,6 +12,7 @@ mod pool;
 mod profiles;
 mod runs;
 pub mod schema;
+mod workspace;
 
 use tt_ports::StorageResult;
 

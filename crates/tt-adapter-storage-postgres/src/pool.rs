@@ -4,7 +4,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::{Mutex, MutexGuard};
+use std::ops::{Deref, DerefMut};
+
+use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
 use tokio_postgres::{Client, NoTls};
 
 use crate::error::{PgResult, PgStoreError};
@@ -18,15 +20,27 @@ pub struct Pool {
 
 /// One checked-out connection; returned to the pool on drop.
 pub struct PooledClient<'a> {
-    guard: MutexGuard<'a, Option<Client>>,
+    guard: MappedMutexGuard<'a, Client>,
 }
 
 impl PooledClient<'_> {
-    /// The connection (always present once checked out).
+    /// The connection.
     pub fn client(&mut self) -> PgResult<&mut Client> {
-        self.guard
-            .as_mut()
-            .ok_or_else(|| PgStoreError::Config("a pooled connection was missing".to_owned()))
+        Ok(&mut self.guard)
+    }
+}
+
+impl Deref for PooledClient<'_> {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.guard
+    }
+}
+
+impl DerefMut for PooledClient<'_> {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.guard
     }
 }
 
@@ -102,6 +116,8 @@ impl Pool {
         if guard.as_ref().is_none_or(Client::is_closed) {
             *guard = Some(connect(&self.url).await?);
         }
+        let guard = MutexGuard::try_map(guard, Option::as_mut)
+            .map_err(|_| PgStoreError::Config("a pooled connection was missing".to_owned()))?;
         Ok(PooledClient { guard })
     }
 }

@@ -19,6 +19,11 @@ use tt_ports::{
 use crate::PostgresStore;
 use crate::error::{io, parse, to_json};
 
+/// A non-negative counter column as `u64`.
+pub(crate) fn as_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
 impl PostgresStore {
     /// `NotFound` unless the run exists.
     pub(crate) async fn require_run(&self, run_id: &RunId) -> StorageResult<()> {

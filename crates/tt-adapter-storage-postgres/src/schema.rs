@@ -10,10 +10,11 @@ use crate::error::{PgResult, PgStoreError};
 const MIGRATION_LOCK_KEY: i64 = 0x7474_2d73_6368_656d;
 
 /// The migrations, in order; a released version is never edited, only followed by a new one.
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[(
-    1,
-    "runs, documents, invocations, tasks, journal, profiles",
-    r#"
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (
+        1,
+        "runs, documents, invocations, tasks, journal, profiles",
+        r#"
 CREATE TABLE runs (
     run_id      text PRIMARY KEY,
     created_ms  bigint NOT NULL,
@@ -57,7 +58,44 @@ CREATE TABLE profiles (
     body        text NOT NULL
 );
 "#,
-)];
+    ),
+    (
+        2,
+        "workspace files, checkpoints, persistent states",
+        r#"
+ALTER TABLE runs
+    ADD COLUMN workspace_id text NOT NULL DEFAULT '',
+    ADD COLUMN checkpoint_seq bigint NOT NULL DEFAULT 0;
+CREATE TABLE tt_files (
+    run_id   text NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    path     text NOT NULL,
+    content  text NOT NULL,
+    sha256   text NOT NULL,
+    PRIMARY KEY (run_id, path)
+);
+CREATE TABLE tt_checkpoints (
+    run_id  text NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    seq     bigint NOT NULL,
+    record  text NOT NULL,
+    files   text NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE tt_persistent_states (
+    workspace_id  text NOT NULL,
+    state_id      text NOT NULL,
+    manifest      text NOT NULL,
+    PRIMARY KEY (workspace_id, state_id)
+);
+CREATE TABLE tt_state_files (
+    workspace_id  text NOT NULL,
+    state_id      text NOT NULL,
+    path          text NOT NULL,
+    content       text NOT NULL,
+    PRIMARY KEY (workspace_id, state_id, path)
+);
+"#,
+    ),
+];
 
 /// Applies every migration the database has not seen; returns the schema version.
 pub async fn migrate(client: &mut Client) -> PgResult<i32> {

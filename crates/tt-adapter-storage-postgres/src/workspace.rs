@@ -23,8 +23,8 @@ use tt_ports::{
     WorkspaceRepository, WriteOutcome,
 };
 
-use crate::PgStore;
-use crate::error::{db, parse, to_json};
+use crate::PostgresStore;
+use crate::error::{io as db, parse, to_json};
 
 /// What a promoted state records beside its files.
 #[derive(Serialize, Deserialize)]
@@ -56,7 +56,8 @@ fn fingerprint(path: &WorkspacePath, text: &str) -> FileFingerprint {
 }
 
 fn parse_path(raw: &str) -> StorageResult<WorkspacePath> {
-    WorkspacePath::parse(raw).map_err(|err| StorageError::corrupt(format!("stored path {raw}"), err))
+    WorkspacePath::parse(raw)
+        .map_err(|err| StorageError::corrupt(format!("stored path {raw}"), err))
 }
 
 /// The strict ancestors of `path` below its root (`a/b/c` -> `a/b`; the root `a` never holds
@@ -75,7 +76,7 @@ fn path_lock_sql() -> &'static str {
 
 async fn run_exists<C: GenericClient>(client: &C, run_id: &RunId) -> StorageResult<()> {
     let found = client
-        .query_opt("SELECT 1 FROM tt_runs WHERE run_id = $1", &[&run_id.as_str()])
+        .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
         .await
         .map_err(db(ws_what(run_id)))?;
     match found {
@@ -189,7 +190,7 @@ async fn persist_files<C: GenericClient>(
 async fn run_workspace_id<C: GenericClient>(client: &C, run_id: &RunId) -> StorageResult<String> {
     let row = client
         .query_opt(
-            "SELECT workspace_id FROM tt_runs WHERE run_id = $1",
+            "SELECT workspace_id FROM runs WHERE run_id = $1",
             &[&run_id.as_str()],
         )
         .await
@@ -198,7 +199,7 @@ async fn run_workspace_id<C: GenericClient>(client: &C, run_id: &RunId) -> Stora
     Ok(row.get(0))
 }
 
-impl PgStore {
+impl PostgresStore {
     /// Writes or appends under the path's lock; `append` joins the new text to the old.
     async fn put_file(
         &self,
@@ -287,7 +288,7 @@ fn add_entries(entries: &mut BTreeMap<String, EntryKind>, base: &str, file: &str
 }
 
 #[async_trait]
-impl WorkspaceRepository for PgStore {
+impl WorkspaceRepository for PostgresStore {
     async fn list(
         &self,
         run_id: &RunId,
@@ -402,7 +403,7 @@ impl WorkspaceRepository for PgStore {
         let tx = conn.transaction().await.map_err(db(what.clone()))?;
         let row = tx
             .query_opt(
-                "UPDATE tt_runs SET checkpoint_seq = checkpoint_seq + 1 WHERE run_id = $1
+                "UPDATE runs SET checkpoint_seq = checkpoint_seq + 1 WHERE run_id = $1
                  RETURNING checkpoint_seq",
                 &[&run_id.as_str()],
             )
