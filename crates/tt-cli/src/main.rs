@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tt_runtime::{
     AgentRuntimeBuilder, CommitBridgeChoice, ListRunsRequest, ReadEventsRequest, ScriptedProvider,
+    StoreChoice,
 };
 
 #[derive(Debug, Parser)]
@@ -21,6 +22,11 @@ struct Cli {
     /// Where runs, profiles and transcripts are stored.
     #[arg(long, global = true, default_value = ".tt-agent")]
     data_dir: PathBuf,
+    /// Keep runs in this store instead of the data dir: `postgres://user@host:port/db`
+    /// (default: the `TT_STORE_URL` environment variable, else the embedded store under
+    /// --data-dir). Skills, transcripts and presets stay under --data-dir.
+    #[arg(long, global = true)]
+    store: Option<String>,
     /// How diagnostic logs are written; `RUST_LOG` chooses what (e.g. `tt=debug`; default:
     /// warnings and errors only).
     #[arg(long, global = true, value_enum, default_value = "text")]
@@ -180,12 +186,53 @@ fn failure_text(error: &anyhow::Error) -> String {
     text
 }
 
+/// Where the CLI's runtimes keep runs: the data dir, and the store chosen by `--store` or
+/// `TT_STORE_URL` (the embedded store under the data dir when neither is given).
+pub(crate) struct Storage {
+    pub(crate) data_dir: PathBuf,
+    store: StoreChoice,
+    url: Option<String>,
+}
+
+impl Storage {
+    async fn open(data_dir: PathBuf, url: Option<String>) -> anyhow::Result<Self> {
+        let url = url
+            .or_else(|| std::env::var(tt_runtime::STORE_URL_ENV).ok())
+            .filter(|url| !url.trim().is_empty());
+        let store = match &url {
+            Some(url) => tt_runtime::open_store_url(url).await?,
+            None => StoreChoice::Embedded,
+        };
+        Ok(Self {
+            data_dir,
+            store,
+            url: url.map(|url| tt_runtime::store::redact(&url)),
+        })
+    }
+
+    /// A builder on this data dir and store.
+    pub(crate) fn builder(&self) -> AgentRuntimeBuilder {
+        AgentRuntimeBuilder::new()
+            .data_dir(&self.data_dir)
+            .store(self.store.clone())
+    }
+
+    /// `data dir: …` and, with another store, `store: …`.
+    pub(crate) fn describe(&self) -> String {
+        match &self.url {
+            Some(url) => format!("data dir: {}\nstore: {url}", self.data_dir.display()),
+            None => format!("data dir: {}", self.data_dir.display()),
+        }
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     logging::init(cli.log_format, cli.log_file.as_deref())?;
+    let storage = Storage::open(cli.data_dir.clone(), cli.store.clone()).await?;
     match cli.command {
         Command::Demo { pace_ms } => {
             let signals = install_signals()?;
-            demo::run_demo(&cli.data_dir, pace_ms, &signals).await
+            demo::run_demo(&storage, pace_ms, &signals).await
         }
         Command::Run {
             profile,
@@ -204,7 +251,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 request,
             };
             let signals = install_signals()?;
-            run_cmd::run(&cli.data_dir, options, &signals).await
+            run_cmd::run(&storage, options, &signals).await
         }
         Command::Resume {
             run_id,
@@ -212,7 +259,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             demo,
         } => {
             let signals = install_signals()?;
-            run_cmd::resume(&cli.data_dir, &run_id, &model, demo, &signals).await
+            run_cmd::resume(&storage, &run_id, &model, demo, &signals).await
         }
         Command::Serve {
             port,
@@ -235,15 +282,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 host_commits,
             };
             let signals = install_signals()?;
-            serve::serve(&cli.data_dir, options, &signals).await
+            serve::serve(&storage, options, &signals).await
         }
         Command::Runs { limit } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             let runs = runtime
                 .list_runs(ListRunsRequest { offset: 0, limit })
                 .await?;
             if runs.is_empty() {
-                println!("No runs in {}.", cli.data_dir.display());
+                match &storage.url {
+                    Some(url) => println!("No runs in {url}."),
+                    None => println!("No runs in {}.", storage.data_dir.display()),
+                }
             }
             for run in runs {
                 let profile = run
@@ -267,7 +317,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             invocation,
             follow,
         } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             if follow {
                 // A run being created has no record for an instant: wait for it a little.
                 wait_for_run_record(&runtime, &run_id).await?;
@@ -313,13 +363,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Show { run_id, reference } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             let record = runtime.read_record(&run_id, &reference).await?;
             println!("{}", serde_json::to_string_pretty(&record)?);
             Ok(())
         }
         Command::Guide { run_id, text } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             let receipt = runtime
                 .submit_guidance(
                     &run_id,
@@ -336,7 +386,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Cancel { run_id, task } => {
-            let runtime = writer_runtime(&cli.data_dir)?;
+            let runtime = writer_runtime(&storage)?;
             match task {
                 Some(task_id) => {
                     let task = runtime.cancel_task(&run_id, &task_id).await?;
@@ -353,7 +403,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Graph { run_id } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             let projection = runtime.timeline_projection(&run_id).await?;
             print!("{}", render::agent_tree(&projection));
             let usage = runtime.usage(&run_id).await?;
@@ -408,11 +458,11 @@ async fn wait_for_run_record(
 
 /// A runtime for read-only commands: storage only, opened for reading (safe beside a process
 /// that is writing the same data dir), no model is ever called.
-fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::AgentRuntime> {
+fn inspect_runtime(storage: &Storage) -> anyhow::Result<tt_runtime::AgentRuntime> {
     let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
         .context("building the idle model")?;
-    Ok(AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
+    Ok(storage
+        .builder()
         .provider(Arc::new(idle))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .read_only()
@@ -421,11 +471,11 @@ fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::Age
 
 /// A runtime that may write the data dir but runs no model (for `cancel`): a run another
 /// process executes stays locked to it, so writing to it is refused with `agent.run_locked`.
-fn writer_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::AgentRuntime> {
+fn writer_runtime(storage: &Storage) -> anyhow::Result<tt_runtime::AgentRuntime> {
     let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
         .context("building the idle model")?;
-    Ok(AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
+    Ok(storage
+        .builder()
         .provider(Arc::new(idle))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?)
