@@ -19,6 +19,7 @@ fn event_from_row(run_id: &RunId, seq: i64, body: &str) -> StorageResult<AgentRu
 #[async_trait]
 impl RunJournal for PostgresStore {
     async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+        self.claim_run(&event.run_id).await?;
         let run_id = event.run_id.clone();
         // Stored with seq 0; the row's seq column is the truth and is put back on read.
         let stored = event.with_seq(0);

@@ -8,6 +8,7 @@
 pub mod cluster;
 pub mod error;
 mod journal;
+mod lease;
 mod pool;
 mod profiles;
 mod runs;
@@ -17,15 +18,51 @@ mod workspace;
 use tt_ports::StorageResult;
 
 pub use error::{PgResult, PgStoreError};
+pub use lease::DEFAULT_LEASE;
 pub use pool::redact;
+
+use std::sync::Arc;
+use std::time::Duration;
+use tt_domain::ids::RunId;
 
 /// How many connections a store keeps by default: enough for a fan-out's concurrent appends
 /// and task transitions without crowding a small server.
 pub const DEFAULT_POOL_SIZE: usize = 8;
 
+/// How a store connects and holds runs.
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    /// Pooled connections.
+    pub pool_size: usize,
+    /// How long a run stays this store's after its last heartbeat.
+    pub lease: Duration,
+    /// This store's owner id in `run_leases`; `None` makes one from the host name, the pid and
+    /// a random part the server draws.
+    pub owner_id: Option<String>,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            pool_size: DEFAULT_POOL_SIZE,
+            lease: DEFAULT_LEASE,
+            owner_id: None,
+        }
+    }
+}
+
 /// The PostgreSQL store: every storage port it implements shares one pool.
 pub struct PostgresStore {
-    pool: pool::Pool,
+    pool: Arc<pool::Pool>,
+    ownership: Arc<lease::Ownership>,
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "host".to_owned())
 }
 
 impl PostgresStore {
@@ -37,12 +74,59 @@ impl PostgresStore {
 
     /// [`PostgresStore::open`] with `size` pooled connections.
     pub async fn open_with_pool_size(url: &str, size: usize) -> StorageResult<Self> {
-        let pool = pool::Pool::open(url, size).await?;
-        {
+        Self::open_with(
+            url,
+            PostgresOptions {
+                pool_size: size,
+                ..PostgresOptions::default()
+            },
+        )
+        .await
+    }
+
+    /// [`PostgresStore::open`] with explicit options. Must be called inside a tokio runtime:
+    /// it spawns the connections' tasks and the lease heartbeat.
+    pub async fn open_with(url: &str, options: PostgresOptions) -> StorageResult<Self> {
+        let pool = Arc::new(pool::Pool::open(url, options.pool_size).await?);
+        let owner_id = {
             let mut conn = pool.get().await?;
             schema::migrate(conn.client()?).await?;
-        }
-        Ok(Self { pool })
+            match options.owner_id {
+                Some(owner_id) => owner_id,
+                None => {
+                    let row = conn
+                        .query_one("SELECT md5(random()::text || clock_timestamp()::text)", &[])
+                        .await
+                        .map_err(error::io("drawing an owner id"))?;
+                    let random: String = row.get(0);
+                    format!(
+                        "{}/{}/{}",
+                        host_name(),
+                        std::process::id(),
+                        random.get(..12).unwrap_or(&random)
+                    )
+                }
+            }
+        };
+        let ownership = Arc::new(lease::Ownership::new(owner_id, options.lease));
+        lease::spawn_heartbeat(&ownership, &pool);
+        Ok(Self { pool, ownership })
+    }
+
+    /// This store's owner id in `run_leases`.
+    pub fn owner_id(&self) -> &str {
+        &self.ownership.owner_id
+    }
+
+    /// Claims `run_id` for writing (done by every write; a host calls it to take over a run
+    /// whose owner's lease expired). `agent.run_locked` while another store's lease is live.
+    pub async fn claim_run(&self, run_id: &RunId) -> StorageResult<()> {
+        self.ownership.claim(&self.pool, run_id).await
+    }
+
+    /// Gives up this store's lease of `run_id`, so another host may write it at once.
+    pub async fn release_run(&self, run_id: &RunId) -> StorageResult<()> {
+        self.ownership.release(&self.pool, run_id).await
     }
 
     /// The schema version the database is at.

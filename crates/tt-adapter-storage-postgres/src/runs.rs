@@ -40,6 +40,7 @@ impl PostgresStore {
     }
 
     async fn put_document(&self, run_id: &RunId, path: &str, body: &str) -> StorageResult<()> {
+        self.claim_run(run_id).await?;
         let mut conn = self.pool.get().await?;
         let written = conn
             .client()?
@@ -107,10 +108,12 @@ impl AgentRunRepository for PostgresStore {
                 what: format!("run {}", run.id),
             });
         }
-        Ok(())
+        drop(conn);
+        self.claim_run(&run.id).await
     }
 
     async fn save_run(&self, run: &AgentRun) -> StorageResult<()> {
+        self.claim_run(&run.id).await?;
         let body = to_json("run", run)?;
         let mut conn = self.pool.get().await?;
         let updated = conn
@@ -220,6 +223,7 @@ impl AgentRunRepository for PostgresStore {
 #[async_trait]
 impl AgentInvocationRepository for PostgresStore {
     async fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()> {
+        self.claim_run(&invocation.run_id).await?;
         let body = to_json("invocation", invocation)?;
         let run_id = &invocation.run_id;
         let mut conn = self.pool.get().await?;
@@ -288,6 +292,7 @@ impl AgentInvocationRepository for PostgresStore {
     }
 
     async fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()> {
+        self.claim_run(&task.run_id).await?;
         let body = to_json("task", task)?;
         let run_id = &task.run_id;
         let delegation = task.continuation == TaskContinuation::ReturnToParent;
@@ -424,6 +429,7 @@ impl AgentInvocationRepository for PostgresStore {
         transition: &TaskTransition,
         now: Timestamp,
     ) -> StorageResult<TaskTransitionOutcome> {
+        self.claim_run(run_id).await?;
         let what = format!("task {task_id}");
         let mut conn = self.pool.get().await?;
         let client = conn.client()?;

@@ -95,6 +95,18 @@ CREATE TABLE tt_state_files (
 );
 "#,
     ),
+    (
+        3,
+        "run leases",
+        r#"
+CREATE TABLE run_leases (
+    run_id      text PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+    owner_id    text NOT NULL,
+    expires_at  timestamptz NOT NULL
+);
+CREATE INDEX run_leases_by_expiry ON run_leases (expires_at);
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

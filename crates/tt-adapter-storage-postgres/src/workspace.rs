@@ -209,6 +209,7 @@ impl PostgresStore {
         guard: &WriteGuard,
         append: bool,
     ) -> StorageResult<WriteOutcome> {
+        self.claim_run(run_id).await?;
         let mut conn = self.pool.get().await?;
         let tx = conn.transaction().await.map_err(db(ws_what(run_id)))?;
         run_exists(&tx, run_id).await?;
@@ -398,6 +399,7 @@ impl WorkspaceRepository for PostgresStore {
         paths: &[WorkspacePath],
         created_at: Timestamp,
     ) -> StorageResult<CheckpointRecord> {
+        self.claim_run(run_id).await?;
         let mut conn = self.pool.get().await?;
         let what = format!("checkpoint of run {run_id}");
         let tx = conn.transaction().await.map_err(db(what.clone()))?;
@@ -448,6 +450,7 @@ impl WorkspaceRepository for PostgresStore {
         run_id: &RunId,
         base_state_id: Option<&str>,
     ) -> StorageResult<PersistSnapshot> {
+        self.claim_run(run_id).await?;
         let snapshot = {
             let mut conn = self.pool.get().await?;
             let tx = conn.transaction().await.map_err(db(ws_what(run_id)))?;
@@ -504,6 +507,7 @@ impl WorkspaceRepository for PostgresStore {
         snapshot: &PersistSnapshot,
         created_at: Timestamp,
     ) -> StorageResult<PersistentChangeSet> {
+        self.claim_run(run_id).await?;
         let mut conn = self.pool.get().await?;
         let tx = conn.transaction().await.map_err(db(ws_what(run_id)))?;
         let workspace_id = run_workspace_id(&tx, run_id).await?;

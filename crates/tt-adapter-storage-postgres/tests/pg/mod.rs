@@ -1,3 +1,4 @@
 //! The PostgreSQL store's own tests, beside the shared contract suites.
 
+mod ownership;
 mod store;
