@@ -22,9 +22,11 @@ commands:
   ci      run every check and test CI runs (fmt, clippy, tidy, tests, demo smoke run,
           the desktop-shell example)
   tidy    check crate layering, manifests, module headers and printing in library crates
-  bench   run a benchmark in release: `bench fanout [--n N]`, `bench journal [--events N]`
-  soak    stress in release: `soak crash [--resume] [--trials N]` (SIGKILL a fan-out run,
-          reopen, check; with --resume, resume it after each kill until it completes)
+  bench   run a benchmark in release: `bench fanout [--n N] [--store URL]`,
+          `bench journal [--events N]`
+  soak    stress in release: `soak crash [--resume] [--trials N] [--store URL]` (SIGKILL a
+          fan-out run, reopen, check; with --resume, resume it after each kill until it
+          completes; with --store postgres://…, the runs are kept on that server)
   help    print this text
 ";
 
