@@ -1,6 +1,9 @@
 //! The run journal on PostgreSQL. One statement appends an event: it bumps the run's
 //! `last_seq` (the row lock serializes appends to one run, on any host) and inserts the event
-//! under the new seq, so seqs are gapless and an append is durable when it commits.
+//! under the new seq, so seqs are gapless and an append is durable when it commits. The same
+//! statement notifies `tt_journal`, so followers on other hosts hear it when it commits.
+
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
@@ -30,9 +33,11 @@ impl RunJournal for PostgresStore {
             .query_opt(
                 "WITH head AS (
                      UPDATE runs SET last_seq = last_seq + 1 WHERE run_id = $1
-                     RETURNING last_seq)
-                 INSERT INTO events (run_id, seq, body) SELECT $1, last_seq, $2 FROM head
-                 RETURNING seq",
+                     RETURNING last_seq),
+                 ins AS (
+                     INSERT INTO events (run_id, seq, body) SELECT $1, last_seq, $2 FROM head
+                     RETURNING seq)
+                 SELECT seq, pg_notify('tt_journal', $1 || ' ' || seq)::text FROM ins",
                 &[&run_id.as_str(), &body],
             )
             .await
@@ -102,6 +107,10 @@ impl RunJournal for PostgresStore {
             events.reverse();
         }
         Ok(events)
+    }
+
+    async fn wait_for_append(&self, run_id: &RunId, after_seq: u64, max_wait: Duration) {
+        self.heard.wait(run_id.as_str(), after_seq, max_wait).await;
     }
 
     async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64> {

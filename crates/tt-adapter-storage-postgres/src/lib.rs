@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod error;
 mod journal;
 mod lease;
+mod notify;
 mod pool;
 mod profiles;
 mod runs;
@@ -55,6 +56,10 @@ impl Default for PostgresOptions {
 pub struct PostgresStore {
     pool: Arc<pool::Pool>,
     ownership: Arc<lease::Ownership>,
+    heard: Arc<notify::Heard>,
+    /// Keeps the LISTEN connection open; `None` when it could not be opened (followers then
+    /// poll).
+    _listener: Option<tokio_postgres::Client>,
 }
 
 fn host_name() -> String {
@@ -110,7 +115,14 @@ impl PostgresStore {
         };
         let ownership = Arc::new(lease::Ownership::new(owner_id, options.lease));
         lease::spawn_heartbeat(&ownership, &pool);
-        Ok(Self { pool, ownership })
+        let heard = Arc::new(notify::Heard::default());
+        let listener = notify::spawn_listener(url, &heard).await.ok();
+        Ok(Self {
+            pool,
+            ownership,
+            heard,
+            _listener: listener,
+        })
     }
 
     /// This store's owner id in `run_leases`.
