@@ -457,8 +457,9 @@ async fn a_full_run_through_the_anthropic_adapter_streamed_with_thinking_replaye
         "lead_0_agent_delegate"
     );
     assert!(
-        second.body["system"]
+        second.body["system"][0]["text"]
             .as_str()
-            .is_some_and(|s| !s.is_empty())
+            .is_some_and(|s| !s.is_empty()),
+        "the system prompt goes out as one cached text block"
     );
 }

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
 
-use crate::tidy::Violation;
+use crate::violation::Violation;
 
 /// A workspace member as `cargo metadata --no-deps` describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 
 mod bench;
 mod ci;
+mod file_graph;
 mod layering;
 mod manifest;
 mod module_graph;
@@ -11,6 +12,7 @@ mod process;
 mod soak;
 mod sources;
 mod tidy;
+mod violation;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,7 +23,8 @@ usage: cargo xtask <command>
 commands:
   ci      run every check and test CI runs (fmt, clippy, tidy, tests, demo smoke run,
           the desktop-shell example)
-  tidy    check crate layering, manifests, module headers and printing in library crates
+  tidy    check crate layering, manifests, module headers, printing in library crates,
+          file-level import cycles and file length
   bench   run a benchmark in release: `bench fanout [--n N] [--store URL]`,
           `bench journal [--events N]`
   soak    stress in release: `soak crash [--resume] [--trials N] [--store URL]` (SIGKILL a

@@ -41,11 +41,11 @@ fn top_level_module(path: &Path) -> Option<String> {
 
 /// `text` without the items marked `#[cfg(test)]` (rustfmt layout assumed: an item ends at the
 /// `}` line with the indentation it started with, or at its own line when that ends with `;`).
-fn without_test_code(text: &str) -> String {
+pub fn without_test_code(text: &str) -> String {
     let mut kept = String::with_capacity(text.len());
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
-        if line.trim() != "#[cfg(test)]" {
+        if !is_test_attribute(line) {
             kept.push_str(line);
             kept.push('\n');
             continue;
@@ -63,6 +63,12 @@ fn without_test_code(text: &str) -> String {
         }
     }
     kept
+}
+
+/// `#[cfg(test)]`, or `#[cfg(all(test, …))]` (test code on some platforms only).
+pub fn is_test_attribute(line: &str) -> bool {
+    let line = line.trim();
+    line == "#[cfg(test)]" || line.starts_with("#[cfg(all(test,") && line.ends_with(")]")
 }
 
 /// The top-level modules named after `crate::` in code (line comments left out), including

@@ -2,42 +2,19 @@
 //! Reports every violation (file + rule) and fails if there is any; prints `tidy: ok` when clean.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use crate::file_graph;
 use crate::layering::{self, Package};
 use crate::manifest;
 use crate::module_graph;
 use crate::process::cargo_stdout;
 use crate::sources;
-
-/// One broken rule, located at a file (relative to the workspace root) or a crate.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Violation {
-    pub location: String,
-    pub rule: &'static str,
-    pub detail: String,
-}
-
-impl Violation {
-    pub fn new(location: String, rule: &'static str, detail: String) -> Self {
-        Self {
-            location,
-            rule,
-            detail,
-        }
-    }
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.location, self.rule, self.detail)
-    }
-}
+use crate::violation::Violation;
 
 pub fn run(root: &Path) -> Result<()> {
     let violations = collect(root)?;
@@ -77,6 +54,7 @@ fn collect(root: &Path) -> Result<Vec<Violation>> {
     }
     for dir in source_roots(root, &packages)? {
         check_headers(root, &dir, &mut violations)?;
+        check_crate_files(root, &dir.join("src"), &mut violations)?;
     }
     check_module_cycles(root, &mut violations)?;
     violations.sort();
@@ -136,7 +114,7 @@ const LAYERED_CRATE_SRC: &str = "crates/tt-application/src";
 /// map of docs/ARCHITECTURE.md puts it in.
 const APPLICATION_LAYERS: &[&[&str]] = &[
     &["error", "services", "prompt", "prompt_input", "replay"],
-    &["events", "profiles", "timeline", "usage"],
+    &["events", "otel", "profiles", "timeline", "usage"],
     &["guidance"],
     // The shared shapes of a tool call (`ToolSuccess`, `ToolEffect`, argument helpers) and the
     // workspace family.
@@ -221,6 +199,137 @@ fn cycle_violations(graph: &module_graph::ModuleGraph) -> Vec<Violation> {
             )
         })
         .collect()
+}
+
+/// Longest a non-test source file may be, counting its lines outside `#[cfg(test)]` items: past
+/// this a file usually does more than one job, and a reader can no longer hold it.
+const MAX_FILE_LINES: usize = 800;
+
+/// Files allowed past `MAX_FILE_LINES`, each with the reason. Keep it short: split the file
+/// rather than add to it.
+const LONG_FILES: &[(&str, &str)] = &[
+    (
+        "crates/tt-domain/src/event_payload.rs",
+        "one payload struct per journal event, a catalogue read by event name; split when the envelope turns typed (issue #23)",
+    ),
+    (
+        "crates/tt-adapter-storage-userdata/src/workspace.rs",
+        "the WorkspaceRepository port over files in one impl; to be split by operation",
+    ),
+    (
+        "crates/tt-adapter-storage-userdata/src/owned.rs",
+        "the owner's write path of one run; to be split by record kind",
+    ),
+    (
+        "crates/tt-application/src/engine/dispatch.rs",
+        "issue #23: split with the engine",
+    ),
+];
+
+/// Folders whose files may still use one another in a cycle, each with the reason: a cycle
+/// passes only when all its files are under one entry. Keep it short, empty if possible.
+const CYCLE_BASELINE: &[(&str, &str)] = &[(
+    "crates/tt-application/src/engine/",
+    "issue #23: the engine's files are one knot, being cut",
+)];
+
+/// Every crate's files: none in an import cycle, none too long.
+fn check_crate_files(root: &Path, src: &Path, violations: &mut Vec<Violation>) -> Result<()> {
+    let mut files = Vec::new();
+    for file in rust_files(src)? {
+        let text = read(&file)?;
+        let path = file.strip_prefix(src).unwrap_or(&file).to_path_buf();
+        files.push((path, text));
+    }
+    let location = relative(root, src);
+    let sources: Vec<file_graph::SourceFile<'_>> = files
+        .iter()
+        .map(|(path, text)| file_graph::SourceFile { path, text })
+        .collect();
+    violations.extend(file_cycle_violations(
+        &location,
+        &file_graph::build(&sources),
+        CYCLE_BASELINE,
+    ));
+    violations.extend(long_file_violations(&location, &sources, LONG_FILES));
+    Ok(())
+}
+
+/// One violation per cycle of files, naming the files and the edges inside it (where to cut);
+/// a cycle whose files are all in `baseline` passes.
+fn file_cycle_violations(
+    location: &str,
+    graph: &module_graph::ModuleGraph,
+    baseline: &[(&str, &str)],
+) -> Vec<Violation> {
+    let under = |folder: &str, file: &String| format!("{location}/{file}").starts_with(folder);
+    let allowed = |files: &[String]| {
+        baseline
+            .iter()
+            .any(|(folder, _)| files.iter().all(|file| under(folder, file)))
+    };
+    file_graph::cycles(graph)
+        .into_iter()
+        .filter(|(files, _)| !allowed(files))
+        .map(|(files, edges)| {
+            let edges: Vec<String> = edges
+                .into_iter()
+                .map(|(from, to)| format!("{from} → {to}"))
+                .collect();
+            Violation::new(
+                location.to_owned(),
+                "file-cycle",
+                format!(
+                    "files {} use one another in a cycle ({}); a file may use another only if that one does not use it back",
+                    files.join(", "),
+                    edges.join(", ")
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Every non-test file over `MAX_FILE_LINES` lines of non-test code that `allowed` does not
+/// name, and every `allowed` entry of this crate that is no longer needed.
+fn long_file_violations(
+    location: &str,
+    files: &[file_graph::SourceFile<'_>],
+    allowed: &[(&str, &str)],
+) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut needed = BTreeSet::new();
+    for file in files {
+        if file_graph::is_test_file(file.path) {
+            continue;
+        }
+        let shown = format!("{location}/{}", relative(Path::new(""), file.path));
+        let lines = module_graph::without_test_code(file.text).lines().count();
+        if lines <= MAX_FILE_LINES {
+            continue;
+        }
+        if allowed.iter().any(|(path, _)| *path == shown) {
+            needed.insert(shown);
+            continue;
+        }
+        violations.push(Violation::new(
+            shown,
+            "file-length",
+            format!(
+                "{lines} lines of non-test code, over {MAX_FILE_LINES}; split it by job (or name it with a reason in LONG_FILES, xtask/src/tidy.rs)"
+            ),
+        ));
+    }
+    let prefix = format!("{location}/");
+    for (path, _) in allowed {
+        if path.starts_with(&prefix) && !needed.contains(*path) {
+            violations.push(Violation::new(
+                (*path).to_owned(),
+                "file-length",
+                format!("named in LONG_FILES but within {MAX_FILE_LINES} lines; remove the entry"),
+            ));
+        }
+    }
+    violations
 }
 
 fn check_headers(root: &Path, dir: &Path, violations: &mut Vec<Violation>) -> Result<()> {
@@ -394,16 +503,90 @@ mod tests {
         );
     }
 
+    fn fixture(files: &[(&'static str, &'static str)]) -> Vec<file_graph::SourceFile<'static>> {
+        files
+            .iter()
+            .map(|(path, text)| file_graph::SourceFile {
+                path: Path::new(*path),
+                text,
+            })
+            .collect()
+    }
+
     #[test]
-    fn violations_print_location_rule_and_detail() {
-        let violation = Violation::new(
-            "crates/x/src/lib.rs".to_owned(),
-            "module-header",
-            "missing".to_owned(),
-        );
+    fn a_file_cycle_is_named_with_its_edges_unless_its_folder_is_baselined() {
+        let tree = fixture(&[
+            ("lib.rs", "mod engine;\nmod tools;\n"),
+            ("engine/mod.rs", "mod context;\nmod scheduler;\n"),
+            ("engine/context.rs", "use super::scheduler::Scheduler;\n"),
+            (
+                "engine/scheduler.rs",
+                "use crate::engine::context::RunContext;\n",
+            ),
+            ("tools.rs", "use crate::engine::context::RunContext;\n"),
+        ]);
+        let graph = file_graph::build(&tree);
+        let found: Vec<String> = file_cycle_violations("crates/x/src", &graph, &[])
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
-            violation.to_string(),
-            "crates/x/src/lib.rs: module-header: missing"
+            found,
+            [
+                "crates/x/src: file-cycle: files engine/context.rs, engine/scheduler.rs use one another in a cycle (engine/context.rs → engine/scheduler.rs, engine/scheduler.rs → engine/context.rs); a file may use another only if that one does not use it back"
+            ]
+        );
+        let baseline: &[(&str, &str)] = &[("crates/x/src/engine/", "being cut")];
+        assert!(file_cycle_violations("crates/x/src", &graph, baseline).is_empty());
+        let acyclic = file_graph::build(&fixture(&[
+            ("lib.rs", "mod a;\nmod b;\n"),
+            ("a.rs", "use crate::b::B;\n"),
+            ("b.rs", "pub struct B;\n"),
+        ]));
+        assert!(file_cycle_violations("crates/x/src", &acyclic, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_long_non_test_file_fails_unless_allowed_and_a_stale_allowance_fails() {
+        let long = "fn f() {}\n".repeat(MAX_FILE_LINES + 1);
+        let long: &'static str = Box::leak(long.into_boxed_str());
+        let with_tests = format!(
+            "{}#[cfg(test)]\nmod tests {{\n{}}}\n",
+            "fn f() {}\n".repeat(MAX_FILE_LINES),
+            "    fn t() {}\n".repeat(50)
+        );
+        let with_tests: &'static str = Box::leak(with_tests.into_boxed_str());
+        let tree = fixture(&[
+            ("lib.rs", "mod big;\n"),
+            ("big.rs", long),
+            ("tested.rs", with_tests),
+            ("big_tests.rs", long),
+        ]);
+        let found: Vec<String> = long_file_violations("crates/x/src", &tree, &[])
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            found,
+            [format!(
+                "crates/x/src/big.rs: file-length: {} lines of non-test code, over {MAX_FILE_LINES}; split it by job (or name it with a reason in LONG_FILES, xtask/src/tidy.rs)",
+                MAX_FILE_LINES + 1
+            )]
+        );
+        let allowed: &[(&str, &str)] = &[
+            ("crates/x/src/big.rs", "a catalogue"),
+            ("crates/x/src/tested.rs", "no longer long"),
+            ("crates/y/src/other.rs", "another crate's"),
+        ];
+        let found: Vec<String> = long_file_violations("crates/x/src", &tree, allowed)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            found,
+            [format!(
+                "crates/x/src/tested.rs: file-length: named in LONG_FILES but within {MAX_FILE_LINES} lines; remove the entry"
+            )]
         );
     }
 

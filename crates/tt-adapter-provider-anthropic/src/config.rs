@@ -36,6 +36,9 @@ pub struct AnthropicConfig {
     pub max_tokens: u32,
     /// Turns on extended thinking with this token budget (must be below `max_tokens`).
     pub thinking_budget_tokens: Option<u32>,
+    /// Marks `cache_control` breakpoints on the tools, the system prompt and the last user
+    /// turns (on by default; docs/providers.md).
+    pub prompt_caching: bool,
     /// "Now" for an HTTP-date `Retry-After` when the response carries no `Date` header.
     pub clock: Option<Arc<dyn Clock>>,
     /// Connect timeout, idle timeout between pieces, and the most bytes of one reply.
@@ -47,6 +50,7 @@ impl std::fmt::Debug for AnthropicConfig {
         self.debug_connection(f, "AnthropicConfig")
             .field("max_tokens", &self.max_tokens)
             .field("thinking_budget_tokens", &self.thinking_budget_tokens)
+            .field("prompt_caching", &self.prompt_caching)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
@@ -71,6 +75,7 @@ impl AnthropicConfig {
             stream: false,
             max_tokens: DEFAULT_MAX_TOKENS,
             thinking_budget_tokens: None,
+            prompt_caching: true,
             clock: None,
             limits: HttpLimits::default(),
         }
@@ -85,6 +90,12 @@ impl AnthropicConfig {
 
     pub fn with_thinking(mut self, budget_tokens: u32) -> Self {
         self.thinking_budget_tokens = Some(budget_tokens);
+        self
+    }
+
+    /// Turns the `cache_control` breakpoints off (e.g. for a server that refuses them).
+    pub fn with_prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
         self
     }
 }

@@ -7,7 +7,8 @@
 //! connection's default model), `max_tokens` (configurable, default 8192), `system` (the leading
 //! system/developer messages, joined by blank lines), `messages`, `tools` as
 //! `{"name":<model alias>,"description","input_schema"}` with `tool_choice: {"type":"auto"}`
-//! (only when tools are offered), `thinking` when a budget is configured, and `stream`.
+//! (only when tools are offered), the generation settings, `thinking` when a budget is set, and
+//! `stream`.
 //!
 //! Messages are content blocks. An assistant turn replays its parts in order: native parts of
 //! provider `anthropic` (thinking blocks with their signature, redacted thinking) unchanged,
@@ -23,8 +24,19 @@
 //! is not valid JSON and stays a string, passes through for the runtime to answer as a
 //! recoverable `model.invalid_tool_call`; such input is replayed as `{}`), and every other
 //! block (`thinking`, `redacted_thinking`, server tool blocks) a
-//! `ModelContentPart::Native { provider: "anthropic", value: <the block> }`. Usage counts input
-//! tokens including cache writes and reads; `stop_reason` becomes the finish reason.
+//! `ModelContentPart::Native { provider: "anthropic", value: <the block> }`. Usage's input
+//! tokens are the whole prompt: the API's `input_tokens` plus `cache_read_input_tokens` (also
+//! kept as the cached input tokens) and `cache_creation_input_tokens` (the cache-write
+//! tokens); `stop_reason` becomes the finish reason.
+//!
+//! # Settings and caching
+//!
+//! The request's generation settings go out as `temperature` (at most 1), `top_p`, `top_k`,
+//! `stop_sequences` and `thinking.budget_tokens` (`thinkingBudgetTokens`, else the
+//! connection's budget); penalties, `minP`, `seed` and `reasoningEffort`, and the samplers the
+//! API refuses while thinking is on, are `model.setting_unsupported` before anything is sent.
+//! With prompt caching on (the default), `cache_control` breakpoints mark the last tool, the
+//! system prompt and the last two user turns: four at most, the API's limit.
 //!
 //! # Streaming
 //!
@@ -60,6 +72,7 @@ mod config;
 mod provider;
 mod request;
 mod response;
+mod settings;
 mod stream;
 
 pub use config::{
@@ -67,3 +80,4 @@ pub use config::{
     DEFAULT_MAX_TOKENS, HttpLimits,
 };
 pub use provider::{ANTHROPIC_PROVIDER_NAME, AnthropicProvider};
+pub use request::MAX_CACHE_BREAKPOINTS;

@@ -7,6 +7,7 @@ use tt_ports::{ModelDeltaSink, ModelError};
 use crate::config::{ANTHROPIC_VERSION, AnthropicConfig, AnthropicError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
+use crate::settings::thinking_budget;
 use crate::stream::EventAccumulator;
 use tt_provider_http::exchange::{HttpEndpoint, WireFormat, endpoint_url, request_headers};
 
@@ -65,33 +66,27 @@ impl AnthropicProvider {
 
     fn body(&self, request: &AgentModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
         let model = self.config.model_for(request)?;
+        let thinking = thinking_budget(&request.generation, self.config.thinking_budget_tokens);
         let body = request_body(
             request,
             BodyOptions {
                 model,
                 stream,
-                max_tokens: self.max_tokens(request),
-                thinking_budget_tokens: self.config.thinking_budget_tokens,
+                max_tokens: self.max_tokens(request, thinking),
+                thinking_budget_tokens: thinking,
+                prompt_caching: self.config.prompt_caching,
             },
-        );
+        )?;
         serde_json::to_vec(&body)
             .map_err(|err| ModelError::Other(format!("cannot encode the request: {err}")))
     }
 
     /// The connection's `max_tokens`, lowered to the request's own limit when that is lower
     /// and still above the thinking budget (the API refuses a budget at or over `max_tokens`).
-    fn max_tokens(&self, request: &AgentModelRequest) -> u32 {
+    fn max_tokens(&self, request: &AgentModelRequest, thinking: Option<u32>) -> u32 {
         let cap = self.config.max_tokens;
         match request.max_output_tokens {
-            Some(limit)
-                if limit < cap
-                    && self
-                        .config
-                        .thinking_budget_tokens
-                        .is_none_or(|budget| budget < limit) =>
-            {
-                limit
-            }
+            Some(limit) if limit < cap && thinking.is_none_or(|budget| budget < limit) => limit,
             _ => cap,
         }
     }

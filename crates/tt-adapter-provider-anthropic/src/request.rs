@@ -1,10 +1,12 @@
 //! Canonical request -> Messages API body: `system`, alternating `user`/`assistant` messages of
-//! content blocks (tool results grouped into one user turn), tools with `input_schema`, and
-//! native blocks (signed thinking) replayed unchanged.
+//! content blocks (tool results grouped into one user turn), tools with `input_schema`, native
+//! blocks (signed thinking) replayed unchanged, the generation settings, and the prompt-cache
+//! breakpoints.
 
 use serde_json::{Map, Value, json};
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelContentPart, ModelRole};
 use tt_domain::tool::{AgentToolResult, AgentToolSpec};
+use tt_ports::ModelError;
 
 use crate::response::NATIVE_PROVIDER;
 
@@ -14,34 +16,91 @@ pub(crate) struct BodyOptions<'a> {
     pub model: &'a str,
     pub stream: bool,
     pub max_tokens: u32,
+    /// The budget the request runs with (its settings', else the connection's).
     pub thinking_budget_tokens: Option<u32>,
+    /// Marks the cache breakpoints ([`mark_cache_breakpoints`]).
+    pub prompt_caching: bool,
 }
 
-/// Builds the JSON body of `POST {baseUrl}/v1/messages`.
-pub(crate) fn request_body(request: &AgentModelRequest, options: BodyOptions<'_>) -> Value {
-    let (system, messages) = wire_messages(&request.messages);
+/// Most `cache_control` breakpoints one request may carry (the API refuses more).
+pub const MAX_CACHE_BREAKPOINTS: usize = 4;
+
+/// Builds the JSON body of `POST {baseUrl}/v1/messages`; a generation setting the API does not
+/// take is `model.setting_unsupported`.
+pub(crate) fn request_body(
+    request: &AgentModelRequest,
+    options: BodyOptions<'_>,
+) -> Result<Value, ModelError> {
+    crate::settings::check(
+        &request.generation,
+        options.thinking_budget_tokens,
+        options.max_tokens,
+    )?;
+    let (system, mut messages) = wire_messages(&request.messages);
+    let mut tools: Vec<Value> = request.tools.iter().map(wire_tool).collect();
+    let mut system = (!system.is_empty()).then(|| json!(system));
+    if options.prompt_caching {
+        mark_cache_breakpoints(&mut tools, &mut system, &mut messages);
+    }
     let mut body = Map::new();
     body.insert("model".into(), json!(options.model));
     body.insert("max_tokens".into(), json!(options.max_tokens));
-    if !system.is_empty() {
-        body.insert("system".into(), json!(system));
+    if let Some(system) = system {
+        body.insert("system".into(), system);
     }
     body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            Value::Array(request.tools.iter().map(wire_tool).collect()),
-        );
+    if !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools));
         body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
     }
-    if let Some(budget) = options.thinking_budget_tokens {
-        body.insert(
-            "thinking".into(),
-            json!({"type": "enabled", "budget_tokens": budget}),
-        );
-    }
+    crate::settings::apply(
+        &mut body,
+        &request.generation,
+        options.thinking_budget_tokens,
+    );
     body.insert("stream".into(), json!(options.stream));
-    Value::Object(body)
+    Ok(Value::Object(body))
+}
+
+/// Places `cache_control: {"type": "ephemeral"}` breakpoints, at most
+/// [`MAX_CACHE_BREAKPOINTS`]: on the last tool (the tool schemas), on the system prompt (sent
+/// as one text block for it), and on the last block of the last two user turns. The last user
+/// turn caches this round's whole prompt for the next round; the one before is where the
+/// previous round's request ended, so the next request reads the cache there even when this
+/// round added more blocks than the API looks back over. The history is append-only, so each
+/// breakpoint's prefix is stable.
+pub(crate) fn mark_cache_breakpoints(
+    tools: &mut [Value],
+    system: &mut Option<Value>,
+    messages: &mut [Value],
+) {
+    let mark = |block: &mut Value| {
+        if let Some(block) = block.as_object_mut() {
+            block.insert("cache_control".into(), json!({"type": "ephemeral"}));
+        }
+    };
+    if let Some(last) = tools.last_mut() {
+        mark(last);
+    }
+    if let Some(text) = system.as_ref().and_then(Value::as_str) {
+        let mut block = json!({"type": "text", "text": text});
+        mark(&mut block);
+        *system = Some(json!([block]));
+    }
+    let user_turns = messages
+        .iter_mut()
+        .rev()
+        .filter(|message| message.get("role").and_then(Value::as_str) == Some("user"))
+        .take(2);
+    for message in user_turns {
+        if let Some(last) = message
+            .get_mut("content")
+            .and_then(Value::as_array_mut)
+            .and_then(|blocks| blocks.last_mut())
+        {
+            mark(last);
+        }
+    }
 }
 
 fn wire_tool(spec: &AgentToolSpec) -> Value {

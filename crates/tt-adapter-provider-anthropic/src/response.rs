@@ -111,8 +111,11 @@ fn tool_call(block: &Value, position: usize) -> Result<AgentToolCall, ModelError
     })
 }
 
-/// The API counts the uncached input apart from cache reads and writes; `input_tokens` of
-/// [`ModelUsage`] is their sum, and the two cache figures are kept beside it.
+/// The API's `input_tokens` counts only the prompt tokens after the last cache breakpoint, and
+/// `cache_read_input_tokens` / `cache_creation_input_tokens` the rest. [`ModelUsage`]'s
+/// `input_tokens` is the whole prompt on every provider (what the window holds, and what
+/// OpenAI's `prompt_tokens` counts), so it is their sum; the two cache figures are kept beside
+/// it as parts of it, never counted twice.
 pub(crate) fn usage_from(usage: &Value) -> Option<ModelUsage> {
     let field = |key: &str| usage.get(key).and_then(Value::as_u64);
     let input = field("input_tokens");
@@ -166,10 +169,15 @@ pub(crate) fn stream_error(error: &Value) -> ModelError {
         Some("overloaded_error" | "api_error" | "timeout_error") | None => {
             ModelError::Transient { message }
         }
-        Some(_) => ModelError::Rejected {
-            status: None,
-            message,
-        },
+        Some(_) => {
+            let body = json!({ "error": error }).to_string();
+            tt_provider_http::http::context_overflow(body.as_bytes(), &message).unwrap_or(
+                ModelError::Rejected {
+                    status: None,
+                    message,
+                },
+            )
+        }
     }
 }
 
@@ -183,7 +191,12 @@ pub(crate) fn synthesized_body(blocks: &[Value], meta: &ReplyMeta) -> Value {
         "content": blocks,
         "stop_reason": meta.stop_reason,
         "usage": meta.usage.map(|usage| json!({
-            "input_tokens": usage.input_tokens,
+            "input_tokens": usage
+                .input_tokens
+                .saturating_sub(usage.cached_input_tokens)
+                .saturating_sub(usage.cache_write_tokens),
+            "cache_creation_input_tokens": usage.cache_write_tokens,
+            "cache_read_input_tokens": usage.cached_input_tokens,
             "output_tokens": usage.output_tokens,
         })),
         "streamed": true,
@@ -273,5 +286,14 @@ mod tests {
             stream_error(&json!({"type": "invalid_request_error", "message": "bad"})),
             ModelError::Rejected { status: None, .. }
         ));
+        assert_eq!(
+            stream_error(&json!({"type": "invalid_request_error",
+                "message": "prompt is too long: 210000 tokens > 200000 maximum"})),
+            ModelError::ContextOverflow {
+                message: "prompt is too long: 210000 tokens > 200000 maximum".into(),
+                prompt_tokens: Some(210_000),
+                window_tokens: Some(200_000),
+            }
+        );
     }
 }

@@ -7,5 +7,6 @@
 mod complete;
 mod failures;
 mod limits;
+mod settings;
 mod streaming;
 mod support;

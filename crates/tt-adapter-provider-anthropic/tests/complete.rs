@@ -7,7 +7,10 @@ use tt_domain::model::{ModelContentPart, ModelUsage};
 use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{first_body, first_messages, provider, request, tool_result, wire_tools};
+use crate::support::{
+    cached_system, cached_user_text, first_body, first_messages, provider, request, tool_result,
+    wire_tools,
+};
 
 fn message(content: Value, stop_reason: &str) -> Value {
     json!({
@@ -51,8 +54,8 @@ async fn single_tool_call_round_trip_with_exact_request() {
         json!({
             "model": "claude-test",
             "max_tokens": 2048,
-            "system": "You are a writer.",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": "Write a scene."}]}],
+            "system": cached_system("You are a writer."),
+            "messages": [cached_user_text("Write a scene.")],
             "tools": wire_tools(),
             "tool_choice": {"type": "auto"},
             "stream": false,
@@ -133,7 +136,7 @@ async fn thinking_is_replayed_unchanged_and_parallel_results_share_one_user_mess
     assert_eq!(
         sent.body["messages"],
         json!([
-            {"role": "user", "content": [{"type": "text", "text": "Write a scene."}]},
+            cached_user_text("Write a scene."),
             {"role": "assistant", "content": [
                 {"type": "thinking", "thinking": "Two files; write both at once.",
                  "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"},
@@ -145,11 +148,12 @@ async fn thinking_is_replayed_unchanged_and_parallel_results_share_one_user_mess
                 {"type": "tool_result", "tool_use_id": "toolu_A",
                  "content": r#"{"ok":true,"content":"Wrote output/main.md.","structured":null,"errorCode":null,"resourceRefs":[]}"#},
                 {"type": "tool_result", "tool_use_id": "toolu_B", "is_error": true,
-                 "content": r#"{"ok":false,"content":"input/x.md is not writable.","structured":null,"errorCode":"workspace.path_not_writable","resourceRefs":[]}"#},
+                 "content": r#"{"ok":false,"content":"input/x.md is not writable.","structured":null,"errorCode":"workspace.path_not_writable","resourceRefs":[]}"#,
+                 "cache_control": {"type": "ephemeral"}},
             ]},
         ])
     );
-    assert_eq!(sent.body["system"], "You are a writer.");
+    assert_eq!(sent.body["system"], cached_system("You are a writer."));
 }
 
 #[tokio::test]

@@ -10,7 +10,8 @@ use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{
-    Deltas, first_body, first_messages, provider, request, tool_result, wire_tools,
+    Deltas, cached_system, cached_user_text, first_body, first_messages, provider, request,
+    tool_result, wire_tools,
 };
 
 fn sse_text(events: &[Value]) -> String {
@@ -138,8 +139,8 @@ async fn streamed_blocks_are_rebuilt_and_thinking_replayed_on_the_next_turn() {
         json!({
             "model": "claude-test",
             "max_tokens": 2048,
-            "system": "You are a writer.",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": "Write a scene."}]}],
+            "system": cached_system("You are a writer."),
+            "messages": [cached_user_text("Write a scene.")],
             "tools": wire_tools(),
             "tool_choice": {"type": "auto"},
             "stream": true,

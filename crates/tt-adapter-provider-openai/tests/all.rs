@@ -7,6 +7,7 @@
 mod complete;
 mod failures;
 mod limits;
+mod llama;
 mod settings;
 mod streaming;
 mod support;

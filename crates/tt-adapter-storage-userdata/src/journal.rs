@@ -1,234 +1,16 @@
 //! `RunJournal` over `events.jsonl`. The owner appends from memory (last seq, length and a sparse
 //! seq → byte-offset index, see [`OwnedRun`](crate::owned::OwnedRun)); any other process reads
-//! through a [`JournalView`] that it extends by the lines appended since its last read, up to
-//! the last complete line, and never writes. Page reads seek through the sparse index and stream
-//! lines instead of loading the file.
+//! through a [`JournalView`](crate::journal_index::JournalView), never writing.
 
 use async_trait::async_trait;
-use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
 use tt_domain::ids::RunId;
-use tt_ports::{EventPage, RunJournal, StorageError, StorageResult};
+use tt_ports::{EventPage, RunJournal, StorageResult};
 
-use crate::fsutil::CountingReader;
+use crate::journal_index::{JournalIndex, ReadPlan, read_page};
 use crate::layout::EVENTS_FILE;
-use crate::segment;
 use crate::{Inner, RunAccess, UserDataStore};
-
-/// One sparse index entry every this many events.
-const INDEX_STRIDE: u64 = 64;
-
-#[derive(Debug, Clone, Copy)]
-struct IndexMark {
-    seq: u64,
-    offset: u64,
-}
-
-/// Where the events of a journal are: the last seq, the end of the last complete line, and a
-/// sparse seq → byte-offset index.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct JournalIndex {
-    pub(crate) last_seq: u64,
-    pub(crate) len: u64,
-    marks: Vec<IndexMark>,
-}
-
-impl JournalIndex {
-    /// Takes note of the event `seq` found at `offset` while scanning; seqs must increase.
-    pub(crate) fn observe(&mut self, seq: u64, offset: u64) -> Result<(), String> {
-        if seq <= self.last_seq {
-            return Err(format!("seq {seq} follows seq {}", self.last_seq));
-        }
-        self.mark(seq, offset);
-        Ok(())
-    }
-
-    /// Records `seq` as the last one, indexing it when a stride has passed since the last mark.
-    fn mark(&mut self, seq: u64, offset: u64) {
-        if self
-            .marks
-            .last()
-            .is_none_or(|mark| seq >= mark.seq + INDEX_STRIDE)
-        {
-            self.marks.push(IndexMark { seq, offset });
-        }
-        self.last_seq = seq;
-    }
-
-    /// Takes note of an event just appended as `line_len` bytes at `offset`.
-    pub(crate) fn observe_append(&mut self, seq: u64, offset: u64, line_len: u64) {
-        self.mark(seq, offset);
-        self.len = offset + line_len;
-    }
-
-    /// Byte offset of the last indexed event at or before `seq` (0 when none).
-    fn offset_at_or_before(&self, seq: u64) -> u64 {
-        let after = self.marks.partition_point(|mark| mark.seq <= seq);
-        after
-            .checked_sub(1)
-            .and_then(|i| self.marks.get(i))
-            .map_or(0, |mark| mark.offset)
-    }
-}
-
-/// A reader's view of a journal some other process (or nobody) writes.
-#[derive(Debug, Default)]
-pub(crate) struct JournalView {
-    index: JournalIndex,
-}
-
-impl JournalView {
-    /// Reads the complete lines appended since the last refresh. Never writes: a cut-off last
-    /// line is left for its owner (or the next owner) to finish or repair.
-    pub(crate) fn refresh(&mut self, inner: &Inner, dir: &Path) -> StorageResult<&JournalIndex> {
-        let path = dir.join(EVENTS_FILE);
-        let Some(mut file) = segment::open_for_reading(&path)? else {
-            return Ok(&self.index);
-        };
-        let index = &mut self.index;
-        let end = segment::scan(
-            &path,
-            &mut file,
-            index.len,
-            &inner.journal_bytes_read,
-            |offset, body| {
-                let event: AgentRunEvent =
-                    serde_json::from_slice(body).map_err(|err| err.to_string())?;
-                index.observe(event.seq, offset)
-            },
-        )?;
-        index.len = end.good_len;
-        Ok(&self.index)
-    }
-}
-
-/// What a page read needs; the read itself runs without any lock, bounded by the length the
-/// journal had when the page was requested.
-struct ReadPlan {
-    path: PathBuf,
-    end: u64,
-    start: u64,
-}
-
-impl ReadPlan {
-    fn new(path: PathBuf, index: &JournalIndex, page: &EventPage) -> Self {
-        let limit = page.effective_limit() as u64;
-        let start = match (page.before_seq, &page.invocation_id) {
-            // Filtered before-pages may need matches from anywhere below `before`.
-            (Some(_), Some(_)) => 0,
-            (Some(before), None) => index.offset_at_or_before(before.saturating_sub(limit)),
-            (None, _) => index.offset_at_or_before(page.after_seq.unwrap_or(0).saturating_add(1)),
-        };
-        Self {
-            path,
-            end: index.len,
-            start,
-        }
-    }
-}
-
-/// Streams the complete event lines in `[start, end)` of the journal to `visit` until it
-/// returns `false`.
-fn stream_events(
-    inner: &Inner,
-    path: &Path,
-    start: u64,
-    end: u64,
-    mut visit: impl FnMut(AgentRunEvent) -> bool,
-) -> StorageResult<()> {
-    if start >= end {
-        return Ok(());
-    }
-    let what = || path.display().to_string();
-    let mut file = File::open(path).map_err(|err| StorageError::io(what(), err))?;
-    file.seek(SeekFrom::Start(start))
-        .map_err(|err| StorageError::io(what(), err))?;
-    let mut reader = BufReader::new(CountingReader {
-        inner: file.take(end - start),
-        counter: &inner.journal_bytes_read,
-    });
-    let mut offset = start;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|err| StorageError::io(what(), err))?;
-        if n == 0 {
-            return Ok(());
-        }
-        let Some(body) = line.strip_suffix(b"\n") else {
-            return Err(StorageError::corrupt(
-                what(),
-                format!("line at byte {offset} has no end"),
-            ));
-        };
-        offset += n as u64;
-        if body.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let event: AgentRunEvent = serde_json::from_slice(body).map_err(|err| {
-            StorageError::corrupt(what(), format!("line before byte {offset}: {err}"))
-        })?;
-        if !visit(event) {
-            return Ok(());
-        }
-    }
-}
-
-/// The last `limit` events with seq below `before` that pass the page filter, read from `start`.
-fn last_before(
-    inner: &Inner,
-    plan: &ReadPlan,
-    start: u64,
-    before: u64,
-    page: &EventPage,
-) -> StorageResult<VecDeque<AgentRunEvent>> {
-    let limit = page.effective_limit();
-    let mut ring: VecDeque<AgentRunEvent> = VecDeque::with_capacity(limit);
-    stream_events(inner, &plan.path, start, plan.end, |event| {
-        if event.seq >= before {
-            return false;
-        }
-        if page.matches(&event) {
-            if ring.len() == limit {
-                ring.pop_front();
-            }
-            ring.push_back(event);
-        }
-        true
-    })?;
-    Ok(ring)
-}
-
-fn read_page(
-    inner: &Inner,
-    plan: &ReadPlan,
-    page: &EventPage,
-) -> StorageResult<Vec<AgentRunEvent>> {
-    let limit = page.effective_limit();
-    if let Some(before) = page.before_seq {
-        let mut ring = last_before(inner, plan, plan.start, before, page)?;
-        if ring.len() < limit && plan.start > 0 {
-            // Seqs are gapless when written by this store, so this only happens with a journal
-            // that has gaps: fall back to scanning from the beginning.
-            ring = last_before(inner, plan, 0, before, page)?;
-        }
-        return Ok(ring.into());
-    }
-    let after = page.after_seq.unwrap_or(0);
-    let mut events = Vec::with_capacity(limit.min(64));
-    stream_events(inner, &plan.path, plan.start, plan.end, |event| {
-        if event.seq > after && page.matches(&event) {
-            events.push(event);
-        }
-        events.len() < limit
-    })?;
-    Ok(events)
-}
 
 impl Inner {
     /// Plans something from a run's journal as this process can see it now: the owner's
@@ -244,7 +26,7 @@ impl Inner {
                 let mut view = view
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let index = view.refresh(self, &dir)?;
+                let index = view.refresh(&self.journal_bytes_read, &dir)?;
                 Ok(plan(&dir.join(EVENTS_FILE), index))
             }
         }
@@ -262,7 +44,7 @@ impl RunJournal for UserDataStore {
         let plan = self.inner.with_journal(run_id, |path, index| {
             ReadPlan::new(path.to_path_buf(), index, page)
         })?;
-        read_page(&self.inner, &plan, page)
+        read_page(&self.inner.journal_bytes_read, &plan, page)
     }
 
     async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64> {
@@ -284,27 +66,5 @@ pub(crate) fn tail(
     let plan = inner.with_journal(run_id, |path, index| {
         ReadPlan::new(path.to_path_buf(), index, &page)
     })?;
-    read_page(inner, &plan, &page)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sparse_index_lookup_finds_the_nearest_earlier_mark() {
-        let mut index = JournalIndex::default();
-        for (seq, offset) in [(1, 0), (65, 6_400), (129, 12_800)] {
-            index.observe(seq, offset).unwrap();
-        }
-        assert_eq!(index.marks.len(), 3);
-        assert_eq!(index.offset_at_or_before(0), 0);
-        assert_eq!(index.offset_at_or_before(1), 0);
-        assert_eq!(index.offset_at_or_before(64), 0);
-        assert_eq!(index.offset_at_or_before(65), 6_400);
-        assert_eq!(index.offset_at_or_before(128), 6_400);
-        assert_eq!(index.offset_at_or_before(u64::MAX), 12_800);
-        assert_eq!(JournalIndex::default().offset_at_or_before(10), 0);
-        assert!(index.observe(129, 13_000).is_err());
-    }
+    read_page(&inner.journal_bytes_read, &plan, &page)
 }

@@ -24,9 +24,11 @@ mod fault_tests;
 mod faults;
 mod fsutil;
 mod journal;
+mod journal_index;
 mod layout;
 mod locks;
 mod owned;
+mod profile_cache;
 mod profiles;
 mod reader;
 mod recovery;
@@ -47,7 +49,7 @@ use tt_domain::run::AgentRun;
 use tt_ports::{StorageError, StorageResult};
 
 use crate::durability::Flusher;
-use crate::journal::JournalView;
+use crate::journal_index::JournalView;
 use crate::layout::Layout;
 use crate::locks::KeyedLocks;
 use crate::owned::OwnedRun;
@@ -106,7 +108,7 @@ pub(crate) struct Inner {
     pub(crate) locks: KeyedLocks,
     pub(crate) journal_bytes_read: AtomicU64,
     /// Parsed profile files, each with the stamp of the file it came from.
-    pub(crate) profiles: profiles::ProfileCache,
+    pub(crate) profiles: profile_cache::ProfileCache,
     /// `None` for a read-only store.
     flusher: Option<Flusher>,
 }
@@ -137,7 +139,7 @@ impl UserDataStore {
                 views: Mutex::new(HashMap::new()),
                 locks: KeyedLocks::default(),
                 journal_bytes_read: AtomicU64::new(0),
-                profiles: profiles::ProfileCache::default(),
+                profiles: profile_cache::ProfileCache::default(),
                 flusher,
             }),
         })

@@ -23,7 +23,7 @@ use tt_ports::{StorageError, StorageResult, TaskTransitionOutcome};
 
 use crate::durability::RunSync;
 use crate::fsutil::{self, is_temp_name};
-use crate::journal::JournalIndex;
+use crate::journal_index::JournalIndex;
 use crate::layout::{BLOBS_FILE, EVENTS_FILE, LOCK_FILE, RECORDS_FILE};
 use crate::segment::Segment;
 use crate::written::{Known, WrittenFiles};

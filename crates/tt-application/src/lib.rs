@@ -14,6 +14,7 @@ pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod guidance;
 pub(crate) mod handoff_chain;
+pub(crate) mod otel;
 pub(crate) mod persist_metadata;
 pub(crate) mod profiles;
 pub(crate) mod prompt;
@@ -37,6 +38,7 @@ pub use guidance::{
     GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,
 };
+pub use otel::otlp_traces;
 pub use prompt::{agent_system_prompt, default_system_prompt};
 pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 pub use registry::build_tool_snapshot;

@@ -50,6 +50,7 @@ pub async fn follow(
         }
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;
+    crate::otel_export::export_if_configured(runtime, run.id.as_str()).await;
     if let Some(failure) = runtime.unrecorded_failure(run.id.as_str()) {
         // The disk kept the reason out of the journal; say it here.
         println!(

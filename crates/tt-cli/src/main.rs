@@ -3,6 +3,7 @@
 mod demo;
 mod live;
 mod logging;
+mod otel_export;
 mod render;
 mod run_cmd;
 mod serve;
@@ -139,6 +140,10 @@ enum Command {
     /// this answers `agent.guidance_run_not_owned` (type the line into that process's terminal
     /// instead), and for a run that has ended `agent.guidance_mailbox_closed`.
     Guide { run_id: String, text: String },
+    /// Print a run as OpenTelemetry traces (OTLP/JSON, one `invoke_agent` span per agent with
+    /// its `chat` and `execute_tool` spans), built from its journal; load it into any OTLP
+    /// viewer or collector (docs/observability.md).
+    ExportOtel { run_id: String },
     /// Print the agent tree of a stored run, then each agent's usage, own and rolled up over
     /// the tasks it delegated.
     Graph { run_id: String },
@@ -400,6 +405,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     println!("Run {run_id}: {}.", run.status.as_str());
                 }
             }
+            Ok(())
+        }
+        Command::ExportOtel { run_id } => {
+            let runtime = inspect_runtime(&cli.data_dir)?;
+            println!(
+                "{}",
+                serde_json::to_string(&runtime.export_otel(&run_id).await?)?
+            );
             Ok(())
         }
         Command::Graph { run_id } => {

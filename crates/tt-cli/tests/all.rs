@@ -10,6 +10,7 @@ mod events;
 mod hostile;
 mod live;
 mod logs;
+mod otel;
 mod resume;
 mod serve;
 mod signals;

@@ -179,6 +179,10 @@ impl AgentModelRequest {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelUsage {
+    /// Every prompt token of the call, cached or not (OpenAI `prompt_tokens`; Anthropic
+    /// `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens`). The two
+    /// cache figures below are parts of it: the uncached, unwritten rest is
+    /// `input_tokens - cached_input_tokens - cache_write_tokens`.
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// Prompt tokens read from the provider's cache (Anthropic `cache_read_input_tokens`,

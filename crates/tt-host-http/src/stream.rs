@@ -20,8 +20,8 @@ use futures_util::stream::{self, Stream};
 use serde::Deserialize;
 use tt_runtime::{EventSubscription, RunUpdate, RunUpdates};
 
-use crate::api::{AppState, PathParams, QueryParams, valid_id};
 use crate::error::ApiError;
+use crate::extract::{AppState, PathParams, QueryParams, valid_id};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

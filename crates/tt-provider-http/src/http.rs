@@ -244,12 +244,90 @@ pub fn status_error(
         },
         // 408 is the server timing the request out: as transient as a client-side timeout.
         408 | 500..=599 => ModelError::Transient { message },
-        400..=499 => ModelError::Rejected {
+        400..=499 => context_overflow(body, &message).unwrap_or(ModelError::Rejected {
             status: Some(code),
             message,
-        },
+        }),
         _ => ModelError::Other(message),
     }
+}
+
+/// A refusal because the prompt does not fit the model's window, in the shapes servers use,
+/// with the prompt and window sizes when the server gave them:
+///
+/// - llama.cpp: `error.type` `exceed_context_size_error` with `n_prompt_tokens` and `n_ctx`;
+/// - OpenAI: `error.code` `context_length_exceeded` ("maximum context length is M tokens …
+///   resulted in N tokens");
+/// - vLLM, DeepSeek and other compatible servers: "maximum context length is M tokens" with
+///   "(N in the messages" or "has N input tokens";
+/// - Anthropic: "prompt is too long: N tokens > M maximum", and "input length and `max_tokens`
+///   exceed context limit: N + K > M".
+///
+/// `message` is the text of the error that is returned. `None` for every other refusal.
+pub fn context_overflow(body: &[u8], message: &str) -> Option<ModelError> {
+    let value = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
+    let error = value.get("error").unwrap_or(&value);
+    let field = |key: &str| error.get(key).and_then(Value::as_str);
+    let text = error_message(body);
+    let overflow = |prompt_tokens: Option<u64>, window_tokens: Option<u64>| {
+        Some(ModelError::ContextOverflow {
+            message: message.to_owned(),
+            prompt_tokens,
+            window_tokens,
+        })
+    };
+    if field("type") == Some("exceed_context_size_error") {
+        let number = |key: &str| error.get(key).and_then(Value::as_u64);
+        return overflow(
+            number("n_prompt_tokens").or_else(|| number_before(&text, "(", " tokens)")),
+            number("n_ctx").or_else(|| number_after_last(&text, "context size (")),
+        );
+    }
+    if let Some(rest) = text.split("prompt is too long: ").nth(1) {
+        return overflow(number_at(rest), rest.split("> ").nth(1).and_then(number_at));
+    }
+    if let Some(rest) = text.split("exceed context limit: ").nth(1) {
+        return overflow(number_at(rest), rest.split("> ").nth(1).and_then(number_at));
+    }
+    let window = number_after_last(&text, "maximum context length is ");
+    if field("code") == Some("context_length_exceeded") || window.is_some() {
+        let prompt = number_before(&text, "(", " in the messages")
+            .or_else(|| number_after_last(&text, "resulted in "))
+            .or_else(|| number_after_last(&text, "your request has "))
+            .or_else(|| number_after_last(&text, "you requested "));
+        return overflow(prompt, window);
+    }
+    None
+}
+
+/// The decimal number `text` starts with (after spaces), if any.
+fn number_at(text: &str) -> Option<u64> {
+    let digits: String = text
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(|c| *c != ',')
+        .collect();
+    digits.parse().ok()
+}
+
+/// The number right after the last `marker` in `text`.
+fn number_after_last(text: &str, marker: &str) -> Option<u64> {
+    text.rsplit_once(marker)
+        .and_then(|(_, rest)| number_at(rest))
+}
+
+/// The number between the last `open` before the first `close` and that `close`
+/// (`"request (8205 tokens)"` with `"("` and `" tokens)"`).
+fn number_before(text: &str, open: &str, close: &str) -> Option<u64> {
+    let (head, _) = text.split_once(close)?;
+    let (_, number) = head.rsplit_once(open)?;
+    number_at(number).filter(|_| {
+        number
+            .trim()
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == ',')
+    })
 }
 
 /// The provider's error message from an error body, in the shapes servers use:
@@ -362,6 +440,101 @@ mod tests {
             map.insert(*name, HeaderValue::from_static(value));
         }
         map
+    }
+
+    fn overflow_of(status: u16, body: &Value) -> ModelError {
+        let status = StatusCode::from_u16(status).unwrap();
+        status_error(status, &HeaderMap::new(), body.to_string().as_bytes(), None)
+    }
+
+    #[test]
+    fn context_overflows_are_classified_with_both_sizes_when_given() {
+        let cases = [
+            // llama.cpp's server, as it answers (fields and message).
+            (
+                serde_json::json!({"error": {"code": 400, "message": "request (8205 tokens) exceeds the available context size (8192 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 8205, "n_ctx": 8192}}),
+                Some(8205),
+                Some(8192),
+            ),
+            // The same without the numeric fields: read from the message.
+            (
+                serde_json::json!({"error": {"code": 400, "message": "request (4100 tokens) exceeds the available context size (4096 tokens), try increasing it", "type": "exceed_context_size_error"}}),
+                Some(4100),
+                Some(4096),
+            ),
+            (
+                serde_json::json!({"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+                Some(130_512),
+                Some(128_000),
+            ),
+            (
+                serde_json::json!({"error": {"message": "Input tokens exceed the configured limit of 272000 tokens.", "code": "context_length_exceeded"}}),
+                None,
+                None,
+            ),
+            // vLLM.
+            (
+                serde_json::json!({"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.", "type": "BadRequestError", "param": null, "code": 400}),
+                Some(4000),
+                Some(4096),
+            ),
+            (
+                serde_json::json!({"object": "error", "message": "'max_tokens' or 'max_completion_tokens' is too large: 8192. This model's maximum context length is 4096 tokens and your request has 120 input tokens (8192 > 4096 - 120).", "type": "BadRequestError", "code": 400}),
+                Some(120),
+                Some(4096),
+            ),
+            // Anthropic.
+            (
+                serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 208310 tokens > 200000 maximum"}}),
+                Some(208_310),
+                Some(200_000),
+            ),
+            (
+                serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": "input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000, decrease input length or `max_tokens` and try again"}}),
+                Some(197_000),
+                Some(200_000),
+            ),
+        ];
+        for (body, prompt, window) in cases {
+            let error = overflow_of(400, &body);
+            assert_eq!(error.code(), "model.context_overflow", "{body}");
+            assert!(!error.is_retryable());
+            match error {
+                ModelError::ContextOverflow {
+                    message,
+                    prompt_tokens,
+                    window_tokens,
+                } => {
+                    assert_eq!((prompt_tokens, window_tokens), (prompt, window), "{body}");
+                    assert!(message.starts_with("HTTP 400: "), "{message}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Other refusals stay refusals; a 5xx that mentions the window stays transient.
+        let other = serde_json::json!({"error": {"message": "Invalid value for 'temperature'", "type": "invalid_request_error"}});
+        assert!(matches!(
+            overflow_of(400, &other),
+            ModelError::Rejected { .. }
+        ));
+        let busy = serde_json::json!({"error": {"message": "maximum context length is 4096 tokens", "type": "server_error"}});
+        assert!(matches!(
+            overflow_of(503, &busy),
+            ModelError::Transient { .. }
+        ));
+        assert!(matches!(
+            status_error(
+                StatusCode::BAD_REQUEST,
+                &HeaderMap::new(),
+                b"prompt is too long: lots",
+                None
+            ),
+            ModelError::ContextOverflow {
+                prompt_tokens: None,
+                window_tokens: None,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -4,10 +4,13 @@
 //!
 //! Not an adapter itself: it knows only tt-domain and tt-ports (and the HTTP client), so the
 //! adapters can share it without depending on one another. With the `test-support` feature
-//! (dev-dependencies only) it also carries the 127.0.0.1 test server and the fixtures both adapters' tests use.
+//! (dev-dependencies only) it also carries the 127.0.0.1 test server, a strict fake of
+//! llama.cpp's server (`llama_fake`) and the fixtures both adapters' tests use.
 
 pub mod exchange;
 pub mod http;
+#[cfg(feature = "test-support")]
+pub mod llama_fake;
 mod setters;
 pub mod sse;
 #[cfg(feature = "test-support")]

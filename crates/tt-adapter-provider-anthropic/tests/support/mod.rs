@@ -18,8 +18,18 @@ pub fn wire_tools() -> Value {
         {"name": "workspace_write_file", "description": "Write a file.",
             "input_schema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}},
         {"name": "workspace_finish", "description": "Finish the run.",
-            "input_schema": {"type": "object", "properties": {}}},
+            "input_schema": {"type": "object", "properties": {}}, "cache_control": {"type": "ephemeral"}},
     ])
+}
+
+/// `text` as the system prompt goes out with prompt caching on: one text block, marked.
+pub fn cached_system(text: &str) -> Value {
+    json!([{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}])
+}
+
+/// A user turn of one text block, marked as a cache breakpoint.
+pub fn cached_user_text(text: &str) -> Value {
+    json!({"role": "user", "content": [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]})
 }
 
 /// The exact body of `request(1, first_messages())` with `config(..)`.
@@ -27,8 +37,8 @@ pub fn first_body(stream: bool) -> Value {
     json!({
         "model": "claude-test",
         "max_tokens": 2048,
-        "system": "You are a writer.",
-        "messages": [{"role": "user", "content": [{"type": "text", "text": "Write a scene."}]}],
+        "system": cached_system("You are a writer."),
+        "messages": [cached_user_text("Write a scene.")],
         "tools": wire_tools(),
         "tool_choice": {"type": "auto"},
         "stream": stream,

@@ -1,7 +1,7 @@
 //! `agent.cancel_task`: stops one of the caller's delegated tasks (and, deepest first, the
 //! tasks it delegated in turn). It runs below the engine on narrow inputs: the caller's profile
 //! and a [`TaskControl`] the engine implements, which lists tasks and stops one through the
-//! scheduler (`engine::delegation::tools::RunTaskView`).
+//! scheduler (`engine::tasks::tools::RunTaskView`).
 
 use serde_json::json;
 use tt_domain::ids::TaskId;

@@ -1,7 +1,7 @@
 //! `agent.list`: the agents this agent may delegate to or hand off to, its task slots and
 //! waiting line, and what it may still spend. It runs below the engine on narrow inputs: the
 //! profile repository, the caller's profile, and a [`TaskView`] of the caller's tasks and
-//! budgets that the engine implements (`engine::delegation::tools::RunTaskView`).
+//! budgets that the engine implements (`engine::tasks::tools::RunTaskView`).
 
 use serde_json::json;
 use tt_domain::ids::ProfileId;

@@ -3,7 +3,7 @@
 //! `cancel`, `task_return`), the arguments of the agent tools (`agent.list`, `agent.delegate`,
 //! `agent.await`, `agent.handoff`, `task.return`) and their parsing, their model-facing specs, the delegation policy (`policy`: who may delegate
 //! or hand off to whom), and the markdown agents read (briefs, result capsules, hints). Executing those tools, the task scheduler and the delegated worker are the
-//! engine's (`crate::engine::delegation`, `crate::engine::scheduler`, `crate::engine::child`).
+//! engine's (`crate::engine::tasks`, `crate::engine::scheduler`, `crate::engine::child`).
 
 pub(crate) mod args;
 pub(crate) mod cancel;

@@ -1,7 +1,7 @@
 //! `task.return`, the delegated agent's last call, below the engine: it validates the result
 //! and writes the result document and the summary file on narrow inputs ([`TaskReturnEnv`]),
 //! and hands back a [`WrittenReturn`]. The engine settles the task (its final status, the
-//! journal, waking the delegating agent) in `engine::delegation::tools::task_return`.
+//! journal, waking the delegating agent) in `engine::tasks::tools::task_return`.
 
 use serde_json::json;
 use tt_domain::ids::RunId;

@@ -28,7 +28,7 @@ use tt_ports::RunDocument;
 
 use crate::engine::commit::run_commit;
 use crate::engine::context::{InvocationRuntime, RunContext};
-use crate::engine::delegation::tools as delegation;
+use crate::engine::tasks::tools as delegation;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::tools::workspace::{self, WorkspaceToolEnv, parse_finish_args};
 use crate::tools::{ToolEffect, ToolSuccess};
@@ -44,7 +44,7 @@ pub(crate) enum LoopControl {
     /// `task.return` recorded the delegated task's result: the loop ends after this call.
     TaskReturned(crate::delegation::task_return::TaskReturned),
     /// `agent.handoff` was accepted: the loop ends after this call.
-    HandoffAccepted(crate::engine::delegation::handoff::HandoffAccepted),
+    HandoffAccepted(crate::engine::tasks::handoff::HandoffAccepted),
 }
 
 /// A dispatched call: the result the model will see, and what the loop does next.
@@ -563,9 +563,9 @@ async fn execute(
                 .cloned();
             let (success, accepted) = match registered {
                 Some(task_id) => {
-                    crate::engine::delegation::handoff::already_accepted(ctx, &task_id).await?
+                    crate::engine::tasks::handoff::already_accepted(ctx, &task_id).await?
                 }
-                None => crate::engine::delegation::handoff::agent_handoff(ctx, inv, call).await?,
+                None => crate::engine::tasks::handoff::agent_handoff(ctx, inv, call).await?,
             };
             Ok(Executed {
                 success,

@@ -1,10 +1,11 @@
 //! The engine: the only place agents run. Run-scoped state (`context`), invocation setup for
 //! delegated and handoff agents (`invocation_setup`, `binding`, `prompt_assembly`), the tool
-//! loop (`tool_loop`) and fitting its requests into the model's window (`context_fit`), tool dispatch (`dispatch`), model turns (`model_turn`, `streaming`),
-//! chat commits (`commit`), the delegation tools that act on the run (`delegation`), the task
+//! loop (`tool_loop`) and fitting its requests into the model's window (`context_fit`), tool
+//! dispatch (`dispatch`), model turns (`model_turn`, `streaming`), chat commits (`commit`), the
+//! agent tools' work on the run's tasks (`tasks`), the task
 //! scheduler (`scheduler`) and the delegated worker (`child`).
 //!
-//! The loop → dispatch → delegation → scheduler → worker → loop recursion stays inside this
+//! The loop → dispatch → tasks → scheduler → worker → loop recursion stays inside this
 //! module. It may use the modules below it (the tool families `tools`, `skills` and
 //! `delegation`, the registry, events, guidance, profiles, services, error); none of them uses
 //! it back. The service facade (`run_service`, `resume`, `handoff_chain`, `persist_metadata`)
@@ -15,11 +16,11 @@ pub(crate) mod child;
 pub(crate) mod commit;
 pub(crate) mod context;
 pub(crate) mod context_fit;
-pub(crate) mod delegation;
 pub(crate) mod dispatch;
 pub(crate) mod invocation_setup;
 pub(crate) mod model_turn;
 pub(crate) mod prompt_assembly;
 pub(crate) mod scheduler;
 pub(crate) mod streaming;
+pub(crate) mod tasks;
 pub(crate) mod tool_loop;

@@ -295,7 +295,7 @@ async fn run_rounds(
             };
             if dispatched.tool == Some(ToolName::AgentAwait) && !dispatched.result.is_error {
                 inv.delivered
-                    .extend(crate::engine::delegation::results::delivered_by_await(
+                    .extend(crate::engine::tasks::results::delivered_by_await(
                         &dispatched.result.structured,
                     ));
             }
@@ -363,7 +363,7 @@ async fn run_rounds(
                 .and_then(|replay| replay.take_injection(round));
             if let Some((tasks, commits)) = replayed
                 && let Some(text) =
-                    crate::engine::delegation::results::replay_injection(ctx, inv, &tasks, commits)
+                    crate::engine::tasks::results::replay_injection(ctx, inv, &tasks, commits)
                         .await?
             {
                 messages.push(AgentModelMessage::text(ModelRole::User, text));
@@ -375,7 +375,7 @@ async fn run_rounds(
             let injected = if next_turn_replayed {
                 None
             } else {
-                crate::engine::delegation::results::take_injection(ctx, inv).await?
+                crate::engine::tasks::results::take_injection(ctx, inv).await?
             };
             if let Some(text) = injected {
                 messages.push(AgentModelMessage::text(ModelRole::User, text));

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use tt_domain::workspace::{EntryKind, WorkspacePath};
 use tt_ports::{StorageError, WorkspaceEntry};
 
-use super::{
+use super::env::{
     DEFAULT_LIST_DEPTH, MAX_LIST_DEPTH, MAX_LIST_ENTRIES, StorageOp, WorkspaceToolEnv,
     storage_failure,
 };

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tt_domain::text::{char_count, word_count};
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
 
-use super::{StorageOp, WorkspaceToolEnv, file_ref, storage_failure};
+use super::env::{StorageOp, WorkspaceToolEnv, file_ref, storage_failure};
 use crate::error::{ToolCallError, ToolError};
 use crate::tools::args::Args;
 use crate::tools::{ToolEffect, ToolSuccess};

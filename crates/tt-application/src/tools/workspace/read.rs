@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tt_domain::text::{char_count, truncate_chars, word_count};
 use tt_domain::workspace::WorkspacePath;
 
-use super::{
+use super::env::{
     MAX_PARTIAL_READ_CHARS, MAX_READ_BYTES, MAX_READ_LINES, StorageOp, WorkspaceToolEnv, file_ref,
     storage_failure,
 };

@@ -7,11 +7,11 @@ use tt_domain::workspace::{WorkspacePath, WorkspaceRoot};
 use tt_ports::StorageError;
 
 use super::commit_finish_args::short;
-use super::read::number_lines;
-use super::{
+use super::env::{
     DEFAULT_SEARCH_CONTEXT_LINES, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_CONTEXT_LINES, MAX_SEARCH_DEPTH,
     MAX_SEARCH_FILES, MAX_SEARCH_LIMIT, StorageOp, WorkspaceToolEnv, storage_failure,
 };
+use super::read::number_lines;
 use crate::error::{ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
 use crate::tools::args::Args;

@@ -8,7 +8,7 @@ use tt_domain::workspace::{WorkspacePath, WriteGuard};
 use tt_ports::StorageError;
 
 use super::commit_finish_args::short;
-use super::{StorageOp, WorkspaceToolEnv, file_ref, path_is_directory, storage_failure};
+use super::env::{StorageOp, WorkspaceToolEnv, file_ref, path_is_directory, storage_failure};
 use crate::error::{ToolCallError, ToolError};
 use crate::tools::args::Args;
 use crate::tools::{ToolEffect, ToolSuccess};

@@ -89,6 +89,20 @@ struct RunState {
     checkpoints: Vec<StoredCheckpoint>,
 }
 
+impl RunState {
+    fn sorted_invocations(&self) -> Vec<AgentInvocation> {
+        let mut invocations: Vec<AgentInvocation> = self.invocations.values().cloned().collect();
+        invocations.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
+        invocations
+    }
+
+    fn sorted_tasks(&self) -> Vec<AgentTaskRecord> {
+        let mut tasks: Vec<AgentTaskRecord> = self.tasks.values().cloned().collect();
+        tasks.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
+        tasks
+    }
+}
+
 #[derive(Debug, Default)]
 struct StoreState {
     runs: BTreeMap<RunId, RunState>,
@@ -304,7 +318,7 @@ impl InMemoryStore {
         self.lock()
             .runs
             .get(run_id)
-            .map(ports::sorted_invocations)
+            .map(RunState::sorted_invocations)
             .unwrap_or_default()
     }
 
@@ -313,7 +327,7 @@ impl InMemoryStore {
         self.lock()
             .runs
             .get(run_id)
-            .map(ports::sorted_tasks)
+            .map(RunState::sorted_tasks)
             .unwrap_or_default()
     }
 

@@ -17,18 +17,6 @@ use tt_ports::{
 
 use super::{InMemoryStore, RunState, StoreOp};
 
-pub(super) fn sorted_invocations(state: &RunState) -> Vec<AgentInvocation> {
-    let mut invocations: Vec<AgentInvocation> = state.invocations.values().cloned().collect();
-    invocations.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
-    invocations
-}
-
-pub(super) fn sorted_tasks(state: &RunState) -> Vec<AgentTaskRecord> {
-    let mut tasks: Vec<AgentTaskRecord> = state.tasks.values().cloned().collect();
-    tasks.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
-    tasks
-}
-
 #[async_trait]
 impl AgentRunRepository for InMemoryStore {
     async fn create_run(&self, run: &AgentRun, manifest: &RunManifest) -> StorageResult<()> {
@@ -135,7 +123,7 @@ impl AgentInvocationRepository for InMemoryStore {
     }
 
     async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>> {
-        Ok(sorted_invocations(self.lock().run(run_id)?))
+        Ok(self.lock().run(run_id)?.sorted_invocations())
     }
 
     async fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()> {
@@ -161,7 +149,7 @@ impl AgentInvocationRepository for InMemoryStore {
     }
 
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>> {
-        Ok(sorted_tasks(self.lock().run(run_id)?))
+        Ok(self.lock().run(run_id)?.sorted_tasks())
     }
 
     async fn transition_task(

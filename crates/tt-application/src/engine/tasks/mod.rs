@@ -1,5 +1,6 @@
-//! The agent tools that start agents or wait for them, as the engine executes them
-//! (`agent.delegate`, `agent.await`, `agent.handoff`): target resolution and task creation
+//! `tasks`: the run's delegated tasks as the engine sees them. It is not called `delegation`
+//! so that name means one thing: the tool family below the engine. Here are the agent tools
+//! that start agents or wait for them, as the engine executes them (`agent.delegate`, `agent.await`, `agent.handoff`): target resolution and task creation
 //! (`targets`), what an agent sees of its tasks' results (`results`), handoff (`handoff`); and
 //! the engine's side of the agent tools that run below it (`agent.list`, `agent.cancel_task`,
 //! `task.return`, in `tools`). They act on the run (journal, task records, the scheduler), so

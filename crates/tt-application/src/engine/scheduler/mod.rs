@@ -3,10 +3,12 @@
 //!
 //! Cancelling a task signals its worker, waits for the worker to stop, and only then records
 //! `cancelled`, so nothing a cancelled agent does is written after its cancellation.
+//!
+//! Here: the admission queue, workers and the cancel tree. Token and cost budgets are in
+//! `budgets`, the deadline and idle watches in `deadlines`.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -21,6 +23,12 @@ use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransit
 use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 
+mod budgets;
+mod deadlines;
+
+pub(crate) use budgets::Spent;
+use budgets::TaskTokens;
+
 /// Reason recorded when the delegating agent finishes the run.
 pub(crate) const CALLER_FINISHED_REASON: &str =
     "cancelled because the agent that delegated it finished the run";
@@ -29,11 +37,6 @@ pub(crate) const RUN_STOPPED_REASON: &str = "cancelled because the Agent run sto
 /// Reason recorded for a task whose delegating task was cancelled.
 pub(crate) const DELEGATOR_CANCELLED_REASON: &str =
     "cancelled because the task that delegated it was stopped";
-/// Reason prefix of a task cancelled at its deadline.
-pub(crate) const DEADLINE_EXCEEDED: &str = "deadline_exceeded";
-/// Reason prefix of a task cancelled after its idle limit without model progress.
-pub(crate) const IDLE_TIMEOUT_EXCEEDED: &str = "idle_timeout_exceeded";
-
 /// Who cancelled a task, as `agent_task_cancelled.by` records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CancelledBy {
@@ -81,38 +84,6 @@ pub(crate) enum Admission {
     /// Every slot of the delegating agent is busy: the task waits, at this 1-based position
     /// of that agent's queue, and starts by itself when a slot frees.
     Queued { position: usize },
-}
-
-/// A started task's budgets (model tokens, money), charged with its own model answers and
-/// those of every task below it.
-struct TaskTokens {
-    task: TaskId,
-    used: u64,
-    /// `None`: only its cost is bounded.
-    limit: Option<u64>,
-    /// Cost so far, in millionths of a dollar, and its limit.
-    cost: Usd,
-    cost_limit: Option<Usd>,
-    /// Some of the spending came from tasks it delegated.
-    from_below: bool,
-}
-
-impl TaskTokens {
-    fn over_tokens(&self) -> bool {
-        self.limit.is_some_and(|limit| self.used > limit)
-    }
-
-    fn over_cost(&self) -> bool {
-        self.cost_limit.is_some_and(|limit| self.cost > limit)
-    }
-}
-
-/// What one model answer spent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Spent {
-    pub tokens: u64,
-    /// Zero for a model without a known price.
-    pub cost: Usd,
 }
 
 #[derive(Default)]
@@ -333,153 +304,6 @@ impl TaskScheduler {
         }
     }
 
-    /// Gives `task` (started, run by `invocation`) a token budget and a cost budget for its
-    /// whole sub-tree (either may be `None`; with both `None` nothing is bounded).
-    pub(crate) fn set_task_budget(
-        &self,
-        invocation: &InvocationId,
-        task: &TaskId,
-        tokens: Option<u64>,
-        cost: Option<Usd>,
-    ) {
-        if tokens.is_none() && cost.is_none() {
-            return;
-        }
-        self.lock().tokens.insert(
-            invocation.clone(),
-            TaskTokens {
-                task: task.clone(),
-                used: 0,
-                limit: tokens,
-                cost: Usd::ZERO,
-                cost_limit: cost,
-                from_below: false,
-            },
-        );
-    }
-
-    /// Sets the run's cost budget (`limits.maxTotalCostUsd` of its root profile).
-    pub(crate) fn set_run_cost_budget(&self, limit: Usd) {
-        self.lock().run_cost.1 = Some(limit);
-    }
-
-    /// Sets the run's token budget (`limits.maxTotalTokens` of its root profile).
-    pub(crate) fn set_run_token_budget(&self, limit: u64) {
-        self.lock().run_tokens.1 = Some(limit);
-    }
-
-    /// Tokens the run used and its budget, if it has one.
-    pub(crate) fn run_tokens(&self) -> (u64, Option<u64>) {
-        self.lock().run_tokens
-    }
-
-    /// Tokens `invocation` (a task with a budget) and the tasks below it used, and its budget.
-    pub(crate) fn task_tokens(&self, invocation: &InvocationId) -> Option<(u64, u64)> {
-        self.lock()
-            .tokens
-            .get(invocation)
-            .and_then(|tokens| Some((tokens.used, tokens.limit?)))
-    }
-
-    /// Charges `used` model tokens of `invocation` to the run and to every task budget on its
-    /// way up (its own task's, and those of the tasks that delegated it, at any depth).
-    ///
-    /// Past the run's budget every agent's next answer is `agent.run_budget_exhausted`. Past
-    /// its own task's budget this is `agent.task_budget_exhausted`, which ends that task (the
-    /// delegating agent goes on). Past the budget of a task above it, that task is ended with
-    /// `agent.task_budget_exhausted` in the background (its sub-tree, this agent included, is
-    /// cancelled first) and this agent stops here, as cancelled.
-    pub(crate) fn charge(
-        &self,
-        ctx: &RunContext,
-        invocation: &InvocationId,
-        spent: Spent,
-    ) -> ApplicationResult<()> {
-        let used = spent.tokens;
-        let mut state = self.lock();
-        let was_over = run_over(&state);
-        state.run_tokens.0 += used;
-        state.run_cost.0 = state.run_cost.0.saturating_add(spent.cost);
-        if let Some(error) = run_budget_error(&state) {
-            drop(state);
-            // Every agent's next model answer ends it; the run's own agent ending this way
-            // ends the run (partial success keeps what was published). A run's agent waiting
-            // in `agent.await` is woken to end it now, without waiting for its tasks.
-            if !was_over {
-                self.notify();
-            }
-            return Err(error);
-        }
-        // The topmost budget crossed ends its task, and with it everything below.
-        let mut crossed: Option<InvocationId> = None;
-        let mut current = Some(invocation.clone());
-        // A malformed chain cannot make this loop forever.
-        let mut hops = state.delegators.len() + 1;
-        while let Some(at) = current.take() {
-            if let Some(tokens) = state.tokens.get_mut(&at) {
-                tokens.used += used;
-                tokens.cost = tokens.cost.saturating_add(spent.cost);
-                tokens.from_below |= &at != invocation;
-                if tokens.over_tokens() || tokens.over_cost() {
-                    crossed = Some(at.clone());
-                }
-            }
-            hops = hops.saturating_sub(1);
-            current = state.delegators.get(&at).filter(|_| hops > 0).cloned();
-        }
-        let Some(crossed) = crossed else {
-            return Ok(());
-        };
-        let Some(tokens) = state.tokens.remove(&crossed) else {
-            return Ok(());
-        };
-        let exhausted = task_budget_error(&tokens);
-        if &crossed == invocation {
-            return Err(exhausted);
-        }
-        // Nothing more of the crossed task's starts; it is ended from outside this agent's
-        // worker, since ending it stops (and waits for) this worker too.
-        state.closed.insert(crossed);
-        drop(state);
-        let shared = ctx.shared()?;
-        tokio::spawn(async move {
-            let ended = shared
-                .scheduler
-                .end_over_budget(&shared, &tokens.task, &exhausted)
-                .await;
-            if let Err(error) = ended {
-                tracing::warn!(%error, "could not end a task past its token budget");
-            }
-        });
-        Err(ApplicationError::cancelled())
-    }
-
-    /// Ends `task_id` `failed` with `exhausted` (its token budget, counted over its sub-tree,
-    /// is spent): stops its worker, cancels the tasks below it deepest first, then records the
-    /// failure, so the delegating agent gets a result it can act on.
-    async fn end_over_budget(
-        &self,
-        ctx: &RunContext,
-        task_id: &TaskId,
-        exhausted: &ApplicationError,
-    ) -> ApplicationResult<()> {
-        let freed = self.stop_worker(task_id).await;
-        let task = ctx
-            .services
-            .invocations
-            .load_task(&ctx.run_id, task_id)
-            .await?;
-        if !task.status.is_terminal() {
-            self.cancel_below(ctx, &task, &CancelledBy::Runtime).await?;
-            super::child::fail_task(ctx, &task, None, exhausted).await?;
-        }
-        self.notify();
-        if let (Some(delegator), Ok(shared)) = (freed, ctx.shared()) {
-            self.admit_waiting(&shared, &delegator).await;
-        }
-        Ok(())
-    }
-
     /// Takes `task_id` out of its line, or signals its worker and waits for it to stop.
     /// Returns the delegating agent whose slot it freed.
     async fn stop_worker(&self, task_id: &TaskId) -> Option<InvocationId> {
@@ -526,95 +350,9 @@ impl TaskScheduler {
         Ok(())
     }
 
-    /// `agent.run_budget_exhausted` once the run's agents together crossed its token budget.
-    pub(crate) fn run_budget_exhausted(&self) -> Option<ApplicationError> {
-        run_budget_error(&self.lock())
-    }
-
     /// Whether `task_id`'s worker ended without its end being recorded.
     pub(crate) fn is_lost(&self, task_id: &TaskId) -> bool {
         self.lock().lost.contains(task_id)
-    }
-
-    /// Records that `invocation` started its work (for the idle limit).
-    pub(crate) fn mark_started(&self, invocation: &InvocationId) {
-        self.lock()
-            .progress
-            .insert(invocation.clone(), tokio::time::Instant::now());
-    }
-
-    /// Records model progress of `invocation`, if it is a started task with an idle limit.
-    pub(crate) fn mark_progress(&self, invocation: &InvocationId) {
-        if let Some(mark) = self.lock().progress.get_mut(invocation) {
-            *mark = tokio::time::Instant::now();
-        }
-    }
-
-    fn stop_watch(&self, task_id: &TaskId) {
-        if let Some(watch) = self.lock().watches.remove(task_id) {
-            watch.cancel();
-        }
-    }
-
-    /// Watches a task's deadline (from now) and idle limit, and cancels it when one passes.
-    fn watch_limits(&self, shared: &Arc<RunContext>, task: &AgentTaskRecord) {
-        let budget = task.budget.unwrap_or_default();
-        if budget.timeout_seconds.is_none() && budget.idle_timeout_seconds.is_none() {
-            return;
-        }
-        let stop = shared.cancel.child_token();
-        self.lock().watches.insert(task.id.clone(), stop.clone());
-        let ctx = Arc::clone(shared);
-        let task_id = task.id.clone();
-        let invocation = task.child_invocation_id.clone();
-        let deadline = budget
-            .timeout_seconds
-            .map(|seconds| tokio::time::Instant::now() + Duration::from_secs(seconds));
-        let idle = budget.idle_timeout_seconds.map(Duration::from_secs);
-        tokio::spawn(async move {
-            loop {
-                let now = tokio::time::Instant::now();
-                // Not started yet: look again after one idle period.
-                let idle_at = idle.map(|idle| {
-                    ctx.scheduler
-                        .lock()
-                        .progress
-                        .get(&invocation)
-                        .map_or(now + idle, |last| *last + idle)
-                });
-                let Some(wake) = [deadline, idle_at].into_iter().flatten().min() else {
-                    return;
-                };
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep_until(wake) => {}
-                }
-                let now = tokio::time::Instant::now();
-                let reason = if deadline.is_some_and(|deadline| now >= deadline) {
-                    format!(
-                        "{DEADLINE_EXCEEDED}: stopped at its time limit of {}",
-                        seconds(budget.timeout_seconds.unwrap_or_default())
-                    )
-                } else if let (Some(idle), Some(last)) = (
-                    idle,
-                    ctx.scheduler.lock().progress.get(&invocation).copied(),
-                ) && now >= last + idle
-                {
-                    format!(
-                        "{IDLE_TIMEOUT_EXCEEDED}: stopped after {} without progress",
-                        seconds(idle.as_secs())
-                    )
-                } else {
-                    continue;
-                };
-                ctx.scheduler.lock().watches.remove(&task_id);
-                let _ = ctx
-                    .scheduler
-                    .cancel_task_by(&ctx, &task_id, &reason, CancelledBy::Deadline)
-                    .await;
-                return;
-            }
-        });
     }
 
     /// Stops starting waiting tasks of `delegator` (it finished), or of every agent (`None`:
@@ -799,62 +537,6 @@ pub(crate) async fn cancel_task_as_host(
     Ok(outcome.task)
 }
 
-/// `agent.task_budget_exhausted`, as the delegating agent reads it in the task's result.
-fn task_budget_error(tokens: &TaskTokens) -> ApplicationError {
-    // The token budget speaks when it was crossed (or is the only one), else the cost budget.
-    let (spent, limit) = match (tokens.limit, tokens.cost_limit) {
-        (Some(limit), cost) if tokens.over_tokens() || cost.is_none() => {
-            (format!("{} model tokens", tokens.used), limit.to_string())
-        }
-        (_, Some(limit)) => (tokens.cost.to_string(), limit.to_string()),
-        (_, None) => (format!("{} model tokens", tokens.used), String::new()),
-    };
-    ApplicationError::fatal(
-        "agent.task_budget_exhausted",
-        format!("it used {spent}{}", budget_tail(tokens, &limit)),
-    )
-}
-
-/// `, over its budget of N` (with what it delegated when that counted).
-fn budget_tail(tokens: &TaskTokens, limit: &str) -> String {
-    if tokens.from_below {
-        format!(" together with the tasks it delegated, over its budget of {limit}")
-    } else {
-        format!(", over its budget of {limit}")
-    }
-}
-
-/// Whether the run is past one of its budgets.
-fn run_over(state: &State) -> bool {
-    run_budget_error(state).is_some()
-}
-
-/// `agent.run_budget_exhausted` when the run is past its token or cost budget.
-fn run_budget_error(state: &State) -> Option<ApplicationError> {
-    let message = match (state.run_tokens, state.run_cost) {
-        ((spent, Some(limit)), _) if spent > limit => format!(
-            "the run used {spent} model tokens, over its budget of {limit} (limits.maxTotalTokens)"
-        ),
-        (_, (spent, Some(limit))) if spent > limit => {
-            format!("the run cost {spent}, over its budget of {limit} (limits.maxTotalCostUsd)")
-        }
-        _ => return None,
-    };
-    Some(ApplicationError::fatal(
-        "agent.run_budget_exhausted",
-        message,
-    ))
-}
-
-/// "1 second", "30 seconds": limits are read by the delegating model.
-fn seconds(count: u64) -> String {
-    if count == 1 {
-        "1 second".to_owned()
-    } else {
-        format!("{count} seconds")
-    }
-}
-
 /// Spawns the worker of an admitted task (its slot is already counted). `started`: the task
 /// was already marked running by the admission queue.
 fn spawn_worker(state: &mut State, shared: &Arc<RunContext>, task: AgentTaskRecord, started: bool) {
@@ -1014,16 +696,4 @@ pub(crate) async fn emit_task_event(
         }
     };
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::seconds;
-
-    #[test]
-    fn limits_read_in_whole_seconds() {
-        assert_eq!(seconds(1), "1 second");
-        assert_eq!(seconds(2), "2 seconds");
-        assert_eq!(seconds(0), "0 seconds");
-    }
 }

@@ -1,0 +1,471 @@
+//! A run as OpenTelemetry traces, from its journal: one `invoke_agent` span per agent (under
+//! the agent that delegated it or handed over to it), and under each its `chat` spans (one per
+//! model call attempt) and `execute_tool` spans (one per tool call), with the GenAI semantic
+//! conventions' attributes (`gen_ai.operation.name`, `gen_ai.agent.name`, `gen_ai.usage.*`,
+//! `gen_ai.tool.name`, …). The result is an OTLP/JSON `ExportTraceServiceRequest`
+//! (docs/observability.md): what `tt-agent export-otel` prints and what it posts to an OTLP/HTTP
+//! collector.
+//!
+//! Ids are derived from the run and event ids, so exporting a run twice gives the same trace;
+//! times are the journal's (the `Clock` port's). A span whose end the journal lacks (an
+//! interrupted run) ends at the run's last event and carries `tt.unfinished = true`.
+
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use tt_domain::event::AgentRunEvent;
+use tt_domain::run::AgentRun;
+use tt_domain::text::sha256_hex;
+use tt_domain::time::Timestamp;
+
+/// OTLP span kinds.
+const KIND_INTERNAL: u8 = 1;
+const KIND_CLIENT: u8 = 3;
+/// OTLP status codes.
+const STATUS_OK: u8 = 1;
+const STATUS_ERROR: u8 = 2;
+
+/// One span being built.
+#[derive(Debug, Clone)]
+struct Span {
+    span_id: String,
+    parent: Option<String>,
+    name: String,
+    kind: u8,
+    start: Timestamp,
+    end: Option<Timestamp>,
+    attributes: Vec<(String, Value)>,
+    error: Option<String>,
+}
+
+impl Span {
+    fn to_otlp(&self, trace_id: &str, last: Timestamp) -> Value {
+        let mut attributes: Vec<Value> = self
+            .attributes
+            .iter()
+            .map(|(key, value)| json!({"key": key, "value": any_value(value)}))
+            .collect();
+        if self.end.is_none() {
+            attributes.push(json!({"key": "tt.unfinished", "value": {"boolValue": true}}));
+        }
+        let mut span = json!({
+            "traceId": trace_id,
+            "spanId": self.span_id,
+            "name": self.name,
+            "kind": self.kind,
+            "startTimeUnixNano": nanos(self.start),
+            "endTimeUnixNano": nanos(self.end.unwrap_or(last).max(self.start)),
+            "attributes": attributes,
+            "status": match &self.error {
+                Some(message) => json!({"code": STATUS_ERROR, "message": message}),
+                None => json!({"code": STATUS_OK}),
+            },
+        });
+        if let Some(parent) = &self.parent {
+            span["parentSpanId"] = json!(parent);
+        }
+        span
+    }
+}
+
+/// An OTLP `AnyValue`.
+fn any_value(value: &Value) -> Value {
+    match value {
+        Value::Bool(flag) => json!({"boolValue": flag}),
+        Value::Number(number) if number.is_i64() || number.is_u64() => {
+            json!({"intValue": number.to_string()})
+        }
+        Value::Number(number) => json!({"doubleValue": number.as_f64().unwrap_or_default()}),
+        Value::String(text) => json!({"stringValue": text}),
+        other => json!({"stringValue": other.to_string()}),
+    }
+}
+
+fn nanos(at: Timestamp) -> String {
+    (i128::from(at.unix_millis()) * 1_000_000)
+        .max(0)
+        .to_string()
+}
+
+/// A 16-hex-digit span id (or 32 for the trace) derived from `key`.
+fn id(key: &str, digits: usize) -> String {
+    sha256_hex(key.as_bytes())[..digits].to_owned()
+}
+
+fn text<'a>(event: &'a AgentRunEvent, field: &str) -> Option<&'a str> {
+    event.payload.get(field).and_then(Value::as_str)
+}
+
+/// The OTLP/JSON export of `run` from its `events` (the whole journal, in seq order).
+pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
+    let run_id = run.id.as_str();
+    let trace_id = id(run_id, 32);
+    let agent_span = |invocation: &str| id(&format!("{run_id}/agent/{invocation}"), 16);
+    let mut agents: BTreeMap<String, Span> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    // Model and provider of each agent, from its binding.
+    let mut models: BTreeMap<String, (String, Option<String>)> = BTreeMap::new();
+    let mut calls: Vec<Span> = Vec::new();
+    // Open spans by key: model attempts by (invocation, round, attempt), tools by call.
+    let mut open_chats: BTreeMap<(String, u64), usize> = BTreeMap::new();
+    let mut open_tools: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let last = events
+        .last()
+        .map_or(run.updated_at, |event| event.timestamp);
+    for event in events {
+        let invocation = text(event, "invocationId").unwrap_or("inv_root").to_owned();
+        match event.event_type.as_str() {
+            "agent_invocation_created" | "agent_invocation_started" => {
+                let profile = text(event, "profileId").unwrap_or("agent").to_owned();
+                let parent = text(event, "parentInvocationId").map(agent_span);
+                let kind = text(event, "kind").unwrap_or("root").to_owned();
+                agents.entry(invocation.clone()).or_insert_with(|| {
+                    order.push(invocation.clone());
+                    Span {
+                        span_id: agent_span(&invocation),
+                        parent,
+                        name: format!("invoke_agent {profile}"),
+                        kind: KIND_INTERNAL,
+                        start: event.timestamp,
+                        end: None,
+                        attributes: vec![
+                            ("gen_ai.operation.name".into(), json!("invoke_agent")),
+                            ("gen_ai.agent.name".into(), json!(profile)),
+                            ("gen_ai.agent.id".into(), json!(invocation)),
+                            ("gen_ai.conversation.id".into(), json!(run_id)),
+                            ("tt.invocation.kind".into(), json!(kind)),
+                        ],
+                        error: None,
+                    }
+                });
+                if event.event_type == "agent_invocation_started"
+                    && let Some(agent) = agents.get_mut(&invocation)
+                {
+                    // Started again after an interruption: open until its next end.
+                    agent.end = None;
+                }
+            }
+            "agent_invocation_completed"
+            | "agent_invocation_failed"
+            | "agent_invocation_cancelled"
+            | "agent_invocation_transferred"
+            | "agent_invocation_interrupted" => {
+                if let Some(agent) = agents.get_mut(&invocation) {
+                    agent.end = Some(event.timestamp);
+                    let status = event.event_type.trim_start_matches("agent_invocation_");
+                    agent.attributes.push(("tt.status".into(), json!(status)));
+                    if matches!(status, "failed" | "interrupted") {
+                        agent.error = Some(
+                            text(event, "message")
+                                .or(text(event, "error"))
+                                .unwrap_or(status)
+                                .to_owned(),
+                        );
+                    }
+                }
+            }
+            "agent_model_binding_resolved" => {
+                let provider = text(event, "provider").unwrap_or("unknown").to_owned();
+                let model = text(event, "modelId").map(str::to_owned);
+                models.insert(invocation, (provider, model));
+            }
+            "model_call_attempt_started" => {
+                let (provider, model) = models
+                    .get(&invocation)
+                    .cloned()
+                    .unwrap_or_else(|| ("unknown".to_owned(), None));
+                let round = event
+                    .payload
+                    .get("round")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                let mut attributes = vec![
+                    ("gen_ai.operation.name".into(), json!("chat")),
+                    ("gen_ai.provider.name".into(), json!(provider)),
+                    ("tt.round".into(), json!(round)),
+                    (
+                        "tt.attempt".into(),
+                        event.payload.get("attempt").cloned().unwrap_or(json!(1)),
+                    ),
+                ];
+                if let Some(model) = &model {
+                    attributes.push(("gen_ai.request.model".into(), json!(model)));
+                }
+                open_chats.insert((invocation.clone(), round), calls.len());
+                calls.push(Span {
+                    span_id: id(&format!("{run_id}/event/{}", event.id), 16),
+                    parent: Some(agent_span(&invocation)),
+                    name: format!("chat {}", model.as_deref().unwrap_or(&provider)),
+                    kind: KIND_CLIENT,
+                    start: event.timestamp,
+                    end: None,
+                    attributes,
+                    error: None,
+                });
+            }
+            "model_completed" | "model_call_attempt_failed" => {
+                let round = event
+                    .payload
+                    .get("round")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                let Some(index) = open_chats.remove(&(invocation.clone(), round)) else {
+                    continue;
+                };
+                let span = &mut calls[index];
+                span.end = Some(event.timestamp);
+                if event.event_type == "model_call_attempt_failed" {
+                    let code = text(event, "code").unwrap_or("model.error");
+                    span.attributes.push(("error.type".into(), json!(code)));
+                    span.error = Some(text(event, "message").unwrap_or(code).to_owned());
+                    continue;
+                }
+                if let Some(usage) = event.payload.get("usage").filter(|u| u.is_object()) {
+                    for (field, key) in [
+                        ("inputTokens", "gen_ai.usage.input_tokens"),
+                        ("outputTokens", "gen_ai.usage.output_tokens"),
+                        ("cachedInputTokens", "gen_ai.usage.cache_read.input_tokens"),
+                        (
+                            "cacheWriteTokens",
+                            "gen_ai.usage.cache_creation.input_tokens",
+                        ),
+                    ] {
+                        if let Some(tokens) = usage.get(field).and_then(Value::as_u64) {
+                            span.attributes.push((key.into(), json!(tokens)));
+                        }
+                    }
+                }
+                if let Some(cost) = event.payload.get("costUsd").and_then(Value::as_f64) {
+                    span.attributes.push(("tt.cost_usd".into(), json!(cost)));
+                }
+                if let Some(reason) = text(event, "finishReason") {
+                    span.attributes
+                        .push(("gen_ai.response.finish_reasons".into(), json!(reason)));
+                }
+            }
+            "tool_call_started" => {
+                let call = text(event, "callId").unwrap_or_default().to_owned();
+                let tool = text(event, "name").unwrap_or("tool").to_owned();
+                open_tools.insert((invocation.clone(), call.clone()), calls.len());
+                calls.push(Span {
+                    span_id: id(&format!("{run_id}/event/{}", event.id), 16),
+                    parent: Some(agent_span(&invocation)),
+                    name: format!("execute_tool {tool}"),
+                    kind: KIND_INTERNAL,
+                    start: event.timestamp,
+                    end: None,
+                    attributes: vec![
+                        ("gen_ai.operation.name".into(), json!("execute_tool")),
+                        ("gen_ai.tool.name".into(), json!(tool)),
+                        ("gen_ai.tool.call.id".into(), json!(call)),
+                    ],
+                    error: None,
+                });
+            }
+            "tool_call_completed" | "tool_call_failed" => {
+                let call = text(event, "callId").unwrap_or_default().to_owned();
+                let Some(index) = open_tools.remove(&(invocation.clone(), call)) else {
+                    continue;
+                };
+                let span = &mut calls[index];
+                span.end = Some(event.timestamp);
+                let failed = event.payload.get("isError").and_then(Value::as_bool) == Some(true)
+                    || event.event_type == "tool_call_failed";
+                if failed {
+                    let code = text(event, "errorCode").unwrap_or("tool.error");
+                    span.attributes.push(("error.type".into(), json!(code)));
+                    span.error = Some(text(event, "message").unwrap_or(code).to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    let spans: Vec<Value> = order
+        .iter()
+        .filter_map(|invocation| agents.get(invocation))
+        .chain(calls.iter())
+        .map(|span| span.to_otlp(&trace_id, last))
+        .collect();
+    json!({
+        "resourceSpans": [{
+            "resource": {"attributes": [
+                {"key": "service.name", "value": {"stringValue": "tt-agent-runtime"}},
+                {"key": "tt.run.id", "value": {"stringValue": run_id}},
+                {"key": "tt.run.status", "value": {"stringValue": run.status.as_str()}},
+            ]},
+            "scopeSpans": [{
+                "scope": {"name": "tt-agent-runtime", "version": env!("CARGO_PKG_VERSION")},
+                "spans": spans,
+            }],
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tt_domain::event::EventLevel;
+    use tt_domain::ids::{EventId, RunId};
+
+    fn event(seq: u64, at: i64, event_type: &str, payload: Value) -> AgentRunEvent {
+        AgentRunEvent {
+            seq,
+            id: EventId::from_raw(format!("evt_{seq}")),
+            run_id: RunId::from_raw("run_a"),
+            timestamp: Timestamp::from_unix_millis(at),
+            level: EventLevel::Info,
+            event_type: event_type.to_owned(),
+            payload,
+        }
+    }
+
+    fn journal() -> Vec<AgentRunEvent> {
+        vec![
+            event(
+                1,
+                1_000,
+                "agent_invocation_created",
+                json!({"invocationId": "inv_root", "profileId": "writer", "kind": "root"}),
+            ),
+            event(
+                2,
+                1_001,
+                "agent_model_binding_resolved",
+                json!({"invocationId": "inv_root", "provider": "openai", "modelId": "gpt-4o"}),
+            ),
+            event(
+                3,
+                1_002,
+                "agent_invocation_started",
+                json!({"invocationId": "inv_root", "profileId": "writer", "kind": "root"}),
+            ),
+            event(
+                4,
+                1_010,
+                "model_call_attempt_started",
+                json!({"invocationId": "inv_root", "round": 1, "attempt": 1}),
+            ),
+            event(
+                5,
+                1_500,
+                "model_completed",
+                json!({"invocationId": "inv_root", "round": 1, "usage": {"inputTokens": 900, "outputTokens": 40, "cachedInputTokens": 512}, "costUsd": 0.0026, "finishReason": "tool_calls"}),
+            ),
+            event(
+                6,
+                1_501,
+                "tool_call_started",
+                json!({"invocationId": "inv_root", "round": 1, "callId": "c1", "name": "agent.delegate"}),
+            ),
+            event(
+                7,
+                1_502,
+                "agent_invocation_created",
+                json!({"invocationId": "inv_c", "parentInvocationId": "inv_root", "profileId": "critic", "kind": "subagent"}),
+            ),
+            event(
+                8,
+                1_503,
+                "tool_call_completed",
+                json!({"invocationId": "inv_root", "round": 1, "callId": "c1", "name": "agent.delegate", "isError": false}),
+            ),
+            event(
+                9,
+                1_504,
+                "agent_invocation_started",
+                json!({"invocationId": "inv_c", "parentInvocationId": "inv_root", "profileId": "critic", "kind": "subagent"}),
+            ),
+            event(
+                10,
+                1_600,
+                "tool_call_started",
+                json!({"invocationId": "inv_c", "round": 1, "callId": "x", "name": "workspace.read_file"}),
+            ),
+            event(
+                11,
+                1_601,
+                "tool_call_completed",
+                json!({"invocationId": "inv_c", "round": 1, "callId": "x", "name": "workspace.read_file", "isError": true, "errorCode": "workspace.file_not_found", "message": "no such file"}),
+            ),
+            event(
+                12,
+                1_700,
+                "agent_invocation_completed",
+                json!({"invocationId": "inv_c"}),
+            ),
+        ]
+    }
+
+    fn run() -> AgentRun {
+        serde_json::from_value(json!({
+            "id": "run_a", "workspaceId": "chat_0000000000000000", "stableChatId": "c",
+            "conversationKind": "character", "chatRef": null, "generationType": null,
+            "profileId": null, "presentation": "foreground", "status": "interrupted",
+            "createdAt": "2026-12-04T00:00:00Z", "updatedAt": "2026-12-04T00:00:02Z",
+            "inputMessageCount": 0,
+        }))
+        .unwrap_or_else(|err| panic!("{err}"))
+    }
+
+    #[test]
+    fn agents_nest_and_calls_hang_under_their_agent_with_genai_attributes() {
+        let export = otlp_traces(&run(), &journal());
+        let spans = export["resourceSpans"][0]["scopeSpans"][0]["spans"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let names: Vec<&str> = spans.iter().filter_map(|s| s["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "invoke_agent writer",
+                "invoke_agent critic",
+                "chat gpt-4o",
+                "execute_tool agent.delegate",
+                "execute_tool workspace.read_file",
+            ]
+        );
+        let root = &spans[0];
+        let critic = &spans[1];
+        assert!(root.get("parentSpanId").is_none());
+        assert_eq!(critic["parentSpanId"], root["spanId"]);
+        assert_eq!(spans[2]["parentSpanId"], root["spanId"]);
+        assert_eq!(spans[4]["parentSpanId"], critic["spanId"]);
+        assert_eq!(spans[2]["startTimeUnixNano"], "1010000000");
+        assert_eq!(spans[2]["endTimeUnixNano"], "1500000000");
+        let attribute = |span: &Value, key: &str| {
+            span["attributes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|a| a["key"] == key)
+                .map(|a| a["value"].clone())
+        };
+        assert_eq!(
+            attribute(&spans[2], "gen_ai.usage.input_tokens"),
+            Some(json!({"intValue": "900"}))
+        );
+        assert_eq!(
+            attribute(&spans[2], "gen_ai.usage.cache_read.input_tokens"),
+            Some(json!({"intValue": "512"}))
+        );
+        assert_eq!(
+            attribute(&spans[2], "gen_ai.request.model"),
+            Some(json!({"stringValue": "gpt-4o"}))
+        );
+        assert_eq!(spans[4]["status"]["code"], STATUS_ERROR);
+        assert_eq!(
+            attribute(&spans[4], "error.type"),
+            Some(json!({"stringValue": "workspace.file_not_found"}))
+        );
+        // The root never ended (an interrupted run): it ends at the last event, marked.
+        assert_eq!(root["endTimeUnixNano"], "1700000000");
+        assert_eq!(
+            attribute(root, "tt.unfinished"),
+            Some(json!({"boolValue": true}))
+        );
+        // The same run exports the same ids.
+        assert_eq!(otlp_traces(&run(), &journal()), export);
+        assert_eq!(root["traceId"].as_str().map(str::len), Some(32));
+        assert_eq!(root["spanId"].as_str().map(str::len), Some(16));
+    }
+}
