@@ -111,7 +111,7 @@ pub const DEMO_CHAT_ID: &str = "demo-conversation";
 pub const DEMO_REQUEST: &str = "Write a short scene about a lighthouse keeper during a storm.";
 
 pub async fn run_demo(
-    storage: &crate::Storage,
+    storage: &crate::storage::Storage,
     pace_ms: u64,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {

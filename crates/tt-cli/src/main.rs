@@ -7,15 +7,14 @@ mod otel_export;
 mod render;
 mod run_cmd;
 mod serve;
+mod storage;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tt_runtime::{
-    AgentRuntimeBuilder, CommitBridgeChoice, ListRunsRequest, ReadEventsRequest, ScriptedProvider,
-    StoreChoice,
-};
+use storage::Storage;
+use tt_runtime::{CommitBridgeChoice, ListRunsRequest, ReadEventsRequest, ScriptedProvider};
 
 #[derive(Debug, Parser)]
 #[command(name = "tt-agent", version, about = "tt-agent-runtime command line")]
@@ -189,46 +188,6 @@ fn failure_text(error: &anyhow::Error) -> String {
         }
     }
     text
-}
-
-/// Where the CLI's runtimes keep runs: the data dir, and the store chosen by `--store` or
-/// `TT_STORE_URL` (the embedded store under the data dir when neither is given).
-pub(crate) struct Storage {
-    pub(crate) data_dir: PathBuf,
-    store: StoreChoice,
-    url: Option<String>,
-}
-
-impl Storage {
-    async fn open(data_dir: PathBuf, url: Option<String>) -> anyhow::Result<Self> {
-        let url = url
-            .or_else(|| std::env::var(tt_runtime::STORE_URL_ENV).ok())
-            .filter(|url| !url.trim().is_empty());
-        let store = match &url {
-            Some(url) => tt_runtime::open_store_url(url).await?,
-            None => StoreChoice::Embedded,
-        };
-        Ok(Self {
-            data_dir,
-            store,
-            url: url.map(|url| tt_runtime::store::redact(&url)),
-        })
-    }
-
-    /// A builder on this data dir and store.
-    pub(crate) fn builder(&self) -> AgentRuntimeBuilder {
-        AgentRuntimeBuilder::new()
-            .data_dir(&self.data_dir)
-            .store(self.store.clone())
-    }
-
-    /// `data dir: …` and, with another store, `store: …`.
-    pub(crate) fn describe(&self) -> String {
-        match &self.url {
-            Some(url) => format!("data dir: {}\nstore: {url}", self.data_dir.display()),
-            None => format!("data dir: {}", self.data_dir.display()),
-        }
-    }
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -408,7 +367,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::ExportOtel { run_id } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             println!(
                 "{}",
                 serde_json::to_string(&runtime.export_otel(&run_id).await?)?

@@ -113,7 +113,7 @@ pub struct ModelArgs {
 }
 
 pub async fn run(
-    storage: &crate::Storage,
+    storage: &crate::storage::Storage,
     options: RunOptions,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
@@ -167,7 +167,7 @@ pub async fn run(
 /// `model` names (`--connection`/`--model`, or a cassette), shown live like `run` from the
 /// journal's start, with the committed message printed at the end.
 pub async fn resume(
-    storage: &crate::Storage,
+    storage: &crate::storage::Storage,
     run_id: &str,
     model: &ModelArgs,
     demo: bool,
@@ -216,7 +216,7 @@ pub async fn resume(
 }
 
 /// Whether `run_id` is a run of `tt-agent demo` (its conversation is the demo's).
-async fn is_demo_run(storage: &crate::Storage, run_id: &str) -> anyhow::Result<bool> {
+async fn is_demo_run(storage: &crate::storage::Storage, run_id: &str) -> anyhow::Result<bool> {
     let idle = tt_runtime::ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)?;
     let reader = storage
         .builder()
@@ -230,7 +230,7 @@ async fn is_demo_run(storage: &crate::Storage, run_id: &str) -> anyhow::Result<b
 /// The runtime of `run` and `resume`: the model of `options` (recorded to a cassette with
 /// `--record`), commits published to the transcript, and a line describing the model.
 fn runtime_for(
-    storage: &crate::Storage,
+    storage: &crate::storage::Storage,
     options: &ModelArgs,
 ) -> anyhow::Result<(AgentRuntime, String)> {
     let (provider, description, mut info) = match &options.replay {

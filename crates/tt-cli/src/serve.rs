@@ -25,7 +25,7 @@ pub struct ServeOptions {
 }
 
 pub async fn serve(
-    storage: &crate::Storage,
+    storage: &crate::storage::Storage,
     options: ServeOptions,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
