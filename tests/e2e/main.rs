@@ -14,5 +14,6 @@ mod orchestration;
 mod prompt_assembly;
 mod providers;
 mod resume;
+mod store_choice;
 mod support;
 mod writer_run;

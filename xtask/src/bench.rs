@@ -23,7 +23,9 @@ pub const FRAMEWORK: &str = "tt-agent-runtime";
 pub const CSV_HEADER: &str = "framework,version,n_children,model_turns,tool_calls,wall_s,us_per_turn,peak_rss_mib,cpu_s,files_per_turn,fsyncs_per_turn";
 
 pub const USAGE: &str = "\
-usage: cargo xtask bench fanout [--n N]        N in 1, 16, 64, 256 by default; CSV on stdout
+usage: cargo xtask bench fanout [--n N] [--store URL]
+                                               N in 1, 16, 64, 256 by default; CSV on stdout;
+                                               --store postgres://… keeps the runs there
        cargo xtask bench journal [--events N]  default 1000000 events; a table on stdout
        cargo xtask bench prefix                cacheable prefix and first request sizes; tables
 ";
@@ -31,8 +33,14 @@ usage: cargo xtask bench fanout [--n N]        N in 1, 16, 64, 256 by default; C
 /// What `cargo xtask bench ...` was asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BenchCommand {
-    Fanout { children: Vec<u32> },
-    Journal { events: u64 },
+    Fanout {
+        children: Vec<u32>,
+        /// `--store URL`: the runs go to this store instead of a temporary data dir.
+        store: Option<String>,
+    },
+    Journal {
+        events: u64,
+    },
     Prefix,
 }
 
@@ -41,16 +49,7 @@ pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
         .split_first()
         .ok_or_else(|| anyhow!("bench needs a benchmark name\n{USAGE}"))?;
     match (name.as_str(), rest) {
-        ("fanout", []) => Ok(BenchCommand::Fanout {
-            children: DEFAULT_CHILDREN.to_vec(),
-        }),
-        ("fanout", [flag, value]) if flag == "--n" => {
-            let n: u32 =
-                value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                    anyhow!("--n needs a whole number of at least 1, got `{value}`")
-                })?;
-            Ok(BenchCommand::Fanout { children: vec![n] })
-        }
+        ("fanout", flags) => parse_fanout(flags, args),
         ("prefix", []) => Ok(BenchCommand::Prefix),
         ("journal", []) => Ok(BenchCommand::Journal {
             events: DEFAULT_JOURNAL_EVENTS,
@@ -65,13 +64,41 @@ pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
     }
 }
 
+/// `fanout [--n N] [--store URL]`, flags in any order, each at most once.
+fn parse_fanout(flags: &[String], args: &[String]) -> Result<BenchCommand> {
+    let mut children = None;
+    let mut store = None;
+    let mut rest = flags.iter();
+    while let Some(flag) = rest.next() {
+        let value = rest.next();
+        match (flag.as_str(), value) {
+            ("--n", Some(value)) if children.is_none() => {
+                let n: u32 = value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    anyhow!("--n needs a whole number of at least 1, got `{value}`")
+                })?;
+                children = Some(vec![n]);
+            }
+            ("--store", Some(value)) if store.is_none() && !value.trim().is_empty() => {
+                store = Some(value.clone());
+            }
+            _ => bail!("unknown bench arguments `{}`\n{USAGE}", args.join(" ")),
+        }
+    }
+    Ok(BenchCommand::Fanout {
+        children: children.unwrap_or_else(|| DEFAULT_CHILDREN.to_vec()),
+        store,
+    })
+}
+
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let command = parse_args(args)?;
     let metadata = Metadata::read(root)?;
     build_release(root)?;
     let binary = metadata.target_dir.join("release").join("tt-bench");
     match command {
-        BenchCommand::Fanout { children } => fanout(&binary, &metadata.version, &children),
+        BenchCommand::Fanout { children, store } => {
+            fanout(&binary, &metadata.version, &children, store.as_deref())
+        }
         BenchCommand::Journal { events } => journal(&binary, events),
         BenchCommand::Prefix => prefix(&binary),
     }
@@ -223,14 +250,14 @@ pub fn summarize(version: &str, samples: &[FanoutSample]) -> Result<String> {
     ))
 }
 
-fn fanout(binary: &Path, version: &str, children: &[u32]) -> Result<()> {
+fn fanout(binary: &Path, version: &str, children: &[u32], store: Option<&str>) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{CSV_HEADER}")?;
     out.flush()?;
     for &n in children {
         let mut samples = Vec::with_capacity(RUNS_PER_SIZE);
         for attempt in 1..=RUNS_PER_SIZE {
-            let sample = fanout_once(binary, n)
+            let sample = fanout_once(binary, n, store)
                 .with_context(|| format!("fanout N={n}, run {attempt}/{RUNS_PER_SIZE}"))?;
             eprintln!(
                 "bench fanout: N={n} run {attempt}/{RUNS_PER_SIZE}: wall {:.4} s, cpu {:.3} s, peak rss {:.1} MiB",
@@ -244,9 +271,13 @@ fn fanout(binary: &Path, version: &str, children: &[u32]) -> Result<()> {
     Ok(())
 }
 
-fn fanout_once(binary: &Path, n: u32) -> Result<FanoutSample> {
-    let output = Command::new(binary)
-        .args(["fanout", "--children", &n.to_string()])
+fn fanout_once(binary: &Path, n: u32, store: Option<&str>) -> Result<FanoutSample> {
+    let mut command = Command::new(binary);
+    command.args(["fanout", "--children", &n.to_string()]);
+    if let Some(url) = store {
+        command.args(["--store", url]);
+    }
+    let output = command
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
@@ -399,12 +430,23 @@ mod tests {
         assert_eq!(
             parse_args(&args(&["fanout"])).unwrap(),
             BenchCommand::Fanout {
-                children: vec![1, 16, 64, 256]
+                children: vec![1, 16, 64, 256],
+                store: None
             }
         );
         assert_eq!(
             parse_args(&args(&["fanout", "--n", "16"])).unwrap(),
-            BenchCommand::Fanout { children: vec![16] }
+            BenchCommand::Fanout {
+                children: vec![16],
+                store: None
+            }
+        );
+        assert_eq!(
+            parse_args(&args(&["fanout", "--store", "postgres://h/db", "--n", "4"])).unwrap(),
+            BenchCommand::Fanout {
+                children: vec![4],
+                store: Some("postgres://h/db".to_owned())
+            }
         );
         assert_eq!(
             parse_args(&args(&["journal"])).unwrap(),
@@ -423,6 +465,8 @@ mod tests {
             &["fanout", "--n"][..],
             &["fanout", "--n", "0"][..],
             &["fanout", "--n", "x"][..],
+            &["fanout", "--store"][..],
+            &["fanout", "--n", "2", "--n", "3"][..],
             &["journal", "--n", "3"][..],
             &["prefix", "--n", "3"][..],
             &["other"][..],

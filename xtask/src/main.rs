@@ -25,9 +25,11 @@ commands:
           the desktop-shell example)
   tidy    check crate layering, manifests, module headers, printing in library crates,
           file-level import cycles and file length
-  bench   run a benchmark in release: `bench fanout [--n N]`, `bench journal [--events N]`
-  soak    stress in release: `soak crash [--resume] [--trials N]` (SIGKILL a fan-out run,
-          reopen, check; with --resume, resume it after each kill until it completes)
+  bench   run a benchmark in release: `bench fanout [--n N] [--store URL]`,
+          `bench journal [--events N]`
+  soak    stress in release: `soak crash [--resume] [--trials N] [--store URL]` (SIGKILL a
+          fan-out run, reopen, check; with --resume, resume it after each kill until it
+          completes; with --store postgres://…, the runs are kept on that server)
   help    print this text
 ";
 

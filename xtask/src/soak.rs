@@ -1,8 +1,9 @@
-//! `cargo xtask soak crash [--resume] [--trials N]`: the crash test of
-//! `crates/tt-bench/tests/crash.rs` with many trials (SIGKILL of a fan-out run at spread
+//! `cargo xtask soak crash [--resume] [--trials N] [--store URL]`: the crash test of
+//! `crates/tt-bench/tests/crash/` with many trials (SIGKILL of a fan-out run at spread
 //! moments, then reopen and check), in release so each trial is quick. With `--resume`, the
 //! resume soak of `tests/e2e/resume.rs` instead: SIGKILL at pseudo-random moments, resume in a
-//! new process, repeat until the run completes, and check it against an uninterrupted run. CI
+//! new process, repeat until the run completes, and check it against an uninterrupted run. With
+//! `--store postgres://…`, the fan-out runs are kept on that server (`crash/postgres.rs`). CI
 //! runs the same tests with a few trials.
 
 use anyhow::{Result, bail};
@@ -12,14 +13,16 @@ use std::path::Path;
 const DEFAULT_TRIALS: u64 = 50;
 
 /// What `soak` was asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Soak {
     pub trials: u64,
     /// Resume each killed run until it completes (`--resume`).
     pub resume: bool,
+    /// `--store URL`: the crash test on that PostgreSQL server instead of a data dir.
+    pub store: Option<String>,
 }
 
-const USAGE: &str = "usage: cargo xtask soak crash [--resume] [--trials N]";
+const USAGE: &str = "usage: cargo xtask soak crash [--resume] [--trials N] [--store postgres://…]";
 
 /// Parses `crash [--resume] [--trials N]`.
 pub fn parse_args(args: &[String]) -> Result<Soak> {
@@ -32,6 +35,7 @@ pub fn parse_args(args: &[String]) -> Result<Soak> {
     let mut soak = Soak {
         trials: DEFAULT_TRIALS,
         resume: false,
+        store: None,
     };
     let mut rest = rest.iter();
     while let Some(flag) = rest.next() {
@@ -46,8 +50,15 @@ pub fn parse_args(args: &[String]) -> Result<Soak> {
                     _ => bail!("--trials takes a positive whole number, not `{n}`"),
                 };
             }
+            "--store" => match rest.next() {
+                Some(url) if !url.trim().is_empty() => soak.store = Some(url.clone()),
+                _ => bail!(USAGE),
+            },
             _ => bail!(USAGE),
         }
+    }
+    if soak.resume && soak.store.is_some() {
+        bail!("--resume soaks the embedded store only; leave out --store");
     }
     Ok(soak)
 }
@@ -75,6 +86,28 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         );
         command.env("TT_RESUME_SOAK_TRIALS", soak.trials.to_string());
         command
+    } else if let Some(url) = &soak.store {
+        eprintln!(
+            "soak crash --store: {} trials of SIGKILL during a fan-out run on PostgreSQL",
+            soak.trials
+        );
+        let mut command = crate::process::cargo(
+            root,
+            &[
+                "test",
+                "--release",
+                "-p",
+                "tt-bench",
+                "--test",
+                "crash",
+                "--",
+                "postgres::a_killed_fan_out_run_on_postgres",
+                "--nocapture",
+            ],
+        );
+        command.env("TT_CRASH_TRIALS", soak.trials.to_string());
+        command.env("TT_CRASH_STORE_URL", url);
+        command
     } else {
         eprintln!(
             "soak crash: {} trials of SIGKILL during a fan-out run",
@@ -90,7 +123,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
                 "--test",
                 "crash",
                 "--",
-                "a_killed_fan_out_run",
+                "a_killed_fan_out_run_is_interrupted",
                 "--nocapture",
             ],
         );
@@ -114,7 +147,11 @@ mod tests {
 
     #[test]
     fn trials_are_parsed() {
-        let soak = |trials, resume| Soak { trials, resume };
+        let soak = |trials, resume| Soak {
+            trials,
+            resume,
+            store: None,
+        };
         assert_eq!(
             parse_args(&args(&["crash"])).unwrap(),
             soak(DEFAULT_TRIALS, false)
@@ -131,7 +168,24 @@ mod tests {
             parse_args(&args(&["crash", "--trials", "3", "--resume"])).unwrap(),
             soak(3, true)
         );
+        assert_eq!(
+            parse_args(&args(&[
+                "crash",
+                "--store",
+                "postgres://h/db",
+                "--trials",
+                "100"
+            ]))
+            .unwrap(),
+            Soak {
+                trials: 100,
+                resume: false,
+                store: Some("postgres://h/db".to_owned()),
+            }
+        );
         for bad in [
+            &["crash", "--store"][..],
+            &["crash", "--resume", "--store", "postgres://h/db"][..],
             &[][..],
             &["other"][..],
             &["crash", "--trials"][..],

@@ -17,8 +17,9 @@ use crate::error::ApplicationResult;
 /// Capacity of the live broadcast; a slower subscriber catches up from the journal.
 const LIVE_CAPACITY: usize = 1024;
 
-/// How often a stream of a run this process is not running looks for new journal lines (no
-/// notification crosses processes).
+/// How often a stream of a run this process is not running looks for new journal lines, at the
+/// latest: a store that hears other processes' appends (`RunJournal::wait_for_append`) wakes it
+/// sooner.
 const OTHER_PROCESS_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The one place events are written.
@@ -260,7 +261,9 @@ impl RunEventStream {
                     }
                     continue;
                 }
-                tokio::time::sleep(OTHER_PROCESS_POLL).await;
+                self.journal
+                    .wait_for_append(&self.run_id, self.next_seq - 1, OTHER_PROCESS_POLL)
+                    .await;
                 continue;
             }
             if self.draining {

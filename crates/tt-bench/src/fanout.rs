@@ -79,6 +79,7 @@ pub async fn run(
     children: u32,
     data_dir: Option<PathBuf>,
     reuse_data_dir: bool,
+    store: Option<&str>,
     signals: &tt_runtime::StopSignals,
 ) -> Result<FanoutReport> {
     ensure!(children >= 1, "--children must be at least 1");
@@ -99,8 +100,15 @@ pub async fn run(
         }
     };
 
+    let store_choice = match store {
+        Some(url) => tt_runtime::open_store_url(url)
+            .await
+            .map_err(|err| anyhow!("opening the store: {err}"))?,
+        None => tt_runtime::StoreChoice::Embedded,
+    };
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(&data_dir)
+        .store(store_choice)
         .provider(Arc::new(FanoutModel::new(children)))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?;
@@ -149,6 +157,20 @@ pub async fn run(
         );
     }
     let counts = verify_journal(&events, children)?;
+    if store.is_some() {
+        verify_notes_in_store(&runtime, finished.id.as_str(), children).await?;
+        return Ok(FanoutReport {
+            process_peak_rss_mib: procstat::peak_rss_mib()?,
+            n_children: children,
+            model_turns: counts.model_turns,
+            tool_calls: counts.tool_calls,
+            wall_s,
+            cpu_s,
+            peak_rss_mib,
+            run_files: 0,
+            fsyncs: 0,
+        });
+    }
     let run_dir = data_dir
         .join("chats")
         .join(finished.workspace_id.as_str())
@@ -396,6 +418,27 @@ pub fn verify_notes(run_dir: &Path, children: u32) -> Result<()> {
         found == expected,
         "scratch/ holds {found} files; expected exactly {expected}"
     );
+    Ok(())
+}
+
+/// [`verify_notes`] for a run kept in another store: each note read back through the runtime.
+async fn verify_notes_in_store(runtime: &AgentRuntime, run_id: &str, children: u32) -> Result<()> {
+    for index in 1..=children {
+        let tag = ChildTag(index);
+        for round in 1..CHILD_TURNS {
+            let path = format!("scratch/{}/{round}.md", tag.name());
+            let file = runtime
+                .read_workspace_file(run_id, &path)
+                .await
+                .map_err(|err| anyhow!("missing note {path}: {err}"))?;
+            ensure!(
+                file.text == note_content(tag, round),
+                "{path} does not hold the expected {} bytes (it has {})",
+                note_content(tag, round).len(),
+                file.text.len()
+            );
+        }
+    }
     Ok(())
 }
 

@@ -38,6 +38,10 @@ enum Command {
         /// interrupted one); the figures are then not comparable.
         #[arg(long, requires = "data_dir")]
         reuse_data_dir: bool,
+        /// Keep the run in this store (`postgres://…`) instead of the data dir; the database
+        /// may hold other runs. `runFiles` and `fsyncs` are then 0 (the server's, not ours).
+        #[arg(long)]
+        store: Option<String>,
     },
     /// The cacheable prefix of each request and the first request of each profile, over the
     /// writers' room, a fan-out and a reader on a small window; one JSON line per workload.
@@ -77,8 +81,16 @@ fn run(command: Command) -> anyhow::Result<()> {
                 children,
                 data_dir,
                 reuse_data_dir,
+                store,
             } => {
-                let report = fanout::run(children, data_dir, reuse_data_dir, &signals).await?;
+                let report = fanout::run(
+                    children,
+                    data_dir,
+                    reuse_data_dir,
+                    store.as_deref(),
+                    &signals,
+                )
+                .await?;
                 println!("{}", report.to_json());
             }
             Command::Prefix => {

@@ -8,11 +8,10 @@
 //! Mid-run the user sends one line of guidance, which the writer reads before its next step.
 
 use anyhow::Context as _;
-use std::path::Path;
 use std::sync::Arc;
 use tt_runtime::{
-    AgentProfileDefinition, AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice,
-    PromptMessage, PromptRole, ScriptedProvider, StartRunRequest, SubmitGuidanceRequest,
+    AgentProfileDefinition, CommitBridgeChoice, PromptBrokerChoice, PromptMessage, PromptRole,
+    ScriptedProvider, StartRunRequest, SubmitGuidanceRequest,
 };
 
 const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
@@ -112,7 +111,7 @@ pub const DEMO_CHAT_ID: &str = "demo-conversation";
 pub const DEMO_REQUEST: &str = "Write a short scene about a lighthouse keeper during a storm.";
 
 pub async fn run_demo(
-    data_dir: &Path,
+    storage: &crate::storage::Storage,
     pace_ms: u64,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
@@ -120,8 +119,8 @@ pub async fn run_demo(
     // The writer's sixth answer waits until the guidance is queued, so the writer reads it before
     // its seventh request in every run.
     let cue = provider.hold_after("writer", GUIDANCE_AFTER_WRITER_ROUND);
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
+    let runtime = storage
+        .builder()
         .provider(Arc::new(provider))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .prompt_broker(PromptBrokerChoice::Templates)
@@ -130,7 +129,7 @@ pub async fn run_demo(
     println!(
         "tt-agent demo: the writers' room (a writer, two reviewers, a fact checker and a final editor on a scripted model)"
     );
-    println!("data dir: {}\n", data_dir.display());
+    println!("{}\n", storage.describe());
     if signals.is_requested() {
         anyhow::bail!("stopped by a signal before the run started");
     }

@@ -7,14 +7,14 @@ mod otel_export;
 mod render;
 mod run_cmd;
 mod serve;
+mod storage;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tt_runtime::{
-    AgentRuntimeBuilder, CommitBridgeChoice, ListRunsRequest, ReadEventsRequest, ScriptedProvider,
-};
+use storage::Storage;
+use tt_runtime::{CommitBridgeChoice, ListRunsRequest, ReadEventsRequest, ScriptedProvider};
 
 #[derive(Debug, Parser)]
 #[command(name = "tt-agent", version, about = "tt-agent-runtime command line")]
@@ -22,6 +22,11 @@ struct Cli {
     /// Where runs, profiles and transcripts are stored.
     #[arg(long, global = true, default_value = ".tt-agent")]
     data_dir: PathBuf,
+    /// Keep runs in this store instead of the data dir: `postgres://user@host:port/db`
+    /// (default: the `TT_STORE_URL` environment variable, else the embedded store under
+    /// --data-dir). Skills, transcripts and presets stay under --data-dir.
+    #[arg(long, global = true)]
+    store: Option<String>,
     /// How diagnostic logs are written; `RUST_LOG` chooses what (e.g. `tt=debug`; default:
     /// warnings and errors only).
     #[arg(long, global = true, value_enum, default_value = "text")]
@@ -187,10 +192,11 @@ fn failure_text(error: &anyhow::Error) -> String {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     logging::init(cli.log_format, cli.log_file.as_deref())?;
+    let storage = Storage::open(cli.data_dir.clone(), cli.store.clone()).await?;
     match cli.command {
         Command::Demo { pace_ms } => {
             let signals = install_signals()?;
-            demo::run_demo(&cli.data_dir, pace_ms, &signals).await
+            demo::run_demo(&storage, pace_ms, &signals).await
         }
         Command::Run {
             profile,
@@ -209,7 +215,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 request,
             };
             let signals = install_signals()?;
-            run_cmd::run(&cli.data_dir, options, &signals).await
+            run_cmd::run(&storage, options, &signals).await
         }
         Command::Resume {
             run_id,
@@ -217,7 +223,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             demo,
         } => {
             let signals = install_signals()?;
-            run_cmd::resume(&cli.data_dir, &run_id, &model, demo, &signals).await
+            run_cmd::resume(&storage, &run_id, &model, demo, &signals).await
         }
         Command::Serve {
             port,
@@ -240,15 +246,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 host_commits,
             };
             let signals = install_signals()?;
-            serve::serve(&cli.data_dir, options, &signals).await
+            serve::serve(&storage, options, &signals).await
         }
         Command::Runs { limit } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             let runs = runtime
                 .list_runs(ListRunsRequest { offset: 0, limit })
                 .await?;
             if runs.is_empty() {
-                println!("No runs in {}.", cli.data_dir.display());
+                match &storage.url {
+                    Some(url) => println!("No runs in {url}."),
+                    None => println!("No runs in {}.", storage.data_dir.display()),
+                }
             }
             for run in runs {
                 let profile = run
@@ -272,7 +281,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             invocation,
             follow,
         } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             if follow {
                 // A run being created has no record for an instant: wait for it a little.
                 wait_for_run_record(&runtime, &run_id).await?;
@@ -318,13 +327,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Show { run_id, reference } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             let record = runtime.read_record(&run_id, &reference).await?;
             println!("{}", serde_json::to_string_pretty(&record)?);
             Ok(())
         }
         Command::Guide { run_id, text } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             let receipt = runtime
                 .submit_guidance(
                     &run_id,
@@ -341,7 +350,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Cancel { run_id, task } => {
-            let runtime = writer_runtime(&cli.data_dir)?;
+            let runtime = writer_runtime(&storage)?;
             match task {
                 Some(task_id) => {
                     let task = runtime.cancel_task(&run_id, &task_id).await?;
@@ -358,7 +367,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::ExportOtel { run_id } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             println!(
                 "{}",
                 serde_json::to_string(&runtime.export_otel(&run_id).await?)?
@@ -366,7 +375,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Graph { run_id } => {
-            let runtime = inspect_runtime(&cli.data_dir)?;
+            let runtime = inspect_runtime(&storage)?;
             let projection = runtime.timeline_projection(&run_id).await?;
             print!("{}", render::agent_tree(&projection));
             let usage = runtime.usage(&run_id).await?;
@@ -421,11 +430,11 @@ async fn wait_for_run_record(
 
 /// A runtime for read-only commands: storage only, opened for reading (safe beside a process
 /// that is writing the same data dir), no model is ever called.
-fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::AgentRuntime> {
+fn inspect_runtime(storage: &Storage) -> anyhow::Result<tt_runtime::AgentRuntime> {
     let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
         .context("building the idle model")?;
-    Ok(AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
+    Ok(storage
+        .builder()
         .provider(Arc::new(idle))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .read_only()
@@ -434,11 +443,11 @@ fn inspect_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::Age
 
 /// A runtime that may write the data dir but runs no model (for `cancel`): a run another
 /// process executes stays locked to it, so writing to it is refused with `agent.run_locked`.
-fn writer_runtime(data_dir: &std::path::Path) -> anyhow::Result<tt_runtime::AgentRuntime> {
+fn writer_runtime(storage: &Storage) -> anyhow::Result<tt_runtime::AgentRuntime> {
     let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
         .context("building the idle model")?;
-    Ok(AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
+    Ok(storage
+        .builder()
         .provider(Arc::new(idle))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?)

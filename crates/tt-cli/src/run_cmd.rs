@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tt_runtime::{
-    AgentProfileDefinition, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
-    ConnectionSpec, ConversationKind, GenerationSettings, ModelProvider, RecordingProvider,
-    ReplayProvider, StartRunRequest, build_provider,
+    AgentProfileDefinition, AgentRunStatus, AgentRuntime, CommitBridgeChoice, ConnectionSpec,
+    ConversationKind, GenerationSettings, ModelProvider, RecordingProvider, ReplayProvider,
+    StartRunRequest, build_provider,
 };
 
 /// The `kind` every agent profile file declares; other JSON files in `--profiles` are skipped.
@@ -113,11 +113,11 @@ pub struct ModelArgs {
 }
 
 pub async fn run(
-    data_dir: &Path,
+    storage: &crate::storage::Storage,
     options: RunOptions,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
-    let (runtime, description) = runtime_for(data_dir, &options.model)?;
+    let (runtime, description) = runtime_for(storage, &options.model)?;
     if let Some(dir) = &options.profiles_dir {
         install_profiles(&runtime, dir).await?;
     }
@@ -125,7 +125,7 @@ pub async fn run(
     if let Some(path) = &options.model.record {
         println!("recording model calls to {}", path.display());
     }
-    println!("data dir: {}\n", data_dir.display());
+    println!("{}\n", storage.describe());
     // Runs of one conversation share persist/: start from the last promoted state.
     let persist_base_state_id = runtime.latest_persist_state(&options.chat_id).await?;
     if let Some(state) = &persist_base_state_id {
@@ -167,7 +167,7 @@ pub async fn run(
 /// `model` names (`--connection`/`--model`, or a cassette), shown live like `run` from the
 /// journal's start, with the committed message printed at the end.
 pub async fn resume(
-    data_dir: &Path,
+    storage: &crate::storage::Storage,
     run_id: &str,
     model: &ModelArgs,
     demo: bool,
@@ -175,14 +175,14 @@ pub async fn resume(
 ) -> anyhow::Result<()> {
     let given = model.connection.is_some() || model.model.is_some() || model.replay.is_some();
     // A run of `tt-agent demo` continues on the demo's own model, asked for or recognised.
-    let demo = demo || (!given && is_demo_run(data_dir, run_id).await?);
+    let demo = demo || (!given && is_demo_run(storage, run_id).await?);
     let (runtime, description) = if demo {
         anyhow::ensure!(
             !given,
             "--demo resumes on the demo's scripted model; leave out --connection, --model and --replay"
         );
-        let runtime = AgentRuntimeBuilder::new()
-            .data_dir(data_dir)
+        let runtime = storage
+            .builder()
             .provider(Arc::new(crate::demo::writers_room_provider(0)?))
             .commit_bridge(CommitBridgeChoice::Transcript)
             .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
@@ -196,10 +196,10 @@ pub async fn resume(
             "say which model run {run_id} continues on: --connection KIND:BASEURL and --model ID as it was started with, --replay FILE for a cassette, or --demo for a run of `tt-agent demo`"
         );
     } else {
-        runtime_for(data_dir, model)?
+        runtime_for(storage, model)?
     };
     println!("tt-agent resume: {description}");
-    println!("data dir: {}\n", data_dir.display());
+    println!("{}\n", storage.describe());
     if signals.is_requested() {
         anyhow::bail!("stopped by a signal before the run resumed");
     }
@@ -216,10 +216,10 @@ pub async fn resume(
 }
 
 /// Whether `run_id` is a run of `tt-agent demo` (its conversation is the demo's).
-async fn is_demo_run(data_dir: &Path, run_id: &str) -> anyhow::Result<bool> {
+async fn is_demo_run(storage: &crate::storage::Storage, run_id: &str) -> anyhow::Result<bool> {
     let idle = tt_runtime::ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)?;
-    let reader = AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
+    let reader = storage
+        .builder()
         .provider(Arc::new(idle))
         .read_only()
         .build()?;
@@ -229,7 +229,10 @@ async fn is_demo_run(data_dir: &Path, run_id: &str) -> anyhow::Result<bool> {
 
 /// The runtime of `run` and `resume`: the model of `options` (recorded to a cassette with
 /// `--record`), commits published to the transcript, and a line describing the model.
-fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRuntime, String)> {
+fn runtime_for(
+    storage: &crate::storage::Storage,
+    options: &ModelArgs,
+) -> anyhow::Result<(AgentRuntime, String)> {
     let (provider, description, mut info) = match &options.replay {
         Some(path) => {
             let replay = ReplayProvider::open(path)?;
@@ -260,8 +263,8 @@ fn runtime_for(data_dir: &Path, options: &ModelArgs) -> anyhow::Result<(AgentRun
         }
         None => provider,
     };
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
+    let runtime = storage
+        .builder()
         .provider(provider)
         .provider_model_info(info)
         .commit_bridge(CommitBridgeChoice::Transcript)

@@ -6,10 +6,10 @@
 
 use anyhow::Context as _;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tt_host_http::{CommitBridgeMode, HostHttpServer, ServerInfo, ServerOptions};
-use tt_runtime::{AgentRuntimeBuilder, CommitBridgeChoice, ConnectionSpec, PromptBrokerChoice};
+use tt_runtime::{CommitBridgeChoice, ConnectionSpec, PromptBrokerChoice};
 
 /// What `tt-agent serve` was asked to do.
 #[derive(Debug, Clone)]
@@ -25,7 +25,7 @@ pub struct ServeOptions {
 }
 
 pub async fn serve(
-    data_dir: &Path,
+    storage: &crate::storage::Storage,
     options: ServeOptions,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
@@ -68,8 +68,8 @@ pub async fn serve(
             )
         }
     };
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
+    let runtime = storage
+        .builder()
         .provider(provider)
         .provider_model_info(model_info)
         .commit_bridge(if options.host_commits {
@@ -114,7 +114,7 @@ pub async fn serve(
     .await
     .with_context(|| format!("cannot listen on 127.0.0.1:{}", options.port))?;
     println!("tt-agent serve: the run inspector ({})", info.connection);
-    println!("data dir: {}", data_dir.display());
+    println!("{}", storage.describe());
     println!("open {}", server.page_url());
     println!("(the token in the URL is this server's secret; Ctrl-C stops the server)");
     let stop = signals.requested();

@@ -14,6 +14,7 @@ mod otel;
 mod resume;
 mod serve;
 mod signals;
+mod store;
 
 /// Waits for `child` at most `limit` (killing it and failing with `what` past that), then
 /// returns its exit code and everything it printed, stdout then stderr.

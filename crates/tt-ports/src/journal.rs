@@ -56,4 +56,14 @@ pub trait RunJournal: Send + Sync {
 
     /// Seq of the last event (0 when empty).
     async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64>;
+
+    /// Waits until an event above `after_seq` may have been appended to `run_id` by another
+    /// process, or at most `max_wait`: a follower of a run written elsewhere calls it between
+    /// journal reads. It may return early for no reason, so the caller always re-reads. The
+    /// default just waits `max_wait` (polling); a store that can hear appends from other
+    /// processes (PostgreSQL's LISTEN/NOTIFY) returns as soon as one commits.
+    async fn wait_for_append(&self, run_id: &RunId, after_seq: u64, max_wait: std::time::Duration) {
+        let _ = (run_id, after_seq);
+        tokio::time::sleep(max_wait).await;
+    }
 }

@@ -15,6 +15,7 @@ use crate::dto::{HostError, HostResult};
 use crate::host::AgentRuntime;
 use crate::named_connections::NamedConnections;
 use crate::prompt_brokers::{HostApiPromptBroker, TemplatePromptBroker};
+use crate::store::StoreChoice;
 use crate::system::{SystemClock, UuidIds};
 
 /// How `workspace.commit` reaches the host.
@@ -78,6 +79,7 @@ pub struct AgentRuntimeBuilder {
     clock: Option<Arc<dyn Clock>>,
     ids: Option<Arc<dyn IdGenerator>>,
     read_only: bool,
+    store: StoreChoice,
 }
 
 impl std::fmt::Debug for AgentRuntimeBuilder {
@@ -165,6 +167,14 @@ impl AgentRuntimeBuilder {
         self
     }
 
+    /// Where runs are stored: the embedded file store under the data dir (the default) or
+    /// another store, e.g. PostgreSQL from [`crate::open_store_url`]. Skills, transcripts and
+    /// preset templates stay under the data dir either way.
+    pub fn store(mut self, choice: StoreChoice) -> Self {
+        self.store = choice;
+        self
+    }
+
     /// Builds the runtime. A read-write runtime first marks every run that a process which is
     /// gone left unfinished as `interrupted` (see docs/storage.md).
     ///
@@ -239,12 +249,19 @@ impl AgentRuntimeBuilder {
         let connections = self
             .connections
             .with_directory(data_dir.join("connections"));
+        let ports = match self.store {
+            StoreChoice::Embedded => crate::store::StoragePorts::from_store(
+                store.clone(),
+                data_dir.display().to_string(),
+            ),
+            StoreChoice::Ports(ports) => ports,
+        };
         let services = RuntimeServices {
-            runs: store.clone(),
-            invocations: store.clone(),
-            journal: store.clone(),
-            workspace: store.clone(),
-            profiles: store.clone(),
+            runs: ports.runs,
+            invocations: ports.invocations,
+            journal: ports.journal,
+            workspace: ports.workspace,
+            profiles: ports.profiles,
             skills: store.clone(),
             model: provider,
             model_info: self.provider_model_info,

@@ -17,6 +17,7 @@ pub mod prompt_brokers;
 pub mod run_handle;
 pub mod run_updates;
 pub mod signals;
+pub mod store;
 pub mod system;
 
 pub use bridges::{CommitHandlerResult, TranscriptEntry};
@@ -27,6 +28,7 @@ pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNT
 pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
+pub use store::{STORE_URL_ENV, StoragePorts, StoreChoice, open_store_url};
 
 /// Re-exports a host or the CLI needs without depending on inner crates.
 pub use tt_adapter_provider_cassette::{CassetteError, RecordingProvider, ReplayProvider};

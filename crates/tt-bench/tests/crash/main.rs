@@ -9,6 +9,8 @@
 // Test helpers outside #[test] functions may unwrap: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod postgres;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;

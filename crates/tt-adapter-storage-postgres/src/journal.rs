@@ -1,0 +1,129 @@
+//! The run journal on PostgreSQL. One statement appends an event: it bumps the run's
+//! `last_seq` (the row lock serializes appends to one run, on any host) and inserts the event
+//! under the new seq, so seqs are gapless and an append is durable when it commits. The same
+//! statement notifies `tt_journal`, so followers on other hosts hear it when it commits.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::ids::RunId;
+use tt_ports::{EventPage, RunJournal, StorageError, StorageResult};
+
+use crate::PostgresStore;
+use crate::error::{io, parse, to_json};
+
+fn event_from_row(run_id: &RunId, seq: i64, body: &str) -> StorageResult<AgentRunEvent> {
+    let mut event: AgentRunEvent = parse(format!("event {seq} of run {run_id}"), body)?;
+    event.seq = u64::try_from(seq).unwrap_or(0);
+    Ok(event)
+}
+
+#[async_trait]
+impl RunJournal for PostgresStore {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+        self.claim_run(&event.run_id).await?;
+        let run_id = event.run_id.clone();
+        // Stored with seq 0; the row's seq column is the truth and is put back on read.
+        let stored = event.with_seq(0);
+        let body = to_json("event", &stored)?;
+        let mut conn = self.pool.get().await?;
+        let row = conn
+            .client()?
+            .query_opt(
+                "WITH head AS (
+                     UPDATE runs SET last_seq = last_seq + 1 WHERE run_id = $1
+                     RETURNING last_seq),
+                 ins AS (
+                     INSERT INTO events (run_id, seq, body) SELECT $1, last_seq, $2 FROM head
+                     RETURNING seq)
+                 SELECT seq, pg_notify('tt_journal', $1 || ' ' || seq)::text FROM ins",
+                &[&run_id.as_str(), &body],
+            )
+            .await
+            .map_err(io(format!("runs/{run_id}/events")))?;
+        let Some(row) = row else {
+            return Err(StorageError::not_found(format!("run {run_id}")));
+        };
+        let seq: i64 = row.get(0);
+        Ok(AgentRunEvent {
+            seq: u64::try_from(seq).unwrap_or(0),
+            ..stored
+        })
+    }
+
+    async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
+        let limit = page.effective_limit();
+        let sql_limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let filtered = page.invocation_id.is_some();
+        let (sql, bound) = match (page.before_seq, page.after_seq) {
+            (Some(before), _) => (
+                if filtered {
+                    "SELECT seq, body FROM events WHERE run_id = $1 AND seq < $2
+                     ORDER BY seq DESC LIMIT ALL OFFSET $3"
+                } else {
+                    "SELECT seq, body FROM events WHERE run_id = $1 AND seq < $2
+                     ORDER BY seq DESC LIMIT $3"
+                },
+                before,
+            ),
+            (None, after) => (
+                if filtered {
+                    "SELECT seq, body FROM events WHERE run_id = $1 AND seq > $2
+                     ORDER BY seq LIMIT ALL OFFSET $3"
+                } else {
+                    "SELECT seq, body FROM events WHERE run_id = $1 AND seq > $2
+                     ORDER BY seq LIMIT $3"
+                },
+                after.unwrap_or(0),
+            ),
+        };
+        let bound = i64::try_from(bound).unwrap_or(i64::MAX);
+        // A filtered page reads the range and filters here (the filter looks into the
+        // payload's eventScope); the OFFSET 0 keeps one statement shape for both.
+        let third = if filtered { 0 } else { sql_limit };
+        let mut conn = self.pool.get().await?;
+        let rows = conn
+            .client()?
+            .query(sql, &[&run_id.as_str(), &bound, &third])
+            .await
+            .map_err(io(format!("runs/{run_id}/events")))?;
+        drop(conn);
+        if rows.is_empty() {
+            self.require_run(run_id).await?;
+        }
+        let descending = page.before_seq.is_some();
+        let mut events = Vec::with_capacity(rows.len().min(limit));
+        for row in &rows {
+            let event = event_from_row(run_id, row.get(0), row.get(1))?;
+            if page.matches(&event) {
+                events.push(event);
+                if events.len() == limit {
+                    break;
+                }
+            }
+        }
+        if descending {
+            events.reverse();
+        }
+        Ok(events)
+    }
+
+    async fn wait_for_append(&self, run_id: &RunId, after_seq: u64, max_wait: Duration) {
+        self.heard.wait(run_id.as_str(), after_seq, max_wait).await;
+    }
+
+    async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64> {
+        let mut conn = self.pool.get().await?;
+        let row = conn
+            .client()?
+            .query_opt(
+                "SELECT last_seq FROM runs WHERE run_id = $1",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(io(format!("run {run_id}")))?
+            .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+        Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+    }
+}

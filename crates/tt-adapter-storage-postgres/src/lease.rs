@@ -1,0 +1,160 @@
+//! Run ownership across hosts: the store that writes a run holds its lease (`run_leases`: owner
+//! id, expiry), renewed by a heartbeat every third of the lease. A store claims a run on its
+//! first write; the claim succeeds when nobody holds the lease, the store holds it already, or
+//! the holder let it expire, and otherwise fails with `agent.run_locked`. A store that finds on
+//! heartbeat that its lease was taken over forgets the run, so its next write is refused.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use tt_domain::ids::RunId;
+use tt_ports::{StorageError, StorageResult};
+
+use crate::error::io;
+use crate::pool::Pool;
+
+/// The default lease: a host that stops heartbeating loses its runs after this long.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+
+/// This store's identity and the runs it holds.
+pub(crate) struct Ownership {
+    pub(crate) owner_id: String,
+    pub(crate) lease: Duration,
+    held: Mutex<HashSet<String>>,
+}
+
+/// The lease in milliseconds, as the `float8` the SQL multiplies an interval by.
+fn lease_millis(lease: Duration) -> f64 {
+    lease.as_secs_f64() * 1_000.0
+}
+
+impl Ownership {
+    pub(crate) fn new(owner_id: String, lease: Duration) -> Self {
+        Self {
+            owner_id,
+            lease,
+            held: Mutex::new(HashSet::new()),
+        }
+    }
+
+    fn holds(&self, run_id: &RunId) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(run_id.as_str())
+    }
+
+    fn held_ids(&self) -> Vec<String> {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn forget(&self, run_id: &str) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
+    }
+
+    /// Claims `run_id` for this store unless it holds it already; `Locked` when another
+    /// store's lease is live, `NotFound` when the run does not exist.
+    pub(crate) async fn claim(&self, pool: &Pool, run_id: &RunId) -> StorageResult<()> {
+        if self.holds(run_id) {
+            return Ok(());
+        }
+        let what = format!("run {run_id}");
+        let conn = pool.get().await?;
+        let row = conn
+            .query_opt(
+                "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1)
+                 INSERT INTO run_leases (run_id, owner_id, expires_at)
+                 SELECT run_id, $2, clock_timestamp() + $3::float8 * interval '1 millisecond' FROM run
+                 ON CONFLICT (run_id) DO UPDATE
+                     SET owner_id = EXCLUDED.owner_id, expires_at = EXCLUDED.expires_at
+                     WHERE run_leases.owner_id = EXCLUDED.owner_id
+                        OR run_leases.expires_at < clock_timestamp()
+                 RETURNING owner_id",
+                &[&run_id.as_str(), &self.owner_id, &lease_millis(self.lease)],
+            )
+            .await
+            .map_err(io(&what))?;
+        if row.is_some() {
+            self.held
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(run_id.as_str().to_owned());
+            return Ok(());
+        }
+        let exists = conn
+            .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
+            .await
+            .map_err(io(&what))?;
+        match exists {
+            Some(_) => Err(StorageError::Locked {
+                what,
+                owner_pid: None,
+            }),
+            None => Err(StorageError::not_found(what)),
+        }
+    }
+
+    /// Renews every lease this store holds; forgets the ones another store took over.
+    async fn renew(&self, pool: &Pool) -> StorageResult<()> {
+        let held = self.held_ids();
+        if held.is_empty() {
+            return Ok(());
+        }
+        let conn = pool.get().await?;
+        let rows = conn
+            .query(
+                "UPDATE run_leases SET expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond'
+                 WHERE owner_id = $1 AND run_id = ANY($2) RETURNING run_id",
+                &[&self.owner_id, &held, &lease_millis(self.lease)],
+            )
+            .await
+            .map_err(io("run leases"))?;
+        let renewed: HashSet<String> = rows.iter().map(|row| row.get(0)).collect();
+        for run_id in held.iter().filter(|id| !renewed.contains(*id)) {
+            self.forget(run_id);
+        }
+        Ok(())
+    }
+
+    /// Gives up the lease of `run_id` (its run ended, or this host lets it go).
+    pub(crate) async fn release(&self, pool: &Pool, run_id: &RunId) -> StorageResult<()> {
+        self.forget(run_id.as_str());
+        let conn = pool.get().await?;
+        conn.execute(
+            "DELETE FROM run_leases WHERE run_id = $1 AND owner_id = $2",
+            &[&run_id.as_str(), &self.owner_id],
+        )
+        .await
+        .map_err(io(format!("run {run_id}")))?;
+        Ok(())
+    }
+}
+
+/// Renews the store's leases every third of the lease until the store is dropped.
+pub(crate) fn spawn_heartbeat(ownership: &Arc<Ownership>, pool: &Arc<Pool>) {
+    let ownership: Weak<Ownership> = Arc::downgrade(ownership);
+    let pool: Weak<Pool> = Arc::downgrade(pool);
+    tokio::spawn(async move {
+        loop {
+            let period = match ownership.upgrade() {
+                Some(ownership) => ownership.lease / 3,
+                None => return,
+            };
+            tokio::time::sleep(period.max(Duration::from_millis(50))).await;
+            let (Some(ownership), Some(pool)) = (ownership.upgrade(), pool.upgrade()) else {
+                return;
+            };
+            // A failed renewal is retried on the next beat; the lease covers a few misses.
+            let _ = ownership.renew(&pool).await;
+        }
+    });
+}

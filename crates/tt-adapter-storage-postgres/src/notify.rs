@@ -1,0 +1,82 @@
+//! Hearing other hosts' journal appends: every append notifies channel `tt_journal` with
+//! `<runId> <seq>` (delivered when it commits), and one listening connection per store turns
+//! those into a watch of the newest seq per run, which `RunJournal::wait_for_append` waits on.
+//! Until the listener is up (or if it fails) waits fall back to their timeout, which still works.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream;
+use tokio::sync::watch;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+/// The channel every append notifies.
+pub const CHANNEL: &str = "tt_journal";
+
+/// The newest seq heard per run, for the runs someone waits on.
+#[derive(Default)]
+pub(crate) struct Heard {
+    runs: Mutex<HashMap<String, watch::Sender<u64>>>,
+}
+
+impl Heard {
+    fn subscribe(&self, run_id: &str) -> watch::Receiver<u64> {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.retain(|_, sender| sender.receiver_count() > 0);
+        runs.entry(run_id.to_owned())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe()
+    }
+
+    fn heard(&self, payload: &str) {
+        let Some((run_id, seq)) = payload.rsplit_once(' ') else {
+            return;
+        };
+        let Ok(seq) = seq.parse::<u64>() else {
+            return;
+        };
+        let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sender) = runs.get(run_id) {
+            sender.send_if_modified(|newest| {
+                let newer = seq > *newest;
+                if newer {
+                    *newest = seq;
+                }
+                newer
+            });
+        }
+    }
+
+    /// Waits until an append above `after_seq` to `run_id` is heard, or `max_wait`.
+    pub(crate) async fn wait(&self, run_id: &str, after_seq: u64, max_wait: Duration) {
+        let mut receiver = self.subscribe(run_id);
+        let _ = tokio::time::timeout(max_wait, receiver.wait_for(|seq| *seq > after_seq)).await;
+    }
+}
+
+/// Opens the listening connection and forwards notifications; the connection lives as long as
+/// the returned client, which the store keeps.
+pub(crate) async fn spawn_listener(
+    url: &str,
+    heard: &Arc<Heard>,
+) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let (client, mut connection) = tokio_postgres::connect(url, NoTls).await?;
+    let weak: Weak<Heard> = Arc::downgrade(heard);
+    let mut messages = stream::poll_fn(move |cx| connection.poll_message(cx));
+    tokio::spawn(async move {
+        while let Some(message) = messages.next().await {
+            let Some(heard) = weak.upgrade() else {
+                return;
+            };
+            match message {
+                Ok(AsyncMessage::Notification(note)) => heard.heard(note.payload()),
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    Ok(client)
+}

@@ -1,0 +1,55 @@
+//! Profile definitions, one row each, stored as their JSON text.
+
+use async_trait::async_trait;
+use tt_domain::ids::ProfileId;
+use tt_domain::profile::AgentProfileDefinition;
+use tt_ports::{ProfileRepository, StorageError, StorageResult};
+
+use crate::PostgresStore;
+use crate::error::{io, parse, to_json};
+
+#[async_trait]
+impl ProfileRepository for PostgresStore {
+    async fn load_profile(&self, id: &ProfileId) -> StorageResult<Option<AgentProfileDefinition>> {
+        let mut conn = self.pool.get().await?;
+        let row = conn
+            .client()?
+            .query_opt(
+                "SELECT body FROM profiles WHERE profile_id = $1",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(io(format!("profile {id}")))?;
+        row.map(|row| parse(format!("profile {id}"), row.get(0)))
+            .transpose()
+    }
+
+    async fn list_profile_ids(&self) -> StorageResult<Vec<ProfileId>> {
+        let mut conn = self.pool.get().await?;
+        let rows = conn
+            .client()?
+            .query("SELECT profile_id FROM profiles ORDER BY profile_id", &[])
+            .await
+            .map_err(io("the profiles"))?;
+        rows.iter()
+            .map(|row| {
+                ProfileId::parse(row.get(0))
+                    .map_err(|err| StorageError::corrupt("a stored profile id", err.to_string()))
+            })
+            .collect()
+    }
+
+    async fn save_profile(&self, definition: &AgentProfileDefinition) -> StorageResult<()> {
+        let body = to_json("profile", definition)?;
+        let mut conn = self.pool.get().await?;
+        conn.client()?
+            .execute(
+                "INSERT INTO profiles (profile_id, body) VALUES ($1, $2)
+                 ON CONFLICT (profile_id) DO UPDATE SET body = EXCLUDED.body",
+                &[&definition.id.as_str(), &body],
+            )
+            .await
+            .map_err(io(format!("profile {}", definition.id)))?;
+        Ok(())
+    }
+}

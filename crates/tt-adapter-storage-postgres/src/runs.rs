@@ -1,0 +1,464 @@
+//! Runs, run documents, invocations and tasks. Records are stored as their JSON text (so a
+//! document reads back exactly as written) beside the columns the queries order and filter by.
+//! A task transition reads and rewrites its row under `FOR UPDATE`, so the first terminal
+//! write wins across hosts too.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tt_domain::ids::{InvocationId, RunId, TaskId};
+use tt_domain::invocation::AgentInvocation;
+use tt_domain::run::AgentRun;
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskTransition};
+use tt_domain::time::Timestamp;
+use tt_domain::workspace::RunManifest;
+use tt_ports::{
+    AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, SerializedDocument,
+    StorageError, StorageResult, TaskTransitionOutcome,
+};
+
+use crate::PostgresStore;
+use crate::error::{io, parse, to_json};
+
+/// A non-negative counter column as `u64`.
+pub(crate) fn as_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+impl PostgresStore {
+    /// `NotFound` unless the run exists.
+    pub(crate) async fn require_run(&self, run_id: &RunId) -> StorageResult<()> {
+        let mut conn = self.pool.get().await?;
+        let found = conn
+            .client()?
+            .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
+            .await
+            .map_err(io(format!("run {run_id}")))?;
+        match found {
+            Some(_) => Ok(()),
+            None => Err(StorageError::not_found(format!("run {run_id}"))),
+        }
+    }
+
+    async fn put_document(&self, run_id: &RunId, path: &str, body: &str) -> StorageResult<()> {
+        self.claim_run(run_id).await?;
+        let mut conn = self.pool.get().await?;
+        let written = conn
+            .client()?
+            .execute(
+                "INSERT INTO run_documents (run_id, path, body)
+                 SELECT run_id, $2, $3 FROM runs WHERE run_id = $1
+                 ON CONFLICT (run_id, path) DO UPDATE SET body = EXCLUDED.body",
+                &[&run_id.as_str(), &path, &body],
+            )
+            .await
+            .map_err(io(format!("runs/{run_id}/{path}")))?;
+        if written == 0 {
+            return Err(StorageError::not_found(format!("run {run_id}")));
+        }
+        Ok(())
+    }
+
+    async fn task_rows(
+        &self,
+        sql: &str,
+        run_id: &RunId,
+        key: &str,
+    ) -> StorageResult<Vec<AgentTaskRecord>> {
+        let mut conn = self.pool.get().await?;
+        let rows = conn
+            .client()?
+            .query(sql, &[&run_id.as_str(), &key])
+            .await
+            .map_err(io(format!("tasks of run {run_id}")))?;
+        drop(conn);
+        if rows.is_empty() {
+            self.require_run(run_id).await?;
+        }
+        let mut tasks = rows
+            .iter()
+            .map(|row| parse::<AgentTaskRecord>(format!("task of run {run_id}"), row.get(0)))
+            .collect::<StorageResult<Vec<_>>>()?;
+        tasks.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
+        Ok(tasks)
+    }
+}
+
+#[async_trait]
+impl AgentRunRepository for PostgresStore {
+    async fn create_run(&self, run: &AgentRun, manifest: &RunManifest) -> StorageResult<()> {
+        let body = to_json("run", run)?;
+        let manifest = to_json("manifest", manifest)?;
+        let mut conn = self.pool.get().await?;
+        let inserted = conn
+            .client()?
+            .execute(
+                "INSERT INTO runs (run_id, created_ms, body, manifest) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (run_id) DO NOTHING",
+                &[
+                    &run.id.as_str(),
+                    &run.created_at.unix_millis(),
+                    &body,
+                    &manifest,
+                ],
+            )
+            .await
+            .map_err(io(format!("run {}", run.id)))?;
+        if inserted == 0 {
+            return Err(StorageError::AlreadyExists {
+                what: format!("run {}", run.id),
+            });
+        }
+        drop(conn);
+        self.claim_run(&run.id).await
+    }
+
+    async fn save_run(&self, run: &AgentRun) -> StorageResult<()> {
+        self.claim_run(&run.id).await?;
+        let body = to_json("run", run)?;
+        let mut conn = self.pool.get().await?;
+        let updated = conn
+            .client()?
+            .execute(
+                "UPDATE runs SET body = $2 WHERE run_id = $1",
+                &[&run.id.as_str(), &body],
+            )
+            .await
+            .map_err(io(format!("run {}", run.id)))?;
+        if updated == 0 {
+            return Err(StorageError::not_found(format!("run {}", run.id)));
+        }
+        Ok(())
+    }
+
+    async fn load_run(&self, run_id: &RunId) -> StorageResult<AgentRun> {
+        let mut conn = self.pool.get().await?;
+        let row = conn
+            .client()?
+            .query_opt(
+                "SELECT body FROM runs WHERE run_id = $1",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(io(format!("run {run_id}")))?
+            .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+        parse(format!("run {run_id}"), row.get(0))
+    }
+
+    async fn load_manifest(&self, run_id: &RunId) -> StorageResult<RunManifest> {
+        let mut conn = self.pool.get().await?;
+        let row = conn
+            .client()?
+            .query_opt(
+                "SELECT manifest FROM runs WHERE run_id = $1",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(io(format!("manifest of run {run_id}")))?
+            .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+        parse(format!("manifest of run {run_id}"), row.get(0))
+    }
+
+    async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>> {
+        let offset = i64::try_from(page.offset).unwrap_or(i64::MAX);
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        let mut conn = self.pool.get().await?;
+        let rows = conn
+            .client()?
+            .query(
+                "SELECT body FROM runs ORDER BY created_ms DESC, run_id OFFSET $1 LIMIT $2",
+                &[&offset, &limit],
+            )
+            .await
+            .map_err(io("the run index"))?;
+        rows.iter().map(|row| parse("run", row.get(0))).collect()
+    }
+
+    async fn write_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+        value: &Value,
+    ) -> StorageResult<()> {
+        let path = document.relative_path();
+        let body = to_json(&path, value)?;
+        self.put_document(run_id, &path, &body).await
+    }
+
+    async fn write_serialized_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+        serialized: &SerializedDocument,
+    ) -> StorageResult<()> {
+        self.put_document(run_id, &document.relative_path(), serialized.as_str())
+            .await
+    }
+
+    async fn read_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+    ) -> StorageResult<Option<Value>> {
+        let path = document.relative_path();
+        let mut conn = self.pool.get().await?;
+        let row = conn
+            .client()?
+            .query_opt(
+                "SELECT body FROM run_documents WHERE run_id = $1 AND path = $2",
+                &[&run_id.as_str(), &path],
+            )
+            .await
+            .map_err(io(format!("runs/{run_id}/{path}")))?;
+        drop(conn);
+        match row {
+            Some(row) => Ok(Some(parse(format!("runs/{run_id}/{path}"), row.get(0))?)),
+            None => {
+                self.require_run(run_id).await?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl AgentInvocationRepository for PostgresStore {
+    async fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()> {
+        self.claim_run(&invocation.run_id).await?;
+        let body = to_json("invocation", invocation)?;
+        let run_id = &invocation.run_id;
+        let mut conn = self.pool.get().await?;
+        let written = conn
+            .client()?
+            .execute(
+                "INSERT INTO invocations (run_id, invocation_id, body)
+                 SELECT run_id, $2, $3 FROM runs WHERE run_id = $1
+                 ON CONFLICT (run_id, invocation_id) DO UPDATE SET body = EXCLUDED.body",
+                &[&run_id.as_str(), &invocation.id.as_str(), &body],
+            )
+            .await
+            .map_err(io(format!("invocation {}", invocation.id)))?;
+        if written == 0 {
+            return Err(StorageError::not_found(format!("run {run_id}")));
+        }
+        Ok(())
+    }
+
+    async fn load_invocation(
+        &self,
+        run_id: &RunId,
+        invocation_id: &InvocationId,
+    ) -> StorageResult<AgentInvocation> {
+        let mut conn = self.pool.get().await?;
+        let row = conn
+            .client()?
+            .query_opt(
+                "SELECT body FROM invocations WHERE run_id = $1 AND invocation_id = $2",
+                &[&run_id.as_str(), &invocation_id.as_str()],
+            )
+            .await
+            .map_err(io(format!("invocation {invocation_id}")))?;
+        drop(conn);
+        match row {
+            Some(row) => parse(format!("invocation {invocation_id}"), row.get(0)),
+            None => {
+                self.require_run(run_id).await?;
+                Err(StorageError::not_found(format!(
+                    "invocation {invocation_id}"
+                )))
+            }
+        }
+    }
+
+    async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>> {
+        let mut conn = self.pool.get().await?;
+        let rows = conn
+            .client()?
+            .query(
+                "SELECT body FROM invocations WHERE run_id = $1",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(io(format!("invocations of run {run_id}")))?;
+        drop(conn);
+        if rows.is_empty() {
+            self.require_run(run_id).await?;
+        }
+        let mut invocations = rows
+            .iter()
+            .map(|row| parse::<AgentInvocation>(format!("invocation of run {run_id}"), row.get(0)))
+            .collect::<StorageResult<Vec<_>>>()?;
+        invocations.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
+        Ok(invocations)
+    }
+
+    async fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()> {
+        self.claim_run(&task.run_id).await?;
+        let body = to_json("task", task)?;
+        let run_id = &task.run_id;
+        let delegation = task.continuation == TaskContinuation::ReturnToParent;
+        let mut conn = self.pool.get().await?;
+        let inserted = conn
+            .client()?
+            .query_opt(
+                "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1),
+                      ins AS (
+                          INSERT INTO tasks (run_id, task_id, parent_id, child_id, workspace_key,
+                                             delegation, body)
+                          SELECT run_id, $2, $3, $4, $5, $6, $7 FROM run
+                          ON CONFLICT (run_id, task_id) DO NOTHING
+                          RETURNING 1 AS inserted)
+                 SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM ins)",
+                &[
+                    &run_id.as_str(),
+                    &task.id.as_str(),
+                    &task.parent_invocation_id.as_str(),
+                    &task.child_invocation_id.as_str(),
+                    &task.workspace_key,
+                    &delegation,
+                    &body,
+                ],
+            )
+            .await
+            .map_err(io(format!("task {}", task.id)))?;
+        let (runs, inserted): (i64, i64) = match inserted {
+            Some(row) => (row.get(0), row.get(1)),
+            None => (0, 0),
+        };
+        if runs == 0 {
+            return Err(StorageError::not_found(format!("run {run_id}")));
+        }
+        if inserted == 0 {
+            return Err(StorageError::AlreadyExists {
+                what: format!("task {}", task.id),
+            });
+        }
+        Ok(())
+    }
+
+    async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord> {
+        let mut conn = self.pool.get().await?;
+        let row = conn
+            .client()?
+            .query_opt(
+                "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
+                &[&run_id.as_str(), &task_id.as_str()],
+            )
+            .await
+            .map_err(io(format!("task {task_id}")))?;
+        drop(conn);
+        match row {
+            Some(row) => parse(format!("task {task_id}"), row.get(0)),
+            None => {
+                self.require_run(run_id).await?;
+                Err(StorageError::not_found(format!("task {task_id}")))
+            }
+        }
+    }
+
+    async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>> {
+        self.task_rows(
+            "SELECT body FROM tasks WHERE run_id = $1 AND $2 = ''",
+            run_id,
+            "",
+        )
+        .await
+    }
+
+    async fn list_tasks_by_parent(
+        &self,
+        run_id: &RunId,
+        parent: &InvocationId,
+    ) -> StorageResult<Vec<AgentTaskRecord>> {
+        self.task_rows(
+            "SELECT body FROM tasks WHERE run_id = $1 AND parent_id = $2",
+            run_id,
+            parent.as_str(),
+        )
+        .await
+    }
+
+    async fn list_tasks_by_child(
+        &self,
+        run_id: &RunId,
+        child: &InvocationId,
+    ) -> StorageResult<Vec<AgentTaskRecord>> {
+        self.task_rows(
+            "SELECT body FROM tasks WHERE run_id = $1 AND child_id = $2",
+            run_id,
+            child.as_str(),
+        )
+        .await
+    }
+
+    async fn count_delegations_by_parent(
+        &self,
+        run_id: &RunId,
+        parent: &InvocationId,
+    ) -> StorageResult<u64> {
+        let mut conn = self.pool.get().await?;
+        let row = conn
+            .client()?
+            .query_one(
+                "SELECT count(*) FROM tasks WHERE run_id = $1 AND parent_id = $2 AND delegation",
+                &[&run_id.as_str(), &parent.as_str()],
+            )
+            .await
+            .map_err(io(format!("tasks of run {run_id}")))?;
+        Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+    }
+
+    async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
+        let prefix = format!("{base}-");
+        let mut conn = self.pool.get().await?;
+        let rows = conn
+            .client()?
+            .query(
+                "SELECT workspace_key FROM tasks
+                 WHERE run_id = $1 AND (workspace_key = $2 OR left(workspace_key, length($3)) = $3)",
+                &[&run_id.as_str(), &base, &prefix],
+            )
+            .await
+            .map_err(io(format!("tasks of run {run_id}")))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    async fn transition_task(
+        &self,
+        run_id: &RunId,
+        task_id: &TaskId,
+        transition: &TaskTransition,
+        now: Timestamp,
+    ) -> StorageResult<TaskTransitionOutcome> {
+        self.claim_run(run_id).await?;
+        let what = format!("task {task_id}");
+        let mut conn = self.pool.get().await?;
+        let client = conn.client()?;
+        let tx = client.transaction().await.map_err(io(&what))?;
+        let row = tx
+            .query_opt(
+                "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2 FOR UPDATE",
+                &[&run_id.as_str(), &task_id.as_str()],
+            )
+            .await
+            .map_err(io(&what))?;
+        let Some(row) = row else {
+            drop(tx);
+            drop(conn);
+            self.require_run(run_id).await?;
+            return Err(StorageError::not_found(what));
+        };
+        let mut task: AgentTaskRecord = parse(&what, row.get(0))?;
+        let changed = task.apply_transition(transition, now)?;
+        if changed {
+            let body = to_json(&what, &task)?;
+            tx.execute(
+                "UPDATE tasks SET body = $3 WHERE run_id = $1 AND task_id = $2",
+                &[&run_id.as_str(), &task_id.as_str(), &body],
+            )
+            .await
+            .map_err(io(&what))?;
+        }
+        tx.commit().await.map_err(io(&what))?;
+        Ok(TaskTransitionOutcome { task, changed })
+    }
+}

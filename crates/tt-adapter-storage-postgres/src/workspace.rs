@@ -1,0 +1,639 @@
+//! Workspace files by logical path: one row per file (`tt_files`), directories implied by the
+//! paths below them and the five roots always present. A write or append locks its path with a
+//! transaction-scoped advisory lock, so guards are checked and applied atomically across hosts.
+//! Checkpoints copy the named files' fingerprints and text; persistent states are rows keyed by
+//! conversation workspace, immutable once promoted.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio_postgres::GenericClient;
+use tt_domain::DomainError;
+use tt_domain::ids::{CheckpointId, RunId};
+use tt_domain::text::sha256_hex;
+use tt_domain::time::Timestamp;
+use tt_domain::workspace::{
+    CheckpointReason, CheckpointRecord, EntryKind, FileFingerprint, PersistSnapshot,
+    PersistentChange, PersistentChangeKind, PersistentChangeSet, WorkspacePath, WorkspaceRoot,
+    WriteGuard,
+};
+use tt_ports::{
+    AgentRunRepository, FileContent, RunDocument, StorageError, StorageResult, WorkspaceEntry,
+    WorkspaceRepository, WriteOutcome,
+};
+
+use crate::PostgresStore;
+use crate::error::{io as db, parse, to_json};
+
+/// What a promoted state records beside its files.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StateManifest {
+    state_id: String,
+    run_id: RunId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base_state_id: Option<String>,
+    created_at: Timestamp,
+    files: Vec<FileFingerprint>,
+    changes: Vec<PersistentChange>,
+}
+
+fn persist_error(code: &'static str, message: String) -> StorageError {
+    StorageError::Domain(DomainError::new(code, message))
+}
+
+fn ws_what(run_id: &RunId) -> String {
+    format!("workspace of run {run_id}")
+}
+
+fn fingerprint(path: &WorkspacePath, text: &str) -> FileFingerprint {
+    FileFingerprint {
+        path: path.clone(),
+        sha256: sha256_hex(text.as_bytes()),
+        bytes: text.len() as u64,
+    }
+}
+
+fn parse_path(raw: &str) -> StorageResult<WorkspacePath> {
+    WorkspacePath::parse(raw)
+        .map_err(|err| StorageError::corrupt(format!("stored path {raw}"), err))
+}
+
+/// The strict ancestors of `path` below its root (`a/b/c` -> `a/b`; the root `a` never holds
+/// a file).
+fn ancestors(path: &WorkspacePath) -> Vec<String> {
+    let segments: Vec<&str> = path.segments().collect();
+    (2..segments.len())
+        .map(|n| segments[..n].join("/"))
+        .collect()
+}
+
+/// The 64-bit key of a path's advisory lock.
+fn path_lock_sql() -> &'static str {
+    "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))"
+}
+
+async fn run_exists<C: GenericClient>(client: &C, run_id: &RunId) -> StorageResult<()> {
+    let found = client
+        .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
+        .await
+        .map_err(db(ws_what(run_id)))?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(StorageError::not_found(format!("run {run_id}"))),
+    }
+}
+
+/// Whether any file lies below `path` (making it a directory).
+async fn has_children<C: GenericClient>(
+    client: &C,
+    run_id: &RunId,
+    path: &str,
+) -> StorageResult<bool> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM tt_files WHERE run_id = $1
+                            AND starts_with(path, $2 || '/'))",
+            &[&run_id.as_str(), &path],
+        )
+        .await
+        .map_err(db(ws_what(run_id)))?;
+    Ok(row.get(0))
+}
+
+/// The current text of a file, `None` when no file is at `path`.
+async fn current_text<C: GenericClient>(
+    client: &C,
+    run_id: &RunId,
+    path: &WorkspacePath,
+) -> StorageResult<Option<(String, String)>> {
+    let row = client
+        .query_opt(
+            "SELECT content, sha256 FROM tt_files WHERE run_id = $1 AND path = $2",
+            &[&run_id.as_str(), &path.as_str()],
+        )
+        .await
+        .map_err(db(ws_what(run_id)))?;
+    Ok(row.map(|row| (row.get(0), row.get(1))))
+}
+
+/// Checks that a file may live at `path`: a known root, not a directory, no file above it.
+async fn check_file_slot<C: GenericClient>(
+    client: &C,
+    run_id: &RunId,
+    path: &WorkspacePath,
+) -> StorageResult<()> {
+    if path.root().is_none() {
+        return Err(StorageError::not_found(path.to_string()));
+    }
+    if path.is_root_itself() || has_children(client, run_id, path.as_str()).await? {
+        return Err(StorageError::IsDirectory {
+            path: path.to_string(),
+        });
+    }
+    let above = ancestors(path);
+    if !above.is_empty() {
+        let row = client
+            .query_opt(
+                "SELECT path FROM tt_files WHERE run_id = $1 AND path = ANY($2) LIMIT 1",
+                &[&run_id.as_str(), &above],
+            )
+            .await
+            .map_err(db(ws_what(run_id)))?;
+        if let Some(row) = row {
+            return Err(StorageError::NotADirectory {
+                path: row.get::<_, String>(0),
+            });
+        }
+    }
+    Ok(())
+}
+
+async fn upsert_file<C: GenericClient>(
+    client: &C,
+    run_id: &RunId,
+    path: &WorkspacePath,
+    text: &str,
+    sha256: &str,
+) -> StorageResult<()> {
+    client
+        .execute(
+            "INSERT INTO tt_files (run_id, path, content, sha256) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (run_id, path) DO UPDATE
+             SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256",
+            &[&run_id.as_str(), &path.as_str(), &text, &sha256],
+        )
+        .await
+        .map_err(db(ws_what(run_id)))?;
+    Ok(())
+}
+
+/// The run's files under `persist/`, sorted by path, with their text.
+async fn persist_files<C: GenericClient>(
+    client: &C,
+    run_id: &RunId,
+) -> StorageResult<Vec<(WorkspacePath, String)>> {
+    let rows = client
+        .query(
+            "SELECT path, content FROM tt_files WHERE run_id = $1
+             AND starts_with(path, 'persist/') ORDER BY path",
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(db(ws_what(run_id)))?;
+    rows.iter()
+        .map(|row| Ok((parse_path(row.get(0))?, row.get::<_, String>(1))))
+        .collect()
+}
+
+async fn run_workspace_id<C: GenericClient>(client: &C, run_id: &RunId) -> StorageResult<String> {
+    let row = client
+        .query_opt(
+            "SELECT workspace_id FROM runs WHERE run_id = $1",
+            &[&run_id.as_str()],
+        )
+        .await
+        .map_err(db(ws_what(run_id)))?
+        .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+    Ok(row.get(0))
+}
+
+impl PostgresStore {
+    /// Writes or appends under the path's lock; `append` joins the new text to the old.
+    async fn put_file(
+        &self,
+        run_id: &RunId,
+        path: &WorkspacePath,
+        content: &str,
+        guard: &WriteGuard,
+        append: bool,
+    ) -> StorageResult<WriteOutcome> {
+        self.claim_run(run_id).await?;
+        let mut conn = self.pool.get().await?;
+        let tx = conn.transaction().await.map_err(db(ws_what(run_id)))?;
+        run_exists(&tx, run_id).await?;
+        tx.execute(path_lock_sql(), &[&run_id.as_str(), &path.as_str()])
+            .await
+            .map_err(db(ws_what(run_id)))?;
+        check_file_slot(&tx, run_id, path).await?;
+        let current = current_text(&tx, run_id, path).await?;
+        match (guard, &current) {
+            (WriteGuard::MustNotExist, Some((_, sha))) => {
+                return Err(StorageError::GuardFileExists {
+                    path: path.to_string(),
+                    current_sha256: sha.clone(),
+                });
+            }
+            (WriteGuard::MustMatchSha256(_), None) => {
+                return Err(StorageError::GuardFileMissing {
+                    path: path.to_string(),
+                });
+            }
+            (WriteGuard::MustMatchSha256(expected), Some((_, sha))) if expected != sha => {
+                return Err(StorageError::GuardShaMismatch {
+                    path: path.to_string(),
+                    expected: expected.clone(),
+                    actual: sha.clone(),
+                });
+            }
+            _ => {}
+        }
+        let text = match (&current, append) {
+            (Some((old, _)), true) => format!("{old}{content}"),
+            _ => content.to_owned(),
+        };
+        let sha256 = sha256_hex(text.as_bytes());
+        upsert_file(&tx, run_id, path, &text, &sha256).await?;
+        tx.commit().await.map_err(db(ws_what(run_id)))?;
+        Ok(WriteOutcome {
+            previous_sha256: current.map(|(_, sha)| sha),
+            sha256,
+            bytes: text.len() as u64,
+        })
+    }
+
+    /// All file paths of the run below `prefix` (`""` = every file), sorted.
+    async fn files_below(&self, run_id: &RunId, prefix: &str) -> StorageResult<Vec<String>> {
+        let conn = self.pool.get().await?;
+        let rows = conn
+            .query(
+                "SELECT path FROM tt_files WHERE run_id = $1 AND starts_with(path, $2)
+                 ORDER BY path",
+                &[&run_id.as_str(), &prefix],
+            )
+            .await
+            .map_err(db(ws_what(run_id)))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+}
+
+/// Adds the entries of `file` (a path below `base`, `base` ending in `/` or empty) down to
+/// `depth` levels.
+fn add_entries(entries: &mut BTreeMap<String, EntryKind>, base: &str, file: &str, depth: u32) {
+    let Some(below) = file.strip_prefix(base) else {
+        return;
+    };
+    let segments: Vec<&str> = below.split('/').collect();
+    let levels = segments.len().min(depth as usize);
+    for n in 1..=levels {
+        let kind = if n == segments.len() {
+            EntryKind::File
+        } else {
+            EntryKind::Directory
+        };
+        entries
+            .entry(format!("{base}{}", segments[..n].join("/")))
+            .or_insert(kind);
+    }
+}
+
+#[async_trait]
+impl WorkspaceRepository for PostgresStore {
+    async fn list(
+        &self,
+        run_id: &RunId,
+        path: Option<&WorkspacePath>,
+        depth: u32,
+    ) -> StorageResult<Vec<WorkspaceEntry>> {
+        {
+            let conn = self.pool.get().await?;
+            run_exists(&*conn, run_id).await?;
+        }
+        let mut entries = BTreeMap::new();
+        match path {
+            None => {
+                for root in WorkspaceRoot::ALL {
+                    entries.insert(root.name().to_owned(), EntryKind::Directory);
+                }
+                if depth > 1 {
+                    for file in self.files_below(run_id, "").await? {
+                        add_entries(&mut entries, "", &file, depth);
+                    }
+                }
+            }
+            Some(dir) => {
+                if dir.root().is_none() {
+                    return Err(StorageError::not_found(dir.to_string()));
+                }
+                let base = format!("{dir}/");
+                let files = self.files_below(run_id, dir.as_str()).await?;
+                if files.iter().any(|file| file == dir.as_str()) {
+                    return Err(StorageError::NotADirectory {
+                        path: dir.to_string(),
+                    });
+                }
+                let below: Vec<&String> = files.iter().filter(|f| f.starts_with(&base)).collect();
+                if below.is_empty() && !dir.is_root_itself() {
+                    return Err(StorageError::not_found(dir.to_string()));
+                }
+                for file in below {
+                    add_entries(&mut entries, &base, file, depth);
+                }
+            }
+        }
+        entries
+            .into_iter()
+            .map(|(path, kind)| {
+                Ok(WorkspaceEntry {
+                    path: parse_path(&path)?,
+                    kind,
+                })
+            })
+            .collect()
+    }
+
+    async fn read(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<FileContent> {
+        let conn = self.pool.get().await?;
+        run_exists(&*conn, run_id).await?;
+        if let Some((text, sha256)) = current_text(&*conn, run_id, path).await? {
+            return Ok(FileContent { text, sha256 });
+        }
+        if path.root().is_some()
+            && (path.is_root_itself() || has_children(&*conn, run_id, path.as_str()).await?)
+        {
+            return Err(StorageError::IsDirectory {
+                path: path.to_string(),
+            });
+        }
+        Err(StorageError::not_found(path.to_string()))
+    }
+
+    async fn sha256(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<Option<String>> {
+        match self.read(run_id, path).await {
+            Ok(content) => Ok(Some(content.sha256)),
+            Err(StorageError::NotFound { .. }) => {
+                let conn = self.pool.get().await?;
+                run_exists(&*conn, run_id).await?;
+                Ok(None)
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    async fn write(
+        &self,
+        run_id: &RunId,
+        path: &WorkspacePath,
+        content: &str,
+        guard: &WriteGuard,
+    ) -> StorageResult<WriteOutcome> {
+        self.put_file(run_id, path, content, guard, false).await
+    }
+
+    async fn append(
+        &self,
+        run_id: &RunId,
+        path: &WorkspacePath,
+        content: &str,
+    ) -> StorageResult<WriteOutcome> {
+        self.put_file(run_id, path, content, &WriteGuard::None, true)
+            .await
+    }
+
+    async fn create_checkpoint(
+        &self,
+        run_id: &RunId,
+        reason: CheckpointReason,
+        event_seq: u64,
+        paths: &[WorkspacePath],
+        created_at: Timestamp,
+    ) -> StorageResult<CheckpointRecord> {
+        self.claim_run(run_id).await?;
+        let mut conn = self.pool.get().await?;
+        let what = format!("checkpoint of run {run_id}");
+        let tx = conn.transaction().await.map_err(db(what.clone()))?;
+        let row = tx
+            .query_opt(
+                "UPDATE runs SET checkpoint_seq = checkpoint_seq + 1 WHERE run_id = $1
+                 RETURNING checkpoint_seq",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(db(what.clone()))?
+            .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+        let seq = crate::runs::as_u64(row.get(0));
+        let mut files = Vec::new();
+        let mut texts = Vec::new();
+        for path in paths {
+            if let Some((text, _)) = current_text(&tx, run_id, path).await? {
+                files.push(fingerprint(path, &text));
+                texts.push(text);
+            }
+        }
+        let record = CheckpointRecord {
+            id: CheckpointId::from_seq(seq),
+            seq,
+            run_id: run_id.clone(),
+            created_at,
+            reason,
+            event_seq,
+            files,
+        };
+        tx.execute(
+            "INSERT INTO tt_checkpoints (run_id, seq, record, files) VALUES ($1, $2, $3, $4)",
+            &[
+                &run_id.as_str(),
+                &row.get::<_, i64>(0),
+                &to_json("checkpoint", &record)?,
+                &to_json("checkpoint files", &texts)?,
+            ],
+        )
+        .await
+        .map_err(db(what.clone()))?;
+        tx.commit().await.map_err(db(what))?;
+        Ok(record)
+    }
+
+    async fn init_persist_projection(
+        &self,
+        run_id: &RunId,
+        base_state_id: Option<&str>,
+    ) -> StorageResult<PersistSnapshot> {
+        self.claim_run(run_id).await?;
+        let snapshot = {
+            let mut conn = self.pool.get().await?;
+            let tx = conn.transaction().await.map_err(db(ws_what(run_id)))?;
+            let workspace_id = run_workspace_id(&tx, run_id).await?;
+            if let Some(state_id) = base_state_id {
+                let found = tx
+                    .query_opt(
+                        "SELECT 1 FROM tt_persistent_states WHERE workspace_id = $1 AND state_id = $2",
+                        &[&workspace_id, &state_id],
+                    )
+                    .await
+                    .map_err(db(format!("persistent state {state_id}")))?;
+                if found.is_none() {
+                    return Err(persist_error(
+                        "agent.persistent_state_root_missing",
+                        format!("persistent state {state_id} does not exist in this conversation"),
+                    ));
+                }
+                tx.execute(
+                    "INSERT INTO tt_files (run_id, path, content, sha256)
+                     SELECT $1, path, content, encode(sha256(convert_to(content, 'UTF8')), 'hex')
+                     FROM tt_state_files WHERE workspace_id = $2 AND state_id = $3
+                     ON CONFLICT (run_id, path) DO UPDATE
+                     SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256",
+                    &[&run_id.as_str(), &workspace_id, &state_id],
+                )
+                .await
+                .map_err(db(format!("persistent state {state_id}")))?;
+            }
+            let files = persist_files(&tx, run_id)
+                .await?
+                .iter()
+                .map(|(path, text)| fingerprint(path, text))
+                .collect();
+            tx.commit().await.map_err(db(ws_what(run_id)))?;
+            PersistSnapshot {
+                base_state_id: base_state_id.map(str::to_owned),
+                files,
+            }
+        };
+        self.write_document(
+            run_id,
+            &RunDocument::PersistSnapshot,
+            &serde_json::to_value(&snapshot)
+                .map_err(|err| StorageError::Other(format!("persist snapshot: {err}")))?,
+        )
+        .await?;
+        Ok(snapshot)
+    }
+
+    async fn promote_persist(
+        &self,
+        run_id: &RunId,
+        snapshot: &PersistSnapshot,
+        created_at: Timestamp,
+    ) -> StorageResult<PersistentChangeSet> {
+        self.claim_run(run_id).await?;
+        let mut conn = self.pool.get().await?;
+        let tx = conn.transaction().await.map_err(db(ws_what(run_id)))?;
+        let workspace_id = run_workspace_id(&tx, run_id).await?;
+        let current = persist_files(&tx, run_id).await?;
+        let current_paths: BTreeSet<&WorkspacePath> = current.iter().map(|(p, _)| p).collect();
+        if let Some(deleted) = snapshot
+            .files
+            .iter()
+            .find(|file| !current_paths.contains(&file.path))
+        {
+            return Err(persist_error(
+                "agent.persistent_delete_unsupported",
+                format!(
+                    "`{}` was deleted from persist/, but persistent files cannot be deleted",
+                    deleted.path
+                ),
+            ));
+        }
+        let before: BTreeMap<&WorkspacePath, &str> = snapshot
+            .files
+            .iter()
+            .map(|file| (&file.path, file.sha256.as_str()))
+            .collect();
+        let mut files = Vec::with_capacity(current.len());
+        let mut changes = Vec::new();
+        for (path, text) in &current {
+            let print = fingerprint(path, text);
+            let kind = match before.get(path) {
+                None => Some(PersistentChangeKind::Added),
+                Some(sha) if *sha != print.sha256 => Some(PersistentChangeKind::Modified),
+                Some(_) => None,
+            };
+            if let Some(kind) = kind {
+                changes.push(PersistentChange {
+                    path: path.clone(),
+                    kind,
+                    sha256: print.sha256.clone(),
+                    bytes: print.bytes,
+                });
+            }
+            files.push(print);
+        }
+        let manifest = StateManifest {
+            state_id: run_id.as_str().to_owned(),
+            run_id: run_id.clone(),
+            base_state_id: snapshot.base_state_id.clone(),
+            created_at,
+            files,
+            changes,
+        };
+        let inserted = tx
+            .execute(
+                "INSERT INTO tt_persistent_states (workspace_id, state_id, manifest)
+                 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                &[
+                    &workspace_id,
+                    &run_id.as_str(),
+                    &to_json("state manifest", &manifest)?,
+                ],
+            )
+            .await
+            .map_err(db(format!("persistent state {run_id}")))?;
+        if inserted == 0 {
+            return Err(persist_error(
+                "agent.persistent_state_exists",
+                format!("persistent state {run_id} already exists"),
+            ));
+        }
+        tx.execute(
+            "INSERT INTO tt_state_files (workspace_id, state_id, path, content)
+             SELECT $1, $2, path, content FROM tt_files
+             WHERE run_id = $2 AND starts_with(path, 'persist/')",
+            &[&workspace_id, &run_id.as_str()],
+        )
+        .await
+        .map_err(db(format!("persistent state {run_id}")))?;
+        tx.commit().await.map_err(db(ws_what(run_id)))?;
+        Ok(PersistentChangeSet {
+            state_id: manifest.state_id,
+            base_state_id: manifest.base_state_id,
+            changes: manifest.changes,
+        })
+    }
+
+    async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>> {
+        let conn = self.pool.get().await?;
+        let workspace_id = run_workspace_id(&*conn, run_id).await?;
+        let row = conn
+            .query_opt(
+                "SELECT manifest FROM tt_persistent_states WHERE workspace_id = $1 AND state_id = $2",
+                &[&workspace_id, &run_id.as_str()],
+            )
+            .await
+            .map_err(db(format!("persistent state {run_id}")))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let manifest: StateManifest = parse("state manifest", row.get(0))?;
+        Ok(Some(PersistentChangeSet {
+            state_id: manifest.state_id,
+            base_state_id: manifest.base_state_id,
+            changes: manifest.changes,
+        }))
+    }
+
+    async fn walk_files(
+        &self,
+        run_id: &RunId,
+        roots: &[WorkspaceRoot],
+        max_depth: u32,
+        max_files: usize,
+    ) -> StorageResult<Vec<WorkspacePath>> {
+        let mut found = BTreeSet::new();
+        for root in roots {
+            let base = format!("{}/", root.name());
+            for file in self.files_below(run_id, &base).await? {
+                let depth = file[base.len()..].split('/').count();
+                if depth <= max_depth as usize {
+                    found.insert(file);
+                }
+            }
+        }
+        found
+            .into_iter()
+            .take(max_files)
+            .map(|path| parse_path(&path))
+            .collect()
+    }
+}

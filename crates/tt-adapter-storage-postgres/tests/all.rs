@@ -1,0 +1,50 @@
+//! Integration tests of the PostgreSQL store against a throwaway cluster the tests start
+//! themselves: the shared storage contract suites (the same the file-system adapter passes) and
+//! the store's own schema checks.
+// Test helpers outside `#[test]` functions fail loudly by design.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod pg;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use tt_adapter_storage_postgres::PostgresStore;
+use tt_adapter_storage_postgres::cluster::TestCluster;
+use tt_ports::ProfileRepository;
+use tt_testkit::contract::StorageUnderTest;
+
+/// One cluster per test process; every case gets its own database on it.
+pub fn cluster() -> &'static TestCluster {
+    static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| TestCluster::start(false).expect("start a throwaway PostgreSQL"))
+}
+
+/// A fresh, migrated database on the shared cluster.
+pub async fn fresh_store() -> Arc<PostgresStore> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("tt_case_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let url = cluster().create_database(&name).await.unwrap();
+    Arc::new(PostgresStore::open(&url).await.unwrap())
+}
+
+/// The store seen through every storage port the contract suites test.
+async fn postgres() -> StorageUnderTest {
+    let store = fresh_store().await;
+    let seeder = Arc::clone(&store);
+    StorageUnderTest::from_store(
+        store,
+        move |definition| {
+            let seeder = Arc::clone(&seeder);
+            let definition = definition.clone();
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current()
+                    .block_on(seeder.save_profile(&definition))
+                    .unwrap();
+            });
+        },
+        None,
+    )
+}
+
+tt_testkit::storage_contract_tests!(postgres().await);

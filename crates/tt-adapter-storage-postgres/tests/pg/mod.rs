@@ -1,0 +1,5 @@
+//! The PostgreSQL store's own tests, beside the shared contract suites.
+
+mod follow;
+mod ownership;
+mod store;

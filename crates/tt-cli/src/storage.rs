@@ -1,0 +1,45 @@
+//! Where the CLI's runtimes keep runs: the data dir and the store chosen by `--store` or
+//! `TT_STORE_URL`, shared by every command.
+
+use std::path::PathBuf;
+use tt_runtime::{AgentRuntimeBuilder, StoreChoice};
+
+/// Where the CLI's runtimes keep runs: the data dir, and the store chosen by `--store` or
+/// `TT_STORE_URL` (the embedded store under the data dir when neither is given).
+pub(crate) struct Storage {
+    pub(crate) data_dir: PathBuf,
+    store: StoreChoice,
+    pub(crate) url: Option<String>,
+}
+
+impl Storage {
+    pub(crate) async fn open(data_dir: PathBuf, url: Option<String>) -> anyhow::Result<Self> {
+        let url = url
+            .or_else(|| std::env::var(tt_runtime::STORE_URL_ENV).ok())
+            .filter(|url| !url.trim().is_empty());
+        let store = match &url {
+            Some(url) => tt_runtime::open_store_url(url).await?,
+            None => StoreChoice::Embedded,
+        };
+        Ok(Self {
+            data_dir,
+            store,
+            url: url.map(|url| tt_runtime::store::redact(&url)),
+        })
+    }
+
+    /// A builder on this data dir and store.
+    pub(crate) fn builder(&self) -> AgentRuntimeBuilder {
+        AgentRuntimeBuilder::new()
+            .data_dir(&self.data_dir)
+            .store(self.store.clone())
+    }
+
+    /// `data dir: …` and, with another store, `store: …`.
+    pub(crate) fn describe(&self) -> String {
+        match &self.url {
+            Some(url) => format!("data dir: {}\nstore: {url}", self.data_dir.display()),
+            None => format!("data dir: {}", self.data_dir.display()),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! `--store` / `TT_STORE_URL`: the same commands on a PostgreSQL store (a throwaway cluster the
+//! test starts), with nothing of the run under the data dir; other URLs are refused with a code.
+
+use std::process::Command;
+
+use tt_adapter_storage_postgres::cluster::TestCluster;
+
+const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
+
+#[test]
+fn a_store_url_of_another_kind_is_refused_with_a_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--store", "mysql://tt:secret@127.0.0.1/tt", "runs"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(text.contains("agent.store_url_unsupported"), "{text}");
+    assert!(!text.contains("secret"), "the password leaked: {text}");
+}
+
+#[test]
+fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
+    let cluster = TestCluster::start(false).unwrap();
+    let url = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(cluster.create_database("tt_cli_store"))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = |args: &[&str]| {
+        Command::new(AGENT)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env("TT_STORE_URL", &url)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let demo = agent(&["demo", "--pace-ms", "0"]);
+    assert!(
+        demo.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&demo.stdout),
+        String::from_utf8_lossy(&demo.stderr)
+    );
+    assert!(
+        !dir.path().join("chats").exists(),
+        "the run landed under the data dir"
+    );
+
+    let runs = agent(&["runs"]);
+    assert!(runs.status.success());
+    let listing = String::from_utf8_lossy(&runs.stdout).into_owned();
+    let line = listing.lines().next().unwrap_or_default().to_owned();
+    assert!(line.contains("completed"), "{listing}");
+    let run_id = line.split_whitespace().next().unwrap().to_owned();
+
+    // `--store` on the command line names the same store as the environment did.
+    let events = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--store", &url, "events", &run_id, "--limit", "500"])
+        .output()
+        .unwrap();
+    assert!(events.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines[0]["seq"], 1);
+    assert!(
+        lines.iter().any(|event| event["type"] == "run_completed"),
+        "no run_completed among {} events",
+        lines.len()
+    );
+}

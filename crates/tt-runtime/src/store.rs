@@ -1,0 +1,132 @@
+//! Which store a runtime keeps its runs in: the embedded file store under the data dir (the
+//! default, no server needed) or another adapter seen through the five storage ports, such as
+//! PostgreSQL opened from a `postgres://` URL ([`open_store_url`]). Skills, transcripts and
+//! preset templates stay under the data dir in either case.
+
+use std::sync::Arc;
+
+use tt_ports::{
+    AgentInvocationRepository, AgentRunRepository, ProfileRepository, RunJournal,
+    WorkspaceRepository,
+};
+
+use crate::dto::{HostError, HostResult};
+
+/// The environment variable the CLI reads a store URL from when `--store` is not given.
+pub const STORE_URL_ENV: &str = "TT_STORE_URL";
+
+/// One storage adapter seen through each storage port.
+#[derive(Clone)]
+pub struct StoragePorts {
+    pub runs: Arc<dyn AgentRunRepository>,
+    pub invocations: Arc<dyn AgentInvocationRepository>,
+    pub journal: Arc<dyn RunJournal>,
+    pub workspace: Arc<dyn WorkspaceRepository>,
+    pub profiles: Arc<dyn ProfileRepository>,
+    /// Where the runs are, for messages (a URL without its password).
+    pub description: String,
+}
+
+impl StoragePorts {
+    /// Wraps one store that implements the five storage ports.
+    pub fn from_store<S>(store: Arc<S>, description: impl Into<String>) -> Self
+    where
+        S: AgentRunRepository
+            + AgentInvocationRepository
+            + RunJournal
+            + WorkspaceRepository
+            + ProfileRepository
+            + 'static,
+    {
+        Self {
+            runs: store.clone(),
+            invocations: store.clone(),
+            journal: store.clone(),
+            workspace: store.clone(),
+            profiles: store,
+            description: description.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StoragePorts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoragePorts")
+            .field("description", &self.description)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a runtime stores its runs.
+#[derive(Debug, Clone, Default)]
+pub enum StoreChoice {
+    /// The embedded file store under the data dir.
+    #[default]
+    Embedded,
+    /// Another store (see [`open_store_url`]).
+    Ports(StoragePorts),
+}
+
+/// Opens the store a URL names: `postgres://…` or `postgresql://…` is the PostgreSQL store
+/// (its schema migrated on the way). Errors: `agent.store_url_unsupported` for any other
+/// scheme, and the store's own code (e.g. `agent.storage_io`) when it cannot be reached.
+pub async fn open_store_url(url: &str) -> HostResult<StoreChoice> {
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(HostError::new(
+            "agent.store_url_unsupported",
+            format!(
+                "store URL `{}` is not supported: give postgres://user@host:port/db, or leave \
+                 out --store for the embedded store under the data dir",
+                redact(url)
+            ),
+        ));
+    }
+    let store = tt_adapter_storage_postgres::PostgresStore::open(url)
+        .await
+        .map_err(|err| {
+            HostError::new(
+                err.code(),
+                format!("cannot open the store {}: {err}", redact(url)),
+            )
+        })?;
+    Ok(StoreChoice::Ports(StoragePorts::from_store(
+        Arc::new(store),
+        redact(url),
+    )))
+}
+
+/// `url` with any password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, tail) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact("postgres://tt:secret@127.0.0.1:5432/tt"),
+            "postgres://tt:***@127.0.0.1:5432/tt"
+        );
+        assert_eq!(
+            redact("postgres://tt@127.0.0.1/tt"),
+            "postgres://tt@127.0.0.1/tt"
+        );
+        assert_eq!(redact("postgres://h/db"), "postgres://h/db");
+    }
+}
