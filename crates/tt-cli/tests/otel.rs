@@ -40,7 +40,9 @@ fn receiver() -> (String, mpsc::Receiver<(String, serde_json::Value)>) {
         let path = head.split_whitespace().nth(1).unwrap().to_owned();
         let body = serde_json::from_slice(&data[head_end..head_end + length]).unwrap();
         stream
-            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}")
+            .write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}",
+            )
             .unwrap();
         sender.send((path, body)).unwrap();
     });
@@ -79,7 +81,10 @@ fn a_finished_run_sends_its_spans_to_the_collector_and_exports_the_same() {
         .collect();
     // The writers' room: writer, two reviewers, the fact checker below the critic, the editor.
     assert_eq!(agents.len(), 5, "{agents:?}");
-    let roots: Vec<_> = agents.iter().filter(|span| span.get("parentSpanId").is_none()).collect();
+    let roots: Vec<_> = agents
+        .iter()
+        .filter(|span| span.get("parentSpanId").is_none())
+        .collect();
     assert_eq!(roots.len(), 1);
     let id_of = |name: &str| {
         agents
@@ -107,7 +112,11 @@ fn a_finished_run_sends_its_spans_to_the_collector_and_exports_the_same() {
     let runs: Vec<_> = std::fs::read_dir(dir.path().join("chats"))
         .unwrap()
         .flatten()
-        .flat_map(|chat| std::fs::read_dir(chat.path().join("runs")).unwrap().flatten())
+        .flat_map(|chat| {
+            std::fs::read_dir(chat.path().join("runs"))
+                .unwrap()
+                .flatten()
+        })
         .map(|run| run.file_name().to_string_lossy().into_owned())
         .collect();
     let exported = Command::new(AGENT)
