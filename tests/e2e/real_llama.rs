@@ -19,6 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tt_adapter_provider_openai::{OpenAiConfig, OpenAiProvider};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_domain::tool::ToolName;
 use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
 use tt_runtime::{
     AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, ConnectionModelInfo,
@@ -165,6 +166,8 @@ struct Steered {
     real: Arc<dyn ModelProvider>,
     script: Arc<dyn ModelProvider>,
     first_only: bool,
+    /// Asks the server for one token only: the prompt is what is measured and checked.
+    one_token: bool,
     sent: std::sync::atomic::AtomicUsize,
     /// Per agent (session): profile, estimated tokens, the server's prompt tokens.
     first: std::sync::Mutex<std::collections::BTreeMap<String, (String, u64, u64)>>,
@@ -176,6 +179,7 @@ impl Steered {
             real,
             script,
             first_only: false,
+            one_token: false,
             sent: std::sync::atomic::AtomicUsize::new(0),
             first: std::sync::Mutex::default(),
         }
@@ -209,11 +213,24 @@ impl ModelProvider for Steered {
         } else {
             self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let mut forwarded = request.clone();
-            if self.first_only {
+            if self.first_only || self.one_token {
                 forwarded.max_output_tokens = Some(1);
                 forwarded.generation.max_output_tokens = Some(1);
             }
-            let real = self.real.complete(forwarded, cancel.clone()).await?;
+            let real = match self.real.complete(forwarded, cancel.clone()).await {
+                Ok(real) => real,
+                Err(err) => {
+                    eprintln!(
+                        "{} round {}: {err}",
+                        request.agent_profile_id, request.round
+                    );
+                    return Err(err);
+                }
+            };
+            eprintln!(
+                "{} round {}: usage {:?}",
+                request.agent_profile_id, request.round, real.usage
+            );
             if !known && !summary {
                 let estimate = tt_domain::context_window::request_tokens(
                     &request.messages,
@@ -252,12 +269,12 @@ async fn save_reader_profile(runtime: &AgentRuntime) {
     profile.id = tt_domain::ids::ProfileId::parse("llama-reader").unwrap();
     profile.delegation.can_delegate = false;
     profile.tools.allow = [
-        "workspace_read_file",
-        "workspace_write_file",
-        "workspace_commit",
-        "workspace_finish",
+        ToolName::WorkspaceReadFile,
+        ToolName::WorkspaceWriteFile,
+        ToolName::WorkspaceCommit,
+        ToolName::WorkspaceFinish,
     ]
-    .map(str::to_owned)
+    .map(|tool| tool.canonical().to_owned())
     .to_vec();
     runtime.save_profile(profile).await.unwrap();
 }
@@ -393,7 +410,9 @@ async fn real_llama_a_run_reading_a_file_larger_than_the_window_completes() {
             ModelReply::tool_call("workspace_finish", serde_json::json!({}))
         })
     });
-    let steered = Arc::new(Steered::new(llama_provider(&server), Arc::new(script)));
+    let mut steered = Steered::new(llama_provider(&server), Arc::new(script));
+    steered.one_token = true;
+    let steered = Arc::new(steered);
     let runtime = runtime_over(&dir, Arc::clone(&steered) as _, Some(4096));
     save_reader_profile(&runtime).await;
     let mut request = start_request();
