@@ -13,6 +13,7 @@ mod hostile_servers;
 mod orchestration;
 mod prompt_assembly;
 mod providers;
+mod real_llama;
 mod resume;
 mod store_choice;
 mod support;

@@ -50,23 +50,19 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
     out.push_str("Your tools:\n");
     for spec in snapshot.tools.iter() {
         let line = match spec.name {
-            ToolName::WorkspaceListFiles => "see which files exist in the shared workspace.",
-            ToolName::WorkspaceSearchFiles => "find text across the workspace files you can see.",
-            ToolName::WorkspaceReadFile => {
-                "read a file (whole, or a line or character range) before you change it."
-            }
-            ToolName::WorkspaceWriteFile => {
-                "create a file, replace a file you have read, or append to a file."
-            }
+            ToolName::WorkspaceListFiles => "see which files exist.",
+            ToolName::WorkspaceSearchFiles => "find text in files.",
+            ToolName::WorkspaceReadFile => "read a file before you change it.",
+            ToolName::WorkspaceWriteFile => "create, replace or append to a file.",
             ToolName::WorkspaceApplyPatch => "replace an exact passage in a file you have read.",
             ToolName::WorkspaceCommit => "publish a finished file as the reply the user sees.",
             ToolName::WorkspaceFinish => "end your work once everything is done.",
             ToolName::AgentList => "see which other agents you can call on.",
             ToolName::AgentDelegate => {
-                "give another agent a focused task that runs in the background while you keep working."
+                "give another agent a focused task that runs in the background."
             }
             ToolName::AgentAwait => {
-                "optional: wait for delegated results only when your next decision depends on them; finished results also arrive on their own."
+                "optional: wait for delegated results only when your next decision depends on them."
             }
             ToolName::AgentCancelTask => {
                 "stop a task you delegated once you no longer need it; your other tasks keep running."
@@ -75,7 +71,7 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
                 "hand the rest of this job to another agent with a clear brief; once a handoff succeeds, stop calling tools."
             }
             ToolName::TaskReturn => "hand your result back; this ends your task.",
-            ToolName::SkillList => "see which skills are available to you.",
+            ToolName::SkillList => "see your skills.",
             ToolName::SkillSearch => "find skills by topic.",
             ToolName::SkillRead => "read a skill's instructions.",
         };
@@ -104,8 +100,8 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
         );
     }
     if visible.contains(&WorkspaceRoot::Persist) && writable.contains(&WorkspaceRoot::Persist) {
-        out.push_str("- `persist/` is long-term memory for this conversation: what you keep there is available in later replies.\n");
-        out.push_str("- Update `persist/` only with lasting facts worth remembering; it is saved when the job finishes successfully.\n");
+        out.push_str("- `persist/` is memory for your later replies in this conversation.\n");
+        out.push_str("- Keep only lasting facts there; it is saved when the job succeeds.\n");
     }
 
     out.push('\n');

@@ -10,20 +10,20 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
     let (title, description, schema, annotations) = match tool {
         ToolName::AgentList => (
             "List agents you can call",
-            "See which other agents you can call on, what each one is good for, and what you can do with it: `delegate` (give it a focused task) or `handoff` (hand it the rest of this job). Listing starts nothing.",
+            "See which agents you can call on, what each is good for, and whether you can `delegate` to it or `handoff` to it. Starts nothing.",
             object(
                 vec![
                     (
                         "purpose",
-                        json!({"type": "string", "enum": ["any", "delegate", "handoff"], "description": "Show agents you can give a task to (`delegate`), hand the job to (`handoff`), or either (`any`, the default)."}),
+                        json!({"type": "string", "enum": ["any", "delegate", "handoff"], "description": "`delegate`, `handoff`, or `any` (default)."}),
                     ),
                     (
                         "query",
-                        json!({"type": "string", "description": "Optional words to look for in an agent's id, name or description, ignoring case."}),
+                        json!({"type": "string", "description": "Words to find in an agent's id, name or description."}),
                     ),
                     (
                         "limit",
-                        json!({"type": "integer", "minimum": 1, "maximum": 20, "description": "Most agents to show, 1 to 20. Default 8."}),
+                        json!({"type": "integer", "minimum": 1, "maximum": 20, "description": "Default 8."}),
                     ),
                 ],
                 &[],
@@ -33,12 +33,12 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         ),
         ToolName::AgentDelegate => (
             "Delegate a task",
-            "Give another agent one focused task. The task runs in the background and you can keep working meanwhile; its result comes back to you on its own once it finishes. Call `agent_await` only when your next decision depends on the result. Write the task as a brief: a clear objective, the workspace paths to read or write, and the output you expect.",
+            "Give another agent one focused task. It runs in the background while you keep working; its result reaches you on its own. Brief it: the objective, the workspace paths to use, the output you expect.",
             object(
                 vec![
                     (
                         "agentId",
-                        json!({"type": "string", "description": "Id of the agent to give the task to, as shown by `agent_list`."}),
+                        json!({"type": "string", "description": "An id from `agent_list`."}),
                     ),
                     (
                         "task",
@@ -46,26 +46,26 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                             vec![
                                 (
                                     "title",
-                                    json!({"type": "string", "description": "Optional short name for the task."}),
+                                    json!({"type": "string", "description": "Short name."}),
                                 ),
                                 (
                                     "objective",
-                                    json!({"type": "string", "description": "What the agent must achieve, in plain words."}),
+                                    json!({"type": "string", "description": "What to achieve."}),
                                 ),
                                 (
                                     "context",
-                                    json!({"type": "object", "description": "What the agent needs to know: facts, constraints, and the workspace paths to read."}),
+                                    json!({"type": "object", "description": "Facts, constraints, paths to read."}),
                                 ),
                                 (
                                     "expectedOutput",
-                                    json!({"type": "object", "description": "What to hand back and where: for example the file to write and its format, or how short the summary should be."}),
+                                    json!({"type": "object", "description": "What to hand back, and where."}),
                                 ),
                             ],
                             &["objective"],
                             true,
                         )
                         .with_description(
-                            "The brief the agent works from. You may add other keys; they reach the agent as extra instructions.",
+                            "The brief; extra keys reach the agent too.",
                         ),
                     ),
                     (
@@ -74,27 +74,27 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                             vec![
                                 (
                                     "maxRounds",
-                                    json!({"type": "integer", "minimum": 1, "description": "Most model turns the agent may take on this task."}),
+                                    json!({"type": "integer", "minimum": 1, "description": "Most model turns."}),
                                 ),
                                 (
                                     "maxToolCalls",
-                                    json!({"type": "integer", "minimum": 1, "description": "Most tool calls the agent may make on this task."}),
+                                    json!({"type": "integer", "minimum": 1, "description": "Most tool calls."}),
                                 ),
                                 (
                                     "maxTokens",
-                                    json!({"type": "integer", "minimum": 1, "description": "Most model tokens (read and written, over all its turns) the agent may use on this task. Past it the task ends, and you get what it had written."}),
+                                    json!({"type": "integer", "minimum": 1, "description": "Most tokens read and written over all turns."}),
                                 ),
                             ],
                             &[],
                             false,
                         )
                         .with_description(
-                            "Optional tighter limits for this task. They cannot exceed the agent's own limits; omit them to use those.",
+                            "Optional limits within the agent's own.",
                         ),
                     ),
                     (
                         "timeoutSeconds",
-                        json!({"type": "integer", "minimum": 1, "description": "Optional: the most seconds this task may take, counted from now (including any wait for a free slot). Past it the task is stopped, and you get what it had written so far. It cannot exceed the agent's own limit; omit it to use the agent's usual limit, if any."}),
+                        json!({"type": "integer", "minimum": 1, "description": "Optional: most seconds from now; then it stops and you get what it wrote."}),
                     ),
                 ],
                 &["agentId", "task"],
@@ -104,12 +104,12 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         ),
         ToolName::AgentHandoff => (
             "Hand off to another agent",
-            "Hand the rest of this job to another agent. It continues in the same shared workspace from your brief, with its own tools. Your part ends once the handoff succeeds: make no further tool calls after it. If tasks you delegated are still running, the handoff is refused until they finish. Write a complete brief: the objective, what is done so far, the workspace paths to continue from, what must be kept, and when the job counts as done.",
+            "Hand the rest of this job to another agent; it continues in the shared workspace from your brief. Once the handoff succeeds, make no more tool calls. Refused while tasks you delegated still run.",
             object(
                 vec![
                     (
                         "agentId",
-                        json!({"type": "string", "description": "Id of the agent to hand the job to, as shown by `agent_list`."}),
+                        json!({"type": "string", "description": "An id from `agent_list`."}),
                     ),
                     (
                         "handoff",
@@ -117,43 +117,43 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                             vec![
                                 (
                                     "title",
-                                    json!({"type": "string", "description": "Optional short name for the next stage."}),
+                                    json!({"type": "string", "description": "Short name."}),
                                 ),
                                 (
                                     "reason",
-                                    json!({"type": "string", "description": "Why this agent should take over now."}),
+                                    json!({"type": "string", "description": "Why it takes over."}),
                                 ),
                                 (
                                     "objective",
-                                    json!({"type": "string", "description": "What the next agent must achieve."}),
+                                    json!({"type": "string", "description": "What to achieve."}),
                                 ),
                                 (
                                     "contextSummary",
-                                    json!({"type": "string", "description": "What has been done and decided so far."}),
+                                    json!({"type": "string", "description": "What is done and decided."}),
                                 ),
                                 (
                                     "workspaceRefs",
-                                    json!({"type": "array", "items": {"type": "string"}, "description": "Workspace paths to continue from, such as `output/main.md`."}),
+                                    json!({"type": "array", "items": {"type": "string"}, "description": "Paths to continue from."}),
                                 ),
                                 (
                                     "mustPreserve",
-                                    json!({"type": "array", "items": {"type": "string"}, "description": "Decisions, facts or text that must stay as they are."}),
+                                    json!({"type": "array", "items": {"type": "string"}, "description": "What must not change."}),
                                 ),
                                 (
                                     "completionCriteria",
-                                    json!({"type": "array", "items": {"type": "string"}, "description": "When the job counts as done."}),
+                                    json!({"type": "array", "items": {"type": "string"}, "description": "When it is done."}),
                                 ),
                             ],
                             &["objective"],
                             true,
                         )
                         .with_description(
-                            "The brief the next agent starts from. You may add other keys; they reach the agent as extra instructions.",
+                            "The brief; extra keys reach the agent too.",
                         ),
                     ),
                     (
                         "pendingTaskPolicy",
-                        json!({"type": "string", "enum": ["denyIfPending"], "description": "What happens if tasks you delegated are still running: `denyIfPending` (the only option, and the default) refuses the handoff until they finish."}),
+                        json!({"type": "string", "enum": ["denyIfPending"], "description": "The only option (default)."}),
                     ),
                 ],
                 &["agentId", "handoff"],
@@ -163,20 +163,20 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         ),
         ToolName::AgentAwait => (
             "Wait for delegated results",
-            "Optional: check on or wait for tasks you delegated. Finished results also reach you on their own after your next tool call, so use this only when your next decision depends on a result. A wait that times out is not an error, and the tasks keep running.",
+            "Optional: wait for or check tasks you delegated. Results also reach you on their own; use this only when your next step depends on one. A timeout is not an error.",
             object(
                 vec![
                     (
                         "taskIds",
-                        json!({"type": "array", "items": {"type": "string"}, "description": "Task ids returned by `agent_delegate`. Omit to include every task you delegated."}),
+                        json!({"type": "array", "items": {"type": "string"}, "description": "Ids from `agent_delegate`; omit for all."}),
                     ),
                     (
                         "mode",
-                        json!({"type": "string", "enum": ["nextCompleted", "allCompleted", "statusOnly"], "description": "`nextCompleted` (default) waits for a finished result you have not received yet (one you already received is only reported by status), or until every selected task has finished; `allCompleted` waits until all of them have finished; `statusOnly` reports their status at once without waiting."}),
+                        json!({"type": "string", "enum": ["nextCompleted", "allCompleted", "statusOnly"], "description": "`nextCompleted` (default), `allCompleted`, or `statusOnly` (no wait)."}),
                     ),
                     (
                         "timeoutMs",
-                        json!({"type": "integer", "minimum": 0, "maximum": 300000, "description": "Longest wait in milliseconds, at most 300000 (5 minutes). Default 120000 (2 minutes)."}),
+                        json!({"type": "integer", "minimum": 0, "maximum": 300000, "description": "Longest wait. Default 120000."}),
                     ),
                 ],
                 &[],
@@ -578,17 +578,15 @@ mod tests {
         let delegate = spec(ToolName::AgentDelegate).description;
         assert!(delegate.contains("background"));
         assert!(delegate.contains("keep working"));
-        assert!(delegate.contains("`agent_await` only when your next decision depends"));
         assert!(delegate.contains("on its own"));
-        assert!(
-            spec(ToolName::AgentAwait)
-                .description
-                .starts_with("Optional")
-        );
+        // When to wait is said once, by `agent_await` itself.
+        let wait = spec(ToolName::AgentAwait).description;
+        assert!(wait.starts_with("Optional"));
+        assert!(wait.contains("only when your next step depends"));
         assert!(
             spec(ToolName::AgentHandoff)
                 .description
-                .contains("Your part ends once the handoff succeeds")
+                .contains("Once the handoff succeeds, make no more tool calls")
         );
         let ret = spec(ToolName::TaskReturn).description;
         assert!(ret.contains("Hand your result back") && ret.contains("ends the task"));

@@ -11,16 +11,16 @@ pub(crate) fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
     let (title, description, schema) = match tool {
         ToolName::SkillList => (
             "List skills",
-            "See the skills you can read: each one's id and what it is for. A skill is a short guide (instructions, examples, reference notes) for one kind of work. When a skill covers what you are about to do, read it with `skill_read` first.".to_owned(),
+            "See the skills you can read: short guides for one kind of work. Read one with `skill_read` before work it covers.".to_owned(),
             object(
                 vec![
                     (
                         "query",
-                        json!({"type": "string", "description": "Optional words that must all appear in a skill's id, name or description, ignoring case."}),
+                        json!({"type": "string", "description": "Words to find in a skill's id, name or description."}),
                     ),
                     (
                         "limit",
-                        json!({"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "description": format!("Most skills to show, 1 to {MAX_LIST_LIMIT}. Default {DEFAULT_LIST_LIMIT}.")}),
+                        json!({"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "description": format!("Default {DEFAULT_LIST_LIMIT}.")}),
                     ),
                 ],
                 &[],
@@ -28,16 +28,16 @@ pub(crate) fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         ),
         ToolName::SkillSearch => (
             "Search skills",
-            "Find skills about a topic. Looks through the names, descriptions and main instructions (`SKILL.md`) of the skills you can read, ignoring case, and returns the best matches with a short passage. No match is a normal answer.".to_owned(),
+            "Find skills about a topic; returns the best matches with a passage.".to_owned(),
             object(
                 vec![
                     (
                         "query",
-                        json!({"type": "string", "description": "Words or a phrase to look for; skills with more of the words, or the whole phrase, rank higher."}),
+                        json!({"type": "string", "description": "Words or a phrase."}),
                     ),
                     (
                         "limit",
-                        json!({"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": format!("Most skills to return, 1 to {MAX_SEARCH_LIMIT}. Default {DEFAULT_SEARCH_LIMIT}.")}),
+                        json!({"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": format!("Default {DEFAULT_SEARCH_LIMIT}.")}),
                     ),
                 ],
                 &["query"],
@@ -45,24 +45,24 @@ pub(crate) fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         ),
         ToolName::SkillRead => (
             "Read a skill",
-            "Read a skill's instructions (its `SKILL.md`, the default) or another file of it. You may read only a limited amount of skill text for this request, and one answer holds only part of a long file: each answer says how much you have left and where the text continues. Read what you need, then continue with `start_char` if you need more.".to_owned(),
+            "Read a skill's `SKILL.md` (default) or another of its files. Long text comes in parts; each answer says where it continues and how much you may still read.".to_owned(),
             object(
                 vec![
                     (
                         "skill",
-                        json!({"type": "string", "description": "Id of the skill, as shown by `skill_list` or `skill_search`."}),
+                        json!({"type": "string", "description": "A skill id."}),
                     ),
                     (
                         "path",
-                        json!({"type": "string", "description": "File of the skill to read, such as `SKILL.md` (the default) or `examples/dialogue.md`. Reading `SKILL.md` lists the skill's other files."}),
+                        json!({"type": "string", "description": "Default `SKILL.md`, which lists the other files."}),
                     ),
                     (
                         "start_char",
-                        json!({"type": "integer", "minimum": 0, "description": "First character to return, counting from 0. Default 0."}),
+                        json!({"type": "integer", "minimum": 0, "description": "From 0."}),
                     ),
                     (
                         "max_chars",
-                        json!({"type": "integer", "minimum": 1, "description": "Most characters to return. The answer may be shorter when less is allowed per read or you have less left."}),
+                        json!({"type": "integer", "minimum": 1}),
                     ),
                 ],
                 &["skill"],

@@ -71,11 +71,11 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
                 vec![
                     (
                         "path",
-                        json!({"type": "string", "description": "Folder to list, such as `output` or `summaries/notes`. Omit it, or use `.`, to list everything you can see."}),
+                        json!({"type": "string", "description": "Folder to list; omit for all."}),
                     ),
                     (
                         "depth",
-                        json!({"type": "integer", "minimum": 1, "maximum": 4, "description": "How many folder levels to show, 1 to 4. Default 2."}),
+                        json!({"type": "integer", "minimum": 1, "maximum": 4, "description": "Folder levels. Default 2."}),
                     ),
                 ],
                 &[],
@@ -89,19 +89,19 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
                 vec![
                     (
                         "query",
-                        json!({"type": "string", "description": "Words or a phrase to look for. Case does not matter; passages with the whole phrase and with more of the words rank higher."}),
+                        json!({"type": "string", "description": "Words or a phrase."}),
                     ),
                     (
                         "path",
-                        json!({"type": "string", "description": "Search only this folder or file, such as `summaries`. Omit it to search everything you can see."}),
+                        json!({"type": "string", "description": "Folder or file to search; omit for all."}),
                     ),
                     (
                         "limit",
-                        json!({"type": "integer", "minimum": 1, "maximum": 50, "description": "Most passages to return, 1 to 50. Default 20."}),
+                        json!({"type": "integer", "minimum": 1, "maximum": 50, "description": "Default 20."}),
                     ),
                     (
                         "context_lines",
-                        json!({"type": "integer", "minimum": 0, "maximum": 5, "description": "Lines to show before and after each matching line, 0 to 5. Default 2."}),
+                        json!({"type": "integer", "minimum": 0, "maximum": 5, "description": "Default 2."}),
                     ),
                 ],
                 &["query"],
@@ -119,19 +119,19 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
                     ),
                     (
                         "start_line",
-                        json!({"type": "integer", "minimum": 1, "description": "First line to return, counting from 1. Use with `line_count`; do not combine with `start_char` or `max_chars`."}),
+                        json!({"type": "integer", "minimum": 1, "description": "From 1, with `line_count`."}),
                     ),
                     (
                         "line_count",
-                        json!({"type": "integer", "minimum": 1, "maximum": 1200, "description": "How many lines to return, 1 to 1200."}),
+                        json!({"type": "integer", "minimum": 1, "maximum": 1200}),
                     ),
                     (
                         "start_char",
-                        json!({"type": "integer", "minimum": 0, "description": "First character to return, counting from 0. Use with `max_chars`."}),
+                        json!({"type": "integer", "minimum": 0, "description": "From 0, with `max_chars`."}),
                     ),
                     (
                         "max_chars",
-                        json!({"type": "integer", "minimum": 1, "maximum": 80000, "description": "Most characters to return, 1 to 80000."}),
+                        json!({"type": "integer", "minimum": 1, "maximum": 80000}),
                     ),
                 ],
                 &["path"],
@@ -149,11 +149,11 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
                     ),
                     (
                         "content",
-                        json!({"type": "string", "description": "The text to write, exactly as it should appear."}),
+                        json!({"type": "string", "description": "The exact text."}),
                     ),
                     (
                         "mode",
-                        json!({"type": "string", "enum": ["replace", "append"], "description": "`replace` (default) sets the whole file to `content`; `append` adds `content` to the end, creating the file if needed. Append adds no line break for you."}),
+                        json!({"type": "string", "enum": ["replace", "append"], "description": "`replace` (default) or `append` (adds no line break)."}),
                     ),
                 ],
                 &["path", "content"],
@@ -171,15 +171,15 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
                     ),
                     (
                         "old_string",
-                        json!({"type": "string", "description": "Exact text to replace, copied from the file including spaces and line breaks. Must not be empty."}),
+                        json!({"type": "string", "description": "Exact text to replace, spaces and line breaks included."}),
                     ),
                     (
                         "new_string",
-                        json!({"type": "string", "description": "Text to put in its place. Must differ from `old_string`; use an empty string to delete."}),
+                        json!({"type": "string", "description": "Its replacement; empty deletes."}),
                     ),
                     (
                         "replace_all",
-                        json!({"type": "boolean", "description": "Replace every occurrence instead of exactly one. Needs a read of the whole file. Default false."}),
+                        json!({"type": "boolean", "description": "Replace every occurrence (needs a whole-file read)."}),
                     ),
                 ],
                 &["path", "old_string", "new_string"],
@@ -188,20 +188,20 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
         ),
         ToolName::WorkspaceCommit => (
             "Publish your reply",
-            "Publish a workspace file as your reply in the conversation. By default it publishes your main output file and replaces any reply you published earlier. You may commit again after revising; when the reply is final, call `workspace_finish`.".to_owned(),
+            "Publish a file as your reply, replacing any earlier one; commit again after revising.".to_owned(),
             object_schema(
                 vec![
                     (
                         "path",
-                        json!({"type": "string", "description": "File to publish. Default: your main output file."}),
+                        json!({"type": "string", "description": "Default: your main output file."}),
                     ),
                     (
                         "mode",
-                        json!({"type": "string", "enum": ["replace", "append"], "description": "`replace` (default) replaces your published reply with this file; `append` adds this file's text to the end of it."}),
+                        json!({"type": "string", "enum": ["replace", "append"], "description": "`replace` (default) or `append` to your published reply."}),
                     ),
                     (
                         "reason",
-                        json!({"type": "string", "description": "Optional short note on what this commit contains."}),
+                        json!({"type": "string", "description": "Short note."}),
                     ),
                 ],
                 &[],
@@ -210,11 +210,11 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
         ),
         ToolName::WorkspaceFinish => (
             "Finish the request",
-            "End your work on this request once nothing else is needed. If your reply is shown in the conversation, publish it with `workspace_commit` first. Delegated tasks you started that are still running are cancelled.".to_owned(),
+            "End your work once nothing else is needed. Tasks you delegated that still run are cancelled.".to_owned(),
             object_schema(
                 vec![(
                     "reason",
-                    json!({"type": "string", "description": "Optional short note on why the work is complete."}),
+                    json!({"type": "string", "description": "Short note."}),
                 )],
                 &[],
             ),
@@ -243,20 +243,18 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
 }
 
 fn list_description(delegated: bool, visible: &str) -> String {
-    let base = "Folders end with `/`. Paths are relative, such as `output/main.md`; use them as shown with the other workspace tools.";
+    let base = "Folders end with `/`; use paths as shown.";
     if delegated {
         format!(
             "List the files and folders you can see for this task (areas: {visible}). Omit `path` to see all of them. {base}"
         )
     } else {
-        format!(
-            "List files and folders in the shared workspace. Omit `path` to see the top-level areas and what they hold. {base}"
-        )
+        format!("List files and folders in the shared workspace. {base}")
     }
 }
 
 fn search_description(delegated: bool, visible: &str) -> String {
-    let base = "Returns matching passages with line numbers, best first. Use it to find where something is before reading or editing.";
+    let base = "Returns matching passages with line numbers, best first.";
     if delegated {
         format!(
             "Search the text of the files you can see for this task (areas: {visible}), ignoring case. {base}"
@@ -267,7 +265,7 @@ fn search_description(delegated: bool, visible: &str) -> String {
 }
 
 fn read_description(delegated: bool, visible: &str) -> String {
-    let base = "Returns numbered lines. Without a range you get the whole file, up to 1200 lines or 256 KiB; for a bigger file read parts with `start_line` and `line_count`, or `start_char` and `max_chars`. Read a file before you replace or patch it.";
+    let base = "Returns numbered lines: the whole file (up to 1200 lines or 256 KiB) or a range. Read before you replace or patch.";
     if delegated {
         format!("Read a text file you can see for this task (areas: {visible}). {base}")
     } else {
@@ -276,7 +274,8 @@ fn read_description(delegated: bool, visible: &str) -> String {
 }
 
 fn write_description(delegated: bool, writable: &str) -> String {
-    let base = "Creates the file or replaces its whole content; with `mode: \"append\"` it adds to the end instead. To replace a file that already exists, read it first; if it changed since you read it, read it again. The content is not echoed back.";
+    let base =
+        "Creates or replaces a file, or appends to it. Read an existing file before replacing it.";
     if delegated {
         if writable.is_empty() {
             format!(
@@ -291,7 +290,7 @@ fn write_description(delegated: bool, writable: &str) -> String {
 }
 
 fn patch_description(delegated: bool, writable: &str) -> String {
-    let base = "Replaces an exact piece of text in a file you have read. `old_string` must match the file exactly and, unless `replace_all` is true, occur exactly once; add surrounding text to make it unique. If you read only part of the file, `old_string` must come from the part you read, and `replace_all` needs a read of the whole file.";
+    let base = "Replaces exact text in a file you have read. `old_string` must occur once (unless `replace_all`) and lie in the part you read.";
     if delegated {
         if writable.is_empty() {
             format!(
