@@ -220,10 +220,6 @@ const LONG_FILES: &[(&str, &str)] = &[
         "crates/tt-adapter-storage-userdata/src/owned.rs",
         "the owner's write path of one run; to be split by record kind",
     ),
-    (
-        "crates/tt-application/src/engine/dispatch.rs",
-        "issue #23: split with the engine",
-    ),
 ];
 
 /// Folders whose files may still use one another in a cycle, each with the reason: a cycle

@@ -291,7 +291,7 @@ async fn dispatch(
 }
 
 /// The codes of model slips: mistakes in the shape of a call that the model can correct.
-fn is_model_slip(code: &str) -> bool {
+pub(crate) fn is_model_slip(code: &str) -> bool {
     matches!(
         code,
         "model.unknown_tool_call" | "model.invalid_tool_call" | "workspace.invalid_path"
@@ -408,7 +408,7 @@ fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<ToolError> {
 
 /// Journals `tool_result_stored` and then `tool_call_completed`, or `tool_call_failed` for a
 /// recoverable error that goes back to the model. The result names its call and tool.
-async fn journal_call_result(
+pub(crate) async fn journal_call_result(
     ctx: &RunContext,
     round: u32,
     invocation_id: &InvocationId,
@@ -635,7 +635,7 @@ async fn finish(
     })
 }
 
-async fn apply_effect(
+pub(crate) async fn apply_effect(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     effect: ToolEffect,
@@ -744,293 +744,9 @@ pub(crate) async fn checkpoint(
     Ok(())
 }
 
-/// A call of a resumed agent answered from its stored result (docs/resume.md): nothing runs
-/// and nothing is journaled, but the agent's session is brought to where the call left it:
-/// call budgets (for calls that had started), model-slip count and read-state. `None` when
-/// the call has no stored result, or the agent is past its stored steps.
-pub(crate) fn stored_call(
-    inv: &mut InvocationRuntime,
-    round: u32,
-    call: &AgentToolCall,
-) -> Option<DispatchedCall> {
-    let tool = ToolName::from_any(&call.name);
-    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-    let replay = inv.replay.as_mut()?;
-    let result = replay.take_result(&file_key, tool)?;
-    let started = replay.was_started(&file_key);
-    let resolved = tool.filter(|tool| {
-        inv.snapshot.offers(*tool) || inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired
-    });
-    if started && let Some(tool) = resolved {
-        inv.session.calls_total += 1;
-        *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
-    }
-    match result.error_code.as_deref() {
-        Some(code) if is_model_slip(code) => inv.session.consecutive_slips += 1,
-        _ => inv.session.consecutive_slips = 0,
-    }
-    if let Some(tool) = resolved {
-        inv.session
-            .read_state
-            .replay(tool, &call.arguments, &result);
-    }
-    Some(DispatchedCall {
-        tool: resolved,
-        result,
-        control: LoopControl::Continue,
-    })
-}
-
-/// The completion events of a replayed call whose result was stored but not journaled before
-/// the interruption (`tool_result_stored`, then `tool_call_completed` / `tool_call_failed`,
-/// then a write's `workspace_file_written` / `workspace_patch_applied` and checkpoint);
-/// nothing for a call the journal already completed.
-pub(crate) async fn journal_unjournaled_result(
-    ctx: &RunContext,
-    inv: &InvocationRuntime,
-    round: u32,
-    call: &AgentToolCall,
-    dispatched: &DispatchedCall,
-) -> ApplicationResult<()> {
-    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-    if inv
-        .replay
-        .as_ref()
-        .is_none_or(|replay| replay.result_journaled(&file_key))
-    {
-        return Ok(());
-    }
-    let result = &dispatched.result;
-    let invocation_id = &inv.invocation.id;
-    let path = RunDocument::ToolResult {
-        call_file_key: file_key,
-    }
-    .relative_path();
-    journal_call_result(ctx, round, invocation_id, path, result, 0).await?;
-    // The write's own events and checkpoint came after the result: journal them too.
-    apply_effect(ctx, inv, stored_effect(dispatched)).await
-}
-
-/// The workspace effect a stored successful write or patch result describes.
-fn stored_effect(dispatched: &DispatchedCall) -> ToolEffect {
-    let result = &dispatched.result;
-    let structured = &result.structured;
-    let text = |field: &str| structured.get(field).and_then(Value::as_str);
-    let count = |field: &str| {
-        structured
-            .get(field)
-            .and_then(Value::as_u64)
-            .and_then(|value| usize::try_from(value).ok())
-            .unwrap_or(0)
-    };
-    let path = text("path").and_then(|path| tt_domain::workspace::WorkspacePath::parse(path).ok());
-    let (Some(path), Some(sha256), false) = (path, text("sha256"), result.is_error) else {
-        return ToolEffect::None;
-    };
-    match dispatched.tool {
-        Some(ToolName::WorkspaceWriteFile) => ToolEffect::FileWritten {
-            path,
-            mode: if text("mode") == Some("append") {
-                "append"
-            } else {
-                "replace"
-            },
-            chars: count("chars"),
-            words: count("words"),
-            sha256: sha256.to_owned(),
-        },
-        Some(ToolName::WorkspaceApplyPatch) => ToolEffect::PatchApplied {
-            path,
-            chars: count("chars"),
-            words: count("words"),
-            old_sha256: text("oldSha256").unwrap_or_default().to_owned(),
-            sha256: sha256.to_owned(),
-            replacements: count("replacements"),
-        },
-        _ => ToolEffect::None,
-    }
-}
-
-/// Before a resumed agent runs live a call that had started but left no result: puts the
-/// workspace back where the call found it when its write is already there, so running it
-/// again writes it once and answers as it would have (docs/resume.md). A `replace` write of
-/// the same content is let through (the agent knows the file it wrote); an `append` whose text
-/// already ends the file, though the file changed since its last journaled write, is taken
-/// back out; so is a patch whose reversal gives back exactly the version the agent knew.
-pub(crate) async fn before_live_call(
-    ctx: &RunContext,
-    inv: &mut InvocationRuntime,
-    round: u32,
-    call: &AgentToolCall,
-) -> ApplicationResult<()> {
-    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-    let Some(replay) = inv.replay.as_ref() else {
-        return Ok(());
-    };
-    if !replay.was_started(&file_key) {
-        return Ok(());
-    }
-    match ToolName::from_any(&call.name) {
-        Some(ToolName::WorkspaceWriteFile) => restore_before_write(ctx, inv, call).await,
-        Some(ToolName::WorkspaceApplyPatch) => restore_before_patch(ctx, inv, call).await,
-        _ => Ok(()),
-    }
-}
-
-/// How many places a reversed patch is tried at, at most.
-const MAX_PATCH_REVERSALS: usize = 1_000;
-
-/// The file as it was before a patch that already reached it: the patch's `new_string` put
-/// back to `old_string` (everywhere for `replace_all`, else at the one place whose reversal
-/// hashes to `before`, the version the agent patched). `None` when no reversal gives `before`.
-fn unpatched(
-    text: &str,
-    old_string: &str,
-    new_string: &str,
-    replace_all: bool,
-    before: &str,
-) -> Option<String> {
-    if new_string.is_empty() {
-        return None;
-    }
-    let matches_before = |candidate: &String| sha256_hex(candidate.as_bytes()) == before;
-    if replace_all {
-        return Some(text.replace(new_string, old_string)).filter(matches_before);
-    }
-    text.match_indices(new_string)
-        .take(MAX_PATCH_REVERSALS)
-        .map(|(at, _)| {
-            let mut candidate = String::with_capacity(text.len() + old_string.len());
-            candidate.push_str(&text[..at]);
-            candidate.push_str(old_string);
-            candidate.push_str(&text[at + new_string.len()..]);
-            candidate
-        })
-        .find(matches_before)
-}
-
-async fn restore_before_patch(
-    ctx: &RunContext,
-    inv: &InvocationRuntime,
-    call: &AgentToolCall,
-) -> ApplicationResult<()> {
-    let text = |field: &str| call.arguments.get(field).and_then(Value::as_str);
-    let (Some(raw_path), Some(old_string), Some(new_string)) =
-        (text("path"), text("old_string"), text("new_string"))
-    else {
-        return Ok(());
-    };
-    let replace_all = call.arguments.get("replace_all").and_then(Value::as_bool) == Some(true);
-    let Ok(path) = tt_domain::workspace::WorkspacePath::parse(raw_path) else {
-        return Ok(());
-    };
-    let Some(before) = inv.session.read_state.known_version(&path) else {
-        return Ok(());
-    };
-    let Ok(current) = ctx.services.workspace.read(&ctx.run_id, &path).await else {
-        return Ok(());
-    };
-    if current.sha256 == before {
-        return Ok(());
-    }
-    if let Some(original) = unpatched(&current.text, old_string, new_string, replace_all, before) {
-        ctx.services
-            .workspace
-            .write(
-                &ctx.run_id,
-                &path,
-                &original,
-                &tt_domain::workspace::WriteGuard::MustMatchSha256(current.sha256.clone()),
-            )
-            .await?;
-    }
-    Ok(())
-}
-
-async fn restore_before_write(
-    ctx: &RunContext,
-    inv: &mut InvocationRuntime,
-    call: &AgentToolCall,
-) -> ApplicationResult<()> {
-    let Some(replay) = inv.replay.as_ref() else {
-        return Ok(());
-    };
-    let (Some(raw_path), Some(content)) = (
-        call.arguments.get("path").and_then(Value::as_str),
-        call.arguments.get("content").and_then(Value::as_str),
-    ) else {
-        return Ok(());
-    };
-    let Ok(path) = tt_domain::workspace::WorkspacePath::parse(raw_path) else {
-        return Ok(());
-    };
-    let last_written = replay.last_written(&path).map(str::to_owned);
-    let current = match ctx.services.workspace.read(&ctx.run_id, &path).await {
-        Ok(file) => file,
-        Err(_) => return Ok(()),
-    };
-    let append = call.arguments.get("mode").and_then(Value::as_str) == Some("append");
-    if !append {
-        if current.sha256 == sha256_hex(content.as_bytes()) {
-            inv.session.read_state.know_written(&path, &current.sha256);
-        }
-        return Ok(());
-    }
-    if last_written.as_deref() != Some(current.sha256.as_str())
-        && let Some(before) = current.text.strip_suffix(content)
-    {
-        ctx.services
-            .workspace
-            .write(
-                &ctx.run_id,
-                &path,
-                before,
-                &tt_domain::workspace::WriteGuard::MustMatchSha256(current.sha256.clone()),
-            )
-            .await?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_patch_that_reached_the_file_is_reversed_only_to_the_version_it_patched() {
-        let before = "one two one\n";
-        let sha = sha256_hex(before.as_bytes());
-        // The second `one` was patched: only its reversal gives the version the agent knew.
-        let after = "one two three\n";
-        assert_eq!(
-            unpatched(after, "one", "three", false, &sha).as_deref(),
-            Some(before)
-        );
-        // `new_string` also occurs elsewhere: the reversal that hashes right is chosen.
-        let before = "b a\n";
-        let after = "b b\n";
-        let sha = sha256_hex(before.as_bytes());
-        assert_eq!(
-            unpatched(after, "a", "b", false, &sha).as_deref(),
-            Some(before)
-        );
-        let all_before = "x y x\n";
-        assert_eq!(
-            unpatched(
-                "z y z\n",
-                "x",
-                "z",
-                true,
-                &sha256_hex(all_before.as_bytes())
-            )
-            .as_deref(),
-            Some(all_before)
-        );
-        // No reversal gives that version (someone else changed the file): left alone.
-        assert_eq!(unpatched("q y z\n", "x", "z", false, &sha), None);
-        // A deletion cannot be placed back.
-        assert_eq!(unpatched("y\n", "x ", "", false, &sha), None);
-    }
 
     #[test]
     fn call_file_keys_are_hashed_and_distinct_per_invocation_and_round() {

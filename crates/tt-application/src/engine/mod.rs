@@ -18,6 +18,7 @@ pub(crate) mod commit;
 pub(crate) mod context;
 pub(crate) mod context_fit;
 pub(crate) mod dispatch;
+pub(crate) mod dispatch_replay;
 pub(crate) mod invocation;
 pub(crate) mod invocation_setup;
 pub(crate) mod model_turn;

@@ -281,16 +281,16 @@ async fn run_rounds(
             if inv.cancel.is_cancelled() {
                 return Err(ApplicationError::cancelled());
             }
-            let dispatched = match crate::engine::dispatch::stored_call(inv, round, call) {
+            let dispatched = match crate::engine::dispatch_replay::stored_call(inv, round, call) {
                 Some(replayed) => {
-                    crate::engine::dispatch::journal_unjournaled_result(
+                    crate::engine::dispatch_replay::journal_unjournaled_result(
                         ctx, inv, round, call, &replayed,
                     )
                     .await?;
                     replayed
                 }
                 None => {
-                    crate::engine::dispatch::before_live_call(ctx, inv, round, call).await?;
+                    crate::engine::dispatch_replay::before_live_call(ctx, inv, round, call).await?;
                     dispatch_call(ctx, inv, round, call).await?
                 }
             };
