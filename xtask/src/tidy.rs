@@ -209,10 +209,6 @@ const MAX_FILE_LINES: usize = 800;
 /// rather than add to it.
 const LONG_FILES: &[(&str, &str)] = &[
     (
-        "crates/tt-domain/src/event_payload.rs",
-        "one payload struct per journal event, a catalogue read by event name; split when the envelope turns typed (issue #23)",
-    ),
-    (
         "crates/tt-adapter-storage-userdata/src/workspace.rs",
         "the WorkspaceRepository port over files in one impl; to be split by operation",
     ),

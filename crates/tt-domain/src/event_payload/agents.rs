@@ -1,0 +1,121 @@
+//! Agents (invocations): created, started, their ends, model bindings and skill scopes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::{InvocationId, ProfileId, TaskId};
+use crate::invocation::{ExitPolicy, InvocationKind, InvocationStatus};
+
+macro_rules! invocation_payloads {
+    ($($name:ident => $doc:literal,)*) => {$(
+        #[doc = $doc]
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            pub invocation_id: InvocationId,
+            pub parent_invocation_id: Option<InvocationId>,
+            pub profile_id: ProfileId,
+            pub kind: InvocationKind,
+            pub status: InvocationStatus,
+            pub exit_policy: ExitPolicy,
+        }
+    )*};
+}
+
+invocation_payloads! {
+    AgentInvocationStarted => "`agent_invocation_started`.",
+    AgentInvocationCompleted => "`agent_invocation_completed`.",
+    AgentInvocationFailed => "`agent_invocation_failed`.",
+    AgentInvocationCancelled => "`agent_invocation_cancelled`.",
+    AgentInvocationTransferred => "`agent_invocation_transferred`.",
+    AgentInvocationInterrupted => "`agent_invocation_interrupted`.",
+    AgentInvocationResumed => "`agent_invocation_resumed`: an interrupted invocation runs again (`resume_run`).",
+}
+
+/// `agent_invocation_created`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInvocationCreated {
+    pub invocation_id: InvocationId,
+    pub parent_invocation_id: Option<InvocationId>,
+    pub profile_id: ProfileId,
+    pub kind: InvocationKind,
+    pub status: InvocationStatus,
+    pub exit_policy: ExitPolicy,
+    /// Absent for the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<TaskId>,
+}
+
+/// `agent_model_binding_resolved`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentModelBindingResolved {
+    pub mode: String,
+    /// The named connection: the profile's, or in `currentPromptSnapshot` mode the one the
+    /// host chose for the run (absent when the run uses the runtime's default model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_ref: Option<String>,
+    pub model_id: Option<String>,
+    pub provider: String,
+    /// The connection's non-secret description, present with `connectionRef`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<Value>,
+    pub chat_completion_source: String,
+    pub custom_api_format: Option<String>,
+    pub provider_format: String,
+    pub transport: String,
+    pub native_continuation: bool,
+    pub previous_response_id: Option<String>,
+    pub invocation_id: InvocationId,
+    pub profile_id: ProfileId,
+    /// The layered generation settings the requests carry; absent when none is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<crate::generation::GenerationSettings>,
+    /// The model's context window, when known (docs/providers.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window_tokens: Option<u64>,
+    /// US dollars per million tokens, when a price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<crate::cost::ModelPrice>,
+}
+
+/// `skill_scopes_resolved`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillScopesResolved {
+    pub invocation_id: InvocationId,
+    pub profile_id: ProfileId,
+    pub scopes: Value,
+    pub refs: Value,
+    pub effective_skills: Value,
+}
+
+/// `context_assembled`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextAssembled {
+    pub request: Value,
+    pub invocation_id: InvocationId,
+    /// Absent for the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<TaskId>,
+    /// Absent for the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset_mode: Option<String>,
+    pub tools: Vec<String>,
+    pub max_rounds: u32,
+    pub context_policy: Value,
+    /// Present for the root only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_retry: Option<Value>,
+}
+
+/// `agent_loop_finished`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentLoopFinished {
+    pub invocation_id: InvocationId,
+    pub commit_count: u64,
+    pub round: u32,
+}
