@@ -622,6 +622,19 @@ mod tests {
     }
 
     #[test]
+    fn what_the_model_reads_of_a_summary() {
+        insta::assert_snapshot!(
+            format!("{SUMMARY_INSTRUCTION}\n---\n{}", summary_message_text("  Wrote the outline.\n")),
+            @r"
+        The conversation above is getting too long to keep. Write a summary of it that lets you continue the work without it: the task, what you did and found, the files you read or wrote (exact paths), decisions made, and what remains to do. Keep names, paths and numbers exact. Answer with the summary only.
+        ---
+        [Summary of your earlier work, written to save room]
+        Wrote the outline.
+        "
+        );
+    }
+
+    #[test]
     fn the_transcript_cuts_its_middle_on_char_boundaries() {
         let text = "é".repeat(100);
         let cut = cut_middle(&text, 51);
