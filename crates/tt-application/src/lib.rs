@@ -8,6 +8,7 @@
 
 #![warn(unreachable_pub)]
 
+pub(crate) mod approvals;
 pub(crate) mod delegation;
 pub(crate) mod engine;
 pub(crate) mod error;
@@ -30,6 +31,9 @@ pub(crate) mod timeline;
 pub(crate) mod tools;
 pub(crate) mod usage;
 
+pub use approvals::{
+    DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
+};
 pub use engine::dispatch::call_file_key;
 pub use engine::streaming::MAX_DELTA_BYTES_PER_CALL;
 pub use error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};

@@ -51,6 +51,9 @@ pub(crate) struct Replay {
     written: HashMap<String, String>,
     /// Tasks registered by `agent.delegate` and `agent.handoff` calls, by the call's file key.
     registered_tasks: HashMap<String, TaskId>,
+    /// Answers journaled for calls that waited for approval (decision, decider), by file key:
+    /// running such a call again uses its answer instead of asking again.
+    approvals: HashMap<String, (tt_domain::approval::ApprovalDecision, String)>,
     /// The agent record the call in flight had written when the process died, before it
     /// registered that agent's task.
     unregistered_agent: Option<UnregisteredAgent>,
@@ -160,6 +163,24 @@ impl Replay {
     /// before the interruption.
     pub(crate) fn record_registered_task(&mut self, file_key: String, task: TaskId) {
         self.registered_tasks.insert(file_key, task);
+    }
+
+    /// Notes the journaled answer to the approval of the call with `file_key`.
+    pub(crate) fn record_approval(
+        &mut self,
+        file_key: String,
+        decision: tt_domain::approval::ApprovalDecision,
+        decided_by: String,
+    ) {
+        self.approvals.insert(file_key, (decision, decided_by));
+    }
+
+    /// The journaled answer to the approval of the call with `file_key`, once.
+    pub(crate) fn take_approval(
+        &mut self,
+        file_key: &str,
+    ) -> Option<(tt_domain::approval::ApprovalDecision, String)> {
+        self.approvals.remove(file_key)
     }
 
     /// Whether the loop has passed the last stored step.

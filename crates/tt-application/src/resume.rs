@@ -51,6 +51,23 @@ pub(crate) struct JournalState {
     pub pending_guidance: Vec<(String, Option<String>, String)>,
 }
 
+/// The decision a journaled `tool_approval_resolved` recorded.
+fn journaled_decision(
+    resolved: &payload::ToolApprovalResolved,
+) -> Option<tt_domain::approval::ApprovalDecision> {
+    use tt_domain::approval::ApprovalDecision;
+    match resolved.decision.as_str() {
+        "approve" => Some(ApprovalDecision::Approve),
+        "approve_with_arguments" => Some(ApprovalDecision::ApproveWithArguments {
+            arguments: resolved.arguments.clone()?,
+        }),
+        "deny" => Some(ApprovalDecision::Deny {
+            message: resolved.message.clone(),
+        }),
+        _ => None,
+    }
+}
+
 fn text(event: &AgentRunEvent, field: &str) -> Option<String> {
     event
         .payload
@@ -184,6 +201,23 @@ pub(crate) async fn read_journal(
                             .or_default()
                             .push((round, call));
                         last_call.insert(id, key);
+                    }
+                }
+                RunEventType::ToolApprovalResolved => {
+                    if let Ok(resolved) = serde_json::from_value::<payload::ToolApprovalResolved>(
+                        event.payload.clone(),
+                    ) && let Some(decision) = journaled_decision(&resolved)
+                    {
+                        let key = call_file_key(
+                            &resolved.invocation_id,
+                            resolved.round,
+                            &resolved.call_id,
+                        );
+                        state
+                            .replays
+                            .entry(resolved.invocation_id.clone())
+                            .or_default()
+                            .record_approval(key, decision, resolved.decided_by);
                     }
                 }
                 RunEventType::ToolResultStored => {

@@ -96,6 +96,21 @@ impl EventPrinter {
                 format!("  … {shown}{more}")
             }
             P::ToolCallStarted(e) => format!("▸ {}", e.name),
+            P::ToolApprovalRequested(e) => {
+                format!(
+                    "⏸ {} waits for approval {} ({})",
+                    e.tool, e.approval_id, e.reason
+                )
+            }
+            P::ToolApprovalResolved(e) => match e.message.as_deref() {
+                Some(message) => {
+                    format!("  {} {} by {}: {message}", e.tool, e.decision, e.decided_by)
+                }
+                None => format!("  {} {} by {}", e.tool, e.decision, e.decided_by),
+            },
+            P::ToolApprovalCancelled(e) => {
+                format!("  approval of {} withdrawn ({})", e.tool, e.reason)
+            }
             P::ToolCallFailed(e) => format!("✗ {} [{}] {}", e.name, e.error_code, e.message),
             P::WorkspaceFileWritten(e) => format!("  wrote {} ({} chars)", e.path, e.chars),
             P::WorkspacePatchApplied(e) => {

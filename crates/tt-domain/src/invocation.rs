@@ -37,6 +37,8 @@ impl InvocationKind {
 pub enum InvocationStatus {
     Created,
     Running,
+    /// Parked until a person answers one of its tool calls (docs/host-api.md).
+    AwaitingApproval,
     Completed,
     Failed,
     Cancelled,
@@ -54,7 +56,9 @@ impl InvocationStatus {
             | InvocationStatus::Cancelled
             | InvocationStatus::Transferred
             | InvocationStatus::Interrupted => true,
-            InvocationStatus::Created | InvocationStatus::Running => false,
+            InvocationStatus::Created
+            | InvocationStatus::Running
+            | InvocationStatus::AwaitingApproval => false,
         }
     }
 
@@ -62,6 +66,7 @@ impl InvocationStatus {
         match self {
             InvocationStatus::Created => "created",
             InvocationStatus::Running => "running",
+            InvocationStatus::AwaitingApproval => "awaiting_approval",
             InvocationStatus::Completed => "completed",
             InvocationStatus::Failed => "failed",
             InvocationStatus::Cancelled => "cancelled",
@@ -144,7 +149,12 @@ impl AgentInvocation {
                 | InvocationStatus::Cancelled
                 | InvocationStatus::Interrupted,
             ) => true,
-            (InvocationStatus::Running, next) => next.is_terminal(),
+            (InvocationStatus::Running, next) => {
+                next.is_terminal() || next == InvocationStatus::AwaitingApproval
+            }
+            (InvocationStatus::AwaitingApproval, next) => {
+                next.is_terminal() || next == InvocationStatus::Running
+            }
             // `resume_run` takes an interrupted agent up again.
             (InvocationStatus::Interrupted, InvocationStatus::Running) => true,
             _ => false,

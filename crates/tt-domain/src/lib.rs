@@ -3,6 +3,7 @@
 //! Everything here is plain data and rules: no I/O, no async runtime, no clocks. Other crates
 //! speak in these types; adapters map their own failures and wire formats onto them.
 
+pub mod approval;
 pub mod brief;
 pub mod context_window;
 pub mod cost;

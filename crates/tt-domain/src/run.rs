@@ -80,6 +80,8 @@ pub enum AgentRunStatus {
     ApplyingWorkspacePatch,
     CreatingCheckpoint,
     AwaitingHostCommit,
+    /// The foreground agent waits for a person to approve a tool call.
+    AwaitingApproval,
     Finishing,
     Completed,
     PartialSuccess,
@@ -105,6 +107,7 @@ impl AgentRunStatus {
             | AgentRunStatus::ApplyingWorkspacePatch
             | AgentRunStatus::CreatingCheckpoint
             | AgentRunStatus::AwaitingHostCommit
+            | AgentRunStatus::AwaitingApproval
             | AgentRunStatus::Finishing
             | AgentRunStatus::Cancelling => false,
         }
@@ -132,6 +135,7 @@ impl AgentRunStatus {
             | AgentRunStatus::ApplyingWorkspacePatch
             | AgentRunStatus::CreatingCheckpoint
             | AgentRunStatus::AwaitingHostCommit
+            | AgentRunStatus::AwaitingApproval
             | AgentRunStatus::Finishing => self != AgentRunStatus::Cancelling,
         }
     }
@@ -149,6 +153,7 @@ impl AgentRunStatus {
             AgentRunStatus::Created
             | AgentRunStatus::InitializingWorkspace
             | AgentRunStatus::AwaitingHostCommit
+            | AgentRunStatus::AwaitingApproval
             | AgentRunStatus::Finishing
             | AgentRunStatus::Completed
             | AgentRunStatus::PartialSuccess
@@ -160,7 +165,7 @@ impl AgentRunStatus {
     }
 
     /// Every status, in the order a run passes them (terminal ones last).
-    pub const ALL: [AgentRunStatus; 15] = [
+    pub const ALL: [AgentRunStatus; 16] = [
         AgentRunStatus::Created,
         AgentRunStatus::InitializingWorkspace,
         AgentRunStatus::AssemblingContext,
@@ -169,6 +174,7 @@ impl AgentRunStatus {
         AgentRunStatus::ApplyingWorkspacePatch,
         AgentRunStatus::CreatingCheckpoint,
         AgentRunStatus::AwaitingHostCommit,
+        AgentRunStatus::AwaitingApproval,
         AgentRunStatus::Cancelling,
         AgentRunStatus::Finishing,
         AgentRunStatus::Completed,
@@ -188,6 +194,7 @@ impl AgentRunStatus {
             AgentRunStatus::ApplyingWorkspacePatch => "applying_workspace_patch",
             AgentRunStatus::CreatingCheckpoint => "creating_checkpoint",
             AgentRunStatus::AwaitingHostCommit => "awaiting_host_commit",
+            AgentRunStatus::AwaitingApproval => "awaiting_approval",
             AgentRunStatus::Finishing => "finishing",
             AgentRunStatus::Completed => "completed",
             AgentRunStatus::PartialSuccess => "partial_success",

@@ -30,7 +30,7 @@ pub const COMMIT_BRIDGE_NOT_HOST_API: &str = "agent.chat_commit_bridge_not_host_
 
 /// A running tt-agent-runtime instance.
 pub struct AgentRuntime {
-    service: Arc<AgentRunService>,
+    pub(crate) service: Arc<AgentRunService>,
     /// `None` when the runtime was built with another commit bridge.
     host_commits: Option<Arc<HostApiCommitBridge>>,
     /// Runs this runtime started: what `shutdown` settles and closes.
@@ -257,7 +257,7 @@ impl AgentRuntime {
     }
 
     /// `agent.runtime_shut_down` once [`shutdown`](Self::shutdown) has begun.
-    fn ensure_open(&self) -> HostResult<()> {
+    pub(crate) fn ensure_open(&self) -> HostResult<()> {
         if self.shut_down.load(Ordering::SeqCst) {
             return Err(shut_down_error());
         }

@@ -12,6 +12,7 @@ pub mod builder;
 pub mod connections;
 pub mod dto;
 pub mod host;
+mod host_approvals;
 pub mod named_connections;
 pub mod prompt_brokers;
 pub mod run_handle;
@@ -37,6 +38,9 @@ pub use tt_adapter_provider_scripted::{
 };
 pub use tt_adapter_storage_userdata::UserDataStore;
 pub use tt_application::{
+    DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
+};
+pub use tt_application::{
     GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,
 };
@@ -44,6 +48,7 @@ pub use tt_application::{
     InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
     UsageTotals,
 };
+pub use tt_domain::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRule};
 pub use tt_domain::cost::{ModelPrice, PriceTable};
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).

@@ -12,7 +12,11 @@ use tt_domain::run::AgentRun;
 use tt_domain::task::AgentTaskRecord;
 use tt_ports::{ChatCommitRequest, PersistentStateMetadataUpdate, PromptAssemblyRequest};
 
-use tt_application::{GuidanceReceipt, StartRunRequest, SubmitGuidanceRequest};
+use tt_application::{
+    GuidanceReceipt, PendingToolApproval, ResolveToolApprovalRequest, StartRunRequest,
+    SubmitGuidanceRequest, ToolApprovalReceipt,
+};
+use tt_domain::approval::ApprovalDecision;
 
 use crate::dto::{
     HostResult, ResolveChatCommitRequest, ResolvePersistentStateMetadataUpdateRequest,
@@ -63,6 +67,8 @@ pub struct PendingHostRequests {
     pub metadata_updates: Vec<PersistentStateMetadataUpdate>,
     /// Prompts to assemble, by id.
     pub prompt_assemblies: Vec<PromptAssemblyRequest>,
+    /// Tool calls waiting for a person's approval, oldest first, with their arguments.
+    pub approvals: Vec<PendingToolApproval>,
 }
 
 impl PendingHostRequests {
@@ -70,6 +76,7 @@ impl PendingHostRequests {
         self.commits.is_empty()
             && self.metadata_updates.is_empty()
             && self.prompt_assemblies.is_empty()
+            && self.approvals.is_empty()
     }
 }
 
@@ -107,6 +114,7 @@ impl AgentRuntime {
             commits,
             metadata_updates,
             prompt_assemblies: self.host_prompt_broker().pending_for_run(run_id.as_str()),
+            approvals: self.pending_approvals_now(run_id),
         }
     }
 }
@@ -158,6 +166,52 @@ impl<'r> RunHandle<'r> {
                     text: text.into(),
                     client_guidance_id: None,
                 },
+            )
+            .await
+    }
+
+    /// Approves a tool call waiting for a person (`approvalId` from
+    /// [`pending`](Self::pending) or a `tool_approval_requested` event).
+    pub async fn approve(&self, approval_id: &str) -> HostResult<ToolApprovalReceipt> {
+        self.resolve_approval(approval_id, ApprovalDecision::Approve)
+            .await
+    }
+
+    /// Approves a waiting tool call with edited arguments, checked against the tool's schema.
+    pub async fn approve_with_arguments(
+        &self,
+        approval_id: &str,
+        arguments: serde_json::Value,
+    ) -> HostResult<ToolApprovalReceipt> {
+        self.resolve_approval(
+            approval_id,
+            ApprovalDecision::ApproveWithArguments { arguments },
+        )
+        .await
+    }
+
+    /// Denies a waiting tool call; the agent reads `message` as the call's error.
+    pub async fn deny(
+        &self,
+        approval_id: &str,
+        message: impl Into<String>,
+    ) -> HostResult<ToolApprovalReceipt> {
+        let message = message.into();
+        let message = (!message.trim().is_empty()).then_some(message);
+        self.resolve_approval(approval_id, ApprovalDecision::Deny { message })
+            .await
+    }
+
+    async fn resolve_approval(
+        &self,
+        approval_id: &str,
+        decision: ApprovalDecision,
+    ) -> HostResult<ToolApprovalReceipt> {
+        self.runtime
+            .resolve_tool_approval(
+                self.run_id.as_str(),
+                approval_id,
+                ResolveToolApprovalRequest::new(decision),
             )
             .await
     }

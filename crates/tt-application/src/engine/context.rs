@@ -45,6 +45,8 @@ pub(crate) struct RunContext {
     pub scheduler: TaskScheduler,
     /// User guidance waiting for the foreground agent's next model request.
     pub guidance: crate::guidance::GuidanceMailbox,
+    /// Tool calls waiting for a person's approval, and the answers given.
+    pub approvals: crate::approvals::ApprovalBroker,
     /// Provider sessions opened by this run's invocations, closed when it ends.
     sessions: StdMutex<Vec<(String, Arc<dyn tt_ports::ModelProvider>)>>,
     /// The next registration number of a task and its invocation; read from the stored
@@ -85,6 +87,7 @@ impl RunContext {
             persist_snapshot,
             scheduler: TaskScheduler::default(),
             guidance: Default::default(),
+            approvals: Default::default(),
             sessions: StdMutex::new(Vec::new()),
             creation_seq: Mutex::new(None),
             replays: StdMutex::new(std::collections::HashMap::new()),
@@ -247,12 +250,15 @@ impl RunContext {
         }
     }
 
-    /// Saves an invocation status change and journals `agent_invocation_<status>`.
+    /// Saves an invocation status change and journals `agent_invocation_<status>`. Parking for
+    /// an approval and going on after it journal nothing here: the `tool_approval_*` events
+    /// say it.
     pub(crate) async fn set_invocation_status(
         &self,
         invocation: &mut AgentInvocation,
         status: InvocationStatus,
     ) -> ApplicationResult<bool> {
+        let previous = invocation.status;
         if !invocation.transition(status, self.services.clock.now())? {
             return Ok(false);
         }
@@ -283,6 +289,10 @@ impl RunContext {
             };
         }
         match status {
+            InvocationStatus::Running if previous == InvocationStatus::AwaitingApproval => {
+                return Ok(true);
+            }
+            InvocationStatus::AwaitingApproval => return Ok(true),
             InvocationStatus::Running => record!(AgentInvocationStarted),
             InvocationStatus::Completed => record!(AgentInvocationCompleted),
             InvocationStatus::Failed => record!(AgentInvocationFailed),

@@ -26,6 +26,7 @@ use tt_domain::tool::{AgentToolCall, AgentToolResult, ToolName};
 use tt_domain::workspace::CheckpointReason;
 use tt_ports::RunDocument;
 
+use crate::engine::approval_gate::{self, Gate};
 use crate::engine::commit::run_commit;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
@@ -171,18 +172,36 @@ async fn dispatch(
         } else if let Some(err) = budget_error(inv, tool) {
             Err(err.into())
         } else {
-            inv.session.calls_total += 1;
-            *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
-            let started = payload::ToolCallStarted {
-                round,
-                invocation_id: invocation_id.clone(),
-                call_id: call.id.clone(),
-                name: display_name.to_string(),
-            };
-            ctx.events
-                .record(&run_id, EventLevel::Info, &started)
-                .await?;
-            execute(ctx, inv, round, tool, call).await
+            let arguments_ref = args_doc.relative_path();
+            match approval_gate::gate(ctx, inv, round, tool, call, &arguments_ref).await {
+                Err(err) => Err(err),
+                Ok(Gate::Denied(err)) => Err(err.into()),
+                Ok(Gate::Run(edited)) => {
+                    inv.session.calls_total += 1;
+                    *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
+                    let started = payload::ToolCallStarted {
+                        round,
+                        invocation_id: invocation_id.clone(),
+                        call_id: call.id.clone(),
+                        name: display_name.to_string(),
+                    };
+                    ctx.events
+                        .record(&run_id, EventLevel::Info, &started)
+                        .await?;
+                    match edited {
+                        // The person's arguments run; the stored arguments stay the model's
+                        // (the edit is in `tool_approval_resolved`).
+                        Some(arguments) => {
+                            let edited_call = AgentToolCall {
+                                arguments,
+                                ..call.clone()
+                            };
+                            execute(ctx, inv, round, tool, &edited_call).await
+                        }
+                        None => execute(ctx, inv, round, tool, call).await,
+                    }
+                }
+            }
         }
     } else {
         Err(unknown_tool_error(inv, &call.name).into())

@@ -12,6 +12,7 @@
 //! it back. The service facade (`run_service`, `resume`, `handoff_chain`, `persist_metadata`)
 //! sits above it. docs/ARCHITECTURE.md has the module map; `cargo xtask tidy` checks it.
 
+pub(crate) mod approval_gate;
 pub(crate) mod binding;
 pub(crate) mod child;
 pub(crate) mod commit;

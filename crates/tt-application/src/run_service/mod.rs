@@ -23,6 +23,7 @@ use crate::events::{EventSink, RunEventStream};
 use crate::prompt_input::{PromptMessage, PromptSnapshot};
 use crate::services::RuntimeServices;
 
+mod approvals;
 mod executor;
 mod resume_run;
 mod teardown;
@@ -556,6 +557,13 @@ impl AgentRunService {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(run_id.clone(), payload);
+    }
+
+    /// The live context of a run executing in this process.
+    fn active_context(&self, run_id: &RunId) -> Option<Arc<RunContext>> {
+        self.lock_active()
+            .get(run_id)
+            .map(|active| Arc::clone(&active.ctx))
     }
 
     fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, ActiveRun>> {

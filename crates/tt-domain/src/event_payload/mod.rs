@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::event::{AgentRunEvent, RunEventType};
 mod agents;
+mod approvals;
 mod commits;
 mod context_window;
 mod delegation;
@@ -28,6 +29,7 @@ mod tool_calls;
 mod workspace;
 
 pub use agents::*;
+pub use approvals::*;
 pub use commits::*;
 pub use context_window::*;
 pub use delegation::*;
@@ -138,6 +140,9 @@ payloads! {
     DirectOutputCaptured,
     DriftRecoveryAttempted,
     ToolCallRequested,
+    ToolApprovalRequested,
+    ToolApprovalResolved,
+    ToolApprovalCancelled,
     ToolCallStarted,
     ToolResultStored,
     ToolCallCompleted,

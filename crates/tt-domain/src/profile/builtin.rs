@@ -75,6 +75,8 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             max_rounds: 80,
             max_calls_per_run: 80,
             max_calls_per_tool: Default::default(),
+            approval: Default::default(),
+            approval_timeout_ms: None,
         },
         skills: SkillsSection {
             visible: vec!["*".to_owned()],

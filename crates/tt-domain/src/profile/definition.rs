@@ -346,6 +346,12 @@ pub struct ToolsSection {
     pub max_calls_per_run: u32,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_calls_per_tool: BTreeMap<String, u32>,
+    /// Which calls wait for a person's approval (docs/profiles.md, "Approval"); empty: none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub approval: crate::approval::ApprovalPolicy,
+    /// How long a call waits for an answer before it is denied; `None`: as long as the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_timeout_ms: Option<u64>,
 }
 
 fn default_max_calls() -> u32 {

@@ -351,6 +351,7 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
             "workspace.write_file must be visible",
         ));
     }
+    crate::approval::validate_policy(&tools.approval, tools.approval_timeout_ms)?;
     for (name, limit) in &tools.max_calls_per_tool {
         let tool = ToolName::from_canonical(name).ok_or_else(|| {
             err(

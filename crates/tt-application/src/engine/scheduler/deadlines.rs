@@ -24,6 +24,21 @@ impl TaskScheduler {
         }
     }
 
+    /// Notes that `invocation` waits for a person (`waiting`) or goes on: a person's time to
+    /// decide is not idleness, so the idle limit starts again when the answer comes. The
+    /// deadline keeps running.
+    pub(crate) fn set_awaiting_person(&self, invocation: &InvocationId, waiting: bool) {
+        let mut state = self.lock();
+        if waiting {
+            state.awaiting_person.insert(invocation.clone());
+        } else {
+            state.awaiting_person.remove(invocation);
+            if let Some(mark) = state.progress.get_mut(invocation) {
+                *mark = tokio::time::Instant::now();
+            }
+        }
+    }
+
     pub(super) fn stop_watch(&self, task_id: &TaskId) {
         if let Some(watch) = self.lock().watches.remove(task_id) {
             watch.cancel();
@@ -50,8 +65,11 @@ impl TaskScheduler {
                 let now = tokio::time::Instant::now();
                 // Not started yet: look again after one idle period.
                 let idle_at = idle.map(|idle| {
-                    ctx.scheduler
-                        .lock()
+                    let state = ctx.scheduler.lock();
+                    if state.awaiting_person.contains(&invocation) {
+                        return now + idle;
+                    }
+                    state
                         .progress
                         .get(&invocation)
                         .map_or(now + idle, |last| *last + idle)
@@ -69,10 +87,8 @@ impl TaskScheduler {
                         "{DEADLINE_EXCEEDED}: stopped at its time limit of {}",
                         seconds(budget.timeout_seconds.unwrap_or_default())
                     )
-                } else if let (Some(idle), Some(last)) = (
-                    idle,
-                    ctx.scheduler.lock().progress.get(&invocation).copied(),
-                ) && now >= last + idle
+                } else if let (Some(idle), Some(last)) = (idle, idle_since(&ctx, &invocation))
+                    && now >= last + idle
                 {
                     format!(
                         "{IDLE_TIMEOUT_EXCEEDED}: stopped after {} without progress",
@@ -90,6 +106,15 @@ impl TaskScheduler {
             }
         });
     }
+}
+
+/// When `invocation` last made progress, `None` while it waits for a person.
+fn idle_since(ctx: &RunContext, invocation: &InvocationId) -> Option<tokio::time::Instant> {
+    let state = ctx.scheduler.lock();
+    if state.awaiting_person.contains(invocation) {
+        return None;
+    }
+    state.progress.get(invocation).copied()
 }
 
 /// Reason prefix of a task cancelled at its deadline.

@@ -100,6 +100,8 @@ struct State {
     all_closed: bool,
     /// Last model progress of started tasks that have an idle limit, by their invocation.
     progress: HashMap<InvocationId, tokio::time::Instant>,
+    /// Agents waiting for a person's approval: their idle limit does not run meanwhile.
+    awaiting_person: std::collections::HashSet<InvocationId>,
     /// Stops the deadline watch of a task once it ends.
     watches: HashMap<TaskId, CancellationToken>,
     /// Token budgets of running tasks that have one, by invocation.

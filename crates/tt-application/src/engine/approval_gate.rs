@@ -1,0 +1,224 @@
+//! The approval gate of a tool call (docs/host-api.md, "Approving tool calls"): a call the
+//! profile's `tools.approval` asks about waits here, after its checks and before
+//! `tool_call_started`, until a person answers, its timeout denies it, or its agent stops.
+//!
+//! Only this agent waits: it is `awaiting_approval` (and so is the run, when it is the
+//! foreground agent), its task keeps its slot, every other agent keeps running. A resumed
+//! agent whose call was answered before the interruption takes the journaled answer; one that
+//! was still waiting asks again under the same approval id.
+
+use serde_json::Value;
+use std::time::Duration;
+use tt_domain::approval::{self, ApprovalDecision, DECIDED_BY_TIMEOUT};
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload as payload;
+use tt_domain::invocation::InvocationStatus;
+use tt_domain::run::AgentRunStatus;
+use tt_domain::tool::{AgentToolCall, ToolName};
+use tt_domain::workspace::WorkspacePath;
+
+use crate::approvals::{ApprovalAnswer, ArgumentCheck, PendingToolApproval};
+use crate::engine::context::RunContext;
+use crate::engine::dispatch::call_file_key;
+use crate::engine::invocation::InvocationRuntime;
+use crate::error::{ApplicationError, ToolCallError, ToolError};
+
+/// The code of a call a person (or the timeout) declined.
+pub(crate) const DENIED_CODE: &str = "agent.tool_call_denied";
+
+/// What the gate lets through.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Gate {
+    /// Run the call; with the person's edited arguments when `Some`.
+    Run(Option<Value>),
+    /// The call does not run: the agent reads this error.
+    Denied(ToolError),
+}
+
+/// Passes a call that needs no approval at once; otherwise parks its agent until an answer.
+pub(crate) async fn gate(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    tool: ToolName,
+    call: &AgentToolCall,
+    arguments_ref: &str,
+) -> Result<Gate, ToolCallError> {
+    let definition = &inv.profile.definition.tools;
+    if definition.approval.is_empty() {
+        return Ok(Gate::Run(None));
+    }
+    let path = call_path(inv, tool, &call.arguments);
+    let Some(reason) = approval::asks(&definition.approval, tool, path.as_ref()) else {
+        return Ok(Gate::Run(None));
+    };
+    let timeout_ms = definition.approval_timeout_ms;
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    let approval_id = approval::approval_id_for(&file_key);
+    if let Some((decision, decided_by)) = inv
+        .replay
+        .as_mut()
+        .and_then(|replay| replay.take_approval(&file_key))
+    {
+        let answer = ApprovalAnswer {
+            decision,
+            decided_by,
+        };
+        ctx.approvals.remember(&approval_id, &answer);
+        return Ok(pass(answer));
+    }
+
+    let requested = payload::ToolApprovalRequested {
+        approval_id: approval_id.clone(),
+        invocation_id: inv.invocation.id.clone(),
+        round,
+        call_id: call.id.clone(),
+        tool: tool.canonical().to_owned(),
+        arguments_ref: arguments_ref.to_owned(),
+        reason: reason.clone(),
+        timeout_ms,
+    };
+    ctx.events
+        .record(&ctx.run_id, EventLevel::Info, &requested)
+        .await?;
+    let pending = PendingToolApproval {
+        approval_id: approval_id.clone(),
+        invocation_id: inv.invocation.id.clone(),
+        profile_id: inv.invocation.profile_id.clone(),
+        round,
+        call_id: call.id.clone(),
+        tool: tool.canonical().to_owned(),
+        arguments: call.arguments.clone(),
+        reason,
+        timeout_ms,
+    };
+    let check = ArgumentCheck {
+        input_schema: inv
+            .snapshot
+            .tools
+            .iter()
+            .find(|spec| spec.name == tool)
+            .map(|spec| spec.input_schema.clone())
+            .unwrap_or(Value::Null),
+        max_bytes: inv.profile.definition.limits.max_tool_argument_bytes,
+    };
+    let mut answer = ctx.approvals.park(pending, check);
+    set_waiting(ctx, inv, true).await?;
+    let timeout = async {
+        match timeout_ms {
+            Some(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+            None => std::future::pending().await,
+        }
+    };
+    let answer = tokio::select! {
+        answer = &mut answer => answer.ok(),
+        () = inv.cancel.cancelled() => None,
+        () = timeout => match ctx.approvals.time_out(&ctx.events, &ctx.run_id, &approval_id).await? {
+            Some(denied) => Some(denied),
+            // Answered just before: the answer is already sent.
+            None => answer.await.ok(),
+        },
+    };
+    let Some(answer) = answer else {
+        // Stopped (or, if the answer's sender is gone, stopping): withdraw the call, unless an
+        // answer was journaled first, which then applies on resume.
+        let reason = if ctx.cancel.is_cancelled() {
+            "run_cancelled"
+        } else {
+            "agent_stopped"
+        };
+        ctx.approvals
+            .withdraw(&ctx.events, &ctx.run_id, &approval_id, reason)
+            .await?;
+        ctx.scheduler.set_awaiting_person(&inv.invocation.id, false);
+        return Err(ApplicationError::cancelled().into());
+    };
+    set_waiting(ctx, inv, false).await?;
+    Ok(pass(answer))
+}
+
+/// The path a call names, for an `outside` rule: its `path` argument, or for a commit without
+/// one the agent's message body.
+fn call_path(inv: &InvocationRuntime, tool: ToolName, arguments: &Value) -> Option<WorkspacePath> {
+    if !approval::names_a_path(tool) {
+        return None;
+    }
+    match arguments.get("path").and_then(Value::as_str) {
+        Some(raw) if !raw.trim().is_empty() => WorkspacePath::parse(raw).ok(),
+        _ if tool == ToolName::WorkspaceCommit => Some(inv.snapshot.message_body_path.clone()),
+        _ => None,
+    }
+}
+
+/// Parks or wakes the agent: its record, its idle limit, and the run status when it owns the
+/// run.
+async fn set_waiting(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    waiting: bool,
+) -> Result<(), ToolCallError> {
+    let (status, run_status) = if waiting {
+        (
+            InvocationStatus::AwaitingApproval,
+            AgentRunStatus::AwaitingApproval,
+        )
+    } else {
+        (InvocationStatus::Running, AgentRunStatus::DispatchingTool)
+    };
+    ctx.scheduler
+        .set_awaiting_person(&inv.invocation.id, waiting);
+    ctx.set_invocation_status(&mut inv.invocation, status)
+        .await?;
+    if inv.owns_run() {
+        ctx.try_set_status(run_status).await?;
+    }
+    Ok(())
+}
+
+/// What an answer lets through.
+fn pass(answer: ApprovalAnswer) -> Gate {
+    match answer.decision {
+        ApprovalDecision::Approve => Gate::Run(None),
+        ApprovalDecision::ApproveWithArguments { arguments } => Gate::Run(Some(arguments)),
+        ApprovalDecision::Deny { message } => {
+            Gate::Denied(denial(message.as_deref(), &answer.decided_by))
+        }
+    }
+}
+
+/// The error the agent reads for a declined call.
+pub(crate) fn denial(message: Option<&str>, decided_by: &str) -> ToolError {
+    let text = if decided_by == DECIDED_BY_TIMEOUT {
+        "No one approved this call in time, so it did not run. Go on without it, or try another way.".to_owned()
+    } else {
+        match message.map(str::trim).filter(|message| !message.is_empty()) {
+            Some(message) => format!("The user declined this call: {message}"),
+            None => "The user declined this call. Go on without it, or try another way.".to_owned(),
+        }
+    };
+    ToolError::new(DENIED_CODE, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_agent_reads_when_a_call_is_declined() {
+        insta::assert_snapshot!(
+            [
+                denial(Some("Keep the ending; change only the middle."), "host").message,
+                denial(Some("  "), "alice").message,
+                denial(None, "host").message,
+                denial(None, DECIDED_BY_TIMEOUT).message,
+            ]
+            .join("\n"),
+            @r"
+        The user declined this call: Keep the ending; change only the middle.
+        The user declined this call. Go on without it, or try another way.
+        The user declined this call. Go on without it, or try another way.
+        No one approved this call in time, so it did not run. Go on without it, or try another way.
+        "
+        );
+    }
+}

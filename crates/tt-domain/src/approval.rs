@@ -1,0 +1,276 @@
+//! Human approval of tool calls (docs/host-api.md, "Approving tool calls"): the profile's
+//! policy (`tools.approval`), the decisions a host can give, and the approval id of a call.
+//!
+//! Pure rules only: the engine asks [`ApprovalPolicy::asks`] before a call starts, parks the
+//! agent and journals the request; the host's answer is an [`ApprovalDecision`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use crate::error::{DomainError, DomainResult};
+use crate::tool::ToolName;
+use crate::workspace::WorkspacePath;
+
+/// The group name that stands for the tools that change the workspace or the chat.
+pub const WRITES_GROUP: &str = "writes";
+
+/// The tools of the `writes` group.
+pub const WRITE_TOOLS: [ToolName; 3] = [
+    ToolName::WorkspaceWriteFile,
+    ToolName::WorkspaceApplyPatch,
+    ToolName::WorkspaceCommit,
+];
+
+/// Whether a call of one tool waits for a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ApprovalRule {
+    /// Never asks (the default for every tool).
+    Never,
+    /// Asks for every call.
+    Always,
+    /// Asks only for a call whose `path` is outside these workspace roots (each a workspace
+    /// path: `scratch`, `output/drafts`).
+    Outside(Vec<String>),
+}
+
+/// `tools.approval`: tool (canonical name, or the group `writes`) to rule. A tool's own entry
+/// wins over its group's.
+pub type ApprovalPolicy = BTreeMap<String, ApprovalRule>;
+
+/// Why a call waits, as the host sees it: the rule that asked.
+pub fn asks(
+    policy: &ApprovalPolicy,
+    tool: ToolName,
+    path: Option<&WorkspacePath>,
+) -> Option<String> {
+    let (key, rule) = rule_for(policy, tool)?;
+    match rule {
+        ApprovalRule::Never => None,
+        ApprovalRule::Always => Some(format!("tools.approval.{key} is always")),
+        ApprovalRule::Outside(roots) => {
+            let inside = path.is_some_and(|path| {
+                roots.iter().any(|root| {
+                    WorkspacePath::parse(root).is_ok_and(|root| path.is_under_or_equal(&root))
+                })
+            });
+            (!inside).then(|| match path {
+                Some(path) => format!(
+                    "{} is outside tools.approval.{key} ({})",
+                    path.as_str(),
+                    roots.join(", ")
+                ),
+                None => format!("the call names no path (tools.approval.{key} is outside)"),
+            })
+        }
+    }
+}
+
+fn rule_for(policy: &ApprovalPolicy, tool: ToolName) -> Option<(&str, &ApprovalRule)> {
+    if let Some((key, rule)) = policy.get_key_value(tool.canonical()) {
+        return Some((key.as_str(), rule));
+    }
+    if WRITE_TOOLS.contains(&tool) {
+        return policy
+            .get_key_value(WRITES_GROUP)
+            .map(|(key, rule)| (key.as_str(), rule));
+    }
+    None
+}
+
+/// The tools whose calls name a workspace `path` (an `outside` rule needs one).
+pub fn names_a_path(tool: ToolName) -> bool {
+    matches!(
+        tool,
+        ToolName::WorkspaceReadFile
+            | ToolName::WorkspaceWriteFile
+            | ToolName::WorkspaceApplyPatch
+            | ToolName::WorkspaceCommit
+    )
+}
+
+/// Checks `tools.approval` (`agent.profile_approval_invalid`): every key is a tool or `writes`,
+/// `task.return` included (it is added to delegated agents); `outside` is only for tools that
+/// name a path, with at least one root, each a usable workspace path.
+pub fn validate_policy(policy: &ApprovalPolicy, timeout_ms: Option<u64>) -> DomainResult<()> {
+    let invalid = |message: String| DomainError::new("agent.profile_approval_invalid", message);
+    for (key, rule) in policy {
+        let tools: Vec<ToolName> = if key == WRITES_GROUP {
+            WRITE_TOOLS.to_vec()
+        } else {
+            vec![ToolName::from_canonical(key).ok_or_else(|| {
+                invalid(format!(
+                    "tools.approval names `{key}`, which is neither a tool nor the group `{WRITES_GROUP}`"
+                ))
+            })?]
+        };
+        if let ApprovalRule::Outside(roots) = rule {
+            if let Some(tool) = tools.iter().find(|tool| !names_a_path(**tool)) {
+                return Err(invalid(format!(
+                    "tools.approval.{key}: `outside` needs a tool whose calls name a path; `{}` has none (use always or never)",
+                    tool.canonical()
+                )));
+            }
+            if roots.is_empty() {
+                return Err(invalid(format!(
+                    "tools.approval.{key}: `outside` needs at least one root"
+                )));
+            }
+            for root in roots {
+                WorkspacePath::parse(root)
+                    .map_err(|err| invalid(format!("tools.approval.{key}: {}", err.message)))?;
+            }
+        }
+    }
+    if timeout_ms == Some(0) {
+        return Err(invalid("tools.approvalTimeoutMs must be > 0".to_owned()));
+    }
+    Ok(())
+}
+
+/// What a person decided about one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "decision")]
+pub enum ApprovalDecision {
+    /// Run the call as the model asked.
+    Approve,
+    /// Run it with these arguments instead (checked like the model's).
+    ApproveWithArguments { arguments: Value },
+    /// Do not run it; the agent reads `message` as the call's error.
+    Deny {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+}
+
+impl ApprovalDecision {
+    /// `approve`, `approve_with_arguments` or `deny`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ApprovalDecision::Approve => "approve",
+            ApprovalDecision::ApproveWithArguments { .. } => "approve_with_arguments",
+            ApprovalDecision::Deny { .. } => "deny",
+        }
+    }
+}
+
+/// Most characters of a denial message.
+pub const MAX_DENY_MESSAGE_CHARS: usize = 4_000;
+
+/// Who decided when no host did: the profile's `tools.approvalTimeoutMs` ran out.
+pub const DECIDED_BY_TIMEOUT: &str = "timeout";
+
+/// The approval id of a call: `apr_` and the hex of its call file key (`call_<hex16>`), so the
+/// same call asks under the same id again after a resume.
+pub fn approval_id_for(call_file_key: &str) -> String {
+    let hex = call_file_key.strip_prefix("call_").unwrap_or(call_file_key);
+    format!("apr_{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(entries: &[(&str, ApprovalRule)]) -> ApprovalPolicy {
+        entries
+            .iter()
+            .map(|(key, rule)| ((*key).to_owned(), rule.clone()))
+            .collect()
+    }
+
+    fn path(raw: &str) -> WorkspacePath {
+        WorkspacePath::parse(raw).unwrap()
+    }
+
+    #[test]
+    fn a_tool_rule_wins_over_its_group_and_other_tools_never_ask() {
+        let policy = policy(&[
+            (WRITES_GROUP, ApprovalRule::Always),
+            ("workspace.commit", ApprovalRule::Never),
+        ]);
+        let write = path("output/main.md");
+        assert!(asks(&policy, ToolName::WorkspaceWriteFile, Some(&write)).is_some());
+        assert!(asks(&policy, ToolName::WorkspaceApplyPatch, Some(&write)).is_some());
+        assert_eq!(asks(&policy, ToolName::WorkspaceCommit, Some(&write)), None);
+        assert_eq!(
+            asks(&policy, ToolName::WorkspaceReadFile, Some(&write)),
+            None
+        );
+        assert_eq!(
+            asks(&ApprovalPolicy::new(), ToolName::AgentDelegate, None),
+            None
+        );
+    }
+
+    #[test]
+    fn outside_asks_only_for_paths_outside_its_roots() {
+        let policy = policy(&[(
+            "workspace.write_file",
+            ApprovalRule::Outside(vec!["scratch".into(), "output/drafts".into()]),
+        )]);
+        let tool = ToolName::WorkspaceWriteFile;
+        assert_eq!(asks(&policy, tool, Some(&path("scratch/a.md"))), None);
+        assert_eq!(asks(&policy, tool, Some(&path("output/drafts/b.md"))), None);
+        let reason = asks(&policy, tool, Some(&path("output/main.md"))).unwrap();
+        assert_eq!(
+            reason,
+            "output/main.md is outside tools.approval.workspace.write_file (scratch, output/drafts)"
+        );
+        assert!(asks(&policy, tool, Some(&path("scratchpad/x.md"))).is_some());
+        assert!(asks(&policy, tool, None).is_some());
+    }
+
+    #[test]
+    fn invalid_policies_are_refused_with_one_code() {
+        let cases = [
+            policy(&[("workspace.nope", ApprovalRule::Always)]),
+            policy(&[(
+                "agent.delegate",
+                ApprovalRule::Outside(vec!["scratch".into()]),
+            )]),
+            policy(&[("workspace.write_file", ApprovalRule::Outside(vec![]))]),
+            policy(&[(
+                "workspace.write_file",
+                ApprovalRule::Outside(vec!["../up".into()]),
+            )]),
+        ];
+        for case in cases {
+            let err = validate_policy(&case, None).unwrap_err();
+            assert_eq!(err.code, "agent.profile_approval_invalid", "{case:?}");
+        }
+        assert!(validate_policy(&ApprovalPolicy::new(), Some(0)).is_err());
+        let good = policy(&[
+            (WRITES_GROUP, ApprovalRule::Outside(vec!["scratch".into()])),
+            ("agent.delegate", ApprovalRule::Always),
+            ("task.return", ApprovalRule::Never),
+        ]);
+        validate_policy(&good, Some(60_000)).unwrap();
+    }
+
+    #[test]
+    fn decisions_read_and_write_their_wire_shape() {
+        let deny: ApprovalDecision =
+            serde_json::from_value(serde_json::json!({"decision": "deny", "message": "no"}))
+                .unwrap();
+        assert_eq!(
+            deny,
+            ApprovalDecision::Deny {
+                message: Some("no".into())
+            }
+        );
+        let edit: ApprovalDecision = serde_json::from_value(serde_json::json!({
+            "decision": "approve_with_arguments", "arguments": {"path": "a.md"}
+        }))
+        .unwrap();
+        assert_eq!(edit.as_str(), "approve_with_arguments");
+        assert_eq!(
+            serde_json::to_value(ApprovalDecision::Approve).unwrap(),
+            serde_json::json!({"decision": "approve"})
+        );
+        assert_eq!(
+            approval_id_for("call_0123456789abcdef"),
+            "apr_0123456789abcdef"
+        );
+    }
+}

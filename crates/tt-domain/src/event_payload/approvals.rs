@@ -1,0 +1,58 @@
+//! Tool approvals: a call waits for a person, who approves, edits or denies it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::InvocationId;
+
+/// `tool_approval_requested`: the call waits; its agent is `awaiting_approval`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolApprovalRequested {
+    pub approval_id: String,
+    pub invocation_id: InvocationId,
+    pub round: u32,
+    pub call_id: String,
+    pub tool: String,
+    /// The stored arguments (`tool-args/call_<hex16>.json`).
+    pub arguments_ref: String,
+    /// The rule that asked.
+    pub reason: String,
+    /// When the call is denied unanswered (`tools.approvalTimeoutMs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `tool_approval_resolved`: the decision, who made it, and (edited) the arguments it runs with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolApprovalResolved {
+    pub approval_id: String,
+    pub invocation_id: InvocationId,
+    pub round: u32,
+    pub call_id: String,
+    pub tool: String,
+    /// `approve`, `approve_with_arguments` or `deny`.
+    pub decision: String,
+    /// The host's id of whoever decided, or `timeout`.
+    pub decided_by: String,
+    /// A denial's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The edited arguments of `approve_with_arguments`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+/// `tool_approval_cancelled`: the wait ended without an answer (run cancel, task cancel,
+/// deadline, budget); the call does not run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolApprovalCancelled {
+    pub approval_id: String,
+    pub invocation_id: InvocationId,
+    pub round: u32,
+    pub call_id: String,
+    pub tool: String,
+    pub reason: String,
+}
