@@ -101,6 +101,7 @@ pub async fn serve(
             guidance: true,
             cancel_task: true,
             resume: true,
+            approvals: true,
         },
     };
     let server = HostHttpServer::bind(

@@ -10,7 +10,8 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use tt_runtime::{
     AgentProfileDefinition, ListRunsRequest, ReadEventsRequest, ReadPromptAssemblyRequest,
-    ResolveChatCommitRequest, ResolvePromptAssemblyRequest, StartRunRequest,
+    ResolveChatCommitRequest, ResolvePromptAssemblyRequest, ResolveToolApprovalRequest,
+    StartRunRequest,
 };
 
 use crate::error::ApiError;
@@ -36,6 +37,11 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
             post(cancel_task),
         )
         .route("/api/runs/{run_id}/commits", get(pending_commits))
+        .route("/api/runs/{run_id}/approvals", get(pending_approvals))
+        .route(
+            "/api/runs/{run_id}/approvals/{approval_id}/resolve",
+            post(resolve_approval),
+        )
         .route(
             "/api/runs/{run_id}/persist-metadata/{update_id}/resolve",
             post(resolve_persist_metadata),
@@ -315,6 +321,32 @@ async fn read_record(
     let run_id = path.run_id()?;
     let record = state.runtime.read_record(&run_id, &query.reference).await?;
     Ok(Json(record).into_response())
+}
+
+/// The tool calls of a run waiting for a person, with their arguments (`pending_approvals`).
+async fn pending_approvals(
+    State(state): State<AppState>,
+    path: PathParams,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    Ok(Json(state.runtime.pending_approvals(&run_id).await?).into_response())
+}
+
+/// Answers a waiting call (`resolve_tool_approval`): body `{decision: "approve"}`,
+/// `{decision: "approve_with_arguments", arguments}` or `{decision: "deny", message?}`, with
+/// an optional `decidedBy`; the receipt.
+async fn resolve_approval(
+    State(state): State<AppState>,
+    path: PathParams,
+    JsonBody(body): JsonBody<ResolveToolApprovalRequest>,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let approval_id = path.id("approval_id", "approval")?;
+    let receipt = state
+        .runtime
+        .resolve_tool_approval(&run_id, &approval_id, body)
+        .await?;
+    Ok(Json(receipt).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -42,4 +42,8 @@ pub struct Features {
     pub cancel_task: bool,
     /// Resume an interrupted run (`POST …/resume`).
     pub resume: bool,
+    /// Approve, edit or deny tool calls that wait for a person (`GET …/approvals`,
+    /// `POST …/approvals/{approvalId}/resolve`).
+    #[serde(default)]
+    pub approvals: bool,
 }

@@ -783,3 +783,66 @@ async fn an_interrupted_run_is_resumed_over_http_without_asking_for_its_stored_t
     assert_eq!(types.last(), Some(&"run_completed"));
     first.shutdown().await.unwrap();
 }
+
+/// `careful-writer`: the default writer, asking before every write.
+fn careful_writer() -> Value {
+    let mut profile =
+        serde_json::to_value(tt_domain::profile::default_writer_definition()).unwrap();
+    profile["id"] = json!("careful-writer");
+    profile["displayName"] = json!("Careful writer");
+    profile["tools"]["approval"] = json!({"workspace.write_file": "always"});
+    profile
+}
+
+#[tokio::test]
+async fn a_waiting_call_is_listed_and_answered_over_http() {
+    let script = json!({"schemaVersion": 1, "agents": {"careful-writer": [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
+        {"toolCalls": [{"id": "c3", "name": "workspace_finish", "arguments": {}}]}
+    ]}})
+    .to_string();
+    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let saved = server.post("/api/profiles", &careful_writer()).await;
+    assert!(saved.status < 300, "{}", saved.body);
+    let run_id = server.start("careful-writer", "Write.").await;
+    let asked = wait_for_event(&server, &run_id, "tool_approval_requested").await;
+    let approval_id = asked["payload"]["approvalId"].as_str().unwrap().to_owned();
+    let pending = server.get(&format!("/api/runs/{run_id}/approvals")).await;
+    assert_eq!(pending.status, 200, "{}", pending.body);
+    assert_eq!(pending.body[0]["approvalId"], approval_id.as_str());
+    assert_eq!(pending.body[0]["arguments"]["content"], "draft");
+    let resolve = format!("/api/runs/{run_id}/approvals/{approval_id}/resolve");
+    let bad_edit = server
+        .post(
+            &resolve,
+            &json!({"decision": "approve_with_arguments", "arguments": {"path": 1}}),
+        )
+        .await;
+    assert_eq!(bad_edit.status, 400, "{}", bad_edit.body);
+    assert_eq!(bad_edit.body["code"], "agent.approval_invalid");
+    let bad_decision = server.post(&resolve, &json!({"decision": "maybe"})).await;
+    assert_eq!(bad_decision.body["code"], "http.invalid_json");
+    let unknown = server
+        .post(
+            &format!("/api/runs/{run_id}/approvals/apr_0000000000000000/resolve"),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    let approved = server
+        .post(
+            &resolve,
+            &json!({"decision": "approve", "decidedBy": "editor-1"}),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    assert_eq!(approved.body["decidedBy"], "editor-1");
+    assert_eq!(approved.body["alreadyResolved"], false);
+    let resolved = wait_for_event(&server, &run_id, "tool_approval_resolved").await;
+    assert_eq!(resolved["payload"]["decision"], "approve");
+    wait_for_event(&server, &run_id, "run_completed").await;
+    let after = server.get(&format!("/api/runs/{run_id}/approvals")).await;
+    assert_eq!(after.body, json!([]));
+}
