@@ -1,10 +1,12 @@
 //! Following a run in the terminal: its events live, then the agent tree, the published text
 //! and the token usage. Shared by `demo` and `run`. While the run is live, each line typed on
-//! standard input is sent to it as user guidance.
+//! standard input is sent to it as user guidance, or, while a tool call waits for approval,
+//! answers that call (`crate::approve`).
 
 use tokio::sync::mpsc;
-use tt_runtime::{AgentRun, AgentRuntime, StopSignals, SubmitGuidanceRequest};
+use tt_runtime::{AgentRun, AgentRuntime, RunEventPayload, StopSignals, SubmitGuidanceRequest};
 
+use crate::approve::TerminalApprovals;
 use crate::render::{EventPrinter, agent_tree};
 
 /// Prints the run's events as they happen and a report at the end; returns the final run.
@@ -17,11 +19,12 @@ pub async fn follow(
 ) -> anyhow::Result<AgentRun> {
     println!(
         "run {} {how} (Ctrl-C or SIGTERM cancels it; a second one exits at once; a line typed \
-         here is sent to the agent as guidance)\n",
+         here is sent to the agent as guidance, or answers a call waiting for approval)\n",
         run.id
     );
-    let mut lines = stdin_lines();
+    let mut lines = StdinLines::start();
     let mut stdin_open = true;
+    let mut approvals = TerminalApprovals::default();
     let mut stream = runtime.subscribe(run.id.as_str(), 0, None);
     let mut printer = EventPrinter::default();
     let requested = signals.requested();
@@ -36,17 +39,35 @@ pub async fn follow(
                 runtime.cancel_run(run.id.as_str()).await?;
                 continue;
             }
-            line = lines.recv(), if stdin_open => {
+            line = lines.next(), if stdin_open => {
                 match line {
+                    Some(line) if approvals.is_waiting() => {
+                        approvals.answer(runtime, run, &line).await;
+                    }
                     Some(line) => submit_line(runtime, run, &line).await,
                     None => stdin_open = false,
                 }
+                lines.want_next();
                 continue;
             }
         };
         let Some(event) = event else { break };
         if let Some(line) = printer.line(&event) {
             println!("{line}");
+        }
+        if let Some(Ok(payload)) = event.typed_payload() {
+            match payload {
+                RunEventPayload::ToolApprovalRequested(asked) => {
+                    approvals.asked(runtime, run, &asked.approval_id).await;
+                }
+                RunEventPayload::ToolApprovalResolved(answered) => {
+                    approvals.settled(&answered.approval_id);
+                }
+                RunEventPayload::ToolApprovalCancelled(withdrawn) => {
+                    approvals.settled(&withdrawn.approval_id);
+                }
+                _ => {}
+            }
         }
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;
@@ -125,16 +146,37 @@ async fn submit_line(runtime: &AgentRuntime, run: &AgentRun, line: &str) {
 }
 
 /// Lines of standard input, read on a plain thread (a blocking read never holds up the async
-/// runtime); the channel closes at end of input.
-fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
-    let (sender, receiver) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let Ok(line) = line else { break };
-            if sender.send(line).is_err() {
-                break;
+/// runtime) one at a time, each only when asked for: while a line is being handled (an editor
+/// opened on a call's arguments) nothing else reads the terminal. The channel closes at end of
+/// input.
+struct StdinLines {
+    want: std::sync::mpsc::Sender<()>,
+    lines: mpsc::UnboundedReceiver<String>,
+}
+
+impl StdinLines {
+    fn start() -> Self {
+        let (want, wanted) = std::sync::mpsc::channel::<()>();
+        let (sender, lines) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            let mut input = std::io::stdin().lines();
+            while wanted.recv().is_ok() {
+                let Some(Ok(line)) = input.next() else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
             }
-        }
-    });
-    receiver
+        });
+        let _ = want.send(());
+        Self { want, lines }
+    }
+
+    async fn next(&mut self) -> Option<String> {
+        self.lines.recv().await
+    }
+
+    /// Lets the reader take the next line.
+    fn want_next(&self) {
+        let _ = self.want.send(());
+    }
 }

@@ -1,5 +1,6 @@
 //! `tt-agent`: run the bundled demo, start real runs, and inspect stored runs and their journals.
 
+mod approve;
 mod demo;
 mod live;
 mod logging;

@@ -3,6 +3,7 @@
 // Test helpers outside #[test] functions may unwrap: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod approvals;
 mod cassettes;
 mod demo_resume;
 mod disk_full;

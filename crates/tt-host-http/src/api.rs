@@ -324,10 +324,7 @@ async fn read_record(
 }
 
 /// The tool calls of a run waiting for a person, with their arguments (`pending_approvals`).
-async fn pending_approvals(
-    State(state): State<AppState>,
-    path: PathParams,
-) -> ApiResult<Response> {
+async fn pending_approvals(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     Ok(Json(state.runtime.pending_approvals(&run_id).await?).into_response())
 }

@@ -1,0 +1,188 @@
+//! Answering tool calls that wait for approval from the terminal (docs/host-api.md, "Approving
+//! tool calls"): while one waits, a typed line answers it instead of going to the agent as
+//! guidance: `y` approves, `n [message]` denies (the agent reads the message), `e` opens
+//! `$EDITOR` (else `$VISUAL`, else `vi`) on its arguments and approves what is saved.
+
+use serde_json::Value;
+use std::collections::VecDeque;
+use tt_runtime::{
+    AgentRun, AgentRuntime, ApprovalDecision, PendingToolApproval, ResolveToolApprovalRequest,
+};
+
+/// Who decided, as the journal records it.
+const DECIDED_BY: &str = "terminal";
+
+/// Most characters of the arguments shown in a prompt.
+const SHOWN_ARGUMENT_CHARS: usize = 400;
+
+/// The calls of the followed run waiting for an answer from this terminal, oldest first.
+#[derive(Default)]
+pub struct TerminalApprovals {
+    waiting: VecDeque<PendingToolApproval>,
+}
+
+impl TerminalApprovals {
+    pub fn is_waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// A call asked for approval: queue it (with its arguments), and prompt if it is first.
+    pub async fn asked(&mut self, runtime: &AgentRuntime, run: &AgentRun, approval_id: &str) {
+        let pending = match runtime.pending_approvals(run.id.as_str()).await {
+            Ok(pending) => pending,
+            Err(error) => {
+                println!(
+                    "(could not read the waiting call [{}]: {})",
+                    error.code, error.message
+                );
+                return;
+            }
+        };
+        let Some(call) = pending.into_iter().find(|p| p.approval_id == approval_id) else {
+            return;
+        };
+        if self.waiting.iter().any(|p| p.approval_id == approval_id) {
+            return;
+        }
+        self.waiting.push_back(call);
+        if self.waiting.len() == 1 {
+            self.prompt();
+        }
+    }
+
+    /// A call was answered or withdrawn (here or elsewhere): forget it, prompt for the next.
+    pub fn settled(&mut self, approval_id: &str) {
+        let was_first = self
+            .waiting
+            .front()
+            .is_some_and(|p| p.approval_id == approval_id);
+        self.waiting.retain(|p| p.approval_id != approval_id);
+        if was_first && !self.waiting.is_empty() {
+            self.prompt();
+        }
+    }
+
+    fn prompt(&self) {
+        let Some(call) = self.waiting.front() else {
+            return;
+        };
+        let mut arguments = call.arguments.to_string();
+        if arguments.chars().count() > SHOWN_ARGUMENT_CHARS {
+            arguments = arguments
+                .chars()
+                .take(SHOWN_ARGUMENT_CHARS)
+                .collect::<String>()
+                + "…";
+        }
+        println!(
+            "⏸ approve {} {arguments}? ({}) [y = approve, n [message] = deny, e = edit the arguments]",
+            call.tool, call.reason
+        );
+    }
+
+    /// Answers the first waiting call with a typed line.
+    pub async fn answer(&mut self, runtime: &AgentRuntime, run: &AgentRun, line: &str) {
+        let Some(call) = self.waiting.front().cloned() else {
+            return;
+        };
+        let decision = match parse_answer(line) {
+            Some(Answer::Approve) => ApprovalDecision::Approve,
+            Some(Answer::Deny(message)) => ApprovalDecision::Deny { message },
+            Some(Answer::Edit) => match edit(&call.arguments).await {
+                Ok(arguments) => ApprovalDecision::ApproveWithArguments { arguments },
+                Err(problem) => {
+                    println!("(the edit was not used: {problem})");
+                    self.prompt();
+                    return;
+                }
+            },
+            None => {
+                println!("(answer y, n [message] or e)");
+                return;
+            }
+        };
+        let request = ResolveToolApprovalRequest::new(decision).decided_by(DECIDED_BY);
+        match runtime
+            .resolve_tool_approval(run.id.as_str(), &call.approval_id, request)
+            .await
+        {
+            // The `tool_approval_resolved` event takes it off the queue.
+            Ok(_) => {}
+            Err(error) => {
+                println!("(not accepted [{}]: {})", error.code, error.message);
+                self.prompt();
+            }
+        }
+    }
+}
+
+/// A typed answer.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Approve,
+    Deny(Option<String>),
+    Edit,
+}
+
+fn parse_answer(line: &str) -> Option<Answer> {
+    let line = line.trim();
+    let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
+    match word.to_lowercase().as_str() {
+        "y" | "yes" if rest.is_empty() => Some(Answer::Approve),
+        "n" | "no" => Some(Answer::Deny((!rest.is_empty()).then(|| rest.to_owned()))),
+        "e" | "edit" if rest.is_empty() => Some(Answer::Edit),
+        _ => None,
+    }
+}
+
+/// Opens the editor on the arguments, pretty-printed, and reads back what was saved.
+async fn edit(arguments: &Value) -> Result<Value, String> {
+    let editor = std::env::var("EDITOR")
+        .or_else(|_| std::env::var("VISUAL"))
+        .unwrap_or_else(|_| "vi".to_owned());
+    let text = serde_json::to_string_pretty(arguments).map_err(|err| err.to_string())?;
+    let edited = tokio::task::spawn_blocking(move || -> Result<String, String> {
+        let file = tempfile::Builder::new()
+            .prefix("tt-agent-arguments-")
+            .suffix(".json")
+            .tempfile()
+            .map_err(|err| format!("no temporary file: {err}"))?;
+        std::fs::write(file.path(), text).map_err(|err| err.to_string())?;
+        // `$EDITOR` may carry options ("code --wait"): run it through the shell.
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{editor} \"$1\""))
+            .arg("sh")
+            .arg(file.path())
+            .status()
+            .map_err(|err| format!("{editor} did not start: {err}"))?;
+        if !status.success() {
+            return Err(format!("{editor} exited with {status}"));
+        }
+        std::fs::read_to_string(file.path()).map_err(|err| err.to_string())
+    })
+    .await
+    .map_err(|err| err.to_string())??;
+    serde_json::from_str(&edited).map_err(|err| format!("not JSON: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_answers_are_read_loosely_and_anything_else_is_not_an_answer() {
+        assert_eq!(parse_answer(" y "), Some(Answer::Approve));
+        assert_eq!(parse_answer("YES"), Some(Answer::Approve));
+        assert_eq!(parse_answer("n"), Some(Answer::Deny(None)));
+        assert_eq!(
+            parse_answer("n  Keep it short."),
+            Some(Answer::Deny(Some("Keep it short.".into())))
+        );
+        assert_eq!(parse_answer("e"), Some(Answer::Edit));
+        assert_eq!(parse_answer("y please"), None);
+        assert_eq!(parse_answer("maybe"), None);
+        assert_eq!(parse_answer(""), None);
+    }
+}

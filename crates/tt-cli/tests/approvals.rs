@@ -1,0 +1,164 @@
+//! `tt-agent run` asking on the terminal before each write of a profile with `tools.approval`:
+//! `n <message>` denies the first write (the model's next request carries the message), `e`
+//! opens `$EDITOR` on the second's arguments and the edited text is what gets published.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// An OpenAI-compatible server: notes, the reply, commit, finish, by the number of assistant
+/// turns; every request body is kept.
+fn server(seen: Arc<Mutex<Vec<serde_json::Value>>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let seen = Arc::clone(&seen);
+            std::thread::spawn(move || serve(stream, &seen));
+        }
+    });
+    url
+}
+
+fn serve(mut stream: TcpStream, seen: &Mutex<Vec<serde_json::Value>>) {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 65536];
+    let body_start = loop {
+        if let Some(at) = data.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => data.extend_from_slice(&buf[..read]),
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..body_start]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0);
+    while data.len() < body_start + length {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => data.extend_from_slice(&buf[..read]),
+        }
+    }
+    let body: serde_json::Value = serde_json::from_slice(&data[body_start..]).unwrap();
+    seen.lock().unwrap().push(body.clone());
+    let turn = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "assistant")
+        .count();
+    let (name, arguments) = match turn {
+        0 => (
+            "workspace_write_file",
+            serde_json::json!({"path": "scratch/notes.md", "content": "private"}),
+        ),
+        1 => (
+            "workspace_write_file",
+            serde_json::json!({"path": "output/main.md", "content": "First line.\n"}),
+        ),
+        2 => ("workspace_commit", serde_json::json!({})),
+        _ => ("workspace_finish", serde_json::json!({})),
+    };
+    let reply = serde_json::json!({
+        "id": format!("chatcmpl-{turn}"), "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": format!("call_{turn}"), "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+    })
+    .to_string();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+        reply.len()
+    );
+}
+
+#[test]
+fn the_terminal_denies_one_write_and_edits_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    let mut profile: serde_json::Value =
+        serde_json::from_str(include_str!("../scenarios/writers-room/writer.json")).unwrap();
+    profile["id"] = "careful-writer".into();
+    profile["tools"]["approval"] = serde_json::json!({"workspace.write_file": "always"});
+    std::fs::write(profiles.join("careful-writer.json"), profile.to_string()).unwrap();
+    // The "editor" changes the text it is given, as a person would.
+    let editor = dir.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i 's/First line/Edited line/' \"$1\"\n",
+    )
+    .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let url = format!("openai:{}", server(Arc::clone(&seen)));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["run", "--connection", &url, "--model", "m", "--profiles"])
+        .arg(&profiles)
+        .args(["--profile", "careful-writer", "Write a line."])
+        .env("EDITOR", format!("sh {}", editor.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut printed = Vec::new();
+    let mut answers = vec!["e", "n Keep no notes."];
+    loop {
+        let Ok(line) = lines.recv_timeout(Duration::from_secs(60)) else {
+            panic!("tt-agent run stalled:\n{}", printed.join("\n"));
+        };
+        if line.starts_with("⏸ approve") {
+            let answer = answers.pop().expect("asked more often than expected");
+            writeln!(stdin, "{answer}").unwrap();
+        }
+        let ended = line.starts_with("run ") && line.contains(" ended: ");
+        printed.push(line);
+        if ended {
+            break;
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let mut errors = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut errors)
+        .unwrap();
+    let output = printed.join("\n");
+    assert!(status.success(), "{output}\n{errors}");
+    assert!(answers.is_empty(), "{output}");
+    assert!(output.contains("ended: completed"), "{output}");
+    assert!(
+        output.contains("[agent.tool_call_denied] The user declined this call: Keep no notes."),
+        "{output}"
+    );
+    assert!(output.contains("Edited line."), "{output}");
+    // The model's second request carried the person's message as the call's result.
+    let second = seen.lock().unwrap()[1].to_string();
+    assert!(second.contains("Keep no notes."), "{second}");
+}
