@@ -214,6 +214,15 @@ async fn write_a_reply(runtime: &AgentRuntime, chat: &mut ChatWindow) -> anyhow:
                     run.publish_commit(commit.commit_id.as_str(), message_id)?;
                 }
             }
+            // A call the profile asks a person about (`tools.approval`): show it, then answer
+            // with what the user chose (here: approve). `deny(id, message)` would tell the
+            // agent why not.
+            Some(RunEventPayload::ToolApprovalRequested(_)) => {
+                for call in run.pending().approvals {
+                    println!("the user approves {} {}", call.tool, call.arguments);
+                    run.approve(&call.approval_id).await?;
+                }
+            }
             // At finish: bind the state the run left in `persist/` to its last message.
             Some(RunEventPayload::PersistentStateMetadataUpdateRequested(update)) => {
                 chat.bind_state(&update.message_id, &update.state_id);
