@@ -123,8 +123,28 @@ pub(crate) struct ApprovalBroker {
 }
 
 impl ApprovalBroker {
-    /// Parks a call until it is answered; the receiver gets the answer.
-    pub(crate) fn park(
+    /// Parks a call and journals `requested`, in the broker's turn: a host that reacts to the
+    /// event finds the call waiting, and no answer can be journaled before the request. The
+    /// receiver gets the answer.
+    pub(crate) async fn ask(
+        &self,
+        events: &EventSink,
+        run_id: &RunId,
+        pending: PendingToolApproval,
+        check: ArgumentCheck,
+        requested: &payload::ToolApprovalRequested,
+    ) -> ApplicationResult<oneshot::Receiver<ApprovalAnswer>> {
+        let _turn = self.turn.lock().await;
+        let answer = self.park(pending, check);
+        if let Err(err) = events.record(run_id, EventLevel::Info, requested).await {
+            // Nobody was told it waits.
+            self.lock().waiting.remove(&requested.approval_id);
+            return Err(err);
+        }
+        Ok(answer)
+    }
+
+    fn park(
         &self,
         pending: PendingToolApproval,
         check: ArgumentCheck,

@@ -1,7 +1,8 @@
 //! The inspector page in a real headless Chromium (Debian's `chromium`), driven over the
 //! DevTools protocol: the writers' room runs to `completed` with every agent shown, a file and
 //! a patch diff open, a second run is cancelled mid-way, a pending commit is published, the
-//! live output of a streaming call is shown, and a 256-agent fan-out is followed live.
+//! live output of a streaming call is shown, a write waiting for approval is shown as a diff,
+//! denied with a message and the next one approved, and a 256-agent fan-out is followed live.
 //! Screenshots of each step go to `$CARGO_TARGET_TMPDIR/inspector-screens/`.
 //!
 //! Without a Chromium these tests fail (they never skip): `.ci/run` installs it.
@@ -834,4 +835,142 @@ async fn the_live_output_of_a_streaming_call_is_shown() {
             "document.getElementById('live-output').textContent === ''",
         )
         .await;
+}
+
+/// A writer whose writes outside `scratch/` wait for approval; every request it makes is kept.
+async fn approval_server(seen: Arc<Mutex<Vec<tt_runtime::AgentModelRequest>>>) -> TestServer {
+    let model = tt_runtime::FnProvider::new(move |request| {
+        seen.lock().unwrap().push(request.clone());
+        Ok(match request.round {
+            1 => tt_runtime::ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "# Scene\n\nThe lamp burned.\n"}),
+            ),
+            2 => tt_runtime::ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "# Scene\n\nThe lamp stayed dark.\n"}),
+            ),
+            3 => tt_runtime::ModelReply::tool_call("workspace_commit", json!({})),
+            _ => tt_runtime::ModelReply::tool_call("workspace_finish", json!({})),
+        })
+    });
+    let server =
+        crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
+            .await;
+    let mut profile =
+        serde_json::to_value(tt_domain::profile::default_writer_definition()).unwrap();
+    profile["id"] = json!("careful-writer");
+    profile["tools"]["approval"] = json!({"workspace.write_file": {"outside": ["scratch"]}});
+    install_profiles(&server.runtime, &[&profile.to_string()]).await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_page() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let server = approval_server(Arc::clone(&seen)).await;
+    let browser = Browser::launch("approvals").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "the start form",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    let run_id = start_from_page(&browser, "careful-writer", None).await;
+    browser
+        .wait_for(
+            "one call waiting for approval",
+            "document.getElementById('approval-count').textContent === '(1)'",
+        )
+        .await;
+    browser.click("#tabs button[data-tab=approvals]").await;
+    browser
+        .wait_for(
+            "the write's diff",
+            "[...document.querySelectorAll('.approval-diff .add')].some((l) => l.textContent === '+ The lamp burned.')",
+        )
+        .await;
+    browser
+        .wait_for(
+            "the writer shown waiting",
+            "window.ttInspector.agents().some((a) => a.status === 'awaiting_approval')",
+        )
+        .await;
+    browser.screenshot("01-pending-write").await;
+    browser
+        .eval("document.querySelector('.approval .deny-message').value = 'Keep the lamp dark.'")
+        .await;
+    browser.click(".approval button.deny").await;
+    // The second write waits too: approved from the page.
+    browser
+        .wait_for(
+            "the second write's diff",
+            "[...document.querySelectorAll('.approval-diff .add')].some((l) => l.textContent === '+ The lamp stayed dark.')",
+        )
+        .await;
+    browser.screenshot("02-second-write").await;
+    browser.click(".approval button.approve").await;
+    browser
+        .wait_for(
+            "the run completed",
+            "document.getElementById('run-status').textContent === 'completed'",
+        )
+        .await;
+    browser
+        .wait_for(
+            "nothing waiting",
+            "document.getElementById('approval-count').textContent === ''",
+        )
+        .await;
+    // The agent's next request carried the person's message as the denied call's result.
+    let second = seen.lock().unwrap()[1].clone();
+    let denial = second
+        .messages
+        .iter()
+        .flat_map(|message| message.parts.iter())
+        .find_map(|part| match part {
+            tt_runtime::ModelContentPart::ToolResult { result } => Some(result.clone()),
+            _ => None,
+        })
+        .expect("the denied call's result");
+    assert!(denial.is_error);
+    assert_eq!(
+        denial.content,
+        "The user declined this call: Keep the lamp dark."
+    );
+    let text = server
+        .runtime
+        .read_workspace_file(&run_id, "output/main.md")
+        .await
+        .unwrap()
+        .text;
+    assert_eq!(text, "# Scene\n\nThe lamp stayed dark.\n");
+    let events = server
+        .runtime
+        .read_events(tt_runtime::ReadEventsRequest {
+            run_id,
+            limit: Some(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    let decided: Vec<_> = events
+        .iter()
+        .filter(|e| e.event_type == "tool_approval_resolved")
+        .map(|e| {
+            (
+                e.payload["decision"].clone(),
+                e.payload["decidedBy"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        vec![
+            (json!("deny"), json!("inspector")),
+            (json!("approve"), json!("inspector"))
+        ]
+    );
 }

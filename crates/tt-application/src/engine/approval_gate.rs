@@ -10,7 +10,6 @@
 use serde_json::Value;
 use std::time::Duration;
 use tt_domain::approval::{self, ApprovalDecision, DECIDED_BY_TIMEOUT};
-use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
@@ -68,19 +67,6 @@ pub(crate) async fn gate(
         return Ok(pass(answer));
     }
 
-    let requested = payload::ToolApprovalRequested {
-        approval_id: approval_id.clone(),
-        invocation_id: inv.invocation.id.clone(),
-        round,
-        call_id: call.id.clone(),
-        tool: tool.canonical().to_owned(),
-        arguments_ref: arguments_ref.to_owned(),
-        reason: reason.clone(),
-        timeout_ms,
-    };
-    ctx.events
-        .record(&ctx.run_id, EventLevel::Info, &requested)
-        .await?;
     let pending = PendingToolApproval {
         approval_id: approval_id.clone(),
         invocation_id: inv.invocation.id.clone(),
@@ -102,7 +88,20 @@ pub(crate) async fn gate(
             .unwrap_or(Value::Null),
         max_bytes: inv.profile.definition.limits.max_tool_argument_bytes,
     };
-    let mut answer = ctx.approvals.park(pending, check);
+    let requested = payload::ToolApprovalRequested {
+        approval_id: approval_id.clone(),
+        invocation_id: inv.invocation.id.clone(),
+        round,
+        call_id: call.id.clone(),
+        tool: tool.canonical().to_owned(),
+        arguments_ref: arguments_ref.to_owned(),
+        reason: pending.reason.clone(),
+        timeout_ms,
+    };
+    let mut answer = ctx
+        .approvals
+        .ask(&ctx.events, &ctx.run_id, pending, check, &requested)
+        .await?;
     set_waiting(ctx, inv, true).await?;
     let timeout = async {
         match timeout_ms {
