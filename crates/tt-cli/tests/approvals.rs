@@ -1,6 +1,8 @@
 //! `tt-agent run` asking on the terminal before each write of a profile with `tools.approval`:
 //! `n <message>` denies the first write (the model's next request carries the message), `e`
-//! opens `$EDITOR` on the second's arguments and the edited text is what gets published.
+//! opens `$EDITOR` on the second's arguments and the edited text is what gets published. And a
+//! process killed (SIGKILL) while a write waits: `tt-agent resume` asks again, and the write
+//! runs once, after the answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -161,4 +163,132 @@ fn the_terminal_denies_one_write_and_edits_the_next() {
     // The model's second request carried the person's message as the call's result.
     let second = seen.lock().unwrap()[1].to_string();
     assert!(second.contains("Keep no notes."), "{second}");
+}
+
+/// `tt-agent` with its stdin and stdout piped, its stdout lines sent to a channel.
+fn spawn_agent(
+    args: &[&str],
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::sync::mpsc::Receiver<String>,
+) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, stdin, lines)
+}
+
+/// Reads lines until one satisfies `stop`; returns every line read.
+fn read_until(
+    lines: &std::sync::mpsc::Receiver<String>,
+    stop: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut read = Vec::new();
+    loop {
+        let Ok(line) = lines.recv_timeout(Duration::from_secs(60)) else {
+            panic!("tt-agent stalled:\n{}", read.join("\n"));
+        };
+        let done = stop(&line);
+        read.push(line);
+        if done {
+            return read;
+        }
+    }
+}
+
+#[test]
+fn a_process_killed_while_a_write_waits_asks_again_after_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    let mut profile: serde_json::Value =
+        serde_json::from_str(include_str!("../scenarios/writers-room/writer.json")).unwrap();
+    profile["id"] = "careful-writer".into();
+    profile["tools"]["approval"] = serde_json::json!({"workspace.write_file": "always"});
+    std::fs::write(profiles.join("careful-writer.json"), profile.to_string()).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let url = format!("openai:{}", server(Arc::clone(&seen)));
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let (mut first, _stdin, lines) = spawn_agent(&[
+        "--data-dir",
+        data,
+        "run",
+        "--connection",
+        &url,
+        "--model",
+        "m",
+        "--profiles",
+        profiles.to_str().unwrap(),
+        "--profile",
+        "careful-writer",
+        "Write a line.",
+    ]);
+    let printed = read_until(&lines, |line| line.starts_with("⏸ approve"));
+    let run_id = printed
+        .iter()
+        .find_map(|line| line.strip_prefix("run ")?.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    first.kill().unwrap(); // SIGKILL: nothing runs at exit
+    first.wait().unwrap();
+
+    let (mut second, mut stdin, lines) = spawn_agent(&[
+        "--data-dir",
+        data,
+        "resume",
+        &run_id,
+        "--connection",
+        &url,
+        "--model",
+        "m",
+    ]);
+    // Asked again, for the same call, before anything ran; then the reply's write asks too.
+    let mut printed = read_until(&lines, |line| line.starts_with("⏸ approve"));
+    assert!(
+        printed.last().unwrap().contains("scratch/notes.md"),
+        "{printed:?}"
+    );
+    assert!(
+        !printed
+            .iter()
+            .any(|line| line.contains("▸ workspace.write_file")),
+        "{printed:?}"
+    );
+    writeln!(stdin, "y").unwrap();
+    printed.extend(read_until(&lines, |line| line.starts_with("⏸ approve")));
+    writeln!(stdin, "y").unwrap();
+    printed.extend(read_until(&lines, |line| line.contains(" ended: ")));
+    drop(stdin);
+    assert!(second.wait().unwrap().success(), "{printed:?}");
+    let output = printed.join("\n");
+    assert!(output.contains("ended: completed"), "{output}");
+    // The notes were written once, by the resumed process, after the answer.
+    let writes = printed
+        .iter()
+        .filter(|line| line.contains("wrote scratch/notes.md"))
+        .count();
+    assert_eq!(writes, 1, "{output}");
+    // Four model calls in all: the dead process's first answer was not asked for again.
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        4,
+        "write, write, commit, finish"
+    );
 }
