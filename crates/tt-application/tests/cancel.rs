@@ -96,3 +96,24 @@ async fn cancelling_an_unknown_run_is_not_found() {
         .unwrap_err();
     assert_eq!(err.code(), "agent.not_found");
 }
+
+#[tokio::test]
+async fn a_cancel_whose_journal_write_fails_still_stops_the_run() {
+    let h = harness(FakeModel::hanging());
+    let run = h.service.start_run(request(None)).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
+        .await
+        .expect("call parked");
+    h.store.fail_journal_append_of(
+        tt_domain::event::RunEventType::RunCancelRequested,
+        tt_ports::StorageError::io("events.jsonl", "disk full"),
+    );
+    let refused = h.service.cancel_run(&run.id).await.unwrap_err();
+    assert_eq!(refused.code(), "agent.storage_io");
+    // The cancel was fired anyway: the parked model call ends and the run stops.
+    let run = tokio::time::timeout(Duration::from_secs(60), h.wait(&run.id))
+        .await
+        .expect("the run stopped");
+    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    assert_eq!(h.model.parked_count(), 0);
+}

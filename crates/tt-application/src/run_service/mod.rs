@@ -257,22 +257,34 @@ impl AgentRunService {
             Some(ctx) => ctx.run_snapshot().await.status,
             None => run.status,
         };
-        self.events
+        let requested = self
+            .events
             .record(
                 run_id,
                 EventLevel::Info,
                 &payload::RunCancelRequested { previous_status },
             )
-            .await?;
+            .await;
         match active {
             Some(ctx) => {
-                ctx.guidance
-                    .close(&self.events, run_id, "run_cancel_requested")
-                    .await?;
-                ctx.try_set_status(AgentRunStatus::Cancelling).await?;
+                // The cancel reaches the run whatever the disk says: a write that fails here
+                // (a full or read-only disk) is returned, but never leaves the run going.
+                let closed = match &requested {
+                    Ok(_) => {
+                        ctx.guidance
+                            .close(&self.events, run_id, "run_cancel_requested")
+                            .await
+                    }
+                    Err(_) => Ok(()),
+                };
+                let cancelling = ctx.try_set_status(AgentRunStatus::Cancelling).await;
                 ctx.cancel.cancel();
+                requested?;
+                closed?;
+                cancelling?;
             }
             None => {
+                requested?;
                 // Nothing is executing this run (for example after a host restart).
                 let ctx = RunContext::new(
                     run,
