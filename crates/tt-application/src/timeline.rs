@@ -67,19 +67,20 @@ pub async fn timeline_projection(
             ));
         }
     }
-    let mut foreground: Vec<(Timestamp, InvocationId)> = Vec::new();
+    // In registration order (`creationSeq`; `createdAt` for records written before it).
+    let mut foreground: Vec<(u64, Timestamp, InvocationId)> = Vec::new();
     for inv in &invocations {
         let transfer_target = tasks.iter().any(|task| {
             task.continuation == TaskContinuation::TransferControl
                 && task.child_invocation_id == inv.id
         });
         if inv.id.is_root() || inv.kind == InvocationKind::Handoff || transfer_target {
-            foreground.push((inv.created_at, inv.id.clone()));
+            foreground.push((inv.creation_seq, inv.created_at, inv.id.clone()));
         }
     }
     foreground.sort();
     let mut foreground_ids: Vec<InvocationId> = vec![InvocationId::root()];
-    for (_, id) in foreground {
+    for (_, _, id) in foreground {
         if !foreground_ids.contains(&id) {
             foreground_ids.push(id);
         }

@@ -1022,3 +1022,61 @@ async fn default_writer_run_delegates_and_receives_a_result() {
     assert_eq!(tasks.len(), 1);
     assert_eq!(tasks[0].status, TaskStatus::Completed);
 }
+
+/// Ids that sort backwards: each new one is smaller than the last.
+struct DescendingIds(std::sync::atomic::AtomicU64);
+
+impl tt_ports::IdGenerator for DescendingIds {
+    fn next_token(&self) -> String {
+        let n = self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        format!("{n:032x}")
+    }
+}
+
+#[tokio::test]
+async fn tasks_delegated_in_the_same_millisecond_come_back_in_delegation_order() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(vec![
+                    delegate("d1", "critic", "First."),
+                    delegate("d2", "critic", "Second."),
+                    delegate("d3", "critic", "Third."),
+                ]),
+                turn(vec![call(
+                    "a1",
+                    "agent_await",
+                    json!({"mode": "allCompleted"}),
+                )]),
+            ]),
+        ),
+        ("critic", vec![task_return("r", "Done.")]),
+    ]);
+    // A clock that never moves and ids that sort backwards: only the registration number
+    // (`creationSeq`) still says which task came first.
+    let h = harness_with_system(
+        model,
+        tt_testkit::fakes::ManualClock::new(),
+        std::sync::Arc::new(DescendingIds(std::sync::atomic::AtomicU64::new(1 << 40))),
+    );
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let registered: Vec<String> = events_of(&h, &run.id, "agent_task_registered")
+        .iter()
+        .map(|e| e.payload["taskId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(registered.len(), 3);
+    let mut by_id = registered.clone();
+    by_id.sort();
+    assert_ne!(by_id, registered, "the ids must not already sort in delegation order");
+    let delivered: Vec<String> = events_of(&h, &run.id, "agent_await_completed")[0].payload
+        ["deliveredTaskIds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(delivered, registered);
+}

@@ -47,6 +47,40 @@ pub fn harness_full(
     broker: Arc<FakePromptBroker>,
     connections: Arc<dyn tt_ports::ModelConnections>,
 ) -> Harness {
+    harness_on(
+        model,
+        bridge,
+        broker,
+        connections,
+        ManualClock::ticking(),
+        SequentialIds::new(),
+    )
+}
+
+/// A harness on the given clock and id generator.
+pub fn harness_with_system(
+    model: Arc<FakeModel>,
+    clock: Arc<dyn tt_ports::Clock>,
+    ids: Arc<dyn tt_ports::IdGenerator>,
+) -> Harness {
+    harness_on(
+        model,
+        FakeCommitBridge::approving(),
+        FakePromptBroker::answering(),
+        Arc::new(tt_ports::NoConnections),
+        clock,
+        ids,
+    )
+}
+
+fn harness_on(
+    model: Arc<FakeModel>,
+    bridge: Arc<FakeCommitBridge>,
+    broker: Arc<FakePromptBroker>,
+    connections: Arc<dyn tt_ports::ModelConnections>,
+    clock: Arc<dyn tt_ports::Clock>,
+    ids: Arc<dyn tt_ports::IdGenerator>,
+) -> Harness {
     let store = InMemoryStore::new();
     let skills = tt_testkit::fakes::InMemorySkills::new();
     let services = RuntimeServices {
@@ -61,8 +95,8 @@ pub fn harness_full(
         connections,
         commit_bridge: bridge.clone(),
         prompt_broker: broker.clone(),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
+        clock,
+        ids,
     };
     Harness {
         store,

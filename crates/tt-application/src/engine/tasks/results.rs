@@ -225,9 +225,10 @@ pub(crate) async fn delegated_by(
         .into_iter()
         .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
         .collect();
-    // Creation order. Tasks delegated in the same millisecond tie on `createdAt`: a waiting
-    // task then sorts by its place in the line, after the tasks that started (which were
-    // delegated before it), so the order shown is the order of delegation.
+    // Delegation order: `creationSeq`, the run's registration number, breaks the ties of tasks
+    // delegated in the same millisecond. Records written before it existed carry 0 there: a
+    // waiting one then sorts by its place in the line, after the tasks that started (which
+    // were delegated before it).
     // Each key is computed once: a queue position is a lookup in the scheduler's line.
     // A task still `queued` but not in the line was admitted and is starting: it sorts with
     // the started ones (its record turns `running` a moment later).
@@ -236,7 +237,7 @@ pub(crate) async fn delegated_by(
             TaskStatus::Queued => ctx.scheduler.queue_position(task).unwrap_or(0),
             _ => 0,
         };
-        (task.created_at, rank, task.id.clone())
+        (task.creation_seq, task.created_at, rank, task.id.clone())
     });
     Ok(tasks)
 }
