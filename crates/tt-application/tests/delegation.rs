@@ -1080,3 +1080,63 @@ async fn tasks_delegated_in_the_same_millisecond_come_back_in_delegation_order()
         .collect();
     assert_eq!(delivered, registered);
 }
+
+/// Twenty tasks through two slots whose agents return at once, so slots free while the lead is
+/// still delegating: no task starts before its `agent_task_queued`, and no more than two run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_slots() {
+    const TASKS: usize = 20;
+    let delegations: Vec<_> = (0..TASKS)
+        .map(|i| delegate(&format!("d{i}"), "critic", &format!("Part {i}.")))
+        .collect();
+    let model = by_agent(vec![
+        (
+            "writer",
+            writer_finishing_after(vec![
+                turn(delegations),
+                turn(vec![call(
+                    "a1",
+                    "agent_await",
+                    json!({"mode": "allCompleted"}),
+                )]),
+            ]),
+        ),
+        ("critic", vec![task_return("r", "Done.")]),
+    ]);
+    let h = harness(model);
+    h.put_profile(custom_profile("writer", |p| {
+        *p = delegator("writer");
+        p.delegation.max_concurrent_invocations = 2;
+        p.delegation.max_invocations_per_run = TASKS as u32;
+        p.tools.max_calls_per_run = TASKS as u32 + 8;
+    }));
+    h.put_profile(reviewer("critic"));
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let mut queued_at = std::collections::HashMap::new();
+    let mut running = 0;
+    let mut started = 0;
+    for event in h.events(&run.id) {
+        let task = event.payload["taskId"].as_str().unwrap_or_default().to_owned();
+        match event.event_type.as_str() {
+            "agent_task_queued" => {
+                queued_at.insert(task, event.seq);
+            }
+            "agent_task_started" => {
+                running += 1;
+                started += 1;
+                assert!(running <= 2, "a third task ran at seq {}", event.seq);
+            }
+            "agent_task_completed" | "agent_task_failed" | "agent_task_cancelled" => running -= 1,
+            _ => {}
+        }
+    }
+    assert_eq!(started, TASKS);
+    assert!(!queued_at.is_empty(), "some tasks had to wait");
+    for event in events_of(&h, &run.id, "agent_task_started") {
+        let task = event.payload["taskId"].as_str().unwrap();
+        if let Some(queued) = queued_at.get(task) {
+            assert!(*queued < event.seq, "{task} started before it was queued");
+        }
+    }
+}

@@ -320,7 +320,7 @@ impl AgentRunService {
                 }
                 _ => profile.definition.delegation.max_concurrent_invocations,
             };
-            ctx.scheduler.submit(&ctx, task, limit)?;
+            ctx.scheduler.submit(&ctx, task, limit, false).await?;
         }
         let span = tracing::info_span!(
             "run",

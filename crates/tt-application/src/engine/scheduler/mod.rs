@@ -200,15 +200,21 @@ impl TaskScheduler {
     }
 
     /// Admits `task`: a worker starts at once while its delegating agent has fewer than
-    /// `limit` running tasks; otherwise the task waits in that agent's queue.
-    pub(crate) fn submit(
+    /// `limit` running tasks; otherwise the task waits in that agent's queue, and with
+    /// `journal_queued` its `agent_task_queued {queuePosition}` is journaled here. Admission
+    /// holds the admission lock throughout, so the busy count it reads is the one it acts on
+    /// (the limit is never exceeded) and a waiting task cannot start before its
+    /// `agent_task_queued` is in the journal.
+    pub(crate) async fn submit(
         &self,
         ctx: &RunContext,
         task: AgentTaskRecord,
         limit: u32,
+        journal_queued: bool,
     ) -> ApplicationResult<Admission> {
         let shared = ctx.shared()?;
-        let admission = {
+        let _admitting = self.admitting.lock().await;
+        {
             let state = self.lock();
             if state.workers.contains_key(&task.id)
                 || state
@@ -221,26 +227,47 @@ impl TaskScheduler {
                     format!("task {} is already scheduled", task.id),
                 ));
             }
-            let delegator = task.parent_invocation_id.clone();
-            let busy = state.busy.get(&delegator).copied().unwrap_or(0);
-            drop(state);
-            // The deadline counts from delegation, waiting for a slot included.
-            self.watch_limits(&shared, &task);
+        }
+        // The deadline counts from delegation, waiting for a slot included.
+        self.watch_limits(&shared, &task);
+        let queued = {
             let mut state = self.lock();
+            let delegator = task.parent_invocation_id.clone();
             state
                 .delegators
                 .insert(task.child_invocation_id.clone(), delegator.clone());
+            let busy = state.busy.get(&delegator).copied().unwrap_or(0);
             let queue_empty = state.queues.get(&delegator).is_none_or(VecDeque::is_empty);
             if busy < limit && queue_empty {
                 *state.busy.entry(delegator).or_default() += 1;
                 spawn_worker(&mut state, &shared, task, false);
-                Admission::Started
+                None
             } else {
+                let announced = task.clone();
                 let queue = state.queues.entry(delegator).or_default();
                 queue.push_back(Pending { task, limit });
-                Admission::Queued {
-                    position: queue.len(),
+                Some((announced, queue.len()))
+            }
+        };
+        let admission = match queued {
+            None => Admission::Started,
+            Some((task, position)) => {
+                if journal_queued {
+                    let queued = payload::AgentTaskQueued {
+                        task_id: task.id,
+                        parent_invocation_id: task.parent_invocation_id,
+                        child_invocation_id: task.child_invocation_id,
+                        target_profile_id: task.target_profile_id,
+                        status: TaskStatus::Queued,
+                        result_ref: None,
+                        error: None,
+                        queue_position: Some(position as u64),
+                    };
+                    ctx.events
+                        .record(&ctx.run_id, EventLevel::Info, &queued)
+                        .await?;
                 }
+                Admission::Queued { position }
             }
         };
         self.notify();

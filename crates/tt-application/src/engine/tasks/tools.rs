@@ -10,7 +10,7 @@ use std::time::Duration;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::TaskId;
-use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
+use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation};
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
@@ -201,27 +201,14 @@ pub(crate) async fn agent_delegate(
         .record(&ctx.run_id, EventLevel::Info, &started)
         .await?;
     let task_id = task.id.clone();
-    let queued_task = task.clone();
+    // A waiting task's `agent_task_queued {queuePosition}` is journaled by the scheduler.
     let admission = ctx
         .scheduler
-        .submit(ctx, task, caller.max_concurrent_invocations)?;
+        .submit(ctx, task, caller.max_concurrent_invocations, true)
+        .await?;
     let (content, structured) = match admission {
         Admission::Started => started_answer(agent_id.as_str(), &task_id),
         Admission::Queued { position } => {
-            // The §1 payload plus where it waits, so a host sees the queue.
-            let queued = payload::AgentTaskQueued {
-                task_id: queued_task.id,
-                parent_invocation_id: queued_task.parent_invocation_id,
-                child_invocation_id: queued_task.child_invocation_id,
-                target_profile_id: queued_task.target_profile_id,
-                status: TaskStatus::Queued,
-                result_ref: None,
-                error: None,
-                queue_position: Some(position as u64),
-            };
-            ctx.events
-                .record(&ctx.run_id, EventLevel::Info, &queued)
-                .await?;
             (
                 format!(
                     "Task accepted for `{agent_id}` (task id `{task_id}`), waiting to start: all {} of your task slots are busy, and it is number {position} in your waiting line. It starts by itself when one of your tasks ends, so keep working; its result reaches you like any other.",
