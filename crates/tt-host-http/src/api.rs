@@ -163,7 +163,7 @@ async fn cancel_task(State(state): State<AppState>, path: PathParams) -> ApiResu
 /// The commits of a run waiting for the host's answer, with their text (`pending_commits`).
 async fn pending_commits(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    Ok(Json(state.runtime.pending_commits(&run_id)?).into_response())
+    Ok(Json(state.runtime.pending_commits(&run_id).await?).into_response())
 }
 
 #[derive(Debug, Deserialize)]

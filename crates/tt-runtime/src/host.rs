@@ -537,11 +537,16 @@ impl AgentRuntime {
     }
 
     /// Every commit of a run still waiting for the host's answer, oldest first, with its text
-    /// (host-API commit bridge only, else `agent.chat_commit_bridge_not_host_api`).
-    pub fn pending_commits(&self, run_id: &str) -> HostResult<Vec<ChatCommitRequest>> {
-        Ok(self
-            .host_commits()?
-            .pending_for_run(&RunId::from_raw(run_id)))
+    /// (host-API commit bridge only, else `agent.chat_commit_bridge_not_host_api`). A run this
+    /// data dir does not hold is refused with its not-found code, never answered with `[]`.
+    pub async fn pending_commits(&self, run_id: &str) -> HostResult<Vec<ChatCommitRequest>> {
+        let run_id = RunId::from_raw(run_id);
+        let pending = self.host_commits()?.pending_for_run(&run_id);
+        if pending.is_empty() {
+            self.ensure_open()?;
+            self.service.get_run(&run_id).await?;
+        }
+        Ok(pending)
     }
 
     /// Answers a pending `chat_commit_requested` (host-API commit bridge only, else

@@ -222,7 +222,7 @@ async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
     let run = runtime.start_run(request()).await.unwrap();
     let run_id = run.id.to_string();
     let requested = wait_for_event(&runtime, &run_id, "chat_commit_requested").await;
-    let pending = runtime.pending_commits(&run_id).unwrap();
+    let pending = runtime.pending_commits(&run_id).await.unwrap();
     assert_eq!(pending.len(), 1);
     let commit: &ChatCommitRequest = &pending[0];
     assert_eq!(commit.commit_id.as_str(), requested.payload["commitId"]);
@@ -230,7 +230,8 @@ async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
     assert_eq!(commit.mode, "replace");
     assert_eq!(commit.content, "Night fell.\n");
     assert_eq!(commit.stable_chat_id, "embed-chat");
-    assert!(runtime.pending_commits("run_other").unwrap().is_empty());
+    let unknown = runtime.pending_commits("run_other").await.unwrap_err();
+    assert_eq!(unknown.code, "agent.not_found");
 
     runtime
         .resolve_chat_commit(ResolveChatCommitRequest {
@@ -259,7 +260,7 @@ async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
         .unwrap();
     let run = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
-    assert!(runtime.pending_commits(&run_id).unwrap().is_empty());
+    assert!(runtime.pending_commits(&run_id).await.unwrap().is_empty());
     let completed = wait_for_event(&runtime, &run_id, "chat_commit_completed").await;
     assert_eq!(completed.payload["messageId"], "17");
 }
@@ -378,7 +379,7 @@ async fn host_commit_calls_on_a_custom_bridge_fail_with_a_code_and_the_bridge_st
         .unwrap_err();
     assert_eq!(resolve.code, COMMIT_BRIDGE_NOT_HOST_API);
     assert_eq!(
-        runtime.pending_commits(&run_id).unwrap_err().code,
+        runtime.pending_commits(&run_id).await.unwrap_err().code,
         COMMIT_BRIDGE_NOT_HOST_API
     );
     let run = runtime.wait_for_run(&run_id).await.unwrap();
@@ -414,7 +415,7 @@ async fn shutdown_cancels_live_runs_ends_streams_and_refuses_later_calls() {
             .await
             .map(drop)
             .unwrap_err(),
-        runtime.pending_commits(&live_id).map(drop).unwrap_err(),
+        runtime.pending_commits(&live_id).await.map(drop).unwrap_err(),
     ];
     for error in refused {
         assert_eq!(error.code, RUNTIME_SHUT_DOWN);
