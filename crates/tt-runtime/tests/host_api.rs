@@ -265,6 +265,40 @@ async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
     assert_eq!(completed.payload["messageId"], "17");
 }
 
+/// A cancel that lands during the finish handshake, after `persist/` was promoted (the
+/// contract's order: promote, then ask the host), ends the run `cancelled`; its promoted state
+/// stays on disk but is never offered as the conversation's next base.
+#[tokio::test]
+async fn a_run_cancelled_during_the_finish_handshake_leaves_the_chat_no_new_state() {
+    let dir = TempDir::new().unwrap();
+    let runtime = runtime(dir.path(), committing_writer());
+    let run = runtime.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    let requested = wait_for_event(&runtime, &run_id, "chat_commit_requested").await;
+    runtime
+        .resolve_chat_commit(ResolveChatCommitRequest {
+            run_id: run_id.clone(),
+            commit_id: requested.payload["commitId"].as_str().unwrap().to_owned(),
+            message_id: Some("17".to_owned()),
+            error: None,
+        })
+        .unwrap();
+    wait_for_event(
+        &runtime,
+        &run_id,
+        "persistent_state_metadata_update_requested",
+    )
+    .await;
+    runtime.cancel_run(&run_id).await.unwrap();
+    let run = runtime.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    wait_for_event(&runtime, &run_id, "persistent_changes_committed").await;
+    assert_eq!(
+        runtime.latest_persist_state("embed-chat").await.unwrap(),
+        None
+    );
+}
+
 #[tokio::test]
 async fn the_commit_handler_publishes_each_commit() {
     let dir = TempDir::new().unwrap();
