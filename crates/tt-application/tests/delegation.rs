@@ -1070,14 +1070,17 @@ async fn tasks_delegated_in_the_same_millisecond_come_back_in_delegation_order()
     assert_eq!(registered.len(), 3);
     let mut by_id = registered.clone();
     by_id.sort();
-    assert_ne!(by_id, registered, "the ids must not already sort in delegation order");
-    let delivered: Vec<String> = events_of(&h, &run.id, "agent_await_completed")[0].payload
-        ["deliveredTaskIds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|id| id.as_str().unwrap().to_owned())
-        .collect();
+    assert_ne!(
+        by_id, registered,
+        "the ids must not already sort in delegation order"
+    );
+    let delivered: Vec<String> =
+        events_of(&h, &run.id, "agent_await_completed")[0].payload["deliveredTaskIds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_str().unwrap().to_owned())
+            .collect();
     assert_eq!(delivered, registered);
 }
 
@@ -1117,7 +1120,10 @@ async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_s
     let mut running = 0;
     let mut started = 0;
     for event in h.events(&run.id) {
-        let task = event.payload["taskId"].as_str().unwrap_or_default().to_owned();
+        let task = event.payload["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         match event.event_type.as_str() {
             "agent_task_queued" => {
                 queued_at.insert(task, event.seq);

@@ -244,3 +244,39 @@ async fn slips_of_different_kinds_count_together() {
         "model.unknown_tool_call"
     );
 }
+
+/// 10,000 writes in one reply, for an agent that may make 80 calls: none runs, the agent reads
+/// one short refusal per kept call, its next request stays small, and it goes on to publish.
+#[tokio::test]
+async fn a_reply_with_more_calls_than_the_agent_may_make_runs_none_of_them() {
+    let flood: Vec<_> = (0..10_000)
+        .map(|i| write(&format!("w{i}"), &format!("scratch/n{i}.md"), "x"))
+        .collect();
+    let h = harness(by_turn(then_happy(vec![turn(flood)])));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    assert!(
+        events_of(&h, &run.id, "tool_call_requested")
+            .iter()
+            .all(|e| e.payload["round"] != 1)
+    );
+    assert_eq!(h.store.file_text(&run.id, "scratch/n0.md"), None);
+    let second = &h.model.requests()[1];
+    let results = tool_results(second);
+    assert_eq!(results.len(), 4, "the kept calls, each answered");
+    for (_, is_error, code, content) in &results {
+        assert!(is_error);
+        assert_eq!(code.as_deref(), Some("model.too_many_tool_calls"));
+        assert!(
+            content.starts_with("Your reply asked for 10000 tool calls"),
+            "{content}"
+        );
+    }
+    let calls_shown = second
+        .messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter(|part| matches!(part, ModelContentPart::ToolCall { .. }))
+        .count();
+    assert_eq!(calls_shown, 4);
+}

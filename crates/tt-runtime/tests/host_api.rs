@@ -449,7 +449,11 @@ async fn shutdown_cancels_live_runs_ends_streams_and_refuses_later_calls() {
             .await
             .map(drop)
             .unwrap_err(),
-        runtime.pending_commits(&live_id).await.map(drop).unwrap_err(),
+        runtime
+            .pending_commits(&live_id)
+            .await
+            .map(drop)
+            .unwrap_err(),
     ];
     for error in refused {
         assert_eq!(error.code, RUNTIME_SHUT_DOWN);

@@ -23,6 +23,7 @@ pub(crate) mod dispatch_replay;
 pub(crate) mod invocation;
 pub(crate) mod invocation_setup;
 pub(crate) mod model_turn;
+pub(crate) mod oversized_reply;
 pub(crate) mod prompt_assembly;
 pub(crate) mod scheduler;
 pub(crate) mod streaming;

@@ -249,6 +249,16 @@ async fn run_rounds(
                 .await?;
             continue;
         }
+        if let Some(answered) =
+            crate::engine::oversized_reply::refuse_if_oversized(inv, &response, calls.len())?
+        {
+            tracing::warn!(
+                calls = calls.len(),
+                "a reply with more tool calls than the agent may make was refused"
+            );
+            messages.extend(answered);
+            continue;
+        }
         messages.push(crate::engine::dispatch::bounded_for_history(
             &response.message,
             inv.profile.definition.limits.max_tool_argument_bytes,

@@ -208,15 +208,13 @@ pub(crate) async fn agent_delegate(
         .await?;
     let (content, structured) = match admission {
         Admission::Started => started_answer(agent_id.as_str(), &task_id),
-        Admission::Queued { position } => {
-            (
-                format!(
-                    "Task accepted for `{agent_id}` (task id `{task_id}`), waiting to start: all {} of your task slots are busy, and it is number {position} in your waiting line. It starts by itself when one of your tasks ends, so keep working; its result reaches you like any other.",
-                    caller.max_concurrent_invocations
-                ),
-                json!({"taskId": task_id, "status": "queued", "agentId": agent_id, "queuePosition": position}),
-            )
-        }
+        Admission::Queued { position } => (
+            format!(
+                "Task accepted for `{agent_id}` (task id `{task_id}`), waiting to start: all {} of your task slots are busy, and it is number {position} in your waiting line. It starts by itself when one of your tasks ends, so keep working; its result reaches you like any other.",
+                caller.max_concurrent_invocations
+            ),
+            json!({"taskId": task_id, "status": "queued", "agentId": agent_id, "queuePosition": position}),
+        ),
     };
     Ok(ToolSuccess::new(content, structured))
 }
