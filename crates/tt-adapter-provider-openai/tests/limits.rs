@@ -91,6 +91,33 @@ async fn a_server_that_never_answers_a_stream_hits_the_idle_timeout() {
     assert_stream_idles_out(&provider, first_messages(), 30).await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_trickles_forever_is_cut_off_at_the_request_timeout() {
+    // 16 bytes of a comment line every half second: never silent, never done.
+    let server = TestServer::always(Reply::Trickle {
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+        piece: b": keep-alive....\n".to_vec(),
+        every: Duration::from_millis(500),
+    })
+    .await;
+    let provider = limited(&server, |config| {
+        config.request_timeout = Some(Duration::from_secs(5));
+    });
+    let (error, took) =
+        tt_provider_http::test_fixtures::stream_failure(&provider, first_messages()).await;
+    assert!(
+        matches!(error, tt_ports::ModelError::Transient { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("did not complete within 5000 ms (request timeout)"),
+        "{error}"
+    );
+    assert_eq!(took, 5);
+}
+
 #[tokio::test]
 async fn max_tokens_is_the_lowest_of_request_and_connection_or_the_default() {
     let reply = || {

@@ -208,9 +208,23 @@ impl HttpEndpoint {
     ) -> Result<AgentModelResponse, ModelError> {
         let body = wire.request_body(&request, true)?;
         let span = request_span(provider, self.url(), &request, true);
-        self.stream_body::<W>(body, sink, cancel)
-            .instrument(span)
-            .await
+        let whole = self.stream_body::<W>(body, sink, cancel);
+        // The request timeout bounds the whole streamed answer too, not only the silence
+        // between its pieces: a server trickling a few bytes at a time is cut off.
+        let bounded = async {
+            match self.config.request_timeout {
+                Some(limit) => tokio::time::timeout(limit, whole).await.unwrap_or_else(|_| {
+                    Err(ModelError::Transient {
+                        message: format!(
+                            "the streamed answer did not complete within {} ms (request timeout)",
+                            limit.as_millis()
+                        ),
+                    })
+                }),
+                None => whole.await,
+            }
+        };
+        bounded.instrument(span).await
     }
 
     async fn stream_body<W: WireFormat>(

@@ -58,6 +58,13 @@ pub enum Reply {
         headers: Vec<(String, String)>,
         piece: Vec<u8>,
     },
+    /// Headers, then `piece` every `every` until the client goes away: a server that never
+    /// goes silent long enough for the idle timeout, and never finishes.
+    Trickle {
+        headers: Vec<(String, String)>,
+        piece: Vec<u8>,
+        every: std::time::Duration,
+    },
 }
 
 impl Reply {
@@ -101,6 +108,18 @@ impl Reply {
             Reply::Forever { mut headers, piece } => {
                 headers.push((name.into(), value.into()));
                 Reply::Forever { headers, piece }
+            }
+            Reply::Trickle {
+                mut headers,
+                piece,
+                every,
+            } => {
+                headers.push((name.into(), value.into()));
+                Reply::Trickle {
+                    headers,
+                    piece,
+                    every,
+                }
             }
         }
     }
@@ -256,6 +275,22 @@ async fn serve(
                     return;
                 }
                 tokio::task::yield_now().await;
+            }
+        }
+        Reply::Trickle {
+            headers,
+            piece,
+            every,
+        } => {
+            let mut head = head(200, &headers);
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes()).await;
+            loop {
+                if stream.write_all(&piece).await.is_err() || stream.flush().await.is_err() {
+                    let _ = closed_tx.send(());
+                    return;
+                }
+                tokio::time::sleep(every).await;
             }
         }
     }
