@@ -528,3 +528,72 @@ async fn a_profile_with_an_unusable_policy_is_refused_with_a_code() {
     let refused = runtime.save_profile(lead).await.unwrap_err();
     assert_eq!(refused.code, "agent.profile_approval_invalid");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_budget_running_out_ends_a_wait_cleanly() {
+    // `careful` asks before it writes; `helper` keeps spending 1,000 tokens a call until the
+    // run's token budget is gone.
+    let model = FakeModel::new(|request: &AgentModelRequest| {
+        let mut response = match (request.agent_profile_id.as_str(), request.round) {
+            ("lead", 1) => responses::tool_calls(vec![
+                (
+                    "d1",
+                    "agent_delegate",
+                    json!({"agentId": "careful", "task": {"objective": "Part a."}}),
+                ),
+                (
+                    "d2",
+                    "agent_delegate",
+                    json!({"agentId": "helper", "task": {"objective": "Part b."}}),
+                ),
+                (
+                    "a",
+                    "agent_await",
+                    json!({"mode": "allCompleted", "timeoutMs": 300000}),
+                ),
+            ]),
+            ("careful", _) => call(
+                "n",
+                "workspace_write_file",
+                json!({"path": "scratch/careful.md", "content": "notes"}),
+            ),
+            (_, round) => call(
+                &format!("h{round}"),
+                "workspace_write_file",
+                json!({"path": "scratch/helper.md", "content": "more\n", "mode": "append"}),
+            ),
+        };
+        response.usage = Some(tt_domain::model::ModelUsage::new(900, 100));
+        Ok(response)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(dir.path(), model);
+    install_room(&runtime).await;
+    let mut lead: tt_runtime::AgentProfileDefinition =
+        serde_json::from_str(WRITERS_ROOM[0]).unwrap();
+    lead.id = tt_domain::ids::ProfileId::parse("lead").unwrap();
+    lead.limits.max_total_tokens = Some(8_000);
+    runtime.save_profile(lead).await.unwrap();
+    let run_id = start(&runtime).await;
+    let ended = runtime.wait_for_run(&run_id).await.unwrap();
+    assert!(
+        matches!(
+            ended.status,
+            AgentRunStatus::Failed | AgentRunStatus::PartialSuccess
+        ),
+        "{:?}",
+        ended.status
+    );
+    let events = all_events(&runtime, &run_id).await;
+    let asked = of_type(&events, "tool_approval_requested");
+    let cancelled = of_type(&events, "tool_approval_cancelled");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(cancelled.len(), 1, "the wait ended with the run");
+    assert_eq!(
+        cancelled[0].payload["approvalId"],
+        asked[0].payload["approvalId"]
+    );
+    assert_eq!(file(&runtime, &run_id, "scratch/careful.md").await, None);
+    let failed = of_type(&events, "run_failed");
+    assert_eq!(failed[0].payload["code"], "agent.run_budget_exhausted");
+}
