@@ -24,7 +24,7 @@ impl Storage {
         Ok(Self {
             data_dir,
             store,
-            url: url.map(|url| tt_runtime::store::redact(&url)),
+            url: url.map(|url| tt_runtime::redact_store_url(&url)),
         })
     }
 

@@ -54,7 +54,7 @@ type PendingMap = Arc<Mutex<PendingState>>;
 pub type CommitHandlerResult = Result<String, String>;
 
 /// A host's async commit handler: the bridge calls it once per commit, with the typed request.
-pub type CommitHandler = Arc<
+pub(crate) type CommitHandler = Arc<
     dyn Fn(
             ChatCommitRequest,
         )
@@ -69,7 +69,7 @@ pub type CommitHandler = Arc<
 /// handler's answer; the commit stays visible to `pending_commits` (and answerable by
 /// `resolve_chat_commit`) until then, and the first answer wins.
 #[derive(Default)]
-pub struct HostApiCommitBridge {
+pub(crate) struct HostApiCommitBridge {
     pending: PendingMap,
     handler: Option<CommitHandler>,
     metadata: PendingMetadataMap,
@@ -131,7 +131,7 @@ impl std::fmt::Debug for HostApiCommitBridge {
 
 impl HostApiCommitBridge {
     /// A bridge that also hands every commit to `handler`.
-    pub fn with_handler(handler: CommitHandler) -> Self {
+    pub(crate) fn with_handler(handler: CommitHandler) -> Self {
         Self {
             pending: PendingMap::default(),
             handler: Some(handler),
@@ -139,26 +139,8 @@ impl HostApiCommitBridge {
         }
     }
 
-    /// The full request of a pending commit (including the text), for a host that did not
-    /// keep the event.
-    pub fn pending_request(
-        &self,
-        run_id: &RunId,
-        commit_id: &CommitId,
-    ) -> Result<ChatCommitRequest, ResolveCommitError> {
-        let pending = lock(&self.pending);
-        let entry = pending
-            .commits
-            .get(commit_id)
-            .ok_or_else(|| not_pending(commit_id))?;
-        if &entry.run_id != run_id {
-            return Err(run_mismatch(commit_id));
-        }
-        Ok(entry.request.clone())
-    }
-
     /// Every commit of `run_id` still waiting for an answer, oldest first.
-    pub fn pending_for_run(&self, run_id: &RunId) -> Vec<ChatCommitRequest> {
+    pub(crate) fn pending_for_run(&self, run_id: &RunId) -> Vec<ChatCommitRequest> {
         let pending = lock(&self.pending);
         let mut commits: Vec<&PendingCommit> = pending
             .commits
@@ -173,7 +155,7 @@ impl HostApiCommitBridge {
     }
 
     /// Completes a pending commit with exactly one of `message_id` or `error`.
-    pub fn resolve(
+    pub(crate) fn resolve(
         &self,
         run_id: &RunId,
         commit_id: &CommitId,
@@ -186,7 +168,7 @@ impl HostApiCommitBridge {
 
 impl HostApiCommitBridge {
     /// Every persistent-state metadata update of `run_id` still waiting for an answer, by id.
-    pub fn pending_metadata_updates(&self, run_id: &RunId) -> Vec<PersistentStateMetadataUpdate> {
+    pub(crate) fn pending_metadata_updates(&self, run_id: &RunId) -> Vec<PersistentStateMetadataUpdate> {
         let pending = self
             .metadata
             .lock()
@@ -202,7 +184,7 @@ impl HostApiCommitBridge {
 
     /// Completes a pending persistent-state metadata update: `error` (non-empty) fails it,
     /// none acknowledges it.
-    pub fn resolve_metadata_update(
+    pub(crate) fn resolve_metadata_update(
         &self,
         run_id: &RunId,
         update_id: &str,
@@ -430,25 +412,25 @@ pub struct TranscriptEntry {
 /// Message ids count per transcript: a run's first commit creates message `N+1`; its later
 /// commits reuse that id (`replace` overwrites the message, `append` extends it).
 #[derive(Debug)]
-pub struct TranscriptCommitBridge {
+pub(crate) struct TranscriptCommitBridge {
     dir: PathBuf,
     state: Mutex<HashMap<String, String>>, // runId -> messageId
 }
 
 impl TranscriptCommitBridge {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
             state: Mutex::new(HashMap::new()),
         }
     }
 
-    pub fn transcript_path(&self, workspace_id: &str) -> PathBuf {
+    pub(crate) fn transcript_path(&self, workspace_id: &str) -> PathBuf {
         self.dir.join(format!("{workspace_id}.jsonl"))
     }
 
     /// Every entry recorded for a workspace, oldest first.
-    pub fn read_transcript(&self, workspace_id: &str) -> std::io::Result<Vec<TranscriptEntry>> {
+    pub(crate) fn read_transcript(&self, workspace_id: &str) -> std::io::Result<Vec<TranscriptEntry>> {
         let text = match std::fs::read_to_string(self.transcript_path(workspace_id)) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

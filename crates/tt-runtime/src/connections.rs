@@ -19,11 +19,11 @@ use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
 use crate::system::SystemClock;
 
 /// The base URL of `openai` without one.
-pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// How long one model request may take (non-streamed: the whole answer; streamed: the wait for
 /// each piece). Local models on small machines can be slow.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Which wire protocol a connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,20 +6,25 @@
 //! JSON. `docs/host-api.md` walks through `examples/desktop-shell`, a complete embedder; an
 //! embedder needs no other crate: the offline models (`ScriptedProvider`, `ScriptedScenarios`,
 //! `FnProvider`) and the types the API speaks are re-exported here.
+//!
+//! The modules are private: what a host uses is re-exported at the crate root, so the public
+//! surface is this file's `pub use` list and nothing else.
 
-pub mod bridges;
-pub mod builder;
-pub mod connections;
-pub mod dto;
-pub mod host;
+#![warn(unreachable_pub)]
+
+mod bridges;
+mod builder;
+mod connections;
+mod dto;
+mod host;
 mod host_approvals;
-pub mod named_connections;
-pub mod prompt_brokers;
-pub mod run_handle;
-pub mod run_updates;
-pub mod signals;
-pub mod store;
-pub mod system;
+mod named_connections;
+mod prompt_brokers;
+mod run_handle;
+mod run_updates;
+mod signals;
+mod store;
+mod system;
 
 pub use bridges::{CommitHandlerResult, TranscriptEntry};
 pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
@@ -29,7 +34,7 @@ pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNT
 pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
-pub use store::{STORE_URL_ENV, StoragePorts, StoreChoice, open_store_url};
+pub use store::{STORE_URL_ENV, StoragePorts, StoreChoice, open_store_url, redact as redact_store_url};
 
 /// Re-exports a host or the CLI needs without depending on inner crates.
 pub use tt_adapter_provider_cassette::{CassetteError, RecordingProvider, ReplayProvider};

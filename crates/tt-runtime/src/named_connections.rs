@@ -21,7 +21,7 @@ struct Entry {
 /// Connections by name: registered ones (name → provider + a non-secret description for
 /// events), then, if a directory is set, `<dir>/<name>.json` files built on first use.
 #[derive(Default, Clone)]
-pub struct NamedConnections {
+pub(crate) struct NamedConnections {
     entries: HashMap<String, Entry>,
     dir: Option<std::path::PathBuf>,
     built: Arc<std::sync::Mutex<HashMap<String, Entry>>>,
@@ -33,7 +33,7 @@ pub struct NamedConnections {
 /// file, only the variable's name.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ConnectionFile {
+pub(crate) struct ConnectionFile {
     pub connection: String,
     #[serde(default)]
     pub model: Option<String>,
@@ -55,7 +55,7 @@ pub struct ConnectionFile {
 }
 
 impl ConnectionFile {
-    pub fn to_spec(&self) -> anyhow::Result<crate::connections::ConnectionSpec> {
+    pub(crate) fn to_spec(&self) -> anyhow::Result<crate::connections::ConnectionSpec> {
         let mut spec =
             crate::connections::ConnectionSpec::parse(&self.connection)?.with_stream(self.stream);
         if let Some(model) = &self.model {
@@ -98,7 +98,7 @@ impl std::fmt::Debug for NamedConnections {
 }
 
 impl NamedConnections {
-    pub fn insert(
+    pub(crate) fn insert(
         &mut self,
         name: impl Into<String>,
         provider: Arc<dyn ModelProvider>,
@@ -108,7 +108,7 @@ impl NamedConnections {
     }
 
     /// Registers a connection whose requests start from `generation`.
-    pub fn insert_with_generation(
+    pub(crate) fn insert_with_generation(
         &mut self,
         name: impl Into<String>,
         provider: Arc<dyn ModelProvider>,
@@ -126,14 +126,10 @@ impl NamedConnections {
         );
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Every connection a run or profile may name, sorted by name: the registered ones, then
     /// the connection files a registered name does not hide. A file that cannot be read or
     /// parsed is listed with its problem, never skipped in silence; no provider is built.
-    pub fn list(&self) -> Vec<crate::dto::ConnectionSummary> {
+    pub(crate) fn list(&self) -> Vec<crate::dto::ConnectionSummary> {
         use crate::dto::{ConnectionSource, ConnectionSummary};
         let mut listed: Vec<ConnectionSummary> = self
             .entries
@@ -203,7 +199,7 @@ impl NamedConnections {
     }
 
     /// Also look for `<dir>/<name>.json` connection files.
-    pub fn with_directory(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+    pub(crate) fn with_directory(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.dir = Some(dir.into());
         self
     }

@@ -25,7 +25,7 @@ type PendingMap = Arc<Mutex<HashMap<String, Pending>>>;
 
 /// Holds each request until the host resolves it by `assemblyId` (or the run is cancelled).
 #[derive(Default)]
-pub struct HostApiPromptBroker {
+pub(crate) struct HostApiPromptBroker {
     pending: PendingMap,
 }
 
@@ -56,7 +56,7 @@ fn run_mismatch(assembly_id: &str) -> HostError {
 
 impl HostApiPromptBroker {
     /// Every assembly of `run_id` still waiting for the host, by id.
-    pub fn pending_for_run(&self, run_id: &str) -> Vec<PromptAssemblyRequest> {
+    pub(crate) fn pending_for_run(&self, run_id: &str) -> Vec<PromptAssemblyRequest> {
         let pending = lock(&self.pending);
         let mut requests: Vec<PromptAssemblyRequest> = pending
             .values()
@@ -68,7 +68,7 @@ impl HostApiPromptBroker {
     }
 
     /// The full request of a pending assembly.
-    pub fn read_request(
+    pub(crate) fn read_request(
         &self,
         run_id: &str,
         assembly_id: &str,
@@ -84,7 +84,7 @@ impl HostApiPromptBroker {
     }
 
     /// Completes a pending assembly with a prompt snapshot or an error.
-    pub fn resolve(
+    pub(crate) fn resolve(
         &self,
         run_id: &str,
         assembly_id: &str,
@@ -133,7 +133,7 @@ impl HostApiPromptBroker {
 
 /// What a host may send with its prompt snapshot, kept in `prompt_assembly.json`.
 #[derive(Debug, Default)]
-pub struct HostAssemblyInput {
+pub(crate) struct HostAssemblyInput {
     pub assembly: Option<Value>,
     pub frozen_run_input_snapshot: Option<Value>,
     pub generation_intent: Option<Value>,
@@ -187,7 +187,7 @@ impl PromptAssemblyBroker for HostApiPromptBroker {
 /// placeholders, or the marker `{"insert": "history"}` for the run's frozen conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum TemplateEntry {
+pub(crate) enum TemplateEntry {
     Message { role: String, content: String },
     Insert { insert: String },
 }
@@ -195,19 +195,19 @@ pub enum TemplateEntry {
 /// A preset template file: `<data dir>/presets/<apiId>/<name>.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PresetTemplate {
+pub(crate) struct PresetTemplate {
     pub schema_version: u32,
     pub messages: Vec<TemplateEntry>,
 }
 
 /// Assembles prompts from preset template files, at once.
 #[derive(Debug)]
-pub struct TemplatePromptBroker {
+pub(crate) struct TemplatePromptBroker {
     dir: PathBuf,
 }
 
 impl TemplatePromptBroker {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
     }
 

@@ -6,7 +6,7 @@ use tt_ports::{Clock, IdGenerator};
 
 /// Wall-clock time.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     // This adapter is the one place allowed to read the system clock.
@@ -22,7 +22,7 @@ impl Clock for SystemClock {
 
 /// Random v4 UUIDs in simple (32 hex digit) form.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UuidIds;
+pub(crate) struct UuidIds;
 
 /// Random bytes fetched from the OS in one call and handed out 16 at a time: a run makes
 /// an id for every event, and one `getrandom` syscall per id was about 2% of a fan-out's CPU.
