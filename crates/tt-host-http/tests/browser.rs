@@ -276,7 +276,23 @@ fn writers_room_script() -> String {
 }
 
 async fn writers_room_server() -> TestServer {
-    let server = server(&writers_room_script(), CommitBridgeChoice::Transcript, None).await;
+    let provider =
+        Arc::new(tt_runtime::ScriptedProvider::from_json_str(&writers_room_script()).unwrap());
+    // Every optional control on, as `tt-agent serve` has them.
+    let features = tt_host_http::Features {
+        guidance: true,
+        cancel_task: true,
+        resume: true,
+        approvals: true,
+    };
+    let server = crate::support::server_with_features(
+        tempfile::tempdir().unwrap(),
+        provider,
+        CommitBridgeChoice::Transcript,
+        None,
+        features,
+    )
+    .await;
     let runtime = &server.runtime;
     let presets = runtime.data_dir().join("presets").join("writers-room");
     std::fs::create_dir_all(&presets).unwrap();
@@ -423,6 +439,40 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
             .all(|(status, _)| status == "completed")
     );
     browser.screenshot("02-completed").await;
+    // On a completed run no control that acts on it is enabled, even with a delegated agent
+    // selected.
+    browser.click(".agent-row[data-kind=delegated]").await;
+    browser
+        .wait_for(
+            "the run's controls disabled",
+            "['cancel-run', 'cancel-task', 'resume-run', 'send-guidance'].every((id) => { \
+             const b = document.getElementById(id); return !!b && b.disabled; })",
+        )
+        .await;
+
+    // In a desktop app's narrow side pane (480 px) the page is one column and nothing spills
+    // out sideways.
+    browser
+        .call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 480, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    browser
+        .wait_for(
+            "a one-column page within 480 px",
+            "document.documentElement.scrollWidth <= 480 && \
+             document.getElementById('run-view').getBoundingClientRect().right <= 480 && \
+             document.getElementById('tree').getBoundingClientRect().width > 300",
+        )
+        .await;
+    browser.screenshot("02a-narrow").await;
+    browser
+        .call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
 
     // The writer's own timeline: its first tool call, with the arguments it was called with.
     browser.click(".agent-row[data-inv=inv_root]").await;

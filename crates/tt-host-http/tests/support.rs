@@ -59,6 +59,17 @@ pub async fn server_in(
     bridge: CommitBridgeChoice,
     max_body: Option<usize>,
 ) -> TestServer {
+    server_with_features(dir, provider, bridge, max_body, Default::default()).await
+}
+
+/// A server whose page offers the optional controls `features` turns on.
+pub async fn server_with_features(
+    dir: tempfile::TempDir,
+    provider: Arc<dyn tt_runtime::ModelProvider>,
+    bridge: CommitBridgeChoice,
+    max_body: Option<usize>,
+    features: tt_host_http::Features,
+) -> TestServer {
     let host_commits = matches!(bridge, CommitBridgeChoice::HostApi);
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir.path())
@@ -78,7 +89,7 @@ pub async fn server_in(
             },
             suggested_profiles: vec!["default-writer".to_owned()],
             default_request: Some("Write a scene.".to_owned()),
-            features: Default::default(),
+            features,
         },
         ..ServerOptions::default()
     };

@@ -168,7 +168,10 @@ impl HostApiCommitBridge {
 
 impl HostApiCommitBridge {
     /// Every persistent-state metadata update of `run_id` still waiting for an answer, by id.
-    pub(crate) fn pending_metadata_updates(&self, run_id: &RunId) -> Vec<PersistentStateMetadataUpdate> {
+    pub(crate) fn pending_metadata_updates(
+        &self,
+        run_id: &RunId,
+    ) -> Vec<PersistentStateMetadataUpdate> {
         let pending = self
             .metadata
             .lock()
@@ -430,7 +433,10 @@ impl TranscriptCommitBridge {
     }
 
     /// Every entry recorded for a workspace, oldest first.
-    pub(crate) fn read_transcript(&self, workspace_id: &str) -> std::io::Result<Vec<TranscriptEntry>> {
+    pub(crate) fn read_transcript(
+        &self,
+        workspace_id: &str,
+    ) -> std::io::Result<Vec<TranscriptEntry>> {
         let text = match std::fs::read_to_string(self.transcript_path(workspace_id)) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

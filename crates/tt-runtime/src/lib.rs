@@ -34,7 +34,9 @@ pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNT
 pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
-pub use store::{STORE_URL_ENV, StoragePorts, StoreChoice, open_store_url, redact as redact_store_url};
+pub use store::{
+    STORE_URL_ENV, StoragePorts, StoreChoice, open_store_url, redact as redact_store_url,
+};
 
 /// Re-exports a host or the CLI needs without depending on inner crates.
 pub use tt_adapter_provider_cassette::{CassetteError, RecordingProvider, ReplayProvider};
