@@ -474,6 +474,88 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         )
         .await;
 
+    // The waterfall: one lane per agent, the two reviewers in parallel, the writer's wait
+    // ending after both, the handoff's lane; clicking a model call shows its response.
+    browser.click("#tabs button[data-tab=waterfall]").await;
+    browser
+        .wait_for(
+            "the waterfall's lanes",
+            "window.ttInspector.waterfall().lanes.length === 4 && window.ttInspector.waterfall().bars.length > 20",
+        )
+        .await;
+    let waterfall = browser.eval("window.ttInspector.waterfall()").await;
+    let lanes = waterfall["lanes"].as_array().unwrap();
+    let kinds: Vec<&str> = lanes.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["root", "delegated", "delegated", "handoff"],
+        "{lanes:?}"
+    );
+    let bars = waterfall["bars"].as_array().unwrap();
+    let lane_bar = |lane: &Value, kind: &str| -> Vec<Value> {
+        bars.iter()
+            .filter(|b| b["agent"] == lane["id"] && b["kind"] == kind)
+            .cloned()
+            .collect()
+    };
+    let span = |bar: &Value| (bar["start"].as_f64().unwrap(), bar["end"].as_f64().unwrap());
+    let (critic, advisor) = (
+        span(&lane_bar(&lanes[1], "agent")[0]),
+        span(&lane_bar(&lanes[2], "agent")[0]),
+    );
+    assert!(
+        critic.0 < advisor.1 && advisor.0 < critic.1,
+        "the reviewers ran in parallel: {critic:?} {advisor:?}"
+    );
+    let waits = lane_bar(&lanes[0], "wait");
+    let await_bar = waits
+        .iter()
+        .find(|b| {
+            b["label"]
+                .as_str()
+                .unwrap()
+                .starts_with("waiting for 2 task")
+        })
+        .unwrap_or_else(|| panic!("the writer's await: {waits:?}"));
+    let last_review_call = [&lanes[1], &lanes[2]]
+        .iter()
+        .flat_map(|lane| lane_bar(lane, "model"))
+        .map(|bar| span(&bar).1)
+        .fold(0.0, f64::max);
+    assert!(
+        span(await_bar).1 >= last_review_call,
+        "the await ended after both reviews"
+    );
+    assert!(
+        !lane_bar(&lanes[3], "model").is_empty(),
+        "the final editor worked"
+    );
+    browser.screenshot("02d-waterfall").await;
+    let model_bar = &lane_bar(&lanes[2], "model")[0];
+    let origin = browser
+        .eval("(() => { const r = document.getElementById('waterfall').getBoundingClientRect(); return [r.left, r.top]; })()")
+        .await;
+    let (x, y) = (
+        origin[0].as_f64().unwrap() + model_bar["x"].as_f64().unwrap(),
+        origin[1].as_f64().unwrap() + model_bar["y"].as_f64().unwrap(),
+    );
+    for kind in ["mousePressed", "mouseReleased"] {
+        browser
+            .call(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
+            )
+            .await;
+    }
+    browser
+        .wait_for(
+            "the model call's stored response",
+            "document.getElementById('waterfall-detail').textContent.includes('model-responses/')",
+        )
+        .await;
+    browser.screenshot("02e-waterfall-detail").await;
+    browser.click("#tabs button[data-tab=timeline]").await;
+
     // The writer's own timeline: its first tool call, with the arguments it was called with.
     browser.click(".agent-row[data-inv=inv_root]").await;
     browser
