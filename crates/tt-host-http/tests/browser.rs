@@ -845,6 +845,23 @@ async fn a_256_agent_fan_out_is_followed_live() {
         "the page's JS heap is {heap_mib:.1} MiB"
     );
     browser.screenshot("07-fan-out").await;
+    // The waterfall of the same run: a lane for every agent, drawn from the same model.
+    browser.click("#tabs button[data-tab=waterfall]").await;
+    browser
+        .wait_for(
+            "a waterfall lane per agent",
+            &format!(
+                "window.ttInspector.waterfall().lanes.length === {} && window.ttInspector.waterfall().bars.length > {}",
+                CHILDREN + 1,
+                CHILDREN * 6
+            ),
+        )
+        .await;
+    let draw_ms = browser
+        .eval("(() => { const t = performance.now(); window.ttInspector.run.waterfallDirty = true; window.ttInspector.redraw(); return performance.now() - t; })()")
+        .await;
+    eprintln!("waterfall of {events} events drawn in {draw_ms} ms");
+    browser.screenshot("08-fan-out-waterfall").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
