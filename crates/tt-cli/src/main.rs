@@ -1,5 +1,8 @@
 //! `tt-agent`: run the bundled demo, start real runs, and inspect stored runs and their journals.
 
+#[macro_use]
+mod output;
+
 mod approve;
 mod demo;
 mod live;

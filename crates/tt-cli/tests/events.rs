@@ -51,3 +51,48 @@ fn a_full_page_of_events_says_how_to_read_the_rest() {
         String::from_utf8_lossy(&all.stderr)
     );
 }
+
+/// `tt-agent events <run> | head -1`: the reader goes away; the command ends quietly, as a
+/// process killed by SIGPIPE would, instead of panicking.
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["demo", "--pace-ms", "0"])
+        .output()
+        .unwrap();
+    assert!(demo.status.success());
+    let chats = std::fs::read_dir(dir.path().join("chats")).unwrap();
+    let chat = chats.flatten().next().unwrap().path();
+    let run = std::fs::read_dir(chat.join("runs"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    let mut child = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["events", &run, "--limit", "500"])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one line, then close the pipe.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("run_created"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(!errors.contains("panicked"), "{errors}");
+    assert_eq!(out.status.code(), Some(141), "{errors}");
+}
