@@ -9,9 +9,13 @@ use std::io::Write as _;
 /// Writes `args` (and a newline) to standard output.
 pub(crate) fn write(args: std::fmt::Arguments<'_>, newline: bool) {
     let mut out = std::io::stdout().lock();
-    let result = out
-        .write_fmt(args)
-        .and_then(|()| if newline { out.write_all(b"\n") } else { Ok(()) });
+    let result = out.write_fmt(args).and_then(|()| {
+        if newline {
+            out.write_all(b"\n")
+        } else {
+            Ok(())
+        }
+    });
     if let Err(error) = result {
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(141);
