@@ -7,6 +7,7 @@
 mod cassettes;
 mod cost;
 mod delegation;
+mod fork;
 mod golden;
 mod host_api;
 mod hostile_servers;

@@ -236,8 +236,21 @@ pub struct AgentRun {
     /// messages, the kept history and the user's request.
     #[serde(default)]
     pub input_message_count: usize,
+    /// The run and journal seq this run was branched from (`fork_run`, docs/branching.md);
+    /// `None` for a run started from a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// Where a branched run came from: its source run and the last seq of the source's journal
+/// the branch shares (docs/branching.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkedFrom {
+    pub run_id: RunId,
+    pub seq: u64,
 }
 
 impl AgentRun {
@@ -303,6 +316,7 @@ mod tests {
             presentation: Presentation::Foreground,
             status: AgentRunStatus::Completed,
             input_message_count: 0,
+            forked_from: None,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
         };
@@ -376,6 +390,9 @@ pub struct AgentRunSummary {
     /// A terminal status.
     pub status: AgentRunStatus,
     pub input_message_count: usize,
+    /// Set on a branched run (docs/branching.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
     pub created_at: Timestamp,
     /// When the run reached its terminal status.
     pub ended_at: Timestamp,
@@ -393,6 +410,7 @@ impl AgentRunSummary {
             presentation: run.presentation,
             status: run.status,
             input_message_count: run.input_message_count,
+            forked_from: run.forked_from.clone(),
             created_at: run.created_at,
             ended_at: run.updated_at,
         })

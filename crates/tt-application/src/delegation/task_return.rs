@@ -216,6 +216,7 @@ mod tests {
             presentation: Presentation::Foreground,
             status: AgentRunStatus::Created,
             input_message_count: 0,
+            forked_from: None,
             connection_ref: None,
             generation: Default::default(),
             created_at: at,

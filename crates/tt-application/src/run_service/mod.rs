@@ -24,6 +24,7 @@ use crate::prompt_input::{PromptMessage, PromptSnapshot};
 use crate::services::RuntimeServices;
 
 mod executor;
+mod fork_run;
 mod resume_run;
 mod teardown;
 
@@ -183,6 +184,7 @@ impl AgentRunService {
             )
             .messages
             .len(),
+            forked_from: None,
             created_at: now,
             updated_at: now,
         };
@@ -208,6 +210,7 @@ impl AgentRunService {
                         presentation: json!(presentation).as_str().unwrap_or_default().to_owned(),
                         chat_ref: run.chat_ref.clone(),
                         generation_type: run.generation_type.clone(),
+                        forked_from: None,
                     },
                 )
                 .await?;

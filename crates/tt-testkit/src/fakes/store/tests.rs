@@ -44,6 +44,7 @@ fn run(id: &str, created: i64) -> AgentRun {
         presentation: Presentation::Foreground,
         status: AgentRunStatus::Created,
         input_message_count: 0,
+        forked_from: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(created),
