@@ -200,6 +200,9 @@ pub(crate) fn resolve_cut(events: &[AgentRunEvent], at: &ForkPoint) -> Applicati
         if let Some(open) = open_commit(events, cut) {
             cut = open.saturating_sub(1);
         }
+        if let Some(stored) = unjournaled_write(events, cut) {
+            cut = stored.saturating_sub(1);
+        }
         if cut == before {
             break;
         }
@@ -246,6 +249,70 @@ fn open_commit(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
     open.values().min().copied()
 }
 
+/// The seq of a `tool_result_stored` at or before `cut` whose call changed a workspace file
+/// that the source journals only after `cut` (`workspace_file_written` or
+/// `workspace_patch_applied`, then its checkpoint): cut there, the branch would hold the
+/// call's result without the file it wrote. Cut before the result instead, the call runs
+/// again in the branch, as after a crash.
+fn unjournaled_write(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
+    let writes = |event: &AgentRunEvent| {
+        matches!(
+            kind(event),
+            Some(RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied)
+        )
+    };
+    // Per agent: the seq of the stored result of its last writing call with no write
+    // journaled since.
+    let mut pending: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut writing: BTreeMap<&str, bool> = BTreeMap::new();
+    for event in events.iter().take_while(|event| event.seq <= cut) {
+        let Some(invocation) = field(event, "invocationId") else {
+            continue;
+        };
+        match kind(event) {
+            Some(RunEventType::ToolCallStarted) => {
+                let name = field(event, "name").unwrap_or_default();
+                writing.insert(
+                    invocation,
+                    matches!(name, "workspace.write_file" | "workspace.apply_patch"),
+                );
+                pending.remove(invocation);
+            }
+            Some(RunEventType::ToolResultStored) => {
+                if writing.get(invocation).copied().unwrap_or(false) {
+                    pending.insert(invocation, event.seq);
+                }
+            }
+            _ if writes(event) => {
+                pending.remove(invocation);
+            }
+            _ => {}
+        }
+    }
+    pending
+        .into_iter()
+        .filter(|(invocation, _)| {
+            events
+                .iter()
+                .skip_while(|event| event.seq <= cut)
+                .filter(|event| field(event, "invocationId") == Some(invocation))
+                .take_while(|event| {
+                    !matches!(
+                        kind(event),
+                        Some(
+                            RunEventType::ToolCallRequested
+                                | RunEventType::ToolCallStarted
+                                | RunEventType::ModelRequestCreated
+                                | RunEventType::AgentLoopFinished
+                        )
+                    )
+                })
+                .any(writes)
+        })
+        .map(|(_, seq)| seq)
+        .min()
+}
+
 /// What the source's journal says about its state after event `cut`.
 #[derive(Debug, Default)]
 pub(crate) struct CutState {
@@ -259,7 +326,8 @@ pub(crate) struct CutState {
     pub call_args: BTreeSet<String>,
     /// Calls whose result was stored (`tool_result_stored`): file keys.
     pub call_results: BTreeSet<String>,
-    /// Delegated agents that recorded their `task.return` result.
+    /// Delegated agents that recorded their `task.return` result or whose task had ended (the
+    /// branch copies their stored result, if any).
     pub returned: BTreeSet<InvocationId>,
     /// Tool outputs saved to the workspace without a checkpoint (`tool_output_saved`):
     /// (path, call file key, sha256).
@@ -335,6 +403,13 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
                     (field(event, "taskId"), parse_status::<TaskStatus>(event))
                 {
                     let task = TaskId::from_raw(task);
+                    // A task that ended by then keeps its result, whether or not its agent
+                    // had journaled `task_return_recorded` yet.
+                    if status.is_terminal()
+                        && let Some(child) = field(event, "childInvocationId")
+                    {
+                        state.returned.insert(InvocationId::from_raw(child));
+                    }
                     if event_kind == T::AgentTaskRegistered || state.tasks.contains_key(&task) {
                         state.tasks.insert(task, status);
                     }
