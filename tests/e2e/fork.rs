@@ -330,3 +330,185 @@ async fn a_branch_at_the_writers_last_turn_replays_without_model_calls_and_ends_
         source_id
     );
 }
+
+fn scripted_runtime(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
+    AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .provider(provider)
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap()
+}
+
+fn at(at: ForkPoint) -> ForkRunRequest {
+    ForkRunRequest {
+        at,
+        changes: ForkChanges::default(),
+    }
+}
+
+fn root_round(round: u32) -> ForkPoint {
+    ForkPoint::AgentRound {
+        invocation_id: InvocationId::root(),
+        round,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_branch_without_changes_asks_exactly_what_the_sources_cassette_recorded_after_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("source.cassette.jsonl");
+    let source_id = {
+        let scripted =
+            ScriptedProvider::from_json_str(&crate::support::writer_script().to_string()).unwrap();
+        let recorder =
+            tt_runtime::RecordingProvider::create(Arc::new(scripted), &cassette).unwrap();
+        let runtime = scripted_runtime(dir.path(), Arc::new(recorder));
+        let run = runtime.start_run(start_request()).await.unwrap();
+        let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+        assert_eq!(run.status, AgentRunStatus::Completed);
+        runtime.shutdown().await.unwrap();
+        run.id.to_string()
+    };
+    // The branch's first two rounds are replayed from the store; rounds 3 to 5 are asked live,
+    // and must be the very requests the source made (a mismatch fails the run).
+    let replay = Arc::new(tt_runtime::ReplayProvider::open(&cassette).unwrap());
+    let runtime = scripted_runtime(dir.path(), Arc::clone(&replay) as Arc<dyn ModelProvider>);
+    let before = all_files(dir.path(), &source_id);
+    let branch = runtime
+        .fork_run(&source_id, at(root_round(3)))
+        .await
+        .unwrap();
+    let ended = runtime.wait_for_run(branch.id.as_str()).await.unwrap();
+    assert_eq!(ended.status, AgentRunStatus::Completed);
+    assert_eq!(replay.remaining(), 2, "rounds 1 and 2 are not asked again");
+    let events = all_events(&runtime, branch.id.as_str()).await;
+    assert_gapless(&events);
+    assert_eq!(all_files(dir.path(), &source_id), before);
+    // Same answers, same end: the branch's workspace is the source's.
+    assert_eq!(
+        workspace_files(dir.path(), branch.id.as_str()),
+        workspace_files(dir.path(), &source_id)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_branch_of_a_branch_continues_from_the_branch_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scripted =
+        ScriptedProvider::from_json_str(&crate::support::writer_script().to_string()).unwrap();
+    let runtime = scripted_runtime(dir.path(), Arc::new(scripted));
+    let source = runtime.start_run(start_request()).await.unwrap();
+    let source = runtime.wait_for_run(source.id.as_str()).await.unwrap();
+    let first = runtime
+        .fork_run(source.id.as_str(), at(root_round(3)))
+        .await
+        .unwrap();
+    let first = runtime.wait_for_run(first.id.as_str()).await.unwrap();
+    assert_eq!(first.status, AgentRunStatus::Completed);
+    let first_files = all_files(dir.path(), first.id.as_str());
+    let second = runtime
+        .fork_run(first.id.as_str(), at(ForkPoint::LastCommit))
+        .await
+        .unwrap();
+    let second = runtime.wait_for_run(second.id.as_str()).await.unwrap();
+    assert_eq!(second.status, AgentRunStatus::Completed);
+    let forked_from = second.forked_from.clone().unwrap();
+    assert_eq!(forked_from.run_id, first.id);
+    let events = all_events(&runtime, second.id.as_str()).await;
+    assert_gapless(&events);
+    // Its journal starts with the source's events (copied twice over) and names its source.
+    assert_eq!(events[0].payload["forkedFrom"]["runId"], json!(first.id));
+    assert_eq!(all_files(dir.path(), first.id.as_str()), first_files);
+    // The branch tree of the chat: the source, its branch, and the branch's branch.
+    let runs = runtime
+        .list_runs(tt_runtime::ListRunsRequest::default())
+        .await
+        .unwrap();
+    let parent = |id: &str| {
+        runs.iter()
+            .find(|run| run.id.as_str() == id)
+            .and_then(|run| run.forked_from.as_ref())
+            .map(|from| from.run_id.to_string())
+    };
+    assert_eq!(parent(second.id.as_str()), Some(first.id.to_string()));
+    assert_eq!(parent(first.id.as_str()), Some(source.id.to_string()));
+    assert_eq!(parent(source.id.as_str()), None);
+    // The commit at the cut was published by the first branch; the second publishes nothing
+    // again: the chat holds the source's reply and the first branch's.
+    let published = runtime.transcript(source.workspace_id.as_str()).unwrap();
+    assert_eq!(published.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_fork_requests_are_refused_with_codes_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let scripted =
+        ScriptedProvider::from_json_str(&crate::support::writer_script().to_string()).unwrap();
+    let runtime = scripted_runtime(dir.path(), Arc::new(scripted));
+    let source = runtime.start_run(start_request()).await.unwrap();
+    let source_id = source.id.to_string();
+    runtime.wait_for_run(&source_id).await.unwrap();
+    let last = all_events(&runtime, &source_id).await.len() as u64;
+    let before = all_files(dir.path(), &source_id);
+    let refused = |at: ForkPoint, changes: ForkChanges| ForkRunRequest { at, changes };
+    let cases = [
+        (
+            "run_missing",
+            refused(ForkPoint::Seq { seq: 3 }, ForkChanges::default()),
+            "agent.not_found",
+        ),
+        (
+            source_id.as_str(),
+            refused(ForkPoint::Seq { seq: 0 }, ForkChanges::default()),
+            "agent.fork_point_invalid",
+        ),
+        (
+            source_id.as_str(),
+            refused(ForkPoint::Seq { seq: last + 1 }, ForkChanges::default()),
+            "agent.fork_point_invalid",
+        ),
+        (
+            source_id.as_str(),
+            refused(ForkPoint::Seq { seq: 2 }, ForkChanges::default()),
+            "agent.fork_point_invalid",
+        ),
+        (
+            source_id.as_str(),
+            refused(root_round(99), ForkChanges::default()),
+            "agent.fork_point_invalid",
+        ),
+        (
+            source_id.as_str(),
+            refused(
+                root_round(2),
+                ForkChanges {
+                    guidance: Some("  ".into()),
+                    ..ForkChanges::default()
+                },
+            ),
+            "agent.guidance_empty",
+        ),
+        (
+            source_id.as_str(),
+            refused(
+                root_round(2),
+                ForkChanges {
+                    connection_ref: Some("nowhere".into()),
+                    ..ForkChanges::default()
+                },
+            ),
+            "agent.model_connection_not_found",
+        ),
+    ];
+    for (run_id, request, code) in cases {
+        let error = runtime.fork_run(run_id, request.clone()).await.unwrap_err();
+        assert_eq!(error.code, code, "{request:?}: {error:?}");
+    }
+    let runs = runtime
+        .list_runs(tt_runtime::ListRunsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(all_files(dir.path(), &source_id), before);
+}

@@ -26,7 +26,8 @@ pub(crate) mod copy;
 pub enum ForkPoint {
     /// After the source's journal event `seq`.
     Seq { seq: u64 },
-    /// After the source's last published commit (`chat_commit_recorded`).
+    /// After the source's last published commit (`chat_commit_recorded`, and the result of
+    /// the `workspace.commit` call that made it).
     LastCommit,
     /// Just before agent `invocationId` started its model round `round` (1 = its first).
     AgentRound {
@@ -145,8 +146,10 @@ fn marks_interruption(event: &AgentRunEvent) -> bool {
 /// resume can continue from without publishing or finishing twice:
 /// - before the run's ending (promotion, terminal events, a cancel request);
 /// - before a trailing interruption (the branch journals its own);
-/// - before a commit the host had not answered at the cut (the branch offers it again under a
-///   new id, as a new message, instead of under the source's id, which the host already has).
+/// - before a commit whose `workspace.commit` call had not ended at the cut (the branch makes
+///   it again under a new id, as a new message, instead of offering it again under the
+///   source's id, which the host already has);
+/// - before a stored write result whose file change is journaled only after the cut.
 ///
 /// Refused (`agent.fork_point_invalid`) when `at` is outside the journal, names no commit or
 /// round, or falls before the root agent started.
@@ -161,10 +164,7 @@ pub(crate) fn resolve_cut(events: &[AgentRunEvent], at: &ForkPoint) -> Applicati
             }
             *seq
         }
-        ForkPoint::LastCommit => events
-            .iter()
-            .rfind(|event| kind(event) == Some(RunEventType::ChatCommitRecorded))
-            .map(|event| event.seq)
+        ForkPoint::LastCommit => last_commit(events)
             .ok_or_else(|| fork_point_invalid("the run has published no commit"))?,
         ForkPoint::AgentRound {
             invocation_id,
@@ -228,25 +228,46 @@ fn event_at(events: &[AgentRunEvent], seq: u64) -> Option<&AgentRunEvent> {
     events.get(index).filter(|event| event.seq == seq)
 }
 
-/// The seq of a `chat_commit_started` at or before `cut` whose commit the host had not
-/// answered (`chat_commit_recorded` or `chat_commit_failed`) by `cut`.
+/// The seq of a `chat_commit_started` at or before `cut` whose `workspace.commit` call had not
+/// stored its result by `cut`: cut there, the branch would offer the commit again under the
+/// source's `commitId`, or publish a commit the source already published.
 fn open_commit(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
-    let mut open: BTreeMap<String, u64> = BTreeMap::new();
+    let mut open: BTreeMap<&str, u64> = BTreeMap::new();
     for event in events.iter().take_while(|event| event.seq <= cut) {
-        let Some(commit) = field(event, "commitId") else {
+        let Some(invocation) = field(event, "invocationId") else {
             continue;
         };
         match kind(event) {
             Some(RunEventType::ChatCommitStarted) => {
-                open.insert(commit.to_owned(), event.seq);
+                open.insert(invocation, event.seq);
             }
-            Some(RunEventType::ChatCommitRecorded | RunEventType::ChatCommitFailed) => {
-                open.remove(commit);
+            Some(RunEventType::ToolResultStored) => {
+                open.remove(invocation);
             }
             _ => {}
         }
     }
     open.values().min().copied()
+}
+
+/// The end of the `workspace.commit` call that published the run's last commit: its stored
+/// result after the last `chat_commit_recorded` (the recorded event itself when the source
+/// stopped before storing it).
+fn last_commit(events: &[AgentRunEvent]) -> Option<u64> {
+    let recorded = events
+        .iter()
+        .rfind(|event| kind(event) == Some(RunEventType::ChatCommitRecorded))?;
+    let invocation = field(recorded, "invocationId");
+    Some(
+        events
+            .iter()
+            .skip_while(|event| event.seq <= recorded.seq)
+            .find(|event| {
+                kind(event) == Some(RunEventType::ToolResultStored)
+                    && field(event, "invocationId") == invocation
+            })
+            .map_or(recorded.seq, |stored| stored.seq),
+    )
 }
 
 /// The seq of a `tool_result_stored` at or before `cut` whose call changed a workspace file

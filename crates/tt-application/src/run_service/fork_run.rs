@@ -21,7 +21,7 @@ impl AgentRunService {
     /// Refused with `agent.not_found` (no such run), `agent.fork_point_invalid` (the point is
     /// outside the journal, names no commit or round, or is before the first agent started),
     /// `agent.fork_source_unavailable` (the store has no copy of a file version the branch
-    /// needs), the guidance codes for bad guidance, or `agent.connection_not_found` /
+    /// needs), the guidance codes for bad guidance, or `agent.model_connection_not_found` /
     /// a generation settings code for a bad model change.
     pub async fn fork_run(
         self: &Arc<Self>,

@@ -20,7 +20,7 @@ impl AgentRuntime {
     ///
     /// Errors: `agent.not_found`, `agent.fork_point_invalid`, `agent.fork_source_unavailable`,
     /// the guidance codes (`agent.guidance_empty`, `agent.guidance_too_large`),
-    /// `agent.connection_not_found`, and the resume codes (`agent.resume_profile_changed`).
+    /// `agent.model_connection_not_found`, and the resume codes (`agent.resume_profile_changed`).
     pub async fn fork_run(&self, run_id: &str, request: ForkRunRequest) -> HostResult<AgentRun> {
         self.ensure_open()?;
         let run = self
