@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cassettes;
+mod demo_fork;
 mod demo_resume;
 mod disk_full;
 mod events;
