@@ -307,8 +307,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     .profile_id
                     .as_ref()
                     .map_or_else(|| "-".to_owned(), ToString::to_string);
+                let branch = run.forked_from.as_ref().map_or_else(String::new, |from| {
+                    format!("  branch of {} after seq {}", from.run_id, from.seq)
+                });
                 println!(
-                    "{}  {:<16} {:<15} {}",
+                    "{}  {:<16} {:<15} {}{branch}",
                     run.id,
                     run.status.as_str(),
                     profile,

@@ -1,6 +1,6 @@
 //! `tt-agent fork` of a finished `tt-agent demo`: the branch continues on the demo's own model
-//! without any model option, shows live, and ends completed; a bad fork point is a coded error
-//! without a backtrace.
+//! without any model option, shows live, ends completed and is listed as a branch; a bad fork
+//! point is a coded error without a backtrace.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -54,6 +54,17 @@ fn a_finished_demo_branches_at_the_writers_last_round_on_the_demos_model() {
     assert!(output.contains(&format!("of run {source}")), "{output}");
     assert!(output.contains("ended: completed"), "{output}");
     assert_eq!(runs(dir.path()).len(), 2);
+    let listed = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .arg("runs")
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains(&format!("branch of {source} after seq")),
+        "{listed}"
+    );
 
     let refused = Command::new(AGENT)
         .arg("--data-dir")

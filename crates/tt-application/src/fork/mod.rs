@@ -22,7 +22,11 @@ pub(crate) mod copy;
 
 /// Where a branch leaves its source run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "kind")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "kind"
+)]
 pub enum ForkPoint {
     /// After the source's journal event `seq`.
     Seq { seq: u64 },
