@@ -520,3 +520,6 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
     }
     state
 }
+
+#[cfg(test)]
+mod tests;
