@@ -303,10 +303,10 @@ fn unjournaled_write(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
                 );
                 pending.remove(invocation);
             }
-            Some(RunEventType::ToolResultStored) => {
-                if writing.get(invocation).copied().unwrap_or(false) {
-                    pending.insert(invocation, event.seq);
-                }
+            Some(RunEventType::ToolResultStored)
+                if writing.get(invocation).copied().unwrap_or(false) =>
+            {
+                pending.insert(invocation, event.seq);
             }
             _ if writes(event) => {
                 pending.remove(invocation);
