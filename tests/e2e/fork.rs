@@ -512,3 +512,56 @@ async fn bad_fork_requests_are_refused_with_codes_and_create_nothing() {
     assert_eq!(runs.len(), 1);
     assert_eq!(all_files(dir.path(), &source_id), before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_is_still_working_is_branched_without_being_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    // The source's fourth answer takes a minute; a branch whose note says `[fast]` plays the
+    // same story without the wait.
+    let mut slow = crate::support::writer_script();
+    slow["agents"]["default-writer"][3]["delayMs"] = json!(60_000);
+    let fast = crate::support::writer_script();
+    let provider = tt_runtime::ScriptedScenarios::new(
+        ScriptedProvider::from_json_str(&slow.to_string()).unwrap(),
+    )
+    .scenario(
+        "[fast]",
+        ScriptedProvider::from_json_str(&fast.to_string()).unwrap(),
+    );
+    let runtime = scripted_runtime(dir.path(), Arc::new(provider));
+    let source = runtime.start_run(start_request()).await.unwrap();
+    let source_id = source.id.to_string();
+    let mut stream = runtime.subscribe(&source_id, 0, None);
+    while let Some(event) = stream.next().await.unwrap() {
+        if event.event_type == "model_call_attempt_started" && event.payload["round"] == 4 {
+            break;
+        }
+    }
+    let journal_before = all_files(dir.path(), &source_id)["events.jsonl"].clone();
+    let branch = runtime
+        .fork_run(
+            &source_id,
+            ForkRunRequest {
+                at: root_round(3),
+                changes: ForkChanges {
+                    guidance: Some("Publish it now. [fast]".into()),
+                    ..ForkChanges::default()
+                },
+            },
+        )
+        .await
+        .unwrap();
+    let ended = runtime.wait_for_run(branch.id.as_str()).await.unwrap();
+    assert_eq!(ended.status, AgentRunStatus::Completed);
+    // The source went on untouched: nothing was appended to its journal by the branch, it still
+    // waits for its model, and it is still this runtime's to cancel.
+    assert_eq!(
+        all_files(dir.path(), &source_id)["events.jsonl"],
+        journal_before
+    );
+    let live = runtime.get_run(&source_id).await.unwrap();
+    assert!(!live.status.is_terminal(), "{:?}", live.status);
+    runtime.cancel_run(&source_id).await.unwrap();
+    let cancelled = runtime.wait_for_run(&source_id).await.unwrap();
+    assert_eq!(cancelled.status, AgentRunStatus::Cancelled);
+}
