@@ -2,7 +2,10 @@
 //! 16 notes, awaits them, publishes a summary): of a finished run, and of a run whose process
 //! was killed while the lead waited. Every branch must complete with a valid journal (gapless,
 //! documented, typed), each of the 16 results delivered once, and the workspace and published
-//! text an uninterrupted run leaves; the source's files must be byte for byte as before.
+//! text an uninterrupted run leaves; the source's files must be byte for byte as before. The
+//! writers' room (skills, an assembled prompt, a nested delegation, a handoff) is branched the
+//! same way on its own script. `TT_FORK_TRIALS=N` (`cargo xtask soak fork`) runs N branches per
+//! source.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -143,4 +146,66 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
+}
+
+/// The writers' room (skills, a host-assembled prompt, a nested delegation, a handoff) branched
+/// at pseudo-random seqs on its own script: each branch completes and publishes the source's
+/// text again, as a new message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn branches_at_random_seqs_of_the_writers_room_end_as_the_source_did() {
+    use crate::delegation::{WRITERS_ROOM_SCRIPT, install_writers_room};
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tt_runtime::AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(Arc::new(
+            tt_runtime::ScriptedProvider::from_json_str(WRITERS_ROOM_SCRIPT).unwrap(),
+        ))
+        .commit_bridge(tt_runtime::CommitBridgeChoice::Transcript)
+        .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
+        .build()
+        .unwrap();
+    install_writers_room(&runtime, dir.path()).await;
+    let mut request = crate::support::start_request();
+    request.profile_id = Some("writer".into());
+    let source = runtime.start_run(request).await.unwrap();
+    let source_id = source.id.to_string();
+    let source = runtime.wait_for_run(&source_id).await.unwrap();
+    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source_files = all_files(dir.path(), &source_id);
+    let published = |runtime: &AgentRuntime| {
+        runtime
+            .transcript(source.workspace_id.as_str())
+            .unwrap()
+            .into_iter()
+            .map(|entry| entry.content)
+            .collect::<Vec<_>>()
+    };
+    let text = published(&runtime)[0].clone();
+    let last = all_events(&runtime, &source_id).await.len() as u64;
+    let trials = std::env::var("TT_FORK_TRIALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(6);
+    let mut random = Seeded(0x00c0_ffee);
+    for _ in 0..trials {
+        let at = ForkPoint::Seq {
+            seq: 1 + random.below(last),
+        };
+        let request = ForkRunRequest {
+            at: at.clone(),
+            changes: ForkChanges::default(),
+        };
+        let branch = match runtime.fork_run(&source_id, request).await {
+            Ok(branch) => branch,
+            Err(error) => {
+                assert_eq!(error.code, "agent.fork_point_invalid", "{at:?}: {error:?}");
+                continue;
+            }
+        };
+        let ended = runtime.wait_for_run(branch.id.as_str()).await.unwrap();
+        assert_eq!(ended.status, AgentRunStatus::Completed, "{at:?}");
+        assert_gapless(&all_events(&runtime, branch.id.as_str()).await);
+        assert_eq!(published(&runtime).last(), Some(&text), "{at:?}");
+    }
+    assert_eq!(all_files(dir.path(), &source_id), source_files);
 }
