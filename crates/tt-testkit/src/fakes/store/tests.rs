@@ -581,6 +581,14 @@ async fn checkpoints_record_existing_files_only() {
         Some("v1")
     );
     assert_eq!(store.checkpoints(&run_id).len(), 2);
+    assert_eq!(
+        store
+            .checkpoint_blob(&run_id, &tt_domain::text::sha256_hex(b"v1"))
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("v1")
+    );
 }
 
 #[tokio::test]
