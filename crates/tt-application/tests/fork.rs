@@ -74,3 +74,87 @@ async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_re
     let events = h.events(&branch.id);
     assert_eq!(events[0].payload["forkedFrom"]["runId"], json!(source.id));
 }
+
+#[tokio::test]
+async fn a_branch_moves_a_chosen_profile_to_another_connection_from_the_fork_point() {
+    let other = by_turn(happy_turns());
+    let connections = tt_testkit::fakes::FakeConnections::new().with("other", other.clone());
+    let h = harness_full(
+        by_turn(happy_turns()),
+        tt_testkit::fakes::FakeCommitBridge::approving(),
+        tt_testkit::fakes::FakePromptBroker::answering(),
+        std::sync::Arc::new(connections),
+    );
+    let source = h.run_to_end(request(None)).await;
+    let asked_before = h.model.requests().len();
+    let mut change = tt_domain::run::ProfileModelChange {
+        connection_ref: Some("other".into()),
+        ..Default::default()
+    };
+    change.generation.temperature = Some(0.2);
+    let branch = h
+        .service
+        .fork_run(
+            &source.id,
+            ForkRunRequest {
+                at: ForkPoint::AgentRound {
+                    invocation_id: InvocationId::root(),
+                    round: 2,
+                },
+                changes: ForkChanges {
+                    profiles: [(
+                        tt_domain::ids::ProfileId::parse("default-writer").unwrap(),
+                        change,
+                    )]
+                    .into(),
+                    ..ForkChanges::default()
+                },
+            },
+        )
+        .await
+        .unwrap();
+    let ended = h.wait(&branch.id).await;
+    assert_eq!(ended.status, AgentRunStatus::Completed);
+    // The run's own model is not asked again; the other connection answers rounds 2 and 3,
+    // with the changed settings.
+    assert_eq!(h.model.requests().len(), asked_before);
+    let asked: Vec<(u32, Option<f64>)> = other
+        .requests()
+        .iter()
+        .map(|request| (request.round, request.generation.temperature))
+        .collect();
+    assert_eq!(asked, [(2, Some(0.2)), (3, Some(0.2))]);
+
+    // A profile that does not exist, or a connection that does not, is refused.
+    for (profile, connection, code) in [
+        ("nobody", "other", "agent.profile_not_found"),
+        (
+            "default-writer",
+            "nowhere",
+            "agent.model_connection_not_found",
+        ),
+    ] {
+        let error = h
+            .service
+            .fork_run(
+                &source.id,
+                ForkRunRequest {
+                    at: ForkPoint::LastCommit,
+                    changes: ForkChanges {
+                        profiles: [(
+                            tt_domain::ids::ProfileId::parse(profile).unwrap(),
+                            tt_domain::run::ProfileModelChange {
+                                connection_ref: Some(connection.into()),
+                                ..Default::default()
+                            },
+                        )]
+                        .into(),
+                        ..ForkChanges::default()
+                    },
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), code);
+    }
+}

@@ -237,6 +237,7 @@ async fn create_run(store: &Arc<UserDataStore>) -> Result<AgentRun> {
         status: AgentRunStatus::Created,
         input_message_count: 0,
         forked_from: None,
+        profile_models: Default::default(),
         connection_ref: None,
         generation: Default::default(),
         created_at: now,

@@ -240,8 +240,26 @@ pub struct AgentRun {
     /// `None` for a run started from a request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// Model changes for the agents of chosen profiles, by profile id, over what their profile
+    /// says (set by `fork_run`'s changes, docs/branching.md).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub profile_models: std::collections::BTreeMap<ProfileId, ProfileModelChange>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// A change of the model of one profile's agents in a run: another named connection (its
+/// default model), and generation settings over the run's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileModelChange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_ref: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "crate::generation::GenerationSettings::is_empty"
+    )]
+    pub generation: crate::generation::GenerationSettings,
 }
 
 /// Where a branched run came from: its source run and the last seq of the source's journal
@@ -317,6 +335,7 @@ mod tests {
             status: AgentRunStatus::Completed,
             input_message_count: 0,
             forked_from: None,
+            profile_models: Default::default(),
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
         };

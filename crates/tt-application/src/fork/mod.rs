@@ -55,6 +55,11 @@ pub struct ForkChanges {
     /// Generation settings for every agent of the branch, over the source run's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<tt_domain::generation::GenerationSettings>,
+    /// The model of chosen profiles' agents, by profile id: another named connection (its
+    /// default model) and generation settings over the run's. Replaces what the source run
+    /// had for those profiles.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<tt_domain::ids::ProfileId, tt_domain::run::ProfileModelChange>,
 }
 
 /// A host's request to branch a run.

@@ -21,8 +21,9 @@ impl AgentRunService {
     /// Refused with `agent.not_found` (no such run), `agent.fork_point_invalid` (the point is
     /// outside the journal, names no commit or round, or is before the first agent started),
     /// `agent.fork_source_unavailable` (the store has no copy of a file version the branch
-    /// needs), the guidance codes for bad guidance, or `agent.model_connection_not_found` /
-    /// a generation settings code for a bad model change.
+    /// needs), the guidance codes for bad guidance, or `agent.model_connection_not_found`,
+    /// `agent.profile_not_found` or `agent.generation_settings_invalid` for a bad model
+    /// change.
     pub async fn fork_run(
         self: &Arc<Self>,
         source_id: &RunId,
@@ -41,6 +42,17 @@ impl AgentRunService {
         }
         if let Some(generation) = &changes.generation {
             generation.validate("the fork's generation")?;
+        }
+        for (profile_id, change) in &changes.profiles {
+            crate::profiles::resolve(services.profiles.as_ref(), Some(profile_id.as_str())).await?;
+            if let Some(name) = &change.connection_ref
+                && services.connections.resolve(name).await?.is_none()
+            {
+                return Err(crate::engine::binding::connection_not_found(name));
+            }
+            change
+                .generation
+                .validate(&format!("the fork's generation for profile `{profile_id}`"))?;
         }
         let events = read_all_events(services, source_id).await?;
         let cut = resolve_cut(&events, &request.at)?;
@@ -62,6 +74,7 @@ impl AgentRunService {
         if let Some(generation) = &changes.generation {
             branch.generation = branch.generation.overlay(generation);
         }
+        branch.profile_models.extend(changes.profiles.clone());
         let mut manifest = services.runs.load_manifest(source_id).await?;
         manifest.run_id = branch.id.clone();
         manifest.created_at = now;

@@ -185,6 +185,7 @@ impl AgentRunService {
             .messages
             .len(),
             forked_from: None,
+            profile_models: Default::default(),
             created_at: now,
             updated_at: now,
         };

@@ -180,6 +180,7 @@ pub fn sample_run(n: u32) -> AgentRun {
         status: AgentRunStatus::Created,
         input_message_count: 0,
         forked_from: None,
+        profile_models: Default::default(),
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(i64::from(n) * 1_000),

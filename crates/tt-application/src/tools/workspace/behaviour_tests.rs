@@ -78,6 +78,7 @@ impl Agent {
             status: AgentRunStatus::Created,
             input_message_count: 0,
             forked_from: None,
+            profile_models: Default::default(),
             connection_ref: None,
             generation: Default::default(),
             created_at: created,

@@ -45,6 +45,7 @@ fn run(id: &str, created: i64) -> AgentRun {
         status: AgentRunStatus::Created,
         input_message_count: 0,
         forked_from: None,
+        profile_models: Default::default(),
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(created),
