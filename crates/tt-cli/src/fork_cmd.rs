@@ -90,8 +90,8 @@ pub async fn fork(
         at: options.at,
         changes: ForkChanges {
             guidance: options.guidance,
-            connection_ref: None,
             generation: (!generation.is_empty()).then_some(generation),
+            ..ForkChanges::default()
         },
     };
     let run = signals
