@@ -8,6 +8,8 @@ mod approvals;
 mod cassettes;
 mod cost;
 mod delegation;
+mod fork;
+mod fork_random;
 mod golden;
 mod host_api;
 mod hostile_servers;

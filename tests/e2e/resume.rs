@@ -28,7 +28,7 @@ use tt_testkit::fakes::FakePromptBroker;
 use crate::delegation::all_events;
 use crate::support::start_request;
 
-const N: usize = 16;
+pub(crate) const N: usize = 16;
 
 fn lead_profile() -> Value {
     json!({
@@ -231,7 +231,7 @@ fn reply(request: &AgentModelRequest) -> ModelReply {
 
 /// Where the first runtime stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Point {
+pub(crate) enum Point {
     /// The lead's second model call never returns (it is between model calls).
     BetweenModelCalls,
     /// Right after the lead's first response is stored, while its 16 delegations run.
@@ -573,9 +573,9 @@ impl tracing::Subscriber for Hold {
 }
 
 /// What the commit handler and the prompt assembler of a runtime saw.
-struct Host {
+pub(crate) struct Host {
     /// `(commitId, content)` of every commit offered.
-    offered: Mutex<Vec<(String, String)>>,
+    pub(crate) offered: Mutex<Vec<(String, String)>>,
     /// Assembles the prompts of `preset.mode = "ref"` agents.
     assembler: Arc<FakePromptBroker>,
     /// The model requests of the runtime.
@@ -592,7 +592,7 @@ impl Default for Host {
     }
 }
 
-fn runtime(
+pub(crate) fn runtime(
     dir: &Path,
     point: Option<Point>,
     calls: &Arc<AtomicU64>,
@@ -623,7 +623,7 @@ fn runtime(
         .unwrap()
 }
 
-async fn install(runtime: &AgentRuntime) {
+pub(crate) async fn install(runtime: &AgentRuntime) {
     for profile in [
         lead_profile(),
         note_profile(),
@@ -638,7 +638,7 @@ async fn install(runtime: &AgentRuntime) {
     }
 }
 
-fn request_for(profile: &str) -> tt_runtime::StartRunRequest {
+pub(crate) fn request_for(profile: &str) -> tt_runtime::StartRunRequest {
     let mut request = start_request();
     request.profile_id = Some(profile.into());
     request
@@ -655,7 +655,7 @@ fn profile_of(point: Point) -> &'static str {
 }
 
 /// Every file under the run's model-visible roots, by relative path, task ids left out.
-fn workspace(dir: &Path, run_id: &str) -> BTreeMap<String, String> {
+pub(crate) fn workspace(dir: &Path, run_id: &str) -> BTreeMap<String, String> {
     fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
@@ -738,7 +738,7 @@ fn last_statuses(events: &[AgentRunEvent]) -> HashMap<String, String> {
 }
 
 /// Each finished result reached the lead once, by `agent.await` or injection.
-fn deliveries(events: &[AgentRunEvent]) -> HashMap<String, usize> {
+pub(crate) fn deliveries(events: &[AgentRunEvent]) -> HashMap<String, usize> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for event in events {
         let ids = match event.event_type.as_str() {
@@ -1064,7 +1064,7 @@ fn an_interrupted_fan_out_resumes_at_every_kind_of_step_without_repeating_work()
 
 /// Starts [`first_process`] at `point` in `dir` and returns it once it stopped there, with the
 /// run id.
-fn stopped_first_process(dir: &Path, point: Point) -> (std::process::Child, String) {
+pub(crate) fn stopped_first_process(dir: &Path, point: Point) -> (std::process::Child, String) {
     use std::io::BufRead as _;
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([

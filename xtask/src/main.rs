@@ -29,7 +29,9 @@ commands:
           `bench journal [--events N]`
   soak    stress in release: `soak crash [--resume] [--trials N] [--store URL]` (SIGKILL a
           fan-out run, reopen, check; with --resume, resume it after each kill until it
-          completes; with --store postgres://…, the runs are kept on that server)
+          completes; with --store postgres://…, the runs are kept on that server);
+          `soak fork [--trials N]` (branch a finished and a killed fan-out at N
+          pseudo-random seqs each, check every branch and that the sources stay unchanged)
   help    print this text
 ";
 

@@ -5,6 +5,10 @@
 //! new process, repeat until the run completes, and check it against an uninterrupted run. With
 //! `--store postgres://…`, the fan-out runs are kept on that server (`crash/postgres.rs`). CI
 //! runs the same tests with a few trials.
+//!
+//! `cargo xtask soak fork [--trials N]`: the branching soak of `tests/e2e/fork_random.rs`, in
+//! release: N branches at pseudo-random seqs of a finished fan-out and of a killed one, each
+//! checked to complete like an uninterrupted run while its source stays byte for byte the same.
 
 use anyhow::{Result, bail};
 use std::path::Path;
@@ -63,7 +67,46 @@ pub fn parse_args(args: &[String]) -> Result<Soak> {
     Ok(soak)
 }
 
+/// Parses `fork [--trials N]` into the trials per source run.
+pub fn parse_fork_args(args: &[String]) -> Result<u64> {
+    const FORK_USAGE: &str = "usage: cargo xtask soak fork [--trials N]";
+    match args {
+        [kind] if kind == "fork" => Ok(DEFAULT_TRIALS),
+        [kind, flag, n] if kind == "fork" && flag == "--trials" => match n.parse::<u64>() {
+            Ok(trials) if trials > 0 => Ok(trials),
+            _ => bail!("--trials takes a positive whole number, not `{n}`"),
+        },
+        _ => bail!(FORK_USAGE),
+    }
+}
+
+fn run_fork(root: &Path, trials: u64) -> Result<()> {
+    eprintln!("soak fork: {trials} branches at pseudo-random seqs of each source run");
+    let mut command = crate::process::cargo(
+        root,
+        &[
+            "test",
+            "--release",
+            "-p",
+            "tt-e2e",
+            "--test",
+            "e2e",
+            "--",
+            "fork_random::",
+            "--nocapture",
+        ],
+    );
+    command.env("TT_FORK_TRIALS", trials.to_string());
+    if !command.status()?.success() {
+        bail!("the fork soak failed");
+    }
+    Ok(())
+}
+
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
+    if args.first().is_some_and(|kind| kind == "fork") {
+        return run_fork(root, parse_fork_args(args)?);
+    }
     let soak = parse_args(args)?;
     let mut command = if soak.resume {
         eprintln!(
@@ -140,6 +183,22 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fork_trials_are_parsed() {
+        assert_eq!(parse_fork_args(&args(&["fork"])).unwrap(), DEFAULT_TRIALS);
+        assert_eq!(
+            parse_fork_args(&args(&["fork", "--trials", "9"])).unwrap(),
+            9
+        );
+        for bad in [
+            &["fork", "--trials"][..],
+            &["fork", "--trials", "0"][..],
+            &["fork", "--resume"][..],
+        ] {
+            assert!(parse_fork_args(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()

@@ -123,7 +123,7 @@ const APPLICATION_LAYERS: &[&[&str]] = &[
     &["skills", "delegation"],
     &["registry"],
     &["engine"],
-    &["persist_metadata", "handoff_chain", "resume"],
+    &["persist_metadata", "handoff_chain", "resume", "fork"],
     &["run_service"],
     &["start_request"],
 ];

@@ -130,17 +130,20 @@ impl UserDataStore {
                 };
                 record.map(to_value).transpose()
             }
-            ["blobs", sha256] => {
-                check_segment("sha256", sha256)?;
-                let text = match self.inner.access(run_id)? {
-                    RunAccess::Owned(run) => run.blob(sha256)?,
-                    RunAccess::Reader { dir, .. } => {
-                        reader::blob(&dir, &self.inner.journal_bytes_read, sha256)?
-                    }
-                };
-                Ok(text.map(Value::String))
-            }
+            ["blobs", sha256] => Ok(self.blob_text(run_id, sha256)?.map(Value::String)),
             _ => Err(unknown()),
+        }
+    }
+
+    /// The text of blob `sha256` of run `run_id` (`blobs.jsonl`), from its writer when this
+    /// process owns the run, else read from its files.
+    pub(crate) fn blob_text(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {
+        check_segment("sha256", sha256)?;
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => run.blob(sha256),
+            RunAccess::Reader { dir, .. } => {
+                reader::blob(&dir, &self.inner.journal_bytes_read, sha256)
+            }
         }
     }
 }

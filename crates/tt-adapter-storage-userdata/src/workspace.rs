@@ -1031,4 +1031,8 @@ impl WorkspaceRepository for UserDataStore {
             Ok(files.into_iter().map(|(path, _)| path).collect())
         }
     }
+
+    async fn checkpoint_blob(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {
+        self.blob_text(run_id, sha256)
+    }
 }

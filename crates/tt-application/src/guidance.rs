@@ -69,6 +69,27 @@ impl MailboxState {
     }
 }
 
+/// Refuses an empty note (`agent.guidance_empty`) or one over [`MAX_GUIDANCE_CHARS`]
+/// (`agent.guidance_too_large`).
+pub(crate) fn check_text(text: &str) -> ApplicationResult<()> {
+    if text.trim().is_empty() {
+        return Err(ApplicationError::fatal(
+            "agent.guidance_empty",
+            "guidance text is empty",
+        ));
+    }
+    let chars = char_count(text);
+    if chars > MAX_GUIDANCE_CHARS {
+        return Err(ApplicationError::fatal(
+            "agent.guidance_too_large",
+            format!(
+                "guidance has {chars} characters; one item may have at most {MAX_GUIDANCE_CHARS}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// One run's guidance mailbox. Its lock is held across the journal append, so
 /// `user_guidance_submitted` always precedes the `user_guidance_applied` or
 /// `user_guidance_discarded` that consumes the item.
@@ -110,21 +131,8 @@ impl GuidanceMailbox {
         if state.closed {
             return Err(mailbox_closed());
         }
-        if request.text.trim().is_empty() {
-            return Err(ApplicationError::fatal(
-                "agent.guidance_empty",
-                "guidance text is empty",
-            ));
-        }
+        check_text(&request.text)?;
         let chars = char_count(&request.text);
-        if chars > MAX_GUIDANCE_CHARS {
-            return Err(ApplicationError::fatal(
-                "agent.guidance_too_large",
-                format!(
-                    "guidance has {chars} characters; one item may have at most {MAX_GUIDANCE_CHARS}"
-                ),
-            ));
-        }
         if state.pending.len() >= MAX_PENDING_GUIDANCE_ITEMS {
             return Err(ApplicationError::fatal(
                 "agent.guidance_queue_full",

@@ -13,6 +13,7 @@ pub(crate) mod delegation;
 pub(crate) mod engine;
 pub(crate) mod error;
 pub(crate) mod events;
+pub(crate) mod fork;
 pub(crate) mod guidance;
 pub(crate) mod handoff_chain;
 pub(crate) mod otel;
@@ -38,6 +39,7 @@ pub use engine::dispatch::call_file_key;
 pub use engine::streaming::MAX_DELTA_BYTES_PER_CALL;
 pub use error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 pub use events::{EventSink, RunEventStream};
+pub use fork::{ForkChanges, ForkPoint, ForkRunRequest};
 pub use guidance::{
     GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,

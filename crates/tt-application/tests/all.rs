@@ -11,6 +11,7 @@ mod context_window;
 mod delegation;
 mod disk_faults;
 mod drift_and_retry;
+mod fork;
 mod guidance;
 mod handoff;
 mod limits;

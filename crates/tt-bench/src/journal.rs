@@ -236,6 +236,8 @@ async fn create_run(store: &Arc<UserDataStore>) -> Result<AgentRun> {
         presentation: Presentation::Background,
         status: AgentRunStatus::Created,
         input_message_count: 0,
+        forked_from: None,
+        profile_models: Default::default(),
         connection_ref: None,
         generation: Default::default(),
         created_at: now,

@@ -5,6 +5,7 @@ mod output;
 
 mod approve;
 mod demo;
+mod fork_cmd;
 mod live;
 mod logging;
 mod otel_export;
@@ -81,6 +82,29 @@ enum Command {
         run_id: String,
         #[command(flatten)]
         model: run_cmd::ModelArgs,
+        /// Continue on the demo's scripted model (a run of `tt-agent demo`; recognised without
+        /// this flag when no model is given).
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Branch a run (docs/branching.md): a new run of the same chat that replays the source
+    /// up to the fork point (no model call, no tool run again) and continues from there, shown
+    /// live. The source is left as it is.
+    Fork {
+        /// The run to branch (`tt-agent runs` lists runs).
+        run_id: String,
+        /// Where to branch: a journal seq, `last-commit` (the default), or AGENT:ROUND
+        /// (`root:3`: just before the root agent's round 3).
+        #[arg(long, default_value = "last-commit", value_parser = fork_cmd::parse_fork_point)]
+        at: tt_runtime::ForkPoint,
+        /// A note the foreground agent reads before its first model request after the fork
+        /// point.
+        #[arg(long)]
+        guidance: Option<String>,
+        #[command(flatten)]
+        model: run_cmd::ModelArgs,
+        #[command(flatten)]
+        generation: run_cmd::GenerationArgs,
         /// Continue on the demo's scripted model (a run of `tt-agent demo`; recognised without
         /// this flag when no model is given).
         #[arg(long)]
@@ -229,6 +253,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let signals = install_signals()?;
             run_cmd::resume(&storage, &run_id, &model, demo, &signals).await
         }
+        Command::Fork {
+            run_id,
+            at,
+            guidance,
+            model,
+            generation,
+            demo,
+        } => {
+            let signals = install_signals()?;
+            let options = fork_cmd::ForkOptions {
+                run_id,
+                at,
+                guidance,
+                model,
+                generation,
+                demo,
+            };
+            fork_cmd::fork(&storage, options, &signals).await
+        }
         Command::Serve {
             port,
             connection,
@@ -268,8 +311,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     .profile_id
                     .as_ref()
                     .map_or_else(|| "-".to_owned(), ToString::to_string);
+                let branch = run.forked_from.as_ref().map_or_else(String::new, |from| {
+                    format!("  branch of {} after seq {}", from.run_id, from.seq)
+                });
                 println!(
-                    "{}  {:<16} {:<15} {}",
+                    "{}  {:<16} {:<15} {}{branch}",
                     run.id,
                     run.status.as_str(),
                     profile,

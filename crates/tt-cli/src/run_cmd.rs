@@ -216,7 +216,10 @@ pub async fn resume(
 }
 
 /// Whether `run_id` is a run of `tt-agent demo` (its conversation is the demo's).
-async fn is_demo_run(storage: &crate::storage::Storage, run_id: &str) -> anyhow::Result<bool> {
+pub(crate) async fn is_demo_run(
+    storage: &crate::storage::Storage,
+    run_id: &str,
+) -> anyhow::Result<bool> {
     let idle = tt_runtime::ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)?;
     let reader = storage
         .builder()
@@ -229,7 +232,7 @@ async fn is_demo_run(storage: &crate::storage::Storage, run_id: &str) -> anyhow:
 
 /// The runtime of `run` and `resume`: the model of `options` (recorded to a cassette with
 /// `--record`), commits published to the transcript, and a line describing the model.
-fn runtime_for(
+pub(crate) fn runtime_for(
     storage: &crate::storage::Storage,
     options: &ModelArgs,
 ) -> anyhow::Result<(AgentRuntime, String)> {

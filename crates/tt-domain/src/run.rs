@@ -243,8 +243,39 @@ pub struct AgentRun {
     /// messages, the kept history and the user's request.
     #[serde(default)]
     pub input_message_count: usize,
+    /// The run and journal seq this run was branched from (`fork_run`, docs/branching.md);
+    /// `None` for a run started from a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+    /// Model changes for the agents of chosen profiles, by profile id, over what their profile
+    /// says (set by `fork_run`'s changes, docs/branching.md).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub profile_models: std::collections::BTreeMap<ProfileId, ProfileModelChange>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// A change of the model of one profile's agents in a run: another named connection (its
+/// default model), and generation settings over the run's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileModelChange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_ref: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "crate::generation::GenerationSettings::is_empty"
+    )]
+    pub generation: crate::generation::GenerationSettings,
+}
+
+/// Where a branched run came from: its source run and the last seq of the source's journal
+/// the branch shares (docs/branching.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkedFrom {
+    pub run_id: RunId,
+    pub seq: u64,
 }
 
 impl AgentRun {
@@ -310,6 +341,8 @@ mod tests {
             presentation: Presentation::Foreground,
             status: AgentRunStatus::Completed,
             input_message_count: 0,
+            forked_from: None,
+            profile_models: Default::default(),
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
         };
@@ -383,6 +416,9 @@ pub struct AgentRunSummary {
     /// A terminal status.
     pub status: AgentRunStatus,
     pub input_message_count: usize,
+    /// Set on a branched run (docs/branching.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
     pub created_at: Timestamp,
     /// When the run reached its terminal status.
     pub ended_at: Timestamp,
@@ -400,6 +436,7 @@ impl AgentRunSummary {
             presentation: run.presentation,
             status: run.status,
             input_message_count: run.input_message_count,
+            forked_from: run.forked_from.clone(),
             created_at: run.created_at,
             ended_at: run.updated_at,
         })

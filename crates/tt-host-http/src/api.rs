@@ -31,6 +31,7 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
         .route("/api/runs/{run_id}", get(read_run))
         .route("/api/runs/{run_id}/cancel", post(cancel_run))
         .route("/api/runs/{run_id}/resume", post(resume_run))
+        .route("/api/runs/{run_id}/fork", post(fork_run))
         .route("/api/runs/{run_id}/guidance", post(submit_guidance))
         .route(
             "/api/runs/{run_id}/tasks/{task_id}/cancel",
@@ -204,6 +205,18 @@ async fn cancel_run(State(state): State<AppState>, path: PathParams) -> ApiResul
 async fn resume_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let run = state.runtime.resume_run(&run_id).await?;
+    Ok(Json(run).into_response())
+}
+
+/// Branches a run into a new run of the same chat (`fork_run`, docs/branching.md):
+/// `{at, changes?}`; answers the branch as resumed.
+async fn fork_run(
+    State(state): State<AppState>,
+    path: PathParams,
+    JsonBody(body): JsonBody<tt_runtime::ForkRunRequest>,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let run = state.runtime.fork_run(&run_id, body).await?;
     Ok(Json(run).into_response())
 }
 

@@ -846,3 +846,44 @@ async fn a_waiting_call_is_listed_and_answered_over_http() {
     let after = server.get(&format!("/api/runs/{run_id}/approvals")).await;
     assert_eq!(after.body, json!([]));
 }
+
+#[tokio::test]
+async fn a_finished_run_is_branched_over_http_and_bad_fork_points_are_refused() {
+    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
+        {"toolCalls": [{"id": "c3", "name": "workspace_finish", "arguments": {}}]}
+    ]}})
+    .to_string();
+    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let run_id = server.start("default-writer", "Write.").await;
+    server.runtime.wait_for_run(&run_id).await.unwrap();
+    let branched = server
+        .post(
+            &format!("/api/runs/{run_id}/fork"),
+            &json!({"at": {"kind": "agentRound", "invocationId": "inv_root", "round": 2},
+                "changes": {"guidance": "Publish it as it is."}}),
+        )
+        .await;
+    assert_eq!(branched.status, 200, "{}", branched.body);
+    assert_eq!(branched.body["forkedFrom"]["runId"], json!(run_id));
+    let branch_id = branched.body["id"].as_str().unwrap().to_owned();
+    let ended = server.runtime.wait_for_run(&branch_id).await.unwrap();
+    assert_eq!(ended.status.as_str(), "completed");
+    let refused = server
+        .post(
+            &format!("/api/runs/{run_id}/fork"),
+            &json!({"at": {"kind": "seq", "seq": 0}}),
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(refused.body["code"], "agent.fork_point_invalid");
+    let unknown = server
+        .post(
+            "/api/runs/run_nothing/fork",
+            &json!({"at": {"kind": "lastCommit"}}),
+        )
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+}

@@ -114,4 +114,14 @@ pub trait WorkspaceRepository: Send + Sync {
         max_depth: u32,
         max_files: usize,
     ) -> StorageResult<Vec<WorkspacePath>>;
+
+    /// The text of a file version one of `run_id`'s checkpoints stored, by its sha256, from
+    /// any process and without the run's lock; `None` when no checkpoint of the run stored it.
+    /// Branching a run (docs/branching.md) rebuilds the branch's workspace from it. The
+    /// default keeps no contents and answers `None` (branching then needs the source's current
+    /// file to still hold that version).
+    async fn checkpoint_blob(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {
+        let _ = (run_id, sha256);
+        Ok(None)
+    }
 }

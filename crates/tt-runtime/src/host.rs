@@ -22,6 +22,8 @@ use crate::named_connections::NamedConnections;
 use crate::prompt_brokers::HostApiPromptBroker;
 use crate::run_updates::RunUpdates;
 
+mod fork;
+
 /// The code every call returns after [`AgentRuntime::shutdown`].
 pub const RUNTIME_SHUT_DOWN: &str = "agent.runtime_shut_down";
 

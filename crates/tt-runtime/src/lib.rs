@@ -44,6 +44,8 @@ pub use tt_adapter_provider_scripted::{
     FnProvider, ModelReply, ScriptedProvider, ScriptedScenarios,
 };
 pub use tt_adapter_storage_userdata::UserDataStore;
+/// Branching a run (docs/branching.md).
+pub use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
 pub use tt_application::{
     DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
 };
@@ -73,7 +75,7 @@ pub use tt_domain::model::{
     ModelUsage,
 };
 pub use tt_domain::profile::{AgentProfileDefinition, MIN_CONTEXT_WINDOW_TOKENS};
-pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind};
+pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind, ForkedFrom};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 pub use tt_domain::tool::{AgentToolCall, AgentToolResult, AgentToolSpec};

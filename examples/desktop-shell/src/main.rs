@@ -2,9 +2,11 @@
 //!
 //! It builds a runtime on a fresh data dir, installs two profiles of its own, starts a run and
 //! draws its live agent tree from the event stream while publishing the run's commits into a
-//! stand-in chat window, cancels a second run, shuts down, then lets a child process of itself
-//! hold a run and kills it, and starts again over the interrupted run, as a shell does after a
-//! crash, resuming it and stopping it. Runs are driven through their `RunHandle`. Every step checks its outcome; the exit status is 0 only when all of them held.
+//! stand-in chat window, branches the finished run once (a second take of its reply, shown as a
+//! swipe), cancels a second run, shuts down, then lets a child process of itself hold a run and
+//! kills it, and starts again over the interrupted run, as a shell does after a crash, resuming
+//! it and stopping it. Runs are driven through their `RunHandle`. Every step checks its
+//! outcome; the exit status is 0 only when all of them held.
 //!
 //! `docs/host-api.md` walks through this file; its Rust snippets are excerpts of it (between
 //! `ANCHOR: name` and `ANCHOR_END: name` comments), checked by `tests/doc_excerpts.rs`.
@@ -24,9 +26,9 @@ use anyhow::{Context, anyhow, ensure};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tt_runtime::{
     AgentProfileDefinition, AgentRun, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
-    CommitBridgeChoice, ConnectionSpec, HostError, ListRunsRequest, ModelProvider, PromptMessage,
-    PromptRole, RunEventPayload, ScriptedProvider, ScriptedScenarios, StartRunRequest,
-    build_provider,
+    CommitBridgeChoice, ConnectionSpec, ForkChanges, ForkPoint, ForkRunRequest, HostError,
+    InvocationId, ListRunsRequest, ModelProvider, PromptMessage, PromptRole, RunEventPayload,
+    ScriptedProvider, ScriptedScenarios, StartRunRequest, build_provider,
 };
 // ANCHOR_END: imports
 
@@ -35,6 +37,9 @@ use crate::tree::AgentTree;
 
 /// The story the scripted model plays for the writer and the critic.
 const STORY_SCRIPT: &str = include_str!("../assets/script.json");
+/// The story with a quieter ending, for a branch whose note carries `SECOND_TAKE_MARKER`.
+const SECOND_TAKE_SCRIPT: &str = include_str!("../assets/second-take.json");
+const SECOND_TAKE_MARKER: &str = "[second take]";
 /// A model call that does not answer for a day: what a run waits on until it is cancelled.
 const HOLD_SCRIPT: &str = include_str!("../assets/hold.json");
 /// A run whose user request contains this marker plays `HOLD_SCRIPT`.
@@ -106,6 +111,23 @@ async fn tour(args: &[String]) -> anyhow::Result<()> {
     );
     println!("chat window: {:?}", chat.messages());
 
+    // 1b. Branch the finished run once: another take of the same reply.
+    let branch = branch_the_reply(&runtime, &run, &mut chat).await?;
+    ensure!(
+        branch.status == AgentRunStatus::Completed,
+        "the branch ended {:?}",
+        branch.status
+    );
+    let takes = chat.takes("1");
+    ensure!(
+        chat.messages().len() == 1
+            && takes.len() == 2
+            && takes[0].contains("lamps along the quay")
+            && takes[1].contains("a single lamp"),
+        "the reply's takes are {takes:?}"
+    );
+    println!("takes of the reply: {takes:?}");
+
     // 2. Cancel a second run.
     let cancelled = cancel_a_run(&runtime).await?;
     ensure!(
@@ -140,12 +162,18 @@ async fn tour(args: &[String]) -> anyhow::Result<()> {
 }
 
 // ANCHOR: model
-/// The offline model: the story script, and the hold script for runs that ask for it.
+/// The offline model: the story script, the hold script for runs that ask for it, and a
+/// second take of the story for a branch whose note asks for it.
 fn scripted_model() -> anyhow::Result<Arc<dyn ModelProvider>> {
     let story = ScriptedProvider::from_json_str(STORY_SCRIPT)?;
     let hold = ScriptedProvider::from_json_str(HOLD_SCRIPT)?;
     Ok(Arc::new(
-        ScriptedScenarios::new(story).scenario(HOLD_MARKER, hold),
+        ScriptedScenarios::new(story)
+            .scenario(HOLD_MARKER, hold)
+            .scenario(
+                SECOND_TAKE_MARKER,
+                ScriptedProvider::from_json_str(SECOND_TAKE_SCRIPT)?,
+            ),
     ))
 }
 // ANCHOR_END: model
@@ -234,6 +262,47 @@ async fn write_a_reply(runtime: &AgentRuntime, chat: &mut ChatWindow) -> anyhow:
     Ok(run.wait().await?)
 }
 // ANCHOR_END: run
+
+// ANCHOR: fork
+/// Branches a finished run just before the writer's fourth model round, with a note for it:
+/// the branch replays the draft and the critic's review from the store (no model call) and
+/// writes another take, which the chat window keeps as a swipe of the reply.
+async fn branch_the_reply(
+    runtime: &AgentRuntime,
+    source: &AgentRun,
+    chat: &mut ChatWindow,
+) -> anyhow::Result<AgentRun> {
+    let request = ForkRunRequest {
+        at: ForkPoint::AgentRound {
+            invocation_id: InvocationId::root(),
+            round: 4,
+        },
+        changes: ForkChanges {
+            guidance: Some(format!("Make the ending quieter. {SECOND_TAKE_MARKER}")),
+            ..ForkChanges::default()
+        },
+    };
+    let branch = runtime.fork(source.id.as_str(), request).await?;
+    chat.add_take(source.id.as_str(), branch.run_id());
+    let mut events = branch.events();
+    while let Some(item) = events.next().await? {
+        match item.payload {
+            Some(RunEventPayload::ChatCommitRequested(_)) => {
+                for commit in branch.pending().commits {
+                    let message_id = chat.publish(&commit);
+                    branch.publish_commit(commit.commit_id.as_str(), message_id)?;
+                }
+            }
+            Some(RunEventPayload::PersistentStateMetadataUpdateRequested(update)) => {
+                chat.bind_state(&update.message_id, &update.state_id);
+                branch.answer_metadata_update(&update.update_id, None)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(branch.wait().await?)
+}
+// ANCHOR_END: fork
 
 // ANCHOR: cancel
 async fn cancel_a_run(runtime: &AgentRuntime) -> anyhow::Result<AgentRun> {

@@ -33,6 +33,15 @@ async fn checkpointed(fx: &Fixture, run: &tt_domain::run::AgentRun, seq: u64) ->
         .unwrap();
     let text = blob.as_str().unwrap().to_owned();
     assert_eq!(sha256_hex(text.as_bytes()), file.sha256);
+    // The port reads the same blob (branching rebuilds a workspace from it).
+    assert_eq!(
+        fx.store
+            .checkpoint_blob(&run.id, &file.sha256)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(text.as_str())
+    );
     (text, file.bytes)
 }
 

@@ -130,6 +130,8 @@ async fn runs_are_found_through_the_index_after_reopening() {
         AgentRun {
             status: run.status,
             input_message_count: 0,
+            forked_from: None,
+            profile_models: Default::default(),
             connection_ref: None,
             generation: Default::default(),
             ..reloaded

@@ -216,6 +216,8 @@ mod tests {
             presentation: Presentation::Foreground,
             status: AgentRunStatus::Created,
             input_message_count: 0,
+            forked_from: None,
+            profile_models: Default::default(),
             connection_ref: None,
             generation: Default::default(),
             created_at: at,

@@ -104,7 +104,14 @@ pub(crate) async fn resolve_model_binding(
     assembled_generation: Option<GenerationSettings>,
 ) -> ApplicationResult<ModelBinding> {
     let model = &profile.definition.model;
-    let run_generation = ctx.run_snapshot().await.generation;
+    let run = ctx.run_snapshot().await;
+    // A branch may change the model of chosen profiles (docs/branching.md).
+    let change = run
+        .profile_models
+        .get(profile.id())
+        .cloned()
+        .unwrap_or_default();
+    let run_generation = run.generation.overlay(&change.generation);
     let bind = |provider,
                 model_id: Option<String>,
                 connection: GenerationSettings,
@@ -120,7 +127,12 @@ pub(crate) async fn resolve_model_binding(
         run_generation: run_generation.clone(),
         profile_max_output_tokens: model.max_output_tokens,
     };
-    let (binding, payload) = match model.mode {
+    let mode = if change.connection_ref.is_some() {
+        ModelMode::ConnectionRef
+    } else {
+        model.mode
+    };
+    let (binding, payload) = match mode {
         ModelMode::RequiresConfiguration => {
             return Err(ApplicationError::fatal(
                 "agent.profile_model_requires_configuration",
@@ -161,7 +173,13 @@ pub(crate) async fn resolve_model_binding(
             (bind(provider, None, connection, &info), payload)
         }
         ModelMode::ConnectionRef => {
-            let name = model.connection_ref.as_deref().unwrap_or_default();
+            let (name, model_id) = match &change.connection_ref {
+                Some(name) => (name.as_str(), None),
+                None => (
+                    model.connection_ref.as_deref().unwrap_or_default(),
+                    model.model_id.clone(),
+                ),
+            };
             let resolved = ctx.services.connections.resolve(name).await?.ok_or_else(|| {
                 ApplicationError::fatal(
                     "agent.model_connection_not_found",
@@ -170,7 +188,7 @@ pub(crate) async fn resolve_model_binding(
             })?;
             let payload = crate::engine::model_turn::with_provider_fields(
                 json!({
-                    "mode": "connectionRef", "connectionRef": name, "modelId": model.model_id,
+                    "mode": "connectionRef", "connectionRef": name, "modelId": model_id,
                     "provider": resolved.provider.name(), "connection": resolved.description,
                 }),
                 resolved.provider.as_ref(),
@@ -178,7 +196,7 @@ pub(crate) async fn resolve_model_binding(
             (
                 bind(
                     resolved.provider,
-                    model.model_id.clone(),
+                    model_id.clone(),
                     resolved.generation,
                     &resolved.model_info,
                 ),

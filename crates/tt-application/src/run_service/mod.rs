@@ -25,6 +25,7 @@ use crate::services::RuntimeServices;
 
 mod approvals;
 mod executor;
+mod fork_run;
 mod resume_run;
 mod teardown;
 
@@ -184,6 +185,8 @@ impl AgentRunService {
             )
             .messages
             .len(),
+            forked_from: None,
+            profile_models: Default::default(),
             created_at: now,
             updated_at: now,
         };
@@ -209,6 +212,7 @@ impl AgentRunService {
                         presentation: json!(presentation).as_str().unwrap_or_default().to_owned(),
                         chat_ref: run.chat_ref.clone(),
                         generation_type: run.generation_type.clone(),
+                        forked_from: None,
                     },
                 )
                 .await?;

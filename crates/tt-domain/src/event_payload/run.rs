@@ -17,6 +17,9 @@ pub struct RunCreated {
     pub presentation: String,
     pub chat_ref: Value,
     pub generation_type: Value,
+    /// Set on a branched run: the source run and seq it continues from (docs/branching.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<crate::run::ForkedFrom>,
 }
 
 /// `profile_resolved`.

@@ -179,6 +179,8 @@ pub fn sample_run(n: u32) -> AgentRun {
         presentation: Presentation::Foreground,
         status: AgentRunStatus::Created,
         input_message_count: 0,
+        forked_from: None,
+        profile_models: Default::default(),
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(i64::from(n) * 1_000),

@@ -476,6 +476,21 @@ pub async fn checkpoints(s: StorageUnderTest) {
         ws.read(&run.id, &wp("checkpoints/cp_000001/checkpoint.json"))
             .await,
     );
+    // A checkpointed version reads back by its sha256 where the store keeps contents (the
+    // port's default keeps none); a version no checkpoint stored never does.
+    for text in ["draft 1", "draft 2!"] {
+        let blob = ws
+            .checkpoint_blob(&run.id, &sha256_hex(text.as_bytes()))
+            .await
+            .unwrap();
+        assert!(blob.is_none() || blob.as_deref() == Some(text), "{blob:?}");
+    }
+    assert_eq!(
+        ws.checkpoint_blob(&run.id, &sha256_hex(b"never written"))
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 pub async fn persist_projection_and_promotion(s: StorageUnderTest) {

@@ -77,6 +77,8 @@ impl Agent {
             presentation: Presentation::Foreground,
             status: AgentRunStatus::Created,
             input_message_count: 0,
+            forked_from: None,
+            profile_models: Default::default(),
             connection_ref: None,
             generation: Default::default(),
             created_at: created,

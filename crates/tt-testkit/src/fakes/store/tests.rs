@@ -44,6 +44,8 @@ fn run(id: &str, created: i64) -> AgentRun {
         presentation: Presentation::Foreground,
         status: AgentRunStatus::Created,
         input_message_count: 0,
+        forked_from: None,
+        profile_models: Default::default(),
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(created),
@@ -580,6 +582,14 @@ async fn checkpoints_record_existing_files_only() {
         Some("v1")
     );
     assert_eq!(store.checkpoints(&run_id).len(), 2);
+    assert_eq!(
+        store
+            .checkpoint_blob(&run_id, &tt_domain::text::sha256_hex(b"v1"))
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("v1")
+    );
 }
 
 #[tokio::test]

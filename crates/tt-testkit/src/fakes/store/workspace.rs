@@ -473,4 +473,15 @@ impl WorkspaceRepository for InMemoryStore {
         }
         Ok(found)
     }
+
+    async fn checkpoint_blob(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {
+        let state = self.lock();
+        Ok(state
+            .run(run_id)?
+            .checkpoints
+            .iter()
+            .flat_map(|checkpoint| checkpoint.files.values())
+            .find(|text| tt_domain::text::sha256_hex(text.as_bytes()) == sha256)
+            .cloned())
+    }
 }

@@ -1,0 +1,530 @@
+//! Branching a run (`AgentRunService::fork_run`, docs/branching.md): what a host asks for (the
+//! fork point and the changes), where the cut really falls (the nearest point at or before the
+//! requested one that a resume can continue from), and what the source's journal says about
+//! its agents, tasks, stored steps and workspace at that point.
+//!
+//! The branch itself is built by `copy` and continued by the ordinary resume path.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use tt_domain::event::{AgentRunEvent, RunEventType};
+use tt_domain::ids::{InvocationId, RunId, TaskId};
+use tt_domain::invocation::InvocationStatus;
+use tt_domain::run::AgentRunStatus;
+use tt_domain::task::TaskStatus;
+use tt_ports::EventPage;
+
+use crate::error::{ApplicationError, ApplicationResult};
+use crate::services::RuntimeServices;
+
+pub(crate) mod copy;
+
+/// Where a branch leaves its source run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "kind"
+)]
+pub enum ForkPoint {
+    /// After the source's journal event `seq`.
+    Seq { seq: u64 },
+    /// After the source's last published commit (`chat_commit_recorded`, and the result of
+    /// the `workspace.commit` call that made it).
+    LastCommit,
+    /// Just before agent `invocationId` started its model round `round` (1 = its first).
+    AgentRound {
+        invocation_id: InvocationId,
+        round: u32,
+    },
+}
+
+/// What the branch does differently from its source after the fork point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkChanges {
+    /// A note for the foreground agent, read before its first model request after the fork
+    /// point (as if the user had sent it as guidance then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guidance: Option<String>,
+    /// The named model connection the branch's `currentPromptSnapshot` agents talk to
+    /// (replaces the source's `connectionRef`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_ref: Option<String>,
+    /// Generation settings for every agent of the branch, over the source run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<tt_domain::generation::GenerationSettings>,
+    /// The model of chosen profiles' agents, by profile id: another named connection (its
+    /// default model) and generation settings over the run's. Replaces what the source run
+    /// had for those profiles.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<tt_domain::ids::ProfileId, tt_domain::run::ProfileModelChange>,
+}
+
+/// A host's request to branch a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkRunRequest {
+    pub at: ForkPoint,
+    #[serde(default)]
+    pub changes: ForkChanges,
+}
+
+pub(crate) fn fork_point_invalid(message: impl Into<String>) -> ApplicationError {
+    ApplicationError::fatal("agent.fork_point_invalid", message)
+}
+
+/// Reads the whole journal of `run_id`, in pages.
+pub(crate) async fn read_all_events(
+    services: &RuntimeServices,
+    run_id: &RunId,
+) -> ApplicationResult<Vec<AgentRunEvent>> {
+    let mut events: Vec<AgentRunEvent> = Vec::new();
+    loop {
+        let page = services
+            .journal
+            .read(
+                run_id,
+                &EventPage {
+                    after_seq: events.last().map(|event| event.seq),
+                    limit: Some(tt_ports::journal::MAX_EVENT_PAGE_LIMIT),
+                    ..EventPage::default()
+                },
+            )
+            .await?;
+        if page.is_empty() {
+            return Ok(events);
+        }
+        events.extend(page);
+    }
+}
+
+fn kind(event: &AgentRunEvent) -> Option<RunEventType> {
+    RunEventType::parse(&event.event_type)
+}
+
+fn field<'a>(event: &'a AgentRunEvent, name: &str) -> Option<&'a str> {
+    event.payload.get(name).and_then(Value::as_str)
+}
+
+fn round_of(event: &AgentRunEvent) -> Option<u32> {
+    event
+        .payload
+        .get("round")
+        .and_then(Value::as_u64)
+        .and_then(|round| u32::try_from(round).ok())
+}
+
+/// Events that end a run or begin its ending: a branch never contains them, it is cut before
+/// the first (a branch of a finished run continues from before its end).
+fn ends_the_run(event: &AgentRunEvent) -> bool {
+    match kind(event) {
+        Some(
+            RunEventType::PersistentChangesCommitted
+            | RunEventType::PersistentChangesCommitFailed
+            | RunEventType::PersistentStateMetadataUpdateRequested
+            | RunEventType::RunCompleted
+            | RunEventType::RunPartialSuccess
+            | RunEventType::RunCancelRequested
+            | RunEventType::RunCancelled
+            | RunEventType::RunFailed,
+        ) => true,
+        Some(RunEventType::StatusChanged) => event
+            .payload
+            .get("status")
+            .and_then(|status| serde_json::from_value::<AgentRunStatus>(status.clone()).ok())
+            .is_some_and(|status| status.is_terminal() && status != AgentRunStatus::Interrupted),
+        _ => false,
+    }
+}
+
+/// The events a store journals when it finds a run's owner gone.
+fn marks_interruption(event: &AgentRunEvent) -> bool {
+    matches!(
+        kind(event),
+        Some(
+            RunEventType::AgentTaskInterrupted
+                | RunEventType::AgentInvocationInterrupted
+                | RunEventType::RunInterrupted
+        )
+    )
+}
+
+/// The seq the branch is cut after: `at` resolved, then moved back to the nearest point a
+/// resume can continue from without publishing or finishing twice:
+/// - before the run's ending (promotion, terminal events, a cancel request);
+/// - before a trailing interruption (the branch journals its own);
+/// - before a commit whose `workspace.commit` call had not ended at the cut (the branch makes
+///   it again under a new id, as a new message, instead of offering it again under the
+///   source's id, which the host already has);
+/// - before a stored write result whose file change is journaled only after the cut.
+///
+/// Refused (`agent.fork_point_invalid`) when `at` is outside the journal, names no commit or
+/// round, or falls before the root agent started.
+pub(crate) fn resolve_cut(events: &[AgentRunEvent], at: &ForkPoint) -> ApplicationResult<u64> {
+    let last = events.last().map_or(0, |event| event.seq);
+    let requested = match at {
+        ForkPoint::Seq { seq } => {
+            if *seq == 0 || *seq > last {
+                return Err(fork_point_invalid(format!(
+                    "seq {seq} is outside the run's journal (1..={last})"
+                )));
+            }
+            *seq
+        }
+        ForkPoint::LastCommit => last_commit(events)
+            .ok_or_else(|| fork_point_invalid("the run has published no commit"))?,
+        ForkPoint::AgentRound {
+            invocation_id,
+            round,
+        } => events
+            .iter()
+            .find(|event| {
+                field(event, "invocationId") == Some(invocation_id.as_str())
+                    && round_of(event) == Some(*round)
+            })
+            .map(|event| event.seq.saturating_sub(1))
+            .ok_or_else(|| {
+                fork_point_invalid(format!(
+                    "agent {invocation_id} has no model round {round} in this run"
+                ))
+            })?,
+    };
+    let mut cut = requested;
+    if let Some(end) = events
+        .iter()
+        .take_while(|event| event.seq <= cut)
+        .find(|event| ends_the_run(event))
+    {
+        cut = end.seq.saturating_sub(1);
+    }
+    loop {
+        let before = cut;
+        while let Some(event) = event_at(events, cut)
+            && marks_interruption(event)
+        {
+            cut -= 1;
+        }
+        if let Some(open) = open_commit(events, cut) {
+            cut = open.saturating_sub(1);
+        }
+        if let Some(stored) = unjournaled_write(events, cut) {
+            cut = stored.saturating_sub(1);
+        }
+        if cut == before {
+            break;
+        }
+    }
+    let root_started = events
+        .iter()
+        .find(|event| {
+            kind(event) == Some(RunEventType::AgentInvocationStarted)
+                && field(event, "invocationId") == Some(InvocationId::root().as_str())
+        })
+        .map(|event| event.seq);
+    match root_started {
+        Some(started) if cut >= started => Ok(cut),
+        _ => Err(fork_point_invalid(format!(
+            "the nearest point at or before seq {requested} that a branch can continue from \
+             is before the run's first agent started; start a new run instead"
+        ))),
+    }
+}
+
+fn event_at(events: &[AgentRunEvent], seq: u64) -> Option<&AgentRunEvent> {
+    let index = usize::try_from(seq).ok()?.checked_sub(1)?;
+    events.get(index).filter(|event| event.seq == seq)
+}
+
+/// The seq of a `chat_commit_started` at or before `cut` whose `workspace.commit` call had not
+/// stored its result by `cut`: cut there, the branch would offer the commit again under the
+/// source's `commitId`, or publish a commit the source already published.
+fn open_commit(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
+    let mut open: BTreeMap<&str, u64> = BTreeMap::new();
+    for event in events.iter().take_while(|event| event.seq <= cut) {
+        let Some(invocation) = field(event, "invocationId") else {
+            continue;
+        };
+        match kind(event) {
+            Some(RunEventType::ChatCommitStarted) => {
+                open.insert(invocation, event.seq);
+            }
+            Some(RunEventType::ToolResultStored) => {
+                open.remove(invocation);
+            }
+            _ => {}
+        }
+    }
+    open.values().min().copied()
+}
+
+/// The end of the `workspace.commit` call that published the run's last commit: its stored
+/// result after the last `chat_commit_recorded` (the recorded event itself when the source
+/// stopped before storing it).
+fn last_commit(events: &[AgentRunEvent]) -> Option<u64> {
+    let recorded = events
+        .iter()
+        .rfind(|event| kind(event) == Some(RunEventType::ChatCommitRecorded))?;
+    let invocation = field(recorded, "invocationId");
+    Some(
+        events
+            .iter()
+            .skip_while(|event| event.seq <= recorded.seq)
+            .find(|event| {
+                kind(event) == Some(RunEventType::ToolResultStored)
+                    && field(event, "invocationId") == invocation
+            })
+            .map_or(recorded.seq, |stored| stored.seq),
+    )
+}
+
+/// The seq of a `tool_result_stored` at or before `cut` whose call changed a workspace file
+/// that the source journals only after `cut` (`workspace_file_written` or
+/// `workspace_patch_applied`, then its checkpoint): cut there, the branch would hold the
+/// call's result without the file it wrote. Cut before the result instead, the call runs
+/// again in the branch, as after a crash.
+fn unjournaled_write(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
+    let writes = |event: &AgentRunEvent| {
+        matches!(
+            kind(event),
+            Some(RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied)
+        )
+    };
+    // Per agent: the seq of the stored result of its last writing call with no write
+    // journaled since.
+    let mut pending: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut writing: BTreeMap<&str, bool> = BTreeMap::new();
+    for event in events.iter().take_while(|event| event.seq <= cut) {
+        let Some(invocation) = field(event, "invocationId") else {
+            continue;
+        };
+        match kind(event) {
+            Some(RunEventType::ToolCallStarted) => {
+                let name = field(event, "name").unwrap_or_default();
+                writing.insert(
+                    invocation,
+                    matches!(name, "workspace.write_file" | "workspace.apply_patch"),
+                );
+                pending.remove(invocation);
+            }
+            Some(RunEventType::ToolResultStored)
+                if writing.get(invocation).copied().unwrap_or(false) =>
+            {
+                pending.insert(invocation, event.seq);
+            }
+            _ if writes(event) => {
+                pending.remove(invocation);
+            }
+            _ => {}
+        }
+    }
+    pending
+        .into_iter()
+        .filter(|(invocation, _)| {
+            events
+                .iter()
+                .skip_while(|event| event.seq <= cut)
+                .filter(|event| field(event, "invocationId") == Some(invocation))
+                .take_while(|event| {
+                    !matches!(
+                        kind(event),
+                        Some(
+                            RunEventType::ToolCallRequested
+                                | RunEventType::ToolCallStarted
+                                | RunEventType::ModelRequestCreated
+                                | RunEventType::AgentLoopFinished
+                        )
+                    )
+                })
+                .any(writes)
+        })
+        .map(|(_, seq)| seq)
+        .min()
+}
+
+/// What the source's journal says about its state after event `cut`.
+#[derive(Debug, Default)]
+pub(crate) struct CutState {
+    /// Every invocation journaled as created by then (the root always), with its status then.
+    pub invocations: BTreeMap<InvocationId, InvocationStatus>,
+    /// Every task registered by then, with its status then.
+    pub tasks: BTreeMap<TaskId, TaskStatus>,
+    /// Stored model responses: (invocation, round).
+    pub responses: BTreeSet<(InvocationId, u32)>,
+    /// Calls whose arguments were stored (`tool_call_requested` or `_started`): file keys.
+    pub call_args: BTreeSet<String>,
+    /// Calls whose result was stored (`tool_result_stored`): file keys.
+    pub call_results: BTreeSet<String>,
+    /// Delegated agents that recorded their `task.return` result or whose task had ended (the
+    /// branch copies their stored result, if any).
+    pub returned: BTreeSet<InvocationId>,
+    /// Tool outputs saved to the workspace without a checkpoint (`tool_output_saved`):
+    /// (path, call file key, sha256).
+    pub saved_outputs: Vec<(String, String, String)>,
+    /// `user_guidance_submitted` events by then, and how many of them no agent had read.
+    pub guidance_submitted: u64,
+    pub guidance_pending: u64,
+    /// The run's last journaled status by then.
+    pub status: Option<AgentRunStatus>,
+    /// The workspace then: each file's sha256, from the checkpoints taken of writes journaled
+    /// by then (a checkpoint journaled just after the cut counts when its write is before it).
+    pub files: BTreeMap<String, String>,
+}
+
+fn parse_status<T: serde::de::DeserializeOwned>(event: &AgentRunEvent) -> Option<T> {
+    serde_json::from_value(event.payload.get("status")?.clone()).ok()
+}
+
+/// Reads the state after `cut` out of the source's whole journal.
+pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
+    let mut state = CutState::default();
+    state
+        .invocations
+        .insert(InvocationId::root(), InvocationStatus::Created);
+    let mut pending_guidance: BTreeSet<String> = BTreeSet::new();
+    for event in events.iter().take_while(|event| event.seq <= cut) {
+        let Some(event_kind) = kind(event) else {
+            continue;
+        };
+        let invocation = field(event, "invocationId").map(InvocationId::from_raw);
+        let call_key = || {
+            Some(crate::engine::dispatch::call_file_key(
+                invocation.as_ref()?,
+                round_of(event)?,
+                field(event, "callId")?,
+            ))
+        };
+        use RunEventType as T;
+        match event_kind {
+            T::AgentInvocationCreated
+            | T::AgentInvocationStarted
+            | T::AgentInvocationCompleted
+            | T::AgentInvocationFailed
+            | T::AgentInvocationCancelled
+            | T::AgentInvocationTransferred
+            | T::AgentInvocationInterrupted
+            | T::AgentInvocationResumed => {
+                let status = parse_status(event).unwrap_or(match event_kind {
+                    T::AgentInvocationCreated => InvocationStatus::Created,
+                    T::AgentInvocationCompleted => InvocationStatus::Completed,
+                    T::AgentInvocationFailed => InvocationStatus::Failed,
+                    T::AgentInvocationCancelled => InvocationStatus::Cancelled,
+                    T::AgentInvocationTransferred => InvocationStatus::Transferred,
+                    T::AgentInvocationInterrupted => InvocationStatus::Interrupted,
+                    _ => InvocationStatus::Running,
+                });
+                if let Some(id) = invocation
+                    && (event_kind == T::AgentInvocationCreated
+                        || state.invocations.contains_key(&id))
+                {
+                    state.invocations.insert(id, status);
+                }
+            }
+            T::AgentTaskRegistered
+            | T::AgentTaskQueued
+            | T::AgentTaskStarted
+            | T::AgentTaskCompleted
+            | T::AgentTaskFailed
+            | T::AgentTaskCancelled
+            | T::AgentTaskInterrupted
+            | T::AgentTaskResumed => {
+                if let (Some(task), Some(status)) =
+                    (field(event, "taskId"), parse_status::<TaskStatus>(event))
+                {
+                    let task = TaskId::from_raw(task);
+                    // A task that ended by then keeps its result, whether or not its agent
+                    // had journaled `task_return_recorded` yet.
+                    if status.is_terminal()
+                        && let Some(child) = field(event, "childInvocationId")
+                    {
+                        state.returned.insert(InvocationId::from_raw(child));
+                    }
+                    if event_kind == T::AgentTaskRegistered || state.tasks.contains_key(&task) {
+                        state.tasks.insert(task, status);
+                    }
+                }
+            }
+            T::ModelResponseStored => {
+                if let (Some(id), Some(round)) = (invocation, round_of(event)) {
+                    state.responses.insert((id, round));
+                }
+            }
+            T::ToolCallRequested | T::ToolCallStarted => {
+                if let Some(key) = call_key() {
+                    state.call_args.insert(key);
+                }
+            }
+            T::ToolResultStored => {
+                if let Some(key) = call_key() {
+                    state.call_results.insert(key);
+                }
+            }
+            T::ToolOutputSaved => {
+                if let (Some(path), Some(key), Some(sha256)) =
+                    (field(event, "path"), call_key(), field(event, "sha256"))
+                {
+                    state
+                        .saved_outputs
+                        .push((path.to_owned(), key, sha256.to_owned()));
+                }
+            }
+            T::TaskReturnRecorded => {
+                if let Some(id) = invocation {
+                    state.returned.insert(id);
+                }
+            }
+            T::UserGuidanceSubmitted => {
+                state.guidance_submitted += 1;
+                if let Some(id) = field(event, "guidanceId") {
+                    pending_guidance.insert(id.to_owned());
+                }
+            }
+            T::UserGuidanceApplied | T::UserGuidanceDiscarded => {
+                for id in event
+                    .payload
+                    .get("guidanceIds")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
+                    pending_guidance.remove(id);
+                }
+            }
+            T::StatusChanged => {
+                if let Some(status) = parse_status(event) {
+                    state.status = Some(status);
+                }
+            }
+            _ => {}
+        }
+    }
+    state.guidance_pending = pending_guidance.len() as u64;
+    for event in events {
+        if kind(event) != Some(RunEventType::CheckpointCreated) {
+            continue;
+        }
+        let made_by = event
+            .payload
+            .get("eventSeq")
+            .and_then(Value::as_u64)
+            .unwrap_or(event.seq);
+        if made_by > cut {
+            continue;
+        }
+        let files: Vec<tt_domain::workspace::FileFingerprint> = event
+            .payload
+            .get("files")
+            .cloned()
+            .and_then(|files| serde_json::from_value(files).ok())
+            .unwrap_or_default();
+        for file in files {
+            state.files.insert(file.path.to_string(), file.sha256);
+        }
+    }
+    state
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,141 @@
+//! `tt-agent fork <runId>`: branches a run (docs/branching.md) into a new run of the same chat
+//! and shows the branch live like `run` and `resume` show theirs. The branch replays what
+//! its source did up to the fork point and continues from there on the model given (or the
+//! demo's scripted model for a run of `tt-agent demo`).
+
+use std::sync::Arc;
+use tt_runtime::{
+    AgentRunStatus, CommitBridgeChoice, ForkChanges, ForkPoint, ForkRunRequest, InvocationId,
+};
+
+use crate::run_cmd::{GenerationArgs, ModelArgs};
+
+/// Reads `--at`: `last-commit`, a journal seq, or `<invocationId>:<round>` (`root:3` for the
+/// root agent's round 3).
+pub fn parse_fork_point(text: &str) -> Result<ForkPoint, String> {
+    let text = text.trim();
+    if text == "last-commit" {
+        return Ok(ForkPoint::LastCommit);
+    }
+    if let Ok(seq) = text.parse::<u64>() {
+        return Ok(ForkPoint::Seq { seq });
+    }
+    if let Some((agent, round)) = text.rsplit_once(':')
+        && let Ok(round) = round.parse::<u32>()
+    {
+        let invocation_id = match agent {
+            "root" => InvocationId::root(),
+            other => InvocationId::from_raw(other),
+        };
+        return Ok(ForkPoint::AgentRound {
+            invocation_id,
+            round,
+        });
+    }
+    Err(format!(
+        "`{text}` is no fork point: give a journal seq (`tt-agent events <runId>` shows them), \
+         `last-commit`, or AGENT:ROUND (`root:3`, `inv_…:2`)"
+    ))
+}
+
+/// What `tt-agent fork` was asked for.
+pub struct ForkOptions {
+    pub run_id: String,
+    pub at: ForkPoint,
+    pub guidance: Option<String>,
+    pub model: ModelArgs,
+    pub generation: GenerationArgs,
+    pub demo: bool,
+}
+
+pub async fn fork(
+    storage: &crate::storage::Storage,
+    options: ForkOptions,
+    signals: &tt_runtime::StopSignals,
+) -> anyhow::Result<()> {
+    let model = &options.model;
+    let given = model.connection.is_some() || model.model.is_some() || model.replay.is_some();
+    let demo =
+        options.demo || (!given && crate::run_cmd::is_demo_run(storage, &options.run_id).await?);
+    let (runtime, description) = if demo {
+        anyhow::ensure!(
+            !given,
+            "--demo continues the branch on the demo's scripted model; leave out --connection, --model and --replay"
+        );
+        let runtime = storage
+            .builder()
+            .provider(Arc::new(crate::demo::writers_room_provider(0)?))
+            .commit_bridge(CommitBridgeChoice::Transcript)
+            .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
+            .build()?;
+        (
+            runtime,
+            "the writers' room's scripted model (tt-agent demo)".to_owned(),
+        )
+    } else if !given {
+        anyhow::bail!(
+            "say which model the branch of run {} continues on: --connection KIND:BASEURL and --model ID, --replay FILE for a cassette, or --demo for a run of `tt-agent demo`",
+            options.run_id
+        );
+    } else {
+        crate::run_cmd::runtime_for(storage, model)?
+    };
+    let generation = options.generation.settings()?;
+    println!("tt-agent fork: {description}");
+    println!("{}\n", storage.describe());
+    if signals.is_requested() {
+        anyhow::bail!("stopped by a signal before the branch started");
+    }
+    let request = ForkRunRequest {
+        at: options.at,
+        changes: ForkChanges {
+            guidance: options.guidance,
+            generation: (!generation.is_empty()).then_some(generation),
+            ..ForkChanges::default()
+        },
+    };
+    let run = signals
+        .shielded(runtime.fork_run(&options.run_id, request))
+        .await?;
+    if let Some(from) = &run.forked_from {
+        println!(
+            "branched run {} after seq {} of run {}",
+            run.id, from.seq, from.run_id
+        );
+    }
+    let finished = crate::live::follow(&runtime, &run, signals, "branched").await?;
+    match finished.status {
+        AgentRunStatus::Completed => Ok(()),
+        status => anyhow::bail!(
+            "the branch did not complete (status {}); `tt-agent events {}` shows why",
+            status.as_str(),
+            finished.id
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fork_points_read_as_seqs_commits_and_rounds() {
+        assert_eq!(parse_fork_point("42"), Ok(ForkPoint::Seq { seq: 42 }));
+        assert_eq!(parse_fork_point("last-commit"), Ok(ForkPoint::LastCommit));
+        assert_eq!(
+            parse_fork_point("root:3"),
+            Ok(ForkPoint::AgentRound {
+                invocation_id: InvocationId::root(),
+                round: 3
+            })
+        );
+        assert_eq!(
+            parse_fork_point("inv_ab:2"),
+            Ok(ForkPoint::AgentRound {
+                invocation_id: InvocationId::from_raw("inv_ab"),
+                round: 2
+            })
+        );
+        assert!(parse_fork_point("soon").is_err());
+    }
+}

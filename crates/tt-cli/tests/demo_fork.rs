@@ -1,0 +1,81 @@
+//! `tt-agent fork` of a finished `tt-agent demo`: the branch continues on the demo's own model
+//! without any model option, shows live, ends completed and is listed as a branch; a bad fork
+//! point is a coded error without a backtrace.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
+
+fn runs(data_dir: &Path) -> Vec<String> {
+    let mut ids = Vec::new();
+    for chat in std::fs::read_dir(data_dir.join("chats")).unwrap() {
+        for run in std::fs::read_dir(chat.unwrap().path().join("runs")).unwrap() {
+            ids.push(run.unwrap().file_name().to_string_lossy().into_owned());
+        }
+    }
+    ids
+}
+
+#[test]
+fn a_finished_demo_branches_at_the_writers_last_round_on_the_demos_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .arg("demo")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(demo.status.success());
+    let source = runs(dir.path()).remove(0);
+
+    let fork = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args([
+            "fork",
+            &source,
+            "--at",
+            "root:8",
+            "--guidance",
+            "Keep the horn.",
+        ])
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, output) = crate::finish_within(fork, Duration::from_secs(120), "fork");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("branched run run_"), "{output}");
+    assert!(output.contains(&format!("of run {source}")), "{output}");
+    assert!(output.contains("ended: completed"), "{output}");
+    assert_eq!(runs(dir.path()).len(), 2);
+    let listed = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .arg("runs")
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains(&format!("branch of {source} after seq")),
+        "{listed}"
+    );
+
+    let refused = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["fork", &source, "--at", "999999"])
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("agent.fork_point_invalid"), "{stderr}");
+    assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
+}

@@ -1,0 +1,45 @@
+//! The host side of branching a run (docs/branching.md): `fork_run` and its handle form
+//! `fork`, next to `resume_run`, which the branch goes through.
+
+use std::sync::atomic::Ordering;
+use tt_application::ForkRunRequest;
+use tt_domain::ids::RunId;
+use tt_domain::run::AgentRun;
+
+use super::{AgentRuntime, shut_down_error};
+use crate::dto::HostResult;
+use crate::run_handle::RunHandle;
+
+impl AgentRuntime {
+    /// Branches run `run_id` into a new run of the same chat (docs/branching.md): the branch
+    /// shares the source's journal up to the fork point (`forkedFrom {runId, seq}` on its
+    /// `run.json` and `run_created`), its workspace as the source's checkpoints held it then,
+    /// and its agents replay their stored steps up to there (no model call, no tool run again)
+    /// before they continue live, with `request.changes` applied. Returns the branch as
+    /// resumed; follow it like any run. The source is only read; it may still be running.
+    ///
+    /// Errors: `agent.not_found`, `agent.fork_point_invalid`, `agent.fork_source_unavailable`,
+    /// the guidance codes (`agent.guidance_empty`, `agent.guidance_too_large`),
+    /// `agent.model_connection_not_found`, and the resume codes (`agent.resume_profile_changed`).
+    pub async fn fork_run(&self, run_id: &str, request: ForkRunRequest) -> HostResult<AgentRun> {
+        self.ensure_open()?;
+        let run = self
+            .service
+            .fork_run(&RunId::from_raw(run_id), request)
+            .await?;
+        self.started_runs().push(run.id.clone());
+        if self.shut_down.load(Ordering::SeqCst) {
+            let _ = self.service.cancel_run(&run.id).await;
+            let _ = self.service.wait_for_run(&run.id).await;
+            let _ = self.skill_store.close_run(&run.id);
+            return Err(shut_down_error());
+        }
+        Ok(run)
+    }
+
+    /// Branches a run (see [`fork_run`](Self::fork_run)) and returns the branch's handle.
+    pub async fn fork(&self, run_id: &str, request: ForkRunRequest) -> HostResult<RunHandle<'_>> {
+        let run = self.fork_run(run_id, request).await?;
+        Ok(RunHandle::new(self, run.id))
+    }
+}
