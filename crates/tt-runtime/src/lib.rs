@@ -44,11 +44,11 @@ pub use tt_adapter_provider_scripted::{
     FnProvider, ModelReply, ScriptedProvider, ScriptedScenarios,
 };
 pub use tt_adapter_storage_userdata::UserDataStore;
-/// Branching a run (docs/branching.md).
-pub use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
 pub use tt_application::{
     DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
 };
+/// Branching a run (docs/branching.md).
+pub use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
 pub use tt_application::{
     GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,
