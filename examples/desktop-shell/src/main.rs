@@ -293,6 +293,12 @@ async fn branch_the_reply(
                     branch.publish_commit(commit.commit_id.as_str(), message_id)?;
                 }
             }
+            // The branch's agents keep their profiles' approval rules.
+            Some(RunEventPayload::ToolApprovalRequested(_)) => {
+                for call in branch.pending().approvals {
+                    branch.approve(&call.approval_id).await?;
+                }
+            }
             Some(RunEventPayload::PersistentStateMetadataUpdateRequested(update)) => {
                 chat.bind_state(&update.message_id, &update.state_id);
                 branch.answer_metadata_update(&update.update_id, None)?;
