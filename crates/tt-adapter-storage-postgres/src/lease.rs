@@ -62,45 +62,82 @@ impl Ownership {
     }
 
     /// Claims `run_id` for this store unless it holds it already; `Locked` when another
-    /// store's lease is live, `NotFound` when the run does not exist.
+    /// store's lease is live, `NotFound` when the run does not exist. A takeover locks the
+    /// lease row `FOR UPDATE`, so it waits for the old holder's writes in flight (they hold it
+    /// `FOR KEY SHARE`), and the old holder's later writes see the new owner and are refused.
     pub(crate) async fn claim(&self, pool: &Pool, run_id: &RunId) -> StorageResult<()> {
         if self.holds(run_id) {
             return Ok(());
         }
         let what = format!("run {run_id}");
-        let conn = pool.get().await?;
-        let row = conn
+        let mut conn = pool.get().await?;
+        let (client, cache) = conn.parts();
+        let tx = client.transaction().await.map_err(io(&what))?;
+        let current = cache
             .query_opt(
-                "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1)
-                 INSERT INTO run_leases (run_id, owner_id, expires_at)
-                 SELECT run_id, $2, clock_timestamp() + $3::float8 * interval '1 millisecond' FROM run
-                 ON CONFLICT (run_id) DO UPDATE
-                     SET owner_id = EXCLUDED.owner_id, expires_at = EXCLUDED.expires_at
-                     WHERE run_leases.owner_id = EXCLUDED.owner_id
-                        OR run_leases.expires_at < clock_timestamp()
-                 RETURNING owner_id",
-                &[&run_id.as_str(), &self.owner_id, &lease_millis(self.lease)],
+                &tx,
+                "SELECT owner_id = $2 OR expires_at < clock_timestamp() FROM run_leases
+                 WHERE run_id = $1 FOR UPDATE",
+                &[&run_id.as_str(), &self.owner_id],
             )
             .await
             .map_err(io(&what))?;
-        if row.is_some() {
-            self.held
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(run_id.as_str().to_owned());
-            return Ok(());
-        }
-        let exists = conn
-            .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
-            .await
-            .map_err(io(&what))?;
-        match exists {
-            Some(_) => Err(StorageError::Locked {
+        let claimed = match current {
+            Some(row) if row.get::<_, bool>(0) => {
+                cache
+                    .execute(
+                        &tx,
+                        "UPDATE run_leases SET owner_id = $2,
+                         expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond'
+                     WHERE run_id = $1",
+                        &[&run_id.as_str(), &self.owner_id, &lease_millis(self.lease)],
+                    )
+                    .await
+                    .map_err(io(&what))?;
+                true
+            }
+            Some(_) => false,
+            None => {
+                let inserted = cache
+                    .execute(
+                        &tx,
+                        "INSERT INTO run_leases (run_id, owner_id, expires_at)
+                         SELECT run_id, $2, clock_timestamp() + $3::float8 * interval '1 millisecond'
+                         FROM runs WHERE run_id = $1
+                         ON CONFLICT (run_id) DO NOTHING",
+                        &[&run_id.as_str(), &self.owner_id, &lease_millis(self.lease)],
+                    )
+                    .await
+                    .map_err(io(&what))?;
+                if inserted == 0 {
+                    let exists = cache
+                        .query_opt(
+                            &tx,
+                            "SELECT 1 FROM runs WHERE run_id = $1",
+                            &[&run_id.as_str()],
+                        )
+                        .await
+                        .map_err(io(&what))?;
+                    if exists.is_none() {
+                        return Err(StorageError::not_found(what));
+                    }
+                }
+                // Zero rows with the run there: another store claimed it at the same moment.
+                inserted == 1
+            }
+        };
+        tx.commit().await.map_err(io(&what))?;
+        if !claimed {
+            return Err(StorageError::Locked {
                 what,
                 owner_pid: None,
-            }),
-            None => Err(StorageError::not_found(what)),
+            });
         }
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(run_id.as_str().to_owned());
+        Ok(())
     }
 
     /// Renews every lease this store holds; forgets the ones another store took over.
