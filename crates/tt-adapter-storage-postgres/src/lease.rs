@@ -12,7 +12,8 @@ use tt_domain::ids::RunId;
 use tt_ports::{StorageError, StorageResult};
 
 use crate::error::io;
-use crate::pool::Pool;
+use crate::pool::{Pool, StatementCache};
+use tokio_postgres::GenericClient;
 
 /// The default lease: a host that stops heartbeating loses its runs after this long.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
@@ -138,6 +139,70 @@ impl Ownership {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(run_id.as_str().to_owned());
         Ok(())
+    }
+
+    /// In a write's transaction: locks this store's lease row of `run_id` `FOR KEY SHARE`
+    /// until the transaction ends (a takeover waits for it, see [`Ownership::claim`]), and
+    /// with `lock_key` also takes that transaction-scoped advisory lock, in one round trip.
+    /// `NotFound` without the run, `Locked` (and the run forgotten) when another store holds
+    /// its lease: a store whose lease was taken over cannot write, heartbeat or not.
+    pub(crate) async fn fence<C: GenericClient>(
+        &self,
+        client: &C,
+        cache: &StatementCache,
+        run_id: &RunId,
+        lock_key: Option<&str>,
+    ) -> StorageResult<()> {
+        let what = format!("run {run_id}");
+        let row = cache
+            .query_one(
+                client,
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = $1),
+                        EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $2
+                                FOR KEY SHARE),
+                        CASE WHEN $3::text IS NULL THEN ''
+                             ELSE pg_advisory_xact_lock(hashtextextended($3, 0))::text END",
+                &[&run_id.as_str(), &self.owner_id, &lock_key],
+            )
+            .await
+            .map_err(io(&what))?;
+        match (row.get::<_, bool>(0), row.get::<_, bool>(1)) {
+            (true, true) => Ok(()),
+            (false, _) => Err(StorageError::not_found(what)),
+            (true, false) => Err(self.lost(run_id)),
+        }
+    }
+
+    /// The error of a fenced write that wrote nothing: `NotFound` without the run, else
+    /// `Locked` (this store lost the run and forgets it).
+    pub(crate) async fn refused<C: GenericClient>(
+        &self,
+        client: &C,
+        cache: &StatementCache,
+        run_id: &RunId,
+    ) -> StorageError {
+        let what = format!("run {run_id}");
+        match cache
+            .query_opt(
+                client,
+                "SELECT 1 FROM runs WHERE run_id = $1",
+                &[&run_id.as_str()],
+            )
+            .await
+        {
+            Ok(Some(_)) => self.lost(run_id),
+            Ok(None) => StorageError::not_found(what),
+            Err(err) => StorageError::io(what, err),
+        }
+    }
+
+    /// Forgets `run_id` and says it is another store's.
+    pub(crate) fn lost(&self, run_id: &RunId) -> StorageError {
+        self.forget(run_id.as_str());
+        StorageError::Locked {
+            what: format!("run {run_id}"),
+            owner_pid: None,
+        }
     }
 
     /// Renews every lease this store holds; forgets the ones another store took over.

@@ -103,13 +103,13 @@ impl AgentRunRepository for PostgresStore {
         let conn = self.pool.get().await?;
         let updated = conn
             .execute(
-                "UPDATE runs SET body = $2 WHERE run_id = $1",
-                &[&run.id.as_str(), &body],
+                "UPDATE runs SET body = $2 WHERE run_id = $1 AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $3 FOR KEY SHARE)",
+                &[&run.id.as_str(), &body, &self.ownership.owner_id],
             )
             .await
             .map_err(io(format!("run {}", run.id)))?;
         if updated == 0 {
-            return Err(StorageError::not_found(format!("run {}", run.id)));
+            return Err(self.ownership.refused(&*conn, conn.cache(), &run.id).await);
         }
         Ok(())
     }
@@ -210,14 +210,19 @@ impl AgentInvocationRepository for PostgresStore {
         let written = conn
             .execute(
                 "INSERT INTO invocations (run_id, invocation_id, body)
-                 SELECT run_id, $2, $3 FROM runs WHERE run_id = $1
+                 SELECT run_id, $2, $3 FROM runs WHERE run_id = $1 AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $4 FOR KEY SHARE)
                  ON CONFLICT (run_id, invocation_id) DO UPDATE SET body = EXCLUDED.body",
-                &[&run_id.as_str(), &invocation.id.as_str(), &body],
+                &[
+                    &run_id.as_str(),
+                    &invocation.id.as_str(),
+                    &body,
+                    &self.ownership.owner_id,
+                ],
             )
             .await
             .map_err(io(format!("invocation {}", invocation.id)))?;
         if written == 0 {
-            return Err(StorageError::not_found(format!("run {run_id}")));
+            return Err(self.ownership.refused(&*conn, conn.cache(), run_id).await);
         }
         Ok(())
     }
@@ -276,7 +281,8 @@ impl AgentInvocationRepository for PostgresStore {
         let conn = self.pool.get().await?;
         let inserted = conn
             .query_opt(
-                "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1),
+                "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1
+                              AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $8 FOR KEY SHARE)),
                       ins AS (
                           INSERT INTO tasks (run_id, task_id, parent_id, child_id, workspace_key,
                                              delegation, body)
@@ -292,6 +298,7 @@ impl AgentInvocationRepository for PostgresStore {
                     &task.workspace_key,
                     &delegation,
                     &body,
+                    &self.ownership.owner_id,
                 ],
             )
             .await
@@ -301,7 +308,7 @@ impl AgentInvocationRepository for PostgresStore {
             None => (0, 0),
         };
         if runs == 0 {
-            return Err(StorageError::not_found(format!("run {run_id}")));
+            return Err(self.ownership.refused(&*conn, conn.cache(), run_id).await);
         }
         if inserted == 0 {
             return Err(StorageError::AlreadyExists {
@@ -407,6 +414,7 @@ impl AgentInvocationRepository for PostgresStore {
         let mut conn = self.pool.get().await?;
         let (client, cache) = conn.parts();
         let tx = client.transaction().await.map_err(io(&what))?;
+        self.ownership.fence(&tx, cache, run_id, None).await?;
         let row = cache
             .query_opt(
                 &tx,

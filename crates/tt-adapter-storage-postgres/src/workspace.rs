@@ -70,11 +70,6 @@ fn ancestors(path: &WorkspacePath) -> Vec<String> {
         .collect()
 }
 
-/// The 64-bit key of a path's advisory lock.
-fn path_lock_sql() -> &'static str {
-    "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))"
-}
-
 async fn run_exists<C: GenericClient>(
     client: &C,
     cache: &StatementCache,
@@ -131,38 +126,47 @@ async fn current_text<C: GenericClient>(
     Ok(row.map(|row| (row.get(0), row.get(1))))
 }
 
-/// Checks that a file may live at `path`: a known root, not a directory, no file above it.
-async fn check_file_slot<C: GenericClient>(
+/// Checks that a file may live at `path` (a known root, not a directory, no file above it)
+/// and returns the file there now (text, sha256), in one statement.
+async fn probe_file_slot<C: GenericClient>(
     client: &C,
     cache: &StatementCache,
     run_id: &RunId,
     path: &WorkspacePath,
-) -> StorageResult<()> {
+) -> StorageResult<Option<(String, String)>> {
     if path.root().is_none() {
         return Err(StorageError::not_found(path.to_string()));
     }
-    if path.is_root_itself() || has_children(client, cache, run_id, path.as_str()).await? {
+    if path.is_root_itself() {
         return Err(StorageError::IsDirectory {
             path: path.to_string(),
         });
     }
     let above = ancestors(path);
-    if !above.is_empty() {
-        let row = cache
-            .query_opt(
-                client,
-                "SELECT path FROM tt_files WHERE run_id = $1 AND path = ANY($2) LIMIT 1",
-                &[&run_id.as_str(), &above],
-            )
-            .await
-            .map_err(db(ws_what(run_id)))?;
-        if let Some(row) = row {
-            return Err(StorageError::NotADirectory {
-                path: row.get::<_, String>(0),
-            });
-        }
+    let row = cache
+        .query_one(
+            client,
+            "SELECT EXISTS (SELECT 1 FROM tt_files WHERE run_id = $1
+                            AND starts_with(path, $2 || '/')),
+                    (SELECT path FROM tt_files WHERE run_id = $1 AND path = ANY($3) LIMIT 1),
+                    f.content, f.sha256
+             FROM (SELECT 1) AS one
+             LEFT JOIN tt_files f ON f.run_id = $1 AND f.path = $2",
+            &[&run_id.as_str(), &path.as_str(), &above],
+        )
+        .await
+        .map_err(db(ws_what(run_id)))?;
+    if row.get::<_, bool>(0) {
+        return Err(StorageError::IsDirectory {
+            path: path.to_string(),
+        });
     }
-    Ok(())
+    if let Some(file_above) = row.get::<_, Option<String>>(1) {
+        return Err(StorageError::NotADirectory { path: file_above });
+    }
+    let content: Option<String> = row.get(2);
+    let sha256: Option<String> = row.get(3);
+    Ok(content.zip(sha256))
 }
 
 async fn upsert_file<C: GenericClient>(
@@ -237,13 +241,11 @@ impl PostgresStore {
         let mut conn = self.pool.get().await?;
         let (client, cache) = conn.parts();
         let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
-        run_exists(&tx, cache, run_id).await?;
-        cache
-            .execute(&tx, path_lock_sql(), &[&run_id.as_str(), &path.as_str()])
-            .await
-            .map_err(db(ws_what(run_id)))?;
-        check_file_slot(&tx, cache, run_id, path).await?;
-        let current = current_text(&tx, cache, run_id, path).await?;
+        let lock_key = format!("{run_id}/{path}");
+        self.ownership
+            .fence(&tx, cache, run_id, Some(&lock_key))
+            .await?;
+        let current = probe_file_slot(&tx, cache, run_id, path).await?;
         match (guard, &current) {
             (WriteGuard::MustNotExist, Some((_, sha))) => {
                 return Err(StorageError::GuardFileExists {
@@ -371,10 +373,11 @@ impl WorkspaceRepository for PostgresStore {
 
     async fn read(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<FileContent> {
         let conn = self.pool.get().await?;
-        run_exists(&*conn, conn.cache(), run_id).await?;
+        // A file there implies its run: the run is looked up only when no file is.
         if let Some((text, sha256)) = current_text(&*conn, conn.cache(), run_id, path).await? {
             return Ok(FileContent { text, sha256 });
         }
+        run_exists(&*conn, conn.cache(), run_id).await?;
         if path.root().is_some()
             && (path.is_root_itself()
                 || has_children(&*conn, conn.cache(), run_id, path.as_str()).await?)
@@ -431,7 +434,7 @@ impl WorkspaceRepository for PostgresStore {
         let what = format!("checkpoint of run {run_id}");
         let (client, cache) = conn.parts();
         let tx = client.transaction().await.map_err(db(what.clone()))?;
-        run_exists(&tx, cache, run_id).await?;
+        self.ownership.fence(&tx, cache, run_id, None).await?;
         // The number is the run's highest plus one, under a lock of the run's checkpoints
         // only: the run row stays free for the journal's group commit.
         cache
@@ -495,6 +498,8 @@ impl WorkspaceRepository for PostgresStore {
             let mut conn = self.pool.get().await?;
             let (client, cache) = conn.parts();
             let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
+            self.ownership.fence(&tx, cache, run_id, None).await?;
+            self.ownership.fence(&tx, cache, run_id, None).await?;
             let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
             if let Some(state_id) = base_state_id {
                 let found = cache
@@ -555,6 +560,7 @@ impl WorkspaceRepository for PostgresStore {
         let mut conn = self.pool.get().await?;
         let (client, cache) = conn.parts();
         let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
+        self.ownership.fence(&tx, cache, run_id, None).await?;
         let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
         let current = persist_files(&tx, cache, run_id).await?;
         let current_paths: BTreeSet<&WorkspacePath> = current.iter().map(|(p, _)| p).collect();
