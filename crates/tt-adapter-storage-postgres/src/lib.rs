@@ -13,6 +13,7 @@ mod lease;
 mod notify;
 mod pool;
 mod profiles;
+mod recovery;
 mod runs;
 pub mod schema;
 mod workspace;
@@ -22,6 +23,7 @@ use tt_ports::StorageResult;
 pub use error::{PgResult, PgStoreError};
 pub use lease::DEFAULT_LEASE;
 pub use pool::redact;
+pub use recovery::{InterruptedRun, OWNER_EXITED};
 
 use std::sync::Arc;
 use std::time::Duration;

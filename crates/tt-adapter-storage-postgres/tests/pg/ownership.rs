@@ -74,7 +74,7 @@ async fn a_second_writer_is_locked_out_until_the_lease_expires() {
 
 /// Ends `run_id`'s lease on the server at once, as if its holder had missed its heartbeats
 /// (the holder itself does not know).
-async fn expire_lease(url: &str, run_id: &str) {
+pub async fn expire_lease(url: &str, run_id: &str) {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
