@@ -15,8 +15,7 @@ use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
     CheckpointReason, CheckpointRecord, EntryKind, FileFingerprint, PersistSnapshot,
-    PersistentChange, PersistentChangeKind, PersistentChangeSet, WorkspacePath, WorkspaceRoot,
-    WriteGuard,
+    PersistentChange, PersistentChangeSet, WorkspacePath, WorkspaceRoot, WriteGuard,
 };
 use tt_ports::{
     AgentRunRepository, FileContent, RunDocument, StorageError, StorageResult, WorkspaceEntry,
@@ -563,44 +562,11 @@ impl WorkspaceRepository for PostgresStore {
         self.ownership.fence(&tx, cache, run_id, None).await?;
         let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
         let current = persist_files(&tx, cache, run_id).await?;
-        let current_paths: BTreeSet<&WorkspacePath> = current.iter().map(|(p, _)| p).collect();
-        if let Some(deleted) = snapshot
-            .files
+        let files: Vec<FileFingerprint> = current
             .iter()
-            .find(|file| !current_paths.contains(&file.path))
-        {
-            return Err(persist_error(
-                "agent.persistent_delete_unsupported",
-                format!(
-                    "`{}` was deleted from persist/, but persistent files cannot be deleted",
-                    deleted.path
-                ),
-            ));
-        }
-        let before: BTreeMap<&WorkspacePath, &str> = snapshot
-            .files
-            .iter()
-            .map(|file| (&file.path, file.sha256.as_str()))
+            .map(|(path, text)| fingerprint(path, text))
             .collect();
-        let mut files = Vec::with_capacity(current.len());
-        let mut changes = Vec::new();
-        for (path, text) in &current {
-            let print = fingerprint(path, text);
-            let kind = match before.get(path) {
-                None => Some(PersistentChangeKind::Added),
-                Some(sha) if *sha != print.sha256 => Some(PersistentChangeKind::Modified),
-                Some(_) => None,
-            };
-            if let Some(kind) = kind {
-                changes.push(PersistentChange {
-                    path: path.clone(),
-                    kind,
-                    sha256: print.sha256.clone(),
-                    bytes: print.bytes,
-                });
-            }
-            files.push(print);
-        }
+        let changes = snapshot.changes_to(&files)?;
         let manifest = StateManifest {
             state_id: run_id.as_str().to_owned(),
             run_id: run_id.clone(),

@@ -405,6 +405,49 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn print(path: &str, sha256: &str) -> FileFingerprint {
+        FileFingerprint {
+            path: WorkspacePath::parse(path).unwrap(),
+            sha256: sha256.to_owned(),
+            bytes: 3,
+        }
+    }
+
+    #[test]
+    fn persist_changes_are_additions_and_modifications_in_current_order() {
+        let snapshot = PersistSnapshot {
+            base_state_id: None,
+            files: vec![
+                print("persist/kept.md", "aa"),
+                print("persist/edited.md", "bb"),
+            ],
+        };
+        let current = [
+            print("persist/edited.md", "cc"),
+            print("persist/kept.md", "aa"),
+            print("persist/new.md", "dd"),
+        ];
+        let changes = snapshot.changes_to(&current).unwrap();
+        let seen: Vec<(&str, PersistentChangeKind, &str)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.kind, c.sha256.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("persist/edited.md", PersistentChangeKind::Modified, "cc"),
+                ("persist/new.md", PersistentChangeKind::Added, "dd"),
+            ]
+        );
+        let deleted = snapshot.changes_to(&current[..1]).unwrap_err();
+        assert_eq!(deleted.code, "agent.persistent_delete_unsupported");
+        assert!(
+            deleted.message.contains("persist/kept.md"),
+            "{}",
+            deleted.message
+        );
+    }
+
     fn parse(raw: &str) -> Result<String, &'static str> {
         WorkspacePath::parse(raw).map(|p| p.0).map_err(|e| e.code)
     }
@@ -589,6 +632,56 @@ pub struct PersistSnapshot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_state_id: Option<String>,
     pub files: Vec<FileFingerprint>,
+}
+
+impl PersistSnapshot {
+    /// `agent.persistent_delete_unsupported` when a file of the snapshot is not among
+    /// `current` (the paths `persist/` holds now): persistent files cannot be deleted.
+    pub fn check_no_deletions<'a>(
+        &self,
+        current: impl IntoIterator<Item = &'a WorkspacePath>,
+    ) -> DomainResult<()> {
+        let current: std::collections::BTreeSet<&WorkspacePath> = current.into_iter().collect();
+        match self.files.iter().find(|file| !current.contains(&file.path)) {
+            Some(deleted) => Err(DomainError::new(
+                "agent.persistent_delete_unsupported",
+                format!(
+                    "`{}` was deleted from persist/, but persistent files cannot be deleted",
+                    deleted.path
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The changes of `persist/` since this snapshot, one per file of `current` (what it holds
+    /// now) that is new (`Added`) or whose sha256 differs (`Modified`), in `current`'s order.
+    /// Every store's promotion reports these; the check of [`Self::check_no_deletions`]
+    /// comes first.
+    pub fn changes_to(&self, current: &[FileFingerprint]) -> DomainResult<Vec<PersistentChange>> {
+        self.check_no_deletions(current.iter().map(|file| &file.path))?;
+        let before: std::collections::BTreeMap<&WorkspacePath, &str> = self
+            .files
+            .iter()
+            .map(|file| (&file.path, file.sha256.as_str()))
+            .collect();
+        Ok(current
+            .iter()
+            .filter_map(|file| {
+                let kind = match before.get(&file.path) {
+                    None => PersistentChangeKind::Added,
+                    Some(sha256) if *sha256 != file.sha256 => PersistentChangeKind::Modified,
+                    Some(_) => return None,
+                };
+                Some(PersistentChange {
+                    path: file.path.clone(),
+                    kind,
+                    sha256: file.sha256.clone(),
+                    bytes: file.bytes,
+                })
+            })
+            .collect())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
