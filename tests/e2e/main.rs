@@ -10,6 +10,7 @@ mod delegation;
 mod golden;
 mod host_api;
 mod hostile_servers;
+mod multi_host;
 mod orchestration;
 mod prompt_assembly;
 mod providers;

@@ -72,19 +72,9 @@ async fn a_second_writer_is_locked_out_until_the_lease_expires() {
     a_again.claim_run(&run.id).await.unwrap();
 }
 
-/// Ends `run_id`'s lease on the server at once, as if its holder had missed its heartbeats
-/// (the holder itself does not know).
+/// Ends `run_id`'s lease on the server at once, as if its holder had missed its heartbeats.
 pub async fn expire_lease(url: &str, run_id: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-        .execute(
-            "UPDATE run_leases SET expires_at = clock_timestamp() - interval '1 second'
-             WHERE run_id = $1",
-            &[&run_id],
-        )
+    tt_adapter_storage_postgres::cluster::TestCluster::expire_lease(url, run_id)
         .await
         .unwrap();
 }
