@@ -245,27 +245,9 @@ impl PostgresStore {
             .fence(&tx, cache, run_id, Some(&lock_key))
             .await?;
         let current = probe_file_slot(&tx, cache, run_id, path).await?;
-        match (guard, &current) {
-            (WriteGuard::MustNotExist, Some((_, sha))) => {
-                return Err(StorageError::GuardFileExists {
-                    path: path.to_string(),
-                    current_sha256: sha.clone(),
-                });
-            }
-            (WriteGuard::MustMatchSha256(_), None) => {
-                return Err(StorageError::GuardFileMissing {
-                    path: path.to_string(),
-                });
-            }
-            (WriteGuard::MustMatchSha256(expected), Some((_, sha))) if expected != sha => {
-                return Err(StorageError::GuardShaMismatch {
-                    path: path.to_string(),
-                    expected: expected.clone(),
-                    actual: sha.clone(),
-                });
-            }
-            _ => {}
-        }
+        guard
+            .check(current.as_ref().map(|(_, sha)| sha.as_str()))
+            .map_err(|violation| StorageError::guard(path, violation))?;
         let text = match (&current, append) {
             (Some((old, _)), true) => format!("{old}{content}"),
             _ => content.to_owned(),

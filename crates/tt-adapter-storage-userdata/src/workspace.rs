@@ -827,29 +827,9 @@ impl WorkspaceRepository for UserDataStore {
             let base = RunBase::new(inner, &run_id)?;
             let (physical, walked) = base.resolve_walked(&path)?;
             let previous = current_sha256_walked(&base, Some(&owned), &physical, &path, &walked)?;
-            match (&guard, &previous) {
-                (WriteGuard::None, _) | (WriteGuard::MustNotExist, None) => {}
-                (WriteGuard::MustNotExist, Some(current)) => {
-                    return Err(StorageError::GuardFileExists {
-                        path: path.to_string(),
-                        current_sha256: current.clone(),
-                    });
-                }
-                (WriteGuard::MustMatchSha256(_), None) => {
-                    return Err(StorageError::GuardFileMissing {
-                        path: path.to_string(),
-                    });
-                }
-                (WriteGuard::MustMatchSha256(expected), Some(actual)) => {
-                    if expected != actual {
-                        return Err(StorageError::GuardShaMismatch {
-                            path: path.to_string(),
-                            expected: expected.clone(),
-                            actual: actual.clone(),
-                        });
-                    }
-                }
-            }
+            guard
+                .check(previous.as_deref())
+                .map_err(|violation| StorageError::guard(&path, violation))?;
             let sha256 = sha256_hex(content.as_bytes());
             let bytes = content.len() as u64;
             // Updated under the path lock, so the cache follows the writes of a path in order.

@@ -392,6 +392,39 @@ pub enum WriteGuard {
     MustMatchSha256(String),
 }
 
+/// Why a guarded write was refused (each store maps it to its error with the path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuardViolation {
+    /// `MustNotExist` found a file with this sha256.
+    FileExists { current_sha256: String },
+    /// `MustMatchSha256` found no file.
+    FileMissing,
+    /// `MustMatchSha256` found other content.
+    ShaMismatch { expected: String, actual: String },
+}
+
+impl WriteGuard {
+    /// Whether a write under this guard may go ahead when the file's sha256 is `current`
+    /// (`None`: no file there). Every store checks its guard here, under its own lock of the
+    /// path.
+    pub fn check(&self, current: Option<&str>) -> Result<(), GuardViolation> {
+        match (self, current) {
+            (WriteGuard::None, _) | (WriteGuard::MustNotExist, None) => Ok(()),
+            (WriteGuard::MustNotExist, Some(current)) => Err(GuardViolation::FileExists {
+                current_sha256: current.to_owned(),
+            }),
+            (WriteGuard::MustMatchSha256(_), None) => Err(GuardViolation::FileMissing),
+            (WriteGuard::MustMatchSha256(expected), Some(actual)) if expected != actual => {
+                Err(GuardViolation::ShaMismatch {
+                    expected: expected.clone(),
+                    actual: actual.to_owned(),
+                })
+            }
+            (WriteGuard::MustMatchSha256(_), Some(_)) => Ok(()),
+        }
+    }
+}
+
 /// A file entry in a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -411,6 +444,29 @@ mod tests {
             sha256: sha256.to_owned(),
             bytes: 3,
         }
+    }
+
+    #[test]
+    fn write_guards_pass_or_say_why_not() {
+        let sha = |s: &str| s.to_owned();
+        assert_eq!(WriteGuard::None.check(Some("a")), Ok(()));
+        assert_eq!(WriteGuard::MustNotExist.check(None), Ok(()));
+        assert_eq!(
+            WriteGuard::MustNotExist.check(Some("a")),
+            Err(GuardViolation::FileExists {
+                current_sha256: sha("a")
+            })
+        );
+        let must = WriteGuard::MustMatchSha256(sha("a"));
+        assert_eq!(must.check(Some("a")), Ok(()));
+        assert_eq!(must.check(None), Err(GuardViolation::FileMissing));
+        assert_eq!(
+            must.check(Some("b")),
+            Err(GuardViolation::ShaMismatch {
+                expected: sha("a"),
+                actual: sha("b")
+            })
+        );
     }
 
     #[test]

@@ -217,29 +217,9 @@ impl WorkspaceRepository for InMemoryStore {
         let previous_sha256 = files
             .get(path.as_str())
             .map(|text| sha256_hex(text.as_bytes()));
-        match (guard, &previous_sha256) {
-            (WriteGuard::None, _) | (WriteGuard::MustNotExist, None) => {}
-            (WriteGuard::MustNotExist, Some(current)) => {
-                return Err(StorageError::GuardFileExists {
-                    path: path.to_string(),
-                    current_sha256: current.clone(),
-                });
-            }
-            (WriteGuard::MustMatchSha256(_), None) => {
-                return Err(StorageError::GuardFileMissing {
-                    path: path.to_string(),
-                });
-            }
-            (WriteGuard::MustMatchSha256(expected), Some(actual)) => {
-                if expected != actual {
-                    return Err(StorageError::GuardShaMismatch {
-                        path: path.to_string(),
-                        expected: expected.clone(),
-                        actual: actual.clone(),
-                    });
-                }
-            }
-        }
+        guard
+            .check(previous_sha256.as_deref())
+            .map_err(|violation| StorageError::guard(&path, violation))?;
         files.insert(path.as_str().to_owned(), content.to_owned());
         Ok(WriteOutcome {
             previous_sha256,
