@@ -219,7 +219,7 @@ impl WorkspaceRepository for InMemoryStore {
             .map(|text| sha256_hex(text.as_bytes()));
         guard
             .check(previous_sha256.as_deref())
-            .map_err(|violation| StorageError::guard(&path, violation))?;
+            .map_err(|violation| StorageError::guard(path, violation))?;
         files.insert(path.as_str().to_owned(), content.to_owned());
         Ok(WriteOutcome {
             previous_sha256,
