@@ -184,3 +184,65 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
         2
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_refuses_only_the_runs_another_store_holds() {
+    let url = crate::cluster()
+        .create_database("tt_case_batch_refusal")
+        .await
+        .unwrap();
+    let a = host(&url, "host-a").await;
+    let b = host(&url, "host-b").await;
+    let mine = sample_run(11);
+    let theirs = sample_run(12);
+    a.create_run(&mine, &manifest_for(&mine)).await.unwrap();
+    b.create_run(&theirs, &manifest_for(&theirs)).await.unwrap();
+    // A thinks it holds B's run too: B's lease is ended by hand and A takes it, then C takes
+    // it from A the same way, so A still has it in its held set but not on the server.
+    expire_lease(&url, theirs.id.as_str()).await;
+    a.claim_run(&theirs.id).await.unwrap();
+    expire_lease(&url, theirs.id.as_str()).await;
+    let c = host(&url, "host-c").await;
+    c.claim_run(&theirs.id).await.unwrap();
+
+    // Appends and documents of both runs, all at once, so they share batches.
+    let writes = (1..=40_u64).map(|n| {
+        let a = Arc::clone(&a);
+        let run_id = if n % 2 == 0 {
+            mine.id.clone()
+        } else {
+            theirs.id.clone()
+        };
+        async move {
+            let appended = a.append(tool_event(&run_id, n, "inv_root")).await;
+            let document = a
+                .write_document(
+                    &run_id,
+                    &RunDocument::PersistSnapshot,
+                    &serde_json::json!({"n": n}),
+                )
+                .await;
+            (run_id, appended.map(|event| event.seq), document)
+        }
+    });
+    let results = futures_util::future::join_all(writes).await;
+    let mut seqs = Vec::new();
+    for (run_id, appended, document) in results {
+        if run_id == mine.id {
+            seqs.push(appended.unwrap());
+            document.unwrap();
+        } else {
+            assert_code(appended, "agent.run_locked");
+            assert_code(document, "agent.run_locked");
+        }
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=20).collect::<Vec<u64>>());
+    assert_eq!(c.last_seq(&theirs.id).await.unwrap(), 0);
+    assert!(
+        c.read_document(&theirs.id, &RunDocument::PersistSnapshot)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
