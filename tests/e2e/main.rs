@@ -13,6 +13,7 @@ mod fork_random;
 mod golden;
 mod host_api;
 mod hostile_servers;
+mod multi_host;
 mod orchestration;
 mod prompt_assembly;
 mod providers;

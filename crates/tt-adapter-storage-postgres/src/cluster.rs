@@ -232,6 +232,22 @@ impl TestCluster {
         Ok(self.url(name))
     }
 
+    /// Ends `run_id`'s lease in the database at `url` now, as its holder missing heartbeats
+    /// for a whole lease would (the holder itself does not know), so tests of takeovers need
+    /// not wait real time.
+    pub async fn expire_lease(url: &str, run_id: &str) -> PgResult<()> {
+        let client = crate::pool::connect(url).await?;
+        client
+            .execute(
+                "UPDATE run_leases SET expires_at = clock_timestamp() - interval '1 second'
+                 WHERE run_id = $1",
+                &[&run_id],
+            )
+            .await
+            .map_err(|err| PgStoreError::pg(format!("expiring the lease of {run_id}"), err))?;
+        Ok(())
+    }
+
     /// The server's data dir (for logs in failure messages).
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")

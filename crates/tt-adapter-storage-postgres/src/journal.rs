@@ -1,7 +1,8 @@
-//! The run journal on PostgreSQL. One statement appends an event: it bumps the run's
-//! `last_seq` (the row lock serializes appends to one run, on any host) and inserts the event
-//! under the new seq, so seqs are gapless and an append is durable when it commits. The same
-//! statement notifies `tt_journal`, so followers on other hosts hear it when it commits.
+//! The run journal on PostgreSQL. Appends go through the store's group commit
+//! ([`crate::commit`]): one statement per batch bumps each run's `last_seq` (the row lock
+//! serializes appends to one run, on any host), inserts the events under the new seqs, so seqs
+//! are gapless and an append is durable when its batch commits, and notifies `tt_journal`, so
+//! followers on other hosts hear it when it commits.
 
 use std::time::Duration;
 
@@ -27,29 +28,8 @@ impl RunJournal for PostgresStore {
         // Stored with seq 0; the row's seq column is the truth and is put back on read.
         let stored = event.with_seq(0);
         let body = to_json("event", &stored)?;
-        let mut conn = self.pool.get().await?;
-        let row = conn
-            .client()?
-            .query_opt(
-                "WITH head AS (
-                     UPDATE runs SET last_seq = last_seq + 1 WHERE run_id = $1
-                     RETURNING last_seq),
-                 ins AS (
-                     INSERT INTO events (run_id, seq, body) SELECT $1, last_seq, $2 FROM head
-                     RETURNING seq)
-                 SELECT seq, pg_notify('tt_journal', $1 || ' ' || seq)::text FROM ins",
-                &[&run_id.as_str(), &body],
-            )
-            .await
-            .map_err(io(format!("runs/{run_id}/events")))?;
-        let Some(row) = row else {
-            return Err(StorageError::not_found(format!("run {run_id}")));
-        };
-        let seq: i64 = row.get(0);
-        Ok(AgentRunEvent {
-            seq: u64::try_from(seq).unwrap_or(0),
-            ..stored
-        })
+        let seq = self.journal.append(run_id.as_str(), body).await?;
+        Ok(AgentRunEvent { seq, ..stored })
     }
 
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
@@ -82,9 +62,8 @@ impl RunJournal for PostgresStore {
         // A filtered page reads the range and filters here (the filter looks into the
         // payload's eventScope); the OFFSET 0 keeps one statement shape for both.
         let third = if filtered { 0 } else { sql_limit };
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let rows = conn
-            .client()?
             .query(sql, &[&run_id.as_str(), &bound, &third])
             .await
             .map_err(io(format!("runs/{run_id}/events")))?;
@@ -114,9 +93,8 @@ impl RunJournal for PostgresStore {
     }
 
     async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let row = conn
-            .client()?
             .query_opt(
                 "SELECT last_seq FROM runs WHERE run_id = $1",
                 &[&run_id.as_str()],

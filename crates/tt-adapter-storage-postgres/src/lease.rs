@@ -12,7 +12,8 @@ use tt_domain::ids::RunId;
 use tt_ports::{StorageError, StorageResult};
 
 use crate::error::io;
-use crate::pool::Pool;
+use crate::pool::{Pool, StatementCache};
+use tokio_postgres::GenericClient;
 
 /// The default lease: a host that stops heartbeating loses its runs after this long.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
@@ -62,44 +63,145 @@ impl Ownership {
     }
 
     /// Claims `run_id` for this store unless it holds it already; `Locked` when another
-    /// store's lease is live, `NotFound` when the run does not exist.
+    /// store's lease is live, `NotFound` when the run does not exist. A takeover locks the
+    /// lease row `FOR UPDATE`, so it waits for the old holder's writes in flight (they hold it
+    /// `FOR KEY SHARE`), and the old holder's later writes see the new owner and are refused.
     pub(crate) async fn claim(&self, pool: &Pool, run_id: &RunId) -> StorageResult<()> {
         if self.holds(run_id) {
             return Ok(());
         }
         let what = format!("run {run_id}");
-        let conn = pool.get().await?;
-        let row = conn
+        let mut conn = pool.get().await?;
+        let (client, cache) = conn.parts();
+        let tx = client.transaction().await.map_err(io(&what))?;
+        let current = cache
             .query_opt(
-                "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1)
-                 INSERT INTO run_leases (run_id, owner_id, expires_at)
-                 SELECT run_id, $2, clock_timestamp() + $3::float8 * interval '1 millisecond' FROM run
-                 ON CONFLICT (run_id) DO UPDATE
-                     SET owner_id = EXCLUDED.owner_id, expires_at = EXCLUDED.expires_at
-                     WHERE run_leases.owner_id = EXCLUDED.owner_id
-                        OR run_leases.expires_at < clock_timestamp()
-                 RETURNING owner_id",
-                &[&run_id.as_str(), &self.owner_id, &lease_millis(self.lease)],
+                &tx,
+                "SELECT owner_id = $2 OR expires_at < clock_timestamp() FROM run_leases
+                 WHERE run_id = $1 FOR UPDATE",
+                &[&run_id.as_str(), &self.owner_id],
             )
             .await
             .map_err(io(&what))?;
-        if row.is_some() {
-            self.held
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(run_id.as_str().to_owned());
-            return Ok(());
-        }
-        let exists = conn
-            .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
-            .await
-            .map_err(io(&what))?;
-        match exists {
-            Some(_) => Err(StorageError::Locked {
+        let claimed = match current {
+            Some(row) if row.get::<_, bool>(0) => {
+                cache
+                    .execute(
+                        &tx,
+                        "UPDATE run_leases SET owner_id = $2,
+                         expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond'
+                     WHERE run_id = $1",
+                        &[&run_id.as_str(), &self.owner_id, &lease_millis(self.lease)],
+                    )
+                    .await
+                    .map_err(io(&what))?;
+                true
+            }
+            Some(_) => false,
+            None => {
+                let inserted = cache
+                    .execute(
+                        &tx,
+                        "INSERT INTO run_leases (run_id, owner_id, expires_at)
+                         SELECT run_id, $2, clock_timestamp() + $3::float8 * interval '1 millisecond'
+                         FROM runs WHERE run_id = $1
+                         ON CONFLICT (run_id) DO NOTHING",
+                        &[&run_id.as_str(), &self.owner_id, &lease_millis(self.lease)],
+                    )
+                    .await
+                    .map_err(io(&what))?;
+                if inserted == 0 {
+                    let exists = cache
+                        .query_opt(
+                            &tx,
+                            "SELECT 1 FROM runs WHERE run_id = $1",
+                            &[&run_id.as_str()],
+                        )
+                        .await
+                        .map_err(io(&what))?;
+                    if exists.is_none() {
+                        return Err(StorageError::not_found(what));
+                    }
+                }
+                // Zero rows with the run there: another store claimed it at the same moment.
+                inserted == 1
+            }
+        };
+        tx.commit().await.map_err(io(&what))?;
+        if !claimed {
+            return Err(StorageError::Locked {
                 what,
                 owner_pid: None,
-            }),
-            None => Err(StorageError::not_found(what)),
+            });
+        }
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(run_id.as_str().to_owned());
+        Ok(())
+    }
+
+    /// In a write's transaction: locks this store's lease row of `run_id` `FOR KEY SHARE`
+    /// until the transaction ends (a takeover waits for it, see [`Ownership::claim`]), and
+    /// with `lock_key` also takes that transaction-scoped advisory lock, in one round trip.
+    /// `NotFound` without the run, `Locked` (and the run forgotten) when another store holds
+    /// its lease: a store whose lease was taken over cannot write, heartbeat or not.
+    pub(crate) async fn fence<C: GenericClient>(
+        &self,
+        client: &C,
+        cache: &StatementCache,
+        run_id: &RunId,
+        lock_key: Option<&str>,
+    ) -> StorageResult<()> {
+        let what = format!("run {run_id}");
+        let row = cache
+            .query_one(
+                client,
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = $1),
+                        EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $2
+                                FOR KEY SHARE),
+                        CASE WHEN $3::text IS NULL THEN ''
+                             ELSE pg_advisory_xact_lock(hashtextextended($3, 0))::text END",
+                &[&run_id.as_str(), &self.owner_id, &lock_key],
+            )
+            .await
+            .map_err(io(&what))?;
+        match (row.get::<_, bool>(0), row.get::<_, bool>(1)) {
+            (true, true) => Ok(()),
+            (false, _) => Err(StorageError::not_found(what)),
+            (true, false) => Err(self.lost(run_id)),
+        }
+    }
+
+    /// The error of a fenced write that wrote nothing: `NotFound` without the run, else
+    /// `Locked` (this store lost the run and forgets it).
+    pub(crate) async fn refused<C: GenericClient>(
+        &self,
+        client: &C,
+        cache: &StatementCache,
+        run_id: &RunId,
+    ) -> StorageError {
+        let what = format!("run {run_id}");
+        match cache
+            .query_opt(
+                client,
+                "SELECT 1 FROM runs WHERE run_id = $1",
+                &[&run_id.as_str()],
+            )
+            .await
+        {
+            Ok(Some(_)) => self.lost(run_id),
+            Ok(None) => StorageError::not_found(what),
+            Err(err) => StorageError::io(what, err),
+        }
+    }
+
+    /// Forgets `run_id` and says it is another store's.
+    pub(crate) fn lost(&self, run_id: &RunId) -> StorageError {
+        self.forget(run_id.as_str());
+        StorageError::Locked {
+            what: format!("run {run_id}"),
+            owner_pid: None,
         }
     }
 

@@ -6,12 +6,14 @@
 //! docs/ARCHITECTURE.md for why not sqlx.
 
 pub mod cluster;
+mod commit;
 pub mod error;
 mod journal;
 mod lease;
 mod notify;
 mod pool;
 mod profiles;
+mod recovery;
 mod runs;
 pub mod schema;
 mod workspace;
@@ -21,6 +23,7 @@ use tt_ports::StorageResult;
 pub use error::{PgResult, PgStoreError};
 pub use lease::DEFAULT_LEASE;
 pub use pool::redact;
+pub use recovery::{InterruptedRun, OWNER_EXITED};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +59,7 @@ impl Default for PostgresOptions {
 pub struct PostgresStore {
     pool: Arc<pool::Pool>,
     ownership: Arc<lease::Ownership>,
+    journal: commit::JournalCommitter,
     heard: Arc<notify::Heard>,
     /// Keeps the LISTEN connection open; `None` when it could not be opened (followers then
     /// poll).
@@ -115,11 +119,13 @@ impl PostgresStore {
         };
         let ownership = Arc::new(lease::Ownership::new(owner_id, options.lease));
         lease::spawn_heartbeat(&ownership, &pool);
+        let journal = commit::JournalCommitter::spawn(url, &ownership);
         let heard = Arc::new(notify::Heard::default());
         let listener = notify::spawn_listener(url, &heard).await.ok();
         Ok(Self {
             pool,
             ownership,
+            journal,
             heard,
             _listener: listener,
         })
@@ -143,9 +149,8 @@ impl PostgresStore {
 
     /// The schema version the database is at.
     pub async fn schema_version(&self) -> StorageResult<i32> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let row = conn
-            .client()?
             .query_one(
                 "SELECT coalesce(max(version), 0) FROM schema_migrations",
                 &[],

@@ -1,32 +1,182 @@
 //! A small fixed pool of `tokio-postgres` connections. Each connection sits behind its own
 //! mutex so a caller can run a transaction on it; a caller takes the first idle one, or waits
-//! for the next in turn. Connections that broke are replaced on the next checkout.
+//! for the next in turn. Connections that broke are replaced on the next checkout. Each
+//! connection keeps the statements it prepared ([`StatementCache`]), so a statement is parsed
+//! and planned once per connection and then costs one round trip, not two.
 
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::PoisonError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use std::ops::{Deref, DerefMut};
-
 use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, GenericClient, NoTls, Row, Statement};
 
 use crate::error::{PgResult, PgStoreError};
+
+/// The statements one connection prepared, by their SQL text.
+#[derive(Default)]
+pub struct StatementCache {
+    statements: std::sync::Mutex<HashMap<String, Statement>>,
+}
+
+type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
+
+impl StatementCache {
+    /// The prepared statement for `sql` on `client` (which must be this cache's connection or
+    /// a transaction on it), preparing it the first time.
+    pub async fn statement<C: GenericClient>(
+        &self,
+        client: &C,
+        sql: &str,
+    ) -> Result<Statement, tokio_postgres::Error> {
+        let known = self
+            .statements
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(sql)
+            .cloned();
+        if let Some(statement) = known {
+            return Ok(statement);
+        }
+        let statement = client.prepare(sql).await?;
+        self.statements
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    /// `client.query` through the cache.
+    pub async fn query<C: GenericClient>(
+        &self,
+        client: &C,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        let statement = self.statement(client, sql).await?;
+        client.query(&statement, params).await
+    }
+
+    /// `client.query_opt` through the cache.
+    pub async fn query_opt<C: GenericClient>(
+        &self,
+        client: &C,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Option<Row>, tokio_postgres::Error> {
+        let statement = self.statement(client, sql).await?;
+        client.query_opt(&statement, params).await
+    }
+
+    /// `client.query_one` through the cache.
+    pub async fn query_one<C: GenericClient>(
+        &self,
+        client: &C,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Row, tokio_postgres::Error> {
+        let statement = self.statement(client, sql).await?;
+        client.query_one(&statement, params).await
+    }
+
+    /// `client.execute` through the cache.
+    pub async fn execute<C: GenericClient>(
+        &self,
+        client: &C,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<u64, tokio_postgres::Error> {
+        let statement = self.statement(client, sql).await?;
+        client.execute(&statement, params).await
+    }
+}
+
+/// A pooled connection and its prepared statements.
+pub struct Connection {
+    client: Client,
+    cache: StatementCache,
+}
 
 /// The connections of one store.
 pub struct Pool {
     url: String,
-    slots: Vec<Mutex<Option<Client>>>,
+    slots: Vec<Mutex<Option<Connection>>>,
     next: AtomicUsize,
 }
 
-/// One checked-out connection; returned to the pool on drop.
+/// One checked-out connection; returned to the pool on drop. Its `query*`/`execute` methods
+/// go through the connection's statement cache; [`PooledClient::parts`] gives the client and
+/// the cache apart, for transactions.
 pub struct PooledClient<'a> {
-    guard: MappedMutexGuard<'a, Client>,
+    guard: MappedMutexGuard<'a, Connection>,
 }
 
 impl PooledClient<'_> {
     /// The connection.
     pub fn client(&mut self) -> PgResult<&mut Client> {
-        Ok(&mut self.guard)
+        Ok(&mut self.guard.client)
+    }
+
+    /// The connection and its statement cache, borrowed apart (a transaction holds the
+    /// first and prepares through the second).
+    pub fn parts(&mut self) -> (&mut Client, &StatementCache) {
+        let connection = &mut *self.guard;
+        (&mut connection.client, &connection.cache)
+    }
+
+    /// The statement cache.
+    pub fn cache(&self) -> &StatementCache {
+        &self.guard.cache
+    }
+
+    /// `query` with a cached statement.
+    pub async fn query(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        self.guard
+            .cache
+            .query(&self.guard.client, sql, params)
+            .await
+    }
+
+    /// `query_opt` with a cached statement.
+    pub async fn query_opt(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Option<Row>, tokio_postgres::Error> {
+        self.guard
+            .cache
+            .query_opt(&self.guard.client, sql, params)
+            .await
+    }
+
+    /// `query_one` with a cached statement.
+    pub async fn query_one(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Row, tokio_postgres::Error> {
+        self.guard
+            .cache
+            .query_one(&self.guard.client, sql, params)
+            .await
+    }
+
+    /// `execute` with a cached statement.
+    pub async fn execute(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<u64, tokio_postgres::Error> {
+        self.guard
+            .cache
+            .execute(&self.guard.client, sql, params)
+            .await
     }
 }
 
@@ -34,13 +184,13 @@ impl Deref for PooledClient<'_> {
     type Target = Client;
 
     fn deref(&self) -> &Client {
-        &self.guard
+        &self.guard.client
     }
 }
 
 impl DerefMut for PooledClient<'_> {
     fn deref_mut(&mut self) -> &mut Client {
-        &mut self.guard
+        &mut self.guard.client
     }
 }
 
@@ -82,7 +232,10 @@ impl Pool {
         let size = size.max(1);
         let first = connect(url).await?;
         let mut slots = Vec::with_capacity(size);
-        slots.push(Mutex::new(Some(first)));
+        slots.push(Mutex::new(Some(Connection {
+            client: first,
+            cache: StatementCache::default(),
+        })));
         for _ in 1..size {
             slots.push(Mutex::new(None));
         }
@@ -113,8 +266,14 @@ impl Pool {
                 None => return Err(PgStoreError::Config("the pool has no connections".into())),
             },
         };
-        if guard.as_ref().is_none_or(Client::is_closed) {
-            *guard = Some(connect(&self.url).await?);
+        if guard
+            .as_ref()
+            .is_none_or(|connection| connection.client.is_closed())
+        {
+            *guard = Some(Connection {
+                client: connect(&self.url).await?,
+                cache: StatementCache::default(),
+            });
         }
         let guard = MutexGuard::try_map(guard, Option::as_mut)
             .map_err(|_| PgStoreError::Config("a pooled connection was missing".to_owned()))?;

@@ -11,9 +11,8 @@ use crate::error::{io, parse, to_json};
 #[async_trait]
 impl ProfileRepository for PostgresStore {
     async fn load_profile(&self, id: &ProfileId) -> StorageResult<Option<AgentProfileDefinition>> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let row = conn
-            .client()?
             .query_opt(
                 "SELECT body FROM profiles WHERE profile_id = $1",
                 &[&id.as_str()],
@@ -25,9 +24,8 @@ impl ProfileRepository for PostgresStore {
     }
 
     async fn list_profile_ids(&self) -> StorageResult<Vec<ProfileId>> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let rows = conn
-            .client()?
             .query("SELECT profile_id FROM profiles ORDER BY profile_id", &[])
             .await
             .map_err(io("the profiles"))?;

@@ -27,9 +27,8 @@ pub(crate) fn as_u64(value: i64) -> u64 {
 impl PostgresStore {
     /// `NotFound` unless the run exists.
     pub(crate) async fn require_run(&self, run_id: &RunId) -> StorageResult<()> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let found = conn
-            .client()?
             .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
             .await
             .map_err(io(format!("run {run_id}")))?;
@@ -41,21 +40,9 @@ impl PostgresStore {
 
     async fn put_document(&self, run_id: &RunId, path: &str, body: &str) -> StorageResult<()> {
         self.claim_run(run_id).await?;
-        let mut conn = self.pool.get().await?;
-        let written = conn
-            .client()?
-            .execute(
-                "INSERT INTO run_documents (run_id, path, body)
-                 SELECT run_id, $2, $3 FROM runs WHERE run_id = $1
-                 ON CONFLICT (run_id, path) DO UPDATE SET body = EXCLUDED.body",
-                &[&run_id.as_str(), &path, &body],
-            )
+        self.journal
+            .put_document(run_id.as_str(), path.to_owned(), body.to_owned())
             .await
-            .map_err(io(format!("runs/{run_id}/{path}")))?;
-        if written == 0 {
-            return Err(StorageError::not_found(format!("run {run_id}")));
-        }
-        Ok(())
     }
 
     async fn task_rows(
@@ -64,9 +51,8 @@ impl PostgresStore {
         run_id: &RunId,
         key: &str,
     ) -> StorageResult<Vec<AgentTaskRecord>> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let rows = conn
-            .client()?
             .query(sql, &[&run_id.as_str(), &key])
             .await
             .map_err(io(format!("tasks of run {run_id}")))?;
@@ -88,9 +74,8 @@ impl AgentRunRepository for PostgresStore {
     async fn create_run(&self, run: &AgentRun, manifest: &RunManifest) -> StorageResult<()> {
         let body = to_json("run", run)?;
         let manifest = to_json("manifest", manifest)?;
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let inserted = conn
-            .client()?
             .execute(
                 "INSERT INTO runs (run_id, created_ms, body, manifest) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (run_id) DO NOTHING",
@@ -115,25 +100,23 @@ impl AgentRunRepository for PostgresStore {
     async fn save_run(&self, run: &AgentRun) -> StorageResult<()> {
         self.claim_run(&run.id).await?;
         let body = to_json("run", run)?;
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let updated = conn
-            .client()?
             .execute(
-                "UPDATE runs SET body = $2 WHERE run_id = $1",
-                &[&run.id.as_str(), &body],
+                "UPDATE runs SET body = $2 WHERE run_id = $1 AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $3 FOR KEY SHARE)",
+                &[&run.id.as_str(), &body, &self.ownership.owner_id],
             )
             .await
             .map_err(io(format!("run {}", run.id)))?;
         if updated == 0 {
-            return Err(StorageError::not_found(format!("run {}", run.id)));
+            return Err(self.ownership.refused(&*conn, conn.cache(), &run.id).await);
         }
         Ok(())
     }
 
     async fn load_run(&self, run_id: &RunId) -> StorageResult<AgentRun> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let row = conn
-            .client()?
             .query_opt(
                 "SELECT body FROM runs WHERE run_id = $1",
                 &[&run_id.as_str()],
@@ -145,9 +128,8 @@ impl AgentRunRepository for PostgresStore {
     }
 
     async fn load_manifest(&self, run_id: &RunId) -> StorageResult<RunManifest> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let row = conn
-            .client()?
             .query_opt(
                 "SELECT manifest FROM runs WHERE run_id = $1",
                 &[&run_id.as_str()],
@@ -161,9 +143,8 @@ impl AgentRunRepository for PostgresStore {
     async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>> {
         let offset = i64::try_from(page.offset).unwrap_or(i64::MAX);
         let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let rows = conn
-            .client()?
             .query(
                 "SELECT body FROM runs ORDER BY created_ms DESC, run_id OFFSET $1 LIMIT $2",
                 &[&offset, &limit],
@@ -200,9 +181,8 @@ impl AgentRunRepository for PostgresStore {
         document: &RunDocument,
     ) -> StorageResult<Option<Value>> {
         let path = document.relative_path();
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let row = conn
-            .client()?
             .query_opt(
                 "SELECT body FROM run_documents WHERE run_id = $1 AND path = $2",
                 &[&run_id.as_str(), &path],
@@ -226,19 +206,23 @@ impl AgentInvocationRepository for PostgresStore {
         self.claim_run(&invocation.run_id).await?;
         let body = to_json("invocation", invocation)?;
         let run_id = &invocation.run_id;
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let written = conn
-            .client()?
             .execute(
                 "INSERT INTO invocations (run_id, invocation_id, body)
-                 SELECT run_id, $2, $3 FROM runs WHERE run_id = $1
+                 SELECT run_id, $2, $3 FROM runs WHERE run_id = $1 AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $4 FOR KEY SHARE)
                  ON CONFLICT (run_id, invocation_id) DO UPDATE SET body = EXCLUDED.body",
-                &[&run_id.as_str(), &invocation.id.as_str(), &body],
+                &[
+                    &run_id.as_str(),
+                    &invocation.id.as_str(),
+                    &body,
+                    &self.ownership.owner_id,
+                ],
             )
             .await
             .map_err(io(format!("invocation {}", invocation.id)))?;
         if written == 0 {
-            return Err(StorageError::not_found(format!("run {run_id}")));
+            return Err(self.ownership.refused(&*conn, conn.cache(), run_id).await);
         }
         Ok(())
     }
@@ -248,9 +232,8 @@ impl AgentInvocationRepository for PostgresStore {
         run_id: &RunId,
         invocation_id: &InvocationId,
     ) -> StorageResult<AgentInvocation> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let row = conn
-            .client()?
             .query_opt(
                 "SELECT body FROM invocations WHERE run_id = $1 AND invocation_id = $2",
                 &[&run_id.as_str(), &invocation_id.as_str()],
@@ -270,9 +253,8 @@ impl AgentInvocationRepository for PostgresStore {
     }
 
     async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let rows = conn
-            .client()?
             .query(
                 "SELECT body FROM invocations WHERE run_id = $1",
                 &[&run_id.as_str()],
@@ -296,11 +278,11 @@ impl AgentInvocationRepository for PostgresStore {
         let body = to_json("task", task)?;
         let run_id = &task.run_id;
         let delegation = task.continuation == TaskContinuation::ReturnToParent;
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let inserted = conn
-            .client()?
             .query_opt(
-                "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1),
+                "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1
+                              AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $8 FOR KEY SHARE)),
                       ins AS (
                           INSERT INTO tasks (run_id, task_id, parent_id, child_id, workspace_key,
                                              delegation, body)
@@ -316,6 +298,7 @@ impl AgentInvocationRepository for PostgresStore {
                     &task.workspace_key,
                     &delegation,
                     &body,
+                    &self.ownership.owner_id,
                 ],
             )
             .await
@@ -325,7 +308,7 @@ impl AgentInvocationRepository for PostgresStore {
             None => (0, 0),
         };
         if runs == 0 {
-            return Err(StorageError::not_found(format!("run {run_id}")));
+            return Err(self.ownership.refused(&*conn, conn.cache(), run_id).await);
         }
         if inserted == 0 {
             return Err(StorageError::AlreadyExists {
@@ -336,9 +319,8 @@ impl AgentInvocationRepository for PostgresStore {
     }
 
     async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let row = conn
-            .client()?
             .query_opt(
                 "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
                 &[&run_id.as_str(), &task_id.as_str()],
@@ -395,9 +377,8 @@ impl AgentInvocationRepository for PostgresStore {
         run_id: &RunId,
         parent: &InvocationId,
     ) -> StorageResult<u64> {
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let row = conn
-            .client()?
             .query_one(
                 "SELECT count(*) FROM tasks WHERE run_id = $1 AND parent_id = $2 AND delegation",
                 &[&run_id.as_str(), &parent.as_str()],
@@ -409,9 +390,8 @@ impl AgentInvocationRepository for PostgresStore {
 
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
         let prefix = format!("{base}-");
-        let mut conn = self.pool.get().await?;
+        let conn = self.pool.get().await?;
         let rows = conn
-            .client()?
             .query(
                 "SELECT workspace_key FROM tasks
                  WHERE run_id = $1 AND (workspace_key = $2 OR left(workspace_key, length($3)) = $3)",
@@ -432,10 +412,12 @@ impl AgentInvocationRepository for PostgresStore {
         self.claim_run(run_id).await?;
         let what = format!("task {task_id}");
         let mut conn = self.pool.get().await?;
-        let client = conn.client()?;
+        let (client, cache) = conn.parts();
         let tx = client.transaction().await.map_err(io(&what))?;
-        let row = tx
+        self.ownership.fence(&tx, cache, run_id, None).await?;
+        let row = cache
             .query_opt(
+                &tx,
                 "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2 FOR UPDATE",
                 &[&run_id.as_str(), &task_id.as_str()],
             )
@@ -451,12 +433,14 @@ impl AgentInvocationRepository for PostgresStore {
         let changed = task.apply_transition(transition, now)?;
         if changed {
             let body = to_json(&what, &task)?;
-            tx.execute(
-                "UPDATE tasks SET body = $3 WHERE run_id = $1 AND task_id = $2",
-                &[&run_id.as_str(), &task_id.as_str(), &body],
-            )
-            .await
-            .map_err(io(&what))?;
+            cache
+                .execute(
+                    &tx,
+                    "UPDATE tasks SET body = $3 WHERE run_id = $1 AND task_id = $2",
+                    &[&run_id.as_str(), &task_id.as_str(), &body],
+                )
+                .await
+                .map_err(io(&what))?;
         }
         tx.commit().await.map_err(io(&what))?;
         Ok(TaskTransitionOutcome { task, changed })

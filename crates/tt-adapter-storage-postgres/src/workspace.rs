@@ -15,8 +15,7 @@ use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
     CheckpointReason, CheckpointRecord, EntryKind, FileFingerprint, PersistSnapshot,
-    PersistentChange, PersistentChangeKind, PersistentChangeSet, WorkspacePath, WorkspaceRoot,
-    WriteGuard,
+    PersistentChange, PersistentChangeSet, WorkspacePath, WorkspaceRoot, WriteGuard,
 };
 use tt_ports::{
     AgentRunRepository, FileContent, RunDocument, StorageError, StorageResult, WorkspaceEntry,
@@ -25,6 +24,7 @@ use tt_ports::{
 
 use crate::PostgresStore;
 use crate::error::{io as db, parse, to_json};
+use crate::pool::StatementCache;
 
 /// What a promoted state records beside its files.
 #[derive(Serialize, Deserialize)]
@@ -69,14 +69,17 @@ fn ancestors(path: &WorkspacePath) -> Vec<String> {
         .collect()
 }
 
-/// The 64-bit key of a path's advisory lock.
-fn path_lock_sql() -> &'static str {
-    "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))"
-}
-
-async fn run_exists<C: GenericClient>(client: &C, run_id: &RunId) -> StorageResult<()> {
-    let found = client
-        .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
+async fn run_exists<C: GenericClient>(
+    client: &C,
+    cache: &StatementCache,
+    run_id: &RunId,
+) -> StorageResult<()> {
+    let found = cache
+        .query_opt(
+            client,
+            "SELECT 1 FROM runs WHERE run_id = $1",
+            &[&run_id.as_str()],
+        )
         .await
         .map_err(db(ws_what(run_id)))?;
     match found {
@@ -88,11 +91,13 @@ async fn run_exists<C: GenericClient>(client: &C, run_id: &RunId) -> StorageResu
 /// Whether any file lies below `path` (making it a directory).
 async fn has_children<C: GenericClient>(
     client: &C,
+    cache: &StatementCache,
     run_id: &RunId,
     path: &str,
 ) -> StorageResult<bool> {
-    let row = client
+    let row = cache
         .query_one(
+            client,
             "SELECT EXISTS (SELECT 1 FROM tt_files WHERE run_id = $1
                             AND starts_with(path, $2 || '/'))",
             &[&run_id.as_str(), &path],
@@ -105,11 +110,13 @@ async fn has_children<C: GenericClient>(
 /// The current text of a file, `None` when no file is at `path`.
 async fn current_text<C: GenericClient>(
     client: &C,
+    cache: &StatementCache,
     run_id: &RunId,
     path: &WorkspacePath,
 ) -> StorageResult<Option<(String, String)>> {
-    let row = client
+    let row = cache
         .query_opt(
+            client,
             "SELECT content, sha256 FROM tt_files WHERE run_id = $1 AND path = $2",
             &[&run_id.as_str(), &path.as_str()],
         )
@@ -118,47 +125,60 @@ async fn current_text<C: GenericClient>(
     Ok(row.map(|row| (row.get(0), row.get(1))))
 }
 
-/// Checks that a file may live at `path`: a known root, not a directory, no file above it.
-async fn check_file_slot<C: GenericClient>(
+/// Checks that a file may live at `path` (a known root, not a directory, no file above it)
+/// and returns the file there now (text, sha256), in one statement.
+async fn probe_file_slot<C: GenericClient>(
     client: &C,
+    cache: &StatementCache,
     run_id: &RunId,
     path: &WorkspacePath,
-) -> StorageResult<()> {
+) -> StorageResult<Option<(String, String)>> {
     if path.root().is_none() {
         return Err(StorageError::not_found(path.to_string()));
     }
-    if path.is_root_itself() || has_children(client, run_id, path.as_str()).await? {
+    if path.is_root_itself() {
         return Err(StorageError::IsDirectory {
             path: path.to_string(),
         });
     }
     let above = ancestors(path);
-    if !above.is_empty() {
-        let row = client
-            .query_opt(
-                "SELECT path FROM tt_files WHERE run_id = $1 AND path = ANY($2) LIMIT 1",
-                &[&run_id.as_str(), &above],
-            )
-            .await
-            .map_err(db(ws_what(run_id)))?;
-        if let Some(row) = row {
-            return Err(StorageError::NotADirectory {
-                path: row.get::<_, String>(0),
-            });
-        }
+    let row = cache
+        .query_one(
+            client,
+            "SELECT EXISTS (SELECT 1 FROM tt_files WHERE run_id = $1
+                            AND starts_with(path, $2 || '/')),
+                    (SELECT path FROM tt_files WHERE run_id = $1 AND path = ANY($3) LIMIT 1),
+                    f.content, f.sha256
+             FROM (SELECT 1) AS one
+             LEFT JOIN tt_files f ON f.run_id = $1 AND f.path = $2",
+            &[&run_id.as_str(), &path.as_str(), &above],
+        )
+        .await
+        .map_err(db(ws_what(run_id)))?;
+    if row.get::<_, bool>(0) {
+        return Err(StorageError::IsDirectory {
+            path: path.to_string(),
+        });
     }
-    Ok(())
+    if let Some(file_above) = row.get::<_, Option<String>>(1) {
+        return Err(StorageError::NotADirectory { path: file_above });
+    }
+    let content: Option<String> = row.get(2);
+    let sha256: Option<String> = row.get(3);
+    Ok(content.zip(sha256))
 }
 
 async fn upsert_file<C: GenericClient>(
     client: &C,
+    cache: &StatementCache,
     run_id: &RunId,
     path: &WorkspacePath,
     text: &str,
     sha256: &str,
 ) -> StorageResult<()> {
-    client
+    cache
         .execute(
+            client,
             "INSERT INTO tt_files (run_id, path, content, sha256) VALUES ($1, $2, $3, $4)
              ON CONFLICT (run_id, path) DO UPDATE
              SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256",
@@ -172,10 +192,12 @@ async fn upsert_file<C: GenericClient>(
 /// The run's files under `persist/`, sorted by path, with their text.
 async fn persist_files<C: GenericClient>(
     client: &C,
+    cache: &StatementCache,
     run_id: &RunId,
 ) -> StorageResult<Vec<(WorkspacePath, String)>> {
-    let rows = client
+    let rows = cache
         .query(
+            client,
             "SELECT path, content FROM tt_files WHERE run_id = $1
              AND starts_with(path, 'persist/') ORDER BY path",
             &[&run_id.as_str()],
@@ -187,9 +209,14 @@ async fn persist_files<C: GenericClient>(
         .collect()
 }
 
-async fn run_workspace_id<C: GenericClient>(client: &C, run_id: &RunId) -> StorageResult<String> {
-    let row = client
+async fn run_workspace_id<C: GenericClient>(
+    client: &C,
+    cache: &StatementCache,
+    run_id: &RunId,
+) -> StorageResult<String> {
+    let row = cache
         .query_opt(
+            client,
             "SELECT workspace_id FROM runs WHERE run_id = $1",
             &[&run_id.as_str()],
         )
@@ -211,40 +238,22 @@ impl PostgresStore {
     ) -> StorageResult<WriteOutcome> {
         self.claim_run(run_id).await?;
         let mut conn = self.pool.get().await?;
-        let tx = conn.transaction().await.map_err(db(ws_what(run_id)))?;
-        run_exists(&tx, run_id).await?;
-        tx.execute(path_lock_sql(), &[&run_id.as_str(), &path.as_str()])
-            .await
-            .map_err(db(ws_what(run_id)))?;
-        check_file_slot(&tx, run_id, path).await?;
-        let current = current_text(&tx, run_id, path).await?;
-        match (guard, &current) {
-            (WriteGuard::MustNotExist, Some((_, sha))) => {
-                return Err(StorageError::GuardFileExists {
-                    path: path.to_string(),
-                    current_sha256: sha.clone(),
-                });
-            }
-            (WriteGuard::MustMatchSha256(_), None) => {
-                return Err(StorageError::GuardFileMissing {
-                    path: path.to_string(),
-                });
-            }
-            (WriteGuard::MustMatchSha256(expected), Some((_, sha))) if expected != sha => {
-                return Err(StorageError::GuardShaMismatch {
-                    path: path.to_string(),
-                    expected: expected.clone(),
-                    actual: sha.clone(),
-                });
-            }
-            _ => {}
-        }
+        let (client, cache) = conn.parts();
+        let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
+        let lock_key = format!("{run_id}/{path}");
+        self.ownership
+            .fence(&tx, cache, run_id, Some(&lock_key))
+            .await?;
+        let current = probe_file_slot(&tx, cache, run_id, path).await?;
+        guard
+            .check(current.as_ref().map(|(_, sha)| sha.as_str()))
+            .map_err(|violation| StorageError::guard(path, violation))?;
         let text = match (&current, append) {
             (Some((old, _)), true) => format!("{old}{content}"),
             _ => content.to_owned(),
         };
         let sha256 = sha256_hex(text.as_bytes());
-        upsert_file(&tx, run_id, path, &text, &sha256).await?;
+        upsert_file(&tx, cache, run_id, path, &text, &sha256).await?;
         tx.commit().await.map_err(db(ws_what(run_id)))?;
         Ok(WriteOutcome {
             previous_sha256: current.map(|(_, sha)| sha),
@@ -298,7 +307,7 @@ impl WorkspaceRepository for PostgresStore {
     ) -> StorageResult<Vec<WorkspaceEntry>> {
         {
             let conn = self.pool.get().await?;
-            run_exists(&*conn, run_id).await?;
+            run_exists(&*conn, conn.cache(), run_id).await?;
         }
         let mut entries = BTreeMap::new();
         match path {
@@ -345,12 +354,14 @@ impl WorkspaceRepository for PostgresStore {
 
     async fn read(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<FileContent> {
         let conn = self.pool.get().await?;
-        run_exists(&*conn, run_id).await?;
-        if let Some((text, sha256)) = current_text(&*conn, run_id, path).await? {
+        // A file there implies its run: the run is looked up only when no file is.
+        if let Some((text, sha256)) = current_text(&*conn, conn.cache(), run_id, path).await? {
             return Ok(FileContent { text, sha256 });
         }
+        run_exists(&*conn, conn.cache(), run_id).await?;
         if path.root().is_some()
-            && (path.is_root_itself() || has_children(&*conn, run_id, path.as_str()).await?)
+            && (path.is_root_itself()
+                || has_children(&*conn, conn.cache(), run_id, path.as_str()).await?)
         {
             return Err(StorageError::IsDirectory {
                 path: path.to_string(),
@@ -364,7 +375,7 @@ impl WorkspaceRepository for PostgresStore {
             Ok(content) => Ok(Some(content.sha256)),
             Err(StorageError::NotFound { .. }) => {
                 let conn = self.pool.get().await?;
-                run_exists(&*conn, run_id).await?;
+                run_exists(&*conn, conn.cache(), run_id).await?;
                 Ok(None)
             }
             Err(other) => Err(other),
@@ -402,21 +413,32 @@ impl WorkspaceRepository for PostgresStore {
         self.claim_run(run_id).await?;
         let mut conn = self.pool.get().await?;
         let what = format!("checkpoint of run {run_id}");
-        let tx = conn.transaction().await.map_err(db(what.clone()))?;
-        let row = tx
-            .query_opt(
-                "UPDATE runs SET checkpoint_seq = checkpoint_seq + 1 WHERE run_id = $1
-                 RETURNING checkpoint_seq",
+        let (client, cache) = conn.parts();
+        let tx = client.transaction().await.map_err(db(what.clone()))?;
+        self.ownership.fence(&tx, cache, run_id, None).await?;
+        // The number is the run's highest plus one, under a lock of the run's checkpoints
+        // only: the run row stays free for the journal's group commit.
+        cache
+            .execute(
+                &tx,
+                "SELECT pg_advisory_xact_lock(hashtextextended($1 || '#checkpoints', 0))",
                 &[&run_id.as_str()],
             )
             .await
-            .map_err(db(what.clone()))?
-            .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+            .map_err(db(what.clone()))?;
+        let row = cache
+            .query_one(
+                &tx,
+                "SELECT coalesce(max(seq), 0) + 1 FROM tt_checkpoints WHERE run_id = $1",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(db(what.clone()))?;
         let seq = crate::runs::as_u64(row.get(0));
         let mut files = Vec::new();
         let mut texts = Vec::new();
         for path in paths {
-            if let Some((text, _)) = current_text(&tx, run_id, path).await? {
+            if let Some((text, _)) = current_text(&tx, cache, run_id, path).await? {
                 files.push(fingerprint(path, &text));
                 texts.push(text);
             }
@@ -430,17 +452,19 @@ impl WorkspaceRepository for PostgresStore {
             event_seq,
             files,
         };
-        tx.execute(
-            "INSERT INTO tt_checkpoints (run_id, seq, record, files) VALUES ($1, $2, $3, $4)",
-            &[
-                &run_id.as_str(),
-                &row.get::<_, i64>(0),
-                &to_json("checkpoint", &record)?,
-                &to_json("checkpoint files", &texts)?,
-            ],
-        )
-        .await
-        .map_err(db(what.clone()))?;
+        cache
+            .execute(
+                &tx,
+                "INSERT INTO tt_checkpoints (run_id, seq, record, files) VALUES ($1, $2, $3, $4)",
+                &[
+                    &run_id.as_str(),
+                    &row.get::<_, i64>(0),
+                    &to_json("checkpoint", &record)?,
+                    &to_json("checkpoint files", &texts)?,
+                ],
+            )
+            .await
+            .map_err(db(what.clone()))?;
         tx.commit().await.map_err(db(what))?;
         Ok(record)
     }
@@ -453,11 +477,15 @@ impl WorkspaceRepository for PostgresStore {
         self.claim_run(run_id).await?;
         let snapshot = {
             let mut conn = self.pool.get().await?;
-            let tx = conn.transaction().await.map_err(db(ws_what(run_id)))?;
-            let workspace_id = run_workspace_id(&tx, run_id).await?;
+            let (client, cache) = conn.parts();
+            let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
+            self.ownership.fence(&tx, cache, run_id, None).await?;
+            self.ownership.fence(&tx, cache, run_id, None).await?;
+            let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
             if let Some(state_id) = base_state_id {
-                let found = tx
+                let found = cache
                     .query_opt(
+                        &tx,
                         "SELECT 1 FROM tt_persistent_states WHERE workspace_id = $1 AND state_id = $2",
                         &[&workspace_id, &state_id],
                     )
@@ -469,18 +497,20 @@ impl WorkspaceRepository for PostgresStore {
                         format!("persistent state {state_id} does not exist in this conversation"),
                     ));
                 }
-                tx.execute(
-                    "INSERT INTO tt_files (run_id, path, content, sha256)
+                cache
+                    .execute(
+                        &tx,
+                        "INSERT INTO tt_files (run_id, path, content, sha256)
                      SELECT $1, path, content, encode(sha256(convert_to(content, 'UTF8')), 'hex')
                      FROM tt_state_files WHERE workspace_id = $2 AND state_id = $3
                      ON CONFLICT (run_id, path) DO UPDATE
                      SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256",
-                    &[&run_id.as_str(), &workspace_id, &state_id],
-                )
-                .await
-                .map_err(db(format!("persistent state {state_id}")))?;
+                        &[&run_id.as_str(), &workspace_id, &state_id],
+                    )
+                    .await
+                    .map_err(db(format!("persistent state {state_id}")))?;
             }
-            let files = persist_files(&tx, run_id)
+            let files = persist_files(&tx, cache, run_id)
                 .await?
                 .iter()
                 .map(|(path, text)| fingerprint(path, text))
@@ -509,47 +539,16 @@ impl WorkspaceRepository for PostgresStore {
     ) -> StorageResult<PersistentChangeSet> {
         self.claim_run(run_id).await?;
         let mut conn = self.pool.get().await?;
-        let tx = conn.transaction().await.map_err(db(ws_what(run_id)))?;
-        let workspace_id = run_workspace_id(&tx, run_id).await?;
-        let current = persist_files(&tx, run_id).await?;
-        let current_paths: BTreeSet<&WorkspacePath> = current.iter().map(|(p, _)| p).collect();
-        if let Some(deleted) = snapshot
-            .files
+        let (client, cache) = conn.parts();
+        let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
+        self.ownership.fence(&tx, cache, run_id, None).await?;
+        let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
+        let current = persist_files(&tx, cache, run_id).await?;
+        let files: Vec<FileFingerprint> = current
             .iter()
-            .find(|file| !current_paths.contains(&file.path))
-        {
-            return Err(persist_error(
-                "agent.persistent_delete_unsupported",
-                format!(
-                    "`{}` was deleted from persist/, but persistent files cannot be deleted",
-                    deleted.path
-                ),
-            ));
-        }
-        let before: BTreeMap<&WorkspacePath, &str> = snapshot
-            .files
-            .iter()
-            .map(|file| (&file.path, file.sha256.as_str()))
+            .map(|(path, text)| fingerprint(path, text))
             .collect();
-        let mut files = Vec::with_capacity(current.len());
-        let mut changes = Vec::new();
-        for (path, text) in &current {
-            let print = fingerprint(path, text);
-            let kind = match before.get(path) {
-                None => Some(PersistentChangeKind::Added),
-                Some(sha) if *sha != print.sha256 => Some(PersistentChangeKind::Modified),
-                Some(_) => None,
-            };
-            if let Some(kind) = kind {
-                changes.push(PersistentChange {
-                    path: path.clone(),
-                    kind,
-                    sha256: print.sha256.clone(),
-                    bytes: print.bytes,
-                });
-            }
-            files.push(print);
-        }
+        let changes = snapshot.changes_to(&files)?;
         let manifest = StateManifest {
             state_id: run_id.as_str().to_owned(),
             run_id: run_id.clone(),
@@ -558,8 +557,9 @@ impl WorkspaceRepository for PostgresStore {
             files,
             changes,
         };
-        let inserted = tx
+        let inserted = cache
             .execute(
+                &tx,
                 "INSERT INTO tt_persistent_states (workspace_id, state_id, manifest)
                  VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
                 &[
@@ -576,14 +576,16 @@ impl WorkspaceRepository for PostgresStore {
                 format!("persistent state {run_id} already exists"),
             ));
         }
-        tx.execute(
-            "INSERT INTO tt_state_files (workspace_id, state_id, path, content)
+        cache
+            .execute(
+                &tx,
+                "INSERT INTO tt_state_files (workspace_id, state_id, path, content)
              SELECT $1, $2, path, content FROM tt_files
              WHERE run_id = $2 AND starts_with(path, 'persist/')",
-            &[&workspace_id, &run_id.as_str()],
-        )
-        .await
-        .map_err(db(format!("persistent state {run_id}")))?;
+                &[&workspace_id, &run_id.as_str()],
+            )
+            .await
+            .map_err(db(format!("persistent state {run_id}")))?;
         tx.commit().await.map_err(db(ws_what(run_id)))?;
         Ok(PersistentChangeSet {
             state_id: manifest.state_id,
@@ -594,7 +596,7 @@ impl WorkspaceRepository for PostgresStore {
 
     async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>> {
         let conn = self.pool.get().await?;
-        let workspace_id = run_workspace_id(&*conn, run_id).await?;
+        let workspace_id = run_workspace_id(&*conn, conn.cache(), run_id).await?;
         let row = conn
             .query_opt(
                 "SELECT manifest FROM tt_persistent_states WHERE workspace_id = $1 AND state_id = $2",

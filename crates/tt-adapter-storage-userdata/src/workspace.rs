@@ -9,7 +9,7 @@
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -20,8 +20,7 @@ use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
     CheckpointReason, CheckpointRecord, EntryKind, FileFingerprint, PersistSnapshot,
-    PersistentChange, PersistentChangeKind, PersistentChangeSet, WorkspacePath, WorkspaceRoot,
-    WriteGuard,
+    PersistentChange, PersistentChangeSet, WorkspacePath, WorkspaceRoot, WriteGuard,
 };
 use tt_ports::{
     FileContent, RunDocument, StorageError, StorageResult, WorkspaceEntry, WorkspaceRepository,
@@ -555,20 +554,7 @@ fn promote_persist_sync(
     let run = load_run_record(&base.dir, run_id)?;
     let current = persist_files(&base.dir)?;
 
-    let current_paths: BTreeSet<&WorkspacePath> = current.iter().map(|(path, _)| path).collect();
-    if let Some(deleted) = snapshot
-        .files
-        .iter()
-        .find(|file| !current_paths.contains(&file.path))
-    {
-        return Err(persist_error(
-            "agent.persistent_delete_unsupported",
-            format!(
-                "`{}` was deleted from persist/, but persistent files cannot be deleted",
-                deleted.path
-            ),
-        ));
-    }
+    snapshot.check_no_deletions(current.iter().map(|(path, _)| path))?;
 
     let states_dir = inner.layout.states_dir(run.workspace_id.as_str())?;
     let target = states_dir.join(run_id.as_str());
@@ -584,30 +570,11 @@ fn promote_persist_sync(
     fsutil::create_dir_all(&states_dir)?;
     let staging = temp_path_in(&states_dir);
     let result = (|| -> StorageResult<PersistentChangeSet> {
-        let before: BTreeMap<&WorkspacePath, &str> = snapshot
-            .files
-            .iter()
-            .map(|file| (&file.path, file.sha256.as_str()))
-            .collect();
         fsutil::create_dir_all(&staging.join(PERSIST_DIR))?;
         let mut files = Vec::with_capacity(current.len());
-        let mut changes = Vec::new();
         for (path, physical) in &current {
             let bytes = read_file_bytes(physical, path)?;
             let print = fingerprint(path, &bytes);
-            let kind = match before.get(path) {
-                None => Some(PersistentChangeKind::Added),
-                Some(sha) if *sha != print.sha256 => Some(PersistentChangeKind::Modified),
-                Some(_) => None,
-            };
-            if let Some(kind) = kind {
-                changes.push(PersistentChange {
-                    path: path.clone(),
-                    kind,
-                    sha256: print.sha256.clone(),
-                    bytes: print.bytes,
-                });
-            }
             let staged = join_relative(&staging, path.as_str());
             if let Some(parent) = staged.parent() {
                 fsutil::create_dir_all(parent)?;
@@ -615,6 +582,7 @@ fn promote_persist_sync(
             write_synced(&staged, &bytes)?;
             files.push(print);
         }
+        let changes = snapshot.changes_to(&files)?;
         let manifest = StateManifest {
             version: 1,
             state_id: run_id.as_str(),
@@ -859,29 +827,9 @@ impl WorkspaceRepository for UserDataStore {
             let base = RunBase::new(inner, &run_id)?;
             let (physical, walked) = base.resolve_walked(&path)?;
             let previous = current_sha256_walked(&base, Some(&owned), &physical, &path, &walked)?;
-            match (&guard, &previous) {
-                (WriteGuard::None, _) | (WriteGuard::MustNotExist, None) => {}
-                (WriteGuard::MustNotExist, Some(current)) => {
-                    return Err(StorageError::GuardFileExists {
-                        path: path.to_string(),
-                        current_sha256: current.clone(),
-                    });
-                }
-                (WriteGuard::MustMatchSha256(_), None) => {
-                    return Err(StorageError::GuardFileMissing {
-                        path: path.to_string(),
-                    });
-                }
-                (WriteGuard::MustMatchSha256(expected), Some(actual)) => {
-                    if expected != actual {
-                        return Err(StorageError::GuardShaMismatch {
-                            path: path.to_string(),
-                            expected: expected.clone(),
-                            actual: actual.clone(),
-                        });
-                    }
-                }
-            }
+            guard
+                .check(previous.as_deref())
+                .map_err(|violation| StorageError::guard(&path, violation))?;
             let sha256 = sha256_hex(content.as_bytes());
             let bytes = content.len() as u64;
             // Updated under the path lock, so the cache follows the writes of a path in order.

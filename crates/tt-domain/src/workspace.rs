@@ -392,6 +392,39 @@ pub enum WriteGuard {
     MustMatchSha256(String),
 }
 
+/// Why a guarded write was refused (each store maps it to its error with the path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuardViolation {
+    /// `MustNotExist` found a file with this sha256.
+    FileExists { current_sha256: String },
+    /// `MustMatchSha256` found no file.
+    FileMissing,
+    /// `MustMatchSha256` found other content.
+    ShaMismatch { expected: String, actual: String },
+}
+
+impl WriteGuard {
+    /// Whether a write under this guard may go ahead when the file's sha256 is `current`
+    /// (`None`: no file there). Every store checks its guard here, under its own lock of the
+    /// path.
+    pub fn check(&self, current: Option<&str>) -> Result<(), GuardViolation> {
+        match (self, current) {
+            (WriteGuard::None, _) | (WriteGuard::MustNotExist, None) => Ok(()),
+            (WriteGuard::MustNotExist, Some(current)) => Err(GuardViolation::FileExists {
+                current_sha256: current.to_owned(),
+            }),
+            (WriteGuard::MustMatchSha256(_), None) => Err(GuardViolation::FileMissing),
+            (WriteGuard::MustMatchSha256(expected), Some(actual)) if expected != actual => {
+                Err(GuardViolation::ShaMismatch {
+                    expected: expected.clone(),
+                    actual: actual.to_owned(),
+                })
+            }
+            (WriteGuard::MustMatchSha256(_), Some(_)) => Ok(()),
+        }
+    }
+}
+
 /// A file entry in a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -404,6 +437,72 @@ pub enum EntryKind {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn print(path: &str, sha256: &str) -> FileFingerprint {
+        FileFingerprint {
+            path: WorkspacePath::parse(path).unwrap(),
+            sha256: sha256.to_owned(),
+            bytes: 3,
+        }
+    }
+
+    #[test]
+    fn write_guards_pass_or_say_why_not() {
+        let sha = |s: &str| s.to_owned();
+        assert_eq!(WriteGuard::None.check(Some("a")), Ok(()));
+        assert_eq!(WriteGuard::MustNotExist.check(None), Ok(()));
+        assert_eq!(
+            WriteGuard::MustNotExist.check(Some("a")),
+            Err(GuardViolation::FileExists {
+                current_sha256: sha("a")
+            })
+        );
+        let must = WriteGuard::MustMatchSha256(sha("a"));
+        assert_eq!(must.check(Some("a")), Ok(()));
+        assert_eq!(must.check(None), Err(GuardViolation::FileMissing));
+        assert_eq!(
+            must.check(Some("b")),
+            Err(GuardViolation::ShaMismatch {
+                expected: sha("a"),
+                actual: sha("b")
+            })
+        );
+    }
+
+    #[test]
+    fn persist_changes_are_additions_and_modifications_in_current_order() {
+        let snapshot = PersistSnapshot {
+            base_state_id: None,
+            files: vec![
+                print("persist/kept.md", "aa"),
+                print("persist/edited.md", "bb"),
+            ],
+        };
+        let current = [
+            print("persist/edited.md", "cc"),
+            print("persist/kept.md", "aa"),
+            print("persist/new.md", "dd"),
+        ];
+        let changes = snapshot.changes_to(&current).unwrap();
+        let seen: Vec<(&str, PersistentChangeKind, &str)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.kind, c.sha256.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("persist/edited.md", PersistentChangeKind::Modified, "cc"),
+                ("persist/new.md", PersistentChangeKind::Added, "dd"),
+            ]
+        );
+        let deleted = snapshot.changes_to(&current[..1]).unwrap_err();
+        assert_eq!(deleted.code, "agent.persistent_delete_unsupported");
+        assert!(
+            deleted.message.contains("persist/kept.md"),
+            "{}",
+            deleted.message
+        );
+    }
 
     fn parse(raw: &str) -> Result<String, &'static str> {
         WorkspacePath::parse(raw).map(|p| p.0).map_err(|e| e.code)
@@ -589,6 +688,56 @@ pub struct PersistSnapshot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_state_id: Option<String>,
     pub files: Vec<FileFingerprint>,
+}
+
+impl PersistSnapshot {
+    /// `agent.persistent_delete_unsupported` when a file of the snapshot is not among
+    /// `current` (the paths `persist/` holds now): persistent files cannot be deleted.
+    pub fn check_no_deletions<'a>(
+        &self,
+        current: impl IntoIterator<Item = &'a WorkspacePath>,
+    ) -> DomainResult<()> {
+        let current: std::collections::BTreeSet<&WorkspacePath> = current.into_iter().collect();
+        match self.files.iter().find(|file| !current.contains(&file.path)) {
+            Some(deleted) => Err(DomainError::new(
+                "agent.persistent_delete_unsupported",
+                format!(
+                    "`{}` was deleted from persist/, but persistent files cannot be deleted",
+                    deleted.path
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The changes of `persist/` since this snapshot, one per file of `current` (what it holds
+    /// now) that is new (`Added`) or whose sha256 differs (`Modified`), in `current`'s order.
+    /// Every store's promotion reports these; the check of [`Self::check_no_deletions`]
+    /// comes first.
+    pub fn changes_to(&self, current: &[FileFingerprint]) -> DomainResult<Vec<PersistentChange>> {
+        self.check_no_deletions(current.iter().map(|file| &file.path))?;
+        let before: std::collections::BTreeMap<&WorkspacePath, &str> = self
+            .files
+            .iter()
+            .map(|file| (&file.path, file.sha256.as_str()))
+            .collect();
+        Ok(current
+            .iter()
+            .filter_map(|file| {
+                let kind = match before.get(&file.path) {
+                    None => PersistentChangeKind::Added,
+                    Some(sha256) if *sha256 != file.sha256 => PersistentChangeKind::Modified,
+                    Some(_) => return None,
+                };
+                Some(PersistentChange {
+                    path: file.path.clone(),
+                    kind,
+                    sha256: file.sha256.clone(),
+                    bytes: file.bytes,
+                })
+            })
+            .collect())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -2,6 +2,7 @@
 //! explicit catch-all variant. Classification helpers are exhaustive matches.
 
 use tt_domain::DomainError;
+use tt_domain::workspace::GuardViolation;
 
 /// Who holds a run's lock, as `run_locked` says it.
 fn lock_owner(owner_pid: Option<u32>) -> String {
@@ -102,6 +103,25 @@ impl StorageError {
             StorageError::Corrupt { .. } => "agent.storage_corrupt",
             StorageError::Io { .. } => "agent.storage_io",
             StorageError::Other(_) => "agent.internal_error",
+        }
+    }
+}
+
+impl StorageError {
+    /// The error of a write to `path` that its guard refused.
+    pub fn guard(path: impl std::fmt::Display, violation: GuardViolation) -> Self {
+        let path = path.to_string();
+        match violation {
+            GuardViolation::FileExists { current_sha256 } => Self::GuardFileExists {
+                path,
+                current_sha256,
+            },
+            GuardViolation::FileMissing => Self::GuardFileMissing { path },
+            GuardViolation::ShaMismatch { expected, actual } => Self::GuardShaMismatch {
+                path,
+                expected,
+                actual,
+            },
         }
     }
 }

@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 
+use tt_domain::ids::EventId;
 use tt_ports::{
-    AgentInvocationRepository, AgentRunRepository, ProfileRepository, RunJournal,
-    WorkspaceRepository,
+    AgentInvocationRepository, AgentRunRepository, Clock, IdGenerator, ProfileRepository,
+    RunJournal, WorkspaceRepository,
 };
 
 use crate::dto::{HostError, HostResult};
@@ -70,6 +71,8 @@ pub enum StoreChoice {
 /// Opens the store a URL names: `postgres://…` or `postgresql://…` is the PostgreSQL store
 /// (its schema migrated on the way). Errors: `agent.store_url_unsupported` for any other
 /// scheme, and the store's own code (e.g. `agent.storage_io`) when it cannot be reached.
+/// Like the file store, it first marks `interrupted` the unfinished runs whose host died
+/// (their lease expired).
 pub async fn open_store_url(url: &str) -> HostResult<StoreChoice> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(HostError::new(
@@ -87,6 +90,20 @@ pub async fn open_store_url(url: &str) -> HostResult<StoreChoice> {
             HostError::new(
                 err.code(),
                 format!("cannot open the store {}: {err}", redact(url)),
+            )
+        })?;
+    // As the file store does when a runtime opens its data dir: runs whose host died (their
+    // lease expired) are marked interrupted, so they can be resumed here.
+    let ids = crate::system::UuidIds;
+    store
+        .recover_interrupted_runs(crate::system::SystemClock.now(), || {
+            EventId::generate(&ids.next_token())
+        })
+        .await
+        .map_err(|err| {
+            HostError::new(
+                err.code(),
+                format!("cannot mark the interrupted runs of {}: {err}", redact(url)),
             )
         })?;
     Ok(StoreChoice::Ports(StoragePorts::from_store(

@@ -1,5 +1,6 @@
 //! The PostgreSQL store's own tests, beside the shared contract suites.
 
 mod follow;
-mod ownership;
+pub mod ownership;
+mod recovery;
 mod store;

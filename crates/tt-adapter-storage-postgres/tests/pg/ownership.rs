@@ -1,14 +1,20 @@
 //! Ownership across hosts: two stores on one database stand for two hosts. The second writer
 //! of a run is refused with `agent.run_locked` while the first heartbeats; once the first is
 //! gone and its lease expired, the second takes the run over and the journal goes on gapless.
-//! Server-side lease expiry needs real time: the lease here is short (600 ms).
+//! Server-side lease expiry needs real time: the lease here is short (600 ms). A store whose
+//! lease was taken over is fenced: its writes are refused at once, before any heartbeat.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tt_adapter_storage_postgres::{PostgresOptions, PostgresStore};
-use tt_ports::{AgentRunRepository, EventPage, RunJournal};
-use tt_testkit::contract::{assert_code, manifest_for, sample_run, tool_event};
+use tt_domain::ids::TaskId;
+use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_domain::workspace::{CheckpointReason, WriteGuard};
+use tt_ports::{AgentInvocationRepository, AgentRunRepository, EventPage, RunDocument, RunJournal};
+use tt_testkit::contract::{
+    assert_code, invocation, manifest_for, sample_run, task, tool_event, ts, wp,
+};
 
 const LEASE: Duration = Duration::from_millis(600);
 
@@ -64,4 +70,179 @@ async fn a_second_writer_is_locked_out_until_the_lease_expires() {
     // Releasing hands the run over at once.
     b.release_run(&run.id).await.unwrap();
     a_again.claim_run(&run.id).await.unwrap();
+}
+
+/// Ends `run_id`'s lease on the server at once, as if its holder had missed its heartbeats.
+pub async fn expire_lease(url: &str, run_id: &str) {
+    tt_adapter_storage_postgres::cluster::TestCluster::expire_lease(url, run_id)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_whose_lease_was_taken_over_cannot_write() {
+    let url = crate::cluster()
+        .create_database("tt_case_fencing")
+        .await
+        .unwrap();
+    // A long lease: nothing here waits for a heartbeat, the lease is ended by hand.
+    let host_with_long_lease = |name: &str| {
+        let options = PostgresOptions {
+            pool_size: 2,
+            lease: Duration::from_secs(60),
+            owner_id: Some(name.to_owned()),
+        };
+        let url = url.clone();
+        async move { Arc::new(PostgresStore::open_with(&url, options).await.unwrap()) }
+    };
+    let a = host_with_long_lease("host-a").await;
+    let b = host_with_long_lease("host-b").await;
+    let run = sample_run(7);
+    a.create_run(&run, &manifest_for(&run)).await.unwrap();
+    a.append(tool_event(&run.id, 1, "inv_root")).await.unwrap();
+    tt_ports::WorkspaceRepository::write(&*a, &run.id, &wp("output/a.md"), "a", &WriteGuard::None)
+        .await
+        .unwrap();
+    a.create_task(&task(&run, "task_1", 10)).await.unwrap();
+
+    // A's lease ends without A noticing (no heartbeat has run); B takes the run over.
+    expire_lease(&url, run.id.as_str()).await;
+    b.claim_run(&run.id).await.unwrap();
+
+    // Every kind of write A still tries is refused, though A believes it holds the run.
+    assert_code(
+        a.append(tool_event(&run.id, 2, "inv_root")).await,
+        "agent.run_locked",
+    );
+    assert_code(a.save_run(&run).await, "agent.run_locked");
+    assert_code(
+        tt_ports::WorkspaceRepository::write(
+            &*a,
+            &run.id,
+            &wp("output/a.md"),
+            "late",
+            &WriteGuard::None,
+        )
+        .await,
+        "agent.run_locked",
+    );
+    assert_code(
+        a.write_document(
+            &run.id,
+            &RunDocument::PersistSnapshot,
+            &serde_json::json!({}),
+        )
+        .await,
+        "agent.run_locked",
+    );
+    assert_code(
+        a.save_invocation(&invocation(&run, "inv_late", 20)).await,
+        "agent.run_locked",
+    );
+    assert_code(
+        a.create_task(&task(&run, "task_late", 30)).await,
+        "agent.run_locked",
+    );
+    let transition = TaskTransition {
+        status: TaskStatus::Running,
+        result_ref: None,
+        error: None,
+    };
+    assert_code(
+        a.transition_task(&run.id, &TaskId::from_raw("task_1"), &transition, ts(40))
+            .await,
+        "agent.run_locked",
+    );
+    assert_code(
+        tt_ports::WorkspaceRepository::create_checkpoint(
+            &*a,
+            &run.id,
+            CheckpointReason::ToolWorkspaceWrite,
+            1,
+            &[],
+            ts(50),
+        )
+        .await,
+        "agent.run_locked",
+    );
+
+    // Nothing of A's reached the store; B goes on from A's last committed write.
+    assert_eq!(
+        b.read(&run.id, &EventPage::default()).await.unwrap().len(),
+        1
+    );
+    let text = tt_ports::WorkspaceRepository::read(&*b, &run.id, &wp("output/a.md"))
+        .await
+        .unwrap()
+        .text;
+    assert_eq!(text, "a");
+    assert_eq!(
+        b.append(tool_event(&run.id, 2, "inv_root"))
+            .await
+            .unwrap()
+            .seq,
+        2
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_refuses_only_the_runs_another_store_holds() {
+    let url = crate::cluster()
+        .create_database("tt_case_batch_refusal")
+        .await
+        .unwrap();
+    let a = host(&url, "host-a").await;
+    let b = host(&url, "host-b").await;
+    let mine = sample_run(11);
+    let theirs = sample_run(12);
+    a.create_run(&mine, &manifest_for(&mine)).await.unwrap();
+    b.create_run(&theirs, &manifest_for(&theirs)).await.unwrap();
+    // A thinks it holds B's run too: B's lease is ended by hand and A takes it, then C takes
+    // it from A the same way, so A still has it in its held set but not on the server.
+    expire_lease(&url, theirs.id.as_str()).await;
+    a.claim_run(&theirs.id).await.unwrap();
+    expire_lease(&url, theirs.id.as_str()).await;
+    let c = host(&url, "host-c").await;
+    c.claim_run(&theirs.id).await.unwrap();
+
+    // Appends and documents of both runs, all at once, so they share batches.
+    let writes = (1..=40_u64).map(|n| {
+        let a = Arc::clone(&a);
+        let run_id = if n % 2 == 0 {
+            mine.id.clone()
+        } else {
+            theirs.id.clone()
+        };
+        async move {
+            let appended = a.append(tool_event(&run_id, n, "inv_root")).await;
+            let document = a
+                .write_document(
+                    &run_id,
+                    &RunDocument::PersistSnapshot,
+                    &serde_json::json!({"n": n}),
+                )
+                .await;
+            (run_id, appended.map(|event| event.seq), document)
+        }
+    });
+    let results = futures_util::future::join_all(writes).await;
+    let mut seqs = Vec::new();
+    for (run_id, appended, document) in results {
+        if run_id == mine.id {
+            seqs.push(appended.unwrap());
+            document.unwrap();
+        } else {
+            assert_code(appended, "agent.run_locked");
+            assert_code(document, "agent.run_locked");
+        }
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=20).collect::<Vec<u64>>());
+    assert_eq!(c.last_seq(&theirs.id).await.unwrap(), 0);
+    assert!(
+        c.read_document(&theirs.id, &RunDocument::PersistSnapshot)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

@@ -12,8 +12,7 @@ use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
     CheckpointReason, CheckpointRecord, EntryKind, FileFingerprint, PersistSnapshot,
-    PersistentChange, PersistentChangeKind, PersistentChangeSet, WorkspacePath, WorkspaceRoot,
-    WriteGuard,
+    PersistentChangeSet, WorkspacePath, WorkspaceRoot, WriteGuard,
 };
 use tt_ports::{
     FileContent, RunDocument, StorageError, StorageResult, WorkspaceEntry, WorkspaceRepository,
@@ -218,29 +217,9 @@ impl WorkspaceRepository for InMemoryStore {
         let previous_sha256 = files
             .get(path.as_str())
             .map(|text| sha256_hex(text.as_bytes()));
-        match (guard, &previous_sha256) {
-            (WriteGuard::None, _) | (WriteGuard::MustNotExist, None) => {}
-            (WriteGuard::MustNotExist, Some(current)) => {
-                return Err(StorageError::GuardFileExists {
-                    path: path.to_string(),
-                    current_sha256: current.clone(),
-                });
-            }
-            (WriteGuard::MustMatchSha256(_), None) => {
-                return Err(StorageError::GuardFileMissing {
-                    path: path.to_string(),
-                });
-            }
-            (WriteGuard::MustMatchSha256(expected), Some(actual)) => {
-                if expected != actual {
-                    return Err(StorageError::GuardShaMismatch {
-                        path: path.to_string(),
-                        expected: expected.clone(),
-                        actual: actual.clone(),
-                    });
-                }
-            }
-        }
+        guard
+            .check(previous_sha256.as_deref())
+            .map_err(|violation| StorageError::guard(path, violation))?;
         files.insert(path.as_str().to_owned(), content.to_owned());
         Ok(WriteOutcome {
             previous_sha256,
@@ -374,38 +353,17 @@ impl WorkspaceRepository for InMemoryStore {
         let current: Files = persist_files(&run.files)
             .map(|(path, text)| (path.clone(), text.clone()))
             .collect();
-        if let Some(deleted) = snapshot
-            .files
+        let prints = current
             .iter()
-            .find(|file| !current.contains_key(file.path.as_str()))
-        {
-            return Err(persist_error(
-                "agent.persistent_delete_unsupported",
-                format!(
-                    "`{}` was deleted from persist/ during the run; deleting persistent files is not supported",
-                    deleted.path
-                ),
-            ));
-        }
-        let mut changes = Vec::new();
-        for (path, text) in &current {
-            let sha256 = sha256_hex(text.as_bytes());
-            let before = snapshot
-                .files
-                .iter()
-                .find(|file| file.path.as_str() == path);
-            let kind = match before {
-                None => PersistentChangeKind::Added,
-                Some(file) if file.sha256 != sha256 => PersistentChangeKind::Modified,
-                Some(_) => continue,
-            };
-            changes.push(PersistentChange {
-                path: WorkspacePath::parse(path)?,
-                kind,
-                sha256,
-                bytes: byte_len(text),
-            });
-        }
+            .map(|(path, text)| {
+                Ok(FileFingerprint {
+                    path: WorkspacePath::parse(path)?,
+                    sha256: sha256_hex(text.as_bytes()),
+                    bytes: byte_len(text),
+                })
+            })
+            .collect::<StorageResult<Vec<_>>>()?;
+        let changes = snapshot.changes_to(&prints)?;
         let state_id = run_id.as_str().to_owned();
         let key = (run.run.workspace_id.as_str().to_owned(), state_id.clone());
         if state.persistent_states.contains_key(&key) {

@@ -1,0 +1,279 @@
+//! Group commit of journal appends and run documents, the writes a model turn makes most.
+//! Every such write of the store (any run) goes to one queue; one task takes everything
+//! queued, writes it in one statement (one transaction, one WAL flush) on its own connection,
+//! and answers each caller once that statement committed, so a write is still durable when it
+//! returns. While a batch commits the next one gathers. Seqs follow the
+//! queue's order within a run, and the statement refuses the runs whose lease this store no
+//! longer holds (it locks the lease row, so a takeover waits for the batch, or the batch for it).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_postgres::{Client, Statement};
+use tt_ports::{StorageError, StorageResult};
+
+use crate::lease::Ownership;
+use crate::pool::connect;
+
+/// At most this many appends go into one statement (a fan-out's burst fits; arrays stay small).
+const MAX_BATCH: usize = 1024;
+
+/// One batch, in one statement: the events in queue order, numbered per run from the run's
+/// head, and stored; the run documents stored (the last write of a path in the batch wins, as
+/// if they had run one after another); the newest seq of each run notified on `tt_journal`.
+/// A run whose lease row this store does not hold is left out (its callers learn why
+/// afterwards). Answers `(0, ord, seq)` per stored event and `(1, ord, 0)` per stored document.
+const WRITE_BATCH: &str = "
+WITH events_in AS (
+    SELECT run_id, body, ord
+    FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS e (run_id, body, ord)),
+docs_in AS (
+    SELECT run_id, path, body, ord
+    FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS d (run_id, path, body, ord)),
+held AS (
+    SELECT l.run_id FROM run_leases l
+    WHERE l.owner_id = $6
+      AND l.run_id IN (SELECT run_id FROM events_in UNION SELECT run_id FROM docs_in)
+    FOR KEY SHARE),
+counts AS (
+    SELECT run_id, count(*) AS n FROM events_in
+    WHERE run_id IN (SELECT run_id FROM held) GROUP BY run_id),
+heads AS (
+    UPDATE runs r SET last_seq = r.last_seq + c.n
+    FROM counts c
+    WHERE r.run_id = c.run_id
+    RETURNING r.run_id, r.last_seq - c.n AS base),
+numbered AS (
+    SELECT e.ord, e.run_id, e.body,
+           h.base + row_number() OVER (PARTITION BY e.run_id ORDER BY e.ord) AS seq
+    FROM events_in e JOIN heads h ON h.run_id = e.run_id),
+stored AS (
+    INSERT INTO events (run_id, seq, body) SELECT run_id, seq, body FROM numbered),
+docs_kept AS (
+    SELECT DISTINCT ON (run_id, path) run_id, path, body FROM docs_in
+    WHERE run_id IN (SELECT run_id FROM held)
+    ORDER BY run_id, path, ord DESC),
+docs_stored AS (
+    INSERT INTO run_documents (run_id, path, body)
+    SELECT run_id, path, body FROM docs_kept
+    ON CONFLICT (run_id, path) DO UPDATE SET body = EXCLUDED.body),
+heard AS (
+    SELECT count(pg_notify('tt_journal', run_id || ' ' || last)::text) AS notes
+    FROM (SELECT run_id, max(seq) AS last FROM numbered GROUP BY run_id) AS tails)
+SELECT 0, numbered.ord, numbered.seq FROM numbered CROSS JOIN heard
+UNION ALL
+SELECT 1, d.ord, 0 FROM docs_in d WHERE d.run_id IN (SELECT run_id FROM held)";
+
+/// What a caller asked to write.
+enum Write {
+    /// A journal event's JSON; answered with its seq.
+    Event { body: String },
+    /// A run document at `path`; answered with 0.
+    Document { path: String, body: String },
+}
+
+/// One caller's append waiting for its batch.
+struct Pending {
+    run_id: String,
+    write: Write,
+    reply: oneshot::Sender<StorageResult<u64>>,
+}
+
+/// The queue of a store's journal appends; the committing task ends when the store is dropped.
+pub(crate) struct JournalCommitter {
+    queue: mpsc::UnboundedSender<Pending>,
+}
+
+impl JournalCommitter {
+    /// Starts the committing task on the current tokio runtime; it connects on first use.
+    pub(crate) fn spawn(url: &str, ownership: &Arc<Ownership>) -> Self {
+        let (queue, receiver) = mpsc::unbounded_channel();
+        tokio::spawn(commit_loop(
+            url.to_owned(),
+            Arc::downgrade(ownership),
+            receiver,
+        ));
+        Self { queue }
+    }
+
+    /// Appends `body` (an event's JSON) to `run_id`'s journal; returns its seq once the batch
+    /// holding it committed.
+    pub(crate) async fn append(&self, run_id: &str, body: String) -> StorageResult<u64> {
+        self.submit(run_id, Write::Event { body }).await
+    }
+
+    /// Writes the run document at `path` (its relative path); returns once the batch holding
+    /// it committed.
+    pub(crate) async fn put_document(
+        &self,
+        run_id: &str,
+        path: String,
+        body: String,
+    ) -> StorageResult<()> {
+        self.submit(run_id, Write::Document { path, body })
+            .await
+            .map(drop)
+    }
+
+    async fn submit(&self, run_id: &str, write: Write) -> StorageResult<u64> {
+        let (reply, answer) = oneshot::channel();
+        let stopped = || StorageError::Other("the group committer has stopped".to_owned());
+        self.queue
+            .send(Pending {
+                run_id: run_id.to_owned(),
+                write,
+                reply,
+            })
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+async fn commit_loop(
+    url: String,
+    ownership: std::sync::Weak<Ownership>,
+    mut receiver: mpsc::UnboundedReceiver<Pending>,
+) {
+    let mut client: Option<(Client, Statement)> = None;
+    let mut batch: Vec<Pending> = Vec::new();
+    while let Some(first) = receiver.recv().await {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match receiver.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let Some(ownership) = ownership.upgrade() else {
+            return;
+        };
+        let answers = commit_batch(&mut client, &url, &ownership, &batch).await;
+        for (pending, answer) in batch.drain(..).zip(answers) {
+            // A caller that stopped waiting still had its event committed.
+            let _ = pending.reply.send(answer);
+        }
+    }
+}
+
+fn io_error(what: &str, message: &str) -> StorageError {
+    StorageError::Io {
+        what: what.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+/// Commits one batch; one answer per pending append, in order.
+async fn commit_batch(
+    client: &mut Option<(Client, Statement)>,
+    url: &str,
+    ownership: &Ownership,
+    batch: &[Pending],
+) -> Vec<StorageResult<u64>> {
+    let failed = |message: &str| -> Vec<StorageResult<u64>> {
+        batch
+            .iter()
+            .map(|p| Err(io_error(&format!("runs/{}/events", p.run_id), message)))
+            .collect()
+    };
+    if client.as_ref().is_none_or(|(conn, _)| conn.is_closed()) {
+        let fresh = match connect(url).await {
+            Ok(fresh) => fresh,
+            Err(err) => return failed(&err.to_string()),
+        };
+        // Parsed and planned once per connection.
+        match fresh.prepare(WRITE_BATCH).await {
+            Ok(statement) => *client = Some((fresh, statement)),
+            Err(err) => return failed(&err.to_string()),
+        }
+    }
+    let Some((conn, statement)) = client.as_ref() else {
+        return failed("no connection");
+    };
+    let mut event_runs: Vec<&str> = Vec::new();
+    let mut event_bodies: Vec<&str> = Vec::new();
+    let mut doc_runs: Vec<&str> = Vec::new();
+    let mut doc_paths: Vec<&str> = Vec::new();
+    let mut doc_bodies: Vec<&str> = Vec::new();
+    // Each pending write's (kind, 1-based position among its kind), as the statement answers.
+    let mut keys: Vec<(i32, i64)> = Vec::with_capacity(batch.len());
+    for pending in batch {
+        match &pending.write {
+            Write::Event { body } => {
+                event_runs.push(&pending.run_id);
+                event_bodies.push(body);
+                keys.push((0, ordinal(event_runs.len())));
+            }
+            Write::Document { path, body } => {
+                doc_runs.push(&pending.run_id);
+                doc_paths.push(path);
+                doc_bodies.push(body);
+                keys.push((1, ordinal(doc_runs.len())));
+            }
+        }
+    }
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+        &event_runs,
+        &event_bodies,
+        &doc_runs,
+        &doc_paths,
+        &doc_bodies,
+        &ownership.owner_id,
+    ];
+    let rows = match conn.query(statement, &params).await {
+        Ok(rows) => rows,
+        Err(err) => return failed(&err.to_string()),
+    };
+    let mut written: HashMap<(i32, i64), i64> = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        written.insert((row.get(0), row.get(1)), row.get(2));
+    }
+    // The runs left out: not there, or not this store's any more.
+    let mut refused: BTreeMap<&str, StorageError> = BTreeMap::new();
+    for (pending, key) in batch.iter().zip(&keys) {
+        if !written.contains_key(key) && !refused.contains_key(pending.run_id.as_str()) {
+            let why = why_refused(conn, ownership, &pending.run_id).await;
+            refused.insert(pending.run_id.as_str(), why);
+        }
+    }
+    batch
+        .iter()
+        .zip(&keys)
+        .map(|(pending, key)| match written.get(key) {
+            Some(seq) => Ok(u64::try_from(*seq).unwrap_or(0)),
+            None => Err(match refused.get(pending.run_id.as_str()) {
+                Some(StorageError::NotFound { what }) => StorageError::not_found(what.clone()),
+                Some(StorageError::Locked { what, owner_pid }) => StorageError::Locked {
+                    what: what.clone(),
+                    owner_pid: *owner_pid,
+                },
+                Some(other) => io_error(&format!("run {}", pending.run_id), &other.to_string()),
+                None => io_error(&format!("run {}", pending.run_id), "not written"),
+            }),
+        })
+        .collect()
+}
+
+fn ordinal(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+/// Why a batch left `run_id` out: the run is gone (`NotFound`) or another store holds it
+/// (`Locked`, and this store forgets it).
+async fn why_refused(conn: &Client, ownership: &Ownership, run_id: &str) -> StorageError {
+    let what = format!("run {run_id}");
+    match conn
+        .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id])
+        .await
+    {
+        Ok(Some(_)) => {
+            ownership.forget(run_id);
+            StorageError::Locked {
+                what,
+                owner_pid: None,
+            }
+        }
+        Ok(None) => StorageError::not_found(what),
+        Err(err) => io_error(&what, &err.to_string()),
+    }
+}

@@ -1,0 +1,152 @@
+//! Runs whose host died: once a run's lease has expired, a runtime on another host marks it
+//! `interrupted` (its unfinished tasks and invocations too, each with its event) and lets the
+//! lease go so it can be resumed; a run a live host holds is left alone. The lease is ended by
+//! hand on the server, so nothing waits for real time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tt_adapter_storage_postgres::{OWNER_EXITED, PostgresOptions, PostgresStore};
+use tt_domain::event::RunEventType;
+use tt_domain::ids::{EventId, TaskId};
+use tt_domain::invocation::InvocationStatus;
+use tt_domain::run::AgentRunStatus;
+use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_ports::{AgentInvocationRepository, AgentRunRepository, EventPage, RunJournal};
+use tt_testkit::contract::{invocation, manifest_for, new_event, sample_run, task, ts};
+
+async fn host(url: &str, name: &str) -> Arc<PostgresStore> {
+    let options = PostgresOptions {
+        pool_size: 2,
+        lease: Duration::from_secs(60),
+        owner_id: Some(name.to_owned()),
+    };
+    Arc::new(PostgresStore::open_with(url, options).await.unwrap())
+}
+
+fn ids() -> impl FnMut() -> EventId + Send {
+    let mut n = 0_u32;
+    move || {
+        n += 1;
+        EventId::generate(&format!("{:032x}", 0xdead_0000_u32 + n))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_hosts_unfinished_run_is_marked_interrupted_by_another_host() {
+    let url = crate::cluster()
+        .create_database("tt_case_recovery")
+        .await
+        .unwrap();
+    let a = host(&url, "host-a").await;
+    let b = host(&url, "host-b").await;
+
+    // Host A works on a run: the root is running, one delegated task is running, one done.
+    let mut run = sample_run(1);
+    a.create_run(&run, &manifest_for(&run)).await.unwrap();
+    run.status = AgentRunStatus::CallingModel;
+    a.save_run(&run).await.unwrap();
+    let mut root = invocation(&run, "inv_root", 1);
+    root.transition(InvocationStatus::Running, ts(2)).unwrap();
+    a.save_invocation(&root).await.unwrap();
+    for (id, at) in [("task_open", 3), ("task_done", 4)] {
+        a.create_task(&task(&run, id, at)).await.unwrap();
+    }
+    let running = TaskTransition {
+        status: TaskStatus::Running,
+        result_ref: None,
+        error: None,
+    };
+    a.transition_task(&run.id, &TaskId::from_raw("task_open"), &running, ts(5))
+        .await
+        .unwrap();
+    let completed = TaskTransition {
+        status: TaskStatus::Completed,
+        ..running.clone()
+    };
+    a.transition_task(&run.id, &TaskId::from_raw("task_done"), &completed, ts(6))
+        .await
+        .unwrap();
+    a.append(new_event(
+        &run.id,
+        1,
+        RunEventType::StatusChanged,
+        json!({"status": "dispatching_tool"}),
+    ))
+    .await
+    .unwrap();
+
+    // Host B's own run is live: nobody may interrupt it.
+    let live = sample_run(2);
+    b.create_run(&live, &manifest_for(&live)).await.unwrap();
+
+    // While A's lease is live, B finds nothing to do.
+    assert!(
+        b.recover_interrupted_runs(ts(100), ids())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A dies; its lease runs out.
+    drop(a);
+    crate::pg::ownership::expire_lease(&url, run.id.as_str()).await;
+
+    let recovered = b.recover_interrupted_runs(ts(200), ids()).await.unwrap();
+    assert_eq!(recovered.len(), 1);
+    assert_eq!(recovered[0].run_id, run.id);
+    assert_eq!(
+        recovered[0].previous_status,
+        AgentRunStatus::DispatchingTool
+    );
+    assert_eq!(recovered[0].last_seq, 1);
+
+    assert_eq!(
+        b.load_run(&run.id).await.unwrap().status,
+        AgentRunStatus::Interrupted
+    );
+    assert_eq!(
+        b.load_run(&live.id).await.unwrap().status,
+        AgentRunStatus::Created
+    );
+    let open = b
+        .load_task(&run.id, &TaskId::from_raw("task_open"))
+        .await
+        .unwrap();
+    assert_eq!(open.status, TaskStatus::Interrupted);
+    let done = b
+        .load_task(&run.id, &TaskId::from_raw("task_done"))
+        .await
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Completed);
+    let root = b.load_invocation(&run.id, &root.id).await.unwrap();
+    assert_eq!(root.status, InvocationStatus::Interrupted);
+
+    let events = b.read(&run.id, &EventPage::default()).await.unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "status_changed",
+            "agent_task_interrupted",
+            "agent_invocation_interrupted",
+            "run_interrupted"
+        ]
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last.payload["reason"], OWNER_EXITED);
+    assert_eq!(last.payload["lastSeq"], 1);
+    assert_eq!(last.payload["previousStatus"], "dispatching_tool");
+
+    // The lease was let go: a third host can take the run at once to resume it, and a second
+    // recovery has nothing left to do.
+    let c = host(&url, "host-c").await;
+    c.claim_run(&run.id).await.unwrap();
+    assert!(
+        b.recover_interrupted_runs(ts(300), ids())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
