@@ -594,6 +594,29 @@ impl WorkspaceRepository for PostgresStore {
         })
     }
 
+    /// The text a checkpoint of the run kept with this sha256, newest checkpoint first (each
+    /// row keeps its files' texts beside their fingerprints).
+    async fn checkpoint_blob(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {
+        let conn = self.pool.get().await?;
+        let rows = conn
+            .query(
+                "SELECT record, files FROM tt_checkpoints WHERE run_id = $1 ORDER BY seq DESC",
+                &[&run_id.as_str()],
+            )
+            .await
+            .map_err(db(format!("checkpoints of run {run_id}")))?;
+        for row in rows {
+            let record: CheckpointRecord = parse("checkpoint", row.get(0))?;
+            let texts: Vec<String> = parse("checkpoint files", row.get(1))?;
+            if let Some(at) = record.files.iter().position(|file| file.sha256 == sha256)
+                && let Some(text) = texts.get(at)
+            {
+                return Ok(Some(text.clone()));
+            }
+        }
+        Ok(None)
+    }
+
     async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>> {
         let conn = self.pool.get().await?;
         let workspace_id = run_workspace_id(&*conn, conn.cache(), run_id).await?;
