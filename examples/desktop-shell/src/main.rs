@@ -47,12 +47,26 @@ const HOLD_MARKER: &str = "[hold]";
 /// The child process's flag: hold a run on this data dir until killed.
 const HOLD_FLAG: &str = "--hold-run";
 const CHAT_ID: &str = "harbour-chat";
+/// How long the scripted tour may take before it counts as hung.
+const TOUR_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.as_slice() {
         [flag, data_dir] if flag == HOLD_FLAG => hold_a_run(Path::new(data_dir)).await,
+        // On the scripted model the whole tour takes seconds: a step that waits for ever (an
+        // answer the shell never gives) fails the tour instead of hanging it.
+        _ if !args.iter().any(|arg| arg == "--model") => {
+            tokio::time::timeout(TOUR_LIMIT, tour(&args))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(anyhow!(
+                        "the tour did not finish within {} s: a step waits for an answer",
+                        TOUR_LIMIT.as_secs()
+                    ))
+                })
+        }
         _ => tour(&args).await,
     };
     match outcome {
