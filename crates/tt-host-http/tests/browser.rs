@@ -1123,3 +1123,110 @@ async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_p
         ]
     );
 }
+
+/// A writer that writes "The lamp burned.", publishes and finishes; in a branch whose note asks
+/// for a quieter ending it rewrites the line first.
+fn branching_writer() -> Arc<dyn tt_runtime::ModelProvider> {
+    Arc::new(tt_runtime::FnProvider::new(|request| {
+        let quieter = serde_json::to_string(&request.messages)
+            .unwrap()
+            .contains("quieter");
+        let write = |text: &str| {
+            tt_runtime::ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": text}),
+            )
+        };
+        let publish_at = if quieter { 3 } else { 2 };
+        Ok(match request.round {
+            1 => write("The lamp burned.\n"),
+            2 if quieter => write("The lamp went out.\n"),
+            round if round == publish_at => {
+                tt_runtime::ModelReply::tool_call("workspace_commit", json!({}))
+            }
+            _ => tt_runtime::ModelReply::tool_call("workspace_finish", json!({})),
+        })
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_branched_from_an_event_and_the_takes_are_shown_side_by_side() {
+    let server = crate::support::server_with_provider(
+        branching_writer(),
+        CommitBridgeChoice::Transcript,
+        None,
+    )
+    .await;
+    let browser = Browser::launch("branches").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "the start form",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    let source = start_from_page(&browser, "default-writer", None).await;
+    browser
+        .wait_for(
+            "the run completed",
+            "document.getElementById('run-status').textContent === 'completed'",
+        )
+        .await;
+    // Branch right after the write's result, with a note for the writer.
+    browser
+        .eval("(() => { const t = document.getElementById('timeline'); t.scrollTop = 0; t.dispatchEvent(new Event('scroll')); })()")
+        .await;
+    browser
+        .wait_for(
+            "the write's completion in the timeline",
+            "[...document.querySelectorAll('.ev-row')].some(r => r.textContent.includes('tool_call_completed'))",
+        )
+        .await;
+    browser
+        .eval("[...document.querySelectorAll('.ev-row')].find(r => r.textContent.includes('tool_call_completed')).click()")
+        .await;
+    browser
+        .wait_for(
+            "the branch control",
+            "!!document.querySelector('.branch-here')",
+        )
+        .await;
+    browser
+        .eval("document.querySelector('.branch-note').value = 'Make the ending quieter.'")
+        .await;
+    browser.screenshot("01-branch-from-here").await;
+    browser.click(".branch-here").await;
+    browser
+        .wait_for(
+            "the branch opened and completed",
+            &format!(
+                "window.ttInspector.run.runId !== {source:?} && document.getElementById('run-status').textContent === 'completed'"
+            ),
+        )
+        .await;
+    let branch = browser
+        .eval("window.ttInspector.run.runId")
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let record = server.runtime.get_run(&branch).await.unwrap();
+    assert_eq!(
+        record
+            .forked_from
+            .as_ref()
+            .map(|from| from.run_id.to_string()),
+        Some(source.clone())
+    );
+    browser.click("#tabs button[data-tab=branches]").await;
+    browser
+        .wait_for(
+            "both takes side by side",
+            "(() => { const cols = [...document.querySelectorAll('.branch')]; \
+             return cols.length === 2 && cols[0].textContent.includes('The lamp burned.') \
+             && cols[1].textContent.includes('The lamp went out.') \
+             && cols[1].classList.contains('current'); })()",
+        )
+        .await;
+    browser.screenshot("02-branches").await;
+}
