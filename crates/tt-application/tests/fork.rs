@@ -158,3 +158,47 @@ async fn a_branch_moves_a_chosen_profile_to_another_connection_from_the_fork_poi
         assert_eq!(error.code(), code);
     }
 }
+
+/// "Edit and regenerate": a branch at the writer's first round with the user's request
+/// edited asks the model with the new request; once the writer has answered, the request can
+/// no longer be edited.
+#[tokio::test]
+async fn a_branch_before_the_first_answer_can_edit_the_users_request() {
+    let h = harness(by_turn(happy_turns()));
+    let source = h.run_to_end(request(None)).await;
+    let asked_before = h.model.requests().len();
+    let fork = |round: u32| ForkRunRequest {
+        at: ForkPoint::AgentRound {
+            invocation_id: InvocationId::root(),
+            round,
+        },
+        changes: ForkChanges {
+            user_request: Some("Write about the sea instead.".into()),
+            ..ForkChanges::default()
+        },
+    };
+    let refused = h.service.fork_run(&source.id, fork(2)).await.unwrap_err();
+    assert_eq!(refused.code(), "agent.fork_point_invalid");
+    let branch = h.service.fork_run(&source.id, fork(1)).await.unwrap();
+    let ended = h.wait(&branch.id).await;
+    assert_eq!(ended.status, AgentRunStatus::Completed);
+    let first = &h.model.requests()[asked_before];
+    assert_eq!(first.round, 1);
+    let asked = first
+        .messages
+        .iter()
+        .rev()
+        .find(|message| message.role == ModelRole::User)
+        .unwrap()
+        .text_content();
+    assert!(asked.contains("Write about the sea instead."), "{asked}");
+    // The source's input is untouched.
+    let original = h.model.requests()[0]
+        .messages
+        .iter()
+        .rev()
+        .find(|message| message.role == ModelRole::User)
+        .unwrap()
+        .text_content();
+    assert!(!original.contains("the sea instead"), "{original}");
+}

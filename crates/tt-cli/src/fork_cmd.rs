@@ -43,6 +43,8 @@ pub struct ForkOptions {
     pub run_id: String,
     pub at: ForkPoint,
     pub guidance: Option<String>,
+    /// The user's request, edited (a branch before the first answer only).
+    pub user_request: Option<String>,
     pub model: ModelArgs,
     pub generation: GenerationArgs,
     pub demo: bool,
@@ -90,6 +92,7 @@ pub async fn fork(
         at: options.at,
         changes: ForkChanges {
             guidance: options.guidance,
+            user_request: options.user_request,
             generation: (!generation.is_empty()).then_some(generation),
             ..ForkChanges::default()
         },

@@ -101,6 +101,10 @@ enum Command {
         /// point.
         #[arg(long)]
         guidance: Option<String>,
+        /// Ask again with this request instead of the user's (edit and regenerate): only with
+        /// `--at root:1`, before the first answer.
+        #[arg(long)]
+        user_request: Option<String>,
         #[command(flatten)]
         model: run_cmd::ModelArgs,
         #[command(flatten)]
@@ -257,6 +261,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             run_id,
             at,
             guidance,
+            user_request,
             model,
             generation,
             demo,
@@ -266,6 +271,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 run_id,
                 at,
                 guidance,
+                user_request,
                 model,
                 generation,
                 demo,

@@ -117,6 +117,49 @@ async fn copy_document(
     Ok(Some(value))
 }
 
+/// Replaces the user's request (the last user message of the run's input) in the branch's
+/// copy of `input/prompt_snapshot.json`; appends it when the input has none.
+pub(crate) async fn edit_user_request(
+    services: &RuntimeServices,
+    branch: &RunId,
+    text: &str,
+) -> ApplicationResult<()> {
+    use crate::prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
+    let document = RunDocument::PromptSnapshot;
+    let Some(value) = services.runs.read_document(branch, &document).await? else {
+        return Err(ApplicationError::fatal(
+            "agent.fork_source_unavailable",
+            "the source run has no input/prompt_snapshot.json to edit",
+        ));
+    };
+    let mut snapshot: PromptSnapshot = serde_json::from_value(value).map_err(|err| {
+        ApplicationError::fatal(
+            "agent.fork_source_unavailable",
+            format!("the source run's input/prompt_snapshot.json is unreadable: {err}"),
+        )
+    })?;
+    match snapshot
+        .messages
+        .iter_mut()
+        .rev()
+        .find(|message| message.role == PromptRole::User)
+    {
+        Some(message) => message.content = text.to_owned(),
+        None => snapshot.messages.push(PromptMessage {
+            role: PromptRole::User,
+            content: text.to_owned(),
+        }),
+    }
+    let value = serde_json::to_value(&snapshot).map_err(|err| {
+        ApplicationError::fatal("agent.internal_error", format!("prompt snapshot: {err}"))
+    })?;
+    services
+        .runs
+        .write_document(branch, &document, &value)
+        .await?;
+    Ok(())
+}
+
 /// Copies the run's input documents and every record the journal up to the cut names.
 pub(crate) async fn copy_documents(
     services: &RuntimeServices,

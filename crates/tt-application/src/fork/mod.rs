@@ -60,7 +60,15 @@ pub struct ForkChanges {
     /// had for those profiles.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub profiles: BTreeMap<tt_domain::ids::ProfileId, tt_domain::run::ProfileModelChange>,
+    /// The user's request, edited: replaces the last user message of the run's input. Only
+    /// for a branch whose foreground agent has not answered yet (a cut before its first model
+    /// round), else `agent.fork_point_invalid`: later turns already answered the old request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_request: Option<String>,
 }
+
+/// Most characters of an edited user request.
+pub(crate) const MAX_FORK_USER_REQUEST_CHARS: usize = 100_000;
 
 /// A host's request to branch a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

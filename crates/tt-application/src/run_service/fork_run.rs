@@ -54,9 +54,28 @@ impl AgentRunService {
                 .generation
                 .validate(&format!("the fork's generation for profile `{profile_id}`"))?;
         }
+        if let Some(text) = &changes.user_request
+            && (text.trim().is_empty()
+                || text.chars().count() > crate::fork::MAX_FORK_USER_REQUEST_CHARS)
+        {
+            return Err(crate::fork::fork_point_invalid(format!(
+                "an edited user request must be 1 to {} characters",
+                crate::fork::MAX_FORK_USER_REQUEST_CHARS
+            )));
+        }
         let events = read_all_events(services, source_id).await?;
         let cut = resolve_cut(&events, &request.at)?;
         let state = state_at(&events, cut);
+        if changes.user_request.is_some()
+            && state
+                .responses
+                .iter()
+                .any(|(invocation, _)| invocation.is_root())
+        {
+            return Err(crate::fork::fork_point_invalid(format!(
+                "the user's request can be edited only before the first agent answered it (fork at its round 1); at seq {cut} it had answered"
+            )));
+        }
         let forked_from = ForkedFrom {
             run_id: source_id.clone(),
             seq: cut,
@@ -83,6 +102,9 @@ impl AgentRunService {
             copy::copy_events(services, &events, &branch, &forked_from).await?;
             copy::copy_workspace(services, &source, &branch.id, &state).await?;
             copy::copy_documents(services, source_id, &branch.id, &state).await?;
+            if let Some(text) = &changes.user_request {
+                copy::edit_user_request(services, &branch.id, text).await?;
+            }
             copy::copy_records(services, &self.events, source_id, &branch.id, &state).await?;
             copy::close_at_cut(
                 &self.events,
