@@ -24,50 +24,7 @@ fn to_value<T: serde::Serialize>(value: T) -> StorageResult<Value> {
 
 /// The run document a reference names, if it names one.
 fn document_of(reference: &str) -> Option<RunDocument> {
-    let parts: Vec<&str> = reference.split('/').collect();
-    let json_stem = |name: &str| name.strip_suffix(".json").map(str::to_owned);
-    let round_of = |name: &str| {
-        name.strip_prefix("round-")?
-            .strip_suffix(".json")?
-            .parse::<u32>()
-            .ok()
-    };
-    match parts.as_slice() {
-        ["input", "prompt_snapshot.json"] => Some(RunDocument::PromptSnapshot),
-        ["input", "resolved_profile.json"] => Some(RunDocument::ResolvedProfile),
-        ["input", "persist_snapshot.json"] => Some(RunDocument::PersistSnapshot),
-        ["input", "resolved_skills.json"] => {
-            Some(RunDocument::InvocationResolvedSkills(InvocationId::root()))
-        }
-        ["input", "invocations", id, name] => {
-            let id = InvocationId::from_raw(*id);
-            match *name {
-                "tool_snapshot.json" => Some(RunDocument::InvocationToolSnapshot(id)),
-                "resolved_skills.json" => Some(RunDocument::InvocationResolvedSkills(id)),
-                "prompt_snapshot.json" => Some(RunDocument::InvocationPromptSnapshot(id)),
-                "prompt_assembly.json" => Some(RunDocument::InvocationPromptAssembly(id)),
-                _ => None,
-            }
-        }
-        ["tool-args", name] => Some(RunDocument::ToolArgs {
-            call_file_key: json_stem(name)?,
-        }),
-        ["tool-results", name] => Some(RunDocument::ToolResult {
-            call_file_key: json_stem(name)?,
-        }),
-        ["model-responses", name] => Some(RunDocument::ModelResponse {
-            invocation_id: InvocationId::root(),
-            round: round_of(name)?,
-        }),
-        ["model-responses", id, name] => Some(RunDocument::ModelResponse {
-            invocation_id: InvocationId::from_raw(*id),
-            round: round_of(name)?,
-        }),
-        ["agent-results", name] => Some(RunDocument::AgentResult(InvocationId::from_raw(
-            json_stem(name)?,
-        ))),
-        _ => None,
-    }
+    RunDocument::from_relative_path(reference)
 }
 
 impl UserDataStore {

@@ -78,4 +78,20 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         "no run_completed among {} events",
         lines.len()
     );
+    // `show` reads the records the events name from the same store.
+    let args_ref = lines
+        .iter()
+        .find_map(|event| event["payload"]["argumentsRef"].as_str())
+        .unwrap()
+        .to_owned();
+    for reference in ["run.json", args_ref.as_str(), "invocations/inv_root.json"] {
+        let shown = agent(&["show", &run_id, reference]);
+        assert!(
+            shown.status.success(),
+            "show {reference}: {}",
+            String::from_utf8_lossy(&shown.stderr)
+        );
+        let record: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+        assert!(record.is_object(), "{reference}: {record}");
+    }
 }

@@ -47,6 +47,56 @@ pub enum RunDocument {
 }
 
 impl RunDocument {
+    /// The document a logical path names (the inverse of [`relative_path`](Self::relative_path)),
+    /// if it names one: how hosts and `tt-agent show` address records by the references events
+    /// carry (`argumentsRef`, `modelResponsePath`, …).
+    pub fn from_relative_path(reference: &str) -> Option<Self> {
+        let parts: Vec<&str> = reference.split('/').collect();
+        let json_stem = |name: &str| name.strip_suffix(".json").map(str::to_owned);
+        let round_of = |name: &str| {
+            name.strip_prefix("round-")?
+                .strip_suffix(".json")?
+                .parse::<u32>()
+                .ok()
+        };
+        match parts.as_slice() {
+            ["input", "prompt_snapshot.json"] => Some(Self::PromptSnapshot),
+            ["input", "resolved_profile.json"] => Some(Self::ResolvedProfile),
+            ["input", "persist_snapshot.json"] => Some(Self::PersistSnapshot),
+            ["input", "resolved_skills.json"] => {
+                Some(Self::InvocationResolvedSkills(InvocationId::root()))
+            }
+            ["input", "invocations", id, name] => {
+                let id = InvocationId::from_raw(*id);
+                match *name {
+                    "tool_snapshot.json" => Some(Self::InvocationToolSnapshot(id)),
+                    "resolved_skills.json" => Some(Self::InvocationResolvedSkills(id)),
+                    "prompt_snapshot.json" => Some(Self::InvocationPromptSnapshot(id)),
+                    "prompt_assembly.json" => Some(Self::InvocationPromptAssembly(id)),
+                    _ => None,
+                }
+            }
+            ["tool-args", name] => Some(Self::ToolArgs {
+                call_file_key: json_stem(name)?,
+            }),
+            ["tool-results", name] => Some(Self::ToolResult {
+                call_file_key: json_stem(name)?,
+            }),
+            ["model-responses", name] => Some(Self::ModelResponse {
+                invocation_id: InvocationId::root(),
+                round: round_of(name)?,
+            }),
+            ["model-responses", id, name] => Some(Self::ModelResponse {
+                invocation_id: InvocationId::from_raw(*id),
+                round: round_of(name)?,
+            }),
+            ["agent-results", name] => {
+                Some(Self::AgentResult(InvocationId::from_raw(json_stem(name)?)))
+            }
+            _ => None,
+        }
+    }
+
     /// The logical path of the document inside the run directory, as shown in events
     /// (`argumentsRef`, `modelResponsePath`, …). Never model-facing.
     pub fn relative_path(&self) -> String {
@@ -282,4 +332,49 @@ pub trait AgentInvocationRepository: Send + Sync {
         transition: &TaskTransition,
         now: Timestamp,
     ) -> StorageResult<TaskTransitionOutcome>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_document_reads_back_from_its_logical_path() {
+        let agent = InvocationId::from_raw("inv_0123");
+        let documents = [
+            RunDocument::PromptSnapshot,
+            RunDocument::ResolvedProfile,
+            RunDocument::PersistSnapshot,
+            RunDocument::InvocationToolSnapshot(agent.clone()),
+            RunDocument::InvocationResolvedSkills(InvocationId::root()),
+            RunDocument::InvocationResolvedSkills(agent.clone()),
+            RunDocument::InvocationPromptSnapshot(agent.clone()),
+            RunDocument::InvocationPromptAssembly(agent.clone()),
+            RunDocument::ToolArgs {
+                call_file_key: "call_0123456789abcdef".into(),
+            },
+            RunDocument::ToolResult {
+                call_file_key: "call_0123456789abcdef".into(),
+            },
+            RunDocument::ModelResponse {
+                invocation_id: InvocationId::root(),
+                round: 3,
+            },
+            RunDocument::ModelResponse {
+                invocation_id: agent.clone(),
+                round: 12,
+            },
+            RunDocument::AgentResult(agent),
+        ];
+        for document in documents {
+            assert_eq!(
+                RunDocument::from_relative_path(&document.relative_path()),
+                Some(document.clone()),
+                "{}",
+                document.relative_path()
+            );
+        }
+        assert_eq!(RunDocument::from_relative_path("run.json"), None);
+        assert_eq!(RunDocument::from_relative_path("tool-args/x"), None);
+    }
 }

@@ -639,8 +639,9 @@ impl AgentRuntime {
     }
 
     /// Any stored record of a run by the reference its events use (`argumentsRef`,
-    /// `modelResponsePath`, `resultRef`, `checkpoints/<id>`, `tasks/<id>.json`, …; see
-    /// docs/storage.md). `agent.not_found` when the run has no such record.
+    /// `modelResponsePath`, `resultRef`, `blobs/<sha256>`, `tasks/<id>.json`, …; see
+    /// docs/storage.md), read through the storage ports, so from any store; `checkpoints/<id>`
+    /// records are the file store's own. `agent.not_found` when the run has no such record.
     pub async fn read_record(
         &self,
         run_id: &str,
@@ -651,14 +652,23 @@ impl AgentRuntime {
             code: err.code().to_owned(),
             message: err.to_string(),
         };
-        self.skill_store
-            .read_record(&RunId::from_raw(run_id), reference)
-            .await
-            .map_err(to_host)?
-            .ok_or_else(|| HostError {
-                code: "agent.not_found".to_owned(),
-                message: format!("run {run_id} has no record `{reference}`"),
-            })
+        let run = RunId::from_raw(run_id);
+        let record = if reference
+            .trim()
+            .trim_start_matches("./")
+            .starts_with("checkpoints/")
+        {
+            self.skill_store
+                .read_record(&run, reference)
+                .await
+                .map_err(to_host)?
+        } else {
+            self.service.read_record(&run, reference).await?
+        };
+        record.ok_or_else(|| HostError {
+            code: "agent.not_found".to_owned(),
+            message: format!("run {run_id} has no record `{reference}`"),
+        })
     }
 
     /// The newest promoted `persist/` state of a conversation (`stableChatId`), which its next

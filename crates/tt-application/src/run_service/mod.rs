@@ -26,6 +26,7 @@ use crate::services::RuntimeServices;
 mod approvals;
 mod executor;
 mod fork_run;
+mod records;
 mod resume_run;
 mod teardown;
 
