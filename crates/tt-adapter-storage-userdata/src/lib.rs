@@ -37,6 +37,7 @@ mod segment;
 mod show;
 mod skills;
 mod workspace;
+mod workspace_files;
 mod written;
 
 use std::collections::HashMap;

@@ -41,7 +41,7 @@ pub struct AgentRuntime {
     streams_end: CancellationToken,
     shut_down: AtomicBool,
     host_prompts: Arc<HostApiPromptBroker>,
-    skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
+    pub(crate) skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
     transcripts: Arc<TranscriptCommitBridge>,
     connections: NamedConnections,
     data_dir: PathBuf,
@@ -636,39 +636,6 @@ impl AgentRuntime {
                 code: err.code().to_owned(),
                 message: err.to_string(),
             })
-    }
-
-    /// Any stored record of a run by the reference its events use (`argumentsRef`,
-    /// `modelResponsePath`, `resultRef`, `blobs/<sha256>`, `tasks/<id>.json`, …; see
-    /// docs/storage.md), read through the storage ports, so from any store; `checkpoints/<id>`
-    /// records are the file store's own. `agent.not_found` when the run has no such record.
-    pub async fn read_record(
-        &self,
-        run_id: &str,
-        reference: &str,
-    ) -> HostResult<serde_json::Value> {
-        self.ensure_open()?;
-        let to_host = |err: tt_ports::StorageError| HostError {
-            code: err.code().to_owned(),
-            message: err.to_string(),
-        };
-        let run = RunId::from_raw(run_id);
-        let record = if reference
-            .trim()
-            .trim_start_matches("./")
-            .starts_with("checkpoints/")
-        {
-            self.skill_store
-                .read_record(&run, reference)
-                .await
-                .map_err(to_host)?
-        } else {
-            self.service.read_record(&run, reference).await?
-        };
-        record.ok_or_else(|| HostError {
-            code: "agent.not_found".to_owned(),
-            message: format!("run {run_id} has no record `{reference}`"),
-        })
     }
 
     /// The newest promoted `persist/` state of a conversation (`stableChatId`), which its next

@@ -18,6 +18,7 @@ mod connections;
 mod dto;
 mod host;
 mod host_approvals;
+mod host_records;
 mod named_connections;
 mod prompt_brokers;
 mod run_handle;
