@@ -577,6 +577,32 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         )
         .await;
     browser.screenshot("02b-tool-call").await;
+    // The keyboard moves through the timeline: ArrowDown shows the next event.
+    let picked = browser
+        .eval("window.ttInspector.run.events[0] && JSON.parse(document.querySelector('#event-detail pre:last-of-type').textContent).seq")
+        .await
+        .as_u64()
+        .unwrap();
+    browser
+        .eval("document.getElementById('timeline').focus()")
+        .await;
+    for kind in ["keyDown", "keyUp"] {
+        browser
+            .call(
+                "Input.dispatchKeyEvent",
+                json!({"type": kind, "key": "ArrowDown", "code": "ArrowDown", "windowsVirtualKeyCode": 40}),
+            )
+            .await;
+    }
+    browser
+        .wait_for(
+            "the next event after ArrowDown",
+            &format!(
+                "(() => {{ const pres = document.querySelectorAll('#event-detail pre'); \
+                 const e = JSON.parse(pres[pres.length - 1].textContent); return e.seq > {picked}; }})()"
+            ),
+        )
+        .await;
 
     // The published message.
     browser.click("#tabs button[data-tab=messages]").await;
