@@ -358,6 +358,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .await?;
             let asked = limit.unwrap_or(tt_runtime::DEFAULT_EVENT_PAGE_LIMIT);
             let last = page.events.last().map(|event| event.seq);
+            let missing = page.missing_seqs.clone();
             let full = page.events.len() >= asked.min(tt_runtime::MAX_EVENT_PAGE_LIMIT);
             for event in page.events {
                 println!("{}", serde_json::to_string(&event)?);
@@ -379,6 +380,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         asked.min(tt_runtime::MAX_EVENT_PAGE_LIMIT)
                     );
                 }
+            }
+            // What was printed is incomplete: say which events are missing and fail.
+            if !missing.is_empty() {
+                let listed: Vec<String> = missing.iter().map(u64::to_string).collect();
+                anyhow::bail!(
+                    "agent.journal_damaged: the journal of run {run_id} is missing seq {} (a whole journal has no gaps; the events printed are all it holds)",
+                    listed.join(", ")
+                );
             }
             Ok(())
         }

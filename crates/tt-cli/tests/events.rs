@@ -96,3 +96,45 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
     assert!(!errors.contains("panicked"), "{errors}");
     assert_eq!(out.status.code(), Some(141), "{errors}");
 }
+
+/// A journal with a line cut out of it (a seq gap): `events` prints what it holds, names the
+/// missing seq, and fails, instead of printing an incomplete journal as if it were whole.
+#[test]
+fn a_journal_with_a_gap_is_reported_as_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["demo", "--pace-ms", "0"])
+        .output()
+        .unwrap();
+    assert!(demo.status.success());
+    let chats = std::fs::read_dir(dir.path().join("chats")).unwrap();
+    let chat = chats.flatten().next().unwrap().path();
+    let run_dir = std::fs::read_dir(chat.join("runs"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let journal = run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.contains("\"seq\":50,"))
+        .collect();
+    assert_eq!(kept.len() + 1, text.lines().count(), "seq 50 was cut out");
+    std::fs::write(&journal, kept.join("\n") + "\n").unwrap();
+    let out = Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["events", &run, "--limit", "60"])
+        .output()
+        .unwrap();
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{errors}");
+    assert!(errors.contains("agent.journal_damaged"), "{errors}");
+    assert!(errors.contains("missing seq 50 "), "{errors}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 60);
+}

@@ -68,6 +68,28 @@ pub struct ReadEventsResponse {
     pub events: Vec<AgentRunEvent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline_projection: Option<TimelineProjection>,
+    /// Seqs the journal skips within this page (a damaged journal: seqs are gapless when it is
+    /// whole), at most [`MAX_LISTED_MISSING_SEQS`]; checked for reads of every agent only (a
+    /// read filtered to one agent skips the others' seqs by design). Empty when whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_seqs: Vec<u64>,
+}
+
+/// The most missing seqs one [`ReadEventsResponse`] lists.
+pub const MAX_LISTED_MISSING_SEQS: usize = 100;
+
+/// The seqs missing between `after` and each event of `events` (in seq order).
+pub(crate) fn missing_seqs(after: Option<u64>, events: &[AgentRunEvent]) -> Vec<u64> {
+    let mut missing = Vec::new();
+    let mut expected = after.unwrap_or(0) + 1;
+    for event in events {
+        while expected < event.seq && missing.len() < MAX_LISTED_MISSING_SEQS {
+            missing.push(expected);
+            expected += 1;
+        }
+        expected = event.seq + 1;
+    }
+    missing
 }
 
 /// `resolve_chat_commit` request: exactly one of `messageId` or `error`.

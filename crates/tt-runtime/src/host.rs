@@ -426,7 +426,14 @@ impl AgentRuntime {
             limit: request.limit,
             invocation_id: request.invocation_id,
         };
+        let filtered = page.invocation_id.is_some();
+        let after = page.after_seq;
         let events = self.service.read_events(&run_id, &page).await?;
+        let missing_seqs = if filtered {
+            Vec::new()
+        } else {
+            crate::dto::missing_seqs(after, &events)
+        };
         let timeline_projection = if request.include_timeline_projection {
             Some(timeline_projection(self.service.services().invocations.as_ref(), &run_id).await?)
         } else {
@@ -435,6 +442,7 @@ impl AgentRuntime {
         Ok(ReadEventsResponse {
             events,
             timeline_projection,
+            missing_seqs,
         })
     }
 
