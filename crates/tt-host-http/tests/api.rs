@@ -695,15 +695,21 @@ async fn connections_workspace_listing_and_run_updates() {
 }
 
 /// Copies a data dir as a crash would leave it: files only, no process holding any lock.
+/// Copies a data dir a runtime may still be writing: a file that vanishes between the listing
+/// and the copy (an atomic write's temp file, renamed meanwhile) is left out, as a crash at
+/// that instant would leave it out.
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
             copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
+        } else if let Err(error) = std::fs::copy(entry.path(), &target) {
+            assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
         }
     }
 }
