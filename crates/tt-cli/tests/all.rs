@@ -12,6 +12,7 @@ mod events;
 mod hostile;
 mod live;
 mod logs;
+mod model_server;
 mod otel;
 mod resume;
 mod serve;

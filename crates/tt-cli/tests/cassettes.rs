@@ -2,8 +2,6 @@
 //! cassette with no server at all: the same message is published, and a changed request fails
 //! with `model.cassette_mismatch`.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -13,69 +11,16 @@ const SCENE: &str = "The tide came in twice that night.\n";
 /// An OpenAI-compatible server that writes, commits and finishes, by the number of assistant
 /// turns so far; returns its base URL.
 fn writer_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || serve(stream));
-        }
-    });
-    url
-}
-
-fn serve(mut stream: TcpStream) {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 65536];
-    let body_start = loop {
-        if let Some(at) = data.windows(4).position(|window| window == b"\r\n\r\n") {
-            break at + 4;
-        }
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(read) => data.extend_from_slice(&buf[..read]),
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..body_start]).to_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0);
-    while data.len() < body_start + length {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(read) => data.extend_from_slice(&buf[..read]),
-        }
-    }
-    let body: serde_json::Value = serde_json::from_slice(&data[body_start..]).unwrap();
-    let turn = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|message| message["role"] == "assistant")
-        .count();
-    let (name, arguments) = match turn {
-        0 => (
-            "workspace_write_file",
-            serde_json::json!({"path": "output/main.md", "content": SCENE}),
-        ),
-        1 => ("workspace_commit", serde_json::json!({})),
-        _ => ("workspace_finish", serde_json::json!({})),
-    };
-    let reply = serde_json::json!({
-        "id": format!("chatcmpl-{turn}"), "object": "chat.completion", "model": "m",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": null,
-            "tool_calls": [{"id": format!("call_{turn}"), "type": "function",
-                "function": {"name": name, "arguments": arguments.to_string()}}]}}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+    crate::model_server::start(|body| {
+        Some(match crate::model_server::assistant_turns(body) {
+            0 => (
+                "workspace_write_file",
+                serde_json::json!({"path": "output/main.md", "content": SCENE}),
+            ),
+            1 => ("workspace_commit", serde_json::json!({})),
+            _ => ("workspace_finish", serde_json::json!({})),
+        })
     })
-    .to_string();
-    let _ = write!(
-        stream,
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-        reply.len()
-    );
 }
 
 /// Runs `tt-agent run` with `args` and the request; returns (exit code, everything printed).

@@ -4,26 +4,30 @@ use std::process::Command;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 
-#[test]
-fn a_full_page_of_events_says_how_to_read_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
+/// Runs the demo on `data_dir` and returns its run's directory.
+fn demo_run(data_dir: &std::path::Path) -> std::path::PathBuf {
     let demo = Command::new(AGENT)
         .arg("--data-dir")
-        .arg(dir.path())
+        .arg(data_dir)
         .args(["demo", "--pace-ms", "0"])
         .output()
         .unwrap();
     assert!(demo.status.success());
-    let chats = std::fs::read_dir(dir.path().join("chats")).unwrap();
+    let chats = std::fs::read_dir(data_dir.join("chats")).unwrap();
     let chat = chats.flatten().next().unwrap().path();
-    let run = std::fs::read_dir(chat.join("runs"))
+    std::fs::read_dir(chat.join("runs"))
         .unwrap()
         .flatten()
         .next()
         .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .into_owned();
+        .path()
+}
+
+#[test]
+fn a_full_page_of_events_says_how_to_read_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = demo_run(dir.path());
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
     let events = |args: &[&str]| {
         Command::new(AGENT)
             .arg("--data-dir")
@@ -59,23 +63,8 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
-    let demo = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(["demo", "--pace-ms", "0"])
-        .output()
-        .unwrap();
-    assert!(demo.status.success());
-    let chats = std::fs::read_dir(dir.path().join("chats")).unwrap();
-    let chat = chats.flatten().next().unwrap().path();
-    let run = std::fs::read_dir(chat.join("runs"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .into_owned();
+    let run_dir = demo_run(dir.path());
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
     let mut child = Command::new(AGENT)
         .arg("--data-dir")
         .arg(dir.path())
@@ -102,21 +91,7 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
 #[test]
 fn a_journal_with_a_gap_is_reported_as_damaged() {
     let dir = tempfile::tempdir().unwrap();
-    let demo = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(["demo", "--pace-ms", "0"])
-        .output()
-        .unwrap();
-    assert!(demo.status.success());
-    let chats = std::fs::read_dir(dir.path().join("chats")).unwrap();
-    let chat = chats.flatten().next().unwrap().path();
-    let run_dir = std::fs::read_dir(chat.join("runs"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
+    let run_dir = demo_run(dir.path());
     let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
     let journal = run_dir.join("events.jsonl");
     let text = std::fs::read_to_string(&journal).unwrap();

@@ -2,8 +2,6 @@
 //! second answer back; `tt-agent resume <runId>` then finishes the run against the server
 //! without asking again for the first answer, and prints the published text.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -17,76 +15,21 @@ type Asked = Arc<Mutex<Vec<usize>>>;
 /// An OpenAI-compatible server that writes, commits and finishes, by turn; with `hold` it
 /// never answers the commit turn. Returns its base URL.
 fn server(asked: Asked, hold: bool) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let asked = Arc::clone(&asked);
-            std::thread::spawn(move || serve(stream, &asked, hold));
+    crate::model_server::start(move |body| {
+        let turn = crate::model_server::assistant_turns(body);
+        asked.lock().unwrap().push(turn);
+        if hold && turn == 1 {
+            return None;
         }
-    });
-    url
-}
-
-fn serve(mut stream: TcpStream, asked: &Asked, hold: bool) {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 65536];
-    let body_start = loop {
-        if let Some(at) = data.windows(4).position(|window| window == b"\r\n\r\n") {
-            break at + 4;
-        }
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(read) => data.extend_from_slice(&buf[..read]),
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..body_start]).to_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0);
-    while data.len() < body_start + length {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(read) => data.extend_from_slice(&buf[..read]),
-        }
-    }
-    let body: serde_json::Value = serde_json::from_slice(&data[body_start..]).unwrap();
-    let turn = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|message| message["role"] == "assistant")
-        .count();
-    asked.lock().unwrap().push(turn);
-    if hold && turn == 1 {
-        // Keep the connection open and never answer.
-        std::thread::sleep(Duration::from_secs(600));
-        return;
-    }
-    let (name, arguments) = match turn {
-        0 => (
-            "workspace_write_file",
-            serde_json::json!({"path": "output/main.md", "content": SCENE}),
-        ),
-        1 => ("workspace_commit", serde_json::json!({})),
-        _ => ("workspace_finish", serde_json::json!({})),
-    };
-    let reply = serde_json::json!({
-        "id": format!("chatcmpl-{turn}"), "object": "chat.completion", "model": "m",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": null,
-            "tool_calls": [{"id": format!("call_{turn}"), "type": "function",
-                "function": {"name": name, "arguments": arguments.to_string()}}]}}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+        Some(match turn {
+            0 => (
+                "workspace_write_file",
+                serde_json::json!({"path": "output/main.md", "content": SCENE}),
+            ),
+            1 => ("workspace_commit", serde_json::json!({})),
+            _ => ("workspace_finish", serde_json::json!({})),
+        })
     })
-    .to_string();
-    let _ = write!(
-        stream,
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-        reply.len()
-    );
 }
 
 fn tt_agent(data_dir: &Path, args: &[&str]) -> Command {

@@ -1,0 +1,90 @@
+//! A small OpenAI-compatible chat server on 127.0.0.1 for the command-line tests: each request
+//! body goes to a closure that picks the one tool call to answer with, or holds the request
+//! for ever (`None`, a server that never answers).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// What the server answers a request with: a tool's model-facing name and its arguments.
+pub type Answer = Option<(&'static str, Value)>;
+
+/// Starts the server; returns its base URL (`http://127.0.0.1:<port>/v1`).
+pub fn start(answer: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let answer = Arc::new(answer);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let answer = Arc::clone(&answer);
+            std::thread::spawn(move || serve(stream, answer.as_ref()));
+        }
+    });
+    url
+}
+
+/// How many assistant turns the request's conversation already has.
+pub fn assistant_turns(body: &Value) -> usize {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "assistant")
+        .count()
+}
+
+fn serve(mut stream: TcpStream, answer: &(dyn Fn(&Value) -> Answer + Send + Sync)) {
+    let Some(body) = read_body(&mut stream) else {
+        return;
+    };
+    let Some((name, arguments)) = answer(&body) else {
+        // Keep the connection open and never answer.
+        std::thread::sleep(std::time::Duration::from_secs(600));
+        return;
+    };
+    let turn = assistant_turns(&body);
+    let reply = serde_json::json!({
+        "id": format!("chatcmpl-{turn}"), "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": format!("call_{turn}"), "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+    })
+    .to_string();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+        reply.len()
+    );
+}
+
+/// The JSON body of one HTTP request, `None` when the client went away first.
+fn read_body(stream: &mut TcpStream) -> Option<Value> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 65536];
+    let body_start = loop {
+        if let Some(at) = data.windows(4).position(|window| window == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(read) => data.extend_from_slice(&buf[..read]),
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..body_start]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0);
+    while data.len() < body_start + length {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(read) => data.extend_from_slice(&buf[..read]),
+        }
+    }
+    Some(serde_json::from_slice(&data[body_start..]).unwrap())
+}
