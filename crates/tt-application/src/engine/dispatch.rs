@@ -253,15 +253,7 @@ async fn dispatch(
             )
         }
         Err(ToolCallError::Recoverable(err)) => (
-            AgentToolResult {
-                call_id: call.id.clone(),
-                name: display_name.clone(),
-                content: err.message.clone(),
-                structured: json!({"error": {"code": err.code, "message": err.message}}),
-                is_error: true,
-                error_code: Some(err.code.to_owned()),
-                resource_refs: Vec::new(),
-            },
+            error_result(&call.id, &display_name, &err),
             LoopControl::Continue,
             ToolEffect::None,
         ),
@@ -307,6 +299,19 @@ async fn dispatch(
         result,
         control,
     })
+}
+
+/// The result the model reads for a call that failed with a recoverable error.
+pub(crate) fn error_result(call_id: &str, name: &str, err: &ToolError) -> AgentToolResult {
+    AgentToolResult {
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        content: err.message.clone(),
+        structured: json!({"error": {"code": err.code, "message": err.message}}),
+        is_error: true,
+        error_code: Some(err.code.to_owned()),
+        resource_refs: Vec::new(),
+    }
 }
 
 /// The codes of model slips: mistakes in the shape of a call that the model can correct.

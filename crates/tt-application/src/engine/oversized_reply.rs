@@ -7,12 +7,10 @@
 //! recoverable error, so its next request is small and every call it shows has its result.
 //! A resumed agent replays the same stored reply through the same rule.
 
-use serde_json::json;
 use tt_domain::model::{AgentModelMessage, AgentModelResponse, ModelContentPart};
-use tt_domain::tool::AgentToolResult;
 
 use crate::engine::invocation::InvocationRuntime;
-use crate::error::{ApplicationError, ApplicationResult};
+use crate::error::{ApplicationError, ApplicationResult, ToolError};
 
 /// The code of the slip.
 pub(crate) const TOO_MANY_CALLS: &str = "model.too_many_tool_calls";
@@ -57,18 +55,13 @@ pub(crate) fn refuse_if_oversized(
         _ => true,
     });
     let mut messages = Vec::with_capacity(1 + KEPT_CALLS);
+    let refused = ToolError::new(TOO_MANY_CALLS, message);
     let answers: Vec<AgentModelMessage> = reply
         .tool_calls()
         .map(|call| {
-            AgentModelMessage::tool_result(AgentToolResult {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: message.clone(),
-                structured: json!({"error": {"code": TOO_MANY_CALLS, "message": message}}),
-                is_error: true,
-                error_code: Some(TOO_MANY_CALLS.to_owned()),
-                resource_refs: Vec::new(),
-            })
+            AgentModelMessage::tool_result(crate::engine::dispatch::error_result(
+                &call.id, &call.name, &refused,
+            ))
         })
         .collect();
     messages.push(reply);
