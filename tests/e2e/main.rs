@@ -6,6 +6,7 @@
 
 mod approvals;
 mod cassettes;
+mod chat_state;
 mod cost;
 mod delegation;
 mod fork;

@@ -648,62 +648,12 @@ impl AgentRuntime {
 
     /// The newest promoted `persist/` state of a conversation (`stableChatId`), which its next
     /// run names as `persistBaseStateId` to start from what the last successful run kept: the
-    /// state the newest completed run promoted or, when it changed nothing, the state it
-    /// started from. `None` when no completed run of the conversation has one.
+    /// state of the run that most recently completed with changes to `persist/` or, when no
+    /// completed run changed anything, the newest completed run's state. `None` when no
+    /// completed run of the conversation has one.
     pub async fn latest_persist_state(&self, stable_chat_id: &str) -> HostResult<Option<String>> {
         self.ensure_open()?;
-        const PAGE: usize = 200;
-        let mut offset = 0;
-        loop {
-            let runs = self
-                .service
-                .list_runs(RunListPage {
-                    offset,
-                    limit: PAGE,
-                })
-                .await?;
-            for run in runs.iter().filter(|run| {
-                run.stable_chat_id == stable_chat_id
-                    && run.status == tt_domain::run::AgentRunStatus::Completed
-            }) {
-                if let Some(state) = self.promoted_state(&run.id).await? {
-                    return Ok(Some(state));
-                }
-            }
-            if runs.len() < PAGE {
-                return Ok(None);
-            }
-            offset += runs.len();
-        }
-    }
-
-    /// `stateId` (else `baseStateId`) of a run's `persistent_changes_committed` event.
-    async fn promoted_state(&self, run_id: &RunId) -> HostResult<Option<String>> {
-        let mut after = 0;
-        loop {
-            let page = EventPage {
-                after_seq: Some(after),
-                limit: Some(500),
-                ..EventPage::default()
-            };
-            let events = self.service.read_events(run_id, &page).await?;
-            let Some(last) = events.last() else {
-                return Ok(None);
-            };
-            after = last.seq;
-            if let Some(event) = events
-                .iter()
-                .find(|event| event.event_type == "persistent_changes_committed")
-            {
-                return Ok(["stateId", "baseStateId"].into_iter().find_map(|key| {
-                    event
-                        .payload
-                        .get(key)
-                        .and_then(|value| value.as_str())
-                        .map(str::to_owned)
-                }));
-            }
-        }
+        Ok(self.service.latest_persist_state(stable_chat_id).await?)
     }
 
     /// Newest runs first.

@@ -24,6 +24,7 @@ use crate::prompt_input::{PromptMessage, PromptSnapshot};
 use crate::services::RuntimeServices;
 
 mod approvals;
+mod chat_state;
 mod executor;
 mod fork_run;
 mod records;
@@ -92,6 +93,8 @@ pub struct AgentRunService {
     unrecorded: StdMutex<HashMap<RunId, AgentRun>>,
     /// The `run_failed` / `run_partial_success` payloads the journal refused, by run.
     unrecorded_failures: StdMutex<HashMap<RunId, Value>>,
+    /// One lock per conversation for finishing runs (`chat_state`).
+    chat_locks: StdMutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl std::fmt::Debug for AgentRunService {
@@ -113,6 +116,7 @@ impl AgentRunService {
             active: StdMutex::new(HashMap::new()),
             unrecorded: StdMutex::new(HashMap::new()),
             unrecorded_failures: StdMutex::new(HashMap::new()),
+            chat_locks: StdMutex::new(HashMap::new()),
         })
     }
 
@@ -555,6 +559,20 @@ impl AgentRunService {
             .collect();
         files.sort();
         Ok(files)
+    }
+
+    /// The newest promoted `persist/` state of a conversation, which its next run names as
+    /// `persistBaseStateId`: the state of the run that most recently completed with changes to
+    /// `persist/` or, when no completed run changed anything, the newest completed run's
+    /// state. `None` when no completed run of the conversation has one (docs/storage.md).
+    pub async fn latest_persist_state(
+        &self,
+        stable_chat_id: &str,
+    ) -> ApplicationResult<Option<String>> {
+        Ok(self
+            .latest_chat_state(stable_chat_id, chat_state::Counting::Completed, None)
+            .await?
+            .map(|state| state.change_set.state_id))
     }
 
     /// Why a run ended, when the journal refused its `run_failed` / `run_partial_success`

@@ -37,37 +37,13 @@ impl AgentRunService {
         if !ctx.try_set_status(AgentRunStatus::Finishing).await? {
             return Err(ApplicationError::cancelled());
         }
-        match self
-            .services
-            .workspace
-            .promote_persist(
-                &ctx.run_id,
-                &ctx.persist_snapshot,
-                self.services.clock.now(),
-            )
-            .await
-        {
-            Ok(change_set) => {
-                tracing::debug!(
-                    state_id = change_set.state_id.as_str(),
-                    changes = change_set.changes.len(),
-                    "persist/ promoted; journaling it"
-                );
-                self.persist_promoted(ctx, &change_set, true).await?;
-            }
-            // Resumed after the interrupted process had promoted `persist/`: that state is
-            // this run's. It is read back; its event is journaled if the process died before
-            // journaling it, and the host binding is asked for again.
-            Err(error)
-                if error.code() == "agent.persistent_state_exists"
-                    && let Some(change_set) =
-                        self.services.workspace.promoted_state(&ctx.run_id).await? =>
-            {
-                self.persist_promoted(ctx, &change_set, !ctx.promoted_before())
-                    .await?;
-            }
+        // One finishing run of a chat at a time in this process, from the promotion until it
+        // is journaled, so the one-writer rule sees what the other promoted.
+        let chat_lock = self.chat_lock(&ctx.run_snapshot().await.stable_chat_id);
+        let chat_guard = chat_lock.lock().await;
+        let (change_set, journal) = match self.promote(ctx).await {
+            Ok(promoted) => promoted,
             Err(error) => {
-                let error = ApplicationError::from(error);
                 self.events
                     .record(
                         &ctx.run_id,
@@ -79,7 +55,17 @@ impl AgentRunService {
                     .await?;
                 return Err(error);
             }
+        };
+        if journal {
+            self.journal_promoted(ctx, &change_set).await?;
         }
+        drop(chat_guard);
+        crate::persist_metadata::bind_state_to_last_commit(
+            ctx,
+            &change_set,
+            &promoted_changes(&change_set),
+        )
+        .await?;
         if ctx.cancel.is_cancelled() || !ctx.try_set_status(AgentRunStatus::Completed).await? {
             return Err(ApplicationError::cancelled());
         }
@@ -103,37 +89,67 @@ impl AgentRunService {
         Ok(())
     }
 
-    /// Journals `persistent_changes_committed` for `change_set` (unless `journal` is false:
-    /// the interrupted process of a resumed run had journaled it) and binds the state to the
-    /// run's last commit.
-    pub(super) async fn persist_promoted(
+    /// Promotes the run's `persist/` and checks the one-writer rule (`chat_state`); returns the
+    /// change set and whether `persistent_changes_committed` is still to be journaled (not when
+    /// the interrupted process of a resumed run had journaled it).
+    async fn promote(
+        &self,
+        ctx: &RunContext,
+    ) -> ApplicationResult<(tt_domain::workspace::PersistentChangeSet, bool)> {
+        let promoted = match self
+            .services
+            .workspace
+            .promote_persist(
+                &ctx.run_id,
+                &ctx.persist_snapshot,
+                self.services.clock.now(),
+            )
+            .await
+        {
+            Ok(change_set) => {
+                tracing::debug!(
+                    state_id = change_set.state_id.as_str(),
+                    changes = change_set.changes.len(),
+                    "persist/ promoted; journaling it"
+                );
+                (change_set, true)
+            }
+            // Resumed after the interrupted process had promoted `persist/`: that state is
+            // this run's. It is read back; its event is journaled if the process died before
+            // journaling it, and the host binding is asked for again.
+            Err(error)
+                if error.code() == "agent.persistent_state_exists"
+                    && let Some(change_set) =
+                        self.services.workspace.promoted_state(&ctx.run_id).await? =>
+            {
+                (change_set, !ctx.promoted_before())
+            }
+            Err(error) => return Err(error.into()),
+        };
+        self.check_single_writer(&ctx.run_snapshot().await, &promoted.0)
+            .await?;
+        Ok(promoted)
+    }
+
+    /// Journals `persistent_changes_committed` for `change_set`.
+    async fn journal_promoted(
         &self,
         ctx: &RunContext,
         change_set: &tt_domain::workspace::PersistentChangeSet,
-        journal: bool,
     ) -> ApplicationResult<()> {
-        let changes: Vec<Value> = change_set
-            .changes
-            .iter()
-            .map(
-                |change| json!({"path": change.path, "kind": change.kind, "sha256": change.sha256}),
+        self.events
+            .record(
+                &ctx.run_id,
+                EventLevel::Info,
+                &payload::PersistentChangesCommitted {
+                    state_id: change_set.state_id.clone(),
+                    base_state_id: change_set.base_state_id.clone(),
+                    change_count: change_set.changes.len() as u64,
+                    changes: json!(promoted_changes(change_set)),
+                },
             )
-            .collect();
-        if journal {
-            self.events
-                .record(
-                    &ctx.run_id,
-                    EventLevel::Info,
-                    &payload::PersistentChangesCommitted {
-                        state_id: change_set.state_id.clone(),
-                        base_state_id: change_set.base_state_id.clone(),
-                        change_count: changes.len() as u64,
-                        changes: json!(changes),
-                    },
-                )
-                .await?;
-        }
-        crate::persist_metadata::bind_state_to_last_commit(ctx, change_set, &changes).await
+            .await?;
+        Ok(())
     }
 
     pub(super) async fn finalize_cancelled(
@@ -257,4 +273,13 @@ impl AgentRunService {
             }
         }
     }
+}
+
+/// The changes of a promoted state as events and the host binding show them.
+fn promoted_changes(change_set: &tt_domain::workspace::PersistentChangeSet) -> Vec<Value> {
+    change_set
+        .changes
+        .iter()
+        .map(|change| json!({"path": change.path, "kind": change.kind, "sha256": change.sha256}))
+        .collect()
 }
