@@ -20,6 +20,7 @@ mod prompt_assembly;
 mod providers;
 mod real_llama;
 mod resume;
+mod resume_after_end;
 mod store_choice;
 mod support;
 mod writer_run;

@@ -144,17 +144,14 @@ impl EventSink {
     }
 }
 
-/// Whether this event type ends a run.
-pub(crate) fn is_terminal_event(event_type: &str) -> bool {
+/// Whether this event type ends a run for good. `run_failed`, `run_cancelled` and
+/// `run_interrupted` end it only until it is resumed (docs/resume.md): a stream of such a run
+/// ends by the executor's end or the stored status instead, so one read from seq 0 goes on
+/// through `run_resumed` to the run's last end.
+fn ends_run_for_good(event_type: &str) -> bool {
     matches!(
         RunEventType::parse(event_type),
-        Some(
-            RunEventType::RunCompleted
-                | RunEventType::RunPartialSuccess
-                | RunEventType::RunCancelled
-                | RunEventType::RunFailed
-                | RunEventType::RunInterrupted
-        )
+        Some(RunEventType::RunCompleted | RunEventType::RunPartialSuccess)
     )
 }
 
@@ -318,11 +315,7 @@ impl RunEventStream {
                 continue;
             }
             self.next_seq = event.seq + 1;
-            // `run_interrupted` ends a run only until it is resumed (`run_resumed` follows):
-            // a stream of such a run ends by the executor's end or the stored status instead.
-            if is_terminal_event(&event.event_type)
-                && event.event_type != RunEventType::RunInterrupted.as_str()
-            {
+            if ends_run_for_good(&event.event_type) {
                 self.finished = true;
                 self.buffer.clear();
             }

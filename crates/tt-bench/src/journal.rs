@@ -238,6 +238,7 @@ async fn create_run(store: &Arc<UserDataStore>) -> Result<AgentRun> {
         input_message_count: 0,
         forked_from: None,
         profile_models: Default::default(),
+        abandoned_at: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: now,

@@ -178,11 +178,5 @@ pub async fn run_demo(
             }
         }
     };
-    if finished.status != tt_runtime::AgentRunStatus::Completed {
-        anyhow::bail!(
-            "the demo run did not complete (status {})",
-            finished.status.as_str()
-        );
-    }
-    Ok(())
+    crate::live::completed_or_why(&finished, "the demo run")
 }

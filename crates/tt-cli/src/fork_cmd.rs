@@ -4,9 +4,7 @@
 //! demo's scripted model for a run of `tt-agent demo`).
 
 use std::sync::Arc;
-use tt_runtime::{
-    AgentRunStatus, CommitBridgeChoice, ForkChanges, ForkPoint, ForkRunRequest, InvocationId,
-};
+use tt_runtime::{CommitBridgeChoice, ForkChanges, ForkPoint, ForkRunRequest, InvocationId};
 
 use crate::run_cmd::{GenerationArgs, ModelArgs};
 
@@ -107,14 +105,7 @@ pub async fn fork(
         );
     }
     let finished = crate::live::follow(&runtime, &run, signals, "branched").await?;
-    match finished.status {
-        AgentRunStatus::Completed => Ok(()),
-        status => anyhow::bail!(
-            "the branch did not complete (status {}); `tt-agent events {}` shows why",
-            status.as_str(),
-            finished.id
-        ),
-    }
+    crate::live::completed_or_why(&finished, "the branch")
 }
 
 #[cfg(test)]

@@ -180,3 +180,24 @@ impl StdinLines {
         let _ = self.want.send(());
     }
 }
+
+/// `Ok` for a completed run, else an error that says where to read why and, for a run that
+/// can be resumed, how to continue it or give it up.
+pub(crate) fn completed_or_why(run: &tt_runtime::AgentRun, what: &str) -> anyhow::Result<()> {
+    if run.status == tt_runtime::AgentRunStatus::Completed {
+        return Ok(());
+    }
+    let id = &run.id;
+    let next = if run.is_resumable() {
+        format!(
+            "; `tt-agent resume {id}` (with the model options it ran with) continues it where it \
+             stopped, `tt-agent abandon {id}` gives it up"
+        )
+    } else {
+        String::new()
+    };
+    anyhow::bail!(
+        "{what} did not complete (status {}); `tt-agent events {id}` shows why{next}",
+        run.status.as_str()
+    )
+}

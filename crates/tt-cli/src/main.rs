@@ -73,12 +73,13 @@ enum Command {
         /// What to ask the agent.
         request: String,
     },
-    /// Resume an interrupted run (docs/resume.md) against a model endpoint and show it live:
-    /// its agents continue from their stored model responses and tool results.
+    /// Resume an interrupted, failed or cancelled run (docs/resume.md) against a model
+    /// endpoint and show it live: its agents continue from their stored model responses and
+    /// tool results, a failed or cancelled run's from where its end stopped them.
     ///
     /// The model options are those of `run`; the run's agents and profiles are its own.
     Resume {
-        /// The interrupted run (`tt-agent runs` lists runs and their status).
+        /// The run (`tt-agent runs` lists runs and their status).
         run_id: String,
         #[command(flatten)]
         model: run_cmd::ModelArgs,
@@ -178,6 +179,9 @@ enum Command {
     /// Print the agent tree of a stored run, then each agent's usage, own and rolled up over
     /// the tasks it delegated.
     Graph { run_id: String },
+    /// Give up an interrupted, failed or cancelled run so that it is never resumed; its status
+    /// stays (docs/resume.md).
+    Abandon { run_id: String },
     /// Cancel a run, or with `--task` one delegated task and the tasks it delegated in turn.
     ///
     /// In-process only for now: a run that another live process executes is refused with
@@ -431,6 +435,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Abandon { run_id } => {
+            let run = writer_runtime(&storage)?.abandon_run(&run_id).await?;
+            println!(
+                "Run {run_id} abandoned: it stays {} and will not be resumed.",
+                run.status.as_str()
+            );
+            Ok(())
+        }
         Command::ExportOtel { run_id } => {
             let runtime = inspect_runtime(&storage)?;
             println!(
@@ -506,7 +518,7 @@ fn inspect_runtime(storage: &Storage) -> anyhow::Result<tt_runtime::AgentRuntime
         .build()?)
 }
 
-/// A runtime that may write the data dir but runs no model (for `cancel`): a run another
+/// A runtime that may write the data dir but runs no model (for `cancel` and `abandon`): a run another
 /// process executes stays locked to it, so writing to it is refused with `agent.run_locked`.
 fn writer_runtime(storage: &Storage) -> anyhow::Result<tt_runtime::AgentRuntime> {
     let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)

@@ -198,9 +198,18 @@ impl EventPrinter {
             P::RunFailed(e) => format!("run failed [{}]: {}", e.code, e.message),
             P::RunCancelRequested(_) => "cancel requested".to_owned(),
             P::RunCancelled(_) => "run cancelled".to_owned(),
-            P::RunInterrupted(e) => format!(
+            P::RunInterrupted(e) if e.reason == "owner_exited" => format!(
                 "run interrupted: its process went away (it was {})",
                 e.previous_status.as_str().replace('_', " ")
+            ),
+            P::RunInterrupted(e) => format!(
+                "run reopened to resume ({}): it was {}",
+                e.reason.replace('_', " "),
+                e.previous_status.as_str().replace('_', " ")
+            ),
+            P::RunAbandoned(e) => format!(
+                "run abandoned: it stays {} and is never resumed",
+                e.status.as_str().replace('_', " ")
             ),
             P::RunResumed(e) => format!(
                 "run resumed: {} agent(s) go on from their stored steps",

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tt_runtime::{
-    AgentProfileDefinition, AgentRunStatus, AgentRuntime, CommitBridgeChoice, ConnectionSpec,
-    ConversationKind, GenerationSettings, ModelProvider, RecordingProvider, ReplayProvider,
-    StartRunRequest, build_provider,
+    AgentProfileDefinition, AgentRuntime, CommitBridgeChoice, ConnectionSpec, ConversationKind,
+    GenerationSettings, ModelProvider, RecordingProvider, ReplayProvider, StartRunRequest,
+    build_provider,
 };
 
 /// The `kind` every agent profile file declares; other JSON files in `--profiles` are skipped.
@@ -153,17 +153,10 @@ pub async fn run(
         }))
         .await?;
     let finished = crate::live::follow(&runtime, &run, signals, "started").await?;
-    match finished.status {
-        AgentRunStatus::Completed => Ok(()),
-        status => anyhow::bail!(
-            "the run did not complete (status {}); `tt-agent events {}` shows why",
-            status.as_str(),
-            finished.id
-        ),
-    }
+    crate::live::completed_or_why(&finished, "the run")
 }
 
-/// `tt-agent resume <runId>`: continues an interrupted run (docs/resume.md) against the model
+/// `tt-agent resume <runId>`: continues an interrupted, failed or cancelled run (docs/resume.md) against the model
 /// `model` names (`--connection`/`--model`, or a cassette), shown live like `run` from the
 /// journal's start, with the committed message printed at the end.
 pub async fn resume(
@@ -205,14 +198,7 @@ pub async fn resume(
     }
     let run = signals.shielded(runtime.resume_run(run_id)).await?;
     let finished = crate::live::follow(&runtime, &run, signals, "resumed").await?;
-    match finished.status {
-        AgentRunStatus::Completed => Ok(()),
-        status => anyhow::bail!(
-            "the run did not complete (status {}); `tt-agent events {}` shows why",
-            status.as_str(),
-            finished.id
-        ),
-    }
+    crate::live::completed_or_why(&finished, "the run")
 }
 
 /// Whether `run_id` is a run of `tt-agent demo` (its conversation is the demo's).

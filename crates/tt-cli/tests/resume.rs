@@ -121,3 +121,96 @@ fn a_killed_run_is_resumed_without_asking_the_model_again() {
     assert_ne!(code, Some(0), "{output}");
     assert!(output.contains("agent.run_not_resumable"), "{output}");
 }
+
+/// Sends SIGINT (Ctrl-C) to `child`, which cancels its run.
+fn interrupt(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -INT failed");
+}
+
+/// Waits until `asked` holds `count` requests; `child` must still run.
+fn wait_for_asked(asked: &Asked, count: usize, child: &mut std::process::Child) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while asked.lock().unwrap().len() < count {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the model was never asked"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "tt-agent ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_cancelled_run_and_a_cancelled_resume_are_resumed_again_until_it_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let held = Asked::default();
+    let stuck = format!("openai:{}", server(Arc::clone(&held), true));
+    let args = |command: &'static str, target: &str, connection: &str| -> Vec<String> {
+        [command, target, "--connection", connection, "--model", "m"]
+            .iter()
+            .map(|arg| (*arg).to_owned())
+            .collect()
+    };
+    // Ctrl-C while the server holds the second answer: the run ends cancelled and the
+    // command says how to go on.
+    let mut child = tt_agent(
+        &data,
+        &[
+            "run",
+            "--connection",
+            &stuck,
+            "--model",
+            "m",
+            "Write a line.",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    wait_for_asked(&held, 2, &mut child);
+    interrupt(&child);
+    let (code, output) = crate::finish_within(child, Duration::from_secs(90), "tt-agent run hung");
+    assert_ne!(code, Some(0), "{output}");
+    let run_id = only_run(&data).unwrap();
+    assert!(output.contains("status cancelled"), "{output}");
+    assert!(
+        output.contains(&format!("`tt-agent resume {run_id}`")),
+        "{output}"
+    );
+
+    // Ctrl-C during the resume too: still resumable.
+    let resume = args("resume", &run_id, &stuck);
+    let resume: Vec<&str> = resume.iter().map(String::as_str).collect();
+    let mut child = tt_agent(&data, &resume).spawn().unwrap();
+    wait_for_asked(&held, 3, &mut child);
+    interrupt(&child);
+    let (code, output) =
+        crate::finish_within(child, Duration::from_secs(90), "tt-agent resume hung");
+    assert_ne!(code, Some(0), "{output}");
+    assert!(output.contains("status cancelled"), "{output}");
+
+    let asked = Asked::default();
+    let working = format!("openai:{}", server(Arc::clone(&asked), false));
+    let resume = args("resume", &run_id, &working);
+    let resume: Vec<&str> = resume.iter().map(String::as_str).collect();
+    let child = tt_agent(&data, &resume).spawn().unwrap();
+    let (code, output) =
+        crate::finish_within(child, Duration::from_secs(90), "tt-agent resume hung");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains(SCENE.trim()), "{output}");
+    // Only the turn each cancel cut off was asked again; the write's answer was kept.
+    assert_eq!(*held.lock().unwrap(), vec![0, 1, 1]);
+    assert_eq!(*asked.lock().unwrap(), vec![1, 2]);
+
+    // A completed run cannot be given up.
+    let child = tt_agent(&data, &["abandon", &run_id]).spawn().unwrap();
+    let (code, output) =
+        crate::finish_within(child, Duration::from_secs(90), "tt-agent abandon hung");
+    assert_ne!(code, Some(0), "{output}");
+    assert!(output.contains("agent.run_not_abandonable"), "{output}");
+}

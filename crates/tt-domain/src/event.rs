@@ -179,6 +179,7 @@ event_types! {
     RunFailed => "run_failed",
     RunInterrupted => "run_interrupted",
     RunResumed => "run_resumed",
+    RunAbandoned => "run_abandoned",
     UserGuidanceSubmitted => "user_guidance_submitted",
     UserGuidanceApplied => "user_guidance_applied",
     UserGuidanceDiscarded => "user_guidance_discarded",

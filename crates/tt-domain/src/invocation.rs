@@ -136,7 +136,8 @@ impl AgentInvocation {
 
     /// `created -> running -> {completed, failed, cancelled, transferred, interrupted}`;
     /// `created` may also end directly in `failed`, `cancelled` or `interrupted`. Terminal
-    /// statuses never change, except `interrupted -> running` when a run is resumed.
+    /// statuses never change, except `interrupted -> running` when a run is resumed and
+    /// `failed | cancelled -> interrupted` when a resume reopens what a run's end stopped.
     pub fn transition(&mut self, next: InvocationStatus, now: Timestamp) -> DomainResult<bool> {
         if self.status == next {
             return Ok(false);
@@ -155,8 +156,13 @@ impl AgentInvocation {
             (InvocationStatus::AwaitingApproval, next) => {
                 next.is_terminal() || next == InvocationStatus::Running
             }
-            // `resume_run` takes an interrupted agent up again.
-            (InvocationStatus::Interrupted, InvocationStatus::Running) => true,
+            // `resume_run` takes an interrupted agent up again, and first reopens as
+            // `interrupted` the agents a failed or cancelled run's end stopped.
+            (InvocationStatus::Interrupted, InvocationStatus::Running)
+            | (
+                InvocationStatus::Failed | InvocationStatus::Cancelled,
+                InvocationStatus::Interrupted,
+            ) => true,
             _ => false,
         };
         if !legal {
@@ -211,6 +217,14 @@ mod tests {
         assert!(inv.transition(InvocationStatus::Completed, now).is_err());
         assert!(inv.transition(InvocationStatus::Running, now).unwrap());
         assert!(inv.transition(InvocationStatus::Completed, now).unwrap());
+        // A completed agent is never reopened; a stopped one is, for `resume_run`.
+        assert!(inv.transition(InvocationStatus::Interrupted, now).is_err());
+        for stopped in [InvocationStatus::Failed, InvocationStatus::Cancelled] {
+            let mut inv = invocation();
+            inv.transition(InvocationStatus::Running, now).unwrap();
+            inv.transition(stopped, now).unwrap();
+            assert!(inv.transition(InvocationStatus::Interrupted, now).unwrap());
+        }
     }
 
     #[test]

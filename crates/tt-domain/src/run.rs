@@ -251,6 +251,10 @@ pub struct AgentRun {
     /// says (set by `fork_run`'s changes, docs/branching.md).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub profile_models: std::collections::BTreeMap<ProfileId, ProfileModelChange>,
+    /// When the host gave the run up (`abandon_run`): an `interrupted`, `failed` or
+    /// `cancelled` run stays resumable until then (docs/resume.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abandoned_at: Option<Timestamp>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -300,23 +304,77 @@ impl AgentRun {
         Ok(true)
     }
 
-    /// Takes an `interrupted` run up again (`resume_run`): the one move out of a terminal
-    /// status. It continues in `assembling_context` while its agents are rebuilt; any other
-    /// status is `agent.run_not_resumable`.
+    /// Whether `resume_run` may continue this run: it ended without finishing its work
+    /// (`interrupted`, `failed` or `cancelled`) and the host has not abandoned it.
+    pub fn is_resumable(&self) -> bool {
+        self.abandoned_at.is_none()
+            && matches!(
+                self.status,
+                AgentRunStatus::Interrupted | AgentRunStatus::Failed | AgentRunStatus::Cancelled
+            )
+    }
+
+    /// Takes a resumable run up again (`resume_run`): the one move out of a terminal status.
+    /// It continues in `assembling_context` while its agents are rebuilt; a run that is not
+    /// resumable is `agent.run_not_resumable`. A `failed` or `cancelled` run is first reopened
+    /// as `interrupted` ([`AgentRun::reopen`]).
     pub fn resume(&mut self, now: Timestamp) -> DomainResult<()> {
-        if self.status != AgentRunStatus::Interrupted {
-            return Err(DomainError::new(
-                "agent.run_not_resumable",
-                format!(
-                    "run {} is {}; only an interrupted run can be resumed",
-                    self.id,
-                    self.status.as_str()
-                ),
-            ));
+        if self.status != AgentRunStatus::Interrupted || self.abandoned_at.is_some() {
+            return Err(self.not_resumable());
         }
         self.status = AgentRunStatus::AssemblingContext;
         self.updated_at = now;
         Ok(())
+    }
+
+    /// Marks a `failed` or `cancelled` run `interrupted` so that `resume_run` continues it
+    /// where its agents stopped; returns the status it had.
+    pub fn reopen(&mut self, now: Timestamp) -> DomainResult<AgentRunStatus> {
+        let previous = self.status;
+        if !self.is_resumable() || previous == AgentRunStatus::Interrupted {
+            return Err(self.not_resumable());
+        }
+        self.status = AgentRunStatus::Interrupted;
+        self.updated_at = now;
+        Ok(previous)
+    }
+
+    /// Gives a resumable run up for good (`abandon_run`): its status stays, and `resume_run`
+    /// refuses it from now on.
+    pub fn abandon(&mut self, now: Timestamp) -> DomainResult<()> {
+        if !self.is_resumable() {
+            return Err(DomainError::new(
+                "agent.run_not_abandonable",
+                if self.abandoned_at.is_some() {
+                    format!("run {} was already abandoned", self.id)
+                } else {
+                    format!(
+                        "run {} is {}; only an interrupted, failed or cancelled run can be \
+                         abandoned",
+                        self.id,
+                        self.status.as_str()
+                    )
+                },
+            ));
+        }
+        self.abandoned_at = Some(now);
+        self.updated_at = now;
+        Ok(())
+    }
+
+    fn not_resumable(&self) -> DomainError {
+        DomainError::new(
+            "agent.run_not_resumable",
+            if self.abandoned_at.is_some() {
+                format!("run {} was abandoned; it cannot be resumed", self.id)
+            } else {
+                format!(
+                    "run {} is {}; only an interrupted, failed or cancelled run can be resumed",
+                    self.id,
+                    self.status.as_str()
+                )
+            },
+        )
     }
 }
 
@@ -324,9 +382,8 @@ impl AgentRun {
 mod tests {
     use super::*;
 
-    #[test]
-    fn only_an_interrupted_run_resumes() {
-        let mut run = AgentRun {
+    fn sample() -> AgentRun {
+        AgentRun {
             id: RunId::from_raw("run_x"),
             workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
             stable_chat_id: "chat-1".into(),
@@ -343,16 +400,53 @@ mod tests {
             input_message_count: 0,
             forked_from: None,
             profile_models: Default::default(),
+            abandoned_at: None,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
-        };
+        }
+    }
+
+    #[test]
+    fn only_an_interrupted_run_resumes() {
+        let mut run = sample();
         let error = run.resume(Timestamp::from_unix_millis(1)).unwrap_err();
         assert_eq!(error.code, "agent.run_not_resumable");
+        assert_eq!(
+            run.reopen(Timestamp::from_unix_millis(1)).unwrap_err().code,
+            "agent.run_not_resumable"
+        );
+        assert_eq!(
+            run.abandon(Timestamp::from_unix_millis(1))
+                .unwrap_err()
+                .code,
+            "agent.run_not_abandonable"
+        );
         run.status = AgentRunStatus::Interrupted;
         run.resume(Timestamp::from_unix_millis(2)).unwrap();
         assert_eq!(run.status, AgentRunStatus::AssemblingContext);
         assert_eq!(run.updated_at, Timestamp::from_unix_millis(2));
         assert!(run.status.can_transition_to(AgentRunStatus::CallingModel));
+    }
+
+    #[test]
+    fn a_failed_or_cancelled_run_reopens_until_it_is_abandoned() {
+        let mut run = sample();
+        for ended in [AgentRunStatus::Failed, AgentRunStatus::Cancelled] {
+            run.status = ended;
+            assert!(run.is_resumable());
+            assert_eq!(run.reopen(Timestamp::from_unix_millis(3)).unwrap(), ended);
+            assert_eq!(run.status, AgentRunStatus::Interrupted);
+            // Reopening is for ended runs; an interrupted one resumes as it is.
+            assert!(run.reopen(Timestamp::from_unix_millis(3)).is_err());
+        }
+        run.status = AgentRunStatus::Failed;
+        run.abandon(Timestamp::from_unix_millis(4)).unwrap();
+        assert_eq!(run.status, AgentRunStatus::Failed);
+        assert!(!run.is_resumable());
+        assert!(run.abandon(Timestamp::from_unix_millis(5)).is_err());
+        assert!(run.reopen(Timestamp::from_unix_millis(5)).is_err());
+        run.status = AgentRunStatus::Interrupted;
+        assert!(run.resume(Timestamp::from_unix_millis(5)).is_err());
     }
 
     #[test]

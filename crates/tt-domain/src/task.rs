@@ -127,11 +127,14 @@ impl AgentTaskRecord {
         change: &TaskTransition,
         now: Timestamp,
     ) -> DomainResult<bool> {
-        // `resume_run` puts an interrupted task back in line or back to work; nothing else
-        // leaves a terminal status.
+        // `resume_run` puts an interrupted task back in line or back to work, and first
+        // reopens as `interrupted` the tasks a failed or cancelled run's end stopped; nothing
+        // else leaves a terminal status.
         let resuming = self.status == TaskStatus::Interrupted
             && matches!(change.status, TaskStatus::Queued | TaskStatus::Running);
-        if self.status.is_terminal() && !resuming {
+        let reopening = matches!(self.status, TaskStatus::Failed | TaskStatus::Cancelled)
+            && change.status == TaskStatus::Interrupted;
+        if self.status.is_terminal() && !resuming && !reopening {
             return Ok(false);
         }
         if self.status == change.status {
@@ -249,6 +252,27 @@ mod tests {
         assert!(!t.apply_transition(&to(TaskStatus::Completed), now).unwrap());
         assert_eq!(t.status, TaskStatus::Cancelled);
         assert_eq!(t.error.as_deref(), Some("stopped"));
+    }
+
+    #[test]
+    fn a_stopped_task_reopens_as_interrupted_but_a_completed_one_never_does() {
+        let now = Timestamp::from_unix_millis(5);
+        let interrupted = TaskTransition {
+            status: TaskStatus::Interrupted,
+            result_ref: None,
+            error: Some("the run stopped".into()),
+        };
+        for ended in [TaskStatus::Cancelled, TaskStatus::Failed] {
+            let mut t = task();
+            t.apply_transition(&to(ended), now).unwrap();
+            assert!(t.apply_transition(&interrupted, now).unwrap());
+            assert!(t.apply_transition(&to(TaskStatus::Running), now).unwrap());
+        }
+        let mut done = task();
+        done.apply_transition(&to(TaskStatus::Completed), now)
+            .unwrap();
+        assert!(!done.apply_transition(&interrupted, now).unwrap());
+        assert_eq!(done.status, TaskStatus::Completed);
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
         .route("/api/runs/{run_id}", get(read_run))
         .route("/api/runs/{run_id}/cancel", post(cancel_run))
         .route("/api/runs/{run_id}/resume", post(resume_run))
+        .route("/api/runs/{run_id}/abandon", post(abandon_run))
         .route("/api/runs/{run_id}/fork", post(fork_run))
         .route("/api/runs/{run_id}/guidance", post(submit_guidance))
         .route(
@@ -201,10 +202,17 @@ async fn cancel_run(State(state): State<AppState>, path: PathParams) -> ApiResul
     Ok(Json(run).into_response())
 }
 
-/// Resumes an interrupted run (`resume_run`, docs/resume.md).
+/// Resumes an interrupted, failed or cancelled run (`resume_run`, docs/resume.md).
 async fn resume_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let run = state.runtime.resume_run(&run_id).await?;
+    Ok(Json(run).into_response())
+}
+
+/// Gives a run up so that it is never resumed (`abandon_run`, docs/resume.md).
+async fn abandon_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let run = state.runtime.abandon_run(&run_id).await?;
     Ok(Json(run).into_response())
 }
 

@@ -52,6 +52,7 @@ pub(crate) fn status_for(code: &str) -> StatusCode {
         || name.ends_with("channel_closed")
         || name == "run_locked"
         || name == "run_not_resumable"
+        || name == "run_not_abandonable"
         || name.starts_with("already")
     {
         StatusCode::CONFLICT
@@ -86,6 +87,10 @@ mod tests {
         );
         assert_eq!(status_for("agent.run_locked"), StatusCode::CONFLICT);
         assert_eq!(status_for("agent.run_not_resumable"), StatusCode::CONFLICT);
+        assert_eq!(
+            status_for("agent.run_not_abandonable"),
+            StatusCode::CONFLICT
+        );
         assert_eq!(
             status_for("agent.transcript_unreadable"),
             StatusCode::INTERNAL_SERVER_ERROR

@@ -466,7 +466,7 @@ async fn a_run_is_cancelled_over_http() {
 }
 
 #[tokio::test]
-async fn resume_refuses_over_http_a_run_that_is_not_interrupted() {
+async fn resume_refuses_over_http_a_run_that_runs_or_was_abandoned() {
     let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
         {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
             "arguments": {"path": "output/main.md", "content": "draft"}}]},
@@ -484,7 +484,17 @@ async fn resume_refuses_over_http_a_run_that_is_not_interrupted() {
     assert_eq!(running.body["code"], "agent.run_not_resumable");
     server.runtime.cancel_run(&run_id).await.unwrap();
     server.runtime.wait_for_run(&run_id).await.unwrap();
-    // Ended: not interrupted, so not resumable either.
+    // Cancelled, it stays resumable until it is abandoned; abandoned, it never resumes.
+    let abandoned = server
+        .post(&format!("/api/runs/{run_id}/abandon"), &json!({}))
+        .await;
+    assert_eq!(abandoned.status, 200, "{}", abandoned.body);
+    assert_eq!(abandoned.body["status"], "cancelled");
+    assert!(
+        abandoned.body["abandonedAt"].is_string(),
+        "{}",
+        abandoned.body
+    );
     let ended = server
         .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
         .await;
@@ -494,10 +504,15 @@ async fn resume_refuses_over_http_a_run_that_is_not_interrupted() {
         ended.body["message"]
             .as_str()
             .unwrap()
-            .contains("cancelled"),
+            .contains("abandoned"),
         "{}",
         ended.body
     );
+    let again = server
+        .post(&format!("/api/runs/{run_id}/abandon"), &json!({}))
+        .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert_eq!(again.body["code"], "agent.run_not_abandonable");
     let unknown = server
         .post("/api/runs/run_nothing/resume", &json!({}))
         .await;

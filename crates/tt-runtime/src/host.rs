@@ -299,13 +299,14 @@ impl AgentRuntime {
         Ok(run)
     }
 
-    /// Resumes an `interrupted` run in this runtime (docs/resume.md): its agents continue from
-    /// their stored model responses and tool results, in the same run directory, journal and
+    /// Resumes an `interrupted`, `failed` or `cancelled` run in this runtime (docs/resume.md):
+    /// its agents continue from their stored model responses and tool results (a failed or
+    /// cancelled run's from where its end stopped them), in the same run directory, journal and
     /// seq sequence, after `run_resumed`. Returns the run as resumed; follow it with
     /// [`subscribe`](Self::subscribe) and [`wait_for_run`](Self::wait_for_run) like a started
     /// run. A commit that was waiting for the host is offered again with the same `commitId`.
     ///
-    /// Errors: `agent.run_not_resumable` (not interrupted, or already running here),
+    /// Errors: `agent.run_not_resumable` (completed, abandoned, or already running here),
     /// `agent.resume_profile_changed` (a profile no longer gives an agent the tools it was
     /// frozen with), `agent.run_locked` (another process owns the run), `agent.not_found`.
     pub async fn resume_run(&self, run_id: &str) -> HostResult<AgentRun> {
@@ -319,6 +320,15 @@ impl AgentRuntime {
             return Err(shut_down_error());
         }
         Ok(run)
+    }
+
+    /// Gives up a run that ended without finishing its work (`interrupted`, `failed` or
+    /// `cancelled`) so that it is never resumed: `run_abandoned` is journaled, `abandonedAt`
+    /// set, and the status stays (docs/resume.md). Errors: `agent.run_not_abandonable`
+    /// (completed, working, or abandoned already), `agent.run_locked`, `agent.not_found`.
+    pub async fn abandon_run(&self, run_id: &str) -> HostResult<AgentRun> {
+        self.ensure_open()?;
+        Ok(self.service.abandon_run(&RunId::from_raw(run_id)).await?)
     }
 
     /// Asks a run to stop: model calls, retry waits and host waits abort at once. Returns the

@@ -150,6 +150,11 @@ impl<'r> RunHandle<'r> {
         self.runtime.cancel_run(self.run_id.as_str()).await
     }
 
+    /// Gives the run up so that it is never resumed (see [`AgentRuntime::abandon_run`]).
+    pub async fn abandon(&self) -> HostResult<AgentRun> {
+        self.runtime.abandon_run(self.run_id.as_str()).await
+    }
+
     /// Stops one delegated task and what it delegated (see [`AgentRuntime::cancel_task`]).
     pub async fn cancel_task(&self, task_id: &str) -> HostResult<AgentTaskRecord> {
         self.runtime

@@ -132,6 +132,7 @@ async fn runs_are_found_through_the_index_after_reopening() {
             input_message_count: 0,
             forked_from: None,
             profile_models: Default::default(),
+            abandoned_at: None,
             connection_ref: None,
             generation: Default::default(),
             ..reloaded

@@ -218,6 +218,7 @@ mod tests {
             input_message_count: 0,
             forked_from: None,
             profile_models: Default::default(),
+            abandoned_at: None,
             connection_ref: None,
             generation: Default::default(),
             created_at: at,

@@ -33,6 +33,20 @@ pub(crate) enum Counting {
 }
 
 impl AgentRunService {
+    /// The newest promoted `persist/` state of a conversation, which its next run names as
+    /// `persistBaseStateId`: the state of the run that most recently completed with changes to
+    /// `persist/` or, when no completed run changed anything, the newest completed run's
+    /// state. `None` when no completed run of the conversation has one (docs/storage.md).
+    pub async fn latest_persist_state(
+        &self,
+        stable_chat_id: &str,
+    ) -> ApplicationResult<Option<String>> {
+        Ok(self
+            .latest_chat_state(stable_chat_id, Counting::Completed, None)
+            .await?
+            .map(|state| state.change_set.state_id))
+    }
+
     /// The chat's latest promoted state: the state of the run that most recently completed
     /// with changes to `persist/` (a run still finishing counts as the most recent when
     /// `counting` says so); when no run changed anything, the newest completed run's state,

@@ -28,6 +28,7 @@ mod chat_state;
 mod executor;
 mod fork_run;
 mod records;
+mod reopen_run;
 mod resume_run;
 mod teardown;
 
@@ -192,6 +193,7 @@ impl AgentRunService {
             .len(),
             forked_from: None,
             profile_models: Default::default(),
+            abandoned_at: None,
             created_at: now,
             updated_at: now,
         };
@@ -246,6 +248,42 @@ impl AgentRunService {
                 Err(error)
             }
         }
+    }
+
+    /// Gives up a run that ended without finishing its work (`interrupted`, `failed` or
+    /// `cancelled`): journals `run_abandoned` and records `abandonedAt`; its status stays and
+    /// `resume_run` refuses it from now on (docs/resume.md). `agent.run_not_abandonable` for
+    /// any other run (one that completed, is working, or was abandoned already).
+    pub async fn abandon_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
+        if self.lock_active().contains_key(run_id) {
+            return Err(ApplicationError::fatal(
+                "agent.run_not_abandonable",
+                format!("run {run_id} is running in this process; cancel it first"),
+            ));
+        }
+        let mut run = self.services.runs.load_run(run_id).await?;
+        if !run.status.is_terminal() {
+            return Err(ApplicationError::fatal(
+                "agent.run_locked",
+                format!(
+                    "run {run_id} is {} in another process; it can be abandoned only once that \
+                     process is gone",
+                    run.status.as_str()
+                ),
+            ));
+        }
+        run.abandon(self.services.clock.now())?;
+        // The first write takes the run's lock; the record is saved once the event is
+        // journaled, so a crash in between leaves the run resumable, never half abandoned.
+        self.events
+            .record(
+                run_id,
+                EventLevel::Warn,
+                &payload::RunAbandoned { status: run.status },
+            )
+            .await?;
+        self.services.runs.save_run(&run).await?;
+        Ok(run)
     }
 
     /// Requests cancellation. An active run is interrupted at once (model calls and host waits
@@ -559,20 +597,6 @@ impl AgentRunService {
             .collect();
         files.sort();
         Ok(files)
-    }
-
-    /// The newest promoted `persist/` state of a conversation, which its next run names as
-    /// `persistBaseStateId`: the state of the run that most recently completed with changes to
-    /// `persist/` or, when no completed run changed anything, the newest completed run's
-    /// state. `None` when no completed run of the conversation has one (docs/storage.md).
-    pub async fn latest_persist_state(
-        &self,
-        stable_chat_id: &str,
-    ) -> ApplicationResult<Option<String>> {
-        Ok(self
-            .latest_chat_state(stable_chat_id, chat_state::Counting::Completed, None)
-            .await?
-            .map(|state| state.change_set.state_id))
     }
 
     /// Why a run ended, when the journal refused its `run_failed` / `run_partial_success`

@@ -20,13 +20,14 @@ use super::AgentRunService;
 use super::executor::start_root;
 
 impl AgentRunService {
-    /// Resumes an `interrupted` run in this process (docs/resume.md): takes the run's owner
-    /// lock again, journals `run_resumed`, puts its unfinished agents and tasks back to work
+    /// Resumes an `interrupted`, `failed` or `cancelled` run in this process (docs/resume.md):
+    /// takes the run's owner lock again, reopens what a failed or cancelled run's end stopped
+    /// (`reopen_run`), journals `run_resumed`, puts its unfinished agents and tasks back to work
     /// (`agent_invocation_resumed`, `agent_task_resumed`) and continues each agent from its
     /// stored model responses and tool results. Returns the run as resumed; it then executes
     /// in the background like a started run (`wait_for_run`, `subscribe`).
     ///
-    /// Refused with `agent.run_not_resumable` (the run is not interrupted, or runs here
+    /// Refused with `agent.run_not_resumable` (the run completed, was abandoned, or runs here
     /// already), `agent.resume_profile_changed` (a profile no longer gives an agent the tool
     /// snapshot it was frozen with) or `agent.run_locked` (another process owns the run).
     pub async fn resume_run(self: &Arc<Self>, run_id: &RunId) -> ApplicationResult<AgentRun> {
@@ -47,18 +48,28 @@ impl AgentRunService {
                 ),
             ));
         }
-        if run.status != AgentRunStatus::Interrupted {
+        if run.abandoned_at.is_some() {
+            return Err(resume::not_resumable(&run, "it was abandoned"));
+        }
+        if !run.is_resumable() {
             return Err(resume::not_resumable(
                 &run,
                 &format!(
-                    "it is {}; only an interrupted run can be resumed",
+                    "it is {}; only an interrupted, failed or cancelled run can be resumed",
                     run.status.as_str()
                 ),
             ));
         }
         let services = &self.services;
-        let invocations = services.invocations.list_invocations(run_id).await?;
-        let tasks = services.invocations.list_tasks(run_id).await?;
+        let mut invocations = services.invocations.list_invocations(run_id).await?;
+        let mut tasks = services.invocations.list_tasks(run_id).await?;
+        // A failed or cancelled run is read as interrupted where its end stopped it; nothing
+        // is written before the checks below pass.
+        let reopening = if run.status == AgentRunStatus::Interrupted {
+            None
+        } else {
+            Some(super::reopen_run::plan(services, &run, &mut invocations, &mut tasks).await?)
+        };
         let mut root = invocations
             .iter()
             .find(|invocation| invocation.id.is_root())
@@ -174,6 +185,10 @@ impl AgentRunService {
         }
         // From here on this process owns the run: the first write takes its lock
         // (`agent.run_locked` when another process holds it).
+        if let Some(reopening) = &reopening {
+            self.reopen(&mut run, reopening).await?;
+            journal.from_seq = reopening.last_seq;
+        }
         let now = services.clock.now();
         run.resume(now)?;
         services.runs.save_run(&run).await?;

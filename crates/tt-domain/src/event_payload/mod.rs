@@ -168,6 +168,7 @@ payloads! {
     RunFailed,
     RunInterrupted,
     RunResumed,
+    RunAbandoned,
     UserGuidanceSubmitted,
     UserGuidanceApplied,
     UserGuidanceDiscarded,

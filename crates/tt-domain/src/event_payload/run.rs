@@ -189,6 +189,15 @@ pub struct RunInterrupted {
     pub previous_status: AgentRunStatus,
 }
 
+/// `run_abandoned`: the host gave up an `interrupted`, `failed` or `cancelled` run
+/// (`abandon_run`); it is never resumed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunAbandoned {
+    /// The run's status, which stays.
+    pub status: AgentRunStatus,
+}
+
 /// `run_resumed`: an interrupted run continues in this process (`resume_run`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -181,6 +181,7 @@ pub fn sample_run(n: u32) -> AgentRun {
         input_message_count: 0,
         forked_from: None,
         profile_models: Default::default(),
+        abandoned_at: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(i64::from(n) * 1_000),

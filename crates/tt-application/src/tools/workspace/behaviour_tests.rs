@@ -79,6 +79,7 @@ impl Agent {
             input_message_count: 0,
             forked_from: None,
             profile_models: Default::default(),
+            abandoned_at: None,
             connection_ref: None,
             generation: Default::default(),
             created_at: created,

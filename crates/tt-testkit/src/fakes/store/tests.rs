@@ -46,6 +46,7 @@ fn run(id: &str, created: i64) -> AgentRun {
         input_message_count: 0,
         forked_from: None,
         profile_models: Default::default(),
+        abandoned_at: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(created),
