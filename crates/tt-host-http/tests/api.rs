@@ -938,7 +938,9 @@ async fn an_agents_conversation_is_read_over_http() {
     assert_eq!(results[0]["isError"], false);
 
     let unknown_agent = server
-        .get(&format!("/api/runs/{run_id}/agents/inv_nobody/conversation"))
+        .get(&format!(
+            "/api/runs/{run_id}/agents/inv_nobody/conversation"
+        ))
         .await;
     assert_eq!(unknown_agent.status, 404, "{}", unknown_agent.body);
     assert_eq!(unknown_agent.body["code"], "agent.not_found");
