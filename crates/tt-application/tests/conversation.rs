@@ -199,6 +199,94 @@ async fn the_root_conversation_matches_what_its_model_read_round_by_round() {
 }
 
 #[tokio::test]
+async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
+    // Round 1 answers in plain text (a reminder follows); guidance sent while it is pending is
+    // read before round 2.
+    let mut turns = vec![tt_testkit::fakes::responses::text("Here is my scene.")];
+    turns.extend(happy_turns());
+    let h = harness(by_turn(turns));
+    h.model.hang_when(|request| request.round == 1);
+    let run = h.service.start_run(request(None)).await.unwrap();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        h.model.wait_for_parked(1),
+    )
+    .await
+    .unwrap();
+    h.service
+        .submit_guidance(
+            &run.id,
+            tt_application::SubmitGuidanceRequest {
+                text: "Make the storm arrive earlier.".into(),
+                client_guidance_id: None,
+            },
+        )
+        .await
+        .unwrap();
+    h.model.stop_hanging();
+    h.model.release_parked();
+    let run = h.wait(&run.id).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+
+    let conversation = h
+        .service
+        .agent_conversation(&run.id, &InvocationId::root())
+        .await
+        .unwrap();
+    let steps: Vec<(&str, u32)> = conversation
+        .entries
+        .iter()
+        .filter_map(|entry| match entry {
+            ConversationEntry::Assistant { round, .. } => Some(("assistant", *round)),
+            ConversationEntry::Reminder { round, .. } => Some(("reminder", *round)),
+            ConversationEntry::Guidance { round, .. } => Some(("guidance", *round)),
+            ConversationEntry::ToolResult { round, .. } => Some(("toolResult", *round)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        steps[..4],
+        [
+            ("assistant", 1),
+            ("reminder", 1),
+            ("guidance", 2),
+            ("assistant", 2)
+        ]
+    );
+    // The guidance as the model read it in its second request.
+    let second = &h.model.requests()[1];
+    let guidance = conversation
+        .entries
+        .iter()
+        .find_map(|entry| match entry {
+            ConversationEntry::Guidance { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(guidance.contains("Make the storm arrive earlier."));
+    assert!(
+        second
+            .messages
+            .iter()
+            .any(|message| message.text_content() == guidance)
+    );
+    let ConversationEntry::Assistant { text, .. } =
+        &conversation.entries[steps_index(&conversation, "assistant")]
+    else {
+        unreachable!()
+    };
+    assert_eq!(text, "Here is my scene.");
+}
+
+fn steps_index(conversation: &AgentConversation, wanted: &str) -> usize {
+    conversation
+        .entries
+        .iter()
+        .position(|entry| kind(entry) == wanted)
+        .unwrap()
+}
+
+#[tokio::test]
 async fn an_unknown_run_or_agent_is_not_found() {
     let (h, run_id) = delegated_run().await;
     let unknown_agent = h
