@@ -270,6 +270,22 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
             .iter()
             .any(|message| message.text_content() == guidance)
     );
+    // The reminder in the words the model read.
+    let reminder = conversation
+        .entries
+        .iter()
+        .find_map(|entry| match entry {
+            ConversationEntry::Reminder { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(reminder.starts_with("[system reminder"), "{reminder}");
+    assert!(
+        second
+            .messages
+            .iter()
+            .any(|message| message.text_content() == reminder)
+    );
     let ConversationEntry::Assistant { text, .. } =
         &conversation.entries[steps_index(&conversation, "assistant")]
     else {

@@ -120,11 +120,12 @@ pub enum ConversationEntry {
         round: u32,
         tasks: Vec<InjectedTaskResult>,
     },
-    /// A reminder after the answer of `round` had no tool call.
+    /// The reminder the agent read after the answer of `round` had no tool call.
     Reminder {
         round: u32,
         attempt: u64,
         reason_code: String,
+        text: String,
     },
     /// The history was trimmed or compacted to fit the window before `round`'s request.
     Context { round: u32, text: String },
@@ -170,9 +171,19 @@ impl AgentRunService {
             model_calls: 0,
             usage: ModelUsage::default(),
             cost_usd: 0.0,
-            entries: self.opening(run_id, &invocation).await?,
+            entries: Vec::new(),
         };
-        self.rounds(run_id, &invocation.id, &mut conversation)
+        let snapshot: Option<InvocationToolSnapshot> = self
+            .services
+            .runs
+            .read_document(
+                run_id,
+                &RunDocument::InvocationToolSnapshot(invocation.id.clone()),
+            )
+            .await?
+            .and_then(|value| serde_json::from_value(value).ok());
+        conversation.entries = self.opening(run_id, &invocation, snapshot.as_ref()).await?;
+        self.rounds(run_id, &invocation.id, snapshot.as_ref(), &mut conversation)
             .await?;
         conversation.cost_usd = tt_domain::cost::round_usd(conversation.cost_usd);
         Ok(conversation)
@@ -185,6 +196,7 @@ impl AgentRunService {
         &self,
         run_id: &RunId,
         invocation: &AgentInvocation,
+        snapshot: Option<&InvocationToolSnapshot>,
     ) -> ApplicationResult<Vec<ConversationEntry>> {
         let runs = &self.services.runs;
         let brief = match invocation.kind {
@@ -213,13 +225,6 @@ impl AgentRunService {
                 .collect());
         }
         let mut entries = Vec::new();
-        let snapshot: Option<InvocationToolSnapshot> = runs
-            .read_document(
-                run_id,
-                &RunDocument::InvocationToolSnapshot(invocation.id.clone()),
-            )
-            .await?
-            .and_then(|value| serde_json::from_value(value).ok());
         if let Some(snapshot) = snapshot {
             let profile = match invocation.kind {
                 InvocationKind::Root => runs
@@ -234,8 +239,8 @@ impl AgentRunService {
                 .ok(),
             };
             let text = match profile {
-                Some(profile) => crate::prompt::agent_system_prompt(&profile, &snapshot),
-                None => crate::prompt::default_system_prompt(&snapshot),
+                Some(profile) => crate::prompt::agent_system_prompt(&profile, snapshot),
+                None => crate::prompt::default_system_prompt(snapshot),
             };
             entries.push(ConversationEntry::System { text });
         }
@@ -259,9 +264,12 @@ impl AgentRunService {
         &self,
         run_id: &RunId,
         invocation_id: &InvocationId,
+        snapshot: Option<&InvocationToolSnapshot>,
         conversation: &mut AgentConversation,
     ) -> ApplicationResult<()> {
         let entries = &mut conversation.entries;
+        // Where a plain-text answer was saved, by round: the reminder after it names the file.
+        let mut captured: HashMap<u32, String> = HashMap::new();
         let mut guidance_texts: HashMap<String, String> = HashMap::new();
         // Index in `entries` of a request still waiting for its answer, by round.
         let mut waiting: HashMap<u32, usize> = HashMap::new();
@@ -389,11 +397,32 @@ impl AgentRunService {
                             tasks,
                         });
                     }
-                    "drift_recovery_attempted" => entries.push(ConversationEntry::Reminder {
-                        round,
-                        attempt: p.get("attempt").and_then(Value::as_u64).unwrap_or(0),
-                        reason_code: str_of(p, "reasonCode").unwrap_or_default().to_owned(),
-                    }),
+                    "direct_output_captured" => {
+                        if let Some(path) = str_of(p, "path") {
+                            captured.insert(round, path.to_owned());
+                        }
+                    }
+                    "drift_recovery_attempted" => {
+                        let attempt = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+                        let commits = p.get("committedCount").and_then(Value::as_u64);
+                        // The reminder's words, rendered again as the loop wrote them.
+                        let text = snapshot
+                            .map(|snapshot| {
+                                crate::engine::tool_loop::drift_nudge(
+                                    snapshot,
+                                    u32::try_from(attempt).unwrap_or(u32::MAX),
+                                    captured.get(&round).map(String::as_str),
+                                    commits.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+                                )
+                            })
+                            .unwrap_or_default();
+                        entries.push(ConversationEntry::Reminder {
+                            round,
+                            attempt,
+                            reason_code: str_of(p, "reasonCode").unwrap_or_default().to_owned(),
+                            text,
+                        });
+                    }
                     "context_trimmed" => {
                         let count = p
                             .get("stubbedMessages")
