@@ -303,6 +303,51 @@ fn steps_index(conversation: &AgentConversation, wanted: &str) -> usize {
 }
 
 #[tokio::test]
+async fn a_live_agent_shows_what_it_stored_so_far_and_the_request_it_waits_on() {
+    let h = harness(by_turn(happy_turns()));
+    h.model.hang_when(|request| request.round == 2);
+    let run = h.service.start_run(request(None)).await.unwrap();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        h.model.wait_for_parked(1),
+    )
+    .await
+    .unwrap();
+    let live = h
+        .service
+        .agent_conversation(&run.id, &InvocationId::root())
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = live.entries.iter().map(kind).collect();
+    assert_eq!(
+        kinds[kinds.len() - 3..],
+        ["assistant", "toolResult", "requested"],
+        "{kinds:?}"
+    );
+    assert!(matches!(
+        live.entries.last(),
+        Some(ConversationEntry::Requested { round: 2, .. })
+    ));
+    assert_eq!(live.model_calls, 1);
+    h.model.stop_hanging();
+    h.model.release_parked();
+    assert_eq!(h.wait(&run.id).await.status, AgentRunStatus::Completed);
+    // Once answered, the request is the answer.
+    let done = h
+        .service
+        .agent_conversation(&run.id, &InvocationId::root())
+        .await
+        .unwrap();
+    assert!(
+        !done
+            .entries
+            .iter()
+            .any(|entry| matches!(entry, ConversationEntry::Requested { .. }))
+    );
+    assert_eq!(done.model_calls, 3);
+}
+
+#[tokio::test]
 async fn an_unknown_run_or_agent_is_not_found() {
     let (h, run_id) = delegated_run().await;
     let unknown_agent = h
