@@ -347,6 +347,37 @@ async fn a_live_agent_shows_what_it_stored_so_far_and_the_request_it_waits_on() 
     assert_eq!(done.model_calls, 3);
 }
 
+#[tokio::test(start_paused = true)]
+async fn failed_attempts_come_before_the_answer_of_their_round() {
+    let mut answers = vec![Err(tt_ports::ModelError::Transient {
+        message: "502 bad gateway".into(),
+    })];
+    answers.extend(happy_turns().into_iter().map(Ok));
+    let h = harness(tt_testkit::fakes::FakeModel::sequence(answers));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let conversation = h
+        .service
+        .agent_conversation(&run.id, &InvocationId::root())
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = conversation
+        .entries
+        .iter()
+        .map(kind)
+        .filter(|kind| !matches!(*kind, "system" | "history"))
+        .collect();
+    assert_eq!(
+        kinds[..3],
+        ["modelError", "assistant", "toolResult"],
+        "{kinds:?}"
+    );
+    assert!(matches!(
+        &conversation.entries[steps_index(&conversation, "modelError")],
+        ConversationEntry::ModelError { round: 1, will_retry: true, message, .. } if message.contains("502")
+    ));
+}
+
 #[tokio::test]
 async fn an_unknown_run_or_agent_is_not_found() {
     let (h, run_id) = delegated_run().await;

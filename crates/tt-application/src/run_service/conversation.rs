@@ -355,11 +355,14 @@ impl AgentRunService {
                             Some(path) => self.stored_response(run_id, path).await?,
                             None => None,
                         };
-                        let entry = assistant_entry(round, response, usage, cost_usd);
-                        match waiting.remove(&round) {
-                            Some(index) if index < entries.len() => entries[index] = entry,
-                            _ => entries.push(entry),
+                        // The answer takes the place of its request, after the failed
+                        // attempts that came between them (usually the last entry).
+                        if let Some(index) = waiting.remove(&round)
+                            && index < entries.len()
+                        {
+                            entries.remove(index);
                         }
+                        entries.push(assistant_entry(round, response, usage, cost_usd));
                         last_answered = round;
                     }
                     "tool_result_stored" => {
