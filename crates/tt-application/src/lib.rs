@@ -48,7 +48,10 @@ pub use otel::otlp_traces;
 pub use prompt::{agent_system_prompt, default_system_prompt};
 pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 pub use registry::build_tool_snapshot;
-pub use run_service::{AgentRunService, StartRunRequest};
+pub use run_service::{
+    AgentConversation, AgentRunService, ConversationEntry, ConversationToolCall,
+    InjectedTaskResult, StartRunRequest,
+};
 pub use services::RuntimeServices;
 pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};
 pub use usage::{InvocationUsage, RunUsage, UsageTotals, run_usage};

@@ -8,6 +8,7 @@ mod support;
 mod assembly;
 mod cancel;
 mod context_window;
+mod conversation;
 mod delegation;
 mod disk_faults;
 mod drift_and_retry;

@@ -198,6 +198,15 @@ enum Command {
     /// `tasks/<taskId>.json`, `invocations/<invocationId>.json`, `checkpoints/<checkpointId>`,
     /// `blobs/<sha256>`.
     Show { run_id: String, reference: String },
+    /// Print one agent's conversation as JSON: what it started from (system prompt, brief),
+    /// then per round its answer (text, tool calls, tokens, cost), its tool results, injected
+    /// results, guidance and reminders, and the result it returned, rebuilt from the journal
+    /// and the stored records (docs/host-api.md, "An agent's conversation"). The agent is an
+    /// `invocationId` from the journal or `graph` (`inv_root` for the root).
+    Conversation {
+        run_id: String,
+        invocation_id: String,
+    },
 }
 
 #[tokio::main]
@@ -399,6 +408,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let runtime = inspect_runtime(&storage)?;
             let record = runtime.read_record(&run_id, &reference).await?;
             println!("{}", serde_json::to_string_pretty(&record)?);
+            Ok(())
+        }
+        Command::Conversation {
+            run_id,
+            invocation_id,
+        } => {
+            let runtime = inspect_runtime(&storage)?;
+            let conversation = runtime.agent_conversation(&run_id, &invocation_id).await?;
+            println!("{}", serde_json::to_string_pretty(&conversation)?);
             Ok(())
         }
         Command::Guide { run_id, text } => {

@@ -94,4 +94,34 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         let record: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
         assert!(record.is_object(), "{reference}: {record}");
     }
+    // An agent's conversation is rebuilt from the same store: the style advisor's brief (a
+    // prompt the host assembled, stored there) and the result it returned.
+    let advisor = lines
+        .iter()
+        .find(|event| {
+            event["type"] == "agent_invocation_created"
+                && event["payload"]["profileId"] == "style-advisor"
+        })
+        .and_then(|event| event["payload"]["invocationId"].as_str())
+        .unwrap()
+        .to_owned();
+    let shown = agent(&["conversation", &run_id, &advisor]);
+    assert!(
+        shown.status.success(),
+        "conversation: {}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let conversation: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let entries = conversation["entries"].as_array().unwrap();
+    assert!(
+        entries.iter().any(|entry| entry["kind"] == "brief"
+            && entry["text"].as_str().unwrap().contains("Style pass")),
+        "{conversation}"
+    );
+    let last = entries.last().unwrap();
+    assert_eq!(last["kind"], "result", "{conversation}");
+    assert!(
+        last["result"]["summary"].as_str().unwrap().contains("horn"),
+        "{last}"
+    );
 }

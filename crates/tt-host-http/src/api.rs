@@ -52,6 +52,10 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
         .route("/api/runs/{run_id}/stream", get(crate::stream::stream))
         .route("/api/runs/{run_id}/timeline", get(timeline))
         .route("/api/runs/{run_id}/usage", get(usage))
+        .route(
+            "/api/runs/{run_id}/agents/{invocation_id}/conversation",
+            get(agent_conversation),
+        )
         .route("/api/runs/{run_id}/failure", get(unrecorded_failure))
         .route("/api/runs/{run_id}/files", get(read_file))
         .route("/api/runs/{run_id}/workspace", get(list_files))
@@ -287,6 +291,21 @@ async fn list_files(State(state): State<AppState>, path: PathParams) -> ApiResul
 async fn usage(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     Ok(Json(state.runtime.usage(&run_id).await?).into_response())
+}
+
+/// One agent's conversation as a chat, rebuilt from the journal and the stored records
+/// (`agent_conversation`).
+async fn agent_conversation(
+    State(state): State<AppState>,
+    path: PathParams,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let invocation_id = path.id("invocation_id", "invocation")?;
+    let conversation = state
+        .runtime
+        .agent_conversation(&run_id, &invocation_id)
+        .await?;
+    Ok(Json(conversation).into_response())
 }
 
 async fn unrecorded_failure(

@@ -908,3 +908,65 @@ async fn a_finished_run_is_branched_over_http_and_bad_fork_points_are_refused() 
         .await;
     assert_eq!(unknown.status, 404, "{}", unknown.body);
 }
+
+#[tokio::test]
+async fn an_agents_conversation_is_read_over_http() {
+    let server = transcript_server().await;
+    let run_id = server.start("default-writer", "Write a scene.").await;
+    server.runtime.wait_for_run(&run_id).await.unwrap();
+
+    let conversation = server
+        .get(&format!("/api/runs/{run_id}/agents/inv_root/conversation"))
+        .await;
+    assert_eq!(conversation.status, 200, "{}", conversation.body);
+    let body = &conversation.body;
+    assert_eq!(body["invocationId"], "inv_root");
+    assert_eq!(body["kind"], "root");
+    assert_eq!(body["modelCalls"], 4);
+    let entries = body["entries"].as_array().unwrap();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|entry| entry["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds[0], "system");
+    assert!(kinds.contains(&"history"), "{kinds:?}");
+    // Four answers, each with its round and its call; four results.
+    let answers: Vec<&Value> = entries
+        .iter()
+        .filter(|entry| entry["kind"] == "assistant")
+        .collect();
+    assert_eq!(answers.len(), 4);
+    assert_eq!(answers[0]["round"], 1);
+    assert_eq!(answers[0]["text"], "Drafting.");
+    assert_eq!(answers[0]["toolCalls"][0]["name"], "workspace_write_file");
+    assert_eq!(
+        answers[0]["toolCalls"][0]["arguments"]["path"],
+        "output/main.md"
+    );
+    assert!(answers[0]["usage"]["inputTokens"].as_u64().unwrap() > 0);
+    let results: Vec<&Value> = entries
+        .iter()
+        .filter(|entry| entry["kind"] == "toolResult")
+        .collect();
+    assert_eq!(results.len(), 4);
+    assert_eq!(results[0]["tool"], "workspace.write_file");
+    assert_eq!(results[0]["isError"], false);
+
+    let unknown_agent = server
+        .get(&format!(
+            "/api/runs/{run_id}/agents/inv_nobody/conversation"
+        ))
+        .await;
+    assert_eq!(unknown_agent.status, 404, "{}", unknown_agent.body);
+    assert_eq!(unknown_agent.body["code"], "agent.not_found");
+    let unknown_run = server
+        .get("/api/runs/run_nothing/agents/inv_root/conversation")
+        .await;
+    assert_eq!(unknown_run.status, 404, "{}", unknown_run.body);
+    assert_eq!(unknown_run.body["code"], "agent.not_found");
+    let bad_id = server
+        .get(&format!("/api/runs/{run_id}/agents/a.b/conversation"))
+        .await;
+    assert_eq!(bad_id.status, 400, "{}", bad_id.body);
+    assert_eq!(bad_id.body["code"], "http.invalid_id");
+}

@@ -1,7 +1,8 @@
 //! The inspector page in a real headless Chromium (Debian's `chromium`), driven over the
 //! DevTools protocol: the writers' room runs to `completed` with every agent shown, a file and
 //! a patch diff open, a second run is cancelled mid-way, a pending commit is published, the
-//! live output of a streaming call is shown, a write waiting for approval is shown as a diff,
+//! live output of a streaming call is shown, the style advisor's conversation shows its brief and
+//! its returned result, a write waiting for approval is shown as a diff,
 //! denied with a message and the next one approved, and a 256-agent fan-out is followed live.
 //! Screenshots of each step go to `$CARGO_TARGET_TMPDIR/inspector-screens/`.
 //!
@@ -554,6 +555,76 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         )
         .await;
     browser.screenshot("02e-waterfall-detail").await;
+
+    // The lane's conversation is one click away from its bar; the style advisor's, chosen in the
+    // tree, shows its brief (folded with its system prompt) and the result it returned.
+    browser.click("#waterfall-detail .open-conversation").await;
+    let lane_agent = lanes[2]["id"].as_str().unwrap();
+    browser
+        .wait_for(
+            "the lane's conversation",
+            &format!(
+                "document.getElementById('tab-conversation').classList.contains('active') && \
+                 document.querySelector('.conv-list').dataset.agent === {lane_agent:?}"
+            ),
+        )
+        .await;
+    browser
+        .eval("[...document.querySelectorAll('.agent-row')].find((r) => r.textContent.includes('style-advisor')).click()")
+        .await;
+    let advisor_id = browser
+        .eval("[...document.querySelectorAll('.agent-row')].find((r) => r.textContent.includes('style-advisor')).dataset.inv")
+        .await;
+    let advisor_id = advisor_id.as_str().unwrap().to_owned();
+    browser
+        .wait_for(
+            "the style advisor's conversation with its brief and its result",
+            &format!(
+                "document.querySelector('.conv-list').dataset.agent === {advisor_id:?} && \
+                 document.querySelector('.conv-opening').open === false && \
+                 [...document.querySelectorAll('.conv-opening .conv-brief')].some((b) => b.textContent.includes('Style pass')) && \
+                 document.querySelector('.conv-result').textContent.includes('End on a sound from the sea') && \
+                 [...document.querySelectorAll('.conv-assistant')].some((a) => a.textContent.includes('round 2') && a.textContent.includes('task_return'))"
+            ),
+        )
+        .await;
+    browser.click(".conv-opening > summary").await;
+    browser
+        .wait_for(
+            "the brief unfolded",
+            "document.querySelector('.conv-opening').open && \
+             document.querySelector('.conv-opening .conv-brief').getBoundingClientRect().height > 40",
+        )
+        .await;
+    browser
+        .eval("document.querySelector('.conv-opening .conv-brief').scrollIntoView()")
+        .await;
+    browser.screenshot("02f-conversation-brief").await;
+    browser
+        .eval("document.querySelector('.conv-result').scrollIntoView()")
+        .await;
+    browser.screenshot("02f-conversation-result").await;
+    // In the narrow pane the chat stays within the page, each card within its column.
+    browser
+        .call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 480, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    browser
+        .wait_for(
+            "the conversation within 480 px",
+            "document.documentElement.scrollWidth <= 480 && \
+             [...document.querySelectorAll('.conv, .conv-head > span')].every((c) => c.getBoundingClientRect().right <= 480)",
+        )
+        .await;
+    browser.screenshot("02g-conversation-narrow").await;
+    browser
+        .call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
     browser.click("#tabs button[data-tab=timeline]").await;
 
     // The writer's own timeline: its first tool call, with the arguments it was called with.

@@ -1,7 +1,8 @@
 //! Reading what a run stored on [`AgentRuntime`]: any record by the reference its events
-//! carry (docs/storage.md).
+//! carry (docs/storage.md), and one agent's conversation rebuilt from them.
 
-use tt_domain::ids::RunId;
+use tt_application::AgentConversation;
+use tt_domain::ids::{InvocationId, RunId};
 
 use crate::dto::{HostError, HostResult};
 use crate::host::AgentRuntime;
@@ -38,5 +39,27 @@ impl AgentRuntime {
             code: "agent.not_found".to_owned(),
             message: format!("run {run_id} has no record `{reference}`"),
         })
+    }
+
+    /// One agent's conversation as a chat: what it started from (system prompt, brief or the
+    /// run's conversation), then per round its guidance, its answer (text, tool calls, tokens,
+    /// cost), its tool results, injected results and reminders, and the result it returned;
+    /// rebuilt from the journal and the stored records through the storage ports, so it reads
+    /// a live run as far as it has gone, and a finished or interrupted one, on any store
+    /// (docs/host-api.md, "An agent's conversation"). `agent.not_found` for an unknown run or
+    /// agent.
+    pub async fn agent_conversation(
+        &self,
+        run_id: &str,
+        invocation_id: &str,
+    ) -> HostResult<AgentConversation> {
+        self.ensure_open()?;
+        Ok(self
+            .service
+            .agent_conversation(
+                &RunId::from_raw(run_id),
+                &InvocationId::from_raw(invocation_id),
+            )
+            .await?)
     }
 }

@@ -45,6 +45,10 @@ pub use tt_adapter_provider_scripted::{
     FnProvider, ModelReply, ScriptedProvider, ScriptedScenarios,
 };
 pub use tt_adapter_storage_userdata::UserDataStore;
+/// One agent's conversation (`AgentRuntime::agent_conversation`).
+pub use tt_application::{
+    AgentConversation, ConversationEntry, ConversationToolCall, InjectedTaskResult,
+};
 pub use tt_application::{
     DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
 };

@@ -8,7 +8,7 @@ use tt_domain::event_payload as payload;
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
 use tt_domain::run::AgentRunStatus;
 use tt_domain::text::{char_count, sha256_hex, word_count};
-use tt_domain::tool::ToolName;
+use tt_domain::tool::{InvocationToolSnapshot, ToolName};
 use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
 use tt_ports::RunDocument;
 
@@ -229,7 +229,12 @@ async fn run_rounds(
             messages.push(response.message.clone());
             messages.push(AgentModelMessage::text(
                 ModelRole::User,
-                drift_nudge(inv, drift_attempts, captured.as_ref(), commits),
+                drift_nudge(
+                    &inv.snapshot,
+                    drift_attempts,
+                    captured.as_ref().map(|captured| captured.path.as_str()),
+                    commits,
+                ),
             ));
             if replaying {
                 continue;
@@ -497,14 +502,16 @@ async fn capture_direct_output(
     Ok(Some(CapturedOutput { path }))
 }
 
-/// The synthetic reminder sent after a plain-text answer.
-fn drift_nudge(
-    inv: &InvocationRuntime,
+/// The synthetic reminder sent after a plain-text answer: the `attempt`-th, to an agent with
+/// `snapshot`'s tools, whose text was saved at `captured` (if it was), when the run had
+/// `commit_count` confirmed commits. (The conversation read model renders it again.)
+pub(crate) fn drift_nudge(
+    snapshot: &InvocationToolSnapshot,
     attempt: u32,
-    captured: Option<&CapturedOutput>,
+    captured: Option<&str>,
     commit_count: usize,
 ) -> String {
-    let has = |tool: ToolName| inv.snapshot.offers(tool);
+    let has = |tool: ToolName| snapshot.offers(tool);
     let alias = |tool: ToolName| tool.model_alias();
     let mut text = format!("[system reminder, direct output recovery attempt {attempt}] ");
     text.push_str("Plain text is not delivered to anyone; continue only with tool calls. ");
@@ -523,7 +530,7 @@ fn drift_nudge(
     } else if has(ToolName::WorkspaceFinish) && has(ToolName::WorkspaceCommit) {
         format!(
             "Write the reply to `{}` with `{}`, publish it with `{}`, then call `{}`.",
-            inv.snapshot.message_body_path,
+            snapshot.message_body_path,
             alias(ToolName::WorkspaceWriteFile),
             alias(ToolName::WorkspaceCommit),
             alias(ToolName::WorkspaceFinish)
@@ -546,15 +553,12 @@ fn drift_nudge(
         let hint = if has(ToolName::WorkspaceCommit) {
             format!(
                 " Your text was saved to `{}`; you can publish it with `{}` (path `{}`) or move it into your reply file.",
-                captured.path,
+                captured,
                 alias(ToolName::WorkspaceCommit),
-                captured.path
+                captured
             )
         } else {
-            format!(
-                " Your text was saved to `{}`; you can refer to that file.",
-                captured.path
-            )
+            format!(" Your text was saved to `{captured}`; you can refer to that file.")
         };
         text.push_str(&hint);
     }

@@ -25,12 +25,17 @@ use crate::services::RuntimeServices;
 
 mod approvals;
 mod chat_state;
+mod conversation;
 mod executor;
 mod fork_run;
 mod records;
 mod reopen_run;
 mod resume_run;
 mod teardown;
+
+pub use conversation::{
+    AgentConversation, ConversationEntry, ConversationToolCall, InjectedTaskResult,
+};
 
 /// What a host asks for when it starts a run. `Default` is an empty request (no chat id yet);
 /// [`StartRunRequest::new`] and its setters (`start_request.rs`) build one in code.

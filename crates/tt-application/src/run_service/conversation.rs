@@ -1,0 +1,601 @@
+//! One agent's conversation as a chat (`AgentRunService::agent_conversation`, the inspector's
+//! Conversation tab): what it started from (system prompt, brief or the run's conversation),
+//! then round by round what it was given and what it answered, rebuilt from the journal and the
+//! stored records through the ports, so it reads a live, finished or interrupted run on any
+//! store. A read model: nothing the model sees depends on it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use tt_domain::event::AgentRunEvent;
+use tt_domain::ids::{InvocationId, RunId};
+use tt_domain::invocation::{AgentInvocation, InvocationKind};
+use tt_domain::model::{AgentModelResponse, ModelUsage};
+use tt_domain::tool::{AgentToolResult, InvocationToolSnapshot};
+use tt_ports::{EventPage, RunDocument, StorageError};
+
+use crate::delegation::rendering::{render_handoff_brief, render_task_brief};
+use crate::error::{ApplicationError, ApplicationResult};
+use crate::prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
+
+use super::AgentRunService;
+
+/// One agent's conversation, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentConversation {
+    pub run_id: String,
+    pub invocation_id: String,
+    pub profile_id: String,
+    /// `root`, `subagent` or `handoff`.
+    pub kind: String,
+    /// The agent's status as stored (`running`, `completed`, …).
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_invocation_id: Option<String>,
+    /// Model calls answered, and their summed usage and cost.
+    pub model_calls: u64,
+    pub usage: ModelUsage,
+    /// What the priced calls cost in US dollars (calls without a price are left out).
+    pub cost_usd: f64,
+    pub entries: Vec<ConversationEntry>,
+}
+
+/// A tool call of an assistant turn, as the model wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationToolCall {
+    pub call_id: String,
+    /// The tool's name as the model called it (`workspace_write_file`).
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// A delegated task whose result was added to the agent's next request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InjectedTaskResult {
+    pub task_id: String,
+    pub profile_id: String,
+    pub status: String,
+    /// The result's summary, when the task returned one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// One step of the conversation. `round` is the model round it belongs to: the answer of that
+/// round, the results of its calls, or (guidance) the request it was read before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ConversationEntry {
+    /// A system message the agent starts with: the runtime's system prompt, or a host's.
+    System { text: String },
+    /// The brief a delegated or handoff agent starts from.
+    Brief { text: String },
+    /// A message of the conversation the agent starts with (the run's chat for the root, a
+    /// host-assembled prompt's history).
+    History { role: String, text: String },
+    /// User guidance the agent read before the request of `round`.
+    Guidance { round: u32, text: String },
+    /// The request of `round` was sent and has no stored answer (yet, in a live run).
+    Requested { round: u32, message_count: u64 },
+    /// A failed attempt at the model call of `round`.
+    ModelError {
+        round: u32,
+        code: String,
+        message: String,
+        will_retry: bool,
+    },
+    /// The model's answer of `round`, with its usage and cost.
+    Assistant {
+        round: u32,
+        text: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reasoning: String,
+        tool_calls: Vec<ConversationToolCall>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<ModelUsage>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
+    /// What a tool call of `round` returned to the model.
+    ToolResult {
+        round: u32,
+        call_id: String,
+        /// The tool's canonical name (`workspace.write_file`).
+        tool: String,
+        text: String,
+        is_error: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_code: Option<String>,
+    },
+    /// Finished delegated results added to the request after `round` (not awaited).
+    InjectedResults {
+        round: u32,
+        tasks: Vec<InjectedTaskResult>,
+    },
+    /// The reminder the agent read after the answer of `round` had no tool call.
+    Reminder {
+        round: u32,
+        attempt: u64,
+        reason_code: String,
+        text: String,
+    },
+    /// The history was trimmed or compacted to fit the window before `round`'s request.
+    Context { round: u32, text: String },
+    /// The result the agent handed back with `task.return` (the stored result document).
+    Result { status: String, result: Value },
+}
+
+impl AgentRunService {
+    /// The conversation of agent `invocation_id` in run `run_id`, rebuilt from the journal and
+    /// the stored records as they are now (so a live run reads what it has stored so far).
+    /// `agent.not_found` for an unknown run or agent.
+    pub async fn agent_conversation(
+        &self,
+        run_id: &RunId,
+        invocation_id: &InvocationId,
+    ) -> ApplicationResult<AgentConversation> {
+        self.load_run(run_id).await?;
+        let invocation = match self
+            .services
+            .invocations
+            .load_invocation(run_id, invocation_id)
+            .await
+        {
+            Ok(invocation) => invocation,
+            Err(StorageError::NotFound { .. }) => {
+                return Err(ApplicationError::fatal(
+                    "agent.not_found",
+                    format!("run {run_id} has no agent {invocation_id}"),
+                ));
+            }
+            Err(other) => return Err(other.into()),
+        };
+        let mut conversation = AgentConversation {
+            run_id: run_id.to_string(),
+            invocation_id: invocation.id.to_string(),
+            profile_id: invocation.profile_id.to_string(),
+            kind: invocation.kind.as_str().to_owned(),
+            status: invocation.status.as_str().to_owned(),
+            parent_invocation_id: invocation
+                .parent_invocation_id
+                .as_ref()
+                .map(ToString::to_string),
+            model_calls: 0,
+            usage: ModelUsage::default(),
+            cost_usd: 0.0,
+            entries: Vec::new(),
+        };
+        let snapshot: Option<InvocationToolSnapshot> = self
+            .services
+            .runs
+            .read_document(
+                run_id,
+                &RunDocument::InvocationToolSnapshot(invocation.id.clone()),
+            )
+            .await?
+            .and_then(|value| serde_json::from_value(value).ok());
+        conversation.entries = self.opening(run_id, &invocation, snapshot.as_ref()).await?;
+        self.rounds(run_id, &invocation.id, snapshot.as_ref(), &mut conversation)
+            .await?;
+        conversation.cost_usd = tt_domain::cost::round_usd(conversation.cost_usd);
+        Ok(conversation)
+    }
+
+    /// What the agent read before its first answer: a host-assembled prompt as stored, else
+    /// its system prompt (rendered again from its stored tool snapshot and its profile) and
+    /// the run's conversation (root) or its brief (delegated, handoff).
+    async fn opening(
+        &self,
+        run_id: &RunId,
+        invocation: &AgentInvocation,
+        snapshot: Option<&InvocationToolSnapshot>,
+    ) -> ApplicationResult<Vec<ConversationEntry>> {
+        let runs = &self.services.runs;
+        let brief = match invocation.kind {
+            InvocationKind::Root => None,
+            kind => self
+                .services
+                .invocations
+                .list_tasks_by_child(run_id, &invocation.id)
+                .await?
+                .first()
+                .map(|task| match kind {
+                    InvocationKind::Handoff => render_handoff_brief(&task.task),
+                    _ => render_task_brief(&task.task),
+                }),
+        };
+        let assembled = runs
+            .read_document(
+                run_id,
+                &RunDocument::InvocationPromptSnapshot(invocation.id.clone()),
+            )
+            .await?;
+        if let Some(messages) = assembled.as_ref().and_then(prompt_messages) {
+            return Ok(messages
+                .into_iter()
+                .map(|message| opening_entry(message, brief.as_deref()))
+                .collect());
+        }
+        let mut entries = Vec::new();
+        if let Some(snapshot) = snapshot {
+            let profile = match invocation.kind {
+                InvocationKind::Root => runs
+                    .read_document(run_id, &RunDocument::ResolvedProfile)
+                    .await?
+                    .and_then(|value| serde_json::from_value(value).ok()),
+                _ => crate::profiles::resolve(
+                    self.services.profiles.as_ref(),
+                    Some(invocation.profile_id.as_str()),
+                )
+                .await
+                .ok(),
+            };
+            let text = match profile {
+                Some(profile) => crate::prompt::agent_system_prompt(&profile, snapshot),
+                None => crate::prompt::default_system_prompt(snapshot),
+            };
+            entries.push(ConversationEntry::System { text });
+        }
+        match invocation.kind {
+            InvocationKind::Root => {
+                let snapshot: Option<PromptSnapshot> = runs
+                    .read_document(run_id, &RunDocument::PromptSnapshot)
+                    .await?
+                    .and_then(|value| serde_json::from_value(value).ok());
+                for message in snapshot.map(|s| s.messages).unwrap_or_default() {
+                    entries.push(opening_entry(message, None));
+                }
+            }
+            _ => entries.extend(brief.map(|text| ConversationEntry::Brief { text })),
+        }
+        Ok(entries)
+    }
+
+    /// Round by round, from the agent's events in the journal and the records they name.
+    async fn rounds(
+        &self,
+        run_id: &RunId,
+        invocation_id: &InvocationId,
+        snapshot: Option<&InvocationToolSnapshot>,
+        conversation: &mut AgentConversation,
+    ) -> ApplicationResult<()> {
+        let entries = &mut conversation.entries;
+        // Where a plain-text answer was saved, by round: the reminder after it names the file.
+        let mut captured: HashMap<u32, String> = HashMap::new();
+        let mut guidance_texts: HashMap<String, String> = HashMap::new();
+        // Index in `entries` of a request still waiting for its answer, by round.
+        let mut waiting: HashMap<u32, usize> = HashMap::new();
+        let mut last_answered: u32 = 0;
+        let mut result = None;
+        let mut after = 0;
+        loop {
+            let page = self
+                .services
+                .journal
+                .read(
+                    run_id,
+                    &EventPage {
+                        after_seq: Some(after),
+                        before_seq: None,
+                        limit: Some(500),
+                        invocation_id: None,
+                    },
+                )
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for event in &page {
+                let p = &event.payload;
+                if event.event_type == "user_guidance_submitted" {
+                    if let (Some(id), Some(text)) = (str_of(p, "guidanceId"), str_of(p, "text")) {
+                        guidance_texts.insert(id.to_owned(), text.to_owned());
+                    }
+                    continue;
+                }
+                if str_of(p, "invocationId") != Some(invocation_id.as_str()) {
+                    continue;
+                }
+                let round = round_of(event);
+                match event.event_type.as_str() {
+                    "user_guidance_applied" => {
+                        let texts: Vec<&str> = p
+                            .get("guidanceIds")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .filter_map(|id| guidance_texts.get(id).map(String::as_str))
+                            .collect();
+                        entries.push(ConversationEntry::Guidance {
+                            round,
+                            text: crate::guidance::render_guidance_message(&texts),
+                        });
+                    }
+                    "model_request_created" => {
+                        waiting.insert(round, entries.len());
+                        entries.push(ConversationEntry::Requested {
+                            round,
+                            message_count: p
+                                .pointer("/request/messageCount")
+                                .and_then(Value::as_u64)
+                                .unwrap_or(0),
+                        });
+                    }
+                    "model_call_attempt_failed" => {
+                        entries.push(ConversationEntry::ModelError {
+                            round,
+                            code: str_of(p, "code").unwrap_or_default().to_owned(),
+                            message: str_of(p, "message").unwrap_or_default().to_owned(),
+                            will_retry: p.get("willRetry").and_then(Value::as_bool) == Some(true),
+                        });
+                    }
+                    "model_completed" => {
+                        let usage: Option<ModelUsage> = p
+                            .get("usage")
+                            .and_then(|usage| serde_json::from_value(usage.clone()).ok());
+                        let cost_usd = p.get("costUsd").and_then(Value::as_f64);
+                        conversation.model_calls += 1;
+                        if let Some(usage) = usage {
+                            let total = &mut conversation.usage;
+                            total.input_tokens += usage.input_tokens;
+                            total.output_tokens += usage.output_tokens;
+                            total.cached_input_tokens += usage.cached_input_tokens;
+                            total.cache_write_tokens += usage.cache_write_tokens;
+                        }
+                        conversation.cost_usd += cost_usd.unwrap_or(0.0);
+                        let response = match str_of(p, "modelResponsePath") {
+                            Some(path) => self.stored_response(run_id, path).await?,
+                            None => None,
+                        };
+                        // The answer takes the place of its request, after the failed
+                        // attempts that came between them (usually the last entry).
+                        if let Some(index) = waiting.remove(&round)
+                            && index < entries.len()
+                        {
+                            entries.remove(index);
+                        }
+                        entries.push(assistant_entry(round, response, usage, cost_usd));
+                        last_answered = round;
+                    }
+                    "tool_result_stored" => {
+                        let stored = match str_of(p, "path") {
+                            Some(path) => self.document(run_id, path).await?,
+                            None => None,
+                        };
+                        let Some(tool) = stored.and_then(|value| {
+                            serde_json::from_value::<AgentToolResult>(value).ok()
+                        }) else {
+                            continue;
+                        };
+                        entries.push(ConversationEntry::ToolResult {
+                            round,
+                            call_id: tool.call_id,
+                            tool: tool.name,
+                            text: tool.content,
+                            is_error: tool.is_error,
+                            error_code: tool.error_code,
+                        });
+                    }
+                    "agent_results_injected" => {
+                        let mut tasks = Vec::new();
+                        for task_id in p
+                            .get("taskIds")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                        {
+                            tasks.push(self.injected_task(run_id, task_id).await?);
+                        }
+                        entries.push(ConversationEntry::InjectedResults {
+                            round: last_answered,
+                            tasks,
+                        });
+                    }
+                    "direct_output_captured" => {
+                        if let Some(path) = str_of(p, "path") {
+                            captured.insert(round, path.to_owned());
+                        }
+                    }
+                    "drift_recovery_attempted" => {
+                        let attempt = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+                        let commits = p.get("committedCount").and_then(Value::as_u64);
+                        // The reminder's words, rendered again as the loop wrote them.
+                        let text = snapshot
+                            .map(|snapshot| {
+                                crate::engine::tool_loop::drift_nudge(
+                                    snapshot,
+                                    u32::try_from(attempt).unwrap_or(u32::MAX),
+                                    captured.get(&round).map(String::as_str),
+                                    commits.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+                                )
+                            })
+                            .unwrap_or_default();
+                        entries.push(ConversationEntry::Reminder {
+                            round,
+                            attempt,
+                            reason_code: str_of(p, "reasonCode").unwrap_or_default().to_owned(),
+                            text,
+                        });
+                    }
+                    "context_trimmed" => {
+                        let count = p
+                            .get("stubbedMessages")
+                            .and_then(Value::as_array)
+                            .map_or(0, Vec::len);
+                        entries.push(ConversationEntry::Context {
+                            round,
+                            text: format!(
+                                "{count} older messages were shortened to stubs to fit the context window."
+                            ),
+                        });
+                    }
+                    "context_compacted" => entries.push(ConversationEntry::Context {
+                        round,
+                        text: format!(
+                            "{} older messages were replaced by this summary:\n\n{}",
+                            p.get("replacedMessages")
+                                .and_then(Value::as_u64)
+                                .unwrap_or(0),
+                            str_of(p, "summary").unwrap_or_default()
+                        ),
+                    }),
+                    "task_return_recorded" => {
+                        let status = str_of(p, "status").unwrap_or_default().to_owned();
+                        let stored = match str_of(p, "resultRef") {
+                            Some(path) => self.document(run_id, path).await?,
+                            None => None,
+                        };
+                        result = Some(ConversationEntry::Result {
+                            status,
+                            result: stored.unwrap_or(Value::Null),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        entries.extend(result);
+        Ok(())
+    }
+
+    /// A record by the reference an event carries; `None` when it is absent or names no
+    /// document.
+    async fn document(&self, run_id: &RunId, reference: &str) -> ApplicationResult<Option<Value>> {
+        match RunDocument::from_relative_path(reference) {
+            Some(document) => Ok(self.services.runs.read_document(run_id, &document).await?),
+            None => Ok(None),
+        }
+    }
+
+    /// A stored model response (`{round, invocationId, response}`).
+    async fn stored_response(
+        &self,
+        run_id: &RunId,
+        reference: &str,
+    ) -> ApplicationResult<Option<AgentModelResponse>> {
+        Ok(self
+            .document(run_id, reference)
+            .await?
+            .and_then(|mut value| value.get_mut("response").map(Value::take))
+            .and_then(|value| serde_json::from_value(value).ok()))
+    }
+
+    /// A delegated task whose result was injected: its agent, status and summary.
+    async fn injected_task(
+        &self,
+        run_id: &RunId,
+        task_id: &str,
+    ) -> ApplicationResult<InjectedTaskResult> {
+        let id = tt_domain::ids::TaskId::from_raw(task_id);
+        let task = match self.services.invocations.load_task(run_id, &id).await {
+            Ok(task) => Some(task),
+            Err(StorageError::NotFound { .. }) => None,
+            Err(other) => return Err(other.into()),
+        };
+        let summary = match &task {
+            Some(task) => self
+                .services
+                .runs
+                .read_document(
+                    run_id,
+                    &RunDocument::AgentResult(task.child_invocation_id.clone()),
+                )
+                .await?
+                .and_then(|value| str_of(&value, "summary").map(str::to_owned)),
+            None => None,
+        };
+        Ok(InjectedTaskResult {
+            task_id: task_id.to_owned(),
+            profile_id: task
+                .as_ref()
+                .map(|task| task.target_profile_id.to_string())
+                .unwrap_or_default(),
+            status: task
+                .as_ref()
+                .map(|task| task.status.as_str().to_owned())
+                .unwrap_or_default(),
+            summary,
+        })
+    }
+}
+
+fn str_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+fn round_of(event: &AgentRunEvent) -> u32 {
+    event
+        .payload
+        .get("round")
+        .and_then(Value::as_u64)
+        .and_then(|round| u32::try_from(round).ok())
+        .unwrap_or(0)
+}
+
+/// The messages of a stored prompt snapshot (`{messages: [{role, content}], …}`).
+fn prompt_messages(snapshot: &Value) -> Option<Vec<PromptMessage>> {
+    serde_json::from_value(snapshot.get("messages")?.clone()).ok()
+}
+
+/// A message the agent starts with: a system message, its brief, or the conversation.
+fn opening_entry(message: PromptMessage, brief: Option<&str>) -> ConversationEntry {
+    match message.role {
+        PromptRole::System => ConversationEntry::System {
+            text: message.content,
+        },
+        PromptRole::User if brief == Some(message.content.as_str()) => ConversationEntry::Brief {
+            text: message.content,
+        },
+        PromptRole::User => ConversationEntry::History {
+            role: "user".to_owned(),
+            text: message.content,
+        },
+        PromptRole::Assistant => ConversationEntry::History {
+            role: "assistant".to_owned(),
+            text: message.content,
+        },
+    }
+}
+
+fn assistant_entry(
+    round: u32,
+    response: Option<AgentModelResponse>,
+    usage: Option<ModelUsage>,
+    cost_usd: Option<f64>,
+) -> ConversationEntry {
+    let (text, reasoning, tool_calls, model) = match response {
+        Some(response) => (
+            response.text(),
+            response.reasoning_text(),
+            response
+                .tool_calls()
+                .into_iter()
+                .map(|call| ConversationToolCall {
+                    call_id: call.id,
+                    name: call.name,
+                    arguments: call.arguments,
+                })
+                .collect(),
+            response.model,
+        ),
+        None => (String::new(), String::new(), Vec::new(), None),
+    };
+    ConversationEntry::Assistant {
+        round,
+        text,
+        reasoning,
+        tool_calls,
+        usage,
+        cost_usd,
+        model,
+    }
+}
