@@ -446,7 +446,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
     browser
         .wait_for(
             "the run's controls disabled",
-            "['cancel-run', 'cancel-task', 'resume-run', 'send-guidance'].every((id) => { \
+            "['cancel-run', 'cancel-task', 'resume-run', 'abandon-run', 'send-guidance'].every((id) => { \
              const b = document.getElementById(id); return !!b && b.disabled; })",
         )
         .await;
