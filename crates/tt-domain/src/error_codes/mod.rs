@@ -270,6 +270,49 @@ mod tests {
         }
     }
 
+    /// These classes decide behaviour (slip counting, `userRetryable`, provider retries): moving
+    /// a code into or out of one changes what the runtime does, so it must change this test too.
+    #[test]
+    fn the_classes_behaviour_depends_on_hold_exactly_these_codes() {
+        let of = |class: ErrorClass| {
+            let mut codes: Vec<&str> = all()
+                .filter(|entry| entry.class == class)
+                .map(|entry| entry.code)
+                .collect();
+            codes.sort_unstable();
+            codes
+        };
+        assert_eq!(
+            of(ErrorClass::ModelSlip),
+            [
+                "model.invalid_tool_call",
+                "model.too_many_tool_calls",
+                "model.unknown_tool_call",
+                "workspace.invalid_path",
+            ]
+        );
+        assert_eq!(
+            of(ErrorClass::UserRetryable),
+            [
+                "agent.invocation_deadline_exceeded",
+                "agent.max_tool_rounds_exceeded",
+                "agent.run_deadline_exceeded",
+                "agent.tool_after_finish",
+                "model.tool_call_required",
+            ]
+        );
+        assert_eq!(
+            of(ErrorClass::ProviderTransient),
+            [
+                "agent.rate_limited",
+                "agent.transient",
+                "model.provider_rate_limited",
+                "model.transient",
+                "model.upstream_invalid_response",
+            ]
+        );
+    }
+
     #[test]
     fn lookups_find_listed_codes_only() {
         assert_eq!(
