@@ -89,17 +89,24 @@ impl Source<'_> {
     }
 }
 
-/// Whether `literal` has the shape of a code with one of `prefixes` (`agent.not_found`): the
+/// The code a literal holds: the whole literal (`"agent.not_found"`), or the head of an error
+/// text written as `"<code>: <message>"`, the form every coded error displays in (a reason
+/// code travels that way inside another code's message).
+fn code_in(literal: &str) -> &str {
+    literal.split_once(": ").map_or(literal, |(head, _)| head)
+}
+
+/// Whether `candidate` has the shape of a code with one of `prefixes` (`agent.not_found`): the
 /// candidates the table must know. Tool names share the shape and are left out.
-fn looks_like_code(literal: &str, prefixes: &BTreeSet<&str>) -> bool {
-    let Some((prefix, name)) = literal.split_once('.') else {
+fn looks_like_code(candidate: &str, prefixes: &BTreeSet<&str>) -> bool {
+    let Some((prefix, name)) = candidate.split_once('.') else {
         return false;
     };
     prefixes.contains(prefix)
         && !name.is_empty()
         && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
-        && ToolName::from_canonical(literal).is_none()
-        && !NOT_CODES.iter().any(|(other, _)| *other == literal)
+        && ToolName::from_canonical(candidate).is_none()
+        && !NOT_CODES.iter().any(|(other, _)| *other == candidate)
 }
 
 /// Every code-shaped literal in non-test code outside the table that the table does not list.
@@ -112,12 +119,13 @@ pub fn unknown_literal_violations(sources: &[Source<'_>], entries: &[ErrorCode])
     let mut violations = Vec::new();
     for source in sources.iter().filter(|source| !source.in_table()) {
         for (line, literal) in source.literals() {
-            if looks_like_code(&literal, &prefixes) && !known.contains(literal.as_str()) {
+            let code = code_in(&literal);
+            if looks_like_code(code, &prefixes) && !known.contains(code) {
                 violations.push(Violation::new(
                     format!("{}:{line}", source.path),
                     "error-code",
                     format!(
-                        "`{literal}` is no entry of the error-code table; add it to {TABLE_DIR} with its class and meaning (then run `cargo xtask errors`)"
+                        "`{code}` is no entry of the error-code table; add it to {TABLE_DIR} with its class and meaning (then run `cargo xtask errors`)"
                     ),
                 ));
             }
@@ -131,7 +139,7 @@ pub fn unused_entry_violations(sources: &[Source<'_>], entries: &[ErrorCode]) ->
     let mut used = BTreeSet::new();
     for source in sources.iter().filter(|source| !source.in_table()) {
         for (_, literal) in source.literals() {
-            used.insert(literal);
+            used.insert(code_in(&literal).to_owned());
         }
         let code: String = source
             .text
@@ -247,13 +255,14 @@ mod tests {
 
     #[test]
     fn a_code_literal_missing_from_the_table_is_named_with_file_and_line() {
-        let text = "//! M.\nfn f() {\n    e(\"agent.not_found\");\n    e(\"agent.made_up\");\n    t(\"workspace.read_file\"); n(\"run.json\"); d(\"agent.x.y\");\n}\n#[cfg(test)]\nmod tests {\n    const C: &str = \"agent.test_only\";\n}\n";
+        let text = "//! M.\nfn f() {\n    e(\"agent.not_found\");\n    e(\"agent.made_up\");\n    t(\"workspace.read_file\"); n(\"run.json\"); d(\"agent.x.y\");\n    m(\"agent.not_found: gone\"); m(\"model.made_up: {x}\"); m(\"Plain: text\");\n}\n#[cfg(test)]\nmod tests {\n    const C: &str = \"agent.test_only\";\n}\n";
         let tests = crate::module_graph::test_code_lines(text);
         let sources = [source("crates/x/src/lib.rs", text, &tests)];
         assert_eq!(
             shown(unknown_literal_violations(&sources, &table())),
             [
-                "crates/x/src/lib.rs:4: error-code: `agent.made_up` is no entry of the error-code table; add it to crates/tt-domain/src/error_codes/ with its class and meaning (then run `cargo xtask errors`)"
+                "crates/x/src/lib.rs:4: error-code: `agent.made_up` is no entry of the error-code table; add it to crates/tt-domain/src/error_codes/ with its class and meaning (then run `cargo xtask errors`)",
+                "crates/x/src/lib.rs:6: error-code: `model.made_up` is no entry of the error-code table; add it to crates/tt-domain/src/error_codes/ with its class and meaning (then run `cargo xtask errors`)",
             ]
         );
     }
@@ -261,7 +270,7 @@ mod tests {
     #[test]
     fn an_entry_used_by_neither_literal_nor_constant_is_named_at_its_table_line() {
         let table_text = "//! T.\nx! {\n    AGENT_NOT_FOUND = \"agent.not_found\", HostContract,\n        \"M.\";\n    MODEL_TRANSIENT = \"model.transient\", ProviderTransient,\n        \"M.\";\n    WORKSPACE_GONE = \"workspace.gone\", ToolRefusal,\n        \"M.\";\n}\n";
-        let user = "//! U.\nfn f() {\n    e(\"agent.not_found\");\n    g(error_codes::MODEL_TRANSIENT);\n    // WORKSPACE_GONE in a comment does not count\n}\n#[cfg(test)]\nmod tests {\n    const C: &str = \"workspace.gone\";\n}\n";
+        let user = "//! U.\nfn f() {\n    e(\"agent.not_found\");\n    g(error_codes::MODEL_TRANSIENT);\n    m(\"workspace.gone_too: x\");\n    // WORKSPACE_GONE in a comment does not count\n}\n#[cfg(test)]\nmod tests {\n    const C: &str = \"workspace.gone\";\n}\n";
         let user_tests = crate::module_graph::test_code_lines(user);
         let sources = [
             source("crates/tt-domain/src/error_codes/agent.rs", table_text, &[]),

@@ -28,6 +28,8 @@ super::error_codes! {
         "The host's chat-commit bridge went away before it answered.";
     AGENT_CHAT_COMMIT_FAILED = "agent.chat_commit_failed", HostBridge,
         "The host refused or failed to publish a `workspace.commit`.";
+    AGENT_CHAT_COMMIT_ID_COLLISION = "agent.chat_commit_id_collision", Internal,
+        "Reason in the message of a chat-commit bridge failure: a commit id was asked for while one with that id was pending.";
     AGENT_CHAT_COMMIT_NOT_PENDING = "agent.chat_commit_not_pending", HostContract,
         "No chat commit with that id is waiting for an answer (answered already, or never asked).";
     AGENT_CHAT_COMMIT_RESOLVE_INVALID = "agent.chat_commit_resolve_invalid", HostContract,
@@ -92,6 +94,12 @@ super::error_codes! {
         "The agent ran past its profile's time limit.";
     AGENT_INVOCATION_STATUS_TRANSITION_INVALID = "agent.invocation_status_transition_invalid", Internal,
         "An agent's status was to change in a way its state machine forbids.";
+    AGENT_JOURNAL_DAMAGED = "agent.journal_damaged", Storage,
+        "The run's journal is missing events (a seq gap); `tt-agent events` prints what it holds, then fails with this.";
+    AGENT_MAX_HANDOFF_DEPTH_EXHAUSTED = "agent.max_handoff_depth_exhausted", ToolRefusal,
+        "Reason in the message of `agent.handoff_depth_exhausted`: the profile's handoff depth is used up.";
+    AGENT_MAX_INVOCATIONS_PER_RUN_EXHAUSTED = "agent.max_invocations_per_run_exhausted", ToolRefusal,
+        "Reason in the message of `agent.delegation_budget_exhausted`: the profile's tasks per run are used up.";
     AGENT_MAX_TOOL_ROUNDS_EXCEEDED = "agent.max_tool_rounds_exceeded", UserRetryable,
         "The agent used all its model rounds without ending.";
     AGENT_MODEL_CONNECTION_NOT_FOUND = "agent.model_connection_not_found", Configuration,
@@ -116,6 +124,8 @@ super::error_codes! {
         "The host's persistent-state metadata bridge went away before it answered.";
     AGENT_PERSISTENT_STATE_METADATA_UPDATE_FAILED = "agent.persistent_state_metadata_update_failed", HostBridge,
         "The host refused or failed a persistent-state metadata update.";
+    AGENT_PERSISTENT_STATE_METADATA_UPDATE_ID_COLLISION = "agent.persistent_state_metadata_update_id_collision", Internal,
+        "Reason in the message of a metadata bridge failure: an update id was asked for while one with that id was pending.";
     AGENT_PERSISTENT_STATE_METADATA_UPDATE_NOT_PENDING = "agent.persistent_state_metadata_update_not_pending", HostContract,
         "No persistent-state metadata update with that id is waiting for an answer.";
     AGENT_PERSISTENT_STATE_METADATA_UPDATE_RUN_MISMATCH = "agent.persistent_state_metadata_update_run_mismatch", HostContract,
@@ -137,7 +147,7 @@ super::error_codes! {
     AGENT_PROFILE_CALLABLE_CONFLICT = "agent.profile_callable_conflict", Configuration,
         "A profile may be a subagent or handoff target but is not callable.";
     AGENT_PROFILE_CANNOT_DELEGATE = "agent.profile_cannot_delegate", ToolRefusal,
-        "Reason of `agent.delegation_policy_denied`: the calling agent's profile may not delegate.";
+        "Reason of `agent.delegation_policy_denied` (also for `agent.cancel_task`): the calling agent's profile may not delegate.";
     AGENT_PROFILE_CANNOT_HANDOFF = "agent.profile_cannot_handoff", ToolRefusal,
         "Reason of `agent.handoff_policy_denied`: the calling agent's profile may not hand off.";
     AGENT_PROFILE_DELEGATION_DEPTH_INVALID = "agent.profile_delegation_depth_invalid", Configuration,
@@ -204,6 +214,8 @@ super::error_codes! {
         "The host's assembled prompt lacks a component the profile needs.";
     AGENT_PROMPT_ASSEMBLY_FAILED = "agent.prompt_assembly_failed", HostBridge,
         "The host refused or failed to assemble a prompt.";
+    AGENT_PROMPT_ASSEMBLY_ID_COLLISION = "agent.prompt_assembly_id_collision", Internal,
+        "Reason in the message of a prompt-assembly bridge failure: an assembly id was asked for while one with that id was pending.";
     AGENT_PROMPT_ASSEMBLY_NOT_PENDING = "agent.prompt_assembly_not_pending", HostContract,
         "No prompt assembly with that id is waiting for an answer.";
     AGENT_PROMPT_ASSEMBLY_RESOLVE_INVALID = "agent.prompt_assembly_resolve_invalid", HostBridge,
