@@ -7,7 +7,7 @@ super::error_codes! {
     AGENT_ALREADY_EXISTS = "agent.already_exists", Storage,
         "The store already holds a record that was to be created new.";
     AGENT_APPROVAL_INVALID = "agent.approval_invalid", HostContract,
-        "The host's answer to a tool-call approval is malformed (edited arguments that do not fit the call).";
+        "The host's answer to a tool-call approval is refused (a denial message or edited arguments over their limits, or not fitting the call).";
     AGENT_APPROVAL_NOT_FOUND = "agent.approval_not_found", HostContract,
         "No tool-call approval with that id is pending in the run.";
     AGENT_AWAIT_RESULT_INVALID = "agent.await_result_invalid", Storage,
@@ -49,7 +49,7 @@ super::error_codes! {
     AGENT_CONTEXT_POLICY_MISMATCH = "agent.context_policy_mismatch", HostBridge,
         "The host's prompt assembly answered under a context policy other than the profile's.";
     AGENT_CONTEXT_POLICY_REQUIRED = "agent.context_policy_required", HostBridge,
-        "The host's prompt assembly answer carries no context policy.";
+        "The prompt snapshot a host assembly starts from has no context policy.";
     AGENT_DELEGATION_BUDGET_EXHAUSTED = "agent.delegation_budget_exhausted", ToolRefusal,
         "The caller has delegated as many tasks as its profile allows in one run.";
     AGENT_DELEGATION_POLICY_DENIED = "agent.delegation_policy_denied", ToolRefusal,
@@ -71,7 +71,7 @@ super::error_codes! {
     AGENT_GUIDANCE_EMPTY = "agent.guidance_empty", HostContract,
         "Guidance sent to an agent is blank.";
     AGENT_GUIDANCE_MAILBOX_CLOSED = "agent.guidance_mailbox_closed", HostContract,
-        "The agent the guidance was for has ended.";
+        "The run no longer accepts guidance: it has finished, failed or been cancelled.";
     AGENT_GUIDANCE_PENDING_TOO_LARGE = "agent.guidance_pending_too_large", HostContract,
         "The guidance waiting for the agent would pass its total size limit.";
     AGENT_GUIDANCE_QUEUE_FULL = "agent.guidance_queue_full", HostContract,
@@ -181,7 +181,7 @@ super::error_codes! {
     AGENT_PROFILE_OUTPUT_INVALID = "agent.profile_output_invalid", Configuration,
         "A profile's output artifacts are invalid (for example not exactly one message body).";
     AGENT_PROFILE_PRESENTATION_INVALID = "agent.profile_presentation_invalid", Configuration,
-        "A profile's presentation does not fit how it may be called.";
+        "A profile that only other agents may start does not use background presentation.";
     AGENT_PROFILE_PRESET_REF_REQUIRED = "agent.profile_preset_ref_required", Configuration,
         "A profile whose prompt the host assembles names no preset.";
     AGENT_PROFILE_PRESET_REF_UNEXPECTED = "agent.profile_preset_ref_unexpected", Configuration,
@@ -189,7 +189,7 @@ super::error_codes! {
     AGENT_PROFILE_SCHEMA_VERSION_UNSUPPORTED = "agent.profile_schema_version_unsupported", Configuration,
         "A profile's schema version is not one this runtime reads.";
     AGENT_PROFILE_SKILLS_INVALID = "agent.profile_skills_invalid", Configuration,
-        "A profile's skill scope is empty or malformed.";
+        "A profile's skill settings are invalid (no visible skills, a per-call read limit above the per-run one).";
     AGENT_PROFILE_SYSTEM_PROMPT_BLANK = "agent.profile_system_prompt_blank", Configuration,
         "A profile's system prompt is blank.";
     AGENT_PROFILE_TASK_RETURN_RUNTIME_ONLY = "agent.profile_task_return_runtime_only", Configuration,
@@ -197,7 +197,7 @@ super::error_codes! {
     AGENT_PROFILE_TIMEOUT_INVALID = "agent.profile_timeout_invalid", Configuration,
         "A profile timeout is zero.";
     AGENT_PROFILE_TOOL_DESCRIPTION_INVALID = "agent.profile_tool_description_invalid", Configuration,
-        "A profile's tool description override is invalid.";
+        "A profile's tool description override names a property the tool does not have.";
     AGENT_PROFILE_TOOL_NOT_VISIBLE = "agent.profile_tool_not_visible", Configuration,
         "A profile configures a tool it does not show.";
     AGENT_PROFILE_TOOL_UNKNOWN = "agent.profile_tool_unknown", Configuration,
@@ -227,7 +227,7 @@ super::error_codes! {
     AGENT_RATE_LIMITED = "agent.rate_limited", ProviderTransient,
         "The model provider kept rate-limiting past the retries (`details.modelCode` has the provider's code).";
     AGENT_READ_EVENTS_INVOCATION_ID_INVALID = "agent.read_events_invocation_id_invalid", HostContract,
-        "The invocation filter of an event read is not a valid id.";
+        "The invocation filter of an event read is empty or holds a path separator.";
     AGENT_RECORD_REFERENCE_INVALID = "agent.record_reference_invalid", HostContract,
         "A stored-record reference names no kind of record.";
     AGENT_RESUME_PROFILE_CHANGED = "agent.resume_profile_changed", HostContract,
@@ -271,13 +271,13 @@ super::error_codes! {
     AGENT_TARGET_PROFILE_NOT_FOUND = "agent.target_profile_not_found", ToolRefusal,
         "`agent.delegate` or `agent.handoff` named an agent that does not exist.";
     AGENT_TASK_ALREADY_FINISHED = "agent.task_already_finished", HostContract,
-        "The task to cancel has already ended.";
+        "The task has already ended: a cancel came too late, or a `task.return` came after its task was stopped.";
     AGENT_TASK_ALREADY_SCHEDULED = "agent.task_already_scheduled", Internal,
         "A task was handed to the scheduler twice.";
     AGENT_TASK_BUDGET_EXHAUSTED = "agent.task_budget_exhausted", Budget,
         "A delegated task used up its token budget; it ends `failed` with its written work listed.";
     AGENT_TASK_NOT_CANCELLABLE = "agent.task_not_cancellable", HostContract,
-        "The task cannot be cancelled on its own (it does not return to a caller).";
+        "The task is a handoff, which cannot be cancelled on its own; cancel the run instead.";
     AGENT_TASK_NOT_FOUND = "agent.task_not_found", HostContract,
         "No task with that id exists in the run.";
     AGENT_TASK_PROMPT_REQUIRED = "agent.task_prompt_required", HostBridge,
@@ -292,8 +292,8 @@ super::error_codes! {
         "The run's task scheduler stopped while an agent waited on it.";
     AGENT_TASK_STATUS_TRANSITION_INVALID = "agent.task_status_transition_invalid", Internal,
         "A task's status was to change in a way its state machine forbids.";
-    AGENT_TIMELINE_PROJECTION_INVALID = "agent.timeline_projection_invalid", HostContract,
-        "The timeline projection asked for is malformed.";
+    AGENT_TIMELINE_PROJECTION_INVALID = "agent.timeline_projection_invalid", Storage,
+        "A stored task points at an agent the run does not have, so no timeline can be built.";
     AGENT_TOOL_AFTER_FINISH = "agent.tool_after_finish", UserRetryable,
         "The model called more tools in the reply that ended its agent.";
     AGENT_TOOL_BUDGET_EXHAUSTED = "agent.tool_budget_exhausted", ToolRefusal,
