@@ -1,9 +1,11 @@
 //! `cargo xtask`: project automation for tt-agent-runtime.
-//! `ci` runs every check CI runs, `tidy` checks architecture and hygiene rules, `bench` runs the
-//! benchmarks (`fanout`, `journal`) in release, `soak` runs stress tests (`crash`) in release.
+//! `ci` runs every check CI runs, `tidy` checks architecture and hygiene rules, `errors` writes
+//! `docs/errors.md` from the error-code table, `bench` runs the benchmarks (`fanout`,
+//! `journal`) in release, `soak` runs stress tests (`crash`) in release.
 
 mod bench;
 mod ci;
+mod error_codes;
 mod file_graph;
 mod layering;
 mod manifest;
@@ -24,7 +26,9 @@ commands:
   ci      run every check and test CI runs (fmt, clippy, tidy, tests, demo smoke run,
           the desktop-shell example)
   tidy    check crate layering, manifests, module headers, printing in library crates,
-          file-level import cycles and file length
+          file-level import cycles, file length, and error codes (every code literal
+          listed in tt-domain's table, every entry used, docs/errors.md current)
+  errors  write docs/errors.md from the error-code table (crates/tt-domain/src/error_codes/)
   bench   run a benchmark in release: `bench fanout [--n N] [--store URL]`,
           `bench journal [--events N]`
   soak    stress in release: `soak crash [--resume] [--trials N] [--store URL]` (SIGKILL a
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
     match args.as_slice() {
         [command] if command == "ci" => finish(ci::run(&root)),
         [command] if command == "tidy" => finish(tidy::run(&root)),
+        [command] if command == "errors" => finish(error_codes::write_doc(&root)),
         [command, rest @ ..] if command == "bench" => finish(bench::run(&root, rest)),
         [command, rest @ ..] if command == "soak" => finish(soak::run(&root, rest)),
         [command] if matches!(command.as_str(), "help" | "-h" | "--help") => {

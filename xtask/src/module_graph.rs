@@ -43,26 +43,45 @@ fn top_level_module(path: &Path) -> Option<String> {
 /// `}` line with the indentation it started with, or at its own line when that ends with `;`).
 pub fn without_test_code(text: &str) -> String {
     let mut kept = String::with_capacity(text.len());
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if !is_test_attribute(line) {
+    for (line, is_test) in text.lines().zip(test_code_lines(text)) {
+        if !is_test {
             kept.push_str(line);
             kept.push('\n');
+        }
+    }
+    kept
+}
+
+/// For each line of `text`, whether it belongs to an item marked `#[cfg(test)]` (the attribute
+/// included), so a check can skip test code and still report real line numbers.
+pub fn test_code_lines(text: &str) -> Vec<bool> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut in_test = vec![false; lines.len()];
+    let mut at = 0;
+    while at < lines.len() {
+        if !is_test_attribute(lines[at]) {
+            at += 1;
             continue;
         }
-        let Some(item) = lines.next() else { break };
+        in_test[at] = true;
+        at += 1;
+        let Some(item) = lines.get(at) else { break };
+        in_test[at] = true;
+        at += 1;
         if item.trim_end().ends_with(';') {
             continue;
         }
         let indent = &item[..item.len() - item.trim_start().len()];
         let end = format!("{indent}}}");
-        for rest in lines.by_ref() {
+        while let Some(rest) = lines.get(at) {
+            in_test[at] = true;
+            at += 1;
             if rest.trim_end() == end {
                 break;
             }
         }
     }
-    kept
+    in_test
 }
 
 /// `#[cfg(test)]`, or `#[cfg(all(test, …))]` (test code on some platforms only).

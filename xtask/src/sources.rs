@@ -1,5 +1,6 @@
-//! Text checks over Rust source files: the `//!` module header, and printing macros
-//! (`println!`, `eprintln!`, `print!`, `eprint!`, `dbg!`) in library code.
+//! Text checks over Rust source files: the `//!` module header, printing macros
+//! (`println!`, `eprintln!`, `print!`, `eprint!`, `dbg!`) in library code, and the string
+//! literals of a file (for the error-code checks).
 
 /// Whether the file starts, after optional blank lines, with a `//!` module doc comment.
 pub fn has_module_header(text: &str) -> bool {
@@ -60,6 +61,135 @@ fn strip_line_comment(line: &str) -> &str {
     line
 }
 
+/// `(1-based line, contents)` of every string literal of `text` outside comments, raw strings
+/// included, escapes left as written. A lexer this small is enough because the literals it
+/// looks for (error codes) never contain quotes or escapes; it only has to not be fooled by
+/// comments, char literals such as `'"'` and lifetimes.
+pub fn string_literals(text: &str) -> Vec<(usize, String)> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut found = Vec::new();
+    let mut line = 1;
+    let mut at = 0;
+    // Advances over `chars[from..to]`, counting the newlines passed.
+    let lines_in = |from: usize, to: usize| {
+        chars
+            .get(from..to)
+            .map_or(0, |part| part.iter().filter(|c| **c == '\n').count())
+    };
+    while let Some(&c) = chars.get(at) {
+        let next = chars.get(at + 1).copied();
+        let end = match c {
+            '/' if next == Some('/') => chars[at..]
+                .iter()
+                .position(|c| *c == '\n')
+                .map_or(chars.len(), |offset| at + offset),
+            '/' if next == Some('*') => block_comment_end(&chars, at),
+            '\'' => char_literal_end(&chars, at),
+            'r' if starts_raw_string(&chars, at) => {
+                let hashes = chars[at + 1..].iter().take_while(|c| **c == '#').count();
+                let open = at + 1 + hashes;
+                let close = raw_string_close(&chars, open + 1, hashes);
+                let contents: String = chars
+                    .get(open + 1..close)
+                    .unwrap_or_default()
+                    .iter()
+                    .collect();
+                found.push((line, contents));
+                (close + 1 + hashes).min(chars.len())
+            }
+            '"' => {
+                let close = string_close(&chars, at + 1);
+                let contents: String = chars
+                    .get(at + 1..close)
+                    .unwrap_or_default()
+                    .iter()
+                    .collect();
+                found.push((line, contents));
+                (close + 1).min(chars.len())
+            }
+            _ => at + 1,
+        };
+        let end = end.max(at + 1);
+        line += lines_in(at, end);
+        at = end;
+    }
+    found
+}
+
+/// Whether the `r` at `at` opens a raw string (`r"`, `r#"`, also after `b`), not an identifier.
+fn starts_raw_string(chars: &[char], at: usize) -> bool {
+    let before = at
+        .checked_sub(1)
+        .and_then(|i| chars.get(i))
+        .copied()
+        .unwrap_or(' ');
+    let word_before = (before.is_alphanumeric() || before == '_') && before != 'b';
+    let after = chars[at + 1..].iter().find(|c| **c != '#');
+    !word_before && after == Some(&'"')
+}
+
+/// The index of the `"` closing a string whose contents start at `from` (or the end).
+fn string_close(chars: &[char], from: usize) -> usize {
+    let mut at = from;
+    while let Some(&c) = chars.get(at) {
+        match c {
+            '\\' => at += 2,
+            '"' => return at,
+            _ => at += 1,
+        }
+    }
+    chars.len()
+}
+
+/// The index of the `"` followed by `hashes` `#`s that closes a raw string (or the end).
+fn raw_string_close(chars: &[char], from: usize, hashes: usize) -> usize {
+    (from..chars.len())
+        .find(|&at| {
+            chars[at] == '"'
+                && chars
+                    .get(at + 1..at + 1 + hashes)
+                    .is_some_and(|tail| tail.iter().all(|c| *c == '#'))
+        })
+        .unwrap_or(chars.len())
+}
+
+/// Just past the `*/` closing the (possibly nested) block comment opened at `at`.
+fn block_comment_end(chars: &[char], at: usize) -> usize {
+    let mut depth = 0usize;
+    let mut i = at;
+    while i + 1 < chars.len() {
+        match (chars[i], chars[i + 1]) {
+            ('/', '*') => {
+                depth += 1;
+                i += 2;
+            }
+            ('*', '/') => {
+                depth -= 1;
+                i += 2;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    chars.len()
+}
+
+/// Just past a char literal opened at `at` (`'x'`, `'\n'`, `'"'`), or just past the `'` of a
+/// lifetime or label.
+fn char_literal_end(chars: &[char], at: usize) -> usize {
+    match (chars.get(at + 1), chars.get(at + 2)) {
+        (Some('\\'), _) => chars[at + 2..]
+            .iter()
+            .skip(1)
+            .position(|c| *c == '\'')
+            .map_or(chars.len(), |offset| at + 3 + offset + 1),
+        (Some(_), Some('\'')) => at + 3,
+        _ => at + 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +246,28 @@ fn f() {
     fn a_string_with_slashes_does_not_hide_code_after_it() {
         let text = "let url = \"a//b\"; println!(\"{url}\");\n";
         assert_eq!(print_macro_lines(text), vec![(1, "println!")]);
+    }
+
+    #[test]
+    fn string_literals_are_found_by_line_outside_comments_and_char_literals() {
+        let text = r##"//! Header with "not a literal".
+fn f<'a>(x: &'a str) -> char {
+    let quote = '"'; let escaped = '\''; // "commented"
+    /* "block" /* "nested" */ "still comment" */
+    g("agent.not_found", r#"raw "quoted""#, b"bytes");
+    let multi = "one
+two"; h("model.transient")
+}
+"##;
+        assert_eq!(
+            string_literals(text),
+            vec![
+                (5, "agent.not_found".to_owned()),
+                (5, "raw \"quoted\"".to_owned()),
+                (5, "bytes".to_owned()),
+                (6, "one\ntwo".to_owned()),
+                (7, "model.transient".to_owned()),
+            ]
+        );
     }
 }

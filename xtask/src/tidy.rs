@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use crate::error_codes;
 use crate::file_graph;
 use crate::layering::{self, Package};
 use crate::manifest;
@@ -57,6 +58,7 @@ fn collect(root: &Path) -> Result<Vec<Violation>> {
         check_crate_files(root, &dir.join("src"), &mut violations)?;
     }
     check_module_cycles(root, &mut violations)?;
+    check_error_codes(root, &mut violations)?;
     violations.sort();
     violations.dedup();
     Ok(violations)
@@ -72,6 +74,43 @@ fn check_manifest(root: &Path, package: &Package, violations: &mut Vec<Violation
             issue.to_string(),
         ));
     }
+    Ok(())
+}
+
+/// The error-code table against its uses and its generated doc (xtask/src/error_codes.rs):
+/// every code literal in the crates' non-test code is listed, every entry is used, and
+/// `docs/errors.md` is current.
+fn check_error_codes(root: &Path, violations: &mut Vec<Violation>) -> Result<()> {
+    let mut files = Vec::new();
+    for dir in read_dir_sorted(&root.join("crates"))? {
+        let src = dir.join("src");
+        for file in rust_files(&src)? {
+            let text = read(&file)?;
+            let test_lines = if file_graph::is_test_file(file.strip_prefix(&src).unwrap_or(&file)) {
+                vec![true; text.lines().count()]
+            } else {
+                module_graph::test_code_lines(&text)
+            };
+            files.push((relative(root, &file), text, test_lines));
+        }
+    }
+    let sources: Vec<error_codes::Source<'_>> = files
+        .iter()
+        .map(|(path, text, test_lines)| error_codes::Source {
+            path,
+            text,
+            test_lines,
+        })
+        .collect();
+    let entries: Vec<tt_domain::error_codes::ErrorCode> =
+        tt_domain::error_codes::all().copied().collect();
+    violations.extend(error_codes::unknown_literal_violations(&sources, &entries));
+    violations.extend(error_codes::unused_entry_violations(&sources, &entries));
+    let doc = fs::read_to_string(root.join(error_codes::DOC_PATH)).ok();
+    violations.extend(error_codes::doc_violation(
+        &error_codes::render(&entries),
+        doc.as_deref(),
+    ));
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tt_domain::error_codes;
 use tt_domain::model::{AgentModelResponse, ModelDelta};
 use tt_ports::ModelError;
 
@@ -81,16 +82,6 @@ pub struct RecordedError {
     pub window_tokens: Option<u64>,
 }
 
-/// Codes a replayed `invalid_response` or `unavailable` error can carry as itself; any other
-/// code replays as `model.provider_error` with the recorded code in its message.
-const KNOWN_CODES: &[&str] = &[
-    "model.invalid_tool_call",
-    "model.upstream_invalid_response",
-    "model.response_too_large",
-    "model.script_exhausted",
-    "model.cassette_mismatch",
-];
-
 impl RecordedError {
     pub fn from_error(error: &ModelError) -> Self {
         let (kind, status, retry_after_ms, message) = match error {
@@ -139,7 +130,10 @@ impl RecordedError {
     }
 
     pub fn to_error(&self) -> ModelError {
-        let known = KNOWN_CODES.iter().find(|code| **code == self.code).copied();
+        // A replayed `invalid_response` or `unavailable` error carries its recorded code when
+        // that is a listed code (the error keeps a `&'static str`); any other code replays as
+        // `model.provider_error` with the recorded code in its message.
+        let known = error_codes::lookup(&self.code).map(|entry| entry.code);
         let message = self.message.clone();
         match (self.kind.as_str(), known) {
             ("rate_limited", _) => ModelError::RateLimited {
@@ -160,7 +154,9 @@ impl RecordedError {
                 prompt_tokens: self.prompt_tokens,
                 window_tokens: self.window_tokens,
             },
-            ("other", _) if self.code == "model.provider_error" => ModelError::Other(message),
+            ("other", _) if self.code == error_codes::MODEL_PROVIDER_ERROR => {
+                ModelError::Other(message)
+            }
             _ => ModelError::Other(format!("{}: {message}", self.code)),
         }
     }

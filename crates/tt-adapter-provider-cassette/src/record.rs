@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
+use tt_domain::error_codes;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
 
@@ -56,19 +57,16 @@ impl RecordingProvider {
     /// Appends one interaction as one line. A failure fails the call: a cassette with a hole
     /// would replay as a mismatch far from its cause.
     fn append(&self, interaction: &Interaction) -> Result<(), ModelError> {
-        let line = serde_json::to_string(interaction).map_err(|error| {
-            ModelError::Other(format!(
-                "model.cassette_io_failed: the interaction could not be encoded: {error}"
-            ))
+        let line = serde_json::to_string(interaction).map_err(|error| ModelError::Unavailable {
+            code: error_codes::MODEL_CASSETTE_IO_FAILED,
+            message: format!("the interaction could not be encoded: {error}"),
         })?;
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         writeln!(file, "{line}")
             .and_then(|()| file.flush())
-            .map_err(|error| {
-                ModelError::Other(format!(
-                    "model.cassette_io_failed: {}: {error}",
-                    self.path.display()
-                ))
+            .map_err(|error| ModelError::Unavailable {
+                code: error_codes::MODEL_CASSETTE_IO_FAILED,
+                message: format!("{}: {error}", self.path.display()),
             })
     }
 

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
+use tt_domain::error_codes;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
 
@@ -144,10 +145,12 @@ fn rewritten<T: Serialize + DeserializeOwned>(
     value: &T,
     ids: &HashMap<String, String>,
 ) -> Result<T, ModelError> {
-    let text = serde_json::to_string(value)
-        .map_err(|error| ModelError::Other(format!("model.cassette_invalid: {error}")))?;
-    serde_json::from_str(&rewrite_ids(&text, ids))
-        .map_err(|error| ModelError::Other(format!("model.cassette_invalid: {error}")))
+    let invalid = |error: serde_json::Error| ModelError::Unavailable {
+        code: error_codes::MODEL_CASSETTE_INVALID,
+        message: error.to_string(),
+    };
+    let text = serde_json::to_string(value).map_err(invalid)?;
+    serde_json::from_str(&rewrite_ids(&text, ids)).map_err(invalid)
 }
 
 fn mismatch(now: &NormalizedRequest, nearest: Option<&Interaction>) -> ModelError {
@@ -164,7 +167,7 @@ fn mismatch(now: &NormalizedRequest, nearest: Option<&Interaction>) -> ModelErro
         ),
     };
     ModelError::Unavailable {
-        code: "model.cassette_mismatch",
+        code: error_codes::MODEL_CASSETTE_MISMATCH,
         message,
     }
 }

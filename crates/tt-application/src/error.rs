@@ -5,6 +5,7 @@
 //!   owners, only the task for a delegated agent). Cancellation is its own variant.
 
 use tt_domain::DomainError;
+use tt_domain::error_codes::{self, ErrorClass};
 use tt_ports::{HostBridgeError, ModelError, StorageError};
 
 /// A recoverable tool failure, returned to the model.
@@ -153,17 +154,14 @@ impl ApplicationError {
         }
     }
 
-    /// Whether a user may sensibly press "retry" (drift and transient upstream problems).
+    /// Whether a user may sensibly press "retry" (drift and transient upstream problems). A
+    /// fatal code decides by its class in the one list of codes (docs/errors.md), so a new
+    /// code is classified once, there.
     pub fn user_retryable(&self) -> bool {
         match self {
-            ApplicationError::Fatal { code, .. } => matches!(
-                *code,
-                "model.tool_call_required"
-                    | "agent.tool_after_finish"
-                    | "agent.max_tool_rounds_exceeded"
-                    | "agent.run_deadline_exceeded"
-                    | "agent.invocation_deadline_exceeded"
-            ),
+            ApplicationError::Fatal { code, .. } => {
+                error_codes::class_of(code).is_some_and(ErrorClass::is_user_retryable)
+            }
             ApplicationError::Model(err) => err.is_retryable(),
             ApplicationError::Cancelled(_) | ApplicationError::Storage(_) => false,
         }

@@ -12,6 +12,7 @@
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use tt_domain::error_codes;
 use tt_domain::event::AgentRunEvent;
 use tt_domain::run::AgentRun;
 use tt_domain::text::sha256_hex;
@@ -214,7 +215,7 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                 let span = &mut calls[index];
                 span.end = Some(event.timestamp);
                 if event.event_type == "model_call_attempt_failed" {
-                    let code = text(event, "code").unwrap_or("model.error");
+                    let code = text(event, "code").unwrap_or(error_codes::MODEL_ERROR);
                     span.attributes.push(("error.type".into(), json!(code)));
                     span.error = Some(text(event, "message").unwrap_or(code).to_owned());
                     continue;
@@ -271,7 +272,7 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                 let failed = event.payload.get("isError").and_then(Value::as_bool) == Some(true)
                     || event.event_type == "tool_call_failed";
                 if failed {
-                    let code = text(event, "errorCode").unwrap_or("tool.error");
+                    let code = text(event, "errorCode").unwrap_or(error_codes::TOOL_ERROR);
                     span.attributes.push(("error.type".into(), json!(code)));
                     span.error = Some(text(event, "message").unwrap_or(code).to_owned());
                 }

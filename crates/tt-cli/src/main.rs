@@ -514,7 +514,8 @@ async fn wait_for_run_record(
         match runtime.get_run(run_id).await {
             Ok(_) => return Ok(()),
             Err(error)
-                if error.code == "agent.not_found" && tokio::time::Instant::now() < deadline =>
+                if error.code == tt_runtime::error_codes::AGENT_NOT_FOUND
+                    && tokio::time::Instant::now() < deadline =>
             {
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }

@@ -15,7 +15,7 @@ use crate::profile::MAX_OUTPUT_TOKENS_LIMIT;
 use crate::{DomainError, DomainResult};
 
 /// The code of every out-of-range or malformed setting.
-pub const GENERATION_SETTINGS_INVALID: &str = "agent.generation_settings_invalid";
+pub const GENERATION_SETTINGS_INVALID: &str = crate::error_codes::AGENT_GENERATION_SETTINGS_INVALID;
 
 /// Most stop strings one request may carry (OpenAI allows 4, Anthropic more; adapters that
 /// take fewer refuse the request with a clear error).

@@ -8,6 +8,7 @@ pub mod brief;
 pub mod context_window;
 pub mod cost;
 pub mod error;
+pub mod error_codes;
 pub mod event;
 pub mod event_payload;
 pub mod generation;

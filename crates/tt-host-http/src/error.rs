@@ -41,7 +41,8 @@ impl From<HostError> for ApiError {
 
 /// The HTTP status of a host API error code: missing things are 404, answers that come too
 /// late or for another run are 409, a run held by another process is 409, failures of the
-/// store are 500, and everything else is a request the runtime refused (400).
+/// store and broken invariants (the `Storage` and `Internal` classes of docs/errors.md) are
+/// 500, and everything else is a request the runtime refused (400).
 pub(crate) fn status_for(code: &str) -> StatusCode {
     let name = code.rsplit('.').next().unwrap_or(code);
     if name.ends_with("not_found") {
@@ -56,7 +57,12 @@ pub(crate) fn status_for(code: &str) -> StatusCode {
         || name.starts_with("already")
     {
         StatusCode::CONFLICT
-    } else if code.starts_with("storage.") || name.ends_with("unreadable") || name == "io" {
+    } else if matches!(
+        tt_runtime::error_codes::class_of(code),
+        Some(tt_runtime::ErrorClass::Storage | tt_runtime::ErrorClass::Internal)
+    ) || name.ends_with("unreadable")
+        || name == "io"
+    {
         StatusCode::INTERNAL_SERVER_ERROR
     } else {
         StatusCode::BAD_REQUEST
@@ -93,6 +99,10 @@ mod tests {
         );
         assert_eq!(
             status_for("agent.transcript_unreadable"),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            status_for("agent.storage_io"),
             StatusCode::INTERNAL_SERVER_ERROR
         );
         assert_eq!(

@@ -2,6 +2,7 @@
 //! explicit catch-all variant. Classification helpers are exhaustive matches.
 
 use tt_domain::DomainError;
+use tt_domain::error_codes::{self, ErrorClass};
 use tt_domain::workspace::GuardViolation;
 
 /// Who holds a run's lock, as `run_locked` says it.
@@ -185,7 +186,9 @@ impl ModelError {
     pub fn is_retryable(&self) -> bool {
         match self {
             ModelError::RateLimited { .. } | ModelError::Transient { .. } => true,
-            ModelError::InvalidResponse { code, .. } => *code == "model.upstream_invalid_response",
+            ModelError::InvalidResponse { code, .. } => {
+                error_codes::class_of(code) == Some(ErrorClass::ProviderTransient)
+            }
             ModelError::Rejected { .. }
             | ModelError::Unavailable { .. }
             | ModelError::Cancelled

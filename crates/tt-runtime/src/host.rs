@@ -25,10 +25,11 @@ use crate::run_updates::RunUpdates;
 mod fork;
 
 /// The code every call returns after [`AgentRuntime::shutdown`].
-pub const RUNTIME_SHUT_DOWN: &str = "agent.runtime_shut_down";
+pub const RUNTIME_SHUT_DOWN: &str = tt_domain::error_codes::AGENT_RUNTIME_SHUT_DOWN;
 
 /// The code of the commit calls on a runtime whose commit bridge is not the host-API one.
-pub const COMMIT_BRIDGE_NOT_HOST_API: &str = "agent.chat_commit_bridge_not_host_api";
+pub const COMMIT_BRIDGE_NOT_HOST_API: &str =
+    tt_domain::error_codes::AGENT_CHAT_COMMIT_BRIDGE_NOT_HOST_API;
 
 /// A running tt-agent-runtime instance.
 pub struct AgentRuntime {

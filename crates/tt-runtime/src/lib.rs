@@ -64,6 +64,7 @@ pub use tt_application::{
 };
 pub use tt_domain::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRule};
 pub use tt_domain::cost::{ModelPrice, PriceTable};
+pub use tt_domain::error_codes::{self, ErrorClass, ErrorCode};
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).
 pub use tt_domain::event_payload::{self, EventPayload, RunEventPayload};

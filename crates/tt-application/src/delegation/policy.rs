@@ -39,14 +39,15 @@ pub(crate) enum Denial {
 impl Denial {
     /// The contract's code for this reason.
     pub(crate) fn code(self) -> &'static str {
+        use tt_domain::error_codes as codes;
         match self {
-            Denial::CallerCannotDelegate => "agent.profile_cannot_delegate",
-            Denial::CallerCannotHandoff => "agent.profile_cannot_handoff",
-            Denial::TargetNotCallable => "agent.target_not_callable",
-            Denial::TargetNotSubagent => "agent.target_not_subagent",
-            Denial::TargetNotHandoff => "agent.target_not_handoff",
-            Denial::CallerNotAllowed => "agent.target_caller_denied",
-            Denial::TargetModelUnconfigured => "agent.profile_model_requires_configuration",
+            Denial::CallerCannotDelegate => codes::AGENT_PROFILE_CANNOT_DELEGATE,
+            Denial::CallerCannotHandoff => codes::AGENT_PROFILE_CANNOT_HANDOFF,
+            Denial::TargetNotCallable => codes::AGENT_TARGET_NOT_CALLABLE,
+            Denial::TargetNotSubagent => codes::AGENT_TARGET_NOT_SUBAGENT,
+            Denial::TargetNotHandoff => codes::AGENT_TARGET_NOT_HANDOFF,
+            Denial::CallerNotAllowed => codes::AGENT_TARGET_CALLER_DENIED,
+            Denial::TargetModelUnconfigured => codes::AGENT_PROFILE_MODEL_REQUIRES_CONFIGURATION,
         }
     }
 }

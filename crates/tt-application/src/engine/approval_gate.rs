@@ -23,7 +23,7 @@ use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 
 /// The code of a call a person (or the timeout) declined.
-pub(crate) const DENIED_CODE: &str = "agent.tool_call_denied";
+pub(crate) const DENIED_CODE: &str = tt_domain::error_codes::AGENT_TOOL_CALL_DENIED;
 
 /// What the gate lets through.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,6 +14,7 @@
 
 use serde_json::{Value, json};
 use tracing::Instrument;
+use tt_domain::error_codes::is_model_slip;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::InvocationId;
@@ -312,14 +313,6 @@ pub(crate) fn error_result(call_id: &str, name: &str, err: &ToolError) -> AgentT
         error_code: Some(err.code.to_owned()),
         resource_refs: Vec::new(),
     }
-}
-
-/// The codes of model slips: mistakes in the shape of a call that the model can correct.
-pub(crate) fn is_model_slip(code: &str) -> bool {
-    matches!(
-        code,
-        "model.unknown_tool_call" | "model.invalid_tool_call" | "workspace.invalid_path"
-    )
 }
 
 /// The size of a call's arguments in bytes: the raw text a provider could not parse, or the

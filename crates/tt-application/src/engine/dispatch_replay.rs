@@ -5,6 +5,7 @@
 //! which runs calls live.
 
 use serde_json::Value;
+use tt_domain::error_codes::is_model_slip;
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::text::sha256_hex;
 use tt_domain::tool::{AgentToolCall, ToolName};
@@ -12,7 +13,7 @@ use tt_ports::RunDocument;
 
 use crate::engine::context::RunContext;
 use crate::engine::dispatch::{
-    DispatchedCall, LoopControl, apply_effect, call_file_key, is_model_slip, journal_call_result,
+    DispatchedCall, LoopControl, apply_effect, call_file_key, journal_call_result,
 };
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::ApplicationResult;

@@ -13,7 +13,7 @@ use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult, ToolError};
 
 /// The code of the slip.
-pub(crate) const TOO_MANY_CALLS: &str = "model.too_many_tool_calls";
+pub(crate) const TOO_MANY_CALLS: &str = tt_domain::error_codes::MODEL_TOO_MANY_TOOL_CALLS;
 
 /// Calls of the refused reply kept in the agent's history.
 const KEPT_CALLS: usize = 4;

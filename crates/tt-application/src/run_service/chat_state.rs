@@ -12,9 +12,6 @@ use crate::error::{ApplicationError, ApplicationResult};
 
 use super::AgentRunService;
 
-/// The code of a promotion refused by the one-writer rule.
-pub(crate) const STATE_CONFLICT: &str = "agent.persistent_state_conflict";
-
 /// A state some run of the chat promoted.
 #[derive(Debug, Clone)]
 pub(crate) struct PromotedState {
@@ -136,7 +133,7 @@ impl AgentRunService {
             return Ok(());
         }
         Err(ApplicationError::fatal(
-            STATE_CONFLICT,
+            tt_domain::error_codes::AGENT_PERSISTENT_STATE_CONFLICT,
             format!(
                 "run {} of this conversation saved persistent state {} after this run started \
                  from {}; this run's changes to persist/ ({} file(s)) were not made the \

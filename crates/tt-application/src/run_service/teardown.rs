@@ -2,6 +2,7 @@
 //! cancel and failure. Every way out of the executor goes through here.
 use crate::error::BestEffort;
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::TaskId;
@@ -118,7 +119,7 @@ impl AgentRunService {
             // this run's. It is read back; its event is journaled if the process died before
             // journaling it, and the host binding is asked for again.
             Err(error)
-                if error.code() == "agent.persistent_state_exists"
+                if error.code() == error_codes::AGENT_PERSISTENT_STATE_EXISTS
                     && let Some(change_set) =
                         self.services.workspace.promoted_state(&ctx.run_id).await? =>
             {

@@ -3,6 +3,7 @@
 //! injection of results the agent has not seen yet.
 
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::ToolName;
@@ -83,7 +84,8 @@ fn stopped_early(task: &AgentTaskRecord) -> bool {
             && task
                 .error
                 .as_deref()
-                .is_some_and(|error| error.starts_with("agent.task_budget_exhausted")))
+                .and_then(tt_domain::error::split_error_code)
+                .is_some_and(|(code, _)| code == error_codes::AGENT_TASK_BUDGET_EXHAUSTED))
 }
 
 /// What a stopped task's agent wrote, then what the agents of the tasks it delegated (at any
