@@ -226,3 +226,32 @@ async fn a_branch_is_another_take_of_its_turn_and_replaces_its_sources_state() {
         Some(branch.as_str())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runtimes_on_one_data_dir_follow_the_same_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = runtime(dir.path()).await;
+    let second = runtime(dir.path()).await;
+    let (older, approval) = start_held(&first, "The ship is red.", None).await;
+    let newer = start(&second, "lead", "The harbour is north.", None).await;
+    completed(&second, &newer).await;
+    // Each runtime writes only its own runs.
+    assert_eq!(
+        second
+            .run(&older)
+            .approve(&approval)
+            .await
+            .unwrap_err()
+            .code,
+        "agent.run_locked"
+    );
+    first.run(&older).approve(&approval).await.unwrap();
+    let ended = first.wait_for_run(&older).await.unwrap();
+    assert_eq!(ended.status, AgentRunStatus::PartialSuccess);
+    for runtime in [&first, &second] {
+        assert_eq!(
+            runtime.latest_persist_state(CHAT).await.unwrap().as_deref(),
+            Some(newer.as_str())
+        );
+    }
+}
