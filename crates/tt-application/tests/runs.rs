@@ -535,3 +535,44 @@ async fn run_end_events_are_scoped_to_the_root_agent() {
     insta::assert_json_snapshot!("run_cancel_requested_payload", requested.1);
     assert_eq!(events.last().unwrap().0, "run_cancelled");
 }
+
+/// A long reply whose provider body repeats its tool call's arguments is stored once: the raw
+/// body names the message part instead (docs/storage.md, "Records").
+#[tokio::test]
+async fn a_long_reply_is_stored_once() {
+    let content = "The tide came in. ".repeat(5_000);
+    let arguments = json!({"path": "output/main.md", "content": content});
+    let mut turns = happy_turns();
+    turns[0] = turn(vec![(
+        "c1".to_owned(),
+        "workspace_write_file".to_owned(),
+        arguments.clone(),
+    )]);
+    turns[0].raw_response = json!({"choices": [{"message": {"tool_calls": [{
+        "id": "c1",
+        "function": {"name": "workspace_write_file", "arguments": arguments.to_string()},
+    }]}}]});
+    let h = harness(by_turn(turns));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let stored = h
+        .store
+        .document(
+            &run.id,
+            &RunDocument::ModelResponse {
+                invocation_id: InvocationId::root(),
+                round: 1,
+            },
+        )
+        .expect("stored response");
+    assert_eq!(stored.to_string().matches(content.as_str()).count(), 1);
+    let response: tt_domain::model::AgentModelResponse =
+        serde_json::from_value(stored["response"].clone()).unwrap();
+    assert_eq!(response.tool_calls()[0].arguments, arguments);
+    assert!(
+        response.raw_response["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap()
+            .ends_with("as message.parts[0].call.arguments)")
+    );
+}

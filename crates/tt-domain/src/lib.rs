@@ -15,6 +15,7 @@ pub mod generation;
 pub mod ids;
 pub mod invocation;
 pub mod model;
+pub mod model_storage;
 pub mod profile;
 pub mod run;
 pub mod skill;

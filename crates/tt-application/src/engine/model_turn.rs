@@ -133,13 +133,14 @@ async fn model_turn(
         invocation_id: invocation_id.clone(),
         round,
     };
-    /// The stored response document, serialized without a `Value` tree of the response.
+    /// The stored response document, serialized without a `Value` tree of the response, and
+    /// with each long string the message holds written once (`model_storage`).
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
     struct ResponseDocument<'a> {
         round: u32,
         invocation_id: &'a tt_domain::ids::InvocationId,
-        response: &'a AgentModelResponse,
+        response: tt_domain::model_storage::StoredModelResponse<'a>,
     }
     ctx.services
         .runs
@@ -149,7 +150,7 @@ async fn model_turn(
             &tt_ports::SerializedDocument::new(&ResponseDocument {
                 round,
                 invocation_id: &invocation_id,
-                response: &response,
+                response: response.for_storage(),
             })?,
         )
         .await?;
