@@ -344,3 +344,30 @@ async fn only_abandoning_makes_an_end_final() {
         "agent.not_found"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_ended_here_is_resumed_by_another_runtime_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let down = Arc::new(AtomicBool::new(true));
+    let first = runtime(dir.path(), writer_behind_a_flaky_server(Arc::clone(&down))).await;
+    let run_id = start(&first).await;
+    assert_eq!(
+        first.wait_for_run(&run_id).await.unwrap().status,
+        AgentRunStatus::Failed
+    );
+    // The first runtime is still open, but it let the ended run go: a second one (another
+    // window, another process) resumes it without waiting for the first to exit.
+    down.store(false, Ordering::SeqCst);
+    let second = runtime(dir.path(), writer_behind_a_flaky_server(Arc::clone(&down))).await;
+    second.resume_run(&run_id).await.unwrap();
+    assert_eq!(
+        second.wait_for_run(&run_id).await.unwrap().status,
+        AgentRunStatus::Completed
+    );
+    // And the first, whose copy of the run is stale, is refused while the second holds it, or
+    // finds it completed.
+    assert_eq!(
+        first.abandon_run(&run_id).await.unwrap_err().code,
+        "agent.run_not_abandonable"
+    );
+}

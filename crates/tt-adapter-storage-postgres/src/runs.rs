@@ -198,6 +198,12 @@ impl AgentRunRepository for PostgresStore {
             }
         }
     }
+
+    async fn release_run(&self, run_id: &RunId) -> StorageResult<()> {
+        // Every write of the run was committed before its executor ended; only the lease is
+        // left to give up.
+        PostgresStore::release_run(self, run_id).await
+    }
 }
 
 #[async_trait]

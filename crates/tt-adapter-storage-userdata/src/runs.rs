@@ -316,6 +316,11 @@ impl AgentRunRepository for UserDataStore {
             ),
         }
     }
+
+    async fn release_run(&self, run_id: &RunId) -> StorageResult<()> {
+        self.sync_run(run_id).await?;
+        self.close_run(run_id)
+    }
 }
 
 #[async_trait]

@@ -190,6 +190,15 @@ pub trait AgentRunRepository: Send + Sync {
         self.write_document(run_id, document, &serialized.to_value()?)
             .await
     }
+
+    /// The run ended in this process: the store makes what it wrote durable and lets another
+    /// process or host write the run at once (resume or abandon it) instead of when this one
+    /// exits or its lease runs out. A later write from this process takes the run again. The
+    /// default does nothing.
+    async fn release_run(&self, run_id: &RunId) -> StorageResult<()> {
+        let _ = run_id;
+        Ok(())
+    }
 }
 
 /// One JSON value serialized compactly: valid JSON on one line, since the only way to make one

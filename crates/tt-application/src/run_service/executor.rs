@@ -17,7 +17,7 @@ use tt_ports::RunDocument;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
-use crate::error::{ApplicationError, ApplicationResult};
+use crate::error::{ApplicationError, ApplicationResult, BestEffort};
 use crate::handoff_chain::{prepare_handoff, settle_task};
 use crate::prompt_input::PromptSnapshot;
 
@@ -400,6 +400,13 @@ impl AgentRunService {
                     .insert(ctx.run_id.clone(), live);
             }
         }
+        // Another process or host may resume or abandon the run from now on. Released while
+        // the run still counts as active here, so no resume in this process can take it first.
+        self.services
+            .runs
+            .release_run(&ctx.run_id)
+            .await
+            .best_effort("release the ended run to other processes");
         self.lock_active().remove(&ctx.run_id);
         // Provider sessions (`runId:invocationId`) are released in the background, each on the
         // provider that opened it (the default one or a named connection).

@@ -90,6 +90,7 @@ macro_rules! storage_contract_tests {
                 create_run_twice_is_already_exists,
                 missing_run_is_not_found,
                 save_run_replaces_the_record,
+                a_released_run_reads_back_and_is_written_again,
                 list_runs_newest_first_with_paging,
                 documents_round_trip_and_missing_is_none,
                 serialized_documents_read_back_as_written,

@@ -70,6 +70,27 @@ pub async fn save_run_replaces_the_record(s: StorageUnderTest) {
     assert_eq!(listed, vec![run]);
 }
 
+/// A run released when it ended keeps everything written to it, and a later write (abandoning
+/// it, resuming it) takes it again.
+pub async fn a_released_run_reads_back_and_is_written_again(s: StorageUnderTest) {
+    let mut run = create_sample_run(&s, 1).await;
+    run.transition(AgentRunStatus::CallingModel, ts(5_000))
+        .unwrap();
+    run.transition(AgentRunStatus::Failed, ts(6_000)).unwrap();
+    s.runs.save_run(&run).await.unwrap();
+    s.runs.release_run(&run.id).await.unwrap();
+    // Twice is harmless, and so is a run this store never wrote.
+    s.runs.release_run(&run.id).await.unwrap();
+    s.runs
+        .release_run(&RunId::from_raw("run_missing"))
+        .await
+        .unwrap();
+    assert_eq!(s.runs.load_run(&run.id).await.unwrap(), run);
+    run.abandon(ts(7_000)).unwrap();
+    s.runs.save_run(&run).await.unwrap();
+    assert_eq!(s.runs.load_run(&run.id).await.unwrap(), run);
+}
+
 pub async fn list_runs_newest_first_with_paging(s: StorageUnderTest) {
     // Created at 1s, 3s, 2s and 3s: newest first, ties by id ascending.
     let mut runs = Vec::new();
