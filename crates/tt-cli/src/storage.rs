@@ -18,7 +18,7 @@ impl Storage {
             .or_else(|| std::env::var(tt_runtime::STORE_URL_ENV).ok())
             .filter(|url| !url.trim().is_empty());
         let store = match &url {
-            Some(url) => tt_runtime::open_store_url(url).await?,
+            Some(url) => tt_runtime::open_store_url_with(url, &store_options()?).await?,
             None => StoreChoice::Embedded,
         };
         Ok(Self {
@@ -42,4 +42,22 @@ impl Storage {
             None => format!("data dir: {}", self.data_dir.display()),
         }
     }
+}
+
+/// The store options from the environment: `TT_STORE_LEASE_MS`.
+fn store_options() -> anyhow::Result<tt_runtime::StoreOptions> {
+    let lease =
+        match std::env::var(tt_runtime::STORE_LEASE_MS_ENV) {
+            Ok(text) => {
+                let millis: u64 = text.trim().parse().ok().filter(|ms| *ms >= 100).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} must be a whole number of milliseconds, at least 100 (it is `{text}`)",
+                    tt_runtime::STORE_LEASE_MS_ENV
+                )
+            })?;
+                Some(std::time::Duration::from_millis(millis))
+            }
+            Err(_) => None,
+        };
+    Ok(tt_runtime::StoreOptions { lease })
 }

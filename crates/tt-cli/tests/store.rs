@@ -125,3 +125,60 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         "{last}"
     );
 }
+
+/// A `tt-agent demo` on PostgreSQL killed with SIGKILL is marked `interrupted` by the next
+/// process once its lease (1 s here, `TT_STORE_LEASE_MS`) has run out, and `tt-agent resume`
+/// in that other process completes it: the multi-host takeover with real processes.
+#[test]
+fn a_demo_killed_on_postgres_is_resumed_by_another_process() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let cluster = TestCluster::start(false).unwrap();
+    let url = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(cluster.create_database("tt_cli_kill"))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = |args: &[&str]| {
+        let mut command = Command::new(AGENT);
+        command
+            .arg("--data-dir")
+            .arg(dir.path())
+            .env("TT_STORE_URL", &url)
+            .env("TT_STORE_LEASE_MS", "1000")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    };
+    let mut demo = agent(&["demo", "--pace-ms", "100"]).spawn().unwrap();
+    let stdout = demo.stdout.take().unwrap();
+    let mut run_id = None;
+    let mut seen = 0;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("run ") {
+            run_id = rest.split_whitespace().next().map(str::to_owned);
+        }
+        if line.starts_with('[') {
+            seen += 1;
+            if seen == 30 {
+                break;
+            }
+        }
+    }
+    demo.kill().unwrap();
+    demo.wait().unwrap();
+    let run_id = run_id.expect("the demo printed its run id");
+    // Past the dead host's lease, the next process takes the run over.
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    let resumed = agent(&["resume", &run_id]).spawn().unwrap();
+    let (code, output) =
+        crate::finish_within(resumed, std::time::Duration::from_secs(120), "resume");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("run interrupted"), "{output}");
+    assert!(output.contains("ended: completed"), "{output}");
+}

@@ -36,7 +36,8 @@ pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
 pub use store::{
-    STORE_URL_ENV, StoragePorts, StoreChoice, open_store_url, redact as redact_store_url,
+    STORE_LEASE_MS_ENV, STORE_URL_ENV, StoragePorts, StoreChoice, StoreOptions, open_store_url,
+    open_store_url_with, redact as redact_store_url,
 };
 
 /// Re-exports a host or the CLI needs without depending on inner crates.

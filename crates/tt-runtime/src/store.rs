@@ -68,12 +68,29 @@ pub enum StoreChoice {
     Ports(StoragePorts),
 }
 
+/// The environment variable the CLI reads a store's lease from, in milliseconds: how soon after
+/// a host dies another may take its runs over (PostgreSQL; 15 s when not set).
+pub const STORE_LEASE_MS_ENV: &str = "TT_STORE_LEASE_MS";
+
+/// How a store named by a URL is opened.
+#[derive(Debug, Clone, Default)]
+pub struct StoreOptions {
+    /// How long a run stays a host's after its last heartbeat (PostgreSQL's lease); `None`
+    /// keeps the store's default.
+    pub lease: Option<std::time::Duration>,
+}
+
+/// [`open_store_url_with`] with the default options.
+pub async fn open_store_url(url: &str) -> HostResult<StoreChoice> {
+    open_store_url_with(url, &StoreOptions::default()).await
+}
+
 /// Opens the store a URL names: `postgres://…` or `postgresql://…` is the PostgreSQL store
 /// (its schema migrated on the way). Errors: `agent.store_url_unsupported` for any other
 /// scheme, and the store's own code (e.g. `agent.storage_io`) when it cannot be reached.
 /// Like the file store, it first marks `interrupted` the unfinished runs whose host died
 /// (their lease expired).
-pub async fn open_store_url(url: &str) -> HostResult<StoreChoice> {
+pub async fn open_store_url_with(url: &str, options: &StoreOptions) -> HostResult<StoreChoice> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(HostError::new(
             "agent.store_url_unsupported",
@@ -84,7 +101,11 @@ pub async fn open_store_url(url: &str) -> HostResult<StoreChoice> {
             ),
         ));
     }
-    let store = tt_adapter_storage_postgres::PostgresStore::open(url)
+    let mut postgres = tt_adapter_storage_postgres::PostgresOptions::default();
+    if let Some(lease) = options.lease {
+        postgres.lease = lease;
+    }
+    let store = tt_adapter_storage_postgres::PostgresStore::open_with(url, postgres)
         .await
         .map_err(|err| {
             HostError::new(
