@@ -57,8 +57,10 @@ impl PostgresStore {
         let candidates: Vec<String> = {
             let conn = self.pool.get().await?;
             conn.query(
+                // `unfinished` (indexed) keeps this from reading every run ever stored.
                 "SELECT r.run_id FROM runs r LEFT JOIN run_leases l ON l.run_id = r.run_id
-                 WHERE (l.run_id IS NULL OR l.expires_at < clock_timestamp())
+                 WHERE r.unfinished
+                   AND (l.run_id IS NULL OR l.expires_at < clock_timestamp())
                    AND (r.body::json ->> 'status') = ANY($1)
                  ORDER BY r.created_ms, r.run_id",
                 &[&unfinished],

@@ -77,13 +77,15 @@ impl AgentRunRepository for PostgresStore {
         let conn = self.pool.get().await?;
         let inserted = conn
             .execute(
-                "INSERT INTO runs (run_id, created_ms, body, manifest) VALUES ($1, $2, $3, $4)
+                "INSERT INTO runs (run_id, created_ms, body, manifest, unfinished)
+                 VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (run_id) DO NOTHING",
                 &[
                     &run.id.as_str(),
                     &run.created_at.unix_millis(),
                     &body,
                     &manifest,
+                    &!run.status.is_terminal(),
                 ],
             )
             .await
@@ -103,8 +105,13 @@ impl AgentRunRepository for PostgresStore {
         let conn = self.pool.get().await?;
         let updated = conn
             .execute(
-                "UPDATE runs SET body = $2 WHERE run_id = $1 AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $3 FOR KEY SHARE)",
-                &[&run.id.as_str(), &body, &self.ownership.owner_id],
+                "UPDATE runs SET body = $2, unfinished = $4 WHERE run_id = $1 AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $3 FOR KEY SHARE)",
+                &[
+                    &run.id.as_str(),
+                    &body,
+                    &self.ownership.owner_id,
+                    &!run.status.is_terminal(),
+                ],
             )
             .await
             .map_err(io(format!("run {}", run.id)))?;

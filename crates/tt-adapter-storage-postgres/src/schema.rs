@@ -107,6 +107,16 @@ CREATE TABLE run_leases (
 CREATE INDEX run_leases_by_expiry ON run_leases (expires_at);
 "#,
     ),
+    (
+        4,
+        "unfinished runs indexed for recovery",
+        r#"
+ALTER TABLE runs ADD COLUMN unfinished boolean NOT NULL DEFAULT true;
+UPDATE runs SET unfinished = (body::json ->> 'status')
+    NOT IN ('completed', 'partial_success', 'failed', 'cancelled', 'interrupted');
+CREATE INDEX runs_unfinished ON runs (created_ms, run_id) WHERE unfinished;
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

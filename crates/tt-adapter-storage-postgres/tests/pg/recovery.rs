@@ -150,3 +150,78 @@ async fn a_dead_hosts_unfinished_run_is_marked_interrupted_by_another_host() {
             .is_empty()
     );
 }
+
+/// A database written at schema version 3 gets the `unfinished` flag of each run from its
+/// record when it is migrated, so recovery reads only those runs through the index; the flag
+/// then follows every save.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_stored_before_the_unfinished_index_are_flagged_by_the_migration() {
+    use tt_adapter_storage_postgres::schema::MIGRATIONS;
+    let url = crate::cluster()
+        .create_database("tt_case_migrate_from_3")
+        .await
+        .unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY,
+             description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await
+        .unwrap();
+    for (version, description, sql) in MIGRATIONS.iter().filter(|(v, _, _)| *v <= 3) {
+        client.batch_execute(sql).await.unwrap();
+        client
+            .execute(
+                "INSERT INTO schema_migrations (version, description) VALUES ($1, $2)",
+                &[version, description],
+            )
+            .await
+            .unwrap();
+    }
+    // Two runs as version 3 stored them: one ended, one working when its host died.
+    for (n, status) in [
+        (1, AgentRunStatus::Completed),
+        (2, AgentRunStatus::CallingModel),
+    ] {
+        let mut run = sample_run(n);
+        run.status = status;
+        client
+            .execute(
+                "INSERT INTO runs (run_id, created_ms, body, manifest) VALUES ($1, $2, $3, $4)",
+                &[
+                    &run.id.as_str(),
+                    &run.created_at.unix_millis(),
+                    &serde_json::to_string(&run).unwrap(),
+                    &serde_json::to_string(&manifest_for(&run)).unwrap(),
+                ],
+            )
+            .await
+            .unwrap();
+    }
+    let store = host(&url, "host-new").await;
+    assert_eq!(store.schema_version().await.unwrap(), 4);
+    assert_eq!(flagged(&client).await, [sample_run(2).id.to_string()]);
+    let recovered = store.recover_interrupted_runs(ts(9), ids()).await.unwrap();
+    assert_eq!(recovered.len(), 1);
+    assert_eq!(recovered[0].run_id, sample_run(2).id);
+    // Marked interrupted, it is no longer unfinished.
+    assert!(flagged(&client).await.is_empty());
+}
+
+/// The runs flagged `unfinished`, by id.
+async fn flagged(client: &tokio_postgres::Client) -> Vec<String> {
+    client
+        .query(
+            "SELECT run_id FROM runs WHERE unfinished ORDER BY run_id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get::<_, String>(0))
+        .collect()
+}
