@@ -65,6 +65,7 @@ pub(crate) async fn install_writers_room(runtime: &AgentRuntime, data_dir: &std:
             "SKILL.md",
             include_str!("../../crates/tt-cli/scenarios/writers-room/skill-scene-craft.md"),
         )
+        .await
         .unwrap();
     let presets = data_dir.join("presets/writers-room");
     std::fs::create_dir_all(&presets).unwrap();

@@ -574,6 +574,7 @@ async fn first_requests(
                 "SKILL.md",
                 WRITERS_ROOM_SKILL,
             )
+            .await
             .unwrap();
         for text in WRITERS_ROOM_PROFILES {
             runtime

@@ -16,6 +16,7 @@ mod profiles;
 mod recovery;
 mod runs;
 pub mod schema;
+mod skills;
 mod workspace;
 
 use tt_ports::StorageResult;

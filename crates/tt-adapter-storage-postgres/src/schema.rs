@@ -117,6 +117,19 @@ UPDATE runs SET unfinished = (body::json ->> 'status')
 CREATE INDEX runs_unfinished ON runs (created_ms, run_id) WHERE unfinished;
 "#,
     ),
+    (
+        5,
+        "skills",
+        r#"
+CREATE TABLE tt_skill_files (
+    scope     text NOT NULL,
+    skill_id  text NOT NULL,
+    path      text NOT NULL,
+    content   bytea NOT NULL,
+    PRIMARY KEY (scope, skill_id, path)
+);
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

@@ -48,3 +48,23 @@ async fn postgres() -> StorageUnderTest {
 }
 
 tt_testkit::storage_contract_tests!(postgres().await);
+
+/// The store seen through the skills port, seeded with bytes the way a host's files would be.
+async fn postgres_skills() -> tt_testkit::contract::skills::SkillsUnderTest {
+    let store = fresh_store().await;
+    let seeder = Arc::clone(&store);
+    tt_testkit::contract::skills::SkillsUnderTest::new(
+        store,
+        move |scope, id, path, bytes| {
+            let seeder = Arc::clone(&seeder);
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current()
+                    .block_on(seeder.put_skill_bytes(scope, id, path, bytes))
+                    .unwrap();
+            });
+        },
+        None,
+    )
+}
+
+tt_testkit::skills_contract_tests!(postgres_skills().await);

@@ -310,4 +310,15 @@ impl SkillRepository for UserDataStore {
         self.blocking(move |inner| read_sync(inner, &scope, &skill_id, &path))
             .await
     }
+
+    async fn put_skill_file(
+        &self,
+        scope: &SkillScope,
+        skill_id: &SkillId,
+        path: &SkillFilePath,
+        text: &str,
+    ) -> StorageResult<()> {
+        // A small write of setup code: done here, as the host's call was sync before.
+        UserDataStore::put_skill_file(self, scope, skill_id, path, text)
+    }
 }

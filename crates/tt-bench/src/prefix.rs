@@ -262,6 +262,7 @@ async fn install_writers_room(runtime: &AgentRuntime) -> Result<()> {
             "SKILL.md",
             SKILL,
         )
+        .await
         .map_err(|err| anyhow!("installing the skill: {err}"))?;
     for text in PROFILES {
         let profile: AgentProfileDefinition =

@@ -92,6 +92,7 @@ pub async fn install_writers_room(runtime: &tt_runtime::AgentRuntime) -> anyhow:
             "SKILL.md",
             SCENE_CRAFT_SKILL,
         )
+        .await
         .context("installing the scene-craft skill")?;
     for (name, text) in PROFILES {
         let definition: AgentProfileDefinition = serde_json::from_str(text)

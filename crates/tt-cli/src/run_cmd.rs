@@ -337,7 +337,7 @@ pub async fn install_profiles(runtime: &AgentRuntime, dir: &Path) -> anyhow::Res
     if installed.is_empty() {
         anyhow::bail!("no agent profiles found in {}", dir.display());
     }
-    install_skills(runtime, dir)?;
+    install_skills(runtime, dir).await?;
     println!(
         "installed {} profile(s) from {}: {}",
         installed.len(),
@@ -371,7 +371,7 @@ fn install_preset_template(
 }
 
 /// Every `skill-<id>.md` in `dir` becomes the global skill `<id>` (its `SKILL.md`).
-fn install_skills(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<()> {
+async fn install_skills(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<()> {
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     for entry in entries.filter_map(Result::ok) {
@@ -386,6 +386,7 @@ fn install_skills(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<()> {
             std::fs::read_to_string(entry.path()).with_context(|| format!("cannot read {name}"))?;
         runtime
             .save_skill_file(&tt_runtime::SkillScope::Global, id, "SKILL.md", &text)
+            .await
             .with_context(|| format!("installing the skill in {name}"))?;
     }
     Ok(())

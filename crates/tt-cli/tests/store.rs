@@ -52,6 +52,11 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         !dir.path().join("chats").exists(),
         "the run landed under the data dir"
     );
+    // The demo's skill went to the database too, and its agents read it from there.
+    assert!(
+        !dir.path().join("skills").exists(),
+        "the skill landed under the data dir"
+    );
 
     let runs = agent(&["runs"]);
     assert!(runs.status.success());

@@ -412,6 +412,26 @@ pub struct SkillSummary {
 }
 
 impl SkillSummary {
+    /// The summary of a skill as a store holds it: `skill_md` is its `SKILL.md` (none, over
+    /// [`MAX_SKILL_FILE_BYTES`] or not UTF-8: not a skill, `None`), `files` every file with its
+    /// size (those over the limit are not listed). Stores that keep skills as rows rather than
+    /// folders (the in-memory fake, PostgreSQL) build their listings with it.
+    pub fn from_stored(
+        id: SkillId,
+        skill_md: Option<&[u8]>,
+        files: impl IntoIterator<Item = (SkillFilePath, u64)>,
+    ) -> Option<Self> {
+        let skill_md = skill_md
+            .filter(|bytes| bytes.len() as u64 <= MAX_SKILL_FILE_BYTES)
+            .and_then(|bytes| std::str::from_utf8(bytes).ok())?;
+        let listed = files
+            .into_iter()
+            .filter(|(_, size)| *size <= MAX_SKILL_FILE_BYTES)
+            .map(|(path, _)| path)
+            .collect();
+        Some(Self::from_skill_md(id, skill_md, listed))
+    }
+
     /// Builds a summary from the skill's `SKILL.md` text and its file list (sorted, capped and
     /// completed with `SKILL.md` here). `name` is the frontmatter `name`, else the first `# ` heading, else the id;
     /// `description` is the frontmatter `description`, else the body's first line of prose

@@ -309,6 +309,7 @@ async fn writers_room_server() -> TestServer {
             "SKILL.md",
             include_str!("../../tt-cli/scenarios/writers-room/skill-scene-craft.md"),
         )
+        .await
         .unwrap();
     install_profiles(runtime, &WRITERS_ROOM).await;
     server

@@ -30,4 +30,15 @@ pub trait SkillRepository: Send + Sync {
         skill_id: &SkillId,
         path: &SkillFilePath,
     ) -> StorageResult<String>;
+
+    /// Stores one text file of a skill (`SKILL.md` or a supporting file), replacing any
+    /// previous one: how a host installs skills. A blank scope name is `StorageError::Domain`
+    /// (`skill.scope_invalid`).
+    async fn put_skill_file(
+        &self,
+        scope: &SkillScope,
+        skill_id: &SkillId,
+        path: &SkillFilePath,
+        text: &str,
+    ) -> StorageResult<()>;
 }

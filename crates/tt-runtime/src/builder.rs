@@ -236,7 +236,7 @@ impl AgentRuntimeBuilder {
             CommitBridgeChoice::Transcript => (transcripts.clone(), None),
             CommitBridgeChoice::Custom(bridge) => (bridge, None),
         };
-        let skill_store = Arc::clone(&store);
+        let file_store = Arc::clone(&store);
         let host_prompts = Arc::new(HostApiPromptBroker::default());
         let prompt_broker: Arc<dyn tt_ports::PromptAssemblyBroker> =
             match self.prompt_broker.unwrap_or(PromptBrokerChoice::HostApi) {
@@ -256,13 +256,17 @@ impl AgentRuntimeBuilder {
             ),
             StoreChoice::Ports(ports) => ports,
         };
+        let skills: Arc<dyn tt_ports::SkillRepository> = match &ports.skills {
+            Some(skills) => Arc::clone(skills),
+            None => store.clone(),
+        };
         let services = RuntimeServices {
             runs: ports.runs,
             invocations: ports.invocations,
             journal: ports.journal,
             workspace: ports.workspace,
             profiles: ports.profiles,
-            skills: store.clone(),
+            skills: Arc::clone(&skills),
             model: provider,
             model_info: self.provider_model_info,
             connections: Arc::new(connections.clone()),
@@ -276,7 +280,7 @@ impl AgentRuntimeBuilder {
             host_bridge,
             host_prompts,
             transcripts,
-            skill_store,
+            (file_store, skills),
             connections,
             data_dir,
         ))

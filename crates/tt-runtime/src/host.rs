@@ -42,7 +42,10 @@ pub struct AgentRuntime {
     streams_end: CancellationToken,
     shut_down: AtomicBool,
     host_prompts: Arc<HostApiPromptBroker>,
-    pub(crate) skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
+    /// The embedded file store under the data dir (its runs' locks, checkpoints by path).
+    pub(crate) file_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
+    /// Where skills are kept: the file store, or the store a URL named (PostgreSQL).
+    skills: Arc<dyn tt_ports::SkillRepository>,
     transcripts: Arc<TranscriptCommitBridge>,
     connections: NamedConnections,
     data_dir: PathBuf,
@@ -236,7 +239,10 @@ impl AgentRuntime {
         host_commits: Option<Arc<HostApiCommitBridge>>,
         host_prompts: Arc<HostApiPromptBroker>,
         transcripts: Arc<TranscriptCommitBridge>,
-        skill_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
+        (file_store, skills): (
+            Arc<tt_adapter_storage_userdata::UserDataStore>,
+            Arc<dyn tt_ports::SkillRepository>,
+        ),
         connections: NamedConnections,
         data_dir: PathBuf,
     ) -> Self {
@@ -247,7 +253,8 @@ impl AgentRuntime {
             streams_end: CancellationToken::new(),
             shut_down: AtomicBool::new(false),
             host_prompts,
-            skill_store,
+            file_store,
+            skills,
             transcripts,
             connections,
             data_dir,
@@ -294,7 +301,7 @@ impl AgentRuntime {
         if self.shut_down.load(Ordering::SeqCst) {
             let _ = self.service.cancel_run(&run.id).await;
             let _ = self.service.wait_for_run(&run.id).await;
-            let _ = self.skill_store.close_run(&run.id);
+            let _ = self.file_store.close_run(&run.id);
             return Err(shut_down_error());
         }
         Ok(run)
@@ -317,7 +324,7 @@ impl AgentRuntime {
         if self.shut_down.load(Ordering::SeqCst) {
             let _ = self.service.cancel_run(&run.id).await;
             let _ = self.service.wait_for_run(&run.id).await;
-            let _ = self.skill_store.close_run(&run.id);
+            let _ = self.file_store.close_run(&run.id);
             return Err(shut_down_error());
         }
         Ok(run)
@@ -411,7 +418,7 @@ impl AgentRuntime {
                     first_error.get_or_insert(error);
                 }
             }
-            if let Err(error) = self.skill_store.close_run(run_id) {
+            if let Err(error) = self.file_store.close_run(run_id) {
                 first_error.get_or_insert(HostError::new(error.code(), error.to_string()));
             }
         }
@@ -634,8 +641,9 @@ impl AgentRuntime {
         )
     }
 
-    /// Writes one file of a skill (`SKILL.md` or a supporting text file) in a scope.
-    pub fn save_skill_file(
+    /// Writes one file of a skill (`SKILL.md` or a supporting text file) in a scope, in the
+    /// store skills are kept in (the data dir's, or the PostgreSQL store a URL named).
+    pub async fn save_skill_file(
         &self,
         scope: &tt_domain::skill::SkillScope,
         skill_id: &str,
@@ -649,8 +657,9 @@ impl AgentRuntime {
         };
         let skill_id = tt_domain::skill::SkillId::parse(skill_id).map_err(invalid)?;
         let path = tt_domain::skill::SkillFilePath::parse(path).map_err(invalid)?;
-        self.skill_store
+        self.skills
             .put_skill_file(scope, &skill_id, &path, text)
+            .await
             .map_err(|err| HostError {
                 code: err.code().to_owned(),
                 message: err.to_string(),

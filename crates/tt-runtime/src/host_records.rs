@@ -28,7 +28,7 @@ impl AgentRuntime {
             .trim_start_matches("./")
             .starts_with("checkpoints/")
         {
-            self.skill_store
+            self.file_store
                 .read_record(&run, reference)
                 .await
                 .map_err(to_host)?

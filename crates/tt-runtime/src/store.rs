@@ -1,14 +1,14 @@
 //! Which store a runtime keeps its runs in: the embedded file store under the data dir (the
 //! default, no server needed) or another adapter seen through the five storage ports, such as
-//! PostgreSQL opened from a `postgres://` URL ([`open_store_url`]). Skills, transcripts and
-//! preset templates stay under the data dir in either case.
+//! PostgreSQL opened from a `postgres://` URL ([`open_store_url`]), which keeps skills too.
+//! Transcripts, connections and preset templates stay under the data dir in either case.
 
 use std::sync::Arc;
 
 use tt_domain::ids::EventId;
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, Clock, IdGenerator, ProfileRepository,
-    RunJournal, WorkspaceRepository,
+    RunJournal, SkillRepository, WorkspaceRepository,
 };
 
 use crate::dto::{HostError, HostResult};
@@ -24,6 +24,8 @@ pub struct StoragePorts {
     pub journal: Arc<dyn RunJournal>,
     pub workspace: Arc<dyn WorkspaceRepository>,
     pub profiles: Arc<dyn ProfileRepository>,
+    /// Where skills are kept; `None` keeps them in the data dir's file store.
+    pub skills: Option<Arc<dyn SkillRepository>>,
     /// Where the runs are, for messages (a URL without its password).
     pub description: String,
 }
@@ -45,8 +47,15 @@ impl StoragePorts {
             journal: store.clone(),
             workspace: store.clone(),
             profiles: store,
+            skills: None,
             description: description.into(),
         }
+    }
+
+    /// These ports with skills kept in `skills` too.
+    pub fn with_skills(mut self, skills: Arc<dyn SkillRepository>) -> Self {
+        self.skills = Some(skills);
+        self
     }
 }
 
@@ -127,10 +136,10 @@ pub async fn open_store_url_with(url: &str, options: &StoreOptions) -> HostResul
                 format!("cannot mark the interrupted runs of {}: {err}", redact(url)),
             )
         })?;
-    Ok(StoreChoice::Ports(StoragePorts::from_store(
-        Arc::new(store),
-        redact(url),
-    )))
+    let store = Arc::new(store);
+    Ok(StoreChoice::Ports(
+        StoragePorts::from_store(Arc::clone(&store), redact(url)).with_skills(store),
+    ))
 }
 
 /// `url` with any password replaced by `***`.

@@ -31,7 +31,7 @@ impl AgentRuntime {
         if self.shut_down.load(Ordering::SeqCst) {
             let _ = self.service.cancel_run(&run.id).await;
             let _ = self.service.wait_for_run(&run.id).await;
-            let _ = self.skill_store.close_run(&run.id);
+            let _ = self.file_store.close_run(&run.id);
             return Err(shut_down_error());
         }
         Ok(run)

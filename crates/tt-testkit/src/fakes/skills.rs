@@ -139,21 +139,25 @@ impl SkillRepository for InMemorySkills {
         };
         let mut out = Vec::new();
         for (id, files) in skills {
-            let Some(skill_md) = files
-                .get(&SkillFilePath::skill_md())
-                .filter(|bytes| bytes.len() as u64 <= MAX_SKILL_FILE_BYTES)
-                .and_then(|bytes| std::str::from_utf8(bytes).ok())
-            else {
-                continue;
-            };
-            let listed = files
+            let skill_md = files.get(&SkillFilePath::skill_md()).map(Vec::as_slice);
+            let sizes = files
                 .iter()
-                .filter(|(_, bytes)| bytes.len() as u64 <= MAX_SKILL_FILE_BYTES)
-                .map(|(path, _)| path.clone())
-                .collect();
-            out.push(SkillSummary::from_skill_md(id.clone(), skill_md, listed));
+                .map(|(path, bytes)| (path.clone(), bytes.len() as u64));
+            out.extend(SkillSummary::from_stored(id.clone(), skill_md, sizes));
         }
         Ok(out)
+    }
+
+    async fn put_skill_file(
+        &self,
+        scope: &SkillScope,
+        skill_id: &SkillId,
+        path: &SkillFilePath,
+        text: &str,
+    ) -> StorageResult<()> {
+        scope_folder(scope)?;
+        self.put_file_bytes(scope, skill_id, path, text.as_bytes().to_vec());
+        Ok(())
     }
 
     async fn read_skill_file(
