@@ -1,6 +1,6 @@
 //! OpenTelemetry: `tt-agent demo` with `OTEL_EXPORTER_OTLP_ENDPOINT` set posts the run's spans
-//! to a collector (here a small OTLP/HTTP receiver on 127.0.0.1), and `tt-agent export-otel`
-//! of the same run gives the same spans.
+//! to a collector (here a small OTLP/HTTP receiver on 127.0.0.1) while the run works, each span
+//! once, and `tt-agent export-otel` of the same run gives the same spans.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -9,42 +9,46 @@ use std::sync::mpsc;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 
-/// Accepts one POST, answers 200 and hands over (path, JSON body).
+/// Accepts POSTs, answers each 200 and hands over (path, JSON body), one per request.
 fn receiver() -> (String, mpsc::Receiver<(String, serde_json::Value)>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (sender, received) = mpsc::channel();
     std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        let mut data = Vec::new();
-        let mut buf = [0u8; 65536];
-        let (head_end, length) = loop {
-            let read = stream.read(&mut buf).unwrap();
-            assert!(read > 0, "the request ended early");
-            data.extend_from_slice(&buf[..read]);
-            if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&data[..at]).to_lowercase();
-                let length: usize = head
-                    .lines()
-                    .find_map(|line| line.strip_prefix("content-length:"))
-                    .map(|value| value.trim().parse().unwrap())
-                    .unwrap();
-                break (at + 4, length);
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut data = Vec::new();
+            let mut buf = [0u8; 65536];
+            let (head_end, length) = loop {
+                let read = stream.read(&mut buf).unwrap();
+                assert!(read > 0, "the request ended early");
+                data.extend_from_slice(&buf[..read]);
+                if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&data[..at]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length:"))
+                        .map(|value| value.trim().parse().unwrap())
+                        .unwrap();
+                    break (at + 4, length);
+                }
+            };
+            while data.len() < head_end + length {
+                let read = stream.read(&mut buf).unwrap();
+                data.extend_from_slice(&buf[..read]);
             }
-        };
-        while data.len() < head_end + length {
-            let read = stream.read(&mut buf).unwrap();
-            data.extend_from_slice(&buf[..read]);
+            let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
+            let path = head.split_whitespace().nth(1).unwrap().to_owned();
+            let body = serde_json::from_slice(&data[head_end..head_end + length]).unwrap();
+            stream
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}",
+                )
+                .unwrap();
+            if sender.send((path, body)).is_err() {
+                return;
+            }
         }
-        let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
-        let path = head.split_whitespace().nth(1).unwrap().to_owned();
-        let body = serde_json::from_slice(&data[head_end..head_end + length]).unwrap();
-        stream
-            .write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}",
-            )
-            .unwrap();
-        sender.send((path, body)).unwrap();
     });
     (url, received)
 }
@@ -57,7 +61,7 @@ fn spans_of(export: &serde_json::Value) -> Vec<serde_json::Value> {
 }
 
 #[test]
-fn a_finished_run_sends_its_spans_to_the_collector_and_exports_the_same() {
+fn a_run_sends_each_span_once_as_it_ends_and_exports_the_same() {
     let (url, received) = receiver();
     let dir = tempfile::tempdir().unwrap();
     let demo = Command::new(AGENT)
@@ -66,15 +70,36 @@ fn a_finished_run_sends_its_spans_to_the_collector_and_exports_the_same() {
         .args(["demo", "--pace-ms", "0"])
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &url)
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        // Send at every agent's end, not at most every 5 s.
+        .env("OTEL_BSP_SCHEDULE_DELAY", "0")
         .output()
         .unwrap();
     assert!(demo.status.success());
     assert!(String::from_utf8_lossy(&demo.stderr).contains("spans of run"));
-    let (path, sent) = received
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .unwrap();
-    assert_eq!(path, "/v1/traces");
-    let spans = spans_of(&sent);
+    // The command has exited, so every post has been answered.
+    let posts: Vec<(String, serde_json::Value)> = received.try_iter().collect();
+    // Spans went out while the run worked (the delegated agents end before the writer does),
+    // then the rest at its end.
+    assert!(posts.len() >= 2, "{} post(s)", posts.len());
+    assert!(posts.iter().all(|(path, _)| path == "/v1/traces"));
+    let mut spans: Vec<serde_json::Value> =
+        posts.iter().flat_map(|(_, body)| spans_of(body)).collect();
+    // Each span once, with no open one sent early.
+    let mut ids: Vec<&str> = spans
+        .iter()
+        .map(|s| s["spanId"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let count = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "a span was sent twice");
+    assert!(
+        !spans
+            .iter()
+            .any(|span| span["attributes"].to_string().contains("tt.unfinished")),
+        "an open span was sent"
+    );
+    spans.sort_by(|a, b| a["spanId"].as_str().cmp(&b["spanId"].as_str()));
     let agents: Vec<&serde_json::Value> = spans
         .iter()
         .filter(|span| span["name"].as_str().unwrap().starts_with("invoke_agent "))
@@ -127,6 +152,8 @@ fn a_finished_run_sends_its_spans_to_the_collector_and_exports_the_same() {
         .unwrap();
     assert!(exported.status.success());
     let exported: serde_json::Value = serde_json::from_slice(&exported.stdout).unwrap();
-    assert_eq!(spans_of(&exported), spans);
+    let mut all = spans_of(&exported);
+    all.sort_by(|a, b| a["spanId"].as_str().cmp(&b["spanId"].as_str()));
+    assert_eq!(all, spans);
     assert_eq!(spans_of(&exported)[0]["traceId"], run);
 }
