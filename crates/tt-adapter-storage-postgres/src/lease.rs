@@ -1,8 +1,10 @@
 //! Run ownership across hosts: the store that writes a run holds its lease (`run_leases`: owner
-//! id, expiry), renewed by a heartbeat every third of the lease. A store claims a run on its
-//! first write; the claim succeeds when nobody holds the lease, the store holds it already, or
-//! the holder let it expire, and otherwise fails with `agent.run_locked`. A store that finds on
-//! heartbeat that its lease was taken over forgets the run, so its next write is refused.
+//! id, expiry), renewed by a heartbeat every third of the lease, and its owner lock
+//! (`owner_locks.rs`, a session advisory lock PostgreSQL drops when the holder's session ends).
+//! A store claims a run on its first write; the claim succeeds when nobody holds the lease, the
+//! store holds it already, the holder let it expire, or the holder is gone (its owner lock is
+//! free), and otherwise fails with `agent.run_locked`. A store that finds on heartbeat that its
+//! lease was taken over forgets the run, so its next write is refused.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -12,6 +14,7 @@ use tt_domain::ids::RunId;
 use tt_ports::{StorageError, StorageResult};
 
 use crate::error::io;
+use crate::owner_locks::{Lock, OwnerLocks};
 use crate::pool::{Pool, StatementCache};
 use tokio_postgres::GenericClient;
 
@@ -23,6 +26,7 @@ pub(crate) struct Ownership {
     pub(crate) owner_id: String,
     pub(crate) lease: Duration,
     held: Mutex<HashSet<String>>,
+    locks: OwnerLocks,
 }
 
 /// The lease in milliseconds, as the `float8` the SQL multiplies an interval by.
@@ -31,11 +35,12 @@ fn lease_millis(lease: Duration) -> f64 {
 }
 
 impl Ownership {
-    pub(crate) fn new(owner_id: String, lease: Duration) -> Self {
+    pub(crate) fn new(owner_id: String, lease: Duration, url: &str) -> Self {
         Self {
             owner_id,
             lease,
             held: Mutex::new(HashSet::new()),
+            locks: OwnerLocks::new(url),
         }
     }
 
@@ -60,6 +65,7 @@ impl Ownership {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(run_id);
+        self.locks.unlock_later(run_id);
     }
 
     /// Claims `run_id` for this store unless it holds it already; `Locked` when another
@@ -70,6 +76,20 @@ impl Ownership {
         if self.holds(run_id) {
             return Ok(());
         }
+        // Free means whoever held the run before is gone (or there was nobody): when the lease
+        // row says its holder had the lock, the lease need not have run out. Taken now, it is
+        // let go below if the claim fails.
+        let lock = self.locks.try_lock(run_id.as_str()).await;
+        let claimed = self.claim_lease(pool, run_id, lock).await;
+        if claimed.is_err() && lock == Lock::Taken {
+            self.locks.unlock(run_id.as_str()).await;
+        }
+        claimed
+    }
+
+    async fn claim_lease(&self, pool: &Pool, run_id: &RunId, lock: Lock) -> StorageResult<()> {
+        let holder_gone = lock == Lock::Taken;
+        let locked = lock != Lock::Busy;
         let what = format!("run {run_id}");
         let mut conn = pool.get().await?;
         let (client, cache) = conn.parts();
@@ -77,9 +97,9 @@ impl Ownership {
         let current = cache
             .query_opt(
                 &tx,
-                "SELECT owner_id = $2 OR expires_at < clock_timestamp() FROM run_leases
-                 WHERE run_id = $1 FOR UPDATE",
-                &[&run_id.as_str(), &self.owner_id],
+                "SELECT owner_id = $2 OR expires_at < clock_timestamp() OR ($3 AND locked)
+                 FROM run_leases WHERE run_id = $1 FOR UPDATE",
+                &[&run_id.as_str(), &self.owner_id, &holder_gone],
             )
             .await
             .map_err(io(&what))?;
@@ -89,9 +109,15 @@ impl Ownership {
                     .execute(
                         &tx,
                         "UPDATE run_leases SET owner_id = $2,
-                         expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond'
+                         expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond',
+                         locked = $4
                      WHERE run_id = $1",
-                        &[&run_id.as_str(), &self.owner_id, &lease_millis(self.lease)],
+                        &[
+                            &run_id.as_str(),
+                            &self.owner_id,
+                            &lease_millis(self.lease),
+                            &locked,
+                        ],
                     )
                     .await
                     .map_err(io(&what))?;
@@ -102,11 +128,16 @@ impl Ownership {
                 let inserted = cache
                     .execute(
                         &tx,
-                        "INSERT INTO run_leases (run_id, owner_id, expires_at)
-                         SELECT run_id, $2, clock_timestamp() + $3::float8 * interval '1 millisecond'
+                        "INSERT INTO run_leases (run_id, owner_id, expires_at, locked)
+                         SELECT run_id, $2, clock_timestamp() + $3::float8 * interval '1 millisecond', $4
                          FROM runs WHERE run_id = $1
                          ON CONFLICT (run_id) DO NOTHING",
-                        &[&run_id.as_str(), &self.owner_id, &lease_millis(self.lease)],
+                        &[
+                            &run_id.as_str(),
+                            &self.owner_id,
+                            &lease_millis(self.lease),
+                            &locked,
+                        ],
                     )
                     .await
                     .map_err(io(&what))?;
@@ -209,7 +240,18 @@ impl Ownership {
     async fn renew(&self, pool: &Pool) -> StorageResult<()> {
         let held = self.held_ids();
         if held.is_empty() {
+            self.locks.settle(&held).await;
             return Ok(());
+        }
+        let newly_locked = self.locks.settle(&held).await;
+        if !newly_locked.is_empty() {
+            let conn = pool.get().await?;
+            conn.execute(
+                "UPDATE run_leases SET locked = true WHERE owner_id = $1 AND run_id = ANY($2)",
+                &[&self.owner_id, &newly_locked],
+            )
+            .await
+            .map_err(io("run leases"))?;
         }
         let conn = pool.get().await?;
         let rows = conn
@@ -229,7 +271,11 @@ impl Ownership {
 
     /// Gives up the lease of `run_id` (its run ended, or this host lets it go).
     pub(crate) async fn release(&self, pool: &Pool, run_id: &RunId) -> StorageResult<()> {
-        self.forget(run_id.as_str());
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id.as_str());
+        self.locks.unlock(run_id.as_str()).await;
         let conn = pool.get().await?;
         conn.execute(
             "DELETE FROM run_leases WHERE run_id = $1 AND owner_id = $2",

@@ -11,6 +11,7 @@ pub mod error;
 mod journal;
 mod lease;
 mod notify;
+mod owner_locks;
 mod pool;
 mod profiles;
 mod recovery;
@@ -118,7 +119,7 @@ impl PostgresStore {
                 }
             }
         };
-        let ownership = Arc::new(lease::Ownership::new(owner_id, options.lease));
+        let ownership = Arc::new(lease::Ownership::new(owner_id, options.lease, url));
         lease::spawn_heartbeat(&ownership, &pool);
         let journal = commit::JournalCommitter::spawn(url, &ownership);
         let heard = Arc::new(notify::Heard::default());

@@ -1,5 +1,6 @@
-//! Runs whose owner is gone: a run left in a non-terminal status whose lease expired (its
-//! host stopped heartbeating) is taken over and marked `interrupted`, as the file store does
+//! Runs whose owner is gone: a run left in a non-terminal status whose host's session ended
+//! (its owner lock is free: the host crashed or was killed) or whose lease expired (its host
+//! stopped heartbeating) is taken over and marked `interrupted`, as the file store does
 //! for a run whose lock is free when a runtime opens its data dir. Its unfinished tasks and
 //! invocations become `interrupted` too, each with its journal event, then `run_interrupted
 //! {reason, lastSeq, previousStatus}`; workspace files and `persist/` stay as they were. The
@@ -40,8 +41,9 @@ pub struct InterruptedRun {
 }
 
 impl PostgresStore {
-    /// Marks every unfinished run whose lease expired (or that never had one) `interrupted`
-    /// (see the module docs) and returns them. Runs another live host holds are left alone,
+    /// Marks every unfinished run whose host is gone (its owner lock is free), whose lease
+    /// expired, or that never had one `interrupted` (see the module docs) and returns them.
+    /// Runs another live host holds are left alone,
     /// and so is a run another host takes over first. A runtime calls it when it opens the
     /// store; a host may call it again later to pick up runs of hosts that died since.
     pub async fn recover_interrupted_runs(
@@ -57,13 +59,15 @@ impl PostgresStore {
         let candidates: Vec<String> = {
             let conn = self.pool.get().await?;
             conn.query(
-                // `unfinished` (indexed) keeps this from reading every run ever stored.
+                // `unfinished` (indexed) keeps this from reading every run ever stored. A run
+                // another host holds is a candidate too: `claim_run` takes it only when that
+                // host is gone (its owner lock is free) or its lease ran out.
                 "SELECT r.run_id FROM runs r LEFT JOIN run_leases l ON l.run_id = r.run_id
                  WHERE r.unfinished
-                   AND (l.run_id IS NULL OR l.expires_at < clock_timestamp())
+                   AND (l.run_id IS NULL OR l.owner_id <> $2 OR l.expires_at < clock_timestamp())
                    AND (r.body::json ->> 'status') = ANY($1)
                  ORDER BY r.created_ms, r.run_id",
-                &[&unfinished],
+                &[&unfinished, &self.owner_id()],
             )
             .await
             .map_err(io("the run index"))?

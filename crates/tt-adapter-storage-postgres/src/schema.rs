@@ -130,6 +130,13 @@ CREATE TABLE tt_skill_files (
 );
 "#,
     ),
+    (
+        6,
+        "owner locks",
+        r#"
+ALTER TABLE run_leases ADD COLUMN locked boolean NOT NULL DEFAULT false;
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

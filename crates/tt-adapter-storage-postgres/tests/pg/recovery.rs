@@ -226,3 +226,43 @@ async fn flagged(client: &tokio_postgres::Client) -> Vec<String> {
         .map(|row| row.get::<_, String>(0))
         .collect()
 }
+
+/// A host whose session ended (dropped here; a crash or `kill -9` closes its connections the
+/// same way) lets its owner locks go at once: another host marks its run `interrupted` without
+/// waiting out the 60 s lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_whose_session_ended_is_taken_over_before_its_lease_runs_out() {
+    let url = crate::cluster()
+        .create_database("tt_case_session_end")
+        .await
+        .unwrap();
+    let a = host(&url, "host-a").await;
+    let mut run = sample_run(1);
+    a.create_run(&run, &manifest_for(&run)).await.unwrap();
+    run.status = AgentRunStatus::CallingModel;
+    a.save_run(&run).await.unwrap();
+    let b = host(&url, "host-b").await;
+    // While A lives, B takes nothing.
+    assert!(
+        b.recover_interrupted_runs(ts(8), ids())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    drop(a);
+    // The server sees A's sessions end a moment after its connections close.
+    let mut recovered = Vec::new();
+    for _ in 0..100 {
+        recovered = b.recover_interrupted_runs(ts(9), ids()).await.unwrap();
+        if !recovered.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(recovered.len(), 1, "A's run was not taken over");
+    assert_eq!(recovered[0].run_id, run.id);
+    assert_eq!(
+        b.load_run(&run.id).await.unwrap().status,
+        AgentRunStatus::Interrupted
+    );
+}
