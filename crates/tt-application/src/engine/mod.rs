@@ -25,6 +25,7 @@ pub(crate) mod invocation_setup;
 pub(crate) mod model_turn;
 pub(crate) mod oversized_reply;
 pub(crate) mod prompt_assembly;
+pub(crate) mod records;
 pub(crate) mod scheduler;
 pub(crate) mod streaming;
 pub(crate) mod tasks;
