@@ -276,7 +276,7 @@ pub(crate) fn charge_usage(
     ctx.scheduler.charge(
         ctx,
         &inv.invocation.id,
-        crate::engine::scheduler::Spent {
+        crate::engine::scheduler::budgets::Spent {
             tokens: usage.input_tokens + usage.output_tokens,
             cost: call_cost(inv, Some(usage))
                 .and_then(tt_domain::cost::Usd::from_dollars)

@@ -406,7 +406,7 @@ impl AgentRunService {
             .get(run_id)
             .map(|active| Arc::clone(&active.ctx));
         match active {
-            Some(ctx) => crate::engine::scheduler::cancel_task_as_host(&ctx, task_id).await,
+            Some(ctx) => crate::engine::scheduler::cancel_task_as_host(ctx.as_ref(), task_id).await,
             None => {
                 let run = self.services.runs.load_run(run_id).await?;
                 Err(if run.status.is_terminal() {
