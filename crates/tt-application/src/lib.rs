@@ -35,7 +35,7 @@ pub(crate) mod usage;
 pub use approvals::{
     DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
 };
-pub use engine::dispatch::call_file_key;
+pub use engine::records::call_file_key;
 pub use engine::streaming::MAX_DELTA_BYTES_PER_CALL;
 pub use error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 pub use events::{EventSink, RunEventStream};

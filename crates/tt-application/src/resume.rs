@@ -17,7 +17,7 @@ use tt_domain::tool::AgentToolResult;
 use tt_ports::{EventPage, RunDocument};
 
 use crate::engine::context::{CommitRecord, RunContext};
-use crate::engine::dispatch::call_file_key;
+use crate::engine::records::call_file_key;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::replay::{Replay, UnregisteredAgent};
 use crate::services::RuntimeServices;

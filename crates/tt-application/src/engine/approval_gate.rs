@@ -18,8 +18,8 @@ use tt_domain::workspace::WorkspacePath;
 
 use crate::approvals::{ApprovalAnswer, ArgumentCheck, PendingToolApproval};
 use crate::engine::context::RunContext;
-use crate::engine::dispatch::call_file_key;
 use crate::engine::invocation::InvocationRuntime;
+use crate::engine::records::call_file_key;
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 
 /// The code of a call a person (or the timeout) declined.

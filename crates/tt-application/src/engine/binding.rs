@@ -168,8 +168,7 @@ pub(crate) async fn resolve_model_binding(
                     )
                 }
             };
-            let payload =
-                crate::engine::model_turn::with_provider_fields(payload, provider.as_ref());
+            let payload = with_provider_fields(payload, provider.as_ref());
             (bind(provider, None, connection, &info), payload)
         }
         ModelMode::ConnectionRef => {
@@ -186,7 +185,7 @@ pub(crate) async fn resolve_model_binding(
                     format!("profile `{}` names the model connection `{name}`, which is not configured", profile.id()),
                 )
             })?;
-            let payload = crate::engine::model_turn::with_provider_fields(
+            let payload = with_provider_fields(
                 json!({
                     "mode": "connectionRef", "connectionRef": name, "modelId": model_id,
                     "provider": resolved.provider.name(), "connection": resolved.description,
@@ -235,4 +234,17 @@ pub(crate) async fn resolve_model_binding(
         Arc::clone(&binding.provider),
     );
     Ok(binding)
+}
+
+/// `object` with the provider fields of [`tt_ports::provider_fields`] added.
+pub(crate) fn with_provider_fields(
+    mut object: serde_json::Value,
+    provider: &dyn tt_ports::ModelProvider,
+) -> serde_json::Value {
+    if let (Some(target), serde_json::Value::Object(fields)) =
+        (object.as_object_mut(), tt_ports::provider_fields(provider))
+    {
+        target.extend(fields);
+    }
+    object
 }

@@ -11,13 +11,66 @@ use tt_domain::invocation::{ExitPolicy, InvocationStatus};
 use tt_domain::run::Presentation;
 use tt_domain::task::{AgentTaskRecord, TaskStatus};
 
-use super::scheduler::transition_task;
+use super::scheduler::{TaskHost, TaskScheduler, transition_task};
 use crate::delegation::policy::apply_nested_invocation_policy;
 use crate::delegation::rendering::render_task_brief;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
+
+/// The run as its scheduler sees it. Implemented here, beside the worker the scheduler starts,
+/// so the scheduler reaches the tool loop only through this runner.
+impl TaskHost for RunContext {
+    fn run_id(&self) -> &tt_domain::ids::RunId {
+        &self.run_id
+    }
+
+    fn services(&self) -> &crate::services::RuntimeServices {
+        &self.services
+    }
+
+    fn events(&self) -> &crate::events::EventSink {
+        &self.events
+    }
+
+    fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    fn scheduler(&self) -> &TaskScheduler {
+        &self.scheduler
+    }
+
+    fn shared(&self) -> ApplicationResult<Arc<Self>> {
+        RunContext::shared(self)
+    }
+
+    fn set_invocation_status(
+        &self,
+        invocation: &mut tt_domain::invocation::AgentInvocation,
+        status: InvocationStatus,
+    ) -> impl Future<Output = ApplicationResult<bool>> + Send {
+        RunContext::set_invocation_status(self, invocation, status)
+    }
+
+    async fn run_task(
+        self: Arc<Self>,
+        task: AgentTaskRecord,
+        cancel: CancellationToken,
+        started: bool,
+    ) -> bool {
+        run_delegated_task(&self, task, cancel, started).await
+    }
+
+    fn fail_task(
+        &self,
+        task: &AgentTaskRecord,
+        error: &ApplicationError,
+    ) -> impl Future<Output = ApplicationResult<()>> + Send {
+        fail_task(self, task, None, error)
+    }
+}
 
 /// Runs one delegated task to a terminal state. Cancellation is recorded by whoever cancelled
 /// (the scheduler), so a cancelled worker returns without writing anything more.
@@ -54,7 +107,11 @@ pub(crate) async fn run_delegated_task(
         if delegates {
             let _ = ctx
                 .scheduler
-                .cancel_unfinished_for_parent(ctx, &task.child_invocation_id, TASK_ENDED_REASON)
+                .cancel_unfinished_for_parent(
+                    ctx.as_ref(),
+                    &task.child_invocation_id,
+                    TASK_ENDED_REASON,
+                )
                 .await;
         }
     };
@@ -127,7 +184,8 @@ async fn drive(
 ) -> ApplicationResult<()> {
     let services = &ctx.services;
     if !already_started {
-        let started = transition_task(ctx, &task.id, TaskStatus::Running, None, None).await?;
+        let started =
+            transition_task(ctx.as_ref(), &task.id, TaskStatus::Running, None, None).await?;
         if !started.changed {
             // Cancelled (or otherwise ended) before it could start.
             return Err(ApplicationError::cancelled());
@@ -206,7 +264,7 @@ async fn drive(
 }
 
 /// Marks the task and its invocation failed and journals `agent_child_invocation_failed`.
-pub(super) async fn fail_task(
+async fn fail_task(
     ctx: &RunContext,
     task: &AgentTaskRecord,
     invocation: Option<tt_domain::invocation::AgentInvocation>,

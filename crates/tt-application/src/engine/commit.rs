@@ -74,7 +74,7 @@ pub(crate) async fn run_commit(
     let run = ctx.run_snapshot().await;
     // A commit offered before the run was interrupted is offered again under the same id, so
     // the host can tell it already has it (docs/resume.md).
-    let file_key = crate::engine::dispatch::call_file_key(&inv.invocation.id, round, &call.id);
+    let file_key = crate::engine::records::call_file_key(&inv.invocation.id, round, &call.id);
     let commit_id = inv
         .replay
         .as_ref()

@@ -22,7 +22,6 @@ use tt_domain::ids::truncate_for_message;
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::model::{AgentModelMessage, ModelContentPart};
 use tt_domain::run::{AgentRunStatus, Presentation};
-use tt_domain::text::sha256_hex;
 use tt_domain::tool::{AgentToolCall, AgentToolResult, ToolName};
 use tt_domain::workspace::CheckpointReason;
 use tt_ports::RunDocument;
@@ -31,6 +30,7 @@ use crate::engine::approval_gate::{self, Gate};
 use crate::engine::commit::run_commit;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
+use crate::engine::records::{call_file_key, checkpoint};
 use crate::engine::tasks::tools as delegation;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::tools::workspace::{self, WorkspaceToolEnv, parse_finish_args};
@@ -62,14 +62,6 @@ pub(crate) struct DispatchedCall {
 struct Executed {
     success: ToolSuccess,
     control: LoopControl,
-}
-
-/// File key for a call's audit files: `call_` + hex of the first 8 bytes of sha256 over
-/// `<invocationId>/<round>/<callId>`, so call ids reused by a provider never overwrite an
-/// earlier call's files. The original call id is kept inside the files and events.
-pub fn call_file_key(invocation_id: &InvocationId, round: u32, call_id: &str) -> String {
-    let digest = sha256_hex(format!("{invocation_id}/{round}/{call_id}").as_bytes());
-    format!("call_{}", &digest[..16])
 }
 
 /// Runs one call inside a `tool_call` span (round, tool name, call id) under the invocation's
@@ -726,57 +718,5 @@ pub(crate) async fn apply_effect(
             }
             Ok(())
         }
-    }
-}
-
-/// Takes a checkpoint of `paths` and journals `checkpoint_created`.
-pub(crate) async fn checkpoint(
-    ctx: &RunContext,
-    invocation_id: &InvocationId,
-    reason: CheckpointReason,
-    event_seq: u64,
-    paths: &[tt_domain::workspace::WorkspacePath],
-) -> ApplicationResult<()> {
-    let record = ctx
-        .services
-        .workspace
-        .create_checkpoint(
-            &ctx.run_id,
-            reason,
-            event_seq,
-            paths,
-            ctx.services.clock.now(),
-        )
-        .await?;
-    let created = payload::CheckpointCreated {
-        invocation_id: invocation_id.clone(),
-        checkpoint_id: record.id,
-        reason,
-        event_seq,
-        files: json!(record.files),
-    };
-    ctx.events
-        .record(&ctx.run_id, EventLevel::Info, &created)
-        .await?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn call_file_keys_are_hashed_and_distinct_per_invocation_and_round() {
-        let root = InvocationId::root();
-        let key = call_file_key(&root, 1, "call_1");
-        assert!(key.starts_with("call_"));
-        assert_eq!(key.len(), 5 + 16);
-        assert!(key[5..].bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_ne!(key, call_file_key(&root, 2, "call_1"));
-        assert_ne!(
-            key,
-            call_file_key(&InvocationId::from_raw("inv_x"), 1, "call_1")
-        );
-        assert_eq!(key, call_file_key(&root, 1, "call_1"));
     }
 }

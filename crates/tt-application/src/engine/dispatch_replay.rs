@@ -12,10 +12,9 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use tt_ports::RunDocument;
 
 use crate::engine::context::RunContext;
-use crate::engine::dispatch::{
-    DispatchedCall, LoopControl, apply_effect, call_file_key, journal_call_result,
-};
+use crate::engine::dispatch::{DispatchedCall, LoopControl, apply_effect, journal_call_result};
 use crate::engine::invocation::InvocationRuntime;
+use crate::engine::records::call_file_key;
 use crate::error::ApplicationResult;
 use crate::tools::ToolEffect;
 

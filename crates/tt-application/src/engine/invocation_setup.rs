@@ -147,7 +147,7 @@ pub(crate) fn context_assembled(
 ) -> payload::ContextAssembled {
     let root = task_id.is_none();
     payload::ContextAssembled {
-        request: crate::engine::model_turn::with_provider_fields(
+        request: crate::engine::binding::with_provider_fields(
             json!({
                 "provider": model.provider.name(), "model": model.model_id,
                 "messageCount": message_count, "toolCount": snapshot.tools.len(),

@@ -7,7 +7,9 @@
 //! scheduler (`scheduler`) and the delegated worker (`child`).
 //!
 //! The loop → dispatch → tasks → scheduler → worker → loop recursion stays inside this
-//! module. It may use the modules below it (the tool families `tools`, `skills` and
+//! module, and no file of it imports another that imports it back: the scheduler sits at the
+//! bottom and reaches the run and the worker only through `scheduler::TaskHost`, which the
+//! run context implements (`child`). It may use the modules below it (the tool families `tools`, `skills` and
 //! `delegation`, the registry, events, guidance, profiles, services, error); none of them uses
 //! it back. The service facade (`run_service`, `resume`, `handoff_chain`, `persist_metadata`)
 //! sits above it. docs/ARCHITECTURE.md has the module map; `cargo xtask tidy` checks it.
@@ -25,6 +27,7 @@ pub(crate) mod invocation_setup;
 pub(crate) mod model_turn;
 pub(crate) mod oversized_reply;
 pub(crate) mod prompt_assembly;
+pub(crate) mod records;
 pub(crate) mod scheduler;
 pub(crate) mod streaming;
 pub(crate) mod tasks;

@@ -12,6 +12,7 @@ use tt_domain::profile::ModelRetryPolicy;
 use tt_domain::text::{char_count, word_count};
 use tt_ports::{ModelError, RunDocument};
 
+use crate::engine::binding::with_provider_fields;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
@@ -276,24 +277,11 @@ pub(crate) fn charge_usage(
     ctx.scheduler.charge(
         ctx,
         &inv.invocation.id,
-        crate::engine::scheduler::Spent {
+        crate::engine::scheduler::budgets::Spent {
             tokens: usage.input_tokens + usage.output_tokens,
             cost: call_cost(inv, Some(usage))
                 .and_then(tt_domain::cost::Usd::from_dollars)
                 .unwrap_or_default(),
         },
     )
-}
-
-/// `object` with the provider fields of [`tt_ports::provider_fields`] added.
-pub(crate) fn with_provider_fields(
-    mut object: serde_json::Value,
-    provider: &dyn tt_ports::ModelProvider,
-) -> serde_json::Value {
-    if let (Some(target), serde_json::Value::Object(fields)) =
-        (object.as_object_mut(), tt_ports::provider_fields(provider))
-    {
-        target.extend(fields);
-    }
-    object
 }

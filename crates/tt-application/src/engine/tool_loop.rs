@@ -14,8 +14,9 @@ use tt_ports::RunDocument;
 
 use crate::engine::context::RunContext;
 use crate::engine::context_fit::{FitTrigger, apply_step, fit_request};
-use crate::engine::dispatch::{LoopControl, checkpoint, dispatch_call};
+use crate::engine::dispatch::{LoopControl, dispatch_call};
 use crate::engine::invocation::InvocationRuntime;
+use crate::engine::records::checkpoint;
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// How a loop ended normally.

@@ -397,7 +397,7 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
         };
         let invocation = field(event, "invocationId").map(InvocationId::from_raw);
         let call_key = || {
-            Some(crate::engine::dispatch::call_file_key(
+            Some(crate::engine::records::call_file_key(
                 invocation.as_ref()?,
                 round_of(event)?,
                 field(event, "callId")?,

@@ -21,7 +21,7 @@ use crate::error::{ApplicationError, ApplicationResult, BestEffort};
 use crate::handoff_chain::{prepare_handoff, settle_task};
 use crate::prompt_input::PromptSnapshot;
 
-use super::{ActiveRun, AgentRunService, StartRunRequest};
+use super::{ActiveRun, AgentRunService, RunEnd, StartRunRequest};
 
 /// What `prepare_root` hands to the executor.
 pub(super) type PreparedRoot = (
@@ -378,10 +378,10 @@ impl AgentRunService {
         };
         if let Err(error) = result {
             if error.is_cancelled() || ctx.cancel.is_cancelled() {
-                self.finalize_cancelled(&ctx, Some(&mut inv.invocation))
+                self.finalize_stopped(&ctx, Some(&mut inv.invocation), RunEnd::Cancelled)
                     .await;
             } else {
-                self.finalize_failure(&ctx, Some(&mut inv.invocation), &error)
+                self.finalize_stopped(&ctx, Some(&mut inv.invocation), RunEnd::Failed(&error))
                     .await;
             }
         }

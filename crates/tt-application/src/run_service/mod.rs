@@ -33,6 +33,17 @@ mod reopen_run;
 mod resume_run;
 mod teardown;
 
+/// How a run that does not finish ends (`teardown::finalize_stopped`). Here, not in
+/// `teardown`, because this file ends runs too and `teardown` uses this file.
+#[derive(Debug, Clone, Copy)]
+enum RunEnd<'a> {
+    /// The host cancelled it (or its root was left unfinished): `run_cancelled`.
+    Cancelled,
+    /// A fail-fast error ended it: `run_failed`, or `run_partial_success` when something was
+    /// already published.
+    Failed(&'a ApplicationError),
+}
+
 pub use conversation::{
     AgentConversation, ConversationEntry, ConversationToolCall, InjectedTaskResult,
 };
@@ -249,7 +260,8 @@ impl AgentRunService {
                     Arc::clone(&self.events),
                     Default::default(),
                 );
-                self.finalize_failure(&ctx, None, &error).await;
+                self.finalize_stopped(&ctx, None, RunEnd::Failed(&error))
+                    .await;
                 Err(error)
             }
         }
@@ -350,9 +362,10 @@ impl AgentRunService {
                     .load_invocation(run_id, &InvocationId::root())
                     .await
                     .ok();
-                self.finalize_cancelled(
+                self.finalize_stopped(
                     &ctx,
                     root.as_mut().filter(|inv| !inv.status.is_terminal()),
+                    RunEnd::Cancelled,
                 )
                 .await;
             }
@@ -406,7 +419,7 @@ impl AgentRunService {
             .get(run_id)
             .map(|active| Arc::clone(&active.ctx));
         match active {
-            Some(ctx) => crate::engine::scheduler::cancel_task_as_host(&ctx, task_id).await,
+            Some(ctx) => crate::engine::scheduler::cancel_task_as_host(ctx.as_ref(), task_id).await,
             None => {
                 let run = self.services.runs.load_run(run_id).await?;
                 Err(if run.status.is_terminal() {

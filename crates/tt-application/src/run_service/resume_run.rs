@@ -317,7 +317,7 @@ impl AgentRunService {
         for (task, replay) in child_replays {
             let task = resume::resume_task(&ctx, &task, TaskStatus::Running).await?;
             ctx.leave_replay(task.child_invocation_id.clone(), replay);
-            ctx.scheduler.resume_running(&ctx, task)?;
+            ctx.scheduler.resume_running(ctx.as_ref(), task)?;
         }
         for task in waiting {
             let task = resume::resume_task(&ctx, &task, TaskStatus::Queued).await?;
@@ -335,7 +335,9 @@ impl AgentRunService {
                 }
                 _ => profile.definition.delegation.max_concurrent_invocations,
             };
-            ctx.scheduler.submit(&ctx, task, limit, false).await?;
+            ctx.scheduler
+                .submit(ctx.as_ref(), task, limit, false)
+                .await?;
         }
         let span = tracing::info_span!(
             "run",

@@ -1,10 +1,12 @@
 //! How a run ends: finishing (promotion of `persist/`, the run record, closing sessions),
-//! cancel and failure. Every way out of the executor goes through here.
+//! cancel and failure. Every way out of the executor goes through here; cancel and failure
+//! share one path (`finalize_stopped`), so their steps cannot drift apart.
 use crate::error::BestEffort;
 use serde_json::{Value, json};
 use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
+use tt_domain::event_payload::EventPayload;
 use tt_domain::ids::TaskId;
 use tt_domain::invocation::{AgentInvocation, InvocationStatus};
 use tt_domain::run::AgentRunStatus;
@@ -15,7 +17,7 @@ use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::handoff_chain::{settle_open_handoffs, settle_task};
 
-use super::AgentRunService;
+use super::{AgentRunService, RunEnd};
 
 impl AgentRunService {
     /// `workspace.finish` accepted: promote `persist/`, complete the run.
@@ -153,62 +155,20 @@ impl AgentRunService {
         Ok(())
     }
 
-    pub(super) async fn finalize_cancelled(
+    /// Ends a run that stops without finishing, as `end` says: closes the guidance mailbox,
+    /// cancels unfinished tasks, marks the foreground `invocation`, settles open handoffs, then
+    /// sets the terminal status and journals the run's end last. Best effort: a broken
+    /// journal must not hide the status change.
+    pub(super) async fn finalize_stopped(
         &self,
         ctx: &RunContext,
         invocation: Option<&mut AgentInvocation>,
+        end: RunEnd<'_>,
     ) {
-        ctx.guidance
-            .close(&self.events, &ctx.run_id, "run_cancel_requested")
-            .await
-            .best_effort("discard pending guidance");
-        ctx.scheduler
-            .cancel_all_unfinished(ctx, crate::engine::scheduler::RUN_STOPPED_REASON)
-            .await
-            .best_effort("cancel unfinished tasks");
-        if let Some(invocation) = invocation {
-            ctx.set_invocation_status(invocation, InvocationStatus::Cancelled)
-                .await
-                .best_effort("mark the invocation cancelled");
-        }
-        // The active owner first, so its own invocation is not settled twice.
-        settle_open_handoffs(
-            ctx,
-            TaskStatus::Cancelled,
-            "cancelled because the Agent run stopped",
-        )
-        .await
-        .best_effort("settle open handoffs");
-        // Ok(false): the run already ended some other way; its terminal event stays last.
-        if !matches!(
-            ctx.try_set_status(AgentRunStatus::Cancelled).await,
-            Ok(false)
-        ) {
-            self.events
-                .record(
-                    &ctx.run_id,
-                    EventLevel::Warn,
-                    &payload::RunCancelled {
-                        message: "The run was cancelled.".to_owned(),
-                    },
-                )
-                .await
-                .best_effort("journal run_cancelled");
-        }
-    }
-
-    /// Ends a run after a fail-fast error: `failed`, or `partial_success` when something was
-    /// already published. Best effort: a broken journal must not hide the status change.
-    pub(super) async fn finalize_failure(
-        &self,
-        ctx: &RunContext,
-        invocation: Option<&mut AgentInvocation>,
-        error: &ApplicationError,
-    ) {
-        let discard_reason = if ctx.commits().is_empty() {
-            "run_failed_before_next_model_request"
-        } else {
-            "run_partial_success_before_next_model_request"
+        let discard_reason = match end {
+            RunEnd::Cancelled => "run_cancel_requested",
+            RunEnd::Failed(_) if ctx.commits().is_empty() => "run_failed_before_next_model_request",
+            RunEnd::Failed(_) => "run_partial_success_before_next_model_request",
         };
         ctx.guidance
             .close(&self.events, &ctx.run_id, discard_reason)
@@ -219,13 +179,42 @@ impl AgentRunService {
             .await
             .best_effort("cancel unfinished tasks");
         if let Some(invocation) = invocation {
-            ctx.set_invocation_status(invocation, InvocationStatus::Failed)
+            let (status, step) = match end {
+                RunEnd::Cancelled => (InvocationStatus::Cancelled, "mark the invocation cancelled"),
+                RunEnd::Failed(_) => (InvocationStatus::Failed, "mark the invocation failed"),
+            };
+            ctx.set_invocation_status(invocation, status)
                 .await
-                .best_effort("mark the invocation failed");
+                .best_effort(step);
         }
-        settle_open_handoffs(ctx, TaskStatus::Failed, &error.to_string())
+        // The active owner first, so its own invocation is not settled twice.
+        let (task_status, reason) = match end {
+            RunEnd::Cancelled => (
+                TaskStatus::Cancelled,
+                "cancelled because the Agent run stopped".to_owned(),
+            ),
+            RunEnd::Failed(error) => (TaskStatus::Failed, error.to_string()),
+        };
+        settle_open_handoffs(ctx, task_status, &reason)
             .await
             .best_effort("settle open handoffs");
+        let error = match end {
+            RunEnd::Cancelled => {
+                let cancelled = payload::RunCancelled {
+                    message: "The run was cancelled.".to_owned(),
+                };
+                let ended = AgentRunStatus::Cancelled;
+                // A cancel that cannot be journaled is only logged; a failure is kept below.
+                if let Some(Err(unjournaled)) = self
+                    .journal_end(ctx, ended, EventLevel::Warn, &cancelled)
+                    .await
+                {
+                    Err::<(), _>(unjournaled).best_effort("journal run_cancelled");
+                }
+                return;
+            }
+            RunEnd::Failed(error) => error,
+        };
         let commits = ctx.commits();
         let failed = payload::RunFailed {
             code: error.host_code().to_owned(),
@@ -235,18 +224,11 @@ impl AgentRunService {
             user_retryable: error.user_retryable(),
             details: error.model_detail().unwrap_or_else(|| json!({})),
         };
-        // Ok(false) below: the run already ended some other way; its terminal event stays last.
-        if commits.is_empty() {
-            if matches!(ctx.try_set_status(AgentRunStatus::Failed).await, Ok(false)) {
-                return;
-            }
-            if let Err(unrecorded) = self
-                .events
-                .record(&ctx.run_id, EventLevel::Error, &failed)
+        let unrecorded = if commits.is_empty() {
+            self.journal_end(ctx, AgentRunStatus::Failed, EventLevel::Error, &failed)
                 .await
-            {
-                self.keep_unrecorded_failure(&ctx.run_id, json!(failed), &unrecorded);
-            }
+                .and_then(Result::err)
+                .map(|unrecorded| (json!(failed), unrecorded))
         } else {
             // What was published stays: retrying would publish it again.
             let partial = payload::RunPartialSuccess {
@@ -259,20 +241,32 @@ impl AgentRunService {
                 preserved_commit_count: commits.len() as u64,
                 preserved_commits: serde_json::to_value(&commits).unwrap_or(Value::Null),
             };
-            if matches!(
-                ctx.try_set_status(AgentRunStatus::PartialSuccess).await,
-                Ok(false)
-            ) {
-                return;
-            }
-            if let Err(unrecorded) = self
-                .events
-                .record(&ctx.run_id, EventLevel::Warn, &partial)
+            let ended = AgentRunStatus::PartialSuccess;
+            self.journal_end(ctx, ended, EventLevel::Warn, &partial)
                 .await
-            {
-                self.keep_unrecorded_failure(&ctx.run_id, json!(partial), &unrecorded);
-            }
+                .and_then(Result::err)
+                .map(|unrecorded| (json!(partial), unrecorded))
+        };
+        if let Some((payload, unrecorded)) = unrecorded {
+            self.keep_unrecorded_failure(&ctx.run_id, payload, &unrecorded);
         }
+    }
+
+    /// Moves the run to its terminal `status` and journals `end`. `None` when the run had
+    /// already ended some other way (its terminal event stays last), else what journaling
+    /// `end` gave. Journaled even when the status could not be saved: the run ends so in
+    /// memory.
+    async fn journal_end<P: EventPayload>(
+        &self,
+        ctx: &RunContext,
+        status: AgentRunStatus,
+        level: EventLevel,
+        end: &P,
+    ) -> Option<ApplicationResult<()>> {
+        if matches!(ctx.try_set_status(status).await, Ok(false)) {
+            return None;
+        }
+        Some(self.events.record(&ctx.run_id, level, end).await.map(drop))
     }
 }
 

@@ -4,10 +4,9 @@
 use tt_domain::cost::Usd;
 use tt_domain::ids::{InvocationId, TaskId};
 
-use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
 
-use super::{CancelledBy, State, TaskScheduler};
+use super::{CancelledBy, State, TaskHost, TaskScheduler, TaskTokens};
 
 impl TaskScheduler {
     /// Gives `task` (started, run by `invocation`) a token budget and a cost budget for its
@@ -66,9 +65,9 @@ impl TaskScheduler {
     /// delegating agent goes on). Past the budget of a task above it, that task is ended with
     /// `agent.task_budget_exhausted` in the background (its sub-tree, this agent included, is
     /// cancelled first) and this agent stops here, as cancelled.
-    pub(crate) fn charge(
+    pub(crate) fn charge<C: TaskHost>(
         &self,
-        ctx: &RunContext,
+        ctx: &C,
         invocation: &InvocationId,
         spent: Spent,
     ) -> ApplicationResult<()> {
@@ -121,8 +120,8 @@ impl TaskScheduler {
         let shared = ctx.shared()?;
         tokio::spawn(async move {
             let ended = shared
-                .scheduler
-                .end_over_budget(&shared, &tokens.task, &exhausted)
+                .scheduler()
+                .end_over_budget(shared.as_ref(), &tokens.task, &exhausted)
                 .await;
             if let Err(error) = ended {
                 tracing::warn!(%error, "could not end a task past its token budget");
@@ -134,21 +133,21 @@ impl TaskScheduler {
     /// Ends `task_id` `failed` with `exhausted` (its token budget, counted over its sub-tree,
     /// is spent): stops its worker, cancels the tasks below it deepest first, then records the
     /// failure, so the delegating agent gets a result it can act on.
-    pub(super) async fn end_over_budget(
+    pub(super) async fn end_over_budget<C: TaskHost>(
         &self,
-        ctx: &RunContext,
+        ctx: &C,
         task_id: &TaskId,
         exhausted: &ApplicationError,
     ) -> ApplicationResult<()> {
         let freed = self.stop_worker(task_id).await;
         let task = ctx
-            .services
+            .services()
             .invocations
-            .load_task(&ctx.run_id, task_id)
+            .load_task(ctx.run_id(), task_id)
             .await?;
         if !task.status.is_terminal() {
             self.cancel_below(ctx, &task, &CancelledBy::Runtime).await?;
-            crate::engine::child::fail_task(ctx, &task, None, exhausted).await?;
+            ctx.fail_task(&task, exhausted).await?;
         }
         self.notify();
         if let (Some(delegator), Ok(shared)) = (freed, ctx.shared()) {
@@ -160,30 +159,6 @@ impl TaskScheduler {
     /// `agent.run_budget_exhausted` once the run's agents together crossed its token budget.
     pub(crate) fn run_budget_exhausted(&self) -> Option<ApplicationError> {
         run_budget_error(&self.lock())
-    }
-}
-
-/// A started task's budgets (model tokens, money), charged with its own model answers and
-/// those of every task below it.
-pub(super) struct TaskTokens {
-    task: TaskId,
-    used: u64,
-    /// `None`: only its cost is bounded.
-    limit: Option<u64>,
-    /// Cost so far, in millionths of a dollar, and its limit.
-    cost: Usd,
-    cost_limit: Option<Usd>,
-    /// Some of the spending came from tasks it delegated.
-    from_below: bool,
-}
-
-impl TaskTokens {
-    fn over_tokens(&self) -> bool {
-        self.limit.is_some_and(|limit| self.used > limit)
-    }
-
-    fn over_cost(&self) -> bool {
-        self.cost_limit.is_some_and(|limit| self.cost > limit)
     }
 }
 

@@ -5,9 +5,7 @@ use std::time::Duration;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::AgentTaskRecord;
 
-use crate::engine::context::RunContext;
-
-use super::{CancelledBy, TaskScheduler};
+use super::{CancelledBy, TaskHost, TaskScheduler};
 
 impl TaskScheduler {
     /// Records that `invocation` started its work (for the idle limit).
@@ -46,12 +44,12 @@ impl TaskScheduler {
     }
 
     /// Watches a task's deadline (from now) and idle limit, and cancels it when one passes.
-    pub(super) fn watch_limits(&self, shared: &Arc<RunContext>, task: &AgentTaskRecord) {
+    pub(super) fn watch_limits<C: TaskHost>(&self, shared: &Arc<C>, task: &AgentTaskRecord) {
         let budget = task.budget.unwrap_or_default();
         if budget.timeout_seconds.is_none() && budget.idle_timeout_seconds.is_none() {
             return;
         }
-        let stop = shared.cancel.child_token();
+        let stop = shared.cancel().child_token();
         self.lock().watches.insert(task.id.clone(), stop.clone());
         let ctx = Arc::clone(shared);
         let task_id = task.id.clone();
@@ -65,7 +63,7 @@ impl TaskScheduler {
                 let now = tokio::time::Instant::now();
                 // Not started yet: look again after one idle period.
                 let idle_at = idle.map(|idle| {
-                    let state = ctx.scheduler.lock();
+                    let state = ctx.scheduler().lock();
                     if state.awaiting_person.contains(&invocation) {
                         return now + idle;
                     }
@@ -87,7 +85,8 @@ impl TaskScheduler {
                         "{DEADLINE_EXCEEDED}: stopped at its time limit of {}",
                         seconds(budget.timeout_seconds.unwrap_or_default())
                     )
-                } else if let (Some(idle), Some(last)) = (idle, idle_since(&ctx, &invocation))
+                } else if let (Some(idle), Some(last)) =
+                    (idle, idle_since(ctx.as_ref(), &invocation))
                     && now >= last + idle
                 {
                     format!(
@@ -97,10 +96,10 @@ impl TaskScheduler {
                 } else {
                     continue;
                 };
-                ctx.scheduler.lock().watches.remove(&task_id);
+                ctx.scheduler().lock().watches.remove(&task_id);
                 let _ = ctx
-                    .scheduler
-                    .cancel_task_by(&ctx, &task_id, &reason, CancelledBy::Deadline)
+                    .scheduler()
+                    .cancel_task_by(ctx.as_ref(), &task_id, &reason, CancelledBy::Deadline)
                     .await;
                 return;
             }
@@ -109,8 +108,8 @@ impl TaskScheduler {
 }
 
 /// When `invocation` last made progress, `None` while it waits for a person.
-fn idle_since(ctx: &RunContext, invocation: &InvocationId) -> Option<tokio::time::Instant> {
-    let state = ctx.scheduler.lock();
+fn idle_since<C: TaskHost>(ctx: &C, invocation: &InvocationId) -> Option<tokio::time::Instant> {
+    let state = ctx.scheduler().lock();
     if state.awaiting_person.contains(invocation) {
         return None;
     }

@@ -16,18 +16,16 @@ use tracing::Instrument;
 use tt_domain::cost::Usd;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
-use tt_domain::ids::{InvocationId, TaskId};
-use tt_domain::invocation::InvocationStatus;
+use tt_domain::ids::{InvocationId, RunId, TaskId};
+use tt_domain::invocation::{AgentInvocation, InvocationStatus};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 
-use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::events::EventSink;
+use crate::services::RuntimeServices;
 
-mod budgets;
+pub(crate) mod budgets;
 mod deadlines;
-
-pub(crate) use budgets::Spent;
-use budgets::TaskTokens;
 
 /// Reason recorded when the delegating agent finishes the run.
 pub(crate) const CALLER_FINISHED_REASON: &str =
@@ -59,6 +57,66 @@ impl CancelledBy {
             CancelledBy::Runtime => "runtime",
             CancelledBy::Deadline => "deadline",
         }
+    }
+}
+
+/// The run a scheduler serves, as the scheduler sees it: the run's ports and journal, its
+/// cancel signal, the scheduler itself (reached again from the workers and watches it spawns),
+/// and the delegated worker it starts. The engine's run context implements it
+/// (`engine::child`), so the scheduler knows neither the run context nor the tool loop its
+/// workers run, and no engine file it uses uses it back.
+pub(crate) trait TaskHost: Send + Sync + Sized + 'static {
+    fn run_id(&self) -> &RunId;
+    fn services(&self) -> &RuntimeServices;
+    fn events(&self) -> &EventSink;
+    /// Fires on run cancel; each worker's token is a child of it.
+    fn cancel(&self) -> &CancellationToken;
+    fn scheduler(&self) -> &TaskScheduler;
+    /// A shared handle to the run, for the workers and watches that outlive the call.
+    fn shared(&self) -> ApplicationResult<Arc<Self>>;
+    /// Saves an invocation status change and journals it.
+    fn set_invocation_status(
+        &self,
+        invocation: &mut AgentInvocation,
+        status: InvocationStatus,
+    ) -> impl Future<Output = ApplicationResult<bool>> + Send;
+    /// Runs a delegated task to a terminal state (`started`: admission already marked it
+    /// running). Returns `false` when its end could not be recorded.
+    fn run_task(
+        self: Arc<Self>,
+        task: AgentTaskRecord,
+        cancel: CancellationToken,
+        started: bool,
+    ) -> impl Future<Output = bool> + Send;
+    /// Ends `task` and its invocation `failed` with `error` (a task past its budget).
+    fn fail_task(
+        &self,
+        task: &AgentTaskRecord,
+        error: &ApplicationError,
+    ) -> impl Future<Output = ApplicationResult<()>> + Send;
+}
+
+/// A started task's budgets (model tokens, money), charged with its own model answers and
+/// those of every task below it.
+struct TaskTokens {
+    task: TaskId,
+    used: u64,
+    /// `None`: only its cost is bounded.
+    limit: Option<u64>,
+    /// Cost so far, in millionths of a dollar, and its limit.
+    cost: Usd,
+    cost_limit: Option<Usd>,
+    /// Some of the spending came from tasks it delegated.
+    from_below: bool,
+}
+
+impl TaskTokens {
+    fn over_tokens(&self) -> bool {
+        self.limit.is_some_and(|limit| self.used > limit)
+    }
+
+    fn over_cost(&self) -> bool {
+        self.cost_limit.is_some_and(|limit| self.cost > limit)
     }
 }
 
@@ -205,9 +263,9 @@ impl TaskScheduler {
     /// holds the admission lock throughout, so the busy count it reads is the one it acts on
     /// (the limit is never exceeded) and a waiting task cannot start before its
     /// `agent_task_queued` is in the journal.
-    pub(crate) async fn submit(
+    pub(crate) async fn submit<C: TaskHost>(
         &self,
-        ctx: &RunContext,
+        ctx: &C,
         task: AgentTaskRecord,
         limit: u32,
         journal_queued: bool,
@@ -263,8 +321,8 @@ impl TaskScheduler {
                         error: None,
                         queue_position: Some(position as u64),
                     };
-                    ctx.events
-                        .record(&ctx.run_id, EventLevel::Info, &queued)
+                    ctx.events()
+                        .record(ctx.run_id(), EventLevel::Info, &queued)
                         .await?;
                 }
                 Admission::Queued { position }
@@ -277,9 +335,9 @@ impl TaskScheduler {
     /// Starts again a task that was running when its run was interrupted (`resume_run`): it
     /// takes back its delegating agent's slot, whatever the limit (it held one then), and its
     /// worker goes on from the agent's stored steps (`RunContext::take_replay`).
-    pub(crate) fn resume_running(
+    pub(crate) fn resume_running<C: TaskHost>(
         &self,
-        ctx: &RunContext,
+        ctx: &C,
         task: AgentTaskRecord,
     ) -> ApplicationResult<()> {
         let shared = ctx.shared()?;
@@ -301,13 +359,14 @@ impl TaskScheduler {
     /// Starts the waiting tasks of `delegator` that its free slots admit, in queue order: each
     /// is marked running before the next is taken, under one lock, so starts are journaled in
     /// FIFO order.
-    async fn admit_waiting(&self, ctx: &Arc<RunContext>, delegator: &InvocationId) {
+    async fn admit_waiting<C: TaskHost>(&self, ctx: &Arc<C>, delegator: &InvocationId) {
         let _admitting = self.admitting.lock().await;
         loop {
             let Some(task) = self.lock().next_admitted(delegator) else {
                 return;
             };
-            let started = transition_task(ctx, &task.id, TaskStatus::Running, None, None).await;
+            let started =
+                transition_task(ctx.as_ref(), &task.id, TaskStatus::Running, None, None).await;
             match started {
                 Ok(outcome) if outcome.changed => {
                     spawn_worker(&mut self.lock(), ctx, task, true);
@@ -324,7 +383,7 @@ impl TaskScheduler {
         }
     }
 
-    async fn worker_exited(&self, ctx: &Arc<RunContext>, task_id: &TaskId) {
+    async fn worker_exited<C: TaskHost>(&self, ctx: &Arc<C>, task_id: &TaskId) {
         self.stop_watch(task_id);
         let delegator = self.lock().release(task_id).map(|worker| worker.delegator);
         self.notify();
@@ -357,9 +416,9 @@ impl TaskScheduler {
     }
 
     /// Cancels the unfinished tasks `task` delegated, each with its own sub-tree first.
-    async fn cancel_below(
+    async fn cancel_below<C: TaskHost>(
         &self,
-        ctx: &RunContext,
+        ctx: &C,
         task: &AgentTaskRecord,
         by: &CancelledBy,
     ) -> ApplicationResult<()> {
@@ -398,9 +457,9 @@ impl TaskScheduler {
 
     /// Cancels one task: stops its worker, then records `cancelled` for the task and its
     /// invocation unless it already ended. Never waits for the task's work to complete.
-    pub(crate) async fn cancel_task(
+    pub(crate) async fn cancel_task<C: TaskHost>(
         &self,
-        ctx: &RunContext,
+        ctx: &C,
         task_id: &TaskId,
         reason: &str,
     ) -> ApplicationResult<()> {
@@ -414,43 +473,43 @@ impl TaskScheduler {
     /// then records `cancelled` for the task and its invocation. So no `cancelled` event of an
     /// agent is written before those of the agents below it, and nothing a cancelled agent does
     /// is written after its own. Returns the task as it ended and whether this call ended it.
-    pub(crate) async fn cancel_task_by(
+    pub(crate) async fn cancel_task_by<C: TaskHost>(
         &self,
-        ctx: &RunContext,
+        ctx: &C,
         task_id: &TaskId,
         reason: &str,
         by: CancelledBy,
     ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
         let freed = self.stop_worker(task_id).await;
         let task = ctx
-            .services
+            .services()
             .invocations
-            .load_task(&ctx.run_id, task_id)
+            .load_task(ctx.run_id(), task_id)
             .await?;
         if !task.status.is_terminal() {
             // The task's own delegations go first.
             self.cancel_below(ctx, &task, &by).await?;
         }
         let outcome = ctx
-            .services
+            .services()
             .invocations
             .transition_task(
-                &ctx.run_id,
+                ctx.run_id(),
                 task_id,
                 &TaskTransition {
                     status: TaskStatus::Cancelled,
                     result_ref: None,
                     error: Some(reason.to_owned()),
                 },
-                ctx.services.clock.now(),
+                ctx.services().clock.now(),
             )
             .await?;
         if outcome.changed {
             emit_cancelled_event(ctx, &outcome.task, reason, &by).await?;
             let mut invocation = ctx
-                .services
+                .services()
                 .invocations
-                .load_invocation(&ctx.run_id, &outcome.task.child_invocation_id)
+                .load_invocation(ctx.run_id(), &outcome.task.child_invocation_id)
                 .await?;
             if !invocation.status.is_terminal() {
                 ctx.set_invocation_status(&mut invocation, InvocationStatus::Cancelled)
@@ -466,9 +525,9 @@ impl TaskScheduler {
     }
 
     /// Cancels the unfinished delegated tasks created by `parent`.
-    pub(crate) async fn cancel_unfinished_for_parent(
+    pub(crate) async fn cancel_unfinished_for_parent<C: TaskHost>(
         &self,
-        ctx: &RunContext,
+        ctx: &C,
         parent: &InvocationId,
         reason: &str,
     ) -> ApplicationResult<()> {
@@ -486,9 +545,9 @@ impl TaskScheduler {
     /// closes its agent (`agent_loop_finished`, `agent_invocation_completed`), and the run's
     /// end must come after that, so that no agent of an ended run is left `running` and no
     /// event follows the run's terminal one.
-    pub(crate) async fn cancel_all_unfinished(
+    pub(crate) async fn cancel_all_unfinished<C: TaskHost>(
         &self,
-        ctx: &RunContext,
+        ctx: &C,
         reason: &str,
     ) -> ApplicationResult<()> {
         self.close_queue(None);
@@ -524,21 +583,21 @@ pub(crate) const HOST_CANCELLED_REASON: &str = "stopped by the user";
 /// The host's `cancel_task`: coded errors for an unknown task (`agent.task_not_found`), a
 /// handoff (`agent.task_not_cancellable`: only delegated tasks can be cancelled alone) and a
 /// task that already ended (`agent.task_already_finished`).
-pub(crate) async fn cancel_task_as_host(
-    ctx: &RunContext,
+pub(crate) async fn cancel_task_as_host<C: TaskHost>(
+    ctx: &C,
     task_id: &TaskId,
 ) -> ApplicationResult<AgentTaskRecord> {
     let task = ctx
-        .services
+        .services()
         .invocations
-        .list_tasks(&ctx.run_id)
+        .list_tasks(ctx.run_id())
         .await?
         .into_iter()
         .find(|task| &task.id == task_id)
         .ok_or_else(|| {
             ApplicationError::fatal(
                 "agent.task_not_found",
-                format!("run {} has no task {task_id}", ctx.run_id),
+                format!("run {} has no task {task_id}", ctx.run_id()),
             )
         })?;
     if task.continuation != TaskContinuation::ReturnToParent {
@@ -557,7 +616,7 @@ pub(crate) async fn cancel_task_as_host(
         return Err(already(&task));
     }
     let outcome = ctx
-        .scheduler
+        .scheduler()
         .cancel_task_by(ctx, task_id, HOST_CANCELLED_REASON, CancelledBy::Host)
         .await?;
     if !outcome.changed {
@@ -568,10 +627,15 @@ pub(crate) async fn cancel_task_as_host(
 
 /// Spawns the worker of an admitted task (its slot is already counted). `started`: the task
 /// was already marked running by the admission queue.
-fn spawn_worker(state: &mut State, shared: &Arc<RunContext>, task: AgentTaskRecord, started: bool) {
+fn spawn_worker<C: TaskHost>(
+    state: &mut State,
+    shared: &Arc<C>,
+    task: AgentTaskRecord,
+    started: bool,
+) {
     let task_id = task.id.clone();
     let delegator = task.parent_invocation_id.clone();
-    let cancel = shared.cancel.child_token();
+    let cancel = shared.cancel().child_token();
     let worker_cancel = cancel.clone();
     let worker_task_id = task_id.clone();
     let worker_ctx = Arc::clone(shared);
@@ -580,23 +644,24 @@ fn spawn_worker(state: &mut State, shared: &Arc<RunContext>, task: AgentTaskReco
     // form one tree under the run.
     let span = tracing::info_span!(
         "task_worker",
-        run_id = shared.run_id.as_str(),
+        run_id = shared.run_id().as_str(),
         task_id = task_id.as_str(),
         profile = task.target_profile_id.as_str(),
     );
     let handle = tokio::spawn(
         async move {
-            let recorded =
-                super::child::run_delegated_task(&worker_ctx, task, worker_cancel, started).await;
+            let recorded = Arc::clone(&worker_ctx)
+                .run_task(task, worker_cancel, started)
+                .await;
             if !recorded {
                 worker_ctx
-                    .scheduler
+                    .scheduler()
                     .lock()
                     .lost
                     .insert(worker_task_id.clone());
             }
             worker_ctx
-                .scheduler
+                .scheduler()
                 .worker_exited(&worker_ctx, &worker_task_id)
                 .await;
         }
@@ -612,11 +677,11 @@ fn spawn_worker(state: &mut State, shared: &Arc<RunContext>, task: AgentTaskReco
     );
 }
 
-async fn unfinished_delegations(ctx: &RunContext) -> ApplicationResult<Vec<AgentTaskRecord>> {
+async fn unfinished_delegations<C: TaskHost>(ctx: &C) -> ApplicationResult<Vec<AgentTaskRecord>> {
     Ok(ctx
-        .services
+        .services()
         .invocations
-        .list_tasks(&ctx.run_id)
+        .list_tasks(ctx.run_id())
         .await?
         .into_iter()
         .filter(|task| {
@@ -627,25 +692,25 @@ async fn unfinished_delegations(ctx: &RunContext) -> ApplicationResult<Vec<Agent
 
 /// Moves a task to `status` through the repository's conditional transition (first terminal
 /// write wins) and journals `agent_task_<status>` when it changed.
-pub(crate) async fn transition_task(
-    ctx: &RunContext,
+pub(crate) async fn transition_task<C: TaskHost>(
+    ctx: &C,
     task_id: &TaskId,
     status: TaskStatus,
     result_ref: Option<String>,
     error: Option<String>,
 ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
     let outcome = ctx
-        .services
+        .services()
         .invocations
         .transition_task(
-            &ctx.run_id,
+            ctx.run_id(),
             task_id,
             &TaskTransition {
                 status,
                 result_ref,
                 error,
             },
-            ctx.services.clock.now(),
+            ctx.services().clock.now(),
         )
         .await?;
     if outcome.changed {
@@ -671,8 +736,8 @@ macro_rules! task_payload {
 }
 
 /// Journals `agent_task_cancelled`: the §1 payload plus `reason` and `by`.
-async fn emit_cancelled_event(
-    ctx: &RunContext,
+async fn emit_cancelled_event<C: TaskHost>(
+    ctx: &C,
     task: &AgentTaskRecord,
     reason: &str,
     by: &CancelledBy,
@@ -683,19 +748,19 @@ async fn emit_cancelled_event(
         reason: Some(reason.to_owned()),
         by: Some(by.as_str().to_owned())
     );
-    ctx.events
-        .record(&ctx.run_id, EventLevel::Warn, &cancelled)
+    ctx.events()
+        .record(ctx.run_id(), EventLevel::Warn, &cancelled)
         .await?;
     Ok(())
 }
 
 /// Journals `agent_task_<status>` for a task that just changed.
-pub(crate) async fn emit_task_event(
-    ctx: &RunContext,
+pub(crate) async fn emit_task_event<C: TaskHost>(
+    ctx: &C,
     task: &AgentTaskRecord,
 ) -> ApplicationResult<()> {
-    let events = &ctx.events;
-    let run_id = &ctx.run_id;
+    let events = &ctx.events();
+    let run_id = ctx.run_id();
     match task.status {
         TaskStatus::Queued => {
             let queued = task_payload!(AgentTaskQueued, task, queue_position: None);

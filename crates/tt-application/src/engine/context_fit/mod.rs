@@ -15,9 +15,7 @@
 //! same, byte for byte.
 
 use std::sync::Arc;
-use tt_domain::context_window::{
-    self as window, Calibration, ProtectedSpans, WindowBudget, request_tokens,
-};
+use tt_domain::context_window::{self as window, ProtectedSpans, WindowBudget, request_tokens};
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
@@ -31,16 +29,9 @@ use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 pub(crate) use crate::replay::ContextStep;
+pub(crate) use window_state::WindowState;
 
-/// What an agent has learned about its model's window.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct WindowState {
-    calibration: Calibration,
-    /// The window a provider's refusal named, over the configured one.
-    learned_window: Option<u64>,
-    /// The uncalibrated estimate of the request last sent, for calibrating with its usage.
-    last_estimate: Option<u64>,
-}
+mod window_state;
 
 /// Applies a journaled step to the history.
 pub(crate) fn apply_step(messages: &mut Vec<AgentModelMessage>, step: &ContextStep) {
@@ -159,65 +150,6 @@ pub(crate) enum FitTrigger {
     Estimate,
     /// The provider refused the last request as too large.
     ProviderRefused,
-}
-
-impl WindowState {
-    /// Notes the history of a request as sent (a replayed one too), so its usage calibrates;
-    /// only while a window is known (`configured`, or learned), as [`fit_request`] does.
-    pub(crate) fn note_sent(
-        &mut self,
-        configured: Option<u64>,
-        messages: &[AgentModelMessage],
-        tools: &[tt_domain::tool::AgentToolSpec],
-    ) {
-        self.last_estimate = self
-            .learned_window
-            .or(configured)
-            .map(|_| request_tokens(messages, window::tools_tokens(tools)));
-    }
-
-    /// Notes the size of a request a provider refused, when it was not measured.
-    pub(crate) fn note_refused(
-        &mut self,
-        messages: &[AgentModelMessage],
-        tools: &[tt_domain::tool::AgentToolSpec],
-    ) {
-        if self.last_estimate.is_none() {
-            self.last_estimate = Some(request_tokens(messages, window::tools_tokens(tools)));
-        }
-    }
-
-    /// Learns from a provider's answer to the request last sent.
-    pub(crate) fn observe_usage(&mut self, usage: Option<&tt_domain::model::ModelUsage>) {
-        if let (Some(estimate), Some(usage)) = (self.last_estimate.take(), usage) {
-            self.calibration.observe(estimate, usage.input_tokens);
-        }
-    }
-
-    /// Learns from a provider's refusal of a request estimated at `estimate` tokens: its
-    /// window, and how it counts (when it said the request's size).
-    pub(crate) fn observe_refusal(&mut self, error: &ModelError, configured: Option<u64>) {
-        let ModelError::ContextOverflow {
-            prompt_tokens,
-            window_tokens,
-            ..
-        } = error
-        else {
-            return;
-        };
-        let estimate = self.last_estimate.take();
-        if let (Some(estimate), Some(prompt)) = (estimate, prompt_tokens) {
-            self.calibration.observe(estimate, *prompt);
-        }
-        self.learned_window = match (window_tokens, configured) {
-            (Some(window), _) => Some(*window),
-            // No figure: assume the window is a little smaller than what was sent.
-            (None, Some(window)) => Some(window / 10 * 9),
-            (None, None) => prompt_tokens
-                .or(estimate.map(|e| self.calibration.apply(e)))
-                .map(|tokens| tokens / 10 * 9),
-        };
-    }
 }
 
 /// Fits `messages` into the window before round `round`'s live request, journaling what it
