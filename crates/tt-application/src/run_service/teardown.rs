@@ -245,7 +245,8 @@ impl AgentRunService {
                 .record(&ctx.run_id, EventLevel::Error, &failed)
                 .await
             {
-                self.keep_unrecorded_failure(&ctx.run_id, json!(failed), &unrecorded);
+                self.keep_unrecorded_failure(ctx, "run_failed", json!(failed), &unrecorded)
+                    .await;
             }
         } else {
             // What was published stays: retrying would publish it again.
@@ -270,7 +271,13 @@ impl AgentRunService {
                 .record(&ctx.run_id, EventLevel::Warn, &partial)
                 .await
             {
-                self.keep_unrecorded_failure(&ctx.run_id, json!(partial), &unrecorded);
+                self.keep_unrecorded_failure(
+                    ctx,
+                    "run_partial_success",
+                    json!(partial),
+                    &unrecorded,
+                )
+                .await;
             }
         }
     }
