@@ -37,6 +37,14 @@ fn call(id: &str, name: &str, args: Value) -> tt_domain::model::AgentModelRespon
     responses::tool_calls(vec![(id, name, args)])
 }
 
+/// `check_run` finds nothing wrong with the run, nor does the timeline's `damage`.
+async fn assert_no_damage(runtime: &AgentRuntime, run_id: &str) {
+    let damage = runtime.check_run(run_id).await.unwrap();
+    assert!(damage.findings.is_empty(), "{damage:?}");
+    let graph = runtime.timeline_projection(run_id).await.unwrap();
+    assert!(graph.damage.is_empty(), "{:?}", graph.damage);
+}
+
 async fn runtime(dir: &std::path::Path, model: Arc<FakeModel>) -> AgentRuntime {
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir)
@@ -101,16 +109,21 @@ async fn a_run_failed_by_its_model_is_resumed_again_after_a_failed_resume_and_as
     let run_id = start(&runtime).await;
     let ended = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(ended.status, AgentRunStatus::Failed);
+    assert_no_damage(&runtime, &run_id).await;
 
     // The server is still down: the resume fails the same way, and the run stays resumable.
     runtime.resume_run(&run_id).await.unwrap();
     let ended = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(ended.status, AgentRunStatus::Failed);
+    // Failed, resumed, failed again: whole (`run_failed` after `run_interrupted` and
+    // `run_resumed` is how such a run ends).
+    assert_no_damage(&runtime, &run_id).await;
 
     down.store(false, Ordering::SeqCst);
     runtime.resume_run(&run_id).await.unwrap();
     let ended = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(ended.status, AgentRunStatus::Completed);
+    assert_no_damage(&runtime, &run_id).await;
     assert_eq!(
         runtime
             .read_workspace_file(&run_id, "output/main.md")
@@ -218,6 +231,7 @@ async fn a_cancelled_fan_out_resumes_its_stopped_tasks_and_delivers_each_result_
     runtime.cancel_run(&run_id).await.unwrap();
     let ended = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(ended.status, AgentRunStatus::Cancelled);
+    assert_no_damage(&runtime, &run_id).await;
     let graph = runtime.timeline_projection(&run_id).await.unwrap();
     assert!(
         graph
@@ -230,6 +244,7 @@ async fn a_cancelled_fan_out_resumes_its_stopped_tasks_and_delivers_each_result_
     runtime.resume_run(&run_id).await.unwrap();
     let ended = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(ended.status, AgentRunStatus::Completed);
+    assert_no_damage(&runtime, &run_id).await;
     let graph = runtime.timeline_projection(&run_id).await.unwrap();
     assert_eq!(graph.delegation_edges.len(), 3);
     assert!(
@@ -315,6 +330,7 @@ async fn only_abandoning_makes_an_end_final() {
     let last = events.last().unwrap();
     assert_eq!(last.event_type, "run_abandoned");
     assert_eq!(last.payload["status"], "failed");
+    assert_no_damage(&runtime, &run_id).await;
 
     down.store(false, Ordering::SeqCst);
     let refused = runtime.resume_run(&run_id).await.unwrap_err();

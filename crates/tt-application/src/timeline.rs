@@ -46,6 +46,12 @@ pub struct TimelineProjection {
     pub foreground_invocation_ids: Vec<InvocationId>,
     pub invocations: Vec<TimelineInvocation>,
     pub delegation_edges: Vec<DelegationEdge>,
+    /// What the run record and these records show wrong with the run (records that stop short
+    /// of the run's recorded end, an end the journal refused): the cheap part of
+    /// `check_run`, which reads no journal. Filled by `AgentRunService::timeline_projection`;
+    /// empty when nothing was found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damage: Vec<tt_domain::damage::DamageFinding>,
 }
 
 /// Builds the projection from the invocation and task stores (not from the journal).
@@ -116,5 +122,33 @@ pub async fn timeline_projection(
                 updated_at: task.updated_at,
             })
             .collect(),
+        damage: Vec::new(),
     })
+}
+
+impl TimelineProjection {
+    /// Whether these records contradict the end `run` records (`records_finding`): an agent or
+    /// task that never ended in a run that completed, or no root agent.
+    pub(crate) fn records_finding(
+        &self,
+        run: &tt_domain::run::AgentRun,
+    ) -> Option<tt_domain::damage::DamageFinding> {
+        let has_root = self
+            .invocations
+            .iter()
+            .any(|inv| inv.invocation_id.is_root());
+        let unfinished: Vec<String> = self
+            .invocations
+            .iter()
+            .filter(|inv| !inv.status.is_terminal())
+            .map(|inv| format!("agent {} ({})", inv.invocation_id, inv.status.as_str()))
+            .chain(
+                self.delegation_edges
+                    .iter()
+                    .filter(|edge| !edge.status.is_terminal())
+                    .map(|edge| format!("task {} ({})", edge.task_id, edge.status.as_str())),
+            )
+            .collect();
+        tt_domain::damage::records_finding(run, has_root, &unfinished)
+    }
 }

@@ -224,3 +224,84 @@ async fn every_failing_write(scenario: Scenario, faults: &[DiskFault]) {
     let cases = writes * faults.len() as u64;
     assert!(explained * 2 > cases, "{explained} of {cases} explained");
 }
+
+/// The journal refuses the run's `run_failed` (the disk is full for that one append): the
+/// end is written to the run record instead, and a new service over the same store (a later
+/// process) reads it back from there: `check_run`, the timeline's `damage`, the record itself.
+#[tokio::test(start_paused = true)]
+async fn an_end_the_journal_refused_is_kept_on_the_run_record_for_the_next_reader() {
+    let failing = || {
+        FakeModel::sequence(vec![Err(tt_ports::ModelError::Other(
+            "the model server broke".to_owned(),
+        ))])
+    };
+    // A clean failing run: its last write is the `run_failed` append.
+    let clean = faulty_harness(failing());
+    let run = clean.service.start_run(request(None)).await.unwrap();
+    let ended = clean.service.wait_for_run(&run.id).await.unwrap();
+    assert_eq!(ended.status, AgentRunStatus::Failed);
+    assert!(ended.unrecorded_end.is_none());
+    let damage = clean.service.check_run(&run.id).await.unwrap();
+    assert!(damage.findings.is_empty(), "{damage:?}");
+    let last_write = clean.faulty.writes();
+
+    let h = faulty_harness(failing());
+    h.faulty.set_plan(Some(FaultPlan {
+        at_write: last_write,
+        sticky: false,
+        fault: DiskFault::NoSpace,
+    }));
+    let run = h.service.start_run(request(None)).await.unwrap();
+    h.service.wait_for_run(&run.id).await.unwrap();
+    assert!(
+        !h.inner
+            .events(&run.id)
+            .iter()
+            .any(|event| event.event_type == "run_failed")
+    );
+    // A later process: a new service over the same store, nothing in memory.
+    let services = h.service.services().clone();
+    let later = AgentRunService::new(services);
+    let stored = later.get_run(&run.id).await.unwrap();
+    assert_eq!(stored.status, AgentRunStatus::Failed);
+    let end = stored.unrecorded_end.expect("the end is on the run record");
+    assert_eq!(end.event_type, "run_failed");
+    assert!(
+        end.unrecorded_because.contains("No space left on device"),
+        "{end:?}"
+    );
+    let damage = later.check_run(&run.id).await.unwrap();
+    let codes: Vec<&str> = damage.findings.iter().map(|f| f.code.as_str()).collect();
+    assert_eq!(codes, ["agent.run_end_unrecorded"], "{damage:?}");
+    assert!(
+        damage.findings[0]
+            .message
+            .contains("the model server broke"),
+        "{damage:?}"
+    );
+    assert_eq!(damage.unrecorded_end.as_ref(), Some(&end));
+    let projection = later.timeline_projection(&run.id).await.unwrap();
+    assert_eq!(projection.damage, damage.findings);
+}
+
+/// A whole run, completed or failed, has nothing to report.
+#[tokio::test(start_paused = true)]
+async fn a_whole_run_has_no_damage() {
+    let h = faulty_harness(by_turn(happy_turns()));
+    let run = h.service.start_run(request(None)).await.unwrap();
+    assert_eq!(
+        h.service.wait_for_run(&run.id).await.unwrap().status,
+        AgentRunStatus::Completed
+    );
+    let damage = h.service.check_run(&run.id).await.unwrap();
+    assert!(damage.findings.is_empty(), "{damage:?}");
+    assert!(damage.event_count > 10 && damage.last_seq == damage.event_count);
+    assert!(
+        h.service
+            .timeline_projection(&run.id)
+            .await
+            .unwrap()
+            .damage
+            .is_empty()
+    );
+}

@@ -239,6 +239,7 @@ async fn create_run(store: &Arc<UserDataStore>) -> Result<AgentRun> {
         forked_from: None,
         profile_models: Default::default(),
         abandoned_at: None,
+        unrecorded_end: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: now,

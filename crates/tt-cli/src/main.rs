@@ -4,6 +4,7 @@
 mod output;
 
 mod approve;
+mod damage;
 mod demo;
 mod fork_cmd;
 mod live;
@@ -177,8 +178,19 @@ enum Command {
     /// viewer or collector (docs/observability.md).
     ExportOtel { run_id: String },
     /// Print the agent tree of a stored run, then each agent's usage, own and rolled up over
-    /// the tasks it delegated.
+    /// the tasks it delegated. A damaged run (see `check`) is printed as stored, then named on
+    /// stderr, and the command exits with status 3.
     Graph { run_id: String },
+    /// Check a stored run for damage, read-only (docs/storage.md, "Damage"): seq gaps over its
+    /// whole journal, an empty journal, a journal that stops short of the end the run record
+    /// shows, records that stop short of it, an end the journal refused. Prints each finding
+    /// with its code; exits 0 when there is none, 3 when there is.
+    Check {
+        run_id: String,
+        /// Print the whole answer as JSON (`RunDamage`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Give up an interrupted, failed or cancelled run so that it is never resumed; its status
     /// stays (docs/resume.md).
     Abandon { run_id: String },
@@ -213,6 +225,11 @@ enum Command {
 async fn main() -> std::process::ExitCode {
     match run(Cli::parse()).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) if error.downcast_ref::<damage::Damaged>().is_some() => {
+            // What was printed came from a damaged run: say so, with a status of its own.
+            eprintln!("{error}");
+            std::process::ExitCode::from(damage::DAMAGE_EXIT_CODE)
+        }
         Err(error) => {
             // The reason and its causes on one line each; never a backtrace (RUST_BACKTRACE is
             // for the runtime's own panics, not for a run that failed as runs may).
@@ -325,7 +342,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     None => println!("No runs in {}.", storage.data_dir.display()),
                 }
             }
+            let mut damaged = Vec::new();
             for run in runs {
+                // Cheap checks only: what the record says on its own (no journal is read).
+                if let Some(end) = &run.unrecorded_end {
+                    damaged.push(format!(
+                        "{}: {}",
+                        run.id,
+                        tt_runtime::unrecorded_end_finding(end)
+                    ));
+                }
                 let profile = run
                     .profile_id
                     .as_ref()
@@ -340,6 +366,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     profile,
                     run.created_at
                 );
+            }
+            if !damaged.is_empty() {
+                anyhow::bail!(damage::Damaged::listed(&damaged));
             }
             Ok(())
         }
@@ -377,17 +406,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string(&event)?);
             }
             // Say so when the page stopped at its limit and more events follow.
+            let mut more_follow = false;
             if let (true, Some(last)) = (full, last) {
                 let more = runtime
                     .read_events(ReadEventsRequest {
                         run_id: run_id.clone(),
                         after_seq: Some(last),
                         limit: Some(1),
-                        invocation_id: invocation,
+                        invocation_id: invocation.clone(),
                         ..Default::default()
                     })
                     .await?;
                 if !more.events.is_empty() {
+                    more_follow = true;
                     eprintln!(
                         "(stopped at {} events; more follow: tt-agent events {run_id} --after {last})",
                         asked.min(tt_runtime::MAX_EVENT_PAGE_LIMIT)
@@ -395,12 +426,33 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             }
             // What was printed is incomplete: say which events are missing and fail.
+            let mut findings = Vec::new();
             if !missing.is_empty() {
                 let listed: Vec<String> = missing.iter().map(u64::to_string).collect();
-                anyhow::bail!(
-                    "agent.journal_damaged: the journal of run {run_id} is missing seq {} (a whole journal has no gaps; the events printed are all it holds)",
-                    listed.join(", ")
-                );
+                findings.push(tt_runtime::DamageFinding::new(
+                    tt_runtime::error_codes::AGENT_JOURNAL_DAMAGED,
+                    format!(
+                        "the journal is missing seq {} (a whole journal has no gaps; the events printed are all it holds)",
+                        listed.join(", ")
+                    ),
+                ));
+            }
+            // The journal's end was printed: say when the run's end is not in it (an empty
+            // journal, one that stops short of the run record's end, an end it refused).
+            if !more_follow && invocation.is_none() {
+                use tt_runtime::error_codes as codes;
+                let damage = runtime.check_run(&run_id).await?;
+                findings.extend(damage.findings.into_iter().filter(|finding| {
+                    [
+                        codes::AGENT_JOURNAL_EMPTY,
+                        codes::AGENT_JOURNAL_END_MISSING,
+                        codes::AGENT_RUN_END_UNRECORDED,
+                    ]
+                    .contains(&finding.code.as_str())
+                }));
+            }
+            if !findings.is_empty() {
+                return Err(damage::damaged(&run_id, &findings));
             }
             Ok(())
         }
@@ -408,6 +460,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let runtime = inspect_runtime(&storage)?;
             let record = runtime.read_record(&run_id, &reference).await?;
             println!("{}", serde_json::to_string_pretty(&record)?);
+            // The run record and its agents' and tasks' records: say when they contradict one
+            // another (the cheap check; no journal is read).
+            let reference = reference.trim().trim_start_matches("./");
+            if ["run.json", "manifest.json"].contains(&reference)
+                || reference.starts_with("invocations/")
+                || reference.starts_with("tasks/")
+            {
+                let damage = runtime.timeline_projection(&run_id).await?.damage;
+                if !damage.is_empty() {
+                    return Err(damage::damaged(&run_id, &damage));
+                }
+            }
             Ok(())
         }
         Command::Conversation {
@@ -498,7 +562,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
             print!("{}", render::model_bindings(&projection, &bindings));
+            // What was printed is as stored; say when what is stored is damaged.
+            let damage = runtime.check_run(&run_id).await?;
+            if damage.is_damaged() {
+                return Err(damage::damaged(&run_id, &damage.findings));
+            }
             Ok(())
+        }
+        Command::Check { run_id, json } => {
+            let runtime = inspect_runtime(&storage)?;
+            damage::check(&runtime, &run_id, json).await
         }
     }
 }

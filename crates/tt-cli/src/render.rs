@@ -470,6 +470,7 @@ mod tests {
             foreground_invocation_ids: Vec::new(),
             invocations: Vec::new(),
             delegation_edges: Vec::new(),
+            damage: Vec::new(),
         };
         insta::assert_snapshot!(model_bindings(&projection, &sample_events()));
     }
@@ -517,6 +518,7 @@ mod tests {
             foreground_invocation_ids: Vec::new(),
             invocations: Vec::new(),
             delegation_edges: Vec::new(),
+            damage: Vec::new(),
         };
         assert_eq!(
             usage_rollup(&projection, &usage),

@@ -5,6 +5,7 @@
 
 mod approvals;
 mod cassettes;
+mod damage;
 mod demo_fork;
 mod demo_resume;
 mod disk_full;

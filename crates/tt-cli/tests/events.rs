@@ -5,7 +5,7 @@ use std::process::Command;
 const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 
 /// Runs the demo on `data_dir` and returns its run's directory.
-fn demo_run(data_dir: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn demo_run(data_dir: &std::path::Path) -> std::path::PathBuf {
     let demo = Command::new(AGENT)
         .arg("--data-dir")
         .arg(data_dir)

@@ -7,6 +7,7 @@ pub mod approval;
 pub mod brief;
 pub mod context_window;
 pub mod cost;
+pub mod damage;
 pub mod error;
 pub mod error_codes;
 pub mod event;

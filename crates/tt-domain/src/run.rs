@@ -255,8 +255,27 @@ pub struct AgentRun {
     /// `cancelled` run stays resumable until then (docs/resume.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abandoned_at: Option<Timestamp>,
+    /// The end of the run the journal refused (a full or read-only disk kept its `run_failed`
+    /// / `run_partial_success` out): kept on the record, one small write, so a later reader
+    /// still learns how the run ended (docs/storage.md, "Damage"). Cleared when the run moves
+    /// on (a resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrecorded_end: Option<UnrecordedEnd>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// A run's end event that the journal refused, as it would have been journaled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnrecordedEnd {
+    /// The event type: `run_failed` or `run_partial_success`.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The event's payload (`code`, `message`, …).
+    pub payload: Value,
+    /// Why the journal refused it: the storage error.
+    pub unrecorded_because: String,
 }
 
 /// A change of the model of one profile's agents in a run: another named connection (its
@@ -301,6 +320,8 @@ impl AgentRun {
         }
         self.status = next;
         self.updated_at = now;
+        // An end the journal refused describes the end the record shows, not a later one.
+        self.unrecorded_end = None;
         Ok(true)
     }
 
@@ -324,6 +345,7 @@ impl AgentRun {
         }
         self.status = AgentRunStatus::AssemblingContext;
         self.updated_at = now;
+        self.unrecorded_end = None;
         Ok(())
     }
 
@@ -336,6 +358,7 @@ impl AgentRun {
         }
         self.status = AgentRunStatus::Interrupted;
         self.updated_at = now;
+        self.unrecorded_end = None;
         Ok(previous)
     }
 
@@ -401,6 +424,7 @@ mod tests {
             forked_from: None,
             profile_models: Default::default(),
             abandoned_at: None,
+            unrecorded_end: None,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
         }

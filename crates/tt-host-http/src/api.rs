@@ -57,6 +57,7 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
             get(agent_conversation),
         )
         .route("/api/runs/{run_id}/failure", get(unrecorded_failure))
+        .route("/api/runs/{run_id}/check", get(check_run))
         .route("/api/runs/{run_id}/files", get(read_file))
         .route("/api/runs/{run_id}/workspace", get(list_files))
         .route("/api/runs/{run_id}/records", get(read_record))
@@ -313,7 +314,26 @@ async fn unrecorded_failure(
     path: PathParams,
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    Ok(Json(state.runtime.unrecorded_failure(&run_id)).into_response())
+    if let Some(failure) = state.runtime.unrecorded_failure(&run_id) {
+        return Ok(Json(failure).into_response());
+    }
+    // Another process ran it: the run record keeps the end its journal refused.
+    let failure = state
+        .runtime
+        .get_run(&run_id)
+        .await?
+        .unrecorded_end
+        .map(|end| {
+            let mut payload = end.payload;
+            payload["unrecordedBecause"] = serde_json::json!(end.unrecorded_because);
+            payload
+        });
+    Ok(Json(failure).into_response())
+}
+
+async fn check_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    Ok(Json(state.runtime.check_run(&run_id).await?).into_response())
 }
 
 #[derive(Debug, Deserialize)]

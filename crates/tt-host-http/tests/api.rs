@@ -265,6 +265,10 @@ async fn a_run_is_started_listed_and_read_through_every_endpoint() {
     let failure = server.get(&format!("/api/runs/{run_id}/failure")).await;
     assert_eq!(failure.status, 200);
     assert_eq!(failure.body, Value::Null);
+    let check = server.get(&format!("/api/runs/{run_id}/check")).await;
+    assert_eq!(check.status, 200, "{}", check.body);
+    assert_eq!(check.body["findings"], json!([]));
+    assert_eq!(check.body["status"], "completed");
 
     let file = server
         .get(&format!("/api/runs/{run_id}/files?path=output/main.md"))
@@ -969,4 +973,49 @@ async fn an_agents_conversation_is_read_over_http() {
         .await;
     assert_eq!(bad_id.status, 400, "{}", bad_id.body);
     assert_eq!(bad_id.body["code"], "http.invalid_id");
+}
+
+/// A completed run whose journal lost its last line: `check` names the damage, with its code;
+/// an unknown run is 404.
+#[tokio::test]
+async fn a_damaged_run_is_checked_over_http() {
+    use tt_runtime::{AgentRuntimeBuilder, ScriptedProvider, StartRunRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let provider = std::sync::Arc::new(ScriptedProvider::from_json_str(&writer_script()).unwrap());
+    let first = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .provider(provider.clone())
+        .build()
+        .unwrap();
+    let run = first
+        .start_run(StartRunRequest::new("http-check", "Write a scene."))
+        .await
+        .unwrap();
+    let run_id = run.id.to_string();
+    first.wait_for_run(&run_id).await.unwrap();
+    first.shutdown().await.unwrap();
+    drop(first);
+    let chat = std::fs::read_dir(dir.path().join("chats"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let journal = chat.join("runs").join(&run_id).join("events.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[lines.len() - 1].contains("run_completed"));
+    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+
+    let server = server_in(dir, provider, CommitBridgeChoice::Transcript, None).await;
+    let check = server.get(&format!("/api/runs/{run_id}/check")).await;
+    assert_eq!(check.status, 200, "{}", check.body);
+    assert_eq!(
+        check.body["findings"][0]["code"],
+        "agent.journal_end_missing"
+    );
+    assert_eq!(check.body["lastSeq"], (lines.len() - 1) as u64);
+    let missing = server.get("/api/runs/run_doesnotexist/check").await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
 }

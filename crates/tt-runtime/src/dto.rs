@@ -73,6 +73,10 @@ pub struct ReadEventsResponse {
     /// read filtered to one agent skips the others' seqs by design). Empty when whole.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_seqs: Vec<u64>,
+    /// The run's end the journal refused (a full or read-only disk), from the run record: the
+    /// journal holds no end for this run, this says how it ended. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrecorded_end: Option<tt_domain::run::UnrecordedEnd>,
 }
 
 /// The most missing seqs one [`ReadEventsResponse`] lists.

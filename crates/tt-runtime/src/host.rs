@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tokio_util::sync::CancellationToken;
-use tt_application::{AgentRunService, RunEventStream, StartRunRequest, timeline_projection};
+use tt_application::{AgentRunService, RunEventStream, StartRunRequest};
 use tt_application::{GuidanceReceipt, SubmitGuidanceRequest};
+use tt_domain::damage::RunDamage;
 use tt_domain::event::AgentRunEvent;
 use tt_domain::ids::{CommitId, RunId, TaskId};
 use tt_domain::run::AgentRun;
@@ -453,15 +454,31 @@ impl AgentRuntime {
             crate::dto::missing_seqs(after, &events)
         };
         let timeline_projection = if request.include_timeline_projection {
-            Some(timeline_projection(self.service.services().invocations.as_ref(), &run_id).await?)
+            Some(self.service.timeline_projection(&run_id).await?)
         } else {
             None
+        };
+        // The end the journal refused, from the run record (or this process's memory).
+        let unrecorded_end = match self.service.get_run(&run_id).await?.unrecorded_end {
+            Some(end) => Some(end),
+            None => self.service.remembered_end(&run_id),
         };
         Ok(ReadEventsResponse {
             events,
             timeline_projection,
             missing_seqs,
+            unrecorded_end,
         })
+    }
+
+    /// Checks a stored run for damage, read-only (docs/storage.md, "Damage"): journal gaps
+    /// over the whole journal, an empty journal, a journal that does not end with the end the
+    /// run record shows, records that stop short of it, an end the journal refused. Each
+    /// finding has a code and one line; none for a whole run. `agent.not_found` for an
+    /// unknown run.
+    pub async fn check_run(&self, run_id: &str) -> HostResult<RunDamage> {
+        self.ensure_open()?;
+        Ok(self.service.check_run(&RunId::from_raw(run_id)).await?)
     }
 
     /// Why a run ended when the disk kept its `run_failed` / `run_partial_success` out of the
@@ -511,17 +528,18 @@ impl AgentRuntime {
         Ok(tt_application::otlp_traces(&run, &events))
     }
 
-    /// The agent graph of a run.
+    /// The agent graph of a run, with `damage`: what the run record and the records show
+    /// wrong (records that stop short of the run's recorded end, an end the journal refused),
+    /// without reading the journal; [`check_run`](Self::check_run) checks the journal too.
     pub async fn timeline_projection(
         &self,
         run_id: &str,
     ) -> HostResult<tt_application::TimelineProjection> {
         self.ensure_open()?;
-        Ok(timeline_projection(
-            self.service.services().invocations.as_ref(),
-            &RunId::from_raw(run_id),
-        )
-        .await?)
+        Ok(self
+            .service
+            .timeline_projection(&RunId::from_raw(run_id))
+            .await?)
     }
 
     /// Live events of a run after `after_seq` (0 = from the start), optionally only those of

@@ -133,6 +133,7 @@ async fn runs_are_found_through_the_index_after_reopening() {
             forked_from: None,
             profile_models: Default::default(),
             abandoned_at: None,
+            unrecorded_end: None,
             connection_ref: None,
             generation: Default::default(),
             ..reloaded

@@ -219,6 +219,7 @@ mod tests {
             forked_from: None,
             profile_models: Default::default(),
             abandoned_at: None,
+            unrecorded_end: None,
             connection_ref: None,
             generation: Default::default(),
             created_at: at,

@@ -192,6 +192,13 @@ impl RunContext {
         self.run.lock().await.clone()
     }
 
+    /// Notes on the run the end the journal refused; returns the run to store.
+    pub(crate) async fn note_unrecorded_end(&self, end: tt_domain::run::UnrecordedEnd) -> AgentRun {
+        let mut run = self.run.lock().await;
+        run.unrecorded_end = Some(end);
+        run.clone()
+    }
+
     /// Moves the run to `status` if that is legal now, saves it and journals `status_changed`.
     /// Returns false (and changes nothing) when the move is not legal, e.g. while cancelling.
     pub(crate) async fn try_set_status(&self, status: AgentRunStatus) -> ApplicationResult<bool> {

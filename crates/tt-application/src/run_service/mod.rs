@@ -25,6 +25,7 @@ use crate::services::RuntimeServices;
 
 mod approvals;
 mod chat_state;
+mod check;
 mod conversation;
 mod executor;
 mod fork_run;
@@ -108,8 +109,9 @@ pub struct AgentRunService {
     /// Runs whose executor ended in a terminal status the store could not record (a full or
     /// read-only disk): what `wait_for_run` reports for them instead of the stale record.
     unrecorded: StdMutex<HashMap<RunId, AgentRun>>,
-    /// The `run_failed` / `run_partial_success` payloads the journal refused, by run.
-    unrecorded_failures: StdMutex<HashMap<RunId, Value>>,
+    /// The `run_failed` / `run_partial_success` events the journal refused, by run (also
+    /// kept on the run record when it can be written, `AgentRun::unrecorded_end`).
+    unrecorded_failures: StdMutex<HashMap<RunId, tt_domain::run::UnrecordedEnd>>,
     /// One lock per conversation for finishing runs (`chat_state`).
     chat_locks: StdMutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -210,6 +212,7 @@ impl AgentRunService {
             forked_from: None,
             profile_models: Default::default(),
             abandoned_at: None,
+            unrecorded_end: None,
             created_at: now,
             updated_at: now,
         };
@@ -618,22 +621,48 @@ impl AgentRunService {
     }
 
     /// Why a run ended, when the journal refused its `run_failed` / `run_partial_success`
-    /// (a full or read-only disk): that event's payload plus `unrecordedBecause`, the storage
-    /// error. `None` for runs whose end was journaled.
+    /// (a full or read-only disk) in this process: that event's payload plus
+    /// `unrecordedBecause`, the storage error. `None` for runs whose end was journaled. A
+    /// later process reads the same from the run record (`AgentRun::unrecorded_end`).
     pub fn unrecorded_failure(&self, run_id: &RunId) -> Option<Value> {
         self.unrecorded_failures
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(run_id)
-            .cloned()
+            .map(|end| {
+                let mut payload = end.payload.clone();
+                payload["unrecordedBecause"] = json!(end.unrecorded_because);
+                payload
+            })
     }
 
-    fn keep_unrecorded_failure(&self, run_id: &RunId, mut payload: Value, why: &ApplicationError) {
-        payload["unrecordedBecause"] = json!(why.to_string());
+    /// The journal refused the run's end (`event_type`, `payload`): keep it in memory, and on
+    /// the run record, one small write that may succeed where the append did not, so a later
+    /// process finds it. If the record refuses it too, only this process knows it.
+    async fn keep_unrecorded_failure(
+        &self,
+        ctx: &RunContext,
+        event_type: &str,
+        payload: Value,
+        why: &ApplicationError,
+    ) {
+        let end = tt_domain::run::UnrecordedEnd {
+            event_type: event_type.to_owned(),
+            payload,
+            unrecorded_because: why.to_string(),
+        };
         self.unrecorded_failures
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(run_id.clone(), payload);
+            .insert(ctx.run_id.clone(), end.clone());
+        let run = ctx.note_unrecorded_end(end).await;
+        if let Err(error) = self.services.runs.save_run(&run).await {
+            tracing::warn!(
+                run_id = ctx.run_id.as_str(),
+                %error,
+                "the run's end is neither in the journal nor in the run record; only this process knows it"
+            );
+        }
     }
 
     /// The live context of a run executing in this process.

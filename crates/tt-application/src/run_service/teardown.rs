@@ -228,7 +228,7 @@ impl AgentRunService {
             self.journal_end(ctx, AgentRunStatus::Failed, EventLevel::Error, &failed)
                 .await
                 .and_then(Result::err)
-                .map(|unrecorded| (json!(failed), unrecorded))
+                .map(|unrecorded| ("run_failed", json!(failed), unrecorded))
         } else {
             // What was published stays: retrying would publish it again.
             let partial = payload::RunPartialSuccess {
@@ -245,10 +245,11 @@ impl AgentRunService {
             self.journal_end(ctx, ended, EventLevel::Warn, &partial)
                 .await
                 .and_then(Result::err)
-                .map(|unrecorded| (json!(partial), unrecorded))
+                .map(|unrecorded| ("run_partial_success", json!(partial), unrecorded))
         };
-        if let Some((payload, unrecorded)) = unrecorded {
-            self.keep_unrecorded_failure(&ctx.run_id, payload, &unrecorded);
+        if let Some((event_type, payload, unrecorded)) = unrecorded {
+            self.keep_unrecorded_failure(ctx, event_type, payload, &unrecorded)
+                .await;
         }
     }
 

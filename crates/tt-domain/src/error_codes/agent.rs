@@ -95,7 +95,11 @@ super::error_codes! {
     AGENT_INVOCATION_STATUS_TRANSITION_INVALID = "agent.invocation_status_transition_invalid", Internal,
         "An agent's status was to change in a way its state machine forbids.";
     AGENT_JOURNAL_DAMAGED = "agent.journal_damaged", Storage,
-        "The run's journal is missing events (a seq gap); `tt-agent events` prints what it holds, then fails with this.";
+        "The run's journal is missing events (a seq gap); readers print what it holds, then report this (`tt-agent events`, `check`, `graph`).";
+    AGENT_JOURNAL_EMPTY = "agent.journal_empty", Storage,
+        "A damage finding: the run has a record but its journal holds no event.";
+    AGENT_JOURNAL_END_MISSING = "agent.journal_end_missing", Storage,
+        "A damage finding: the run's record says it ended, but its journal does not end with that end (it stops earlier, or shows the run still working).";
     AGENT_MAX_HANDOFF_DEPTH_EXHAUSTED = "agent.max_handoff_depth_exhausted", ToolRefusal,
         "Reason in the message of `agent.handoff_depth_exhausted`: the profile's handoff depth is used up.";
     AGENT_MAX_INVOCATIONS_PER_RUN_EXHAUSTED = "agent.max_invocations_per_run_exhausted", ToolRefusal,
@@ -232,12 +236,16 @@ super::error_codes! {
         "The invocation filter of an event read is empty or holds a path separator.";
     AGENT_RECORD_REFERENCE_INVALID = "agent.record_reference_invalid", HostContract,
         "A stored-record reference names no kind of record.";
+    AGENT_RECORDS_INCONSISTENT = "agent.records_inconsistent", Storage,
+        "A damage finding: the run's records contradict its recorded end (an agent or task still working in a run that ended, a missing root), as when `records.jsonl` was cut short.";
     AGENT_RESUME_PROFILE_CHANGED = "agent.resume_profile_changed", HostContract,
         "A run is resumed with a profile that differs from the one it started with.";
     AGENT_RUN_BUDGET_EXHAUSTED = "agent.run_budget_exhausted", Budget,
         "The run used up its token or cost budget.";
     AGENT_RUN_DEADLINE_EXCEEDED = "agent.run_deadline_exceeded", UserRetryable,
         "The run ran past its time limit.";
+    AGENT_RUN_END_UNRECORDED = "agent.run_end_unrecorded", Storage,
+        "A damage finding: the journal refused the run's end (a full or read-only disk); the run record keeps it as `unrecordedEnd`.";
     AGENT_RUN_LOCKED = "agent.run_locked", HostContract,
         "Another process, or another runtime of this one, is writing the run.";
     AGENT_RUN_NOT_ABANDONABLE = "agent.run_not_abandonable", HostContract,

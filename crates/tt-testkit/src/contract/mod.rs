@@ -183,6 +183,7 @@ pub fn sample_run(n: u32) -> AgentRun {
         forked_from: None,
         profile_models: Default::default(),
         abandoned_at: None,
+        unrecorded_end: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(i64::from(n) * 1_000),

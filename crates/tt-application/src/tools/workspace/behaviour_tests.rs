@@ -80,6 +80,7 @@ impl Agent {
             forked_from: None,
             profile_models: Default::default(),
             abandoned_at: None,
+            unrecorded_end: None,
             connection_ref: None,
             generation: Default::default(),
             created_at: created,

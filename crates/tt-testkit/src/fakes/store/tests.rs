@@ -47,6 +47,7 @@ fn run(id: &str, created: i64) -> AgentRun {
         forked_from: None,
         profile_models: Default::default(),
         abandoned_at: None,
+        unrecorded_end: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(created),

@@ -1,0 +1,115 @@
+//! Checking a stored run for damage (`check_run`): the whole journal read page by page for
+//! gaps and for an end that matches the run record, the records against the run's end, and an
+//! end the journal refused. Read-only, through the ports, so it holds on every store; it never
+//! repairs or writes anything (docs/storage.md, "Damage").
+
+use tt_domain::damage::{DamageFinding, JournalScan, RunDamage, unrecorded_end_finding};
+use tt_domain::ids::RunId;
+use tt_domain::run::UnrecordedEnd;
+use tt_ports::journal::MAX_EVENT_PAGE_LIMIT;
+use tt_ports::{EventPage, StorageError};
+
+use crate::error::ApplicationResult;
+use crate::timeline::TimelineProjection;
+
+use super::AgentRunService;
+
+impl AgentRunService {
+    /// Checks the stored run `run_id` for damage and lists what it finds, each with a code
+    /// and one line: journal gaps (the whole journal), an empty journal, a journal that does
+    /// not end with the end the run record shows, records that stop short of it, an end the
+    /// journal refused. `agent.not_found` when there is no such run; a run record that cannot
+    /// be read is that read's error.
+    pub async fn check_run(&self, run_id: &RunId) -> ApplicationResult<RunDamage> {
+        let run = self.services.runs.load_run(run_id).await?;
+        let remembered = self.remembered_end(run_id);
+        let mut scan = JournalScan::new();
+        let mut after = 0;
+        loop {
+            let page = EventPage {
+                after_seq: Some(after),
+                limit: Some(MAX_EVENT_PAGE_LIMIT),
+                ..EventPage::default()
+            };
+            let events = match self.services.journal.read(run_id, &page).await {
+                Ok(events) => events,
+                Err(error) => {
+                    scan.stop_unreadable(storage_finding(
+                        &error,
+                        &format!("the journal cannot be read after seq {after}"),
+                    ));
+                    break;
+                }
+            };
+            let Some(last) = events.last() else {
+                break;
+            };
+            // A store that answers with seqs that do not move on would loop forever.
+            if last.seq <= after {
+                break;
+            }
+            after = last.seq;
+            for event in &events {
+                scan.push(event);
+            }
+        }
+        let mut findings = scan.findings(&run, remembered.as_ref());
+        match crate::timeline::timeline_projection(self.services.invocations.as_ref(), run_id).await
+        {
+            Ok(projection) => findings.extend(projection.records_finding(&run)),
+            Err(error) => findings.push(DamageFinding::new(
+                error.code(),
+                format!("the records cannot be read: {}", error.detail()),
+            )),
+        }
+        Ok(RunDamage {
+            run_id: run_id.clone(),
+            status: run.status,
+            event_count: scan.count(),
+            last_seq: scan.last_seq(),
+            findings,
+            unrecorded_end: run.unrecorded_end.clone().or(remembered),
+        })
+    }
+
+    /// The agent graph of a run (`timeline::timeline_projection`) with its `damage`: what the
+    /// run record and the records show wrong, without reading the journal (the cheap part of
+    /// [`check_run`](Self::check_run)).
+    pub async fn timeline_projection(
+        &self,
+        run_id: &RunId,
+    ) -> ApplicationResult<TimelineProjection> {
+        let mut projection =
+            crate::timeline::timeline_projection(self.services.invocations.as_ref(), run_id)
+                .await?;
+        match self.services.runs.load_run(run_id).await {
+            Ok(run) => {
+                projection.damage.extend(projection.records_finding(&run));
+                if let Some(end) = run.unrecorded_end.or_else(|| self.remembered_end(run_id)) {
+                    projection.damage.push(unrecorded_end_finding(&end));
+                }
+            }
+            // No record: nothing to compare the records with (the projection says what exists).
+            Err(StorageError::NotFound { .. }) => {}
+            Err(error) => projection
+                .damage
+                .push(storage_finding(&error, "the run record cannot be read")),
+        }
+        Ok(projection)
+    }
+
+    /// The end of a run the journal refused, as this process remembers it (the run record
+    /// keeps it too unless it refused it as well); `None` when nothing was refused here.
+    pub fn remembered_end(&self, run_id: &RunId) -> Option<UnrecordedEnd> {
+        self.unrecorded_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(run_id)
+            .cloned()
+    }
+}
+
+/// A finding for a storage error a check ran into.
+fn storage_finding(error: &StorageError, what: &str) -> DamageFinding {
+    DamageFinding::new(error.code(), format!("{what}: {error}"))
+}

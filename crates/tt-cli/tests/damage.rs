@@ -1,0 +1,202 @@
+//! Damaged stored runs (docs/storage.md, "Damage"): `check`, `graph`, `show`, `events` and
+//! `runs` print what they can, name the damage and its code on stderr and exit with 3; a
+//! whole run is checked clean; nothing a reader does changes a file.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::events::demo_run;
+
+const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
+
+fn agent(data_dir: &Path, args: &[&str]) -> Output {
+    Command::new(AGENT)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every file of the run directory with its bytes, to show that readers change nothing.
+fn snapshot(run_dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(run_dir)
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_type().unwrap().is_file())
+        .map(|entry| {
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                std::fs::read(entry.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_whole_demo_run_is_checked_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = demo_run(dir.path());
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let check = agent(dir.path(), &["check", &run]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    assert!(
+        stdout(&check).contains("no damage found"),
+        "{}",
+        stdout(&check)
+    );
+    let json = agent(dir.path(), &["check", &run, "--json"]);
+    let damage: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(damage["findings"], serde_json::json!([]));
+    assert_eq!(damage["status"], "completed");
+    for args in [
+        vec!["graph", &run],
+        vec!["runs"],
+        vec!["show", &run, "run.json"],
+        vec!["events", &run, "--after", "300"],
+    ] {
+        let out = agent(dir.path(), &args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
+    }
+}
+
+/// `records.jsonl` cut in half: the graph shows the root as it was stored (`running`), then
+/// names the damage and exits with 3; so do `check` and `show` of the root's record.
+#[test]
+fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = demo_run(dir.path());
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let records = run_dir.join("records.jsonl");
+    let bytes = std::fs::read(&records).unwrap();
+    std::fs::write(&records, &bytes[..bytes.len() / 2]).unwrap();
+    let before = snapshot(&run_dir);
+
+    let graph = agent(dir.path(), &["graph", &run]);
+    assert_eq!(graph.status.code(), Some(3), "{}", stderr(&graph));
+    assert!(
+        stdout(&graph).contains("(root, running)"),
+        "{}",
+        stdout(&graph)
+    );
+    assert!(
+        stderr(&graph).contains("agent.records_inconsistent")
+            && stderr(&graph)
+                .contains("the run record says completed but agent inv_root (running)"),
+        "{}",
+        stderr(&graph)
+    );
+    let check = agent(dir.path(), &["check", &run]);
+    assert_eq!(check.status.code(), Some(3), "{}", stderr(&check));
+    assert!(stdout(&check).contains("agent.records_inconsistent"));
+    let show = agent(dir.path(), &["show", &run, "invocations/inv_root.json"]);
+    assert_eq!(show.status.code(), Some(3), "{}", stderr(&show));
+    assert!(stdout(&show).contains("\"running\""));
+    assert!(stderr(&show).contains("agent.records_inconsistent"));
+    // A document of the run is not run-level data: printed without a check.
+    assert_eq!(
+        snapshot(&run_dir),
+        before,
+        "a reader changed the run's files"
+    );
+}
+
+/// The journal of a completed run emptied, then cut short of its end: `graph`, `check` and
+/// `events` name it and exit with 3.
+#[test]
+fn an_empty_or_short_journal_of_a_completed_run_is_reported_as_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = demo_run(dir.path());
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let journal = run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+
+    std::fs::write(&journal, "").unwrap();
+    for args in [
+        vec!["graph", &run],
+        vec!["check", &run],
+        vec!["events", &run],
+    ] {
+        let out = agent(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(said.contains("agent.journal_empty"), "{args:?}: {said}");
+    }
+
+    let lines: Vec<&str> = text.lines().collect();
+    let short = lines[..lines.len() - 5].join("\n") + "\n";
+    std::fs::write(&journal, &short).unwrap();
+    for args in [
+        vec!["graph", &run],
+        vec!["check", &run],
+        vec!["events", &run, "--after", "300"],
+    ] {
+        let out = agent(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            said.contains("agent.journal_end_missing"),
+            "{args:?}: {said}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), short);
+}
+
+/// A journal longer than one page of `check` (500 events) with seq 501 cut out, at the seam
+/// between two pages: found.
+#[test]
+fn a_seq_gap_between_two_pages_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = demo_run(dir.path());
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let journal = run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // Lengthen the journal past two pages: more `status_changed` before the run's end.
+    let end = events.pop().unwrap();
+    let filler = events
+        .iter()
+        .find(|event| event["type"] == "status_changed")
+        .unwrap()
+        .clone();
+    while events.len() < 700 {
+        events.push(filler.clone());
+    }
+    events.push(end);
+    let mut lines = Vec::new();
+    for (index, event) in events.iter_mut().enumerate() {
+        event["seq"] = serde_json::json!(index + 1);
+        if index + 1 != 501 {
+            lines.push(serde_json::to_string(event).unwrap());
+        }
+    }
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    let check = agent(dir.path(), &["check", &run]);
+    assert_eq!(check.status.code(), Some(3), "{}", stderr(&check));
+    assert!(
+        stdout(&check).contains("agent.journal_damaged: the journal is missing seq 501 (1 of 701"),
+        "{}",
+        stdout(&check)
+    );
+    let graph = agent(dir.path(), &["graph", &run]);
+    assert_eq!(graph.status.code(), Some(3), "{}", stderr(&graph));
+    assert!(
+        stderr(&graph).contains("missing seq 501"),
+        "{}",
+        stderr(&graph)
+    );
+}
