@@ -3,8 +3,7 @@
 //! its source did up to the fork point and continues from there on the model given (or the
 //! demo's scripted model for a run of `tt-agent demo`).
 
-use std::sync::Arc;
-use tt_runtime::{CommitBridgeChoice, ForkChanges, ForkPoint, ForkRunRequest, InvocationId};
+use tt_runtime::{ForkChanges, ForkPoint, ForkRunRequest, InvocationId};
 
 use crate::run_cmd::{GenerationArgs, ModelArgs};
 
@@ -53,33 +52,14 @@ pub async fn fork(
     options: ForkOptions,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
-    let model = &options.model;
-    let given = model.connection.is_some() || model.model.is_some() || model.replay.is_some();
-    let demo =
-        options.demo || (!given && crate::run_cmd::is_demo_run(storage, &options.run_id).await?);
-    let (runtime, description) = if demo {
-        anyhow::ensure!(
-            !given,
-            "--demo continues the branch on the demo's scripted model; leave out --connection, --model and --replay"
-        );
-        let runtime = storage
-            .builder()
-            .provider(Arc::new(crate::demo::writers_room_provider(0)?))
-            .commit_bridge(CommitBridgeChoice::Transcript)
-            .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
-            .build()?;
-        (
-            runtime,
-            "the writers' room's scripted model (tt-agent demo)".to_owned(),
-        )
-    } else if !given {
-        anyhow::bail!(
-            "say which model the branch of run {} continues on: --connection KIND:BASEURL and --model ID, --replay FILE for a cassette, or --demo for a run of `tt-agent demo`",
-            options.run_id
-        );
-    } else {
-        crate::run_cmd::runtime_for(storage, model)?
-    };
+    let (runtime, description) = crate::run_cmd::runtime_continuing(
+        storage,
+        &options.run_id,
+        &options.model,
+        options.demo,
+        &format!("the branch of run {} continues on", options.run_id),
+    )
+    .await?;
     let generation = options.generation.settings()?;
     println!("tt-agent fork: {description}");
     println!("{}\n", storage.describe());

@@ -166,31 +166,14 @@ pub async fn resume(
     demo: bool,
     signals: &tt_runtime::StopSignals,
 ) -> anyhow::Result<()> {
-    let given = model.connection.is_some() || model.model.is_some() || model.replay.is_some();
-    // A run of `tt-agent demo` continues on the demo's own model, asked for or recognised.
-    let demo = demo || (!given && is_demo_run(storage, run_id).await?);
-    let (runtime, description) = if demo {
-        anyhow::ensure!(
-            !given,
-            "--demo resumes on the demo's scripted model; leave out --connection, --model and --replay"
-        );
-        let runtime = storage
-            .builder()
-            .provider(Arc::new(crate::demo::writers_room_provider(0)?))
-            .commit_bridge(CommitBridgeChoice::Transcript)
-            .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
-            .build()?;
-        (
-            runtime,
-            "the writers' room's scripted model (tt-agent demo)".to_owned(),
-        )
-    } else if !given {
-        anyhow::bail!(
-            "say which model run {run_id} continues on: --connection KIND:BASEURL and --model ID as it was started with, --replay FILE for a cassette, or --demo for a run of `tt-agent demo`"
-        );
-    } else {
-        runtime_for(storage, model)?
-    };
+    let (runtime, description) = runtime_continuing(
+        storage,
+        run_id,
+        model,
+        demo,
+        &format!("run {run_id} continues on"),
+    )
+    .await?;
     println!("tt-agent resume: {description}");
     println!("{}\n", storage.describe());
     if signals.is_requested() {
@@ -199,6 +182,41 @@ pub async fn resume(
     let run = signals.shielded(runtime.resume_run(run_id)).await?;
     let finished = crate::live::follow(&runtime, &run, signals, "resumed").await?;
     crate::live::completed_or_why(&finished, "the run")
+}
+
+/// The runtime a run goes on in (`resume`, `fork`) and its description: the demo's scripted
+/// model for a run of `tt-agent demo` (asked for with `demo`, or recognised when no model is
+/// given), else the model `model` names. `what` completes "say which model …" when neither is.
+pub(crate) async fn runtime_continuing(
+    storage: &crate::storage::Storage,
+    run_id: &str,
+    model: &ModelArgs,
+    demo: bool,
+    what: &str,
+) -> anyhow::Result<(AgentRuntime, String)> {
+    let given = model.connection.is_some() || model.model.is_some() || model.replay.is_some();
+    let demo = demo || (!given && is_demo_run(storage, run_id).await?);
+    if demo {
+        anyhow::ensure!(
+            !given,
+            "--demo goes on with the demo's scripted model; leave out --connection, --model and --replay"
+        );
+        let runtime = storage
+            .builder()
+            .provider(Arc::new(crate::demo::writers_room_provider(0)?))
+            .commit_bridge(CommitBridgeChoice::Transcript)
+            .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
+            .build()?;
+        return Ok((
+            runtime,
+            "the writers' room's scripted model (tt-agent demo)".to_owned(),
+        ));
+    }
+    anyhow::ensure!(
+        given,
+        "say which model {what}: --connection KIND:BASEURL and --model ID as it was started with, --replay FILE for a cassette, or --demo for a run of `tt-agent demo`"
+    );
+    runtime_for(storage, model)
 }
 
 /// Whether `run_id` is a run of `tt-agent demo` (its conversation is the demo's).
