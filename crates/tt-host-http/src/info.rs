@@ -40,7 +40,7 @@ pub struct Features {
     pub guidance: bool,
     /// Cancel one delegated task (`POST …/tasks/{taskId}/cancel`).
     pub cancel_task: bool,
-    /// Resume an interrupted run (`POST …/resume`).
+    /// Resume an interrupted, failed or cancelled run (`POST …/resume`) and abandon one (`POST …/abandon`).
     pub resume: bool,
     /// Approve, edit or deny tool calls that wait for a person (`GET …/approvals`,
     /// `POST …/approvals/{approvalId}/resolve`).
