@@ -147,7 +147,7 @@ async fn a_server_that_hangs_fails_the_run_after_the_idle_timeout_and_retries() 
     let (status, failed) = run_failed(&runtime).await;
     assert_eq!(status, AgentRunStatus::Failed);
     assert_eq!(failed["code"], "agent.transient");
-    assert_eq!(failed["details"]["modelCode"], "model.transient");
+    assert_eq!(failed["details"]["modelCode"], "model.timeout");
     assert!(
         failed["technicalMessage"]
             .as_str()

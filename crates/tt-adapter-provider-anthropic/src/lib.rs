@@ -49,7 +49,8 @@
 //!
 //! 429 and stream `rate_limit_error` are `RateLimited` (with `retry-after-ms` or `Retry-After`);
 //! 408, 5xx (including 529 "overloaded"), stream `overloaded_error`/`api_error`, connection
-//! failures, timeouts and streams cut short are `Transient`; other 4xx are `Rejected` with the
+//! failures and streams cut short are `Transient`; the request and idle timeouts are `TimedOut`
+//! (`model.timeout`, retried too); other 4xx are `Rejected` with the
 //! API's error message; a 2xx body that is not the expected JSON is `InvalidResponse`
 //! `model.upstream_invalid_response` (retried). Cancelling drops the request at once, which
 //! closes its connection.

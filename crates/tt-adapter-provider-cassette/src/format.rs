@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tt_domain::error_codes;
 use tt_domain::model::{AgentModelResponse, ModelDelta};
-use tt_ports::ModelError;
+use tt_ports::{ModelError, ModelTimeLimit};
 
 /// The format version this crate writes and reads.
 pub const CASSETTE_VERSION: u32 = 1;
@@ -65,8 +65,8 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordedError {
-    /// `rate_limited`, `transient`, `rejected`, `invalid_response`, `unavailable`,
-    /// `cancelled`, `setting_unsupported`, `context_overflow` or `other`.
+    /// `rate_limited`, `transient`, `timed_out`, `rejected`, `invalid_response`,
+    /// `unavailable`, `cancelled`, `setting_unsupported`, `context_overflow` or `other`.
     pub kind: String,
     pub code: String,
     pub message: String,
@@ -80,6 +80,12 @@ pub struct RecordedError {
     /// A context overflow's window, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_tokens: Option<u64>,
+    /// A timeout's limit (`requestTimeout`, `idleTimeout`, `callDeadline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    /// That limit's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_ms: Option<u64>,
 }
 
 impl RecordedError {
@@ -107,25 +113,42 @@ impl RecordedError {
                 window_tokens,
             } => {
                 return Self {
-                    kind: "context_overflow".to_owned(),
-                    code: error.code().to_owned(),
-                    message: message.clone(),
-                    status: None,
-                    retry_after_ms: None,
                     prompt_tokens: *prompt_tokens,
                     window_tokens: *window_tokens,
+                    ..Self::of_kind("context_overflow", error, message.clone())
+                };
+            }
+            ModelError::TimedOut {
+                limit,
+                limit_ms,
+                message,
+            } => {
+                return Self {
+                    limit: Some(limit.as_str().to_owned()),
+                    limit_ms: Some(*limit_ms),
+                    ..Self::of_kind("timed_out", error, message.clone())
                 };
             }
             ModelError::Other(message) => ("other", None, None, message.clone()),
         };
         Self {
+            status,
+            retry_after_ms,
+            ..Self::of_kind(kind, error, message)
+        }
+    }
+
+    fn of_kind(kind: &str, error: &ModelError, message: String) -> Self {
+        Self {
             kind: kind.to_owned(),
             code: error.code().to_owned(),
             message,
-            status,
-            retry_after_ms,
+            status: None,
+            retry_after_ms: None,
             prompt_tokens: None,
             window_tokens: None,
+            limit: None,
+            limit_ms: None,
         }
     }
 
@@ -141,6 +164,14 @@ impl RecordedError {
                 retry_after_ms: self.retry_after_ms,
             },
             ("transient", _) => ModelError::Transient { message },
+            ("timed_out", _) => match self.limit.as_deref().and_then(ModelTimeLimit::parse) {
+                Some(limit) => ModelError::TimedOut {
+                    limit,
+                    limit_ms: self.limit_ms.unwrap_or(0),
+                    message,
+                },
+                None => ModelError::Transient { message },
+            },
             ("rejected", _) => ModelError::Rejected {
                 status: self.status,
                 message,
@@ -175,6 +206,11 @@ mod tests {
             },
             ModelError::Transient {
                 message: "502".into(),
+            },
+            ModelError::TimedOut {
+                limit: ModelTimeLimit::Idle,
+                limit_ms: 120_000,
+                message: "the provider sent nothing for 120000 ms (idle timeout)".into(),
             },
             ModelError::Rejected {
                 status: Some(401),
@@ -217,6 +253,8 @@ mod tests {
             retry_after_ms: None,
             prompt_tokens: None,
             window_tokens: None,
+            limit: None,
+            limit_ms: None,
         };
         assert_eq!(
             recorded.to_error(),

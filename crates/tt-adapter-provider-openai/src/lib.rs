@@ -35,7 +35,8 @@
 //! # Errors
 //!
 //! 429 is `RateLimited` (with `retry-after-ms` or `Retry-After`, seconds or an HTTP-date);
-//! 408, 5xx, connection failures, timeouts and streams cut short are `Transient`; other 4xx are
+//! 408, 5xx, connection failures and streams cut short are `Transient`; the request and idle
+//! timeouts are `TimedOut` (`model.timeout`, retried too); other 4xx are
 //! `Rejected` with the server's error message; a 2xx body that is not the expected JSON is
 //! `InvalidResponse` `model.upstream_invalid_response` (retried). Cancelling drops the request
 //! at once, which closes its connection.

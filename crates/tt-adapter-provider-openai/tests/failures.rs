@@ -229,7 +229,7 @@ async fn cancel_aborts_a_stream_waiting_for_headers() {
 }
 
 #[tokio::test]
-async fn a_request_timeout_is_transient() {
+async fn a_request_timeout_is_a_retried_timeout() {
     let server = TestServer::always(Reply::Hang).await;
     // The server never answers, so the outcome does not depend on how fast the machine is.
     let provider =
@@ -240,9 +240,11 @@ async fn a_request_timeout_is_transient() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, ModelError::Transient { message } if message.contains("within 50 ms")),
+        matches!(&error, ModelError::TimedOut { message, .. } if message.contains("within 50 ms (request timeout)")),
         "{error:?}"
     );
+    assert_eq!(error.code(), "model.timeout");
+    assert!(error.is_retryable());
 }
 
 #[tokio::test]

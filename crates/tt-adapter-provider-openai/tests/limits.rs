@@ -106,7 +106,14 @@ async fn a_stream_that_trickles_forever_is_cut_off_at_the_request_timeout() {
     let (error, took) =
         tt_provider_http::test_fixtures::stream_failure(&provider, first_messages()).await;
     assert!(
-        matches!(error, tt_ports::ModelError::Transient { .. }),
+        matches!(
+            error,
+            tt_ports::ModelError::TimedOut {
+                limit: tt_ports::ModelTimeLimit::Request,
+                limit_ms: 5000,
+                ..
+            }
+        ),
         "{error:?}"
     );
     assert!(

@@ -6,7 +6,7 @@
 
 use tt_domain::DomainError;
 use tt_domain::error_codes::{self, ErrorClass};
-use tt_ports::{HostBridgeError, ModelError, StorageError};
+use tt_ports::{HostBridgeError, ModelError, ModelTimeLimit, StorageError};
 
 /// A recoverable tool failure, returned to the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -84,7 +84,7 @@ impl ApplicationError {
 
     /// The code a host sees in `run_failed` / `run_partial_success` (the contract's fallback
     /// codes for model failures): rate limits `agent.rate_limited`, transient failures
-    /// `agent.transient`, a rejected request by HTTP status (401 `agent.unauthorized`, 403
+    /// `agent.transient` (so are a request's or idle timeout), a rejected request by HTTP status (401 `agent.unauthorized`, 403
     /// `agent.permission_denied`, 400/422 `agent.validation_error`, else the upstream
     /// `model.request_rejected`), and the upstream failure's own code otherwise. Everything else
     /// keeps [`code`](Self::code); [`model_detail`](Self::model_detail) keeps the finer one.
@@ -93,6 +93,9 @@ impl ApplicationError {
             ApplicationError::Model(err) => match err {
                 ModelError::RateLimited { .. } => "agent.rate_limited",
                 ModelError::Transient { .. } => "agent.transient",
+                ModelError::TimedOut { limit, .. } if *limit != ModelTimeLimit::CallDeadline => {
+                    "agent.transient"
+                }
                 ModelError::Rejected { status, .. } => match status {
                     Some(401) => "agent.unauthorized",
                     Some(403) => "agent.permission_denied",
@@ -104,6 +107,7 @@ impl ApplicationError {
                 | ModelError::Cancelled
                 | ModelError::SettingUnsupported { .. }
                 | ModelError::ContextOverflow { .. }
+                | ModelError::TimedOut { .. }
                 | ModelError::Other(_) => err.code(),
             },
             ApplicationError::Cancelled(_)

@@ -1,6 +1,7 @@
 //! Drift recovery (plain-text answers) and model retries.
 
 use serde_json::json;
+use std::time::Duration;
 use tt_domain::run::AgentRunStatus;
 use tt_ports::ModelError;
 use tt_testkit::fakes::{FakeModel, responses};
@@ -269,4 +270,72 @@ async fn usage_counts_failed_model_calls_apart() {
     assert_eq!(usage.model_calls, 0);
     assert_eq!(usage.failed_model_calls, 1);
     assert_eq!(usage.by_invocation.len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_model_call_fails_at_its_deadline() {
+    let h = harness(FakeModel::hanging());
+    let started = tokio::time::Instant::now();
+    let run = h.service.start_run(request(None)).await.unwrap();
+    // Past the harness's own 600 s bound: wait for the run before checking its journal.
+    tokio::time::timeout(Duration::from_secs(3600), h.service.wait_for_run(&run.id))
+        .await
+        .expect("the deadline ends the run")
+        .unwrap();
+    let run = h.wait(&run.id).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    // The default deadline: 15 minutes for the call, whatever its attempts.
+    assert_eq!(started.elapsed().as_secs(), 900);
+    assert_eq!(h.model.call_count(), 1);
+    let attempt = h.first_event(&run.id, "model_call_attempt_failed");
+    assert_eq!(attempt.payload["code"], "model.call_deadline_exceeded");
+    assert_eq!(attempt.payload["limit"], "callDeadline");
+    assert_eq!(attempt.payload["limitMs"], 900_000);
+    assert_eq!(attempt.payload["willRetry"], false);
+    let failed = h.first_event(&run.id, "run_failed");
+    assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
+    assert_eq!(failed.payload["retryable"], false);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_stop_when_their_wait_would_pass_the_call_deadline() {
+    let h = harness(FakeModel::new(|_| {
+        Err(ModelError::Transient {
+            message: "down".into(),
+        })
+    }));
+    let mut profile = tt_domain::profile::default_writer_definition();
+    profile.run.model_retry.deadline_seconds = Some(5);
+    h.put_profile(profile);
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    // Attempt 1 at 0 s, attempt 2 at 3 s; a third at 6 s would start past the 5 s deadline.
+    assert_eq!(h.model.call_count(), 2);
+    let attempts = events_of(&h, &run.id, "model_call_attempt_failed");
+    assert_eq!(attempts[1].payload["code"], "model.transient");
+    assert_eq!(attempts[1].payload["willRetry"], false);
+    assert!(attempts[1].payload.get("limit").is_none());
+    let failed = h.first_event(&run.id, "run_failed");
+    assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
+    let message = failed.payload["message"].as_str().unwrap();
+    assert!(message.contains("within 5000 ms"), "{message}");
+    assert!(message.contains("the last attempt failed: model.transient: down"), "{message}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_attempt_names_its_limit_and_is_retried() {
+    let mut answers = vec![Err(ModelError::TimedOut {
+        limit: tt_ports::ModelTimeLimit::Idle,
+        limit_ms: 120_000,
+        message: "the provider sent nothing for 120000 ms (idle timeout)".into(),
+    })];
+    answers.extend(happy_turns().into_iter().map(Ok));
+    let h = harness(FakeModel::sequence(answers));
+    let run = h.run_to_end(request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let attempt = h.first_event(&run.id, "model_call_attempt_failed");
+    assert_eq!(attempt.payload["code"], "model.timeout");
+    assert_eq!(attempt.payload["limit"], "idleTimeout");
+    assert_eq!(attempt.payload["limitMs"], 120_000);
+    assert_eq!(attempt.payload["willRetry"], true);
 }

@@ -176,8 +176,54 @@ pub enum ModelError {
         /// Tokens the model's window holds.
         window_tokens: Option<u64>,
     },
+    /// A time limit fired: one attempt's request or idle timeout (retried), or the whole
+    /// call's deadline across attempts (`run.modelRetry.deadlineSeconds`, not retried).
+    #[error("{}: {message}", .limit.code())]
+    TimedOut {
+        limit: ModelTimeLimit,
+        /// The limit's value.
+        limit_ms: u64,
+        message: String,
+    },
     #[error("model.provider_error: {0}")]
     Other(String),
+}
+
+/// Which time limit ended a model call; its name is journaled with the failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelTimeLimit {
+    /// The connection's request timeout: one whole exchange, streamed or not.
+    Request,
+    /// The connection's idle timeout: silence between two pieces of a reply.
+    Idle,
+    /// The profile's deadline of one model call, its retries and waits included.
+    CallDeadline,
+}
+
+impl ModelTimeLimit {
+    /// The name journaled in `model_call_attempt_failed.limit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelTimeLimit::Request => "requestTimeout",
+            ModelTimeLimit::Idle => "idleTimeout",
+            ModelTimeLimit::CallDeadline => "callDeadline",
+        }
+    }
+
+    /// The limit [`as_str`](Self::as_str) names.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Request, Self::Idle, Self::CallDeadline]
+            .into_iter()
+            .find(|limit| limit.as_str() == name)
+    }
+
+    /// The error code of a call this limit ended.
+    pub fn code(self) -> &'static str {
+        match self {
+            ModelTimeLimit::Request | ModelTimeLimit::Idle => "model.timeout",
+            ModelTimeLimit::CallDeadline => "model.call_deadline_exceeded",
+        }
+    }
 }
 
 impl ModelError {
@@ -186,6 +232,7 @@ impl ModelError {
     pub fn is_retryable(&self) -> bool {
         match self {
             ModelError::RateLimited { .. } | ModelError::Transient { .. } => true,
+            ModelError::TimedOut { limit, .. } => *limit != ModelTimeLimit::CallDeadline,
             ModelError::InvalidResponse { code, .. } => {
                 error_codes::class_of(code) == Some(ErrorClass::ProviderTransient)
             }
@@ -207,6 +254,7 @@ impl ModelError {
             ModelError::Cancelled => "agent.cancelled",
             ModelError::SettingUnsupported { .. } => "model.setting_unsupported",
             ModelError::ContextOverflow { .. } => "model.context_overflow",
+            ModelError::TimedOut { limit, .. } => limit.code(),
             ModelError::Other(_) => "model.provider_error",
         }
     }

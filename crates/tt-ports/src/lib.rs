@@ -16,7 +16,7 @@ pub mod skills;
 pub mod system;
 pub mod workspace;
 
-pub use error::{HostBridgeError, ModelError, StorageError, StorageResult};
+pub use error::{HostBridgeError, ModelError, ModelTimeLimit, StorageError, StorageResult};
 pub use host::{
     ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge, MetadataUpdateAnswer,
     PersistentStateMetadataUpdate,

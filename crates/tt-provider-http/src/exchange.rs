@@ -11,11 +11,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelContentPart, ModelDelta};
-use tt_ports::{Clock, ModelDeltaSink, ModelError};
+use tt_ports::{Clock, ModelDeltaSink, ModelError, ModelTimeLimit};
 
 use crate::http::{
     BodyBudget, HttpLimits, guarded, guarded_idle, next_chunk, read_body, read_error_body,
-    request_span, status_error, transport_error,
+    request_span, status_error, timed_out, transport_error,
 };
 use crate::sse::SseDecoder;
 
@@ -214,12 +214,11 @@ impl HttpEndpoint {
         let bounded = async {
             match self.config.request_timeout {
                 Some(limit) => tokio::time::timeout(limit, whole).await.unwrap_or_else(|_| {
-                    Err(ModelError::Transient {
-                        message: format!(
-                            "the streamed answer did not complete within {} ms (request timeout)",
-                            limit.as_millis()
-                        ),
-                    })
+                    Err(timed_out(
+                        ModelTimeLimit::Request,
+                        limit,
+                        "the streamed answer did not complete within",
+                    ))
                 }),
                 None => whole.await,
             }

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tt_domain::model::AgentModelRequest;
 use tt_domain::time::Timestamp;
-use tt_ports::{Clock, ModelError};
+use tt_ports::{Clock, ModelError, ModelTimeLimit};
 
 /// Longest slice of an unparseable error body quoted in a message.
 const BODY_EXCERPT_CHARS: usize = 300;
@@ -106,12 +106,11 @@ pub async fn guarded_idle<T>(
 ) -> Result<T, ModelError> {
     let timed = async {
         tokio::time::timeout(idle, work).await.unwrap_or_else(|_| {
-            Err(ModelError::Transient {
-                message: format!(
-                    "the provider sent nothing for {} ms (idle timeout)",
-                    idle.as_millis()
-                ),
-            })
+            Err(timed_out(
+                ModelTimeLimit::Idle,
+                idle,
+                "the provider sent nothing for",
+            ))
         })
     };
     tokio::select! {
@@ -155,8 +154,23 @@ pub async fn read_error_body(
     body
 }
 
+/// The failure of a call that `limit` (of `duration`) ended: "`what` N ms (request timeout)".
+pub fn timed_out(limit: ModelTimeLimit, duration: Duration, what: &str) -> ModelError {
+    let limit_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    let name = match limit {
+        ModelTimeLimit::Request => "request timeout",
+        ModelTimeLimit::Idle => "idle timeout",
+        ModelTimeLimit::CallDeadline => "call deadline",
+    };
+    ModelError::TimedOut {
+        limit,
+        limit_ms,
+        message: format!("{what} {limit_ms} ms ({name})"),
+    }
+}
+
 /// Runs `work` until it finishes, `cancel` fires (the future is dropped, which aborts the HTTP
-/// exchange and closes its connection) or `timeout` elapses (a transient failure).
+/// exchange and closes its connection) or `timeout` elapses (a retried [`ModelError::TimedOut`]).
 pub async fn guarded<T>(
     work: impl Future<Output = Result<T, ModelError>>,
     cancel: &CancellationToken,
@@ -165,12 +179,11 @@ pub async fn guarded<T>(
     let timed = async {
         match timeout {
             Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
-                Err(ModelError::Transient {
-                    message: format!(
-                        "no answer from the provider within {} ms",
-                        limit.as_millis()
-                    ),
-                })
+                Err(timed_out(
+                    ModelTimeLimit::Request,
+                    limit,
+                    "no answer from the provider within",
+                ))
             }),
             None => work.await,
         }

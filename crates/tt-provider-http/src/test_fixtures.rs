@@ -85,7 +85,17 @@ pub async fn assert_stream_idles_out(
     seconds: u64,
 ) {
     let (error, took) = stream_failure(provider, messages).await;
-    assert!(matches!(error, ModelError::Transient { .. }), "{error:?}");
+    assert!(
+        matches!(
+            error,
+            ModelError::TimedOut {
+                limit: tt_ports::ModelTimeLimit::Idle,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.is_retryable());
     assert!(error.to_string().contains("idle timeout"), "{error}");
     assert_eq!(took, seconds);
 }

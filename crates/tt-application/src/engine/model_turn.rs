@@ -1,6 +1,6 @@
 //! One model turn: the call with retries of rate-limited and transient failures (per the
-//! profile's `run.modelRetry`), cancellable at every wait, then the stored response and its
-//! events.
+//! profile's `run.modelRetry`), cancellable at every wait and bounded as a whole by the call
+//! deadline (`run.modelRetry.deadlineSeconds`), then the stored response and its events.
 
 use serde_json::json;
 use std::time::Duration;
@@ -10,12 +10,39 @@ use tt_domain::event_payload as payload;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::ModelRetryPolicy;
 use tt_domain::text::{char_count, word_count};
-use tt_ports::{ModelError, RunDocument};
+use tt_ports::{ModelError, ModelTimeLimit, RunDocument};
 
 use crate::engine::binding::with_provider_fields;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
+
+/// The failure of a call that outlasted its deadline, naming the last attempt's error if one
+/// failed before the time ran out.
+fn call_deadline_error(after: Duration, last: Option<&ModelError>) -> ModelError {
+    let limit_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+    let mut message = format!(
+        "the model call did not complete within {limit_ms} ms, attempts included (call deadline)"
+    );
+    if let Some(last) = last {
+        message.push_str(&format!("; the last attempt failed: {last}"));
+    }
+    ModelError::TimedOut {
+        limit: ModelTimeLimit::CallDeadline,
+        limit_ms,
+        message,
+    }
+}
+
+/// The time limit that ended an attempt, and its value.
+fn time_limit(error: &ModelError) -> Option<(ModelTimeLimit, u64)> {
+    match error {
+        ModelError::TimedOut {
+            limit, limit_ms, ..
+        } => Some((*limit, *limit_ms)),
+        _ => None,
+    }
+}
 
 /// Calls the model for `request`, retrying per `policy`, and stores the response, inside a
 /// `model_call` span (round, provider, model) under the invocation's span.
@@ -62,6 +89,8 @@ async fn model_turn(
         .await?;
 
     let max_retries = policy.max_retries;
+    let deadline_after = policy.call_deadline();
+    let deadline = tokio::time::Instant::now() + deadline_after;
     let mut attempt: u32 = 1;
     let response = loop {
         if inv.cancel.is_cancelled() {
@@ -80,6 +109,7 @@ async fn model_turn(
         let outcome = tokio::select! {
             biased;
             () = inv.cancel.cancelled() => Err(ModelError::Cancelled),
+            () = tokio::time::sleep_until(deadline) => Err(call_deadline_error(deadline_after, None)),
             result = crate::engine::streaming::stream_with_deltas(ctx, &inv.model.provider, &invocation_id, request.clone(), call_cancel.clone()) => result?,
         };
         call_cancel.cancel();
@@ -88,8 +118,18 @@ async fn model_turn(
             Err(ModelError::Cancelled) => return Err(ApplicationError::cancelled()),
             Err(error) => error,
         };
+        let retry_after = match &error {
+            ModelError::RateLimited {
+                retry_after_ms: Some(ms),
+                ..
+            } => *ms,
+            _ => 0,
+        };
+        let interval_ms = policy.interval_ms.max(retry_after);
         let retryable = error.is_retryable();
-        let will_retry = retryable && attempt <= max_retries;
+        // A retry whose wait alone would outlast the call's deadline is not tried.
+        let in_time = tokio::time::Instant::now() + Duration::from_millis(interval_ms) < deadline;
+        let will_retry = retryable && attempt <= max_retries && in_time;
         tracing::warn!(attempt, retryable, will_retry, code = error.code(), %error, "model call attempt failed");
         let failed = payload::ModelCallAttemptFailed {
             round,
@@ -100,19 +140,20 @@ async fn model_turn(
             will_retry,
             code: error.code().to_owned(),
             message: error.to_string(),
+            limit: time_limit(&error).map(|(limit, _)| limit.as_str().to_owned()),
+            limit_ms: time_limit(&error).map(|(_, ms)| ms),
         };
         ctx.events.record(run_id, EventLevel::Warn, &failed).await?;
         if !will_retry {
+            if retryable && attempt <= max_retries {
+                // Retries were left, but not the time for them.
+                return Err(ApplicationError::Model(call_deadline_error(
+                    deadline_after,
+                    Some(&error),
+                )));
+            }
             return Err(ApplicationError::Model(error));
         }
-        let retry_after = match &error {
-            ModelError::RateLimited {
-                retry_after_ms: Some(ms),
-                ..
-            } => *ms,
-            _ => 0,
-        };
-        let interval_ms = policy.interval_ms.max(retry_after);
         let scheduled = payload::ModelCallRetryScheduled {
             round,
             invocation_id: invocation_id.clone(),

@@ -307,6 +307,7 @@ mod tests {
                 "agent.rate_limited",
                 "agent.transient",
                 "model.provider_rate_limited",
+                "model.timeout",
                 "model.transient",
                 "model.upstream_invalid_response",
             ]

@@ -2,6 +2,8 @@
 //! the model's own slips and protocol drift.
 
 super::error_codes! {
+    MODEL_CALL_DEADLINE_EXCEEDED = "model.call_deadline_exceeded", Provider,
+        "A model call, its retries and waits included, outlasted the profile's `run.modelRetry.deadlineSeconds`.";
     MODEL_CASSETTE_INVALID = "model.cassette_invalid", Provider,
         "A model cassette file is malformed.";
     MODEL_CASSETTE_IO_FAILED = "model.cassette_io_failed", Provider,
@@ -30,12 +32,14 @@ super::error_codes! {
         "A scripted-model script file could not be read.";
     MODEL_SETTING_UNSUPPORTED = "model.setting_unsupported", Provider,
         "A generation setting this provider cannot honour; refused before anything is sent.";
+    MODEL_TIMEOUT = "model.timeout", ProviderTransient,
+        "One attempt of a model call outlasted the connection's request or idle timeout; retried.";
     MODEL_TOO_MANY_TOOL_CALLS = "model.too_many_tool_calls", ModelSlip,
         "The model's reply asked for more tool calls than the agent may make in all; none ran.";
     MODEL_TOOL_CALL_REQUIRED = "model.tool_call_required", UserRetryable,
         "The model answered with text where the agent had to call a tool to end.";
     MODEL_TRANSIENT = "model.transient", ProviderTransient,
-        "The model provider failed transiently (5xx, timeout, dropped connection).";
+        "The model provider failed transiently (5xx, dropped connection, unreadable stream).";
     MODEL_UNKNOWN_TOOL_CALL = "model.unknown_tool_call", ModelSlip,
         "The model called a tool that does not exist.";
     MODEL_UPSTREAM_INVALID_RESPONSE = "model.upstream_invalid_response", ProviderTransient,

@@ -37,6 +37,13 @@ pub struct ModelCallAttemptFailed {
     pub will_retry: bool,
     pub code: String,
     pub message: String,
+    /// The time limit that ended the attempt (`requestTimeout`, `idleTimeout`,
+    /// `callDeadline`), when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    /// That limit's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_ms: Option<u64>,
 }
 
 /// `model_call_retry_scheduled`.

@@ -107,6 +107,27 @@ pub struct ModelRetryPolicy {
     pub max_retries: u32,
     #[serde(default = "default_retry_interval_ms")]
     pub interval_ms: u64,
+    /// The most one model call may take, its attempts and the waits between them included
+    /// (`model.call_deadline_exceeded`, not retried). Unset:
+    /// [`DEFAULT_MODEL_CALL_DEADLINE_SECONDS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_seconds: Option<u64>,
+}
+
+/// The deadline of one model call, retries included, when a profile sets no
+/// `run.modelRetry.deadlineSeconds`: 15 minutes. One attempt against a slow local server may
+/// take the connection's whole request timeout (600 s), so a hung server costs at most this
+/// instead of every attempt's timeout.
+pub const DEFAULT_MODEL_CALL_DEADLINE_SECONDS: u64 = 900;
+
+impl ModelRetryPolicy {
+    /// The deadline of one model call, retries included.
+    pub fn call_deadline(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(
+            self.deadline_seconds
+                .unwrap_or(DEFAULT_MODEL_CALL_DEADLINE_SECONDS),
+        )
+    }
 }
 
 impl Default for ModelRetryPolicy {
@@ -114,6 +135,7 @@ impl Default for ModelRetryPolicy {
         Self {
             max_retries: default_max_retries(),
             interval_ms: default_retry_interval_ms(),
+            deadline_seconds: None,
         }
     }
 }

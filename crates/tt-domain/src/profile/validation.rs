@@ -297,6 +297,12 @@ fn validate_run(p: &AgentProfileDefinition) -> DomainResult<()> {
             "run.modelRetry.intervalMs must be > 0 when maxRetries > 0",
         ));
     }
+    if p.run.model_retry.deadline_seconds == Some(0) {
+        return Err(err(
+            "agent.profile_model_retry_invalid",
+            "run.modelRetry.deadlineSeconds must be at least 1",
+        ));
+    }
     if p.instructions
         .agent_system_prompt
         .as_deref()
@@ -883,6 +889,12 @@ mod tests {
         p.run.model_retry = ModelRetryPolicy {
             max_retries: 2,
             interval_ms: 0,
+            deadline_seconds: None,
+        };
+        assert_eq!(code(&p), Some("agent.profile_model_retry_invalid"));
+        p.run.model_retry = ModelRetryPolicy {
+            deadline_seconds: Some(0),
+            ..ModelRetryPolicy::default()
         };
         assert_eq!(code(&p), Some("agent.profile_model_retry_invalid"));
 
