@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
+use tt_domain::damage::UnreadableRun;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::AgentRun;
@@ -158,7 +159,32 @@ impl AgentRunRepository for PostgresStore {
             )
             .await
             .map_err(io("the run index"))?;
-        rows.iter().map(|row| parse("run", row.get(0))).collect()
+        // A body that does not parse is left out (`unreadable_runs` names it), never allowed
+        // to hide the others.
+        Ok(rows
+            .iter()
+            .filter_map(|row| parse::<AgentRun>("run", row.get(0)).ok())
+            .collect())
+    }
+
+    async fn unreadable_runs(&self) -> StorageResult<Vec<UnreadableRun>> {
+        let conn = self.pool.get().await?;
+        let rows = conn
+            .query("SELECT run_id, body FROM runs ORDER BY run_id", &[])
+            .await
+            .map_err(io("the run index"))?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                let run_id: String = row.get(0);
+                let error = parse::<AgentRun>(format!("run {run_id}"), row.get(1)).err()?;
+                Some(UnreadableRun {
+                    code: error.code().to_owned(),
+                    message: error.to_string(),
+                    run_id,
+                })
+            })
+            .collect())
     }
 
     async fn write_document(

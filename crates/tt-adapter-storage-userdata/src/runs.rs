@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
+use tt_domain::damage::UnreadableRun;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::{AgentRun, AgentRunStatus};
@@ -79,6 +80,12 @@ fn run_id_of(name: &str) -> Option<RunId> {
     tt_domain::ids::is_valid_storage_segment(name).then(|| RunId::from_raw(name))
 }
 
+/// The stored runs, and those whose record cannot be read.
+pub(crate) struct RunScan {
+    pub(crate) runs: Vec<(AgentRun, std::path::PathBuf)>,
+    pub(crate) unreadable: Vec<UnreadableRun>,
+}
+
 pub(crate) fn load_run_file(dir: &Path, run_id: &RunId) -> StorageResult<AgentRun> {
     read_json(&dir.join(RUN_FILE))?.ok_or_else(|| StorageError::not_found(format!("run {run_id}")))
 }
@@ -91,7 +98,13 @@ impl Inner {
     /// Every stored run: the index, plus run directories whose index copy is missing. A file
     /// that cannot be read is skipped, never allowed to hide the others.
     pub(crate) fn all_runs(&self) -> StorageResult<Vec<(AgentRun, std::path::PathBuf)>> {
+        Ok(self.scan_runs()?.runs)
+    }
+
+    /// What [`all_runs`](Self::all_runs) reads, with the run records it could not read.
+    pub(crate) fn scan_runs(&self) -> StorageResult<RunScan> {
         let mut runs = Vec::new();
+        let mut unreadable = Vec::new();
         let mut seen = HashSet::new();
         for stem in fsutil::json_file_stems(&self.layout.index_runs_dir())? {
             let Some(run_id) = run_id_of(&stem) else {
@@ -100,9 +113,21 @@ impl Inner {
             let Ok(location) = self.run_location(&run_id) else {
                 continue;
             };
-            if let Ok(run) = load_run_file(&location.dir, &run_id) {
-                seen.insert(run.id.clone());
-                runs.push((run, location.dir));
+            match load_run_file(&location.dir, &run_id) {
+                Ok(run) => {
+                    seen.insert(run.id.clone());
+                    runs.push((run, location.dir));
+                }
+                // A run being created has an index entry before its record.
+                Err(StorageError::NotFound { .. }) => {}
+                Err(error) => {
+                    seen.insert(run_id.clone());
+                    unreadable.push(UnreadableRun {
+                        run_id: run_id.to_string(),
+                        code: error.code().to_owned(),
+                        message: error.to_string(),
+                    });
+                }
             }
         }
         for dir in self.layout.all_run_dirs()? {
@@ -116,7 +141,18 @@ impl Inner {
             if seen.contains(&run_id) {
                 continue;
             }
-            if let Ok(run) = load_run_file(&dir, &run_id)
+            let loaded = load_run_file(&dir, &run_id);
+            if let Err(error) = &loaded
+                && !matches!(error, StorageError::NotFound { .. })
+            {
+                seen.insert(run_id.clone());
+                unreadable.push(UnreadableRun {
+                    run_id: run_id.to_string(),
+                    code: error.code().to_owned(),
+                    message: error.to_string(),
+                });
+            }
+            if let Ok(run) = loaded
                 && run.id == run_id
             {
                 self.remember_run_location(
@@ -130,7 +166,7 @@ impl Inner {
                 runs.push((run, dir));
             }
         }
-        Ok(runs)
+        Ok(RunScan { runs, unreadable })
     }
 }
 
@@ -256,6 +292,12 @@ impl AgentRunRepository for UserDataStore {
             .skip(page.offset)
             .take(page.limit)
             .collect())
+    }
+
+    async fn unreadable_runs(&self) -> StorageResult<Vec<UnreadableRun>> {
+        let mut unreadable = self.inner.scan_runs()?.unreadable;
+        unreadable.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+        Ok(unreadable)
     }
 
     async fn write_document(

@@ -319,7 +319,10 @@ async fn retries_stop_when_their_wait_would_pass_the_call_deadline() {
     assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
     let message = failed.payload["message"].as_str().unwrap();
     assert!(message.contains("within 5000 ms"), "{message}");
-    assert!(message.contains("the last attempt failed: model.transient: down"), "{message}");
+    assert!(
+        message.contains("the last attempt failed: model.transient: down"),
+        "{message}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -148,7 +148,8 @@ enum Command {
         #[arg(long)]
         host_commits: bool,
     },
-    /// List stored runs, newest first.
+    /// List stored runs, newest first. A run whose record cannot be read is named after the
+    /// list, with a warning and exit status 3 (docs/storage.md, "Damage").
     Runs {
         #[arg(long, default_value_t = 20)]
         limit: usize,
@@ -336,13 +337,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let runs = runtime
                 .list_runs(ListRunsRequest { offset: 0, limit })
                 .await?;
-            if runs.is_empty() {
+            // A run whose record cannot be read is not in the list: name it after the list.
+            let mut damaged: Vec<String> = runtime
+                .unreadable_runs()
+                .await?
+                .into_iter()
+                .map(|run| format!("{}: unreadable, {}: {}", run.run_id, run.code, run.message))
+                .collect();
+            if runs.is_empty() && damaged.is_empty() {
                 match &storage.url {
                     Some(url) => println!("No runs in {url}."),
                     None => println!("No runs in {}.", storage.data_dir.display()),
                 }
             }
-            let mut damaged = Vec::new();
             for run in runs {
                 // Cheap checks only: what the record says on its own (no journal is read).
                 if let Some(end) = &run.unrecorded_end {

@@ -112,6 +112,35 @@ fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
     );
 }
 
+/// A run record that does not parse: `runs` lists the others, names it with its code on
+/// stderr and exits with 3; the file is left as it is.
+#[test]
+fn a_run_record_that_does_not_parse_is_named_by_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = demo_run(dir.path());
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let record = run_dir.join("run.json");
+    let bytes = std::fs::read(&record).unwrap();
+    std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
+    let before = snapshot(&run_dir);
+
+    let runs = agent(dir.path(), &["runs"]);
+    assert_eq!(runs.status.code(), Some(3), "{}", stderr(&runs));
+    assert!(!stdout(&runs).contains("No runs"), "{}", stdout(&runs));
+    assert!(
+        stderr(&runs).contains(&format!(
+            "{run}: unreadable, agent.storage_corrupt: corrupt "
+        )),
+        "{}",
+        stderr(&runs)
+    );
+    assert_eq!(
+        snapshot(&run_dir),
+        before,
+        "a reader changed the run's files"
+    );
+}
+
 /// The journal of a completed run emptied, then cut short of its end: `graph`, `check` and
 /// `events` name it and exit with 3.
 #[test]

@@ -34,6 +34,16 @@ impl std::fmt::Display for DamageFinding {
     }
 }
 
+/// A run the store holds but cannot read (its run record does not parse): listing skips it, so
+/// readers name it apart. `run_id` is as the store knows it (a file name, a row key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnreadableRun {
+    pub run_id: String,
+    pub code: String,
+    pub message: String,
+}
+
 /// What an integrity check of a stored run found (`check_run`); `findings` is empty for a
 /// whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

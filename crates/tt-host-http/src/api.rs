@@ -58,6 +58,7 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
         )
         .route("/api/runs/{run_id}/failure", get(unrecorded_failure))
         .route("/api/runs/{run_id}/check", get(check_run))
+        .route("/api/runs/unreadable", get(unreadable_runs))
         .route("/api/runs/{run_id}/files", get(read_file))
         .route("/api/runs/{run_id}/workspace", get(list_files))
         .route("/api/runs/{run_id}/records", get(read_record))
@@ -329,6 +330,10 @@ async fn unrecorded_failure(
             payload
         });
     Ok(Json(failure).into_response())
+}
+
+async fn unreadable_runs(State(state): State<AppState>) -> ApiResult<Response> {
+    Ok(Json(state.runtime.unreadable_runs().await?).into_response())
 }
 
 async fn check_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {

@@ -1018,4 +1018,17 @@ async fn a_damaged_run_is_checked_over_http() {
     assert_eq!(check.body["lastSeq"], (lines.len() - 1) as u64);
     let missing = server.get("/api/runs/run_doesnotexist/check").await;
     assert_eq!(missing.status, 404, "{}", missing.body);
+    let unreadable = server.get("/api/runs/unreadable").await;
+    assert_eq!(unreadable.status, 200, "{}", unreadable.body);
+    assert_eq!(unreadable.body, serde_json::json!([]));
+
+    // A run record that does not parse: left out of the list, named apart.
+    let record = journal.with_file_name("run.json");
+    let bytes = std::fs::read(&record).unwrap();
+    std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
+    let listed = server.get("/api/runs").await;
+    assert_eq!(listed.body, serde_json::json!([]), "{}", listed.body);
+    let unreadable = server.get("/api/runs/unreadable").await;
+    assert_eq!(unreadable.body[0]["runId"], run_id.as_str());
+    assert_eq!(unreadable.body[0]["code"], "agent.storage_corrupt");
 }

@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tt_domain::damage::UnreadableRun;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::AgentRun;
@@ -159,8 +160,14 @@ pub trait AgentRunRepository: Send + Sync {
 
     async fn load_manifest(&self, run_id: &RunId) -> StorageResult<RunManifest>;
 
-    /// Runs ordered by `createdAt` descending, then id.
+    /// Runs ordered by `createdAt` descending, then id. A run whose record cannot be read is
+    /// left out, never allowed to hide the others: [`unreadable_runs`](Self::unreadable_runs)
+    /// names it.
     async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>>;
+
+    /// The runs `list_runs` leaves out because their record cannot be read, each with the
+    /// error's code and message; read-only. A run being created (no record yet) is not one.
+    async fn unreadable_runs(&self) -> StorageResult<Vec<UnreadableRun>>;
 
     /// Writes a run document atomically (temp file + rename).
     async fn write_document(

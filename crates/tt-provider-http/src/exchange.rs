@@ -213,13 +213,15 @@ impl HttpEndpoint {
         // between its pieces: a server trickling a few bytes at a time is cut off.
         let bounded = async {
             match self.config.request_timeout {
-                Some(limit) => tokio::time::timeout(limit, whole).await.unwrap_or_else(|_| {
-                    Err(timed_out(
-                        ModelTimeLimit::Request,
-                        limit,
-                        "the streamed answer did not complete within",
-                    ))
-                }),
+                Some(limit) => tokio::time::timeout(limit, whole)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(timed_out(
+                            ModelTimeLimit::Request,
+                            limit,
+                            "the streamed answer did not complete within",
+                        ))
+                    }),
                 None => whole.await,
             }
         };

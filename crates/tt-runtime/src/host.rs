@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use tokio_util::sync::CancellationToken;
 use tt_application::{AgentRunService, RunEventStream, StartRunRequest};
 use tt_application::{GuidanceReceipt, SubmitGuidanceRequest};
-use tt_domain::damage::RunDamage;
+use tt_domain::damage::{RunDamage, UnreadableRun};
 use tt_domain::event::AgentRunEvent;
 use tt_domain::ids::{CommitId, RunId, TaskId};
 use tt_domain::run::AgentRun;
@@ -694,7 +694,16 @@ impl AgentRuntime {
         Ok(self.service.latest_persist_state(stable_chat_id).await?)
     }
 
-    /// Newest runs first.
+    /// The stored runs whose record cannot be read, each with a code and a message:
+    /// `list_runs` leaves them out (one damaged record never hides the others), so a reader
+    /// that lists runs asks this too to say that some are missing. Read-only.
+    pub async fn unreadable_runs(&self) -> HostResult<Vec<UnreadableRun>> {
+        self.ensure_open()?;
+        Ok(self.service.unreadable_runs().await?)
+    }
+
+    /// Newest runs first; a run whose record cannot be read is left out (see
+    /// [`unreadable_runs`](Self::unreadable_runs)).
     pub async fn list_runs(&self, request: ListRunsRequest) -> HostResult<Vec<AgentRun>> {
         self.ensure_open()?;
         let limit = request.limit.clamp(1, 500);

@@ -66,7 +66,7 @@ pub use tt_application::{
 pub use tt_domain::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRule};
 pub use tt_domain::cost::{ModelPrice, PriceTable};
 /// What `check_run` and the timeline's `damage` report (docs/storage.md, "Damage").
-pub use tt_domain::damage::{DamageFinding, RunDamage, unrecorded_end_finding};
+pub use tt_domain::damage::{DamageFinding, RunDamage, UnreadableRun, unrecorded_end_finding};
 pub use tt_domain::error_codes::{self, ErrorClass, ErrorCode};
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).

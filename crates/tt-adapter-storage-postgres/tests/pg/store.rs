@@ -65,3 +65,47 @@ async fn checkpointed_versions_read_back_by_their_sha256() {
         None
     );
 }
+
+/// A run row whose body does not parse is left out of the list, never hiding the others, and
+/// named by `unreadable_runs` with its code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_row_that_does_not_parse_is_named_not_listed() {
+    use tt_ports::{AgentRunRepository, RunListPage};
+    use tt_testkit::contract::{manifest_for, sample_run};
+    let url = crate::cluster()
+        .create_database("tt_case_unreadable_run")
+        .await
+        .unwrap();
+    let store = PostgresStore::open(&url).await.unwrap();
+    let (whole, broken) = (sample_run(1), sample_run(2));
+    for run in [&whole, &broken] {
+        store.create_run(run, &manifest_for(run)).await.unwrap();
+    }
+    assert!(store.unreadable_runs().await.unwrap().is_empty());
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .execute(
+            "UPDATE runs SET body = '{\"id\": ' WHERE run_id = $1",
+            &[&broken.id.as_str()],
+        )
+        .await
+        .unwrap();
+    let listed = store
+        .list_runs(RunListPage {
+            offset: 0,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.iter().map(|run| run.id.clone()).collect::<Vec<_>>(),
+        [whole.id.clone()]
+    );
+    let unreadable = store.unreadable_runs().await.unwrap();
+    assert_eq!(unreadable.len(), 1);
+    assert_eq!(unreadable[0].run_id, broken.id.as_str());
+    assert_eq!(unreadable[0].code, "agent.storage_corrupt");
+}

@@ -569,6 +569,13 @@ impl AgentRunService {
         }
     }
 
+    /// The stored runs whose record cannot be read (`list_runs` leaves them out).
+    pub async fn unreadable_runs(
+        &self,
+    ) -> ApplicationResult<Vec<tt_domain::damage::UnreadableRun>> {
+        Ok(self.services.runs.unreadable_runs().await?)
+    }
+
     pub async fn list_runs(&self, page: RunListPage) -> ApplicationResult<Vec<AgentRun>> {
         let mut runs = self.services.runs.list_runs(page).await?;
         for run in &mut runs {

@@ -116,6 +116,8 @@ pub async fn list_runs_newest_first_with_paging(s: StorageUnderTest) {
         limit: 10,
     })
     .await;
+    // Whole records: none is unreadable.
+    assert!(s.runs.unreadable_runs().await.unwrap().is_empty());
     assert_eq!(
         all,
         [

@@ -152,6 +152,10 @@ impl<S: AgentRunRepository + 'static> AgentRunRepository for FaultyStore<S> {
         self.inner.list_runs(page).await
     }
 
+    async fn unreadable_runs(&self) -> StorageResult<Vec<tt_domain::damage::UnreadableRun>> {
+        self.inner.unreadable_runs().await
+    }
+
     async fn write_document(
         &self,
         run_id: &RunId,

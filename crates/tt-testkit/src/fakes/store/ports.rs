@@ -71,6 +71,11 @@ impl AgentRunRepository for InMemoryStore {
             .collect())
     }
 
+    async fn unreadable_runs(&self) -> StorageResult<Vec<tt_domain::damage::UnreadableRun>> {
+        // Runs are held typed: none can be unreadable.
+        Ok(Vec::new())
+    }
+
     async fn write_document(
         &self,
         run_id: &RunId,
