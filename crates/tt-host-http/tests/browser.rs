@@ -1328,3 +1328,78 @@ async fn a_run_is_branched_from_an_event_and_the_takes_are_shown_side_by_side() 
         .await;
     browser.screenshot("02-branches").await;
 }
+
+/// Damage is shown, never hidden: a completed run whose journal lost its end is opened with
+/// its finding and code in red in the run's head, and a run whose record cannot be read is
+/// counted in the runs list's heading (docs/storage.md, "Damage").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_run_and_an_unreadable_one_are_shown_as_such() {
+    use tt_runtime::{AgentRuntimeBuilder, ScriptedProvider, StartRunRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let script = crate::support::writer_script();
+    let provider = Arc::new(ScriptedProvider::from_json_str(&script).unwrap());
+    let first = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .provider(provider.clone())
+        .build()
+        .unwrap();
+    let mut run_dirs = Vec::new();
+    for chat in ["damaged", "unreadable"] {
+        let run = first
+            .start_run(StartRunRequest::new(chat, "Write a scene."))
+            .await
+            .unwrap();
+        first.wait_for_run(run.id.as_str()).await.unwrap();
+        run_dirs.push(run.id.to_string());
+    }
+    first.shutdown().await.unwrap();
+    drop(first);
+    let run_dir = |run_id: &str| -> PathBuf {
+        std::fs::read_dir(dir.path().join("chats"))
+            .unwrap()
+            .flatten()
+            .map(|chat| chat.path().join("runs").join(run_id))
+            .find(|path| path.exists())
+            .unwrap()
+    };
+    let damaged = run_dirs[0].clone();
+    let journal = run_dir(&damaged).join("events.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    let record = run_dir(&run_dirs[1]).join("run.json");
+    let bytes = std::fs::read(&record).unwrap();
+    std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
+
+    let server =
+        crate::support::server_in(dir, provider, CommitBridgeChoice::Transcript, None).await;
+    let browser = Browser::launch("damage").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "one unreadable run counted",
+            "document.getElementById('runs-unreadable').textContent === '1 unreadable'",
+        )
+        .await;
+    let title = browser
+        .eval("document.getElementById('runs-unreadable').title")
+        .await;
+    assert!(
+        title
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{}: agent.storage_corrupt: ", run_dirs[1])),
+        "{title}"
+    );
+    browser
+        .eval(&format!("window.ttInspector.openRun('{damaged}'); true"))
+        .await;
+    browser
+        .wait_for(
+            "the damage in the run's head",
+            "(document.getElementById('run-damage') || {}).textContent?.startsWith('Damaged: agent.journal_end_missing: ')",
+        )
+        .await;
+    browser.screenshot("01-damaged-run").await;
+}
