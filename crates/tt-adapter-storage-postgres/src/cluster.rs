@@ -248,6 +248,16 @@ impl TestCluster {
         Ok(())
     }
 
+    /// Runs `sql` (one or more statements) on the database at `url`: tests damage stored runs
+    /// by hand with it, as a person with `psql` could.
+    pub async fn run_sql(url: &str, sql: &str) -> PgResult<()> {
+        let client = crate::pool::connect(url).await?;
+        client
+            .batch_execute(sql)
+            .await
+            .map_err(|err| PgStoreError::pg("running a test statement".to_owned(), err))
+    }
+
     /// The server's data dir (for logs in failure messages).
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")

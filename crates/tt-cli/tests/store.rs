@@ -129,6 +129,32 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         last["result"]["summary"].as_str().unwrap().contains("horn"),
         "{last}"
     );
+
+    // `check` reads the same store: whole, then with a seq cut out of the journal and its end
+    // lost (docs/storage.md, "Damage"), each named with its code and exit 3.
+    let check = agent(&["check", &run_id]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let last_seq = lines.last().unwrap()["seq"].as_u64().unwrap();
+    let sql = format!(
+        "DELETE FROM events WHERE run_id = '{run_id}' AND seq IN (5, {last_seq})"
+    );
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(TestCluster::run_sql(&url, &sql))
+        .unwrap();
+    let check = agent(&["check", &run_id]);
+    assert_eq!(check.status.code(), Some(3));
+    let found = String::from_utf8_lossy(&check.stdout).into_owned();
+    assert!(
+        found.contains("agent.journal_damaged") && found.contains("agent.journal_end_missing"),
+        "{found}"
+    );
 }
 
 /// A `tt-agent demo` on PostgreSQL killed with SIGKILL is marked `interrupted` by the next
