@@ -55,6 +55,17 @@ impl AgentModelResponse {
     }
 }
 
+impl AgentModelResponse {
+    /// Replaces, in the raw body held in memory, each long string the message already holds
+    /// with the note [`for_storage`](Self::for_storage) writes, so a response held for its
+    /// turn keeps its text once. Storing it afterwards writes the same document.
+    pub fn shed_raw_copies(&mut self) {
+        if let Some(raw) = without_copies(&self.raw_response, &self.message) {
+            self.raw_response = raw;
+        }
+    }
+}
+
 /// What a long string of the raw body may repeat: a part's text, or a tool call's arguments.
 enum Held<'a> {
     Text(&'a str),
@@ -216,6 +227,12 @@ mod tests {
         // What the message does not hold stays.
         assert_eq!(back.raw_response["usage"]["prompt_tokens"], 7);
         assert_eq!(back.raw_response["id"], "r1");
+
+        // Shed in memory first, the response stores the same document.
+        let mut held = response.clone();
+        held.shed_raw_copies();
+        assert_eq!(held.raw_response, back.raw_response);
+        assert_eq!(serde_json::to_string(&held.for_storage()).unwrap(), stored);
     }
 
     #[test]

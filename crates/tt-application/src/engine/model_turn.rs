@@ -92,7 +92,7 @@ async fn model_turn(
     let deadline_after = policy.call_deadline();
     let deadline = tokio::time::Instant::now() + deadline_after;
     let mut attempt: u32 = 1;
-    let response = loop {
+    let mut response = loop {
         if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled());
         }
@@ -171,6 +171,8 @@ async fn model_turn(
         attempt += 1;
     };
 
+    // The response is held for the rest of the turn (and stored): keep each long string once.
+    response.shed_raw_copies();
     let document = RunDocument::ModelResponse {
         invocation_id: invocation_id.clone(),
         round,
