@@ -101,8 +101,8 @@ async fn a_run_row_that_does_not_parse_is_named_not_listed() {
         .await
         .unwrap();
     assert_eq!(
-        listed.iter().map(|run| run.id.clone()).collect::<Vec<_>>(),
-        [whole.id.clone()]
+        listed.iter().map(|run| run.id.as_str()).collect::<Vec<_>>(),
+        [whole.id.as_str()]
     );
     let unreadable = store.unreadable_runs().await.unwrap();
     assert_eq!(unreadable.len(), 1);
