@@ -345,6 +345,7 @@ mod tests {
             structured: Value::Null,
             is_error: false,
             error_code: None,
+            error_reason: None,
             resource_refs: vec![],
         });
         let body = request_body(&request(vec![user, assistant, result]), options(false)).unwrap();

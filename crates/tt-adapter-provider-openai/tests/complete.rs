@@ -29,6 +29,7 @@ fn result(call_id: &str, name: &str, content: &str, path: &str) -> AgentModelMes
         structured: json!({"path": path}),
         is_error: false,
         error_code: None,
+        error_reason: None,
         resource_refs: vec![path.into()],
     })
 }

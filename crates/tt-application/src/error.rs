@@ -14,6 +14,10 @@ use tt_ports::{HostBridgeError, ModelError, ModelTimeLimit, StorageError};
 pub struct ToolError {
     pub code: &'static str,
     pub message: String,
+    /// The finer reason within `code`, when it has one (a delegation policy denial's
+    /// `agent.target_not_callable`, …): journaled as `errorReason` for hosts to decide on,
+    /// while the model reads it as the message's first words, as the contract has it.
+    pub reason: Option<&'static str>,
 }
 
 impl ToolError {
@@ -21,6 +25,16 @@ impl ToolError {
         Self {
             code,
             message: message.into(),
+            reason: None,
+        }
+    }
+
+    /// A `code` error whose finer `reason` opens the message: "`reason`: `text`".
+    pub fn with_reason(code: &'static str, reason: &'static str, text: &str) -> Self {
+        Self {
+            code,
+            message: format!("{reason}: {text}"),
+            reason: Some(reason),
         }
     }
 
@@ -32,10 +46,7 @@ impl ToolError {
 
 impl From<DomainError> for ToolError {
     fn from(value: DomainError) -> Self {
-        Self {
-            code: value.code,
-            message: value.message,
-        }
+        Self::new(value.code, value.message)
     }
 }
 

@@ -294,6 +294,7 @@ mod tests {
             structured: serde_json::json!({}),
             is_error: false,
             error_code: None,
+            error_reason: None,
             resource_refs: Vec::new(),
         }
     }

@@ -520,6 +520,32 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
         message("too-many")
     );
     assert!(message("list-handoff").starts_with("agent.profile_cannot_handoff"));
+    // The journal carries each denial's reason as a field, so hosts never parse messages.
+    let reasons: Vec<(String, Option<String>)> = events_of(&h, &run.id, "tool_call_failed")
+        .iter()
+        .filter(|event| event.payload["errorCode"] != "tool.invalid_arguments")
+        .map(|event| {
+            (
+                event.payload["callId"].as_str().unwrap().to_owned(),
+                event.payload["errorReason"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    let reason = |id: &str| reasons.iter().find(|r| r.0 == id).unwrap().1.clone();
+    assert_eq!(reason("self").as_deref(), Some("agent.target_not_callable"));
+    assert_eq!(
+        reason("locked").as_deref(),
+        Some("agent.target_caller_denied")
+    );
+    assert_eq!(
+        reason("unconfigured").as_deref(),
+        Some("agent.profile_model_requires_configuration")
+    );
+    assert_eq!(
+        reason("list-handoff").as_deref(),
+        Some("agent.profile_cannot_handoff")
+    );
+    assert_eq!(reason("ghost"), None);
     // Workspace keys: agent id, then numbered repeats.
     let keys: Vec<_> = h
         .store

@@ -349,6 +349,7 @@ pub fn stub_result(result: &AgentToolResult) -> AgentToolResult {
         structured: serde_json::Value::Null,
         is_error: result.is_error,
         error_code: result.error_code.clone(),
+        error_reason: result.error_reason.clone(),
         resource_refs: result.resource_refs.clone(),
     }
 }
@@ -489,6 +490,7 @@ mod tests {
             structured: json!({"path": "scratch/notes.md", "startLine": 1, "endLine": 40}),
             is_error: false,
             error_code: None,
+            error_reason: None,
             resource_refs: Vec::new(),
         })
     }

@@ -213,6 +213,10 @@ pub struct AgentToolResult {
     pub is_error: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
+    /// The finer reason within `error_code`, when it has one (docs/events.md,
+    /// `tool_call_failed.errorReason`); not part of what the model reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_reason: Option<String>,
     #[serde(default)]
     pub resource_refs: Vec<String>,
 }
@@ -323,6 +327,7 @@ mod tests {
             structured: serde_json::json!({"a":1}),
             is_error: false,
             error_code: None,
+            error_reason: None,
             resource_refs: vec![],
         };
         assert_eq!(

@@ -60,6 +60,7 @@ pub fn tool_result(call_id: &str, content: &str, is_error: bool) -> AgentModelMe
         structured: Value::Null,
         is_error,
         error_code: is_error.then(|| "workspace.path_not_writable".to_owned()),
+        error_reason: None,
         resource_refs: vec![],
     })
 }

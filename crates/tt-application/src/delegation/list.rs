@@ -71,12 +71,10 @@ pub(crate) async fn agent_list(
     if denials.len() == wanted.len()
         && let Some(denial) = denials.first()
     {
-        return Err(ToolError::new(
+        return Err(ToolError::with_reason(
             "agent.delegation_policy_denied",
-            format!(
-                "{}: you cannot call on other agents for this purpose.",
-                denial.code()
-            ),
+            denial.code(),
+            "you cannot call on other agents for this purpose.",
         )
         .into());
     }

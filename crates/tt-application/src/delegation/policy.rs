@@ -17,7 +17,8 @@ pub(crate) enum Operation {
 
 /// Why the delegation policy refuses an operation: one variant per reason the contract names.
 /// The tools turn it into their error (`agent.delegation_policy_denied`,
-/// `agent.handoff_policy_denied`) with [`Denial::code`] as the message's prefix.
+/// `agent.handoff_policy_denied`) with [`Denial::code`] as its `reason` (journaled as
+/// `errorReason`) and, as the contract has it, the message's first words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Denial {
     /// The caller's profile may not delegate (`delegation.canDelegate`).

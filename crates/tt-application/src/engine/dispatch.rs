@@ -239,6 +239,7 @@ async fn dispatch(
                     structured,
                     is_error: false,
                     error_code: None,
+                    error_reason: None,
                     resource_refs,
                 },
                 executed.control,
@@ -303,6 +304,7 @@ pub(crate) fn error_result(call_id: &str, name: &str, err: &ToolError) -> AgentT
         structured: json!({"error": {"code": err.code, "message": err.message}}),
         is_error: true,
         error_code: Some(err.code.to_owned()),
+        error_reason: err.reason.map(str::to_owned),
         resource_refs: Vec::new(),
     }
 }
@@ -442,6 +444,7 @@ pub(crate) async fn journal_call_result(
             name: result.name.clone(),
             is_error: true,
             error_code: result.error_code.clone().unwrap_or_default(),
+            error_reason: result.error_reason.clone(),
             message: result.content.clone(),
             elapsed_ms: Some(elapsed_ms),
             resource_refs: Some(result.resource_refs.clone()),
@@ -485,6 +488,7 @@ pub(crate) async fn emit_fatal_call_failure(
         name: name.to_owned(),
         is_error: true,
         error_code: err.code().to_owned(),
+        error_reason: None,
         message: err.to_string(),
         elapsed_ms: None,
         resource_refs: None,

@@ -63,6 +63,10 @@ pub struct ToolCallFailed {
     pub name: String,
     pub is_error: bool,
     pub error_code: String,
+    /// The finer reason within `error_code`, when it has one (a policy denial's
+    /// `agent.target_not_callable`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_reason: Option<String>,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_ms: Option<u64>,

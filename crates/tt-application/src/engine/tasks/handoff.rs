@@ -45,12 +45,10 @@ pub(crate) async fn agent_handoff(
         .await?;
     let caller = &inv.profile.definition.delegation;
     if let Err(denial) = admit_caller(&inv.profile, Operation::Handoff) {
-        return Err(ToolError::new(
+        return Err(ToolError::with_reason(
             "agent.handoff_policy_denied",
-            format!(
-                "{}: you cannot hand this job to another agent.",
-                denial.code()
-            ),
+            denial.code(),
+            "you cannot hand this job to another agent.",
         )
         .into());
     }
@@ -88,11 +86,11 @@ pub(crate) async fn agent_handoff(
     }
     let (agent_id, target) = resolve_target(ctx, &args.agent_id, Operation::Handoff).await?;
     if let Err(denial) = admit(&inv.profile, &target, Operation::Handoff) {
-        return Err(ToolError::new(
+        return Err(ToolError::with_reason(
             "agent.handoff_policy_denied",
-            format!(
-                "{}: `{agent_id}` cannot take this job over from you. Use `{}` to see who can.",
-                denial.code(),
+            denial.code(),
+            &format!(
+                "`{agent_id}` cannot take this job over from you. Use `{}` to see who can.",
                 ToolName::AgentList.model_alias()
             ),
         )

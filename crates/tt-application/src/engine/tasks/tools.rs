@@ -91,19 +91,20 @@ pub(crate) async fn agent_delegate(
     let args = parse_delegate_args(&call.arguments)?;
     let caller = &inv.profile.definition.delegation;
     if let Err(denial) = admit_caller(&inv.profile, Operation::Delegate) {
-        return Err(ToolError::new(
+        return Err(ToolError::with_reason(
             "agent.delegation_policy_denied",
-            format!("{}: you cannot give tasks to other agents.", denial.code()),
+            denial.code(),
+            "you cannot give tasks to other agents.",
         )
         .into());
     }
     let (agent_id, target) = resolve_target(ctx, &args.agent_id, Operation::Delegate).await?;
     if let Err(denial) = admit(&inv.profile, &target, Operation::Delegate) {
-        return Err(ToolError::new(
+        return Err(ToolError::with_reason(
             "agent.delegation_policy_denied",
-            format!(
-                "{}: `{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
-                denial.code(),
+            denial.code(),
+            &format!(
+                "`{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
                 ToolName::AgentList.model_alias()
             ),
         )
