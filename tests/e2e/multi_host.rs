@@ -8,6 +8,10 @@
 //! The model is the fan-out benchmark's (shared with `tt-bench`); A's model stops answering
 //! after a fixed number of calls, and A is killed only once every answer it gave is stored, so
 //! the split between A and B is the same on every run.
+//!
+//! The same with real processes and SIGKILL is `crates/tt-cli/tests/multi_host.rs`; this one
+//! covers the takeover after a lease expired (a host that stalled), that one the owner lock of
+//! a host that was killed.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -22,6 +22,11 @@ const LIVE_CAPACITY: usize = 1024;
 /// sooner.
 const OTHER_PROCESS_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// Following another process: how long a stream waits for the run's end event once the stored
+/// run is terminal, when nothing more is journaled (the writer saves the status a few writes
+/// before the end event; one that died in between never writes it).
+const END_TAIL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The one place events are written.
 pub struct EventSink {
     journal: Arc<dyn RunJournal>,
@@ -155,6 +160,22 @@ fn ends_run_for_good(event_type: &str) -> bool {
     )
 }
 
+/// Whether this event type is one of a run's ends (for good or until a resume): the last event
+/// of a journal whose run record is terminal, once the writer is done with it.
+fn is_run_end(event_type: &str) -> bool {
+    matches!(
+        RunEventType::parse(event_type),
+        Some(
+            RunEventType::RunCompleted
+                | RunEventType::RunPartialSuccess
+                | RunEventType::RunFailed
+                | RunEventType::RunCancelled
+                | RunEventType::RunInterrupted
+                | RunEventType::RunAbandoned
+        )
+    )
+}
+
 /// A resumable live stream of one run's events, strictly in seq order without gaps.
 ///
 /// It first replays the journal after `after_seq`, then follows the live broadcast; if the
@@ -176,6 +197,14 @@ pub struct RunEventStream {
     /// Set when another process runs the run (or nobody does): the stream polls the journal
     /// and ends once the stored run is terminal and nothing more is journaled.
     elsewhere: Option<Arc<dyn AgentRunRepository>>,
+    /// Following another process: a stored end that a resume may undo does not end the stream
+    /// (see [`RunEventStream::through_resumes`]).
+    through_resumes: bool,
+    /// Whether the last event read (whatever the invocation filter) is one of a run's ends.
+    last_read_ends_run: bool,
+    /// Following another process: since when the stored run has been terminal with nothing
+    /// more journaled.
+    quiet_since_terminal: Option<tokio::time::Instant>,
 }
 
 impl std::fmt::Debug for RunEventStream {
@@ -208,14 +237,31 @@ impl RunEventStream {
             executor_done,
             draining: false,
             elsewhere: None,
+            through_resumes: false,
+            last_read_ends_run: false,
+            quiet_since_terminal: None,
         }
     }
 
     /// Follows a run that another process writes (or nobody does): there is no live broadcast
     /// for it here, so the stream polls the journal, and ends after the terminal event, or once
-    /// `runs` reports the run terminal (for example `interrupted`) with nothing more journaled.
+    /// `runs` reports the run terminal (for example `interrupted`) and the journal's last event
+    /// is one of the run's ends (or the record says its end went unrecorded, or nothing more
+    /// was journaled for [`END_TAIL_GRACE`]).
     pub fn following_other_process(mut self, runs: Arc<dyn AgentRunRepository>) -> Self {
         self.elsewhere = Some(runs);
+        self
+    }
+
+    /// Following a run another process writes, keeps on past an end that a resume may undo:
+    /// a stored run that is `interrupted`, `failed` or `cancelled` and not abandoned
+    /// ([`AgentRun::is_resumable`](tt_domain::run::AgentRun::is_resumable)) is waited on, so the
+    /// stream goes on through `run_interrupted` and `run_resumed` when another host takes the
+    /// run over, and ends after `run_completed` or `run_partial_success`, or once the stored
+    /// run is terminal and no longer resumable (abandoned). A run nobody resumes is followed
+    /// until the caller stops. No effect on a run this process executes.
+    pub fn through_resumes(mut self) -> Self {
+        self.through_resumes = true;
         self
     }
 
@@ -238,12 +284,14 @@ impl RunEventStream {
             let events = self.journal.read(&self.run_id, &page).await?;
             if !events.is_empty() {
                 self.buffer.extend(events);
+                self.quiet_since_terminal = None;
                 continue;
             }
             if let Some(runs) = &self.elsewhere {
                 // Journal first, then status: an event written before the run turned terminal
                 // is always read before the stream ends.
-                if runs.load_run(&self.run_id).await?.status.is_terminal() {
+                let run = runs.load_run(&self.run_id).await?;
+                if run.status.is_terminal() && !(self.through_resumes && run.is_resumable()) {
                     let page = EventPage {
                         after_seq: Some(self.next_seq - 1),
                         before_seq: None,
@@ -251,12 +299,25 @@ impl RunEventStream {
                         invocation_id: None,
                     };
                     let events = self.journal.read(&self.run_id, &page).await?;
-                    if events.is_empty() {
-                        self.finished = true;
-                    } else {
+                    if !events.is_empty() {
                         self.buffer.extend(events);
+                        self.quiet_since_terminal = None;
+                        continue;
                     }
-                    continue;
+                    // The writer saves the terminal status a few writes before it journals
+                    // the run's end (its invocations and tasks settle in between): wait for
+                    // that end, unless the journal refused it (`unrecorded_end`) or nothing
+                    // more comes for a while (a writer that died in between).
+                    let quiet = *self
+                        .quiet_since_terminal
+                        .get_or_insert_with(tokio::time::Instant::now);
+                    if self.last_read_ends_run
+                        || run.unrecorded_end.is_some()
+                        || quiet.elapsed() >= END_TAIL_GRACE
+                    {
+                        self.finished = true;
+                        continue;
+                    }
                 }
                 self.journal
                     .wait_for_append(&self.run_id, self.next_seq - 1, OTHER_PROCESS_POLL)
@@ -315,6 +376,7 @@ impl RunEventStream {
                 continue;
             }
             self.next_seq = event.seq + 1;
+            self.last_read_ends_run = is_run_end(&event.event_type);
             if ends_run_for_good(&event.event_type) {
                 self.finished = true;
                 self.buffer.clear();

@@ -12,6 +12,7 @@ mod conversation;
 mod delegation;
 mod disk_faults;
 mod drift_and_retry;
+mod following;
 mod fork;
 mod guidance;
 mod handoff;

@@ -168,6 +168,12 @@ enum Command {
         /// Keep printing new events until the run ends.
         #[arg(long)]
         follow: bool,
+        /// With --follow, for a run another process or host executes: go on past an end that a
+        /// resume may undo (interrupted, failed, cancelled), through `run_interrupted` and
+        /// `run_resumed` when another host takes the run over, and stop only once the run
+        /// completes, ends in partial success or is abandoned.
+        #[arg(long, requires = "follow")]
+        through_resumes: bool,
     },
     /// Send a line of user guidance to a run; its foreground agent reads it before its next
     /// model request. Only the process running the run can deliver it: from another process
@@ -385,12 +391,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             limit,
             invocation,
             follow,
+            through_resumes,
         } => {
             let runtime = inspect_runtime(&storage)?;
             if follow {
                 // A run being created has no record for an instant: wait for it a little.
                 wait_for_run_record(&runtime, &run_id).await?;
                 let mut stream = runtime.subscribe(&run_id, after.unwrap_or(0), invocation);
+                if through_resumes {
+                    stream = stream.through_resumes();
+                }
                 while let Some(event) = stream.next().await? {
                     println!("{}", serde_json::to_string(&event)?);
                 }

@@ -14,6 +14,7 @@ mod hostile;
 mod live;
 mod logs;
 mod model_server;
+mod multi_host;
 mod otel;
 mod resume;
 mod serve;

@@ -11,8 +11,21 @@ use serde_json::Value;
 /// What the server answers a request with: a tool's model-facing name and its arguments.
 pub type Answer = Option<(&'static str, Value)>;
 
+/// What a server started with [`start_calls`] answers a request with: the tool calls of one
+/// assistant message (call id, model-facing name and arguments), or `None` to hold the request
+/// for ever.
+pub type Calls = Option<Vec<(String, &'static str, Value)>>;
+
 /// Starts the server; returns its base URL (`http://127.0.0.1:<port>/v1`).
 pub fn start(answer: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> String {
+    start_calls(move |body| {
+        let turn = assistant_turns(body);
+        answer(body).map(|(name, arguments)| vec![(format!("call_{turn}"), name, arguments)])
+    })
+}
+
+/// [`start`] for answers of several tool calls at once (a delegating agent's parallel calls).
+pub fn start_calls(answer: impl Fn(&Value) -> Calls + Send + Sync + 'static) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let answer = Arc::new(answer);
@@ -35,22 +48,28 @@ pub fn assistant_turns(body: &Value) -> usize {
         .count()
 }
 
-fn serve(mut stream: TcpStream, answer: &(dyn Fn(&Value) -> Answer + Send + Sync)) {
+fn serve(mut stream: TcpStream, answer: &(dyn Fn(&Value) -> Calls + Send + Sync)) {
     let Some(body) = read_body(&mut stream) else {
         return;
     };
-    let Some((name, arguments)) = answer(&body) else {
+    let Some(calls) = answer(&body) else {
         // Keep the connection open and never answer.
         std::thread::sleep(std::time::Duration::from_secs(600));
         return;
     };
     let turn = assistant_turns(&body);
+    let tool_calls: Vec<Value> = calls
+        .into_iter()
+        .map(|(id, name, arguments)| {
+            serde_json::json!({"id": id, "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}})
+        })
+        .collect();
     let reply = serde_json::json!({
         "id": format!("chatcmpl-{turn}"), "object": "chat.completion", "model": "m",
         "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
             "role": "assistant", "content": null,
-            "tool_calls": [{"id": format!("call_{turn}"), "type": "function",
-                "function": {"name": name, "arguments": arguments.to_string()}}]}}],
+            "tool_calls": tool_calls}}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5},
     })
     .to_string();

@@ -120,6 +120,22 @@ impl std::fmt::Debug for EventSubscription {
 }
 
 impl EventSubscription {
+    /// For a run another process or host executes: keeps following past an end that a resume
+    /// may undo (`interrupted`, `failed`, `cancelled`, not abandoned), so the stream goes on
+    /// through `run_interrupted` and `run_resumed` when another host takes the run over, and
+    /// ends after `run_completed` or `run_partial_success`, or once the run is no longer
+    /// resumable (abandoned). A run nobody resumes is followed until the caller stops (or the
+    /// runtime shuts down). No effect on a run this runtime executes, or once the stream has
+    /// started.
+    #[must_use]
+    pub fn through_resumes(mut self) -> Self {
+        self.state = match std::mem::replace(&mut self.state, SubscriptionState::Ended) {
+            SubscriptionState::Idle(inner) => SubscriptionState::Idle(inner.through_resumes()),
+            other => other,
+        };
+        self
+    }
+
     /// The next event in seq order; `Ok(None)` once the stream has ended.
     pub async fn next(&mut self) -> HostResult<Option<AgentRunEvent>> {
         std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut *self), cx))

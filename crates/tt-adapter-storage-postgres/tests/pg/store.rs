@@ -108,4 +108,73 @@ async fn a_run_row_that_does_not_parse_is_named_not_listed() {
     assert_eq!(unreadable.len(), 1);
     assert_eq!(unreadable[0].run_id, broken.id.as_str());
     assert_eq!(unreadable[0].code, "agent.storage_corrupt");
+
+/// `next_workspace_key` is answered in one row on PostgreSQL; it agrees with the domain's rule
+/// (`tt_domain::task::next_workspace_key` over the listed keys) whatever keys the run holds:
+/// gaps, four-digit repeats, keys that only look like repeats (`critic-0004`, `critic-04`,
+/// `critic-x`) and other agents whose ids start with the same letters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_workspace_key_follows_the_domain_rule() {
+    use tt_domain::ids::{InvocationId, ProfileId, TaskId};
+    use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
+    use tt_ports::{AgentInvocationRepository, AgentRunRepository};
+    use tt_testkit::contract::{manifest_for, sample_run, ts};
+    let store = crate::fresh_store().await;
+    let run = sample_run(1);
+    store.create_run(&run, &manifest_for(&run)).await.unwrap();
+    let check = |keys: Vec<String>| {
+        let store = &store;
+        let run = &run;
+        async move {
+            for base in ["critic", "critic-002", "crit", "editor"] {
+                let expected =
+                    tt_domain::task::next_workspace_key(base, keys.iter().map(String::as_str));
+                assert_eq!(
+                    store.next_workspace_key(&run.id, base).await.unwrap(),
+                    expected,
+                    "{base} among {keys:?}"
+                );
+            }
+        }
+    };
+    let mut keys = Vec::new();
+    let added = [
+        "critic",
+        "critic-0004",
+        "critic-04",
+        "critic-x",
+        "critic-002",
+        "criticism",
+        "critic-003",
+        "critic-005",
+        "critic-004",
+        "critic-002-002",
+        "critic-006",
+        "critic-1000",
+        "critic-0007",
+    ];
+    check(keys.clone()).await;
+    for (n, key) in added.into_iter().enumerate() {
+        let task = AgentTaskRecord {
+            id: TaskId::from_raw(format!("task_{n}")),
+            run_id: run.id.clone(),
+            parent_invocation_id: InvocationId::root(),
+            child_invocation_id: InvocationId::from_raw(format!("inv_{n}")),
+            target_profile_id: ProfileId::parse("critic").unwrap(),
+            workspace_key: key.to_owned(),
+            continuation: TaskContinuation::ReturnToParent,
+            status: TaskStatus::Queued,
+            task: serde_json::Value::Null.into(),
+            budget: None,
+            created_by_tool_call_id: None,
+            result_ref: None,
+            error: None,
+            creation_seq: n as u64 + 1,
+            created_at: ts(1),
+            updated_at: ts(1),
+        };
+        store.create_task(&task).await.unwrap();
+        keys.push(key.to_owned());
+        check(keys.clone()).await;
+    }
 }
