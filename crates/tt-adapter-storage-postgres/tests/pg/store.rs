@@ -108,6 +108,7 @@ async fn a_run_row_that_does_not_parse_is_named_not_listed() {
     assert_eq!(unreadable.len(), 1);
     assert_eq!(unreadable[0].run_id, broken.id.as_str());
     assert_eq!(unreadable[0].code, "agent.storage_corrupt");
+}
 
 /// `next_workspace_key` is answered in one row on PostgreSQL; it agrees with the domain's rule
 /// (`tt_domain::task::next_workspace_key` over the listed keys) whatever keys the run holds:
