@@ -198,8 +198,8 @@ impl PostgresStore {
             run_id: run_id.clone(),
             timestamp: now,
             level,
+            payload: with_event_scope(&event_type, payload)?,
             event_type,
-            payload: with_event_scope(event_type, payload)?,
         })
         .await
         .map(drop)
@@ -217,7 +217,7 @@ impl PostgresStore {
         Ok(events
             .iter()
             .rev()
-            .filter(|event| event.event_type == RunEventType::StatusChanged.as_str())
+            .filter(|event| event.event_type == RunEventType::StatusChanged)
             .find_map(|event| serde_json::from_value(event.payload.get("status")?.clone()).ok()))
     }
 }

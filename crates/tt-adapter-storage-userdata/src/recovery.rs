@@ -102,8 +102,8 @@ fn append(
         run_id: run.run_id.clone(),
         timestamp: now,
         level,
+        payload: with_event_scope(&event_type, payload)?,
         event_type,
-        payload: with_event_scope(event_type, payload)?,
     })
     .map(drop)
 }
@@ -118,7 +118,7 @@ fn last_journaled_status(inner: &crate::Inner, run_id: &RunId) -> Option<AgentRu
         .ok()?
         .iter()
         .rev()
-        .filter(|event| event.event_type == RunEventType::StatusChanged.as_str())
+        .filter(|event| event.event_type == RunEventType::StatusChanged)
         .find_map(|event| serde_json::from_value(event.payload.get("status")?.clone()).ok())
 }
 

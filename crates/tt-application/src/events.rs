@@ -59,7 +59,7 @@ impl EventSink {
         event_type: RunEventType,
         payload: Value,
     ) -> ApplicationResult<AgentRunEvent> {
-        let payload = with_event_scope(event_type, payload)?;
+        let payload = with_event_scope(&event_type, payload)?;
         let event = NewRunEvent {
             id: EventId::generate(&self.ids.next_token()),
             run_id: run_id.clone(),
@@ -148,10 +148,10 @@ impl EventSink {
 /// `run_interrupted` end it only until it is resumed (docs/resume.md): a stream of such a run
 /// ends by the executor's end or the stored status instead, so one read from seq 0 goes on
 /// through `run_resumed` to the run's last end.
-fn ends_run_for_good(event_type: &str) -> bool {
+fn ends_run_for_good(event_type: &RunEventType) -> bool {
     matches!(
-        RunEventType::parse(event_type),
-        Some(RunEventType::RunCompleted | RunEventType::RunPartialSuccess)
+        event_type,
+        RunEventType::RunCompleted | RunEventType::RunPartialSuccess
     )
 }
 

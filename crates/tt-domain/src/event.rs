@@ -30,7 +30,7 @@ pub struct AgentRunEvent {
     pub timestamp: Timestamp,
     pub level: EventLevel,
     #[serde(rename = "type")]
-    pub event_type: String,
+    pub event_type: RunEventType,
     #[serde(default)]
     pub payload: Value,
 }
@@ -76,7 +76,7 @@ impl NewRunEvent {
             run_id: self.run_id,
             timestamp: self.timestamp,
             level: self.level,
-            event_type: self.event_type.as_str().to_owned(),
+            event_type: self.event_type,
             payload: self.payload,
         }
     }
@@ -84,17 +84,33 @@ impl NewRunEvent {
 
 macro_rules! event_types {
     ($($variant:ident => $name:literal,)*) => {
-        /// Every event type the runtime writes.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum RunEventType { $($variant,)* }
+        /// An event's type: every type the runtime writes, and [`Unknown`](Self::Unknown) for
+        /// a name this build does not know (a journal written by a newer runtime or another
+        /// writer), kept by name so such a journal still loads and is written back unchanged.
+        ///
+        /// Serialized as its name. Readers match on the variants; `==` against a name (`&str`)
+        /// stays available for hosts and tests that compare by name.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum RunEventType {
+            $($variant,)*
+            /// A type this build does not know, by name. Never holds a known name:
+            /// [`RunEventType::from_name`] gives the known variant for it.
+            Unknown(String),
+        }
 
         impl RunEventType {
+            /// Every known type.
             pub const ALL: &'static [RunEventType] = &[$(RunEventType::$variant,)*];
 
-            pub fn as_str(self) -> &'static str {
-                match self { $(RunEventType::$variant => $name,)* }
+            /// The type's name as journaled.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(RunEventType::$variant => $name,)*
+                    RunEventType::Unknown(name) => name,
+                }
             }
 
+            /// The known type named `name`, `None` for any other name.
             pub fn parse(name: &str) -> Option<Self> {
                 match name { $($name => Some(RunEventType::$variant),)* _ => None }
             }
@@ -188,6 +204,86 @@ event_types! {
     ToolOutputSaved => "tool_output_saved",
 }
 
+impl RunEventType {
+    /// The type named `name`: the known one, or [`Unknown`](Self::Unknown).
+    pub fn from_name(name: &str) -> Self {
+        Self::parse(name).unwrap_or_else(|| RunEventType::Unknown(name.to_owned()))
+    }
+
+    /// The run's own lifecycle events, the `run_*` types.
+    pub fn is_run_lifecycle(&self) -> bool {
+        matches!(
+            self,
+            RunEventType::RunCreated
+                | RunEventType::RunCompleted
+                | RunEventType::RunPartialSuccess
+                | RunEventType::RunCancelRequested
+                | RunEventType::RunCancelled
+                | RunEventType::RunFailed
+                | RunEventType::RunInterrupted
+                | RunEventType::RunResumed
+                | RunEventType::RunAbandoned
+        )
+    }
+
+    /// False for [`Unknown`](Self::Unknown).
+    pub fn is_known(&self) -> bool {
+        !matches!(self, RunEventType::Unknown(_))
+    }
+}
+
+impl std::fmt::Display for RunEventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for RunEventType {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for RunEventType {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for RunEventType {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl Serialize for RunEventType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for RunEventType {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = RunEventType;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an event type name")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<RunEventType, E> {
+                Ok(RunEventType::from_name(name))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, name: String) -> Result<RunEventType, E> {
+                Ok(RunEventType::parse(&name).unwrap_or(RunEventType::Unknown(name)))
+            }
+        }
+        deserializer.deserialize_str(Name)
+    }
+}
+
 const SCOPE_FIELDS: [&str; 5] = [
     "invocationId",
     "parentInvocationId",
@@ -202,7 +298,7 @@ const SCOPE_FIELDS: [&str; 5] = [
 /// then by the first of the five invocation fields present, then `inv_root` for run-level events
 /// (`run_*`, `status_changed`, and the run's profile, workspace and persist events).
 /// A non-object `eventScope` is `agent.event_scope_invalid`.
-pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResult<Value> {
+pub fn with_event_scope(event_type: &RunEventType, payload: Value) -> DomainResult<Value> {
     let Value::Object(mut map) = payload else {
         return Ok(payload);
     };
@@ -256,7 +352,7 @@ pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResul
         | RunEventType::AgentTaskResumed => field("parentInvocationId"),
         _ => None,
     };
-    let is_run_level = event_type.as_str().starts_with("run_")
+    let is_run_level = event_type.is_run_lifecycle()
         || matches!(
             event_type,
             RunEventType::StatusChanged
@@ -304,7 +400,7 @@ mod tests {
     #[test]
     fn task_events_are_scoped_to_the_delegating_agent() {
         let payload = with_event_scope(
-            RunEventType::AgentTaskCompleted,
+            &RunEventType::AgentTaskCompleted,
             json!({"taskId":"task_1","parentInvocationId":"inv_root","childInvocationId":"inv_c"}),
         )
         .unwrap();
@@ -317,7 +413,7 @@ mod tests {
     #[test]
     fn task_return_is_scoped_to_the_returning_agent() {
         let payload = with_event_scope(
-            RunEventType::TaskReturnCompleted,
+            &RunEventType::TaskReturnCompleted,
             json!({"parentInvocationId":"inv_root","childInvocationId":"inv_c"}),
         )
         .unwrap();
@@ -331,13 +427,13 @@ mod tests {
     #[test]
     fn run_events_default_to_root_and_explicit_scope_wins() {
         let payload = with_event_scope(
-            RunEventType::StatusChanged,
+            &RunEventType::StatusChanged,
             json!({"status":"calling_model"}),
         )
         .unwrap();
         assert_eq!(payload["eventScope"], json!({"invocationId":"inv_root"}));
         let payload = with_event_scope(
-            RunEventType::ToolCallStarted,
+            &RunEventType::ToolCallStarted,
             json!({"invocationId":"inv_a","eventScope":{"invocationId":"inv_b"}}),
         )
         .unwrap();
@@ -351,17 +447,17 @@ mod tests {
     #[test]
     fn unscoped_and_invalid_payloads() {
         assert_eq!(
-            with_event_scope(RunEventType::RunCompleted, Value::Null).unwrap(),
+            with_event_scope(&RunEventType::RunCompleted, Value::Null).unwrap(),
             Value::Null
         );
         let plain = with_event_scope(
-            RunEventType::CheckpointCreated,
+            &RunEventType::CheckpointCreated,
             json!({"checkpointId":"cp_000001"}),
         )
         .unwrap();
         assert!(plain.get("eventScope").is_none());
         let err =
-            with_event_scope(RunEventType::ToolCallStarted, json!({"eventScope": 3})).unwrap_err();
+            with_event_scope(&RunEventType::ToolCallStarted, json!({"eventScope": 3})).unwrap_err();
         assert_eq!(err.code, "agent.event_scope_invalid");
     }
 
@@ -372,7 +468,25 @@ mod tests {
             let name = event_type.as_str();
             assert!(seen.insert(name), "duplicate {name}");
             assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
-            assert_eq!(RunEventType::parse(name), Some(*event_type));
+            assert_eq!(RunEventType::parse(name), Some(event_type.clone()));
+            assert_eq!(RunEventType::from_name(name), *event_type);
+            assert_eq!(event_type.is_run_lifecycle(), name.starts_with("run_"));
         }
+    }
+
+    #[test]
+    fn an_unknown_event_type_loads_and_is_written_back_by_name() {
+        let line = r#"{"seq":1,"id":"evt_1","runId":"run_x","timestamp":"2026-01-01T00:00:00.000Z","level":"info","type":"made_up_later","payload":{"a":1}}"#;
+        let event: AgentRunEvent = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            event.event_type,
+            RunEventType::Unknown("made_up_later".to_owned())
+        );
+        assert!(!event.event_type.is_known());
+        assert_eq!(serde_json::to_string(&event).unwrap(), line);
+        let known: AgentRunEvent =
+            serde_json::from_str(&line.replace("made_up_later", "model_completed")).unwrap();
+        assert_eq!(known.event_type, RunEventType::ModelCompleted);
+        assert_eq!(known.event_type, "model_completed");
     }
 }

@@ -40,7 +40,8 @@ pub(crate) async fn copy_events(
         .iter()
         .take_while(|event| event.seq <= forked_from.seq)
     {
-        let Some(event_type) = RunEventType::parse(&event.event_type) else {
+        let event_type = event.event_type.clone();
+        if !event_type.is_known() {
             return Err(unavailable(format!(
                 "event {} of run {} has a type this runtime does not know (`{}`)",
                 event.seq, forked_from.run_id, event.event_type

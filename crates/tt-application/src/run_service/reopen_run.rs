@@ -179,7 +179,7 @@ async fn failure_message(
     Ok(tail
         .iter()
         .rev()
-        .find(|event| event.event_type == RunEventType::RunFailed.as_str())
+        .find(|event| event.event_type == RunEventType::RunFailed)
         .and_then(|event| event.payload.get("technicalMessage"))
         .and_then(Value::as_str)
         .map(str::to_owned))

@@ -62,15 +62,19 @@ macro_rules! payloads {
         })*
 
         impl RunEventPayload {
-            /// Decodes `payload` as the payload of `event_type`.
+            /// Decodes `payload` as the payload of `event_type`; an
+            /// [`Unknown`](RunEventType::Unknown) type has no payload struct and is an error.
             pub fn decode(
-                event_type: RunEventType,
+                event_type: &RunEventType,
                 payload: &Value,
             ) -> Result<Self, serde_json::Error> {
                 match event_type {
                     $(RunEventType::$variant => {
                         $variant::deserialize(payload).map(RunEventPayload::$variant)
                     })*
+                    RunEventType::Unknown(name) => Err(serde::de::Error::custom(format_args!(
+                        "no payload type for the unknown event type `{name}`"
+                    ))),
                 }
             }
 
@@ -181,7 +185,9 @@ impl AgentRunEvent {
     /// This event's payload, decoded by its type; `None` for a type this build does not know
     /// (a journal written by a newer runtime).
     pub fn typed_payload(&self) -> Option<Result<RunEventPayload, serde_json::Error>> {
-        let event_type = RunEventType::parse(&self.event_type)?;
-        Some(RunEventPayload::decode(event_type, &self.payload))
+        if !self.event_type.is_known() {
+            return None;
+        }
+        Some(RunEventPayload::decode(&self.event_type, &self.payload))
     }
 }

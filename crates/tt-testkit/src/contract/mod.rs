@@ -268,8 +268,8 @@ pub fn new_event(run_id: &RunId, n: u64, event_type: RunEventType, payload: Valu
         run_id: run_id.clone(),
         timestamp: ts(i64::try_from(n).unwrap()),
         level: EventLevel::Info,
+        payload: with_event_scope(&event_type, payload).unwrap(),
         event_type,
-        payload: with_event_scope(event_type, payload).unwrap(),
     }
 }
 

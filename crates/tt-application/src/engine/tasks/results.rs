@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 use tt_domain::error_codes;
+use tt_domain::event::RunEventType;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::ToolName;
@@ -149,8 +150,8 @@ pub(crate) async fn written_by(
         after = Some(last.seq);
         for event in &page {
             let wrote = matches!(
-                event.event_type.as_str(),
-                "workspace_file_written" | "workspace_patch_applied"
+                event.event_type,
+                RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied
             );
             if wrote
                 && event.payload.get("invocationId").and_then(Value::as_str)
