@@ -7,9 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ids::{EventId, ROOT_INVOCATION_ID, RunId};
+use crate::ids::{EventId, InvocationId, RunId};
 use crate::time::Timestamp;
-use crate::{DomainError, DomainResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -284,112 +283,66 @@ impl<'de> Deserialize<'de> for RunEventType {
     }
 }
 
-const SCOPE_FIELDS: [&str; 5] = [
-    "invocationId",
-    "parentInvocationId",
-    "sourceInvocationId",
-    "childInvocationId",
-    "newInvocationId",
-];
+/// Which agents an event belongs to: the `eventScope` of its payload (docs/events.md). Each
+/// payload type states its own ([`EventPayload::scope`](crate::event_payload::EventPayload::scope)),
+/// and it is added to the payload when the event is recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventScope {
+    /// The agent whose view the event belongs to.
+    pub invocation_id: InvocationId,
+    /// Other agents the event concerns, in order, without `invocation_id` and without repeats.
+    pub related_invocation_ids: Vec<InvocationId>,
+}
 
-/// Adds the canonical `eventScope` to an object payload (reference §7).
-///
-/// An explicit `eventScope.invocationId` wins; otherwise the primary id is chosen by event type,
-/// then by the first of the five invocation fields present, then `inv_root` for run-level events
-/// (`run_*`, `status_changed`, and the run's profile, workspace and persist events).
-/// A non-object `eventScope` is `agent.event_scope_invalid`.
-pub fn with_event_scope(event_type: &RunEventType, payload: Value) -> DomainResult<Value> {
-    let Value::Object(mut map) = payload else {
-        return Ok(payload);
-    };
-    // One pass over the payload's (few) entries finds the ids, borrowed; only the ones kept
-    // are copied. Six hashed lookups per event cost more than comparing the keys.
-    let mut scope = None;
-    let mut fields: [Option<&str>; 5] = [None; 5];
-    for (key, value) in &map {
-        if key == "eventScope" {
-            scope = Some(value);
-        } else if let Some(slot) = SCOPE_FIELDS
-            .iter()
-            .position(|name| name == key)
-            .and_then(|at| fields.get_mut(at))
-        {
-            *slot = value.as_str();
+impl EventScope {
+    /// An event of agent `invocation_id`, concerning no other.
+    pub fn agent(invocation_id: &InvocationId) -> Self {
+        Self {
+            invocation_id: invocation_id.clone(),
+            related_invocation_ids: Vec::new(),
         }
     }
-    let explicit = match scope {
-        None => None,
-        Some(Value::Object(scope)) => scope.get("invocationId").and_then(Value::as_str),
-        Some(_) => {
-            return Err(DomainError::new(
-                "agent.event_scope_invalid",
-                format!(
-                    "{} payload has a non-object eventScope",
-                    event_type.as_str()
-                ),
-            ));
+
+    /// A run-level event: it belongs to the root agent.
+    pub fn run() -> Self {
+        Self::agent(&InvocationId::root())
+    }
+
+    /// This scope with `ids` added as related agents, skipping the primary one and repeats.
+    pub fn related<'a>(mut self, ids: impl IntoIterator<Item = &'a InvocationId>) -> Self {
+        for id in ids {
+            if *id != self.invocation_id && !self.related_invocation_ids.contains(id) {
+                self.related_invocation_ids.push(id.clone());
+            }
         }
-    };
-    let field = |name: &str| {
-        SCOPE_FIELDS
-            .iter()
-            .position(|candidate| *candidate == name)
-            .and_then(|at| fields.get(at).copied().flatten())
-    };
-    let by_type = match event_type {
-        RunEventType::AgentDelegateStarted => field("parentInvocationId"),
-        RunEventType::AgentHandoffRequested | RunEventType::AgentHandoffAccepted => {
-            field("sourceInvocationId")
-        }
-        RunEventType::TaskReturnCompleted => field("childInvocationId"),
-        RunEventType::AgentTaskRegistered
-        | RunEventType::AgentTaskQueued
-        | RunEventType::AgentTaskStarted
-        | RunEventType::AgentTaskCompleted
-        | RunEventType::AgentTaskFailed
-        | RunEventType::AgentTaskCancelled
-        | RunEventType::AgentTaskInterrupted
-        | RunEventType::AgentTaskResumed => field("parentInvocationId"),
-        _ => None,
-    };
-    let is_run_level = event_type.is_run_lifecycle()
-        || matches!(
-            event_type,
-            RunEventType::StatusChanged
-                | RunEventType::ProfileResolved
-                | RunEventType::WorkspaceInitialized
-                | RunEventType::PersistentProjectionInitialized
-                | RunEventType::PersistentChangesCommitted
-                | RunEventType::PersistentChangesCommitFailed
-                | RunEventType::PersistentStateMetadataUpdateRequested
-                | RunEventType::PersistentStateMetadataUpdated
-                | RunEventType::PersistentStateMetadataUpdateFailed
+        self
+    }
+
+    /// Every agent the scope names, the primary one first.
+    pub fn ids(&self) -> impl Iterator<Item = &InvocationId> {
+        std::iter::once(&self.invocation_id).chain(&self.related_invocation_ids)
+    }
+
+    /// Sets this scope as `payload`'s `eventScope`; a payload that is not an object has none.
+    pub fn add_to(&self, payload: &mut Value) {
+        let Value::Object(map) = payload else {
+            return;
+        };
+        let mut scope = Map::new();
+        scope.insert(
+            "invocationId".into(),
+            Value::String(self.invocation_id.as_str().to_owned()),
         );
-    let primary = explicit
-        .or(by_type)
-        .or_else(|| fields.iter().find_map(|id| *id))
-        .or_else(|| is_run_level.then_some(ROOT_INVOCATION_ID));
-    let Some(primary) = primary else {
-        return Ok(Value::Object(map));
-    };
-    let mut related: Vec<&str> = Vec::new();
-    for id in fields.iter().flatten() {
-        if *id != primary && !related.contains(id) {
-            related.push(*id);
+        if !self.related_invocation_ids.is_empty() {
+            let related = self
+                .related_invocation_ids
+                .iter()
+                .map(|id| Value::String(id.as_str().to_owned()))
+                .collect();
+            scope.insert("relatedInvocationIds".into(), Value::Array(related));
         }
+        map.insert("eventScope".into(), Value::Object(scope));
     }
-    let primary = primary.to_owned();
-    let related: Vec<Value> = related
-        .into_iter()
-        .map(|id| Value::String(id.to_owned()))
-        .collect();
-    let mut scope = Map::new();
-    scope.insert("invocationId".into(), Value::String(primary));
-    if !related.is_empty() {
-        scope.insert("relatedInvocationIds".into(), Value::Array(related));
-    }
-    map.insert("eventScope".into(), Value::Object(scope));
-    Ok(Value::Object(map))
 }
 
 #[cfg(test)]
@@ -398,67 +351,28 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn task_events_are_scoped_to_the_delegating_agent() {
-        let payload = with_event_scope(
-            &RunEventType::AgentTaskCompleted,
-            json!({"taskId":"task_1","parentInvocationId":"inv_root","childInvocationId":"inv_c"}),
-        )
-        .unwrap();
-        assert_eq!(
-            payload["eventScope"],
-            json!({"invocationId":"inv_root","relatedInvocationIds":["inv_c"]})
+    fn a_scope_names_its_primary_agent_first_and_each_related_one_once() {
+        let (root, a, b) = (
+            InvocationId::root(),
+            InvocationId::from_raw("inv_a"),
+            InvocationId::from_raw("inv_b"),
         );
-    }
-
-    #[test]
-    fn task_return_is_scoped_to_the_returning_agent() {
-        let payload = with_event_scope(
-            &RunEventType::TaskReturnCompleted,
-            json!({"parentInvocationId":"inv_root","childInvocationId":"inv_c"}),
-        )
-        .unwrap();
-        assert_eq!(payload["eventScope"]["invocationId"], "inv_c");
+        let scope = EventScope::agent(&a).related([&root, &a, &b, &root]);
+        assert_eq!(scope.ids().collect::<Vec<_>>(), [&a, &root, &b]);
+        let mut payload = json!({"taskId": "task_1"});
+        scope.add_to(&mut payload);
         assert_eq!(
-            payload["eventScope"]["relatedInvocationIds"],
-            json!(["inv_root"])
+            payload,
+            json!({"taskId": "task_1", "eventScope": {
+                "invocationId": "inv_a", "relatedInvocationIds": ["inv_root", "inv_b"],
+            }})
         );
-    }
-
-    #[test]
-    fn run_events_default_to_root_and_explicit_scope_wins() {
-        let payload = with_event_scope(
-            &RunEventType::StatusChanged,
-            json!({"status":"calling_model"}),
-        )
-        .unwrap();
-        assert_eq!(payload["eventScope"], json!({"invocationId":"inv_root"}));
-        let payload = with_event_scope(
-            &RunEventType::ToolCallStarted,
-            json!({"invocationId":"inv_a","eventScope":{"invocationId":"inv_b"}}),
-        )
-        .unwrap();
-        assert_eq!(payload["eventScope"]["invocationId"], "inv_b");
-        assert_eq!(
-            payload["eventScope"]["relatedInvocationIds"],
-            json!(["inv_a"])
-        );
-    }
-
-    #[test]
-    fn unscoped_and_invalid_payloads() {
-        assert_eq!(
-            with_event_scope(&RunEventType::RunCompleted, Value::Null).unwrap(),
-            Value::Null
-        );
-        let plain = with_event_scope(
-            &RunEventType::CheckpointCreated,
-            json!({"checkpointId":"cp_000001"}),
-        )
-        .unwrap();
-        assert!(plain.get("eventScope").is_none());
-        let err =
-            with_event_scope(&RunEventType::ToolCallStarted, json!({"eventScope": 3})).unwrap_err();
-        assert_eq!(err.code, "agent.event_scope_invalid");
+        let mut payload = json!({"status": "calling_model"});
+        EventScope::run().add_to(&mut payload);
+        assert_eq!(payload["eventScope"], json!({"invocationId": "inv_root"}));
+        let mut null = Value::Null;
+        EventScope::run().add_to(&mut null);
+        assert_eq!(null, Value::Null);
     }
 
     #[test]

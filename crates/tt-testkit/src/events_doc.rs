@@ -152,7 +152,7 @@ pub fn type_mismatches() -> (Vec<&'static str>, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use tt_domain::event::EventLevel;
     use tt_domain::ids::{EventId, RunId};
     use tt_domain::time::Timestamp;
@@ -203,6 +203,86 @@ mod tests {
             "no sample of an unknown type"
         );
         insta::assert_debug_snapshot!("typed_event_payloads", typed);
+    }
+
+    /// How `eventScope` was found before each payload type stated its own (#23): by the event
+    /// type, then the first of five invocation fields present, then the root for run-level
+    /// events; every other invocation field present is related. Kept here to show that the
+    /// scopes the types state are the same.
+    fn scope_by_key_names(event_type: &RunEventType, payload: &Value) -> Option<Value> {
+        use RunEventType as T;
+        const FIELDS: [&str; 5] = [
+            "invocationId",
+            "parentInvocationId",
+            "sourceInvocationId",
+            "childInvocationId",
+            "newInvocationId",
+        ];
+        let field = |name: &str| payload.get(name).and_then(Value::as_str);
+        let by_type = match event_type {
+            T::AgentDelegateStarted
+            | T::AgentTaskRegistered
+            | T::AgentTaskQueued
+            | T::AgentTaskStarted
+            | T::AgentTaskCompleted
+            | T::AgentTaskFailed
+            | T::AgentTaskCancelled
+            | T::AgentTaskInterrupted
+            | T::AgentTaskResumed => field("parentInvocationId"),
+            T::AgentHandoffRequested | T::AgentHandoffAccepted => field("sourceInvocationId"),
+            T::TaskReturnCompleted => field("childInvocationId"),
+            _ => None,
+        };
+        let name = event_type.as_str();
+        let run_level = name.starts_with("run_")
+            || name.starts_with("persistent_")
+            || matches!(
+                event_type,
+                T::StatusChanged | T::ProfileResolved | T::WorkspaceInitialized
+            );
+        let primary = by_type
+            .or_else(|| FIELDS.iter().find_map(|name| field(name)))
+            .or(run_level.then_some("inv_root"))?;
+        let mut related: Vec<&str> = Vec::new();
+        for id in FIELDS.iter().filter_map(|name| field(name)) {
+            if id != primary && !related.contains(&id) {
+                related.push(id);
+            }
+        }
+        Some(if related.is_empty() {
+            json!({"invocationId": primary})
+        } else {
+            json!({"invocationId": primary, "relatedInvocationIds": related})
+        })
+    }
+
+    #[test]
+    fn each_payload_type_states_the_scope_its_key_names_gave() {
+        let samples: serde_json::Map<String, Value> = serde_json::from_str(SAMPLES).unwrap();
+        for event_type in RunEventType::ALL {
+            let sample = &samples[event_type.as_str()];
+            let mut variants = vec![sample.clone()];
+            // The root has no parent: that case too.
+            if sample.get("parentInvocationId").is_some() {
+                let mut orphan = sample.clone();
+                orphan["parentInvocationId"] = Value::Null;
+                variants.push(orphan);
+            }
+            for payload in variants {
+                let Ok(typed) = RunEventPayload::decode(event_type, &payload) else {
+                    continue;
+                };
+                let mut stated = payload.clone();
+                if let Some(scope) = typed.scope() {
+                    scope.add_to(&mut stated);
+                }
+                assert_eq!(
+                    stated.get("eventScope").cloned(),
+                    scope_by_key_names(event_type, &payload),
+                    "`{event_type}`: {payload}"
+                );
+            }
+        }
     }
 
     #[test]
