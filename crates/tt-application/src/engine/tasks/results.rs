@@ -307,24 +307,3 @@ pub(crate) async fn replay_injection(
     };
     Ok(Some(render_injected_results(&entries, &reader)))
 }
-
-/// Terminal task ids reported by a successful `agent.await` result.
-pub(crate) fn delivered_by_await(structured: &Value) -> Vec<TaskId> {
-    structured
-        .get("tasks")
-        .and_then(Value::as_array)
-        .map(|tasks| {
-            tasks
-                .iter()
-                .filter(|task| {
-                    matches!(
-                        task.get("status").and_then(Value::as_str),
-                        Some("completed" | "failed" | "cancelled")
-                    )
-                })
-                .filter_map(|task| task.get("taskId").and_then(Value::as_str))
-                .map(TaskId::from_raw)
-                .collect()
-        })
-        .unwrap_or_default()
-}
