@@ -2,14 +2,14 @@
 //! [`RunEventPayload`], the `#[non_exhaustive]` enum a host decodes a journal event into.
 //!
 //! The JSON wire shape is the contract's: each struct serializes to exactly the payload the
-//! runtime journals (`eventScope` aside, which is added at emit time and ignored when
-//! decoding). Fields that some emissions leave out are `Option`s skipped when `None`; fields
+//! runtime journals (`eventScope` aside, which each type states through
+//! [`EventPayload::scope`], is added when the event is recorded and is ignored when decoding). Fields that some emissions leave out are `Option`s skipped when `None`; fields
 //! that are written as `null` are plain `Option`s. The scenario harnesses decode every event
 //! they journal and check that it serializes back to the same payload
 //! (`tt_testkit::events_doc::assert_typed`), so a struct cannot drift from what is written.
 //!
 //! The structs live in one file per family of events (the sections of docs/events.md); this
-//! file holds the enum, the decoding and the list of every type.
+//! file holds the enum, the decoding and the list of every type with its scope.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
