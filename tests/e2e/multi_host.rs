@@ -159,7 +159,11 @@ async fn follow(store: Arc<PostgresStore>, run_id: RunId) -> Vec<(u64, String)> 
             .await;
             continue;
         }
-        seen.extend(events.into_iter().map(|e| (e.seq, e.event_type)));
+        seen.extend(
+            events
+                .into_iter()
+                .map(|e| (e.seq, e.event_type.to_string())),
+        );
     }
 }
 

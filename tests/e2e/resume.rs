@@ -727,7 +727,7 @@ fn first_part(events: &[AgentRunEvent]) -> Vec<AgentRunEvent> {
 fn last_statuses(events: &[AgentRunEvent]) -> HashMap<String, String> {
     let mut last = HashMap::new();
     for event in events {
-        if event.event_type.starts_with("agent_invocation_")
+        if event.event_type.as_str().starts_with("agent_invocation_")
             && let Some(id) = event.payload["invocationId"].as_str()
         {
             let status = event.payload["status"].as_str().unwrap_or_default();

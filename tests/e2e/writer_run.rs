@@ -158,7 +158,7 @@ async fn live_subscription_sees_every_event_in_order() {
     let mut last = String::new();
     while let Some(event) = stream.next().await.unwrap() {
         seqs.push(event.seq);
-        last = event.event_type;
+        last = event.event_type.to_string();
     }
     assert_eq!(last, "run_completed");
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());

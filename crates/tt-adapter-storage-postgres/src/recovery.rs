@@ -6,8 +6,10 @@
 //! {reason, lastSeq, previousStatus}`; workspace files and `persist/` stay as they were. The
 //! lease is then released, so any host may `resume` the run.
 
-use serde_json::json;
-use tt_domain::event::{EventLevel, NewRunEvent, RunEventType, with_event_scope};
+use tt_domain::event::{EventLevel, NewRunEvent, RunEventType};
+use tt_domain::event_payload::{
+    AgentInvocationInterrupted, AgentTaskInterrupted, EventPayload, RunInterrupted, journaled,
+};
 use tt_domain::ids::{EventId, RunId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
@@ -130,13 +132,7 @@ impl PostgresStore {
                 now,
                 next_event_id(),
                 EventLevel::Warn,
-                RunEventType::AgentTaskInterrupted,
-                json!({
-                    "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
-                    "childInvocationId": task.child_invocation_id,
-                    "targetProfileId": task.target_profile_id, "status": task.status.as_str(),
-                    "resultRef": task.result_ref, "error": task.error,
-                }),
+                &AgentTaskInterrupted::of(&task),
             )
             .await?;
         }
@@ -151,14 +147,7 @@ impl PostgresStore {
                 now,
                 next_event_id(),
                 EventLevel::Warn,
-                RunEventType::AgentInvocationInterrupted,
-                json!({
-                    "invocationId": invocation.id,
-                    "parentInvocationId": invocation.parent_invocation_id,
-                    "profileId": invocation.profile_id,
-                    "kind": invocation.kind.as_str(), "status": invocation.status.as_str(),
-                    "exitPolicy": invocation.exit_policy,
-                }),
+                &AgentInvocationInterrupted::of(&invocation),
             )
             .await?;
         }
@@ -167,11 +156,11 @@ impl PostgresStore {
             now,
             next_event_id(),
             EventLevel::Error,
-            RunEventType::RunInterrupted,
-            json!({
-                "reason": OWNER_EXITED, "lastSeq": last_seq,
-                "previousStatus": previous_status.as_str(),
-            }),
+            &RunInterrupted {
+                reason: OWNER_EXITED.to_owned(),
+                last_seq,
+                previous_status,
+            },
         )
         .await?;
         record.status = AgentRunStatus::Interrupted;
@@ -184,22 +173,22 @@ impl PostgresStore {
         }))
     }
 
-    async fn record(
+    async fn record<P: EventPayload>(
         &self,
         run_id: &RunId,
         now: Timestamp,
         id: EventId,
         level: EventLevel,
-        event_type: RunEventType,
-        payload: serde_json::Value,
+        payload: &P,
     ) -> StorageResult<()> {
         self.append(NewRunEvent {
             id,
             run_id: run_id.clone(),
             timestamp: now,
             level,
-            event_type,
-            payload: with_event_scope(event_type, payload)?,
+            event_type: P::TYPE,
+            payload: journaled(payload)
+                .map_err(|err| StorageError::Other(format!("{} payload: {err}", P::TYPE)))?,
         })
         .await
         .map(drop)
@@ -217,7 +206,7 @@ impl PostgresStore {
         Ok(events
             .iter()
             .rev()
-            .filter(|event| event.event_type == RunEventType::StatusChanged.as_str())
+            .filter(|event| event.event_type == RunEventType::StatusChanged)
             .find_map(|event| serde_json::from_value(event.payload.get("status")?.clone()).ok()))
     }
 }

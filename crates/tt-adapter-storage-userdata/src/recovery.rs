@@ -4,8 +4,10 @@
 //! `run_interrupted {reason, lastSeq}`; committed messages, workspace files and `persist/` are
 //! left untouched.
 
-use serde_json::json;
-use tt_domain::event::{EventLevel, NewRunEvent, RunEventType, with_event_scope};
+use tt_domain::event::{EventLevel, NewRunEvent, RunEventType};
+use tt_domain::event_payload::{
+    AgentInvocationInterrupted, AgentTaskInterrupted, EventPayload, RunInterrupted, journaled,
+};
 use tt_domain::ids::{EventId, RunId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
@@ -89,21 +91,21 @@ impl UserDataStore {
     }
 }
 
-fn append(
+fn append<P: EventPayload>(
     run: &OwnedRun,
     now: Timestamp,
     next_event_id: &mut impl FnMut() -> EventId,
     level: EventLevel,
-    event_type: RunEventType,
-    payload: serde_json::Value,
+    payload: &P,
 ) -> StorageResult<()> {
     run.append_event(NewRunEvent {
         id: next_event_id(),
         run_id: run.run_id.clone(),
         timestamp: now,
         level,
-        event_type,
-        payload: with_event_scope(event_type, payload)?,
+        event_type: P::TYPE,
+        payload: journaled(payload)
+            .map_err(|err| StorageError::Other(format!("{} payload: {err}", P::TYPE)))?,
     })
     .map(drop)
 }
@@ -118,7 +120,7 @@ fn last_journaled_status(inner: &crate::Inner, run_id: &RunId) -> Option<AgentRu
         .ok()?
         .iter()
         .rev()
-        .filter(|event| event.event_type == RunEventType::StatusChanged.as_str())
+        .filter(|event| event.event_type == RunEventType::StatusChanged)
         .find_map(|event| serde_json::from_value(event.payload.get("status")?.clone()).ok())
 }
 
@@ -162,13 +164,7 @@ fn interrupt(
             now,
             next_event_id,
             EventLevel::Warn,
-            RunEventType::AgentTaskInterrupted,
-            json!({
-                "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
-                "childInvocationId": task.child_invocation_id,
-                "targetProfileId": task.target_profile_id, "status": task.status.as_str(),
-                "resultRef": task.result_ref, "error": task.error,
-            }),
+            &AgentTaskInterrupted::of(&task),
         )?;
     }
     for mut invocation in run.invocations() {
@@ -182,14 +178,7 @@ fn interrupt(
             now,
             next_event_id,
             EventLevel::Warn,
-            RunEventType::AgentInvocationInterrupted,
-            json!({
-                "invocationId": invocation.id,
-                "parentInvocationId": invocation.parent_invocation_id,
-                "profileId": invocation.profile_id,
-                "kind": invocation.kind.as_str(), "status": invocation.status.as_str(),
-                "exitPolicy": invocation.exit_policy,
-            }),
+            &AgentInvocationInterrupted::of(&invocation),
         )?;
     }
     append(
@@ -197,11 +186,11 @@ fn interrupt(
         now,
         next_event_id,
         EventLevel::Error,
-        RunEventType::RunInterrupted,
-        json!({
-            "reason": OWNER_EXITED, "lastSeq": last_seq,
-            "previousStatus": previous_status.as_str(),
-        }),
+        &RunInterrupted {
+            reason: OWNER_EXITED.to_owned(),
+            last_seq,
+            previous_status,
+        },
     )?;
     record.status = AgentRunStatus::Interrupted;
     record.updated_at = now;

@@ -1,15 +1,16 @@
 //! Writing to the run journal and fanning events out live.
 //!
-//! `EventSink::emit` adds `eventScope`, stamps id and time, appends through the `RunJournal`
-//! port (which assigns the seq) and then broadcasts the stored event to live subscribers.
+//! `EventSink::record` adds the `eventScope` the payload's type states, stamps id and time,
+//! appends through the `RunJournal` port (which assigns the seq) and then broadcasts the stored
+//! event to live subscribers.
 //! Subscribers that fall behind re-read the journal, so a live stream never skips a seq.
 
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
-use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent, RunEventType, with_event_scope};
+use tt_domain::event::{AgentRunEvent, EventLevel, EventScope, NewRunEvent, RunEventType};
 use tt_domain::event_payload::EventPayload;
-use tt_domain::ids::{EventId, RunId};
+use tt_domain::ids::{EventId, InvocationId, RunId};
 use tt_ports::{AgentRunRepository, Clock, EventPage, IdGenerator, RunJournal};
 
 use crate::error::ApplicationResult;
@@ -56,15 +57,30 @@ impl EventSink {
         }
     }
 
-    /// Appends one event. A journal failure is fatal for the caller.
+    /// Appends one event whose payload has no struct of its own to write it (see
+    /// [`record`](Self::record)); `scope` becomes its `eventScope`. A journal failure is fatal
+    /// for the caller.
     pub async fn emit(
+        &self,
+        run_id: &RunId,
+        level: EventLevel,
+        event_type: RunEventType,
+        mut payload: Value,
+        scope: Option<&EventScope>,
+    ) -> ApplicationResult<AgentRunEvent> {
+        if let Some(scope) = scope {
+            scope.add_to(&mut payload);
+        }
+        self.append(run_id, level, event_type, payload).await
+    }
+
+    async fn append(
         &self,
         run_id: &RunId,
         level: EventLevel,
         event_type: RunEventType,
         payload: Value,
     ) -> ApplicationResult<AgentRunEvent> {
-        let payload = with_event_scope(event_type, payload)?;
         let event = NewRunEvent {
             id: EventId::generate(&self.ids.next_token()),
             run_id: run_id.clone(),
@@ -82,61 +98,34 @@ impl EventSink {
         Ok(stored)
     }
 
-    pub async fn info(
-        &self,
-        run_id: &RunId,
-        event_type: RunEventType,
-        payload: Value,
-    ) -> ApplicationResult<AgentRunEvent> {
-        self.emit(run_id, EventLevel::Info, event_type, payload)
-            .await
-    }
-
-    pub async fn warn(
-        &self,
-        run_id: &RunId,
-        event_type: RunEventType,
-        payload: Value,
-    ) -> ApplicationResult<AgentRunEvent> {
-        self.emit(run_id, EventLevel::Warn, event_type, payload)
-            .await
-    }
-
     /// Appends one event from its typed payload (`tt_domain::event_payload`): the struct names
-    /// the event type and spells its fields, so a payload cannot go out under the wrong type
-    /// or with a misspelled key.
+    /// the event type, spells its fields and states its `eventScope`, so a payload cannot go
+    /// out under the wrong type, with a misspelled key or in another agent's view.
     pub async fn record<P: EventPayload>(
         &self,
         run_id: &RunId,
         level: EventLevel,
         payload: &P,
     ) -> ApplicationResult<AgentRunEvent> {
-        let value = serde_json::to_value(payload).map_err(|err| {
-            crate::error::ApplicationError::fatal(
-                "agent.internal_error",
-                format!("{} payload: {err}", P::TYPE.as_str()),
-            )
-        })?;
-        self.emit(run_id, level, P::TYPE, value).await
+        let scope = payload.scope();
+        self.emit(run_id, level, P::TYPE, to_value(payload)?, scope.as_ref())
+            .await
     }
 
     /// [`record`](Self::record) for an event whose payload names no agent but belongs to one
-    /// (guidance belongs to the run's foreground): its `eventScope` is `scope`.
+    /// (guidance belongs to the run's foreground): its `eventScope` is `scope`, with any agent
+    /// the payload names as related.
     pub async fn record_in<P: EventPayload>(
         &self,
         run_id: &RunId,
         level: EventLevel,
         payload: &P,
-        scope: &tt_domain::ids::InvocationId,
+        scope: &InvocationId,
     ) -> ApplicationResult<AgentRunEvent> {
-        let mut value = serde_json::to_value(payload).map_err(|err| {
-            crate::error::ApplicationError::fatal(
-                "agent.internal_error",
-                format!("{} payload: {err}", P::TYPE.as_str()),
-            )
-        })?;
-        value["eventScope"] = serde_json::json!({ "invocationId": scope });
-        self.emit(run_id, level, P::TYPE, value).await
+        let named = payload.scope();
+        let scope = EventScope::agent(scope).related(named.iter().flat_map(EventScope::ids));
+        self.emit(run_id, level, P::TYPE, to_value(payload)?, Some(&scope))
+            .await
     }
 
     /// A live receiver of every event appended from now on (all runs).
@@ -149,14 +138,23 @@ impl EventSink {
     }
 }
 
+fn to_value<P: EventPayload>(payload: &P) -> ApplicationResult<Value> {
+    serde_json::to_value(payload).map_err(|err| {
+        crate::error::ApplicationError::fatal(
+            "agent.internal_error",
+            format!("{} payload: {err}", P::TYPE),
+        )
+    })
+}
+
 /// Whether this event type ends a run for good. `run_failed`, `run_cancelled` and
 /// `run_interrupted` end it only until it is resumed (docs/resume.md): a stream of such a run
 /// ends by the executor's end or the stored status instead, so one read from seq 0 goes on
 /// through `run_resumed` to the run's last end.
-fn ends_run_for_good(event_type: &str) -> bool {
+fn ends_run_for_good(event_type: &RunEventType) -> bool {
     matches!(
-        RunEventType::parse(event_type),
-        Some(RunEventType::RunCompleted | RunEventType::RunPartialSuccess)
+        event_type,
+        RunEventType::RunCompleted | RunEventType::RunPartialSuccess
     )
 }
 

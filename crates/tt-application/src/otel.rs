@@ -13,7 +13,7 @@
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use tt_domain::error_codes;
-use tt_domain::event::AgentRunEvent;
+use tt_domain::event::{AgentRunEvent, RunEventType as T};
 use tt_domain::run::AgentRun;
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
@@ -114,8 +114,8 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
         .map_or(run.updated_at, |event| event.timestamp);
     for event in events {
         let invocation = text(event, "invocationId").unwrap_or("inv_root").to_owned();
-        match event.event_type.as_str() {
-            "agent_invocation_created" | "agent_invocation_started" => {
+        match &event.event_type {
+            T::AgentInvocationCreated | T::AgentInvocationStarted => {
                 let profile = text(event, "profileId").unwrap_or("agent").to_owned();
                 let parent = text(event, "parentInvocationId").map(agent_span);
                 let kind = text(event, "kind").unwrap_or("root").to_owned();
@@ -138,21 +138,21 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                         error: None,
                     }
                 });
-                if event.event_type == "agent_invocation_started"
+                if event.event_type == T::AgentInvocationStarted
                     && let Some(agent) = agents.get_mut(&invocation)
                 {
                     // Started again after an interruption: open until its next end.
                     agent.end = None;
                 }
             }
-            "agent_invocation_completed"
-            | "agent_invocation_failed"
-            | "agent_invocation_cancelled"
-            | "agent_invocation_transferred"
-            | "agent_invocation_interrupted" => {
+            ended @ (T::AgentInvocationCompleted
+            | T::AgentInvocationFailed
+            | T::AgentInvocationCancelled
+            | T::AgentInvocationTransferred
+            | T::AgentInvocationInterrupted) => {
                 if let Some(agent) = agents.get_mut(&invocation) {
                     agent.end = Some(event.timestamp);
-                    let status = event.event_type.trim_start_matches("agent_invocation_");
+                    let status = ended.as_str().trim_start_matches("agent_invocation_");
                     agent.attributes.push(("tt.status".into(), json!(status)));
                     if matches!(status, "failed" | "interrupted") {
                         agent.error = Some(
@@ -164,12 +164,12 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                     }
                 }
             }
-            "agent_model_binding_resolved" => {
+            T::AgentModelBindingResolved => {
                 let provider = text(event, "provider").unwrap_or("unknown").to_owned();
                 let model = text(event, "modelId").map(str::to_owned);
                 models.insert(invocation, (provider, model));
             }
-            "model_call_attempt_started" => {
+            T::ModelCallAttemptStarted => {
                 let (provider, model) = models
                     .get(&invocation)
                     .cloned()
@@ -203,7 +203,7 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                     error: None,
                 });
             }
-            "model_completed" | "model_call_attempt_failed" => {
+            T::ModelCompleted | T::ModelCallAttemptFailed => {
                 let round = event
                     .payload
                     .get("round")
@@ -214,7 +214,7 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                 };
                 let span = &mut calls[index];
                 span.end = Some(event.timestamp);
-                if event.event_type == "model_call_attempt_failed" {
+                if event.event_type == T::ModelCallAttemptFailed {
                     let code = text(event, "code").unwrap_or(error_codes::MODEL_ERROR);
                     span.attributes.push(("error.type".into(), json!(code)));
                     span.error = Some(text(event, "message").unwrap_or(code).to_owned());
@@ -243,7 +243,7 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                         .push(("gen_ai.response.finish_reasons".into(), json!(reason)));
                 }
             }
-            "tool_call_started" => {
+            T::ToolCallStarted => {
                 let call = text(event, "callId").unwrap_or_default().to_owned();
                 let tool = text(event, "name").unwrap_or("tool").to_owned();
                 open_tools.insert((invocation.clone(), call.clone()), calls.len());
@@ -262,7 +262,7 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                     error: None,
                 });
             }
-            "tool_call_completed" | "tool_call_failed" => {
+            T::ToolCallCompleted | T::ToolCallFailed => {
                 let call = text(event, "callId").unwrap_or_default().to_owned();
                 let Some(index) = open_tools.remove(&(invocation.clone(), call)) else {
                     continue;
@@ -270,7 +270,7 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                 let span = &mut calls[index];
                 span.end = Some(event.timestamp);
                 let failed = event.payload.get("isError").and_then(Value::as_bool) == Some(true)
-                    || event.event_type == "tool_call_failed";
+                    || event.event_type == T::ToolCallFailed;
                 if failed {
                     let code = text(event, "errorCode").unwrap_or(error_codes::TOOL_ERROR);
                     span.attributes.push(("error.type".into(), json!(code)));
@@ -314,7 +314,7 @@ mod tests {
             run_id: RunId::from_raw("run_a"),
             timestamp: Timestamp::from_unix_millis(at),
             level: EventLevel::Info,
-            event_type: event_type.to_owned(),
+            event_type: tt_domain::event::RunEventType::from_name(event_type),
             payload,
         }
     }

@@ -152,9 +152,7 @@ pub(crate) async fn read_journal(
         };
         after = Some(last.seq);
         for event in &page {
-            let Some(kind) = RunEventType::parse(&event.event_type) else {
-                continue;
-            };
+            let kind = &event.event_type;
             let invocation = text(event, "invocationId").map(InvocationId::from_raw);
             match kind {
                 RunEventType::RunInterrupted => {

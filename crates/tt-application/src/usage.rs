@@ -12,6 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use tt_domain::event::RunEventType;
 use tt_domain::ids::RunId;
 use tt_domain::model::ModelUsage;
 use tt_domain::time::Timestamp;
@@ -111,12 +112,12 @@ impl Span {
 }
 
 /// `agent_invocation_<status>` events that end a running stretch of an invocation.
-const INVOCATION_ENDS: [&str; 5] = [
-    "agent_invocation_completed",
-    "agent_invocation_failed",
-    "agent_invocation_cancelled",
-    "agent_invocation_transferred",
-    "agent_invocation_interrupted",
+const INVOCATION_ENDS: [RunEventType; 5] = [
+    RunEventType::AgentInvocationCompleted,
+    RunEventType::AgentInvocationFailed,
+    RunEventType::AgentInvocationCancelled,
+    RunEventType::AgentInvocationTransferred,
+    RunEventType::AgentInvocationInterrupted,
 ];
 
 /// Usage of a run.
@@ -171,8 +172,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
         latest = Some(last.timestamp);
         for event in &page {
             let id = event.payload.get("invocationId").and_then(|v| v.as_str());
-            match (event.event_type.as_str(), id) {
-                ("agent_invocation_started", Some(id)) => {
+            match (&event.event_type, id) {
+                (RunEventType::AgentInvocationStarted, Some(id)) => {
                     if !spans.contains_key(id) && !sums.contains_key(id) {
                         order.push(id.to_owned());
                         sums.insert(id.to_owned(), empty_usage(id));
@@ -182,12 +183,12 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
                         .or_default()
                         .start(event.timestamp);
                 }
-                (ended, Some(id)) if INVOCATION_ENDS.contains(&ended) => {
+                (ended, Some(id)) if INVOCATION_ENDS.contains(ended) => {
                     if let Some(span) = spans.get_mut(id) {
                         span.end(event.timestamp);
                     }
                 }
-                ("agent_invocation_created", Some(id)) => {
+                (RunEventType::AgentInvocationCreated, Some(id)) => {
                     if let Some(parent) = event
                         .payload
                         .get("parentInvocationId")
@@ -196,7 +197,7 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
                         parents.insert(id.to_owned(), parent.to_owned());
                     }
                 }
-                ("tool_call_completed" | "tool_call_failed", Some(id)) => {
+                (RunEventType::ToolCallCompleted | RunEventType::ToolCallFailed, Some(id)) => {
                     *tool_calls.entry(id.to_owned()).or_default() += 1;
                 }
                 _ => {}
@@ -204,8 +205,10 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
         }
         for event in page.iter().filter(|event| {
             matches!(
-                event.event_type.as_str(),
-                "model_completed" | "model_call_attempt_failed" | "context_compacted"
+                event.event_type,
+                RunEventType::ModelCompleted
+                    | RunEventType::ModelCallAttemptFailed
+                    | RunEventType::ContextCompacted
             )
         }) {
             let Some(id) = event.payload.get("invocationId").and_then(|v| v.as_str()) else {
@@ -215,7 +218,7 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
                 order.push(id.to_owned());
                 empty_usage(id)
             });
-            if event.event_type == "model_call_attempt_failed" {
+            if event.event_type == RunEventType::ModelCallAttemptFailed {
                 entry.failed_model_calls += 1;
                 continue;
             }
@@ -381,7 +384,7 @@ mod tests {
                     run_id: RunId::from_raw("run_a"),
                     timestamp: Timestamp::from_unix_millis(*at),
                     level: EventLevel::Info,
-                    event_type: (*event_type).to_owned(),
+                    event_type: tt_domain::event::RunEventType::from_name(event_type),
                     payload: payload.clone(),
                 })
                 .collect(),

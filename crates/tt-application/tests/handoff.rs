@@ -142,7 +142,7 @@ async fn handoff_event_sequence() {
         .filter(|e| {
             e.event_type != "agent_loop_finished" || e.payload["invocationId"] == "inv_root"
         })
-        .map(|e| e.event_type.clone())
+        .map(|e| e.event_type.to_string())
         .collect();
     assert_eq!(
         sequence,

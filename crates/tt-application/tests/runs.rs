@@ -376,7 +376,7 @@ async fn live_stream_replays_then_follows_and_ends_after_the_terminal_event() {
     let mut last_type = String::new();
     while let Some(event) = stream.next().await.unwrap() {
         seqs.push(event.seq);
-        last_type = event.event_type.clone();
+        last_type = event.event_type.to_string();
     }
     assert_eq!(last_type, "run_completed");
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());

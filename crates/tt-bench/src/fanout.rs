@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+use tt_domain::event::RunEventType;
 use tt_domain::ids::ROOT_INVOCATION_ID;
 use tt_runtime::{
     AgentProfileDefinition, AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
@@ -298,15 +299,15 @@ pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<Journal
             event.seq
         );
     }
-    let count = |name: &str| events.iter().filter(|e| e.event_type == name).count() as u64;
+    let count = |kind: RunEventType| events.iter().filter(|e| e.event_type == kind).count() as u64;
     ensure!(
-        count("run_completed") == 1,
+        count(RunEventType::RunCompleted) == 1,
         "expected one `run_completed` event, found {}",
-        count("run_completed")
+        count(RunEventType::RunCompleted)
     );
     let failed_calls: Vec<&AgentRunEvent> = events
         .iter()
-        .filter(|e| e.event_type == "tool_call_failed")
+        .filter(|e| e.event_type == RunEventType::ToolCallFailed)
         .collect();
     if let Some(first) = failed_calls.first() {
         bail!(
@@ -316,7 +317,7 @@ pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<Journal
         );
     }
 
-    let model_turns = count("model_completed");
+    let model_turns = count(RunEventType::ModelCompleted);
     ensure!(
         model_turns == expected_model_turns(children),
         "expected {} model turns (3 + {children}·{CHILD_TURNS}), the journal has {model_turns} `model_completed` events",
@@ -328,8 +329,8 @@ pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<Journal
         .iter()
         .filter(|e| {
             matches!(
-                e.event_type.as_str(),
-                "task_return_completed" | "agent_await_completed"
+                e.event_type,
+                RunEventType::TaskReturnCompleted | RunEventType::AgentAwaitCompleted
             )
         })
         .filter_map(AgentRunEvent::typed_payload)
@@ -377,7 +378,7 @@ pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<Journal
         await_done.timed_out
     );
 
-    let tool_calls = count("tool_call_completed");
+    let tool_calls = count(RunEventType::ToolCallCompleted);
     ensure!(
         tool_calls == expected_tool_calls(children),
         "expected {} completed tool calls, the journal has {tool_calls}",
@@ -473,7 +474,7 @@ mod tests {
             run_id: RunId::from_raw("run_x"),
             timestamp: Timestamp::from_unix_millis(0),
             level: EventLevel::Info,
-            event_type: event_type.to_owned(),
+            event_type: RunEventType::from_name(event_type),
             payload,
         }
     }

@@ -572,11 +572,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     break;
                 };
                 after = last.seq;
-                bindings.extend(
-                    page.events
-                        .into_iter()
-                        .filter(|e| e.event_type == "agent_model_binding_resolved"),
-                );
+                bindings.extend(page.events.into_iter().filter(|e| {
+                    e.event_type == tt_runtime::RunEventType::AgentModelBindingResolved
+                }));
             }
             print!("{}", render::model_bindings(&projection, &bindings));
             // What was printed is as stored; say when what is stored is damaged.

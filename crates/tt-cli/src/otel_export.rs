@@ -62,12 +62,13 @@ impl LiveExport {
         run_id: &str,
         event: &tt_runtime::AgentRunEvent,
     ) {
+        use tt_runtime::RunEventType as T;
         let ends_agent = matches!(
-            event.event_type.as_str(),
-            "agent_invocation_completed"
-                | "agent_invocation_failed"
-                | "agent_invocation_cancelled"
-                | "agent_invocation_transferred"
+            event.event_type,
+            T::AgentInvocationCompleted
+                | T::AgentInvocationFailed
+                | T::AgentInvocationCancelled
+                | T::AgentInvocationTransferred
         );
         let due = self
             .last_post

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use tt_runtime::RunEventPayload as P;
 use tt_runtime::{
-    AgentRunEvent, InvocationId, ProfileId, TaskStatus, TimelineInvocation, TimelineProjection,
+    AgentRunEvent, InvocationId, ProfileId, RunEventType, TaskStatus, TimelineInvocation,
+    TimelineProjection,
 };
 
 /// Follows invocation creation events to label and indent each agent's lines.
@@ -48,10 +49,14 @@ impl EventPrinter {
         };
         // Run-level statuses belong to the run, whoever owns the foreground.
         // So do the run's own events and the user's guidance (addressed to the run).
-        let (who, depth) = if event.event_type == "status_changed"
-            || event.event_type.starts_with("run_")
-            || event.event_type.starts_with("user_guidance_")
-        {
+        let (who, depth) = if event.event_type.is_run_lifecycle()
+            || matches!(
+                event.event_type,
+                RunEventType::StatusChanged
+                    | RunEventType::UserGuidanceSubmitted
+                    | RunEventType::UserGuidanceApplied
+                    | RunEventType::UserGuidanceDiscarded
+            ) {
             ("run".to_owned(), 0)
         } else {
             (who, depth)

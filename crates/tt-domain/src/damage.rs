@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error_codes;
-use crate::event::AgentRunEvent;
+use crate::event::{AgentRunEvent, RunEventType};
 use crate::ids::RunId;
 use crate::run::{AgentRun, AgentRunStatus, UnrecordedEnd};
 
@@ -88,7 +88,7 @@ const MAX_NAMED_SEQS: usize = 10;
 pub struct JournalScan {
     count: u64,
     last_seq: u64,
-    last_type: Option<String>,
+    last_type: Option<RunEventType>,
     missing: Vec<u64>,
     missing_count: u64,
     unreadable: Option<DamageFinding>,
@@ -176,8 +176,16 @@ impl JournalScan {
             && self.count > 0
             && let Some(expected) = expected_ends(run.status)
         {
-            let last = self.last_type.as_deref().unwrap_or_default();
-            if !expected.contains(&last) {
+            let last = self
+                .last_type
+                .as_ref()
+                .map(RunEventType::as_str)
+                .unwrap_or_default();
+            if !self
+                .last_type
+                .as_ref()
+                .is_some_and(|last| expected.contains(last))
+            {
                 findings.push(DamageFinding::new(
                     error_codes::AGENT_JOURNAL_END_MISSING,
                     format!(
@@ -201,13 +209,15 @@ impl JournalScan {
 /// The events a journal may end with for a run whose record shows `status`; `None` when any
 /// event may be last (a run still working, or an interrupted one whose end a read-write
 /// runtime has not journaled yet).
-fn expected_ends(status: AgentRunStatus) -> Option<&'static [&'static str]> {
+fn expected_ends(status: AgentRunStatus) -> Option<&'static [RunEventType]> {
     match status {
-        AgentRunStatus::Completed => Some(&["run_completed"]),
-        AgentRunStatus::PartialSuccess => Some(&["run_partial_success"]),
+        AgentRunStatus::Completed => Some(&[RunEventType::RunCompleted]),
+        AgentRunStatus::PartialSuccess => Some(&[RunEventType::RunPartialSuccess]),
         // A failed or cancelled run may have been given up after its end.
-        AgentRunStatus::Failed => Some(&["run_failed", "run_abandoned"]),
-        AgentRunStatus::Cancelled => Some(&["run_cancelled", "run_abandoned"]),
+        AgentRunStatus::Failed => Some(&[RunEventType::RunFailed, RunEventType::RunAbandoned]),
+        AgentRunStatus::Cancelled => {
+            Some(&[RunEventType::RunCancelled, RunEventType::RunAbandoned])
+        }
         AgentRunStatus::Interrupted
         | AgentRunStatus::Created
         | AgentRunStatus::InitializingWorkspace
@@ -297,7 +307,7 @@ mod tests {
             run_id: RunId::from_raw("run_x"),
             timestamp: Timestamp::from_unix_millis(0),
             level: crate::event::EventLevel::Info,
-            event_type: event_type.to_owned(),
+            event_type: RunEventType::from_name(event_type),
             payload: serde_json::Value::Null,
         }
     }

@@ -7,9 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ids::{EventId, ROOT_INVOCATION_ID, RunId};
+use crate::ids::{EventId, InvocationId, RunId};
 use crate::time::Timestamp;
-use crate::{DomainError, DomainResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -30,7 +29,7 @@ pub struct AgentRunEvent {
     pub timestamp: Timestamp,
     pub level: EventLevel,
     #[serde(rename = "type")]
-    pub event_type: String,
+    pub event_type: RunEventType,
     #[serde(default)]
     pub payload: Value,
 }
@@ -76,7 +75,7 @@ impl NewRunEvent {
             run_id: self.run_id,
             timestamp: self.timestamp,
             level: self.level,
-            event_type: self.event_type.as_str().to_owned(),
+            event_type: self.event_type,
             payload: self.payload,
         }
     }
@@ -84,17 +83,33 @@ impl NewRunEvent {
 
 macro_rules! event_types {
     ($($variant:ident => $name:literal,)*) => {
-        /// Every event type the runtime writes.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum RunEventType { $($variant,)* }
+        /// An event's type: every type the runtime writes, and [`Unknown`](Self::Unknown) for
+        /// a name this build does not know (a journal written by a newer runtime or another
+        /// writer), kept by name so such a journal still loads and is written back unchanged.
+        ///
+        /// Serialized as its name. Readers match on the variants; `==` against a name (`&str`)
+        /// stays available for hosts and tests that compare by name.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum RunEventType {
+            $($variant,)*
+            /// A type this build does not know, by name. Never holds a known name:
+            /// [`RunEventType::from_name`] gives the known variant for it.
+            Unknown(String),
+        }
 
         impl RunEventType {
+            /// Every known type.
             pub const ALL: &'static [RunEventType] = &[$(RunEventType::$variant,)*];
 
-            pub fn as_str(self) -> &'static str {
-                match self { $(RunEventType::$variant => $name,)* }
+            /// The type's name as journaled.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(RunEventType::$variant => $name,)*
+                    RunEventType::Unknown(name) => name,
+                }
             }
 
+            /// The known type named `name`, `None` for any other name.
             pub fn parse(name: &str) -> Option<Self> {
                 match name { $($name => Some(RunEventType::$variant),)* _ => None }
             }
@@ -188,112 +203,146 @@ event_types! {
     ToolOutputSaved => "tool_output_saved",
 }
 
-const SCOPE_FIELDS: [&str; 5] = [
-    "invocationId",
-    "parentInvocationId",
-    "sourceInvocationId",
-    "childInvocationId",
-    "newInvocationId",
-];
+impl RunEventType {
+    /// The type named `name`: the known one, or [`Unknown`](Self::Unknown).
+    pub fn from_name(name: &str) -> Self {
+        Self::parse(name).unwrap_or_else(|| RunEventType::Unknown(name.to_owned()))
+    }
 
-/// Adds the canonical `eventScope` to an object payload (reference §7).
-///
-/// An explicit `eventScope.invocationId` wins; otherwise the primary id is chosen by event type,
-/// then by the first of the five invocation fields present, then `inv_root` for run-level events
-/// (`run_*`, `status_changed`, and the run's profile, workspace and persist events).
-/// A non-object `eventScope` is `agent.event_scope_invalid`.
-pub fn with_event_scope(event_type: RunEventType, payload: Value) -> DomainResult<Value> {
-    let Value::Object(mut map) = payload else {
-        return Ok(payload);
-    };
-    // One pass over the payload's (few) entries finds the ids, borrowed; only the ones kept
-    // are copied. Six hashed lookups per event cost more than comparing the keys.
-    let mut scope = None;
-    let mut fields: [Option<&str>; 5] = [None; 5];
-    for (key, value) in &map {
-        if key == "eventScope" {
-            scope = Some(value);
-        } else if let Some(slot) = SCOPE_FIELDS
-            .iter()
-            .position(|name| name == key)
-            .and_then(|at| fields.get_mut(at))
-        {
-            *slot = value.as_str();
+    /// The run's own lifecycle events, the `run_*` types.
+    pub fn is_run_lifecycle(&self) -> bool {
+        matches!(
+            self,
+            RunEventType::RunCreated
+                | RunEventType::RunCompleted
+                | RunEventType::RunPartialSuccess
+                | RunEventType::RunCancelRequested
+                | RunEventType::RunCancelled
+                | RunEventType::RunFailed
+                | RunEventType::RunInterrupted
+                | RunEventType::RunResumed
+                | RunEventType::RunAbandoned
+        )
+    }
+
+    /// False for [`Unknown`](Self::Unknown).
+    pub fn is_known(&self) -> bool {
+        !matches!(self, RunEventType::Unknown(_))
+    }
+}
+
+impl std::fmt::Display for RunEventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for RunEventType {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for RunEventType {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for RunEventType {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl Serialize for RunEventType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for RunEventType {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = RunEventType;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an event type name")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<RunEventType, E> {
+                Ok(RunEventType::from_name(name))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, name: String) -> Result<RunEventType, E> {
+                Ok(RunEventType::parse(&name).unwrap_or(RunEventType::Unknown(name)))
+            }
+        }
+        deserializer.deserialize_str(Name)
+    }
+}
+
+/// Which agents an event belongs to: the `eventScope` of its payload (docs/events.md). Each
+/// payload type states its own ([`EventPayload::scope`](crate::event_payload::EventPayload::scope)),
+/// and it is added to the payload when the event is recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventScope {
+    /// The agent whose view the event belongs to.
+    pub invocation_id: InvocationId,
+    /// Other agents the event concerns, in order, without `invocation_id` and without repeats.
+    pub related_invocation_ids: Vec<InvocationId>,
+}
+
+impl EventScope {
+    /// An event of agent `invocation_id`, concerning no other.
+    pub fn agent(invocation_id: &InvocationId) -> Self {
+        Self {
+            invocation_id: invocation_id.clone(),
+            related_invocation_ids: Vec::new(),
         }
     }
-    let explicit = match scope {
-        None => None,
-        Some(Value::Object(scope)) => scope.get("invocationId").and_then(Value::as_str),
-        Some(_) => {
-            return Err(DomainError::new(
-                "agent.event_scope_invalid",
-                format!(
-                    "{} payload has a non-object eventScope",
-                    event_type.as_str()
-                ),
-            ));
+
+    /// A run-level event: it belongs to the root agent.
+    pub fn run() -> Self {
+        Self::agent(&InvocationId::root())
+    }
+
+    /// This scope with `ids` added as related agents, skipping the primary one and repeats.
+    pub fn related<'a>(mut self, ids: impl IntoIterator<Item = &'a InvocationId>) -> Self {
+        for id in ids {
+            if *id != self.invocation_id && !self.related_invocation_ids.contains(id) {
+                self.related_invocation_ids.push(id.clone());
+            }
         }
-    };
-    let field = |name: &str| {
-        SCOPE_FIELDS
-            .iter()
-            .position(|candidate| *candidate == name)
-            .and_then(|at| fields.get(at).copied().flatten())
-    };
-    let by_type = match event_type {
-        RunEventType::AgentDelegateStarted => field("parentInvocationId"),
-        RunEventType::AgentHandoffRequested | RunEventType::AgentHandoffAccepted => {
-            field("sourceInvocationId")
-        }
-        RunEventType::TaskReturnCompleted => field("childInvocationId"),
-        RunEventType::AgentTaskRegistered
-        | RunEventType::AgentTaskQueued
-        | RunEventType::AgentTaskStarted
-        | RunEventType::AgentTaskCompleted
-        | RunEventType::AgentTaskFailed
-        | RunEventType::AgentTaskCancelled
-        | RunEventType::AgentTaskInterrupted
-        | RunEventType::AgentTaskResumed => field("parentInvocationId"),
-        _ => None,
-    };
-    let is_run_level = event_type.as_str().starts_with("run_")
-        || matches!(
-            event_type,
-            RunEventType::StatusChanged
-                | RunEventType::ProfileResolved
-                | RunEventType::WorkspaceInitialized
-                | RunEventType::PersistentProjectionInitialized
-                | RunEventType::PersistentChangesCommitted
-                | RunEventType::PersistentChangesCommitFailed
-                | RunEventType::PersistentStateMetadataUpdateRequested
-                | RunEventType::PersistentStateMetadataUpdated
-                | RunEventType::PersistentStateMetadataUpdateFailed
+        self
+    }
+
+    /// Every agent the scope names, the primary one first.
+    pub fn ids(&self) -> impl Iterator<Item = &InvocationId> {
+        std::iter::once(&self.invocation_id).chain(&self.related_invocation_ids)
+    }
+
+    /// Sets this scope as `payload`'s `eventScope`; a payload that is not an object has none.
+    pub fn add_to(&self, payload: &mut Value) {
+        let Value::Object(map) = payload else {
+            return;
+        };
+        let mut scope = Map::new();
+        scope.insert(
+            "invocationId".into(),
+            Value::String(self.invocation_id.as_str().to_owned()),
         );
-    let primary = explicit
-        .or(by_type)
-        .or_else(|| fields.iter().find_map(|id| *id))
-        .or_else(|| is_run_level.then_some(ROOT_INVOCATION_ID));
-    let Some(primary) = primary else {
-        return Ok(Value::Object(map));
-    };
-    let mut related: Vec<&str> = Vec::new();
-    for id in fields.iter().flatten() {
-        if *id != primary && !related.contains(id) {
-            related.push(*id);
+        if !self.related_invocation_ids.is_empty() {
+            let related = self
+                .related_invocation_ids
+                .iter()
+                .map(|id| Value::String(id.as_str().to_owned()))
+                .collect();
+            scope.insert("relatedInvocationIds".into(), Value::Array(related));
         }
+        map.insert("eventScope".into(), Value::Object(scope));
     }
-    let primary = primary.to_owned();
-    let related: Vec<Value> = related
-        .into_iter()
-        .map(|id| Value::String(id.to_owned()))
-        .collect();
-    let mut scope = Map::new();
-    scope.insert("invocationId".into(), Value::String(primary));
-    if !related.is_empty() {
-        scope.insert("relatedInvocationIds".into(), Value::Array(related));
-    }
-    map.insert("eventScope".into(), Value::Object(scope));
-    Ok(Value::Object(map))
 }
 
 #[cfg(test)]
@@ -302,67 +351,28 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn task_events_are_scoped_to_the_delegating_agent() {
-        let payload = with_event_scope(
-            RunEventType::AgentTaskCompleted,
-            json!({"taskId":"task_1","parentInvocationId":"inv_root","childInvocationId":"inv_c"}),
-        )
-        .unwrap();
-        assert_eq!(
-            payload["eventScope"],
-            json!({"invocationId":"inv_root","relatedInvocationIds":["inv_c"]})
+    fn a_scope_names_its_primary_agent_first_and_each_related_one_once() {
+        let (root, a, b) = (
+            InvocationId::root(),
+            InvocationId::from_raw("inv_a"),
+            InvocationId::from_raw("inv_b"),
         );
-    }
-
-    #[test]
-    fn task_return_is_scoped_to_the_returning_agent() {
-        let payload = with_event_scope(
-            RunEventType::TaskReturnCompleted,
-            json!({"parentInvocationId":"inv_root","childInvocationId":"inv_c"}),
-        )
-        .unwrap();
-        assert_eq!(payload["eventScope"]["invocationId"], "inv_c");
+        let scope = EventScope::agent(&a).related([&root, &a, &b, &root]);
+        assert_eq!(scope.ids().collect::<Vec<_>>(), [&a, &root, &b]);
+        let mut payload = json!({"taskId": "task_1"});
+        scope.add_to(&mut payload);
         assert_eq!(
-            payload["eventScope"]["relatedInvocationIds"],
-            json!(["inv_root"])
+            payload,
+            json!({"taskId": "task_1", "eventScope": {
+                "invocationId": "inv_a", "relatedInvocationIds": ["inv_root", "inv_b"],
+            }})
         );
-    }
-
-    #[test]
-    fn run_events_default_to_root_and_explicit_scope_wins() {
-        let payload = with_event_scope(
-            RunEventType::StatusChanged,
-            json!({"status":"calling_model"}),
-        )
-        .unwrap();
-        assert_eq!(payload["eventScope"], json!({"invocationId":"inv_root"}));
-        let payload = with_event_scope(
-            RunEventType::ToolCallStarted,
-            json!({"invocationId":"inv_a","eventScope":{"invocationId":"inv_b"}}),
-        )
-        .unwrap();
-        assert_eq!(payload["eventScope"]["invocationId"], "inv_b");
-        assert_eq!(
-            payload["eventScope"]["relatedInvocationIds"],
-            json!(["inv_a"])
-        );
-    }
-
-    #[test]
-    fn unscoped_and_invalid_payloads() {
-        assert_eq!(
-            with_event_scope(RunEventType::RunCompleted, Value::Null).unwrap(),
-            Value::Null
-        );
-        let plain = with_event_scope(
-            RunEventType::CheckpointCreated,
-            json!({"checkpointId":"cp_000001"}),
-        )
-        .unwrap();
-        assert!(plain.get("eventScope").is_none());
-        let err =
-            with_event_scope(RunEventType::ToolCallStarted, json!({"eventScope": 3})).unwrap_err();
-        assert_eq!(err.code, "agent.event_scope_invalid");
+        let mut payload = json!({"status": "calling_model"});
+        EventScope::run().add_to(&mut payload);
+        assert_eq!(payload["eventScope"], json!({"invocationId": "inv_root"}));
+        let mut null = Value::Null;
+        EventScope::run().add_to(&mut null);
+        assert_eq!(null, Value::Null);
     }
 
     #[test]
@@ -372,7 +382,25 @@ mod tests {
             let name = event_type.as_str();
             assert!(seen.insert(name), "duplicate {name}");
             assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
-            assert_eq!(RunEventType::parse(name), Some(*event_type));
+            assert_eq!(RunEventType::parse(name), Some(event_type.clone()));
+            assert_eq!(RunEventType::from_name(name), *event_type);
+            assert_eq!(event_type.is_run_lifecycle(), name.starts_with("run_"));
         }
+    }
+
+    #[test]
+    fn an_unknown_event_type_loads_and_is_written_back_by_name() {
+        let line = r#"{"seq":1,"id":"evt_1","runId":"run_x","timestamp":"2026-01-01T00:00:00.000Z","level":"info","type":"made_up_later","payload":{"a":1}}"#;
+        let event: AgentRunEvent = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            event.event_type,
+            RunEventType::Unknown("made_up_later".to_owned())
+        );
+        assert!(!event.event_type.is_known());
+        assert_eq!(serde_json::to_string(&event).unwrap(), line);
+        let known: AgentRunEvent =
+            serde_json::from_str(&line.replace("made_up_later", "model_completed")).unwrap();
+        assert_eq!(known.event_type, RunEventType::ModelCompleted);
+        assert_eq!(known.event_type, "model_completed");
     }
 }

@@ -38,12 +38,8 @@ impl std::fmt::Debug for RunUpdates {
 }
 
 /// Whether an event changes what a runs list shows of its run.
-fn changes_run_status(event_type: &str) -> bool {
-    match RunEventType::parse(event_type) {
-        Some(RunEventType::StatusChanged) => true,
-        Some(other) => other.as_str().starts_with("run_"),
-        None => false,
-    }
+fn changes_run_status(event_type: &RunEventType) -> bool {
+    *event_type == RunEventType::StatusChanged || event_type.is_run_lifecycle()
 }
 
 impl RunUpdates {
@@ -84,7 +80,7 @@ impl RunUpdates {
 
 #[cfg(test)]
 mod tests {
-    use super::changes_run_status;
+    use super::{RunEventType, changes_run_status};
 
     #[test]
     fn only_run_status_events_change_the_runs_list() {
@@ -96,7 +92,10 @@ mod tests {
             "run_failed",
             "run_interrupted",
         ] {
-            assert!(changes_run_status(changing), "{changing}");
+            assert!(
+                changes_run_status(&RunEventType::from_name(changing)),
+                "{changing}"
+            );
         }
         for other in [
             "agent_model_delta",
@@ -104,7 +103,10 @@ mod tests {
             "workspace_file_written",
             "no_such_event",
         ] {
-            assert!(!changes_run_status(other), "{other}");
+            assert!(
+                !changes_run_status(&RunEventType::from_name(other)),
+                "{other}"
+            );
         }
     }
 }

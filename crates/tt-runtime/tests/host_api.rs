@@ -504,7 +504,14 @@ async fn shutdown_ends_a_stream_that_follows_a_run_another_runtime_owns() {
             .map(|event| event.seq)
             .collect::<Vec<_>>()
     );
-    assert!(!journaled.last().unwrap().event_type.starts_with("run_"));
+    assert!(
+        !journaled
+            .last()
+            .unwrap()
+            .event_type
+            .as_str()
+            .starts_with("run_")
+    );
 
     let cancelled = owner.shutdown().await.unwrap();
     assert_eq!(cancelled[0].status, AgentRunStatus::Cancelled);

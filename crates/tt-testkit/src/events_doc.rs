@@ -53,8 +53,8 @@ impl EventsDoc {
     pub fn undocumented(&self, events: &[AgentRunEvent]) -> Vec<String> {
         let mut missing = BTreeSet::new();
         for event in events {
-            let Some(fields) = self.types.get(&event.event_type) else {
-                missing.insert(event.event_type.clone());
+            let Some(fields) = self.types.get(event.event_type.as_str()) else {
+                missing.insert(event.event_type.to_string());
                 continue;
             };
             if let Some(payload) = event.payload.as_object() {
@@ -97,10 +97,11 @@ pub fn assert_documented(events: &[AgentRunEvent]) {
 pub fn untyped(events: &[AgentRunEvent]) -> Vec<String> {
     let mut problems = BTreeSet::new();
     for event in events {
-        let Some(event_type) = RunEventType::parse(&event.event_type) else {
-            problems.insert(format!("{}: not an event type", event.event_type));
+        let event_type = &event.event_type;
+        if !event_type.is_known() {
+            problems.insert(format!("{event_type}: not an event type"));
             continue;
-        };
+        }
         let mut payload = event.payload.clone();
         if let Some(object) = payload.as_object_mut() {
             object.remove("eventScope");
@@ -151,7 +152,7 @@ pub fn type_mismatches() -> (Vec<&'static str>, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use tt_domain::event::EventLevel;
     use tt_domain::ids::{EventId, RunId};
     use tt_domain::time::Timestamp;
@@ -163,7 +164,7 @@ mod tests {
             run_id: RunId::from_raw("run_1"),
             timestamp: Timestamp::parse_rfc3339("2026-01-01T00:00:00Z").unwrap(),
             level: EventLevel::Info,
-            event_type: event_type.to_owned(),
+            event_type: RunEventType::from_name(event_type),
             payload,
         }
     }
@@ -181,7 +182,7 @@ mod tests {
             let sample = samples
                 .get(name)
                 .unwrap_or_else(|| panic!("event_samples.json has no `{name}`"));
-            let payload = RunEventPayload::decode(*event_type, sample)
+            let payload = RunEventPayload::decode(event_type, sample)
                 .unwrap_or_else(|error| panic!("`{name}` does not decode: {error}"));
             assert_eq!(payload.event_type(), *event_type);
             assert_eq!(&payload.to_value().unwrap(), sample, "`{name}` round trip");
@@ -202,6 +203,86 @@ mod tests {
             "no sample of an unknown type"
         );
         insta::assert_debug_snapshot!("typed_event_payloads", typed);
+    }
+
+    /// How `eventScope` was found before each payload type stated its own (#23): by the event
+    /// type, then the first of five invocation fields present, then the root for run-level
+    /// events; every other invocation field present is related. Kept here to show that the
+    /// scopes the types state are the same.
+    fn scope_by_key_names(event_type: &RunEventType, payload: &Value) -> Option<Value> {
+        use RunEventType as T;
+        const FIELDS: [&str; 5] = [
+            "invocationId",
+            "parentInvocationId",
+            "sourceInvocationId",
+            "childInvocationId",
+            "newInvocationId",
+        ];
+        let field = |name: &str| payload.get(name).and_then(Value::as_str);
+        let by_type = match event_type {
+            T::AgentDelegateStarted
+            | T::AgentTaskRegistered
+            | T::AgentTaskQueued
+            | T::AgentTaskStarted
+            | T::AgentTaskCompleted
+            | T::AgentTaskFailed
+            | T::AgentTaskCancelled
+            | T::AgentTaskInterrupted
+            | T::AgentTaskResumed => field("parentInvocationId"),
+            T::AgentHandoffRequested | T::AgentHandoffAccepted => field("sourceInvocationId"),
+            T::TaskReturnCompleted => field("childInvocationId"),
+            _ => None,
+        };
+        let name = event_type.as_str();
+        let run_level = name.starts_with("run_")
+            || name.starts_with("persistent_")
+            || matches!(
+                event_type,
+                T::StatusChanged | T::ProfileResolved | T::WorkspaceInitialized
+            );
+        let primary = by_type
+            .or_else(|| FIELDS.iter().find_map(|name| field(name)))
+            .or(run_level.then_some("inv_root"))?;
+        let mut related: Vec<&str> = Vec::new();
+        for id in FIELDS.iter().filter_map(|name| field(name)) {
+            if id != primary && !related.contains(&id) {
+                related.push(id);
+            }
+        }
+        Some(if related.is_empty() {
+            json!({"invocationId": primary})
+        } else {
+            json!({"invocationId": primary, "relatedInvocationIds": related})
+        })
+    }
+
+    #[test]
+    fn each_payload_type_states_the_scope_its_key_names_gave() {
+        let samples: serde_json::Map<String, Value> = serde_json::from_str(SAMPLES).unwrap();
+        for event_type in RunEventType::ALL {
+            let sample = &samples[event_type.as_str()];
+            let mut variants = vec![sample.clone()];
+            // The root has no parent: that case too.
+            if sample.get("parentInvocationId").is_some() {
+                let mut orphan = sample.clone();
+                orphan["parentInvocationId"] = Value::Null;
+                variants.push(orphan);
+            }
+            for payload in variants {
+                let Ok(typed) = RunEventPayload::decode(event_type, &payload) else {
+                    continue;
+                };
+                let mut stated = payload.clone();
+                if let Some(scope) = typed.scope() {
+                    scope.add_to(&mut stated);
+                }
+                assert_eq!(
+                    stated.get("eventScope").cloned(),
+                    scope_by_key_names(event_type, &payload),
+                    "`{event_type}`: {payload}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use tt_runtime::{AgentRunEvent, TimelineProjection};
+use tt_runtime::{AgentRunEvent, RunEventType, TimelineProjection};
 
 /// Remembers the last drawing so that only changes are drawn again.
 #[derive(Debug, Default)]
@@ -15,8 +15,26 @@ pub struct AgentTree {
 impl AgentTree {
     /// Whether an event can change the tree: an agent or task changed, or the run ended.
     pub fn is_affected_by(&self, event: &AgentRunEvent) -> bool {
-        let kind = event.event_type.as_str();
-        kind.starts_with("agent_invocation_") || kind.starts_with("agent_task_")
+        use RunEventType as T;
+        matches!(
+            event.event_type,
+            T::AgentInvocationCreated
+                | T::AgentInvocationStarted
+                | T::AgentInvocationCompleted
+                | T::AgentInvocationFailed
+                | T::AgentInvocationCancelled
+                | T::AgentInvocationTransferred
+                | T::AgentInvocationInterrupted
+                | T::AgentInvocationResumed
+                | T::AgentTaskRegistered
+                | T::AgentTaskQueued
+                | T::AgentTaskStarted
+                | T::AgentTaskCompleted
+                | T::AgentTaskFailed
+                | T::AgentTaskCancelled
+                | T::AgentTaskInterrupted
+                | T::AgentTaskResumed
+        )
     }
 
     /// The tree drawn as text, or `None` when it looks as it did last time.

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use std::sync::Arc;
-use tt_domain::event::RunEventType;
+use tt_domain::event::{EventLevel, EventScope, RunEventType};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::ids::InvocationId;
 use tt_domain::model::ProviderSession;
@@ -223,10 +223,12 @@ pub(crate) async fn resolve_model_binding(
         payload["price"] = json!(price);
     }
     ctx.events
-        .info(
+        .emit(
             &ctx.run_id,
+            EventLevel::Info,
             RunEventType::AgentModelBindingResolved,
             payload,
+            Some(&EventScope::agent(invocation_id)),
         )
         .await?;
     ctx.remember_session(

@@ -650,12 +650,16 @@ async fn finish(
 
 pub(crate) async fn apply_effect(
     ctx: &RunContext,
-    inv: &InvocationRuntime,
+    inv: &mut InvocationRuntime,
     effect: ToolEffect,
 ) -> ApplicationResult<()> {
     let invocation_id = &inv.invocation.id;
     match effect {
         ToolEffect::None => Ok(()),
+        ToolEffect::ResultsDelivered { task_ids } => {
+            inv.delivered.extend(task_ids);
+            Ok(())
+        }
         ToolEffect::FileWritten {
             path,
             mode,

@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 use tt_domain::error_codes::is_model_slip;
+use tt_domain::ids::TaskId;
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::text::sha256_hex;
 use tt_domain::tool::{AgentToolCall, ToolName};
@@ -48,11 +49,35 @@ pub(crate) fn stored_call(
             .read_state
             .replay(tool, &call.arguments, &result);
     }
+    // The results a stored wait delivered: the tool does not run again, so its stored output
+    // is all that says which (what it reported live, `ToolEffect::ResultsDelivered`).
+    if resolved == Some(ToolName::AgentAwait) && !result.is_error {
+        inv.delivered
+            .extend(delivered_by_stored_await(&result.structured));
+    }
     Some(DispatchedCall {
         tool: resolved,
         result,
         control: LoopControl::Continue,
     })
+}
+
+/// The finished results a stored `agent.await` result reported as delivered: its tasks whose
+/// status is `completed`, `failed` or `cancelled`.
+fn delivered_by_stored_await(structured: &Value) -> impl Iterator<Item = TaskId> + '_ {
+    structured
+        .get("tasks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|task| {
+            matches!(
+                task.get("status").and_then(Value::as_str),
+                Some("completed" | "failed" | "cancelled")
+            )
+        })
+        .filter_map(|task| task.get("taskId").and_then(Value::as_str))
+        .map(TaskId::from_raw)
 }
 
 /// The completion events of a replayed call whose result was stored but not journaled before
@@ -61,7 +86,7 @@ pub(crate) fn stored_call(
 /// nothing for a call the journal already completed.
 pub(crate) async fn journal_unjournaled_result(
     ctx: &RunContext,
-    inv: &InvocationRuntime,
+    inv: &mut InvocationRuntime,
     round: u32,
     call: &AgentToolCall,
     dispatched: &DispatchedCall,

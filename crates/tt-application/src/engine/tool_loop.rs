@@ -310,12 +310,6 @@ async fn run_rounds(
                     dispatch_call(ctx, inv, round, call).await?
                 }
             };
-            if dispatched.tool == Some(ToolName::AgentAwait) && !dispatched.result.is_error {
-                inv.delivered
-                    .extend(crate::engine::tasks::results::delivered_by_await(
-                        &dispatched.result.structured,
-                    ));
-            }
             let kept = crate::engine::context_fit::history_result(
                 ctx,
                 inv,

@@ -40,7 +40,8 @@ pub(crate) async fn copy_events(
         .iter()
         .take_while(|event| event.seq <= forked_from.seq)
     {
-        let Some(event_type) = RunEventType::parse(&event.event_type) else {
+        let event_type = event.event_type.clone();
+        if !event_type.is_known() {
             return Err(unavailable(format!(
                 "event {} of run {} has a type this runtime does not know (`{}`)",
                 event.seq, forked_from.run_id, event.event_type
@@ -309,32 +310,19 @@ pub(crate) async fn copy_records(
     }
     for task in interrupted_tasks {
         events
-            .emit(
+            .record(
                 branch,
                 EventLevel::Warn,
-                RunEventType::AgentTaskInterrupted,
-                json!({
-                    "taskId": task.id, "parentInvocationId": task.parent_invocation_id,
-                    "childInvocationId": task.child_invocation_id,
-                    "targetProfileId": task.target_profile_id, "status": task.status.as_str(),
-                    "resultRef": task.result_ref, "error": task.error,
-                }),
+                &payload::AgentTaskInterrupted::of(&task),
             )
             .await?;
     }
     for invocation in interrupted_invocations {
         events
-            .emit(
+            .record(
                 branch,
                 EventLevel::Warn,
-                RunEventType::AgentInvocationInterrupted,
-                json!({
-                    "invocationId": invocation.id,
-                    "parentInvocationId": invocation.parent_invocation_id,
-                    "profileId": invocation.profile_id,
-                    "kind": invocation.kind.as_str(), "status": invocation.status.as_str(),
-                    "exitPolicy": invocation.exit_policy,
-                }),
+                &payload::AgentInvocationInterrupted::of(&invocation),
             )
             .await?;
     }

@@ -108,10 +108,6 @@ pub(crate) async fn read_all_events(
     }
 }
 
-fn kind(event: &AgentRunEvent) -> Option<RunEventType> {
-    RunEventType::parse(&event.event_type)
-}
-
 fn field<'a>(event: &'a AgentRunEvent, name: &str) -> Option<&'a str> {
     event.payload.get(name).and_then(Value::as_str)
 }
@@ -127,18 +123,16 @@ fn round_of(event: &AgentRunEvent) -> Option<u32> {
 /// Events that end a run or begin its ending: a branch never contains them, it is cut before
 /// the first (a branch of a finished run continues from before its end).
 fn ends_the_run(event: &AgentRunEvent) -> bool {
-    match kind(event) {
-        Some(
-            RunEventType::PersistentChangesCommitted
-            | RunEventType::PersistentChangesCommitFailed
-            | RunEventType::PersistentStateMetadataUpdateRequested
-            | RunEventType::RunCompleted
-            | RunEventType::RunPartialSuccess
-            | RunEventType::RunCancelRequested
-            | RunEventType::RunCancelled
-            | RunEventType::RunFailed,
-        ) => true,
-        Some(RunEventType::StatusChanged) => event
+    match event.event_type {
+        RunEventType::PersistentChangesCommitted
+        | RunEventType::PersistentChangesCommitFailed
+        | RunEventType::PersistentStateMetadataUpdateRequested
+        | RunEventType::RunCompleted
+        | RunEventType::RunPartialSuccess
+        | RunEventType::RunCancelRequested
+        | RunEventType::RunCancelled
+        | RunEventType::RunFailed => true,
+        RunEventType::StatusChanged => event
             .payload
             .get("status")
             .and_then(|status| serde_json::from_value::<AgentRunStatus>(status.clone()).ok())
@@ -150,12 +144,10 @@ fn ends_the_run(event: &AgentRunEvent) -> bool {
 /// The events a store journals when it finds a run's owner gone.
 fn marks_interruption(event: &AgentRunEvent) -> bool {
     matches!(
-        kind(event),
-        Some(
-            RunEventType::AgentTaskInterrupted
-                | RunEventType::AgentInvocationInterrupted
-                | RunEventType::RunInterrupted
-        )
+        event.event_type,
+        RunEventType::AgentTaskInterrupted
+            | RunEventType::AgentInvocationInterrupted
+            | RunEventType::RunInterrupted
     )
 }
 
@@ -227,7 +219,7 @@ pub(crate) fn resolve_cut(events: &[AgentRunEvent], at: &ForkPoint) -> Applicati
     let root_started = events
         .iter()
         .find(|event| {
-            kind(event) == Some(RunEventType::AgentInvocationStarted)
+            event.event_type == RunEventType::AgentInvocationStarted
                 && field(event, "invocationId") == Some(InvocationId::root().as_str())
         })
         .map(|event| event.seq);
@@ -254,11 +246,11 @@ fn open_commit(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
         let Some(invocation) = field(event, "invocationId") else {
             continue;
         };
-        match kind(event) {
-            Some(RunEventType::ChatCommitStarted) => {
+        match event.event_type {
+            RunEventType::ChatCommitStarted => {
                 open.insert(invocation, event.seq);
             }
-            Some(RunEventType::ToolResultStored) => {
+            RunEventType::ToolResultStored => {
                 open.remove(invocation);
             }
             _ => {}
@@ -273,14 +265,14 @@ fn open_commit(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
 fn last_commit(events: &[AgentRunEvent]) -> Option<u64> {
     let recorded = events
         .iter()
-        .rfind(|event| kind(event) == Some(RunEventType::ChatCommitRecorded))?;
+        .rfind(|event| event.event_type == RunEventType::ChatCommitRecorded)?;
     let invocation = field(recorded, "invocationId");
     Some(
         events
             .iter()
             .skip_while(|event| event.seq <= recorded.seq)
             .find(|event| {
-                kind(event) == Some(RunEventType::ToolResultStored)
+                event.event_type == RunEventType::ToolResultStored
                     && field(event, "invocationId") == invocation
             })
             .map_or(recorded.seq, |stored| stored.seq),
@@ -295,8 +287,8 @@ fn last_commit(events: &[AgentRunEvent]) -> Option<u64> {
 fn unjournaled_write(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
     let writes = |event: &AgentRunEvent| {
         matches!(
-            kind(event),
-            Some(RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied)
+            event.event_type,
+            RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied
         )
     };
     // Per agent: the seq of the stored result of its last writing call with no write
@@ -307,8 +299,8 @@ fn unjournaled_write(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
         let Some(invocation) = field(event, "invocationId") else {
             continue;
         };
-        match kind(event) {
-            Some(RunEventType::ToolCallStarted) => {
+        match event.event_type {
+            RunEventType::ToolCallStarted => {
                 let name = field(event, "name").unwrap_or_default();
                 writing.insert(
                     invocation,
@@ -316,9 +308,7 @@ fn unjournaled_write(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
                 );
                 pending.remove(invocation);
             }
-            Some(RunEventType::ToolResultStored)
-                if writing.get(invocation).copied().unwrap_or(false) =>
-            {
+            RunEventType::ToolResultStored if writing.get(invocation).copied().unwrap_or(false) => {
                 pending.insert(invocation, event.seq);
             }
             _ if writes(event) => {
@@ -336,13 +326,11 @@ fn unjournaled_write(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
                 .filter(|event| field(event, "invocationId") == Some(invocation))
                 .take_while(|event| {
                     !matches!(
-                        kind(event),
-                        Some(
-                            RunEventType::ToolCallRequested
-                                | RunEventType::ToolCallStarted
-                                | RunEventType::ModelRequestCreated
-                                | RunEventType::AgentLoopFinished
-                        )
+                        event.event_type,
+                        RunEventType::ToolCallRequested
+                            | RunEventType::ToolCallStarted
+                            | RunEventType::ModelRequestCreated
+                            | RunEventType::AgentLoopFinished
                     )
                 })
                 .any(writes)
@@ -392,9 +380,7 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
         .insert(InvocationId::root(), InvocationStatus::Created);
     let mut pending_guidance: BTreeSet<String> = BTreeSet::new();
     for event in events.iter().take_while(|event| event.seq <= cut) {
-        let Some(event_kind) = kind(event) else {
-            continue;
-        };
+        let event_kind = &event.event_type;
         let invocation = field(event, "invocationId").map(InvocationId::from_raw);
         let call_key = || {
             Some(crate::engine::records::call_file_key(
@@ -423,7 +409,7 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
                     _ => InvocationStatus::Running,
                 });
                 if let Some(id) = invocation
-                    && (event_kind == T::AgentInvocationCreated
+                    && (*event_kind == T::AgentInvocationCreated
                         || state.invocations.contains_key(&id))
                 {
                     state.invocations.insert(id, status);
@@ -448,7 +434,7 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
                     {
                         state.returned.insert(InvocationId::from_raw(child));
                     }
-                    if event_kind == T::AgentTaskRegistered || state.tasks.contains_key(&task) {
+                    if *event_kind == T::AgentTaskRegistered || state.tasks.contains_key(&task) {
                         state.tasks.insert(task, status);
                     }
                 }
@@ -510,7 +496,7 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
     }
     state.guidance_pending = pending_guidance.len() as u64;
     for event in events {
-        if kind(event) != Some(RunEventType::CheckpointCreated) {
+        if event.event_type != RunEventType::CheckpointCreated {
             continue;
         }
         let made_by = event

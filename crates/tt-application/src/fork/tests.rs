@@ -18,7 +18,7 @@ fn journal(lines: &[(&str, Value)]) -> Vec<AgentRunEvent> {
             run_id: RunId::from_raw("run_a"),
             timestamp: Timestamp::from_unix_millis(0),
             level: EventLevel::Info,
-            event_type: (*kind).to_owned(),
+            event_type: tt_domain::event::RunEventType::from_name(kind),
             payload: payload.clone(),
         })
         .collect()

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
-use tt_domain::event::AgentRunEvent;
+use tt_domain::event::{AgentRunEvent, RunEventType};
 use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind};
 use tt_domain::model::{AgentModelResponse, ModelUsage};
@@ -294,7 +294,7 @@ impl AgentRunService {
             after = last.seq;
             for event in &page {
                 let p = &event.payload;
-                if event.event_type == "user_guidance_submitted" {
+                if event.event_type == RunEventType::UserGuidanceSubmitted {
                     if let (Some(id), Some(text)) = (str_of(p, "guidanceId"), str_of(p, "text")) {
                         guidance_texts.insert(id.to_owned(), text.to_owned());
                     }
@@ -304,8 +304,8 @@ impl AgentRunService {
                     continue;
                 }
                 let round = round_of(event);
-                match event.event_type.as_str() {
-                    "user_guidance_applied" => {
+                match event.event_type {
+                    RunEventType::UserGuidanceApplied => {
                         let texts: Vec<&str> = p
                             .get("guidanceIds")
                             .and_then(Value::as_array)
@@ -319,7 +319,7 @@ impl AgentRunService {
                             text: crate::guidance::render_guidance_message(&texts),
                         });
                     }
-                    "model_request_created" => {
+                    RunEventType::ModelRequestCreated => {
                         waiting.insert(round, entries.len());
                         entries.push(ConversationEntry::Requested {
                             round,
@@ -329,7 +329,7 @@ impl AgentRunService {
                                 .unwrap_or(0),
                         });
                     }
-                    "model_call_attempt_failed" => {
+                    RunEventType::ModelCallAttemptFailed => {
                         entries.push(ConversationEntry::ModelError {
                             round,
                             code: str_of(p, "code").unwrap_or_default().to_owned(),
@@ -337,7 +337,7 @@ impl AgentRunService {
                             will_retry: p.get("willRetry").and_then(Value::as_bool) == Some(true),
                         });
                     }
-                    "model_completed" => {
+                    RunEventType::ModelCompleted => {
                         let usage: Option<ModelUsage> = p
                             .get("usage")
                             .and_then(|usage| serde_json::from_value(usage.clone()).ok());
@@ -365,7 +365,7 @@ impl AgentRunService {
                         entries.push(assistant_entry(round, response, usage, cost_usd));
                         last_answered = round;
                     }
-                    "tool_result_stored" => {
+                    RunEventType::ToolResultStored => {
                         let stored = match str_of(p, "path") {
                             Some(path) => self.document(run_id, path).await?,
                             None => None,
@@ -384,7 +384,7 @@ impl AgentRunService {
                             error_code: tool.error_code,
                         });
                     }
-                    "agent_results_injected" => {
+                    RunEventType::AgentResultsInjected => {
                         let mut tasks = Vec::new();
                         for task_id in p
                             .get("taskIds")
@@ -400,12 +400,12 @@ impl AgentRunService {
                             tasks,
                         });
                     }
-                    "direct_output_captured" => {
+                    RunEventType::DirectOutputCaptured => {
                         if let Some(path) = str_of(p, "path") {
                             captured.insert(round, path.to_owned());
                         }
                     }
-                    "drift_recovery_attempted" => {
+                    RunEventType::DriftRecoveryAttempted => {
                         let attempt = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
                         let commits = p.get("committedCount").and_then(Value::as_u64);
                         // The reminder's words, rendered again as the loop wrote them.
@@ -426,7 +426,7 @@ impl AgentRunService {
                             text,
                         });
                     }
-                    "context_trimmed" => {
+                    RunEventType::ContextTrimmed => {
                         let count = p
                             .get("stubbedMessages")
                             .and_then(Value::as_array)
@@ -438,7 +438,7 @@ impl AgentRunService {
                             ),
                         });
                     }
-                    "context_compacted" => entries.push(ConversationEntry::Context {
+                    RunEventType::ContextCompacted => entries.push(ConversationEntry::Context {
                         round,
                         text: format!(
                             "{} older messages were replaced by this summary:\n\n{}",
@@ -448,7 +448,7 @@ impl AgentRunService {
                             str_of(p, "summary").unwrap_or_default()
                         ),
                     }),
-                    "task_return_recorded" => {
+                    RunEventType::TaskReturnRecorded => {
                         let status = str_of(p, "status").unwrap_or_default().to_owned();
                         let stored = match str_of(p, "resultRef") {
                             Some(path) => self.document(run_id, path).await?,

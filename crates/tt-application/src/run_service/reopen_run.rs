@@ -179,7 +179,7 @@ async fn failure_message(
     Ok(tail
         .iter()
         .rev()
-        .find(|event| event.event_type == RunEventType::RunFailed.as_str())
+        .find(|event| event.event_type == RunEventType::RunFailed)
         .and_then(|event| event.payload.get("technicalMessage"))
         .and_then(Value::as_str)
         .map(str::to_owned))
@@ -217,15 +217,7 @@ impl AgentRunService {
                     .record(
                         &run.id,
                         EventLevel::Warn,
-                        &payload::AgentTaskInterrupted {
-                            task_id: task.id.clone(),
-                            parent_invocation_id: task.parent_invocation_id.clone(),
-                            child_invocation_id: task.child_invocation_id.clone(),
-                            target_profile_id: task.target_profile_id.clone(),
-                            status: task.status,
-                            result_ref: task.result_ref.clone(),
-                            error: task.error.clone(),
-                        },
+                        &payload::AgentTaskInterrupted::of(&task),
                     )
                     .await?;
             }
@@ -238,14 +230,7 @@ impl AgentRunService {
                     .record(
                         &run.id,
                         EventLevel::Warn,
-                        &payload::AgentInvocationInterrupted {
-                            invocation_id: invocation.id.clone(),
-                            parent_invocation_id: invocation.parent_invocation_id.clone(),
-                            profile_id: invocation.profile_id.clone(),
-                            kind: invocation.kind,
-                            status: invocation.status,
-                            exit_policy: invocation.exit_policy,
-                        },
+                        &payload::AgentInvocationInterrupted::of(&invocation),
                     )
                     .await?;
             }

@@ -5,6 +5,7 @@ pub(crate) mod args;
 pub(crate) mod workspace;
 
 use serde_json::Value;
+use tt_domain::ids::TaskId;
 use tt_domain::workspace::WorkspacePath;
 
 /// What a tool tells the loop beyond its result, so the loop can emit events, take
@@ -28,6 +29,11 @@ pub(crate) enum ToolEffect {
         old_sha256: String,
         sha256: String,
         replacements: usize,
+    },
+    /// `agent.await` handed the agent these finished results: the loop marks them seen, so
+    /// neither an injection nor a later wait shows them again.
+    ResultsDelivered {
+        task_ids: Vec<TaskId>,
     },
 }
 

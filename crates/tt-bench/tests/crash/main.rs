@@ -151,7 +151,7 @@ async fn check_reopened(dir: &Path) -> usize {
             for event in page.events {
                 assert_eq!(event.seq, next, "run {} has a gap", run.id);
                 next += 1;
-                last_type = event.event_type;
+                last_type = event.event_type.to_string();
             }
         }
         let expected = match run.status {

@@ -106,7 +106,7 @@ async fn read_journal(store: &PostgresStore, run_id: &tt_runtime::RunId) -> (u64
         for event in page {
             assert_eq!(event.seq, next, "run {run_id} has a gap");
             next += 1;
-            last_type = event.event_type;
+            last_type = event.event_type.to_string();
         }
     }
 }

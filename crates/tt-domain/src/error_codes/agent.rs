@@ -56,8 +56,6 @@ super::error_codes! {
         "Delegation policy forbids this `agent.delegate`; the message starts with the reason's code.";
     AGENT_DUPLICATE_TASK_RECORD = "agent.duplicate_task_record", Storage,
         "The store holds two task records for one delegated agent.";
-    AGENT_EVENT_SCOPE_INVALID = "agent.event_scope_invalid", Internal,
-        "An event was built with an `eventScope` that is not an object.";
     AGENT_FOREGROUND_COMMIT_REQUIRED = "agent.foreground_commit_required", ToolRefusal,
         "A foreground agent called `workspace.finish` before publishing anything with `workspace.commit`.";
     AGENT_FOREGROUND_COMMIT_UNAVAILABLE = "agent.foreground_commit_unavailable", Configuration,

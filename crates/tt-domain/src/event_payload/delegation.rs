@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{InvocationId, ProfileId, TaskId};
-use crate::task::{TaskContinuation, TaskStatus};
+use crate::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 
 /// `agent_delegate_started`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,6 +52,21 @@ task_status_payloads! {
     AgentTaskFailed => "`agent_task_failed`.",
     AgentTaskInterrupted => "`agent_task_interrupted`.",
     AgentTaskResumed => "`agent_task_resumed`: an interrupted task is queued or running again (`resume_run`).",
+}
+
+impl AgentTaskInterrupted {
+    /// The event of `task`, as its record holds it once interrupted.
+    pub fn of(task: &AgentTaskRecord) -> Self {
+        Self {
+            task_id: task.id.clone(),
+            parent_invocation_id: task.parent_invocation_id.clone(),
+            child_invocation_id: task.child_invocation_id.clone(),
+            target_profile_id: task.target_profile_id.clone(),
+            status: task.status,
+            result_ref: task.result_ref.clone(),
+            error: task.error.clone(),
+        }
+    }
 }
 
 /// `agent_task_queued`: the task waits for a free slot.

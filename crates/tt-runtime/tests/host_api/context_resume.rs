@@ -172,8 +172,8 @@ async fn context_steps(runtime: &AgentRuntime, run_id: String) -> Vec<(String, s
         .unwrap()
         .events
         .into_iter()
-        .filter(|e| e.event_type.starts_with("context_"))
-        .map(|e| (e.event_type, e.payload["round"].clone()))
+        .filter(|e| e.event_type.as_str().starts_with("context_"))
+        .map(|e| (e.event_type.to_string(), e.payload["round"].clone()))
         .collect()
 }
 

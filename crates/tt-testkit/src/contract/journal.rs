@@ -5,11 +5,11 @@
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use tt_domain::event::RunEventType;
-use tt_domain::ids::RunId;
+use tt_domain::event::{EventScope, RunEventType};
+use tt_domain::ids::{InvocationId, RunId};
 use tt_ports::{EventPage, RunJournal};
 
-use super::{StorageUnderTest, assert_not_found, create_sample_run, new_event, tool_event};
+use super::{StorageUnderTest, assert_not_found, create_sample_run, scoped_event, tool_event};
 
 fn page(after: Option<u64>, before: Option<u64>, limit: Option<usize>) -> EventPage {
     EventPage {
@@ -164,11 +164,15 @@ pub async fn invocation_filter_includes_related_ids(s: StorageUnderTest) {
         let event = match n % 3 {
             0 => tool_event(&run.id, n, "inv_a"),
             1 => tool_event(&run.id, n, "inv_b"),
-            _ => new_event(
+            _ => scoped_event(
                 &run.id,
                 n,
                 RunEventType::AgentTaskCompleted,
                 json!({"taskId": "task_1", "parentInvocationId": "inv_root", "childInvocationId": "inv_a"}),
+                Some(
+                    EventScope::agent(&InvocationId::root())
+                        .related([&InvocationId::from_raw("inv_a")]),
+                ),
             ),
         };
         s.journal.append(event).await.unwrap();

@@ -17,7 +17,8 @@ pub use skills::SkillsUnderTest;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tt_domain::event::EventLevel;
-use tt_domain::event::{NewRunEvent, RunEventType, with_event_scope};
+use tt_domain::event::{EventScope, NewRunEvent, RunEventType};
+use tt_domain::event_payload::RunEventPayload;
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind, InvocationStatus};
 use tt_domain::profile::AgentProfileDefinition;
@@ -253,23 +254,42 @@ pub fn task(run: &AgentRun, id: &str, created_at: i64) -> AgentTaskRecord {
 
 /// Event number `n` of a run: a `tool_call_started` scoped to `invocation_id`.
 pub fn tool_event(run_id: &RunId, n: u64, invocation_id: &str) -> NewRunEvent {
-    new_event(
+    scoped_event(
         run_id,
         n,
         RunEventType::ToolCallStarted,
         json!({"invocationId": invocation_id, "n": n}),
+        Some(EventScope::agent(&InvocationId::from_raw(invocation_id))),
     )
 }
 
-/// Event number `n` with the canonical `eventScope` added to `payload`.
+/// Event number `n` with the `eventScope` its type gives `payload` added, when `payload` is a
+/// whole payload of that type (a partial one gets none: use [`scoped_event`]).
 pub fn new_event(run_id: &RunId, n: u64, event_type: RunEventType, payload: Value) -> NewRunEvent {
+    let scope = RunEventPayload::decode(&event_type, &payload)
+        .ok()
+        .and_then(|typed| typed.scope());
+    scoped_event(run_id, n, event_type, payload, scope)
+}
+
+/// Event number `n` with `scope` as the `eventScope` of `payload`.
+pub fn scoped_event(
+    run_id: &RunId,
+    n: u64,
+    event_type: RunEventType,
+    mut payload: Value,
+    scope: Option<EventScope>,
+) -> NewRunEvent {
+    if let Some(scope) = scope {
+        scope.add_to(&mut payload);
+    }
     NewRunEvent {
         id: EventId::generate(&format!("{n:032x}")),
         run_id: run_id.clone(),
         timestamp: ts(i64::try_from(n).unwrap()),
         level: EventLevel::Info,
         event_type,
-        payload: with_event_scope(event_type, payload).unwrap(),
+        payload,
     }
 }
 

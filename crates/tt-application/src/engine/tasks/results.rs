@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 use tt_domain::error_codes;
+use tt_domain::event::RunEventType;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::ToolName;
@@ -149,8 +150,8 @@ pub(crate) async fn written_by(
         after = Some(last.seq);
         for event in &page {
             let wrote = matches!(
-                event.event_type.as_str(),
-                "workspace_file_written" | "workspace_patch_applied"
+                event.event_type,
+                RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied
             );
             if wrote
                 && event.payload.get("invocationId").and_then(Value::as_str)
@@ -305,25 +306,4 @@ pub(crate) async fn replay_injection(
         ..reader_state(ctx, inv)
     };
     Ok(Some(render_injected_results(&entries, &reader)))
-}
-
-/// Terminal task ids reported by a successful `agent.await` result.
-pub(crate) fn delivered_by_await(structured: &Value) -> Vec<TaskId> {
-    structured
-        .get("tasks")
-        .and_then(Value::as_array)
-        .map(|tasks| {
-            tasks
-                .iter()
-                .filter(|task| {
-                    matches!(
-                        task.get("status").and_then(Value::as_str),
-                        Some("completed" | "failed" | "cancelled")
-                    )
-                })
-                .filter_map(|task| task.get("taskId").and_then(Value::as_str))
-                .map(TaskId::from_raw)
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::TaskId;
-use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation};
+use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
@@ -27,7 +27,7 @@ use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::scheduler::{Admission, CancelledBy, transition_task};
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
-use crate::tools::ToolSuccess;
+use crate::tools::{ToolEffect, ToolSuccess};
 
 /// The caller's tasks and budgets as `agent.list` reads them, from the run's records and its
 /// scheduler.
@@ -405,10 +405,24 @@ pub(crate) async fn agent_await(
         EventLevel::Info
     };
     ctx.events.record(&ctx.run_id, level, &completed).await?;
+    // The results the agent has now seen (the ones it had seen before included, harmlessly):
+    // the loop marks them so nothing shows them again. An interrupted task is not among them:
+    // its result is not final, a resumed run goes on with it.
+    let seen = tasks
+        .iter()
+        .filter(|task| {
+            matches!(
+                task.status,
+                TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+            )
+        })
+        .map(|task| task.id.clone())
+        .collect();
     Ok(ToolSuccess::new(
         content,
         json!({"mode": args.mode.as_str(), "timedOut": timed_out, "tasks": views}),
-    ))
+    )
+    .with_effect(ToolEffect::ResultsDelivered { task_ids: seen }))
 }
 
 /// `task.return`: the tool writes the result document and the summary file below the engine

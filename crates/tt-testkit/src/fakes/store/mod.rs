@@ -130,10 +130,11 @@ impl StoreState {
     fn take_fault(
         &mut self,
         op: StoreOp,
-        event_type: Option<RunEventType>,
+        event_type: Option<&RunEventType>,
     ) -> Option<StorageError> {
         let index = self.faults.iter().position(|fault| {
-            fault.op == op && (fault.event_type.is_none() || fault.event_type == event_type)
+            fault.op == op
+                && (fault.event_type.is_none() || fault.event_type.as_ref() == event_type)
         })?;
         Some(self.faults.remove(index).error)
     }
@@ -307,7 +308,7 @@ impl InMemoryStore {
                 state
                     .events
                     .iter()
-                    .map(|event| event.event_type.clone())
+                    .map(|event| event.event_type.to_string())
                     .collect()
             })
             .unwrap_or_default()

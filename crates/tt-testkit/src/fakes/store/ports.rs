@@ -189,7 +189,7 @@ impl RunJournal for InMemoryStore {
     async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
         let stored = {
             let mut state = self.lock();
-            if let Some(error) = state.take_fault(StoreOp::JournalAppend, Some(event.event_type)) {
+            if let Some(error) = state.take_fault(StoreOp::JournalAppend, Some(&event.event_type)) {
                 return Err(error);
             }
             let run = state.run_mut(&event.run_id)?;
