@@ -160,17 +160,15 @@ fn ends_run_for_good(event_type: &RunEventType) -> bool {
 
 /// Whether this event type is one of a run's ends (for good or until a resume): the last event
 /// of a journal whose run record is terminal, once the writer is done with it.
-fn is_run_end(event_type: &str) -> bool {
+fn is_run_end(event_type: &RunEventType) -> bool {
     matches!(
-        RunEventType::parse(event_type),
-        Some(
-            RunEventType::RunCompleted
-                | RunEventType::RunPartialSuccess
-                | RunEventType::RunFailed
-                | RunEventType::RunCancelled
-                | RunEventType::RunInterrupted
-                | RunEventType::RunAbandoned
-        )
+        event_type,
+        RunEventType::RunCompleted
+            | RunEventType::RunPartialSuccess
+            | RunEventType::RunFailed
+            | RunEventType::RunCancelled
+            | RunEventType::RunInterrupted
+            | RunEventType::RunAbandoned
     )
 }
 
