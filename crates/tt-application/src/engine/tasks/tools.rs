@@ -386,10 +386,19 @@ pub(crate) async fn agent_await(
         }
     }
     let content = render_capsule(&entries, timed_out, &reader_state(ctx, inv));
-    // Which finished results this wait delivered, so a host can check each arrives once.
+    // A task's result is final once it completed, failed or was cancelled. An interrupted
+    // task's is not: a resumed run goes on with it.
+    let is_final = |task: &&AgentTaskRecord| {
+        matches!(
+            task.status,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    };
+    // Which final results this wait delivered, so a host can check each arrives once.
     let delivered: Vec<TaskId> = tasks
         .iter()
-        .filter(|task| task.status.is_terminal() && !inv.delivered.contains(&task.id))
+        .filter(is_final)
+        .filter(|task| !inv.delivered.contains(&task.id))
         .map(|task| task.id.clone())
         .collect();
     let completed = payload::AgentAwaitCompleted {
@@ -406,16 +415,10 @@ pub(crate) async fn agent_await(
     };
     ctx.events.record(&ctx.run_id, level, &completed).await?;
     // The results the agent has now seen (the ones it had seen before included, harmlessly):
-    // the loop marks them so nothing shows them again. An interrupted task is not among them:
-    // its result is not final, a resumed run goes on with it.
+    // the loop marks them so nothing shows them again.
     let seen = tasks
         .iter()
-        .filter(|task| {
-            matches!(
-                task.status,
-                TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
-            )
-        })
+        .filter(is_final)
         .map(|task| task.id.clone())
         .collect();
     Ok(ToolSuccess::new(
