@@ -99,7 +99,7 @@ async fn replay(
     let runtime = runtime_with(&dir, replay.clone()).await;
     let (run, journal) = lead_run(&runtime, user_request).await;
     if run.status == AgentRunStatus::Completed {
-        let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+        let published = runtime.transcript(run.workspace_id.as_str()).await.unwrap();
         assert_eq!(published[0].content, SCENE);
     }
     (run, journal, replay.remaining())

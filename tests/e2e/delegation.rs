@@ -188,7 +188,7 @@ async fn writers_room_runs_end_to_end_on_userdata() {
     let summary =
         std::fs::read_to_string(run_dir.join("summaries/continuity-critic-result.md")).unwrap();
     assert!(summary.starts_with("# Delegated Task Result\n"));
-    let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+    let published = runtime.transcript(run.workspace_id.as_str()).await.unwrap();
     assert!(
         published[0]
             .content

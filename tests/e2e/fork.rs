@@ -305,7 +305,10 @@ async fn a_branch_at_the_writers_last_turn_replays_without_model_calls_and_ends_
     assert_eq!(count(&events[cut..], "model_request_created"), 6);
 
     // Another ending, published as a new message of the same chat.
-    let published = runtime.transcript(source.workspace_id.as_str()).unwrap();
+    let published = runtime
+        .transcript(source.workspace_id.as_str())
+        .await
+        .unwrap();
     assert_eq!(published.len(), 2);
     assert!(!published[0].content.contains("second lamp"));
     assert!(published[1].content.contains("second lamp"));
@@ -436,7 +439,10 @@ async fn a_branch_of_a_branch_continues_from_the_branch_and_names_it() {
     assert_eq!(parent(source.id.as_str()), None);
     // The commit at the cut was published by the first branch; the second publishes nothing
     // again: the chat holds the source's reply and the first branch's.
-    let published = runtime.transcript(source.workspace_id.as_str()).unwrap();
+    let published = runtime
+        .transcript(source.workspace_id.as_str())
+        .await
+        .unwrap();
     assert_eq!(published.len(), 2);
 }
 

@@ -172,15 +172,17 @@ async fn branches_at_random_seqs_of_the_writers_room_end_as_the_source_did() {
     let source = runtime.wait_for_run(&source_id).await.unwrap();
     assert_eq!(source.status, AgentRunStatus::Completed);
     let source_files = all_files(dir.path(), &source_id);
-    let published = |runtime: &AgentRuntime| {
+    let workspace_id = source.workspace_id.to_string();
+    let published = async |runtime: &AgentRuntime| {
         runtime
-            .transcript(source.workspace_id.as_str())
+            .transcript(&workspace_id)
+            .await
             .unwrap()
             .into_iter()
             .map(|entry| entry.content)
             .collect::<Vec<_>>()
     };
-    let text = published(&runtime)[0].clone();
+    let text = published(&runtime).await[0].clone();
     let last = all_events(&runtime, &source_id).await.len() as u64;
     let trials = std::env::var("TT_FORK_TRIALS")
         .ok()
@@ -205,7 +207,7 @@ async fn branches_at_random_seqs_of_the_writers_room_end_as_the_source_did() {
         let ended = runtime.wait_for_run(branch.id.as_str()).await.unwrap();
         assert_eq!(ended.status, AgentRunStatus::Completed, "{at:?}");
         assert_gapless(&all_events(&runtime, branch.id.as_str()).await);
-        assert_eq!(published(&runtime).last(), Some(&text), "{at:?}");
+        assert_eq!(published(&runtime).await.last(), Some(&text), "{at:?}");
     }
     assert_eq!(all_files(dir.path(), &source_id), source_files);
 }

@@ -141,6 +141,7 @@ async fn cancel_while_the_host_holds_a_commit() {
     assert!(
         env.runtime
             .transcript(run.workspace_id.as_str())
+            .await
             .unwrap()
             .is_empty()
     );

@@ -997,7 +997,7 @@ async fn crossing_the_run_token_budget_ends_the_run_and_keeps_what_was_published
     assert_eq!(ended.payload["code"], "agent.run_budget_exhausted");
     // Six answers of 100 tokens: the sixth crossed 500, and no seventh was asked.
     assert_eq!(model.call_count(), 6);
-    let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+    let published = runtime.transcript(run.workspace_id.as_str()).await.unwrap();
     assert_eq!(published.len(), 1);
     assert_eq!(published[0].content, "First draft.");
     let lead = model.requests().into_iter().find(|r| r.round == 4).unwrap();
@@ -1128,7 +1128,7 @@ async fn a_deadline_fires_during_a_model_call_on_the_userdata_store() {
         "{report}"
     );
     assert!(report.contains("scratch/part-d.md"), "{report}");
-    let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+    let published = runtime.transcript(run.workspace_id.as_str()).await.unwrap();
     assert_eq!(published[0].content, "Done without part d.");
 
     // The ledger's wall time: the helper ran until its deadline (2 s after it was delegated,
@@ -1296,7 +1296,7 @@ async fn the_run_budget_ends_the_run_while_its_agent_awaits_its_tasks() {
     let sleeper = edge("sleeper");
     assert_eq!(sleeper.status, TaskStatus::Cancelled);
     assert_silent_after_cancel(&events, sleeper.target_invocation_id.as_str());
-    let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+    let published = runtime.transcript(run.workspace_id.as_str()).await.unwrap();
     assert_eq!(published.len(), 1);
     assert_eq!(published[0].content, "First draft.");
 }

@@ -289,7 +289,7 @@ async fn full_run(runtime: &AgentRuntime, server: &mut TestServer) -> (String, V
     assert_eq!(projection.invocations.len(), 2);
     assert_eq!(projection.delegation_edges.len(), 1);
     assert_eq!(projection.delegation_edges[0].status, TaskStatus::Completed);
-    let published = runtime.transcript(run.workspace_id.as_str()).unwrap();
+    let published = runtime.transcript(run.workspace_id.as_str()).await.unwrap();
     assert_eq!(published.len(), 1);
     assert_eq!(published[0].content, SCENE);
     let notes = runtime

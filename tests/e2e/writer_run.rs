@@ -94,7 +94,11 @@ async fn writer_run_completes_and_persists_everything() {
     );
 
     // The transcript holds the published text.
-    let transcript = env.runtime.transcript(run.workspace_id.as_str()).unwrap();
+    let transcript = env
+        .runtime
+        .transcript(run.workspace_id.as_str())
+        .await
+        .unwrap();
     assert_eq!(transcript.len(), 1);
     assert_eq!(transcript[0].content, "Night fell over the harbour.\n");
 

@@ -18,6 +18,7 @@ mod recovery;
 mod runs;
 pub mod schema;
 mod skills;
+mod transcripts;
 mod workspace;
 
 use tt_ports::StorageResult;

@@ -137,6 +137,18 @@ CREATE TABLE tt_skill_files (
 ALTER TABLE run_leases ADD COLUMN locked boolean NOT NULL DEFAULT false;
 "#,
     ),
+    (
+        7,
+        "transcripts",
+        r#"
+CREATE TABLE tt_transcript_entries (
+    entry_id      bigserial PRIMARY KEY,
+    workspace_id  text NOT NULL,
+    body          text NOT NULL
+);
+CREATE INDEX tt_transcript_entries_by_workspace ON tt_transcript_entries (workspace_id, entry_id);
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

@@ -36,6 +36,7 @@ mod runs;
 mod segment;
 mod show;
 mod skills;
+mod transcripts;
 mod workspace;
 mod workspace_files;
 mod written;

@@ -49,3 +49,17 @@ fn userdata_skills() -> SkillsUnderTest {
 }
 
 tt_testkit::skills_contract_tests!(userdata_skills());
+
+/// A fresh data dir seen through the transcript port; reopening reads it with a read-only store.
+fn userdata_transcripts() -> tt_testkit::contract::TranscriptsUnderTest {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("data");
+    let store = UserDataStore::open(root.clone()).unwrap();
+    tt_testkit::contract::TranscriptsUnderTest {
+        repo: store,
+        reopen: std::sync::Arc::new(move || UserDataStore::open_read_only(root.clone()) as _),
+        _guard: Some(Box::new(dir)),
+    }
+}
+
+tt_testkit::transcripts_contract_tests!(userdata_transcripts());

@@ -93,7 +93,7 @@ pub async fn follow(
         "{}",
         agent_tree(&runtime.timeline_projection(run.id.as_str()).await?)
     );
-    let transcript = runtime.transcript(finished.workspace_id.as_str())?;
+    let transcript = runtime.transcript(finished.workspace_id.as_str()).await?;
     match transcript
         .iter()
         .rfind(|entry| entry.run_id == finished.id.as_str())

@@ -57,6 +57,14 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         !dir.path().join("skills").exists(),
         "the skill landed under the data dir"
     );
+    // So did what the demo published: its transcript is rows of the database, read back to
+    // print the committed message.
+    let printed = String::from_utf8_lossy(&demo.stdout);
+    assert!(printed.contains("── committed message 1 ("), "{printed}");
+    assert!(
+        !dir.path().join("transcripts").exists(),
+        "the transcript landed under the data dir"
+    );
 
     let runs = agent(&["runs"]);
     assert!(runs.status.success());

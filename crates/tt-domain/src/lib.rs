@@ -25,6 +25,7 @@ pub mod task_result;
 pub mod text;
 pub mod time;
 pub mod tool;
+pub mod transcript;
 pub mod workspace;
 
 pub use error::{DomainError, DomainResult};

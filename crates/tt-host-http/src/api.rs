@@ -495,7 +495,7 @@ async fn resolve_prompt_assembly(
 /// Messages published for a workspace (transcript commit bridge).
 async fn transcript(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let workspace_id = path.id("workspace_id", "workspace")?;
-    Ok(Json(state.runtime.transcript(&workspace_id)?).into_response())
+    Ok(Json(state.runtime.transcript(&workspace_id).await?).into_response())
 }
 
 #[derive(Debug, Deserialize)]

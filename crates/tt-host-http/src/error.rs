@@ -98,10 +98,6 @@ mod tests {
             StatusCode::CONFLICT
         );
         assert_eq!(
-            status_for("agent.transcript_unreadable"),
-            StatusCode::INTERNAL_SERVER_ERROR
-        );
-        assert_eq!(
             status_for("agent.storage_io"),
             StatusCode::INTERNAL_SERVER_ERROR
         );

@@ -681,6 +681,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
     let published = server
         .runtime
         .transcript(finished.workspace_id.as_str())
+        .await
         .unwrap()
         .pop()
         .unwrap()

@@ -14,6 +14,7 @@ pub mod prompt;
 pub mod runs;
 pub mod skills;
 pub mod system;
+pub mod transcripts;
 pub mod workspace;
 
 pub use error::{HostBridgeError, ModelError, ModelTimeLimit, StorageError, StorageResult};
@@ -37,6 +38,7 @@ pub use runs::{
 };
 pub use skills::SkillRepository;
 pub use system::{Clock, IdGenerator};
+pub use transcripts::TranscriptRepository;
 pub use workspace::{FileContent, WorkspaceEntry, WorkspaceRepository, WriteOutcome};
 
 /// Cooperative cancellation passed into every wait.

@@ -1,21 +1,20 @@
 //! Commit bridges a host can choose from: answer through the host API
 //! (`resolve_chat_commit`, `pending_commits`, or a commit handler the bridge calls, and
 //! `resolve_agent_persistent_state_metadata_update` for the metadata handshake at finish), or
-//! record commits in a transcript file (the CLI's stand-in for a chat window, which keeps no
-//! metadata and acknowledges the handshake at once).
+//! record commits in the store's transcript (the CLI's stand-in for a chat window, which keeps
+//! no metadata and acknowledges the handshake at once).
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::io::Write as _;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tt_domain::ids::{CommitId, RunId};
 use tt_ports::{
     ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostBridgeError, HostCommitBridge,
-    MetadataUpdateAnswer, PersistentStateMetadataUpdate,
+    MetadataUpdateAnswer, PersistentStateMetadataUpdate, StorageResult, TranscriptRepository,
 };
+
+pub use tt_domain::transcript::TranscriptEntry;
 
 /// Error of a host's `resolve_chat_commit` call, with its contract code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -398,76 +397,55 @@ impl HostCommitBridge for HostApiCommitBridge {
     }
 }
 
-/// One published message in a transcript file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TranscriptEntry {
-    pub message_id: String,
-    pub run_id: String,
-    pub commit_id: String,
-    pub mode: String,
-    pub path: String,
-    pub content: String,
-}
-
-/// Records every commit as a JSON line in `<dir>/<workspaceId>.jsonl` and answers at once.
+/// Records every commit as an entry of the workspace's transcript, in the store's transcript
+/// port (`transcripts/<workspaceId>.jsonl` in a data dir, rows on PostgreSQL), and answers
+/// once it is stored.
 ///
 /// Message ids count per transcript: a run's first commit creates message `N+1`; its later
 /// commits reuse that id (`replace` overwrites the message, `append` extends it).
-#[derive(Debug)]
 pub(crate) struct TranscriptCommitBridge {
-    dir: PathBuf,
-    state: Mutex<HashMap<String, String>>, // runId -> messageId
+    store: Arc<dyn TranscriptRepository>,
+    // runId -> messageId; held across the read and the append so ids are handed out in turn.
+    state: tokio::sync::Mutex<HashMap<String, String>>,
+}
+
+impl std::fmt::Debug for TranscriptCommitBridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TranscriptCommitBridge")
+            .finish_non_exhaustive()
+    }
 }
 
 impl TranscriptCommitBridge {
-    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(store: Arc<dyn TranscriptRepository>) -> Self {
         Self {
-            dir: dir.into(),
-            state: Mutex::new(HashMap::new()),
+            store,
+            state: tokio::sync::Mutex::new(HashMap::new()),
         }
     }
 
-    pub(crate) fn transcript_path(&self, workspace_id: &str) -> PathBuf {
-        self.dir.join(format!("{workspace_id}.jsonl"))
-    }
-
     /// Every entry recorded for a workspace, oldest first.
-    pub(crate) fn read_transcript(
+    pub(crate) async fn read_transcript(
         &self,
         workspace_id: &str,
-    ) -> std::io::Result<Vec<TranscriptEntry>> {
-        let text = match std::fs::read_to_string(self.transcript_path(workspace_id)) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(err) => return Err(err),
-        };
-        Ok(text
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect())
+    ) -> StorageResult<Vec<TranscriptEntry>> {
+        self.store.read_transcript(workspace_id).await
     }
 
-    fn record(&self, request: &ChatCommitRequest) -> std::io::Result<String> {
-        std::fs::create_dir_all(&self.dir)?;
+    async fn record(&self, request: &ChatCommitRequest) -> StorageResult<String> {
         let workspace_id = request.workspace_id.as_str();
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self.state.lock().await;
         let message_id = match state.get(request.run_id.as_str()) {
             Some(id) => id.clone(),
             None => {
-                let existing = self.read_transcript(workspace_id)?;
+                let existing = self.store.read_transcript(workspace_id).await?;
                 let mut ids: Vec<&str> = existing
                     .iter()
                     .map(|entry| entry.message_id.as_str())
                     .collect();
                 ids.sort_unstable();
                 ids.dedup();
-                let id = (ids.len() + 1).to_string();
-                state.insert(request.run_id.to_string(), id.clone());
-                id
+                (ids.len() + 1).to_string()
             }
         };
         let entry = TranscriptEntry {
@@ -478,13 +456,11 @@ impl TranscriptCommitBridge {
             path: request.path.clone(),
             content: request.content.clone(),
         };
-        let line = serde_json::to_string(&entry).map_err(std::io::Error::other)?;
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.transcript_path(workspace_id))?;
-        file.write_all(format!("{line}\n").as_bytes())?;
-        file.sync_data()?;
+        self.store
+            .append_transcript_entry(workspace_id, &entry)
+            .await?;
+        // Remembered once stored: a failed first commit leaves the next one to number afresh.
+        state.insert(request.run_id.to_string(), message_id.clone());
         Ok(message_id)
     }
 }
@@ -497,6 +473,7 @@ impl HostCommitBridge for TranscriptCommitBridge {
     ) -> Result<CommitAnswer, HostBridgeError> {
         let answer = self
             .record(&request)
+            .await
             .map(|message_id| ChatCommitReceipt { message_id })
             .map_err(|err| {
                 HostBridgeError::Rejected(format!("could not write the transcript: {err}"))

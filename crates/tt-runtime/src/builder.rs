@@ -28,7 +28,8 @@ pub enum CommitBridgeChoice {
     /// Commits wait for the host's `resolve_chat_commit` or the commit handler (the default
     /// for linked hosts).
     HostApi,
-    /// Commits are recorded in `<data dir>/transcripts/<workspaceId>.jsonl` (the CLI).
+    /// Commits are recorded in the store's transcripts (`<data dir>/transcripts/<workspaceId>.jsonl`
+    /// in the file store; the CLI).
     Transcript,
     /// Any other bridge: it answers every commit itself.
     Custom(Arc<dyn HostCommitBridge>),
@@ -168,8 +169,8 @@ impl AgentRuntimeBuilder {
     }
 
     /// Where runs are stored: the embedded file store under the data dir (the default) or
-    /// another store, e.g. PostgreSQL from [`crate::open_store_url`]. Skills, transcripts and
-    /// preset templates stay under the data dir either way.
+    /// another store, e.g. PostgreSQL from [`crate::open_store_url`] (which keeps skills and
+    /// transcripts too). Connections and preset templates stay under the data dir either way.
     pub fn store(mut self, choice: StoreChoice) -> Self {
         self.store = choice;
         self
@@ -222,7 +223,18 @@ impl AgentRuntimeBuilder {
                 })?;
             store
         };
-        let transcripts = Arc::new(TranscriptCommitBridge::new(data_dir.join("transcripts")));
+        let ports = match self.store {
+            StoreChoice::Embedded => crate::store::StoragePorts::from_store(
+                store.clone(),
+                data_dir.display().to_string(),
+            ),
+            StoreChoice::Ports(ports) => ports,
+        };
+        let transcript_store: Arc<dyn tt_ports::TranscriptRepository> = match &ports.transcripts {
+            Some(transcripts) => Arc::clone(transcripts),
+            None => store.clone(),
+        };
+        let transcripts = Arc::new(TranscriptCommitBridge::new(transcript_store));
         // Only a host-API bridge is kept for the host calls: with any other bridge they fail
         // with a clear code rather than reading an empty bridge nobody feeds.
         let (commit_bridge, host_bridge): (Arc<dyn HostCommitBridge>, _) = match bridge_choice {
@@ -249,13 +261,6 @@ impl AgentRuntimeBuilder {
         let connections = self
             .connections
             .with_directory(data_dir.join("connections"));
-        let ports = match self.store {
-            StoreChoice::Embedded => crate::store::StoragePorts::from_store(
-                store.clone(),
-                data_dir.display().to_string(),
-            ),
-            StoreChoice::Ports(ports) => ports,
-        };
         let skills: Arc<dyn tt_ports::SkillRepository> = match &ports.skills {
             Some(skills) => Arc::clone(skills),
             None => store.clone(),

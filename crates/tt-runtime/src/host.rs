@@ -778,14 +778,20 @@ impl AgentRuntime {
         ))
     }
 
-    /// Messages published through the transcript commit bridge for a workspace.
-    pub fn transcript(&self, workspace_id: &str) -> HostResult<Vec<TranscriptEntry>> {
+    /// Messages published through the transcript commit bridge for a workspace, from the
+    /// store (so every host of one PostgreSQL database reads the same). The storage error's
+    /// code when it cannot be read (`agent.storage_segment_invalid` for an id that is not one
+    /// path segment).
+    pub async fn transcript(&self, workspace_id: &str) -> HostResult<Vec<TranscriptEntry>> {
         self.ensure_open()?;
         self.transcripts
             .read_transcript(workspace_id)
-            .map_err(|err| HostError {
-                code: "agent.transcript_unreadable".to_owned(),
-                message: err.to_string(),
+            .await
+            .map_err(|err| {
+                HostError::new(
+                    err.code(),
+                    format!("cannot read the transcript of {workspace_id}: {err}"),
+                )
             })
     }
 }

@@ -1,14 +1,14 @@
 //! Which store a runtime keeps its runs in: the embedded file store under the data dir (the
 //! default, no server needed) or another adapter seen through the five storage ports, such as
-//! PostgreSQL opened from a `postgres://` URL ([`open_store_url`]), which keeps skills too.
-//! Transcripts, connections and preset templates stay under the data dir in either case.
+//! PostgreSQL opened from a `postgres://` URL ([`open_store_url`]), which keeps skills and
+//! transcripts too. Connections and preset templates stay under the data dir in either case.
 
 use std::sync::Arc;
 
 use tt_domain::ids::EventId;
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, Clock, IdGenerator, ProfileRepository,
-    RunJournal, SkillRepository, WorkspaceRepository,
+    RunJournal, SkillRepository, TranscriptRepository, WorkspaceRepository,
 };
 
 use crate::dto::{HostError, HostResult};
@@ -26,6 +26,9 @@ pub struct StoragePorts {
     pub profiles: Arc<dyn ProfileRepository>,
     /// Where skills are kept; `None` keeps them in the data dir's file store.
     pub skills: Option<Arc<dyn SkillRepository>>,
+    /// Where the transcript commit bridge keeps what it published; `None` keeps it in the data
+    /// dir's file store.
+    pub transcripts: Option<Arc<dyn TranscriptRepository>>,
     /// Where the runs are, for messages (a URL without its password).
     pub description: String,
 }
@@ -48,6 +51,7 @@ impl StoragePorts {
             workspace: store.clone(),
             profiles: store,
             skills: None,
+            transcripts: None,
             description: description.into(),
         }
     }
@@ -55,6 +59,12 @@ impl StoragePorts {
     /// These ports with skills kept in `skills` too.
     pub fn with_skills(mut self, skills: Arc<dyn SkillRepository>) -> Self {
         self.skills = Some(skills);
+        self
+    }
+
+    /// These ports with transcripts kept in `transcripts` too.
+    pub fn with_transcripts(mut self, transcripts: Arc<dyn TranscriptRepository>) -> Self {
+        self.transcripts = Some(transcripts);
         self
     }
 }
@@ -138,7 +148,9 @@ pub async fn open_store_url_with(url: &str, options: &StoreOptions) -> HostResul
         })?;
     let store = Arc::new(store);
     Ok(StoreChoice::Ports(
-        StoragePorts::from_store(Arc::clone(&store), redact(url)).with_skills(store),
+        StoragePorts::from_store(Arc::clone(&store), redact(url))
+            .with_skills(Arc::clone(&store) as _)
+            .with_transcripts(store),
     ))
 }
 

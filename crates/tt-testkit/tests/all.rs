@@ -29,3 +29,16 @@ fn in_memory_skills() -> SkillsUnderTest {
 }
 
 tt_testkit::skills_contract_tests!(in_memory_skills());
+
+/// A fresh in-memory transcript store; "reopening" it is another handle on the same entries.
+fn in_memory_transcripts() -> tt_testkit::contract::TranscriptsUnderTest {
+    let transcripts = std::sync::Arc::new(tt_testkit::fakes::InMemoryTranscripts::default());
+    let same = std::sync::Arc::clone(&transcripts);
+    tt_testkit::contract::TranscriptsUnderTest {
+        repo: transcripts,
+        reopen: std::sync::Arc::new(move || same.clone() as _),
+        _guard: None,
+    }
+}
+
+tt_testkit::transcripts_contract_tests!(in_memory_transcripts());

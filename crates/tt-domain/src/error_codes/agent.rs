@@ -314,8 +314,6 @@ super::error_codes! {
         "The model called a tool its profile does not offer it.";
     AGENT_TOOL_UNAVAILABLE = "agent.tool_unavailable", Configuration,
         "A profile lists a tool this runtime does not provide yet.";
-    AGENT_TRANSCRIPT_UNREADABLE = "agent.transcript_unreadable", Storage,
-        "The transcript of messages the commit bridge published for a workspace could not be read.";
     AGENT_TRANSIENT = "agent.transient", ProviderTransient,
         "The model provider kept failing transiently past the retries (`details.modelCode` has the provider's code).";
     AGENT_UNAUTHORIZED = "agent.unauthorized", Provider,

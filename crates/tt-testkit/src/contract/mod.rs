@@ -1,7 +1,8 @@
 //! Storage contract suites: the behaviour every implementation of the five storage ports must
 //! share, written once and run against each store (`storage_contract_tests!`), so the in-memory
-//! fake and the file-system adapter cannot drift apart. `SkillRepository` has its own suite
-//! (`skills_contract_tests!`), since skills are stored apart from runs.
+//! fake and the file-system adapter cannot drift apart. `SkillRepository` and
+//! `TranscriptRepository` have their own suites (`skills_contract_tests!`,
+//! `transcripts_contract_tests!`), since they are stored apart from runs.
 // These functions are test assertions shipped as a library: failing loudly is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,9 +11,11 @@ pub mod journal;
 pub mod profiles;
 pub mod runs;
 pub mod skills;
+pub mod transcripts;
 pub mod workspace;
 
 pub use skills::SkillsUnderTest;
+pub use transcripts::TranscriptsUnderTest;
 
 use serde_json::{Value, json};
 use std::sync::Arc;

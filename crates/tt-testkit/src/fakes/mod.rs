@@ -9,6 +9,7 @@ pub mod responses;
 pub mod skills;
 pub mod store;
 pub mod system;
+pub mod transcripts;
 
 pub use commit::{CommitBehavior, FakeCommitBridge};
 pub use faulty::{DiskFault, FaultPlan, FaultyStore};
@@ -17,6 +18,7 @@ pub use prompt::{FakeConnections, FakePromptBroker, default_assembly};
 pub use skills::{InMemorySkills, SkillOp};
 pub use store::{InMemoryStore, PersistentStateRecord, StoreOp};
 pub use system::{MANUAL_CLOCK_START, ManualClock, SequentialIds};
+pub use transcripts::InMemoryTranscripts;
 
 #[cfg(test)]
 mod tests {

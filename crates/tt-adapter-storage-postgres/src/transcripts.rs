@@ -1,0 +1,61 @@
+//! Transcripts, one row per entry (`tt_transcript_entries`: the workspace id and the entry as
+//! JSON, numbered by a sequence), so every host sharing the database reads the messages the
+//! transcript commit bridge published.
+
+use async_trait::async_trait;
+use tt_domain::DomainError;
+use tt_domain::ids::is_valid_storage_segment;
+use tt_domain::transcript::TranscriptEntry;
+use tt_ports::{StorageError, StorageResult, TranscriptRepository};
+
+use crate::PostgresStore;
+use crate::error::{io, parse, to_json};
+
+/// The same rule as the file store, which names a file after the workspace id.
+fn check_workspace_id(workspace_id: &str) -> StorageResult<()> {
+    if is_valid_storage_segment(workspace_id) {
+        return Ok(());
+    }
+    Err(StorageError::Domain(DomainError::new(
+        "agent.storage_segment_invalid",
+        format!(
+            "workspace id `{}` must be 1 to 128 characters of letters, digits, `-` or `_`",
+            workspace_id.chars().take(80).collect::<String>()
+        ),
+    )))
+}
+
+#[async_trait]
+impl TranscriptRepository for PostgresStore {
+    async fn append_transcript_entry(
+        &self,
+        workspace_id: &str,
+        entry: &TranscriptEntry,
+    ) -> StorageResult<()> {
+        check_workspace_id(workspace_id)?;
+        let body = to_json("transcript entry", entry)?;
+        let conn = self.pool.get().await?;
+        conn.execute(
+            "INSERT INTO tt_transcript_entries (workspace_id, body) VALUES ($1, $2)",
+            &[&workspace_id, &body],
+        )
+        .await
+        .map_err(io(format!("the transcript of {workspace_id}")))?;
+        Ok(())
+    }
+
+    async fn read_transcript(&self, workspace_id: &str) -> StorageResult<Vec<TranscriptEntry>> {
+        check_workspace_id(workspace_id)?;
+        let conn = self.pool.get().await?;
+        let rows = conn
+            .query(
+                "SELECT body FROM tt_transcript_entries WHERE workspace_id = $1 ORDER BY entry_id",
+                &[&workspace_id],
+            )
+            .await
+            .map_err(io(format!("the transcript of {workspace_id}")))?;
+        rows.iter()
+            .map(|row| parse(format!("a transcript entry of {workspace_id}"), row.get(0)))
+            .collect()
+    }
+}
