@@ -1,6 +1,7 @@
-//! PostgreSQL storage for tt-agent-runtime: the run, invocation, journal, workspace and profile
-//! ports on one database that several hosts share. The store applies its own schema migrations when it
-//! opens (`schema_migrations`); every write is durable when its statement commits.
+//! PostgreSQL storage for tt-agent-runtime: the run, invocation, journal, workspace, profile,
+//! skill and transcript ports on one database that several hosts share. The store applies its
+//! own schema migrations when it opens (`schema_migrations`); every write is durable when its
+//! statement commits.
 //!
 //! The driver is `tokio-postgres` (no TLS, no macros) with the small pool in [`pool`]; see
 //! docs/ARCHITECTURE.md for why not sqlx.

@@ -1,11 +1,13 @@
 //! File-system storage for tt-agent-runtime in the run-directory layout: one `UserDataStore`
-//! under a data root implements the run, invocation, journal, workspace, profile and skill
-//! ports.
+//! under a data root implements the run, invocation, journal, workspace, profile, skill and
+//! transcript ports.
 //!
 //! Layout under the data root (docs/storage.md has the whole picture):
 //! ```text
 //! index/runs/<runId>.json                      copy of run.json (list index)
 //! profiles/<profileId>.json                    profile definitions
+//! skills/...                                   skill files per scope
+//! transcripts/<workspaceId>.jsonl              what the transcript bridge published
 //! chats/<workspaceId>/persistent-states/<stateId>/{manifest.json, persist/...}
 //! chats/<workspaceId>/runs/<runId>/
 //!   run.json manifest.json events.jsonl records.jsonl blobs.jsonl owner.lock
