@@ -138,7 +138,7 @@ ALTER TABLE run_leases ADD COLUMN locked boolean NOT NULL DEFAULT false;
 "#,
     ),
     (
-        7,
+        8,
         "transcripts",
         r#"
 CREATE TABLE tt_transcript_entries (
