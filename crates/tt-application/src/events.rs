@@ -27,6 +27,14 @@ const OTHER_PROCESS_POLL: std::time::Duration = std::time::Duration::from_millis
 /// before the end event; one that died in between never writes it).
 const END_TAIL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// An event not yet journaled, for [`EventSink::record_all`].
+#[derive(Debug, Clone)]
+pub struct PendingEvent {
+    level: EventLevel,
+    event_type: RunEventType,
+    payload: Value,
+}
+
 /// The one place events are written.
 pub struct EventSink {
     journal: Arc<dyn RunJournal>,
@@ -118,6 +126,54 @@ impl EventSink {
             )
         })?;
         self.emit(run_id, level, P::TYPE, value).await
+    }
+
+    /// Appends several events, in order, as one append of the journal
+    /// (`RunJournal::append_all`): for events journaled one right after the other, so a store
+    /// commits them together. Built with [`EventSink::pending`]. A journal failure is fatal
+    /// for the caller; the events before the one that failed may be in the journal.
+    pub async fn record_all(
+        &self,
+        run_id: &RunId,
+        events: Vec<PendingEvent>,
+    ) -> ApplicationResult<Vec<AgentRunEvent>> {
+        let mut new_events = Vec::with_capacity(events.len());
+        for pending in events {
+            let payload = with_event_scope(pending.event_type, pending.payload)?;
+            new_events.push(NewRunEvent {
+                id: EventId::generate(&self.ids.next_token()),
+                run_id: run_id.clone(),
+                timestamp: self.clock.now(),
+                level: pending.level,
+                event_type: pending.event_type,
+                payload,
+            });
+        }
+        let stored = self.journal.append_all(new_events).await?;
+        if self.live.receiver_count() > 0 {
+            for event in &stored {
+                let _ = self.live.send(event.clone());
+            }
+        }
+        Ok(stored)
+    }
+
+    /// One event for [`record_all`](Self::record_all), from its typed payload.
+    pub fn pending<P: EventPayload>(
+        level: EventLevel,
+        payload: &P,
+    ) -> ApplicationResult<PendingEvent> {
+        let payload = serde_json::to_value(payload).map_err(|err| {
+            crate::error::ApplicationError::fatal(
+                "agent.internal_error",
+                format!("{} payload: {err}", P::TYPE.as_str()),
+            )
+        })?;
+        Ok(PendingEvent {
+            level,
+            event_type: P::TYPE,
+            payload,
+        })
     }
 
     /// [`record`](Self::record) for an event whose payload names no agent but belongs to one
