@@ -2,7 +2,9 @@
 //! Every such write of the store (any run) goes to one queue; one task takes everything
 //! queued, writes it in one statement (one transaction, one WAL flush) on its own connection,
 //! and answers each caller once that statement committed, so a write is still durable when it
-//! returns. While a batch commits the next one gathers. Seqs follow the
+//! returns. While a batch commits the next one gathers. Several events appended at once
+//! (`RunJournal::append_all`) are one unit of the queue: they go into one batch and commit
+//! together, one round trip for all of them. Seqs follow the
 //! queue's order within a run, and the statement refuses the runs whose lease this store no
 //! longer holds (it locks the lease row, so a takeover waits for the batch, or the batch for it).
 
@@ -73,11 +75,12 @@ enum Write {
     Document { path: String, body: String },
 }
 
-/// One caller's append waiting for its batch.
+/// One caller's writes (of one run) waiting for their batch: they always go into the same
+/// batch, so they commit together or not at all.
 struct Pending {
     run_id: String,
-    write: Write,
-    reply: oneshot::Sender<StorageResult<u64>>,
+    writes: Vec<Write>,
+    reply: oneshot::Sender<StorageResult<Vec<u64>>>,
 }
 
 /// The queue of a store's journal appends; the committing task ends when the store is dropped.
@@ -100,7 +103,24 @@ impl JournalCommitter {
     /// Appends `body` (an event's JSON) to `run_id`'s journal; returns its seq once the batch
     /// holding it committed.
     pub(crate) async fn append(&self, run_id: &str, body: String) -> StorageResult<u64> {
-        self.submit(run_id, Write::Event { body }).await
+        let seqs = self.submit(run_id, vec![Write::Event { body }]).await?;
+        seqs.first()
+            .copied()
+            .ok_or_else(|| io_error(&format!("runs/{run_id}/events"), "no seq"))
+    }
+
+    /// Appends `bodies` to `run_id`'s journal in order, in one batch: all of them commit
+    /// together or none does. Returns their seqs once the batch committed.
+    pub(crate) async fn append_all(
+        &self,
+        run_id: &str,
+        bodies: Vec<String>,
+    ) -> StorageResult<Vec<u64>> {
+        let writes = bodies
+            .into_iter()
+            .map(|body| Write::Event { body })
+            .collect();
+        self.submit(run_id, writes).await
     }
 
     /// Writes the run document at `path` (its relative path); returns once the batch holding
@@ -111,18 +131,18 @@ impl JournalCommitter {
         path: String,
         body: String,
     ) -> StorageResult<()> {
-        self.submit(run_id, Write::Document { path, body })
+        self.submit(run_id, vec![Write::Document { path, body }])
             .await
             .map(drop)
     }
 
-    async fn submit(&self, run_id: &str, write: Write) -> StorageResult<u64> {
+    async fn submit(&self, run_id: &str, writes: Vec<Write>) -> StorageResult<Vec<u64>> {
         let (reply, answer) = oneshot::channel();
         let stopped = || StorageError::Other("the group committer has stopped".to_owned());
         self.queue
             .send(Pending {
                 run_id: run_id.to_owned(),
-                write,
+                writes,
                 reply,
             })
             .map_err(|_| stopped())?;
@@ -139,9 +159,13 @@ async fn commit_loop(
     let mut batch: Vec<Pending> = Vec::new();
     while let Some(first) = receiver.recv().await {
         batch.push(first);
-        while batch.len() < MAX_BATCH {
+        let mut writes: usize = batch.iter().map(|p| p.writes.len()).sum();
+        while writes < MAX_BATCH {
             match receiver.try_recv() {
-                Ok(next) => batch.push(next),
+                Ok(next) => {
+                    writes += next.writes.len();
+                    batch.push(next);
+                }
                 Err(_) => break,
             }
         }
@@ -163,14 +187,14 @@ fn io_error(what: &str, message: &str) -> StorageError {
     }
 }
 
-/// Commits one batch; one answer per pending append, in order.
+/// Commits one batch; one answer per pending caller, in order.
 async fn commit_batch(
     client: &mut Option<(Client, Statement)>,
     url: &str,
     ownership: &Ownership,
     batch: &[Pending],
-) -> Vec<StorageResult<u64>> {
-    let failed = |message: &str| -> Vec<StorageResult<u64>> {
+) -> Vec<StorageResult<Vec<u64>>> {
+    let failed = |message: &str| -> Vec<StorageResult<Vec<u64>>> {
         batch
             .iter()
             .map(|p| Err(io_error(&format!("runs/{}/events", p.run_id), message)))
@@ -195,22 +219,27 @@ async fn commit_batch(
     let mut doc_runs: Vec<&str> = Vec::new();
     let mut doc_paths: Vec<&str> = Vec::new();
     let mut doc_bodies: Vec<&str> = Vec::new();
-    // Each pending write's (kind, 1-based position among its kind), as the statement answers.
-    let mut keys: Vec<(i32, i64)> = Vec::with_capacity(batch.len());
+    // Each pending caller's writes' (kind, 1-based position among its kind), as the
+    // statement answers.
+    let mut keys: Vec<Vec<(i32, i64)>> = Vec::with_capacity(batch.len());
     for pending in batch {
-        match &pending.write {
-            Write::Event { body } => {
-                event_runs.push(&pending.run_id);
-                event_bodies.push(body);
-                keys.push((0, ordinal(event_runs.len())));
-            }
-            Write::Document { path, body } => {
-                doc_runs.push(&pending.run_id);
-                doc_paths.push(path);
-                doc_bodies.push(body);
-                keys.push((1, ordinal(doc_runs.len())));
+        let mut mine = Vec::with_capacity(pending.writes.len());
+        for write in &pending.writes {
+            match write {
+                Write::Event { body } => {
+                    event_runs.push(&pending.run_id);
+                    event_bodies.push(body);
+                    mine.push((0, ordinal(event_runs.len())));
+                }
+                Write::Document { path, body } => {
+                    doc_runs.push(&pending.run_id);
+                    doc_paths.push(path);
+                    doc_bodies.push(body);
+                    mine.push((1, ordinal(doc_runs.len())));
+                }
             }
         }
+        keys.push(mine);
     }
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
         &event_runs,
@@ -230,8 +259,9 @@ async fn commit_batch(
     }
     // The runs left out: not there, or not this store's any more.
     let mut refused: BTreeMap<&str, StorageError> = BTreeMap::new();
-    for (pending, key) in batch.iter().zip(&keys) {
-        if !written.contains_key(key) && !refused.contains_key(pending.run_id.as_str()) {
+    for (pending, mine) in batch.iter().zip(&keys) {
+        let all_written = mine.iter().all(|key| written.contains_key(key));
+        if !all_written && !refused.contains_key(pending.run_id.as_str()) {
             let why = why_refused(conn, ownership, &pending.run_id).await;
             refused.insert(pending.run_id.as_str(), why);
         }
@@ -239,17 +269,23 @@ async fn commit_batch(
     batch
         .iter()
         .zip(&keys)
-        .map(|(pending, key)| match written.get(key) {
-            Some(seq) => Ok(u64::try_from(*seq).unwrap_or(0)),
-            None => Err(match refused.get(pending.run_id.as_str()) {
-                Some(StorageError::NotFound { what }) => StorageError::not_found(what.clone()),
-                Some(StorageError::Locked { what, owner_pid }) => StorageError::Locked {
-                    what: what.clone(),
-                    owner_pid: *owner_pid,
-                },
-                Some(other) => io_error(&format!("run {}", pending.run_id), &other.to_string()),
-                None => io_error(&format!("run {}", pending.run_id), "not written"),
-            }),
+        .map(|(pending, mine)| {
+            match mine
+                .iter()
+                .map(|key| written.get(key).map(|seq| u64::try_from(*seq).unwrap_or(0)))
+                .collect::<Option<Vec<u64>>>()
+            {
+                Some(seqs) => Ok(seqs),
+                None => Err(match refused.get(pending.run_id.as_str()) {
+                    Some(StorageError::NotFound { what }) => StorageError::not_found(what.clone()),
+                    Some(StorageError::Locked { what, owner_pid }) => StorageError::Locked {
+                        what: what.clone(),
+                        owner_pid: *owner_pid,
+                    },
+                    Some(other) => io_error(&format!("run {}", pending.run_id), &other.to_string()),
+                    None => io_error(&format!("run {}", pending.run_id), "not written"),
+                }),
+            }
         })
         .collect()
 }

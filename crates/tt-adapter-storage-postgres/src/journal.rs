@@ -32,6 +32,34 @@ impl RunJournal for PostgresStore {
         Ok(AgentRunEvent { seq, ..stored })
     }
 
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+        let Some(first) = events.first() else {
+            return Ok(Vec::new());
+        };
+        let run_id = first.run_id.clone();
+        if let Some(other) = events.iter().find(|event| event.run_id != run_id) {
+            return Err(StorageError::Other(format!(
+                "append_all takes events of one run, got {run_id} and {}",
+                other.run_id
+            )));
+        }
+        self.claim_run(&run_id).await?;
+        let mut stored = Vec::with_capacity(events.len());
+        let mut bodies = Vec::with_capacity(events.len());
+        for event in events {
+            let event = event.with_seq(0);
+            bodies.push(to_json("event", &event)?);
+            stored.push(event);
+        }
+        // One unit of the group commit: the events commit together, in this order.
+        let seqs = self.journal.append_all(run_id.as_str(), bodies).await?;
+        Ok(stored
+            .into_iter()
+            .zip(seqs)
+            .map(|(event, seq)| AgentRunEvent { seq, ..event })
+            .collect())
+    }
+
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
         let limit = page.effective_limit();
         let sql_limit = i64::try_from(limit).unwrap_or(i64::MAX);

@@ -28,6 +28,14 @@ const OTHER_PROCESS_POLL: std::time::Duration = std::time::Duration::from_millis
 /// before the end event; one that died in between never writes it).
 const END_TAIL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// An event not yet journaled, for [`EventSink::record_all`].
+#[derive(Debug, Clone)]
+pub struct PendingEvent {
+    level: EventLevel,
+    event_type: RunEventType,
+    payload: Value,
+}
+
 /// The one place events are written.
 pub struct EventSink {
     journal: Arc<dyn RunJournal>,
@@ -110,6 +118,52 @@ impl EventSink {
         let scope = payload.scope();
         self.emit(run_id, level, P::TYPE, to_value(payload)?, scope.as_ref())
             .await
+    }
+
+    /// Appends several events, in order, as one append of the journal
+    /// (`RunJournal::append_all`): for events journaled one right after the other, so a store
+    /// commits them together. Built with [`EventSink::pending`]. A journal failure is fatal
+    /// for the caller; the events before the one that failed may be in the journal.
+    pub async fn record_all(
+        &self,
+        run_id: &RunId,
+        events: Vec<PendingEvent>,
+    ) -> ApplicationResult<Vec<AgentRunEvent>> {
+        let mut new_events = Vec::with_capacity(events.len());
+        for pending in events {
+            new_events.push(NewRunEvent {
+                id: EventId::generate(&self.ids.next_token()),
+                run_id: run_id.clone(),
+                timestamp: self.clock.now(),
+                level: pending.level,
+                event_type: pending.event_type,
+                payload: pending.payload,
+            });
+        }
+        let stored = self.journal.append_all(new_events).await?;
+        if self.live.receiver_count() > 0 {
+            for event in &stored {
+                let _ = self.live.send(event.clone());
+            }
+        }
+        Ok(stored)
+    }
+
+    /// One event for [`record_all`](Self::record_all), from its typed payload (with the
+    /// `eventScope` the payload states, as [`record`](Self::record) writes it).
+    pub fn pending<P: EventPayload>(
+        level: EventLevel,
+        payload: &P,
+    ) -> ApplicationResult<PendingEvent> {
+        let mut value = to_value(payload)?;
+        if let Some(scope) = payload.scope() {
+            scope.add_to(&mut value);
+        }
+        Ok(PendingEvent {
+            level,
+            event_type: P::TYPE,
+            payload: value,
+        })
     }
 
     /// [`record`](Self::record) for an event whose payload names no agent but belongs to one

@@ -38,7 +38,7 @@ pub use approvals::{
 pub use engine::records::call_file_key;
 pub use engine::streaming::MAX_DELTA_BYTES_PER_CALL;
 pub use error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
-pub use events::{EventSink, RunEventStream};
+pub use events::{EventSink, PendingEvent, RunEventStream};
 pub use fork::{ForkChanges, ForkPoint, ForkRunRequest};
 pub use guidance::{
     GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,

@@ -51,6 +51,20 @@ pub trait RunJournal: Send + Sync {
     /// Appends one event as a whole line and returns it with its assigned seq.
     async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent>;
 
+    /// Appends `events` (all of one run) in order and returns them with their seqs, which
+    /// follow one another. Durable when it returns, like [`append`](Self::append); on an error
+    /// the events before the one that failed may have been appended, never one after it. A
+    /// caller uses it for events it journals one right after the other, so a store can commit
+    /// them together (one round trip, one flush) instead of one at a time. The default appends
+    /// them one by one.
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+        let mut stored = Vec::with_capacity(events.len());
+        for event in events {
+            stored.push(self.append(event).await?);
+        }
+        Ok(stored)
+    }
+
     /// Reads one page, in ascending seq order.
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>>;
 

@@ -34,6 +34,24 @@ pub(crate) enum Gate {
     Denied(ToolError),
 }
 
+/// Whether the gate lets `call` through at once, without a write: the profile asks no
+/// approval of it. The caller may then journal `tool_call_requested` and
+/// `tool_call_started` together.
+pub(crate) fn passes_at_once(
+    inv: &InvocationRuntime,
+    tool: ToolName,
+    call: &AgentToolCall,
+) -> bool {
+    let definition = &inv.profile.definition.tools;
+    definition.approval.is_empty()
+        || approval::asks(
+            &definition.approval,
+            tool,
+            call_path(inv, tool, &call.arguments).as_ref(),
+        )
+        .is_none()
+}
+
 /// Passes a call that needs no approval at once; otherwise parks its agent until an answer.
 pub(crate) async fn gate(
     ctx: &RunContext,

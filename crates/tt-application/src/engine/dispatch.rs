@@ -33,6 +33,7 @@ use crate::engine::invocation::InvocationRuntime;
 use crate::engine::records::{call_file_key, checkpoint};
 use crate::engine::tasks::tools as delegation;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
+use crate::events::EventSink;
 use crate::tools::workspace::{self, WorkspaceToolEnv, parse_finish_args};
 use crate::tools::{ToolEffect, ToolSuccess};
 
@@ -134,17 +135,15 @@ async fn dispatch(
         arguments_ref: args_doc.relative_path(),
         provider_metadata: Some(call.provider_metadata.clone()),
     };
-    ctx.events
-        .record(&run_id, EventLevel::Info, &requested)
-        .await?;
 
-    let started_at = ctx.services.clock.now();
     // A delegated agent was never offered a name it does not have: for it that name is not a
     // tool at all. A top-level agent gets the policy denial instead.
     let resolved = tool.filter(|tool| {
         inv.snapshot.offers(*tool) || inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired
     });
-    let outcome: Result<Executed, ToolCallError> = if let Some(tool) = resolved {
+    // The call's checks, before anything of it is journaled (they read only the call and the
+    // agent's counters).
+    let checked: Option<Result<ToolName, ToolError>> = resolved.map(|tool| {
         if !inv.snapshot.offers(tool) {
             Err(ToolError::new(
                 "agent.tool_policy_denied",
@@ -153,20 +152,43 @@ async fn dispatch(
                     tool.model_alias(),
                     inv.snapshot.model_names().join(", ")
                 ),
-            )
-            .into())
+            ))
         } else if let Some(err) = arguments_error(
             tool,
             &call.arguments,
             argument_bytes,
             limits.max_tool_argument_bytes,
         ) {
-            Err(err.into())
+            Err(err)
         } else if let Some(err) = budget_error(inv, tool) {
-            Err(err.into())
+            Err(err)
         } else {
+            Ok(tool)
+        }
+    });
+    // A call that starts at once (its checks pass and no approval is asked) has
+    // `tool_call_requested` and `tool_call_started` journaled together, one append.
+    let at_once =
+        matches!(checked, Some(Ok(tool)) if approval_gate::passes_at_once(inv, tool, call));
+    let mut requested = Some(requested);
+    if !at_once && let Some(requested) = requested.take() {
+        ctx.events
+            .record(&run_id, EventLevel::Info, &requested)
+            .await?;
+    }
+
+    let started_at = ctx.services.clock.now();
+    let outcome: Result<Executed, ToolCallError> = match checked {
+        None => Err(unknown_tool_error(inv, &call.name).into()),
+        Some(Err(err)) => Err(err.into()),
+        Some(Ok(tool)) => {
             let arguments_ref = args_doc.relative_path();
-            match approval_gate::gate(ctx, inv, round, tool, call, &arguments_ref).await {
+            let gate = if at_once {
+                Ok(Gate::Run(None))
+            } else {
+                approval_gate::gate(ctx, inv, round, tool, call, &arguments_ref).await
+            };
+            match gate {
                 Err(err) => Err(err),
                 Ok(Gate::Denied(err)) => Err(err.into()),
                 Ok(Gate::Run(edited)) => {
@@ -178,9 +200,24 @@ async fn dispatch(
                         call_id: call.id.clone(),
                         name: display_name.to_string(),
                     };
-                    ctx.events
-                        .record(&run_id, EventLevel::Info, &started)
-                        .await?;
+                    match requested.take() {
+                        Some(requested) => {
+                            ctx.events
+                                .record_all(
+                                    &run_id,
+                                    vec![
+                                        EventSink::pending(EventLevel::Info, &requested)?,
+                                        EventSink::pending(EventLevel::Info, &started)?,
+                                    ],
+                                )
+                                .await?;
+                        }
+                        None => {
+                            ctx.events
+                                .record(&run_id, EventLevel::Info, &started)
+                                .await?;
+                        }
+                    }
                     match edited {
                         // The person's arguments run; the stored arguments stay the model's
                         // (the edit is in `tool_approval_resolved`).
@@ -196,8 +233,6 @@ async fn dispatch(
                 }
             }
         }
-    } else {
-        Err(unknown_tool_error(inv, &call.name).into())
     };
     let outcome = match outcome {
         Err(ToolCallError::Recoverable(err)) if is_model_slip(err.code) => {
@@ -433,10 +468,9 @@ pub(crate) async fn journal_call_result(
         call_id: result.call_id.clone(),
         path: result_path,
     };
-    ctx.events
-        .record(&ctx.run_id, EventLevel::Info, &stored)
-        .await?;
-    if result.is_error {
+    // Both events in one append: they are journaled one right after the other.
+    let stored = EventSink::pending(EventLevel::Info, &stored)?;
+    let outcome = if result.is_error {
         let failed = payload::ToolCallFailed {
             round,
             invocation_id: invocation_id.clone(),
@@ -450,9 +484,7 @@ pub(crate) async fn journal_call_result(
             resource_refs: Some(result.resource_refs.clone()),
             fatal: None,
         };
-        ctx.events
-            .record(&ctx.run_id, EventLevel::Warn, &failed)
-            .await?;
+        EventSink::pending(EventLevel::Warn, &failed)?
     } else {
         let completed = payload::ToolCallCompleted {
             round,
@@ -465,10 +497,11 @@ pub(crate) async fn journal_call_result(
             elapsed_ms,
             resource_refs: result.resource_refs.clone(),
         };
-        ctx.events
-            .record(&ctx.run_id, EventLevel::Info, &completed)
-            .await?;
-    }
+        EventSink::pending(EventLevel::Info, &completed)?
+    };
+    ctx.events
+        .record_all(&ctx.run_id, vec![stored, outcome])
+        .await?;
     Ok(())
 }
 

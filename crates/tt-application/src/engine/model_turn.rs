@@ -16,6 +16,7 @@ use crate::engine::binding::with_provider_fields;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::events::EventSink;
 
 /// The failure of a call that outlasted its deadline, naming the last attempt's error if one
 /// failed before the time ran out.
@@ -84,9 +85,8 @@ async fn model_turn(
             inv.model.provider.as_ref(),
         ),
     };
-    ctx.events
-        .record(run_id, EventLevel::Info, &created)
-        .await?;
+    // Journaled with the first attempt's `model_call_attempt_started`, in one append.
+    let mut created = Some(EventSink::pending(EventLevel::Info, &created)?);
 
     let max_retries = policy.max_retries;
     let deadline_after = policy.call_deadline();
@@ -94,6 +94,9 @@ async fn model_turn(
     let mut attempt: u32 = 1;
     let mut response = loop {
         if inv.cancel.is_cancelled() {
+            if let Some(created) = created.take() {
+                ctx.events.record_all(run_id, vec![created]).await?;
+            }
             return Err(ApplicationError::cancelled());
         }
         let started = payload::ModelCallAttemptStarted {
@@ -102,9 +105,12 @@ async fn model_turn(
             attempt,
             max_retries,
         };
-        ctx.events
-            .record(run_id, EventLevel::Info, &started)
-            .await?;
+        let started = EventSink::pending(EventLevel::Info, &started)?;
+        let events = match created.take() {
+            Some(created) => vec![created, started],
+            None => vec![started],
+        };
+        ctx.events.record_all(run_id, events).await?;
         let call_cancel = inv.cancel.child_token();
         let outcome = tokio::select! {
             biased;
@@ -242,7 +248,6 @@ pub(crate) async fn journal_stored_response(
         response_id: response.response_id.clone(),
         model: response.model.clone(),
     };
-    ctx.events.record(run_id, EventLevel::Info, &stored).await?;
     let provider_state = payload::ProviderStateUpdated {
         round,
         invocation_id: invocation_id.clone(),
@@ -256,9 +261,6 @@ pub(crate) async fn journal_stored_response(
             inv.model.provider.as_ref(),
         ),
     };
-    ctx.events
-        .record(run_id, EventLevel::Info, &provider_state)
-        .await?;
     let text = response.text();
     let reasoning = response.reasoning_text();
     let tool_calls = response.message.tool_calls().count();
@@ -292,8 +294,16 @@ pub(crate) async fn journal_stored_response(
         finish_reason: response.finish_reason.clone(),
         narration,
     };
+    // The three in one append: they are journaled one right after the other.
     ctx.events
-        .record(run_id, EventLevel::Info, &completed)
+        .record_all(
+            run_id,
+            vec![
+                EventSink::pending(EventLevel::Info, &stored)?,
+                EventSink::pending(EventLevel::Info, &provider_state)?,
+                EventSink::pending(EventLevel::Info, &completed)?,
+            ],
+        )
         .await?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Contract cases for `RunJournal`: gapless seqs from 1, paging (`afterSeq`, `beforeSeq`,
 //! limits and clamping) over a 10,000-event journal, the invocation filter with related ids, and
-//! concurrent appends.
+//! concurrent appends, and appends of several events at once.
 
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -81,6 +81,85 @@ pub async fn append_to_missing_run_is_not_found(s: StorageUnderTest) {
     assert_not_found(s.journal.append(tool_event(&missing, 1, "inv_root")).await);
     assert_not_found(s.journal.read(&missing, &EventPage::default()).await);
     assert_not_found(s.journal.last_seq(&missing).await);
+}
+
+/// `append_all` numbers its events one after the other, after the ones appended before and
+/// interleaved with concurrent appends of one at a time, and reads back like single appends.
+pub async fn append_all_numbers_in_order(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    assert!(s.journal.append_all(Vec::new()).await.unwrap().is_empty());
+    s.journal
+        .append(tool_event(&run.id, 1, "inv_root"))
+        .await
+        .unwrap();
+    let batch = s
+        .journal
+        .append_all(
+            (2..=4)
+                .map(|n| tool_event(&run.id, n, "inv_root"))
+                .collect(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        batch.iter().map(|event| event.seq).collect::<Vec<_>>(),
+        vec![2, 3, 4]
+    );
+    assert_eq!(batch[2].payload["n"], json!(4));
+    let journal = Arc::clone(&s.journal);
+    let mut handles = Vec::new();
+    for t in 0..8u64 {
+        let journal = Arc::clone(&journal);
+        let run_id = run.id.clone();
+        handles.push(tokio::spawn(async move {
+            let base = 5 + t * 3;
+            if t % 2 == 0 {
+                journal
+                    .append_all(
+                        (base..base + 3)
+                            .map(|n| tool_event(&run_id, n, "inv_a"))
+                            .collect(),
+                    )
+                    .await
+                    .unwrap()
+            } else {
+                let mut one_by_one = Vec::new();
+                for n in base..base + 3 {
+                    one_by_one.push(
+                        journal
+                            .append(tool_event(&run_id, n, "inv_b"))
+                            .await
+                            .unwrap(),
+                    );
+                }
+                one_by_one
+            }
+        }));
+    }
+    for handle in handles {
+        let stored = handle.await.unwrap();
+        assert!(
+            stored.windows(2).all(|pair| pair[0].seq < pair[1].seq),
+            "one writer's seqs must increase"
+        );
+    }
+    let read = s
+        .journal
+        .read(&run.id, &page(None, None, Some(500)))
+        .await
+        .unwrap();
+    assert_eq!(
+        read.iter().map(|event| event.seq).collect::<Vec<_>>(),
+        (1..=28).collect::<Vec<_>>()
+    );
+    assert_eq!(&read[1..4], &batch[..]);
+    assert_eq!(s.journal.last_seq(&run.id).await.unwrap(), 28);
+    let missing = RunId::from_raw("run_missing");
+    assert_not_found(
+        s.journal
+            .append_all(vec![tool_event(&missing, 1, "inv_root")])
+            .await,
+    );
 }
 
 pub async fn pages_over_ten_thousand_events(s: StorageUnderTest) {

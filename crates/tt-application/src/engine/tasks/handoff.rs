@@ -15,6 +15,7 @@ use crate::delegation::policy::{Operation, admit, admit_caller};
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ToolCallError, ToolError};
+use crate::events::EventSink;
 use crate::tools::ToolSuccess;
 
 /// An accepted handoff: the task that carries it and the invocation that takes over.
@@ -101,22 +102,23 @@ pub(crate) async fn agent_handoff(
         continuation: TaskContinuation::TransferControl,
         brief: serde_json::to_value(&args.handoff).unwrap_or_default(),
         budget: None,
+        workspace_key: None,
     };
-    let task = open_task(ctx, inv, call, new).await?;
+    let (task, registered) = open_task(ctx, inv, call, new).await?;
     let (task_id, new_invocation_id, workspace_key) =
         (task.id, task.child_invocation_id, task.workspace_key);
+    let accepted_event = EventSink::pending(
+        EventLevel::Info,
+        &payload::AgentHandoffAccepted {
+            task_id: task_id.clone(),
+            source_invocation_id: inv.invocation.id.clone(),
+            new_invocation_id: new_invocation_id.clone(),
+            target_profile_id: agent_id.clone(),
+            workspace_key,
+        },
+    )?;
     ctx.events
-        .record(
-            &ctx.run_id,
-            EventLevel::Info,
-            &payload::AgentHandoffAccepted {
-                task_id: task_id.clone(),
-                source_invocation_id: inv.invocation.id.clone(),
-                new_invocation_id: new_invocation_id.clone(),
-                target_profile_id: agent_id.clone(),
-                workspace_key,
-            },
-        )
+        .record_all(&ctx.run_id, vec![registered, accepted_event])
         .await?;
     Ok(accepted(task_id, new_invocation_id, agent_id.as_str()))
 }

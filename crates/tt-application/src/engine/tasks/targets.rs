@@ -15,6 +15,7 @@ use crate::delegation::policy::Operation;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
+use crate::events::{EventSink, PendingEvent};
 
 /// Parses `agentId` and resolves the target profile; an unusable id or an unknown agent is
 /// recoverable, any other resolution failure is fatal.
@@ -59,17 +60,21 @@ pub(crate) struct NewTask {
     /// The `task` or `handoff` brief as stored: a serialized `TaskBrief` or `HandoffBrief`.
     pub brief: Value,
     pub budget: Option<AgentTaskBudget>,
+    /// The workspace key, when the caller asked the store for it already (together with its
+    /// other reads); `None`: `open_task` asks.
+    pub workspace_key: Option<String>,
 }
 
 /// Creates the target's invocation and the `queued` task that brings it in, journaling
-/// `agent_invocation_created` and `agent_task_registered`. Workspace keys are unique per run
-/// across delegations and handoffs.
+/// `agent_invocation_created`. Returns the task with its `agent_task_registered`, which the
+/// caller journals together with its own next event (one append). Workspace keys are unique
+/// per run across delegations and handoffs.
 pub(crate) async fn open_task(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
     new: NewTask,
-) -> ApplicationResult<AgentTaskRecord> {
+) -> ApplicationResult<(AgentTaskRecord, PendingEvent)> {
     let now = ctx.services.clock.now();
     let (kind, mut task_id) = match new.continuation {
         TaskContinuation::ReturnToParent => (
@@ -81,11 +86,15 @@ pub(crate) async fn open_task(
             TaskId::generate_handoff(&ctx.services.ids.next_token()),
         ),
     };
-    let workspace_key = ctx
-        .services
-        .invocations
-        .next_workspace_key(&ctx.run_id, new.target.as_str())
-        .await?;
+    let workspace_key = match new.workspace_key {
+        Some(key) => key,
+        None => {
+            ctx.services
+                .invocations
+                .next_workspace_key(&ctx.run_id, new.target.as_str())
+                .await?
+        }
+    };
     let creation_seq = ctx.next_creation_seq().await?;
     // A resumed call that had written its agent before the process died takes that agent up
     // (docs/resume.md), so no agent is left that never ran.
@@ -171,20 +180,17 @@ pub(crate) async fn open_task(
         updated_at: now,
     };
     ctx.services.invocations.create_task(&task).await?;
-    ctx.events
-        .record(
-            &ctx.run_id,
-            EventLevel::Info,
-            &payload::AgentTaskRegistered {
-                task_id: task.id.clone(),
-                parent_invocation_id: task.parent_invocation_id.clone(),
-                child_invocation_id: task.child_invocation_id.clone(),
-                target_profile_id: task.target_profile_id.clone(),
-                workspace_key: task.workspace_key.clone(),
-                continuation: task.continuation,
-                status: task.status,
-            },
-        )
-        .await?;
-    Ok(task)
+    let registered = EventSink::pending(
+        EventLevel::Info,
+        &payload::AgentTaskRegistered {
+            task_id: task.id.clone(),
+            parent_invocation_id: task.parent_invocation_id.clone(),
+            child_invocation_id: task.child_invocation_id.clone(),
+            target_profile_id: task.target_profile_id.clone(),
+            workspace_key: task.workspace_key.clone(),
+            continuation: task.continuation,
+            status: task.status,
+        },
+    )?;
+    Ok((task, registered))
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use std::time::Duration;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
-use tt_domain::ids::TaskId;
+use tt_domain::ids::{ProfileId, TaskId};
 use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::{AgentToolCall, ToolName};
 
@@ -27,6 +27,7 @@ use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::scheduler::{Admission, CancelledBy, transition_task};
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
+use crate::events::EventSink;
 use crate::tools::{ToolEffect, ToolSuccess};
 
 /// The caller's tasks and budgets as `agent.list` reads them, from the run's records and its
@@ -98,7 +99,29 @@ pub(crate) async fn agent_delegate(
         )
         .into());
     }
-    let (agent_id, target) = resolve_target(ctx, &args.agent_id, Operation::Delegate).await?;
+    // The three reads a delegation needs go to the store together; their answers are looked
+    // at in the contract's order below (a read whose check comes after one that fails is
+    // wasted, nothing more).
+    let key_base = ProfileId::parse(&args.agent_id).ok();
+    let (resolved, delegated, workspace_key) = tokio::join!(
+        resolve_target(ctx, &args.agent_id, Operation::Delegate),
+        // A count, not a listing: this runs on every delegation.
+        ctx.services
+            .invocations
+            .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id),
+        async {
+            match &key_base {
+                Some(base) => ctx
+                    .services
+                    .invocations
+                    .next_workspace_key(&ctx.run_id, base.as_str())
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
+        },
+    );
+    let (agent_id, target) = resolved?;
     if let Err(denial) = admit(&inv.profile, &target, Operation::Delegate) {
         return Err(ToolError::with_reason(
             "agent.delegation_policy_denied",
@@ -169,12 +192,7 @@ pub(crate) async fn agent_delegate(
         } else {
             args.budget
         };
-    // A count, not a listing: this runs on every delegation.
-    let delegated = ctx
-        .services
-        .invocations
-        .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id)
-        .await?;
+    let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
     if delegated >= u64::from(caller.max_invocations_per_run) {
         return Err(ToolError::new(
             "agent.delegation_budget_exhausted",
@@ -189,8 +207,9 @@ pub(crate) async fn agent_delegate(
         continuation: TaskContinuation::ReturnToParent,
         brief: serde_json::to_value(&args.task).unwrap_or_default(),
         budget,
+        workspace_key: workspace_key.map_err(crate::error::ApplicationError::from)?,
     };
-    let task = open_task(ctx, inv, call, new).await?;
+    let (task, registered) = open_task(ctx, inv, call, new).await?;
     let started = payload::AgentDelegateStarted {
         task_id: task.id.clone(),
         parent_invocation_id: task.parent_invocation_id.clone(),
@@ -199,7 +218,10 @@ pub(crate) async fn agent_delegate(
         workspace_key: task.workspace_key.clone(),
     };
     ctx.events
-        .record(&ctx.run_id, EventLevel::Info, &started)
+        .record_all(
+            &ctx.run_id,
+            vec![registered, EventSink::pending(EventLevel::Info, &started)?],
+        )
         .await?;
     let task_id = task.id.clone();
     // A waiting task's `agent_task_queued {queuePosition}` is journaled by the scheduler.
