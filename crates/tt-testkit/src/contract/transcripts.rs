@@ -87,7 +87,7 @@ pub async fn entries_read_back_in_order_per_workspace(s: TranscriptsUnderTest) {
     assert_eq!(s.repo.read_transcript("chat_one").await.unwrap(), first);
     assert_eq!(
         s.repo.read_transcript("chat_two").await.unwrap(),
-        [other.clone()]
+        std::slice::from_ref(&other)
     );
     // What was appended is stored, not only held by this handle.
     let again = (s.reopen)();
