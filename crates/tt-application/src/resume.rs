@@ -548,14 +548,7 @@ pub(crate) async fn resume_invocation(
         .record(
             &ctx.run_id,
             EventLevel::Info,
-            &payload::AgentInvocationResumed {
-                invocation_id: invocation.id.clone(),
-                parent_invocation_id: invocation.parent_invocation_id.clone(),
-                profile_id: invocation.profile_id.clone(),
-                kind: invocation.kind,
-                status: invocation.status,
-                exit_policy: invocation.exit_policy,
-            },
+            &payload::AgentInvocationResumed::of(invocation),
         )
         .await?;
     Ok(())

@@ -280,18 +280,7 @@ impl RunContext {
         macro_rules! record {
             ($payload:ident) => {
                 self.events
-                    .record(
-                        &self.run_id,
-                        level,
-                        &payload::$payload {
-                            invocation_id: invocation.id.clone(),
-                            parent_invocation_id: invocation.parent_invocation_id.clone(),
-                            profile_id: invocation.profile_id.clone(),
-                            kind: invocation.kind,
-                            status: invocation.status,
-                            exit_policy: invocation.exit_policy,
-                        },
-                    )
+                    .record(&self.run_id, level, &payload::$payload::of(invocation))
                     .await?
             };
         }

@@ -19,6 +19,20 @@ macro_rules! invocation_payloads {
             pub status: InvocationStatus,
             pub exit_policy: ExitPolicy,
         }
+
+        impl $name {
+            /// The event of `invocation`, as its record holds it now.
+            pub fn of(invocation: &AgentInvocation) -> Self {
+                Self {
+                    invocation_id: invocation.id.clone(),
+                    parent_invocation_id: invocation.parent_invocation_id.clone(),
+                    profile_id: invocation.profile_id.clone(),
+                    kind: invocation.kind,
+                    status: invocation.status,
+                    exit_policy: invocation.exit_policy,
+                }
+            }
+        }
     )*};
 }
 
@@ -30,20 +44,6 @@ invocation_payloads! {
     AgentInvocationTransferred => "`agent_invocation_transferred`.",
     AgentInvocationInterrupted => "`agent_invocation_interrupted`.",
     AgentInvocationResumed => "`agent_invocation_resumed`: an interrupted invocation runs again (`resume_run`).",
-}
-
-impl AgentInvocationInterrupted {
-    /// The event of `invocation`, as its record holds it once interrupted.
-    pub fn of(invocation: &AgentInvocation) -> Self {
-        Self {
-            invocation_id: invocation.id.clone(),
-            parent_invocation_id: invocation.parent_invocation_id.clone(),
-            profile_id: invocation.profile_id.clone(),
-            kind: invocation.kind,
-            status: invocation.status,
-            exit_policy: invocation.exit_policy,
-        }
-    }
 }
 
 /// `agent_invocation_created`.
