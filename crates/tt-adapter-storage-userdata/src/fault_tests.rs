@@ -152,7 +152,7 @@ async fn trial(op: Op, fault: Fault, fail_at: u64) -> bool {
     let run_dir = store.run_directory(&run.id).await.unwrap();
     faults::arm(root.path(), op, fail_at, fault);
     let seen = workload(&store, &run).await;
-    let fired = faults::disarm();
+    let fired = faults::disarm(root.path());
     let what = format!("{op:?} #{fail_at} {fault:?}");
     if fired {
         assert!(

@@ -41,8 +41,10 @@ struct Plan {
     fault: Fault,
 }
 
+/// The armed plans, one per test directory, so tests running at once in one process (as
+/// `cargo test` runs them) each fail only their own files.
 #[cfg(test)]
-static PLAN: Mutex<Option<Plan>> = Mutex::new(None);
+static PLANS: Mutex<Vec<Plan>> = Mutex::new(Vec::new());
 
 #[cfg(test)]
 /// Fails the `fail_at`-th (from 1) operation `op` on a file under `root` with `fault`.
@@ -51,7 +53,9 @@ pub(crate) fn arm(root: &Path, op: Op, fail_at: u64, fault: Fault) {
     if let Ok(canonical) = root.canonicalize() {
         roots.push(canonical);
     }
-    *PLAN.lock().unwrap_or_else(PoisonError::into_inner) = Some(Plan {
+    let mut plans = PLANS.lock().unwrap_or_else(PoisonError::into_inner);
+    plans.retain(|plan| plan.roots[0] != root);
+    plans.push(Plan {
         roots,
         op,
         fail_at,
@@ -61,12 +65,14 @@ pub(crate) fn arm(root: &Path, op: Op, fail_at: u64, fault: Fault) {
 }
 
 #[cfg(test)]
-/// Removes the plan; returns whether its fault was injected.
-pub(crate) fn disarm() -> bool {
-    PLAN.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take()
-        .is_some_and(|plan| plan.seen >= plan.fail_at)
+/// Removes the plan armed for `root`; returns whether its fault was injected.
+pub(crate) fn disarm(root: &Path) -> bool {
+    let mut plans = PLANS.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(at) = plans.iter().position(|plan| plan.roots[0] == root) else {
+        return false;
+    };
+    let plan = plans.swap_remove(at);
+    plan.seen >= plan.fail_at
 }
 
 /// Called by the write path before each operation: the fault to inject now, if any.
@@ -79,11 +85,10 @@ pub(crate) fn hit(_path: &Path, _op: Op) -> Option<Fault> {
 /// Called by the write path before each operation: the fault to inject now, if any.
 #[cfg(test)]
 pub(crate) fn hit(path: &Path, op: Op) -> Option<Fault> {
-    let mut guard = PLAN.lock().unwrap_or_else(PoisonError::into_inner);
-    let plan = guard.as_mut()?;
-    if plan.op != op || !plan.roots.iter().any(|root| path.starts_with(root)) {
-        return None;
-    }
+    let mut plans = PLANS.lock().unwrap_or_else(PoisonError::into_inner);
+    let plan = plans
+        .iter_mut()
+        .find(|plan| plan.op == op && plan.roots.iter().any(|root| path.starts_with(root)))?;
     plan.seen += 1;
     (plan.seen == plan.fail_at).then_some(plan.fault)
 }
