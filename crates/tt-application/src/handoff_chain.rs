@@ -8,7 +8,7 @@ use tt_domain::invocation::{ExitPolicy, InvocationStatus};
 use tt_domain::model::AgentModelMessage;
 use tt_domain::task::{TaskContinuation, TaskStatus};
 
-use crate::delegation::rendering::render_handoff_brief;
+use crate::delegation::rendering::render_stored_brief;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::scheduler::transition_task;
@@ -101,7 +101,7 @@ pub(crate) async fn prepare_handoff(
                 presentation,
                 origin: crate::engine::invocation_setup::Origin::Task {
                     task_id: &task.id,
-                    brief: render_handoff_brief(&task.task),
+                    brief: render_stored_brief(&task.task, task.continuation),
                 },
             },
             &ctx.cancel,

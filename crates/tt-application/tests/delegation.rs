@@ -3,6 +3,7 @@
 
 use serde_json::json;
 use std::time::Duration;
+use tt_domain::brief::StoredBrief;
 use tt_domain::invocation::{InvocationKind, InvocationStatus};
 use tt_domain::model::{ModelContentPart, ModelRole};
 use tt_domain::run::AgentRunStatus;
@@ -84,7 +85,11 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
     assert_eq!(task.continuation, TaskContinuation::ReturnToParent);
     assert_eq!(task.workspace_key, "critic");
     assert_eq!(task.created_by_tool_call_id.as_deref(), Some("d1"));
-    assert_eq!(task.task["objective"], "Check the draft for continuity.");
+    assert!(
+        matches!(&*task.task, StoredBrief::Task(brief) if brief.objective == "Check the draft for continuity."),
+        "the stored brief reads as a task brief: {:?}",
+        task.task
+    );
     let child = h
         .store
         .invocations(&run.id)

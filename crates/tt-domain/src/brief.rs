@@ -1,6 +1,7 @@
 //! The briefs one agent writes for another: the `task` of `agent.delegate` and the `handoff`
 //! of `agent.handoff`. Their known sections are fields; anything else the writing agent added
-//! is kept, in its order, and shown to the reader as additional instructions.
+//! is kept, in its order, and shown to the reader as additional instructions. A task record
+//! stores its brief typed ([`StoredBrief`]), read by the record's continuation.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -43,6 +44,45 @@ pub struct HandoffBrief {
     /// Every other field, in the order the writing agent gave them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A task record's brief: a [`TaskBrief`] for a delegation, a [`HandoffBrief`] for a handoff,
+/// or, for a record this runtime did not write, the stored value as it is. It serializes as
+/// the brief itself (no tag), so a record reads and writes the same JSON as before it was
+/// typed; which kind it is follows from the record's `continuation`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum StoredBrief {
+    Task(TaskBrief),
+    Handoff(HandoffBrief),
+    /// A stored brief that does not read as its kind (a required section missing, a section
+    /// of the wrong type, or no brief at all): kept, and shown to the reader as it is.
+    Unread(Value),
+}
+
+impl StoredBrief {
+    /// Reads a stored delegation brief; one that is not a [`TaskBrief`] is kept as it is.
+    pub fn task(raw: Value) -> Self {
+        match TaskBrief::deserialize(&raw) {
+            Ok(brief) => StoredBrief::Task(brief),
+            Err(_) => StoredBrief::Unread(raw),
+        }
+    }
+
+    /// Reads a stored handoff brief; one that is not a [`HandoffBrief`] is kept as it is.
+    pub fn handoff(raw: Value) -> Self {
+        match HandoffBrief::deserialize(&raw) {
+            Ok(brief) => StoredBrief::Handoff(brief),
+            Err(_) => StoredBrief::Unread(raw),
+        }
+    }
+}
+
+impl Default for StoredBrief {
+    /// No brief (records written before briefs were stored).
+    fn default() -> Self {
+        StoredBrief::Unread(Value::Null)
+    }
 }
 
 /// A brief's known sections, in reading order: (heading, value).
@@ -95,6 +135,29 @@ mod tests {
             serde_json::to_value(&brief).unwrap(),
             json!({"objective": "Find breaks.", "context": {"scene": 3}, "tone": "dry",
                 "audience": ["editor"]})
+        );
+    }
+
+    #[test]
+    fn a_stored_brief_that_is_not_its_kind_is_kept_as_it_is() {
+        let raw = json!({"title": 5, "objective": "Find breaks."});
+        assert_eq!(
+            StoredBrief::task(raw.clone()),
+            StoredBrief::Unread(raw.clone())
+        );
+        assert_eq!(
+            serde_json::to_value(StoredBrief::task(raw.clone())).unwrap(),
+            raw
+        );
+        let typed = StoredBrief::handoff(json!({"objective": "Publish.", "owner": "me"}));
+        assert!(matches!(&typed, StoredBrief::Handoff(brief) if brief.objective == "Publish."));
+        assert_eq!(
+            serde_json::to_value(&typed).unwrap(),
+            json!({"objective": "Publish.", "owner": "me"})
+        );
+        assert_eq!(
+            serde_json::to_value(StoredBrief::default()).unwrap(),
+            Value::Null
         );
     }
 

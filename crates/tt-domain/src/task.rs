@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::brief::StoredBrief;
 use crate::ids::{InvocationId, ProfileId, RunId, TaskId};
 use crate::time::Timestamp;
 use crate::{DomainError, DomainResult};
@@ -73,9 +74,10 @@ pub struct AgentTaskBudget {
     pub max_tokens: Option<u64>,
 }
 
-/// Stored as `tasks/<id>.json`.
+/// Stored as `tasks/<id>.json`. Read through [`StoredTaskRecord`], so the brief is typed by the
+/// record's continuation whatever the order of the stored keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "StoredTaskRecord")]
 pub struct AgentTaskRecord {
     pub id: TaskId,
     pub run_id: RunId,
@@ -85,10 +87,9 @@ pub struct AgentTaskRecord {
     pub workspace_key: String,
     pub continuation: TaskContinuation,
     pub status: TaskStatus,
-    /// The brief: a serialized `brief::TaskBrief` (a delegation) or `brief::HandoffBrief` (a
-    /// handoff). Shared: task records are listed often and the brief can be large.
-    #[serde(default)]
-    pub task: std::sync::Arc<Value>,
+    /// The brief: a `TaskBrief` (a delegation) or a `HandoffBrief` (a handoff), by
+    /// `continuation`. Shared: task records are listed often and the brief can be large.
+    pub task: std::sync::Arc<StoredBrief>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<AgentTaskBudget>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,6 +104,62 @@ pub struct AgentTaskRecord {
     pub creation_seq: u64,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// [`AgentTaskRecord`] as stored, its brief not yet read: the brief's type depends on
+/// `continuation`, which may come after it in the stored object.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredTaskRecord {
+    id: TaskId,
+    run_id: RunId,
+    parent_invocation_id: InvocationId,
+    child_invocation_id: InvocationId,
+    target_profile_id: ProfileId,
+    workspace_key: String,
+    continuation: TaskContinuation,
+    status: TaskStatus,
+    #[serde(default)]
+    task: Value,
+    #[serde(default)]
+    budget: Option<AgentTaskBudget>,
+    #[serde(default)]
+    created_by_tool_call_id: Option<String>,
+    #[serde(default)]
+    result_ref: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    creation_seq: u64,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+}
+
+impl From<StoredTaskRecord> for AgentTaskRecord {
+    fn from(stored: StoredTaskRecord) -> Self {
+        let brief = match stored.continuation {
+            TaskContinuation::ReturnToParent => StoredBrief::task(stored.task),
+            TaskContinuation::TransferControl => StoredBrief::handoff(stored.task),
+        };
+        AgentTaskRecord {
+            id: stored.id,
+            run_id: stored.run_id,
+            parent_invocation_id: stored.parent_invocation_id,
+            child_invocation_id: stored.child_invocation_id,
+            target_profile_id: stored.target_profile_id,
+            workspace_key: stored.workspace_key,
+            continuation: stored.continuation,
+            status: stored.status,
+            task: brief.into(),
+            budget: stored.budget,
+            created_by_tool_call_id: stored.created_by_tool_call_id,
+            result_ref: stored.result_ref,
+            error: stored.error,
+            creation_seq: stored.creation_seq,
+            created_at: stored.created_at,
+            updated_at: stored.updated_at,
+        }
+    }
 }
 
 /// A requested change of task status.
@@ -188,7 +245,7 @@ mod tests {
             workspace_key: "critic".into(),
             continuation: TaskContinuation::ReturnToParent,
             status: TaskStatus::Queued,
-            task: Value::Null.into(),
+            task: StoredBrief::default().into(),
             budget: None,
             created_by_tool_call_id: None,
             result_ref: None,
@@ -231,6 +288,42 @@ mod tests {
                 .unwrap()
         );
         assert_eq!(waiting.status, TaskStatus::Queued);
+    }
+
+    #[test]
+    fn a_stored_record_reads_its_brief_by_its_continuation_and_writes_it_back_the_same() {
+        // `task` before `continuation`, as a store may order the keys.
+        let stored = serde_json::json!({
+            "id": "task_1", "runId": "run_1", "parentInvocationId": "root",
+            "childInvocationId": "inv_1", "targetProfileId": "editor", "workspaceKey": "editor",
+            "task": {"objective": "Publish.", "contextSummary": "Drafted."},
+            "continuation": "transfer_control", "status": "queued",
+            "creationSeq": 2, "createdAt": "2026-12-05T00:00:00Z",
+            "updatedAt": "2026-12-05T00:00:00Z"
+        });
+        let record: AgentTaskRecord = serde_json::from_value(stored.clone()).unwrap();
+        assert!(matches!(
+            &*record.task,
+            StoredBrief::Handoff(brief) if brief.context_summary.as_deref() == Some("Drafted.")
+        ));
+        let written = serde_json::to_value(&record).unwrap();
+        assert_eq!(written["task"], stored["task"]);
+        let again: AgentTaskRecord = serde_json::from_value(written).unwrap();
+        assert_eq!(again, record);
+
+        let mut delegated = stored.clone();
+        delegated["continuation"] = "return_to_parent".into();
+        delegated["task"] = serde_json::json!({"objective": "Check.", "tone": "dry"});
+        let record: AgentTaskRecord = serde_json::from_value(delegated).unwrap();
+        assert!(matches!(&*record.task, StoredBrief::Task(brief) if brief.extra["tone"] == "dry"));
+
+        let mut unread = stored;
+        unread["task"] = serde_json::json!(["finish it"]);
+        let record: AgentTaskRecord = serde_json::from_value(unread).unwrap();
+        assert_eq!(
+            *record.task,
+            StoredBrief::Unread(serde_json::json!(["finish it"]))
+        );
     }
 
     #[test]

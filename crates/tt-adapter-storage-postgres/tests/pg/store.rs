@@ -165,7 +165,7 @@ async fn the_next_workspace_key_follows_the_domain_rule() {
             workspace_key: key.to_owned(),
             continuation: TaskContinuation::ReturnToParent,
             status: TaskStatus::Queued,
-            task: serde_json::Value::Null.into(),
+            task: Default::default(),
             budget: None,
             created_by_tool_call_id: None,
             result_ref: None,

@@ -214,7 +214,7 @@ mod tests {
             workspace_key: id.to_owned(),
             continuation: TaskContinuation::ReturnToParent,
             status,
-            task: Value::Null.into(),
+            task: Default::default(),
             budget: None,
             created_by_tool_call_id: None,
             result_ref: None,

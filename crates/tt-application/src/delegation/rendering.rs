@@ -3,8 +3,8 @@
 //! summary file. Pure functions; nothing here names runtime ids or physical paths.
 
 use serde_json::{Map, Value};
-use tt_domain::brief::{BriefSections, HandoffBrief, TaskBrief};
-use tt_domain::task::TaskStatus;
+use tt_domain::brief::{BriefSections, StoredBrief};
+use tt_domain::task::{TaskContinuation, TaskStatus};
 
 /// Shown for `null`.
 const NONE: &str = "_None_";
@@ -148,56 +148,64 @@ fn is_blank(value: &Value) -> bool {
 
 // ---- briefs -------------------------------------------------------------------------------
 
-/// The brief a delegated agent works from (the user message of its first turn), from the
-/// stored brief: a [`TaskBrief`], or, for a record this runtime did not write, the value as
-/// it is under "Task Details".
-pub(crate) fn render_task_brief(task: &Value) -> String {
-    let brief = serde_json::from_value::<TaskBrief>(task.clone())
-        .map(|brief| (brief.sections(), brief.extra));
-    render_brief(
-        "# Delegated Task",
-        "You are doing one focused task for another agent.\nStay on this task, and when it is done, finish by calling `task_return` with your result.",
-        "Task Details",
-        brief.as_ref().map_err(|_| task),
-        &[
-            "Use workspace files only when they help with this task.",
-            "Read or edit the exact paths named in this brief instead of guessing where things are.",
-            "Write files only when this task asks for them; put supporting notes at a concrete path in an area you can write to.",
-            "Name the paths worth reading in `task_return` (in `artifacts` or the summary). Your summary is saved for the other agent automatically; you do not need to write a separate result file.",
-        ],
-    )
+/// How a brief of one continuation reads: its heading, what it tells the reader, the heading
+/// of a stored value that is not a typed brief, and the working notes.
+struct BriefStyle {
+    heading: &'static str,
+    intro: &'static str,
+    details_heading: &'static str,
+    notes: &'static [&'static str],
 }
 
-/// The brief an agent taking over the job starts from: a [`HandoffBrief`], or the stored
-/// value as it is under "Handoff Details".
-pub(crate) fn render_handoff_brief(handoff: &Value) -> String {
-    let brief = serde_json::from_value::<HandoffBrief>(handoff.clone())
-        .map(|brief| (brief.sections(), brief.extra));
-    render_brief(
-        "# Handoff Brief",
-        "You now own the next stage of this job.\nContinue from the shared workspace paths and the constraints below.",
-        "Handoff Details",
-        brief.as_ref().map_err(|_| handoff),
-        &[
-            "Inspect the referenced files before you edit them.",
-            "Keep earlier decisions and already published text unless this brief asks you to revise them.",
-            "Publish (commit) and finish only when the whole job is ready to end.",
-            "If another agent should continue, hand off to it with a clear brief.",
-        ],
-    )
+/// The brief a delegated agent works from (the user message of its first turn).
+const TASK_BRIEF: BriefStyle = BriefStyle {
+    heading: "# Delegated Task",
+    intro: "You are doing one focused task for another agent.\nStay on this task, and when it is done, finish by calling `task_return` with your result.",
+    details_heading: "Task Details",
+    notes: &[
+        "Use workspace files only when they help with this task.",
+        "Read or edit the exact paths named in this brief instead of guessing where things are.",
+        "Write files only when this task asks for them; put supporting notes at a concrete path in an area you can write to.",
+        "Name the paths worth reading in `task_return` (in `artifacts` or the summary). Your summary is saved for the other agent automatically; you do not need to write a separate result file.",
+    ],
+};
+
+/// The brief an agent taking over the job starts from.
+const HANDOFF_BRIEF: BriefStyle = BriefStyle {
+    heading: "# Handoff Brief",
+    intro: "You now own the next stage of this job.\nContinue from the shared workspace paths and the constraints below.",
+    details_heading: "Handoff Details",
+    notes: &[
+        "Inspect the referenced files before you edit them.",
+        "Keep earlier decisions and already published text unless this brief asks you to revise them.",
+        "Publish (commit) and finish only when the whole job is ready to end.",
+        "If another agent should continue, hand off to it with a clear brief.",
+    ],
+};
+
+/// The brief a task's agent starts from, from the task record's stored brief: its typed
+/// sections, or, for a record this runtime did not write, the value as it is under "Task
+/// Details" (a delegation) or "Handoff Details" (a handoff).
+pub(crate) fn render_stored_brief(brief: &StoredBrief, continuation: TaskContinuation) -> String {
+    match brief {
+        StoredBrief::Task(brief) => {
+            render_brief(&TASK_BRIEF, Ok((&brief.sections(), &brief.extra)))
+        }
+        StoredBrief::Handoff(brief) => {
+            render_brief(&HANDOFF_BRIEF, Ok((&brief.sections(), &brief.extra)))
+        }
+        StoredBrief::Unread(raw) => match continuation {
+            TaskContinuation::ReturnToParent => render_brief(&TASK_BRIEF, Err(raw)),
+            TaskContinuation::TransferControl => render_brief(&HANDOFF_BRIEF, Err(raw)),
+        },
+    }
 }
 
 /// A typed brief's sections and extra fields, or a stored value that is not one.
-type BriefView<'a> = Result<&'a (BriefSections, Map<String, Value>), &'a Value>;
+type BriefView<'a> = Result<(&'a BriefSections, &'a Map<String, Value>), &'a Value>;
 
-fn render_brief(
-    heading: &str,
-    intro: &str,
-    details_heading: &str,
-    brief: BriefView<'_>,
-    notes: &[&str],
-) -> String {
-    let mut parts = vec![heading.to_owned(), intro.to_owned()];
+fn render_brief(style: &BriefStyle, brief: BriefView<'_>) -> String {
+    let mut parts = vec![style.heading.to_owned(), style.intro.to_owned()];
     match brief {
         Ok((sections, extra)) => {
             for (title, value) in sections {
@@ -217,13 +225,14 @@ fn render_brief(
             }
         }
         Err(raw) => {
-            parts.push(format!("## {details_heading}"));
+            parts.push(format!("## {}", style.details_heading));
             parts.push(render_value(raw));
         }
     }
     parts.push("## Working Notes".to_owned());
     parts.push(
-        notes
+        style
+            .notes
             .iter()
             .map(|note| format!("- {note}"))
             .collect::<Vec<_>>()
@@ -510,6 +519,22 @@ pub(crate) use tt_testkit::leaks::leaks_in as leak_scan;
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A delegation's brief as a task record stored as `raw` reads.
+    fn render_task_brief(raw: &Value) -> String {
+        render_stored_brief(
+            &StoredBrief::task(raw.clone()),
+            TaskContinuation::ReturnToParent,
+        )
+    }
+
+    /// A handoff's brief as a task record stored as `raw` reads.
+    fn render_handoff_brief(raw: &Value) -> String {
+        render_stored_brief(
+            &StoredBrief::handoff(raw.clone()),
+            TaskContinuation::TransferControl,
+        )
+    }
 
     fn full_task() -> Value {
         json!({

@@ -255,7 +255,7 @@ mod tests {
             workspace_key: "helper-1".to_owned(),
             continuation: TaskContinuation::ReturnToParent,
             status: TaskStatus::Running,
-            task: Value::Null.into(),
+            task: Default::default(),
             budget: None,
             created_by_tool_call_id: None,
             result_ref: None,

@@ -13,7 +13,7 @@ use tt_domain::task::{AgentTaskRecord, TaskStatus};
 
 use super::scheduler::{TaskHost, TaskScheduler, transition_task};
 use crate::delegation::policy::apply_nested_invocation_policy;
-use crate::delegation::rendering::render_task_brief;
+use crate::delegation::rendering::render_stored_brief;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
@@ -232,7 +232,7 @@ async fn drive(
             presentation: Presentation::Background,
             origin: crate::engine::invocation_setup::Origin::Task {
                 task_id: &task.id,
-                brief: render_task_brief(&task.task),
+                brief: render_stored_brief(&task.task, task.continuation),
             },
         },
         cancel,

@@ -14,7 +14,7 @@ use tt_domain::model::{AgentModelResponse, ModelUsage};
 use tt_domain::tool::{AgentToolResult, InvocationToolSnapshot};
 use tt_ports::{EventPage, RunDocument, StorageError};
 
-use crate::delegation::rendering::{render_handoff_brief, render_task_brief};
+use crate::delegation::rendering::render_stored_brief;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 
@@ -201,16 +201,13 @@ impl AgentRunService {
         let runs = &self.services.runs;
         let brief = match invocation.kind {
             InvocationKind::Root => None,
-            kind => self
+            _ => self
                 .services
                 .invocations
                 .list_tasks_by_child(run_id, &invocation.id)
                 .await?
                 .first()
-                .map(|task| match kind {
-                    InvocationKind::Handoff => render_handoff_brief(&task.task),
-                    _ => render_task_brief(&task.task),
-                }),
+                .map(|task| render_stored_brief(&task.task, task.continuation)),
         };
         let assembled = runs
             .read_document(

@@ -245,7 +245,10 @@ pub fn task(run: &AgentRun, id: &str, created_at: i64) -> AgentTaskRecord {
         workspace_key: "critic".to_owned(),
         continuation: TaskContinuation::ReturnToParent,
         status: TaskStatus::Queued,
-        task: json!({"objective": format!("objective of {id}")}).into(),
+        task: tt_domain::brief::StoredBrief::task(
+            json!({"objective": format!("objective of {id}")}),
+        )
+        .into(),
         budget: None,
         created_by_tool_call_id: Some(format!("call_{id}")),
         result_ref: None,

@@ -3,6 +3,7 @@
 //! reads a markdown handoff brief (reference §4 "Handoff chain").
 
 use serde_json::json;
+use tt_domain::brief::StoredBrief;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, TaskId};
@@ -100,7 +101,7 @@ pub(crate) async fn agent_handoff(
     let new = NewTask {
         target: agent_id.clone(),
         continuation: TaskContinuation::TransferControl,
-        brief: serde_json::to_value(&args.handoff).unwrap_or_default(),
+        brief: StoredBrief::Handoff(args.handoff.clone()),
         budget: None,
         workspace_key: None,
     };

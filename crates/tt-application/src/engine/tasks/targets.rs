@@ -2,7 +2,7 @@
 //! task record with the target's invocation. Whether the target accepts the caller is
 //! `crate::delegation::policy`.
 
-use serde_json::Value;
+use tt_domain::brief::StoredBrief;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, ProfileId, TaskId};
@@ -57,8 +57,8 @@ pub(crate) async fn resolve_target(
 pub(crate) struct NewTask {
     pub target: ProfileId,
     pub continuation: TaskContinuation,
-    /// The `task` or `handoff` brief as stored: a serialized `TaskBrief` or `HandoffBrief`.
-    pub brief: Value,
+    /// The `task` or `handoff` brief.
+    pub brief: StoredBrief,
     pub budget: Option<AgentTaskBudget>,
     /// The workspace key, when the caller asked the store for it already (together with its
     /// other reads); `None`: `open_task` asks.

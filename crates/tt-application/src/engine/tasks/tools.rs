@@ -7,6 +7,7 @@
 
 use serde_json::json;
 use std::time::Duration;
+use tt_domain::brief::StoredBrief;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{ProfileId, TaskId};
@@ -205,7 +206,7 @@ pub(crate) async fn agent_delegate(
     let new = NewTask {
         target: agent_id.clone(),
         continuation: TaskContinuation::ReturnToParent,
-        brief: serde_json::to_value(&args.task).unwrap_or_default(),
+        brief: StoredBrief::Task(args.task.clone()),
         budget,
         workspace_key: workspace_key.map_err(crate::error::ApplicationError::from)?,
     };

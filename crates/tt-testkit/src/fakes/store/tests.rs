@@ -101,7 +101,7 @@ fn task(run_id: &RunId, id: &str, created: i64) -> AgentTaskRecord {
         workspace_key: "critic".into(),
         continuation: TaskContinuation::ReturnToParent,
         status: TaskStatus::Queued,
-        task: json!({"objective": "x"}).into(),
+        task: tt_domain::brief::StoredBrief::task(json!({"objective": "x"})).into(),
         budget: None,
         created_by_tool_call_id: None,
         result_ref: None,
