@@ -160,6 +160,136 @@ CREATE TABLE tt_transcript_entries (
 CREATE INDEX tt_transcript_entries_by_workspace ON tt_transcript_entries (workspace_id, entry_id);
 "#,
     ),
+    (
+        9,
+        "workspace writes and checkpoints in one statement each",
+        // A file write was five round trips (begin, fence, probe, upsert, commit) and a
+        // checkpoint seven; each is now one call of a function that does the same steps in
+        // the same order under the same locks (docs/storage.md). The functions fence every
+        // write on the run's lease, so the per-row foreign key checks (a lock of the run row
+        // each) go, as migration 7 did for the journal.
+        r#"
+ALTER TABLE tt_files DROP CONSTRAINT IF EXISTS tt_files_run_id_fkey;
+ALTER TABLE tt_checkpoints DROP CONSTRAINT IF EXISTS tt_checkpoints_run_id_fkey;
+-- Paths in byte order, so "a file below this path" is an index range, not a scan of the
+-- run's files (`starts_with` cannot use the primary key).
+CREATE INDEX tt_files_by_path_bytes ON tt_files (run_id, (path COLLATE "C"));
+
+-- The lease fence of every write: 'no_run', 'lost', or NULL when this owner holds the run.
+CREATE FUNCTION tt_fence(p_run text, p_owner text) RETURNS text
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM runs WHERE run_id = p_run) THEN
+        RETURN 'no_run';
+    END IF;
+    PERFORM 1 FROM run_leases WHERE run_id = p_run AND owner_id = p_owner FOR KEY SHARE;
+    IF NOT FOUND THEN
+        RETURN 'lost';
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+
+-- Writes (or appends to) one file under its path's lock: the fence, the directory checks,
+-- the guard ('none', 'must_not_exist', 'must_match' with p_expected), then the upsert.
+-- outcome: 'written', 'refused' (the guard; previous_sha256 is what was there), 'no_run',
+-- 'lost', 'is_directory', 'not_a_directory' (detail: the file above).
+CREATE FUNCTION tt_put_file(
+    p_run text, p_owner text, p_path text, p_above text[], p_content text, p_sha256 text,
+    p_append boolean, p_guard text, p_expected text)
+RETURNS TABLE (outcome text, detail text, previous_sha256 text, new_sha256 text,
+               new_bytes bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    fenced text;
+    file_above text;
+    old_content text;
+    old_sha text;
+    new_content text;
+BEGIN
+    fenced := tt_fence(p_run, p_owner);
+    IF fenced IS NOT NULL THEN
+        RETURN QUERY SELECT fenced, NULL::text, NULL::text, NULL::text, NULL::bigint;
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_run || '/' || p_path, 0));
+    -- Below `p_path/` in byte order: from `p_path/` up to `p_path0` ('0' follows '/').
+    IF EXISTS (SELECT 1 FROM tt_files f
+               WHERE f.run_id = p_run
+                 AND f.path COLLATE "C" >= p_path || '/'
+                 AND f.path COLLATE "C" < p_path || '0') THEN
+        RETURN QUERY SELECT 'is_directory'::text, NULL::text, NULL::text, NULL::text,
+                            NULL::bigint;
+        RETURN;
+    END IF;
+    SELECT f.path INTO file_above FROM tt_files f
+    WHERE f.run_id = p_run AND f.path = ANY (p_above) LIMIT 1;
+    IF file_above IS NOT NULL THEN
+        RETURN QUERY SELECT 'not_a_directory'::text, file_above, NULL::text, NULL::text,
+                            NULL::bigint;
+        RETURN;
+    END IF;
+    SELECT f.content, f.sha256 INTO old_content, old_sha FROM tt_files f
+    WHERE f.run_id = p_run AND f.path = p_path;
+    IF (p_guard = 'must_not_exist' AND old_sha IS NOT NULL)
+       OR (p_guard = 'must_match' AND old_sha IS DISTINCT FROM p_expected) THEN
+        RETURN QUERY SELECT 'refused'::text, NULL::text, old_sha, NULL::text, NULL::bigint;
+        RETURN;
+    END IF;
+    IF p_append AND old_content IS NOT NULL THEN
+        new_content := old_content || p_content;
+        p_sha256 := encode(sha256(convert_to(new_content, 'UTF8')), 'hex');
+    ELSE
+        new_content := p_content;
+    END IF;
+    INSERT INTO tt_files AS f (run_id, path, content, sha256)
+    VALUES (p_run, p_path, new_content, p_sha256)
+    ON CONFLICT (run_id, path) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256;
+    RETURN QUERY SELECT 'written'::text, NULL::text, old_sha, p_sha256,
+                        octet_length(convert_to(new_content, 'UTF8'))::bigint;
+END
+$fn$;
+
+-- A checkpoint of the named files (those that exist, in the order named): the next number
+-- of the run's checkpoints under their lock, the files' fingerprints and text, the record
+-- (p_head's fields with id, seq and files added). outcome: 'created', 'no_run' or 'lost'.
+CREATE FUNCTION tt_create_checkpoint(p_run text, p_owner text, p_paths text[], p_head text)
+RETURNS TABLE (outcome text, checkpoint_seq bigint, fingerprints text)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    fenced text;
+    next_seq bigint;
+    prints json;
+    texts json;
+BEGIN
+    fenced := tt_fence(p_run, p_owner);
+    IF fenced IS NOT NULL THEN
+        RETURN QUERY SELECT fenced, NULL::bigint, NULL::text;
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_run || '#checkpoints', 0));
+    SELECT coalesce(max(c.seq), 0) + 1 INTO next_seq FROM tt_checkpoints c
+    WHERE c.run_id = p_run;
+    SELECT coalesce(json_agg(json_build_object(
+               'path', f.path, 'sha256', f.sha256,
+               'bytes', octet_length(convert_to(f.content, 'UTF8'))) ORDER BY p.ord), '[]'),
+           coalesce(json_agg(f.content ORDER BY p.ord), '[]')
+    INTO prints, texts
+    FROM unnest(p_paths) WITH ORDINALITY AS p (path, ord)
+    JOIN tt_files f ON f.run_id = p_run AND f.path = p.path;
+    INSERT INTO tt_checkpoints (run_id, seq, record, files)
+    VALUES (p_run, next_seq,
+            (p_head::jsonb || jsonb_build_object(
+                'id', 'cp_' || CASE WHEN next_seq < 1000000 THEN lpad(next_seq::text, 6, '0')
+                                    ELSE next_seq::text END,
+                'seq', next_seq,
+                'files', prints))::text,
+            texts::text);
+    RETURN QUERY SELECT 'created'::text, next_seq, prints::text;
+END
+$fn$;
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

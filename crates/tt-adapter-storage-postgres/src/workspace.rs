@@ -1,8 +1,9 @@
 //! Workspace files by logical path: one row per file (`tt_files`), directories implied by the
-//! paths below them and the five roots always present. A write or append locks its path with a
+//! paths below them and the five roots always present. A write or append is one call of the
+//! server function `tt_put_file`, which fences the run and locks the path with a
 //! transaction-scoped advisory lock, so guards are checked and applied atomically across hosts.
-//! Checkpoints copy the named files' fingerprints and text; persistent states are rows keyed by
-//! conversation workspace, immutable once promoted.
+//! A checkpoint (`tt_create_checkpoint`, also one call) copies the named files' fingerprints and
+//! text; persistent states are rows keyed by conversation workspace, immutable once promoted.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -125,70 +126,6 @@ async fn current_text<C: GenericClient>(
     Ok(row.map(|row| (row.get(0), row.get(1))))
 }
 
-/// Checks that a file may live at `path` (a known root, not a directory, no file above it)
-/// and returns the file there now (text, sha256), in one statement.
-async fn probe_file_slot<C: GenericClient>(
-    client: &C,
-    cache: &StatementCache,
-    run_id: &RunId,
-    path: &WorkspacePath,
-) -> StorageResult<Option<(String, String)>> {
-    if path.root().is_none() {
-        return Err(StorageError::not_found(path.to_string()));
-    }
-    if path.is_root_itself() {
-        return Err(StorageError::IsDirectory {
-            path: path.to_string(),
-        });
-    }
-    let above = ancestors(path);
-    let row = cache
-        .query_one(
-            client,
-            "SELECT EXISTS (SELECT 1 FROM tt_files WHERE run_id = $1
-                            AND starts_with(path, $2 || '/')),
-                    (SELECT path FROM tt_files WHERE run_id = $1 AND path = ANY($3) LIMIT 1),
-                    f.content, f.sha256
-             FROM (SELECT 1) AS one
-             LEFT JOIN tt_files f ON f.run_id = $1 AND f.path = $2",
-            &[&run_id.as_str(), &path.as_str(), &above],
-        )
-        .await
-        .map_err(db(ws_what(run_id)))?;
-    if row.get::<_, bool>(0) {
-        return Err(StorageError::IsDirectory {
-            path: path.to_string(),
-        });
-    }
-    if let Some(file_above) = row.get::<_, Option<String>>(1) {
-        return Err(StorageError::NotADirectory { path: file_above });
-    }
-    let content: Option<String> = row.get(2);
-    let sha256: Option<String> = row.get(3);
-    Ok(content.zip(sha256))
-}
-
-async fn upsert_file<C: GenericClient>(
-    client: &C,
-    cache: &StatementCache,
-    run_id: &RunId,
-    path: &WorkspacePath,
-    text: &str,
-    sha256: &str,
-) -> StorageResult<()> {
-    cache
-        .execute(
-            client,
-            "INSERT INTO tt_files (run_id, path, content, sha256) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (run_id, path) DO UPDATE
-             SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256",
-            &[&run_id.as_str(), &path.as_str(), &text, &sha256],
-        )
-        .await
-        .map_err(db(ws_what(run_id)))?;
-    Ok(())
-}
-
 /// The run's files under `persist/`, sorted by path, with their text.
 async fn persist_files<C: GenericClient>(
     client: &C,
@@ -227,7 +164,8 @@ async fn run_workspace_id<C: GenericClient>(
 }
 
 impl PostgresStore {
-    /// Writes or appends under the path's lock; `append` joins the new text to the old.
+    /// Writes or appends under the path's lock; `append` joins the new text to the old. One
+    /// statement: `tt_put_file` (migration 9) fences, checks and writes on the server.
     async fn put_file(
         &self,
         run_id: &RunId,
@@ -236,30 +174,74 @@ impl PostgresStore {
         guard: &WriteGuard,
         append: bool,
     ) -> StorageResult<WriteOutcome> {
+        if path.root().is_none() {
+            return Err(StorageError::not_found(path.to_string()));
+        }
+        if path.is_root_itself() {
+            return Err(StorageError::IsDirectory {
+                path: path.to_string(),
+            });
+        }
         self.claim_run(run_id).await?;
-        let mut conn = self.pool.get().await?;
-        let (client, cache) = conn.parts();
-        let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
-        let lock_key = format!("{run_id}/{path}");
-        self.ownership
-            .fence(&tx, cache, run_id, Some(&lock_key))
-            .await?;
-        let current = probe_file_slot(&tx, cache, run_id, path).await?;
-        guard
-            .check(current.as_ref().map(|(_, sha)| sha.as_str()))
-            .map_err(|violation| StorageError::guard(path, violation))?;
-        let text = match (&current, append) {
-            (Some((old, _)), true) => format!("{old}{content}"),
-            _ => content.to_owned(),
+        let (guard_kind, expected) = match guard {
+            WriteGuard::None => ("none", None),
+            WriteGuard::MustNotExist => ("must_not_exist", None),
+            WriteGuard::MustMatchSha256(sha) => ("must_match", Some(sha.as_str())),
         };
-        let sha256 = sha256_hex(text.as_bytes());
-        upsert_file(&tx, cache, run_id, path, &text, &sha256).await?;
-        tx.commit().await.map_err(db(ws_what(run_id)))?;
-        Ok(WriteOutcome {
-            previous_sha256: current.map(|(_, sha)| sha),
-            sha256,
-            bytes: text.len() as u64,
-        })
+        // The sha256 of the text written, unless an append to an existing file (the server
+        // hashes the joined text then).
+        let sha256 = sha256_hex(content.as_bytes());
+        let conn = self.pool.get().await?;
+        let row = conn
+            .query_one(
+                "SELECT outcome, detail, previous_sha256, new_sha256, new_bytes
+                 FROM tt_put_file($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                &[
+                    &run_id.as_str(),
+                    &self.ownership.owner_id,
+                    &path.as_str(),
+                    &ancestors(path),
+                    &content,
+                    &sha256,
+                    &append,
+                    &guard_kind,
+                    &expected,
+                ],
+            )
+            .await
+            .map_err(db(ws_what(run_id)))?;
+        let previous: Option<String> = row.get(2);
+        match row.get::<_, &str>(0) {
+            "written" => Ok(WriteOutcome {
+                previous_sha256: previous,
+                sha256: row.get(3),
+                bytes: crate::runs::as_u64(row.get(4)),
+            }),
+            "refused" => Err(match guard.check(previous.as_deref()) {
+                Err(violation) => StorageError::guard(path, violation),
+                Ok(()) => StorageError::corrupt(
+                    ws_what(run_id),
+                    format!("the server refused a write to {path} that its guard allows"),
+                ),
+            }),
+            "is_directory" => Err(StorageError::IsDirectory {
+                path: path.to_string(),
+            }),
+            "not_a_directory" => Err(StorageError::NotADirectory { path: row.get(1) }),
+            fenced => Err(self.fenced(run_id, fenced)),
+        }
+    }
+
+    /// The error of a write the server's fence refused (`tt_fence`).
+    fn fenced(&self, run_id: &RunId, outcome: &str) -> StorageError {
+        match outcome {
+            "no_run" => StorageError::not_found(format!("run {run_id}")),
+            "lost" => self.ownership.lost(run_id),
+            other => StorageError::corrupt(
+                ws_what(run_id),
+                format!("the server answered a write with `{other}`"),
+            ),
+        }
     }
 
     /// All file paths of the run below `prefix` (`""` = every file), sorted.
@@ -411,62 +393,42 @@ impl WorkspaceRepository for PostgresStore {
         created_at: Timestamp,
     ) -> StorageResult<CheckpointRecord> {
         self.claim_run(run_id).await?;
-        let mut conn = self.pool.get().await?;
         let what = format!("checkpoint of run {run_id}");
-        let (client, cache) = conn.parts();
-        let tx = client.transaction().await.map_err(db(what.clone()))?;
-        self.ownership.fence(&tx, cache, run_id, None).await?;
-        // The number is the run's highest plus one, under a lock of the run's checkpoints
-        // only: the run row stays free for the journal's group commit.
-        cache
-            .execute(
-                &tx,
-                "SELECT pg_advisory_xact_lock(hashtextextended($1 || '#checkpoints', 0))",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(db(what.clone()))?;
-        let row = cache
+        // The record's fields the server does not number: it adds `id`, `seq` and `files`.
+        let head = to_json(
+            "checkpoint",
+            &serde_json::json!({
+                "runId": run_id,
+                "createdAt": created_at,
+                "reason": reason,
+                "eventSeq": event_seq,
+            }),
+        )?;
+        let paths: Vec<&str> = paths.iter().map(WorkspacePath::as_str).collect();
+        let conn = self.pool.get().await?;
+        let row = conn
             .query_one(
-                &tx,
-                "SELECT coalesce(max(seq), 0) + 1 FROM tt_checkpoints WHERE run_id = $1",
-                &[&run_id.as_str()],
+                "SELECT outcome, checkpoint_seq, fingerprints
+                 FROM tt_create_checkpoint($1, $2, $3, $4)",
+                &[&run_id.as_str(), &self.ownership.owner_id, &paths, &head],
             )
             .await
-            .map_err(db(what.clone()))?;
-        let seq = crate::runs::as_u64(row.get(0));
-        let mut files = Vec::new();
-        let mut texts = Vec::new();
-        for path in paths {
-            if let Some((text, _)) = current_text(&tx, cache, run_id, path).await? {
-                files.push(fingerprint(path, &text));
-                texts.push(text);
+            .map_err(db(what))?;
+        match row.get::<_, &str>(0) {
+            "created" => {
+                let seq = crate::runs::as_u64(row.get(1));
+                Ok(CheckpointRecord {
+                    id: CheckpointId::from_seq(seq),
+                    seq,
+                    run_id: run_id.clone(),
+                    created_at,
+                    reason,
+                    event_seq,
+                    files: parse("checkpoint files", row.get(2))?,
+                })
             }
+            fenced => Err(self.fenced(run_id, fenced)),
         }
-        let record = CheckpointRecord {
-            id: CheckpointId::from_seq(seq),
-            seq,
-            run_id: run_id.clone(),
-            created_at,
-            reason,
-            event_seq,
-            files,
-        };
-        cache
-            .execute(
-                &tx,
-                "INSERT INTO tt_checkpoints (run_id, seq, record, files) VALUES ($1, $2, $3, $4)",
-                &[
-                    &run_id.as_str(),
-                    &row.get::<_, i64>(0),
-                    &to_json("checkpoint", &record)?,
-                    &to_json("checkpoint files", &texts)?,
-                ],
-            )
-            .await
-            .map_err(db(what.clone()))?;
-        tx.commit().await.map_err(db(what))?;
-        Ok(record)
     }
 
     async fn init_persist_projection(
@@ -479,7 +441,6 @@ impl WorkspaceRepository for PostgresStore {
             let mut conn = self.pool.get().await?;
             let (client, cache) = conn.parts();
             let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
-            self.ownership.fence(&tx, cache, run_id, None).await?;
             self.ownership.fence(&tx, cache, run_id, None).await?;
             let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
             if let Some(state_id) = base_state_id {

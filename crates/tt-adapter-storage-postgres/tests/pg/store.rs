@@ -1,4 +1,5 @@
-//! The store's own checks: migrations are recorded and applied once.
+//! The store's own checks: migrations are recorded and applied once, checkpoints keep every
+//! version, and what the server functions write reads back.
 
 use tt_adapter_storage_postgres::PostgresStore;
 use tt_adapter_storage_postgres::schema::MIGRATIONS;
@@ -64,6 +65,67 @@ async fn checkpointed_versions_read_back_by_their_sha256() {
             .unwrap(),
         None
     );
+}
+
+/// The server writes a checkpoint's record (`tt_create_checkpoint`): the stored row reads back
+/// as the record the call returned, numbered and fingerprinted as the contract says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_record_the_server_wrote_reads_back_as_returned() {
+    use tt_domain::workspace::{CheckpointReason, CheckpointRecord, WriteGuard};
+    use tt_ports::{AgentRunRepository, WorkspaceRepository};
+    use tt_testkit::contract::{manifest_for, sample_run, ts, wp};
+    let url = crate::cluster()
+        .create_database("tt_case_checkpoint_rows")
+        .await
+        .unwrap();
+    let store = PostgresStore::open(&url).await.unwrap();
+    let run = sample_run(1);
+    store.create_run(&run, &manifest_for(&run)).await.unwrap();
+    let (draft, notes) = (wp("output/main.md"), wp("summaries/notes.md"));
+    store
+        .write(&run.id, &draft, "héllo wörld", &WriteGuard::None)
+        .await
+        .unwrap();
+    store
+        .write(&run.id, &notes, "notes", &WriteGuard::None)
+        .await
+        .unwrap();
+    let returned = store
+        .create_checkpoint(
+            &run.id,
+            CheckpointReason::ToolWorkspacePatch,
+            41,
+            &[notes.clone(), wp("output/missing.md"), draft.clone()],
+            ts(500),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        returned
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect::<Vec<_>>(),
+        ["summaries/notes.md", "output/main.md"]
+    );
+    // Bytes are UTF-8 bytes, as the file store counts them.
+    assert_eq!(returned.files[1].bytes, "héllo wörld".len() as u64);
+    let client = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(client.1);
+    let row = client
+        .0
+        .query_one(
+            "SELECT record, files FROM tt_checkpoints WHERE run_id = $1",
+            &[&run.id.as_str()],
+        )
+        .await
+        .unwrap();
+    let stored: CheckpointRecord = serde_json::from_str(row.get(0)).unwrap();
+    assert_eq!(stored, returned);
+    let texts: Vec<String> = serde_json::from_str(row.get(1)).unwrap();
+    assert_eq!(texts, ["notes", "héllo wörld"]);
 }
 
 /// A run row whose body does not parse is left out of the list, never hiding the others, and

@@ -119,6 +119,15 @@ pub async fn write_guards(s: StorageUnderTest) {
             other => panic!("expected IsDirectory for {dir}, got {other:?}"),
         }
     }
+    // A file beside a directory whose name it starts is not below it.
+    for path in ["output/drafts-old/a.md", "output/drafts0/a.md", "output/drafts.md"] {
+        ws.write(&run.id, &wp(path), "beside", &WriteGuard::None)
+            .await
+            .unwrap();
+    }
+    ws.write(&run.id, &wp("output/draft"), "x", &WriteGuard::None)
+        .await
+        .unwrap();
     assert_not_found(
         ws.write(&run.id, &wp("input/x.md"), "x", &WriteGuard::None)
             .await,
