@@ -120,7 +120,11 @@ pub async fn write_guards(s: StorageUnderTest) {
         }
     }
     // A file beside a directory whose name it starts is not below it.
-    for path in ["output/drafts-old/a.md", "output/drafts0/a.md", "output/drafts.md"] {
+    for path in [
+        "output/drafts-old/a.md",
+        "output/drafts0/a.md",
+        "output/drafts.md",
+    ] {
         ws.write(&run.id, &wp(path), "beside", &WriteGuard::None)
             .await
             .unwrap();
