@@ -3,13 +3,14 @@
 //! finishes, fails or is cancelled.
 
 use crate::error::BestEffort;
+use std::sync::Arc;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::invocation::{ExitPolicy, InvocationStatus};
 use tt_domain::model::AgentModelMessage;
 use tt_domain::task::{TaskContinuation, TaskStatus};
 
 use crate::delegation::rendering::render_stored_brief;
-use crate::engine::context::RunContext;
+use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::scheduler::transition_task;
 use crate::error::{ApplicationError, ApplicationResult};
@@ -68,12 +69,13 @@ pub(crate) async fn settle_open_handoffs(
 /// Starts the handoff target brought in by `task_id`: the task and invocation start, the target
 /// profile is resolved and checked, its tool snapshot is frozen, and its first messages are its
 /// system prompt and the markdown handoff brief (prior turns are not carried over). A target
-/// that cannot start fails with its task.
+/// that cannot start fails with its task. It runs on the run `scheduler` serves.
 pub(crate) async fn prepare_handoff(
-    ctx: &RunContext,
+    scheduler: &Arc<RunScheduler>,
     task_id: &TaskId,
     invocation_id: &InvocationId,
 ) -> ApplicationResult<(InvocationRuntime, Vec<AgentModelMessage>)> {
+    let ctx = scheduler.host().as_ref();
     let services = &ctx.services;
     let started = transition_task(ctx, task_id, TaskStatus::Running, None, None).await?;
     let task = started.task;
@@ -112,7 +114,14 @@ pub(crate) async fn prepare_handoff(
     .await;
     match prepared {
         Ok((profile, prepared)) => Ok((
-            InvocationRuntime::start(invocation, profile, &prepared, ctx.cancel.clone(), None),
+            InvocationRuntime::start(
+                invocation,
+                profile,
+                &prepared,
+                ctx.cancel.clone(),
+                None,
+                Arc::clone(scheduler),
+            ),
             prepared.messages,
         )),
         Err(error) => {

@@ -147,7 +147,7 @@ pub(crate) async fn gate(
         ctx.approvals
             .withdraw(&ctx.events, &ctx.run_id, &approval_id, reason)
             .await?;
-        ctx.scheduler.set_awaiting_person(&inv.invocation.id, false);
+        inv.scheduler.set_awaiting_person(&inv.invocation.id, false);
         return Err(ApplicationError::cancelled().into());
     };
     set_waiting(ctx, inv, false).await?;
@@ -182,7 +182,7 @@ async fn set_waiting(
     } else {
         (InvocationStatus::Running, AgentRunStatus::DispatchingTool)
     };
-    ctx.scheduler
+    inv.scheduler
         .set_awaiting_person(&inv.invocation.id, waiting);
     ctx.set_invocation_status(&mut inv.invocation, status)
         .await?;

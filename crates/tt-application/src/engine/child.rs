@@ -11,16 +11,17 @@ use tt_domain::invocation::{ExitPolicy, InvocationStatus};
 use tt_domain::run::Presentation;
 use tt_domain::task::{AgentTaskRecord, TaskStatus};
 
-use super::scheduler::{TaskHost, TaskScheduler, transition_task};
+use super::scheduler::{TaskHost, transition_task};
 use crate::delegation::policy::apply_nested_invocation_policy;
 use crate::delegation::rendering::render_stored_brief;
-use crate::engine::context::RunContext;
+use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
 
 /// The run as its scheduler sees it. Implemented here, beside the worker the scheduler starts,
-/// so the scheduler reaches the tool loop only through this runner.
+/// so the scheduler reaches the tool loop only through this runner, which it calls with
+/// itself.
 impl TaskHost for RunContext {
     fn run_id(&self) -> &tt_domain::ids::RunId {
         &self.run_id
@@ -38,14 +39,6 @@ impl TaskHost for RunContext {
         &self.cancel
     }
 
-    fn scheduler(&self) -> &TaskScheduler {
-        &self.scheduler
-    }
-
-    fn shared(&self) -> ApplicationResult<Arc<Self>> {
-        RunContext::shared(self)
-    }
-
     fn set_invocation_status(
         &self,
         invocation: &mut tt_domain::invocation::AgentInvocation,
@@ -55,12 +48,12 @@ impl TaskHost for RunContext {
     }
 
     async fn run_task(
-        self: Arc<Self>,
+        scheduler: Arc<RunScheduler>,
         task: AgentTaskRecord,
         cancel: CancellationToken,
         started: bool,
     ) -> bool {
-        run_delegated_task(&self, task, cancel, started).await
+        run_delegated_task(&scheduler, task, cancel, started).await
     }
 
     fn fail_task(
@@ -78,7 +71,7 @@ impl TaskHost for RunContext {
 /// `started`: the admission queue already marked the task running. Returns `false` when the
 /// task failed and the store refused to record that (the task then never ends by itself).
 pub(crate) async fn run_delegated_task(
-    ctx: &Arc<RunContext>,
+    scheduler: &Arc<RunScheduler>,
     task: AgentTaskRecord,
     cancel: CancellationToken,
     started: bool,
@@ -86,10 +79,11 @@ pub(crate) async fn run_delegated_task(
     if cancel.is_cancelled() {
         return true;
     }
+    let ctx = scheduler.host();
     let mut invocation_slot = None;
     let mut delegates = false;
     let result = drive(
-        ctx,
+        scheduler,
         &task,
         &cancel,
         started,
@@ -105,13 +99,8 @@ pub(crate) async fn run_delegated_task(
     // after its result was returned.
     let cancel_below = || async {
         if delegates {
-            let _ = ctx
-                .scheduler
-                .cancel_unfinished_for_parent(
-                    ctx.as_ref(),
-                    &task.child_invocation_id,
-                    TASK_ENDED_REASON,
-                )
+            let _ = scheduler
+                .cancel_unfinished_for_parent(&task.child_invocation_id, TASK_ENDED_REASON)
                 .await;
         }
     };
@@ -122,11 +111,11 @@ pub(crate) async fn run_delegated_task(
             let failed = fail_task(ctx, &task, invocation_slot, &error).await;
             recorded = failed.is_ok();
             failed.best_effort("fail the delegated task");
+            // Waiters wake to the failure, or, when it could not be recorded, to a task they
+            // must not wait for any more.
+            scheduler.notify();
         }
         Ok(()) => cancel_below().await,
-    }
-    if !recorded {
-        ctx.scheduler.notify();
     }
     recorded
 }
@@ -175,13 +164,14 @@ pub(crate) async fn max_delegation_depth(ctx: &RunContext) -> ApplicationResult<
 }
 
 async fn drive(
-    ctx: &Arc<RunContext>,
+    scheduler: &Arc<RunScheduler>,
     task: &AgentTaskRecord,
     cancel: &CancellationToken,
     already_started: bool,
     delegates: &mut bool,
     invocation_slot: &mut Option<tt_domain::invocation::AgentInvocation>,
 ) -> ApplicationResult<()> {
+    let ctx = scheduler.host();
     let services = &ctx.services;
     if !already_started {
         let started =
@@ -191,9 +181,9 @@ async fn drive(
             return Err(ApplicationError::cancelled());
         }
     }
-    ctx.scheduler.notify();
+    scheduler.notify();
     // The idle limit counts from the start of its work, not from delegation.
-    ctx.scheduler.mark_started(&task.child_invocation_id);
+    scheduler.mark_started(&task.child_invocation_id);
     let mut invocation = services
         .invocations
         .load_invocation(&ctx.run_id, &task.child_invocation_id)
@@ -211,7 +201,7 @@ async fn drive(
     let policy = &target.definition.delegation;
     // Its budgets cover everything it delegates: tokens (the delegating agent's `budget`,
     // defaulting to the profile's) and money (the profile's `maxTaskCostUsd`).
-    ctx.scheduler.set_task_budget(
+    scheduler.set_task_budget(
         &task.child_invocation_id,
         &task.id,
         task.budget.and_then(|budget| budget.max_tokens),
@@ -240,7 +230,14 @@ async fn drive(
     .await?;
     // A resumed agent goes on from its stored steps (docs/resume.md).
     let replay = ctx.take_replay(&task.child_invocation_id);
-    let mut inv = InvocationRuntime::start(invocation, profile, &prepared, cancel.clone(), replay);
+    let mut inv = InvocationRuntime::start(
+        invocation,
+        profile,
+        &prepared,
+        cancel.clone(),
+        replay,
+        Arc::clone(scheduler),
+    );
     let messages = prepared.messages;
     let outcome = run_tool_loop(ctx, &mut inv, messages).await;
     *invocation_slot = Some(inv.invocation.clone());
@@ -249,7 +246,7 @@ async fn drive(
             ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Completed)
                 .await?;
             *invocation_slot = Some(inv.invocation);
-            ctx.scheduler.notify();
+            scheduler.notify();
             Ok(())
         }
         LoopOutcome::Transferred { .. } => Err(ApplicationError::fatal(
@@ -263,7 +260,8 @@ async fn drive(
     }
 }
 
-/// Marks the task and its invocation failed and journals `agent_child_invocation_failed`.
+/// Marks the task and its invocation failed and journals `agent_child_invocation_failed`. The
+/// caller wakes the scheduler's waiters.
 async fn fail_task(
     ctx: &RunContext,
     task: &AgentTaskRecord,
@@ -301,6 +299,5 @@ async fn fail_task(
     ctx.events
         .record(&ctx.run_id, EventLevel::Warn, &failed)
         .await?;
-    ctx.scheduler.notify();
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! Shared state of one active run: its cancel signal, authoritative run record, commit ledger,
-//! sessions and registration numbers. One agent's loop state is `engine::invocation`'s.
+//! sessions and registration numbers. One agent's loop state is `engine::invocation`'s; the
+//! run's task scheduler holds this context (`RunScheduler`), not the other way round.
 
 use serde::{Deserialize, Serialize};
-use std::sync::{Arc, Mutex as StdMutex, Weak};
+use std::sync::{Arc, Mutex as StdMutex};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tt_domain::event::EventLevel;
@@ -13,7 +14,7 @@ use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_domain::workspace::PersistSnapshot;
 
 use crate::engine::scheduler::TaskScheduler;
-use crate::error::{ApplicationError, ApplicationResult};
+use crate::error::ApplicationResult;
 use crate::events::EventSink;
 use crate::services::RuntimeServices;
 
@@ -26,6 +27,10 @@ pub(crate) struct CommitRecord {
     pub message_id: String,
     pub round: u32,
 }
+
+/// The scheduler of a run's delegated tasks, serving a `RunContext` (the scheduler is generic
+/// over its host so that it does not import this file; `engine::child` implements the host).
+pub(crate) type RunScheduler = TaskScheduler<RunContext>;
 
 /// Everything an active run shares across its invocations.
 pub(crate) struct RunContext {
@@ -41,8 +46,6 @@ pub(crate) struct RunContext {
     /// The run's commit ledger, shared by every owner of the foreground.
     ledger: StdMutex<Vec<CommitRecord>>,
     pub persist_snapshot: PersistSnapshot,
-    /// Background workers of this run's delegated tasks.
-    pub scheduler: TaskScheduler,
     /// User guidance waiting for the foreground agent's next model request.
     pub guidance: crate::guidance::GuidanceMailbox,
     /// Tool calls waiting for a person's approval, and the answers given.
@@ -58,7 +61,6 @@ pub(crate) struct RunContext {
     /// A resumed run whose interrupted process had journaled its `persist/` promotion:
     /// finishing again reads that state back and does not journal it twice.
     promoted_before: std::sync::atomic::AtomicBool,
-    me: Weak<RunContext>,
 }
 
 impl std::fmt::Debug for RunContext {
@@ -76,7 +78,7 @@ impl RunContext {
         events: Arc<EventSink>,
         persist_snapshot: PersistSnapshot,
     ) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self {
+        Arc::new(Self {
             run_id: run.id.clone(),
             services,
             events,
@@ -85,14 +87,12 @@ impl RunContext {
             run: Mutex::new(run),
             ledger: StdMutex::new(Vec::new()),
             persist_snapshot,
-            scheduler: TaskScheduler::default(),
             guidance: Default::default(),
             approvals: Default::default(),
             sessions: StdMutex::new(Vec::new()),
             creation_seq: Mutex::new(None),
             replays: StdMutex::new(std::collections::HashMap::new()),
             promoted_before: std::sync::atomic::AtomicBool::new(false),
-            me: me.clone(),
         })
     }
 
@@ -176,16 +176,6 @@ impl RunContext {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(invocation)
-    }
-
-    /// A shared handle to this context (for background workers).
-    pub(crate) fn shared(&self) -> ApplicationResult<Arc<Self>> {
-        self.me.upgrade().ok_or_else(|| {
-            ApplicationError::fatal(
-                "agent.active_run_missing",
-                format!("run {} is no longer active", self.run_id),
-            )
-        })
     }
 
     pub(crate) async fn run_snapshot(&self) -> AgentRun {

@@ -662,9 +662,8 @@ async fn finish(
         .into());
     }
     // Finishing never waits for delegated work: what is still running is cancelled.
-    ctx.scheduler
+    inv.scheduler
         .cancel_unfinished_for_parent(
-            ctx,
             &inv.invocation.id,
             crate::engine::scheduler::CALLER_FINISHED_REASON,
         )

@@ -1,5 +1,5 @@
 //! One agent's loop state (`InvocationRuntime`): its record, profile, frozen tool snapshot,
-//! model binding, skills, read-state and call counts. Its own module so that run-wide state
+//! model binding, skills, read-state, call counts and the run's task scheduler. Its own module so that run-wide state
 //! (`context`) does not know how an agent is set up or talks to its model.
 
 use std::collections::{BTreeMap, HashSet};
@@ -10,6 +10,7 @@ use tt_domain::profile::ResolvedProfile;
 use tt_domain::tool::{InvocationToolSnapshot, ToolName};
 use tt_domain::workspace::WorkspaceAccessPolicy;
 
+use crate::engine::context::RunScheduler;
 use crate::tools::workspace::ReadState;
 
 /// Per-invocation tool-loop session: read-state and call counts (budgets are per invocation).
@@ -45,17 +46,21 @@ pub(crate) struct InvocationRuntime {
     pub replay: Option<crate::replay::Replay>,
     /// What it has learned about its model's context window.
     pub window: crate::engine::context_fit::WindowState,
+    /// The run's scheduler of delegated tasks (admission, budgets, idle limits), shared by
+    /// every agent of the run.
+    pub scheduler: Arc<RunScheduler>,
 }
 
 impl InvocationRuntime {
     /// An agent of `profile` starting with what `prepared` made for it, stopped by `cancel`,
-    /// going on from `replay` when its run is resumed.
+    /// going on from `replay` when its run is resumed, on the run `scheduler` serves.
     pub(crate) fn start(
         invocation: AgentInvocation,
         profile: ResolvedProfile,
         prepared: &crate::engine::invocation_setup::PreparedInvocation,
         cancel: CancellationToken,
         replay: Option<crate::replay::Replay>,
+        scheduler: Arc<RunScheduler>,
     ) -> Self {
         Self {
             invocation,
@@ -69,6 +74,7 @@ impl InvocationRuntime {
             delivered: HashSet::new(),
             replay,
             window: Default::default(),
+            scheduler,
         }
     }
 

@@ -8,8 +8,8 @@
 //!
 //! The loop → dispatch → tasks → scheduler → worker → loop recursion stays inside this
 //! module, and no file of it imports another that imports it back: the scheduler sits at the
-//! bottom and reaches the run and the worker only through `scheduler::TaskHost`, which the
-//! run context implements (`child`). It may use the modules below it (the tool families `tools`, `skills` and
+//! bottom, holds the run it serves and reaches it and the worker only through
+//! `scheduler::TaskHost`, which the run context implements (`child`). It may use the modules below it (the tool families `tools`, `skills` and
 //! `delegation`, the registry, events, guidance, profiles, services, error); none of them uses
 //! it back. The service facade (`run_service`, `resume`, `handoff_chain`, `persist_metadata`)
 //! sits above it. docs/ARCHITECTURE.md has the module map; `cargo xtask tidy` checks it.

@@ -320,15 +320,13 @@ pub(crate) fn call_cost(
 /// Charges a model answer's tokens and cost to the run's and tasks' budgets (the scheduler's
 /// ledger); past one of them this is the error that ends the agent.
 pub(crate) fn charge_usage(
-    ctx: &RunContext,
     inv: &InvocationRuntime,
     usage: Option<&tt_domain::model::ModelUsage>,
 ) -> ApplicationResult<()> {
     let Some(usage) = usage else {
         return Ok(());
     };
-    ctx.scheduler.charge(
-        ctx,
+    inv.scheduler.charge(
         &inv.invocation.id,
         crate::engine::scheduler::budgets::Spent {
             tokens: usage.input_tokens + usage.output_tokens,

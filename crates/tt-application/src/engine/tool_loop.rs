@@ -205,9 +205,9 @@ async fn run_rounds(
         };
         inv.window.observe_usage(response.usage.as_ref());
         // A model answer is progress, for the idle limit of a delegated task.
-        ctx.scheduler.mark_progress(&inv.invocation.id);
+        inv.scheduler.mark_progress(&inv.invocation.id);
         // A delegated task past its budget ends here (`agent.task_budget_exhausted`).
-        crate::engine::model_turn::charge_usage(ctx, inv, response.usage.as_ref())?;
+        crate::engine::model_turn::charge_usage(inv, response.usage.as_ref())?;
         let calls = response.tool_calls();
         if calls.is_empty() {
             if round >= max_rounds {

@@ -14,8 +14,9 @@ use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_domain::task::TaskStatus;
 use tt_ports::RunDocument;
 
-use crate::engine::context::RunContext;
+use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
+use crate::engine::scheduler::TaskScheduler;
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult, BestEffort};
 use crate::handoff_chain::{prepare_handoff, settle_task};
@@ -23,9 +24,9 @@ use crate::prompt_input::PromptSnapshot;
 
 use super::{ActiveRun, AgentRunService, RunEnd, StartRunRequest};
 
-/// What `prepare_root` hands to the executor.
+/// What `prepare_root` hands to the executor: the root's loop state (which holds the run's
+/// scheduler, and through it the run's context), its first messages and its prompt assembly.
 pub(super) type PreparedRoot = (
-    Arc<RunContext>,
     InvocationRuntime,
     Vec<AgentModelMessage>,
     Option<RootAssembly>,
@@ -37,9 +38,10 @@ pub(super) struct RootAssembly {
 }
 
 /// Prepares the root agent (at run start, and again at a resume) from the run's frozen
-/// conversation: its loop state, first messages, and the assembly still to ask the host for.
+/// conversation: its loop state, first messages, and the assembly still to ask the host for. It
+/// runs on the run `scheduler` serves.
 pub(super) async fn start_root(
-    ctx: &RunContext,
+    scheduler: &Arc<RunScheduler>,
     root: AgentInvocation,
     profile: &ResolvedProfile,
     presentation: tt_domain::run::Presentation,
@@ -49,6 +51,7 @@ pub(super) async fn start_root(
     Vec<AgentModelMessage>,
     Option<RootAssembly>,
 )> {
+    let ctx = scheduler.host().as_ref();
     let prepared = crate::engine::invocation_setup::prepare_invocation(
         ctx,
         crate::engine::invocation_setup::InvocationSetup {
@@ -67,16 +70,23 @@ pub(super) async fn start_root(
         .assembly_pending
         .clone()
         .map(|system_prompt| RootAssembly { system_prompt });
-    let inv = InvocationRuntime::start(root, profile.clone(), &prepared, ctx.cancel.clone(), None);
+    let inv = InvocationRuntime::start(
+        root,
+        profile.clone(),
+        &prepared,
+        ctx.cancel.clone(),
+        None,
+        Arc::clone(scheduler),
+    );
     Ok((inv, prepared.messages, assembly))
 }
 
 impl AgentRunService {
-    /// Registers the run as active and runs its executor in the background under `span`; the
-    /// run leaves the active set's `done` signal raised when the executor has ended.
+    /// Registers the run of `inv` (its scheduler's) as active and runs its executor in the
+    /// background under `span`; the run leaves the active set's `done` signal raised when the
+    /// executor has ended.
     pub(super) fn spawn_executor(
         self: &Arc<Self>,
-        ctx: Arc<RunContext>,
         inv: InvocationRuntime,
         messages: Vec<AgentModelMessage>,
         root_assembly: Option<RootAssembly>,
@@ -84,10 +94,11 @@ impl AgentRunService {
         span: tracing::Span,
     ) {
         let (done_tx, done_rx) = watch::channel(false);
+        let scheduler = Arc::clone(&inv.scheduler);
         self.lock_active().insert(
-            ctx.run_id.clone(),
+            scheduler.host().run_id.clone(),
             ActiveRun {
-                ctx: Arc::clone(&ctx),
+                scheduler: Arc::clone(&scheduler),
                 done: done_rx,
             },
         );
@@ -95,7 +106,7 @@ impl AgentRunService {
         tokio::spawn(
             async move {
                 service
-                    .execute(ctx, inv, messages, root_assembly, incoming)
+                    .execute(scheduler, inv, messages, root_assembly, incoming)
                     .await;
                 let _ = done_tx.send(true);
             }
@@ -175,6 +186,7 @@ impl AgentRunService {
             Arc::clone(&self.events),
             persist_snapshot,
         );
+        let scheduler = TaskScheduler::new(Arc::clone(&ctx));
 
         let prompt_snapshot = PromptSnapshot::freeze(
             profile.definition.context,
@@ -227,15 +239,14 @@ impl AgentRunService {
             .await?;
         ctx.try_set_status(AgentRunStatus::AssemblingContext)
             .await?;
-        let (inv, messages, root_assembly) = start_root(
-            &ctx,
+        start_root(
+            &scheduler,
             invocation,
             profile,
             run.presentation,
             &prompt_snapshot,
         )
-        .await?;
-        Ok((ctx, inv, messages, root_assembly))
+        .await
     }
 
     /// `context_assembled` for the root invocation.
@@ -296,11 +307,11 @@ impl AgentRunService {
         Ok(messages)
     }
 
-    /// Drives the foreground invocation to a terminal run state. Never returns an error: every
-    /// outcome is written to the run record and the journal.
+    /// Drives the foreground invocation to a terminal run state on the run `scheduler` serves.
+    /// Never returns an error: every outcome is written to the run record and the journal.
     pub(super) async fn execute(
         &self,
-        ctx: Arc<RunContext>,
+        scheduler: Arc<RunScheduler>,
         mut inv: InvocationRuntime,
         mut messages: Vec<AgentModelMessage>,
         root_assembly: Option<RootAssembly>,
@@ -309,27 +320,28 @@ impl AgentRunService {
     ) {
         // The chain of foreground owners: the root, then each agent a handoff brings in. The
         // task that brought the current owner in completes when it finishes or hands off.
+        let ctx = scheduler.host();
         let run_seconds = inv.profile.definition.limits.max_run_seconds;
         if let Some(limit) = inv.profile.definition.limits.max_total_tokens {
-            ctx.scheduler.set_run_token_budget(limit);
+            scheduler.set_run_token_budget(limit);
         }
         if let Some(limit) = inv.profile.definition.limits.max_total_cost_usd {
-            ctx.scheduler.set_run_cost_budget(limit);
+            scheduler.set_run_cost_budget(limit);
         }
         let chain = async {
             if let Some(root) = root_assembly {
-                messages = self.assemble_root_prompt(&ctx, &mut inv, root).await?;
+                messages = self.assemble_root_prompt(ctx, &mut inv, root).await?;
             }
             loop {
                 let outcome = async {
                     ctx.set_invocation_status(&mut inv.invocation, InvocationStatus::Running)
                         .await?;
-                    run_tool_loop(&ctx, &mut inv, std::mem::take(&mut messages)).await
+                    run_tool_loop(ctx, &mut inv, std::mem::take(&mut messages)).await
                 }
                 .await;
                 match outcome {
                     Ok(LoopOutcome::Finished { .. }) => {
-                        break self.finish_run(&ctx, &mut inv, incoming.as_ref()).await;
+                        break self.finish_run(ctx, &mut inv, incoming.as_ref()).await;
                     }
                     Ok(LoopOutcome::Transferred {
                         task_id,
@@ -338,11 +350,11 @@ impl AgentRunService {
                     }) => {
                         if let Some(previous) = incoming.take()
                             && let Err(error) =
-                                settle_task(&ctx, &previous, TaskStatus::Completed, None).await
+                                settle_task(ctx, &previous, TaskStatus::Completed, None).await
                         {
                             break Err(error);
                         }
-                        match prepare_handoff(&ctx, &task_id, &new_invocation_id).await {
+                        match prepare_handoff(&scheduler, &task_id, &new_invocation_id).await {
                             Ok((next, next_messages)) => {
                                 inv = next;
                                 messages = next_messages;
@@ -378,11 +390,15 @@ impl AgentRunService {
         };
         if let Err(error) = result {
             if error.is_cancelled() || ctx.cancel.is_cancelled() {
-                self.finalize_stopped(&ctx, Some(&mut inv.invocation), RunEnd::Cancelled)
+                self.finalize_stopped(&scheduler, Some(&mut inv.invocation), RunEnd::Cancelled)
                     .await;
             } else {
-                self.finalize_stopped(&ctx, Some(&mut inv.invocation), RunEnd::Failed(&error))
-                    .await;
+                self.finalize_stopped(
+                    &scheduler,
+                    Some(&mut inv.invocation),
+                    RunEnd::Failed(&error),
+                )
+                .await;
             }
         }
         let live = ctx.run_snapshot().await;

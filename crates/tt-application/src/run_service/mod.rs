@@ -17,7 +17,8 @@ use tt_domain::run::{
 use tt_domain::workspace::{RunManifest, WorkspacePath};
 use tt_ports::{EventPage, FileContent, RunListPage};
 
-use crate::engine::context::RunContext;
+use crate::engine::context::{RunContext, RunScheduler};
+use crate::engine::scheduler::TaskScheduler;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::events::{EventSink, RunEventStream};
 use crate::prompt_input::{PromptMessage, PromptSnapshot};
@@ -96,9 +97,17 @@ fn default_conversation_kind() -> ConversationKind {
 /// How many files `list_workspace_files` returns at most.
 pub(crate) const MAX_LISTED_FILES: usize = 10_000;
 
+/// A run executing in this process: its scheduler (which holds the run's context) and the
+/// executor's end signal.
 struct ActiveRun {
-    ctx: Arc<RunContext>,
+    scheduler: Arc<RunScheduler>,
     done: watch::Receiver<bool>,
+}
+
+impl ActiveRun {
+    fn ctx(&self) -> Arc<RunContext> {
+        Arc::clone(self.scheduler.host())
+    }
 }
 
 /// Starts, runs and cancels runs over the ports in [`RuntimeServices`].
@@ -245,14 +254,14 @@ impl AgentRunService {
             self.prepare_root(run.clone(), &profile, &request).await
         };
         match prepared.await {
-            Ok((ctx, inv, messages, root_assembly)) => {
+            Ok((inv, messages, root_assembly)) => {
                 // The root of every span of this run: invocations, model and tool calls.
                 let span = tracing::info_span!(
                     "run",
                     run_id = run_id.as_str(),
                     profile = inv.profile.id().as_str(),
                 );
-                self.spawn_executor(ctx, inv, messages, root_assembly, None, span);
+                self.spawn_executor(inv, messages, root_assembly, None, span);
                 self.load_run(&run_id).await
             }
             Err(error) => {
@@ -263,7 +272,7 @@ impl AgentRunService {
                     Arc::clone(&self.events),
                     Default::default(),
                 );
-                self.finalize_stopped(&ctx, None, RunEnd::Failed(&error))
+                self.finalize_stopped(&TaskScheduler::new(ctx), None, RunEnd::Failed(&error))
                     .await;
                 Err(error)
             }
@@ -311,10 +320,7 @@ impl AgentRunService {
     pub async fn cancel_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
         // Look up the executor before loading the record: an executor writes the terminal state
         // before it leaves the active set, so "not active and not terminal" means orphaned.
-        let active = self
-            .lock_active()
-            .get(run_id)
-            .map(|active| Arc::clone(&active.ctx));
+        let active = self.lock_active().get(run_id).map(ActiveRun::ctx);
         let run = self.services.runs.load_run(run_id).await?;
         if run.status.is_terminal() {
             return Ok(run);
@@ -366,7 +372,7 @@ impl AgentRunService {
                     .await
                     .ok();
                 self.finalize_stopped(
-                    &ctx,
+                    &TaskScheduler::new(ctx),
                     root.as_mut().filter(|inv| !inv.status.is_terminal()),
                     RunEnd::Cancelled,
                 )
@@ -386,10 +392,7 @@ impl AgentRunService {
         run_id: &RunId,
         request: crate::guidance::SubmitGuidanceRequest,
     ) -> ApplicationResult<crate::guidance::GuidanceReceipt> {
-        let active = self
-            .lock_active()
-            .get(run_id)
-            .map(|active| Arc::clone(&active.ctx));
+        let active = self.lock_active().get(run_id).map(ActiveRun::ctx);
         match active {
             Some(ctx) => ctx.guidance.submit(&self.events, run_id, request).await,
             None => {
@@ -420,9 +423,11 @@ impl AgentRunService {
         let active = self
             .lock_active()
             .get(run_id)
-            .map(|active| Arc::clone(&active.ctx));
+            .map(|active| Arc::clone(&active.scheduler));
         match active {
-            Some(ctx) => crate::engine::scheduler::cancel_task_as_host(ctx.as_ref(), task_id).await,
+            Some(scheduler) => {
+                crate::engine::scheduler::cancel_task_as_host(&scheduler, task_id).await
+            }
             None => {
                 let run = self.services.runs.load_run(run_id).await?;
                 Err(if run.status.is_terminal() {
@@ -448,10 +453,7 @@ impl AgentRunService {
     /// The run as it is now: live state for a run executing in this process, else the stored
     /// record.
     pub async fn load_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
-        let active = self
-            .lock_active()
-            .get(run_id)
-            .map(|active| Arc::clone(&active.ctx));
+        let active = self.lock_active().get(run_id).map(ActiveRun::ctx);
         match active {
             Some(ctx) => Ok(ctx.run_snapshot().await),
             None => Ok(self.services.runs.load_run(run_id).await?),
@@ -484,7 +486,7 @@ impl AgentRunService {
         let active = self
             .lock_active()
             .get(run_id)
-            .map(|active| (active.done.clone(), Arc::clone(&active.ctx)));
+            .map(|active| (active.done.clone(), active.ctx()));
         let Some((mut done, ctx)) = active else {
             let stored = self.services.runs.load_run(run_id).await;
             let unrecorded = self
@@ -579,10 +581,7 @@ impl AgentRunService {
     pub async fn list_runs(&self, page: RunListPage) -> ApplicationResult<Vec<AgentRun>> {
         let mut runs = self.services.runs.list_runs(page).await?;
         for run in &mut runs {
-            let active = self
-                .lock_active()
-                .get(&run.id)
-                .map(|active| Arc::clone(&active.ctx));
+            let active = self.lock_active().get(&run.id).map(ActiveRun::ctx);
             if let Some(ctx) = active {
                 *run = ctx.run_snapshot().await;
             }
@@ -674,9 +673,7 @@ impl AgentRunService {
 
     /// The live context of a run executing in this process.
     fn active_context(&self, run_id: &RunId) -> Option<Arc<RunContext>> {
-        self.lock_active()
-            .get(run_id)
-            .map(|active| Arc::clone(&active.ctx))
+        self.lock_active().get(run_id).map(ActiveRun::ctx)
     }
 
     fn lock_active(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, ActiveRun>> {

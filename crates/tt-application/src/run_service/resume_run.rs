@@ -11,6 +11,7 @@ use tt_domain::task::TaskStatus;
 use tt_ports::RunDocument;
 
 use crate::engine::context::RunContext;
+use crate::engine::scheduler::TaskScheduler;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::handoff_chain::prepare_handoff;
 use crate::prompt_input::PromptSnapshot;
@@ -198,6 +199,7 @@ impl AgentRunService {
             Arc::clone(&self.events),
             ctx.persist_snapshot.clone(),
         );
+        let scheduler = TaskScheduler::new(Arc::clone(&ctx));
         ctx.guidance
             .restore(
                 journal.guidance_submitted,
@@ -303,12 +305,18 @@ impl AgentRunService {
                 // The same start as the first process's, from the frozen conversation; a
                 // host-assembled prompt is read back (or asked for again when the process died
                 // before it was stored) by the executor.
-                let (inv, messages, root_assembly) =
-                    start_root(&ctx, root, &profile, run.presentation, &prompt_snapshot).await?;
+                let (inv, messages, root_assembly) = start_root(
+                    &scheduler,
+                    root,
+                    &profile,
+                    run.presentation,
+                    &prompt_snapshot,
+                )
+                .await?;
                 (inv, messages, root_assembly, None)
             }
             Some((task, owner)) => {
-                let (inv, messages) = prepare_handoff(&ctx, &task.id, &owner.id).await?;
+                let (inv, messages) = prepare_handoff(&scheduler, &task.id, &owner.id).await?;
                 (inv, messages, None, Some(task.id.clone()))
             }
         };
@@ -317,7 +325,7 @@ impl AgentRunService {
         for (task, replay) in child_replays {
             let task = resume::resume_task(&ctx, &task, TaskStatus::Running).await?;
             ctx.leave_replay(task.child_invocation_id.clone(), replay);
-            ctx.scheduler.resume_running(ctx.as_ref(), task)?;
+            scheduler.resume_running(task);
         }
         for task in waiting {
             let task = resume::resume_task(&ctx, &task, TaskStatus::Queued).await?;
@@ -335,9 +343,7 @@ impl AgentRunService {
                 }
                 _ => profile.definition.delegation.max_concurrent_invocations,
             };
-            ctx.scheduler
-                .submit(ctx.as_ref(), task, limit, false)
-                .await?;
+            scheduler.submit(task, limit, false).await?;
         }
         let span = tracing::info_span!(
             "run",
@@ -345,7 +351,7 @@ impl AgentRunService {
             profile = inv.profile.id().as_str(),
             resumed = true,
         );
-        self.spawn_executor(ctx, inv, messages, root_assembly, incoming, span);
+        self.spawn_executor(inv, messages, root_assembly, incoming, span);
         self.load_run(run_id).await
     }
 }

@@ -12,7 +12,7 @@ use tt_domain::invocation::{AgentInvocation, InvocationStatus};
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
 
-use crate::engine::context::RunContext;
+use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::handoff_chain::{settle_open_handoffs, settle_task};
@@ -27,8 +27,8 @@ impl AgentRunService {
         inv: &mut InvocationRuntime,
         incoming: Option<&TaskId>,
     ) -> ApplicationResult<()> {
-        ctx.scheduler
-            .cancel_all_unfinished(ctx, crate::engine::scheduler::RUN_STOPPED_REASON)
+        inv.scheduler
+            .cancel_all_unfinished(crate::engine::scheduler::RUN_STOPPED_REASON)
             .await?;
         ctx.guidance
             .close(
@@ -155,16 +155,17 @@ impl AgentRunService {
         Ok(())
     }
 
-    /// Ends a run that stops without finishing, as `end` says: closes the guidance mailbox,
-    /// cancels unfinished tasks, marks the foreground `invocation`, settles open handoffs, then
-    /// sets the terminal status and journals the run's end last. Best effort: a broken
-    /// journal must not hide the status change.
+    /// Ends the run `scheduler` serves, which stops without finishing, as `end` says: closes
+    /// the guidance mailbox, cancels unfinished tasks, marks the foreground `invocation`,
+    /// settles open handoffs, then sets the terminal status and journals the run's end last.
+    /// Best effort: a broken journal must not hide the status change.
     pub(super) async fn finalize_stopped(
         &self,
-        ctx: &RunContext,
+        scheduler: &std::sync::Arc<RunScheduler>,
         invocation: Option<&mut AgentInvocation>,
         end: RunEnd<'_>,
     ) {
+        let ctx = scheduler.host().as_ref();
         let discard_reason = match end {
             RunEnd::Cancelled => "run_cancel_requested",
             RunEnd::Failed(_) if ctx.commits().is_empty() => "run_failed_before_next_model_request",
@@ -174,8 +175,8 @@ impl AgentRunService {
             .close(&self.events, &ctx.run_id, discard_reason)
             .await
             .best_effort("discard pending guidance");
-        ctx.scheduler
-            .cancel_all_unfinished(ctx, crate::engine::scheduler::RUN_STOPPED_REASON)
+        scheduler
+            .cancel_all_unfinished(crate::engine::scheduler::RUN_STOPPED_REASON)
             .await
             .best_effort("cancel unfinished tasks");
         if let Some(invocation) = invocation {

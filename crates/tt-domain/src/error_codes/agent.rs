@@ -2,8 +2,6 @@
 //! host-facing codes a model failure surfaces under.
 
 super::error_codes! {
-    AGENT_ACTIVE_RUN_MISSING = "agent.active_run_missing", Internal,
-        "An agent still worked on a run whose context had already been dropped.";
     AGENT_ALREADY_EXISTS = "agent.already_exists", Storage,
         "The store already holds a record that was to be created new.";
     AGENT_APPROVAL_INVALID = "agent.approval_invalid", HostContract,

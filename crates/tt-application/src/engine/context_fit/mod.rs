@@ -306,7 +306,7 @@ async fn compact(
         let bytes = usize::try_from(summary_tokens * 3).unwrap_or(usize::MAX);
         summary = window::cut_middle(&transcript, bytes);
     }
-    crate::engine::model_turn::charge_usage(ctx, inv, response.usage.as_ref())?;
+    crate::engine::model_turn::charge_usage(inv, response.usage.as_ref())?;
     let step = ContextStep::Summary {
         first: spans.head_end,
         count: spans.tail_start - spans.head_end,

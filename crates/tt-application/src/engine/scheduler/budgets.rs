@@ -1,6 +1,7 @@
 //! Token and cost budgets of the run and of each delegated task: a task's budget is charged
 //! with its own model answers and those of every task below it, and a task over budget is
 //! ended with `agent.task_budget_exhausted`; the run's budget stops the run.
+use std::sync::Arc;
 use tt_domain::cost::Usd;
 use tt_domain::ids::{InvocationId, TaskId};
 
@@ -8,7 +9,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 
 use super::{CancelledBy, State, TaskHost, TaskScheduler, TaskTokens};
 
-impl TaskScheduler {
+impl<H: TaskHost> TaskScheduler<H> {
     /// Gives `task` (started, run by `invocation`) a token budget and a cost budget for its
     /// whole sub-tree (either may be `None`; with both `None` nothing is bounded).
     pub(crate) fn set_task_budget(
@@ -65,9 +66,8 @@ impl TaskScheduler {
     /// delegating agent goes on). Past the budget of a task above it, that task is ended with
     /// `agent.task_budget_exhausted` in the background (its sub-tree, this agent included, is
     /// cancelled first) and this agent stops here, as cancelled.
-    pub(crate) fn charge<C: TaskHost>(
-        &self,
-        ctx: &C,
+    pub(crate) fn charge(
+        self: &Arc<Self>,
         invocation: &InvocationId,
         spent: Spent,
     ) -> ApplicationResult<()> {
@@ -117,12 +117,9 @@ impl TaskScheduler {
         // worker, since ending it stops (and waits for) this worker too.
         state.closed.insert(crossed);
         drop(state);
-        let shared = ctx.shared()?;
+        let scheduler = Arc::clone(self);
         tokio::spawn(async move {
-            let ended = shared
-                .scheduler()
-                .end_over_budget(shared.as_ref(), &tokens.task, &exhausted)
-                .await;
+            let ended = scheduler.end_over_budget(&tokens.task, &exhausted).await;
             if let Err(error) = ended {
                 tracing::warn!(%error, "could not end a task past its token budget");
             }
@@ -133,12 +130,12 @@ impl TaskScheduler {
     /// Ends `task_id` `failed` with `exhausted` (its token budget, counted over its sub-tree,
     /// is spent): stops its worker, cancels the tasks below it deepest first, then records the
     /// failure, so the delegating agent gets a result it can act on.
-    pub(super) async fn end_over_budget<C: TaskHost>(
-        &self,
-        ctx: &C,
+    pub(super) async fn end_over_budget(
+        self: &Arc<Self>,
         task_id: &TaskId,
         exhausted: &ApplicationError,
     ) -> ApplicationResult<()> {
+        let ctx = self.host.as_ref();
         let freed = self.stop_worker(task_id).await;
         let task = ctx
             .services()
@@ -146,12 +143,12 @@ impl TaskScheduler {
             .load_task(ctx.run_id(), task_id)
             .await?;
         if !task.status.is_terminal() {
-            self.cancel_below(ctx, &task, &CancelledBy::Runtime).await?;
+            self.cancel_below(&task, &CancelledBy::Runtime).await?;
             ctx.fail_task(&task, exhausted).await?;
         }
         self.notify();
-        if let (Some(delegator), Ok(shared)) = (freed, ctx.shared()) {
-            self.admit_waiting(&shared, &delegator).await;
+        if let Some(delegator) = freed {
+            self.admit_waiting(&delegator).await;
         }
         Ok(())
     }

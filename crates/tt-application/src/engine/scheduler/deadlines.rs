@@ -7,7 +7,7 @@ use tt_domain::task::AgentTaskRecord;
 
 use super::{CancelledBy, TaskHost, TaskScheduler};
 
-impl TaskScheduler {
+impl<H: TaskHost> TaskScheduler<H> {
     /// Records that `invocation` started its work (for the idle limit).
     pub(crate) fn mark_started(&self, invocation: &InvocationId) {
         self.lock()
@@ -44,14 +44,14 @@ impl TaskScheduler {
     }
 
     /// Watches a task's deadline (from now) and idle limit, and cancels it when one passes.
-    pub(super) fn watch_limits<C: TaskHost>(&self, shared: &Arc<C>, task: &AgentTaskRecord) {
+    pub(super) fn watch_limits(self: &Arc<Self>, task: &AgentTaskRecord) {
         let budget = task.budget.unwrap_or_default();
         if budget.timeout_seconds.is_none() && budget.idle_timeout_seconds.is_none() {
             return;
         }
-        let stop = shared.cancel().child_token();
+        let stop = self.host.cancel().child_token();
         self.lock().watches.insert(task.id.clone(), stop.clone());
-        let ctx = Arc::clone(shared);
+        let scheduler = Arc::clone(self);
         let task_id = task.id.clone();
         let invocation = task.child_invocation_id.clone();
         let deadline = budget
@@ -63,7 +63,7 @@ impl TaskScheduler {
                 let now = tokio::time::Instant::now();
                 // Not started yet: look again after one idle period.
                 let idle_at = idle.map(|idle| {
-                    let state = ctx.scheduler().lock();
+                    let state = scheduler.lock();
                     if state.awaiting_person.contains(&invocation) {
                         return now + idle;
                     }
@@ -85,8 +85,7 @@ impl TaskScheduler {
                         "{DEADLINE_EXCEEDED}: stopped at its time limit of {}",
                         seconds(budget.timeout_seconds.unwrap_or_default())
                     )
-                } else if let (Some(idle), Some(last)) =
-                    (idle, idle_since(ctx.as_ref(), &invocation))
+                } else if let (Some(idle), Some(last)) = (idle, scheduler.idle_since(&invocation))
                     && now >= last + idle
                 {
                     format!(
@@ -96,24 +95,23 @@ impl TaskScheduler {
                 } else {
                     continue;
                 };
-                ctx.scheduler().lock().watches.remove(&task_id);
-                let _ = ctx
-                    .scheduler()
-                    .cancel_task_by(ctx.as_ref(), &task_id, &reason, CancelledBy::Deadline)
+                scheduler.lock().watches.remove(&task_id);
+                let _ = scheduler
+                    .cancel_task_by(&task_id, &reason, CancelledBy::Deadline)
                     .await;
                 return;
             }
         });
     }
-}
 
-/// When `invocation` last made progress, `None` while it waits for a person.
-fn idle_since<C: TaskHost>(ctx: &C, invocation: &InvocationId) -> Option<tokio::time::Instant> {
-    let state = ctx.scheduler().lock();
-    if state.awaiting_person.contains(invocation) {
-        return None;
+    /// When `invocation` last made progress, `None` while it waits for a person.
+    fn idle_since(&self, invocation: &InvocationId) -> Option<tokio::time::Instant> {
+        let state = self.lock();
+        if state.awaiting_person.contains(invocation) {
+            return None;
+        }
+        state.progress.get(invocation).copied()
     }
-    state.progress.get(invocation).copied()
 }
 
 /// Reason prefix of a task cancelled at its deadline.

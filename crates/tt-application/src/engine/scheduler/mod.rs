@@ -4,6 +4,10 @@
 //! Cancelling a task signals its worker, waits for the worker to stop, and only then records
 //! `cancelled`, so nothing a cancelled agent does is written after its cancellation.
 //!
+//! The scheduler is its own object, one per active run, shared as an `Arc` by whoever needs it
+//! (each agent's loop state, the run service's active run, each worker); it holds the run it
+//! serves (its `TaskHost`) and passes itself to every worker it starts.
+//!
 //! Here: the admission queue, workers and the cancel tree. Token and cost budgets are in
 //! `budgets`, the deadline and idle watches in `deadlines`.
 
@@ -61,29 +65,26 @@ impl CancelledBy {
 }
 
 /// The run a scheduler serves, as the scheduler sees it: the run's ports and journal, its
-/// cancel signal, the scheduler itself (reached again from the workers and watches it spawns),
-/// and the delegated worker it starts. The engine's run context implements it
-/// (`engine::child`), so the scheduler knows neither the run context nor the tool loop its
-/// workers run, and no engine file it uses uses it back.
+/// cancel signal, and the runner of the delegated worker it starts. The engine's run context
+/// implements it (`engine::child`), so the scheduler knows neither the run context nor the
+/// tool loop its workers run, and no engine file it uses uses it back.
 pub(crate) trait TaskHost: Send + Sync + Sized + 'static {
     fn run_id(&self) -> &RunId;
     fn services(&self) -> &RuntimeServices;
     fn events(&self) -> &EventSink;
     /// Fires on run cancel; each worker's token is a child of it.
     fn cancel(&self) -> &CancellationToken;
-    fn scheduler(&self) -> &TaskScheduler;
-    /// A shared handle to the run, for the workers and watches that outlive the call.
-    fn shared(&self) -> ApplicationResult<Arc<Self>>;
     /// Saves an invocation status change and journals it.
     fn set_invocation_status(
         &self,
         invocation: &mut AgentInvocation,
         status: InvocationStatus,
     ) -> impl Future<Output = ApplicationResult<bool>> + Send;
-    /// Runs a delegated task to a terminal state (`started`: admission already marked it
-    /// running). Returns `false` when its end could not be recorded.
+    /// Runs a delegated task to a terminal state, in the worker `scheduler` started for it
+    /// (`started`: admission already marked it running). Returns `false` when its end could
+    /// not be recorded.
     fn run_task(
-        self: Arc<Self>,
+        scheduler: Arc<TaskScheduler<Self>>,
         task: AgentTaskRecord,
         cancel: CancellationToken,
         started: bool,
@@ -202,8 +203,12 @@ impl State {
     }
 }
 
-/// Background workers of one run, and the admission queue of tasks waiting for a slot.
-pub(crate) struct TaskScheduler {
+/// Background workers of one run, and the admission queue of tasks waiting for a slot. Made
+/// once per active run (`TaskScheduler::new`) and shared as an `Arc`: the methods that start
+/// workers or watches hand them a clone of that `Arc`.
+pub(crate) struct TaskScheduler<H> {
+    /// The run this scheduler serves.
+    host: Arc<H>,
     state: Mutex<State>,
     /// Serializes starting waiting tasks, so they start (and journal `agent_task_started`) in
     /// the order they were queued.
@@ -211,17 +216,7 @@ pub(crate) struct TaskScheduler {
     changes: watch::Sender<u64>,
 }
 
-impl Default for TaskScheduler {
-    fn default() -> Self {
-        Self {
-            state: Mutex::new(State::default()),
-            admitting: tokio::sync::Mutex::new(()),
-            changes: watch::Sender::new(0),
-        }
-    }
-}
-
-impl std::fmt::Debug for TaskScheduler {
+impl<H: TaskHost> std::fmt::Debug for TaskScheduler<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskScheduler")
             .field("workers", &self.lock().workers.len())
@@ -229,7 +224,22 @@ impl std::fmt::Debug for TaskScheduler {
     }
 }
 
-impl TaskScheduler {
+impl<H: TaskHost> TaskScheduler<H> {
+    /// The scheduler of the run `host`, with no task yet.
+    pub(crate) fn new(host: Arc<H>) -> Arc<Self> {
+        Arc::new(Self {
+            host,
+            state: Mutex::new(State::default()),
+            admitting: tokio::sync::Mutex::new(()),
+            changes: watch::Sender::new(0),
+        })
+    }
+
+    /// The run this scheduler serves.
+    pub(crate) fn host(&self) -> &Arc<H> {
+        &self.host
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state
             .lock()
@@ -263,14 +273,12 @@ impl TaskScheduler {
     /// holds the admission lock throughout, so the busy count it reads is the one it acts on
     /// (the limit is never exceeded) and a waiting task cannot start before its
     /// `agent_task_queued` is in the journal.
-    pub(crate) async fn submit<C: TaskHost>(
-        &self,
-        ctx: &C,
+    pub(crate) async fn submit(
+        self: &Arc<Self>,
         task: AgentTaskRecord,
         limit: u32,
         journal_queued: bool,
     ) -> ApplicationResult<Admission> {
-        let shared = ctx.shared()?;
         let _admitting = self.admitting.lock().await;
         {
             let state = self.lock();
@@ -287,7 +295,7 @@ impl TaskScheduler {
             }
         }
         // The deadline counts from delegation, waiting for a slot included.
-        self.watch_limits(&shared, &task);
+        self.watch_limits(&task);
         let queued = {
             let mut state = self.lock();
             let delegator = task.parent_invocation_id.clone();
@@ -298,7 +306,7 @@ impl TaskScheduler {
             let queue_empty = state.queues.get(&delegator).is_none_or(VecDeque::is_empty);
             if busy < limit && queue_empty {
                 *state.busy.entry(delegator).or_default() += 1;
-                spawn_worker(&mut state, &shared, task, false);
+                self.spawn_worker(&mut state, task, false);
                 None
             } else {
                 let announced = task.clone();
@@ -321,8 +329,9 @@ impl TaskScheduler {
                         error: None,
                         queue_position: Some(position as u64),
                     };
-                    ctx.events()
-                        .record(ctx.run_id(), EventLevel::Info, &queued)
+                    self.host
+                        .events()
+                        .record(self.host.run_id(), EventLevel::Info, &queued)
                         .await?;
                 }
                 Admission::Queued { position }
@@ -335,41 +344,41 @@ impl TaskScheduler {
     /// Starts again a task that was running when its run was interrupted (`resume_run`): it
     /// takes back its delegating agent's slot, whatever the limit (it held one then), and its
     /// worker goes on from the agent's stored steps (`RunContext::take_replay`).
-    pub(crate) fn resume_running<C: TaskHost>(
-        &self,
-        ctx: &C,
-        task: AgentTaskRecord,
-    ) -> ApplicationResult<()> {
-        let shared = ctx.shared()?;
+    pub(crate) fn resume_running(self: &Arc<Self>, task: AgentTaskRecord) {
         // Its deadline and idle limit count again from now: the time the run was down is
         // not the task's.
-        self.watch_limits(&shared, &task);
+        self.watch_limits(&task);
         {
             let mut state = self.lock();
             *state
                 .busy
                 .entry(task.parent_invocation_id.clone())
                 .or_default() += 1;
-            spawn_worker(&mut state, &shared, task, true);
+            self.spawn_worker(&mut state, task, true);
         }
         self.notify();
-        Ok(())
     }
 
     /// Starts the waiting tasks of `delegator` that its free slots admit, in queue order: each
     /// is marked running before the next is taken, under one lock, so starts are journaled in
     /// FIFO order.
-    async fn admit_waiting<C: TaskHost>(&self, ctx: &Arc<C>, delegator: &InvocationId) {
+    async fn admit_waiting(self: &Arc<Self>, delegator: &InvocationId) {
         let _admitting = self.admitting.lock().await;
         loop {
             let Some(task) = self.lock().next_admitted(delegator) else {
                 return;
             };
-            let started =
-                transition_task(ctx.as_ref(), &task.id, TaskStatus::Running, None, None).await;
+            let started = transition_task(
+                self.host.as_ref(),
+                &task.id,
+                TaskStatus::Running,
+                None,
+                None,
+            )
+            .await;
             match started {
                 Ok(outcome) if outcome.changed => {
-                    spawn_worker(&mut self.lock(), ctx, task, true);
+                    self.spawn_worker(&mut self.lock(), task, true);
                     self.notify();
                 }
                 // Ended while waiting, or the store refused: give the slot back.
@@ -383,13 +392,52 @@ impl TaskScheduler {
         }
     }
 
-    async fn worker_exited<C: TaskHost>(&self, ctx: &Arc<C>, task_id: &TaskId) {
+    async fn worker_exited(self: &Arc<Self>, task_id: &TaskId) {
         self.stop_watch(task_id);
         let delegator = self.lock().release(task_id).map(|worker| worker.delegator);
         self.notify();
         if let Some(delegator) = delegator {
-            self.admit_waiting(ctx, &delegator).await;
+            self.admit_waiting(&delegator).await;
         }
+    }
+
+    /// Spawns the worker of an admitted task (its slot is already counted) and hands it this
+    /// scheduler. `started`: the task was already marked running by the admission queue.
+    fn spawn_worker(self: &Arc<Self>, state: &mut State, task: AgentTaskRecord, started: bool) {
+        let task_id = task.id.clone();
+        let delegator = task.parent_invocation_id.clone();
+        let cancel = self.host.cancel().child_token();
+        let worker_cancel = cancel.clone();
+        let worker_task_id = task_id.clone();
+        let scheduler = Arc::clone(self);
+        // The worker's span is a child of the span that admitted it (the delegating agent's
+        // `agent.delegate` call, or the worker whose end freed the slot), so each agent's spans
+        // form one tree under the run.
+        let span = tracing::info_span!(
+            "task_worker",
+            run_id = self.host.run_id().as_str(),
+            task_id = task_id.as_str(),
+            profile = task.target_profile_id.as_str(),
+        );
+        let handle = tokio::spawn(
+            async move {
+                let recorded =
+                    H::run_task(Arc::clone(&scheduler), task, worker_cancel, started).await;
+                if !recorded {
+                    scheduler.lock().lost.insert(worker_task_id.clone());
+                }
+                scheduler.worker_exited(&worker_task_id).await;
+            }
+            .instrument(span),
+        );
+        state.workers.insert(
+            task_id,
+            Worker {
+                cancel,
+                handle: Some(handle),
+                delegator,
+            },
+        );
     }
 
     /// Takes `task_id` out of its line, or signals its worker and waits for it to stop.
@@ -416,23 +464,17 @@ impl TaskScheduler {
     }
 
     /// Cancels the unfinished tasks `task` delegated, each with its own sub-tree first.
-    async fn cancel_below<C: TaskHost>(
-        &self,
-        ctx: &C,
+    async fn cancel_below(
+        self: &Arc<Self>,
         task: &AgentTaskRecord,
         by: &CancelledBy,
     ) -> ApplicationResult<()> {
         // A run's tasks are few, so one listing per cancelled level is cheap and happens only
         // on cancel.
-        for below in unfinished_delegations(ctx).await? {
+        for below in unfinished_delegations(self.host.as_ref()).await? {
             if below.parent_invocation_id == task.child_invocation_id {
-                Box::pin(self.cancel_task_by(
-                    ctx,
-                    &below.id,
-                    DELEGATOR_CANCELLED_REASON,
-                    by.clone(),
-                ))
-                .await?;
+                Box::pin(self.cancel_task_by(&below.id, DELEGATOR_CANCELLED_REASON, by.clone()))
+                    .await?;
             }
         }
         Ok(())
@@ -457,13 +499,12 @@ impl TaskScheduler {
 
     /// Cancels one task: stops its worker, then records `cancelled` for the task and its
     /// invocation unless it already ended. Never waits for the task's work to complete.
-    pub(crate) async fn cancel_task<C: TaskHost>(
-        &self,
-        ctx: &C,
+    pub(crate) async fn cancel_task(
+        self: &Arc<Self>,
         task_id: &TaskId,
         reason: &str,
     ) -> ApplicationResult<()> {
-        self.cancel_task_by(ctx, task_id, reason, CancelledBy::Runtime)
+        self.cancel_task_by(task_id, reason, CancelledBy::Runtime)
             .await
             .map(drop)
     }
@@ -473,13 +514,13 @@ impl TaskScheduler {
     /// then records `cancelled` for the task and its invocation. So no `cancelled` event of an
     /// agent is written before those of the agents below it, and nothing a cancelled agent does
     /// is written after its own. Returns the task as it ended and whether this call ended it.
-    pub(crate) async fn cancel_task_by<C: TaskHost>(
-        &self,
-        ctx: &C,
+    pub(crate) async fn cancel_task_by(
+        self: &Arc<Self>,
         task_id: &TaskId,
         reason: &str,
         by: CancelledBy,
     ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
+        let ctx = self.host.as_ref();
         let freed = self.stop_worker(task_id).await;
         let task = ctx
             .services()
@@ -488,7 +529,7 @@ impl TaskScheduler {
             .await?;
         if !task.status.is_terminal() {
             // The task's own delegations go first.
-            self.cancel_below(ctx, &task, &by).await?;
+            self.cancel_below(&task, &by).await?;
         }
         let outcome = ctx
             .services()
@@ -518,23 +559,22 @@ impl TaskScheduler {
         }
         self.notify();
         // Its slot is free: the delegating agent's next waiting task may start.
-        if let (Some(delegator), Ok(shared)) = (freed, ctx.shared()) {
-            self.admit_waiting(&shared, &delegator).await;
+        if let Some(delegator) = freed {
+            self.admit_waiting(&delegator).await;
         }
         Ok(outcome)
     }
 
     /// Cancels the unfinished delegated tasks created by `parent`.
-    pub(crate) async fn cancel_unfinished_for_parent<C: TaskHost>(
-        &self,
-        ctx: &C,
+    pub(crate) async fn cancel_unfinished_for_parent(
+        self: &Arc<Self>,
         parent: &InvocationId,
         reason: &str,
     ) -> ApplicationResult<()> {
         self.close_queue(Some(parent));
-        for task in unfinished_delegations(ctx).await? {
+        for task in unfinished_delegations(self.host.as_ref()).await? {
             if &task.parent_invocation_id == parent {
-                self.cancel_task(ctx, &task.id, reason).await?;
+                self.cancel_task(&task.id, reason).await?;
             }
         }
         Ok(())
@@ -545,14 +585,13 @@ impl TaskScheduler {
     /// closes its agent (`agent_loop_finished`, `agent_invocation_completed`), and the run's
     /// end must come after that, so that no agent of an ended run is left `running` and no
     /// event follows the run's terminal one.
-    pub(crate) async fn cancel_all_unfinished<C: TaskHost>(
-        &self,
-        ctx: &C,
+    pub(crate) async fn cancel_all_unfinished(
+        self: &Arc<Self>,
         reason: &str,
     ) -> ApplicationResult<()> {
         self.close_queue(None);
-        for task in unfinished_delegations(ctx).await? {
-            self.cancel_task(ctx, &task.id, reason).await?;
+        for task in unfinished_delegations(self.host.as_ref()).await? {
+            self.cancel_task(&task.id, reason).await?;
         }
         self.join_workers().await;
         Ok(())
@@ -583,10 +622,11 @@ pub(crate) const HOST_CANCELLED_REASON: &str = "stopped by the user";
 /// The host's `cancel_task`: coded errors for an unknown task (`agent.task_not_found`), a
 /// handoff (`agent.task_not_cancellable`: only delegated tasks can be cancelled alone) and a
 /// task that already ended (`agent.task_already_finished`).
-pub(crate) async fn cancel_task_as_host<C: TaskHost>(
-    ctx: &C,
+pub(crate) async fn cancel_task_as_host<H: TaskHost>(
+    scheduler: &Arc<TaskScheduler<H>>,
     task_id: &TaskId,
 ) -> ApplicationResult<AgentTaskRecord> {
+    let ctx = scheduler.host();
     let task = ctx
         .services()
         .invocations
@@ -615,66 +655,13 @@ pub(crate) async fn cancel_task_as_host<C: TaskHost>(
     if task.status.is_terminal() {
         return Err(already(&task));
     }
-    let outcome = ctx
-        .scheduler()
-        .cancel_task_by(ctx, task_id, HOST_CANCELLED_REASON, CancelledBy::Host)
+    let outcome = scheduler
+        .cancel_task_by(task_id, HOST_CANCELLED_REASON, CancelledBy::Host)
         .await?;
     if !outcome.changed {
         return Err(already(&outcome.task));
     }
     Ok(outcome.task)
-}
-
-/// Spawns the worker of an admitted task (its slot is already counted). `started`: the task
-/// was already marked running by the admission queue.
-fn spawn_worker<C: TaskHost>(
-    state: &mut State,
-    shared: &Arc<C>,
-    task: AgentTaskRecord,
-    started: bool,
-) {
-    let task_id = task.id.clone();
-    let delegator = task.parent_invocation_id.clone();
-    let cancel = shared.cancel().child_token();
-    let worker_cancel = cancel.clone();
-    let worker_task_id = task_id.clone();
-    let worker_ctx = Arc::clone(shared);
-    // The worker's span is a child of the span that admitted it (the delegating agent's
-    // `agent.delegate` call, or the worker whose end freed the slot), so each agent's spans
-    // form one tree under the run.
-    let span = tracing::info_span!(
-        "task_worker",
-        run_id = shared.run_id().as_str(),
-        task_id = task_id.as_str(),
-        profile = task.target_profile_id.as_str(),
-    );
-    let handle = tokio::spawn(
-        async move {
-            let recorded = Arc::clone(&worker_ctx)
-                .run_task(task, worker_cancel, started)
-                .await;
-            if !recorded {
-                worker_ctx
-                    .scheduler()
-                    .lock()
-                    .lost
-                    .insert(worker_task_id.clone());
-            }
-            worker_ctx
-                .scheduler()
-                .worker_exited(&worker_ctx, &worker_task_id)
-                .await;
-        }
-        .instrument(span),
-    );
-    state.workers.insert(
-        task_id,
-        Worker {
-            cancel,
-            handle: Some(handle),
-            delegator,
-        },
-    );
 }
 
 async fn unfinished_delegations<C: TaskHost>(ctx: &C) -> ApplicationResult<Vec<AgentTaskRecord>> {

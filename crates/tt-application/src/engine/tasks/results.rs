@@ -11,7 +11,7 @@ use tt_domain::tool::ToolName;
 use tt_ports::{EventPage, RunDocument};
 
 use crate::delegation::rendering::{CapsuleEntry, ReaderState, render_injected_results};
-use crate::engine::context::RunContext;
+use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 
@@ -47,9 +47,10 @@ pub(crate) async fn result_document(
     }
 }
 
-/// A capsule entry for a task.
+/// A capsule entry for a task (a waiting one shows its place in `scheduler`'s line).
 pub(crate) async fn capsule_entry(
     ctx: &RunContext,
+    scheduler: &RunScheduler,
     task: &AgentTaskRecord,
 ) -> ApplicationResult<CapsuleEntry> {
     let document = result_document(ctx, task).await?;
@@ -72,7 +73,7 @@ pub(crate) async fn capsule_entry(
             None
         },
         queue_position: match task.status {
-            TaskStatus::Queued => ctx.scheduler.queue_position(task),
+            TaskStatus::Queued => scheduler.queue_position(task),
             _ => None,
         },
     })
@@ -237,7 +238,7 @@ pub(crate) async fn delegated_by(
     // the started ones (its record turns `running` a moment later).
     tasks.sort_by_cached_key(|task| {
         let rank = match task.status {
-            TaskStatus::Queued => ctx.scheduler.queue_position(task).unwrap_or(0),
+            TaskStatus::Queued => inv.scheduler.queue_position(task).unwrap_or(0),
             _ => 0,
         };
         (task.creation_seq, task.created_at, rank, task.id.clone())
@@ -261,7 +262,7 @@ pub(crate) async fn take_injection(
     }
     let mut entries = Vec::with_capacity(fresh.len());
     for task in &fresh {
-        entries.push(capsule_entry(ctx, task).await?);
+        entries.push(capsule_entry(ctx, &inv.scheduler, task).await?);
     }
     let task_ids: Vec<TaskId> = fresh.into_iter().map(|task| task.id).collect();
     let injected = tt_domain::event_payload::AgentResultsInjected {
@@ -298,7 +299,7 @@ pub(crate) async fn replay_injection(
             .invocations
             .load_task(&ctx.run_id, task_id)
             .await?;
-        entries.push(capsule_entry(ctx, &task).await?);
+        entries.push(capsule_entry(ctx, &inv.scheduler, &task).await?);
     }
     inv.delivered.extend(tasks.iter().cloned());
     let reader = ReaderState {

@@ -44,15 +44,15 @@ impl TaskView for RunTaskView<'_> {
     }
 
     fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize> {
-        self.ctx.scheduler.queue_position(task)
+        self.inv.scheduler.queue_position(task)
     }
 
     fn task_tokens(&self) -> Option<(u64, u64)> {
-        self.ctx.scheduler.task_tokens(&self.inv.invocation.id)
+        self.inv.scheduler.task_tokens(&self.inv.invocation.id)
     }
 
     fn run_tokens(&self) -> (u64, Option<u64>) {
-        self.ctx.scheduler.run_tokens()
+        self.inv.scheduler.run_tokens()
     }
 }
 
@@ -71,10 +71,9 @@ impl TaskControl for RunTaskView<'_> {
         task_id: &TaskId,
         reason: &str,
     ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
-        self.ctx
+        self.inv
             .scheduler
             .cancel_task_by(
-                self.ctx,
                 task_id,
                 reason,
                 CancelledBy::Agent(self.inv.invocation.id.clone()),
@@ -226,9 +225,9 @@ pub(crate) async fn agent_delegate(
         .await?;
     let task_id = task.id.clone();
     // A waiting task's `agent_task_queued {queuePosition}` is journaled by the scheduler.
-    let admission = ctx
+    let admission = inv
         .scheduler
-        .submit(ctx, task, caller.max_concurrent_invocations, true)
+        .submit(task, caller.max_concurrent_invocations, true)
         .await?;
     let (content, structured) = match admission {
         Admission::Started => started_answer(agent_id.as_str(), &task_id),
@@ -312,7 +311,7 @@ pub(crate) async fn agent_await(
     ctx.events
         .record(&ctx.run_id, EventLevel::Info, &started)
         .await?;
-    let mut changes = ctx.scheduler.subscribe();
+    let mut changes = inv.scheduler.subscribe();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(args.timeout_ms);
     // The selected tasks in order; a terminal task never changes again (first terminal write
     // wins), so each wake-up reloads only the ones still open.
@@ -329,7 +328,7 @@ pub(crate) async fn agent_await(
         // The run's agent ends the run once its tasks crossed the run's token budget, without
         // waiting for the rest of them (the run's end cancels them).
         if inv.owns_run()
-            && let Some(exhausted) = ctx.scheduler.run_budget_exhausted()
+            && let Some(exhausted) = inv.scheduler.run_budget_exhausted()
         {
             return Err(exhausted.into());
         }
@@ -358,7 +357,7 @@ pub(crate) async fn agent_await(
         // A task whose end the store could not record will not end: do not wait for it.
         let all_finished = current
             .iter()
-            .all(|task| task.status.is_terminal() || ctx.scheduler.is_lost(&task.id));
+            .all(|task| task.status.is_terminal() || inv.scheduler.is_lost(&task.id));
         let done = match args.mode {
             AwaitMode::StatusOnly => true,
             AwaitMode::NextCompleted => all_finished || current.iter().any(fresh),
@@ -403,7 +402,7 @@ pub(crate) async fn agent_await(
                 "alreadyDelivered": true,
             }));
         } else {
-            let entry = capsule_entry(ctx, task).await?;
+            let entry = capsule_entry(ctx, &inv.scheduler, task).await?;
             views.push(await_view(&entry));
             entries.push(entry);
         }
@@ -491,6 +490,6 @@ pub(crate) async fn task_return(
     ctx.events
         .record(&ctx.run_id, EventLevel::Info, &returned)
         .await?;
-    ctx.scheduler.notify();
+    inv.scheduler.notify();
     Ok((written.success, written.returned))
 }
