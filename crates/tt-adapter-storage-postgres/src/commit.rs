@@ -184,11 +184,7 @@ impl JournalCommitter {
 
     /// Writes `writes` of `run_id` in one batch, as one unit: all of them commit together or
     /// none does. Answers one number per write, in order: an event's seq, 0 for the others.
-    pub(crate) async fn submit(
-        &self,
-        run_id: &str,
-        writes: Vec<Write>,
-    ) -> StorageResult<Vec<u64>> {
+    pub(crate) async fn submit(&self, run_id: &str, writes: Vec<Write>) -> StorageResult<Vec<u64>> {
         let (reply, answer) = oneshot::channel();
         let stopped = || StorageError::Other("the group committer has stopped".to_owned());
         self.queue
@@ -231,13 +227,9 @@ async fn commit_loop(
             Err(_) if batch.len() > 1 => {
                 let mut answers = Vec::with_capacity(batch.len());
                 for pending in &batch {
-                    let alone = commit_batch(
-                        &mut client,
-                        &url,
-                        &ownership,
-                        std::slice::from_ref(pending),
-                    )
-                    .await;
+                    let alone =
+                        commit_batch(&mut client, &url, &ownership, std::slice::from_ref(pending))
+                            .await;
                     answers.push(alone.unwrap_or_else(|taken| vec![Err(taken)]).remove(0));
                 }
                 answers

@@ -147,7 +147,15 @@ where
                     .write_serialized_document(run_id, &document, &body)
                     .await?;
             }
-            RunWrite::Invocation(invocation) => store.save_invocation(&invocation).await?,
+            RunWrite::Invocation(invocation) => {
+                store.save_invocation(&invocation).await?;
+                // A crash here leaves an agent with no task yet (docs/resume.md); tests stop a
+                // process at this line to check that resume takes the agent up.
+                tracing::debug!(
+                    agent = invocation.id.as_str(),
+                    "invocation record written; writing the rest of its unit"
+                );
+            }
             RunWrite::Task(task) => store.create_task(&task).await?,
             RunWrite::Event(_) => {}
         }

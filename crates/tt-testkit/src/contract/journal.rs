@@ -415,8 +415,15 @@ pub async fn commit_writes_records_with_their_events(s: StorageUnderTest) {
         s.invocations.load_invocation(id, &inv_a.id).await.unwrap(),
         inv_a
     );
-    assert_eq!(s.invocations.load_task(id, &task_a.id).await.unwrap(), task_a);
-    let read = s.journal.read(id, &page(Some(1), None, None)).await.unwrap();
+    assert_eq!(
+        s.invocations.load_task(id, &task_a.id).await.unwrap(),
+        task_a
+    );
+    let read = s
+        .journal
+        .read(id, &page(Some(1), None, None))
+        .await
+        .unwrap();
     assert_eq!(read, stored);
 
     // A task id that is taken: the unit fails and nothing after the task is written.
@@ -437,7 +444,11 @@ pub async fn commit_writes_records_with_their_events(s: StorageUnderTest) {
     );
     let after_failure = s.journal.last_seq(id).await.unwrap();
     assert!(after_failure == 5 || after_failure == 6, "{after_failure}");
-    let tail = s.journal.read(id, &page(Some(5), None, None)).await.unwrap();
+    let tail = s
+        .journal
+        .read(id, &page(Some(5), None, None))
+        .await
+        .unwrap();
     assert!(tail.iter().all(|event| event.payload["n"] != json!(7)));
 
     // Units side by side, one of them failing, and single appends between them.
@@ -460,17 +471,19 @@ pub async fn commit_writes_records_with_their_events(s: StorageUnderTest) {
                     )
                     .await
                     .map(|_| Vec::new()),
-                t if t % 2 == 0 => journal
-                    .commit(
-                        id,
-                        vec![
-                            args_write(&format!("call_{t}"), t),
-                            RunWrite::Task(task(&run, &format!("task_{t}"), 4)),
-                            RunWrite::Event(tool_event(id, base, "inv_a")),
-                            RunWrite::Event(tool_event(id, base + 1, "inv_a")),
-                        ],
-                    )
-                    .await,
+                t if t % 2 == 0 => {
+                    journal
+                        .commit(
+                            id,
+                            vec![
+                                args_write(&format!("call_{t}"), t),
+                                RunWrite::Task(task(&run, &format!("task_{t}"), 4)),
+                                RunWrite::Event(tool_event(id, base, "inv_a")),
+                                RunWrite::Event(tool_event(id, base + 1, "inv_a")),
+                            ],
+                        )
+                        .await
+                }
                 _ => journal
                     .append(tool_event(id, base, "inv_b"))
                     .await
@@ -494,7 +507,11 @@ pub async fn commit_writes_records_with_their_events(s: StorageUnderTest) {
     }
     let last = s.journal.last_seq(id).await.unwrap();
     assert_eq!(last, after_failure + u64::try_from(new_events).unwrap());
-    let all = s.journal.read(id, &page(None, None, Some(500))).await.unwrap();
+    let all = s
+        .journal
+        .read(id, &page(None, None, Some(500)))
+        .await
+        .unwrap();
     assert_eq!(
         all.iter().map(|event| event.seq).collect::<Vec<_>>(),
         (1..=last).collect::<Vec<_>>()
