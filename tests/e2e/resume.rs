@@ -250,7 +250,8 @@ pub(crate) enum Point {
     /// A root whose prompt the host assembled waits for its second answer.
     AssembledRootBetweenModelCalls,
     /// The lead's first `agent.delegate` call has written its agent's record and not yet
-    /// registered the task (the process freezes at the runtime's `registering its task` log).
+    /// registered the task (the process freezes at the store's `invocation record written` log,
+    /// which the file store's one-by-one `RunJournal::commit` writes after the record).
     DelegateBeforeTask,
     /// A root that was reminded to use its tools (before it published) waits for its answer
     /// after publishing.
@@ -428,8 +429,9 @@ enum HoldAt {
     /// event marks (the process is killed there):
     /// - `HandoffBeforeTransfer`: the close of the `tool_call` span of an `agent.handoff` call
     ///   (its handoff registered and answered, its caller not yet `transferred`);
-    /// - `DelegateBeforeTask`: the runtime's `registering its task` log, written between an
-    ///   agent's record and its task's;
+    /// - `DelegateBeforeTask`: the `invocation record written` log of `tt_ports::commit_in_order`
+    ///   (the file store's `RunJournal::commit`), written between an agent's record and the
+    ///   rest of its unit (`agent_invocation_created`, its task's record and events);
     /// - `PromotedBeforeJournaled`: the runtime's `persist/ promoted` log, written between
     ///   the promotion and its event.
     Freeze(Point),
@@ -521,7 +523,7 @@ impl tracing::Subscriber for Hold {
         event.record(&mut fields);
         let has = |text: &str| fields.message.contains(text);
         match self.at {
-            HoldAt::Freeze(Point::DelegateBeforeTask) if has("registering its task") => {
+            HoldAt::Freeze(Point::DelegateBeforeTask) if has("invocation record written") => {
                 Hold::freeze()
             }
             HoldAt::Freeze(Point::PromotedBeforeJournaled) if has("persist/ promoted") => {

@@ -1,12 +1,15 @@
-//! Group commit of journal appends and run documents, the writes a model turn makes most.
+//! Group commit of journal appends and run documents, the writes a model turn makes most, and
+//! of the invocation and task records written together with the events that name them.
 //! Every such write of the store (any run) goes to one queue; one task takes everything
 //! queued, writes it in one statement (one transaction, one WAL flush) on its own connection,
 //! and answers each caller once that statement committed, so a write is still durable when it
-//! returns. While a batch commits the next one gathers. Several events appended at once
-//! (`RunJournal::append_all`) are one unit of the queue: they go into one batch and commit
-//! together, one round trip for all of them. Seqs follow the
+//! returns. While a batch commits the next one gathers. Several writes made at once
+//! (`RunJournal::append_all`, `RunJournal::commit`) are one unit of the queue: they go into one
+//! batch and commit together, one round trip for all of them. Seqs follow the
 //! queue's order within a run, and the statement refuses the runs whose lease this store no
 //! longer holds (it locks the lease row, so a takeover waits for the batch, or the batch for it).
+//! A new task whose id is taken fails the whole statement (a unique violation); the batch is
+//! then written again one unit at a time, so only that unit fails (`AlreadyExists`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -22,10 +25,12 @@ use crate::pool::connect;
 const MAX_BATCH: usize = 1024;
 
 /// One batch, in one statement: the events in queue order, numbered per run from the run's
-/// head, and stored; the run documents stored (the last write of a path in the batch wins, as
-/// if they had run one after another); the newest seq of each run notified on `tt_journal`.
-/// A run whose lease row this store does not hold is left out (its callers learn why
-/// afterwards). Answers `(0, ord, seq)` per stored event and `(1, ord, 0)` per stored document.
+/// head, and stored; the run documents and invocation records stored (the last write of a path
+/// or an invocation in the batch wins, as if they had run one after another); the new tasks
+/// inserted (a taken task id fails the statement); the newest seq of each run notified on
+/// `tt_journal`. A run whose lease row this store does not hold is left out (its callers learn
+/// why afterwards). Answers `(0, ord, seq)` per stored event, `(1, ord, 0)` per stored
+/// document, `(2, ord, 0)` per stored invocation and `(3, ord, 0)` per stored task.
 const WRITE_BATCH: &str = "
 WITH events_in AS (
     SELECT run_id, body, ord
@@ -33,10 +38,21 @@ WITH events_in AS (
 docs_in AS (
     SELECT run_id, path, body, ord
     FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS d (run_id, path, body, ord)),
+invs_in AS (
+    SELECT run_id, invocation_id, body, ord
+    FROM unnest($7::text[], $8::text[], $9::text[])
+         WITH ORDINALITY AS i (run_id, invocation_id, body, ord)),
+tasks_in AS (
+    SELECT run_id, task_id, parent_id, child_id, workspace_key, delegation, body, ord
+    FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[],
+                $16::text[])
+         WITH ORDINALITY AS t (run_id, task_id, parent_id, child_id, workspace_key, delegation,
+                               body, ord)),
 held AS (
     SELECT l.run_id FROM run_leases l
     WHERE l.owner_id = $6
-      AND l.run_id IN (SELECT run_id FROM events_in UNION SELECT run_id FROM docs_in)
+      AND l.run_id IN (SELECT run_id FROM events_in UNION SELECT run_id FROM docs_in
+                       UNION SELECT run_id FROM invs_in UNION SELECT run_id FROM tasks_in)
     FOR KEY SHARE),
 counts AS (
     SELECT run_id, count(*) AS n FROM events_in
@@ -60,19 +76,49 @@ docs_stored AS (
     INSERT INTO run_documents (run_id, path, body)
     SELECT run_id, path, body FROM docs_kept
     ON CONFLICT (run_id, path) DO UPDATE SET body = EXCLUDED.body),
+invs_kept AS (
+    SELECT DISTINCT ON (run_id, invocation_id) run_id, invocation_id, body FROM invs_in
+    WHERE run_id IN (SELECT run_id FROM held)
+    ORDER BY run_id, invocation_id, ord DESC),
+invs_stored AS (
+    INSERT INTO invocations (run_id, invocation_id, body)
+    SELECT run_id, invocation_id, body FROM invs_kept
+    ON CONFLICT (run_id, invocation_id) DO UPDATE SET body = EXCLUDED.body),
+tasks_stored AS (
+    INSERT INTO tasks (run_id, task_id, parent_id, child_id, workspace_key, delegation, body)
+    SELECT run_id, task_id, parent_id, child_id, workspace_key, delegation, body FROM tasks_in
+    WHERE run_id IN (SELECT run_id FROM held)),
 heard AS (
     SELECT count(pg_notify('tt_journal', run_id || ' ' || last)::text) AS notes
     FROM (SELECT run_id, max(seq) AS last FROM numbered GROUP BY run_id) AS tails)
 SELECT 0, numbered.ord, numbered.seq FROM numbered CROSS JOIN heard
 UNION ALL
-SELECT 1, d.ord, 0 FROM docs_in d WHERE d.run_id IN (SELECT run_id FROM held)";
+SELECT 1, d.ord, 0 FROM docs_in d WHERE d.run_id IN (SELECT run_id FROM held)
+UNION ALL
+SELECT 2, i.ord, 0 FROM invs_in i WHERE i.run_id IN (SELECT run_id FROM held)
+UNION ALL
+SELECT 3, t.ord, 0 FROM tasks_in t WHERE t.run_id IN (SELECT run_id FROM held)";
 
 /// What a caller asked to write.
-enum Write {
+pub(crate) enum Write {
     /// A journal event's JSON; answered with its seq.
     Event { body: String },
     /// A run document at `path`; answered with 0.
     Document { path: String, body: String },
+    /// An invocation record's JSON; answered with 0.
+    Invocation { invocation_id: String, body: String },
+    /// A new task record's JSON and its indexed columns; answered with 0.
+    Task(NewTaskRow),
+}
+
+/// A new task's row, as `AgentInvocationRepository::create_task` inserts it.
+pub(crate) struct NewTaskRow {
+    pub task_id: String,
+    pub parent_id: String,
+    pub child_id: String,
+    pub workspace_key: String,
+    pub delegation: bool,
+    pub body: String,
 }
 
 /// One caller's writes (of one run) waiting for their batch: they always go into the same
@@ -136,7 +182,9 @@ impl JournalCommitter {
             .map(drop)
     }
 
-    async fn submit(&self, run_id: &str, writes: Vec<Write>) -> StorageResult<Vec<u64>> {
+    /// Writes `writes` of `run_id` in one batch, as one unit: all of them commit together or
+    /// none does. Answers one number per write, in order: an event's seq, 0 for the others.
+    pub(crate) async fn submit(&self, run_id: &str, writes: Vec<Write>) -> StorageResult<Vec<u64>> {
         let (reply, answer) = oneshot::channel();
         let stopped = || StorageError::Other("the group committer has stopped".to_owned());
         self.queue
@@ -172,7 +220,22 @@ async fn commit_loop(
         let Some(ownership) = ownership.upgrade() else {
             return;
         };
-        let answers = commit_batch(&mut client, &url, &ownership, &batch).await;
+        let answers = match commit_batch(&mut client, &url, &ownership, &batch).await {
+            Ok(answers) => answers,
+            // A taken task id failed the statement, which left nothing: each unit again on
+            // its own, so only the one with that task fails.
+            Err(_) if batch.len() > 1 => {
+                let mut answers = Vec::with_capacity(batch.len());
+                for pending in &batch {
+                    let alone =
+                        commit_batch(&mut client, &url, &ownership, std::slice::from_ref(pending))
+                            .await;
+                    answers.push(alone.unwrap_or_else(|taken| vec![Err(taken)]).remove(0));
+                }
+                answers
+            }
+            Err(taken) => vec![Err(taken)],
+        };
         for (pending, answer) in batch.drain(..).zip(answers) {
             // A caller that stopped waiting still had its event committed.
             let _ = pending.reply.send(answer);
@@ -187,18 +250,20 @@ fn io_error(what: &str, message: &str) -> StorageError {
     }
 }
 
-/// Commits one batch; one answer per pending caller, in order.
+/// Commits one batch; one answer per pending caller, in order. `Err` (with what a unit of
+/// its own would answer) when the statement failed on a task id that is taken, which
+/// rolled all of it back: the caller then tries the units one at a time.
 async fn commit_batch(
     client: &mut Option<(Client, Statement)>,
     url: &str,
     ownership: &Ownership,
     batch: &[Pending],
-) -> Vec<StorageResult<Vec<u64>>> {
-    let failed = |message: &str| -> Vec<StorageResult<Vec<u64>>> {
-        batch
+) -> Result<Vec<StorageResult<Vec<u64>>>, StorageError> {
+    let failed = |message: &str| -> Result<Vec<StorageResult<Vec<u64>>>, StorageError> {
+        Ok(batch
             .iter()
             .map(|p| Err(io_error(&format!("runs/{}/events", p.run_id), message)))
-            .collect()
+            .collect())
     };
     if client.as_ref().is_none_or(|(conn, _)| conn.is_closed()) {
         let fresh = match connect(url).await {
@@ -219,6 +284,16 @@ async fn commit_batch(
     let mut doc_runs: Vec<&str> = Vec::new();
     let mut doc_paths: Vec<&str> = Vec::new();
     let mut doc_bodies: Vec<&str> = Vec::new();
+    let mut inv_runs: Vec<&str> = Vec::new();
+    let mut inv_ids: Vec<&str> = Vec::new();
+    let mut inv_bodies: Vec<&str> = Vec::new();
+    let mut task_runs: Vec<&str> = Vec::new();
+    let mut task_ids: Vec<&str> = Vec::new();
+    let mut task_parents: Vec<&str> = Vec::new();
+    let mut task_children: Vec<&str> = Vec::new();
+    let mut task_keys: Vec<&str> = Vec::new();
+    let mut task_delegations: Vec<bool> = Vec::new();
+    let mut task_bodies: Vec<&str> = Vec::new();
     // Each pending caller's writes' (kind, 1-based position among its kind), as the
     // statement answers.
     let mut keys: Vec<Vec<(i32, i64)>> = Vec::with_capacity(batch.len());
@@ -237,20 +312,64 @@ async fn commit_batch(
                     doc_bodies.push(body);
                     mine.push((1, ordinal(doc_runs.len())));
                 }
+                Write::Invocation {
+                    invocation_id,
+                    body,
+                } => {
+                    inv_runs.push(&pending.run_id);
+                    inv_ids.push(invocation_id);
+                    inv_bodies.push(body);
+                    mine.push((2, ordinal(inv_runs.len())));
+                }
+                Write::Task(task) => {
+                    task_runs.push(&pending.run_id);
+                    task_ids.push(&task.task_id);
+                    task_parents.push(&task.parent_id);
+                    task_children.push(&task.child_id);
+                    task_keys.push(&task.workspace_key);
+                    task_delegations.push(task.delegation);
+                    task_bodies.push(&task.body);
+                    mine.push((3, ordinal(task_runs.len())));
+                }
             }
         }
         keys.push(mine);
     }
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 16] = [
         &event_runs,
         &event_bodies,
         &doc_runs,
         &doc_paths,
         &doc_bodies,
         &ownership.owner_id,
+        &inv_runs,
+        &inv_ids,
+        &inv_bodies,
+        &task_runs,
+        &task_ids,
+        &task_parents,
+        &task_children,
+        &task_keys,
+        &task_delegations,
+        &task_bodies,
     ];
     let rows = match conn.query(statement, &params).await {
         Ok(rows) => rows,
+        Err(err) if err.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
+            return Err(StorageError::AlreadyExists {
+                what: match batch {
+                    [only] => only
+                        .writes
+                        .iter()
+                        .find_map(|write| match write {
+                            Write::Task(task) => Some(format!("task {}", task.task_id)),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| format!("a record of run {}", only.run_id)),
+                    _ => "a task".to_owned(),
+                },
+            });
+        }
         Err(err) => return failed(&err.to_string()),
     };
     let mut written: HashMap<(i32, i64), i64> = HashMap::with_capacity(rows.len());
@@ -266,7 +385,7 @@ async fn commit_batch(
             refused.insert(pending.run_id.as_str(), why);
         }
     }
-    batch
+    Ok(batch
         .iter()
         .zip(&keys)
         .map(|(pending, mine)| {
@@ -287,7 +406,7 @@ async fn commit_batch(
                 }),
             }
         })
-        .collect()
+        .collect())
 }
 
 fn ordinal(count: usize) -> i64 {

@@ -9,9 +9,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
 use tt_domain::ids::RunId;
-use tt_ports::{EventPage, RunJournal, StorageError, StorageResult};
+use tt_domain::task::TaskContinuation;
+use tt_ports::{EventPage, RunJournal, RunWrite, StorageError, StorageResult};
 
 use crate::PostgresStore;
+use crate::commit::{NewTaskRow, Write};
 use crate::error::{io, parse, to_json};
 
 fn event_from_row(run_id: &RunId, seq: i64, body: &str) -> StorageResult<AgentRunEvent> {
@@ -54,6 +56,79 @@ impl RunJournal for PostgresStore {
         // One unit of the group commit: the events commit together, in this order.
         let seqs = self.journal.append_all(run_id.as_str(), bodies).await?;
         Ok(stored
+            .into_iter()
+            .zip(seqs)
+            .map(|(event, seq)| AgentRunEvent { seq, ..event })
+            .collect())
+    }
+
+    /// One unit of the group commit: the records and events commit together, in one batch
+    /// (one round trip, one flush), or none of them does.
+    async fn commit(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+    ) -> StorageResult<Vec<AgentRunEvent>> {
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let foreign = |other: &RunId| {
+            StorageError::Other(format!(
+                "commit takes writes of one run, got {run_id} and {other}"
+            ))
+        };
+        let mut events = Vec::new();
+        let mut queued = Vec::with_capacity(writes.len());
+        for write in writes {
+            queued.push(match write {
+                RunWrite::Event(event) => {
+                    if event.run_id != *run_id {
+                        return Err(foreign(&event.run_id));
+                    }
+                    let event = event.with_seq(0);
+                    let body = to_json("event", &event)?;
+                    events.push(event);
+                    Write::Event { body }
+                }
+                RunWrite::Document { document, body } => Write::Document {
+                    path: document.relative_path(),
+                    body: body.as_str().to_owned(),
+                },
+                RunWrite::Invocation(invocation) => {
+                    if invocation.run_id != *run_id {
+                        return Err(foreign(&invocation.run_id));
+                    }
+                    Write::Invocation {
+                        invocation_id: invocation.id.as_str().to_owned(),
+                        body: to_json("invocation", &invocation)?,
+                    }
+                }
+                RunWrite::Task(task) => {
+                    if task.run_id != *run_id {
+                        return Err(foreign(&task.run_id));
+                    }
+                    Write::Task(NewTaskRow {
+                        task_id: task.id.as_str().to_owned(),
+                        parent_id: task.parent_invocation_id.as_str().to_owned(),
+                        child_id: task.child_invocation_id.as_str().to_owned(),
+                        workspace_key: task.workspace_key.clone(),
+                        delegation: task.continuation == TaskContinuation::ReturnToParent,
+                        body: to_json("task", &task)?,
+                    })
+                }
+            });
+        }
+        let is_event: Vec<bool> = queued
+            .iter()
+            .map(|write| matches!(write, Write::Event { .. }))
+            .collect();
+        self.claim_run(run_id).await?;
+        let answers = self.journal.submit(run_id.as_str(), queued).await?;
+        let seqs = answers
+            .into_iter()
+            .zip(is_event)
+            .filter_map(|(seq, event)| event.then_some(seq));
+        Ok(events
             .into_iter()
             .zip(seqs)
             .map(|(event, seq)| AgentRunEvent { seq, ..event })

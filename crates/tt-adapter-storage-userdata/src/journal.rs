@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use std::path::Path;
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
 use tt_domain::ids::RunId;
-use tt_ports::{EventPage, RunJournal, StorageResult};
+use tt_ports::{EventPage, RunJournal, RunWrite, StorageResult};
 
 use crate::journal_index::{JournalIndex, ReadPlan, read_page};
 use crate::layout::EVENTS_FILE;
@@ -38,6 +38,16 @@ impl RunJournal for UserDataStore {
     async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
         let run = self.inner.owned_run(&event.run_id)?;
         run.append_event(event)
+    }
+
+    /// The writes one by one in order, as the caller made them before there was a unit: the
+    /// files and the journal come out byte for byte the same.
+    async fn commit(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+    ) -> StorageResult<Vec<AgentRunEvent>> {
+        tt_ports::commit_in_order(self, run_id, writes).await
     }
 
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {

@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, watch};
 use tt_domain::event::{AgentRunEvent, EventLevel, EventScope, NewRunEvent, RunEventType};
 use tt_domain::event_payload::EventPayload;
 use tt_domain::ids::{EventId, InvocationId, RunId};
-use tt_ports::{AgentRunRepository, Clock, EventPage, IdGenerator, RunJournal};
+use tt_ports::{AgentRunRepository, Clock, EventPage, IdGenerator, RunJournal, RunWrite};
 
 use crate::error::ApplicationResult;
 
@@ -147,6 +147,38 @@ impl EventSink {
             }
         }
         Ok(stored)
+    }
+
+    /// Writes records and events as one unit of the journal (`RunJournal::commit`): for a
+    /// record and the events that name it, written one right after the other, so a store
+    /// commits them together. The events are stamped already ([`stamp`](Self::stamp), where
+    /// each would have been recorded on its own, so ids and times are taken in the same
+    /// order). A journal failure is fatal for the caller; the writes before the one that
+    /// failed may have been written.
+    pub async fn commit(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+    ) -> ApplicationResult<Vec<AgentRunEvent>> {
+        let stored = self.journal.commit(run_id, writes).await?;
+        if self.live.receiver_count() > 0 {
+            for event in &stored {
+                let _ = self.live.send(event.clone());
+            }
+        }
+        Ok(stored)
+    }
+
+    /// `event` with its id and time taken now, for [`commit`](Self::commit).
+    pub fn stamp(&self, run_id: &RunId, event: PendingEvent) -> RunWrite {
+        RunWrite::Event(NewRunEvent {
+            id: EventId::generate(&self.ids.next_token()),
+            run_id: run_id.clone(),
+            timestamp: self.clock.now(),
+            level: event.level,
+            event_type: event.event_type,
+            payload: event.payload,
+        })
     }
 
     /// One event for [`record_all`](Self::record_all), from its typed payload (with the

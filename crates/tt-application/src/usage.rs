@@ -357,6 +357,14 @@ mod tests {
             unreachable!("the ledger only reads")
         }
 
+        async fn commit(
+            &self,
+            _run: &RunId,
+            _writes: Vec<tt_ports::RunWrite>,
+        ) -> StorageResult<Vec<AgentRunEvent>> {
+            unreachable!("the ledger only reads")
+        }
+
         async fn read(&self, _run: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
             let after = page.after_seq.unwrap_or(0);
             Ok(self

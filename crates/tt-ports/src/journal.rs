@@ -5,8 +5,11 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
 use tt_domain::ids::RunId;
+use tt_domain::invocation::AgentInvocation;
+use tt_domain::task::AgentTaskRecord;
 
 use crate::error::StorageResult;
+use crate::runs::{AgentInvocationRepository, AgentRunRepository, RunDocument, SerializedDocument};
 
 /// Default and maximum page sizes.
 pub const DEFAULT_EVENT_PAGE_LIMIT: usize = 100;
@@ -65,6 +68,20 @@ pub trait RunJournal: Send + Sync {
         Ok(stored)
     }
 
+    /// Writes `writes` (all of `run_id`) in order as one unit: records and the events that
+    /// name them, which a caller would otherwise write one right after the other through two
+    /// ports. Durable when it returns, like [`append`](Self::append); returns the stored
+    /// events in order. Each record is written as its own port method writes it
+    /// ([`RunWrite`]). On an error the writes before the one that failed may have been
+    /// written, never one after it. A store that can commits the whole unit together (one
+    /// round trip, one flush; PostgreSQL); [`commit_in_order`] writes them one by one through
+    /// the store's own ports, which is what the file store and the fakes do.
+    async fn commit(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+    ) -> StorageResult<Vec<AgentRunEvent>>;
+
     /// Reads one page, in ascending seq order.
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>>;
 
@@ -80,4 +97,71 @@ pub trait RunJournal: Send + Sync {
         let _ = (run_id, after_seq);
         tokio::time::sleep(max_wait).await;
     }
+}
+
+/// One write of a unit ([`RunJournal::commit`]).
+#[derive(Debug, Clone)]
+pub enum RunWrite {
+    /// A run document, as [`AgentRunRepository::write_serialized_document`] writes it.
+    Document {
+        document: RunDocument,
+        body: SerializedDocument,
+    },
+    /// An invocation record, as [`AgentInvocationRepository::save_invocation`] writes it.
+    Invocation(AgentInvocation),
+    /// A new task record, as [`AgentInvocationRepository::create_task`] writes it (an existing
+    /// task id fails with `AlreadyExists`).
+    Task(AgentTaskRecord),
+    /// A journal event, as [`RunJournal::append`] appends it (events that follow one another
+    /// in the unit go in one [`RunJournal::append_all`]).
+    Event(NewRunEvent),
+}
+
+/// [`RunJournal::commit`] as the writes one by one, in order, through `store`'s own ports (the
+/// events that follow one another in one [`RunJournal::append_all`]): for a store that has no
+/// way to commit them together.
+pub async fn commit_in_order<S>(
+    store: &S,
+    run_id: &RunId,
+    writes: Vec<RunWrite>,
+) -> StorageResult<Vec<AgentRunEvent>>
+where
+    S: RunJournal + AgentRunRepository + AgentInvocationRepository + ?Sized,
+{
+    let mut stored = Vec::new();
+    let mut events = Vec::new();
+    for write in writes {
+        let record = match write {
+            RunWrite::Event(event) => {
+                events.push(event);
+                continue;
+            }
+            record => record,
+        };
+        if !events.is_empty() {
+            stored.extend(store.append_all(std::mem::take(&mut events)).await?);
+        }
+        match record {
+            RunWrite::Document { document, body } => {
+                store
+                    .write_serialized_document(run_id, &document, &body)
+                    .await?;
+            }
+            RunWrite::Invocation(invocation) => {
+                store.save_invocation(&invocation).await?;
+                // A crash here leaves an agent with no task yet (docs/resume.md); tests stop a
+                // process at this line to check that resume takes the agent up.
+                tracing::debug!(
+                    agent = invocation.id.as_str(),
+                    "invocation record written; writing the rest of its unit"
+                );
+            }
+            RunWrite::Task(task) => store.create_task(&task).await?,
+            RunWrite::Event(_) => {}
+        }
+    }
+    if !events.is_empty() {
+        stored.extend(store.append_all(events).await?);
+    }
+    Ok(stored)
 }

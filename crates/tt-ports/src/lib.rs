@@ -22,7 +22,7 @@ pub use host::{
     ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge, MetadataUpdateAnswer,
     PersistentStateMetadataUpdate,
 };
-pub use journal::{EventPage, RunJournal};
+pub use journal::{EventPage, RunJournal, RunWrite, commit_in_order};
 pub use model::{
     ConnectionModelInfo, ModelConnections, ModelDeltaSink, ModelProvider, NoConnections,
     ResolvedConnection, provider_fields,

@@ -24,7 +24,7 @@ use tt_domain::model::{AgentModelMessage, ModelContentPart};
 use tt_domain::run::{AgentRunStatus, Presentation};
 use tt_domain::tool::{AgentToolCall, AgentToolResult, ToolName};
 use tt_domain::workspace::CheckpointReason;
-use tt_ports::RunDocument;
+use tt_ports::{RunDocument, RunWrite};
 
 use crate::engine::approval_gate::{self, Gate};
 use crate::engine::commit::run_commit;
@@ -113,20 +113,18 @@ async fn dispatch(
         round: u32,
         arguments: &'a Value,
     }
-    ctx.services
-        .runs
-        .write_serialized_document(
-            &run_id,
-            &args_doc,
-            &tt_ports::SerializedDocument::new(&ArgsDocument {
-                call_id: &call.id,
-                name: &display_name,
-                invocation_id: &invocation_id,
-                round,
-                arguments: stored_arguments,
-            })?,
-        )
-        .await?;
+    // Written with `tool_call_requested`, the event that names it, as one unit (below).
+    let args_write = RunWrite::Document {
+        document: args_doc.clone(),
+        body: tt_ports::SerializedDocument::new(&ArgsDocument {
+            call_id: &call.id,
+            name: &display_name,
+            invocation_id: &invocation_id,
+            round,
+            arguments: stored_arguments,
+        })?,
+    };
+    let mut args_write = Some(args_write);
     let requested = payload::ToolCallRequested {
         round,
         invocation_id: invocation_id.clone(),
@@ -166,15 +164,18 @@ async fn dispatch(
             Ok(tool)
         }
     });
-    // A call that starts at once (its checks pass and no approval is asked) has
-    // `tool_call_requested` and `tool_call_started` journaled together, one append.
+    // A call that starts at once (its checks pass and no approval is asked) has its arguments,
+    // `tool_call_requested` and `tool_call_started` written together, one unit; any other has
+    // its arguments and `tool_call_requested` written together now.
     let at_once =
         matches!(checked, Some(Ok(tool)) if approval_gate::passes_at_once(inv, tool, call));
     let mut requested = Some(requested);
     if !at_once && let Some(requested) = requested.take() {
-        ctx.events
-            .record(&run_id, EventLevel::Info, &requested)
-            .await?;
+        let requested = ctx
+            .events
+            .stamp(&run_id, EventSink::pending(EventLevel::Info, &requested)?);
+        let unit = args_write.take().into_iter().chain([requested]).collect();
+        ctx.events.commit(&run_id, unit).await?;
     }
 
     let started_at = ctx.services.clock.now();
@@ -202,15 +203,13 @@ async fn dispatch(
                     };
                     match requested.take() {
                         Some(requested) => {
-                            ctx.events
-                                .record_all(
-                                    &run_id,
-                                    vec![
-                                        EventSink::pending(EventLevel::Info, &requested)?,
-                                        EventSink::pending(EventLevel::Info, &started)?,
-                                    ],
-                                )
-                                .await?;
+                            let events = [
+                                EventSink::pending(EventLevel::Info, &requested)?,
+                                EventSink::pending(EventLevel::Info, &started)?,
+                            ]
+                            .map(|event| ctx.events.stamp(&run_id, event));
+                            let unit = args_write.take().into_iter().chain(events).collect();
+                            ctx.events.commit(&run_id, unit).await?;
                         }
                         None => {
                             ctx.events
@@ -298,20 +297,18 @@ async fn dispatch(
     let result_doc = RunDocument::ToolResult {
         call_file_key: file_key,
     };
-    ctx.services
-        .runs
-        .write_serialized_document(
-            &run_id,
-            &result_doc,
-            &tt_ports::SerializedDocument::new(&result)?,
-        )
-        .await?;
+    // Written with `tool_result_stored`, the event that names it, and the call's end, as one
+    // unit.
+    let result_write = RunWrite::Document {
+        document: result_doc.clone(),
+        body: tt_ports::SerializedDocument::new(&result)?,
+    };
     let elapsed_ms = ctx.services.clock.now().millis_since(started_at);
     journal_call_result(
         ctx,
         round,
         &invocation_id,
-        result_doc.relative_path(),
+        (result_doc.relative_path(), Some(result_write)),
         &result,
         elapsed_ms,
     )
@@ -453,12 +450,14 @@ fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<ToolError> {
 }
 
 /// Journals `tool_result_stored` and then `tool_call_completed`, or `tool_call_failed` for a
-/// recoverable error that goes back to the model. The result names its call and tool.
+/// recoverable error that goes back to the model. The result names its call and tool. The
+/// result document is at `result_path`; `result_write`, when given, writes it first, in the
+/// same unit as the two events (`EventSink::commit`).
 pub(crate) async fn journal_call_result(
     ctx: &RunContext,
     round: u32,
     invocation_id: &InvocationId,
-    result_path: String,
+    (result_path, result_write): (String, Option<RunWrite>),
     result: &AgentToolResult,
     elapsed_ms: u64,
 ) -> ApplicationResult<()> {
@@ -468,7 +467,7 @@ pub(crate) async fn journal_call_result(
         call_id: result.call_id.clone(),
         path: result_path,
     };
-    // Both events in one append: they are journaled one right after the other.
+    // Both events in one unit with the document: written one right after the other.
     let stored = EventSink::pending(EventLevel::Info, &stored)?;
     let outcome = if result.is_error {
         let failed = payload::ToolCallFailed {
@@ -499,9 +498,9 @@ pub(crate) async fn journal_call_result(
         };
         EventSink::pending(EventLevel::Info, &completed)?
     };
-    ctx.events
-        .record_all(&ctx.run_id, vec![stored, outcome])
-        .await?;
+    let events = [stored, outcome].map(|event| ctx.events.stamp(&ctx.run_id, event));
+    let unit = result_write.into_iter().chain(events).collect();
+    ctx.events.commit(&ctx.run_id, unit).await?;
     Ok(())
 }
 

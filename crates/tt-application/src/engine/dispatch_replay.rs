@@ -105,7 +105,7 @@ pub(crate) async fn journal_unjournaled_result(
         call_file_key: file_key,
     }
     .relative_path();
-    journal_call_result(ctx, round, invocation_id, path, result, 0).await?;
+    journal_call_result(ctx, round, invocation_id, (path, None), result, 0).await?;
     // The write's own events and checkpoint came after the result: journal them too.
     apply_effect(ctx, inv, stored_effect(dispatched)).await
 }

@@ -1,15 +1,19 @@
 //! Contract cases for `RunJournal`: gapless seqs from 1, paging (`afterSeq`, `beforeSeq`,
 //! limits and clamping) over a 10,000-event journal, the invocation filter with related ids, and
-//! concurrent appends, and appends of several events at once.
+//! concurrent appends, appends of several events at once, and records written with their events
+//! as one unit.
 
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use tt_domain::event::{EventScope, RunEventType};
 use tt_domain::ids::{InvocationId, RunId};
-use tt_ports::{EventPage, RunJournal};
+use tt_ports::{EventPage, RunDocument, RunJournal, RunWrite, SerializedDocument, StorageError};
 
-use super::{StorageUnderTest, assert_not_found, create_sample_run, scoped_event, tool_event};
+use super::{
+    StorageUnderTest, assert_not_found, create_sample_run, invocation, scoped_event, task,
+    tool_event,
+};
 
 fn page(after: Option<u64>, before: Option<u64>, limit: Option<usize>) -> EventPage {
     EventPage {
@@ -347,4 +351,183 @@ pub async fn concurrent_appends_are_gapless(s: StorageUnderTest) {
     assert_eq!(stored, all);
     let ids: BTreeSet<&String> = stored.iter().map(|(_, id)| id).collect();
     assert_eq!(ids.len() as u64, total);
+}
+
+fn args_write(key: &str, n: u64) -> RunWrite {
+    RunWrite::Document {
+        document: RunDocument::ToolArgs {
+            call_file_key: key.to_owned(),
+        },
+        body: SerializedDocument::new(&json!({"callId": key, "n": n, "text": "héllo"})).unwrap(),
+    }
+}
+
+/// `commit` writes records and events of one run as one unit: each record reads back as its
+/// own port method wrote it, the events get the next seqs in order (also among concurrent
+/// units and appends), and a unit that fails (a task id that is taken) wrote nothing after the
+/// write that failed, leaves the journal gapless and does not fail the units beside it.
+pub async fn commit_writes_records_with_their_events(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let id = &run.id;
+    assert!(s.journal.commit(id, Vec::new()).await.unwrap().is_empty());
+    s.journal
+        .append(tool_event(id, 1, "inv_root"))
+        .await
+        .unwrap();
+    let inv_a = invocation(&run, "inv_a", 3);
+    let task_a = task(&run, "task_a", 3);
+    let stored = s
+        .journal
+        .commit(
+            id,
+            vec![
+                args_write("call_one", 1),
+                RunWrite::Event(tool_event(id, 2, "inv_root")),
+                RunWrite::Invocation(inv_a.clone()),
+                RunWrite::Event(tool_event(id, 3, "inv_root")),
+                RunWrite::Task(task_a.clone()),
+                RunWrite::Event(tool_event(id, 4, "inv_a")),
+                RunWrite::Event(tool_event(id, 5, "inv_a")),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.iter().map(|event| event.seq).collect::<Vec<_>>(),
+        vec![2, 3, 4, 5]
+    );
+    assert_eq!(stored[3].payload["n"], json!(5));
+    let document = s
+        .runs
+        .read_document(
+            id,
+            &RunDocument::ToolArgs {
+                call_file_key: "call_one".to_owned(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        document,
+        Some(json!({"callId": "call_one", "n": 1, "text": "héllo"}))
+    );
+    assert_eq!(
+        s.invocations.load_invocation(id, &inv_a.id).await.unwrap(),
+        inv_a
+    );
+    assert_eq!(
+        s.invocations.load_task(id, &task_a.id).await.unwrap(),
+        task_a
+    );
+    let read = s
+        .journal
+        .read(id, &page(Some(1), None, None))
+        .await
+        .unwrap();
+    assert_eq!(read, stored);
+
+    // A task id that is taken: the unit fails and nothing after the task is written.
+    let failed = s
+        .journal
+        .commit(
+            id,
+            vec![
+                RunWrite::Event(tool_event(id, 6, "inv_root")),
+                RunWrite::Task(task_a.clone()),
+                RunWrite::Event(tool_event(id, 7, "inv_root")),
+            ],
+        )
+        .await;
+    assert!(
+        matches!(failed, Err(StorageError::AlreadyExists { .. })),
+        "expected AlreadyExists, got {failed:?}"
+    );
+    let after_failure = s.journal.last_seq(id).await.unwrap();
+    assert!(after_failure == 5 || after_failure == 6, "{after_failure}");
+    let tail = s
+        .journal
+        .read(id, &page(Some(5), None, None))
+        .await
+        .unwrap();
+    assert!(tail.iter().all(|event| event.payload["n"] != json!(7)));
+
+    // Units side by side, one of them failing, and single appends between them.
+    let mut handles = Vec::new();
+    for t in 0..8u64 {
+        let journal = Arc::clone(&s.journal);
+        let run = run.clone();
+        let taken = task_a.clone();
+        handles.push(tokio::spawn(async move {
+            let base = 100 + t * 10;
+            let id = &run.id;
+            match t {
+                3 => journal
+                    .commit(
+                        id,
+                        vec![
+                            RunWrite::Task(taken),
+                            RunWrite::Event(tool_event(id, base, "inv_b")),
+                        ],
+                    )
+                    .await
+                    .map(|_| Vec::new()),
+                t if t % 2 == 0 => {
+                    journal
+                        .commit(
+                            id,
+                            vec![
+                                args_write(&format!("call_{t}"), t),
+                                RunWrite::Task(task(&run, &format!("task_{t}"), 4)),
+                                RunWrite::Event(tool_event(id, base, "inv_a")),
+                                RunWrite::Event(tool_event(id, base + 1, "inv_a")),
+                            ],
+                        )
+                        .await
+                }
+                _ => journal
+                    .append(tool_event(id, base, "inv_b"))
+                    .await
+                    .map(|event| vec![event]),
+            }
+        }));
+    }
+    let mut new_events = 0;
+    for (t, handle) in handles.into_iter().enumerate() {
+        match (t, handle.await.unwrap()) {
+            (3, outcome) => assert!(
+                matches!(outcome, Err(StorageError::AlreadyExists { .. })),
+                "expected AlreadyExists, got {outcome:?}"
+            ),
+            (_, outcome) => {
+                let stored = outcome.unwrap();
+                assert!(stored.windows(2).all(|pair| pair[1].seq == pair[0].seq + 1));
+                new_events += stored.len();
+            }
+        }
+    }
+    let last = s.journal.last_seq(id).await.unwrap();
+    assert_eq!(last, after_failure + u64::try_from(new_events).unwrap());
+    let all = s
+        .journal
+        .read(id, &page(None, None, Some(500)))
+        .await
+        .unwrap();
+    assert_eq!(
+        all.iter().map(|event| event.seq).collect::<Vec<_>>(),
+        (1..=last).collect::<Vec<_>>()
+    );
+    for t in [0u64, 2, 4, 6] {
+        let task_id = tt_domain::ids::TaskId::from_raw(format!("task_{t}"));
+        s.invocations.load_task(id, &task_id).await.unwrap();
+    }
+
+    let missing = RunId::from_raw("run_missing");
+    assert_not_found(
+        s.journal
+            .commit(
+                &missing,
+                vec![RunWrite::Event(tool_event(&missing, 1, "inv_root"))],
+            )
+            .await,
+    );
 }

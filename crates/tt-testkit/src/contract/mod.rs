@@ -111,6 +111,7 @@ macro_rules! storage_contract_tests {
                 seqs_start_at_one_and_are_gapless,
                 append_to_missing_run_is_not_found,
                 append_all_numbers_in_order,
+                commit_writes_records_with_their_events,
                 pages_over_ten_thousand_events,
                 invocation_filter_includes_related_ids,
                 concurrent_appends_are_gapless,

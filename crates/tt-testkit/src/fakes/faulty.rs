@@ -227,10 +227,22 @@ impl<S: AgentInvocationRepository + 'static> AgentInvocationRepository for Fault
 }
 
 #[async_trait]
-impl<S: RunJournal + 'static> RunJournal for FaultyStore<S> {
+impl<S: RunJournal + AgentRunRepository + AgentInvocationRepository + 'static> RunJournal
+    for FaultyStore<S>
+{
     async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
         self.check(|| format!("runs/{}/events.jsonl", event.run_id))?;
         self.inner.append(event).await
+    }
+
+    /// One by one through this wrapper's own ports, so each write of a unit is counted (and
+    /// can fail) where it was counted before there were units.
+    async fn commit(
+        &self,
+        run_id: &RunId,
+        writes: Vec<tt_ports::RunWrite>,
+    ) -> StorageResult<Vec<AgentRunEvent>> {
+        tt_ports::commit_in_order(self, run_id, writes).await
     }
 
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {

@@ -10,7 +10,7 @@ use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::TaskContinuation;
 use tt_domain::tool::{AgentToolCall, ToolName};
 
-use super::targets::{NewTask, open_task, resolve_target};
+use super::targets::{NewTask, open_task, registered, resolve_target};
 use crate::delegation::args::{PENDING_TASK_POLICY_DENY_IF_PENDING, parse_handoff_args};
 use crate::delegation::policy::{Operation, admit, admit_caller};
 use crate::engine::context::RunContext;
@@ -105,7 +105,8 @@ pub(crate) async fn agent_handoff(
         budget: None,
         workspace_key: None,
     };
-    let (task, registered) = open_task(ctx, inv, call, new).await?;
+    let (task, mut unit) = open_task(ctx, inv, call, new).await?;
+    let registered = registered(ctx, &task)?;
     let (task_id, new_invocation_id, workspace_key) =
         (task.id, task.child_invocation_id, task.workspace_key);
     let accepted_event = EventSink::pending(
@@ -118,9 +119,10 @@ pub(crate) async fn agent_handoff(
             workspace_key,
         },
     )?;
-    ctx.events
-        .record_all(&ctx.run_id, vec![registered, accepted_event])
-        .await?;
+    // The agent's and the task's records and events, one unit: one commit.
+    unit.push(registered);
+    unit.push(ctx.events.stamp(&ctx.run_id, accepted_event));
+    ctx.events.commit(&ctx.run_id, unit).await?;
     Ok(accepted(task_id, new_invocation_id, agent_id.as_str()))
 }
 

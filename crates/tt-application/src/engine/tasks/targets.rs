@@ -15,7 +15,8 @@ use crate::delegation::policy::Operation;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
-use crate::events::{EventSink, PendingEvent};
+use crate::events::EventSink;
+use tt_ports::RunWrite;
 
 /// Parses `agentId` and resolves the target profile; an unusable id or an unknown agent is
 /// recoverable, any other resolution failure is fatal.
@@ -65,16 +66,17 @@ pub(crate) struct NewTask {
     pub workspace_key: Option<String>,
 }
 
-/// Creates the target's invocation and the `queued` task that brings it in, journaling
-/// `agent_invocation_created`. Returns the task with its `agent_task_registered`, which the
-/// caller journals together with its own next event (one append). Workspace keys are unique
-/// per run across delegations and handoffs.
+/// The target's invocation and the `queued` task that brings it in, not yet written: the task,
+/// and the unit that writes them (the invocation record, `agent_invocation_created`, the task
+/// record, in that order), which the caller finishes with `agent_task_registered` and its own
+/// next event and writes as one (`EventSink::commit`). Workspace keys are unique per run
+/// across delegations and handoffs.
 pub(crate) async fn open_task(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
     new: NewTask,
-) -> ApplicationResult<(AgentTaskRecord, PendingEvent)> {
+) -> ApplicationResult<(AgentTaskRecord, Vec<RunWrite>)> {
     let now = ctx.services.clock.now();
     let (kind, mut task_id) = match new.continuation {
         TaskContinuation::ReturnToParent => (
@@ -114,6 +116,7 @@ pub(crate) async fn open_task(
         }
         None => None,
     };
+    let mut unit = Vec::with_capacity(5);
     let (target_invocation, journaled_task) = match unregistered {
         Some(adopted) => adopted,
         None => {
@@ -129,14 +132,7 @@ pub(crate) async fn open_task(
                 created_at: now,
                 updated_at: now,
             };
-            ctx.services
-                .invocations
-                .save_invocation(&target_invocation)
-                .await?;
-            tracing::debug!(
-                agent = target_invocation.id.as_str(),
-                "agent record written; registering its task"
-            );
+            unit.push(RunWrite::Invocation(target_invocation.clone()));
             (target_invocation, None)
         }
     };
@@ -145,21 +141,19 @@ pub(crate) async fn open_task(
         task_id = journaled_task;
     }
     if !journaled {
-        ctx.events
-            .record(
-                &ctx.run_id,
-                EventLevel::Info,
-                &payload::AgentInvocationCreated {
-                    invocation_id: target_invocation.id.clone(),
-                    parent_invocation_id: Some(inv.invocation.id.clone()),
-                    profile_id: new.target.clone(),
-                    kind,
-                    status: InvocationStatus::Created,
-                    exit_policy: target_invocation.exit_policy,
-                    task_id: Some(task_id.clone()),
-                },
-            )
-            .await?;
+        let created = EventSink::pending(
+            EventLevel::Info,
+            &payload::AgentInvocationCreated {
+                invocation_id: target_invocation.id.clone(),
+                parent_invocation_id: Some(inv.invocation.id.clone()),
+                profile_id: new.target.clone(),
+                kind,
+                status: InvocationStatus::Created,
+                exit_policy: target_invocation.exit_policy,
+                task_id: Some(task_id.clone()),
+            },
+        )?;
+        unit.push(ctx.events.stamp(&ctx.run_id, created));
     }
     let task = AgentTaskRecord {
         id: task_id,
@@ -179,7 +173,12 @@ pub(crate) async fn open_task(
         created_at: now,
         updated_at: now,
     };
-    ctx.services.invocations.create_task(&task).await?;
+    unit.push(RunWrite::Task(task.clone()));
+    Ok((task, unit))
+}
+
+/// `agent_task_registered` of `task`, stamped now, for the end of its [`open_task`] unit.
+pub(crate) fn registered(ctx: &RunContext, task: &AgentTaskRecord) -> ApplicationResult<RunWrite> {
     let registered = EventSink::pending(
         EventLevel::Info,
         &payload::AgentTaskRegistered {
@@ -192,5 +191,5 @@ pub(crate) async fn open_task(
             status: task.status,
         },
     )?;
-    Ok((task, registered))
+    Ok(ctx.events.stamp(&ctx.run_id, registered))
 }

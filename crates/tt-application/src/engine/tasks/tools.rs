@@ -15,7 +15,7 @@ use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskSt
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
-use super::targets::{NewTask, open_task, resolve_target};
+use super::targets::{NewTask, open_task, registered, resolve_target};
 use crate::delegation::args::{AwaitMode, parse_await_args, parse_delegate_args};
 use crate::delegation::cancel::TaskControl;
 use crate::delegation::list::TaskView;
@@ -209,7 +209,7 @@ pub(crate) async fn agent_delegate(
         budget,
         workspace_key: workspace_key.map_err(crate::error::ApplicationError::from)?,
     };
-    let (task, registered) = open_task(ctx, inv, call, new).await?;
+    let (task, mut unit) = open_task(ctx, inv, call, new).await?;
     let started = payload::AgentDelegateStarted {
         task_id: task.id.clone(),
         parent_invocation_id: task.parent_invocation_id.clone(),
@@ -217,12 +217,11 @@ pub(crate) async fn agent_delegate(
         target_profile_id: agent_id.clone(),
         workspace_key: task.workspace_key.clone(),
     };
-    ctx.events
-        .record_all(
-            &ctx.run_id,
-            vec![registered, EventSink::pending(EventLevel::Info, &started)?],
-        )
-        .await?;
+    let started = EventSink::pending(EventLevel::Info, &started)?;
+    // The agent's and the task's records and events, one unit: one commit.
+    unit.push(registered(ctx, &task)?);
+    unit.push(ctx.events.stamp(&ctx.run_id, started));
+    ctx.events.commit(&ctx.run_id, unit).await?;
     let task_id = task.id.clone();
     // A waiting task's `agent_task_queued {queuePosition}` is journaled by the scheduler.
     let admission = inv

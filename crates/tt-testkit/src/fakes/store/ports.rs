@@ -205,6 +205,15 @@ impl RunJournal for InMemoryStore {
         Ok(stored)
     }
 
+    /// One by one in order (each write can meet its injected fault as before).
+    async fn commit(
+        &self,
+        run_id: &RunId,
+        writes: Vec<tt_ports::RunWrite>,
+    ) -> StorageResult<Vec<AgentRunEvent>> {
+        tt_ports::commit_in_order(self, run_id, writes).await
+    }
+
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
         let mut state = self.lock();
         state.check_fault(StoreOp::JournalRead)?;
