@@ -205,6 +205,44 @@ impl RunJournal for InMemoryStore {
         Ok(stored)
     }
 
+    /// In order under one lock, so no other append comes between them (each event can meet
+    /// its injected fault as one `append` would, the ones before it staying written).
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+        let mut stored = Vec::with_capacity(events.len());
+        let outcome = {
+            let mut state = self.lock();
+            let mut outcome = Ok(());
+            for event in events {
+                if let Some(error) =
+                    state.take_fault(StoreOp::JournalAppend, Some(&event.event_type))
+                {
+                    outcome = Err(error);
+                    break;
+                }
+                let run = match state.run_mut(&event.run_id) {
+                    Ok(run) => run,
+                    Err(error) => {
+                        outcome = Err(error);
+                        break;
+                    }
+                };
+                let seq = u64::try_from(run.events.len())
+                    .unwrap_or(u64::MAX)
+                    .saturating_add(1);
+                let event = event.with_seq(seq);
+                run.events.push(event.clone());
+                stored.push(event);
+            }
+            outcome
+        };
+        if !stored.is_empty() {
+            self.appended.send_modify(|count| {
+                *count = count.wrapping_add(u64::try_from(stored.len()).unwrap_or(u64::MAX));
+            });
+        }
+        outcome.map(|()| stored)
+    }
+
     /// One by one in order (each write can meet its injected fault as before).
     async fn commit(
         &self,
