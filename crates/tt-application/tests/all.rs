@@ -7,6 +7,7 @@ mod support;
 
 mod assembly;
 mod cancel;
+mod commit_units;
 mod context_window;
 mod conversation;
 mod delegation;

@@ -5,7 +5,9 @@
 //! `agent.tool_policy_denied`); arguments checked (a JSON object within
 //! `limits.maxToolArgumentBytes`, else `model.invalid_tool_call`); per-invocation budgets;
 //! `tool_call_started`; execution; result stored; `tool_call_completed` / `tool_call_failed`;
-//! then the follow-up events and checkpoints of the tool's effect.
+//! then the follow-up events and checkpoints of the tool's effect. The checks live in
+//! `call_checks`. A delegation's records go to the store with the agent's neighbouring
+//! writes (`held_writes`).
 //!
 //! Model slips (an unknown tool, bad arguments, an unusable path) go back to the model as
 //! recoverable errors; only more than `limits.maxConsecutiveSlips` of them in a row fail the
@@ -18,15 +20,16 @@ use tt_domain::error_codes::is_model_slip;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::InvocationId;
-use tt_domain::ids::truncate_for_message;
 use tt_domain::invocation::ExitPolicy;
-use tt_domain::model::{AgentModelMessage, ModelContentPart};
 use tt_domain::run::{AgentRunStatus, Presentation};
 use tt_domain::tool::{AgentToolCall, AgentToolResult, ToolName};
 use tt_domain::workspace::CheckpointReason;
 use tt_ports::{RunDocument, RunWrite};
 
 use crate::engine::approval_gate::{self, Gate};
+use crate::engine::call_checks::{
+    argument_bytes, arguments_error, budget_error, error_result, unknown_tool_error,
+};
 use crate::engine::commit::run_commit;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
@@ -170,11 +173,18 @@ async fn dispatch(
     let at_once =
         matches!(checked, Some(Ok(tool)) if approval_gate::passes_at_once(inv, tool, call));
     let mut requested = Some(requested);
+    // What the agent held back (the end of its previous delegation) goes out with this call's
+    // first commit (`held_writes`).
+    let mut held = std::mem::take(&mut inv.held_writes);
     if !at_once && let Some(requested) = requested.take() {
         let requested = ctx
             .events
             .stamp(&run_id, EventSink::pending(EventLevel::Info, &requested)?);
-        let unit = args_write.take().into_iter().chain([requested]).collect();
+        let unit = held
+            .drain(..)
+            .chain(args_write.take())
+            .chain([requested])
+            .collect();
         ctx.events.commit(&run_id, unit).await?;
     }
 
@@ -208,12 +218,19 @@ async fn dispatch(
                                 EventSink::pending(EventLevel::Info, &started)?,
                             ]
                             .map(|event| ctx.events.stamp(&run_id, event));
-                            let unit = args_write.take().into_iter().chain(events).collect();
-                            ctx.events.commit(&run_id, unit).await?;
+                            held.extend(args_write.take().into_iter().chain(events));
+                            // A delegation's start goes out with its task (`held_writes`).
+                            if tool != ToolName::AgentDelegate {
+                                ctx.events
+                                    .commit(&run_id, std::mem::take(&mut held))
+                                    .await?;
+                            }
                         }
                         None => {
+                            let started = EventSink::pending(EventLevel::Info, &started)?;
+                            held.push(ctx.events.stamp(&run_id, started));
                             ctx.events
-                                .record(&run_id, EventLevel::Info, &started)
+                                .commit(&run_id, std::mem::take(&mut held))
                                 .await?;
                         }
                     }
@@ -225,9 +242,9 @@ async fn dispatch(
                                 arguments,
                                 ..call.clone()
                             };
-                            execute(ctx, inv, round, tool, &edited_call).await
+                            execute(ctx, inv, round, tool, &edited_call, &mut held).await
                         }
-                        None => execute(ctx, inv, round, tool, call).await,
+                        None => execute(ctx, inv, round, tool, call, &mut held).await,
                     }
                 }
             }
@@ -245,8 +262,17 @@ async fn dispatch(
                         err.message, limits.max_consecutive_slips
                     ),
                 );
-                emit_fatal_call_failure(ctx, round, &invocation_id, &call.id, &display_name, &err)
-                    .await?;
+                let held = std::mem::take(&mut held);
+                emit_fatal_call_failure(
+                    ctx,
+                    held,
+                    round,
+                    &invocation_id,
+                    &call.id,
+                    &display_name,
+                    &err,
+                )
+                .await?;
                 return Err(err);
             }
             Err(ToolCallError::Recoverable(err))
@@ -287,8 +313,17 @@ async fn dispatch(
         ),
         Err(ToolCallError::Fatal(err)) => {
             if !err.is_cancelled() {
-                emit_fatal_call_failure(ctx, round, &invocation_id, &call.id, &display_name, &err)
-                    .await?;
+                let held = std::mem::take(&mut held);
+                emit_fatal_call_failure(
+                    ctx,
+                    held,
+                    round,
+                    &invocation_id,
+                    &call.id,
+                    &display_name,
+                    &err,
+                )
+                .await?;
             }
             return Err(err);
         }
@@ -304,15 +339,25 @@ async fn dispatch(
         body: tt_ports::SerializedDocument::new(&result)?,
     };
     let elapsed_ms = ctx.services.clock.now().millis_since(started_at);
-    journal_call_result(
+    // Whatever is still held (a delegation refused before its task was written) goes first.
+    held.extend(call_result_unit(
         ctx,
         round,
         &invocation_id,
         (result_doc.relative_path(), Some(result_write)),
         &result,
         elapsed_ms,
-    )
-    .await?;
+    )?);
+    let holds_end = resolved == Some(ToolName::AgentDelegate)
+        && !result.is_error
+        && control == LoopControl::Continue
+        && matches!(effect, ToolEffect::None);
+    if holds_end {
+        // The end of a delegation waits for the agent's next commit (`held_writes`).
+        inv.held_writes = held;
+    } else {
+        ctx.events.commit(&run_id, held).await?;
+    }
     tracing::debug!(
         is_error = result.is_error,
         error_code = result.error_code.as_deref(),
@@ -327,128 +372,6 @@ async fn dispatch(
     })
 }
 
-/// The result the model reads for a call that failed with a recoverable error.
-pub(crate) fn error_result(call_id: &str, name: &str, err: &ToolError) -> AgentToolResult {
-    AgentToolResult {
-        call_id: call_id.to_owned(),
-        name: name.to_owned(),
-        content: err.message.clone(),
-        structured: json!({"error": {"code": err.code, "message": err.message}}),
-        is_error: true,
-        error_code: Some(err.code.to_owned()),
-        error_reason: err.reason.map(str::to_owned),
-        resource_refs: Vec::new(),
-    }
-}
-
-/// The size of a call's arguments in bytes: the raw text a provider could not parse, or the
-/// JSON text of what it parsed.
-fn argument_bytes(arguments: &Value) -> u64 {
-    let bytes = match arguments {
-        Value::String(raw) => raw.len(),
-        other => other.to_string().len(),
-    };
-    u64::try_from(bytes).unwrap_or(u64::MAX)
-}
-
-fn unknown_tool_error(inv: &InvocationRuntime, name: &str) -> ToolError {
-    ToolError::new(
-        "model.unknown_tool_call",
-        format!(
-            "There is no tool named `{}`. Call one of your tools: {}.",
-            truncate_for_message(name),
-            inv.snapshot.model_names().join(", ")
-        ),
-    )
-}
-
-/// `model.invalid_tool_call` when the arguments are not one JSON object within the limit.
-/// Providers pass arguments they could not parse through as a JSON string of the raw text.
-fn arguments_error(tool: ToolName, arguments: &Value, bytes: u64, limit: u64) -> Option<ToolError> {
-    let alias = tool.model_alias();
-    let ask = "Send the arguments as one JSON object with the fields the tool describes.";
-    let message = if bytes > limit {
-        format!(
-            "The arguments of your `{alias}` call are {bytes} bytes long; at most {limit} bytes are accepted. Send less at once, for example write a long text in parts with `{}` and `mode: \"append\"`.",
-            ToolName::WorkspaceWriteFile.model_alias()
-        )
-    } else {
-        match arguments {
-            Value::Object(_) => return None,
-            Value::String(raw) => {
-                let why = serde_json::from_str::<Value>(raw)
-                    .err()
-                    .map(|err| format!(" ({err})"))
-                    .unwrap_or_default();
-                format!("The arguments of your `{alias}` call are not valid JSON{why}. {ask}")
-            }
-            other => format!(
-                "The arguments of your `{alias}` call are {}, not a JSON object. {ask}",
-                json_kind(other)
-            ),
-        }
-    };
-    Some(ToolError::new("model.invalid_tool_call", message))
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// The assistant message as it goes back into the conversation: arguments over the limit are
-/// replaced by a short note, so one oversized call is not resent on every later turn (the
-/// stored model response keeps the original).
-pub(crate) fn bounded_for_history(message: &AgentModelMessage, limit: u64) -> AgentModelMessage {
-    let mut message = message.clone();
-    for part in &mut message.parts {
-        if let ModelContentPart::ToolCall { call } = part {
-            let bytes = argument_bytes(&call.arguments);
-            if bytes > limit {
-                call.arguments = Value::String(format!("[arguments omitted: {bytes} bytes]"));
-            }
-        }
-    }
-    message
-}
-
-fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<ToolError> {
-    // The tools that end an agent's work are never refused for budget: an agent that has used
-    // up its calls can still hand back its result or finish.
-    if tool.ends_loop() {
-        return None;
-    }
-    let budgets = &inv.snapshot.budgets;
-    if inv.session.calls_total >= budgets.max_calls_per_invocation {
-        return Some(ToolError::new(
-            "agent.tool_budget_exhausted",
-            format!(
-                "You have used all {} tool calls available to you. Finish with the tools that end your work.",
-                budgets.max_calls_per_invocation
-            ),
-        ));
-    }
-    if let Some(limit) = budgets.max_calls_per_tool.get(&tool) {
-        let used = inv.session.calls_per_tool.get(&tool).copied().unwrap_or(0);
-        if used >= *limit {
-            return Some(ToolError::new(
-                "agent.tool_budget_exhausted",
-                format!(
-                    "You have used all {limit} calls of `{}`; continue with other tools.",
-                    tool.model_alias()
-                ),
-            ));
-        }
-    }
-    None
-}
-
 /// Journals `tool_result_stored` and then `tool_call_completed`, or `tool_call_failed` for a
 /// recoverable error that goes back to the model. The result names its call and tool. The
 /// result document is at `result_path`; `result_write`, when given, writes it first, in the
@@ -457,10 +380,25 @@ pub(crate) async fn journal_call_result(
     ctx: &RunContext,
     round: u32,
     invocation_id: &InvocationId,
-    (result_path, result_write): (String, Option<RunWrite>),
+    result_record: (String, Option<RunWrite>),
     result: &AgentToolResult,
     elapsed_ms: u64,
 ) -> ApplicationResult<()> {
+    let unit = call_result_unit(ctx, round, invocation_id, result_record, result, elapsed_ms)?;
+    ctx.events.commit(&ctx.run_id, unit).await?;
+    Ok(())
+}
+
+/// The unit that ends a call: its result document (when given), `tool_result_stored`, and
+/// `tool_call_completed` or `tool_call_failed`.
+fn call_result_unit(
+    ctx: &RunContext,
+    round: u32,
+    invocation_id: &InvocationId,
+    (result_path, result_write): (String, Option<RunWrite>),
+    result: &AgentToolResult,
+    elapsed_ms: u64,
+) -> ApplicationResult<Vec<RunWrite>> {
     let stored = payload::ToolResultStored {
         round,
         invocation_id: invocation_id.clone(),
@@ -499,14 +437,13 @@ pub(crate) async fn journal_call_result(
         EventSink::pending(EventLevel::Info, &completed)?
     };
     let events = [stored, outcome].map(|event| ctx.events.stamp(&ctx.run_id, event));
-    let unit = result_write.into_iter().chain(events).collect();
-    ctx.events.commit(&ctx.run_id, unit).await?;
-    Ok(())
+    Ok(result_write.into_iter().chain(events).collect())
 }
 
 /// Journals the `tool_call_failed` (with `fatal: true`) of a call whose error ends the agent.
 pub(crate) async fn emit_fatal_call_failure(
     ctx: &RunContext,
+    mut held: Vec<RunWrite>,
     round: u32,
     invocation_id: &InvocationId,
     call_id: &str,
@@ -526,9 +463,12 @@ pub(crate) async fn emit_fatal_call_failure(
         resource_refs: None,
         fatal: Some(true),
     };
-    ctx.events
-        .record(&ctx.run_id, EventLevel::Error, &failed)
-        .await?;
+    // After what the agent held back (`held_writes`), if anything.
+    held.push(
+        ctx.events
+            .stamp(&ctx.run_id, EventSink::pending(EventLevel::Error, &failed)?),
+    );
+    ctx.events.commit(&ctx.run_id, held).await?;
     Ok(())
 }
 
@@ -538,6 +478,7 @@ async fn execute(
     round: u32,
     tool: ToolName,
     call: &AgentToolCall,
+    held: &mut Vec<RunWrite>,
 ) -> Result<Executed, ToolCallError> {
     let continue_with = |success: ToolSuccess| Executed {
         success,
@@ -579,8 +520,12 @@ async fn execute(
                 .as_ref()
                 .and_then(|replay| replay.registered_task(&file_key))
             {
-                Some(task_id) => delegation::already_delegated(ctx, task_id).await,
-                None => delegation::agent_delegate(ctx, inv, call).await,
+                Some(task_id) => {
+                    let unit = std::mem::take(held);
+                    ctx.events.commit(&ctx.run_id, unit).await?;
+                    delegation::already_delegated(ctx, task_id).await
+                }
+                None => delegation::agent_delegate(ctx, inv, call, held).await,
             }
             .map(continue_with)
         }

@@ -49,6 +49,11 @@ pub(crate) struct InvocationRuntime {
     /// The run's scheduler of delegated tasks (admission, budgets, idle limits), shared by
     /// every agent of the run.
     pub scheduler: Arc<RunScheduler>,
+    /// Writes held back to go out with this agent's next commit: the end of a delegation
+    /// (its result and `tool_call_completed`), so that each delegation of a reply is one
+    /// commit (`crate::engine::held_writes`). Empty again before anything else of the agent's
+    /// is written or read back, and before its next model call.
+    pub held_writes: Vec<tt_ports::RunWrite>,
 }
 
 impl InvocationRuntime {
@@ -75,6 +80,7 @@ impl InvocationRuntime {
             replay,
             window: Default::default(),
             scheduler,
+            held_writes: Vec::new(),
         }
     }
 

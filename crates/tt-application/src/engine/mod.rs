@@ -16,12 +16,14 @@
 
 pub(crate) mod approval_gate;
 pub(crate) mod binding;
+pub(crate) mod call_checks;
 pub(crate) mod child;
 pub(crate) mod commit;
 pub(crate) mod context;
 pub(crate) mod context_fit;
 pub(crate) mod dispatch;
 pub(crate) mod dispatch_replay;
+pub(crate) mod held_writes;
 pub(crate) mod invocation;
 pub(crate) mod invocation_setup;
 pub(crate) mod model_turn;

@@ -42,7 +42,7 @@ pub(crate) fn refuse_if_oversized(
             ),
         ));
     }
-    let mut reply = crate::engine::dispatch::bounded_for_history(
+    let mut reply = crate::engine::call_checks::bounded_for_history(
         &response.message,
         limits.max_tool_argument_bytes,
     );
@@ -59,7 +59,7 @@ pub(crate) fn refuse_if_oversized(
     let answers: Vec<AgentModelMessage> = reply
         .tool_calls()
         .map(|call| {
-            AgentModelMessage::tool_result(crate::engine::dispatch::error_result(
+            AgentModelMessage::tool_result(crate::engine::call_checks::error_result(
                 &call.id, &call.name, &refused,
             ))
         })

@@ -15,6 +15,7 @@ use tt_ports::RunDocument;
 use crate::engine::context::RunContext;
 use crate::engine::context_fit::{FitTrigger, apply_step, fit_request};
 use crate::engine::dispatch::{LoopControl, dispatch_call};
+use crate::engine::held_writes;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::records::checkpoint;
 use crate::error::{ApplicationError, ApplicationResult};
@@ -265,7 +266,7 @@ async fn run_rounds(
             messages.extend(answered);
             continue;
         }
-        messages.push(crate::engine::dispatch::bounded_for_history(
+        messages.push(crate::engine::call_checks::bounded_for_history(
             &response.message,
             inv.profile.definition.limits.max_tool_argument_bytes,
         ));
@@ -285,6 +286,7 @@ async fn run_rounds(
                 );
                 crate::engine::dispatch::emit_fatal_call_failure(
                     ctx,
+                    std::mem::take(&mut inv.held_writes),
                     round,
                     &inv.invocation.id,
                     &call.id,
@@ -295,7 +297,12 @@ async fn run_rounds(
                 return Err(err);
             }
             if inv.cancel.is_cancelled() {
+                held_writes::flush(ctx, inv).await?;
                 return Err(ApplicationError::cancelled());
+            }
+            if inv.replay.is_some() {
+                // A resumed agent's calls may write before they run (`before_live_call`).
+                held_writes::flush(ctx, inv).await?;
             }
             let dispatched = match crate::engine::dispatch_replay::stored_call(inv, round, call) {
                 Some(replayed) => {
@@ -310,6 +317,9 @@ async fn run_rounds(
                     dispatch_call(ctx, inv, round, call).await?
                 }
             };
+            if crate::engine::context_fit::saves_output(inv, &dispatched.result) {
+                held_writes::flush(ctx, inv).await?;
+            }
             let kept = crate::engine::context_fit::history_result(
                 ctx,
                 inv,
@@ -364,6 +374,8 @@ async fn run_rounds(
                 }
             }
         }
+        // What the reply's last delegation held back is written before anything that follows.
+        held_writes::flush(ctx, inv).await?;
         if ended.is_none() && (inv.owns_run() || inv.snapshot.offers(ToolName::AgentDelegate)) {
             // Finished delegated results this agent has not seen yet join its next turn, once.
             // A resumed agent gets again what was injected after a replayed turn (without

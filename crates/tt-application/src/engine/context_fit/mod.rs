@@ -69,13 +69,7 @@ pub(crate) async fn history_result(
     result: &tt_domain::tool::AgentToolResult,
     replaying: bool,
 ) -> ApplicationResult<tt_domain::tool::AgentToolResult> {
-    let limit = inv
-        .profile
-        .definition
-        .context
-        .max_tool_result_tokens
-        .or(inv.model.context_window_tokens.map(|window| window / 4));
-    let Some(limit) = limit.filter(|limit| window::exceeds(result, *limit)) else {
+    let Some(limit) = result_limit(inv).filter(|limit| window::exceeds(result, *limit)) else {
         return Ok(result.clone());
     };
     let saved = output_path(inv, result);
@@ -87,6 +81,24 @@ pub(crate) async fn history_result(
         limit,
         saved.as_ref().map(WorkspacePath::as_str),
     ))
+}
+
+/// The most tokens of a tool result the agent's history keeps, if bounded.
+fn result_limit(inv: &InvocationRuntime) -> Option<u64> {
+    inv.profile
+        .definition
+        .context
+        .max_tool_result_tokens
+        .or(inv.model.context_window_tokens.map(|window| window / 4))
+}
+
+/// Whether [`history_result`] writes `result`'s whole output to the workspace.
+pub(crate) fn saves_output(
+    inv: &InvocationRuntime,
+    result: &tt_domain::tool::AgentToolResult,
+) -> bool {
+    result_limit(inv).is_some_and(|limit| window::exceeds(result, limit))
+        && output_path(inv, result).is_some()
 }
 
 /// Where the whole output of `result` is saved: `scratch/tool-output/<tool>-<sha256 prefix>.md`

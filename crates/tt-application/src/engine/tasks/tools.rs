@@ -88,6 +88,7 @@ pub(crate) async fn agent_delegate(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
+    held: &mut Vec<tt_ports::RunWrite>,
 ) -> Result<ToolSuccess, ToolCallError> {
     let args = parse_delegate_args(&call.arguments)?;
     let caller = &inv.profile.definition.delegation;
@@ -218,9 +219,12 @@ pub(crate) async fn agent_delegate(
         workspace_key: task.workspace_key.clone(),
     };
     let started = EventSink::pending(EventLevel::Info, &started)?;
-    // The agent's and the task's records and events, one unit: one commit.
+    // The agent's and the task's records and events, one unit: one commit, after what the
+    // calling agent held back (the call's start, the end of its previous delegation:
+    // `crate::engine::held_writes`).
     unit.push(registered(ctx, &task)?);
     unit.push(ctx.events.stamp(&ctx.run_id, started));
+    let unit = std::mem::take(held).into_iter().chain(unit).collect();
     ctx.events.commit(&ctx.run_id, unit).await?;
     let task_id = task.id.clone();
     // A waiting task's `agent_task_queued {queuePosition}` is journaled by the scheduler.

@@ -1,0 +1,138 @@
+//! A tool call's checks before it runs (its arguments' shape and size, the agent's call
+//! budgets, an unknown name) and the result a refused call answers with; split from
+//! `dispatch`, which runs them in the contract's order.
+
+use serde_json::{Value, json};
+use tt_domain::ids::truncate_for_message;
+use tt_domain::model::{AgentModelMessage, ModelContentPart};
+use tt_domain::tool::{AgentToolResult, ToolName};
+
+use crate::engine::invocation::InvocationRuntime;
+use crate::error::ToolError;
+
+/// The result the model reads for a call that failed with a recoverable error.
+pub(crate) fn error_result(call_id: &str, name: &str, err: &ToolError) -> AgentToolResult {
+    AgentToolResult {
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        content: err.message.clone(),
+        structured: json!({"error": {"code": err.code, "message": err.message}}),
+        is_error: true,
+        error_code: Some(err.code.to_owned()),
+        error_reason: err.reason.map(str::to_owned),
+        resource_refs: Vec::new(),
+    }
+}
+
+/// The size of a call's arguments in bytes: the raw text a provider could not parse, or the
+/// JSON text of what it parsed.
+pub(crate) fn argument_bytes(arguments: &Value) -> u64 {
+    let bytes = match arguments {
+        Value::String(raw) => raw.len(),
+        other => other.to_string().len(),
+    };
+    u64::try_from(bytes).unwrap_or(u64::MAX)
+}
+
+pub(crate) fn unknown_tool_error(inv: &InvocationRuntime, name: &str) -> ToolError {
+    ToolError::new(
+        "model.unknown_tool_call",
+        format!(
+            "There is no tool named `{}`. Call one of your tools: {}.",
+            truncate_for_message(name),
+            inv.snapshot.model_names().join(", ")
+        ),
+    )
+}
+
+/// `model.invalid_tool_call` when the arguments are not one JSON object within the limit.
+/// Providers pass arguments they could not parse through as a JSON string of the raw text.
+pub(crate) fn arguments_error(
+    tool: ToolName,
+    arguments: &Value,
+    bytes: u64,
+    limit: u64,
+) -> Option<ToolError> {
+    let alias = tool.model_alias();
+    let ask = "Send the arguments as one JSON object with the fields the tool describes.";
+    let message = if bytes > limit {
+        format!(
+            "The arguments of your `{alias}` call are {bytes} bytes long; at most {limit} bytes are accepted. Send less at once, for example write a long text in parts with `{}` and `mode: \"append\"`.",
+            ToolName::WorkspaceWriteFile.model_alias()
+        )
+    } else {
+        match arguments {
+            Value::Object(_) => return None,
+            Value::String(raw) => {
+                let why = serde_json::from_str::<Value>(raw)
+                    .err()
+                    .map(|err| format!(" ({err})"))
+                    .unwrap_or_default();
+                format!("The arguments of your `{alias}` call are not valid JSON{why}. {ask}")
+            }
+            other => format!(
+                "The arguments of your `{alias}` call are {}, not a JSON object. {ask}",
+                json_kind(other)
+            ),
+        }
+    };
+    Some(ToolError::new("model.invalid_tool_call", message))
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The assistant message as it goes back into the conversation: arguments over the limit are
+/// replaced by a short note, so one oversized call is not resent on every later turn (the
+/// stored model response keeps the original).
+pub(crate) fn bounded_for_history(message: &AgentModelMessage, limit: u64) -> AgentModelMessage {
+    let mut message = message.clone();
+    for part in &mut message.parts {
+        if let ModelContentPart::ToolCall { call } = part {
+            let bytes = argument_bytes(&call.arguments);
+            if bytes > limit {
+                call.arguments = Value::String(format!("[arguments omitted: {bytes} bytes]"));
+            }
+        }
+    }
+    message
+}
+
+pub(crate) fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<ToolError> {
+    // The tools that end an agent's work are never refused for budget: an agent that has used
+    // up its calls can still hand back its result or finish.
+    if tool.ends_loop() {
+        return None;
+    }
+    let budgets = &inv.snapshot.budgets;
+    if inv.session.calls_total >= budgets.max_calls_per_invocation {
+        return Some(ToolError::new(
+            "agent.tool_budget_exhausted",
+            format!(
+                "You have used all {} tool calls available to you. Finish with the tools that end your work.",
+                budgets.max_calls_per_invocation
+            ),
+        ));
+    }
+    if let Some(limit) = budgets.max_calls_per_tool.get(&tool) {
+        let used = inv.session.calls_per_tool.get(&tool).copied().unwrap_or(0);
+        if used >= *limit {
+            return Some(ToolError::new(
+                "agent.tool_budget_exhausted",
+                format!(
+                    "You have used all {limit} calls of `{}`; continue with other tools.",
+                    tool.model_alias()
+                ),
+            ));
+        }
+    }
+    None
+}

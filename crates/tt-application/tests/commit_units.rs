@@ -1,0 +1,192 @@
+//! What goes to the store together: a lead's delegations of one reply are one commit each
+//! (the call's start, the new agent and task, and the end of the delegation before it), the
+//! last delegation's end is written before the lead's next model call, and the journal keeps
+//! every agent's own order.
+
+use async_trait::async_trait;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use tt_application::{AgentRunService, RuntimeServices};
+use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::ids::RunId;
+use tt_domain::run::AgentRunStatus;
+use tt_ports::{EventPage, RunJournal, RunWrite, StorageResult};
+use tt_testkit::fakes::{
+    FakeCommitBridge, FakePromptBroker, InMemorySkills, InMemoryStore, ManualClock, SequentialIds,
+};
+
+use crate::support::*;
+
+/// The journal of an in-memory store that remembers each unit committed by the lead: the
+/// types of its events, in order.
+struct UnitLog {
+    inner: Arc<InMemoryStore>,
+    units: Mutex<Vec<Vec<String>>>,
+}
+
+#[async_trait]
+impl RunJournal for UnitLog {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+        self.inner.append(event).await
+    }
+
+    async fn commit(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+    ) -> StorageResult<Vec<AgentRunEvent>> {
+        let lead = writes.iter().any(|write| {
+            matches!(write, RunWrite::Event(event)
+                if event.payload["invocationId"] == json!("inv_root"))
+        });
+        if lead {
+            let types = writes
+                .iter()
+                .filter_map(|write| match write {
+                    RunWrite::Event(event) => Some(event.event_type.as_str().to_owned()),
+                    _ => None,
+                })
+                .collect();
+            self.units.lock().unwrap().push(types);
+        }
+        self.inner.commit(run_id, writes).await
+    }
+
+    async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
+        self.inner.read(run_id, page).await
+    }
+
+    async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64> {
+        self.inner.last_seq(run_id).await
+    }
+}
+
+const START: [&str; 2] = ["tool_call_requested", "tool_call_started"];
+const TASK: [&str; 3] = [
+    "agent_invocation_created",
+    "agent_task_registered",
+    "agent_delegate_started",
+];
+const END: [&str; 2] = ["tool_result_stored", "tool_call_completed"];
+
+fn types(parts: &[&[&str]]) -> Vec<String> {
+    parts
+        .iter()
+        .flat_map(|part| part.iter().map(|name| (*name).to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_replys_delegations_are_one_commit_each() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            vec![
+                turn(vec![
+                    delegate("d1", "critic", "Check the opening."),
+                    delegate("d2", "critic", "Check the middle."),
+                    // Refused (no such agent): its end goes out with what was held.
+                    delegate("d3", "nobody", "Check the end."),
+                    delegate("d4", "critic", "Check the end."),
+                ]),
+                turn(vec![call(
+                    "a",
+                    "agent_await",
+                    json!({"mode": "allCompleted"}),
+                )]),
+                turn(vec![write("w", "output/main.md", "Reviewed.")]),
+                turn(vec![call("c", "workspace_commit", json!({}))]),
+                turn(vec![call("f", "workspace_finish", json!({}))]),
+            ],
+        ),
+        ("critic", vec![task_return("r", "Fine.")]),
+    ]);
+    let store = InMemoryStore::new();
+    let log = Arc::new(UnitLog {
+        inner: Arc::clone(&store),
+        units: Mutex::new(Vec::new()),
+    });
+    let services = RuntimeServices {
+        runs: store.clone(),
+        invocations: store.clone(),
+        journal: log.clone(),
+        workspace: store.clone(),
+        profiles: store.clone(),
+        skills: InMemorySkills::new(),
+        model: model.clone(),
+        model_info: Default::default(),
+        connections: Arc::new(tt_ports::NoConnections),
+        commit_bridge: FakeCommitBridge::approving(),
+        prompt_broker: FakePromptBroker::answering(),
+        clock: ManualClock::ticking(),
+        ids: SequentialIds::new(),
+    };
+    let service = AgentRunService::new(services);
+    for profile in [delegator("writer"), reviewer("critic")] {
+        store.put_profile(profile);
+    }
+    let run = service.start_run(request(Some("writer"))).await.unwrap();
+    let run = service.wait_for_run(&run.id).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+
+    // The lead's units around its four delegations, as committed.
+    let units = log.units.lock().unwrap().clone();
+    let first = units
+        .iter()
+        .position(|unit| unit.first().map(String::as_str) == Some("tool_call_requested"))
+        .unwrap();
+    let refused_end = ["tool_result_stored", "tool_call_failed"];
+    assert_eq!(
+        units[first..first + 5].to_vec(),
+        vec![
+            types(&[&START, &TASK]),
+            types(&[&END, &START, &TASK]),
+            // The refused call: what was held, its start and its end, at once.
+            types(&[&END, &START, &refused_end]),
+            types(&[&START, &TASK]),
+            // The last delegation's end, before anything else the lead writes.
+            types(&[&END]),
+        ]
+    );
+
+    // In the journal every call still reads start, work, end, and the last end comes before
+    // the lead's next model request.
+    let events = store.events(&run.id);
+    // The lead's own events and those of the tasks it registers.
+    let lead: Vec<&AgentRunEvent> = events
+        .iter()
+        .filter(|event| {
+            event.payload["invocationId"] == json!("inv_root")
+                || (TASK.contains(&event.event_type.as_str())
+                    && event.payload["parentInvocationId"] == json!("inv_root"))
+        })
+        .collect();
+    let expected = types(&[
+        &START,
+        &TASK,
+        &END,
+        &START,
+        &TASK,
+        &END,
+        &START,
+        &refused_end,
+        &START,
+        &TASK,
+        &END,
+    ]);
+    let calls: Vec<String> = lead
+        .iter()
+        .map(|event| event.event_type.as_str().to_owned())
+        .skip_while(|name| name != "tool_call_requested")
+        .take(expected.len())
+        .collect();
+    assert_eq!(calls, expected);
+    let seq_of = |name: &str, nth: usize| {
+        lead.iter()
+            .filter(|event| event.event_type.as_str() == name)
+            .nth(nth)
+            .map(|event| event.seq)
+            .unwrap()
+    };
+    assert!(seq_of("tool_call_completed", 2) < seq_of("model_request_created", 1));
+}
