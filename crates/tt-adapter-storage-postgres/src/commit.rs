@@ -29,8 +29,17 @@ const MAX_BATCH: usize = 1024;
 /// or an invocation in the batch wins, as if they had run one after another); the new tasks
 /// inserted (a taken task id fails the statement); the newest seq of each run notified on
 /// `tt_journal`. A run whose lease row this store does not hold is left out (its callers learn
-/// why afterwards). Answers `(0, ord, seq)` per stored event, `(1, ord, 0)` per stored
-/// document, `(2, ord, 0)` per stored invocation and `(3, ord, 0)` per stored task.
+/// why afterwards); the checkpoints numbered per run after the run's newest and stored, with
+/// the fingerprints and texts of their files as the statement's snapshot holds them. Answers
+/// `(0, ord, seq, NULL)` per stored event, `(1, ord, 0, NULL)` per stored document,
+/// `(2, ord, 0, NULL)` per stored invocation, `(3, ord, 0, NULL)` per stored task and
+/// `(4, ord, seq, fingerprints)` per stored checkpoint.
+///
+/// Checkpoints are numbered here without a lock: only the committer of the store holding the
+/// run's lease writes its checkpoints (the statement key-share locks the lease row), and its
+/// batches run one after another, so `max(seq)` of the run is never read by two writers at
+/// once. A second writer would fail the statement on `tt_checkpoints`' primary key, never
+/// reuse a number.
 const WRITE_BATCH: &str = "
 WITH events_in AS (
     SELECT run_id, body, ord
@@ -52,8 +61,41 @@ held AS (
     SELECT l.run_id FROM run_leases l
     WHERE l.owner_id = $6
       AND l.run_id IN (SELECT run_id FROM events_in UNION SELECT run_id FROM docs_in
-                       UNION SELECT run_id FROM invs_in UNION SELECT run_id FROM tasks_in)
+                       UNION SELECT run_id FROM invs_in UNION SELECT run_id FROM tasks_in
+                       UNION SELECT run_id FROM unnest($17::text[]) AS c (run_id))
     FOR KEY SHARE),
+cps_in AS (
+    SELECT run_id, paths, head, ord
+    FROM unnest($17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS c (run_id, paths, head, ord)
+    WHERE run_id IN (SELECT run_id FROM held)),
+cps_numbered AS (
+    SELECT c.run_id, c.paths, c.head, c.ord,
+           (SELECT coalesce(max(t.seq), 0) FROM tt_checkpoints t WHERE t.run_id = c.run_id)
+           + row_number() OVER (PARTITION BY c.run_id ORDER BY c.ord) AS seq
+    FROM cps_in c),
+cps_printed AS (
+    SELECT n.run_id, n.head, n.ord, n.seq,
+           coalesce(json_agg(json_build_object(
+                        'path', f.path, 'sha256', f.sha256,
+                        'bytes', octet_length(convert_to(f.content, 'UTF8'))) ORDER BY p.pord)
+                    FILTER (WHERE f.path IS NOT NULL), '[]') AS prints,
+           coalesce(json_agg(f.content ORDER BY p.pord) FILTER (WHERE f.path IS NOT NULL),
+                    '[]') AS texts
+    FROM cps_numbered n
+    LEFT JOIN LATERAL json_array_elements_text(n.paths::json) WITH ORDINALITY AS p (path, pord)
+         ON true
+    LEFT JOIN tt_files f ON f.run_id = n.run_id AND f.path = p.path
+    GROUP BY n.run_id, n.head, n.ord, n.seq),
+cps_stored AS (
+    INSERT INTO tt_checkpoints (run_id, seq, record, files)
+    SELECT run_id, seq,
+           (head::jsonb || jsonb_build_object(
+               'id', 'cp_' || CASE WHEN seq < 1000000 THEN lpad(seq::text, 6, '0')
+                                   ELSE seq::text END,
+               'seq', seq,
+               'files', prints))::text,
+           texts::text
+    FROM cps_printed),
 counts AS (
     SELECT run_id, count(*) AS n FROM events_in
     WHERE run_id IN (SELECT run_id FROM held) GROUP BY run_id),
@@ -91,13 +133,15 @@ tasks_stored AS (
 heard AS (
     SELECT count(pg_notify('tt_journal', run_id || ' ' || last)::text) AS notes
     FROM (SELECT run_id, max(seq) AS last FROM numbered GROUP BY run_id) AS tails)
-SELECT 0, numbered.ord, numbered.seq FROM numbered CROSS JOIN heard
+SELECT 0, numbered.ord, numbered.seq, NULL::text FROM numbered CROSS JOIN heard
 UNION ALL
-SELECT 1, d.ord, 0 FROM docs_in d WHERE d.run_id IN (SELECT run_id FROM held)
+SELECT 1, d.ord, 0, NULL FROM docs_in d WHERE d.run_id IN (SELECT run_id FROM held)
 UNION ALL
-SELECT 2, i.ord, 0 FROM invs_in i WHERE i.run_id IN (SELECT run_id FROM held)
+SELECT 2, i.ord, 0, NULL FROM invs_in i WHERE i.run_id IN (SELECT run_id FROM held)
 UNION ALL
-SELECT 3, t.ord, 0 FROM tasks_in t WHERE t.run_id IN (SELECT run_id FROM held)";
+SELECT 3, t.ord, 0, NULL FROM tasks_in t WHERE t.run_id IN (SELECT run_id FROM held)
+UNION ALL
+SELECT 4, c.ord, c.seq, c.prints::text FROM cps_printed c";
 
 /// What a caller asked to write.
 pub(crate) enum Write {
@@ -109,6 +153,17 @@ pub(crate) enum Write {
     Invocation { invocation_id: String, body: String },
     /// A new task record's JSON and its indexed columns; answered with 0.
     Task(NewTaskRow),
+    /// A checkpoint of the files at `paths` (a JSON array of relative paths), its record's
+    /// fields other than `id`, `seq` and `files` in `head`; answered with its number and the
+    /// files' fingerprints (JSON).
+    Checkpoint { paths: String, head: String },
+}
+
+/// What the statement answered for one write: an event's seq or a checkpoint's number (0 for
+/// the others), and a checkpoint's fingerprints.
+pub(crate) struct Answer {
+    pub number: u64,
+    pub detail: Option<String>,
 }
 
 /// A new task's row, as `AgentInvocationRepository::create_task` inserts it.
@@ -126,7 +181,7 @@ pub(crate) struct NewTaskRow {
 struct Pending {
     run_id: String,
     writes: Vec<Write>,
-    reply: oneshot::Sender<StorageResult<Vec<u64>>>,
+    reply: oneshot::Sender<StorageResult<Vec<Answer>>>,
 }
 
 /// The queue of a store's journal appends; the committing task ends when the store is dropped.
@@ -185,6 +240,16 @@ impl JournalCommitter {
     /// Writes `writes` of `run_id` in one batch, as one unit: all of them commit together or
     /// none does. Answers one number per write, in order: an event's seq, 0 for the others.
     pub(crate) async fn submit(&self, run_id: &str, writes: Vec<Write>) -> StorageResult<Vec<u64>> {
+        let answers = self.submit_answers(run_id, writes).await?;
+        Ok(answers.into_iter().map(|answer| answer.number).collect())
+    }
+
+    /// [`submit`](Self::submit), answering the whole [`Answer`] of each write.
+    pub(crate) async fn submit_answers(
+        &self,
+        run_id: &str,
+        writes: Vec<Write>,
+    ) -> StorageResult<Vec<Answer>> {
         let (reply, answer) = oneshot::channel();
         let stopped = || StorageError::Other("the group committer has stopped".to_owned());
         self.queue
@@ -258,8 +323,8 @@ async fn commit_batch(
     url: &str,
     ownership: &Ownership,
     batch: &[Pending],
-) -> Result<Vec<StorageResult<Vec<u64>>>, StorageError> {
-    let failed = |message: &str| -> Result<Vec<StorageResult<Vec<u64>>>, StorageError> {
+) -> Result<Vec<StorageResult<Vec<Answer>>>, StorageError> {
+    let failed = |message: &str| -> Result<Vec<StorageResult<Vec<Answer>>>, StorageError> {
         Ok(batch
             .iter()
             .map(|p| Err(io_error(&format!("runs/{}/events", p.run_id), message)))
@@ -294,6 +359,9 @@ async fn commit_batch(
     let mut task_keys: Vec<&str> = Vec::new();
     let mut task_delegations: Vec<bool> = Vec::new();
     let mut task_bodies: Vec<&str> = Vec::new();
+    let mut cp_runs: Vec<&str> = Vec::new();
+    let mut cp_paths: Vec<&str> = Vec::new();
+    let mut cp_heads: Vec<&str> = Vec::new();
     // Each pending caller's writes' (kind, 1-based position among its kind), as the
     // statement answers.
     let mut keys: Vec<Vec<(i32, i64)>> = Vec::with_capacity(batch.len());
@@ -331,11 +399,17 @@ async fn commit_batch(
                     task_bodies.push(&task.body);
                     mine.push((3, ordinal(task_runs.len())));
                 }
+                Write::Checkpoint { paths, head } => {
+                    cp_runs.push(&pending.run_id);
+                    cp_paths.push(paths);
+                    cp_heads.push(head);
+                    mine.push((4, ordinal(cp_runs.len())));
+                }
             }
         }
         keys.push(mine);
     }
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 16] = [
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 19] = [
         &event_runs,
         &event_bodies,
         &doc_runs,
@@ -352,6 +426,9 @@ async fn commit_batch(
         &task_keys,
         &task_delegations,
         &task_bodies,
+        &cp_runs,
+        &cp_paths,
+        &cp_heads,
     ];
     let rows = match conn.query(statement, &params).await {
         Ok(rows) => rows,
@@ -372,9 +449,10 @@ async fn commit_batch(
         }
         Err(err) => return failed(&err.to_string()),
     };
-    let mut written: HashMap<(i32, i64), i64> = HashMap::with_capacity(rows.len());
+    let mut written: HashMap<(i32, i64), (i64, Option<String>)> =
+        HashMap::with_capacity(rows.len());
     for row in &rows {
-        written.insert((row.get(0), row.get(1)), row.get(2));
+        written.insert((row.get(0), row.get(1)), (row.get(2), row.get(3)));
     }
     // The runs left out: not there, or not this store's any more.
     let mut refused: BTreeMap<&str, StorageError> = BTreeMap::new();
@@ -391,8 +469,13 @@ async fn commit_batch(
         .map(|(pending, mine)| {
             match mine
                 .iter()
-                .map(|key| written.get(key).map(|seq| u64::try_from(*seq).unwrap_or(0)))
-                .collect::<Option<Vec<u64>>>()
+                .map(|key| {
+                    written.get_mut(key).map(|(number, detail)| Answer {
+                        number: u64::try_from(*number).unwrap_or(0),
+                        detail: detail.take(),
+                    })
+                })
+                .collect::<Option<Vec<Answer>>>()
             {
                 Some(seqs) => Ok(seqs),
                 None => Err(match refused.get(pending.run_id.as_str()) {

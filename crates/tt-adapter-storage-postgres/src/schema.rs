@@ -290,6 +290,13 @@ END
 $fn$;
 "#,
     ),
+    (
+        10,
+        "checkpoints are written by the group commit, which numbers them",
+        // The committer's batch statement writes checkpoints now (`commit.rs`): one
+        // transaction for many, no lock held across a commit's flush.
+        "DROP FUNCTION tt_create_checkpoint(text, text, text[], text);",
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

@@ -2,8 +2,9 @@
 //! paths below them and the five roots always present. A write or append is one call of the
 //! server function `tt_put_file`, which fences the run and locks the path with a
 //! transaction-scoped advisory lock, so guards are checked and applied atomically across hosts.
-//! A checkpoint (`tt_create_checkpoint`, also one call) copies the named files' fingerprints and
-//! text; persistent states are rows keyed by conversation workspace, immutable once promoted.
+//! A checkpoint copies the named files' fingerprints and text; it is one write of the store's
+//! group commit (`commit.rs`), which numbers it. Persistent states are rows keyed by
+//! conversation workspace, immutable once promoted.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,6 +25,7 @@ use tt_ports::{
 };
 
 use crate::PostgresStore;
+use crate::commit::Write;
 use crate::error::{io as db, parse, to_json};
 use crate::pool::StatementCache;
 
@@ -404,31 +406,26 @@ impl WorkspaceRepository for PostgresStore {
                 "eventSeq": event_seq,
             }),
         )?;
-        let paths: Vec<&str> = paths.iter().map(WorkspacePath::as_str).collect();
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_one(
-                "SELECT outcome, checkpoint_seq, fingerprints
-                 FROM tt_create_checkpoint($1, $2, $3, $4)",
-                &[&run_id.as_str(), &self.ownership.owner_id, &paths, &head],
-            )
-            .await
-            .map_err(db(what))?;
-        match row.get::<_, &str>(0) {
-            "created" => {
-                let seq = crate::runs::as_u64(row.get(1));
-                Ok(CheckpointRecord {
-                    id: CheckpointId::from_seq(seq),
-                    seq,
-                    run_id: run_id.clone(),
-                    created_at,
-                    reason,
-                    event_seq,
-                    files: parse("checkpoint files", row.get(2))?,
-                })
-            }
-            fenced => Err(self.fenced(run_id, fenced)),
-        }
+        let paths = to_json(
+            "checkpoint paths",
+            &paths.iter().map(WorkspacePath::as_str).collect::<Vec<_>>(),
+        )?;
+        // One write of the group commit (`commit.rs`), which numbers it.
+        let answer = self
+            .journal
+            .submit_answers(run_id.as_str(), vec![Write::Checkpoint { paths, head }])
+            .await?
+            .pop()
+            .ok_or_else(|| StorageError::Other(format!("no answer for the {what}")))?;
+        Ok(CheckpointRecord {
+            id: CheckpointId::from_seq(answer.number),
+            seq: answer.number,
+            run_id: run_id.clone(),
+            created_at,
+            reason,
+            event_seq,
+            files: parse("checkpoint files", answer.detail.as_deref().unwrap_or("[]"))?,
+        })
     }
 
     async fn init_persist_projection(

@@ -67,8 +67,9 @@ async fn checkpointed_versions_read_back_by_their_sha256() {
     );
 }
 
-/// The server writes a checkpoint's record (`tt_create_checkpoint`): the stored row reads back
-/// as the record the call returned, numbered and fingerprinted as the contract says.
+/// The server writes a checkpoint's record (the group commit's batch statement): the stored
+/// row reads back as the record the call returned, numbered and fingerprinted as the contract
+/// says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkpoint_record_the_server_wrote_reads_back_as_returned() {
     use tt_domain::workspace::{CheckpointReason, CheckpointRecord, WriteGuard};

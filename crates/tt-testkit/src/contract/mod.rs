@@ -124,6 +124,7 @@ macro_rules! storage_contract_tests {
                 list_depth_and_ordering,
                 walk_files_bounds,
                 checkpoints,
+                concurrent_checkpoints_are_numbered_once_each,
                 persist_projection_and_promotion,
             }
             profiles {

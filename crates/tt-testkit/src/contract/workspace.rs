@@ -397,6 +397,58 @@ pub async fn walk_files_bounds(s: StorageUnderTest) {
     assert!(walk(vec![WorkspaceRoot::Output], 10, 0).await.is_empty());
 }
 
+/// Checkpoints taken at once (a fan-out's agents each checkpoint what they wrote) are
+/// numbered once each, 1 to n with no gap, and each holds its own files.
+pub async fn concurrent_checkpoints_are_numbered_once_each(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let ws = Arc::clone(&s.workspace);
+    let mut handles = Vec::new();
+    for i in 0..24u64 {
+        let ws = Arc::clone(&ws);
+        let run_id = run.id.clone();
+        handles.push(tokio::spawn(async move {
+            let path = wp(&format!("scratch/agent-{i}.md"));
+            let text = format!("notes {i}");
+            ws.write(&run_id, &path, &text, &WriteGuard::None)
+                .await
+                .unwrap();
+            let paths = if i % 8 == 0 {
+                Vec::new()
+            } else {
+                vec![path.clone()]
+            };
+            let record = ws
+                .create_checkpoint(
+                    &run_id,
+                    CheckpointReason::ToolWorkspaceWrite,
+                    i + 1,
+                    &paths,
+                    ts(100 + i as i64),
+                )
+                .await
+                .unwrap();
+            (record, paths, text)
+        }));
+    }
+    let mut numbers = Vec::new();
+    for handle in handles {
+        let (record, paths, text) = handle.await.unwrap();
+        assert_eq!(record.id.as_str(), format!("cp_{:06}", record.seq));
+        let expected: Vec<FileFingerprint> = paths
+            .into_iter()
+            .map(|path| FileFingerprint {
+                path,
+                sha256: sha256_hex(text.as_bytes()),
+                bytes: text.len() as u64,
+            })
+            .collect();
+        assert_eq!(record.files, expected, "checkpoint {}", record.seq);
+        numbers.push(record.seq);
+    }
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=24).collect::<Vec<u64>>());
+}
+
 pub async fn checkpoints(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let ws = &s.workspace;
