@@ -1,7 +1,7 @@
 //! Runs, run documents, invocations and tasks. Records are stored as their JSON text (so a
 //! document reads back exactly as written) beside the columns the queries order and filter by.
-//! A task transition reads and rewrites its row under `FOR UPDATE`, so the first terminal
-//! write wins across hosts too.
+//! A task transition rewrites its row only if it is still the row it read (compare and swap),
+//! so the first terminal write wins across hosts too.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -18,6 +18,7 @@ use tt_ports::{
 };
 
 use crate::PostgresStore;
+use crate::commit::Write;
 use crate::error::{io, parse, to_json};
 
 /// A non-negative counter column as `u64`.
@@ -241,29 +242,20 @@ impl AgentRunRepository for PostgresStore {
 
 #[async_trait]
 impl AgentInvocationRepository for PostgresStore {
+    /// Through the group commit, like every record write: the batch fences it on the lease.
     async fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()> {
         self.claim_run(&invocation.run_id).await?;
         let body = to_json("invocation", invocation)?;
-        let run_id = &invocation.run_id;
-        let conn = self.pool.get().await?;
-        let written = conn
-            .execute(
-                "INSERT INTO invocations (run_id, invocation_id, body)
-                 SELECT run_id, $2, $3 FROM runs WHERE run_id = $1 AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $4 FOR KEY SHARE)
-                 ON CONFLICT (run_id, invocation_id) DO UPDATE SET body = EXCLUDED.body",
-                &[
-                    &run_id.as_str(),
-                    &invocation.id.as_str(),
-                    &body,
-                    &self.ownership.owner_id,
-                ],
+        self.journal
+            .submit(
+                invocation.run_id.as_str(),
+                vec![Write::Invocation {
+                    invocation_id: invocation.id.as_str().to_owned(),
+                    body,
+                }],
             )
             .await
-            .map_err(io(format!("invocation {}", invocation.id)))?;
-        if written == 0 {
-            return Err(self.ownership.refused(&*conn, conn.cache(), run_id).await);
-        }
-        Ok(())
+            .map(drop)
     }
 
     async fn load_invocation(
@@ -431,15 +423,18 @@ impl AgentInvocationRepository for PostgresStore {
     /// number from 2 whose key (`{base}-{n:03}`: three digits zero-padded, more without a
     /// leading zero) is free, the smallest of 2 and each taken number plus one that is not
     /// taken. `agent.delegate` asks on every call; listing the keys made a fan-out's
-    /// delegations read a quadratic number of rows.
+    /// delegations read a quadratic number of rows. The keys below `{base}-` are a range of
+    /// the byte-ordered index (`{base}-` up to `{base}.`: '.' follows '-'; migration 11).
     async fn next_workspace_key(&self, run_id: &RunId, base: &str) -> StorageResult<String> {
-        let prefix = format!("{base}-");
+        let (prefix, prefix_end) = (format!("{base}-"), format!("{base}."));
         let conn = self.pool.get().await?;
         let row = conn
             .query_one(
                 "WITH used AS (
                      SELECT workspace_key AS key FROM tasks
-                     WHERE run_id = $1 AND (workspace_key = $2 OR left(workspace_key, length($3)) = $3)),
+                     WHERE run_id = $1 AND (workspace_key COLLATE \"C\" = $2
+                         OR (workspace_key COLLATE \"C\" >= $3
+                             AND workspace_key COLLATE \"C\" < $4))),
                  nums AS (
                      SELECT substr(key, length($3) + 1)::bigint AS n FROM used
                      WHERE substr(key, length($3) + 1) ~ '^[0-9]{3,18}$'
@@ -448,7 +443,7 @@ impl AgentInvocationRepository for PostgresStore {
                         (SELECT min(c.n) FROM (SELECT 2::bigint AS n
                                                UNION ALL SELECT n + 1 FROM nums WHERE n >= 2) c
                          WHERE NOT EXISTS (SELECT 1 FROM nums WHERE nums.n = c.n))",
-                &[&run_id.as_str(), &base, &prefix],
+                &[&run_id.as_str(), &base, &prefix, &prefix_end],
             )
             .await
             .map_err(io(format!("tasks of run {run_id}")))?;
@@ -465,19 +460,23 @@ impl AgentInvocationRepository for PostgresStore {
     }
 
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
-        let prefix = format!("{base}-");
+        let (prefix, prefix_end) = (format!("{base}-"), format!("{base}."));
         let conn = self.pool.get().await?;
         let rows = conn
             .query(
                 "SELECT workspace_key FROM tasks
-                 WHERE run_id = $1 AND (workspace_key = $2 OR left(workspace_key, length($3)) = $3)",
-                &[&run_id.as_str(), &base, &prefix],
+                 WHERE run_id = $1 AND (workspace_key COLLATE \"C\" = $2
+                     OR (workspace_key COLLATE \"C\" >= $3 AND workspace_key COLLATE \"C\" < $4))",
+                &[&run_id.as_str(), &base, &prefix, &prefix_end],
             )
             .await
             .map_err(io(format!("tasks of run {run_id}")))?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
+    /// Two statements and no transaction: read the row, apply the transition, then write it
+    /// back only if it is unchanged and this store still holds the run's lease. A row another
+    /// writer changed in between is read again; the first terminal write wins.
     async fn transition_task(
         &self,
         run_id: &RunId,
@@ -487,38 +486,50 @@ impl AgentInvocationRepository for PostgresStore {
     ) -> StorageResult<TaskTransitionOutcome> {
         self.claim_run(run_id).await?;
         let what = format!("task {task_id}");
-        let mut conn = self.pool.get().await?;
-        let (client, cache) = conn.parts();
-        let tx = client.transaction().await.map_err(io(&what))?;
-        self.ownership.fence(&tx, cache, run_id, None).await?;
-        let row = cache
-            .query_opt(
-                &tx,
-                "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2 FOR UPDATE",
-                &[&run_id.as_str(), &task_id.as_str()],
-            )
-            .await
-            .map_err(io(&what))?;
-        let Some(row) = row else {
-            drop(tx);
-            drop(conn);
-            self.require_run(run_id).await?;
-            return Err(StorageError::not_found(what));
-        };
-        let mut task: AgentTaskRecord = parse(&what, row.get(0))?;
-        let changed = task.apply_transition(transition, now)?;
-        if changed {
-            let body = to_json(&what, &task)?;
-            cache
-                .execute(
-                    &tx,
-                    "UPDATE tasks SET body = $3 WHERE run_id = $1 AND task_id = $2",
-                    &[&run_id.as_str(), &task_id.as_str(), &body],
+        let conn = self.pool.get().await?;
+        loop {
+            let row = conn
+                .query_opt(
+                    "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
+                    &[&run_id.as_str(), &task_id.as_str()],
                 )
                 .await
                 .map_err(io(&what))?;
+            let Some(row) = row else {
+                drop(conn);
+                self.require_run(run_id).await?;
+                return Err(StorageError::not_found(what));
+            };
+            let read: &str = row.get(0);
+            let mut task: AgentTaskRecord = parse(&what, read)?;
+            let changed = task.apply_transition(transition, now)?;
+            if !changed {
+                return Ok(TaskTransitionOutcome { task, changed });
+            }
+            let body = to_json(&what, &task)?;
+            let written = conn
+                .execute(
+                    "UPDATE tasks SET body = $3
+                     WHERE run_id = $1 AND task_id = $2 AND body = $4
+                       AND EXISTS (SELECT 1 FROM run_leases
+                                   WHERE run_id = $1 AND owner_id = $5 FOR KEY SHARE)",
+                    &[
+                        &run_id.as_str(),
+                        &task_id.as_str(),
+                        &body,
+                        &read,
+                        &self.ownership.owner_id,
+                    ],
+                )
+                .await
+                .map_err(io(&what))?;
+            if written == 1 {
+                return Ok(TaskTransitionOutcome { task, changed });
+            }
+            // Not this store's run any more (or gone), or another writer came first.
+            self.ownership
+                .fence(&*conn, conn.cache(), run_id, None)
+                .await?;
         }
-        tx.commit().await.map_err(io(&what))?;
-        Ok(TaskTransitionOutcome { task, changed })
     }
 }

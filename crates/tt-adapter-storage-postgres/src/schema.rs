@@ -297,6 +297,79 @@ $fn$;
         // transaction for many, no lock held across a commit's flush.
         "DROP FUNCTION tt_create_checkpoint(text, text, text[], text);",
     ),
+    (
+        11,
+        "a file write and a delegation's workspace key read only the rows they name",
+        // Both lookups grew with the run (and `tt_put_file` fences lease first, one query
+        // instead of two). `tt_put_file` asked for "a file at any of these
+        // paths" with `= ANY`, and its cached generic plan (made while the table was small and
+        // had no statistics) scanned all the run's files for it; each path is now a lookup of
+        // the primary key. `next_workspace_key` filtered every task of the run by a prefix; the
+        // index below makes the prefix a range (runs.rs).
+        r#"
+CREATE INDEX tasks_by_workspace_key ON tasks (run_id, (workspace_key COLLATE "C"));
+
+CREATE OR REPLACE FUNCTION tt_put_file(
+    p_run text, p_owner text, p_path text, p_above text[], p_content text, p_sha256 text,
+    p_append boolean, p_guard text, p_expected text)
+RETURNS TABLE (outcome text, detail text, previous_sha256 text, new_sha256 text,
+               new_bytes bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    above text;
+    old_content text;
+    old_sha text;
+    new_content text;
+BEGIN
+    -- The fence (`tt_fence`), lease first: a lease row implies its run, so the run is looked
+    -- up only when this store holds no lease of it.
+    PERFORM 1 FROM run_leases WHERE run_id = p_run AND owner_id = p_owner FOR KEY SHARE;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT CASE WHEN EXISTS (SELECT 1 FROM runs WHERE run_id = p_run)
+                                 THEN 'lost' ELSE 'no_run' END,
+                            NULL::text, NULL::text, NULL::text, NULL::bigint;
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_run || '/' || p_path, 0));
+    -- Below `p_path/` in byte order: from `p_path/` up to `p_path0` ('0' follows '/').
+    IF EXISTS (SELECT 1 FROM tt_files f
+               WHERE f.run_id = p_run
+                 AND f.path COLLATE "C" >= p_path || '/'
+                 AND f.path COLLATE "C" < p_path || '0') THEN
+        RETURN QUERY SELECT 'is_directory'::text, NULL::text, NULL::text, NULL::text,
+                            NULL::bigint;
+        RETURN;
+    END IF;
+    -- A file at any ancestor (at most one can exist): a primary-key lookup each.
+    FOREACH above IN ARRAY p_above LOOP
+        IF EXISTS (SELECT 1 FROM tt_files f WHERE f.run_id = p_run AND f.path = above) THEN
+            RETURN QUERY SELECT 'not_a_directory'::text, above, NULL::text, NULL::text,
+                                NULL::bigint;
+            RETURN;
+        END IF;
+    END LOOP;
+    SELECT f.content, f.sha256 INTO old_content, old_sha FROM tt_files f
+    WHERE f.run_id = p_run AND f.path = p_path;
+    IF (p_guard = 'must_not_exist' AND old_sha IS NOT NULL)
+       OR (p_guard = 'must_match' AND old_sha IS DISTINCT FROM p_expected) THEN
+        RETURN QUERY SELECT 'refused'::text, NULL::text, old_sha, NULL::text, NULL::bigint;
+        RETURN;
+    END IF;
+    IF p_append AND old_content IS NOT NULL THEN
+        new_content := old_content || p_content;
+        p_sha256 := encode(sha256(convert_to(new_content, 'UTF8')), 'hex');
+    ELSE
+        new_content := p_content;
+    END IF;
+    INSERT INTO tt_files AS f (run_id, path, content, sha256)
+    VALUES (p_run, p_path, new_content, p_sha256)
+    ON CONFLICT (run_id, path) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256;
+    RETURN QUERY SELECT 'written'::text, NULL::text, old_sha, p_sha256,
+                        octet_length(convert_to(new_content, 'UTF8'))::bigint;
+END
+$fn$;
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

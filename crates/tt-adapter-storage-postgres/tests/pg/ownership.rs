@@ -185,6 +185,54 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
     );
 }
 
+/// A task transition is a compare and swap fenced on the lease (no transaction): as the first
+/// write after a takeover it changes nothing and says the run is another store's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_transition_after_a_takeover_changes_nothing() {
+    let url = crate::cluster()
+        .create_database("tt_case_fenced_transition")
+        .await
+        .unwrap();
+    let open = |name: &str| {
+        let options = PostgresOptions {
+            pool_size: 2,
+            lease: Duration::from_secs(60),
+            owner_id: Some(name.to_owned()),
+        };
+        let url = url.clone();
+        async move { Arc::new(PostgresStore::open_with(&url, options).await.unwrap()) }
+    };
+    let a = open("host-a").await;
+    let b = open("host-b").await;
+    let run = sample_run(8);
+    a.create_run(&run, &manifest_for(&run)).await.unwrap();
+    a.create_task(&task(&run, "task_1", 10)).await.unwrap();
+    expire_lease(&url, run.id.as_str()).await;
+    b.claim_run(&run.id).await.unwrap();
+
+    let running = TaskTransition {
+        status: TaskStatus::Running,
+        result_ref: None,
+        error: None,
+    };
+    assert_code(
+        a.transition_task(&run.id, &TaskId::from_raw("task_1"), &running, ts(40))
+            .await,
+        "agent.run_locked",
+    );
+    let stored = b
+        .load_task(&run.id, &TaskId::from_raw("task_1"))
+        .await
+        .unwrap();
+    assert_eq!(stored.status, TaskStatus::Queued);
+    let outcome = b
+        .transition_task(&run.id, &TaskId::from_raw("task_1"), &running, ts(41))
+        .await
+        .unwrap();
+    assert!(outcome.changed);
+    assert_eq!(outcome.task.status, TaskStatus::Running);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_refuses_only_the_runs_another_store_holds() {
     let url = crate::cluster()

@@ -121,6 +121,7 @@ macro_rules! storage_contract_tests {
                 concurrent_guarded_creates_have_one_winner,
                 append_semantics,
                 read_and_sha_errors,
+                a_write_below_a_file_is_refused,
                 list_depth_and_ordering,
                 walk_files_bounds,
                 checkpoints,

@@ -202,6 +202,32 @@ pub async fn append_semantics(s: StorageUnderTest) {
     assert_not_found(ws.append(&run.id, &wp("checkpoints/x.md"), "x").await);
 }
 
+/// A file cannot be written or appended below another file, however deep, and nothing is
+/// written. (Which path the error names is the adapter's: the file in the way or the path
+/// asked for.)
+pub async fn a_write_below_a_file_is_refused(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let ws = &s.workspace;
+    ws.write(&run.id, &wp("plan/a/b.md"), "plan", &WriteGuard::None)
+        .await
+        .unwrap();
+    for below in ["plan/a/b.md/c.md", "plan/a/b.md/c/d.md"] {
+        match ws.write(&run.id, &wp(below), "x", &WriteGuard::None).await {
+            Err(StorageError::NotADirectory { .. }) => {}
+            other => panic!("expected NotADirectory for {below}, got {other:?}"),
+        }
+        match ws.append(&run.id, &wp(below), "x").await {
+            Err(StorageError::NotADirectory { .. }) => {}
+            other => panic!("expected NotADirectory for {below}, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        ws.read(&run.id, &wp("plan/a/b.md")).await.unwrap().text,
+        "plan"
+    );
+    assert_not_found(ws.read(&run.id, &wp("plan/a/b.md/c.md")).await);
+}
+
 pub async fn read_and_sha_errors(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let ws = &s.workspace;
