@@ -419,46 +419,9 @@ impl AgentInvocationRepository for PostgresStore {
         Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
     }
 
-    /// One row, however many repeats the run has: whether `base` is taken, and the first
-    /// number from 2 whose key (`{base}-{n:03}`: three digits zero-padded, more without a
-    /// leading zero) is free, the smallest of 2 and each taken number plus one that is not
-    /// taken. `agent.delegate` asks on every call; listing the keys made a fan-out's
-    /// delegations read a quadratic number of rows. The keys below `{base}-` are a range of
-    /// the byte-ordered index (`{base}-` up to `{base}.`: '.' follows '-'; migration 11).
-    async fn next_workspace_key(&self, run_id: &RunId, base: &str) -> StorageResult<String> {
-        let (prefix, prefix_end) = (format!("{base}-"), format!("{base}."));
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_one(
-                "WITH used AS (
-                     SELECT workspace_key AS key FROM tasks
-                     WHERE run_id = $1 AND (workspace_key COLLATE \"C\" = $2
-                         OR (workspace_key COLLATE \"C\" >= $3
-                             AND workspace_key COLLATE \"C\" < $4))),
-                 nums AS (
-                     SELECT substr(key, length($3) + 1)::bigint AS n FROM used
-                     WHERE substr(key, length($3) + 1) ~ '^[0-9]{3,18}$'
-                       AND (length(key) = length($3) + 3 OR substr(key, length($3) + 1, 1) <> '0'))
-                 SELECT EXISTS (SELECT 1 FROM used WHERE key = $2),
-                        (SELECT min(c.n) FROM (SELECT 2::bigint AS n
-                                               UNION ALL SELECT n + 1 FROM nums WHERE n >= 2) c
-                         WHERE NOT EXISTS (SELECT 1 FROM nums WHERE nums.n = c.n))",
-                &[&run_id.as_str(), &base, &prefix, &prefix_end],
-            )
-            .await
-            .map_err(io(format!("tasks of run {run_id}")))?;
-        let taken: Option<bool> = row.try_get(0).ok();
-        let next: Option<i64> = row.try_get(1).ok().flatten();
-        match (taken, next) {
-            (Some(false), _) => Ok(base.to_owned()),
-            (Some(true), Some(n)) => Ok(format!("{base}-{n:03}")),
-            _ => Err(StorageError::corrupt(
-                format!("the workspace keys of run {run_id}"),
-                "the next free key could not be computed",
-            )),
-        }
-    }
-
+    /// The keys of `base` are a range of the byte-ordered index (`{base}-` up to `{base}.`:
+    /// '.' follows '-'; migration 11), so the read grows with `base`'s repeats, not the run's
+    /// tasks. The engine reads it once per agent id and active run.
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
         let (prefix, prefix_end) = (format!("{base}-"), format!("{base}."));
         let conn = self.pool.get().await?;

@@ -304,8 +304,8 @@ $fn$;
         // instead of two). `tt_put_file` asked for "a file at any of these
         // paths" with `= ANY`, and its cached generic plan (made while the table was small and
         // had no statistics) scanned all the run's files for it; each path is now a lookup of
-        // the primary key. `next_workspace_key` filtered every task of the run by a prefix; the
-        // index below makes the prefix a range (runs.rs).
+        // the primary key. The workspace keys of an agent id were found by filtering every task
+        // of the run by a prefix; the index below makes the prefix a range (runs.rs).
         r#"
 CREATE INDEX tasks_by_workspace_key ON tasks (run_id, (workspace_key COLLATE "C"));
 

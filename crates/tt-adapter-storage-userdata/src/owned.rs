@@ -228,9 +228,6 @@ struct RunFiles {
     delegations_by_parent: HashMap<InvocationId, u64>,
     /// Every task's workspace key (it never changes either).
     workspace_keys: std::collections::BTreeSet<String>,
-    /// Per agent id, the repeat number where the search for its next free workspace key
-    /// starts: keys are only ever added, so every number below it stays taken.
-    next_repeat: HashMap<String, u32>,
     invocations: BTreeMap<InvocationId, AgentInvocation>,
     blobs: Segment,
     blob_locs: HashMap<String, Loc>,
@@ -472,7 +469,6 @@ impl OwnedRun {
             tasks_by_parent: HashMap::new(),
             tasks_by_child: HashMap::new(),
             delegations_by_parent: HashMap::new(),
-            next_repeat: HashMap::new(),
             workspace_keys: std::collections::BTreeSet::new(),
             tasks: BTreeMap::new(),
             invocations,
@@ -663,24 +659,6 @@ impl OwnedRun {
             .filter(|key| key.as_str() == base || key.starts_with(&prefix))
             .cloned()
             .collect()
-    }
-
-    /// `base`, or the first free `base-NNN` from 2 on, as `tt_domain::task::next_workspace_key`
-    /// finds it, in amortized O(1): the search resumes where the last one ended.
-    pub(crate) fn next_workspace_key(&self, base: &str) -> String {
-        let mut files = self.files();
-        if !files.workspace_keys.contains(base) {
-            return base.to_owned();
-        }
-        let mut repeat = files.next_repeat.get(base).copied().unwrap_or(2);
-        loop {
-            let candidate = format!("{base}-{repeat:03}");
-            if !files.workspace_keys.contains(&candidate) {
-                files.next_repeat.insert(base.to_owned(), repeat);
-                return candidate;
-            }
-            repeat = repeat.saturating_add(1);
-        }
     }
 
     pub(crate) fn tasks_by_child(&self, child: &InvocationId) -> Vec<AgentTaskRecord> {

@@ -478,19 +478,6 @@ impl AgentInvocationRepository for UserDataStore {
         }
     }
 
-    async fn next_workspace_key(&self, run_id: &RunId, base: &str) -> StorageResult<String> {
-        match self.inner.access(run_id)? {
-            RunAccess::Owned(run) => Ok(run.next_workspace_key(base)),
-            RunAccess::Reader { .. } => {
-                let used = self.workspace_keys_like(run_id, base).await?;
-                Ok(tt_domain::task::next_workspace_key(
-                    base,
-                    used.iter().map(String::as_str),
-                ))
-            }
-        }
-    }
-
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.workspace_keys_like(base)),

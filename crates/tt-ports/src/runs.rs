@@ -316,17 +316,6 @@ pub trait AgentInvocationRepository: Send + Sync {
             .collect())
     }
 
-    /// The workspace key a new task for agent `base` gets: `base`, then `base-002`, `base-003`,
-    /// … (the first not taken; [`tt_domain::task::next_workspace_key`]). Stores that index
-    /// keys answer without listing them: `agent.delegate` asks on every call.
-    async fn next_workspace_key(&self, run_id: &RunId, base: &str) -> StorageResult<String> {
-        let used = self.workspace_keys_like(run_id, base).await?;
-        Ok(tt_domain::task::next_workspace_key(
-            base,
-            used.iter().map(String::as_str),
-        ))
-    }
-
     /// The tasks whose child invocation is `child` (at most one when the runtime wrote them),
     /// in creation order.
     async fn list_tasks_by_child(

@@ -173,12 +173,12 @@ async fn a_run_row_that_does_not_parse_is_named_not_listed() {
     assert_eq!(unreadable[0].code, "agent.storage_corrupt");
 }
 
-/// `next_workspace_key` is answered in one row on PostgreSQL; it agrees with the domain's rule
-/// (`tt_domain::task::next_workspace_key` over the listed keys) whatever keys the run holds:
-/// gaps, four-digit repeats, keys that only look like repeats (`critic-0004`, `critic-04`,
-/// `critic-x`) and other agents whose ids start with the same letters.
+/// `workspace_keys_like` reads a range of the byte-ordered key index (migration 11): it lists
+/// exactly an agent id's keys whatever keys the run holds: gaps, four-digit repeats, keys that
+/// only look like repeats (`critic-0004`, `critic-04`, `critic-x`), other agents whose ids
+/// start with the same letters (`criticism`, `crit`), and repeats of repeats.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_next_workspace_key_follows_the_domain_rule() {
+async fn workspace_keys_are_listed_by_agent_id() {
     use tt_domain::ids::{InvocationId, ProfileId, TaskId};
     use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
     use tt_ports::{AgentInvocationRepository, AgentRunRepository};
@@ -191,10 +191,17 @@ async fn the_next_workspace_key_follows_the_domain_rule() {
         let run = &run;
         async move {
             for base in ["critic", "critic-002", "crit", "editor"] {
-                let expected =
-                    tt_domain::task::next_workspace_key(base, keys.iter().map(String::as_str));
+                let mut expected: Vec<&String> = keys
+                    .iter()
+                    .filter(|key: &&String| {
+                        key.as_str() == base || key.starts_with(&format!("{base}-"))
+                    })
+                    .collect();
+                expected.sort();
+                let mut listed = store.workspace_keys_like(&run.id, base).await.unwrap();
+                listed.sort();
                 assert_eq!(
-                    store.next_workspace_key(&run.id, base).await.unwrap(),
+                    listed.iter().collect::<Vec<_>>(),
                     expected,
                     "{base} among {keys:?}"
                 );

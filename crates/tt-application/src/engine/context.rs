@@ -55,6 +55,8 @@ pub(crate) struct RunContext {
     /// The next registration number of a task and its invocation; read from the stored
     /// records at the first registration of this active run.
     creation_seq: Mutex<Option<u64>>,
+    /// The workspace keys given to the run's tasks (`engine::tasks::workspace_keys`).
+    pub workspace_keys: Arc<crate::engine::tasks::workspace_keys::WorkspaceKeys>,
     /// Stored steps of resumed delegated agents, taken by their workers (`resume_run`).
     replays:
         StdMutex<std::collections::HashMap<tt_domain::ids::InvocationId, crate::replay::Replay>>,
@@ -91,6 +93,7 @@ impl RunContext {
             approvals: Default::default(),
             sessions: StdMutex::new(Vec::new()),
             creation_seq: Mutex::new(None),
+            workspace_keys: Arc::default(),
             replays: StdMutex::new(std::collections::HashMap::new()),
             promoted_before: std::sync::atomic::AtomicBool::new(false),
         })

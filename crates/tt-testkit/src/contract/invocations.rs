@@ -253,22 +253,29 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
             .unwrap();
         assert_eq!(counted, expected, "delegations by {parent}");
     }
-    // The next workspace key: the agent id, then its first free numbered repeat.
-    let next = |base: &'static str| s.invocations.next_workspace_key(&run.id, base);
-    assert_eq!(next("crit").await.unwrap(), "crit");
-    assert_eq!(next("editor").await.unwrap(), "editor-002");
-    assert_eq!(next("critic-002").await.unwrap(), "critic-002-002");
-    assert_eq!(next("critic").await.unwrap(), "critic-003");
+    // The next workspace key, the domain's rule over the listed keys: the agent id, then its
+    // first free numbered repeat.
+    let next = |base: &'static str| {
+        let (invocations, run_id) = (&s.invocations, &run.id);
+        async move {
+            let used = invocations.workspace_keys_like(run_id, base).await.unwrap();
+            tt_domain::task::next_workspace_key(base, used.iter().map(String::as_str))
+        }
+    };
+    assert_eq!(next("crit").await, "crit");
+    assert_eq!(next("editor").await, "editor-002");
+    assert_eq!(next("critic-002").await, "critic-002-002");
+    assert_eq!(next("critic").await, "critic-003");
     for (id, key) in [("task_r3", "critic-003"), ("task_r5", "critic-005")] {
         let mut repeat = task(&run, id, 6);
         repeat.workspace_key = key.to_owned();
         s.invocations.create_task(&repeat).await.unwrap();
     }
-    assert_eq!(next("critic").await.unwrap(), "critic-004");
+    assert_eq!(next("critic").await, "critic-004");
     let mut repeat = task(&run, "task_r4", 7);
     repeat.workspace_key = "critic-004".to_owned();
     s.invocations.create_task(&repeat).await.unwrap();
-    assert_eq!(next("critic").await.unwrap(), "critic-006");
+    assert_eq!(next("critic").await, "critic-006");
 }
 
 pub async fn first_terminal_write_wins(s: StorageUnderTest) {

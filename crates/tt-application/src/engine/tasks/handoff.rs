@@ -105,7 +105,7 @@ pub(crate) async fn agent_handoff(
         budget: None,
         workspace_key: None,
     };
-    let (task, mut unit) = open_task(ctx, inv, call, new).await?;
+    let (task, mut unit, key) = open_task(ctx, inv, call, new).await?;
     let registered = registered(ctx, &task)?;
     let (task_id, new_invocation_id, workspace_key) =
         (task.id, task.child_invocation_id, task.workspace_key);
@@ -123,6 +123,7 @@ pub(crate) async fn agent_handoff(
     unit.push(registered);
     unit.push(ctx.events.stamp(&ctx.run_id, accepted_event));
     ctx.events.commit(&ctx.run_id, unit).await?;
+    key.keep();
     Ok(accepted(task_id, new_invocation_id, agent_id.as_str()))
 }
 

@@ -14,6 +14,7 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use crate::delegation::policy::Operation;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
+use crate::engine::tasks::workspace_keys::KeyReservation;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::events::EventSink;
 use tt_ports::RunWrite;
@@ -61,22 +62,23 @@ pub(crate) struct NewTask {
     /// The `task` or `handoff` brief.
     pub brief: StoredBrief,
     pub budget: Option<AgentTaskBudget>,
-    /// The workspace key, when the caller asked the store for it already (together with its
-    /// other reads); `None`: `open_task` asks.
-    pub workspace_key: Option<String>,
+    /// The workspace key, when the caller reserved it already (together with its other
+    /// reads); `None`: `open_task` reserves it.
+    pub workspace_key: Option<KeyReservation>,
 }
 
 /// The target's invocation and the `queued` task that brings it in, not yet written: the task,
 /// and the unit that writes them (the invocation record, `agent_invocation_created`, the task
 /// record, in that order), which the caller finishes with `agent_task_registered` and its own
 /// next event and writes as one (`EventSink::commit`). Workspace keys are unique per run
-/// across delegations and handoffs.
+/// across delegations and handoffs: the caller keeps the task's key reservation once the unit
+/// is written (`engine::tasks::workspace_keys`).
 pub(crate) async fn open_task(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     call: &AgentToolCall,
     new: NewTask,
-) -> ApplicationResult<(AgentTaskRecord, Vec<RunWrite>)> {
+) -> ApplicationResult<(AgentTaskRecord, Vec<RunWrite>, KeyReservation)> {
     let now = ctx.services.clock.now();
     let (kind, mut task_id) = match new.continuation {
         TaskContinuation::ReturnToParent => (
@@ -88,12 +90,11 @@ pub(crate) async fn open_task(
             TaskId::generate_handoff(&ctx.services.ids.next_token()),
         ),
     };
-    let workspace_key = match new.workspace_key {
+    let key = match new.workspace_key {
         Some(key) => key,
         None => {
-            ctx.services
-                .invocations
-                .next_workspace_key(&ctx.run_id, new.target.as_str())
+            ctx.workspace_keys
+                .reserve(&*ctx.services.invocations, &ctx.run_id, new.target.as_str())
                 .await?
         }
     };
@@ -161,7 +162,7 @@ pub(crate) async fn open_task(
         parent_invocation_id: inv.invocation.id.clone(),
         child_invocation_id: target_invocation.id.clone(),
         target_profile_id: new.target,
-        workspace_key,
+        workspace_key: key.key().to_owned(),
         continuation: new.continuation,
         status: TaskStatus::Queued,
         task: new.brief.into(),
@@ -174,7 +175,7 @@ pub(crate) async fn open_task(
         updated_at: now,
     };
     unit.push(RunWrite::Task(task.clone()));
-    Ok((task, unit))
+    Ok((task, unit, key))
 }
 
 /// `agent_task_registered` of `task`, stamped now, for the end of its [`open_task`] unit.

@@ -113,9 +113,8 @@ pub(crate) async fn agent_delegate(
         async {
             match &key_base {
                 Some(base) => ctx
-                    .services
-                    .invocations
-                    .next_workspace_key(&ctx.run_id, base.as_str())
+                    .workspace_keys
+                    .reserve(&*ctx.services.invocations, &ctx.run_id, base.as_str())
                     .await
                     .map(Some),
                 None => Ok(None),
@@ -210,7 +209,7 @@ pub(crate) async fn agent_delegate(
         budget,
         workspace_key: workspace_key.map_err(crate::error::ApplicationError::from)?,
     };
-    let (task, mut unit) = open_task(ctx, inv, call, new).await?;
+    let (task, mut unit, key) = open_task(ctx, inv, call, new).await?;
     let started = payload::AgentDelegateStarted {
         task_id: task.id.clone(),
         parent_invocation_id: task.parent_invocation_id.clone(),
@@ -226,6 +225,7 @@ pub(crate) async fn agent_delegate(
     unit.push(ctx.events.stamp(&ctx.run_id, started));
     let unit = std::mem::take(held).into_iter().chain(unit).collect();
     ctx.events.commit(&ctx.run_id, unit).await?;
+    key.keep();
     let task_id = task.id.clone();
     // A waiting task's `agent_task_queued {queuePosition}` is journaled by the scheduler.
     let admission = inv
