@@ -79,24 +79,24 @@ pub async fn expire_lease(url: &str, run_id: &str) {
         .unwrap();
 }
 
+/// A host whose lease is long: nothing waits for a heartbeat, a test ends the lease by hand.
+async fn long_lease_host(url: &str, name: &str) -> Arc<PostgresStore> {
+    let options = PostgresOptions {
+        pool_size: 2,
+        lease: Duration::from_secs(60),
+        owner_id: Some(name.to_owned()),
+    };
+    Arc::new(PostgresStore::open_with(url, options).await.unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_whose_lease_was_taken_over_cannot_write() {
     let url = crate::cluster()
         .create_database("tt_case_fencing")
         .await
         .unwrap();
-    // A long lease: nothing here waits for a heartbeat, the lease is ended by hand.
-    let host_with_long_lease = |name: &str| {
-        let options = PostgresOptions {
-            pool_size: 2,
-            lease: Duration::from_secs(60),
-            owner_id: Some(name.to_owned()),
-        };
-        let url = url.clone();
-        async move { Arc::new(PostgresStore::open_with(&url, options).await.unwrap()) }
-    };
-    let a = host_with_long_lease("host-a").await;
-    let b = host_with_long_lease("host-b").await;
+    let a = long_lease_host(&url, "host-a").await;
+    let b = long_lease_host(&url, "host-b").await;
     let run = sample_run(7);
     a.create_run(&run, &manifest_for(&run)).await.unwrap();
     a.append(tool_event(&run.id, 1, "inv_root")).await.unwrap();
@@ -193,17 +193,8 @@ async fn a_task_transition_after_a_takeover_changes_nothing() {
         .create_database("tt_case_fenced_transition")
         .await
         .unwrap();
-    let open = |name: &str| {
-        let options = PostgresOptions {
-            pool_size: 2,
-            lease: Duration::from_secs(60),
-            owner_id: Some(name.to_owned()),
-        };
-        let url = url.clone();
-        async move { Arc::new(PostgresStore::open_with(&url, options).await.unwrap()) }
-    };
-    let a = open("host-a").await;
-    let b = open("host-b").await;
+    let a = long_lease_host(&url, "host-a").await;
+    let b = long_lease_host(&url, "host-b").await;
     let run = sample_run(8);
     a.create_run(&run, &manifest_for(&run)).await.unwrap();
     a.create_task(&task(&run, "task_1", 10)).await.unwrap();

@@ -100,9 +100,10 @@ pub(crate) async fn agent_delegate(
         )
         .into());
     }
-    // The three reads a delegation needs go to the store together; their answers are looked
-    // at in the contract's order below (a read whose check comes after one that fails is
-    // wasted, nothing more).
+    // The reads a delegation needs go to the store together (the workspace key is reserved
+    // from the run's keys, read once per agent id); their answers are looked at in the
+    // contract's order below (a read whose check comes after one that fails is wasted, and a
+    // key reserved for a refused call is given back).
     let key_base = ProfileId::parse(&args.agent_id).ok();
     let (resolved, delegated, workspace_key) = tokio::join!(
         resolve_target(ctx, &args.agent_id, Operation::Delegate),
