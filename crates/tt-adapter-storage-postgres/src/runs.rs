@@ -21,6 +21,9 @@ use crate::PostgresStore;
 use crate::commit::Write;
 use crate::error::{io, parse, to_json};
 
+/// How many times a task transition reads its row again after another writer changed it.
+const TRANSITION_ATTEMPTS: usize = 64;
+
 /// A non-negative counter column as `u64`.
 pub(crate) fn as_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
@@ -439,7 +442,9 @@ impl AgentInvocationRepository for PostgresStore {
 
     /// Two statements and no transaction: read the row, apply the transition, then write it
     /// back only if it is unchanged and this store still holds the run's lease. A row another
-    /// writer changed in between is read again; the first terminal write wins.
+    /// writer changed in between is read again; the first terminal write wins. A task has a few
+    /// transitions in its life, so a row that changed under [`TRANSITION_ATTEMPTS`] reads in a
+    /// row is an error, never an endless loop.
     async fn transition_task(
         &self,
         run_id: &RunId,
@@ -450,7 +455,7 @@ impl AgentInvocationRepository for PostgresStore {
         self.claim_run(run_id).await?;
         let what = format!("task {task_id}");
         let conn = self.pool.get().await?;
-        loop {
+        for _ in 0..TRANSITION_ATTEMPTS {
             let row = conn
                 .query_opt(
                     "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
@@ -494,5 +499,9 @@ impl AgentInvocationRepository for PostgresStore {
                 .fence(&*conn, conn.cache(), run_id, None)
                 .await?;
         }
+        Err(StorageError::io(
+            what,
+            format!("the row changed under each of {TRANSITION_ATTEMPTS} attempts to update it"),
+        ))
     }
 }
