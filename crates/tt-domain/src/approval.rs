@@ -10,17 +10,20 @@ use std::collections::BTreeMap;
 
 use crate::error::{DomainError, DomainResult};
 use crate::tool::ToolName;
+use crate::tool_model::{ToolFacts, ToolId, ToolPermission};
 use crate::workspace::WorkspacePath;
 
-/// The group name that stands for the tools that change the workspace or the chat.
+/// The group name that stands for the tools that change the workspace or anything outside the
+/// run (the chat, the host's data, an MCP server's): those whose facts say
+/// [`ToolFacts::in_writes_group`].
 pub const WRITES_GROUP: &str = "writes";
 
-/// The tools of the `writes` group.
-pub const WRITE_TOOLS: [ToolName; 3] = [
-    ToolName::WorkspaceWriteFile,
-    ToolName::WorkspaceApplyPatch,
-    ToolName::WorkspaceCommit,
-];
+/// The built-in tools of the `writes` group.
+pub fn write_tools() -> impl Iterator<Item = ToolName> {
+    ToolName::ALL
+        .into_iter()
+        .filter(|tool| tool.facts().in_writes_group())
+}
 
 /// Whether a call of one tool waits for a person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,12 +43,19 @@ pub enum ApprovalRule {
 pub type ApprovalPolicy = BTreeMap<String, ApprovalRule>;
 
 /// Why a call waits, as the host sees it: the rule that asked.
+///
+/// The tool's own entry wins over its group's; with neither, a tool whose facts say
+/// [`ToolPermission::Ask`] (an outside tool registered or allowed that way) always asks.
 pub fn asks(
     policy: &ApprovalPolicy,
-    tool: ToolName,
+    tool: &ToolId,
+    facts: &ToolFacts,
     path: Option<&WorkspacePath>,
 ) -> Option<String> {
-    let (key, rule) = rule_for(policy, tool)?;
+    let Some((key, rule)) = rule_for(policy, tool, facts) else {
+        return (facts.permission == ToolPermission::Ask)
+            .then(|| format!("{tool} asks before every call"));
+    };
     match rule {
         ApprovalRule::Never => None,
         ApprovalRule::Always => Some(format!("tools.approval.{key} is always")),
@@ -67,11 +77,15 @@ pub fn asks(
     }
 }
 
-fn rule_for(policy: &ApprovalPolicy, tool: ToolName) -> Option<(&str, &ApprovalRule)> {
+fn rule_for<'a>(
+    policy: &'a ApprovalPolicy,
+    tool: &ToolId,
+    facts: &ToolFacts,
+) -> Option<(&'a str, &'a ApprovalRule)> {
     if let Some((key, rule)) = policy.get_key_value(tool.canonical()) {
         return Some((key.as_str(), rule));
     }
-    if WRITE_TOOLS.contains(&tool) {
+    if facts.in_writes_group() {
         return policy
             .get_key_value(WRITES_GROUP)
             .map(|(key, rule)| (key.as_str(), rule));
@@ -79,37 +93,33 @@ fn rule_for(policy: &ApprovalPolicy, tool: ToolName) -> Option<(&str, &ApprovalR
     None
 }
 
-/// The tools whose calls name a workspace `path` (an `outside` rule needs one).
-pub fn names_a_path(tool: ToolName) -> bool {
-    matches!(
-        tool,
-        ToolName::WorkspaceReadFile
-            | ToolName::WorkspaceWriteFile
-            | ToolName::WorkspaceApplyPatch
-            | ToolName::WorkspaceCommit
-    )
-}
-
-/// Checks `tools.approval` (`agent.profile_approval_invalid`): every key is a tool or `writes`,
-/// `task.return` included (it is added to delegated agents); `outside` is only for tools that
-/// name a path, with at least one root, each a usable workspace path.
+/// Checks `tools.approval` (`agent.profile_approval_invalid`): every key is a built-in tool,
+/// an outside tool's id (`host/…`, `mcp/…`) or `writes`, `task.return` included (it is added
+/// to delegated agents); `outside` is only for tools that name a path, with at least one root,
+/// each a usable workspace path.
 pub fn validate_policy(policy: &ApprovalPolicy, timeout_ms: Option<u64>) -> DomainResult<()> {
     let invalid = |message: String| DomainError::new("agent.profile_approval_invalid", message);
     for (key, rule) in policy {
-        let tools: Vec<ToolName> = if key == WRITES_GROUP {
-            WRITE_TOOLS.to_vec()
+        // Whether every tool the key stands for names a path (`None`: an outside tool).
+        let names_paths: Vec<(String, bool)> = if key == WRITES_GROUP {
+            write_tools()
+                .map(|tool| (tool.canonical().to_owned(), tool.facts().names_path))
+                .collect()
         } else {
-            vec![ToolName::from_canonical(key).ok_or_else(|| {
-                invalid(format!(
-                    "tools.approval names `{key}`, which is neither a tool nor the group `{WRITES_GROUP}`"
-                ))
-            })?]
+            match ToolId::parse(key) {
+                Ok(ToolId::Builtin(tool)) => vec![(key.clone(), tool.facts().names_path)],
+                Ok(ToolId::External(_)) => vec![(key.clone(), false)],
+                Err(_) => {
+                    return Err(invalid(format!(
+                        "tools.approval names `{key}`, which is neither a tool nor the group `{WRITES_GROUP}`"
+                    )));
+                }
+            }
         };
         if let ApprovalRule::Outside(roots) = rule {
-            if let Some(tool) = tools.iter().find(|tool| !names_a_path(**tool)) {
+            if let Some((tool, _)) = names_paths.iter().find(|(_, path)| !path) {
                 return Err(invalid(format!(
-                    "tools.approval.{key}: `outside` needs a tool whose calls name a path; `{}` has none (use always or never)",
-                    tool.canonical()
+                    "tools.approval.{key}: `outside` needs a tool whose calls name a path; `{tool}` has none (use always or never)"
                 )));
             }
             if roots.is_empty() {
@@ -172,6 +182,14 @@ pub fn approval_id_for(call_file_key: &str) -> String {
 mod tests {
     use super::*;
 
+    fn ask(
+        policy: &ApprovalPolicy,
+        tool: ToolName,
+        path: Option<&WorkspacePath>,
+    ) -> Option<String> {
+        asks(policy, &tool.into(), &tool.facts(), path)
+    }
+
     fn policy(entries: &[(&str, ApprovalRule)]) -> ApprovalPolicy {
         entries
             .iter()
@@ -190,15 +208,15 @@ mod tests {
             ("workspace.commit", ApprovalRule::Never),
         ]);
         let write = path("output/main.md");
-        assert!(asks(&policy, ToolName::WorkspaceWriteFile, Some(&write)).is_some());
-        assert!(asks(&policy, ToolName::WorkspaceApplyPatch, Some(&write)).is_some());
-        assert_eq!(asks(&policy, ToolName::WorkspaceCommit, Some(&write)), None);
+        assert!(ask(&policy, ToolName::WorkspaceWriteFile, Some(&write)).is_some());
+        assert!(ask(&policy, ToolName::WorkspaceApplyPatch, Some(&write)).is_some());
+        assert_eq!(ask(&policy, ToolName::WorkspaceCommit, Some(&write)), None);
         assert_eq!(
-            asks(&policy, ToolName::WorkspaceReadFile, Some(&write)),
+            ask(&policy, ToolName::WorkspaceReadFile, Some(&write)),
             None
         );
         assert_eq!(
-            asks(&ApprovalPolicy::new(), ToolName::AgentDelegate, None),
+            ask(&ApprovalPolicy::new(), ToolName::AgentDelegate, None),
             None
         );
     }
@@ -210,15 +228,15 @@ mod tests {
             ApprovalRule::Outside(vec!["scratch".into(), "output/drafts".into()]),
         )]);
         let tool = ToolName::WorkspaceWriteFile;
-        assert_eq!(asks(&policy, tool, Some(&path("scratch/a.md"))), None);
-        assert_eq!(asks(&policy, tool, Some(&path("output/drafts/b.md"))), None);
-        let reason = asks(&policy, tool, Some(&path("output/main.md"))).unwrap();
+        assert_eq!(ask(&policy, tool, Some(&path("scratch/a.md"))), None);
+        assert_eq!(ask(&policy, tool, Some(&path("output/drafts/b.md"))), None);
+        let reason = ask(&policy, tool, Some(&path("output/main.md"))).unwrap();
         assert_eq!(
             reason,
             "output/main.md is outside tools.approval.workspace.write_file (scratch, output/drafts)"
         );
-        assert!(asks(&policy, tool, Some(&path("scratchpad/x.md"))).is_some());
-        assert!(asks(&policy, tool, None).is_some());
+        assert!(ask(&policy, tool, Some(&path("scratchpad/x.md"))).is_some());
+        assert!(ask(&policy, tool, None).is_some());
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod event_payload;
 pub mod generation;
 pub mod ids;
 pub mod invocation;
+pub mod mcp;
 pub mod model;
 pub mod model_storage;
 pub mod profile;
@@ -25,6 +26,7 @@ pub mod task_result;
 pub mod text;
 pub mod time;
 pub mod tool;
+pub mod tool_model;
 pub mod transcript;
 pub mod workspace;
 

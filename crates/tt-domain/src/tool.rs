@@ -11,6 +11,7 @@ use std::fmt;
 use crate::ids::{InvocationId, ProfileId};
 use crate::invocation::ExitPolicy;
 use crate::run::Presentation;
+use crate::tool_model::{ExternalToolFacts, ToolFacts, ToolId};
 use crate::workspace::{WorkspacePath, WorkspaceRoot};
 
 /// Every built-in tool, in registry order.
@@ -64,17 +65,6 @@ impl ToolName {
         ToolName::WorkspaceApplyPatch,
         ToolName::WorkspaceCommit,
         ToolName::WorkspaceFinish,
-    ];
-
-    /// Tools removed from a delegated (task-return) agent's surface.
-    pub const PARENT_ONLY: [ToolName; 7] = [
-        ToolName::WorkspaceCommit,
-        ToolName::WorkspaceFinish,
-        ToolName::AgentList,
-        ToolName::AgentDelegate,
-        ToolName::AgentHandoff,
-        ToolName::AgentAwait,
-        ToolName::AgentCancelTask,
     ];
 
     pub fn canonical(self) -> &'static str {
@@ -134,10 +124,7 @@ impl ToolName {
 
     /// Calling one of these ends the tool loop; a later call in the same response is fatal.
     pub fn ends_loop(self) -> bool {
-        matches!(
-            self,
-            ToolName::WorkspaceFinish | ToolName::TaskReturn | ToolName::AgentHandoff
-        )
+        self.facts().ends_loop
     }
 }
 
@@ -179,7 +166,8 @@ pub struct ToolAnnotations {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentToolSpec {
-    pub name: ToolName,
+    /// A built-in's canonical name, or an outside tool's id (`host/…`, `mcp/…`).
+    pub name: ToolId,
     pub model_name: String,
     pub title: String,
     pub description: String,
@@ -188,6 +176,29 @@ pub struct AgentToolSpec {
     pub output_schema: Option<Value>,
     pub annotations: ToolAnnotations,
     pub source: String,
+    /// An outside tool's declared facts, frozen with the snapshot; `None` for a built-in,
+    /// whose facts are [`ToolName::facts`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalToolFacts>,
+}
+
+impl AgentToolSpec {
+    /// Every fact the runtime handles this tool's calls by.
+    pub fn facts(&self) -> ToolFacts {
+        match (&self.name, &self.external) {
+            (ToolId::Builtin(tool), _) => tool.facts(),
+            (ToolId::External(id), Some(external)) => external.facts(id.family()),
+            // An outside tool whose facts were lost is treated as the riskiest kind.
+            (ToolId::External(id), None) => ExternalToolFacts {
+                side_effect: crate::tool_model::SideEffect::Outside,
+                idempotent: false,
+                permission: crate::tool_model::ToolPermission::Ask,
+                server: None,
+                max_inline_result_bytes: ExternalToolFacts::DEFAULT_INLINE_RESULT_BYTES,
+            }
+            .facts(id.family()),
+        }
+    }
 }
 
 /// A tool call as decoded from a model response. `id` is the provider's, kept verbatim.
@@ -243,7 +254,7 @@ pub struct InvocationBudgets {
     /// The profile's `maxCallsPerRun`, counted for this invocation only.
     pub max_calls_per_invocation: u32,
     #[serde(default)]
-    pub max_calls_per_tool: BTreeMap<ToolName, u32>,
+    pub max_calls_per_tool: BTreeMap<ToolId, u32>,
 }
 
 /// Everything one invocation exposes, frozen at its start and persisted as
@@ -278,6 +289,11 @@ impl InvocationToolSnapshot {
 
     pub fn offers(&self, tool: ToolName) -> bool {
         self.tools.iter().any(|spec| spec.name == tool)
+    }
+
+    /// The spec of `tool`, when this invocation was offered it.
+    pub fn spec_of(&self, tool: &ToolId) -> Option<&AgentToolSpec> {
+        self.tools.iter().find(|spec| &spec.name == tool)
     }
 
     /// Model-facing names, in provider order.

@@ -14,6 +14,7 @@ pub mod prompt;
 pub mod runs;
 pub mod skills;
 pub mod system;
+pub mod tools;
 pub mod transcripts;
 pub mod workspace;
 
@@ -38,6 +39,10 @@ pub use runs::{
 };
 pub use skills::SkillRepository;
 pub use system::{Clock, IdGenerator};
+pub use tools::{
+    ExternalToolCall, ExternalToolDefinition, ExternalToolOutput, ExternalTools, McpClient,
+    NoExternalTools, ToolSourceError,
+};
 pub use transcripts::TranscriptRepository;
 pub use workspace::{FileContent, WorkspaceEntry, WorkspaceRepository, WriteOutcome};
 

@@ -8,11 +8,13 @@
 
 mod agent;
 mod host;
+mod mcp;
 mod model;
 mod tools;
 
 pub use agent::*;
 pub use host::*;
+pub use mcp::*;
 pub use model::*;
 pub use tools::*;
 
@@ -217,6 +219,7 @@ pub fn all() -> impl Iterator<Item = &'static ErrorCode> {
         .chain(tools::CODES)
         .chain(model::CODES)
         .chain(host::CODES)
+        .chain(mcp::CODES)
 }
 
 /// The entry of `code`, if it is one.

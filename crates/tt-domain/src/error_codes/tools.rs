@@ -18,6 +18,14 @@ super::error_codes! {
         "A skill scope (of a profile or a run request) is blank or malformed.";
     TOOL_ERROR = "tool.error", Internal,
         "Telemetry only: the span status of a failed tool call whose event carried no code.";
+    TOOL_HOST_FAILED = "tool.host_failed", ToolRefusal,
+        "A host tool's handler answered with an error; the agent reads its message (the host's own code is `errorReason`).";
+    TOOL_HOST_PANICKED = "tool.host_panicked", ToolRefusal,
+        "A host tool's handler panicked; the call failed and the agent goes on.";
+    TOOL_ID_INVALID = "tool.id_invalid", Configuration,
+        "A tool id is neither a built-in's name, `host/<name>` nor `mcp/<server>:<tool>`, or names a host tool or MCP server or tool the runtime cannot use.";
+    TOOL_OUTCOME_UNKNOWN = "tool.outcome_unknown", ToolRefusal,
+        "A call of an outside tool was sent and never answered (a crash, a timeout): it may have run, and it is never sent again by itself.";
     TOOL_INVALID_ARGUMENTS = "tool.invalid_arguments", ToolRefusal,
         "A tool call's arguments miss a field or have one of the wrong type or value.";
     WORKSPACE_COMMIT_MODE_INVALID = "workspace.commit_mode_invalid", ToolRefusal,

@@ -77,6 +77,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             max_calls_per_tool: Default::default(),
             approval: Default::default(),
             approval_timeout_ms: None,
+            mcp: Default::default(),
         },
         skills: SkillsSection {
             visible: vec!["*".to_owned()],

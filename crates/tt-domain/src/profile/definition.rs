@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::ids::ProfileId;
 use crate::run::Presentation;
 use crate::tool::ToolName;
+use crate::tool_model::{ExternalToolId, ToolId, ToolPermission};
 use crate::workspace::WorkspaceRoot;
 
 pub const PROFILE_KIND: &str = "tauritavern.agentProfile";
@@ -374,6 +375,23 @@ pub struct ToolsSection {
     /// How long a call waits for an answer before it is denied; `None`: as long as the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_timeout_ms: Option<u64>,
+    /// MCP tools this agent may use: server registration name → tool name → permission
+    /// (docs/tools.md). A tool not named is off; a delegated agent gets its own profile's
+    /// table, never its delegator's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp: BTreeMap<String, BTreeMap<String, McpToolPermission>>,
+}
+
+/// One MCP tool's permission in a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpToolPermission {
+    /// Not offered.
+    Off,
+    /// Offered; every call waits for a person's approval.
+    Ask,
+    /// Offered; calls run without asking.
+    Allow,
 }
 
 fn default_max_calls() -> u32 {
@@ -392,6 +410,41 @@ impl ToolsSection {
 
     pub fn is_visible(&self, tool: ToolName) -> bool {
         self.visible_tools().contains(&tool)
+    }
+
+    /// The outside tools offered, in provider order after the built-ins: the `host/…` ids of
+    /// `allow` minus `deny`, then the MCP tools of `mcp` that are not off, by server and tool
+    /// name. Each with the permission the profile gives it (`None`: the tool's own default).
+    pub fn external_tools(&self) -> Vec<(ExternalToolId, Option<ToolPermission>)> {
+        let hosts = self
+            .allow
+            .iter()
+            .filter(|name| !self.deny.contains(name))
+            .filter_map(|name| match ToolId::parse(name) {
+                Ok(ToolId::External(id)) => Some((id, None)),
+                _ => None,
+            });
+        let mcp = self.mcp.iter().flat_map(|(server, tools)| {
+            tools.iter().filter_map(move |(tool, permission)| {
+                let permission = match permission {
+                    McpToolPermission::Off => return None,
+                    McpToolPermission::Ask => ToolPermission::Ask,
+                    McpToolPermission::Allow => ToolPermission::Allow,
+                };
+                let id = ExternalToolId::mcp(server, tool).ok()?;
+                (!self.deny.iter().any(|denied| denied == id.as_str()))
+                    .then_some((id, Some(permission)))
+            })
+        });
+        hosts.chain(mcp).collect()
+    }
+
+    /// Whether `tool` (a built-in or an outside tool) is offered.
+    pub fn offers(&self, tool: &ToolId) -> bool {
+        match tool {
+            ToolId::Builtin(tool) => self.is_visible(*tool),
+            ToolId::External(id) => self.external_tools().iter().any(|(known, _)| known == id),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use super::definition::*;
 use crate::ids::{ProfileId, is_valid_profile_id};
 use crate::run::Presentation;
 use crate::tool::ToolName;
+use crate::tool_model::{ExternalToolId, ToolFamily, ToolId};
 use crate::workspace::{WorkspaceAccessPolicy, WorkspacePath};
 use crate::{DomainError, DomainResult};
 
@@ -331,11 +332,31 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
                 "task.return is added by the runtime for delegated tasks; remove it from the profile",
             ));
         }
-        if ToolName::from_canonical(name).is_none() {
-            return Err(err(
-                "agent.profile_tool_unknown",
-                format!("unknown tool `{name}`"),
-            ));
+        match ToolId::parse(name) {
+            Ok(ToolId::Builtin(_)) => {}
+            Ok(ToolId::External(id)) if id.family() == ToolFamily::Host => {}
+            Ok(ToolId::External(_)) => {
+                return Err(err(
+                    "agent.profile_tool_unknown",
+                    format!("`{name}` is an MCP tool: list it under tools.mcp with its permission"),
+                ));
+            }
+            Err(_) => {
+                return Err(err(
+                    "agent.profile_tool_unknown",
+                    format!("unknown tool `{name}`"),
+                ));
+            }
+        }
+    }
+    for (server, tools) in &tools.mcp {
+        for tool in tools.keys() {
+            ExternalToolId::mcp(server, tool).map_err(|e| {
+                err(
+                    "agent.profile_tool_unknown",
+                    format!("tools.mcp.{server}.{tool}: {}", e.message),
+                )
+            })?;
         }
     }
     if tools.max_rounds == 0 {
@@ -359,13 +380,13 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
     }
     crate::approval::validate_policy(&tools.approval, tools.approval_timeout_ms)?;
     for (name, limit) in &tools.max_calls_per_tool {
-        let tool = ToolName::from_canonical(name).ok_or_else(|| {
+        let tool = ToolId::parse(name).map_err(|_| {
             err(
                 "agent.profile_tool_unknown",
                 format!("maxCallsPerTool names unknown tool `{name}`"),
             )
         })?;
-        if !visible.contains(&tool) {
+        if !tools.offers(&tool) {
             return Err(err(
                 "agent.profile_tool_not_visible",
                 format!("maxCallsPerTool names `{name}`, which is not visible"),
@@ -379,13 +400,13 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
         }
     }
     for name in tools.tool_descriptions.keys() {
-        let tool = ToolName::from_canonical(name).ok_or_else(|| {
+        let tool = ToolId::parse(name).map_err(|_| {
             err(
                 "agent.profile_tool_unknown",
                 format!("toolDescriptions names unknown tool `{name}`"),
             )
         })?;
-        if !visible.contains(&tool) {
+        if !tools.offers(&tool) {
             return Err(err(
                 "agent.profile_tool_not_visible",
                 format!("toolDescriptions names `{name}`, which is not visible"),
@@ -749,6 +770,31 @@ mod tests {
     fn tool_rules() {
         let mut p = default_writer_definition();
         p.tools.allow.push("chat.search".into());
+        assert_eq!(code(&p), Some("agent.profile_tool_unknown"));
+
+        // A host tool is named by its id; an MCP tool only under tools.mcp.
+        let mut p = default_writer_definition();
+        p.tools.allow.push("host/chat.search".into());
+        p.tools
+            .max_calls_per_tool
+            .insert("host/chat.search".into(), 3);
+        assert_eq!(code(&p), None);
+        p.tools.allow.push("mcp/everything:echo".into());
+        assert_eq!(code(&p), Some("agent.profile_tool_unknown"));
+
+        let mut p = default_writer_definition();
+        p.tools.mcp.insert(
+            "everything".into(),
+            [("echo".to_owned(), crate::profile::McpToolPermission::Ask)].into(),
+        );
+        p.tools
+            .max_calls_per_tool
+            .insert("mcp/everything:echo".into(), 3);
+        assert_eq!(code(&p), None);
+        p.tools.mcp.insert(
+            "Bad Server".into(),
+            [("echo".to_owned(), crate::profile::McpToolPermission::Allow)].into(),
+        );
         assert_eq!(code(&p), Some("agent.profile_tool_unknown"));
 
         let mut p = default_writer_definition();
