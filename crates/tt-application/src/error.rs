@@ -17,7 +17,7 @@ pub struct ToolError {
     /// The finer reason within `code`, when it has one (a delegation policy denial's
     /// `agent.target_not_callable`, …): journaled as `errorReason` for hosts to decide on,
     /// while the model reads it as the message's first words, as the contract has it.
-    pub reason: Option<&'static str>,
+    pub reason: Option<std::borrow::Cow<'static, str>>,
 }
 
 impl ToolError {
@@ -34,7 +34,7 @@ impl ToolError {
         Self {
             code,
             message: format!("{reason}: {text}"),
-            reason: Some(reason),
+            reason: Some(std::borrow::Cow::Borrowed(reason)),
         }
     }
 

@@ -23,6 +23,27 @@ pub fn agent_system_prompt(profile: &ResolvedProfile, snapshot: &InvocationToolS
     }
 }
 
+/// An outside tool's line in the tool list: its title, or else the first sentence of its
+/// description (at most 120 characters), as its source wrote it.
+fn external_line(spec: &tt_domain::tool::AgentToolSpec) -> String {
+    let title = spec.title.trim();
+    let text = if !title.is_empty() && title != spec.model_name {
+        title
+    } else {
+        let description = spec.description.trim();
+        description
+            .split_once(". ")
+            .map_or(description, |(first, _)| first)
+    };
+    let text = text.trim_end_matches('.');
+    let cut: String = text.chars().take(120).collect();
+    if cut.is_empty() {
+        "a tool of this app.".to_owned()
+    } else {
+        format!("{cut}.")
+    }
+}
+
 fn roots_list(roots: &[WorkspaceRoot]) -> String {
     if roots.is_empty() {
         return "none".to_owned();
@@ -49,7 +70,11 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
     );
     out.push_str("Your tools:\n");
     for spec in snapshot.tools.iter() {
-        let line = match spec.name {
+        let Some(tool) = spec.name.builtin() else {
+            let _ = writeln!(out, "- `{}`: {}", spec.model_name, external_line(spec));
+            continue;
+        };
+        let line = match tool {
             ToolName::WorkspaceListFiles => "see which files exist.",
             ToolName::WorkspaceSearchFiles => "find text in files.",
             ToolName::WorkspaceReadFile => "read a file before you change it.",

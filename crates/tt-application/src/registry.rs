@@ -8,7 +8,13 @@ use tt_domain::ids::InvocationId;
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::profile::{ResolvedProfile, ToolDescriptionOverride};
 use tt_domain::run::Presentation;
-use tt_domain::tool::{AgentToolSpec, InvocationBudgets, InvocationToolSnapshot, ToolName};
+use tt_domain::tool::{
+    AgentToolSpec, InvocationBudgets, InvocationToolSnapshot, ToolAnnotations, ToolName,
+};
+use tt_domain::tool_model::{
+    ExternalSource, ExternalToolId, SideEffect, ToolId, assign_model_names,
+};
+use tt_ports::ExternalToolDefinition;
 
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::tools::workspace::{self, SpecAudience};
@@ -37,14 +43,18 @@ pub(crate) fn is_implemented(tool: ToolName) -> bool {
 
 /// Builds the snapshot for an invocation of `profile` with `exit_policy`.
 ///
-/// Visible tools are `tools.allow` minus `tools.deny`, in `allow` order; a delegated agent
+/// Visible built-ins are `tools.allow` minus `tools.deny`, in `allow` order; then the outside
+/// tools the profile offers (`host/…` ids of `allow`, the MCP tools of `tools.mcp` that are
+/// not off), each from its definition in `external` (docs/tools.md); a delegated agent
 /// (`task_return_required`) also gets `task.return`, last. A profile that asks for a tool this
-/// build does not implement cannot start (`agent.tool_unavailable`).
+/// build does not implement, or an outside tool `external` does not define, cannot start
+/// (`agent.tool_unavailable`).
 pub fn build_tool_snapshot(
     profile: &ResolvedProfile,
     invocation_id: &InvocationId,
     exit_policy: ExitPolicy,
     presentation: Presentation,
+    external: &[ExternalToolDefinition],
 ) -> ApplicationResult<InvocationToolSnapshot> {
     let definition = &profile.definition;
     let visible = definition.tools.visible_tools();
@@ -53,10 +63,11 @@ pub fn build_tool_snapshot(
         visible_roots: definition.workspace.visible_roots.clone(),
         writable_roots: definition.workspace.writable_roots.clone(),
     };
-    let tools = tool_specs(profile, visible, audience, exit_policy)?;
+    let builtins = tool_specs(profile, visible, audience, exit_policy)?;
+    let tools = with_external_specs(profile, builtins, external)?;
     let mut max_calls_per_tool = BTreeMap::new();
     for (name, limit) in &definition.tools.max_calls_per_tool {
-        if let Some(tool) = ToolName::from_canonical(name) {
+        if let Ok(tool) = ToolId::parse(name) {
             max_calls_per_tool.insert(tool, *limit);
         }
     }
@@ -167,6 +178,128 @@ fn tool_specs(
     Ok(specs)
 }
 
+/// `builtins` followed by the specs of the outside tools `profile` offers (before a delegated
+/// agent's `task.return`, which stays last), each from its definition in `external`, named
+/// for the model without a clash ([`assign_model_names`]) and with the permission the profile
+/// gives it.
+fn with_external_specs(
+    profile: &ResolvedProfile,
+    builtins: Arc<[AgentToolSpec]>,
+    external: &[ExternalToolDefinition],
+) -> ApplicationResult<Arc<[AgentToolSpec]>> {
+    let offered = profile.definition.tools.external_tools();
+    if offered.is_empty() {
+        return Ok(builtins);
+    }
+    let ids: Vec<ExternalToolId> = offered.iter().map(|(id, _)| id.clone()).collect();
+    let names = assign_model_names(builtins.iter().map(|spec| spec.model_name.as_str()), &ids);
+    let mut specs: Vec<AgentToolSpec> = builtins.to_vec();
+    let task_return = specs
+        .last()
+        .filter(|spec| spec.name == ToolName::TaskReturn)
+        .is_some()
+        .then(|| specs.pop())
+        .flatten();
+    for ((id, permission), model_name) in offered.into_iter().zip(names) {
+        let definition = external
+            .iter()
+            .find(|known| known.id == id)
+            .ok_or_else(|| {
+                ApplicationError::fatal(
+                    "agent.tool_unavailable",
+                    format!(
+                        "profile `{}` lists `{id}`, which no host tool or MCP server provides",
+                        profile.id()
+                    ),
+                )
+            })?;
+        let mut facts = definition.facts.clone();
+        if let Some(permission) = permission {
+            facts.permission = permission;
+        }
+        let (kind, source) = match id.source() {
+            ExternalSource::Host { .. } => ("host", "host".to_owned()),
+            ExternalSource::Mcp { server, .. } => ("mcp", format!("mcp:{server}")),
+        };
+        let mut spec = AgentToolSpec {
+            name: ToolId::External(id.clone()),
+            title: definition
+                .title
+                .clone()
+                .unwrap_or_else(|| model_name.clone()),
+            model_name,
+            description: definition.description.clone(),
+            input_schema: definition.input_schema.clone(),
+            output_schema: None,
+            annotations: ToolAnnotations {
+                read_only: Some(facts.side_effect == SideEffect::ReadsOnly),
+                mutating: Some(facts.side_effect != SideEffect::ReadsOnly),
+                control: None,
+                source_kind: Some(kind.to_owned()),
+            },
+            source,
+            external: Some(facts),
+        };
+        if let Some(override_) = profile.definition.tools.tool_descriptions.get(id.as_str()) {
+            apply_description_override(
+                &mut spec,
+                override_.description.as_deref(),
+                &override_.properties,
+            )?;
+        }
+        specs.push(spec);
+    }
+    specs.extend(task_return);
+    Ok(specs.into())
+}
+
+/// The definitions of the outside tools `profile` offers, for the snapshot of `invocation`:
+/// the ones its frozen snapshot holds when it has one (a resumed agent keeps the catalog it
+/// saw), else the ones the sources give now. Nothing is read for a profile without outside
+/// tools.
+pub(crate) async fn external_definitions(
+    services: &crate::services::RuntimeServices,
+    run_id: &tt_domain::ids::RunId,
+    invocation: &InvocationId,
+    profile: &ResolvedProfile,
+) -> ApplicationResult<Vec<ExternalToolDefinition>> {
+    let offered = profile.definition.tools.external_tools();
+    if offered.is_empty() {
+        return Ok(Vec::new());
+    }
+    let document = tt_ports::RunDocument::InvocationToolSnapshot(invocation.clone());
+    if let Some(stored) = services.runs.read_document(run_id, &document).await?
+        && let Ok(snapshot) = serde_json::from_value::<InvocationToolSnapshot>(stored)
+    {
+        return Ok(frozen_definitions(&snapshot));
+    }
+    let ids: Vec<ExternalToolId> = offered.into_iter().map(|(id, _)| id).collect();
+    services
+        .external_tools
+        .definitions(&ids)
+        .await
+        .map_err(|err| ApplicationError::fatal(err.code, err.message))
+}
+
+/// An outside tool's definition as a frozen snapshot holds it: resume offers a resumed agent
+/// the catalog it saw, not the one its source has now.
+pub(crate) fn frozen_definitions(snapshot: &InvocationToolSnapshot) -> Vec<ExternalToolDefinition> {
+    snapshot
+        .tools
+        .iter()
+        .filter_map(|spec| {
+            let id = spec.name.external()?.clone();
+            Some(ExternalToolDefinition {
+                id,
+                title: Some(spec.title.clone()),
+                description: spec.description.clone(),
+                input_schema: spec.input_schema.clone(),
+                facts: spec.external.clone()?,
+            })
+        })
+        .collect()
+}
+
 fn spec_for(tool: ToolName, audience: &SpecAudience) -> ApplicationResult<AgentToolSpec> {
     if ToolName::WORKSPACE.contains(&tool) {
         return Ok(workspace::spec(tool, audience));
@@ -228,6 +361,7 @@ mod tests {
             &InvocationId::from_raw("inv_x"),
             exit_policy,
             presentation,
+            &[],
         )
         .unwrap()
     }
@@ -240,8 +374,8 @@ mod tests {
 
         let delegated = snapshot(|_| {}, ExitPolicy::TaskReturnRequired);
         assert_eq!(
-            delegated.tools.last().map(|spec| spec.name),
-            Some(ToolName::TaskReturn)
+            delegated.tools.last().map(|spec| spec.name.clone()),
+            Some(ToolName::TaskReturn.into())
         );
         assert_ne!(plain.tools, delegated.tools);
 

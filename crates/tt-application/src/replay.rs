@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tt_domain::ids::{CommitId, TaskId};
 use tt_domain::model::AgentModelResponse;
-use tt_domain::tool::{AgentToolResult, ToolName};
+use tt_domain::tool::AgentToolResult;
 
 /// One journaled context-window step (`context_trimmed`, `context_compacted`), applied again
 /// on resume by `engine::context_fit::apply_step`.
@@ -209,14 +209,15 @@ impl Replay {
     pub(crate) fn take_result(
         &mut self,
         file_key: &str,
-        tool: Option<ToolName>,
+        ends_loop: bool,
     ) -> Option<AgentToolResult> {
         if self.live {
             return None;
         }
-        let result = match tool {
-            Some(tool) if tool.ends_loop() => None,
-            _ => self.results.remove(file_key),
+        let result = if ends_loop {
+            None
+        } else {
+            self.results.remove(file_key)
         };
         if result.is_none() {
             self.live = true;
@@ -274,6 +275,7 @@ impl Replay {
 mod tests {
     use super::*;
     use tt_domain::model::{AgentModelMessage, ModelRole};
+    use tt_domain::tool::ToolName;
 
     fn response() -> AgentModelResponse {
         AgentModelResponse {
@@ -308,12 +310,12 @@ mod tests {
         assert!(replay.take_response(1).is_some());
         assert!(
             replay
-                .take_result("k1", Some(ToolName::WorkspaceReadFile))
+                .take_result("k1", ToolName::WorkspaceReadFile.ends_loop())
                 .is_some()
         );
         assert!(replay.replays_next_turn(1));
         assert!(replay.take_response(2).is_some());
-        assert!(replay.take_result("k2", None).is_none());
+        assert!(replay.take_result("k2", false).is_none());
         assert!(replay.is_live());
         assert!(replay.take_response(3).is_none());
         assert!(!replay.replays_next_turn(2));
@@ -325,7 +327,7 @@ mod tests {
         replay.record_result("k".into(), result());
         assert!(
             replay
-                .take_result("k", Some(ToolName::WorkspaceFinish))
+                .take_result("k", ToolName::WorkspaceFinish.ends_loop())
                 .is_none()
         );
         assert!(replay.is_live());

@@ -528,11 +528,19 @@ pub(crate) async fn child_profile(
         task.budget,
         may_delegate,
     );
+    let external = crate::registry::external_definitions(
+        &ctx.services,
+        &ctx.run_id,
+        &task.child_invocation_id,
+        &profile,
+    )
+    .await?;
     let snapshot = crate::registry::build_tool_snapshot(
         &profile,
         &task.child_invocation_id,
         ExitPolicy::TaskReturnRequired,
         Presentation::Background,
+        &external,
     )?;
     Ok((profile, snapshot))
 }

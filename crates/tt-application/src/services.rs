@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use tt_ports::{
-    AgentInvocationRepository, AgentRunRepository, Clock, HostCommitBridge, IdGenerator,
-    ModelConnections, ModelProvider, ProfileRepository, PromptAssemblyBroker, RunJournal,
-    SkillRepository, WorkspaceRepository,
+    AgentInvocationRepository, AgentRunRepository, Clock, ExternalTools, HostCommitBridge,
+    IdGenerator, ModelConnections, ModelProvider, ProfileRepository, PromptAssemblyBroker,
+    RunJournal, SkillRepository, WorkspaceRepository,
 };
 
 /// Every port the application needs. Cloning is cheap (all `Arc`s).
@@ -26,6 +26,8 @@ pub struct RuntimeServices {
     /// Named connections for profiles with `model.mode = "connectionRef"`.
     pub connections: Arc<dyn ModelConnections>,
     pub commit_bridge: Arc<dyn HostCommitBridge>,
+    /// The host's own tools and MCP servers' tools (`host/…`, `mcp/…`; docs/tools.md).
+    pub external_tools: Arc<dyn ExternalTools>,
     /// Assembles prompts for profiles with `preset.mode = "ref"`.
     pub prompt_broker: Arc<dyn PromptAssemblyBroker>,
     pub clock: Arc<dyn Clock>,

@@ -117,6 +117,7 @@ async fn a_replys_delegations_are_one_commit_each() {
         model_info: Default::default(),
         connections: Arc::new(tt_ports::NoConnections),
         commit_bridge: FakeCommitBridge::approving(),
+        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
         prompt_broker: FakePromptBroker::answering(),
         clock: ManualClock::ticking(),
         ids: SequentialIds::new(),

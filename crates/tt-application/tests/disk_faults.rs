@@ -35,6 +35,7 @@ fn faulty_harness(model: Arc<FakeModel>) -> FaultyHarness {
         model_info: Default::default(),
         connections: Arc::new(tt_ports::NoConnections),
         commit_bridge: FakeCommitBridge::approving(),
+        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
         prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),
         clock: ManualClock::ticking(),
         ids: SequentialIds::new(),

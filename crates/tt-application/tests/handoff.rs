@@ -527,6 +527,7 @@ async fn handoff_target_prompts_as_models_see_them() {
             &tt_domain::ids::InvocationId::from_raw("inv_x"),
             tt_domain::invocation::ExitPolicy::RunFinishAllowed,
             tt_domain::run::Presentation::Foreground,
+            &[],
         )
         .unwrap()
     };

@@ -24,6 +24,7 @@ fn root_snapshot(
         &InvocationId::root(),
         ExitPolicy::RunFinishAllowed,
         presentation,
+        &[],
     )
     .expect("snapshot")
 }
@@ -59,6 +60,7 @@ fn custom_system_prompt_replaces_the_default() {
         &InvocationId::root(),
         ExitPolicy::RunFinishAllowed,
         Presentation::Foreground,
+        &[],
     )
     .unwrap();
     assert_eq!(

@@ -94,6 +94,7 @@ fn harness_on(
         model_info: Default::default(),
         connections,
         commit_bridge: bridge.clone(),
+        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
         prompt_broker: broker.clone(),
         clock,
         ids,

@@ -27,6 +27,7 @@ pub mod text;
 pub mod time;
 pub mod tool;
 pub mod tool_model;
+pub mod tool_name;
 pub mod transcript;
 pub mod workspace;
 

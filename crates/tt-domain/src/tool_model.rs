@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::error::{DomainError, DomainResult};
 use crate::error_codes;
-use crate::tool::ToolName;
+use crate::tool_name::ToolName;
 
 /// Where a tool comes from, and so who runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

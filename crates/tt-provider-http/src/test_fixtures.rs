@@ -16,7 +16,7 @@ use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
 
 pub fn tool(name: ToolName, description: &str, schema: Value) -> AgentToolSpec {
     AgentToolSpec {
-        name,
+        name: name.into(),
         model_name: name.model_alias().to_owned(),
         title: name.canonical().to_owned(),
         description: description.to_owned(),
@@ -24,6 +24,7 @@ pub fn tool(name: ToolName, description: &str, schema: Value) -> AgentToolSpec {
         output_schema: None,
         annotations: ToolAnnotations::default(),
         source: "builtin".to_owned(),
+        external: None,
     }
 }
 

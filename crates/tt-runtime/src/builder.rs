@@ -81,6 +81,8 @@ pub struct AgentRuntimeBuilder {
     ids: Option<Arc<dyn IdGenerator>>,
     read_only: bool,
     store: StoreChoice,
+    host_tools: Vec<crate::tools::host_tools::HostTool>,
+    mcp_client: Option<Arc<dyn tt_ports::McpClient>>,
 }
 
 impl std::fmt::Debug for AgentRuntimeBuilder {
@@ -182,6 +184,21 @@ impl AgentRuntimeBuilder {
     /// Errors (a [`HostError`] like every host call): `agent.runtime_provider_missing`,
     /// `agent.commit_handler_requires_host_bridge`, and the storage code (for example
     /// `agent.storage_io`) when the data dir cannot be opened or its interrupted runs marked.
+    /// Offers `tool` to the agents whose profiles list `host/<name>` in `tools.allow`
+    /// (docs/tools.md, "Host tools"). `build()` refuses a bad name, a schema that is not an
+    /// object schema, or a name registered twice (`tool.id_invalid`).
+    pub fn host_tool(mut self, tool: crate::tools::host_tools::HostTool) -> Self {
+        self.host_tools.push(tool);
+        self
+    }
+
+    /// The MCP client that reaches registered MCP servers (docs/tools.md, "MCP servers").
+    /// Without one, every MCP call fails with `mcp.server_unavailable`.
+    pub fn mcp_client(mut self, client: Arc<dyn tt_ports::McpClient>) -> Self {
+        self.mcp_client = Some(client);
+        self
+    }
+
     pub fn build(self) -> HostResult<AgentRuntime> {
         let data_dir = self.data_dir.unwrap_or_else(|| PathBuf::from(".tt-agent"));
         let provider = self.provider.ok_or_else(|| {
@@ -201,6 +218,19 @@ impl AgentRuntimeBuilder {
         }
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let ids = self.ids.unwrap_or_else(|| Arc::new(UuidIds));
+        let mut host_tools = crate::tools::host_tools::HostTools::default();
+        for tool in self.host_tools {
+            host_tools.insert(tool)?;
+        }
+        let tools = crate::tools::ToolRouter {
+            host: host_tools,
+            mcp: crate::tools::mcp_servers::McpServers::new(
+                Some(data_dir.join("mcp").join("servers")),
+                self.mcp_client
+                    .unwrap_or_else(|| Arc::new(crate::tools::mcp_servers::NoMcpClient)),
+                Arc::clone(&clock),
+            ),
+        };
         let store = if self.read_only {
             UserDataStore::open_read_only(data_dir.clone())
         } else {
@@ -276,6 +306,7 @@ impl AgentRuntimeBuilder {
             model_info: self.provider_model_info,
             connections: Arc::new(connections.clone()),
             commit_bridge,
+            external_tools: Arc::new(tools.clone()),
             prompt_broker,
             clock,
             ids,
@@ -285,7 +316,7 @@ impl AgentRuntimeBuilder {
             host_bridge,
             host_prompts,
             transcripts,
-            (file_store, skills),
+            (file_store, skills, tools),
             connections,
             data_dir,
         ))

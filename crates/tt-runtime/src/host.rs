@@ -24,6 +24,10 @@ use crate::prompt_brokers::HostApiPromptBroker;
 use crate::run_updates::RunUpdates;
 
 mod fork;
+mod otel;
+mod tools;
+
+pub use tools::ToolSummary;
 
 /// The code every call returns after [`AgentRuntime::shutdown`].
 pub const RUNTIME_SHUT_DOWN: &str = tt_domain::error_codes::AGENT_RUNTIME_SHUT_DOWN;
@@ -47,6 +51,8 @@ pub struct AgentRuntime {
     pub(crate) file_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
     /// Where skills are kept: the file store, or the store a URL named (PostgreSQL).
     skills: Arc<dyn tt_ports::SkillRepository>,
+    /// Host tools and MCP servers (docs/tools.md).
+    pub(crate) tools: crate::tools::ToolRouter,
     transcripts: Arc<TranscriptCommitBridge>,
     connections: NamedConnections,
     data_dir: PathBuf,
@@ -256,9 +262,10 @@ impl AgentRuntime {
         host_commits: Option<Arc<HostApiCommitBridge>>,
         host_prompts: Arc<HostApiPromptBroker>,
         transcripts: Arc<TranscriptCommitBridge>,
-        (file_store, skills): (
+        (file_store, skills, tools): (
             Arc<tt_adapter_storage_userdata::UserDataStore>,
             Arc<dyn tt_ports::SkillRepository>,
+            crate::tools::ToolRouter,
         ),
         connections: NamedConnections,
         data_dir: PathBuf,
@@ -272,6 +279,7 @@ impl AgentRuntime {
             host_prompts,
             file_store,
             skills,
+            tools,
             transcripts,
             connections,
             data_dir,
@@ -440,6 +448,8 @@ impl AgentRuntime {
             }
         }
         self.streams_end.cancel();
+        // The MCP servers this runtime started stop once no run can call them.
+        self.tools.mcp.client().shutdown().await;
         match first_error {
             Some(error) => Err(error),
             None => Ok(cancelled),
@@ -511,37 +521,6 @@ impl AgentRuntime {
             &RunId::from_raw(run_id),
         )
         .await?)
-    }
-
-    /// The run as OpenTelemetry traces (an OTLP/JSON `ExportTraceServiceRequest`), built from
-    /// its journal: `invoke_agent`, `chat` and `execute_tool` spans with the GenAI semantic
-    /// conventions' attributes (docs/observability.md).
-    pub async fn export_otel(&self, run_id: &str) -> HostResult<serde_json::Value> {
-        self.ensure_open()?;
-        let run = self.get_run(run_id).await?;
-        let journal = self.service.services().journal.as_ref();
-        let id = RunId::from_raw(run_id);
-        let mut events = Vec::new();
-        loop {
-            let page = journal
-                .read(
-                    &id,
-                    &tt_ports::EventPage {
-                        after_seq: events
-                            .last()
-                            .map(|event: &tt_domain::event::AgentRunEvent| event.seq),
-                        limit: Some(tt_ports::journal::MAX_EVENT_PAGE_LIMIT),
-                        ..tt_ports::EventPage::default()
-                    },
-                )
-                .await
-                .map_err(tt_application::ApplicationError::from)?;
-            if page.is_empty() {
-                break;
-            }
-            events.extend(page);
-        }
-        Ok(tt_application::otlp_traces(&run, &events))
     }
 
     /// The agent graph of a run, with `damage`: what the run record and the records show

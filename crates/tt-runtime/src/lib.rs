@@ -26,11 +26,14 @@ mod run_updates;
 mod signals;
 mod store;
 mod system;
+mod tools;
 
 pub use bridges::{CommitHandlerResult, TranscriptEntry};
 pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
 pub use dto::*;
+/// Tools from outside: the host's own (docs/tools.md, "Host tools") and MCP servers'.
+pub use host::ToolSummary;
 pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
 pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
 pub use run_updates::{RunUpdate, RunUpdates};
@@ -39,6 +42,11 @@ pub use store::{
     STORE_LEASE_MS_ENV, STORE_URL_ENV, StoragePorts, StoreChoice, StoreOptions, open_store_url,
     open_store_url_with, redact as redact_store_url,
 };
+pub use tools::host_tools::{HostTool, HostToolCall, HostToolError, HostToolReply};
+pub use tools::mcp_servers::McpServerEntry;
+pub use tt_domain::mcp::{McpCallOutput, McpCatalog, McpServerConfig, McpToolInfo, McpTransport};
+pub use tt_domain::tool_model::{ExternalToolFacts, SideEffect, ToolPermission};
+pub use tt_ports::{McpClient, ToolSourceError};
 
 /// Re-exports a host or the CLI needs without depending on inner crates.
 pub use tt_adapter_provider_cassette::{CassetteError, RecordingProvider, ReplayProvider};

@@ -115,8 +115,7 @@ pub(crate) fn apply_nested_invocation_policy(
     definition.run.presentation = Presentation::Background;
     definition.tools.allow.retain(|name| {
         ToolName::from_canonical(name).is_none_or(|tool| {
-            !ToolName::PARENT_ONLY.contains(&tool)
-                || (may_delegate && NESTED_DELEGATION_TOOLS.contains(&tool))
+            !tool.facts().parent_only || (may_delegate && NESTED_DELEGATION_TOOLS.contains(&tool))
         })
     });
     if let Some(budget) = budget {

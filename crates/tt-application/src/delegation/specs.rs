@@ -283,7 +283,7 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         | ToolName::WorkspaceFinish => return None,
     };
     Some(AgentToolSpec {
-        name: tool,
+        name: tool.into(),
         model_name: tool.model_alias().to_owned(),
         title: title.to_owned(),
         description: description.to_owned(),
@@ -291,6 +291,7 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         output_schema: None,
         annotations,
         source: "builtin".to_owned(),
+        external: None,
     })
 }
 

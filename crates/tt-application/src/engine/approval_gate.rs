@@ -13,7 +13,8 @@ use tt_domain::approval::{self, ApprovalDecision, DECIDED_BY_TIMEOUT};
 use tt_domain::event_payload as payload;
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
-use tt_domain::tool::{AgentToolCall, ToolName};
+use tt_domain::tool::{AgentToolCall, AgentToolSpec, ToolName};
+use tt_domain::tool_model::ToolPermission;
 use tt_domain::workspace::WorkspacePath;
 
 use crate::approvals::{ApprovalAnswer, ArgumentCheck, PendingToolApproval};
@@ -39,17 +40,30 @@ pub(crate) enum Gate {
 /// `tool_call_started` together.
 pub(crate) fn passes_at_once(
     inv: &InvocationRuntime,
-    tool: ToolName,
+    spec: &AgentToolSpec,
     call: &AgentToolCall,
 ) -> bool {
-    let definition = &inv.profile.definition.tools;
-    definition.approval.is_empty()
-        || approval::asks(
-            &definition.approval,
-            tool,
-            call_path(inv, tool, &call.arguments).as_ref(),
-        )
-        .is_none()
+    asks(inv, spec, call).is_none()
+}
+
+/// Whether `call` waits for a person before it runs.
+pub(crate) fn asks_before(
+    inv: &InvocationRuntime,
+    spec: &AgentToolSpec,
+    call: &AgentToolCall,
+) -> bool {
+    asks(inv, spec, call).is_some()
+}
+
+/// Why `call` waits for a person, or `None` when it runs at once.
+fn asks(inv: &InvocationRuntime, spec: &AgentToolSpec, call: &AgentToolCall) -> Option<String> {
+    let facts = spec.facts();
+    let policy = &inv.profile.definition.tools.approval;
+    if policy.is_empty() && facts.permission == ToolPermission::Allow {
+        return None;
+    }
+    let path = call_path(inv, spec, &call.arguments);
+    approval::asks(policy, &spec.name, &facts, path.as_ref())
 }
 
 /// Passes a call that needs no approval at once; otherwise parks its agent until an answer.
@@ -57,20 +71,25 @@ pub(crate) async fn gate(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     round: u32,
-    tool: ToolName,
+    spec: &AgentToolSpec,
     call: &AgentToolCall,
     arguments_ref: &str,
 ) -> Result<Gate, ToolCallError> {
-    let definition = &inv.profile.definition.tools;
-    if definition.approval.is_empty() {
-        return Ok(Gate::Run(None));
-    }
-    let path = call_path(inv, tool, &call.arguments);
-    let Some(reason) = approval::asks(&definition.approval, tool, path.as_ref()) else {
+    let Some(mut reason) = asks(inv, spec, call) else {
         return Ok(Gate::Run(None));
     };
-    let timeout_ms = definition.approval_timeout_ms;
     let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    // A resumed call of an outside tool that was sent and never answered is never sent again
+    // unasked: the person who approves it learns that it may already have run.
+    if spec.facts().in_flight == tt_domain::tool_model::InFlightRule::OutcomeUnknown
+        && inv
+            .replay
+            .as_ref()
+            .is_some_and(|replay| replay.was_started(&file_key))
+    {
+        reason.push_str("; it was sent before the run stopped and may already have run");
+    }
+    let timeout_ms = inv.profile.definition.tools.approval_timeout_ms;
     let approval_id = approval::approval_id_for(&file_key);
     if let Some((decision, decided_by)) = inv
         .replay
@@ -91,19 +110,13 @@ pub(crate) async fn gate(
         profile_id: inv.invocation.profile_id.clone(),
         round,
         call_id: call.id.clone(),
-        tool: tool.canonical().to_owned(),
+        tool: spec.name.canonical().to_owned(),
         arguments: call.arguments.clone(),
         reason,
         timeout_ms,
     };
     let check = ArgumentCheck {
-        input_schema: inv
-            .snapshot
-            .tools
-            .iter()
-            .find(|spec| spec.name == tool)
-            .map(|spec| spec.input_schema.clone())
-            .unwrap_or(Value::Null),
+        input_schema: spec.input_schema.clone(),
         max_bytes: inv.profile.definition.limits.max_tool_argument_bytes,
     };
     let requested = payload::ToolApprovalRequested {
@@ -111,7 +124,7 @@ pub(crate) async fn gate(
         invocation_id: inv.invocation.id.clone(),
         round,
         call_id: call.id.clone(),
-        tool: tool.canonical().to_owned(),
+        tool: spec.name.canonical().to_owned(),
         arguments_ref: arguments_ref.to_owned(),
         reason: pending.reason.clone(),
         timeout_ms,
@@ -156,13 +169,17 @@ pub(crate) async fn gate(
 
 /// The path a call names, for an `outside` rule: its `path` argument, or for a commit without
 /// one the agent's message body.
-fn call_path(inv: &InvocationRuntime, tool: ToolName, arguments: &Value) -> Option<WorkspacePath> {
-    if !approval::names_a_path(tool) {
+fn call_path(
+    inv: &InvocationRuntime,
+    spec: &AgentToolSpec,
+    arguments: &Value,
+) -> Option<WorkspacePath> {
+    if !spec.facts().names_path {
         return None;
     }
     match arguments.get("path").and_then(Value::as_str) {
         Some(raw) if !raw.trim().is_empty() => WorkspacePath::parse(raw).ok(),
-        _ if tool == ToolName::WorkspaceCommit => Some(inv.snapshot.message_body_path.clone()),
+        _ if spec.name == ToolName::WorkspaceCommit => Some(inv.snapshot.message_body_path.clone()),
         _ => None,
     }
 }

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use tt_domain::ids::truncate_for_message;
 use tt_domain::model::{AgentModelMessage, ModelContentPart};
-use tt_domain::tool::{AgentToolResult, ToolName};
+use tt_domain::tool::{AgentToolResult, AgentToolSpec, ToolName};
 
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::ToolError;
@@ -19,7 +19,7 @@ pub(crate) fn error_result(call_id: &str, name: &str, err: &ToolError) -> AgentT
         structured: json!({"error": {"code": err.code, "message": err.message}}),
         is_error: true,
         error_code: Some(err.code.to_owned()),
-        error_reason: err.reason.map(str::to_owned),
+        error_reason: err.reason.as_deref().map(str::to_owned),
         resource_refs: Vec::new(),
     }
 }
@@ -48,12 +48,11 @@ pub(crate) fn unknown_tool_error(inv: &InvocationRuntime, name: &str) -> ToolErr
 /// `model.invalid_tool_call` when the arguments are not one JSON object within the limit.
 /// Providers pass arguments they could not parse through as a JSON string of the raw text.
 pub(crate) fn arguments_error(
-    tool: ToolName,
+    alias: &str,
     arguments: &Value,
     bytes: u64,
     limit: u64,
 ) -> Option<ToolError> {
-    let alias = tool.model_alias();
     let ask = "Send the arguments as one JSON object with the fields the tool describes.";
     let message = if bytes > limit {
         format!(
@@ -106,10 +105,10 @@ pub(crate) fn bounded_for_history(message: &AgentModelMessage, limit: u64) -> Ag
     message
 }
 
-pub(crate) fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<ToolError> {
+pub(crate) fn budget_error(inv: &InvocationRuntime, spec: &AgentToolSpec) -> Option<ToolError> {
     // The tools that end an agent's work are never refused for budget: an agent that has used
     // up its calls can still hand back its result or finish.
-    if tool.ends_loop() {
+    if spec.facts().ends_loop {
         return None;
     }
     let budgets = &inv.snapshot.budgets;
@@ -122,14 +121,19 @@ pub(crate) fn budget_error(inv: &InvocationRuntime, tool: ToolName) -> Option<To
             ),
         ));
     }
-    if let Some(limit) = budgets.max_calls_per_tool.get(&tool) {
-        let used = inv.session.calls_per_tool.get(&tool).copied().unwrap_or(0);
+    if let Some(limit) = budgets.max_calls_per_tool.get(&spec.name) {
+        let used = inv
+            .session
+            .calls_per_tool
+            .get(&spec.name)
+            .copied()
+            .unwrap_or(0);
         if used >= *limit {
             return Some(ToolError::new(
                 "agent.tool_budget_exhausted",
                 format!(
                     "You have used all {limit} calls of `{}`; continue with other tools.",
-                    tool.model_alias()
+                    spec.model_name
                 ),
             ));
         }

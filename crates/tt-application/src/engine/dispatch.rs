@@ -22,7 +22,8 @@ use tt_domain::event_payload as payload;
 use tt_domain::ids::InvocationId;
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::run::{AgentRunStatus, Presentation};
-use tt_domain::tool::{AgentToolCall, AgentToolResult, ToolName};
+use tt_domain::tool::{AgentToolCall, AgentToolResult, AgentToolSpec, ToolName};
+use tt_domain::tool_model::ToolId;
 use tt_domain::workspace::CheckpointReason;
 use tt_ports::{RunDocument, RunWrite};
 
@@ -57,7 +58,8 @@ pub(crate) enum LoopControl {
 /// A dispatched call: the result the model will see, and what the loop does next.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct DispatchedCall {
-    pub tool: Option<ToolName>,
+    /// The tool the call resolved to; `None` for a name the agent was never offered.
+    pub tool: Option<ToolId>,
     pub result: AgentToolResult,
     pub control: LoopControl,
 }
@@ -76,7 +78,8 @@ pub(crate) async fn dispatch_call(
     round: u32,
     call: &AgentToolCall,
 ) -> ApplicationResult<DispatchedCall> {
-    let tool = ToolName::from_any(&call.name).map_or(call.name.as_str(), |tool| tool.canonical());
+    let tools = std::sync::Arc::clone(&inv.snapshot.tools);
+    let tool = resolve(&tools, &call.name).map_or(call.name.as_str(), |spec| spec.name.canonical());
     let span = tracing::info_span!("tool_call", round, tool, call_id = call.id.as_str());
     dispatch(ctx, inv, round, call).instrument(span).await
 }
@@ -89,8 +92,16 @@ async fn dispatch(
 ) -> ApplicationResult<DispatchedCall> {
     let run_id = ctx.run_id.clone();
     let invocation_id = inv.invocation.id.clone();
-    let tool = ToolName::from_any(&call.name);
-    let display_name = tool.map_or_else(|| call.name.clone(), |tool| tool.canonical().to_owned());
+    // The snapshot's specs outlive the borrows of `inv` below.
+    let tools = std::sync::Arc::clone(&inv.snapshot.tools);
+    let spec = resolve(&tools, &call.name);
+    let display_name = spec.map_or_else(
+        || {
+            ToolName::from_any(&call.name)
+                .map_or_else(|| call.name.clone(), |tool| tool.canonical().to_owned())
+        },
+        |spec| spec.name.canonical().to_owned(),
+    );
     let file_key = call_file_key(&invocation_id, round, &call.id);
     let args_doc = RunDocument::ToolArgs {
         call_file_key: file_key.clone(),
@@ -137,41 +148,44 @@ async fn dispatch(
         provider_metadata: Some(call.provider_metadata.clone()),
     };
 
-    // A delegated agent was never offered a name it does not have: for it that name is not a
-    // tool at all. A top-level agent gets the policy denial instead.
-    let resolved = tool.filter(|tool| {
-        inv.snapshot.offers(*tool) || inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired
-    });
+    // A built-in the agent was not offered: a delegated agent was never offered a name it
+    // does not have, so for it that name is not a tool at all; a top-level agent gets the
+    // policy denial instead.
+    let denied = ToolName::from_any(&call.name)
+        .filter(|_| spec.is_none())
+        .filter(|_| inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired);
+    let resolved: Option<ToolId> = spec
+        .map(|spec| spec.name.clone())
+        .or_else(|| denied.map(ToolId::Builtin));
     // The call's checks, before anything of it is journaled (they read only the call and the
     // agent's counters).
-    let checked: Option<Result<ToolName, ToolError>> = resolved.map(|tool| {
-        if !inv.snapshot.offers(tool) {
-            Err(ToolError::new(
-                "agent.tool_policy_denied",
-                format!(
-                    "`{}` is not available to you. Use one of: {}.",
-                    tool.model_alias(),
-                    inv.snapshot.model_names().join(", ")
-                ),
-            ))
-        } else if let Some(err) = arguments_error(
-            tool,
-            &call.arguments,
-            argument_bytes,
-            limits.max_tool_argument_bytes,
-        ) {
-            Err(err)
-        } else if let Some(err) = budget_error(inv, tool) {
-            Err(err)
-        } else {
-            Ok(tool)
-        }
-    });
+    let checked: Option<Result<&AgentToolSpec, ToolError>> = match (spec, denied) {
+        (None, None) => None,
+        (None, Some(tool)) => Some(Err(ToolError::new(
+            "agent.tool_policy_denied",
+            format!(
+                "`{}` is not available to you. Use one of: {}.",
+                tool.model_alias(),
+                inv.snapshot.model_names().join(", ")
+            ),
+        ))),
+        (Some(spec), _) => Some(
+            match arguments_error(
+                &spec.model_name,
+                &call.arguments,
+                argument_bytes,
+                limits.max_tool_argument_bytes,
+            ) {
+                Some(err) => Err(err),
+                None => budget_error(inv, spec).map_or(Ok(spec), Err),
+            },
+        ),
+    };
     // A call that starts at once (its checks pass and no approval is asked) has its arguments,
     // `tool_call_requested` and `tool_call_started` written together, one unit; any other has
     // its arguments and `tool_call_requested` written together now.
     let at_once =
-        matches!(checked, Some(Ok(tool)) if approval_gate::passes_at_once(inv, tool, call));
+        matches!(checked, Some(Ok(spec)) if approval_gate::passes_at_once(inv, spec, call));
     let mut requested = Some(requested);
     // What the agent held back (the end of its previous delegation) goes out with this call's
     // first commit (`held_writes`).
@@ -192,19 +206,22 @@ async fn dispatch(
     let outcome: Result<Executed, ToolCallError> = match checked {
         None => Err(unknown_tool_error(inv, &call.name).into()),
         Some(Err(err)) => Err(err.into()),
-        Some(Ok(tool)) => {
+        Some(Ok(spec)) => {
             let arguments_ref = args_doc.relative_path();
             let gate = if at_once {
                 Ok(Gate::Run(None))
             } else {
-                approval_gate::gate(ctx, inv, round, tool, call, &arguments_ref).await
+                approval_gate::gate(ctx, inv, round, spec, call, &arguments_ref).await
             };
             match gate {
                 Err(err) => Err(err),
                 Ok(Gate::Denied(err)) => Err(err.into()),
                 Ok(Gate::Run(edited)) => {
                     inv.session.calls_total += 1;
-                    *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
+                    *inv.session
+                        .calls_per_tool
+                        .entry(spec.name.clone())
+                        .or_insert(0) += 1;
                     let started = payload::ToolCallStarted {
                         round,
                         invocation_id: invocation_id.clone(),
@@ -220,7 +237,7 @@ async fn dispatch(
                             .map(|event| ctx.events.stamp(&run_id, event));
                             held.extend(args_write.take().into_iter().chain(events));
                             // A delegation's start goes out with its task (`held_writes`).
-                            if tool != ToolName::AgentDelegate {
+                            if spec.name != ToolName::AgentDelegate {
                                 ctx.events
                                     .commit(&run_id, std::mem::take(&mut held))
                                     .await?;
@@ -242,9 +259,9 @@ async fn dispatch(
                                 arguments,
                                 ..call.clone()
                             };
-                            execute(ctx, inv, round, tool, &edited_call, &mut held).await
+                            execute(ctx, inv, round, spec, &edited_call, &mut held).await
                         }
-                        None => execute(ctx, inv, round, tool, call, &mut held).await,
+                        None => execute(ctx, inv, round, spec, call, &mut held).await,
                     }
                 }
             }
@@ -348,7 +365,9 @@ async fn dispatch(
         &result,
         elapsed_ms,
     )?);
-    let holds_end = resolved == Some(ToolName::AgentDelegate)
+    let holds_end = resolved
+        .as_ref()
+        .is_some_and(|tool| *tool == ToolName::AgentDelegate)
         && !result.is_error
         && control == LoopControl::Continue
         && matches!(effect, ToolEffect::None);
@@ -472,17 +491,41 @@ pub(crate) async fn emit_fatal_call_failure(
     Ok(())
 }
 
+/// The spec a call's name resolves to among the agent's tools: by canonical id or by the
+/// name the model sees.
+fn resolve<'a>(tools: &'a [AgentToolSpec], name: &str) -> Option<&'a AgentToolSpec> {
+    tools
+        .iter()
+        .find(|spec| spec.model_name == name || spec.name.canonical() == name)
+}
+
 async fn execute(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     round: u32,
-    tool: ToolName,
+    spec: &AgentToolSpec,
     call: &AgentToolCall,
     held: &mut Vec<RunWrite>,
 ) -> Result<Executed, ToolCallError> {
     let continue_with = |success: ToolSuccess| Executed {
         success,
         control: LoopControl::Continue,
+    };
+    let tool = match &spec.name {
+        ToolId::Builtin(tool) => *tool,
+        ToolId::External(_) => {
+            let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+            let env = crate::tools::external::ExternalToolEnv {
+                tools: ctx.services.external_tools.as_ref(),
+                workspace: ctx.services.workspace.as_ref(),
+                run_id: &ctx.run_id,
+                visible_roots: &inv.snapshot.visible_roots,
+                cancel: inv.cancel.clone(),
+            };
+            return crate::tools::external::execute(env, spec, &call.arguments, &file_key)
+                .await
+                .map(continue_with);
+        }
     };
     match tool {
         ToolName::WorkspaceListFiles

@@ -10,6 +10,7 @@ use tt_domain::ids::TaskId;
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::text::sha256_hex;
 use tt_domain::tool::{AgentToolCall, ToolName};
+use tt_domain::tool_model::{InFlightRule, ToolId};
 use tt_ports::RunDocument;
 
 use crate::engine::context::RunContext;
@@ -28,30 +29,35 @@ pub(crate) fn stored_call(
     round: u32,
     call: &AgentToolCall,
 ) -> Option<DispatchedCall> {
-    let tool = ToolName::from_any(&call.name);
+    let resolved = resolved_tool(inv, &call.name);
+    let ends_loop = resolved.as_ref().is_some_and(|tool| match tool {
+        ToolId::Builtin(tool) => tool.facts().ends_loop,
+        ToolId::External(_) => false,
+    });
     let file_key = call_file_key(&inv.invocation.id, round, &call.id);
     let replay = inv.replay.as_mut()?;
-    let result = replay.take_result(&file_key, tool)?;
+    let result = replay.take_result(&file_key, ends_loop)?;
     let started = replay.was_started(&file_key);
-    let resolved = tool.filter(|tool| {
-        inv.snapshot.offers(*tool) || inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired
-    });
-    if started && let Some(tool) = resolved {
+    if started && let Some(tool) = &resolved {
         inv.session.calls_total += 1;
-        *inv.session.calls_per_tool.entry(tool).or_insert(0) += 1;
+        *inv.session.calls_per_tool.entry(tool.clone()).or_insert(0) += 1;
     }
     match result.error_code.as_deref() {
         Some(code) if is_model_slip(code) => inv.session.consecutive_slips += 1,
         _ => inv.session.consecutive_slips = 0,
     }
-    if let Some(tool) = resolved {
+    if let Some(ToolId::Builtin(tool)) = resolved {
         inv.session
             .read_state
             .replay(tool, &call.arguments, &result);
     }
     // The results a stored wait delivered: the tool does not run again, so its stored output
     // is all that says which (what it reported live, `ToolEffect::ResultsDelivered`).
-    if resolved == Some(ToolName::AgentAwait) && !result.is_error {
+    if resolved
+        .as_ref()
+        .is_some_and(|tool| *tool == ToolName::AgentAwait)
+        && !result.is_error
+    {
         inv.delivered
             .extend(delivered_by_stored_await(&result.structured));
     }
@@ -59,6 +65,23 @@ pub(crate) fn stored_call(
         tool: resolved,
         result,
         control: LoopControl::Continue,
+    })
+}
+
+/// The tool a call's name resolves to for this agent, as the dispatcher resolves it: one it
+/// was offered (by id or by the name it sees), or a built-in it was not offered, which a
+/// top-level agent is refused and a delegated agent does not know at all.
+fn resolved_tool(inv: &InvocationRuntime, name: &str) -> Option<ToolId> {
+    let offered = inv
+        .snapshot
+        .tools
+        .iter()
+        .find(|spec| spec.model_name == name || spec.name.canonical() == name)
+        .map(|spec| spec.name.clone());
+    offered.or_else(|| {
+        ToolName::from_any(name)
+            .filter(|_| inv.invocation.exit_policy != ExitPolicy::TaskReturnRequired)
+            .map(ToolId::Builtin)
     })
 }
 
@@ -126,8 +149,14 @@ fn stored_effect(dispatched: &DispatchedCall) -> ToolEffect {
     let (Some(path), Some(sha256), false) = (path, text("sha256"), result.is_error) else {
         return ToolEffect::None;
     };
-    match dispatched.tool {
-        Some(ToolName::WorkspaceWriteFile) => ToolEffect::FileWritten {
+    let Some(ToolId::Builtin(tool)) = &dispatched.tool else {
+        // An outside tool's long result was kept in a file by the call itself: its stored
+        // result names the file, whose write the store already holds.
+        return ToolEffect::None;
+    };
+    // Every built-in is named: a new tool that writes the workspace decides its events here.
+    match tool {
+        ToolName::WorkspaceWriteFile => ToolEffect::FileWritten {
             path,
             mode: if text("mode") == Some("append") {
                 "append"
@@ -138,7 +167,7 @@ fn stored_effect(dispatched: &DispatchedCall) -> ToolEffect {
             words: count("words"),
             sha256: sha256.to_owned(),
         },
-        Some(ToolName::WorkspaceApplyPatch) => ToolEffect::PatchApplied {
+        ToolName::WorkspaceApplyPatch => ToolEffect::PatchApplied {
             path,
             chars: count("chars"),
             words: count("words"),
@@ -146,34 +175,125 @@ fn stored_effect(dispatched: &DispatchedCall) -> ToolEffect {
             sha256: sha256.to_owned(),
             replacements: count("replacements"),
         },
-        _ => ToolEffect::None,
+        ToolName::AgentList
+        | ToolName::AgentDelegate
+        | ToolName::AgentHandoff
+        | ToolName::AgentAwait
+        | ToolName::AgentCancelTask
+        | ToolName::TaskReturn
+        | ToolName::SkillList
+        | ToolName::SkillSearch
+        | ToolName::SkillRead
+        | ToolName::WorkspaceListFiles
+        | ToolName::WorkspaceSearchFiles
+        | ToolName::WorkspaceReadFile
+        | ToolName::WorkspaceCommit
+        | ToolName::WorkspaceFinish => ToolEffect::None,
     }
 }
 
-/// Before a resumed agent runs live a call that had started but left no result: puts the
-/// workspace back where the call found it when its write is already there, so running it
-/// again writes it once and answers as it would have (docs/resume.md). A `replace` write of
-/// the same content is let through (the agent knows the file it wrote); an `append` whose text
-/// already ends the file, though the file changed since its last journaled write, is taken
-/// back out; so is a patch whose reversal gives back exactly the version the agent knew.
+/// Before a resumed agent runs live a call that had started but left no result, by its tool's
+/// [`InFlightRule`] (docs/resume.md):
+/// - `RunAgain` and `EngineHook`: nothing here (the call runs; a hook of its own decides).
+/// - `RestoreWorkspace`: puts the workspace back where the call found it when its write is
+///   already there, so running it again writes it once and answers as it would have. A
+///   `replace` write of the same content is let through (the agent knows the file it wrote);
+///   an `append` whose text already ends the file, though the file changed since its last
+///   journaled write, is taken back out; so is a patch whose reversal gives back exactly the
+///   version the agent knew.
+/// - `OutcomeUnknown` (an outside tool not declared idempotent): the call is never sent again
+///   by itself. Unless a person approves each call of it (who is then asked again, told it
+///   may have run), it is answered here with `tool.outcome_unknown`, and `Some` is that
+///   answer.
 pub(crate) async fn before_live_call(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     round: u32,
     call: &AgentToolCall,
-) -> ApplicationResult<()> {
+) -> ApplicationResult<Option<DispatchedCall>> {
     let file_key = call_file_key(&inv.invocation.id, round, &call.id);
     let Some(replay) = inv.replay.as_ref() else {
-        return Ok(());
+        return Ok(None);
     };
     if !replay.was_started(&file_key) {
-        return Ok(());
+        return Ok(None);
     }
-    match ToolName::from_any(&call.name) {
-        Some(ToolName::WorkspaceWriteFile) => restore_before_write(ctx, inv, call).await,
-        Some(ToolName::WorkspaceApplyPatch) => restore_before_patch(ctx, inv, call).await,
-        _ => Ok(()),
+    let Some(spec) = inv
+        .snapshot
+        .tools
+        .iter()
+        .find(|spec| spec.model_name == call.name || spec.name.canonical() == call.name)
+        .cloned()
+    else {
+        return Ok(None);
+    };
+    match spec.facts().in_flight {
+        InFlightRule::RunAgain | InFlightRule::EngineHook => Ok(None),
+        InFlightRule::RestoreWorkspace => {
+            match spec.name {
+                ToolId::Builtin(ToolName::WorkspaceWriteFile) => {
+                    restore_before_write(ctx, inv, call).await?
+                }
+                ToolId::Builtin(ToolName::WorkspaceApplyPatch) => {
+                    restore_before_patch(ctx, inv, call).await?
+                }
+                // Only the two writes restore; a new one says how here.
+                _ => {}
+            }
+            Ok(None)
+        }
+        InFlightRule::OutcomeUnknown => {
+            if crate::engine::approval_gate::asks_before(inv, &spec, call) {
+                return Ok(None);
+            }
+            answer_outcome_unknown(ctx, inv, round, &spec, call, file_key)
+                .await
+                .map(Some)
+        }
     }
+}
+
+/// Answers a started outside call that left no result without sending it again: the agent
+/// reads that it may have run (`tool.outcome_unknown`), journaled as the call's end.
+async fn answer_outcome_unknown(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    spec: &tt_domain::tool::AgentToolSpec,
+    call: &AgentToolCall,
+    file_key: String,
+) -> ApplicationResult<DispatchedCall> {
+    let err = crate::error::ToolError::new(
+        tt_domain::error_codes::TOOL_OUTCOME_UNKNOWN,
+        format!(
+            "Your `{}` call was sent before the work stopped and no answer came back: it may or may not have taken effect. Check before calling it again.",
+            spec.model_name
+        ),
+    );
+    let result = crate::engine::call_checks::error_result(&call.id, spec.name.canonical(), &err);
+    let document = RunDocument::ToolResult {
+        call_file_key: file_key,
+    };
+    let write = tt_ports::RunWrite::Document {
+        document: document.clone(),
+        body: tt_ports::SerializedDocument::new(&result)?,
+    };
+    crate::engine::held_writes::flush(ctx, inv).await?;
+    journal_call_result(
+        ctx,
+        round,
+        &inv.invocation.id,
+        (document.relative_path(), Some(write)),
+        &result,
+        0,
+    )
+    .await?;
+    inv.session.consecutive_slips = 0;
+    Ok(DispatchedCall {
+        tool: Some(spec.name.clone()),
+        result,
+        control: LoopControl::Continue,
+    })
 }
 
 /// How many places a reversed patch is tried at, at most.

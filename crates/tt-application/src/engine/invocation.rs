@@ -7,7 +7,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::profile::ResolvedProfile;
-use tt_domain::tool::{InvocationToolSnapshot, ToolName};
+use tt_domain::tool::InvocationToolSnapshot;
+use tt_domain::tool_model::ToolId;
 use tt_domain::workspace::WorkspaceAccessPolicy;
 
 use crate::engine::context::RunScheduler;
@@ -20,7 +21,7 @@ pub(crate) struct ToolSession {
     /// Skill text this invocation has read (per-invocation budget).
     pub skill_budget: crate::skills::SkillReadBudget,
     pub calls_total: u32,
-    pub calls_per_tool: BTreeMap<ToolName, u32>,
+    pub calls_per_tool: BTreeMap<ToolId, u32>,
     /// Model slips in a row (see `dispatch`); any other call resets it.
     pub consecutive_slips: u32,
 }

@@ -67,7 +67,16 @@ pub(crate) async fn prepare_invocation(
         presentation,
         origin,
     } = setup;
-    let snapshot = build_tool_snapshot(profile, &invocation.id, exit_policy, presentation)?;
+    let external =
+        crate::registry::external_definitions(&ctx.services, &ctx.run_id, &invocation.id, profile)
+            .await?;
+    let snapshot = build_tool_snapshot(
+        profile,
+        &invocation.id,
+        exit_policy,
+        presentation,
+        &external,
+    )?;
     let system_prompt = agent_system_prompt(profile, &snapshot);
     let host_assembles = profile.definition.preset.mode == PresetMode::Ref;
     let (messages, assembly_pending, task_id, assembled_generation) = match origin {

@@ -313,8 +313,12 @@ async fn run_rounds(
                     replayed
                 }
                 None => {
-                    crate::engine::dispatch_replay::before_live_call(ctx, inv, round, call).await?;
-                    dispatch_call(ctx, inv, round, call).await?
+                    match crate::engine::dispatch_replay::before_live_call(ctx, inv, round, call)
+                        .await?
+                    {
+                        Some(answered) => answered,
+                        None => dispatch_call(ctx, inv, round, call).await?,
+                    }
                 }
             };
             if crate::engine::context_fit::saves_output(inv, &dispatched.result) {

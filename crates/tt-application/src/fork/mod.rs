@@ -302,10 +302,16 @@ fn unjournaled_write(events: &[AgentRunEvent], cut: u64) -> Option<u64> {
         match event.event_type {
             RunEventType::ToolCallStarted => {
                 let name = field(event, "name").unwrap_or_default();
-                writing.insert(
-                    invocation,
-                    matches!(name, "workspace.write_file" | "workspace.apply_patch"),
-                );
+                // A tool whose facts say it writes the workspace journals its write after
+                // its result.
+                let writes_workspace = tt_domain::tool_model::ToolId::parse(name)
+                    .ok()
+                    .and_then(|tool| tool.builtin())
+                    .is_some_and(|tool| {
+                        tool.facts().side_effect
+                            == tt_domain::tool_model::SideEffect::WritesWorkspace
+                    });
+                writing.insert(invocation, writes_workspace);
                 pending.remove(invocation);
             }
             RunEventType::ToolResultStored if writing.get(invocation).copied().unwrap_or(false) => {

@@ -121,11 +121,14 @@ impl AgentRunService {
         )
         .await?;
         crate::profiles::check_model_configured(&profile)?;
+        let external =
+            crate::registry::external_definitions(services, run_id, &root.id, &profile).await?;
         let snapshot = build_tool_snapshot(
             &profile,
             &root.id,
             ExitPolicy::RunFinishAllowed,
             run.presentation,
+            &external,
         )?;
         match &handoff {
             None => resume::check_snapshot(services, run_id, &root.id, &snapshot).await?,
@@ -135,11 +138,15 @@ impl AgentRunService {
                     Some(task.target_profile_id.as_str()),
                 )
                 .await?;
+                let external =
+                    crate::registry::external_definitions(services, run_id, &owner.id, &target)
+                        .await?;
                 let owner_snapshot = build_tool_snapshot(
                     &target,
                     &owner.id,
                     ExitPolicy::RunFinishAllowed,
                     run.presentation,
+                    &external,
                 )?;
                 resume::check_snapshot(services, run_id, &owner.id, &owner_snapshot).await?;
             }

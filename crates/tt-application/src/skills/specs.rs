@@ -83,7 +83,7 @@ pub(crate) fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         | ToolName::WorkspaceFinish => return None,
     };
     Some(AgentToolSpec {
-        name: tool,
+        name: tool.into(),
         model_name: tool.model_alias().to_owned(),
         title: title.to_owned(),
         description,
@@ -95,6 +95,7 @@ pub(crate) fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
             ..ToolAnnotations::default()
         },
         source: "builtin".to_owned(),
+        external: None,
     })
 }
 

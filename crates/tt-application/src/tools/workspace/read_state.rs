@@ -82,7 +82,21 @@ impl ReadState {
                 !append || self.files.get(&path).is_none_or(|known| known.full)
             }
             ToolName::WorkspaceApplyPatch => self.files.get(&path).is_some_and(|known| known.full),
-            _ => return,
+            // Every other built-in is named: a new tool that reads or writes files decides
+            // here what a replayed call leaves the agent knowing.
+            ToolName::WorkspaceListFiles
+            | ToolName::WorkspaceSearchFiles
+            | ToolName::WorkspaceCommit
+            | ToolName::WorkspaceFinish
+            | ToolName::AgentList
+            | ToolName::AgentDelegate
+            | ToolName::AgentHandoff
+            | ToolName::AgentAwait
+            | ToolName::AgentCancelTask
+            | ToolName::TaskReturn
+            | ToolName::SkillList
+            | ToolName::SkillSearch
+            | ToolName::SkillRead => return,
         };
         if full {
             self.record_full(&path, sha256);

@@ -45,7 +45,7 @@ impl SpecAudience {
 /// [`try_spec`] says so explicitly.
 pub(crate) fn spec(tool: ToolName, audience: &SpecAudience) -> AgentToolSpec {
     try_spec(tool, audience).unwrap_or_else(|| AgentToolSpec {
-        name: tool,
+        name: tool.into(),
         model_name: tool.model_alias().to_owned(),
         title: tool.model_alias().to_owned(),
         description: String::new(),
@@ -53,6 +53,7 @@ pub(crate) fn spec(tool: ToolName, audience: &SpecAudience) -> AgentToolSpec {
         output_schema: None,
         annotations: ToolAnnotations::default(),
         source: "builtin".to_owned(),
+        external: None,
     })
 }
 
@@ -231,7 +232,7 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
         | ToolName::SkillRead => return None,
     };
     Some(AgentToolSpec {
-        name: tool,
+        name: tool.into(),
         model_name: tool.model_alias().to_owned(),
         title: title.to_owned(),
         description,
@@ -239,6 +240,7 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
         output_schema: None,
         annotations,
         source: "builtin".to_owned(),
+        external: None,
     })
 }
 
