@@ -757,6 +757,9 @@ fn the_types_an_embedder_meets_are_exported() {
 #[path = "host_api/run_handle.rs"]
 mod run_handle;
 
+#[path = "host_api/host_tools.rs"]
+mod host_tools;
+
 /// `wait_for_run` on a run another runtime executes waits for its end (by following its
 /// journal) instead of returning its current, unfinished status.
 #[tokio::test]

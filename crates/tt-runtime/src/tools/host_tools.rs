@@ -185,6 +185,15 @@ impl HostTool {
     }
 }
 
+/// A handler's task, aborted when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The host tools of one runtime, by name.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HostTools {
@@ -256,11 +265,11 @@ impl HostTools {
             call_key: call_key.to_owned(),
             cancel: cancel.clone(),
         };
-        let mut task = tokio::spawn((tool.handler)(call));
+        // Aborted when this call is dropped too (a cancelled agent drops it).
+        let mut task = AbortOnDrop(tokio::spawn((tool.handler)(call)));
         let joined = tokio::select! {
-            joined = &mut task => joined,
+            joined = &mut task.0 => joined,
             () = cancel.cancelled() => {
-                task.abort();
                 return Err(ToolSourceError::new(
                     error_codes::AGENT_CANCELLED,
                     "The call was cancelled.",
