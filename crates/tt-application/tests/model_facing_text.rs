@@ -259,3 +259,110 @@ async fn oversized_arguments_error_reads_from_the_agent_point_of_view() {
     assert_clean(&call_id, &content);
     insta::assert_snapshot!("oversized_arguments_message", content);
 }
+
+/// An agent offered a host tool and two MCP tools (one asking first): what its system prompt
+/// says of them, the names and facts of their specs, and that nothing in them leaks.
+#[test]
+fn outside_tools_in_the_system_prompt_and_specs() {
+    use tt_domain::profile::McpToolPermission;
+    use tt_domain::tool_model::{ExternalToolFacts, ExternalToolId, SideEffect, ToolPermission};
+    use tt_ports::ExternalToolDefinition;
+    let facts = |side_effect| ExternalToolFacts {
+        side_effect,
+        idempotent: false,
+        permission: ToolPermission::Allow,
+        server: None,
+        max_inline_result_bytes: ExternalToolFacts::DEFAULT_INLINE_RESULT_BYTES,
+    };
+    let definitions = vec![
+        ExternalToolDefinition {
+            id: ExternalToolId::host("chat.search").unwrap(),
+            title: Some("Search the chat".into()),
+            description: "Finds messages of this chat that mention a phrase.".into(),
+            input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+            facts: facts(SideEffect::ReadsOnly),
+        },
+        ExternalToolDefinition {
+            id: ExternalToolId::mcp("everything", "echo").unwrap(),
+            title: None,
+            description: "Echoes back the input. Useful for tests.".into(),
+            input_schema: json!({"type": "object", "properties": {"message": {"type": "string"}}}),
+            facts: facts(SideEffect::Outside),
+        },
+        ExternalToolDefinition {
+            id: ExternalToolId::mcp("everything", "get-sum").unwrap(),
+            title: None,
+            description: "Adds two numbers.".into(),
+            input_schema: json!({"type": "object"}),
+            facts: facts(SideEffect::ReadsOnly),
+        },
+    ];
+    let mut definition = default_writer_definition();
+    definition.tools.allow.push("host/chat.search".into());
+    definition.tools.mcp.insert(
+        "everything".into(),
+        [
+            ("echo".to_owned(), McpToolPermission::Ask),
+            ("get-sum".to_owned(), McpToolPermission::Allow),
+            ("delete-all".to_owned(), McpToolPermission::Off),
+        ]
+        .into(),
+    );
+    let profile = resolve_profile(definition, ProfileSource::built_in()).expect("valid");
+    let snapshot = build_tool_snapshot(
+        &profile,
+        &InvocationId::root(),
+        ExitPolicy::RunFinishAllowed,
+        Presentation::Foreground,
+        &definitions,
+    )
+    .expect("snapshot");
+    let outside: Vec<(String, String, ToolPermission)> = snapshot
+        .tools
+        .iter()
+        .filter_map(|spec| {
+            let facts = spec.external.as_ref()?;
+            Some((
+                spec.name.to_string(),
+                spec.model_name.clone(),
+                facts.permission,
+            ))
+        })
+        .collect();
+    assert_eq!(
+        outside,
+        [
+            (
+                "host/chat.search".to_owned(),
+                "chat_search".to_owned(),
+                ToolPermission::Allow
+            ),
+            (
+                "mcp/everything:echo".to_owned(),
+                "mcp__everything__echo".to_owned(),
+                ToolPermission::Ask
+            ),
+            (
+                "mcp/everything:get-sum".to_owned(),
+                "mcp__everything__get-sum".to_owned(),
+                ToolPermission::Allow
+            ),
+        ]
+    );
+    let prompt = default_system_prompt(&snapshot);
+    assert_clean("system prompt with outside tools", &prompt);
+    insta::assert_snapshot!("root_system_prompt_with_outside_tools", prompt);
+    for spec in snapshot.tools.iter() {
+        assert_clean(&spec.model_name, &spec.description);
+    }
+    // A profile that lists a tool no source defined cannot start its agent.
+    let err = build_tool_snapshot(
+        &profile,
+        &InvocationId::root(),
+        ExitPolicy::RunFinishAllowed,
+        Presentation::Foreground,
+        &definitions[..1],
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "agent.tool_unavailable");
+}
