@@ -92,6 +92,31 @@ fn id(key: &str, digits: usize) -> String {
     sha256_hex(key.as_bytes())[..digits].to_owned()
 }
 
+/// Where a tool comes from: `gen_ai.tool.type` (`extension` for an MCP server's tool,
+/// `function` for any other), `tt.tool.source` (`builtin`, `host` or `mcp`) and, for an MCP
+/// tool, `tt.tool.server` (its server's registration name).
+fn tool_source_attributes(tool: &str) -> Vec<(String, Value)> {
+    use tt_domain::tool_model::{ExternalSource, ToolId};
+    match ToolId::parse(tool) {
+        Ok(ToolId::External(id)) => match id.source() {
+            ExternalSource::Host { .. } => vec![
+                ("gen_ai.tool.type".into(), json!("function")),
+                ("tt.tool.source".into(), json!("host")),
+            ],
+            ExternalSource::Mcp { server, .. } => vec![
+                ("gen_ai.tool.type".into(), json!("extension")),
+                ("tt.tool.source".into(), json!("mcp")),
+                ("tt.tool.server".into(), json!(server)),
+            ],
+        },
+        Ok(ToolId::Builtin(_)) => vec![
+            ("gen_ai.tool.type".into(), json!("function")),
+            ("tt.tool.source".into(), json!("builtin")),
+        ],
+        Err(_) => Vec::new(),
+    }
+}
+
 fn text<'a>(event: &'a AgentRunEvent, field: &str) -> Option<&'a str> {
     event.payload.get(field).and_then(Value::as_str)
 }
@@ -247,6 +272,12 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                 let call = text(event, "callId").unwrap_or_default().to_owned();
                 let tool = text(event, "name").unwrap_or("tool").to_owned();
                 open_tools.insert((invocation.clone(), call.clone()), calls.len());
+                let mut attributes = vec![
+                    ("gen_ai.operation.name".into(), json!("execute_tool")),
+                    ("gen_ai.tool.name".into(), json!(tool)),
+                    ("gen_ai.tool.call.id".into(), json!(call)),
+                ];
+                attributes.extend(tool_source_attributes(&tool));
                 calls.push(Span {
                     span_id: id(&format!("{run_id}/event/{}", event.id), 16),
                     parent: Some(agent_span(&invocation)),
@@ -254,11 +285,7 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                     kind: KIND_INTERNAL,
                     start: event.timestamp,
                     end: None,
-                    attributes: vec![
-                        ("gen_ai.operation.name".into(), json!("execute_tool")),
-                        ("gen_ai.tool.name".into(), json!(tool)),
-                        ("gen_ai.tool.call.id".into(), json!(call)),
-                    ],
+                    attributes,
                     error: None,
                 });
             }
@@ -304,6 +331,30 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_spans_say_where_the_tool_comes_from() {
+        let attributes = |tool| {
+            tool_source_attributes(tool)
+                .into_iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            attributes("mcp/everything:echo"),
+            r#"gen_ai.tool.type="extension" tt.tool.source="mcp" tt.tool.server="everything""#
+        );
+        assert_eq!(
+            attributes("host/chat.search"),
+            r#"gen_ai.tool.type="function" tt.tool.source="host""#
+        );
+        assert_eq!(
+            attributes("workspace.read_file"),
+            r#"gen_ai.tool.type="function" tt.tool.source="builtin""#
+        );
+        assert_eq!(attributes("no such tool"), "");
+    }
     use tt_domain::event::EventLevel;
     use tt_domain::ids::{EventId, RunId};
 
