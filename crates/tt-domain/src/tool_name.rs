@@ -4,48 +4,61 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Every built-in tool, in registry order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ToolName {
-    AgentList,
-    AgentDelegate,
-    AgentHandoff,
-    AgentAwait,
-    AgentCancelTask,
-    TaskReturn,
-    SkillList,
-    SkillSearch,
-    SkillRead,
-    WorkspaceListFiles,
-    WorkspaceSearchFiles,
-    WorkspaceReadFile,
-    WorkspaceWriteFile,
-    WorkspaceApplyPatch,
-    WorkspaceCommit,
-    WorkspaceFinish,
+/// Declares the built-in tools once, in registry order: each variant with its contract id and
+/// the name a model sees. `ALL`, `canonical` and `model_alias` come from this one list, so a
+/// new tool is one line here; the compiler then points to every `match` that must decide its
+/// facts, spec and executor.
+macro_rules! builtin_tools {
+    ($($variant:ident => $canonical:literal, $alias:literal;)*) => {
+        /// Every built-in tool, in registry order.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ToolName {
+            $($variant,)*
+        }
+
+        impl ToolName {
+            /// How many built-in tools there are.
+            pub const COUNT: usize = [$(stringify!($variant),)*].len();
+
+            /// Registry order.
+            pub const ALL: [ToolName; Self::COUNT] = [$(ToolName::$variant,)*];
+
+            pub fn canonical(self) -> &'static str {
+                match self {
+                    $(ToolName::$variant => $canonical,)*
+                }
+            }
+
+            /// The name a model sees and calls: dots replaced by underscores.
+            pub fn model_alias(self) -> &'static str {
+                match self {
+                    $(ToolName::$variant => $alias,)*
+                }
+            }
+        }
+    };
+}
+
+builtin_tools! {
+    AgentList => "agent.list", "agent_list";
+    AgentDelegate => "agent.delegate", "agent_delegate";
+    AgentHandoff => "agent.handoff", "agent_handoff";
+    AgentAwait => "agent.await", "agent_await";
+    AgentCancelTask => "agent.cancel_task", "agent_cancel_task";
+    TaskReturn => "task.return", "task_return";
+    SkillList => "skill.list", "skill_list";
+    SkillSearch => "skill.search", "skill_search";
+    SkillRead => "skill.read", "skill_read";
+    WorkspaceListFiles => "workspace.list_files", "workspace_list_files";
+    WorkspaceSearchFiles => "workspace.search_files", "workspace_search_files";
+    WorkspaceReadFile => "workspace.read_file", "workspace_read_file";
+    WorkspaceWriteFile => "workspace.write_file", "workspace_write_file";
+    WorkspaceApplyPatch => "workspace.apply_patch", "workspace_apply_patch";
+    WorkspaceCommit => "workspace.commit", "workspace_commit";
+    WorkspaceFinish => "workspace.finish", "workspace_finish";
 }
 
 impl ToolName {
-    /// Registry order.
-    pub const ALL: [ToolName; 16] = [
-        ToolName::AgentList,
-        ToolName::AgentDelegate,
-        ToolName::AgentHandoff,
-        ToolName::AgentAwait,
-        ToolName::AgentCancelTask,
-        ToolName::TaskReturn,
-        ToolName::SkillList,
-        ToolName::SkillSearch,
-        ToolName::SkillRead,
-        ToolName::WorkspaceListFiles,
-        ToolName::WorkspaceSearchFiles,
-        ToolName::WorkspaceReadFile,
-        ToolName::WorkspaceWriteFile,
-        ToolName::WorkspaceApplyPatch,
-        ToolName::WorkspaceCommit,
-        ToolName::WorkspaceFinish,
-    ];
-
     /// The seven workspace tools.
     pub const WORKSPACE: [ToolName; 7] = [
         ToolName::WorkspaceListFiles,
@@ -56,49 +69,6 @@ impl ToolName {
         ToolName::WorkspaceCommit,
         ToolName::WorkspaceFinish,
     ];
-
-    pub fn canonical(self) -> &'static str {
-        match self {
-            ToolName::AgentList => "agent.list",
-            ToolName::AgentDelegate => "agent.delegate",
-            ToolName::AgentHandoff => "agent.handoff",
-            ToolName::AgentAwait => "agent.await",
-            ToolName::AgentCancelTask => "agent.cancel_task",
-            ToolName::TaskReturn => "task.return",
-            ToolName::SkillList => "skill.list",
-            ToolName::SkillSearch => "skill.search",
-            ToolName::SkillRead => "skill.read",
-            ToolName::WorkspaceListFiles => "workspace.list_files",
-            ToolName::WorkspaceSearchFiles => "workspace.search_files",
-            ToolName::WorkspaceReadFile => "workspace.read_file",
-            ToolName::WorkspaceWriteFile => "workspace.write_file",
-            ToolName::WorkspaceApplyPatch => "workspace.apply_patch",
-            ToolName::WorkspaceCommit => "workspace.commit",
-            ToolName::WorkspaceFinish => "workspace.finish",
-        }
-    }
-
-    /// The name a model sees and calls: dots replaced by underscores.
-    pub fn model_alias(self) -> &'static str {
-        match self {
-            ToolName::AgentList => "agent_list",
-            ToolName::AgentDelegate => "agent_delegate",
-            ToolName::AgentHandoff => "agent_handoff",
-            ToolName::AgentAwait => "agent_await",
-            ToolName::AgentCancelTask => "agent_cancel_task",
-            ToolName::TaskReturn => "task_return",
-            ToolName::SkillList => "skill_list",
-            ToolName::SkillSearch => "skill_search",
-            ToolName::SkillRead => "skill_read",
-            ToolName::WorkspaceListFiles => "workspace_list_files",
-            ToolName::WorkspaceSearchFiles => "workspace_search_files",
-            ToolName::WorkspaceReadFile => "workspace_read_file",
-            ToolName::WorkspaceWriteFile => "workspace_write_file",
-            ToolName::WorkspaceApplyPatch => "workspace_apply_patch",
-            ToolName::WorkspaceCommit => "workspace_commit",
-            ToolName::WorkspaceFinish => "workspace_finish",
-        }
-    }
 
     /// Matches a canonical name or a model alias.
     pub fn from_any(name: &str) -> Option<Self> {
