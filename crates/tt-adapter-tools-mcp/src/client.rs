@@ -1,0 +1,298 @@
+//! [`RmcpClient`]: the runtime's [`McpClient`] on rmcp. One connection per server, shared by
+//! concurrent calls and started on first use; a server found dead is started once more, and
+//! after that its calls fail with `mcp.server_unavailable` until the registration changes.
+//! Catalogs are read page by page within `tt_domain::mcp::limits`; calls are bounded in
+//! arguments, time and result size, and a cancelled or timed-out call sends MCP's
+//! `notifications/cancelled` (rmcp sends it when a request's future is dropped).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+use tt_domain::error_codes;
+use tt_domain::mcp::{McpCallOutput, McpCatalog, McpServerConfig, McpToolInfo, limits};
+use tt_ports::tools::{McpClient, ToolSourceError};
+
+use crate::connection::{Connection, connect, unavailable};
+use crate::convert::{call_output, request_failed, tool_info};
+
+/// How many times a server is started at most: the first start and one restart.
+const MAX_STARTS: u8 = 2;
+
+/// The MCP client of the runtime (see the module header). Cheap to share behind an `Arc`.
+#[derive(Default)]
+pub struct RmcpClient {
+    slots: std::sync::Mutex<HashMap<String, Arc<Slot>>>,
+    shut_down: AtomicBool,
+}
+
+impl std::fmt::Debug for RmcpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RmcpClient").finish_non_exhaustive()
+    }
+}
+
+/// One server's connection state.
+#[derive(Default)]
+struct Slot {
+    state: Mutex<SlotState>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    /// The registration the connection was made for; another one starts afresh.
+    config: Option<McpServerConfig>,
+    connection: Option<Arc<Connection>>,
+    starts: u8,
+}
+
+fn shutdown_grace() -> Duration {
+    Duration::from_millis(limits::SHUTDOWN_GRACE_MS)
+}
+
+fn cancelled(server: &str, what: &str) -> ToolSourceError {
+    ToolSourceError::new(
+        error_codes::AGENT_CANCELLED,
+        format!("{what} of server `{server}` was cancelled"),
+    )
+}
+
+impl RmcpClient {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn slot(&self, name: &str) -> Arc<Slot> {
+        let mut slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(slots.entry(name.to_owned()).or_default())
+    }
+
+    /// The live connection to `config`'s server, starting (or restarting, once) it.
+    async fn connection(
+        &self,
+        config: &McpServerConfig,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<Connection>, ToolSourceError> {
+        config.validate().map_err(|err| {
+            ToolSourceError::new(error_codes::MCP_SERVER_INVALID, err.message)
+        })?;
+        if self.shut_down.load(Ordering::Acquire) {
+            return Err(unavailable(format!(
+                "server `{}` is not started: the MCP client was shut down",
+                config.name
+            )));
+        }
+        let slot = self.slot(&config.name);
+        let mut state = tokio::select! {
+            state = slot.state.lock() => state,
+            () = cancel.cancelled() => return Err(cancelled(&config.name, "the connection")),
+        };
+        if state.config.as_ref() != Some(config) {
+            if let Some(old) = state.connection.take() {
+                old.close(shutdown_grace()).await;
+            }
+            *state = SlotState {
+                config: Some(config.clone()),
+                ..SlotState::default()
+            };
+        }
+        if let Some(connection) = &state.connection {
+            if connection.is_alive() {
+                return Ok(Arc::clone(connection));
+            }
+            tracing::warn!(server = %config.name, "mcp server is gone");
+            connection.close(Duration::ZERO).await;
+            state.connection = None;
+        }
+        if state.starts >= MAX_STARTS {
+            return Err(unavailable(format!(
+                "server `{}` stopped after it was restarted once; it is not started again",
+                config.name
+            )));
+        }
+        state.starts += 1;
+        let started = tokio::select! {
+            started = connect(config) => started?,
+            () = cancel.cancelled() => return Err(cancelled(&config.name, "the start")),
+        };
+        let connection = Arc::new(started);
+        state.connection = Some(Arc::clone(&connection));
+        Ok(connection)
+    }
+
+    async fn read_catalog(
+        &self,
+        server: &McpServerConfig,
+        connection: &Connection,
+    ) -> Result<Vec<McpToolInfo>, ToolSourceError> {
+        let name = server.name.as_str();
+        let timeout = Duration::from_millis(server.call_timeout_ms);
+        let too_large =
+            |message: String| ToolSourceError::new(error_codes::MCP_CATALOG_TOO_LARGE, message);
+        let mut tools = Vec::new();
+        let mut bytes = 0usize;
+        let mut cursor = None;
+        for _page in 0..limits::MAX_CATALOG_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let page = tokio::time::timeout(timeout, connection.peer().list_tools(Some(params)))
+                .await
+                .map_err(|_elapsed| {
+                    unavailable(format!(
+                        "server `{name}` did not list its tools within {} ms",
+                        server.call_timeout_ms
+                    ))
+                })?
+                .map_err(|err| {
+                    request_failed(name, "tools/list", err, connection.is_alive())
+                })?;
+            for tool in page.tools {
+                let info = tool_info(tool);
+                let schema = info.input_schema.to_string().len();
+                if schema > limits::MAX_TOOL_SCHEMA_BYTES {
+                    return Err(too_large(format!(
+                        "server `{name}`: the schema of `{}` is {schema} bytes; at most {} are taken",
+                        info.name,
+                        limits::MAX_TOOL_SCHEMA_BYTES
+                    )));
+                }
+                bytes += schema + info.description.len() + info.name.len();
+                if bytes > limits::MAX_CATALOG_BYTES {
+                    return Err(too_large(format!(
+                        "server `{name}`: its catalog is over {} bytes",
+                        limits::MAX_CATALOG_BYTES
+                    )));
+                }
+                tools.push(info);
+                if tools.len() > limits::MAX_TOOLS_PER_SERVER {
+                    return Err(too_large(format!(
+                        "server `{name}` lists more than {} tools",
+                        limits::MAX_TOOLS_PER_SERVER
+                    )));
+                }
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return check_catalog(name, tools),
+            }
+        }
+        Err(too_large(format!(
+            "server `{name}` lists its tools on more than {} pages",
+            limits::MAX_CATALOG_PAGES
+        )))
+    }
+}
+
+fn check_catalog(
+    server: &str,
+    tools: Vec<McpToolInfo>,
+) -> Result<Vec<McpToolInfo>, ToolSourceError> {
+    let catalog = McpCatalog {
+        server: server.to_owned(),
+        fetched_at_ms: 0,
+        tools,
+    };
+    catalog
+        .check()
+        .map_err(|err| ToolSourceError::new(err.code, err.message))?;
+    Ok(catalog.tools)
+}
+
+fn check_arguments(
+    server: &str,
+    tool: &str,
+    arguments: &Map<String, Value>,
+) -> Result<(), ToolSourceError> {
+    let bytes = serde_json::to_string(arguments).map_or(usize::MAX, |text| text.len());
+    if bytes > limits::MAX_ARGUMENT_BYTES {
+        return Err(ToolSourceError::new(
+            error_codes::MCP_ARGUMENTS_TOO_LARGE,
+            format!(
+                "the arguments of `{tool}` (server `{server}`) are {bytes} bytes; at most {} are sent",
+                limits::MAX_ARGUMENT_BYTES
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl McpClient for RmcpClient {
+    async fn list_tools(
+        &self,
+        server: &McpServerConfig,
+        cancel: CancellationToken,
+    ) -> Result<Vec<McpToolInfo>, ToolSourceError> {
+        let connection = self.connection(server, &cancel).await?;
+        tokio::select! {
+            listed = self.read_catalog(server, &connection) => listed,
+            () = cancel.cancelled() => Err(cancelled(&server.name, "tools/list")),
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        server: &McpServerConfig,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> Result<McpCallOutput, ToolSourceError> {
+        let name = server.name.as_str();
+        check_arguments(name, tool, arguments)?;
+        let connection = self.connection(server, &cancel).await?;
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+        let timeout = Duration::from_millis(server.call_timeout_ms);
+        // Dropping the request future (on timeout or cancellation) makes rmcp send
+        // `notifications/cancelled` for it.
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(timeout, connection.peer().call_tool(params)) => answer,
+            () = cancel.cancelled() => return Err(cancelled(name, &format!("the call of `{tool}`")).sent()),
+        };
+        match answer {
+            Err(_elapsed) => Err(ToolSourceError::new(
+                error_codes::MCP_CALL_TIMEOUT,
+                format!(
+                    "`{tool}` of server `{name}` took longer than {} ms; it was cancelled and may have run",
+                    server.call_timeout_ms
+                ),
+            )
+            .sent()),
+            Ok(Err(err)) => Err(request_failed(
+                name,
+                &format!("the call of `{tool}`"),
+                err,
+                connection.is_alive(),
+            )),
+            Ok(Ok(result)) => call_output(name, tool, result),
+        }
+    }
+
+    async fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::Release);
+        let slots: Vec<Arc<Slot>> = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain()
+            .map(|(_, slot)| slot)
+            .collect();
+        let mut closing = tokio::task::JoinSet::new();
+        for slot in slots {
+            closing.spawn(async move {
+                let connection = slot.state.lock().await.connection.take();
+                if let Some(connection) = connection {
+                    connection.close(shutdown_grace()).await;
+                }
+            });
+        }
+        while closing.join_next().await.is_some() {}
+    }
+}

@@ -1,0 +1,163 @@
+//! One live connection to a server: a stdio child's pipes or a Streamable HTTP session, with
+//! rmcp's client on top (handshake, requests, `notifications/cancelled`). A connection is
+//! alive while its transport is open and, for stdio, its process runs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{Peer, ServiceExt};
+use tokio::sync::Mutex;
+use tt_domain::error_codes;
+use tt_domain::mcp::{McpServerConfig, McpTransport, limits};
+use tt_ports::tools::ToolSourceError;
+
+use crate::child::{Launch, ServerProcess};
+
+/// The largest JSON body or SSE event taken from an HTTP server: a 4 MiB result may grow
+/// when escaped as JSON; anything past this is refused by the transport, never cut.
+const MAX_HTTP_MESSAGE_BYTES: usize = 4 * limits::MAX_RESULT_BYTES;
+
+type Service = RunningService<RoleClient, ClientConfig>;
+
+/// A started connection. Requests go through [`Connection::peer`], which many calls share.
+pub(crate) struct Connection {
+    peer: Peer<RoleClient>,
+    service: Mutex<Option<Service>>,
+    process: Option<ServerProcess>,
+}
+
+impl Connection {
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+
+    /// Whether the server can still be reached over this connection.
+    pub fn is_alive(&self) -> bool {
+        !self.peer.is_transport_closed()
+            && self.process.as_ref().is_none_or(|process| !process.has_exited())
+    }
+
+    /// Closes the session (stdin for a stdio server), then stops the process: SIGTERM, and a
+    /// kill after `grace`.
+    pub async fn close(&self, grace: Duration) {
+        if let Some(mut service) = self.service.lock().await.take() {
+            // Closing the transport may wait on a server that reads no more; bound it.
+            let _closed = service.close_with_timeout(grace).await;
+        }
+        if let Some(process) = &self.process {
+            process.stop(grace).await;
+        }
+    }
+}
+
+pub(crate) fn unavailable(message: String) -> ToolSourceError {
+    ToolSourceError::new(error_codes::MCP_SERVER_UNAVAILABLE, message)
+}
+
+fn client_identity() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("tt-agent-runtime", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// Starts a connection (spawning a stdio server), with the handshake bounded by the server's
+/// call timeout.
+pub(crate) async fn connect(config: &McpServerConfig) -> Result<Connection, ToolSourceError> {
+    let name = config.name.as_str();
+    let timeout = Duration::from_millis(config.call_timeout_ms);
+    let (process, started) = match &config.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let launch = Launch {
+                server: name,
+                command,
+                args,
+                env,
+                cwd: cwd.as_deref(),
+            };
+            let (process, stdout, stdin) = ServerProcess::spawn(&launch).map_err(|err| {
+                unavailable(format!("server `{name}` could not be started: {err}"))
+            })?;
+            let transport = AsyncRwTransport::new_client(stdout, stdin);
+            let started = tokio::time::timeout(timeout, client_identity().serve(transport)).await;
+            (Some(process), started)
+        }
+        McpTransport::Http { url, headers } => {
+            let transport = StreamableHttpClientTransport::from_config(http_config(
+                name, url, headers,
+            )?);
+            let started = tokio::time::timeout(timeout, client_identity().serve(transport)).await;
+            (None, started)
+        }
+    };
+    let service = match started {
+        Ok(Ok(service)) => service,
+        Ok(Err(err)) => return Err(handshake_failed(name, &err, process).await),
+        Err(_elapsed) => {
+            if let Some(process) = &process {
+                process.stop(Duration::ZERO).await;
+            }
+            return Err(unavailable(format!(
+                "server `{name}` did not finish the MCP handshake within {} ms",
+                config.call_timeout_ms
+            )));
+        }
+    };
+    let peer = service.peer().clone();
+    // Catalogs are read when asked and stored by the caller; the SDK must not answer from
+    // its own cache.
+    peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+        .await;
+    Ok(Connection {
+        peer,
+        service: Mutex::new(Some(service)),
+        process,
+    })
+}
+
+async fn handshake_failed(
+    name: &str,
+    err: &ClientInitializeError,
+    process: Option<ServerProcess>,
+) -> ToolSourceError {
+    if let Some(process) = &process {
+        process.stop(Duration::ZERO).await;
+    }
+    unavailable(format!(
+        "server `{name}` could not be connected to (MCP handshake): {err}"
+    ))
+}
+
+fn http_config(
+    name: &str,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransportConfig, ToolSourceError> {
+    let invalid = |message: String| ToolSourceError::new(error_codes::MCP_SERVER_INVALID, message);
+    let mut custom = HashMap::new();
+    for (key, value) in headers {
+        let header = http::HeaderName::from_bytes(key.as_bytes())
+            .map_err(|_| invalid(format!("server `{name}`: `{key}` is no HTTP header name")))?;
+        let value = http::HeaderValue::from_str(value).map_err(|_| {
+            invalid(format!(
+                "server `{name}`: the value of header `{key}` is no valid header value"
+            ))
+        })?;
+        custom.insert(header, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    config.custom_headers = custom;
+    config.max_json_response_size = MAX_HTTP_MESSAGE_BYTES;
+    config.max_sse_event_size = MAX_HTTP_MESSAGE_BYTES;
+    Ok(config)
+}
