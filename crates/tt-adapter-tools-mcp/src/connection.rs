@@ -22,6 +22,10 @@ use crate::child::{Launch, ServerProcess};
 /// when escaped as JSON; anything past this is refused by the transport, never cut.
 const MAX_HTTP_MESSAGE_BYTES: usize = 4 * limits::MAX_RESULT_BYTES;
 
+/// The least time a server gets to start and finish the MCP handshake: starting a server
+/// (an interpreter, a package) often takes longer than one call may.
+pub(crate) const MIN_START_TIMEOUT_MS: u64 = 30_000;
+
 type Service = RunningService<RoleClient, ClientConfig>;
 
 /// A started connection. Requests go through [`Connection::peer`], which many calls share.
@@ -67,10 +71,11 @@ fn client_identity() -> ClientConfig {
 }
 
 /// Starts a connection (spawning a stdio server), with the handshake bounded by the server's
-/// call timeout.
+/// call timeout or [`MIN_START_TIMEOUT_MS`], whichever is longer.
 pub(crate) async fn connect(config: &McpServerConfig) -> Result<Connection, ToolSourceError> {
     let name = config.name.as_str();
-    let timeout = Duration::from_millis(config.call_timeout_ms);
+    let start_timeout_ms = config.call_timeout_ms.max(MIN_START_TIMEOUT_MS);
+    let timeout = Duration::from_millis(start_timeout_ms);
     let (process, started) = match &config.transport {
         McpTransport::Stdio {
             command,
@@ -108,8 +113,7 @@ pub(crate) async fn connect(config: &McpServerConfig) -> Result<Connection, Tool
                 process.stop(Duration::ZERO).await;
             }
             return Err(unavailable(format!(
-                "server `{name}` did not finish the MCP handshake within {} ms",
-                config.call_timeout_ms
+                "server `{name}` did not start and finish the MCP handshake within {start_timeout_ms} ms"
             )));
         }
     };
