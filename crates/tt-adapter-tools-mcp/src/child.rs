@@ -50,7 +50,8 @@ impl ServerProcess {
             command.current_dir(cwd);
         }
         let mut child = command.spawn()?;
-        let missing = |what: &str| std::io::Error::other(format!("the child's {what} is not piped"));
+        let missing =
+            |what: &str| std::io::Error::other(format!("the child's {what} is not piped"));
         let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
         let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
         if let Some(stderr) = child.stderr.take() {

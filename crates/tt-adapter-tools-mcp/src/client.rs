@@ -82,9 +82,9 @@ impl RmcpClient {
         config: &McpServerConfig,
         cancel: &CancellationToken,
     ) -> Result<Arc<Connection>, ToolSourceError> {
-        config.validate().map_err(|err| {
-            ToolSourceError::new(error_codes::MCP_SERVER_INVALID, err.message)
-        })?;
+        config
+            .validate()
+            .map_err(|err| ToolSourceError::new(error_codes::MCP_SERVER_INVALID, err.message))?;
         if self.shut_down.load(Ordering::Acquire) {
             return Err(unavailable(format!(
                 "server `{}` is not started: the MCP client was shut down",
@@ -151,9 +151,7 @@ impl RmcpClient {
                         server.call_timeout_ms
                     ))
                 })?
-                .map_err(|err| {
-                    request_failed(name, "tools/list", err, connection.is_alive())
-                })?;
+                .map_err(|err| request_failed(name, "tools/list", err, connection))?;
             for tool in page.tools {
                 let info = tool_info(tool);
                 let schema = info.input_schema.to_string().len();
@@ -269,7 +267,7 @@ impl McpClient for RmcpClient {
                 name,
                 &format!("the call of `{tool}`"),
                 err,
-                connection.is_alive(),
+                &connection,
             )),
             Ok(Ok(result)) => call_output(name, tool, result),
         }

@@ -3,6 +3,7 @@
 //! alive while its transport is open and, for stdio, its process runs.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
@@ -31,6 +32,8 @@ type Service = RunningService<RoleClient, ClientConfig>;
 /// A started connection. Requests go through [`Connection::peer`], which many calls share.
 pub(crate) struct Connection {
     peer: Peer<RoleClient>,
+    /// Set when a request found the transport closed, before the SDK may have noticed.
+    broken: AtomicBool,
     service: Mutex<Option<Service>>,
     process: Option<ServerProcess>,
 }
@@ -42,8 +45,17 @@ impl Connection {
 
     /// Whether the server can still be reached over this connection.
     pub fn is_alive(&self) -> bool {
-        !self.peer.is_transport_closed()
-            && self.process.as_ref().is_none_or(|process| !process.has_exited())
+        !self.broken.load(Ordering::Acquire)
+            && !self.peer.is_transport_closed()
+            && self
+                .process
+                .as_ref()
+                .is_none_or(|process| !process.has_exited())
+    }
+
+    /// Marks the connection as gone: the next use starts the server again (once).
+    pub fn mark_broken(&self) {
+        self.broken.store(true, Ordering::Release);
     }
 
     /// Closes the session (stdin for a stdio server), then stops the process: SIGTERM, and a
@@ -98,9 +110,8 @@ pub(crate) async fn connect(config: &McpServerConfig) -> Result<Connection, Tool
             (Some(process), started)
         }
         McpTransport::Http { url, headers } => {
-            let transport = StreamableHttpClientTransport::from_config(http_config(
-                name, url, headers,
-            )?);
+            let transport =
+                StreamableHttpClientTransport::from_config(http_config(name, url, headers)?);
             let started = tokio::time::timeout(timeout, client_identity().serve(transport)).await;
             (None, started)
         }
@@ -124,6 +135,7 @@ pub(crate) async fn connect(config: &McpServerConfig) -> Result<Connection, Tool
         .await;
     Ok(Connection {
         peer,
+        broken: AtomicBool::new(false),
         service: Mutex::new(Some(service)),
         process,
     })

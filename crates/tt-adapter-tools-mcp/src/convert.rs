@@ -9,6 +9,8 @@ use tt_domain::error_codes;
 use tt_domain::mcp::{McpCallOutput, McpToolInfo, limits};
 use tt_ports::tools::ToolSourceError;
 
+use crate::connection::Connection;
+
 /// One listed tool as the runtime keeps it.
 pub(crate) fn tool_info(tool: Tool) -> McpToolInfo {
     let annotations = tool.annotations.as_ref();
@@ -108,12 +110,12 @@ fn decoded_len(base64: &str) -> usize {
 }
 
 /// A request that failed after it was sent: the server refused it (a JSON-RPC error), or the
-/// connection broke (the server may have run it).
+/// connection broke (the server may have run it; the connection is marked broken).
 pub(crate) fn request_failed(
     server: &str,
     what: &str,
     err: ServiceError,
-    connection_alive: bool,
+    connection: &Connection,
 ) -> ToolSourceError {
     match err {
         ServiceError::McpError(data) => {
@@ -129,7 +131,8 @@ pub(crate) fn request_failed(
             format!("server `{server}` answered {what} with something else than its result"),
         )
         .sent(),
-        other if !connection_alive || matches!(other, ServiceError::TransportClosed) => {
+        other if !connection.is_alive() || matches!(other, ServiceError::TransportClosed) => {
+            connection.mark_broken();
             ToolSourceError::new(
                 error_codes::MCP_SERVER_UNAVAILABLE,
                 format!("server `{server}` stopped during {what}; it may have run"),

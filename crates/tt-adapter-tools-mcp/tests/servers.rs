@@ -29,7 +29,9 @@ fn never() -> CancellationToken {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_over_stdio_lists_its_tools_with_hints_and_answers() {
-    let Some(server) = support::everything() else { return };
+    let Some(server) = support::everything() else {
+        return;
+    };
     let client = RmcpClient::new();
     let tools = client.list_tools(&server, never()).await.unwrap();
     let echo = tools.iter().find(|tool| tool.name == "echo").unwrap();
@@ -79,7 +81,9 @@ async fn everything_over_stdio_lists_its_tools_with_hints_and_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_over_streamable_http_lists_and_answers() {
-    let Some(mut http) = support::everything_http().await else { return };
+    let Some(mut http) = support::everything_http().await else {
+        return;
+    };
     let server = McpServerConfig {
         name: "everything-http".into(),
         transport: McpTransport::Http {
@@ -92,7 +96,12 @@ async fn everything_over_streamable_http_lists_and_answers() {
     let tools = client.list_tools(&server, never()).await.unwrap();
     assert!(tools.iter().any(|tool| tool.name == "echo"), "{tools:?}");
     let out = client
-        .call_tool(&server, "echo", &args(json!({"message": "over http"})), never())
+        .call_tool(
+            &server,
+            "echo",
+            &args(json!({"message": "over http"})),
+            never(),
+        )
         .await
         .unwrap();
     assert_eq!(out.text, "Echo: over http");
@@ -131,7 +140,9 @@ async fn filesystem_server_reads_and_writes_in_its_directory() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::write(root.join("a.txt"), "alpha\n").unwrap();
-    let Some(server) = support::filesystem(&root) else { return };
+    let Some(server) = support::filesystem(&root) else {
+        return;
+    };
     let client = RmcpClient::new();
     let tools = client.list_tools(&server, never()).await.unwrap();
     let read = tools.iter().find(|t| t.name == "read_text_file").unwrap();
@@ -141,7 +152,12 @@ async fn filesystem_server_reads_and_writes_in_its_directory() {
 
     let path = root.join("a.txt").display().to_string();
     let out = client
-        .call_tool(&server, "read_text_file", &args(json!({"path": path})), never())
+        .call_tool(
+            &server,
+            "read_text_file",
+            &args(json!({"path": path})),
+            never(),
+        )
         .await
         .unwrap();
     assert_eq!(out.text, "alpha\n");
@@ -175,10 +191,17 @@ async fn filesystem_server_reads_and_writes_in_its_directory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_error_is_an_ok_output_marked_as_error() {
-    let Some(server) = support::python(&[]) else { return };
+    let Some(server) = support::python(&[]) else {
+        return;
+    };
     let client = RmcpClient::new();
     let out = client
-        .call_tool(&server, "fail", &args(json!({"message": "no luck"})), never())
+        .call_tool(
+            &server,
+            "fail",
+            &args(json!({"message": "no luck"})),
+            never(),
+        )
         .await
         .unwrap();
     assert!(out.is_error);
@@ -188,7 +211,9 @@ async fn a_tool_error_is_an_ok_output_marked_as_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn media_and_resources_become_notes_and_structured_content_is_kept() {
-    let Some(server) = support::python(&[]) else { return };
+    let Some(server) = support::python(&[]) else {
+        return;
+    };
     let client = RmcpClient::new();
     let out = client
         .call_tool(&server, "media", &Map::new(), never())
@@ -204,11 +229,16 @@ async fn media_and_resources_become_notes_and_structured_content_is_kept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_catalog_is_read_over_every_page_and_bounded() {
-    let Some(paged) = support::python(&[("TT_PY_PAGE_SIZE", "2".into())]) else { return };
+    let Some(paged) = support::python(&[("TT_PY_PAGE_SIZE", "2".into())]) else {
+        return;
+    };
     let client = RmcpClient::new();
     let tools = client.list_tools(&paged, never()).await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["echo", "fail", "slow", "big", "die", "pid", "media"]);
+    assert_eq!(
+        names,
+        ["echo", "fail", "slow", "big", "die", "pid", "media"]
+    );
     let fail = tools.iter().find(|t| t.name == "fail").unwrap();
     assert_eq!(fail.destructive_hint, Some(true));
     assert_eq!(fail.read_only_hint, Some(false));
@@ -224,7 +254,10 @@ async fn the_catalog_is_read_over_every_page_and_bounded() {
     client.shutdown().await;
 
     let many = support::python(&[
-        ("TT_PY_EXTRA_TOOLS", limits::MAX_TOOLS_PER_SERVER.to_string()),
+        (
+            "TT_PY_EXTRA_TOOLS",
+            limits::MAX_TOOLS_PER_SERVER.to_string(),
+        ),
         ("TT_PY_PAGE_SIZE", "100".into()),
     ])
     .unwrap();
@@ -256,7 +289,12 @@ async fn a_call_past_its_timeout_is_cancelled_on_the_server_and_may_have_run() {
     support::wait_for_line(&log, "cancelled 30").await;
     // The connection is still good.
     let out = client
-        .call_tool(&server, "echo", &args(json!({"text": "still here"})), never())
+        .call_tool(
+            &server,
+            "echo",
+            &args(json!({"text": "still here"})),
+            never(),
+        )
         .await
         .unwrap();
     assert_eq!(out.text, "still here");
@@ -267,8 +305,7 @@ async fn a_call_past_its_timeout_is_cancelled_on_the_server_and_may_have_run() {
 async fn cancelling_a_call_sends_the_protocol_cancellation() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cancel.log");
-    let Some(server) = support::python(&[("TT_PY_CANCEL_LOG", log.display().to_string())])
-    else {
+    let Some(server) = support::python(&[("TT_PY_CANCEL_LOG", log.display().to_string())]) else {
         return;
     };
     let client = Arc::new(RmcpClient::new());
@@ -292,10 +329,17 @@ async fn cancelling_a_call_sends_the_protocol_cancellation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_and_arguments_are_bounded() {
-    let Some(server) = support::python(&[]) else { return };
+    let Some(server) = support::python(&[]) else {
+        return;
+    };
     let client = RmcpClient::new();
     let fits = client
-        .call_tool(&server, "big", &args(json!({"bytes": 1024 * 1024})), never())
+        .call_tool(
+            &server,
+            "big",
+            &args(json!({"bytes": 1024 * 1024})),
+            never(),
+        )
         .await
         .unwrap();
     assert_eq!(fits.text.len(), 1024 * 1024);
@@ -324,8 +368,7 @@ async fn results_and_arguments_are_bounded() {
 async fn concurrent_calls_share_one_server_process() {
     let dir = tempfile::tempdir().unwrap();
     let starts = dir.path().join("starts.log");
-    let Some(server) = support::python(&[("TT_PY_START_LOG", starts.display().to_string())])
-    else {
+    let Some(server) = support::python(&[("TT_PY_START_LOG", starts.display().to_string())]) else {
         return;
     };
     let client = Arc::new(RmcpClient::new());
@@ -347,8 +390,7 @@ async fn concurrent_calls_share_one_server_process() {
 async fn a_dead_server_is_restarted_once_then_unavailable() {
     let dir = tempfile::tempdir().unwrap();
     let starts = dir.path().join("starts.log");
-    let Some(server) = support::python(&[("TT_PY_START_LOG", starts.display().to_string())])
-    else {
+    let Some(server) = support::python(&[("TT_PY_START_LOG", starts.display().to_string())]) else {
         return;
     };
     let client = RmcpClient::new();
@@ -402,25 +444,23 @@ async fn a_server_that_cannot_start_is_unavailable() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_stops_servers_and_kills_one_that_ignores_sigterm() {
-    let Some(polite) = support::python(&[]) else { return };
+    let Some(polite) = support::python(&[]) else {
+        return;
+    };
     let mut stubborn = support::python(&[("TT_PY_IGNORE_TERM", "1".into())]).unwrap();
     stubborn.name = "stubborn".into();
     let client = RmcpClient::new();
     let pid = |text: String| text.parse::<u32>().unwrap();
-    let polite_pid = pid(
-        client
-            .call_tool(&polite, "pid", &Map::new(), never())
-            .await
-            .unwrap()
-            .text,
-    );
-    let stubborn_pid = pid(
-        client
-            .call_tool(&stubborn, "pid", &Map::new(), never())
-            .await
-            .unwrap()
-            .text,
-    );
+    let polite_pid = pid(client
+        .call_tool(&polite, "pid", &Map::new(), never())
+        .await
+        .unwrap()
+        .text);
+    let stubborn_pid = pid(client
+        .call_tool(&stubborn, "pid", &Map::new(), never())
+        .await
+        .unwrap()
+        .text);
     assert!(support::process_exists(polite_pid) && support::process_exists(stubborn_pid));
     client.shutdown().await;
     assert!(!support::process_exists(polite_pid));
@@ -437,16 +477,24 @@ async fn shutdown_stops_servers_and_kills_one_that_ignores_sigterm() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, not a check"]
 async fn echo_overhead() {
-    let Some(server) = support::everything() else { return };
+    let Some(server) = support::everything() else {
+        return;
+    };
     let client = RmcpClient::new();
     let message = args(json!({"message": "hi"}));
     for _ in 0..100 {
-        client.call_tool(&server, "echo", &message, never()).await.unwrap();
+        client
+            .call_tool(&server, "echo", &message, never())
+            .await
+            .unwrap();
     }
     let calls = 1_000u32;
     let started = std::time::Instant::now();
     for _ in 0..calls {
-        client.call_tool(&server, "echo", &message, never()).await.unwrap();
+        client
+            .call_tool(&server, "echo", &message, never())
+            .await
+            .unwrap();
     }
     let per_call = started.elapsed() / calls;
     println!(

@@ -127,7 +127,10 @@ pub async fn everything_http() -> Option<HttpEverything> {
         .unwrap();
     // Wait until it listens (bounded: no test waits forever).
     for _ in 0..300 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             return Some(HttpEverything {
                 child,
                 url: format!("http://127.0.0.1:{port}/mcp"),
