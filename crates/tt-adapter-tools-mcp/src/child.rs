@@ -1,5 +1,5 @@
-//! A stdio server's process: spawned with its command, arguments, environment and working
-//! directory, watched until it exits, and stopped with SIGTERM then a kill after a grace period.
+//! A stdio server's process: spawned with its command, arguments, environment (a few of the
+//! runtime's variables, [`INHERITED_ENV`], plus its own) and working directory, watched until it exits, and stopped with SIGTERM then a kill after a grace period.
 //! Its standard error goes to `tracing` (debug), a bounded chunk at a time.
 
 use std::collections::BTreeMap;
@@ -9,6 +9,13 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
+
+/// The variables of the runtime's own environment a server inherits (as the MCP SDKs do);
+/// everything else it gets is in its registration's `env`. Keys the host holds (provider API
+/// keys, database URLs) never reach a server unless it is registered with them.
+pub(crate) const INHERITED_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ",
+];
 
 /// What a stdio server is started with.
 pub(crate) struct Launch<'a> {
@@ -41,6 +48,12 @@ impl ServerProcess {
         let mut command = Command::new(launch.command);
         command
             .args(launch.args)
+            .env_clear()
+            .envs(
+                INHERITED_ENV
+                    .iter()
+                    .filter_map(|key| std::env::var_os(key).map(|value| (*key, value))),
+            )
             .envs(launch.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -80,6 +80,28 @@ async fn everything_over_stdio_lists_its_tools_with_hints_and_answers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_gets_its_own_env_and_only_a_few_of_the_runtimes_variables() {
+    let Some(mut server) = support::everything() else {
+        return;
+    };
+    if let McpTransport::Stdio { env, .. } = &mut server.transport {
+        env.insert("TT_MCP_GIVEN".into(), "given".into());
+    }
+    // cargo sets CARGO_MANIFEST_DIR for the test process; a server must not inherit it.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let client = RmcpClient::new();
+    let out = client
+        .call_tool(&server, "get-env", &Map::new(), never())
+        .await
+        .unwrap();
+    let env: Value = serde_json::from_str(&out.text).unwrap();
+    assert_eq!(env["TT_MCP_GIVEN"], "given");
+    assert!(env.get("PATH").is_some());
+    assert!(env.get("CARGO_MANIFEST_DIR").is_none(), "{}", out.text);
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_over_streamable_http_lists_and_answers() {
     let Some(mut http) = support::everything_http().await else {
         return;
