@@ -154,6 +154,14 @@ async fn handshake_failed(
     ))
 }
 
+/// Headers the SDK sets itself on every request; a registration may not set them.
+const SDK_HEADERS: &[&str] = &[
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
 fn http_config(
     name: &str,
     url: &str,
@@ -162,6 +170,11 @@ fn http_config(
     let invalid = |message: String| ToolSourceError::new(error_codes::MCP_SERVER_INVALID, message);
     let mut custom = HashMap::new();
     for (key, value) in headers {
+        if SDK_HEADERS.contains(&key.to_ascii_lowercase().as_str()) {
+            return Err(invalid(format!(
+                "server `{name}`: header `{key}` is set by the MCP client itself"
+            )));
+        }
         let header = http::HeaderName::from_bytes(key.as_bytes())
             .map_err(|_| invalid(format!("server `{name}`: `{key}` is no HTTP header name")))?;
         let value = http::HeaderValue::from_str(value).map_err(|_| {

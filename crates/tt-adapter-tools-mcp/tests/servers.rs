@@ -137,7 +137,7 @@ async fn everything_over_streamable_http_lists_and_answers() {
 }
 
 #[tokio::test]
-async fn plain_http_to_a_public_address_is_refused_before_any_connection() {
+async fn invalid_http_registrations_are_refused_before_any_connection() {
     let server = McpServerConfig {
         name: "far".into(),
         transport: McpTransport::Http {
@@ -155,6 +155,17 @@ async fn plain_http_to_a_public_address_is_refused_before_any_connection() {
         .unwrap_err();
     assert_eq!(err.code, error_codes::MCP_SERVER_INVALID);
     assert!(!err.may_have_run);
+
+    let sdk_header = McpServerConfig {
+        name: "near".into(),
+        transport: McpTransport::Http {
+            url: "http://127.0.0.1:9/mcp".into(),
+            headers: BTreeMap::from([("Mcp-Session-Id".to_owned(), "mine".to_owned())]),
+        },
+        call_timeout_ms: 1_000,
+    };
+    let err = client.list_tools(&sdk_header, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_INVALID, "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
