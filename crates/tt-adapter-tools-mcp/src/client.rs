@@ -122,7 +122,11 @@ impl RmcpClient {
         state.starts += 1;
         let started = tokio::select! {
             started = connect(config) => started?,
-            () = cancel.cancelled() => return Err(cancelled(&config.name, "the start")),
+            () = cancel.cancelled() => {
+                // A start the caller gave up on is not the server's failure.
+                state.starts -= 1;
+                return Err(cancelled(&config.name, "the start"));
+            }
         };
         let connection = Arc::new(started);
         state.connection = Some(Arc::clone(&connection));
@@ -151,7 +155,14 @@ impl RmcpClient {
                         server.call_timeout_ms
                     ))
                 })?
-                .map_err(|err| request_failed(name, "tools/list", err, connection))?;
+                .map_err(|err| {
+                    let mut error = request_failed(name, "tools/list", err, connection);
+                    if error.code == error_codes::MCP_TOOL_ERROR {
+                        // A server that refuses to list its tools breaks the protocol.
+                        error.code = error_codes::MCP_PROTOCOL_ERROR;
+                    }
+                    error
+                })?;
             for tool in page.tools {
                 let info = tool_info(tool);
                 let schema = info.input_schema.to_string().len();
@@ -209,17 +220,35 @@ fn check_arguments(
     tool: &str,
     arguments: &Map<String, Value>,
 ) -> Result<(), ToolSourceError> {
-    let bytes = serde_json::to_string(arguments).map_or(usize::MAX, |text| text.len());
-    if bytes > limits::MAX_ARGUMENT_BYTES {
+    let mut counter = ByteCounter(0);
+    // Counting stops (with an error) as soon as the bound is passed.
+    if serde_json::to_writer(&mut counter, arguments).is_err() {
         return Err(ToolSourceError::new(
             error_codes::MCP_ARGUMENTS_TOO_LARGE,
             format!(
-                "the arguments of `{tool}` (server `{server}`) are {bytes} bytes; at most {} are sent",
+                "the arguments of `{tool}` (server `{server}`) are over {} bytes as JSON",
                 limits::MAX_ARGUMENT_BYTES
             ),
         ));
     }
     Ok(())
+}
+
+/// Counts the bytes written, failing once they pass `limits::MAX_ARGUMENT_BYTES`.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        if self.0 > limits::MAX_ARGUMENT_BYTES {
+            return Err(std::io::Error::other("arguments too large"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -292,5 +321,27 @@ impl McpClient for RmcpClient {
             });
         }
         while closing.join_next().await.is_some() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arguments(text_len: usize) -> Map<String, Value> {
+        let mut map = Map::new();
+        map.insert("t".into(), Value::String("x".repeat(text_len)));
+        map
+    }
+
+    #[test]
+    fn arguments_are_bounded_at_256_kib_as_json() {
+        // `{"t":""}` is 8 bytes.
+        let at_bound = arguments(limits::MAX_ARGUMENT_BYTES - 8);
+        assert_eq!(check_arguments("s", "t", &at_bound), Ok(()));
+        let over = arguments(limits::MAX_ARGUMENT_BYTES - 7);
+        let err = check_arguments("s", "t", &over).unwrap_err();
+        assert_eq!(err.code, error_codes::MCP_ARGUMENTS_TOO_LARGE);
+        assert!(!err.may_have_run);
     }
 }
