@@ -154,6 +154,15 @@ async fn handshake_failed(
     ))
 }
 
+/// The SDK's HTTP client takes rustls's process-wide crypto provider. Unless the host has
+/// installed one, this installs ring, the provider the model adapters' HTTP client uses.
+fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Another thread may have installed one meanwhile; either is fine.
+        let _installed = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 /// Headers the SDK sets itself on every request; a registration may not set them.
 const SDK_HEADERS: &[&str] = &[
     "accept",
@@ -184,6 +193,7 @@ fn http_config(
         })?;
         custom.insert(header, value);
     }
+    install_crypto_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     config.custom_headers = custom;
     config.max_json_response_size = MAX_HTTP_MESSAGE_BYTES;

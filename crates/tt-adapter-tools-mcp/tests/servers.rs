@@ -467,6 +467,25 @@ async fn a_dead_server_is_restarted_once_then_unavailable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_server_that_is_not_there_is_unavailable() {
+    // Builds the SDK's TLS client (the crypto provider is installed) and fails to connect.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let server = McpServerConfig {
+        name: "gone".into(),
+        transport: McpTransport::Http {
+            url: format!("https://127.0.0.1:{port}/mcp"),
+            headers: BTreeMap::new(),
+        },
+        call_timeout_ms: 5_000,
+    };
+    let client = RmcpClient::new();
+    let err = client.list_tools(&server, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_cannot_start_is_unavailable() {
     let server = support::stdio("nothing", "/nonexistent/tt-mcp-server", vec![]);
     let client = RmcpClient::new();
