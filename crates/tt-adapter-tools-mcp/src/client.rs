@@ -15,12 +15,12 @@ use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
-use tt_domain::error_codes;
 use tt_domain::mcp::{McpCallOutput, McpCatalog, McpServerConfig, McpToolInfo, limits};
 use tt_ports::tools::{McpClient, ToolSourceError};
 
-use crate::connection::{Connection, connect, unavailable};
+use crate::connection::{Connection, connect};
 use crate::convert::{call_output, request_failed, tool_info};
+use crate::messages::{self, Request};
 
 /// How many times a server is started at most: the first start and one restart.
 const MAX_STARTS: u8 = 2;
@@ -56,13 +56,6 @@ fn shutdown_grace() -> Duration {
     Duration::from_millis(limits::SHUTDOWN_GRACE_MS)
 }
 
-fn cancelled(server: &str, what: &str) -> ToolSourceError {
-    ToolSourceError::new(
-        error_codes::AGENT_CANCELLED,
-        format!("{what} of server `{server}` was cancelled"),
-    )
-}
-
 impl RmcpClient {
     pub fn new() -> Self {
         Self::default()
@@ -84,17 +77,14 @@ impl RmcpClient {
     ) -> Result<Arc<Connection>, ToolSourceError> {
         config
             .validate()
-            .map_err(|err| ToolSourceError::new(error_codes::MCP_SERVER_INVALID, err.message))?;
+            .map_err(|err| messages::invalid(err.message))?;
         if self.shut_down.load(Ordering::Acquire) {
-            return Err(unavailable(format!(
-                "server `{}` is not started: the MCP client was shut down",
-                config.name
-            )));
+            return Err(messages::shut_down(&config.name));
         }
         let slot = self.slot(&config.name);
         let mut state = tokio::select! {
             state = slot.state.lock() => state,
-            () = cancel.cancelled() => return Err(cancelled(&config.name, "the connection")),
+            () = cancel.cancelled() => return Err(messages::cancelled_start(&config.name)),
         };
         if state.config.as_ref() != Some(config) {
             if let Some(old) = state.connection.take() {
@@ -114,10 +104,7 @@ impl RmcpClient {
             state.connection = None;
         }
         if state.starts >= MAX_STARTS {
-            return Err(unavailable(format!(
-                "server `{}` stopped after it was restarted once; it is not started again",
-                config.name
-            )));
+            return Err(messages::not_started_again(&config.name));
         }
         state.starts += 1;
         let started = tokio::select! {
@@ -125,10 +112,15 @@ impl RmcpClient {
             () = cancel.cancelled() => {
                 // A start the caller gave up on is not the server's failure.
                 state.starts -= 1;
-                return Err(cancelled(&config.name, "the start"));
+                return Err(messages::cancelled_start(&config.name));
             }
         };
         let connection = Arc::new(started);
+        if self.shut_down.load(Ordering::Acquire) {
+            // Shut down while it started: stop it rather than leave it running.
+            connection.close(shutdown_grace()).await;
+            return Err(messages::shut_down(&config.name));
+        }
         state.connection = Some(Arc::clone(&connection));
         Ok(connection)
     }
@@ -140,8 +132,6 @@ impl RmcpClient {
     ) -> Result<Vec<McpToolInfo>, ToolSourceError> {
         let name = server.name.as_str();
         let timeout = Duration::from_millis(server.call_timeout_ms);
-        let too_large =
-            |message: String| ToolSourceError::new(error_codes::MCP_CATALOG_TOO_LARGE, message);
         let mut tools = Vec::new();
         let mut bytes = 0usize;
         let mut cursor = None;
@@ -149,43 +139,21 @@ impl RmcpClient {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
             let page = tokio::time::timeout(timeout, connection.peer().list_tools(Some(params)))
                 .await
-                .map_err(|_elapsed| {
-                    unavailable(format!(
-                        "server `{name}` did not list its tools within {} ms",
-                        server.call_timeout_ms
-                    ))
-                })?
-                .map_err(|err| {
-                    let mut error = request_failed(name, "tools/list", err, connection);
-                    if error.code == error_codes::MCP_TOOL_ERROR {
-                        // A server that refuses to list its tools breaks the protocol.
-                        error.code = error_codes::MCP_PROTOCOL_ERROR;
-                    }
-                    error
-                })?;
+                .map_err(|_elapsed| messages::list_timeout(name, server.call_timeout_ms))?
+                .map_err(|err| request_failed(name, Request::List, err, connection))?;
             for tool in page.tools {
                 let info = tool_info(tool);
                 let schema = info.input_schema.to_string().len();
                 if schema > limits::MAX_TOOL_SCHEMA_BYTES {
-                    return Err(too_large(format!(
-                        "server `{name}`: the schema of `{}` is {schema} bytes; at most {} are taken",
-                        info.name,
-                        limits::MAX_TOOL_SCHEMA_BYTES
-                    )));
+                    return Err(messages::schema_too_large(name, &info.name, schema));
                 }
                 bytes += schema + info.description.len() + info.name.len();
                 if bytes > limits::MAX_CATALOG_BYTES {
-                    return Err(too_large(format!(
-                        "server `{name}`: its catalog is over {} bytes",
-                        limits::MAX_CATALOG_BYTES
-                    )));
+                    return Err(messages::catalog_bytes(name));
                 }
                 tools.push(info);
                 if tools.len() > limits::MAX_TOOLS_PER_SERVER {
-                    return Err(too_large(format!(
-                        "server `{name}` lists more than {} tools",
-                        limits::MAX_TOOLS_PER_SERVER
-                    )));
+                    return Err(messages::too_many_tools(name));
                 }
             }
             match page.next_cursor {
@@ -193,10 +161,7 @@ impl RmcpClient {
                 None => return check_catalog(name, tools),
             }
         }
-        Err(too_large(format!(
-            "server `{name}` lists its tools on more than {} pages",
-            limits::MAX_CATALOG_PAGES
-        )))
+        Err(messages::too_many_pages(name))
     }
 }
 
@@ -223,13 +188,7 @@ fn check_arguments(
     let mut counter = ByteCounter(0);
     // Counting stops (with an error) as soon as the bound is passed.
     if serde_json::to_writer(&mut counter, arguments).is_err() {
-        return Err(ToolSourceError::new(
-            error_codes::MCP_ARGUMENTS_TOO_LARGE,
-            format!(
-                "the arguments of `{tool}` (server `{server}`) are over {} bytes as JSON",
-                limits::MAX_ARGUMENT_BYTES
-            ),
-        ));
+        return Err(messages::arguments_too_large(server, tool));
     }
     Ok(())
 }
@@ -261,7 +220,7 @@ impl McpClient for RmcpClient {
         let connection = self.connection(server, &cancel).await?;
         tokio::select! {
             listed = self.read_catalog(server, &connection) => listed,
-            () = cancel.cancelled() => Err(cancelled(&server.name, "tools/list")),
+            () = cancel.cancelled() => Err(messages::cancelled(&server.name, Request::List)),
         }
     }
 
@@ -281,23 +240,11 @@ impl McpClient for RmcpClient {
         // `notifications/cancelled` for it.
         let answer = tokio::select! {
             answer = tokio::time::timeout(timeout, connection.peer().call_tool(params)) => answer,
-            () = cancel.cancelled() => return Err(cancelled(name, &format!("the call of `{tool}`")).sent()),
+            () = cancel.cancelled() => return Err(messages::cancelled(name, Request::Call(tool))),
         };
         match answer {
-            Err(_elapsed) => Err(ToolSourceError::new(
-                error_codes::MCP_CALL_TIMEOUT,
-                format!(
-                    "`{tool}` of server `{name}` took longer than {} ms; it was cancelled and may have run",
-                    server.call_timeout_ms
-                ),
-            )
-            .sent()),
-            Ok(Err(err)) => Err(request_failed(
-                name,
-                &format!("the call of `{tool}`"),
-                err,
-                &connection,
-            )),
+            Err(_elapsed) => Err(messages::call_timeout(name, tool, server.call_timeout_ms)),
+            Ok(Err(err)) => Err(request_failed(name, Request::Call(tool), err, &connection)),
             Ok(Ok(result)) => call_output(name, tool, result),
         }
     }
@@ -327,6 +274,7 @@ impl McpClient for RmcpClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tt_domain::error_codes;
 
     fn arguments(text_len: usize) -> Map<String, Value> {
         let mut map = Map::new();

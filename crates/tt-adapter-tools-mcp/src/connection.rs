@@ -13,11 +13,11 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{Peer, ServiceExt};
 use tokio::sync::Mutex;
-use tt_domain::error_codes;
 use tt_domain::mcp::{McpServerConfig, McpTransport, limits};
 use tt_ports::tools::ToolSourceError;
 
 use crate::child::{Launch, ServerProcess};
+use crate::messages;
 
 /// The largest JSON body or SSE event taken from an HTTP server: a 4 MiB result may grow
 /// when escaped as JSON; anything past this is refused by the transport, never cut.
@@ -71,10 +71,6 @@ impl Connection {
     }
 }
 
-pub(crate) fn unavailable(message: String) -> ToolSourceError {
-    ToolSourceError::new(error_codes::MCP_SERVER_UNAVAILABLE, message)
-}
-
 fn client_identity() -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::default(),
@@ -102,9 +98,8 @@ pub(crate) async fn connect(config: &McpServerConfig) -> Result<Connection, Tool
                 env,
                 cwd: cwd.as_deref(),
             };
-            let (process, stdout, stdin) = ServerProcess::spawn(&launch).map_err(|err| {
-                unavailable(format!("server `{name}` could not be started: {err}"))
-            })?;
+            let (process, stdout, stdin) =
+                ServerProcess::spawn(&launch).map_err(|err| messages::start_failed(name, err))?;
             let transport = AsyncRwTransport::new_client(stdout, stdin);
             let started = tokio::time::timeout(timeout, client_identity().serve(transport)).await;
             (Some(process), started)
@@ -123,9 +118,7 @@ pub(crate) async fn connect(config: &McpServerConfig) -> Result<Connection, Tool
             if let Some(process) = &process {
                 process.stop(Duration::ZERO).await;
             }
-            return Err(unavailable(format!(
-                "server `{name}` did not start and finish the MCP handshake within {start_timeout_ms} ms"
-            )));
+            return Err(messages::start_timeout(name, start_timeout_ms));
         }
     };
     let peer = service.peer().clone();
@@ -149,9 +142,7 @@ async fn handshake_failed(
     if let Some(process) = &process {
         process.stop(Duration::ZERO).await;
     }
-    unavailable(format!(
-        "server `{name}` could not be connected to (MCP handshake): {err}"
-    ))
+    messages::handshake_failed(name, err)
 }
 
 /// The SDK's HTTP client takes rustls's process-wide crypto provider. Unless the host has
@@ -176,21 +167,15 @@ fn http_config(
     url: &str,
     headers: &BTreeMap<String, String>,
 ) -> Result<StreamableHttpClientTransportConfig, ToolSourceError> {
-    let invalid = |message: String| ToolSourceError::new(error_codes::MCP_SERVER_INVALID, message);
     let mut custom = HashMap::new();
     for (key, value) in headers {
         if SDK_HEADERS.contains(&key.to_ascii_lowercase().as_str()) {
-            return Err(invalid(format!(
-                "server `{name}`: header `{key}` is set by the MCP client itself"
-            )));
+            return Err(messages::sdk_header(name, key));
         }
         let header = http::HeaderName::from_bytes(key.as_bytes())
-            .map_err(|_| invalid(format!("server `{name}`: `{key}` is no HTTP header name")))?;
-        let value = http::HeaderValue::from_str(value).map_err(|_| {
-            invalid(format!(
-                "server `{name}`: the value of header `{key}` is no valid header value"
-            ))
-        })?;
+            .map_err(|_| messages::bad_header_name(name, key))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| messages::bad_header_value(name, key))?;
         custom.insert(header, value);
     }
     install_crypto_provider();

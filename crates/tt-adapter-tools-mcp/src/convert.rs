@@ -5,11 +5,11 @@
 use rmcp::ServiceError;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
 use serde_json::Value;
-use tt_domain::error_codes;
 use tt_domain::mcp::{McpCallOutput, McpToolInfo, limits};
 use tt_ports::tools::ToolSourceError;
 
 use crate::connection::Connection;
+use crate::messages::{self, Request};
 
 /// One listed tool as the runtime keeps it.
 pub(crate) fn tool_info(tool: Tool) -> McpToolInfo {
@@ -56,14 +56,7 @@ pub(crate) fn call_output(
         .map_or(0, |value| value.to_string().len());
     let total = text.len() + structured_bytes;
     if total > limits::MAX_RESULT_BYTES {
-        return Err(ToolSourceError::new(
-            error_codes::MCP_RESULT_TOO_LARGE,
-            format!(
-                "`{tool}` of server `{server}` answered with {total} bytes; at most {} are taken",
-                limits::MAX_RESULT_BYTES
-            ),
-        )
-        .sent());
+        return Err(messages::result_too_large(server, tool, total));
     }
     Ok(McpCallOutput {
         text,
@@ -113,37 +106,20 @@ fn decoded_len(base64: &str) -> usize {
 /// connection broke (the server may have run it; the connection is marked broken).
 pub(crate) fn request_failed(
     server: &str,
-    what: &str,
+    request: Request<'_>,
     err: ServiceError,
     connection: &Connection,
 ) -> ToolSourceError {
     match err {
         ServiceError::McpError(data) => {
-            let mut error = ToolSourceError::new(
-                error_codes::MCP_TOOL_ERROR,
-                format!("server `{server}` refused {what}: {}", data.message),
-            );
-            error.reason = Some(format!("jsonrpc {}", data.code.0));
-            error
+            messages::refused(server, request, &data.message, data.code.0)
         }
-        ServiceError::UnexpectedResponse => ToolSourceError::new(
-            error_codes::MCP_PROTOCOL_ERROR,
-            format!("server `{server}` answered {what} with something else than its result"),
-        )
-        .sent(),
+        ServiceError::UnexpectedResponse => messages::unexpected_answer(server, request),
         other if !connection.is_alive() || matches!(other, ServiceError::TransportClosed) => {
             connection.mark_broken();
-            ToolSourceError::new(
-                error_codes::MCP_SERVER_UNAVAILABLE,
-                format!("server `{server}` stopped during {what}; it may have run"),
-            )
-            .sent()
+            messages::stopped_during(server, request)
         }
-        other => ToolSourceError::new(
-            error_codes::MCP_SERVER_UNAVAILABLE,
-            format!("server `{server}` could not complete {what}: {other}"),
-        )
-        .sent(),
+        other => messages::request_failed(server, request, other),
     }
 }
 

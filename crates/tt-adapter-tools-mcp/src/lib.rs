@@ -8,5 +8,6 @@ mod child;
 mod client;
 mod connection;
 mod convert;
+mod messages;
 
 pub use client::RmcpClient;
