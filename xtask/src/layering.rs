@@ -84,13 +84,19 @@ const ANYHOW_USERS: &[&str] = &[
     "tt-e2e",
     "desktop-shell",
 ];
-const HTTP_CLIENTS: &[&str] = &["reqwest", "hyper", "ureq"];
+/// HTTP clients, and crates that bring one: `rmcp` (the MCP SDK) carries reqwest for its
+/// Streamable HTTP transport.
+const HTTP_CLIENTS: &[&str] = &["reqwest", "hyper", "ureq", "rmcp"];
 /// Libraries emit `tracing` spans and events; only a host chooses where they go, so a
 /// subscriber is installed by tt-cli alone (an embedding host brings its own).
 const SUBSCRIBER_USERS: &[&str] = &["tt-cli"];
 
+/// The model providers' adapters and their HTTP crate; and the MCP client, whose Streamable
+/// HTTP transport is rmcp's own reqwest client (the MCP adapter talks to MCP servers only).
 fn may_use_http_client(package: &str) -> bool {
-    package.starts_with("tt-adapter-provider-") || package == "tt-provider-http"
+    package.starts_with("tt-adapter-provider-")
+        || package == "tt-provider-http"
+        || package == "tt-adapter-tools-mcp"
 }
 
 /// Reads the workspace members out of `cargo metadata --format-version 1 --no-deps` JSON.
@@ -205,7 +211,7 @@ pub fn check(packages: &[Package], location: impl Fn(&Package) -> String) -> Vec
                 report(
                     "http-client",
                     format!(
-                        "`{}` depends on the HTTP client `{dep}`; only tt-adapter-provider-* and tt-provider-http may",
+                        "`{}` depends on the HTTP client `{dep}`; only tt-adapter-provider-*, tt-provider-http and tt-adapter-tools-mcp may",
                         package.name
                     ),
                 );
@@ -370,13 +376,16 @@ mod tests {
             package("tt-application", vec![dep("anyhow", Some("dev")), dep("hyper", None)]),
             package("tt-adapter-storage-userdata", vec![dep("ureq", None)]),
             package("tt-testkit", vec![dep("reqwest", Some("dev"))]),
+            package("tt-adapter-tools-mcp", vec![dep("rmcp", None)]),
+            package("tt-adapter-storage-postgres", vec![dep("rmcp", None)]),
         ]});
         assert_eq!(
             violations(&metadata),
             vec![
                 "tt-application: anyhow: `tt-application` depends on `anyhow`; only tt-runtime, tt-cli, tt-bench, xtask, tt-e2e, desktop-shell may",
-                "tt-application: http-client: `tt-application` depends on the HTTP client `hyper`; only tt-adapter-provider-* and tt-provider-http may",
-                "tt-adapter-storage-userdata: http-client: `tt-adapter-storage-userdata` depends on the HTTP client `ureq`; only tt-adapter-provider-* and tt-provider-http may",
+                "tt-application: http-client: `tt-application` depends on the HTTP client `hyper`; only tt-adapter-provider-*, tt-provider-http and tt-adapter-tools-mcp may",
+                "tt-adapter-storage-userdata: http-client: `tt-adapter-storage-userdata` depends on the HTTP client `ureq`; only tt-adapter-provider-*, tt-provider-http and tt-adapter-tools-mcp may",
+                "tt-adapter-storage-postgres: http-client: `tt-adapter-storage-postgres` depends on the HTTP client `rmcp`; only tt-adapter-provider-*, tt-provider-http and tt-adapter-tools-mcp may",
             ]
         );
     }

@@ -1,0 +1,557 @@
+//! `RmcpClient` against real MCP servers started by the tests: server-everything (stdio and
+//! Streamable HTTP on 127.0.0.1), server-filesystem (stdio) and a Python `mcp` SDK server for
+//! errors, slow calls, cancellation, oversized results, pages and a server that dies.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+use tt_adapter_tools_mcp::RmcpClient;
+use tt_domain::error_codes;
+use tt_domain::mcp::{McpServerConfig, McpTransport, limits};
+use tt_ports::tools::McpClient;
+
+fn args(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+fn never() -> CancellationToken {
+    CancellationToken::new()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_over_stdio_lists_its_tools_with_hints_and_answers() {
+    let Some(server) = support::everything() else {
+        return;
+    };
+    let client = RmcpClient::new();
+    let tools = client.list_tools(&server, never()).await.unwrap();
+    let echo = tools.iter().find(|tool| tool.name == "echo").unwrap();
+    assert_eq!(echo.title.as_deref(), Some("Echo Tool"));
+    assert_eq!(echo.description, "Echoes back the input string");
+    assert_eq!(echo.read_only_hint, Some(true));
+    assert_eq!(echo.idempotent_hint, Some(true));
+    assert_eq!(echo.destructive_hint, Some(false));
+    assert_eq!(echo.input_schema["properties"]["message"]["type"], "string");
+
+    let out = client
+        .call_tool(&server, "echo", &args(json!({"message": "hi"})), never())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "Echo: hi");
+    assert!(!out.is_error);
+    assert_eq!(out.structured, None);
+
+    let weather = client
+        .call_tool(
+            &server,
+            "get-structured-content",
+            &args(json!({"location": "Chicago"})),
+            never(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        weather.structured,
+        Some(json!({"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82}))
+    );
+
+    let image = client
+        .call_tool(&server, "get-tiny-image", &Map::new(), never())
+        .await
+        .unwrap();
+    let lines: Vec<&str> = image.text.lines().collect();
+    assert_eq!(lines.first(), Some(&"Here's the image you requested:"));
+    let note = lines.get(1).unwrap();
+    assert!(
+        note.starts_with("[image: image/png, ") && note.ends_with(" bytes]"),
+        "{}",
+        image.text
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_gets_its_own_env_and_only_a_few_of_the_runtimes_variables() {
+    let Some(mut server) = support::everything() else {
+        return;
+    };
+    if let McpTransport::Stdio { env, .. } = &mut server.transport {
+        env.insert("TT_MCP_GIVEN".into(), "given".into());
+    }
+    // cargo sets CARGO_MANIFEST_DIR for the test process; a server must not inherit it.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let client = RmcpClient::new();
+    let out = client
+        .call_tool(&server, "get-env", &Map::new(), never())
+        .await
+        .unwrap();
+    let env: Value = serde_json::from_str(&out.text).unwrap();
+    assert_eq!(env["TT_MCP_GIVEN"], "given");
+    assert!(env.get("PATH").is_some());
+    assert!(env.get("CARGO_MANIFEST_DIR").is_none(), "{}", out.text);
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_over_streamable_http_lists_and_answers() {
+    let Some(mut http) = support::everything_http().await else {
+        return;
+    };
+    let server = McpServerConfig {
+        name: "everything-http".into(),
+        transport: McpTransport::Http {
+            url: http.url.clone(),
+            headers: BTreeMap::from([("X-Test".to_owned(), "1".to_owned())]),
+        },
+        call_timeout_ms: 30_000,
+    };
+    let client = RmcpClient::new();
+    let tools = client.list_tools(&server, never()).await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name == "echo"), "{tools:?}");
+    let out = client
+        .call_tool(
+            &server,
+            "echo",
+            &args(json!({"message": "over http"})),
+            never(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.text, "Echo: over http");
+    let sum = client
+        .call_tool(&server, "get-sum", &args(json!({"a": 2, "b": 3})), never())
+        .await
+        .unwrap();
+    assert!(sum.text.contains('5'), "{}", sum.text);
+    client.shutdown().await;
+    http.child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn invalid_http_registrations_are_refused_before_any_connection() {
+    let server = McpServerConfig {
+        name: "far".into(),
+        transport: McpTransport::Http {
+            url: "http://8.8.8.8/mcp".into(),
+            headers: BTreeMap::new(),
+        },
+        call_timeout_ms: 1_000,
+    };
+    let client = RmcpClient::new();
+    let err = client.list_tools(&server, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_INVALID);
+    let err = client
+        .call_tool(&server, "echo", &Map::new(), never())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_INVALID);
+    assert!(!err.may_have_run);
+
+    let sdk_header = McpServerConfig {
+        name: "near".into(),
+        transport: McpTransport::Http {
+            url: "http://127.0.0.1:9/mcp".into(),
+            headers: BTreeMap::from([("Mcp-Session-Id".to_owned(), "mine".to_owned())]),
+        },
+        call_timeout_ms: 1_000,
+    };
+    let err = client.list_tools(&sdk_header, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_INVALID, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filesystem_server_reads_and_writes_in_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.txt"), "alpha\n").unwrap();
+    let Some(server) = support::filesystem(&root) else {
+        return;
+    };
+    let client = RmcpClient::new();
+    let tools = client.list_tools(&server, never()).await.unwrap();
+    let read = tools.iter().find(|t| t.name == "read_text_file").unwrap();
+    assert_eq!(read.read_only_hint, Some(true));
+    let write = tools.iter().find(|t| t.name == "write_file").unwrap();
+    assert_eq!(write.read_only_hint, Some(false));
+
+    let path = root.join("a.txt").display().to_string();
+    let out = client
+        .call_tool(
+            &server,
+            "read_text_file",
+            &args(json!({"path": path})),
+            never(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.text, "alpha\n");
+    assert!(!out.is_error);
+
+    let new = root.join("b.txt").display().to_string();
+    client
+        .call_tool(
+            &server,
+            "write_file",
+            &args(json!({"path": new, "content": "beta"})),
+            never(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("b.txt")).unwrap(), "beta");
+
+    // Outside its directory the server answers with isError: an Ok the agent reads.
+    let out = client
+        .call_tool(
+            &server,
+            "read_text_file",
+            &args(json!({"path": "/etc/hostname"})),
+            never(),
+        )
+        .await
+        .unwrap();
+    assert!(out.is_error, "{out:?}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_error_is_an_ok_output_marked_as_error() {
+    let Some(server) = support::python(&[]) else {
+        return;
+    };
+    let client = RmcpClient::new();
+    let out = client
+        .call_tool(
+            &server,
+            "fail",
+            &args(json!({"message": "no luck"})),
+            never(),
+        )
+        .await
+        .unwrap();
+    assert!(out.is_error);
+    assert_eq!(out.text, "no luck");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn media_and_resources_become_notes_and_structured_content_is_kept() {
+    let Some(server) = support::python(&[]) else {
+        return;
+    };
+    let client = RmcpClient::new();
+    let out = client
+        .call_tool(&server, "media", &Map::new(), never())
+        .await
+        .unwrap();
+    assert_eq!(
+        out.text,
+        "first\n[image: image/png, 100 bytes]\n[audio: audio/wav, 50 bytes]\n[resource: file:///notes.txt, text/plain, 5 bytes]\nlast"
+    );
+    assert_eq!(out.structured, Some(json!({"count": 5})));
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_is_read_over_every_page_and_bounded() {
+    let Some(paged) = support::python(&[("TT_PY_PAGE_SIZE", "2".into())]) else {
+        return;
+    };
+    let client = RmcpClient::new();
+    let tools = client.list_tools(&paged, never()).await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["echo", "fail", "slow", "big", "die", "pid", "media"]
+    );
+    let fail = tools.iter().find(|t| t.name == "fail").unwrap();
+    assert_eq!(fail.destructive_hint, Some(true));
+    assert_eq!(fail.read_only_hint, Some(false));
+    let slow = tools.iter().find(|t| t.name == "slow").unwrap();
+    assert_eq!((slow.read_only_hint, slow.idempotent_hint), (None, None));
+    client.shutdown().await;
+
+    let endless = support::python(&[("TT_PY_PAGE_LOOP", "1".into())]).unwrap();
+    let client = RmcpClient::new();
+    let err = client.list_tools(&endless, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_CATALOG_TOO_LARGE, "{err}");
+    assert!(err.message.contains("32 pages"), "{err}");
+    client.shutdown().await;
+
+    let many = support::python(&[
+        (
+            "TT_PY_EXTRA_TOOLS",
+            limits::MAX_TOOLS_PER_SERVER.to_string(),
+        ),
+        ("TT_PY_PAGE_SIZE", "100".into()),
+    ])
+    .unwrap();
+    let client = RmcpClient::new();
+    let err = client.list_tools(&many, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_CATALOG_TOO_LARGE, "{err}");
+    assert!(err.message.contains("512 tools"), "{err}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_past_its_timeout_is_cancelled_on_the_server_and_may_have_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancel.log");
+    let Some(mut server) = support::python(&[("TT_PY_CANCEL_LOG", log.display().to_string())])
+    else {
+        return;
+    };
+    server.call_timeout_ms = 1_500;
+    let client = RmcpClient::new();
+    // Start the server first, so the timeout is spent on the call, not the start.
+    client.list_tools(&server, never()).await.unwrap();
+    let err = client
+        .call_tool(&server, "slow", &args(json!({"seconds": 30})), never())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_CALL_TIMEOUT, "{err}");
+    assert!(err.may_have_run);
+    support::wait_for_line(&log, "cancelled 30").await;
+    // The connection is still good.
+    let out = client
+        .call_tool(
+            &server,
+            "echo",
+            &args(json!({"text": "still here"})),
+            never(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.text, "still here");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_sends_the_protocol_cancellation() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancel.log");
+    let Some(server) = support::python(&[("TT_PY_CANCEL_LOG", log.display().to_string())]) else {
+        return;
+    };
+    let client = Arc::new(RmcpClient::new());
+    let cancel = CancellationToken::new();
+    let call = {
+        let (client, server, cancel) = (Arc::clone(&client), server.clone(), cancel.clone());
+        tokio::spawn(async move {
+            client
+                .call_tool(&server, "slow", &args(json!({"seconds": 31})), cancel)
+                .await
+        })
+    };
+    support::wait_for_line(&log, "running 31").await;
+    cancel.cancel();
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.code, error_codes::AGENT_CANCELLED, "{err}");
+    assert!(err.may_have_run);
+    support::wait_for_line(&log, "cancelled 31").await;
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_and_arguments_are_bounded() {
+    let Some(server) = support::python(&[]) else {
+        return;
+    };
+    let client = RmcpClient::new();
+    let fits = client
+        .call_tool(
+            &server,
+            "big",
+            &args(json!({"bytes": 1024 * 1024})),
+            never(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fits.text.len(), 1024 * 1024);
+    let err = client
+        .call_tool(
+            &server,
+            "big",
+            &args(json!({"bytes": limits::MAX_RESULT_BYTES + 1})),
+            never(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_RESULT_TOO_LARGE, "{err}");
+
+    let text = "x".repeat(limits::MAX_ARGUMENT_BYTES);
+    let err = client
+        .call_tool(&server, "echo", &args(json!({"text": text})), never())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_ARGUMENTS_TOO_LARGE, "{err}");
+    assert!(!err.may_have_run);
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_share_one_server_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let starts = dir.path().join("starts.log");
+    let Some(server) = support::python(&[("TT_PY_START_LOG", starts.display().to_string())]) else {
+        return;
+    };
+    let client = Arc::new(RmcpClient::new());
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (client, server) = (Arc::clone(&client), server.clone());
+        calls.spawn(async move { client.call_tool(&server, "pid", &Map::new(), never()).await });
+    }
+    let mut pids = std::collections::BTreeSet::new();
+    while let Some(result) = calls.join_next().await {
+        pids.insert(result.unwrap().unwrap().text);
+    }
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    assert_eq!(support::lines(&starts).len(), 1);
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_server_is_restarted_once_then_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let starts = dir.path().join("starts.log");
+    let Some(server) = support::python(&[("TT_PY_START_LOG", starts.display().to_string())]) else {
+        return;
+    };
+    let client = RmcpClient::new();
+    let first = client
+        .call_tool(&server, "pid", &Map::new(), never())
+        .await
+        .unwrap()
+        .text;
+    let err = client
+        .call_tool(&server, "die", &Map::new(), never())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
+    assert!(err.may_have_run);
+
+    // Restarted once.
+    let second = client
+        .call_tool(&server, "pid", &Map::new(), never())
+        .await
+        .unwrap()
+        .text;
+    assert_ne!(first, second);
+    assert_eq!(support::lines(&starts).len(), 2);
+
+    let err = client
+        .call_tool(&server, "die", &Map::new(), never())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
+    assert!(err.may_have_run);
+
+    // Not a third time: the call is refused before it is sent.
+    let err = client
+        .call_tool(&server, "echo", &args(json!({"text": "x"})), never())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
+    assert!(!err.may_have_run);
+    assert_eq!(support::lines(&starts).len(), 2);
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_server_that_is_not_there_is_unavailable() {
+    // Builds the SDK's TLS client (the crypto provider is installed) and fails to connect.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let server = McpServerConfig {
+        name: "gone".into(),
+        transport: McpTransport::Http {
+            url: format!("https://127.0.0.1:{port}/mcp"),
+            headers: BTreeMap::new(),
+        },
+        call_timeout_ms: 5_000,
+    };
+    let client = RmcpClient::new();
+    let err = client.list_tools(&server, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_cannot_start_is_unavailable() {
+    let server = support::stdio("nothing", "/nonexistent/tt-mcp-server", vec![]);
+    let client = RmcpClient::new();
+    let err = client.list_tools(&server, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
+    assert!(!err.may_have_run);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_servers_and_kills_one_that_ignores_sigterm() {
+    let Some(polite) = support::python(&[]) else {
+        return;
+    };
+    let mut stubborn = support::python(&[("TT_PY_IGNORE_TERM", "1".into())]).unwrap();
+    stubborn.name = "stubborn".into();
+    let client = RmcpClient::new();
+    let pid = |text: String| text.parse::<u32>().unwrap();
+    let polite_pid = pid(client
+        .call_tool(&polite, "pid", &Map::new(), never())
+        .await
+        .unwrap()
+        .text);
+    let stubborn_pid = pid(client
+        .call_tool(&stubborn, "pid", &Map::new(), never())
+        .await
+        .unwrap()
+        .text);
+    assert!(support::process_exists(polite_pid) && support::process_exists(stubborn_pid));
+    client.shutdown().await;
+    assert!(!support::process_exists(polite_pid));
+    assert!(!support::process_exists(stubborn_pid));
+    let err = client
+        .call_tool(&polite, "pid", &Map::new(), never())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
+}
+
+/// Per-call overhead over stdio: 1,000 calls of server-everything's `echo`, one at a time.
+/// `cargo test -p tt-adapter-tools-mcp --release --test servers -- --ignored --nocapture echo_overhead`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn echo_overhead() {
+    let Some(server) = support::everything() else {
+        return;
+    };
+    let client = RmcpClient::new();
+    let message = args(json!({"message": "hi"}));
+    for _ in 0..100 {
+        client
+            .call_tool(&server, "echo", &message, never())
+            .await
+            .unwrap();
+    }
+    let calls = 1_000u32;
+    let started = std::time::Instant::now();
+    for _ in 0..calls {
+        client
+            .call_tool(&server, "echo", &message, never())
+            .await
+            .unwrap();
+    }
+    let per_call = started.elapsed() / calls;
+    println!(
+        "server-everything echo over stdio: {} µs per call (round trip, {calls} calls)",
+        per_call.as_micros()
+    );
+    client.shutdown().await;
+}
