@@ -9,6 +9,7 @@ mod demo;
 mod fork_cmd;
 mod live;
 mod logging;
+mod mcp_cmd;
 mod otel_export;
 mod render;
 mod run_cmd;
@@ -225,6 +226,12 @@ enum Command {
     Conversation {
         run_id: String,
         invocation_id: String,
+    },
+    /// MCP servers whose tools profiles can offer their agents (docs/tools.md): `add`, `list`,
+    /// `tools`, `call`, `remove`. They are kept under the data dir.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp_cmd::McpCommand,
     },
 }
 
@@ -533,6 +540,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             }
             Ok(())
+        }
+        Command::Mcp { command } => {
+            let runtime = writer_runtime(&storage)?;
+            let outcome = mcp_cmd::run(&runtime, command).await;
+            runtime.shutdown().await?;
+            outcome
         }
         Command::Abandon { run_id } => {
             let run = writer_runtime(&storage)?.abandon_run(&run_id).await?;

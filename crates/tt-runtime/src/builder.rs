@@ -192,8 +192,8 @@ impl AgentRuntimeBuilder {
         self
     }
 
-    /// The MCP client that reaches registered MCP servers (docs/tools.md, "MCP servers").
-    /// Without one, every MCP call fails with `mcp.server_unavailable`.
+    /// The MCP client that reaches registered MCP servers (docs/tools.md, "MCP servers"); by
+    /// default `RmcpClient`, on the official Rust SDK. A test may give a fake.
     pub fn mcp_client(mut self, client: Arc<dyn tt_ports::McpClient>) -> Self {
         self.mcp_client = Some(client);
         self
@@ -227,7 +227,7 @@ impl AgentRuntimeBuilder {
             mcp: crate::tools::mcp_servers::McpServers::new(
                 Some(data_dir.join("mcp").join("servers")),
                 self.mcp_client
-                    .unwrap_or_else(|| Arc::new(crate::tools::mcp_servers::NoMcpClient)),
+                    .unwrap_or_else(|| Arc::new(tt_adapter_tools_mcp::RmcpClient::new())),
                 Arc::clone(&clock),
             ),
         };
