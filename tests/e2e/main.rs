@@ -14,6 +14,7 @@ mod fork_random;
 mod golden;
 mod host_api;
 mod hostile_servers;
+mod mcp;
 mod multi_host;
 mod orchestration;
 mod prompt_assembly;

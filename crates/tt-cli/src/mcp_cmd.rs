@@ -166,7 +166,11 @@ fn transport_of(
 }
 
 /// `KEY=value` (or `Name: value`) pairs, trimmed.
-fn pairs(items: &[String], separator: char, form: &str) -> anyhow::Result<BTreeMap<String, String>> {
+fn pairs(
+    items: &[String],
+    separator: char,
+    form: &str,
+) -> anyhow::Result<BTreeMap<String, String>> {
     items
         .iter()
         .map(|item| {
@@ -193,12 +197,18 @@ fn describe(transport: &McpTransport) -> String {
 }
 
 fn tool_count(entry: &McpServerEntry) -> usize {
-    entry.catalog.as_ref().map_or(0, |catalog| catalog.tools.len())
+    entry
+        .catalog
+        .as_ref()
+        .map_or(0, |catalog| catalog.tools.len())
 }
 
 fn print_tools(entry: &McpServerEntry) {
     let Some(catalog) = &entry.catalog else {
-        println!("No catalog yet: `tt-agent mcp tools {} --refresh`.", entry.config.name);
+        println!(
+            "No catalog yet: `tt-agent mcp tools {} --refresh`.",
+            entry.config.name
+        );
         return;
     };
     for tool in &catalog.tools {

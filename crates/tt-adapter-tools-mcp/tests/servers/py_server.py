@@ -11,6 +11,8 @@ stdio only. Tools:
   pid                -> this process's id
   media              -> a text, an image, an audio clip and an embedded resource
 Env: TT_PY_START_LOG (a file "started <pid>" is appended to on each start),
+     TT_PY_CALL_LOG (a file "<tool> <arguments as JSON>" is appended to on each call, before
+     it runs),
      TT_PY_EXTRA_TOOLS (n more tools x0..x{n-1}), TT_PY_PAGE_SIZE (tools per tools/list page),
      TT_PY_PAGE_LOOP (when set, every page names a next cursor: the list never ends),
      TT_PY_IGNORE_TERM (when set, SIGTERM is ignored and the server stays after its
@@ -18,6 +20,7 @@ Env: TT_PY_START_LOG (a file "started <pid>" is appended to on each start),
 """
 
 import base64
+import json
 import os
 import signal
 
@@ -66,6 +69,10 @@ async def list_tools(ctx, params):
 async def call_tool(ctx, params):
     args = params.arguments or {}
     name = params.name
+    call_log = os.environ.get("TT_PY_CALL_LOG")
+    if call_log:
+        with open(call_log, "a", encoding="utf-8") as f:
+            f.write(f"{name} {json.dumps(args, sort_keys=True)}\n")
     if name == "echo":
         return text(args.get("text", ""))
     if name == "fail":

@@ -82,7 +82,11 @@ fn caller(
     }))
 }
 
-async fn runtime(dir: &Path, provider: Arc<dyn ModelProvider>, tools: Vec<HostTool>) -> AgentRuntime {
+async fn runtime(
+    dir: &Path,
+    provider: Arc<dyn ModelProvider>,
+    tools: Vec<HostTool>,
+) -> AgentRuntime {
     let mut builder = AgentRuntimeBuilder::new()
         .data_dir(dir)
         .provider(provider)
@@ -111,7 +115,10 @@ async fn events(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> {
 }
 
 fn of_type<'a>(events: &'a [AgentRunEvent], kind: &str) -> Vec<&'a AgentRunEvent> {
-    events.iter().filter(|event| event.event_type == kind).collect()
+    events
+        .iter()
+        .filter(|event| event.event_type == kind)
+        .collect()
 }
 
 fn schema() -> Value {
@@ -120,10 +127,15 @@ fn schema() -> Value {
 
 /// A tool that answers `answer` and counts its calls.
 fn counting(name: &str, calls: Arc<AtomicUsize>, answer: &'static str) -> HostTool {
-    HostTool::new(name, "Searches the chat for a phrase.", schema(), move |_call| {
-        calls.fetch_add(1, Ordering::SeqCst);
-        async move { Ok(HostToolReply::text(answer)) }
-    })
+    HostTool::new(
+        name,
+        "Searches the chat for a phrase.",
+        schema(),
+        move |_call| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(HostToolReply::text(answer)) }
+        },
+    )
 }
 
 #[tokio::test]
@@ -140,14 +152,22 @@ async fn a_host_tool_answers_the_agent_and_is_journaled_like_any_call() {
         "Searches the chat for a phrase.",
         schema(),
         |call| async move {
-            let query = call.arguments["query"].as_str().unwrap_or_default().to_owned();
-            Ok(HostToolReply::json(json!({"hits": [format!("the {query} keeper")]})))
+            let query = call.arguments["query"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            Ok(HostToolReply::json(
+                json!({"hits": [format!("the {query} keeper")]}),
+            ))
         },
     )
     .reads_only();
     let runtime = runtime(dir.path(), provider, vec![search]).await;
     assert_eq!(runtime.list_host_tools()[0].id, "host/chat.search");
-    runtime.save_profile(profile(&["chat.search"], json!({}))).await.unwrap();
+    runtime
+        .save_profile(profile(&["chat.search"], json!({})))
+        .await
+        .unwrap();
     let run = runtime.start_run(start(&[])).await.unwrap();
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
@@ -159,7 +179,11 @@ async fn a_host_tool_answers_the_agent_and_is_journaled_like_any_call() {
     assert_eq!(completed[0].payload["name"], "host/chat.search");
     // The model was offered it under its own name, and read the handler's answer.
     let requests = seen.lock().unwrap();
-    let offered: Vec<&str> = requests[0].tools.iter().map(|spec| spec.model_name.as_str()).collect();
+    let offered: Vec<&str> = requests[0]
+        .tools
+        .iter()
+        .map(|spec| spec.model_name.as_str())
+        .collect();
     assert!(offered.contains(&"chat_search"), "{offered:?}");
     let second = serde_json::to_string(&requests[1].messages).unwrap();
     assert!(second.contains("the lighthouse keeper"), "{second}");
@@ -202,7 +226,11 @@ async fn a_handlers_error_or_panic_goes_back_to_the_agent_and_the_run_goes_on() 
     assert_eq!(failed[0].payload["errorReason"], "chat_not_found");
     assert_eq!(failed[0].payload["message"], "No chat is named x.");
     assert_eq!(failed[1].payload["errorCode"], "tool.host_panicked");
-    assert!(failed.iter().all(|event| event.payload.get("fatal").is_none()));
+    assert!(
+        failed
+            .iter()
+            .all(|event| event.payload.get("fatal").is_none())
+    );
     let second = serde_json::to_string(&seen.lock().unwrap()[1].messages).unwrap();
     assert!(second.contains("No chat is named x."), "{second}");
 }
@@ -219,7 +247,10 @@ async fn a_host_tool_that_asks_first_runs_only_once_a_person_approves() {
     let calls = Arc::new(AtomicUsize::new(0));
     let post = counting("chat.post", Arc::clone(&calls), "posted").ask_first();
     let runtime = runtime(dir.path(), provider, vec![post]).await;
-    runtime.save_profile(profile(&["chat.post"], json!({}))).await.unwrap();
+    runtime
+        .save_profile(profile(&["chat.post"], json!({})))
+        .await
+        .unwrap();
     let run = runtime.start_run(start(&[])).await.unwrap();
     let run_id = run.id.to_string();
     let asked = wait_for_event(&runtime, &run_id, "tool_approval_requested").await;
@@ -242,7 +273,11 @@ async fn a_host_tool_that_asks_first_runs_only_once_a_person_approves() {
     // A profile's own rule wins over the tool's default: `never` runs it at once.
     let dir = TempDir::new().unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let provider = caller(vec![("chat_post", json!({}))], None, Arc::new(Mutex::new(Vec::new())));
+    let provider = caller(
+        vec![("chat_post", json!({}))],
+        None,
+        Arc::new(Mutex::new(Vec::new())),
+    );
     let post = counting("chat.post", Arc::clone(&calls), "posted").ask_first();
     let runtime = self::runtime(dir.path(), provider, vec![post]).await;
     runtime
@@ -267,7 +302,11 @@ impl Drop for Dropped {
 #[tokio::test]
 async fn cancelling_the_run_stops_a_host_tool_in_flight() {
     let dir = TempDir::new().unwrap();
-    let provider = caller(vec![("chat_wait", json!({}))], None, Arc::new(Mutex::new(Vec::new())));
+    let provider = caller(
+        vec![("chat_wait", json!({}))],
+        None,
+        Arc::new(Mutex::new(Vec::new())),
+    );
     let stopped = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stopped);
     let wait = HostTool::new("chat.wait", "Waits.", schema(), move |_call| {
@@ -279,7 +318,10 @@ async fn cancelling_the_run_stops_a_host_tool_in_flight() {
         }
     });
     let runtime = runtime(dir.path(), provider, vec![wait]).await;
-    runtime.save_profile(profile(&["chat.wait"], json!({}))).await.unwrap();
+    runtime
+        .save_profile(profile(&["chat.wait"], json!({})))
+        .await
+        .unwrap();
     let run = runtime.start_run(start(&[])).await.unwrap();
     let run_id = run.id.to_string();
     wait_for_event(&runtime, &run_id, "tool_call_started").await;
@@ -325,7 +367,10 @@ async fn crash_during(
             Some((model_name, json!({}))),
             Arc::new(Mutex::new(Vec::new())),
         ),
-        vec![counting("chat.read", Arc::clone(&first_calls), "read"), second],
+        vec![
+            counting("chat.read", Arc::clone(&first_calls), "read"),
+            second,
+        ],
     )
     .await;
     crashed
@@ -353,7 +398,10 @@ async fn crash_during(
             Some((model_name, json!({}))),
             Arc::clone(&seen),
         ),
-        vec![counting("chat.read", Arc::clone(&read_again), "read"), second_again],
+        vec![
+            counting("chat.read", Arc::clone(&read_again), "read"),
+            second_again,
+        ],
     )
     .await;
     restarted.resume_run(&run_id).await.unwrap();
@@ -380,7 +428,10 @@ async fn resume_never_makes_an_answered_call_again_nor_one_in_flight_unless_idem
     assert_eq!(again.load(Ordering::SeqCst), 0);
     let first_live = serde_json::to_string(&requests[0].messages).unwrap();
     assert!(first_live.contains("tool.outcome_unknown"), "{first_live}");
-    assert!(first_live.contains("may or may not have taken effect"), "{first_live}");
+    assert!(
+        first_live.contains("may or may not have taken effect"),
+        "{first_live}"
+    );
 
     // Idempotent: made again once, and its answer reaches the agent.
     let again = Arc::new(AtomicUsize::new(0));
@@ -401,11 +452,16 @@ async fn resume_never_makes_an_answered_call_again_nor_one_in_flight_unless_idem
 async fn a_bad_host_tool_is_refused_at_build_with_a_code() {
     let dir = TempDir::new().unwrap();
     let noop = |name: &str, schema: Value| {
-        HostTool::new(name, "x", schema, |_call| async { Ok(HostToolReply::text("")) })
+        HostTool::new(name, "x", schema, |_call| async {
+            Ok(HostToolReply::text(""))
+        })
     };
     for (tool, why) in [
         (noop("Chat.Search", schema()), "bad name"),
-        (noop("chat.search", json!({"type": "string"})), "not an object schema"),
+        (
+            noop("chat.search", json!({"type": "string"})),
+            "not an object schema",
+        ),
     ] {
         let err = AgentRuntimeBuilder::new()
             .data_dir(dir.path())
@@ -424,8 +480,16 @@ async fn a_bad_host_tool_is_refused_at_build_with_a_code() {
         .unwrap_err();
     assert_eq!(twice.code, "tool.id_invalid");
     // A profile that lists a host tool no one registered cannot start its agent.
-    let runtime = runtime(dir.path(), Arc::new(FnProvider::new(|_| Ok(ModelReply::text("")))), vec![]).await;
-    runtime.save_profile(profile(&["chat.missing"], json!({}))).await.unwrap();
+    let runtime = runtime(
+        dir.path(),
+        Arc::new(FnProvider::new(|_| Ok(ModelReply::text("")))),
+        vec![],
+    )
+    .await;
+    runtime
+        .save_profile(profile(&["chat.missing"], json!({})))
+        .await
+        .unwrap();
     let run = runtime.start_run(start(&[])).await;
     let failed = match run {
         Err(err) => err.code,
