@@ -524,7 +524,10 @@ async fn shutdown_stops_servers_and_kills_one_that_ignores_sigterm() {
     assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
 }
 
-/// Per-call overhead over stdio: 1,000 calls of server-everything's `echo`, one at a time.
+/// Per-call overhead over stdio: server-everything's `echo`, one call at a time, through
+/// `RmcpClient` and straight on a second server's pipe (JSON lines, no SDK), in 20 alternating
+/// rounds of 100 calls each; the medians, and the median of the rounds' differences, which is
+/// what the client adds to a call.
 /// `cargo test -p tt-adapter-tools-mcp --release --test servers -- --ignored --nocapture echo_overhead`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, not a check"]
@@ -534,24 +537,112 @@ async fn echo_overhead() {
     };
     let client = RmcpClient::new();
     let message = args(json!({"message": "hi"}));
-    for _ in 0..100 {
-        client
-            .call_tool(&server, "echo", &message, never())
-            .await
-            .unwrap();
+    let mut raw = RawPipe::start(&server).await;
+    let (rounds, per_round) = (20usize, 100u32);
+    let (mut through, mut straight, mut added) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..=rounds {
+        let started = std::time::Instant::now();
+        for _ in 0..per_round {
+            client
+                .call_tool(&server, "echo", &message, never())
+                .await
+                .unwrap();
+        }
+        let client_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(per_round);
+        let started = std::time::Instant::now();
+        for _ in 0..per_round {
+            raw.echo().await;
+        }
+        let raw_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(per_round);
+        if round > 0 {
+            // Round 0 warms both up.
+            through.push(client_us);
+            straight.push(raw_us);
+            added.push(client_us - raw_us);
+        }
     }
-    let calls = 1_000u32;
-    let started = std::time::Instant::now();
-    for _ in 0..calls {
-        client
-            .call_tool(&server, "echo", &message, never())
-            .await
-            .unwrap();
-    }
-    let per_call = started.elapsed() / calls;
-    println!(
-        "server-everything echo over stdio: {} µs per call (round trip, {calls} calls)",
-        per_call.as_micros()
-    );
     client.shutdown().await;
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    println!(
+        "server-everything echo over stdio, {rounds} rounds of {per_round} calls: median {:.0} µs per call through RmcpClient, {:.0} µs straight on the pipe; the client adds {:.0} µs (median of the rounds' differences)",
+        median(&mut through),
+        median(&mut straight),
+        median(&mut added)
+    );
+}
+
+struct RawPipe {
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    next_id: u64,
+    _child: tokio::process::Child,
+}
+
+impl RawPipe {
+    /// Starts the server and makes the MCP handshake by hand.
+    async fn start(server: &McpServerConfig) -> Self {
+        let McpTransport::Stdio { command, args, .. } = &server.transport else {
+            panic!("stdio only")
+        };
+        let mut child = tokio::process::Command::new(command)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut pipe = Self {
+            stdin: child.stdin.take().unwrap(),
+            lines: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+                child.stdout.take().unwrap(),
+            )),
+            next_id: 0,
+            _child: child,
+        };
+        pipe.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}),
+        )
+        .await;
+        pipe.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        pipe
+    }
+
+    async fn echo(&mut self) {
+        let reply = self
+            .request(
+                "tools/call",
+                json!({"name": "echo", "arguments": {"message": "hi"}}),
+            )
+            .await;
+        assert_eq!(reply["result"]["content"][0]["text"], "Echo: hi");
+    }
+
+    async fn send(&mut self, message: &Value) {
+        use tokio::io::AsyncWriteExt;
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        while let Some(reply) = self.lines.next_line().await.unwrap() {
+            let reply: Value = serde_json::from_str(&reply).unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+        panic!("the server closed its output");
+    }
 }
