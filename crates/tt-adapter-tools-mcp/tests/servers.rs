@@ -486,6 +486,31 @@ async fn an_https_server_that_is_not_there_is_unavailable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_registration_of_a_server_replaces_its_process() {
+    let Some(first) = support::python(&[]) else {
+        return;
+    };
+    let mut second = first.clone();
+    second.call_timeout_ms += 1;
+    let client = RmcpClient::new();
+    let pid = |text: String| text.parse::<u32>().unwrap();
+    let old = pid(client
+        .call_tool(&first, "pid", &Map::new(), never())
+        .await
+        .unwrap()
+        .text);
+    let new = pid(client
+        .call_tool(&second, "pid", &Map::new(), never())
+        .await
+        .unwrap()
+        .text);
+    assert_ne!(old, new);
+    assert!(!support::process_exists(old));
+    client.shutdown().await;
+    assert!(!support::process_exists(new));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_cannot_start_is_unavailable() {
     let server = support::stdio("nothing", "/nonexistent/tt-mcp-server", vec![]);
     let client = RmcpClient::new();
