@@ -302,6 +302,40 @@ async fn the_catalog_is_read_over_every_page_and_bounded() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemas_and_catalogs_are_bounded_in_bytes() {
+    let Some(one_wide) = support::python(&[
+        ("TT_PY_WIDE_TOOLS", "1".into()),
+        (
+            "TT_PY_WIDE_BYTES",
+            (limits::MAX_TOOL_SCHEMA_BYTES + 1).to_string(),
+        ),
+    ]) else {
+        return;
+    };
+    let client = RmcpClient::new();
+    let err = client.list_tools(&one_wide, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_CATALOG_TOO_LARGE, "{err}");
+    assert!(err.message.contains("the schema of `wide0`"), "{err}");
+    client.shutdown().await;
+
+    // 40 schemas just under the bound each, on pages of 8: over 8 MiB in all.
+    let many_wide = support::python(&[
+        ("TT_PY_WIDE_TOOLS", "40".into()),
+        (
+            "TT_PY_WIDE_BYTES",
+            (limits::MAX_TOOL_SCHEMA_BYTES - 100).to_string(),
+        ),
+        ("TT_PY_PAGE_SIZE", "8".into()),
+    ])
+    .unwrap();
+    let client = RmcpClient::new();
+    let err = client.list_tools(&many_wide, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_CATALOG_TOO_LARGE, "{err}");
+    assert!(err.message.contains("its catalog is over"), "{err}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_past_its_timeout_is_cancelled_on_the_server_and_may_have_run() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cancel.log");

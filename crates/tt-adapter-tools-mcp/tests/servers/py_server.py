@@ -11,7 +11,9 @@ stdio only. Tools:
   pid                -> this process's id
   media              -> a text, an image, an audio clip and an embedded resource
 Env: TT_PY_START_LOG (a file "started <pid>" is appended to on each start),
-     TT_PY_EXTRA_TOOLS (n more tools x0..x{n-1}), TT_PY_PAGE_SIZE (tools per tools/list page),
+     TT_PY_EXTRA_TOOLS (n more tools x0..x{n-1}),
+     TT_PY_WIDE_TOOLS and TT_PY_WIDE_BYTES (that many tools wide0.. whose schemas hold a
+     description of that many bytes), TT_PY_PAGE_SIZE (tools per tools/list page),
      TT_PY_PAGE_LOOP (when set, every page names a next cursor: the list never ends),
      TT_PY_IGNORE_TERM (when set, SIGTERM is ignored and the server stays after its
      input closes: only a kill stops it).
@@ -47,6 +49,11 @@ TOOLS = [
 TOOLS += [
     types.Tool(name=f"x{i}", description="Extra.", input_schema=OBJECT)
     for i in range(int(os.environ.get("TT_PY_EXTRA_TOOLS", "0")))
+]
+TOOLS += [
+    types.Tool(name=f"wide{i}", description="A wide schema.",
+               input_schema={"type": "object", "description": "w" * int(os.environ["TT_PY_WIDE_BYTES"])})
+    for i in range(int(os.environ.get("TT_PY_WIDE_TOOLS", "0")))
 ]
 
 
