@@ -136,6 +136,41 @@ async fn everything_over_streamable_http_lists_and_answers() {
     http.child.kill().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_dies_mid_call_fails_the_call_as_may_have_run() {
+    let Some(mut http) = support::everything_http().await else {
+        return;
+    };
+    let server = McpServerConfig {
+        name: "everything-http".into(),
+        transport: McpTransport::Http {
+            url: http.url.clone(),
+            headers: BTreeMap::new(),
+        },
+        call_timeout_ms: 20_000,
+    };
+    let client = Arc::new(RmcpClient::new());
+    client.list_tools(&server, never()).await.unwrap();
+    let call = {
+        let (client, server) = (Arc::clone(&client), server.clone());
+        tokio::spawn(async move {
+            let long = args(json!({"duration": 60, "steps": 60}));
+            client
+                .call_tool(&server, "trigger-long-running-operation", &long, never())
+                .await
+        })
+    };
+    // The call is open on the server (its first progress step is a second away).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    http.child.kill().await.unwrap();
+    let err = call.await.unwrap().unwrap_err();
+    // Not held to its 20 s timeout: the lost event stream is resumed a few times, then the
+    // call fails.
+    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err:?}");
+    assert!(err.may_have_run, "{err:?}");
+    client.shutdown().await;
+}
+
 #[tokio::test]
 async fn invalid_http_registrations_are_refused_before_any_connection() {
     let server = McpServerConfig {
