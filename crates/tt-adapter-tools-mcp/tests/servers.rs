@@ -314,6 +314,19 @@ async fn the_catalog_is_read_over_every_page_and_bounded() {
     assert_eq!((slow.read_only_hint, slow.idempotent_hint), (None, None));
     client.shutdown().await;
 
+    let empty_last_cursor = support::python(&[
+        ("TT_PY_PAGE_SIZE", "3".into()),
+        ("TT_PY_EMPTY_LAST_CURSOR", "1".into()),
+    ])
+    .unwrap();
+    let client = RmcpClient::new();
+    let tools = client
+        .list_tools(&empty_last_cursor, never())
+        .await
+        .unwrap();
+    assert_eq!(tools.len(), 7);
+    client.shutdown().await;
+
     let endless = support::python(&[("TT_PY_PAGE_LOOP", "1".into())]).unwrap();
     let client = RmcpClient::new();
     let err = client.list_tools(&endless, never()).await.unwrap_err();
