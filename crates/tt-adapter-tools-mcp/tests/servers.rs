@@ -391,7 +391,7 @@ async fn a_call_past_its_timeout_is_cancelled_on_the_server_and_may_have_run() {
     else {
         return;
     };
-    server.call_timeout_ms = 1_500;
+    server.call_timeout_ms = 3_000;
     let client = RmcpClient::new();
     // Start the server first, so the timeout is spent on the call, not the start.
     client.list_tools(&server, never()).await.unwrap();
