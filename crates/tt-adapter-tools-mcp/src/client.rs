@@ -157,8 +157,9 @@ impl RmcpClient {
                 }
             }
             match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return check_catalog(name, tools),
+                // An empty cursor is read as none, as some servers send it on the last page.
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => return check_catalog(name, tools),
             }
         }
         Err(messages::too_many_pages(name))

@@ -3,6 +3,7 @@
 //! alive while its transport is open and, for stdio, its process runs.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{ClientInitializeError, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{Peer, ServiceExt};
 use tokio::sync::Mutex;
@@ -26,6 +28,9 @@ const MAX_HTTP_MESSAGE_BYTES: usize = 4 * limits::MAX_RESULT_BYTES;
 /// The least time a server gets to start and finish the MCP handshake: starting a server
 /// (an interpreter, a package) often takes longer than one call may.
 pub(crate) const MIN_START_TIMEOUT_MS: u64 = 30_000;
+
+/// How many times a lost HTTP event stream is resumed before its requests fail.
+const SSE_RETRIES: usize = 3;
 
 type Service = RunningService<RoleClient, ClientConfig>;
 
@@ -183,5 +188,11 @@ fn http_config(
     config.custom_headers = custom;
     config.max_json_response_size = MAX_HTTP_MESSAGE_BYTES;
     config.max_sse_event_size = MAX_HTTP_MESSAGE_BYTES;
+    // A lost event stream is resumed a few times (0.5 s, 1 s, 2 s), not forever: a server
+    // that is gone fails its open calls instead of holding them to their timeout.
+    let mut retry = ExponentialBackoff::default();
+    retry.max_times = Some(SSE_RETRIES);
+    retry.base_duration = Duration::from_millis(500);
+    config.retry_config = Arc::new(retry);
     Ok(config)
 }

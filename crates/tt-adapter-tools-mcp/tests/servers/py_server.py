@@ -13,7 +13,10 @@ stdio only. Tools:
 Env: TT_PY_START_LOG (a file "started <pid>" is appended to on each start),
      TT_PY_CALL_LOG (a file "<tool> <arguments as JSON>" is appended to on each call, before
      it runs),
-     TT_PY_EXTRA_TOOLS (n more tools x0..x{n-1}), TT_PY_PAGE_SIZE (tools per tools/list page),
+     TT_PY_EXTRA_TOOLS (n more tools x0..x{n-1}),
+     TT_PY_WIDE_TOOLS and TT_PY_WIDE_BYTES (that many tools wide0.. whose schemas hold a
+     description of that many bytes), TT_PY_PAGE_SIZE (tools per tools/list page),
+     TT_PY_EMPTY_LAST_CURSOR (when set, the last page names "" as its next cursor),
      TT_PY_PAGE_LOOP (when set, every page names a next cursor: the list never ends),
      TT_PY_IGNORE_TERM (when set, SIGTERM is ignored and the server stays after its
      input closes: only a kill stops it).
@@ -51,6 +54,11 @@ TOOLS += [
     types.Tool(name=f"x{i}", description="Extra.", input_schema=OBJECT)
     for i in range(int(os.environ.get("TT_PY_EXTRA_TOOLS", "0")))
 ]
+TOOLS += [
+    types.Tool(name=f"wide{i}", description="A wide schema.",
+               input_schema={"type": "object", "description": "w" * int(os.environ["TT_PY_WIDE_BYTES"])})
+    for i in range(int(os.environ.get("TT_PY_WIDE_TOOLS", "0")))
+]
 
 
 def text(value):
@@ -63,7 +71,8 @@ async def list_tools(ctx, params):
     end = start + size
     page = TOOLS[start:end] if not os.environ.get("TT_PY_PAGE_LOOP") else TOOLS[:1]
     more = end < len(TOOLS) or bool(os.environ.get("TT_PY_PAGE_LOOP"))
-    return types.ListToolsResult(tools=page, next_cursor=str(end) if more else None)
+    last = "" if os.environ.get("TT_PY_EMPTY_LAST_CURSOR") else None
+    return types.ListToolsResult(tools=page, next_cursor=str(end) if more else last)
 
 
 async def call_tool(ctx, params):

@@ -125,8 +125,8 @@ pub async fn everything_http() -> Option<HttpEverything> {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    // Wait until it listens (bounded: no test waits forever).
-    for _ in 0..300 {
+    // Wait until it listens (bounded at a minute: no test waits forever).
+    for _ in 0..1_200 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .is_ok()
@@ -141,9 +141,9 @@ pub async fn everything_http() -> Option<HttpEverything> {
     panic!("server-everything (streamableHttp) did not listen on port {port}");
 }
 
-/// Waits (bounded) until the file at `path` holds a line equal to `line`.
+/// Waits (bounded at a minute) until the file at `path` holds a line equal to `line`.
 pub async fn wait_for_line(path: &Path, line: &str) {
-    for _ in 0..400 {
+    for _ in 0..2_400 {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         if text.lines().any(|seen| seen == line) {
             return;
