@@ -4,6 +4,9 @@
 //! are not used), and the contract codes it lists as never produced are not in the runtime's
 //! code list.
 
+// Test helpers outside #[test] functions may panic: a failure is a test failure.
+#![allow(clippy::panic)]
+
 use tt_domain::error_codes;
 use tt_domain::event::RunEventType;
 
