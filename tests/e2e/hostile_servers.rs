@@ -1,6 +1,7 @@
 //! Runs against model servers that misbehave, over 127.0.0.1, through a connection spec as
 //! `tt-agent run` builds it: one that streams forever is cut off at the reply size limit, one
-//! that never answers is given up on after the idle timeout and the profile's retries. Either
+//! that never sends its headers (streamed or not) is given up on after the header timeout and
+//! the profile's retries. Either
 //! way the run ends `failed` with the right code instead of hanging.
 
 use std::sync::Arc;
@@ -133,15 +134,16 @@ async fn a_server_that_streams_forever_fails_the_run_at_the_size_limit() {
     assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_hangs_fails_the_run_after_the_idle_timeout_and_retries() {
+/// A run on a server that never sends its headers, streamed or not, with a short header
+/// timeout: it fails with a coded timeout after one attempt and one retry.
+async fn a_hung_server_fails_the_run(stream: bool) {
     let (url, requests) = hostile_server(Behaviour::Hang).await;
     let spec = ConnectionSpec::parse(&format!("openai:{url}"))
         .unwrap()
         .with_model("m")
         .with_api_key_env("TT_AGENT_E2E_KEY_THAT_IS_NEVER_SET")
-        .with_stream(true)
-        .with_idle_timeout(Duration::from_millis(200));
+        .with_stream(stream)
+        .with_header_timeout(Duration::from_millis(200));
     let dir = tempfile::tempdir().unwrap();
     let runtime = runtime_for(&dir, &spec).await;
     let (status, failed) = run_failed(&runtime).await;
@@ -152,10 +154,20 @@ async fn a_server_that_hangs_fails_the_run_after_the_idle_timeout_and_retries() 
         failed["technicalMessage"]
             .as_str()
             .unwrap()
-            .contains("idle timeout"),
+            .contains("header timeout"),
         "{failed}"
     );
     assert_eq!(failed["retryable"], true);
     // One attempt and one retry (the profile's maxRetries).
     assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_server_that_never_sends_headers_fails_the_run_at_the_header_timeout() {
+    a_hung_server_fails_the_run(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_reply_server_that_never_sends_headers_fails_the_run_at_the_header_timeout() {
+    a_hung_server_fails_the_run(false).await;
 }

@@ -153,6 +153,15 @@ async fn a_run_failed_by_its_model_is_resumed_again_after_a_failed_resume_and_as
     for event in &reopened {
         assert_eq!(event.payload["reason"], "resumed_after_failure");
         assert_eq!(event.payload["previousStatus"], "failed");
+        // Right before it, in the same append: the run says it was reopened from `failed`.
+        let said = &events[event.seq as usize - 2];
+        assert_eq!(said.event_type, "run_reopened");
+        assert_eq!(said.payload["previousStatus"], "failed");
+        assert_eq!(said.payload["lastSeq"], event.payload["lastSeq"]);
+        assert_eq!(
+            said.payload["reopenedInvocationIds"],
+            serde_json::json!(["inv_root"])
+        );
         // Each reopening follows the end it reopens.
         assert_eq!(
             events[event.payload["lastSeq"].as_u64().unwrap() as usize - 1].event_type,
@@ -289,6 +298,22 @@ async fn a_cancelled_fan_out_resumes_its_stopped_tasks_and_delivers_each_result_
         .find(|e| e.event_type == "run_interrupted")
         .unwrap();
     assert_eq!(reopened.payload["reason"], "resumed_after_cancel");
+    // The run says it was reopened from `cancelled`, and which tasks and agents came back.
+    let said = &events[reopened.seq as usize - 2];
+    assert_eq!(said.event_type, "run_reopened");
+    assert_eq!(said.payload["previousStatus"], "cancelled");
+    let task_ids = said.payload["reopenedTaskIds"].as_array().unwrap();
+    assert!(!task_ids.is_empty(), "{}", said.payload);
+    for id in task_ids {
+        assert!(
+            events
+                .iter()
+                .any(|e| e.event_type == "agent_task_interrupted"
+                    && e.seq < said.seq
+                    && e.payload["taskId"] == *id),
+            "{id}"
+        );
+    }
     // The lead read each result once.
     let lead_last = requests
         .iter()

@@ -1,6 +1,7 @@
 //! Bounded exchanges: a server that streams forever or answers too much is cut off at the size
 //! limit (`model.response_too_large`, not retried) without holding the whole body; a server
-//! that goes silent is a transient idle timeout. Time is paused, so the waits take no time.
+//! that goes silent is a transient idle timeout, one that never sends its headers a transient
+//! header timeout. Time is paused, so the waits take no time.
 
 use serde_json::json;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Deltas, config, first_messages, request};
-use tt_provider_http::test_fixtures::assert_stream_idles_out;
+use tt_provider_http::test_fixtures::{assert_headers_time_out, assert_stream_idles_out};
 
 const SMALL: u64 = 64 * 1024;
 
@@ -82,13 +83,27 @@ async fn a_stream_that_goes_silent_is_a_transient_idle_timeout() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_server_that_never_answers_a_stream_hits_the_idle_timeout() {
+async fn a_server_that_never_sends_headers_fails_at_the_default_header_timeout() {
+    let server = TestServer::always(Reply::Hang).await;
+    // The adapter's defaults: no request timeout; the header timeout (120 s) bounds the wait,
+    // streamed or not (a non-streaming call used to wait forever).
+    let mut settings = config(&server);
+    settings.request_timeout = None;
+    let provider = OpenAiProvider::new(settings).unwrap();
+    assert_headers_time_out(&provider, false, 120).await;
+    assert_headers_time_out(&provider, true, 120).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_header_timeout_is_the_connections_and_the_idle_timeout_does_not_cut_it() {
     let server = TestServer::always(Reply::Hang).await;
     let provider = limited(&server, |config| {
         config.request_timeout = None;
+        config.limits.header_timeout = Duration::from_secs(200);
         config.limits.idle_timeout = Duration::from_secs(30);
     });
-    assert_stream_idles_out(&provider, first_messages(), 30).await;
+    assert_headers_time_out(&provider, false, 200).await;
+    assert_headers_time_out(&provider, true, 200).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -456,3 +456,111 @@ async fn root_ref_prompt_assembly_failure_fails_the_run() {
     assert_eq!(events_of(&h, &run.id, "prompt_assembly_failed").len(), 1);
     assert!(h.model.requests().is_empty());
 }
+
+/// A run of a root `ref` profile whose host answers with a temperature, on a store that fails
+/// its `fault_at`-th write once (none when `None`): what the store held when the run ended
+/// (the assembled prompt, its record), then, once resumed if it did not complete, the
+/// temperature of each of the agent's model requests. `None` when the run could not start.
+async fn assembled_run_with_a_fault(
+    fault_at: Option<u64>,
+) -> Option<((bool, bool), Vec<Option<f64>>, u64)> {
+    use tt_testkit::fakes::{DiskFault, FaultPlan, FaultyStore, InMemoryStore};
+    let inner = InMemoryStore::new();
+    let faulty = FaultyStore::wrap(Arc::clone(&inner));
+    let model = by_turn(happy_turns());
+    let services = tt_application::RuntimeServices {
+        runs: faulty.clone(),
+        invocations: faulty.clone(),
+        journal: faulty.clone(),
+        workspace: faulty.clone(),
+        profiles: inner.clone(),
+        skills: tt_testkit::fakes::InMemorySkills::new(),
+        model: model.clone(),
+        model_info: Default::default(),
+        connections: Arc::new(tt_ports::NoConnections),
+        commit_bridge: FakeCommitBridge::approving(),
+        prompt_broker: FakePromptBroker::with(|request| {
+            let mut answer = default_assembly(request);
+            answer.settings = Some(tt_ports::AssembledSettings {
+                generation: tt_domain::generation::GenerationSettings {
+                    temperature: Some(0.3),
+                    ..Default::default()
+                },
+            });
+            Ok(answer)
+        }),
+        clock: tt_testkit::fakes::ManualClock::ticking(),
+        ids: tt_testkit::fakes::SequentialIds::new(),
+    };
+    let service = tt_application::AgentRunService::new(services);
+    inner.put_profile(custom_profile("narrator", |p| {
+        p.preset.mode = PresetMode::Ref;
+        p.preset.preset_ref = Some(PresetRef {
+            api_id: "openai".into(),
+            name: "narration".into(),
+        });
+    }));
+    faulty.set_plan(fault_at.map(|at_write| FaultPlan {
+        at_write,
+        sticky: false,
+        fault: DiskFault::NoSpace,
+    }));
+    let run = service.start_run(request(Some("narrator"))).await.ok()?;
+    let ended = service.wait_for_run(&run.id).await.ok()?;
+    let root = tt_domain::ids::InvocationId::root();
+    let stored = (
+        inner
+            .document(
+                &run.id,
+                &RunDocument::InvocationPromptSnapshot(root.clone()),
+            )
+            .is_some(),
+        inner
+            .document(&run.id, &RunDocument::InvocationPromptAssembly(root))
+            .is_some(),
+    );
+    let writes = faulty.writes();
+    faulty.set_plan(None);
+    if ended.status != AgentRunStatus::Completed {
+        service.resume_run(&run.id).await.ok()?;
+        let resumed = service.wait_for_run(&run.id).await.ok()?;
+        if resumed.status != AgentRunStatus::Completed {
+            return None;
+        }
+    }
+    let temperatures = model
+        .requests()
+        .iter()
+        .map(|request| request.generation.temperature)
+        .collect();
+    Some((stored, temperatures, writes))
+}
+
+/// The assembled prompt and its settings are one unit: whichever single write fails, the store
+/// never holds the prompt without its record, and the resumed agent always runs with the
+/// preset's settings.
+#[tokio::test]
+async fn a_failed_write_never_resumes_an_assembled_agent_without_its_settings() {
+    let (_, temperatures, total) = assembled_run_with_a_fault(None).await.unwrap();
+    assert!(
+        temperatures.iter().all(|t| *t == Some(0.3)),
+        "{temperatures:?}"
+    );
+    let mut resumed = 0;
+    for at in 1..=total {
+        let Some(((prompt, record), temperatures, _)) = assembled_run_with_a_fault(Some(at)).await
+        else {
+            continue;
+        };
+        assert!(
+            !prompt || record,
+            "write {at}: the prompt was stored without its assembly record"
+        );
+        assert!(
+            temperatures.iter().all(|t| *t == Some(0.3)),
+            "write {at}: a model request went without the preset's settings: {temperatures:?}"
+        );
+        resumed += 1;
+    }
+    assert!(resumed > total / 2, "{resumed} of {total}");
+}

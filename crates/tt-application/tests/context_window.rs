@@ -285,3 +285,79 @@ async fn a_long_search_result_is_saved_whole_and_the_history_names_the_file() {
         saved.payload["chars"].as_u64().unwrap()
     );
 }
+
+/// A windowed writer that delegates a review with long findings, awaits it, then reads its
+/// long note `reads` times and finishes: by the end the await result is an old one.
+fn delegating_and_reading(
+    window: u64,
+    reads: usize,
+) -> (
+    tt_domain::profile::AgentProfileDefinition,
+    std::sync::Arc<FakeModel>,
+) {
+    let mut writer = delegator("writer");
+    writer.model.context_window_tokens = Some(window);
+    writer.context.compaction = CompactionPolicy::None;
+    writer.tools.max_rounds = 40;
+    let mut turns = vec![
+        turn(vec![delegate("d1", "critic", "Check the ships.")]),
+        turn(vec![call(
+            "a",
+            "agent_await",
+            json!({"mode": "allCompleted"}),
+        )]),
+    ];
+    turns.extend(reading_turns(reads));
+    let findings: Vec<serde_json::Value> = (1..=12)
+        .map(|n| json!({"note": format!("Finding {n}: the count at dusk is off by one ship.")}))
+        .collect();
+    let model = by_agent(vec![
+        ("writer", turns),
+        (
+            "critic",
+            vec![turn(vec![call(
+                "r",
+                "task_return",
+                json!({"summary": "The counts mostly hold.", "findings": findings}),
+            )])],
+        ),
+    ]);
+    (writer, model)
+}
+
+#[tokio::test]
+async fn a_trimmed_await_result_says_where_the_summaries_stay_never_to_call_again() {
+    // The first request's size, on a window that never trims.
+    let (writer, model) = delegating_and_reading(1_000_000, 0);
+    let h = harness(model.clone());
+    h.put_profile(writer);
+    h.put_profile(reviewer("critic"));
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let first = estimate(&model.requests()[0]);
+
+    let (writer, model) = delegating_and_reading(first + 4_800, 8);
+    let h = harness(model.clone());
+    h.put_profile(writer);
+    h.put_profile(reviewer("critic"));
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(
+        run.status,
+        AgentRunStatus::Completed,
+        "{:?}",
+        h.event_types(&run.id)
+    );
+    let last = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent_profile_id.as_str() == "writer")
+        .last()
+        .unwrap();
+    let (_, _, _, awaited) = tool_results(&last)
+        .into_iter()
+        .find(|(id, _, _, _)| id == "a")
+        .unwrap();
+    assert!(!awaited.contains("again if you need it"), "{awaited}");
+    insta::assert_snapshot!("trimmed_await_result", awaited);
+    tt_testkit::leaks::assert_no_leaks("a trimmed await result", &awaited);
+}

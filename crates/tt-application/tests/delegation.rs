@@ -1177,3 +1177,60 @@ async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_s
         }
     }
 }
+
+#[tokio::test]
+async fn a_failed_tasks_capsule_reads_as_its_class_without_paths() {
+    let writer = writer_finishing_after(vec![
+        turn(vec![delegate("d1", "critic", "Check continuity.")]),
+        turn(vec![call(
+            "a",
+            "agent_await",
+            json!({"mode": "allCompleted", "timeoutMs": 60000}),
+        )]),
+    ]);
+    // The critic's model refuses with a message that names a physical path and a server.
+    let model = tt_testkit::fakes::FakeModel::new(move |request| {
+        if request.agent_profile_id.as_str() == "critic" {
+            return Err(tt_ports::ModelError::Rejected {
+                status: Some(403),
+                message: "HTTP 403: cannot open /home/alice/.tt-agent/runs/run_0001/input at http://10.0.0.7/v1".into(),
+            });
+        }
+        Ok(writer[request.round as usize - 1].clone())
+    });
+    let h = harness(model);
+    install(&h);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let task = h.store.tasks(&run.id).remove(0);
+    assert_eq!(task.status, TaskStatus::Failed);
+    // The record keeps the technical text for hosts.
+    assert!(task.error.as_deref().unwrap().contains("/home/alice"));
+    let writer_request = h
+        .model
+        .requests()
+        .into_iter()
+        .filter(|r| r.agent_profile_id.as_str() == "writer")
+        .nth(2)
+        .unwrap();
+    let result = writer_request
+        .messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .find_map(|part| match part {
+            ModelContentPart::ToolResult { result } if result.call_id == "a" => {
+                Some(result.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    // The capsule and its structured views, as the model reads them.
+    let shown =
+        format!("{}\n{}", result.content, result.structured).replace(task.id.as_str(), "<task id>");
+    tt_testkit::leaks::assert_no_leaks("a failed task's capsule", &shown);
+    assert!(!shown.contains("10.0.0.7"), "{shown}");
+    insta::assert_snapshot!(
+        "failed_task_capsule",
+        result.content.replace(task.id.as_str(), "<task id>")
+    );
+}

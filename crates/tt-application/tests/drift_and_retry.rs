@@ -284,17 +284,51 @@ async fn a_hung_model_call_fails_at_its_deadline() {
         .unwrap();
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
-    // The default deadline: 15 minutes for the call, whatever its attempts.
-    assert_eq!(started.elapsed().as_secs(), 900);
+    // The default deadline: 5 minutes for the call, whatever its attempts.
+    assert_eq!(started.elapsed().as_secs(), 300);
     assert_eq!(h.model.call_count(), 1);
     let attempt = h.first_event(&run.id, "model_call_attempt_failed");
     assert_eq!(attempt.payload["code"], "model.call_deadline_exceeded");
     assert_eq!(attempt.payload["limit"], "callDeadline");
-    assert_eq!(attempt.payload["limitMs"], 900_000);
+    assert_eq!(attempt.payload["limitMs"], 300_000);
     assert_eq!(attempt.payload["willRetry"], false);
     let failed = h.first_event(&run.id, "run_failed");
     assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
     assert_eq!(failed.payload["retryable"], false);
+}
+
+/// Runs a default writer (or one whose profile sets `profile_deadline`) on a hung model behind
+/// a connection whose call deadline is `connection_deadline`; the seconds the run took.
+async fn hung_call_seconds(profile_deadline: Option<u64>, connection_deadline: u64) -> u64 {
+    let h = harness_with_model_info(
+        FakeModel::hanging(),
+        tt_ports::ConnectionModelInfo {
+            call_deadline: Some(Duration::from_secs(connection_deadline)),
+            ..Default::default()
+        },
+    );
+    if let Some(seconds) = profile_deadline {
+        let mut profile = tt_domain::profile::default_writer_definition();
+        profile.run.model_retry.deadline_seconds = Some(seconds);
+        h.put_profile(profile);
+    }
+    let started = tokio::time::Instant::now();
+    let run = h.service.start_run(request(None)).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(3600), h.service.wait_for_run(&run.id))
+        .await
+        .expect("the deadline ends the run")
+        .unwrap();
+    let failed = h.first_event(&run.id, "run_failed");
+    assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
+    started.elapsed().as_secs()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connections_call_deadline_applies_unless_the_profile_sets_one() {
+    // The connection's deadline, when the profile names none.
+    assert_eq!(hung_call_seconds(None, 40).await, 40);
+    // The profile's own deadline wins over the connection's.
+    assert_eq!(hung_call_seconds(Some(20), 40).await, 20);
 }
 
 #[tokio::test(start_paused = true)]

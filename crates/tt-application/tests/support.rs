@@ -54,6 +54,23 @@ pub fn harness_full(
         connections,
         ManualClock::ticking(),
         SequentialIds::new(),
+        Default::default(),
+    )
+}
+
+/// A harness whose default provider's connection says `model_info`.
+pub fn harness_with_model_info(
+    model: Arc<FakeModel>,
+    model_info: tt_ports::ConnectionModelInfo,
+) -> Harness {
+    harness_on(
+        model,
+        FakeCommitBridge::approving(),
+        FakePromptBroker::answering(),
+        Arc::new(tt_ports::NoConnections),
+        ManualClock::ticking(),
+        SequentialIds::new(),
+        model_info,
     )
 }
 
@@ -70,6 +87,7 @@ pub fn harness_with_system(
         Arc::new(tt_ports::NoConnections),
         clock,
         ids,
+        Default::default(),
     )
 }
 
@@ -80,6 +98,7 @@ fn harness_on(
     connections: Arc<dyn tt_ports::ModelConnections>,
     clock: Arc<dyn tt_ports::Clock>,
     ids: Arc<dyn tt_ports::IdGenerator>,
+    model_info: tt_ports::ConnectionModelInfo,
 ) -> Harness {
     let store = InMemoryStore::new();
     let skills = tt_testkit::fakes::InMemorySkills::new();
@@ -91,7 +110,7 @@ fn harness_on(
         profiles: store.clone(),
         skills: skills.clone(),
         model: model.clone(),
-        model_info: Default::default(),
+        model_info,
         connections,
         commit_bridge: bridge.clone(),
         external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),

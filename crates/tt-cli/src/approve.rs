@@ -50,6 +50,34 @@ impl TerminalApprovals {
         }
     }
 
+    /// Asks the runtime which calls of the run wait now, and queues (and prompts for) those this
+    /// terminal has not seen yet: a call may wait before its event reaches the terminal.
+    /// `Ok(true)` when any call waits.
+    pub async fn catch_up(
+        &mut self,
+        runtime: &AgentRuntime,
+        run: &AgentRun,
+    ) -> Result<bool, String> {
+        let pending = runtime
+            .pending_approvals(run.id.as_str())
+            .await
+            .map_err(|error| format!("[{}] {}", error.code, error.message))?;
+        for call in pending {
+            if self
+                .waiting
+                .iter()
+                .any(|p| p.approval_id == call.approval_id)
+            {
+                continue;
+            }
+            self.waiting.push_back(call);
+            if self.waiting.len() == 1 {
+                self.prompt();
+            }
+        }
+        Ok(self.is_waiting())
+    }
+
     /// A call was answered or withdrawn (here or elsewhere): forget it, prompt for the next.
     pub fn settled(&mut self, approval_id: &str) {
         let was_first = self
@@ -107,7 +135,10 @@ impl TerminalApprovals {
             .await
         {
             // The `tool_approval_resolved` event takes it off the queue.
-            Ok(_) => {}
+            Ok(_) => println!(
+                "(taken as your answer to the waiting {} call, not as guidance)",
+                call.tool
+            ),
             Err(error) => {
                 println!("(not accepted [{}]: {})", error.code, error.message);
                 self.prompt();

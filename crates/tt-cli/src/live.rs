@@ -1,7 +1,9 @@
 //! Following a run in the terminal: its events live, then the agent tree, the published text
 //! and the token usage. Shared by `demo` and `run`. While the run is live, each line typed on
-//! standard input is sent to it as user guidance, or, while a tool call waits for approval,
-//! answers that call (`crate::approve`).
+//! standard input answers the tool call waiting for approval (`crate::approve`) if one waits,
+//! else goes to the agent as user guidance; the terminal says which it took. A call that waits
+//! before its prompt was shown still holds the line back: guidance is sent only when the
+//! runtime says no call waits.
 
 use tokio::sync::mpsc;
 use tt_runtime::{AgentRun, AgentRuntime, RunEventPayload, StopSignals, SubmitGuidanceRequest};
@@ -42,10 +44,9 @@ pub async fn follow(
             }
             line = lines.next(), if stdin_open => {
                 match line {
-                    Some(line) if approvals.is_waiting() => {
-                        approvals.answer(runtime, run, &line).await;
+                    Some(line) => {
+                        take_line(runtime, run, &mut approvals, &line).await;
                     }
-                    Some(line) => submit_line(runtime, run, &line).await,
                     None => stdin_open = false,
                 }
                 lines.want_next();
@@ -132,19 +133,67 @@ pub async fn follow(
     Ok(finished)
 }
 
+/// What became of a typed line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineTaken {
+    /// It answered the call waiting for approval.
+    Answer,
+    /// It went to the agent as guidance (or was refused as such, which is shown).
+    Guidance,
+    /// A call waits for approval whose prompt had not been shown when the line was typed, or
+    /// whether one waits could not be read: the line went nowhere, and the prompt is shown.
+    HeldBack,
+    /// An empty line.
+    Nothing,
+}
+
+/// Takes one typed line: the answer to the call waiting for approval, if one waits (as this
+/// terminal knows it, or as the runtime says, since a call may wait before its event arrives
+/// here); else guidance. Says which it took.
+pub(crate) async fn take_line(
+    runtime: &AgentRuntime,
+    run: &AgentRun,
+    approvals: &mut TerminalApprovals,
+    line: &str,
+) -> LineTaken {
+    if approvals.is_waiting() {
+        approvals.answer(runtime, run, line).await;
+        return LineTaken::Answer;
+    }
+    if line.trim().is_empty() {
+        return LineTaken::Nothing;
+    }
+    match approvals.catch_up(runtime, run).await {
+        Ok(false) => {
+            submit_line(runtime, run, line).await;
+            LineTaken::Guidance
+        }
+        Ok(true) => {
+            println!(
+                "(your line was not sent: a call is waiting for approval, asked above; answer it \
+                 first, then type your guidance again)"
+            );
+            LineTaken::HeldBack
+        }
+        Err(problem) => {
+            println!(
+                "(your line was not sent: cannot tell whether a call waits for approval: {problem})"
+            );
+            LineTaken::HeldBack
+        }
+    }
+}
+
 /// Sends one typed line as guidance and says what became of it (a refusal is shown, not fatal:
 /// the run goes on).
 async fn submit_line(runtime: &AgentRuntime, run: &AgentRun, line: &str) {
-    if line.trim().is_empty() {
-        return;
-    }
     let request = SubmitGuidanceRequest {
         text: line.to_owned(),
         client_guidance_id: None,
     };
     match runtime.submit_guidance(run.id.as_str(), request).await {
         Ok(receipt) => println!(
-            "(guidance queued for the agent's next step; {} waiting)",
+            "(guidance queued for the agent's next step; {} waiting; no call waits for approval)",
             receipt.pending_count
         ),
         Err(error) => println!("(guidance refused [{}]: {})", error.code, error.message),
@@ -206,4 +255,109 @@ pub(crate) fn completed_or_why(run: &tt_runtime::AgentRun, what: &str) -> anyhow
         "{what} did not complete (status {}); `tt-agent events {id}` shows why{next}",
         run.status.as_str()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use tt_runtime::{
+        AgentRuntimeBuilder, CommitBridgeChoice, FnProvider, ModelReply, PromptMessage, PromptRole,
+        ReadEventsRequest, StartRunRequest,
+    };
+
+    /// A runtime whose writer's every write waits for approval, and its run, once that call
+    /// waits.
+    async fn run_with_a_waiting_write(dir: &std::path::Path) -> (AgentRuntime, AgentRun) {
+        let provider = FnProvider::new(|_| {
+            Ok(ModelReply::tool_call(
+                "workspace_write_file",
+                serde_json::json!({"path": "output/main.md", "content": "Done."}),
+            ))
+        });
+        let runtime = AgentRuntimeBuilder::new()
+            .data_dir(dir)
+            .provider(Arc::new(provider))
+            .commit_bridge(CommitBridgeChoice::Transcript)
+            .build()
+            .unwrap();
+        let mut writer: serde_json::Value =
+            serde_json::from_str(include_str!("../scenarios/writers-room/writer.json")).unwrap();
+        writer["tools"]["approval"] = serde_json::json!({"workspace.write_file": "always"});
+        runtime
+            .save_profile(serde_json::from_value(writer).unwrap())
+            .await
+            .unwrap();
+        let run = runtime
+            .start_run(StartRunRequest {
+                stable_chat_id: "chat".to_owned(),
+                conversation_kind: tt_runtime::ConversationKind::Character,
+                chat_ref: serde_json::json!({"kind": "character", "characterId": "c", "fileName": "f"}),
+                generation_type: serde_json::json!("normal"),
+                profile_id: Some("writer".to_owned()),
+                history: vec![PromptMessage {
+                    role: PromptRole::Assistant,
+                    content: "Earlier.".to_owned(),
+                }],
+                user_request: Some("Write a line.".to_owned()),
+                persist_base_state_id: None,
+                skill_scope_refs: Default::default(),
+                connection_ref: None,
+                generation: Default::default(),
+            })
+            .await
+            .unwrap();
+        let mut events = runtime.subscribe(run.id.as_str(), 0, None);
+        while let Some(event) = events.next().await.unwrap() {
+            if event.event_type == "tool_approval_requested" {
+                return (runtime, run);
+            }
+        }
+        panic!("the run ended without asking");
+    }
+
+    async fn event_types(runtime: &AgentRuntime, run: &AgentRun) -> Vec<String> {
+        runtime
+            .read_events(ReadEventsRequest {
+                run_id: run.id.to_string(),
+                after_seq: None,
+                before_seq: None,
+                limit: Some(1000),
+                invocation_id: None,
+                include_timeline_projection: false,
+            })
+            .await
+            .unwrap()
+            .events
+            .into_iter()
+            .map(|event| event.event_type.to_string())
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_line_typed_before_the_prompt_showed_is_never_sent_as_guidance() {
+        let dir = tempfile::tempdir().unwrap();
+        let (runtime, run) = run_with_a_waiting_write(dir.path()).await;
+        // The terminal has not seen the call's event yet: its queue is empty.
+        let mut approvals = TerminalApprovals::default();
+        let taken = take_line(&runtime, &run, &mut approvals, "Make it darker.").await;
+        assert_eq!(taken, LineTaken::HeldBack);
+        assert!(approvals.is_waiting(), "the waiting call is now asked");
+        let types = event_types(&runtime, &run).await;
+        assert!(
+            !types.iter().any(|t| t.starts_with("user_guidance")),
+            "{types:?}"
+        );
+        // The next line answers the call.
+        let taken = take_line(&runtime, &run, &mut approvals, "n Not yet.").await;
+        assert_eq!(taken, LineTaken::Answer);
+        let types = event_types(&runtime, &run).await;
+        assert!(
+            types.iter().any(|t| t == "tool_approval_resolved"),
+            "{types:?}"
+        );
+        assert!(!types.iter().any(|t| t.starts_with("user_guidance")));
+        runtime.cancel_run(run.id.as_str()).await.unwrap();
+        runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    }
 }

@@ -212,6 +212,12 @@ impl EventPrinter {
                 e.reason.replace('_', " "),
                 e.previous_status.as_str().replace('_', " ")
             ),
+            P::RunReopened(e) => format!(
+                "run reopened: it had ended {}; {} task(s) and {} agent(s) are taken up again",
+                e.previous_status.as_str().replace('_', " "),
+                e.reopened_task_ids.len(),
+                e.reopened_invocation_ids.len()
+            ),
             P::RunAbandoned(e) => format!(
                 "run abandoned: it stays {} and is never resumed",
                 e.status.as_str().replace('_', " ")

@@ -91,14 +91,22 @@ pub struct ModelArgs {
     /// Stream responses (live model output in the journal).
     #[arg(long)]
     pub stream: bool,
-    /// Longest wait for one non-streamed model response, in seconds (default 600); streamed,
-    /// it also caps the idle timeout.
+    /// Longest one model request (one attempt) may take, streamed or not, in seconds
+    /// (default 300); streamed, it also caps the idle timeout.
     #[arg(long)]
     pub timeout_secs: Option<u64>,
-    /// Longest silence between two pieces of a response (and, streaming, before the first),
-    /// in seconds (default 120).
+    /// Longest wait for a response's status and headers, in seconds (default 120). A
+    /// non-streaming server sends them only with its whole answer: raise it for slow local
+    /// models, or stream.
+    #[arg(long)]
+    pub header_timeout_secs: Option<u64>,
+    /// Longest silence between two pieces of a response, in seconds (default 120).
     #[arg(long)]
     pub idle_timeout_secs: Option<u64>,
+    /// Longest one model call may take, its retries and the waits between them included, in
+    /// seconds (default 300); a profile's run.modelRetry.deadlineSeconds wins over it.
+    #[arg(long)]
+    pub call_deadline_secs: Option<u64>,
     /// Longest wait for the connection to the model server, in seconds (default 10).
     #[arg(long)]
     pub connect_timeout_secs: Option<u64>,
@@ -303,8 +311,15 @@ fn connect(
     if let Some(seconds) = options.timeout_secs {
         spec = spec.with_request_timeout(Duration::from_secs(seconds));
     }
+    if let Some(seconds) = options.header_timeout_secs {
+        spec = spec.with_header_timeout(Duration::from_secs(seconds));
+    }
     if let Some(seconds) = options.idle_timeout_secs {
         spec = spec.with_idle_timeout(Duration::from_secs(seconds));
+    }
+    if let Some(seconds) = options.call_deadline_secs {
+        anyhow::ensure!(seconds > 0, "--call-deadline-secs must be at least 1");
+        spec = spec.with_call_deadline(Duration::from_secs(seconds));
     }
     if let Some(seconds) = options.connect_timeout_secs {
         spec = spec.with_connect_timeout(Duration::from_secs(seconds));

@@ -87,9 +87,10 @@ fn a_server_that_streams_forever_is_cut_off_at_the_reply_size_limit() {
 #[test]
 fn a_server_that_never_answers_is_given_up_on() {
     let url = hostile_server(Behaviour::Hang);
-    let (code, text) = run_against(&url, &["--stream", "--idle-timeout-secs", "1"]);
+    // Streamed or not, the wait for the response headers is the header timeout's.
+    let (code, text) = run_against(&url, &["--stream", "--header-timeout-secs", "1"]);
     assert_eq!(code, Some(1), "{text}");
-    assert!(text.contains("idle timeout"), "{text}");
+    assert!(text.contains("header timeout"), "{text}");
     assert!(text.contains("ended: failed"), "{text}");
     // Every attempt of the default retry policy was made and counted as failed.
     assert!(text.contains("4 failed"), "{text}");

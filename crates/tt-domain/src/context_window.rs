@@ -305,12 +305,19 @@ pub fn stub_message(message: &AgentModelMessage) -> Option<AgentModelMessage> {
 
 const STUB_PREFIX: &str = "[Removed to save room: ";
 
+/// Where the results of delegated tasks stay once their text is cut from an agent's history:
+/// they are given only once, so asking for them again cannot bring them back.
+const TASK_RESULTS_KEPT: &str = "These results are not given again: each task's summary stays in its file under `summaries/` (`<agent>-result.md`); list them with `workspace_list_files` and read one with `workspace_read_file`.";
+
 fn is_stub(content: &str) -> bool {
     content.starts_with(STUB_PREFIX)
 }
 
 /// The stub of a tool result: read-file results name the file and lines to read again,
-/// others the tool to call again. The call id, tool and error flag stay.
+/// other reading tools the tool to call again. A delegated task's result (`agent_await`,
+/// `agent_delegate`) is given only once, so its stub says where the task's summary stays
+/// instead; other tools' outputs (confirmations of what was done) are only counted. The call id,
+/// tool and error flag stay.
 pub fn stub_result(result: &AgentToolResult) -> AgentToolResult {
     let tool = ToolName::from_any(&result.name);
     let chars = result.content.chars().count();
@@ -336,8 +343,24 @@ pub fn stub_result(result: &AgentToolResult) -> AgentToolResult {
             };
             format!("{STUB_PREFIX}the text of `{path}`{lines}. Read it again if you need it.]")
         }
-        Some(tool) => format!(
+        Some(tool @ (ToolName::AgentAwait | ToolName::AgentDelegate)) => format!(
+            "{STUB_PREFIX}{chars} characters of `{}` output. {}]",
+            tool.model_alias(),
+            TASK_RESULTS_KEPT
+        ),
+        Some(
+            tool @ (ToolName::WorkspaceListFiles
+            | ToolName::WorkspaceSearchFiles
+            | ToolName::SkillList
+            | ToolName::SkillSearch
+            | ToolName::SkillRead
+            | ToolName::AgentList),
+        ) => format!(
             "{STUB_PREFIX}{chars} characters of `{}` output. Call it again if you need it.]",
+            tool.model_alias()
+        ),
+        Some(tool) => format!(
+            "{STUB_PREFIX}{chars} characters of `{}` output.]",
             tool.model_alias()
         ),
         None => format!("{STUB_PREFIX}{chars} characters of tool output.]"),
@@ -385,11 +408,17 @@ pub fn bound_result(
             "[… {} lines left out to save room. Read them with `start_line` and `line_count`.]",
             omitted.matches('\n').count()
         ),
-        _ => match saved_at {
+        tool => match saved_at {
             Some(path) => format!(
                 "[… {} characters left out to save room. The whole output is in `{path}`.]",
                 omitted.chars().count()
             ),
+            None if matches!(tool, Some(ToolName::AgentAwait | ToolName::AgentDelegate)) => {
+                format!(
+                    "[… {} characters left out to save room. {TASK_RESULTS_KEPT}]",
+                    omitted.chars().count()
+                )
+            }
             None => format!(
                 "[… {} characters left out to save room. Narrow the call to see them.]",
                 omitted.chars().count()
@@ -589,10 +618,37 @@ mod tests {
         let mut other = result.clone();
         other.name = "workspace.search_files".into();
         let other = stub_result(&other);
-        insta::assert_snapshot!(format!("{}\n{}", read.content, other.content), @r"
+        let mut waited = result.clone();
+        waited.name = "agent.await".into();
+        let waited = stub_result(&waited);
+        let mut written = result.clone();
+        written.name = "workspace.write_file".into();
+        let written = stub_result(&written);
+        insta::assert_snapshot!(format!("{}\n{}\n{}\n{}", read.content, other.content, waited.content, written.content), @r"
         [Removed to save room: the text of `scratch/notes.md`, lines 1-40. Read it again if you need it.]
         [Removed to save room: 900 characters of `workspace_search_files` output. Call it again if you need it.]
+        [Removed to save room: 900 characters of `agent_await` output. These results are not given again: each task's summary stays in its file under `summaries/` (`<agent>-result.md`); list them with `workspace_list_files` and read one with `workspace_read_file`.]
+        [Removed to save room: 900 characters of `workspace_write_file` output.]
         ");
+        assert!(!waited.content.contains("again if"), "{}", waited.content);
+    }
+
+    #[test]
+    fn a_cut_task_result_says_where_the_summaries_stay_never_to_call_again() {
+        let text: String = (1..=400).map(|n| format!("finding {n}\n")).collect();
+        let ModelContentPart::ToolResult { result } = &read_result("c", &text).parts[0] else {
+            unreachable!()
+        };
+        let mut waited = result.clone();
+        waited.name = "agent.await".into();
+        let bounded = bound_result(&waited, 200, None);
+        let note = bounded
+            .content
+            .lines()
+            .find(|line| line.starts_with("[…"))
+            .unwrap_or_default();
+        insta::assert_snapshot!(note, @"[… 4139 characters left out to save room. These results are not given again: each task's summary stays in its file under `summaries/` (`<agent>-result.md`); list them with `workspace_list_files` and read one with `workspace_read_file`.]");
+        assert!(!bounded.content.contains("Narrow the call"));
     }
 
     #[test]

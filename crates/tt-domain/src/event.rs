@@ -193,6 +193,7 @@ event_types! {
     RunCancelled => "run_cancelled",
     RunFailed => "run_failed",
     RunInterrupted => "run_interrupted",
+    RunReopened => "run_reopened",
     RunResumed => "run_resumed",
     RunAbandoned => "run_abandoned",
     UserGuidanceSubmitted => "user_guidance_submitted",
@@ -220,6 +221,7 @@ impl RunEventType {
                 | RunEventType::RunCancelled
                 | RunEventType::RunFailed
                 | RunEventType::RunInterrupted
+                | RunEventType::RunReopened
                 | RunEventType::RunResumed
                 | RunEventType::RunAbandoned
         )

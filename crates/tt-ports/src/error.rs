@@ -176,8 +176,9 @@ pub enum ModelError {
         /// Tokens the model's window holds.
         window_tokens: Option<u64>,
     },
-    /// A time limit fired: one attempt's request or idle timeout (retried), or the whole
-    /// call's deadline across attempts (`run.modelRetry.deadlineSeconds`, not retried).
+    /// A time limit fired: one attempt's request, header or idle timeout (retried), or the
+    /// whole call's deadline across attempts (the profile's `run.modelRetry.deadlineSeconds`,
+    /// else the connection's, not retried).
     #[error("{}: {message}", .limit.code())]
     TimedOut {
         limit: ModelTimeLimit,
@@ -196,7 +197,10 @@ pub enum ModelTimeLimit {
     Request,
     /// The connection's idle timeout: silence between two pieces of a reply.
     Idle,
-    /// The profile's deadline of one model call, its retries and waits included.
+    /// The connection's header timeout: the wait for the response's status and headers.
+    Header,
+    /// The deadline of one model call, its retries and waits included (the profile's, else
+    /// the connection's).
     CallDeadline,
 }
 
@@ -206,13 +210,14 @@ impl ModelTimeLimit {
         match self {
             ModelTimeLimit::Request => "requestTimeout",
             ModelTimeLimit::Idle => "idleTimeout",
+            ModelTimeLimit::Header => "headerTimeout",
             ModelTimeLimit::CallDeadline => "callDeadline",
         }
     }
 
     /// The limit [`as_str`](Self::as_str) names.
     pub fn parse(name: &str) -> Option<Self> {
-        [Self::Request, Self::Idle, Self::CallDeadline]
+        [Self::Request, Self::Idle, Self::Header, Self::CallDeadline]
             .into_iter()
             .find(|limit| limit.as_str() == name)
     }
@@ -220,7 +225,9 @@ impl ModelTimeLimit {
     /// The error code of a call this limit ended.
     pub fn code(self) -> &'static str {
         match self {
-            ModelTimeLimit::Request | ModelTimeLimit::Idle => "model.timeout",
+            ModelTimeLimit::Request | ModelTimeLimit::Idle | ModelTimeLimit::Header => {
+                "model.timeout"
+            }
             ModelTimeLimit::CallDeadline => "model.call_deadline_exceeded",
         }
     }

@@ -82,8 +82,9 @@ pub struct ResolvedConnection {
     pub model_info: ConnectionModelInfo,
 }
 
-/// What a connection says about its models: the default model id, the window (when declared)
-/// and prices by model id. The run's default provider has one too (`RuntimeServices`).
+/// What a connection says about its models: the default model id, the window (when declared),
+/// prices by model id and the deadline of one model call. The run's default provider has one
+/// too (`RuntimeServices`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConnectionModelInfo {
     /// The model the connection uses when a profile names none.
@@ -94,6 +95,10 @@ pub struct ConnectionModelInfo {
     pub context_window_tokens: Option<u64>,
     /// Prices by model id, over the defaults (`tt_domain::cost::price_for`).
     pub prices: tt_domain::cost::PriceTable,
+    /// The longest one model call on this connection may take, its attempts and the waits
+    /// between them included, when the profile's `run.modelRetry.deadlineSeconds` names none;
+    /// `None`: the default (`tt_domain::profile::DEFAULT_MODEL_CALL_DEADLINE_SECONDS`).
+    pub call_deadline: Option<std::time::Duration>,
 }
 
 impl ConnectionModelInfo {

@@ -14,7 +14,7 @@ use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelContentPart, 
 use tt_ports::{Clock, ModelDeltaSink, ModelError, ModelTimeLimit};
 
 use crate::http::{
-    BodyBudget, HttpLimits, guarded, guarded_idle, next_chunk, read_body, read_error_body,
+    BodyBudget, HttpLimits, guarded, guarded_by, next_chunk, read_body, read_error_body,
     request_span, status_error, timed_out, transport_error,
 };
 use crate::sse::SseDecoder;
@@ -166,9 +166,10 @@ impl HttpEndpoint {
         &self.config.url
     }
 
-    /// Posts the request and decodes the whole reply, in an `http_request` span. The server sends nothing until the whole
-    /// answer is ready (slow local models take minutes): only the request timeout bounds that
-    /// wait. The body then comes in pieces within the idle timeout and the size limit.
+    /// Posts the request and decodes the whole reply, in an `http_request` span. The server
+    /// sends nothing until the whole answer is ready (slow local models take minutes): the
+    /// header timeout bounds that wait, the request timeout the whole exchange. The body then
+    /// comes in pieces within the idle timeout and the size limit.
     pub async fn complete<W: WireFormat>(
         &self,
         wire: &W,
@@ -187,7 +188,7 @@ impl HttpEndpoint {
         cancel: &CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         let exchange = async {
-            let mut response = self.send(body).await?;
+            let mut response = self.send_for_headers(body, cancel).await?;
             if !response.status().is_success() {
                 return Err(self.fail(response, cancel).await);
             }
@@ -235,7 +236,7 @@ impl HttpEndpoint {
         cancel: &CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         let piece = self.piece_timeout();
-        let mut response = guarded_idle(self.send(body), cancel, piece).await?;
+        let mut response = self.send_for_headers(body, cancel).await?;
         if !response.status().is_success() {
             return Err(self.fail(response, cancel).await);
         }
@@ -274,6 +275,23 @@ impl HttpEndpoint {
         }
         drop(response);
         accumulator.finish()
+    }
+
+    /// Sends the request and waits for the response's status and headers, at most the header
+    /// timeout (the request timeout around the whole exchange fires first when it is shorter).
+    async fn send_for_headers(
+        &self,
+        body: Vec<u8>,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, ModelError> {
+        guarded_by(
+            self.send(body),
+            cancel,
+            ModelTimeLimit::Header,
+            self.config.limits.header_timeout,
+            "no response headers from the provider within",
+        )
+        .await
     }
 
     async fn send(&self, body: Vec<u8>) -> Result<reqwest::Response, ModelError> {

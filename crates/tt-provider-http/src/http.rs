@@ -24,6 +24,8 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default [`HttpLimits::idle_timeout`].
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default [`HttpLimits::header_timeout`].
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default [`HttpLimits::max_response_bytes`]: 8 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
 /// The code of a reply over [`HttpLimits::max_response_bytes`].
@@ -35,9 +37,14 @@ pub const RESPONSE_TOO_LARGE: &str = tt_domain::error_codes::MODEL_RESPONSE_TOO_
 pub struct HttpLimits {
     /// Longest wait for the TCP (and TLS) connection.
     pub connect_timeout: Duration,
-    /// Longest silence between two pieces of a body, and, when streaming, before the response
-    /// headers. A transient failure (retried per the profile).
+    /// Longest silence between two pieces of a body. A transient failure (retried per the
+    /// profile).
     pub idle_timeout: Duration,
+    /// Longest wait, from sending the request (connecting included), for the response's status
+    /// and headers, streamed or not. A non-streaming server sends its headers only with the
+    /// whole answer, so this bounds its generation too. A transient failure (retried per the
+    /// profile), never longer than the request timeout.
+    pub header_timeout: Duration,
     /// The most bytes one reply body may have; more is `model.response_too_large` (not
     /// retried), noticed as the bytes arrive, never after holding them all.
     pub max_response_bytes: u64,
@@ -48,6 +55,7 @@ impl Default for HttpLimits {
         Self {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
@@ -104,14 +112,29 @@ pub async fn guarded_idle<T>(
     cancel: &CancellationToken,
     idle: Duration,
 ) -> Result<T, ModelError> {
+    guarded_by(
+        work,
+        cancel,
+        ModelTimeLimit::Idle,
+        idle,
+        "the provider sent nothing for",
+    )
+    .await
+}
+
+/// Runs `work` until it finishes, `cancel` fires or `limit` (of `duration`) elapses, which
+/// fails with "`what` N ms (limit name)".
+pub async fn guarded_by<T>(
+    work: impl Future<Output = Result<T, ModelError>>,
+    cancel: &CancellationToken,
+    limit: ModelTimeLimit,
+    duration: Duration,
+    what: &str,
+) -> Result<T, ModelError> {
     let timed = async {
-        tokio::time::timeout(idle, work).await.unwrap_or_else(|_| {
-            Err(timed_out(
-                ModelTimeLimit::Idle,
-                idle,
-                "the provider sent nothing for",
-            ))
-        })
+        tokio::time::timeout(duration, work)
+            .await
+            .unwrap_or_else(|_| Err(timed_out(limit, duration, what)))
     };
     tokio::select! {
         biased;
@@ -160,6 +183,7 @@ pub fn timed_out(limit: ModelTimeLimit, duration: Duration, what: &str) -> Model
     let name = match limit {
         ModelTimeLimit::Request => "request timeout",
         ModelTimeLimit::Idle => "idle timeout",
+        ModelTimeLimit::Header => "header timeout",
         ModelTimeLimit::CallDeadline => "call deadline",
     };
     ModelError::TimedOut {

@@ -41,7 +41,7 @@ macro_rules! connection_setters {
         }
 
         /// Replaces the default [`HttpLimits`](tt_provider_http::http::HttpLimits) (10 s connect,
-        /// 120 s idle, 8 MiB per reply).
+        /// 120 s for the response headers, 120 s idle, 8 MiB per reply).
         pub fn with_limits(mut self, limits: $crate::http::HttpLimits) -> Self {
             self.limits = limits;
             self

@@ -101,6 +101,46 @@ pub async fn assert_stream_idles_out(
     assert_eq!(took, seconds);
 }
 
+/// Asserts that round 1 through `provider` (streamed or not) against a server that never sends
+/// its headers fails with a retryable header timeout after exactly `seconds` of tokio's paused
+/// clock, and within the default bound of a hung call (300 s).
+pub async fn assert_headers_time_out(provider: &dyn ModelProvider, stream: bool, seconds: u64) {
+    let started = tokio::time::Instant::now();
+    let call = async {
+        if stream {
+            provider
+                .stream(
+                    request(1, Vec::new()),
+                    Arc::new(Deltas::default()),
+                    CancellationToken::new(),
+                )
+                .await
+        } else {
+            provider
+                .complete(request(1, Vec::new()), CancellationToken::new())
+                .await
+        }
+    };
+    let error = tokio::time::timeout(std::time::Duration::from_secs(300), call)
+        .await
+        .expect("the call outlasted the default bound of 300 s")
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ModelError::TimedOut {
+                limit: tt_ports::ModelTimeLimit::Header,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(error.code(), "model.timeout");
+    assert!(error.is_retryable());
+    assert!(error.to_string().contains("(header timeout)"), "{error}");
+    assert_eq!(started.elapsed().as_secs(), seconds);
+}
+
 /// Records streamed deltas and wakes a waiter on each one.
 #[derive(Debug, Default)]
 pub struct Deltas {

@@ -21,9 +21,9 @@ use crate::system::SystemClock;
 /// The base URL of `openai` without one.
 pub(crate) const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// How long one model request may take (non-streamed: the whole answer; streamed: the wait for
-/// each piece). Local models on small machines can be slow.
-pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long one model request (one attempt) may take, streamed or not: no longer than the
+/// default deadline of a whole model call (`DEFAULT_MODEL_CALL_DEADLINE_SECONDS`, 300 s).
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Which wire protocol a connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,10 +83,14 @@ pub struct ConnectionSpec {
     pub api_key_env: String,
     /// Stream responses (live `model_delta` events) instead of waiting for whole answers.
     pub stream: bool,
+    /// One attempt's whole exchange (300 s).
     pub request_timeout: Duration,
-    /// Connect timeout (10 s), idle timeout between streamed pieces (120 s) and the most bytes
-    /// of one reply (8 MiB).
+    /// Connect timeout (10 s), header timeout (120 s), idle timeout between pieces of a body
+    /// (120 s) and the most bytes of one reply (8 MiB).
     pub limits: HttpLimits,
+    /// The deadline of one model call, attempts and waits included, when the profile's
+    /// `run.modelRetry.deadlineSeconds` names none; unset, the default (300 s).
+    pub call_deadline: Option<Duration>,
     /// A cap on the tokens one call may generate; the profile's `model.maxOutputTokens` can
     /// only lower it. Unset, the provider's default (8192) applies.
     pub max_tokens: Option<u32>,
@@ -111,6 +115,7 @@ impl ConnectionSpec {
             stream: false,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             limits: HttpLimits::default(),
+            call_deadline: None,
             max_tokens: None,
             generation: GenerationSettings::default(),
             context_window_tokens: None,
@@ -169,6 +174,20 @@ impl ConnectionSpec {
         self
     }
 
+    /// The longest wait for a response's status and headers (a non-streaming server sends them
+    /// with its whole answer).
+    pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_timeout = timeout;
+        self
+    }
+
+    /// The deadline of one model call, attempts and waits included, for profiles that set no
+    /// `run.modelRetry.deadlineSeconds`.
+    pub fn with_call_deadline(mut self, deadline: Duration) -> Self {
+        self.call_deadline = Some(deadline);
+        self
+    }
+
     pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
         self.limits.max_response_bytes = bytes;
         self
@@ -194,12 +213,13 @@ impl ConnectionSpec {
         self
     }
 
-    /// The default model, window and prices, as the engine reads them.
+    /// The default model, window, prices and call deadline, as the engine reads them.
     pub fn model_info(&self) -> tt_ports::ConnectionModelInfo {
         tt_ports::ConnectionModelInfo {
             default_model: self.model.clone(),
             context_window_tokens: self.context_window_tokens,
             prices: self.prices.clone(),
+            call_deadline: self.call_deadline,
         }
     }
 

@@ -28,8 +28,9 @@ pub(crate) struct NamedConnections {
 }
 
 /// A connection file: `{"connection": "openai:http://127.0.0.1:8080/v1", "model": "local",
-/// "apiKeyEnv": "OPENAI_API_KEY", "stream": true, "timeoutSecs": 600, "generation":
-/// {"temperature": 0.7}}` (all but `connection` optional). The key itself never goes in the
+/// "apiKeyEnv": "OPENAI_API_KEY", "stream": true, "timeoutSecs": 300, "headerTimeoutSecs":
+/// 120, "callDeadlineSecs": 300, "generation": {"temperature": 0.7}}` (all but `connection`
+/// optional). The key itself never goes in the
 /// file, only the variable's name.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -43,6 +44,12 @@ pub(crate) struct ConnectionFile {
     pub stream: bool,
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+    /// The longest wait for a response's headers.
+    #[serde(default)]
+    pub header_timeout_secs: Option<u64>,
+    /// The deadline of one model call, attempts included, under a profile's own.
+    #[serde(default)]
+    pub call_deadline_secs: Option<u64>,
     /// Default generation settings of the connection's requests (validated when read).
     #[serde(default)]
     pub generation: GenerationSettings,
@@ -66,6 +73,13 @@ impl ConnectionFile {
         }
         if let Some(secs) = self.timeout_secs {
             spec = spec.with_request_timeout(std::time::Duration::from_secs(secs));
+        }
+        if let Some(secs) = self.header_timeout_secs {
+            spec = spec.with_header_timeout(std::time::Duration::from_secs(secs));
+        }
+        if let Some(secs) = self.call_deadline_secs {
+            anyhow::ensure!(secs >= 1, "callDeadlineSecs must be at least 1");
+            spec = spec.with_call_deadline(std::time::Duration::from_secs(secs));
         }
         self.generation
             .validate("generation")
@@ -307,6 +321,40 @@ mod tests {
         assert!(connections.resolve("missing").await.unwrap().is_none());
         assert!(connections.resolve("../escape").await.unwrap().is_none());
         assert!(connections.resolve("broken").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_connection_file_sets_its_header_timeout_and_call_deadline() {
+        let file: ConnectionFile = serde_json::from_str(
+            r#"{"connection": "openai:http://127.0.0.1:9/v1", "headerTimeoutSecs": 30, "callDeadlineSecs": 90}"#,
+        )
+        .unwrap();
+        let spec = file.to_spec().unwrap();
+        assert_eq!(
+            spec.limits.header_timeout,
+            std::time::Duration::from_secs(30)
+        );
+        assert_eq!(
+            spec.model_info().call_deadline,
+            Some(std::time::Duration::from_secs(90))
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("slow.json"),
+            r#"{"connection": "openai:http://127.0.0.1:9/v1", "callDeadlineSecs": 90}"#,
+        )
+        .unwrap();
+        let connections = NamedConnections::default().with_directory(dir.path());
+        let resolved = connections.resolve("slow").await.unwrap().unwrap();
+        assert_eq!(
+            resolved.model_info.call_deadline,
+            Some(std::time::Duration::from_secs(90))
+        );
+        let zero: ConnectionFile = serde_json::from_str(
+            r#"{"connection": "openai:http://127.0.0.1:9/v1", "callDeadlineSecs": 0}"#,
+        )
+        .unwrap();
+        assert!(zero.to_spec().is_err());
     }
 
     #[test]

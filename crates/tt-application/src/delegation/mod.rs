@@ -7,6 +7,7 @@
 
 pub(crate) mod args;
 pub(crate) mod cancel;
+pub(crate) mod failure_text;
 pub(crate) mod list;
 pub(crate) mod policy;
 pub(crate) mod rendering;

@@ -35,6 +35,9 @@ pub(crate) struct ModelBinding {
     pub context_window_tokens: Option<u64>,
     /// What the model's tokens cost, when a price is known (docs/providers.md, "Cost").
     pub price: Option<tt_domain::cost::ModelPrice>,
+    /// The connection's deadline of one model call, under the profile's
+    /// `run.modelRetry.deadlineSeconds`.
+    pub connection_call_deadline: Option<std::time::Duration>,
 }
 
 /// What one request carries: the resolved settings without `maxOutputTokens`, and the output
@@ -120,6 +123,7 @@ pub(crate) async fn resolve_model_binding(
             .context_window_tokens
             .or_else(|| info.context_window(model_id.as_deref())),
         price: info.price(model_id.as_deref()),
+        connection_call_deadline: info.call_deadline,
         provider,
         model_id,
         base_generation: connection.overlay(&model.generation),

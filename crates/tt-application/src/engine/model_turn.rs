@@ -1,6 +1,7 @@
 //! One model turn: the call with retries of rate-limited and transient failures (per the
 //! profile's `run.modelRetry`), cancellable at every wait and bounded as a whole by the call
-//! deadline (`run.modelRetry.deadlineSeconds`), then the stored response and its events.
+//! deadline (`run.modelRetry.deadlineSeconds`, else the connection's, else 5 minutes), then
+//! the stored response and its events.
 
 use serde_json::json;
 use std::time::Duration;
@@ -89,7 +90,7 @@ async fn model_turn(
     let mut created = Some(EventSink::pending(EventLevel::Info, &created)?);
 
     let max_retries = policy.max_retries;
-    let deadline_after = policy.call_deadline();
+    let deadline_after = policy.call_deadline(inv.model.connection_call_deadline);
     let deadline = tokio::time::Instant::now() + deadline_after;
     let mut attempt: u32 = 1;
     let mut response = loop {

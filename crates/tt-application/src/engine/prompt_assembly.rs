@@ -14,11 +14,12 @@ use tt_domain::profile::{ContextPolicy, ResolvedProfile};
 use tt_domain::text::sha256_hex;
 use tt_ports::{
     HostBridgeError, PromptAssemblyFingerprint, PromptAssemblyRequest, PromptAssemblyScope,
-    RunDocument,
+    RunDocument, RunWrite, SerializedDocument,
 };
 
 use crate::engine::context::RunContext;
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::events::EventSink;
 use crate::prompt_input::{PromptMessage, PromptSnapshot};
 
 pub(crate) const REQUEST_KIND: &str = "tauritavern.agentPromptAssemblyRequest";
@@ -53,35 +54,10 @@ pub(crate) async fn assemble(
         task_prompt,
         ..
     } = *input;
-    if let Some(stored) = ctx
-        .services
-        .runs
-        .read_document(
-            &ctx.run_id,
-            &RunDocument::InvocationPromptSnapshot(invocation.id.clone()),
-        )
-        .await?
+    if let Some(stored) =
+        stored_assembly(ctx, invocation, profile, system_prompt, task_prompt).await?
     {
-        let messages = check_answer(&stored, profile, system_prompt, task_prompt)?.model_messages();
-        // The settings the host gave then, kept beside the prompt.
-        let stored_settings = ctx
-            .services
-            .runs
-            .read_document(
-                &ctx.run_id,
-                &RunDocument::InvocationPromptAssembly(invocation.id.clone()),
-            )
-            .await?
-            .and_then(|document| document.get("settings").cloned())
-            .filter(|settings| !settings.is_null());
-        let generation = match stored_settings {
-            Some(settings) => Some(checked_settings(settings, profile)?),
-            None => None,
-        };
-        return Ok(Assembled {
-            messages,
-            generation,
-        });
+        return Ok(stored);
     }
     let model_id = input.model_id.clone();
     let frozen = ctx
@@ -203,45 +179,96 @@ pub(crate) async fn assemble(
     };
     let snapshot_doc = RunDocument::InvocationPromptSnapshot(invocation.id.clone());
     let assembly_doc = RunDocument::InvocationPromptAssembly(invocation.id.clone());
-    ctx.services
-        .runs
-        .write_document(&ctx.run_id, &snapshot_doc, &answer.prompt_snapshot)
-        .await?;
-    ctx.services
-        .runs
-        .write_document(
-            &ctx.run_id,
-            &assembly_doc,
-            &json!({
-                "assemblyId": assembly_id, "invocationId": invocation.id, "profileId": profile.id(), "scope": scope,
-                "requestMetadata": {
-                    "assemblyId": assembly_id, "schemaVersion": REQUEST_SCHEMA_VERSION, "engine": "prompt-assembly-broker",
-                    "profileId": profile.id(), "presetRef": preset_ref, "scope": scope, "fingerprint": fingerprint,
-                },
-                "frozenRunInputSnapshot": answer.frozen_run_input_snapshot.as_ref().unwrap_or(&frozen),
-                "generationIntent": answer.generation_intent,
-                "settings": answer.settings,
-                "assembly": answer.assembly,
-            }),
-        )
-        .await?;
-    ctx.events
-        .record(
-            &ctx.run_id,
-            EventLevel::Info,
-            &payload::PromptAssemblyCompleted {
-                assembly_id: assembly_id.clone(),
-                invocation_id: invocation.id.clone(),
-                profile_id: profile.id().clone(),
-                prompt_snapshot_path: snapshot_doc.relative_path(),
-                prompt_assembly_path: assembly_doc.relative_path(),
-            },
-        )
-        .await?;
+    let record = json!({
+        "assemblyId": assembly_id, "invocationId": invocation.id, "profileId": profile.id(), "scope": scope,
+        "requestMetadata": {
+            "assemblyId": assembly_id, "schemaVersion": REQUEST_SCHEMA_VERSION, "engine": "prompt-assembly-broker",
+            "profileId": profile.id(), "presetRef": preset_ref, "scope": scope, "fingerprint": fingerprint,
+        },
+        "frozenRunInputSnapshot": answer.frozen_run_input_snapshot.as_ref().unwrap_or(&frozen),
+        "generationIntent": answer.generation_intent,
+        "settings": answer.settings,
+        "assembly": answer.assembly,
+    });
+    let completed = EventSink::pending(
+        EventLevel::Info,
+        &payload::PromptAssemblyCompleted {
+            assembly_id: assembly_id.clone(),
+            invocation_id: invocation.id.clone(),
+            profile_id: profile.id().clone(),
+            prompt_snapshot_path: snapshot_doc.relative_path(),
+            prompt_assembly_path: assembly_doc.relative_path(),
+        },
+    )?;
+    // One unit, the record with the settings before the prompt: a resumed agent that finds
+    // the prompt finds its settings too (a store that cannot commit a unit at once writes it
+    // in this order).
+    let unit = vec![
+        RunWrite::Document {
+            document: assembly_doc,
+            body: SerializedDocument::new(&record)?,
+        },
+        RunWrite::Document {
+            document: snapshot_doc,
+            body: SerializedDocument::new(&answer.prompt_snapshot)?,
+        },
+        ctx.events.stamp(&ctx.run_id, completed),
+    ];
+    ctx.events.commit(&ctx.run_id, unit).await?;
     Ok(Assembled {
         messages: snapshot.model_messages(),
         generation,
     })
+}
+
+/// The prompt stored for `invocation` by an earlier assembly, checked again, with the settings
+/// stored beside it. `None` when there is none, or when the prompt was stored without its
+/// assembly record (a crash between the two writes of a run stored before they were one
+/// unit): then the host is asked again, which nothing depends on yet, since no model call
+/// follows an assembly that did not complete.
+async fn stored_assembly(
+    ctx: &RunContext,
+    invocation: &AgentInvocation,
+    profile: &ResolvedProfile,
+    system_prompt: &str,
+    task_prompt: &str,
+) -> ApplicationResult<Option<Assembled>> {
+    let runs = &ctx.services.runs;
+    let Some(stored) = runs
+        .read_document(
+            &ctx.run_id,
+            &RunDocument::InvocationPromptSnapshot(invocation.id.clone()),
+        )
+        .await?
+    else {
+        return Ok(None);
+    };
+    let Some(record) = runs
+        .read_document(
+            &ctx.run_id,
+            &RunDocument::InvocationPromptAssembly(invocation.id.clone()),
+        )
+        .await?
+    else {
+        tracing::warn!(
+            invocation = %invocation.id,
+            "a stored assembled prompt has no assembly record; asking the host again"
+        );
+        return Ok(None);
+    };
+    let messages = check_answer(&stored, profile, system_prompt, task_prompt)?.model_messages();
+    // The settings the host gave then, kept beside the prompt.
+    let generation = match record
+        .get("settings")
+        .filter(|settings| !settings.is_null())
+    {
+        Some(settings) => Some(checked_settings(settings.clone(), profile)?),
+        None => None,
+    };
+    Ok(Some(Assembled {
+        messages,
+        generation,
+    }))
 }
 
 /// An assembled prompt and the generation settings the host's preset gave it.

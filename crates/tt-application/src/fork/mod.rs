@@ -148,6 +148,7 @@ fn marks_interruption(event: &AgentRunEvent) -> bool {
         RunEventType::AgentTaskInterrupted
             | RunEventType::AgentInvocationInterrupted
             | RunEventType::RunInterrupted
+            | RunEventType::RunReopened
     )
 }
 

@@ -16,6 +16,7 @@ use tt_ports::EventPage;
 
 use crate::engine::scheduler::{DELEGATOR_CANCELLED_REASON, RUN_STOPPED_REASON};
 use crate::error::ApplicationResult;
+use crate::events::EventSink;
 use crate::services::RuntimeServices;
 
 use super::AgentRunService;
@@ -187,7 +188,8 @@ async fn failure_message(
 
 impl AgentRunService {
     /// Writes `reopening`: each reopened task and agent becomes `interrupted` with its event,
-    /// then the run, with `run_interrupted {reason: resumed_after_failure | resumed_after_cancel}`.
+    /// then the run, with `run_reopened {previousStatus, …}` and
+    /// `run_interrupted {reason: resumed_after_failure | resumed_after_cancel}` in one append.
     /// The first write takes the run's lock. Written in an order a crash can cut anywhere: a
     /// later resume plans again and finds the records already reopened.
     pub(super) async fn reopen(
@@ -237,20 +239,30 @@ impl AgentRunService {
         }
         let previous = run.reopen(now)?;
         services.runs.save_run(run).await?;
-        let reason = match reopening.previous_status.unwrap_or(previous) {
+        let terminal = reopening.previous_status.unwrap_or(previous);
+        let reason = match terminal {
             AgentRunStatus::Cancelled => REOPENED_AFTER_CANCEL,
             _ => REOPENED_AFTER_FAILURE,
         };
+        let reopened = EventSink::pending(
+            EventLevel::Warn,
+            &payload::RunReopened {
+                previous_status: terminal,
+                last_seq: reopening.last_seq,
+                reopened_task_ids: reopening.tasks.clone(),
+                reopened_invocation_ids: reopening.invocations.clone(),
+            },
+        )?;
+        let interrupted = EventSink::pending(
+            EventLevel::Warn,
+            &payload::RunInterrupted {
+                reason: reason.to_owned(),
+                last_seq: reopening.last_seq,
+                previous_status: previous,
+            },
+        )?;
         self.events
-            .record(
-                &run.id,
-                EventLevel::Warn,
-                &payload::RunInterrupted {
-                    reason: reason.to_owned(),
-                    last_seq: reopening.last_seq,
-                    previous_status: previous,
-                },
-            )
+            .record_all(&run.id, vec![reopened, interrupted])
             .await?;
         Ok(())
     }

@@ -3,7 +3,7 @@
 
 super::error_codes! {
     MODEL_CALL_DEADLINE_EXCEEDED = "model.call_deadline_exceeded", Provider,
-        "A model call, its retries and waits included, outlasted the profile's `run.modelRetry.deadlineSeconds`.";
+        "A model call, its retries and waits included, outlasted its deadline: the profile's `run.modelRetry.deadlineSeconds`, else the connection's call deadline, else 300 s.";
     MODEL_CASSETTE_INVALID = "model.cassette_invalid", Provider,
         "A model cassette file is malformed.";
     MODEL_CASSETTE_IO_FAILED = "model.cassette_io_failed", Provider,
@@ -33,7 +33,7 @@ super::error_codes! {
     MODEL_SETTING_UNSUPPORTED = "model.setting_unsupported", Provider,
         "A generation setting this provider cannot honour; refused before anything is sent.";
     MODEL_TIMEOUT = "model.timeout", ProviderTransient,
-        "One attempt of a model call outlasted the connection's request or idle timeout; retried.";
+        "One attempt of a model call outlasted the connection's request, header or idle timeout; retried.";
     MODEL_TOO_MANY_TOOL_CALLS = "model.too_many_tool_calls", ModelSlip,
         "The model's reply asked for more tool calls than the agent may make in all; none ran.";
     MODEL_TOOL_CALL_REQUIRED = "model.tool_call_required", UserRetryable,

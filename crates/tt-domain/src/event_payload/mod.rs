@@ -211,6 +211,7 @@ payloads! {
     RunCancelled => |_p| run(),
     RunFailed => |_p| run(),
     RunInterrupted => |_p| run(),
+    RunReopened => |_p| run(),
     RunResumed => |_p| run(),
     RunAbandoned => |_p| run(),
     UserGuidanceSubmitted => |_p| None,

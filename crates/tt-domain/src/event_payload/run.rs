@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ids::{InvocationId, ProfileId, RunId};
+use crate::ids::{InvocationId, ProfileId, RunId, TaskId};
 use crate::profile::{PresetMode, PresetRef};
 use crate::run::{AgentRunStatus, ConversationKind};
 
@@ -187,6 +187,25 @@ pub struct RunInterrupted {
     pub reason: String,
     pub last_seq: u64,
     pub previous_status: AgentRunStatus,
+}
+
+/// `run_reopened`: `resume_run` took up a run that had ended `failed` or `cancelled`, so a
+/// terminal status is not final while the run may be resumed. What the end stopped was turned
+/// back to `interrupted` (listed here, each with its own event before this one); the
+/// `run_interrupted` that follows, in the same append, makes the run `interrupted` again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReopened {
+    /// The terminal status the run had: `failed` or `cancelled`.
+    pub previous_status: AgentRunStatus,
+    /// The last seq of that end (its `run_failed` / `run_cancelled` and what followed).
+    pub last_seq: u64,
+    /// The tasks turned back from `cancelled` or `failed` (or left `interrupted`) to
+    /// `interrupted`, to be taken up again.
+    pub reopened_task_ids: Vec<TaskId>,
+    /// The agents turned back to `interrupted`: the foreground agent and the delegated agents
+    /// of the reopened tasks.
+    pub reopened_invocation_ids: Vec<InvocationId>,
 }
 
 /// `run_abandoned`: the host gave up an `interrupted`, `failed` or `cancelled` run

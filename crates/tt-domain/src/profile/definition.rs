@@ -109,25 +109,27 @@ pub struct ModelRetryPolicy {
     #[serde(default = "default_retry_interval_ms")]
     pub interval_ms: u64,
     /// The most one model call may take, its attempts and the waits between them included
-    /// (`model.call_deadline_exceeded`, not retried). Unset:
-    /// [`DEFAULT_MODEL_CALL_DEADLINE_SECONDS`].
+    /// (`model.call_deadline_exceeded`, not retried). Unset: the connection's call deadline,
+    /// else [`DEFAULT_MODEL_CALL_DEADLINE_SECONDS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_seconds: Option<u64>,
 }
 
-/// The deadline of one model call, retries included, when a profile sets no
-/// `run.modelRetry.deadlineSeconds`: 15 minutes. One attempt against a slow local server may
-/// take the connection's whole request timeout (600 s), so a hung server costs at most this
-/// instead of every attempt's timeout.
-pub const DEFAULT_MODEL_CALL_DEADLINE_SECONDS: u64 = 900;
+/// The deadline of one model call, retries included, when neither the profile
+/// (`run.modelRetry.deadlineSeconds`) nor the connection sets one: 5 minutes. A hung server,
+/// streamed or not, costs a run at most this per call.
+pub const DEFAULT_MODEL_CALL_DEADLINE_SECONDS: u64 = 300;
 
 impl ModelRetryPolicy {
-    /// The deadline of one model call, retries included.
-    pub fn call_deadline(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(
-            self.deadline_seconds
-                .unwrap_or(DEFAULT_MODEL_CALL_DEADLINE_SECONDS),
-        )
+    /// The deadline of one model call, retries included: the profile's, else the
+    /// connection's (`connection`), else the default.
+    pub fn call_deadline(&self, connection: Option<std::time::Duration>) -> std::time::Duration {
+        match self.deadline_seconds {
+            Some(seconds) => std::time::Duration::from_secs(seconds),
+            None => connection.unwrap_or(std::time::Duration::from_secs(
+                DEFAULT_MODEL_CALL_DEADLINE_SECONDS,
+            )),
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::ToolName;
 use tt_ports::{EventPage, RunDocument};
 
+use crate::delegation::failure_text::failure_for_reader;
 use crate::delegation::rendering::{CapsuleEntry, ReaderState, render_injected_results};
 use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
@@ -58,7 +59,11 @@ pub(crate) async fn capsule_entry(
         agent_id: task.target_profile_id.to_string(),
         task_id: task.id.to_string(),
         status: task.status,
-        error: task.error.clone(),
+        // A failure reads as its class; a stop keeps its reason (written for agents).
+        error: match task.status {
+            TaskStatus::Failed => task.error.as_deref().map(failure_for_reader),
+            _ => task.error.clone(),
+        },
         summary: document
             .as_ref()
             .and_then(|doc| doc.get("summary"))
