@@ -250,6 +250,10 @@ super::error_codes! {
         "The run cannot be resumed (it completed, was abandoned, or is still running).";
     AGENT_RUN_NOT_RUNNING = "agent.run_not_running", HostContract,
         "The call needs a running run, and this one has ended.";
+    AGENT_RUN_RECORD_MISSING = "agent.run_record_missing", Storage,
+        "A run directory holds a journal or records but no run record, and neither its index copy nor its journal's start can rebuild one; it is kept and listed as unreadable, never removed.";
+    AGENT_RUN_RECORD_REBUILT = "agent.run_record_rebuilt", Storage,
+        "A damage finding: the run record was missing or unreadable and was rebuilt from the run index's copy or from the journal (`rebuilt` on the record says which and why).";
     AGENT_RUN_STATUS_TRANSITION_INVALID = "agent.run_status_transition_invalid", Internal,
         "A run's status was to change in a way its state machine forbids.";
     AGENT_RUNTIME_PROVIDER_MISSING = "agent.runtime_provider_missing", Configuration,

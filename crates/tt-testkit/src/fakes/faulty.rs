@@ -156,6 +156,13 @@ impl<S: AgentRunRepository + 'static> AgentRunRepository for FaultyStore<S> {
         self.inner.unreadable_runs().await
     }
 
+    async fn check_stored(
+        &self,
+        run_id: &RunId,
+    ) -> StorageResult<Vec<tt_domain::damage::DamageFinding>> {
+        self.inner.check_stored(run_id).await
+    }
+
     async fn write_document(
         &self,
         run_id: &RunId,
