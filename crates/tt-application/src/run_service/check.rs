@@ -68,6 +68,9 @@ impl AgentRunService {
                 format!("the records cannot be read: {}", error.detail()),
             )),
         }
+        if let Some(finding) = self.unwritten_end_finding(&run).await {
+            findings.push(finding);
+        }
         // What the reads above do not parse whole (the blobs, the index copy, a line the
         // journal's pages or the records' latest values never reach).
         match self.services.runs.check_stored(run_id).await {
@@ -111,6 +114,32 @@ impl AgentRunService {
                 .push(storage_finding(&error, "the run record cannot be read")),
         }
         Ok(projection)
+    }
+
+    /// The finding for an `interrupted` run whose end was never written
+    /// (`reopen_run::unwritten_end`); `None` for any other run, or when its records cannot be
+    /// read (that is reported on its own).
+    async fn unwritten_end_finding(&self, run: &tt_domain::run::AgentRun) -> Option<DamageFinding> {
+        if run.status != tt_domain::run::AgentRunStatus::Interrupted {
+            return None;
+        }
+        let invocations = self
+            .services
+            .invocations
+            .list_invocations(&run.id)
+            .await
+            .ok()?;
+        let tasks = self.services.invocations.list_tasks(&run.id).await.ok()?;
+        let (owner, status) = super::reopen_run::unwritten_end(run, &invocations, &tasks)?;
+        Some(DamageFinding::new(
+            tt_domain::error_codes::AGENT_RUN_END_UNWRITTEN,
+            format!(
+                "agent {owner} ended {} but the run record never got the run's end (the disk \
+                 refused it, or the process stopped first); the run was marked interrupted \
+                 when a runtime next opened it, and `resume` reopens what its end stopped",
+                status.as_str()
+            ),
+        ))
     }
 
     /// The end of a run the journal refused, as this process remembers it (the run record

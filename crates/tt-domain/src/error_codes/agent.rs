@@ -242,6 +242,8 @@ super::error_codes! {
         "The run ran past its time limit.";
     AGENT_RUN_END_UNRECORDED = "agent.run_end_unrecorded", Storage,
         "A damage finding: the journal refused the run's end (a full or read-only disk); the run record keeps it as `unrecordedEnd`.";
+    AGENT_RUN_END_UNWRITTEN = "agent.run_end_unwritten", Storage,
+        "A damage finding: the run's foreground agent ended failed or cancelled, but the run record never got the run's end (a disk that refused it, or a process that stopped first); the next runtime marked the run interrupted, and a resume reopens what its end stopped.";
     AGENT_RUN_LOCKED = "agent.run_locked", HostContract,
         "Another process, or another runtime of this one, is writing the run.";
     AGENT_RUN_NOT_ABANDONABLE = "agent.run_not_abandonable", HostContract,
