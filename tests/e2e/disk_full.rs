@@ -97,6 +97,7 @@ fn a_fan_out_on_a_disk_that_fills_up_is_resumable_by_the_next_runtime() {
     let (run, writes) = full_disk_run(clean.path(), None, None);
     assert!(run.is_some() && writes > 40, "{writes}");
     let mut failures = Vec::new();
+    let mut unwritten = 0;
     // Every third write, so the test stays short; each is a different moment of the fan-out.
     for at_write in (1..=writes).step_by(3) {
         let dir = tempfile::tempdir().unwrap();
@@ -107,12 +108,12 @@ fn a_fan_out_on_a_disk_that_fills_up_is_resumable_by_the_next_runtime() {
         };
         let (run_id, _) = full_disk_run(dir.path(), Some(plan), Some(new_files_and_the_journal));
         let Some(run_id) = run_id else { continue };
-        if let Some(failure) = later.block_on(resume_after(dir.path(), &run_id)) {
-            failures.push(format!("{at_write}: {failure}"));
+        match later.block_on(resume_after(dir.path(), &run_id)) {
+            Ok(named) => unwritten += u64::from(named),
+            Err(failure) => failures.push(format!("{at_write}: {failure}")),
         }
     }
-    // Most of these runs lost their end: `check` named it on each.
-    let unwritten = UNWRITTEN.load(std::sync::atomic::Ordering::SeqCst);
+    // Most of these runs lost their end, and `check` named it.
     assert!(unwritten * 6 > writes, "{unwritten} of {writes}");
     assert!(
         failures.is_empty(),
@@ -122,47 +123,39 @@ fn a_fan_out_on_a_disk_that_fills_up_is_resumable_by_the_next_runtime() {
     );
 }
 
-/// How many runs `check` named `agent.run_end_unwritten` for.
-static UNWRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// A later runtime over `dir`, with room on the disk again: the run must be completed, or in a
-/// terminal status `check` explains, and resume to completed. What went wrong otherwise.
-async fn resume_after(dir: &std::path::Path, run_id: &str) -> Option<String> {
-    {
-        let dir = dir;
-        let runtime = AgentRuntimeBuilder::new()
-            .data_dir(dir)
-            .provider(fan_out())
-            .commit_bridge(CommitBridgeChoice::Transcript)
-            .build()
-            .unwrap();
-        let stored = runtime.get_run(run_id).await.unwrap();
-        if stored.status == AgentRunStatus::Completed {
-            return None;
-        }
-        let check = runtime.check_run(run_id).await.unwrap();
-        let ended = match runtime.resume_run(run_id).await {
-            Ok(_) => runtime.wait_for_run(run_id).await.unwrap().status,
-            Err(error) => {
-                return Some(format!(
-                    "{:?} {:?}: {error:?}",
-                    stored.status, check.findings
-                ));
-            }
-        };
-        if ended != AgentRunStatus::Completed {
-            return Some(format!("{:?} resumed to {ended:?}", stored.status));
-        }
-        // Whole again once resumed.
-        let after = runtime.check_run(run_id).await.unwrap();
-        if !after.findings.is_empty() {
-            return Some(format!("resumed, but {:?}", after.findings));
-        }
-        let named = check
-            .findings
-            .iter()
-            .any(|finding| finding.code == "agent.run_end_unwritten");
-        UNWRITTEN.fetch_add(u64::from(named), std::sync::atomic::Ordering::SeqCst);
-        None
+/// terminal status it resumes from to completed, whole afterwards. `Ok(true)` when `check`
+/// named its lost end first; what went wrong otherwise.
+async fn resume_after(dir: &std::path::Path, run_id: &str) -> Result<bool, String> {
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .provider(fan_out())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
+    let stored = runtime.get_run(run_id).await.unwrap();
+    if stored.status == AgentRunStatus::Completed {
+        return Ok(false);
     }
+    let check = runtime.check_run(run_id).await.unwrap();
+    let ended = match runtime.resume_run(run_id).await {
+        Ok(_) => runtime.wait_for_run(run_id).await.unwrap().status,
+        Err(error) => {
+            return Err(format!(
+                "{:?} {:?}: {error:?}",
+                stored.status, check.findings
+            ));
+        }
+    };
+    if ended != AgentRunStatus::Completed {
+        return Err(format!("{:?} resumed to {ended:?}", stored.status));
+    }
+    let after = runtime.check_run(run_id).await.unwrap();
+    if !after.findings.is_empty() {
+        return Err(format!("resumed, but {:?}", after.findings));
+    }
+    Ok(check
+        .findings
+        .iter()
+        .any(|finding| finding.code == "agent.run_end_unwritten"))
 }

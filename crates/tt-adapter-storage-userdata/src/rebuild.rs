@@ -113,12 +113,12 @@ fn from_journal(dir: &Path, run_id: &RunId, why: &str) -> Option<AgentRun> {
     }
     let (created, created_at) = created?;
     let workspace_id = WorkspaceId::from_raw(created.workspace_id);
-    if !dir
+    // The run directory is `chats/<workspaceId>/runs/<runId>`: the journal must name its chat.
+    let chat = dir
         .parent()
         .and_then(Path::parent)
-        .and_then(Path::file_name)
-        .is_some_and(|chat| chat == workspace_id.as_str())
-    {
+        .and_then(Path::file_name);
+    if chat.is_none_or(|chat| chat != workspace_id.as_str()) {
         return None;
     }
     let presentation: Presentation =

@@ -70,6 +70,9 @@ pub struct FaultPlan {
     pub fault: DiskFault,
 }
 
+/// Picks writes by what they write (`runs/<id>/run.json`, `runs/<id>/events.jsonl`, …).
+pub type WriteFilter = fn(&str) -> bool;
+
 /// Wraps a store implementing the run, invocation, journal and workspace ports.
 #[derive(Debug)]
 pub struct FaultyStore<S> {
@@ -79,7 +82,7 @@ pub struct FaultyStore<S> {
     plan: Mutex<Option<FaultPlan>>,
     /// Which writes the plan may fail, by what they write (`runs/<id>/run.json`,
     /// `runs/<id>/events.jsonl`, …); `None`: every write.
-    only: Mutex<Option<fn(&str) -> bool>>,
+    only: Mutex<Option<WriteFilter>>,
 }
 
 impl<S> FaultyStore<S> {
@@ -97,7 +100,7 @@ impl<S> FaultyStore<S> {
     /// Lets the plan fail only the writes `only` picks by what they write (a disk full for
     /// new files and appends to the journal while other appends still fit, say); the others
     /// pass and are still counted.
-    pub fn fail_only(&self, only: Option<fn(&str) -> bool>) {
+    pub fn fail_only(&self, only: Option<WriteFilter>) {
         *self
             .only
             .lock()
