@@ -243,7 +243,7 @@ super::error_codes! {
     AGENT_RUN_END_UNRECORDED = "agent.run_end_unrecorded", Storage,
         "A damage finding: the journal refused the run's end (a full or read-only disk); the run record keeps it as `unrecordedEnd`.";
     AGENT_RUN_END_UNWRITTEN = "agent.run_end_unwritten", Storage,
-        "A damage finding: the run's foreground agent ended failed or cancelled, but the run record never got the run's end (a disk that refused it, or a process that stopped first); the next runtime marked the run interrupted, and a resume reopens what its end stopped.";
+        "A damage finding: an interrupted run whose foreground agent failed or was cancelled never got its end on the run record; resume reopens what the end stopped.";
     AGENT_RUN_LOCKED = "agent.run_locked", HostContract,
         "Another process, or another runtime of this one, is writing the run.";
     AGENT_RUN_NOT_ABANDONABLE = "agent.run_not_abandonable", HostContract,
@@ -253,9 +253,9 @@ super::error_codes! {
     AGENT_RUN_NOT_RUNNING = "agent.run_not_running", HostContract,
         "The call needs a running run, and this one has ended.";
     AGENT_RUN_RECORD_MISSING = "agent.run_record_missing", Storage,
-        "A run directory holds a journal or records but no run record, and neither its index copy nor its journal's start can rebuild one; it is kept and listed as unreadable, never removed.";
+        "A run directory holds a journal or records but no run record, and nothing can rebuild one; it is kept and listed as unreadable, never removed.";
     AGENT_RUN_RECORD_REBUILT = "agent.run_record_rebuilt", Storage,
-        "A damage finding: the run record was missing or unreadable and was rebuilt from the run index's copy or from the journal (`rebuilt` on the record says which and why).";
+        "A damage finding: the run record was missing or unreadable and was rebuilt from the run index's copy or the journal (`rebuilt` on the record says which and why).";
     AGENT_RUN_STATUS_TRANSITION_INVALID = "agent.run_status_transition_invalid", Internal,
         "A run's status was to change in a way its state machine forbids.";
     AGENT_RUNTIME_PROVIDER_MISSING = "agent.runtime_provider_missing", Configuration,
