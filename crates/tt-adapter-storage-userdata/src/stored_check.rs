@@ -10,6 +10,7 @@
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use tt_domain::damage::DamageFinding;
 use tt_domain::error_codes;
@@ -20,7 +21,7 @@ use tt_domain::run::AgentRun;
 use tt_domain::task::AgentTaskRecord;
 use tt_domain::text::sha256_hex;
 use tt_domain::workspace::RunManifest;
-use tt_ports::{RunDocument, StorageResult};
+use tt_ports::{RunDocument, StorageError, StorageResult};
 
 use crate::fsutil;
 use crate::layout::{BLOBS_FILE, EVENTS_FILE, Layout, MANIFEST_FILE, RECORDS_FILE, RUN_FILE};
@@ -109,36 +110,48 @@ fn parse<T: DeserializeOwned>(value: Value) -> Result<(), String> {
 }
 
 /// The finding for segment `name` of `dir`, if any of its whole lines but the last fails
-/// `check`.
+/// `check`. Read line by line: a run's blobs may be large.
 fn check_segment(
     dir: &Path,
     name: &str,
     check: impl Fn(&[u8]) -> Result<(), String>,
 ) -> StorageResult<Option<DamageFinding>> {
-    let Some(bytes) = fsutil::read_bytes(&dir.join(name))? else {
+    let path = dir.join(name);
+    let Some(file) = crate::segment::open_for_reading(&path)? else {
         return Ok(None);
     };
-    // Whole lines only: what follows the last newline is a write in flight or cut short.
-    let whole = match bytes.iter().rposition(|byte| *byte == b'\n') {
-        Some(end) => &bytes[..end],
-        None => return Ok(None),
-    };
-    let lines: Vec<&[u8]> = whole.split(|byte| *byte == b'\n').collect();
-    let mut bad: Vec<(usize, String)> = Vec::new();
-    let mut count = 0;
-    for (index, line) in lines.iter().enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
+    let mut reader = BufReader::new(file);
+    let mut bad: Vec<(u64, String)> = Vec::new();
+    let mut count = 0usize;
+    let mut lines = 0u64;
+    // The last whole line that does not parse reads as a torn write everywhere: a failure is
+    // counted only once another whole line follows it.
+    let mut pending: Option<(u64, String)> = None;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|err| StorageError::io(path.display().to_string(), err))?;
+        // What follows the last newline is a write in flight or cut short.
+        let Some(body) = line.strip_suffix(b"\n") else {
+            break;
+        };
+        if read == 0 {
+            break;
+        }
+        lines += 1;
+        if body.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        if let Err(message) = check(line) {
-            // The last whole line that does not parse reads as a torn write everywhere.
-            if index + 1 == lines.len() {
-                continue;
-            }
+        if let Some(failure) = pending.take() {
             count += 1;
             if bad.len() < NAMED_LINES {
-                bad.push((index + 1, message));
+                bad.push(failure);
             }
+        }
+        if let Err(message) = check(body) {
+            pending = Some((lines, message));
         }
     }
     if bad.is_empty() {
@@ -157,8 +170,7 @@ fn check_segment(
     Ok(Some(DamageFinding::new(
         error_codes::AGENT_STORAGE_CORRUPT,
         format!(
-            "{name}: {count} of {} lines cannot be read: {}{more}",
-            lines.len(),
+            "{name}: {count} of {lines} lines cannot be read: {}{more}",
             named.join("; ")
         ),
     )))
@@ -178,4 +190,47 @@ fn check_json<T: DeserializeOwned>(
             format!("{name} cannot be read: {err}"),
         )
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(text: &str) -> String {
+        serde_json::json!({"sha256": sha256_hex(text.as_bytes()), "text": text}).to_string()
+    }
+
+    fn finding_for(content: &str) -> Option<DamageFinding> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(BLOBS_FILE), content).unwrap();
+        let layout = Layout::new(dir.path().to_path_buf());
+        let run = RunId::from_raw("run_x");
+        let mut findings = check_run_files(&layout, dir.path(), &run).unwrap();
+        assert!(findings.len() <= 1, "{findings:?}");
+        findings.pop()
+    }
+
+    #[test]
+    fn a_bad_blob_line_is_named_unless_it_is_the_torn_end() {
+        let (a, b) = (blob("one"), blob("two"));
+        assert_eq!(finding_for(&format!("{a}\n{b}\n")), None);
+        let found = finding_for(&format!("{a}\nnot json\n{b}\n")).unwrap();
+        assert_eq!(found.code, "agent.storage_corrupt");
+        assert!(
+            found
+                .message
+                .starts_with("blobs.jsonl: 1 of 3 lines cannot be read: line 2 ("),
+            "{found}"
+        );
+        // A last line cut short or a last whole line that does not parse: a torn write.
+        assert_eq!(finding_for(&format!("{a}\n{b}\n{{\"sha")), None);
+        assert_eq!(finding_for(&format!("{a}\n{b}\nnot json\n")), None);
+        // A blob whose text is not what its sha256 says.
+        let wrong = blob("one").replace("\"one\"", "\"uno\"");
+        let found = finding_for(&format!("{wrong}\n{b}\n")).unwrap();
+        assert!(
+            found.message.contains("line 1 (the text of blob"),
+            "{found}"
+        );
+    }
 }
