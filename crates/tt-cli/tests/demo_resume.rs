@@ -93,9 +93,9 @@ fn a_resume_without_a_model_says_what_to_give_and_prints_no_backtrace() {
     assert!(stderr.lines().count() <= 4, "{stderr}");
 }
 
-/// A killed demo's `run.json` deleted (its copy in the run index is still there): the run is
-/// listed (`interrupted`, named as rebuilt), its record reads, `check` reports it (exit 3),
-/// and it resumes to its end; the resumed run is whole again. Before, `runs` printed nothing,
+/// A killed demo, stored `interrupted`, then its `run.json` deleted (its copy in the run index
+/// is still there): the run is listed (`interrupted`, named as rebuilt), its record reads,
+/// `check` reports it (exit 3), and it resumes to its end; the resumed run is whole again. Before, `runs` printed nothing,
 /// `check` said `agent.not_found`, and the resume's runtime deleted the run directory.
 #[test]
 fn a_killed_demo_whose_run_record_was_deleted_is_listed_checked_and_resumed() {
@@ -106,7 +106,6 @@ fn a_killed_demo_whose_run_record_was_deleted_is_listed_checked_and_resumed() {
         .map(|chat| chat.unwrap().path().join("runs").join(&run_id))
         .find(|candidate| candidate.is_dir())
         .unwrap();
-    std::fs::remove_file(run_dir.join("run.json")).unwrap();
     let agent = |args: &[&str]| {
         let out = Command::new(AGENT)
             .arg("--data-dir")
@@ -120,6 +119,14 @@ fn a_killed_demo_whose_run_record_was_deleted_is_listed_checked_and_resumed() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
+
+    // A read-write runtime (this `abandon` of another run) marks the killed run `interrupted`
+    // and stores it so; then its record is deleted.
+    let (code, _, stderr) = agent(&["abandon", "run_missing"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let record = std::fs::read_to_string(run_dir.join("run.json")).unwrap();
+    assert!(record.contains("\"status\": \"interrupted\""), "{record}");
+    std::fs::remove_file(run_dir.join("run.json")).unwrap();
 
     let (code, stdout, stderr) = agent(&["runs"]);
     assert_eq!(code, Some(3), "{stdout}{stderr}");
