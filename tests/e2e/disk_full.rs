@@ -113,14 +113,14 @@ fn a_fan_out_on_a_disk_that_fills_up_is_resumable_by_the_next_runtime() {
             Err(failure) => failures.push(format!("{at_write}: {failure}")),
         }
     }
-    // Most of these runs lost their end, and `check` named it.
-    assert!(unwritten * 6 > writes, "{unwritten} of {writes}");
     assert!(
         failures.is_empty(),
         "{} of {writes}:\n{}",
         failures.len(),
         failures.join("\n")
     );
+    // Most of these runs lost their end, and `check` named it.
+    assert!(unwritten * 6 > writes, "{unwritten} of {writes}");
 }
 
 /// A later runtime over `dir`, with room on the disk again: the run must be completed, or in a

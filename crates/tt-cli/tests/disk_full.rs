@@ -74,7 +74,11 @@ fn resumes_with_room(data: &std::path::Path, size: &str) {
         .into_iter()
         .flatten()
         .flatten()
-        .flat_map(|chat| std::fs::read_dir(chat.path().join("runs")).into_iter().flatten())
+        .flat_map(|chat| {
+            std::fs::read_dir(chat.path().join("runs"))
+                .into_iter()
+                .flatten()
+        })
         .flatten()
         .map(|run| run.file_name().to_string_lossy().into_owned())
         .collect();
