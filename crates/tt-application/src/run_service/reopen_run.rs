@@ -298,3 +298,46 @@ impl AgentRunService {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tt_testkit::contract::{invocation, sample_run, task};
+
+    fn with_status(mut inv: AgentInvocation, status: InvocationStatus) -> AgentInvocation {
+        inv.status = status;
+        inv
+    }
+
+    #[test]
+    fn an_interrupted_run_whose_foreground_agent_failed_lost_its_end() {
+        let mut run = sample_run(1);
+        run.status = AgentRunStatus::Interrupted;
+        let root = |status| vec![with_status(invocation(&run, "inv_root", 1), status)];
+        // The ordinary interruption: the root was interrupted with the run.
+        assert_eq!(
+            unwritten_end(&run, &root(InvocationStatus::Interrupted), &[]),
+            None
+        );
+        let lost = unwritten_end(&run, &root(InvocationStatus::Failed), &[]);
+        assert_eq!(lost, Some((InvocationId::root(), InvocationStatus::Failed)));
+        // After a handoff the agent that took the run over is the one that counts.
+        let mut handoff = task(&run, "task_h", 2);
+        handoff.continuation = TaskContinuation::TransferControl;
+        handoff.status = TaskStatus::Failed;
+        let editor = handoff.child_invocation_id.clone();
+        let mut agents = root(InvocationStatus::Transferred);
+        agents.push(with_status(
+            invocation(&run, editor.as_str(), 2),
+            InvocationStatus::Cancelled,
+        ));
+        assert_eq!(
+            unwritten_end(&run, &agents, std::slice::from_ref(&handoff)),
+            Some((editor, InvocationStatus::Cancelled))
+        );
+        // Only an interrupted run: a failed one is reopened as such.
+        let failed_root = root(InvocationStatus::Failed);
+        run.status = AgentRunStatus::Failed;
+        assert_eq!(unwritten_end(&run, &failed_root, &[]), None);
+    }
+}
