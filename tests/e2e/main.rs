@@ -9,6 +9,7 @@ mod cassettes;
 mod chat_state;
 mod cost;
 mod delegation;
+mod disk_full;
 mod fork;
 mod fork_random;
 mod golden;

@@ -182,7 +182,7 @@ async fn a_run_failed_by_its_model_is_resumed_again_after_a_failed_resume_and_as
 
 /// A lead that delegates three notes, awaits them, then writes, publishes and finishes; each
 /// helper writes its note and returns.
-fn fan_out() -> Arc<FakeModel> {
+pub(crate) fn fan_out() -> Arc<FakeModel> {
     FakeModel::new(|request: &AgentModelRequest| {
         Ok(match request.agent_profile_id.as_str() {
             "lead" if request.round == 1 => responses::tool_calls(vec![

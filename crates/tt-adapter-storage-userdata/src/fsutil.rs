@@ -231,6 +231,23 @@ impl<R: Read> Read for CountingReader<'_, R> {
     }
 }
 
+/// The last `max` bytes of a file, starting at its first whole line in that range; `None` when
+/// it cannot be read.
+pub(crate) fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(max);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut tail = Vec::new();
+    file.take(len - start).read_to_end(&mut tail).ok()?;
+    if start > 0 {
+        let first_end = tail.iter().position(|byte| *byte == b'\n')?;
+        tail.drain(..=first_end);
+    }
+    Some(tail)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

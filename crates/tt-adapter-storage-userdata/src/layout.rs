@@ -64,7 +64,8 @@ impl Layout {
             .join(run_id))
     }
 
-    /// Finds `chats/*/runs/<runId>` when the run's index copy is missing or unreadable.
+    /// Finds `chats/*/runs/<runId>` when the run's index copy is missing or unreadable (a run
+    /// directory whose `run.json` is gone too is still found: its record may be rebuilt).
     pub(crate) fn find_run_dir(&self, run_id: &str) -> StorageResult<Option<PathBuf>> {
         check_segment("run id", run_id)?;
         let chats = self.root.join("chats");
@@ -75,7 +76,7 @@ impl Layout {
         };
         for entry in entries.flatten() {
             let candidate = entry.path().join("runs").join(run_id);
-            if candidate.join(RUN_FILE).is_file() {
+            if candidate.is_dir() {
                 return Ok(Some(candidate));
             }
         }

@@ -2,7 +2,8 @@
 //! status whose owner is gone (its lock is free) is marked `interrupted`. Its unfinished tasks
 //! and invocations become `interrupted` too, each with its journal event, then
 //! `run_interrupted {reason, lastSeq}`; committed messages, workspace files and `persist/` are
-//! left untouched.
+//! left untouched. A run whose record is missing or unreadable gets it back first (`rebuild`):
+//! only a directory holding nothing but creation leftovers is removed.
 
 use tt_domain::event::{EventLevel, NewRunEvent, RunEventType};
 use tt_domain::event_payload::{
@@ -62,16 +63,33 @@ impl UserDataStore {
             }
         }
         // A process killed between creating a run directory and writing its run.json leaves a
-        // directory with nothing in it worth keeping.
+        // directory with nothing in it worth keeping. Any other directory without a readable
+        // run.json is kept: its record is rebuilt (below) or it is listed as unreadable.
         for dir in inner.layout.all_run_dirs()? {
-            if !dir.join(RUN_FILE).exists() && !owned::has_live_owner(&dir) {
+            if dir.join(RUN_FILE).exists() || owned::has_live_owner(&dir) {
+                continue;
+            }
+            let Some(run_id) = dir
+                .file_name()
+                .and_then(|name| name.to_str())
+                .map(RunId::from_raw)
+            else {
+                continue;
+            };
+            if let Err(StorageError::NotFound { .. }) =
+                crate::rebuild::read_run_record(&inner.layout, &dir, &run_id)
+            {
                 std::fs::remove_dir_all(&dir)
                     .map_err(|err| StorageError::io(dir.display().to_string(), err))?;
             }
         }
         let mut recovered = Vec::new();
-        for (stored, _) in inner.all_runs()? {
-            if stored.status.is_terminal() || inner.is_owned(&stored.id) {
+        for (stored, dir) in inner.all_runs()? {
+            if inner.is_owned(&stored.id) {
+                continue;
+            }
+            let rebuilt = !crate::rebuild::record_file_readable(&dir);
+            if stored.status.is_terminal() && !rebuilt {
                 continue;
             }
             let owned = match inner.owned_run(&stored.id) {
@@ -84,7 +102,7 @@ impl UserDataStore {
             let outcome = interrupt(&owned, &inner.layout, reached, now, &mut next_event_id);
             // Release the lock whatever happened, so a later attempt can retry.
             let closed = self.close_run(&stored.id);
-            recovered.push(outcome?);
+            recovered.extend(outcome?);
             closed?;
         }
         Ok(recovered)
@@ -130,10 +148,13 @@ fn interrupt(
     reached: Option<AgentRunStatus>,
     now: Timestamp,
     next_event_id: &mut impl FnMut() -> EventId,
-) -> StorageResult<InterruptedRun> {
+) -> StorageResult<Option<InterruptedRun>> {
     // Re-read under the lock: the record may have reached a terminal status just before the
-    // owner went away.
-    let mut record = load_run_file(&run.dir, &run.run_id)?;
+    // owner went away. A record that was missing or unreadable is rebuilt and written back.
+    let mut record = load_run_file(layout, &run.dir, &run.run_id)?;
+    if !crate::rebuild::record_file_readable(&run.dir) {
+        save_record(run, layout, &record)?;
+    }
     // The record decides whether the run ended (just before its owner went); the journal says
     // how far an unfinished one got.
     let previous_status = match reached {
@@ -142,11 +163,9 @@ fn interrupt(
     };
     let last_seq = run.last_seq();
     if record.status.is_terminal() {
-        return Ok(InterruptedRun {
-            run_id: run.run_id.clone(),
-            previous_status,
-            last_seq,
-        });
+        // It ended (just before its owner went, or it is a terminal run whose record was
+        // rebuilt): nothing to interrupt.
+        return Ok(None);
     }
     for task in run.tasks() {
         if task.status.is_terminal() {
@@ -194,17 +213,26 @@ fn interrupt(
     )?;
     record.status = AgentRunStatus::Interrupted;
     record.updated_at = now;
-    write_json_atomic(&run.dir.join(RUN_FILE), &record)?;
+    save_record(run, layout, &record)?;
+    Ok(Some(InterruptedRun {
+        run_id: run.run_id.clone(),
+        previous_status,
+        last_seq,
+    }))
+}
+
+/// Writes the run record, its index copy and its summary, and makes them durable.
+fn save_record(
+    run: &OwnedRun,
+    layout: &crate::layout::Layout,
+    record: &tt_domain::run::AgentRun,
+) -> StorageResult<()> {
+    write_json_atomic(&run.dir.join(RUN_FILE), record)?;
     let index = layout.index_file(record.id.as_str());
     if let Some(parent) = index.parent() {
         crate::fsutil::create_dir_all(parent)?;
     }
-    write_json_atomic(&index, &record)?;
-    crate::runs::write_summary(layout, &record)?;
-    run.sync.flush()?;
-    Ok(InterruptedRun {
-        run_id: run.run_id.clone(),
-        previous_status,
-        last_seq,
-    })
+    write_json_atomic(&index, record)?;
+    crate::runs::write_summary(layout, record)?;
+    run.sync.flush()
 }

@@ -86,8 +86,14 @@ pub(crate) struct RunScan {
     pub(crate) unreadable: Vec<UnreadableRun>,
 }
 
-pub(crate) fn load_run_file(dir: &Path, run_id: &RunId) -> StorageResult<AgentRun> {
-    read_json(&dir.join(RUN_FILE))?.ok_or_else(|| StorageError::not_found(format!("run {run_id}")))
+/// The run record in `dir`: `run.json`, or the record rebuilt when it is missing or unreadable
+/// (`rebuild`).
+pub(crate) fn load_run_file(
+    layout: &crate::layout::Layout,
+    dir: &Path,
+    run_id: &RunId,
+) -> StorageResult<AgentRun> {
+    crate::rebuild::read_run_record(layout, dir, run_id)
 }
 
 impl Inner {
@@ -113,12 +119,12 @@ impl Inner {
             let Ok(location) = self.run_location(&run_id) else {
                 continue;
             };
-            match load_run_file(&location.dir, &run_id) {
+            match load_run_file(&self.layout, &location.dir, &run_id) {
                 Ok(run) => {
                     seen.insert(run.id.clone());
                     runs.push((run, location.dir));
                 }
-                // A run being created has an index entry before its record.
+                // Nothing but what creating a run leaves behind: nobody's run.
                 Err(StorageError::NotFound { .. }) => {}
                 Err(error) => {
                     seen.insert(run_id.clone());
@@ -141,7 +147,7 @@ impl Inner {
             if seen.contains(&run_id) {
                 continue;
             }
-            let loaded = load_run_file(&dir, &run_id);
+            let loaded = load_run_file(&self.layout, &dir, &run_id);
             if let Err(error) = &loaded
                 && !matches!(error, StorageError::NotFound { .. })
             {
@@ -268,7 +274,7 @@ impl AgentRunRepository for UserDataStore {
 
     async fn load_run(&self, run_id: &RunId) -> StorageResult<AgentRun> {
         let dir = self.inner.run_location(run_id)?.dir;
-        let run = load_run_file(&dir, run_id)?;
+        let run = load_run_file(&self.inner.layout, &dir, run_id)?;
         Ok(observed_run(&self.inner, &dir, run))
     }
 
@@ -298,6 +304,14 @@ impl AgentRunRepository for UserDataStore {
         let mut unreadable = self.inner.scan_runs()?.unreadable;
         unreadable.sort_by(|a, b| a.run_id.cmp(&b.run_id));
         Ok(unreadable)
+    }
+
+    async fn check_stored(
+        &self,
+        run_id: &RunId,
+    ) -> StorageResult<Vec<tt_domain::damage::DamageFinding>> {
+        let dir = self.inner.run_location(run_id)?.dir;
+        crate::stored_check::check_run_files(&self.inner.layout, &dir, run_id)
     }
 
     async fn write_document(

@@ -240,6 +240,7 @@ async fn create_run(store: &Arc<UserDataStore>) -> Result<AgentRun> {
         profile_models: Default::default(),
         abandoned_at: None,
         unrecorded_end: None,
+        rebuilt: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: now,

@@ -48,10 +48,36 @@ pub(crate) fn damaged(run_id: &str, findings: &[DamageFinding]) -> anyhow::Error
     anyhow::Error::new(Damaged { text })
 }
 
+/// The codes of a run record `check` cannot read or rebuild: reported as damage.
+const RECORD_DAMAGE_CODES: [&str; 2] = ["agent.storage_corrupt", "agent.run_record_missing"];
+
 /// `tt-agent check <runId>`: the findings, one a line, or that there are none; with `json`
 /// the whole answer of `check_run`.
 pub(crate) async fn check(runtime: &AgentRuntime, run_id: &str, json: bool) -> anyhow::Result<()> {
-    let damage = runtime.check_run(run_id).await?;
+    let damage = match runtime.check_run(run_id).await {
+        Ok(damage) => damage,
+        // The run is there but its record can neither be read nor rebuilt: that is damage
+        // too (exit 3), not a command that failed.
+        Err(error) if RECORD_DAMAGE_CODES.contains(&error.code.as_str()) => {
+            let finding = DamageFinding::new(&error.code, error.message.clone());
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "runId": run_id,
+                        "findings": [finding],
+                    }))?
+                );
+            } else {
+                println!("run {run_id}: its run record cannot be read");
+                println!("{finding}");
+            }
+            return Err(anyhow::Error::new(Damaged {
+                text: format!("run {run_id} is damaged (its run record); nothing was changed"),
+            }));
+        }
+        Err(error) => return Err(error.into()),
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&damage)?);
     } else {

@@ -372,6 +372,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         tt_runtime::unrecorded_end_finding(end)
                     ));
                 }
+                if let Some(rebuilt) = &run.rebuilt {
+                    damaged.push(format!(
+                        "{}: {}",
+                        run.id,
+                        tt_runtime::rebuilt_record_finding(rebuilt)
+                    ));
+                }
                 let profile = run
                     .profile_id
                     .as_ref()

@@ -112,8 +112,8 @@ fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
     );
 }
 
-/// A run record that does not parse: `runs` lists the others, names it with its code on
-/// stderr and exits with 3; the file is left as it is.
+/// A run record that does not parse: `runs` lists the run from its index copy, names it with
+/// its code on stderr and exits with 3; the file is left as it is.
 #[test]
 fn a_run_record_that_does_not_parse_is_named_by_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -126,10 +126,12 @@ fn a_run_record_that_does_not_parse_is_named_by_runs() {
 
     let runs = agent(dir.path(), &["runs"]);
     assert_eq!(runs.status.code(), Some(3), "{}", stderr(&runs));
-    assert!(!stdout(&runs).contains("No runs"), "{}", stdout(&runs));
+    // Listed from the record's copy in the run index, and named as rebuilt.
+    assert!(stdout(&runs).contains(&run), "{}", stdout(&runs));
     assert!(
         stderr(&runs).contains(&format!(
-            "{run}: unreadable, agent.storage_corrupt: corrupt "
+            "{run}: agent.run_record_rebuilt: the run record was rebuilt: run.json cannot be \
+             read (agent.storage_corrupt: "
         )),
         "{}",
         stderr(&runs)
@@ -228,4 +230,80 @@ fn a_seq_gap_between_two_pages_is_found() {
         "{}",
         stderr(&graph)
     );
+}
+
+/// Damage in each file a run keeps: a line that does not parse in the journal, the records or
+/// the blobs, a blob whose text does not match its sha256, a run record, index copy, manifest
+/// or input snapshot cut in half. `check` names the file and exits with 3 every time (before,
+/// a bad blob line was "no damage found" and a bad run record exit 1); the files stay as they
+/// were.
+#[test]
+fn damage_in_each_stored_file_is_named_by_check_with_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = demo_run(dir.path());
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let index = dir.path().join("index/runs").join(format!("{run}.json"));
+    let garbage_line = |bytes: &[u8]| {
+        let first = bytes.iter().position(|byte| *byte == b'\n').unwrap() + 1;
+        [&bytes[..first], b"{\"not\": a line\n", &bytes[first..]].concat()
+    };
+    let cut_in_half = |bytes: &[u8]| bytes[..bytes.len() / 2].to_vec();
+    let wrong_blob = |bytes: &[u8]| {
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        let mut lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert!(lines.len() >= 2, "{text}");
+        lines[0]["text"] = serde_json::json!("not what was checkpointed");
+        let joined: Vec<String> = lines.iter().map(ToString::to_string).collect();
+        (joined.join("\n") + "\n").into_bytes()
+    };
+    type Damage<'a> = &'a dyn Fn(&[u8]) -> Vec<u8>;
+    let cases: [(std::path::PathBuf, &str, Damage); 8] = [
+        (run_dir.join("events.jsonl"), "events.jsonl", &garbage_line),
+        (
+            run_dir.join("records.jsonl"),
+            "records.jsonl",
+            &garbage_line,
+        ),
+        (run_dir.join("blobs.jsonl"), "blobs.jsonl", &garbage_line),
+        (
+            run_dir.join("blobs.jsonl"),
+            "blobs.jsonl: 1 of",
+            &wrong_blob,
+        ),
+        (
+            run_dir.join("run.json"),
+            "run.json cannot be read",
+            &cut_in_half,
+        ),
+        (
+            index.clone(),
+            &format!("index/runs/{run}.json"),
+            &cut_in_half,
+        ),
+        (run_dir.join("manifest.json"), "manifest.json", &cut_in_half),
+        (
+            run_dir.join("input/prompt_snapshot.json"),
+            "input/prompt_snapshot.json",
+            &cut_in_half,
+        ),
+    ];
+    for (path, named, damage) in cases {
+        let original = std::fs::read(&path).unwrap();
+        std::fs::write(&path, damage(&original)).unwrap();
+        let before = snapshot(&run_dir);
+        let check = agent(dir.path(), &["check", &run]);
+        assert_eq!(check.status.code(), Some(3), "{named}: {}", stderr(&check));
+        assert!(
+            stdout(&check).contains("agent.storage_corrupt") && stdout(&check).contains(named),
+            "{named}: {}",
+            stdout(&check)
+        );
+        assert_eq!(snapshot(&run_dir), before, "{named}: check changed a file");
+        std::fs::write(&path, original).unwrap();
+    }
+    let check = agent(dir.path(), &["check", &run]);
+    assert_eq!(check.status.code(), Some(0), "{}", stdout(&check));
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::error_codes;
 use crate::event::{AgentRunEvent, RunEventType};
 use crate::ids::RunId;
-use crate::run::{AgentRun, AgentRunStatus, UnrecordedEnd};
+use crate::run::{AgentRun, AgentRunStatus, RebuiltRecord, UnrecordedEnd};
 
 /// One thing found wrong with a stored run: a code from the error-code list and one line
 /// saying what.
@@ -251,6 +251,15 @@ pub fn unrecorded_end_finding(end: &UnrecordedEnd) -> DamageFinding {
             "the journal refused the run's `{}` ({}: {}) because {}; the run record keeps it",
             end.event_type, code, message, end.unrecorded_because
         ),
+    )
+}
+
+/// The finding for a run record that was missing or unreadable and was rebuilt (the rebuilt
+/// record is what readers see; what it could not restore is in `because`).
+pub fn rebuilt_record_finding(rebuilt: &RebuiltRecord) -> DamageFinding {
+    DamageFinding::new(
+        error_codes::AGENT_RUN_RECORD_REBUILT,
+        format!("the run record was rebuilt: {}", rebuilt.because),
     )
 }
 

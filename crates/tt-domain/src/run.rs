@@ -261,9 +261,31 @@ pub struct AgentRun {
     /// on (a resume).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unrecorded_end: Option<UnrecordedEnd>,
+    /// The stored record was missing or unreadable and was rebuilt from what else the store
+    /// keeps (its index copy, or its journal): how, and why (docs/storage.md, "Recovery").
+    /// `check_run` reports it; cleared when the run moves on (a resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuilt: Option<RebuiltRecord>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
+
+/// Where a rebuilt run record came from ([`AgentRun::rebuilt`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RebuiltRecord {
+    /// What it was rebuilt from: [`REBUILT_FROM_INDEX`] or [`REBUILT_FROM_JOURNAL`].
+    pub from: String,
+    /// What was wrong with the record (missing, or why it could not be read), and what the
+    /// rebuild could not restore.
+    pub because: String,
+}
+
+/// [`RebuiltRecord::from`] of a record rebuilt from the store's copy of it in the run index.
+pub const REBUILT_FROM_INDEX: &str = "index_copy";
+/// [`RebuiltRecord::from`] of a record rebuilt from the run's journal (`run_created`,
+/// `generation_intent_recorded` and the events after them).
+pub const REBUILT_FROM_JOURNAL: &str = "journal";
 
 /// A run's end event that the journal refused, as it would have been journaled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -346,6 +368,7 @@ impl AgentRun {
         self.status = AgentRunStatus::AssemblingContext;
         self.updated_at = now;
         self.unrecorded_end = None;
+        self.rebuilt = None;
         Ok(())
     }
 
@@ -359,6 +382,7 @@ impl AgentRun {
         self.status = AgentRunStatus::Interrupted;
         self.updated_at = now;
         self.unrecorded_end = None;
+        self.rebuilt = None;
         Ok(previous)
     }
 
@@ -425,6 +449,7 @@ mod tests {
             profile_models: Default::default(),
             abandoned_at: None,
             unrecorded_end: None,
+            rebuilt: None,
             created_at: Timestamp::from_unix_millis(0),
             updated_at: Timestamp::from_unix_millis(0),
         }

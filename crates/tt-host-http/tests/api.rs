@@ -1022,10 +1022,30 @@ async fn a_damaged_run_is_checked_over_http() {
     assert_eq!(unreadable.status, 200, "{}", unreadable.body);
     assert_eq!(unreadable.body, serde_json::json!([]));
 
-    // A run record that does not parse: left out of the list, named apart.
+    // A run record that does not parse: listed from its index copy, marked rebuilt, and
+    // checked as such.
     let record = journal.with_file_name("run.json");
     let bytes = std::fs::read(&record).unwrap();
     std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
+    let listed = server.get("/api/runs").await;
+    assert_eq!(listed.body[0]["id"], run_id.as_str(), "{}", listed.body);
+    assert_eq!(listed.body[0]["rebuilt"]["from"], "index_copy");
+    let check = server.get(&format!("/api/runs/{run_id}/check")).await;
+    assert_eq!(
+        check.body["findings"][0]["code"], "agent.run_record_rebuilt",
+        "{}",
+        check.body
+    );
+    // Nothing to rebuild it from either (no index copy, an emptied journal): left out of the
+    // list, named apart.
+    let index = journal
+        .ancestors()
+        .nth(5)
+        .unwrap()
+        .join("index/runs")
+        .join(format!("{run_id}.json"));
+    std::fs::remove_file(&index).unwrap();
+    std::fs::write(&journal, "").unwrap();
     let listed = server.get("/api/runs").await;
     assert_eq!(listed.body, serde_json::json!([]), "{}", listed.body);
     let unreadable = server.get("/api/runs/unreadable").await;

@@ -1369,9 +1369,18 @@ async fn a_damaged_run_and_an_unreadable_one_are_shown_as_such() {
     let text = std::fs::read_to_string(&journal).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    // Unreadable: a run record that does not parse, and nothing to rebuild it from (no index
+    // copy, an emptied journal).
     let record = run_dir(&run_dirs[1]).join("run.json");
     let bytes = std::fs::read(&record).unwrap();
     std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::remove_file(
+        dir.path()
+            .join("index/runs")
+            .join(format!("{}.json", run_dirs[1])),
+    )
+    .unwrap();
+    std::fs::write(run_dir(&run_dirs[1]).join("events.jsonl"), "").unwrap();
 
     let server =
         crate::support::server_in(dir, provider, CommitBridgeChoice::Transcript, None).await;

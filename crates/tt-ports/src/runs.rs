@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tt_domain::damage::UnreadableRun;
+use tt_domain::damage::{DamageFinding, UnreadableRun};
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::AgentRun;
@@ -168,6 +168,17 @@ pub trait AgentRunRepository: Send + Sync {
     /// The runs `list_runs` leaves out because their record cannot be read, each with the
     /// error's code and message; read-only. A run being created (no record yet) is not one.
     async fn unreadable_runs(&self) -> StorageResult<Vec<UnreadableRun>>;
+
+    /// Reads everything the store keeps of `run_id` that its other reads would not parse whole
+    /// (for the file store: every line of the journal, the records and the blobs, the run
+    /// record, its index copy, the manifest and the input snapshots) and names each damaged
+    /// part with a code, for `check_run`. Read-only. The default finds nothing: a store whose
+    /// reads already parse everything it holds (the in-memory fake, PostgreSQL's rows, which
+    /// its reads parse one by one).
+    async fn check_stored(&self, run_id: &RunId) -> StorageResult<Vec<DamageFinding>> {
+        let _ = run_id;
+        Ok(Vec::new())
+    }
 
     /// Writes a run document atomically (temp file + rename).
     async fn write_document(

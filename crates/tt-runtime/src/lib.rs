@@ -75,7 +75,9 @@ pub use tt_application::{
 pub use tt_domain::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRule};
 pub use tt_domain::cost::{ModelPrice, PriceTable};
 /// What `check_run` and the timeline's `damage` report (docs/storage.md, "Damage").
-pub use tt_domain::damage::{DamageFinding, RunDamage, UnreadableRun, unrecorded_end_finding};
+pub use tt_domain::damage::{
+    DamageFinding, RunDamage, UnreadableRun, rebuilt_record_finding, unrecorded_end_finding,
+};
 pub use tt_domain::error_codes::{self, ErrorClass, ErrorCode};
 pub use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 /// Typed event payloads: decode an event with `AgentRunEvent::typed_payload` (docs/events.md).
@@ -93,7 +95,9 @@ pub use tt_domain::model::{
     ModelUsage,
 };
 pub use tt_domain::profile::{AgentProfileDefinition, MIN_CONTEXT_WINDOW_TOKENS};
-pub use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind, ForkedFrom, UnrecordedEnd};
+pub use tt_domain::run::{
+    AgentRun, AgentRunStatus, ConversationKind, ForkedFrom, RebuiltRecord, UnrecordedEnd,
+};
 pub use tt_domain::skill::{SkillScope, SkillScopeRefs};
 pub use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 pub use tt_domain::tool::{AgentToolCall, AgentToolResult, AgentToolSpec};

@@ -134,6 +134,7 @@ async fn runs_are_found_through_the_index_after_reopening() {
             profile_models: Default::default(),
             abandoned_at: None,
             unrecorded_end: None,
+            rebuilt: None,
             connection_ref: None,
             generation: Default::default(),
             ..reloaded

@@ -9,6 +9,7 @@ mod ownership;
 mod persist;
 mod power_cut;
 mod profiles;
+mod rebuild;
 mod skills;
 mod symlinks;
 

@@ -220,6 +220,7 @@ mod tests {
             profile_models: Default::default(),
             abandoned_at: None,
             unrecorded_end: None,
+            rebuilt: None,
             connection_ref: None,
             generation: Default::default(),
             created_at: at,

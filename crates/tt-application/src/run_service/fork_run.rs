@@ -85,6 +85,9 @@ impl AgentRunService {
         branch.id = RunId::generate(&services.ids.next_token());
         branch.status = AgentRunStatus::Created;
         branch.forked_from = Some(forked_from.clone());
+        // The branch's record is written whole; a source record rebuilt from its index copy or
+        // journal says so on the source only.
+        branch.rebuilt = None;
         branch.created_at = now;
         branch.updated_at = now;
         if let Some(name) = &changes.connection_ref {

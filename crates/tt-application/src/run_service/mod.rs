@@ -222,6 +222,7 @@ impl AgentRunService {
             profile_models: Default::default(),
             abandoned_at: None,
             unrecorded_end: None,
+            rebuilt: None,
             created_at: now,
             updated_at: now,
         };

@@ -2,7 +2,9 @@
 //! failed or cancelled run"): the agents and tasks the run's end stopped become `interrupted`,
 //! as if the process had died at that moment, and the resume continues them like any
 //! interrupted run. Only what the run's end stopped is reopened: a task the lead cancelled, a
-//! delegated agent that failed on its own or one that completed stays as it ended.
+//! delegated agent that failed on its own or one that completed stays as it ended. An
+//! `interrupted` run whose end was never written (its foreground agent failed or was
+//! cancelled, but the disk refused the run's end; `unwritten_end`) is reopened the same way.
 
 use serde_json::Value;
 use std::collections::HashSet;
@@ -75,21 +77,7 @@ pub(super) async fn plan(
                 )
         })
     };
-    // The foreground agent: the root or, after handoffs, the agent the last one brought in.
-    let mut owner = InvocationId::root();
-    let mut incoming: Option<TaskId> = None;
-    while let Some(invocation) = invocations.iter().find(|inv| inv.id == owner)
-        && invocation.status == InvocationStatus::Transferred
-    {
-        let Some(task) = tasks.iter().rfind(|task| {
-            task.continuation == TaskContinuation::TransferControl
-                && task.parent_invocation_id == owner
-        }) else {
-            break;
-        };
-        incoming = Some(task.id.clone());
-        owner = task.child_invocation_id.clone();
-    }
+    let (owner, incoming) = foreground(invocations, tasks);
     if reopenable_agent(&owner, invocations) {
         reopening.invocations.push(owner.clone());
         if let Some(task) = incoming
@@ -143,6 +131,56 @@ pub(super) async fn plan(
         }
     }
     Ok(reopening)
+}
+
+/// The foreground agent of a run: the root or, after handoffs, the agent the last one brought
+/// in, with the handoff task that brought it in.
+pub(super) fn foreground(
+    invocations: &[AgentInvocation],
+    tasks: &[AgentTaskRecord],
+) -> (InvocationId, Option<TaskId>) {
+    let mut owner = InvocationId::root();
+    let mut incoming: Option<TaskId> = None;
+    while let Some(invocation) = invocations.iter().find(|inv| inv.id == owner)
+        && invocation.status == InvocationStatus::Transferred
+    {
+        let Some(task) = tasks.iter().rfind(|task| {
+            task.continuation == TaskContinuation::TransferControl
+                && task.parent_invocation_id == owner
+        }) else {
+            break;
+        };
+        incoming = Some(task.id.clone());
+        owner = task.child_invocation_id.clone();
+    }
+    (owner, incoming)
+}
+
+/// The foreground agent of an `interrupted` run and how it ended, when it ended `failed` or
+/// `cancelled`: the run's end was under way (that is what ends the foreground agent so) but
+/// reached neither the journal nor the run record (the disk refused them, or the process
+/// stopped first), and the next runtime marked the run `interrupted`. The journal and records
+/// are the truth: such a run is reopened where its end stopped it, as a failed or cancelled
+/// run is. `None` for any other run.
+pub(super) fn unwritten_end(
+    run: &AgentRun,
+    invocations: &[AgentInvocation],
+    tasks: &[AgentTaskRecord],
+) -> Option<(InvocationId, InvocationStatus)> {
+    if run.status != AgentRunStatus::Interrupted {
+        return None;
+    }
+    let (owner, _) = foreground(invocations, tasks);
+    invocations
+        .iter()
+        .find(|invocation| invocation.id == owner)
+        .filter(|invocation| {
+            matches!(
+                invocation.status,
+                InvocationStatus::Failed | InvocationStatus::Cancelled
+            )
+        })
+        .map(|invocation| (owner, invocation.status))
 }
 
 /// Whether a delegated agent may be reopened with its task: it ended by the run's end or never
@@ -237,6 +275,11 @@ impl AgentRunService {
                     .await?;
             }
         }
+        if run.status == AgentRunStatus::Interrupted {
+            // A run whose end was never written (`unwritten_end`) is interrupted already: its
+            // agents are reopened, the run needs nothing more.
+            return Ok(());
+        }
         let previous = run.reopen(now)?;
         services.runs.save_run(run).await?;
         let terminal = reopening.previous_status.unwrap_or(previous);
@@ -265,5 +308,48 @@ impl AgentRunService {
             .record_all(&run.id, vec![reopened, interrupted])
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tt_testkit::contract::{invocation, sample_run, task};
+
+    fn with_status(mut inv: AgentInvocation, status: InvocationStatus) -> AgentInvocation {
+        inv.status = status;
+        inv
+    }
+
+    #[test]
+    fn an_interrupted_run_whose_foreground_agent_failed_lost_its_end() {
+        let mut run = sample_run(1);
+        run.status = AgentRunStatus::Interrupted;
+        let root = |status| vec![with_status(invocation(&run, "inv_root", 1), status)];
+        // The ordinary interruption: the root was interrupted with the run.
+        assert_eq!(
+            unwritten_end(&run, &root(InvocationStatus::Interrupted), &[]),
+            None
+        );
+        let lost = unwritten_end(&run, &root(InvocationStatus::Failed), &[]);
+        assert_eq!(lost, Some((InvocationId::root(), InvocationStatus::Failed)));
+        // After a handoff the agent that took the run over is the one that counts.
+        let mut handoff = task(&run, "task_h", 2);
+        handoff.continuation = TaskContinuation::TransferControl;
+        handoff.status = TaskStatus::Failed;
+        let editor = handoff.child_invocation_id.clone();
+        let mut agents = root(InvocationStatus::Transferred);
+        agents.push(with_status(
+            invocation(&run, editor.as_str(), 2),
+            InvocationStatus::Cancelled,
+        ));
+        assert_eq!(
+            unwritten_end(&run, &agents, std::slice::from_ref(&handoff)),
+            Some((editor, InvocationStatus::Cancelled))
+        );
+        // Only an interrupted run: a failed one is reopened as such.
+        let failed_root = root(InvocationStatus::Failed);
+        run.status = AgentRunStatus::Failed;
+        assert_eq!(unwritten_end(&run, &failed_root, &[]), None);
     }
 }

@@ -64,9 +64,12 @@ impl AgentRunService {
         let services = &self.services;
         let mut invocations = services.invocations.list_invocations(run_id).await?;
         let mut tasks = services.invocations.list_tasks(run_id).await?;
-        // A failed or cancelled run is read as interrupted where its end stopped it; nothing
-        // is written before the checks below pass.
-        let reopening = if run.status == AgentRunStatus::Interrupted {
+        // A failed or cancelled run, or an interrupted one whose end was never written, is read
+        // as interrupted where its end stopped it; nothing is written before the checks below
+        // pass.
+        let reopening = if run.status == AgentRunStatus::Interrupted
+            && super::reopen_run::unwritten_end(&run, &invocations, &tasks).is_none()
+        {
             None
         } else {
             Some(super::reopen_run::plan(services, &run, &mut invocations, &mut tasks).await?)

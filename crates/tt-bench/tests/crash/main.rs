@@ -160,6 +160,11 @@ async fn check_reopened(dir: &Path) -> usize {
         };
         assert_eq!(last_type, expected, "run {}", run.id);
     }
+    // No run lost its record: a killed process leaves either a whole run or creation
+    // leftovers, which the reopening removed.
+    let unreadable = runtime.unreadable_runs().await.unwrap();
+    assert!(unreadable.is_empty(), "{unreadable:?}");
+    assert!(runs.iter().all(|run| run.rebuilt.is_none()), "{runs:?}");
     let interrupted = runs
         .iter()
         .filter(|run| run.status == AgentRunStatus::Interrupted)

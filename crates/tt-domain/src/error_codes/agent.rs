@@ -242,6 +242,8 @@ super::error_codes! {
         "The run ran past its time limit.";
     AGENT_RUN_END_UNRECORDED = "agent.run_end_unrecorded", Storage,
         "A damage finding: the journal refused the run's end (a full or read-only disk); the run record keeps it as `unrecordedEnd`.";
+    AGENT_RUN_END_UNWRITTEN = "agent.run_end_unwritten", Storage,
+        "A damage finding: an interrupted run whose foreground agent failed or was cancelled never got its end on the run record; resume reopens what the end stopped.";
     AGENT_RUN_LOCKED = "agent.run_locked", HostContract,
         "Another process, or another runtime of this one, is writing the run.";
     AGENT_RUN_NOT_ABANDONABLE = "agent.run_not_abandonable", HostContract,
@@ -250,6 +252,10 @@ super::error_codes! {
         "The run cannot be resumed (it completed, was abandoned, or is still running).";
     AGENT_RUN_NOT_RUNNING = "agent.run_not_running", HostContract,
         "The call needs a running run, and this one has ended.";
+    AGENT_RUN_RECORD_MISSING = "agent.run_record_missing", Storage,
+        "A run directory holds a journal or records but no run record, and nothing can rebuild one; it is kept and listed as unreadable, never removed.";
+    AGENT_RUN_RECORD_REBUILT = "agent.run_record_rebuilt", Storage,
+        "A damage finding: the run record was missing or unreadable and was rebuilt from the run index's copy or the journal (`rebuilt` on the record says which and why).";
     AGENT_RUN_STATUS_TRANSITION_INVALID = "agent.run_status_transition_invalid", Internal,
         "A run's status was to change in a way its state machine forbids.";
     AGENT_RUNTIME_PROVIDER_MISSING = "agent.runtime_provider_missing", Configuration,

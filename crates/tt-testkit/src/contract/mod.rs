@@ -192,6 +192,7 @@ pub fn sample_run(n: u32) -> AgentRun {
         profile_models: Default::default(),
         abandoned_at: None,
         unrecorded_end: None,
+        rebuilt: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(i64::from(n) * 1_000),

@@ -70,6 +70,9 @@ pub struct FaultPlan {
     pub fault: DiskFault,
 }
 
+/// Picks writes by what they write (`runs/<id>/run.json`, `runs/<id>/events.jsonl`, …).
+pub type WriteFilter = fn(&str) -> bool;
+
 /// Wraps a store implementing the run, invocation, journal and workspace ports.
 #[derive(Debug)]
 pub struct FaultyStore<S> {
@@ -77,6 +80,9 @@ pub struct FaultyStore<S> {
     writes: AtomicU64,
     failed: AtomicU64,
     plan: Mutex<Option<FaultPlan>>,
+    /// Which writes the plan may fail, by what they write (`runs/<id>/run.json`,
+    /// `runs/<id>/events.jsonl`, …); `None`: every write.
+    only: Mutex<Option<WriteFilter>>,
 }
 
 impl<S> FaultyStore<S> {
@@ -87,7 +93,18 @@ impl<S> FaultyStore<S> {
             writes: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             plan: Mutex::new(None),
+            only: Mutex::new(None),
         })
+    }
+
+    /// Lets the plan fail only the writes `only` picks by what they write (a disk full for
+    /// new files and appends to the journal while other appends still fit, say); the others
+    /// pass and are still counted.
+    pub fn fail_only(&self, only: Option<WriteFilter>) {
+        *self
+            .only
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = only;
     }
 
     pub fn set_plan(&self, plan: Option<FaultPlan>) {
@@ -118,10 +135,18 @@ impl<S> FaultyStore<S> {
             .plan
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let only = *self
+            .only
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         match plan {
             Some(plan) if number == plan.at_write || (plan.sticky && number > plan.at_write) => {
+                let what = what();
+                if only.is_some_and(|only| !only(&what)) {
+                    return Ok(());
+                }
                 self.failed.fetch_add(1, Ordering::SeqCst);
-                Err(plan.fault.error(what()))
+                Err(plan.fault.error(what))
             }
             _ => Ok(()),
         }
@@ -154,6 +179,13 @@ impl<S: AgentRunRepository + 'static> AgentRunRepository for FaultyStore<S> {
 
     async fn unreadable_runs(&self) -> StorageResult<Vec<tt_domain::damage::UnreadableRun>> {
         self.inner.unreadable_runs().await
+    }
+
+    async fn check_stored(
+        &self,
+        run_id: &RunId,
+    ) -> StorageResult<Vec<tt_domain::damage::DamageFinding>> {
+        self.inner.check_stored(run_id).await
     }
 
     async fn write_document(

@@ -81,6 +81,7 @@ impl Agent {
             profile_models: Default::default(),
             abandoned_at: None,
             unrecorded_end: None,
+            rebuilt: None,
             connection_ref: None,
             generation: Default::default(),
             created_at: created,

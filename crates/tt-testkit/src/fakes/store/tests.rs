@@ -48,6 +48,7 @@ fn run(id: &str, created: i64) -> AgentRun {
         profile_models: Default::default(),
         abandoned_at: None,
         unrecorded_end: None,
+        rebuilt: None,
         connection_ref: None,
         generation: Default::default(),
         created_at: ts(created),
