@@ -6,6 +6,7 @@
 
 mod approvals;
 mod cassettes;
+mod chat_race;
 mod chat_state;
 mod cost;
 mod delegation;

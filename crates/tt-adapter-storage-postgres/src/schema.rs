@@ -370,6 +370,18 @@ END
 $fn$;
 "#,
     ),
+    (
+        12,
+        "the head of each conversation's persistent state",
+        // The one-writer rule of docs/storage.md: the run whose promoted state a conversation's
+        // next runs build on, moved by compare-and-swap under a per-conversation advisory lock.
+        r#"
+CREATE TABLE tt_chat_heads (
+    workspace_id text PRIMARY KEY,
+    run_id       text NOT NULL
+);
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

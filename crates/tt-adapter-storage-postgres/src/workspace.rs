@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_postgres::GenericClient;
 use tt_domain::DomainError;
-use tt_domain::ids::{CheckpointId, RunId};
+use tt_domain::ids::{CheckpointId, RunId, WorkspaceId};
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
@@ -594,6 +594,63 @@ impl WorkspaceRepository for PostgresStore {
             base_state_id: manifest.base_state_id,
             changes: manifest.changes,
         }))
+    }
+
+    async fn chat_head(&self, workspace_id: &WorkspaceId) -> StorageResult<Option<RunId>> {
+        let conn = self.pool.get().await?;
+        let row = conn
+            .query_opt(
+                "SELECT run_id FROM tt_chat_heads WHERE workspace_id = $1",
+                &[&workspace_id.as_str()],
+            )
+            .await
+            .map_err(db(format!("chat head of {workspace_id}")))?;
+        Ok(row.map(|row| RunId::from_raw(row.get::<_, String>(0))))
+    }
+
+    async fn swap_chat_head(
+        &self,
+        workspace_id: &WorkspaceId,
+        expected: Option<&RunId>,
+        run_id: &RunId,
+    ) -> StorageResult<bool> {
+        let what = || format!("chat head of {workspace_id}");
+        // Only the run's owner may make it the head; the conversation's advisory lock, held
+        // to the commit, orders every host's swaps of one head.
+        self.claim_run(run_id).await?;
+        let mut conn = self.pool.get().await?;
+        let (client, cache) = conn.parts();
+        let tx = client.transaction().await.map_err(db(what()))?;
+        let lock = format!("chat-head/{workspace_id}");
+        self.ownership
+            .fence(&tx, cache, run_id, Some(lock.as_str()))
+            .await?;
+        let head = cache
+            .query_opt(
+                &tx,
+                "SELECT run_id FROM tt_chat_heads WHERE workspace_id = $1",
+                &[&workspace_id.as_str()],
+            )
+            .await
+            .map_err(db(what()))?
+            .map(|row| row.get::<_, String>(0));
+        if head.as_deref() == Some(run_id.as_str()) {
+            return Ok(true);
+        }
+        if head.as_deref() != expected.map(RunId::as_str) {
+            return Ok(false);
+        }
+        cache
+            .execute(
+                &tx,
+                "INSERT INTO tt_chat_heads (workspace_id, run_id) VALUES ($1, $2)
+                 ON CONFLICT (workspace_id) DO UPDATE SET run_id = EXCLUDED.run_id",
+                &[&workspace_id.as_str(), &run_id.as_str()],
+            )
+            .await
+            .map_err(db(what()))?;
+        tx.commit().await.map_err(db(what()))?;
+        Ok(true)
     }
 
     async fn walk_files(
