@@ -17,6 +17,7 @@ mod host_api;
 mod hostile_servers;
 mod multi_host;
 mod orchestration;
+mod pg_restart;
 mod prompt_assembly;
 mod providers;
 mod real_llama;
