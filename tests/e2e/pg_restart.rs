@@ -71,7 +71,9 @@ impl ModelProvider for HoldingModel {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fan_out_completes_across_a_server_restart_without_a_resume() {
-    let cluster = tokio::task::block_in_place(|| TestCluster::start(false)).unwrap();
+    // Durable commits (`fsync`, `synchronous_commit` on): with them off, a crash loses the
+    // commits of its last moments, which no client can ride out (docs/storage.md, Durability).
+    let cluster = tokio::task::block_in_place(|| TestCluster::start(true)).unwrap();
     let url = cluster.create_database("tt_restart").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let reached = Arc::new(Notify::new());

@@ -16,6 +16,7 @@ mod owner_locks;
 mod pool;
 mod profiles;
 mod recovery;
+mod retry;
 mod runs;
 pub mod schema;
 mod skills;
@@ -28,6 +29,7 @@ pub use error::{PgResult, PgStoreError};
 pub use lease::DEFAULT_LEASE;
 pub use pool::redact;
 pub use recovery::{InterruptedRun, OWNER_EXITED};
+pub use retry::SERVER_RESTART_BOUND;
 
 use std::sync::Arc;
 use std::time::Duration;
