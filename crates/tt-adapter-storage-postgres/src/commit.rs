@@ -689,3 +689,77 @@ async fn why_refused(conn: &Client, ownership: &Ownership, run_id: &str) -> Stor
         Err(err) => io_error(&what, &err.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PostgresStore;
+    use crate::cluster::TestCluster;
+    use tt_ports::{AgentRunRepository, RunJournal};
+    use tt_testkit::contract::{manifest_for, sample_run};
+
+    fn event(run_id: &str) -> Pending {
+        let (reply, _) = oneshot::channel();
+        Pending {
+            run_id: run_id.to_owned(),
+            writes: vec![Write::Event {
+                body: "{}".to_owned(),
+            }],
+            reply,
+        }
+    }
+
+    fn seqs(answers: &[StorageResult<Vec<Answer>>]) -> Vec<u64> {
+        answers
+            .iter()
+            .flat_map(|answer| answer.as_ref().unwrap().iter().map(|a| a.number))
+            .collect()
+    }
+
+    /// A batch tried again under its token after its connection was lost is read back when
+    /// its first try had committed, and written when it had not: never twice.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_tried_again_is_written_once() {
+        let cluster = tokio::task::block_in_place(|| TestCluster::start(false)).unwrap();
+        let url = cluster.create_database("tt_unit_tokens").await.unwrap();
+        let store = PostgresStore::open(&url).await.unwrap();
+        let run = sample_run(1);
+        store.create_run(&run, &manifest_for(&run)).await.unwrap();
+        let batch = [event(run.id.as_str())];
+        let mut tokens = Tokens {
+            owner_id: store.ownership.owner_id.clone(),
+            next: 0,
+            acknowledged: Vec::new(),
+        };
+        let (ownership, mut client) = (&store.ownership, None);
+        let first = commit_batch(
+            &mut client,
+            &url,
+            ownership,
+            &batch,
+            "t1",
+            &mut tokens,
+            false,
+        );
+        let Ok(first) = first.await else {
+            panic!("the first try committed");
+        };
+        assert_eq!(seqs(&first), [1]);
+        // As if its answer had been lost: the same token again, on a new connection.
+        let mut fresh = None;
+        let again = commit_batch(&mut fresh, &url, ownership, &batch, "t1", &mut tokens, true);
+        let Ok(again) = again.await else {
+            panic!("read back");
+        };
+        assert_eq!(seqs(&again), [1]);
+        assert_eq!(store.last_seq(&run.id).await.unwrap(), 1);
+        // A try that had not committed is written on its retry.
+        let mut fresh = None;
+        let lost = commit_batch(&mut fresh, &url, ownership, &batch, "t2", &mut tokens, true);
+        let Ok(lost) = lost.await else {
+            panic!("written");
+        };
+        assert_eq!(seqs(&lost), [2]);
+        assert_eq!(store.last_seq(&run.id).await.unwrap(), 2);
+    }
+}

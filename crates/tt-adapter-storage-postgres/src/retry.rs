@@ -57,9 +57,11 @@ impl Backoff {
 }
 
 /// Runs `unit` until it does not fail with a lost connection, or the bound has passed.
-pub(crate) async fn retrying<T>(
-    mut unit: impl AsyncFnMut(Attempt) -> StorageResult<T>,
-) -> StorageResult<T> {
+pub(crate) async fn retrying<T, F, Fut>(mut unit: F) -> StorageResult<T>
+where
+    F: FnMut(Attempt) -> Fut,
+    Fut: std::future::Future<Output = StorageResult<T>>,
+{
     let mut backoff = Backoff::new();
     let mut attempt = Attempt::default();
     loop {
