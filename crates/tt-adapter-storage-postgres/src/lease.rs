@@ -223,7 +223,7 @@ impl Ownership {
         {
             Ok(Some(_)) => self.lost(run_id),
             Ok(None) => StorageError::not_found(what),
-            Err(err) => StorageError::io(what, err),
+            Err(err) => io(what)(err),
         }
     }
 
