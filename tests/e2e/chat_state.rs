@@ -15,7 +15,7 @@ use tt_testkit::fakes::{FakeModel, responses};
 use crate::delegation::{WRITERS_ROOM, all_events};
 use crate::support::start_request;
 
-const CHAT: &str = "e2e-chat";
+pub(crate) const CHAT: &str = "e2e-chat";
 
 fn done(request: &AgentModelRequest, id: &str) -> bool {
     request
@@ -46,7 +46,7 @@ fn call(id: &str, name: &str, args: Value) -> tt_domain::model::AgentModelRespon
 
 /// Adds the user's request to `persist/facts.md` (unless the request says "nothing to
 /// remember"), then a reply, publishes it and finishes.
-fn remembering_writer() -> Arc<FakeModel> {
+pub(crate) fn remembering_writer() -> Arc<FakeModel> {
     FakeModel::new(|request: &AgentModelRequest| {
         let asked = user_request(request);
         Ok(if done(request, "c") {
@@ -92,7 +92,12 @@ async fn runtime(dir: &std::path::Path) -> AgentRuntime {
     runtime
 }
 
-async fn start(runtime: &AgentRuntime, profile: &str, asked: &str, base: Option<String>) -> String {
+pub(crate) async fn start(
+    runtime: &AgentRuntime,
+    profile: &str,
+    asked: &str,
+    base: Option<String>,
+) -> String {
     let mut request = start_request();
     request.profile_id = Some(profile.into());
     request.user_request = Some(asked.into());
@@ -118,7 +123,7 @@ async fn completed(runtime: &AgentRuntime, run_id: &str) {
     assert_eq!(run.status, AgentRunStatus::Completed, "{run_id}");
 }
 
-async fn persisted(runtime: &AgentRuntime, run_id: &str) -> String {
+pub(crate) async fn persisted(runtime: &AgentRuntime, run_id: &str) -> String {
     runtime
         .read_workspace_file(run_id, "persist/facts.md")
         .await

@@ -6,6 +6,7 @@
 
 mod approvals;
 mod cassettes;
+mod chat_race;
 mod chat_state;
 mod cost;
 mod delegation;
@@ -18,6 +19,7 @@ mod hostile_servers;
 mod mcp;
 mod multi_host;
 mod orchestration;
+mod pg_restart;
 mod prompt_assembly;
 mod providers;
 mod real_llama;

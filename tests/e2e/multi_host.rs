@@ -34,11 +34,11 @@ use tt_runtime::{
 // The benchmark's scripted model, compiled in here as well (tt-bench is a binary crate).
 #[path = "../../crates/tt-bench/src/model.rs"]
 #[allow(dead_code)] // the benchmark uses parts this test does not
-mod fanout_model;
+pub(crate) mod fanout_model;
 
 use fanout_model::{CHILD_TURNS, FanoutModel, ROOT_TURNS, Turn, decide};
 
-const CHILDREN: u32 = 64;
+pub(crate) const CHILDREN: u32 = 64;
 /// Host A answers this many model calls, then none: the root's first turn and part of the
 /// children's work.
 const ANSWERED_BY_A: usize = 120;
@@ -90,7 +90,7 @@ impl ModelProvider for RecordingModel {
     }
 }
 
-fn profiles() -> Vec<AgentProfileDefinition> {
+pub(crate) fn profiles() -> Vec<AgentProfileDefinition> {
     let mut root: Value = serde_json::from_str(include_str!(
         "../../crates/tt-bench/profiles/fanout-root.json"
     ))
@@ -108,7 +108,7 @@ fn profiles() -> Vec<AgentProfileDefinition> {
         .collect()
 }
 
-fn start_request() -> StartRunRequest {
+pub(crate) fn start_request() -> StartRunRequest {
     let mut request = crate::support::start_request();
     request.profile_id = Some(fanout_model::ROOT_PROFILE.to_owned());
     request.user_request = Some(format!(

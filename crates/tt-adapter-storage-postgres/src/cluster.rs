@@ -147,6 +147,8 @@ pub struct TestCluster {
     dir: tempfile::TempDir,
     port: u16,
     as_postgres: bool,
+    /// The server options it was started with (port, fsync…), to start it again alike.
+    options: String,
 }
 
 impl TestCluster {
@@ -202,6 +204,7 @@ impl TestCluster {
                         dir,
                         port,
                         as_postgres,
+                        options,
                     };
                     cluster.watch_parent();
                     return Ok(cluster);
@@ -261,6 +264,47 @@ impl TestCluster {
     /// The server's data dir (for logs in failure messages).
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
+    }
+
+    /// Stops the server as a crash would (`pg_ctl stop -m immediate`: every session is cut
+    /// off, nothing is checkpointed); [`TestCluster::start_again`] brings it back.
+    pub fn stop_immediately(&self) -> PgResult<()> {
+        let data_arg = self.data_dir().to_string_lossy().into_owned();
+        run(
+            &self.bin,
+            "pg_ctl",
+            &["-D", &data_arg, "-m", "immediate", "-w", "stop"],
+            self.as_postgres,
+        )
+    }
+
+    /// Starts the server again on the same port and data dir, with the same options; it
+    /// replays its WAL first, as after a crash.
+    pub fn start_again(&self) -> PgResult<()> {
+        let data_arg = self.data_dir().to_string_lossy().into_owned();
+        let log = self
+            .dir
+            .path()
+            .join("server.log")
+            .to_string_lossy()
+            .into_owned();
+        run(
+            &self.bin,
+            "pg_ctl",
+            &[
+                "-D",
+                &data_arg,
+                "-l",
+                &log,
+                "-o",
+                &self.options,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+            self.as_postgres,
+        )
     }
 
     fn pg_ctl_stop(&self) {

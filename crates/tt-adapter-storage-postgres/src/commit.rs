@@ -18,8 +18,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::{Client, Statement};
 use tt_ports::{StorageError, StorageResult};
 
+use crate::error::{CONNECTION_LOST, is_connection_error, is_connection_lost};
 use crate::lease::Ownership;
 use crate::pool::connect;
+use crate::retry::Backoff;
 
 /// At most this many appends go into one statement (a fan-out's burst fits; arrays stay small).
 const MAX_BATCH: usize = 1024;
@@ -33,7 +35,11 @@ const MAX_BATCH: usize = 1024;
 /// the fingerprints and texts of their files as the statement's snapshot holds them. Answers
 /// `(0, ord, seq, NULL)` per stored event, `(1, ord, 0, NULL)` per stored document,
 /// `(2, ord, 0, NULL)` per stored invocation, `(3, ord, 0, NULL)` per stored task and
-/// `(4, ord, seq, fingerprints)` per stored checkpoint.
+/// `(4, ord, seq, fingerprints)` per stored checkpoint. The same answers are kept as JSON in
+/// `tt_commit_batches` under the batch's token (`$20`, migration 13), in the same transaction,
+/// so a batch whose connection was lost before its answer arrived is known to have committed
+/// (and what it answered) or not, and is never written twice; the tokens of batches whose
+/// answers arrived (`$21`) are deleted.
 ///
 /// Checkpoints are numbered here without a lock: only the committer of the store holding the
 /// run's lease writes its checkpoints (the statement key-share locks the lease row), and its
@@ -132,16 +138,28 @@ tasks_stored AS (
     WHERE run_id IN (SELECT run_id FROM held)),
 heard AS (
     SELECT count(pg_notify('tt_journal', run_id || ' ' || last)::text) AS notes
-    FROM (SELECT run_id, max(seq) AS last FROM numbered GROUP BY run_id) AS tails)
-SELECT 0, numbered.ord, numbered.seq, NULL::text FROM numbered CROSS JOIN heard
-UNION ALL
-SELECT 1, d.ord, 0, NULL FROM docs_in d WHERE d.run_id IN (SELECT run_id FROM held)
-UNION ALL
-SELECT 2, i.ord, 0, NULL FROM invs_in i WHERE i.run_id IN (SELECT run_id FROM held)
-UNION ALL
-SELECT 3, t.ord, 0, NULL FROM tasks_in t WHERE t.run_id IN (SELECT run_id FROM held)
-UNION ALL
-SELECT 4, c.ord, c.seq, c.prints::text FROM cps_printed c";
+    FROM (SELECT run_id, max(seq) AS last FROM numbered GROUP BY run_id) AS tails),
+answers (kind, ord, seq, detail) AS (
+    SELECT 0, numbered.ord, numbered.seq, NULL::text FROM numbered CROSS JOIN heard
+    UNION ALL
+    SELECT 1, d.ord, 0, NULL FROM docs_in d WHERE d.run_id IN (SELECT run_id FROM held)
+    UNION ALL
+    SELECT 2, i.ord, 0, NULL FROM invs_in i WHERE i.run_id IN (SELECT run_id FROM held)
+    UNION ALL
+    SELECT 3, t.ord, 0, NULL FROM tasks_in t WHERE t.run_id IN (SELECT run_id FROM held)
+    UNION ALL
+    SELECT 4, c.ord, c.seq, c.prints::text FROM cps_printed c),
+noted AS (
+    INSERT INTO tt_commit_batches (token, answers)
+    SELECT $20, coalesce(json_agg(json_build_array(kind, ord, seq, detail)), '[]')::text
+    FROM answers),
+forgotten AS (
+    DELETE FROM tt_commit_batches WHERE token = ANY($21::text[]))
+SELECT kind, ord, seq, detail FROM answers";
+
+/// What a batch that committed answered, read back by its token when the connection was lost
+/// before the answer arrived.
+const LANDED: &str = "SELECT answers FROM tt_commit_batches WHERE token = $1";
 
 /// What a caller asked to write.
 pub(crate) enum Write {
@@ -263,6 +281,21 @@ impl JournalCommitter {
     }
 }
 
+/// The tokens of one committer's batches: each batch's own, and those whose answers arrived,
+/// to delete with the next batch.
+struct Tokens {
+    owner_id: String,
+    next: u64,
+    acknowledged: Vec<String>,
+}
+
+impl Tokens {
+    fn fresh(&mut self) -> String {
+        self.next += 1;
+        format!("{}#{}", self.owner_id, self.next)
+    }
+}
+
 async fn commit_loop(
     url: String,
     ownership: std::sync::Weak<Ownership>,
@@ -270,6 +303,14 @@ async fn commit_loop(
 ) {
     let mut client: Option<(Client, Statement)> = None;
     let mut batch: Vec<Pending> = Vec::new();
+    let mut tokens = match ownership.upgrade() {
+        Some(ownership) => Tokens {
+            owner_id: ownership.owner_id.clone(),
+            next: 0,
+            acknowledged: Vec::new(),
+        },
+        None => return,
+    };
     while let Some(first) = receiver.recv().await {
         batch.push(first);
         let mut writes: usize = batch.iter().map(|p| p.writes.len()).sum();
@@ -285,26 +326,40 @@ async fn commit_loop(
         let Some(ownership) = ownership.upgrade() else {
             return;
         };
-        let answers = match commit_batch(&mut client, &url, &ownership, &batch).await {
-            Ok(answers) => answers,
-            // A taken task id failed the statement, which left nothing: each unit again on
-            // its own, so only the one with that task fails.
-            Err(_) if batch.len() > 1 => {
-                let mut answers = Vec::with_capacity(batch.len());
-                for pending in &batch {
-                    let alone =
-                        commit_batch(&mut client, &url, &ownership, std::slice::from_ref(pending))
-                            .await;
-                    answers.push(alone.unwrap_or_else(|taken| vec![Err(taken)]).remove(0));
+        let answers =
+            match commit_retrying(&mut client, &url, &ownership, &batch, &mut tokens).await {
+                Ok(answers) => answers,
+                // A taken task id failed the statement, which left nothing: each unit again on
+                // its own, so only the one with that task fails.
+                Err(_) if batch.len() > 1 => {
+                    let mut answers = Vec::with_capacity(batch.len());
+                    for pending in &batch {
+                        let alone = commit_retrying(
+                            &mut client,
+                            &url,
+                            &ownership,
+                            std::slice::from_ref(pending),
+                            &mut tokens,
+                        )
+                        .await;
+                        answers.push(alone.unwrap_or_else(|taken| vec![Err(taken)]).remove(0));
+                    }
+                    answers
                 }
-                answers
-            }
-            Err(taken) => vec![Err(taken)],
-        };
+                Err(taken) => vec![Err(taken)],
+            };
         for (pending, answer) in batch.drain(..).zip(answers) {
             // A caller that stopped waiting still had its event committed.
             let _ = pending.reply.send(answer);
         }
+    }
+}
+
+/// A driver error with the server's message, when the server sent one.
+fn describe(err: &tokio_postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db) => format!("{err}: {}", db.message()),
+        None => err.to_string(),
     }
 }
 
@@ -315,16 +370,73 @@ fn io_error(what: &str, message: &str) -> StorageError {
     }
 }
 
-/// Commits one batch; one answer per pending caller, in order. `Err` (with what a unit of
-/// its own would answer) when the statement failed on a task id that is taken, which
-/// rolled all of it back: the caller then tries the units one at a time.
+/// Why a batch wrote nothing.
+enum BatchError {
+    /// A task id is taken: the statement rolled back, the units are tried one at a time.
+    TaskTaken(StorageError),
+    /// The connection was lost or could not be made: the batch may have committed.
+    Lost(String),
+}
+
+/// Commits one batch under one token, trying again on a new connection while the connection
+/// is lost (`retry.rs`); `Err` only for a taken task id.
+async fn commit_retrying(
+    client: &mut Option<(Client, Statement)>,
+    url: &str,
+    ownership: &Ownership,
+    batch: &[Pending],
+    tokens: &mut Tokens,
+) -> Result<Vec<StorageResult<Vec<Answer>>>, StorageError> {
+    let token = tokens.fresh();
+    let mut backoff = Backoff::new();
+    let mut maybe_landed = false;
+    loop {
+        match commit_batch(client, url, ownership, batch, &token, tokens, maybe_landed).await {
+            Ok(answers) => {
+                tokens.acknowledged.push(token);
+                return Ok(answers);
+            }
+            Err(BatchError::TaskTaken(taken)) => return Err(taken),
+            Err(BatchError::Lost(message)) => {
+                *client = None;
+                maybe_landed = true;
+                if !backoff.wait().await {
+                    let message = format!("{CONNECTION_LOST}: {message}");
+                    return Ok(batch
+                        .iter()
+                        .map(|p| Err(io_error(&format!("runs/{}/events", p.run_id), &message)))
+                        .collect());
+                }
+            }
+        }
+    }
+}
+
+/// The answers a committed batch recorded under its token: `(kind, ord) -> (number, detail)`.
+type Written = HashMap<(i32, i64), (i64, Option<String>)>;
+
+fn recorded_answers(text: &str) -> Result<Written, serde_json::Error> {
+    let rows: Vec<(i32, i64, i64, Option<String>)> = serde_json::from_str(text)?;
+    Ok(rows
+        .into_iter()
+        .map(|(kind, ord, number, detail)| ((kind, ord), (number, detail)))
+        .collect())
+}
+
+/// Commits one batch; one answer per pending caller, in order. `maybe_landed`: an earlier try
+/// of this batch (same `token`) lost its connection, so it is first looked up by its token and
+/// written only if it did not commit.
+#[allow(clippy::too_many_arguments)]
 async fn commit_batch(
     client: &mut Option<(Client, Statement)>,
     url: &str,
     ownership: &Ownership,
     batch: &[Pending],
-) -> Result<Vec<StorageResult<Vec<Answer>>>, StorageError> {
-    let failed = |message: &str| -> Result<Vec<StorageResult<Vec<Answer>>>, StorageError> {
+    token: &str,
+    tokens: &mut Tokens,
+    maybe_landed: bool,
+) -> Result<Vec<StorageResult<Vec<Answer>>>, BatchError> {
+    let failed = |message: &str| -> Result<Vec<StorageResult<Vec<Answer>>>, BatchError> {
         Ok(batch
             .iter()
             .map(|p| Err(io_error(&format!("runs/{}/events", p.run_id), message)))
@@ -333,107 +445,47 @@ async fn commit_batch(
     if client.as_ref().is_none_or(|(conn, _)| conn.is_closed()) {
         let fresh = match connect(url).await {
             Ok(fresh) => fresh,
-            Err(err) => return failed(&err.to_string()),
+            Err(err) => {
+                let err = StorageError::from(err);
+                return if is_connection_lost(&err) {
+                    Err(BatchError::Lost(err.to_string()))
+                } else {
+                    failed(&err.to_string())
+                };
+            }
         };
         // Parsed and planned once per connection.
         match fresh.prepare(WRITE_BATCH).await {
             Ok(statement) => *client = Some((fresh, statement)),
-            Err(err) => return failed(&err.to_string()),
+            Err(err) if is_connection_error(&err) => return Err(BatchError::Lost(err.to_string())),
+            Err(err) => return failed(&describe(&err)),
         }
     }
     let Some((conn, statement)) = client.as_ref() else {
         return failed("no connection");
     };
-    let mut event_runs: Vec<&str> = Vec::new();
-    let mut event_bodies: Vec<&str> = Vec::new();
-    let mut doc_runs: Vec<&str> = Vec::new();
-    let mut doc_paths: Vec<&str> = Vec::new();
-    let mut doc_bodies: Vec<&str> = Vec::new();
-    let mut inv_runs: Vec<&str> = Vec::new();
-    let mut inv_ids: Vec<&str> = Vec::new();
-    let mut inv_bodies: Vec<&str> = Vec::new();
-    let mut task_runs: Vec<&str> = Vec::new();
-    let mut task_ids: Vec<&str> = Vec::new();
-    let mut task_parents: Vec<&str> = Vec::new();
-    let mut task_children: Vec<&str> = Vec::new();
-    let mut task_keys: Vec<&str> = Vec::new();
-    let mut task_delegations: Vec<bool> = Vec::new();
-    let mut task_bodies: Vec<&str> = Vec::new();
-    let mut cp_runs: Vec<&str> = Vec::new();
-    let mut cp_paths: Vec<&str> = Vec::new();
-    let mut cp_heads: Vec<&str> = Vec::new();
-    // Each pending caller's writes' (kind, 1-based position among its kind), as the
-    // statement answers.
-    let mut keys: Vec<Vec<(i32, i64)>> = Vec::with_capacity(batch.len());
-    for pending in batch {
-        let mut mine = Vec::with_capacity(pending.writes.len());
-        for write in &pending.writes {
-            match write {
-                Write::Event { body } => {
-                    event_runs.push(&pending.run_id);
-                    event_bodies.push(body);
-                    mine.push((0, ordinal(event_runs.len())));
-                }
-                Write::Document { path, body } => {
-                    doc_runs.push(&pending.run_id);
-                    doc_paths.push(path);
-                    doc_bodies.push(body);
-                    mine.push((1, ordinal(doc_runs.len())));
-                }
-                Write::Invocation {
-                    invocation_id,
-                    body,
-                } => {
-                    inv_runs.push(&pending.run_id);
-                    inv_ids.push(invocation_id);
-                    inv_bodies.push(body);
-                    mine.push((2, ordinal(inv_runs.len())));
-                }
-                Write::Task(task) => {
-                    task_runs.push(&pending.run_id);
-                    task_ids.push(&task.task_id);
-                    task_parents.push(&task.parent_id);
-                    task_children.push(&task.child_id);
-                    task_keys.push(&task.workspace_key);
-                    task_delegations.push(task.delegation);
-                    task_bodies.push(&task.body);
-                    mine.push((3, ordinal(task_runs.len())));
-                }
-                Write::Checkpoint { paths, head } => {
-                    cp_runs.push(&pending.run_id);
-                    cp_paths.push(paths);
-                    cp_heads.push(head);
-                    mine.push((4, ordinal(cp_runs.len())));
-                }
+    let params = BatchParams::of(batch);
+    if maybe_landed {
+        match conn.query_opt(LANDED, &[&token]).await {
+            Ok(Some(row)) => {
+                return match recorded_answers(row.get(0)) {
+                    Ok(written) => Ok(settle(conn, ownership, batch, &params.keys, written).await),
+                    Err(err) => failed(&format!("the answers of batch {token}: {err}")),
+                };
             }
+            Ok(None) => {}
+            Err(err) if is_connection_error(&err) => return Err(BatchError::Lost(err.to_string())),
+            Err(err) => return failed(&describe(&err)),
         }
-        keys.push(mine);
     }
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 19] = [
-        &event_runs,
-        &event_bodies,
-        &doc_runs,
-        &doc_paths,
-        &doc_bodies,
-        &ownership.owner_id,
-        &inv_runs,
-        &inv_ids,
-        &inv_bodies,
-        &task_runs,
-        &task_ids,
-        &task_parents,
-        &task_children,
-        &task_keys,
-        &task_delegations,
-        &task_bodies,
-        &cp_runs,
-        &cp_paths,
-        &cp_heads,
-    ];
-    let rows = match conn.query(statement, &params).await {
+    let rows = match params
+        .send(conn, statement, &ownership.owner_id, token, tokens)
+        .await
+    {
         Ok(rows) => rows,
+        Err(err) if is_connection_error(&err) => return Err(BatchError::Lost(err.to_string())),
         Err(err) if err.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
-            return Err(StorageError::AlreadyExists {
+            return Err(BatchError::TaskTaken(StorageError::AlreadyExists {
                 what: match batch {
                     [only] => only
                         .writes
@@ -445,27 +497,149 @@ async fn commit_batch(
                         .unwrap_or_else(|| format!("a record of run {}", only.run_id)),
                     _ => "a task".to_owned(),
                 },
-            });
+            }));
         }
         Err(err) => return failed(&err.to_string()),
     };
-    let mut written: HashMap<(i32, i64), (i64, Option<String>)> =
-        HashMap::with_capacity(rows.len());
+    tokens.acknowledged.clear();
+    let mut written: Written = HashMap::with_capacity(rows.len());
     for row in &rows {
         written.insert((row.get(0), row.get(1)), (row.get(2), row.get(3)));
     }
+    Ok(settle(conn, ownership, batch, &params.keys, written).await)
+}
+
+/// The statement's parameters for one batch, and where each caller's writes are among them.
+#[derive(Default)]
+struct BatchParams<'b> {
+    event_runs: Vec<&'b str>,
+    event_bodies: Vec<&'b str>,
+    doc_runs: Vec<&'b str>,
+    doc_paths: Vec<&'b str>,
+    doc_bodies: Vec<&'b str>,
+    inv_runs: Vec<&'b str>,
+    inv_ids: Vec<&'b str>,
+    inv_bodies: Vec<&'b str>,
+    task_runs: Vec<&'b str>,
+    task_ids: Vec<&'b str>,
+    task_parents: Vec<&'b str>,
+    task_children: Vec<&'b str>,
+    task_keys: Vec<&'b str>,
+    task_delegations: Vec<bool>,
+    task_bodies: Vec<&'b str>,
+    cp_runs: Vec<&'b str>,
+    cp_paths: Vec<&'b str>,
+    cp_heads: Vec<&'b str>,
+    /// Each pending caller's writes' (kind, 1-based position among its kind), as the
+    /// statement answers.
+    keys: Vec<Vec<(i32, i64)>>,
+}
+
+impl<'b> BatchParams<'b> {
+    fn of(batch: &'b [Pending]) -> Self {
+        let mut p = Self::default();
+        for pending in batch {
+            let mut mine = Vec::with_capacity(pending.writes.len());
+            for write in &pending.writes {
+                match write {
+                    Write::Event { body } => {
+                        p.event_runs.push(&pending.run_id);
+                        p.event_bodies.push(body);
+                        mine.push((0, ordinal(p.event_runs.len())));
+                    }
+                    Write::Document { path, body } => {
+                        p.doc_runs.push(&pending.run_id);
+                        p.doc_paths.push(path);
+                        p.doc_bodies.push(body);
+                        mine.push((1, ordinal(p.doc_runs.len())));
+                    }
+                    Write::Invocation {
+                        invocation_id,
+                        body,
+                    } => {
+                        p.inv_runs.push(&pending.run_id);
+                        p.inv_ids.push(invocation_id);
+                        p.inv_bodies.push(body);
+                        mine.push((2, ordinal(p.inv_runs.len())));
+                    }
+                    Write::Task(task) => {
+                        p.task_runs.push(&pending.run_id);
+                        p.task_ids.push(&task.task_id);
+                        p.task_parents.push(&task.parent_id);
+                        p.task_children.push(&task.child_id);
+                        p.task_keys.push(&task.workspace_key);
+                        p.task_delegations.push(task.delegation);
+                        p.task_bodies.push(&task.body);
+                        mine.push((3, ordinal(p.task_runs.len())));
+                    }
+                    Write::Checkpoint { paths, head } => {
+                        p.cp_runs.push(&pending.run_id);
+                        p.cp_paths.push(paths);
+                        p.cp_heads.push(head);
+                        mine.push((4, ordinal(p.cp_runs.len())));
+                    }
+                }
+            }
+            p.keys.push(mine);
+        }
+        p
+    }
+
+    async fn send(
+        &self,
+        conn: &Client,
+        statement: &Statement,
+        owner_id: &String,
+        token: &str,
+        tokens: &Tokens,
+    ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 21] = [
+            &self.event_runs,
+            &self.event_bodies,
+            &self.doc_runs,
+            &self.doc_paths,
+            &self.doc_bodies,
+            owner_id,
+            &self.inv_runs,
+            &self.inv_ids,
+            &self.inv_bodies,
+            &self.task_runs,
+            &self.task_ids,
+            &self.task_parents,
+            &self.task_children,
+            &self.task_keys,
+            &self.task_delegations,
+            &self.task_bodies,
+            &self.cp_runs,
+            &self.cp_paths,
+            &self.cp_heads,
+            &token,
+            &tokens.acknowledged,
+        ];
+        conn.query(statement, &params).await
+    }
+}
+
+/// Each caller's answer from what the batch wrote: its numbers, or why its run was left out.
+async fn settle(
+    conn: &Client,
+    ownership: &Ownership,
+    batch: &[Pending],
+    keys: &[Vec<(i32, i64)>],
+    mut written: Written,
+) -> Vec<StorageResult<Vec<Answer>>> {
     // The runs left out: not there, or not this store's any more.
     let mut refused: BTreeMap<&str, StorageError> = BTreeMap::new();
-    for (pending, mine) in batch.iter().zip(&keys) {
+    for (pending, mine) in batch.iter().zip(keys) {
         let all_written = mine.iter().all(|key| written.contains_key(key));
         if !all_written && !refused.contains_key(pending.run_id.as_str()) {
             let why = why_refused(conn, ownership, &pending.run_id).await;
             refused.insert(pending.run_id.as_str(), why);
         }
     }
-    Ok(batch
+    batch
         .iter()
-        .zip(&keys)
+        .zip(keys)
         .map(|(pending, mine)| {
             match mine
                 .iter()
@@ -489,7 +663,7 @@ async fn commit_batch(
                 }),
             }
         })
-        .collect())
+        .collect()
 }
 
 fn ordinal(count: usize) -> i64 {
@@ -513,5 +687,79 @@ async fn why_refused(conn: &Client, ownership: &Ownership, run_id: &str) -> Stor
         }
         Ok(None) => StorageError::not_found(what),
         Err(err) => io_error(&what, &err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PostgresStore;
+    use crate::cluster::TestCluster;
+    use tt_ports::{AgentRunRepository, RunJournal};
+    use tt_testkit::contract::{manifest_for, sample_run};
+
+    fn event(run_id: &str) -> Pending {
+        let (reply, _) = oneshot::channel();
+        Pending {
+            run_id: run_id.to_owned(),
+            writes: vec![Write::Event {
+                body: "{}".to_owned(),
+            }],
+            reply,
+        }
+    }
+
+    fn seqs(answers: &[StorageResult<Vec<Answer>>]) -> Vec<u64> {
+        answers
+            .iter()
+            .flat_map(|answer| answer.as_ref().unwrap().iter().map(|a| a.number))
+            .collect()
+    }
+
+    /// A batch tried again under its token after its connection was lost is read back when
+    /// its first try had committed, and written when it had not: never twice.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_tried_again_is_written_once() {
+        let cluster = tokio::task::block_in_place(|| TestCluster::start(false)).unwrap();
+        let url = cluster.create_database("tt_unit_tokens").await.unwrap();
+        let store = PostgresStore::open(&url).await.unwrap();
+        let run = sample_run(1);
+        store.create_run(&run, &manifest_for(&run)).await.unwrap();
+        let batch = [event(run.id.as_str())];
+        let mut tokens = Tokens {
+            owner_id: store.ownership.owner_id.clone(),
+            next: 0,
+            acknowledged: Vec::new(),
+        };
+        let (ownership, mut client) = (&store.ownership, None);
+        let first = commit_batch(
+            &mut client,
+            &url,
+            ownership,
+            &batch,
+            "t1",
+            &mut tokens,
+            false,
+        );
+        let Ok(first) = first.await else {
+            panic!("the first try committed");
+        };
+        assert_eq!(seqs(&first), [1]);
+        // As if its answer had been lost: the same token again, on a new connection.
+        let mut fresh = None;
+        let again = commit_batch(&mut fresh, &url, ownership, &batch, "t1", &mut tokens, true);
+        let Ok(again) = again.await else {
+            panic!("read back");
+        };
+        assert_eq!(seqs(&again), [1]);
+        assert_eq!(store.last_seq(&run.id).await.unwrap(), 1);
+        // A try that had not committed is written on its retry.
+        let mut fresh = None;
+        let lost = commit_batch(&mut fresh, &url, ownership, &batch, "t2", &mut tokens, true);
+        let Ok(lost) = lost.await else {
+            panic!("written");
+        };
+        assert_eq!(seqs(&lost), [2]);
+        assert_eq!(store.last_seq(&run.id).await.unwrap(), 2);
     }
 }

@@ -1,6 +1,8 @@
 //! The adapter's one error type and its mapping into the ports' `StorageError`, with the
 //! reference contract's codes (a unique violation is `agent.already_exists`, a lost or refused
-//! connection `agent.storage_io`, unreadable stored JSON `agent.storage_corrupt`).
+//! connection `agent.storage_io`, unreadable stored JSON `agent.storage_corrupt`). A lost
+//! connection (the server went away or is starting up) is an `agent.storage_io` whose message
+//! starts with [`CONNECTION_LOST`], which the store's units retry ([`is_connection_lost`]).
 
 use tokio_postgres::error::SqlState;
 use tt_ports::StorageError;
@@ -42,9 +44,42 @@ impl PgStoreError {
     }
 }
 
+/// How the message of a storage error from a lost connection starts.
+pub(crate) const CONNECTION_LOST: &str = "the connection to the server was lost";
+
+/// Whether `error` says the connection to the server is gone or could not be made, or the
+/// server is shutting down or starting up: a unit of work that failed so may be tried again
+/// on a new connection once the server is back.
+pub(crate) fn is_connection_error(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    if let Some(code) = error.code() {
+        return code.code().starts_with("08")
+            || [
+                SqlState::ADMIN_SHUTDOWN,
+                SqlState::CRASH_SHUTDOWN,
+                SqlState::CANNOT_CONNECT_NOW,
+            ]
+            .contains(code);
+    }
+    std::error::Error::source(error).is_some_and(|source| source.is::<std::io::Error>())
+}
+
+/// Whether a port error is a lost connection (see [`CONNECTION_LOST`]).
+pub(crate) fn is_connection_lost(error: &StorageError) -> bool {
+    matches!(error, StorageError::Io { message, .. } if message.starts_with(CONNECTION_LOST))
+}
+
 impl From<PgStoreError> for StorageError {
     fn from(value: PgStoreError) -> Self {
         match value {
+            PgStoreError::Postgres { context, source } if is_connection_error(&source) => {
+                StorageError::Io {
+                    what: context,
+                    message: format!("{CONNECTION_LOST}: {source}"),
+                }
+            }
             PgStoreError::Postgres { context, source } => {
                 if source.code() == Some(&SqlState::UNIQUE_VIOLATION) {
                     StorageError::AlreadyExists { what: context }

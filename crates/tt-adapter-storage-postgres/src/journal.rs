@@ -15,6 +15,7 @@ use tt_ports::{EventPage, RunJournal, RunWrite, StorageError, StorageResult};
 use crate::PostgresStore;
 use crate::commit::{NewTaskRow, Write};
 use crate::error::{io, parse, to_json};
+use crate::retry::retrying;
 
 fn event_from_row(run_id: &RunId, seq: i64, body: &str) -> StorageResult<AgentRunEvent> {
     let mut event: AgentRunEvent = parse(format!("event {seq} of run {run_id}"), body)?;
@@ -136,59 +137,62 @@ impl RunJournal for PostgresStore {
     }
 
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
-        let limit = page.effective_limit();
-        let sql_limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let filtered = page.invocation_id.is_some();
-        let (sql, bound) = match (page.before_seq, page.after_seq) {
-            (Some(before), _) => (
-                if filtered {
-                    "SELECT seq, body FROM events WHERE run_id = $1 AND seq < $2
-                     ORDER BY seq DESC LIMIT ALL OFFSET $3"
-                } else {
-                    "SELECT seq, body FROM events WHERE run_id = $1 AND seq < $2
-                     ORDER BY seq DESC LIMIT $3"
-                },
-                before,
-            ),
-            (None, after) => (
-                if filtered {
-                    "SELECT seq, body FROM events WHERE run_id = $1 AND seq > $2
-                     ORDER BY seq LIMIT ALL OFFSET $3"
-                } else {
-                    "SELECT seq, body FROM events WHERE run_id = $1 AND seq > $2
-                     ORDER BY seq LIMIT $3"
-                },
-                after.unwrap_or(0),
-            ),
-        };
-        let bound = i64::try_from(bound).unwrap_or(i64::MAX);
-        // A filtered page reads the range and filters here (the filter looks into the
-        // payload's eventScope); the OFFSET 0 keeps one statement shape for both.
-        let third = if filtered { 0 } else { sql_limit };
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query(sql, &[&run_id.as_str(), &bound, &third])
-            .await
-            .map_err(io(format!("runs/{run_id}/events")))?;
-        drop(conn);
-        if rows.is_empty() {
-            self.require_run(run_id).await?;
-        }
-        let descending = page.before_seq.is_some();
-        let mut events = Vec::with_capacity(rows.len().min(limit));
-        for row in &rows {
-            let event = event_from_row(run_id, row.get(0), row.get(1))?;
-            if page.matches(&event) {
-                events.push(event);
-                if events.len() == limit {
-                    break;
+        retrying(|_| async move {
+            let limit = page.effective_limit();
+            let sql_limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let filtered = page.invocation_id.is_some();
+            let (sql, bound) = match (page.before_seq, page.after_seq) {
+                (Some(before), _) => (
+                    if filtered {
+                        "SELECT seq, body FROM events WHERE run_id = $1 AND seq < $2
+                         ORDER BY seq DESC LIMIT ALL OFFSET $3"
+                    } else {
+                        "SELECT seq, body FROM events WHERE run_id = $1 AND seq < $2
+                         ORDER BY seq DESC LIMIT $3"
+                    },
+                    before,
+                ),
+                (None, after) => (
+                    if filtered {
+                        "SELECT seq, body FROM events WHERE run_id = $1 AND seq > $2
+                         ORDER BY seq LIMIT ALL OFFSET $3"
+                    } else {
+                        "SELECT seq, body FROM events WHERE run_id = $1 AND seq > $2
+                         ORDER BY seq LIMIT $3"
+                    },
+                    after.unwrap_or(0),
+                ),
+            };
+            let bound = i64::try_from(bound).unwrap_or(i64::MAX);
+            // A filtered page reads the range and filters here (the filter looks into the
+            // payload's eventScope); the OFFSET 0 keeps one statement shape for both.
+            let third = if filtered { 0 } else { sql_limit };
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(sql, &[&run_id.as_str(), &bound, &third])
+                .await
+                .map_err(io(format!("runs/{run_id}/events")))?;
+            drop(conn);
+            if rows.is_empty() {
+                self.require_run(run_id).await?;
+            }
+            let descending = page.before_seq.is_some();
+            let mut events = Vec::with_capacity(rows.len().min(limit));
+            for row in &rows {
+                let event = event_from_row(run_id, row.get(0), row.get(1))?;
+                if page.matches(&event) {
+                    events.push(event);
+                    if events.len() == limit {
+                        break;
+                    }
                 }
             }
-        }
-        if descending {
-            events.reverse();
-        }
-        Ok(events)
+            if descending {
+                events.reverse();
+            }
+            Ok(events)
+        })
+        .await
     }
 
     async fn wait_for_append(&self, run_id: &RunId, after_seq: u64, max_wait: Duration) {
@@ -196,15 +200,18 @@ impl RunJournal for PostgresStore {
     }
 
     async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64> {
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_opt(
-                "SELECT last_seq FROM runs WHERE run_id = $1",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(io(format!("run {run_id}")))?
-            .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
-        Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT last_seq FROM runs WHERE run_id = $1",
+                    &[&run_id.as_str()],
+                )
+                .await
+                .map_err(io(format!("run {run_id}")))?
+                .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+            Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+        })
+        .await
     }
 }

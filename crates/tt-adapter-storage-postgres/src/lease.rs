@@ -223,7 +223,7 @@ impl Ownership {
         {
             Ok(Some(_)) => self.lost(run_id),
             Ok(None) => StorageError::not_found(what),
-            Err(err) => StorageError::io(what, err),
+            Err(err) => io(what)(err),
         }
     }
 
@@ -287,22 +287,33 @@ impl Ownership {
     }
 }
 
-/// Renews the store's leases every third of the lease until the store is dropped.
+/// How soon a renewal that failed (the server could not be reached) is tried again.
+const RENEWAL_RETRY: Duration = Duration::from_millis(250);
+
+/// Renews the store's leases every third of the lease until the store is dropped. A renewal
+/// that failed is tried again every [`RENEWAL_RETRY`] (at most every beat) until one succeeds,
+/// so a lease outlives a server restart shorter than itself, renewed as soon as the server is
+/// back (docs/storage.md, "A server restart").
 pub(crate) fn spawn_heartbeat(ownership: &Arc<Ownership>, pool: &Arc<Pool>) {
     let ownership: Weak<Ownership> = Arc::downgrade(ownership);
     let pool: Weak<Pool> = Arc::downgrade(pool);
     tokio::spawn(async move {
+        let mut failed = false;
         loop {
             let period = match ownership.upgrade() {
-                Some(ownership) => ownership.lease / 3,
+                Some(ownership) => (ownership.lease / 3).max(Duration::from_millis(50)),
                 None => return,
             };
-            tokio::time::sleep(period.max(Duration::from_millis(50))).await;
+            let pause = if failed {
+                RENEWAL_RETRY.min(period)
+            } else {
+                period
+            };
+            tokio::time::sleep(pause).await;
             let (Some(ownership), Some(pool)) = (ownership.upgrade(), pool.upgrade()) else {
                 return;
             };
-            // A failed renewal is retried on the next beat; the lease covers a few misses.
-            let _ = ownership.renew(&pool).await;
+            failed = ownership.renew(&pool).await.is_err();
         }
     });
 }

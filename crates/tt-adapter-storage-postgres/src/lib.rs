@@ -16,6 +16,7 @@ mod owner_locks;
 mod pool;
 mod profiles;
 mod recovery;
+mod retry;
 mod runs;
 pub mod schema;
 mod skills;
@@ -28,6 +29,7 @@ pub use error::{PgResult, PgStoreError};
 pub use lease::DEFAULT_LEASE;
 pub use pool::redact;
 pub use recovery::{InterruptedRun, OWNER_EXITED};
+pub use retry::SERVER_RESTART_BOUND;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -143,7 +145,7 @@ impl PostgresStore {
     /// Claims `run_id` for writing (done by every write; a host calls it to take over a run
     /// whose owner's lease expired). `agent.run_locked` while another store's lease is live.
     pub async fn claim_run(&self, run_id: &RunId) -> StorageResult<()> {
-        self.ownership.claim(&self.pool, run_id).await
+        retry::retrying(|_| self.ownership.claim(&self.pool, run_id)).await
     }
 
     /// Gives up this store's lease of `run_id`, so another host may write it at once.

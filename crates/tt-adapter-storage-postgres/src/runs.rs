@@ -20,6 +20,7 @@ use tt_ports::{
 use crate::PostgresStore;
 use crate::commit::Write;
 use crate::error::{io, parse, to_json};
+use crate::retry::retrying;
 
 /// How many times a task transition reads its row again after another writer changed it.
 const TRANSITION_ATTEMPTS: usize = 64;
@@ -29,25 +30,64 @@ pub(crate) fn as_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
+/// Whether the stored row of `task` holds `body` (a create that may have committed).
+async fn stored_task_is(
+    conn: &crate::pool::PooledClient<'_>,
+    task: &AgentTaskRecord,
+    body: &str,
+) -> StorageResult<bool> {
+    let row = conn
+        .query_opt(
+            "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
+            &[&task.run_id.as_str(), &task.id.as_str()],
+        )
+        .await
+        .map_err(io(format!("task {}", task.id)))?;
+    Ok(row.is_some_and(|row| row.get::<_, &str>(0) == body))
+}
+
 impl PostgresStore {
+    /// Whether the stored record of `run` is `body` (a create that may have committed).
+    async fn stored_run_is(
+        &self,
+        conn: &crate::pool::PooledClient<'_>,
+        run: &AgentRun,
+        body: &str,
+    ) -> StorageResult<bool> {
+        let row = conn
+            .query_opt(
+                "SELECT body FROM runs WHERE run_id = $1",
+                &[&run.id.as_str()],
+            )
+            .await
+            .map_err(io(format!("run {}", run.id)))?;
+        Ok(row.is_some_and(|row| row.get::<_, &str>(0) == body))
+    }
+
     /// `NotFound` unless the run exists.
     pub(crate) async fn require_run(&self, run_id: &RunId) -> StorageResult<()> {
-        let conn = self.pool.get().await?;
-        let found = conn
-            .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
-            .await
-            .map_err(io(format!("run {run_id}")))?;
-        match found {
-            Some(_) => Ok(()),
-            None => Err(StorageError::not_found(format!("run {run_id}"))),
-        }
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let found = conn
+                .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
+                .await
+                .map_err(io(format!("run {run_id}")))?;
+            match found {
+                Some(_) => Ok(()),
+                None => Err(StorageError::not_found(format!("run {run_id}"))),
+            }
+        })
+        .await
     }
 
     async fn put_document(&self, run_id: &RunId, path: &str, body: &str) -> StorageResult<()> {
-        self.claim_run(run_id).await?;
-        self.journal
-            .put_document(run_id.as_str(), path.to_owned(), body.to_owned())
-            .await
+        retrying(|_| async move {
+            self.claim_run(run_id).await?;
+            self.journal
+                .put_document(run_id.as_str(), path.to_owned(), body.to_owned())
+                .await
+        })
+        .await
     }
 
     async fn task_rows(
@@ -56,139 +96,162 @@ impl PostgresStore {
         run_id: &RunId,
         key: &str,
     ) -> StorageResult<Vec<AgentTaskRecord>> {
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query(sql, &[&run_id.as_str(), &key])
-            .await
-            .map_err(io(format!("tasks of run {run_id}")))?;
-        drop(conn);
-        if rows.is_empty() {
-            self.require_run(run_id).await?;
-        }
-        let mut tasks = rows
-            .iter()
-            .map(|row| parse::<AgentTaskRecord>(format!("task of run {run_id}"), row.get(0)))
-            .collect::<StorageResult<Vec<_>>>()?;
-        tasks.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
-        Ok(tasks)
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(sql, &[&run_id.as_str(), &key])
+                .await
+                .map_err(io(format!("tasks of run {run_id}")))?;
+            drop(conn);
+            if rows.is_empty() {
+                self.require_run(run_id).await?;
+            }
+            let mut tasks = rows
+                .iter()
+                .map(|row| parse::<AgentTaskRecord>(format!("task of run {run_id}"), row.get(0)))
+                .collect::<StorageResult<Vec<_>>>()?;
+            tasks.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
+            Ok(tasks)
+        })
+        .await
     }
 }
 
 #[async_trait]
 impl AgentRunRepository for PostgresStore {
     async fn create_run(&self, run: &AgentRun, manifest: &RunManifest) -> StorageResult<()> {
-        let body = to_json("run", run)?;
-        let manifest = to_json("manifest", manifest)?;
-        let conn = self.pool.get().await?;
-        let inserted = conn
-            .execute(
-                "INSERT INTO runs (run_id, created_ms, body, manifest, unfinished)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (run_id) DO NOTHING",
-                &[
-                    &run.id.as_str(),
-                    &run.created_at.unix_millis(),
-                    &body,
-                    &manifest,
-                    &!run.status.is_terminal(),
-                ],
-            )
-            .await
-            .map_err(io(format!("run {}", run.id)))?;
-        if inserted == 0 {
-            return Err(StorageError::AlreadyExists {
-                what: format!("run {}", run.id),
-            });
-        }
-        drop(conn);
-        self.claim_run(&run.id).await
+        retrying(|attempt| async move {
+            let body = to_json("run", run)?;
+            let manifest = to_json("manifest", manifest)?;
+            let conn = self.pool.get().await?;
+            let inserted = conn
+                .execute(
+                    "INSERT INTO runs (run_id, created_ms, body, manifest, unfinished)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (run_id) DO NOTHING",
+                    &[
+                        &run.id.as_str(),
+                        &run.created_at.unix_millis(),
+                        &body,
+                        &manifest,
+                        &!run.status.is_terminal(),
+                    ],
+                )
+                .await
+                .map_err(io(format!("run {}", run.id)))?;
+            // A try whose connection was lost may have inserted the row: the run is this
+            // one when the stored record is the one written.
+            if inserted == 0 && !(attempt.retried && self.stored_run_is(&conn, run, &body).await?) {
+                return Err(StorageError::AlreadyExists {
+                    what: format!("run {}", run.id),
+                });
+            }
+            drop(conn);
+            self.claim_run(&run.id).await
+        })
+        .await
     }
 
     async fn save_run(&self, run: &AgentRun) -> StorageResult<()> {
-        self.claim_run(&run.id).await?;
-        let body = to_json("run", run)?;
-        let conn = self.pool.get().await?;
-        let updated = conn
-            .execute(
-                "UPDATE runs SET body = $2, unfinished = $4 WHERE run_id = $1 AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $3 FOR KEY SHARE)",
-                &[
-                    &run.id.as_str(),
-                    &body,
-                    &self.ownership.owner_id,
-                    &!run.status.is_terminal(),
-                ],
-            )
-            .await
-            .map_err(io(format!("run {}", run.id)))?;
-        if updated == 0 {
-            return Err(self.ownership.refused(&*conn, conn.cache(), &run.id).await);
-        }
-        Ok(())
+        retrying(|_| async move {
+            self.claim_run(&run.id).await?;
+            let body = to_json("run", run)?;
+            let conn = self.pool.get().await?;
+            let updated = conn
+                .execute(
+                    "UPDATE runs SET body = $2, unfinished = $4 WHERE run_id = $1 AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $3 FOR KEY SHARE)",
+                    &[
+                        &run.id.as_str(),
+                        &body,
+                        &self.ownership.owner_id,
+                        &!run.status.is_terminal(),
+                    ],
+                )
+                .await
+                .map_err(io(format!("run {}", run.id)))?;
+            if updated == 0 {
+                return Err(self.ownership.refused(&*conn, conn.cache(), &run.id).await);
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn load_run(&self, run_id: &RunId) -> StorageResult<AgentRun> {
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_opt(
-                "SELECT body FROM runs WHERE run_id = $1",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(io(format!("run {run_id}")))?
-            .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
-        parse(format!("run {run_id}"), row.get(0))
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT body FROM runs WHERE run_id = $1",
+                    &[&run_id.as_str()],
+                )
+                .await
+                .map_err(io(format!("run {run_id}")))?
+                .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+            parse(format!("run {run_id}"), row.get(0))
+        })
+        .await
     }
 
     async fn load_manifest(&self, run_id: &RunId) -> StorageResult<RunManifest> {
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_opt(
-                "SELECT manifest FROM runs WHERE run_id = $1",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(io(format!("manifest of run {run_id}")))?
-            .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
-        parse(format!("manifest of run {run_id}"), row.get(0))
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT manifest FROM runs WHERE run_id = $1",
+                    &[&run_id.as_str()],
+                )
+                .await
+                .map_err(io(format!("manifest of run {run_id}")))?
+                .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+            parse(format!("manifest of run {run_id}"), row.get(0))
+        })
+        .await
     }
 
     async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>> {
-        let offset = i64::try_from(page.offset).unwrap_or(i64::MAX);
-        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query(
-                "SELECT body FROM runs ORDER BY created_ms DESC, run_id OFFSET $1 LIMIT $2",
-                &[&offset, &limit],
-            )
-            .await
-            .map_err(io("the run index"))?;
-        // A body that does not parse is left out (`unreadable_runs` names it), never allowed
-        // to hide the others.
-        Ok(rows
-            .iter()
-            .filter_map(|row| parse::<AgentRun>("run", row.get(0)).ok())
-            .collect())
+        retrying(|_| async move {
+            let offset = i64::try_from(page.offset).unwrap_or(i64::MAX);
+            let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(
+                    "SELECT body FROM runs ORDER BY created_ms DESC, run_id OFFSET $1 LIMIT $2",
+                    &[&offset, &limit],
+                )
+                .await
+                .map_err(io("the run index"))?;
+            // A body that does not parse is left out (`unreadable_runs` names it), never allowed
+            // to hide the others.
+            Ok(rows
+                .iter()
+                .filter_map(|row| parse::<AgentRun>("run", row.get(0)).ok())
+                .collect())
+        })
+        .await
     }
 
     async fn unreadable_runs(&self) -> StorageResult<Vec<UnreadableRun>> {
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query("SELECT run_id, body FROM runs ORDER BY run_id", &[])
-            .await
-            .map_err(io("the run index"))?;
-        Ok(rows
-            .iter()
-            .filter_map(|row| {
-                let run_id: String = row.get(0);
-                let error = parse::<AgentRun>(format!("run {run_id}"), row.get(1)).err()?;
-                Some(UnreadableRun {
-                    code: error.code().to_owned(),
-                    message: error.to_string(),
-                    run_id,
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query("SELECT run_id, body FROM runs ORDER BY run_id", &[])
+                .await
+                .map_err(io("the run index"))?;
+            Ok(rows
+                .iter()
+                .filter_map(|row| {
+                    let run_id: String = row.get(0);
+                    let error = parse::<AgentRun>(format!("run {run_id}"), row.get(1)).err()?;
+                    Some(UnreadableRun {
+                        code: error.code().to_owned(),
+                        message: error.to_string(),
+                        run_id,
+                    })
                 })
-            })
-            .collect())
+                .collect())
+        })
+        .await
     }
 
     async fn write_document(
@@ -217,29 +280,35 @@ impl AgentRunRepository for PostgresStore {
         run_id: &RunId,
         document: &RunDocument,
     ) -> StorageResult<Option<Value>> {
-        let path = document.relative_path();
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_opt(
-                "SELECT body FROM run_documents WHERE run_id = $1 AND path = $2",
-                &[&run_id.as_str(), &path],
-            )
-            .await
-            .map_err(io(format!("runs/{run_id}/{path}")))?;
-        drop(conn);
-        match row {
-            Some(row) => Ok(Some(parse(format!("runs/{run_id}/{path}"), row.get(0))?)),
-            None => {
-                self.require_run(run_id).await?;
-                Ok(None)
+        retrying(|_| async move {
+            let path = document.relative_path();
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT body FROM run_documents WHERE run_id = $1 AND path = $2",
+                    &[&run_id.as_str(), &path],
+                )
+                .await
+                .map_err(io(format!("runs/{run_id}/{path}")))?;
+            drop(conn);
+            match row {
+                Some(row) => Ok(Some(parse(format!("runs/{run_id}/{path}"), row.get(0))?)),
+                None => {
+                    self.require_run(run_id).await?;
+                    Ok(None)
+                }
             }
-        }
+        })
+        .await
     }
 
     async fn release_run(&self, run_id: &RunId) -> StorageResult<()> {
-        // Every write of the run was committed before its executor ended; only the lease is
-        // left to give up.
-        PostgresStore::release_run(self, run_id).await
+        retrying(|_| async move {
+            // Every write of the run was committed before its executor ended; only the lease is
+            // left to give up.
+            PostgresStore::release_run(self, run_id).await
+        })
+        .await
     }
 }
 
@@ -266,109 +335,124 @@ impl AgentInvocationRepository for PostgresStore {
         run_id: &RunId,
         invocation_id: &InvocationId,
     ) -> StorageResult<AgentInvocation> {
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_opt(
-                "SELECT body FROM invocations WHERE run_id = $1 AND invocation_id = $2",
-                &[&run_id.as_str(), &invocation_id.as_str()],
-            )
-            .await
-            .map_err(io(format!("invocation {invocation_id}")))?;
-        drop(conn);
-        match row {
-            Some(row) => parse(format!("invocation {invocation_id}"), row.get(0)),
-            None => {
-                self.require_run(run_id).await?;
-                Err(StorageError::not_found(format!(
-                    "invocation {invocation_id}"
-                )))
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT body FROM invocations WHERE run_id = $1 AND invocation_id = $2",
+                    &[&run_id.as_str(), &invocation_id.as_str()],
+                )
+                .await
+                .map_err(io(format!("invocation {invocation_id}")))?;
+            drop(conn);
+            match row {
+                Some(row) => parse(format!("invocation {invocation_id}"), row.get(0)),
+                None => {
+                    self.require_run(run_id).await?;
+                    Err(StorageError::not_found(format!(
+                        "invocation {invocation_id}"
+                    )))
+                }
             }
-        }
+        })
+        .await
     }
 
     async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>> {
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query(
-                "SELECT body FROM invocations WHERE run_id = $1",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(io(format!("invocations of run {run_id}")))?;
-        drop(conn);
-        if rows.is_empty() {
-            self.require_run(run_id).await?;
-        }
-        let mut invocations = rows
-            .iter()
-            .map(|row| parse::<AgentInvocation>(format!("invocation of run {run_id}"), row.get(0)))
-            .collect::<StorageResult<Vec<_>>>()?;
-        invocations.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
-        Ok(invocations)
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(
+                    "SELECT body FROM invocations WHERE run_id = $1",
+                    &[&run_id.as_str()],
+                )
+                .await
+                .map_err(io(format!("invocations of run {run_id}")))?;
+            drop(conn);
+            if rows.is_empty() {
+                self.require_run(run_id).await?;
+            }
+            let mut invocations = rows
+                .iter()
+                .map(|row| {
+                    parse::<AgentInvocation>(format!("invocation of run {run_id}"), row.get(0))
+                })
+                .collect::<StorageResult<Vec<_>>>()?;
+            invocations.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
+            Ok(invocations)
+        })
+        .await
     }
 
     async fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()> {
-        self.claim_run(&task.run_id).await?;
-        let body = to_json("task", task)?;
-        let run_id = &task.run_id;
-        let delegation = task.continuation == TaskContinuation::ReturnToParent;
-        let conn = self.pool.get().await?;
-        let inserted = conn
-            .query_opt(
-                "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1
-                              AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $8 FOR KEY SHARE)),
-                      ins AS (
-                          INSERT INTO tasks (run_id, task_id, parent_id, child_id, workspace_key,
-                                             delegation, body)
-                          SELECT run_id, $2, $3, $4, $5, $6, $7 FROM run
-                          ON CONFLICT (run_id, task_id) DO NOTHING
-                          RETURNING 1 AS inserted)
-                 SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM ins)",
-                &[
-                    &run_id.as_str(),
-                    &task.id.as_str(),
-                    &task.parent_invocation_id.as_str(),
-                    &task.child_invocation_id.as_str(),
-                    &task.workspace_key,
-                    &delegation,
-                    &body,
-                    &self.ownership.owner_id,
-                ],
-            )
-            .await
-            .map_err(io(format!("task {}", task.id)))?;
-        let (runs, inserted): (i64, i64) = match inserted {
-            Some(row) => (row.get(0), row.get(1)),
-            None => (0, 0),
-        };
-        if runs == 0 {
-            return Err(self.ownership.refused(&*conn, conn.cache(), run_id).await);
-        }
-        if inserted == 0 {
-            return Err(StorageError::AlreadyExists {
-                what: format!("task {}", task.id),
-            });
-        }
-        Ok(())
+        retrying(|attempt| async move {
+            self.claim_run(&task.run_id).await?;
+            let body = to_json("task", task)?;
+            let run_id = &task.run_id;
+            let delegation = task.continuation == TaskContinuation::ReturnToParent;
+            let conn = self.pool.get().await?;
+            let inserted = conn
+                .query_opt(
+                    "WITH run AS (SELECT run_id FROM runs WHERE run_id = $1
+                                  AND EXISTS (SELECT 1 FROM run_leases WHERE run_id = $1 AND owner_id = $8 FOR KEY SHARE)),
+                          ins AS (
+                              INSERT INTO tasks (run_id, task_id, parent_id, child_id, workspace_key,
+                                                 delegation, body)
+                              SELECT run_id, $2, $3, $4, $5, $6, $7 FROM run
+                              ON CONFLICT (run_id, task_id) DO NOTHING
+                              RETURNING 1 AS inserted)
+                     SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM ins)",
+                    &[
+                        &run_id.as_str(),
+                        &task.id.as_str(),
+                        &task.parent_invocation_id.as_str(),
+                        &task.child_invocation_id.as_str(),
+                        &task.workspace_key,
+                        &delegation,
+                        &body,
+                        &self.ownership.owner_id,
+                    ],
+                )
+                .await
+                .map_err(io(format!("task {}", task.id)))?;
+            let (runs, inserted): (i64, i64) = match inserted {
+                Some(row) => (row.get(0), row.get(1)),
+                None => (0, 0),
+            };
+            if runs == 0 {
+                return Err(self.ownership.refused(&*conn, conn.cache(), run_id).await);
+            }
+            // A try whose connection was lost may have inserted the row (see create_run).
+            if inserted == 0 && !(attempt.retried && stored_task_is(&conn, task, &body).await?) {
+                return Err(StorageError::AlreadyExists {
+                    what: format!("task {}", task.id),
+                });
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord> {
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_opt(
-                "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
-                &[&run_id.as_str(), &task_id.as_str()],
-            )
-            .await
-            .map_err(io(format!("task {task_id}")))?;
-        drop(conn);
-        match row {
-            Some(row) => parse(format!("task {task_id}"), row.get(0)),
-            None => {
-                self.require_run(run_id).await?;
-                Err(StorageError::not_found(format!("task {task_id}")))
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
+                    &[&run_id.as_str(), &task_id.as_str()],
+                )
+                .await
+                .map_err(io(format!("task {task_id}")))?;
+            drop(conn);
+            match row {
+                Some(row) => parse(format!("task {task_id}"), row.get(0)),
+                None => {
+                    self.require_run(run_id).await?;
+                    Err(StorageError::not_found(format!("task {task_id}")))
+                }
             }
-        }
+        })
+        .await
     }
 
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>> {
@@ -411,33 +495,39 @@ impl AgentInvocationRepository for PostgresStore {
         run_id: &RunId,
         parent: &InvocationId,
     ) -> StorageResult<u64> {
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_one(
-                "SELECT count(*) FROM tasks WHERE run_id = $1 AND parent_id = $2 AND delegation",
-                &[&run_id.as_str(), &parent.as_str()],
-            )
-            .await
-            .map_err(io(format!("tasks of run {run_id}")))?;
-        Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_one(
+                    "SELECT count(*) FROM tasks WHERE run_id = $1 AND parent_id = $2 AND delegation",
+                    &[&run_id.as_str(), &parent.as_str()],
+                )
+                .await
+                .map_err(io(format!("tasks of run {run_id}")))?;
+            Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+        })
+        .await
     }
 
     /// The keys of `base` are a range of the byte-ordered index (`{base}-` up to `{base}.`:
     /// '.' follows '-'; migration 11), so the read grows with `base`'s repeats, not the run's
     /// tasks. The engine reads it once per agent id and active run.
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
-        let (prefix, prefix_end) = (format!("{base}-"), format!("{base}."));
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query(
-                "SELECT workspace_key FROM tasks
-                 WHERE run_id = $1 AND (workspace_key COLLATE \"C\" = $2
-                     OR (workspace_key COLLATE \"C\" >= $3 AND workspace_key COLLATE \"C\" < $4))",
-                &[&run_id.as_str(), &base, &prefix, &prefix_end],
-            )
-            .await
-            .map_err(io(format!("tasks of run {run_id}")))?;
-        Ok(rows.iter().map(|row| row.get(0)).collect())
+        retrying(|_| async move {
+            let (prefix, prefix_end) = (format!("{base}-"), format!("{base}."));
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(
+                    "SELECT workspace_key FROM tasks
+                     WHERE run_id = $1 AND (workspace_key COLLATE \"C\" = $2
+                         OR (workspace_key COLLATE \"C\" >= $3 AND workspace_key COLLATE \"C\" < $4))",
+                    &[&run_id.as_str(), &base, &prefix, &prefix_end],
+                )
+                .await
+                .map_err(io(format!("tasks of run {run_id}")))?;
+            Ok(rows.iter().map(|row| row.get(0)).collect())
+        })
+        .await
     }
 
     /// Two statements and no transaction: read the row, apply the transition, then write it
@@ -452,56 +542,82 @@ impl AgentInvocationRepository for PostgresStore {
         transition: &TaskTransition,
         now: Timestamp,
     ) -> StorageResult<TaskTransitionOutcome> {
-        self.claim_run(run_id).await?;
-        let what = format!("task {task_id}");
-        let conn = self.pool.get().await?;
-        for _ in 0..TRANSITION_ATTEMPTS {
-            let row = conn
-                .query_opt(
-                    "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
-                    &[&run_id.as_str(), &task_id.as_str()],
-                )
-                .await
-                .map_err(io(&what))?;
-            let Some(row) = row else {
-                drop(conn);
-                self.require_run(run_id).await?;
-                return Err(StorageError::not_found(what));
-            };
-            let read: &str = row.get(0);
-            let mut task: AgentTaskRecord = parse(&what, read)?;
-            let changed = task.apply_transition(transition, now)?;
-            if !changed {
-                return Ok(TaskTransitionOutcome { task, changed });
+        // The body the last try wrote, when its connection was lost before it answered: found
+        // stored, that try committed.
+        let sent: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+        let sent = &sent;
+        retrying(|_| async move {
+            self.claim_run(run_id).await?;
+            let what = format!("task {task_id}");
+            let conn = self.pool.get().await?;
+            for _ in 0..TRANSITION_ATTEMPTS {
+                let row = conn
+                    .query_opt(
+                        "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
+                        &[&run_id.as_str(), &task_id.as_str()],
+                    )
+                    .await
+                    .map_err(io(&what))?;
+                let Some(row) = row else {
+                    drop(conn);
+                    self.require_run(run_id).await?;
+                    return Err(StorageError::not_found(what));
+                };
+                let read: &str = row.get(0);
+                let landed = sent
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                    .is_some_and(|sent| sent == read);
+                let mut task: AgentTaskRecord = parse(&what, read)?;
+                if landed {
+                    return Ok(TaskTransitionOutcome {
+                        task,
+                        changed: true,
+                    });
+                }
+                let changed = task.apply_transition(transition, now)?;
+                if !changed {
+                    return Ok(TaskTransitionOutcome { task, changed });
+                }
+                let body = to_json(&what, &task)?;
+                *sent
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(body.clone());
+                let written = conn
+                    .execute(
+                        "UPDATE tasks SET body = $3
+                         WHERE run_id = $1 AND task_id = $2 AND body = $4
+                           AND EXISTS (SELECT 1 FROM run_leases
+                                       WHERE run_id = $1 AND owner_id = $5 FOR KEY SHARE)",
+                        &[
+                            &run_id.as_str(),
+                            &task_id.as_str(),
+                            &body,
+                            &read,
+                            &self.ownership.owner_id,
+                        ],
+                    )
+                    .await
+                    .map_err(io(&what))?;
+                sent.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                if written == 1 {
+                    return Ok(TaskTransitionOutcome { task, changed });
+                }
+                // Not this store's run any more (or gone), or another writer came first.
+                self.ownership
+                    .fence(&*conn, conn.cache(), run_id, None)
+                    .await?;
             }
-            let body = to_json(&what, &task)?;
-            let written = conn
-                .execute(
-                    "UPDATE tasks SET body = $3
-                     WHERE run_id = $1 AND task_id = $2 AND body = $4
-                       AND EXISTS (SELECT 1 FROM run_leases
-                                   WHERE run_id = $1 AND owner_id = $5 FOR KEY SHARE)",
-                    &[
-                        &run_id.as_str(),
-                        &task_id.as_str(),
-                        &body,
-                        &read,
-                        &self.ownership.owner_id,
-                    ],
-                )
-                .await
-                .map_err(io(&what))?;
-            if written == 1 {
-                return Ok(TaskTransitionOutcome { task, changed });
-            }
-            // Not this store's run any more (or gone), or another writer came first.
-            self.ownership
-                .fence(&*conn, conn.cache(), run_id, None)
-                .await?;
-        }
-        Err(StorageError::io(
-            what,
-            format!("the row changed under each of {TRANSITION_ATTEMPTS} attempts to update it"),
-        ))
+            Err(StorageError::io(
+                what,
+                format!(
+                    "the row changed under each of {TRANSITION_ATTEMPTS} attempts to update it"
+                ),
+            ))
+        })
+        .await
     }
 }

@@ -370,6 +370,32 @@ END
 $fn$;
 "#,
     ),
+    (
+        12,
+        "the head of each conversation's persistent state",
+        // The one-writer rule of docs/storage.md: the run whose promoted state a conversation's
+        // next runs build on, moved by compare-and-swap under a per-conversation advisory lock.
+        r#"
+CREATE TABLE tt_chat_heads (
+    workspace_id text PRIMARY KEY,
+    run_id       text NOT NULL
+);
+"#,
+    ),
+    (
+        13,
+        "each group-commit batch records its answers under its token",
+        // A batch whose connection was lost before its answer arrived may have committed; its
+        // token tells (commit.rs), so it is never written twice. A committer deletes the
+        // tokens of the batches whose answers it received with its next batch.
+        r#"
+CREATE TABLE tt_commit_batches (
+    token        text PRIMARY KEY,
+    answers      text NOT NULL,
+    committed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

@@ -10,6 +10,7 @@ use tt_ports::{SkillRepository, StorageError, StorageResult};
 
 use crate::PostgresStore;
 use crate::error::io;
+use crate::retry::retrying;
 
 /// The scope's key: the same segments the file store turns into folders.
 fn scope_key(scope: &SkillScope) -> StorageResult<String> {
@@ -26,39 +27,42 @@ struct StoredSkill {
 #[async_trait]
 impl SkillRepository for PostgresStore {
     async fn list_skills(&self, scope: &SkillScope) -> StorageResult<Vec<SkillSummary>> {
-        let key = scope_key(scope)?;
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query(
-                "SELECT skill_id, path, octet_length(content),
-                        CASE WHEN path = 'SKILL.md' THEN content END
-                 FROM tt_skill_files WHERE scope = $1 ORDER BY skill_id, path",
-                &[&key],
-            )
-            .await
-            .map_err(io(format!("the skills of {scope}")))?;
-        let mut skills: BTreeMap<SkillId, StoredSkill> = BTreeMap::new();
-        for row in &rows {
-            // Rows no valid id or path names are not part of any skill, as in the file store.
-            let (Ok(id), Ok(path)) = (
-                SkillId::parse(row.get::<_, &str>(0)),
-                SkillFilePath::parse(row.get::<_, &str>(1)),
-            ) else {
-                continue;
-            };
-            let size = u64::try_from(row.get::<_, i32>(2)).unwrap_or(u64::MAX);
-            let skill = skills.entry(id).or_default();
-            if let Some(bytes) = row.get::<_, Option<Vec<u8>>>(3) {
-                skill.skill_md = Some(bytes);
+        retrying(|_| async move {
+            let key = scope_key(scope)?;
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(
+                    "SELECT skill_id, path, octet_length(content),
+                            CASE WHEN path = 'SKILL.md' THEN content END
+                     FROM tt_skill_files WHERE scope = $1 ORDER BY skill_id, path",
+                    &[&key],
+                )
+                .await
+                .map_err(io(format!("the skills of {scope}")))?;
+            let mut skills: BTreeMap<SkillId, StoredSkill> = BTreeMap::new();
+            for row in &rows {
+                // Rows no valid id or path names are not part of any skill, as in the file store.
+                let (Ok(id), Ok(path)) = (
+                    SkillId::parse(row.get::<_, &str>(0)),
+                    SkillFilePath::parse(row.get::<_, &str>(1)),
+                ) else {
+                    continue;
+                };
+                let size = u64::try_from(row.get::<_, i32>(2)).unwrap_or(u64::MAX);
+                let skill = skills.entry(id).or_default();
+                if let Some(bytes) = row.get::<_, Option<Vec<u8>>>(3) {
+                    skill.skill_md = Some(bytes);
+                }
+                skill.files.push((path, size));
             }
-            skill.files.push((path, size));
-        }
-        Ok(skills
-            .into_iter()
-            .filter_map(|(id, skill)| {
-                SkillSummary::from_stored(id, skill.skill_md.as_deref(), skill.files)
-            })
-            .collect())
+            Ok(skills
+                .into_iter()
+                .filter_map(|(id, skill)| {
+                    SkillSummary::from_stored(id, skill.skill_md.as_deref(), skill.files)
+                })
+                .collect())
+        })
+        .await
     }
 
     async fn read_skill_file(
@@ -67,41 +71,44 @@ impl SkillRepository for PostgresStore {
         skill_id: &SkillId,
         path: &SkillFilePath,
     ) -> StorageResult<String> {
-        let key = scope_key(scope)?;
-        let shown = format!("skills/{key}/{skill_id}/{path}");
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM tt_skill_files
-                                WHERE scope = $1 AND skill_id = $2 AND path = 'SKILL.md'),
-                        (SELECT content FROM tt_skill_files
-                         WHERE scope = $1 AND skill_id = $2 AND path = $3),
-                        EXISTS (SELECT 1 FROM tt_skill_files
-                                WHERE scope = $1 AND skill_id = $2
-                                  AND starts_with(path, $3 || '/'))",
-                &[&key, &skill_id.as_str(), &path.as_str()],
-            )
-            .await
-            .map_err(io(&shown))?;
-        if !row.get::<_, bool>(0) {
-            return Err(StorageError::not_found(format!(
-                "skill {skill_id} in {scope}"
-            )));
-        }
-        let Some(bytes) = row.get::<_, Option<Vec<u8>>>(1) else {
-            return Err(if row.get::<_, bool>(2) {
-                StorageError::IsDirectory { path: shown }
-            } else {
-                StorageError::not_found(format!("skill file {shown}"))
-            });
-        };
-        if bytes.len() as u64 > MAX_SKILL_FILE_BYTES {
-            return Err(StorageError::corrupt(
-                shown,
-                format!("larger than {MAX_SKILL_FILE_BYTES} bytes"),
-            ));
-        }
-        String::from_utf8(bytes).map_err(|_| StorageError::corrupt(shown, "not UTF-8 text"))
+        retrying(|_| async move {
+            let key = scope_key(scope)?;
+            let shown = format!("skills/{key}/{skill_id}/{path}");
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM tt_skill_files
+                                    WHERE scope = $1 AND skill_id = $2 AND path = 'SKILL.md'),
+                            (SELECT content FROM tt_skill_files
+                             WHERE scope = $1 AND skill_id = $2 AND path = $3),
+                            EXISTS (SELECT 1 FROM tt_skill_files
+                                    WHERE scope = $1 AND skill_id = $2
+                                      AND starts_with(path, $3 || '/'))",
+                    &[&key, &skill_id.as_str(), &path.as_str()],
+                )
+                .await
+                .map_err(io(&shown))?;
+            if !row.get::<_, bool>(0) {
+                return Err(StorageError::not_found(format!(
+                    "skill {skill_id} in {scope}"
+                )));
+            }
+            let Some(bytes) = row.get::<_, Option<Vec<u8>>>(1) else {
+                return Err(if row.get::<_, bool>(2) {
+                    StorageError::IsDirectory { path: shown }
+                } else {
+                    StorageError::not_found(format!("skill file {shown}"))
+                });
+            };
+            if bytes.len() as u64 > MAX_SKILL_FILE_BYTES {
+                return Err(StorageError::corrupt(
+                    shown,
+                    format!("larger than {MAX_SKILL_FILE_BYTES} bytes"),
+                ));
+            }
+            String::from_utf8(bytes).map_err(|_| StorageError::corrupt(shown, "not UTF-8 text"))
+        })
+        .await
     }
 
     async fn put_skill_file(
@@ -111,8 +118,11 @@ impl SkillRepository for PostgresStore {
         path: &SkillFilePath,
         text: &str,
     ) -> StorageResult<()> {
-        self.put_skill_bytes(scope, skill_id, path, text.as_bytes())
-            .await
+        retrying(|_| async move {
+            self.put_skill_bytes(scope, skill_id, path, text.as_bytes())
+                .await
+        })
+        .await
     }
 }
 

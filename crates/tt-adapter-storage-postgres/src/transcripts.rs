@@ -10,6 +10,7 @@ use tt_ports::{StorageError, StorageResult, TranscriptRepository};
 
 use crate::PostgresStore;
 use crate::error::{io, parse, to_json};
+use crate::retry::retrying;
 
 /// The same rule as the file store, which names a file after the workspace id.
 fn check_workspace_id(workspace_id: &str) -> StorageResult<()> {
@@ -32,30 +33,50 @@ impl TranscriptRepository for PostgresStore {
         workspace_id: &str,
         entry: &TranscriptEntry,
     ) -> StorageResult<()> {
-        check_workspace_id(workspace_id)?;
-        let body = to_json("transcript entry", entry)?;
-        let conn = self.pool.get().await?;
-        conn.execute(
-            "INSERT INTO tt_transcript_entries (workspace_id, body) VALUES ($1, $2)",
-            &[&workspace_id, &body],
-        )
-        .await
-        .map_err(io(format!("the transcript of {workspace_id}")))?;
-        Ok(())
-    }
-
-    async fn read_transcript(&self, workspace_id: &str) -> StorageResult<Vec<TranscriptEntry>> {
-        check_workspace_id(workspace_id)?;
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query(
-                "SELECT body FROM tt_transcript_entries WHERE workspace_id = $1 ORDER BY entry_id",
-                &[&workspace_id],
+        retrying(|attempt| async move {
+            check_workspace_id(workspace_id)?;
+            let body = to_json("transcript entry", entry)?;
+            let conn = self.pool.get().await?;
+            // A try whose connection was lost may have appended the entry already.
+            if attempt.retried
+                && conn
+                    .query_opt(
+                        "SELECT 1 FROM tt_transcript_entries WHERE workspace_id = $1 AND body = $2
+                         LIMIT 1",
+                        &[&workspace_id, &body],
+                    )
+                    .await
+                    .map_err(io(format!("the transcript of {workspace_id}")))?
+                    .is_some()
+            {
+                return Ok(());
+            }
+            conn.execute(
+                "INSERT INTO tt_transcript_entries (workspace_id, body) VALUES ($1, $2)",
+                &[&workspace_id, &body],
             )
             .await
             .map_err(io(format!("the transcript of {workspace_id}")))?;
-        rows.iter()
-            .map(|row| parse(format!("a transcript entry of {workspace_id}"), row.get(0)))
-            .collect()
+            Ok(())
+        })
+        .await
+    }
+
+    async fn read_transcript(&self, workspace_id: &str) -> StorageResult<Vec<TranscriptEntry>> {
+        retrying(|_| async move {
+            check_workspace_id(workspace_id)?;
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(
+                    "SELECT body FROM tt_transcript_entries WHERE workspace_id = $1 ORDER BY entry_id",
+                    &[&workspace_id],
+                )
+                .await
+                .map_err(io(format!("the transcript of {workspace_id}")))?;
+            rows.iter()
+                .map(|row| parse(format!("a transcript entry of {workspace_id}"), row.get(0)))
+                .collect()
+        })
+        .await
     }
 }

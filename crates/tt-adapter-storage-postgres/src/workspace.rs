@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_postgres::GenericClient;
 use tt_domain::DomainError;
-use tt_domain::ids::{CheckpointId, RunId};
+use tt_domain::ids::{CheckpointId, RunId, WorkspaceId};
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
@@ -28,6 +28,7 @@ use crate::PostgresStore;
 use crate::commit::Write;
 use crate::error::{io as db, parse, to_json};
 use crate::pool::StatementCache;
+use crate::retry::retrying;
 
 /// What a promoted state records beside its files.
 #[derive(Serialize, Deserialize)]
@@ -165,6 +166,58 @@ async fn run_workspace_id<C: GenericClient>(
     Ok(row.get(0))
 }
 
+/// What a write whose connection was lost before it answered did, if it is found to have
+/// committed: a write under a guard that left the file with exactly its text (the guard would
+/// refuse it a second time), or an append whose text the file now ends with. `None`: write it
+/// (again). A plain write is simply written again, which changes nothing when it had landed.
+/// The append's test cannot tell a lost append from one whose file already ended with the same
+/// text; it then takes the append as made (docs/storage.md, "A server restart").
+async fn landed_write(
+    conn: &crate::pool::PooledClient<'_>,
+    run_id: &RunId,
+    path: &WorkspacePath,
+    content: &str,
+    sha256: &str,
+    guard: &WriteGuard,
+    append: bool,
+) -> StorageResult<Option<WriteOutcome>> {
+    let row = conn
+        .query_opt(
+            "SELECT content, sha256 FROM tt_files WHERE run_id = $1 AND path = $2",
+            &[&run_id.as_str(), &path.as_str()],
+        )
+        .await
+        .map_err(db(ws_what(run_id)))?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let (current, current_sha): (&str, String) = (row.get(0), row.get(1));
+    let bytes = u64::try_from(current.len()).unwrap_or(u64::MAX);
+    if append {
+        return Ok(current.strip_suffix(content).map(|before| WriteOutcome {
+            previous_sha256: (!before.is_empty()).then(|| sha256_hex(before.as_bytes())),
+            sha256: current_sha,
+            bytes,
+        }));
+    }
+    if current_sha != sha256 {
+        return Ok(None);
+    }
+    Ok(match guard {
+        WriteGuard::None => None,
+        WriteGuard::MustNotExist => Some(WriteOutcome {
+            previous_sha256: None,
+            sha256: current_sha,
+            bytes,
+        }),
+        WriteGuard::MustMatchSha256(expected) => Some(WriteOutcome {
+            previous_sha256: Some(expected.clone()),
+            sha256: current_sha,
+            bytes,
+        }),
+    })
+}
+
 impl PostgresStore {
     /// Writes or appends under the path's lock; `append` joins the new text to the old. One
     /// statement: `tt_put_file` (migration 9) fences, checks and writes on the server.
@@ -176,62 +229,71 @@ impl PostgresStore {
         guard: &WriteGuard,
         append: bool,
     ) -> StorageResult<WriteOutcome> {
-        if path.root().is_none() {
-            return Err(StorageError::not_found(path.to_string()));
-        }
-        if path.is_root_itself() {
-            return Err(StorageError::IsDirectory {
-                path: path.to_string(),
-            });
-        }
-        self.claim_run(run_id).await?;
-        let (guard_kind, expected) = match guard {
-            WriteGuard::None => ("none", None),
-            WriteGuard::MustNotExist => ("must_not_exist", None),
-            WriteGuard::MustMatchSha256(sha) => ("must_match", Some(sha.as_str())),
-        };
-        // The sha256 of the text written, unless an append to an existing file (the server
-        // hashes the joined text then).
-        let sha256 = sha256_hex(content.as_bytes());
-        let conn = self.pool.get().await?;
-        let row = conn
-            .query_one(
-                "SELECT outcome, detail, previous_sha256, new_sha256, new_bytes
-                 FROM tt_put_file($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                &[
-                    &run_id.as_str(),
-                    &self.ownership.owner_id,
-                    &path.as_str(),
-                    &ancestors(path),
-                    &content,
-                    &sha256,
-                    &append,
-                    &guard_kind,
-                    &expected,
-                ],
-            )
-            .await
-            .map_err(db(ws_what(run_id)))?;
-        let previous: Option<String> = row.get(2);
-        match row.get::<_, &str>(0) {
-            "written" => Ok(WriteOutcome {
-                previous_sha256: previous,
-                sha256: row.get(3),
-                bytes: crate::runs::as_u64(row.get(4)),
-            }),
-            "refused" => Err(match guard.check(previous.as_deref()) {
-                Err(violation) => StorageError::guard(path, violation),
-                Ok(()) => StorageError::corrupt(
-                    ws_what(run_id),
-                    format!("the server refused a write to {path} that its guard allows"),
-                ),
-            }),
-            "is_directory" => Err(StorageError::IsDirectory {
-                path: path.to_string(),
-            }),
-            "not_a_directory" => Err(StorageError::NotADirectory { path: row.get(1) }),
-            fenced => Err(self.fenced(run_id, fenced)),
-        }
+        retrying(|attempt| async move {
+            if path.root().is_none() {
+                return Err(StorageError::not_found(path.to_string()));
+            }
+            if path.is_root_itself() {
+                return Err(StorageError::IsDirectory {
+                    path: path.to_string(),
+                });
+            }
+            self.claim_run(run_id).await?;
+            let (guard_kind, expected) = match guard {
+                WriteGuard::None => ("none", None),
+                WriteGuard::MustNotExist => ("must_not_exist", None),
+                WriteGuard::MustMatchSha256(sha) => ("must_match", Some(sha.as_str())),
+            };
+            // The sha256 of the text written, unless an append to an existing file (the server
+            // hashes the joined text then).
+            let sha256 = sha256_hex(content.as_bytes());
+            let conn = self.pool.get().await?;
+            if attempt.retried
+                && let Some(landed) =
+                    landed_write(&conn, run_id, path, content, &sha256, guard, append).await?
+            {
+                return Ok(landed);
+            }
+            let row = conn
+                .query_one(
+                    "SELECT outcome, detail, previous_sha256, new_sha256, new_bytes
+                     FROM tt_put_file($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    &[
+                        &run_id.as_str(),
+                        &self.ownership.owner_id,
+                        &path.as_str(),
+                        &ancestors(path),
+                        &content,
+                        &sha256,
+                        &append,
+                        &guard_kind,
+                        &expected,
+                    ],
+                )
+                .await
+                .map_err(db(ws_what(run_id)))?;
+            let previous: Option<String> = row.get(2);
+            match row.get::<_, &str>(0) {
+                "written" => Ok(WriteOutcome {
+                    previous_sha256: previous,
+                    sha256: row.get(3),
+                    bytes: crate::runs::as_u64(row.get(4)),
+                }),
+                "refused" => Err(match guard.check(previous.as_deref()) {
+                    Err(violation) => StorageError::guard(path, violation),
+                    Ok(()) => StorageError::corrupt(
+                        ws_what(run_id),
+                        format!("the server refused a write to {path} that its guard allows"),
+                    ),
+                }),
+                "is_directory" => Err(StorageError::IsDirectory {
+                    path: path.to_string(),
+                }),
+                "not_a_directory" => Err(StorageError::NotADirectory { path: row.get(1) }),
+                fenced => Err(self.fenced(run_id, fenced)),
+            }
+        })
+        .await
     }
 
     /// The error of a write the server's fence refused (`tt_fence`).
@@ -248,16 +310,19 @@ impl PostgresStore {
 
     /// All file paths of the run below `prefix` (`""` = every file), sorted.
     async fn files_below(&self, run_id: &RunId, prefix: &str) -> StorageResult<Vec<String>> {
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query(
-                "SELECT path FROM tt_files WHERE run_id = $1 AND starts_with(path, $2)
-                 ORDER BY path",
-                &[&run_id.as_str(), &prefix],
-            )
-            .await
-            .map_err(db(ws_what(run_id)))?;
-        Ok(rows.iter().map(|row| row.get(0)).collect())
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(
+                    "SELECT path FROM tt_files WHERE run_id = $1 AND starts_with(path, $2)
+                     ORDER BY path",
+                    &[&run_id.as_str(), &prefix],
+                )
+                .await
+                .map_err(db(ws_what(run_id)))?;
+            Ok(rows.iter().map(|row| row.get(0)).collect())
+        })
+        .await
     }
 }
 
@@ -289,81 +354,91 @@ impl WorkspaceRepository for PostgresStore {
         path: Option<&WorkspacePath>,
         depth: u32,
     ) -> StorageResult<Vec<WorkspaceEntry>> {
-        {
-            let conn = self.pool.get().await?;
-            run_exists(&*conn, conn.cache(), run_id).await?;
-        }
-        let mut entries = BTreeMap::new();
-        match path {
-            None => {
-                for root in WorkspaceRoot::ALL {
-                    entries.insert(root.name().to_owned(), EntryKind::Directory);
+        retrying(|_| async move {
+            {
+                let conn = self.pool.get().await?;
+                run_exists(&*conn, conn.cache(), run_id).await?;
+            }
+            let mut entries = BTreeMap::new();
+            match path {
+                None => {
+                    for root in WorkspaceRoot::ALL {
+                        entries.insert(root.name().to_owned(), EntryKind::Directory);
+                    }
+                    if depth > 1 {
+                        for file in self.files_below(run_id, "").await? {
+                            add_entries(&mut entries, "", &file, depth);
+                        }
+                    }
                 }
-                if depth > 1 {
-                    for file in self.files_below(run_id, "").await? {
-                        add_entries(&mut entries, "", &file, depth);
+                Some(dir) => {
+                    if dir.root().is_none() {
+                        return Err(StorageError::not_found(dir.to_string()));
+                    }
+                    let base = format!("{dir}/");
+                    let files = self.files_below(run_id, dir.as_str()).await?;
+                    if files.iter().any(|file| file == dir.as_str()) {
+                        return Err(StorageError::NotADirectory {
+                            path: dir.to_string(),
+                        });
+                    }
+                    let below: Vec<&String> =
+                        files.iter().filter(|f| f.starts_with(&base)).collect();
+                    if below.is_empty() && !dir.is_root_itself() {
+                        return Err(StorageError::not_found(dir.to_string()));
+                    }
+                    for file in below {
+                        add_entries(&mut entries, &base, file, depth);
                     }
                 }
             }
-            Some(dir) => {
-                if dir.root().is_none() {
-                    return Err(StorageError::not_found(dir.to_string()));
-                }
-                let base = format!("{dir}/");
-                let files = self.files_below(run_id, dir.as_str()).await?;
-                if files.iter().any(|file| file == dir.as_str()) {
-                    return Err(StorageError::NotADirectory {
-                        path: dir.to_string(),
-                    });
-                }
-                let below: Vec<&String> = files.iter().filter(|f| f.starts_with(&base)).collect();
-                if below.is_empty() && !dir.is_root_itself() {
-                    return Err(StorageError::not_found(dir.to_string()));
-                }
-                for file in below {
-                    add_entries(&mut entries, &base, file, depth);
-                }
-            }
-        }
-        entries
-            .into_iter()
-            .map(|(path, kind)| {
-                Ok(WorkspaceEntry {
-                    path: parse_path(&path)?,
-                    kind,
+            entries
+                .into_iter()
+                .map(|(path, kind)| {
+                    Ok(WorkspaceEntry {
+                        path: parse_path(&path)?,
+                        kind,
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
+        .await
     }
 
     async fn read(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<FileContent> {
-        let conn = self.pool.get().await?;
-        // A file there implies its run: the run is looked up only when no file is.
-        if let Some((text, sha256)) = current_text(&*conn, conn.cache(), run_id, path).await? {
-            return Ok(FileContent { text, sha256 });
-        }
-        run_exists(&*conn, conn.cache(), run_id).await?;
-        if path.root().is_some()
-            && (path.is_root_itself()
-                || has_children(&*conn, conn.cache(), run_id, path.as_str()).await?)
-        {
-            return Err(StorageError::IsDirectory {
-                path: path.to_string(),
-            });
-        }
-        Err(StorageError::not_found(path.to_string()))
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            // A file there implies its run: the run is looked up only when no file is.
+            if let Some((text, sha256)) = current_text(&*conn, conn.cache(), run_id, path).await? {
+                return Ok(FileContent { text, sha256 });
+            }
+            run_exists(&*conn, conn.cache(), run_id).await?;
+            if path.root().is_some()
+                && (path.is_root_itself()
+                    || has_children(&*conn, conn.cache(), run_id, path.as_str()).await?)
+            {
+                return Err(StorageError::IsDirectory {
+                    path: path.to_string(),
+                });
+            }
+            Err(StorageError::not_found(path.to_string()))
+        })
+        .await
     }
 
     async fn sha256(&self, run_id: &RunId, path: &WorkspacePath) -> StorageResult<Option<String>> {
-        match self.read(run_id, path).await {
-            Ok(content) => Ok(Some(content.sha256)),
-            Err(StorageError::NotFound { .. }) => {
-                let conn = self.pool.get().await?;
-                run_exists(&*conn, conn.cache(), run_id).await?;
-                Ok(None)
+        retrying(|_| async move {
+            match self.read(run_id, path).await {
+                Ok(content) => Ok(Some(content.sha256)),
+                Err(StorageError::NotFound { .. }) => {
+                    let conn = self.pool.get().await?;
+                    run_exists(&*conn, conn.cache(), run_id).await?;
+                    Ok(None)
+                }
+                Err(other) => Err(other),
             }
-            Err(other) => Err(other),
-        }
+        })
+        .await
     }
 
     async fn write(
@@ -394,38 +469,41 @@ impl WorkspaceRepository for PostgresStore {
         paths: &[WorkspacePath],
         created_at: Timestamp,
     ) -> StorageResult<CheckpointRecord> {
-        self.claim_run(run_id).await?;
-        let what = format!("checkpoint of run {run_id}");
-        // The record's fields the server does not number: it adds `id`, `seq` and `files`.
-        let head = to_json(
-            "checkpoint",
-            &serde_json::json!({
-                "runId": run_id,
-                "createdAt": created_at,
-                "reason": reason,
-                "eventSeq": event_seq,
-            }),
-        )?;
-        let paths = to_json(
-            "checkpoint paths",
-            &paths.iter().map(WorkspacePath::as_str).collect::<Vec<_>>(),
-        )?;
-        // One write of the group commit (`commit.rs`), which numbers it.
-        let answer = self
-            .journal
-            .submit_answers(run_id.as_str(), vec![Write::Checkpoint { paths, head }])
-            .await?
-            .pop()
-            .ok_or_else(|| StorageError::Other(format!("no answer for the {what}")))?;
-        Ok(CheckpointRecord {
-            id: CheckpointId::from_seq(answer.number),
-            seq: answer.number,
-            run_id: run_id.clone(),
-            created_at,
-            reason,
-            event_seq,
-            files: parse("checkpoint files", answer.detail.as_deref().unwrap_or("[]"))?,
+        retrying(|_| async move {
+            self.claim_run(run_id).await?;
+            let what = format!("checkpoint of run {run_id}");
+            // The record's fields the server does not number: it adds `id`, `seq` and `files`.
+            let head = to_json(
+                "checkpoint",
+                &serde_json::json!({
+                    "runId": run_id,
+                    "createdAt": created_at,
+                    "reason": reason,
+                    "eventSeq": event_seq,
+                }),
+            )?;
+            let paths = to_json(
+                "checkpoint paths",
+                &paths.iter().map(WorkspacePath::as_str).collect::<Vec<_>>(),
+            )?;
+            // One write of the group commit (`commit.rs`), which numbers it.
+            let answer = self
+                .journal
+                .submit_answers(run_id.as_str(), vec![Write::Checkpoint { paths, head }])
+                .await?
+                .pop()
+                .ok_or_else(|| StorageError::Other(format!("no answer for the {what}")))?;
+            Ok(CheckpointRecord {
+                id: CheckpointId::from_seq(answer.number),
+                seq: answer.number,
+                run_id: run_id.clone(),
+                created_at,
+                reason,
+                event_seq,
+                files: parse("checkpoint files", answer.detail.as_deref().unwrap_or("[]"))?,
+            })
         })
+        .await
     }
 
     async fn init_persist_projection(
@@ -433,60 +511,63 @@ impl WorkspaceRepository for PostgresStore {
         run_id: &RunId,
         base_state_id: Option<&str>,
     ) -> StorageResult<PersistSnapshot> {
-        self.claim_run(run_id).await?;
-        let snapshot = {
-            let mut conn = self.pool.get().await?;
-            let (client, cache) = conn.parts();
-            let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
-            self.ownership.fence(&tx, cache, run_id, None).await?;
-            let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
-            if let Some(state_id) = base_state_id {
-                let found = cache
-                    .query_opt(
-                        &tx,
-                        "SELECT 1 FROM tt_persistent_states WHERE workspace_id = $1 AND state_id = $2",
-                        &[&workspace_id, &state_id],
-                    )
-                    .await
-                    .map_err(db(format!("persistent state {state_id}")))?;
-                if found.is_none() {
-                    return Err(persist_error(
-                        "agent.persistent_state_root_missing",
-                        format!("persistent state {state_id} does not exist in this conversation"),
-                    ));
+        retrying(|_| async move {
+            self.claim_run(run_id).await?;
+            let snapshot = {
+                let mut conn = self.pool.get().await?;
+                let (client, cache) = conn.parts();
+                let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
+                self.ownership.fence(&tx, cache, run_id, None).await?;
+                let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
+                if let Some(state_id) = base_state_id {
+                    let found = cache
+                        .query_opt(
+                            &tx,
+                            "SELECT 1 FROM tt_persistent_states WHERE workspace_id = $1 AND state_id = $2",
+                            &[&workspace_id, &state_id],
+                        )
+                        .await
+                        .map_err(db(format!("persistent state {state_id}")))?;
+                    if found.is_none() {
+                        return Err(persist_error(
+                            "agent.persistent_state_root_missing",
+                            format!("persistent state {state_id} does not exist in this conversation"),
+                        ));
+                    }
+                    cache
+                        .execute(
+                            &tx,
+                            "INSERT INTO tt_files (run_id, path, content, sha256)
+                         SELECT $1, path, content, encode(sha256(convert_to(content, 'UTF8')), 'hex')
+                         FROM tt_state_files WHERE workspace_id = $2 AND state_id = $3
+                         ON CONFLICT (run_id, path) DO UPDATE
+                         SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256",
+                            &[&run_id.as_str(), &workspace_id, &state_id],
+                        )
+                        .await
+                        .map_err(db(format!("persistent state {state_id}")))?;
                 }
-                cache
-                    .execute(
-                        &tx,
-                        "INSERT INTO tt_files (run_id, path, content, sha256)
-                     SELECT $1, path, content, encode(sha256(convert_to(content, 'UTF8')), 'hex')
-                     FROM tt_state_files WHERE workspace_id = $2 AND state_id = $3
-                     ON CONFLICT (run_id, path) DO UPDATE
-                     SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256",
-                        &[&run_id.as_str(), &workspace_id, &state_id],
-                    )
-                    .await
-                    .map_err(db(format!("persistent state {state_id}")))?;
-            }
-            let files = persist_files(&tx, cache, run_id)
-                .await?
-                .iter()
-                .map(|(path, text)| fingerprint(path, text))
-                .collect();
-            tx.commit().await.map_err(db(ws_what(run_id)))?;
-            PersistSnapshot {
-                base_state_id: base_state_id.map(str::to_owned),
-                files,
-            }
-        };
-        self.write_document(
-            run_id,
-            &RunDocument::PersistSnapshot,
-            &serde_json::to_value(&snapshot)
-                .map_err(|err| StorageError::Other(format!("persist snapshot: {err}")))?,
-        )
-        .await?;
-        Ok(snapshot)
+                let files = persist_files(&tx, cache, run_id)
+                    .await?
+                    .iter()
+                    .map(|(path, text)| fingerprint(path, text))
+                    .collect();
+                tx.commit().await.map_err(db(ws_what(run_id)))?;
+                PersistSnapshot {
+                    base_state_id: base_state_id.map(str::to_owned),
+                    files,
+                }
+            };
+            self.write_document(
+                run_id,
+                &RunDocument::PersistSnapshot,
+                &serde_json::to_value(&snapshot)
+                    .map_err(|err| StorageError::Other(format!("persist snapshot: {err}")))?,
+            )
+            .await?;
+            Ok(snapshot)
+        })
+        .await
     }
 
     async fn promote_persist(
@@ -495,105 +576,177 @@ impl WorkspaceRepository for PostgresStore {
         snapshot: &PersistSnapshot,
         created_at: Timestamp,
     ) -> StorageResult<PersistentChangeSet> {
-        self.claim_run(run_id).await?;
-        let mut conn = self.pool.get().await?;
-        let (client, cache) = conn.parts();
-        let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
-        self.ownership.fence(&tx, cache, run_id, None).await?;
-        let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
-        let current = persist_files(&tx, cache, run_id).await?;
-        let files: Vec<FileFingerprint> = current
-            .iter()
-            .map(|(path, text)| fingerprint(path, text))
-            .collect();
-        let changes = snapshot.changes_to(&files)?;
-        let manifest = StateManifest {
-            state_id: run_id.as_str().to_owned(),
-            run_id: run_id.clone(),
-            base_state_id: snapshot.base_state_id.clone(),
-            created_at,
-            files,
-            changes,
-        };
-        let inserted = cache
-            .execute(
-                &tx,
-                "INSERT INTO tt_persistent_states (workspace_id, state_id, manifest)
-                 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                &[
-                    &workspace_id,
-                    &run_id.as_str(),
-                    &to_json("state manifest", &manifest)?,
-                ],
-            )
-            .await
-            .map_err(db(format!("persistent state {run_id}")))?;
-        if inserted == 0 {
-            return Err(persist_error(
-                "agent.persistent_state_exists",
-                format!("persistent state {run_id} already exists"),
-            ));
-        }
-        cache
-            .execute(
-                &tx,
-                "INSERT INTO tt_state_files (workspace_id, state_id, path, content)
-             SELECT $1, $2, path, content FROM tt_files
-             WHERE run_id = $2 AND starts_with(path, 'persist/')",
-                &[&workspace_id, &run_id.as_str()],
-            )
-            .await
-            .map_err(db(format!("persistent state {run_id}")))?;
-        tx.commit().await.map_err(db(ws_what(run_id)))?;
-        Ok(PersistentChangeSet {
-            state_id: manifest.state_id,
-            base_state_id: manifest.base_state_id,
-            changes: manifest.changes,
+        retrying(|_| async move {
+            self.claim_run(run_id).await?;
+            let mut conn = self.pool.get().await?;
+            let (client, cache) = conn.parts();
+            let tx = client.transaction().await.map_err(db(ws_what(run_id)))?;
+            self.ownership.fence(&tx, cache, run_id, None).await?;
+            let workspace_id = run_workspace_id(&tx, cache, run_id).await?;
+            let current = persist_files(&tx, cache, run_id).await?;
+            let files: Vec<FileFingerprint> = current
+                .iter()
+                .map(|(path, text)| fingerprint(path, text))
+                .collect();
+            let changes = snapshot.changes_to(&files)?;
+            let manifest = StateManifest {
+                state_id: run_id.as_str().to_owned(),
+                run_id: run_id.clone(),
+                base_state_id: snapshot.base_state_id.clone(),
+                created_at,
+                files,
+                changes,
+            };
+            let inserted = cache
+                .execute(
+                    &tx,
+                    "INSERT INTO tt_persistent_states (workspace_id, state_id, manifest)
+                     VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                    &[
+                        &workspace_id,
+                        &run_id.as_str(),
+                        &to_json("state manifest", &manifest)?,
+                    ],
+                )
+                .await
+                .map_err(db(format!("persistent state {run_id}")))?;
+            if inserted == 0 {
+                return Err(persist_error(
+                    "agent.persistent_state_exists",
+                    format!("persistent state {run_id} already exists"),
+                ));
+            }
+            cache
+                .execute(
+                    &tx,
+                    "INSERT INTO tt_state_files (workspace_id, state_id, path, content)
+                 SELECT $1, $2, path, content FROM tt_files
+                 WHERE run_id = $2 AND starts_with(path, 'persist/')",
+                    &[&workspace_id, &run_id.as_str()],
+                )
+                .await
+                .map_err(db(format!("persistent state {run_id}")))?;
+            tx.commit().await.map_err(db(ws_what(run_id)))?;
+            Ok(PersistentChangeSet {
+                state_id: manifest.state_id,
+                base_state_id: manifest.base_state_id,
+                changes: manifest.changes,
+            })
         })
+        .await
     }
 
     /// The text a checkpoint of the run kept with this sha256, newest checkpoint first (each
     /// row keeps its files' texts beside their fingerprints).
     async fn checkpoint_blob(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .query(
-                "SELECT record, files FROM tt_checkpoints WHERE run_id = $1 ORDER BY seq DESC",
-                &[&run_id.as_str()],
-            )
-            .await
-            .map_err(db(format!("checkpoints of run {run_id}")))?;
-        for row in rows {
-            let record: CheckpointRecord = parse("checkpoint", row.get(0))?;
-            let texts: Vec<String> = parse("checkpoint files", row.get(1))?;
-            if let Some(at) = record.files.iter().position(|file| file.sha256 == sha256)
-                && let Some(text) = texts.get(at)
-            {
-                return Ok(Some(text.clone()));
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(
+                    "SELECT record, files FROM tt_checkpoints WHERE run_id = $1 ORDER BY seq DESC",
+                    &[&run_id.as_str()],
+                )
+                .await
+                .map_err(db(format!("checkpoints of run {run_id}")))?;
+            for row in rows {
+                let record: CheckpointRecord = parse("checkpoint", row.get(0))?;
+                let texts: Vec<String> = parse("checkpoint files", row.get(1))?;
+                if let Some(at) = record.files.iter().position(|file| file.sha256 == sha256)
+                    && let Some(text) = texts.get(at)
+                {
+                    return Ok(Some(text.clone()));
+                }
             }
-        }
-        Ok(None)
+            Ok(None)
+        })
+        .await
     }
 
     async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>> {
-        let conn = self.pool.get().await?;
-        let workspace_id = run_workspace_id(&*conn, conn.cache(), run_id).await?;
-        let row = conn
-            .query_opt(
-                "SELECT manifest FROM tt_persistent_states WHERE workspace_id = $1 AND state_id = $2",
-                &[&workspace_id, &run_id.as_str()],
-            )
-            .await
-            .map_err(db(format!("persistent state {run_id}")))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let manifest: StateManifest = parse("state manifest", row.get(0))?;
-        Ok(Some(PersistentChangeSet {
-            state_id: manifest.state_id,
-            base_state_id: manifest.base_state_id,
-            changes: manifest.changes,
-        }))
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let workspace_id = run_workspace_id(&*conn, conn.cache(), run_id).await?;
+            let row = conn
+                .query_opt(
+                    "SELECT manifest FROM tt_persistent_states WHERE workspace_id = $1 AND state_id = $2",
+                    &[&workspace_id, &run_id.as_str()],
+                )
+                .await
+                .map_err(db(format!("persistent state {run_id}")))?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let manifest: StateManifest = parse("state manifest", row.get(0))?;
+            Ok(Some(PersistentChangeSet {
+                state_id: manifest.state_id,
+                base_state_id: manifest.base_state_id,
+                changes: manifest.changes,
+            }))
+        })
+        .await
+    }
+
+    async fn chat_head(&self, workspace_id: &WorkspaceId) -> StorageResult<Option<RunId>> {
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT run_id FROM tt_chat_heads WHERE workspace_id = $1",
+                    &[&workspace_id.as_str()],
+                )
+                .await
+                .map_err(db(format!("chat head of {workspace_id}")))?;
+            Ok(row.map(|row| RunId::from_raw(row.get::<_, String>(0))))
+        })
+        .await
+    }
+
+    async fn swap_chat_head(
+        &self,
+        workspace_id: &WorkspaceId,
+        expected: Option<&RunId>,
+        run_id: &RunId,
+    ) -> StorageResult<bool> {
+        retrying(|_| async move {
+            let what = || format!("chat head of {workspace_id}");
+            // Only the run's owner may make it the head; the conversation's advisory lock, held
+            // to the commit, orders every host's swaps of one head.
+            self.claim_run(run_id).await?;
+            let mut conn = self.pool.get().await?;
+            let (client, cache) = conn.parts();
+            let tx = client.transaction().await.map_err(db(what()))?;
+            let lock = format!("chat-head/{workspace_id}");
+            self.ownership
+                .fence(&tx, cache, run_id, Some(lock.as_str()))
+                .await?;
+            let head = cache
+                .query_opt(
+                    &tx,
+                    "SELECT run_id FROM tt_chat_heads WHERE workspace_id = $1",
+                    &[&workspace_id.as_str()],
+                )
+                .await
+                .map_err(db(what()))?
+                .map(|row| row.get::<_, String>(0));
+            if head.as_deref() == Some(run_id.as_str()) {
+                return Ok(true);
+            }
+            if head.as_deref() != expected.map(RunId::as_str) {
+                return Ok(false);
+            }
+            cache
+                .execute(
+                    &tx,
+                    "INSERT INTO tt_chat_heads (workspace_id, run_id) VALUES ($1, $2)
+                     ON CONFLICT (workspace_id) DO UPDATE SET run_id = EXCLUDED.run_id",
+                    &[&workspace_id.as_str(), &run_id.as_str()],
+                )
+                .await
+                .map_err(db(what()))?;
+            tx.commit().await.map_err(db(what()))?;
+            Ok(true)
+        })
+        .await
     }
 
     async fn walk_files(

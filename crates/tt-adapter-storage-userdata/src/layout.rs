@@ -108,6 +108,12 @@ impl Layout {
         Ok(dirs)
     }
 
+    /// `chats/<workspaceId>`.
+    pub(crate) fn chat_dir(&self, workspace_id: &str) -> StorageResult<PathBuf> {
+        check_segment("workspace id", workspace_id)?;
+        Ok(self.root.join("chats").join(workspace_id))
+    }
+
     /// `chats/<workspaceId>/persistent-states`.
     pub(crate) fn states_dir(&self, workspace_id: &str) -> StorageResult<PathBuf> {
         check_segment("workspace id", workspace_id)?;

@@ -9,6 +9,7 @@
 //! skills/...                                   skill files per scope
 //! transcripts/<workspaceId>.jsonl              what the transcript bridge published
 //! chats/<workspaceId>/persistent-states/<stateId>/{manifest.json, persist/...}
+//! chats/<workspaceId>/chat-head/<generation>     the run holding the chat's head
 //! chats/<workspaceId>/runs/<runId>/
 //!   run.json manifest.json events.jsonl records.jsonl blobs.jsonl owner.lock
 //!   input/{prompt_snapshot, resolved_profile, persist_snapshot}.json
@@ -20,6 +21,7 @@
 //! run at any time, and reading never writes. Durability: see [`durability`] (group commit) and
 //! docs/storage.md (the durability points).
 
+mod chat_head;
 mod durability;
 #[cfg(test)]
 mod fault_tests;

@@ -50,7 +50,7 @@ impl UserDataStore {
         if inner.flusher.is_none() {
             return Ok(Vec::new());
         }
-        // Temp files of data-dir-wide writes (profiles, the run index, promoted states) that a
+        // Temp files of data-dir-wide writes (profiles, the run index, promoted states, chat heads) that a
         // killed process left behind.
         crate::fsutil::remove_stale_temp_entries(&inner.layout.profiles_dir())?;
         crate::fsutil::remove_stale_temp_entries(&inner.layout.index_runs_dir())?;
@@ -60,6 +60,7 @@ impl UserDataStore {
         if let Ok(chats) = std::fs::read_dir(inner.layout.root().join("chats")) {
             for chat in chats.flatten() {
                 crate::fsutil::remove_stale_temp_entries(&chat.path().join("persistent-states"))?;
+                crate::fsutil::remove_stale_temp_entries(&chat.path().join("chat-head"))?;
             }
         }
         // A process killed between creating a run directory and writing its run.json leaves a

@@ -587,6 +587,21 @@ impl WorkspaceRepository for UserDataStore {
         promoted_state_sync(&self.inner, run_id)
     }
 
+    async fn chat_head(&self, workspace_id: &WorkspaceId) -> StorageResult<Option<RunId>> {
+        crate::chat_head::chat_head(&self.inner.layout, workspace_id)
+    }
+
+    async fn swap_chat_head(
+        &self,
+        workspace_id: &WorkspaceId,
+        expected: Option<&RunId>,
+        run_id: &RunId,
+    ) -> StorageResult<bool> {
+        // Only the process that writes the run may make it the head.
+        self.inner.owned_run(run_id)?;
+        crate::chat_head::swap_chat_head(&self.inner.layout, workspace_id, expected, run_id)
+    }
+
     async fn walk_files(
         &self,
         run_id: &RunId,

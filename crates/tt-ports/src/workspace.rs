@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tt_domain::ids::RunId;
+use tt_domain::ids::{RunId, WorkspaceId};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
     CheckpointReason, CheckpointRecord, EntryKind, PersistSnapshot, PersistentChangeSet,
@@ -105,6 +105,23 @@ pub trait WorkspaceRepository: Send + Sync {
     /// or `None` when it has not promoted one: a run resumed after its promotion reads it back
     /// instead of promoting twice.
     async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>>;
+
+    /// The run whose promoted state is the conversation's head (the one-writer rule of
+    /// docs/storage.md, "One writer per conversation"): the last run of the conversation
+    /// `workspace_id` that took it with [`Self::swap_chat_head`]; `None` before any did.
+    async fn chat_head(&self, workspace_id: &WorkspaceId) -> StorageResult<Option<RunId>>;
+
+    /// Makes `run_id` the head of the conversation `workspace_id` if the head still is
+    /// `expected` (`None`: no run holds it yet), as one atomic compare-and-swap that every
+    /// store instance on the same data (other processes, other hosts) sees in one order:
+    /// of several runs swapping from the same head, exactly one gets `true`. `false` when the
+    /// head is another run. Idempotent: `true` when the head already is `run_id`.
+    async fn swap_chat_head(
+        &self,
+        workspace_id: &WorkspaceId,
+        expected: Option<&RunId>,
+        run_id: &RunId,
+    ) -> StorageResult<bool>;
 
     /// All files under the given roots (recursively, at most `max_files`), for search.
     async fn walk_files(

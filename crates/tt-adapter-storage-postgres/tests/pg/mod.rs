@@ -3,4 +3,5 @@
 mod follow;
 pub mod ownership;
 mod recovery;
+mod restart;
 mod store;

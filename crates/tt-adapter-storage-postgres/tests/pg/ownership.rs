@@ -238,11 +238,22 @@ async fn a_batch_refuses_only_the_runs_another_store_holds() {
     b.create_run(&theirs, &manifest_for(&theirs)).await.unwrap();
     // A thinks it holds B's run too: B's lease is ended by hand and A takes it, then C takes
     // it from A the same way, so A still has it in its held set but not on the server.
+    let c = host(&url, "host-c").await;
     expire_lease(&url, theirs.id.as_str()).await;
     a.claim_run(&theirs.id).await.unwrap();
-    expire_lease(&url, theirs.id.as_str()).await;
-    let c = host(&url, "host-c").await;
-    c.claim_run(&theirs.id).await.unwrap();
+    // A's heartbeat may renew its lease between its end and C's claim: ended again then.
+    let mut tries = 0;
+    loop {
+        expire_lease(&url, theirs.id.as_str()).await;
+        match c.claim_run(&theirs.id).await {
+            Ok(()) => break,
+            Err(error) if tries < 50 => {
+                assert_eq!(error.code(), "agent.run_locked");
+                tries += 1;
+            }
+            Err(error) => panic!("C never took the run: {error}"),
+        }
+    }
 
     // Appends and documents of both runs, all at once, so they share batches.
     let writes = (1..=40_u64).map(|n| {

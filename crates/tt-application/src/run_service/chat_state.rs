@@ -1,12 +1,13 @@
 //! A conversation's persistent state (`persist/`, docs/storage.md): which promoted state is the
 //! chat's latest, and the one-writer rule that keeps two runs of one chat from dropping each
-//! other's update. Both read the run index and each candidate run's promoted manifest through
-//! the ports, so they hold on every store.
+//! other's update and lets exactly one of several runs finishing at once win. Both read the run
+//! index, each candidate run's promoted manifest and the chat's head through the ports, and the
+//! head moves by the store's compare-and-swap, so they hold on every store and across processes.
 
 use tt_domain::ids::RunId;
 use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_domain::workspace::PersistentChangeSet;
-use tt_ports::RunListPage;
+use tt_ports::{RunListPage, StorageError};
 
 use crate::error::{ApplicationError, ApplicationResult};
 
@@ -24,9 +25,9 @@ pub(crate) struct PromotedState {
 pub(crate) enum Counting {
     /// Completed runs only: what a host should start the chat's next run from.
     Completed,
-    /// Completed runs and runs still working that have promoted (finishing now), and only
-    /// states with changes: the update a run about to promote must not overwrite.
-    ChangesOfCompletedOrFinishing,
+    /// Completed runs, and only states with changes: the update a run about to take the
+    /// chat's head must not overwrite.
+    ChangesOfCompleted,
 }
 
 impl AgentRunService {
@@ -45,9 +46,9 @@ impl AgentRunService {
     }
 
     /// The chat's latest promoted state: the state of the run that most recently completed
-    /// with changes to `persist/` (a run still finishing counts as the most recent when
-    /// `counting` says so); when no run changed anything, the newest completed run's state,
-    /// which holds the files it started from (for `Counting::Completed` only). `exclude` leaves one run out (the one asking).
+    /// with changes to `persist/`; when no run changed anything, the newest completed run's
+    /// state, which holds the files it started from (for `Counting::Completed` only).
+    /// `exclude` leaves one run out (the one asking).
     pub(crate) async fn latest_chat_state(
         &self,
         stable_chat_id: &str,
@@ -77,9 +78,8 @@ impl AgentRunService {
             }
             offset += fetched;
         }
-        // Runs still working first (they promoted after every completed one), then by when they
-        // completed; the index lists newest runs first, which breaks ties.
-        candidates.sort_by_key(|run| (run.status.is_terminal(), std::cmp::Reverse(run.updated_at)));
+        // By when they completed; the index lists newest runs first, which breaks ties.
+        candidates.sort_by_key(|run| std::cmp::Reverse(run.updated_at));
         let mut newest_unchanged = None;
         for run in candidates {
             let Some(change_set) = self.services.workspace.promoted_state(&run.id).await? else {
@@ -102,11 +102,15 @@ impl AgentRunService {
         Ok(newest_unchanged)
     }
 
-    /// The one-writer rule, checked under the chat's lock right after `run` promoted
-    /// `promoted`: a run that changed `persist/` may become the chat's latest state only when
-    /// the state it started from still is, so an update made meanwhile by another run of the
-    /// chat is never silently replaced. A branch (`forkedFrom`) is an alternative take of its
-    /// source's turn and may replace a state built on the same base as its own.
+    /// The one-writer rule, checked right after `run` promoted `promoted`: a run that changed
+    /// `persist/` becomes the chat's state only by taking the chat's head from the run that
+    /// holds it, in one compare-and-swap of the store, and only while the state it started
+    /// from still is the chat's latest. Of several runs finishing at once, the first swap the
+    /// store orders wins; the others then find a head held by a run still finishing and are
+    /// refused, so an update is never silently replaced and never refused by both sides. A
+    /// branch (`forkedFrom`) is an alternative take of its source's turn and may replace a
+    /// state built on the same base as its own (docs/storage.md, "One writer per
+    /// conversation").
     pub(crate) async fn check_single_writer(
         &self,
         run: &AgentRun,
@@ -115,55 +119,107 @@ impl AgentRunService {
         if promoted.changes.is_empty() {
             return Ok(());
         }
-        let Some(latest) = self
-            .latest_chat_state(
-                &run.stable_chat_id,
-                Counting::ChangesOfCompletedOrFinishing,
-                Some(&run.id),
-            )
-            .await?
-        else {
-            return Ok(());
-        };
-        let base = run.persist_base_state_id.as_deref();
-        if Some(latest.change_set.state_id.as_str()) == base {
-            return Ok(());
+        let workspace = &self.services.workspace;
+        let mut refusal = None;
+        // A swap lost to a run that moved the head meanwhile is judged again against that
+        // run, which is then still finishing: the next round refuses.
+        for _ in 0..HEAD_ROUNDS {
+            let head = workspace.chat_head(&run.workspace_id).await?;
+            if head.as_ref() == Some(&run.id) {
+                return Ok(());
+            }
+            if let Some(refused) = self.judge_head(run, head.as_ref()).await? {
+                refusal = Some(refused);
+                break;
+            }
+            if workspace
+                .swap_chat_head(&run.workspace_id, head.as_ref(), &run.id)
+                .await?
+            {
+                return Ok(());
+            }
         }
-        if run.forked_from.is_some() && latest.change_set.base_state_id.as_deref() == base {
-            return Ok(());
-        }
+        let reason = refusal.unwrap_or_else(|| {
+            "other runs of this conversation kept saving persistent state meanwhile".to_owned()
+        });
         Err(ApplicationError::fatal(
             tt_domain::error_codes::AGENT_PERSISTENT_STATE_CONFLICT,
             format!(
-                "run {} of this conversation saved persistent state {} after this run started \
-                 from {}; this run's changes to persist/ ({} file(s)) were not made the \
-                 conversation's state and stay in this run's workspace",
-                latest.run_id,
-                latest.change_set.state_id,
-                base.unwrap_or("no state"),
+                "{reason}; this run started from {} and its changes to persist/ ({} file(s)) \
+                 were not made the conversation's state and stay in this run's workspace",
+                run.persist_base_state_id.as_deref().unwrap_or("no state"),
                 promoted.changes.len()
             ),
         ))
     }
 
-    /// The lock one chat's finishing runs take in turn, so that the rule above sees what the
-    /// other run promoted (runs of one chat in other processes are not covered: docs/storage.md).
-    pub(crate) fn chat_lock(&self, stable_chat_id: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self
-            .chat_locks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Locks of chats nobody holds are dropped so the map stays small.
-        locks.retain(|_, lock| std::sync::Arc::strong_count(lock) > 1);
-        std::sync::Arc::clone(locks.entry(stable_chat_id.to_owned()).or_default())
+    /// Whether `run` may take the chat's head from `head`: `None` when it may, else why not.
+    /// A head held by a run still working is that run's (it promoted and is finishing, or
+    /// will be resumed); a head held by a completed run names the chat's latest state; a head
+    /// held by a run that ended otherwise (or is gone) counts for nothing, and the latest
+    /// state is then that of the run that most recently completed with changes.
+    async fn judge_head(
+        &self,
+        run: &AgentRun,
+        head: Option<&RunId>,
+    ) -> ApplicationResult<Option<String>> {
+        let holder = match head {
+            Some(head) => match self.services.runs.load_run(head).await {
+                Ok(holder) => Some(holder),
+                Err(StorageError::NotFound { .. }) => None,
+                Err(error) => return Err(error.into()),
+            },
+            None => None,
+        };
+        let latest = match holder {
+            Some(holder) if !holder.status.is_terminal() => {
+                return Ok(Some(format!(
+                    "run {} of this conversation is saving its own changes to persistent \
+                     state and took the conversation's state first",
+                    holder.id
+                )));
+            }
+            Some(holder) if holder.status == AgentRunStatus::Completed => self
+                .services
+                .workspace
+                .promoted_state(&holder.id)
+                .await?
+                .map(|change_set| PromotedState {
+                    run_id: holder.id.clone(),
+                    change_set,
+                }),
+            Some(_) | None => {
+                self.latest_chat_state(
+                    &run.stable_chat_id,
+                    Counting::ChangesOfCompleted,
+                    Some(&run.id),
+                )
+                .await?
+            }
+        };
+        let Some(latest) = latest else {
+            return Ok(None);
+        };
+        let base = run.persist_base_state_id.as_deref();
+        if Some(latest.change_set.state_id.as_str()) == base
+            || (run.forked_from.is_some() && latest.change_set.base_state_id.as_deref() == base)
+        {
+            return Ok(None);
+        }
+        Ok(Some(format!(
+            "run {} of this conversation saved persistent state {} after this run started",
+            latest.run_id, latest.change_set.state_id
+        )))
     }
 }
+
+/// Rounds of reading and swapping the chat's head before a run gives up (each lost swap means
+/// another run took the head meanwhile, which the next round refuses on).
+const HEAD_ROUNDS: usize = 3;
 
 fn counts(status: AgentRunStatus, counting: Counting) -> bool {
     match counting {
         Counting::Completed => status == AgentRunStatus::Completed,
-        Counting::ChangesOfCompletedOrFinishing => {
-            status == AgentRunStatus::Completed || !status.is_terminal()
-        }
+        Counting::ChangesOfCompleted => status == AgentRunStatus::Completed,
     }
 }

@@ -121,8 +121,6 @@ pub struct AgentRunService {
     /// The `run_failed` / `run_partial_success` events the journal refused, by run (also
     /// kept on the run record when it can be written, `AgentRun::unrecorded_end`).
     unrecorded_failures: StdMutex<HashMap<RunId, tt_domain::run::UnrecordedEnd>>,
-    /// One lock per conversation for finishing runs (`chat_state`).
-    chat_locks: StdMutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl std::fmt::Debug for AgentRunService {
@@ -144,7 +142,6 @@ impl AgentRunService {
             active: StdMutex::new(HashMap::new()),
             unrecorded: StdMutex::new(HashMap::new()),
             unrecorded_failures: StdMutex::new(HashMap::new()),
-            chat_locks: StdMutex::new(HashMap::new()),
         })
     }
 

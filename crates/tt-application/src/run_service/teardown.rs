@@ -40,10 +40,6 @@ impl AgentRunService {
         if !ctx.try_set_status(AgentRunStatus::Finishing).await? {
             return Err(ApplicationError::cancelled());
         }
-        // One finishing run of a chat at a time in this process, from the promotion until it
-        // is journaled, so the one-writer rule sees what the other promoted.
-        let chat_lock = self.chat_lock(&ctx.run_snapshot().await.stable_chat_id);
-        let chat_guard = chat_lock.lock().await;
         let (change_set, journal) = match self.promote(ctx).await {
             Ok(promoted) => promoted,
             Err(error) => {
@@ -62,7 +58,6 @@ impl AgentRunService {
         if journal {
             self.journal_promoted(ctx, &change_set).await?;
         }
-        drop(chat_guard);
         crate::persist_metadata::bind_state_to_last_commit(
             ctx,
             &change_set,

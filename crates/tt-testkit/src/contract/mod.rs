@@ -127,6 +127,7 @@ macro_rules! storage_contract_tests {
                 checkpoints,
                 concurrent_checkpoints_are_numbered_once_each,
                 persist_projection_and_promotion,
+                concurrent_chat_head_swaps_have_one_winner,
             }
             profiles {
                 load_list_and_missing_profiles,

@@ -1,5 +1,5 @@
 //! Contract cases for `WorkspaceRepository`: write guards, append, read errors, listings, bounded
-//! walks, checkpoints, and the `persist/` projection and promotion chain.
+//! walks, checkpoints, the `persist/` projection and promotion chain, and the chat head.
 
 use std::sync::Arc;
 use tt_domain::text::sha256_hex;
@@ -708,5 +708,55 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
         ws.init_persist_projection(&e.id, Some("run_never_promoted"))
             .await,
         "agent.persistent_state_root_missing",
+    );
+}
+
+/// The chat's head moves by compare-and-swap: of many runs swapping from the same head at once
+/// exactly one wins, a swap from a head that moved meanwhile fails, the holder swapping again
+/// is a no-op, and the head reads back (docs/storage.md, "One writer per conversation").
+pub async fn concurrent_chat_head_swaps_have_one_winner(s: StorageUnderTest) {
+    let ws = Arc::clone(&s.workspace);
+    let mut runs = Vec::new();
+    for n in 0..8 {
+        runs.push(create_sample_run(&s, 10 + n).await);
+    }
+    let chat = runs[0].workspace_id.clone();
+    assert_eq!(ws.chat_head(&chat).await.unwrap(), None);
+    let mut handles = Vec::new();
+    for run in &runs {
+        let ws = Arc::clone(&ws);
+        let (chat, run_id) = (chat.clone(), run.id.clone());
+        handles.push(tokio::spawn(async move {
+            let won = ws.swap_chat_head(&chat, None, &run_id).await.unwrap();
+            (won, run_id)
+        }));
+    }
+    let mut winners = Vec::new();
+    for handle in handles {
+        let (won, run_id) = handle.await.unwrap();
+        if won {
+            winners.push(run_id);
+        }
+    }
+    assert_eq!(winners.len(), 1, "{winners:?}");
+    let first = winners[0].clone();
+    assert_eq!(ws.chat_head(&chat).await.unwrap().as_ref(), Some(&first));
+    assert!(ws.swap_chat_head(&chat, None, &first).await.unwrap());
+    let others: Vec<_> = runs.iter().filter(|run| run.id != first).collect();
+    // From the head as it is: moves; from the head as it was: refused.
+    assert!(
+        ws.swap_chat_head(&chat, Some(&first), &others[0].id)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !ws.swap_chat_head(&chat, Some(&first), &others[1].id)
+            .await
+            .unwrap()
+    );
+    assert!(!ws.swap_chat_head(&chat, None, &others[1].id).await.unwrap());
+    assert_eq!(
+        ws.chat_head(&chat).await.unwrap().as_ref(),
+        Some(&others[0].id)
     );
 }

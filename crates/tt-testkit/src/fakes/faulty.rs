@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
-use tt_domain::ids::{InvocationId, RunId, TaskId};
+use tt_domain::ids::{InvocationId, RunId, TaskId, WorkspaceId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::AgentRun;
 use tt_domain::task::{AgentTaskRecord, TaskTransition};
@@ -365,6 +365,22 @@ impl<S: WorkspaceRepository + 'static> WorkspaceRepository for FaultyStore<S> {
 
     async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>> {
         self.inner.promoted_state(run_id).await
+    }
+
+    async fn chat_head(&self, workspace_id: &WorkspaceId) -> StorageResult<Option<RunId>> {
+        self.inner.chat_head(workspace_id).await
+    }
+
+    async fn swap_chat_head(
+        &self,
+        workspace_id: &WorkspaceId,
+        expected: Option<&RunId>,
+        run_id: &RunId,
+    ) -> StorageResult<bool> {
+        self.check(|| format!("chats/{workspace_id}/chat-head"))?;
+        self.inner
+            .swap_chat_head(workspace_id, expected, run_id)
+            .await
     }
 
     async fn walk_files(

@@ -109,6 +109,8 @@ struct StoreState {
     profiles: BTreeMap<ProfileId, AgentProfileDefinition>,
     /// `(workspaceId, stateId)` -> state.
     persistent_states: BTreeMap<(String, String), PersistentStateRecord>,
+    /// workspaceId -> the run whose state is the conversation's head.
+    chat_heads: BTreeMap<String, RunId>,
     faults: Vec<Fault>,
 }
 

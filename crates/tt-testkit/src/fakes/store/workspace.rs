@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use tt_domain::DomainError;
-use tt_domain::ids::{CheckpointId, RunId, is_valid_storage_segment};
+use tt_domain::ids::{CheckpointId, RunId, WorkspaceId, is_valid_storage_segment};
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
@@ -404,6 +404,30 @@ impl WorkspaceRepository for InMemoryStore {
                 base_state_id: record.base_state_id.clone(),
                 changes: record.changes.clone(),
             }))
+    }
+
+    async fn chat_head(&self, workspace_id: &WorkspaceId) -> StorageResult<Option<RunId>> {
+        Ok(self.lock().chat_heads.get(workspace_id.as_str()).cloned())
+    }
+
+    async fn swap_chat_head(
+        &self,
+        workspace_id: &WorkspaceId,
+        expected: Option<&RunId>,
+        run_id: &RunId,
+    ) -> StorageResult<bool> {
+        let mut state = self.lock();
+        let head = state.chat_heads.get(workspace_id.as_str());
+        if head == Some(run_id) {
+            return Ok(true);
+        }
+        if head != expected {
+            return Ok(false);
+        }
+        state
+            .chat_heads
+            .insert(workspace_id.as_str().to_owned(), run_id.clone());
+        Ok(true)
     }
 
     async fn walk_files(
