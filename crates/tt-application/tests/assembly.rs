@@ -479,6 +479,7 @@ async fn assembled_run_with_a_fault(
         model_info: Default::default(),
         connections: Arc::new(tt_ports::NoConnections),
         commit_bridge: FakeCommitBridge::approving(),
+        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
         prompt_broker: FakePromptBroker::with(|request| {
             let mut answer = default_assembly(request);
             answer.settings = Some(tt_ports::AssembledSettings {
