@@ -40,6 +40,15 @@ impl RunJournal for UserDataStore {
         run.append_event(event)
     }
 
+    /// Under one hold of the run's files: the seqs follow one another.
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+        let Some(first) = events.first() else {
+            return Ok(Vec::new());
+        };
+        let run = self.inner.owned_run(&first.run_id)?;
+        run.append_events(events)
+    }
+
     /// The writes one by one in order, as the caller made them before there was a unit: the
     /// files and the journal come out byte for byte the same.
     async fn commit(

@@ -23,6 +23,7 @@
 
 mod chat_head;
 mod durability;
+mod event_line;
 #[cfg(test)]
 mod fault_tests;
 mod faults;

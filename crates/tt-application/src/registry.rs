@@ -19,28 +19,6 @@ use tt_ports::ExternalToolDefinition;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::tools::workspace::{self, SpecAudience};
 
-/// Tools this build can execute.
-pub(crate) fn is_implemented(tool: ToolName) -> bool {
-    match tool {
-        ToolName::WorkspaceListFiles
-        | ToolName::WorkspaceSearchFiles
-        | ToolName::WorkspaceReadFile
-        | ToolName::WorkspaceWriteFile
-        | ToolName::WorkspaceApplyPatch
-        | ToolName::WorkspaceCommit
-        | ToolName::WorkspaceFinish
-        | ToolName::AgentList
-        | ToolName::AgentDelegate
-        | ToolName::AgentAwait
-        | ToolName::AgentCancelTask
-        | ToolName::AgentHandoff
-        | ToolName::TaskReturn
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead => true,
-    }
-}
-
 /// Builds the snapshot for an invocation of `profile` with `exit_policy`.
 ///
 /// Visible built-ins are `tools.allow` minus `tools.deny`, in `allow` order; then the outside
@@ -131,15 +109,6 @@ fn tool_specs(
     }
     let mut tools = Vec::with_capacity(visible.len() + 1);
     for &tool in &visible {
-        if !is_implemented(tool) {
-            return Err(ApplicationError::fatal(
-                "agent.tool_unavailable",
-                format!(
-                    "profile `{}` lists `{tool}`, which this runtime does not provide yet",
-                    profile.id()
-                ),
-            ));
-        }
         let mut spec = spec_for(tool, &audience)?;
         // Delegated agents get task-specific workspace descriptions that replace overrides.
         let rewritten = audience.delegated && ToolName::WORKSPACE.contains(&tool);

@@ -115,7 +115,7 @@ super::error_codes! {
     AGENT_PERSISTENT_DELETE_UNSUPPORTED = "agent.persistent_delete_unsupported", Storage,
         "Promoting `persist/` would delete a file of its base state, which promotion cannot do.";
     AGENT_PERSISTENT_STATE_CONFLICT = "agent.persistent_state_conflict", HostContract,
-        "Another run of the conversation saved `persist/` after this run started from an older state, or took the conversation's state first while both were finishing; this run's changes stay in its own workspace (docs/storage.md).";
+        "Another run of the conversation saved `persist/` first (this run started from an older state, or lost the race to finish); its changes stay in its own workspace.";
     AGENT_PERSISTENT_STATE_EXISTS = "agent.persistent_state_exists", Storage,
         "The persistent state `persist/` was to be promoted to already exists (it was promoted before).";
     AGENT_PERSISTENT_STATE_MANIFEST_MISMATCH = "agent.persistent_state_manifest_mismatch", Storage,

@@ -147,21 +147,30 @@ async fn a_host_tool_answers_the_agent_and_is_journaled_like_any_call() {
         None,
         Arc::clone(&seen),
     );
+    // ANCHOR: host_tool
     let search = HostTool::new(
         "chat.search",
-        "Searches the chat for a phrase.",
-        schema(),
+        "Finds messages of this chat that mention a phrase.",
+        json!({"type": "object", "properties": {"query": {"type": "string"}},
+               "required": ["query"]}),
         |call| async move {
             let query = call.arguments["query"]
                 .as_str()
                 .unwrap_or_default()
                 .to_owned();
+            if query.is_empty() {
+                return Err(HostToolError::new(
+                    "empty_query",
+                    "Give a phrase to search for.",
+                ));
+            }
             Ok(HostToolReply::json(
                 json!({"hits": [format!("the {query} keeper")]}),
             ))
         },
     )
     .reads_only();
+    // ANCHOR_END: host_tool
     let runtime = runtime(dir.path(), provider, vec![search]).await;
     assert_eq!(runtime.list_host_tools()[0].id, "host/chat.search");
     runtime

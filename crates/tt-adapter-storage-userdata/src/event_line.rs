@@ -1,0 +1,100 @@
+//! A journal event as the line the file store appends: serialized once, before the run's lock
+//! is taken, into a buffer each thread reuses, with room in front for its seq, which is known
+//! only under the lock.
+
+use serde::Serialize;
+use serde_json::Value;
+use tt_domain::event::NewRunEvent;
+use tt_domain::ids::RunId;
+use tt_domain::time::Timestamp;
+use tt_ports::{StorageError, StorageResult};
+
+/// An event line without its seq: `{"id":…,"runId":…,…}` and the newline, in the field order
+/// of [`AgentRunEvent`], so that `{"seq":N,` in front of it makes the stored line.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventLineTail<'a> {
+    id: &'a tt_domain::ids::EventId,
+    run_id: &'a RunId,
+    timestamp: &'a Timestamp,
+    level: &'a tt_domain::event::EventLevel,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    payload: &'a Value,
+}
+
+/// Room kept in front of an event's serialized tail for `{"seq":N,` (at most 28 bytes).
+const SEQ_ROOM: usize = 28;
+
+/// Buffers larger than this are not kept for the next event.
+const KEPT_LINE_CAPACITY: usize = 64 * 1024;
+
+thread_local! {
+    /// Each thread's event-line buffer, reused from event to event: an event is serialized
+    /// and written without allocating.
+    static EVENT_LINE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// One event line being built: [`SEQ_ROOM`] bytes of room, then the event without its seq
+/// (`{"id":…,"runId":…,…}` and the newline, in the field order of [`AgentRunEvent`]).
+pub(crate) struct EventLine {
+    buf: Vec<u8>,
+}
+
+impl EventLine {
+    /// Serializes `event` into this thread's buffer.
+    pub(crate) fn new(event: &NewRunEvent) -> StorageResult<Self> {
+        let mut buf = EVENT_LINE.with(std::cell::Cell::take);
+        buf.clear();
+        buf.resize(SEQ_ROOM, b' ');
+        let mut line = Self { buf };
+        serde_json::to_writer(
+            &mut line.buf,
+            &EventLineTail {
+                id: &event.id,
+                run_id: &event.run_id,
+                timestamp: &event.timestamp,
+                level: &event.level,
+                event_type: event.event_type.as_str(),
+                payload: &event.payload,
+            },
+        )
+        .map_err(|err| StorageError::Other(format!("cannot serialize an event: {err}")))?;
+        line.buf.push(b'\n');
+        Ok(line)
+    }
+
+    /// The whole line with `seq`: `{"seq":N,` takes the place of the tail's `{`.
+    pub(crate) fn with_seq(&mut self, seq: u64) -> &[u8] {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = seq;
+        loop {
+            at -= 1;
+            if let Some(digit) = digits.get_mut(at) {
+                *digit = b'0' + (rest % 10) as u8;
+            }
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let digits = digits.get(at..).unwrap_or_default();
+        let prefix_len = b"{\"seq\":".len() + digits.len() + 1;
+        let start = SEQ_ROOM + 1 - prefix_len;
+        let mut room = self.buf.get_mut(start..=SEQ_ROOM).into_iter().flatten();
+        for (slot, byte) in (&mut room).zip(b"{\"seq\":".iter().chain(digits).chain(b",")) {
+            *slot = *byte;
+        }
+        self.buf.get(start..).unwrap_or_default()
+    }
+}
+
+impl Drop for EventLine {
+    fn drop(&mut self) {
+        if self.buf.capacity() <= KEPT_LINE_CAPACITY {
+            let buf = std::mem::take(&mut self.buf);
+            EVENT_LINE.with(|cell| cell.set(buf));
+        }
+    }
+}
