@@ -41,6 +41,7 @@ impl RunJournal for UserDataStore {
     }
 
     /// Under one hold of the run's files: the seqs follow one another.
+    /// Under one hold of the run's files: the seqs follow one another.
     async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
         let Some(first) = events.first() else {
             return Ok(Vec::new());

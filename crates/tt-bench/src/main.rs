@@ -5,6 +5,7 @@
 
 mod fanout;
 mod journal;
+mod mcp;
 mod model;
 mod prefix;
 mod procstat;
@@ -46,6 +47,19 @@ enum Command {
     /// The cacheable prefix of each request and the first request of each profile, over the
     /// writers' room, a fan-out and a reader on a small window; one JSON line per workload.
     Prefix,
+    /// What the runtime adds to each MCP tool call over stdio (server-everything's `echo`),
+    /// beside the call itself; one JSON line per round, then the medians.
+    Mcp {
+        /// Calls per timing.
+        #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(8..))]
+        calls: u32,
+        /// Rounds of the three timings, alternated.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+        rounds: u32,
+        /// server-everything's `dist/index.js` (default: where the MCP tests install it).
+        #[arg(long)]
+        server: Option<PathBuf>,
+    },
     /// Append events to one run's journal, then time page reads; prints a table.
     Journal {
         /// Events in the file at the last measuring mark (one more window is appended after it).
@@ -92,6 +106,19 @@ fn run(command: Command) -> anyhow::Result<()> {
                 )
                 .await?;
                 println!("{}", report.to_json());
+            }
+            Command::Mcp {
+                calls,
+                rounds,
+                server,
+            } => {
+                let server = server.unwrap_or_else(mcp::default_server);
+                let requested = signals.requested();
+                let timings = tokio::select! {
+                    timings = mcp::run(calls, rounds, &server) => timings?,
+                    () = requested.cancelled() => anyhow::bail!("stopped by a signal"),
+                };
+                println!("{}", mcp::summary(&timings));
             }
             Command::Prefix => {
                 for report in prefix::run().await? {

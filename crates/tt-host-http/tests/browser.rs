@@ -636,11 +636,13 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
     browser
         .wait_for(
             "the writer's skill.read call",
-            "[...document.querySelectorAll('.ev-row')].some(r => r.textContent.includes('tool_call_requested'))",
+            // Its own row, not one of the rows the previously selected agent left until the
+            // timeline is drawn again.
+            "[...document.querySelectorAll('.ev-row')].some(r => r.textContent.includes('tool_call_requested') && r.textContent.includes('skill.read'))",
         )
         .await;
     browser
-        .eval("[...document.querySelectorAll('.ev-row')].find(r => r.textContent.includes('tool_call_requested')).click()")
+        .eval("[...document.querySelectorAll('.ev-row')].find(r => r.textContent.includes('tool_call_requested') && r.textContent.includes('skill.read')).click()")
         .await;
     browser
         .wait_for(
