@@ -28,6 +28,8 @@ usage: cargo xtask bench fanout [--n N] [--store URL]
                                                --store postgres://… keeps the runs there
        cargo xtask bench journal [--events N]  default 1000000 events; a table on stdout
        cargo xtask bench prefix                cacheable prefix and first request sizes; tables
+       cargo xtask bench mcp                   the runtime's overhead per MCP call over stdio
+                                               (needs the MCP test servers: their install.sh)
 ";
 
 /// What `cargo xtask bench ...` was asked to do.
@@ -42,6 +44,7 @@ pub enum BenchCommand {
         events: u64,
     },
     Prefix,
+    Mcp,
 }
 
 pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
@@ -51,6 +54,7 @@ pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
     match (name.as_str(), rest) {
         ("fanout", flags) => parse_fanout(flags, args),
         ("prefix", []) => Ok(BenchCommand::Prefix),
+        ("mcp", []) => Ok(BenchCommand::Mcp),
         ("journal", []) => Ok(BenchCommand::Journal {
             events: DEFAULT_JOURNAL_EVENTS,
         }),
@@ -101,6 +105,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         }
         BenchCommand::Journal { events } => journal(&binary, events),
         BenchCommand::Prefix => prefix(&binary),
+        BenchCommand::Mcp => mcp(&binary),
     }
 }
 
@@ -307,6 +312,17 @@ fn journal(binary: &Path, events: u64) -> Result<()> {
     Ok(())
 }
 
+/// `tt-bench mcp`: its rounds on stderr, the medians as a JSON line on stdout.
+fn mcp(binary: &Path) -> Result<()> {
+    let status = Command::new(binary)
+        .arg("mcp")
+        .stdin(Stdio::null())
+        .status()
+        .with_context(|| format!("could not start {}", binary.display()))?;
+    ensure!(status.success(), "tt-bench mcp failed ({status})");
+    Ok(())
+}
+
 fn prefix(binary: &Path) -> Result<()> {
     let output = Command::new(binary)
         .arg("prefix")
@@ -427,6 +443,8 @@ mod tests {
 
     #[test]
     fn arguments_select_the_benchmark() {
+        assert_eq!(parse_args(&args(&["mcp"])).unwrap(), BenchCommand::Mcp);
+        assert!(parse_args(&args(&["mcp", "--n", "1"])).is_err());
         assert_eq!(
             parse_args(&args(&["fanout"])).unwrap(),
             BenchCommand::Fanout {

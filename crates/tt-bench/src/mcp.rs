@@ -38,9 +38,7 @@ pub struct Round {
 pub fn default_server() -> PathBuf {
     let dir = std::env::var_os("TT_MCP_SERVERS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-servers")
-        });
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-servers"));
     dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
