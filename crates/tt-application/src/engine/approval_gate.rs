@@ -80,22 +80,29 @@ pub(crate) async fn gate(
     };
     let file_key = call_file_key(&inv.invocation.id, round, &call.id);
     // A resumed call of an outside tool that was sent and never answered is never sent again
-    // unasked: the person who approves it learns that it may already have run.
-    if spec.facts().in_flight == tt_domain::tool_model::InFlightRule::OutcomeUnknown
+    // unasked, whatever was approved before it was sent: the person is asked anew (under an
+    // approval id of its own) and learns that it may already have run.
+    let resent = spec.facts().in_flight == tt_domain::tool_model::InFlightRule::OutcomeUnknown
         && inv
             .replay
             .as_ref()
-            .is_some_and(|replay| replay.was_started(&file_key))
-    {
-        reason.push_str("; it was sent before the run stopped and may already have run");
-    }
-    let timeout_ms = inv.profile.definition.tools.approval_timeout_ms;
-    let approval_id = approval::approval_id_for(&file_key);
-    if let Some((decision, decided_by)) = inv
+            .is_some_and(|replay| replay.was_started(&file_key));
+    let stored = inv
         .replay
         .as_mut()
         .and_then(|replay| replay.take_approval(&file_key))
-    {
+        .filter(|_| !resent);
+    let approval_id = if resent {
+        reason.push_str("; it was sent before the run stopped and may already have run");
+        approval::approval_id_for(&format!(
+            "{file_key}/resent/{}",
+            ctx.services.ids.next_token()
+        ))
+    } else {
+        approval::approval_id_for(&file_key)
+    };
+    let timeout_ms = inv.profile.definition.tools.approval_timeout_ms;
+    if let Some((decision, decided_by)) = stored {
         let answer = ApprovalAnswer {
             decision,
             decided_by,

@@ -514,3 +514,142 @@ async fn a_bad_host_tool_is_refused_at_build_with_a_code() {
     };
     assert_eq!(failed, "agent.tool_unavailable");
 }
+
+#[tokio::test]
+async fn a_long_result_is_kept_in_a_run_file_and_the_agent_reads_its_head_and_path() {
+    let dir = TempDir::new().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let provider = caller(vec![("chat_dump", json!({}))], None, Arc::clone(&seen));
+    let text: String = (0..2_000).map(|n| format!("line {n:05}\n")).collect();
+    let full = text.clone();
+    let dump = HostTool::new("chat.dump", "The whole chat.", schema(), move |_call| {
+        let text = full.clone();
+        async move { Ok(HostToolReply::text(text)) }
+    })
+    .reads_only()
+    .max_inline_result_bytes(1_000);
+    let runtime = runtime(dir.path(), provider, vec![dump]).await;
+    runtime
+        .save_profile(profile(&["chat.dump"], json!({})))
+        .await
+        .unwrap();
+    let run = runtime.start_run(start(&[])).await.unwrap();
+    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let journal = events(&runtime, run.id.as_str()).await;
+    let written = of_type(&journal, "workspace_file_written");
+    let path = written[0].payload["path"].as_str().unwrap().to_owned();
+    assert!(
+        path.starts_with("scratch/tool-results/chat-dump-"),
+        "{path}"
+    );
+    let stored = runtime
+        .read_workspace_file(run.id.as_str(), &path)
+        .await
+        .unwrap();
+    assert_eq!(stored.text, text);
+    // The agent read the head, cut at a line, and where the rest is.
+    let second = serde_json::to_string(&seen.lock().unwrap()[1].messages).unwrap();
+    assert!(second.contains("line 00000"), "{second}");
+    assert!(!second.contains("line 01999"), "{second}");
+    assert!(
+        second.contains(&format!(
+            "[The result goes on: {} bytes in all, kept in `{path}`. Read the rest from there.]",
+            text.len()
+        )),
+        "{second}"
+    );
+    tt_runtime_leak_free(&second);
+}
+
+/// No runtime ids or physical paths in what the agent read of the tool (the file's logical
+/// path is the agent's own).
+fn tt_runtime_leak_free(text: &str) {
+    assert!(!text.contains("run_"), "{text}");
+    assert!(!text.contains("/tmp"), "{text}");
+}
+
+#[tokio::test]
+async fn a_call_that_asks_first_and_was_in_flight_is_asked_again_saying_it_may_have_run() {
+    let dir = TempDir::new().unwrap();
+    let model = || {
+        caller(
+            vec![("chat_read", json!({}))],
+            Some(("chat_post", json!({}))),
+            Arc::new(Mutex::new(Vec::new())),
+        )
+    };
+    let crashed = runtime(
+        dir.path(),
+        model(),
+        vec![
+            counting("chat.read", Arc::new(AtomicUsize::new(0)), "read"),
+            hanging("chat.post", Arc::new(AtomicUsize::new(0))).ask_first(),
+        ],
+    )
+    .await;
+    crashed
+        .save_profile(profile(&["chat.read", "chat.post"], json!({})))
+        .await
+        .unwrap();
+    let run = crashed.start_run(start(&[])).await.unwrap();
+    let run_id = run.id.to_string();
+    wait_for_event(&crashed, &run_id, "tool_approval_requested").await;
+    let pending = crashed.pending_approvals(&run_id).await.unwrap();
+    crashed
+        .resolve_tool_approval(
+            &run_id,
+            &pending[0].approval_id,
+            ResolveToolApprovalRequest::new(ApprovalDecision::Approve),
+        )
+        .await
+        .unwrap();
+    let mut started = 0;
+    while started < 2 {
+        started = of_type(&events(&crashed, &run_id).await, "tool_call_started").len();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let after_crash = TempDir::new().unwrap();
+    copy_dir(dir.path(), after_crash.path());
+
+    let posted = Arc::new(AtomicUsize::new(0));
+    let restarted = runtime(
+        after_crash.path(),
+        model(),
+        vec![
+            counting("chat.read", Arc::new(AtomicUsize::new(0)), "read"),
+            counting("chat.post", Arc::clone(&posted), "posted").ask_first(),
+        ],
+    )
+    .await;
+    restarted.resume_run(&run_id).await.unwrap();
+    // The person is asked again, and told the call may already have run.
+    let mut asked = Vec::new();
+    for _ in 0..2_000 {
+        asked = restarted.pending_approvals(&run_id).await.unwrap();
+        if !asked.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(asked.len(), 1, "the resumed call was not asked again");
+    assert!(
+        asked[0].reason.contains("may already have run"),
+        "{}",
+        asked[0].reason
+    );
+    assert_eq!(posted.load(Ordering::SeqCst), 0);
+    restarted
+        .resolve_tool_approval(
+            &run_id,
+            &asked[0].approval_id,
+            ResolveToolApprovalRequest::new(ApprovalDecision::Approve),
+        )
+        .await
+        .unwrap();
+    let run = restarted.wait_for_run(&run_id).await.unwrap();
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    assert_eq!(posted.load(Ordering::SeqCst), 1);
+    restarted.shutdown().await.unwrap();
+    crashed.shutdown().await.unwrap();
+}
