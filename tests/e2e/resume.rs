@@ -1311,7 +1311,13 @@ fn publishing_runtime(dir: &Path, calls: &Arc<AtomicU64>) -> AgentRuntime {
         .commit_handler(move |request| {
             let published = published.clone();
             async move {
-                let text = std::fs::read_to_string(&published).unwrap_or_default();
+                let mut text = std::fs::read_to_string(&published).unwrap_or_default();
+                if !text.ends_with('\n') {
+                    // A host killed while it wrote a line leaves it torn: a real host would
+                    // not have published that one, so it is dropped.
+                    text.truncate(text.rfind('\n').map_or(0, |end| end + 1));
+                    std::fs::write(&published, &text).unwrap();
+                }
                 let id = request.commit_id.to_string();
                 let known = text.lines().position(|line| {
                     serde_json::from_str::<Value>(line).unwrap()["commitId"] == json!(id)
