@@ -5,8 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
 use tt_domain::error_codes;
 use tt_domain::mcp::{McpCallOutput, McpCatalog, McpServerConfig, McpToolInfo};
@@ -30,7 +31,14 @@ pub(crate) struct McpServers {
     dir: Option<PathBuf>,
     client: Arc<dyn McpClient>,
     clock: Arc<dyn Clock>,
+    /// Entries read, by name, with the file's modification time and length when read: a call
+    /// checks the file's metadata instead of reading and parsing it again, and still sees an
+    /// entry another process registered since.
+    read: Arc<Mutex<HashMap<String, (FileStamp, McpServerEntry)>>>,
 }
+
+/// What tells a file changed: its modification time and its length.
+type FileStamp = (Option<std::time::SystemTime>, u64);
 
 impl std::fmt::Debug for McpServers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -58,7 +66,12 @@ impl McpServers {
         client: Arc<dyn McpClient>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { dir, client, clock }
+        Self {
+            dir,
+            client,
+            clock,
+            read: Arc::default(),
+        }
     }
 
     pub(crate) fn client(&self) -> &Arc<dyn McpClient> {
@@ -77,9 +90,25 @@ impl McpServers {
         Ok(dir.join(format!("{name}.json")))
     }
 
-    /// The stored entry of `name`.
+    /// The stored entry of `name` (read again only when its file changed).
     pub(crate) async fn get(&self, name: &str) -> HostResult<McpServerEntry> {
         let path = self.path(name)?;
+        let stamp = match tokio::fs::metadata(&path).await {
+            Ok(meta) => (meta.modified().ok(), meta.len()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(not_found(name));
+            }
+            Err(err) => {
+                return Err(storage_error(format!(
+                    "MCP server `{name}` could not be read: {err}"
+                )));
+            }
+        };
+        if let Some((known, entry)) = self.cached().get(name)
+            && *known == stamp
+        {
+            return Ok(entry.clone());
+        }
         let text = match tokio::fs::read_to_string(&path).await {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
@@ -91,12 +120,19 @@ impl McpServers {
                 )));
             }
         };
-        serde_json::from_str(&text).map_err(|err| {
+        let entry: McpServerEntry = serde_json::from_str(&text).map_err(|err| {
             HostError::new(
                 error_codes::AGENT_STORAGE_CORRUPT,
                 format!("MCP server `{name}`'s stored entry is unreadable: {err}"),
             )
-        })
+        })?;
+        self.cached()
+            .insert(name.to_owned(), (stamp, entry.clone()));
+        Ok(entry)
+    }
+
+    fn cached(&self) -> std::sync::MutexGuard<'_, HashMap<String, (FileStamp, McpServerEntry)>> {
+        self.read.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Every stored server, by name; an unreadable entry is skipped.
@@ -204,6 +240,7 @@ impl McpServers {
     /// Forgets `name`.
     pub(crate) async fn remove(&self, name: &str) -> HostResult<()> {
         let path = self.path(name)?;
+        self.cached().remove(name);
         match tokio::fs::remove_file(&path).await {
             Ok(()) => Ok(()),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(not_found(name)),

@@ -97,8 +97,7 @@ async fn runtime(
     builder.build().unwrap()
 }
 
-fn start(extra: &[&str]) -> StartRunRequest {
-    let _ = extra;
+fn start() -> StartRunRequest {
     StartRunRequest::new("library-chat", "Find the lighthouse note.").profile("librarian")
 }
 
@@ -177,7 +176,7 @@ async fn a_host_tool_answers_the_agent_and_is_journaled_like_any_call() {
         .save_profile(profile(&["chat.search"], json!({})))
         .await
         .unwrap();
-    let run = runtime.start_run(start(&[])).await.unwrap();
+    let run = runtime.start_run(start()).await.unwrap();
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
 
@@ -225,7 +224,7 @@ async fn a_handlers_error_or_panic_goes_back_to_the_agent_and_the_run_goes_on() 
         .save_profile(profile(&["chat.open", "chat.crash"], json!({})))
         .await
         .unwrap();
-    let run = runtime.start_run(start(&[])).await.unwrap();
+    let run = runtime.start_run(start()).await.unwrap();
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
     let journal = events(&runtime, run.id.as_str()).await;
@@ -260,7 +259,7 @@ async fn a_host_tool_that_asks_first_runs_only_once_a_person_approves() {
         .save_profile(profile(&["chat.post"], json!({})))
         .await
         .unwrap();
-    let run = runtime.start_run(start(&[])).await.unwrap();
+    let run = runtime.start_run(start()).await.unwrap();
     let run_id = run.id.to_string();
     let asked = wait_for_event(&runtime, &run_id, "tool_approval_requested").await;
     assert_eq!(asked.payload["tool"], "host/chat.post");
@@ -293,7 +292,7 @@ async fn a_host_tool_that_asks_first_runs_only_once_a_person_approves() {
         .save_profile(profile(&["chat.post"], json!({"host/chat.post": "never"})))
         .await
         .unwrap();
-    let run = runtime.start_run(start(&[])).await.unwrap();
+    let run = runtime.start_run(start()).await.unwrap();
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -331,7 +330,7 @@ async fn cancelling_the_run_stops_a_host_tool_in_flight() {
         .save_profile(profile(&["chat.wait"], json!({})))
         .await
         .unwrap();
-    let run = runtime.start_run(start(&[])).await.unwrap();
+    let run = runtime.start_run(start()).await.unwrap();
     let run_id = run.id.to_string();
     wait_for_event(&runtime, &run_id, "tool_call_started").await;
     runtime.cancel_run(&run_id).await.unwrap();
@@ -386,7 +385,7 @@ async fn crash_during(
         .save_profile(profile(&["chat.read", second_name], json!({})))
         .await
         .unwrap();
-    let run = crashed.start_run(start(&[])).await.unwrap();
+    let run = crashed.start_run(start()).await.unwrap();
     let run_id = run.id.to_string();
     // The second call has started: its start is journaled and its handler runs.
     let mut started = 0;
@@ -499,7 +498,7 @@ async fn a_bad_host_tool_is_refused_at_build_with_a_code() {
         .save_profile(profile(&["chat.missing"], json!({})))
         .await
         .unwrap();
-    let run = runtime.start_run(start(&[])).await;
+    let run = runtime.start_run(start()).await;
     let failed = match run {
         Err(err) => err.code,
         Ok(run) => {
@@ -533,7 +532,7 @@ async fn a_long_result_is_kept_in_a_run_file_and_the_agent_reads_its_head_and_pa
         .save_profile(profile(&["chat.dump"], json!({})))
         .await
         .unwrap();
-    let run = runtime.start_run(start(&[])).await.unwrap();
+    let run = runtime.start_run(start()).await.unwrap();
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
     let journal = events(&runtime, run.id.as_str()).await;
@@ -592,7 +591,7 @@ async fn a_call_that_asks_first_and_was_in_flight_is_asked_again_saying_it_may_h
         .save_profile(profile(&["chat.read", "chat.post"], json!({})))
         .await
         .unwrap();
-    let run = crashed.start_run(start(&[])).await.unwrap();
+    let run = crashed.start_run(start()).await.unwrap();
     let run_id = run.id.to_string();
     wait_for_event(&crashed, &run_id, "tool_approval_requested").await;
     let pending = crashed.pending_approvals(&run_id).await.unwrap();
