@@ -565,6 +565,12 @@ pub struct LimitsSection {
     /// calls only); past it the run ends with `agent.run_budget_exhausted`. Unset: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_cost_usd: Option<crate::cost::Usd>,
+    /// The longest result of an outside tool (host or MCP) the agent reads inline, in bytes;
+    /// a longer one is kept in a run file and the agent reads its head and the path. The
+    /// smaller of this and the tool's own limit applies. Unset: the tool's own (16 KiB by
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_inline_tool_result_bytes: Option<u64>,
 }
 
 impl Default for LimitsSection {
@@ -576,6 +582,7 @@ impl Default for LimitsSection {
             max_invocation_seconds: None,
             max_total_tokens: None,
             max_total_cost_usd: None,
+            max_inline_tool_result_bytes: None,
         }
     }
 }
@@ -584,6 +591,8 @@ impl Default for LimitsSection {
 pub const MAX_CONSECUTIVE_SLIPS_LIMIT: u32 = 100;
 /// Upper bound of `limits.maxRunSeconds` and `limits.maxInvocationSeconds` (7 days).
 pub const MAX_DEADLINE_SECONDS: u64 = 7 * 24 * 3600;
+/// Bounds of `limits.maxInlineToolResultBytes`: 256 bytes to 4 MiB (an MCP result's bound).
+pub const INLINE_TOOL_RESULT_BYTES_RANGE: std::ops::RangeInclusive<u64> = 256..=4 * 1024 * 1024;
 /// Upper bound of `limits.maxToolArgumentBytes` (16 MiB).
 pub const MAX_TOOL_ARGUMENT_BYTES_LIMIT: u64 = 16 * 1024 * 1024;
 

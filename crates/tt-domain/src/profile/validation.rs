@@ -199,6 +199,19 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
             ),
         ));
     }
+    if let Some(bytes) = limits.max_inline_tool_result_bytes {
+        let range = INLINE_TOOL_RESULT_BYTES_RANGE;
+        if !range.contains(&bytes) {
+            return Err(err(
+                "agent.profile_limit_invalid",
+                format!(
+                    "limits.maxInlineToolResultBytes must be {} to {}",
+                    range.start(),
+                    range.end()
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -751,6 +764,16 @@ mod tests {
         assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
         p.limits.max_invocation_seconds = Some(30);
         assert_eq!(code(&p), None);
+        let mut p = default_writer_definition();
+        for bytes in [255, 4 * 1024 * 1024 + 1] {
+            p.limits.max_inline_tool_result_bytes = Some(bytes);
+            assert_eq!(
+                validate_profile(&p).unwrap_err().code,
+                "agent.profile_limit_invalid"
+            );
+        }
+        p.limits.max_inline_tool_result_bytes = Some(4096);
+        assert!(validate_profile(&p).is_ok());
     }
 
     #[test]
