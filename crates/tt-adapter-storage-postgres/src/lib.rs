@@ -11,6 +11,7 @@ mod commit;
 pub mod error;
 mod journal;
 mod lease;
+mod mcp_servers;
 mod notify;
 mod owner_locks;
 mod pool;

@@ -396,6 +396,19 @@ CREATE TABLE tt_commit_batches (
 );
 "#,
     ),
+    (
+        14,
+        "registered MCP servers and their catalogs",
+        // One row per registration (docs/tools.md), so every host of the database offers the
+        // same servers; the body is the entry as JSON (registration and catalog snapshot).
+        r#"
+CREATE TABLE tt_mcp_servers (
+    name       text PRIMARY KEY,
+    body       text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

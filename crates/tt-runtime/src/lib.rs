@@ -50,9 +50,10 @@ pub use tools::host_answers::{
     AnswerHostToolCallRequest, DEFAULT_HOST_ANSWER_TIMEOUT, HostToolFailure, PendingHostToolCall,
 };
 pub use tools::host_tools::{HostTool, HostToolCall, HostToolError, HostToolReply};
-pub use tools::mcp_servers::McpServerEntry;
 pub use tt_domain::mcp::limits::DEFAULT_CALL_TIMEOUT_MS as MCP_DEFAULT_CALL_TIMEOUT_MS;
-pub use tt_domain::mcp::{McpCallOutput, McpCatalog, McpServerConfig, McpToolInfo, McpTransport};
+pub use tt_domain::mcp::{
+    McpCallOutput, McpCatalog, McpServerConfig, McpServerEntry, McpToolInfo, McpTransport,
+};
 pub use tt_domain::tool_model::{ExternalToolFacts, SideEffect, ToolPermission};
 pub use tt_ports::{McpClient, ToolSourceError};
 

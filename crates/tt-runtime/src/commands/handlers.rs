@@ -25,7 +25,7 @@ use crate::dto::{
 };
 use crate::host::{AgentRuntime, RegisterHostToolRequest, ToolSummary};
 use crate::tools::host_answers::{AnswerHostToolCallRequest, PendingHostToolCall};
-use crate::tools::mcp_servers::McpServerEntry;
+use tt_domain::mcp::McpServerEntry;
 
 pub async fn start_agent_run(rt: &AgentRuntime, request: StartRunRequest) -> HostResult<AgentRun> {
     rt.start_run(request).await
