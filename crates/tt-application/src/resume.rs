@@ -105,17 +105,25 @@ fn context_step(event: &AgentRunEvent) -> Option<crate::replay::ContextStep> {
     use tt_domain::event_payload::RunEventPayload;
     let to_index = |index: u64| usize::try_from(index).ok();
     match event.typed_payload()?.ok()? {
-        RunEventPayload::ContextTrimmed(trimmed) => Some(ContextStep::Stubs(
-            trimmed
-                .stubbed_messages
-                .into_iter()
-                .filter_map(to_index)
-                .collect(),
-        )),
+        RunEventPayload::ContextTrimmed(trimmed) => {
+            Some(ContextStep::Trim(tt_domain::context_window::TrimPlan {
+                removed: trimmed
+                    .removed_messages
+                    .into_iter()
+                    .filter_map(to_index)
+                    .collect(),
+                stubbed: trimmed
+                    .stubbed_messages
+                    .into_iter()
+                    .filter_map(to_index)
+                    .collect(),
+            }))
+        }
         RunEventPayload::ContextCompacted(compacted) => Some(ContextStep::Summary {
             first: to_index(compacted.first_message)?,
             count: to_index(compacted.replaced_messages)?,
             summary: compacted.summary,
+            kept: compacted.kept_message.and_then(to_index),
         }),
         _ => None,
     }
