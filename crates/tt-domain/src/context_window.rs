@@ -95,9 +95,7 @@ impl WindowBudget {
     pub fn new(window_tokens: u64, max_output_tokens: Option<u32>) -> Self {
         let reserve = match max_output_tokens {
             Some(limit) => u64::from(limit),
-            None => (window_tokens / 8)
-                .max(MIN_OUTPUT_RESERVE_TOKENS)
-                .min(MAX_OUTPUT_RESERVE_TOKENS),
+            None => (window_tokens / 8).clamp(MIN_OUTPUT_RESERVE_TOKENS, MAX_OUTPUT_RESERVE_TOKENS),
         }
         .min(window_tokens / 2);
         Self {

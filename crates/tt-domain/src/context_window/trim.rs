@@ -117,8 +117,12 @@ pub fn settled_turns(messages: &[AgentModelMessage], opening: usize) -> Vec<usiz
             continue;
         }
         removed.push(turn.answer);
-        for index in turn.answer + 1..turn.end {
-            let message = &messages[index];
+        for (index, message) in messages
+            .iter()
+            .enumerate()
+            .take(turn.end)
+            .skip(turn.answer + 1)
+        {
             let answering = match turn.kind {
                 TurnKind::Drift => is_reminder(message),
                 _ => message.role == ModelRole::Tool,
