@@ -46,7 +46,19 @@ pub(crate) fn apply_step(
     step: &ContextStep,
 ) {
     match step {
-        ContextStep::Trim(plan) => window::apply_trim(messages, plan),
+        ContextStep::Trim(plan) => {
+            window::apply_trim(messages, plan);
+            // Messages that left before the request move it up (none do in practice: only
+            // turns after the opening leave, and a request follows no turn of the agent's).
+            if let Some(request) = window.request {
+                let before = plan
+                    .removed
+                    .iter()
+                    .filter(|index| **index < request)
+                    .count();
+                window.request = (!plan.removed.contains(&request)).then(|| request - before);
+            }
+        }
         ContextStep::Summary {
             first,
             count,
@@ -208,13 +220,15 @@ pub(crate) async fn fit_request(
         let target = calibration.unapply(budget.trim_target_tokens());
         let plan = window::plan_trim(messages, inv.window.opening, tools, target);
         if !plan.is_empty() {
-            window::apply_trim(messages, &plan);
             let to_u64 = |indices: &[usize]| indices.iter().map(|index| *index as u64).collect();
+            let stubbed_messages = to_u64(&plan.stubbed);
+            let removed_messages = to_u64(&plan.removed);
+            apply_step(messages, &mut inv.window, &ContextStep::Trim(plan));
             let trimmed = payload::ContextTrimmed {
                 invocation_id: inv.invocation.id.clone(),
                 round,
-                stubbed_messages: to_u64(&plan.stubbed),
-                removed_messages: to_u64(&plan.removed),
+                stubbed_messages,
+                removed_messages,
                 estimated_tokens_before: before,
                 estimated_tokens_after: estimate(messages),
                 window_tokens,
@@ -291,6 +305,33 @@ mod tests {
         assert_eq!(texts[1], "m1");
         assert!(texts[2].ends_with("did things"));
         assert_eq!(texts[3], "m5");
+    }
+
+    #[test]
+    fn a_kept_request_stays_ahead_of_the_summary_and_joins_the_opening() {
+        let mut messages: Vec<AgentModelMessage> = ["system", "earlier", "request", "turn"]
+            .iter()
+            .map(|text| AgentModelMessage::text(ModelRole::User, *text))
+            .collect();
+        let mut state = WindowState {
+            opening: 1,
+            request: Some(2),
+            ..WindowState::default()
+        };
+        let step = ContextStep::Summary {
+            first: 1,
+            count: 3,
+            summary: "did things".into(),
+            kept: Some(2),
+        };
+        apply_step(&mut messages, &mut state, &step);
+        let texts: Vec<String> = messages
+            .iter()
+            .map(AgentModelMessage::text_content)
+            .collect();
+        assert_eq!(texts[..2], ["system", "request"]);
+        assert!(texts[2].ends_with("did things"));
+        assert_eq!((state.opening, state.request), (2, None));
     }
 
     #[test]
