@@ -65,7 +65,8 @@ fn with_summaries(turns: Vec<AgentModelResponse>) -> std::sync::Arc<FakeModel> {
 }
 
 /// Between steps that change the history, each request starts with the previous one (what a
-/// provider's prompt cache reuses). `steps` are the rounds trimmed or compacted.
+/// provider's prompt cache reuses): the append-only share outside those steps is 1. `steps`
+/// are the rounds trimmed or compacted.
 fn assert_append_only(requests: &[AgentModelRequest], steps: &[u64]) {
     for pair in requests.windows(2) {
         if steps.contains(&u64::from(pair[1].round)) || pair[0].round == pair[1].round {
@@ -177,8 +178,8 @@ async fn plain_text_answers_and_their_reminders_leave_once_moved_past() {
             .is_empty()
     }));
     assert!(events_of(&h, &run.id, "context_compacted").is_empty());
-    // Whatever the drift before it, a request holds at most the latest plain-text answer and
-    // its reminder.
+    // Eight plain-text rounds in a row, but a request never holds more than two reminders:
+    // each trim leaves only the latest plain-text turn.
     for request in &requests {
         let reminders = request
             .messages
@@ -188,7 +189,7 @@ async fn plain_text_answers_and_their_reminders_leave_once_moved_past() {
             })
             .count();
         assert!(
-            reminders <= 3,
+            reminders <= 2,
             "round {}: {reminders} reminders",
             request.round
         );
