@@ -19,10 +19,11 @@ use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, Provider
 use tt_domain::profile::CompactionPolicy;
 use tt_ports::ModelError;
 
-use super::{ContextStep, apply_step, overflow};
+use super::steps::{apply_step, overflow};
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::replay::ContextStep;
 
 /// The most tokens a summary may take (and the room kept for it): an eighth of the input
 /// budget, within 128 to 1,024.

@@ -22,64 +22,23 @@
 use tt_domain::context_window::{self as window, WindowBudget, request_tokens};
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
-use tt_domain::model::{AgentModelMessage, ModelRole};
+use tt_domain::model::AgentModelMessage;
 use tt_domain::text::sha256_hex;
 use tt_domain::tool::ToolName;
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
-use tt_ports::ModelError;
 
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
-use crate::error::{ApplicationError, ApplicationResult};
+use crate::error::ApplicationResult;
 pub(crate) use crate::replay::ContextStep;
 pub(crate) use compaction::check_opening;
+pub(crate) use steps::apply_step;
+use steps::overflow;
 pub(crate) use window_state::WindowState;
 
 mod compaction;
+mod steps;
 mod window_state;
-
-/// Applies a journaled step to the history, and to what the agent knows of its opening (a
-/// request kept ahead of a summary joins it).
-pub(crate) fn apply_step(
-    messages: &mut Vec<AgentModelMessage>,
-    window: &mut WindowState,
-    step: &ContextStep,
-) {
-    match step {
-        ContextStep::Trim(plan) => {
-            window::apply_trim(messages, plan);
-            // Messages that left before the request move it up (none do in practice: only
-            // turns after the opening leave, and a request follows no turn of the agent's).
-            if let Some(request) = window.request {
-                let before = plan
-                    .removed
-                    .iter()
-                    .filter(|index| **index < request)
-                    .count();
-                window.request = (!plan.removed.contains(&request)).then(|| request - before);
-            }
-        }
-        ContextStep::Summary {
-            first,
-            count,
-            summary,
-            kept,
-        } => {
-            let end = first.saturating_add(*count).min(messages.len());
-            let first = (*first).min(end);
-            let kept = kept
-                .filter(|kept| (first..end).contains(kept))
-                .map(|kept| messages[kept].clone());
-            let summary =
-                AgentModelMessage::text(ModelRole::User, window::summary_message_text(summary));
-            if kept.is_some() {
-                window.opening = first + 1;
-                window.request = None;
-            }
-            messages.splice(first..end, kept.into_iter().chain([summary]));
-        }
-    }
-}
 
 /// `result` as the agent's history keeps it: whole, or its head and tail when it is larger
 /// than the profile's `context.maxToolResultTokens` (unset: a quarter of a known window). The
@@ -265,21 +224,11 @@ pub(crate) async fn fit_request(
 /// The answer length both HTTP adapters ask for when nothing sets one.
 const DEFAULT_OUTPUT_TOKENS: u32 = 8192;
 
-/// `model.context_overflow`, before anything is sent.
-pub(super) fn overflow(estimate: u64, budget: &WindowBudget) -> ApplicationError {
-    ApplicationError::Model(ModelError::ContextOverflow {
-        message: format!(
-            "the request needs about {estimate} tokens, but the model's window of {} tokens leaves {} for it after {} kept for the answer",
-            budget.window_tokens, budget.input_budget_tokens, budget.output_reserve_tokens
-        ),
-        prompt_tokens: Some(estimate),
-        window_tokens: Some(budget.window_tokens),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tt_domain::model::ModelRole;
+    use tt_ports::ModelError;
 
     #[test]
     fn a_summary_step_replaces_its_span_by_one_message() {
