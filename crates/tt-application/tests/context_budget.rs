@@ -272,6 +272,8 @@ async fn repeated_compaction_folds_into_one_rolling_summary() {
     let asked = summarizing[1].messages.last().unwrap().text_content();
     let framed = asked.lines().next().unwrap_or_default().to_owned();
     insta::assert_snapshot!("rolling_summary_frame", framed);
+    tt_testkit::leaks::assert_no_leaks("the rolling summary", &summaries[0]);
+    tt_testkit::leaks::assert_no_leaks("the summarizing request", &asked);
     let budget = WindowBudget::new(window, None);
     for request in &agent_requests {
         assert!(estimate(request) <= budget.input_budget_tokens);
