@@ -730,6 +730,10 @@ mod tests {
         [Removed to save room: 900 characters of `workspace_write_file` output.]
         ");
         assert!(!waited.content.contains("again if"), "{}", waited.content);
+        let mut delegated = result.clone();
+        delegated.name = "agent.delegate".into();
+        let delegated = stub_result(&delegated).content;
+        insta::assert_snapshot!(delegated, @"[Removed to save room: 900 characters of `agent_delegate` output. These results are not given again: each task's summary stays in its file under `summaries/` (`<agent>-result.md`); list them with `workspace_list_files` and read one with `workspace_read_file`.]");
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub(super) fn summary_tokens(budget: &WindowBudget) -> u64 {
     (budget.input_budget_tokens / 8).clamp(128, 1024)
 }
 
+/// The least room a summary may have: below it, compaction gives up (`model.context_overflow`).
+const MIN_SUMMARY_TOKENS: u64 = 64;
+
 /// Fails with `model.context_window_too_small` when the agent's opening (its first
 /// `inv.window.opening` messages and its tools) does not fit its model's known window with the
 /// answer's reserve and room for a summary; the message says what window would fit.
@@ -96,12 +99,18 @@ pub(super) async fn compact(
     let before = calibration.apply(request_tokens(messages, tools));
     let opening = inv.window.opening.min(messages.len());
     let spans = ProtectedSpans::of(messages, opening);
-    let summary_tokens = summary_tokens(&budget);
     let tokens = |kept: &[AgentModelMessage]| kept.iter().map(window::message_tokens).sum::<u64>();
-    let fits =
-        |kept: u64| calibration.apply(tools + kept + summary_tokens) <= budget.input_budget_tokens;
     let protected: Vec<AgentModelMessage> = inv.window.protected(messages).cloned().collect();
     let protected_tokens = tokens(&protected);
+    // The room kept for a summary; less when the provider turned out to count the opening
+    // larger than estimated at the start, down to a floor.
+    let summary_tokens = summary_tokens(&budget).min(
+        budget
+            .input_budget_tokens
+            .saturating_sub(calibration.apply(tools + protected_tokens)),
+    );
+    let fits =
+        |kept: u64| calibration.apply(tools + kept + summary_tokens) <= budget.input_budget_tokens;
     let end = if spans.tail_start > opening
         && fits(protected_tokens + tokens(&messages[spans.tail_start..]))
     {
@@ -116,7 +125,7 @@ pub(super) async fn compact(
         .filter(|index| (opening..end).contains(index));
     if inv.profile.definition.context.compaction == CompactionPolicy::None
         || end <= opening
-        || !fits(protected_tokens)
+        || summary_tokens < MIN_SUMMARY_TOKENS
     {
         return Err(overflow(before, &budget));
     }
@@ -126,7 +135,16 @@ pub(super) async fn compact(
         .filter(|(offset, _)| Some(opening + offset) != kept)
         .map(|(_, message)| message.clone())
         .collect();
-    let summary = summarize(ctx, inv, round, &protected, &replaced, &budget).await?;
+    let summary = summarize(
+        ctx,
+        inv,
+        round,
+        &protected,
+        &replaced,
+        &budget,
+        summary_tokens,
+    )
+    .await?;
     let step = ContextStep::Summary {
         first: opening,
         count: end - opening,
@@ -161,7 +179,7 @@ struct Summary {
 
 /// One model call, with no tools: the protected messages (`opening`: system prompt and
 /// request), then the transcript of `replaced` (cut to what the window holds) and the
-/// instruction. Its usage is charged to the agent.
+/// instruction, for an answer of at most `summary_tokens`. Its usage is charged to the agent.
 async fn summarize(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
@@ -169,9 +187,9 @@ async fn summarize(
     opening: &[AgentModelMessage],
     replaced: &[AgentModelMessage],
     budget: &WindowBudget,
+    summary_tokens: u64,
 ) -> ApplicationResult<Summary> {
     let calibration = inv.window.calibration;
-    let summary_tokens = summary_tokens(budget);
     let room = budget
         .input_budget_tokens
         .saturating_sub(calibration.apply(request_tokens(opening, 0) + summary_tokens));
