@@ -814,6 +814,47 @@ mod tests {
     }
 
     #[test]
+    fn a_trim_removes_settled_turns_first_then_stubs_a_saved_answer() {
+        let slip = |id: &str| {
+            let mut result = read_result(id, "no such tool");
+            if let ModelContentPart::ToolResult { result } = &mut result.parts[0] {
+                result.is_error = true;
+                result.error_code = Some("model.unknown_tool_call".into());
+            }
+            result
+        };
+        let mut messages = history(0);
+        messages.push(AgentModelMessage::text(
+            ModelRole::Assistant,
+            "Once upon a time. ".repeat(60),
+        ));
+        messages.push(AgentModelMessage::text(
+            ModelRole::User,
+            format!("{DRIFT_REMINDER_PREFIX}1] Your text was saved to `output/direct_output.md`."),
+        ));
+        messages.extend([call("s1"), slip("s1"), call("s2"), slip("s2")]);
+        // Only slips since the plain-text answer: nothing is settled, the answer is stubbed.
+        let plan = plan_trim(&messages, 2, 0, 0);
+        assert_eq!(
+            plan,
+            TrimPlan {
+                removed: vec![],
+                stubbed: vec![2]
+            }
+        );
+        // A call ran: the plain-text turn and the slip before the latest turn leave whole.
+        messages.extend([call("ok"), read_result("ok", "fine")]);
+        let plan = plan_trim(&messages, 2, 0, 0);
+        assert_eq!(plan.removed, vec![2, 3, 4, 5, 6, 7]);
+        let mut trimmed = messages.clone();
+        apply_trim(&mut trimmed, &plan);
+        assert_eq!(trimmed.len(), 4);
+        assert_eq!(trimmed[2], messages[8]);
+        // Nothing is taken while the history fits.
+        assert!(plan_trim(&messages, 2, 0, u64::MAX).is_empty());
+    }
+
+    #[test]
     fn a_later_summary_takes_in_the_earlier_one() {
         let messages = vec![
             AgentModelMessage::text(ModelRole::User, summary_message_text("Wrote the outline.")),
