@@ -424,15 +424,11 @@ impl AgentRunService {
                         });
                     }
                     RunEventType::ContextTrimmed => {
-                        let count = p
-                            .get("stubbedMessages")
-                            .and_then(Value::as_array)
-                            .map_or(0, Vec::len);
+                        let count =
+                            |key: &str| p.get(key).and_then(Value::as_array).map_or(0, Vec::len);
                         entries.push(ConversationEntry::Context {
                             round,
-                            text: format!(
-                                "{count} older messages were shortened to stubs to fit the context window."
-                            ),
+                            text: trimmed_text(count("stubbedMessages"), count("removedMessages")),
                         });
                     }
                     RunEventType::ContextCompacted => entries.push(ConversationEntry::Context {
@@ -594,5 +590,38 @@ fn assistant_entry(
         usage,
         cost_usd,
         model,
+    }
+}
+
+/// What a conversation reader is told of a trim: `stubbed` messages shortened, `removed` ones
+/// (turns the agent moved past) taken out.
+fn trimmed_text(stubbed: usize, removed: usize) -> String {
+    match (stubbed, removed) {
+        (_, 0) => {
+            format!("{stubbed} older messages were shortened to stubs to fit the context window.")
+        }
+        (0, _) => format!(
+            "{removed} messages the agent had moved past (plain-text answers and their reminders, slipped calls) were removed to fit the context window."
+        ),
+        _ => format!(
+            "{removed} messages the agent had moved past (plain-text answers and their reminders, slipped calls) were removed and {stubbed} older messages shortened to stubs to fit the context window."
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trimmed_text;
+
+    #[test]
+    fn a_trim_says_what_was_shortened_and_what_was_removed() {
+        insta::assert_snapshot!(
+            [trimmed_text(3, 0), trimmed_text(0, 4), trimmed_text(2, 4)].join("\n"),
+            @r"
+        3 older messages were shortened to stubs to fit the context window.
+        4 messages the agent had moved past (plain-text answers and their reminders, slipped calls) were removed to fit the context window.
+        4 messages the agent had moved past (plain-text answers and their reminders, slipped calls) were removed and 2 older messages shortened to stubs to fit the context window.
+        "
+        );
     }
 }
