@@ -177,8 +177,9 @@ impl EventPrinter {
             P::DirectOutputCaptured(e) => format!("  plain text saved to {}", e.path),
             P::DriftRecoveryAttempted(_) => "reminded the model to use its tools".to_owned(),
             P::ContextTrimmed(e) => format!(
-                "made room: {} older result(s) shortened (~{} → ~{} of {} tokens)",
+                "made room: {} older message(s) shortened, {} removed (~{} → ~{} of {} tokens)",
                 e.stubbed_messages.len(),
+                e.removed_messages.len(),
                 e.estimated_tokens_before,
                 e.estimated_tokens_after,
                 e.window_tokens
