@@ -5,6 +5,7 @@
 //! [`AgentRuntime`] that take a run id stay; the handle is the one obvious way to drive a run
 //! (docs/host-api.md, "Driving a run through its handle").
 
+use serde::{Deserialize, Serialize};
 use tt_domain::event::AgentRunEvent;
 use tt_domain::event_payload::RunEventPayload;
 use tt_domain::ids::RunId;
@@ -34,10 +35,13 @@ pub struct RunHandle<'r> {
 }
 
 /// One event with its payload decoded by type (`None` for a type this build does not know,
-/// or a payload that does not decode: the raw `event.payload` is still there).
-#[derive(Debug, Clone, PartialEq)]
+/// or a payload that does not decode: the raw `event.payload` is still there). On the wire:
+/// `{"event": {…}, "payload": {"type": …, "payload": {…}} | null}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TypedRunEvent {
     pub event: AgentRunEvent,
+    #[serde(default)]
     pub payload: Option<RunEventPayload>,
 }
 
@@ -59,7 +63,8 @@ impl RunEvents {
 
 /// What a run is waiting on the host for, right now. Empty lists for a kind the runtime's
 /// bridge answers by itself (a transcript or handler commit bridge, the template broker).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PendingHostRequests {
     /// Commits to publish, oldest first, with their text.
     pub commits: Vec<ChatCommitRequest>,

@@ -11,12 +11,12 @@ use crate::dto::{HostError, HostResult};
 use crate::tools::mcp_servers::McpServerEntry;
 
 /// What the runtime knows of one outside tool, for a host's listing.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolSummary {
     /// The tool's id: `host/<name>` or `mcp/<server>:<tool>`.
     pub id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     pub description: String,
     pub input_schema: Value,
