@@ -55,4 +55,4 @@ pub use run_service::{
 pub use services::RuntimeServices;
 pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};
 pub use tt_domain::damage::{DamageFinding, RunDamage};
-pub use usage::{InvocationUsage, RunUsage, UsageTotals, run_usage};
+pub use usage::{InheritedUsage, InvocationUsage, RunUsage, UsageTotals, run_usage};

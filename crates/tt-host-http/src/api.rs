@@ -315,7 +315,7 @@ async fn unrecorded_failure(
     path: PathParams,
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    if let Some(failure) = state.runtime.unrecorded_failure(&run_id) {
+    if let Some(failure) = state.runtime.unrecorded_failure(&run_id).await? {
         return Ok(Json(failure).into_response());
     }
     // Another process ran it: the run record keeps the end its journal refused.

@@ -35,7 +35,10 @@ pub use dto::*;
 /// Tools from outside: the host's own (docs/tools.md, "Host tools") and MCP servers'.
 pub use host::ToolSummary;
 pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
-pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
+pub use run_handle::{
+    PendingHostRequests, PublishedCommit, RunEvents, RunFailure, RunHandle, RunResult,
+    TypedRunEvent,
+};
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
 pub use store::{
@@ -69,8 +72,8 @@ pub use tt_application::{
     SubmitGuidanceRequest,
 };
 pub use tt_application::{
-    InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
-    UsageTotals,
+    InheritedUsage, InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest,
+    TimelineProjection, UsageTotals,
 };
 pub use tt_domain::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRule};
 pub use tt_domain::cost::{ModelPrice, PriceTable};

@@ -782,3 +782,6 @@ async fn waiting_for_a_run_another_runtime_owns_returns_its_end() {
 
 #[path = "host_api/wire.rs"]
 mod wire;
+
+#[path = "host_api/unknown_run.rs"]
+mod unknown_run;

@@ -21,7 +21,7 @@ async fn a_run_driven_through_its_handle_publishes_and_completes() {
         }
         match item.payload {
             Some(RunEventPayload::ChatCommitRequested(requested)) => {
-                let pending = handle.pending();
+                let pending = handle.pending().await.unwrap();
                 assert_eq!(pending.commits.len(), 1);
                 assert_eq!(
                     pending.commits[0].commit_id.as_str(),
@@ -33,7 +33,7 @@ async fn a_run_driven_through_its_handle_publishes_and_completes() {
                 published.push(requested.commit_id.to_string());
             }
             Some(RunEventPayload::PersistentStateMetadataUpdateRequested(requested)) => {
-                let pending = handle.pending();
+                let pending = handle.pending().await.unwrap();
                 assert_eq!(pending.metadata_updates.len(), 1);
                 assert_eq!(pending.metadata_updates[0].update_id, requested.update_id);
                 handle
@@ -49,7 +49,7 @@ async fn a_run_driven_through_its_handle_publishes_and_completes() {
     assert!(typed > 10, "every known event comes with its typed payload");
     let ended = handle.wait().await.unwrap();
     assert_eq!(ended.status, AgentRunStatus::Completed);
-    assert!(handle.pending().is_empty());
+    assert!(handle.pending().await.unwrap().is_empty());
     // A handle on a finished run still reads it; guidance to it is refused with a code.
     let again = runtime.run(handle.run_id());
     assert_eq!(again.get().await.unwrap().status, AgentRunStatus::Completed);

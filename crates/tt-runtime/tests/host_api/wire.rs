@@ -67,6 +67,10 @@ fn every_type_a_host_exchanges_serializes() {
     assert_serde::<rt::RunUsage>();
     assert_serde::<rt::InvocationUsage>();
     assert_serde::<rt::UsageTotals>();
+    assert_serde::<rt::InheritedUsage>();
+    assert_serde::<rt::RunResult>();
+    assert_serde::<rt::RunFailure>();
+    assert_serde::<rt::PublishedCommit>();
     assert_serde::<rt::AgentConversation>();
     assert_serde::<rt::ConversationEntry>();
     assert_serde::<rt::ConversationToolCall>();
@@ -143,7 +147,7 @@ async fn a_runs_typed_events_pending_requests_and_updates_round_trip() {
         }
         match item.payload {
             Some(rt::RunEventPayload::ChatCommitRequested(requested)) => {
-                let pending = handle.pending();
+                let pending = handle.pending().await.unwrap();
                 let wire = round_trip(&pending);
                 assert_eq!(wire["commits"][0]["commitId"], json!(requested.commit_id));
                 pending_seen += 1;
@@ -152,7 +156,7 @@ async fn a_runs_typed_events_pending_requests_and_updates_round_trip() {
                     .unwrap();
             }
             Some(rt::RunEventPayload::PersistentStateMetadataUpdateRequested(requested)) => {
-                let pending = handle.pending();
+                let pending = handle.pending().await.unwrap();
                 let wire = round_trip(&pending);
                 assert_eq!(
                     wire["metadataUpdates"][0]["updateId"],
