@@ -25,6 +25,7 @@ use crate::run_updates::RunUpdates;
 
 mod fork;
 mod otel;
+mod profiles;
 mod tools;
 
 pub use tools::ToolSummary;

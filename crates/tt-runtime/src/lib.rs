@@ -60,7 +60,8 @@ pub use tt_adapter_provider_scripted::{
 pub use tt_adapter_storage_userdata::UserDataStore;
 /// One agent's conversation (`AgentRuntime::agent_conversation`).
 pub use tt_application::{
-    AgentConversation, ConversationEntry, ConversationToolCall, InjectedTaskResult,
+    AgentConversation, ConversationEntry, ConversationToolCall, InheritedAnswers,
+    InjectedTaskResult,
 };
 pub use tt_application::{
     DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
@@ -75,6 +76,8 @@ pub use tt_application::{
     InheritedUsage, InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest,
     TimelineProjection, UsageTotals,
 };
+/// Listing and deleting profiles (docs/profiles.md, "Managing profiles").
+pub use tt_application::{ProfileDeleted, ProfileSummary};
 pub use tt_domain::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRule};
 pub use tt_domain::cost::{ModelPrice, PriceTable};
 /// What `check_run` and the timeline's `damage` report (docs/storage.md, "Damage").

@@ -785,3 +785,6 @@ mod wire;
 
 #[path = "host_api/unknown_run.rs"]
 mod unknown_run;
+
+#[path = "host_api/profiles.rs"]
+mod profiles;

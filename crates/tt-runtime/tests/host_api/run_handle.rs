@@ -195,6 +195,11 @@ async fn a_branch_pays_for_its_own_rounds_and_publishes_its_own_take() {
         (1, 2),
         "the source paid round 1; the branch rounds 2 and 3: {usage:?}"
     );
+    // The root's conversation says the same: round 1 was the source's.
+    let conversation = branch.conversation("inv_root").await.unwrap();
+    let answers = conversation.inherited.clone().unwrap();
+    assert_eq!((answers.seq, answers.model_calls), (forked_from.seq, 1));
+    assert_eq!(conversation.model_calls, 2, "{conversation:?}");
     let source_usage = source.usage().await.unwrap();
     assert_eq!(
         inherited.input_tokens + usage.input_tokens,

@@ -75,6 +75,7 @@ fn every_type_a_host_exchanges_serializes() {
     assert_serde::<rt::ConversationEntry>();
     assert_serde::<rt::ConversationToolCall>();
     assert_serde::<rt::InjectedTaskResult>();
+    assert_serde::<rt::InheritedAnswers>();
     assert_serde::<rt::RunDamage>();
     assert_serde::<rt::DamageFinding>();
     assert_serde::<rt::UnreadableRun>();
@@ -91,6 +92,8 @@ fn every_type_a_host_exchanges_serializes() {
     assert_serde::<rt::CheckpointId>();
     // Profiles, skills, models and tools.
     assert_serde::<rt::AgentProfileDefinition>();
+    assert_serde::<rt::ProfileSummary>();
+    assert_serde::<rt::ProfileDeleted>();
     assert_serde::<rt::SkillScope>();
     assert_serde::<rt::SkillScopeRefs>();
     assert_serde::<rt::GenerationSettings>();
