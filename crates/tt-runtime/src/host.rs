@@ -525,11 +525,10 @@ impl AgentRuntime {
 
     /// Token usage of a run: total and per invocation, from its journal; a branch's apart from
     /// what it inherited from its source (docs/branching.md). `agent.not_found` for an unknown
-    /// run (whatever the store answers for the journal of a run it does not hold).
+    /// run (every store refuses to read the journal of a run it does not hold).
     pub async fn usage(&self, run_id: &str) -> HostResult<tt_application::RunUsage> {
         self.ensure_open()?;
         let run_id = RunId::from_raw(run_id);
-        self.service.get_run(&run_id).await?;
         Ok(tt_application::run_usage(self.service.services().journal.as_ref(), &run_id).await?)
     }
 
