@@ -64,8 +64,8 @@ pub struct PublishedCommit {
     pub mode: String,
     /// The seq of its `chat_commit_completed`.
     pub seq: u64,
-    /// The text published, from the checkpoint the commit made (or the transcript); absent
-    /// when neither holds it any more.
+    /// The text published, from the checkpoint the commit made (or the workspace file while it
+    /// is unchanged, or the transcript); absent when none holds it any more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
@@ -158,7 +158,8 @@ impl AgentRuntime {
     }
 
     /// Each published commit with its text: the version its checkpoint stored, else the
-    /// transcript's copy (transcript commit bridge).
+    /// workspace file when it still holds that version, else the transcript's copy (transcript
+    /// commit bridge).
     async fn commit_texts(
         &self,
         run: &AgentRun,
@@ -173,6 +174,12 @@ impl AgentRuntime {
                 .await
                 .ok()
                 .flatten();
+            if text.is_none()
+                && let Ok(file) = self.service.read_workspace_file(&run.id, &done.path).await
+                && file.sha256 == done.sha256
+            {
+                text = Some(file.text);
+            }
             if text.is_none() {
                 if transcript.is_none() {
                     transcript = Some(
