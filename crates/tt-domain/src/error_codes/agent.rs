@@ -146,6 +146,8 @@ super::error_codes! {
         "A profile's allowed callers are empty or malformed.";
     AGENT_PROFILE_APPROVAL_INVALID = "agent.profile_approval_invalid", Configuration,
         "A profile's tool-approval policy names an unknown tool or an unusable root, or has a zero timeout.";
+    AGENT_PROFILE_BUILT_IN = "agent.profile_built_in", HostContract,
+        "A built-in profile cannot be deleted (only a stored profile that replaces it can).";
     AGENT_PROFILE_CALLABLE_CONFLICT = "agent.profile_callable_conflict", Configuration,
         "A profile may be a subagent or handoff target but is not callable.";
     AGENT_PROFILE_CANNOT_DELEGATE = "agent.profile_cannot_delegate", ToolRefusal,

@@ -134,6 +134,7 @@ macro_rules! storage_contract_tests {
             }
             profiles {
                 load_list_and_missing_profiles,
+                deleted_profiles_are_gone,
             }
         }
     };
