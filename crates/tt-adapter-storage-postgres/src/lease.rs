@@ -44,7 +44,12 @@ impl Ownership {
         }
     }
 
-    fn holds(&self, run_id: &RunId) -> bool {
+    /// This store's lease in milliseconds, for the SQL that writes a lease row.
+    pub(crate) fn lease_millis(&self) -> f64 {
+        lease_millis(self.lease)
+    }
+
+    pub(crate) fn holds(&self, run_id: &RunId) -> bool {
         self.held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -12,6 +12,7 @@ pub mod error;
 mod journal;
 mod lease;
 mod notify;
+mod observed;
 mod owner_locks;
 mod pool;
 mod profiles;
@@ -67,6 +68,12 @@ pub struct PostgresStore {
     ownership: Arc<lease::Ownership>,
     journal: commit::JournalCommitter,
     heard: Arc<notify::Heard>,
+    /// Set by [`PostgresStore::with_observed_recovery`]: a read that finds a run's owner gone
+    /// records the run `interrupted` (`observed.rs`).
+    observed_recovery: Option<observed::ObservedRecovery>,
+    /// One recovery of a run at a time in this store (a run found gone by two readers at once
+    /// is interrupted once).
+    recovering: tokio::sync::Mutex<()>,
     /// Keeps the LISTEN connection open; `None` when it could not be opened (followers then
     /// poll).
     _listener: Option<tokio_postgres::Client>,
@@ -133,6 +140,8 @@ impl PostgresStore {
             ownership,
             journal,
             heard,
+            observed_recovery: None,
+            recovering: tokio::sync::Mutex::new(()),
             _listener: listener,
         })
     }

@@ -396,6 +396,16 @@ CREATE TABLE tt_commit_batches (
 );
 "#,
     ),
+    (
+        14,
+        "each run's latest journaled status, written with the event that states it",
+        // The group commit sets it in the statement that stores a `status_changed` event, so a
+        // reader in another process reads the status the journal says without a journal scan
+        // (runs.rs, `observed.rs`). NULL: no `status_changed` journaled (or written before).
+        r#"
+ALTER TABLE runs ADD COLUMN journal_status text;
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.
