@@ -171,7 +171,10 @@ const LANDED: &str = "SELECT answers FROM tt_commit_batches WHERE token = $1";
 pub(crate) enum Write {
     /// A journal event's JSON, and the status it states when it is a `status_changed`
     /// (stored as the run's `journal_status` in the same statement); answered with its seq.
-    Event { body: String, status: Option<String> },
+    Event {
+        body: String,
+        status: Option<String>,
+    },
     /// A run document at `path`; answered with 0.
     Document { path: String, body: String },
     /// An invocation record's JSON; answered with 0.
