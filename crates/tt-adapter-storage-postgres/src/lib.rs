@@ -62,6 +62,14 @@ impl Default for PostgresOptions {
     }
 }
 
+/// What recording an observed interruption needs (`observed.rs`): the time and the new
+/// events' ids.
+#[derive(Clone)]
+pub(crate) struct ObservedRecovery {
+    pub(crate) clock: Arc<dyn tt_ports::Clock>,
+    pub(crate) ids: Arc<dyn tt_ports::IdGenerator>,
+}
+
 /// The PostgreSQL store: every storage port it implements shares one pool.
 pub struct PostgresStore {
     pool: Arc<pool::Pool>,
@@ -70,7 +78,7 @@ pub struct PostgresStore {
     heard: Arc<notify::Heard>,
     /// Set by [`PostgresStore::with_observed_recovery`]: a read that finds a run's owner gone
     /// records the run `interrupted` (`observed.rs`).
-    observed_recovery: Option<observed::ObservedRecovery>,
+    observed_recovery: Option<ObservedRecovery>,
     /// One recovery of a run at a time in this store (a run found gone by two readers at once
     /// is interrupted once).
     recovering: tokio::sync::Mutex<()>,

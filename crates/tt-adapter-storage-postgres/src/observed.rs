@@ -19,9 +19,9 @@ use tt_domain::ids::{EventId, RunId};
 use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_ports::{Clock, IdGenerator, StorageError, StorageResult};
 
-use crate::PostgresStore;
 use crate::error::{io, parse};
 use crate::retry::retrying;
+use crate::{ObservedRecovery, PostgresStore};
 
 /// The columns of `runs r LEFT JOIN run_leases l` a reader needs besides the body: the status
 /// the journal last stated, and whether the run is unfinished with its owner gone. A lease row
@@ -37,13 +37,6 @@ pub(crate) const OBSERVED_COLUMNS: &str = "r.journal_status,
              WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1
                AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database()))
     END";
-
-/// What recording an observed interruption needs: the time and the new events' ids.
-#[derive(Clone)]
-pub(crate) struct ObservedRecovery {
-    clock: Arc<dyn Clock>,
-    ids: Arc<dyn IdGenerator>,
-}
 
 /// What a reader found beside a run's record.
 pub(crate) struct Observed {
