@@ -196,11 +196,23 @@ impl AgentRunRepository for PostgresStore {
     /// (`observed.rs`): the status its journal last stated, or `interrupted` once its owner is
     /// gone (recorded so when the store can).
     async fn load_run(&self, run_id: &RunId) -> StorageResult<AgentRun> {
-        let (run, observed) = self.read_run_row(run_id).await?;
-        if self.ownership.holds(run_id) {
-            return Ok(run);
+        if !self.ownership.holds(run_id) {
+            let (run, observed) = self.read_run_row(run_id).await?;
+            return self.observed_run(run_id, run, observed).await;
         }
-        self.observed_run(run_id, run, observed).await
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT body FROM runs WHERE run_id = $1",
+                    &[&run_id.as_str()],
+                )
+                .await
+                .map_err(io(format!("run {run_id}")))?
+                .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
+            parse(format!("run {run_id}"), row.get(0))
+        })
+        .await
     }
 
     async fn load_manifest(&self, run_id: &RunId) -> StorageResult<RunManifest> {
