@@ -156,7 +156,12 @@ pub async fn open_store_url_with(url: &str, options: &StoreOptions) -> HostResul
                 format!("cannot mark the interrupted runs of {}: {err}", redact(url)),
             )
         })?;
-    let store = Arc::new(store);
+    // A run whose owner dies while this runtime follows or waits on it is recorded
+    // `interrupted` by the read that finds it so (docs/host-api.md, "PostgreSQL for embedders").
+    let store = Arc::new(store.with_observed_recovery(
+        Arc::new(crate::system::SystemClock),
+        Arc::new(crate::system::UuidIds),
+    ));
     Ok(StoreChoice::Ports(
         StoragePorts::from_store(Arc::clone(&store), redact(url))
             .with_skills(Arc::clone(&store) as _)

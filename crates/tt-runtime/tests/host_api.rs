@@ -791,3 +791,6 @@ mod unknown_run;
 
 #[path = "host_api/profiles.rs"]
 mod profiles;
+
+#[path = "host_api/postgres.rs"]
+mod postgres;
