@@ -65,9 +65,7 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
         let _ = writeln!(out, "  - {model_name}");
     }
     out.push_str("---\n\n# Agent Mode is active.\n\n");
-    out.push_str(
-        "You work only by calling tools. Every reply you give must be a tool call; plain text is not delivered to anyone.\n\n",
-    );
+    out.push_str("Every reply must be a tool call; plain text reaches no one.\n\n");
     out.push_str("Your tools:\n");
     for spec in snapshot.tools.iter() {
         let Some(tool) = spec.name.builtin() else {
@@ -79,26 +77,20 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
             ToolName::WorkspaceSearchFiles => "find text in files.",
             ToolName::WorkspaceReadFile => "read a file before you change it.",
             ToolName::WorkspaceWriteFile => "create, replace or append to a file.",
-            ToolName::WorkspaceApplyPatch => "replace an exact passage in a file you have read.",
-            ToolName::WorkspaceCommit => "publish a finished file as the reply the user sees.",
+            ToolName::WorkspaceApplyPatch => "replace exact text in a file you have read.",
+            ToolName::WorkspaceCommit => "publish a file as the reply the user sees.",
             ToolName::WorkspaceFinish => "end your work once everything is done.",
-            ToolName::AgentList => "see which other agents you can call on.",
-            ToolName::AgentDelegate => {
-                "give another agent a focused task that runs in the background."
-            }
-            ToolName::AgentAwait => {
-                "optional: wait for delegated results only when your next decision depends on them."
-            }
-            ToolName::AgentCancelTask => {
-                "stop a task you delegated once you no longer need it; your other tasks keep running."
-            }
+            ToolName::AgentList => "find agents to call on.",
+            ToolName::AgentDelegate => "give an agent a focused task that runs in the background.",
+            ToolName::AgentAwait => "optional; wait only when your next step depends on a result.",
+            ToolName::AgentCancelTask => "stop a task you delegated and no longer need.",
             ToolName::AgentHandoff => {
-                "hand the rest of this job to another agent with a clear brief; once a handoff succeeds, stop calling tools."
+                "hand the rest of the job to another agent; once it succeeds, stop calling tools."
             }
             ToolName::TaskReturn => "hand your result back; this ends your task.",
             ToolName::SkillList => "see your skills.",
             ToolName::SkillSearch => "find skills by topic.",
-            ToolName::SkillRead => "read a skill's instructions.",
+            ToolName::SkillRead => "read a skill.",
         };
         let _ = writeln!(out, "- `{}`: {line}", spec.model_name);
     }
@@ -116,8 +108,12 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
         );
         let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
     } else {
-        let _ = writeln!(out, "- You can see: {}.", roots_list(visible));
-        let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
+        if visible == writable {
+            let _ = writeln!(out, "- You can see and write: {}.", roots_list(visible));
+        } else {
+            let _ = writeln!(out, "- You can see: {}.", roots_list(visible));
+            let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
+        }
         let _ = writeln!(
             out,
             "- Your reply belongs in `{}`.",
@@ -125,8 +121,9 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
         );
     }
     if visible.contains(&WorkspaceRoot::Persist) && writable.contains(&WorkspaceRoot::Persist) {
-        out.push_str("- `persist/` is memory for your later replies in this conversation.\n");
-        out.push_str("- Keep only lasting facts there; it is saved when the job succeeds.\n");
+        out.push_str(
+            "- `persist/` is memory for your later replies in this conversation: lasting facts only; it is saved when the job succeeds.\n",
+        );
     }
 
     out.push('\n');

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use tt_domain::ids::InvocationId;
 use tt_domain::invocation::ExitPolicy;
-use tt_domain::profile::{ResolvedProfile, ToolDescriptionOverride};
+use tt_domain::profile::{ResolvedProfile, ToolDescriptionOverride, ToolSpecStyle};
 use tt_domain::run::Presentation;
 use tt_domain::tool::{
     AgentToolSpec, InvocationBudgets, InvocationToolSnapshot, ToolAnnotations, ToolName,
@@ -67,11 +67,12 @@ pub fn build_tool_snapshot(
     })
 }
 
-/// What an invocation's tool specs are made of: the profile's visible tools and description
-/// overrides, and who reads them.
+/// What an invocation's tool specs are made of: the profile's visible tools, spec style and
+/// description overrides, and who reads them.
 #[derive(Debug, PartialEq)]
 struct SpecInputs {
     visible: Vec<ToolName>,
+    style: ToolSpecStyle,
     descriptions: BTreeMap<String, ToolDescriptionOverride>,
     audience: SpecAudience,
     task_return: bool,
@@ -85,8 +86,8 @@ const KEPT_SPEC_SETS: usize = 16;
 /// fan-out's CPU; the invocations of one profile now share one copy.
 static SPEC_SETS: Mutex<Vec<(SpecInputs, Arc<[AgentToolSpec]>)>> = Mutex::new(Vec::new());
 
-/// The specs of `visible` for `audience`, with the profile's description overrides and, for
-/// a delegated agent, `task.return` last.
+/// The specs of `visible` for `audience` in the profile's spec style, with its description
+/// overrides and, for a delegated agent, `task.return` last.
 fn tool_specs(
     profile: &ResolvedProfile,
     visible: Vec<ToolName>,
@@ -95,10 +96,12 @@ fn tool_specs(
 ) -> ApplicationResult<Arc<[AgentToolSpec]>> {
     let definition = &profile.definition;
     let task_return = exit_policy == ExitPolicy::TaskReturnRequired;
+    let style = definition.tools.spec_style();
     {
         let sets = SPEC_SETS.lock().unwrap_or_else(PoisonError::into_inner);
         let found = sets.iter().find(|(inputs, _)| {
             inputs.task_return == task_return
+                && inputs.style == style
                 && inputs.visible == visible
                 && inputs.audience == audience
                 && inputs.descriptions == definition.tools.tool_descriptions
@@ -109,7 +112,7 @@ fn tool_specs(
     }
     let mut tools = Vec::with_capacity(visible.len() + 1);
     for &tool in &visible {
-        let mut spec = spec_for(tool, &audience)?;
+        let mut spec = styled_spec(tool, &audience, style)?;
         // Delegated agents get task-specific workspace descriptions that replace overrides.
         let rewritten = audience.delegated && ToolName::WORKSPACE.contains(&tool);
         if let Some(override_) = definition
@@ -128,7 +131,7 @@ fn tool_specs(
     }
     if task_return {
         // The runtime, not the profile, gives a delegated agent its way to hand results back.
-        tools.push(spec_for(ToolName::TaskReturn, &audience)?);
+        tools.push(styled_spec(ToolName::TaskReturn, &audience, style)?);
     }
     let specs: Arc<[AgentToolSpec]> = tools.into();
     let mut sets = SPEC_SETS.lock().unwrap_or_else(PoisonError::into_inner);
@@ -138,6 +141,7 @@ fn tool_specs(
     sets.push((
         SpecInputs {
             visible,
+            style,
             descriptions: definition.tools.tool_descriptions.clone(),
             audience,
             task_return,
@@ -269,7 +273,24 @@ pub(crate) fn frozen_definitions(snapshot: &InvocationToolSnapshot) -> Vec<Exter
         .collect()
 }
 
-fn spec_for(tool: ToolName, audience: &SpecAudience) -> ApplicationResult<AgentToolSpec> {
+/// The spec of a built-in tool for `audience` in `style`.
+fn styled_spec(
+    tool: ToolName,
+    audience: &SpecAudience,
+    style: ToolSpecStyle,
+) -> ApplicationResult<AgentToolSpec> {
+    let mut spec = builtin_spec(tool, audience)?;
+    if style == ToolSpecStyle::Compact {
+        crate::tools::compact::compact_spec(&mut spec, audience);
+    }
+    Ok(spec)
+}
+
+/// The full spec of a built-in tool for `audience`.
+pub(crate) fn builtin_spec(
+    tool: ToolName,
+    audience: &SpecAudience,
+) -> ApplicationResult<AgentToolSpec> {
     if ToolName::WORKSPACE.contains(&tool) {
         return Ok(workspace::spec(tool, audience));
     }
