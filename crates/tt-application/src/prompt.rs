@@ -1,11 +1,13 @@
 //! The default agent system prompt (reference §5.6), generated from the invocation's tool
-//! snapshot unless the profile's `instructions.agentSystemPrompt` replaces it.
+//! snapshot unless the profile's `instructions.agentSystemPrompt` replaces it. A profile of the
+//! `compact` spec style (`tools.specStyle`) gets the short form: no line per tool beyond the
+//! front matter's list, except the rules of `agent_await` and `agent_handoff`.
 //!
 //! Written to the agent, in its own terms: tool names as it calls them, workspace paths as it
 //! uses them, no runtime ids or storage details.
 
 use std::fmt::Write as _;
-use tt_domain::profile::ResolvedProfile;
+use tt_domain::profile::{ResolvedProfile, ToolSpecStyle};
 use tt_domain::run::Presentation;
 use tt_domain::tool::{InvocationToolSnapshot, ToolName};
 use tt_domain::workspace::WorkspaceRoot;
@@ -19,7 +21,7 @@ pub fn agent_system_prompt(profile: &ResolvedProfile, snapshot: &InvocationToolS
         .as_deref()
     {
         Some(custom) if !custom.trim().is_empty() => custom.to_owned(),
-        _ => default_system_prompt(snapshot),
+        _ => default_system_prompt_in(snapshot, profile.definition.tools.spec_style()),
     }
 }
 
@@ -44,28 +46,8 @@ fn external_line(spec: &tt_domain::tool::AgentToolSpec) -> String {
     }
 }
 
-fn roots_list(roots: &[WorkspaceRoot]) -> String {
-    if roots.is_empty() {
-        return "none".to_owned();
-    }
-    roots
-        .iter()
-        .map(|root| format!("`{root}/`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The generated default.
-pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
-    let has = |tool: ToolName| snapshot.offers(tool);
-    let name = |tool: ToolName| tool.model_alias();
-    let mut out = String::new();
-    out.push_str("---\ntool_choice: required\ntools:\n");
-    for model_name in snapshot.model_names() {
-        let _ = writeln!(out, "  - {model_name}");
-    }
-    out.push_str("---\n\n# Agent Mode is active.\n\n");
-    out.push_str("Every reply must be a tool call; plain text reaches no one.\n\n");
+/// "Your tools:" and one line per tool.
+fn tool_lines(out: &mut String, snapshot: &InvocationToolSnapshot) {
     out.push_str("Your tools:\n");
     for spec in snapshot.tools.iter() {
         let Some(tool) = spec.name.builtin() else {
@@ -93,6 +75,61 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
             ToolName::SkillRead => "read a skill.",
         };
         let _ = writeln!(out, "- `{}`: {line}", spec.model_name);
+    }
+}
+
+fn roots_list(roots: &[WorkspaceRoot]) -> String {
+    if roots.is_empty() {
+        return "none".to_owned();
+    }
+    roots
+        .iter()
+        .map(|root| format!("`{root}/`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The generated default, with every tool's line (the `full` spec style).
+pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
+    default_system_prompt_in(snapshot, ToolSpecStyle::Full)
+}
+
+/// The generated default for a profile of spec style `style`: in the `compact` style the tool
+/// list is the front matter's alone (each spec describes its tool), and only the tools that
+/// come with a rule get a line.
+pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSpecStyle) -> String {
+    let has = |tool: ToolName| snapshot.offers(tool);
+    let name = |tool: ToolName| tool.model_alias();
+    let mut out = String::new();
+    out.push_str("---\ntool_choice: required\ntools:\n");
+    for model_name in snapshot.model_names() {
+        let _ = writeln!(out, "  - {model_name}");
+    }
+    out.push_str("---\n\n# Agent Mode is active.\n\n");
+    match style {
+        ToolSpecStyle::Full => {
+            out.push_str("Every reply must be a tool call; plain text reaches no one.\n\n");
+            tool_lines(&mut out, snapshot);
+        }
+        ToolSpecStyle::Compact => {
+            out.push_str(
+                "Every reply must be a tool call; plain text reaches no one. Your tools are listed above.\n",
+            );
+            if has(ToolName::AgentAwait) {
+                let _ = writeln!(
+                    out,
+                    "- `{}` is optional: wait only when your next step depends on a result.",
+                    name(ToolName::AgentAwait)
+                );
+            }
+            if has(ToolName::AgentHandoff) {
+                let _ = writeln!(
+                    out,
+                    "- Once `{}` succeeds, stop calling tools.",
+                    name(ToolName::AgentHandoff)
+                );
+            }
+        }
     }
 
     let visible = &snapshot.visible_roots;

@@ -401,4 +401,38 @@ mod tests {
         let plain_again = snapshot(|_| {}, ExitPolicy::RunFinishAllowed);
         assert_eq!(plain_again.tools, plain.tools);
     }
+
+    #[test]
+    fn the_spec_style_decides_how_built_in_tools_are_written() {
+        let full_style = |definition: &mut AgentProfileDefinition| {
+            definition.tools.spec_style = Some("full".to_owned());
+        };
+        let compact = snapshot(|_| {}, ExitPolicy::RunFinishAllowed);
+        let full = snapshot(full_style, ExitPolicy::RunFinishAllowed);
+        let unset = snapshot(
+            |definition| definition.tools.spec_style = None,
+            ExitPolicy::RunFinishAllowed,
+        );
+        assert_eq!(unset.tools, full.tools);
+        assert_eq!(compact.tools.len(), full.tools.len());
+        for (small, whole) in compact.tools.iter().zip(full.tools.iter()) {
+            assert_eq!(small.name, whole.name);
+            assert!(
+                small.description.len() < whole.description.len(),
+                "{}",
+                small.name
+            );
+        }
+        // What a model reads of them, in the engine's estimate: over a quarter less.
+        let tokens = |tools: &[AgentToolSpec]| tt_domain::context_window::tools_tokens(tools);
+        assert!(tokens(&compact.tools) * 4 < tokens(&full.tools) * 3);
+        // A delegated agent's task.return follows its profile's style too.
+        let delegated = |edit: fn(&mut AgentProfileDefinition)| {
+            snapshot(edit, ExitPolicy::TaskReturnRequired)
+                .tools
+                .last()
+                .map(|spec| spec.description.clone())
+        };
+        assert_ne!(delegated(|_| {}), delegated(full_style));
+    }
 }
