@@ -15,7 +15,8 @@
 //! With a server (`--server openai:http://127.0.0.1:PORT/v1`, a llama.cpp `llama-server`), each
 //! agent's first request is also sent there as the runtime's adapter sends it, with an answer
 //! of one token, and the server's count of its prompt tokens is reported beside the estimate;
-//! the workload itself goes on with its in-process model.
+//! the workload itself goes on with its in-process model, undelayed (the counts are awaited
+//! after the run).
 //!
 //! [`check`] holds the figures to their bounds: every profile's first request at most
 //! [`FIRST_REQUEST_BUDGET_TOKENS`] estimated tokens (the estimate the engine fits windows
@@ -51,6 +52,9 @@ struct AgentRequests {
     previous: Option<Vec<String>>,
     first_tokens: Option<u64>,
     first_parts: Option<FirstRequestParts>,
+    /// The first agent of its profile to send a request: its first request stands for the
+    /// profile's.
+    profile_first: bool,
     /// The server's prompt tokens for the first request (or why there are none).
     first_server: Option<Result<u64, String>>,
     later_requests: u64,
@@ -68,12 +72,18 @@ struct FirstRequestParts {
     tools: Vec<(String, u64)>,
 }
 
+/// A server's count of one agent's first request: the agent's session and the prompt tokens
+/// (or why there are none).
+type ServerCount = tokio::task::JoinHandle<(String, Result<u64, String>)>;
+
 /// A provider that measures every request before passing it on.
 pub struct PrefixMeter {
     inner: Arc<dyn ModelProvider>,
     /// Where each agent's first request is also sent, to count its tokens.
     server: Option<Arc<dyn ModelProvider>>,
     agents: Mutex<BTreeMap<String, AgentRequests>>,
+    /// The server's counts still under way.
+    counting: Mutex<Vec<ServerCount>>,
 }
 
 impl PrefixMeter {
@@ -82,30 +92,55 @@ impl PrefixMeter {
             inner,
             server,
             agents: Mutex::new(BTreeMap::new()),
+            counting: Mutex::new(Vec::new()),
         }
     }
 
     /// Measures `request`, and when it is an agent's first and there is a server, has the
-    /// server count its prompt tokens.
-    async fn measure(&self, request: &AgentModelRequest, cancel: &CancellationToken) {
+    /// server count its prompt tokens in the background (a slow server must not change the
+    /// workload's timing).
+    fn measure(&self, request: &AgentModelRequest) {
         let first = self.observe(request);
         let Some(server) = self.server.as_ref().filter(|_| first) else {
             return;
         };
-        let counted = match server.complete(request.clone(), cancel.clone()).await {
-            Ok(response) => response
-                .usage
-                .map(|usage| usage.input_tokens)
-                .ok_or_else(|| "the server reported no usage".to_owned()),
-            Err(error) => Err(error.to_string()),
-        };
-        let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(agent) = agents.get_mut(&request.session.session_id) {
-            agent.first_server = Some(counted);
+        let server = Arc::clone(server);
+        let request = request.clone();
+        let count = tokio::spawn(async move {
+            let session = request.session.session_id.clone();
+            let counted = match server.complete(request, CancellationToken::new()).await {
+                Ok(response) => response
+                    .usage
+                    .map(|usage| usage.input_tokens)
+                    .ok_or_else(|| "the server reported no usage".to_owned()),
+                Err(error) => Err(error.to_string()),
+            };
+            (session, counted)
+        });
+        self.counting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(count);
+    }
+
+    /// Waits for the server's counts and records them.
+    async fn settle(&self) {
+        let counting: Vec<ServerCount> =
+            std::mem::take(&mut *self.counting.lock().unwrap_or_else(PoisonError::into_inner));
+        for count in counting {
+            // A count that panicked is left out: its profile shows no server figure.
+            let Ok((session, counted)) = count.await else {
+                continue;
+            };
+            let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(agent) = agents.get_mut(&session) {
+                agent.first_server = Some(counted);
+            }
         }
     }
 
-    /// Records `request`; true when it is its agent's first.
+    /// Records `request`; true when it is the first request of its profile (its first agent's
+    /// first).
     fn observe(&self, request: &AgentModelRequest) -> bool {
         // A summarizing call (no tools) is not a turn of the agent's conversation.
         if request.tools.is_empty() {
@@ -118,11 +153,17 @@ impl PrefixMeter {
             .collect();
         let tools_bytes = serde_json::to_string(&*request.tools).map_or(0, |t| t.len()) as u64;
         let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        let profile = request.agent_profile_id.to_string();
+        let profile_seen = agents.values().any(|agent| agent.profile == profile);
         let agent = agents
             .entry(request.session.session_id.clone())
             .or_default();
-        agent.profile = request.agent_profile_id.to_string();
         let first = agent.previous.is_none();
+        if first && agent.profile.is_empty() {
+            agent.profile_first = !profile_seen;
+        }
+        agent.profile = profile;
+        let profile_first = first && agent.profile_first;
         match &agent.previous {
             None => {
                 agent.first_tokens = Some(request_tokens(
@@ -172,7 +213,7 @@ impl PrefixMeter {
             }
         }
         agent.previous = Some(messages);
-        first
+        profile_first
     }
 
     /// The figures of every agent so far; `small_window`: the workload's history is shortened
@@ -193,7 +234,9 @@ impl PrefixMeter {
         let whole: u64 = agents.values().map(|a| a.whole_prefix_requests).sum();
         // The first request of each profile (its first agent).
         let mut first: BTreeMap<String, Value> = BTreeMap::new();
-        for agent in agents.values() {
+        let mut ordered: Vec<&AgentRequests> = agents.values().collect();
+        ordered.sort_by_key(|agent| !agent.profile_first);
+        for agent in ordered {
             if let (Some(tokens), Some(parts)) = (agent.first_tokens, &agent.first_parts) {
                 first.entry(agent.profile.clone()).or_insert_with(|| {
                     let mut figures = json!({
@@ -236,7 +279,7 @@ impl ModelProvider for PrefixMeter {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.measure(&request, &cancel).await;
+        self.measure(&request);
         self.inner.complete(request, cancel).await
     }
 
@@ -246,7 +289,7 @@ impl ModelProvider for PrefixMeter {
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.measure(&request, &cancel).await;
+        self.measure(&request);
         self.inner.stream(request, sink, cancel).await
     }
 }
@@ -303,6 +346,7 @@ async fn measure(
         .shutdown()
         .await
         .map_err(|err| anyhow!("{workload}: shutdown failed: {err}"))?;
+    meter.settle().await;
     Ok(meter.report(workload, info.context_window_tokens.is_some()))
 }
 
