@@ -84,6 +84,9 @@ pub struct PrefixMeter {
     agents: Mutex<BTreeMap<String, AgentRequests>>,
     /// The server's counts still under way.
     counting: Mutex<Vec<ServerCount>>,
+    /// One count at a time: a server with one slot would keep the others waiting past their
+    /// timeouts.
+    one_at_a_time: Arc<tokio::sync::Semaphore>,
 }
 
 impl PrefixMeter {
@@ -93,6 +96,7 @@ impl PrefixMeter {
             server,
             agents: Mutex::new(BTreeMap::new()),
             counting: Mutex::new(Vec::new()),
+            one_at_a_time: Arc::new(tokio::sync::Semaphore::new(1)),
         }
     }
 
@@ -106,8 +110,12 @@ impl PrefixMeter {
         };
         let server = Arc::clone(server);
         let request = request.clone();
+        let one_at_a_time = Arc::clone(&self.one_at_a_time);
         let count = tokio::spawn(async move {
             let session = request.session.session_id.clone();
+            let Ok(_turn) = one_at_a_time.acquire().await else {
+                return (session, Err("the bench stopped counting".to_owned()));
+            };
             let counted = match server.complete(request, CancellationToken::new()).await {
                 Ok(response) => response
                     .usage
@@ -418,12 +426,16 @@ fn reader() -> Arc<dyn ModelProvider> {
 }
 
 /// The provider that counts first requests on `connection` (`openai:http://…/v1`): answers of
-/// one token, never streamed.
+/// one token, never streamed, with 15 minutes for a slow CPU server to read a long prompt.
 pub fn server(connection: &str) -> Result<Arc<dyn ModelProvider>> {
+    let patience = std::time::Duration::from_secs(900);
     let spec = tt_runtime::ConnectionSpec::parse(connection)?
         .with_model("local")
         .with_stream(false)
-        .with_max_tokens(1);
+        .with_max_tokens(1)
+        .with_header_timeout(patience)
+        .with_request_timeout(patience)
+        .with_call_deadline(patience);
     tt_runtime::build_provider(&spec)
 }
 
