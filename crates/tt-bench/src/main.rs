@@ -48,7 +48,7 @@ enum Command {
     /// writers' room, a fan-out and a reader on a small window; one JSON line per workload.
     /// Fails when a first request is over 2,000 estimated tokens or a prefix share under 0.95.
     Prefix {
-        /// Also send each agent's first request to this server (`openai:http://HOST:PORT/v1`,
+        /// Also send each profile's first request to this server (`openai:http://HOST:PORT/v1`,
         /// e.g. a llama.cpp `llama-server`) and report its prompt tokens beside the estimate.
         #[arg(long)]
         server: Option<String>,

@@ -13,7 +13,7 @@
 //! share may drop below 1).
 //!
 //! With a server (`--server openai:http://127.0.0.1:PORT/v1`, a llama.cpp `llama-server`), each
-//! agent's first request is also sent there as the runtime's adapter sends it, with an answer
+//! profile's first request is also sent there as the runtime's adapter sends it, with an answer
 //! of one token, and the server's count of its prompt tokens is reported beside the estimate;
 //! the workload itself goes on with its in-process model, undelayed (the counts are awaited
 //! after the run).
@@ -100,7 +100,7 @@ impl PrefixMeter {
         }
     }
 
-    /// Measures `request`, and when it is an agent's first and there is a server, has the
+    /// Measures `request`, and when it is its profile's first and there is a server, has the
     /// server count its prompt tokens in the background (a slow server must not change the
     /// workload's timing).
     fn measure(&self, request: &AgentModelRequest) {
