@@ -45,7 +45,7 @@ pub use guidance::{
     SubmitGuidanceRequest,
 };
 pub use otel::otlp_traces;
-pub use prompt::{agent_system_prompt, default_system_prompt};
+pub use prompt::{agent_system_prompt, default_system_prompt, default_system_prompt_in};
 pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 pub use registry::build_tool_snapshot;
 pub use run_service::{

@@ -204,6 +204,8 @@ super::error_codes! {
         "A profile's tool description override names a property the tool does not have.";
     AGENT_PROFILE_TOOL_NOT_VISIBLE = "agent.profile_tool_not_visible", Configuration,
         "A profile configures a tool it does not show.";
+    AGENT_PROFILE_TOOL_SPEC_STYLE_INVALID = "agent.profile_tool_spec_style_invalid", Configuration,
+        "A profile's `tools.specStyle` is neither `full` nor `compact`.";
     AGENT_PROFILE_TOOL_UNKNOWN = "agent.profile_tool_unknown", Configuration,
         "A profile names a tool the runtime does not have.";
     AGENT_PROFILE_TOOLS_REQUIRED = "agent.profile_tools_required", Configuration,

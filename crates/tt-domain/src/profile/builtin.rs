@@ -78,6 +78,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
                 .collect(),
             deny: Vec::new(),
             tool_descriptions: Default::default(),
+            spec_style: Some(ToolSpecStyle::Compact.as_str().to_owned()),
             max_rounds: 80,
             max_calls_per_run: 80,
             max_calls_per_tool: Default::default(),
