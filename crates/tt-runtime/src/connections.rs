@@ -8,13 +8,13 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use async_trait::async_trait;
 use serde_json::json;
+use std::collections::HashMap;
 use tt_adapter_provider_anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicConfig, AnthropicProvider,
 };
 use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
-use std::collections::HashMap;
 use tt_ports::{
     CancellationToken, DroppedSetting, ModelDeltaSink, ModelError, ModelProvider,
     ServerContextWindow, UnsupportedSettings,

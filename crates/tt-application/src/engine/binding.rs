@@ -120,9 +120,7 @@ pub(crate) async fn resolve_model_binding(
                 connection: GenerationSettings,
                 info: &tt_ports::ConnectionModelInfo| ModelBinding {
         // The server's and the model id's windows come later (`learn_window`).
-        context_window_tokens: model
-            .context_window_tokens
-            .or(info.context_window_tokens),
+        context_window_tokens: model.context_window_tokens.or(info.context_window_tokens),
         price: info.price(model_id.as_deref()),
         connection_call_deadline: info.call_deadline,
         provider,

@@ -36,8 +36,9 @@ pub struct AgentConversation {
     /// Model calls answered, and their summed usage and cost.
     pub model_calls: u64,
     pub usage: ModelUsage,
-    /// What the priced calls cost in US dollars (calls without a price are left out).
-    pub cost_usd: f64,
+    /// What the priced calls cost in US dollars (calls without a price are left out); `null`
+    /// when no call had a price (unpriced is never free).
+    pub cost_usd: Option<f64>,
     pub entries: Vec<ConversationEntry>,
 }
 
@@ -99,7 +100,8 @@ pub enum ConversationEntry {
         tool_calls: Vec<ConversationToolCall>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<ModelUsage>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// `null` when the model has no price (unpriced is never free).
+        #[serde(default)]
         cost_usd: Option<f64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
@@ -170,7 +172,7 @@ impl AgentRunService {
                 .map(ToString::to_string),
             model_calls: 0,
             usage: ModelUsage::default(),
-            cost_usd: 0.0,
+            cost_usd: None,
             entries: Vec::new(),
         };
         let snapshot: Option<InvocationToolSnapshot> = self
@@ -185,7 +187,7 @@ impl AgentRunService {
         conversation.entries = self.opening(run_id, &invocation, snapshot.as_ref()).await?;
         self.rounds(run_id, &invocation.id, snapshot.as_ref(), &mut conversation)
             .await?;
-        conversation.cost_usd = tt_domain::cost::round_usd(conversation.cost_usd);
+        conversation.cost_usd = conversation.cost_usd.map(tt_domain::cost::round_usd);
         Ok(conversation)
     }
 
@@ -347,7 +349,7 @@ impl AgentRunService {
                             total.cached_input_tokens += usage.cached_input_tokens;
                             total.cache_write_tokens += usage.cache_write_tokens;
                         }
-                        conversation.cost_usd += cost_usd.unwrap_or(0.0);
+                        crate::usage::add_cost(&mut conversation.cost_usd, cost_usd);
                         let response = match str_of(p, "modelResponsePath") {
                             Some(path) => self.stored_response(run_id, path).await?,
                             None => None,

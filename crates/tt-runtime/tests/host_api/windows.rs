@@ -194,7 +194,11 @@ async fn a_setting_the_provider_does_not_take_fails_the_run_at_its_start_or_is_d
         .await
         .unwrap_err();
     assert_eq!(refused.code, "model.setting_unsupported");
-    assert_eq!(refusing.calls.load(Ordering::SeqCst), 0, "no request was sent");
+    assert_eq!(
+        refusing.calls.load(Ordering::SeqCst),
+        0,
+        "no request was sent"
+    );
 
     let dir = TempDir::new().unwrap();
     let dropping = Server::new(Some(32768), true);
