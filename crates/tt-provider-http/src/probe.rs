@@ -12,7 +12,8 @@ use tt_ports::{ModelError, ModelTimeLimit};
 use crate::exchange::HttpEndpoint;
 use crate::http::{guarded_by, read_body, transport_error};
 
-/// How long one probe request may take, from sending it to the end of its body.
+/// How long one probe request may take, from sending it to the end of its body (or the
+/// connection's header timeout, when that is shorter).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Most bytes of a probe's answer that are read (a model list with templates can be large).
@@ -53,9 +54,10 @@ impl HttpEndpoint {
         request: reqwest::RequestBuilder,
         cancel: &CancellationToken,
     ) -> Result<Option<Value>, ModelError> {
+        let timeout = PROBE_TIMEOUT.min(self.limits().header_timeout);
         let limits = crate::http::HttpLimits {
             max_response_bytes: MAX_PROBE_BYTES,
-            idle_timeout: PROBE_TIMEOUT,
+            idle_timeout: timeout,
             ..self.limits()
         };
         let exchange = async {
@@ -74,7 +76,7 @@ impl HttpEndpoint {
             exchange,
             cancel,
             ModelTimeLimit::Request,
-            PROBE_TIMEOUT,
+            timeout,
             "the server did not answer the probe within",
         )
         .await

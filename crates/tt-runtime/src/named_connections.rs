@@ -364,6 +364,26 @@ mod tests {
     }
 
     #[test]
+    fn a_connection_file_may_drop_settings_its_provider_does_not_take() {
+        let file: ConnectionFile = serde_json::from_str(
+            r#"{"connection": "anthropic:http://127.0.0.1:9", "dropUnsupportedSettings": true}"#,
+        )
+        .unwrap();
+        let spec = file.to_spec().unwrap();
+        assert_eq!(
+            spec.unsupported_settings,
+            tt_ports::UnsupportedSettings::Drop
+        );
+        assert_eq!(spec.description()["dropUnsupportedSettings"], true);
+        let default: ConnectionFile =
+            serde_json::from_str(r#"{"connection": "anthropic:http://127.0.0.1:9"}"#).unwrap();
+        assert_eq!(
+            default.to_spec().unwrap().unsupported_settings,
+            tt_ports::UnsupportedSettings::Refuse
+        );
+    }
+
+    #[test]
     fn the_list_shows_registered_names_and_files_with_their_problems() {
         use crate::dto::ConnectionSource;
         let dir = tempfile::tempdir().unwrap();
