@@ -59,7 +59,8 @@ fn not_taken(settings: &GenerationSettings, thinking: bool) -> Vec<DroppedSettin
         ("seed", settings.seed.is_some()),
     ]
     .into_iter()
-    .filter_map(|(name, set)| set.then(|| dropped(name, NO_FIELD)))
+    .filter(|&(_, set)| set)
+    .map(|(name, _)| dropped(name, NO_FIELD))
     .collect();
     if settings.reasoning_effort.is_some() {
         found.push(dropped(

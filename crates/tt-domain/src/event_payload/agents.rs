@@ -83,9 +83,10 @@ pub struct AgentModelBindingResolved {
     pub previous_response_id: Option<String>,
     pub invocation_id: InvocationId,
     pub profile_id: ProfileId,
-    /// The layered generation settings the requests carry; absent when none is set.
+    /// The layered generation settings the requests carry; absent when none is set (boxed:
+    /// the largest field, kept off the payload enum's size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation: Option<crate::generation::GenerationSettings>,
+    pub generation: Option<Box<crate::generation::GenerationSettings>>,
     /// The model's context window, when known (docs/providers.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_tokens: Option<u64>,
