@@ -150,6 +150,10 @@ async fn real_llama_window_the_default_writer_on_4096_tokens_ends_without_an_ove
     assert!(is_terminal(run.status), "{:?}", run.status);
     let overflows = overflows(&events);
     assert!(overflows.is_empty(), "{overflows:#?}");
+    // The small model may well end the run by drifting; never by the window.
+    let failed = crate::real_llama::run_failed(&runtime, run.id.as_str()).await;
+    let code = failed["code"].as_str().unwrap_or_default();
+    assert!(!code.contains("context"), "{failed}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,7 +219,9 @@ async fn real_llama_window_a_demo_sized_team_on_four_slots_ends_without_an_overf
     );
     // Steered reports the server's name and window: every agent learned 2,048.
     assert!(windows.iter().all(|w| **w == 2048), "{windows:?}");
-    assert!(is_terminal(run.status), "{:?}", run.status);
+    // The course is scripted: once every request fits, the run completes.
+    let failed = crate::real_llama::run_failed(&runtime, run.id.as_str()).await;
+    assert_eq!(run.status, AgentRunStatus::Completed, "{failed}");
     let overflows = overflows(&events);
     assert!(overflows.is_empty(), "{overflows:#?}");
 }
