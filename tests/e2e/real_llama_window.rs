@@ -14,8 +14,10 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
+use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
 use tt_domain::generation::GenerationSettings;
 use tt_ports::{CancellationToken, ModelProvider, ServerContextWindow};
 use tt_runtime::{
@@ -24,7 +26,7 @@ use tt_runtime::{
 
 use crate::real_llama::{
     LlamaServer, Steered, WRITERS_ROOM_PRESET, WRITERS_ROOM_PROFILES, WRITERS_ROOM_SCRIPT,
-    WRITERS_ROOM_SKILL, llama_provider, runtime_over, start_llama_at,
+    WRITERS_ROOM_SKILL, llama_provider, start_llama_at,
 };
 use crate::support::start_request;
 
@@ -117,8 +119,33 @@ async fn real_llama_window_the_default_writer_on_4096_tokens_ends_without_an_ove
     let Some(prefix) = prefix() else { return };
     let server = start(&prefix, 4096, 1).await;
     let dir = tempfile::tempdir().unwrap();
-    // Nothing declared: the window comes from the server.
-    let runtime = runtime_over(&dir, llama_provider(&server), None);
+    // Nothing declared: the window comes from the server. A busy two-core machine processes
+    // prompts at a few dozen tokens a second: the waits are long enough for that, so the run
+    // ends on what the model does, not on a timeout.
+    let slow = Duration::from_secs(1800);
+    let provider: Arc<dyn ModelProvider> = Arc::new(
+        OpenAiProvider::new(
+            OpenAiConfig::new(server.base_url())
+                .with_default_model("local")
+                .with_request_timeout(slow)
+                .with_limits(HttpLimits {
+                    header_timeout: slow,
+                    idle_timeout: slow,
+                    ..HttpLimits::default()
+                }),
+        )
+        .unwrap(),
+    );
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(provider)
+        .provider_model_info(tt_runtime::ConnectionModelInfo {
+            call_deadline: Some(slow),
+            ..Default::default()
+        })
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap();
     let mut request = start_request();
     request.generation = GenerationSettings {
         temperature: Some(0.0),
@@ -143,15 +170,15 @@ async fn real_llama_window_the_default_writer_on_4096_tokens_ends_without_an_ove
         .iter()
         .filter(|e| e.event_type == "context_compacted")
         .count();
+    let failed = crate::real_llama::run_failed(&runtime, run.id.as_str()).await;
     eprintln!(
-        "run {} ended {:?} after {rounds} answers, {compactions} compactions",
+        "run {} ended {:?} after {rounds} answers, {compactions} compactions: {failed}",
         run.id, run.status
     );
     assert!(is_terminal(run.status), "{:?}", run.status);
     let overflows = overflows(&events);
     assert!(overflows.is_empty(), "{overflows:#?}");
     // The small model may well end the run by drifting; never by the window.
-    let failed = crate::real_llama::run_failed(&runtime, run.id.as_str()).await;
     let code = failed["code"].as_str().unwrap_or_default();
     assert!(!code.contains("context"), "{failed}");
 }
