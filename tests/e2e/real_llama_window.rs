@@ -175,6 +175,12 @@ async fn real_llama_window_the_default_writer_on_4096_tokens_ends_without_an_ove
         "run {} ended {:?} after {rounds} answers, {compactions} compactions: {failed}",
         run.id, run.status
     );
+    // How it ended, for whoever reads the output.
+    for event in events.iter().rev().take(8).rev() {
+        let payload = event.payload.to_string();
+        let shown: String = payload.chars().take(300).collect();
+        eprintln!("  #{} {} {shown}", event.seq, event.event_type.as_str());
+    }
     assert!(is_terminal(run.status), "{:?}", run.status);
     let overflows = overflows(&events);
     assert!(overflows.is_empty(), "{overflows:#?}");
