@@ -58,17 +58,25 @@ async fn start(prefix: &std::path::Path, n_ctx: u32, slots: u32) -> LlamaServer 
     .await
 }
 
-/// Every event of a run.
+/// Every event of a run, page after page.
 async fn journal(runtime: &AgentRuntime, run_id: &str) -> Vec<tt_runtime::AgentRunEvent> {
-    runtime
-        .read_events(ReadEventsRequest {
-            run_id: run_id.to_owned(),
-            limit: Some(10_000),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events
+    let mut events = Vec::new();
+    loop {
+        let page = runtime
+            .read_events(ReadEventsRequest {
+                run_id: run_id.to_owned(),
+                after_seq: events.last().map(|e: &tt_runtime::AgentRunEvent| e.seq),
+                limit: Some(500),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .events;
+        if page.is_empty() {
+            return events;
+        }
+        events.extend(page);
+    }
 }
 
 /// The events of `events` that carry `model.context_overflow` anywhere in their payload.
@@ -170,7 +178,10 @@ async fn real_llama_window_the_default_writer_on_4096_tokens_ends_without_an_ove
         .iter()
         .filter(|e| e.event_type == "context_compacted")
         .count();
-    let failed = crate::real_llama::run_failed(&runtime, run.id.as_str()).await;
+    let failed = events
+        .iter()
+        .find(|e| e.event_type == "run_failed")
+        .map_or(Value::Null, |e| e.payload.clone());
     eprintln!(
         "run {} ended {:?} after {rounds} answers, {compactions} compactions: {failed}",
         run.id, run.status
