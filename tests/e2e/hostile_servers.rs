@@ -24,7 +24,8 @@ enum Behaviour {
 }
 
 /// Starts a server on 127.0.0.1 that behaves so for every request; returns its base URL and a
-/// counter of the requests it got.
+/// counter of the model calls it got (`POST …/chat/completions`; the window probes the
+/// connection sends first meet the same behaviour but are not counted).
 async fn hostile_server(behaviour: Behaviour) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -34,15 +35,18 @@ async fn hostile_server(behaviour: Behaviour) -> (String, Arc<std::sync::atomic:
         while let Ok((stream, _)) = listener.accept().await {
             let counter = Arc::clone(&counter);
             tokio::spawn(async move {
-                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                serve(stream, behaviour).await;
+                serve(stream, behaviour, &counter).await;
             });
         }
     });
     (url, requests)
 }
 
-async fn serve(mut stream: TcpStream, behaviour: Behaviour) {
+async fn serve(
+    mut stream: TcpStream,
+    behaviour: Behaviour,
+    counter: &std::sync::atomic::AtomicUsize,
+) {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
     while !head.windows(4).any(|window| window == b"\r\n\r\n") {
@@ -50,6 +54,9 @@ async fn serve(mut stream: TcpStream, behaviour: Behaviour) {
             Ok(0) | Err(_) => return,
             Ok(read) => head.extend_from_slice(&buf[..read]),
         }
+    }
+    if head.starts_with(b"POST") && String::from_utf8_lossy(&head).contains("/chat/completions") {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
     match behaviour {
         Behaviour::StreamForever => {

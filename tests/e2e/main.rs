@@ -24,6 +24,7 @@ mod pg_restart;
 mod prompt_assembly;
 mod providers;
 mod real_llama;
+mod real_llama_window;
 mod resume;
 mod resume_after_end;
 mod store_choice;

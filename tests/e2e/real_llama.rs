@@ -92,22 +92,35 @@ pub(crate) async fn start_llama(n_ctx: u32) -> LlamaServer {
         |_| prefix.join("templates/Qwen-Qwen2.5-7B-Instruct.jinja"),
         PathBuf::from,
     );
+    start_llama_at(&binary, &model, &template, n_ctx, 1).await
+}
+
+/// Starts `binary` on a free 127.0.0.1 port with `model`, `template` (when it exists), a
+/// window of `n_ctx` tokens shared by `slots` slots, and waits until it is healthy.
+pub(crate) async fn start_llama_at(
+    binary: &Path,
+    model: &Path,
+    template: &Path,
+    n_ctx: u32,
+    slots: u32,
+) -> LlamaServer {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let mut command = std::process::Command::new(&binary);
+    let mut command = std::process::Command::new(binary);
     command
         .arg("-m")
-        .arg(&model)
+        .arg(model)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["-c", &n_ctx.to_string(), "-np", "1", "-t", "2", "-n", "200"])
+        .args(["-c", &n_ctx.to_string(), "-np", &slots.to_string()])
+        .args(["-t", "2", "-n", "200"])
         .args(["--no-ui", "--offline", "--jinja"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     if template.exists() {
-        command.arg("--chat-template-file").arg(&template);
+        command.arg("--chat-template-file").arg(template);
     }
     let child = command
         .spawn()
@@ -124,7 +137,7 @@ pub(crate) async fn start_llama(n_ctx: u32) -> LlamaServer {
     panic!("llama-server on port {port} did not become healthy");
 }
 
-fn llama_provider(server: &LlamaServer) -> Arc<dyn ModelProvider> {
+pub(crate) fn llama_provider(server: &LlamaServer) -> Arc<dyn ModelProvider> {
     Arc::new(
         OpenAiProvider::new(
             OpenAiConfig::new(server.base_url())
@@ -140,7 +153,7 @@ fn runtime(dir: &tempfile::TempDir, server: &LlamaServer) -> AgentRuntime {
 }
 
 /// A runtime over `provider`, with the connection's window declared when `window` is set.
-fn runtime_over(
+pub(crate) fn runtime_over(
     dir: &tempfile::TempDir,
     provider: Arc<dyn ModelProvider>,
     window: Option<u64>,
@@ -162,19 +175,19 @@ fn runtime_over(
 /// requests and usage are the server's. Counts the requests it passed on. In `first_only` mode
 /// only each agent's first request goes to the server, asking for one token, and its prompt
 /// size is recorded beside the runtime's estimate.
-struct Steered {
+pub(crate) struct Steered {
     real: Arc<dyn ModelProvider>,
     script: Arc<dyn ModelProvider>,
     first_only: bool,
     /// Asks the server for one token only: the prompt is what is measured and checked.
-    one_token: bool,
+    pub(crate) one_token: bool,
     sent: std::sync::atomic::AtomicUsize,
     /// Per agent (session): profile, estimated tokens, the server's prompt tokens.
     first: std::sync::Mutex<std::collections::BTreeMap<String, (String, u64, u64)>>,
 }
 
 impl Steered {
-    fn new(real: Arc<dyn ModelProvider>, script: Arc<dyn ModelProvider>) -> Self {
+    pub(crate) fn new(real: Arc<dyn ModelProvider>, script: Arc<dyn ModelProvider>) -> Self {
         Self {
             real,
             script,
@@ -185,7 +198,7 @@ impl Steered {
         }
     }
 
-    fn sent(&self) -> usize {
+    pub(crate) fn sent(&self) -> usize {
         self.sent.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
@@ -260,6 +273,15 @@ impl ModelProvider for Steered {
     ) -> Result<AgentModelResponse, ModelError> {
         self.complete(request, cancel).await
     }
+
+    /// The real server's window (`/props`).
+    async fn context_window(
+        &self,
+        model_id: Option<&str>,
+        cancel: CancellationToken,
+    ) -> Result<Option<tt_ports::ServerContextWindow>, ModelError> {
+        self.real.context_window(model_id, cancel).await
+    }
 }
 
 /// The default writer with only the workspace tools it needs here, so that its opening leaves
@@ -280,7 +302,7 @@ async fn save_reader_profile(runtime: &AgentRuntime) {
 }
 
 /// The run's `run_failed` payload.
-async fn run_failed(runtime: &AgentRuntime, run_id: &str) -> Value {
+pub(crate) async fn run_failed(runtime: &AgentRuntime, run_id: &str) -> Value {
     let page = runtime
         .read_events(ReadEventsRequest {
             run_id: run_id.to_owned(),
@@ -297,7 +319,7 @@ async fn run_failed(runtime: &AgentRuntime, run_id: &str) -> Value {
 }
 
 /// `model_completed` events of a run, in order.
-async fn completions(runtime: &AgentRuntime, run_id: &str) -> Vec<Value> {
+pub(crate) async fn completions(runtime: &AgentRuntime, run_id: &str) -> Vec<Value> {
     let page = runtime
         .read_events(ReadEventsRequest {
             run_id: run_id.to_owned(),
@@ -480,8 +502,8 @@ async fn real_llama_a_window_too_small_for_the_opening_fails_with_both_sizes() {
     assert!(message.contains("need about"), "{message}");
     assert!(message.contains("a window of at least"), "{message}");
 
-    // Undeclared: the server refuses the first request with both sizes; the runtime learns
-    // the window from it, cannot fit the opening and fails without sending again.
+    // Undeclared: the window is learned from the server's `/props`, so the runtime refuses
+    // before sending anything, as when it is declared.
     let dir = tempfile::tempdir().unwrap();
     let steered = Arc::new(Steered::new(llama_provider(&server), Arc::new(script())));
     let runtime = runtime_over(&dir, Arc::clone(&steered) as _, None);
@@ -491,7 +513,7 @@ async fn real_llama_a_window_too_small_for_the_opening_fails_with_both_sizes() {
     eprintln!("undeclared window: {failed}");
     assert_eq!(run.status, AgentRunStatus::Failed);
     assert_eq!(failed["code"], "model.context_overflow", "{failed}");
-    assert_eq!(steered.sent(), 1);
+    assert_eq!(steered.sent(), 0);
     let message = failed["message"].as_str().unwrap_or_default();
     assert!(message.contains("1024"), "{message}");
 }
@@ -531,13 +553,13 @@ async fn post_tokenize(server: &LlamaServer, content: &str) -> (u16, usize) {
     (status, tokens)
 }
 
-const WRITERS_ROOM_SCRIPT: &str =
+pub(crate) const WRITERS_ROOM_SCRIPT: &str =
     include_str!("../../crates/tt-cli/scenarios/writers-room/script.json");
-const WRITERS_ROOM_SKILL: &str =
+pub(crate) const WRITERS_ROOM_SKILL: &str =
     include_str!("../../crates/tt-cli/scenarios/writers-room/skill-scene-craft.md");
-const WRITERS_ROOM_PRESET: &str =
+pub(crate) const WRITERS_ROOM_PRESET: &str =
     include_str!("../../crates/tt-cli/scenarios/writers-room/preset-advisors.json");
-const WRITERS_ROOM_PROFILES: [&str; 5] = [
+pub(crate) const WRITERS_ROOM_PROFILES: [&str; 5] = [
     include_str!("../../crates/tt-cli/scenarios/writers-room/writer.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/continuity-critic.json"),
     include_str!("../../crates/tt-cli/scenarios/writers-room/style-advisor.json"),

@@ -43,6 +43,8 @@ pub struct AnthropicConfig {
     pub clock: Option<Arc<dyn Clock>>,
     /// Connect timeout, idle timeout between pieces, and the most bytes of one reply.
     pub limits: HttpLimits,
+    /// A generation setting the API does not take: refused (the default) or dropped.
+    pub unsupported_settings: tt_ports::UnsupportedSettings,
 }
 
 impl std::fmt::Debug for AnthropicConfig {
@@ -52,6 +54,7 @@ impl std::fmt::Debug for AnthropicConfig {
             .field("thinking_budget_tokens", &self.thinking_budget_tokens)
             .field("prompt_caching", &self.prompt_caching)
             .field("limits", &self.limits)
+            .field("unsupported_settings", &self.unsupported_settings)
             .finish_non_exhaustive()
     }
 }
@@ -78,6 +81,7 @@ impl AnthropicConfig {
             prompt_caching: true,
             clock: None,
             limits: HttpLimits::default(),
+            unsupported_settings: tt_ports::UnsupportedSettings::Refuse,
         }
     }
 

@@ -75,6 +75,7 @@ impl AnthropicProvider {
                 max_tokens: self.max_tokens(request, thinking),
                 thinking_budget_tokens: thinking,
                 prompt_caching: self.config.prompt_caching,
+                unsupported_settings: self.config.unsupported_settings,
             },
         )?;
         serde_json::to_vec(&body)
@@ -83,9 +84,39 @@ impl AnthropicProvider {
 
     /// The connection's `max_tokens`, lowered to the request's own limit when that is lower
     /// and still above the thinking budget (the API refuses a budget at or over `max_tokens`).
+    /// What of `settings` this connection leaves out (`ModelProvider::check_settings`), with
+    /// the output limit and thinking budget its requests would carry.
+    fn unsupported_settings(
+        &self,
+        settings: &tt_domain::generation::GenerationSettings,
+        max_output_tokens: Option<u32>,
+    ) -> Result<Vec<tt_ports::DroppedSetting>, ModelError> {
+        let thinking = thinking_budget(settings, self.config.thinking_budget_tokens);
+        crate::settings::check(
+            settings,
+            thinking,
+            self.output_limit(max_output_tokens, thinking),
+            self.config.unsupported_settings,
+        )
+    }
+
+    /// Anthropic lists no model windows a request could use: the known windows of Claude
+    /// model ids apply (docs/providers.md).
+    async fn server_context_window(
+        &self,
+        _model_id: Option<&str>,
+        _cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<Option<tt_ports::ServerContextWindow>, ModelError> {
+        Ok(None)
+    }
+
     fn max_tokens(&self, request: &AgentModelRequest, thinking: Option<u32>) -> u32 {
+        self.output_limit(request.max_output_tokens, thinking)
+    }
+
+    fn output_limit(&self, requested: Option<u32>, thinking: Option<u32>) -> u32 {
         let cap = self.config.max_tokens;
-        match request.max_output_tokens {
+        match requested {
             Some(limit) if limit < cap && thinking.is_none_or(|budget| budget < limit) => limit,
             _ => cap,
         }

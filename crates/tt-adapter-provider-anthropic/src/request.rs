@@ -20,6 +20,8 @@ pub(crate) struct BodyOptions<'a> {
     pub thinking_budget_tokens: Option<u32>,
     /// Marks the cache breakpoints ([`mark_cache_breakpoints`]).
     pub prompt_caching: bool,
+    /// Refuse or drop a setting the API does not take.
+    pub unsupported_settings: tt_ports::UnsupportedSettings,
 }
 
 /// Most `cache_control` breakpoints one request may carry (the API refuses more).
@@ -31,11 +33,13 @@ pub(crate) fn request_body(
     request: &AgentModelRequest,
     options: BodyOptions<'_>,
 ) -> Result<Value, ModelError> {
-    crate::settings::check(
+    let dropped = crate::settings::check(
         &request.generation,
         options.thinking_budget_tokens,
         options.max_tokens,
+        options.unsupported_settings,
     )?;
+    let generation = tt_provider_http::dropped::without(&request.generation, &dropped);
     let (system, mut messages) = wire_messages(&request.messages);
     let mut tools: Vec<Value> = request.tools.iter().map(wire_tool).collect();
     let mut system = (!system.is_empty()).then(|| json!(system));
@@ -53,11 +57,7 @@ pub(crate) fn request_body(
         body.insert("tools".into(), Value::Array(tools));
         body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
     }
-    crate::settings::apply(
-        &mut body,
-        &request.generation,
-        options.thinking_budget_tokens,
-    );
+    crate::settings::apply(&mut body, &generation, options.thinking_budget_tokens);
     body.insert("stream".into(), json!(options.stream));
     Ok(Value::Object(body))
 }

@@ -1,11 +1,13 @@
 //! Generation settings on the Messages wire: `temperature`, `top_p`, `top_k`, `stop_sequences`
 //! and `thinking.budget_tokens`; the sampler fields the API does not have (penalties, `min_p`,
 //! `seed`, `reasoningEffort`) and the combinations it refuses with thinking on are refused
-//! before anything is sent, with `model.setting_unsupported` (docs/providers.md).
+//! before anything is sent, with `model.setting_unsupported` (docs/providers.md), or left out of the
+//! request when the connection drops settings it does not take.
 
 use serde_json::{Map, Value, json};
 use tt_domain::generation::GenerationSettings;
-use tt_ports::ModelError;
+use tt_ports::{DroppedSetting, ModelError, UnsupportedSettings};
+use tt_provider_http::dropped::{dropped, names, settle};
 
 /// Highest `temperature` the API takes (the domain allows up to 2).
 const MAX_TEMPERATURE: f64 = 1.0;
@@ -21,13 +23,35 @@ pub(crate) fn thinking_budget(
 }
 
 /// Checks `settings` against what the API takes. `thinking` is the budget the request runs
-/// with and `max_tokens` the limit it sends (the API wants the budget below it).
+/// with and `max_tokens` the limit it sends (the API wants the budget below it). A connection in
+/// `mode` [`UnsupportedSettings::Refuse`] refuses a setting the API does not take; one in `Drop`
+/// answers the settings it leaves out. A thinking budget that does not fit below `max_tokens` is
+/// refused either way.
 pub(crate) fn check(
     settings: &GenerationSettings,
     thinking: Option<u32>,
     max_tokens: u32,
-) -> Result<(), ModelError> {
-    let unsupported: Vec<&str> = [
+    mode: UnsupportedSettings,
+) -> Result<Vec<DroppedSetting>, ModelError> {
+    if let Some(budget) = thinking
+        && budget >= max_tokens
+    {
+        return Err(ModelError::SettingUnsupported {
+            message: format!(
+                "the thinking budget ({budget} tokens) must be below max_tokens ({max_tokens}); \
+                 raise maxOutputTokens or the connection's max_tokens"
+            ),
+        });
+    }
+    settle(not_taken(settings, thinking.is_some()), mode, refusal)
+}
+
+/// Why the API has no field for a sampler setting.
+const NO_FIELD: &str = "Anthropic's Messages API has no such setting";
+
+/// The settings of `settings` the API does not take (with thinking on, when `thinking`).
+fn not_taken(settings: &GenerationSettings, thinking: bool) -> Vec<DroppedSetting> {
+    let mut found: Vec<DroppedSetting> = [
         ("minP", settings.min_p.is_some()),
         ("frequencyPenalty", settings.frequency_penalty.is_some()),
         ("presencePenalty", settings.presence_penalty.is_some()),
@@ -35,52 +59,66 @@ pub(crate) fn check(
         ("seed", settings.seed.is_some()),
     ]
     .into_iter()
-    .filter_map(|(name, set)| set.then_some(name))
+    .filter(|&(_, set)| set)
+    .map(|(name, _)| dropped(name, NO_FIELD))
     .collect();
-    if !unsupported.is_empty() {
-        return refuse(format!(
-            "Anthropic's Messages API does not take {}; remove {} from the generation settings",
-            unsupported.join(", "),
-            if unsupported.len() == 1 { "it" } else { "them" }
+    if settings.reasoning_effort.is_some() {
+        found.push(dropped(
+            "reasoningEffort",
+            "reasoningEffort is a Chat Completions setting; Anthropic takes thinkingBudgetTokens",
         ));
     }
-    if settings.reasoning_effort.is_some() {
-        return refuse(
-            "reasoningEffort is a Chat Completions setting; Anthropic takes thinkingBudgetTokens"
-                .to_owned(),
-        );
-    }
-    if let Some(temperature) = settings.temperature
+    let temperature = settings.temperature;
+    if let Some(temperature) = temperature
         && temperature > MAX_TEMPERATURE
     {
-        return refuse(format!(
-            "Anthropic takes a temperature of at most {MAX_TEMPERATURE}, not {temperature}"
+        found.push(dropped(
+            "temperature",
+            format!(
+                "Anthropic takes a temperature of at most {MAX_TEMPERATURE}, not {temperature}"
+            ),
+        ));
+    } else if thinking && temperature.is_some_and(|t| t != MAX_TEMPERATURE) {
+        found.push(dropped(
+            "temperature",
+            "with thinking on, Anthropic takes no temperature but 1",
         ));
     }
-    let Some(budget) = thinking else {
-        return Ok(());
-    };
-    if budget >= max_tokens {
-        return refuse(format!(
-            "the thinking budget ({budget} tokens) must be below max_tokens ({max_tokens}); \
-             raise maxOutputTokens or the connection's max_tokens"
-        ));
+    if thinking && settings.top_k.is_some() {
+        found.push(dropped("topK", "with thinking on, Anthropic takes no topK"));
     }
-    if settings.temperature.is_some_and(|t| t != MAX_TEMPERATURE) {
-        return refuse("with thinking on, Anthropic takes no temperature but 1".to_owned());
-    }
-    if settings.top_k.is_some() {
-        return refuse("with thinking on, Anthropic takes no topK".to_owned());
-    }
-    if settings
-        .top_p
-        .is_some_and(|top_p| top_p < MIN_TOP_P_WITH_THINKING)
+    if thinking
+        && settings
+            .top_p
+            .is_some_and(|top_p| top_p < MIN_TOP_P_WITH_THINKING)
     {
-        return refuse(format!(
-            "with thinking on, Anthropic takes a topP of {MIN_TOP_P_WITH_THINKING} to 1"
+        found.push(dropped(
+            "topP",
+            format!("with thinking on, Anthropic takes a topP of {MIN_TOP_P_WITH_THINKING} to 1"),
         ));
     }
-    Ok(())
+    found
+}
+
+/// The refusal of `found`, as a connection that refuses says it: the settings the API has no
+/// field for, all at once, else the first other one's reason.
+fn refusal(found: &[DroppedSetting]) -> String {
+    let no_field: Vec<DroppedSetting> = found
+        .iter()
+        .filter(|setting| setting.reason == NO_FIELD)
+        .cloned()
+        .collect();
+    if no_field.is_empty() {
+        return found
+            .first()
+            .map(|setting| setting.reason.clone())
+            .unwrap_or_default();
+    }
+    format!(
+        "Anthropic's Messages API does not take {}; remove {} from the generation settings",
+        names(&no_field),
+        if no_field.len() == 1 { "it" } else { "them" }
+    )
 }
 
 /// Puts the settings (already [`check`]ed) and the thinking block into `body`; `extra` goes in
@@ -106,8 +144,4 @@ pub(crate) fn apply(
     for (key, value) in &settings.extra {
         body.insert(key.clone(), value.clone());
     }
-}
-
-fn refuse(message: String) -> Result<(), ModelError> {
-    Err(ModelError::SettingUnsupported { message })
 }

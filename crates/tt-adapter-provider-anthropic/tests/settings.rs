@@ -308,3 +308,35 @@ async fn a_prompt_too_long_is_a_context_overflow_with_both_sizes() {
         }
     );
 }
+
+#[tokio::test]
+async fn a_connection_that_drops_settings_sends_the_rest_and_says_what_it_dropped() {
+    use tt_ports::UnsupportedSettings;
+    let mut server = TestServer::always(plain()).await;
+    let refusing = AnthropicProvider::new(config(&server)).unwrap();
+    let dropping = AnthropicProvider::new(
+        config(&server).with_unsupported_settings(UnsupportedSettings::Drop),
+    )
+    .unwrap();
+    let settings = json!({"seed": 7, "temperature": 0.4, "minP": 0.1});
+    let parsed: GenerationSettings = serde_json::from_value(settings.clone()).unwrap();
+    // Checked before any request: `seed` on Anthropic used to fail the run at its first call.
+    let refused = refusing.check_settings(&parsed, None).unwrap_err();
+    assert!(
+        matches!(&refused, ModelError::SettingUnsupported { message } if message.contains("does not take minP, seed")),
+        "{refused}"
+    );
+    let dropped = dropping.check_settings(&parsed, None).unwrap();
+    let names: Vec<&str> = dropped.iter().map(|d| d.setting.as_str()).collect();
+    assert_eq!(names, ["minP", "seed"]);
+    let body = sent(&dropping, &mut server, with(settings)).await;
+    assert_eq!(body["temperature"], json!(0.4));
+    assert!(
+        body.get("seed").is_none() && body.get("min_p").is_none(),
+        "{body}"
+    );
+    // A thinking budget that does not fit below max_tokens is refused either way.
+    let too_big: GenerationSettings =
+        serde_json::from_value(json!({"thinkingBudgetTokens": 4096})).unwrap();
+    assert!(dropping.check_settings(&too_big, Some(2048)).is_err());
+}

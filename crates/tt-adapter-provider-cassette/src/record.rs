@@ -152,4 +152,15 @@ impl ModelProvider for RecordingProvider {
     async fn close_session(&self, session_id: &str) {
         self.inner.close_session(session_id).await;
     }
+
+    // The window is not asked through a recording: a replay, offline, could not learn it
+    // again (replay with the window the recording ran with, `--context-window`).
+
+    fn check_settings(
+        &self,
+        settings: &tt_domain::generation::GenerationSettings,
+        max_output_tokens: Option<u32>,
+    ) -> Result<Vec<tt_ports::DroppedSetting>, ModelError> {
+        self.inner.check_settings(settings, max_output_tokens)
+    }
 }

@@ -99,6 +99,8 @@ pub struct OpenAiConfig {
     pub clock: Option<Arc<dyn Clock>>,
     /// Connect timeout, idle timeout between pieces, and the most bytes of one reply.
     pub limits: HttpLimits,
+    /// A generation setting the API does not take: refused (the default) or dropped.
+    pub unsupported_settings: tt_ports::UnsupportedSettings,
 }
 
 impl std::fmt::Debug for OpenAiConfig {
@@ -109,6 +111,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("dialect", &self.dialect)
             .field("replay_reasoning_content", &self.replay_reasoning_content)
             .field("limits", &self.limits)
+            .field("unsupported_settings", &self.unsupported_settings)
             .finish_non_exhaustive()
     }
 }
@@ -130,6 +133,7 @@ impl OpenAiConfig {
             replay_reasoning_content: false,
             clock: None,
             limits: HttpLimits::default(),
+            unsupported_settings: tt_ports::UnsupportedSettings::Refuse,
         }
     }
 

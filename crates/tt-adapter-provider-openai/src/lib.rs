@@ -32,6 +32,12 @@
 //! as they arrive and reassembles tool calls by their `index`.
 //! [`OpenAiProvider::prefers_streaming`] tells the runtime which of the two to use.
 //!
+//! # The window
+//!
+//! `ModelProvider::context_window` asks a compatible server what window it serves a model
+//! with: llama.cpp's `/props`, the `/v1/models` entry (vLLM's `max_model_len` and the like),
+//! Ollama's `/api/show` and `/api/ps` (the `window` module). OpenAI's own API is not asked.
+//!
 //! # Errors
 //!
 //! 429 is `RateLimited` (with `retry-after-ms` or `Retry-After`, seconds or an HTTP-date);
@@ -62,6 +68,7 @@ mod request;
 mod response;
 mod settings;
 mod stream;
+mod window;
 
 pub use config::{
     DEFAULT_MAX_TOKENS, Dialect, HttpLimits, OpenAiConfig, OpenAiError, TokenLimitField,

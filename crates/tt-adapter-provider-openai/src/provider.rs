@@ -50,6 +50,10 @@ impl OpenAiProvider {
         &self.config
     }
 
+    pub(crate) fn http(&self) -> &HttpEndpoint {
+        &self.http
+    }
+
     fn body(&self, request: &AgentModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
         let model = self.config.model_for(request)?;
         let body = request_body(
@@ -65,10 +69,26 @@ impl OpenAiProvider {
                 token_limit_field: self.config.token_limit_field,
                 replay_reasoning_content: self.config.replay_reasoning_content,
                 dialect: self.config.dialect,
+                unsupported_settings: self.config.unsupported_settings,
             },
         )?;
         serde_json::to_vec(&body)
             .map_err(|err| ModelError::Other(format!("cannot encode the request: {err}")))
+    }
+}
+
+impl OpenAiProvider {
+    /// What of `settings` this connection leaves out (`ModelProvider::check_settings`).
+    fn unsupported_settings(
+        &self,
+        settings: &tt_domain::generation::GenerationSettings,
+        _max_output_tokens: Option<u32>,
+    ) -> Result<Vec<tt_ports::DroppedSetting>, ModelError> {
+        crate::settings::check(
+            settings,
+            self.config.dialect,
+            self.config.unsupported_settings,
+        )
     }
 }
 

@@ -14,10 +14,12 @@ pub(crate) struct BodyOptions<'a> {
     pub token_limit_field: crate::config::TokenLimitField,
     pub replay_reasoning_content: bool,
     pub dialect: crate::config::Dialect,
+    pub unsupported_settings: tt_ports::UnsupportedSettings,
 }
 
 /// Builds the JSON body of `POST {baseUrl}/chat/completions`; a generation setting the server
-/// does not take is `model.setting_unsupported`.
+/// does not take is `model.setting_unsupported`, or left out when the connection drops such
+/// settings.
 pub(crate) fn request_body(
     request: &AgentModelRequest,
     options: BodyOptions<'_>,
@@ -42,7 +44,12 @@ pub(crate) fn request_body(
         options.token_limit_field.as_str().into(),
         json!(options.max_tokens),
     );
-    crate::settings::apply(&mut body, request, options.dialect)?;
+    crate::settings::apply(
+        &mut body,
+        request,
+        options.dialect,
+        options.unsupported_settings,
+    )?;
     body.insert("stream".into(), json!(options.stream));
     if options.stream {
         body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -240,6 +247,7 @@ mod tests {
             token_limit_field: crate::config::TokenLimitField::MaxTokens,
             replay_reasoning_content: true,
             dialect: crate::config::Dialect::Compatible,
+            unsupported_settings: tt_ports::UnsupportedSettings::Refuse,
         }
     }
 

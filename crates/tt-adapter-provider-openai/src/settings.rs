@@ -6,12 +6,14 @@
 //! refused here before anything is sent. Compatible servers (llama.cpp, vLLM, Ollama, …) also
 //! get `top_k`, `min_p` and `repeat_penalty` (llama.cpp's name; vLLM users set
 //! `extra.repetition_penalty`), and `cache_prompt: true`, which keeps llama.cpp's KV cache for the
-//! unchanged prefix. `extra` goes in last, unchanged, and wins over any field set here.
+//! unchanged prefix. `extra` goes in last, unchanged, and wins over any field set here. A connection that drops
+//! settings it does not take (`UnsupportedSettings::Drop`) leaves them out instead of refusing.
 
 use serde_json::{Map, Value, json};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::model::AgentModelRequest;
-use tt_ports::ModelError;
+use tt_ports::{DroppedSetting, ModelError, UnsupportedSettings};
+use tt_provider_http::dropped::{dropped, names, settle, without};
 
 use crate::config::Dialect;
 
@@ -23,9 +25,11 @@ pub(crate) fn apply(
     body: &mut Map<String, Value>,
     request: &AgentModelRequest,
     dialect: Dialect,
+    mode: UnsupportedSettings,
 ) -> Result<(), ModelError> {
-    let settings = &request.generation;
-    refuse_unsupported(settings, dialect)?;
+    let dropped = check(&request.generation, dialect, mode)?;
+    let kept = without(&request.generation, &dropped);
+    let settings = &kept;
     let mut set = |key: &str, value: Option<Value>| {
         if let Some(value) = value {
             body.insert(key.to_owned(), value);
@@ -75,39 +79,62 @@ pub(crate) fn apply(
     Ok(())
 }
 
-fn refuse_unsupported(settings: &GenerationSettings, dialect: Dialect) -> Result<(), ModelError> {
-    let refuse = |message: String| Err(ModelError::SettingUnsupported { message });
-    if settings.thinking_budget_tokens.is_some() {
-        return refuse(
-            "thinkingBudgetTokens is an Anthropic setting; Chat Completions servers take reasoningEffort"
-                .to_owned(),
-        );
-    }
-    if dialect == Dialect::Compatible {
-        return Ok(());
-    }
-    let unsupported: Vec<&str> = [
-        ("topK", settings.top_k.is_some()),
-        ("minP", settings.min_p.is_some()),
-        ("repetitionPenalty", settings.repetition_penalty.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(name, set)| set.then_some(name))
-    .collect();
-    if !unsupported.is_empty() {
-        return refuse(format!(
-            "OpenAI's API does not take {}; remove {} from the generation settings",
-            unsupported.join(", "),
-            if unsupported.len() == 1 { "it" } else { "them" }
-        ));
-    }
-    if let Some(stop) = &settings.stop
+/// Checks `settings` against what the server takes: a connection in `mode`
+/// [`UnsupportedSettings::Refuse`] refuses a setting it does not take, one in `Drop` answers
+/// the settings it leaves out. More stop strings than OpenAI takes are refused either way.
+pub(crate) fn check(
+    settings: &GenerationSettings,
+    dialect: Dialect,
+    mode: UnsupportedSettings,
+) -> Result<Vec<DroppedSetting>, ModelError> {
+    let dropped = settle(not_taken(settings, dialect), mode, refusal)?;
+    if dialect == Dialect::OpenAi
+        && let Some(stop) = &settings.stop
         && stop.len() > OPENAI_MAX_STOP
     {
-        return refuse(format!(
-            "OpenAI's API takes at most {OPENAI_MAX_STOP} stop strings, not {}",
-            stop.len()
+        return Err(ModelError::SettingUnsupported {
+            message: format!(
+                "OpenAI's API takes at most {OPENAI_MAX_STOP} stop strings, not {}",
+                stop.len()
+            ),
+        });
+    }
+    Ok(dropped)
+}
+
+/// The settings of `settings` the server has no field for, each with why.
+fn not_taken(settings: &GenerationSettings, dialect: Dialect) -> Vec<DroppedSetting> {
+    let mut found = Vec::new();
+    if settings.thinking_budget_tokens.is_some() {
+        found.push(dropped(
+            "thinkingBudgetTokens",
+            "an Anthropic setting; Chat Completions servers take reasoningEffort",
         ));
     }
-    Ok(())
+    if dialect == Dialect::OpenAi {
+        for (name, set) in [
+            ("topK", settings.top_k.is_some()),
+            ("minP", settings.min_p.is_some()),
+            ("repetitionPenalty", settings.repetition_penalty.is_some()),
+        ] {
+            if set {
+                found.push(dropped(name, "OpenAI's API does not take it"));
+            }
+        }
+    }
+    found
+}
+
+/// The refusal of `found`, as a connection that refuses says it.
+fn refusal(found: &[DroppedSetting]) -> String {
+    if found.iter().any(|s| s.setting == "thinkingBudgetTokens") {
+        return "thinkingBudgetTokens is an Anthropic setting; Chat Completions servers take reasoningEffort"
+            .to_owned();
+    }
+    format!(
+        "OpenAI's API does not take {}; remove {} from the generation settings (or let the \
+         connection drop settings it does not take)",
+        names(found),
+        if found.len() == 1 { "it" } else { "them" }
+    )
 }

@@ -11,3 +11,4 @@ mod llama;
 mod settings;
 mod streaming;
 mod support;
+mod window;

@@ -216,3 +216,41 @@ async fn a_stream_whose_timings_come_after_its_usage_still_reports_the_cache() {
         json!(110)
     );
 }
+
+#[tokio::test]
+async fn a_connection_that_drops_settings_names_them_at_the_check_and_leaves_them_out() {
+    use tt_ports::{DroppedSetting, UnsupportedSettings};
+    let mut server = TestServer::always(reply(plain_usage(), None)).await;
+    let refusing = OpenAiProvider::new(config(&server).with_dialect(Dialect::OpenAi)).unwrap();
+    let dropping = OpenAiProvider::new(
+        config(&server)
+            .with_dialect(Dialect::OpenAi)
+            .with_unsupported_settings(UnsupportedSettings::Drop),
+    )
+    .unwrap();
+    let settings: GenerationSettings =
+        serde_json::from_value(json!({"topK": 40, "temperature": 0.2, "seed": 3})).unwrap();
+    // Checked before any request: the refusing connection refuses, the other names what it drops.
+    let refused = refusing.check_settings(&settings, None).unwrap_err();
+    assert_eq!(refused.code(), "model.setting_unsupported");
+    assert_eq!(
+        dropping.check_settings(&settings, None).unwrap(),
+        vec![DroppedSetting {
+            setting: "topK".into(),
+            reason: "OpenAI's API does not take it".into()
+        }]
+    );
+    // More stop strings than OpenAI takes are a value, not a setting: refused either way.
+    let stops: GenerationSettings =
+        serde_json::from_value(json!({"stop": ["1", "2", "3", "4", "5"]})).unwrap();
+    assert!(dropping.check_settings(&stops, None).is_err());
+    let body = sent(
+        &dropping,
+        &mut server,
+        with(json!({"topK": 40, "temperature": 0.2, "seed": 3})),
+    )
+    .await;
+    assert!(body.get("top_k").is_none(), "{body}");
+    assert_eq!(body["temperature"], json!(0.2));
+    assert_eq!(body["seed"], json!(3));
+}

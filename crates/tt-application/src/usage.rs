@@ -39,7 +39,7 @@ pub struct InvocationUsage {
     pub cache_write_tokens: u64,
     /// What the priced model calls cost, in US dollars (docs/providers.md, "Cost").
     #[serde(default)]
-    pub cost_usd: f64,
+    pub cost_usd: Option<f64>,
     /// Completed model calls whose model has no known price: `costUsd` leaves them out.
     #[serde(default)]
     pub unpriced_model_calls: u64,
@@ -73,7 +73,7 @@ pub struct UsageTotals {
     pub cache_write_tokens: u64,
     /// What the priced model calls cost, in US dollars (docs/providers.md, "Cost").
     #[serde(default)]
-    pub cost_usd: f64,
+    pub cost_usd: Option<f64>,
     /// Completed model calls whose model has no known price: `costUsd` leaves them out.
     #[serde(default)]
     pub unpriced_model_calls: u64,
@@ -138,7 +138,7 @@ pub struct RunUsage {
     pub cache_write_tokens: u64,
     /// What the priced model calls cost, in US dollars (docs/providers.md, "Cost").
     #[serde(default)]
-    pub cost_usd: f64,
+    pub cost_usd: Option<f64>,
     /// Completed model calls whose model has no known price: `costUsd` leaves them out.
     #[serde(default)]
     pub unpriced_model_calls: u64,
@@ -169,7 +169,7 @@ pub struct InheritedUsage {
     #[serde(default)]
     pub cache_write_tokens: u64,
     #[serde(default)]
-    pub cost_usd: f64,
+    pub cost_usd: Option<f64>,
     #[serde(default)]
     pub unpriced_model_calls: u64,
     #[serde(default)]
@@ -309,7 +309,7 @@ impl Tally {
                 entry.cached_input_tokens += usage.cached_input_tokens;
                 entry.cache_write_tokens += usage.cache_write_tokens;
                 match cost {
-                    Some(cost) => entry.cost_usd += cost,
+                    Some(cost) => add_cost(&mut entry.cost_usd, Some(cost)),
                     None => entry.unpriced_model_calls += 1,
                 }
             }
@@ -350,7 +350,13 @@ impl Tally {
             output_tokens: by_invocation.iter().map(|u| u.output_tokens).sum(),
             cached_input_tokens: by_invocation.iter().map(|u| u.cached_input_tokens).sum(),
             cache_write_tokens: by_invocation.iter().map(|u| u.cache_write_tokens).sum(),
-            cost_usd: tt_domain::cost::round_usd(by_invocation.iter().map(|u| u.cost_usd).sum()),
+            cost_usd: by_invocation
+                .iter()
+                .fold(None, |mut sum, u| {
+                    add_cost(&mut sum, u.cost_usd);
+                    sum
+                })
+                .map(tt_domain::cost::round_usd),
             unpriced_model_calls: by_invocation.iter().map(|u| u.unpriced_model_calls).sum(),
             by_invocation,
             inherited: None,
@@ -407,7 +413,7 @@ fn roll_up(
                 subtree.output_tokens += totals.output_tokens;
                 subtree.cached_input_tokens += totals.cached_input_tokens;
                 subtree.cache_write_tokens += totals.cache_write_tokens;
-                subtree.cost_usd += totals.cost_usd;
+                add_cost(&mut subtree.cost_usd, totals.cost_usd);
                 subtree.unpriced_model_calls += totals.unpriced_model_calls;
                 subtree.agent_time_ms += totals.agent_time_ms;
                 let (first, last) = &mut bounds[i];
@@ -424,8 +430,15 @@ fn roll_up(
             usage.subtree.wall_time_ms = last.millis_since(first);
         }
         // Sums of rounded figures are rounded again, so totals print as they add up.
-        usage.cost_usd = tt_domain::cost::round_usd(usage.cost_usd);
-        usage.subtree.cost_usd = tt_domain::cost::round_usd(usage.subtree.cost_usd);
+        usage.cost_usd = usage.cost_usd.map(tt_domain::cost::round_usd);
+        usage.subtree.cost_usd = usage.subtree.cost_usd.map(tt_domain::cost::round_usd);
+    }
+}
+
+/// Adds `cost` to `sum`: a sum stays `None` until a priced call is added.
+pub(crate) fn add_cost(sum: &mut Option<f64>, cost: Option<f64>) {
+    if let Some(cost) = cost {
+        *sum = Some(sum.unwrap_or(0.0) + cost);
     }
 }
 
@@ -533,13 +546,34 @@ mod tests {
         let usage = run_usage(&journal, &RunId::from_raw("run_a"))
             .await
             .unwrap();
-        assert_eq!(usage.cost_usd, 0.4375);
+        assert_eq!(usage.cost_usd, Some(0.4375));
         assert_eq!(usage.unpriced_model_calls, 1);
         assert_eq!(usage.model_calls, 4);
         let root = &usage.by_invocation[0];
-        assert_eq!((root.cost_usd, root.subtree.cost_usd), (0.25, 0.4375));
-        assert_eq!(usage.by_invocation[1].cost_usd, 0.1875);
+        assert_eq!(
+            (root.cost_usd, root.subtree.cost_usd),
+            (Some(0.25), Some(0.4375))
+        );
+        assert_eq!(usage.by_invocation[1].cost_usd, Some(0.1875));
         assert_eq!(root.subtree.unpriced_model_calls, 1);
+    }
+
+    #[tokio::test]
+    async fn a_run_whose_calls_have_no_price_costs_null_never_zero() {
+        let journal = journal(&[
+            (1_000, "agent_invocation_started", on("inv_root")),
+            (1_100, "model_completed", answered("inv_root", 100)),
+            (1_200, "model_completed", answered("inv_root", 100)),
+        ]);
+        let usage = run_usage(&journal, &RunId::from_raw("run_a"))
+            .await
+            .unwrap();
+        assert_eq!(usage.unpriced_model_calls, 2);
+        assert_eq!(usage.cost_usd, None);
+        assert_eq!(usage.by_invocation[0].subtree.cost_usd, None);
+        let json = serde_json::to_value(&usage).unwrap();
+        assert_eq!(json["costUsd"], Value::Null);
+        assert_eq!(json["byInvocation"][0]["subtree"]["costUsd"], Value::Null);
     }
 
     #[tokio::test]
@@ -676,7 +710,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             (usage.model_calls, usage.input_tokens, usage.cost_usd),
-            (1, 30, 0.25)
+            (1, 30, Some(0.25))
         );
         let root = &usage.by_invocation[0];
         assert_eq!((root.model_calls, root.tool_calls), (1, 0));
@@ -693,7 +727,7 @@ mod tests {
                 inherited.cost_usd,
                 inherited.tool_calls
             ),
-            (1, 100, 0.5, 1)
+            (1, 100, Some(0.5), 1)
         );
     }
 }

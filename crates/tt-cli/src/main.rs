@@ -189,6 +189,15 @@ enum Command {
     /// the tasks it delegated. A damaged run (see `check`) is printed as stored, then named on
     /// stderr, and the command exits with status 3.
     Graph { run_id: String },
+    /// Print a run's token usage and cost: per agent, own and with the tasks it delegated,
+    /// and in total (`--json`: the whole `RunUsage`, with `costUsd: null` when no call had a
+    /// price: unpriced is never free). Summed from the journal, so exact for stored runs.
+    Usage {
+        run_id: String,
+        /// Print the whole answer as JSON (`RunUsage`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a stored run for damage, read-only (docs/storage.md, "Damage"): seq gaps over its
     /// whole journal, an empty journal, a journal that stops short of the end the run record
     /// shows, records that stop short of it, an end the journal refused. Prints each finding
@@ -607,6 +616,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check { run_id, json } => {
             let runtime = inspect_runtime(&storage)?;
             damage::check(&runtime, &run_id, json).await
+        }
+        Command::Usage { run_id, json } => {
+            let runtime = inspect_runtime(&storage)?;
+            let usage = runtime.usage(&run_id).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&usage)?);
+            } else {
+                let projection = runtime.timeline_projection(&run_id).await?;
+                print!("{}", render::usage_total(&usage));
+                print!("{}", render::usage_rollup(&projection, &usage));
+            }
+            Ok(())
         }
     }
 }

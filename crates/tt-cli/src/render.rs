@@ -73,6 +73,18 @@ impl EventPrinter {
                 _ => return None,
             },
             P::ModelCallAttemptFailed(e) => format!("model call failed: {}", e.message),
+            P::ModelSettingsDropped(e) => {
+                let dropped: Vec<String> = e
+                    .dropped
+                    .iter()
+                    .map(|d| format!("{} ({})", d.setting, d.reason))
+                    .collect();
+                format!(
+                    "⚠ the connection drops settings {} does not take: {}",
+                    e.provider,
+                    dropped.join(", ")
+                )
+            }
             P::ModelCallRetryScheduled(e) => format!("retrying in {} ms", e.interval_ms),
             P::ModelCompleted(e) => {
                 let narration = e
@@ -248,6 +260,28 @@ fn task_line(agent: String, status: TaskStatus) -> String {
     format!("  {agent} {}", status.as_str())
 }
 
+/// The run's totals: model calls (and failed attempts), tokens in and out with the cached
+/// part, and the cost of the priced calls, or that it is unknown when no call had a price.
+pub fn usage_total(usage: &tt_runtime::RunUsage) -> String {
+    let cost = match usage.cost_usd {
+        Some(usd) if usage.unpriced_model_calls > 0 => format!(
+            "${usd:.4} + {} unpriced call(s), not counted",
+            usage.unpriced_model_calls
+        ),
+        Some(usd) => format!("${usd:.4}"),
+        None if usage.model_calls == 0 => "$0 (no model call)".to_owned(),
+        None => "unknown: the model has no price (docs/providers.md, \"Cost\")".to_owned(),
+    };
+    format!(
+        "run: {} model calls ({} failed attempts), {} input tokens{}, {} output tokens, cost {cost}\n",
+        usage.model_calls,
+        usage.failed_model_calls,
+        usage.input_tokens,
+        cached(usage.cached_input_tokens),
+        usage.output_tokens,
+    )
+}
+
 /// The budget ledger under the agent tree: each agent's own model calls, tool calls, tokens
 /// and wall time, and the same over everything it delegated (its sub-tree): summed, except
 /// wall time, which is how long the branch took, followed by its agents' times added up.
@@ -341,6 +375,19 @@ pub fn model_bindings(projection: &TimelineProjection, events: &[AgentRunEvent])
         }
         if let Some(window) = b.context_window_tokens {
             let _ = write!(line, ", window {window} tokens");
+            match (
+                b.context_window_source.as_deref(),
+                &b.context_window_endpoint,
+            ) {
+                (Some("server"), Some(endpoint)) => {
+                    let _ = write!(line, " (from the server's {endpoint})");
+                }
+                (Some("modelId"), _) => line.push_str(" (known for the model id)"),
+                (Some(source), _) => {
+                    let _ = write!(line, " (declared by the {source})");
+                }
+                (None, _) => {}
+            }
         }
         if let Some(price) = b.price {
             let _ = write!(
@@ -362,11 +409,11 @@ pub fn model_bindings(projection: &TimelineProjection, events: &[AgentRunEvent])
 }
 
 /// `, $0.0123` when some calls were priced (` + N unpriced` when not all were); nothing when
-/// none was.
-pub fn cost(usd: f64, unpriced: u64, calls: u64) -> String {
-    if unpriced >= calls {
+/// none was (`usd` is `None`: unpriced is never shown as free).
+pub fn cost(usd: Option<f64>, unpriced: u64, calls: u64) -> String {
+    let Some(usd) = usd.filter(|_| unpriced < calls) else {
         return String::new();
-    }
+    };
     let unpriced = match unpriced {
         0 => String::new(),
         n => format!(" + {n} unpriced call(s)"),
@@ -511,13 +558,34 @@ mod tests {
     }
 
     #[test]
+    fn the_total_never_shows_an_unpriced_run_as_free() {
+        let unpriced = RunUsage {
+            model_calls: 2,
+            input_tokens: 300,
+            output_tokens: 20,
+            unpriced_model_calls: 2,
+            ..RunUsage::default()
+        };
+        assert_eq!(
+            usage_total(&unpriced),
+            "run: 2 model calls (0 failed attempts), 300 input tokens, 20 output tokens, cost unknown: the model has no price (docs/providers.md, \"Cost\")\n"
+        );
+        let priced = RunUsage {
+            cost_usd: Some(0.0125),
+            unpriced_model_calls: 1,
+            ..unpriced
+        };
+        assert!(usage_total(&priced).ends_with("cost $0.0125 + 1 unpriced call(s), not counted\n"));
+    }
+
+    #[test]
     fn the_ledger_shows_wall_time_own_and_per_sub_tree() {
         let totals = |model_calls, tokens, wall_time_ms, agent_time_ms| UsageTotals {
             model_calls,
             tool_calls: model_calls,
             input_tokens: tokens,
             cached_input_tokens: tokens / 4,
-            cost_usd: tokens as f64 / 8000.0,
+            cost_usd: Some(tokens as f64 / 8000.0),
             wall_time_ms,
             agent_time_ms,
             ..UsageTotals::default()
@@ -527,7 +595,7 @@ mod tests {
             model_calls: 2,
             input_tokens: 100,
             cached_input_tokens: 25,
-            cost_usd: 0.0125,
+            cost_usd: Some(0.0125),
             unpriced_model_calls: u64::from(parent.is_some()),
             tool_calls: 2,
             wall_time_ms,
@@ -572,7 +640,7 @@ mod tests {
             model_calls: 3,
             input_tokens: 90,
             output_tokens: 10,
-            cost_usd: 0.5,
+            cost_usd: Some(0.5),
             tool_calls: 2,
             ..tt_runtime::InheritedUsage::default()
         });

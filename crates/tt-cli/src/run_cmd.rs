@@ -114,10 +114,15 @@ pub struct ModelArgs {
     /// model.maxOutputTokens can lower it).
     #[arg(long)]
     pub max_tokens: Option<u32>,
-    /// The model's context window in tokens (default: the known window of the model id, if
-    /// any; docs/providers.md). Give a replay the window its recording ran with.
+    /// The model's context window in tokens (default: what the server says, else the known
+    /// window of the model id; docs/providers.md). Give a replay the window its recording ran
+    /// with.
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
+    /// Leave generation settings the provider does not take (e.g. --seed on Anthropic) out of
+    /// every request, with a warning in the journal, instead of refusing the run.
+    #[arg(long)]
+    pub drop_unsupported_settings: bool,
 }
 
 pub async fn run(
@@ -304,7 +309,8 @@ fn connect(
     };
     let mut spec = ConnectionSpec::parse(connection)?
         .with_model(model.clone())
-        .with_stream(options.stream);
+        .with_stream(options.stream)
+        .with_drop_unsupported_settings(options.drop_unsupported_settings);
     if let Some(name) = &options.api_key_env {
         spec = spec.with_api_key_env(name.clone());
     }

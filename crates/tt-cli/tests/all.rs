@@ -20,6 +20,7 @@ mod resume;
 mod serve;
 mod signals;
 mod store;
+mod usage;
 
 /// Waits for `child` at most `limit` (killing it and failing with `what` past that), then
 /// returns its exit code and everything it printed, stdout then stderr.

@@ -127,6 +127,7 @@ event_types! {
     PersistentProjectionInitialized => "persistent_projection_initialized",
     ContextAssembled => "context_assembled",
     AgentModelBindingResolved => "agent_model_binding_resolved",
+    ModelSettingsDropped => "model_settings_dropped",
     AgentInvocationCreated => "agent_invocation_created",
     AgentInvocationStarted => "agent_invocation_started",
     AgentInvocationCompleted => "agent_invocation_completed",

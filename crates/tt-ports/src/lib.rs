@@ -27,8 +27,8 @@ pub use host::{
 pub use journal::{EventPage, RunJournal, RunWrite, commit_in_order};
 pub use mcp_servers::McpServerRepository;
 pub use model::{
-    ConnectionModelInfo, ModelConnections, ModelDeltaSink, ModelProvider, NoConnections,
-    ResolvedConnection, provider_fields,
+    ConnectionModelInfo, DroppedSetting, ModelConnections, ModelDeltaSink, ModelProvider,
+    NoConnections, ResolvedConnection, ServerContextWindow, UnsupportedSettings, provider_fields,
 };
 pub use profiles::ProfileRepository;
 pub use prompt::{

@@ -52,6 +52,65 @@ pub trait ModelProvider: Send + Sync {
     fn transport(&self) -> &str {
         "in_process"
     }
+
+    /// Asks the server what window it serves `model_id` (or the connection's default model)
+    /// with: llama.cpp's `/props`, an OpenAI-compatible `/v1/models` entry, Ollama's model
+    /// info (docs/providers.md, "The window"). Never sends a model request. `Ok(None)`: the
+    /// server does not say (no such endpoint, no such field); `Err`: it could not be asked
+    /// (unreachable, timed out), so a later binding may ask again. A caller treats both as an
+    /// unknown window: a probe never fails a run. The runtime caches the answer per connection
+    /// and model, so the engine may ask once per binding.
+    async fn context_window(
+        &self,
+        _model_id: Option<&str>,
+        _cancel: CancellationToken,
+    ) -> Result<Option<ServerContextWindow>, ModelError> {
+        Ok(None)
+    }
+
+    /// Checks `settings` (a request's layered generation settings, `max_output_tokens` its
+    /// output limit) against what the provider takes, before the agent's first request. A
+    /// connection that refuses settings it does not take (the default) answers
+    /// `Err(ModelError::SettingUnsupported)`; one that drops them answers the settings it will
+    /// leave out of every request, each with why. Providers that take everything keep this
+    /// default.
+    fn check_settings(
+        &self,
+        _settings: &tt_domain::generation::GenerationSettings,
+        _max_output_tokens: Option<u32>,
+    ) -> Result<Vec<DroppedSetting>, ModelError> {
+        Ok(Vec::new())
+    }
+}
+
+/// A model's context window as its server states it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerContextWindow {
+    /// Tokens one request may hold (llama.cpp: one slot's share).
+    pub tokens: u64,
+    /// Where it was read, for events and hosts (`/props`, `/v1/models`, `/api/show`, …).
+    pub source: String,
+}
+
+/// What a connection does with a generation setting its provider does not take
+/// (docs/providers.md, "Generation settings").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnsupportedSettings {
+    /// The agent fails before its first request, with `model.setting_unsupported`.
+    #[default]
+    Refuse,
+    /// The setting is left out of every request; the runtime journals a warning when the agent
+    /// starts (`model_settings_dropped`). LiteLLM's `drop_params`.
+    Drop,
+}
+
+/// A generation setting a connection leaves out of its requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedSetting {
+    /// The setting's name (`seed`, `topK`, …).
+    pub setting: String,
+    /// Why the provider does not take it.
+    pub reason: String,
 }
 
 /// The provider fields every model event carries (the contract's names): `chatCompletionSource`

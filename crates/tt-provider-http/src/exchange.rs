@@ -166,6 +166,18 @@ impl HttpEndpoint {
         &self.config.url
     }
 
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    pub(crate) fn headers(&self) -> &HeaderMap {
+        &self.config.headers
+    }
+
+    pub(crate) fn limits(&self) -> HttpLimits {
+        self.config.limits
+    }
+
     /// Posts the request and decodes the whole reply, in an `http_request` span. The server
     /// sends nothing until the whole answer is ready (slow local models take minutes): the
     /// header timeout bounds that wait, the request timeout the whole exchange. The body then

@@ -7,10 +7,12 @@
 //! (dev-dependencies only) it also carries the 127.0.0.1 test server, a strict fake of
 //! llama.cpp's server (`llama_fake`) and the fixtures both adapters' tests use.
 
+pub mod dropped;
 pub mod exchange;
 pub mod http;
 #[cfg(feature = "test-support")]
 pub mod llama_fake;
+pub mod probe;
 mod setters;
 pub mod sse;
 #[cfg(feature = "test-support")]

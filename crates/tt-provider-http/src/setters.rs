@@ -5,7 +5,8 @@
 /// Expands, inside `impl <Settings> { … }`, to the shared `with_*` builder methods. The settings
 /// type must have the fields `base_url: String`, `default_model: Option<String>`, `api_key: Option<String>`,
 /// `extra_headers: Vec<(String, String)>`, `request_timeout: Option<Duration>`,
-/// `stream: bool`, `limits: HttpLimits` and `clock: Option<Arc<dyn Clock>>`.
+/// `stream: bool`, `limits: HttpLimits`, `unsupported_settings: UnsupportedSettings` and
+/// `clock: Option<Arc<dyn Clock>>`.
 #[macro_export]
 macro_rules! connection_setters {
     () => {
@@ -44,6 +45,13 @@ macro_rules! connection_setters {
         /// 120 s for the response headers, 120 s idle, 8 MiB per reply).
         pub fn with_limits(mut self, limits: $crate::http::HttpLimits) -> Self {
             self.limits = limits;
+            self
+        }
+
+        /// Whether a generation setting the provider does not take is refused (the default)
+        /// or dropped from every request (docs/providers.md, "Generation settings").
+        pub fn with_unsupported_settings(mut self, mode: ::tt_ports::UnsupportedSettings) -> Self {
+            self.unsupported_settings = mode;
             self
         }
 
@@ -110,7 +118,8 @@ macro_rules! connection_setters {
 
 /// Implements `ModelProvider` for an adapter's provider type `$provider` named `$name`: both
 /// calls go through its `http: HttpEndpoint` field with the provider as the
-/// [`WireFormat`](crate::exchange::WireFormat).
+/// [`WireFormat`](crate::exchange::WireFormat). The provider type also has
+/// `server_context_window` (the window probe) and `unsupported_settings` (the settings check).
 #[macro_export]
 macro_rules! http_model_provider {
     ($provider:ty, $name:expr) => {
@@ -145,6 +154,22 @@ macro_rules! http_model_provider {
                 self.http
                     .stream(self, $name, request, sink.as_ref(), &cancel)
                     .await
+            }
+
+            async fn context_window(
+                &self,
+                model_id: Option<&str>,
+                cancel: ::tokio_util::sync::CancellationToken,
+            ) -> Result<Option<::tt_ports::ServerContextWindow>, ::tt_ports::ModelError> {
+                self.server_context_window(model_id, &cancel).await
+            }
+
+            fn check_settings(
+                &self,
+                settings: &::tt_domain::generation::GenerationSettings,
+                max_output_tokens: Option<u32>,
+            ) -> Result<Vec<::tt_ports::DroppedSetting>, ::tt_ports::ModelError> {
+                self.unsupported_settings(settings, max_output_tokens)
             }
         }
     };

@@ -308,7 +308,8 @@ impl AgentRuntimeBuilder {
             workspace: ports.workspace,
             profiles: ports.profiles,
             skills: Arc::clone(&skills),
-            model: provider,
+            // The server's window is asked once per model, for every agent of the runtime.
+            model: crate::connections::LearnedWindows::wrap(provider),
             model_info: self.provider_model_info,
             connections: Arc::new(connections.clone()),
             commit_bridge,

@@ -8,13 +8,17 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use async_trait::async_trait;
 use serde_json::json;
+use std::collections::HashMap;
 use tt_adapter_provider_anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicConfig, AnthropicProvider,
 };
 use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
-use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
+use tt_ports::{
+    CancellationToken, DroppedSetting, ModelDeltaSink, ModelError, ModelProvider,
+    ServerContextWindow, UnsupportedSettings,
+};
 
 use crate::system::SystemClock;
 
@@ -101,6 +105,9 @@ pub struct ConnectionSpec {
     pub context_window_tokens: Option<u64>,
     /// Prices by model id (`"*"`: any), over the defaults (docs/providers.md, "Cost").
     pub prices: tt_domain::cost::PriceTable,
+    /// A generation setting the provider does not take: refused when the agent starts (the
+    /// default) or dropped from every request with a journaled warning.
+    pub unsupported_settings: UnsupportedSettings,
 }
 
 impl ConnectionSpec {
@@ -120,6 +127,7 @@ impl ConnectionSpec {
             generation: GenerationSettings::default(),
             context_window_tokens: None,
             prices: tt_domain::cost::PriceTable::new(),
+            unsupported_settings: UnsupportedSettings::Refuse,
         }
     }
 
@@ -213,6 +221,17 @@ impl ConnectionSpec {
         self
     }
 
+    /// Drop generation settings the provider does not take (LiteLLM's `drop_params`) instead
+    /// of refusing them: each agent journals `model_settings_dropped` when it starts.
+    pub fn with_drop_unsupported_settings(mut self, drop: bool) -> Self {
+        self.unsupported_settings = if drop {
+            UnsupportedSettings::Drop
+        } else {
+            UnsupportedSettings::Refuse
+        };
+        self
+    }
+
     /// The default model, window, prices and call deadline, as the engine reads them.
     pub fn model_info(&self) -> tt_ports::ConnectionModelInfo {
         tt_ports::ConnectionModelInfo {
@@ -241,6 +260,9 @@ impl ConnectionSpec {
         if !self.prices.is_empty() {
             description["prices"] = json!(self.prices);
         }
+        if self.unsupported_settings == UnsupportedSettings::Drop {
+            description["dropUnsupportedSettings"] = json!(true);
+        }
         description
     }
 }
@@ -266,6 +288,7 @@ pub fn build_provider(spec: &ConnectionSpec) -> anyhow::Result<Arc<dyn ModelProv
                 .with_request_timeout(spec.request_timeout)
                 .with_stream(spec.stream)
                 .with_limits(spec.limits)
+                .with_unsupported_settings(spec.unsupported_settings)
                 .with_clock(Arc::new(SystemClock));
             if let Some(max_tokens) = spec.max_tokens {
                 config = config.with_max_tokens(max_tokens);
@@ -292,6 +315,7 @@ pub fn build_provider(spec: &ConnectionSpec) -> anyhow::Result<Arc<dyn ModelProv
                 .with_request_timeout(spec.request_timeout)
                 .with_stream(spec.stream)
                 .with_limits(spec.limits)
+                .with_unsupported_settings(spec.unsupported_settings)
                 .with_clock(Arc::new(SystemClock));
             if let Some(model) = &spec.model {
                 config = config.with_default_model(model.clone());
@@ -343,6 +367,109 @@ impl ModelProvider for WholeResponses {
 
     async fn close_session(&self, session_id: &str) {
         self.0.close_session(session_id).await;
+    }
+
+    fn provider_format(&self) -> &str {
+        self.0.provider_format()
+    }
+
+    fn transport(&self) -> &str {
+        self.0.transport()
+    }
+
+    async fn context_window(
+        &self,
+        model_id: Option<&str>,
+        cancel: CancellationToken,
+    ) -> Result<Option<ServerContextWindow>, ModelError> {
+        self.0.context_window(model_id, cancel).await
+    }
+
+    fn check_settings(
+        &self,
+        settings: &GenerationSettings,
+        max_output_tokens: Option<u32>,
+    ) -> Result<Vec<DroppedSetting>, ModelError> {
+        self.0.check_settings(settings, max_output_tokens)
+    }
+}
+
+/// The provider of one connection with the windows its server stated, asked once per model and
+/// shared by every agent of the runtime (docs/providers.md, "The window"). An answer is kept,
+/// "the server does not say" too; a server that could not be asked is asked again by the next
+/// agent. The runtime wraps each provider it is given (the default one, registered and
+/// file connections) in one.
+pub(crate) struct LearnedWindows {
+    inner: Arc<dyn ModelProvider>,
+    learned: tokio::sync::Mutex<HashMap<Option<String>, Option<ServerContextWindow>>>,
+}
+
+impl LearnedWindows {
+    pub(crate) fn wrap(inner: Arc<dyn ModelProvider>) -> Arc<dyn ModelProvider> {
+        Arc::new(Self {
+            inner,
+            learned: tokio::sync::Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+#[async_trait]
+impl ModelProvider for LearnedWindows {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn complete(
+        &self,
+        request: AgentModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        self.inner.complete(request, cancel).await
+    }
+
+    async fn stream(
+        &self,
+        request: AgentModelRequest,
+        sink: Arc<dyn ModelDeltaSink>,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        self.inner.stream(request, sink, cancel).await
+    }
+
+    async fn close_session(&self, session_id: &str) {
+        self.inner.close_session(session_id).await;
+    }
+
+    fn provider_format(&self) -> &str {
+        self.inner.provider_format()
+    }
+
+    fn transport(&self) -> &str {
+        self.inner.transport()
+    }
+
+    async fn context_window(
+        &self,
+        model_id: Option<&str>,
+        cancel: CancellationToken,
+    ) -> Result<Option<ServerContextWindow>, ModelError> {
+        let key = model_id.map(str::to_owned);
+        // Held across the probe: agents starting together ask the server once.
+        let mut learned = self.learned.lock().await;
+        if let Some(answer) = learned.get(&key) {
+            return Ok(answer.clone());
+        }
+        let answer = self.inner.context_window(model_id, cancel).await?;
+        learned.insert(key, answer.clone());
+        Ok(answer)
+    }
+
+    fn check_settings(
+        &self,
+        settings: &GenerationSettings,
+        max_output_tokens: Option<u32>,
+    ) -> Result<Vec<DroppedSetting>, ModelError> {
+        self.inner.check_settings(settings, max_output_tokens)
     }
 }
 

@@ -118,6 +118,6 @@ pub use tt_domain::tool::{AgentToolCall, AgentToolResult, AgentToolSpec};
 /// How many events `read_events` returns when asked for none, and at most.
 pub use tt_ports::journal::{DEFAULT_EVENT_PAGE_LIMIT, MAX_EVENT_PAGE_LIMIT};
 pub use tt_ports::{
-    AssembledSettings, ChatCommitRequest, ConnectionModelInfo, ModelError, ModelProvider,
-    PromptAssemblyRequest,
+    AssembledSettings, ChatCommitRequest, ConnectionModelInfo, DroppedSetting, ModelError,
+    ModelProvider, PromptAssemblyRequest, ServerContextWindow, UnsupportedSettings,
 };

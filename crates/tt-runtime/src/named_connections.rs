@@ -29,8 +29,8 @@ pub(crate) struct NamedConnections {
 
 /// A connection file: `{"connection": "openai:http://127.0.0.1:8080/v1", "model": "local",
 /// "apiKeyEnv": "OPENAI_API_KEY", "stream": true, "timeoutSecs": 300, "headerTimeoutSecs":
-/// 120, "callDeadlineSecs": 300, "generation": {"temperature": 0.7}}` (all but `connection`
-/// optional). The key itself never goes in the
+/// 120, "callDeadlineSecs": 300, "generation": {"temperature": 0.7}, "dropUnsupportedSettings":
+/// true}` (all but `connection` optional). The key itself never goes in the
 /// file, only the variable's name.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -59,6 +59,10 @@ pub(crate) struct ConnectionFile {
     /// US dollars per million tokens by model id (`"*"`: any model of the connection).
     #[serde(default)]
     pub prices: tt_domain::cost::PriceTable,
+    /// Drop generation settings the provider does not take, with a journaled warning, instead
+    /// of refusing them (LiteLLM's `drop_params`).
+    #[serde(default)]
+    pub drop_unsupported_settings: bool,
 }
 
 impl ConnectionFile {
@@ -96,6 +100,7 @@ impl ConnectionFile {
             anyhow::bail!("prices.{model}: every price must be a number >= 0");
         }
         Ok(spec
+            .with_drop_unsupported_settings(self.drop_unsupported_settings)
             .with_generation(self.generation.clone())
             .with_prices(self.prices.clone()))
     }
@@ -132,7 +137,7 @@ impl NamedConnections {
         self.entries.insert(
             name.into(),
             Entry {
-                provider,
+                provider: crate::connections::LearnedWindows::wrap(provider),
                 description,
                 generation,
                 model_info: tt_ports::ConnectionModelInfo::default(),
@@ -251,6 +256,7 @@ impl NamedConnections {
             .map_err(|err| ModelError::Other(format!("connection `{name}`: {err}")))?;
         let provider = crate::connections::build_provider(&spec)
             .map_err(|err| ModelError::Other(format!("connection `{name}`: {err}")))?;
+        let provider = crate::connections::LearnedWindows::wrap(provider);
         let mut description = spec.description();
         description["name"] = json!(name);
         let entry = Entry {
@@ -355,6 +361,26 @@ mod tests {
         )
         .unwrap();
         assert!(zero.to_spec().is_err());
+    }
+
+    #[test]
+    fn a_connection_file_may_drop_settings_its_provider_does_not_take() {
+        let file: ConnectionFile = serde_json::from_str(
+            r#"{"connection": "anthropic:http://127.0.0.1:9", "dropUnsupportedSettings": true}"#,
+        )
+        .unwrap();
+        let spec = file.to_spec().unwrap();
+        assert_eq!(
+            spec.unsupported_settings,
+            tt_ports::UnsupportedSettings::Drop
+        );
+        assert_eq!(spec.description()["dropUnsupportedSettings"], true);
+        let default: ConnectionFile =
+            serde_json::from_str(r#"{"connection": "anthropic:http://127.0.0.1:9"}"#).unwrap();
+        assert_eq!(
+            default.to_spec().unwrap().unsupported_settings,
+            tt_ports::UnsupportedSettings::Refuse
+        );
     }
 
     #[test]

@@ -760,6 +760,9 @@ mod run_handle;
 #[path = "host_api/host_tools.rs"]
 mod host_tools;
 
+#[path = "host_api/windows.rs"]
+mod windows;
+
 /// `wait_for_run` on a run another runtime executes waits for its end (by following its
 /// journal) instead of returning its current, unfinished status.
 #[tokio::test]

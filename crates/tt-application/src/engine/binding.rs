@@ -30,8 +30,8 @@ pub(crate) struct ModelBinding {
     /// The profile's `model.maxOutputTokens`, under any layer's `maxOutputTokens`.
     pub profile_max_output_tokens: Option<u32>,
     /// The model's context window: the profile's `model.contextWindowTokens`, else the
-    /// connection's, else the known window of the model id; `None`: requests are never
-    /// measured against a window.
+    /// connection's, else what the server says (asked once per connection and model), else the
+    /// known window of the model id; `None`: requests are never measured against a window.
     pub context_window_tokens: Option<u64>,
     /// What the model's tokens cost, when a price is known (docs/providers.md, "Cost").
     pub price: Option<tt_domain::cost::ModelPrice>,
@@ -119,9 +119,8 @@ pub(crate) async fn resolve_model_binding(
                 model_id: Option<String>,
                 connection: GenerationSettings,
                 info: &tt_ports::ConnectionModelInfo| ModelBinding {
-        context_window_tokens: model
-            .context_window_tokens
-            .or_else(|| info.context_window(model_id.as_deref())),
+        // The server's and the model id's windows come later (`learn_window`).
+        context_window_tokens: model.context_window_tokens.or(info.context_window_tokens),
         price: info.price(model_id.as_deref()),
         connection_call_deadline: info.call_deadline,
         provider,
@@ -136,7 +135,7 @@ pub(crate) async fn resolve_model_binding(
     } else {
         model.mode
     };
-    let (binding, payload) = match mode {
+    let (binding, payload, info) = match mode {
         ModelMode::RequiresConfiguration => {
             return Err(ApplicationError::fatal(
                 "agent.profile_model_requires_configuration",
@@ -173,7 +172,7 @@ pub(crate) async fn resolve_model_binding(
                 }
             };
             let payload = with_provider_fields(payload, provider.as_ref());
-            (bind(provider, None, connection, &info), payload)
+            (bind(provider, None, connection, &info), payload, info)
         }
         ModelMode::ConnectionRef => {
             let (name, model_id) = match &change.connection_ref {
@@ -204,10 +203,15 @@ pub(crate) async fn resolve_model_binding(
                     &resolved.model_info,
                 ),
                 payload,
+                resolved.model_info,
             )
         }
     };
+    let mut binding = binding;
+    let window = learn_window(ctx, &binding, model.context_window_tokens, &info).await;
+    binding.context_window_tokens = window.as_ref().map(|w| w.tokens);
     let mut payload = payload;
+    let connection_ref = payload["connectionRef"].as_str().map(str::to_owned);
     payload["invocationId"] = json!(invocation_id);
     payload["profileId"] = json!(profile.id());
     // Only when something is set, so runs on server defaults journal what they did before.
@@ -220,8 +224,12 @@ pub(crate) async fn resolve_model_binding(
         payload["generation"] = generation;
     }
     // Likewise the window and price, when known.
-    if let Some(tokens) = binding.context_window_tokens {
-        payload["contextWindowTokens"] = json!(tokens);
+    if let Some(window) = &window {
+        payload["contextWindowTokens"] = json!(window.tokens);
+        payload["contextWindowSource"] = json!(window.source);
+        if let Some(endpoint) = &window.endpoint {
+            payload["contextWindowEndpoint"] = json!(endpoint);
+        }
     }
     if let Some(price) = binding.price {
         payload["price"] = json!(price);
@@ -239,7 +247,100 @@ pub(crate) async fn resolve_model_binding(
         ProviderSession::new(&ctx.run_id, invocation_id).session_id,
         Arc::clone(&binding.provider),
     );
+    check_settings(ctx, invocation_id, profile, &binding, connection_ref).await?;
     Ok(binding)
+}
+
+/// The window of a binding and where it comes from.
+struct Window {
+    tokens: u64,
+    /// `profile`, `connection`, `server` or `modelId`.
+    source: &'static str,
+    /// What the server answered, with `server`.
+    endpoint: Option<String>,
+}
+
+/// The binding's window, first found: the profile's, the connection's (both declared: they
+/// always win and the server is not asked), the server's (`ModelProvider::context_window`, cached
+/// by the runtime per connection and model), the known window of the model id. A server that
+/// cannot say, or cannot be asked, leaves the window to the next source: a probe never fails the
+/// agent.
+async fn learn_window(
+    ctx: &RunContext,
+    binding: &ModelBinding,
+    profile_window: Option<u64>,
+    info: &tt_ports::ConnectionModelInfo,
+) -> Option<Window> {
+    let declared = |tokens, source| Window {
+        tokens,
+        source,
+        endpoint: None,
+    };
+    if let Some(tokens) = profile_window {
+        return Some(declared(tokens, "profile"));
+    }
+    if let Some(tokens) = info.context_window_tokens {
+        return Some(declared(tokens, "connection"));
+    }
+    let model_id = binding
+        .model_id
+        .as_deref()
+        .or(info.default_model.as_deref());
+    match binding
+        .provider
+        .context_window(model_id, ctx.cancel.clone())
+        .await
+    {
+        Ok(Some(window)) => {
+            return Some(Window {
+                tokens: window.tokens,
+                source: "server",
+                endpoint: Some(window.source),
+            });
+        }
+        Ok(None) => {}
+        Err(error) => {
+            tracing::debug!(%error, "the model server could not be asked for its window");
+        }
+    }
+    info.context_window(model_id)
+        .map(|tokens| declared(tokens, "modelId"))
+}
+
+/// Checks the settings the agent's requests carry against what its provider takes, before its
+/// first request: a connection that refuses a setting fails the agent here
+/// (`model.setting_unsupported`); one that drops it journals `model_settings_dropped`.
+async fn check_settings(
+    ctx: &RunContext,
+    invocation_id: &InvocationId,
+    profile: &ResolvedProfile,
+    binding: &ModelBinding,
+    connection_ref: Option<String>,
+) -> ApplicationResult<()> {
+    let settings = binding.settings();
+    let dropped = binding
+        .provider
+        .check_settings(&settings.generation, settings.max_output_tokens)?;
+    if dropped.is_empty() {
+        return Ok(());
+    }
+    let payload = tt_domain::event_payload::ModelSettingsDropped {
+        invocation_id: invocation_id.clone(),
+        profile_id: profile.id().clone(),
+        provider: binding.provider.name().to_owned(),
+        connection_ref,
+        dropped: dropped
+            .into_iter()
+            .map(|d| tt_domain::event_payload::DroppedSetting {
+                setting: d.setting,
+                reason: d.reason,
+            })
+            .collect(),
+    };
+    ctx.events
+        .record(&ctx.run_id, EventLevel::Warn, &payload)
+        .await?;
+    Ok(())
 }
 
 /// `object` with the provider fields of [`tt_ports::provider_fields`] added.

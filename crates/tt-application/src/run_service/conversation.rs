@@ -37,8 +37,9 @@ pub struct AgentConversation {
     /// the fork point (what the branch paid); the earlier ones are in `inherited`.
     pub model_calls: u64,
     pub usage: ModelUsage,
-    /// What the priced calls cost in US dollars (calls without a price are left out).
-    pub cost_usd: f64,
+    /// What the priced calls cost in US dollars (calls without a price are left out); `null`
+    /// when no call had a price (unpriced is never free).
+    pub cost_usd: Option<f64>,
     /// A branch's: the answers its source paid for, up to the fork point (docs/branching.md,
     /// "Usage of a branch"). Their entries are in `entries` all the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,7 +55,8 @@ pub struct InheritedAnswers {
     pub seq: u64,
     pub model_calls: u64,
     pub usage: ModelUsage,
-    pub cost_usd: f64,
+    /// `null` when none of them had a price.
+    pub cost_usd: Option<f64>,
 }
 
 /// A tool call of an assistant turn, as the model wrote it.
@@ -115,7 +117,8 @@ pub enum ConversationEntry {
         tool_calls: Vec<ConversationToolCall>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<ModelUsage>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// `null` when the model has no price (unpriced is never free).
+        #[serde(default)]
         cost_usd: Option<f64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
@@ -186,7 +189,7 @@ impl AgentRunService {
                 .map(ToString::to_string),
             model_calls: 0,
             usage: ModelUsage::default(),
-            cost_usd: 0.0,
+            cost_usd: None,
             inherited: run.forked_from.as_ref().map(|from| InheritedAnswers {
                 seq: from.seq,
                 ..InheritedAnswers::default()
@@ -205,9 +208,9 @@ impl AgentRunService {
         conversation.entries = self.opening(run_id, &invocation, snapshot.as_ref()).await?;
         self.rounds(run_id, &invocation.id, snapshot.as_ref(), &mut conversation)
             .await?;
-        conversation.cost_usd = tt_domain::cost::round_usd(conversation.cost_usd);
+        conversation.cost_usd = conversation.cost_usd.map(tt_domain::cost::round_usd);
         if let Some(inherited) = &mut conversation.inherited {
-            inherited.cost_usd = tt_domain::cost::round_usd(inherited.cost_usd);
+            inherited.cost_usd = inherited.cost_usd.map(tt_domain::cost::round_usd);
         }
         Ok(conversation)
     }
@@ -382,7 +385,7 @@ impl AgentRunService {
                             total.cached_input_tokens += usage.cached_input_tokens;
                             total.cache_write_tokens += usage.cache_write_tokens;
                         }
-                        *cost += cost_usd.unwrap_or(0.0);
+                        crate::usage::add_cost(cost, cost_usd);
                         let response = match str_of(p, "modelResponsePath") {
                             Some(path) => self.stored_response(run_id, path).await?,
                             None => None,

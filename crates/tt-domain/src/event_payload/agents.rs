@@ -83,15 +83,50 @@ pub struct AgentModelBindingResolved {
     pub previous_response_id: Option<String>,
     pub invocation_id: InvocationId,
     pub profile_id: ProfileId,
-    /// The layered generation settings the requests carry; absent when none is set.
+    /// The layered generation settings the requests carry; absent when none is set (boxed:
+    /// the largest field, kept off the payload enum's size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation: Option<crate::generation::GenerationSettings>,
+    pub generation: Option<Box<crate::generation::GenerationSettings>>,
     /// The model's context window, when known (docs/providers.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_tokens: Option<u64>,
+    /// Where the window comes from: `profile`, `connection`, `server` (asked once per
+    /// connection and model) or `modelId` (the known window of the model id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window_source: Option<String>,
+    /// With `contextWindowSource: "server"`, what the server was asked (`/props`,
+    /// `/v1/models`, `/api/show`, `/api/ps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window_endpoint: Option<String>,
     /// US dollars per million tokens, when a price is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<crate::cost::ModelPrice>,
+}
+
+/// `model_settings_dropped`: generation settings the agent's connection does not take and
+/// leaves out of its requests (a connection that drops them, docs/providers.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelSettingsDropped {
+    pub invocation_id: InvocationId,
+    pub profile_id: ProfileId,
+    /// The provider's name.
+    pub provider: String,
+    /// The named connection, when the agent uses one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_ref: Option<String>,
+    /// Each setting left out, with why.
+    pub dropped: Vec<DroppedSetting>,
+}
+
+/// A generation setting a connection leaves out of its requests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DroppedSetting {
+    /// Its name in the generation settings (`seed`, `topK`, …).
+    pub setting: String,
+    /// Why the provider does not take it.
+    pub reason: String,
 }
 
 /// `skill_scopes_resolved`.

@@ -144,6 +144,7 @@ payloads! {
     PersistentProjectionInitialized => |_p| run(),
     ContextAssembled => |p| agent(&p.invocation_id),
     AgentModelBindingResolved => |p| agent(&p.invocation_id),
+    ModelSettingsDropped => |p| agent(&p.invocation_id),
     AgentInvocationCreated => |p| of(&p.invocation_id, &p.parent_invocation_id),
     AgentInvocationStarted => |p| of(&p.invocation_id, &p.parent_invocation_id),
     AgentInvocationCompleted => |p| of(&p.invocation_id, &p.parent_invocation_id),

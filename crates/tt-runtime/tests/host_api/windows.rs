@@ -1,0 +1,217 @@
+//! What a connection learns about its model before an agent's first request: the server's
+//! window, asked once per connection and model for every agent of the runtime (a declared
+//! window wins and nothing is asked; a server that cannot be asked never fails a run), and the
+//! settings the provider does not take, refused or dropped with a warning when the agent starts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use tempfile::TempDir;
+use tt_domain::generation::GenerationSettings;
+use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_ports::{CancellationToken, DroppedSetting, ModelError, ServerContextWindow};
+use tt_runtime::{
+    AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, ConnectionModelInfo,
+    ModelProvider, ReadEventsRequest,
+};
+
+use super::{committing_writer, request};
+
+/// The committing writer behind a server that states `window` (or cannot be reached) and does
+/// not take `seed`, dropping or refusing it.
+struct Server {
+    model: Arc<dyn ModelProvider>,
+    window: Option<u64>,
+    probes: AtomicUsize,
+    calls: AtomicUsize,
+    drop_seed: bool,
+}
+
+impl Server {
+    fn new(window: Option<u64>, drop_seed: bool) -> Arc<Self> {
+        Arc::new(Self {
+            model: committing_writer(),
+            window,
+            probes: AtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
+            drop_seed,
+        })
+    }
+}
+
+#[async_trait]
+impl ModelProvider for Server {
+    fn name(&self) -> &str {
+        "probed"
+    }
+
+    async fn complete(
+        &self,
+        request: AgentModelRequest,
+        cancel: CancellationToken,
+    ) -> Result<AgentModelResponse, ModelError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.model.complete(request, cancel).await
+    }
+
+    async fn context_window(
+        &self,
+        _model_id: Option<&str>,
+        _cancel: CancellationToken,
+    ) -> Result<Option<ServerContextWindow>, ModelError> {
+        self.probes.fetch_add(1, Ordering::SeqCst);
+        match self.window {
+            Some(tokens) => Ok(Some(ServerContextWindow {
+                tokens,
+                source: "/props".into(),
+            })),
+            None => Err(ModelError::Transient {
+                message: "connection refused".into(),
+            }),
+        }
+    }
+
+    fn check_settings(
+        &self,
+        settings: &GenerationSettings,
+        _max_output_tokens: Option<u32>,
+    ) -> Result<Vec<DroppedSetting>, ModelError> {
+        if settings.seed.is_none() {
+            return Ok(Vec::new());
+        }
+        if self.drop_seed {
+            Ok(vec![DroppedSetting {
+                setting: "seed".into(),
+                reason: "no such setting".into(),
+            }])
+        } else {
+            Err(ModelError::SettingUnsupported {
+                message: "the API does not take seed".into(),
+            })
+        }
+    }
+}
+
+fn runtime(dir: &TempDir, server: &Arc<Server>, info: ConnectionModelInfo) -> AgentRuntime {
+    AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(server.clone())
+        .provider_model_info(info)
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap()
+}
+
+/// Runs the default writer to its end; its status and journal.
+async fn run(
+    runtime: &AgentRuntime,
+    settings: GenerationSettings,
+) -> (AgentRunStatus, Vec<tt_runtime::AgentRunEvent>) {
+    let run = runtime
+        .start_run(request().generation(settings))
+        .await
+        .unwrap();
+    let ended = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    let events = runtime
+        .read_events(ReadEventsRequest {
+            run_id: run.id.to_string(),
+            limit: Some(500),
+            ..ReadEventsRequest::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    (ended.status, events)
+}
+
+fn binding(events: &[tt_runtime::AgentRunEvent]) -> serde_json::Value {
+    events
+        .iter()
+        .find(|e| e.event_type == "agent_model_binding_resolved")
+        .unwrap()
+        .payload
+        .clone()
+}
+
+#[tokio::test]
+async fn the_servers_window_is_asked_once_for_every_agent_and_journaled_with_its_source() {
+    let dir = TempDir::new().unwrap();
+    let server = Server::new(Some(32768), false);
+    let runtime = runtime(&dir, &server, ConnectionModelInfo::default());
+    for _ in 0..2 {
+        let (status, events) = run(&runtime, GenerationSettings::default()).await;
+        assert_eq!(status, AgentRunStatus::Completed);
+        let binding = binding(&events);
+        assert_eq!(binding["contextWindowTokens"], 32768);
+        assert_eq!(binding["contextWindowSource"], "server");
+        assert_eq!(binding["contextWindowEndpoint"], "/props");
+    }
+    assert_eq!(server.probes.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_declared_window_wins_and_the_server_is_not_asked() {
+    let dir = TempDir::new().unwrap();
+    let server = Server::new(Some(2048), false);
+    let info = ConnectionModelInfo {
+        context_window_tokens: Some(4096),
+        ..ConnectionModelInfo::default()
+    };
+    let runtime = runtime(&dir, &server, info);
+    let (status, events) = run(&runtime, GenerationSettings::default()).await;
+    assert_eq!(status, AgentRunStatus::Completed);
+    assert_eq!(binding(&events)["contextWindowTokens"], 4096);
+    assert_eq!(binding(&events)["contextWindowSource"], "connection");
+    assert_eq!(server.probes.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_be_asked_leaves_the_window_unknown_and_is_asked_again() {
+    let dir = TempDir::new().unwrap();
+    let server = Server::new(None, false);
+    let runtime = runtime(&dir, &server, ConnectionModelInfo::default());
+    for _ in 0..2 {
+        let (status, events) = run(&runtime, GenerationSettings::default()).await;
+        assert_eq!(status, AgentRunStatus::Completed);
+        assert!(binding(&events).get("contextWindowTokens").is_none());
+    }
+    assert_eq!(server.probes.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_setting_the_provider_does_not_take_fails_the_run_at_its_start_or_is_dropped_with_a_warning()
+ {
+    let seed = GenerationSettings {
+        seed: Some(7),
+        ..GenerationSettings::default()
+    };
+    let dir = TempDir::new().unwrap();
+    let refusing = Server::new(Some(32768), false);
+    // The start itself fails: the root agent is set up before the run is handed back.
+    let refused = runtime(&dir, &refusing, ConnectionModelInfo::default())
+        .start_run(request().generation(seed.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, "model.setting_unsupported");
+    assert_eq!(
+        refusing.calls.load(Ordering::SeqCst),
+        0,
+        "no request was sent"
+    );
+
+    let dir = TempDir::new().unwrap();
+    let dropping = Server::new(Some(32768), true);
+    let (status, events) = run(
+        &runtime(&dir, &dropping, ConnectionModelInfo::default()),
+        seed,
+    )
+    .await;
+    assert_eq!(status, AgentRunStatus::Completed);
+    let warning = events
+        .iter()
+        .find(|e| e.event_type == "model_settings_dropped")
+        .unwrap();
+    assert_eq!(warning.level, tt_domain::event::EventLevel::Warn);
+    assert_eq!(warning.payload["dropped"][0]["setting"], "seed");
+}
