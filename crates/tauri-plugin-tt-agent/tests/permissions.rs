@@ -1,0 +1,62 @@
+//! The command list `build.rs` generates permissions from is the host command table plus the
+//! stream commands, and the default set allows exactly those.
+
+use tauri_plugin_tt_agent::{COMMAND_LIST, STREAM_COMMANDS};
+
+fn listed() -> Vec<String> {
+    COMMAND_LIST
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_command_list_is_the_host_command_table_then_the_stream_commands() {
+    let expected: Vec<String> = tauri_plugin_tt_agent::HOST_COMMANDS
+        .iter()
+        .chain(STREAM_COMMANDS)
+        .map(|name| (*name).to_owned())
+        .collect();
+    assert_eq!(listed(), expected);
+}
+
+#[test]
+fn the_default_permission_set_allows_every_command() {
+    let text = std::fs::read_to_string(format!(
+        "{}/permissions/default.toml",
+        super::support::PLUGIN_DIR
+    ))
+    .unwrap();
+    let file: toml::Value = toml::from_str(&text).unwrap();
+    let allowed: Vec<String> = file["default"]["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|value| value.as_str().unwrap().to_owned())
+        .collect();
+    let expected: Vec<String> = listed()
+        .iter()
+        .map(|name| format!("allow-{}", name.replace('_', "-")))
+        .collect();
+    assert_eq!(allowed, expected);
+}
+
+#[test]
+fn a_window_without_the_permission_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = super::support::app_with(
+        dir.path(),
+        &serde_json::json!({"schemaVersion": 1, "agents": {}}),
+        &["tt-agent:allow-list-agent-runs"],
+    );
+    assert!(app.invoke("list_agent_runs", serde_json::json!({})).is_ok());
+    let refused = app
+        .invoke(
+            "start_agent_run",
+            serde_json::json!({"request": {"stableChatId": "c", "userRequest": "Hi"}}),
+        )
+        .unwrap_err();
+    assert!(refused.as_str().unwrap().contains("not allowed"), "{refused}");
+}
