@@ -50,14 +50,14 @@ impl Config {
         builder: AgentRuntimeBuilder,
     ) -> Result<AgentRuntimeBuilder, HostError> {
         if let Some(connection) = &self.connection {
-            let invalid = |err: anyhow::Error| {
+            let invalid = |err: String| {
                 HostError::new(
                     error_codes::AGENT_RUNTIME_PROVIDER_MISSING,
-                    format!("plugins.tt-agent.connection `{connection}`: {err:#}"),
+                    format!("plugins.tt-agent.connection `{connection}`: {err}"),
                 )
             };
             let mut spec = ConnectionSpec::parse(connection)
-                .map_err(invalid)?
+                .map_err(|err| invalid(format!("{err:#}")))?
                 .with_stream(self.stream);
             if let Some(model) = &self.model {
                 spec = spec.with_model(model.clone());
@@ -65,7 +65,7 @@ impl Config {
             if let Some(env) = &self.api_key_env {
                 spec = spec.with_api_key_env(env.clone());
             }
-            let provider = tt_runtime::build_provider(&spec).map_err(invalid)?;
+            let provider = tt_runtime::build_provider(&spec).map_err(|err| invalid(format!("{err:#}")))?;
             return Ok(builder
                 .provider_model_info(spec.model_info())
                 .provider(provider));

@@ -134,11 +134,6 @@ impl Streams {
         }
     }
 
-    /// How many streams are open (finished ones are dropped on the next open).
-    #[cfg(test)]
-    pub(crate) fn count(&self) -> usize {
-        self.open.lock().map(|open| open.len()).unwrap_or(0)
-    }
 }
 
 #[tauri::command]
