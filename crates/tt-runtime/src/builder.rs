@@ -218,7 +218,7 @@ impl AgentRuntimeBuilder {
         }
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let ids = self.ids.unwrap_or_else(|| Arc::new(UuidIds));
-        let mut host_tools = crate::tools::host_tools::HostTools::default();
+        let host_tools = crate::tools::host_tools::HostTools::new(Arc::clone(&clock));
         for tool in self.host_tools {
             host_tools.insert(tool)?;
         }

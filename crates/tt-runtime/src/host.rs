@@ -27,7 +27,7 @@ mod fork;
 mod otel;
 mod tools;
 
-pub use tools::ToolSummary;
+pub use tools::{RegisterHostToolRequest, ToolSummary};
 
 /// The code every call returns after [`AgentRuntime::shutdown`].
 pub const RUNTIME_SHUT_DOWN: &str = tt_domain::error_codes::AGENT_RUNTIME_SHUT_DOWN;

@@ -14,6 +14,7 @@
 
 mod bridges;
 mod builder;
+mod commands;
 mod connections;
 mod dto;
 mod host;
@@ -30,17 +31,23 @@ mod tools;
 
 pub use bridges::{CommitHandlerResult, TranscriptEntry};
 pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
+/// The host command table (docs/host-api.md, "The host command table").
+pub use commands::handlers as host_commands;
+pub use commands::*;
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
 pub use dto::*;
-/// Tools from outside: the host's own (docs/tools.md, "Host tools") and MCP servers'.
-pub use host::ToolSummary;
 pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
+/// Tools from outside: the host's own (docs/tools.md, "Host tools") and MCP servers'.
+pub use host::{RegisterHostToolRequest, ToolSummary};
 pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
 pub use store::{
     STORE_LEASE_MS_ENV, STORE_URL_ENV, StoragePorts, StoreChoice, StoreOptions, open_store_url,
     open_store_url_with, redact as redact_store_url,
+};
+pub use tools::host_answers::{
+    AnswerHostToolCallRequest, DEFAULT_HOST_ANSWER_TIMEOUT, HostToolFailure, PendingHostToolCall,
 };
 pub use tools::host_tools::{HostTool, HostToolCall, HostToolError, HostToolReply};
 pub use tools::mcp_servers::McpServerEntry;
@@ -105,4 +112,5 @@ pub use tt_domain::tool::{AgentToolCall, AgentToolResult, AgentToolSpec};
 pub use tt_ports::journal::{DEFAULT_EVENT_PAGE_LIMIT, MAX_EVENT_PAGE_LIMIT};
 pub use tt_ports::{
     AssembledSettings, ChatCommitRequest, ConnectionModelInfo, ModelError, ModelProvider,
+    PromptAssemblyRequest,
 };

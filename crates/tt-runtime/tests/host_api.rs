@@ -779,3 +779,6 @@ async fn waiting_for_a_run_another_runtime_owns_returns_its_end() {
     assert_eq!(ended.unwrap().status, AgentRunStatus::Cancelled);
     owner.shutdown().await.unwrap();
 }
+
+#[path = "host_api/commands.rs"]
+mod commands;

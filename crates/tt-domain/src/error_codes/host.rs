@@ -1,7 +1,14 @@
-//! The `http.*` codes of the host HTTP server (tt-host-http): a request refused before it
-//! reached the runtime. The runtime's own codes pass through that server unchanged.
+//! The codes of the host command table (`host.*`: a command that does not exist or a request
+//! that does not fit it, on every surface) and of the host HTTP server (`http.*`: a request
+//! refused before it reached the runtime). The runtime's own codes pass through unchanged.
 
 super::error_codes! {
+    HOST_COMMAND_UNKNOWN = "host.command_unknown", HostContract,
+        "No host command has that name (`HOST_COMMANDS` lists them).";
+    HOST_REQUEST_INVALID = "host.request_invalid", HostContract,
+        "A host command's request is not the JSON that command takes (a missing or unknown field, a wrong type).";
+    HOST_TOOL_CALL_NOT_PENDING = "host.tool_call_not_pending", HostContract,
+        "No call of a host-answered tool is waiting under that run and call key (answered, cancelled or never made).";
     HTTP_BODY_TOO_LARGE = "http.body_too_large", HostContract,
         "The request body is larger than the server accepts.";
     HTTP_BODY_UNREADABLE = "http.body_unreadable", HostContract,

@@ -20,6 +20,8 @@ super::error_codes! {
         "Telemetry only: the span status of a failed tool call whose event carried no code.";
     TOOL_HOST_FAILED = "tool.host_failed", ToolRefusal,
         "A host tool's handler answered with an error; the agent reads its message (the host's own code is `errorReason`).";
+    TOOL_HOST_NO_ANSWER = "tool.host_no_answer", ToolRefusal,
+        "The host did not answer a call of a host-answered tool within its answer timeout; it may have run.";
     TOOL_HOST_PANICKED = "tool.host_panicked", ToolRefusal,
         "A host tool's handler panicked; the call failed and the agent goes on.";
     TOOL_ID_INVALID = "tool.id_invalid", Configuration,

@@ -1,22 +1,27 @@
 //! The host side of tools from outside (docs/tools.md): registering, listing, refreshing and
-//! removing MCP servers, calling one of their tools by hand, and listing the host's own tools.
+//! removing MCP servers, calling one of their tools by hand, listing the host's own tools, and
+//! declaring and answering host-answered tools.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tt_domain::error_codes;
 use tt_domain::mcp::{McpCallOutput, McpServerConfig};
 
 use super::AgentRuntime;
 use crate::dto::{HostError, HostResult};
+use crate::tools::host_answers::{AnswerHostToolCallRequest, PendingHostToolCall};
+use crate::tools::host_tools::HostTool;
 use crate::tools::mcp_servers::McpServerEntry;
 
 /// What the runtime knows of one outside tool, for a host's listing.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolSummary {
     /// The tool's id: `host/<name>` or `mcp/<server>:<tool>`.
     pub id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     pub description: String,
     pub input_schema: Value,
@@ -101,5 +106,106 @@ impl AgentRuntime {
             .into_iter()
             .map(ToolSummary::from)
             .collect()
+    }
+}
+
+/// A host-answered tool as a host declares it at run time (`register_host_tool`): the same
+/// facts as [`HostTool`](crate::HostTool)'s builder methods.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RegisterHostToolRequest {
+    /// `chat.search`: lowercase words of `a-z0-9_` joined by dots; profiles list `host/<name>`.
+    pub name: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// What the agent reads of the tool, from its point of view.
+    pub description: String,
+    /// A JSON schema of type `object`.
+    pub input_schema: Value,
+    #[serde(default)]
+    pub reads_only: bool,
+    #[serde(default)]
+    pub idempotent: bool,
+    #[serde(default)]
+    pub ask_first: bool,
+    #[serde(default)]
+    pub max_inline_result_bytes: Option<u64>,
+    /// How long a call waits for the answer (5 minutes when absent).
+    #[serde(default)]
+    pub answer_timeout_ms: Option<u64>,
+}
+
+impl RegisterHostToolRequest {
+    fn into_tool(self) -> HostTool {
+        let mut tool = HostTool::answered_by_host(self.name, self.description, self.input_schema);
+        if let Some(title) = self.title {
+            tool = tool.title(title);
+        }
+        if self.reads_only {
+            tool = tool.reads_only();
+        }
+        if self.idempotent {
+            tool = tool.idempotent();
+        }
+        if self.ask_first {
+            tool = tool.ask_first();
+        }
+        if let Some(bytes) = self.max_inline_result_bytes {
+            tool = tool.max_inline_result_bytes(bytes);
+        }
+        if let Some(ms) = self.answer_timeout_ms {
+            tool = tool.answer_timeout(Duration::from_millis(ms));
+        }
+        tool
+    }
+}
+
+impl AgentRuntime {
+    /// Declares a tool whose calls the host answers through the host API (see
+    /// [`HostTool::answered_by_host`]), for a host that registers its tools after the runtime
+    /// is built (a webview, a process speaking HTTP). Declaring a host-answered tool again
+    /// replaces it for agents that start later; a name a builder-registered handler holds, a
+    /// bad name or schema is `tool.id_invalid`.
+    pub fn register_host_tool(&self, request: RegisterHostToolRequest) -> HostResult<ToolSummary> {
+        self.ensure_open()?;
+        let name = request.name.clone();
+        self.tools.host.insert(request.into_tool())?;
+        self.tools
+            .host
+            .definition(&name)
+            .map(ToolSummary::from)
+            .ok_or_else(|| HostError::new(error_codes::TOOL_ID_INVALID, "not registered"))
+    }
+
+    /// The calls of host-answered tools in run `run_id` waiting for the host's answer, by
+    /// call key. A run this store does not hold is refused with its not-found code.
+    pub async fn pending_host_tool_calls(
+        &self,
+        run_id: &str,
+    ) -> HostResult<Vec<PendingHostToolCall>> {
+        self.ensure_open()?;
+        let pending = self.tools.host.answers.pending_for_run(run_id);
+        if pending.is_empty() {
+            self.get_run(run_id).await?;
+        }
+        Ok(pending)
+    }
+
+    /// Answers a waiting call of a host-answered tool: `text`/`structured`, or `error` (the
+    /// agent reads its message). `host.tool_call_not_pending` when nothing waits under that
+    /// key (answered already, cancelled, timed out).
+    pub fn answer_host_tool_call(&self, request: AnswerHostToolCallRequest) -> HostResult<()> {
+        self.ensure_open()?;
+        self.tools.host.answers.answer(request)
+    }
+
+    /// Calls of host-answered tools as they start waiting, for a host that pushes them to its
+    /// front end; one that falls more than 256 behind misses some and should read
+    /// [`pending_host_tool_calls`](Self::pending_host_tool_calls) again.
+    pub fn host_tool_call_feed(
+        &self,
+    ) -> HostResult<tokio::sync::broadcast::Receiver<PendingHostToolCall>> {
+        self.ensure_open()?;
+        Ok(self.tools.host.answers.subscribe())
     }
 }

@@ -3,13 +3,16 @@
 //! handler, offered to the agents whose profiles list `host/<name>`.
 //!
 //! Each call's handler runs in a task of its own, so a panic in it becomes the coded,
-//! recoverable `tool.host_panicked`, and a cancelled agent aborts it.
+//! recoverable `tool.host_panicked`, and a cancelled agent aborts it. A tool made with
+//! [`HostTool::answered_by_host`] has no handler: its calls wait for the host's answer through
+//! the host API (`host_answers.rs`).
 
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tt_domain::error_codes;
 use tt_domain::ids::RunId;
@@ -18,6 +21,7 @@ use tt_domain::tool_model::{
 };
 use tt_ports::{ExternalToolDefinition, ExternalToolOutput, ToolSourceError};
 
+use super::host_answers::{DEFAULT_HOST_ANSWER_TIMEOUT, HostAnswers, PendingHostToolCall};
 use crate::dto::{HostError, HostResult};
 
 /// One call of a host tool, as its handler gets it.
@@ -81,6 +85,15 @@ impl HostToolError {
 type HandlerFuture = Pin<Box<dyn Future<Output = Result<HostToolReply, HostToolError>> + Send>>;
 type Handler = Arc<dyn Fn(HostToolCall) -> HandlerFuture + Send + Sync>;
 
+/// Who answers a tool's calls.
+#[derive(Clone)]
+enum Answerer {
+    /// A handler in this process.
+    Handler(Handler),
+    /// The host, through the host API, within this time.
+    HostApi { timeout: Duration },
+}
+
 /// A host tool: what the agent reads of it, the facts the runtime handles its calls by, and
 /// its handler. Made with [`HostTool::new`]; registered with
 /// `AgentRuntimeBuilder::host_tool`.
@@ -91,7 +104,7 @@ pub struct HostTool {
     description: String,
     input_schema: Value,
     facts: ExternalToolFacts,
-    handler: Handler,
+    answerer: Answerer,
 }
 
 impl std::fmt::Debug for HostTool {
@@ -120,10 +133,45 @@ impl HostTool {
         F: Fn(HostToolCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<HostToolReply, HostToolError>> + Send + 'static,
     {
+        Self::with_answerer(
+            name.into(),
+            description.into(),
+            input_schema,
+            Answerer::Handler(Arc::new(move |call| Box::pin(handler(call)))),
+        )
+    }
+
+    /// A tool whose calls the host answers through the host API instead of a handler: each
+    /// call waits, listed by `pending_host_tool_calls`, until `answer_host_tool_call` answers
+    /// it, the agent is cancelled, or [`HostTool::answer_timeout`] passes (5 minutes by
+    /// default; then the agent reads `tool.host_no_answer`). For hosts in another language
+    /// (a webview, a process speaking HTTP); also registered at run time by
+    /// `register_host_tool`. Same defaults and facts as [`HostTool::new`].
+    pub fn answered_by_host(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
+        Self::with_answerer(
+            name.into(),
+            description.into(),
+            input_schema,
+            Answerer::HostApi {
+                timeout: DEFAULT_HOST_ANSWER_TIMEOUT,
+            },
+        )
+    }
+
+    fn with_answerer(
+        name: String,
+        description: String,
+        input_schema: Value,
+        answerer: Answerer,
+    ) -> Self {
         Self {
-            name: name.into(),
+            name,
             title: None,
-            description: description.into(),
+            description,
             input_schema,
             facts: ExternalToolFacts {
                 side_effect: SideEffect::Outside,
@@ -132,8 +180,22 @@ impl HostTool {
                 server: None,
                 max_inline_result_bytes: ExternalToolFacts::DEFAULT_INLINE_RESULT_BYTES,
             },
-            handler: Arc::new(move |call| Box::pin(handler(call))),
+            answerer,
         }
+    }
+
+    /// How long a call of a tool made with [`HostTool::answered_by_host`] waits for the
+    /// host's answer; nothing for a tool with a handler (the agent's own deadline bounds it).
+    pub fn answer_timeout(mut self, timeout: Duration) -> Self {
+        if let Answerer::HostApi { timeout: current } = &mut self.answerer {
+            *current = timeout.max(Duration::from_millis(1));
+        }
+        self
+    }
+
+    /// Whether the host answers this tool's calls through the host API.
+    pub fn is_answered_by_host(&self) -> bool {
+        matches!(self.answerer, Answerer::HostApi { .. })
     }
 
     /// A short title shown in the agent's tool list instead of the description's first
@@ -194,16 +256,39 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-/// The host tools of one runtime, by name.
-#[derive(Debug, Clone, Default)]
+/// The host tools of one runtime, by name, shared by its clones; and the calls of
+/// host-answered tools waiting for the host.
+#[derive(Debug, Clone)]
 pub(crate) struct HostTools {
-    tools: BTreeMap<String, HostTool>,
+    tools: Arc<RwLock<BTreeMap<String, HostTool>>>,
+    pub(crate) answers: Arc<HostAnswers>,
 }
 
 impl HostTools {
+    pub(crate) fn new(clock: Arc<dyn tt_ports::Clock>) -> Self {
+        Self {
+            tools: Arc::default(),
+            answers: Arc::new(HostAnswers::new(clock)),
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, HostTool>> {
+        self.tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, HostTool>> {
+        self.tools
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Adds `tool`; a bad name, a schema that is not an object schema, or a name taken twice
-    /// is `tool.id_invalid`.
-    pub(crate) fn insert(&mut self, tool: HostTool) -> HostResult<()> {
+    /// is `tool.id_invalid`. A host-answered tool may be registered again under its name
+    /// (a host that restarted declares its tools anew): the new definition replaces the old
+    /// one for agents that start later; agents already running keep what they were given.
+    pub(crate) fn insert(&self, tool: HostTool) -> HostResult<()> {
         check_host_tool_name(&tool.name).map_err(|err| HostError::new(err.code, err.message))?;
         let is_object_schema = tool
             .input_schema
@@ -219,24 +304,30 @@ impl HostTools {
                 ),
             ));
         }
-        if self.tools.contains_key(&tool.name) {
+        let mut tools = self.write();
+        let replaceable = tool.is_answered_by_host()
+            && tools
+                .get(&tool.name)
+                .is_none_or(HostTool::is_answered_by_host);
+        if tools.contains_key(&tool.name) && !replaceable {
             return Err(HostError::new(
                 error_codes::TOOL_ID_INVALID,
                 format!("host tool `{}` is registered twice", tool.name),
             ));
         }
-        self.tools.insert(tool.name.clone(), tool);
+        tools.insert(tool.name.clone(), tool);
         Ok(())
     }
 
     pub(crate) fn definition(&self, name: &str) -> Option<ExternalToolDefinition> {
-        let tool = self.tools.get(name)?;
+        let tools = self.read();
+        let tool = tools.get(name)?;
         tool.id().ok().map(|id| tool.definition(id))
     }
 
     /// Every registered tool's definition, by name.
     pub(crate) fn definitions(&self) -> Vec<ExternalToolDefinition> {
-        self.tools
+        self.read()
             .values()
             .filter_map(|tool| tool.id().ok().map(|id| tool.definition(id)))
             .collect()
@@ -252,12 +343,28 @@ impl HostTools {
         call_key: &str,
         cancel: CancellationToken,
     ) -> Result<ExternalToolOutput, ToolSourceError> {
-        let tool = self.tools.get(name).ok_or_else(|| {
+        let tool = self.read().get(name).cloned().ok_or_else(|| {
             ToolSourceError::new(
                 error_codes::AGENT_TOOL_UNAVAILABLE,
                 format!("The tool `{name}` is not available any more."),
             )
         })?;
+        let handler = match tool.answerer {
+            Answerer::Handler(handler) => handler,
+            Answerer::HostApi { timeout } => {
+                let now = u64::try_from(self.answers.now().unix_millis()).unwrap_or(0);
+                let answer_due_ms =
+                    now.saturating_add(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+                let call = PendingHostToolCall {
+                    run_id: run_id.as_str().to_owned(),
+                    call_key: call_key.to_owned(),
+                    tool: name.to_owned(),
+                    arguments: arguments.clone(),
+                    answer_due_ms,
+                };
+                return self.answers.ask(call, timeout, cancel).await;
+            }
+        };
         let call = HostToolCall {
             run_id: run_id.clone(),
             tool: name.to_owned(),
@@ -266,7 +373,7 @@ impl HostTools {
             cancel: cancel.clone(),
         };
         // Aborted when this call is dropped too (a cancelled agent drops it).
-        let mut task = AbortOnDrop(tokio::spawn((tool.handler)(call)));
+        let mut task = AbortOnDrop(tokio::spawn(handler(call)));
         let joined = tokio::select! {
             joined = &mut task.0 => joined,
             () = cancel.cancelled() => {

@@ -2,6 +2,7 @@
 //! tools, routed by id (`host/…` to the host's handlers, `mcp/…` to MCP servers) behind the
 //! application's `ExternalTools` port.
 
+pub(crate) mod host_answers;
 pub(crate) mod host_tools;
 pub(crate) mod mcp_servers;
 

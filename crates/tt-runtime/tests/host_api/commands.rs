@@ -1,0 +1,341 @@
+//! The host command table (docs/host-api.md, "The host command table"): every command runs by
+//! name with JSON and answers bad input with a code; a whole run driven through commands alone,
+//! its host tool answered by the host; host-answered tools that time out, are cancelled, or
+//! get an answer to nothing.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tt_runtime::{
+    AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, FnProvider, HOST_COMMANDS,
+    ModelProvider, ModelReply, host_commands,
+};
+
+fn librarian(host_tools: &[&str]) -> Value {
+    let mut allow = vec![
+        "workspace.write_file".to_owned(),
+        "workspace.commit".to_owned(),
+        "workspace.finish".to_owned(),
+    ];
+    allow.extend(host_tools.iter().map(|name| format!("host/{name}")));
+    json!({
+        "schemaVersion": 2,
+        "kind": "tauritavern.agentProfile",
+        "id": "librarian",
+        "displayName": "Librarian",
+        "preset": {"mode": "currentPromptSnapshot"},
+        "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground"},
+        "tools": {"allow": allow, "maxRounds": 8},
+        "skills": {"visible": ["*"]},
+        "workspace": {"visibleRoots": ["output", "scratch"], "writableRoots": ["output"]},
+        "plan": {"mode": "none"},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown", "target": "messageBody"}]}
+    })
+}
+
+/// Searches the chat in round 1, writes what it read in round 2, commits and finishes.
+fn searcher() -> Arc<dyn ModelProvider> {
+    Arc::new(FnProvider::new(|request| {
+        Ok(match request.round {
+            1 => ModelReply::tool_call("chat_search", json!({"query": "lighthouse"})),
+            2 => {
+                let read = serde_json::to_string(&request.messages).unwrap_or_default();
+                let found = if read.contains("keeper") {
+                    "keeper"
+                } else {
+                    "nothing"
+                };
+                ModelReply::tool_call(
+                    "workspace_write_file",
+                    json!({"path": "output/main.md", "content": format!("Found: {found}.\n")}),
+                )
+            }
+            3 => ModelReply::tool_call("workspace_commit", json!({})),
+            _ => ModelReply::tool_call("workspace_finish", json!({})),
+        })
+    }))
+}
+
+fn runtime(dir: &TempDir) -> AgentRuntime {
+    AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(searcher())
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap()
+}
+
+async fn command(runtime: &AgentRuntime, name: &str, request: Value) -> Value {
+    match runtime.execute_command(name, request).await {
+        Ok(answer) => answer,
+        Err(error) => panic!("{name}: {error}"),
+    }
+}
+
+async fn refused(runtime: &AgentRuntime, name: &str, request: Value) -> String {
+    match runtime.execute_command(name, request).await {
+        Ok(answer) => panic!("{name} answered {answer}"),
+        Err(error) => {
+            assert!(!error.message.is_empty(), "{name}");
+            error.code
+        }
+    }
+}
+
+fn chat_search(timeout_ms: u64) -> Value {
+    json!({
+        "name": "chat.search",
+        "description": "Finds messages of this chat that mention a phrase.",
+        "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}},
+        "readsOnly": true,
+        "answerTimeoutMs": timeout_ms,
+    })
+}
+
+#[test]
+fn the_table_lists_each_command_once_in_snake_case() {
+    let mut names = HOST_COMMANDS.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), HOST_COMMANDS.len());
+    for name in HOST_COMMANDS {
+        assert!(
+            name.chars().all(|c| c.is_ascii_lowercase() || c == '_') && name.contains("_agent"),
+            "{name}"
+        );
+    }
+    for seed_name in [
+        "start_agent_run",
+        "cancel_agent_run",
+        "read_agent_run_events",
+        "read_agent_workspace_file",
+        "approve_agent_tool_call",
+        "list_agent_runs",
+        "resolve_agent_chat_commit",
+        "resolve_agent_prompt_assembly",
+        "read_agent_prompt_assembly_request",
+        "resolve_agent_persistent_state_metadata_update",
+    ] {
+        assert!(HOST_COMMANDS.contains(&seed_name), "{seed_name}");
+    }
+}
+
+/// Every command, given an empty request, a request of the wrong shape, or a run that does
+/// not exist, answers (a command without input) or refuses with a code; none panics.
+#[tokio::test]
+async fn every_command_answers_bad_input_with_a_code() {
+    let dir = TempDir::new().unwrap();
+    let runtime = runtime(&dir);
+    for name in HOST_COMMANDS {
+        if let Err(error) = runtime.execute_command(name, json!({})).await {
+            assert!(error.code.contains('.'), "{name}: {error}");
+        }
+        let code = refused(&runtime, name, json!([1, 2])).await;
+        assert_eq!(code, "host.request_invalid", "{name}");
+        let missing = json!({"runId": "run_missing", "taskId": "task_missing",
+            "invocationId": "inv_missing", "path": "output/x.md", "reference": "blobs/x",
+            "approvalId": "ap_missing", "commitId": "c", "updateId": "u", "assemblyId": "a",
+            "callKey": "k", "text": "x"});
+        if let Err(error) = runtime.execute_command(name, missing).await {
+            assert!(error.code.contains('.'), "{name}: {error}");
+        }
+    }
+    assert_eq!(
+        refused(&runtime, "start_the_run", json!({})).await,
+        "host.command_unknown"
+    );
+    assert_eq!(
+        refused(
+            &runtime,
+            "read_agent_run",
+            json!({"runId": "r", "extra": 1})
+        )
+        .await,
+        "host.request_invalid"
+    );
+    assert_eq!(
+        refused(&runtime, "read_agent_run", json!({"runId": "run_missing"})).await,
+        "agent.not_found"
+    );
+    // Commands without input take `{}` and `null` alike.
+    assert_eq!(
+        command(&runtime, "list_agent_host_tools", Value::Null).await,
+        json!([])
+    );
+    runtime.shutdown().await.unwrap();
+}
+
+/// A host that speaks only JSON (another language, a webview) drives a whole run: it
+/// declares its tool, saves the profile, starts the run, answers the tool's call when it
+/// waits, and reads the end and the journal, all through `execute_command`.
+#[tokio::test]
+async fn a_run_driven_through_commands_alone_with_a_host_answered_tool() {
+    let dir = TempDir::new().unwrap();
+    let runtime = runtime(&dir);
+    let tool = command(&runtime, "register_agent_host_tool", chat_search(60_000)).await;
+    assert_eq!(tool["id"], "host/chat.search");
+    assert_eq!(tool["facts"]["sideEffect"], "reads_only");
+    command(&runtime, "save_agent_profile", librarian(&["chat.search"])).await;
+    let mut waiting = runtime.host_tool_call_feed().unwrap();
+    let run = command(
+        &runtime,
+        "start_agent_run",
+        json!({"stableChatId": "library-chat", "userInput": "Find the lighthouse note.",
+               "profileId": "librarian"}),
+    )
+    .await;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+
+    let call = waiting.recv().await.unwrap();
+    assert_eq!(call.run_id, run_id);
+    assert_eq!(call.tool, "chat.search");
+    assert_eq!(call.arguments["query"], "lighthouse");
+    let listed = command(
+        &runtime,
+        "list_agent_host_tool_calls",
+        json!({"runId": run_id}),
+    )
+    .await;
+    assert_eq!(listed[0]["callKey"], call.call_key.as_str());
+    command(
+        &runtime,
+        "answer_agent_host_tool_call",
+        json!({"runId": run_id, "callKey": call.call_key, "structured": {"hits": ["the keeper"]}}),
+    )
+    .await;
+    // Answered once: a second answer finds nothing waiting.
+    let again = refused(
+        &runtime,
+        "answer_agent_host_tool_call",
+        json!({"runId": run_id, "callKey": call.call_key, "text": "twice"}),
+    )
+    .await;
+    assert_eq!(again, "host.tool_call_not_pending");
+
+    let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
+    assert_eq!(ended["status"], "completed");
+    let file = command(
+        &runtime,
+        "read_agent_workspace_file",
+        json!({"runId": run_id, "path": "output/main.md"}),
+    )
+    .await;
+    assert_eq!(file["text"], "Found: keeper.\n");
+    let page = command(
+        &runtime,
+        "read_agent_run_events",
+        json!({"runId": run_id, "limit": 500}),
+    )
+    .await;
+    let completed = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["type"] == "tool_call_completed")
+        .unwrap();
+    assert_eq!(completed["payload"]["name"], "host/chat.search");
+    // The typed function is the same command.
+    let listed = host_commands::list_agent_runs(&runtime, tt_runtime::ListRunsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    runtime.shutdown().await.unwrap();
+}
+
+/// A call nobody answers in time reaches the agent as `tool.host_no_answer` (it may have
+/// run), and the run goes on; an answer after that finds nothing waiting.
+#[tokio::test]
+async fn a_host_answered_call_without_an_answer_times_out_and_the_run_goes_on() {
+    let dir = TempDir::new().unwrap();
+    let runtime = runtime(&dir);
+    command(&runtime, "register_agent_host_tool", chat_search(20)).await;
+    command(&runtime, "save_agent_profile", librarian(&["chat.search"])).await;
+    let mut waiting = runtime.host_tool_call_feed().unwrap();
+    let run = command(
+        &runtime,
+        "start_agent_run",
+        json!({"stableChatId": "library-chat", "userInput": "Find it.", "profileId": "librarian"}),
+    )
+    .await;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let call = waiting.recv().await.unwrap();
+    let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
+    assert_eq!(ended["status"], "completed");
+    let page = command(
+        &runtime,
+        "read_agent_run_events",
+        json!({"runId": run_id, "limit": 500}),
+    )
+    .await;
+    let failed = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["type"] == "tool_call_failed")
+        .unwrap();
+    assert_eq!(
+        failed["payload"]["errorCode"], "tool.host_no_answer",
+        "{failed}"
+    );
+    let file = command(
+        &runtime,
+        "read_agent_workspace_file",
+        json!({"runId": run_id, "path": "output/main.md"}),
+    )
+    .await;
+    assert_eq!(file["text"], "Found: nothing.\n");
+    let late = refused(
+        &runtime,
+        "answer_agent_host_tool_call",
+        json!({"runId": run_id, "callKey": call.call_key, "text": "late"}),
+    )
+    .await;
+    assert_eq!(late, "host.tool_call_not_pending");
+    runtime.shutdown().await.unwrap();
+}
+
+/// Cancelling the run ends the wait: the call is no longer listed, and an answer to it finds
+/// nothing waiting. An answer with neither a result nor an error is refused.
+#[tokio::test]
+async fn cancelling_a_run_withdraws_its_waiting_host_calls() {
+    let dir = TempDir::new().unwrap();
+    let runtime = runtime(&dir);
+    command(&runtime, "register_agent_host_tool", chat_search(600_000)).await;
+    command(&runtime, "save_agent_profile", librarian(&["chat.search"])).await;
+    let mut waiting = runtime.host_tool_call_feed().unwrap();
+    let run = command(
+        &runtime,
+        "start_agent_run",
+        json!({"stableChatId": "library-chat", "userInput": "Find it.", "profileId": "librarian"}),
+    )
+    .await;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let call = waiting.recv().await.unwrap();
+    let empty = refused(
+        &runtime,
+        "answer_agent_host_tool_call",
+        json!({"runId": run_id, "callKey": call.call_key}),
+    )
+    .await;
+    assert_eq!(empty, "host.request_invalid");
+    command(&runtime, "cancel_agent_run", json!({"runId": run_id})).await;
+    let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
+    assert_eq!(ended["status"], "cancelled");
+    let listed = command(
+        &runtime,
+        "list_agent_host_tool_calls",
+        json!({"runId": run_id}),
+    )
+    .await;
+    assert_eq!(listed, json!([]));
+    let code = refused(
+        &runtime,
+        "answer_agent_host_tool_call",
+        json!({"runId": run_id, "callKey": call.call_key, "text": "too late"}),
+    )
+    .await;
+    assert_eq!(code, "host.tool_call_not_pending");
+    runtime.shutdown().await.unwrap();
+}
