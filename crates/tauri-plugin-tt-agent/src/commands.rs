@@ -17,7 +17,7 @@ macro_rules! table_commands {
                 request: Option<serde_json::Value>,
             ) -> Result<$answer, HostError> {
                 let request: $request = decode(stringify!($name), request)?;
-                crate::table::host_commands::$name(state.runtime(), request).await
+                tt_runtime::host_commands::$name(state.runtime(), request).await
             }
         )*
 
@@ -28,10 +28,11 @@ macro_rules! table_commands {
                 $($name,)*
                 crate::streams::subscribe_agent_run_events,
                 crate::streams::subscribe_agent_run_updates,
+                crate::streams::subscribe_agent_host_tool_calls,
                 crate::streams::unsubscribe_agent_stream,
             ]
         }
     };
 }
 
-crate::table::for_each_host_command!(table_commands);
+tt_runtime::for_each_host_command!(table_commands);

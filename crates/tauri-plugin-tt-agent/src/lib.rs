@@ -12,7 +12,6 @@ mod commands;
 mod config;
 mod request;
 mod streams;
-mod table;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,9 +21,11 @@ use tauri::{AppHandle, Manager, RunEvent, Runtime};
 use tt_runtime::{AgentRuntime, AgentRuntimeBuilder, HostError};
 
 pub use config::Config;
+/// The host command table's names, which the plugin's commands are.
+pub use tt_runtime::HOST_COMMANDS;
 pub use streams::{
-    RunStreamMessage, RunUpdatesMessage, STREAM_COMMANDS, StreamId, SubscribeRunEventsRequest,
-    UnsubscribeRequest,
+    HostToolCallsMessage, RunStreamMessage, RunUpdatesMessage, STREAM_COMMANDS, StreamId,
+    SubscribeRunEventsRequest, UnsubscribeRequest,
 };
 
 /// The plugin's name: its commands are invoked as `plugin:tt-agent|<command>`, its permissions
@@ -216,4 +217,3 @@ fn shutdown_on_exit<R: Runtime>(app: &AppHandle<R>) {
         let _ = tauri::async_runtime::block_on(async move { runtime.shutdown().await });
     }
 }
-pub use crate::table::HOST_COMMANDS;

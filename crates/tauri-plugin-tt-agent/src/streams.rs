@@ -13,7 +13,12 @@
 //! runtime starts or changes status, `{kind: "lagged"}` when changes were skipped (re-read
 //! `list_agent_runs`), `{kind: "end"}` at shutdown.
 //!
-//! Both answer a [`StreamId`]; `unsubscribe_agent_stream {request: {streamId}}` closes one.
+//! `subscribe_agent_host_tool_calls {onCall}`: `{kind: "call", call}` each time a call of a
+//! host-answered tool starts waiting for the page (answer it with
+//! `answer_agent_host_tool_call`), `{kind: "lagged"}` when calls were missed (read
+//! `list_agent_host_tool_calls`), `{kind: "end"}` when the runtime goes away.
+//!
+//! Each answers a [`StreamId`]; `unsubscribe_agent_stream {request: {streamId}}` closes one.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,7 +28,10 @@ use serde::{Deserialize, Serialize};
 use tauri::async_runtime::JoinHandle;
 use tauri::ipc::Channel;
 use tauri::{Runtime, State, Webview};
-use tt_runtime::{AgentRun, AgentRunEvent, HostError, ReadEventsRequest, RunUpdate};
+use tokio::sync::broadcast::error::RecvError;
+use tt_runtime::{
+    AgentRun, AgentRunEvent, HostError, PendingHostToolCall, ReadEventsRequest, RunUpdate,
+};
 
 use crate::TtAgent;
 use crate::request::decode;
@@ -32,6 +40,7 @@ use crate::request::decode;
 pub const STREAM_COMMANDS: &[&str] = &[
     "subscribe_agent_run_events",
     "subscribe_agent_run_updates",
+    "subscribe_agent_host_tool_calls",
     "unsubscribe_agent_stream",
 ];
 
@@ -80,6 +89,19 @@ pub enum RunUpdatesMessage {
     /// A run started or changed status: the run as it is now.
     Changed { run: Box<AgentRun> },
     /// Changes were skipped: re-read `list_agent_runs`.
+    Lagged,
+    /// The runtime shut down.
+    End,
+}
+
+/// One message on the host-tool calls channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum HostToolCallsMessage {
+    /// A call of a host-answered tool started waiting for the page's answer
+    /// (`answer_agent_host_tool_call`).
+    Call { call: Box<PendingHostToolCall> },
+    /// Calls were missed: read `list_agent_host_tool_calls` of the runs the page follows.
     Lagged,
     /// The runtime shut down.
     End,
@@ -222,6 +244,32 @@ pub fn subscribe_run_updates(
     }))
 }
 
+/// What `subscribe_agent_host_tool_calls` does, for any channel: each call of a
+/// host-answered tool (`HostTool::answered_by_host`, `register_agent_host_tool`) as it starts
+/// waiting, in any run.
+pub fn subscribe_host_tool_calls(
+    &self,
+    webview: &str,
+    channel: Channel<HostToolCallsMessage>,
+) -> Result<StreamId, HostError> {
+    let mut calls = self.runtime.host_tool_call_feed()?;
+    Ok(self.streams.open(webview, async move {
+        loop {
+            let message = match calls.recv().await {
+                Ok(call) => HostToolCallsMessage::Call {
+                    call: Box::new(call),
+                },
+                Err(RecvError::Lagged(_)) => HostToolCallsMessage::Lagged,
+                Err(RecvError::Closed) => HostToolCallsMessage::End,
+            };
+            let last = message == HostToolCallsMessage::End;
+            if channel.send(message).is_err() || last {
+                return;
+            }
+        }
+    }))
+}
+
 /// Closes a stream; `false` when it was not open (already ended or closed).
 pub fn unsubscribe(&self, id: StreamId) -> bool {
     self.streams.close(id)
@@ -235,6 +283,15 @@ pub(crate) async fn subscribe_agent_run_updates<R: Runtime>(
     on_update: Channel<RunUpdatesMessage>,
 ) -> Result<StreamId, HostError> {
     state.subscribe_run_updates(webview.label(), on_update)
+}
+
+#[tauri::command]
+pub(crate) async fn subscribe_agent_host_tool_calls<R: Runtime>(
+    webview: Webview<R>,
+    state: State<'_, TtAgent>,
+    on_call: Channel<HostToolCallsMessage>,
+) -> Result<StreamId, HostError> {
+    state.subscribe_host_tool_calls(webview.label(), on_call)
 }
 
 #[tauri::command]

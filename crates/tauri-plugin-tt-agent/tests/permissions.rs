@@ -23,7 +23,7 @@ fn the_command_list_is_the_host_command_table_then_the_stream_commands() {
 }
 
 #[test]
-fn the_default_permission_set_allows_every_command() {
+fn the_default_permission_set_allows_every_command_but_adding_and_calling_mcp_servers() {
     let text = std::fs::read_to_string(format!(
         "{}/permissions/default.toml",
         super::support::PLUGIN_DIR
@@ -36,12 +36,29 @@ fn the_default_permission_set_allows_every_command() {
         .iter()
         .map(|value| value.as_str().unwrap().to_owned())
         .collect();
+    let allow = |name: &String| format!("allow-{}", name.replace('_', "-"));
     let expected: Vec<String> = listed()
         .iter()
-        .map(|name| format!("allow-{}", name.replace('_', "-")))
+        .filter(|name| !MCP_SERVER_COMMANDS.contains(&name.as_str()))
+        .map(allow)
         .collect();
     assert_eq!(allowed, expected);
+    // What the default leaves out is the `allow-mcp-servers` set.
+    let sets = file["set"].as_array().unwrap();
+    assert_eq!(sets[0]["identifier"].as_str(), Some("allow-mcp-servers"));
+    let mcp: Vec<String> = MCP_SERVER_COMMANDS
+        .iter()
+        .map(|name| allow(&(*name).to_owned()))
+        .collect();
+    assert_eq!(sets[0]["permissions"], toml::Value::from(mcp));
 }
+
+/// The commands the default set leaves out: adding a stdio MCP server starts a process.
+const MCP_SERVER_COMMANDS: &[&str] = &[
+    "add_agent_mcp_server",
+    "remove_agent_mcp_server",
+    "call_agent_mcp_tool",
+];
 
 #[test]
 fn a_window_without_the_permission_is_refused() {

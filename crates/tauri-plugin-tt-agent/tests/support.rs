@@ -17,7 +17,7 @@ use tauri::utils::acl::resolved::Resolved;
 use tauri::utils::platform::Target;
 use tauri::webview::InvokeRequest;
 use tauri::{App, WebviewWindow};
-use tt_runtime::ScriptedProvider;
+use tt_runtime::{CommitBridgeChoice, ScriptedProvider};
 
 pub const PLUGIN_DIR: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -61,12 +61,21 @@ pub struct TestApp {
     pub messages: Receiver<(u32, usize, Value)>,
 }
 
-/// The mock app with the plugin on `data_dir`, answering with `script`, granted `permissions`.
-pub fn app_with(data_dir: &Path, script: &Value, permissions: &[&str]) -> TestApp {
+/// The mock app with the plugin on `data_dir`, answering with `script`, granted `permissions`;
+/// commits wait for the webview's answer (`CommitBridgeChoice::HostApi`) unless `bridge` says
+/// otherwise.
+pub fn app_with_bridge(
+    data_dir: &Path,
+    script: &Value,
+    permissions: &[&str],
+    bridge: CommitBridgeChoice,
+) -> TestApp {
     let provider = ScriptedProvider::from_json_str(&script.to_string()).unwrap();
     let plugin = tauri_plugin_tt_agent::Builder::new()
         .data_dir(data_dir)
-        .runtime(move |builder, _app| Ok(builder.provider(Arc::new(provider))))
+        .runtime(move |builder, _app| {
+            Ok(builder.provider(Arc::new(provider)).commit_bridge(bridge))
+        })
         .build();
     let mut context = mock_context(noop_assets());
     *context.runtime_authority_mut() = authority(permissions);
@@ -93,9 +102,24 @@ pub fn app_with(data_dir: &Path, script: &Value, permissions: &[&str]) -> TestAp
     }
 }
 
-/// The mock app with the plugin's default permission set.
+pub fn app_with(data_dir: &Path, script: &Value, permissions: &[&str]) -> TestApp {
+    app_with_bridge(data_dir, script, permissions, CommitBridgeChoice::HostApi)
+}
+
+/// The mock app with the plugin's default permission set; commits wait for the webview.
 pub fn app(data_dir: &Path, script: &Value) -> TestApp {
     app_with(data_dir, script, &["tt-agent:default"])
+}
+
+/// The mock app with the plugin's default permission set; commits go to the store's
+/// transcript, answered at once (runs finish without the webview).
+pub fn app_transcript(data_dir: &Path, script: &Value) -> TestApp {
+    app_with_bridge(
+        data_dir,
+        script,
+        &["tt-agent:default"],
+        CommitBridgeChoice::Transcript,
+    )
 }
 
 impl TestApp {
@@ -139,7 +163,7 @@ impl TestApp {
             let (channel, index, message) = self
                 .messages
                 .recv_timeout(Duration::from_secs(60))
-                .expect("a channel message");
+                .unwrap_or_else(|err| panic!("no message on channel {id} ({err}); others: {parked:?}"));
             if channel == id {
                 return message;
             }

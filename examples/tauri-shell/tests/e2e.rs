@@ -121,7 +121,7 @@ fn a_run_is_driven_from_the_webview_and_resumed_after_a_restart() {
     app.wait_for_attribute("#status", "data-status", "completed");
 
     app.click("[data-testid=start-long]");
-    app.wait_for_text("#events", "model_call_started");
+    app.wait_for_text("#events", "model_request_created");
     app.screenshot(&artifacts().join("long-run.png"));
     app.quit();
 
