@@ -65,7 +65,8 @@ impl Config {
             if let Some(env) = &self.api_key_env {
                 spec = spec.with_api_key_env(env.clone());
             }
-            let provider = tt_runtime::build_provider(&spec).map_err(|err| invalid(format!("{err:#}")))?;
+            let provider =
+                tt_runtime::build_provider(&spec).map_err(|err| invalid(format!("{err:#}")))?;
             return Ok(builder
                 .provider_model_info(spec.model_info())
                 .provider(provider));

@@ -21,12 +21,12 @@ use tauri::{AppHandle, Manager, RunEvent, Runtime};
 use tt_runtime::{AgentRuntime, AgentRuntimeBuilder, HostError};
 
 pub use config::Config;
-/// The host command table's names, which the plugin's commands are.
-pub use tt_runtime::HOST_COMMANDS;
 pub use streams::{
     HostToolCallsMessage, RunStreamMessage, RunUpdatesMessage, STREAM_COMMANDS, StreamId,
     SubscribeRunEventsRequest, UnsubscribeRequest,
 };
+/// The host command table's names, which the plugin's commands are.
+pub use tt_runtime::HOST_COMMANDS;
 
 /// The plugin's name: its commands are invoked as `plugin:tt-agent|<command>`, its permissions
 /// are `tt-agent:<permission>` and its config is `plugins."tt-agent"` in `tauri.conf.json`.
@@ -86,8 +86,7 @@ impl<R: Runtime, T: Manager<R>> TtAgentExt<R> for T {
 }
 
 type Configure<R> = Box<
-    dyn FnOnce(AgentRuntimeBuilder, &AppHandle<R>) -> Result<AgentRuntimeBuilder, HostError>
-        + Send,
+    dyn FnOnce(AgentRuntimeBuilder, &AppHandle<R>) -> Result<AgentRuntimeBuilder, HostError> + Send,
 >;
 
 /// Builds the plugin. `Builder::new().build()` (or [`init`]) takes everything from the plugin's

@@ -155,7 +155,6 @@ impl Streams {
             }
         }
     }
-
 }
 
 #[tauri::command]
@@ -172,108 +171,108 @@ pub(crate) async fn subscribe_agent_run_events<R: Runtime>(
 }
 
 impl TtAgent {
-/// What `subscribe_agent_run_events` does, for any channel (also one the app makes in Rust);
-/// `webview` is the label of the webview whose page load closes the stream.
-/// An unknown run, or an invalid invocation id, is refused here with its code rather than
-/// as a stream that fails at once.
-pub async fn subscribe_run_events(
-    &self,
-    webview: &str,
-    request: SubscribeRunEventsRequest,
-    channel: Channel<RunStreamMessage>,
-) -> Result<StreamId, HostError> {
-    self.runtime
-        .read_events(ReadEventsRequest {
-            run_id: request.run_id.clone(),
-            limit: Some(1),
-            invocation_id: request.invocation_id.clone(),
-            ..ReadEventsRequest::default()
-        })
-        .await?;
-    let mut subscription =
+    /// What `subscribe_agent_run_events` does, for any channel (also one the app makes in Rust);
+    /// `webview` is the label of the webview whose page load closes the stream.
+    /// An unknown run, or an invalid invocation id, is refused here with its code rather than
+    /// as a stream that fails at once.
+    pub async fn subscribe_run_events(
+        &self,
+        webview: &str,
+        request: SubscribeRunEventsRequest,
+        channel: Channel<RunStreamMessage>,
+    ) -> Result<StreamId, HostError> {
         self.runtime
-            .subscribe(&request.run_id, request.after_seq, request.invocation_id);
-    if request.through_resumes {
-        subscription = subscription.through_resumes();
+            .read_events(ReadEventsRequest {
+                run_id: request.run_id.clone(),
+                limit: Some(1),
+                invocation_id: request.invocation_id.clone(),
+                ..ReadEventsRequest::default()
+            })
+            .await?;
+        let mut subscription =
+            self.runtime
+                .subscribe(&request.run_id, request.after_seq, request.invocation_id);
+        if request.through_resumes {
+            subscription = subscription.through_resumes();
+        }
+        Ok(self.streams.open(webview, async move {
+            loop {
+                let (message, last) = match subscription.next().await {
+                    Ok(Some(event)) => (
+                        RunStreamMessage::Event {
+                            event: Box::new(event),
+                        },
+                        false,
+                    ),
+                    Ok(None) => (RunStreamMessage::End, true),
+                    Err(err) => (
+                        RunStreamMessage::Error {
+                            code: err.code,
+                            message: err.message,
+                        },
+                        true,
+                    ),
+                };
+                // A channel whose page is gone stops the stream.
+                if channel.send(message).is_err() || last {
+                    return;
+                }
+            }
+        }))
     }
-    Ok(self.streams.open(webview, async move {
-        loop {
-            let (message, last) = match subscription.next().await {
-                Ok(Some(event)) => (
-                    RunStreamMessage::Event {
-                        event: Box::new(event),
+
+    /// What `subscribe_agent_run_updates` does, for any channel.
+    pub fn subscribe_run_updates(
+        &self,
+        webview: &str,
+        channel: Channel<RunUpdatesMessage>,
+    ) -> Result<StreamId, HostError> {
+        let mut updates = self.runtime.run_updates()?;
+        Ok(self.streams.open(webview, async move {
+            loop {
+                let message = match updates.next().await {
+                    Some(RunUpdate::Changed(run)) => RunUpdatesMessage::Changed { run },
+                    Some(_) => RunUpdatesMessage::Lagged,
+                    None => RunUpdatesMessage::End,
+                };
+                let last = message == RunUpdatesMessage::End;
+                if channel.send(message).is_err() || last {
+                    return;
+                }
+            }
+        }))
+    }
+
+    /// What `subscribe_agent_host_tool_calls` does, for any channel: each call of a
+    /// host-answered tool (`HostTool::answered_by_host`, `register_agent_host_tool`) as it starts
+    /// waiting, in any run.
+    pub fn subscribe_host_tool_calls(
+        &self,
+        webview: &str,
+        channel: Channel<HostToolCallsMessage>,
+    ) -> Result<StreamId, HostError> {
+        let mut calls = self.runtime.host_tool_call_feed()?;
+        Ok(self.streams.open(webview, async move {
+            loop {
+                let message = match calls.recv().await {
+                    Ok(call) => HostToolCallsMessage::Call {
+                        call: Box::new(call),
                     },
-                    false,
-                ),
-                Ok(None) => (RunStreamMessage::End, true),
-                Err(err) => (
-                    RunStreamMessage::Error {
-                        code: err.code,
-                        message: err.message,
-                    },
-                    true,
-                ),
-            };
-            // A channel whose page is gone stops the stream.
-            if channel.send(message).is_err() || last {
-                return;
+                    Err(RecvError::Lagged(_)) => HostToolCallsMessage::Lagged,
+                    Err(RecvError::Closed) => HostToolCallsMessage::End,
+                };
+                let last = message == HostToolCallsMessage::End;
+                if channel.send(message).is_err() || last {
+                    return;
+                }
             }
-        }
-    }))
-}
+        }))
+    }
 
-/// What `subscribe_agent_run_updates` does, for any channel.
-pub fn subscribe_run_updates(
-    &self,
-    webview: &str,
-    channel: Channel<RunUpdatesMessage>,
-) -> Result<StreamId, HostError> {
-    let mut updates = self.runtime.run_updates()?;
-    Ok(self.streams.open(webview, async move {
-        loop {
-            let message = match updates.next().await {
-                Some(RunUpdate::Changed(run)) => RunUpdatesMessage::Changed { run },
-                Some(_) => RunUpdatesMessage::Lagged,
-                None => RunUpdatesMessage::End,
-            };
-            let last = message == RunUpdatesMessage::End;
-            if channel.send(message).is_err() || last {
-                return;
-            }
-        }
-    }))
-}
-
-/// What `subscribe_agent_host_tool_calls` does, for any channel: each call of a
-/// host-answered tool (`HostTool::answered_by_host`, `register_agent_host_tool`) as it starts
-/// waiting, in any run.
-pub fn subscribe_host_tool_calls(
-    &self,
-    webview: &str,
-    channel: Channel<HostToolCallsMessage>,
-) -> Result<StreamId, HostError> {
-    let mut calls = self.runtime.host_tool_call_feed()?;
-    Ok(self.streams.open(webview, async move {
-        loop {
-            let message = match calls.recv().await {
-                Ok(call) => HostToolCallsMessage::Call {
-                    call: Box::new(call),
-                },
-                Err(RecvError::Lagged(_)) => HostToolCallsMessage::Lagged,
-                Err(RecvError::Closed) => HostToolCallsMessage::End,
-            };
-            let last = message == HostToolCallsMessage::End;
-            if channel.send(message).is_err() || last {
-                return;
-            }
-        }
-    }))
-}
-
-/// Closes a stream; `false` when it was not open (already ended or closed).
-pub fn unsubscribe(&self, id: StreamId) -> bool {
-    self.streams.close(id)
-}
+    /// Closes a stream; `false` when it was not open (already ended or closed).
+    pub fn unsubscribe(&self, id: StreamId) -> bool {
+        self.streams.close(id)
+    }
 }
 
 #[tauri::command]

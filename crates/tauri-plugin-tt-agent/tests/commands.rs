@@ -63,7 +63,10 @@ fn runs_are_started_read_and_listed_and_bad_starts_are_refused_with_codes() {
     let run_id = start(&app, "default-writer");
     let ended = app.call("wait_agent_run", json!({"runId": run_id}));
     assert_eq!(ended["status"], "completed", "{ended}");
-    assert_eq!(app.call("read_agent_run", json!({"runId": run_id}))["id"], json!(run_id));
+    assert_eq!(
+        app.call("read_agent_run", json!({"runId": run_id}))["id"],
+        json!(run_id)
+    );
     // No request, `null` and `{}` are the same for a command with defaults or no input.
     let runs = app.invoke("list_agent_runs", json!({})).unwrap();
     assert_eq!(runs[0]["id"], json!(run_id));
@@ -71,19 +74,49 @@ fn runs_are_started_read_and_listed_and_bad_starts_are_refused_with_codes() {
     assert_eq!(app.call("list_unreadable_agent_runs", json!({})), json!([]));
 
     let refused = [
-        ("start_agent_run", json!({"stableChatId": "c", "userRequest": "W.", "profileId": "nobody"}),
-            "agent.profile_not_found"),
-        ("start_agent_run", json!({"stableChatId": 7}), "host.request_invalid"),
-        ("start_agent_run", json!(["chat-1", "Write."]), "host.request_invalid"),
-        ("start_agent_run", json!({"stableChatId": " ", "userRequest": "W."}),
-            "agent.stable_chat_id_invalid"),
-        ("read_agent_run", json!({"runId": "run_unknown"}), "agent.not_found"),
-        ("cancel_agent_run", json!({"runId": "run_unknown"}), "agent.not_found"),
+        (
+            "start_agent_run",
+            json!({"stableChatId": "c", "userRequest": "W.", "profileId": "nobody"}),
+            "agent.profile_not_found",
+        ),
+        (
+            "start_agent_run",
+            json!({"stableChatId": 7}),
+            "host.request_invalid",
+        ),
+        (
+            "start_agent_run",
+            json!(["chat-1", "Write."]),
+            "host.request_invalid",
+        ),
+        (
+            "start_agent_run",
+            json!({"stableChatId": " ", "userRequest": "W."}),
+            "agent.stable_chat_id_invalid",
+        ),
+        (
+            "read_agent_run",
+            json!({"runId": "run_unknown"}),
+            "agent.not_found",
+        ),
+        (
+            "cancel_agent_run",
+            json!({"runId": "run_unknown"}),
+            "agent.not_found",
+        ),
         ("read_agent_run", json!({}), "host.request_invalid"),
-        ("list_agent_runs", json!({"limit": "many"}), "host.request_invalid"),
+        (
+            "list_agent_runs",
+            json!({"limit": "many"}),
+            "host.request_invalid",
+        ),
     ];
     for (command, request, code) in refused {
-        assert_eq!(app.refused(command, request.clone()), code, "{command} {request}");
+        assert_eq!(
+            app.refused(command, request.clone()),
+            code,
+            "{command} {request}"
+        );
     }
 }
 
@@ -103,11 +136,17 @@ fn a_run_in_the_wrong_state_is_refused_and_a_finished_run_branches() {
         "agent.run_not_abandonable"
     );
     assert_eq!(
-        app.refused("submit_agent_guidance", json!({"runId": run_id, "text": "Louder."})),
+        app.refused(
+            "submit_agent_guidance",
+            json!({"runId": run_id, "text": "Louder."})
+        ),
         "agent.guidance_mailbox_closed"
     );
     assert_eq!(
-        app.refused("cancel_agent_task", json!({"runId": run_id, "taskId": "task_unknown"})),
+        app.refused(
+            "cancel_agent_task",
+            json!({"runId": run_id, "taskId": "task_unknown"})
+        ),
         "agent.run_not_running"
     );
     assert_eq!(
@@ -134,7 +173,10 @@ fn a_run_is_read_through_its_events_tree_files_usage_and_records() {
     let run_id = start(&app, "default-writer");
     app.call("wait_agent_run", json!({"runId": run_id}));
     let run = json!({"runId": run_id});
-    let page = app.call("read_agent_run_events", json!({"runId": run_id, "limit": 2}));
+    let page = app.call(
+        "read_agent_run_events",
+        json!({"runId": run_id, "limit": 2}),
+    );
     assert_eq!(page["events"][0]["seq"], 1);
     assert_eq!(page["events"].as_array().unwrap().len(), 2);
     let tree = app.call("read_agent_timeline", run.clone());
@@ -149,13 +191,22 @@ fn a_run_is_read_through_its_events_tree_files_usage_and_records() {
         json!({"runId": run_id, "path": "output/main.md"}),
     );
     assert_eq!(file["text"], "draft");
-    assert_eq!(app.call("check_agent_run", run.clone())["findings"], json!([]));
+    assert_eq!(
+        app.call("check_agent_run", run.clone())["findings"],
+        json!([])
+    );
     let conversation = app.call(
         "read_agent_conversation",
         json!({"runId": run_id, "invocationId": "inv_root"}),
     );
     assert_eq!(conversation["profileId"], "default-writer");
-    assert_eq!(app.call("read_agent_record", json!({"runId": run_id, "reference": "run.json"}))["id"], json!(run_id));
+    assert_eq!(
+        app.call(
+            "read_agent_record",
+            json!({"runId": run_id, "reference": "run.json"})
+        )["id"],
+        json!(run_id)
+    );
     assert!(app.call("export_agent_run_otel", run.clone())["resourceSpans"].is_array());
     assert_eq!(app.call("read_agent_run_failure", run), Value::Null);
 
@@ -167,7 +218,11 @@ fn a_run_is_read_through_its_events_tree_files_usage_and_records() {
         "list_agent_workspace_files",
         "list_agent_tool_approvals",
     ] {
-        assert_eq!(app.refused(command, unknown.clone()), "agent.not_found", "{command}");
+        assert_eq!(
+            app.refused(command, unknown.clone()),
+            "agent.not_found",
+            "{command}"
+        );
     }
     assert_eq!(
         app.refused(
@@ -245,7 +300,11 @@ fn an_approval_and_a_commit_are_answered_from_the_webview() {
     );
     // At finish: the state the run leaves is bound to its message, by the webview.
     let asked = app.events_until(1, "persistent_state_metadata_update_requested", &mut parked);
-    assert!(asked.iter().any(|event| event["type"] == "chat_commit_completed"));
+    assert!(
+        asked
+            .iter()
+            .any(|event| event["type"] == "chat_commit_completed")
+    );
     let update = &asked.last().unwrap()["payload"];
     assert_eq!(update["messageId"], "m1");
     assert_eq!(
@@ -329,8 +388,10 @@ fn profiles_skills_connections_and_tools_are_managed_with_codes_for_bad_input() 
         "mcp.server_not_found"
     );
     assert_eq!(
-        app.call("read_agent_persist_state", json!({"stableChatId": "chat-1"})),
+        app.call(
+            "read_agent_persist_state",
+            json!({"stableChatId": "chat-1"})
+        ),
         json!({"stateId": null})
     );
 }
-

@@ -75,5 +75,8 @@ fn a_window_without_the_permission_is_refused() {
             serde_json::json!({"request": {"stableChatId": "c", "userRequest": "Hi"}}),
         )
         .unwrap_err();
-    assert!(refused.as_str().unwrap().contains("not allowed"), "{refused}");
+    assert!(
+        refused.as_str().unwrap().contains("not allowed"),
+        "{refused}"
+    );
 }

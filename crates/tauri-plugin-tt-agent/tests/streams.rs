@@ -83,18 +83,30 @@ fn the_runs_list_follows_itself_and_bad_subscriptions_are_refused() {
         }
     }
     let refusals = [
-        (json!({"request": {"runId": "run_unknown"}, "onEvent": "__CHANNEL__:5"}), "agent.not_found"),
-        (json!({"request": {"runId": run["id"], "invocationId": ""}, "onEvent": "__CHANNEL__:5"}),
-            "agent.read_events_invocation_id_invalid"),
-        (json!({"request": {"runId": run["id"], "afterSeq": -1}, "onEvent": "__CHANNEL__:5"}),
-            "host.request_invalid"),
+        (
+            json!({"request": {"runId": "run_unknown"}, "onEvent": "__CHANNEL__:5"}),
+            "agent.not_found",
+        ),
+        (
+            json!({"request": {"runId": run["id"], "invocationId": ""}, "onEvent": "__CHANNEL__:5"}),
+            "agent.read_events_invocation_id_invalid",
+        ),
+        (
+            json!({"request": {"runId": run["id"], "afterSeq": -1}, "onEvent": "__CHANNEL__:5"}),
+            "host.request_invalid",
+        ),
     ];
     for (body, code) in refusals {
-        let err = app.invoke("subscribe_agent_run_events", body.clone()).unwrap_err();
+        let err = app
+            .invoke("subscribe_agent_run_events", body.clone())
+            .unwrap_err();
         assert_eq!(err["code"], code, "{body}: {err}");
     }
     let err = app
-        .invoke("unsubscribe_agent_stream", json!({"request": {"streamId": "one"}}))
+        .invoke(
+            "unsubscribe_agent_stream",
+            json!({"request": {"streamId": "one"}}),
+        )
         .unwrap_err();
     assert_eq!(err["code"], "host.request_invalid", "{err}");
 }
@@ -111,10 +123,18 @@ fn the_app_exit_shuts_the_runtime_down_and_the_run_resumes_at_the_next_start() {
     let mut parked = Vec::new();
     app.follow(4, &run_id, 0);
     app.events_until(4, "model_request_created", &mut parked);
-    // The last window goes: the mock event loop asks to exit, then exits (`RunEvent::Exit`).
-    app.window.destroy().unwrap();
-    let crate::support::TestApp { app: tauri_app, .. } = app;
-    tauri_app.run_return(|_, _| {});
+    // The last window goes once the event loop runs: it asks to exit, then exits
+    // (`RunEvent::Exit`, where the plugin shuts the runtime down).
+    let crate::support::TestApp {
+        app: tauri_app,
+        window,
+        ..
+    } = app;
+    tauri_app.run_return(move |_, event| {
+        if let tauri::RunEvent::Ready = event {
+            window.destroy().unwrap();
+        }
+    });
 
     let next = app_transcript(dir.path(), &script());
     let stopped = next.call("read_agent_run", json!({"runId": run_id}));

@@ -150,7 +150,10 @@ impl TestApp {
             .invoke(command, json!({ "request": request }))
             .expect_err(command);
         assert!(err["message"].is_string(), "{err}");
-        err["code"].as_str().unwrap_or_else(|| panic!("{err}")).to_owned()
+        err["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{err}"))
+            .to_owned()
     }
 
     /// The next message of channel `id` (messages of other channels are kept for later).
@@ -163,7 +166,9 @@ impl TestApp {
             let (channel, index, message) = self
                 .messages
                 .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|err| panic!("no message on channel {id} ({err}); others: {parked:?}"));
+                .unwrap_or_else(|err| {
+                    panic!("no message on channel {id} ({err}); others: {parked:?}")
+                });
             if channel == id {
                 return message;
             }
@@ -184,7 +189,12 @@ impl TestApp {
     }
 
     /// The run's events on channel `id` up to and including the first of `event_type`.
-    pub fn events_until(&self, id: u32, event_type: &str, parked: &mut Vec<(u32, usize, Value)>) -> Vec<Value> {
+    pub fn events_until(
+        &self,
+        id: u32,
+        event_type: &str,
+        parked: &mut Vec<(u32, usize, Value)>,
+    ) -> Vec<Value> {
         let mut events = Vec::new();
         loop {
             let message = self.next_message(id, parked);
