@@ -1,5 +1,5 @@
 import type { AgentRun, AgentRunEvent } from './types.js';
-import type { HostCommands } from './commands.js';
+import type { HostCommands, PendingHostToolCall } from './commands.js';
 export * from './types.js';
 export * from './commands.js';
 /** The plugin's name in `plugin:tt-agent|…` and `tt-agent:…` permissions. */
@@ -63,5 +63,19 @@ export interface Stream {
 export declare function followRun(request: SubscribeRunEventsRequest, follower: RunFollower): Promise<Stream>;
 /** Follows the runs list: each run of this runtime that starts or changes status. */
 export declare function followRunUpdates(onMessage: (message: RunUpdatesMessage) => void): Promise<Stream>;
+/** One message of the host-tool calls stream. */
+export type HostToolCallsMessage = {
+    kind: 'call';
+    call: PendingHostToolCall;
+} | {
+    kind: 'lagged';
+} | {
+    kind: 'end';
+};
+/**
+ * Follows the calls of host-answered tools as they start waiting, in any run; answer each with
+ * `command('answer_agent_host_tool_call', {runId, callKey, text})`.
+ */
+export declare function followHostToolCalls(onMessage: (message: HostToolCallsMessage) => void): Promise<Stream>;
 /** Closes a stream; `false` when it had ended already. */
 export declare function unsubscribe(streamId: number): Promise<boolean>;

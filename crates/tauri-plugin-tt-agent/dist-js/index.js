@@ -2,7 +2,8 @@
 //
 // `command(name, request)` invokes one command of the runtime's host command table
 // (`plugin:tt-agent|<name>` with `{request}`), typed by `HostCommands`; a refusal rejects with
-// a `HostError {code, message}`. `followRun` and `followRunUpdates` stream over a Tauri
+// a `HostError {code, message}`. `followRun`, `followRunUpdates` and `followHostToolCalls`
+// stream over a Tauri
 // `Channel`, live; `followRun` resumes after the last seq it delivered when the page comes
 // back (keep `lastSeq` across a reload, e.g. in sessionStorage, and pass it as `afterSeq`).
 import { Channel, invoke } from '@tauri-apps/api/core';
@@ -76,6 +77,16 @@ export async function followRunUpdates(onMessage) {
     const channel = new Channel();
     channel.onmessage = onMessage;
     const streamId = await call('subscribe_agent_run_updates', { onUpdate: channel });
+    return { streamId, lastSeq: 0, close: () => unsubscribe(streamId) };
+}
+/**
+ * Follows the calls of host-answered tools as they start waiting, in any run; answer each with
+ * `command('answer_agent_host_tool_call', {runId, callKey, text})`.
+ */
+export async function followHostToolCalls(onMessage) {
+    const channel = new Channel();
+    channel.onmessage = onMessage;
+    const streamId = await call('subscribe_agent_host_tool_calls', { onCall: channel });
     return { streamId, lastSeq: 0, close: () => unsubscribe(streamId) };
 }
 /** Closes a stream; `false` when it had ended already. */

@@ -216,3 +216,7 @@ export interface ReadEventsResponse {
     timelineProjection?: TimelineProjection;
     [field: string]: unknown;
 }
+export interface ListRunsRequest {
+    offset?: number;
+    limit?: number;
+}

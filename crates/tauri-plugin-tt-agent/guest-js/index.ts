@@ -2,13 +2,14 @@
 //
 // `command(name, request)` invokes one command of the runtime's host command table
 // (`plugin:tt-agent|<name>` with `{request}`), typed by `HostCommands`; a refusal rejects with
-// a `HostError {code, message}`. `followRun` and `followRunUpdates` stream over a Tauri
+// a `HostError {code, message}`. `followRun`, `followRunUpdates` and `followHostToolCalls`
+// stream over a Tauri
 // `Channel`, live; `followRun` resumes after the last seq it delivered when the page comes
 // back (keep `lastSeq` across a reload, e.g. in sessionStorage, and pass it as `afterSeq`).
 
 import { Channel, invoke } from '@tauri-apps/api/core'
 import type { AgentRun, AgentRunEvent } from './types.js'
-import type { HostCommands } from './commands.js'
+import type { HostCommands, PendingHostToolCall } from './commands.js'
 
 export * from './types.js'
 export * from './commands.js'
@@ -135,6 +136,25 @@ export async function followRunUpdates(
   const channel = new Channel<RunUpdatesMessage>()
   channel.onmessage = onMessage
   const streamId = await call<number>('subscribe_agent_run_updates', { onUpdate: channel })
+  return { streamId, lastSeq: 0, close: () => unsubscribe(streamId) }
+}
+
+/** One message of the host-tool calls stream. */
+export type HostToolCallsMessage =
+  | { kind: 'call'; call: PendingHostToolCall }
+  | { kind: 'lagged' }
+  | { kind: 'end' }
+
+/**
+ * Follows the calls of host-answered tools as they start waiting, in any run; answer each with
+ * `command('answer_agent_host_tool_call', {runId, callKey, text})`.
+ */
+export async function followHostToolCalls(
+  onMessage: (message: HostToolCallsMessage) => void
+): Promise<Stream> {
+  const channel = new Channel<HostToolCallsMessage>()
+  channel.onmessage = onMessage
+  const streamId = await call<number>('subscribe_agent_host_tool_calls', { onCall: channel })
   return { streamId, lastSeq: 0, close: () => unsubscribe(streamId) }
 }
 

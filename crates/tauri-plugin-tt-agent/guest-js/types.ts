@@ -210,3 +210,8 @@ export interface ReadEventsResponse {
   timelineProjection?: TimelineProjection
   [field: string]: unknown
 }
+
+export interface ListRunsRequest {
+  offset?: number
+  limit?: number
+}

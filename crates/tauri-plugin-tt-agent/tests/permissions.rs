@@ -80,3 +80,26 @@ fn a_window_without_the_permission_is_refused() {
         "{refused}"
     );
 }
+
+#[test]
+fn the_guest_api_types_every_command_of_the_table() {
+    let text = std::fs::read_to_string(format!(
+        "{}/guest-js/commands.ts",
+        super::support::PLUGIN_DIR
+    ))
+    .unwrap();
+    let body = text
+        .split("export interface HostCommands {")
+        .nth(1)
+        .unwrap();
+    let mut typed: Vec<&str> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("  "))
+        .filter(|line| !line.starts_with(' ') && !line.starts_with('/'))
+        .filter_map(|line| line.split_once(':').map(|(name, _)| name))
+        .collect();
+    typed.sort_unstable();
+    let mut table: Vec<&str> = tauri_plugin_tt_agent::HOST_COMMANDS.to_vec();
+    table.sort_unstable();
+    assert_eq!(typed, table);
+}

@@ -83,7 +83,7 @@ function requestBox(title, body, buttons) {
 }
 
 async function showCommits(runId) {
-  for (const commit of await command('pending_agent_commits', { runId })) {
+  for (const commit of await command('list_agent_chat_commits', { runId })) {
     if (document.querySelector(`[data-commit="${commit.commitId}"]`)) continue
     requestBox(`Publish ${commit.path}?`, commit.content, [
       ['Publish', 'publish', async () => {
@@ -102,7 +102,7 @@ async function showCommits(runId) {
 }
 
 async function showApprovals(runId) {
-  for (const call of await command('pending_agent_approvals', { runId })) {
+  for (const call of await command('list_agent_tool_approvals', { runId })) {
     if (document.querySelector(`[data-approval="${call.approvalId}"]`)) continue
     requestBox(`Allow ${call.tool}?`, JSON.stringify(call.arguments, null, 2), [
       ['Approve', 'approve', () => command('approve_agent_tool_call', { runId, approvalId: call.approvalId, decision: 'approve' })],
@@ -146,7 +146,7 @@ async function follow(runId, afterSeq) {
     onEvent: (event) => { queue = queue.then(() => onEvent(runId, event)).catch(showError) },
     onEnd: () => {
       queue = queue.then(async () => {
-        const run = await command('get_agent_run', { runId })
+        const run = await command('read_agent_run', { runId })
         $('status').textContent = `${runId} ${run.status}`
         $('status').dataset.status = run.status
         if (run.status === 'completed' && !run.forkedFrom) {
