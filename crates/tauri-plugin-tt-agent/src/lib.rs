@@ -10,8 +10,9 @@
 
 mod commands;
 mod config;
+mod messages;
 mod request;
-mod streams;
+mod state;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,10 +22,11 @@ use tauri::{AppHandle, Manager, RunEvent, Runtime};
 use tt_runtime::{AgentRuntime, AgentRuntimeBuilder, HostError};
 
 pub use config::Config;
-pub use streams::{
+pub use messages::{
     HostToolCallsMessage, RunStreamMessage, RunUpdatesMessage, STREAM_COMMANDS, StreamId,
     SubscribeRunEventsRequest, UnsubscribeRequest,
 };
+pub use state::TtAgent;
 /// The host command table's names, which the plugin's commands are.
 pub use tt_runtime::HOST_COMMANDS;
 
@@ -35,43 +37,6 @@ pub const PLUGIN_NAME: &str = "tt-agent";
 /// The names of the plugin's commands, one a line, as `build.rs` generates their permissions
 /// from them: the host command table's, then [`STREAM_COMMANDS`].
 pub const COMMAND_LIST: &str = include_str!("../commands.list");
-
-/// The plugin's managed state: the runtime and the open streams. Reach it from Rust with
-/// `app.state::<TtAgent>()` (or [`TtAgentExt::tt_agent`]).
-pub struct TtAgent {
-    runtime: Arc<AgentRuntime>,
-    streams: streams::Streams,
-}
-
-impl std::fmt::Debug for TtAgent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TtAgent")
-            .field("data_dir", &self.runtime.data_dir())
-            .finish_non_exhaustive()
-    }
-}
-
-impl TtAgent {
-    fn new(runtime: AgentRuntime) -> Self {
-        Self {
-            runtime: Arc::new(runtime),
-            streams: streams::Streams::default(),
-        }
-    }
-
-    /// The runtime, for the app's own Rust code (the same one the commands use).
-    pub fn runtime(&self) -> &Arc<AgentRuntime> {
-        &self.runtime
-    }
-
-    /// Closes every stream and shuts the runtime down: runs still going are stopped and
-    /// recorded (a later start resumes them with `resume_agent_run`), every subscription ends.
-    /// The plugin calls it on `RunEvent::Exit`; a second call returns an empty list.
-    pub async fn shutdown(&self) -> Result<Vec<tt_runtime::AgentRun>, HostError> {
-        self.streams.close_all();
-        self.runtime.shutdown().await
-    }
-}
 
 /// `app.tt_agent()` on an `App`, `AppHandle`, `Window` or `Webview`.
 pub trait TtAgentExt<R: Runtime> {
@@ -161,7 +126,7 @@ impl<R: Runtime> Builder<R> {
                 if payload.event() == tauri::webview::PageLoadEvent::Started
                     && let Some(state) = webview.try_state::<TtAgent>()
                 {
-                    state.streams.close_webview(webview.label());
+                    state.close_webview_streams(webview.label());
                 }
             })
             .on_event(|app, event| {
@@ -210,8 +175,8 @@ fn build_runtime<R: Runtime>(
 /// before the process ends.
 fn shutdown_on_exit<R: Runtime>(app: &AppHandle<R>) {
     if let Some(state) = app.try_state::<TtAgent>() {
-        let runtime = Arc::clone(&state.runtime);
-        state.streams.close_all();
+        let runtime = Arc::clone(state.runtime());
+        state.close_streams();
         // A failed shutdown leaves the runs for the next start to mark interrupted.
         let _ = tauri::async_runtime::block_on(async move { runtime.shutdown().await });
     }

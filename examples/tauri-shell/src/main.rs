@@ -27,7 +27,8 @@ const PROFILES: [&str; 2] = [
 /// whose note says `[second take]` writes a quieter ending.
 fn scripted_model() -> Result<Arc<dyn ModelProvider>, HostError> {
     let script = |text: &str| {
-        ScriptedProvider::from_json_str(text).map_err(|err| HostError::new(err.code(), err.to_string()))
+        ScriptedProvider::from_json_str(text)
+            .map_err(|err| HostError::new(err.code(), err.to_string()))
     };
     Ok(Arc::new(
         ScriptedScenarios::new(script(STORY)?)

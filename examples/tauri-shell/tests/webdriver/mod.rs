@@ -176,8 +176,12 @@ impl Session {
             )
             .unwrap_or_else(|err| panic!("no {selector}: {err}"));
         let element = found[ELEMENT].as_str().unwrap().to_owned();
-        self.call("POST", &format!("/element/{element}/click"), Some(json!({})))
-            .unwrap_or_else(|err| panic!("cannot click {selector}: {err}"));
+        self.call(
+            "POST",
+            &format!("/element/{element}/click"),
+            Some(json!({})),
+        )
+        .unwrap_or_else(|err| panic!("cannot click {selector}: {err}"));
     }
 
     /// Saves a PNG of the window.
