@@ -12,28 +12,35 @@
 
 mod webdriver;
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use webdriver::Session;
 
-/// A child process killed when dropped.
+/// A child process in a process group of its own, the group ended when dropped (`tauri-driver`
+/// starts `WebKitWebDriver`, which starts the app).
 struct Guard(Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
 
+/// Starts `program`, its output (and its children's) in `target/tauri-shell-e2e/<program>.log`.
 fn spawn(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Guard {
+    let log = std::fs::File::create(artifacts().join(format!("{program}.log"))).unwrap();
     let mut command = Command::new(program);
     command
         .args(args)
+        .process_group(0)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
     for (key, value) in envs {
         command.env(key, value);
     }

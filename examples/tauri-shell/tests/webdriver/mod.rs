@@ -14,7 +14,40 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long a wait polls before the test fails: a guard against a hang, not a measurement.
 const PATIENCE: Duration = Duration::from_secs(120);
 
+/// One request; tried again (up to five times) when the connection closes without an answer:
+/// `tauri-driver` proxies to `WebKitWebDriver` over pooled connections, and one that went stale
+/// drops the request before it is sent on (an answer, even an error, is never retried).
 fn request(base: &str, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+    let mut tries = 0;
+    loop {
+        match exchange(base, method, path, body) {
+            Err(Dropped) if tries < 5 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(Dropped) => return Err(format!("{method} {path}: no answer")),
+            Ok(answer) => return answer,
+        }
+    }
+}
+
+/// The connection closed without an answer.
+struct Dropped;
+
+fn exchange(
+    base: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<Result<Value, String>, Dropped> {
+    match send(base, method, path, body) {
+        Ok(raw) if raw.is_empty() => Err(Dropped),
+        Ok(raw) => Ok(parse(&raw)),
+        Err(err) => Ok(Err(err)),
+    }
+}
+
+fn send(base: &str, method: &str, path: &str, body: Option<&Value>) -> Result<Vec<u8>, String> {
     let authority = base.trim_start_matches("http://");
     let mut stream = TcpStream::connect(authority).map_err(|err| err.to_string())?;
     let body = body.map(Value::to_string).unwrap_or_default();
@@ -31,10 +64,14 @@ fn request(base: &str, method: &str, path: &str, body: Option<&Value>) -> Result
     stream
         .read_to_end(&mut raw)
         .map_err(|err| err.to_string())?;
+    Ok(raw)
+}
+
+fn parse(raw: &[u8]) -> Result<Value, String> {
     let split = raw
         .windows(4)
         .position(|window| window == b"\r\n\r\n")
-        .ok_or("no HTTP head")?;
+        .ok_or_else(|| format!("no HTTP head in {:?}", String::from_utf8_lossy(raw)))?;
     let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
     let mut payload = raw[split + 4..].to_vec();
     if head.contains("transfer-encoding: chunked") {
