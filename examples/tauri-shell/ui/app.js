@@ -142,7 +142,8 @@ async function follow(runId, afterSeq) {
   $('status').textContent = `following ${runId}`
   remember(runId, afterSeq)
   let queue = Promise.resolve()
-  current = await followRun({ runId, afterSeq }, {
+  // Through resumes: a resumed run's journal holds its earlier end (`run_interrupted`).
+  current = await followRun({ runId, afterSeq, throughResumes: true }, {
     onEvent: (event) => { queue = queue.then(() => onEvent(runId, event)).catch(showError) },
     onEnd: () => {
       queue = queue.then(async () => {
