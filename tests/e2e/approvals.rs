@@ -138,7 +138,7 @@ async fn an_approved_call_runs_once_and_a_second_answer_changes_nothing() {
 
     // Only this agent waits: the run says so, and the call has not started.
     let handle = runtime.run(&run_id);
-    let pending = handle.pending().approvals;
+    let pending = handle.pending().await.unwrap().approvals;
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].approval_id, approval_id);
     assert_eq!(pending[0].arguments["content"], "Done.");
@@ -257,7 +257,7 @@ async fn edited_arguments_are_checked_before_they_run() {
         assert!(refused.message.contains(why), "{}", refused.message);
     }
     // Still waiting, still answerable.
-    assert_eq!(handle.pending().approvals.len(), 1);
+    assert_eq!(handle.pending().await.unwrap().approvals.len(), 1);
     let edited = json!({"path": "output/main.md", "content": "Edited by a person."});
     let receipt = handle
         .approve_with_arguments(approval_id, edited.clone())
@@ -339,7 +339,16 @@ async fn a_sibling_finishes_while_another_agent_waits() {
     // call is answered, so the helper's completion (before or after the request was journaled,
     // the two race) is proof enough that one agent's wait holds up no other.
     wait_for(&runtime, &run_id, "agent_task_completed").await;
-    assert_eq!(runtime.run(&run_id).pending().approvals.len(), 1);
+    assert_eq!(
+        runtime
+            .run(&run_id)
+            .pending()
+            .await
+            .unwrap()
+            .approvals
+            .len(),
+        1
+    );
     // The run is not the one waiting: its foreground agent is awaiting its tasks.
     assert_ne!(
         runtime.get_run(&run_id).await.unwrap().status,

@@ -31,6 +31,7 @@ async fn faulty_runtime(
         profiles: inner,
         skills: None,
         transcripts: None,
+        mcp_servers: None,
         description: dir.display().to_string(),
     };
     let runtime = AgentRuntimeBuilder::new()

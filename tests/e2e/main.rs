@@ -19,6 +19,7 @@ mod hostile_servers;
 mod mcp;
 mod multi_host;
 mod orchestration;
+mod pg_host_calls;
 mod pg_restart;
 mod prompt_assembly;
 mod providers;

@@ -464,7 +464,7 @@ async fn real_llama_a_window_too_small_for_the_opening_fails_with_both_sizes() {
         })
     };
 
-    // Declared: the runtime refuses before sending anything.
+    // Declared: the runtime refuses before sending anything, at the agent's start.
     let dir = tempfile::tempdir().unwrap();
     let steered = Arc::new(Steered::new(llama_provider(&server), Arc::new(script())));
     let runtime = runtime_over(&dir, Arc::clone(&steered) as _, Some(1024));
@@ -473,11 +473,12 @@ async fn real_llama_a_window_too_small_for_the_opening_fails_with_both_sizes() {
     let failed = run_failed(&runtime, run.id.as_str()).await;
     eprintln!("declared window: {failed}");
     assert_eq!(run.status, AgentRunStatus::Failed);
-    assert_eq!(failed["code"], "model.context_overflow", "{failed}");
+    assert_eq!(failed["code"], "model.context_window_too_small", "{failed}");
     assert_eq!(steered.sent(), 0);
     let message = failed["message"].as_str().unwrap_or_default();
     assert!(message.contains("window of 1024 tokens"), "{message}");
-    assert!(message.contains("needs about"), "{message}");
+    assert!(message.contains("need about"), "{message}");
+    assert!(message.contains("a window of at least"), "{message}");
 
     // Undeclared: the server refuses the first request with both sizes; the runtime learns
     // the window from it, cannot fit the opening and fails without sending again.

@@ -27,7 +27,10 @@ usage: cargo xtask bench fanout [--n N] [--store URL]
                                                N in 1, 16, 64, 256 by default; CSV on stdout;
                                                --store postgres://… keeps the runs there
        cargo xtask bench journal [--events N]  default 1000000 events; a table on stdout
-       cargo xtask bench prefix                cacheable prefix and first request sizes; tables
+       cargo xtask bench prefix [--server C]   cacheable prefix and first request sizes; tables;
+                                               fails over 2,000 tokens or under a 0.95 share;
+                                               --server openai:http://…/v1 also counts each
+                                               first request's tokens on that server
        cargo xtask bench mcp                   the runtime's overhead per MCP call over stdio
                                                (needs the MCP test servers: their install.sh)
 ";
@@ -43,7 +46,10 @@ pub enum BenchCommand {
     Journal {
         events: u64,
     },
-    Prefix,
+    Prefix {
+        /// `--server CONNECTION`: each first request is also counted on this server.
+        server: Option<String>,
+    },
     Mcp,
 }
 
@@ -53,7 +59,12 @@ pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
         .ok_or_else(|| anyhow!("bench needs a benchmark name\n{USAGE}"))?;
     match (name.as_str(), rest) {
         ("fanout", flags) => parse_fanout(flags, args),
-        ("prefix", []) => Ok(BenchCommand::Prefix),
+        ("prefix", []) => Ok(BenchCommand::Prefix { server: None }),
+        ("prefix", [flag, value]) if flag == "--server" && !value.trim().is_empty() => {
+            Ok(BenchCommand::Prefix {
+                server: Some(value.clone()),
+            })
+        }
         ("mcp", []) => Ok(BenchCommand::Mcp),
         ("journal", []) => Ok(BenchCommand::Journal {
             events: DEFAULT_JOURNAL_EVENTS,
@@ -104,7 +115,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             fanout(&binary, &metadata.version, &children, store.as_deref())
         }
         BenchCommand::Journal { events } => journal(&binary, events),
-        BenchCommand::Prefix => prefix(&binary),
+        BenchCommand::Prefix { server } => prefix(&binary, server.as_deref()),
         BenchCommand::Mcp => mcp(&binary),
     }
 }
@@ -323,18 +334,19 @@ fn mcp(binary: &Path) -> Result<()> {
     Ok(())
 }
 
-fn prefix(binary: &Path) -> Result<()> {
-    let output = Command::new(binary)
-        .arg("prefix")
+fn prefix(binary: &Path, server: Option<&str>) -> Result<()> {
+    let mut command = Command::new(binary);
+    command.arg("prefix");
+    if let Some(server) = server {
+        command.args(["--server", server]);
+    }
+    let output = command
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
         .with_context(|| format!("could not start {}", binary.display()))?;
-    ensure!(
-        output.status.success(),
-        "tt-bench prefix failed ({})",
-        output.status
-    );
+    // The tables are printed even when a bound is broken (tt-bench then exits nonzero after
+    // its reports and says which bound on stderr).
     let reports: Vec<Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter(|line| !line.trim().is_empty())
@@ -342,11 +354,16 @@ fn prefix(binary: &Path) -> Result<()> {
         .collect::<Result<_, _>>()
         .context("tt-bench prefix printed a line that is not JSON")?;
     print!("{}", render_prefix(&reports));
+    ensure!(
+        output.status.success(),
+        "tt-bench prefix failed ({}): a first request over 2,000 estimated tokens or a prefix share under 0.95 (see above)",
+        output.status
+    );
     Ok(())
 }
 
 /// The prefix reports as two markdown tables: the shares per workload, then the first request
-/// of each profile (estimated tokens: messages, tools).
+/// of each profile (estimated tokens: messages, tools; with a server, its count beside them).
 pub fn render_prefix(reports: &[Value]) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
@@ -364,9 +381,18 @@ pub fn render_prefix(reports: &[Value]) -> String {
             report["wholePrefixRequests"],
         );
     }
-    out.push_str(
-        "\n| profile | first request (est. tokens) | system and user messages | tool specs (count) |\n| --- | --- | --- | --- |\n",
-    );
+    let counted = reports.iter().any(|report| {
+        report["firstRequests"].as_object().is_some_and(|first| {
+            first
+                .values()
+                .any(|figures| figures.get("serverPromptTokens").is_some())
+        })
+    });
+    out.push_str(if counted {
+        "\n| profile | first request (est. tokens) | system and user messages | tool specs (count) | server prompt tokens |\n| --- | --- | --- | --- | --- |\n"
+    } else {
+        "\n| profile | first request (est. tokens) | system and user messages | tool specs (count) |\n| --- | --- | --- | --- |\n"
+    });
     let mut seen = std::collections::BTreeSet::new();
     for report in reports {
         let Some(first) = report["firstRequests"].as_object() else {
@@ -384,7 +410,7 @@ pub fn render_prefix(reports: &[Value]) -> String {
                     .filter_map(|part| part.get(1).and_then(Value::as_u64))
                     .sum()
             };
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "| {profile} | {} | {} | {} ({}) |",
                 figures["estimatedTokens"],
@@ -392,6 +418,13 @@ pub fn render_prefix(reports: &[Value]) -> String {
                 sum("tools"),
                 figures["tools"].as_array().map_or(0, Vec::len),
             );
+            if counted {
+                let server = figures
+                    .get("serverPromptTokens")
+                    .map_or_else(|| "?".to_owned(), Value::to_string);
+                let _ = write!(out, " {server} |");
+            }
+            out.push('\n');
         }
     }
     out
@@ -436,7 +469,36 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("| writer | 4261 | 664 | 1200 (2) |"),
+            text.contains("| writer | 4261 | 664 | 1200 (2) |\n"),
+            "{text}"
+        );
+        assert!(!text.contains("server prompt tokens"), "{text}");
+    }
+
+    #[test]
+    fn prefix_reports_show_the_server_count_when_there_is_one() {
+        let report = json!({
+            "workload": "default-writer", "agents": 1, "laterRequests": 2,
+            "prefixShare": 1.0, "reusableInputShare": 0.95, "wholePrefixRequests": 2,
+            "firstRequests": {
+                "default-writer": {
+                    "estimatedTokens": 1700, "serverPromptTokens": 2010,
+                    "messages": [["system message", 400]], "tools": [["agent_list", 1300]],
+                },
+                "critic": {
+                    "estimatedTokens": 900, "serverError": "refused",
+                    "messages": [["system message", 300]], "tools": [["agent_list", 600]],
+                },
+            },
+        });
+        let text = render_prefix(&[report]);
+        assert!(text.contains("| server prompt tokens |"), "{text}");
+        assert!(
+            text.contains("| default-writer | 1700 | 400 | 1300 (1) | 2010 |\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| critic | 900 | 300 | 600 (1) | ? |\n"),
             "{text}"
         );
     }
@@ -476,7 +538,18 @@ mod tests {
         );
         assert_eq!(
             parse_args(&args(&["prefix"])).unwrap(),
-            BenchCommand::Prefix
+            BenchCommand::Prefix { server: None }
+        );
+        assert_eq!(
+            parse_args(&args(&[
+                "prefix",
+                "--server",
+                "openai:http://127.0.0.1:18080/v1"
+            ]))
+            .unwrap(),
+            BenchCommand::Prefix {
+                server: Some("openai:http://127.0.0.1:18080/v1".to_owned())
+            }
         );
         for bad in [
             &[][..],
@@ -487,6 +560,8 @@ mod tests {
             &["fanout", "--n", "2", "--n", "3"][..],
             &["journal", "--n", "3"][..],
             &["prefix", "--n", "3"][..],
+            &["prefix", "--server"][..],
+            &["prefix", "--server", " "][..],
             &["other"][..],
         ] {
             assert!(parse_args(&args(bad)).is_err(), "{bad:?}");

@@ -32,7 +32,9 @@ const MAX_BATCH: usize = 1024;
 /// inserted (a taken task id fails the statement); the newest seq of each run notified on
 /// `tt_journal`. A run whose lease row this store does not hold is left out (its callers learn
 /// why afterwards); the checkpoints numbered per run after the run's newest and stored, with
-/// the fingerprints and texts of their files as the statement's snapshot holds them. Answers
+/// the fingerprints and texts of their files as the statement's snapshot holds them; each run's
+/// `journal_status` set to the status of its last `status_changed` event in the batch (`$22`,
+/// NULL for other events; migration 14), in the statement that stores the event. Answers
 /// `(0, ord, seq, NULL)` per stored event, `(1, ord, 0, NULL)` per stored document,
 /// `(2, ord, 0, NULL)` per stored invocation, `(3, ord, 0, NULL)` per stored task and
 /// `(4, ord, seq, fingerprints)` per stored checkpoint. The same answers are kept as JSON in
@@ -48,8 +50,9 @@ const MAX_BATCH: usize = 1024;
 /// reuse a number.
 const WRITE_BATCH: &str = "
 WITH events_in AS (
-    SELECT run_id, body, ord
-    FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS e (run_id, body, ord)),
+    SELECT run_id, body, status, ord
+    FROM unnest($1::text[], $2::text[], $22::text[])
+         WITH ORDINALITY AS e (run_id, body, status, ord)),
 docs_in AS (
     SELECT run_id, path, body, ord
     FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS d (run_id, path, body, ord)),
@@ -103,10 +106,13 @@ cps_stored AS (
            texts::text
     FROM cps_printed),
 counts AS (
-    SELECT run_id, count(*) AS n FROM events_in
+    SELECT run_id, count(*) AS n,
+           (array_agg(status ORDER BY ord DESC) FILTER (WHERE status IS NOT NULL))[1] AS status
+    FROM events_in
     WHERE run_id IN (SELECT run_id FROM held) GROUP BY run_id),
 heads AS (
-    UPDATE runs r SET last_seq = r.last_seq + c.n
+    UPDATE runs r SET last_seq = r.last_seq + c.n,
+                      journal_status = coalesce(c.status, r.journal_status)
     FROM counts c
     WHERE r.run_id = c.run_id
     RETURNING r.run_id, r.last_seq - c.n AS base),
@@ -163,8 +169,12 @@ const LANDED: &str = "SELECT answers FROM tt_commit_batches WHERE token = $1";
 
 /// What a caller asked to write.
 pub(crate) enum Write {
-    /// A journal event's JSON; answered with its seq.
-    Event { body: String },
+    /// A journal event's JSON, and the status it states when it is a `status_changed`
+    /// (stored as the run's `journal_status` in the same statement); answered with its seq.
+    Event {
+        body: String,
+        status: Option<String>,
+    },
     /// A run document at `path`; answered with 0.
     Document { path: String, body: String },
     /// An invocation record's JSON; answered with 0.
@@ -221,8 +231,15 @@ impl JournalCommitter {
 
     /// Appends `body` (an event's JSON) to `run_id`'s journal; returns its seq once the batch
     /// holding it committed.
-    pub(crate) async fn append(&self, run_id: &str, body: String) -> StorageResult<u64> {
-        let seqs = self.submit(run_id, vec![Write::Event { body }]).await?;
+    pub(crate) async fn append(
+        &self,
+        run_id: &str,
+        body: String,
+        status: Option<String>,
+    ) -> StorageResult<u64> {
+        let seqs = self
+            .submit(run_id, vec![Write::Event { body, status }])
+            .await?;
         seqs.first()
             .copied()
             .ok_or_else(|| io_error(&format!("runs/{run_id}/events"), "no seq"))
@@ -233,11 +250,11 @@ impl JournalCommitter {
     pub(crate) async fn append_all(
         &self,
         run_id: &str,
-        bodies: Vec<String>,
+        bodies: Vec<(String, Option<String>)>,
     ) -> StorageResult<Vec<u64>> {
         let writes = bodies
             .into_iter()
-            .map(|body| Write::Event { body })
+            .map(|(body, status)| Write::Event { body, status })
             .collect();
         self.submit(run_id, writes).await
     }
@@ -514,6 +531,7 @@ async fn commit_batch(
 struct BatchParams<'b> {
     event_runs: Vec<&'b str>,
     event_bodies: Vec<&'b str>,
+    event_statuses: Vec<Option<&'b str>>,
     doc_runs: Vec<&'b str>,
     doc_paths: Vec<&'b str>,
     doc_bodies: Vec<&'b str>,
@@ -542,9 +560,10 @@ impl<'b> BatchParams<'b> {
             let mut mine = Vec::with_capacity(pending.writes.len());
             for write in &pending.writes {
                 match write {
-                    Write::Event { body } => {
+                    Write::Event { body, status } => {
                         p.event_runs.push(&pending.run_id);
                         p.event_bodies.push(body);
+                        p.event_statuses.push(status.as_deref());
                         mine.push((0, ordinal(p.event_runs.len())));
                     }
                     Write::Document { path, body } => {
@@ -593,7 +612,7 @@ impl<'b> BatchParams<'b> {
         token: &str,
         tokens: &Tokens,
     ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 21] = [
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 22] = [
             &self.event_runs,
             &self.event_bodies,
             &self.doc_runs,
@@ -615,6 +634,7 @@ impl<'b> BatchParams<'b> {
             &self.cp_heads,
             &token,
             &tokens.acknowledged,
+            &self.event_statuses,
         ];
         conn.query(statement, &params).await
     }
@@ -704,6 +724,7 @@ mod tests {
             run_id: run_id.to_owned(),
             writes: vec![Write::Event {
                 body: "{}".to_owned(),
+                status: None,
             }],
             reply,
         }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::event::{AgentRunEvent, NewRunEvent, RunEventType};
 use tt_domain::ids::RunId;
 use tt_domain::task::TaskContinuation;
 use tt_ports::{EventPage, RunJournal, RunWrite, StorageError, StorageResult};
@@ -16,6 +16,18 @@ use crate::PostgresStore;
 use crate::commit::{NewTaskRow, Write};
 use crate::error::{io, parse, to_json};
 use crate::retry::retrying;
+
+/// The status a `status_changed` event states (kept as the run's `journal_status` with it).
+fn stated_status(event: &NewRunEvent) -> Option<String> {
+    if event.event_type != RunEventType::StatusChanged {
+        return None;
+    }
+    event
+        .payload
+        .get("status")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+}
 
 fn event_from_row(run_id: &RunId, seq: i64, body: &str) -> StorageResult<AgentRunEvent> {
     let mut event: AgentRunEvent = parse(format!("event {seq} of run {run_id}"), body)?;
@@ -28,10 +40,11 @@ impl RunJournal for PostgresStore {
     async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
         self.claim_run(&event.run_id).await?;
         let run_id = event.run_id.clone();
+        let status = stated_status(&event);
         // Stored with seq 0; the row's seq column is the truth and is put back on read.
         let stored = event.with_seq(0);
         let body = to_json("event", &stored)?;
-        let seq = self.journal.append(run_id.as_str(), body).await?;
+        let seq = self.journal.append(run_id.as_str(), body, status).await?;
         Ok(AgentRunEvent { seq, ..stored })
     }
 
@@ -50,8 +63,9 @@ impl RunJournal for PostgresStore {
         let mut stored = Vec::with_capacity(events.len());
         let mut bodies = Vec::with_capacity(events.len());
         for event in events {
+            let status = stated_status(&event);
             let event = event.with_seq(0);
-            bodies.push(to_json("event", &event)?);
+            bodies.push((to_json("event", &event)?, status));
             stored.push(event);
         }
         // One unit of the group commit: the events commit together, in this order.
@@ -86,10 +100,11 @@ impl RunJournal for PostgresStore {
                     if event.run_id != *run_id {
                         return Err(foreign(&event.run_id));
                     }
+                    let status = stated_status(&event);
                     let event = event.with_seq(0);
                     let body = to_json("event", &event)?;
                     events.push(event);
-                    Write::Event { body }
+                    Write::Event { body, status }
                 }
                 RunWrite::Document { document, body } => Write::Document {
                     path: document.relative_path(),

@@ -4,7 +4,8 @@
 //! A store claims a run on its first write; the claim succeeds when nobody holds the lease, the
 //! store holds it already, the holder let it expire, or the holder is gone (its owner lock is
 //! free), and otherwise fails with `agent.run_locked`. A store that finds on heartbeat that its
-//! lease was taken over forgets the run, so its next write is refused.
+//! lease was taken over forgets the run, so its next write is refused, and so is every later
+//! one until the runtime releases the run (its executor here has ended).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -26,6 +27,11 @@ pub(crate) struct Ownership {
     pub(crate) owner_id: String,
     pub(crate) lease: Duration,
     held: Mutex<HashSet<String>>,
+    /// Runs another store took over from this one: this store claims them no more until the
+    /// runtime lets them go (`release`, once their executor here has ended), so a host that
+    /// stalled past its lease cannot take back, with its next write, a run another host
+    /// interrupted and released meanwhile.
+    lost: Mutex<HashSet<String>>,
     locks: OwnerLocks,
 }
 
@@ -40,11 +46,17 @@ impl Ownership {
             owner_id,
             lease,
             held: Mutex::new(HashSet::new()),
+            lost: Mutex::new(HashSet::new()),
             locks: OwnerLocks::new(url),
         }
     }
 
-    fn holds(&self, run_id: &RunId) -> bool {
+    /// This store's lease in milliseconds, for the SQL that writes a lease row.
+    pub(crate) fn lease_millis(&self) -> f64 {
+        lease_millis(self.lease)
+    }
+
+    pub(crate) fn holds(&self, run_id: &RunId) -> bool {
         self.held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -60,12 +72,24 @@ impl Ownership {
             .collect()
     }
 
+    /// `run_id` was taken over: no longer this store's, and not claimed again until released.
     pub(crate) fn forget(&self, run_id: &str) {
         self.held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(run_id);
+        self.lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(run_id.to_owned());
         self.locks.unlock_later(run_id);
+    }
+
+    fn was_lost(&self, run_id: &RunId) -> bool {
+        self.lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(run_id.as_str())
     }
 
     /// Claims `run_id` for this store unless it holds it already; `Locked` when another
@@ -75,6 +99,12 @@ impl Ownership {
     pub(crate) async fn claim(&self, pool: &Pool, run_id: &RunId) -> StorageResult<()> {
         if self.holds(run_id) {
             return Ok(());
+        }
+        if self.was_lost(run_id) {
+            return Err(StorageError::Locked {
+                what: format!("run {run_id}"),
+                owner_pid: None,
+            });
         }
         // Free means whoever held the run before is gone (or there was nobody): when the lease
         // row says its holder had the lock, the lease need not have run out. Taken now, it is
@@ -272,6 +302,10 @@ impl Ownership {
     /// Gives up the lease of `run_id` (its run ended, or this host lets it go).
     pub(crate) async fn release(&self, pool: &Pool, run_id: &RunId) -> StorageResult<()> {
         self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id.as_str());
+        self.lost
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(run_id.as_str());

@@ -11,7 +11,9 @@ mod commit;
 pub mod error;
 mod journal;
 mod lease;
+mod mcp_servers;
 mod notify;
+mod observed;
 mod owner_locks;
 mod pool;
 mod profiles;
@@ -61,12 +63,26 @@ impl Default for PostgresOptions {
     }
 }
 
+/// What recording an observed interruption needs (`observed.rs`): the time and the new
+/// events' ids.
+#[derive(Clone)]
+pub(crate) struct ObservedRecovery {
+    pub(crate) clock: Arc<dyn tt_ports::Clock>,
+    pub(crate) ids: Arc<dyn tt_ports::IdGenerator>,
+}
+
 /// The PostgreSQL store: every storage port it implements shares one pool.
 pub struct PostgresStore {
     pool: Arc<pool::Pool>,
     ownership: Arc<lease::Ownership>,
     journal: commit::JournalCommitter,
     heard: Arc<notify::Heard>,
+    /// Set by [`PostgresStore::with_observed_recovery`]: a read that finds a run's owner gone
+    /// records the run `interrupted` (`observed.rs`).
+    observed_recovery: Option<ObservedRecovery>,
+    /// One recovery of a run at a time in this store (a run found gone by two readers at once
+    /// is interrupted once).
+    recovering: tokio::sync::Mutex<()>,
     /// Keeps the LISTEN connection open; `None` when it could not be opened (followers then
     /// poll).
     _listener: Option<tokio_postgres::Client>,
@@ -133,6 +149,8 @@ impl PostgresStore {
             ownership,
             journal,
             heard,
+            observed_recovery: None,
+            recovering: tokio::sync::Mutex::new(()),
             _listener: listener,
         })
     }

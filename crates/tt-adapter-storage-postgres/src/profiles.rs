@@ -61,4 +61,20 @@ impl ProfileRepository for PostgresStore {
         })
         .await
     }
+
+    async fn delete_profile(&self, id: &ProfileId) -> StorageResult<bool> {
+        retrying(|_| async move {
+            let mut conn = self.pool.get().await?;
+            let deleted = conn
+                .client()?
+                .execute(
+                    "DELETE FROM profiles WHERE profile_id = $1",
+                    &[&id.as_str()],
+                )
+                .await
+                .map_err(io(format!("profile {id}")))?;
+            Ok(deleted > 0)
+        })
+        .await
+    }
 }

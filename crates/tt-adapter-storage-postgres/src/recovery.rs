@@ -80,21 +80,35 @@ impl PostgresStore {
         let mut recovered = Vec::new();
         for run_id in candidates {
             let run_id = RunId::from_raw(run_id);
-            match self.claim_run(&run_id).await {
-                Ok(()) => {}
+            match self.recover_run(&run_id, now, &mut next_event_id).await {
+                Ok(Some(run)) => recovered.push(run),
+                Ok(None) => {}
                 // Another host took it over (or it went away) since the listing.
                 Err(StorageError::Locked { .. } | StorageError::NotFound { .. }) => continue,
                 Err(other) => return Err(other),
             }
-            let outcome = self.interrupt(&run_id, now, &mut next_event_id).await;
-            // Let it go whatever happened: the next host to look can retry or resume it.
-            let released = self.release_run(&run_id).await;
-            if let Some(run) = outcome? {
-                recovered.push(run);
-            }
-            released?;
         }
         Ok(recovered)
+    }
+
+    /// Marks one run `interrupted` when its owner is gone: claims it (`agent.run_locked` while
+    /// a live host holds it), interrupts it unless it ended meanwhile (`None` then), and lets
+    /// it go. The recovery at open and a read that finds the run's owner gone
+    /// (`observed.rs`) both come here; one at a time per store, so a run is interrupted once.
+    pub(crate) async fn recover_run(
+        &self,
+        run_id: &RunId,
+        now: Timestamp,
+        next_event_id: &mut (impl FnMut() -> EventId + Send),
+    ) -> StorageResult<Option<InterruptedRun>> {
+        let _one_at_a_time = self.recovering.lock().await;
+        self.claim_run(run_id).await?;
+        let outcome = self.interrupt(run_id, now, next_event_id).await;
+        // Let it go whatever happened: the next host to look can retry or resume it.
+        let released = self.release_run(run_id).await;
+        let outcome = outcome?;
+        released?;
+        Ok(outcome)
     }
 
     async fn interrupt(

@@ -20,6 +20,7 @@ use tt_ports::{
 use crate::PostgresStore;
 use crate::commit::Write;
 use crate::error::{io, parse, to_json};
+use crate::observed::{OBSERVED_COLUMNS, Observed};
 use crate::retry::retrying;
 
 /// How many times a task transition reads its row again after another writer changed it.
@@ -124,21 +125,35 @@ impl AgentRunRepository for PostgresStore {
             let body = to_json("run", run)?;
             let manifest = to_json("manifest", manifest)?;
             let conn = self.pool.get().await?;
-            let inserted = conn
-                .execute(
-                    "INSERT INTO runs (run_id, created_ms, body, manifest, unfinished)
-                     VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (run_id) DO NOTHING",
+            // The lease row comes with the run, so no reader ever finds the new run without
+            // an owner (and takes it for a dead host's, `observed.rs`); the claim below takes
+            // the owner lock and says so.
+            let inserted: i64 = conn
+                .query_one(
+                    "WITH inserted AS (
+                         INSERT INTO runs (run_id, created_ms, body, manifest, unfinished)
+                         VALUES ($1, $2, $3, $4, $5)
+                         ON CONFLICT (run_id) DO NOTHING RETURNING run_id),
+                     leased AS (
+                         INSERT INTO run_leases (run_id, owner_id, expires_at, locked)
+                         SELECT run_id, $6,
+                                clock_timestamp() + $7::float8 * interval '1 millisecond', false
+                         FROM inserted
+                         ON CONFLICT (run_id) DO NOTHING)
+                     SELECT count(*) FROM inserted",
                     &[
                         &run.id.as_str(),
                         &run.created_at.unix_millis(),
                         &body,
                         &manifest,
                         &!run.status.is_terminal(),
+                        &self.ownership.owner_id,
+                        &self.ownership.lease_millis(),
                     ],
                 )
                 .await
-                .map_err(io(format!("run {}", run.id)))?;
+                .map_err(io(format!("run {}", run.id)))?
+                .get(0);
             // A try whose connection was lost may have inserted the row: the run is this
             // one when the stored record is the one written.
             if inserted == 0 && !(attempt.retried && self.stored_run_is(&conn, run, &body).await?) {
@@ -177,7 +192,14 @@ impl AgentRunRepository for PostgresStore {
         .await
     }
 
+    /// The stored record of a run this store writes; any other run as another process sees it
+    /// (`observed.rs`): the status its journal last stated, or `interrupted` once its owner is
+    /// gone (recorded so when the store can).
     async fn load_run(&self, run_id: &RunId) -> StorageResult<AgentRun> {
+        if !self.ownership.holds(run_id) {
+            let (run, observed) = self.read_run_row(run_id).await?;
+            return self.observed_run(run_id, run, observed).await;
+        }
         retrying(|_| async move {
             let conn = self.pool.get().await?;
             let row = conn
@@ -216,16 +238,31 @@ impl AgentRunRepository for PostgresStore {
             let conn = self.pool.get().await?;
             let rows = conn
                 .query(
-                    "SELECT body FROM runs ORDER BY created_ms DESC, run_id OFFSET $1 LIMIT $2",
+                    &format!(
+                        "SELECT r.body, {OBSERVED_COLUMNS} FROM runs r
+                         LEFT JOIN run_leases l ON l.run_id = r.run_id
+                         ORDER BY r.created_ms DESC, r.run_id OFFSET $1 LIMIT $2"
+                    ),
                     &[&offset, &limit],
                 )
                 .await
                 .map_err(io("the run index"))?;
             // A body that does not parse is left out (`unreadable_runs` names it), never allowed
-            // to hide the others.
+            // to hide the others. Runs another store writes read as `load_run` reads them, but
+            // a listing records nothing.
             Ok(rows
                 .iter()
-                .filter_map(|row| parse::<AgentRun>("run", row.get(0)).ok())
+                .filter_map(|row| {
+                    let run = parse::<AgentRun>("run", row.get(0)).ok()?;
+                    if self.ownership.holds(&run.id) {
+                        return Some(run);
+                    }
+                    let observed = Observed {
+                        journal_status: row.get(1),
+                        owner_gone: row.get(2),
+                    };
+                    Some(observed.apply(run))
+                })
                 .collect())
         })
         .await

@@ -396,6 +396,29 @@ CREATE TABLE tt_commit_batches (
 );
 "#,
     ),
+    (
+        14,
+        "each run's latest journaled status, written with the event that states it",
+        // The group commit sets it in the statement that stores a `status_changed` event, so a
+        // reader in another process reads the status the journal says without a journal scan
+        // (runs.rs, `observed.rs`). NULL: no `status_changed` journaled (or written before).
+        r#"
+ALTER TABLE runs ADD COLUMN journal_status text;
+"#,
+    ),
+    (
+        15,
+        "registered MCP servers and their catalogs",
+        // One row per registration (docs/tools.md), so every host of the database offers the
+        // same servers; the body is the entry as JSON (registration and catalog snapshot).
+        r#"
+CREATE TABLE tt_mcp_servers (
+    name       text PRIMARY KEY,
+    body       text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

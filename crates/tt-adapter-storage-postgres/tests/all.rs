@@ -90,3 +90,25 @@ async fn postgres_transcripts() -> tt_testkit::contract::TranscriptsUnderTest {
 }
 
 tt_testkit::transcripts_contract_tests!(postgres_transcripts().await);
+
+/// A fresh database seen through the MCP server port; reopening opens a new store on it.
+async fn postgres_mcp_servers() -> tt_testkit::contract::McpServersUnderTest {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("tt_mcp_servers_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let url = cluster().create_database(&name).await.unwrap();
+    let store = Arc::new(PostgresStore::open(&url).await.unwrap());
+    tt_testkit::contract::McpServersUnderTest {
+        repo: store,
+        reopen: Arc::new(move || {
+            let url = url.clone();
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(async move {
+                    Arc::new(PostgresStore::open(&url).await.unwrap()) as _
+                })
+            })
+        }),
+        _guard: None,
+    }
+}
+
+tt_testkit::mcp_servers_contract_tests!(postgres_mcp_servers().await);

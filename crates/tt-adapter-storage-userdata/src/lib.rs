@@ -32,6 +32,7 @@ mod journal;
 mod journal_index;
 mod layout;
 mod locks;
+mod mcp_servers;
 mod owned;
 mod profile_cache;
 mod profiles;
@@ -63,6 +64,7 @@ use crate::layout::Layout;
 use crate::locks::KeyedLocks;
 use crate::owned::OwnedRun;
 
+pub use crate::mcp_servers::McpServerFiles;
 pub use crate::recovery::{InterruptedRun, OWNER_EXITED};
 pub use crate::show::RECORD_REFERENCES;
 

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use tt_domain::ids::ProfileId;
 use tt_domain::profile::AgentProfileDefinition;
-use tt_ports::{ProfileRepository, StorageResult};
+use tt_ports::{ProfileRepository, StorageError, StorageResult};
 
 use crate::UserDataStore;
 use crate::fsutil::{self, json_file_stems, read_json, write_json_atomic};
@@ -68,6 +68,18 @@ impl ProfileRepository for UserDataStore {
             let dir = inner.layout.profiles_dir();
             fsutil::create_dir_all(&dir)?;
             write_json_atomic(&dir.join(format!("{}.json", definition.id)), &definition)
+        })
+        .await
+    }
+
+    async fn delete_profile(&self, id: &ProfileId) -> StorageResult<bool> {
+        let path = self.inner.layout.profiles_dir().join(format!("{id}.json"));
+        let id = id.clone();
+        // The cache is keyed by the file's stamp: a file that is gone is never served from it.
+        self.blocking(move |_| match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(err) if fsutil::is_missing(&err) => Ok(false),
+            Err(err) => Err(StorageError::io(format!("profile {id}"), err)),
         })
         .await
     }

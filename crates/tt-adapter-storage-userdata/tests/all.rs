@@ -63,3 +63,21 @@ fn userdata_transcripts() -> tt_testkit::contract::TranscriptsUnderTest {
 }
 
 tt_testkit::transcripts_contract_tests!(userdata_transcripts());
+
+/// A fresh data dir's MCP server files; reopening reads them through a new handle.
+fn userdata_mcp_servers() -> tt_testkit::contract::McpServersUnderTest {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("data");
+    let files = tt_adapter_storage_userdata::McpServerFiles::in_data_dir(&root);
+    tt_testkit::contract::McpServersUnderTest {
+        repo: std::sync::Arc::new(files),
+        reopen: std::sync::Arc::new(move || {
+            std::sync::Arc::new(tt_adapter_storage_userdata::McpServerFiles::in_data_dir(
+                &root,
+            )) as _
+        }),
+        _guard: Some(Box::new(dir)),
+    }
+}
+
+tt_testkit::mcp_servers_contract_tests!(userdata_mcp_servers());

@@ -45,14 +45,14 @@ pub use guidance::{
     SubmitGuidanceRequest,
 };
 pub use otel::otlp_traces;
-pub use prompt::{agent_system_prompt, default_system_prompt};
+pub use prompt::{agent_system_prompt, default_system_prompt, default_system_prompt_in};
 pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 pub use registry::build_tool_snapshot;
 pub use run_service::{
-    AgentConversation, AgentRunService, ConversationEntry, ConversationToolCall,
-    InjectedTaskResult, StartRunRequest,
+    AgentConversation, AgentRunService, ConversationEntry, ConversationToolCall, InheritedAnswers,
+    InjectedTaskResult, ProfileDeleted, ProfileSummary, StartRunRequest,
 };
 pub use services::RuntimeServices;
 pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};
 pub use tt_domain::damage::{DamageFinding, RunDamage};
-pub use usage::{InvocationUsage, RunUsage, UsageTotals, run_usage};
+pub use usage::{InheritedUsage, InvocationUsage, RunUsage, UsageTotals, run_usage};

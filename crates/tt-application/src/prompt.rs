@@ -1,11 +1,13 @@
 //! The default agent system prompt (reference §5.6), generated from the invocation's tool
-//! snapshot unless the profile's `instructions.agentSystemPrompt` replaces it.
+//! snapshot unless the profile's `instructions.agentSystemPrompt` replaces it. A profile of the
+//! `compact` spec style (`tools.specStyle`) gets the short form: no line per tool beyond the
+//! front matter's list, except the rules of `agent_await` and `agent_handoff`.
 //!
 //! Written to the agent, in its own terms: tool names as it calls them, workspace paths as it
 //! uses them, no runtime ids or storage details.
 
 use std::fmt::Write as _;
-use tt_domain::profile::ResolvedProfile;
+use tt_domain::profile::{ResolvedProfile, ToolSpecStyle};
 use tt_domain::run::Presentation;
 use tt_domain::tool::{InvocationToolSnapshot, ToolName};
 use tt_domain::workspace::WorkspaceRoot;
@@ -19,7 +21,7 @@ pub fn agent_system_prompt(profile: &ResolvedProfile, snapshot: &InvocationToolS
         .as_deref()
     {
         Some(custom) if !custom.trim().is_empty() => custom.to_owned(),
-        _ => default_system_prompt(snapshot),
+        _ => default_system_prompt_in(snapshot, profile.definition.tools.spec_style()),
     }
 }
 
@@ -44,30 +46,8 @@ fn external_line(spec: &tt_domain::tool::AgentToolSpec) -> String {
     }
 }
 
-fn roots_list(roots: &[WorkspaceRoot]) -> String {
-    if roots.is_empty() {
-        return "none".to_owned();
-    }
-    roots
-        .iter()
-        .map(|root| format!("`{root}/`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The generated default.
-pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
-    let has = |tool: ToolName| snapshot.offers(tool);
-    let name = |tool: ToolName| tool.model_alias();
-    let mut out = String::new();
-    out.push_str("---\ntool_choice: required\ntools:\n");
-    for model_name in snapshot.model_names() {
-        let _ = writeln!(out, "  - {model_name}");
-    }
-    out.push_str("---\n\n# Agent Mode is active.\n\n");
-    out.push_str(
-        "You work only by calling tools. Every reply you give must be a tool call; plain text is not delivered to anyone.\n\n",
-    );
+/// "Your tools:" and one line per tool.
+fn tool_lines(out: &mut String, snapshot: &InvocationToolSnapshot) {
     out.push_str("Your tools:\n");
     for spec in snapshot.tools.iter() {
         let Some(tool) = spec.name.builtin() else {
@@ -79,28 +59,77 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
             ToolName::WorkspaceSearchFiles => "find text in files.",
             ToolName::WorkspaceReadFile => "read a file before you change it.",
             ToolName::WorkspaceWriteFile => "create, replace or append to a file.",
-            ToolName::WorkspaceApplyPatch => "replace an exact passage in a file you have read.",
-            ToolName::WorkspaceCommit => "publish a finished file as the reply the user sees.",
+            ToolName::WorkspaceApplyPatch => "replace exact text in a file you have read.",
+            ToolName::WorkspaceCommit => "publish a file as the reply the user sees.",
             ToolName::WorkspaceFinish => "end your work once everything is done.",
-            ToolName::AgentList => "see which other agents you can call on.",
-            ToolName::AgentDelegate => {
-                "give another agent a focused task that runs in the background."
-            }
-            ToolName::AgentAwait => {
-                "optional: wait for delegated results only when your next decision depends on them."
-            }
-            ToolName::AgentCancelTask => {
-                "stop a task you delegated once you no longer need it; your other tasks keep running."
-            }
+            ToolName::AgentList => "find agents to call on.",
+            ToolName::AgentDelegate => "give an agent a focused task that runs in the background.",
+            ToolName::AgentAwait => "optional; wait only when your next step depends on a result.",
+            ToolName::AgentCancelTask => "stop a task you delegated and no longer need.",
             ToolName::AgentHandoff => {
-                "hand the rest of this job to another agent with a clear brief; once a handoff succeeds, stop calling tools."
+                "hand the rest of the job to another agent; once it succeeds, stop calling tools."
             }
             ToolName::TaskReturn => "hand your result back; this ends your task.",
             ToolName::SkillList => "see your skills.",
             ToolName::SkillSearch => "find skills by topic.",
-            ToolName::SkillRead => "read a skill's instructions.",
+            ToolName::SkillRead => "read a skill.",
         };
         let _ = writeln!(out, "- `{}`: {line}", spec.model_name);
+    }
+}
+
+fn roots_list(roots: &[WorkspaceRoot]) -> String {
+    if roots.is_empty() {
+        return "none".to_owned();
+    }
+    roots
+        .iter()
+        .map(|root| format!("`{root}/`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The generated default, with every tool's line (the `full` spec style).
+pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
+    default_system_prompt_in(snapshot, ToolSpecStyle::Full)
+}
+
+/// The generated default for a profile of spec style `style`: in the `compact` style the tool
+/// list is the front matter's alone (each spec describes its tool), and only the tools that
+/// come with a rule get a line.
+pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSpecStyle) -> String {
+    let has = |tool: ToolName| snapshot.offers(tool);
+    let name = |tool: ToolName| tool.model_alias();
+    let mut out = String::new();
+    out.push_str("---\ntool_choice: required\ntools:\n");
+    for model_name in snapshot.model_names() {
+        let _ = writeln!(out, "  - {model_name}");
+    }
+    out.push_str("---\n\n# Agent Mode is active.\n\n");
+    match style {
+        ToolSpecStyle::Full => {
+            out.push_str("Every reply must be a tool call; plain text reaches no one.\n\n");
+            tool_lines(&mut out, snapshot);
+        }
+        ToolSpecStyle::Compact => {
+            out.push_str(
+                "Every reply must be a tool call; plain text reaches no one. Your tools are listed above.\n",
+            );
+            if has(ToolName::AgentAwait) {
+                let _ = writeln!(
+                    out,
+                    "- `{}` is optional: wait only when your next step depends on a result.",
+                    name(ToolName::AgentAwait)
+                );
+            }
+            if has(ToolName::AgentHandoff) {
+                let _ = writeln!(
+                    out,
+                    "- Once `{}` succeeds, stop calling tools.",
+                    name(ToolName::AgentHandoff)
+                );
+            }
+        }
     }
 
     let visible = &snapshot.visible_roots;
@@ -116,8 +145,12 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
         );
         let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
     } else {
-        let _ = writeln!(out, "- You can see: {}.", roots_list(visible));
-        let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
+        if visible == writable {
+            let _ = writeln!(out, "- You can see and write: {}.", roots_list(visible));
+        } else {
+            let _ = writeln!(out, "- You can see: {}.", roots_list(visible));
+            let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
+        }
         let _ = writeln!(
             out,
             "- Your reply belongs in `{}`.",
@@ -125,8 +158,9 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
         );
     }
     if visible.contains(&WorkspaceRoot::Persist) && writable.contains(&WorkspaceRoot::Persist) {
-        out.push_str("- `persist/` is memory for your later replies in this conversation.\n");
-        out.push_str("- Keep only lasting facts there; it is saved when the job succeeds.\n");
+        out.push_str(
+            "- `persist/` is memory for your later replies in this conversation: lasting facts only; it is saved when the job succeeds.\n",
+        );
     }
 
     out.push('\n');

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use tt_domain::ids::InvocationId;
 use tt_domain::invocation::ExitPolicy;
-use tt_domain::profile::{ResolvedProfile, ToolDescriptionOverride};
+use tt_domain::profile::{ResolvedProfile, ToolDescriptionOverride, ToolSpecStyle};
 use tt_domain::run::Presentation;
 use tt_domain::tool::{
     AgentToolSpec, InvocationBudgets, InvocationToolSnapshot, ToolAnnotations, ToolName,
@@ -67,11 +67,12 @@ pub fn build_tool_snapshot(
     })
 }
 
-/// What an invocation's tool specs are made of: the profile's visible tools and description
-/// overrides, and who reads them.
+/// What an invocation's tool specs are made of: the profile's visible tools, spec style and
+/// description overrides, and who reads them.
 #[derive(Debug, PartialEq)]
 struct SpecInputs {
     visible: Vec<ToolName>,
+    style: ToolSpecStyle,
     descriptions: BTreeMap<String, ToolDescriptionOverride>,
     audience: SpecAudience,
     task_return: bool,
@@ -85,8 +86,8 @@ const KEPT_SPEC_SETS: usize = 16;
 /// fan-out's CPU; the invocations of one profile now share one copy.
 static SPEC_SETS: Mutex<Vec<(SpecInputs, Arc<[AgentToolSpec]>)>> = Mutex::new(Vec::new());
 
-/// The specs of `visible` for `audience`, with the profile's description overrides and, for
-/// a delegated agent, `task.return` last.
+/// The specs of `visible` for `audience` in the profile's spec style, with its description
+/// overrides and, for a delegated agent, `task.return` last.
 fn tool_specs(
     profile: &ResolvedProfile,
     visible: Vec<ToolName>,
@@ -95,10 +96,12 @@ fn tool_specs(
 ) -> ApplicationResult<Arc<[AgentToolSpec]>> {
     let definition = &profile.definition;
     let task_return = exit_policy == ExitPolicy::TaskReturnRequired;
+    let style = definition.tools.spec_style();
     {
         let sets = SPEC_SETS.lock().unwrap_or_else(PoisonError::into_inner);
         let found = sets.iter().find(|(inputs, _)| {
             inputs.task_return == task_return
+                && inputs.style == style
                 && inputs.visible == visible
                 && inputs.audience == audience
                 && inputs.descriptions == definition.tools.tool_descriptions
@@ -109,7 +112,7 @@ fn tool_specs(
     }
     let mut tools = Vec::with_capacity(visible.len() + 1);
     for &tool in &visible {
-        let mut spec = spec_for(tool, &audience)?;
+        let mut spec = styled_spec(tool, &audience, style)?;
         // Delegated agents get task-specific workspace descriptions that replace overrides.
         let rewritten = audience.delegated && ToolName::WORKSPACE.contains(&tool);
         if let Some(override_) = definition
@@ -128,7 +131,7 @@ fn tool_specs(
     }
     if task_return {
         // The runtime, not the profile, gives a delegated agent its way to hand results back.
-        tools.push(spec_for(ToolName::TaskReturn, &audience)?);
+        tools.push(styled_spec(ToolName::TaskReturn, &audience, style)?);
     }
     let specs: Arc<[AgentToolSpec]> = tools.into();
     let mut sets = SPEC_SETS.lock().unwrap_or_else(PoisonError::into_inner);
@@ -138,6 +141,7 @@ fn tool_specs(
     sets.push((
         SpecInputs {
             visible,
+            style,
             descriptions: definition.tools.tool_descriptions.clone(),
             audience,
             task_return,
@@ -269,7 +273,24 @@ pub(crate) fn frozen_definitions(snapshot: &InvocationToolSnapshot) -> Vec<Exter
         .collect()
 }
 
-fn spec_for(tool: ToolName, audience: &SpecAudience) -> ApplicationResult<AgentToolSpec> {
+/// The spec of a built-in tool for `audience` in `style`.
+fn styled_spec(
+    tool: ToolName,
+    audience: &SpecAudience,
+    style: ToolSpecStyle,
+) -> ApplicationResult<AgentToolSpec> {
+    let mut spec = builtin_spec(tool, audience)?;
+    if style == ToolSpecStyle::Compact {
+        crate::tools::compact::compact_spec(&mut spec, audience);
+    }
+    Ok(spec)
+}
+
+/// The full spec of a built-in tool for `audience`.
+pub(crate) fn builtin_spec(
+    tool: ToolName,
+    audience: &SpecAudience,
+) -> ApplicationResult<AgentToolSpec> {
     if ToolName::WORKSPACE.contains(&tool) {
         return Ok(workspace::spec(tool, audience));
     }
@@ -379,5 +400,39 @@ mod tests {
         // The first profile's specs are still the ones it gets.
         let plain_again = snapshot(|_| {}, ExitPolicy::RunFinishAllowed);
         assert_eq!(plain_again.tools, plain.tools);
+    }
+
+    #[test]
+    fn the_spec_style_decides_how_built_in_tools_are_written() {
+        let full_style = |definition: &mut AgentProfileDefinition| {
+            definition.tools.spec_style = Some("full".to_owned());
+        };
+        let compact = snapshot(|_| {}, ExitPolicy::RunFinishAllowed);
+        let full = snapshot(full_style, ExitPolicy::RunFinishAllowed);
+        let unset = snapshot(
+            |definition| definition.tools.spec_style = None,
+            ExitPolicy::RunFinishAllowed,
+        );
+        assert_eq!(unset.tools, full.tools);
+        assert_eq!(compact.tools.len(), full.tools.len());
+        for (small, whole) in compact.tools.iter().zip(full.tools.iter()) {
+            assert_eq!(small.name, whole.name);
+            assert!(
+                small.description.len() < whole.description.len(),
+                "{}",
+                small.name
+            );
+        }
+        // What a model reads of them, in the engine's estimate: over a quarter less.
+        let tokens = |tools: &[AgentToolSpec]| tt_domain::context_window::tools_tokens(tools);
+        assert!(tokens(&compact.tools) * 4 < tokens(&full.tools) * 3);
+        // A delegated agent's task.return follows its profile's style too.
+        let delegated = |edit: fn(&mut AgentProfileDefinition)| {
+            snapshot(edit, ExitPolicy::TaskReturnRequired)
+                .tools
+                .last()
+                .map(|spec| spec.description.clone())
+        };
+        assert_ne!(delegated(|_| {}), delegated(full_style));
     }
 }

@@ -16,11 +16,14 @@ use tt_domain::tool::AgentToolResult;
 /// on resume by `engine::context_fit::apply_step`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ContextStep {
-    Stubs(Vec<usize>),
+    Trim(tt_domain::context_window::TrimPlan),
     Summary {
         first: usize,
         count: usize,
         summary: String,
+        /// The agent's request, when it was among the replaced messages: it stays, ahead of
+        /// the summary.
+        kept: Option<usize>,
     },
 }
 

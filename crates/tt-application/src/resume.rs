@@ -105,17 +105,25 @@ fn context_step(event: &AgentRunEvent) -> Option<crate::replay::ContextStep> {
     use tt_domain::event_payload::RunEventPayload;
     let to_index = |index: u64| usize::try_from(index).ok();
     match event.typed_payload()?.ok()? {
-        RunEventPayload::ContextTrimmed(trimmed) => Some(ContextStep::Stubs(
-            trimmed
-                .stubbed_messages
-                .into_iter()
-                .filter_map(to_index)
-                .collect(),
-        )),
+        RunEventPayload::ContextTrimmed(trimmed) => {
+            Some(ContextStep::Trim(tt_domain::context_window::TrimPlan {
+                removed: trimmed
+                    .removed_messages
+                    .into_iter()
+                    .filter_map(to_index)
+                    .collect(),
+                stubbed: trimmed
+                    .stubbed_messages
+                    .into_iter()
+                    .filter_map(to_index)
+                    .collect(),
+            }))
+        }
         RunEventPayload::ContextCompacted(compacted) => Some(ContextStep::Summary {
             first: to_index(compacted.first_message)?,
             count: to_index(compacted.replaced_messages)?,
             summary: compacted.summary,
+            kept: compacted.kept_message.and_then(to_index),
         }),
         _ => None,
     }
@@ -620,4 +628,72 @@ pub(crate) fn not_resumable(run: &AgentRun, why: &str) -> ApplicationError {
         "agent.run_not_resumable",
         format!("run {} cannot be resumed: {why}", run.id),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::ContextStep;
+    use serde_json::json;
+    use tt_domain::context_window::TrimPlan;
+    use tt_domain::event::{EventLevel, RunEventType};
+    use tt_domain::ids::{EventId, RunId};
+    use tt_domain::time::Timestamp;
+
+    fn event(event_type: RunEventType, payload: Value) -> AgentRunEvent {
+        AgentRunEvent {
+            seq: 1,
+            id: EventId::from_raw("evt_1"),
+            run_id: RunId::from_raw("run_1"),
+            timestamp: Timestamp::parse_rfc3339("2026-01-01T00:00:00Z").unwrap(),
+            level: EventLevel::Info,
+            event_type,
+            payload,
+        }
+    }
+
+    #[test]
+    fn a_journaled_trim_and_summary_come_back_as_the_steps_that_were_applied() {
+        let trimmed = event(
+            RunEventType::ContextTrimmed,
+            json!({"invocationId": "inv_1", "round": 5, "stubbedMessages": [7],
+                "removedMessages": [3, 4], "estimatedTokensBefore": 10, "estimatedTokensAfter": 5,
+                "windowTokens": 100, "inputBudgetTokens": 80, "trigger": "estimate"}),
+        );
+        assert_eq!(
+            context_step(&trimmed),
+            Some(ContextStep::Trim(TrimPlan {
+                removed: vec![3, 4],
+                stubbed: vec![7],
+            }))
+        );
+        // A journal written before removals existed reads as stubs only.
+        let mut older = trimmed.clone();
+        older
+            .payload
+            .as_object_mut()
+            .map(|o| o.remove("removedMessages"));
+        assert_eq!(
+            context_step(&older),
+            Some(ContextStep::Trim(TrimPlan {
+                removed: vec![],
+                stubbed: vec![7],
+            }))
+        );
+        let compacted = event(
+            RunEventType::ContextCompacted,
+            json!({"invocationId": "inv_1", "round": 9, "firstMessage": 1, "keptMessage": 2,
+                "replacedMessages": 6, "summary": "s", "estimatedTokensBefore": 10,
+                "estimatedTokensAfter": 5, "windowTokens": 100, "usage": null}),
+        );
+        assert_eq!(
+            context_step(&compacted),
+            Some(ContextStep::Summary {
+                first: 1,
+                count: 6,
+                summary: "s".into(),
+                kept: Some(2),
+            })
+        );
+    }
 }

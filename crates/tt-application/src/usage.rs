@@ -144,16 +144,45 @@ pub struct RunUsage {
     pub unpriced_model_calls: u64,
     /// Every invocation that started (or called a model), in the order they started.
     pub by_invocation: Vec<InvocationUsage>,
+    /// A branch's: what its source had paid up to the fork point. The figures above leave it
+    /// out (they are what this run paid); absent for a run that is not a branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherited: Option<InheritedUsage>,
+}
+
+/// What a branch inherited from its source (docs/branching.md): the figures of the source's
+/// events up to the fork point, which the branch's journal starts with a copy of. The branch
+/// did not pay for them; its own figures leave them out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InheritedUsage {
+    /// The run the branch was taken from.
+    pub run_id: String,
+    /// The seq the branch shares its source's journal up to.
+    pub seq: u64,
+    pub model_calls: u64,
+    pub failed_model_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub unpriced_model_calls: u64,
+    #[serde(default)]
+    pub tool_calls: u64,
 }
 
 /// Sums `usage` over every `model_completed` event of the run and counts the failed attempts.
+/// For a branch, the events it copied from its source (up to `forkedFrom.seq`, named by its
+/// `run_created`) are summed apart, as `inherited`.
 pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationResult<RunUsage> {
-    let mut order: Vec<String> = Vec::new();
-    let mut sums: BTreeMap<String, InvocationUsage> = BTreeMap::new();
-    let mut parents: BTreeMap<String, String> = BTreeMap::new();
-    let mut tool_calls: BTreeMap<String, u64> = BTreeMap::new();
-    let mut spans: BTreeMap<String, Span> = BTreeMap::new();
-    let mut latest: Option<Timestamp> = None;
+    let mut own = Tally::default();
+    let mut inherited = Tally::default();
+    let mut forked_from: Option<(String, u64)> = None;
     let mut after = 0;
     loop {
         let page = journal
@@ -169,94 +198,173 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
             .await?;
         let Some(last) = page.last() else { break };
         after = last.seq;
-        latest = Some(last.timestamp);
         for event in &page {
-            let id = event.payload.get("invocationId").and_then(|v| v.as_str());
-            match (&event.event_type, id) {
-                (RunEventType::AgentInvocationStarted, Some(id)) => {
-                    if !spans.contains_key(id) && !sums.contains_key(id) {
-                        order.push(id.to_owned());
-                        sums.insert(id.to_owned(), empty_usage(id));
-                    }
-                    spans
-                        .entry(id.to_owned())
-                        .or_default()
-                        .start(event.timestamp);
-                }
-                (ended, Some(id)) if INVOCATION_ENDS.contains(ended) => {
-                    if let Some(span) = spans.get_mut(id) {
-                        span.end(event.timestamp);
-                    }
-                }
-                (RunEventType::AgentInvocationCreated, Some(id)) => {
-                    if let Some(parent) = event
-                        .payload
-                        .get("parentInvocationId")
-                        .and_then(|v| v.as_str())
-                    {
-                        parents.insert(id.to_owned(), parent.to_owned());
-                    }
-                }
-                (RunEventType::ToolCallCompleted | RunEventType::ToolCallFailed, Some(id)) => {
-                    *tool_calls.entry(id.to_owned()).or_default() += 1;
-                }
-                _ => {}
+            if event.event_type == RunEventType::RunCreated {
+                forked_from = fork_point(&event.payload);
             }
-        }
-        for event in page.iter().filter(|event| {
-            matches!(
-                event.event_type,
-                RunEventType::ModelCompleted
-                    | RunEventType::ModelCallAttemptFailed
-                    | RunEventType::ContextCompacted
-            )
-        }) {
-            let Some(id) = event.payload.get("invocationId").and_then(|v| v.as_str()) else {
-                continue;
-            };
-            let entry = sums.entry(id.to_owned()).or_insert_with(|| {
-                order.push(id.to_owned());
-                empty_usage(id)
-            });
-            if event.event_type == RunEventType::ModelCallAttemptFailed {
-                entry.failed_model_calls += 1;
-                continue;
+            match &forked_from {
+                Some((_, seq)) if event.seq <= *seq => inherited.add(event),
+                _ => own.add(event),
             }
-            let usage: ModelUsage = event
-                .payload
-                .get("usage")
-                .and_then(|usage| serde_json::from_value(usage.clone()).ok())
-                .unwrap_or_default();
-            entry.model_calls += 1;
-            entry.input_tokens += usage.input_tokens;
-            entry.output_tokens += usage.output_tokens;
-            entry.cached_input_tokens += usage.cached_input_tokens;
-            entry.cache_write_tokens += usage.cache_write_tokens;
-            match event
-                .payload
-                .get("costUsd")
-                .and_then(serde_json::Value::as_f64)
-            {
-                Some(cost) => entry.cost_usd += cost,
-                None => entry.unpriced_model_calls += 1,
+            // Who delegated whom is the run's whole story, whoever paid for it.
+            if event.event_type == RunEventType::AgentInvocationCreated {
+                own.add_parent(event);
             }
         }
     }
-    let mut by_invocation: Vec<InvocationUsage> =
-        order.iter().filter_map(|id| sums.remove(id)).collect();
-    // One still running counts up to the run's latest event.
-    for span in spans.values_mut() {
-        if let Some(latest) = latest {
-            span.end(latest);
+    let mut usage = own.finish();
+    usage.inherited = forked_from.map(|(run_id, seq)| {
+        let paid = inherited.finish();
+        InheritedUsage {
+            run_id,
+            seq,
+            model_calls: paid.model_calls,
+            failed_model_calls: paid.failed_model_calls,
+            input_tokens: paid.input_tokens,
+            output_tokens: paid.output_tokens,
+            cached_input_tokens: paid.cached_input_tokens,
+            cache_write_tokens: paid.cache_write_tokens,
+            cost_usd: paid.cost_usd,
+            unpriced_model_calls: paid.unpriced_model_calls,
+            tool_calls: paid.by_invocation.iter().map(|u| u.tool_calls).sum(),
+        }
+    });
+    Ok(usage)
+}
+
+/// `forkedFrom {runId, seq}` of a `run_created` payload.
+fn fork_point(payload: &serde_json::Value) -> Option<(String, u64)> {
+    let from = payload.get("forkedFrom")?;
+    Some((
+        from.get("runId")?.as_str()?.to_owned(),
+        from.get("seq")?.as_u64()?,
+    ))
+}
+
+/// The figures of a run's events, per invocation, as they are read.
+#[derive(Default)]
+struct Tally {
+    order: Vec<String>,
+    sums: BTreeMap<String, InvocationUsage>,
+    parents: BTreeMap<String, String>,
+    tool_calls: BTreeMap<String, u64>,
+    spans: BTreeMap<String, Span>,
+    latest: Option<Timestamp>,
+}
+
+impl Tally {
+    fn entry(&mut self, id: &str) -> &mut InvocationUsage {
+        if !self.sums.contains_key(id) {
+            self.order.push(id.to_owned());
+        }
+        self.sums
+            .entry(id.to_owned())
+            .or_insert_with(|| empty_usage(id))
+    }
+
+    fn add_parent(&mut self, event: &tt_domain::event::AgentRunEvent) {
+        let field = |key: &str| event.payload.get(key).and_then(|v| v.as_str());
+        if let (Some(id), Some(parent)) = (field("invocationId"), field("parentInvocationId")) {
+            self.parents.insert(id.to_owned(), parent.to_owned());
         }
     }
-    for usage in &mut by_invocation {
-        usage.tool_calls = tool_calls.get(&usage.invocation_id).copied().unwrap_or(0);
-        usage.parent_invocation_id = parents.get(&usage.invocation_id).cloned();
-        usage.wall_time_ms = spans
-            .get(&usage.invocation_id)
-            .map_or(0, |span| span.ran_ms);
+
+    fn add(&mut self, event: &tt_domain::event::AgentRunEvent) {
+        self.latest = Some(event.timestamp);
+        let Some(id) = event.payload.get("invocationId").and_then(|v| v.as_str()) else {
+            return;
+        };
+        match &event.event_type {
+            RunEventType::AgentInvocationStarted => {
+                self.entry(id);
+                self.spans
+                    .entry(id.to_owned())
+                    .or_default()
+                    .start(event.timestamp);
+            }
+            ended if INVOCATION_ENDS.contains(ended) => {
+                if let Some(span) = self.spans.get_mut(id) {
+                    span.end(event.timestamp);
+                }
+            }
+            RunEventType::AgentInvocationCreated => self.add_parent(event),
+            RunEventType::ToolCallCompleted | RunEventType::ToolCallFailed => {
+                *self.tool_calls.entry(id.to_owned()).or_default() += 1;
+            }
+            RunEventType::ModelCallAttemptFailed => self.entry(id).failed_model_calls += 1,
+            RunEventType::ModelCompleted | RunEventType::ContextCompacted => {
+                let usage: ModelUsage = event
+                    .payload
+                    .get("usage")
+                    .and_then(|usage| serde_json::from_value(usage.clone()).ok())
+                    .unwrap_or_default();
+                let cost = event
+                    .payload
+                    .get("costUsd")
+                    .and_then(serde_json::Value::as_f64);
+                let entry = self.entry(id);
+                entry.model_calls += 1;
+                entry.input_tokens += usage.input_tokens;
+                entry.output_tokens += usage.output_tokens;
+                entry.cached_input_tokens += usage.cached_input_tokens;
+                entry.cache_write_tokens += usage.cache_write_tokens;
+                match cost {
+                    Some(cost) => entry.cost_usd += cost,
+                    None => entry.unpriced_model_calls += 1,
+                }
+            }
+            _ => {}
+        }
     }
+
+    /// The run's usage from what was added.
+    fn finish(self) -> RunUsage {
+        let Tally {
+            order,
+            mut sums,
+            parents,
+            tool_calls,
+            mut spans,
+            latest,
+        } = self;
+        let mut by_invocation: Vec<InvocationUsage> =
+            order.iter().filter_map(|id| sums.remove(id)).collect();
+        // One still running counts up to the run's latest event.
+        for span in spans.values_mut() {
+            if let Some(latest) = latest {
+                span.end(latest);
+            }
+        }
+        for usage in &mut by_invocation {
+            usage.tool_calls = tool_calls.get(&usage.invocation_id).copied().unwrap_or(0);
+            usage.parent_invocation_id = parents.get(&usage.invocation_id).cloned();
+            usage.wall_time_ms = spans
+                .get(&usage.invocation_id)
+                .map_or(0, |span| span.ran_ms);
+        }
+        roll_up(&mut by_invocation, &parents, &spans);
+        RunUsage {
+            model_calls: by_invocation.iter().map(|u| u.model_calls).sum(),
+            failed_model_calls: by_invocation.iter().map(|u| u.failed_model_calls).sum(),
+            input_tokens: by_invocation.iter().map(|u| u.input_tokens).sum(),
+            output_tokens: by_invocation.iter().map(|u| u.output_tokens).sum(),
+            cached_input_tokens: by_invocation.iter().map(|u| u.cached_input_tokens).sum(),
+            cache_write_tokens: by_invocation.iter().map(|u| u.cache_write_tokens).sum(),
+            cost_usd: tt_domain::cost::round_usd(by_invocation.iter().map(|u| u.cost_usd).sum()),
+            unpriced_model_calls: by_invocation.iter().map(|u| u.unpriced_model_calls).sum(),
+            by_invocation,
+            inherited: None,
+        }
+    }
+}
+
+/// Adds each invocation's own figures to it and to every invocation above it, and sets each
+/// sub-tree's wall time from its first start to its last end.
+fn roll_up(
+    by_invocation: &mut [InvocationUsage],
+    parents: &BTreeMap<String, String>,
+    spans: &BTreeMap<String, Span>,
+) {
     // Each invocation's own figures are added to it and to every invocation above it.
     let own: Vec<(String, UsageTotals)> = by_invocation
         .iter()
@@ -319,17 +427,6 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
         usage.cost_usd = tt_domain::cost::round_usd(usage.cost_usd);
         usage.subtree.cost_usd = tt_domain::cost::round_usd(usage.subtree.cost_usd);
     }
-    Ok(RunUsage {
-        model_calls: by_invocation.iter().map(|u| u.model_calls).sum(),
-        failed_model_calls: by_invocation.iter().map(|u| u.failed_model_calls).sum(),
-        input_tokens: by_invocation.iter().map(|u| u.input_tokens).sum(),
-        output_tokens: by_invocation.iter().map(|u| u.output_tokens).sum(),
-        cached_input_tokens: by_invocation.iter().map(|u| u.cached_input_tokens).sum(),
-        cache_write_tokens: by_invocation.iter().map(|u| u.cache_write_tokens).sum(),
-        cost_usd: tt_domain::cost::round_usd(by_invocation.iter().map(|u| u.cost_usd).sum()),
-        unpriced_model_calls: by_invocation.iter().map(|u| u.unpriced_model_calls).sum(),
-        by_invocation,
-    })
 }
 
 fn empty_usage(id: &str) -> InvocationUsage {
@@ -549,6 +646,54 @@ mod tests {
         assert_eq!(
             usage.by_invocation[3].parent_invocation_id.as_deref(),
             Some("inv_root")
+        );
+    }
+    /// A branch's journal starts with its source's events up to the fork point (seq 4 here):
+    /// what they cost is inherited, and only what follows is the branch's.
+    #[tokio::test]
+    async fn a_branch_pays_only_for_what_follows_its_fork_point() {
+        let priced = |id: &str, tokens: u64, cost: f64| {
+            let mut payload = answered(id, tokens);
+            payload["costUsd"] = json!(cost);
+            payload
+        };
+        let journal = journal(&[
+            (
+                1_000,
+                "run_created",
+                json!({"forkedFrom": {"runId": "run_source", "seq": 4}}),
+            ),
+            (1_000, "agent_invocation_started", on("inv_root")),
+            (1_100, "model_completed", priced("inv_root", 100, 0.5)),
+            (1_200, "tool_call_completed", on("inv_root")),
+            (5_000, "agent_invocation_interrupted", on("inv_root")),
+            (5_100, "agent_invocation_started", on("inv_root")),
+            (5_200, "model_completed", priced("inv_root", 30, 0.25)),
+            (5_300, "agent_invocation_completed", on("inv_root")),
+        ]);
+        let usage = run_usage(&journal, &RunId::from_raw("run_a"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (usage.model_calls, usage.input_tokens, usage.cost_usd),
+            (1, 30, 0.25)
+        );
+        let root = &usage.by_invocation[0];
+        assert_eq!((root.model_calls, root.tool_calls), (1, 0));
+        assert_eq!((root.wall_time_ms, root.subtree.input_tokens), (200, 30));
+        let inherited = usage.inherited.unwrap();
+        assert_eq!(
+            (inherited.run_id.as_str(), inherited.seq),
+            ("run_source", 4)
+        );
+        assert_eq!(
+            (
+                inherited.model_calls,
+                inherited.input_tokens,
+                inherited.cost_usd,
+                inherited.tool_calls
+            ),
+            (1, 100, 0.5, 1)
         );
     }
 }

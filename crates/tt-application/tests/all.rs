@@ -8,6 +8,7 @@ mod support;
 mod assembly;
 mod cancel;
 mod commit_units;
+mod context_budget;
 mod context_window;
 mod conversation;
 mod delegation;

@@ -37,6 +37,25 @@ fn root_default_system_prompt() {
     );
 }
 
+/// The built-in writer is `compact`: the front matter lists its tools, and only the tools that
+/// come with a rule get a line.
+#[test]
+fn root_system_prompt_in_the_compact_style() {
+    let definition = default_writer_definition();
+    let profile = resolve_profile(definition, ProfileSource::built_in()).expect("valid");
+    let prompt = tt_application::agent_system_prompt(&profile, &root_snapshot(|_| {}));
+    assert_eq!(
+        prompt,
+        tt_application::default_system_prompt_in(
+            &root_snapshot(|_| {}),
+            tt_domain::profile::ToolSpecStyle::Compact
+        )
+    );
+    assert!(prompt.len() < default_system_prompt(&root_snapshot(|_| {})).len());
+    assert_clean("the compact system prompt", &prompt);
+    insta::assert_snapshot!("root_system_prompt_compact", prompt);
+}
+
 #[test]
 fn background_system_prompt_without_persist() {
     let snapshot = root_snapshot(|p| {

@@ -46,7 +46,13 @@ enum Command {
     },
     /// The cacheable prefix of each request and the first request of each profile, over the
     /// writers' room, a fan-out and a reader on a small window; one JSON line per workload.
-    Prefix,
+    /// Fails when a first request is over 2,000 estimated tokens or a prefix share under 0.95.
+    Prefix {
+        /// Also send each profile's first request to this server (`openai:http://HOST:PORT/v1`,
+        /// e.g. a llama.cpp `llama-server`) and report its prompt tokens beside the estimate.
+        #[arg(long)]
+        server: Option<String>,
+    },
     /// What the runtime adds to each MCP tool call over stdio (server-everything's `echo`),
     /// beside the call itself; one JSON line per round, then the medians.
     Mcp {
@@ -120,10 +126,14 @@ fn run(command: Command) -> anyhow::Result<()> {
                 };
                 println!("{}", mcp::summary(&timings));
             }
-            Command::Prefix => {
-                for report in prefix::run().await? {
+            Command::Prefix { server } => {
+                let server = server.as_deref().map(prefix::server).transpose()?;
+                let reports = prefix::run(server).await?;
+                for report in &reports {
                     println!("{report}");
                 }
+                let broken = prefix::check(&reports);
+                anyhow::ensure!(broken.is_empty(), "{}", broken.join("; "));
             }
             Command::Journal { events, data_dir } => {
                 let requested = signals.requested();

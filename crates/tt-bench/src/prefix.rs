@@ -11,6 +11,17 @@
 //! room (the demo's five profiles on its scripted model), the fan-out (16 children) and a
 //! reader on a small window, whose history is trimmed and compacted (the only one where the
 //! share may drop below 1).
+//!
+//! With a server (`--server openai:http://127.0.0.1:PORT/v1`, a llama.cpp `llama-server`), each
+//! profile's first request is also sent there as the runtime's adapter sends it, with an answer
+//! of one token, and the server's count of its prompt tokens is reported beside the estimate;
+//! the workload itself goes on with its in-process model, undelayed (the counts are awaited
+//! after the run).
+//!
+//! [`check`] holds the figures to their bounds: every profile's first request at most
+//! [`FIRST_REQUEST_BUDGET_TOKENS`] estimated tokens (the estimate the engine fits windows
+//! with), and a prefix share of at least [`MIN_PREFIX_SHARE`] in every workload that is not
+//! shortened to fit a small window. `tt-bench prefix` exits nonzero when they are not met.
 
 use anyhow::{Context, Result, anyhow, ensure};
 use async_trait::async_trait;
@@ -26,6 +37,13 @@ use tt_runtime::{
     StartRunRequest,
 };
 
+/// The most estimated tokens a measured profile's first request may have: a 4,096-token window
+/// keeps room for the work and the answer.
+pub const FIRST_REQUEST_BUDGET_TOKENS: u64 = 2_000;
+
+/// The least prefix share of a workload whose history is not shortened to fit its window.
+pub const MIN_PREFIX_SHARE: f64 = 0.95;
+
 /// One agent's requests, as bytes.
 #[derive(Debug, Default)]
 struct AgentRequests {
@@ -34,6 +52,11 @@ struct AgentRequests {
     previous: Option<Vec<String>>,
     first_tokens: Option<u64>,
     first_parts: Option<FirstRequestParts>,
+    /// The first agent of its profile to send a request: its first request stands for the
+    /// profile's.
+    profile_first: bool,
+    /// The server's prompt tokens for the first request (or why there are none).
+    first_server: Option<Result<u64, String>>,
     later_requests: u64,
     later_bytes: u64,
     /// Bytes of the previous request, summed over later requests.
@@ -49,24 +72,87 @@ struct FirstRequestParts {
     tools: Vec<(String, u64)>,
 }
 
+/// A server's count of one agent's first request: the agent's session and the prompt tokens
+/// (or why there are none).
+type ServerCount = tokio::task::JoinHandle<(String, Result<u64, String>)>;
+
 /// A provider that measures every request before passing it on.
 pub struct PrefixMeter {
     inner: Arc<dyn ModelProvider>,
+    /// Where each agent's first request is also sent, to count its tokens.
+    server: Option<Arc<dyn ModelProvider>>,
     agents: Mutex<BTreeMap<String, AgentRequests>>,
+    /// The server's counts still under way.
+    counting: Mutex<Vec<ServerCount>>,
+    /// One count at a time: a server with one slot would keep the others waiting past their
+    /// timeouts.
+    one_at_a_time: Arc<tokio::sync::Semaphore>,
 }
 
 impl PrefixMeter {
-    pub fn new(inner: Arc<dyn ModelProvider>) -> Self {
+    pub fn new(inner: Arc<dyn ModelProvider>, server: Option<Arc<dyn ModelProvider>>) -> Self {
         Self {
             inner,
+            server,
             agents: Mutex::new(BTreeMap::new()),
+            counting: Mutex::new(Vec::new()),
+            one_at_a_time: Arc::new(tokio::sync::Semaphore::new(1)),
         }
     }
 
-    fn observe(&self, request: &AgentModelRequest) {
+    /// Measures `request`, and when it is its profile's first and there is a server, has the
+    /// server count its prompt tokens in the background (a slow server must not change the
+    /// workload's timing).
+    fn measure(&self, request: &AgentModelRequest) {
+        let first = self.observe(request);
+        let Some(server) = self.server.as_ref().filter(|_| first) else {
+            return;
+        };
+        let server = Arc::clone(server);
+        let request = request.clone();
+        let one_at_a_time = Arc::clone(&self.one_at_a_time);
+        let count = tokio::spawn(async move {
+            let session = request.session.session_id.clone();
+            let Ok(_turn) = one_at_a_time.acquire().await else {
+                return (session, Err("the bench stopped counting".to_owned()));
+            };
+            let counted = match server.complete(request, CancellationToken::new()).await {
+                Ok(response) => response
+                    .usage
+                    .map(|usage| usage.input_tokens)
+                    .ok_or_else(|| "the server reported no usage".to_owned()),
+                Err(error) => Err(error.to_string()),
+            };
+            (session, counted)
+        });
+        self.counting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(count);
+    }
+
+    /// Waits for the server's counts and records them.
+    async fn settle(&self) {
+        let counting: Vec<ServerCount> =
+            std::mem::take(&mut *self.counting.lock().unwrap_or_else(PoisonError::into_inner));
+        for count in counting {
+            // A count that panicked is left out: its profile shows no server figure.
+            let Ok((session, counted)) = count.await else {
+                continue;
+            };
+            let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(agent) = agents.get_mut(&session) {
+                agent.first_server = Some(counted);
+            }
+        }
+    }
+
+    /// Records `request`; true when it is the first request of its profile (its first agent's
+    /// first).
+    fn observe(&self, request: &AgentModelRequest) -> bool {
         // A summarizing call (no tools) is not a turn of the agent's conversation.
         if request.tools.is_empty() {
-            return;
+            return false;
         }
         let messages: Vec<String> = request
             .messages
@@ -75,10 +161,17 @@ impl PrefixMeter {
             .collect();
         let tools_bytes = serde_json::to_string(&*request.tools).map_or(0, |t| t.len()) as u64;
         let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        let profile = request.agent_profile_id.to_string();
+        let profile_seen = agents.values().any(|agent| agent.profile == profile);
         let agent = agents
             .entry(request.session.session_id.clone())
             .or_default();
-        agent.profile = request.agent_profile_id.to_string();
+        let first = agent.previous.is_none();
+        if first && agent.profile.is_empty() {
+            agent.profile_first = !profile_seen;
+        }
+        agent.profile = profile;
+        let profile_first = first && agent.profile_first;
         match &agent.previous {
             None => {
                 agent.first_tokens = Some(request_tokens(
@@ -128,10 +221,12 @@ impl PrefixMeter {
             }
         }
         agent.previous = Some(messages);
+        profile_first
     }
 
-    /// The figures of every agent so far.
-    fn report(&self, workload: &str) -> Value {
+    /// The figures of every agent so far; `small_window`: the workload's history is shortened
+    /// to fit its window, so its share is not held to [`MIN_PREFIX_SHARE`].
+    fn report(&self, workload: &str, small_window: bool) -> Value {
         let agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
         let later_requests: u64 = agents.values().map(|a| a.later_requests).sum();
         let later_bytes: u64 = agents.values().map(|a| a.later_bytes).sum();
@@ -147,19 +242,28 @@ impl PrefixMeter {
         let whole: u64 = agents.values().map(|a| a.whole_prefix_requests).sum();
         // The first request of each profile (its first agent).
         let mut first: BTreeMap<String, Value> = BTreeMap::new();
-        for agent in agents.values() {
+        let mut ordered: Vec<&AgentRequests> = agents.values().collect();
+        ordered.sort_by_key(|agent| !agent.profile_first);
+        for agent in ordered {
             if let (Some(tokens), Some(parts)) = (agent.first_tokens, &agent.first_parts) {
                 first.entry(agent.profile.clone()).or_insert_with(|| {
-                    json!({
+                    let mut figures = json!({
                         "estimatedTokens": tokens,
                         "messages": parts.messages,
                         "tools": parts.tools,
-                    })
+                    });
+                    match &agent.first_server {
+                        Some(Ok(tokens)) => figures["serverPromptTokens"] = json!(tokens),
+                        Some(Err(error)) => figures["serverError"] = json!(error),
+                        None => {}
+                    }
+                    figures
                 });
             }
         }
         json!({
             "workload": workload,
+            "smallWindow": small_window,
             "agents": agents.len(),
             "laterRequests": later_requests,
             // Of each previous request, the share the next one starts with (1.0: append-only).
@@ -183,7 +287,7 @@ impl ModelProvider for PrefixMeter {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.observe(&request);
+        self.measure(&request);
         self.inner.complete(request, cancel).await
     }
 
@@ -193,7 +297,7 @@ impl ModelProvider for PrefixMeter {
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.observe(&request);
+        self.measure(&request);
         self.inner.stream(request, sink, cancel).await
     }
 }
@@ -210,10 +314,12 @@ const PROFILES: [&str; 5] = [
     include_str!("../../tt-cli/scenarios/writers-room/fact-checker.json"),
 ];
 
-/// Runs `request` on a fresh runtime over `provider` (measured) and returns the report.
+/// Runs `request` on a fresh runtime over `provider` (measured; first requests also counted by
+/// `server`) and returns the report.
 async fn measure(
     workload: &str,
     provider: Arc<dyn ModelProvider>,
+    server: Option<Arc<dyn ModelProvider>>,
     info: ConnectionModelInfo,
     install: impl AsyncFnOnce(&AgentRuntime) -> Result<()>,
     request: StartRunRequest,
@@ -222,11 +328,11 @@ async fn measure(
         .prefix("tt-bench-prefix-")
         .tempdir()
         .context("creating a temporary data dir")?;
-    let meter = Arc::new(PrefixMeter::new(provider));
+    let meter = Arc::new(PrefixMeter::new(provider, server));
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir.path())
         .provider(Arc::clone(&meter) as Arc<dyn ModelProvider>)
-        .provider_model_info(info)
+        .provider_model_info(info.clone())
         .commit_bridge(CommitBridgeChoice::Transcript)
         .prompt_broker(PromptBrokerChoice::Templates)
         .build()?;
@@ -248,7 +354,8 @@ async fn measure(
         .shutdown()
         .await
         .map_err(|err| anyhow!("{workload}: shutdown failed: {err}"))?;
-    Ok(meter.report(workload))
+    meter.settle().await;
+    Ok(meter.report(workload, info.context_window_tokens.is_some()))
 }
 
 async fn install_writers_room(runtime: &AgentRuntime) -> Result<()> {
@@ -318,14 +425,30 @@ fn reader() -> Arc<dyn ModelProvider> {
     }))
 }
 
-/// Every workload's report, one JSON object per line.
-pub async fn run() -> Result<Vec<Value>> {
+/// The provider that counts first requests on `connection` (`openai:http://…/v1`): answers of
+/// one token, never streamed, with 15 minutes for a slow CPU server to read a long prompt.
+pub fn server(connection: &str) -> Result<Arc<dyn ModelProvider>> {
+    let patience = std::time::Duration::from_secs(900);
+    let spec = tt_runtime::ConnectionSpec::parse(connection)?
+        .with_model("local")
+        .with_stream(false)
+        .with_max_tokens(1)
+        .with_header_timeout(patience)
+        .with_request_timeout(patience)
+        .with_call_deadline(patience);
+    tt_runtime::build_provider(&spec)
+}
+
+/// Every workload's report, one JSON object per line; with `server`, each agent's first
+/// request is also counted there.
+pub async fn run(server: Option<Arc<dyn ModelProvider>>) -> Result<Vec<Value>> {
     let writers_room =
         Arc::new(ScriptedProvider::from_json_str(SCRIPT).context("the writers' room script")?);
     let mut reports = vec![
         measure(
             "writers-room",
             writers_room,
+            server.clone(),
             ConnectionModelInfo::default(),
             async |runtime: &AgentRuntime| install_writers_room(runtime).await,
             start(
@@ -341,6 +464,7 @@ pub async fn run() -> Result<Vec<Value>> {
         measure(
             "fanout-16",
             Arc::new(crate::model::FanoutModel::new(children)),
+            server.clone(),
             ConnectionModelInfo::default(),
             async move |runtime: &AgentRuntime| {
                 for profile in profiles {
@@ -368,6 +492,7 @@ pub async fn run() -> Result<Vec<Value>> {
                     _ => ModelReply::tool_call("workspace_finish", json!({})),
                 })
             })),
+            server.clone(),
             ConnectionModelInfo::default(),
             async |_: &AgentRuntime| Ok(()),
             start(None, "Write a scene."),
@@ -378,6 +503,7 @@ pub async fn run() -> Result<Vec<Value>> {
         measure(
             "reader-5k-window",
             reader(),
+            server,
             ConnectionModelInfo {
                 context_window_tokens: Some(5_000),
                 ..ConnectionModelInfo::default()
@@ -388,4 +514,75 @@ pub async fn run() -> Result<Vec<Value>> {
         .await?,
     );
     Ok(reports)
+}
+
+/// What in `reports` breaks a bound: each profile whose first request is over
+/// [`FIRST_REQUEST_BUDGET_TOKENS`], each workload (not shortened for a small window) whose
+/// prefix share is under [`MIN_PREFIX_SHARE`]. Empty: every bound holds.
+pub fn check(reports: &[Value]) -> Vec<String> {
+    let mut broken = Vec::new();
+    for report in reports {
+        let workload = report["workload"].as_str().unwrap_or("?");
+        let share = report["prefixShare"].as_f64().unwrap_or(0.0);
+        if report["smallWindow"] != Value::Bool(true) && share < MIN_PREFIX_SHARE {
+            broken.push(format!(
+                "{workload}: prefix share {share:.4} is under {MIN_PREFIX_SHARE}"
+            ));
+        }
+        let Some(first) = report["firstRequests"].as_object() else {
+            continue;
+        };
+        for (profile, figures) in first {
+            let tokens = figures["estimatedTokens"].as_u64().unwrap_or(u64::MAX);
+            if tokens > FIRST_REQUEST_BUDGET_TOKENS {
+                broken.push(format!(
+                    "{workload}: `{profile}`'s first request is {tokens} estimated tokens, over {FIRST_REQUEST_BUDGET_TOKENS}"
+                ));
+            }
+        }
+    }
+    broken
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The demo's profiles, the built-in writer and the fan-out's: each first request within
+    /// the budget, measured as `tt-bench prefix` measures it, and every request of a workload
+    /// that is not shortened for a small window append-only.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn first_requests_fit_the_budget() {
+        let reports = run(None).await.unwrap();
+        let profiles: Vec<&str> = reports
+            .iter()
+            .filter_map(|report| report["firstRequests"].as_object())
+            .flat_map(|first| first.keys().map(String::as_str))
+            .collect();
+        for profile in ["writer", "final-editor", "default-writer", "fanout-child"] {
+            assert!(profiles.contains(&profile), "{profile} not measured");
+        }
+        assert_eq!(check(&reports), Vec::<String>::new());
+    }
+
+    #[test]
+    fn check_names_what_is_over_its_bound() {
+        let report = |workload: &str, small_window: bool, share: f64, tokens: u64| {
+            json!({
+                "workload": workload,
+                "smallWindow": small_window,
+                "prefixShare": share,
+                "firstRequests": {"writer": {"estimatedTokens": tokens}},
+            })
+        };
+        assert!(check(&[report("room", false, 1.0, 2_000)]).is_empty());
+        assert!(check(&[report("reader", true, 0.5, 1_000)]).is_empty());
+        assert_eq!(
+            check(&[report("room", false, 0.9, 2_001)]),
+            vec![
+                "room: prefix share 0.9000 is under 0.95".to_owned(),
+                "room: `writer`'s first request is 2001 estimated tokens, over 2000".to_owned(),
+            ]
+        );
+    }
 }

@@ -79,7 +79,7 @@ pub async fn follow(
     if let Some(otel) = otel {
         otel.finish(runtime, run.id.as_str()).await;
     }
-    if let Some(failure) = runtime.unrecorded_failure(run.id.as_str()) {
+    if let Some(failure) = runtime.unrecorded_failure(run.id.as_str()).await? {
         // The disk kept the reason out of the journal; say it here.
         println!(
             "run {} [{}]: {} (not recorded: {})",
@@ -129,6 +129,9 @@ pub async fn follow(
             usage.model_calls
         )
     );
+    if let Some(line) = crate::render::inherited_usage(&usage) {
+        println!("{line}");
+    }
     println!("run {} ended: {}", finished.id, finished.status.as_str());
     Ok(finished)
 }

@@ -177,8 +177,9 @@ impl EventPrinter {
             P::DirectOutputCaptured(e) => format!("  plain text saved to {}", e.path),
             P::DriftRecoveryAttempted(_) => "reminded the model to use its tools".to_owned(),
             P::ContextTrimmed(e) => format!(
-                "made room: {} older result(s) shortened (~{} → ~{} of {} tokens)",
+                "made room: {} older message(s) shortened, {} removed (~{} → ~{} of {} tokens)",
                 e.stubbed_messages.len(),
+                e.removed_messages.len(),
                 e.estimated_tokens_before,
                 e.estimated_tokens_after,
                 e.window_tokens
@@ -287,7 +288,30 @@ pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsag
             seconds(entry.subtree.agent_time_ms),
         );
     }
+    if let Some(line) = inherited_usage(usage) {
+        let _ = writeln!(out, "  {line}");
+    }
     out
+}
+
+/// A branch's line for what its source had paid before the fork point, which the figures of
+/// the branch leave out; `None` for a run that is not a branch.
+pub fn inherited_usage(usage: &tt_runtime::RunUsage) -> Option<String> {
+    let inherited = usage.inherited.as_ref()?;
+    Some(format!(
+        "inherited from {} up to seq {} (paid by that run, not counted above): {} model calls, {} tool calls, {} tokens{}{}",
+        inherited.run_id,
+        inherited.seq,
+        inherited.model_calls,
+        inherited.tool_calls,
+        inherited.input_tokens + inherited.output_tokens,
+        cached(inherited.cached_input_tokens),
+        cost(
+            inherited.cost_usd,
+            inherited.unpriced_model_calls,
+            inherited.model_calls
+        ),
+    ))
 }
 
 /// One line per agent: its provider and model, the model's window and price when known, and
@@ -536,6 +560,25 @@ mod tests {
             "usage (own | with its sub-tree):\n\
              \x20 inv_root: 2 model calls, 2 tool calls, 100 tokens (25 cached), $0.0125, 3.0 s | 4 model calls, 4 tool calls, 200 tokens (50 cached), $0.0250, 3.0 s (agent time 4.2 s)\n\
              \x20 inv_a: 2 model calls, 2 tool calls, 100 tokens (25 cached), $0.0125 + 1 unpriced call(s), 1.2 s | 2 model calls, 2 tool calls, 100 tokens (25 cached), $0.0125, 1.2 s (agent time 1.2 s)\n"
+        );
+    }
+    #[test]
+    fn a_branchs_ledger_says_what_it_inherited_apart() {
+        let mut usage = RunUsage::default();
+        assert_eq!(inherited_usage(&usage), None);
+        usage.inherited = Some(tt_runtime::InheritedUsage {
+            run_id: "run_source".to_owned(),
+            seq: 42,
+            model_calls: 3,
+            input_tokens: 90,
+            output_tokens: 10,
+            cost_usd: 0.5,
+            tool_calls: 2,
+            ..tt_runtime::InheritedUsage::default()
+        });
+        assert_eq!(
+            inherited_usage(&usage).unwrap(),
+            "inherited from run_source up to seq 42 (paid by that run, not counted above): 3 model calls, 2 tool calls, 100 tokens, $0.5000"
         );
     }
 }

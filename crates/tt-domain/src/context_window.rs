@@ -14,6 +14,12 @@
 use crate::model::{AgentModelMessage, ModelContentPart, ModelRole};
 use crate::tool::{AgentToolResult, AgentToolSpec, ToolName};
 
+mod trim;
+
+pub use trim::{
+    DRIFT_REMINDER_PREFIX, DRIFT_SAVED_TO, remove_messages, saved_text_path, settled_turns,
+};
+
 /// Bytes per token of the uncalibrated estimate: English prose runs near 4, JSON and code
 /// nearer 3; 3.5 errs on the large side, which is the safe side for a window.
 pub const BYTES_PER_TOKEN_TIMES_TEN: u64 = 35;
@@ -21,11 +27,12 @@ pub const BYTES_PER_TOKEN_TIMES_TEN: u64 = 35;
 /// The fixed cost of one message (role markers, separators), in tokens.
 pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 
-/// Above this many tokens of output reserve a window is not further reserved: a model rarely
-/// writes more in one turn, and the request's own `max_tokens` still says how much it may.
+/// With no output limit set, above this many tokens of output reserve a window is not further
+/// reserved: a model rarely writes more in one turn.
 const MAX_OUTPUT_RESERVE_TOKENS: u64 = 8192;
 
-/// The least room kept for the model's answer, however small the window.
+/// The least room kept for the model's answer when no output limit is set, however small the
+/// window (but at most half of it).
 const MIN_OUTPUT_RESERVE_TOKENS: u64 = 256;
 
 /// Results smaller than this (in bytes) are never replaced: a stub would save next to nothing.
@@ -83,17 +90,14 @@ pub struct WindowBudget {
 
 impl WindowBudget {
     /// The split of `window_tokens` for an agent whose answers may be `max_output_tokens`
-    /// long: an eighth of the window (at least 256 tokens), never more than the answer may
-    /// take nor more than 8,192.
+    /// long: that limit when it is set, else an eighth of the window (at least 256 tokens, at
+    /// most 8,192); never more than half the window.
     pub fn new(window_tokens: u64, max_output_tokens: Option<u32>) -> Self {
-        let cap = max_output_tokens
-            .map(u64::from)
-            .unwrap_or(MAX_OUTPUT_RESERVE_TOKENS)
-            .min(MAX_OUTPUT_RESERVE_TOKENS);
-        let reserve = (window_tokens / 8)
-            .max(MIN_OUTPUT_RESERVE_TOKENS)
-            .min(cap)
-            .min(window_tokens / 2);
+        let reserve = match max_output_tokens {
+            Some(limit) => u64::from(limit),
+            None => (window_tokens / 8).clamp(MIN_OUTPUT_RESERVE_TOKENS, MAX_OUTPUT_RESERVE_TOKENS),
+        }
+        .min(window_tokens / 2);
         Self {
             window_tokens,
             output_reserve_tokens: reserve,
@@ -205,9 +209,10 @@ impl Calibration {
     }
 }
 
-/// The part of a history that trimming and compaction never touch: everything before the
-/// agent's first answer (system prompt, brief or user request), and its latest answer with
-/// everything after it (the results it is about to read).
+/// The parts of a history that trimming never touches: the opening the agent started with
+/// before its first answer (system prompt and request), and its latest answer with everything
+/// after it (the results it is about to read). Compaction keeps only the opening (see
+/// `engine::context_fit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProtectedSpans {
     /// Messages `0..head_end` are the opening.
@@ -217,11 +222,10 @@ pub struct ProtectedSpans {
 }
 
 impl ProtectedSpans {
-    pub fn of(messages: &[AgentModelMessage]) -> Self {
-        let head_end = messages
-            .iter()
-            .position(|message| message.role == ModelRole::Assistant)
-            .unwrap_or(messages.len());
+    /// The spans of `messages` whose first `opening` messages are the opening
+    /// ([`opening_len`] of the messages the agent started with).
+    pub fn of(messages: &[AgentModelMessage], opening: usize) -> Self {
+        let head_end = opening.min(messages.len());
         let tail_start = messages
             .iter()
             .rposition(|message| message.role == ModelRole::Assistant)
@@ -234,44 +238,116 @@ impl ProtectedSpans {
     }
 }
 
-/// Which messages of the history to replace by stubs, oldest first, until its estimate is at
-/// most `target` (uncalibrated tokens, with `fixed` the tool specs' share); `None` when no
-/// stub is needed. Stubbing the chosen messages may still leave the history over `target`:
-/// then every message that can be stubbed is chosen.
-pub fn plan_stubs(messages: &[AgentModelMessage], fixed: u64, target: u64) -> Vec<usize> {
-    let mut total = request_tokens(messages, fixed);
-    let spans = ProtectedSpans::of(messages);
-    let mut chosen = Vec::new();
-    for (index, message) in messages
+/// How many of the messages an agent starts with are its opening: all of them up to its first
+/// answer (a conversation's earlier answers are history, not opening).
+pub fn opening_len(messages: &[AgentModelMessage]) -> usize {
+    messages
         .iter()
-        .enumerate()
-        .take(spans.tail_start)
-        .skip(spans.head_end)
-    {
+        .position(|message| message.role == ModelRole::Assistant)
+        .unwrap_or(messages.len())
+}
+
+/// What one trim does: messages that leave the history (settled slip and drift turns, see
+/// [`settled_turns`]) and messages replaced by stubs, as indices of the history before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrimPlan {
+    /// Ascending.
+    pub removed: Vec<usize>,
+    /// Oldest first.
+    pub stubbed: Vec<usize>,
+}
+
+impl TrimPlan {
+    pub fn is_empty(&self) -> bool {
+        self.removed.is_empty() && self.stubbed.is_empty()
+    }
+}
+
+/// What to take out of the history (the first `opening` messages are its opening) so that its
+/// estimate is at most `target` (uncalibrated tokens, with `fixed` the tool specs' share):
+/// first every settled slip and drift turn, then stubs, oldest first, until the target is
+/// met. The plan may still leave the history over `target`: then everything that can go went.
+pub fn plan_trim(
+    messages: &[AgentModelMessage],
+    opening: usize,
+    fixed: u64,
+    target: u64,
+) -> TrimPlan {
+    let mut total = request_tokens(messages, fixed);
+    let spans = ProtectedSpans::of(messages, opening);
+    let removed = if total > target {
+        settled_turns(messages, spans.head_end)
+    } else {
+        Vec::new()
+    };
+    for &index in &removed {
+        total = total.saturating_sub(message_tokens(&messages[index]));
+    }
+    let mut stubbed = Vec::new();
+    for index in spans.head_end..spans.tail_start {
         if total <= target {
             break;
         }
-        let Some(stubbed) = stub_message(message) else {
+        if removed.binary_search(&index).is_ok() {
+            continue;
+        }
+        let Some(stub) = stub_at(messages, index) else {
             continue;
         };
-        let saved = message_tokens(message).saturating_sub(message_tokens(&stubbed));
+        let saved = message_tokens(&messages[index]).saturating_sub(message_tokens(&stub));
         if saved > 0 {
             total -= saved;
-            chosen.push(index);
+            stubbed.push(index);
         }
     }
-    chosen
+    TrimPlan { removed, stubbed }
+}
+
+/// Applies `plan` to the history it was made for: the stubs, then the removals.
+pub fn apply_trim(messages: &mut Vec<AgentModelMessage>, plan: &TrimPlan) {
+    apply_stubs(messages, &plan.stubbed);
+    remove_messages(messages, &plan.removed);
 }
 
 /// Replaces the messages at `indices` by their stubs (indices past the end are ignored).
 pub fn apply_stubs(messages: &mut [AgentModelMessage], indices: &[usize]) {
     for &index in indices {
-        if let Some(message) = messages.get_mut(index)
-            && let Some(stubbed) = stub_message(message)
-        {
-            *message = stubbed;
+        if let Some(stubbed) = stub_at(messages, index) {
+            messages[index] = stubbed;
         }
     }
+}
+
+/// The stub of the message at `index`: a long plain-text answer the runtime saved to a file
+/// ([`saved_text_path`]) becomes a note naming the file; any other message as
+/// [`stub_message`] says.
+pub fn stub_at(messages: &[AgentModelMessage], index: usize) -> Option<AgentModelMessage> {
+    let message = messages.get(index)?;
+    if let Some(path) = saved_text_path(messages, index) {
+        let text = message.text_content();
+        if (text.len() as u64) < MIN_STUB_BYTES || is_stub(&text) {
+            return None;
+        }
+        let mut stubbed = message.clone();
+        stubbed
+            .parts
+            .retain(|part| !matches!(part, ModelContentPart::Text { .. }));
+        stubbed.parts.insert(
+            0,
+            ModelContentPart::Text {
+                text: prose_stub(text.chars().count(), &path),
+            },
+        );
+        return Some(stubbed);
+    }
+    stub_message(message)
+}
+
+/// The note in place of a plain-text answer of `chars` characters saved to `path`.
+pub fn prose_stub(chars: usize, path: &str) -> String {
+    format!(
+        "{STUB_PREFIX}your plain-text answer of {chars} characters. It was saved to `{path}`; read it there if you need it.]"
+    )
 }
 
 /// The stub of one message: its large tool results and large tool-call arguments replaced by
@@ -430,16 +506,21 @@ pub fn bound_result(
     bounded
 }
 
+/// How the summary message begins.
+pub const SUMMARY_HEADER: &str = "[Summary of your earlier work, written to save room]";
+
 /// The text an agent reads in place of the turns a summary replaced.
 pub fn summary_message_text(summary: &str) -> String {
-    format!(
-        "[Summary of your earlier work, written to save room]\n{}",
-        summary.trim()
-    )
+    format!("{SUMMARY_HEADER}\n{}", summary.trim())
+}
+
+/// Whether `message` is the summary message.
+pub fn is_summary(message: &AgentModelMessage) -> bool {
+    message.role == ModelRole::User && message.text_content().starts_with(SUMMARY_HEADER)
 }
 
 /// What the summarizing call is asked, after the transcript of the turns it replaces.
-pub const SUMMARY_INSTRUCTION: &str = "The conversation above is getting too long to keep. Write a summary of it that lets you continue the work without it: the task, what you did and found, the files you read or wrote (exact paths), decisions made, and what remains to do. Keep names, paths and numbers exact. Answer with the summary only.";
+pub const SUMMARY_INSTRUCTION: &str = "The conversation above is getting too long to keep. Write a summary of it that lets you continue the work without it, taking in your earlier summary if there is one: the task, what you did and found, the files you read or wrote (exact paths), decisions made, and what remains to do. Keep names, paths and numbers exact. Answer with the summary only.";
 
 /// The transcript of `messages` as plain text for the summarizing call, at most `max_bytes`
 /// long (its middle is cut when longer).
@@ -447,6 +528,7 @@ pub fn transcript(messages: &[AgentModelMessage], max_bytes: usize) -> String {
     let mut text = String::new();
     for message in messages {
         let who = match message.role {
+            _ if is_summary(message) => "Your earlier summary",
             ModelRole::System | ModelRole::Developer => "Instructions",
             ModelRole::User => "User",
             ModelRole::Assistant => "You",
@@ -454,7 +536,11 @@ pub fn transcript(messages: &[AgentModelMessage], max_bytes: usize) -> String {
         };
         for part in &message.parts {
             let line = match part {
-                ModelContentPart::Text { text } => text.clone(),
+                ModelContentPart::Text { text } => text
+                    .strip_prefix(SUMMARY_HEADER)
+                    .filter(|_| is_summary(message))
+                    .unwrap_or(text)
+                    .to_owned(),
                 ModelContentPart::ToolCall { call } => {
                     let alias = ToolName::from_any(&call.name)
                         .map_or(call.name.as_str(), |t| t.model_alias());
@@ -560,7 +646,7 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_keeps_an_eighth_for_the_answer_within_bounds() {
+    fn the_budget_keeps_the_output_limit_or_an_eighth_for_the_answer() {
         let small = WindowBudget::new(4096, None);
         assert_eq!(small.output_reserve_tokens, 512);
         assert_eq!(small.input_budget_tokens, 3584);
@@ -571,6 +657,19 @@ mod tests {
             1000
         );
         assert_eq!(WindowBudget::new(300, None).output_reserve_tokens, 150);
+        // A set limit is what the answer keeps, small or large.
+        assert_eq!(
+            WindowBudget::new(4096, Some(160)).output_reserve_tokens,
+            160
+        );
+        assert_eq!(
+            WindowBudget::new(4096, Some(1500)).output_reserve_tokens,
+            1500
+        );
+        assert_eq!(
+            WindowBudget::new(4096, Some(8192)).output_reserve_tokens,
+            2048
+        );
     }
 
     #[test]
@@ -590,22 +689,22 @@ mod tests {
     fn stubs_go_oldest_first_and_spare_the_opening_and_the_latest_turn() {
         let messages = history(4);
         let total = request_tokens(&messages, 0);
-        let chosen = plan_stubs(&messages, 0, total - 100);
+        let chosen = plan_trim(&messages, 2, 0, total - 100).stubbed;
         assert_eq!(chosen, vec![3]);
-        let all = plan_stubs(&messages, 0, 0);
+        let all = plan_trim(&messages, 2, 0, 0).stubbed;
         // The opening (0, 1) and the latest turn (8, 9) are never stubbed.
         assert_eq!(all, vec![3, 5, 7]);
         let mut trimmed = messages.clone();
         apply_stubs(&mut trimmed, &all);
         assert!(request_tokens(&trimmed, 0) < total / 2);
         // A stub is never stubbed again.
-        assert!(plan_stubs(&trimmed, 0, 0).is_empty());
+        assert!(plan_trim(&trimmed, 2, 0, 0).is_empty());
     }
 
     #[test]
     fn nothing_is_stubbed_when_the_history_fits() {
         let messages = history(3);
-        assert!(plan_stubs(&messages, 0, u64::MAX).is_empty());
+        assert!(plan_trim(&messages, 2, 0, u64::MAX).is_empty());
     }
 
     #[test]
@@ -631,6 +730,10 @@ mod tests {
         [Removed to save room: 900 characters of `workspace_write_file` output.]
         ");
         assert!(!waited.content.contains("again if"), "{}", waited.content);
+        let mut delegated = result.clone();
+        delegated.name = "agent.delegate".into();
+        let delegated = stub_result(&delegated).content;
+        insta::assert_snapshot!(delegated, @"[Removed to save room: 900 characters of `agent_delegate` output. These results are not given again: each task's summary stays in its file under `summaries/` (`<agent>-result.md`); list them with `workspace_list_files` and read one with `workspace_read_file`.]");
     }
 
     #[test]
@@ -684,12 +787,85 @@ mod tests {
         insta::assert_snapshot!(
             format!("{SUMMARY_INSTRUCTION}\n---\n{}", summary_message_text("  Wrote the outline.\n")),
             @r"
-        The conversation above is getting too long to keep. Write a summary of it that lets you continue the work without it: the task, what you did and found, the files you read or wrote (exact paths), decisions made, and what remains to do. Keep names, paths and numbers exact. Answer with the summary only.
+        The conversation above is getting too long to keep. Write a summary of it that lets you continue the work without it, taking in your earlier summary if there is one: the task, what you did and found, the files you read or wrote (exact paths), decisions made, and what remains to do. Keep names, paths and numbers exact. Answer with the summary only.
         ---
         [Summary of your earlier work, written to save room]
         Wrote the outline.
         "
         );
+    }
+
+    #[test]
+    fn a_saved_plain_text_answer_becomes_a_stub_naming_its_file() {
+        let mut messages = history(0);
+        messages.push(AgentModelMessage::text(
+            ModelRole::Assistant,
+            "Once upon a time. ".repeat(60),
+        ));
+        messages.push(AgentModelMessage::text(
+            ModelRole::User,
+            format!("{DRIFT_REMINDER_PREFIX}1] Plain text is not delivered to anyone. Your text was saved to `output/direct_output.md`; you can refer to that file."),
+        ));
+        messages.push(call("c"));
+        let stub = stub_at(&messages, 2).map(|m| m.text_content());
+        insta::assert_snapshot!(stub.unwrap_or_default(), @"[Removed to save room: your plain-text answer of 1080 characters. It was saved to `output/direct_output.md`; read it there if you need it.]");
+        // The reminder is no answer: it is never stubbed.
+        assert!(stub_at(&messages, 3).is_none());
+    }
+
+    #[test]
+    fn a_trim_removes_settled_turns_first_then_stubs_a_saved_answer() {
+        let slip = |id: &str| {
+            let mut result = read_result(id, "no such tool");
+            if let ModelContentPart::ToolResult { result } = &mut result.parts[0] {
+                result.is_error = true;
+                result.error_code = Some("model.unknown_tool_call".into());
+            }
+            result
+        };
+        let mut messages = history(0);
+        messages.push(AgentModelMessage::text(
+            ModelRole::Assistant,
+            "Once upon a time. ".repeat(60),
+        ));
+        messages.push(AgentModelMessage::text(
+            ModelRole::User,
+            format!("{DRIFT_REMINDER_PREFIX}1] Your text was saved to `output/direct_output.md`."),
+        ));
+        messages.extend([call("s1"), slip("s1"), call("s2"), slip("s2")]);
+        // Only slips since the plain-text answer: nothing is settled, the answer is stubbed.
+        let plan = plan_trim(&messages, 2, 0, 0);
+        assert_eq!(
+            plan,
+            TrimPlan {
+                removed: vec![],
+                stubbed: vec![2]
+            }
+        );
+        // A call ran: the plain-text turn and the slip before the latest turn leave whole.
+        messages.extend([call("ok"), read_result("ok", "fine")]);
+        let plan = plan_trim(&messages, 2, 0, 0);
+        assert_eq!(plan.removed, vec![2, 3, 4, 5, 6, 7]);
+        let mut trimmed = messages.clone();
+        apply_trim(&mut trimmed, &plan);
+        assert_eq!(trimmed.len(), 4);
+        assert_eq!(trimmed[2], messages[8]);
+        // Nothing is taken while the history fits.
+        assert!(plan_trim(&messages, 2, 0, u64::MAX).is_empty());
+    }
+
+    #[test]
+    fn a_later_summary_takes_in_the_earlier_one() {
+        let messages = vec![
+            AgentModelMessage::text(ModelRole::User, summary_message_text("Wrote the outline.")),
+            AgentModelMessage::text(ModelRole::Assistant, "Now the ending."),
+        ];
+        assert!(is_summary(&messages[0]));
+        insta::assert_snapshot!(transcript(&messages, 10_000), @r"
+        Your earlier summary: Wrote the outline.
+
+        You: Now the ending.
+        ");
     }
 
     #[test]

@@ -192,6 +192,16 @@ impl McpToolInfo {
     }
 }
 
+/// One registered server as the store keeps it: its registration and the catalog last read
+/// from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerEntry {
+    pub config: McpServerConfig,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<McpCatalog>,
+}
+
 /// A server's tools as discovered, stored, and refreshed only when asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

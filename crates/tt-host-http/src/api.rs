@@ -1,6 +1,9 @@
-//! The routes: one JSON endpoint per host call (see `docs/host-http.md` for the table), the
-//! live event stream and the page. Inputs are validated here before they reach the runtime:
-//! ids are short plain tokens (never paths), bodies are JSON of a bounded size.
+//! The routes: the host command table (`tt_runtime::for_each_host_command!`) over HTTP, twice
+//! over one mapping: every command at `POST /api/commands/{name}` with its JSON request, and
+//! the REST routes the inspector and `docs/host-http.md` use, each of which builds one
+//! command's request from its path, query and body and runs that command; plus the live event
+//! stream and the page. Inputs are validated here before they reach the runtime: ids are short
+//! plain tokens (never paths), bodies are JSON of a bounded size.
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
@@ -9,9 +12,11 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use tt_runtime::{
-    AgentProfileDefinition, ListRunsRequest, ReadEventsRequest, ReadPromptAssemblyRequest,
-    ResolveChatCommitRequest, ResolvePromptAssemblyRequest, ResolveToolApprovalRequest,
-    StartRunRequest,
+    AgentProfileDefinition, ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest,
+    GuidanceRequest, ListRunsRequest, NoInput, PersistStateRequest, ReadEventsRequest,
+    ReadPromptAssemblyRequest, RecordRequest, ResolveChatCommitRequest,
+    ResolvePromptAssemblyRequest, ResolveToolApprovalRequest, RunRef, StartRunRequest, TaskRef,
+    TranscriptRequest, WorkspaceFileRequest, host_commands,
 };
 
 use crate::error::ApiError;
@@ -77,6 +82,8 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
         .route("/api/transcripts/{workspace_id}", get(transcript))
         .route("/api/persist-state", get(latest_persist_state))
         .route("/api/profiles", post(save_profile))
+        .route("/api/commands", get(list_commands))
+        .route("/api/commands/{name}", post(run_command))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(axum::middleware::from_fn_with_state(
@@ -92,6 +99,22 @@ async fn not_found() -> ApiError {
         "http.route_not_found",
         "no such endpoint",
     )
+}
+
+/// Every host command's name: what `POST /api/commands/{name}` takes.
+async fn list_commands() -> Json<&'static [&'static str]> {
+    Json(tt_runtime::HOST_COMMANDS)
+}
+
+/// Runs one host command by name with its JSON request (`{}` for a command without input)
+/// and answers its JSON answer; `host.command_unknown` (404) for a name not in the table.
+async fn run_command(
+    State(state): State<AppState>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+    JsonBody(request): JsonBody<serde_json::Value>,
+) -> ApiResult<Response> {
+    let answer = state.runtime.execute_command(&name, request).await?;
+    Ok(Json(answer).into_response())
 }
 
 async fn info(State(state): State<AppState>) -> Json<ServerInfo> {
@@ -121,7 +144,7 @@ async fn list_runs(
     if let Some(limit) = query.limit {
         request.limit = limit;
     }
-    let runs = state.runtime.list_runs(request).await?;
+    let runs = host_commands::list_agent_runs(&state.runtime, request).await?;
     Ok(Json(runs).into_response())
 }
 
@@ -138,14 +161,14 @@ async fn start_run(
     if let Some(profile) = &request.profile_id {
         valid_id("profile", profile)?;
     }
-    let run = state.runtime.start_run(request).await?;
+    let run = host_commands::start_agent_run(&state.runtime, request).await?;
     Ok((StatusCode::CREATED, Json(run)).into_response())
 }
 
 async fn read_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     // The live status of a run this server executes, else the stored record.
-    let run = state.runtime.get_run(&run_id).await?;
+    let run = host_commands::read_agent_run(&state.runtime, RunRef::new(run_id)).await?;
     Ok(Json(run).into_response())
 }
 
@@ -156,7 +179,14 @@ async fn submit_guidance(
     JsonBody(body): JsonBody<tt_runtime::SubmitGuidanceRequest>,
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    let receipt = state.runtime.submit_guidance(&run_id, body).await?;
+    let receipt = host_commands::submit_agent_guidance(
+        &state.runtime,
+        GuidanceRequest {
+            run_id,
+            guidance: body,
+        },
+    )
+    .await?;
     Ok(Json(receipt).into_response())
 }
 
@@ -164,14 +194,18 @@ async fn submit_guidance(
 async fn cancel_task(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let task_id = path.id("task_id", "task")?;
-    let task = state.runtime.cancel_task(&run_id, &task_id).await?;
+    let task =
+        host_commands::cancel_agent_task(&state.runtime, TaskRef { run_id, task_id }).await?;
     Ok(Json(task).into_response())
 }
 
 /// The commits of a run waiting for the host's answer, with their text (`pending_commits`).
 async fn pending_commits(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    Ok(Json(state.runtime.pending_commits(&run_id).await?).into_response())
+    Ok(
+        Json(host_commands::list_agent_chat_commits(&state.runtime, RunRef::new(run_id)).await?)
+            .into_response(),
+    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -190,35 +224,32 @@ async fn resolve_persist_metadata(
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let update_id = path.id("update_id", "metadata update")?;
-    state
-        .runtime
-        .resolve_agent_persistent_state_metadata_update(
-            tt_runtime::ResolvePersistentStateMetadataUpdateRequest {
-                run_id,
-                update_id,
-                error: body.error,
-            },
-        )?;
+    let request = tt_runtime::ResolvePersistentStateMetadataUpdateRequest {
+        run_id,
+        update_id,
+        error: body.error,
+    };
+    host_commands::resolve_agent_persistent_state_metadata_update(&state.runtime, request).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn cancel_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    let run = state.runtime.cancel_run(&run_id).await?;
+    let run = host_commands::cancel_agent_run(&state.runtime, RunRef::new(run_id)).await?;
     Ok(Json(run).into_response())
 }
 
 /// Resumes an interrupted, failed or cancelled run (`resume_run`, docs/resume.md).
 async fn resume_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    let run = state.runtime.resume_run(&run_id).await?;
+    let run = host_commands::resume_agent_run(&state.runtime, RunRef::new(run_id)).await?;
     Ok(Json(run).into_response())
 }
 
 /// Gives a run up so that it is never resumed (`abandon_run`, docs/resume.md).
 async fn abandon_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    let run = state.runtime.abandon_run(&run_id).await?;
+    let run = host_commands::abandon_agent_run(&state.runtime, RunRef::new(run_id)).await?;
     Ok(Json(run).into_response())
 }
 
@@ -230,7 +261,9 @@ async fn fork_run(
     JsonBody(body): JsonBody<tt_runtime::ForkRunRequest>,
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    let run = state.runtime.fork_run(&run_id, body).await?;
+    let run =
+        host_commands::fork_agent_run(&state.runtime, ForkAgentRunRequest { run_id, fork: body })
+            .await?;
     Ok(Json(run).into_response())
 }
 
@@ -261,38 +294,51 @@ async fn read_events(
     if let Some(invocation) = &query.invocation {
         valid_id("invocation", invocation)?;
     }
-    let page = state
-        .runtime
-        .read_events(ReadEventsRequest {
+    let page = host_commands::read_agent_run_events(
+        &state.runtime,
+        ReadEventsRequest {
             run_id,
             after_seq: query.after,
             before_seq: query.before,
             limit: query.limit,
             invocation_id: query.invocation,
             include_timeline_projection: query.timeline,
-        })
-        .await?;
+        },
+    )
+    .await?;
     Ok(Json(page).into_response())
 }
 
 async fn timeline(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    Ok(Json(state.runtime.timeline_projection(&run_id).await?).into_response())
+    Ok(
+        Json(host_commands::read_agent_timeline(&state.runtime, RunRef::new(run_id)).await?)
+            .into_response(),
+    )
 }
 
 async fn list_connections(State(state): State<AppState>) -> ApiResult<Response> {
-    Ok(Json(state.runtime.list_connections()?).into_response())
+    Ok(
+        Json(host_commands::list_agent_connections(&state.runtime, NoInput {}).await?)
+            .into_response(),
+    )
 }
 
 /// Every file of the run's workspace, as logical paths.
 async fn list_files(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    Ok(Json(state.runtime.list_workspace_files(&run_id).await?).into_response())
+    Ok(
+        Json(host_commands::list_agent_workspace_files(&state.runtime, RunRef::new(run_id)).await?)
+            .into_response(),
+    )
 }
 
 async fn usage(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    Ok(Json(state.runtime.usage(&run_id).await?).into_response())
+    Ok(
+        Json(host_commands::read_agent_usage(&state.runtime, RunRef::new(run_id)).await?)
+            .into_response(),
+    )
 }
 
 /// One agent's conversation as a chat, rebuilt from the journal and the stored records
@@ -303,42 +349,41 @@ async fn agent_conversation(
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let invocation_id = path.id("invocation_id", "invocation")?;
-    let conversation = state
-        .runtime
-        .agent_conversation(&run_id, &invocation_id)
-        .await?;
+    let conversation = host_commands::read_agent_conversation(
+        &state.runtime,
+        ConversationRequest {
+            run_id,
+            invocation_id,
+        },
+    )
+    .await?;
     Ok(Json(conversation).into_response())
 }
 
+/// Why a run ended when its journal could not keep the end (`read_agent_run_failure`).
 async fn unrecorded_failure(
     State(state): State<AppState>,
     path: PathParams,
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    if let Some(failure) = state.runtime.unrecorded_failure(&run_id) {
-        return Ok(Json(failure).into_response());
-    }
-    // Another process ran it: the run record keeps the end its journal refused.
-    let failure = state
-        .runtime
-        .get_run(&run_id)
-        .await?
-        .unrecorded_end
-        .map(|end| {
-            let mut payload = end.payload;
-            payload["unrecordedBecause"] = serde_json::json!(end.unrecorded_because);
-            payload
-        });
+    let failure =
+        host_commands::read_agent_run_failure(&state.runtime, RunRef::new(run_id)).await?;
     Ok(Json(failure).into_response())
 }
 
 async fn unreadable_runs(State(state): State<AppState>) -> ApiResult<Response> {
-    Ok(Json(state.runtime.unreadable_runs().await?).into_response())
+    Ok(
+        Json(host_commands::list_unreadable_agent_runs(&state.runtime, NoInput {}).await?)
+            .into_response(),
+    )
 }
 
 async fn check_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    Ok(Json(state.runtime.check_run(&run_id).await?).into_response())
+    Ok(
+        Json(host_commands::check_agent_run(&state.runtime, RunRef::new(run_id)).await?)
+            .into_response(),
+    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -358,13 +403,14 @@ async fn read_file(
 ) -> ApiResult<Response> {
     let _ = query.token;
     let run_id = path.run_id()?;
-    Ok(Json(
-        state
-            .runtime
-            .read_workspace_file(&run_id, &query.path)
-            .await?,
+    let request = WorkspaceFileRequest {
+        run_id,
+        path: query.path,
+    };
+    Ok(
+        Json(host_commands::read_agent_workspace_file(&state.runtime, request).await?)
+            .into_response(),
     )
-    .into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -384,14 +430,21 @@ async fn read_record(
 ) -> ApiResult<Response> {
     let _ = query.token;
     let run_id = path.run_id()?;
-    let record = state.runtime.read_record(&run_id, &query.reference).await?;
+    let request = RecordRequest {
+        run_id,
+        reference: query.reference,
+    };
+    let record = host_commands::read_agent_record(&state.runtime, request).await?;
     Ok(Json(record).into_response())
 }
 
 /// The tool calls of a run waiting for a person, with their arguments (`pending_approvals`).
 async fn pending_approvals(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
-    Ok(Json(state.runtime.pending_approvals(&run_id).await?).into_response())
+    Ok(
+        Json(host_commands::list_agent_tool_approvals(&state.runtime, RunRef::new(run_id)).await?)
+            .into_response(),
+    )
 }
 
 /// Answers a waiting call (`resolve_tool_approval`): body `{decision: "approve"}`,
@@ -404,10 +457,12 @@ async fn resolve_approval(
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let approval_id = path.id("approval_id", "approval")?;
-    let receipt = state
-        .runtime
-        .resolve_tool_approval(&run_id, &approval_id, body)
-        .await?;
+    let request = ApproveToolCallRequest {
+        run_id,
+        approval_id,
+        resolution: body,
+    };
+    let receipt = host_commands::approve_agent_tool_call(&state.runtime, request).await?;
     Ok(Json(receipt).into_response())
 }
 
@@ -427,14 +482,13 @@ async fn resolve_commit(
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let commit_id = path.id("commit_id", "commit")?;
-    state
-        .runtime
-        .resolve_chat_commit(ResolveChatCommitRequest {
-            run_id,
-            commit_id,
-            message_id: body.message_id,
-            error: body.error,
-        })?;
+    let request = ResolveChatCommitRequest {
+        run_id,
+        commit_id,
+        message_id: body.message_id,
+        error: body.error,
+    };
+    host_commands::resolve_agent_chat_commit(&state.runtime, request).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -444,12 +498,12 @@ async fn read_prompt_assembly(
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let assembly_id = path.id("assembly_id", "prompt assembly")?;
-    let request = state
-        .runtime
-        .read_prompt_assembly_request(ReadPromptAssemblyRequest {
-            run_id,
-            assembly_id,
-        })?;
+    let request = ReadPromptAssemblyRequest {
+        run_id,
+        assembly_id,
+    };
+    let request =
+        host_commands::read_agent_prompt_assembly_request(&state.runtime, request).await?;
     Ok(Json(request).into_response())
 }
 
@@ -477,9 +531,9 @@ async fn resolve_prompt_assembly(
 ) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let assembly_id = path.id("assembly_id", "prompt assembly")?;
-    state
-        .runtime
-        .resolve_prompt_assembly(ResolvePromptAssemblyRequest {
+    host_commands::resolve_agent_prompt_assembly(
+        &state.runtime,
+        ResolvePromptAssemblyRequest {
             run_id,
             assembly_id,
             prompt_snapshot: body.prompt_snapshot,
@@ -488,14 +542,20 @@ async fn resolve_prompt_assembly(
             assembly: body.assembly,
             settings: body.settings,
             error: body.error,
-        })?;
+        },
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Messages published for a workspace (transcript commit bridge).
 async fn transcript(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let workspace_id = path.id("workspace_id", "workspace")?;
-    Ok(Json(state.runtime.transcript(&workspace_id).await?).into_response())
+    Ok(Json(
+        host_commands::read_agent_transcript(&state.runtime, TranscriptRequest { workspace_id })
+            .await?,
+    )
+    .into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -511,15 +571,18 @@ async fn latest_persist_state(
     QueryParams(query): QueryParams<PersistQuery>,
 ) -> ApiResult<Response> {
     let _ = query.token;
-    let state_id = state.runtime.latest_persist_state(&query.chat).await?;
-    Ok(Json(serde_json::json!({ "stateId": state_id })).into_response())
+    let request = PersistStateRequest {
+        stable_chat_id: query.chat,
+    };
+    let answer = host_commands::read_agent_persist_state(&state.runtime, request).await?;
+    Ok(Json(answer).into_response())
 }
 
 async fn save_profile(
     State(state): State<AppState>,
     JsonBody(definition): JsonBody<AgentProfileDefinition>,
 ) -> ApiResult<Response> {
-    state.runtime.save_profile(definition).await?;
+    host_commands::save_agent_profile(&state.runtime, definition).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

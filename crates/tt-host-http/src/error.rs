@@ -45,7 +45,7 @@ impl From<HostError> for ApiError {
 /// 500, and everything else is a request the runtime refused (400).
 pub(crate) fn status_for(code: &str) -> StatusCode {
     let name = code.rsplit('.').next().unwrap_or(code);
-    if name.ends_with("not_found") {
+    if name.ends_with("not_found") || name == "command_unknown" {
         StatusCode::NOT_FOUND
     } else if name.ends_with("not_pending")
         || name.ends_with("mismatch")

@@ -6,4 +6,5 @@
 
 mod api;
 mod browser;
+mod commands;
 mod support;

@@ -8,6 +8,7 @@
 pub mod error;
 pub mod host;
 pub mod journal;
+pub mod mcp_servers;
 pub mod model;
 pub mod profiles;
 pub mod prompt;
@@ -24,6 +25,7 @@ pub use host::{
     PersistentStateMetadataUpdate,
 };
 pub use journal::{EventPage, RunJournal, RunWrite, commit_in_order};
+pub use mcp_servers::McpServerRepository;
 pub use model::{
     ConnectionModelInfo, ModelConnections, ModelDeltaSink, ModelProvider, NoConnections,
     ResolvedConnection, provider_fields,

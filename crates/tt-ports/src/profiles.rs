@@ -18,4 +18,8 @@ pub trait ProfileRepository: Send + Sync {
 
     /// Stores (or replaces) a definition under its id. Validation is the caller's job.
     async fn save_profile(&self, definition: &AgentProfileDefinition) -> StorageResult<()>;
+
+    /// Removes the profile stored under `id`, readable or not: `Ok(true)` when one was
+    /// stored, `Ok(false)` when none was. Which ids may be deleted is the caller's rule.
+    async fn delete_profile(&self, id: &ProfileId) -> StorageResult<bool>;
 }

@@ -222,15 +222,6 @@ impl AgentRuntimeBuilder {
         for tool in self.host_tools {
             host_tools.insert(tool)?;
         }
-        let tools = crate::tools::ToolRouter {
-            host: host_tools,
-            mcp: crate::tools::mcp_servers::McpServers::new(
-                Some(data_dir.join("mcp").join("servers")),
-                self.mcp_client
-                    .unwrap_or_else(|| Arc::new(tt_adapter_tools_mcp::RmcpClient::new())),
-                Arc::clone(&clock),
-            ),
-        };
         let store = if self.read_only {
             UserDataStore::open_read_only(data_dir.clone())
         } else {
@@ -265,6 +256,21 @@ impl AgentRuntimeBuilder {
             None => store.clone(),
         };
         let transcripts = Arc::new(TranscriptCommitBridge::new(transcript_store));
+        let mcp_store: Arc<dyn tt_ports::McpServerRepository> = match &ports.mcp_servers {
+            Some(servers) => Arc::clone(servers),
+            None => Arc::new(tt_adapter_storage_userdata::McpServerFiles::in_data_dir(
+                &data_dir,
+            )),
+        };
+        let tools = crate::tools::ToolRouter {
+            host: host_tools,
+            mcp: crate::tools::mcp_servers::McpServers::new(
+                mcp_store,
+                self.mcp_client
+                    .unwrap_or_else(|| Arc::new(tt_adapter_tools_mcp::RmcpClient::new())),
+                Arc::clone(&clock),
+            ),
+        };
         // Only a host-API bridge is kept for the host calls: with any other bridge they fail
         // with a clear code rather than reading an empty bridge nobody feeds.
         let (commit_bridge, host_bridge): (Arc<dyn HostCommitBridge>, _) = match bridge_choice {

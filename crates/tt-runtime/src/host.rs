@@ -25,6 +25,7 @@ use crate::run_updates::RunUpdates;
 
 mod fork;
 mod otel;
+mod profiles;
 mod tools;
 
 pub use tools::{RegisterHostToolRequest, ToolSummary};
@@ -508,19 +509,27 @@ impl AgentRuntime {
     }
 
     /// Why a run ended when the disk kept its `run_failed` / `run_partial_success` out of the
-    /// journal (full, read-only): that payload plus `unrecordedBecause`. `None` otherwise.
-    pub fn unrecorded_failure(&self, run_id: &str) -> Option<serde_json::Value> {
-        self.service.unrecorded_failure(&RunId::from_raw(run_id))
+    /// journal (full, read-only): that payload plus `unrecordedBecause`. `None` otherwise;
+    /// `agent.not_found` for an unknown run.
+    pub async fn unrecorded_failure(&self, run_id: &str) -> HostResult<Option<serde_json::Value>> {
+        self.ensure_open()?;
+        let run_id = RunId::from_raw(run_id);
+        match self.service.unrecorded_failure(&run_id) {
+            Some(failure) => Ok(Some(failure)),
+            None => {
+                self.service.get_run(&run_id).await?;
+                Ok(None)
+            }
+        }
     }
 
-    /// Token usage of a run: total and per invocation, from its journal.
+    /// Token usage of a run: total and per invocation, from its journal; a branch's apart from
+    /// what it inherited from its source (docs/branching.md). `agent.not_found` for an unknown
+    /// run (every store refuses to read the journal of a run it does not hold).
     pub async fn usage(&self, run_id: &str) -> HostResult<tt_application::RunUsage> {
         self.ensure_open()?;
-        Ok(tt_application::run_usage(
-            self.service.services().journal.as_ref(),
-            &RunId::from_raw(run_id),
-        )
-        .await?)
+        let run_id = RunId::from_raw(run_id);
+        Ok(tt_application::run_usage(self.service.services().journal.as_ref(), &run_id).await?)
     }
 
     /// The agent graph of a run, with `damage`: what the run record and the records show

@@ -39,7 +39,10 @@ pub use dto::*;
 pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
 /// Tools from outside: the host's own (docs/tools.md, "Host tools") and MCP servers'.
 pub use host::{RegisterHostToolRequest, ToolSummary};
-pub use run_handle::{PendingHostRequests, RunEvents, RunHandle, TypedRunEvent};
+pub use run_handle::{
+    PendingHostRequests, PublishedCommit, RunEvents, RunFailure, RunHandle, RunResult,
+    TypedRunEvent,
+};
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
 pub use store::{
@@ -50,9 +53,10 @@ pub use tools::host_answers::{
     AnswerHostToolCallRequest, DEFAULT_HOST_ANSWER_TIMEOUT, HostToolFailure, PendingHostToolCall,
 };
 pub use tools::host_tools::{HostTool, HostToolCall, HostToolError, HostToolReply};
-pub use tools::mcp_servers::McpServerEntry;
 pub use tt_domain::mcp::limits::DEFAULT_CALL_TIMEOUT_MS as MCP_DEFAULT_CALL_TIMEOUT_MS;
-pub use tt_domain::mcp::{McpCallOutput, McpCatalog, McpServerConfig, McpToolInfo, McpTransport};
+pub use tt_domain::mcp::{
+    McpCallOutput, McpCatalog, McpServerConfig, McpServerEntry, McpToolInfo, McpTransport,
+};
 pub use tt_domain::tool_model::{ExternalToolFacts, SideEffect, ToolPermission};
 pub use tt_ports::{McpClient, ToolSourceError};
 
@@ -64,7 +68,8 @@ pub use tt_adapter_provider_scripted::{
 pub use tt_adapter_storage_userdata::UserDataStore;
 /// One agent's conversation (`AgentRuntime::agent_conversation`).
 pub use tt_application::{
-    AgentConversation, ConversationEntry, ConversationToolCall, InjectedTaskResult,
+    AgentConversation, ConversationEntry, ConversationToolCall, InheritedAnswers,
+    InjectedTaskResult,
 };
 pub use tt_application::{
     DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
@@ -76,9 +81,11 @@ pub use tt_application::{
     SubmitGuidanceRequest,
 };
 pub use tt_application::{
-    InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest, TimelineProjection,
-    UsageTotals,
+    InheritedUsage, InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest,
+    TimelineProjection, UsageTotals,
 };
+/// Listing and deleting profiles (docs/profiles.md, "Managing profiles").
+pub use tt_application::{ProfileDeleted, ProfileSummary};
 pub use tt_domain::approval::{ApprovalDecision, ApprovalPolicy, ApprovalRule};
 pub use tt_domain::cost::{ModelPrice, PriceTable};
 /// What `check_run` and the timeline's `damage` report (docs/storage.md, "Damage").

@@ -6,6 +6,7 @@
 //! now. Runs another process writes are not seen here (no notification crosses processes): a
 //! host that also shows those re-reads `list_runs` now and then.
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -13,8 +14,10 @@ use tt_application::AgentRunService;
 use tt_domain::event::{AgentRunEvent, RunEventType};
 use tt_domain::run::AgentRun;
 
-/// One item of [`RunUpdates`].
-#[derive(Debug, Clone, PartialEq)]
+/// One item of [`RunUpdates`]. On the wire: `{"type": "changed", "run": {…}}` or
+/// `{"type": "lagged"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "run", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum RunUpdate {
     /// A run started or changed status: the run as it is now.

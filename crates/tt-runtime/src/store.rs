@@ -1,14 +1,14 @@
 //! Which store a runtime keeps its runs in: the embedded file store under the data dir (the
 //! default, no server needed) or another adapter seen through the five storage ports, such as
-//! PostgreSQL opened from a `postgres://` URL ([`open_store_url`]), which keeps skills and
-//! transcripts too. Connections and preset templates stay under the data dir in either case.
+//! PostgreSQL opened from a `postgres://` URL ([`open_store_url`]), which keeps skills,
+//! transcripts and MCP server registrations too. Connections and preset templates stay under the data dir in either case.
 
 use std::sync::Arc;
 
 use tt_domain::ids::EventId;
 use tt_ports::{
-    AgentInvocationRepository, AgentRunRepository, Clock, IdGenerator, ProfileRepository,
-    RunJournal, SkillRepository, TranscriptRepository, WorkspaceRepository,
+    AgentInvocationRepository, AgentRunRepository, Clock, IdGenerator, McpServerRepository,
+    ProfileRepository, RunJournal, SkillRepository, TranscriptRepository, WorkspaceRepository,
 };
 
 use crate::dto::{HostError, HostResult};
@@ -29,6 +29,9 @@ pub struct StoragePorts {
     /// Where the transcript commit bridge keeps what it published; `None` keeps it in the data
     /// dir's file store.
     pub transcripts: Option<Arc<dyn TranscriptRepository>>,
+    /// Where registered MCP servers are kept; `None` keeps them in the data dir
+    /// (`mcp/servers/`).
+    pub mcp_servers: Option<Arc<dyn McpServerRepository>>,
     /// Where the runs are, for messages (a URL without its password).
     pub description: String,
 }
@@ -52,6 +55,7 @@ impl StoragePorts {
             profiles: store,
             skills: None,
             transcripts: None,
+            mcp_servers: None,
             description: description.into(),
         }
     }
@@ -59,6 +63,12 @@ impl StoragePorts {
     /// These ports with skills kept in `skills` too.
     pub fn with_skills(mut self, skills: Arc<dyn SkillRepository>) -> Self {
         self.skills = Some(skills);
+        self
+    }
+
+    /// These ports with MCP servers kept in `mcp_servers` too.
+    pub fn with_mcp_servers(mut self, mcp_servers: Arc<dyn McpServerRepository>) -> Self {
+        self.mcp_servers = Some(mcp_servers);
         self
     }
 
@@ -146,10 +156,16 @@ pub async fn open_store_url_with(url: &str, options: &StoreOptions) -> HostResul
                 format!("cannot mark the interrupted runs of {}: {err}", redact(url)),
             )
         })?;
-    let store = Arc::new(store);
+    // A run whose owner dies while this runtime follows or waits on it is recorded
+    // `interrupted` by the read that finds it so (docs/host-api.md, "PostgreSQL for embedders").
+    let store = Arc::new(store.with_observed_recovery(
+        Arc::new(crate::system::SystemClock),
+        Arc::new(crate::system::UuidIds),
+    ));
     Ok(StoreChoice::Ports(
         StoragePorts::from_store(Arc::clone(&store), redact(url))
             .with_skills(Arc::clone(&store) as _)
+            .with_mcp_servers(Arc::clone(&store) as _)
             .with_transcripts(store),
     ))
 }

@@ -782,3 +782,15 @@ async fn waiting_for_a_run_another_runtime_owns_returns_its_end() {
 
 #[path = "host_api/commands.rs"]
 mod commands;
+
+#[path = "host_api/wire.rs"]
+mod wire;
+
+#[path = "host_api/unknown_run.rs"]
+mod unknown_run;
+
+#[path = "host_api/profiles.rs"]
+mod profiles;
+
+#[path = "host_api/postgres.rs"]
+mod postgres;

@@ -186,6 +186,15 @@ mod tests {
                 .unwrap_or_else(|error| panic!("`{name}` does not decode: {error}"));
             assert_eq!(payload.event_type(), *event_type);
             assert_eq!(&payload.to_value().unwrap(), sample, "`{name}` round trip");
+            // On the host API's wire: tagged by its type, and decoded back by it.
+            let wire = serde_json::to_value(&payload).unwrap();
+            assert_eq!(
+                wire,
+                json!({"type": name, "payload": sample}),
+                "`{name}` wire"
+            );
+            let back: RunEventPayload = serde_json::from_value(wire).unwrap();
+            assert_eq!(back, payload, "`{name}` serde round trip");
             let fields: BTreeSet<String> = sample
                 .as_object()
                 .map(|object| object.keys().cloned().collect())
@@ -203,6 +212,15 @@ mod tests {
             "no sample of an unknown type"
         );
         insta::assert_debug_snapshot!("typed_event_payloads", typed);
+    }
+
+    #[test]
+    fn a_payload_of_an_unknown_type_or_the_wrong_shape_does_not_deserialize() {
+        let unknown = json!({"type": "no_such_event", "payload": {}});
+        let error = serde_json::from_value::<RunEventPayload>(unknown).unwrap_err();
+        assert!(error.to_string().contains("no_such_event"), "{error}");
+        let wrong = json!({"type": "run_created", "payload": "not an object"});
+        assert!(serde_json::from_value::<RunEventPayload>(wrong).is_err());
     }
 
     /// How `eventScope` was found before each payload type stated its own (#23): by the event

@@ -251,7 +251,7 @@ async fn write_a_reply(runtime: &AgentRuntime, chat: &mut ChatWindow) -> anyhow:
         match item.payload {
             Some(RunEventPayload::ChatCommitRequested(_)) => {
                 // Everything waiting, whether or not this stream saw it asked.
-                for commit in run.pending().commits {
+                for commit in run.pending().await?.commits {
                     let message_id = chat.publish(&commit);
                     run.publish_commit(commit.commit_id.as_str(), message_id)?;
                 }
@@ -260,7 +260,7 @@ async fn write_a_reply(runtime: &AgentRuntime, chat: &mut ChatWindow) -> anyhow:
             // with what the user chose (here: approve). `deny(id, message)` would tell the
             // agent why not.
             Some(RunEventPayload::ToolApprovalRequested(_)) => {
-                for call in run.pending().approvals {
+                for call in run.pending().await?.approvals {
                     println!("the user approves {} {}", call.tool, call.arguments);
                     run.approve(&call.approval_id).await?;
                 }
@@ -302,14 +302,14 @@ async fn branch_the_reply(
     while let Some(item) = events.next().await? {
         match item.payload {
             Some(RunEventPayload::ChatCommitRequested(_)) => {
-                for commit in branch.pending().commits {
+                for commit in branch.pending().await?.commits {
                     let message_id = chat.publish(&commit);
                     branch.publish_commit(commit.commit_id.as_str(), message_id)?;
                 }
             }
             // The branch's agents keep their profiles' approval rules.
             Some(RunEventPayload::ToolApprovalRequested(_)) => {
-                for call in branch.pending().approvals {
+                for call in branch.pending().await?.approvals {
                     branch.approve(&call.approval_id).await?;
                 }
             }

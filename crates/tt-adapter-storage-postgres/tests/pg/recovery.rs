@@ -14,7 +14,9 @@ use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_ports::{AgentInvocationRepository, AgentRunRepository, EventPage, RunJournal};
-use tt_testkit::contract::{invocation, manifest_for, new_event, sample_run, task, ts};
+use tt_testkit::contract::{
+    assert_code, invocation, manifest_for, new_event, sample_run, task, tool_event, ts,
+};
 
 async fn host(url: &str, name: &str) -> Arc<PostgresStore> {
     let options = PostgresOptions {
@@ -265,4 +267,43 @@ async fn a_host_whose_session_ended_is_taken_over_before_its_lease_runs_out() {
         b.load_run(&run.id).await.unwrap().status,
         AgentRunStatus::Interrupted
     );
+}
+
+/// A host that stalled past its lease, whose run another host marked `interrupted` and let go,
+/// does not take the run back with its next write: every write it still tries is refused
+/// until it lets the run go itself (its executor ended), after which it may resume it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_taken_over_does_not_take_the_run_back_once_the_other_let_it_go() {
+    let url = crate::cluster()
+        .create_database("tt_case_no_take_back")
+        .await
+        .unwrap();
+    let a = host(&url, "host-a").await;
+    let b = host(&url, "host-b").await;
+    let mut run = sample_run(8);
+    a.create_run(&run, &manifest_for(&run)).await.unwrap();
+    a.append(tool_event(&run.id, 1, "inv_root")).await.unwrap();
+    crate::pg::ownership::expire_lease(url.as_str(), run.id.as_str()).await;
+    let recovered = b.recover_interrupted_runs(ts(10), ids()).await.unwrap();
+    assert_eq!(recovered.len(), 1);
+    let journaled = b.read(&run.id, &EventPage::default()).await.unwrap().len();
+
+    for seq in [2, 3] {
+        let late = a.append(tool_event(&run.id, seq, "inv_root")).await;
+        assert_code(late, "agent.run_locked");
+    }
+    run.status = AgentRunStatus::Cancelled;
+    assert_code(a.save_run(&run).await, "agent.run_locked");
+    assert_eq!(
+        b.read(&run.id, &EventPage::default()).await.unwrap().len(),
+        journaled
+    );
+    assert_eq!(
+        b.load_run(&run.id).await.unwrap().status,
+        AgentRunStatus::Interrupted
+    );
+
+    // Once A lets the run go, it may take it up again (a resume would).
+    a.release_run(&run.id).await.unwrap();
+    a.claim_run(&run.id).await.unwrap();
 }

@@ -10,7 +10,7 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
     let (title, description, schema, annotations) = match tool {
         ToolName::AgentList => (
             "List agents you can call",
-            "See which agents you can call on, what each is good for, and whether you can `delegate` to it or `handoff` to it. Starts nothing.",
+            "See the agents you can call on, what each is for, and whether you can `delegate` or `handoff` to it. Starts nothing.",
             object(
                 vec![
                     (
@@ -186,16 +186,16 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         ),
         ToolName::AgentCancelTask => (
             "Stop a delegated task",
-            "Stop one task you delegated when you no longer need it, for example because it went off track or another result already covers it. Any tasks it handed on are stopped with it; your other tasks keep running. Its result, with the files it had written before it stopped, reaches you like any other result.",
+            "Stop a task you delegated that you no longer need (off track, or already covered). Tasks it delegated stop with it; your other tasks keep running. Its result, with the files it wrote, still reaches you.",
             object(
                 vec![
                     (
                         "taskId",
-                        json!({"type": "string", "description": "Task id returned by `agent_delegate`."}),
+                        json!({"type": "string", "description": "An id from `agent_delegate`."}),
                     ),
                     (
                         "reason",
-                        json!({"type": "string", "description": "Optional: why you are stopping it, in a few words. It is kept with the task's record."}),
+                        json!({"type": "string", "description": "Why, in a few words."}),
                     ),
                 ],
                 &["taskId"],
@@ -205,7 +205,7 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         ),
         ToolName::TaskReturn => (
             "Return your result",
-            "Hand your result back to the agent that gave you this task. This ends the task: call it once, as your last call, when your work is done. Put the answer in `summary` and list the workspace files that hold your work in `artifacts`. If you could not do the task, use `status: \"failed\"` and explain why in `summary`.",
+            "Hand your result back; this ends the task, so call it once, last. Put the answer in `summary` and the files holding your work in `artifacts`. If you could not do the task, set `status: \"failed\"` and say why in `summary`.",
             object(
                 vec![
                     (
@@ -247,7 +247,7 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                     ),
                     (
                         "findings",
-                        json!({"type": "array", "items": {"type": "object"}, "description": "Individual findings, each an object with whatever fields fit, such as the issue, where it is, and a suggested fix."}),
+                        json!({"type": "array", "items": {"type": "object"}, "description": "Each an object with fitting fields, such as the issue, where it is, a fix."}),
                     ),
                     (
                         "warnings",

@@ -520,6 +520,7 @@ async fn execute(
                 workspace: ctx.services.workspace.as_ref(),
                 run_id: &ctx.run_id,
                 visible_roots: &inv.snapshot.visible_roots,
+                profile_inline_limit: inv.profile.definition.limits.max_inline_tool_result_bytes,
                 cancel: inv.cancel.clone(),
             };
             return crate::tools::external::execute(env, spec, &call.arguments, &file_key)

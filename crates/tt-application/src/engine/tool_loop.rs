@@ -13,7 +13,7 @@ use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
 use tt_ports::RunDocument;
 
 use crate::engine::context::RunContext;
-use crate::engine::context_fit::{FitTrigger, apply_step, fit_request};
+use crate::engine::context_fit::{FitTrigger, apply_step, check_opening, fit_request};
 use crate::engine::dispatch::{LoopControl, dispatch_call};
 use crate::engine::held_writes;
 use crate::engine::invocation::InvocationRuntime;
@@ -96,6 +96,7 @@ async fn run_rounds(
     let retry = inv.profile.definition.run.model_retry;
     let model_id = inv.model.model_id.clone();
     let mut drift_attempts: u32 = 0;
+    inv.window.start(&messages);
     for round in 1..=max_rounds {
         if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled());
@@ -163,6 +164,10 @@ async fn run_rounds(
                 replay_context_steps(inv, round, &mut messages);
                 let mut trigger = FitTrigger::Estimate;
                 let settings = inv.model.settings();
+                if round == 1 {
+                    // An opening too large for the window fails now, not midway.
+                    check_opening(inv, &messages, settings.max_output_tokens)?;
+                }
                 loop {
                     let max_output_tokens = fit_request(
                         ctx,
@@ -439,7 +444,7 @@ fn replay_context_steps(
         .map(|replay| replay.take_context_steps(round))
         .unwrap_or_default();
     for step in &steps {
-        apply_step(messages, step);
+        apply_step(messages, &mut inv.window, step);
     }
 }
 
@@ -524,7 +529,10 @@ pub(crate) fn drift_nudge(
 ) -> String {
     let has = |tool: ToolName| snapshot.offers(tool);
     let alias = |tool: ToolName| tool.model_alias();
-    let mut text = format!("[system reminder, direct output recovery attempt {attempt}] ");
+    let mut text = format!(
+        "{}{attempt}] ",
+        tt_domain::context_window::DRIFT_REMINDER_PREFIX
+    );
     text.push_str("Plain text is not delivered to anyone; continue only with tool calls. ");
     let instruction = if has(ToolName::TaskReturn) {
         format!(
@@ -563,13 +571,17 @@ pub(crate) fn drift_nudge(
     if let Some(captured) = captured {
         let hint = if has(ToolName::WorkspaceCommit) {
             format!(
-                " Your text was saved to `{}`; you can publish it with `{}` (path `{}`) or move it into your reply file.",
+                " {}{}`; you can publish it with `{}` (path `{}`) or move it into your reply file.",
+                tt_domain::context_window::DRIFT_SAVED_TO,
                 captured,
                 alias(ToolName::WorkspaceCommit),
                 captured
             )
         } else {
-            format!(" Your text was saved to `{captured}`; you can refer to that file.")
+            format!(
+                " {}{captured}`; you can refer to that file.",
+                tt_domain::context_window::DRIFT_SAVED_TO
+            )
         };
         text.push_str(&hint);
     }

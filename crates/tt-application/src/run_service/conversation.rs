@@ -33,12 +33,28 @@ pub struct AgentConversation {
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_invocation_id: Option<String>,
-    /// Model calls answered, and their summed usage and cost.
+    /// Model calls answered, and their summed usage and cost: in a branch, only those after
+    /// the fork point (what the branch paid); the earlier ones are in `inherited`.
     pub model_calls: u64,
     pub usage: ModelUsage,
     /// What the priced calls cost in US dollars (calls without a price are left out).
     pub cost_usd: f64,
+    /// A branch's: the answers its source paid for, up to the fork point (docs/branching.md,
+    /// "Usage of a branch"). Their entries are in `entries` all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherited: Option<InheritedAnswers>,
     pub entries: Vec<ConversationEntry>,
+}
+
+/// The answers of a branch's agent that its source paid for: those journaled up to `seq`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InheritedAnswers {
+    /// The fork point: the branch shares its source's journal up to this seq.
+    pub seq: u64,
+    pub model_calls: u64,
+    pub usage: ModelUsage,
+    pub cost_usd: f64,
 }
 
 /// A tool call of an assistant turn, as the model wrote it.
@@ -142,7 +158,7 @@ impl AgentRunService {
         run_id: &RunId,
         invocation_id: &InvocationId,
     ) -> ApplicationResult<AgentConversation> {
-        self.load_run(run_id).await?;
+        let run = self.load_run(run_id).await?;
         let invocation = match self
             .services
             .invocations
@@ -171,6 +187,10 @@ impl AgentRunService {
             model_calls: 0,
             usage: ModelUsage::default(),
             cost_usd: 0.0,
+            inherited: run.forked_from.as_ref().map(|from| InheritedAnswers {
+                seq: from.seq,
+                ..InheritedAnswers::default()
+            }),
             entries: Vec::new(),
         };
         let snapshot: Option<InvocationToolSnapshot> = self
@@ -186,6 +206,9 @@ impl AgentRunService {
         self.rounds(run_id, &invocation.id, snapshot.as_ref(), &mut conversation)
             .await?;
         conversation.cost_usd = tt_domain::cost::round_usd(conversation.cost_usd);
+        if let Some(inherited) = &mut conversation.inherited {
+            inherited.cost_usd = tt_domain::cost::round_usd(inherited.cost_usd);
+        }
         Ok(conversation)
     }
 
@@ -339,15 +362,27 @@ impl AgentRunService {
                             .get("usage")
                             .and_then(|usage| serde_json::from_value(usage.clone()).ok());
                         let cost_usd = p.get("costUsd").and_then(Value::as_f64);
-                        conversation.model_calls += 1;
+                        // A branch's answers up to its fork point are its source's.
+                        let (calls, total, cost) = match &mut conversation.inherited {
+                            Some(inherited) if event.seq <= inherited.seq => (
+                                &mut inherited.model_calls,
+                                &mut inherited.usage,
+                                &mut inherited.cost_usd,
+                            ),
+                            _ => (
+                                &mut conversation.model_calls,
+                                &mut conversation.usage,
+                                &mut conversation.cost_usd,
+                            ),
+                        };
+                        *calls += 1;
                         if let Some(usage) = usage {
-                            let total = &mut conversation.usage;
                             total.input_tokens += usage.input_tokens;
                             total.output_tokens += usage.output_tokens;
                             total.cached_input_tokens += usage.cached_input_tokens;
                             total.cache_write_tokens += usage.cache_write_tokens;
                         }
-                        conversation.cost_usd += cost_usd.unwrap_or(0.0);
+                        *cost += cost_usd.unwrap_or(0.0);
                         let response = match str_of(p, "modelResponsePath") {
                             Some(path) => self.stored_response(run_id, path).await?,
                             None => None,
@@ -424,15 +459,11 @@ impl AgentRunService {
                         });
                     }
                     RunEventType::ContextTrimmed => {
-                        let count = p
-                            .get("stubbedMessages")
-                            .and_then(Value::as_array)
-                            .map_or(0, Vec::len);
+                        let count =
+                            |key: &str| p.get(key).and_then(Value::as_array).map_or(0, Vec::len);
                         entries.push(ConversationEntry::Context {
                             round,
-                            text: format!(
-                                "{count} older messages were shortened to stubs to fit the context window."
-                            ),
+                            text: trimmed_text(count("stubbedMessages"), count("removedMessages")),
                         });
                     }
                     RunEventType::ContextCompacted => entries.push(ConversationEntry::Context {
@@ -594,5 +625,38 @@ fn assistant_entry(
         usage,
         cost_usd,
         model,
+    }
+}
+
+/// What a conversation reader is told of a trim: `stubbed` messages shortened, `removed` ones
+/// (turns the agent moved past) taken out.
+fn trimmed_text(stubbed: usize, removed: usize) -> String {
+    match (stubbed, removed) {
+        (_, 0) => {
+            format!("{stubbed} older messages were shortened to stubs to fit the context window.")
+        }
+        (0, _) => format!(
+            "{removed} messages the agent had moved past (plain-text answers and their reminders, slipped calls) were removed to fit the context window."
+        ),
+        _ => format!(
+            "{removed} messages the agent had moved past (plain-text answers and their reminders, slipped calls) were removed and {stubbed} older messages shortened to stubs to fit the context window."
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trimmed_text;
+
+    #[test]
+    fn a_trim_says_what_was_shortened_and_what_was_removed() {
+        insta::assert_snapshot!(
+            [trimmed_text(3, 0), trimmed_text(0, 4), trimmed_text(2, 4)].join("\n"),
+            @r"
+        3 older messages were shortened to stubs to fit the context window.
+        4 messages the agent had moved past (plain-text answers and their reminders, slipped calls) were removed to fit the context window.
+        4 messages the agent had moved past (plain-text answers and their reminders, slipped calls) were removed and 2 older messages shortened to stubs to fit the context window.
+        "
+        );
     }
 }

@@ -30,6 +30,7 @@ mod check;
 mod conversation;
 mod executor;
 mod fork_run;
+mod profiles;
 mod records;
 mod reopen_run;
 mod resume_run;
@@ -47,8 +48,10 @@ enum RunEnd<'a> {
 }
 
 pub use conversation::{
-    AgentConversation, ConversationEntry, ConversationToolCall, InjectedTaskResult,
+    AgentConversation, ConversationEntry, ConversationToolCall, InheritedAnswers,
+    InjectedTaskResult,
 };
+pub use profiles::{ProfileDeleted, ProfileSummary};
 
 /// What a host asks for when it starts a run. `Default` is an empty request (no chat id yet);
 /// [`StartRunRequest::new`] and its setters (`start_request.rs`) build one in code.

@@ -1,7 +1,7 @@
 //! The executor of every outside tool (the host's `host/…` tools, MCP servers' `mcp/…` tools;
 //! docs/tools.md): sends the call through the `ExternalTools` port under the agent's cancel
 //! token, turns what comes back into the agent's result, and keeps a result longer than the
-//! tool's inline limit in a run file whose head the agent reads. The dispatcher journals the
+//! inline limit (the tool's, capped by the profile's) in a run file whose head the agent reads. The dispatcher journals the
 //! call like any other (arguments, result, events).
 
 use serde_json::{Value, json};
@@ -26,6 +26,8 @@ pub(crate) struct ExternalToolEnv<'a> {
     pub run_id: &'a RunId,
     /// The areas the agent can read: a long result is kept where it can read it back.
     pub visible_roots: &'a [WorkspaceRoot],
+    /// The profile's `limits.maxInlineToolResultBytes`, which caps each tool's own limit.
+    pub profile_inline_limit: Option<u64>,
     pub cancel: CancellationToken,
 }
 
@@ -64,10 +66,13 @@ pub(crate) async fn execute(
             ToolCallError::Recoverable(tool_error(err))
         }
     })?;
-    let limit = spec.external.as_ref().map_or(
+    let tool_limit = spec.external.as_ref().map_or(
         tt_domain::tool_model::ExternalToolFacts::DEFAULT_INLINE_RESULT_BYTES,
         |facts| facts.max_inline_result_bytes,
     );
+    let limit = env
+        .profile_inline_limit
+        .map_or(tool_limit, |profile| profile.min(tool_limit));
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     if output.text.len() <= limit {
         return Ok(ToolSuccess::new(output.text, output.structured));

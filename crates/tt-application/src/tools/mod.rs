@@ -2,6 +2,7 @@
 //! successful call. Dispatch (visibility, budgets, audit, events) lives in `crate::engine::dispatch`.
 
 pub(crate) mod args;
+pub(crate) mod compact;
 pub(crate) mod external;
 pub(crate) mod workspace;
 

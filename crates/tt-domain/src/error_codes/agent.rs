@@ -146,6 +146,8 @@ super::error_codes! {
         "A profile's allowed callers are empty or malformed.";
     AGENT_PROFILE_APPROVAL_INVALID = "agent.profile_approval_invalid", Configuration,
         "A profile's tool-approval policy names an unknown tool or an unusable root, or has a zero timeout.";
+    AGENT_PROFILE_BUILT_IN = "agent.profile_built_in", HostContract,
+        "A built-in profile cannot be deleted (only a stored profile that replaces it can).";
     AGENT_PROFILE_CALLABLE_CONFLICT = "agent.profile_callable_conflict", Configuration,
         "A profile may be a subagent or handoff target but is not callable.";
     AGENT_PROFILE_CANNOT_DELEGATE = "agent.profile_cannot_delegate", ToolRefusal,
@@ -202,6 +204,8 @@ super::error_codes! {
         "A profile's tool description override names a property the tool does not have.";
     AGENT_PROFILE_TOOL_NOT_VISIBLE = "agent.profile_tool_not_visible", Configuration,
         "A profile configures a tool it does not show.";
+    AGENT_PROFILE_TOOL_SPEC_STYLE_INVALID = "agent.profile_tool_spec_style_invalid", Configuration,
+        "A profile's `tools.specStyle` is neither `full` nor `compact`.";
     AGENT_PROFILE_TOOL_UNKNOWN = "agent.profile_tool_unknown", Configuration,
         "A profile names a tool the runtime does not have.";
     AGENT_PROFILE_TOOLS_REQUIRED = "agent.profile_tools_required", Configuration,

@@ -12,6 +12,8 @@ super::error_codes! {
         "A replayed run asked the model something the cassette did not record (the message has a field diff).";
     MODEL_CONTEXT_OVERFLOW = "model.context_overflow", Provider,
         "The request does not fit the model's context window.";
+    MODEL_CONTEXT_WINDOW_TOO_SMALL = "model.context_window_too_small", Configuration,
+        "The system prompt, the tools and the request alone do not fit the model's context window with room for the answer and a summary; checked before the first request.";
     MODEL_ERROR = "model.error", Internal,
         "Telemetry only: the span status of a failed model call whose event carried no code.";
     MODEL_INVALID_TOOL_CALL = "model.invalid_tool_call", ModelSlip,

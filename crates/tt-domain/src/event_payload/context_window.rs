@@ -5,16 +5,21 @@ use serde::{Deserialize, Serialize};
 use crate::ids::InvocationId;
 use crate::model::ModelUsage;
 
-/// `context_trimmed`: older tool results and arguments of an agent's history were replaced by
-/// stubs so its next request fits the model's window.
+/// `context_trimmed`: turns the agent moved past (settled slips and plain-text answers with their
+/// reminders) left its history, and older tool results, arguments and saved plain-text answers
+/// were replaced by stubs, so its next request fits the model's window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextTrimmed {
     pub invocation_id: InvocationId,
     /// The round whose request is trimmed.
     pub round: u32,
-    /// Indices (in the history) of the messages replaced by stubs, oldest first.
+    /// Indices (in the history before the trim) of the messages replaced by stubs, oldest first.
     pub stubbed_messages: Vec<u64>,
+    /// Indices (in the history before the trim) of the messages that left it, ascending;
+    /// applied after the stubs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_messages: Vec<u64>,
     pub estimated_tokens_before: u64,
     pub estimated_tokens_after: u64,
     pub window_tokens: u64,
@@ -34,6 +39,10 @@ pub struct ContextCompacted {
     pub first_message: u64,
     /// How many messages the summary replaced.
     pub replaced_messages: u64,
+    /// The index of the agent's request when it was among them (a conversation's earlier
+    /// messages come before it): it stays whole, right before the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_message: Option<u64>,
     /// The summary the agent reads in their place.
     pub summary: String,
     pub estimated_tokens_before: u64,

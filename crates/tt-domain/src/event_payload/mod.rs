@@ -222,6 +222,39 @@ payloads! {
     ToolOutputSaved => |p| agent(&p.invocation_id),
 }
 
+/// A payload on the wire of the host API: `{"type": "<event type>", "payload": {…}}`, the
+/// payload as journaled (without `eventScope`); deserializing decodes it by its type again.
+impl Serialize for RunEventPayload {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeStruct};
+        let payload = self.to_value().map_err(S::Error::custom)?;
+        let mut tagged = serializer.serialize_struct("RunEventPayload", 2)?;
+        tagged.serialize_field("type", &self.event_type())?;
+        tagged.serialize_field("payload", &payload)?;
+        tagged.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for RunEventPayload {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Tagged {
+            #[serde(rename = "type")]
+            event_type: String,
+            payload: Value,
+        }
+        let tagged = Tagged::deserialize(deserializer)?;
+        let event_type = RunEventType::parse(&tagged.event_type).ok_or_else(|| {
+            serde::de::Error::custom(format_args!(
+                "no payload type for the unknown event type `{}`",
+                tagged.event_type
+            ))
+        })?;
+        Self::decode(&event_type, &tagged.payload).map_err(serde::de::Error::custom)
+    }
+}
+
 /// Serializes `payload` as journaled, with the `eventScope` its type states.
 pub fn journaled<P: EventPayload>(payload: &P) -> Result<Value, serde_json::Error> {
     let mut value = serde_json::to_value(payload)?;

@@ -8,6 +8,12 @@ use crate::workspace::WorkspaceRoot;
 
 pub const DEFAULT_PROFILE_ID: &str = "default-writer";
 
+/// Every profile built into the runtime: used when nothing is stored under its id (a stored
+/// profile of the same id replaces it), listed as built in, never deleted.
+pub fn built_in_profiles() -> Vec<AgentProfileDefinition> {
+    vec![default_writer_definition()]
+}
+
 /// The built-in writer's tools, in the contract's allow order (agent tools, skill tools, workspace
 /// tools). `agent.handoff` is not among them: the contract's default writer delegates but does not
 /// hand off.
@@ -72,6 +78,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
                 .collect(),
             deny: Vec::new(),
             tool_descriptions: Default::default(),
+            spec_style: Some(ToolSpecStyle::Compact.as_str().to_owned()),
             max_rounds: 80,
             max_calls_per_run: 80,
             max_calls_per_tool: Default::default(),

@@ -366,6 +366,11 @@ pub struct ToolsSection {
     pub deny: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tool_descriptions: BTreeMap<String, ToolDescriptionOverride>,
+    /// How the built-in tools' specs are written for the model: `full` or `compact`
+    /// ([`ToolSpecStyle`]); absent: `full`. Kept as a string so validation can report a bad
+    /// value with its code (`agent.profile_tool_spec_style_invalid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_style: Option<String>,
     pub max_rounds: u32,
     #[serde(default = "default_max_calls")]
     pub max_calls_per_run: u32,
@@ -400,7 +405,44 @@ fn default_max_calls() -> u32 {
     80
 }
 
+/// How the runtime writes its built-in tools' specs for the model (docs/profiles.md, "Tool
+/// specs").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ToolSpecStyle {
+    /// Every description, optional arguments' included.
+    #[default]
+    Full,
+    /// A shorter description per tool and no prose on optional arguments (their names, types
+    /// and bounds stay): a smaller first request for small windows.
+    Compact,
+}
+
+impl ToolSpecStyle {
+    /// The profile spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Compact => "compact",
+        }
+    }
+
+    /// The style a profile spells `name`, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Full, Self::Compact]
+            .into_iter()
+            .find(|style| style.as_str() == name)
+    }
+}
+
 impl ToolsSection {
+    /// The spec style the profile chose; `full` when absent (or, before validation, invalid).
+    pub fn spec_style(&self) -> ToolSpecStyle {
+        self.spec_style
+            .as_deref()
+            .and_then(ToolSpecStyle::parse)
+            .unwrap_or_default()
+    }
+
     /// Known tools in `allow` order, minus `deny`.
     pub fn visible_tools(&self) -> Vec<ToolName> {
         self.allow
@@ -565,6 +607,12 @@ pub struct LimitsSection {
     /// calls only); past it the run ends with `agent.run_budget_exhausted`. Unset: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_cost_usd: Option<crate::cost::Usd>,
+    /// The longest result of an outside tool (host or MCP) the agent reads inline, in bytes;
+    /// a longer one is kept in a run file and the agent reads its head and the path. The
+    /// smaller of this and the tool's own limit applies. Unset: the tool's own (16 KiB by
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_inline_tool_result_bytes: Option<u64>,
 }
 
 impl Default for LimitsSection {
@@ -576,6 +624,7 @@ impl Default for LimitsSection {
             max_invocation_seconds: None,
             max_total_tokens: None,
             max_total_cost_usd: None,
+            max_inline_tool_result_bytes: None,
         }
     }
 }
@@ -584,6 +633,8 @@ impl Default for LimitsSection {
 pub const MAX_CONSECUTIVE_SLIPS_LIMIT: u32 = 100;
 /// Upper bound of `limits.maxRunSeconds` and `limits.maxInvocationSeconds` (7 days).
 pub const MAX_DEADLINE_SECONDS: u64 = 7 * 24 * 3600;
+/// Bounds of `limits.maxInlineToolResultBytes`: 256 bytes to 4 MiB (an MCP result's bound).
+pub const INLINE_TOOL_RESULT_BYTES_RANGE: std::ops::RangeInclusive<u64> = 256..=4 * 1024 * 1024;
 /// Upper bound of `limits.maxToolArgumentBytes` (16 MiB).
 pub const MAX_TOOL_ARGUMENT_BYTES_LIMIT: u64 = 16 * 1024 * 1024;
 

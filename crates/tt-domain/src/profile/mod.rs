@@ -5,7 +5,9 @@ mod builtin;
 mod definition;
 mod validation;
 
-pub use builtin::{DEFAULT_PROFILE_ID, DEFAULT_WRITER_TOOLS, default_writer_definition};
+pub use builtin::{
+    DEFAULT_PROFILE_ID, DEFAULT_WRITER_TOOLS, built_in_profiles, default_writer_definition,
+};
 pub use definition::*;
 pub use validation::{
     MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS, MIN_TOOL_RESULT_TOKENS, ProfileSource,

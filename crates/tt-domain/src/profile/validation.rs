@@ -199,6 +199,19 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
             ),
         ));
     }
+    if let Some(bytes) = limits.max_inline_tool_result_bytes {
+        let range = INLINE_TOOL_RESULT_BYTES_RANGE;
+        if !range.contains(&bytes) {
+            return Err(err(
+                "agent.profile_limit_invalid",
+                format!(
+                    "limits.maxInlineToolResultBytes must be {} to {}",
+                    range.start(),
+                    range.end()
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -358,6 +371,14 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
                 )
             })?;
         }
+    }
+    if let Some(style) = tools.spec_style.as_deref()
+        && ToolSpecStyle::parse(style).is_none()
+    {
+        return Err(err(
+            "agent.profile_tool_spec_style_invalid",
+            format!("tools.specStyle `{style}` is not `full` or `compact`"),
+        ));
     }
     if tools.max_rounds == 0 {
         return Err(err(
@@ -751,6 +772,16 @@ mod tests {
         assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
         p.limits.max_invocation_seconds = Some(30);
         assert_eq!(code(&p), None);
+        let mut p = default_writer_definition();
+        for bytes in [255, 4 * 1024 * 1024 + 1] {
+            p.limits.max_inline_tool_result_bytes = Some(bytes);
+            assert_eq!(
+                validate_profile(&p).unwrap_err().code,
+                "agent.profile_limit_invalid"
+            );
+        }
+        p.limits.max_inline_tool_result_bytes = Some(4096);
+        assert!(validate_profile(&p).is_ok());
     }
 
     #[test]
@@ -764,6 +795,41 @@ mod tests {
         assert_eq!(parsed.limits.max_consecutive_slips, 5);
         value["limits"] = serde_json::json!({"maxSlips": 5});
         assert!(serde_json::from_value::<AgentProfileDefinition>(value).is_err());
+    }
+
+    #[test]
+    fn spec_style_is_full_or_compact() {
+        let mut p = default_writer_definition();
+        assert_eq!(p.tools.spec_style(), ToolSpecStyle::Compact);
+        p.tools.spec_style = None;
+        assert_eq!(code(&p), None);
+        assert_eq!(p.tools.spec_style(), ToolSpecStyle::Full);
+        p.tools.spec_style = Some("full".into());
+        assert_eq!(code(&p), None);
+        assert_eq!(p.tools.spec_style(), ToolSpecStyle::Full);
+        for bad in ["terse", "Compact", ""] {
+            p.tools.spec_style = Some(bad.into());
+            let refused = validate_profile(&p).unwrap_err();
+            assert_eq!(
+                refused.code, "agent.profile_tool_spec_style_invalid",
+                "{bad}"
+            );
+            assert!(
+                refused.message.contains("tools.specStyle"),
+                "{}",
+                refused.message
+            );
+        }
+        // In a profile file: any string parses, so the refusal names it with its code.
+        let mut json = serde_json::to_value(default_writer_definition()).unwrap();
+        assert_eq!(json["tools"]["specStyle"], "compact");
+        json["tools"]["specStyle"] = serde_json::json!("tiny");
+        let parsed: AgentProfileDefinition = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(code(&parsed), Some("agent.profile_tool_spec_style_invalid"));
+        json["tools"].as_object_mut().unwrap().remove("specStyle");
+        let parsed: AgentProfileDefinition = serde_json::from_value(json).unwrap();
+        assert_eq!(parsed.tools.spec_style, None);
+        assert_eq!(code(&parsed), None);
     }
 
     #[test]

@@ -24,8 +24,10 @@ use crate::dto::{
     ResolvePersistentStateMetadataUpdateRequest, ResolvePromptAssemblyRequest, WorkspaceFileDto,
 };
 use crate::host::{AgentRuntime, RegisterHostToolRequest, ToolSummary};
+use crate::run_handle::{PendingHostRequests, RunResult};
 use crate::tools::host_answers::{AnswerHostToolCallRequest, PendingHostToolCall};
-use crate::tools::mcp_servers::McpServerEntry;
+use crate::{ProfileDeleted, ProfileSummary};
+use tt_domain::mcp::McpServerEntry;
 
 pub async fn start_agent_run(rt: &AgentRuntime, request: StartRunRequest) -> HostResult<AgentRun> {
     rt.start_run(request).await
@@ -120,7 +122,7 @@ pub async fn read_agent_run_failure(
     rt: &AgentRuntime,
     request: RunRef,
 ) -> HostResult<Option<Value>> {
-    if let Some(failure) = rt.unrecorded_failure(&request.run_id) {
+    if let Some(failure) = rt.unrecorded_failure(&request.run_id).await? {
         return Ok(Some(failure));
     }
     let run = rt.get_run(&request.run_id).await?;
@@ -174,6 +176,21 @@ pub async fn list_agent_connections(
     _request: NoInput,
 ) -> HostResult<Vec<ConnectionSummary>> {
     rt.list_connections()
+}
+
+/// Waits for the run's end and answers its outcome: the final record, why it failed, and
+/// what it published.
+pub async fn read_agent_run_result(rt: &AgentRuntime, request: RunRef) -> HostResult<RunResult> {
+    rt.run_result(&request.run_id).await
+}
+
+/// Everything the run waits on the host for now: commits, metadata updates, prompt
+/// assemblies, approvals.
+pub async fn list_agent_pending_requests(
+    rt: &AgentRuntime,
+    request: RunRef,
+) -> HostResult<PendingHostRequests> {
+    rt.pending_requests(&request.run_id).await
 }
 
 pub async fn list_agent_chat_commits(
@@ -245,6 +262,27 @@ pub async fn save_agent_profile(
     request: AgentProfileDefinition,
 ) -> HostResult<()> {
     rt.save_profile(request).await
+}
+
+pub async fn list_agent_profiles(
+    rt: &AgentRuntime,
+    _request: NoInput,
+) -> HostResult<Vec<ProfileSummary>> {
+    rt.list_profiles().await
+}
+
+pub async fn read_agent_profile(
+    rt: &AgentRuntime,
+    request: ProfileRef,
+) -> HostResult<AgentProfileDefinition> {
+    rt.get_profile(&request.profile_id).await
+}
+
+pub async fn delete_agent_profile(
+    rt: &AgentRuntime,
+    request: ProfileRef,
+) -> HostResult<ProfileDeleted> {
+    rt.delete_profile(&request.profile_id).await
 }
 
 pub async fn save_agent_skill_file(

@@ -33,6 +33,7 @@ macro_rules! for_each_host_command {
             (fork_agent_run, $crate::ForkAgentRunRequest, $crate::AgentRun),
             (read_agent_run, $crate::RunRef, $crate::AgentRun),
             (wait_agent_run, $crate::RunRef, $crate::AgentRun),
+            (read_agent_run_result, $crate::RunRef, $crate::RunResult),
             (list_agent_runs, $crate::ListRunsRequest, ::std::vec::Vec<$crate::AgentRun>),
             (list_unreadable_agent_runs, $crate::NoInput, ::std::vec::Vec<$crate::UnreadableRun>),
             (cancel_agent_task, $crate::TaskRef, $crate::AgentTaskRecord),
@@ -52,6 +53,7 @@ macro_rules! for_each_host_command {
             (read_agent_persist_state, $crate::PersistStateRequest, $crate::PersistStateAnswer),
             (list_agent_connections, $crate::NoInput, ::std::vec::Vec<$crate::ConnectionSummary>),
             // What a run waits on the host for, and the answers.
+            (list_agent_pending_requests, $crate::RunRef, $crate::PendingHostRequests),
             (list_agent_chat_commits, $crate::RunRef, ::std::vec::Vec<$crate::ChatCommitRequest>),
             (resolve_agent_chat_commit, $crate::ResolveChatCommitRequest, ()),
             (resolve_agent_persistent_state_metadata_update, $crate::ResolvePersistentStateMetadataUpdateRequest, ()),
@@ -63,6 +65,9 @@ macro_rules! for_each_host_command {
             (answer_agent_host_tool_call, $crate::AnswerHostToolCallRequest, ()),
             // Profiles and skills.
             (save_agent_profile, $crate::AgentProfileDefinition, ()),
+            (list_agent_profiles, $crate::NoInput, ::std::vec::Vec<$crate::ProfileSummary>),
+            (read_agent_profile, $crate::ProfileRef, $crate::AgentProfileDefinition),
+            (delete_agent_profile, $crate::ProfileRef, $crate::ProfileDeleted),
             (save_agent_skill_file, $crate::SaveSkillFileRequest, ()),
             // Tools from outside.
             (list_agent_host_tools, $crate::NoInput, ::std::vec::Vec<$crate::ToolSummary>),

@@ -30,6 +30,13 @@ impl RunRef {
     }
 }
 
+/// A stored profile, by id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProfileRef {
+    pub profile_id: String,
+}
+
 /// A delegated task of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

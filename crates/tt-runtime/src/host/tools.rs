@@ -13,7 +13,7 @@ use super::AgentRuntime;
 use crate::dto::{HostError, HostResult};
 use crate::tools::host_answers::{AnswerHostToolCallRequest, PendingHostToolCall};
 use crate::tools::host_tools::HostTool;
-use crate::tools::mcp_servers::McpServerEntry;
+use tt_domain::mcp::McpServerEntry;
 
 /// What the runtime knows of one outside tool, for a host's listing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -24,8 +24,10 @@ use tt_ports::{ExternalToolDefinition, ExternalToolOutput, ToolSourceError};
 use super::host_answers::{DEFAULT_HOST_ANSWER_TIMEOUT, HostAnswers, PendingHostToolCall};
 use crate::dto::{HostError, HostResult};
 
-/// One call of a host tool, as its handler gets it.
-#[derive(Debug, Clone)]
+/// One call of a host tool, as its handler gets it. On the wire (camelCase) without `cancel`:
+/// a host that forwards the call elsewhere keeps the token on its side.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HostToolCall {
     pub run_id: RunId,
     /// The tool's name (`chat.search`, without `host/`).
@@ -36,13 +38,16 @@ pub struct HostToolCall {
     /// The call's key in the run, the same on every resume of it.
     pub call_key: String,
     /// Fires when the agent is cancelled; the handler's task is also aborted then.
+    #[serde(skip)]
     pub cancel: CancellationToken,
 }
 
 /// What a handler answers: the text the agent reads, and structured content if any.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HostToolReply {
     pub text: String,
+    #[serde(default)]
     pub structured: Value,
 }
 

@@ -199,6 +199,16 @@ async fn a_run_driven_through_commands_alone_with_a_host_answered_tool() {
     )
     .await;
     assert_eq!(listed[0]["callKey"], call.call_key.as_str());
+    let pending = command(
+        &runtime,
+        "list_agent_pending_requests",
+        json!({"runId": run_id}),
+    )
+    .await;
+    assert_eq!(
+        pending["hostToolCalls"][0]["callKey"],
+        call.call_key.as_str()
+    );
     command(
         &runtime,
         "answer_agent_host_tool_call",
@@ -216,6 +226,8 @@ async fn a_run_driven_through_commands_alone_with_a_host_answered_tool() {
 
     let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
     assert_eq!(ended["status"], "completed");
+    let outcome = command(&runtime, "read_agent_run_result", json!({"runId": run_id})).await;
+    assert_eq!(outcome["run"]["status"], "completed");
     let file = command(
         &runtime,
         "read_agent_workspace_file",

@@ -561,6 +561,45 @@ async fn a_long_result_is_kept_in_a_run_file_and_the_agent_reads_its_head_and_pa
     tt_runtime_leak_free(&second);
 }
 
+/// A profile's `limits.maxInlineToolResultBytes` caps every outside tool's own limit: a
+/// result within the tool's 16 KiB but over the profile's 1,000 bytes goes to a run file; the
+/// same result under a profile without the limit is read inline.
+#[tokio::test]
+async fn the_profile_caps_the_inline_limit_of_outside_tools() {
+    let text: String = (0..300).map(|n| format!("line {n:05}\n")).collect();
+    for (profile_limit, kept_in_a_file) in [(Some(1_000), true), (None, false)] {
+        let dir = TempDir::new().unwrap();
+        let provider = caller(
+            vec![("chat_dump", json!({}))],
+            None,
+            Arc::new(Mutex::new(Vec::new())),
+        );
+        let full = text.clone();
+        let dump = HostTool::new("chat.dump", "The whole chat.", schema(), move |_call| {
+            let text = full.clone();
+            async move { Ok(HostToolReply::text(text)) }
+        })
+        .reads_only();
+        let runtime = runtime(dir.path(), provider, vec![dump]).await;
+        let mut librarian = profile(&["chat.dump"], json!({}));
+        librarian.limits.max_inline_tool_result_bytes = profile_limit;
+        runtime.save_profile(librarian).await.unwrap();
+        let run = runtime.start_run(start()).await.unwrap();
+        let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+        assert_eq!(run.status, AgentRunStatus::Completed);
+        let journal = events(&runtime, run.id.as_str()).await;
+        let kept = of_type(&journal, "workspace_file_written")
+            .iter()
+            .any(|event| {
+                event.payload["path"]
+                    .as_str()
+                    .unwrap()
+                    .contains("tool-results/")
+            });
+        assert_eq!(kept, kept_in_a_file, "{profile_limit:?}");
+    }
+}
+
 /// No runtime ids or physical paths in what the agent read of the tool (the file's logical
 /// path is the agent's own).
 fn tt_runtime_leak_free(text: &str) {

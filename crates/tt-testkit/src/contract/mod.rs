@@ -1,19 +1,22 @@
 //! Storage contract suites: the behaviour every implementation of the five storage ports must
 //! share, written once and run against each store (`storage_contract_tests!`), so the in-memory
-//! fake and the file-system adapter cannot drift apart. `SkillRepository` and
-//! `TranscriptRepository` have their own suites (`skills_contract_tests!`,
-//! `transcripts_contract_tests!`), since they are stored apart from runs.
+//! fake and the file-system adapter cannot drift apart. `SkillRepository`,
+//! `TranscriptRepository` and `McpServerRepository` have their own suites
+//! (`skills_contract_tests!`, `transcripts_contract_tests!`, `mcp_servers_contract_tests!`),
+//! since they are stored apart from runs.
 // These functions are test assertions shipped as a library: failing loudly is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod invocations;
 pub mod journal;
+pub mod mcp_servers;
 pub mod profiles;
 pub mod runs;
 pub mod skills;
 pub mod transcripts;
 pub mod workspace;
 
+pub use mcp_servers::McpServersUnderTest;
 pub use skills::SkillsUnderTest;
 pub use transcripts::TranscriptsUnderTest;
 
@@ -131,6 +134,7 @@ macro_rules! storage_contract_tests {
             }
             profiles {
                 load_list_and_missing_profiles,
+                deleted_profiles_are_gone,
             }
         }
     };

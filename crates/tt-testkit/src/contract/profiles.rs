@@ -1,5 +1,5 @@
 //! Contract cases for `ProfileRepository`: stored definitions load back, unknown ids are `None`,
-//! and ids list sorted.
+//! ids list sorted, and a deleted profile is gone (deleting one that is not stored says so).
 
 use tt_domain::ids::ProfileId;
 use tt_domain::profile::default_writer_definition;
@@ -42,5 +42,38 @@ pub async fn load_list_and_missing_profiles(s: StorageUnderTest) {
             .await
             .unwrap(),
         None
+    );
+}
+
+pub async fn deleted_profiles_are_gone(s: StorageUnderTest) {
+    let critic_id = ProfileId::parse("critic").unwrap();
+    assert!(!s.profiles.delete_profile(&critic_id).await.unwrap());
+    for id in ["critic", "editor"] {
+        let mut definition = default_writer_definition();
+        definition.id = ProfileId::parse(id).unwrap();
+        (s.seed_profile)(&definition);
+    }
+    // Loaded once before, so that a cache of it cannot keep it alive.
+    assert!(s.profiles.load_profile(&critic_id).await.unwrap().is_some());
+    assert!(s.profiles.delete_profile(&critic_id).await.unwrap());
+    assert_eq!(s.profiles.load_profile(&critic_id).await.unwrap(), None);
+    assert!(!s.profiles.delete_profile(&critic_id).await.unwrap());
+    let ids: Vec<String> = s
+        .profiles
+        .list_profile_ids()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|id| id.to_string())
+        .collect();
+    assert_eq!(ids, ["editor"]);
+    // Saved again after the delete, it is back.
+    let mut again = default_writer_definition();
+    again.id = critic_id.clone();
+    again.display_name = "Critic again".to_owned();
+    s.profiles.save_profile(&again).await.unwrap();
+    assert_eq!(
+        s.profiles.load_profile(&critic_id).await.unwrap(),
+        Some(again)
     );
 }

@@ -1,59 +1,44 @@
 //! Fitting an agent's next request into its model's context window (docs/providers.md,
 //! "Context window and compaction").
 //!
-//! Before each live model call whose model has a known window, the request is estimated
-//! (`tt_domain::context_window`, calibrated by the provider's own count of the previous
-//! request). When it would not leave the answer its reserve, older tool results and large
-//! tool-call arguments become stubs (`context_trimmed`); if that is not enough, the profile's
-//! `context.compaction` decides: `summarize` asks the model once to summarize the oldest turns,
-//! which one message then replaces (`context_compacted`); `none`, or a request that cannot fit
-//! even then, fails before it is sent with `model.context_overflow`. A provider that refuses a
-//! request as too large teaches the agent the real figures, and the step runs once more.
+//! Before an agent's first request, its opening (system prompt, tools and request) must fit the
+//! window with room for the answer and a summary, or it fails at once
+//! (`model.context_window_too_small`, [`check_opening`]). Before each live model call whose
+//! model has a known window, the request is estimated (`tt_domain::context_window`, calibrated
+//! by the provider's own count of the previous request). When it would not leave the answer
+//! its reserve (the output limit), the turns the agent moved past (settled slips, plain-text
+//! answers and their reminders) leave the history, and older tool results, large tool-call
+//! arguments and saved plain-text answers become stubs (`context_trimmed`); if that is not
+//! enough, the profile's `context.compaction` decides: `summarize` asks the model once to
+//! summarize everything after the opening (an earlier summary included), which one message
+//! then replaces (`context_compacted`, see [`compaction`]); `none` fails before anything is sent
+//! with `model.context_overflow`. A provider that refuses a request as too large teaches the
+//! agent the real figures, and the step runs once more.
 //!
 //! Every step is journaled with what it changed, and a resumed agent applies the journaled
 //! steps of a round ([`apply_step`]) instead of deciding again, so its history comes out the
 //! same, byte for byte.
 
-use std::sync::Arc;
-use tt_domain::context_window::{self as window, ProtectedSpans, WindowBudget, request_tokens};
+use tt_domain::context_window::{self as window, WindowBudget, request_tokens};
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
-use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
-use tt_domain::profile::CompactionPolicy;
+use tt_domain::model::AgentModelMessage;
 use tt_domain::text::sha256_hex;
 use tt_domain::tool::ToolName;
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
-use tt_ports::ModelError;
 
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
-use crate::error::{ApplicationError, ApplicationResult};
+use crate::error::ApplicationResult;
 pub(crate) use crate::replay::ContextStep;
+pub(crate) use compaction::check_opening;
+pub(crate) use steps::apply_step;
+use steps::overflow;
 pub(crate) use window_state::WindowState;
 
+mod compaction;
+mod steps;
 mod window_state;
-
-/// Applies a journaled step to the history.
-pub(crate) fn apply_step(messages: &mut Vec<AgentModelMessage>, step: &ContextStep) {
-    match step {
-        ContextStep::Stubs(indices) => window::apply_stubs(messages, indices),
-        ContextStep::Summary {
-            first,
-            count,
-            summary,
-        } => {
-            let end = first.saturating_add(*count).min(messages.len());
-            let first = (*first).min(end);
-            messages.splice(
-                first..end,
-                [AgentModelMessage::text(
-                    ModelRole::User,
-                    window::summary_message_text(summary),
-                )],
-            );
-        }
-    }
-}
 
 /// `result` as the agent's history keeps it: whole, or its head and tail when it is larger
 /// than the profile's `context.maxToolResultTokens` (unset: a quarter of a known window). The
@@ -192,13 +177,17 @@ pub(crate) async fn fit_request(
     let before = estimate(messages);
     if before > budget.input_budget_tokens || trigger == FitTrigger::ProviderRefused {
         let target = calibration.unapply(budget.trim_target_tokens());
-        let stubbed = window::plan_stubs(messages, tools, target);
-        if !stubbed.is_empty() {
-            window::apply_stubs(messages, &stubbed);
+        let plan = window::plan_trim(messages, inv.window.opening, tools, target);
+        if !plan.is_empty() {
+            let to_u64 = |indices: &[usize]| indices.iter().map(|index| *index as u64).collect();
+            let stubbed_messages = to_u64(&plan.stubbed);
+            let removed_messages = to_u64(&plan.removed);
+            apply_step(messages, &mut inv.window, &ContextStep::Trim(plan));
             let trimmed = payload::ContextTrimmed {
                 invocation_id: inv.invocation.id.clone(),
                 round,
-                stubbed_messages: stubbed.iter().map(|index| *index as u64).collect(),
+                stubbed_messages,
+                removed_messages,
                 estimated_tokens_before: before,
                 estimated_tokens_after: estimate(messages),
                 window_tokens,
@@ -215,7 +204,7 @@ pub(crate) async fn fit_request(
         }
     }
     if estimate(messages) > budget.input_budget_tokens {
-        compact(ctx, inv, round, messages, budget, tools).await?;
+        compaction::compact(ctx, inv, round, messages, budget, tools).await?;
     }
     let after = estimate(messages);
     if after > budget.input_budget_tokens {
@@ -235,135 +224,26 @@ pub(crate) async fn fit_request(
 /// The answer length both HTTP adapters ask for when nothing sets one.
 const DEFAULT_OUTPUT_TOKENS: u32 = 8192;
 
-/// `model.context_overflow`, before anything is sent.
-fn overflow(estimate: u64, budget: &WindowBudget) -> ApplicationError {
-    ApplicationError::Model(ModelError::ContextOverflow {
-        message: format!(
-            "the request needs about {estimate} tokens, but the model's window of {} tokens leaves {} for it after {} kept for the answer",
-            budget.window_tokens, budget.input_budget_tokens, budget.output_reserve_tokens
-        ),
-        prompt_tokens: Some(estimate),
-        window_tokens: Some(budget.window_tokens),
-    })
-}
-
-/// Replaces the turns between the opening and the latest turn by one summary, per the
-/// profile's `context.compaction`.
-async fn compact(
-    ctx: &RunContext,
-    inv: &mut InvocationRuntime,
-    round: u32,
-    messages: &mut Vec<AgentModelMessage>,
-    budget: WindowBudget,
-    tools: u64,
-) -> ApplicationResult<()> {
-    let calibration = inv.window.calibration;
-    let before = calibration.apply(request_tokens(messages, tools));
-    let spans = ProtectedSpans::of(messages);
-    // What must stay whatever is summarized: the opening, the latest turn and a summary.
-    let kept: Vec<AgentModelMessage> = messages[..spans.head_end]
-        .iter()
-        .chain(&messages[spans.tail_start..])
-        .cloned()
-        .collect();
-    let summary_tokens = summary_tokens(&budget);
-    let floor = calibration.apply(request_tokens(&kept, tools) + summary_tokens);
-    if inv.profile.definition.context.compaction == CompactionPolicy::None
-        || spans.tail_start <= spans.head_end
-        || floor > budget.input_budget_tokens
-    {
-        return Err(overflow(before, &budget));
-    }
-    // The summarizing request: the opening, then the transcript of what it replaces, cut to
-    // what the window holds.
-    let opening = &messages[..spans.head_end];
-    let room = budget
-        .input_budget_tokens
-        .saturating_sub(calibration.apply(request_tokens(opening, 0) + summary_tokens));
-    let max_bytes =
-        usize::try_from(calibration.unapply(room) * window::BYTES_PER_TOKEN_TIMES_TEN / 10)
-            .unwrap_or(usize::MAX);
-    let transcript = window::transcript(&messages[spans.head_end..spans.tail_start], max_bytes);
-    let mut request_messages = opening.to_vec();
-    request_messages.push(AgentModelMessage::text(
-        ModelRole::User,
-        format!("{transcript}\n\n{}", window::SUMMARY_INSTRUCTION),
-    ));
-    let request = AgentModelRequest {
-        session: ProviderSession::new(&ctx.run_id, &inv.invocation.id),
-        agent_profile_id: inv.profile.id().clone(),
-        model_id: inv.model.model_id.clone(),
-        round,
-        messages: request_messages,
-        tools: Arc::from(Vec::new()),
-        tool_choice: "auto".to_owned(),
-        max_output_tokens: Some(u32::try_from(summary_tokens).unwrap_or(u32::MAX)),
-        generation: inv.model.settings().generation,
-    };
-    let call_cancel = inv.cancel.child_token();
-    let response = tokio::select! {
-        biased;
-        () = inv.cancel.cancelled() => return Err(ApplicationError::cancelled()),
-        result = inv.model.provider.complete(request, call_cancel.clone()) => result,
-    };
-    call_cancel.cancel();
-    let response = match response {
-        Ok(response) => response,
-        Err(ModelError::Cancelled) => return Err(ApplicationError::cancelled()),
-        Err(error) => return Err(ApplicationError::Model(error)),
-    };
-    let mut summary = response.text().trim().to_owned();
-    if summary.is_empty() {
-        // A model that answers with nothing still leaves the agent its own record.
-        let bytes = usize::try_from(summary_tokens * 3).unwrap_or(usize::MAX);
-        summary = window::cut_middle(&transcript, bytes);
-    }
-    crate::engine::model_turn::charge_usage(inv, response.usage.as_ref())?;
-    let step = ContextStep::Summary {
-        first: spans.head_end,
-        count: spans.tail_start - spans.head_end,
-        summary: summary.clone(),
-    };
-    apply_step(messages, &step);
-    let compacted = payload::ContextCompacted {
-        invocation_id: inv.invocation.id.clone(),
-        round,
-        first_message: spans.head_end as u64,
-        replaced_messages: (spans.tail_start - spans.head_end) as u64,
-        summary,
-        estimated_tokens_before: before,
-        estimated_tokens_after: calibration.apply(request_tokens(messages, tools)),
-        window_tokens: budget.window_tokens,
-        usage: response.usage,
-        cost_usd: crate::engine::model_turn::call_cost(inv, response.usage.as_ref()),
-    };
-    ctx.events
-        .record(&ctx.run_id, EventLevel::Info, &compacted)
-        .await?;
-    Ok(())
-}
-
-/// The most tokens a summary may take (and the room kept for it): an eighth of the input
-/// budget, within 128 to 1,024.
-fn summary_tokens(budget: &WindowBudget) -> u64 {
-    (budget.input_budget_tokens / 8).clamp(128, 1024)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tt_domain::model::ModelRole;
+    use tt_ports::ModelError;
 
     #[test]
     fn a_summary_step_replaces_its_span_by_one_message() {
         let mut messages: Vec<AgentModelMessage> = (0..6)
             .map(|i| AgentModelMessage::text(ModelRole::User, format!("m{i}")))
             .collect();
+        let mut state = WindowState::default();
         apply_step(
             &mut messages,
+            &mut state,
             &ContextStep::Summary {
                 first: 2,
                 count: 3,
                 summary: "did things".into(),
+                kept: None,
             },
         );
         let texts: Vec<String> = messages
@@ -374,6 +254,33 @@ mod tests {
         assert_eq!(texts[1], "m1");
         assert!(texts[2].ends_with("did things"));
         assert_eq!(texts[3], "m5");
+    }
+
+    #[test]
+    fn a_kept_request_stays_ahead_of_the_summary_and_joins_the_opening() {
+        let mut messages: Vec<AgentModelMessage> = ["system", "earlier", "request", "turn"]
+            .iter()
+            .map(|text| AgentModelMessage::text(ModelRole::User, *text))
+            .collect();
+        let mut state = WindowState {
+            opening: 1,
+            request: Some(2),
+            ..WindowState::default()
+        };
+        let step = ContextStep::Summary {
+            first: 1,
+            count: 3,
+            summary: "did things".into(),
+            kept: Some(2),
+        };
+        apply_step(&mut messages, &mut state, &step);
+        let texts: Vec<String> = messages
+            .iter()
+            .map(AgentModelMessage::text_content)
+            .collect();
+        assert_eq!(texts[..2], ["system", "request"]);
+        assert!(texts[2].ends_with("did things"));
+        assert_eq!((state.opening, state.request), (2, None));
     }
 
     #[test]

@@ -14,9 +14,36 @@ pub(crate) struct WindowState {
     pub(super) learned_window: Option<u64>,
     /// The uncalibrated estimate of the request last sent, for calibrating with its usage.
     pub(super) last_estimate: Option<u64>,
+    /// How many of the history's first messages are its opening (system prompt and request),
+    /// which trimming and compaction never touch; set when the agent's loop starts
+    /// ([`WindowState::start`]).
+    pub(crate) opening: usize,
+    /// The index of the agent's request when it comes after the opening (a conversation's
+    /// earlier answers come before it): compaction keeps it whole, ahead of the summary.
+    pub(crate) request: Option<usize>,
 }
 
 impl WindowState {
+    /// Notes where the opening and the request of the history an agent starts with are.
+    pub(crate) fn start(&mut self, messages: &[AgentModelMessage]) {
+        self.opening = window::opening_len(messages);
+        self.request = messages
+            .iter()
+            .rposition(|message| message.role == tt_domain::model::ModelRole::User)
+            .filter(|index| *index >= self.opening);
+    }
+
+    /// The messages never summarized: the opening, and the request when it comes later.
+    pub(crate) fn protected<'m>(
+        &self,
+        messages: &'m [AgentModelMessage],
+    ) -> impl Iterator<Item = &'m AgentModelMessage> {
+        let opening = self.opening.min(messages.len());
+        messages[..opening]
+            .iter()
+            .chain(self.request.and_then(|index| messages.get(index)))
+    }
+
     /// Notes the history of a request as sent (a replayed one too), so its usage calibrates;
     /// only while a window is known (`configured`, or learned), as [`fit_request`] does.
     pub(crate) fn note_sent(

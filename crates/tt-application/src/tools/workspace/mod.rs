@@ -24,7 +24,7 @@ use crate::tools::ToolSuccess;
 pub(crate) use commit_finish_args::{parse_commit_args, parse_finish_args};
 pub(crate) use env::WorkspaceToolEnv;
 pub(crate) use read_state::ReadState;
-pub(crate) use specs::{SpecAudience, spec};
+pub(crate) use specs::{SpecAudience, compact_description, spec};
 
 /// Executes `workspace.list_files`, `search_files`, `read_file`, `write_file` and
 /// `apply_patch`. Any other tool is a wiring mistake and fails fast with `agent.internal_error`.

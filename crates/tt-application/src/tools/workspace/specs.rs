@@ -244,6 +244,55 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
     })
 }
 
+/// The compact description of a workspace tool (docs/profiles.md, "Tool specs"), or `None`
+/// for any other tool. An agent working on a delegated task still reads its areas.
+pub(crate) fn compact_description(tool: ToolName, audience: &SpecAudience) -> Option<String> {
+    let visible = root_list(&audience.visible_roots);
+    let writable = root_list(&audience.writable_roots);
+    let seen = |text: &str| {
+        if audience.delegated {
+            format!("{text}; you can see {visible}.")
+        } else {
+            format!("{text}.")
+        }
+    };
+    let written = |text: &str| {
+        if !audience.delegated {
+            format!("{text}.")
+        } else if writable.is_empty() {
+            "You cannot write any files for this task, so this call will be refused.".to_owned()
+        } else {
+            format!("{text}; you can write only inside {writable}.")
+        }
+    };
+    Some(match tool {
+        ToolName::WorkspaceListFiles => seen("List files and folders (folders end with `/`)"),
+        ToolName::WorkspaceSearchFiles => seen("Search file text, ignoring case"),
+        ToolName::WorkspaceReadFile => seen("Read a file as numbered lines, whole or a range"),
+        ToolName::WorkspaceWriteFile => {
+            written("Create, replace or append to a file; read a file before replacing it")
+        }
+        ToolName::WorkspaceApplyPatch => written(
+            "Replace exact text, found once (unless `replace_all`), in a part of a file you have read",
+        ),
+        ToolName::WorkspaceCommit => {
+            "Publish a file as your reply, replacing any earlier one.".to_owned()
+        }
+        ToolName::WorkspaceFinish => {
+            "End your work; tasks you delegated that still run are cancelled.".to_owned()
+        }
+        ToolName::AgentList
+        | ToolName::AgentDelegate
+        | ToolName::AgentHandoff
+        | ToolName::AgentAwait
+        | ToolName::AgentCancelTask
+        | ToolName::TaskReturn
+        | ToolName::SkillList
+        | ToolName::SkillSearch
+        | ToolName::SkillRead => return None,
+    })
+}
+
 fn list_description(delegated: bool, visible: &str) -> String {
     let base = "Folders end with `/`; use paths as shown.";
     if delegated {

@@ -301,4 +301,8 @@ impl ProfileRepository for InMemoryStore {
             .insert(definition.id.clone(), definition.clone());
         Ok(())
     }
+
+    async fn delete_profile(&self, id: &ProfileId) -> StorageResult<bool> {
+        Ok(self.lock().profiles.remove(id).is_some())
+    }
 }

@@ -1,10 +1,13 @@
 //! [`RunHandle`]: one run, and everything a host does with it, in one place: its events with
-//! typed payloads from the start, waiting for its end, cancelling it or one of its tasks,
-//! guidance, and the requests it is waiting on the host for (commits, the persistent-state
-//! metadata update, prompt assemblies), each answered by id. The calls on
+//! typed payloads (a `Stream`) from the start or any seq, waiting for its end and its outcome
+//! (`result`), cancelling it or one of its tasks, guidance, resume, abandon and branching, the
+//! requests it is waiting on the host for (commits, the persistent-state metadata update, prompt
+//! assemblies, approvals), each answered by id, and what is read of it (`reads`: usage,
+//! timeline, conversations, check, workspace files). The calls on
 //! [`AgentRuntime`] that take a run id stay; the handle is the one obvious way to drive a run
 //! (docs/host-api.md, "Driving a run through its handle").
 
+use serde::{Deserialize, Serialize};
 use tt_domain::event::AgentRunEvent;
 use tt_domain::event_payload::RunEventPayload;
 use tt_domain::ids::RunId;
@@ -13,8 +16,8 @@ use tt_domain::task::AgentTaskRecord;
 use tt_ports::{ChatCommitRequest, PersistentStateMetadataUpdate, PromptAssemblyRequest};
 
 use tt_application::{
-    GuidanceReceipt, PendingToolApproval, ResolveToolApprovalRequest, StartRunRequest,
-    SubmitGuidanceRequest, ToolApprovalReceipt,
+    ForkRunRequest, GuidanceReceipt, PendingToolApproval, ResolveToolApprovalRequest,
+    StartRunRequest, SubmitGuidanceRequest, ToolApprovalReceipt,
 };
 use tt_domain::approval::ApprovalDecision;
 
@@ -23,6 +26,11 @@ use crate::dto::{
     ResolvePromptAssemblyRequest,
 };
 use crate::host::{AgentRuntime, EventSubscription};
+
+mod outcome;
+mod reads;
+
+pub use outcome::{PublishedCommit, RunFailure, RunResult};
 
 /// One run of an [`AgentRuntime`], by id. Cheap: it holds the runtime by reference and the
 /// run's id; a handle to a run this runtime does not execute still reads its events and
@@ -34,32 +42,56 @@ pub struct RunHandle<'r> {
 }
 
 /// One event with its payload decoded by type (`None` for a type this build does not know,
-/// or a payload that does not decode: the raw `event.payload` is still there).
-#[derive(Debug, Clone, PartialEq)]
+/// or a payload that does not decode: the raw `event.payload` is still there). On the wire:
+/// `{"event": {…}, "payload": {"type": …, "payload": {…}} | null}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TypedRunEvent {
     pub event: AgentRunEvent,
+    #[serde(default)]
     pub payload: Option<RunEventPayload>,
 }
 
-/// The run's events from its first, live until its end, each with its typed payload.
+/// The run's events from a seq on (its first by default), live until its end, each with its
+/// typed payload. A [`futures_core::Stream`] of `HostResult<TypedRunEvent>` (combine it with
+/// `StreamExt`), and its own [`next`](Self::next), which Rust prefers over `StreamExt::next`.
+/// For an unknown run the first item is the `agent.not_found` error, then the end.
 #[derive(Debug)]
 pub struct RunEvents {
     inner: EventSubscription,
 }
 
+fn typed(event: AgentRunEvent) -> TypedRunEvent {
+    TypedRunEvent {
+        payload: event.typed_payload().and_then(Result::ok),
+        event,
+    }
+}
+
 impl RunEvents {
     /// The next event; `Ok(None)` after the run's terminal event (or the runtime's shutdown).
     pub async fn next(&mut self) -> HostResult<Option<TypedRunEvent>> {
-        Ok(self.inner.next().await?.map(|event| TypedRunEvent {
-            payload: event.typed_payload().and_then(Result::ok),
-            event,
-        }))
+        Ok(self.inner.next().await?.map(typed))
+    }
+}
+
+impl futures_core::Stream for RunEvents {
+    type Item = HostResult<TypedRunEvent>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        std::pin::Pin::new(&mut self.inner)
+            .poll_next(cx)
+            .map(|item| item.map(|event| event.map(typed)))
     }
 }
 
 /// What a run is waiting on the host for, right now. Empty lists for a kind the runtime's
 /// bridge answers by itself (a transcript or handler commit bridge, the template broker).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PendingHostRequests {
     /// Commits to publish, oldest first, with their text.
     pub commits: Vec<ChatCommitRequest>,
@@ -69,6 +101,10 @@ pub struct PendingHostRequests {
     pub prompt_assemblies: Vec<PromptAssemblyRequest>,
     /// Tool calls waiting for a person's approval, oldest first, with their arguments.
     pub approvals: Vec<PendingToolApproval>,
+    /// Calls of host-answered tools waiting for the host's answer (docs/tools.md, "Host
+    /// tools from another language").
+    #[serde(default)]
+    pub host_tool_calls: Vec<crate::PendingHostToolCall>,
 }
 
 impl PendingHostRequests {
@@ -77,6 +113,7 @@ impl PendingHostRequests {
             && self.metadata_updates.is_empty()
             && self.prompt_assemblies.is_empty()
             && self.approvals.is_empty()
+            && self.host_tool_calls.is_empty()
     }
 }
 
@@ -100,22 +137,31 @@ impl AgentRuntime {
         Ok(RunHandle::new(self, run.id))
     }
 
-    /// What run `run_id` waits on the host for now (empty for kinds this runtime's bridges
-    /// answer by themselves).
-    pub(crate) fn pending_host_requests(&self, run_id: &RunId) -> PendingHostRequests {
+    /// What run `run_id` waits on the host for now: commits, metadata updates, prompt
+    /// assemblies and approvals (empty lists for the kinds this runtime's bridges answer by
+    /// themselves). `agent.not_found` for an unknown run.
+    pub async fn pending_requests(&self, run_id: &str) -> HostResult<PendingHostRequests> {
+        self.ensure_open()?;
+        let run_id = RunId::from_raw(run_id);
         let (commits, metadata_updates) = match self.host_commit_bridge() {
             Some(bridge) => (
-                bridge.pending_for_run(run_id),
-                bridge.pending_metadata_updates(run_id),
+                bridge.pending_for_run(&run_id),
+                bridge.pending_metadata_updates(&run_id),
             ),
             None => (Vec::new(), Vec::new()),
         };
-        PendingHostRequests {
+        let pending = PendingHostRequests {
             commits,
             metadata_updates,
             prompt_assemblies: self.host_prompt_broker().pending_for_run(run_id.as_str()),
-            approvals: self.pending_approvals_now(run_id),
+            approvals: self.pending_approvals_now(&run_id),
+            host_tool_calls: self.tools.host.answers.pending_for_run(run_id.as_str()),
+        };
+        if pending.is_empty() {
+            // Nothing waits: say so only of a run that exists.
+            self.service.get_run(&run_id).await?;
         }
+        Ok(pending)
     }
 }
 
@@ -135,8 +181,16 @@ impl<'r> RunHandle<'r> {
 
     /// Every event from the run's first, then live ones until its end.
     pub fn events(&self) -> RunEvents {
+        self.events_after(0)
+    }
+
+    /// The events after `after_seq` (0: from the first), then live ones until its end: how a
+    /// view that already shows some events (a reloaded page) goes on without a gap.
+    pub fn events_after(&self, after_seq: u64) -> RunEvents {
         RunEvents {
-            inner: self.runtime.subscribe(self.run_id.as_str(), 0, None),
+            inner: self
+                .runtime
+                .subscribe(self.run_id.as_str(), after_seq, None),
         }
     }
 
@@ -148,6 +202,18 @@ impl<'r> RunHandle<'r> {
     /// Asks the run to stop (see [`AgentRuntime::cancel_run`]).
     pub async fn cancel(&self) -> HostResult<AgentRun> {
         self.runtime.cancel_run(self.run_id.as_str()).await
+    }
+
+    /// Resumes the run in this runtime (see [`AgentRuntime::resume_run`]); the handle stays
+    /// valid, the run's id does not change.
+    pub async fn resume(&self) -> HostResult<AgentRun> {
+        self.runtime.resume_run(self.run_id.as_str()).await
+    }
+
+    /// Branches the run (see [`AgentRuntime::fork_run`], docs/branching.md) and returns the
+    /// branch's handle.
+    pub async fn fork(&self, request: ForkRunRequest) -> HostResult<RunHandle<'r>> {
+        self.runtime.fork(self.run_id.as_str(), request).await
     }
 
     /// Gives the run up so that it is never resumed (see [`AgentRuntime::abandon_run`]).
@@ -221,9 +287,10 @@ impl<'r> RunHandle<'r> {
             .await
     }
 
-    /// Everything the run waits on the host for now.
-    pub fn pending(&self) -> PendingHostRequests {
-        self.runtime.pending_host_requests(&self.run_id)
+    /// Everything the run waits on the host for now (see
+    /// [`AgentRuntime::pending_requests`]).
+    pub async fn pending(&self) -> HostResult<PendingHostRequests> {
+        self.runtime.pending_requests(self.run_id.as_str()).await
     }
 
     /// Answers a pending commit: published as `message_id`.

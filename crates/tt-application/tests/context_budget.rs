@@ -1,0 +1,316 @@
+//! The context budget on a small declared window (docs/providers.md, "Context window and
+//! compaction"): the answer keeps its output limit and every request's `max_tokens` fits what
+//! is left; plain-text answers and their reminders leave the history once the agent moved past
+//! them; compaction repeats into one rolling summary; an opening too large for the window fails
+//! before the first request.
+
+use serde_json::json;
+use tt_domain::context_window::{
+    DRIFT_REMINDER_PREFIX, SUMMARY_HEADER, WindowBudget, request_tokens, tools_tokens,
+};
+use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelRole};
+use tt_domain::profile::CompactionPolicy;
+use tt_domain::run::AgentRunStatus;
+use tt_ports::ModelError;
+use tt_testkit::fakes::{FakeModel, responses};
+
+use crate::support::*;
+
+fn estimate(request: &AgentModelRequest) -> u64 {
+    request_tokens(&request.messages, tools_tokens(&request.tools))
+}
+
+fn windowed(
+    window: u64,
+    compaction: CompactionPolicy,
+    max_output: Option<u32>,
+) -> tt_domain::profile::AgentProfileDefinition {
+    custom_profile("windowed", |p| {
+        p.model.context_window_tokens = Some(window);
+        p.model.max_output_tokens = max_output;
+        p.context.compaction = compaction;
+        p.tools.max_rounds = 60;
+    })
+}
+
+/// The first request of the windowed profile, in estimated tokens.
+async fn first_request_tokens() -> u64 {
+    let model = by_turn(happy_turns());
+    let h = harness(model.clone());
+    h.put_profile(windowed(1_000_000, CompactionPolicy::Summarize, None));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    estimate(&model.requests()[0])
+}
+
+/// A model that answers a summarizing request (no tools) with `summary(n)` for its n-th one,
+/// and the agent's rounds with `turns`.
+fn with_summaries(turns: Vec<AgentModelResponse>) -> std::sync::Arc<FakeModel> {
+    let summaries = std::sync::atomic::AtomicUsize::new(0);
+    FakeModel::new(move |request: &AgentModelRequest| {
+        if request.tools.is_empty() {
+            let n = summaries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            return Ok(responses::text(&format!(
+                "Summary {n}: I listed scratch many times."
+            )));
+        }
+        turns
+            .get(request.round as usize - 1)
+            .cloned()
+            .ok_or_else(|| ModelError::Unavailable {
+                code: "model.script_exhausted",
+                message: format!("no turn {}", request.round),
+            })
+    })
+}
+
+/// Between steps that change the history, each request starts with the previous one (what a
+/// provider's prompt cache reuses): the append-only share outside those steps is 1. `steps`
+/// are the rounds trimmed or compacted.
+fn assert_append_only(requests: &[AgentModelRequest], steps: &[u64]) {
+    for pair in requests.windows(2) {
+        if steps.contains(&u64::from(pair[1].round)) || pair[0].round == pair[1].round {
+            continue;
+        }
+        assert_eq!(
+            pair[0].messages[..],
+            pair[1].messages[..pair[0].messages.len()],
+            "round {} does not extend round {}",
+            pair[1].round,
+            pair[0].round
+        );
+    }
+}
+
+fn rounds_of(events: &[tt_domain::event::AgentRunEvent]) -> Vec<u64> {
+    events
+        .iter()
+        .map(|event| event.payload["round"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_answer_keeps_its_output_limit_and_each_max_tokens_fits_what_is_left() {
+    let first = first_request_tokens().await;
+    let window = first + 2_400;
+    // Reads of a long note pile up until trimming starts.
+    let note: String = (1..=30)
+        .map(|n| format!("Note {n}: the lighthouse keeper counts ships at dusk.\n"))
+        .collect();
+    let mut turns = vec![turn(vec![write("w", "scratch/notes.md", &note)])];
+    for read in 0..6 {
+        turns.push(turn(vec![call(
+            &format!("r{read}"),
+            "workspace_read_file",
+            json!({"path": "scratch/notes.md"}),
+        )]));
+    }
+    turns.extend(happy_turns());
+    let model = by_turn(turns);
+    let h = harness(model.clone());
+    h.put_profile(windowed(window, CompactionPolicy::None, Some(700)));
+    // (notes of 30 lines: the latest read always fits beside the opening)
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(
+        run.status,
+        AgentRunStatus::Completed,
+        "{:?}",
+        h.event_types(&run.id)
+    );
+    // The reserve is the limit (700), not an eighth of the window.
+    let budget = WindowBudget::new(window, Some(700));
+    assert_eq!(budget.output_reserve_tokens, 700);
+    let trims = events_of(&h, &run.id, "context_trimmed");
+    assert!(!trims.is_empty());
+    assert_eq!(trims[0].payload["inputBudgetTokens"], window - 700);
+    for request in model.requests() {
+        let asked = u64::from(request.max_output_tokens.unwrap());
+        assert!(asked <= 700, "round {}: {asked}", request.round);
+        assert!(
+            estimate(&request) + asked <= window,
+            "round {}: {} + {asked} > {window}",
+            request.round,
+            estimate(&request)
+        );
+    }
+}
+
+/// Plain-text answers of `words` words, `drifts` times, then a recovery.
+fn drifting_turns(drifts: usize) -> Vec<AgentModelResponse> {
+    let mut turns: Vec<AgentModelResponse> = (0..drifts)
+        .map(|n| {
+            responses::text(&format!(
+                "Draft {n}. {}",
+                "The tide came in slowly. ".repeat(40)
+            ))
+        })
+        .collect();
+    turns.extend(happy_turns());
+    turns
+}
+
+#[tokio::test]
+async fn plain_text_answers_and_their_reminders_leave_once_moved_past() {
+    let first = first_request_tokens().await;
+    // Room for the opening and about three plain-text rounds, tight enough that the last steps
+    // (after the agent is back on track) still need a trim.
+    let window = first + 1_200;
+    let model = by_turn(drifting_turns(8));
+    let h = harness(model.clone());
+    h.put_profile(windowed(window, CompactionPolicy::None, None));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(
+        run.status,
+        AgentRunStatus::Completed,
+        "{:?}",
+        h.event_types(&run.id)
+    );
+    let budget = WindowBudget::new(window, None);
+    let requests = model.requests();
+    for request in &requests {
+        assert!(estimate(request) <= budget.input_budget_tokens);
+    }
+    let trims = events_of(&h, &run.id, "context_trimmed");
+    assert!(!trims.is_empty());
+    assert!(trims.iter().all(|trim| {
+        !trim.payload["removedMessages"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    }));
+    assert!(events_of(&h, &run.id, "context_compacted").is_empty());
+    // Eight plain-text rounds in a row, but a request never holds more than two reminders:
+    // each trim leaves only the latest plain-text turn.
+    for request in &requests {
+        let reminders = request
+            .messages
+            .iter()
+            .filter(|m| {
+                m.role == ModelRole::User && m.text_content().starts_with(DRIFT_REMINDER_PREFIX)
+            })
+            .count();
+        assert!(
+            reminders <= 2,
+            "round {}: {reminders} reminders",
+            request.round
+        );
+    }
+    let last = requests.last().unwrap();
+    assert!(
+        !last
+            .messages
+            .iter()
+            .any(|m| m.text_content().starts_with(DRIFT_REMINDER_PREFIX)),
+        "the recovered agent's last request keeps no reminder"
+    );
+    assert_append_only(&requests, &rounds_of(&trims));
+}
+
+#[tokio::test]
+async fn repeated_compaction_folds_into_one_rolling_summary() {
+    let first = first_request_tokens().await;
+    // Small results (never stubbed) pile up until only a summary makes room, again and again.
+    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
+    for n in 0..40 {
+        turns.push(turn(vec![call(
+            &format!("l{n}"),
+            "workspace_list_files",
+            json!({"path": "scratch"}),
+        )]));
+    }
+    turns.extend(happy_turns());
+    let model = with_summaries(turns);
+    let h = harness(model.clone());
+    let window = first + 1_400;
+    h.put_profile(windowed(window, CompactionPolicy::Summarize, None));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(
+        run.status,
+        AgentRunStatus::Completed,
+        "{:?}",
+        h.event_types(&run.id)
+    );
+    let compactions = events_of(&h, &run.id, "context_compacted");
+    assert!(compactions.len() >= 2, "{} compactions", compactions.len());
+    // The first summary replaces the conversation's earlier reply and the agent's turns but
+    // keeps the request ahead of it; each later one replaces the one before.
+    assert_eq!(compactions[0].payload["firstMessage"], 1);
+    assert_eq!(compactions[0].payload["keptMessage"], 2);
+    for compacted in &compactions[1..] {
+        assert_eq!(compacted.payload["firstMessage"], 2);
+        assert!(compacted.payload.get("keptMessage").is_none());
+    }
+    let agent_requests: Vec<AgentModelRequest> = model
+        .requests()
+        .into_iter()
+        .filter(|request| !request.tools.is_empty())
+        .collect();
+    let second = compactions[1].payload["round"].as_u64().unwrap() as u32;
+    let after = agent_requests
+        .iter()
+        .find(|request| request.round == second)
+        .unwrap();
+    let summaries: Vec<String> = after
+        .messages
+        .iter()
+        .map(|m| m.text_content())
+        .filter(|text| text.starts_with(SUMMARY_HEADER))
+        .collect();
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(after.messages[1].text_content(), "Write a short scene.");
+    assert_eq!(
+        after.messages[2].text_content(),
+        summaries[0],
+        "the summary follows the opening"
+    );
+    insta::assert_snapshot!("rolling_summary_message", summaries[0]);
+    // The second summarizing call read the first summary, framed as the agent's own.
+    let summarizing: Vec<AgentModelRequest> = model
+        .requests()
+        .into_iter()
+        .filter(|request| request.tools.is_empty())
+        .collect();
+    let asked = summarizing[1].messages.last().unwrap().text_content();
+    let framed = asked.lines().next().unwrap_or_default().to_owned();
+    insta::assert_snapshot!("rolling_summary_frame", framed);
+    tt_testkit::leaks::assert_no_leaks("the rolling summary", &summaries[0]);
+    tt_testkit::leaks::assert_no_leaks("the summarizing request", &asked);
+    let budget = WindowBudget::new(window, None);
+    for request in &agent_requests {
+        assert!(estimate(request) <= budget.input_budget_tokens);
+    }
+    let mut steps = rounds_of(&compactions);
+    steps.extend(rounds_of(&events_of(&h, &run.id, "context_trimmed")));
+    assert_append_only(&agent_requests, &steps);
+}
+
+#[tokio::test]
+async fn an_opening_too_large_for_the_window_fails_before_the_first_request() {
+    let model = by_turn(happy_turns());
+    let h = harness(model.clone());
+    h.put_profile(windowed(300, CompactionPolicy::Summarize, None));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(run.status, AgentRunStatus::Failed);
+    assert_eq!(model.call_count(), 0);
+    let failed = h.first_event(&run.id, "run_failed");
+    assert_eq!(failed.payload["code"], "model.context_window_too_small");
+    let message = failed.payload["message"].as_str().unwrap();
+    assert!(message.contains("window of 300 tokens"), "{message}");
+    // The window it names is one that fits.
+    let least: u64 = message
+        .split("a window of at least ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{message}"));
+    let model = by_turn(happy_turns());
+    let h = harness(model.clone());
+    h.put_profile(windowed(least, CompactionPolicy::Summarize, None));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(
+        run.status,
+        AgentRunStatus::Completed,
+        "{}",
+        h.first_event(&run.id, "run_failed").payload
+    );
+}
