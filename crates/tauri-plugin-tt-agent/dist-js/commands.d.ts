@@ -38,6 +38,7 @@ export interface HostCommands {
     fork_agent_run: [RunRef & ForkRunRequest, AgentRun];
     read_agent_run: [RunRef, AgentRun];
     wait_agent_run: [RunRef, AgentRun];
+    read_agent_run_result: [RunRef, Json];
     list_agent_runs: [ListRunsRequest | null, AgentRun[]];
     list_unreadable_agent_runs: [null, {
         runId: string;
@@ -115,9 +116,19 @@ export interface HostCommands {
     } & ResolveToolApprovalRequest, ToolApprovalReceipt];
     list_agent_host_tool_calls: [RunRef, PendingHostToolCall[]];
     answer_agent_host_tool_call: [AnswerHostToolCallRequest, null];
+    list_agent_pending_requests: [RunRef, Json];
     save_agent_profile: [{
         [field: string]: Json;
     }, null];
+    list_agent_profiles: [null, Json[]];
+    read_agent_profile: [{
+        profileId: string;
+    }, {
+        [field: string]: Json;
+    }];
+    delete_agent_profile: [{
+        profileId: string;
+    }, Json];
     save_agent_skill_file: [{
         scope: {
             kind: string;

@@ -59,6 +59,7 @@ export interface HostCommands {
   fork_agent_run: [RunRef & ForkRunRequest, AgentRun]
   read_agent_run: [RunRef, AgentRun]
   wait_agent_run: [RunRef, AgentRun]
+  read_agent_run_result: [RunRef, Json]
   list_agent_runs: [ListRunsRequest | null, AgentRun[]]
   list_unreadable_agent_runs: [null, { runId: string; code: string; message: string }[]]
   cancel_agent_task: [RunRef & { taskId: string }, Json]
@@ -93,8 +94,12 @@ export interface HostCommands {
   approve_agent_tool_call: [RunRef & { approvalId: string } & ResolveToolApprovalRequest, ToolApprovalReceipt]
   list_agent_host_tool_calls: [RunRef, PendingHostToolCall[]]
   answer_agent_host_tool_call: [AnswerHostToolCallRequest, null]
+  list_agent_pending_requests: [RunRef, Json]
   // Profiles and skills.
   save_agent_profile: [{ [field: string]: Json }, null]
+  list_agent_profiles: [null, Json[]]
+  read_agent_profile: [{ profileId: string }, { [field: string]: Json }]
+  delete_agent_profile: [{ profileId: string }, Json]
   save_agent_skill_file: [{ scope: { kind: string; [field: string]: Json }; skillId: string; path: string; text: string }, null]
   // Tools from outside.
   list_agent_host_tools: [null, ToolSummary[]]
