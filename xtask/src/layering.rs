@@ -71,6 +71,9 @@ fn allowed_tt_dependencies(package: &str) -> Option<Allowed> {
         "tt-bench" => Some(Allowed::Only(&["tt-runtime", "tt-domain", "tt-ports"])),
         // The embedding example links what a desktop shell links: the runtime, nothing inside it.
         "desktop-shell" => Some(Allowed::Only(&["tt-runtime"])),
+        // The Tauri plugin: a driving adapter like tt-host-http, on the runtime's public API;
+        // the Tauri example links the runtime and the plugin (not a tt-* name), nothing inside.
+        "tauri-plugin-tt-agent" | "tauri-shell" => Some(Allowed::Only(&["tt-runtime"])),
         "tt-e2e" | "xtask" => Some(Allowed::Anything),
         _ => None,
     }
