@@ -94,6 +94,27 @@ fn chat_search(timeout_ms: u64) -> Value {
     })
 }
 
+/// Declares `chat.search` (answered by the host within `timeout_ms`), starts a librarian run
+/// through commands and returns its id with the call that waits for the host.
+async fn start_with_a_waiting_call(
+    runtime: &AgentRuntime,
+    timeout_ms: u64,
+) -> (String, tt_runtime::PendingHostToolCall) {
+    command(runtime, "register_agent_host_tool", chat_search(timeout_ms)).await;
+    command(runtime, "save_agent_profile", librarian(&["chat.search"])).await;
+    let mut waiting = runtime.host_tool_call_feed().unwrap();
+    let run = command(
+        runtime,
+        "start_agent_run",
+        json!({"stableChatId": "library-chat", "userInput": "Find it.", "profileId": "librarian"}),
+    )
+    .await;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let call = waiting.recv().await.unwrap();
+    assert_eq!(call.run_id, run_id);
+    (run_id, call)
+}
+
 #[test]
 fn the_table_lists_each_command_once_in_snake_case() {
     let mut names = HOST_COMMANDS.to_vec();
@@ -262,17 +283,7 @@ async fn a_run_driven_through_commands_alone_with_a_host_answered_tool() {
 async fn a_host_answered_call_without_an_answer_times_out_and_the_run_goes_on() {
     let dir = TempDir::new().unwrap();
     let runtime = runtime(&dir);
-    command(&runtime, "register_agent_host_tool", chat_search(20)).await;
-    command(&runtime, "save_agent_profile", librarian(&["chat.search"])).await;
-    let mut waiting = runtime.host_tool_call_feed().unwrap();
-    let run = command(
-        &runtime,
-        "start_agent_run",
-        json!({"stableChatId": "library-chat", "userInput": "Find it.", "profileId": "librarian"}),
-    )
-    .await;
-    let run_id = run["id"].as_str().unwrap().to_owned();
-    let call = waiting.recv().await.unwrap();
+    let (run_id, call) = start_with_a_waiting_call(&runtime, 20).await;
     let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
     assert_eq!(ended["status"], "completed");
     let page = command(
@@ -314,17 +325,7 @@ async fn a_host_answered_call_without_an_answer_times_out_and_the_run_goes_on() 
 async fn cancelling_a_run_withdraws_its_waiting_host_calls() {
     let dir = TempDir::new().unwrap();
     let runtime = runtime(&dir);
-    command(&runtime, "register_agent_host_tool", chat_search(600_000)).await;
-    command(&runtime, "save_agent_profile", librarian(&["chat.search"])).await;
-    let mut waiting = runtime.host_tool_call_feed().unwrap();
-    let run = command(
-        &runtime,
-        "start_agent_run",
-        json!({"stableChatId": "library-chat", "userInput": "Find it.", "profileId": "librarian"}),
-    )
-    .await;
-    let run_id = run["id"].as_str().unwrap().to_owned();
-    let call = waiting.recv().await.unwrap();
+    let (run_id, call) = start_with_a_waiting_call(&runtime, 600_000).await;
     let empty = refused(
         &runtime,
         "answer_agent_host_tool_call",
