@@ -50,6 +50,12 @@ pub fn assistant_turns(body: &Value) -> usize {
 
 fn serve(mut stream: TcpStream, answer: &(dyn Fn(&Value) -> Calls + Send + Sync)) {
     let Some(body) = read_body(&mut stream) else {
+        // A request without a JSON body (the runtime asking `/props` or `/models` for the
+        // model's window) is not known here; a client that went away reads nothing.
+        let _ = write!(
+            stream,
+            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        );
         return;
     };
     let Some(calls) = answer(&body) else {
@@ -80,7 +86,7 @@ fn serve(mut stream: TcpStream, answer: &(dyn Fn(&Value) -> Calls + Send + Sync)
     );
 }
 
-/// The JSON body of one HTTP request, `None` when the client went away first.
+/// The JSON body of one HTTP request, `None` when it has none or the client went away first.
 fn read_body(stream: &mut TcpStream) -> Option<Value> {
     let mut data = Vec::new();
     let mut buf = [0u8; 65536];
@@ -105,5 +111,5 @@ fn read_body(stream: &mut TcpStream) -> Option<Value> {
             Ok(read) => data.extend_from_slice(&buf[..read]),
         }
     }
-    Some(serde_json::from_slice(&data[body_start..]).unwrap())
+    serde_json::from_slice(&data[body_start..]).ok()
 }

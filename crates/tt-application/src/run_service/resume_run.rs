@@ -33,10 +33,12 @@ impl AgentRunService {
     /// snapshot it was frozen with) or `agent.run_locked` (another process owns the run).
     pub async fn resume_run(self: &Arc<Self>, run_id: &RunId) -> ApplicationResult<AgentRun> {
         use crate::resume;
-        let mut run = self.services.runs.load_run(run_id).await?;
-        if self.lock_active().contains_key(run_id) {
+        let running_here = self.lock_active().contains_key(run_id);
+        if running_here {
+            let run = self.services.runs.load_run(run_id).await?;
             return Err(resume::not_resumable(&run, "it is running in this process"));
         }
+        let mut run = self.load_settled_run(run_id).await?;
         if !run.status.is_terminal() {
             // Unfinished but not executing here: a live process owns it (or the data dir was
             // opened read-only, and nothing marked it interrupted).
@@ -363,5 +365,28 @@ impl AgentRunService {
         );
         self.spawn_executor(inv, messages, root_assembly, incoming, span);
         self.load_run(run_id).await
+    }
+}
+
+/// How long `resume_run` re-reads a run that looks live elsewhere before refusing it: a store
+/// shared between hosts learns that a killed host is gone only once the database notices its
+/// session closed, a few milliseconds after the kill (docs/resume.md).
+const OWNER_EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often the run is read again meanwhile.
+const OWNER_EXIT_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl AgentRunService {
+    /// The run as the store reads it, read again for up to [`OWNER_EXIT_GRACE`] while it is
+    /// unfinished (owned by a live process as far as the store can tell), so that a resume
+    /// right after the owner was killed finds it `interrupted` rather than locked.
+    async fn load_settled_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
+        let give_up = tokio::time::Instant::now() + OWNER_EXIT_GRACE;
+        loop {
+            let run = self.services.runs.load_run(run_id).await?;
+            if run.status.is_terminal() || tokio::time::Instant::now() >= give_up {
+                return Ok(run);
+            }
+            tokio::time::sleep(OWNER_EXIT_POLL).await;
+        }
     }
 }
