@@ -273,7 +273,85 @@ fn check_crate_files(root: &Path, src: &Path, violations: &mut Vec<Violation>) -
         CYCLE_BASELINE,
     ));
     violations.extend(long_file_violations(&location, &sources, LONG_FILES));
+    violations.extend(long_function_violations(
+        &location,
+        &sources,
+        crate::long_functions::LONG_FUNCTIONS,
+    ));
     Ok(())
+}
+
+/// Longest a function of non-test code may be, from its `fn` to its closing brace: past this
+/// it usually does several steps that read better as functions of their own.
+const MAX_FUNCTION_LINES: usize = 100;
+
+/// Every non-test function over `MAX_FUNCTION_LINES` that neither a `// Long:` comment at its
+/// top explains nor `allowed` names at a length it has not outgrown, and every `allowed` entry
+/// of this crate that is stale (gone, within the limit, or shorter than listed: lower it).
+fn long_function_violations(
+    location: &str,
+    files: &[file_graph::SourceFile<'_>],
+    allowed: &[(&str, &str, usize)],
+) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut seen = BTreeSet::new();
+    for file in files {
+        if file_graph::is_test_file(file.path) {
+            continue;
+        }
+        let shown = format!("{location}/{}", relative(Path::new(""), file.path));
+        for function in crate::fn_length::functions(file.text) {
+            let listed = allowed
+                .iter()
+                .find(|(path, name, _)| *path == shown && *name == function.name);
+            if let Some((_, _, listed_lines)) = listed {
+                seen.insert((shown.clone(), function.name.clone()));
+                if function.lines > *listed_lines {
+                    violations.push(Violation::new(
+                        format!("{shown}:{}", function.line),
+                        "function-length",
+                        format!(
+                            "`{}` grew to {} lines, past the {listed_lines} it is listed with in xtask/src/long_functions.rs; split it (the list only shrinks)",
+                            function.name, function.lines
+                        ),
+                    ));
+                } else if function.lines < *listed_lines {
+                    violations.push(Violation::new(
+                        format!("{shown}:{}", function.line),
+                        "function-length",
+                        format!(
+                            "`{}` is {} lines, shorter than the {listed_lines} it is listed with; lower the entry in xtask/src/long_functions.rs (or remove it if within {MAX_FUNCTION_LINES})",
+                            function.name, function.lines
+                        ),
+                    ));
+                }
+                continue;
+            }
+            if function.lines > MAX_FUNCTION_LINES && !function.explained {
+                violations.push(Violation::new(
+                    format!("{shown}:{}", function.line),
+                    "function-length",
+                    format!(
+                        "`{}` is {} lines, over {MAX_FUNCTION_LINES}; split it by step, or say why at its top with `{}`",
+                        function.name,
+                        function.lines,
+                        crate::fn_length::EXPLAINED_MARKER
+                    ),
+                ));
+            }
+        }
+    }
+    let prefix = format!("{location}/");
+    for (path, name, _) in allowed {
+        if path.starts_with(&prefix) && !seen.contains(&((*path).to_owned(), (*name).to_owned())) {
+            violations.push(Violation::new(
+                (*path).to_owned(),
+                "function-length",
+                format!("`{name}` is listed in xtask/src/long_functions.rs but not found; remove the entry"),
+            ));
+        }
+    }
+    violations
 }
 
 /// One violation per cycle of files, naming the files and the edges inside it (where to cut);
@@ -609,6 +687,50 @@ mod tests {
                 "crates/x/src/tested.rs: file-length: named in LONG_FILES but within {MAX_FILE_LINES} lines; remove the entry"
             )]
         );
+    }
+
+    /// A function `name` spanning `lines` lines, optionally explained by a `// Long:` comment.
+    fn function_of(name: &str, lines: usize, explained: bool) -> String {
+        let marker = if explained { "// Long: a table.\n" } else { "" };
+        let body: String = (2..lines)
+            .map(|i| format!("    let _x{i} = {i};\n"))
+            .collect();
+        format!("{marker}fn {name}() {{\n{body}}}\n")
+    }
+
+    #[test]
+    fn a_long_function_fails_unless_explained_or_listed_and_the_list_only_shrinks() {
+        let limit = MAX_FUNCTION_LINES;
+        let text = [
+            function_of("new_long", limit + 1, false),
+            function_of("explained", limit + 5, true),
+            function_of("short", limit, false),
+            function_of("listed_same", limit + 10, false),
+            function_of("listed_grew", limit + 11, false),
+            function_of("listed_shrank", limit + 9, false),
+        ]
+        .concat();
+        let text: &'static str = Box::leak(text.into_boxed_str());
+        let tree = fixture(&[("lib.rs", text), ("lib_tests.rs", text)]);
+        let allowed: &[(&str, &str, usize)] = &[
+            ("crates/x/src/lib.rs", "listed_same", limit + 10),
+            ("crates/x/src/lib.rs", "listed_grew", limit + 10),
+            ("crates/x/src/lib.rs", "listed_shrank", limit + 10),
+            ("crates/x/src/lib.rs", "gone", limit + 10),
+            ("crates/y/src/lib.rs", "another_crates", limit + 10),
+        ];
+        let found: Vec<String> = long_function_violations("crates/x/src", &tree, allowed)
+            .iter()
+            .map(|violation| {
+                let text = violation.to_string();
+                text[..text.find(" lines").unwrap_or(text.len())].to_owned()
+            })
+            .collect();
+        assert_eq!(found.len(), 4, "{found:#?}");
+        assert!(found[0].contains("`new_long` is 101"), "{found:#?}");
+        assert!(found[1].contains("`listed_grew` grew to 111"), "{found:#?}");
+        assert!(found[2].contains("`listed_shrank` is 109"), "{found:#?}");
+        assert!(found[3].contains("`gone` is listed"), "{found:#?}");
     }
 
     #[test]
