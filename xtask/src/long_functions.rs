@@ -112,11 +112,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "AgentRunService::start_run",
         121,
     ),
-    (
-        "crates/tt-application/src/run_service/resume_run.rs",
-        "AgentRunService::resume_run",
-        335,
-    ),
     ("crates/tt-application/src/skills/tools.rs", "read", 133),
     (
         "crates/tt-application/src/tools/workspace/patch.rs",
