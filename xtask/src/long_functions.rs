@@ -86,7 +86,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "default_system_prompt_in",
         114,
     ),
-    ("crates/tt-application/src/resume.rs", "read_journal", 230),
     (
         "crates/tt-application/src/run_service/conversation.rs",
         "AgentRunService::rounds",

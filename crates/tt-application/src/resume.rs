@@ -134,14 +134,7 @@ pub(crate) async fn read_journal(
     services: &RuntimeServices,
     run_id: &RunId,
 ) -> ApplicationResult<JournalState> {
-    let mut state = JournalState::default();
-    // Per invocation: the round of its last stored response and its last started call.
-    let mut last_round: HashMap<InvocationId, u32> = HashMap::new();
-    let mut last_call: HashMap<InvocationId, String> = HashMap::new();
-    let mut guidance_texts: HashMap<String, String> = HashMap::new();
-    // The run's confirmed commits so far (`chat_commit_recorded`), which reminders and
-    // injected results mention.
-    let mut commits = 0usize;
+    let mut reader = JournalReader::default();
     let mut after = None;
     loop {
         let page = services
@@ -156,207 +149,236 @@ pub(crate) async fn read_journal(
             )
             .await?;
         let Some(last) = page.last() else {
-            return Ok(state);
+            return Ok(reader.state);
         };
         after = Some(last.seq);
         for event in &page {
-            let kind = &event.event_type;
-            let invocation = text(event, "invocationId").map(InvocationId::from_raw);
-            match kind {
-                RunEventType::RunInterrupted => {
-                    state.from_seq = event
-                        .payload
-                        .get("lastSeq")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(event.seq.saturating_sub(1));
-                }
-                RunEventType::AgentInvocationStarted => {
-                    if let Some(id) = invocation {
-                        state.started.insert(id);
-                    }
-                }
-                RunEventType::AgentInvocationCreated => {
-                    if let Some(id) = invocation {
-                        let task = text(event, "taskId").map(|task| TaskId::from_raw(&task));
-                        state.created.insert(id, task);
-                    }
-                }
-                RunEventType::ModelResponseStored => {
-                    if let (Some(id), Some(round)) = (invocation, round_of(event)) {
-                        state
-                            .replays
-                            .entry(id.clone())
-                            .or_default()
-                            .record_journaled_round(round, commits);
-                        last_round.insert(id, round);
-                    }
-                }
-                RunEventType::ToolCallStarted => {
-                    if let (Some(id), Some(round), Some(call)) =
-                        (invocation, round_of(event), text(event, "callId"))
-                    {
-                        let key = call_file_key(&id, round, &call);
-                        state
-                            .replays
-                            .entry(id.clone())
-                            .or_default()
-                            .record_started(key.clone());
-                        state
-                            .started_calls
-                            .entry(id.clone())
-                            .or_default()
-                            .push((round, call));
-                        last_call.insert(id, key);
-                    }
-                }
-                RunEventType::ToolApprovalResolved => {
-                    if let Ok(resolved) = serde_json::from_value::<payload::ToolApprovalResolved>(
-                        event.payload.clone(),
-                    ) && let Some(decision) = journaled_decision(&resolved)
-                    {
-                        let key = call_file_key(
-                            &resolved.invocation_id,
-                            resolved.round,
-                            &resolved.call_id,
-                        );
-                        state
-                            .replays
-                            .entry(resolved.invocation_id.clone())
-                            .or_default()
-                            .record_approval(key, decision, resolved.decided_by);
-                    }
-                }
-                RunEventType::ToolResultStored => {
-                    if let (Some(id), Some(round), Some(call)) =
-                        (invocation, round_of(event), text(event, "callId"))
-                    {
-                        state
-                            .replays
-                            .entry(id.clone())
-                            .or_default()
-                            .record_journaled_result(call_file_key(&id, round, &call));
-                        state
-                            .stored_calls
-                            .entry(id)
-                            .or_default()
-                            .push((round, call));
-                    }
-                }
-                RunEventType::AgentResultsInjected => {
-                    if let Some(id) = invocation {
-                        let tasks: Vec<TaskId> = event
-                            .payload
-                            .get("taskIds")
-                            .and_then(Value::as_array)
-                            .map(|ids| {
-                                ids.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(TaskId::from_raw)
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        let round = last_round.get(&id).copied().unwrap_or(0);
-                        state
-                            .replays
-                            .entry(id)
-                            .or_default()
-                            .record_injection(round, tasks, commits);
-                    }
-                }
-                RunEventType::ChatCommitStarted => {
-                    if let (Some(id), Some(commit)) = (invocation, text(event, "commitId"))
-                        && let Some(key) = last_call.get(&id).cloned()
-                    {
-                        state
-                            .replays
-                            .entry(id)
-                            .or_default()
-                            .record_commit_id(key, CommitId::from_raw(&commit));
-                    }
-                }
-                RunEventType::ChatCommitRecorded => {
-                    if let (Some(id), Some(path), Some(mode), Some(message_id)) = (
-                        invocation,
-                        text(event, "path"),
-                        text(event, "mode"),
-                        text(event, "messageId"),
-                    ) {
-                        commits += 1;
-                        let key = last_call.get(&id).cloned().unwrap_or_default();
-                        state.commits.push((
-                            id.clone(),
-                            key,
-                            CommitRecord {
-                                path,
-                                mode,
-                                message_id,
-                                round: last_round.get(&id).copied().unwrap_or(0),
-                            },
-                        ));
-                    }
-                }
-                RunEventType::UserGuidanceSubmitted => {
-                    if let (Some(id), Some(note)) = (text(event, "guidanceId"), text(event, "text"))
-                    {
-                        state.guidance_submitted += 1;
-                        state.pending_guidance.push((
-                            id.clone(),
-                            text(event, "clientGuidanceId"),
-                            note.clone(),
-                        ));
-                        guidance_texts.insert(id, note);
-                    }
-                }
-                RunEventType::UserGuidanceDiscarded => {
-                    let done = guidance_ids(event);
-                    state
-                        .pending_guidance
-                        .retain(|(id, _, _)| !done.contains(id));
-                }
-                RunEventType::UserGuidanceApplied => {
-                    let done = guidance_ids(event);
-                    state
-                        .pending_guidance
-                        .retain(|(id, _, _)| !done.contains(id));
-                    if let (Some(id), Some(round)) = (invocation, round_of(event)) {
-                        let texts: Vec<String> = event
-                            .payload
-                            .get("guidanceIds")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                            .filter_map(Value::as_str)
-                            .filter_map(|id| guidance_texts.get(id).cloned())
-                            .collect();
-                        state
-                            .replays
-                            .entry(id)
-                            .or_default()
-                            .record_guidance(round, texts);
-                    }
-                }
-                RunEventType::ContextTrimmed | RunEventType::ContextCompacted => {
-                    if let (Some(id), Some(round), Some(step)) =
-                        (invocation, round_of(event), context_step(event))
-                    {
-                        state
-                            .replays
-                            .entry(id)
-                            .or_default()
-                            .record_context_step(round, step);
-                    }
-                }
-                RunEventType::PersistentChangesCommitted => {
-                    state.promoted = true;
-                }
-                RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied => {
-                    if let (Some(path), Some(sha256)) = (text(event, "path"), text(event, "sha256"))
-                    {
-                        state.written.insert(path, sha256);
-                    }
-                }
-                _ => {}
+            reader.read(event);
+        }
+    }
+}
+
+/// The fold of [`read_journal`]: the state read so far and what later events refer back to.
+#[derive(Default)]
+struct JournalReader {
+    state: JournalState,
+    /// Per invocation: the round of its last stored response.
+    last_round: HashMap<InvocationId, u32>,
+    /// Per invocation: the file key of its last started call.
+    last_call: HashMap<InvocationId, String>,
+    guidance_texts: HashMap<String, String>,
+    /// The run's confirmed commits so far (`chat_commit_recorded`), which reminders and
+    /// injected results mention.
+    commits: usize,
+}
+
+impl JournalReader {
+    fn read(&mut self, event: &AgentRunEvent) {
+        let invocation = text(event, "invocationId").map(InvocationId::from_raw);
+        let state = &mut self.state;
+        match &event.event_type {
+            RunEventType::RunInterrupted => {
+                state.from_seq = event
+                    .payload
+                    .get("lastSeq")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(event.seq.saturating_sub(1));
             }
+            RunEventType::AgentInvocationStarted => {
+                if let Some(id) = invocation {
+                    state.started.insert(id);
+                }
+            }
+            RunEventType::AgentInvocationCreated => {
+                if let Some(id) = invocation {
+                    let task = text(event, "taskId").map(|task| TaskId::from_raw(&task));
+                    state.created.insert(id, task);
+                }
+            }
+            RunEventType::ModelResponseStored => {
+                if let (Some(id), Some(round)) = (invocation, round_of(event)) {
+                    state
+                        .replays
+                        .entry(id.clone())
+                        .or_default()
+                        .record_journaled_round(round, self.commits);
+                    self.last_round.insert(id, round);
+                }
+            }
+            RunEventType::ToolCallStarted => self.call_started(event, invocation),
+            RunEventType::ToolApprovalResolved => self.approval_resolved(event),
+            RunEventType::ToolResultStored => self.result_stored(event, invocation),
+            RunEventType::AgentResultsInjected => self.results_injected(event, invocation),
+            RunEventType::ChatCommitStarted => {
+                if let (Some(id), Some(commit)) = (invocation, text(event, "commitId"))
+                    && let Some(key) = self.last_call.get(&id).cloned()
+                {
+                    state
+                        .replays
+                        .entry(id)
+                        .or_default()
+                        .record_commit_id(key, CommitId::from_raw(&commit));
+                }
+            }
+            RunEventType::ChatCommitRecorded => self.commit_recorded(event, invocation),
+            RunEventType::UserGuidanceSubmitted => self.guidance_submitted(event),
+            RunEventType::UserGuidanceDiscarded => {
+                let done = guidance_ids(event);
+                state
+                    .pending_guidance
+                    .retain(|(id, _, _)| !done.contains(id));
+            }
+            RunEventType::UserGuidanceApplied => self.guidance_applied(event, invocation),
+            RunEventType::ContextTrimmed | RunEventType::ContextCompacted => {
+                if let (Some(id), Some(round), Some(step)) =
+                    (invocation, round_of(event), context_step(event))
+                {
+                    state
+                        .replays
+                        .entry(id)
+                        .or_default()
+                        .record_context_step(round, step);
+                }
+            }
+            RunEventType::PersistentChangesCommitted => state.promoted = true,
+            RunEventType::WorkspaceFileWritten | RunEventType::WorkspacePatchApplied => {
+                if let (Some(path), Some(sha256)) = (text(event, "path"), text(event, "sha256")) {
+                    state.written.insert(path, sha256);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn call_started(&mut self, event: &AgentRunEvent, invocation: Option<InvocationId>) {
+        let (Some(id), Some(round), Some(call)) =
+            (invocation, round_of(event), text(event, "callId"))
+        else {
+            return;
+        };
+        let key = call_file_key(&id, round, &call);
+        self.state
+            .replays
+            .entry(id.clone())
+            .or_default()
+            .record_started(key.clone());
+        self.state
+            .started_calls
+            .entry(id.clone())
+            .or_default()
+            .push((round, call));
+        self.last_call.insert(id, key);
+    }
+
+    fn approval_resolved(&mut self, event: &AgentRunEvent) {
+        if let Ok(resolved) =
+            serde_json::from_value::<payload::ToolApprovalResolved>(event.payload.clone())
+            && let Some(decision) = journaled_decision(&resolved)
+        {
+            let key = call_file_key(&resolved.invocation_id, resolved.round, &resolved.call_id);
+            self.state
+                .replays
+                .entry(resolved.invocation_id.clone())
+                .or_default()
+                .record_approval(key, decision, resolved.decided_by);
+        }
+    }
+
+    fn result_stored(&mut self, event: &AgentRunEvent, invocation: Option<InvocationId>) {
+        if let (Some(id), Some(round), Some(call)) =
+            (invocation, round_of(event), text(event, "callId"))
+        {
+            self.state
+                .replays
+                .entry(id.clone())
+                .or_default()
+                .record_journaled_result(call_file_key(&id, round, &call));
+            self.state
+                .stored_calls
+                .entry(id)
+                .or_default()
+                .push((round, call));
+        }
+    }
+
+    fn results_injected(&mut self, event: &AgentRunEvent, invocation: Option<InvocationId>) {
+        let Some(id) = invocation else {
+            return;
+        };
+        let tasks: Vec<TaskId> = event
+            .payload
+            .get("taskIds")
+            .and_then(Value::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(Value::as_str)
+                    .map(TaskId::from_raw)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let round = self.last_round.get(&id).copied().unwrap_or(0);
+        self.state
+            .replays
+            .entry(id)
+            .or_default()
+            .record_injection(round, tasks, self.commits);
+    }
+
+    fn commit_recorded(&mut self, event: &AgentRunEvent, invocation: Option<InvocationId>) {
+        if let (Some(id), Some(path), Some(mode), Some(message_id)) = (
+            invocation,
+            text(event, "path"),
+            text(event, "mode"),
+            text(event, "messageId"),
+        ) {
+            self.commits += 1;
+            let key = self.last_call.get(&id).cloned().unwrap_or_default();
+            let round = self.last_round.get(&id).copied().unwrap_or(0);
+            self.state.commits.push((
+                id,
+                key,
+                CommitRecord {
+                    path,
+                    mode,
+                    message_id,
+                    round,
+                },
+            ));
+        }
+    }
+
+    fn guidance_submitted(&mut self, event: &AgentRunEvent) {
+        if let (Some(id), Some(note)) = (text(event, "guidanceId"), text(event, "text")) {
+            self.state.guidance_submitted += 1;
+            self.state.pending_guidance.push((
+                id.clone(),
+                text(event, "clientGuidanceId"),
+                note.clone(),
+            ));
+            self.guidance_texts.insert(id, note);
+        }
+    }
+
+    fn guidance_applied(&mut self, event: &AgentRunEvent, invocation: Option<InvocationId>) {
+        let done = guidance_ids(event);
+        self.state
+            .pending_guidance
+            .retain(|(id, _, _)| !done.contains(id));
+        if let (Some(id), Some(round)) = (invocation, round_of(event)) {
+            let texts: Vec<String> = event
+                .payload
+                .get("guidanceIds")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .filter_map(|id| self.guidance_texts.get(id).cloned())
+                .collect();
+            self.state
+                .replays
+                .entry(id)
+                .or_default()
+                .record_guidance(round, texts);
         }
     }
 }
