@@ -36,11 +36,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     (
         "crates/tt-application/src/engine/dispatch.rs",
-        "dispatch",
-        306,
-    ),
-    (
-        "crates/tt-application/src/engine/dispatch.rs",
         "execute",
         121,
     ),

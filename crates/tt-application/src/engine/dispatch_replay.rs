@@ -13,8 +13,9 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use tt_domain::tool_model::{InFlightRule, ToolId};
 use tt_ports::RunDocument;
 
+use crate::engine::call_journal::journal_call_result;
 use crate::engine::context::RunContext;
-use crate::engine::dispatch::{DispatchedCall, LoopControl, apply_effect, journal_call_result};
+use crate::engine::dispatch::{DispatchedCall, LoopControl, apply_effect};
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::records::call_file_key;
 use crate::error::ApplicationResult;

@@ -17,6 +17,7 @@
 pub(crate) mod approval_gate;
 pub(crate) mod binding;
 pub(crate) mod call_checks;
+pub(crate) mod call_journal;
 pub(crate) mod child;
 pub(crate) mod commit;
 pub(crate) mod context;

@@ -289,7 +289,7 @@ async fn run_rounds(
                         ending_tool.model_alias()
                     ),
                 );
-                crate::engine::dispatch::emit_fatal_call_failure(
+                crate::engine::call_journal::emit_fatal_call_failure(
                     ctx,
                     std::mem::take(&mut inv.held_writes),
                     round,
