@@ -4,9 +4,11 @@
 mod output;
 
 mod approve;
+mod control_cmd;
 mod damage;
 mod demo;
 mod fork_cmd;
+mod inspect_cmd;
 mod live;
 mod logging;
 mod mcp_cmd;
@@ -19,9 +21,7 @@ mod storage;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
-use std::sync::Arc;
 use storage::Storage;
-use tt_runtime::{CommitBridgeChoice, ListRunsRequest, ReadEventsRequest, ScriptedProvider};
 
 #[derive(Debug, Parser)]
 #[command(name = "tt-agent", version, about = "tt-agent-runtime command line")]
@@ -354,60 +354,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let signals = install_signals()?;
             serve::serve(&storage, options, &signals).await
         }
-        Command::Runs { limit } => {
-            let runtime = inspect_runtime(&storage)?;
-            let runs = runtime
-                .list_runs(ListRunsRequest { offset: 0, limit })
-                .await?;
-            // A run whose record cannot be read is not in the list: name it after the list.
-            let mut damaged: Vec<String> = runtime
-                .unreadable_runs()
-                .await?
-                .into_iter()
-                .map(|run| format!("{}: unreadable, {}: {}", run.run_id, run.code, run.message))
-                .collect();
-            if runs.is_empty() && damaged.is_empty() {
-                match &storage.url {
-                    Some(url) => println!("No runs in {url}."),
-                    None => println!("No runs in {}.", storage.data_dir.display()),
-                }
-            }
-            for run in runs {
-                // Cheap checks only: what the record says on its own (no journal is read).
-                if let Some(end) = &run.unrecorded_end {
-                    damaged.push(format!(
-                        "{}: {}",
-                        run.id,
-                        tt_runtime::unrecorded_end_finding(end)
-                    ));
-                }
-                if let Some(rebuilt) = &run.rebuilt {
-                    damaged.push(format!(
-                        "{}: {}",
-                        run.id,
-                        tt_runtime::rebuilt_record_finding(rebuilt)
-                    ));
-                }
-                let profile = run
-                    .profile_id
-                    .as_ref()
-                    .map_or_else(|| "-".to_owned(), ToString::to_string);
-                let branch = run.forked_from.as_ref().map_or_else(String::new, |from| {
-                    format!("  branch of {} after seq {}", from.run_id, from.seq)
-                });
-                println!(
-                    "{}  {:<16} {:<15} {}{branch}",
-                    run.id,
-                    run.status.as_str(),
-                    profile,
-                    run.created_at
-                );
-            }
-            if !damaged.is_empty() {
-                anyhow::bail!(damage::Damaged::listed(&damaged));
-            }
-            Ok(())
-        }
+        Command::Runs { limit } => inspect_cmd::runs(&storage, limit).await,
         Command::Events {
             run_id,
             after,
@@ -416,266 +363,40 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             follow,
             through_resumes,
         } => {
-            let runtime = inspect_runtime(&storage)?;
-            if follow {
-                // A run being created has no record for an instant: wait for it a little.
-                wait_for_run_record(&runtime, &run_id).await?;
-                let mut stream = runtime.subscribe(&run_id, after.unwrap_or(0), invocation);
-                if through_resumes {
-                    stream = stream.through_resumes();
-                }
-                while let Some(event) = stream.next().await? {
-                    println!("{}", serde_json::to_string(&event)?);
-                }
-                return Ok(());
-            }
-            let page = runtime
-                .read_events(ReadEventsRequest {
-                    run_id: run_id.clone(),
-                    after_seq: after,
-                    limit,
-                    invocation_id: invocation.clone(),
-                    ..Default::default()
-                })
-                .await?;
-            let asked = limit.unwrap_or(tt_runtime::DEFAULT_EVENT_PAGE_LIMIT);
-            let last = page.events.last().map(|event| event.seq);
-            let missing = page.missing_seqs.clone();
-            let full = page.events.len() >= asked.min(tt_runtime::MAX_EVENT_PAGE_LIMIT);
-            for event in page.events {
-                println!("{}", serde_json::to_string(&event)?);
-            }
-            // Say so when the page stopped at its limit and more events follow.
-            let mut more_follow = false;
-            if let (true, Some(last)) = (full, last) {
-                let more = runtime
-                    .read_events(ReadEventsRequest {
-                        run_id: run_id.clone(),
-                        after_seq: Some(last),
-                        limit: Some(1),
-                        invocation_id: invocation.clone(),
-                        ..Default::default()
-                    })
-                    .await?;
-                if !more.events.is_empty() {
-                    more_follow = true;
-                    eprintln!(
-                        "(stopped at {} events; more follow: tt-agent events {run_id} --after {last})",
-                        asked.min(tt_runtime::MAX_EVENT_PAGE_LIMIT)
-                    );
-                }
-            }
-            // What was printed is incomplete: say which events are missing and fail.
-            let mut findings = Vec::new();
-            if !missing.is_empty() {
-                let listed: Vec<String> = missing.iter().map(u64::to_string).collect();
-                findings.push(tt_runtime::DamageFinding::new(
-                    tt_runtime::error_codes::AGENT_JOURNAL_DAMAGED,
-                    format!(
-                        "the journal is missing seq {} (a whole journal has no gaps; the events printed are all it holds)",
-                        listed.join(", ")
-                    ),
-                ));
-            }
-            // The journal's end was printed: say when the run's end is not in it (an empty
-            // journal, one that stops short of the run record's end, an end it refused).
-            if !more_follow && invocation.is_none() {
-                use tt_runtime::error_codes as codes;
-                let damage = runtime.check_run(&run_id).await?;
-                findings.extend(damage.findings.into_iter().filter(|finding| {
-                    [
-                        codes::AGENT_JOURNAL_EMPTY,
-                        codes::AGENT_JOURNAL_END_MISSING,
-                        codes::AGENT_RUN_END_UNRECORDED,
-                    ]
-                    .contains(&finding.code.as_str())
-                }));
-            }
-            if !findings.is_empty() {
-                return Err(damage::damaged(&run_id, &findings));
-            }
-            Ok(())
+            let options = inspect_cmd::EventsOptions {
+                run_id,
+                after,
+                limit,
+                invocation,
+                follow,
+                through_resumes,
+            };
+            inspect_cmd::events(&storage, options).await
         }
         Command::Show { run_id, reference } => {
-            let runtime = inspect_runtime(&storage)?;
-            let record = runtime.read_record(&run_id, &reference).await?;
-            println!("{}", serde_json::to_string_pretty(&record)?);
-            // The run record and its agents' and tasks' records: say when they contradict one
-            // another (the cheap check; no journal is read).
-            let reference = reference.trim().trim_start_matches("./");
-            if ["run.json", "manifest.json"].contains(&reference)
-                || reference.starts_with("invocations/")
-                || reference.starts_with("tasks/")
-            {
-                let damage = runtime.timeline_projection(&run_id).await?.damage;
-                if !damage.is_empty() {
-                    return Err(damage::damaged(&run_id, &damage));
-                }
-            }
-            Ok(())
+            inspect_cmd::show(&storage, &run_id, &reference).await
         }
         Command::Conversation {
             run_id,
             invocation_id,
-        } => {
-            let runtime = inspect_runtime(&storage)?;
-            let conversation = runtime.agent_conversation(&run_id, &invocation_id).await?;
-            println!("{}", serde_json::to_string_pretty(&conversation)?);
-            Ok(())
-        }
-        Command::Guide { run_id, text } => {
-            let runtime = inspect_runtime(&storage)?;
-            let receipt = runtime
-                .submit_guidance(
-                    &run_id,
-                    tt_runtime::SubmitGuidanceRequest {
-                        text,
-                        client_guidance_id: None,
-                    },
-                )
-                .await?;
-            println!(
-                "guidance {} queued ({} waiting)",
-                receipt.guidance_id, receipt.pending_count
-            );
-            Ok(())
-        }
-        Command::Cancel { run_id, task } => {
-            let runtime = writer_runtime(&storage)?;
-            match task {
-                Some(task_id) => {
-                    let task = runtime.cancel_task(&run_id, &task_id).await?;
-                    println!(
-                        "Task {} ({}) cancelled; run {run_id} goes on.",
-                        task.id, task.target_profile_id
-                    );
-                }
-                None => {
-                    let run = runtime.cancel_run(&run_id).await?;
-                    println!("Run {run_id}: {}.", run.status.as_str());
-                }
-            }
-            Ok(())
-        }
+        } => inspect_cmd::conversation(&storage, &run_id, &invocation_id).await,
+        Command::Guide { run_id, text } => control_cmd::guide(&storage, &run_id, text).await,
+        Command::Cancel { run_id, task } => control_cmd::cancel(&storage, &run_id, task).await,
         Command::Mcp { command } => {
-            let runtime = writer_runtime(&storage)?;
+            let runtime = storage.writer_runtime()?;
             let outcome = mcp_cmd::run(&runtime, command).await;
             runtime.shutdown().await?;
             outcome
         }
-        Command::Abandon { run_id } => {
-            let run = writer_runtime(&storage)?.abandon_run(&run_id).await?;
-            println!(
-                "Run {run_id} abandoned: it stays {} and will not be resumed.",
-                run.status.as_str()
-            );
-            Ok(())
-        }
-        Command::ExportOtel { run_id } => {
-            let runtime = inspect_runtime(&storage)?;
-            println!(
-                "{}",
-                serde_json::to_string(&runtime.export_otel(&run_id).await?)?
-            );
-            Ok(())
-        }
-        Command::Graph { run_id } => {
-            let runtime = inspect_runtime(&storage)?;
-            let projection = runtime.timeline_projection(&run_id).await?;
-            print!("{}", render::agent_tree(&projection));
-            let usage = runtime.usage(&run_id).await?;
-            print!("{}", render::usage_rollup(&projection, &usage));
-            // Each agent's model: the binding events (one per agent, early in the journal).
-            let mut bindings = Vec::new();
-            let mut after = 0;
-            loop {
-                let page = runtime
-                    .read_events(ReadEventsRequest {
-                        run_id: run_id.clone(),
-                        after_seq: Some(after),
-                        limit: Some(1000),
-                        ..Default::default()
-                    })
-                    .await?;
-                let Some(last) = page.events.last() else {
-                    break;
-                };
-                after = last.seq;
-                bindings.extend(page.events.into_iter().filter(|e| {
-                    e.event_type == tt_runtime::RunEventType::AgentModelBindingResolved
-                }));
-            }
-            print!("{}", render::model_bindings(&projection, &bindings));
-            // What was printed is as stored; say when what is stored is damaged.
-            let damage = runtime.check_run(&run_id).await?;
-            if damage.is_damaged() {
-                return Err(damage::damaged(&run_id, &damage.findings));
-            }
-            Ok(())
-        }
+        Command::Abandon { run_id } => control_cmd::abandon(&storage, &run_id).await,
+        Command::ExportOtel { run_id } => inspect_cmd::export_otel(&storage, &run_id).await,
+        Command::Graph { run_id } => inspect_cmd::graph(&storage, &run_id).await,
         Command::Check { run_id, json } => {
-            let runtime = inspect_runtime(&storage)?;
+            let runtime = storage.inspect_runtime()?;
             damage::check(&runtime, &run_id, json).await
         }
-        Command::Usage { run_id, json } => {
-            let runtime = inspect_runtime(&storage)?;
-            let usage = runtime.usage(&run_id).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&usage)?);
-            } else {
-                let projection = runtime.timeline_projection(&run_id).await?;
-                print!("{}", render::usage_total(&usage));
-                print!("{}", render::usage_rollup(&projection, &usage));
-            }
-            Ok(())
-        }
+        Command::Usage { run_id, json } => inspect_cmd::usage(&storage, &run_id, json).await,
     }
-}
-
-/// Waits up to 10 s for `run_id`'s record (a run being created has none for an instant);
-/// then a missing run is `agent.not_found` as usual.
-async fn wait_for_run_record(
-    runtime: &tt_runtime::AgentRuntime,
-    run_id: &str,
-) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match runtime.get_run(run_id).await {
-            Ok(_) => return Ok(()),
-            Err(error)
-                if error.code == tt_runtime::error_codes::AGENT_NOT_FOUND
-                    && tokio::time::Instant::now() < deadline =>
-            {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            Err(error) => return Err(error.into()),
-        }
-    }
-}
-
-/// A runtime for read-only commands: storage only, opened for reading (safe beside a process
-/// that is writing the same data dir), no model is ever called.
-fn inspect_runtime(storage: &Storage) -> anyhow::Result<tt_runtime::AgentRuntime> {
-    let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
-        .context("building the idle model")?;
-    Ok(storage
-        .builder()
-        .provider(Arc::new(idle))
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .read_only()
-        .build()?)
-}
-
-/// A runtime that may write the data dir but runs no model (for `cancel` and `abandon`): a run another
-/// process executes stays locked to it, so writing to it is refused with `agent.run_locked`.
-fn writer_runtime(storage: &Storage) -> anyhow::Result<tt_runtime::AgentRuntime> {
-    let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
-        .context("building the idle model")?;
-    Ok(storage
-        .builder()
-        .provider(Arc::new(idle))
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .build()?)
 }
 
 /// SIGINT and SIGTERM handling for the commands that run agents, installed before anything is

@@ -1,8 +1,10 @@
 //! Where the CLI's runtimes keep runs: the data dir and the store chosen by `--store` or
 //! `TT_STORE_URL`, shared by every command.
 
+use anyhow::Context as _;
 use std::path::PathBuf;
-use tt_runtime::{AgentRuntimeBuilder, StoreChoice};
+use std::sync::Arc;
+use tt_runtime::{AgentRuntimeBuilder, CommitBridgeChoice, ScriptedProvider, StoreChoice};
 
 /// Where the CLI's runtimes keep runs: the data dir, and the store chosen by `--store` or
 /// `TT_STORE_URL` (the embedded store under the data dir when neither is given).
@@ -33,6 +35,31 @@ impl Storage {
         AgentRuntimeBuilder::new()
             .data_dir(&self.data_dir)
             .store(self.store.clone())
+    }
+
+    /// A runtime for read-only commands: storage only, opened for reading (safe beside a process
+    /// that is writing the same data dir), no model is ever called.
+    pub(crate) fn inspect_runtime(&self) -> anyhow::Result<tt_runtime::AgentRuntime> {
+        let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
+            .context("building the idle model")?;
+        Ok(self
+            .builder()
+            .provider(Arc::new(idle))
+            .commit_bridge(CommitBridgeChoice::Transcript)
+            .read_only()
+            .build()?)
+    }
+
+    /// A runtime that may write the data dir but runs no model (for `cancel` and `abandon`): a run another
+    /// process executes stays locked to it, so writing to it is refused with `agent.run_locked`.
+    pub(crate) fn writer_runtime(&self) -> anyhow::Result<tt_runtime::AgentRuntime> {
+        let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
+            .context("building the idle model")?;
+        Ok(self
+            .builder()
+            .provider(Arc::new(idle))
+            .commit_bridge(CommitBridgeChoice::Transcript)
+            .build()?)
     }
 
     /// `data dir: …` and, with another store, `store: …`.
