@@ -120,7 +120,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/tt-bench/src/fanout.rs", "run", 116),
     ("crates/tt-cli/src/live.rs", "follow", 122),
     ("crates/tt-cli/src/main.rs", "run", 123),
-    ("crates/tt-cli/src/render.rs", "EventPrinter::line", 233),
     (
         "crates/tt-domain/src/profile/validation.rs",
         "validate_delegation",

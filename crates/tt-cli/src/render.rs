@@ -20,6 +20,8 @@ pub struct EventPrinter {
 impl EventPrinter {
     /// The line to print for `event`, if it is worth showing. The payload is read through its
     /// typed struct (docs/events.md); an event this build does not know is not shown.
+    // Long: one arm per event type the live view shows, each a line of text; split, the arms
+    // would only move apart from the table they form.
     pub fn line(&mut self, event: &AgentRunEvent) -> Option<String> {
         let payload = event.typed_payload()?.ok()?;
         if let P::AgentInvocationCreated(created) = &payload {
