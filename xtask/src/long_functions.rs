@@ -30,11 +30,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         150,
     ),
     (
-        "crates/tt-application/src/engine/commit.rs",
-        "run_commit",
-        240,
-    ),
-    (
         "crates/tt-application/src/engine/dispatch.rs",
         "execute",
         121,

@@ -21,7 +21,7 @@ use tt_domain::tool::ToolName;
 use crate::error::{ApplicationError, ToolCallError};
 use crate::tools::ToolSuccess;
 
-pub(crate) use commit_finish_args::{parse_commit_args, parse_finish_args};
+pub(crate) use commit_finish_args::{CommitArgs, parse_commit_args, parse_finish_args};
 pub(crate) use env::WorkspaceToolEnv;
 pub(crate) use read_state::ReadState;
 pub(crate) use specs::{SpecAudience, compact_description, spec};
