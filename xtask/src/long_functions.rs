@@ -50,16 +50,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         104,
     ),
     (
-        "crates/tt-application/src/engine/tasks/tools.rs",
-        "agent_await",
-        177,
-    ),
-    (
-        "crates/tt-application/src/engine/tasks/tools.rs",
-        "agent_delegate",
-        161,
-    ),
-    (
         "crates/tt-application/src/engine/tool_loop.rs",
         "run_rounds",
         345,

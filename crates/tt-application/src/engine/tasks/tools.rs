@@ -11,12 +11,15 @@ use tt_domain::brief::StoredBrief;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{ProfileId, TaskId};
+use tt_domain::profile::AgentProfileDefinition;
 use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::results::{await_view, capsule_entry, delegated_by, reader_state};
 use super::targets::{NewTask, open_task, registered, resolve_target};
-use crate::delegation::args::{AwaitMode, parse_await_args, parse_delegate_args};
+use crate::delegation::args::{
+    AwaitArgs, AwaitMode, DelegateArgs, parse_await_args, parse_delegate_args,
+};
 use crate::delegation::cancel::TaskControl;
 use crate::delegation::list::TaskView;
 use crate::delegation::policy::{Operation, admit, admit_caller};
@@ -134,65 +137,7 @@ pub(crate) async fn agent_delegate(
         )
         .into());
     }
-    if let Some(budget) = &args.budget {
-        let limits = &target.definition.tools;
-        if budget
-            .max_rounds
-            .is_some_and(|rounds| rounds > limits.max_rounds)
-        {
-            return Err(ToolError::invalid_arguments(format!(
-                "`budget.maxRounds` can be at most {} for `{agent_id}`",
-                limits.max_rounds
-            ))
-            .into());
-        }
-        if let (Some(tokens), Some(limit)) = (
-            budget.max_tokens,
-            target.definition.delegation.max_task_tokens,
-        ) && tokens > limit
-        {
-            return Err(ToolError::invalid_arguments(format!(
-                "`budget.maxTokens` can be at most {limit} for `{agent_id}`"
-            ))
-            .into());
-        }
-        if budget
-            .max_tool_calls
-            .is_some_and(|calls| calls > limits.max_calls_per_run)
-        {
-            return Err(ToolError::invalid_arguments(format!(
-                "`budget.maxToolCalls` can be at most {} for `{agent_id}`",
-                limits.max_calls_per_run
-            ))
-            .into());
-        }
-    }
-    let limit = target.definition.delegation.task_timeout_limit();
-    if args.timeout_seconds.is_some_and(|seconds| seconds > limit) {
-        return Err(ToolError::invalid_arguments(format!(
-            "`timeoutSeconds` can be at most {limit} for `{agent_id}`"
-        ))
-        .into());
-    }
-    let timeout_seconds = args
-        .timeout_seconds
-        .or(target.definition.delegation.task_timeout_seconds);
-    let idle_timeout_seconds = target.definition.delegation.idle_timeout_seconds;
-    let max_tokens = args
-        .budget
-        .and_then(|budget| budget.max_tokens)
-        .or(target.definition.delegation.max_task_tokens);
-    let budget =
-        if timeout_seconds.is_some() || idle_timeout_seconds.is_some() || max_tokens.is_some() {
-            Some(AgentTaskBudget {
-                timeout_seconds,
-                idle_timeout_seconds,
-                max_tokens,
-                ..args.budget.unwrap_or_default()
-            })
-        } else {
-            args.budget
-        };
+    let budget = task_budget(&args, &target.definition, &agent_id)?;
     let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
     if delegated >= u64::from(caller.max_invocations_per_run) {
         return Err(ToolError::new(
@@ -233,17 +178,94 @@ pub(crate) async fn agent_delegate(
         .scheduler
         .submit(task, caller.max_concurrent_invocations, true)
         .await?;
-    let (content, structured) = match admission {
-        Admission::Started => started_answer(agent_id.as_str(), &task_id),
+    let (content, structured) = delegate_answer(
+        admission,
+        &agent_id,
+        &task_id,
+        caller.max_concurrent_invocations,
+    );
+    Ok(ToolSuccess::new(content, structured))
+}
+
+/// The task's budget: what the call asked for, checked against what the target's profile
+/// allows (`tool.invalid_arguments` past it), with the profile's defaults for the rest.
+fn task_budget(
+    args: &DelegateArgs,
+    target: &AgentProfileDefinition,
+    agent_id: &ProfileId,
+) -> Result<Option<AgentTaskBudget>, ToolError> {
+    if let Some(budget) = &args.budget {
+        let limits = &target.tools;
+        if budget
+            .max_rounds
+            .is_some_and(|rounds| rounds > limits.max_rounds)
+        {
+            return Err(ToolError::invalid_arguments(format!(
+                "`budget.maxRounds` can be at most {} for `{agent_id}`",
+                limits.max_rounds
+            )));
+        }
+        if let (Some(tokens), Some(limit)) = (budget.max_tokens, target.delegation.max_task_tokens)
+            && tokens > limit
+        {
+            return Err(ToolError::invalid_arguments(format!(
+                "`budget.maxTokens` can be at most {limit} for `{agent_id}`"
+            )));
+        }
+        if budget
+            .max_tool_calls
+            .is_some_and(|calls| calls > limits.max_calls_per_run)
+        {
+            return Err(ToolError::invalid_arguments(format!(
+                "`budget.maxToolCalls` can be at most {} for `{agent_id}`",
+                limits.max_calls_per_run
+            )));
+        }
+    }
+    let limit = target.delegation.task_timeout_limit();
+    if args.timeout_seconds.is_some_and(|seconds| seconds > limit) {
+        return Err(ToolError::invalid_arguments(format!(
+            "`timeoutSeconds` can be at most {limit} for `{agent_id}`"
+        )));
+    }
+    let timeout_seconds = args
+        .timeout_seconds
+        .or(target.delegation.task_timeout_seconds);
+    let idle_timeout_seconds = target.delegation.idle_timeout_seconds;
+    let max_tokens = args
+        .budget
+        .and_then(|budget| budget.max_tokens)
+        .or(target.delegation.max_task_tokens);
+    Ok(
+        if timeout_seconds.is_some() || idle_timeout_seconds.is_some() || max_tokens.is_some() {
+            Some(AgentTaskBudget {
+                timeout_seconds,
+                idle_timeout_seconds,
+                max_tokens,
+                ..args.budget.unwrap_or_default()
+            })
+        } else {
+            args.budget
+        },
+    )
+}
+
+/// What `agent.delegate` answers: the task started, or where it waits in the caller's line.
+fn delegate_answer(
+    admission: Admission,
+    agent_id: &ProfileId,
+    task_id: &TaskId,
+    max_concurrent: u32,
+) -> (String, serde_json::Value) {
+    match admission {
+        Admission::Started => started_answer(agent_id.as_str(), task_id),
         Admission::Queued { position } => (
             format!(
-                "Task accepted for `{agent_id}` (task id `{task_id}`), waiting to start: all {} of your task slots are busy, and it is number {position} in your waiting line. It starts by itself when one of your tasks ends, so keep working; its result reaches you like any other.",
-                caller.max_concurrent_invocations
+                "Task accepted for `{agent_id}` (task id `{task_id}`), waiting to start: all {max_concurrent} of your task slots are busy, and it is number {position} in your waiting line. It starts by itself when one of your tasks ends, so keep working; its result reaches you like any other."
             ),
             json!({"taskId": task_id, "status": "queued", "agentId": agent_id, "queuePosition": position}),
         ),
-    };
-    Ok(ToolSuccess::new(content, structured))
+    }
 }
 
 /// What `agent.delegate` answers for a task that started at once.
@@ -283,29 +305,7 @@ pub(crate) async fn agent_await(
 ) -> Result<ToolSuccess, ToolCallError> {
     let args = parse_await_args(&call.arguments)?;
     let mine = delegated_by(ctx, inv).await?;
-    let selected: Vec<TaskId> = match &args.task_ids {
-        None => mine.iter().map(|task| task.id.clone()).collect(),
-        Some(ids) => {
-            let mut chosen = Vec::with_capacity(ids.len());
-            for id in ids {
-                let Some(task) = mine.iter().find(|task| task.id.as_str() == id) else {
-                    return Err(ToolError::new(
-                        "agent.await_task_not_found",
-                        format!("`{id}` is not one of your delegated tasks. Omit `taskIds` to wait for all of them."),
-                    )
-                    .into());
-                };
-                chosen.push(task);
-            }
-            chosen.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
-            chosen.into_iter().map(|task| task.id.clone()).collect()
-        }
-    };
-    if selected.is_empty() {
-        return Err(
-            ToolError::new("agent.no_child_tasks", "No delegated tasks are selected.").into(),
-        );
-    }
+    let selected = select_tasks(&args, &mine)?;
     let started = payload::AgentAwaitStarted {
         parent_invocation_id: inv.invocation.id.clone(),
         mode: args.mode.as_str().to_owned(),
@@ -315,15 +315,58 @@ pub(crate) async fn agent_await(
     ctx.events
         .record(&ctx.run_id, EventLevel::Info, &started)
         .await?;
-    let mut changes = inv.scheduler.subscribe();
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(args.timeout_ms);
-    // The selected tasks in order; a terminal task never changes again (first terminal write
-    // wins), so each wake-up reloads only the ones still open.
-    let mut current: Vec<AgentTaskRecord> = selected
+    // The selected tasks in order.
+    let current: Vec<AgentTaskRecord> = selected
         .iter()
         .filter_map(|id| mine.iter().find(|task| task.id == *id).cloned())
         .collect();
-    let (tasks, timed_out) = loop {
+    let (tasks, timed_out) = wait_for_tasks(ctx, inv, &args, current).await?;
+    await_answer(ctx, inv, &args, &tasks, timed_out).await
+}
+
+/// The tasks an `agent.await` waits for, in the order they were delegated: those it names
+/// (each must be one of the caller's, `agent.await_task_not_found`), else all of the caller's;
+/// none is `agent.no_child_tasks`.
+fn select_tasks(args: &AwaitArgs, mine: &[AgentTaskRecord]) -> Result<Vec<TaskId>, ToolError> {
+    let selected: Vec<TaskId> = match &args.task_ids {
+        None => mine.iter().map(|task| task.id.clone()).collect(),
+        Some(ids) => {
+            let mut chosen = Vec::with_capacity(ids.len());
+            for id in ids {
+                let Some(task) = mine.iter().find(|task| task.id.as_str() == id) else {
+                    return Err(ToolError::new(
+                        "agent.await_task_not_found",
+                        format!(
+                            "`{id}` is not one of your delegated tasks. Omit `taskIds` to wait for all of them."
+                        ),
+                    ));
+                };
+                chosen.push(task);
+            }
+            chosen.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
+            chosen.into_iter().map(|task| task.id.clone()).collect()
+        }
+    };
+    if selected.is_empty() {
+        return Err(ToolError::new(
+            "agent.no_child_tasks",
+            "No delegated tasks are selected.",
+        ));
+    }
+    Ok(selected)
+}
+
+/// Waits on the scheduler's change signal until the await's mode holds or its timeout passes
+/// (`true` beside the tasks then); the tasks as they are at that moment.
+async fn wait_for_tasks(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    args: &AwaitArgs,
+    mut current: Vec<AgentTaskRecord>,
+) -> Result<(Vec<AgentTaskRecord>, bool), ToolCallError> {
+    let mut changes = inv.scheduler.subscribe();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(args.timeout_ms);
+    loop {
         if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled().into());
         }
@@ -336,24 +379,7 @@ pub(crate) async fn agent_await(
         {
             return Err(exhausted.into());
         }
-        // Every change of any task wakes this loop: it asks for statuses and loads a record
-        // only when its status moved (copying every open record each time made a fan-out's
-        // await O(N²) in record copies). What is reported of an open task is its status and
-        // place in the line, which this keeps current.
-        for task in current.iter_mut().filter(|task| !task.status.is_terminal()) {
-            let status = ctx
-                .services
-                .invocations
-                .task_status(&ctx.run_id, &task.id)
-                .await?;
-            if status != task.status {
-                *task = ctx
-                    .services
-                    .invocations
-                    .load_task(&ctx.run_id, &task.id)
-                    .await?;
-            }
-        }
+        refresh_open_tasks(ctx, &mut current).await?;
         // A result counts as new until this agent has seen it (here or by injection), so
         // `nextCompleted` waits for the next result it has not seen yet.
         let fresh =
@@ -368,10 +394,10 @@ pub(crate) async fn agent_await(
             AwaitMode::AllCompleted => all_finished,
         };
         if done {
-            break (current, false);
+            return Ok((current, false));
         }
         if tokio::time::Instant::now() >= deadline {
-            break (current, true);
+            return Ok((current, true));
         }
         tokio::select! {
             biased;
@@ -383,11 +409,48 @@ pub(crate) async fn agent_await(
             }
             () = tokio::time::sleep_until(deadline) => {}
         }
-    };
-    // Each result reaches the agent once: one it has already seen is reported by status only.
+    }
+}
+
+/// Reloads the open tasks whose status moved. Every change of any task wakes an await: it
+/// asks for statuses and loads a record only when its status moved (copying every open record
+/// each time made a fan-out's await O(N²) in record copies); a terminal task never changes
+/// again (first terminal write wins). What is reported of an open task is its status and
+/// place in the line, which this keeps current.
+async fn refresh_open_tasks(
+    ctx: &RunContext,
+    current: &mut [AgentTaskRecord],
+) -> ApplicationResult<()> {
+    for task in current.iter_mut().filter(|task| !task.status.is_terminal()) {
+        let status = ctx
+            .services
+            .invocations
+            .task_status(&ctx.run_id, &task.id)
+            .await?;
+        if status != task.status {
+            *task = ctx
+                .services
+                .invocations
+                .load_task(&ctx.run_id, &task.id)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// What `agent.await` answers: each task's capsule (a result already seen is reported by
+/// status only, so each reaches the agent once), journaled `agent_await_completed` with the
+/// results it delivered, and the results the agent has now seen.
+async fn await_answer(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    args: &AwaitArgs,
+    tasks: &[AgentTaskRecord],
+    timed_out: bool,
+) -> Result<ToolSuccess, ToolCallError> {
     let mut entries = Vec::with_capacity(tasks.len());
     let mut views = Vec::with_capacity(tasks.len());
-    for task in &tasks {
+    for task in tasks {
         if task.status.is_terminal() && inv.delivered.contains(&task.id) {
             entries.push(CapsuleEntry {
                 agent_id: task.target_profile_id.to_string(),
