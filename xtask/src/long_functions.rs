@@ -59,7 +59,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "RunEventStream::next",
         103,
     ),
-    ("crates/tt-application/src/fork/mod.rs", "state_at", 146),
     ("crates/tt-application/src/otel.rs", "otlp_traces", 205),
     (
         "crates/tt-application/src/prompt.rs",

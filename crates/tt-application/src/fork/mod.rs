@@ -387,7 +387,17 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
         .insert(InvocationId::root(), InvocationStatus::Created);
     let mut pending_guidance: BTreeSet<String> = BTreeSet::new();
     for event in events.iter().take_while(|event| event.seq <= cut) {
-        let event_kind = &event.event_type;
+        state.read(event, &mut pending_guidance);
+    }
+    state.guidance_pending = pending_guidance.len() as u64;
+    state.files = files_at(events, cut);
+    state
+}
+
+impl CutState {
+    /// Folds one event of the journal up to the cut into the state; `pending_guidance` holds
+    /// the guidance submitted and not yet applied or discarded.
+    fn read(&mut self, event: &AgentRunEvent, pending_guidance: &mut BTreeSet<String>) {
         let invocation = field(event, "invocationId").map(InvocationId::from_raw);
         let call_key = || {
             Some(crate::engine::records::call_file_key(
@@ -397,7 +407,7 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
             ))
         };
         use RunEventType as T;
-        match event_kind {
+        match &event.event_type {
             T::AgentInvocationCreated
             | T::AgentInvocationStarted
             | T::AgentInvocationCompleted
@@ -405,23 +415,7 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
             | T::AgentInvocationCancelled
             | T::AgentInvocationTransferred
             | T::AgentInvocationInterrupted
-            | T::AgentInvocationResumed => {
-                let status = parse_status(event).unwrap_or(match event_kind {
-                    T::AgentInvocationCreated => InvocationStatus::Created,
-                    T::AgentInvocationCompleted => InvocationStatus::Completed,
-                    T::AgentInvocationFailed => InvocationStatus::Failed,
-                    T::AgentInvocationCancelled => InvocationStatus::Cancelled,
-                    T::AgentInvocationTransferred => InvocationStatus::Transferred,
-                    T::AgentInvocationInterrupted => InvocationStatus::Interrupted,
-                    _ => InvocationStatus::Running,
-                });
-                if let Some(id) = invocation
-                    && (*event_kind == T::AgentInvocationCreated
-                        || state.invocations.contains_key(&id))
-                {
-                    state.invocations.insert(id, status);
-                }
-            }
+            | T::AgentInvocationResumed => self.read_invocation(event, invocation),
             T::AgentTaskRegistered
             | T::AgentTaskQueued
             | T::AgentTaskStarted
@@ -429,54 +423,37 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
             | T::AgentTaskFailed
             | T::AgentTaskCancelled
             | T::AgentTaskInterrupted
-            | T::AgentTaskResumed => {
-                if let (Some(task), Some(status)) =
-                    (field(event, "taskId"), parse_status::<TaskStatus>(event))
-                {
-                    let task = TaskId::from_raw(task);
-                    // A task that ended by then keeps its result, whether or not its agent
-                    // had journaled `task_return_recorded` yet.
-                    if status.is_terminal()
-                        && let Some(child) = field(event, "childInvocationId")
-                    {
-                        state.returned.insert(InvocationId::from_raw(child));
-                    }
-                    if *event_kind == T::AgentTaskRegistered || state.tasks.contains_key(&task) {
-                        state.tasks.insert(task, status);
-                    }
-                }
-            }
+            | T::AgentTaskResumed => self.read_task(event),
             T::ModelResponseStored => {
                 if let (Some(id), Some(round)) = (invocation, round_of(event)) {
-                    state.responses.insert((id, round));
+                    self.responses.insert((id, round));
                 }
             }
             T::ToolCallRequested | T::ToolCallStarted => {
                 if let Some(key) = call_key() {
-                    state.call_args.insert(key);
+                    self.call_args.insert(key);
                 }
             }
             T::ToolResultStored => {
                 if let Some(key) = call_key() {
-                    state.call_results.insert(key);
+                    self.call_results.insert(key);
                 }
             }
             T::ToolOutputSaved => {
                 if let (Some(path), Some(key), Some(sha256)) =
                     (field(event, "path"), call_key(), field(event, "sha256"))
                 {
-                    state
-                        .saved_outputs
+                    self.saved_outputs
                         .push((path.to_owned(), key, sha256.to_owned()));
                 }
             }
             T::TaskReturnRecorded => {
                 if let Some(id) = invocation {
-                    state.returned.insert(id);
+                    self.returned.insert(id);
                 }
             }
             T::UserGuidanceSubmitted => {
-                state.guidance_submitted += 1;
+                self.guidance_submitted += 1;
                 if let Some(id) = field(event, "guidanceId") {
                     pending_guidance.insert(id.to_owned());
                 }
@@ -495,13 +472,59 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
             }
             T::StatusChanged => {
                 if let Some(status) = parse_status(event) {
-                    state.status = Some(status);
+                    self.status = Some(status);
                 }
             }
             _ => {}
         }
     }
-    state.guidance_pending = pending_guidance.len() as u64;
+
+    /// An agent's lifecycle event: its status by then (an agent not created by then is not
+    /// followed).
+    fn read_invocation(&mut self, event: &AgentRunEvent, invocation: Option<InvocationId>) {
+        use RunEventType as T;
+        let kind = &event.event_type;
+        let status = parse_status(event).unwrap_or(match kind {
+            T::AgentInvocationCreated => InvocationStatus::Created,
+            T::AgentInvocationCompleted => InvocationStatus::Completed,
+            T::AgentInvocationFailed => InvocationStatus::Failed,
+            T::AgentInvocationCancelled => InvocationStatus::Cancelled,
+            T::AgentInvocationTransferred => InvocationStatus::Transferred,
+            T::AgentInvocationInterrupted => InvocationStatus::Interrupted,
+            _ => InvocationStatus::Running,
+        });
+        if let Some(id) = invocation
+            && (*kind == T::AgentInvocationCreated || self.invocations.contains_key(&id))
+        {
+            self.invocations.insert(id, status);
+        }
+    }
+
+    /// A task's lifecycle event: its status by then, and its agent's result kept when it ended.
+    fn read_task(&mut self, event: &AgentRunEvent) {
+        let (Some(task), Some(status)) =
+            (field(event, "taskId"), parse_status::<TaskStatus>(event))
+        else {
+            return;
+        };
+        let task = TaskId::from_raw(task);
+        // A task that ended by then keeps its result, whether or not its agent had journaled
+        // `task_return_recorded` yet.
+        if status.is_terminal()
+            && let Some(child) = field(event, "childInvocationId")
+        {
+            self.returned.insert(InvocationId::from_raw(child));
+        }
+        if event.event_type == RunEventType::AgentTaskRegistered || self.tasks.contains_key(&task) {
+            self.tasks.insert(task, status);
+        }
+    }
+}
+
+/// The workspace after `cut`: each file's sha256 from the checkpoints of writes journaled by
+/// then (a checkpoint journaled just after the cut counts when its write is before it).
+fn files_at(events: &[AgentRunEvent], cut: u64) -> BTreeMap<String, String> {
+    let mut files_then = BTreeMap::new();
     for event in events {
         if event.event_type != RunEventType::CheckpointCreated {
             continue;
@@ -521,10 +544,10 @@ pub(crate) fn state_at(events: &[AgentRunEvent], cut: u64) -> CutState {
             .and_then(|files| serde_json::from_value(files).ok())
             .unwrap_or_default();
         for file in files {
-            state.files.insert(file.path.to_string(), file.sha256);
+            files_then.insert(file.path.to_string(), file.sha256);
         }
     }
-    state
+    files_then
 }
 
 #[cfg(test)]
