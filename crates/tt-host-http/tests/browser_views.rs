@@ -614,3 +614,41 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
         .await;
     browser.screenshot("03-events-filtered").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_started_elsewhere_is_listed_at_once_and_its_tokens_count_while_it_works() {
+    let server = writers_room_server().await;
+    let browser = Browser::launch("live_runs_list").await;
+    browser.open(&server.url).await;
+    browser
+        .wait_for(
+            "the start form",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    // Started over the API, not from the page: the runs list learns of it from
+    // `GET /api/run-updates`; the reviewers' first answers take 4 s, so it is still working
+    // when its tokens must show.
+    let run_id = server.start("writer", "Write the scene.").await;
+    browser
+        .wait_for(
+            "the run listed while it works, with its tokens so far",
+            &format!(
+                "(() => {{ const r = document.querySelector('.run-row[data-run-id={run_id}]'); \
+                 return !!r && !['completed', 'failed', 'cancelled'].includes(r.dataset.status) && Number(r.dataset.tokens) > 0; }})()"
+            ),
+        )
+        .await;
+    browser.screenshot("01-live-tokens").await;
+    server.runtime.wait_for_run(&run_id).await.unwrap();
+    let usage = server.get(&format!("/api/runs/{run_id}/usage")).await.body;
+    let total = usage["inputTokens"].as_u64().unwrap() + usage["outputTokens"].as_u64().unwrap();
+    browser
+        .wait_for(
+            "the run's final tokens",
+            &format!(
+                "document.querySelector('.run-row[data-run-id={run_id}]').dataset.tokens === '{total}'"
+            ),
+        )
+        .await;
+}
