@@ -14,8 +14,9 @@ use crate::browser::{
 };
 use crate::support::{install_profiles, server};
 
-/// The widths the page must work at, laptop to wide desktop, and a phone-sized pane.
-const WIDTHS: [u32; 5] = [400, 800, 1024, 1366, 1920];
+/// The widths the page must work at: a phone, a desktop app's side pane, laptops and wide
+/// desktops.
+const WIDTHS: [u32; 7] = [360, 400, 800, 1024, 1366, 1920, 2560];
 
 /// The controls a person needs on a run, by selector.
 const CONTROLS: [&str; 4] = [
@@ -598,6 +599,34 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
             ),
         )
         .await;
+    // The critical path: the root and, of the tasks it awaited, the one whose end (per the
+    // journal) came last before its wait ended.
+    // (The journal as the page received it over the stream.)
+    let last_task = browser
+        .eval(
+            "(() => { const ev = window.ttInspector.run.events; \
+             const at = (t) => ev.find((e) => e.type === t && e.payload.parentInvocationId === 'inv_root').seq; \
+             const from = at('agent_await_started'), to = at('agent_await_completed'); \
+             const done = ev.filter((e) => e.type === 'agent_task_completed' && e.seq > from && e.seq < to); \
+             return done.length ? done[done.length - 1].payload.childInvocationId : null; })()",
+        )
+        .await
+        .as_str()
+        .map(str::to_owned);
+    let mut want: Vec<String> = vec!["inv_root".to_owned()];
+    want.extend(last_task);
+    want.sort_unstable();
+    let waterfall = browser.eval("window.ttInspector.waterfall()").await;
+    let mut critical: Vec<String> = waterfall["bars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["kind"] == "agent" && b["critical"] == json!(true))
+        .map(|b| b["agent"].as_str().unwrap().to_owned())
+        .collect();
+    critical.sort_unstable();
+    assert_eq!(critical, want, "the critical path");
+    browser.screenshot("03-critical-path").await;
     // The event filter: only the events whose type or summary matches.
     browser.click("#tabs button[data-tab=timeline]").await;
     browser
@@ -612,7 +641,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
             ),
         )
         .await;
-    browser.screenshot("03-events-filtered").await;
+    browser.screenshot("04-events-filtered").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
