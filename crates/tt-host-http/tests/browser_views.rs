@@ -504,6 +504,35 @@ async fn a_branch_s_waterfall_spans_its_own_run_with_the_fork_point_and_copied_w
         );
     }
     browser.screenshot("01-branch-waterfall").await;
+    // Hovering one of the branch's own bars says what it is and when it ran.
+    let width = |b: &&&Value| b["x1"].as_f64().unwrap() - b["x0"].as_f64().unwrap();
+    let bar = own
+        .iter()
+        .filter(|b| b["kind"] == "tool")
+        .max_by(|a, b| width(a).total_cmp(&width(b)))
+        .unwrap();
+    let origin = browser
+        .eval("(() => { const r = document.getElementById('waterfall').getBoundingClientRect(); return [r.left, r.top]; })()")
+        .await;
+    browser
+        .call(
+            "Input.dispatchMouseEvent",
+            json!({"type": "mouseMoved",
+                   "x": origin[0].as_f64().unwrap() + bar["x"].as_f64().unwrap(),
+                   "y": origin[1].as_f64().unwrap() + bar["y"].as_f64().unwrap()}),
+        )
+        .await;
+    let label = bar["label"].as_str().unwrap();
+    browser
+        .wait_for(
+            "the hovered bar's details",
+            &format!(
+                "(() => {{ const t = document.getElementById('waterfall-tip'); \
+                 return t.style.display === 'block' && t.textContent.includes({label:?}) && /at [0-9.]+ m?s for [0-9.]+ m?s/.test(t.textContent); }})()"
+            ),
+        )
+        .await;
+    browser.screenshot("02-hover").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -588,6 +617,8 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
         )
         .await;
     browser.screenshot("02-folded").await;
+    // The time axis stays at the top while the lanes scroll under it.
+    set_width(&browser, 1024, 420).await;
     browser.click(".agent-row[data-kind=root] .twisty").await;
     browser
         .wait_for(
@@ -599,6 +630,18 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
             ),
         )
         .await;
+    browser
+        .eval("(() => { const b = document.getElementById('waterfall-box'); b.scrollTop = b.scrollHeight; return true; })()")
+        .await;
+    browser
+        .wait_for(
+            "the lanes scrolled under a sticky axis",
+            "(() => { const b = document.getElementById('waterfall-box'), a = document.getElementById('waterfall-axis'); \
+             return b.scrollTop > 40 && Math.abs(a.getBoundingClientRect().top - b.getBoundingClientRect().top) < 1; })()",
+        )
+        .await;
+    browser.screenshot("03-sticky-axis").await;
+    set_width(&browser, 1400, 900).await;
     // The critical path: the root and, of the tasks it awaited, the one whose end (per the
     // journal) came last before its wait ended.
     // (The journal as the page received it over the stream.)
@@ -626,7 +669,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
         .collect();
     critical.sort_unstable();
     assert_eq!(critical, want, "the critical path");
-    browser.screenshot("03-critical-path").await;
+    browser.screenshot("04-critical-path").await;
     // The event filter: only the events whose type or summary matches.
     browser.click("#tabs button[data-tab=timeline]").await;
     browser
@@ -641,7 +684,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
             ),
         )
         .await;
-    browser.screenshot("04-events-filtered").await;
+    browser.screenshot("05-events-filtered").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
