@@ -533,6 +533,29 @@ async fn a_branch_s_waterfall_spans_its_own_run_with_the_fork_point_and_copied_w
         )
         .await;
     browser.screenshot("02-hover").await;
+    // The branch's note shows in the writer's conversation where it was read (after the
+    // copied write's result, before the branch's first answer) and when.
+    browser.click(".agent-row[data-kind=root]").await;
+    browser.click("#tabs button[data-tab=conversation]").await;
+    browser
+        .wait_for(
+            "the guidance where it was read",
+            "(() => { const cards = [...document.querySelectorAll('.conv-list > .conv')]; \
+             const at = cards.findIndex((c) => c.classList.contains('conv-guidance')); if (at < 1) return false; \
+             const g = cards[at]; return g.textContent.includes('Make it quieter.') \
+             && /[0-9]:[0-9]{2}/.test(g.querySelector('.conv-time').textContent) \
+             && cards[at - 1].classList.contains('conv-tool') && cards[at - 1].textContent.includes('round 1') \
+             && !!cards[at + 1] && cards[at + 1].classList.contains('conv-assistant'); })()",
+        )
+        .await;
+    // The answer of round 1 was copied from the source; round 2 is the branch's own.
+    let copied = browser
+        .eval(
+            "[...document.querySelectorAll('.conv-list > .conv-assistant')].map((c) => !!c.querySelector('.conv-copied'))",
+        )
+        .await;
+    assert_eq!(copied, json!([true, false, false, false]), "answers copied");
+    browser.screenshot("03-guidance-in-conversation").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
