@@ -61,6 +61,28 @@ pub enum StoredBrief {
 }
 
 impl StoredBrief {
+    /// A short name for the task, for lists of agents: its title, else the first line of its
+    /// objective cut at 80 characters; `None` for a brief that does not read as its kind.
+    pub fn label(&self) -> Option<String> {
+        let (title, objective) = match self {
+            StoredBrief::Task(brief) => (brief.title.as_deref(), brief.objective.as_str()),
+            StoredBrief::Handoff(brief) => (brief.title.as_deref(), brief.objective.as_str()),
+            StoredBrief::Unread(_) => return None,
+        };
+        let text = title
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| objective.trim().lines().next().unwrap_or_default().trim());
+        if text.is_empty() {
+            return None;
+        }
+        let mut label: String = text.chars().take(80).collect();
+        if text.chars().count() > 80 {
+            label.push('…');
+        }
+        Some(label)
+    }
+
     /// Reads a stored delegation brief; one that is not a [`TaskBrief`] is kept as it is.
     pub fn task(raw: Value) -> Self {
         match TaskBrief::deserialize(&raw) {
@@ -122,6 +144,19 @@ impl HandoffBrief {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_label_is_the_title_else_the_objective_s_first_line_cut_short() {
+        let titled =
+            StoredBrief::task(json!({"title": " Lamp check ", "objective": "Find breaks."}));
+        assert_eq!(titled.label().as_deref(), Some("Lamp check"));
+        let untitled =
+            StoredBrief::task(json!({"objective": "Investigate topic #7.\nThen report."}));
+        assert_eq!(untitled.label().as_deref(), Some("Investigate topic #7."));
+        let long = StoredBrief::task(json!({"objective": "x".repeat(90)}));
+        assert_eq!(long.label(), Some(format!("{}…", "x".repeat(80))));
+        assert_eq!(StoredBrief::default().label(), None);
+    }
 
     #[test]
     fn a_brief_keeps_the_fields_it_does_not_know_in_their_order() {

@@ -6,5 +6,6 @@
 
 mod api;
 mod browser;
+mod browser_views;
 mod commands;
 mod support;

@@ -30,7 +30,7 @@ const PATIENCE: Duration = Duration::from_secs(90);
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 
 /// A headless Chromium with one page, spoken to over the DevTools protocol.
-struct Browser {
+pub(crate) struct Browser {
     child: Child,
     _profile: tempfile::TempDir,
     outgoing: mpsc::UnboundedSender<Message>,
@@ -63,7 +63,7 @@ fn chromium_binary() -> PathBuf {
 }
 
 impl Browser {
-    async fn launch(test: &str) -> Self {
+    pub(crate) async fn launch(test: &str) -> Self {
         let profile = tempfile::tempdir().unwrap();
         let child = Command::new(chromium_binary())
             .args([
@@ -185,17 +185,17 @@ impl Browser {
         answer["result"].clone()
     }
 
-    async fn call(&self, method: &str, params: Value) -> Value {
+    pub(crate) async fn call(&self, method: &str, params: Value) -> Value {
         let session = self.session.clone();
         self.command(Some(&session), method, params).await
     }
 
-    async fn open(&self, url: &str) {
+    pub(crate) async fn open(&self, url: &str) {
         self.call("Page.navigate", json!({"url": url})).await;
     }
 
     /// Evaluates an expression in the page (promises awaited) and returns its JSON value.
-    async fn eval(&self, expression: &str) -> Value {
+    pub(crate) async fn eval(&self, expression: &str) -> Value {
         let result = self
             .call(
                 "Runtime.evaluate",
@@ -212,7 +212,7 @@ impl Browser {
 
     /// Waits until `condition` is true in the page (a condition that throws, say while the
     /// page is still loading, is not true yet).
-    async fn wait_for(&self, what: &str, condition: &str) {
+    pub(crate) async fn wait_for(&self, what: &str, condition: &str) {
         let started = Instant::now();
         let guarded = format!(
             "(() => {{ try {{ return ({condition}) === true; }} catch (e) {{ return false; }} }})()"
@@ -230,7 +230,7 @@ impl Browser {
         }
     }
 
-    async fn click(&self, selector: &str) {
+    pub(crate) async fn click(&self, selector: &str) {
         let clicked = self
             .eval(&format!(
                 "(() => {{ const e = document.querySelector({selector:?}); if (!e) return false; e.click(); return true; }})()"
@@ -239,7 +239,7 @@ impl Browser {
         assert_eq!(clicked, json!(true), "nothing to click at {selector}");
     }
 
-    async fn screenshot(&self, name: &str) -> PathBuf {
+    pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
         let shot = self
             .call("Page.captureScreenshot", json!({"format": "png"}))
             .await;
@@ -276,7 +276,7 @@ fn writers_room_script() -> String {
     script.to_string()
 }
 
-async fn writers_room_server() -> TestServer {
+pub(crate) async fn writers_room_server() -> TestServer {
     let provider =
         Arc::new(tt_runtime::ScriptedProvider::from_json_str(&writers_room_script()).unwrap());
     // Every optional control on, as `tt-agent serve` has them.
@@ -340,7 +340,7 @@ async fn projection_statuses(server: &TestServer, run_id: &str) -> HashMap<Strin
 }
 
 /// The agent rows the page shows: invocation id -> (status, kind).
-async fn shown_agents(browser: &Browser) -> HashMap<String, (String, String)> {
+pub(crate) async fn shown_agents(browser: &Browser) -> HashMap<String, (String, String)> {
     let rows = browser
         .eval("[...document.querySelectorAll('.agent-row')].map(r => [r.dataset.inv, r.dataset.status, r.dataset.kind])")
         .await;
@@ -359,7 +359,11 @@ async fn shown_agents(browser: &Browser) -> HashMap<String, (String, String)> {
         .collect()
 }
 
-async fn start_from_page(browser: &Browser, profile: &str, previous_run: Option<&str>) -> String {
+pub(crate) async fn start_from_page(
+    browser: &Browser,
+    profile: &str,
+    previous_run: Option<&str>,
+) -> String {
     browser
         .eval(&format!(
             "document.getElementById('start-profile').value = {profile:?}"
@@ -509,7 +513,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         critic.0 < advisor.1 && advisor.0 < critic.1,
         "the reviewers ran in parallel: {critic:?} {advisor:?}"
     );
-    let waits = lane_bar(&lanes[0], "wait");
+    let waits = lane_bar(&lanes[0], "await");
     let await_bar = waits
         .iter()
         .find(|b| {
@@ -786,7 +790,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
 
 /// A scripted fan-out: the root delegates `children` tasks in one turn, awaits them all and
 /// finishes; each child takes `notes` turns of four appended notes, then returns.
-fn fanout_script(children: u32, notes: u32) -> String {
+pub(crate) fn fanout_script(children: u32, notes: u32) -> String {
     let delegations: Vec<Value> = (1..=children)
         .map(|index| {
             json!({"id": format!("call_d{index:04}"), "name": "agent_delegate",
@@ -1087,7 +1091,9 @@ async fn the_live_output_of_a_streaming_call_is_shown() {
 }
 
 /// A writer whose writes outside `scratch/` wait for approval; every request it makes is kept.
-async fn approval_server(seen: Arc<Mutex<Vec<tt_runtime::AgentModelRequest>>>) -> TestServer {
+pub(crate) async fn approval_server(
+    seen: Arc<Mutex<Vec<tt_runtime::AgentModelRequest>>>,
+) -> TestServer {
     let model = tt_runtime::FnProvider::new(move |request| {
         seen.lock().unwrap().push(request.clone());
         Ok(match request.round {
@@ -1226,7 +1232,7 @@ async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_p
 
 /// A writer that writes "The lamp burned.", publishes and finishes; in a branch whose note asks
 /// for a quieter ending it rewrites the line first.
-fn branching_writer() -> Arc<dyn tt_runtime::ModelProvider> {
+pub(crate) fn branching_writer() -> Arc<dyn tt_runtime::ModelProvider> {
     Arc::new(tt_runtime::FnProvider::new(|request| {
         let quieter = serde_json::to_string(&request.messages)
             .unwrap()

@@ -27,6 +27,10 @@ pub struct AgentTaskRegistered {
     pub workspace_key: String,
     pub continuation: TaskContinuation,
     pub status: TaskStatus,
+    /// The task's short name for lists of agents ([`crate::brief::StoredBrief::label`]):
+    /// absent in journals written before it existed and for a brief that does not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 macro_rules! task_status_payloads {

@@ -190,6 +190,7 @@ pub(crate) fn registered(ctx: &RunContext, task: &AgentTaskRecord) -> Applicatio
             workspace_key: task.workspace_key.clone(),
             continuation: task.continuation,
             status: task.status,
+            label: task.task.label(),
         },
     )?;
     Ok(ctx.events.stamp(&ctx.run_id, registered))
