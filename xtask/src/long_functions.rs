@@ -5,11 +5,6 @@
 /// `(file, function, lines)`: `function` is `Type::name` inside an impl or trait.
 pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
-        "crates/tt-application/src/delegation/list.rs",
-        "agent_list",
-        157,
-    ),
-    (
         "crates/tt-application/src/delegation/specs.rs",
         "agent_tool_spec",
         288,

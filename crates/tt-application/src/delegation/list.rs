@@ -39,25 +39,7 @@ pub(crate) async fn agent_list(
     tasks: &impl TaskView,
     call: &AgentToolCall,
 ) -> Result<ToolSuccess, ToolCallError> {
-    let args = Args::parse(&call.arguments, &["purpose", "query", "limit"])?;
-    let purpose = args.opt_str("purpose")?.unwrap_or("any");
-    if !matches!(purpose, "any" | "delegate" | "handoff") {
-        return Err(ToolError::invalid_arguments(
-            "`purpose` must be `any`, `delegate` or `handoff`",
-        )
-        .into());
-    }
-    let query = args
-        .opt_str("query")?
-        .map(str::to_lowercase)
-        .filter(|q| !q.trim().is_empty());
-    let limit = args.opt_i64("limit")?.unwrap_or(DEFAULT_LIST_LIMIT);
-    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
-        return Err(ToolError::invalid_arguments(format!(
-            "`limit` must be between 1 and {MAX_LIST_LIMIT}"
-        ))
-        .into());
-    }
+    let (purpose, query, limit) = parse_list_args(call)?;
     let caller = &caller_profile.definition.delegation;
     let wanted: &[Operation] = match purpose {
         "delegate" => &[Operation::Delegate],
@@ -78,6 +60,61 @@ pub(crate) async fn agent_list(
         )
         .into());
     }
+    let (entries, structured_agents) =
+        listed_agents(profiles, caller_profile, wanted, query.as_deref(), limit).await?;
+    let mut content = render_agent_list(purpose, &entries);
+    let mut structured = json!({"purpose": purpose, "agents": structured_agents});
+    if caller.can_delegate && purpose != "handoff" {
+        add_task_slots(
+            tasks,
+            caller.max_concurrent_invocations,
+            &mut content,
+            &mut structured,
+        )
+        .await?;
+    }
+    add_budget(tasks, &mut content, &mut structured);
+    Ok(ToolSuccess::new(content, structured))
+}
+
+/// `{purpose?, query?, limit?}`: the purpose (`any` by default), the lowercased query when
+/// not blank, and how many agents to list.
+fn parse_list_args(call: &AgentToolCall) -> Result<(&str, Option<String>, i64), ToolError> {
+    let args = Args::parse(&call.arguments, &["purpose", "query", "limit"])?;
+    let purpose = args.opt_str("purpose")?.unwrap_or("any");
+    let purpose = match purpose {
+        "any" => "any",
+        "delegate" => "delegate",
+        "handoff" => "handoff",
+        _ => {
+            return Err(ToolError::invalid_arguments(
+                "`purpose` must be `any`, `delegate` or `handoff`",
+            ));
+        }
+    };
+    let query = args
+        .opt_str("query")?
+        .map(str::to_lowercase)
+        .filter(|q| !q.trim().is_empty());
+    let limit = args.opt_i64("limit")?.unwrap_or(DEFAULT_LIST_LIMIT);
+    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+        return Err(ToolError::invalid_arguments(format!(
+            "`limit` must be between 1 and {MAX_LIST_LIMIT}"
+        )));
+    }
+    Ok((purpose, query, limit))
+}
+
+/// The agents the caller may call on for one of `wanted`, by id, matching `query`, at most
+/// `limit`: their entries for the text and their structured form. Profiles that do not
+/// resolve are skipped silently.
+async fn listed_agents(
+    profiles: &dyn ProfileRepository,
+    caller_profile: &ResolvedProfile,
+    wanted: &[Operation],
+    query: Option<&str>,
+    limit: i64,
+) -> ApplicationResult<(Vec<AgentListEntry>, Vec<serde_json::Value>)> {
     let mut ids = profiles.list_profile_ids().await?;
     if let Ok(default_id) = ProfileId::parse(DEFAULT_PROFILE_ID)
         && !ids.contains(&default_id)
@@ -88,7 +125,6 @@ pub(crate) async fn agent_list(
     let mut entries = Vec::new();
     let mut structured_agents = Vec::new();
     for id in ids {
-        // Profiles that do not resolve are skipped silently.
         let Ok(target) = crate::profiles::resolve(profiles, Some(id.as_str())).await else {
             continue;
         };
@@ -109,10 +145,10 @@ pub(crate) async fn agent_list(
             .clone()
             .or_else(|| target.definition.description.clone())
             .unwrap_or_default();
-        if let Some(query) = &query {
+        if let Some(query) = query {
             let haystack =
                 format!("{} {} {}", id, target.definition.display_name, description).to_lowercase();
-            if !haystack.contains(query.as_str()) {
+            if !haystack.contains(query) {
                 continue;
             }
         }
@@ -131,45 +167,51 @@ pub(crate) async fn agent_list(
             break;
         }
     }
-    let mut content = render_agent_list(purpose, &entries);
-    let mut structured = json!({"purpose": purpose, "agents": structured_agents});
-    if caller.can_delegate && purpose != "handoff" {
-        // The caller's own slots and waiting line, so it can plan its next delegations.
-        let mine = tasks.delegated_tasks().await?;
-        // A task still `queued` but not in the line was admitted and is starting: it holds a
-        // slot (its record turns `running` a moment later).
-        let running = mine
-            .iter()
-            .filter(|task| match task.status {
-                TaskStatus::Running => true,
-                TaskStatus::Queued => tasks.queue_position(task).is_none(),
-                _ => false,
-            })
-            .count();
-        let mut waiting: Vec<(String, usize)> = mine
-            .iter()
-            .filter(|task| task.status == TaskStatus::Queued)
-            .filter_map(|task| {
-                tasks
-                    .queue_position(task)
-                    .map(|position| (task.id.to_string(), position))
-            })
-            .collect();
-        waiting.sort_by_key(|(_, position)| *position);
-        if running > 0 || !waiting.is_empty() {
-            content.push_str("\n\n");
-            content.push_str(&render_task_slots(
-                running,
-                caller.max_concurrent_invocations,
-                &waiting,
-            ));
-        }
-        structured["tasks"] = json!({
-            "running": running, "slots": caller.max_concurrent_invocations,
-            "waiting": waiting.iter().map(|(id, position)| json!({"taskId": id, "queuePosition": position})).collect::<Vec<_>>(),
-        });
+    Ok((entries, structured_agents))
+}
+
+/// The caller's own slots and waiting line, so it can plan its next delegations: in the text
+/// when something runs or waits, and always in `structured.tasks`.
+async fn add_task_slots(
+    tasks: &impl TaskView,
+    slots: u32,
+    content: &mut String,
+    structured: &mut serde_json::Value,
+) -> ApplicationResult<()> {
+    let mine = tasks.delegated_tasks().await?;
+    // A task still `queued` but not in the line was admitted and is starting: it holds a slot
+    // (its record turns `running` a moment later).
+    let running = mine
+        .iter()
+        .filter(|task| match task.status {
+            TaskStatus::Running => true,
+            TaskStatus::Queued => tasks.queue_position(task).is_none(),
+            _ => false,
+        })
+        .count();
+    let mut waiting: Vec<(String, usize)> = mine
+        .iter()
+        .filter(|task| task.status == TaskStatus::Queued)
+        .filter_map(|task| {
+            tasks
+                .queue_position(task)
+                .map(|position| (task.id.to_string(), position))
+        })
+        .collect();
+    waiting.sort_by_key(|(_, position)| *position);
+    if running > 0 || !waiting.is_empty() {
+        content.push_str("\n\n");
+        content.push_str(&render_task_slots(running, slots, &waiting));
     }
-    // What the caller may still spend: its task's token budget, and the whole job's.
+    structured["tasks"] = json!({
+        "running": running, "slots": slots,
+        "waiting": waiting.iter().map(|(id, position)| json!({"taskId": id, "queuePosition": position})).collect::<Vec<_>>(),
+    });
+    Ok(())
+}
+
+/// What the caller may still spend: its task's token budget, and the whole job's.
+fn add_budget(tasks: &impl TaskView, content: &mut String, structured: &mut serde_json::Value) {
     let mut budget = serde_json::Map::new();
     if let Some((spent, limit)) = tasks.task_tokens() {
         let left = limit.saturating_sub(spent);
@@ -188,7 +230,6 @@ pub(crate) async fn agent_list(
     if !budget.is_empty() {
         structured["budget"] = serde_json::Value::Object(budget);
     }
-    Ok(ToolSuccess::new(content, structured))
 }
 
 #[cfg(test)]
