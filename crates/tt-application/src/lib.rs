@@ -17,6 +17,7 @@ pub(crate) mod fork;
 pub(crate) mod guidance;
 pub(crate) mod handoff_chain;
 pub(crate) mod otel;
+pub(crate) mod otel_content;
 pub(crate) mod persist_metadata;
 pub(crate) mod profiles;
 pub(crate) mod prompt;
@@ -44,7 +45,7 @@ pub use guidance::{
     GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,
 };
-pub use otel::otlp_traces;
+pub use otel::{AnswerExtras, OtelExtras, otlp_traces, otlp_traces_with};
 pub use prompt::{agent_system_prompt, default_system_prompt, default_system_prompt_in};
 pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 pub use registry::build_tool_snapshot;

@@ -7,4 +7,5 @@
 mod api;
 mod browser;
 mod commands;
+mod otel;
 mod support;
