@@ -10,7 +10,7 @@
 //! `AgentRunService::otel_traces`: the model a connection uses when the profile names none,
 //! each answer's model and, when content capture is on, the messages of each model call
 //! (`crate::otel_content`). Each agent's span carries the usage and cost of its own model calls
-//! and, as `tt.tree.*`, of its whole sub-tree.
+//! and, as `tt.tree.*`, of those its sub-tree made while it worked (before its span ended).
 //!
 //! Ids are derived from the run and event ids, so exporting a run twice gives the same trace;
 //! times are the journal's (the `Clock` port's). A span whose end the journal lacks (an
@@ -235,6 +235,7 @@ pub fn otlp_traces_with(run: &AgentRun, events: &[AgentRunEvent], extras: &OtelE
     // Usage of each agent's own model calls, and who delegated to whom (for the sub-tree sums).
     let mut usage: BTreeMap<String, Usage> = BTreeMap::new();
     let mut parents: BTreeMap<String, String> = BTreeMap::new();
+    let mut tree: BTreeMap<String, Usage> = BTreeMap::new();
     // Open spans by key: model attempts by (invocation, round, attempt), tools by call.
     let mut open_chats: BTreeMap<(String, u64), usize> = BTreeMap::new();
     let mut open_tools: BTreeMap<(String, String), usize> = BTreeMap::new();
@@ -377,10 +378,21 @@ pub fn otlp_traces_with(run: &AgentRun, events: &[AgentRunEvent], extras: &OtelE
                         }
                     }
                 }
-                usage
-                    .entry(invocation.clone())
-                    .or_default()
-                    .add(&Usage::of(event));
+                let call = Usage::of(event);
+                usage.entry(invocation.clone()).or_default().add(&call);
+                // The sub-tree sums of the agents still working: the agent and those above it
+                // (a span already ended keeps what it had, so a later export says the same).
+                let mut at = Some(invocation.clone());
+                for _ in 0..=agents.len() {
+                    let Some(current) = at else { break };
+                    if agents
+                        .get(&current)
+                        .is_some_and(|agent| agent.end.is_none())
+                    {
+                        tree.entry(current.clone()).or_default().add(&call);
+                    }
+                    at = parents.get(&current).cloned();
+                }
                 if let Some(answer) = extras.answers.get(&event.seq) {
                     if let Some(model) = &answer.model {
                         span.attributes
@@ -440,17 +452,6 @@ pub fn otlp_traces_with(run: &AgentRun, events: &[AgentRunEvent], extras: &OtelE
                 }
             }
             _ => {}
-        }
-    }
-    // Each agent: the usage of its own calls, and of its sub-tree (`tt.tree.*`).
-    let mut tree: BTreeMap<String, Usage> = BTreeMap::new();
-    for (invocation, own) in &usage {
-        let mut at = Some(invocation.clone());
-        // Bounded by the agent count: a malformed journal's cycle cannot loop forever.
-        for _ in 0..=agents.len() {
-            let Some(current) = at else { break };
-            tree.entry(current.clone()).or_default().add(own);
-            at = parents.get(&current).cloned();
         }
     }
     for (invocation, agent) in &mut agents {
