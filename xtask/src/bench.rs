@@ -71,11 +71,10 @@ pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
             children: DEFAULT_INSPECT_CHILDREN.to_vec(),
         }),
         ("inspect", [flag, value]) if flag == "--n" => {
-            let n: u32 = value
-                .parse()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| anyhow!("--n needs a whole number of at least 1, got `{value}`"))?;
+            let n: u32 =
+                value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    anyhow!("--n needs a whole number of at least 1, got `{value}`")
+                })?;
             Ok(BenchCommand::Inspect { children: vec![n] })
         }
         ("prefix", []) => Ok(BenchCommand::Prefix { server: None }),

@@ -86,6 +86,9 @@ fn read_line(file: &File, path: &Path, bytes_read: &AtomicU64, loc: Loc) -> Stor
     Ok(body)
 }
 
+/// The latest line of each record, by kind and key.
+type RecordLines = HashMap<(RecordKind, String), Loc>;
+
 /// A reader's indexes of a run's record and blob segments.
 #[derive(Debug, Default)]
 pub(crate) struct SegmentsView {
@@ -99,7 +102,7 @@ impl SegmentsView {
         &mut self,
         dir: &Path,
         bytes_read: &AtomicU64,
-    ) -> StorageResult<Option<(File, &HashMap<(RecordKind, String), Loc>)>> {
+    ) -> StorageResult<Option<(File, &RecordLines)>> {
         let path = dir.join(RECORDS_FILE);
         let index = &mut self.records;
         let Some(mut file) = index.open(&path)? else {
