@@ -17,7 +17,6 @@ pub(crate) mod fork;
 pub(crate) mod guidance;
 pub(crate) mod handoff_chain;
 pub(crate) mod otel;
-pub(crate) mod otel_content;
 pub(crate) mod persist_metadata;
 pub(crate) mod profiles;
 pub(crate) mod prompt;

@@ -9,7 +9,7 @@
 //! What the journal does not hold comes in [`OtelExtras`], gathered from the stored records by
 //! `AgentRunService::otel_traces`: the model a connection uses when the profile names none,
 //! each answer's model and, when content capture is on, the messages of each model call
-//! (`crate::otel_content`). Each agent's span carries the usage and cost of its own model calls
+//! (`run_service::otel_content`). Each agent's span carries the usage and cost of its own model calls
 //! and, as `tt.tree.*`, of those its sub-tree made while it worked (before its span ended).
 //!
 //! Ids are derived from the run and event ids, so exporting a run twice gives the same trace;

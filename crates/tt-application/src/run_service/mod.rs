@@ -30,6 +30,7 @@ mod check;
 mod conversation;
 mod executor;
 mod fork_run;
+mod otel_content;
 mod otel_export;
 mod profiles;
 mod records;

@@ -13,7 +13,7 @@ use tt_ports::{EventPage, RunDocument, journal::MAX_EVENT_PAGE_LIMIT};
 
 use crate::error::ApplicationResult;
 use crate::otel::{AnswerExtras, OtelExtras, otlp_traces_with};
-use crate::otel_content::{agent_content, output_messages};
+use super::otel_content::{agent_content, output_messages};
 
 use super::AgentRunService;
 

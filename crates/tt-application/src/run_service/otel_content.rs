@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use tt_domain::model::AgentModelResponse;
 
-use crate::run_service::{AgentConversation, ConversationEntry};
+use super::{AgentConversation, ConversationEntry};
 
 fn text_part(text: &str) -> Value {
     json!({"type": "text", "content": text})
