@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -142,7 +142,7 @@ impl OtelLive {
         let (sender, receiver) = mpsc::unbounded_channel();
         let exporter = Exporter {
             settings: self.settings.clone(),
-            service: Arc::clone(service),
+            service: Arc::downgrade(service),
             runs: HashMap::new(),
             finished: VecDeque::new(),
         };
@@ -186,7 +186,8 @@ struct RunExport {
 
 struct Exporter {
     settings: OtelExportSettings,
-    service: Arc<AgentRunService>,
+    /// Weak, so a runtime dropped without `shutdown` ends the task (its events channel closes).
+    service: Weak<AgentRunService>,
     runs: HashMap<RunId, RunExport>,
     finished: VecDeque<RunId>,
 }
@@ -313,8 +314,11 @@ impl Exporter {
     }
 
     async fn post_spans(&mut self, run_id: &RunId, all: bool) -> Result<usize, String> {
-        let mut body = self
+        let service = self
             .service
+            .upgrade()
+            .ok_or_else(|| "the runtime is gone".to_owned())?;
+        let mut body = service
             .otel_traces(run_id, self.settings.capture_content)
             .await
             .map_err(|err| err.to_string())?;

@@ -11,9 +11,9 @@ use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::model::AgentModelResponse;
 use tt_ports::{EventPage, RunDocument, journal::MAX_EVENT_PAGE_LIMIT};
 
+use super::otel_content::{agent_content, output_messages};
 use crate::error::ApplicationResult;
 use crate::otel::{AnswerExtras, OtelExtras, otlp_traces_with};
-use super::otel_content::{agent_content, output_messages};
 
 use super::AgentRunService;
 
