@@ -1,5 +1,5 @@
-//! `cargo xtask bench fanout [--n N]`, `cargo xtask bench journal [--events N]` and
-//! `cargo xtask bench prefix`: build
+//! `cargo xtask bench fanout [--n N]`, `cargo xtask bench inspect [--n N]`,
+//! `cargo xtask bench journal [--events N]` and `cargo xtask bench prefix`: build
 //! `tt-bench` in release once, run it in fresh processes and summarize (see docs/benchmarks.md).
 //! Only results go to stdout (CSV for fanout); progress and cargo output go to stderr.
 
@@ -14,6 +14,8 @@ use crate::process::{cargo, cargo_stdout};
 
 /// The fan-out sizes measured by default.
 pub const DEFAULT_CHILDREN: [u32; 4] = [1, 16, 64, 256];
+/// The fan-out sizes `bench inspect` reads by default.
+pub const DEFAULT_INSPECT_CHILDREN: [u32; 3] = [64, 256, 1024];
 /// Fresh processes per fan-out size; the median is reported.
 pub const RUNS_PER_SIZE: usize = 3;
 /// Journal events by default.
@@ -26,6 +28,9 @@ pub const USAGE: &str = "\
 usage: cargo xtask bench fanout [--n N] [--store URL]
                                                N in 1, 16, 64, 256 by default; CSV on stdout;
                                                --store postgres://… keeps the runs there
+       cargo xtask bench inspect [--n N]       the root's conversation and the agent graph of
+                                               a fan-out, read from its files; N in 64, 256,
+                                               1024 by default; a table on stdout
        cargo xtask bench journal [--events N]  default 1000000 events; a table on stdout
        cargo xtask bench prefix [--server C]   cacheable prefix and first request sizes; tables;
                                                fails over 2,000 tokens or under a 0.95 share;
@@ -43,6 +48,9 @@ pub enum BenchCommand {
         /// `--store URL`: the runs go to this store instead of a temporary data dir.
         store: Option<String>,
     },
+    Inspect {
+        children: Vec<u32>,
+    },
     Journal {
         events: u64,
     },
@@ -59,6 +67,16 @@ pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
         .ok_or_else(|| anyhow!("bench needs a benchmark name\n{USAGE}"))?;
     match (name.as_str(), rest) {
         ("fanout", flags) => parse_fanout(flags, args),
+        ("inspect", []) => Ok(BenchCommand::Inspect {
+            children: DEFAULT_INSPECT_CHILDREN.to_vec(),
+        }),
+        ("inspect", [flag, value]) if flag == "--n" => {
+            let n: u32 =
+                value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    anyhow!("--n needs a whole number of at least 1, got `{value}`")
+                })?;
+            Ok(BenchCommand::Inspect { children: vec![n] })
+        }
         ("prefix", []) => Ok(BenchCommand::Prefix { server: None }),
         ("prefix", [flag, value]) if flag == "--server" && !value.trim().is_empty() => {
             Ok(BenchCommand::Prefix {
@@ -114,6 +132,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         BenchCommand::Fanout { children, store } => {
             fanout(&binary, &metadata.version, &children, store.as_deref())
         }
+        BenchCommand::Inspect { children } => inspect(&binary, &children),
         BenchCommand::Journal { events } => journal(&binary, events),
         BenchCommand::Prefix { server } => prefix(&binary, server.as_deref()),
         BenchCommand::Mcp => mcp(&binary),
@@ -313,6 +332,56 @@ fn fanout_once(binary: &Path, n: u32, store: Option<&str>) -> Result<FanoutSampl
     Ok(sample)
 }
 
+/// `tt-bench inspect` once per N (a fresh process each): a table of its JSON lines, with the
+/// time per child so growth in N reads at a glance.
+fn inspect(binary: &Path, children: &[u32]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "n_children,conversation_cold_s,conversation_warm_s,graph_cold_s,graph_warm_s,conversation_cold_us_per_child,setup_s"
+    )?;
+    out.flush()?;
+    for &n in children {
+        let output = Command::new(binary)
+            .args(["inspect", "--children", &n.to_string()])
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .with_context(|| format!("could not start {}", binary.display()))?;
+        ensure!(
+            output.status.success(),
+            "tt-bench inspect --children {n} failed ({})",
+            output.status
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let line = stdout
+            .lines()
+            .rev()
+            .find(|line| !line.trim().is_empty())
+            .ok_or_else(|| anyhow!("tt-bench inspect printed nothing"))?;
+        let value: Value = serde_json::from_str(line)
+            .with_context(|| format!("tt-bench inspect printed `{line}`, not a JSON line"))?;
+        let float = |key: &str| {
+            value
+                .get(key)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| anyhow!("`{key}` is missing or not a number in `{line}`"))
+        };
+        let cold = float("conversationColdS")?;
+        writeln!(
+            out,
+            "{n},{cold:.4},{:.4},{:.4},{:.4},{:.1},{:.2}",
+            float("conversationWarmS")?,
+            float("graphColdS")?,
+            float("graphWarmS")?,
+            cold * 1e6 / f64::from(n),
+            float("setupS")?,
+        )?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
 fn journal(binary: &Path, events: u64) -> Result<()> {
     let status = Command::new(binary)
         .args(["journal", "--events", &events.to_string()])
@@ -507,6 +576,17 @@ mod tests {
     fn arguments_select_the_benchmark() {
         assert_eq!(parse_args(&args(&["mcp"])).unwrap(), BenchCommand::Mcp);
         assert!(parse_args(&args(&["mcp", "--n", "1"])).is_err());
+        assert_eq!(
+            parse_args(&args(&["inspect"])).unwrap(),
+            BenchCommand::Inspect {
+                children: vec![64, 256, 1024]
+            }
+        );
+        assert_eq!(
+            parse_args(&args(&["inspect", "--n", "8"])).unwrap(),
+            BenchCommand::Inspect { children: vec![8] }
+        );
+        assert!(parse_args(&args(&["inspect", "--n", "0"])).is_err());
         assert_eq!(
             parse_args(&args(&["fanout"])).unwrap(),
             BenchCommand::Fanout {

@@ -24,6 +24,7 @@ impl Inner {
             RunAccess::Owned(run) => Ok(run.with_journal(plan)),
             RunAccess::Reader { dir, view } => {
                 let mut view = view
+                    .journal
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let index = view.refresh(&self.journal_bytes_read, &dir)?;

@@ -59,10 +59,10 @@ use tt_domain::run::AgentRun;
 use tt_ports::{StorageError, StorageResult};
 
 use crate::durability::Flusher;
-use crate::journal_index::JournalView;
 use crate::layout::Layout;
 use crate::locks::KeyedLocks;
 use crate::owned::OwnedRun;
+use crate::reader::ReaderViews;
 
 pub use crate::mcp_servers::McpServerFiles;
 pub use crate::recovery::{InterruptedRun, OWNER_EXITED};
@@ -72,7 +72,7 @@ pub use crate::show::RECORD_REFERENCES;
 /// released; a later write takes it again). Each open run holds four file descriptors.
 const MAX_OPEN_RUNS: usize = 64;
 
-/// How many runs a process keeps a reader's journal index of.
+/// How many runs a process keeps a reader's journal and segment indexes of.
 const MAX_JOURNAL_VIEWS: usize = 256;
 
 /// File-system storage rooted at one data directory. Cheap to share: hold it as
@@ -97,7 +97,7 @@ pub(crate) enum RunAccess {
     /// Another process writes it, or nobody does: read from the files.
     Reader {
         dir: PathBuf,
-        view: Arc<Mutex<JournalView>>,
+        view: Arc<ReaderViews>,
     },
 }
 
@@ -114,8 +114,8 @@ pub(crate) struct Inner {
     run_dirs: Mutex<HashMap<RunId, RunLocation>>,
     /// The runs this process writes. Dropped before the flusher, so each flushes on close.
     owned: Mutex<HashMap<RunId, Arc<OwnedRun>>>,
-    /// Journal views of runs this process reads but does not write.
-    views: Mutex<HashMap<RunId, Arc<Mutex<JournalView>>>>,
+    /// Journal and segment indexes of runs this process reads but does not write.
+    views: Mutex<HashMap<RunId, Arc<ReaderViews>>>,
     pub(crate) locks: KeyedLocks,
     pub(crate) journal_bytes_read: AtomicU64,
     /// Parsed profile files, each with the stamp of the file it came from.

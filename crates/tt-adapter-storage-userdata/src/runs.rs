@@ -364,8 +364,9 @@ impl AgentRunRepository for UserDataStore {
                 read_json(&join_relative(&dir, &relative))
             }
             (RunAccess::Owned(run), Placement::Record(key)) => run.document(&key),
-            (RunAccess::Reader { dir, .. }, Placement::Record(key)) => reader::record(
+            (RunAccess::Reader { dir, view }, Placement::Record(key)) => reader::record(
                 &dir,
+                &view.segments,
                 &self.inner.journal_bytes_read,
                 RecordKind::Document,
                 &key,
@@ -399,8 +400,9 @@ impl AgentInvocationRepository for UserDataStore {
         check_segment("invocation id", invocation_id.as_str())?;
         let found = match self.inner.access(run_id)? {
             RunAccess::Owned(run) => run.invocation(invocation_id),
-            RunAccess::Reader { dir, .. } => reader::record(
+            RunAccess::Reader { dir, view } => reader::record(
                 &dir,
+                &view.segments,
                 &self.inner.journal_bytes_read,
                 RecordKind::Invocation,
                 invocation_id.as_str(),
@@ -412,9 +414,13 @@ impl AgentInvocationRepository for UserDataStore {
     async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>> {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.invocations()),
-            RunAccess::Reader { dir, .. } => {
-                let mut all: Vec<AgentInvocation> =
-                    reader::records(&dir, &self.inner.journal_bytes_read, RecordKind::Invocation)?;
+            RunAccess::Reader { dir, view } => {
+                let mut all: Vec<AgentInvocation> = reader::records(
+                    &dir,
+                    &view.segments,
+                    &self.inner.journal_bytes_read,
+                    RecordKind::Invocation,
+                )?;
                 all.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
                 Ok(all)
             }
@@ -430,8 +436,9 @@ impl AgentInvocationRepository for UserDataStore {
         check_segment("task id", task_id.as_str())?;
         let found = match self.inner.access(run_id)? {
             RunAccess::Owned(run) => run.task(task_id),
-            RunAccess::Reader { dir, .. } => reader::record(
+            RunAccess::Reader { dir, view } => reader::record(
                 &dir,
+                &view.segments,
                 &self.inner.journal_bytes_read,
                 RecordKind::Task,
                 task_id.as_str(),
@@ -452,9 +459,13 @@ impl AgentInvocationRepository for UserDataStore {
     async fn list_tasks(&self, run_id: &RunId) -> StorageResult<Vec<AgentTaskRecord>> {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.tasks()),
-            RunAccess::Reader { dir, .. } => {
-                let mut all: Vec<AgentTaskRecord> =
-                    reader::records(&dir, &self.inner.journal_bytes_read, RecordKind::Task)?;
+            RunAccess::Reader { dir, view } => {
+                let mut all: Vec<AgentTaskRecord> = reader::records(
+                    &dir,
+                    &view.segments,
+                    &self.inner.journal_bytes_read,
+                    RecordKind::Task,
+                )?;
                 all.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
                 Ok(all)
             }

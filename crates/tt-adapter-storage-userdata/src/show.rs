@@ -78,8 +78,9 @@ impl UserDataStore {
                 check_segment("checkpoint id", id)?;
                 let record = match self.inner.access(run_id)? {
                     RunAccess::Owned(run) => run.checkpoint(id)?,
-                    RunAccess::Reader { dir, .. } => reader::record(
+                    RunAccess::Reader { dir, view } => reader::record(
                         &dir,
+                        &view.segments,
                         &self.inner.journal_bytes_read,
                         RecordKind::Checkpoint,
                         id,
@@ -98,8 +99,8 @@ impl UserDataStore {
         check_segment("sha256", sha256)?;
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => run.blob(sha256),
-            RunAccess::Reader { dir, .. } => {
-                reader::blob(&dir, &self.inner.journal_bytes_read, sha256)
+            RunAccess::Reader { dir, view } => {
+                reader::blob(&dir, &view.segments, &self.inner.journal_bytes_read, sha256)
             }
         }
     }

@@ -44,7 +44,7 @@ pub use guidance::{
     GuidanceReceipt, MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,
 };
-pub use otel::otlp_traces;
+pub use otel::{AnswerExtras, OtelExtras, otlp_traces, otlp_traces_with};
 pub use prompt::{agent_system_prompt, default_system_prompt, default_system_prompt_in};
 pub use prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 pub use registry::build_tool_snapshot;

@@ -6,6 +6,12 @@
 //! (docs/observability.md): what `tt-agent export-otel` prints and what it posts to an OTLP/HTTP
 //! collector.
 //!
+//! What the journal does not hold comes in [`OtelExtras`], gathered from the stored records by
+//! `AgentRunService::otel_traces`: the model a connection uses when the profile names none,
+//! each answer's model and, when content capture is on, the messages of each model call
+//! (`run_service::otel_content`). Each agent's span carries the usage and cost of its own model calls
+//! and, as `tt.tree.*`, of those its sub-tree made while it worked (before its span ended).
+//!
 //! Ids are derived from the run and event ids, so exporting a run twice gives the same trace;
 //! times are the journal's (the `Clock` port's). A span whose end the journal lacks (an
 //! interrupted run) ends at the run's last event and carries `tt.unfinished = true`.
@@ -24,6 +30,96 @@ const KIND_CLIENT: u8 = 3;
 /// OTLP status codes.
 const STATUS_OK: u8 = 1;
 const STATUS_ERROR: u8 = 2;
+
+/// What an export adds to the journal's facts, from the stored records and the runtime.
+#[derive(Debug, Clone, Default)]
+pub struct OtelExtras {
+    /// The default model of each connection a binding names without a model id, by
+    /// `connectionRef` ("" for the runtime's default provider).
+    pub default_models: BTreeMap<String, String>,
+    /// What the stored answer of each `model_completed` (by seq) says.
+    pub answers: BTreeMap<u64, AnswerExtras>,
+    /// With content capture: each agent's system instructions (`gen_ai.system_instructions`),
+    /// by invocation.
+    pub system_instructions: BTreeMap<String, Value>,
+    /// With content capture: the messages each model call was given (`gen_ai.input.messages`),
+    /// by (invocation, round).
+    pub input_messages: BTreeMap<(String, u64), Value>,
+}
+
+/// What a stored answer adds to its `chat` span.
+#[derive(Debug, Clone, Default)]
+pub struct AnswerExtras {
+    /// `gen_ai.response.model`.
+    pub model: Option<String>,
+    /// `gen_ai.response.id`.
+    pub response_id: Option<String>,
+    /// With content capture: `gen_ai.output.messages`.
+    pub output_messages: Option<Value>,
+}
+
+/// The usage and cost of model calls, summed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    cost: Option<f64>,
+}
+
+impl Usage {
+    fn add(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        if let Some(cost) = other.cost {
+            *self.cost.get_or_insert(0.0) += cost;
+        }
+    }
+
+    fn of(event: &AgentRunEvent) -> Usage {
+        let usage = event.payload.get("usage").filter(|u| u.is_object());
+        let tokens = |field: &str| {
+            usage
+                .and_then(|u| u.get(field))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        Usage {
+            input: tokens("inputTokens"),
+            output: tokens("outputTokens"),
+            cache_read: tokens("cachedInputTokens"),
+            cache_write: tokens("cacheWriteTokens"),
+            cost: event.payload.get("costUsd").and_then(Value::as_f64),
+        }
+    }
+
+    /// The span attributes: `gen_ai.usage.*` and `tt.cost_usd` under `prefix`.
+    fn attributes(&self, tokens: &str, cost: &str) -> Vec<(String, Value)> {
+        let mut attributes = vec![
+            (format!("{tokens}.input_tokens"), json!(self.input)),
+            (format!("{tokens}.output_tokens"), json!(self.output)),
+        ];
+        if self.cache_read > 0 {
+            attributes.push((
+                format!("{tokens}.cache_read.input_tokens"),
+                json!(self.cache_read),
+            ));
+        }
+        if self.cache_write > 0 {
+            attributes.push((
+                format!("{tokens}.cache_creation.input_tokens"),
+                json!(self.cache_write),
+            ));
+        }
+        if let Some(usd) = self.cost {
+            attributes.push((cost.to_owned(), json!(tt_domain::cost::round_usd(usd))));
+        }
+        attributes
+    }
+}
 
 /// One span being built.
 #[derive(Debug, Clone)]
@@ -123,6 +219,11 @@ fn text<'a>(event: &'a AgentRunEvent, field: &str) -> Option<&'a str> {
 
 /// The OTLP/JSON export of `run` from its `events` (the whole journal, in seq order).
 pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
+    otlp_traces_with(run, events, &OtelExtras::default())
+}
+
+/// [`otlp_traces`] with what the stored records add.
+pub fn otlp_traces_with(run: &AgentRun, events: &[AgentRunEvent], extras: &OtelExtras) -> Value {
     let run_id = run.id.as_str();
     let trace_id = id(run_id, 32);
     let agent_span = |invocation: &str| id(&format!("{run_id}/agent/{invocation}"), 16);
@@ -131,6 +232,10 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
     // Model and provider of each agent, from its binding.
     let mut models: BTreeMap<String, (String, Option<String>)> = BTreeMap::new();
     let mut calls: Vec<Span> = Vec::new();
+    // Usage of each agent's own model calls, and who delegated to whom (for the sub-tree sums).
+    let mut usage: BTreeMap<String, Usage> = BTreeMap::new();
+    let mut parents: BTreeMap<String, String> = BTreeMap::new();
+    let mut tree: BTreeMap<String, Usage> = BTreeMap::new();
     // Open spans by key: model attempts by (invocation, round, attempt), tools by call.
     let mut open_chats: BTreeMap<(String, u64), usize> = BTreeMap::new();
     let mut open_tools: BTreeMap<(String, String), usize> = BTreeMap::new();
@@ -144,6 +249,9 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                 let profile = text(event, "profileId").unwrap_or("agent").to_owned();
                 let parent = text(event, "parentInvocationId").map(agent_span);
                 let kind = text(event, "kind").unwrap_or("root").to_owned();
+                if let Some(parent) = text(event, "parentInvocationId") {
+                    parents.insert(invocation.clone(), parent.to_owned());
+                }
                 agents.entry(invocation.clone()).or_insert_with(|| {
                     order.push(invocation.clone());
                     Span {
@@ -191,7 +299,11 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
             }
             T::AgentModelBindingResolved => {
                 let provider = text(event, "provider").unwrap_or("unknown").to_owned();
-                let model = text(event, "modelId").map(str::to_owned);
+                // No model id: the connection's (or the default provider's) default model.
+                let model = text(event, "modelId").map(str::to_owned).or_else(|| {
+                    let connection = text(event, "connectionRef").unwrap_or_default();
+                    extras.default_models.get(connection).cloned()
+                });
                 models.insert(invocation, (provider, model));
             }
             T::ModelCallAttemptStarted => {
@@ -215,6 +327,12 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                 ];
                 if let Some(model) = &model {
                     attributes.push(("gen_ai.request.model".into(), json!(model)));
+                }
+                if let Some(instructions) = extras.system_instructions.get(&invocation) {
+                    attributes.push(("gen_ai.system_instructions".into(), instructions.clone()));
+                }
+                if let Some(messages) = extras.input_messages.get(&(invocation.clone(), round)) {
+                    attributes.push(("gen_ai.input.messages".into(), messages.clone()));
                 }
                 open_chats.insert((invocation.clone(), round), calls.len());
                 calls.push(Span {
@@ -258,6 +376,35 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
                         if let Some(tokens) = usage.get(field).and_then(Value::as_u64) {
                             span.attributes.push((key.into(), json!(tokens)));
                         }
+                    }
+                }
+                let call = Usage::of(event);
+                usage.entry(invocation.clone()).or_default().add(&call);
+                // The sub-tree sums of the agents still working: the agent and those above it
+                // (a span already ended keeps what it had, so a later export says the same).
+                let mut at = Some(invocation.clone());
+                for _ in 0..=agents.len() {
+                    let Some(current) = at else { break };
+                    if agents
+                        .get(&current)
+                        .is_some_and(|agent| agent.end.is_none())
+                    {
+                        tree.entry(current.clone()).or_default().add(&call);
+                    }
+                    at = parents.get(&current).cloned();
+                }
+                if let Some(answer) = extras.answers.get(&event.seq) {
+                    if let Some(model) = &answer.model {
+                        span.attributes
+                            .push(("gen_ai.response.model".into(), json!(model)));
+                    }
+                    if let Some(id) = &answer.response_id {
+                        span.attributes
+                            .push(("gen_ai.response.id".into(), json!(id)));
+                    }
+                    if let Some(messages) = &answer.output_messages {
+                        span.attributes
+                            .push(("gen_ai.output.messages".into(), messages.clone()));
                     }
                 }
                 if let Some(cost) = event.payload.get("costUsd").and_then(Value::as_f64) {
@@ -306,6 +453,16 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
             }
             _ => {}
         }
+    }
+    for (invocation, agent) in &mut agents {
+        let own = usage.get(invocation).copied().unwrap_or_default();
+        agent
+            .attributes
+            .extend(own.attributes("gen_ai.usage", "tt.cost_usd"));
+        let total = tree.get(invocation).copied().unwrap_or_default();
+        agent
+            .attributes
+            .extend(total.attributes("tt.tree.usage", "tt.tree.cost_usd"));
     }
     let spans: Vec<Value> = order
         .iter()

@@ -75,11 +75,14 @@ pub async fn timeline_projection(
     }
     // In registration order (`creationSeq`; `createdAt` for records written before it).
     let mut foreground: Vec<(u64, Timestamp, InvocationId)> = Vec::new();
+    // The agents control was transferred to, once (not a scan of the tasks per agent).
+    let transfer_targets: HashSet<&InvocationId> = tasks
+        .iter()
+        .filter(|task| task.continuation == TaskContinuation::TransferControl)
+        .map(|task| &task.child_invocation_id)
+        .collect();
     for inv in &invocations {
-        let transfer_target = tasks.iter().any(|task| {
-            task.continuation == TaskContinuation::TransferControl
-                && task.child_invocation_id == inv.id
-        });
+        let transfer_target = transfer_targets.contains(&inv.id);
         if inv.id.is_root() || inv.kind == InvocationKind::Handoff || transfer_target {
             foreground.push((inv.creation_seq, inv.created_at, inv.id.clone()));
         }

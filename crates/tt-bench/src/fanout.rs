@@ -45,6 +45,8 @@ pub struct FanoutReport {
     pub run_files: u64,
     /// `fsync`/`fdatasync` calls the store made over the timed region.
     pub fsyncs: u64,
+    /// The run's id (not printed), for benchmarks that read the run afterwards.
+    pub run_id: String,
 }
 
 impl FanoutReport {
@@ -170,6 +172,7 @@ pub async fn run(
             peak_rss_mib,
             run_files: 0,
             fsyncs: 0,
+            run_id: finished.id.to_string(),
         });
     }
     let run_dir = data_dir
@@ -190,6 +193,7 @@ pub async fn run(
         peak_rss_mib,
         run_files,
         fsyncs,
+        run_id: finished.id.to_string(),
     })
 }
 

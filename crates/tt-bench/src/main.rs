@@ -1,9 +1,11 @@
 //! `tt-bench`: benchmarks of tt-agent-runtime, run through `cargo xtask bench` (release build).
-//! `fanout` times one delegation run and prints one JSON line; `journal` prints a table of append
+//! `fanout` times one delegation run and prints one JSON line; `inspect` times reading a big
+//! fan-out's root conversation and agent graph; `journal` prints a table of append
 //! and page-read costs as a run's journal grows; `prefix` prints how much of each request a
 //! prompt cache can reuse and each profile's first request size. See `docs/benchmarks.md`.
 
 mod fanout;
+mod inspect;
 mod journal;
 mod mcp;
 mod model;
@@ -43,6 +45,17 @@ enum Command {
         /// may hold other runs. `runFiles` and `fsyncs` are then 0 (the server's, not ours).
         #[arg(long)]
         store: Option<String>,
+    },
+    /// What the inspector reads of a fan-out of N children: the `fanout` run, then the root's
+    /// conversation and the agent graph read from its files by a second runtime, cold and warm.
+    /// Prints {"nChildren","setupS","conversationColdS","conversationWarmS","graphColdS","graphWarmS","conversationEntries"}.
+    Inspect {
+        /// Number of delegated children (N).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        children: u32,
+        /// Warm reads of each after the cold one (their median is reported; 0: none).
+        #[arg(long, default_value_t = inspect::WARM_READS)]
+        warm: u32,
     },
     /// The cacheable prefix of each request and the first request of each profile, over the
     /// writers' room, a fan-out and a reader on a small window; one JSON line per workload.
@@ -111,6 +124,10 @@ fn run(command: Command) -> anyhow::Result<()> {
                     &signals,
                 )
                 .await?;
+                println!("{}", report.to_json());
+            }
+            Command::Inspect { children, warm } => {
+                let report = inspect::run(children, warm, &signals).await?;
                 println!("{}", report.to_json());
             }
             Command::Mcp {

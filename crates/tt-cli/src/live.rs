@@ -31,7 +31,6 @@ pub async fn follow(
     let mut printer = EventPrinter::default();
     let requested = signals.requested();
     let mut cancel_requested = false;
-    let mut otel = crate::otel_export::LiveExport::from_env();
     loop {
         let event = tokio::select! {
             event = stream.next() => event?,
@@ -57,9 +56,6 @@ pub async fn follow(
         if let Some(line) = printer.line(&event) {
             println!("{line}");
         }
-        if let Some(otel) = &mut otel {
-            otel.on_event(runtime, run.id.as_str(), &event).await;
-        }
         if let Some(Ok(payload)) = event.typed_payload() {
             match payload {
                 RunEventPayload::ToolApprovalRequested(asked) => {
@@ -76,9 +72,7 @@ pub async fn follow(
         }
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;
-    if let Some(otel) = otel {
-        otel.finish(runtime, run.id.as_str()).await;
-    }
+    crate::otel_export::finish(runtime, run.id.as_str()).await;
     if let Some(failure) = runtime.unrecorded_failure(run.id.as_str()).await? {
         // The disk kept the reason out of the journal; say it here.
         println!(

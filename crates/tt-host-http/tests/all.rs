@@ -8,4 +8,5 @@ mod api;
 mod browser;
 mod browser_views;
 mod commands;
+mod otel;
 mod support;

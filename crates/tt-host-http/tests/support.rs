@@ -78,6 +78,17 @@ pub async fn server_with_features(
         .prompt_broker(PromptBrokerChoice::Templates)
         .build()
         .unwrap();
+    server_over(dir, runtime, host_commits, max_body, features).await
+}
+
+/// A server over a runtime the test built on `dir`.
+pub async fn server_over(
+    dir: tempfile::TempDir,
+    runtime: AgentRuntime,
+    host_commits: bool,
+    max_body: Option<usize>,
+    features: tt_host_http::Features,
+) -> TestServer {
     let runtime = Arc::new(runtime);
     let mut options = ServerOptions {
         info: ServerInfo {

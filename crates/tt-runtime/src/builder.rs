@@ -83,6 +83,8 @@ pub struct AgentRuntimeBuilder {
     store: StoreChoice,
     host_tools: Vec<crate::tools::host_tools::HostTool>,
     mcp_client: Option<Arc<dyn tt_ports::McpClient>>,
+    /// `None`: from the environment; `Some(None)`: no export.
+    otel: Option<Option<crate::otel_live::OtelExportSettings>>,
 }
 
 impl std::fmt::Debug for AgentRuntimeBuilder {
@@ -140,6 +142,14 @@ impl AgentRuntimeBuilder {
     /// window or price for the default provider and never trims a request.
     pub fn provider_model_info(mut self, info: tt_ports::ConnectionModelInfo) -> Self {
         self.provider_model_info = info;
+        self
+    }
+
+    /// Where the runtime exports its runs' spans as they end (docs/observability.md); `None`
+    /// exports nothing. Unset, the OpenTelemetry SDKs' variables decide
+    /// (`OtelExportSettings::from_env`).
+    pub fn otel_export(mut self, settings: Option<crate::otel_live::OtelExportSettings>) -> Self {
+        self.otel = Some(settings);
         self
     }
 
@@ -318,6 +328,10 @@ impl AgentRuntimeBuilder {
             clock,
             ids,
         };
+        let otel = self
+            .otel
+            .unwrap_or_else(crate::otel_live::OtelExportSettings::from_env)
+            .map(|settings| Arc::new(crate::otel_live::OtelLive::new(settings)));
         Ok(AgentRuntime::new(
             AgentRunService::new(services),
             host_bridge,
@@ -325,7 +339,7 @@ impl AgentRuntimeBuilder {
             transcripts,
             (file_store, skills, tools),
             connections,
-            data_dir,
+            (data_dir, otel),
         ))
     }
 }

@@ -57,6 +57,8 @@ pub struct AgentRuntime {
     transcripts: Arc<TranscriptCommitBridge>,
     connections: NamedConnections,
     data_dir: PathBuf,
+    /// The live OpenTelemetry export, when configured (docs/observability.md).
+    pub(crate) otel: Option<Arc<crate::otel_live::OtelLive>>,
 }
 
 impl std::fmt::Debug for AgentRuntime {
@@ -269,7 +271,7 @@ impl AgentRuntime {
             crate::tools::ToolRouter,
         ),
         connections: NamedConnections,
-        data_dir: PathBuf,
+        (data_dir, otel): (PathBuf, Option<Arc<crate::otel_live::OtelLive>>),
     ) -> Self {
         Self {
             service,
@@ -284,6 +286,7 @@ impl AgentRuntime {
             transcripts,
             connections,
             data_dir,
+            otel,
         }
     }
 
@@ -296,6 +299,9 @@ impl AgentRuntime {
     pub(crate) fn ensure_open(&self) -> HostResult<()> {
         if self.shut_down.load(Ordering::SeqCst) {
             return Err(shut_down_error());
+        }
+        if let Some(otel) = &self.otel {
+            otel.ensure_started(&self.service, &self.streams_end);
         }
         Ok(())
     }

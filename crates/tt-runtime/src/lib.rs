@@ -21,6 +21,7 @@ mod host;
 mod host_approvals;
 mod host_records;
 mod named_connections;
+mod otel_live;
 mod prompt_brokers;
 mod run_handle;
 mod run_updates;
@@ -39,6 +40,7 @@ pub use dto::*;
 pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
 /// Tools from outside: the host's own (docs/tools.md, "Host tools") and MCP servers'.
 pub use host::{RegisterHostToolRequest, ToolSummary};
+pub use otel_live::{OtelExportSettings, post_json as post_otlp_json};
 pub use run_handle::{
     PendingHostRequests, PublishedCommit, RunEvents, RunFailure, RunHandle, RunResult,
     TypedRunEvent,

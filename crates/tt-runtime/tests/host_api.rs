@@ -797,3 +797,6 @@ mod profiles;
 
 #[path = "host_api/postgres.rs"]
 mod postgres;
+
+#[path = "host_api/otel_live.rs"]
+mod otel_live;

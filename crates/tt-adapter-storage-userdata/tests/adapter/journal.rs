@@ -209,3 +209,38 @@ async fn idle_runs_are_closed_and_reopened_transparently() {
         assert_eq!(next.seq, 2, "run {}", run.id);
     }
 }
+
+#[tokio::test]
+async fn record_lookups_of_a_run_read_from_its_files_read_each_line_about_once() {
+    use tt_ports::{AgentRunRepository, RunDocument};
+    let mut fx = Fixture::new();
+    let (run, dir) = fx.run(1).await;
+    let document = |n: u32| RunDocument::ToolResult {
+        call_file_key: format!("call_{n:04}"),
+    };
+    for n in 0..200 {
+        let value = serde_json::json!({"n": n, "text": "x".repeat(200)});
+        fx.store
+            .write_document(&run.id, &document(n), &value)
+            .await
+            .unwrap();
+    }
+    // Another process (a new store) reads the run from its files.
+    let store = fx.reopen();
+    let file_len = std::fs::metadata(dir.join("records.jsonl")).unwrap().len();
+    let start = store.journal_bytes_read();
+    for n in (0..200).rev() {
+        let value = store.read_document(&run.id, &document(n)).await.unwrap();
+        assert_eq!(value.unwrap()["n"], n);
+    }
+    assert_eq!(
+        store.read_document(&run.id, &document(999)).await.unwrap(),
+        None
+    );
+    // The records file is indexed once; each lookup then reads its own line (not the file).
+    let read = store.journal_bytes_read() - start;
+    assert!(
+        read < 3 * file_len,
+        "201 lookups read {read} bytes of a {file_len}-byte records file"
+    );
+}

@@ -30,6 +30,8 @@ mod check;
 mod conversation;
 mod executor;
 mod fork_run;
+mod otel_content;
+mod otel_export;
 mod profiles;
 mod records;
 mod reopen_run;

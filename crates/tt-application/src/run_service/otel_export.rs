@@ -1,0 +1,129 @@
+//! A run as OpenTelemetry traces (`AgentRunService::otel_traces`): the journal read whole, and
+//! what the stored records and the runtime add to it ([`OtelExtras`]): the default model of a
+//! connection a binding names no model of, each answer's model and id, and with content capture
+//! each model call's messages. Linear in the run: one record read per model answer, one
+//! conversation per agent when content is captured.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use tt_domain::event::{AgentRunEvent, RunEventType};
+use tt_domain::ids::{InvocationId, RunId};
+use tt_domain::model::AgentModelResponse;
+use tt_ports::{EventPage, RunDocument, journal::MAX_EVENT_PAGE_LIMIT};
+
+use super::otel_content::{agent_content, output_messages};
+use crate::error::ApplicationResult;
+use crate::otel::{AnswerExtras, OtelExtras, otlp_traces_with};
+
+use super::AgentRunService;
+
+impl AgentRunService {
+    /// The run as an OTLP/JSON `ExportTraceServiceRequest` (docs/observability.md); with
+    /// `capture_content`, each `chat` span also carries its messages.
+    pub async fn otel_traces(
+        &self,
+        run_id: &RunId,
+        capture_content: bool,
+    ) -> ApplicationResult<Value> {
+        let run = self.get_run(run_id).await?;
+        let events = self.all_events(run_id).await?;
+        let mut extras = OtelExtras::default();
+        let mut agents: BTreeSet<String> = BTreeSet::new();
+        for event in &events {
+            let field = |name: &str| event.payload.get(name).and_then(Value::as_str);
+            match event.event_type {
+                RunEventType::AgentModelBindingResolved if field("modelId").is_none() => {
+                    let connection = field("connectionRef").unwrap_or_default().to_owned();
+                    if extras.default_models.contains_key(&connection) {
+                        continue;
+                    }
+                    if let Some(model) = self.default_model(&connection).await {
+                        extras.default_models.insert(connection, model);
+                    }
+                }
+                RunEventType::ModelCompleted => {
+                    if let Some(invocation) = field("invocationId") {
+                        agents.insert(invocation.to_owned());
+                    }
+                    let Some(document) =
+                        field("modelResponsePath").and_then(RunDocument::from_relative_path)
+                    else {
+                        continue;
+                    };
+                    let response: Option<AgentModelResponse> = self
+                        .services
+                        .runs
+                        .read_document(run_id, &document)
+                        .await?
+                        .and_then(|mut stored| stored.get_mut("response").map(Value::take))
+                        .and_then(|response| serde_json::from_value(response).ok());
+                    if let Some(response) = response {
+                        extras.answers.insert(
+                            event.seq,
+                            AnswerExtras {
+                                output_messages: capture_content
+                                    .then(|| output_messages(&response)),
+                                model: response.model,
+                                response_id: response.response_id,
+                            },
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        if capture_content {
+            for invocation in agents {
+                let conversation = self
+                    .agent_conversation(run_id, &InvocationId::from_raw(invocation.as_str()))
+                    .await?;
+                let content = agent_content(&conversation);
+                if let Some(instructions) = content.system_instructions {
+                    extras
+                        .system_instructions
+                        .insert(invocation.clone(), instructions);
+                }
+                for (round, messages) in content.inputs {
+                    extras
+                        .input_messages
+                        .insert((invocation.clone(), round), messages);
+                }
+            }
+        }
+        Ok(otlp_traces_with(&run, &events, &extras))
+    }
+
+    /// The default model of a named connection ("": the runtime's default provider).
+    async fn default_model(&self, connection: &str) -> Option<String> {
+        if connection.is_empty() {
+            return self.services.model_info.default_model.clone();
+        }
+        match self.services.connections.resolve(connection).await {
+            Ok(Some(resolved)) => resolved.model_info.default_model,
+            _ => None,
+        }
+    }
+
+    /// The whole journal of a run, in seq order.
+    async fn all_events(&self, run_id: &RunId) -> ApplicationResult<Vec<AgentRunEvent>> {
+        let mut events: Vec<AgentRunEvent> = Vec::new();
+        loop {
+            let page = self
+                .services
+                .journal
+                .read(
+                    run_id,
+                    &EventPage {
+                        after_seq: events.last().map(|event| event.seq),
+                        limit: Some(MAX_EVENT_PAGE_LIMIT),
+                        ..EventPage::default()
+                    },
+                )
+                .await?;
+            if page.is_empty() {
+                return Ok(events);
+            }
+            events.extend(page);
+        }
+    }
+}

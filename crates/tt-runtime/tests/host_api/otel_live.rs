@@ -1,0 +1,207 @@
+//! The live OpenTelemetry export of a run a host starts with `start_run`: an OTLP/HTTP receiver
+//! on 127.0.0.1 gets the spans of a finished model call and tool call while the agent still
+//! waits on its next model call (so before the run ends), with the GenAI conventions'
+//! attributes; the rest (the agent, with its usage rolled up) when the run ends, each span once.
+
+use super::*;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tt_runtime::OtelExportSettings;
+
+/// Accepts OTLP/HTTP posts on 127.0.0.1, answers 200 and hands over each body's spans.
+async fn receiver() -> (String, mpsc::UnboundedReceiver<Vec<Value>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+    let (sender, received) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut data = Vec::new();
+            let mut buf = [0u8; 65536];
+            let body = loop {
+                let read = stream.read(&mut buf).await.unwrap();
+                assert!(read > 0, "the post ended early");
+                data.extend_from_slice(&buf[..read]);
+                let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    continue;
+                };
+                let head = String::from_utf8_lossy(&data[..at]).to_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .map(|value| value.trim().parse().unwrap())
+                    .unwrap();
+                if data.len() >= at + 4 + length {
+                    break data[at + 4..at + 4 + length].to_vec();
+                }
+            };
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+                .await
+                .unwrap();
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            let spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .cloned()
+                .unwrap();
+            if sender.send(spans).is_err() {
+                return;
+            }
+        }
+    });
+    (url, received)
+}
+
+/// The value of attribute `key` of an OTLP span, as its JSON `AnyValue`.
+pub(crate) fn attribute(span: &Value, key: &str) -> Option<Value> {
+    span["attributes"]
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| a["value"].clone())
+}
+
+/// Waits (a hang guard, not a timing) until spans named `names` have all arrived in `seen`.
+pub(crate) async fn spans_named(
+    received: &mut mpsc::UnboundedReceiver<Vec<Value>>,
+    seen: &mut Vec<Value>,
+    names: &[&str],
+) {
+    let has_all = |seen: &Vec<Value>| {
+        names
+            .iter()
+            .all(|name| seen.iter().any(|s| s["name"] == *name))
+    };
+    while !has_all(seen) {
+        let batch = tokio::time::timeout(Duration::from_secs(60), received.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no span {names:?} in {seen:#?}"))
+            .unwrap();
+        seen.extend(batch);
+    }
+}
+
+/// Round 1 writes a file; round 2 waits a day (the run is held open until it is cancelled).
+fn held_writer() -> Arc<dyn ModelProvider> {
+    Arc::new(FnProvider::new(|request| {
+        Ok(match request.round {
+            1 => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Night fell.\n"}),
+            ),
+            _ => ModelReply::text("later").after(Duration::from_secs(86_400)),
+        })
+    }))
+}
+
+/// A runtime exporting to `endpoint` every 200 ms, on a default provider whose connection uses
+/// `gpt-4o-mini` (a profile that names no model).
+pub(crate) fn exporting_runtime(
+    dir: &Path,
+    provider: Arc<dyn ModelProvider>,
+    endpoint: &str,
+) -> AgentRuntime {
+    let mut settings = OtelExportSettings::new(endpoint);
+    settings.schedule_delay = Duration::from_millis(200);
+    settings.capture_content = true;
+    AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .provider(provider)
+        .provider_model_info(tt_ports::ConnectionModelInfo {
+            default_model: Some("gpt-4o-mini".to_owned()),
+            ..Default::default()
+        })
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .otel_export(Some(settings))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_host_run_sends_each_span_as_it_ends_with_genai_attributes() {
+    let (endpoint, mut received) = receiver().await;
+    let dir = TempDir::new().unwrap();
+    let runtime = exporting_runtime(dir.path(), held_writer(), &endpoint);
+    let run = runtime.start_run(request()).await.unwrap();
+    let mut seen = Vec::new();
+    spans_named(
+        &mut received,
+        &mut seen,
+        &["chat gpt-4o-mini", "execute_tool workspace.write_file"],
+    )
+    .await;
+    // Round 2 still waits on the model: the spans came while the run was live.
+    let live = runtime.get_run(run.id.as_str()).await.unwrap();
+    assert!(!live.status.is_terminal(), "{live:?}");
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s["name"].as_str().unwrap().starts_with("invoke_agent")),
+        "an open agent span was sent: {seen:#?}"
+    );
+    let chat = seen
+        .iter()
+        .find(|s| s["name"] == "chat gpt-4o-mini")
+        .unwrap()
+        .clone();
+    for (key, value) in [
+        ("gen_ai.operation.name", json!({"stringValue": "chat"})),
+        (
+            "gen_ai.request.model",
+            json!({"stringValue": "gpt-4o-mini"}),
+        ),
+        ("gen_ai.response.model", json!({"stringValue": "scripted"})),
+        ("gen_ai.provider.name", json!({"stringValue": "scripted"})),
+    ] {
+        assert_eq!(attribute(&chat, key), Some(value), "{key} of {chat:#}");
+    }
+    for key in [
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.system_instructions",
+    ] {
+        assert!(attribute(&chat, key).is_some(), "{key} missing: {chat:#}");
+    }
+    let output: Value = serde_json::from_str(
+        attribute(&chat, "gen_ai.output.messages").unwrap()["stringValue"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(output[0]["role"], "assistant");
+    assert_eq!(output[0]["parts"][0]["type"], "tool_call");
+    assert_eq!(output[0]["parts"][0]["name"], "workspace_write_file");
+    assert_eq!(output[0]["finish_reason"], "tool_call");
+    let input: Value = serde_json::from_str(
+        attribute(&chat, "gen_ai.input.messages").unwrap()["stringValue"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(input[0]["role"], "user");
+    assert_eq!(input[0]["parts"][0]["type"], "text");
+
+    runtime.cancel_run(run.id.as_str()).await.unwrap();
+    runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    let agent_name = "invoke_agent default-writer";
+    spans_named(&mut received, &mut seen, &[agent_name]).await;
+    let agent = seen.iter().find(|s| s["name"] == agent_name).unwrap();
+    // The agent's own calls summed on its span: round 1 answered, round 2 cancelled.
+    assert_eq!(
+        attribute(agent, "gen_ai.usage.output_tokens"),
+        attribute(&chat, "gen_ai.usage.output_tokens")
+    );
+    assert!(attribute(agent, "tt.tree.usage.input_tokens").is_some());
+    assert_eq!(
+        attribute(agent, "gen_ai.operation.name"),
+        Some(json!({"stringValue": "invoke_agent"}))
+    );
+    let mut ids: Vec<&str> = seen.iter().map(|s| s["spanId"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    let count = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "a span was sent twice");
+    runtime.shutdown().await.unwrap();
+}
