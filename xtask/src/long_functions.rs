@@ -54,7 +54,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "RunEventStream::next",
         103,
     ),
-    ("crates/tt-application/src/otel.rs", "otlp_traces", 205),
     (
         "crates/tt-application/src/prompt.rs",
         "default_system_prompt_in",
@@ -96,8 +95,7 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "try_spec",
         185,
     ),
-    ("crates/tt-bench/src/fanout.rs", "run", 116),
-    ("crates/tt-cli/src/live.rs", "follow", 122),
+    ("crates/tt-cli/src/live.rs", "follow", 116),
     ("crates/tt-cli/src/main.rs", "run", 123),
     (
         "crates/tt-domain/src/profile/validation.rs",
@@ -112,7 +110,7 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-runtime/src/builder.rs",
         "AgentRuntimeBuilder::build",
-        129,
+        112,
     ),
     (
         "crates/tt-testkit/src/contract/invocations.rs",

@@ -224,66 +224,69 @@ pub fn otlp_traces(run: &AgentRun, events: &[AgentRunEvent]) -> Value {
 
 /// [`otlp_traces`] with what the stored records add.
 pub fn otlp_traces_with(run: &AgentRun, events: &[AgentRunEvent], extras: &OtelExtras) -> Value {
-    let run_id = run.id.as_str();
-    let trace_id = id(run_id, 32);
-    let agent_span = |invocation: &str| id(&format!("{run_id}/agent/{invocation}"), 16);
-    let mut agents: BTreeMap<String, Span> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
-    // Model and provider of each agent, from its binding.
-    let mut models: BTreeMap<String, (String, Option<String>)> = BTreeMap::new();
-    let mut calls: Vec<Span> = Vec::new();
-    // Usage of each agent's own model calls, and who delegated to whom (for the sub-tree sums).
-    let mut usage: BTreeMap<String, Usage> = BTreeMap::new();
-    let mut parents: BTreeMap<String, String> = BTreeMap::new();
-    let mut tree: BTreeMap<String, Usage> = BTreeMap::new();
-    // Open spans by key: model attempts by (invocation, round, attempt), tools by call.
-    let mut open_chats: BTreeMap<(String, u64), usize> = BTreeMap::new();
-    let mut open_tools: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut trace = TraceBuilder::new(run.id.as_str(), extras);
+    for event in events {
+        trace.read(event);
+    }
     let last = events
         .last()
         .map_or(run.updated_at, |event| event.timestamp);
-    for event in events {
+    trace.finish(run, last)
+}
+
+/// The spans of one run, built event by event.
+struct TraceBuilder<'a> {
+    run_id: &'a str,
+    extras: &'a OtelExtras,
+    /// Each agent's span, and the agents in the order they appeared.
+    agents: BTreeMap<String, Span>,
+    order: Vec<String>,
+    /// Model and provider of each agent, from its binding.
+    models: BTreeMap<String, (String, Option<String>)>,
+    /// Model and tool calls, in the order they started.
+    calls: Vec<Span>,
+    /// Usage of each agent's own model calls, and who delegated to whom (for the sub-tree sums).
+    usage: BTreeMap<String, Usage>,
+    parents: BTreeMap<String, String>,
+    tree: BTreeMap<String, Usage>,
+    /// Open spans by key: model attempts by (invocation, round), tools by call.
+    open_chats: BTreeMap<(String, u64), usize>,
+    open_tools: BTreeMap<(String, String), usize>,
+}
+
+impl<'a> TraceBuilder<'a> {
+    fn new(run_id: &'a str, extras: &'a OtelExtras) -> Self {
+        Self {
+            run_id,
+            extras,
+            agents: BTreeMap::new(),
+            order: Vec::new(),
+            models: BTreeMap::new(),
+            calls: Vec::new(),
+            usage: BTreeMap::new(),
+            parents: BTreeMap::new(),
+            tree: BTreeMap::new(),
+            open_chats: BTreeMap::new(),
+            open_tools: BTreeMap::new(),
+        }
+    }
+
+    fn agent_span(&self, invocation: &str) -> String {
+        id(&format!("{}/agent/{invocation}", self.run_id), 16)
+    }
+
+    fn read(&mut self, event: &AgentRunEvent) {
         let invocation = text(event, "invocationId").unwrap_or("inv_root").to_owned();
         match &event.event_type {
             T::AgentInvocationCreated | T::AgentInvocationStarted => {
-                let profile = text(event, "profileId").unwrap_or("agent").to_owned();
-                let parent = text(event, "parentInvocationId").map(agent_span);
-                let kind = text(event, "kind").unwrap_or("root").to_owned();
-                if let Some(parent) = text(event, "parentInvocationId") {
-                    parents.insert(invocation.clone(), parent.to_owned());
-                }
-                agents.entry(invocation.clone()).or_insert_with(|| {
-                    order.push(invocation.clone());
-                    Span {
-                        span_id: agent_span(&invocation),
-                        parent,
-                        name: format!("invoke_agent {profile}"),
-                        kind: KIND_INTERNAL,
-                        start: event.timestamp,
-                        end: None,
-                        attributes: vec![
-                            ("gen_ai.operation.name".into(), json!("invoke_agent")),
-                            ("gen_ai.agent.name".into(), json!(profile)),
-                            ("gen_ai.agent.id".into(), json!(invocation)),
-                            ("gen_ai.conversation.id".into(), json!(run_id)),
-                            ("tt.invocation.kind".into(), json!(kind)),
-                        ],
-                        error: None,
-                    }
-                });
-                if event.event_type == T::AgentInvocationStarted
-                    && let Some(agent) = agents.get_mut(&invocation)
-                {
-                    // Started again after an interruption: open until its next end.
-                    agent.end = None;
-                }
+                self.agent_started(event, invocation);
             }
             ended @ (T::AgentInvocationCompleted
             | T::AgentInvocationFailed
             | T::AgentInvocationCancelled
             | T::AgentInvocationTransferred
             | T::AgentInvocationInterrupted) => {
-                if let Some(agent) = agents.get_mut(&invocation) {
+                if let Some(agent) = self.agents.get_mut(&invocation) {
                     agent.end = Some(event.timestamp);
                     let status = ended.as_str().trim_start_matches("agent_invocation_");
                     agent.attributes.push(("tt.status".into(), json!(status)));
@@ -302,187 +305,257 @@ pub fn otlp_traces_with(run: &AgentRun, events: &[AgentRunEvent], extras: &OtelE
                 // No model id: the connection's (or the default provider's) default model.
                 let model = text(event, "modelId").map(str::to_owned).or_else(|| {
                     let connection = text(event, "connectionRef").unwrap_or_default();
-                    extras.default_models.get(connection).cloned()
+                    self.extras.default_models.get(connection).cloned()
                 });
-                models.insert(invocation, (provider, model));
+                self.models.insert(invocation, (provider, model));
             }
-            T::ModelCallAttemptStarted => {
-                let (provider, model) = models
-                    .get(&invocation)
-                    .cloned()
-                    .unwrap_or_else(|| ("unknown".to_owned(), None));
-                let round = event
-                    .payload
-                    .get("round")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                let mut attributes = vec![
-                    ("gen_ai.operation.name".into(), json!("chat")),
-                    ("gen_ai.provider.name".into(), json!(provider)),
-                    ("tt.round".into(), json!(round)),
-                    (
-                        "tt.attempt".into(),
-                        event.payload.get("attempt").cloned().unwrap_or(json!(1)),
-                    ),
-                ];
-                if let Some(model) = &model {
-                    attributes.push(("gen_ai.request.model".into(), json!(model)));
-                }
-                if let Some(instructions) = extras.system_instructions.get(&invocation) {
-                    attributes.push(("gen_ai.system_instructions".into(), instructions.clone()));
-                }
-                if let Some(messages) = extras.input_messages.get(&(invocation.clone(), round)) {
-                    attributes.push(("gen_ai.input.messages".into(), messages.clone()));
-                }
-                open_chats.insert((invocation.clone(), round), calls.len());
-                calls.push(Span {
-                    span_id: id(&format!("{run_id}/event/{}", event.id), 16),
-                    parent: Some(agent_span(&invocation)),
-                    name: format!("chat {}", model.as_deref().unwrap_or(&provider)),
-                    kind: KIND_CLIENT,
-                    start: event.timestamp,
-                    end: None,
-                    attributes,
-                    error: None,
-                });
-            }
-            T::ModelCompleted | T::ModelCallAttemptFailed => {
-                let round = event
-                    .payload
-                    .get("round")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                let Some(index) = open_chats.remove(&(invocation.clone(), round)) else {
-                    continue;
-                };
-                let span = &mut calls[index];
-                span.end = Some(event.timestamp);
-                if event.event_type == T::ModelCallAttemptFailed {
-                    let code = text(event, "code").unwrap_or(error_codes::MODEL_ERROR);
-                    span.attributes.push(("error.type".into(), json!(code)));
-                    span.error = Some(text(event, "message").unwrap_or(code).to_owned());
-                    continue;
-                }
-                if let Some(usage) = event.payload.get("usage").filter(|u| u.is_object()) {
-                    for (field, key) in [
-                        ("inputTokens", "gen_ai.usage.input_tokens"),
-                        ("outputTokens", "gen_ai.usage.output_tokens"),
-                        ("cachedInputTokens", "gen_ai.usage.cache_read.input_tokens"),
-                        (
-                            "cacheWriteTokens",
-                            "gen_ai.usage.cache_creation.input_tokens",
-                        ),
-                    ] {
-                        if let Some(tokens) = usage.get(field).and_then(Value::as_u64) {
-                            span.attributes.push((key.into(), json!(tokens)));
-                        }
-                    }
-                }
-                let call = Usage::of(event);
-                usage.entry(invocation.clone()).or_default().add(&call);
-                // The sub-tree sums of the agents still working: the agent and those above it
-                // (a span already ended keeps what it had, so a later export says the same).
-                let mut at = Some(invocation.clone());
-                for _ in 0..=agents.len() {
-                    let Some(current) = at else { break };
-                    if agents
-                        .get(&current)
-                        .is_some_and(|agent| agent.end.is_none())
-                    {
-                        tree.entry(current.clone()).or_default().add(&call);
-                    }
-                    at = parents.get(&current).cloned();
-                }
-                if let Some(answer) = extras.answers.get(&event.seq) {
-                    if let Some(model) = &answer.model {
-                        span.attributes
-                            .push(("gen_ai.response.model".into(), json!(model)));
-                    }
-                    if let Some(id) = &answer.response_id {
-                        span.attributes
-                            .push(("gen_ai.response.id".into(), json!(id)));
-                    }
-                    if let Some(messages) = &answer.output_messages {
-                        span.attributes
-                            .push(("gen_ai.output.messages".into(), messages.clone()));
-                    }
-                }
-                if let Some(cost) = event.payload.get("costUsd").and_then(Value::as_f64) {
-                    span.attributes.push(("tt.cost_usd".into(), json!(cost)));
-                }
-                if let Some(reason) = text(event, "finishReason") {
-                    span.attributes
-                        .push(("gen_ai.response.finish_reasons".into(), json!(reason)));
-                }
-            }
-            T::ToolCallStarted => {
-                let call = text(event, "callId").unwrap_or_default().to_owned();
-                let tool = text(event, "name").unwrap_or("tool").to_owned();
-                open_tools.insert((invocation.clone(), call.clone()), calls.len());
-                let mut attributes = vec![
-                    ("gen_ai.operation.name".into(), json!("execute_tool")),
-                    ("gen_ai.tool.name".into(), json!(tool)),
-                    ("gen_ai.tool.call.id".into(), json!(call)),
-                ];
-                attributes.extend(tool_source_attributes(&tool));
-                calls.push(Span {
-                    span_id: id(&format!("{run_id}/event/{}", event.id), 16),
-                    parent: Some(agent_span(&invocation)),
-                    name: format!("execute_tool {tool}"),
-                    kind: KIND_INTERNAL,
-                    start: event.timestamp,
-                    end: None,
-                    attributes,
-                    error: None,
-                });
-            }
-            T::ToolCallCompleted | T::ToolCallFailed => {
-                let call = text(event, "callId").unwrap_or_default().to_owned();
-                let Some(index) = open_tools.remove(&(invocation.clone(), call)) else {
-                    continue;
-                };
-                let span = &mut calls[index];
-                span.end = Some(event.timestamp);
-                let failed = event.payload.get("isError").and_then(Value::as_bool) == Some(true)
-                    || event.event_type == T::ToolCallFailed;
-                if failed {
-                    let code = text(event, "errorCode").unwrap_or(error_codes::TOOL_ERROR);
-                    span.attributes.push(("error.type".into(), json!(code)));
-                    span.error = Some(text(event, "message").unwrap_or(code).to_owned());
-                }
-            }
+            T::ModelCallAttemptStarted => self.chat_started(event, invocation),
+            T::ModelCompleted | T::ModelCallAttemptFailed => self.chat_ended(event, invocation),
+            T::ToolCallStarted => self.tool_started(event, invocation),
+            T::ToolCallCompleted | T::ToolCallFailed => self.tool_ended(event, invocation),
             _ => {}
         }
     }
-    for (invocation, agent) in &mut agents {
-        let own = usage.get(invocation).copied().unwrap_or_default();
-        agent
-            .attributes
-            .extend(own.attributes("gen_ai.usage", "tt.cost_usd"));
-        let total = tree.get(invocation).copied().unwrap_or_default();
-        agent
-            .attributes
-            .extend(total.attributes("tt.tree.usage", "tt.tree.cost_usd"));
+
+    /// An agent's span opens at its creation; started again after an interruption, it is open
+    /// until its next end.
+    fn agent_started(&mut self, event: &AgentRunEvent, invocation: String) {
+        let profile = text(event, "profileId").unwrap_or("agent").to_owned();
+        let parent = text(event, "parentInvocationId").map(|parent| self.agent_span(parent));
+        let kind = text(event, "kind").unwrap_or("root").to_owned();
+        if let Some(parent) = text(event, "parentInvocationId") {
+            self.parents.insert(invocation.clone(), parent.to_owned());
+        }
+        let span_id = self.agent_span(&invocation);
+        let run_id = self.run_id;
+        let order = &mut self.order;
+        self.agents.entry(invocation.clone()).or_insert_with(|| {
+            order.push(invocation.clone());
+            Span {
+                span_id,
+                parent,
+                name: format!("invoke_agent {profile}"),
+                kind: KIND_INTERNAL,
+                start: event.timestamp,
+                end: None,
+                attributes: vec![
+                    ("gen_ai.operation.name".into(), json!("invoke_agent")),
+                    ("gen_ai.agent.name".into(), json!(profile)),
+                    ("gen_ai.agent.id".into(), json!(invocation)),
+                    ("gen_ai.conversation.id".into(), json!(run_id)),
+                    ("tt.invocation.kind".into(), json!(kind)),
+                ],
+                error: None,
+            }
+        });
+        if event.event_type == T::AgentInvocationStarted
+            && let Some(agent) = self.agents.get_mut(&invocation)
+        {
+            agent.end = None;
+        }
     }
-    let spans: Vec<Value> = order
-        .iter()
-        .filter_map(|invocation| agents.get(invocation))
-        .chain(calls.iter())
-        .map(|span| span.to_otlp(&trace_id, last))
-        .collect();
-    json!({
-        "resourceSpans": [{
-            "resource": {"attributes": [
-                {"key": "service.name", "value": {"stringValue": "tt-agent-runtime"}},
-                {"key": "tt.run.id", "value": {"stringValue": run_id}},
-                {"key": "tt.run.status", "value": {"stringValue": run.status.as_str()}},
-            ]},
-            "scopeSpans": [{
-                "scope": {"name": "tt-agent-runtime", "version": env!("CARGO_PKG_VERSION")},
-                "spans": spans,
+
+    /// A model call's span opens with its attempt, named after the model it asks for.
+    fn chat_started(&mut self, event: &AgentRunEvent, invocation: String) {
+        let (provider, model) = self
+            .models
+            .get(&invocation)
+            .cloned()
+            .unwrap_or_else(|| ("unknown".to_owned(), None));
+        let round = round_of(event);
+        let mut attributes = vec![
+            ("gen_ai.operation.name".into(), json!("chat")),
+            ("gen_ai.provider.name".into(), json!(provider)),
+            ("tt.round".into(), json!(round)),
+            (
+                "tt.attempt".into(),
+                event.payload.get("attempt").cloned().unwrap_or(json!(1)),
+            ),
+        ];
+        if let Some(model) = &model {
+            attributes.push(("gen_ai.request.model".into(), json!(model)));
+        }
+        if let Some(instructions) = self.extras.system_instructions.get(&invocation) {
+            attributes.push(("gen_ai.system_instructions".into(), instructions.clone()));
+        }
+        if let Some(messages) = self.extras.input_messages.get(&(invocation.clone(), round)) {
+            attributes.push(("gen_ai.input.messages".into(), messages.clone()));
+        }
+        let parent = Some(self.agent_span(&invocation));
+        self.open_chats
+            .insert((invocation, round), self.calls.len());
+        self.calls.push(Span {
+            span_id: id(&format!("{}/event/{}", self.run_id, event.id), 16),
+            parent,
+            name: format!("chat {}", model.as_deref().unwrap_or(&provider)),
+            kind: KIND_CLIENT,
+            start: event.timestamp,
+            end: None,
+            attributes,
+            error: None,
+        });
+    }
+
+    /// A model call's span ends with its answer (usage, cost, the answer's model and id) or its
+    /// failure; its usage counts for the agent and for the agents above it still working.
+    fn chat_ended(&mut self, event: &AgentRunEvent, invocation: String) {
+        let Some(index) = self
+            .open_chats
+            .remove(&(invocation.clone(), round_of(event)))
+        else {
+            return;
+        };
+        let span = &mut self.calls[index];
+        span.end = Some(event.timestamp);
+        if event.event_type == T::ModelCallAttemptFailed {
+            let code = text(event, "code").unwrap_or(error_codes::MODEL_ERROR);
+            span.attributes.push(("error.type".into(), json!(code)));
+            span.error = Some(text(event, "message").unwrap_or(code).to_owned());
+            return;
+        }
+        answer_attributes(span, event, self.extras);
+        let call = Usage::of(event);
+        self.usage.entry(invocation.clone()).or_default().add(&call);
+        // The sub-tree sums of the agents still working: the agent and those above it (a span
+        // already ended keeps what it had, so a later export says the same).
+        let mut at = Some(invocation);
+        for _ in 0..=self.agents.len() {
+            let Some(current) = at else { break };
+            if self
+                .agents
+                .get(&current)
+                .is_some_and(|agent| agent.end.is_none())
+            {
+                self.tree.entry(current.clone()).or_default().add(&call);
+            }
+            at = self.parents.get(&current).cloned();
+        }
+    }
+
+    fn tool_started(&mut self, event: &AgentRunEvent, invocation: String) {
+        let call = text(event, "callId").unwrap_or_default().to_owned();
+        let tool = text(event, "name").unwrap_or("tool").to_owned();
+        let mut attributes = vec![
+            ("gen_ai.operation.name".into(), json!("execute_tool")),
+            ("gen_ai.tool.name".into(), json!(tool)),
+            ("gen_ai.tool.call.id".into(), json!(call)),
+        ];
+        attributes.extend(tool_source_attributes(&tool));
+        let parent = Some(self.agent_span(&invocation));
+        self.open_tools.insert((invocation, call), self.calls.len());
+        self.calls.push(Span {
+            span_id: id(&format!("{}/event/{}", self.run_id, event.id), 16),
+            parent,
+            name: format!("execute_tool {tool}"),
+            kind: KIND_INTERNAL,
+            start: event.timestamp,
+            end: None,
+            attributes,
+            error: None,
+        });
+    }
+
+    fn tool_ended(&mut self, event: &AgentRunEvent, invocation: String) {
+        let call = text(event, "callId").unwrap_or_default().to_owned();
+        let Some(index) = self.open_tools.remove(&(invocation, call)) else {
+            return;
+        };
+        let span = &mut self.calls[index];
+        span.end = Some(event.timestamp);
+        let failed = event.payload.get("isError").and_then(Value::as_bool) == Some(true)
+            || event.event_type == T::ToolCallFailed;
+        if failed {
+            let code = text(event, "errorCode").unwrap_or(error_codes::TOOL_ERROR);
+            span.attributes.push(("error.type".into(), json!(code)));
+            span.error = Some(text(event, "message").unwrap_or(code).to_owned());
+        }
+    }
+
+    /// The OTLP/JSON document: every agent's span with its own and its sub-tree's usage, then
+    /// the calls; a span still open ends at `last`.
+    fn finish(mut self, run: &AgentRun, last: Timestamp) -> Value {
+        let trace_id = id(self.run_id, 32);
+        for (invocation, agent) in &mut self.agents {
+            let own = self.usage.get(invocation).copied().unwrap_or_default();
+            agent
+                .attributes
+                .extend(own.attributes("gen_ai.usage", "tt.cost_usd"));
+            let total = self.tree.get(invocation).copied().unwrap_or_default();
+            agent
+                .attributes
+                .extend(total.attributes("tt.tree.usage", "tt.tree.cost_usd"));
+        }
+        let spans: Vec<Value> = self
+            .order
+            .iter()
+            .filter_map(|invocation| self.agents.get(invocation))
+            .chain(self.calls.iter())
+            .map(|span| span.to_otlp(&trace_id, last))
+            .collect();
+        json!({
+            "resourceSpans": [{
+                "resource": {"attributes": [
+                    {"key": "service.name", "value": {"stringValue": "tt-agent-runtime"}},
+                    {"key": "tt.run.id", "value": {"stringValue": self.run_id}},
+                    {"key": "tt.run.status", "value": {"stringValue": run.status.as_str()}},
+                ]},
+                "scopeSpans": [{
+                    "scope": {"name": "tt-agent-runtime", "version": env!("CARGO_PKG_VERSION")},
+                    "spans": spans,
+                }],
             }],
-        }],
-    })
+        })
+    }
+}
+
+/// The round an event names, 0 when it names none.
+fn round_of(event: &AgentRunEvent) -> u64 {
+    event
+        .payload
+        .get("round")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+/// What a model call's answer adds to its span: token usage, the answer's model, id and
+/// messages (from the stored answer), its cost and finish reason.
+fn answer_attributes(span: &mut Span, event: &AgentRunEvent, extras: &OtelExtras) {
+    if let Some(usage) = event.payload.get("usage").filter(|u| u.is_object()) {
+        for (field, key) in [
+            ("inputTokens", "gen_ai.usage.input_tokens"),
+            ("outputTokens", "gen_ai.usage.output_tokens"),
+            ("cachedInputTokens", "gen_ai.usage.cache_read.input_tokens"),
+            (
+                "cacheWriteTokens",
+                "gen_ai.usage.cache_creation.input_tokens",
+            ),
+        ] {
+            if let Some(tokens) = usage.get(field).and_then(Value::as_u64) {
+                span.attributes.push((key.into(), json!(tokens)));
+            }
+        }
+    }
+    if let Some(answer) = extras.answers.get(&event.seq) {
+        if let Some(model) = &answer.model {
+            span.attributes
+                .push(("gen_ai.response.model".into(), json!(model)));
+        }
+        if let Some(id) = &answer.response_id {
+            span.attributes
+                .push(("gen_ai.response.id".into(), json!(id)));
+        }
+        if let Some(messages) = &answer.output_messages {
+            span.attributes
+                .push(("gen_ai.output.messages".into(), messages.clone()));
+        }
+    }
+    if let Some(cost) = event.payload.get("costUsd").and_then(Value::as_f64) {
+        span.attributes.push(("tt.cost_usd".into(), json!(cost)));
+    }
+    if let Some(reason) = text(event, "finishReason") {
+        span.attributes
+            .push(("gen_ai.response.finish_reasons".into(), json!(reason)));
+    }
 }
 
 #[cfg(test)]

@@ -86,22 +86,7 @@ pub async fn run(
     signals: &tt_runtime::StopSignals,
 ) -> Result<FanoutReport> {
     ensure!(children >= 1, "--children must be at least 1");
-    let (_temp, data_dir) = match data_dir {
-        Some(dir) => {
-            if !reuse_data_dir {
-                ensure_fresh_dir(&dir)?;
-            }
-            (None, dir)
-        }
-        None => {
-            let temp = tempfile::Builder::new()
-                .prefix("tt-bench-fanout-")
-                .tempdir()
-                .context("creating a temporary data dir")?;
-            let dir = temp.path().to_path_buf();
-            (Some(temp), dir)
-        }
-    };
+    let (_temp, data_dir) = prepare_data_dir(data_dir, reuse_data_dir)?;
 
     let store_choice = match store {
         Some(url) => tt_runtime::open_store_url(url)
@@ -128,23 +113,7 @@ pub async fn run(
         .shielded(runtime.start_run(start_request(children)))
         .await
         .map_err(|err| anyhow!("start_run failed: {err}"))?;
-    let requested = signals.requested();
-    let finished = tokio::select! {
-        finished = runtime.wait_for_run(run.id.as_str()) => finished,
-        () = requested.cancelled() => {
-            // Cancel the run and let it reach its terminal status before leaving.
-            runtime
-                .cancel_run(run.id.as_str())
-                .await
-                .map_err(|err| anyhow!("cancel_run failed: {err}"))?;
-            let cancelled = runtime
-                .wait_for_run(run.id.as_str())
-                .await
-                .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
-            bail!("stopped by a signal; the run ended `{}`", cancelled.status.as_str());
-        }
-    }
-    .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
+    let finished = wait_unless_stopped(&runtime, run.id.as_str(), signals).await?;
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_s = procstat::cpu_seconds(ticks)? - cpu_before;
     let fsyncs = UserDataStore::fsync_count() - fsyncs_before;
@@ -195,6 +164,53 @@ pub async fn run(
         fsyncs,
         run_id: finished.id.to_string(),
     })
+}
+
+/// `data_dir` (fresh unless reused), or a temporary one kept alive by the guard returned.
+fn prepare_data_dir(
+    data_dir: Option<PathBuf>,
+    reuse_data_dir: bool,
+) -> Result<(Option<tempfile::TempDir>, PathBuf)> {
+    match data_dir {
+        Some(dir) => {
+            if !reuse_data_dir {
+                ensure_fresh_dir(&dir)?;
+            }
+            Ok((None, dir))
+        }
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("tt-bench-fanout-")
+                .tempdir()
+                .context("creating a temporary data dir")?;
+            let dir = temp.path().to_path_buf();
+            Ok((Some(temp), dir))
+        }
+    }
+}
+
+/// Waits for the run's end; a stop signal cancels it and waits for its terminal status first.
+async fn wait_unless_stopped(
+    runtime: &tt_runtime::AgentRuntime,
+    run_id: &str,
+    signals: &tt_runtime::StopSignals,
+) -> Result<tt_runtime::AgentRun> {
+    let requested = signals.requested();
+    tokio::select! {
+        finished = runtime.wait_for_run(run_id) => finished,
+        () = requested.cancelled() => {
+            runtime
+                .cancel_run(run_id)
+                .await
+                .map_err(|err| anyhow!("cancel_run failed: {err}"))?;
+            let cancelled = runtime
+                .wait_for_run(run_id)
+                .await
+                .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
+            bail!("stopped by a signal; the run ended `{}`", cancelled.status.as_str());
+        }
+    }
+    .map_err(|err| anyhow!("wait_for_run failed: {err}"))
 }
 
 fn ensure_fresh_dir(dir: &Path) -> Result<()> {

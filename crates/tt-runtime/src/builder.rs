@@ -232,28 +232,7 @@ impl AgentRuntimeBuilder {
         for tool in self.host_tools {
             host_tools.insert(tool)?;
         }
-        let store = if self.read_only {
-            UserDataStore::open_read_only(data_dir.clone())
-        } else {
-            let store = UserDataStore::open(data_dir.clone()).map_err(|err| {
-                HostError::new(
-                    err.code(),
-                    format!("cannot open the data dir {}: {err}", data_dir.display()),
-                )
-            })?;
-            store
-                .recover_interrupted_runs(clock.now(), || EventId::generate(&ids.next_token()))
-                .map_err(|err| {
-                    HostError::new(
-                        err.code(),
-                        format!(
-                            "cannot mark the interrupted runs of {}: {err}",
-                            data_dir.display()
-                        ),
-                    )
-                })?;
-            store
-        };
+        let store = open_data_dir(&data_dir, self.read_only, clock.as_ref(), ids.as_ref())?;
         let ports = match self.store {
             StoreChoice::Embedded => crate::store::StoragePorts::from_store(
                 store.clone(),
@@ -342,4 +321,35 @@ impl AgentRuntimeBuilder {
             (data_dir, otel),
         ))
     }
+}
+
+/// The file store on `data_dir`: read-only, or opened for writing with the runs a dead process
+/// left unfinished marked `interrupted`.
+fn open_data_dir(
+    data_dir: &std::path::Path,
+    read_only: bool,
+    clock: &dyn tt_ports::Clock,
+    ids: &dyn tt_ports::IdGenerator,
+) -> HostResult<Arc<UserDataStore>> {
+    if read_only {
+        return Ok(UserDataStore::open_read_only(data_dir.to_path_buf()));
+    }
+    let store = UserDataStore::open(data_dir.to_path_buf()).map_err(|err| {
+        HostError::new(
+            err.code(),
+            format!("cannot open the data dir {}: {err}", data_dir.display()),
+        )
+    })?;
+    store
+        .recover_interrupted_runs(clock.now(), || EventId::generate(&ids.next_token()))
+        .map_err(|err| {
+            HostError::new(
+                err.code(),
+                format!(
+                    "cannot mark the interrupted runs of {}: {err}",
+                    data_dir.display()
+                ),
+            )
+        })?;
+    Ok(store)
 }
