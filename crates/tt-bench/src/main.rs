@@ -6,7 +6,6 @@
 mod fanout;
 mod journal;
 mod mcp;
-mod model;
 mod prefix;
 mod procstat;
 
