@@ -390,7 +390,12 @@ impl AgentRunService {
         };
         if let Err(error) = result {
             if error.is_cancelled() || ctx.cancel.is_cancelled() {
-                self.finalize_stopped(&scheduler, Some(&mut inv.invocation), RunEnd::Cancelled)
+                let end = if ctx.is_shutting_down() {
+                    RunEnd::ShutDown
+                } else {
+                    RunEnd::Cancelled
+                };
+                self.finalize_stopped(&scheduler, Some(&mut inv.invocation), end)
                     .await;
             } else {
                 self.finalize_stopped(
