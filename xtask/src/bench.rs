@@ -1,6 +1,9 @@
 //! `cargo xtask bench fanout [--n N]`, `cargo xtask bench inspect [--n N]`,
 //! `cargo xtask bench journal [--events N]` and `cargo xtask bench prefix`: build
 //! `tt-bench` in release once, run it in fresh processes and summarize (see docs/benchmarks.md).
+//! `cargo xtask bench channel [--n N]` runs the Tauri plugin's channel benchmark instead
+//! (`crates/tauri-plugin-tt-agent/benches/channel.rs`, `cargo bench`: it links WebKitGTK, which
+//! tt-bench does not).
 //! Only results go to stdout (CSV for fanout); progress and cargo output go to stderr.
 
 use std::io::Write;
@@ -38,6 +41,9 @@ usage: cargo xtask bench fanout [--n N] [--store URL]
                                                first request's tokens on that server
        cargo xtask bench mcp                   the runtime's overhead per MCP call over stdio
                                                (needs the MCP test servers: their install.sh)
+       cargo xtask bench channel [--n N]       a fan-out's events through the Tauri plugin's
+                                               channel: order, latency, events/s (N = 256);
+                                               a JSON line on stdout
 ";
 
 /// What `cargo xtask bench ...` was asked to do.
@@ -59,7 +65,13 @@ pub enum BenchCommand {
         server: Option<String>,
     },
     Mcp,
+    Channel {
+        children: u32,
+    },
 }
+
+/// The channel benchmark's fan-out size by default.
+pub const DEFAULT_CHANNEL_CHILDREN: u32 = 256;
 
 pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
     let (name, rest) = args
@@ -84,6 +96,16 @@ pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
             })
         }
         ("mcp", []) => Ok(BenchCommand::Mcp),
+        ("channel", []) => Ok(BenchCommand::Channel {
+            children: DEFAULT_CHANNEL_CHILDREN,
+        }),
+        ("channel", [flag, value]) if flag == "--n" => {
+            let children: u32 =
+                value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    anyhow!("--n needs a whole number of at least 1, got `{value}`")
+                })?;
+            Ok(BenchCommand::Channel { children })
+        }
         ("journal", []) => Ok(BenchCommand::Journal {
             events: DEFAULT_JOURNAL_EVENTS,
         }),
@@ -125,6 +147,9 @@ fn parse_fanout(flags: &[String], args: &[String]) -> Result<BenchCommand> {
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let command = parse_args(args)?;
+    if let BenchCommand::Channel { children } = command {
+        return channel(root, children);
+    }
     let metadata = Metadata::read(root)?;
     build_release(root)?;
     let binary = metadata.target_dir.join("release").join("tt-bench");
@@ -136,7 +161,31 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         BenchCommand::Journal { events } => journal(&binary, events),
         BenchCommand::Prefix { server } => prefix(&binary, server.as_deref()),
         BenchCommand::Mcp => mcp(&binary),
+        BenchCommand::Channel { children } => channel(root, children),
     }
+}
+
+/// The plugin's channel benchmark through `cargo bench` (release profile): its summary on
+/// stderr, its JSON line on stdout; it fails when an event is missing, twice or out of order.
+fn channel(root: &Path, children: u32) -> Result<()> {
+    let n = children.to_string();
+    let args = [
+        "bench",
+        "-p",
+        "tauri-plugin-tt-agent",
+        "--bench",
+        "channel",
+        "--",
+        "--n",
+        n.as_str(),
+    ];
+    eprintln!("$ cargo {}", args.join(" "));
+    let status = cargo(root, &args)
+        .stdin(Stdio::null())
+        .status()
+        .context("could not start cargo bench")?;
+    ensure!(status.success(), "the channel benchmark failed ({status})");
+    Ok(())
 }
 
 /// What the bench needs from `cargo metadata`.
@@ -587,6 +636,16 @@ mod tests {
             BenchCommand::Inspect { children: vec![8] }
         );
         assert!(parse_args(&args(&["inspect", "--n", "0"])).is_err());
+        assert_eq!(
+            parse_args(&args(&["channel"])).unwrap(),
+            BenchCommand::Channel { children: 256 }
+        );
+        assert_eq!(
+            parse_args(&args(&["channel", "--n", "16"])).unwrap(),
+            BenchCommand::Channel { children: 16 }
+        );
+        assert!(parse_args(&args(&["channel", "--n", "0"])).is_err());
+        assert!(parse_args(&args(&["channel", "--store", "x"])).is_err());
         assert_eq!(
             parse_args(&args(&["fanout"])).unwrap(),
             BenchCommand::Fanout {

@@ -66,11 +66,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     (
         "crates/tt-application/src/run_service/executor.rs",
-        "AgentRunService::execute",
-        124,
-    ),
-    (
-        "crates/tt-application/src/run_service/executor.rs",
         "AgentRunService::prepare_root",
         134,
     ),

@@ -32,7 +32,8 @@ commands:
           listed in tt-domain's table, every entry used, docs/errors.md current)
   errors  write docs/errors.md from the error-code table (crates/tt-domain/src/error_codes/)
   bench   run a benchmark in release: `bench fanout [--n N] [--store URL]`,
-          `bench journal [--events N]`, `bench prefix`, `bench mcp`
+          `bench journal [--events N]`, `bench prefix`, `bench mcp`,
+          `bench channel [--n N]`
   soak    stress in release: `soak crash [--resume] [--trials N] [--store URL]` (SIGKILL a
           fan-out run, reopen, check; with --resume, resume it after each kill until it
           completes; with --store postgres://…, the runs are kept on that server);

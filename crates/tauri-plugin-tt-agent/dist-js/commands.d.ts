@@ -30,6 +30,74 @@ export interface ToolSummary {
     inputSchema: Json;
     [field: string]: unknown;
 }
+/** Why a run failed: the code and messages of its `run_failed` or `run_partial_success`. */
+export interface RunFailure {
+    /** `run_failed` or `run_partial_success`. */
+    eventType: string;
+    code: string;
+    message: string;
+    technicalMessage: string;
+    /** Set when the journal kept this end out (a full or read-only disk): why. */
+    unrecordedBecause?: string;
+}
+/** One commit the host published. */
+export interface PublishedCommit {
+    commitId: string;
+    messageId: string;
+    /** The workspace file it published (`output/main.md`). */
+    path: string;
+    /** `replace` or `append`. */
+    mode: string;
+    /** The seq of its `chat_commit_completed`. */
+    seq: number;
+    /** The text published; absent when nothing holds it any more. */
+    text?: string;
+}
+/** `read_agent_run_result`: how a run ended, what it published, why it failed. */
+export interface RunResult {
+    run: AgentRun;
+    failure?: RunFailure;
+    commits: PublishedCommit[];
+    /** Its commits applied in order, as a chat shows the message. */
+    publishedText?: string;
+}
+/** One profile as `list_agent_profiles` shows it. */
+export interface ProfileSummary {
+    id: string;
+    displayName: string;
+    description?: string;
+    /** Built into the runtime: it cannot be deleted. */
+    builtIn: boolean;
+    /** A stored profile under a built-in's id. */
+    replacesBuiltIn: boolean;
+    /** Why a stored profile cannot be read or is not valid (`code: message`). */
+    problem?: string;
+}
+/** `delete_agent_profile`: what was deleted. */
+export interface ProfileDeleted {
+    id: string;
+    /** The built-in of this id is what runs naming it get from now on. */
+    builtInRestored: boolean;
+}
+/** One published message, or one later commit to it (`read_agent_transcript`). */
+export interface TranscriptEntry {
+    messageId: string;
+    runId: string;
+    commitId: string;
+    /** `replace` or `append`. */
+    mode: string;
+    path: string;
+    content: string;
+}
+/** A named model connection (`list_agent_connections`). */
+export interface ConnectionSummary {
+    name: string;
+    source: 'registered' | 'file';
+    /** Non-secret: kind, base URL, model, the API key's variable name, streaming. */
+    description: Json;
+    /** Why a connection file cannot be used. */
+    problem?: string;
+}
 export interface HostCommands {
     start_agent_run: [StartRunRequest, AgentRun];
     resume_agent_run: [RunRef, AgentRun];
@@ -38,7 +106,7 @@ export interface HostCommands {
     fork_agent_run: [RunRef & ForkRunRequest, AgentRun];
     read_agent_run: [RunRef, AgentRun];
     wait_agent_run: [RunRef, AgentRun];
-    read_agent_run_result: [RunRef, Json];
+    read_agent_run_result: [RunRef, RunResult];
     list_agent_runs: [ListRunsRequest | null, AgentRun[]];
     list_unreadable_agent_runs: [null, {
         runId: string;
@@ -85,13 +153,13 @@ export interface HostCommands {
     }, Json];
     read_agent_transcript: [{
         workspaceId: string;
-    }, Json[]];
+    }, TranscriptEntry[]];
     read_agent_persist_state: [{
         stableChatId: string;
     }, {
         stateId: string | null;
     }];
-    list_agent_connections: [null, Json[]];
+    list_agent_connections: [null, ConnectionSummary[]];
     list_agent_chat_commits: [RunRef, ChatCommitRequest[]];
     resolve_agent_chat_commit: [ResolveChatCommitRequest, null];
     resolve_agent_persistent_state_metadata_update: [RunRef & {
@@ -120,7 +188,7 @@ export interface HostCommands {
     save_agent_profile: [{
         [field: string]: Json;
     }, null];
-    list_agent_profiles: [null, Json[]];
+    list_agent_profiles: [null, ProfileSummary[]];
     read_agent_profile: [{
         profileId: string;
     }, {
@@ -128,7 +196,7 @@ export interface HostCommands {
     }];
     delete_agent_profile: [{
         profileId: string;
-    }, Json];
+    }, ProfileDeleted];
     save_agent_skill_file: [{
         scope: {
             kind: string;

@@ -1,6 +1,8 @@
 //! The plugin's managed state, [`TtAgent`]: the runtime and the open streams, each a task that
 //! forwards a subscription to a channel and ends when its channel's page is gone, when it is
-//! closed, or at shutdown.
+//! closed, or at shutdown. The forwarding tasks run on a thread of their own (one small tokio
+//! runtime), not among the runs' tasks: an event waits for the OS to wake that thread, never
+//! for the runs' work queued on the app's async runtime (`docs/benchmarks.md`, "channel").
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,12 +69,52 @@ impl TtAgent {
 pub(crate) struct Streams {
     next_id: AtomicU64,
     open: Mutex<HashMap<StreamId, (String, JoinHandle<()>)>>,
+    forwarders: Forwarders,
+}
+
+/// The thread the forwarding tasks run on: a current-thread tokio runtime started with the
+/// first stream, ended when the plugin's state goes (its sender dropped). Where no thread or
+/// runtime can be made, the tasks run on the app's async runtime instead.
+#[derive(Default)]
+struct Forwarders {
+    started:
+        std::sync::OnceLock<Option<(tokio::runtime::Handle, tokio::sync::oneshot::Sender<()>)>>,
+}
+
+impl Forwarders {
+    fn handle(&self) -> Option<&tokio::runtime::Handle> {
+        self.started
+            .get_or_init(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .ok()?;
+                let handle = runtime.handle().clone();
+                let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+                std::thread::Builder::new()
+                    .name("tt-agent-streams".to_owned())
+                    .spawn(move || {
+                        let _ = runtime.block_on(stopped);
+                    })
+                    .ok()?;
+                Some((handle, stop))
+            })
+            .as_ref()
+            .map(|(handle, _)| handle)
+    }
+
+    fn spawn(&self, forward: impl Future<Output = ()> + Send + 'static) -> JoinHandle<()> {
+        match self.handle() {
+            Some(handle) => JoinHandle::Tokio(handle.spawn(forward)),
+            None => tauri::async_runtime::spawn(forward),
+        }
+    }
 }
 
 impl Streams {
     fn open(&self, webview: &str, forward: impl Future<Output = ()> + Send + 'static) -> StreamId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let task = tauri::async_runtime::spawn(forward);
+        let task = self.forwarders.spawn(forward);
         if let Ok(mut open) = self.open.lock() {
             open.retain(|_, (_, task)| !task.inner().is_finished());
             open.insert(id, (webview.to_owned(), task));

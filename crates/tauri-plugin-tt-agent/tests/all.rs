@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod commands;
+mod dist_js;
 mod permissions;
 mod streams;
 mod support;

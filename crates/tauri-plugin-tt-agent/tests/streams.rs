@@ -138,9 +138,18 @@ fn the_app_exit_shuts_the_runtime_down_and_the_run_resumes_at_the_next_start() {
 
     let next = app_transcript(dir.path(), &script());
     let stopped = next.call("read_agent_run", json!({"runId": run_id}));
-    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+    assert_eq!(stopped["status"], "interrupted", "{stopped}");
+    let end = next.call(
+        "read_agent_run_events",
+        json!({"runId": run_id, "beforeSeq": u64::MAX, "limit": 1}),
+    );
+    assert_eq!(end["events"][0]["type"], "run_interrupted", "{end}");
+    assert_eq!(
+        end["events"][0]["payload"]["reason"], "host_shutdown",
+        "{end}"
+    );
     let resumed = next.call("resume_agent_run", json!({"runId": run_id}));
     assert_eq!(resumed["id"], json!(run_id));
     let ended = next.call("wait_agent_run", json!({"runId": run_id}));
-    assert_ne!(ended["status"], "cancelled", "{ended}");
+    assert_eq!(ended["status"], "completed", "{ended}");
 }

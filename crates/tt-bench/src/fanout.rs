@@ -11,16 +11,13 @@ use std::time::Instant;
 use tt_domain::event::RunEventType;
 use tt_domain::ids::ROOT_INVOCATION_ID;
 use tt_runtime::{
-    AgentProfileDefinition, AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder,
-    CommitBridgeChoice, ConversationKind, ReadEventsRequest, RunEventPayload, StartRunRequest,
-    UserDataStore, event_payload,
+    AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
+    ReadEventsRequest, RunEventPayload, UserDataStore, event_payload,
 };
 
-use crate::model::{CHILD_TURNS, ChildTag, FanoutModel, ROOT_PROFILE, ROOT_TURNS, note_content};
 use crate::procstat;
-
-const ROOT_PROFILE_JSON: &str = include_str!("../profiles/fanout-root.json");
-const CHILD_PROFILE_JSON: &str = include_str!("../profiles/fanout-child.json");
+use tt_bench::model::{CHILD_TURNS, ChildTag, FanoutModel, ROOT_TURNS, note_content};
+use tt_bench::workload::{profiles, start_request};
 
 /// Largest page `read_events` serves.
 const EVENT_PAGE: usize = 500;
@@ -225,20 +222,6 @@ fn ensure_fresh_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The embedded profiles, with the root's delegation limits and call budget sized for `children`.
-pub fn profiles(children: u32) -> Result<[AgentProfileDefinition; 2]> {
-    let mut root: Value =
-        serde_json::from_str(ROOT_PROFILE_JSON).context("the embedded fanout-root profile")?;
-    root["delegation"]["maxInvocationsPerRun"] = json!(children);
-    root["delegation"]["maxConcurrentInvocations"] = json!(children);
-    root["tools"]["maxCallsPerRun"] = json!(u64::from(children) + 16);
-    let root: AgentProfileDefinition =
-        serde_json::from_value(root).context("the embedded fanout-root profile")?;
-    let child: AgentProfileDefinition =
-        serde_json::from_str(CHILD_PROFILE_JSON).context("the embedded fanout-child profile")?;
-    Ok([root, child])
-}
-
 async fn install_profiles(runtime: &AgentRuntime, children: u32) -> Result<()> {
     for profile in profiles(children)? {
         let id = profile.id.clone();
@@ -248,24 +231,6 @@ async fn install_profiles(runtime: &AgentRuntime, children: u32) -> Result<()> {
             .map_err(|err| anyhow!("the profile `{id}` was refused: {err}"))?;
     }
     Ok(())
-}
-
-pub fn start_request(children: u32) -> StartRunRequest {
-    StartRunRequest {
-        stable_chat_id: "tt-bench-fanout".to_owned(),
-        conversation_kind: ConversationKind::Character,
-        chat_ref: json!({ "kind": "character", "characterId": "bench", "fileName": "bench" }),
-        generation_type: json!("normal"),
-        profile_id: Some(ROOT_PROFILE.to_owned()),
-        history: Vec::new(),
-        user_request: Some(format!(
-            "Investigate {children} topics in parallel and collect short notes on each."
-        )),
-        persist_base_state_id: None,
-        skill_scope_refs: Default::default(),
-        connection_ref: None,
-        generation: Default::default(),
-    }
 }
 
 async fn read_all_events(runtime: &AgentRuntime, run_id: &str) -> Result<Vec<AgentRunEvent>> {
@@ -655,8 +620,8 @@ mod tests {
     #[test]
     fn embedded_profiles_parse_and_scale_with_n() {
         let [root, child] = profiles(64).unwrap();
-        assert_eq!(root.id.as_str(), ROOT_PROFILE);
-        assert_eq!(child.id.as_str(), crate::model::CHILD_PROFILE);
+        assert_eq!(root.id.as_str(), tt_bench::model::ROOT_PROFILE);
+        assert_eq!(child.id.as_str(), tt_bench::model::CHILD_PROFILE);
         assert_eq!(root.delegation.max_invocations_per_run, 64);
         assert_eq!(root.delegation.max_concurrent_invocations, 64);
         assert!(u64::from(root.tools.max_calls_per_run) >= 64 + ROOT_EXTRA_CALLS);

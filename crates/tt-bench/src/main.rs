@@ -8,7 +8,6 @@ mod fanout;
 mod inspect;
 mod journal;
 mod mcp;
-mod model;
 mod prefix;
 mod procstat;
 

@@ -459,11 +459,11 @@ pub async fn run(server: Option<Arc<dyn ModelProvider>>) -> Result<Vec<Value>> {
         .await?,
     ];
     let children = 16;
-    let profiles = crate::fanout::profiles(children)?;
+    let profiles = tt_bench::workload::profiles(children)?;
     reports.push(
         measure(
             "fanout-16",
-            Arc::new(crate::model::FanoutModel::new(children)),
+            Arc::new(tt_bench::model::FanoutModel::new(children)),
             server.clone(),
             ConnectionModelInfo::default(),
             async move |runtime: &AgentRuntime| {
@@ -475,7 +475,7 @@ pub async fn run(server: Option<Arc<dyn ModelProvider>>) -> Result<Vec<Value>> {
                 }
                 Ok(())
             },
-            crate::fanout::start_request(children),
+            tt_bench::workload::start_request(children),
         )
         .await?,
     );

@@ -26,9 +26,12 @@ use crate::run_updates::RunUpdates;
 mod fork;
 mod otel;
 mod profiles;
+mod shutdown;
 mod tools;
 
 pub use tools::{RegisterHostToolRequest, ToolSummary};
+
+pub use shutdown::SHUTDOWN_GRACE;
 
 /// The code every call returns after [`AgentRuntime::shutdown`].
 pub const RUNTIME_SHUT_DOWN: &str = tt_domain::error_codes::AGENT_RUNTIME_SHUT_DOWN;
@@ -419,48 +422,6 @@ impl AgentRuntime {
     pub async fn wait_for_run(&self, run_id: &str) -> HostResult<AgentRun> {
         self.ensure_open()?;
         Ok(self.service.wait_for_run(&RunId::from_raw(run_id)).await?)
-    }
-
-    /// Settles this runtime before the host exits: cancels every run it started that is still
-    /// going, waits for each to end, flushes and closes their storage (releasing the run
-    /// locks), then ends every open subscription. Returns the final records of the runs it
-    /// cancelled. Afterwards every call fails with `agent.runtime_shut_down` (a later
-    /// `shutdown` returns an empty list); the data dir can be opened again by a new runtime.
-    pub async fn shutdown(&self) -> HostResult<Vec<AgentRun>> {
-        if self.shut_down.swap(true, Ordering::SeqCst) {
-            return Ok(Vec::new());
-        }
-        let started: Vec<RunId> = std::mem::take(&mut *self.started_runs());
-        let mut cancelled = Vec::new();
-        let mut first_error = None;
-        for run_id in &started {
-            let settled = async {
-                let before = self.service.load_run(run_id).await?;
-                if before.status.is_terminal() {
-                    return Ok::<_, HostError>(None);
-                }
-                self.service.cancel_run(run_id).await?;
-                Ok(Some(self.service.wait_for_run(run_id).await?))
-            }
-            .await;
-            match settled {
-                Ok(Some(run)) => cancelled.push(run),
-                Ok(None) => {}
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
-            }
-            if let Err(error) = self.file_store.close_run(run_id) {
-                first_error.get_or_insert(HostError::new(error.code(), error.to_string()));
-            }
-        }
-        self.streams_end.cancel();
-        // The MCP servers this runtime started stop once no run can call them.
-        self.tools.mcp.client().shutdown().await;
-        match first_error {
-            Some(error) => Err(error),
-            None => Ok(cancelled),
-        }
     }
 
     /// Whether [`shutdown`](Self::shutdown) has been called.

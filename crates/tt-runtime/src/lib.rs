@@ -37,7 +37,9 @@ pub use commands::handlers as host_commands;
 pub use commands::*;
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
 pub use dto::*;
-pub use host::{AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN};
+pub use host::{
+    AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN, SHUTDOWN_GRACE,
+};
 /// Tools from outside: the host's own (docs/tools.md, "Host tools") and MCP servers'.
 pub use host::{RegisterHostToolRequest, ToolSummary};
 pub use otel_live::{OtelExportSettings, post_json as post_otlp_json};

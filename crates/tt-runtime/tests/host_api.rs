@@ -423,7 +423,7 @@ async fn host_commit_calls_on_a_custom_bridge_fail_with_a_code_and_the_bridge_st
 }
 
 #[tokio::test]
-async fn shutdown_cancels_live_runs_ends_streams_and_refuses_later_calls() {
+async fn shutdown_interrupts_live_runs_ends_streams_and_refuses_later_calls() {
     let dir = TempDir::new().unwrap();
     let runtime = runtime(dir.path(), hanging_model());
     let live = runtime.start_run(request()).await.unwrap();
@@ -431,13 +431,30 @@ async fn shutdown_cancels_live_runs_ends_streams_and_refuses_later_calls() {
     wait_for_event(&runtime, &live_id, "model_call_attempt_started").await;
     let follower = runtime.subscribe(&live_id, 0, None);
 
-    let cancelled = runtime.shutdown().await.unwrap();
-    assert_eq!(cancelled.len(), 1);
-    assert_eq!(cancelled[0].id, live.id);
-    assert_eq!(cancelled[0].status, AgentRunStatus::Cancelled);
-    // The stream opened before shutdown delivers the run's end, then ends.
+    let stopped = runtime.shutdown().await.unwrap();
+    assert_eq!(stopped.len(), 1);
+    assert_eq!(stopped[0].id, live.id);
+    assert_eq!(stopped[0].status, AgentRunStatus::Interrupted);
+    // The stream opened before shutdown delivers the run's end, then ends: interrupted, as
+    // when its process goes away, never cancelled.
     let events: Vec<AgentRunEvent> = follower.map(|event| event.unwrap()).collect().await;
-    assert_eq!(events.last().unwrap().event_type, "run_cancelled");
+    let last = events.last().unwrap();
+    assert_eq!(last.event_type, "run_interrupted");
+    assert_eq!(last.payload["reason"], "host_shutdown");
+    assert_eq!(last.payload["previousStatus"], "calling_model");
+    // `lastSeq`: the last event the run wrote before its stop, its model call's start.
+    let last_seq = last.payload["lastSeq"].as_u64().unwrap();
+    assert_eq!(
+        events[last_seq as usize - 1].event_type,
+        "model_call_attempt_started"
+    );
+    assert!(
+        !events.iter().any(|event| matches!(
+            event.event_type.as_str(),
+            "run_cancel_requested" | "run_cancelled"
+        )),
+        "{events:?}"
+    );
 
     assert!(runtime.is_shut_down());
     let refused = [
@@ -463,12 +480,31 @@ async fn shutdown_cancels_live_runs_ends_streams_and_refuses_later_calls() {
     assert!(late.next().await.unwrap().is_none());
     assert!(runtime.shutdown().await.unwrap().is_empty());
 
-    // The run's lock was released: a new runtime on the same dir finds it settled.
+    // The run's lock was released: a new runtime on the same dir finds it interrupted and
+    // resumes it where it stopped (its model call again).
     let reopened = runtime_at_same_dir(dir.path());
     let run = reopened.wait_for_run(&live_id).await.unwrap();
-    assert_eq!(run.status, AgentRunStatus::Cancelled);
-    let again = reopened.cancel_run(&live_id).await.unwrap();
-    assert_eq!(again.status, AgentRunStatus::Cancelled);
+    assert_eq!(run.status, AgentRunStatus::Interrupted);
+    reopened.resume_run(&live_id).await.unwrap();
+    let mut resumed = reopened.subscribe(&live_id, last.seq, None);
+    // What the stop ended is reopened (its agent interrupted), then the run resumes.
+    let next = loop {
+        let event = resumed.next().await.unwrap().unwrap();
+        if event.event_type != "agent_invocation_interrupted" {
+            break event;
+        }
+    };
+    assert_eq!(next.event_type, "run_resumed");
+    assert_eq!(next.payload["fromSeq"], last.seq);
+    loop {
+        let event = resumed.next().await.unwrap().unwrap();
+        assert!(!event.event_type.as_str().starts_with("run_"), "{event:?}");
+        if event.event_type == "model_request_created" {
+            break;
+        }
+    }
+    let stopped_again = reopened.shutdown().await.unwrap();
+    assert_eq!(stopped_again[0].status, AgentRunStatus::Interrupted);
 }
 
 #[tokio::test]
@@ -513,8 +549,8 @@ async fn shutdown_ends_a_stream_that_follows_a_run_another_runtime_owns() {
             .starts_with("run_")
     );
 
-    let cancelled = owner.shutdown().await.unwrap();
-    assert_eq!(cancelled[0].status, AgentRunStatus::Cancelled);
+    let stopped = owner.shutdown().await.unwrap();
+    assert_eq!(stopped[0].status, AgentRunStatus::Interrupted);
 }
 
 fn runtime_at_same_dir(dir: &Path) -> AgentRuntime {

@@ -352,12 +352,13 @@ async fn wait_for_model_call(runtime: &AgentRuntime, run_id: &str) -> anyhow::Re
 // ANCHOR: quit
 /// What the shell does when its window closes.
 async fn quit(runtime: &AgentRuntime) -> anyhow::Result<Vec<AgentRun>> {
-    // Cancels what is still running, flushes the store, ends every stream.
-    let cancelled = runtime.shutdown().await?;
-    for run in &cancelled {
-        println!("cancelled at exit: {} ({:?})", run.id, run.status);
+    // Stops what is still running (each run ends `interrupted`, resumable at the next start),
+    // flushes the store, ends every stream.
+    let stopped = runtime.shutdown().await?;
+    for run in &stopped {
+        println!("interrupted at exit: {} ({:?})", run.id, run.status);
     }
-    Ok(cancelled)
+    Ok(stopped)
 }
 // ANCHOR_END: quit
 

@@ -136,11 +136,10 @@ fn a_run_is_driven_from_the_webview_and_resumed_after_a_restart() {
     let app = Session::start(&driver, application);
     app.wait_for_text("#status", "ready");
     app.wait_for_element("[data-testid=resume]");
+    // WebDriver ends the first app without `RunEvent::Exit` (a kill): the long run was marked
+    // interrupted at this start; a clean exit would have ended it interrupted too.
     let runs = app.text("#runs");
-    assert!(
-        runs.contains("interrupted") || runs.contains("cancelled"),
-        "{runs}"
-    );
+    assert!(runs.contains("interrupted"), "{runs}");
     app.click("[data-testid=resume]");
     app.wait_for_text("#events", "run_resumed");
     app.screenshot(&artifacts().join("resumed.png"));

@@ -63,6 +63,8 @@ pub(crate) struct RunContext {
     /// A resumed run whose interrupted process had journaled its `persist/` promotion:
     /// finishing again reads that state back and does not journal it twice.
     promoted_before: std::sync::atomic::AtomicBool,
+    /// The host is shutting down: the stopped run ends `interrupted`, not `cancelled`.
+    shutting_down: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for RunContext {
@@ -96,7 +98,21 @@ impl RunContext {
             workspace_keys: Arc::default(),
             replays: StdMutex::new(std::collections::HashMap::new()),
             promoted_before: std::sync::atomic::AtomicBool::new(false),
+            shutting_down: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Stops the run because its host is shutting down: every wait aborts as on a cancel, and
+    /// the run ends `interrupted` (see `AgentRunService::interrupt_for_shutdown`).
+    pub(crate) fn stop_for_shutdown(&self) {
+        self.shutting_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.cancel.cancel();
+    }
+
+    /// Whether [`stop_for_shutdown`](Self::stop_for_shutdown) stopped the run.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The registration number of the next task and its invocation

@@ -390,7 +390,12 @@ impl AgentRunService {
         };
         if let Err(error) = result {
             if error.is_cancelled() || ctx.cancel.is_cancelled() {
-                self.finalize_stopped(&scheduler, Some(&mut inv.invocation), RunEnd::Cancelled)
+                let end = if ctx.is_shutting_down() {
+                    RunEnd::ShutDown
+                } else {
+                    RunEnd::Cancelled
+                };
+                self.finalize_stopped(&scheduler, Some(&mut inv.invocation), end)
                     .await;
             } else {
                 self.finalize_stopped(
@@ -401,6 +406,12 @@ impl AgentRunService {
                 .await;
             }
         }
+        self.release_ended(ctx).await;
+    }
+
+    /// After the run's end: keeps an end the store did not record (so reads still see it),
+    /// lets other processes take the run, and closes its provider sessions.
+    async fn release_ended(&self, ctx: &RunContext) {
         let live = ctx.run_snapshot().await;
         if live.status.is_terminal() {
             let recorded = self

@@ -47,6 +47,9 @@ enum RunEnd<'a> {
     /// A fail-fast error ended it: `run_failed`, or `run_partial_success` when something was
     /// already published.
     Failed(&'a ApplicationError),
+    /// Its host shut down (`interrupt_for_shutdown`): `run_interrupted {reason:
+    /// host_shutdown}`, resumable as after an owner exit.
+    ShutDown,
 }
 
 pub use conversation::{
@@ -320,6 +323,22 @@ impl AgentRunService {
 
     /// Requests cancellation. An active run is interrupted at once (model calls and host waits
     /// abort) and ends `cancelled`; a terminal run is returned unchanged.
+    /// Stops a run this process executes because its host is shutting down. Nothing is
+    /// journaled up front (no `run_cancel_requested`): every wait aborts as on a cancel, the
+    /// work under way is stopped as a cancel stops it, and the run ends `interrupted`
+    /// (`run_interrupted {reason: "host_shutdown"}`), so a later `resume_run` continues it where
+    /// it stopped, as after an owner exit (docs/resume.md). Returns the signal that turns true
+    /// once its executor has ended; `None` when no executor runs it here.
+    pub fn interrupt_for_shutdown(&self, run_id: &RunId) -> Option<watch::Receiver<bool>> {
+        let (ctx, done) = {
+            let active = self.lock_active();
+            let run = active.get(run_id)?;
+            (run.ctx(), run.done.clone())
+        };
+        ctx.stop_for_shutdown();
+        Some(done)
+    }
+
     pub async fn cancel_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
         // Look up the executor before loading the record: an executor writes the terminal state
         // before it leaves the active set, so "not active and not terminal" means orphaned.

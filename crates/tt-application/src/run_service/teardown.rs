@@ -19,6 +19,9 @@ use crate::handoff_chain::{settle_open_handoffs, settle_task};
 
 use super::{AgentRunService, RunEnd};
 
+/// The `reason` of the `run_interrupted` a run ends with when its host shuts down.
+const HOST_SHUTDOWN: &str = "host_shutdown";
+
 impl AgentRunService {
     /// `workspace.finish` accepted: promote `persist/`, complete the run.
     pub(super) async fn finish_run(
@@ -161,8 +164,21 @@ impl AgentRunService {
         end: RunEnd<'_>,
     ) {
         let ctx = scheduler.host().as_ref();
+        // How far the run got and the last seq it wrote before its stop, for a shutdown's
+        // `run_interrupted` (as a recovery states them for an owner that went away).
+        let previous_status = ctx.run_snapshot().await.status;
+        let last_seq = match end {
+            RunEnd::ShutDown => self
+                .services
+                .journal
+                .last_seq(&ctx.run_id)
+                .await
+                .unwrap_or_default(),
+            _ => 0,
+        };
         let discard_reason = match end {
             RunEnd::Cancelled => "run_cancel_requested",
+            RunEnd::ShutDown => "host_shutdown",
             RunEnd::Failed(_) if ctx.commits().is_empty() => "run_failed_before_next_model_request",
             RunEnd::Failed(_) => "run_partial_success_before_next_model_request",
         };
@@ -175,8 +191,13 @@ impl AgentRunService {
             .await
             .best_effort("cancel unfinished tasks");
         if let Some(invocation) = invocation {
+            // A shutdown stops the agent as a cancel does: `resume_run` reopens an
+            // `interrupted` run whose foreground agent ended so where it stopped
+            // (`reopen_run::unwritten_end`).
             let (status, step) = match end {
-                RunEnd::Cancelled => (InvocationStatus::Cancelled, "mark the invocation cancelled"),
+                RunEnd::Cancelled | RunEnd::ShutDown => {
+                    (InvocationStatus::Cancelled, "mark the invocation cancelled")
+                }
                 RunEnd::Failed(_) => (InvocationStatus::Failed, "mark the invocation failed"),
             };
             ctx.set_invocation_status(invocation, status)
@@ -185,7 +206,7 @@ impl AgentRunService {
         }
         // The active owner first, so its own invocation is not settled twice.
         let (task_status, reason) = match end {
-            RunEnd::Cancelled => (
+            RunEnd::Cancelled | RunEnd::ShutDown => (
                 TaskStatus::Cancelled,
                 "cancelled because the Agent run stopped".to_owned(),
             ),
@@ -194,6 +215,19 @@ impl AgentRunService {
         settle_open_handoffs(ctx, task_status, &reason)
             .await
             .best_effort("settle open handoffs");
+        self.journal_stop(ctx, end, previous_status, last_seq).await;
+    }
+
+    /// Journals the end of a run that stopped without finishing: `run_cancelled`,
+    /// `run_interrupted` for a shutdown, else `run_failed` (or `run_partial_success` when
+    /// something was published, which stays), each after the terminal status.
+    async fn journal_stop(
+        &self,
+        ctx: &RunContext,
+        end: RunEnd<'_>,
+        previous_status: AgentRunStatus,
+        last_seq: u64,
+    ) {
         let error = match end {
             RunEnd::Cancelled => {
                 let cancelled = payload::RunCancelled {
@@ -206,6 +240,21 @@ impl AgentRunService {
                     .await
                 {
                     Err::<(), _>(unjournaled).best_effort("journal run_cancelled");
+                }
+                return;
+            }
+            RunEnd::ShutDown => {
+                let interrupted = payload::RunInterrupted {
+                    reason: HOST_SHUTDOWN.to_owned(),
+                    last_seq,
+                    previous_status,
+                };
+                let ended = AgentRunStatus::Interrupted;
+                if let Some(Err(unjournaled)) = self
+                    .journal_end(ctx, ended, EventLevel::Warn, &interrupted)
+                    .await
+                {
+                    Err::<(), _>(unjournaled).best_effort("journal run_interrupted");
                 }
                 return;
             }

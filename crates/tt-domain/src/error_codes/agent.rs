@@ -266,6 +266,8 @@ super::error_codes! {
         "A runtime was built without a model provider.";
     AGENT_RUNTIME_SHUT_DOWN = "agent.runtime_shut_down", HostContract,
         "The runtime was shut down; every later call answers this.";
+    AGENT_RUNTIME_SHUTDOWN_TIMED_OUT = "agent.runtime_shutdown_timed_out", Internal,
+        "A run did not stop within the shutdown's grace period; the next start marks it interrupted.";
     AGENT_STABLE_CHAT_ID_INVALID = "agent.stable_chat_id_invalid", HostContract,
         "The run request's stable chat id is blank or malformed.";
     AGENT_STORAGE_CORRUPT = "agent.storage_corrupt", Storage,

@@ -290,3 +290,72 @@ async fn a_reader_in_another_runtime_reads_the_status_the_journal_says() {
     owner.shutdown().await.unwrap();
     reader.shutdown().await.unwrap();
 }
+
+/// A runtime that shuts down while it executes a run ends it `interrupted` (`reason:
+/// host_shutdown`), recorded at once: a runtime waiting on and following it sees that end, and
+/// resumes the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_that_shuts_down_leaves_its_run_interrupted_for_another_to_resume() {
+    let url = fresh_database().await;
+    let owner_dir = TempDir::new().unwrap();
+    let viewer_dir = TempDir::new().unwrap();
+    let lease = Some(Duration::from_secs(3_600));
+    let owner = pg_runtime(&url, owner_dir.path(), hanging_model(), lease).await;
+    let run_id = owner.start_run(request()).await.unwrap().id.to_string();
+    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    let viewer = Arc::new(pg_runtime(&url, viewer_dir.path(), hanging_model(), None).await);
+    let (waiting, following) = wait_and_follow(&viewer, &run_id).await;
+
+    let stopped = tokio::time::timeout(HANG_GUARD, owner.shutdown())
+        .await
+        .expect("shutdown returned")
+        .unwrap();
+    assert_eq!(stopped.len(), 1);
+    assert_eq!(stopped[0].status, AgentRunStatus::Interrupted);
+    let waited = tokio::time::timeout(HANG_GUARD, waiting)
+        .await
+        .expect("the waiter returned")
+        .unwrap()
+        .unwrap();
+    assert_eq!(waited.status, AgentRunStatus::Interrupted);
+    let followed = tokio::time::timeout(HANG_GUARD, following)
+        .await
+        .expect("the subscriber ended")
+        .unwrap();
+    let last = followed.last().unwrap();
+    assert_eq!(last.event_type, "run_interrupted");
+    assert_eq!(last.payload["reason"], "host_shutdown");
+    let seqs: Vec<u64> = followed.iter().map(|event| event.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+
+    viewer.resume_run(&run_id).await.unwrap();
+    let resumed = wait_for_event(&viewer, &run_id, "run_resumed").await;
+    assert_eq!(resumed.payload["fromSeq"], last.seq);
+    assert_eq!(viewer.shutdown().await.unwrap().len(), 1);
+}
+
+/// A run another host took over (its owner stalled past its lease, and the other host resumed
+/// it) is not this runtime's to wait on: `shutdown` returns without following it to its end,
+/// and the other host goes on with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_does_not_wait_on_a_run_another_host_took_over() {
+    let url = fresh_database().await;
+    let owner_dir = TempDir::new().unwrap();
+    let taker_dir = TempDir::new().unwrap();
+    let lease = Some(Duration::from_secs(3_600));
+    let owner = pg_runtime(&url, owner_dir.path(), hanging_model(), lease).await;
+    let run_id = owner.start_run(request()).await.unwrap().id.to_string();
+    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    TestCluster::expire_lease(&url, &run_id).await.unwrap();
+    let taker = pg_runtime(&url, taker_dir.path(), hanging_model(), None).await;
+    taker.resume_run(&run_id).await.unwrap();
+    wait_for_event(&taker, &run_id, "run_resumed").await;
+
+    tokio::time::timeout(HANG_GUARD, owner.shutdown())
+        .await
+        .expect("shutdown returned")
+        .ok();
+    let run = taker.get_run(&run_id).await.unwrap();
+    assert!(!run.status.is_terminal(), "{run:?}");
+    assert_eq!(taker.shutdown().await.unwrap().len(), 1);
+}

@@ -222,7 +222,23 @@ impl Session {
     }
 
     /// Saves a PNG of the window.
+    ///
+    /// WebKitGTK takes a screenshot after the page's next paint, and a page with nothing new to
+    /// draw does not paint (no compositing under Xvfb): the request would wait for whatever
+    /// changes the page next (here: the resumed run's model call failing after five minutes).
+    /// So the page gets a reason to paint: a one-pixel mark in its corner, nearly transparent,
+    /// redrawn every frame for up to five seconds, removed after the shot.
     pub fn screenshot(&self, path: &Path) {
+        self.script(
+            "const mark = document.createElement('div'); mark.id = 'webdriver-paint'; \
+             mark.style.cssText = 'position:fixed;left:0;top:0;width:1px;height:1px;\
+             pointer-events:none;background:rgba(0,0,0,0.01)'; document.body.append(mark); \
+             const until = performance.now() + 5000; let odd = false; \
+             const tick = () => { if (!mark.isConnected || performance.now() > until) return; \
+             odd = !odd; mark.style.opacity = odd ? '0.5' : '1'; requestAnimationFrame(tick) }; \
+             requestAnimationFrame(tick)",
+            json!([]),
+        );
         let data = self
             .call("GET", "/screenshot", None)
             .unwrap_or_else(|err| panic!("no screenshot: {err}"));
@@ -230,6 +246,10 @@ impl Session {
             .decode(data.as_str().unwrap_or_default())
             .unwrap();
         std::fs::write(path, bytes).unwrap();
+        self.script(
+            "document.getElementById('webdriver-paint')?.remove()",
+            json!([]),
+        );
     }
 
     /// Ends the session: the driver closes the app.
