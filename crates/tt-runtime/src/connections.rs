@@ -232,13 +232,14 @@ impl ConnectionSpec {
         self
     }
 
-    /// The default model, window, prices and call deadline, as the engine reads them.
+    /// The default model, window, prices, call deadline and output cap, as the engine reads them.
     pub fn model_info(&self) -> tt_ports::ConnectionModelInfo {
         tt_ports::ConnectionModelInfo {
             default_model: self.model.clone(),
             context_window_tokens: self.context_window_tokens,
             prices: self.prices.clone(),
             call_deadline: self.call_deadline,
+            max_output_tokens: self.max_tokens,
         }
     }
 
@@ -385,6 +386,10 @@ impl ModelProvider for WholeResponses {
         self.0.context_window(model_id, cancel).await
     }
 
+    async fn remember_context_window(&self, model_id: Option<&str>, window: ServerContextWindow) {
+        self.0.remember_context_window(model_id, window).await;
+    }
+
     fn check_settings(
         &self,
         settings: &GenerationSettings,
@@ -462,6 +467,14 @@ impl ModelProvider for LearnedWindows {
         let answer = self.inner.context_window(model_id, cancel).await?;
         learned.insert(key, answer.clone());
         Ok(answer)
+    }
+
+    /// A window a refusal stated replaces what the server said (or did not say) for the model:
+    /// it is what the server does.
+    async fn remember_context_window(&self, model_id: Option<&str>, window: ServerContextWindow) {
+        let key = model_id.map(str::to_owned);
+        self.learned.lock().await.insert(key, Some(window.clone()));
+        self.inner.remember_context_window(model_id, window).await;
     }
 
     fn check_settings(
