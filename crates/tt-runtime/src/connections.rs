@@ -516,6 +516,21 @@ mod tests {
     }
 
     #[test]
+    fn the_output_cap_reaches_the_engine_with_the_window() {
+        let spec = ConnectionSpec::parse("openai:http://127.0.0.1:8080/v1")
+            .unwrap()
+            .with_max_tokens(160)
+            .with_context_window_tokens(2048);
+        let info = spec.model_info();
+        assert_eq!(info.max_output_tokens, Some(160));
+        assert_eq!(info.context_window_tokens, Some(2048));
+        assert_eq!(
+            ConnectionSpec::parse("openai").unwrap().model_info().max_output_tokens,
+            None
+        );
+    }
+
+    #[test]
     fn openai_needs_no_key_anthropic_does() {
         let openai = ConnectionSpec::parse("openai:http://127.0.0.1:8080/v1")
             .unwrap()

@@ -323,7 +323,7 @@ mod tests {
             for tool in ToolName::ALL {
                 let full = crate::registry::builtin_spec(tool, audience).unwrap();
                 let mut compact = full.clone();
-                compact_spec(&mut compact, audience);
+                compact_spec(&mut compact, audience, &[]);
                 assert!(
                     compact.description.len() < full.description.len(),
                     "{tool}: {:?}",
