@@ -180,7 +180,7 @@ pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSp
         // The rule and the basic flow in one line.
         let _ = writeln!(
             out,
-            "# **Important**: Write your reply to `{}`, publish it with `{}` (successfully), then end with `{}`.",
+            "# **Important**: Write your reply to `{}`, publish it with `{}`, and once it is published end with `{}`.",
             snapshot.message_body_path,
             name(ToolName::WorkspaceCommit),
             name(ToolName::WorkspaceFinish)

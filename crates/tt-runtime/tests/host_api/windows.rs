@@ -271,8 +271,8 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
         max_output_tokens: Some(160),
         ..ConnectionModelInfo::default()
     };
-    let runtime = runtime(&dir, &server, info.clone());
-    let (status, events) = run(&runtime, GenerationSettings::default()).await;
+    let capped = runtime(&dir, &server, info.clone());
+    let (status, events) = run(&capped, GenerationSettings::default()).await;
     assert_eq!(status, AgentRunStatus::Completed);
     assert_eq!(binding(&events)["generation"]["maxOutputTokens"], 160);
     let limits = server.output_limits.lock().unwrap().clone();
@@ -285,7 +285,7 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
             max_output_tokens: Some(asked),
             ..GenerationSettings::default()
         };
-        let (status, _) = run(&runtime, settings).await;
+        let (status, _) = run(&capped, settings).await;
         assert_eq!(status, AgentRunStatus::Completed);
         let limits = server.output_limits.lock().unwrap().clone();
         assert!(limits.iter().all(|limit| *limit == Some(sent)), "{limits:?}");
@@ -295,16 +295,16 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
     // the window (at least 256).
     let dir = TempDir::new().unwrap();
     let server = Server::new(Some(1_000), false);
-    let runtime = runtime(&dir, &server, info);
-    let message = match runtime.start_run(request()).await {
+    let small = runtime(&dir, &server, info);
+    let message = match small.start_run(request()).await {
         Err(error) => {
             assert_eq!(error.code, "model.context_window_too_small");
             error.message
         }
         Ok(run) => {
-            let ended = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+            let ended = small.wait_for_run(run.id.as_str()).await.unwrap();
             assert_eq!(ended.status, AgentRunStatus::Failed);
-            let events = runtime
+            let events = small
                 .read_events(ReadEventsRequest {
                     run_id: run.id.to_string(),
                     limit: Some(500),
