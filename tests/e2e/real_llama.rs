@@ -142,7 +142,13 @@ pub(crate) fn llama_provider(server: &LlamaServer) -> Arc<dyn ModelProvider> {
         OpenAiProvider::new(
             OpenAiConfig::new(server.base_url())
                 .with_default_model("local")
-                .with_request_timeout(Duration::from_secs(1200)),
+                .with_request_timeout(Duration::from_secs(1200))
+                // A busy two-core machine with several slots at work answers slowly.
+                .with_limits(tt_adapter_provider_openai::HttpLimits {
+                    header_timeout: Duration::from_secs(1200),
+                    idle_timeout: Duration::from_secs(1200),
+                    ..tt_adapter_provider_openai::HttpLimits::default()
+                }),
         )
         .unwrap(),
     )

@@ -216,6 +216,10 @@ async fn real_llama_window_a_demo_sized_team_on_four_slots_ends_without_an_overf
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir.path())
         .provider(Arc::clone(&steered) as Arc<dyn ModelProvider>)
+        .provider_model_info(tt_runtime::ConnectionModelInfo {
+            call_deadline: Some(Duration::from_secs(1800)),
+            ..Default::default()
+        })
         .commit_bridge(CommitBridgeChoice::Transcript)
         .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
         .build()
