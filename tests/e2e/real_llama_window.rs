@@ -31,7 +31,7 @@ use crate::real_llama::{
 use crate::support::start_request;
 
 /// The install prefix in `TT_LLAMA_PREFIX`, or `None` after saying how to get one.
-fn prefix() -> Option<PathBuf> {
+pub(crate) fn prefix() -> Option<PathBuf> {
     match std::env::var_os("TT_LLAMA_PREFIX") {
         Some(prefix) if !prefix.is_empty() => Some(PathBuf::from(prefix)),
         _ => {
@@ -47,7 +47,7 @@ fn prefix() -> Option<PathBuf> {
 }
 
 /// `PREFIX/bin/llama-server` with the prefix's model and tool-call template, `-c n_ctx -np slots`.
-async fn start(prefix: &std::path::Path, n_ctx: u32, slots: u32) -> LlamaServer {
+pub(crate) async fn start(prefix: &std::path::Path, n_ctx: u32, slots: u32) -> LlamaServer {
     start_llama_at(
         &prefix.join("bin/llama-server"),
         &prefix.join("models/smollm2-135m-instruct-q4_1.gguf"),
