@@ -525,7 +525,10 @@ mod tests {
         assert_eq!(info.max_output_tokens, Some(160));
         assert_eq!(info.context_window_tokens, Some(2048));
         assert_eq!(
-            ConnectionSpec::parse("openai").unwrap().model_info().max_output_tokens,
+            ConnectionSpec::parse("openai")
+                .unwrap()
+                .model_info()
+                .max_output_tokens,
             None
         );
     }

@@ -140,9 +140,7 @@ pub(crate) async fn resolve_model_binding(
         run_generation: run_generation.clone(),
         profile_max_output_tokens: model.max_output_tokens,
         connection_max_output_tokens: info.max_output_tokens,
-        window_model_id: model_id
-            .clone()
-            .or_else(|| info.default_model.clone()),
+        window_model_id: model_id.clone().or_else(|| info.default_model.clone()),
         provider,
         model_id,
     };

@@ -22,7 +22,11 @@ pub(crate) fn compact_spec(spec: &mut AgentToolSpec, audience: &SpecAudience, al
     if let Some(description) = compact_description(tool, audience) {
         spec.description = description;
     }
-    keep_main_arguments(&mut spec.input_schema, main_optional_arguments(tool), also_keep);
+    keep_main_arguments(
+        &mut spec.input_schema,
+        main_optional_arguments(tool),
+        also_keep,
+    );
     strip_optional_prose(&mut spec.input_schema);
     strip_schema_noise(&mut spec.input_schema);
 }
@@ -57,7 +61,9 @@ fn keep_main_arguments(schema: &mut Value, kept: &[&str], also_keep: &[&str]) {
         return;
     };
     properties.retain(|name, _| {
-        required.contains(name) || kept.contains(&name.as_str()) || also_keep.contains(&name.as_str())
+        required.contains(name)
+            || kept.contains(&name.as_str())
+            || also_keep.contains(&name.as_str())
     });
     for (name, property) in properties.iter_mut() {
         if required.contains(name) && property.get("properties").is_some() {
@@ -243,7 +249,11 @@ mod tests {
         compact_spec(&mut compact, &audience, &["timeoutSeconds"]);
         let schema = &compact.input_schema;
         assert_eq!(
-            schema["properties"].as_object().unwrap().keys().collect::<Vec<_>>(),
+            schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
             ["agentId", "task", "timeoutSeconds"]
         );
         assert_eq!(
@@ -257,9 +267,13 @@ mod tests {
         let text = schema.to_string();
         assert!(!text.contains("additionalProperties"), "{text}");
         assert!(!text.contains("minimum"), "{text}");
-        let mut read = crate::registry::builtin_spec(ToolName::WorkspaceReadFile, &audience).unwrap();
+        let mut read =
+            crate::registry::builtin_spec(ToolName::WorkspaceReadFile, &audience).unwrap();
         compact_spec(&mut read, &audience, &[]);
-        assert_eq!(read.input_schema["properties"]["line_count"]["maximum"], 1200);
+        assert_eq!(
+            read.input_schema["properties"]["line_count"]["maximum"],
+            1200
+        );
     }
 
     /// The specs as a model reads them: name, description, argument schema.

@@ -288,7 +288,10 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
         let (status, _) = run(&capped, settings).await;
         assert_eq!(status, AgentRunStatus::Completed);
         let limits = server.output_limits.lock().unwrap().clone();
-        assert!(limits.iter().all(|limit| *limit == Some(sent)), "{limits:?}");
+        assert!(
+            limits.iter().all(|limit| *limit == Some(sent)),
+            "{limits:?}"
+        );
     }
 
     // On a window too small for the opening, the reserve named is the cap, not an eighth of
@@ -321,5 +324,8 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
             failed.payload.to_string()
         }
     };
-    assert!(message.contains("after 160 kept for the answer"), "{message}");
+    assert!(
+        message.contains("after 160 kept for the answer"),
+        "{message}"
+    );
 }
