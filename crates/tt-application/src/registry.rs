@@ -292,6 +292,21 @@ fn styled_spec(
     Ok(spec)
 }
 
+/// The argument schema a call of `spec`'s tool is held to: a built-in tool's full schema, every
+/// argument it takes (a compact spec shows fewer, docs/profiles.md "Tool specs"); an outside
+/// tool's own.
+pub(crate) fn full_input_schema(spec: &AgentToolSpec) -> Value {
+    let audience = SpecAudience {
+        delegated: false,
+        visible_roots: tt_domain::workspace::WorkspaceRoot::ALL.to_vec(),
+        writable_roots: tt_domain::workspace::WorkspaceRoot::ALL.to_vec(),
+    };
+    spec.name
+        .builtin()
+        .and_then(|tool| builtin_spec(tool, &audience).ok())
+        .map_or_else(|| spec.input_schema.clone(), |full| full.input_schema)
+}
+
 /// The full spec of a built-in tool for `audience`.
 pub(crate) fn builtin_spec(
     tool: ToolName,
