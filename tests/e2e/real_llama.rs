@@ -10,6 +10,10 @@
 //! `TT_LLAMA_MODEL` names the GGUF model (default: `../models/smollm2-135m-instruct-q4_1.gguf`
 //! next to the binary's directory) and `TT_LLAMA_TEMPLATE` a chat template with tool support
 //! (default: `../templates/Qwen-Qwen2.5-7B-Instruct.jinja`, when it exists).
+//!
+//! One test is not ignored: the long run that reads a file larger than the window runs, like
+//! the window tests (`real_llama_window.rs`), when `TT_LLAMA_PREFIX` names an install prefix,
+//! and passes without running (saying how to get one) when it does not.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -142,7 +146,13 @@ pub(crate) fn llama_provider(server: &LlamaServer) -> Arc<dyn ModelProvider> {
         OpenAiProvider::new(
             OpenAiConfig::new(server.base_url())
                 .with_default_model("local")
-                .with_request_timeout(Duration::from_secs(1200)),
+                .with_request_timeout(Duration::from_secs(1200))
+                // A busy two-core machine with several slots at work answers slowly.
+                .with_limits(tt_adapter_provider_openai::HttpLimits {
+                    header_timeout: Duration::from_secs(1200),
+                    idle_timeout: Duration::from_secs(1200),
+                    ..tt_adapter_provider_openai::HttpLimits::default()
+                }),
         )
         .unwrap(),
     )
@@ -397,10 +407,16 @@ fn notes_part(part: usize) -> String {
     text
 }
 
+/// A long run on the real server's 4,096 tokens, learned from `/props` (nothing declared): the
+/// default writer writes notes larger than the window in parts and reads them again, so its
+/// history is trimmed and compacted, and it completes. Runs with `TT_LLAMA_PREFIX`, like the
+/// window tests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs a llama-server binary in TT_LLAMA_SERVER (docs/providers.md)"]
 async fn real_llama_a_run_reading_a_file_larger_than_the_window_completes() {
-    let server = start_llama(4096).await;
+    let Some(prefix) = crate::real_llama_window::prefix() else {
+        return;
+    };
+    let server = crate::real_llama_window::start(&prefix, 4096, 1).await;
     let dir = tempfile::tempdir().unwrap();
     let script = FnProvider::new(|request| {
         // A summary request (no tools) gets a summary.
@@ -435,20 +451,43 @@ async fn real_llama_a_run_reading_a_file_larger_than_the_window_completes() {
     let mut steered = Steered::new(llama_provider(&server), Arc::new(script));
     steered.one_token = true;
     let steered = Arc::new(steered);
-    let runtime = runtime_over(&dir, Arc::clone(&steered) as _, Some(4096));
+    let runtime = runtime_over(&dir, Arc::clone(&steered) as _, None);
     save_reader_profile(&runtime).await;
     let mut request = start_request();
     request.profile_id = Some("llama-reader".into());
     let run = runtime.start_run(request).await.unwrap();
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    let events = runtime
+        .read_events(ReadEventsRequest {
+            run_id: run.id.to_string(),
+            limit: Some(10_000),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    let compactions = events
+        .iter()
+        .filter(|e| e.event_type == "context_compacted")
+        .count();
     eprintln!(
-        "run {} ended {:?} after {} requests",
+        "run {} ended {:?} after {} requests, {compactions} compactions",
         run.id,
         run.status,
         steered.sent()
     );
     let failed = run_failed(&runtime, run.id.as_str()).await;
     assert_eq!(run.status, AgentRunStatus::Completed, "{failed}");
+    let binding = events
+        .iter()
+        .find(|e| e.event_type == "agent_model_binding_resolved")
+        .unwrap();
+    assert_eq!(binding.payload["contextWindowTokens"], 4096);
+    assert_eq!(binding.payload["contextWindowEndpoint"], "/props");
+    // Measured on 6 December 2026: 16 requests, one compaction (trimming the older parts
+    // read did the rest). Issue #43 asks for two in a long run; this run is not long enough
+    // for that since the opening shrank, and a longer one was not measured yet.
+    assert!(compactions >= 1, "{compactions} compactions");
 
     let calls = completions(&runtime, run.id.as_str()).await;
     let mut largest = 0;

@@ -31,7 +31,7 @@ use crate::real_llama::{
 use crate::support::start_request;
 
 /// The install prefix in `TT_LLAMA_PREFIX`, or `None` after saying how to get one.
-fn prefix() -> Option<PathBuf> {
+pub(crate) fn prefix() -> Option<PathBuf> {
     match std::env::var_os("TT_LLAMA_PREFIX") {
         Some(prefix) if !prefix.is_empty() => Some(PathBuf::from(prefix)),
         _ => {
@@ -47,7 +47,7 @@ fn prefix() -> Option<PathBuf> {
 }
 
 /// `PREFIX/bin/llama-server` with the prefix's model and tool-call template, `-c n_ctx -np slots`.
-async fn start(prefix: &std::path::Path, n_ctx: u32, slots: u32) -> LlamaServer {
+pub(crate) async fn start(prefix: &std::path::Path, n_ctx: u32, slots: u32) -> LlamaServer {
     start_llama_at(
         &prefix.join("bin/llama-server"),
         &prefix.join("models/smollm2-135m-instruct-q4_1.gguf"),
@@ -216,6 +216,10 @@ async fn real_llama_window_a_demo_sized_team_on_four_slots_ends_without_an_overf
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir.path())
         .provider(Arc::clone(&steered) as Arc<dyn ModelProvider>)
+        .provider_model_info(tt_runtime::ConnectionModelInfo {
+            call_deadline: Some(Duration::from_secs(1800)),
+            ..Default::default()
+        })
         .commit_bridge(CommitBridgeChoice::Transcript)
         .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
         .build()
@@ -263,16 +267,22 @@ async fn real_llama_window_a_demo_sized_team_on_four_slots_ends_without_an_overf
     );
     // Steered reports the server's name and window: every agent learned 2,048.
     assert!(windows.iter().all(|w| **w == 2048), "{windows:?}");
-    // The course is scripted: once every request fits, the run completes. A slot's 2,048
-    // tokens do not hold the writers' room writer's opening today (its 13 tool specs alone are
-    // about 1,536 tokens): then the run must fail at its start, before any request, with the
-    // code that says what would fit, never mid-run with an overflow (issue #43's bar).
-    let failed = crate::real_llama::run_failed(&runtime, run.id.as_str()).await;
-    if run.status != AgentRunStatus::Completed {
-        assert_eq!(run.status, AgentRunStatus::Failed, "{failed}");
-        assert_eq!(failed["code"], "model.context_window_too_small", "{failed}");
-        assert_eq!(steered.sent(), 0, "{failed}");
+    let compactions = events
+        .iter()
+        .filter(|e| e.event_type == "context_compacted")
+        .count();
+    eprintln!("{compactions} compactions");
+    for event in events.iter().rev().take(6).rev() {
+        let payload = event.payload.to_string();
+        let shown: String = payload.chars().take(400).collect();
+        eprintln!("  #{} {} {shown}", event.seq, event.event_type.as_str());
     }
+    // Every agent's opening fits a slot with room for the work, the answer and a summary
+    // (issue #43): no failure at the start, no overflow midway. The course is scripted, so a
+    // run whose every request fits completes.
+    let failed = crate::real_llama::run_failed(&runtime, run.id.as_str()).await;
+    assert_eq!(run.status, AgentRunStatus::Completed, "{failed}");
+    assert!(steered.sent() > 0);
     let overflows = overflows(&events);
     assert!(overflows.is_empty(), "{overflows:#?}");
 }

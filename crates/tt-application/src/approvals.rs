@@ -342,7 +342,8 @@ fn invalid(message: impl Into<String>) -> ApplicationError {
 }
 
 /// Checks a decision before it is accepted: a denial's message length, and an edit's
-/// arguments against the tool's schema as the agent was offered it (`agent.approval_invalid`).
+/// arguments against the tool's whole schema (a built-in tool's every argument, even one a
+/// compact spec does not show; `agent.approval_invalid`).
 /// What the schema cannot say (a path the agent may not write) fails when the call runs, and
 /// the agent reads that error as it would its own.
 fn check_decision(decision: &ApprovalDecision, check: &ArgumentCheck) -> ApplicationResult<()> {

@@ -1,7 +1,8 @@
 //! The default agent system prompt (reference §5.6), generated from the invocation's tool
 //! snapshot unless the profile's `instructions.agentSystemPrompt` replaces it. A profile of the
 //! `compact` spec style (`tools.specStyle`) gets the short form: no line per tool beyond the
-//! front matter's list, except the rules of `agent_await` and `agent_handoff`.
+//! front matter's list, except the rules of `agent_await` and `agent_handoff`, and the
+//! commit-before-finish rule and the basic flow in one line.
 //!
 //! Written to the agent, in its own terms: tool names as it calls them, workspace paths as it
 //! uses them, no runtime ids or storage details.
@@ -174,7 +175,19 @@ pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSp
     }
     let has_commit = has(ToolName::WorkspaceCommit);
     let has_finish = has(ToolName::WorkspaceFinish);
-    if has_finish && has_commit && snapshot.presentation == Presentation::Foreground {
+    let foreground = snapshot.presentation == Presentation::Foreground;
+    if style == ToolSpecStyle::Compact && has_finish && has_commit && foreground {
+        // The rule and the basic flow in one line.
+        let _ = writeln!(
+            out,
+            "# **Important**: Write your reply to `{}`, publish it with `{}`, and once it is published end with `{}`.",
+            snapshot.message_body_path,
+            name(ToolName::WorkspaceCommit),
+            name(ToolName::WorkspaceFinish)
+        );
+        return out;
+    }
+    if has_finish && has_commit && foreground {
         let _ = writeln!(
             out,
             "# **Important**: Call `{}` successfully at least once before you call `{}`.",

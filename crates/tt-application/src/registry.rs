@@ -112,15 +112,19 @@ fn tool_specs(
     }
     let mut tools = Vec::with_capacity(visible.len() + 1);
     for &tool in &visible {
-        let mut spec = styled_spec(tool, &audience, style)?;
         // Delegated agents get task-specific workspace descriptions that replace overrides.
         let rewritten = audience.delegated && ToolName::WORKSPACE.contains(&tool);
-        if let Some(override_) = definition
+        let override_ = definition
             .tools
             .tool_descriptions
             .get(tool.canonical())
-            .filter(|_| !rewritten)
-        {
+            .filter(|_| !rewritten);
+        // A property the profile describes stays in a compact spec.
+        let described: Vec<&str> = override_
+            .map(|o| o.properties.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut spec = styled_spec(tool, &audience, style, &described)?;
+        if let Some(override_) = override_ {
             apply_description_override(
                 &mut spec,
                 override_.description.as_deref(),
@@ -131,7 +135,7 @@ fn tool_specs(
     }
     if task_return {
         // The runtime, not the profile, gives a delegated agent its way to hand results back.
-        tools.push(styled_spec(ToolName::TaskReturn, &audience, style)?);
+        tools.push(styled_spec(ToolName::TaskReturn, &audience, style, &[])?);
     }
     let specs: Arc<[AgentToolSpec]> = tools.into();
     let mut sets = SPEC_SETS.lock().unwrap_or_else(PoisonError::into_inner);
@@ -273,17 +277,34 @@ pub(crate) fn frozen_definitions(snapshot: &InvocationToolSnapshot) -> Vec<Exter
         .collect()
 }
 
-/// The spec of a built-in tool for `audience` in `style`.
+/// The spec of a built-in tool for `audience` in `style`; a compact spec keeps the optional
+/// arguments named in `also_keep` too.
 fn styled_spec(
     tool: ToolName,
     audience: &SpecAudience,
     style: ToolSpecStyle,
+    also_keep: &[&str],
 ) -> ApplicationResult<AgentToolSpec> {
     let mut spec = builtin_spec(tool, audience)?;
     if style == ToolSpecStyle::Compact {
-        crate::tools::compact::compact_spec(&mut spec, audience);
+        crate::tools::compact::compact_spec(&mut spec, audience, also_keep);
     }
     Ok(spec)
+}
+
+/// The argument schema a call of `spec`'s tool is held to: a built-in tool's full schema, every
+/// argument it takes (a compact spec shows fewer, docs/profiles.md "Tool specs"); an outside
+/// tool's own.
+pub(crate) fn full_input_schema(spec: &AgentToolSpec) -> Value {
+    let audience = SpecAudience {
+        delegated: false,
+        visible_roots: tt_domain::workspace::WorkspaceRoot::ALL.to_vec(),
+        writable_roots: tt_domain::workspace::WorkspaceRoot::ALL.to_vec(),
+    };
+    spec.name
+        .builtin()
+        .and_then(|tool| builtin_spec(tool, &audience).ok())
+        .map_or_else(|| spec.input_schema.clone(), |full| full.input_schema)
 }
 
 /// The full spec of a built-in tool for `audience`.

@@ -285,6 +285,53 @@ async fn repeated_compaction_folds_into_one_rolling_summary() {
 }
 
 #[tokio::test]
+async fn a_summary_longer_than_its_room_is_cut_so_the_next_request_fits() {
+    let first = first_request_tokens().await;
+    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
+    for n in 0..20 {
+        turns.push(turn(vec![call(
+            &format!("l{n}"),
+            "workspace_list_files",
+            json!({"path": "scratch"}),
+        )]));
+    }
+    turns.extend(happy_turns());
+    // A model that ignores the summary's limit: every summary is about 3,000 tokens.
+    let model = FakeModel::new(move |request: &AgentModelRequest| {
+        if request.tools.is_empty() {
+            return Ok(responses::text(&"I listed scratch again. ".repeat(450)));
+        }
+        turns
+            .get(request.round as usize - 1)
+            .cloned()
+            .ok_or_else(|| ModelError::Unavailable {
+                code: "model.script_exhausted",
+                message: format!("no turn {}", request.round),
+            })
+    });
+    let h = harness(model.clone());
+    let window = first + 1_400;
+    h.put_profile(windowed(window, CompactionPolicy::Summarize, None));
+    let run = h.run_to_end(request(Some("windowed"))).await;
+    assert_eq!(
+        run.status,
+        AgentRunStatus::Completed,
+        "{:?}",
+        h.first_event(&run.id, "run_failed").payload
+    );
+    let compactions = events_of(&h, &run.id, "context_compacted");
+    assert!(!compactions.is_empty());
+    for compacted in &compactions {
+        let summary = compacted.payload["summary"].as_str().unwrap();
+        assert!(summary.contains("characters omitted"), "{summary}");
+    }
+    let budget = WindowBudget::new(window, None);
+    for request in model.requests().iter().filter(|r| !r.tools.is_empty()) {
+        assert!(estimate(request) <= budget.input_budget_tokens);
+    }
+}
+
+#[tokio::test]
 async fn an_opening_too_large_for_the_window_fails_before_the_first_request() {
     let model = by_turn(happy_turns());
     let h = harness(model.clone());

@@ -68,6 +68,13 @@ pub trait ModelProvider: Send + Sync {
         Ok(None)
     }
 
+    /// Remembers the window a refusal of this provider stated for `model_id` (or the
+    /// connection's default model): the runtime's cache of windows per connection and model
+    /// keeps it, so the next agent bound to the model starts from it. A provider without such a
+    /// cache ignores it (the default).
+    async fn remember_context_window(&self, _model_id: Option<&str>, _window: ServerContextWindow) {
+    }
+
     /// Checks `settings` (a request's layered generation settings, `max_output_tokens` its
     /// output limit) against what the provider takes, before the agent's first request. A
     /// connection that refuses settings it does not take (the default) answers
@@ -158,6 +165,10 @@ pub struct ConnectionModelInfo {
     /// between them included, when the profile's `run.modelRetry.deadlineSeconds` names none;
     /// `None`: the default (`tt_domain::profile::DEFAULT_MODEL_CALL_DEADLINE_SECONDS`).
     pub call_deadline: Option<std::time::Duration>,
+    /// The connection's cap on every answer's tokens (its adapter sends no more): the output
+    /// limit, and so the answer reserve, of an agent whose settings set none, and the most any
+    /// setting can ask for.
+    pub max_output_tokens: Option<u32>,
 }
 
 impl ConnectionModelInfo {

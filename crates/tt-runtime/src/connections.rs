@@ -232,13 +232,14 @@ impl ConnectionSpec {
         self
     }
 
-    /// The default model, window, prices and call deadline, as the engine reads them.
+    /// The default model, window, prices, call deadline and output cap, as the engine reads them.
     pub fn model_info(&self) -> tt_ports::ConnectionModelInfo {
         tt_ports::ConnectionModelInfo {
             default_model: self.model.clone(),
             context_window_tokens: self.context_window_tokens,
             prices: self.prices.clone(),
             call_deadline: self.call_deadline,
+            max_output_tokens: self.max_tokens,
         }
     }
 
@@ -385,6 +386,10 @@ impl ModelProvider for WholeResponses {
         self.0.context_window(model_id, cancel).await
     }
 
+    async fn remember_context_window(&self, model_id: Option<&str>, window: ServerContextWindow) {
+        self.0.remember_context_window(model_id, window).await;
+    }
+
     fn check_settings(
         &self,
         settings: &GenerationSettings,
@@ -464,6 +469,14 @@ impl ModelProvider for LearnedWindows {
         Ok(answer)
     }
 
+    /// A window a refusal stated replaces what the server said (or did not say) for the model:
+    /// it is what the server does.
+    async fn remember_context_window(&self, model_id: Option<&str>, window: ServerContextWindow) {
+        let key = model_id.map(str::to_owned);
+        self.learned.lock().await.insert(key, Some(window.clone()));
+        self.inner.remember_context_window(model_id, window).await;
+    }
+
     fn check_settings(
         &self,
         settings: &GenerationSettings,
@@ -500,6 +513,24 @@ mod tests {
         );
         assert!(ConnectionSpec::parse("gemini:https://x").is_err());
         assert!(ConnectionSpec::parse("openai:127.0.0.1:8080").is_err());
+    }
+
+    #[test]
+    fn the_output_cap_reaches_the_engine_with_the_window() {
+        let spec = ConnectionSpec::parse("openai:http://127.0.0.1:8080/v1")
+            .unwrap()
+            .with_max_tokens(160)
+            .with_context_window_tokens(2048);
+        let info = spec.model_info();
+        assert_eq!(info.max_output_tokens, Some(160));
+        assert_eq!(info.context_window_tokens, Some(2048));
+        assert_eq!(
+            ConnectionSpec::parse("openai")
+                .unwrap()
+                .model_info()
+                .max_output_tokens,
+            None
+        );
     }
 
     #[test]

@@ -123,7 +123,7 @@ pub(crate) async fn gate(
         timeout_ms,
     };
     let check = ArgumentCheck {
-        input_schema: spec.input_schema.clone(),
+        input_schema: crate::registry::full_input_schema(spec),
         max_bytes: inv.profile.definition.limits.max_tool_argument_bytes,
     };
     let requested = payload::ToolApprovalRequested {

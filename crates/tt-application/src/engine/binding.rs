@@ -29,6 +29,13 @@ pub(crate) struct ModelBinding {
     pub run_generation: GenerationSettings,
     /// The profile's `model.maxOutputTokens`, under any layer's `maxOutputTokens`.
     pub profile_max_output_tokens: Option<u32>,
+    /// The connection's cap on every answer (`tt-agent run --max-tokens`), which its adapter
+    /// applies to every request: the output limit when no layer sets one, and the most any
+    /// layer's limit can be.
+    pub connection_max_output_tokens: Option<u32>,
+    /// The model id the connection's windows are kept under: the binding's, else the
+    /// connection's default model.
+    pub window_model_id: Option<String>,
     /// The model's context window: the profile's `model.contextWindowTokens`, else the
     /// connection's, else what the server says (asked once per connection and model), else the
     /// known window of the model id; `None`: requests are never measured against a window.
@@ -56,10 +63,15 @@ impl ModelBinding {
             generation = generation.overlay(assembled);
         }
         let mut generation = generation.overlay(&self.run_generation);
-        let max_output_tokens = generation
+        let layered = generation
             .max_output_tokens
             .take()
             .or(self.profile_max_output_tokens);
+        // The adapter sends the smaller of the two: the answer reserve is what it sends.
+        let max_output_tokens = match (layered, self.connection_max_output_tokens) {
+            (Some(limit), Some(cap)) => Some(limit.min(cap)),
+            (limit, cap) => limit.or(cap),
+        };
         RequestSettings {
             generation,
             max_output_tokens,
@@ -123,12 +135,14 @@ pub(crate) async fn resolve_model_binding(
         context_window_tokens: model.context_window_tokens.or(info.context_window_tokens),
         price: info.price(model_id.as_deref()),
         connection_call_deadline: info.call_deadline,
-        provider,
-        model_id,
         base_generation: connection.overlay(&model.generation),
         assembled_generation: assembled_generation.clone(),
         run_generation: run_generation.clone(),
         profile_max_output_tokens: model.max_output_tokens,
+        connection_max_output_tokens: info.max_output_tokens,
+        window_model_id: model_id.clone().or_else(|| info.default_model.clone()),
+        provider,
+        model_id,
     };
     let mode = if change.connection_ref.is_some() {
         ModelMode::ConnectionRef
@@ -282,10 +296,7 @@ async fn learn_window(
     if let Some(tokens) = info.context_window_tokens {
         return Some(declared(tokens, "connection"));
     }
-    let model_id = binding
-        .model_id
-        .as_deref()
-        .or(info.default_model.as_deref());
+    let model_id = binding.window_model_id.as_deref();
     match binding
         .provider
         .context_window(model_id, ctx.cancel.clone())

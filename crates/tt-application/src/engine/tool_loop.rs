@@ -202,6 +202,7 @@ async fn run_rounds(
                             inv.window.note_refused(&messages, &inv.snapshot.tools);
                             inv.window
                                 .observe_refusal(&error, inv.model.context_window_tokens);
+                            share_refused_window(inv, &error).await;
                             trigger = FitTrigger::ProviderRefused;
                         }
                         turn => break turn?,
@@ -586,4 +587,24 @@ pub(crate) fn drift_nudge(
         text.push_str(&hint);
     }
     text
+}
+
+/// A window the provider's refusal stated is kept for the connection and model, like one its
+/// server states, so the next agent bound to the model starts from it (docs/providers.md,
+/// "The window").
+async fn share_refused_window(inv: &InvocationRuntime, error: &tt_ports::ModelError) {
+    if let tt_ports::ModelError::ContextOverflow {
+        window_tokens: Some(tokens),
+        ..
+    } = error
+    {
+        let window = tt_ports::ServerContextWindow {
+            tokens: *tokens,
+            source: "overflow error".to_owned(),
+        };
+        inv.model
+            .provider
+            .remember_context_window(inv.model.window_model_id.as_deref(), window)
+            .await;
+    }
 }

@@ -1,24 +1,109 @@
 //! The compact spec style (`tools.specStyle: "compact"`, docs/profiles.md, "Tool specs"): a
-//! built-in tool keeps its name and every argument (name, type, enum, bounds, what is
-//! required), gets a shorter description, and loses the prose of its optional arguments. It
-//! makes the first request of a small-window model smaller; the model still sees everything it
-//! needs to call the tool right.
+//! built-in tool keeps its name, its required arguments and the optional arguments of its main
+//! use (name, type, enum, upper bounds), gets a shorter description, and loses the prose of its
+//! optional arguments, the optional arguments that only tune it (limits, timeouts, budgets,
+//! optional brief fields: still accepted when given), `additionalProperties` and lower bounds of
+//! 0 or 1. It makes the first request of a small-window model smaller; the model still sees
+//! everything it needs to call the tool right.
 
 use serde_json::Value;
 use tt_domain::tool::{AgentToolSpec, ToolName};
 
 use crate::tools::workspace::{self, SpecAudience};
 
-/// `spec` in the compact style: the compact description of its tool and no prose on optional
-/// arguments. An outside tool's spec is its source's and stays as it is.
-pub(crate) fn compact_spec(spec: &mut AgentToolSpec, audience: &SpecAudience) {
+/// `spec` in the compact style: the compact description of its tool, the arguments of its main
+/// use (and those in `also_keep`, which a profile describes), no prose on optional arguments,
+/// no `additionalProperties` and no lower bound of 0 or 1. An outside tool's spec is its
+/// source's and stays as it is.
+pub(crate) fn compact_spec(spec: &mut AgentToolSpec, audience: &SpecAudience, also_keep: &[&str]) {
     let Some(tool) = spec.name.builtin() else {
         return;
     };
     if let Some(description) = compact_description(tool, audience) {
         spec.description = description;
     }
+    keep_main_arguments(
+        &mut spec.input_schema,
+        main_optional_arguments(tool),
+        also_keep,
+    );
     strip_optional_prose(&mut spec.input_schema);
+    strip_schema_noise(&mut spec.input_schema);
+}
+
+/// The optional arguments a compact spec keeps: those of the tool's main use. The others only
+/// tune a call (limits, timeouts, budgets, a reason for the record); the tool still takes them.
+fn main_optional_arguments(tool: ToolName) -> &'static [&'static str] {
+    match tool {
+        ToolName::AgentList => &["purpose"],
+        ToolName::AgentAwait => &["taskIds", "mode"],
+        ToolName::TaskReturn => &["status", "artifacts"],
+        ToolName::SkillRead => &["path", "start_char"],
+        ToolName::WorkspaceListFiles | ToolName::WorkspaceSearchFiles => &["path"],
+        ToolName::WorkspaceReadFile => &["start_line", "line_count"],
+        ToolName::WorkspaceWriteFile => &["mode"],
+        ToolName::WorkspaceApplyPatch => &["replace_all"],
+        ToolName::WorkspaceCommit => &["path"],
+        ToolName::AgentDelegate
+        | ToolName::AgentHandoff
+        | ToolName::AgentCancelTask
+        | ToolName::SkillList
+        | ToolName::SkillSearch
+        | ToolName::WorkspaceFinish => &[],
+    }
+}
+
+/// Removes the optional properties of an object schema that are in neither `kept` nor
+/// `also_keep`; inside a required object property (a brief), only its required properties stay.
+fn keep_main_arguments(schema: &mut Value, kept: &[&str], also_keep: &[&str]) {
+    let required = required_names(schema);
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    properties.retain(|name, _| {
+        required.contains(name)
+            || kept.contains(&name.as_str())
+            || also_keep.contains(&name.as_str())
+    });
+    for (name, property) in properties.iter_mut() {
+        if required.contains(name) && property.get("properties").is_some() {
+            keep_main_arguments(property, &[], &[]);
+        }
+    }
+}
+
+/// Removes every `additionalProperties` and every `minimum` of 0 or 1: the tool refuses an
+/// unknown argument or a bad count with a message that says so.
+fn strip_schema_noise(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            map.remove("additionalProperties");
+            if map
+                .get("minimum")
+                .and_then(Value::as_i64)
+                .is_some_and(|minimum| minimum <= 1)
+            {
+                map.remove("minimum");
+            }
+            map.values_mut().for_each(strip_schema_noise);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_schema_noise),
+        _ => {}
+    }
+}
+
+fn required_names(schema: &Value) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The compact description of a built-in tool.
@@ -63,17 +148,7 @@ fn compact_description(tool: ToolName, audience: &SpecAudience) -> Option<String
 /// description inside an optional property; a required property keeps its own and is walked
 /// the same way.
 pub(crate) fn strip_optional_prose(schema: &mut Value) {
-    let required: Vec<String> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let required = required_names(schema);
     let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
     };
@@ -166,13 +241,48 @@ mod tests {
         );
     }
 
+    #[test]
+    fn tuning_arguments_and_schema_noise_go_and_described_ones_stay() {
+        let audience = SpecAudience::owner();
+        let full = crate::registry::builtin_spec(ToolName::AgentDelegate, &audience).unwrap();
+        let mut compact = full.clone();
+        compact_spec(&mut compact, &audience, &["timeoutSeconds"]);
+        let schema = &compact.input_schema;
+        assert_eq!(
+            schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["agentId", "task", "timeoutSeconds"]
+        );
+        assert_eq!(
+            schema["properties"]["task"]["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["objective"]
+        );
+        let text = schema.to_string();
+        assert!(!text.contains("additionalProperties"), "{text}");
+        assert!(!text.contains("minimum"), "{text}");
+        let mut read =
+            crate::registry::builtin_spec(ToolName::WorkspaceReadFile, &audience).unwrap();
+        compact_spec(&mut read, &audience, &[]);
+        assert_eq!(
+            read.input_schema["properties"]["line_count"]["maximum"],
+            1200
+        );
+    }
+
     /// The specs as a model reads them: name, description, argument schema.
     fn model_view(tools: &[ToolName], audience: &SpecAudience) -> String {
         let specs: Vec<Value> = tools
             .iter()
             .map(|&tool| {
                 let mut spec = crate::registry::builtin_spec(tool, audience).unwrap();
-                compact_spec(&mut spec, audience);
+                compact_spec(&mut spec, audience, &[]);
                 json!({"name": spec.model_name, "description": spec.description, "inputSchema": spec.input_schema})
             })
             .collect();
@@ -227,7 +337,7 @@ mod tests {
             for tool in ToolName::ALL {
                 let full = crate::registry::builtin_spec(tool, audience).unwrap();
                 let mut compact = full.clone();
-                compact_spec(&mut compact, audience);
+                compact_spec(&mut compact, audience, &[]);
                 assert!(
                     compact.description.len() < full.description.len(),
                     "{tool}: {:?}",
@@ -235,13 +345,28 @@ mod tests {
                 );
                 let found = tt_testkit::leaks::leaks_in(&compact.description);
                 assert!(found.is_empty(), "{tool}: {found:?}");
+                // Every required argument stays, with its type; nothing is added.
+                let names = |spec: &AgentToolSpec| {
+                    spec.input_schema["properties"]
+                        .as_object()
+                        .map(|p| p.keys().cloned().collect::<Vec<_>>())
+                        .unwrap_or_default()
+                };
+                let (full_names, compact_names) = (names(&full), names(&compact));
+                assert!(
+                    compact_names.iter().all(|name| full_names.contains(name)),
+                    "{tool}"
+                );
+                for name in required_names(&full.input_schema) {
+                    assert!(compact_names.contains(&name), "{tool}: {name}");
+                    assert_eq!(
+                        compact.input_schema["properties"][&name]["type"],
+                        full.input_schema["properties"][&name]["type"],
+                        "{tool}: {name}"
+                    );
+                }
                 assert_eq!(
-                    compact.input_schema["properties"]
-                        .as_object()
-                        .map(|p| p.keys().cloned().collect::<Vec<_>>()),
-                    full.input_schema["properties"]
-                        .as_object()
-                        .map(|p| p.keys().cloned().collect::<Vec<_>>()),
+                    compact.input_schema["required"], full.input_schema["required"],
                     "{tool}"
                 );
             }

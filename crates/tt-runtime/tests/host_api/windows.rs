@@ -26,6 +26,10 @@ struct Server {
     probes: AtomicUsize,
     calls: AtomicUsize,
     drop_seed: bool,
+    /// Refuses the first request as too large, stating this window.
+    refuse_first: Option<u64>,
+    /// The output limit of every request.
+    output_limits: std::sync::Mutex<Vec<Option<u32>>>,
 }
 
 impl Server {
@@ -36,6 +40,17 @@ impl Server {
             probes: AtomicUsize::new(0),
             calls: AtomicUsize::new(0),
             drop_seed,
+            refuse_first: None,
+            output_limits: std::sync::Mutex::default(),
+        })
+    }
+
+    /// A server that cannot be asked for its window and refuses the first request, saying its
+    /// window is `window`.
+    fn refusing_first(window: u64) -> Arc<Self> {
+        Arc::new(Self {
+            refuse_first: Some(window),
+            ..Arc::into_inner(Self::new(None, false)).unwrap()
         })
     }
 }
@@ -51,7 +66,19 @@ impl ModelProvider for Server {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.output_limits
+            .lock()
+            .unwrap()
+            .push(request.max_output_tokens);
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0
+            && let Some(window) = self.refuse_first
+        {
+            return Err(ModelError::ContextOverflow {
+                message: format!("the request exceeds the available context size ({window})"),
+                prompt_tokens: None,
+                window_tokens: Some(window),
+            });
+        }
         self.model.complete(request, cancel).await
     }
 
@@ -214,4 +241,91 @@ async fn a_setting_the_provider_does_not_take_fails_the_run_at_its_start_or_is_d
         .unwrap();
     assert_eq!(warning.level, tt_domain::event::EventLevel::Warn);
     assert_eq!(warning.payload["dropped"][0]["setting"], "seed");
+}
+
+#[tokio::test]
+async fn a_window_a_refusal_stated_is_kept_for_the_next_agent_of_the_connection() {
+    let dir = TempDir::new().unwrap();
+    let server = Server::refusing_first(16_384);
+    let runtime = runtime(&dir, &server, ConnectionModelInfo::default());
+    let (status, events) = run(&runtime, GenerationSettings::default()).await;
+    assert_eq!(status, AgentRunStatus::Completed);
+    assert!(binding(&events).get("contextWindowTokens").is_none());
+    // The next run's agent starts from the window the refusal stated, without asking the
+    // server (which cannot be asked) again.
+    let probes = server.probes.load(Ordering::SeqCst);
+    let (status, events) = run(&runtime, GenerationSettings::default()).await;
+    assert_eq!(status, AgentRunStatus::Completed);
+    let binding = binding(&events);
+    assert_eq!(binding["contextWindowTokens"], 16_384);
+    assert_eq!(binding["contextWindowSource"], "server");
+    assert_eq!(binding["contextWindowEndpoint"], "overflow error");
+    assert_eq!(server.probes.load(Ordering::SeqCst), probes);
+}
+
+#[tokio::test]
+async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_reserve() {
+    let dir = TempDir::new().unwrap();
+    let server = Server::new(Some(32_768), false);
+    let info = ConnectionModelInfo {
+        max_output_tokens: Some(160),
+        ..ConnectionModelInfo::default()
+    };
+    let capped = runtime(&dir, &server, info.clone());
+    let (status, events) = run(&capped, GenerationSettings::default()).await;
+    assert_eq!(status, AgentRunStatus::Completed);
+    assert_eq!(binding(&events)["generation"]["maxOutputTokens"], 160);
+    let limits = server.output_limits.lock().unwrap().clone();
+    assert!(!limits.is_empty());
+    assert!(limits.iter().all(|limit| *limit == Some(160)), "{limits:?}");
+    // A larger limit from the run is capped; a smaller one stays.
+    for (asked, sent) in [(4096, 160), (100, 100)] {
+        server.output_limits.lock().unwrap().clear();
+        let settings = GenerationSettings {
+            max_output_tokens: Some(asked),
+            ..GenerationSettings::default()
+        };
+        let (status, _) = run(&capped, settings).await;
+        assert_eq!(status, AgentRunStatus::Completed);
+        let limits = server.output_limits.lock().unwrap().clone();
+        assert!(
+            limits.iter().all(|limit| *limit == Some(sent)),
+            "{limits:?}"
+        );
+    }
+
+    // On a window too small for the opening, the reserve named is the cap, not an eighth of
+    // the window (at least 256).
+    let dir = TempDir::new().unwrap();
+    let server = Server::new(Some(1_000), false);
+    let small = runtime(&dir, &server, info);
+    let message = match small.start_run(request()).await {
+        Err(error) => {
+            assert_eq!(error.code, "model.context_window_too_small");
+            error.message
+        }
+        Ok(run) => {
+            let ended = small.wait_for_run(run.id.as_str()).await.unwrap();
+            assert_eq!(ended.status, AgentRunStatus::Failed);
+            let events = small
+                .read_events(ReadEventsRequest {
+                    run_id: run.id.to_string(),
+                    limit: Some(500),
+                    ..ReadEventsRequest::default()
+                })
+                .await
+                .unwrap()
+                .events;
+            let failed = events
+                .iter()
+                .find(|e| e.event_type == "run_failed")
+                .unwrap();
+            assert_eq!(failed.payload["code"], "model.context_window_too_small");
+            failed.payload.to_string()
+        }
+    };
+    assert!(
+        message.contains("after 160 kept for the answer"),
+        "{message}"
+    );
 }

@@ -225,11 +225,22 @@ async fn summarize(
         Err(ModelError::Cancelled) => return Err(ApplicationError::cancelled()),
         Err(error) => return Err(ApplicationError::Model(error)),
     };
-    let mut text = response.text().trim().to_owned();
+    // The summary message, header included, takes at most the room kept for it, as the
+    // provider counts: a longer answer (a model that ignores its limit) is cut in the middle,
+    // so the request after it fits.
+    let header = window::message_tokens(&AgentModelMessage::text(
+        ModelRole::User,
+        window::summary_message_text(""),
+    ));
+    let room_bytes = calibration.unapply(summary_tokens).saturating_sub(header)
+        * window::BYTES_PER_TOKEN_TIMES_TEN
+        / 10;
+    // Less the marker a cut leaves.
+    let room_bytes = usize::try_from(room_bytes.saturating_sub(64)).unwrap_or(usize::MAX);
+    let mut text = window::cut_middle(response.text().trim(), room_bytes);
     if text.is_empty() {
         // A model that answers with nothing still leaves the agent its own record.
-        let bytes = usize::try_from(summary_tokens * 3).unwrap_or(usize::MAX);
-        text = window::cut_middle(&transcript, bytes);
+        text = window::cut_middle(&transcript, room_bytes);
     }
     crate::engine::model_turn::charge_usage(inv, response.usage.as_ref())?;
     Ok(Summary {
