@@ -22,7 +22,7 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/engine/binding.rs",
         "resolve_model_binding",
-        150,
+        133,
     ),
     (
         "crates/tt-application/src/engine/dispatch.rs",
@@ -47,17 +47,12 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/engine/tool_loop.rs",
         "run_rounds",
-        345,
+        343,
     ),
     (
         "crates/tt-application/src/events.rs",
         "RunEventStream::next",
         103,
-    ),
-    (
-        "crates/tt-application/src/prompt.rs",
-        "default_system_prompt_in",
-        114,
     ),
     (
         "crates/tt-application/src/run_service/conversation.rs",

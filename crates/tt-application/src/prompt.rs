@@ -99,9 +99,19 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
 /// list is the front matter's alone (each spec describes its tool), and only the tools that
 /// come with a rule get a line.
 pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSpecStyle) -> String {
+    let mut out = String::new();
+    tools_section(&mut out, snapshot, style);
+    workspace_section(&mut out, snapshot);
+    out.push('\n');
+    rules_section(&mut out, snapshot, style);
+    out
+}
+
+/// The front matter listing the tools, the mode line, and the tools' lines (in the compact
+/// style, only those of the tools that come with a rule).
+fn tools_section(out: &mut String, snapshot: &InvocationToolSnapshot, style: ToolSpecStyle) {
     let has = |tool: ToolName| snapshot.offers(tool);
     let name = |tool: ToolName| tool.model_alias();
-    let mut out = String::new();
     out.push_str("---\ntool_choice: required\ntools:\n");
     for model_name in snapshot.model_names() {
         let _ = writeln!(out, "  - {model_name}");
@@ -110,7 +120,7 @@ pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSp
     match style {
         ToolSpecStyle::Full => {
             out.push_str("Every reply must be a tool call; plain text reaches no one.\n\n");
-            tool_lines(&mut out, snapshot);
+            tool_lines(out, snapshot);
         }
         ToolSpecStyle::Compact => {
             out.push_str(
@@ -132,7 +142,11 @@ pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSp
             }
         }
     }
+}
 
+/// What the agent can see and write, and where its reply belongs.
+fn workspace_section(out: &mut String, snapshot: &InvocationToolSnapshot) {
+    let has = |tool: ToolName| snapshot.offers(tool);
     let visible = &snapshot.visible_roots;
     let writable = &snapshot.writable_roots;
     let delegated = has(ToolName::TaskReturn);
@@ -163,15 +177,20 @@ pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSp
             "- `persist/` is memory for your later replies in this conversation: lasting facts only; it is saved when the job succeeds.\n",
         );
     }
+}
 
-    out.push('\n');
+/// The rule that ends the agent's work, and the basic flow of a foreground writer.
+fn rules_section(out: &mut String, snapshot: &InvocationToolSnapshot, style: ToolSpecStyle) {
+    let has = |tool: ToolName| snapshot.offers(tool);
+    let name = |tool: ToolName| tool.model_alias();
+    let delegated = has(ToolName::TaskReturn);
     if delegated {
         let _ = writeln!(
             out,
             "# **Important**: Return your result only by calling `{}`; it ends your task.",
             name(ToolName::TaskReturn)
         );
-        return out;
+        return;
     }
     let has_commit = has(ToolName::WorkspaceCommit);
     let has_finish = has(ToolName::WorkspaceFinish);
@@ -185,7 +204,7 @@ pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSp
             name(ToolName::WorkspaceCommit),
             name(ToolName::WorkspaceFinish)
         );
-        return out;
+        return;
     }
     if has_finish && has_commit && foreground {
         let _ = writeln!(
@@ -222,5 +241,4 @@ pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSp
         );
         let _ = writeln!(out, "3. End with `{}`.", name(ToolName::WorkspaceFinish));
     }
-    out
 }

@@ -11,7 +11,7 @@ use tt_domain::ids::ROOT_INVOCATION_ID;
 use tt_runtime::{AgentRuntime, AgentRuntimeBuilder};
 
 use crate::fanout;
-use crate::model::FanoutModel;
+use tt_bench::model::FanoutModel;
 
 /// Warm reads of each kind by default; the median is reported.
 pub const WARM_READS: u32 = 5;

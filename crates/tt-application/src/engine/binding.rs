@@ -228,26 +228,7 @@ pub(crate) async fn resolve_model_binding(
     let connection_ref = payload["connectionRef"].as_str().map(str::to_owned);
     payload["invocationId"] = json!(invocation_id);
     payload["profileId"] = json!(profile.id());
-    // Only when something is set, so runs on server defaults journal what they did before.
-    let settings = binding.settings();
-    if !settings.generation.is_empty() || settings.max_output_tokens.is_some() {
-        let mut generation = json!(settings.generation);
-        if let Some(tokens) = settings.max_output_tokens {
-            generation["maxOutputTokens"] = json!(tokens);
-        }
-        payload["generation"] = generation;
-    }
-    // Likewise the window and price, when known.
-    if let Some(window) = &window {
-        payload["contextWindowTokens"] = json!(window.tokens);
-        payload["contextWindowSource"] = json!(window.source);
-        if let Some(endpoint) = &window.endpoint {
-            payload["contextWindowEndpoint"] = json!(endpoint);
-        }
-    }
-    if let Some(price) = binding.price {
-        payload["price"] = json!(price);
-    }
+    add_binding_facts(&mut payload, &binding, window.as_ref());
     ctx.events
         .emit(
             &ctx.run_id,
@@ -263,6 +244,34 @@ pub(crate) async fn resolve_model_binding(
     );
     check_settings(ctx, invocation_id, profile, &binding, connection_ref).await?;
     Ok(binding)
+}
+
+/// What a binding sets beyond its connection, in `agent_model_binding_resolved`: its settings
+/// only when something is set (so runs on server defaults journal what they did before), and
+/// likewise its window and price, when known.
+fn add_binding_facts(
+    payload: &mut serde_json::Value,
+    binding: &ModelBinding,
+    window: Option<&Window>,
+) {
+    let settings = binding.settings();
+    if !settings.generation.is_empty() || settings.max_output_tokens.is_some() {
+        let mut generation = json!(settings.generation);
+        if let Some(tokens) = settings.max_output_tokens {
+            generation["maxOutputTokens"] = json!(tokens);
+        }
+        payload["generation"] = generation;
+    }
+    if let Some(window) = window {
+        payload["contextWindowTokens"] = json!(window.tokens);
+        payload["contextWindowSource"] = json!(window.source);
+        if let Some(endpoint) = &window.endpoint {
+            payload["contextWindowEndpoint"] = json!(endpoint);
+        }
+    }
+    if let Some(price) = binding.price {
+        payload["price"] = json!(price);
+    }
 }
 
 /// The window of a binding and where it comes from.

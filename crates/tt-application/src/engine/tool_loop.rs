@@ -199,10 +199,7 @@ async fn run_rounds(
                         Err(ApplicationError::Model(
                             error @ tt_ports::ModelError::ContextOverflow { .. },
                         )) if trigger == FitTrigger::Estimate => {
-                            inv.window.note_refused(&messages, &inv.snapshot.tools);
-                            inv.window
-                                .observe_refusal(&error, inv.model.context_window_tokens);
-                            share_refused_window(inv, &error).await;
+                            note_refusal(inv, &messages, &error).await;
                             trigger = FitTrigger::ProviderRefused;
                         }
                         turn => break turn?,
@@ -589,10 +586,18 @@ pub(crate) fn drift_nudge(
     text
 }
 
-/// A window the provider's refusal stated is kept for the connection and model, like one its
+/// What a request refused as too large teaches: the agent's window notes the request and the
+/// window the refusal stated, which is also kept for the connection and model, like one its
 /// server states, so the next agent bound to the model starts from it (docs/providers.md,
 /// "The window").
-async fn share_refused_window(inv: &InvocationRuntime, error: &tt_ports::ModelError) {
+async fn note_refusal(
+    inv: &mut InvocationRuntime,
+    messages: &[AgentModelMessage],
+    error: &tt_ports::ModelError,
+) {
+    inv.window.note_refused(messages, &inv.snapshot.tools);
+    inv.window
+        .observe_refusal(error, inv.model.context_window_tokens);
     if let tt_ports::ModelError::ContextOverflow {
         window_tokens: Some(tokens),
         ..
