@@ -61,7 +61,9 @@ impl RunUpdates {
     /// The next change, or `None` once the runtime has shut down.
     pub async fn next(&mut self) -> Option<RunUpdate> {
         loop {
+            // Biased: once the runtime has shut down, updates still buffered are not given.
             let received = tokio::select! {
+                biased;
                 () = self.streams_end.cancelled() => return None,
                 received = self.events.recv() => received,
             };
