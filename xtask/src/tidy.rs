@@ -267,10 +267,12 @@ fn check_crate_files(root: &Path, src: &Path, violations: &mut Vec<Violation>) -
         .iter()
         .map(|(path, text)| file_graph::SourceFile { path, text })
         .collect();
-    violations.extend(file_cycle_violations(
+    let graph = file_graph::build(&sources);
+    violations.extend(file_cycle_violations(&location, &graph, CYCLE_BASELINE));
+    violations.extend(sibling_cycle_violations(
         &location,
-        &file_graph::build(&sources),
-        CYCLE_BASELINE,
+        &graph,
+        crate::module_cycles::MODULE_CYCLES,
     ));
     violations.extend(long_file_violations(&location, &sources, LONG_FILES));
     violations.extend(long_function_violations(
@@ -386,6 +388,73 @@ fn file_cycle_violations(
             )
         })
         .collect()
+}
+
+/// One violation per cycle among the modules of a folder that `allowed` does not list (a cycle
+/// passes when a listed one of the same folder holds all its modules), and one per listed cycle
+/// of this crate that is gone or smaller than listed (the list only shrinks).
+fn sibling_cycle_violations(
+    location: &str,
+    graph: &module_graph::ModuleGraph,
+    allowed: &[(&str, &str, &[&str])],
+) -> Vec<Violation> {
+    let found = crate::sibling_cycles::cycles(graph);
+    let shown = |folder: &str| {
+        if folder.is_empty() {
+            format!("{location}/")
+        } else {
+            format!("{location}/{folder}/")
+        }
+    };
+    let mut violations = Vec::new();
+    for cycle in &found {
+        let listed = allowed.iter().any(|(path, folder, modules)| {
+            *path == location
+                && *folder == cycle.folder
+                && cycle
+                    .modules
+                    .iter()
+                    .all(|module| modules.contains(&module.as_str()))
+        });
+        if listed {
+            continue;
+        }
+        let edges: Vec<String> = cycle
+            .edges
+            .iter()
+            .map(|(from, to)| format!("{from} → {to}"))
+            .collect();
+        violations.push(Violation::new(
+            shown(&cycle.folder),
+            "module-cycle",
+            format!(
+                "modules {} use one another in a cycle ({}), counting each use at the module it goes into; a module may use another only if that one does not use it back",
+                cycle.modules.join(", "),
+                edges.join(", ")
+            ),
+        ));
+    }
+    for (path, folder, modules) in allowed.iter().filter(|(path, ..)| *path == location) {
+        let still = found.iter().any(|cycle| {
+            cycle.folder == *folder
+                && cycle.modules.len() == modules.len()
+                && cycle
+                    .modules
+                    .iter()
+                    .all(|module| modules.contains(&module.as_str()))
+        });
+        if !still {
+            violations.push(Violation::new(
+                format!("{path}/{folder}"),
+                "module-cycle",
+                format!(
+                    "the cycle of {} listed in xtask/src/module_cycles.rs is gone or smaller; update or remove the entry (the list only shrinks)",
+                    modules.join(", ")
+                ),
+            ));
+        }
+    }
+    violations
 }
 
 /// Every non-test file over `MAX_FILE_LINES` lines of non-test code that `allowed` does not
@@ -731,6 +800,40 @@ mod tests {
         assert!(found[1].contains("`listed_grew` grew to 111"), "{found:#?}");
         assert!(found[2].contains("`listed_shrank` is 109"), "{found:#?}");
         assert!(found[3].contains("`gone` is listed"), "{found:#?}");
+    }
+
+    #[test]
+    fn a_module_cycle_fails_unless_listed_and_the_list_only_shrinks() {
+        let mut graph = module_graph::ModuleGraph::new();
+        let mut edge = |from: &str, to: &str| {
+            graph
+                .entry(from.to_owned())
+                .or_default()
+                .insert(to.to_owned());
+        };
+        // A listed loop of three that lost nothing, a listed one that lost a module, a new one.
+        edge("engine/a.rs", "engine/b/x.rs");
+        edge("engine/b/mod.rs", "engine/c.rs");
+        edge("engine/c.rs", "engine/a.rs");
+        edge("tools/p.rs", "tools/q.rs");
+        edge("tools/q.rs", "tools/p.rs");
+        edge("host.rs", "run_handle/mod.rs");
+        edge("run_handle/reads.rs", "host/fork.rs");
+        let allowed: &[(&str, &str, &[&str])] = &[
+            ("crates/x/src", "engine", &["a", "b", "c"]),
+            ("crates/x/src", "tools", &["p", "q", "r"]),
+            ("crates/y/src", "", &["host", "run_handle"]),
+        ];
+        let found: Vec<String> = sibling_cycle_violations("crates/x/src", &graph, allowed)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(
+            found[0].contains("modules host, run_handle use one another"),
+            "{found:#?}"
+        );
+        assert!(found[1].contains("cycle of p, q, r listed"), "{found:#?}");
     }
 
     #[test]

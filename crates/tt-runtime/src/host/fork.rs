@@ -1,5 +1,6 @@
-//! The host side of branching a run (docs/branching.md): `fork_run` and its handle form
-//! `fork`, next to `resume_run`, which the branch goes through.
+//! The host side of branching a run (docs/branching.md): `fork_run`, next to `resume_run`,
+//! which the branch goes through. Its handle form, `fork`, is with the other handle forms in
+//! `run_handle`.
 
 use std::sync::atomic::Ordering;
 use tt_application::ForkRunRequest;
@@ -8,7 +9,6 @@ use tt_domain::run::AgentRun;
 
 use super::{AgentRuntime, shut_down_error};
 use crate::dto::HostResult;
-use crate::run_handle::RunHandle;
 
 impl AgentRuntime {
     /// Branches run `run_id` into a new run of the same chat (docs/branching.md): the branch
@@ -35,11 +35,5 @@ impl AgentRuntime {
             return Err(shut_down_error());
         }
         Ok(run)
-    }
-
-    /// Branches a run (see [`fork_run`](Self::fork_run)) and returns the branch's handle.
-    pub async fn fork(&self, run_id: &str, request: ForkRunRequest) -> HostResult<RunHandle<'_>> {
-        let run = self.fork_run(run_id, request).await?;
-        Ok(RunHandle::new(self, run.id))
     }
 }

@@ -137,6 +137,16 @@ impl AgentRuntime {
         Ok(RunHandle::new(self, run.id))
     }
 
+    /// Branches a run (see [`fork_run`](Self::fork_run)) and returns the branch's handle.
+    pub async fn fork(
+        &self,
+        run_id: &str,
+        request: tt_application::ForkRunRequest,
+    ) -> HostResult<RunHandle<'_>> {
+        let run = self.fork_run(run_id, request).await?;
+        Ok(RunHandle::new(self, run.id))
+    }
+
     /// What run `run_id` waits on the host for now: commits, metadata updates, prompt
     /// assemblies and approvals (empty lists for the kinds this runtime's bridges answer by
     /// themselves). `agent.not_found` for an unknown run.
