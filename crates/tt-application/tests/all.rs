@@ -6,6 +6,7 @@
 mod support;
 
 mod assembly;
+mod cache_ttl;
 mod cancel;
 mod commit_units;
 mod context_budget;

@@ -45,6 +45,9 @@ pub(crate) struct ModelBinding {
     /// The connection's deadline of one model call, under the profile's
     /// `run.modelRetry.deadlineSeconds`.
     pub connection_call_deadline: Option<std::time::Duration>,
+    /// The prompt-cache lifetime the profile asks for (`model.cache.ttl`), when not the
+    /// provider's default; providers without such a setting ignore it.
+    pub cache_ttl: Option<tt_domain::profile::CacheTtl>,
 }
 
 /// What one request carries: the resolved settings without `maxOutputTokens`, and the output
@@ -135,6 +138,7 @@ pub(crate) async fn resolve_model_binding(
         context_window_tokens: model.context_window_tokens.or(info.context_window_tokens),
         price: info.price(model_id.as_deref()),
         connection_call_deadline: info.call_deadline,
+        cache_ttl: model.cache.ttl().requested(),
         base_generation: connection.overlay(&model.generation),
         assembled_generation: assembled_generation.clone(),
         run_generation: run_generation.clone(),
@@ -271,6 +275,9 @@ fn add_binding_facts(
     }
     if let Some(price) = binding.price {
         payload["price"] = json!(price);
+    }
+    if let Some(ttl) = binding.cache_ttl {
+        payload["cacheTtl"] = json!(ttl.as_str());
     }
 }
 

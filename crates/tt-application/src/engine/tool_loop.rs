@@ -190,6 +190,7 @@ async fn run_rounds(
                         tool_choice: "auto".to_owned(),
                         max_output_tokens,
                         generation: settings.generation.clone(),
+                        cache_ttl: inv.model.cache_ttl,
                     };
                     let turn =
                         crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;

@@ -59,6 +59,7 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             max_output_tokens: None,
             generation: Default::default(),
             context_window_tokens: None,
+            cache: Default::default(),
         },
         run: RunSection {
             presentation: Presentation::Foreground,

@@ -96,6 +96,13 @@ pub struct ModelBinding {
     /// its model id (docs/providers.md, "Context window and compaction").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_tokens: Option<u64>,
+    /// How long the provider keeps this agent's prompt cache (`model.cache.ttl`,
+    /// docs/profiles.md "Prompt cache lifetime"); left out when not set.
+    #[serde(
+        default,
+        skip_serializing_if = "super::model_cache::ModelCachePolicy::is_default"
+    )]
+    pub cache: super::model_cache::ModelCachePolicy,
 }
 
 /// Upper bound of `model.maxOutputTokens`.

@@ -3,12 +3,14 @@
 
 mod builtin;
 mod definition;
+mod model_cache;
 mod validation;
 
 pub use builtin::{
     DEFAULT_PROFILE_ID, DEFAULT_WRITER_TOOLS, built_in_profiles, default_writer_definition,
 };
 pub use definition::*;
+pub use model_cache::{CacheTtl, ModelCachePolicy};
 pub use validation::{
     MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS, MIN_TOOL_RESULT_TOKENS, ProfileSource,
     ResolvedProfile, resolve_profile, validate_profile,

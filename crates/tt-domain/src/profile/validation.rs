@@ -111,6 +111,7 @@ pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
     validate_plan(p)?;
     validate_output(p)?;
     validate_limits(p)?;
+    super::model_cache::validate_cache(&p.model.cache)?;
     Ok(())
 }
 
