@@ -28,3 +28,4 @@ mod skills;
 mod slips;
 mod streaming;
 mod tool_rules;
+mod watchdog;

@@ -35,3 +35,4 @@ pub(crate) mod scheduler;
 pub(crate) mod streaming;
 pub(crate) mod tasks;
 pub(crate) mod tool_loop;
+pub(crate) mod watchdog;

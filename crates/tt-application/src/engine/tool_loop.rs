@@ -66,18 +66,41 @@ pub(crate) async fn run_tool_loop(
     outcome
 }
 
-/// The loop under the profile's `limits.maxInvocationSeconds`, when it sets one.
+/// The loop under the profile's `limits.maxInvocationSeconds`, when it sets one, and under
+/// its inactivity watchdog (`limits.watchdog`, else the run's; `engine::watchdog`).
 async fn bounded_rounds(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     messages: Vec<AgentModelMessage>,
 ) -> ApplicationResult<LoopOutcome> {
-    let Some(seconds) = inv.profile.definition.limits.max_invocation_seconds else {
+    let limits = &inv.profile.definition.limits;
+    let seconds = limits.max_invocation_seconds;
+    let watchdog = crate::engine::watchdog::limits_for(limits.watchdog, &inv.scheduler);
+    if seconds.is_none() && watchdog.is_none() {
         return run_rounds(ctx, inv, messages).await;
+    }
+    let scheduler = std::sync::Arc::clone(&inv.scheduler);
+    let (invocation_id, profile_id) = (inv.invocation.id.clone(), inv.profile.id().clone());
+    let watched = async {
+        match watchdog {
+            Some(limits) => {
+                crate::engine::watchdog::watch(ctx, &scheduler, &invocation_id, &profile_id, limits)
+                    .await
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let deadline = async {
+        match seconds {
+            Some(seconds) => tokio::time::sleep(std::time::Duration::from_secs(seconds)).await,
+            None => std::future::pending().await,
+        }
     };
     tokio::select! {
         result = run_rounds(ctx, inv, messages) => result,
-        () = tokio::time::sleep(std::time::Duration::from_secs(seconds)) => {
+        stopped = watched => Err(stopped),
+        () = deadline => {
+            let seconds = seconds.unwrap_or_default();
             Err(ApplicationError::fatal(
                 "agent.invocation_deadline_exceeded",
                 format!("the agent did not finish its work within {seconds} s (limits.maxInvocationSeconds)"),

@@ -328,6 +328,9 @@ impl AgentRunService {
         if let Some(limit) = inv.profile.definition.limits.max_total_cost_usd {
             scheduler.set_run_cost_budget(limit);
         }
+        if let Some(limits) = inv.profile.definition.limits.watchdog {
+            scheduler.set_run_watchdog(limits);
+        }
         let chain = async {
             if let Some(root) = root_assembly {
                 messages = self.assemble_root_prompt(ctx, &mut inv, root).await?;

@@ -82,6 +82,8 @@ super::error_codes! {
         "`agent.handoff` while delegated tasks still run; await or cancel them first.";
     AGENT_HANDOFF_POLICY_DENIED = "agent.handoff_policy_denied", ToolRefusal,
         "Handoff policy forbids this `agent.handoff`; the message starts with the reason's code.";
+    AGENT_INACTIVITY_TIMEOUT = "agent.inactivity_timeout", UserRetryable,
+        "The agent showed no activity (no model output, tool result or event) for its watchdog's warning and stop limits (`limits.watchdog`).";
     AGENT_INTERNAL_ERROR = "agent.internal_error", Internal,
         "A failure with no finer code: a broken invariant or a store error of no known kind.";
     AGENT_INVALID_CONTEXT_POLICY_SNAPSHOT = "agent.invalid_context_policy_snapshot", Storage,

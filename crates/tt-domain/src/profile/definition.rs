@@ -620,6 +620,11 @@ pub struct LimitsSection {
     /// default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_inline_tool_result_bytes: Option<u64>,
+    /// The inactivity watchdog of this profile's agents (docs/profiles.md, "Inactivity
+    /// watchdog"); read from the run's root profile too, for agents whose profile sets none.
+    /// Unset: no watchdog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<super::watchdog::WatchdogLimits>,
 }
 
 impl Default for LimitsSection {
@@ -632,6 +637,7 @@ impl Default for LimitsSection {
             max_total_tokens: None,
             max_total_cost_usd: None,
             max_inline_tool_result_bytes: None,
+            watchdog: None,
         }
     }
 }

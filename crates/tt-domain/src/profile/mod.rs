@@ -5,6 +5,7 @@ mod builtin;
 mod definition;
 mod model_cache;
 mod validation;
+mod watchdog;
 
 pub use builtin::{
     DEFAULT_PROFILE_ID, DEFAULT_WRITER_TOOLS, built_in_profiles, default_writer_definition,
@@ -15,3 +16,4 @@ pub use validation::{
     MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS, MIN_TOOL_RESULT_TOKENS, ProfileSource,
     ResolvedProfile, resolve_profile, validate_profile,
 };
+pub use watchdog::WatchdogLimits;

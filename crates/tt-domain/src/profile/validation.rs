@@ -112,6 +112,7 @@ pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
     validate_output(p)?;
     validate_limits(p)?;
     super::model_cache::validate_cache(&p.model.cache)?;
+    super::watchdog::validate_watchdog(p.limits.watchdog.as_ref())?;
     Ok(())
 }
 
