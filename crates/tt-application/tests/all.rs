@@ -15,6 +15,7 @@ mod conversation;
 mod delegation;
 mod disk_faults;
 mod drift_and_retry;
+mod fallbacks;
 mod following;
 mod fork;
 mod guidance;

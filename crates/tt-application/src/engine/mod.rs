@@ -24,6 +24,7 @@ pub(crate) mod context;
 pub(crate) mod context_fit;
 pub(crate) mod dispatch;
 pub(crate) mod dispatch_replay;
+pub(crate) mod fallback;
 pub(crate) mod held_writes;
 pub(crate) mod invocation;
 pub(crate) mod invocation_setup;

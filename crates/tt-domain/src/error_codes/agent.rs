@@ -178,6 +178,8 @@ super::error_codes! {
         "A profile's model binding lacks a connection or a model.";
     AGENT_PROFILE_MODEL_CACHE_INVALID = "agent.profile_model_cache_invalid", Configuration,
         "A profile's `model.cache.ttl` is neither `default` nor `1h`.";
+    AGENT_PROFILE_MODEL_FALLBACK_INVALID = "agent.profile_model_fallback_invalid", Configuration,
+        "A profile's `model.fallbacks` entry lacks a connection or a model, there are too many, or `fallbackOnRateLimitAfterSeconds` is 0 or set without fallbacks.";
     AGENT_PROFILE_MODEL_REQUIRES_CONFIGURATION = "agent.profile_model_requires_configuration", Configuration,
         "A profile's model is still to be configured by the host (also a reason of the delegation and handoff denials).";
     AGENT_PROFILE_MODEL_RETRY_INVALID = "agent.profile_model_retry_invalid", Configuration,

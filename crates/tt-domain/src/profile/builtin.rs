@@ -60,6 +60,8 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             generation: Default::default(),
             context_window_tokens: None,
             cache: Default::default(),
+            fallbacks: Vec::new(),
+            fallback_on_rate_limit_after_seconds: None,
         },
         run: RunSection {
             presentation: Presentation::Foreground,

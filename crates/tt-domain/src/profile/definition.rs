@@ -103,6 +103,15 @@ pub struct ModelBinding {
         skip_serializing_if = "super::model_cache::ModelCachePolicy::is_default"
     )]
     pub cache: super::model_cache::ModelCachePolicy,
+    /// The bindings this agent moves to, in order, when its model fails in a way retrying does
+    /// not fix (docs/profiles.md, "Fallback models"); empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<super::model_fallbacks::FallbackBinding>,
+    /// A rate limit that asks to wait longer than this many seconds moves the agent to its next
+    /// fallback at once, without the retries; unset: rate limits are retried like other
+    /// failures first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_on_rate_limit_after_seconds: Option<u64>,
 }
 
 /// Upper bound of `model.maxOutputTokens`.

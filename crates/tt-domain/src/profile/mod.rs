@@ -4,6 +4,7 @@
 mod builtin;
 mod definition;
 mod model_cache;
+mod model_fallbacks;
 mod validation;
 mod watchdog;
 
@@ -12,8 +13,9 @@ pub use builtin::{
 };
 pub use definition::*;
 pub use model_cache::{CacheTtl, ModelCachePolicy};
+pub use model_fallbacks::{FallbackBinding, MAX_MODEL_FALLBACKS};
 pub use validation::{
     MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS, MIN_TOOL_RESULT_TOKENS, ProfileSource,
     ResolvedProfile, resolve_profile, validate_profile,
 };
-pub use watchdog::WatchdogLimits;
+pub use watchdog::{MAX_WATCHDOG_SECONDS, WatchdogLimits};

@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::definition::MAX_DEADLINE_SECONDS;
+/// Upper bound of each watchdog limit: 7 days, as the other time limits of a profile.
+pub const MAX_WATCHDOG_SECONDS: u64 = 7 * 24 * 3600;
 
 /// `limits.watchdog`: an agent with no activity (no model output, no tool result, no event of
 /// its own) for `warnAfterSeconds` gets a warning in the journal; with `stopAfterSeconds`, one
@@ -20,7 +21,7 @@ pub struct WatchdogLimits {
 }
 
 /// Checks `limits.watchdog` (`agent.profile_limit_invalid`): each limit 1 to
-/// [`MAX_DEADLINE_SECONDS`].
+/// [`MAX_WATCHDOG_SECONDS`].
 pub(super) fn validate_watchdog(watchdog: Option<&WatchdogLimits>) -> crate::DomainResult<()> {
     let Some(watchdog) = watchdog else {
         return Ok(());
@@ -29,10 +30,10 @@ pub(super) fn validate_watchdog(watchdog: Option<&WatchdogLimits>) -> crate::Dom
         ("warnAfterSeconds", Some(watchdog.warn_after_seconds)),
         ("stopAfterSeconds", watchdog.stop_after_seconds),
     ] {
-        if value.is_some_and(|seconds| seconds == 0 || seconds > MAX_DEADLINE_SECONDS) {
+        if value.is_some_and(|seconds| seconds == 0 || seconds > MAX_WATCHDOG_SECONDS) {
             return Err(crate::DomainError::new(
                 crate::error_codes::AGENT_PROFILE_LIMIT_INVALID,
-                format!("limits.watchdog.{name} must be > 0 and <= {MAX_DEADLINE_SECONDS}"),
+                format!("limits.watchdog.{name} must be > 0 and <= {MAX_WATCHDOG_SECONDS}"),
             ));
         }
     }
@@ -74,7 +75,7 @@ mod tests {
         for bad in [
             serde_json::json!({"warnAfterSeconds": 0}),
             serde_json::json!({"warnAfterSeconds": 10, "stopAfterSeconds": 0}),
-            serde_json::json!({"warnAfterSeconds": MAX_DEADLINE_SECONDS + 1}),
+            serde_json::json!({"warnAfterSeconds": MAX_WATCHDOG_SECONDS + 1}),
         ] {
             let refused = validate_profile(&parsed(bad.clone()).unwrap()).unwrap_err();
             assert_eq!(refused.code, "agent.profile_limit_invalid", "{bad}");
