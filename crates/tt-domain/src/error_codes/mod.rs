@@ -310,6 +310,7 @@ mod tests {
             [
                 "agent.rate_limited",
                 "agent.transient",
+                "model.fallbacks_exhausted",
                 "model.provider_rate_limited",
                 "model.timeout",
                 "model.transient",
