@@ -89,11 +89,26 @@ fn models_asked(model: &FakeModel) -> Vec<Option<String>> {
     model.requests().into_iter().map(|r| r.model_id).collect()
 }
 
+/// The happy path's turns, each reporting 1,000 prompt tokens and 500 answer tokens.
+fn metered_turns() -> Vec<AgentModelResponse> {
+    happy_turns()
+        .into_iter()
+        .map(|mut turn| {
+            turn.usage = Some(tt_domain::model::ModelUsage {
+                input_tokens: 1_000,
+                output_tokens: 500,
+                ..Default::default()
+            });
+            turn
+        })
+        .collect()
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_rate_limited_model_moves_the_agent_to_its_fallback_with_the_same_history() {
     let s = setup(
         failing(rate_limited(None)),
-        by_turn(happy_turns()),
+        by_turn(metered_turns()),
         writer(|_| {}),
     );
     let run = s.h.run_to_end(request(Some("writer"))).await;
@@ -124,6 +139,13 @@ async fn a_rate_limited_model_moves_the_agent_to_its_fallback_with_the_same_hist
     let failed = events_of(&s.h, &run.id, "model_call_attempt_failed");
     assert!(failed.last().unwrap().seq < switched[0].seq);
     assert!(switched[0].seq < s.h.first_event(&run.id, "model_completed").seq);
+    // The calls are priced by the fallback's price ($1 in, $2 out per million tokens): the
+    // primary's connection has none.
+    let costs: Vec<f64> = events_of(&s.h, &run.id, "model_completed")
+        .iter()
+        .map(|e| e.payload["costUsd"].as_f64().unwrap())
+        .collect();
+    assert_eq!(costs, [0.002; 3]);
 }
 
 #[tokio::test(start_paused = true)]
