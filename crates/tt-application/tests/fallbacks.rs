@@ -336,3 +336,37 @@ async fn a_branch_after_a_switch_stays_on_the_fallback() {
         1
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_branch_cut_before_the_switch_starts_on_the_profiles_own_model() {
+    let s = setup(
+        failing(rate_limited(None)),
+        by_turn(happy_turns()),
+        writer(|_| {}),
+    );
+    let source = s.h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(source.status, AgentRunStatus::Completed);
+    let primary_before = s.primary.call_count();
+    let branch =
+        s.h.service
+            .fork_run(
+                &source.id,
+                ForkRunRequest {
+                    at: ForkPoint::AgentRound {
+                        invocation_id: InvocationId::root(),
+                        round: 1,
+                    },
+                    changes: ForkChanges::default(),
+                },
+            )
+            .await
+            .unwrap();
+    let ended = s.h.wait(&branch.id).await;
+    assert_eq!(ended.status, AgentRunStatus::Completed);
+    // The journal up to the cut has no switch: the branch asks the primary again, and
+    // switches again on its own.
+    assert_eq!(s.primary.call_count(), primary_before + 2);
+    let switched = events_of(&s.h, &branch.id, "agent_model_fallback_switched");
+    assert_eq!(switched.len(), 1);
+    assert!(switched[0].seq > s.h.first_event(&branch.id, "run_resumed").seq);
+}
