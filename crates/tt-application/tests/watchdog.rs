@@ -254,3 +254,46 @@ async fn a_run_resumed_after_a_failure_in_the_middle_keeps_its_watchdog() {
     assert_eq!(warned[1].payload["idleSeconds"], 30);
     assert!(warned[1].seq > h.first_event(&run.id, "run_resumed").seq);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_resumed_delegated_agent_keeps_the_runs_watchdog() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            vec![
+                turn(vec![delegate("d1", "critic", "Check the draft.")]),
+                turn(vec![call("a", "agent_await", json!({"timeoutMs": 300_000}))]),
+                turn(vec![write("w", "output/main.md", "Final scene.")]),
+                turn(vec![call("c", "workspace_commit", json!({}))]),
+                turn(vec![call("f", "workspace_finish", json!({}))]),
+            ],
+        ),
+        ("critic", vec![]),
+    ]);
+    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
+    let h = harness(model);
+    let mut writer = delegator("writer");
+    writer.limits.watchdog = watchdog(30, Some(20));
+    h.put_profile(writer);
+    h.put_profile(reviewer("critic"));
+    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
+    // The run is stopped while the critic's model call hangs, then resumed.
+    h.model.wait_for_parked(1).await;
+    h.service.cancel_run(&run.id).await.unwrap();
+    let stopped = h.wait(&run.id).await;
+    assert_eq!(stopped.status, AgentRunStatus::Cancelled);
+    h.service.resume_run(&run.id).await.unwrap();
+    let run = h.wait(&run.id).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    // The critic, whose profile sets no watchdog, runs under the run's again after the resume.
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert!(
+        task.error
+            .as_deref()
+            .unwrap()
+            .starts_with("agent.inactivity_timeout"),
+        "{:?}",
+        task.error
+    );
+}

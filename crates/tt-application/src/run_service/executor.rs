@@ -443,7 +443,10 @@ impl AgentRunService {
 
 /// The run-wide limits of the run's own profile, on the scheduler every agent of the run
 /// shares: its token and cost budgets and its default inactivity watchdog.
-fn apply_run_limits(scheduler: &RunScheduler, limits: &tt_domain::profile::LimitsSection) {
+pub(super) fn apply_run_limits(
+    scheduler: &RunScheduler,
+    limits: &tt_domain::profile::LimitsSection,
+) {
     if let Some(limit) = limits.max_total_tokens {
         scheduler.set_run_token_budget(limit);
     }
