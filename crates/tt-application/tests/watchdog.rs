@@ -262,7 +262,11 @@ async fn a_resumed_delegated_agent_keeps_the_runs_watchdog() {
             "writer",
             vec![
                 turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call("a", "agent_await", json!({"timeoutMs": 300_000}))]),
+                turn(vec![call(
+                    "a",
+                    "agent_await",
+                    json!({"timeoutMs": 300_000}),
+                )]),
                 turn(vec![write("w", "output/main.md", "Final scene.")]),
                 turn(vec![call("c", "workspace_commit", json!({}))]),
                 turn(vec![call("f", "workspace_finish", json!({}))]),

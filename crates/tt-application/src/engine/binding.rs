@@ -406,15 +406,16 @@ pub(crate) fn with_provider_fields(
 /// The binding of the `index`-th entry (1-based) of the profile's `model.fallbacks`, in place
 /// of `current`: the fallback's connection and model, the profile's settings over the
 /// connection's, the prompt assembly's and the run's layers as `current` had them, the
-/// window and price of the new model. Its settings are checked as a first binding's are
-/// (`model_settings_dropped`); nothing else is journaled (`engine::fallback` journals the
-/// switch).
+/// window and price of the new model. Its settings are checked as a first binding's are; with
+/// `journal`, settings its connection drops are journaled (`model_settings_dropped`), as at a
+/// switch, but not when a resumed agent takes the binding up again. Nothing else is journaled
+/// (`engine::fallback` journals the switch).
 pub(crate) async fn resolve_fallback_binding(
     ctx: &RunContext,
     invocation_id: &InvocationId,
     profile: &ResolvedProfile,
     current: &ModelBinding,
-    index: u32,
+    (index, journal): (u32, bool),
 ) -> ApplicationResult<Option<ModelBinding>> {
     let model = &profile.definition.model;
     let Some(fallback) = usize::try_from(index)
@@ -458,6 +459,13 @@ pub(crate) async fn resolve_fallback_binding(
         ProviderSession::new(&ctx.run_id, invocation_id).session_id,
         Arc::clone(&binding.provider),
     );
-    check_settings(ctx, invocation_id, profile, &binding, Some(name.to_owned())).await?;
+    if journal {
+        check_settings(ctx, invocation_id, profile, &binding, Some(name.to_owned())).await?;
+    } else {
+        let settings = binding.settings();
+        binding
+            .provider
+            .check_settings(&settings.generation, settings.max_output_tokens)?;
+    }
     Ok(Some(binding))
 }

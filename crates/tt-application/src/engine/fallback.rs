@@ -95,8 +95,14 @@ pub(crate) async fn switch(
         return Err(ApplicationError::Model(error.clone()));
     };
     let next = inv.model.fallback_index + 1;
-    let Some(binding) =
-        resolve_fallback_binding(ctx, &inv.invocation.id, &inv.profile, &inv.model, next).await?
+    let Some(binding) = resolve_fallback_binding(
+        ctx,
+        &inv.invocation.id,
+        &inv.profile,
+        &inv.model,
+        (next, true),
+    )
+    .await?
     else {
         return Err(ApplicationError::fatal(
             tt_domain::error_codes::MODEL_FALLBACKS_EXHAUSTED,
@@ -153,8 +159,15 @@ pub(crate) async fn restore(
     if index == inv.model.fallback_index || changed {
         return Ok(());
     }
-    match resolve_fallback_binding(ctx, &inv.invocation.id, &inv.profile, &inv.model, index).await?
-    {
+    let resolved = resolve_fallback_binding(
+        ctx,
+        &inv.invocation.id,
+        &inv.profile,
+        &inv.model,
+        (index, false),
+    )
+    .await?;
+    match resolved {
         Some(binding) => {
             inv.model = binding;
             Ok(())
