@@ -22,7 +22,7 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/engine/binding.rs",
         "resolve_model_binding",
-        133,
+        118,
     ),
     (
         "crates/tt-application/src/engine/dispatch.rs",
@@ -32,7 +32,7 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/engine/model_turn.rs",
         "model_turn",
-        160,
+        154,
     ),
     (
         "crates/tt-application/src/engine/prompt_assembly.rs",
@@ -47,7 +47,7 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/engine/tool_loop.rs",
         "run_rounds",
-        343,
+        297,
     ),
     (
         "crates/tt-application/src/events.rs",

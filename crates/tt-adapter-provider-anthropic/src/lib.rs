@@ -36,7 +36,10 @@
 //! connection's budget); penalties, `minP`, `seed` and `reasoningEffort`, and the samplers the
 //! API refuses while thinking is on, are `model.setting_unsupported` before anything is sent.
 //! With prompt caching on (the default), `cache_control` breakpoints mark the last tool, the
-//! system prompt and the last two user turns: four at most, the API's limit.
+//! system prompt and the last two user turns: four at most, the API's limit. A request whose
+//! `cache_ttl` is one hour (the profile's `model.cache.ttl: "1h"`) marks each with
+//! `{"type": "ephemeral", "ttl": "1h"}`; otherwise the API's default lifetime (five minutes)
+//! applies and no `ttl` is sent.
 //!
 //! # Streaming
 //!

@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value, json};
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelContentPart, ModelRole};
+use tt_domain::profile::CacheTtl;
 use tt_domain::tool::{AgentToolResult, AgentToolSpec};
 use tt_ports::ModelError;
 
@@ -44,7 +45,7 @@ pub(crate) fn request_body(
     let mut tools: Vec<Value> = request.tools.iter().map(wire_tool).collect();
     let mut system = (!system.is_empty()).then(|| json!(system));
     if options.prompt_caching {
-        mark_cache_breakpoints(&mut tools, &mut system, &mut messages);
+        mark_cache_breakpoints(&mut tools, &mut system, &mut messages, request.cache_ttl);
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(options.model));
@@ -62,7 +63,9 @@ pub(crate) fn request_body(
     Ok(Value::Object(body))
 }
 
-/// Places `cache_control: {"type": "ephemeral"}` breakpoints, at most
+/// Places `cache_control: {"type": "ephemeral"}` breakpoints (with `"ttl": "1h"` when the
+/// request asks for an hour, `model.cache.ttl`; all of one request's breakpoints share it, so
+/// the API's rule that longer lifetimes come first always holds), at most
 /// [`MAX_CACHE_BREAKPOINTS`]: on the last tool (the tool schemas), on the system prompt (sent
 /// as one text block for it), and on the last block of the last two user turns. The last user
 /// turn caches this round's whole prompt for the next round; the one before is where the
@@ -73,10 +76,15 @@ pub(crate) fn mark_cache_breakpoints(
     tools: &mut [Value],
     system: &mut Option<Value>,
     messages: &mut [Value],
+    ttl: Option<CacheTtl>,
 ) {
+    let control = match ttl {
+        Some(CacheTtl::OneHour) => json!({"type": "ephemeral", "ttl": "1h"}),
+        Some(CacheTtl::ProviderDefault) | None => json!({"type": "ephemeral"}),
+    };
     let mark = |block: &mut Value| {
         if let Some(block) = block.as_object_mut() {
-            block.insert("cache_control".into(), json!({"type": "ephemeral"}));
+            block.insert("cache_control".into(), control.clone());
         }
     };
     if let Some(last) = tools.last_mut() {

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_anthropic::{AnthropicProvider, MAX_CACHE_BREAKPOINTS};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ModelUsage};
+use tt_domain::profile::CacheTtl;
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
@@ -220,6 +221,50 @@ async fn breakpoints_mark_tools_system_and_the_last_two_user_turns() {
     let body = sent(&provider, &mut server, request(3, messages)).await;
     assert!(breakpoints(&body).is_empty(), "{body}");
     assert_eq!(body["system"], json!("You are a writer."));
+}
+
+#[tokio::test]
+async fn an_hour_long_cache_marks_every_breakpoint_with_its_ttl() {
+    let mut server = TestServer::always(plain()).await;
+    let provider = AnthropicProvider::new(config(&server)).unwrap();
+    let mut hour = request(1, first_messages());
+    hour.cache_ttl = Some(CacheTtl::OneHour);
+    let body = sent(&provider, &mut server, hour).await;
+    let one_hour = json!({"type": "ephemeral", "ttl": "1h"});
+    assert_eq!(
+        body["tools"][1]["cache_control"], one_hour,
+        "the tool schemas: {body}"
+    );
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You are a writer.", "cache_control": one_hour}])
+    );
+    assert_eq!(
+        body["messages"][0]["content"][0],
+        json!({"type": "text", "text": "Write a scene.", "cache_control": one_hour})
+    );
+    assert_eq!(breakpoints(&body).len(), 3, "{body}");
+
+    // The provider's default lifetime sends no ttl at all (requests stay as they were).
+    for ttl in [None, Some(CacheTtl::ProviderDefault)] {
+        let mut plain_request = request(1, first_messages());
+        plain_request.cache_ttl = ttl;
+        let body = sent(&provider, &mut server, plain_request).await;
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"}),
+            "{ttl:?}"
+        );
+        assert!(!body.to_string().contains("\"ttl\""), "{ttl:?}: {body}");
+    }
+
+    // With caching turned off nothing is marked, whatever lifetime the profile asks for.
+    let mut server = TestServer::always(plain()).await;
+    let provider = AnthropicProvider::new(config(&server).with_prompt_caching(false)).unwrap();
+    let mut hour = request(1, first_messages());
+    hour.cache_ttl = Some(CacheTtl::OneHour);
+    let body = sent(&provider, &mut server, hour).await;
+    assert!(breakpoints(&body).is_empty(), "{body}");
 }
 
 #[tokio::test]

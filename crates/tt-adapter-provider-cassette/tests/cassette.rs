@@ -37,6 +37,7 @@ fn request(run: &str, round: u32, user_text: &str) -> AgentModelRequest {
         tool_choice: "auto".into(),
         max_output_tokens: None,
         generation: Default::default(),
+        cache_ttl: None,
     }
 }
 

@@ -236,6 +236,7 @@ mod tests {
             tool_choice: "auto".into(),
             max_output_tokens: None,
             generation: Default::default(),
+            cache_ttl: None,
         }
     }
 

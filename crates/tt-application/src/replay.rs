@@ -60,6 +60,9 @@ pub(crate) struct Replay {
     /// The agent record the call in flight had written when the process died, before it
     /// registered that agent's task.
     unregistered_agent: Option<UnregisteredAgent>,
+    /// The fallback binding the agent's last journaled switch left in force
+    /// (`agent_model_fallback_switched.fallbackIndex`), if it switched.
+    fallback: Option<u32>,
     live: bool,
 }
 
@@ -78,6 +81,15 @@ pub(crate) struct UnregisteredAgent {
 
 impl Replay {
     /// Stores the response of `round`.
+    pub(crate) fn record_fallback(&mut self, index: u32) {
+        self.fallback = Some(index);
+    }
+
+    /// The fallback binding in force when the journal ends, if the agent switched.
+    pub(crate) fn fallback_in_force(&self) -> Option<u32> {
+        self.fallback
+    }
+
     pub(crate) fn record_response(&mut self, round: u32, response: AgentModelResponse) {
         self.responses.insert(round, response);
     }

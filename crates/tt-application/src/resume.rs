@@ -205,6 +205,14 @@ impl JournalReader {
                     self.last_round.insert(id, round);
                 }
             }
+            RunEventType::AgentModelFallbackSwitched => {
+                let index = event.payload.get("fallbackIndex").and_then(Value::as_u64);
+                if let (Some(id), Some(index)) =
+                    (invocation, index.and_then(|i| u32::try_from(i).ok()))
+                {
+                    state.replays.entry(id).or_default().record_fallback(index);
+                }
+            }
             RunEventType::ToolCallStarted => self.call_started(event, invocation),
             RunEventType::ToolApprovalResolved => self.approval_resolved(event),
             RunEventType::ToolResultStored => self.result_stored(event, invocation),

@@ -6,6 +6,7 @@
 mod support;
 
 mod assembly;
+mod cache_ttl;
 mod cancel;
 mod commit_units;
 mod context_budget;
@@ -14,6 +15,7 @@ mod conversation;
 mod delegation;
 mod disk_faults;
 mod drift_and_retry;
+mod fallbacks;
 mod following;
 mod fork;
 mod guidance;
@@ -27,3 +29,4 @@ mod skills;
 mod slips;
 mod streaming;
 mod tool_rules;
+mod watchdog;

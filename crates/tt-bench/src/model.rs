@@ -295,6 +295,7 @@ mod tests {
             tool_choice: "auto".to_owned(),
             max_output_tokens: None,
             generation: Default::default(),
+            cache_ttl: None,
         }
     }
 

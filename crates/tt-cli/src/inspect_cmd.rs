@@ -215,7 +215,8 @@ pub(crate) async fn graph(storage: &Storage, run_id: &str) -> anyhow::Result<()>
     print!("{}", render::agent_tree(&projection));
     let usage = runtime.usage(run_id).await?;
     print!("{}", render::usage_rollup(&projection, &usage));
-    // Each agent's model: the binding events (one per agent, early in the journal).
+    // Each agent's model: the binding events (one per agent, early in the journal), and the
+    // switches to a fallback model after them.
     let mut bindings = Vec::new();
     let mut after = 0;
     loop {
@@ -231,11 +232,13 @@ pub(crate) async fn graph(storage: &Storage, run_id: &str) -> anyhow::Result<()>
             break;
         };
         after = last.seq;
-        bindings.extend(
-            page.events
-                .into_iter()
-                .filter(|e| e.event_type == tt_runtime::RunEventType::AgentModelBindingResolved),
-        );
+        bindings.extend(page.events.into_iter().filter(|e| {
+            matches!(
+                e.event_type,
+                tt_runtime::RunEventType::AgentModelBindingResolved
+                    | tt_runtime::RunEventType::AgentModelFallbackSwitched
+            )
+        }));
     }
     print!("{}", render::model_bindings(&projection, &bindings));
     // What was printed is as stored; say when what is stored is damaged.

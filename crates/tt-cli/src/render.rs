@@ -88,6 +88,19 @@ impl EventPrinter {
                 )
             }
             P::ModelCallRetryScheduled(e) => format!("retrying in {} ms", e.interval_ms),
+            P::AgentInactivityWarned(e) => match e.stop_after_seconds {
+                Some(stop) => format!(
+                    "⚠ no activity for {} s; stopped if none in {stop} s more",
+                    e.idle_seconds
+                ),
+                None => format!("⚠ no activity for {} s", e.idle_seconds),
+            },
+            P::AgentModelFallbackSwitched(e) => format!(
+                "⚠ moved to fallback model {} ({}): {}",
+                e.to.model_id.as_deref().unwrap_or(&e.to.provider),
+                e.to.connection_ref.as_deref().unwrap_or(&e.to.provider),
+                e.message
+            ),
             P::ModelCompleted(e) => {
                 let narration = e
                     .narration
@@ -355,10 +368,13 @@ pub fn inherited_usage(usage: &tt_runtime::RunUsage) -> Option<String> {
 pub fn model_bindings(projection: &TimelineProjection, events: &[AgentRunEvent]) -> String {
     let mut out = String::from("models:\n");
     for event in events {
-        let Some(Ok(tt_runtime::RunEventPayload::AgentModelBindingResolved(b))) =
-            event.typed_payload()
-        else {
-            continue;
+        let b = match event.typed_payload() {
+            Some(Ok(tt_runtime::RunEventPayload::AgentModelBindingResolved(b))) => b,
+            Some(Ok(tt_runtime::RunEventPayload::AgentModelFallbackSwitched(s))) => {
+                let _ = writeln!(out, "{}", fallback_switch(projection, &s));
+                continue;
+            }
+            _ => continue,
         };
         let who = projection
             .invocations
@@ -408,6 +424,46 @@ pub fn model_bindings(projection: &TimelineProjection, events: &[AgentRunEvent])
         let _ = writeln!(out, "{line}");
     }
     out
+}
+
+/// `  critic: moved to openai qwen (connection local) at round 3 after rate_limited
+/// (model.provider_rate_limited), window 128000 tokens, $0.5/$1.5 per million tokens in/out`:
+/// a switch to a fallback model (`model.fallbacks`), under the binding it replaced.
+fn fallback_switch(
+    projection: &TimelineProjection,
+    s: &tt_runtime::event_payload::AgentModelFallbackSwitched,
+) -> String {
+    let who = projection
+        .invocations
+        .iter()
+        .find(|inv| inv.invocation_id == s.invocation_id)
+        .map_or_else(
+            || s.profile_id.to_string(),
+            |inv| inv.profile_id.to_string(),
+        );
+    let mut line = format!("  {who}: moved to {}", s.to.provider);
+    if let Some(model) = &s.to.model_id {
+        let _ = write!(line, " {model}");
+    }
+    if let Some(connection) = &s.to.connection_ref {
+        let _ = write!(line, " (connection {connection})");
+    }
+    let _ = write!(
+        line,
+        " at round {} after {} ({})",
+        s.round, s.reason, s.code
+    );
+    if let Some(window) = s.context_window_tokens {
+        let _ = write!(line, ", window {window} tokens");
+    }
+    if let Some(price) = s.price {
+        let _ = write!(
+            line,
+            ", ${}/${} per million tokens in/out",
+            price.input, price.output
+        );
+    }
+    line
 }
 
 /// `, $0.0123` when some calls were priced (` + N unpriced` when not all were); nothing when

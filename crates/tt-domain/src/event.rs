@@ -128,6 +128,8 @@ event_types! {
     ContextAssembled => "context_assembled",
     AgentModelBindingResolved => "agent_model_binding_resolved",
     ModelSettingsDropped => "model_settings_dropped",
+    AgentInactivityWarned => "agent_inactivity_warned",
+    AgentModelFallbackSwitched => "agent_model_fallback_switched",
     AgentInvocationCreated => "agent_invocation_created",
     AgentInvocationStarted => "agent_invocation_started",
     AgentInvocationCompleted => "agent_invocation_completed",

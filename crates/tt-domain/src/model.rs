@@ -150,6 +150,11 @@ pub struct AgentModelRequest {
     /// request); `maxOutputTokens` is folded into `max_output_tokens` above, never set here.
     #[serde(default, skip_serializing_if = "GenerationSettings::is_empty")]
     pub generation: GenerationSettings,
+    /// How long the provider should keep this request's prompt cache, when the profile asks
+    /// for other than the provider's default (`model.cache.ttl`); a provider without such a
+    /// setting ignores it (docs/profiles.md, "Prompt cache lifetime").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<crate::profile::CacheTtl>,
 }
 
 impl AgentModelRequest {

@@ -57,6 +57,7 @@ pub fn request(round: u32, messages: Vec<AgentModelMessage>) -> AgentModelReques
         tool_choice: "auto".to_owned(),
         max_output_tokens: None,
         generation: Default::default(),
+        cache_ttl: None,
     }
 }
 

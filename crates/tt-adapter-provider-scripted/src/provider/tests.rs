@@ -61,6 +61,7 @@ fn request(agent: &str, invocation: &str, assistant_turns: usize) -> AgentModelR
         tool_choice: "auto".into(),
         max_output_tokens: None,
         generation: Default::default(),
+        cache_ttl: None,
     }
 }
 

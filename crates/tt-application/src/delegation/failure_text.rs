@@ -108,6 +108,26 @@ mod tests {
     }
 
     #[test]
+    fn a_watchdog_stop_and_a_spent_fallback_chain_read_as_their_class() {
+        let cases = [
+            "agent.inactivity_timeout: the agent showed no activity for 30 s, and for 20 s more after a warning (limits.watchdog)",
+            "model.fallbacks_exhausted: the agent's model and all 2 fallback models of its profile failed; the last: model.transient: HTTP 502 from http://10.0.0.7/v1",
+        ];
+        let shown: Vec<String> = cases
+            .iter()
+            .map(|error| {
+                let read = failure_for_reader(error);
+                tt_testkit::leaks::assert_no_leaks("what an agent reads of a failure", &read);
+                format!("{error}\n=> {read}")
+            })
+            .collect();
+        insta::assert_snapshot!(
+            "watchdog_and_fallback_failures_as_the_reader_reads_them",
+            shown.join("\n\n")
+        );
+    }
+
+    #[test]
     fn a_long_quoted_message_is_cut() {
         let long = format!(
             "agent.task_budget_exhausted: {}",

@@ -45,6 +45,14 @@ pub(crate) struct ModelBinding {
     /// The connection's deadline of one model call, under the profile's
     /// `run.modelRetry.deadlineSeconds`.
     pub connection_call_deadline: Option<std::time::Duration>,
+    /// The prompt-cache lifetime the profile asks for (`model.cache.ttl`), when not the
+    /// provider's default; providers without such a setting ignore it.
+    pub cache_ttl: Option<tt_domain::profile::CacheTtl>,
+    /// 0: the profile's own binding; n: the n-th of its `model.fallbacks`
+    /// (`engine::fallback`).
+    pub fallback_index: u32,
+    /// The named connection, when the binding has one (for the fallback switch's event).
+    pub connection_ref: Option<String>,
 }
 
 /// What one request carries: the resolved settings without `maxOutputTokens`, and the output
@@ -135,6 +143,9 @@ pub(crate) async fn resolve_model_binding(
         context_window_tokens: model.context_window_tokens.or(info.context_window_tokens),
         price: info.price(model_id.as_deref()),
         connection_call_deadline: info.call_deadline,
+        cache_ttl: model.cache.ttl().requested(),
+        fallback_index: 0,
+        connection_ref: None,
         base_generation: connection.overlay(&model.generation),
         assembled_generation: assembled_generation.clone(),
         run_generation: run_generation.clone(),
@@ -224,11 +235,25 @@ pub(crate) async fn resolve_model_binding(
     let mut binding = binding;
     let window = learn_window(ctx, &binding, model.context_window_tokens, &info).await;
     binding.context_window_tokens = window.as_ref().map(|w| w.tokens);
-    let mut payload = payload;
+    journal_binding(ctx, invocation_id, profile, &mut binding, payload, window).await?;
+    Ok(binding)
+}
+
+/// Journals `agent_model_binding_resolved` for a binding resolved with `payload`, remembers
+/// its provider session, and checks its settings.
+async fn journal_binding(
+    ctx: &RunContext,
+    invocation_id: &InvocationId,
+    profile: &ResolvedProfile,
+    binding: &mut ModelBinding,
+    mut payload: serde_json::Value,
+    window: Option<Window>,
+) -> ApplicationResult<()> {
     let connection_ref = payload["connectionRef"].as_str().map(str::to_owned);
+    binding.connection_ref.clone_from(&connection_ref);
     payload["invocationId"] = json!(invocation_id);
     payload["profileId"] = json!(profile.id());
-    add_binding_facts(&mut payload, &binding, window.as_ref());
+    add_binding_facts(&mut payload, binding, window.as_ref());
     ctx.events
         .emit(
             &ctx.run_id,
@@ -242,8 +267,7 @@ pub(crate) async fn resolve_model_binding(
         ProviderSession::new(&ctx.run_id, invocation_id).session_id,
         Arc::clone(&binding.provider),
     );
-    check_settings(ctx, invocation_id, profile, &binding, connection_ref).await?;
-    Ok(binding)
+    check_settings(ctx, invocation_id, profile, binding, connection_ref).await
 }
 
 /// What a binding sets beyond its connection, in `agent_model_binding_resolved`: its settings
@@ -271,6 +295,9 @@ fn add_binding_facts(
     }
     if let Some(price) = binding.price {
         payload["price"] = json!(price);
+    }
+    if let Some(ttl) = binding.cache_ttl {
+        payload["cacheTtl"] = json!(ttl.as_str());
     }
 }
 
@@ -374,4 +401,71 @@ pub(crate) fn with_provider_fields(
         target.extend(fields);
     }
     object
+}
+
+/// The binding of the `index`-th entry (1-based) of the profile's `model.fallbacks`, in place
+/// of `current`: the fallback's connection and model, the profile's settings over the
+/// connection's, the prompt assembly's and the run's layers as `current` had them, the
+/// window and price of the new model. Its settings are checked as a first binding's are; with
+/// `journal`, settings its connection drops are journaled (`model_settings_dropped`), as at a
+/// switch, but not when a resumed agent takes the binding up again. Nothing else is journaled
+/// (`engine::fallback` journals the switch).
+pub(crate) async fn resolve_fallback_binding(
+    ctx: &RunContext,
+    invocation_id: &InvocationId,
+    profile: &ResolvedProfile,
+    current: &ModelBinding,
+    (index, journal): (u32, bool),
+) -> ApplicationResult<Option<ModelBinding>> {
+    let model = &profile.definition.model;
+    let Some(fallback) = usize::try_from(index)
+        .ok()
+        .and_then(|index| index.checked_sub(1))
+        .and_then(|at| model.fallbacks.get(at))
+    else {
+        return Ok(None);
+    };
+    let name = fallback.connection_ref.as_str();
+    let resolved = ctx.services.connections.resolve(name).await?.ok_or_else(|| {
+        ApplicationError::fatal(
+            "agent.model_connection_not_found",
+            format!(
+                "profile `{}` falls back to the model connection `{name}`, which is not configured",
+                profile.id()
+            ),
+        )
+    })?;
+    let info = &resolved.model_info;
+    let model_id = Some(fallback.model_id.clone());
+    let mut binding = ModelBinding {
+        provider: resolved.provider,
+        context_window_tokens: model.context_window_tokens.or(info.context_window_tokens),
+        price: info.price(model_id.as_deref()),
+        connection_call_deadline: info.call_deadline,
+        base_generation: resolved.generation.overlay(&model.generation),
+        assembled_generation: current.assembled_generation.clone(),
+        run_generation: current.run_generation.clone(),
+        profile_max_output_tokens: model.max_output_tokens,
+        connection_max_output_tokens: info.max_output_tokens,
+        window_model_id: model_id.clone(),
+        model_id,
+        cache_ttl: current.cache_ttl,
+        fallback_index: index,
+        connection_ref: Some(name.to_owned()),
+    };
+    let window = learn_window(ctx, &binding, model.context_window_tokens, info).await;
+    binding.context_window_tokens = window.map(|w| w.tokens);
+    ctx.remember_session(
+        ProviderSession::new(&ctx.run_id, invocation_id).session_id,
+        Arc::clone(&binding.provider),
+    );
+    if journal {
+        check_settings(ctx, invocation_id, profile, &binding, Some(name.to_owned())).await?;
+    } else {
+        let settings = binding.settings();
+        binding
+            .provider
+            .check_settings(&settings.generation, settings.max_output_tokens)?;
+    }
+    Ok(Some(binding))
 }

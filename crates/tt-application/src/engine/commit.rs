@@ -14,6 +14,7 @@ use tt_ports::{ChatCommitRequest, FileContent, HostBridgeError, StorageError};
 
 use crate::engine::context::{CommitRecord, RunContext};
 use crate::engine::invocation::InvocationRuntime;
+use crate::engine::scheduler::Wait;
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
 use crate::tools::workspace::{CommitArgs, parse_commit_args};
@@ -172,6 +173,18 @@ impl Publication<'_> {
     /// host's answer (or the agent's cancel): the id of the message it published. A host that
     /// cannot publish ends the agent (`agent.chat_commit_failed`, journaled).
     async fn ask_host(&self, checkpoint_id: &CheckpointId) -> Result<String, ToolCallError> {
+        // The host's time to publish is not the agent's inactivity (its watchdog pauses).
+        let (scheduler, id) = (&self.inv.scheduler, &self.inv.invocation.id);
+        scheduler.set_waiting(id, Wait::Host, true);
+        let answer = self.ask_host_waiting(checkpoint_id).await;
+        scheduler.set_waiting(id, Wait::Host, false);
+        answer
+    }
+
+    async fn ask_host_waiting(
+        &self,
+        checkpoint_id: &CheckpointId,
+    ) -> Result<String, ToolCallError> {
         let (ctx, inv, args) = (self.ctx, self.inv, &self.args);
         ctx.try_set_status(AgentRunStatus::AwaitingHostCommit)
             .await?;

@@ -15,6 +15,7 @@ use tt_ports::{ModelError, ModelTimeLimit, RunDocument};
 
 use crate::engine::binding::with_provider_fields;
 use crate::engine::context::RunContext;
+use crate::engine::fallback::skips_retries;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::events::EventSink;
@@ -33,6 +34,18 @@ fn call_deadline_error(after: Duration, last: Option<&ModelError>) -> ModelError
         limit: ModelTimeLimit::CallDeadline,
         limit_ms,
         message,
+    }
+}
+
+/// How long a rate-limited provider asked to wait before the next attempt; 0 when it did not
+/// say (or the failure is no rate limit).
+fn retry_after_ms(error: &ModelError) -> u64 {
+    match error {
+        ModelError::RateLimited {
+            retry_after_ms: Some(ms),
+            ..
+        } => *ms,
+        _ => 0,
     }
 }
 
@@ -125,18 +138,12 @@ async fn model_turn(
             Err(ModelError::Cancelled) => return Err(ApplicationError::cancelled()),
             Err(error) => error,
         };
-        let retry_after = match &error {
-            ModelError::RateLimited {
-                retry_after_ms: Some(ms),
-                ..
-            } => *ms,
-            _ => 0,
-        };
-        let interval_ms = policy.interval_ms.max(retry_after);
+        let interval_ms = policy.interval_ms.max(retry_after_ms(&error));
         let retryable = error.is_retryable();
         // A retry whose wait alone would outlast the call's deadline is not tried.
         let in_time = tokio::time::Instant::now() + Duration::from_millis(interval_ms) < deadline;
-        let will_retry = retryable && attempt <= max_retries && in_time;
+        let will_retry =
+            retryable && attempt <= max_retries && in_time && !skips_retries(inv, &error);
         tracing::warn!(attempt, retryable, will_retry, code = error.code(), %error, "model call attempt failed");
         let failed = payload::ModelCallAttemptFailed {
             round,
@@ -152,7 +159,7 @@ async fn model_turn(
         };
         ctx.events.record(run_id, EventLevel::Warn, &failed).await?;
         if !will_retry {
-            if retryable && attempt <= max_retries {
+            if retryable && attempt <= max_retries && !in_time {
                 // Retries were left, but not the time for them.
                 return Err(ApplicationError::Model(call_deadline_error(
                     deadline_after,

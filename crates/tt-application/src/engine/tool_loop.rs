@@ -66,18 +66,41 @@ pub(crate) async fn run_tool_loop(
     outcome
 }
 
-/// The loop under the profile's `limits.maxInvocationSeconds`, when it sets one.
+/// The loop under the profile's `limits.maxInvocationSeconds`, when it sets one, and under
+/// its inactivity watchdog (`limits.watchdog`, else the run's; `engine::watchdog`).
 async fn bounded_rounds(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     messages: Vec<AgentModelMessage>,
 ) -> ApplicationResult<LoopOutcome> {
-    let Some(seconds) = inv.profile.definition.limits.max_invocation_seconds else {
+    let limits = &inv.profile.definition.limits;
+    let seconds = limits.max_invocation_seconds;
+    let watchdog = crate::engine::watchdog::limits_for(limits.watchdog, &inv.scheduler);
+    if seconds.is_none() && watchdog.is_none() {
         return run_rounds(ctx, inv, messages).await;
+    }
+    let scheduler = std::sync::Arc::clone(&inv.scheduler);
+    let (invocation_id, profile_id) = (inv.invocation.id.clone(), inv.profile.id().clone());
+    let watched = async {
+        match watchdog {
+            Some(limits) => {
+                crate::engine::watchdog::watch(ctx, &scheduler, &invocation_id, &profile_id, limits)
+                    .await
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let deadline = async {
+        match seconds {
+            Some(seconds) => tokio::time::sleep(std::time::Duration::from_secs(seconds)).await,
+            None => std::future::pending().await,
+        }
     };
     tokio::select! {
         result = run_rounds(ctx, inv, messages) => result,
-        () = tokio::time::sleep(std::time::Duration::from_secs(seconds)) => {
+        stopped = watched => Err(stopped),
+        () = deadline => {
+            let seconds = seconds.unwrap_or_default();
             Err(ApplicationError::fatal(
                 "agent.invocation_deadline_exceeded",
                 format!("the agent did not finish its work within {seconds} s (limits.maxInvocationSeconds)"),
@@ -93,10 +116,10 @@ async fn run_rounds(
 ) -> ApplicationResult<LoopOutcome> {
     let max_rounds = inv.snapshot.budgets.max_rounds;
     let session = ProviderSession::new(&ctx.run_id, &inv.invocation.id);
-    let retry = inv.profile.definition.run.model_retry;
-    let model_id = inv.model.model_id.clone();
     let mut drift_attempts: u32 = 0;
     inv.window.start(&messages);
+    // A resumed or branched agent goes on with the binding its journal left in force.
+    crate::engine::fallback::restore(ctx, inv).await?;
     for round in 1..=max_rounds {
         if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled());
@@ -159,53 +182,7 @@ async fn run_rounds(
                 }
                 response
             }
-            None => {
-                // Steps journaled before a crash at this round stand; the fit goes on from them.
-                replay_context_steps(inv, round, &mut messages);
-                let mut trigger = FitTrigger::Estimate;
-                let settings = inv.model.settings();
-                if round == 1 {
-                    // An opening too large for the window fails now, not midway.
-                    check_opening(inv, &messages, settings.max_output_tokens)?;
-                }
-                loop {
-                    let max_output_tokens = fit_request(
-                        ctx,
-                        inv,
-                        round,
-                        &mut messages,
-                        trigger,
-                        settings.max_output_tokens,
-                    )
-                    .await?;
-                    // The history is lent to the request and taken back: the model call
-                    // copies it once (per attempt), not twice.
-                    let request = AgentModelRequest {
-                        session: session.clone(),
-                        agent_profile_id: inv.profile.id().clone(),
-                        model_id: model_id.clone(),
-                        round,
-                        messages: std::mem::take(&mut messages),
-                        tools: inv.snapshot.tools.clone(),
-                        tool_choice: "auto".to_owned(),
-                        max_output_tokens,
-                        generation: settings.generation.clone(),
-                    };
-                    let turn =
-                        crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;
-                    messages = request.messages;
-                    match turn {
-                        // Refused as too large: fit again with what the refusal said, once.
-                        Err(ApplicationError::Model(
-                            error @ tt_ports::ModelError::ContextOverflow { .. },
-                        )) if trigger == FitTrigger::Estimate => {
-                            note_refusal(inv, &messages, &error).await;
-                            trigger = FitTrigger::ProviderRefused;
-                        }
-                        turn => break turn?,
-                    }
-                }
-            }
+            None => call_model(ctx, inv, round, &mut messages, &session).await?,
         };
         inv.window.observe_usage(response.usage.as_ref());
         // A model answer is progress, for the idle limit of a delegated task.
@@ -428,6 +405,72 @@ async fn run_rounds(
         "agent.max_tool_rounds_exceeded",
         format!("{ending} was not called within {max_rounds} rounds"),
     ))
+}
+
+/// The live model call of `round`: the request fitted into the window, then the model turn.
+/// A request the provider refused as too large is fitted again once with what the refusal
+/// said; a failure the profile's fallback chain covers moves the agent to its next binding
+/// (`engine::fallback`) and the round's call is made there, fitted to the new window.
+async fn call_model(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    messages: &mut Vec<AgentModelMessage>,
+    session: &ProviderSession,
+) -> ApplicationResult<tt_domain::model::AgentModelResponse> {
+    let retry = inv.profile.definition.run.model_retry;
+    // Steps journaled before a crash at this round stand; the fit goes on from them.
+    replay_context_steps(inv, round, messages);
+    let mut trigger = FitTrigger::Estimate;
+    let mut settings = inv.model.settings();
+    if round == 1 {
+        // An opening too large for the window fails now, not midway.
+        check_opening(inv, messages, settings.max_output_tokens)?;
+    }
+    loop {
+        let max_output_tokens = fit_request(
+            ctx,
+            inv,
+            round,
+            messages,
+            trigger,
+            settings.max_output_tokens,
+        )
+        .await?;
+        // The history is lent to the request and taken back: the model call copies it once
+        // (per attempt), not twice.
+        let request = AgentModelRequest {
+            session: session.clone(),
+            agent_profile_id: inv.profile.id().clone(),
+            model_id: inv.model.model_id.clone(),
+            round,
+            messages: std::mem::take(messages),
+            tools: inv.snapshot.tools.clone(),
+            tool_choice: "auto".to_owned(),
+            max_output_tokens,
+            generation: settings.generation.clone(),
+            cache_ttl: inv.model.cache_ttl,
+        };
+        let turn = crate::engine::model_turn::run_model_turn(ctx, inv, &request, retry).await;
+        *messages = request.messages;
+        match turn {
+            // Refused as too large: fit again with what the refusal said, once.
+            Err(ApplicationError::Model(error @ tt_ports::ModelError::ContextOverflow { .. }))
+                if trigger == FitTrigger::Estimate =>
+            {
+                note_refusal(inv, messages, &error).await;
+                trigger = FitTrigger::ProviderRefused;
+            }
+            Err(ApplicationError::Model(error))
+                if crate::engine::fallback::covers(inv, &error).is_some() =>
+            {
+                crate::engine::fallback::switch(ctx, inv, round, &error).await?;
+                settings = inv.model.settings();
+                trigger = FitTrigger::Estimate;
+            }
+            turn => return turn,
+        }
+    }
 }
 
 /// Applies the context-window steps journaled before `round` (a resumed agent).

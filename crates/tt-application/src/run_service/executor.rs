@@ -322,12 +322,7 @@ impl AgentRunService {
         // task that brought the current owner in completes when it finishes or hands off.
         let ctx = scheduler.host();
         let run_seconds = inv.profile.definition.limits.max_run_seconds;
-        if let Some(limit) = inv.profile.definition.limits.max_total_tokens {
-            scheduler.set_run_token_budget(limit);
-        }
-        if let Some(limit) = inv.profile.definition.limits.max_total_cost_usd {
-            scheduler.set_run_cost_budget(limit);
-        }
+        apply_run_limits(&scheduler, &inv.profile.definition.limits);
         let chain = async {
             if let Some(root) = root_assembly {
                 messages = self.assemble_root_prompt(ctx, &mut inv, root).await?;
@@ -443,5 +438,22 @@ impl AgentRunService {
                 provider.close_session(&session_id).await;
             }
         });
+    }
+}
+
+/// The run-wide limits of the run's own profile, on the scheduler every agent of the run
+/// shares: its token and cost budgets and its default inactivity watchdog.
+pub(super) fn apply_run_limits(
+    scheduler: &RunScheduler,
+    limits: &tt_domain::profile::LimitsSection,
+) {
+    if let Some(limit) = limits.max_total_tokens {
+        scheduler.set_run_token_budget(limit);
+    }
+    if let Some(limit) = limits.max_total_cost_usd {
+        scheduler.set_run_cost_budget(limit);
+    }
+    if let Some(watchdog) = limits.watchdog {
+        scheduler.set_run_watchdog(watchdog);
     }
 }

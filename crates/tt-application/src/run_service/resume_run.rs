@@ -298,6 +298,8 @@ impl AgentRunService {
         )
         .await?;
         inv.replay = Some(owner_replay);
+        // The run's limits before its tasks go back to work (their watchdog reads the run's).
+        super::executor::apply_run_limits(&scheduler, &profile.definition.limits);
         // Tasks go back to work: running ones where they were, waiting ones in line.
         for (task, replay) in child_replays {
             let task = resume::resume_task(&ctx, &task, TaskStatus::Running).await?;

@@ -82,6 +82,8 @@ super::error_codes! {
         "`agent.handoff` while delegated tasks still run; await or cancel them first.";
     AGENT_HANDOFF_POLICY_DENIED = "agent.handoff_policy_denied", ToolRefusal,
         "Handoff policy forbids this `agent.handoff`; the message starts with the reason's code.";
+    AGENT_INACTIVITY_TIMEOUT = "agent.inactivity_timeout", UserRetryable,
+        "The agent showed no activity (no model output, tool result or event) for its watchdog's warning and stop limits (`limits.watchdog`).";
     AGENT_INTERNAL_ERROR = "agent.internal_error", Internal,
         "A failure with no finer code: a broken invariant or a store error of no known kind.";
     AGENT_INVALID_CONTEXT_POLICY_SNAPSHOT = "agent.invalid_context_policy_snapshot", Storage,
@@ -174,6 +176,10 @@ super::error_codes! {
         "A profile limit or budget is zero or out of range.";
     AGENT_PROFILE_MODEL_BINDING_INVALID = "agent.profile_model_binding_invalid", Configuration,
         "A profile's model binding lacks a connection or a model.";
+    AGENT_PROFILE_MODEL_CACHE_INVALID = "agent.profile_model_cache_invalid", Configuration,
+        "A profile's `model.cache.ttl` is neither `default` nor `1h`.";
+    AGENT_PROFILE_MODEL_FALLBACK_INVALID = "agent.profile_model_fallback_invalid", Configuration,
+        "A profile's `model.fallbacks` entry lacks a connection or a model, there are too many, or `fallbackOnRateLimitAfterSeconds` is 0 or set without fallbacks.";
     AGENT_PROFILE_MODEL_REQUIRES_CONFIGURATION = "agent.profile_model_requires_configuration", Configuration,
         "A profile's model is still to be configured by the host (also a reason of the delegation and handoff denials).";
     AGENT_PROFILE_MODEL_RETRY_INVALID = "agent.profile_model_retry_invalid", Configuration,

@@ -297,6 +297,7 @@ mod tests {
         assert_eq!(
             of(ErrorClass::UserRetryable),
             [
+                "agent.inactivity_timeout",
                 "agent.invocation_deadline_exceeded",
                 "agent.max_tool_rounds_exceeded",
                 "agent.run_deadline_exceeded",
@@ -309,6 +310,7 @@ mod tests {
             [
                 "agent.rate_limited",
                 "agent.transient",
+                "model.fallbacks_exhausted",
                 "model.provider_rate_limited",
                 "model.timeout",
                 "model.transient",

@@ -16,6 +16,8 @@ super::error_codes! {
         "The system prompt, the tools and the request alone do not fit the model's context window with room for the answer and a summary; checked before the first request.";
     MODEL_ERROR = "model.error", Internal,
         "Telemetry only: the span status of a failed model call whose event carried no code.";
+    MODEL_FALLBACKS_EXHAUSTED = "model.fallbacks_exhausted", ProviderTransient,
+        "The agent's model and every fallback binding of its profile (`model.fallbacks`) failed; the message names the last failure.";
     MODEL_INVALID_TOOL_CALL = "model.invalid_tool_call", ModelSlip,
         "The model sent tool-call arguments that are not one JSON object within the size limit.";
     MODEL_PROVIDER_ERROR = "model.provider_error", Provider,

@@ -101,6 +101,10 @@ pub struct AgentModelBindingResolved {
     /// US dollars per million tokens, when a price is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<crate::cost::ModelPrice>,
+    /// `1h` when the profile asks for an hour-long prompt cache (`model.cache.ttl`); absent for
+    /// the provider's default lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<String>,
 }
 
 /// `model_settings_dropped`: generation settings the agent's connection does not take and

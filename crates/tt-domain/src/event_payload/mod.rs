@@ -25,6 +25,7 @@ mod guidance;
 mod handoff;
 mod model_calls;
 mod prompt_assembly;
+mod resilience;
 mod run;
 mod tool_calls;
 mod workspace;
@@ -38,6 +39,7 @@ pub use guidance::*;
 pub use handoff::*;
 pub use model_calls::*;
 pub use prompt_assembly::*;
+pub use resilience::*;
 pub use run::*;
 pub use tool_calls::*;
 pub use workspace::*;
@@ -145,6 +147,8 @@ payloads! {
     ContextAssembled => |p| agent(&p.invocation_id),
     AgentModelBindingResolved => |p| agent(&p.invocation_id),
     ModelSettingsDropped => |p| agent(&p.invocation_id),
+    AgentInactivityWarned => |p| agent(&p.invocation_id),
+    AgentModelFallbackSwitched => |p| agent(&p.invocation_id),
     AgentInvocationCreated => |p| of(&p.invocation_id, &p.parent_invocation_id),
     AgentInvocationStarted => |p| of(&p.invocation_id, &p.parent_invocation_id),
     AgentInvocationCompleted => |p| of(&p.invocation_id, &p.parent_invocation_id),

@@ -59,6 +59,9 @@ pub fn default_writer_definition() -> AgentProfileDefinition {
             max_output_tokens: None,
             generation: Default::default(),
             context_window_tokens: None,
+            cache: Default::default(),
+            fallbacks: Vec::new(),
+            fallback_on_rate_limit_after_seconds: None,
         },
         run: RunSection {
             presentation: Presentation::Foreground,

@@ -96,6 +96,22 @@ pub struct ModelBinding {
     /// its model id (docs/providers.md, "Context window and compaction").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_tokens: Option<u64>,
+    /// How long the provider keeps this agent's prompt cache (`model.cache.ttl`,
+    /// docs/profiles.md "Prompt cache lifetime"); left out when not set.
+    #[serde(
+        default,
+        skip_serializing_if = "super::model_cache::ModelCachePolicy::is_default"
+    )]
+    pub cache: super::model_cache::ModelCachePolicy,
+    /// The bindings this agent moves to, in order, when its model fails in a way retrying does
+    /// not fix (docs/profiles.md, "Fallback models"); empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<super::model_fallbacks::FallbackBinding>,
+    /// A rate limit that asks to wait longer than this many seconds moves the agent to its next
+    /// fallback at once, without the retries; unset: rate limits are retried like other
+    /// failures first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_on_rate_limit_after_seconds: Option<u64>,
 }
 
 /// Upper bound of `model.maxOutputTokens`.
@@ -613,6 +629,11 @@ pub struct LimitsSection {
     /// default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_inline_tool_result_bytes: Option<u64>,
+    /// The inactivity watchdog of this profile's agents (docs/profiles.md, "Inactivity
+    /// watchdog"); read from the run's root profile too, for agents whose profile sets none.
+    /// Unset: no watchdog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<super::watchdog::WatchdogLimits>,
 }
 
 impl Default for LimitsSection {
@@ -625,6 +646,7 @@ impl Default for LimitsSection {
             max_total_tokens: None,
             max_total_cost_usd: None,
             max_inline_tool_result_bytes: None,
+            watchdog: None,
         }
     }
 }

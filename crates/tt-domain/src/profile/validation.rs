@@ -111,6 +111,13 @@ pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
     validate_plan(p)?;
     validate_output(p)?;
     validate_limits(p)?;
+    super::model_cache::validate_cache(&p.model.cache)?;
+    super::model_fallbacks::validate_fallbacks(
+        &p.model.fallbacks,
+        p.model.fallback_on_rate_limit_after_seconds,
+        p.model.mode != ModelMode::RequiresConfiguration,
+    )?;
+    super::watchdog::validate_watchdog(p.limits.watchdog.as_ref())?;
     Ok(())
 }
 

@@ -145,6 +145,7 @@ impl PromptAssemblyBroker for FakePromptBroker {
 pub struct FakeConnections {
     providers: HashMap<String, Arc<dyn ModelProvider>>,
     generation: HashMap<String, tt_domain::generation::GenerationSettings>,
+    model_info: HashMap<String, tt_ports::ConnectionModelInfo>,
 }
 
 impl std::fmt::Debug for FakeConnections {
@@ -163,6 +164,12 @@ impl FakeConnections {
     /// Adds the connection `name` served by `provider`.
     pub fn with(mut self, name: &str, provider: Arc<dyn ModelProvider>) -> Self {
         self.providers.insert(name.to_owned(), provider);
+        self
+    }
+
+    /// Gives the connection `name` what it says about its models (window, prices).
+    pub fn with_model_info(mut self, name: &str, info: tt_ports::ConnectionModelInfo) -> Self {
+        self.model_info.insert(name.to_owned(), info);
         self
     }
 
@@ -194,7 +201,11 @@ impl ModelConnections for FakeConnections {
                     .get(connection_ref)
                     .cloned()
                     .unwrap_or_default(),
-                model_info: tt_ports::ConnectionModelInfo::default(),
+                model_info: self
+                    .model_info
+                    .get(connection_ref)
+                    .cloned()
+                    .unwrap_or_default(),
             }))
     }
 }

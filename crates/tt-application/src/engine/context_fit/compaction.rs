@@ -212,6 +212,7 @@ async fn summarize(
         tool_choice: "auto".to_owned(),
         max_output_tokens: Some(u32::try_from(summary_tokens).unwrap_or(u32::MAX)),
         generation: inv.model.settings().generation,
+        cache_ttl: inv.model.cache_ttl,
     };
     let call_cancel = inv.cancel.child_token();
     let response = tokio::select! {

@@ -34,6 +34,7 @@ impl<H: TaskHost> TaskScheduler<H> {
             if let Some(mark) = state.progress.get_mut(invocation) {
                 *mark = tokio::time::Instant::now();
             }
+            state.watchdog.wait_ended(invocation);
         }
     }
 

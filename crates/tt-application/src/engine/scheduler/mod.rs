@@ -30,6 +30,9 @@ use crate::services::RuntimeServices;
 
 pub(crate) mod budgets;
 mod deadlines;
+mod waits;
+mod watchdog;
+pub(crate) use waits::Wait;
 
 /// Reason recorded when the delegating agent finishes the run.
 pub(crate) const CALLER_FINISHED_REASON: &str =
@@ -161,6 +164,8 @@ struct State {
     progress: HashMap<InvocationId, tokio::time::Instant>,
     /// Agents waiting for a person's approval: their idle limit does not run meanwhile.
     awaiting_person: std::collections::HashSet<InvocationId>,
+    /// What the agents' inactivity watchdogs read (`watchdog`).
+    watchdog: waits::WatchdogState,
     /// Stops the deadline watch of a task once it ends.
     watches: HashMap<TaskId, CancellationToken>,
     /// Token budgets of running tasks that have one, by invocation.

@@ -29,6 +29,7 @@ use crate::delegation::task_return::{
 };
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
+use crate::engine::scheduler::Wait;
 use crate::engine::scheduler::{Admission, CancelledBy, transition_task};
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::events::EventSink;
@@ -320,7 +321,13 @@ pub(crate) async fn agent_await(
         .iter()
         .filter_map(|id| mine.iter().find(|task| task.id == *id).cloned())
         .collect();
-    let (tasks, timed_out) = wait_for_tasks(ctx, inv, &args, current).await?;
+    // Waiting for its tasks is not the agent's inactivity (its watchdog pauses).
+    inv.scheduler
+        .set_waiting(&inv.invocation.id, Wait::Tasks, true);
+    let waited = wait_for_tasks(ctx, inv, &args, current).await;
+    inv.scheduler
+        .set_waiting(&inv.invocation.id, Wait::Tasks, false);
+    let (tasks, timed_out) = waited?;
     await_answer(ctx, inv, &args, &tasks, timed_out).await
 }
 
