@@ -15,6 +15,7 @@ pub const MODULE_CYCLES: &[(&str, &str, &[&str])] = &[
             "binding",
             "context",
             "context_fit",
+            "fallback",
             "invocation",
             "invocation_setup",
             "model_turn",
