@@ -565,13 +565,19 @@ pub(crate) async fn child_profile(
         &profile,
     )
     .await?;
-    let snapshot = crate::registry::build_tool_snapshot(
+    let mut snapshot = crate::registry::build_tool_snapshot(
         &profile,
         &task.child_invocation_id,
         ExitPolicy::TaskReturnRequired,
         Presentation::Background,
         &external,
     )?;
+    crate::engine::fork_prefix::offer_fork_mode(
+        ctx.services.profiles.as_ref(),
+        &profile,
+        &mut snapshot,
+    )
+    .await?;
     Ok((profile, snapshot))
 }
 

@@ -16,6 +16,7 @@ mod disk_faults;
 mod drift_and_retry;
 mod following;
 mod fork;
+mod fork_mode;
 mod guidance;
 mod handoff;
 mod limits;

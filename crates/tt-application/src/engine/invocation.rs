@@ -55,6 +55,13 @@ pub(crate) struct InvocationRuntime {
     /// commit (`crate::engine::held_writes`). Empty again before anything else of the agent's
     /// is written or read back, and before its next model call.
     pub held_writes: Vec<tt_ports::RunWrite>,
+    /// An agent started in fork mode: the tool specs its requests list, its delegating
+    /// agent's as that agent sent them (fork mode, `fork_mode.rs`); its own snapshot still
+    /// decides what it may call. `None`: its snapshot's.
+    pub offered_tools: Option<Arc<[tt_domain::tool::AgentToolSpec]>>,
+    /// The messages of its last request, kept only when that request's reply asked for a task
+    /// in fork mode (`push_reply` of `fork_mode.rs`).
+    pub sent_messages: Option<Arc<Vec<tt_domain::model::AgentModelMessage>>>,
 }
 
 impl InvocationRuntime {
@@ -82,7 +89,17 @@ impl InvocationRuntime {
             window: Default::default(),
             scheduler,
             held_writes: Vec::new(),
+            offered_tools: prepared.offered_tools.clone(),
+            sent_messages: None,
         }
+    }
+
+    /// The tool specs its model requests list: its delegating agent's for an agent started in
+    /// fork mode, else its own snapshot's.
+    pub(crate) fn request_tools(&self) -> Arc<[tt_domain::tool::AgentToolSpec]> {
+        self.offered_tools
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&self.snapshot.tools))
     }
 
     /// Whether this invocation drives the run status (root and handoff owners do).

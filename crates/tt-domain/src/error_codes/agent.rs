@@ -282,6 +282,8 @@ super::error_codes! {
         "The store URL names a kind of store this runtime does not have.";
     AGENT_TARGET_CALLER_DENIED = "agent.target_caller_denied", ToolRefusal,
         "Reason of a delegation or handoff denial: the target's profile does not accept this caller.";
+    AGENT_TARGET_FORK_DENIED = "agent.target_fork_denied", ToolRefusal,
+        "Reason of a delegation denial: the target's profile cannot be started in fork mode (`delegation.allowFork`).";
     AGENT_TARGET_NOT_CALLABLE = "agent.target_not_callable", ToolRefusal,
         "Reason of a delegation or handoff denial: the target's profile is not callable.";
     AGENT_TARGET_NOT_HANDOFF = "agent.target_not_handoff", ToolRefusal,

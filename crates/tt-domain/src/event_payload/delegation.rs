@@ -14,6 +14,10 @@ pub struct AgentDelegateStarted {
     pub child_invocation_id: InvocationId,
     pub target_profile_id: ProfileId,
     pub workspace_key: String,
+    /// `fork` for a task started in fork mode (its agent reads the delegating agent's
+    /// conversation first); absent for a task started from its brief alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 /// `agent_task_registered`.

@@ -275,6 +275,12 @@ pub struct DelegationPolicy {
     /// (priced calls only, docs/providers.md "Cost"). `None`: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_task_cost_usd: Option<crate::cost::Usd>,
+    /// A delegating agent may start a task of this profile in fork mode
+    /// (`agent.delegate`'s `mode: "fork"`): the task's agent reads the delegating agent's
+    /// conversation so far, byte for byte, before its own note and brief (docs/delegation.md,
+    /// "Fork mode").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_fork: bool,
 }
 
 /// The longest task deadline when a profile sets no `maxTaskTimeoutSeconds`: one day.
@@ -301,6 +307,7 @@ impl Default for DelegationPolicy {
             max_delegation_depth: default_max_delegation_depth(),
             max_task_tokens: None,
             max_task_cost_usd: None,
+            allow_fork: false,
         }
     }
 }

@@ -169,7 +169,7 @@ pub(crate) async fn fit_request(
         inv.window.last_estimate = None;
         return Ok(configured_output);
     };
-    let tools = window::tools_tokens(&inv.snapshot.tools);
+    let tools = window::tools_tokens(&inv.request_tools());
     let budget = WindowBudget::new(window_tokens, configured_output);
     let calibration = inv.window.calibration;
     let estimate =

@@ -137,6 +137,7 @@ pub(crate) async fn agent_delegate(
         )
         .into());
     }
+    check_fork(&args, &target.definition, &agent_id)?;
     let budget = task_budget(&args, &target.definition, &agent_id)?;
     let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
     if delegated >= u64::from(caller.max_invocations_per_run) {
@@ -156,12 +157,17 @@ pub(crate) async fn agent_delegate(
         workspace_key: workspace_key.map_err(crate::error::ApplicationError::from)?,
     };
     let (task, mut unit, key) = open_task(ctx, inv, call, new).await?;
+    if args.fork {
+        // Stored before the task is registered: its agent, whenever it starts, reads it.
+        crate::engine::fork_mode::store_prefix(ctx, inv, &task.child_invocation_id).await?;
+    }
     let started = payload::AgentDelegateStarted {
         task_id: task.id.clone(),
         parent_invocation_id: task.parent_invocation_id.clone(),
         child_invocation_id: task.child_invocation_id.clone(),
         target_profile_id: agent_id.clone(),
         workspace_key: task.workspace_key.clone(),
+        mode: args.fork.then(|| "fork".to_owned()),
     };
     let started = EventSink::pending(EventLevel::Info, &started)?;
     // The agent's and the task's records and events, one unit: one commit, after what the
@@ -185,6 +191,24 @@ pub(crate) async fn agent_delegate(
         caller.max_concurrent_invocations,
     );
     Ok(ToolSuccess::new(content, structured))
+}
+
+/// Fork mode only for a target whose profile allows it (`delegation.allowFork`).
+fn check_fork(
+    args: &DelegateArgs,
+    target: &AgentProfileDefinition,
+    agent_id: &ProfileId,
+) -> Result<(), ToolError> {
+    if args.fork && !target.delegation.allow_fork {
+        return Err(ToolError::with_reason(
+            "agent.delegation_policy_denied",
+            "agent.target_fork_denied",
+            &format!(
+                "`{agent_id}` cannot start from your conversation; delegate to it with `mode: \"brief\"`."
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The task's budget: what the call asked for, checked against what the target's profile
