@@ -20,8 +20,8 @@ use tt_domain::profile::AgentProfileDefinition;
 use tt_ports::{ModelError, ModelProvider};
 use tt_provider_http::test_server::{Recorded, Reply, TestServer};
 use tt_runtime::{
-    AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, FnProvider,
-    ModelReply, ReadEventsRequest,
+    AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, FnProvider, ModelReply,
+    ReadEventsRequest,
 };
 
 use crate::real_llama::Steered;
@@ -145,8 +145,7 @@ async fn first_usage_of(runtime: &AgentRuntime, run_id: &str, profile: &str) -> 
     let critic = events
         .iter()
         .find(|event| {
-            event.event_type == "agent_invocation_created"
-                && event.payload["profileId"] == profile
+            event.event_type == "agent_invocation_created" && event.payload["profileId"] == profile
         })
         .map(|event| event.payload["invocationId"].clone())
         .unwrap();

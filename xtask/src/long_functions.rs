@@ -47,7 +47,7 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/engine/tool_loop.rs",
         "run_rounds",
-        343,
+        340,
     ),
     (
         "crates/tt-application/src/events.rs",

@@ -129,7 +129,10 @@ async fn a_fork_mode_task_reads_its_delegators_request_then_its_note_and_answers
         .store
         .file_text(&run.id, "summaries/critic-result.md")
         .unwrap();
-    assert!(summary.contains("One slip: the storm starts twice."), "{summary}");
+    assert!(
+        summary.contains("One slip: the storm starts twice."),
+        "{summary}"
+    );
     let capsule = tool_results(&writer[3])
         .into_iter()
         .find(|result| result.0 == "a1")
@@ -143,6 +146,32 @@ async fn a_fork_mode_task_reads_its_delegators_request_then_its_note_and_answers
         .into_iter()
         .find(|event| event.payload["callId"] == "fork_return_3");
     assert!(returned.is_some(), "the plain answer's return is journaled");
+
+    // The host reads its conversation as it read it: the prefix, then its note and brief.
+    let critic_id = h
+        .store
+        .invocations(&run.id)
+        .into_iter()
+        .find(|inv| inv.kind == InvocationKind::Subagent)
+        .unwrap()
+        .id;
+    let conversation = h
+        .service
+        .agent_conversation(&run.id, &critic_id)
+        .await
+        .unwrap();
+    let opening: Vec<serde_json::Value> = conversation
+        .entries
+        .iter()
+        .take(writer[1].messages.len() + 1)
+        .map(|entry| serde_json::to_value(entry).unwrap())
+        .collect();
+    assert_eq!(opening[0]["kind"], "system");
+    assert_eq!(
+        opening[0]["text"].as_str().unwrap(),
+        writer[1].messages[0].text_content()
+    );
+    assert_eq!(opening.last().unwrap()["text"].as_str().unwrap(), note);
 }
 
 #[tokio::test]
@@ -190,10 +219,7 @@ async fn without_a_target_that_allows_fork_mode_the_delegate_spec_has_no_mode() 
 
 #[tokio::test]
 async fn a_cancelled_run_resumes_its_fork_mode_task_with_the_same_prefix() {
-    let model = by_agent(vec![
-        ("writer", writer_turns()),
-        ("critic", critic_turns()),
-    ]);
+    let model = by_agent(vec![("writer", writer_turns()), ("critic", critic_turns())]);
     // The critic's second model call waits until the run is cancelled.
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic" && request.round == 2);
     let h = harness(model);

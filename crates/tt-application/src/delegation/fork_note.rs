@@ -52,7 +52,10 @@ pub(crate) fn render_fork_note(note: &ForkNote<'_>) -> String {
         out.push_str(" Until then, every reply is a tool call.");
     }
     out.push('\n');
-    if let Some(instructions) = note.instructions.map(str::trim).filter(|text| !text.is_empty())
+    if let Some(instructions) = note
+        .instructions
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
     {
         let _ = write!(out, "\n## Your instructions\n\n{instructions}\n");
     }

@@ -389,7 +389,12 @@ mod tests {
         );
         assert_eq!(required(&delegate), ["agentId", "task"]);
         assert!(
-            leak_scan(delegate["properties"]["mode"]["description"].as_str().unwrap()).is_empty()
+            leak_scan(
+                delegate["properties"]["mode"]["description"]
+                    .as_str()
+                    .unwrap()
+            )
+            .is_empty()
         );
         let mut compact = spec(ToolName::AgentDelegate).input_schema;
         add_fork_mode(&mut compact, false);

@@ -83,7 +83,10 @@ pub(crate) fn calls_of(
         arguments: json!({"summary": summary}),
         provider_metadata: Value::Null,
     };
-    response.message.parts.push(ModelContentPart::ToolCall { call: call.clone() });
+    response
+        .message
+        .parts
+        .push(ModelContentPart::ToolCall { call: call.clone() });
     vec![call]
 }
 
@@ -115,4 +118,3 @@ pub(crate) async fn store_prefix(
         .await?;
     Ok(())
 }
-

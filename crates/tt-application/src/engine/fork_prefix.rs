@@ -35,7 +35,12 @@ pub(crate) async fn stored_prefix(
         return Ok(None);
     }
     let document = RunDocument::InvocationForkPrefix(child.clone());
-    let Some(stored) = ctx.services.runs.read_document(&ctx.run_id, &document).await? else {
+    let Some(stored) = ctx
+        .services
+        .runs
+        .read_document(&ctx.run_id, &document)
+        .await?
+    else {
         return Ok(None);
     };
     serde_json::from_value(stored).map(Some).map_err(|err| {
@@ -118,7 +123,11 @@ pub(crate) fn note_and_brief(
         tools,
         visible_roots: &snapshot.visible_roots,
         writable_roots: &snapshot.writable_roots,
-        instructions: profile.definition.instructions.agent_system_prompt.as_deref(),
+        instructions: profile
+            .definition
+            .instructions
+            .agent_system_prompt
+            .as_deref(),
         brief,
     })
 }

@@ -87,8 +87,12 @@ pub(crate) async fn prepare_invocation(
         presentation,
         &external,
     )?;
-    crate::engine::fork_prefix::offer_fork_mode(ctx.services.profiles.as_ref(), profile, &mut snapshot)
-        .await?;
+    crate::engine::fork_prefix::offer_fork_mode(
+        ctx.services.profiles.as_ref(),
+        profile,
+        &mut snapshot,
+    )
+    .await?;
     let system_prompt = agent_system_prompt(profile, &snapshot);
     let Opening {
         messages,
@@ -96,7 +100,16 @@ pub(crate) async fn prepare_invocation(
         task_id,
         assembled_generation,
         offered_tools,
-    } = opening(ctx, invocation, profile, &snapshot, system_prompt, origin, cancel).await?;
+    } = opening(
+        ctx,
+        invocation,
+        profile,
+        &snapshot,
+        system_prompt,
+        origin,
+        cancel,
+    )
+    .await?;
     let model = resolve_model_binding(ctx, &invocation.id, profile, assembled_generation).await?;
     ctx.services
         .runs

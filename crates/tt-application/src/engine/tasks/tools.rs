@@ -157,24 +157,12 @@ pub(crate) async fn agent_delegate(
         workspace_key: workspace_key.map_err(crate::error::ApplicationError::from)?,
     };
     let (task, mut unit, key) = open_task(ctx, inv, call, new).await?;
-    if args.fork {
-        // Stored before the task is registered: its agent, whenever it starts, reads it.
-        crate::engine::fork_mode::store_prefix(ctx, inv, &task.child_invocation_id).await?;
-    }
-    let started = payload::AgentDelegateStarted {
-        task_id: task.id.clone(),
-        parent_invocation_id: task.parent_invocation_id.clone(),
-        child_invocation_id: task.child_invocation_id.clone(),
-        target_profile_id: agent_id.clone(),
-        workspace_key: task.workspace_key.clone(),
-        mode: args.fork.then(|| "fork".to_owned()),
-    };
-    let started = EventSink::pending(EventLevel::Info, &started)?;
+    let started = delegate_started(ctx, inv, &task, args.fork).await?;
     // The agent's and the task's records and events, one unit: one commit, after what the
     // calling agent held back (the call's start, the end of its previous delegation:
     // `crate::engine::held_writes`).
     unit.push(registered(ctx, &task)?);
-    unit.push(ctx.events.stamp(&ctx.run_id, started));
+    unit.push(started);
     let unit = std::mem::take(held).into_iter().chain(unit).collect();
     ctx.events.commit(&ctx.run_id, unit).await?;
     key.keep();
@@ -191,6 +179,29 @@ pub(crate) async fn agent_delegate(
         caller.max_concurrent_invocations,
     );
     Ok(ToolSuccess::new(content, structured))
+}
+
+/// `agent_delegate_started` of `task`, stamped now; in fork mode, after storing the prefix its
+/// agent reads (before the task is registered: its agent, whenever it starts, finds it).
+async fn delegate_started(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    task: &AgentTaskRecord,
+    fork: bool,
+) -> ApplicationResult<tt_ports::RunWrite> {
+    if fork {
+        crate::engine::fork_mode::store_prefix(ctx, inv, &task.child_invocation_id).await?;
+    }
+    let started = payload::AgentDelegateStarted {
+        task_id: task.id.clone(),
+        parent_invocation_id: task.parent_invocation_id.clone(),
+        child_invocation_id: task.child_invocation_id.clone(),
+        target_profile_id: task.target_profile_id.clone(),
+        workspace_key: task.workspace_key.clone(),
+        mode: fork.then(|| "fork".to_owned()),
+    };
+    let started = EventSink::pending(EventLevel::Info, &started)?;
+    Ok(ctx.events.stamp(&ctx.run_id, started))
 }
 
 /// Fork mode only for a target whose profile allows it (`delegation.allowFork`).
