@@ -20,11 +20,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         106,
     ),
     (
-        "crates/tt-application/src/engine/binding.rs",
-        "resolve_model_binding",
-        133,
-    ),
-    (
         "crates/tt-application/src/engine/dispatch.rs",
         "execute",
         121,

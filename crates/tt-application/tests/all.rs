@@ -23,6 +23,7 @@ mod limits;
 mod model_facing_text;
 mod orchestration;
 mod persist_metadata;
+mod return_gate;
 mod runs;
 mod skills;
 mod slips;

@@ -26,6 +26,14 @@ pub(crate) struct ToolSession {
     pub consecutive_slips: u32,
 }
 
+/// What the gradings of an agent's return gate have used so far (`return_gate.rs`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GateTally {
+    pub gradings: u32,
+    pub revisions: u32,
+    pub tokens: u64,
+}
+
 /// One invocation as its loop sees it.
 #[derive(Debug)]
 pub(crate) struct InvocationRuntime {
@@ -62,6 +70,10 @@ pub(crate) struct InvocationRuntime {
     /// The messages of its last request, kept only when that request's reply asked for a task
     /// in fork mode (`push_reply` of `fork_mode.rs`).
     pub sent_messages: Option<Arc<Vec<tt_domain::model::AgentModelMessage>>>,
+    /// What its return gate's gradings have used (`return_gate.rs`), with those journaled
+    /// before an interruption once `gate_tally_loaded`.
+    pub gate_tally: GateTally,
+    pub gate_tally_loaded: bool,
 }
 
 impl InvocationRuntime {
@@ -91,6 +103,8 @@ impl InvocationRuntime {
             held_writes: Vec::new(),
             offered_tools: prepared.offered_tools.clone(),
             sent_messages: None,
+            gate_tally: Default::default(),
+            gate_tally_loaded: false,
         }
     }
 

@@ -3,7 +3,7 @@
 //! delegated and handoff agents (`invocation_setup`, `binding`, `prompt_assembly`), the tool
 //! loop (`tool_loop`) and fitting its requests into the model's window (`context_fit`), tool
 //! dispatch (`dispatch`), model turns (`model_turn`, `streaming`), chat commits (`commit`), the
-//! agent tools' work on the run's tasks (`tasks`), fork mode (`fork_mode`, `fork_prefix`), the task
+//! agent tools' work on the run's tasks (`tasks`), fork mode (`fork_mode`, `fork_prefix`), the return gate (`return_gate`), the task
 //! scheduler (`scheduler`) and the delegated worker (`child`).
 //!
 //! The loop → dispatch → tasks → scheduler → worker → loop recursion stays inside this
@@ -33,6 +33,7 @@ pub(crate) mod model_turn;
 pub(crate) mod oversized_reply;
 pub(crate) mod prompt_assembly;
 pub(crate) mod records;
+pub(crate) mod return_gate;
 pub(crate) mod scheduler;
 pub(crate) mod streaming;
 pub(crate) mod tasks;

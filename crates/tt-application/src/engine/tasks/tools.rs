@@ -552,15 +552,19 @@ async fn await_answer(
     .with_effect(ToolEffect::ResultsDelivered { task_ids: seen }))
 }
 
-/// `task.return`: the tool writes the result document and the summary file below the engine
+/// `task.return`: past the profile's return gate, if it has one (`crate::engine::return_gate`),
+/// the tool writes the result document and the summary file below the engine
 /// (`crate::delegation::task_return`); the engine then moves the task to its final status
 /// (first terminal write wins), journals `task_return_completed` and wakes the delegating
 /// agent.
 pub(crate) async fn task_return(
     ctx: &RunContext,
-    inv: &InvocationRuntime,
+    inv: &mut InvocationRuntime,
+    round: u32,
     call: &AgentToolCall,
 ) -> Result<(ToolSuccess, TaskReturned), ToolCallError> {
+    // A profile's return gate may send the result back or fail the task first.
+    crate::engine::return_gate::check(ctx, inv, round, call).await?;
     let env = TaskReturnEnv {
         run_id: &ctx.run_id,
         invocations: ctx.services.invocations.as_ref(),
