@@ -15,11 +15,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         116,
     ),
     (
-        "crates/tt-application/src/engine/approval_gate.rs",
-        "gate",
-        106,
-    ),
-    (
         "crates/tt-application/src/engine/dispatch.rs",
         "execute",
         121,

@@ -27,5 +27,6 @@ mod return_gate;
 mod runs;
 mod skills;
 mod slips;
+mod spend_approval;
 mod streaming;
 mod tool_rules;

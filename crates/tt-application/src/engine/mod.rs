@@ -3,7 +3,7 @@
 //! delegated and handoff agents (`invocation_setup`, `binding`, `prompt_assembly`), the tool
 //! loop (`tool_loop`) and fitting its requests into the model's window (`context_fit`), tool
 //! dispatch (`dispatch`), model turns (`model_turn`, `streaming`), chat commits (`commit`), the
-//! agent tools' work on the run's tasks (`tasks`), fork mode (`fork_mode`, `fork_prefix`), the return gate (`return_gate`), the task
+//! agent tools' work on the run's tasks (`tasks`), fork mode (`fork_mode`, `fork_prefix`), the return gate (`return_gate`), what a delegation is expected to cost (`delegation_estimate`), the task
 //! scheduler (`scheduler`) and the delegated worker (`child`).
 //!
 //! The loop → dispatch → tasks → scheduler → worker → loop recursion stays inside this
@@ -22,6 +22,7 @@ pub(crate) mod child;
 pub(crate) mod commit;
 pub(crate) mod context;
 pub(crate) mod context_fit;
+pub(crate) mod delegation_estimate;
 pub(crate) mod dispatch;
 pub(crate) mod dispatch_replay;
 pub(crate) mod fork_mode;
