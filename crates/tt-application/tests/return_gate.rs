@@ -282,3 +282,69 @@ async fn a_branch_in_the_middle_of_a_revision_grades_only_the_revised_result() {
     );
     assert_eq!(h.store.tasks(&branch.id)[0].status, TaskStatus::Completed);
 }
+
+#[tokio::test]
+async fn a_forked_agents_plain_answer_is_graded_and_sent_back_like_a_return() {
+    let h = harness(by_agent(vec![
+        (
+            "writer",
+            vec![
+                turn(vec![call(
+                    "d1",
+                    "agent_delegate",
+                    json!({"agentId": "critic", "mode": "fork", "task": {"objective": "Find continuity slips."}}),
+                )]),
+                turn(vec![call(
+                    "a1",
+                    "agent_await",
+                    json!({"mode": "allCompleted"}),
+                )]),
+                turn(vec![write("w", "output/main.md", "Final scene.")]),
+                turn(vec![call("c", "workspace_commit", json!({}))]),
+                turn(vec![call("f", "workspace_finish", json!({}))]),
+            ],
+        ),
+        (
+            "critic",
+            vec![
+                responses::text("One slip."),
+                responses::text("One slip, in scene 2."),
+            ],
+        ),
+        (
+            "grader",
+            vec![
+                verdict("revise", "Name the scene."),
+                verdict("accept", "Good."),
+            ],
+        ),
+    ]));
+    install(&h, 2, RevisionsSpent::Accept);
+    let mut critic = reviewer("critic");
+    critic.delegation.allow_fork = true;
+    critic.delegation.return_gate = Some(ReturnGate {
+        grader: "grader".into(),
+        rubric: "Every slip names its scene.".into(),
+        max_revisions: 2,
+        when_revisions_spent: RevisionsSpent::Accept,
+        max_grader_tokens: None,
+    });
+    h.put_profile(critic);
+    let run = h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let critic = requests_of(&h, "critic");
+    let sent_back = tool_results(&critic[1])
+        .into_iter()
+        .find(|result| result.0 == "fork_return_1")
+        .unwrap();
+    assert!(sent_back.3.contains("Name the scene."), "{}", sent_back.3);
+    assert_eq!(
+        outcomes(&h, &run.id),
+        [(1, "sentBack".to_owned()), (2, "accepted".to_owned())]
+    );
+    let summary = h
+        .store
+        .file_text(&run.id, "summaries/critic-result.md")
+        .unwrap();
+    assert!(summary.contains("in scene 2"), "{summary}");
+}
