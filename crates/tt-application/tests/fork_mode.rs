@@ -303,3 +303,28 @@ async fn a_branch_in_the_middle_of_a_fork_mode_task_starts_it_from_the_same_pref
     assert_prefix(critic, &requests_of(&h, "writer")[1]);
     assert_eq!(h.store.tasks(&branch.id)[0].status, TaskStatus::Completed);
 }
+
+#[tokio::test]
+async fn a_fork_mode_task_is_not_resumed_once_its_profile_stops_allowing_fork_mode() {
+    let model = by_agent(vec![("writer", writer_turns()), ("critic", critic_turns())]);
+    model.hang_when(|request| request.agent_profile_id.as_str() == "critic" && request.round == 2);
+    let h = harness(model);
+    install(&h);
+    // Another target keeps fork mode in the writer's spec (its own snapshot stays the same).
+    let mut checker = reviewer("checker");
+    checker.delegation.allow_fork = true;
+    h.put_profile(checker);
+    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
+    h.model.wait_for_parked(1).await;
+    h.service.cancel_run(&run.id).await.unwrap();
+    assert_eq!(h.wait(&run.id).await.status, AgentRunStatus::Cancelled);
+    // Its start would read its brief instead of its prefix: refused, not replayed wrongly.
+    h.put_profile(reviewer("critic"));
+    h.model.stop_hanging();
+    let refused = h.service.resume_run(&run.id).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("agent.resume_profile_changed"),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("fork mode"), "{refused}");
+}

@@ -51,6 +51,37 @@ pub(crate) async fn stored_prefix(
     })
 }
 
+/// `agent.resume_profile_changed` when `child` was started in fork mode and its profile
+/// (`target`) no longer allows it: its start reads its prefix only for a profile that allows
+/// fork mode, so it would start from its brief and its stored rounds would not match.
+pub(crate) async fn check_resumable(
+    ctx: &RunContext,
+    target: &ResolvedProfile,
+    child: &InvocationId,
+) -> ApplicationResult<()> {
+    if target.definition.delegation.allow_fork {
+        return Ok(());
+    }
+    let document = RunDocument::InvocationForkPrefix(child.clone());
+    if ctx
+        .services
+        .runs
+        .read_document(&ctx.run_id, &document)
+        .await?
+        .is_some()
+    {
+        return Err(ApplicationError::fatal(
+            "agent.resume_profile_changed",
+            format!(
+                "profile `{}` no longer allows fork mode, which {child} was started in ({}); the run cannot be resumed",
+                target.id(),
+                document.relative_path()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Gives `agent.delegate` in `snapshot` its `mode` argument when the agent of `profile` can
 /// delegate to a profile that allows fork mode; `snapshot` stays as it is otherwise (so no
 /// other agent's specs change). Applied wherever a snapshot is built, so a resumed agent's

@@ -121,12 +121,18 @@ impl AgentRunService {
         let mut waiting = Vec::new();
         for task in resume::interrupted_delegations(&tasks) {
             if journal.started.contains(&task.child_invocation_id) {
-                let (_, child_snapshot) = resume::child_profile(&ctx, &task).await?;
+                let (child, child_snapshot) = resume::child_profile(&ctx, &task).await?;
                 resume::check_snapshot(
                     services,
                     run_id,
                     &task.child_invocation_id,
                     &child_snapshot,
+                )
+                .await?;
+                crate::engine::fork_prefix::check_resumable(
+                    &ctx,
+                    &child,
+                    &task.child_invocation_id,
                 )
                 .await?;
                 running.push(task);
