@@ -12,6 +12,7 @@ mod cost;
 mod delegation;
 mod disk_full;
 mod fork;
+mod fork_cache;
 mod fork_random;
 mod golden;
 mod host_api;

@@ -15,16 +15,6 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         116,
     ),
     (
-        "crates/tt-application/src/engine/approval_gate.rs",
-        "gate",
-        106,
-    ),
-    (
-        "crates/tt-application/src/engine/binding.rs",
-        "resolve_model_binding",
-        118,
-    ),
-    (
         "crates/tt-application/src/engine/dispatch.rs",
         "execute",
         121,
@@ -47,7 +37,7 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/engine/tool_loop.rs",
         "run_rounds",
-        297,
+        294,
     ),
     (
         "crates/tt-application/src/events.rs",

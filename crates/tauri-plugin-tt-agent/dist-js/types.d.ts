@@ -122,6 +122,18 @@ export interface PendingToolApproval {
     arguments: Json;
     reason: string;
     timeoutMs?: number;
+    /** `agent.delegate` only: what the delegation is expected to cost. */
+    estimate?: DelegationEstimate;
+}
+/** What a delegation is expected to cost; a dollar figure without a price is `'unknown'`. */
+export interface DelegationEstimate {
+    targetProfileId: string;
+    firstRequestTokens: number;
+    firstRequestUsd: number | 'unknown';
+    maxRounds: number;
+    budgetTokens?: number;
+    budgetUsd: number | 'unknown';
+    estimatedUsd: number | 'unknown';
 }
 export type ApprovalDecision = {
     decision: 'approve';

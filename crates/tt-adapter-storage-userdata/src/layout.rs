@@ -159,6 +159,7 @@ pub(crate) fn placement(document: &RunDocument) -> StorageResult<Placement> {
         | RunDocument::InvocationResolvedSkills(id)
         | RunDocument::InvocationPromptSnapshot(id)
         | RunDocument::InvocationPromptAssembly(id)
+        | RunDocument::InvocationForkPrefix(id)
         | RunDocument::AgentResult(id)
         | RunDocument::ModelResponse {
             invocation_id: id, ..

@@ -43,6 +43,10 @@ pub struct PendingToolApproval {
     /// When the call is denied unanswered (`tools.approvalTimeoutMs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// For `agent.delegate`: what the delegation is expected to cost (docs/delegation.md,
+    /// "Spend-aware approval").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<tt_domain::approval::DelegationEstimate>,
 }
 
 /// A host's answer: the decision and who made it.

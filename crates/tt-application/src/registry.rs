@@ -301,10 +301,15 @@ pub(crate) fn full_input_schema(spec: &AgentToolSpec) -> Value {
         visible_roots: tt_domain::workspace::WorkspaceRoot::ALL.to_vec(),
         writable_roots: tt_domain::workspace::WorkspaceRoot::ALL.to_vec(),
     };
-    spec.name
+    let mut schema = spec
+        .name
         .builtin()
         .and_then(|tool| builtin_spec(tool, &audience).ok())
-        .map_or_else(|| spec.input_schema.clone(), |full| full.input_schema)
+        .map_or_else(|| spec.input_schema.clone(), |full| full.input_schema);
+    if spec.name == ToolName::AgentDelegate {
+        crate::delegation::specs::add_fork_mode(&mut schema, false);
+    }
+    schema
 }
 
 /// The full spec of a built-in tool for `audience`.

@@ -57,6 +57,9 @@ pub(crate) struct Replay {
     /// Answers journaled for calls that waited for approval (decision, decider), by file key:
     /// running such a call again uses its answer instead of asking again.
     approvals: HashMap<String, (tt_domain::approval::ApprovalDecision, String)>,
+    /// The return gate's journaled gradings (`task_return_graded`), by the graded call's
+    /// file key: a `task.return` run again uses its grading instead of asking the grader again.
+    gradings: HashMap<String, tt_domain::event_payload::TaskReturnGraded>,
     /// The agent record the call in flight had written when the process died, before it
     /// registered that agent's task.
     unregistered_agent: Option<UnregisteredAgent>,
@@ -196,6 +199,30 @@ impl Replay {
         file_key: &str,
     ) -> Option<(tt_domain::approval::ApprovalDecision, String)> {
         self.approvals.remove(file_key)
+    }
+
+    /// Notes a journaled grading of the `task.return` call with `file_key`.
+    pub(crate) fn record_grading(
+        &mut self,
+        file_key: String,
+        graded: tt_domain::event_payload::TaskReturnGraded,
+    ) {
+        self.gradings.insert(file_key, graded);
+    }
+
+    /// The journaled grading of the call with `file_key`, if it was graded.
+    pub(crate) fn grading(
+        &self,
+        file_key: &str,
+    ) -> Option<&tt_domain::event_payload::TaskReturnGraded> {
+        self.gradings.get(file_key)
+    }
+
+    /// Every journaled grading of the agent, in no order.
+    pub(crate) fn gradings(
+        &self,
+    ) -> impl Iterator<Item = &tt_domain::event_payload::TaskReturnGraded> {
+        self.gradings.values()
     }
 
     /// Whether the loop has passed the last stored step.

@@ -215,6 +215,7 @@ impl JournalReader {
             }
             RunEventType::ToolCallStarted => self.call_started(event, invocation),
             RunEventType::ToolApprovalResolved => self.approval_resolved(event),
+            RunEventType::TaskReturnGraded => self.return_graded(event),
             RunEventType::ToolResultStored => self.result_stored(event, invocation),
             RunEventType::AgentResultsInjected => self.results_injected(event, invocation),
             RunEventType::ChatCommitStarted => {
@@ -289,6 +290,19 @@ impl JournalReader {
                 .entry(resolved.invocation_id.clone())
                 .or_default()
                 .record_approval(key, decision, resolved.decided_by);
+        }
+    }
+
+    fn return_graded(&mut self, event: &AgentRunEvent) {
+        if let Ok(graded) =
+            serde_json::from_value::<payload::TaskReturnGraded>(event.payload.clone())
+        {
+            let key = call_file_key(&graded.invocation_id, graded.round, &graded.call_id);
+            self.state
+                .replays
+                .entry(graded.invocation_id.clone())
+                .or_default()
+                .record_grading(key, graded);
         }
     }
 
@@ -573,13 +587,19 @@ pub(crate) async fn child_profile(
         &profile,
     )
     .await?;
-    let snapshot = crate::registry::build_tool_snapshot(
+    let mut snapshot = crate::registry::build_tool_snapshot(
         &profile,
         &task.child_invocation_id,
         ExitPolicy::TaskReturnRequired,
         Presentation::Background,
         &external,
     )?;
+    crate::engine::fork_prefix::offer_fork_mode(
+        ctx.services.profiles.as_ref(),
+        &profile,
+        &mut snapshot,
+    )
+    .await?;
     Ok((profile, snapshot))
 }
 

@@ -36,6 +36,58 @@ pub enum ApprovalRule {
     /// Asks only for a call whose `path` is outside these workspace roots (each a workspace
     /// path: `scratch`, `output/drafts`).
     Outside(Vec<String>),
+    /// `agent.delegate` only: asks only for a delegation whose estimated cost is over this
+    /// many US dollars, or unknown ([`DelegationEstimate`]).
+    WhenEstimatedCostOverUsd(crate::cost::Usd),
+}
+
+/// What a delegation is expected to cost, shown in every approval request of
+/// `agent.delegate` and compared by [`ApprovalRule::WhenEstimatedCostOverUsd`]
+/// (docs/delegation.md, "Spend-aware approval"). A figure that needs a price the target's
+/// model does not have is `unknown` (serialized as that string), never 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelegationEstimate {
+    /// The agent the task would go to.
+    pub target_profile_id: String,
+    /// Estimated input tokens of the task's first request (its system prompt, tools and brief,
+    /// or, in fork mode, the delegating agent's request and the brief).
+    pub first_request_tokens: u64,
+    /// That request priced at the target's model's input price.
+    #[serde(with = "usd_or_unknown")]
+    pub first_request_usd: Option<f64>,
+    /// The target's most rounds (`tools.maxRounds`, or the call's `budget.maxRounds`).
+    pub max_rounds: u32,
+    /// The task's token budget (the call's `budget.maxTokens`, else `delegation.maxTaskTokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u64>,
+    /// The most the task may cost: `delegation.maxTaskCostUsd`, or its token budget priced at
+    /// the dearer of the model's input and output prices, whichever is lower.
+    #[serde(with = "usd_or_unknown")]
+    pub budget_usd: Option<f64>,
+    /// The estimate the approval rule compares: the first request's price times its most
+    /// rounds, bounded by the budget's; the budget's alone when the first request's is unknown.
+    #[serde(with = "usd_or_unknown")]
+    pub estimated_usd: Option<f64>,
+}
+
+/// A dollar figure, or the string `unknown` for `None`.
+mod usd_or_unknown {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::Value;
+
+    pub(super) fn serialize<S: Serializer>(usd: &Option<f64>, out: S) -> Result<S::Ok, S::Error> {
+        match usd {
+            Some(usd) => out.serialize_f64(*usd),
+            None => out.serialize_str("unknown"),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        input: D,
+    ) -> Result<Option<f64>, D::Error> {
+        Ok(Value::deserialize(input)?.as_f64())
+    }
 }
 
 /// `tools.approval`: tool (canonical name, or the group `writes`) to rule. A tool's own entry
@@ -46,11 +98,15 @@ pub type ApprovalPolicy = BTreeMap<String, ApprovalRule>;
 ///
 /// The tool's own entry wins over its group's; with neither, a tool whose facts say
 /// [`ToolPermission::Ask`] (an outside tool registered or allowed that way) always asks.
+///
+/// `estimated_usd` is a delegation's estimate (`None`: not known, or not made): a
+/// cost rule asks when it is over the limit or unknown.
 pub fn asks(
     policy: &ApprovalPolicy,
     tool: &ToolId,
     facts: &ToolFacts,
     path: Option<&WorkspacePath>,
+    estimated_usd: Option<f64>,
 ) -> Option<String> {
     let Some((key, rule)) = rule_for(policy, tool, facts) else {
         return (facts.permission == ToolPermission::Ask)
@@ -59,6 +115,15 @@ pub fn asks(
     match rule {
         ApprovalRule::Never => None,
         ApprovalRule::Always => Some(format!("tools.approval.{key} is always")),
+        ApprovalRule::WhenEstimatedCostOverUsd(limit) => match estimated_usd {
+            Some(usd) if usd <= limit.dollars() => None,
+            Some(usd) => Some(format!(
+                "the estimated cost ${usd:.4} is over tools.approval.{key} ({limit})"
+            )),
+            None => Some(format!(
+                "the estimated cost is unknown (tools.approval.{key} asks above {limit})"
+            )),
+        },
         ApprovalRule::Outside(roots) => {
             let inside = path.is_some_and(|path| {
                 roots.iter().any(|root| {
@@ -116,6 +181,13 @@ pub fn validate_policy(policy: &ApprovalPolicy, timeout_ms: Option<u64>) -> Doma
                 }
             }
         };
+        if matches!(rule, ApprovalRule::WhenEstimatedCostOverUsd(_))
+            && key != ToolName::AgentDelegate.canonical()
+        {
+            return Err(invalid(format!(
+                "tools.approval.{key}: `whenEstimatedCostOverUsd` is only for `agent.delegate`"
+            )));
+        }
         if let ApprovalRule::Outside(roots) = rule {
             if let Some((tool, _)) = names_paths.iter().find(|(_, path)| !path) {
                 return Err(invalid(format!(
@@ -187,7 +259,7 @@ mod tests {
         tool: ToolName,
         path: Option<&WorkspacePath>,
     ) -> Option<String> {
-        asks(policy, &tool.into(), &tool.facts(), path)
+        asks(policy, &tool.into(), &tool.facts(), path, None)
     }
 
     fn policy(entries: &[(&str, ApprovalRule)]) -> ApprovalPolicy {
@@ -237,6 +309,54 @@ mod tests {
         );
         assert!(ask(&policy, tool, Some(&path("scratchpad/x.md"))).is_some());
         assert!(ask(&policy, tool, None).is_some());
+    }
+
+    #[test]
+    fn a_cost_rule_asks_above_its_limit_or_when_the_estimate_is_unknown() {
+        let limit = crate::cost::Usd::from_dollars(0.5).unwrap();
+        let policy = policy(&[(
+            "agent.delegate",
+            ApprovalRule::WhenEstimatedCostOverUsd(limit),
+        )]);
+        let tool = ToolName::AgentDelegate;
+        let asks_at = |usd| asks(&policy, &tool.into(), &tool.facts(), None, usd);
+        assert_eq!(asks_at(Some(0.4)), None);
+        assert_eq!(asks_at(Some(0.5)), None);
+        assert!(asks_at(Some(0.51)).unwrap().contains("$0.5100 is over"));
+        assert!(asks_at(None).unwrap().contains("unknown"));
+        let rule: ApprovalRule =
+            serde_json::from_value(serde_json::json!({"whenEstimatedCostOverUsd": 0.5})).unwrap();
+        assert_eq!(rule, ApprovalRule::WhenEstimatedCostOverUsd(limit));
+        let elsewhere = self::policy(&[(
+            "workspace.write_file",
+            ApprovalRule::WhenEstimatedCostOverUsd(limit),
+        )]);
+        assert_eq!(
+            validate_policy(&elsewhere, None).unwrap_err().code,
+            "agent.profile_approval_invalid"
+        );
+        assert!(validate_policy(&policy, None).is_ok());
+    }
+
+    #[test]
+    fn an_estimate_writes_unknown_for_a_missing_price_never_zero() {
+        let estimate = DelegationEstimate {
+            target_profile_id: "critic".into(),
+            first_request_tokens: 1200,
+            first_request_usd: None,
+            max_rounds: 8,
+            budget_tokens: None,
+            budget_usd: Some(0.25),
+            estimated_usd: None,
+        };
+        let value = serde_json::to_value(&estimate).unwrap();
+        assert_eq!(value["firstRequestUsd"], "unknown");
+        assert_eq!(value["budgetUsd"], 0.25);
+        assert_eq!(value["estimatedUsd"], "unknown");
+        assert_eq!(
+            serde_json::from_value::<DelegationEstimate>(value).unwrap(),
+            estimate
+        );
     }
 
     #[test]

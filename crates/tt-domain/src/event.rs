@@ -153,6 +153,7 @@ event_types! {
     AgentAwaitCompleted => "agent_await_completed",
     TaskReturnCompleted => "task_return_completed",
     TaskReturnRecorded => "task_return_recorded",
+    TaskReturnGraded => "task_return_graded",
     AgentChildInvocationFailed => "agent_child_invocation_failed",
     AgentResultsInjected => "agent_results_injected",
     PromptAssemblyRequested => "prompt_assembly_requested",

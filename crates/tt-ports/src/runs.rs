@@ -34,6 +34,9 @@ pub enum RunDocument {
     InvocationPromptSnapshot(InvocationId),
     /// `input/invocations/<id>/prompt_assembly.json`
     InvocationPromptAssembly(InvocationId),
+    /// `input/invocations/<id>/fork_prefix.json`: what an agent started in fork mode reads
+    /// before its own note and brief (its delegating agent's messages and tools as sent).
+    InvocationForkPrefix(InvocationId),
     /// `tool-args/call_<hex16>.json`: the raw arguments of one call.
     ToolArgs { call_file_key: String },
     /// `tool-results/call_<hex16>.json`: the stored tool result.
@@ -74,6 +77,7 @@ impl RunDocument {
                     "resolved_skills.json" => Some(Self::InvocationResolvedSkills(id)),
                     "prompt_snapshot.json" => Some(Self::InvocationPromptSnapshot(id)),
                     "prompt_assembly.json" => Some(Self::InvocationPromptAssembly(id)),
+                    "fork_prefix.json" => Some(Self::InvocationForkPrefix(id)),
                     _ => None,
                 }
             }
@@ -119,6 +123,9 @@ impl RunDocument {
             }
             RunDocument::InvocationPromptAssembly(id) => {
                 format!("input/invocations/{id}/prompt_assembly.json")
+            }
+            RunDocument::InvocationForkPrefix(id) => {
+                format!("input/invocations/{id}/fork_prefix.json")
             }
             RunDocument::ToolArgs { call_file_key } => format!("tool-args/{call_file_key}.json"),
             RunDocument::ToolResult { call_file_key } => {
@@ -366,6 +373,7 @@ mod tests {
             RunDocument::InvocationResolvedSkills(agent.clone()),
             RunDocument::InvocationPromptSnapshot(agent.clone()),
             RunDocument::InvocationPromptAssembly(agent.clone()),
+            RunDocument::InvocationForkPrefix(agent.clone()),
             RunDocument::ToolArgs {
                 call_file_key: "call_0123456789abcdef".into(),
             },

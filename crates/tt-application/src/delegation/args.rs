@@ -29,11 +29,17 @@ pub(crate) struct DelegateArgs {
     pub budget: Option<AgentTaskBudget>,
     /// `timeoutSeconds`: at least 1; its bound is the target's, checked by the caller.
     pub timeout_seconds: Option<u64>,
+    /// `mode: "fork"`: the task's agent starts from the caller's conversation so far
+    /// (whether the target allows it is checked by the caller). `false`: `"brief"`, the default.
+    pub fork: bool,
 }
 
 /// Steps 1–2 of the `agent.delegate` validation plus the budget's shape.
 pub(crate) fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolError> {
-    let parsed = Args::parse(args, &["agentId", "task", "budget", "timeoutSeconds"])?;
+    let parsed = Args::parse(
+        args,
+        &["agentId", "task", "budget", "timeoutSeconds", "mode"],
+    )?;
     let timeout_seconds =
         match parsed.opt_i64("timeoutSeconds").map_err(|_| {
             ToolError::invalid_arguments("`timeoutSeconds` must be a whole number of seconds")
@@ -48,11 +54,21 @@ pub(crate) fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, ToolErro
     let budget = parsed.raw("budget").map(parse_budget).transpose()?;
     check_required_text(task, "task", "objective")?;
     check_optional_text(task, "task", "title")?;
+    let fork = match parsed.opt_str("mode")? {
+        None | Some("brief") => false,
+        Some("fork") => true,
+        Some(_) => {
+            return Err(ToolError::invalid_arguments(
+                "`mode` must be `brief` or `fork`",
+            ));
+        }
+    };
     Ok(DelegateArgs {
         agent_id,
         task: typed_brief(task, "task")?,
         budget,
         timeout_seconds,
+        fork,
     })
 }
 

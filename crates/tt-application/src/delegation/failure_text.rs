@@ -1,6 +1,7 @@
 //! What an agent reads of the failure of an agent it delegated to: a short sentence from the
 //! failure's class (`tt_domain::error_codes::ErrorClass`), with the failure's own message only
-//! when the runtime wrote it for the delegating agent (a budget that ran out). The raw
+//! when the runtime wrote it for the delegating agent (a budget that ran out) or it is a
+//! reviewer's reason (a result the return gate turned down). The raw
 //! `<code>: <message>` of a task record stays for hosts: a provider's or a store's message
 //! may name physical paths, servers or ids, which an agent must never read.
 
@@ -19,9 +20,22 @@ pub(crate) fn failure_for_reader(error: &str) -> String {
         return "It failed because of a problem outside its work; its written work is kept."
             .to_owned();
     };
-    let sentence = sentence(class);
+    // A reviewer's reason (the return gate) is model-written text about the result: quoted.
+    let code = split_error_code(error.trim()).map(|(code, _)| code);
+    let sentence = match code {
+        Some("agent.return_rejected") => "Its result was turned down at review.",
+        Some("agent.return_revisions_spent") => {
+            "Its result was still not accepted at review after its revisions."
+        }
+        _ => sentence(class),
+    };
+    let quotes = quotes_message(class)
+        || matches!(
+            code,
+            Some("agent.return_rejected" | "agent.return_revisions_spent")
+        );
     let message = message.trim();
-    if !quotes_message(class) || message.is_empty() {
+    if !quotes || message.is_empty() {
         return sentence.to_owned();
     }
     let mut quoted: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
@@ -92,6 +106,7 @@ mod tests {
             "agent.storage_read_only: cannot write /home/alice/.tt-agent/runs/run_1/run.json: the store is open for reading only",
             "i/o error on /home/alice/.tt-agent/runs/run_1/journal/0001.jsonl: No space left on device (os error 28)",
             "agent.cancelled: the model call was cancelled",
+            "agent.return_rejected: the findings invent a character the draft never names",
         ];
         let shown: Vec<String> = cases
             .iter()

@@ -170,6 +170,20 @@ const TASK_BRIEF: BriefStyle = BriefStyle {
     ],
 };
 
+/// The brief of a delegated agent started in fork mode, after its note
+/// (`crate::delegation::fork_note`): its plain answer, not `task_return`, is its result.
+const FORK_BRIEF: BriefStyle = BriefStyle {
+    heading: "# Your Task",
+    intro: "Stay on this task. When it is done, answer in plain text with your result.",
+    details_heading: "Task Details",
+    notes: &[
+        "Use workspace files only when they help with this task.",
+        "Read or edit the exact paths named in this brief instead of guessing where things are.",
+        "Write files only when this task asks for them; put supporting notes at a concrete path in an area you can write to.",
+        "Name the paths worth reading in your answer. Your answer is saved for the other agent automatically; you do not need to write a separate result file.",
+    ],
+};
+
 /// The brief an agent taking over the job starts from.
 const HANDOFF_BRIEF: BriefStyle = BriefStyle {
     heading: "# Handoff Brief",
@@ -198,6 +212,20 @@ pub(crate) fn render_stored_brief(brief: &StoredBrief, continuation: TaskContinu
             TaskContinuation::ReturnToParent => render_brief(&TASK_BRIEF, Err(raw)),
             TaskContinuation::TransferControl => render_brief(&HANDOFF_BRIEF, Err(raw)),
         },
+    }
+}
+
+/// The brief of a delegated agent started in fork mode: the task's sections, with working
+/// notes for an agent whose plain answer is its result.
+pub(crate) fn render_fork_brief(brief: &StoredBrief) -> String {
+    match brief {
+        StoredBrief::Task(brief) => {
+            render_brief(&FORK_BRIEF, Ok((&brief.sections(), &brief.extra)))
+        }
+        StoredBrief::Handoff(brief) => {
+            render_brief(&FORK_BRIEF, Ok((&brief.sections(), &brief.extra)))
+        }
+        StoredBrief::Unread(raw) => render_brief(&FORK_BRIEF, Err(raw)),
     }
 }
 

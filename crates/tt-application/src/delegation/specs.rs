@@ -296,6 +296,22 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
 }
 
 /// `{type: object, properties, required?, additionalProperties}`; `open` allows extra keys.
+/// `agent.delegate`'s optional `mode` argument, added to its schema only for an agent that
+/// can reach a target started in fork mode (docs/delegation.md, "Fork mode"): with its prose
+/// (`describe`) in the full spec style, the enum alone in the compact one.
+pub(crate) fn add_fork_mode(schema: &mut Value, describe: bool) {
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let mut mode = json!({"type": "string", "enum": ["brief", "fork"]});
+    if describe {
+        mode["description"] = json!(
+            "`brief` (default): it reads only your brief. `fork`: it first reads this conversation as you see it now, then your brief; only for agents that allow it."
+        );
+    }
+    properties.insert("mode".to_owned(), mode);
+}
+
 fn object(properties: Vec<(&str, Value)>, required: &[&str], open: bool) -> Value {
     let mut props = Map::new();
     for (name, schema) in properties {
@@ -360,6 +376,32 @@ mod tests {
                 serde_json::to_string_pretty(&spec).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn fork_mode_is_an_optional_argument_of_delegate_only_when_added() {
+        let mut delegate = spec(ToolName::AgentDelegate).input_schema;
+        assert!(delegate["properties"].get("mode").is_none());
+        add_fork_mode(&mut delegate, true);
+        assert_eq!(
+            delegate["properties"]["mode"]["enum"],
+            json!(["brief", "fork"])
+        );
+        assert_eq!(required(&delegate), ["agentId", "task"]);
+        assert!(
+            leak_scan(
+                delegate["properties"]["mode"]["description"]
+                    .as_str()
+                    .unwrap()
+            )
+            .is_empty()
+        );
+        let mut compact = spec(ToolName::AgentDelegate).input_schema;
+        add_fork_mode(&mut compact, false);
+        assert_eq!(
+            compact["properties"]["mode"],
+            json!({"type": "string", "enum": ["brief", "fork"]})
+        );
     }
 
     #[test]

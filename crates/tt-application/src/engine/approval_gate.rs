@@ -55,15 +55,63 @@ pub(crate) fn asks_before(
     asks(inv, spec, call).is_some()
 }
 
-/// Why `call` waits for a person, or `None` when it runs at once.
+/// Why `call` waits for a person, or `None` when it runs at once. Without a delegation's
+/// estimate (`estimated_usd`), a cost rule asks.
 fn asks(inv: &InvocationRuntime, spec: &AgentToolSpec, call: &AgentToolCall) -> Option<String> {
+    asks_at(inv, spec, call, None)
+}
+
+fn asks_at(
+    inv: &InvocationRuntime,
+    spec: &AgentToolSpec,
+    call: &AgentToolCall,
+    estimated_usd: Option<f64>,
+) -> Option<String> {
     let facts = spec.facts();
     let policy = &inv.profile.definition.tools.approval;
     if policy.is_empty() && facts.permission == ToolPermission::Allow {
         return None;
     }
     let path = call_path(inv, spec, &call.arguments);
-    approval::asks(policy, &spec.name, &facts, path.as_ref())
+    approval::asks(policy, &spec.name, &facts, path.as_ref(), estimated_usd)
+}
+
+/// Why `call` waits, with what a delegation is expected to cost (`agent.delegate` only, and
+/// only when some rule could ask: no estimate is made otherwise).
+async fn asks_with_estimate(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    spec: &AgentToolSpec,
+    call: &AgentToolCall,
+) -> Option<(String, Option<tt_domain::approval::DelegationEstimate>)> {
+    let reason = asks(inv, spec, call)?;
+    if spec.name != ToolName::AgentDelegate {
+        return Some((reason, None));
+    }
+    let estimate = crate::engine::delegation_estimate::estimate(ctx, inv, call).await;
+    let estimated_usd = estimate
+        .as_ref()
+        .and_then(|estimate| estimate.estimated_usd);
+    let reason = asks_at(inv, spec, call, estimated_usd)?;
+    Some((reason, estimate))
+}
+
+/// `tool_approval_requested` of `pending`, whose arguments are stored at `arguments_ref`.
+fn requested_event(
+    pending: &PendingToolApproval,
+    arguments_ref: &str,
+) -> payload::ToolApprovalRequested {
+    payload::ToolApprovalRequested {
+        approval_id: pending.approval_id.clone(),
+        invocation_id: pending.invocation_id.clone(),
+        round: pending.round,
+        call_id: pending.call_id.clone(),
+        tool: pending.tool.clone(),
+        arguments_ref: arguments_ref.to_owned(),
+        reason: pending.reason.clone(),
+        timeout_ms: pending.timeout_ms,
+        estimate: pending.estimate.clone(),
+    }
 }
 
 /// Passes a call that needs no approval at once; otherwise parks its agent until an answer.
@@ -75,7 +123,7 @@ pub(crate) async fn gate(
     call: &AgentToolCall,
     arguments_ref: &str,
 ) -> Result<Gate, ToolCallError> {
-    let Some(mut reason) = asks(inv, spec, call) else {
+    let Some((mut reason, estimate)) = asks_with_estimate(ctx, inv, spec, call).await else {
         return Ok(Gate::Run(None));
     };
     let file_key = call_file_key(&inv.invocation.id, round, &call.id);
@@ -121,21 +169,13 @@ pub(crate) async fn gate(
         arguments: call.arguments.clone(),
         reason,
         timeout_ms,
+        estimate,
     };
     let check = ArgumentCheck {
         input_schema: crate::registry::full_input_schema(spec),
         max_bytes: inv.profile.definition.limits.max_tool_argument_bytes,
     };
-    let requested = payload::ToolApprovalRequested {
-        approval_id: approval_id.clone(),
-        invocation_id: inv.invocation.id.clone(),
-        round,
-        call_id: call.id.clone(),
-        tool: spec.name.canonical().to_owned(),
-        arguments_ref: arguments_ref.to_owned(),
-        reason: pending.reason.clone(),
-        timeout_ms,
-    };
+    let requested = requested_event(&pending, arguments_ref);
     let mut answer = ctx
         .approvals
         .ask(&ctx.events, &ctx.run_id, pending, check, &requested)

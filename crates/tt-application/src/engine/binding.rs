@@ -118,14 +118,18 @@ pub(crate) fn connection_not_found(name: &str) -> ApplicationError {
     )
 }
 
-/// Resolves the binding, journals `agent_model_binding_resolved`, and remembers the provider
-/// session so it is closed when the run ends.
-pub(crate) async fn resolve_model_binding(
+/// The model `profile` talks to in this run, the payload of its `agent_model_binding_resolved`
+/// and its connection's facts; nothing is journaled or remembered (a return gate's grader is
+/// bound this way: its calls are journaled as gradings, not as an agent's).
+pub(crate) async fn bind_model(
     ctx: &RunContext,
-    invocation_id: &InvocationId,
     profile: &ResolvedProfile,
     assembled_generation: Option<GenerationSettings>,
-) -> ApplicationResult<ModelBinding> {
+) -> ApplicationResult<(
+    ModelBinding,
+    serde_json::Value,
+    tt_ports::ConnectionModelInfo,
+)> {
     let model = &profile.definition.model;
     let run = ctx.run_snapshot().await;
     // A branch may change the model of chosen profiles (docs/branching.md).
@@ -171,31 +175,7 @@ pub(crate) async fn resolve_model_binding(
             ));
         }
         ModelMode::CurrentPromptSnapshot => {
-            let (provider, payload, connection, info) = match &ctx.connection_ref {
-                None => {
-                    let provider = Arc::clone(&ctx.services.model);
-                    let payload = json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null});
-                    (
-                        provider,
-                        payload,
-                        GenerationSettings::default(),
-                        ctx.services.model_info.clone(),
-                    )
-                }
-                Some(name) => {
-                    let resolved = resolve_connection(ctx, name).await?;
-                    let payload = json!({
-                        "mode": "currentPromptSnapshot", "connectionRef": name, "modelId": null,
-                        "provider": resolved.provider.name(), "connection": resolved.description,
-                    });
-                    (
-                        resolved.provider,
-                        payload,
-                        resolved.generation,
-                        resolved.model_info,
-                    )
-                }
-            };
+            let (provider, payload, connection, info) = current_connection(ctx).await?;
             let payload = with_provider_fields(payload, provider.as_ref());
             (bind(provider, None, connection, &info), payload, info)
         }
@@ -232,6 +212,56 @@ pub(crate) async fn resolve_model_binding(
             )
         }
     };
+    Ok((binding, payload, info))
+}
+
+/// The run's own connection (the conversation's model): the host's default provider, or the
+/// named connection the run started on.
+async fn current_connection(
+    ctx: &RunContext,
+) -> ApplicationResult<(
+    Arc<dyn tt_ports::ModelProvider>,
+    serde_json::Value,
+    GenerationSettings,
+    tt_ports::ConnectionModelInfo,
+)> {
+    Ok(match &ctx.connection_ref {
+        None => {
+            let provider = Arc::clone(&ctx.services.model);
+            let payload = json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null});
+            (
+                provider,
+                payload,
+                GenerationSettings::default(),
+                ctx.services.model_info.clone(),
+            )
+        }
+        Some(name) => {
+            let resolved = resolve_connection(ctx, name).await?;
+            let payload = json!({
+                "mode": "currentPromptSnapshot", "connectionRef": name, "modelId": null,
+                "provider": resolved.provider.name(), "connection": resolved.description,
+            });
+            (
+                resolved.provider,
+                payload,
+                resolved.generation,
+                resolved.model_info,
+            )
+        }
+    })
+}
+
+/// Resolves the binding, journals `agent_model_binding_resolved`, and remembers the provider
+/// session so it is closed when the run ends.
+pub(crate) async fn resolve_model_binding(
+    ctx: &RunContext,
+    invocation_id: &InvocationId,
+    profile: &ResolvedProfile,
+    assembled_generation: Option<GenerationSettings>,
+) -> ApplicationResult<ModelBinding> {
+    let model = &profile.definition.model;
+    let (binding, payload, info) = bind_model(ctx, profile, assembled_generation).await?;
     let mut binding = binding;
     let window = learn_window(ctx, &binding, model.context_window_tokens, &info).await;
     binding.context_window_tokens = window.as_ref().map(|w| w.tokens);

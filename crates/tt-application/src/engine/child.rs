@@ -16,6 +16,7 @@ use crate::delegation::policy::apply_nested_invocation_policy;
 use crate::delegation::rendering::render_stored_brief;
 use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
+use crate::engine::invocation_setup::Origin;
 use crate::engine::tool_loop::{LoopOutcome, run_tool_loop};
 use crate::error::{ApplicationError, ApplicationResult};
 
@@ -213,6 +214,7 @@ async fn drive(
             < max_delegation_depth(ctx).await?;
     *delegates = may_delegate;
     let profile = apply_nested_invocation_policy(&target, task.budget, may_delegate);
+    let origin = task_origin(ctx, &target, task).await?;
     let prepared = crate::engine::invocation_setup::prepare_invocation(
         ctx,
         crate::engine::invocation_setup::InvocationSetup {
@@ -220,10 +222,7 @@ async fn drive(
             profile: &profile,
             exit_policy: ExitPolicy::TaskReturnRequired,
             presentation: Presentation::Background,
-            origin: crate::engine::invocation_setup::Origin::Task {
-                task_id: &task.id,
-                brief: render_stored_brief(&task.task, task.continuation),
-            },
+            origin,
         },
         cancel,
     )
@@ -258,6 +257,28 @@ async fn drive(
             "the delegated agent ended without task.return",
         )),
     }
+}
+
+/// Where the agent of `task` starts: from its brief, or, started in fork mode, from the
+/// prefix stored for it (the same one on every start, so a resumed agent reads what it read).
+async fn task_origin<'a>(
+    ctx: &RunContext,
+    target: &tt_domain::profile::ResolvedProfile,
+    task: &'a AgentTaskRecord,
+) -> ApplicationResult<Origin<'a>> {
+    let stored =
+        crate::engine::fork_prefix::stored_prefix(ctx, target, &task.child_invocation_id).await?;
+    Ok(match stored {
+        Some(prefix) => Origin::Fork {
+            task_id: &task.id,
+            brief: crate::delegation::rendering::render_fork_brief(&task.task),
+            prefix,
+        },
+        None => Origin::Task {
+            task_id: &task.id,
+            brief: render_stored_brief(&task.task, task.continuation),
+        },
+    })
 }
 
 /// Marks the task and its invocation failed and journals `agent_child_invocation_failed`. The

@@ -55,8 +55,8 @@ pub(crate) struct RunContext {
     /// The next registration number of a task and its invocation; read from the stored
     /// records at the first registration of this active run.
     creation_seq: Mutex<Option<u64>>,
-    /// The workspace keys given to the run's tasks (`engine::tasks::workspace_keys`).
-    pub workspace_keys: Arc<crate::engine::tasks::workspace_keys::WorkspaceKeys>,
+    /// The workspace keys given to the run's tasks (`engine::workspace_keys`).
+    pub workspace_keys: Arc<crate::engine::workspace_keys::WorkspaceKeys>,
     /// Stored steps of resumed delegated agents, taken by their workers (`resume_run`).
     replays:
         StdMutex<std::collections::HashMap<tt_domain::ids::InvocationId, crate::replay::Replay>>,

@@ -371,7 +371,7 @@ async fn execute(
                 .map(continue_with)
         }
         ToolName::TaskReturn => {
-            let (success, returned) = delegation::task_return(ctx, inv, call).await?;
+            let (success, returned) = delegation::task_return(ctx, inv, round, call).await?;
             Ok(Executed {
                 success,
                 control: LoopControl::TaskReturned(returned),

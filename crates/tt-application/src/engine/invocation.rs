@@ -26,6 +26,14 @@ pub(crate) struct ToolSession {
     pub consecutive_slips: u32,
 }
 
+/// What the gradings of an agent's return gate have used so far (`return_gate.rs`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GateTally {
+    pub gradings: u32,
+    pub revisions: u32,
+    pub tokens: u64,
+}
+
 /// One invocation as its loop sees it.
 #[derive(Debug)]
 pub(crate) struct InvocationRuntime {
@@ -46,7 +54,7 @@ pub(crate) struct InvocationRuntime {
     /// What this agent did before its run was interrupted, replayed by its loop on resume.
     pub replay: Option<crate::replay::Replay>,
     /// What it has learned about its model's context window.
-    pub window: crate::engine::context_fit::WindowState,
+    pub window: crate::engine::window_state::WindowState,
     /// The run's scheduler of delegated tasks (admission, budgets, idle limits), shared by
     /// every agent of the run.
     pub scheduler: Arc<RunScheduler>,
@@ -55,6 +63,17 @@ pub(crate) struct InvocationRuntime {
     /// commit (`crate::engine::held_writes`). Empty again before anything else of the agent's
     /// is written or read back, and before its next model call.
     pub held_writes: Vec<tt_ports::RunWrite>,
+    /// An agent started in fork mode: the tool specs its requests list, its delegating
+    /// agent's as that agent sent them (fork mode, `fork_mode.rs`); its own snapshot still
+    /// decides what it may call. `None`: its snapshot's.
+    pub offered_tools: Option<Arc<[tt_domain::tool::AgentToolSpec]>>,
+    /// The messages of its last request, kept only when that request's reply asked for a task
+    /// in fork mode (`push_reply` of `fork_mode.rs`).
+    pub sent_messages: Option<Arc<Vec<tt_domain::model::AgentModelMessage>>>,
+    /// What its return gate's gradings have used (`return_gate.rs`), with those journaled
+    /// before an interruption once `gate_tally_loaded`.
+    pub gate_tally: GateTally,
+    pub gate_tally_loaded: bool,
 }
 
 impl InvocationRuntime {
@@ -82,7 +101,19 @@ impl InvocationRuntime {
             window: Default::default(),
             scheduler,
             held_writes: Vec::new(),
+            offered_tools: prepared.offered_tools.clone(),
+            sent_messages: None,
+            gate_tally: Default::default(),
+            gate_tally_loaded: false,
         }
+    }
+
+    /// The tool specs its model requests list: its delegating agent's for an agent started in
+    /// fork mode, else its own snapshot's.
+    pub(crate) fn request_tools(&self) -> Arc<[tt_domain::tool::AgentToolSpec]> {
+        self.offered_tools
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&self.snapshot.tools))
     }
 
     /// Whether this invocation drives the run status (root and handoff owners do).

@@ -12,7 +12,7 @@ use tt_domain::invocation::{AgentInvocation, ExitPolicy};
 use tt_domain::model::{AgentModelMessage, ModelRole};
 use tt_domain::profile::{PresetMode, ResolvedProfile};
 use tt_domain::run::Presentation;
-use tt_domain::tool::InvocationToolSnapshot;
+use tt_domain::tool::{AgentToolSpec, InvocationToolSnapshot};
 use tt_ports::{CancellationToken, RunDocument};
 
 use crate::engine::binding::{ModelBinding, resolve_model_binding};
@@ -31,6 +31,9 @@ pub(crate) struct PreparedInvocation {
     /// A root whose prompt the host assembles once the run has started (`preset.mode =
     /// "ref"`; `messages` is empty until then): the system prompt the assembly must contain.
     pub assembly_pending: Option<String>,
+    /// An agent started in fork mode: the tool specs its requests list (its delegating
+    /// agent's); `None` for every other agent.
+    pub offered_tools: Option<Arc<[AgentToolSpec]>>,
 }
 
 /// Where an agent comes from, which decides what it reads first.
@@ -42,6 +45,13 @@ pub(crate) enum Origin<'a> {
     },
     /// A delegated or handoff agent, brought in by `task_id`, reading `brief`.
     Task { task_id: &'a TaskId, brief: String },
+    /// A delegated agent started in fork mode: its delegating agent's `prefix`, then its note
+    /// and `brief` (`crate::engine::fork_mode`).
+    Fork {
+        task_id: &'a TaskId,
+        brief: String,
+        prefix: crate::engine::fork_prefix::ForkPrefix,
+    },
 }
 
 /// Who is being prepared: an invocation of `profile`, coming from `origin`.
@@ -70,52 +80,36 @@ pub(crate) async fn prepare_invocation(
     let external =
         crate::registry::external_definitions(&ctx.services, &ctx.run_id, &invocation.id, profile)
             .await?;
-    let snapshot = build_tool_snapshot(
+    let mut snapshot = build_tool_snapshot(
         profile,
         &invocation.id,
         exit_policy,
         presentation,
         &external,
     )?;
+    crate::engine::fork_prefix::offer_fork_mode(
+        ctx.services.profiles.as_ref(),
+        profile,
+        &mut snapshot,
+    )
+    .await?;
     let system_prompt = agent_system_prompt(profile, &snapshot);
-    let host_assembles = profile.definition.preset.mode == PresetMode::Ref;
-    let (messages, assembly_pending, task_id, assembled_generation) = match origin {
-        // The root's assembly waits for the run to have started: a host learns of it from the
-        // run's events.
-        Origin::Root { .. } if host_assembles => (Vec::new(), Some(system_prompt), None, None),
-        Origin::Root { conversation } => {
-            let mut messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
-            messages.extend(conversation);
-            (messages, None, None, None)
-        }
-        Origin::Task { task_id, brief } if host_assembles => {
-            let input = crate::engine::prompt_assembly::AssemblyInput {
-                invocation,
-                profile,
-                task_id: Some(task_id),
-                system_prompt: &system_prompt,
-                task_prompt: &brief,
-                model_id: profile.definition.model.model_id.clone(),
-            };
-            let assembled = crate::engine::prompt_assembly::assemble(ctx, &input, cancel).await?;
-            (
-                assembled.messages,
-                None,
-                Some(task_id),
-                assembled.generation,
-            )
-        }
-        // Chat history and prior turns are not carried over: the brief says what matters.
-        Origin::Task { task_id, brief } => (
-            vec![
-                AgentModelMessage::text(ModelRole::System, system_prompt),
-                AgentModelMessage::text(ModelRole::User, brief),
-            ],
-            None,
-            Some(task_id),
-            None,
-        ),
-    };
+    let Opening {
+        messages,
+        assembly_pending,
+        task_id,
+        assembled_generation,
+        offered_tools,
+    } = opening(
+        ctx,
+        invocation,
+        profile,
+        &snapshot,
+        system_prompt,
+        origin,
+        cancel,
+    )
+    .await?;
     let model = resolve_model_binding(ctx, &invocation.id, profile, assembled_generation).await?;
     ctx.services
         .runs
@@ -141,7 +135,91 @@ pub(crate) async fn prepare_invocation(
         model,
         skills,
         assembly_pending,
+        offered_tools,
     })
+}
+
+/// What an agent's first request opens with, by where it comes from.
+struct Opening<'a> {
+    messages: Vec<AgentModelMessage>,
+    assembly_pending: Option<String>,
+    task_id: Option<&'a TaskId>,
+    assembled_generation: Option<tt_domain::generation::GenerationSettings>,
+    offered_tools: Option<Arc<[AgentToolSpec]>>,
+}
+
+/// The opening messages: the system prompt, then the run's conversation (the root) or the
+/// brief (a delegated or handoff agent), or the host's assembly of them (`preset.mode =
+/// "ref"`); for an agent started in fork mode, its stored prefix, then its note and brief.
+async fn opening<'a>(
+    ctx: &RunContext,
+    invocation: &AgentInvocation,
+    profile: &ResolvedProfile,
+    snapshot: &InvocationToolSnapshot,
+    system_prompt: String,
+    origin: Origin<'a>,
+    cancel: &CancellationToken,
+) -> ApplicationResult<Opening<'a>> {
+    let host_assembles = profile.definition.preset.mode == PresetMode::Ref;
+    let mut opening = Opening {
+        messages: Vec::new(),
+        assembly_pending: None,
+        task_id: None,
+        assembled_generation: None,
+        offered_tools: None,
+    };
+    match origin {
+        // The root's assembly waits for the run to have started: a host learns of it from the
+        // run's events.
+        Origin::Root { .. } if host_assembles => opening.assembly_pending = Some(system_prompt),
+        Origin::Root { conversation } => {
+            opening.messages = vec![AgentModelMessage::text(ModelRole::System, system_prompt)];
+            opening.messages.extend(conversation);
+        }
+        // The prefix as its delegating agent sent it, then its own note and brief; a host
+        // assembles no prompt for it (the prefix is the point).
+        Origin::Fork {
+            task_id,
+            brief,
+            prefix,
+        } => {
+            let note = crate::engine::fork_prefix::note_and_brief(
+                profile,
+                snapshot,
+                &prefix.tools,
+                &brief,
+            );
+            opening.messages = prefix.messages;
+            opening
+                .messages
+                .push(AgentModelMessage::text(ModelRole::User, note));
+            opening.offered_tools = Some(prefix.tools.into());
+            opening.task_id = Some(task_id);
+        }
+        Origin::Task { task_id, brief } if host_assembles => {
+            let input = crate::engine::prompt_assembly::AssemblyInput {
+                invocation,
+                profile,
+                task_id: Some(task_id),
+                system_prompt: &system_prompt,
+                task_prompt: &brief,
+                model_id: profile.definition.model.model_id.clone(),
+            };
+            let assembled = crate::engine::prompt_assembly::assemble(ctx, &input, cancel).await?;
+            opening.messages = assembled.messages;
+            opening.task_id = Some(task_id);
+            opening.assembled_generation = assembled.generation;
+        }
+        // Chat history and prior turns are not carried over: the brief says what matters.
+        Origin::Task { task_id, brief } => {
+            opening.messages = vec![
+                AgentModelMessage::text(ModelRole::System, system_prompt),
+                AgentModelMessage::text(ModelRole::User, brief),
+            ];
+            opening.task_id = Some(task_id);
+        }
+    }
+    Ok(opening)
 }
 
 /// `context_assembled` for an agent of `profile` whose first request has `message_count`

@@ -143,7 +143,7 @@ async fn run_rounds(
                 )
                 .await?;
         }
-        let response = match stored {
+        let mut response = match stored {
             Some(response) => {
                 // The guidance the agent read before this turn is part of its history.
                 if let Some(texts) = inv
@@ -162,7 +162,7 @@ async fn run_rounds(
                 inv.window.note_sent(
                     inv.model.context_window_tokens,
                     &messages,
-                    &inv.snapshot.tools,
+                    &inv.request_tools(),
                 );
                 if !inv
                     .replay
@@ -189,7 +189,7 @@ async fn run_rounds(
         inv.scheduler.mark_progress(&inv.invocation.id);
         // A delegated task past its budget ends here (`agent.task_budget_exhausted`).
         crate::engine::model_turn::charge_usage(inv, response.usage.as_ref())?;
-        let calls = response.tool_calls();
+        let calls = crate::engine::fork_mode::calls_of(inv, round, &mut response);
         if calls.is_empty() {
             if round >= max_rounds {
                 let ending = ending_tools(inv).join("|");
@@ -246,10 +246,7 @@ async fn run_rounds(
             messages.extend(answered);
             continue;
         }
-        messages.push(crate::engine::call_checks::bounded_for_history(
-            &response.message,
-            inv.profile.definition.limits.max_tool_argument_bytes,
-        ));
+        crate::engine::fork_mode::push_reply(inv, &calls, &mut messages, &response.message);
         if inv.owns_run() && !replaying {
             ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
         }
@@ -445,7 +442,7 @@ async fn call_model(
             model_id: inv.model.model_id.clone(),
             round,
             messages: std::mem::take(messages),
-            tools: inv.snapshot.tools.clone(),
+            tools: inv.request_tools(),
             tool_choice: "auto".to_owned(),
             max_output_tokens,
             generation: settings.generation.clone(),
@@ -638,7 +635,7 @@ async fn note_refusal(
     messages: &[AgentModelMessage],
     error: &tt_ports::ModelError,
 ) {
-    inv.window.note_refused(messages, &inv.snapshot.tools);
+    inv.window.note_refused(messages, &inv.request_tools());
     inv.window
         .observe_refusal(error, inv.model.context_window_tokens);
     if let tt_ports::ModelError::ContextOverflow {

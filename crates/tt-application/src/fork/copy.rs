@@ -179,6 +179,7 @@ pub(crate) async fn copy_documents(
             RunDocument::InvocationResolvedSkills(id.clone()),
             RunDocument::InvocationPromptSnapshot(id.clone()),
             RunDocument::InvocationPromptAssembly(id.clone()),
+            RunDocument::InvocationForkPrefix(id.clone()),
         ]);
     }
     documents.extend(state.responses.iter().map(|(invocation_id, round)| {

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use tt_domain::event::{AgentRunEvent, RunEventType};
 use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind};
-use tt_domain::model::{AgentModelResponse, ModelUsage};
+use tt_domain::model::{AgentModelResponse, ModelContentPart, ModelRole, ModelUsage};
+
+use crate::engine::fork_prefix::ForkPrefix;
 use tt_domain::tool::{AgentToolResult, InvocationToolSnapshot};
 use tt_ports::{EventPage, RunDocument, StorageError};
 
@@ -225,6 +227,11 @@ impl AgentRunService {
         snapshot: Option<&InvocationToolSnapshot>,
     ) -> ApplicationResult<Vec<ConversationEntry>> {
         let runs = &self.services.runs;
+        if invocation.kind == InvocationKind::Subagent
+            && let Some(entries) = self.fork_opening(run_id, invocation, snapshot).await?
+        {
+            return Ok(entries);
+        }
         let brief = match invocation.kind {
             InvocationKind::Root => None,
             _ => self
@@ -280,6 +287,63 @@ impl AgentRunService {
             _ => entries.extend(brief.map(|text| ConversationEntry::Brief { text })),
         }
         Ok(entries)
+    }
+
+    /// The opening of an agent started in fork mode, if `invocation` is one: the messages it
+    /// was forked from (the system prompt and history its delegating agent sent), then its note
+    /// and brief.
+    async fn fork_opening(
+        &self,
+        run_id: &RunId,
+        invocation: &AgentInvocation,
+        snapshot: Option<&InvocationToolSnapshot>,
+    ) -> ApplicationResult<Option<Vec<ConversationEntry>>> {
+        let document = RunDocument::InvocationForkPrefix(invocation.id.clone());
+        let Some(stored) = self.services.runs.read_document(run_id, &document).await? else {
+            return Ok(None);
+        };
+        let Ok(prefix) = serde_json::from_value::<ForkPrefix>(stored) else {
+            return Ok(None);
+        };
+        let mut entries: Vec<ConversationEntry> = prefix
+            .messages
+            .iter()
+            .map(|message| match message.role {
+                ModelRole::System | ModelRole::Developer => ConversationEntry::System {
+                    text: message.text_content(),
+                },
+                role => ConversationEntry::History {
+                    role: serde_json::to_value(role)
+                        .ok()
+                        .and_then(|role| role.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    text: message_text(message),
+                },
+            })
+            .collect();
+        let tasks = self
+            .services
+            .invocations
+            .list_tasks_by_child(run_id, &invocation.id)
+            .await?;
+        let profile = crate::profiles::resolve(
+            self.services.profiles.as_ref(),
+            Some(invocation.profile_id.as_str()),
+        )
+        .await
+        .ok();
+        if let (Some(task), Some(profile), Some(snapshot)) = (tasks.first(), profile, snapshot) {
+            let brief = crate::delegation::rendering::render_fork_brief(&task.task);
+            entries.push(ConversationEntry::Brief {
+                text: crate::engine::fork_prefix::note_and_brief(
+                    &profile,
+                    snapshot,
+                    &prefix.tools,
+                    &brief,
+                ),
+            });
+        }
+        Ok(Some(entries))
     }
 
     /// Round by round, from the agent's events in the journal and the records they name.
@@ -645,6 +709,24 @@ fn trimmed_text(stubbed: usize, removed: usize) -> String {
             "{removed} messages the agent had moved past (plain-text answers and their reminders, slipped calls) were removed and {stubbed} older messages shortened to stubs to fit the context window."
         ),
     }
+}
+
+/// A message of a fork prefix as text: its text, its tool calls (`name {arguments}`) and the
+/// content of its tool results.
+fn message_text(message: &tt_domain::model::AgentModelMessage) -> String {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            ModelContentPart::Text { text } => Some(text.clone()),
+            ModelContentPart::ToolCall { call } => {
+                Some(format!("{} {}", call.name, call.arguments))
+            }
+            ModelContentPart::ToolResult { result } => Some(result.content.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

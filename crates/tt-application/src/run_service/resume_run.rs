@@ -121,12 +121,18 @@ impl AgentRunService {
         let mut waiting = Vec::new();
         for task in resume::interrupted_delegations(&tasks) {
             if journal.started.contains(&task.child_invocation_id) {
-                let (_, child_snapshot) = resume::child_profile(&ctx, &task).await?;
+                let (child, child_snapshot) = resume::child_profile(&ctx, &task).await?;
                 resume::check_snapshot(
                     services,
                     run_id,
                     &task.child_invocation_id,
                     &child_snapshot,
+                )
+                .await?;
+                crate::engine::fork_prefix::check_resumable(
+                    &ctx,
+                    &child,
+                    &task.child_invocation_id,
                 )
                 .await?;
                 running.push(task);
@@ -200,13 +206,15 @@ impl AgentRunService {
         // that no longer builds refuses the resume either way.
         let external =
             crate::registry::external_definitions(services, &run.id, &root.id, profile).await?;
-        let snapshot = build_tool_snapshot(
+        let mut snapshot = build_tool_snapshot(
             profile,
             &root.id,
             ExitPolicy::RunFinishAllowed,
             run.presentation,
             &external,
         )?;
+        let profiles = services.profiles.as_ref();
+        crate::engine::fork_prefix::offer_fork_mode(profiles, profile, &mut snapshot).await?;
         let Some((task, owner)) = handoff else {
             return resume::check_snapshot(services, &run.id, &root.id, &snapshot).await;
         };
@@ -217,13 +225,14 @@ impl AgentRunService {
         .await?;
         let external =
             crate::registry::external_definitions(services, &run.id, &owner.id, &target).await?;
-        let owner_snapshot = build_tool_snapshot(
+        let mut owner_snapshot = build_tool_snapshot(
             &target,
             &owner.id,
             ExitPolicy::RunFinishAllowed,
             run.presentation,
             &external,
         )?;
+        crate::engine::fork_prefix::offer_fork_mode(profiles, &target, &mut owner_snapshot).await?;
         resume::check_snapshot(services, &run.id, &owner.id, &owner_snapshot).await
     }
 

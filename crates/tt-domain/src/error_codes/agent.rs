@@ -204,6 +204,8 @@ super::error_codes! {
         "A profile's system prompt is blank.";
     AGENT_PROFILE_TASK_RETURN_RUNTIME_ONLY = "agent.profile_task_return_runtime_only", Configuration,
         "A profile lists `task.return`, which the runtime gives delegated agents by itself.";
+    AGENT_PROFILE_RETURN_GATE_INVALID = "agent.profile_return_gate_invalid", Configuration,
+        "`delegation.returnGate` names no profile id, has a blank rubric, more than 10 revisions or a grader budget of 0.";
     AGENT_PROFILE_TIMEOUT_INVALID = "agent.profile_timeout_invalid", Configuration,
         "A profile timeout is zero.";
     AGENT_PROFILE_TOOL_DESCRIPTION_INVALID = "agent.profile_tool_description_invalid", Configuration,
@@ -246,6 +248,14 @@ super::error_codes! {
         "A damage finding: the run's records contradict its recorded end (an agent or task still working in a run that ended, a missing root), as when `records.jsonl` was cut short.";
     AGENT_RESUME_PROFILE_CHANGED = "agent.resume_profile_changed", HostContract,
         "A run is resumed with a profile that differs from the one it started with.";
+    AGENT_RETURN_GRADING_FAILED = "agent.return_grading_failed", Provider,
+        "The return gate's grader could not answer (its model call failed or its answer had no verdict); the task fails.";
+    AGENT_RETURN_REJECTED = "agent.return_rejected", UserRetryable,
+        "The return gate's grader rejected a delegated agent's result; the task fails with the grader's reason.";
+    AGENT_RETURN_REVISION_REQUESTED = "agent.return_revision_requested", ToolRefusal,
+        "The return gate's grader sent a `task.return` back with notes; the agent revises its work and returns again.";
+    AGENT_RETURN_REVISIONS_SPENT = "agent.return_revisions_spent", UserRetryable,
+        "The return gate would send a result back once more but its revisions (or its grader budget) are spent, and `whenRevisionsSpent` is `fail`.";
     AGENT_RUN_BUDGET_EXHAUSTED = "agent.run_budget_exhausted", Budget,
         "The run used up its token or cost budget.";
     AGENT_RUN_DEADLINE_EXCEEDED = "agent.run_deadline_exceeded", UserRetryable,
@@ -288,6 +298,8 @@ super::error_codes! {
         "The store URL names a kind of store this runtime does not have.";
     AGENT_TARGET_CALLER_DENIED = "agent.target_caller_denied", ToolRefusal,
         "Reason of a delegation or handoff denial: the target's profile does not accept this caller.";
+    AGENT_TARGET_FORK_DENIED = "agent.target_fork_denied", ToolRefusal,
+        "Reason of a delegation denial: the target's profile cannot be started in fork mode (`delegation.allowFork`).";
     AGENT_TARGET_NOT_CALLABLE = "agent.target_not_callable", ToolRefusal,
         "Reason of a delegation or handoff denial: the target's profile is not callable.";
     AGENT_TARGET_NOT_HANDOFF = "agent.target_not_handoff", ToolRefusal,

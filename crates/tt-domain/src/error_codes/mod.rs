@@ -300,6 +300,8 @@ mod tests {
                 "agent.inactivity_timeout",
                 "agent.invocation_deadline_exceeded",
                 "agent.max_tool_rounds_exceeded",
+                "agent.return_rejected",
+                "agent.return_revisions_spent",
                 "agent.run_deadline_exceeded",
                 "agent.tool_after_finish",
                 "model.tool_call_required",

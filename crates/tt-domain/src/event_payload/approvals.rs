@@ -21,6 +21,9 @@ pub struct ToolApprovalRequested {
     /// When the call is denied unanswered (`tools.approvalTimeoutMs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// For `agent.delegate`: what the delegation is expected to cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<crate::approval::DelegationEstimate>,
 }
 
 /// `tool_approval_resolved`: the decision, who made it, and (edited) the arguments it runs with.

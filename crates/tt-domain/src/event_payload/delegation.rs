@@ -14,6 +14,10 @@ pub struct AgentDelegateStarted {
     pub child_invocation_id: InvocationId,
     pub target_profile_id: ProfileId,
     pub workspace_key: String,
+    /// `fork` for a task started in fork mode (its agent reads the delegating agent's
+    /// conversation first); absent for a task started from its brief alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 /// `agent_task_registered`.
@@ -157,6 +161,34 @@ pub struct TaskReturnRecorded {
     pub result_ref: String,
     pub summary_chars: u64,
     pub summary_words: u64,
+}
+
+/// `task_return_graded`: the return gate's answer to one `task.return` call
+/// (docs/delegation.md, "The return gate").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskReturnGraded {
+    /// The returning agent.
+    pub invocation_id: InvocationId,
+    pub task_id: TaskId,
+    pub round: u32,
+    /// The `task.return` call graded.
+    pub call_id: String,
+    pub grader_profile_id: ProfileId,
+    /// 1 for the task's first grading, then 2, …
+    pub attempt: u32,
+    /// The grader's answer (`accept`, `revise`, `reject`); absent when the gradings had used
+    /// their token budget and none was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// The grader's notes or reason.
+    pub notes: String,
+    /// What the runtime did: `accepted`, `sentBack` (the notes went back to the agent),
+    /// `rejected` (the task failed), `stood` or `failed` (revisions or budget spent).
+    pub outcome: String,
+    /// The grading's model tokens (input, output).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 /// `task_return_completed`.

@@ -173,6 +173,7 @@ payloads! {
     // The returning agent's story, told to the agent it returns to.
     TaskReturnCompleted => |p| of(&p.child_invocation_id, [&p.parent_invocation_id]),
     TaskReturnRecorded => |p| agent(&p.invocation_id),
+    TaskReturnGraded => |p| agent(&p.invocation_id),
     AgentChildInvocationFailed => |p| of(&p.parent_invocation_id, [&p.child_invocation_id]),
     AgentResultsInjected => |p| agent(&p.invocation_id),
     PromptAssemblyRequested => |p| agent(&p.invocation_id),

@@ -291,6 +291,58 @@ pub struct DelegationPolicy {
     /// (priced calls only, docs/providers.md "Cost"). `None`: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_task_cost_usd: Option<crate::cost::Usd>,
+    /// A delegating agent may start a task of this profile in fork mode
+    /// (`agent.delegate`'s `mode: "fork"`): the task's agent reads the delegating agent's
+    /// conversation so far, byte for byte, before its own note and brief (docs/delegation.md,
+    /// "Fork mode").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_fork: bool,
+    /// A grader checks the result a task of this profile hands back before it stands
+    /// (docs/delegation.md, "The return gate"). `None`: a `task.return` is final.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_gate: Option<ReturnGate>,
+}
+
+/// `delegation.returnGate`: when an agent of the profile calls `task.return`, the grader
+/// profile's model reads the task's brief, the rubric and the result, and answers accept,
+/// revise (with notes, sent back to the agent as the call's result) or reject (the task
+/// fails with its reason).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReturnGate {
+    /// The profile whose model grades (its `instructions.agentSystemPrompt`, when set, opens
+    /// the grading).
+    pub grader: String,
+    /// What a result must satisfy.
+    pub rubric: String,
+    /// How many times a result may be sent back for revision (at most 10).
+    #[serde(default = "default_max_revisions")]
+    pub max_revisions: u32,
+    /// What happens to a result the grader would send back once the revisions are spent (or
+    /// once the gradings used `maxGraderTokens`): it stands, or the task fails.
+    #[serde(default)]
+    pub when_revisions_spent: RevisionsSpent,
+    /// Most model tokens the gradings of one task may use together. `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_grader_tokens: Option<u64>,
+}
+
+/// `returnGate.whenRevisionsSpent`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RevisionsSpent {
+    /// The last result stands, with the grader's notes journaled.
+    #[default]
+    Accept,
+    /// The task fails (`agent.return_revisions_spent`).
+    Fail,
+}
+
+/// The most revisions a return gate may allow.
+pub const MAX_RETURN_REVISIONS: u32 = 10;
+
+fn default_max_revisions() -> u32 {
+    2
 }
 
 /// The longest task deadline when a profile sets no `maxTaskTimeoutSeconds`: one day.
@@ -317,6 +369,8 @@ impl Default for DelegationPolicy {
             max_delegation_depth: default_max_delegation_depth(),
             max_task_tokens: None,
             max_task_cost_usd: None,
+            allow_fork: false,
+            return_gate: None,
         }
     }
 }

@@ -105,6 +105,9 @@ pub fn validate_profile(p: &AgentProfileDefinition) -> DomainResult<()> {
     validate_run(p)?;
     let visible = validate_tools(p)?;
     validate_delegation(p, &visible)?;
+    if let Some(gate) = &p.delegation.return_gate {
+        validate_return_gate(gate)?;
+    }
     validate_entrypoints(p, &visible)?;
     validate_skills(p)?;
     validate_workspace(p)?;
@@ -442,6 +445,34 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
         }
     }
     Ok(visible)
+}
+
+/// `delegation.returnGate`: a grader profile id, a rubric, at most
+/// [`MAX_RETURN_REVISIONS`] revisions, a grader budget of at least 1 token.
+fn validate_return_gate(gate: &ReturnGate) -> DomainResult<()> {
+    let invalid = |message: String| err("agent.profile_return_gate_invalid", message);
+    if !is_valid_profile_id(&gate.grader) {
+        return Err(invalid(format!(
+            "delegation.returnGate.grader `{}` is not a profile id",
+            gate.grader
+        )));
+    }
+    if gate.rubric.trim().is_empty() {
+        return Err(invalid(
+            "delegation.returnGate.rubric must not be blank".to_owned(),
+        ));
+    }
+    if gate.max_revisions > MAX_RETURN_REVISIONS {
+        return Err(invalid(format!(
+            "delegation.returnGate.maxRevisions can be at most {MAX_RETURN_REVISIONS}"
+        )));
+    }
+    if gate.max_grader_tokens == Some(0) {
+        return Err(invalid(
+            "delegation.returnGate.maxGraderTokens must be at least 1".to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> DomainResult<()> {
@@ -893,6 +924,45 @@ mod tests {
         assert_eq!(code(&p), None);
         p.tools.allow.insert(0, "agent.handoff".into());
         assert_eq!(code(&p), Some("agent.profile_agent_tool_requires_policy"));
+    }
+
+    #[test]
+    fn a_return_gate_names_a_grader_a_rubric_and_bounds() {
+        let mut p = default_writer_definition();
+        let gate = ReturnGate {
+            grader: "quality-grader".into(),
+            rubric: "Every slip names its scene.".into(),
+            max_revisions: 2,
+            when_revisions_spent: RevisionsSpent::Accept,
+            max_grader_tokens: Some(5000),
+        };
+        p.delegation.return_gate = Some(gate.clone());
+        assert_eq!(code(&p), None);
+        for broken in [
+            ReturnGate {
+                grader: "Not An Id".into(),
+                ..gate.clone()
+            },
+            ReturnGate {
+                rubric: "  ".into(),
+                ..gate.clone()
+            },
+            ReturnGate {
+                max_revisions: MAX_RETURN_REVISIONS + 1,
+                ..gate.clone()
+            },
+            ReturnGate {
+                max_grader_tokens: Some(0),
+                ..gate.clone()
+            },
+        ] {
+            p.delegation.return_gate = Some(broken);
+            assert_eq!(code(&p), Some("agent.profile_return_gate_invalid"));
+        }
+        let parsed: ReturnGate =
+            serde_json::from_value(serde_json::json!({"grader": "g", "rubric": "r"})).unwrap();
+        assert_eq!(parsed.max_revisions, 2);
+        assert_eq!(parsed.when_revisions_spent, RevisionsSpent::Accept);
     }
 
     #[test]

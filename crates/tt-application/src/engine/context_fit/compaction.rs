@@ -50,7 +50,7 @@ pub(crate) fn check_opening(
         return Ok(());
     };
     let calibration = inv.window.calibration;
-    let tools = window::tools_tokens(&inv.snapshot.tools);
+    let tools = window::tools_tokens(&inv.request_tools());
     let opening: Vec<AgentModelMessage> = inv.window.protected(messages).cloned().collect();
     let needed = calibration.apply(request_tokens(&opening, tools));
     let fits = |window_tokens: u64| {

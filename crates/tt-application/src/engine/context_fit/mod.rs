@@ -29,16 +29,15 @@ use tt_domain::workspace::{WorkspacePath, WriteGuard};
 
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
+pub(crate) use crate::engine::window_state::WindowState;
 use crate::error::ApplicationResult;
 pub(crate) use crate::replay::ContextStep;
 pub(crate) use compaction::check_opening;
 pub(crate) use steps::apply_step;
 use steps::overflow;
-pub(crate) use window_state::WindowState;
 
 mod compaction;
 mod steps;
-mod window_state;
 
 /// `result` as the agent's history keeps it: whole, or its head and tail when it is larger
 /// than the profile's `context.maxToolResultTokens` (unset: a quarter of a known window). The
@@ -169,7 +168,7 @@ pub(crate) async fn fit_request(
         inv.window.last_estimate = None;
         return Ok(configured_output);
     };
-    let tools = window::tools_tokens(&inv.snapshot.tools);
+    let tools = window::tools_tokens(&inv.request_tools());
     let budget = WindowBudget::new(window_tokens, configured_output);
     let calibration = inv.window.calibration;
     let estimate =

@@ -1,8 +1,8 @@
 //! `tasks`: the run's delegated tasks as the engine sees them. It is not called `delegation`
 //! so that name means one thing: the tool family below the engine. Here are the agent tools
 //! that start agents or wait for them, as the engine executes them (`agent.delegate`,
-//! `agent.await`, `agent.handoff`): target resolution and task creation (`targets`, and the
-//! run's workspace keys in `workspace_keys`), what an agent sees of its tasks' results
+//! `agent.await`, `agent.handoff`): target resolution and task creation (`targets`; the run's
+//! workspace keys it hands out are in `engine::workspace_keys`, below the run context), what an agent sees of its tasks' results
 //! (`results`), handoff (`handoff`); and
 //! the engine's side of the agent tools that run below it (`agent.list`, `agent.cancel_task`,
 //! `task.return`, in `tools`). They act on the run (journal, task records, the scheduler), so
@@ -13,4 +13,3 @@ pub(crate) mod handoff;
 pub(crate) mod results;
 pub(crate) mod targets;
 pub(crate) mod tools;
-pub(crate) mod workspace_keys;

@@ -14,7 +14,7 @@ use tt_domain::tool::{AgentToolCall, ToolName};
 use crate::delegation::policy::Operation;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
-use crate::engine::tasks::workspace_keys::KeyReservation;
+use crate::engine::workspace_keys::KeyReservation;
 use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 use crate::events::EventSink;
 use tt_ports::RunWrite;
@@ -72,7 +72,7 @@ pub(crate) struct NewTask {
 /// record, in that order), which the caller finishes with `agent_task_registered` and its own
 /// next event and writes as one (`EventSink::commit`). Workspace keys are unique per run
 /// across delegations and handoffs: the caller keeps the task's key reservation once the unit
-/// is written (`engine::tasks::workspace_keys`).
+/// is written (`engine::workspace_keys`).
 pub(crate) async fn open_task(
     ctx: &RunContext,
     inv: &InvocationRuntime,

@@ -138,6 +138,7 @@ pub(crate) async fn agent_delegate(
         )
         .into());
     }
+    check_fork(&args, &target.definition, &agent_id)?;
     let budget = task_budget(&args, &target.definition, &agent_id)?;
     let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
     if delegated >= u64::from(caller.max_invocations_per_run) {
@@ -157,19 +158,12 @@ pub(crate) async fn agent_delegate(
         workspace_key: workspace_key.map_err(crate::error::ApplicationError::from)?,
     };
     let (task, mut unit, key) = open_task(ctx, inv, call, new).await?;
-    let started = payload::AgentDelegateStarted {
-        task_id: task.id.clone(),
-        parent_invocation_id: task.parent_invocation_id.clone(),
-        child_invocation_id: task.child_invocation_id.clone(),
-        target_profile_id: agent_id.clone(),
-        workspace_key: task.workspace_key.clone(),
-    };
-    let started = EventSink::pending(EventLevel::Info, &started)?;
+    let started = delegate_started(ctx, inv, &task, args.fork).await?;
     // The agent's and the task's records and events, one unit: one commit, after what the
     // calling agent held back (the call's start, the end of its previous delegation:
     // `crate::engine::held_writes`).
     unit.push(registered(ctx, &task)?);
-    unit.push(ctx.events.stamp(&ctx.run_id, started));
+    unit.push(started);
     let unit = std::mem::take(held).into_iter().chain(unit).collect();
     ctx.events.commit(&ctx.run_id, unit).await?;
     key.keep();
@@ -186,6 +180,47 @@ pub(crate) async fn agent_delegate(
         caller.max_concurrent_invocations,
     );
     Ok(ToolSuccess::new(content, structured))
+}
+
+/// `agent_delegate_started` of `task`, stamped now; in fork mode, after storing the prefix its
+/// agent reads (before the task is registered: its agent, whenever it starts, finds it).
+async fn delegate_started(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    task: &AgentTaskRecord,
+    fork: bool,
+) -> ApplicationResult<tt_ports::RunWrite> {
+    if fork {
+        crate::engine::fork_mode::store_prefix(ctx, inv, &task.child_invocation_id).await?;
+    }
+    let started = payload::AgentDelegateStarted {
+        task_id: task.id.clone(),
+        parent_invocation_id: task.parent_invocation_id.clone(),
+        child_invocation_id: task.child_invocation_id.clone(),
+        target_profile_id: task.target_profile_id.clone(),
+        workspace_key: task.workspace_key.clone(),
+        mode: fork.then(|| "fork".to_owned()),
+    };
+    let started = EventSink::pending(EventLevel::Info, &started)?;
+    Ok(ctx.events.stamp(&ctx.run_id, started))
+}
+
+/// Fork mode only for a target whose profile allows it (`delegation.allowFork`).
+fn check_fork(
+    args: &DelegateArgs,
+    target: &AgentProfileDefinition,
+    agent_id: &ProfileId,
+) -> Result<(), ToolError> {
+    if args.fork && !target.delegation.allow_fork {
+        return Err(ToolError::with_reason(
+            "agent.delegation_policy_denied",
+            "agent.target_fork_denied",
+            &format!(
+                "`{agent_id}` cannot start from your conversation; delegate to it with `mode: \"brief\"`."
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The task's budget: what the call asked for, checked against what the target's profile
@@ -524,15 +559,19 @@ async fn await_answer(
     .with_effect(ToolEffect::ResultsDelivered { task_ids: seen }))
 }
 
-/// `task.return`: the tool writes the result document and the summary file below the engine
+/// `task.return`: past the profile's return gate, if it has one (`crate::engine::return_gate`),
+/// the tool writes the result document and the summary file below the engine
 /// (`crate::delegation::task_return`); the engine then moves the task to its final status
 /// (first terminal write wins), journals `task_return_completed` and wakes the delegating
 /// agent.
 pub(crate) async fn task_return(
     ctx: &RunContext,
-    inv: &InvocationRuntime,
+    inv: &mut InvocationRuntime,
+    round: u32,
     call: &AgentToolCall,
 ) -> Result<(ToolSuccess, TaskReturned), ToolCallError> {
+    // A profile's return gate may send the result back or fail the task first.
+    crate::engine::return_gate::check(ctx, inv, round, call).await?;
     let env = TaskReturnEnv {
         run_id: &ctx.run_id,
         invocations: ctx.services.invocations.as_ref(),

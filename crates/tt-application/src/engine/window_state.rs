@@ -1,6 +1,7 @@
-//! What one agent has learned about its model's context window (`WindowState`). Its own
-//! file so that an agent's loop state (`engine::invocation`) can hold it without importing
-//! the fitting code, which works on that loop state.
+//! What one agent has learned about its model's context window (`WindowState`). A module of
+//! its own, beside `context_fit` rather than inside it, so that an agent's loop state
+//! (`engine::invocation`) can hold it without using the fitting code, which works on that loop
+//! state (tidy's `module-cycle`, T11).
 
 use tt_domain::context_window::{self as window, Calibration, request_tokens};
 use tt_domain::model::AgentModelMessage;

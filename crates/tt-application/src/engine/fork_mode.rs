@@ -1,0 +1,120 @@
+//! Fork mode (`agent.delegate` with `mode: "fork"`; docs/delegation.md, "Fork mode"): a task
+//! whose agent starts from its delegating agent's conversation, so a provider's prompt cache
+//! covers what the two share.
+//!
+//! - When a reply asks for a task in fork mode, the loop keeps the messages it had just sent
+//!   ([`push_reply`]); `agent.delegate` stores them, with the tool specs it sent beside them,
+//!   for the new agent ([`store_prefix`], `input/invocations/<id>/fork_prefix.json`) before the
+//!   task is registered, so a resumed or branched run finds the same prefix; the new agent's
+//!   start reads it back (`crate::engine::fork_prefix`).
+//! - The new agent's requests repeat those messages and those tool specs byte for byte, then
+//!   its note and brief (one user message). Its policy is its own profile's all the same: the
+//!   dispatcher admits only the tools of its own frozen snapshot (any other is an unknown
+//!   tool), within its roots and budgets; the note tells it which of the listed tools are its.
+//! - Its answer without a tool call is its `task.return` ([`calls_of`]): the delegating
+//!   agent's tool list has no `task_return`, and adding one would change the prefix.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tt_domain::ids::InvocationId;
+use tt_domain::model::{AgentModelMessage, AgentModelResponse, ModelContentPart};
+use tt_domain::tool::{AgentToolCall, AgentToolSpec, ToolName};
+use tt_ports::{RunDocument, SerializedDocument};
+
+use crate::engine::context::RunContext;
+use crate::engine::invocation::InvocationRuntime;
+use crate::error::{ApplicationError, ApplicationResult};
+
+/// `crate::engine::fork_prefix::ForkPrefix` borrowed, for writing it without a copy.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PrefixRef<'a> {
+    messages: &'a [AgentModelMessage],
+    tools: &'a [AgentToolSpec],
+}
+
+/// Whether `call` asks for a task in fork mode.
+fn asks_fork(call: &AgentToolCall) -> bool {
+    call.name == ToolName::AgentDelegate.model_alias()
+        && call.arguments.get("mode").and_then(Value::as_str) == Some("fork")
+}
+
+/// Adds the model's reply (as history keeps it) to `messages`. When one of its `calls` asks for
+/// a task in fork mode, the messages as they were sent are kept first, for that task; nothing
+/// is copied otherwise.
+pub(crate) fn push_reply(
+    inv: &mut InvocationRuntime,
+    calls: &[AgentToolCall],
+    messages: &mut Vec<AgentModelMessage>,
+    reply: &AgentModelMessage,
+) {
+    inv.sent_messages = calls
+        .iter()
+        .any(asks_fork)
+        .then(|| Arc::new(messages.clone()));
+    messages.push(crate::engine::call_checks::bounded_for_history(
+        reply,
+        inv.profile.definition.limits.max_tool_argument_bytes,
+    ));
+}
+
+/// The tool calls of `response`. For an agent started in fork mode, an answer without a tool
+/// call but with text is its `task.return` with that text as its summary: the call is added to
+/// the reply, so its history and journal show it like any other call, and its id is made from
+/// the round, so a resumed agent replays the same call.
+pub(crate) fn calls_of(
+    inv: &InvocationRuntime,
+    round: u32,
+    response: &mut AgentModelResponse,
+) -> Vec<AgentToolCall> {
+    let calls = response.tool_calls();
+    if !calls.is_empty() || inv.offered_tools.is_none() {
+        return calls;
+    }
+    let text = response.text();
+    let summary = text.trim();
+    if summary.is_empty() {
+        return calls;
+    }
+    let call = AgentToolCall {
+        id: format!("fork_return_{round}"),
+        name: ToolName::TaskReturn.model_alias().to_owned(),
+        arguments: json!({"summary": summary}),
+        provider_metadata: Value::Null,
+    };
+    response
+        .message
+        .parts
+        .push(ModelContentPart::ToolCall { call: call.clone() });
+    vec![call]
+}
+
+/// Stores, for `child`, the prefix `inv` sent in the request whose reply asked for it
+/// (before the task that brings `child` in is registered).
+pub(crate) async fn store_prefix(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    child: &InvocationId,
+) -> ApplicationResult<()> {
+    let Some(messages) = inv.sent_messages.as_ref() else {
+        return Err(ApplicationError::fatal(
+            "agent.internal_error",
+            "a task in fork mode was asked for without the messages that asked for it",
+        ));
+    };
+    let tools = inv.request_tools();
+    let prefix = PrefixRef {
+        messages,
+        tools: &tools,
+    };
+    ctx.services
+        .runs
+        .write_serialized_document(
+            &ctx.run_id,
+            &RunDocument::InvocationForkPrefix(child.clone()),
+            &SerializedDocument::new(&prefix)?,
+        )
+        .await?;
+    Ok(())
+}
