@@ -507,6 +507,91 @@ async fn shutdown_interrupts_live_runs_ends_streams_and_refuses_later_calls() {
     assert_eq!(stopped_again[0].status, AgentRunStatus::Interrupted);
 }
 
+/// Ids as the runtime makes them, except that once armed the next id is held until the test
+/// lets it go (so a run's creation can be caught half way while a shutdown begins).
+#[derive(Default)]
+struct GatedIds {
+    next: std::sync::atomic::AtomicU64,
+    #[allow(clippy::type_complexity)]
+    armed: std::sync::Mutex<Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>)>>,
+}
+
+impl tt_ports::IdGenerator for GatedIds {
+    fn next_token(&self) -> String {
+        let gate = self.armed.lock().unwrap().take();
+        if let Some((reached, release)) = gate {
+            reached.send(()).unwrap();
+            release.recv().unwrap();
+        }
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        format!("{:032x}", 0xa000_0000_u64 + n)
+    }
+}
+
+/// A run being created when `shutdown()` begins (after shutdown took its list of runs, before
+/// the run's executor started) is stopped as shutdown stops any run: it ends `interrupted`
+/// (`run_interrupted {reason: host_shutdown}`), never `cancelled`, and the next runtime
+/// resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_caught_by_shutdown_before_its_executor_starts_ends_interrupted() {
+    let dir = TempDir::new().unwrap();
+    let ids = Arc::new(GatedIds::default());
+    let runtime = Arc::new(
+        AgentRuntimeBuilder::new()
+            .data_dir(dir.path())
+            .provider(hanging_model())
+            .ids(ids.clone())
+            .build()
+            .unwrap(),
+    );
+    let (reached_tx, reached) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    *ids.armed.lock().unwrap() = Some((reached_tx, release_rx));
+    let starting = tokio::spawn({
+        let runtime = Arc::clone(&runtime);
+        async move { runtime.start_run(request()).await }
+    });
+    // The run's creation is held at its first id; shutdown begins and finds nothing to stop.
+    tokio::task::spawn_blocking(move || reached.recv().unwrap())
+        .await
+        .unwrap();
+    assert!(runtime.shutdown().await.unwrap().is_empty());
+    release.send(()).unwrap();
+    let refused = starting.await.unwrap().unwrap_err();
+    assert_eq!(refused.code, RUNTIME_SHUT_DOWN);
+
+    let reopened = self::runtime(dir.path(), hanging_model());
+    let runs = reopened
+        .list_runs(ListRunsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    let run_id = runs[0].id.to_string();
+    assert_eq!(runs[0].status, AgentRunStatus::Interrupted);
+    let events = reopened
+        .read_events(ReadEventsRequest {
+            run_id: run_id.clone(),
+            ..ReadEventsRequest::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    let last = events.last().unwrap();
+    assert_eq!(last.event_type, "run_interrupted");
+    assert_eq!(last.payload["reason"], "host_shutdown");
+    assert!(
+        !events.iter().any(|event| matches!(
+            event.event_type.as_str(),
+            "run_cancel_requested" | "run_cancelled"
+        )),
+        "{events:?}"
+    );
+    let resumed = reopened.resume_run(&run_id).await.unwrap();
+    assert!(!resumed.status.is_terminal());
+    let stopped = reopened.shutdown().await.unwrap();
+    assert_eq!(stopped[0].status, AgentRunStatus::Interrupted);
+}
+
 #[tokio::test]
 async fn shutdown_ends_a_stream_that_follows_a_run_another_runtime_owns() {
     let dir = TempDir::new().unwrap();

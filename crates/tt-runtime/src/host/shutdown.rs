@@ -76,4 +76,20 @@ impl AgentRuntime {
             None => Ok(stopped),
         }
     }
+
+    /// Settles a run that started, resumed or branched while [`shutdown`](Self::shutdown) was
+    /// under way (after it had taken the list of runs to stop): stopped as shutdown stops a
+    /// run, so it ends `interrupted` (`run_interrupted {reason: "host_shutdown"}`) and the next
+    /// runtime can resume it, never `cancelled`. Waits for its executor (at most
+    /// [`SHUTDOWN_GRACE`]), then closes its storage; one still stopping past that is left to
+    /// the process's exit, as in `shutdown`.
+    pub(super) async fn stop_late_run(&self, run_id: &RunId) {
+        if let Some(mut done) = self.service.interrupt_for_shutdown(run_id) {
+            let waited = tokio::time::timeout(SHUTDOWN_GRACE, done.wait_for(|done| *done)).await;
+            if waited.is_err() {
+                return;
+            }
+        }
+        let _ = self.file_store.close_run(run_id);
+    }
 }
