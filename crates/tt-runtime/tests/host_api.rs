@@ -794,6 +794,76 @@ async fn run_updates_follow_a_run_from_its_start_to_its_end_and_stop_at_shutdown
     assert_eq!(runtime.run_updates().unwrap_err().code, RUNTIME_SHUT_DOWN);
 }
 
+/// The next update of `run_id` (others are skipped); a hang guard (not a timing): a minute
+/// without one fails.
+async fn next_update_of(
+    updates: &mut tt_runtime::RunUpdates,
+    run_id: &str,
+) -> tt_runtime::AgentRun {
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(60), updates.next()).await;
+        match next
+            .expect("no update within a minute")
+            .expect("the updates ended")
+        {
+            tt_runtime::RunUpdate::Changed(run) if run.id.as_str() == run_id => return *run,
+            _ => {}
+        }
+    }
+}
+
+/// A run another runtime with its own store starts on the same data dir (another process, as
+/// `tt-agent run` in a terminal would be) shows in this runtime's run updates without any
+/// `list_runs`: as soon as it exists, again while it works (its first model call answered:
+/// its usage has moved), and at its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_updates_show_runs_another_runtime_writes_on_the_same_data_dir() {
+    let dir = TempDir::new().unwrap();
+    let viewer = transcript_runtime(dir.path(), committing_writer());
+    let mut updates = viewer.run_updates().unwrap();
+    // Round 1 answers once the test lets it (a worker thread waits); round 2 waits until the
+    // run is cancelled.
+    let (answer, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let held = Arc::new(FnProvider::new(move |request| {
+        Ok(match request.round {
+            1 => {
+                gate.lock().unwrap().recv().unwrap();
+                ModelReply::tool_call(
+                    "workspace_write_file",
+                    json!({"path": "output/main.md", "content": "Night fell.\n"}),
+                )
+            }
+            _ => ModelReply::text("later").after(Duration::from_secs(86_400)),
+        })
+    }));
+    let other = transcript_runtime(dir.path(), held);
+    let run = other.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+
+    let first = next_update_of(&mut updates, &run_id).await;
+    assert_eq!(first.stable_chat_id, "embed-chat");
+    assert_eq!(viewer.usage(&run_id).await.unwrap().model_calls, 0);
+    answer.send(()).unwrap();
+    loop {
+        let live = next_update_of(&mut updates, &run_id).await;
+        assert!(!live.status.is_terminal(), "{live:?}");
+        if viewer.usage(&run_id).await.unwrap().model_calls >= 1 {
+            break;
+        }
+    }
+    other.cancel_run(&run_id).await.unwrap();
+    loop {
+        let run = next_update_of(&mut updates, &run_id).await;
+        if run.status.is_terminal() {
+            assert_eq!(run.status, AgentRunStatus::Cancelled);
+            break;
+        }
+    }
+    other.shutdown().await.unwrap();
+    viewer.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn guidance_waiting_when_the_process_died_reaches_the_agent_after_resume() {
     let guidance = |text: &str| tt_runtime::SubmitGuidanceRequest {
