@@ -812,39 +812,43 @@ async fn next_update_of(
     }
 }
 
-/// A run another runtime with its own store starts on the same data dir (another process, as
-/// `tt-agent run` in a terminal would be) shows in this runtime's run updates without any
-/// `list_runs`: as soon as it exists, again while it works (its first model call answered:
-/// its usage has moved), and at its end.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_updates_show_runs_another_runtime_writes_on_the_same_data_dir() {
-    let dir = TempDir::new().unwrap();
-    let viewer = transcript_runtime(dir.path(), committing_writer());
-    let mut updates = viewer.run_updates().unwrap();
-    // Round 1 answers once the test lets it (a worker thread waits); round 2 waits until the
-    // run is cancelled.
-    let (answer, gate) = std::sync::mpsc::channel::<()>();
-    let gate = std::sync::Mutex::new(gate);
-    let held = Arc::new(FnProvider::new(move |request| {
+/// Round 1 writes a file, round 2 waits a day (until the run is cancelled); each model call
+/// waits for a permit of the returned gate.
+fn gated_held_writer() -> (Arc<dyn ModelProvider>, Arc<tokio::sync::Semaphore>) {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let held = Arc::new(FnProvider::new(|request| {
         Ok(match request.round {
-            1 => {
-                gate.lock().unwrap().recv().unwrap();
-                ModelReply::tool_call(
-                    "workspace_write_file",
-                    json!({"path": "output/main.md", "content": "Night fell.\n"}),
-                )
-            }
+            1 => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Night fell.\n"}),
+            ),
             _ => ModelReply::text("later").after(Duration::from_secs(86_400)),
         })
     }));
-    let other = transcript_runtime(dir.path(), held);
+    let model = Arc::new(postgres::GatedModel {
+        inner: held,
+        gate: Arc::clone(&gate),
+    });
+    (model, gate)
+}
+
+/// `other` (a runtime with its own store on the same data dir or database, as another process
+/// or host would be) starts a run of [`gated_held_writer`]: it shows in `viewer`'s run updates
+/// without any `list_runs`, as soon as it exists, again while it works (its first model call
+/// answered: its usage has moved), and at its end.
+async fn another_writers_run_shows_in_run_updates(
+    viewer: &AgentRuntime,
+    other: &AgentRuntime,
+    gate: &tokio::sync::Semaphore,
+) {
+    let mut updates = viewer.run_updates().unwrap();
     let run = other.start_run(request()).await.unwrap();
     let run_id = run.id.to_string();
-
     let first = next_update_of(&mut updates, &run_id).await;
     assert_eq!(first.stable_chat_id, "embed-chat");
     assert_eq!(viewer.usage(&run_id).await.unwrap().model_calls, 0);
-    answer.send(()).unwrap();
+    // Rounds 1 and 2 may go: round 1 is answered, round 2 waits.
+    gate.add_permits(2);
     loop {
         let live = next_update_of(&mut updates, &run_id).await;
         assert!(!live.status.is_terminal(), "{live:?}");
@@ -862,6 +866,18 @@ async fn run_updates_show_runs_another_runtime_writes_on_the_same_data_dir() {
     }
     other.shutdown().await.unwrap();
     viewer.shutdown().await.unwrap();
+}
+
+/// A run another runtime with its own store starts on the same data dir (another process, as
+/// `tt-agent run` in a terminal would be) shows in this runtime's run updates at once, while
+/// it works and at its end, by the file store's watch.
+#[tokio::test]
+async fn run_updates_show_runs_another_runtime_writes_on_the_same_data_dir() {
+    let dir = TempDir::new().unwrap();
+    let viewer = transcript_runtime(dir.path(), committing_writer());
+    let (model, gate) = gated_held_writer();
+    let other = transcript_runtime(dir.path(), model);
+    another_writers_run_shows_in_run_updates(&viewer, &other, &gate).await;
 }
 
 #[tokio::test]
