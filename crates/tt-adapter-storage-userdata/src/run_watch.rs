@@ -3,10 +3,10 @@
 //!
 //! Every [`POLL`] the watch stats the run index directory (`index/runs`): a run created, or a
 //! record saved (its index copy replaced by an atomic rename), changes the directory's mtime,
-//! and only then are the index copies stat'ed (one `stat` each) to find which. A directory
-//! changed less than [`SETTLE`] ago is scanned at every poll, since two writes within one tick
-//! of the file system's clock leave one mtime (each copy is stamped by mtime, length and
-//! inode, and a rename gives a new inode). A run's stored record keeps only its meaningful
+//! and only then are the index copies stat'ed (one `stat` each) to find which. For [`SETTLE`]
+//! after the watch saw the mtime move, the directory is scanned at every poll, since two writes
+//! within one tick of the file system's clock leave one mtime (each copy is stamped by mtime,
+//! length and inode, and a rename gives a new inode). A run's stored record keeps only its meaningful
 //! statuses (a live run's status is in its journal), so the journals of the live runs seen
 //! (not ended in their index copy) are stat'ed too, at most every [`JOURNAL_EVERY`]: one that
 //! grew is a change (its status, tokens and cost may have moved). An idle data dir costs one
@@ -32,7 +32,7 @@ use crate::layout::EVENTS_FILE;
 pub(crate) const POLL: Duration = Duration::from_millis(250);
 /// How often the journals of other processes' live runs are looked at.
 pub(crate) const JOURNAL_EVERY: Duration = Duration::from_secs(1);
-/// A directory changed this recently is scanned again at each poll.
+/// A directory seen to change this recently is scanned again at each poll.
 const SETTLE: Duration = Duration::from_secs(2);
 
 /// An index copy as last stat'ed: mtime, length, inode.
@@ -50,6 +50,8 @@ pub(crate) struct FileRunWatch {
     inner: Weak<Inner>,
     index_dir: PathBuf,
     dir_stamp: Option<SystemTime>,
+    /// When this watch last saw the directory's mtime move.
+    dir_changed_at: Option<Instant>,
     runs: HashMap<RunId, Seen>,
     queue: VecDeque<RunId>,
     next_poll: Instant,
@@ -77,6 +79,7 @@ impl FileRunWatch {
             inner: Arc::downgrade(inner),
             index_dir: inner.layout.index_runs_dir(),
             dir_stamp: None,
+            dir_changed_at: None,
             runs: HashMap::new(),
             queue: VecDeque::new(),
             next_poll: now + POLL,
@@ -95,13 +98,12 @@ impl FileRunWatch {
 
     fn poll(&mut self, inner: &Inner) {
         let dir_stamp = self.index_dir_stamp();
-        let settled = dir_stamp.is_some_and(|at| {
-            SystemTime::now()
-                .duration_since(at)
-                .is_ok_and(|age| age > SETTLE)
-        });
-        if dir_stamp != self.dir_stamp || !settled {
+        if dir_stamp != self.dir_stamp {
             self.dir_stamp = dir_stamp;
+            self.dir_changed_at = Some(Instant::now());
+        }
+        let settled = self.dir_changed_at.is_none_or(|at| at.elapsed() > SETTLE);
+        if !settled {
             self.scan_index(inner, true);
         }
         if Instant::now() >= self.next_journals {
