@@ -68,6 +68,14 @@ impl AgentRuntime {
                 first_error.get_or_insert(HostError::new(error.code(), error.to_string()));
             }
         }
+        // The live export's last post of each stopped run goes out before the streams end
+        // (its task ends with them), within what is left of the grace: a host that exits
+        // right after `shutdown` loses none of their spans.
+        if let Some(otel) = &self.otel {
+            for run in &stopped {
+                let _ = tokio::time::timeout_at(deadline, otel.flush(&run.id)).await;
+            }
+        }
         self.streams_end.cancel();
         // The MCP servers this runtime started stop once no run can call them.
         self.tools.mcp.client().shutdown().await;

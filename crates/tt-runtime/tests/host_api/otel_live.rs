@@ -277,3 +277,27 @@ async fn a_resumed_run_exports_only_its_new_spans() {
     );
     second.shutdown().await.unwrap();
 }
+
+/// A run stopped by `shutdown` has all that is left of it posted before `shutdown` returns
+/// (its agent, ended by the stop), so a host that exits right after loses none of its spans.
+#[tokio::test]
+async fn shutdown_posts_what_is_left_of_the_runs_it_stops_before_it_returns() {
+    let (endpoint, mut received) = receiver().await;
+    let dir = TempDir::new().unwrap();
+    let runtime = exporting_runtime(dir.path(), held_writer(), &endpoint);
+    runtime.start_run(request()).await.unwrap();
+    let mut seen = Vec::new();
+    spans_named(
+        &mut received,
+        &mut seen,
+        &["execute_tool workspace.write_file"],
+    )
+    .await;
+    runtime.shutdown().await.unwrap();
+    seen.extend(drain(&mut received));
+    assert!(
+        seen.iter()
+            .any(|s| s["name"] == "invoke_agent default-writer"),
+        "the agent was not posted by shutdown: {seen:#?}"
+    );
+}
