@@ -1,4 +1,4 @@
-import type { AgentRun, ChatCommitRequest, ForkRunRequest, Json, ListRunsRequest, PendingToolApproval, ReadEventsRequest, ReadEventsResponse, ResolveChatCommitRequest, ResolveToolApprovalRequest, StartRunRequest, TimelineProjection, ToolApprovalReceipt, WorkspaceFile } from './types.js';
+import type { AgentConversation, AgentRun, AgentTaskRecord, ChatCommitRequest, ForkRunRequest, Json, ListRunsRequest, McpCallOutput, McpServerConfig, McpServerEntry, PendingToolApproval, PersistentStateMetadataUpdate, PromptAssemblyRequest, ReadEventsRequest, ReadEventsResponse, ResolveChatCommitRequest, ResolveToolApprovalRequest, RunRecord, RunUsage, StartRunRequest, TimelineProjection, ToolApprovalReceipt, WorkspaceFile } from './types.js';
 /** A run by id. */
 export interface RunRef {
     runId: string;
@@ -29,6 +29,19 @@ export interface ToolSummary {
     description: string;
     inputSchema: Json;
     [field: string]: unknown;
+}
+/** `list_agent_pending_requests`: everything a run waits on the host for now. */
+export interface PendingHostRequests {
+    /** Commits to publish, oldest first, with their text. */
+    commits: ChatCommitRequest[];
+    /** Persistent-state metadata updates to acknowledge. */
+    metadataUpdates: PersistentStateMetadataUpdate[];
+    /** Prompts to assemble. */
+    promptAssemblies: PromptAssemblyRequest[];
+    /** Tool calls waiting for a person's approval, oldest first. */
+    approvals: PendingToolApproval[];
+    /** Calls of host-answered tools waiting for an answer. */
+    hostToolCalls: PendingHostToolCall[];
 }
 /** Why a run failed: the code and messages of its `run_failed` or `run_partial_success`. */
 export interface RunFailure {
@@ -115,7 +128,7 @@ export interface HostCommands {
     }[]];
     cancel_agent_task: [RunRef & {
         taskId: string;
-    }, Json];
+    }, AgentTaskRecord];
     submit_agent_guidance: [
         RunRef & {
             text: string;
@@ -130,10 +143,10 @@ export interface HostCommands {
     ];
     read_agent_run_events: [ReadEventsRequest, ReadEventsResponse];
     read_agent_timeline: [RunRef, TimelineProjection];
-    read_agent_usage: [RunRef, Json];
+    read_agent_usage: [RunRef, RunUsage];
     read_agent_conversation: [RunRef & {
         invocationId: string;
-    }, Json];
+    }, AgentConversation];
     check_agent_run: [RunRef, {
         runId: string;
         findings: {
@@ -150,7 +163,7 @@ export interface HostCommands {
     list_agent_workspace_files: [RunRef, string[]];
     read_agent_record: [RunRef & {
         reference: string;
-    }, Json];
+    }, RunRecord];
     read_agent_transcript: [{
         workspaceId: string;
     }, TranscriptEntry[]];
@@ -168,7 +181,7 @@ export interface HostCommands {
     }, null];
     read_agent_prompt_assembly_request: [RunRef & {
         assemblyId: string;
-    }, Json];
+    }, PromptAssemblyRequest];
     resolve_agent_prompt_assembly: [
         RunRef & {
             assemblyId: string;
@@ -184,7 +197,7 @@ export interface HostCommands {
     } & ResolveToolApprovalRequest, ToolApprovalReceipt];
     list_agent_host_tool_calls: [RunRef, PendingHostToolCall[]];
     answer_agent_host_tool_call: [AnswerHostToolCallRequest, null];
-    list_agent_pending_requests: [RunRef, Json];
+    list_agent_pending_requests: [RunRef, PendingHostRequests];
     save_agent_profile: [{
         [field: string]: Json;
     }, null];
@@ -221,14 +234,12 @@ export interface HostCommands {
         },
         ToolSummary
     ];
-    add_agent_mcp_server: [{
-        [field: string]: Json;
-    }, Json];
-    list_agent_mcp_servers: [null, Json[]];
+    add_agent_mcp_server: [McpServerConfig, McpServerEntry];
+    list_agent_mcp_servers: [null, McpServerEntry[]];
     read_agent_mcp_server: [{
         name: string;
         refresh?: boolean;
-    }, Json];
+    }, McpServerEntry];
     remove_agent_mcp_server: [{
         name: string;
     }, null];
@@ -236,5 +247,5 @@ export interface HostCommands {
         server: string;
         tool: string;
         arguments?: Json;
-    }, Json];
+    }, McpCallOutput];
 }

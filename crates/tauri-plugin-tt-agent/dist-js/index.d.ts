@@ -61,7 +61,10 @@ export interface Stream {
  * order, until its end. An unknown run rejects with `agent.not_found`.
  */
 export declare function followRun(request: SubscribeRunEventsRequest, follower: RunFollower): Promise<Stream>;
-/** Follows the runs list: each run of this runtime that starts or changes status. */
+/**
+ * Follows the runs list: each run of this runtime that starts or changes status, and each run
+ * another process or host writes in the same store as it is created or changes.
+ */
 export declare function followRunUpdates(onMessage: (message: RunUpdatesMessage) => void): Promise<Stream>;
 /** One message of the host-tool calls stream. */
 export type HostToolCallsMessage = {

@@ -72,7 +72,10 @@ export async function followRun(request, follower) {
         close: () => unsubscribe(streamId)
     };
 }
-/** Follows the runs list: each run of this runtime that starts or changes status. */
+/**
+ * Follows the runs list: each run of this runtime that starts or changes status, and each run
+ * another process or host writes in the same store as it is created or changes.
+ */
 export async function followRunUpdates(onMessage) {
     const channel = new Channel();
     channel.onmessage = onMessage;

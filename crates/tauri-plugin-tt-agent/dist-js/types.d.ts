@@ -232,3 +232,315 @@ export interface ListRunsRequest {
     offset?: number;
     limit?: number;
 }
+/** Tokens of one model call, or summed over several. */
+export interface ModelUsage {
+    /** Every prompt token, cached or not; the two cache figures are parts of it. */
+    inputTokens: number;
+    outputTokens: number;
+    /** Absent when 0. */
+    cachedInputTokens?: number;
+    /** Absent when 0. */
+    cacheWriteTokens?: number;
+}
+/** One agent's share of `RunUsage`. */
+export interface InvocationUsage {
+    invocationId: string;
+    modelCalls: number;
+    failedModelCalls: number;
+    inputTokens: number;
+    outputTokens: number;
+    cachedInputTokens: number;
+    cacheWriteTokens: number;
+    /** US dollars for the priced calls; `null` when none had a price. */
+    costUsd: number | null;
+    unpricedModelCalls: number;
+    toolCalls: number;
+    wallTimeMs: number;
+    /** The agent that delegated it (absent for the root). */
+    parentInvocationId?: string;
+    /** Its own figures plus those of every agent under it, at any depth. */
+    subtree: UsageTotals;
+}
+/** Summed figures of a sub-tree of agents. */
+export interface UsageTotals {
+    modelCalls: number;
+    toolCalls: number;
+    inputTokens: number;
+    outputTokens: number;
+    cachedInputTokens: number;
+    cacheWriteTokens: number;
+    costUsd: number | null;
+    unpricedModelCalls: number;
+    /** From the first start to the last end of any agent in it. */
+    wallTimeMs: number;
+    /** Every agent's wall time, added up. */
+    agentTimeMs: number;
+}
+/** What a branch's source had paid up to the fork point (docs/branching.md). */
+export interface InheritedUsage {
+    runId: string;
+    seq: number;
+    modelCalls: number;
+    failedModelCalls: number;
+    inputTokens: number;
+    outputTokens: number;
+    cachedInputTokens: number;
+    cacheWriteTokens: number;
+    costUsd: number | null;
+    unpricedModelCalls: number;
+    toolCalls: number;
+}
+/** `read_agent_usage`: what a run used (a branch: what it paid itself; `inherited` apart). */
+export interface RunUsage {
+    modelCalls: number;
+    failedModelCalls: number;
+    inputTokens: number;
+    outputTokens: number;
+    cachedInputTokens: number;
+    cacheWriteTokens: number;
+    costUsd: number | null;
+    unpricedModelCalls: number;
+    byInvocation: InvocationUsage[];
+    inherited?: InheritedUsage;
+}
+/** A tool call of an assistant turn, as the model wrote it. */
+export interface ConversationToolCall {
+    callId: string;
+    name: string;
+    arguments: Json;
+}
+/** A delegated task whose result was added to the agent's next request. */
+export interface InjectedTaskResult {
+    taskId: string;
+    profileId: string;
+    status: string;
+    summary?: string;
+}
+/** A branch agent's answers its source paid for (up to the fork point). */
+export interface InheritedAnswers {
+    seq: number;
+    modelCalls: number;
+    usage: ModelUsage;
+    costUsd: number | null;
+}
+export interface ConversationSystem {
+    kind: 'system';
+    text: string;
+}
+export interface ConversationBrief {
+    kind: 'brief';
+    text: string;
+}
+export interface ConversationHistory {
+    kind: 'history';
+    role: string;
+    text: string;
+}
+export interface ConversationGuidance {
+    kind: 'guidance';
+    round: number;
+    text: string;
+}
+export interface ConversationRequested {
+    kind: 'requested';
+    round: number;
+    messageCount: number;
+}
+export interface ConversationModelError {
+    kind: 'modelError';
+    round: number;
+    code: string;
+    message: string;
+    willRetry: boolean;
+}
+export interface ConversationAssistant {
+    kind: 'assistant';
+    round: number;
+    text: string;
+    /** Absent when empty. */
+    reasoning?: string;
+    toolCalls: ConversationToolCall[];
+    usage?: ModelUsage;
+    costUsd: number | null;
+    model?: string;
+}
+export interface ConversationToolResult {
+    kind: 'toolResult';
+    round: number;
+    callId: string;
+    tool: string;
+    text: string;
+    isError: boolean;
+    errorCode?: string;
+}
+export interface ConversationInjectedResults {
+    kind: 'injectedResults';
+    round: number;
+    tasks: InjectedTaskResult[];
+}
+export interface ConversationReminder {
+    kind: 'reminder';
+    round: number;
+    attempt: number;
+    reasonCode: string;
+    text: string;
+}
+export interface ConversationContext {
+    kind: 'context';
+    round: number;
+    text: string;
+}
+export interface ConversationResult {
+    kind: 'result';
+    status: string;
+    result: Json;
+}
+/** One step of an agent's conversation (`kind` tells which). */
+export type ConversationEntry = ConversationSystem | ConversationBrief | ConversationHistory | ConversationGuidance | ConversationRequested | ConversationModelError | ConversationAssistant | ConversationToolResult | ConversationInjectedResults | ConversationReminder | ConversationContext | ConversationResult;
+/** `read_agent_conversation`: one agent's conversation, oldest first. */
+export interface AgentConversation {
+    runId: string;
+    invocationId: string;
+    profileId: string;
+    kind: 'root' | 'subagent' | 'handoff';
+    status: string;
+    parentInvocationId?: string;
+    modelCalls: number;
+    usage: ModelUsage;
+    costUsd: number | null;
+    inherited?: InheritedAnswers;
+    entries: ConversationEntry[];
+}
+export type TaskStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+export interface AgentTaskBudget {
+    maxRounds?: number;
+    maxToolCalls?: number;
+    timeoutSeconds?: number;
+    idleTimeoutSeconds?: number;
+    maxTokens?: number;
+}
+/** A delegated task or a handoff (`cancel_agent_task` answers it as cancelled). */
+export interface AgentTaskRecord {
+    id: string;
+    runId: string;
+    parentInvocationId: string;
+    childInvocationId: string;
+    targetProfileId: string;
+    workspaceKey: string;
+    continuation: 'return_to_parent' | 'transfer_control';
+    status: TaskStatus;
+    /** The brief: `{objective, title?, context?, expectedOutput?, …}` for a delegation, a handoff's own fields for a handoff. */
+    task: {
+        [field: string]: Json;
+    };
+    budget?: AgentTaskBudget;
+    createdByToolCallId?: string;
+    resultRef?: string;
+    error?: string;
+    creationSeq: number;
+    createdAt: Timestamp;
+    updatedAt: Timestamp;
+}
+/**
+ * `read_agent_record`: a record of the run named by the reference events carry
+ * (`argumentsRef`, `modelResponsePath`, …): a stored JSON document, whose shape is its kind's
+ * (a model response, tool arguments or result, a snapshot; docs/storage.md).
+ */
+export type RunRecord = {
+    [field: string]: Json;
+};
+/** Who a prompt assembly is for. */
+export interface PromptAssemblyScope {
+    runId: string;
+    invocationId: string;
+    invocationKind: 'root' | 'subagent' | 'handoff';
+    parentInvocationId: string | null;
+    taskId: string | null;
+    exitPolicy: 'taskReturnRequired' | 'runFinishAllowed';
+}
+export interface PromptAssemblyFingerprint {
+    presetSha256: string;
+    frozenRunInputSnapshotSha256: string;
+    agentTaskPromptSha256: string;
+}
+/** A prompt the page assembles (docs/prompt-assembly.md). */
+export interface PromptAssemblyRequest {
+    schemaVersion: number;
+    kind: string;
+    assemblyId: string;
+    scope: PromptAssemblyScope;
+    profileId: string;
+    generationType: Json;
+    frozenRunInputSnapshot: Json;
+    settings: Json;
+    modelId: string | null;
+    presetRef: Json;
+    agentContextPolicy: Json;
+    agentSystemPrompt: string;
+    agentTaskPrompt: string;
+    requiredAgentPromptComponents: string[];
+    jsonSchema: Json | null;
+    fingerprint: PromptAssemblyFingerprint;
+}
+/** A persistent-state metadata update the host acknowledges. */
+export interface PersistentStateMetadataUpdate {
+    updateId: string;
+    runId: string;
+    workspaceId: string;
+    stableChatId: string;
+    chatRef: Json;
+    generationType: Json;
+    profileId: string | null;
+    messageId: string;
+    stateId: string;
+    baseStateId: string | null;
+    changeCount: number;
+    changes: Json;
+}
+/** How the runtime reaches an MCP server. */
+export type McpTransport = {
+    type: 'stdio';
+    command: string;
+    args?: string[];
+    env?: {
+        [name: string]: string;
+    };
+    cwd?: string;
+} | {
+    type: 'http';
+    url: string;
+    headers?: {
+        [name: string]: string;
+    };
+};
+/** One MCP server registration (`add_agent_mcp_server`'s request). */
+export interface McpServerConfig {
+    name: string;
+    transport: McpTransport;
+    callTimeoutMs: number;
+}
+export interface McpToolInfo {
+    name: string;
+    title?: string;
+    description: string;
+    inputSchema: Json;
+    readOnlyHint?: boolean;
+    idempotentHint?: boolean;
+    destructiveHint?: boolean;
+}
+export interface McpCatalog {
+    server: string;
+    fetchedAtMs: number;
+    tools: McpToolInfo[];
+}
+/** A registered MCP server and its last catalog. */
+export interface McpServerEntry {
+    config: McpServerConfig;
+    catalog?: McpCatalog;
+}
+/** What an MCP tool call returned. */
+export interface McpCallOutput {
+    text: string;
+    structured?: Json;
+    isError: boolean;
+}

@@ -1,20 +1,29 @@
 // The host command table, typed: each command's [request, answer]. `null` as the request: the
 // command takes none. A test (tests/permissions.rs) holds the keys equal to
-// `tt_runtime::HOST_COMMANDS`. The answers this file does not spell out yet (usage, a
-// conversation, a task record, records, pending requests, MCP servers) are `Json`; their shapes
-// are in docs/host-api.md.
+// `tt_runtime::HOST_COMMANDS`, and one (tests/ts_types.rs) holds each answer type's fields
+// equal to what the Rust type serializes. `Json` is left only where the runtime answers JSON
+// of no fixed shape (a run's OTLP export, a stored failure payload).
 
 import type {
+  AgentConversation,
   AgentRun,
+  AgentTaskRecord,
   ChatCommitRequest,
   ForkRunRequest,
   Json,
   ListRunsRequest,
+  McpCallOutput,
+  McpServerConfig,
+  McpServerEntry,
   PendingToolApproval,
+  PersistentStateMetadataUpdate,
+  PromptAssemblyRequest,
   ReadEventsRequest,
   ReadEventsResponse,
   ResolveChatCommitRequest,
   ResolveToolApprovalRequest,
+  RunRecord,
+  RunUsage,
   StartRunRequest,
   TimelineProjection,
   ToolApprovalReceipt,
@@ -49,6 +58,20 @@ export interface ToolSummary {
   description: string
   inputSchema: Json
   [field: string]: unknown
+}
+
+/** `list_agent_pending_requests`: everything a run waits on the host for now. */
+export interface PendingHostRequests {
+  /** Commits to publish, oldest first, with their text. */
+  commits: ChatCommitRequest[]
+  /** Persistent-state metadata updates to acknowledge. */
+  metadataUpdates: PersistentStateMetadataUpdate[]
+  /** Prompts to assemble. */
+  promptAssemblies: PromptAssemblyRequest[]
+  /** Tool calls waiting for a person's approval, oldest first. */
+  approvals: PendingToolApproval[]
+  /** Calls of host-answered tools waiting for an answer. */
+  hostToolCalls: PendingHostToolCall[]
 }
 
 /** Why a run failed: the code and messages of its `run_failed` or `run_partial_success`. */
@@ -138,7 +161,7 @@ export interface HostCommands {
   read_agent_run_result: [RunRef, RunResult]
   list_agent_runs: [ListRunsRequest | null, AgentRun[]]
   list_unreadable_agent_runs: [null, { runId: string; code: string; message: string }[]]
-  cancel_agent_task: [RunRef & { taskId: string }, Json]
+  cancel_agent_task: [RunRef & { taskId: string }, AgentTaskRecord]
   submit_agent_guidance: [
     RunRef & { text: string; clientGuidanceId?: string },
     { guidanceId: string; runId: string; pendingCount: number; pendingChars: number }
@@ -146,14 +169,14 @@ export interface HostCommands {
   // Reading a run.
   read_agent_run_events: [ReadEventsRequest, ReadEventsResponse]
   read_agent_timeline: [RunRef, TimelineProjection]
-  read_agent_usage: [RunRef, Json]
-  read_agent_conversation: [RunRef & { invocationId: string }, Json]
+  read_agent_usage: [RunRef, RunUsage]
+  read_agent_conversation: [RunRef & { invocationId: string }, AgentConversation]
   check_agent_run: [RunRef, { runId: string; findings: { code: string; message: string }[]; [field: string]: unknown }]
   read_agent_run_failure: [RunRef, Json | null]
   export_agent_run_otel: [RunRef, Json]
   read_agent_workspace_file: [RunRef & { path: string }, WorkspaceFile]
   list_agent_workspace_files: [RunRef, string[]]
-  read_agent_record: [RunRef & { reference: string }, Json]
+  read_agent_record: [RunRef & { reference: string }, RunRecord]
   read_agent_transcript: [{ workspaceId: string }, TranscriptEntry[]]
   read_agent_persist_state: [{ stableChatId: string }, { stateId: string | null }]
   list_agent_connections: [null, ConnectionSummary[]]
@@ -161,7 +184,7 @@ export interface HostCommands {
   list_agent_chat_commits: [RunRef, ChatCommitRequest[]]
   resolve_agent_chat_commit: [ResolveChatCommitRequest, null]
   resolve_agent_persistent_state_metadata_update: [RunRef & { updateId: string; error?: string }, null]
-  read_agent_prompt_assembly_request: [RunRef & { assemblyId: string }, Json]
+  read_agent_prompt_assembly_request: [RunRef & { assemblyId: string }, PromptAssemblyRequest]
   resolve_agent_prompt_assembly: [
     RunRef & { assemblyId: string; promptSnapshot?: Json; error?: string; [field: string]: Json | undefined },
     null
@@ -170,7 +193,7 @@ export interface HostCommands {
   approve_agent_tool_call: [RunRef & { approvalId: string } & ResolveToolApprovalRequest, ToolApprovalReceipt]
   list_agent_host_tool_calls: [RunRef, PendingHostToolCall[]]
   answer_agent_host_tool_call: [AnswerHostToolCallRequest, null]
-  list_agent_pending_requests: [RunRef, Json]
+  list_agent_pending_requests: [RunRef, PendingHostRequests]
   // Profiles and skills.
   save_agent_profile: [{ [field: string]: Json }, null]
   list_agent_profiles: [null, ProfileSummary[]]
@@ -193,9 +216,9 @@ export interface HostCommands {
     },
     ToolSummary
   ]
-  add_agent_mcp_server: [{ [field: string]: Json }, Json]
-  list_agent_mcp_servers: [null, Json[]]
-  read_agent_mcp_server: [{ name: string; refresh?: boolean }, Json]
+  add_agent_mcp_server: [McpServerConfig, McpServerEntry]
+  list_agent_mcp_servers: [null, McpServerEntry[]]
+  read_agent_mcp_server: [{ name: string; refresh?: boolean }, McpServerEntry]
   remove_agent_mcp_server: [{ name: string }, null]
-  call_agent_mcp_tool: [{ server: string; tool: string; arguments?: Json }, Json]
+  call_agent_mcp_tool: [{ server: string; tool: string; arguments?: Json }, McpCallOutput]
 }

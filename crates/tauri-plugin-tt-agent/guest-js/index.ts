@@ -129,7 +129,10 @@ export async function followRun(
   }
 }
 
-/** Follows the runs list: each run of this runtime that starts or changes status. */
+/**
+ * Follows the runs list: each run of this runtime that starts or changes status, and each run
+ * another process or host writes in the same store as it is created or changes.
+ */
 export async function followRunUpdates(
   onMessage: (message: RunUpdatesMessage) => void
 ): Promise<Stream> {

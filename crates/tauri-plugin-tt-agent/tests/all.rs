@@ -9,3 +9,4 @@ mod dist_js;
 mod permissions;
 mod streams;
 mod support;
+mod ts_types;

@@ -395,3 +395,43 @@ fn profiles_skills_connections_and_tools_are_managed_with_codes_for_bad_input() 
         json!({"stateId": null})
     );
 }
+
+/// Every command of the table, given a request that does not fit (a number) or one that names
+/// a run that does not exist, answers a coded error or an answer, never a panic or an uncoded
+/// failure: the first is `host.request_invalid` for every command (one without input takes
+/// only `null` or `{}`), the second a code for every command that reads a run.
+#[test]
+fn every_command_refuses_bad_input_with_a_code() {
+    let dir = tempfile::tempdir().unwrap();
+    // The default set and the MCP servers' permissions: every command is allowed.
+    let app = crate::support::app_with_bridge(
+        dir.path(),
+        &careful_script(),
+        &["tt-agent:default", "tt-agent:allow-mcp-servers"],
+        tt_runtime::CommitBridgeChoice::Transcript,
+    );
+    let coded = |command: &str, err: &Value| {
+        assert!(
+            err["code"].as_str().is_some_and(|code| code.contains('.')),
+            "{command}: {err}"
+        );
+        assert!(err["message"].is_string(), "{command}: {err}");
+    };
+    for &command in tt_runtime::HOST_COMMANDS {
+        let err = app
+            .invoke(command, json!({"request": 42}))
+            .expect_err(command);
+        coded(command, &err);
+        assert_eq!(err["code"], "host.request_invalid", "{command}: {err}");
+    }
+    for &command in tt_runtime::HOST_COMMANDS {
+        // Fields a command does not take are ignored or refused; a run it reads is unknown.
+        let request = json!({"runId": "run_unknown", "taskId": "task_x", "invocationId": "inv_x",
+            "path": "output/main.md", "reference": "run.json", "assemblyId": "pa_x",
+            "approvalId": "ap_x", "decision": "approve", "commitId": "c", "messageId": "m",
+            "updateId": "u", "callKey": "k", "text": "t"});
+        if let Err(err) = app.invoke(command, json!({ "request": request })) {
+            coded(command, &err);
+        }
+    }
+}

@@ -19,6 +19,7 @@ mod pool;
 mod profiles;
 mod recovery;
 mod retry;
+mod run_watch;
 mod runs;
 pub mod schema;
 mod skills;
@@ -153,6 +154,12 @@ impl PostgresStore {
             recovering: tokio::sync::Mutex::new(()),
             _listener: listener,
         })
+    }
+
+    /// Whether the store's LISTEN connection is open (journal waits and runs watches hear
+    /// other hosts).
+    pub(crate) fn listening(&self) -> bool {
+        self._listener.is_some()
     }
 
     /// This store's owner id in `run_leases`.

@@ -2,6 +2,9 @@
 //! `<runId> <seq>` (delivered when it commits), and one listening connection per store turns
 //! those into a watch of the newest seq per run, which `RunJournal::wait_for_append` waits on.
 //! Until the listener is up (or if it fails) waits fall back to their timeout, which still works.
+//! The same connection listens on `tt_runs` (a run created, its record saved or a new status
+//! journaled: migration 16) and hands both channels' run ids to the runs watches
+//! (`run_watch.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -9,19 +12,49 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 /// The channel every append notifies.
 pub const CHANNEL: &str = "tt_journal";
+/// The channel a run's creation, a saved record or a new journaled status notifies.
+pub const RUNS_CHANNEL: &str = "tt_runs";
 
-/// The newest seq heard per run, for the runs someone waits on.
-#[derive(Default)]
+/// How many run changes a slow runs watch may fall behind before it is told it lagged.
+const CHANGES_KEPT: usize = 1024;
+
+/// A run some host changed: its id, and whether its record or status changed (`tt_runs`) or
+/// only its journal grew (`tt_journal`).
+pub(crate) type HeardChange = (String, bool);
+
+/// The newest seq heard per run, for the runs someone waits on; and every run change heard,
+/// for the runs watches.
 pub(crate) struct Heard {
     runs: Mutex<HashMap<String, watch::Sender<u64>>>,
+    changes: broadcast::Sender<HeardChange>,
+}
+
+impl Default for Heard {
+    fn default() -> Self {
+        Self {
+            runs: Mutex::default(),
+            changes: broadcast::channel(CHANGES_KEPT).0,
+        }
+    }
 }
 
 impl Heard {
+    /// Every run change heard from now on.
+    pub(crate) fn changes(&self) -> broadcast::Receiver<HeardChange> {
+        self.changes.subscribe()
+    }
+
+    fn run_changed(&self, run_id: &str) {
+        if self.changes.receiver_count() > 0 {
+            let _ = self.changes.send((run_id.to_owned(), true));
+        }
+    }
+
     fn subscribe(&self, run_id: &str) -> watch::Receiver<u64> {
         let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         runs.retain(|_, sender| sender.receiver_count() > 0);
@@ -37,6 +70,9 @@ impl Heard {
         let Ok(seq) = seq.parse::<u64>() else {
             return;
         };
+        if self.changes.receiver_count() > 0 {
+            let _ = self.changes.send((run_id.to_owned(), false));
+        }
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(sender) = runs.get(run_id) {
             sender.send_if_modified(|newest| {
@@ -71,12 +107,17 @@ pub(crate) async fn spawn_listener(
                 return;
             };
             match message {
+                Ok(AsyncMessage::Notification(note)) if note.channel() == RUNS_CHANNEL => {
+                    heard.run_changed(note.payload());
+                }
                 Ok(AsyncMessage::Notification(note)) => heard.heard(note.payload()),
                 Ok(_) => {}
                 Err(_) => return,
             }
         }
     });
-    client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    client
+        .batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {RUNS_CHANNEL}"))
+        .await?;
     Ok(client)
 }

@@ -347,6 +347,16 @@ impl AgentRunRepository for PostgresStore {
         })
         .await
     }
+
+    /// `None` when the store has no listening connection (it could not be opened).
+    fn watch_runs(&self) -> Option<Box<dyn tt_ports::RunWatch>> {
+        self.listening().then(|| {
+            Box::new(crate::run_watch::PgRunWatch::new(
+                self.heard.changes(),
+                std::sync::Arc::downgrade(&self.ownership),
+            )) as Box<dyn tt_ports::RunWatch>
+        })
+    }
 }
 
 #[async_trait]

@@ -419,6 +419,27 @@ CREATE TABLE tt_mcp_servers (
 );
 "#,
     ),
+    (
+        16,
+        "a run created or changed notifies channel tt_runs with its id",
+        // The runs list's live feed across hosts (`run_watch.rs`): a new run, a saved record
+        // or a new journaled status notifies at commit. A journal append that states no
+        // status (only `last_seq` moves) does not; those are heard on `tt_journal`.
+        r#"
+CREATE FUNCTION tt_notify_run_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM pg_notify('tt_runs', NEW.run_id);
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER tt_run_created AFTER INSERT ON runs
+    FOR EACH ROW EXECUTE FUNCTION tt_notify_run_changed();
+CREATE TRIGGER tt_run_changed AFTER UPDATE ON runs
+    FOR EACH ROW
+    WHEN (OLD.body IS DISTINCT FROM NEW.body OR OLD.journal_status IS DISTINCT FROM NEW.journal_status)
+    EXECUTE FUNCTION tt_notify_run_changed();
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

@@ -39,6 +39,7 @@ mod profiles;
 mod reader;
 mod rebuild;
 mod recovery;
+mod run_watch;
 mod runs;
 mod segment;
 mod show;

@@ -378,6 +378,10 @@ impl AgentRunRepository for UserDataStore {
         self.sync_run(run_id).await?;
         self.close_run(run_id)
     }
+
+    fn watch_runs(&self) -> Option<Box<dyn tt_ports::RunWatch>> {
+        Some(Box::new(crate::run_watch::FileRunWatch::new(&self.inner)))
+    }
 }
 
 #[async_trait]

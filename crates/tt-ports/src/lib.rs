@@ -36,8 +36,8 @@ pub use prompt::{
     PromptAssemblyFingerprint, PromptAssemblyRequest, PromptAssemblyScope,
 };
 pub use runs::{
-    AgentInvocationRepository, AgentRunRepository, RunDocument, RunListPage, SerializedDocument,
-    TaskTransitionOutcome,
+    AgentInvocationRepository, AgentRunRepository, RunChange, RunDocument, RunListPage, RunWatch,
+    SerializedDocument, TaskTransitionOutcome,
 };
 pub use skills::SkillRepository;
 pub use system::{Clock, IdGenerator};

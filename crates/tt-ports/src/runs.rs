@@ -224,6 +224,32 @@ pub trait AgentRunRepository: Send + Sync {
         let _ = run_id;
         Ok(())
     }
+
+    /// Follows the runs that other processes or hosts sharing this store create or change
+    /// (a runs list's live feed; this process's own changes reach it through the runtime's
+    /// events, not here). Each watch is independent and ends when dropped. `None` (the
+    /// default): the store has no other writer (the in-memory fake) or cannot watch.
+    fn watch_runs(&self) -> Option<Box<dyn RunWatch>> {
+        None
+    }
+}
+
+/// What a [`RunWatch`] saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunChange {
+    /// Another writer created the run or changed it (its record, its status, its journal).
+    Changed(RunId),
+    /// Changes were missed (the watcher fell behind or lost its source): re-read the runs.
+    Lagged,
+}
+
+/// A live feed of the runs other writers of a store create or change
+/// ([`AgentRunRepository::watch_runs`]).
+#[async_trait]
+pub trait RunWatch: Send {
+    /// The next change; `None` once the watch has ended (its store is gone). Cancel-safe: a
+    /// call dropped before it returns (a `select!` that took another branch) loses nothing.
+    async fn next(&mut self) -> Option<RunChange>;
 }
 
 /// One JSON value serialized compactly: valid JSON on one line, since the only way to make one

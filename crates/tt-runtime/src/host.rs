@@ -334,9 +334,7 @@ impl AgentRuntime {
         // A shutdown that began while the run was being created may have taken the list
         // before the push: then this call settles the run itself.
         if self.shut_down.load(Ordering::SeqCst) {
-            let _ = self.service.cancel_run(&run.id).await;
-            let _ = self.service.wait_for_run(&run.id).await;
-            let _ = self.file_store.close_run(&run.id);
+            self.stop_late_run(&run.id).await;
             return Err(shut_down_error());
         }
         Ok(run)
@@ -357,9 +355,7 @@ impl AgentRuntime {
         let run = self.service.resume_run(&RunId::from_raw(run_id)).await?;
         self.started_runs().push(run.id.clone());
         if self.shut_down.load(Ordering::SeqCst) {
-            let _ = self.service.cancel_run(&run.id).await;
-            let _ = self.service.wait_for_run(&run.id).await;
-            let _ = self.file_store.close_run(&run.id);
+            self.stop_late_run(&run.id).await;
             return Err(shut_down_error());
         }
         Ok(run)

@@ -7,7 +7,9 @@
 //! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` spans wait, at most that many per post, each post bounded by
 //! `OTEL_BSP_EXPORT_TIMEOUT`. What is left of a run is posted when it ends. The spans are the
 //! run's journal seen as traces (`AgentRunService::otel_traces`), their ids derived from the
-//! run, so each is sent once. Only `http://` endpoints are spoken to (OTLP/HTTP with a JSON
+//! run, so each is sent once, also when a run is resumed (in this process after it was
+//! forgotten, or in another): a run met part way counts as sent what its journal held at its
+//! last end, when the exporter that followed it then posted all that was left. Only `http://` endpoints are spoken to (OTLP/HTTP with a JSON
 //! body); a failed post stops a run's posts until its end, which tries once more.
 
 use serde_json::Value;
@@ -22,8 +24,9 @@ use tt_application::AgentRunService;
 use tt_domain::event::{AgentRunEvent, RunEventType as T};
 use tt_domain::ids::RunId;
 
-/// Runs whose export has ended that are remembered (so a late flush or a resume does not send
-/// their spans again); older ones are forgotten.
+/// Runs whose export has ended that are remembered (so a late flush does not send their spans
+/// again); older ones are forgotten. A forgotten run resumed later is met part way, and what
+/// was sent of it is read off its journal (`otel_spans_sent_before`), so only its new spans go.
 const FINISHED_RUNS_KEPT: usize = 256;
 
 /// Where and how spans are exported; [`from_env`](Self::from_env) reads the OpenTelemetry SDKs'
@@ -271,6 +274,25 @@ impl Exporter {
     }
 
     async fn on_event(&mut self, event: &AgentRunEvent) {
+        if !self.runs.contains_key(&event.run_id) && event.seq > 1 {
+            // Met part way (a run resumed by this process after it was forgotten, or first
+            // written by another process): what was sent of it before is read off its journal.
+            let sent = match self.service.upgrade() {
+                Some(service) => service
+                    .otel_spans_sent_before(&event.run_id, event.seq)
+                    .await
+                    .map(|ids| ids.into_iter().collect())
+                    .unwrap_or_default(),
+                None => HashSet::new(),
+            };
+            self.runs.insert(
+                event.run_id.clone(),
+                RunExport {
+                    sent,
+                    ..RunExport::default()
+                },
+            );
+        }
         let run = self.runs.entry(event.run_id.clone()).or_default();
         // A run resumed in this process is followed again.
         run.finished = false;

@@ -3,8 +3,10 @@
 //!
 //! It is fed by the events this runtime journals: a run-status event (`run_created`,
 //! `status_changed`, `run_cancel_requested`, a terminal `run_*` event) yields the run as it is
-//! now. Runs another process writes are not seen here (no notification crosses processes): a
-//! host that also shows those re-reads `list_runs` now and then.
+//! now; and by the store's watch of the runs other processes or hosts write
+//! (`AgentRunRepository::watch_runs`: on the file store a poll of the run index and of those
+//! runs' journals, on PostgreSQL LISTEN/NOTIFY), each change of one of those yielding that run
+//! as it is now.
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tt_application::AgentRunService;
 use tt_domain::event::{AgentRunEvent, RunEventType};
 use tt_domain::run::AgentRun;
+use tt_ports::{RunChange, RunWatch};
 
 /// One item of [`RunUpdates`]. On the wire: `{"type": "changed", "run": {…}}` or
 /// `{"type": "lagged"}`.
@@ -30,8 +33,24 @@ pub enum RunUpdate {
 /// A live feed of run status changes; see [`crate::AgentRuntime::run_updates`].
 pub struct RunUpdates {
     events: broadcast::Receiver<AgentRunEvent>,
+    /// The runs other writers of the store change; `None` when the store cannot watch.
+    others: Option<Box<dyn RunWatch>>,
     service: Arc<AgentRunService>,
     streams_end: CancellationToken,
+}
+
+/// Where a change came from.
+enum Source {
+    Here(Result<AgentRunEvent, broadcast::error::RecvError>),
+    Elsewhere(Option<RunChange>),
+}
+
+/// The next change another writer made; never, without a watch.
+async fn next_elsewhere(others: &mut Option<Box<dyn RunWatch>>) -> Option<RunChange> {
+    match others {
+        Some(watch) => watch.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl std::fmt::Debug for RunUpdates {
@@ -51,8 +70,10 @@ impl RunUpdates {
         service: Arc<AgentRunService>,
         streams_end: CancellationToken,
     ) -> Self {
+        let others = service.services().runs.watch_runs();
         Self {
             events,
+            others,
             service,
             streams_end,
         }
@@ -62,22 +83,29 @@ impl RunUpdates {
     pub async fn next(&mut self) -> Option<RunUpdate> {
         loop {
             // Biased: once the runtime has shut down, updates still buffered are not given.
-            let received = tokio::select! {
+            let source = tokio::select! {
                 biased;
                 () = self.streams_end.cancelled() => return None,
-                received = self.events.recv() => received,
+                received = self.events.recv() => Source::Here(received),
+                change = next_elsewhere(&mut self.others) => Source::Elsewhere(change),
             };
-            match received {
-                Ok(event) if changes_run_status(&event.event_type) => {
-                    // A run that cannot be read right now (a storage hiccup) is skipped: its
-                    // next change, or the host's next `list_runs`, shows it.
-                    if let Ok(run) = self.service.get_run(&event.run_id).await {
-                        return Some(RunUpdate::Changed(Box::new(run)));
-                    }
+            let changed = match source {
+                Source::Here(Ok(event)) if changes_run_status(&event.event_type) => event.run_id,
+                Source::Here(Ok(_)) => continue,
+                Source::Here(Err(broadcast::error::RecvError::Lagged(_)))
+                | Source::Elsewhere(Some(RunChange::Lagged)) => return Some(RunUpdate::Lagged),
+                Source::Here(Err(broadcast::error::RecvError::Closed)) => return None,
+                Source::Elsewhere(Some(RunChange::Changed(run_id))) => run_id,
+                // The store's watch ended: this process's own changes still come.
+                Source::Elsewhere(None) => {
+                    self.others = None;
+                    continue;
                 }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => return Some(RunUpdate::Lagged),
-                Err(broadcast::error::RecvError::Closed) => return None,
+            };
+            // A run that cannot be read right now (a storage hiccup) is skipped: its next
+            // change, or the host's next `list_runs`, shows it.
+            if let Ok(run) = self.service.get_run(&changed).await {
+                return Some(RunUpdate::Changed(Box::new(run)));
             }
         }
     }

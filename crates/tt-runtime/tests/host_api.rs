@@ -507,6 +507,91 @@ async fn shutdown_interrupts_live_runs_ends_streams_and_refuses_later_calls() {
     assert_eq!(stopped_again[0].status, AgentRunStatus::Interrupted);
 }
 
+/// Ids as the runtime makes them, except that once armed the next id is held until the test
+/// lets it go (so a run's creation can be caught half way while a shutdown begins).
+#[derive(Default)]
+struct GatedIds {
+    next: std::sync::atomic::AtomicU64,
+    #[allow(clippy::type_complexity)]
+    armed: std::sync::Mutex<Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>)>>,
+}
+
+impl tt_ports::IdGenerator for GatedIds {
+    fn next_token(&self) -> String {
+        let gate = self.armed.lock().unwrap().take();
+        if let Some((reached, release)) = gate {
+            reached.send(()).unwrap();
+            release.recv().unwrap();
+        }
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        format!("{:032x}", 0xa000_0000_u64 + n)
+    }
+}
+
+/// A run being created when `shutdown()` begins (after shutdown took its list of runs, before
+/// the run's executor started) is stopped as shutdown stops any run: it ends `interrupted`
+/// (`run_interrupted {reason: host_shutdown}`), never `cancelled`, and the next runtime
+/// resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_caught_by_shutdown_before_its_executor_starts_ends_interrupted() {
+    let dir = TempDir::new().unwrap();
+    let ids = Arc::new(GatedIds::default());
+    let runtime = Arc::new(
+        AgentRuntimeBuilder::new()
+            .data_dir(dir.path())
+            .provider(hanging_model())
+            .ids(ids.clone())
+            .build()
+            .unwrap(),
+    );
+    let (reached_tx, reached) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    *ids.armed.lock().unwrap() = Some((reached_tx, release_rx));
+    let starting = tokio::spawn({
+        let runtime = Arc::clone(&runtime);
+        async move { runtime.start_run(request()).await }
+    });
+    // The run's creation is held at its first id; shutdown begins and finds nothing to stop.
+    tokio::task::spawn_blocking(move || reached.recv().unwrap())
+        .await
+        .unwrap();
+    assert!(runtime.shutdown().await.unwrap().is_empty());
+    release.send(()).unwrap();
+    let refused = starting.await.unwrap().unwrap_err();
+    assert_eq!(refused.code, RUNTIME_SHUT_DOWN);
+
+    let reopened = self::runtime(dir.path(), hanging_model());
+    let runs = reopened
+        .list_runs(ListRunsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    let run_id = runs[0].id.to_string();
+    assert_eq!(runs[0].status, AgentRunStatus::Interrupted);
+    let events = reopened
+        .read_events(ReadEventsRequest {
+            run_id: run_id.clone(),
+            ..ReadEventsRequest::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    let last = events.last().unwrap();
+    assert_eq!(last.event_type, "run_interrupted");
+    assert_eq!(last.payload["reason"], "host_shutdown");
+    assert!(
+        !events.iter().any(|event| matches!(
+            event.event_type.as_str(),
+            "run_cancel_requested" | "run_cancelled"
+        )),
+        "{events:?}"
+    );
+    let resumed = reopened.resume_run(&run_id).await.unwrap();
+    assert!(!resumed.status.is_terminal());
+    let stopped = reopened.shutdown().await.unwrap();
+    assert_eq!(stopped[0].status, AgentRunStatus::Interrupted);
+}
+
 #[tokio::test]
 async fn shutdown_ends_a_stream_that_follows_a_run_another_runtime_owns() {
     let dir = TempDir::new().unwrap();
@@ -707,6 +792,92 @@ async fn run_updates_follow_a_run_from_its_start_to_its_end_and_stop_at_shutdown
     runtime.shutdown().await.unwrap();
     assert_eq!(updates.next().await, None);
     assert_eq!(runtime.run_updates().unwrap_err().code, RUNTIME_SHUT_DOWN);
+}
+
+/// The next update of `run_id` (others are skipped); a hang guard (not a timing): a minute
+/// without one fails.
+async fn next_update_of(
+    updates: &mut tt_runtime::RunUpdates,
+    run_id: &str,
+) -> tt_runtime::AgentRun {
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(60), updates.next()).await;
+        match next
+            .expect("no update within a minute")
+            .expect("the updates ended")
+        {
+            tt_runtime::RunUpdate::Changed(run) if run.id.as_str() == run_id => return *run,
+            _ => {}
+        }
+    }
+}
+
+/// Round 1 writes a file, round 2 waits a day (until the run is cancelled); each model call
+/// waits for a permit of the returned gate.
+fn gated_held_writer() -> (Arc<dyn ModelProvider>, Arc<tokio::sync::Semaphore>) {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let held = Arc::new(FnProvider::new(|request| {
+        Ok(match request.round {
+            1 => ModelReply::tool_call(
+                "workspace_write_file",
+                json!({"path": "output/main.md", "content": "Night fell.\n"}),
+            ),
+            _ => ModelReply::text("later").after(Duration::from_secs(86_400)),
+        })
+    }));
+    let model = Arc::new(postgres::GatedModel {
+        inner: held,
+        gate: Arc::clone(&gate),
+    });
+    (model, gate)
+}
+
+/// `other` (a runtime with its own store on the same data dir or database, as another process
+/// or host would be) starts a run of [`gated_held_writer`]: it shows in `viewer`'s run updates
+/// without any `list_runs`, as soon as it exists, again while it works (its first model call
+/// answered: its usage has moved), and at its end.
+async fn another_writers_run_shows_in_run_updates(
+    viewer: &AgentRuntime,
+    other: &AgentRuntime,
+    gate: &tokio::sync::Semaphore,
+) {
+    let mut updates = viewer.run_updates().unwrap();
+    let run = other.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    let first = next_update_of(&mut updates, &run_id).await;
+    assert_eq!(first.stable_chat_id, "embed-chat");
+    assert_eq!(viewer.usage(&run_id).await.unwrap().model_calls, 0);
+    // Rounds 1 and 2 may go: round 1 is answered, round 2 waits.
+    gate.add_permits(2);
+    loop {
+        let live = next_update_of(&mut updates, &run_id).await;
+        assert!(!live.status.is_terminal(), "{live:?}");
+        if viewer.usage(&run_id).await.unwrap().model_calls >= 1 {
+            break;
+        }
+    }
+    other.cancel_run(&run_id).await.unwrap();
+    loop {
+        let run = next_update_of(&mut updates, &run_id).await;
+        if run.status.is_terminal() {
+            assert_eq!(run.status, AgentRunStatus::Cancelled);
+            break;
+        }
+    }
+    other.shutdown().await.unwrap();
+    viewer.shutdown().await.unwrap();
+}
+
+/// A run another runtime with its own store starts on the same data dir (another process, as
+/// `tt-agent run` in a terminal would be) shows in this runtime's run updates at once, while
+/// it works and at its end, by the file store's watch.
+#[tokio::test]
+async fn run_updates_show_runs_another_runtime_writes_on_the_same_data_dir() {
+    let dir = TempDir::new().unwrap();
+    let viewer = transcript_runtime(dir.path(), committing_writer());
+    let (model, gate) = gated_held_writer();
+    let other = transcript_runtime(dir.path(), model);
+    another_writers_run_shows_in_run_updates(&viewer, &other, &gate).await;
 }
 
 #[tokio::test]

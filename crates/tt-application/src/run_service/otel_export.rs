@@ -93,6 +93,39 @@ impl AgentRunService {
         Ok(otlp_traces_with(&run, &events, &extras))
     }
 
+    /// The ids of the spans a live exporter had sent of a run before the event at `before_seq`,
+    /// as its journal tells them, for an exporter that meets the run there without remembering
+    /// it (a run resumed in a new process, or one the exporter forgot): an exporter posts all
+    /// that is left of a run when it ends, so everything the journal held at the run's last end
+    /// before `before_seq` went out then. A branch's copied events (up to `forkedFrom.seq`)
+    /// were sent under its source's trace, never its own: an end among them does not count.
+    /// Empty when no end comes before `before_seq`.
+    pub async fn otel_spans_sent_before(
+        &self,
+        run_id: &RunId,
+        before_seq: u64,
+    ) -> ApplicationResult<BTreeSet<String>> {
+        let run = self.get_run(run_id).await?;
+        let own_from = run.forked_from.as_ref().map_or(0, |fork| fork.seq);
+        let mut events = self.all_events(run_id).await?;
+        events.retain(|event| event.seq < before_seq);
+        let Some(end) = events
+            .iter()
+            .rposition(|event| event.seq > own_from && ends_run(&event.event_type))
+        else {
+            return Ok(BTreeSet::new());
+        };
+        events.truncate(end + 1);
+        let traces = otlp_traces_with(&run, &events, &OtelExtras::default());
+        Ok(traces
+            .pointer("/resourceSpans/0/scopeSpans/0/spans")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|span| span["spanId"].as_str().map(str::to_owned))
+            .collect())
+    }
+
     /// The default model of a named connection ("": the runtime's default provider).
     async fn default_model(&self, connection: &str) -> Option<String> {
         if connection.is_empty() {
@@ -126,4 +159,16 @@ impl AgentRunService {
             events.extend(page);
         }
     }
+}
+
+/// Whether the event ends the run (its live export posts all that is left of it then).
+fn ends_run(event_type: &RunEventType) -> bool {
+    matches!(
+        event_type,
+        RunEventType::RunCompleted
+            | RunEventType::RunPartialSuccess
+            | RunEventType::RunCancelled
+            | RunEventType::RunFailed
+            | RunEventType::RunInterrupted
+    )
 }

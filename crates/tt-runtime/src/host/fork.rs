@@ -29,9 +29,7 @@ impl AgentRuntime {
             .await?;
         self.started_runs().push(run.id.clone());
         if self.shut_down.load(Ordering::SeqCst) {
-            let _ = self.service.cancel_run(&run.id).await;
-            let _ = self.service.wait_for_run(&run.id).await;
-            let _ = self.file_store.close_run(&run.id);
+            self.stop_late_run(&run.id).await;
             return Err(shut_down_error());
         }
         Ok(run)

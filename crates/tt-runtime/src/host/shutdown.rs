@@ -68,6 +68,14 @@ impl AgentRuntime {
                 first_error.get_or_insert(HostError::new(error.code(), error.to_string()));
             }
         }
+        // The live export's last post of each stopped run goes out before the streams end
+        // (its task ends with them), within what is left of the grace: a host that exits
+        // right after `shutdown` loses none of their spans.
+        if let Some(otel) = &self.otel {
+            for run in &stopped {
+                let _ = tokio::time::timeout_at(deadline, otel.flush(&run.id)).await;
+            }
+        }
         self.streams_end.cancel();
         // The MCP servers this runtime started stop once no run can call them.
         self.tools.mcp.client().shutdown().await;
@@ -75,5 +83,21 @@ impl AgentRuntime {
             Some(error) => Err(error),
             None => Ok(stopped),
         }
+    }
+
+    /// Settles a run that started, resumed or branched while [`shutdown`](Self::shutdown) was
+    /// under way (after it had taken the list of runs to stop): stopped as shutdown stops a
+    /// run, so it ends `interrupted` (`run_interrupted {reason: "host_shutdown"}`) and the next
+    /// runtime can resume it, never `cancelled`. Waits for its executor (at most
+    /// [`SHUTDOWN_GRACE`]), then closes its storage; one still stopping past that is left to
+    /// the process's exit, as in `shutdown`.
+    pub(super) async fn stop_late_run(&self, run_id: &RunId) {
+        if let Some(mut done) = self.service.interrupt_for_shutdown(run_id) {
+            let waited = tokio::time::timeout(SHUTDOWN_GRACE, done.wait_for(|done| *done)).await;
+            if waited.is_err() {
+                return;
+            }
+        }
+        let _ = self.file_store.close_run(run_id);
     }
 }

@@ -35,18 +35,19 @@ async fn receiver() -> (String, mpsc::UnboundedReceiver<Vec<Value>>) {
                     break data[at + 4..at + 4 + length].to_vec();
                 }
             };
-            stream
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-                .await
-                .unwrap();
             let body: Value = serde_json::from_slice(&body).unwrap();
             let spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
                 .as_array()
                 .cloned()
                 .unwrap();
+            // Handed over before the answer: once a post returns, its spans are in `received`.
             if sender.send(spans).is_err() {
                 return;
             }
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+                .await
+                .unwrap();
         }
     });
     (url, received)
@@ -204,4 +205,99 @@ async fn a_host_run_sends_each_span_as_it_ends_with_genai_attributes() {
     ids.dedup();
     assert_eq!(ids.len(), count, "a span was sent twice");
     runtime.shutdown().await.unwrap();
+}
+
+/// Every span posted so far (after a post returned, its spans have been handed over).
+fn drain(received: &mut mpsc::UnboundedReceiver<Vec<Value>>) -> Vec<Value> {
+    let mut spans = Vec::new();
+    while let Ok(batch) = received.try_recv() {
+        spans.extend(batch);
+    }
+    spans
+}
+
+fn span_ids(spans: &[Value]) -> Vec<String> {
+    spans
+        .iter()
+        .map(|s| s["spanId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A run cancelled in one runtime (all its spans posted at its end) and resumed by a new
+/// runtime, which remembers nothing of it: the new one posts only the resumed leg's spans,
+/// never one of the first leg again (it reads what was sent off the journal).
+#[tokio::test]
+async fn a_resumed_run_exports_only_its_new_spans() {
+    let (endpoint, mut received) = receiver().await;
+    let dir = TempDir::new().unwrap();
+    let first = exporting_runtime(dir.path(), held_writer(), &endpoint);
+    let run = first.start_run(request()).await.unwrap();
+    let run_id = run.id.to_string();
+    let mut seen = Vec::new();
+    spans_named(
+        &mut received,
+        &mut seen,
+        &["chat gpt-4o-mini", "execute_tool workspace.write_file"],
+    )
+    .await;
+    first.cancel_run(&run_id).await.unwrap();
+    first.wait_for_run(&run_id).await.unwrap();
+    first.flush_otel(&run_id).await.unwrap().unwrap();
+    first.shutdown().await.unwrap();
+    seen.extend(drain(&mut received));
+    let first_leg = span_ids(&seen);
+    assert!(
+        seen.iter()
+            .any(|s| s["name"] == "invoke_agent default-writer"),
+        "the agent was not posted at the end: {seen:#?}"
+    );
+
+    let second = exporting_runtime(dir.path(), held_writer(), &endpoint);
+    second.resume_run(&run_id).await.unwrap();
+    let resumed_at = wait_for_event(&second, &run_id, "run_resumed").await.seq;
+    let mut events = second.subscribe(&run_id, resumed_at, None);
+    while let Some(event) = events.next().await.unwrap() {
+        if event.event_type == "model_call_attempt_started" {
+            break;
+        }
+    }
+    second.cancel_run(&run_id).await.unwrap();
+    second.wait_for_run(&run_id).await.unwrap();
+    second.flush_otel(&run_id).await.unwrap().unwrap();
+    let resumed = drain(&mut received);
+    let again: Vec<&Value> = resumed
+        .iter()
+        .filter(|s| first_leg.contains(&s["spanId"].as_str().unwrap().to_owned()))
+        .collect();
+    assert!(again.is_empty(), "sent again after the resume: {again:#?}");
+    // The resumed leg's own model call went out.
+    assert!(
+        resumed.iter().any(|s| s["name"] == "chat gpt-4o-mini"),
+        "{resumed:#?}"
+    );
+    second.shutdown().await.unwrap();
+}
+
+/// A run stopped by `shutdown` has all that is left of it posted before `shutdown` returns
+/// (its agent, ended by the stop), so a host that exits right after loses none of its spans.
+#[tokio::test]
+async fn shutdown_posts_what_is_left_of_the_runs_it_stops_before_it_returns() {
+    let (endpoint, mut received) = receiver().await;
+    let dir = TempDir::new().unwrap();
+    let runtime = exporting_runtime(dir.path(), held_writer(), &endpoint);
+    runtime.start_run(request()).await.unwrap();
+    let mut seen = Vec::new();
+    spans_named(
+        &mut received,
+        &mut seen,
+        &["execute_tool workspace.write_file"],
+    )
+    .await;
+    runtime.shutdown().await.unwrap();
+    seen.extend(drain(&mut received));
+    assert!(
+        seen.iter()
+            .any(|s| s["name"] == "invoke_agent default-writer"),
+        "the agent was not posted by shutdown: {seen:#?}"
+    );
 }

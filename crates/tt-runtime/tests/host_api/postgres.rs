@@ -207,9 +207,9 @@ async fn a_waiter_and_a_subscriber_see_the_run_of_an_owner_that_lost_its_lease_i
 }
 
 /// A model that answers each call only when the test lets it (one permit per call).
-struct GatedModel {
-    inner: Arc<dyn ModelProvider>,
-    gate: Arc<Semaphore>,
+pub(crate) struct GatedModel {
+    pub(crate) inner: Arc<dyn ModelProvider>,
+    pub(crate) gate: Arc<Semaphore>,
 }
 
 #[async_trait]
@@ -358,4 +358,19 @@ async fn shutdown_does_not_wait_on_a_run_another_host_took_over() {
     let run = taker.get_run(&run_id).await.unwrap();
     assert!(!run.status.is_terminal(), "{run:?}");
     assert_eq!(taker.shutdown().await.unwrap().len(), 1);
+}
+
+/// A run another host of the database starts (a second runtime with its own store, as another
+/// process would be) shows in this runtime's run updates without any `list_runs`, over
+/// LISTEN/NOTIFY: as soon as it exists, again while it works (its first model call answered:
+/// its usage has moved), and at its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_updates_show_runs_another_host_writes() {
+    let url = fresh_database().await;
+    let dir = TempDir::new().unwrap();
+    let viewer = pg_runtime(&url, dir.path(), committing_writer(), None).await;
+    let other_dir = TempDir::new().unwrap();
+    let (model, gate) = super::gated_held_writer();
+    let other = pg_runtime(&url, other_dir.path(), model, None).await;
+    super::another_writers_run_shows_in_run_updates(&viewer, &other, &gate).await;
 }
