@@ -146,8 +146,11 @@ pub(crate) fn runtime_over(
     AgentRuntimeBuilder::new()
         .data_dir(dir.path())
         .provider(provider)
+        // A busy two-core machine may take minutes for one answer: the call deadline is the
+        // provider's long timeout, not the default 300 s.
         .provider_model_info(ConnectionModelInfo {
             context_window_tokens: window,
+            call_deadline: Some(Duration::from_secs(1200)),
             ..Default::default()
         })
         .commit_bridge(CommitBridgeChoice::Transcript)
@@ -338,6 +341,7 @@ async fn real_llama_settings_reach_the_server_and_later_rounds_are_served_from_i
     request.generation = GenerationSettings {
         temperature: Some(0.0),
         seed: Some(7),
+        max_output_tokens: Some(200),
         ..Default::default()
     };
     let run = runtime.start_run(request).await.unwrap();
