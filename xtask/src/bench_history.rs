@@ -67,6 +67,9 @@ struct Sample {
     start_s: f64,
     run_s: f64,
     runs_s: f64,
+    /// CPU seconds of the start and of the run (NaN from a tt-bench that does not report it).
+    start_cpu_s: f64,
+    run_cpu_s: f64,
 }
 
 /// Seeds, samples alternated, prints a table (CSV) on stdout.
@@ -106,12 +109,15 @@ fn measure(binary: &Path, args: &HistoryArgs, temp: &Path) -> Result<()> {
                 start_s: float("startS")?,
                 run_s: float("runS")?,
                 runs_s: float("runsS")?,
+                start_cpu_s: float("startCpuS").unwrap_or(f64::NAN),
+                run_cpu_s: float("runCpuS").unwrap_or(f64::NAN),
             };
             eprintln!(
-                "bench history: {size} runs, sample {round}/{}: start {:.1} ms, run {:.1} ms, runs {:.1} ms",
+                "bench history: {size} runs, sample {round}/{}: start {:.1} ms, run {:.1} ms (cpu {:.0} ms), runs {:.1} ms",
                 args.samples,
                 sample.start_s * 1e3,
                 sample.run_s * 1e3,
+                (sample.start_cpu_s + sample.run_cpu_s) * 1e3,
                 sample.runs_s * 1e3
             );
             taken.push(sample);
@@ -127,9 +133,9 @@ fn print_table(sizes: &[u64], samples: &[Vec<Sample>]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "earlier_runs,start_ms,run_ms,start_plus_run_ms,runs_first_page_ms,per_run_vs_empty,runs_vs_empty"
+        "earlier_runs,start_ms,run_ms,start_plus_run_ms,runs_first_page_ms,per_run_vs_empty,runs_vs_empty,start_plus_run_cpu_ms,cpu_vs_empty"
     )?;
-    let mut base: Option<(f64, f64)> = None;
+    let mut base: Option<(f64, f64, f64)> = None;
     for (size, taken) in sizes.iter().zip(samples) {
         let pick = |field: fn(&Sample) -> f64| {
             median(&taken.iter().map(field).collect::<Vec<_>>())
@@ -140,12 +146,15 @@ fn print_table(sizes: &[u64], samples: &[Vec<Sample>]) -> Result<()> {
         let run = pick(|s| s.run_s)?;
         let total = pick(|s| s.start_s + s.run_s)?;
         let runs = pick(|s| s.runs_s)?;
-        let (base_total, base_runs) = *base.get_or_insert((total, runs));
+        // NaN (printed as such) when the tt-bench measured does not report CPU.
+        let cpu = pick(|s| s.start_cpu_s + s.run_cpu_s).unwrap_or(f64::NAN);
+        let (base_total, base_runs, base_cpu) = *base.get_or_insert((total, runs, cpu));
         writeln!(
             out,
-            "{size},{start:.2},{run:.2},{total:.2},{runs:.2},{:.2},{:.2}",
+            "{size},{start:.2},{run:.2},{total:.2},{runs:.2},{:.2},{:.2},{cpu:.1},{:.2}",
             total / base_total,
-            runs / base_runs
+            runs / base_runs,
+            cpu / base_cpu
         )?;
     }
     out.flush()?;

@@ -164,6 +164,8 @@ fn write_copy(
 
 /// One sample in `data_dir`: the start, one small run, the first page of `runs`.
 pub async fn sample(data_dir: &Path, signals: &tt_runtime::StopSignals) -> Result<Value> {
+    let ticks = crate::procstat::clock_ticks_per_second();
+    let cpu_started = crate::procstat::cpu_seconds(ticks)?;
     let started = Instant::now();
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
@@ -171,7 +173,9 @@ pub async fn sample(data_dir: &Path, signals: &tt_runtime::StopSignals) -> Resul
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?;
     let start_s = started.elapsed().as_secs_f64();
+    let start_cpu_s = crate::procstat::cpu_seconds(ticks)? - cpu_started;
     crate::fanout::install_profiles(&runtime, 1).await?;
+    let cpu_before_run = crate::procstat::cpu_seconds(ticks)?;
     let run_started = Instant::now();
     let run = signals
         .shielded(runtime.start_run(start_request(1)))
@@ -182,6 +186,8 @@ pub async fn sample(data_dir: &Path, signals: &tt_runtime::StopSignals) -> Resul
         .await
         .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
     let run_s = run_started.elapsed().as_secs_f64();
+    // CPU as well as wall time: a run's wall time on a shared disk is mostly its fsyncs.
+    let run_cpu_s = crate::procstat::cpu_seconds(ticks)? - cpu_before_run;
     ensure!(
         finished.status == tt_runtime::AgentRunStatus::Completed,
         "the run ended `{}`",
@@ -204,6 +210,8 @@ pub async fn sample(data_dir: &Path, signals: &tt_runtime::StopSignals) -> Resul
     Ok(json!({
         "startS": start_s,
         "runS": run_s,
+        "startCpuS": start_cpu_s,
+        "runCpuS": run_cpu_s,
         "runsS": runs_s,
         "listed": listing.len(),
     }))
