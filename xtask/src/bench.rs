@@ -295,20 +295,7 @@ pub fn parse_sample(stdout: &str) -> Result<FanoutSample> {
     })
 }
 
-/// The median (mean of the middle two for an even count); `None` when empty or not a number.
-pub fn median(values: &[f64]) -> Option<f64> {
-    if values.is_empty() || values.iter().any(|v| v.is_nan()) {
-        return None;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted.get(mid).copied()
-    } else {
-        Some((sorted.get(mid - 1)? + sorted.get(mid)?) / 2.0)
-    }
-}
+pub use crate::stats::median;
 
 /// One CSV row from the samples of one N: medians of wall time, peak RSS and CPU; the turn and
 /// call counts must agree across samples.

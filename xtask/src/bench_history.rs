@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, anyhow, ensure};
 use serde_json::Value;
 
-use crate::bench::median;
+use crate::stats::median;
 
 /// Earlier runs in the data dirs measured by default.
 pub const DEFAULT_SIZES: [u64; 4] = [0, 1_000, 10_000, 100_000];

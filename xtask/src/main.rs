@@ -16,6 +16,7 @@ mod module_graph;
 mod process;
 mod soak;
 mod sources;
+mod stats;
 mod tidy;
 mod violation;
 
