@@ -283,3 +283,25 @@ async fn a_conversation_lists_only_its_own_runs() {
         .collect();
     assert_eq!(listed, [mine.id]);
 }
+
+#[tokio::test]
+async fn a_run_resumed_after_its_end_is_marked_again_before_its_record_says_so() {
+    let mut fx = Fixture::new();
+    fx.store
+        .recover_interrupted_runs(ts(1), event_ids())
+        .unwrap();
+    let (run, _) = fx.run(1).await;
+    finish(&fx.store, &run, AgentRunStatus::Interrupted).await;
+    assert!(marked(&fx.data_root()).is_empty());
+    let mut resumed = run.clone();
+    resumed.status = AgentRunStatus::CallingModel;
+    fx.store.save_run(&resumed).await.unwrap();
+    assert_eq!(marked(&fx.data_root()), [run.id.as_str()]);
+    // Its process dies: the next start finds it.
+    let store = fx.reopen();
+    let recovered = store
+        .recover_interrupted_runs(ts(100), event_ids())
+        .unwrap();
+    assert_eq!(recovered.len(), 1);
+    assert_eq!(recovered[0].run_id, run.id);
+}
