@@ -41,6 +41,9 @@ usage: cargo xtask bench fanout [--n N] [--store URL]
                                                first request's tokens on that server
        cargo xtask bench mcp                   the runtime's overhead per MCP call over stdio
                                                (needs the MCP test servers: their install.sh)
+       cargo xtask bench history [--sizes 0,1000,10000,100000] [--samples 7] [--binary B]
+                                               a small run and the first page of `runs` in
+                                               data dirs of that many earlier runs; CSV
        cargo xtask bench channel [--n N]       a fan-out's events through the Tauri plugin's
                                                channel: order, latency, events/s (N = 256);
                                                a JSON line on stdout
@@ -68,6 +71,7 @@ pub enum BenchCommand {
     Channel {
         children: u32,
     },
+    History(crate::bench_history::HistoryArgs),
 }
 
 /// The channel benchmark's fan-out size by default.
@@ -96,6 +100,7 @@ pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
             })
         }
         ("mcp", []) => Ok(BenchCommand::Mcp),
+        ("history", flags) => Ok(BenchCommand::History(crate::bench_history::parse(flags)?)),
         ("channel", []) => Ok(BenchCommand::Channel {
             children: DEFAULT_CHANNEL_CHILDREN,
         }),
@@ -150,6 +155,12 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     if let BenchCommand::Channel { children } = command {
         return channel(root, children);
     }
+    // `bench history --binary B` measures a tt-bench built elsewhere: nothing to build.
+    if let BenchCommand::History(args) = &command
+        && let Some(binary) = &args.binary
+    {
+        return crate::bench_history::run(binary, args);
+    }
     let metadata = Metadata::read(root)?;
     build_release(root)?;
     let binary = metadata.target_dir.join("release").join("tt-bench");
@@ -162,6 +173,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         BenchCommand::Prefix { server } => prefix(&binary, server.as_deref()),
         BenchCommand::Mcp => mcp(&binary),
         BenchCommand::Channel { children } => channel(root, children),
+        BenchCommand::History(args) => crate::bench_history::run(&binary, &args),
     }
 }
 
@@ -283,20 +295,7 @@ pub fn parse_sample(stdout: &str) -> Result<FanoutSample> {
     })
 }
 
-/// The median (mean of the middle two for an even count); `None` when empty or not a number.
-pub fn median(values: &[f64]) -> Option<f64> {
-    if values.is_empty() || values.iter().any(|v| v.is_nan()) {
-        return None;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted.get(mid).copied()
-    } else {
-        Some((sorted.get(mid - 1)? + sorted.get(mid)?) / 2.0)
-    }
-}
+pub use crate::stats::median;
 
 /// One CSV row from the samples of one N: medians of wall time, peak RSS and CPU; the turn and
 /// call counts must agree across samples.

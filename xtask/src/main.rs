@@ -4,6 +4,7 @@
 //! `journal`) in release, `soak` runs stress tests (`crash`) in release.
 
 mod bench;
+mod bench_history;
 mod ci;
 mod error_codes;
 mod file_graph;
@@ -17,6 +18,7 @@ mod process;
 mod sibling_cycles;
 mod soak;
 mod sources;
+mod stats;
 mod tidy;
 mod violation;
 
@@ -35,7 +37,7 @@ commands:
   errors  write docs/errors.md from the error-code table (crates/tt-domain/src/error_codes/)
   bench   run a benchmark in release: `bench fanout [--n N] [--store URL]`,
           `bench journal [--events N]`, `bench prefix`, `bench mcp`,
-          `bench channel [--n N]`
+          `bench channel [--n N]`, `bench history [--sizes …] [--samples S]`
   soak    stress in release: `soak crash [--resume] [--trials N] [--store URL]` (SIGKILL a
           fan-out run, reopen, check; with --resume, resume it after each kill until it
           completes; with --store postgres://…, the runs are kept on that server);

@@ -268,6 +268,39 @@ impl AgentRunRepository for PostgresStore {
         .await
     }
 
+    async fn list_chat_runs(&self, stable_chat_id: &str) -> StorageResult<Vec<AgentRun>> {
+        retrying(|_| async move {
+            let conn = self.pool.get().await?;
+            let rows = conn
+                .query(
+                    &format!(
+                        "SELECT r.body, {OBSERVED_COLUMNS} FROM runs r
+                         LEFT JOIN run_leases l ON l.run_id = r.run_id
+                         WHERE tt_run_chat(r.body) = $1"
+                    ),
+                    &[&stable_chat_id],
+                )
+                .await
+                .map_err(io("the runs of a conversation"))?;
+            // As `list_runs`: a body that does not parse is left out.
+            Ok(rows
+                .iter()
+                .filter_map(|row| {
+                    let run = parse::<AgentRun>("run", row.get(0)).ok()?;
+                    if self.ownership.holds(&run.id) {
+                        return Some(run);
+                    }
+                    let observed = Observed {
+                        journal_status: row.get(1),
+                        owner_gone: row.get(2),
+                    };
+                    Some(observed.apply(run))
+                })
+                .collect())
+        })
+        .await
+    }
+
     async fn unreadable_runs(&self) -> StorageResult<Vec<UnreadableRun>> {
         retrying(|_| async move {
             let conn = self.pool.get().await?;

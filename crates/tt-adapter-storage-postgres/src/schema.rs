@@ -440,6 +440,25 @@ CREATE TRIGGER tt_run_changed AFTER UPDATE ON runs
     EXECUTE FUNCTION tt_notify_run_changed();
 "#,
     ),
+    (
+        17,
+        "the runs of a conversation by index",
+        // `list_chat_runs` (a conversation's latest state, its one-writer rule) reads only the
+        // conversation's rows, whatever the database holds. An expression index on the body
+        // the row already keeps: nothing to backfill, nothing more to write. A body that is
+        // not JSON (damage) indexes as NULL rather than refusing the write.
+        r#"
+CREATE FUNCTION tt_run_chat(body text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN (body::jsonb) ->> 'stableChatId';
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END
+$$;
+CREATE INDEX runs_by_chat ON runs (tt_run_chat(body));
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

@@ -16,10 +16,13 @@ use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_ports::{StorageError, StorageResult};
 
+use std::path::{Path, PathBuf};
+
 use crate::UserDataStore;
 use crate::fsutil::write_json_atomic;
 use crate::layout::RUN_FILE;
 use crate::owned::{self, OwnedRun};
+use crate::run_index;
 use crate::runs::load_run_file;
 
 /// The `reason` of `run_interrupted` when the process that ran the run went away.
@@ -50,23 +53,120 @@ impl UserDataStore {
         if inner.flusher.is_none() {
             return Ok(Vec::new());
         }
-        // Temp files of data-dir-wide writes (profiles, the run index, promoted states, chat heads) that a
-        // killed process left behind.
         crate::fsutil::remove_stale_temp_entries(&inner.layout.profiles_dir())?;
-        crate::fsutil::remove_stale_temp_entries(&inner.layout.index_runs_dir())?;
-        if let Some(summaries) = inner.layout.summary_file("x").parent() {
-            crate::fsutil::remove_stale_temp_entries(summaries)?;
-        }
-        if let Ok(chats) = std::fs::read_dir(inner.layout.root().join("chats")) {
-            for chat in chats.flatten() {
-                crate::fsutil::remove_stale_temp_entries(&chat.path().join("persistent-states"))?;
-                crate::fsutil::remove_stale_temp_entries(&chat.path().join("chat-head"))?;
+        // Only the runs the unfinished index names are read (docs/storage.md, "The run
+        // indexes"); without a complete index, every run is scanned once to write it.
+        let marked = match run_index::marked_runs(&inner.layout)? {
+            Some(marked) if run_index::log_is_complete(&inner.layout) => marked,
+            _ => self.rebuild_run_indexes()?,
+        };
+        let mut recovered = Vec::new();
+        let mut crashed_chats = Vec::new();
+        for marked in marked {
+            let Some(dir) = self.marked_run_dir(&marked)? else {
+                continue;
+            };
+            if inner.is_owned(&marked.run_id) || owned::has_live_owner(&dir) {
+                continue;
+            }
+            if let Some(chat) = dir.parent().and_then(Path::parent) {
+                crashed_chats.push(chat.to_path_buf());
+            }
+            if let Some(run) = self.recover_marked(&marked.run_id, &dir, now, &mut next_event_id)? {
+                recovered.push(run);
             }
         }
+        if !crashed_chats.is_empty() {
+            // A process died holding runs: the data-dir-wide temp files it may have left.
+            remove_shared_temp_entries(&inner.layout, &crashed_chats)?;
+        }
+        Ok(recovered)
+    }
+
+    /// The directory of a marked run; `None` (and the marker removed) when it is gone.
+    fn marked_run_dir(&self, marked: &run_index::Marked) -> StorageResult<Option<PathBuf>> {
+        let layout = &self.inner.layout;
+        let named = marked
+            .workspace_id
+            .as_deref()
+            .and_then(|workspace| run_index::run_dir_of(layout, workspace, &marked.run_id))
+            .filter(|dir| dir.is_dir());
+        let dir = match named {
+            Some(dir) => Some(dir),
+            None => layout.find_run_dir(marked.run_id.as_str())?,
+        };
+        if dir.is_none() {
+            run_index::clear_unfinished(layout, &marked.run_id)?;
+        }
+        Ok(dir)
+    }
+
+    /// One marked run whose owner is gone: creation leftovers removed, a record that ended
+    /// unmarked, an unfinished one interrupted. A run that cannot be read keeps its marker.
+    fn recover_marked(
+        &self,
+        run_id: &RunId,
+        dir: &Path,
+        now: Timestamp,
+        next_event_id: &mut impl FnMut() -> EventId,
+    ) -> StorageResult<Option<InterruptedRun>> {
+        let inner = &self.inner;
         // A process killed between creating a run directory and writing its run.json leaves a
         // directory with nothing in it worth keeping. Any other directory without a readable
-        // run.json is kept: its record is rebuilt (below) or it is listed as unreadable.
-        for dir in inner.layout.all_run_dirs()? {
+        // run.json is kept: its record is rebuilt or it is listed as unreadable.
+        if !dir.join(RUN_FILE).exists()
+            && let Err(StorageError::NotFound { .. }) =
+                crate::rebuild::read_run_record(&inner.layout, dir, run_id)
+        {
+            std::fs::remove_dir_all(dir)
+                .map_err(|err| StorageError::io(dir.display().to_string(), err))?;
+            run_index::clear_unfinished(&inner.layout, run_id)?;
+            return Ok(None);
+        }
+        let Ok(stored) = load_run_file(&inner.layout, dir, run_id) else {
+            return Ok(None);
+        };
+        let rebuilt = !crate::rebuild::record_file_readable(dir);
+        if stored.status.is_terminal() && !rebuilt {
+            // It ended, and died before its marker was removed.
+            run_index::clear_unfinished(&inner.layout, run_id)?;
+            return Ok(None);
+        }
+        inner.remember_run_location(
+            run_id,
+            crate::RunLocation {
+                canonical: std::fs::canonicalize(dir).ok(),
+                dir: dir.to_path_buf(),
+            },
+        );
+        let owned = match inner.owned_run(run_id) {
+            Ok(owned) => owned,
+            // A live process writes it: not interrupted.
+            Err(StorageError::Locked { .. }) => return Ok(None),
+            Err(other) => return Err(other),
+        };
+        let reached = last_journaled_status(inner, run_id);
+        let outcome = interrupt(&owned, &inner.layout, reached, now, next_event_id);
+        // Release the lock whatever happened, so a later attempt can retry.
+        let closed = self.close_run(run_id);
+        let outcome = outcome?;
+        closed?;
+        // Its record now says it ended (interrupted, or it had ended already).
+        run_index::clear_unfinished(&inner.layout, run_id)?;
+        Ok(outcome)
+    }
+
+    /// Writes both run indexes from a scan of every run (a data dir written before them, or
+    /// an index deleted or damaged), after the scan-wide cleanup of temp files and creation
+    /// leftovers; returns the marked runs. Repeating it is harmless.
+    fn rebuild_run_indexes(&self) -> StorageResult<Vec<run_index::Marked>> {
+        let inner = &self.inner;
+        let layout = &inner.layout;
+        let chats: Vec<PathBuf> = std::fs::read_dir(layout.root().join("chats"))
+            .map(|entries| entries.flatten().map(|chat| chat.path()).collect())
+            .unwrap_or_default();
+        remove_shared_temp_entries(layout, &chats)?;
+        for dir in layout.all_run_dirs()? {
             if dir.join(RUN_FILE).exists() || owned::has_live_owner(&dir) {
                 continue;
             }
@@ -78,36 +178,48 @@ impl UserDataStore {
                 continue;
             };
             if let Err(StorageError::NotFound { .. }) =
-                crate::rebuild::read_run_record(&inner.layout, &dir, &run_id)
+                crate::rebuild::read_run_record(layout, &dir, &run_id)
             {
                 std::fs::remove_dir_all(&dir)
                     .map_err(|err| StorageError::io(dir.display().to_string(), err))?;
             }
         }
-        let mut recovered = Vec::new();
-        for (stored, dir) in inner.all_runs()? {
-            if inner.is_owned(&stored.id) {
-                continue;
+        let mut entries = Vec::new();
+        for (run, dir) in inner.all_runs()? {
+            if !run.status.is_terminal() || !crate::rebuild::record_file_readable(&dir) {
+                run_index::mark_unfinished(layout, &run.id, run.workspace_id.as_str())?;
             }
-            let rebuilt = !crate::rebuild::record_file_readable(&dir);
-            if stored.status.is_terminal() && !rebuilt {
-                continue;
-            }
-            let owned = match inner.owned_run(&stored.id) {
-                Ok(owned) => owned,
-                // A live process writes it: not interrupted.
-                Err(StorageError::Locked { .. }) => continue,
-                Err(other) => return Err(other),
-            };
-            let reached = last_journaled_status(inner, &stored.id);
-            let outcome = interrupt(&owned, &inner.layout, reached, now, &mut next_event_id);
-            // Release the lock whatever happened, so a later attempt can retry.
-            let closed = self.close_run(&stored.id);
-            recovered.extend(outcome?);
-            closed?;
+            entries.push(run_index::LogEntry {
+                created_ms: run.created_at.unix_millis(),
+                run_id: run.id.clone(),
+                workspace_id: run.workspace_id.to_string(),
+            });
         }
-        Ok(recovered)
+        if !run_index::log_is_complete(layout) {
+            run_index::rebuild_log(layout, entries)?;
+        }
+        run_index::mark_complete(layout)?;
+        Ok(run_index::marked_runs(layout)?.unwrap_or_default())
     }
+}
+
+/// Removes the temp files of data-dir-wide writes (the run index and summaries, and the
+/// promoted states and chat heads of `chats`) whose process is gone.
+fn remove_shared_temp_entries(
+    layout: &crate::layout::Layout,
+    chats: &[PathBuf],
+) -> StorageResult<()> {
+    crate::fsutil::remove_stale_temp_entries(&layout.index_runs_dir())?;
+    if let Some(summaries) = layout.summary_file("x").parent() {
+        crate::fsutil::remove_stale_temp_entries(summaries)?;
+    }
+    crate::fsutil::remove_stale_temp_entries(&run_index::unfinished_dir(layout))?;
+    crate::fsutil::remove_stale_temp_entries(&layout.root().join("index"))?;
+    for chat in chats {
+        crate::fsutil::remove_stale_temp_entries(&chat.join("persistent-states"))?;
+        crate::fsutil::remove_stale_temp_entries(&chat.join("chat-head"))?;
+    }
+    Ok(())
 }
 
 fn append<P: EventPayload>(

@@ -27,6 +27,7 @@ use crate::layout::{
     EVENTS_FILE, MANIFEST_FILE, Placement, RUN_FILE, check_segment, join_relative, placement,
 };
 use crate::owned::{self, RecordKind};
+use crate::run_index;
 use crate::{Inner, RunAccess, RunLocation, UserDataStore, reader};
 
 /// How much of a journal's tail a reader looks at for a live run's latest status.
@@ -230,6 +231,17 @@ impl AgentRunRepository for UserDataStore {
             }
         };
         let written = (|| -> StorageResult<()> {
+            // Indexed before its record exists: recovery finds every unfinished run by its
+            // marker, and a listing by its line (docs/storage.md, "The run indexes").
+            run_index::mark_unfinished(&inner.layout, &run.id, run.workspace_id.as_str())?;
+            run_index::append_created(
+                &inner.layout,
+                &run_index::LogEntry {
+                    created_ms: run.created_at.unix_millis(),
+                    run_id: run.id.clone(),
+                    workspace_id: run.workspace_id.to_string(),
+                },
+            )?;
             for root in WorkspaceRoot::ALL {
                 fsutil::create_dir_all(&run_dir.join(root.name()))?;
             }
@@ -245,6 +257,7 @@ impl AgentRunRepository for UserDataStore {
             inner.forget_owned(&run.id);
             let _ = fs::remove_file(&index_path);
             let _ = fs::remove_dir_all(&run_dir);
+            let _ = run_index::clear_unfinished(&inner.layout, &run.id);
             return Err(err);
         }
         inner.remember_run_location(
@@ -260,16 +273,26 @@ impl AgentRunRepository for UserDataStore {
 
     async fn save_run(&self, run: &AgentRun) -> StorageResult<()> {
         let owned = self.inner.owned_run(&run.id)?;
+        let layout = &self.inner.layout;
+        // A run resumed or reopened is unfinished again: marked before its record says so.
+        if !run.status.is_terminal() && !run_index::is_marked(layout, &run.id) {
+            run_index::mark_unfinished(layout, &run.id, run.workspace_id.as_str())?;
+        }
         write_json_atomic(&owned.dir.join(RUN_FILE), run)?;
-        write_json_atomic(&self.inner.layout.index_file(run.id.as_str()), run)?;
-        write_summary(&self.inner.layout, run)?;
+        write_json_atomic(&layout.index_file(run.id.as_str()), run)?;
+        write_summary(layout, run)?;
         owned.finished.store(
             run.status.is_terminal(),
             std::sync::atomic::Ordering::Release,
         );
         // Every change of the stored run record (a commit about to be offered, the end of the
         // run) is a durability point.
-        self.inner.durable(&owned).await
+        self.inner.durable(&owned).await?;
+        // Only once its record says it ended does a run leave the unfinished index.
+        if run.status.is_terminal() {
+            run_index::clear_unfinished(layout, &run.id)?;
+        }
+        Ok(())
     }
 
     async fn load_run(&self, run_id: &RunId) -> StorageResult<AgentRun> {
@@ -285,6 +308,10 @@ impl AgentRunRepository for UserDataStore {
     }
 
     async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>> {
+        if let Some(runs) = self.inner.list_from_log(page)? {
+            return Ok(runs);
+        }
+        // No complete run log (a data dir written before it, read by a reader): scan.
         let mut runs: Vec<AgentRun> = self
             .inner
             .all_runs()?
@@ -298,6 +325,10 @@ impl AgentRunRepository for UserDataStore {
             .skip(page.offset)
             .take(page.limit)
             .collect())
+    }
+
+    async fn list_chat_runs(&self, stable_chat_id: &str) -> StorageResult<Vec<AgentRun>> {
+        self.inner.chat_runs(stable_chat_id)
     }
 
     async fn unreadable_runs(&self) -> StorageResult<Vec<UnreadableRun>> {

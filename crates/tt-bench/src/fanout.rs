@@ -222,7 +222,7 @@ fn ensure_fresh_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-async fn install_profiles(runtime: &AgentRuntime, children: u32) -> Result<()> {
+pub(crate) async fn install_profiles(runtime: &AgentRuntime, children: u32) -> Result<()> {
     for profile in profiles(children)? {
         let id = profile.id.clone();
         runtime

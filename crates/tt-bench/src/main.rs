@@ -5,6 +5,7 @@
 //! prompt cache can reuse and each profile's first request size. See `docs/benchmarks.md`.
 
 mod fanout;
+mod history;
 mod inspect;
 mod journal;
 mod mcp;
@@ -78,6 +79,23 @@ enum Command {
         #[arg(long)]
         server: Option<PathBuf>,
     },
+    /// Fills a fresh data dir with N earlier finished runs (written in the store's layout from
+    /// one real run). Prints {"runs","seedS"}.
+    HistorySeed {
+        /// Earlier runs to write.
+        #[arg(long)]
+        runs: u64,
+        /// The fresh (missing or empty) data dir to fill.
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
+    /// One sample in a seeded data dir: the runtime's start, one small run (one child), the
+    /// first page of `tt-agent runs`. Prints {"startS","runS","runsS","listed"}.
+    History {
+        /// The seeded data dir (each sample adds its run to it).
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
     /// Append events to one run's journal, then time page reads; prints a table.
     Journal {
         /// Events in the file at the last measuring mark (one more window is appended after it).
@@ -150,6 +168,13 @@ fn run(command: Command) -> anyhow::Result<()> {
                 }
                 let broken = prefix::check(&reports);
                 anyhow::ensure!(broken.is_empty(), "{}", broken.join("; "));
+            }
+            Command::HistorySeed { runs, data_dir } => {
+                let dir = history::fresh_dir(&data_dir)?;
+                println!("{}", history::seed(&dir, runs, &signals).await?);
+            }
+            Command::History { data_dir } => {
+                println!("{}", history::sample(&data_dir, &signals).await?);
             }
             Command::Journal { events, data_dir } => {
                 let requested = signals.requested();

@@ -9,19 +9,24 @@ use crate::damage;
 use crate::render;
 use crate::storage::Storage;
 
-/// `tt-agent runs`: a line per run, newest first, then the runs that cannot be read.
-pub(crate) async fn runs(storage: &Storage, limit: usize) -> anyhow::Result<()> {
+/// `tt-agent runs`: a line per run, newest first; with `unreadable`, then the runs that cannot
+/// be read (a scan of every run, which the page alone does not need).
+pub(crate) async fn runs(storage: &Storage, limit: usize, unreadable: bool) -> anyhow::Result<()> {
     let runtime = storage.inspect_runtime()?;
     let runs = runtime
         .list_runs(ListRunsRequest { offset: 0, limit })
         .await?;
     // A run whose record cannot be read is not in the list: name it after the list.
-    let mut damaged: Vec<String> = runtime
-        .unreadable_runs()
-        .await?
-        .into_iter()
-        .map(|run| format!("{}: unreadable, {}: {}", run.run_id, run.code, run.message))
-        .collect();
+    let mut damaged: Vec<String> = if unreadable {
+        runtime
+            .unreadable_runs()
+            .await?
+            .into_iter()
+            .map(|run| format!("{}: unreadable, {}: {}", run.run_id, run.code, run.message))
+            .collect()
+    } else {
+        Vec::new()
+    };
     if runs.is_empty() && damaged.is_empty() {
         match &storage.url {
             Some(url) => println!("No runs in {url}."),

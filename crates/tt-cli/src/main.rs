@@ -149,11 +149,16 @@ enum Command {
         #[arg(long)]
         host_commits: bool,
     },
-    /// List stored runs, newest first. A run whose record cannot be read is named after the
-    /// list, with a warning and exit status 3 (docs/storage.md, "Damage").
+    /// List stored runs, newest first: the newest `--limit` only, so its cost does not grow
+    /// with the data dir. A listed run whose record was rebuilt or keeps a refused end is named
+    /// after the list, with a warning and exit status 3 (docs/storage.md, "Damage").
     Runs {
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// Also read every stored run's record and name those that cannot be read or rebuilt
+        /// (left out of every list); this reads the whole data dir.
+        #[arg(long)]
+        unreadable: bool,
     },
     /// Print a run's journal (JSON lines).
     Events {
@@ -354,7 +359,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let signals = install_signals()?;
             serve::serve(&storage, options, &signals).await
         }
-        Command::Runs { limit } => inspect_cmd::runs(&storage, limit).await,
+        Command::Runs { limit, unreadable } => inspect_cmd::runs(&storage, limit, unreadable).await,
         Command::Events {
             run_id,
             after,

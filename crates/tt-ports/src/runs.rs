@@ -172,6 +172,34 @@ pub trait AgentRunRepository: Send + Sync {
     /// names it.
     async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>>;
 
+    /// The runs of one conversation (`stableChatId`), in no particular order, as `list_runs`
+    /// shows them (a run whose record cannot be read is left out). What a conversation's
+    /// latest `persist/` state and its one-writer rule read. The default pages through
+    /// `list_runs`; a store that keeps runs by conversation reads only that conversation's, so
+    /// the cost does not grow with the other conversations' runs.
+    async fn list_chat_runs(&self, stable_chat_id: &str) -> StorageResult<Vec<AgentRun>> {
+        const PAGE: usize = 200;
+        let mut found = Vec::new();
+        let mut offset = 0;
+        loop {
+            let runs = self
+                .list_runs(RunListPage {
+                    offset,
+                    limit: PAGE,
+                })
+                .await?;
+            let fetched = runs.len();
+            found.extend(
+                runs.into_iter()
+                    .filter(|run| run.stable_chat_id == stable_chat_id),
+            );
+            if fetched < PAGE {
+                return Ok(found);
+            }
+            offset += fetched;
+        }
+    }
+
     /// The runs `list_runs` leaves out because their record cannot be read, each with the
     /// error's code and message; read-only. A run being created (no record yet) is not one.
     async fn unreadable_runs(&self) -> StorageResult<Vec<UnreadableRun>>;

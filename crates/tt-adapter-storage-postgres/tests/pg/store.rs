@@ -171,6 +171,37 @@ async fn a_run_row_that_does_not_parse_is_named_not_listed() {
     assert_eq!(unreadable.len(), 1);
     assert_eq!(unreadable[0].run_id, broken.id.as_str());
     assert_eq!(unreadable[0].code, "agent.storage_corrupt");
+    // The conversation's runs (by the `runs_by_chat` index) leave it out too.
+    let chat = store.list_chat_runs(&whole.stable_chat_id).await.unwrap();
+    assert_eq!(
+        chat.iter().map(|run| run.id.as_str()).collect::<Vec<_>>(),
+        [whole.id.as_str()]
+    );
+}
+
+/// A conversation's runs are read by index, and only its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_lists_only_its_own_runs() {
+    use tt_ports::AgentRunRepository;
+    use tt_testkit::contract::{manifest_for, sample_run};
+    let url = crate::cluster()
+        .create_database("tt_case_chat_runs")
+        .await
+        .unwrap();
+    let store = PostgresStore::open(&url).await.unwrap();
+    let mine = sample_run(1);
+    let mut other = sample_run(2);
+    other.stable_chat_id = "another-chat".to_owned();
+    other.workspace_id =
+        tt_domain::run::derive_workspace_id(other.conversation_kind, "another-chat");
+    for run in [&mine, &other] {
+        store.create_run(run, &manifest_for(run)).await.unwrap();
+    }
+    let listed = store.list_chat_runs(&mine.stable_chat_id).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|run| run.id.as_str()).collect::<Vec<_>>(),
+        [mine.id.as_str()]
+    );
 }
 
 /// `workspace_keys_like` reads a range of the byte-ordered key index (migration 11): it lists

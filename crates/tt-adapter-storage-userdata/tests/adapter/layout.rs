@@ -87,9 +87,15 @@ async fn files_land_where_the_layout_says() {
     for root in ["output", "scratch", "plan", "summaries", "persist"] {
         assert!(dir.join(root).is_dir(), "{root}/ missing");
     }
+    // The run's index copy, its line in the run log and its marker as a run not yet ended.
     assert_eq!(
         files_under(&fx.data_root().join("index")),
-        [format!("runs/{}.json", run.id)]
+        [
+            "runs.log".to_owned(),
+            "runs.log.lock".to_owned(),
+            format!("runs/{}.json", run.id),
+            format!("unfinished/{}", run.id),
+        ]
     );
     // Every record stays reachable by the reference its events use.
     let checkpoint = store

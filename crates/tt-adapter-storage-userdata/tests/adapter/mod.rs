@@ -10,6 +10,7 @@ mod persist;
 mod power_cut;
 mod profiles;
 mod rebuild;
+mod run_index;
 mod skills;
 mod symlinks;
 

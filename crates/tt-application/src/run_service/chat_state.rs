@@ -1,13 +1,14 @@
 //! A conversation's persistent state (`persist/`, docs/storage.md): which promoted state is the
 //! chat's latest, and the one-writer rule that keeps two runs of one chat from dropping each
-//! other's update and lets exactly one of several runs finishing at once win. Both read the run
-//! index, each candidate run's promoted manifest and the chat's head through the ports, and the
-//! head moves by the store's compare-and-swap, so they hold on every store and across processes.
+//! other's update and lets exactly one of several runs finishing at once win. Both read the
+//! conversation's runs (`list_chat_runs`, never the other chats'), each candidate run's promoted
+//! manifest and the chat's head through the ports, and the head moves by the store's
+//! compare-and-swap, so they hold on every store and across processes.
 
 use tt_domain::ids::RunId;
 use tt_domain::run::{AgentRun, AgentRunStatus};
 use tt_domain::workspace::PersistentChangeSet;
-use tt_ports::{RunListPage, StorageError};
+use tt_ports::StorageError;
 
 use crate::error::{ApplicationError, ApplicationResult};
 
@@ -55,29 +56,19 @@ impl AgentRunService {
         counting: Counting,
         exclude: Option<&RunId>,
     ) -> ApplicationResult<Option<PromotedState>> {
-        let mut candidates: Vec<AgentRun> = Vec::new();
-        const PAGE: usize = 200;
-        let mut offset = 0;
-        loop {
-            let runs = self
-                .services
-                .runs
-                .list_runs(RunListPage {
-                    offset,
-                    limit: PAGE,
-                })
-                .await?;
-            let fetched = runs.len();
-            candidates.extend(runs.into_iter().filter(|run| {
-                run.stable_chat_id == stable_chat_id
-                    && Some(&run.id) != exclude
-                    && counts(run.status, counting)
-            }));
-            if fetched < PAGE {
-                break;
-            }
-            offset += fetched;
-        }
+        // Only this conversation's runs: the cost does not grow with the other chats'.
+        let mut candidates: Vec<AgentRun> = self
+            .services
+            .runs
+            .list_chat_runs(stable_chat_id)
+            .await?
+            .into_iter()
+            .filter(|run| Some(&run.id) != exclude && counts(run.status, counting))
+            .collect();
+        // Newest first, ties by id, as the run index lists them.
+        candidates.sort_by(|a, b| {
+            (std::cmp::Reverse(a.created_at), &a.id).cmp(&(std::cmp::Reverse(b.created_at), &b.id))
+        });
         // By when they completed; the index lists newest runs first, which breaks ties.
         candidates.sort_by_key(|run| std::cmp::Reverse(run.updated_at));
         let mut newest_unchanged = None;
