@@ -11,8 +11,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::profile::MAX_OUTPUT_TOKENS_LIMIT;
 use crate::{DomainError, DomainResult};
+
+/// Upper bound of an output limit: a generation setting's and a profile's
+/// `model.maxOutputTokens`.
+pub const MAX_OUTPUT_TOKENS_LIMIT: u32 = 1_000_000;
 
 /// The code of every out-of-range or malformed setting.
 pub const GENERATION_SETTINGS_INVALID: &str = crate::error_codes::AGENT_GENERATION_SETTINGS_INVALID;

@@ -18,6 +18,7 @@ pub mod invocation;
 pub mod mcp;
 pub mod model;
 pub mod model_storage;
+pub mod presentation;
 pub mod profile;
 pub mod run;
 pub mod skill;

@@ -154,7 +154,7 @@ pub struct AgentModelRequest {
     /// for other than the provider's default (`model.cache.ttl`); a provider without such a
     /// setting ignores it (docs/profiles.md, "Prompt cache lifetime").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_ttl: Option<crate::profile::CacheTtl>,
+    pub cache_ttl: Option<CacheTtl>,
 }
 
 impl AgentModelRequest {
@@ -298,5 +298,39 @@ mod tests {
                 .unwrap()
                 .starts_with(r#"{"type":"native""#)
         );
+    }
+}
+
+/// How long a provider keeps a prompt cache entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CacheTtl {
+    /// Whatever the provider keeps by default (Anthropic: five minutes).
+    #[default]
+    #[serde(rename = "default")]
+    ProviderDefault,
+    /// One hour, where the provider offers it (Anthropic's `ttl: "1h"`).
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl CacheTtl {
+    /// The profile spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ProviderDefault => "default",
+            Self::OneHour => "1h",
+        }
+    }
+
+    /// The lifetime a profile spells `name`, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::ProviderDefault, Self::OneHour]
+            .into_iter()
+            .find(|ttl| ttl.as_str() == name)
+    }
+
+    /// `None` for the provider's default: requests carry only a lifetime that differs from it.
+    pub fn requested(self) -> Option<Self> {
+        (self != Self::ProviderDefault).then_some(self)
     }
 }

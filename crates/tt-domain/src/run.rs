@@ -11,13 +11,7 @@ use crate::text::sha256_hex;
 use crate::time::Timestamp;
 use crate::{DomainError, DomainResult};
 
-/// Whether the run's output is shown to the user as a chat message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Presentation {
-    Foreground,
-    Background,
-}
+pub use crate::presentation::Presentation;
 
 /// Kind of conversation a run belongs to; part of the workspace id derivation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

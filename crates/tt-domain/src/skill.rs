@@ -6,9 +6,17 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use crate::ids::{MAX_PROFILE_ID_LEN, ProfileId, is_valid_profile_id, is_valid_storage_segment};
-use crate::profile::PresetRef;
 use crate::text::sha256_hex;
 use crate::{DomainError, DomainResult};
+
+/// A preset a profile's prompt is bound to, or a skill scope names (the host's API id and the
+/// preset's name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PresetRef {
+    pub api_id: String,
+    pub name: String,
+}
 
 /// The file every skill folder must contain; the default of `skill.read`.
 pub const SKILL_MD: &str = "SKILL.md";

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::ids::{InvocationId, ProfileId};
 use crate::invocation::ExitPolicy;
-use crate::run::Presentation;
+use crate::presentation::Presentation;
 use crate::tool_model::{ExternalToolFacts, ToolFacts, ToolId};
 use crate::workspace::{WorkspacePath, WorkspaceRoot};
 

@@ -48,12 +48,7 @@ pub enum PresetMode {
     None,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PresetRef {
-    pub api_id: String,
-    pub name: String,
-}
+pub use crate::skill::PresetRef;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -114,8 +109,7 @@ pub struct ModelBinding {
     pub fallback_on_rate_limit_after_seconds: Option<u64>,
 }
 
-/// Upper bound of `model.maxOutputTokens`.
-pub const MAX_OUTPUT_TOKENS_LIMIT: u32 = 1_000_000;
+pub use crate::generation::MAX_OUTPUT_TOKENS_LIMIT;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -8,11 +8,12 @@ mod model_fallbacks;
 mod validation;
 mod watchdog;
 
+pub use crate::model::CacheTtl;
 pub use builtin::{
     DEFAULT_PROFILE_ID, DEFAULT_WRITER_TOOLS, built_in_profiles, default_writer_definition,
 };
 pub use definition::*;
-pub use model_cache::{CacheTtl, ModelCachePolicy};
+pub use model_cache::ModelCachePolicy;
 pub use model_fallbacks::{FallbackBinding, MAX_MODEL_FALLBACKS};
 pub use validation::{
     MAX_CONTEXT_WINDOW_TOKENS, MIN_CONTEXT_WINDOW_TOKENS, MIN_TOOL_RESULT_TOKENS, ProfileSource,

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::CacheTtl;
+
 /// A profile's `model.cache`. Absent: the provider's default lifetime.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -26,40 +28,6 @@ impl ModelCachePolicy {
             .as_deref()
             .and_then(CacheTtl::parse)
             .unwrap_or_default()
-    }
-}
-
-/// How long a provider keeps a prompt cache entry.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum CacheTtl {
-    /// Whatever the provider keeps by default (Anthropic: five minutes).
-    #[default]
-    #[serde(rename = "default")]
-    ProviderDefault,
-    /// One hour, where the provider offers it (Anthropic's `ttl: "1h"`).
-    #[serde(rename = "1h")]
-    OneHour,
-}
-
-impl CacheTtl {
-    /// The profile spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ProviderDefault => "default",
-            Self::OneHour => "1h",
-        }
-    }
-
-    /// The lifetime a profile spells `name`, if any.
-    pub fn parse(name: &str) -> Option<Self> {
-        [Self::ProviderDefault, Self::OneHour]
-            .into_iter()
-            .find(|ttl| ttl.as_str() == name)
-    }
-
-    /// `None` for the provider's default: requests carry only a lifetime that differs from it.
-    pub fn requested(self) -> Option<Self> {
-        (self != Self::ProviderDefault).then_some(self)
     }
 }
 
