@@ -530,7 +530,7 @@ async fn a_profile_with_an_unusable_policy_is_refused_with_a_code() {
         dir.path(),
         FakeModel::new(|_: &AgentModelRequest| {
             Err(ModelError::Unavailable {
-                code: "model.unused",
+                code: tt_runtime::error_codes::MODEL_SCRIPT_EXHAUSTED,
                 message: "unused".into(),
             })
         }),

@@ -147,7 +147,7 @@ async fn a_task_cost_budget_stops_the_task_and_the_lead_goes_on() {
             )]),
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }

@@ -270,7 +270,7 @@ fn fanout_model(n: usize) -> Arc<FakeModel> {
             ("helper", 2) => vec![call("r", "task_return", json!({"summary": "Part done."}))],
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }

@@ -102,7 +102,7 @@ fn model(middle: fn(u32, &AgentModelRequest) -> Option<Vec<Call>>) -> Arc<FakeMo
             ("helper", 2) => vec![call("r", "task_return", json!({"summary": "Part done."}))],
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }
@@ -469,7 +469,7 @@ async fn thirty_two_tasks_through_four_slots_start_in_fifo_order() {
             ("helper", 2) => vec![call("r", "task_return", json!({"summary": "Part done."}))],
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }
@@ -669,7 +669,7 @@ async fn stopping_the_middle_of_three_nested_tasks_stops_its_sub_tree_only() {
             )],
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }
@@ -835,7 +835,7 @@ async fn a_task_budget_stops_a_task_mid_run_while_the_run_completes() {
             ("helper", 2) => vec![call("r", "task_return", json!({"summary": "Part done."}))],
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }
@@ -1047,7 +1047,7 @@ async fn a_deadline_fires_during_a_model_call_on_the_userdata_store() {
             )],
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }
@@ -1194,7 +1194,7 @@ async fn the_run_budget_ends_the_run_while_its_agent_awaits_its_tasks() {
             )],
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }
@@ -1363,7 +1363,7 @@ async fn spending_below_a_task_ends_it_at_its_budget_and_cancels_its_sub_tree() 
             ("s", 1) => vec![call("r", "task_return", json!({"summary": "Done."}))],
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }
@@ -1551,7 +1551,7 @@ async fn a_delegator_over_its_own_budget_ends_after_its_sub_tree() {
             )],
             (agent, round) => {
                 return Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!("{agent} round {round}"),
                 });
             }

@@ -81,7 +81,7 @@ fn writer_behind_a_flaky_server(down: Arc<AtomicBool>) -> Arc<FakeModel> {
     FakeModel::new(move |request: &AgentModelRequest| {
         if request.round == 2 && down.load(Ordering::SeqCst) {
             return Err(ModelError::Unavailable {
-                code: "model.upstream_unreachable",
+                code: tt_runtime::error_codes::MODEL_PROVIDER_ERROR,
                 message: "connection refused".into(),
             });
         }

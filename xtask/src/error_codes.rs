@@ -1,6 +1,7 @@
 //! The error-code checks of `cargo xtask tidy` and `cargo xtask errors`, over the one list in
-//! `tt_domain::error_codes`: `docs/errors.md` is generated from it, every code literal in the
-//! crates' non-test code must be listed in it, and every entry must be used somewhere.
+//! `tt_domain::error_codes`: `docs/errors.md` is generated from it and every entry must be used
+//! somewhere. That a raised code is listed is the compiler's to check: errors are built from
+//! the list's typed constants (`error_codes::Code`), which nothing else can make.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -8,7 +9,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use tt_domain::error_codes::{self, ErrorClass, ErrorCode};
-use tt_domain::tool::ToolName;
 
 use crate::violation::Violation;
 
@@ -17,10 +17,6 @@ pub const DOC_PATH: &str = "docs/errors.md";
 
 /// The folder of the table itself: its literals define codes rather than use them.
 pub const TABLE_DIR: &str = "crates/tt-domain/src/error_codes/";
-
-/// Dotted literals that look like codes but are something else, each with what it is. Tool
-/// names are told apart by `ToolName` and need no entry here.
-const NOT_CODES: &[(&str, &str)] = &[];
 
 /// `cargo xtask errors`: writes `docs/errors.md` from the table.
 pub fn write_doc(root: &Path) -> Result<()> {
@@ -94,44 +90,6 @@ impl Source<'_> {
 /// code travels that way inside another code's message).
 fn code_in(literal: &str) -> &str {
     literal.split_once(": ").map_or(literal, |(head, _)| head)
-}
-
-/// Whether `candidate` has the shape of a code with one of `prefixes` (`agent.not_found`): the
-/// candidates the table must know. Tool names share the shape and are left out.
-fn looks_like_code(candidate: &str, prefixes: &BTreeSet<&str>) -> bool {
-    let Some((prefix, name)) = candidate.split_once('.') else {
-        return false;
-    };
-    prefixes.contains(prefix)
-        && !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
-        && ToolName::from_canonical(candidate).is_none()
-        && !NOT_CODES.iter().any(|(other, _)| *other == candidate)
-}
-
-/// Every code-shaped literal in non-test code outside the table that the table does not list.
-pub fn unknown_literal_violations(sources: &[Source<'_>], entries: &[ErrorCode]) -> Vec<Violation> {
-    let known: BTreeSet<&str> = entries.iter().map(|entry| entry.code).collect();
-    let prefixes: BTreeSet<&str> = entries
-        .iter()
-        .filter_map(|entry| entry.code.split_once('.').map(|(prefix, _)| prefix))
-        .collect();
-    let mut violations = Vec::new();
-    for source in sources.iter().filter(|source| !source.in_table()) {
-        for (line, literal) in source.literals() {
-            let code = code_in(&literal);
-            if looks_like_code(code, &prefixes) && !known.contains(code) {
-                violations.push(Violation::new(
-                    format!("{}:{line}", source.path),
-                    "error-code",
-                    format!(
-                        "`{code}` is no entry of the error-code table; add it to {TABLE_DIR} with its class and meaning (then run `cargo xtask errors`)"
-                    ),
-                ));
-            }
-        }
-    }
-    violations
 }
 
 /// Every entry that no non-test code outside the table uses, by literal or by its constant.
@@ -251,20 +209,6 @@ mod tests {
 
     fn shown(violations: Vec<Violation>) -> Vec<String> {
         violations.iter().map(ToString::to_string).collect()
-    }
-
-    #[test]
-    fn a_code_literal_missing_from_the_table_is_named_with_file_and_line() {
-        let text = "//! M.\nfn f() {\n    e(\"agent.not_found\");\n    e(\"agent.made_up\");\n    t(\"workspace.read_file\"); n(\"run.json\"); d(\"agent.x.y\");\n    m(\"agent.not_found: gone\"); m(\"model.made_up: {x}\"); m(\"Plain: text\");\n}\n#[cfg(test)]\nmod tests {\n    const C: &str = \"agent.test_only\";\n}\n";
-        let tests = crate::module_graph::test_code_lines(text);
-        let sources = [source("crates/x/src/lib.rs", text, &tests)];
-        assert_eq!(
-            shown(unknown_literal_violations(&sources, &table())),
-            [
-                "crates/x/src/lib.rs:4: error-code: `agent.made_up` is no entry of the error-code table; add it to crates/tt-domain/src/error_codes/ with its class and meaning (then run `cargo xtask errors`)",
-                "crates/x/src/lib.rs:6: error-code: `model.made_up` is no entry of the error-code table; add it to crates/tt-domain/src/error_codes/ with its class and meaning (then run `cargo xtask errors`)",
-            ]
-        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/delegation/task_return.rs",
         "write_task_return",
-        116,
+        103,
     ),
     (
         "crates/tt-application/src/engine/dispatch.rs",

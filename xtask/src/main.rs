@@ -9,6 +9,7 @@ mod ci;
 mod error_codes;
 mod file_graph;
 mod fn_length;
+mod glob_exports;
 mod layering;
 mod long_functions;
 mod manifest;

@@ -104,7 +104,6 @@ fn check_error_codes(root: &Path, violations: &mut Vec<Violation>) -> Result<()>
         .collect();
     let entries: Vec<tt_domain::error_codes::ErrorCode> =
         tt_domain::error_codes::all().copied().collect();
-    violations.extend(error_codes::unknown_literal_violations(&sources, &entries));
     violations.extend(error_codes::unused_entry_violations(&sources, &entries));
     let doc = fs::read_to_string(root.join(error_codes::DOC_PATH)).ok();
     violations.extend(error_codes::doc_violation(
@@ -280,6 +279,15 @@ fn check_crate_files(root: &Path, src: &Path, violations: &mut Vec<Violation>) -
         &sources,
         crate::long_functions::LONG_FUNCTIONS,
     ));
+    if crate::glob_exports::NAMED_EXPORT_SRC.contains(&location.as_str()) {
+        for (path, text) in &files {
+            let tests = module_graph::test_code_lines(text);
+            let path = format!("{location}/{}", path.display());
+            violations.extend(crate::glob_exports::glob_export_violations(
+                &path, text, &tests,
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -141,7 +141,7 @@ impl RecordedError {
     fn of_kind(kind: &str, error: &ModelError, message: String) -> Self {
         Self {
             kind: kind.to_owned(),
-            code: error.code().to_owned(),
+            code: error.code().to_string(),
             message,
             status: None,
             retry_after_ms: None,
@@ -154,9 +154,9 @@ impl RecordedError {
 
     pub fn to_error(&self) -> ModelError {
         // A replayed `invalid_response` or `unavailable` error carries its recorded code when
-        // that is a listed code (the error keeps a `&'static str`); any other code replays as
+        // that is a listed code (the error keeps a typed code); any other code replays as
         // `model.provider_error` with the recorded code in its message.
-        let known = error_codes::lookup(&self.code).map(|entry| entry.code);
+        let known = error_codes::Code::parse(&self.code);
         let message = self.message.clone();
         match (self.kind.as_str(), known) {
             ("rate_limited", _) => ModelError::RateLimited {
@@ -217,11 +217,11 @@ mod tests {
                 message: "no key".into(),
             },
             ModelError::InvalidResponse {
-                code: "model.invalid_tool_call",
+                code: tt_domain::error_codes::MODEL_INVALID_TOOL_CALL,
                 message: "bad json".into(),
             },
             ModelError::Unavailable {
-                code: "model.script_exhausted",
+                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                 message: "done".into(),
             },
             ModelError::Cancelled,

@@ -15,6 +15,8 @@
 //! "<name>"}`, then one interaction per line, appended as each call ends (docs/cassettes.md). A
 //! replay goes by the recorded provider's name, so its journal reads like the recorded run's.
 
+use tt_domain::error_codes;
+
 mod diff;
 mod format;
 mod normalize;
@@ -30,13 +32,13 @@ pub use replay::ReplayProvider;
 /// Why a cassette could not be opened, read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum CassetteError {
-    #[error("model.cassette_io_failed: {path}: {source}")]
+    #[error("{listed_code}: {path}: {source}", listed_code = error_codes::MODEL_CASSETTE_IO_FAILED)]
     Io {
         path: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("model.cassette_invalid: {path} line {line}: {message}")]
+    #[error("{listed_code}: {path} line {line}: {message}", listed_code = error_codes::MODEL_CASSETTE_INVALID)]
     Invalid {
         path: String,
         line: usize,
@@ -46,10 +48,10 @@ pub enum CassetteError {
 
 impl CassetteError {
     /// The coded error id (`model.cassette_io_failed`, `model.cassette_invalid`).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> tt_domain::error_codes::Code {
         match self {
-            CassetteError::Io { .. } => "model.cassette_io_failed",
-            CassetteError::Invalid { .. } => "model.cassette_invalid",
+            CassetteError::Io { .. } => error_codes::MODEL_CASSETTE_IO_FAILED,
+            CassetteError::Invalid { .. } => error_codes::MODEL_CASSETTE_INVALID,
         }
     }
 }

@@ -8,8 +8,9 @@ use tt_domain::model::{
 use tt_domain::tool::AgentToolCall;
 use tt_ports::ModelError;
 
-pub(crate) const INVALID_TOOL_CALL: &str = tt_domain::error_codes::MODEL_INVALID_TOOL_CALL;
-pub(crate) const UPSTREAM_INVALID_RESPONSE: &str =
+pub(crate) const INVALID_TOOL_CALL: tt_domain::error_codes::Code =
+    tt_domain::error_codes::MODEL_INVALID_TOOL_CALL;
+pub(crate) const UPSTREAM_INVALID_RESPONSE: tt_domain::error_codes::Code =
     tt_domain::error_codes::MODEL_UPSTREAM_INVALID_RESPONSE;
 
 pub(crate) fn invalid_response(message: impl Into<String>) -> ModelError {

@@ -23,7 +23,8 @@ use crate::script::{Script, ScriptError, ScriptedResponse};
 pub const SCRIPTED_PROVIDER_NAME: &str = "scripted";
 
 /// The error code when an agent's script has no turn left.
-pub const SCRIPT_EXHAUSTED_CODE: &str = tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED;
+pub const SCRIPT_EXHAUSTED_CODE: tt_domain::error_codes::Code =
+    tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED;
 
 /// A deterministic model that plays a script; see the crate docs for the format and the rules.
 pub struct ScriptedProvider {

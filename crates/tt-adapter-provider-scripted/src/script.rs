@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use tt_domain::error_codes;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -17,7 +18,8 @@ pub const SCRIPT_SCHEMA_VERSION: u32 = 1;
 pub enum ScriptError {
     /// The text is not JSON at all.
     #[error(
-        "model.script_invalid: the script is not valid JSON (line {line}, column {column}): {message}"
+        "{}: the script is not valid JSON (line {line}, column {column}): {message}",
+        error_codes::MODEL_SCRIPT_INVALID
     )]
     Syntax {
         line: usize,
@@ -25,17 +27,19 @@ pub enum ScriptError {
         message: String,
     },
     /// The JSON does not follow the script format; `location` is e.g. `agents.critic[2]`.
-    #[error("model.script_invalid: {location}: {message}")]
+    #[error("{listed_code}: {location}: {message}", listed_code = error_codes::MODEL_SCRIPT_INVALID)]
     Invalid { location: String, message: String },
-    #[error("model.script_unreadable: cannot read {path}: {message}")]
+    #[error("{listed_code}: cannot read {path}: {message}", listed_code = error_codes::MODEL_SCRIPT_UNREADABLE)]
     Io { path: String, message: String },
 }
 
 impl ScriptError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> tt_domain::error_codes::Code {
         match self {
-            ScriptError::Syntax { .. } | ScriptError::Invalid { .. } => "model.script_invalid",
-            ScriptError::Io { .. } => "model.script_unreadable",
+            ScriptError::Syntax { .. } | ScriptError::Invalid { .. } => {
+                error_codes::MODEL_SCRIPT_INVALID
+            }
+            ScriptError::Io { .. } => error_codes::MODEL_SCRIPT_UNREADABLE,
         }
     }
 
@@ -139,7 +143,7 @@ impl ScriptedFailure {
                 message: text(message, "scripted rejection"),
             },
             ScriptedFailure::InvalidResponse { message } => ModelError::InvalidResponse {
-                code: "model.upstream_invalid_response",
+                code: error_codes::MODEL_UPSTREAM_INVALID_RESPONSE,
                 message: text(message, "scripted invalid response"),
             },
         }

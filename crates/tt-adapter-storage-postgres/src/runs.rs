@@ -314,7 +314,7 @@ impl AgentRunRepository for PostgresStore {
                     let run_id: String = row.get(0);
                     let error = parse::<AgentRun>(format!("run {run_id}"), row.get(1)).err()?;
                     Some(UnreadableRun {
-                        code: error.code().to_owned(),
+                        code: error.code().to_string(),
                         message: error.to_string(),
                         run_id,
                     })

@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use tt_domain::DomainError;
+use tt_domain::error_codes;
 use tt_domain::ids::is_valid_storage_segment;
 use tt_domain::transcript::TranscriptEntry;
 use tt_ports::{StorageError, StorageResult, TranscriptRepository};
@@ -18,7 +19,7 @@ fn check_workspace_id(workspace_id: &str) -> StorageResult<()> {
         return Ok(());
     }
     Err(StorageError::Domain(DomainError::new(
-        "agent.storage_segment_invalid",
+        error_codes::AGENT_STORAGE_SEGMENT_INVALID,
         format!(
             "workspace id `{}` must be 1 to 128 characters of letters, digits, `-` or `_`",
             workspace_id.chars().take(80).collect::<String>()

@@ -7,6 +7,7 @@
 //! conversation workspace, immutable once promoted.
 
 use std::collections::{BTreeMap, BTreeSet};
+use tt_domain::error_codes;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -43,7 +44,7 @@ struct StateManifest {
     changes: Vec<PersistentChange>,
 }
 
-fn persist_error(code: &'static str, message: String) -> StorageError {
+fn persist_error(code: tt_domain::error_codes::Code, message: String) -> StorageError {
     StorageError::Domain(DomainError::new(code, message))
 }
 
@@ -530,7 +531,7 @@ impl WorkspaceRepository for PostgresStore {
                         .map_err(db(format!("persistent state {state_id}")))?;
                     if found.is_none() {
                         return Err(persist_error(
-                            "agent.persistent_state_root_missing",
+                            error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
                             format!("persistent state {state_id} does not exist in this conversation"),
                         ));
                     }
@@ -612,7 +613,7 @@ impl WorkspaceRepository for PostgresStore {
                 .map_err(db(format!("persistent state {run_id}")))?;
             if inserted == 0 {
                 return Err(persist_error(
-                    "agent.persistent_state_exists",
+                    error_codes::AGENT_PERSISTENT_STATE_EXISTS,
                     format!("persistent state {run_id} already exists"),
                 ));
             }

@@ -41,7 +41,7 @@ impl Acknowledged {
         match result {
             Ok(value) => Some(value),
             Err(err) => {
-                assert!(!err.code().is_empty());
+                assert!(!err.code().as_str().is_empty());
                 self.failed_steps += 1;
                 None
             }

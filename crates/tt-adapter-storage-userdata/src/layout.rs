@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use tt_domain::DomainError;
+use tt_domain::error_codes;
 use tt_domain::ids::is_valid_storage_segment;
 use tt_ports::{RunDocument, StorageError, StorageResult};
 
@@ -131,7 +132,7 @@ pub(crate) fn check_segment(what: &str, raw: &str) -> StorageResult<()> {
         Ok(())
     } else {
         Err(StorageError::Domain(DomainError::new(
-            "agent.storage_segment_invalid",
+            error_codes::AGENT_STORAGE_SEGMENT_INVALID,
             format!(
                 "{what} `{}` must be 1 to 128 characters of letters, digits, `-` or `_`",
                 raw.chars().take(80).collect::<String>()

@@ -131,7 +131,7 @@ impl Inner {
                     seen.insert(run_id.clone());
                     unreadable.push(UnreadableRun {
                         run_id: run_id.to_string(),
-                        code: error.code().to_owned(),
+                        code: error.code().to_string(),
                         message: error.to_string(),
                     });
                 }
@@ -155,7 +155,7 @@ impl Inner {
                 seen.insert(run_id.clone());
                 unreadable.push(UnreadableRun {
                     run_id: run_id.to_string(),
-                    code: error.code().to_owned(),
+                    code: error.code().to_string(),
                     message: error.to_string(),
                 });
             }

@@ -2,6 +2,7 @@
 //! `modelResponsePath`, `resultRef`, …) or by its kind and id, for `tt-agent show` and hosts.
 
 use serde_json::Value;
+use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, StorageError, StorageResult,
@@ -38,7 +39,7 @@ impl UserDataStore {
         let reference = reference.trim().trim_start_matches("./");
         let unknown = || {
             StorageError::Domain(tt_domain::DomainError::new(
-                "agent.record_reference_invalid",
+                error_codes::AGENT_RECORD_REFERENCE_INVALID,
                 format!("`{reference}` names no kind of record; use one of: {RECORD_REFERENCES}"),
             ))
         };

@@ -14,6 +14,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use tt_domain::DomainError;
+use tt_domain::error_codes;
 use tt_domain::ids::{RunId, WorkspaceId, is_valid_storage_segment};
 use tt_domain::run::AgentRun;
 use tt_domain::text::sha256_hex;
@@ -63,7 +64,7 @@ fn persist_files(base_dir: &Path) -> StorageResult<Vec<(WorkspacePath, PathBuf)>
     Ok(files)
 }
 
-fn persist_error(code: &'static str, message: String) -> StorageError {
+fn persist_error(code: tt_domain::error_codes::Code, message: String) -> StorageError {
     StorageError::Domain(DomainError::new(code, message))
 }
 
@@ -120,7 +121,7 @@ fn init_persist_sync(
     if let Some(state_id) = base_state_id {
         if !is_valid_storage_segment(state_id) {
             return Err(persist_error(
-                "agent.persistent_state_root_invalid",
+                error_codes::AGENT_PERSISTENT_STATE_ROOT_INVALID,
                 format!("persistent state id `{state_id}` is not a valid storage segment"),
             ));
         }
@@ -130,7 +131,7 @@ fn init_persist_sync(
             .join(state_id);
         let missing = || {
             persist_error(
-                "agent.persistent_state_root_missing",
+                error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
                 format!("persistent state {state_id} does not exist in this conversation"),
             )
         };
@@ -139,7 +140,7 @@ fn init_persist_sync(
             Ok(None) => return Err(missing()),
             Err(StorageError::Corrupt { message, .. }) => {
                 return Err(persist_error(
-                    "agent.persistent_state_root_invalid",
+                    error_codes::AGENT_PERSISTENT_STATE_ROOT_INVALID,
                     format!("persistent state {state_id} has an unreadable manifest: {message}"),
                 ));
             }
@@ -147,7 +148,7 @@ fn init_persist_sync(
         };
         if header.state_id != state_id {
             return Err(persist_error(
-                "agent.persistent_state_manifest_mismatch",
+                error_codes::AGENT_PERSISTENT_STATE_MANIFEST_MISMATCH,
                 format!(
                     "persistent state {state_id} has a manifest for state {}",
                     header.state_id
@@ -156,7 +157,7 @@ fn init_persist_sync(
         }
         if header.workspace_id != run.workspace_id.as_str() {
             return Err(persist_error(
-                "agent.persistent_state_workspace_mismatch",
+                error_codes::AGENT_PERSISTENT_STATE_WORKSPACE_MISMATCH,
                 format!(
                     "persistent state {state_id} belongs to workspace {}, not {}",
                     header.workspace_id, run.workspace_id
@@ -205,7 +206,7 @@ fn promote_persist_sync(
     let target = states_dir.join(run_id.as_str());
     let exists = || {
         persist_error(
-            "agent.persistent_state_exists",
+            error_codes::AGENT_PERSISTENT_STATE_EXISTS,
             format!("persistent state {run_id} already exists"),
         )
     };

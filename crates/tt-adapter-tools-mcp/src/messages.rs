@@ -8,7 +8,7 @@ use tt_domain::error_codes;
 use tt_domain::mcp::limits;
 use tt_ports::tools::ToolSourceError;
 
-fn error(code: &'static str, message: String) -> ToolSourceError {
+fn error(code: tt_domain::error_codes::Code, message: String) -> ToolSourceError {
     ToolSourceError::new(code, message)
 }
 

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex as StdMutex, MutexGuard, PoisonError};
 use tokio::sync::{Mutex, oneshot};
 use tt_domain::approval::{ApprovalDecision, MAX_DENY_MESSAGE_CHARS};
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, ProfileId, RunId};
@@ -336,13 +337,13 @@ impl ApprovalBroker {
 
 fn not_found(run_id: &RunId, approval_id: &str) -> ApplicationError {
     ApplicationError::fatal(
-        "agent.approval_not_found",
+        error_codes::AGENT_APPROVAL_NOT_FOUND,
         format!("run {run_id} has no tool call waiting for approval {approval_id}"),
     )
 }
 
 fn invalid(message: impl Into<String>) -> ApplicationError {
-    ApplicationError::fatal("agent.approval_invalid", message)
+    ApplicationError::fatal(error_codes::AGENT_APPROVAL_INVALID, message)
 }
 
 /// Checks a decision before it is accepted: a denial's message length, and an edit's

@@ -5,14 +5,14 @@
 //!   owners, only the task for a delegated agent). Cancellation is its own variant.
 
 use tt_domain::DomainError;
-use tt_domain::error_codes::{self, ErrorClass};
+use tt_domain::error_codes::{self, Code};
 use tt_ports::{HostBridgeError, ModelError, ModelTimeLimit, StorageError};
 
 /// A recoverable tool failure, returned to the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ToolError {
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
     /// The finer reason within `code`, when it has one (a delegation policy denial's
     /// `agent.target_not_callable`, …): journaled as `errorReason` for hosts to decide on,
@@ -21,7 +21,7 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -30,17 +30,17 @@ impl ToolError {
     }
 
     /// A `code` error whose finer `reason` opens the message: "`reason`: `text`".
-    pub fn with_reason(code: &'static str, reason: &'static str, text: &str) -> Self {
+    pub fn with_reason(code: Code, reason: Code, text: &str) -> Self {
         Self {
             code,
             message: format!("{reason}: {text}"),
-            reason: Some(std::borrow::Cow::Borrowed(reason)),
+            reason: Some(std::borrow::Cow::Borrowed(reason.as_str())),
         }
     }
 
     /// `tool.invalid_arguments`.
     pub fn invalid_arguments(message: impl Into<String>) -> Self {
-        Self::new("tool.invalid_arguments", message)
+        Self::new(error_codes::TOOL_INVALID_ARGUMENTS, message)
     }
 }
 
@@ -53,10 +53,10 @@ impl From<DomainError> for ToolError {
 /// A fail-fast error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApplicationError {
-    #[error("agent.cancelled: {0}")]
+    #[error("{listed_code}: {0}", listed_code = error_codes::AGENT_CANCELLED)]
     Cancelled(String),
     #[error("{code}: {message}")]
-    Fatal { code: &'static str, message: String },
+    Fatal { code: Code, message: String },
     #[error(transparent)]
     Storage(#[from] StorageError),
     #[error(transparent)]
@@ -64,7 +64,7 @@ pub enum ApplicationError {
 }
 
 impl ApplicationError {
-    pub fn fatal(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn fatal(code: Code, message: impl Into<String>) -> Self {
         Self::Fatal {
             code,
             message: message.into(),
@@ -84,10 +84,10 @@ impl ApplicationError {
     }
 
     /// The contract code carried by this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            ApplicationError::Cancelled(_) => "agent.cancelled",
-            ApplicationError::Fatal { code, .. } => code,
+            ApplicationError::Cancelled(_) => error_codes::AGENT_CANCELLED,
+            ApplicationError::Fatal { code, .. } => *code,
             ApplicationError::Storage(err) => err.code(),
             ApplicationError::Model(err) => err.code(),
         }
@@ -99,18 +99,18 @@ impl ApplicationError {
     /// `agent.permission_denied`, 400/422 `agent.validation_error`, else the upstream
     /// `model.request_rejected`), and the upstream failure's own code otherwise. Everything else
     /// keeps [`code`](Self::code); [`model_detail`](Self::model_detail) keeps the finer one.
-    pub fn host_code(&self) -> &'static str {
+    pub fn host_code(&self) -> Code {
         match self {
             ApplicationError::Model(err) => match err {
-                ModelError::RateLimited { .. } => "agent.rate_limited",
-                ModelError::Transient { .. } => "agent.transient",
+                ModelError::RateLimited { .. } => error_codes::AGENT_RATE_LIMITED,
+                ModelError::Transient { .. } => error_codes::AGENT_TRANSIENT,
                 ModelError::TimedOut { limit, .. } if *limit != ModelTimeLimit::CallDeadline => {
-                    "agent.transient"
+                    error_codes::AGENT_TRANSIENT
                 }
                 ModelError::Rejected { status, .. } => match status {
-                    Some(401) => "agent.unauthorized",
-                    Some(403) => "agent.permission_denied",
-                    Some(400 | 422) => "agent.validation_error",
+                    Some(401) => error_codes::AGENT_UNAUTHORIZED,
+                    Some(403) => error_codes::AGENT_PERMISSION_DENIED,
+                    Some(400 | 422) => error_codes::AGENT_VALIDATION_ERROR,
                     Some(_) | None => err.code(),
                 },
                 ModelError::InvalidResponse { .. }
@@ -174,9 +174,7 @@ impl ApplicationError {
     /// code is classified once, there.
     pub fn user_retryable(&self) -> bool {
         match self {
-            ApplicationError::Fatal { code, .. } => {
-                error_codes::class_of(code).is_some_and(ErrorClass::is_user_retryable)
-            }
+            ApplicationError::Fatal { code, .. } => code.class().is_user_retryable(),
             ApplicationError::Model(err) => err.is_retryable(),
             ApplicationError::Cancelled(_) | ApplicationError::Storage(_) => false,
         }
@@ -196,9 +194,11 @@ impl From<HostBridgeError> for ApplicationError {
     fn from(value: HostBridgeError) -> Self {
         match value {
             HostBridgeError::Cancelled => Self::cancelled(),
-            HostBridgeError::Rejected(message) => Self::fatal("agent.chat_commit_failed", message),
+            HostBridgeError::Rejected(message) => {
+                Self::fatal(error_codes::AGENT_CHAT_COMMIT_FAILED, message)
+            }
             HostBridgeError::Unavailable(message) => {
-                Self::fatal("agent.chat_commit_channel_closed", message)
+                Self::fatal(error_codes::AGENT_CHAT_COMMIT_CHANNEL_CLOSED, message)
             }
         }
     }
@@ -264,13 +264,13 @@ mod tests {
         });
         assert_eq!(transient.host_code(), "agent.transient");
         let unreadable = model(ModelError::InvalidResponse {
-            code: "model.upstream_invalid_response",
+            code: tt_domain::error_codes::MODEL_UPSTREAM_INVALID_RESPONSE,
             message: "not JSON".into(),
         });
         assert_eq!(unreadable.host_code(), "model.upstream_invalid_response");
         assert_eq!(unreadable.model_detail(), None);
         // Not a model failure: unchanged.
-        let fatal = ApplicationError::fatal("agent.tool_after_finish", "x");
+        let fatal = ApplicationError::fatal(tt_domain::error_codes::AGENT_TOOL_AFTER_FINISH, "x");
         assert_eq!(fatal.host_code(), "agent.tool_after_finish");
         assert_eq!(fatal.model_detail(), None);
         assert_eq!(model(ModelError::Cancelled).host_code(), "agent.cancelled");

@@ -8,6 +8,7 @@
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
+use tt_domain::error_codes;
 use tt_domain::event::{AgentRunEvent, EventLevel, EventScope, NewRunEvent, RunEventType};
 use tt_domain::event_payload::EventPayload;
 use tt_domain::ids::{EventId, InvocationId, RunId};
@@ -227,7 +228,7 @@ impl EventSink {
 fn to_value<P: EventPayload>(payload: &P) -> ApplicationResult<Value> {
     serde_json::to_value(payload).map_err(|err| {
         crate::error::ApplicationError::fatal(
-            "agent.internal_error",
+            error_codes::AGENT_INTERNAL_ERROR,
             format!("{} payload: {err}", P::TYPE),
         )
     })

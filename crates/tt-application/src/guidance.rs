@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, RunId};
@@ -74,14 +75,14 @@ impl MailboxState {
 pub(crate) fn check_text(text: &str) -> ApplicationResult<()> {
     if text.trim().is_empty() {
         return Err(ApplicationError::fatal(
-            "agent.guidance_empty",
+            error_codes::AGENT_GUIDANCE_EMPTY,
             "guidance text is empty",
         ));
     }
     let chars = char_count(text);
     if chars > MAX_GUIDANCE_CHARS {
         return Err(ApplicationError::fatal(
-            "agent.guidance_too_large",
+            error_codes::AGENT_GUIDANCE_TOO_LARGE,
             format!(
                 "guidance has {chars} characters; one item may have at most {MAX_GUIDANCE_CHARS}"
             ),
@@ -135,7 +136,7 @@ impl GuidanceMailbox {
         let chars = char_count(&request.text);
         if state.pending.len() >= MAX_PENDING_GUIDANCE_ITEMS {
             return Err(ApplicationError::fatal(
-                "agent.guidance_queue_full",
+                error_codes::AGENT_GUIDANCE_QUEUE_FULL,
                 format!(
                     "{MAX_PENDING_GUIDANCE_ITEMS} guidance items are already waiting for the agent's next step"
                 ),
@@ -144,7 +145,7 @@ impl GuidanceMailbox {
         let pending_chars = state.pending_chars();
         if pending_chars + chars > MAX_PENDING_GUIDANCE_CHARS {
             return Err(ApplicationError::fatal(
-                "agent.guidance_pending_too_large",
+                error_codes::AGENT_GUIDANCE_PENDING_TOO_LARGE,
                 format!(
                     "{pending_chars} characters of guidance are already waiting; with {chars} more \
                      they would exceed {MAX_PENDING_GUIDANCE_CHARS}"
@@ -269,7 +270,7 @@ impl GuidanceMailbox {
 /// Refusal for a run whose mailbox is closed (the run is ending or has ended).
 pub(crate) fn mailbox_closed() -> ApplicationError {
     ApplicationError::fatal(
-        "agent.guidance_mailbox_closed",
+        error_codes::AGENT_GUIDANCE_MAILBOX_CLOSED,
         "the run is no longer accepting guidance: it has finished, failed or been cancelled",
     )
 }

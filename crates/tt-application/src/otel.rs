@@ -408,7 +408,7 @@ impl<'a> TraceBuilder<'a> {
         let span = &mut self.calls[index];
         span.end = Some(event.timestamp);
         if event.event_type == T::ModelCallAttemptFailed {
-            let code = text(event, "code").unwrap_or(error_codes::MODEL_ERROR);
+            let code = text(event, "code").unwrap_or(error_codes::MODEL_ERROR.as_str());
             span.attributes.push(("error.type".into(), json!(code)));
             span.error = Some(text(event, "message").unwrap_or(code).to_owned());
             return;
@@ -465,7 +465,7 @@ impl<'a> TraceBuilder<'a> {
         let failed = event.payload.get("isError").and_then(Value::as_bool) == Some(true)
             || event.event_type == T::ToolCallFailed;
         if failed {
-            let code = text(event, "errorCode").unwrap_or(error_codes::TOOL_ERROR);
+            let code = text(event, "errorCode").unwrap_or(error_codes::TOOL_ERROR.as_str());
             span.attributes.push(("error.type".into(), json!(code)));
             span.error = Some(text(event, "message").unwrap_or(code).to_owned());
         }

@@ -3,6 +3,7 @@
 //! next run of the conversation can find the state from that message.
 
 use serde_json::Value;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::workspace::PersistentChangeSet;
@@ -29,7 +30,7 @@ pub(crate) async fn bind_state_to_last_commit(
     };
     if latest.message_id.trim().is_empty() {
         return Err(ApplicationError::fatal(
-            "agent.persistent_state_message_missing",
+            error_codes::AGENT_PERSISTENT_STATE_MESSAGE_MISSING,
             format!(
                 "the last commit ({}) has no message id to bind persistent state {} to",
                 latest.path, change_set.state_id
@@ -100,7 +101,7 @@ pub(crate) async fn bind_state_to_last_commit(
                 .record(&ctx.run_id, EventLevel::Warn, &failed)
                 .await?;
             Err(ApplicationError::fatal(
-                "agent.persistent_state_metadata_update_failed",
+                error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_FAILED,
                 format!(
                     "the host could not bind persistent state {} to message {}: {message}",
                     change_set.state_id, latest.message_id

@@ -2,6 +2,7 @@
 //! stored override), otherwise the stored definition, validated; and the check that a profile
 //! can run at all (its model is configured).
 
+use tt_domain::error_codes;
 use tt_domain::ids::ProfileId;
 use tt_domain::profile::{
     DEFAULT_PROFILE_ID, ModelMode, ProfileSource, ResolvedProfile, default_writer_definition,
@@ -20,13 +21,14 @@ pub(crate) async fn resolve(
         .map(str::trim)
         .filter(|id| !id.is_empty())
         .unwrap_or(DEFAULT_PROFILE_ID);
-    let id = ProfileId::parse(id_text)
-        .map_err(|err| ApplicationError::fatal("agent.profile_not_found", err.message))?;
+    let id = ProfileId::parse(id_text).map_err(|err| {
+        ApplicationError::fatal(error_codes::AGENT_PROFILE_NOT_FOUND, err.message)
+    })?;
     match profiles.load_profile(&id).await? {
         Some(definition) => {
             if definition.id != id {
                 return Err(ApplicationError::fatal(
-                    "agent.profile_id_mismatch",
+                    error_codes::AGENT_PROFILE_ID_MISMATCH,
                     format!("the stored profile `{id}` declares id `{}`", definition.id),
                 ));
             }
@@ -37,7 +39,7 @@ pub(crate) async fn resolve(
             ProfileSource::built_in(),
         )?),
         None => Err(ApplicationError::fatal(
-            "agent.profile_not_found",
+            error_codes::AGENT_PROFILE_NOT_FOUND,
             format!("no profile named `{id}` exists"),
         )),
     }
@@ -47,7 +49,7 @@ pub(crate) async fn resolve(
 pub(crate) fn check_model_configured(profile: &ResolvedProfile) -> ApplicationResult<()> {
     match profile.definition.model.mode {
         ModelMode::RequiresConfiguration => Err(ApplicationError::fatal(
-            "agent.profile_model_requires_configuration",
+            error_codes::AGENT_PROFILE_MODEL_REQUIRES_CONFIGURATION,
             format!(
                 "profile `{}` needs a model to be configured before it can run",
                 profile.id()

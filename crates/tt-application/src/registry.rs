@@ -4,6 +4,7 @@
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use tt_domain::error_codes;
 use tt_domain::ids::InvocationId;
 use tt_domain::invocation::ExitPolicy;
 use tt_domain::profile::{ResolvedProfile, ToolDescriptionOverride, ToolSpecStyle};
@@ -183,7 +184,7 @@ fn with_external_specs(
             .find(|known| known.id == id)
             .ok_or_else(|| {
                 ApplicationError::fatal(
-                    "agent.tool_unavailable",
+                    error_codes::AGENT_TOOL_UNAVAILABLE,
                     format!(
                         "profile `{}` lists `{id}`, which no host tool or MCP server provides",
                         profile.id()
@@ -323,7 +324,10 @@ pub(crate) fn builtin_spec(
     crate::delegation::specs::agent_tool_spec(tool)
         .or_else(|| crate::skills::skill_tool_spec(tool))
         .ok_or_else(|| {
-            ApplicationError::fatal("agent.tool_unavailable", format!("no spec for `{tool}`"))
+            ApplicationError::fatal(
+                error_codes::AGENT_TOOL_UNAVAILABLE,
+                format!("no spec for `{tool}`"),
+            )
         })
 }
 
@@ -344,7 +348,7 @@ fn apply_description_override(
             .and_then(Value::as_object_mut)
             .ok_or_else(|| {
                 ApplicationError::fatal(
-                    "agent.profile_tool_description_invalid",
+                    error_codes::AGENT_PROFILE_TOOL_DESCRIPTION_INVALID,
                     format!(
                         "toolDescriptions for `{}` names unknown property `{property}`",
                         spec.name

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use tt_domain::error_codes;
 use tt_domain::event::{AgentRunEvent, EventLevel, RunEventType};
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{CommitId, InvocationId, RunId, TaskId};
@@ -525,7 +526,7 @@ fn decode<T: serde::de::DeserializeOwned>(
 ) -> ApplicationResult<T> {
     serde_json::from_value(value.clone()).map_err(|err| {
         ApplicationError::fatal(
-            "agent.storage_corrupt",
+            error_codes::AGENT_STORAGE_CORRUPT,
             format!("{} cannot be read back: {err}", document.relative_path()),
         )
     })
@@ -546,7 +547,7 @@ pub(crate) async fn check_snapshot(
     match stored {
         Some(stored) if stored == now => Ok(()),
         Some(_) => Err(ApplicationError::fatal(
-            "agent.resume_profile_changed",
+            error_codes::AGENT_RESUME_PROFILE_CHANGED,
             format!(
                 "profile `{}` no longer gives {invocation} the tools, budgets and roots it started with ({}); the run cannot be resumed",
                 snapshot.profile_id,
@@ -675,7 +676,7 @@ pub(crate) fn interrupted_delegations(tasks: &[AgentTaskRecord]) -> Vec<AgentTas
 /// `agent.run_not_resumable` with `why`.
 pub(crate) fn not_resumable(run: &AgentRun, why: &str) -> ApplicationError {
     ApplicationError::fatal(
-        "agent.run_not_resumable",
+        error_codes::AGENT_RUN_NOT_RESUMABLE,
         format!("run {} cannot be resumed: {why}", run.id),
     )
 }

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
+use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::invocation::{ExitPolicy, InvocationKind, InvocationStatus};
 use tt_domain::task::{TaskContinuation, TaskStatus};
@@ -68,7 +69,7 @@ pub async fn timeline_projection(
         if !known.contains(&task.child_invocation_id) || !known.contains(&task.parent_invocation_id)
         {
             return Err(ApplicationError::fatal(
-                "agent.timeline_projection_invalid",
+                error_codes::AGENT_TIMELINE_PROJECTION_INVALID,
                 format!("task {} points at a missing invocation", task.id),
             ));
         }

@@ -58,7 +58,7 @@ fn with_summaries(turns: Vec<AgentModelResponse>) -> std::sync::Arc<FakeModel> {
             .get(request.round as usize - 1)
             .cloned()
             .ok_or_else(|| ModelError::Unavailable {
-                code: "model.script_exhausted",
+                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                 message: format!("no turn {}", request.round),
             })
     })
@@ -305,7 +305,7 @@ async fn a_summary_longer_than_its_room_is_cut_so_the_next_request_fits() {
             .get(request.round as usize - 1)
             .cloned()
             .ok_or_else(|| ModelError::Unavailable {
-                code: "model.script_exhausted",
+                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                 message: format!("no turn {}", request.round),
             })
     });

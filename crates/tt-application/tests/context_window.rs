@@ -134,7 +134,7 @@ async fn the_oldest_turns_become_a_summary_when_stubs_are_not_enough() {
             .get(request.round as usize - 1)
             .cloned()
             .ok_or_else(|| ModelError::Unavailable {
-                code: "model.script_exhausted",
+                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                 message: format!("no turn {}", request.round),
             })
     });
@@ -195,7 +195,7 @@ async fn a_provider_refusal_teaches_the_window_and_fits_once_more() {
             .get(request.round as usize - 1)
             .cloned()
             .ok_or_else(|| ModelError::Unavailable {
-                code: "model.script_exhausted",
+                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                 message: format!("no turn {}", request.round),
             })
     });

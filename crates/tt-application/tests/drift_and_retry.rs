@@ -208,7 +208,7 @@ async fn run_failed_flags_follow_the_error_classification() {
         (rejected(404), false, "model.request_rejected", json!({})),
         (
             ModelError::InvalidResponse {
-                code: "model.invalid_tool_call",
+                code: tt_domain::error_codes::MODEL_INVALID_TOOL_CALL,
                 message: "tool call #1 has no id".into(),
             },
             false,

@@ -26,7 +26,7 @@ async fn parked(h: &Harness, count: usize) {
 }
 
 fn error_code(result: tt_application::ApplicationResult<impl std::fmt::Debug>) -> &'static str {
-    result.expect_err("refused").code()
+    result.expect_err("refused").code().as_str()
 }
 
 #[tokio::test]

@@ -194,7 +194,7 @@ pub fn by_turn(turns: Vec<AgentModelResponse>) -> Arc<FakeModel> {
             .get(request.round as usize - 1)
             .cloned()
             .ok_or_else(|| ModelError::Unavailable {
-                code: "model.script_exhausted",
+                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                 message: format!("no turn {}", request.round),
             })
     })
@@ -281,7 +281,7 @@ pub fn by_agent(script: Vec<(&str, Vec<AgentModelResponse>)>) -> Arc<FakeModel> 
             .and_then(|turns| turns.get(request.round as usize - 1))
             .cloned()
             .ok_or_else(|| ModelError::Unavailable {
-                code: "model.script_exhausted",
+                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
                 message: format!("no turn {} for {}", request.round, request.agent_profile_id),
             })
     })

@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::model::{
     AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelContentPart, ModelRole,
 };
@@ -265,7 +266,7 @@ impl ModelProvider for FanoutModel {
         decide(&request, self.children)
             .map(|turn| response(&turn))
             .map_err(|err| ModelError::Unavailable {
-                code: "model.script_exhausted",
+                code: error_codes::MODEL_SCRIPT_EXHAUSTED,
                 message: err.to_string(),
             })
     }

@@ -2,6 +2,7 @@
 //! commands (`runs`, `events`, `graph`, `show`) print on stderr after what they could print
 //! when the run they read is damaged. Such a command exits with [`DAMAGE_EXIT_CODE`].
 
+use tt_runtime::error_codes;
 use tt_runtime::{AgentRuntime, DamageFinding};
 
 /// The exit status of a command that printed what it could of a damaged run (docs/storage.md,
@@ -49,7 +50,10 @@ pub(crate) fn damaged(run_id: &str, findings: &[DamageFinding]) -> anyhow::Error
 }
 
 /// The codes of a run record `check` cannot read or rebuild: reported as damage.
-const RECORD_DAMAGE_CODES: [&str; 2] = ["agent.storage_corrupt", "agent.run_record_missing"];
+const RECORD_DAMAGE_CODES: [error_codes::Code; 2] = [
+    error_codes::AGENT_STORAGE_CORRUPT,
+    error_codes::AGENT_RUN_RECORD_MISSING,
+];
 
 /// `tt-agent check <runId>`: the findings, one a line, or that there are none; with `json`
 /// the whole answer of `check_run`.
@@ -58,8 +62,11 @@ pub(crate) async fn check(runtime: &AgentRuntime, run_id: &str, json: bool) -> a
         Ok(damage) => damage,
         // The run is there but its record can neither be read nor rebuilt: that is damage
         // too (exit 3), not a command that failed.
-        Err(error) if RECORD_DAMAGE_CODES.contains(&error.code.as_str()) => {
-            let finding = DamageFinding::new(&error.code, error.message.clone());
+        Err(error) if RECORD_DAMAGE_CODES.iter().any(|code| *code == error.code) => {
+            let finding = DamageFinding {
+                code: error.code.clone(),
+                message: error.message.clone(),
+            };
             if json {
                 println!(
                     "{}",

@@ -162,7 +162,8 @@ pub(crate) async fn events(storage: &Storage, options: EventsOptions) -> anyhow:
                 codes::AGENT_JOURNAL_END_MISSING,
                 codes::AGENT_RUN_END_UNRECORDED,
             ]
-            .contains(&finding.code.as_str())
+            .iter()
+            .any(|code| *code == finding.code)
         }));
     }
     if !findings.is_empty() {

@@ -3,6 +3,7 @@
 //! for a stdio server, `mcp add --transport http <name> <url>` for Streamable HTTP.
 
 use std::collections::BTreeMap;
+use tt_runtime::error_codes;
 
 use anyhow::{Context, bail};
 use tt_runtime::{AgentRuntime, McpServerConfig, McpServerEntry, McpTransport};
@@ -120,7 +121,10 @@ pub(crate) async fn run(runtime: &AgentRuntime, command: McpCommand) -> anyhow::
                 println!("{}", serde_json::to_string_pretty(structured)?);
             }
             if output.is_error {
-                bail!("mcp.tool_error: the tool `{tool}` reported a failure");
+                bail!(
+                    "{}: the tool `{tool}` reported a failure",
+                    error_codes::MCP_TOOL_ERROR
+                );
             }
             Ok(())
         }

@@ -4,6 +4,7 @@
 //! Pure rules only: the engine asks [`ApprovalPolicy::asks`] before a call starts, parks the
 //! agent and journals the request; the host's answer is an [`ApprovalDecision`].
 
+use crate::error_codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -163,7 +164,8 @@ fn rule_for<'a>(
 /// to delegated agents); `outside` is only for tools that name a path, with at least one root,
 /// each a usable workspace path.
 pub fn validate_policy(policy: &ApprovalPolicy, timeout_ms: Option<u64>) -> DomainResult<()> {
-    let invalid = |message: String| DomainError::new("agent.profile_approval_invalid", message);
+    let invalid =
+        |message: String| DomainError::new(error_codes::AGENT_PROFILE_APPROVAL_INVALID, message);
     for (key, rule) in policy {
         // Whether every tool the key stands for names a path (`None`: an outside tool).
         let names_paths: Vec<(String, bool)> = if key == WRITES_GROUP {

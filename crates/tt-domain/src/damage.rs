@@ -20,9 +20,9 @@ pub struct DamageFinding {
 }
 
 impl DamageFinding {
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
+    pub fn new(code: error_codes::Code, message: impl Into<String>) -> Self {
         Self {
-            code: code.to_owned(),
+            code: code.as_str().to_owned(),
             message: message.into(),
         }
     }

@@ -5,17 +5,19 @@
 
 use std::fmt;
 
+use crate::error_codes::Code;
+
 /// A coded domain error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct DomainError {
     /// Reference-contract error code, for example `workspace.invalid_path`.
-    pub code: &'static str,
+    pub code: Code,
     /// Human readable detail, written for whoever supplied the bad input.
     pub message: String,
 }
 
 impl DomainError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -59,7 +61,7 @@ mod tests {
 
     #[test]
     fn display_uses_code_prefix() {
-        let err = DomainError::new("workspace.invalid_path", "path is empty");
+        let err = DomainError::new(crate::error_codes::WORKSPACE_INVALID_PATH, "path is empty");
         assert_eq!(err.to_string(), "workspace.invalid_path: path is empty");
     }
 }

@@ -18,7 +18,8 @@ use crate::{DomainError, DomainResult};
 pub const MAX_OUTPUT_TOKENS_LIMIT: u32 = 1_000_000;
 
 /// The code of every out-of-range or malformed setting.
-pub const GENERATION_SETTINGS_INVALID: &str = crate::error_codes::AGENT_GENERATION_SETTINGS_INVALID;
+pub const GENERATION_SETTINGS_INVALID: crate::error_codes::Code =
+    crate::error_codes::AGENT_GENERATION_SETTINGS_INVALID;
 
 /// Most stop strings one request may carry (OpenAI allows 4, Anthropic more; adapters that
 /// take fewer refuse the request with a clear error).

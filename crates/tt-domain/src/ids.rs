@@ -4,6 +4,7 @@
 //! Fresh ids are built from a unique hex token handed out by the `IdGenerator` port, so the domain
 //! never touches randomness itself.
 
+use crate::error_codes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -135,7 +136,7 @@ impl ProfileId {
             Ok(Self(raw.to_owned()))
         } else {
             Err(DomainError::new(
-                "agent.profile_id_invalid",
+                error_codes::AGENT_PROFILE_ID_INVALID,
                 format!(
                     "profile id `{}` must be 1 to {MAX_PROFILE_ID_LEN} characters of lowercase letters, digits, `-` or `_`",
                     truncate_for_message(raw)

@@ -1,5 +1,6 @@
 //! An invocation: one agent's tool loop inside a run (root, delegated sub-agent, or handoff owner).
 
+use crate::error_codes;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{InvocationId, ProfileId, RunId};
@@ -167,7 +168,7 @@ impl AgentInvocation {
         };
         if !legal {
             return Err(DomainError::new(
-                "agent.invocation_status_transition_invalid",
+                error_codes::AGENT_INVOCATION_STATUS_TRANSITION_INVALID,
                 format!(
                     "invocation {} cannot move from {} to {}",
                     self.id,

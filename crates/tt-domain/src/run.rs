@@ -3,6 +3,7 @@
 //! Holds `AgentRun`, its status machine (including `partial_success`) and the derivation of the
 //! workspace id from the host's stable conversation id.
 
+use crate::error_codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -40,13 +41,13 @@ pub fn normalize_stable_chat_id(raw: &str) -> DomainResult<String> {
     let trimmed = raw.trim();
     if trimmed.is_empty() {
         return Err(DomainError::new(
-            "agent.stable_chat_id_invalid",
+            error_codes::AGENT_STABLE_CHAT_ID_INVALID,
             "the stable conversation id must not be empty",
         ));
     }
     if trimmed.len() > MAX_STABLE_CHAT_ID_BYTES {
         return Err(DomainError::new(
-            "agent.stable_chat_id_invalid",
+            error_codes::AGENT_STABLE_CHAT_ID_INVALID,
             format!("the stable conversation id is longer than {MAX_STABLE_CHAT_ID_BYTES} bytes"),
         ));
     }
@@ -325,7 +326,7 @@ impl AgentRun {
         }
         if !self.status.can_transition_to(next) {
             return Err(DomainError::new(
-                "agent.run_status_transition_invalid",
+                error_codes::AGENT_RUN_STATUS_TRANSITION_INVALID,
                 format!(
                     "run {} cannot move from {} to {}",
                     self.id,
@@ -385,7 +386,7 @@ impl AgentRun {
     pub fn abandon(&mut self, now: Timestamp) -> DomainResult<()> {
         if !self.is_resumable() {
             return Err(DomainError::new(
-                "agent.run_not_abandonable",
+                error_codes::AGENT_RUN_NOT_ABANDONABLE,
                 if self.abandoned_at.is_some() {
                     format!("run {} was already abandoned", self.id)
                 } else {
@@ -405,7 +406,7 @@ impl AgentRun {
 
     fn not_resumable(&self) -> DomainError {
         DomainError::new(
-            "agent.run_not_resumable",
+            error_codes::AGENT_RUN_NOT_RESUMABLE,
             if self.abandoned_at.is_some() {
                 format!("run {} was abandoned; it cannot be resumed", self.id)
             } else {

@@ -2,6 +2,7 @@
 //! and read. Holds skill ids, safe relative file paths, the scopes skills live in (global, preset,
 //! profile, character), the run's ambient scope refs, `SKILL.md` frontmatter and skill summaries.
 
+use crate::error_codes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -41,7 +42,7 @@ impl SkillId {
             Ok(Self(raw.to_owned()))
         } else {
             Err(DomainError::new(
-                "skill.id_invalid",
+                error_codes::SKILL_ID_INVALID,
                 format!(
                     "skill id `{}` must be 1 to {MAX_PROFILE_ID_LEN} characters of lowercase letters, digits, `-` or `_`",
                     raw.chars().take(80).collect::<String>()
@@ -87,7 +88,7 @@ impl SkillFilePath {
         let trimmed = raw.strip_prefix("./").unwrap_or(raw);
         let invalid = |why: &str| {
             DomainError::new(
-                "skill.file_path_invalid",
+                error_codes::SKILL_FILE_PATH_INVALID,
                 format!(
                     "skill file path `{}` {why}",
                     raw.chars().take(80).collect::<String>()
@@ -283,7 +284,7 @@ impl fmt::Display for SkillScope {
 pub fn skill_storage_segment(raw: &str) -> DomainResult<String> {
     if raw.trim().is_empty() {
         return Err(DomainError::new(
-            "skill.scope_invalid",
+            error_codes::SKILL_SCOPE_INVALID,
             "a skill scope name must not be blank",
         ));
     }

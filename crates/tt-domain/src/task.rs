@@ -4,6 +4,7 @@
 //! transitions change nothing and report `changed = false`. The one exception is a task the
 //! store marked `interrupted`: `resume_run` moves it back to `queued` or `running`.
 
+use crate::error_codes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -199,7 +200,7 @@ impl AgentTaskRecord {
         }
         if self.status == TaskStatus::Running && change.status == TaskStatus::Queued {
             return Err(DomainError::new(
-                "agent.task_status_transition_invalid",
+                error_codes::AGENT_TASK_STATUS_TRANSITION_INVALID,
                 format!("task {} cannot move from running back to queued", self.id),
             ));
         }

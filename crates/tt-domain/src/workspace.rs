@@ -3,6 +3,7 @@
 //! Every agent sees the same logical paths (`output/main.md`); only which roots are visible or
 //! writable differs per agent. Physical locations are the storage adapter's business.
 
+use crate::error_codes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -29,7 +30,7 @@ impl WorkspacePath {
     pub fn parse(raw: &str) -> DomainResult<Self> {
         let invalid = |why: &str| {
             DomainError::new(
-                "workspace.invalid_path",
+                error_codes::WORKSPACE_INVALID_PATH,
                 format!(
                     "`{}` is not a usable workspace path: {why}. Use a relative path such as `output/main.md`.",
                     truncate_for_message(raw)
@@ -341,7 +342,7 @@ impl WorkspaceAccessPolicy {
     /// `workspace.path_not_visible` with a message that names the roots the agent can use.
     pub fn not_visible_error(&self, path: &WorkspacePath) -> DomainError {
         DomainError::new(
-            "workspace.path_not_visible",
+            error_codes::WORKSPACE_PATH_NOT_VISIBLE,
             format!(
                 "`{path}` is outside the workspace areas you can see. You can see: {}.",
                 join_roots(&self.visible_root_names())
@@ -362,7 +363,7 @@ impl WorkspaceAccessPolicy {
             )
         };
         DomainError::new(
-            "workspace.path_not_writable",
+            error_codes::WORKSPACE_PATH_NOT_WRITABLE,
             format!("`{path}` is not writable. {hint}"),
         )
     }
@@ -505,7 +506,9 @@ mod tests {
     }
 
     fn parse(raw: &str) -> Result<String, &'static str> {
-        WorkspacePath::parse(raw).map(|p| p.0).map_err(|e| e.code)
+        WorkspacePath::parse(raw)
+            .map(|p| p.0)
+            .map_err(|e| e.code.as_str())
     }
 
     #[test]
@@ -700,7 +703,7 @@ impl PersistSnapshot {
         let current: std::collections::BTreeSet<&WorkspacePath> = current.into_iter().collect();
         match self.files.iter().find(|file| !current.contains(&file.path)) {
             Some(deleted) => Err(DomainError::new(
-                "agent.persistent_delete_unsupported",
+                error_codes::AGENT_PERSISTENT_DELETE_UNSUPPORTED,
                 format!(
                     "`{}` was deleted from persist/, but persistent files cannot be deleted",
                     deleted.path

@@ -11,6 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
+use tt_runtime::error_codes;
 use tt_runtime::{
     AgentProfileDefinition, ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest,
     GuidanceRequest, ListRunsRequest, NoInput, PersistStateRequest, ReadEventsRequest,
@@ -96,7 +97,7 @@ pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
 async fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
-        "http.route_not_found",
+        error_codes::HTTP_ROUTE_NOT_FOUND,
         "no such endpoint",
     )
 }
@@ -154,7 +155,7 @@ async fn start_run(
 ) -> ApiResult<Response> {
     if request.stable_chat_id.trim().is_empty() {
         return Err(ApiError::bad_request(
-            "http.invalid_request",
+            error_codes::HTTP_INVALID_REQUEST,
             "stableChatId must not be empty",
         ));
     }

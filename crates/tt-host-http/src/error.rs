@@ -4,6 +4,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use tt_runtime::HostError;
+use tt_runtime::error_codes::Code;
 
 /// A coded error answered as `{"code", "message"}` with a status that fits the code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -16,15 +17,15 @@ pub struct ApiError {
 
 impl ApiError {
     /// An error of this adapter's own (`http.*` codes).
-    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: Code, message: impl Into<String>) -> Self {
         Self {
             status,
-            code: code.to_owned(),
+            code: code.to_string(),
             message: message.into(),
         }
     }
 
-    pub(crate) fn bad_request(code: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(code: Code, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use tt_runtime::error_codes;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
@@ -34,7 +35,7 @@ pub(crate) fn valid_id<'a>(what: &str, id: &'a str) -> ApiResult<&'a str> {
         Ok(id)
     } else {
         Err(ApiError::bad_request(
-            "http.invalid_id",
+            error_codes::HTTP_INVALID_ID,
             format!("`{id}` is not a valid {what} id (1-128 letters, digits, `_` or `-`)"),
         ))
     }
@@ -61,7 +62,9 @@ impl<S: Send + Sync> FromRequestParts<S> for PathParams {
         axum::extract::Path::<HashMap<String, String>>::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Path(map)| Self(map))
-            .map_err(|rejection| ApiError::bad_request("http.invalid_path", rejection.body_text()))
+            .map_err(|rejection| {
+                ApiError::bad_request(error_codes::HTTP_INVALID_PATH, rejection.body_text())
+            })
     }
 }
 
@@ -75,7 +78,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
         Query::<T>::from_request_parts(parts, state)
             .await
             .map(|Query(value)| Self(value))
-            .map_err(|rejection| ApiError::bad_request("http.invalid_query", rejection.body_text()))
+            .map_err(|rejection| {
+                ApiError::bad_request(error_codes::HTTP_INVALID_QUERY, rejection.body_text())
+            })
     }
 }
 
@@ -96,7 +101,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
         if !is_json {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "http.unsupported_media_type",
+                error_codes::HTTP_UNSUPPORTED_MEDIA_TYPE,
                 "send the body as application/json",
             ));
         }
@@ -106,15 +111,15 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(
                         StatusCode::PAYLOAD_TOO_LARGE,
-                        "http.body_too_large",
+                        error_codes::HTTP_BODY_TOO_LARGE,
                         "the request body is larger than this server accepts",
                     )
                 } else {
-                    ApiError::bad_request("http.body_unreadable", rejection.body_text())
+                    ApiError::bad_request(error_codes::HTTP_BODY_UNREADABLE, rejection.body_text())
                 }
             })?;
         serde_json::from_slice(&bytes)
             .map(Self)
-            .map_err(|err| ApiError::bad_request("http.invalid_json", err.to_string()))
+            .map_err(|err| ApiError::bad_request(error_codes::HTTP_INVALID_JSON, err.to_string()))
     }
 }

@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use tt_runtime::error_codes;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -54,7 +55,7 @@ impl Guard {
         if !self.inner.hosts.iter().any(|allowed| allowed == host) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "http.host_refused",
+                error_codes::HTTP_HOST_REFUSED,
                 format!(
                     "this server answers only to {}",
                     self.inner.hosts.join(" or ")
@@ -66,7 +67,7 @@ impl Guard {
             if !self.inner.origins.iter().any(|allowed| allowed == origin) {
                 return Err(ApiError::new(
                     StatusCode::FORBIDDEN,
-                    "http.origin_refused",
+                    error_codes::HTTP_ORIGIN_REFUSED,
                     "cross-origin requests are refused",
                 ));
             }
@@ -78,12 +79,12 @@ impl Guard {
             }
             Some(_) => Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
-                "http.token_invalid",
+                error_codes::HTTP_TOKEN_INVALID,
                 "the token does not match this server's",
             )),
             None => Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
-                "http.token_missing",
+                error_codes::HTTP_TOKEN_MISSING,
                 "every request needs this server's token (the `token` query parameter of the printed URL, or the x-tt-token header)",
             )),
         }

@@ -10,6 +10,7 @@
 
 use std::convert::Infallible;
 use std::time::Duration;
+use tt_runtime::error_codes;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -53,7 +54,10 @@ pub(crate) async fn stream(
                 .ok()
                 .and_then(|text| text.trim().parse::<u64>().ok())
                 .ok_or_else(|| {
-                    ApiError::bad_request("http.invalid_last_event_id", "Last-Event-ID is a seq")
+                    ApiError::bad_request(
+                        error_codes::HTTP_INVALID_LAST_EVENT_ID,
+                        "Last-Event-ID is a seq",
+                    )
                 })?,
         ),
     };
@@ -96,7 +100,10 @@ fn events(subscription: EventSubscription) -> impl Stream<Item = Result<Event, I
                         Phase::Live(subscription),
                     ));
                 }
-                Err(err) => error_event("http.event_unserializable", &err.to_string()),
+                Err(err) => error_event(
+                    error_codes::HTTP_EVENT_UNSERIALIZABLE.as_str(),
+                    &err.to_string(),
+                ),
             },
             Ok(None) => Event::default().event("end").data("{}"),
             Err(err) => error_event(&err.code, &err.message),
@@ -131,7 +138,10 @@ fn run_update_events(updates: RunUpdates) -> impl Stream<Item = Result<Event, In
         let message = match updates.next().await? {
             RunUpdate::Changed(run) => match serde_json::to_string(&run) {
                 Ok(json) => Event::default().data(json),
-                Err(err) => error_event("http.event_unserializable", &err.to_string()),
+                Err(err) => error_event(
+                    error_codes::HTTP_EVENT_UNSERIALIZABLE.as_str(),
+                    &err.to_string(),
+                ),
             },
             // `RunUpdate` may grow: anything unknown is best answered by a re-read.
             _ => Event::default().event("lagged").data("{}"),

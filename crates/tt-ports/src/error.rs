@@ -44,17 +44,17 @@ pub enum StorageError {
     #[error("{path} is not a directory")]
     NotADirectory { path: String },
     /// A path resolved through a symlink to somewhere outside the run directory.
-    #[error("agent.workspace_symlink_escape: {path} resolves outside the run workspace")]
+    #[error("{listed_code}: {path} resolves outside the run workspace", listed_code = error_codes::AGENT_WORKSPACE_SYMLINK_ESCAPE)]
     SymlinkEscape { path: String },
     /// Another live writer holds this run's lock: another process, or another runtime of this
     /// one.
-    #[error("agent.run_locked: {what} is being written by {}", lock_owner(*owner_pid))]
+    #[error("{}: {what} is being written by {}", error_codes::AGENT_RUN_LOCKED, lock_owner(*owner_pid))]
     Locked {
         what: String,
         owner_pid: Option<u32>,
     },
     /// The store was opened for reading only.
-    #[error("agent.storage_read_only: cannot write {what}: the store is open for reading only")]
+    #[error("{listed_code}: cannot write {what}: the store is open for reading only", listed_code = error_codes::AGENT_STORAGE_READ_ONLY)]
     ReadOnly { what: String },
     #[error("{0}")]
     Domain(DomainError),
@@ -87,23 +87,23 @@ impl StorageError {
     }
 
     /// The contract code for this failure.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> error_codes::Code {
         match self {
-            StorageError::NotFound { .. } => "agent.not_found",
-            StorageError::AlreadyExists { .. } => "agent.already_exists",
+            StorageError::NotFound { .. } => error_codes::AGENT_NOT_FOUND,
+            StorageError::AlreadyExists { .. } => error_codes::AGENT_ALREADY_EXISTS,
             StorageError::GuardFileExists { .. } | StorageError::GuardShaMismatch { .. } => {
-                "workspace.write_stale_file"
+                error_codes::WORKSPACE_WRITE_STALE_FILE
             }
-            StorageError::GuardFileMissing { .. } => "workspace.file_not_found",
-            StorageError::IsDirectory { .. } => "workspace.path_is_directory",
-            StorageError::NotADirectory { .. } => "workspace.path_not_found",
-            StorageError::SymlinkEscape { .. } => "agent.workspace_symlink_escape",
-            StorageError::Locked { .. } => "agent.run_locked",
-            StorageError::ReadOnly { .. } => "agent.storage_read_only",
+            StorageError::GuardFileMissing { .. } => error_codes::WORKSPACE_FILE_NOT_FOUND,
+            StorageError::IsDirectory { .. } => error_codes::WORKSPACE_PATH_IS_DIRECTORY,
+            StorageError::NotADirectory { .. } => error_codes::WORKSPACE_PATH_NOT_FOUND,
+            StorageError::SymlinkEscape { .. } => error_codes::AGENT_WORKSPACE_SYMLINK_ESCAPE,
+            StorageError::Locked { .. } => error_codes::AGENT_RUN_LOCKED,
+            StorageError::ReadOnly { .. } => error_codes::AGENT_STORAGE_READ_ONLY,
             StorageError::Domain(err) => err.code,
-            StorageError::Corrupt { .. } => "agent.storage_corrupt",
-            StorageError::Io { .. } => "agent.storage_io",
-            StorageError::Other(_) => "agent.internal_error",
+            StorageError::Corrupt { .. } => error_codes::AGENT_STORAGE_CORRUPT,
+            StorageError::Io { .. } => error_codes::AGENT_STORAGE_IO,
+            StorageError::Other(_) => error_codes::AGENT_INTERNAL_ERROR,
         }
     }
 }
@@ -139,16 +139,16 @@ pub type StorageResult<T> = Result<T, StorageError>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
     /// HTTP 429 or equivalent; `retry_after_ms` when the provider said how long to wait.
-    #[error("model.provider_rate_limited: {message}")]
+    #[error("{listed_code}: {message}", listed_code = error_codes::MODEL_PROVIDER_RATE_LIMITED)]
     RateLimited {
         message: String,
         retry_after_ms: Option<u64>,
     },
     /// 5xx, overload, connection reset, timeout, unreadable body.
-    #[error("model.transient: {message}")]
+    #[error("{listed_code}: {message}", listed_code = error_codes::MODEL_TRANSIENT)]
     Transient { message: String },
     /// The provider refused the request (4xx other than 429).
-    #[error("model.request_rejected: {message}")]
+    #[error("{listed_code}: {message}", listed_code = error_codes::MODEL_REQUEST_REJECTED)]
     Rejected {
         status: Option<u16>,
         message: String,
@@ -156,19 +156,25 @@ pub enum ModelError {
     /// The response could not be decoded into the canonical IR. `code` is e.g.
     /// `model.invalid_tool_call` or `model.upstream_invalid_response`.
     #[error("{code}: {message}")]
-    InvalidResponse { code: &'static str, message: String },
+    InvalidResponse {
+        code: error_codes::Code,
+        message: String,
+    },
     /// The provider has nothing to answer with (for example a scripted model ran out of turns).
     #[error("{code}: {message}")]
-    Unavailable { code: &'static str, message: String },
-    #[error("agent.cancelled: the model call was cancelled")]
+    Unavailable {
+        code: error_codes::Code,
+        message: String,
+    },
+    #[error("{listed_code}: the model call was cancelled", listed_code = error_codes::AGENT_CANCELLED)]
     Cancelled,
     /// A generation setting this provider cannot honour (refused before anything is sent;
     /// docs/providers.md lists what each adapter takes).
-    #[error("model.setting_unsupported: {message}")]
+    #[error("{listed_code}: {message}", listed_code = error_codes::MODEL_SETTING_UNSUPPORTED)]
     SettingUnsupported { message: String },
     /// The request does not fit the model's context window: refused by the server (its own
     /// figures when it gave them), or found too large before it was sent.
-    #[error("model.context_overflow: {message}")]
+    #[error("{listed_code}: {message}", listed_code = error_codes::MODEL_CONTEXT_OVERFLOW)]
     ContextOverflow {
         message: String,
         /// Prompt tokens the request needs, as the server counted them (or as estimated).
@@ -186,7 +192,7 @@ pub enum ModelError {
         limit_ms: u64,
         message: String,
     },
-    #[error("model.provider_error: {0}")]
+    #[error("{listed_code}: {0}", listed_code = error_codes::MODEL_PROVIDER_ERROR)]
     Other(String),
 }
 
@@ -223,12 +229,12 @@ impl ModelTimeLimit {
     }
 
     /// The error code of a call this limit ended.
-    pub fn code(self) -> &'static str {
+    pub fn code(self) -> error_codes::Code {
         match self {
             ModelTimeLimit::Request | ModelTimeLimit::Idle | ModelTimeLimit::Header => {
-                "model.timeout"
+                error_codes::MODEL_TIMEOUT
             }
-            ModelTimeLimit::CallDeadline => "model.call_deadline_exceeded",
+            ModelTimeLimit::CallDeadline => error_codes::MODEL_CALL_DEADLINE_EXCEEDED,
         }
     }
 }
@@ -241,7 +247,7 @@ impl ModelError {
             ModelError::RateLimited { .. } | ModelError::Transient { .. } => true,
             ModelError::TimedOut { limit, .. } => *limit != ModelTimeLimit::CallDeadline,
             ModelError::InvalidResponse { code, .. } => {
-                error_codes::class_of(code) == Some(ErrorClass::ProviderTransient)
+                code.class() == ErrorClass::ProviderTransient
             }
             ModelError::Rejected { .. }
             | ModelError::Unavailable { .. }
@@ -252,17 +258,19 @@ impl ModelError {
         }
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> error_codes::Code {
         match self {
-            ModelError::RateLimited { .. } => "model.provider_rate_limited",
-            ModelError::Transient { .. } => "model.transient",
-            ModelError::Rejected { .. } => "model.request_rejected",
-            ModelError::InvalidResponse { code, .. } | ModelError::Unavailable { code, .. } => code,
-            ModelError::Cancelled => "agent.cancelled",
-            ModelError::SettingUnsupported { .. } => "model.setting_unsupported",
-            ModelError::ContextOverflow { .. } => "model.context_overflow",
+            ModelError::RateLimited { .. } => error_codes::MODEL_PROVIDER_RATE_LIMITED,
+            ModelError::Transient { .. } => error_codes::MODEL_TRANSIENT,
+            ModelError::Rejected { .. } => error_codes::MODEL_REQUEST_REJECTED,
+            ModelError::InvalidResponse { code, .. } | ModelError::Unavailable { code, .. } => {
+                *code
+            }
+            ModelError::Cancelled => error_codes::AGENT_CANCELLED,
+            ModelError::SettingUnsupported { .. } => error_codes::MODEL_SETTING_UNSUPPORTED,
+            ModelError::ContextOverflow { .. } => error_codes::MODEL_CONTEXT_OVERFLOW,
             ModelError::TimedOut { limit, .. } => limit.code(),
-            ModelError::Other(_) => "model.provider_error",
+            ModelError::Other(_) => error_codes::MODEL_PROVIDER_ERROR,
         }
     }
 }
@@ -273,7 +281,7 @@ pub enum HostBridgeError {
     /// The host answered with an error.
     #[error("{0}")]
     Rejected(String),
-    #[error("agent.cancelled: the host request was cancelled")]
+    #[error("{listed_code}: the host request was cancelled", listed_code = error_codes::AGENT_CANCELLED)]
     Cancelled,
     /// No host is attached or its channel closed.
     #[error("{0}")]

@@ -47,7 +47,7 @@ pub struct ExternalToolOutput {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ToolSourceError {
-    pub code: &'static str,
+    pub code: tt_domain::error_codes::Code,
     pub message: String,
     /// The source's own code or reason (a host's error code), kept apart from `code`.
     pub reason: Option<String>,
@@ -56,7 +56,7 @@ pub struct ToolSourceError {
 }
 
 impl ToolSourceError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: tt_domain::error_codes::Code, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),

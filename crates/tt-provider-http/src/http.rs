@@ -29,7 +29,8 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default [`HttpLimits::max_response_bytes`]: 8 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
 /// The code of a reply over [`HttpLimits::max_response_bytes`].
-pub const RESPONSE_TOO_LARGE: &str = tt_domain::error_codes::MODEL_RESPONSE_TOO_LARGE;
+pub const RESPONSE_TOO_LARGE: tt_domain::error_codes::Code =
+    tt_domain::error_codes::MODEL_RESPONSE_TOO_LARGE;
 
 /// Bounds on one exchange with a model server, so a broken or hostile server can neither hang
 /// a call nor fill memory.

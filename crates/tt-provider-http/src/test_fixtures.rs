@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, ProfileId, RunId};
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelDelta, ProviderSession};
 use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
@@ -136,7 +137,7 @@ pub async fn assert_headers_time_out(provider: &dyn ModelProvider, stream: bool,
         ),
         "{error:?}"
     );
-    assert_eq!(error.code(), "model.timeout");
+    assert_eq!(error.code(), error_codes::MODEL_TIMEOUT);
     assert!(error.is_retryable());
     assert!(error.to_string().contains("(header timeout)"), "{error}");
     assert_eq!(started.elapsed().as_secs(), seconds);

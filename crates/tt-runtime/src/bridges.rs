@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
+use tt_domain::error_codes;
 use tt_domain::ids::{CommitId, RunId};
 use tt_ports::{
     ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostBridgeError, HostCommitBridge,
@@ -20,7 +21,7 @@ pub use tt_domain::transcript::TranscriptEntry;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ResolveCommitError {
-    pub code: &'static str,
+    pub code: tt_domain::error_codes::Code,
     pub message: String,
 }
 
@@ -200,13 +201,13 @@ impl HostApiCommitBridge {
             match pending.get(update_id) {
                 None => {
                     return Err(ResolveCommitError {
-                        code: "agent.persistent_state_metadata_update_not_pending",
+                        code: error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_NOT_PENDING,
                         message: format!("metadata update {update_id} is not pending"),
                     });
                 }
                 Some(entry) if &entry.run_id != run_id => {
                     return Err(ResolveCommitError {
-                        code: "agent.persistent_state_metadata_update_run_mismatch",
+                        code: error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_RUN_MISMATCH,
                         message: format!("metadata update {update_id} belongs to another run"),
                     });
                 }
@@ -219,7 +220,7 @@ impl HostApiCommitBridge {
         };
         if let Some(entry) = entry {
             entry.reply.send(answer).map_err(|_| ResolveCommitError {
-                code: "agent.persistent_state_metadata_update_channel_closed",
+                code: error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_CHANNEL_CLOSED,
                 message: format!("metadata update {update_id} is no longer awaited"),
             })?;
         }
@@ -242,7 +243,7 @@ fn resolve_pending(
         (None, Some(error)) => Err(HostBridgeError::Rejected(error)),
         _ => {
             return Err(ResolveCommitError {
-                code: "agent.chat_commit_resolve_invalid",
+                code: error_codes::AGENT_CHAT_COMMIT_RESOLVE_INVALID,
                 message: "give exactly one of messageId or error".to_owned(),
             });
         }
@@ -257,7 +258,7 @@ fn resolve_pending(
     };
     if let Some(entry) = entry {
         entry.reply.send(answer).map_err(|_| ResolveCommitError {
-            code: "agent.chat_commit_channel_closed",
+            code: error_codes::AGENT_CHAT_COMMIT_CHANNEL_CLOSED,
             message: format!("commit {commit_id} is no longer awaited"),
         })?;
     }
@@ -266,14 +267,14 @@ fn resolve_pending(
 
 fn not_pending(commit_id: &CommitId) -> ResolveCommitError {
     ResolveCommitError {
-        code: "agent.chat_commit_not_pending",
+        code: error_codes::AGENT_CHAT_COMMIT_NOT_PENDING,
         message: format!("commit {commit_id} is not pending"),
     }
 }
 
 fn run_mismatch(commit_id: &CommitId) -> ResolveCommitError {
     ResolveCommitError {
-        code: "agent.chat_commit_run_mismatch",
+        code: error_codes::AGENT_CHAT_COMMIT_RUN_MISMATCH,
         message: format!("commit {commit_id} belongs to another run"),
     }
 }
@@ -292,7 +293,8 @@ impl HostCommitBridge for HostApiCommitBridge {
             let mut pending = lock(&self.pending);
             if pending.commits.contains_key(&commit_id) {
                 return Err(HostBridgeError::Unavailable(format!(
-                    "agent.chat_commit_id_collision: {commit_id}"
+                    "{}: {commit_id}",
+                    error_codes::AGENT_CHAT_COMMIT_ID_COLLISION
                 )));
             }
             let order = pending.next_order;
@@ -346,7 +348,7 @@ impl HostCommitBridge for HostApiCommitBridge {
             let _withdraw = withdraw;
             answer.await.unwrap_or_else(|_| {
                 Err(HostBridgeError::Unavailable(
-                    "agent.chat_commit_channel_closed".to_owned(),
+                    error_codes::AGENT_CHAT_COMMIT_CHANNEL_CLOSED.to_string(),
                 ))
             })
         }))
@@ -370,7 +372,8 @@ impl HostCommitBridge for HostApiCommitBridge {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if pending.contains_key(&update_id) {
                 return Err(HostBridgeError::Unavailable(format!(
-                    "agent.persistent_state_metadata_update_id_collision: {update_id}"
+                    "{}: {update_id}",
+                    error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_ID_COLLISION
                 )));
             }
             pending.insert(
@@ -390,7 +393,7 @@ impl HostCommitBridge for HostApiCommitBridge {
             let _withdraw = withdraw;
             answer.await.unwrap_or_else(|_| {
                 Err(HostBridgeError::Unavailable(
-                    "agent.persistent_state_metadata_update_channel_closed".to_owned(),
+                    error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_CHANNEL_CLOSED.to_string(),
                 ))
             })
         }))

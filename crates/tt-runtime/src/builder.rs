@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tt_adapter_storage_userdata::UserDataStore;
 use tt_application::{AgentRunService, RuntimeServices};
+use tt_domain::error_codes;
 use tt_domain::ids::EventId;
 use tt_ports::{ChatCommitRequest, Clock, HostCommitBridge, IdGenerator, ModelProvider};
 
@@ -213,14 +214,14 @@ impl AgentRuntimeBuilder {
         let data_dir = self.data_dir.unwrap_or_else(|| PathBuf::from(".tt-agent"));
         let provider = self.provider.ok_or_else(|| {
             HostError::new(
-                "agent.runtime_provider_missing",
+                error_codes::AGENT_RUNTIME_PROVIDER_MISSING,
                 "a model provider is required (AgentRuntimeBuilder::provider)",
             )
         })?;
         let bridge_choice = self.commit_bridge.unwrap_or(CommitBridgeChoice::HostApi);
         if self.commit_handler.is_some() && !matches!(bridge_choice, CommitBridgeChoice::HostApi) {
             return Err(HostError::new(
-                "agent.commit_handler_requires_host_bridge",
+                error_codes::AGENT_COMMIT_HANDLER_REQUIRES_HOST_BRIDGE,
                 format!(
                     "a commit handler answers through the host-API commit bridge, not {bridge_choice:?}"
                 ),

@@ -17,9 +17,9 @@ pub struct HostError {
 
 impl HostError {
     /// An error with a contract code (`agent.…`) and a readable message.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(code: tt_domain::error_codes::Code, message: impl Into<String>) -> Self {
         Self {
-            code: code.into(),
+            code: code.to_string(),
             message: message.into(),
         }
     }
@@ -28,7 +28,7 @@ impl HostError {
 impl From<ApplicationError> for HostError {
     fn from(value: ApplicationError) -> Self {
         Self {
-            code: value.code().to_owned(),
+            code: value.code().to_string(),
             message: value.detail(),
         }
     }
@@ -37,7 +37,7 @@ impl From<ApplicationError> for HostError {
 impl From<crate::bridges::ResolveCommitError> for HostError {
     fn from(value: crate::bridges::ResolveCommitError) -> Self {
         Self {
-            code: value.code.to_owned(),
+            code: value.code.to_string(),
             message: value.message,
         }
     }

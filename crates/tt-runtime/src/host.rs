@@ -34,10 +34,11 @@ pub use tools::{RegisterHostToolRequest, ToolSummary};
 pub use shutdown::SHUTDOWN_GRACE;
 
 /// The code every call returns after [`AgentRuntime::shutdown`].
-pub const RUNTIME_SHUT_DOWN: &str = tt_domain::error_codes::AGENT_RUNTIME_SHUT_DOWN;
+pub const RUNTIME_SHUT_DOWN: tt_domain::error_codes::Code =
+    tt_domain::error_codes::AGENT_RUNTIME_SHUT_DOWN;
 
 /// The code of the commit calls on a runtime whose commit bridge is not the host-API one.
-pub const COMMIT_BRIDGE_NOT_HOST_API: &str =
+pub const COMMIT_BRIDGE_NOT_HOST_API: tt_domain::error_codes::Code =
     tt_domain::error_codes::AGENT_CHAT_COMMIT_BRIDGE_NOT_HOST_API;
 
 /// A running tt-agent-runtime instance.
@@ -637,7 +638,7 @@ impl AgentRuntime {
     ) -> HostResult<()> {
         self.ensure_open()?;
         let invalid = |err: tt_domain::DomainError| HostError {
-            code: err.code.to_owned(),
+            code: err.code.to_string(),
             message: err.message,
         };
         let skill_id = tt_domain::skill::SkillId::parse(skill_id).map_err(invalid)?;
@@ -646,7 +647,7 @@ impl AgentRuntime {
             .put_skill_file(scope, &skill_id, &path, text)
             .await
             .map_err(|err| HostError {
-                code: err.code().to_owned(),
+                code: err.code().to_string(),
                 message: err.to_string(),
             })
     }

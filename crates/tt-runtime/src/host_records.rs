@@ -2,6 +2,7 @@
 //! carry (docs/storage.md), and one agent's conversation rebuilt from them.
 
 use tt_application::AgentConversation;
+use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, RunId};
 
 use crate::dto::{HostError, HostResult};
@@ -19,7 +20,7 @@ impl AgentRuntime {
     ) -> HostResult<serde_json::Value> {
         self.ensure_open()?;
         let to_host = |err: tt_ports::StorageError| HostError {
-            code: err.code().to_owned(),
+            code: err.code().to_string(),
             message: err.to_string(),
         };
         let run = RunId::from_raw(run_id);
@@ -36,7 +37,7 @@ impl AgentRuntime {
             self.service.read_record(&run, reference).await?
         };
         record.ok_or_else(|| HostError {
-            code: "agent.not_found".to_owned(),
+            code: error_codes::AGENT_NOT_FOUND.to_string(),
             message: format!("run {run_id} has no record `{reference}`"),
         })
     }

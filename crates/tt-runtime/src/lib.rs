@@ -34,9 +34,19 @@ pub use bridges::{CommitHandlerResult, TranscriptEntry};
 pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 /// The host command table (docs/host-api.md, "The host command table").
 pub use commands::handlers as host_commands;
-pub use commands::*;
+pub use commands::{
+    ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest, GuidanceRequest,
+    HOST_COMMANDS, JsonValue, McpServerName, McpServerRequest, McpToolCallRequest, NoInput,
+    PersistStateAnswer, PersistStateRequest, ProfileRef, RecordRequest, RunRef,
+    SaveSkillFileRequest, TaskRef, TranscriptRequest, WorkspaceFileRequest,
+};
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
-pub use dto::*;
+pub use dto::{
+    ConnectionSource, ConnectionSummary, DelegationEdge, HostError, HostResult, ListRunsRequest,
+    MAX_LISTED_MISSING_SEQS, ReadEventsRequest, ReadEventsResponse, ReadPromptAssemblyRequest,
+    ResolveChatCommitRequest, ResolvePersistentStateMetadataUpdateRequest,
+    ResolvePromptAssemblyRequest, TimelineInvocation, WorkspaceFileDto,
+};
 pub use host::{
     AgentRuntime, COMMIT_BRIDGE_NOT_HOST_API, EventSubscription, RUNTIME_SHUT_DOWN, SHUTDOWN_GRACE,
 };

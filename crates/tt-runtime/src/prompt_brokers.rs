@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
+use tt_domain::error_codes;
 use tt_ports::{
     HostBridgeError, PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker,
     PromptAssemblyRequest,
@@ -42,14 +43,14 @@ fn lock(pending: &PendingMap) -> std::sync::MutexGuard<'_, HashMap<String, Pendi
 
 fn not_pending(assembly_id: &str) -> HostError {
     HostError {
-        code: "agent.prompt_assembly_not_pending".to_owned(),
+        code: error_codes::AGENT_PROMPT_ASSEMBLY_NOT_PENDING.to_string(),
         message: format!("prompt assembly {assembly_id} is not pending"),
     }
 }
 
 fn run_mismatch(assembly_id: &str) -> HostError {
     HostError {
-        code: "agent.prompt_assembly_run_mismatch".to_owned(),
+        code: error_codes::AGENT_PROMPT_ASSEMBLY_RUN_MISMATCH.to_string(),
         message: format!("prompt assembly {assembly_id} belongs to another run"),
     }
 }
@@ -106,7 +107,7 @@ impl HostApiPromptBroker {
             }),
             (None, None) => {
                 return Err(HostError {
-                    code: "agent.prompt_assembly_snapshot_required".to_owned(),
+                    code: error_codes::AGENT_PROMPT_ASSEMBLY_SNAPSHOT_REQUIRED.to_string(),
                     message: "give a promptSnapshot or an error".to_owned(),
                 });
             }
@@ -123,7 +124,7 @@ impl HostApiPromptBroker {
         };
         if let Some(entry) = entry {
             entry.reply.send(answer).map_err(|_| HostError {
-                code: "agent.prompt_assembly_channel_closed".to_owned(),
+                code: error_codes::AGENT_PROMPT_ASSEMBLY_CHANNEL_CLOSED.to_string(),
                 message: format!("prompt assembly {assembly_id} is no longer awaited"),
             })?;
         }
@@ -163,7 +164,8 @@ impl PromptAssemblyBroker for HostApiPromptBroker {
             let mut pending = lock(&self.pending);
             if pending.contains_key(&assembly_id) {
                 return Err(HostBridgeError::Unavailable(format!(
-                    "agent.prompt_assembly_id_collision: {assembly_id}"
+                    "{}: {assembly_id}",
+                    error_codes::AGENT_PROMPT_ASSEMBLY_ID_COLLISION
                 )));
             }
             pending.insert(assembly_id.clone(), Pending { request, reply });
@@ -176,7 +178,7 @@ impl PromptAssemblyBroker for HostApiPromptBroker {
             let _withdraw = withdraw;
             answer.await.unwrap_or_else(|_| {
                 Err(HostBridgeError::Unavailable(
-                    "agent.prompt_assembly_channel_closed".to_owned(),
+                    error_codes::AGENT_PROMPT_ASSEMBLY_CHANNEL_CLOSED.to_string(),
                 ))
             })
         }))

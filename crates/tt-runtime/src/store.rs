@@ -4,6 +4,7 @@
 //! transcripts and MCP server registrations too. Connections and preset templates stay under the data dir in either case.
 
 use std::sync::Arc;
+use tt_domain::error_codes;
 
 use tt_domain::ids::EventId;
 use tt_ports::{
@@ -122,7 +123,7 @@ pub async fn open_store_url(url: &str) -> HostResult<StoreChoice> {
 pub async fn open_store_url_with(url: &str, options: &StoreOptions) -> HostResult<StoreChoice> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(HostError::new(
-            "agent.store_url_unsupported",
+            error_codes::AGENT_STORE_URL_UNSUPPORTED,
             format!(
                 "store URL `{}` is not supported: give postgres://user@host:port/db, or leave \
                  out --store for the embedded store under the data dir",

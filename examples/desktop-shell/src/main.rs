@@ -159,7 +159,7 @@ async fn tour(args: &[String]) -> anyhow::Result<()> {
         .err()
         .map(|error| error.code);
     ensure!(
-        refused.as_deref() == Some(tt_runtime::RUNTIME_SHUT_DOWN),
+        refused.as_deref() == Some(tt_runtime::RUNTIME_SHUT_DOWN.as_str()),
         "a call after shutdown gave {refused:?}"
     );
     drop(runtime);

@@ -41,15 +41,21 @@ async fn a_second_writer_is_locked_out_until_the_lease_expires() {
 
     assert_code(
         b.append(tool_event(&run.id, 2, "inv_root")).await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
-    assert_code(b.save_run(&run).await, "agent.run_locked");
+    assert_code(
+        b.save_run(&run).await,
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
+    );
     // Reading is anyone's.
     assert_eq!(b.last_seq(&run.id).await.unwrap(), 1);
 
     // A heartbeats: well past one lease, B is still refused.
     tokio::time::sleep(LEASE * 2).await;
-    assert_code(b.claim_run(&run.id).await, "agent.run_locked");
+    assert_code(
+        b.claim_run(&run.id).await,
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
+    );
 
     // A dies (no more heartbeats); after the lease B takes over.
     drop(a);
@@ -64,7 +70,7 @@ async fn a_second_writer_is_locked_out_until_the_lease_expires() {
     let a_again = host(&url, "host-a").await;
     assert_code(
         a_again.append(tool_event(&run.id, 3, "inv_root")).await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
 
     // Releasing hands the run over at once.
@@ -112,9 +118,12 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
     // Every kind of write A still tries is refused, though A believes it holds the run.
     assert_code(
         a.append(tool_event(&run.id, 2, "inv_root")).await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
-    assert_code(a.save_run(&run).await, "agent.run_locked");
+    assert_code(
+        a.save_run(&run).await,
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
+    );
     assert_code(
         tt_ports::WorkspaceRepository::write(
             &*a,
@@ -124,7 +133,7 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
             &WriteGuard::None,
         )
         .await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
     assert_code(
         a.write_document(
@@ -133,15 +142,15 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
             &serde_json::json!({}),
         )
         .await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
     assert_code(
         a.save_invocation(&invocation(&run, "inv_late", 20)).await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
     assert_code(
         a.create_task(&task(&run, "task_late", 30)).await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
     let transition = TaskTransition {
         status: TaskStatus::Running,
@@ -151,7 +160,7 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
     assert_code(
         a.transition_task(&run.id, &TaskId::from_raw("task_1"), &transition, ts(40))
             .await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
     assert_code(
         tt_ports::WorkspaceRepository::create_checkpoint(
@@ -163,7 +172,7 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
             ts(50),
         )
         .await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
 
     // Nothing of A's reached the store; B goes on from A's last committed write.
@@ -209,7 +218,7 @@ async fn a_task_transition_after_a_takeover_changes_nothing() {
     assert_code(
         a.transition_task(&run.id, &TaskId::from_raw("task_1"), &running, ts(40))
             .await,
-        "agent.run_locked",
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
     let stored = b
         .load_task(&run.id, &TaskId::from_raw("task_1"))
@@ -282,8 +291,8 @@ async fn a_batch_refuses_only_the_runs_another_store_holds() {
             seqs.push(appended.unwrap());
             document.unwrap();
         } else {
-            assert_code(appended, "agent.run_locked");
-            assert_code(document, "agent.run_locked");
+            assert_code(appended, tt_domain::error_codes::AGENT_RUN_LOCKED);
+            assert_code(document, tt_domain::error_codes::AGENT_RUN_LOCKED);
         }
     }
     seqs.sort_unstable();

@@ -290,10 +290,13 @@ async fn a_host_taken_over_does_not_take_the_run_back_once_the_other_let_it_go()
 
     for seq in [2, 3] {
         let late = a.append(tool_event(&run.id, seq, "inv_root")).await;
-        assert_code(late, "agent.run_locked");
+        assert_code(late, tt_domain::error_codes::AGENT_RUN_LOCKED);
     }
     run.status = AgentRunStatus::Cancelled;
-    assert_code(a.save_run(&run).await, "agent.run_locked");
+    assert_code(
+        a.save_run(&run).await,
+        tt_domain::error_codes::AGENT_RUN_LOCKED,
+    );
     assert_eq!(
         b.read(&run.id, &EventPage::default()).await.unwrap().len(),
         journaled

@@ -10,7 +10,7 @@ use super::{Fixture, files_under};
 
 fn domain_code<T: std::fmt::Debug>(result: Result<T, StorageError>) -> &'static str {
     match result {
-        Err(StorageError::Domain(err)) => err.code,
+        Err(StorageError::Domain(err)) => err.code.as_str(),
         other => panic!("expected a domain error, got {other:?}"),
     }
 }

@@ -4,6 +4,7 @@
 //! scheduler (`engine::tasks::tools::RunTaskView`).
 
 use serde_json::json;
+use tt_domain::error_codes;
 use tt_domain::ids::TaskId;
 use tt_domain::profile::ResolvedProfile;
 use tt_domain::task::{AgentTaskRecord, TaskContinuation};
@@ -41,9 +42,10 @@ pub(crate) async fn agent_cancel_task(
 ) -> Result<ToolSuccess, ToolCallError> {
     let args = parse_cancel_task_args(&call.arguments)?;
     if !caller.definition.delegation.can_delegate {
-        return Err(ToolError::new(
-            "agent.delegation_policy_denied",
-            "agent.profile_cannot_delegate: you have no delegated tasks to stop.",
+        return Err(ToolError::with_reason(
+            error_codes::AGENT_DELEGATION_POLICY_DENIED,
+            error_codes::AGENT_PROFILE_CANNOT_DELEGATE,
+            "you have no delegated tasks to stop.",
         )
         .into());
     }
@@ -56,7 +58,7 @@ pub(crate) async fn agent_cancel_task(
         });
         let (code, message) = if elsewhere {
             (
-                "agent.cancel_task_not_yours",
+                error_codes::AGENT_CANCEL_TASK_NOT_YOURS,
                 format!(
                     "`{}` is a task another agent delegated; you can only stop tasks you delegated yourself.",
                     args.task_id
@@ -64,7 +66,7 @@ pub(crate) async fn agent_cancel_task(
             )
         } else {
             (
-                "agent.cancel_task_not_found",
+                error_codes::AGENT_CANCEL_TASK_NOT_FOUND,
                 format!(
                     "`{}` is not one of your delegated tasks. Call `{}` with `mode: \"statusOnly\"` to see their ids.",
                     args.task_id,
@@ -99,7 +101,7 @@ pub(crate) async fn agent_cancel_task(
 /// `agent.cancel_task_already_finished`, naming how the task ended.
 fn cancel_already_finished(task: &AgentTaskRecord) -> ToolCallError {
     ToolError::new(
-        "agent.cancel_task_already_finished",
+        error_codes::AGENT_CANCEL_TASK_ALREADY_FINISHED,
         format!(
             "The task for `{}` (task id `{}`) has already ended ({}); there is nothing to stop.",
             task.target_profile_id,
@@ -224,7 +226,7 @@ mod tests {
 
     fn code(result: Result<ToolSuccess, ToolCallError>) -> &'static str {
         match result {
-            Err(ToolCallError::Recoverable(error)) => error.code,
+            Err(ToolCallError::Recoverable(error)) => error.code.as_str(),
             other => panic!("expected a recoverable error, got {other:?}"),
         }
     }

@@ -6,7 +6,7 @@
 //! may name physical paths, servers or ids, which an agent must never read.
 
 use tt_domain::error::split_error_code;
-use tt_domain::error_codes::{ErrorClass, class_of};
+use tt_domain::error_codes::{self, ErrorClass, class_of};
 
 /// The longest message quoted after the sentence, in characters.
 const MAX_MESSAGE_CHARS: usize = 240;
@@ -21,10 +21,10 @@ pub(crate) fn failure_for_reader(error: &str) -> String {
             .to_owned();
     };
     // A reviewer's reason (the return gate) is model-written text about the result: quoted.
-    let code = split_error_code(error.trim()).map(|(code, _)| code);
+    let code = split_error_code(error.trim()).and_then(|(code, _)| error_codes::Code::parse(code));
     let sentence = match code {
-        Some("agent.return_rejected") => "Its result was turned down at review.",
-        Some("agent.return_revisions_spent") => {
+        Some(error_codes::AGENT_RETURN_REJECTED) => "Its result was turned down at review.",
+        Some(error_codes::AGENT_RETURN_REVISIONS_SPENT) => {
             "Its result was still not accepted at review after its revisions."
         }
         _ => sentence(class),
@@ -32,7 +32,7 @@ pub(crate) fn failure_for_reader(error: &str) -> String {
     let quotes = quotes_message(class)
         || matches!(
             code,
-            Some("agent.return_rejected" | "agent.return_revisions_spent")
+            Some(error_codes::AGENT_RETURN_REJECTED | error_codes::AGENT_RETURN_REVISIONS_SPENT)
         );
     let message = message.trim();
     if !quotes || message.is_empty() {

@@ -4,6 +4,7 @@
 //! budgets that the engine implements (`engine::tasks::tools::RunTaskView`).
 
 use serde_json::json;
+use tt_domain::error_codes;
 use tt_domain::ids::ProfileId;
 use tt_domain::profile::{DEFAULT_PROFILE_ID, ResolvedProfile};
 use tt_domain::task::{AgentTaskRecord, TaskStatus};
@@ -54,7 +55,7 @@ pub(crate) async fn agent_list(
         && let Some(denial) = denials.first()
     {
         return Err(ToolError::with_reason(
-            "agent.delegation_policy_denied",
+            error_codes::AGENT_DELEGATION_POLICY_DENIED,
             denial.code(),
             "you cannot call on other agents for this purpose.",
         )

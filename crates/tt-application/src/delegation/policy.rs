@@ -39,7 +39,7 @@ pub(crate) enum Denial {
 
 impl Denial {
     /// The contract's code for this reason.
-    pub(crate) fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> tt_domain::error_codes::Code {
         use tt_domain::error_codes as codes;
         match self {
             Denial::CallerCannotDelegate => codes::AGENT_PROFILE_CANNOT_DELEGATE,

@@ -4,6 +4,7 @@
 //! journal, waking the delegating agent) in `engine::tasks::tools::task_return`.
 
 use serde_json::json;
+use tt_domain::error_codes;
 use tt_domain::ids::RunId;
 use tt_domain::invocation::{AgentInvocation, ExitPolicy};
 use tt_domain::task::AgentTaskRecord;
@@ -62,7 +63,7 @@ pub(crate) async fn write_task_return(
 ) -> Result<WrittenReturn, ToolCallError> {
     if env.invocation.exit_policy != ExitPolicy::TaskReturnRequired {
         return Err(ToolError::new(
-            "agent.task_return_denied",
+            error_codes::AGENT_TASK_RETURN_DENIED,
             "You are not working on a delegated task.",
         )
         .into());
@@ -72,23 +73,7 @@ pub(crate) async fn write_task_return(
         .invocations
         .list_tasks_by_child(env.run_id, &env.invocation.id)
         .await?;
-    let task = match owned.as_slice() {
-        [] => {
-            return Err(ApplicationError::fatal(
-                "agent.task_record_missing",
-                format!("no task for {}", env.invocation.id),
-            )
-            .into());
-        }
-        [task] => task.clone(),
-        _ => {
-            return Err(ApplicationError::fatal(
-                "agent.duplicate_task_record",
-                format!("several tasks for {}", env.invocation.id),
-            )
-            .into());
-        }
-    };
+    let task = the_one_task(owned, env.invocation)?;
     if task.status.is_terminal() {
         return Err(already_finished());
     }
@@ -97,7 +82,7 @@ pub(crate) async fn write_task_return(
         let path = WorkspacePath::parse(&artifact.path)?;
         if !env.policy.is_visible(&path) {
             return Err(ToolError::new(
-                "workspace.path_not_visible",
+                error_codes::WORKSPACE_PATH_NOT_VISIBLE,
                 format!(
                     "Artifact path `{path}` is outside the areas you can see. Call `{}` again with artifact paths under: {}.",
                     ToolName::TaskReturn.model_alias(),
@@ -133,7 +118,10 @@ pub(crate) async fn write_task_return(
         },
     };
     let document_value = serde_json::to_value(&document).map_err(|err| {
-        ApplicationError::fatal("agent.task_return_result_serialize_failed", err.to_string())
+        ApplicationError::fatal(
+            error_codes::AGENT_TASK_RETURN_RESULT_SERIALIZE_FAILED,
+            err.to_string(),
+        )
     })?;
     env.runs
         .write_document(
@@ -173,10 +161,26 @@ pub(crate) async fn write_task_return(
     })
 }
 
+/// The one task the agent works on: none or several is a broken invariant.
+fn the_one_task(
+    mut owned: Vec<AgentTaskRecord>,
+    invocation: &AgentInvocation,
+) -> Result<AgentTaskRecord, ToolCallError> {
+    let (code, text) = match owned.len() {
+        1 => return Ok(owned.remove(0)),
+        0 => (error_codes::AGENT_TASK_RECORD_MISSING, "no task for"),
+        _ => (
+            error_codes::AGENT_DUPLICATE_TASK_RECORD,
+            "several tasks for",
+        ),
+    };
+    Err(ApplicationError::fatal(code, format!("{text} {}", invocation.id)).into())
+}
+
 /// `agent.task_already_finished`: the task ended (cancelled, timed out) before its result.
 pub(crate) fn already_finished() -> ToolCallError {
     ToolError::new(
-        "agent.task_already_finished",
+        error_codes::AGENT_TASK_ALREADY_FINISHED,
         "This task has already ended; your result can no longer be recorded.",
     )
     .into()

@@ -24,7 +24,8 @@ use crate::engine::records::call_file_key;
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 
 /// The code of a call a person (or the timeout) declined.
-pub(crate) const DENIED_CODE: &str = tt_domain::error_codes::AGENT_TOOL_CALL_DENIED;
+pub(crate) const DENIED_CODE: tt_domain::error_codes::Code =
+    tt_domain::error_codes::AGENT_TOOL_CALL_DENIED;
 
 /// What the gate lets through.
 #[derive(Debug, Clone, PartialEq)]

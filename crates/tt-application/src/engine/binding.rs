@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use std::sync::Arc;
+use tt_domain::error_codes;
 use tt_domain::event::{EventLevel, EventScope, RunEventType};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::ids::InvocationId;
@@ -113,7 +114,7 @@ async fn resolve_connection(
 /// `agent.model_connection_not_found` for a run started on a connection nobody configured.
 pub(crate) fn connection_not_found(name: &str) -> ApplicationError {
     ApplicationError::fatal(
-        "agent.model_connection_not_found",
+        error_codes::AGENT_MODEL_CONNECTION_NOT_FOUND,
         format!("the model connection `{name}` is not configured"),
     )
 }
@@ -167,7 +168,7 @@ pub(crate) async fn bind_model(
     let (binding, payload, info) = match mode {
         ModelMode::RequiresConfiguration => {
             return Err(ApplicationError::fatal(
-                "agent.profile_model_requires_configuration",
+                error_codes::AGENT_PROFILE_MODEL_REQUIRES_CONFIGURATION,
                 format!(
                     "profile `{}` needs a model to be configured before it can run",
                     profile.id()
@@ -189,7 +190,7 @@ pub(crate) async fn bind_model(
             };
             let resolved = ctx.services.connections.resolve(name).await?.ok_or_else(|| {
                 ApplicationError::fatal(
-                    "agent.model_connection_not_found",
+                    error_codes::AGENT_MODEL_CONNECTION_NOT_FOUND,
                     format!("profile `{}` names the model connection `{name}`, which is not configured", profile.id()),
                 )
             })?;
@@ -458,7 +459,7 @@ pub(crate) async fn resolve_fallback_binding(
     let name = fallback.connection_ref.as_str();
     let resolved = ctx.services.connections.resolve(name).await?.ok_or_else(|| {
         ApplicationError::fatal(
-            "agent.model_connection_not_found",
+            error_codes::AGENT_MODEL_CONNECTION_NOT_FOUND,
             format!(
                 "profile `{}` falls back to the model connection `{name}`, which is not configured",
                 profile.id()

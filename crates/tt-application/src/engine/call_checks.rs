@@ -3,6 +3,7 @@
 //! `dispatch`, which runs them in the contract's order.
 
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::ids::truncate_for_message;
 use tt_domain::model::{AgentModelMessage, ModelContentPart};
 use tt_domain::tool::{AgentToolResult, AgentToolSpec, ToolName};
@@ -18,7 +19,7 @@ pub(crate) fn error_result(call_id: &str, name: &str, err: &ToolError) -> AgentT
         content: err.message.clone(),
         structured: json!({"error": {"code": err.code, "message": err.message}}),
         is_error: true,
-        error_code: Some(err.code.to_owned()),
+        error_code: Some(err.code.to_string()),
         error_reason: err.reason.as_deref().map(str::to_owned),
         resource_refs: Vec::new(),
     }
@@ -36,7 +37,7 @@ pub(crate) fn argument_bytes(arguments: &Value) -> u64 {
 
 pub(crate) fn unknown_tool_error(inv: &InvocationRuntime, name: &str) -> ToolError {
     ToolError::new(
-        "model.unknown_tool_call",
+        error_codes::MODEL_UNKNOWN_TOOL_CALL,
         format!(
             "There is no tool named `{}`. Call one of your tools: {}.",
             truncate_for_message(name),
@@ -75,7 +76,10 @@ pub(crate) fn arguments_error(
             ),
         }
     };
-    Some(ToolError::new("model.invalid_tool_call", message))
+    Some(ToolError::new(
+        error_codes::MODEL_INVALID_TOOL_CALL,
+        message,
+    ))
 }
 
 fn json_kind(value: &Value) -> &'static str {
@@ -114,7 +118,7 @@ pub(crate) fn budget_error(inv: &InvocationRuntime, spec: &AgentToolSpec) -> Opt
     let budgets = &inv.snapshot.budgets;
     if inv.session.calls_total >= budgets.max_calls_per_invocation {
         return Some(ToolError::new(
-            "agent.tool_budget_exhausted",
+            error_codes::AGENT_TOOL_BUDGET_EXHAUSTED,
             format!(
                 "You have used all {} tool calls available to you. Finish with the tools that end your work.",
                 budgets.max_calls_per_invocation
@@ -130,7 +134,7 @@ pub(crate) fn budget_error(inv: &InvocationRuntime, spec: &AgentToolSpec) -> Opt
             .unwrap_or(0);
         if used >= *limit {
             return Some(ToolError::new(
-                "agent.tool_budget_exhausted",
+                error_codes::AGENT_TOOL_BUDGET_EXHAUSTED,
                 format!(
                     "You have used all {limit} calls of `{}`; continue with other tools.",
                     spec.model_name

@@ -314,7 +314,7 @@ pub(crate) async fn emit_fatal_call_failure(
         call_id: call_id.to_owned(),
         name: name.to_owned(),
         is_error: true,
-        error_code: err.code().to_owned(),
+        error_code: err.code().to_string(),
         error_reason: None,
         message: err.to_string(),
         elapsed_ms: None,

@@ -5,6 +5,7 @@
 use crate::error::BestEffort;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::invocation::{ExitPolicy, InvocationStatus};
@@ -249,11 +250,11 @@ async fn drive(
             Ok(())
         }
         LoopOutcome::Transferred { .. } => Err(ApplicationError::fatal(
-            "agent.child_handoff_denied",
+            error_codes::AGENT_CHILD_HANDOFF_DENIED,
             "a delegated agent cannot hand the job off",
         )),
         LoopOutcome::Finished { .. } => Err(ApplicationError::fatal(
-            "agent.child_invocation_missing_return",
+            error_codes::AGENT_CHILD_INVOCATION_MISSING_RETURN,
             "the delegated agent ended without task.return",
         )),
     }

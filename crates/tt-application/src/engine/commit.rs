@@ -2,6 +2,7 @@
 //! record it in the run's commit ledger (reference §6 "Commit and commit ledger").
 
 use serde_json::json;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{CheckpointId, CommitId};
@@ -78,7 +79,7 @@ async fn publishable_file(
         Ok(file) => file,
         Err(StorageError::NotFound { .. }) => {
             return Err(ToolError::new(
-                "workspace.file_not_found",
+                error_codes::WORKSPACE_FILE_NOT_FOUND,
                 format!(
                     "`{}` does not exist yet. Write it with `{}` first.",
                     args.path,
@@ -89,7 +90,7 @@ async fn publishable_file(
         }
         Err(StorageError::IsDirectory { .. }) => {
             return Err(ToolError::new(
-                "workspace.path_is_directory",
+                error_codes::WORKSPACE_PATH_IS_DIRECTORY,
                 format!("`{}` is a folder; commit a file.", args.path),
             )
             .into());
@@ -110,7 +111,7 @@ async fn publishable_file(
         });
     if required_body && file.text.trim().is_empty() {
         return Err(ToolError::new(
-            "workspace.required_artifact_empty",
+            error_codes::WORKSPACE_REQUIRED_ARTIFACT_EMPTY,
             format!(
                 "`{}` is empty. Write the reply there before you publish it.",
                 args.path
@@ -265,7 +266,7 @@ impl Publication<'_> {
                     )
                     .await?;
                 Err(ApplicationError::fatal(
-                    "agent.chat_commit_failed",
+                    error_codes::AGENT_CHAT_COMMIT_FAILED,
                     format!("the host could not publish the reply: {message}"),
                 )
                 .into())

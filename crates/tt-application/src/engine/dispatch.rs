@@ -16,6 +16,7 @@
 
 use serde_json::json;
 use tracing::Instrument;
+use tt_domain::error_codes;
 use tt_domain::error_codes::is_model_slip;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
@@ -182,7 +183,7 @@ fn check_call<'s>(
     let checked = match (spec, denied) {
         (None, None) => None,
         (None, Some(tool)) => Some(Err(ToolError::new(
-            "agent.tool_policy_denied",
+            error_codes::AGENT_TOOL_POLICY_DENIED,
             format!(
                 "`{}` is not available to you. Use one of: {}.",
                 tool.model_alias(),
@@ -256,7 +257,7 @@ async fn count_slips(
 ) -> ApplicationResult<Result<Executed, ToolCallError>> {
     let limits = inv.profile.definition.limits;
     match outcome {
-        Err(ToolCallError::Recoverable(err)) if is_model_slip(err.code) => {
+        Err(ToolCallError::Recoverable(err)) if is_model_slip(err.code.as_str()) => {
             inv.session.consecutive_slips += 1;
             let slips = inv.session.consecutive_slips;
             if slips > limits.max_consecutive_slips {
@@ -417,7 +418,7 @@ async fn finish(
     let args = parse_finish_args(&call.arguments)?;
     if inv.invocation.exit_policy == ExitPolicy::TaskReturnRequired {
         return Err(ToolError::new(
-            "agent.child_finish_denied",
+            error_codes::AGENT_CHILD_FINISH_DENIED,
             format!(
                 "You cannot end the whole job. Hand your result back with `{}`.",
                 ToolName::TaskReturn.model_alias()
@@ -427,7 +428,7 @@ async fn finish(
     }
     if inv.snapshot.presentation == Presentation::Foreground && ctx.commit_count() == 0 {
         return Err(ToolError::new(
-            "agent.foreground_commit_required",
+            error_codes::AGENT_FOREGROUND_COMMIT_REQUIRED,
             format!(
                 "Nothing has been published yet. Write the reply to `{}`, publish it with `{}`, then call `{}` again.",
                 inv.snapshot.message_body_path,

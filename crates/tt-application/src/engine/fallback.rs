@@ -5,6 +5,7 @@
 //! is journaled (`agent_model_fallback_switched`); the journal is what a resumed or branched
 //! agent reads to go on with the binding in force.
 
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload::{AgentModelFallbackSwitched, BindingRef};
 use tt_ports::ModelError;
@@ -120,7 +121,7 @@ pub(crate) async fn switch(
         from: binding_ref(&inv.model),
         to: binding_ref(&binding),
         reason: reason.as_str().to_owned(),
-        code: error.code().to_owned(),
+        code: error.code().to_string(),
         message: error.to_string(),
         context_window_tokens: binding.context_window_tokens,
         price: binding.price,
@@ -173,7 +174,7 @@ pub(crate) async fn restore(
             Ok(())
         }
         None => Err(ApplicationError::fatal(
-            "agent.resume_profile_changed",
+            error_codes::AGENT_RESUME_PROFILE_CHANGED,
             format!(
                 "the agent had moved to fallback model {index} of profile `{}`, which no longer names it",
                 inv.profile.id()

@@ -17,6 +17,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tt_domain::error_codes;
 use tt_domain::ids::InvocationId;
 use tt_domain::model::{AgentModelMessage, AgentModelResponse, ModelContentPart};
 use tt_domain::tool::{AgentToolCall, AgentToolSpec, ToolName};
@@ -99,7 +100,7 @@ pub(crate) async fn store_prefix(
 ) -> ApplicationResult<()> {
     let Some(messages) = inv.sent_messages.as_ref() else {
         return Err(ApplicationError::fatal(
-            "agent.internal_error",
+            error_codes::AGENT_INTERNAL_ERROR,
             "a task in fork mode was asked for without the messages that asked for it",
         ));
     };

@@ -5,6 +5,7 @@
 //! a running one.
 
 use serde::{Deserialize, Serialize};
+use tt_domain::error_codes;
 use tt_domain::ids::InvocationId;
 use tt_domain::model::AgentModelMessage;
 use tt_domain::profile::{ResolvedProfile, ToolSpecStyle};
@@ -45,7 +46,7 @@ pub(crate) async fn stored_prefix(
     };
     serde_json::from_value(stored).map(Some).map_err(|err| {
         ApplicationError::fatal(
-            "agent.storage_corrupt",
+            error_codes::AGENT_STORAGE_CORRUPT,
             format!("the stored fork prefix cannot be read: {err}"),
         )
     })
@@ -71,7 +72,7 @@ pub(crate) async fn check_resumable(
         .is_some()
     {
         return Err(ApplicationError::fatal(
-            "agent.resume_profile_changed",
+            error_codes::AGENT_RESUME_PROFILE_CHANGED,
             format!(
                 "profile `{}` no longer allows fork mode, which {child} was started in ({}); the run cannot be resumed",
                 target.id(),

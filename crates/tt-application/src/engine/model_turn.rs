@@ -144,7 +144,7 @@ async fn model_turn(
         let in_time = tokio::time::Instant::now() + Duration::from_millis(interval_ms) < deadline;
         let will_retry =
             retryable && attempt <= max_retries && in_time && !skips_retries(inv, &error);
-        tracing::warn!(attempt, retryable, will_retry, code = error.code(), %error, "model call attempt failed");
+        tracing::warn!(attempt, retryable, will_retry, code = %error.code(), %error, "model call attempt failed");
         let failed = payload::ModelCallAttemptFailed {
             round,
             invocation_id: invocation_id.clone(),
@@ -152,7 +152,7 @@ async fn model_turn(
             max_retries,
             retryable,
             will_retry,
-            code: error.code().to_owned(),
+            code: error.code().to_string(),
             message: error.to_string(),
             limit: time_limit(&error).map(|(limit, _)| limit.as_str().to_owned()),
             limit_ms: time_limit(&error).map(|(_, ms)| ms),

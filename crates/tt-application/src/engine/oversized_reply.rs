@@ -13,7 +13,8 @@ use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult, ToolError};
 
 /// The code of the slip.
-pub(crate) const TOO_MANY_CALLS: &str = tt_domain::error_codes::MODEL_TOO_MANY_TOOL_CALLS;
+pub(crate) const TOO_MANY_CALLS: tt_domain::error_codes::Code =
+    tt_domain::error_codes::MODEL_TOO_MANY_TOOL_CALLS;
 
 /// Calls of the refused reply kept in the agent's history.
 const KEPT_CALLS: usize = 4;

@@ -4,6 +4,7 @@
 //! the answer and keeps it.
 
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::generation::GenerationSettings;
@@ -67,7 +68,7 @@ pub(crate) async fn assemble(
         .await?
         .ok_or_else(|| {
             ApplicationError::fatal(
-                "agent.child_prompt_assembly_frozen_snapshot_required",
+                error_codes::AGENT_CHILD_PROMPT_ASSEMBLY_FROZEN_SNAPSHOT_REQUIRED,
                 "the run has no frozen input snapshot to assemble from",
             )
         })?;
@@ -120,7 +121,7 @@ pub(crate) async fn assemble(
         Err(error) => {
             report_failure(ctx, &assembly_id, invocation, profile, error.to_string()).await?;
             return Err(ApplicationError::fatal(
-                "agent.prompt_assembly_failed",
+                error_codes::AGENT_PROMPT_ASSEMBLY_FAILED,
                 error.to_string(),
             ));
         }
@@ -151,7 +152,7 @@ pub(crate) async fn assemble(
         Err(error) => {
             report_failure(ctx, &assembly_id, invocation, profile, error.to_string()).await?;
             return Err(ApplicationError::fatal(
-                "agent.prompt_assembly_failed",
+                error_codes::AGENT_PROMPT_ASSEMBLY_FAILED,
                 format!("the host could not assemble the prompt: {error}"),
             ));
         }
@@ -286,7 +287,7 @@ fn checked_settings(
     let settings: tt_ports::AssembledSettings =
         serde_json::from_value(settings).map_err(|err| {
             ApplicationError::fatal(
-                "agent.prompt_assembly_resolve_invalid",
+                error_codes::AGENT_PROMPT_ASSEMBLY_RESOLVE_INVALID,
                 format!("the stored assembly settings cannot be read: {err}"),
             )
         })?;
@@ -316,7 +317,10 @@ fn check_answer(
     task_prompt: &str,
 ) -> ApplicationResult<PromptSnapshot> {
     let invalid = |message: &str| {
-        ApplicationError::fatal("agent.prompt_assembly_resolve_invalid", message.to_owned())
+        ApplicationError::fatal(
+            error_codes::AGENT_PROMPT_ASSEMBLY_RESOLVE_INVALID,
+            message.to_owned(),
+        )
     };
     let object = prompt_snapshot
         .as_object()
@@ -326,16 +330,19 @@ fn check_answer(
         .filter(|v| !v.is_null())
         .ok_or_else(|| {
             ApplicationError::fatal(
-                "agent.context_policy_required",
+                error_codes::AGENT_CONTEXT_POLICY_REQUIRED,
                 "the prompt snapshot has no contextPolicy",
             )
         })?;
     let policy: ContextPolicy = serde_json::from_value(policy_value.clone()).map_err(|err| {
-        ApplicationError::fatal("agent.invalid_context_policy_snapshot", err.to_string())
+        ApplicationError::fatal(
+            error_codes::AGENT_INVALID_CONTEXT_POLICY_SNAPSHOT,
+            err.to_string(),
+        )
     })?;
     if policy != profile.definition.context {
         return Err(ApplicationError::fatal(
-            "agent.context_policy_mismatch",
+            error_codes::AGENT_CONTEXT_POLICY_MISMATCH,
             format!(
                 "the assembled prompt's contextPolicy differs from profile `{}`",
                 profile.id()
@@ -352,7 +359,7 @@ fn check_answer(
     })?;
     if messages.is_empty() {
         return Err(ApplicationError::fatal(
-            "agent.prompt_assembly_snapshot_required",
+            error_codes::AGENT_PROMPT_ASSEMBLY_SNAPSHOT_REQUIRED,
             "the prompt snapshot has no messages",
         ));
     }
@@ -362,7 +369,7 @@ fn check_answer(
             .any(|message| message.content.contains(task_prompt.trim()))
     {
         return Err(ApplicationError::fatal(
-            "agent.task_prompt_required",
+            error_codes::AGENT_TASK_PROMPT_REQUIRED,
             "the assembled prompt does not contain the task prompt",
         ));
     }
@@ -371,7 +378,7 @@ fn check_answer(
         .any(|message| message.content.contains(system_prompt.trim()))
     {
         return Err(ApplicationError::fatal(
-            "agent.prompt_assembly_component_missing",
+            error_codes::AGENT_PROMPT_ASSEMBLY_COMPONENT_MISSING,
             "the assembled prompt does not contain the agent system prompt",
         ));
     }

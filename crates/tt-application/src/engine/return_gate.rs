@@ -15,6 +15,7 @@
 //! interruption uses that grading instead of asking again; the tally of revisions and tokens
 //! counts the journaled gradings.
 
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload::TaskReturnGraded;
 use tt_domain::invocation::ExitPolicy;
@@ -112,13 +113,13 @@ fn answer(
         "sentBack" => {
             let left = gate.max_revisions.saturating_sub(before.revisions + 1);
             Err(ToolError::new(
-                "agent.return_revision_requested",
+                error_codes::AGENT_RETURN_REVISION_REQUESTED,
                 text::sent_back(&graded.notes, left),
             )
             .into())
         }
         "rejected" => Err(ApplicationError::fatal(
-            "agent.return_rejected",
+            error_codes::AGENT_RETURN_REJECTED,
             if graded.notes.is_empty() {
                 "the reviewer gave no reason".to_owned()
             } else {
@@ -127,7 +128,7 @@ fn answer(
         )
         .into()),
         "failed" => Err(ApplicationError::fatal(
-            "agent.return_revisions_spent",
+            error_codes::AGENT_RETURN_REVISIONS_SPENT,
             format!(
                 "still not accepted after {} revisions: {}",
                 before.revisions, graded.notes
@@ -160,7 +161,10 @@ async fn grade(
         round,
         call_id: call.id.clone(),
         grader_profile_id: tt_domain::ids::ProfileId::parse(&gate.grader).map_err(|err| {
-            ApplicationError::fatal("agent.profile_return_gate_invalid", err.to_string())
+            ApplicationError::fatal(
+                error_codes::AGENT_PROFILE_RETURN_GATE_INVALID,
+                err.to_string(),
+            )
         })?,
         attempt: tally.gradings + 1,
         verdict: None,
@@ -241,7 +245,7 @@ async fn ask_grader(
         cache_ttl: binding.cache_ttl,
     };
     let failed = |message: String| -> ToolCallError {
-        ApplicationError::fatal("agent.return_grading_failed", message).into()
+        ApplicationError::fatal(error_codes::AGENT_RETURN_GRADING_FAILED, message).into()
     };
     let response = binding
         .provider

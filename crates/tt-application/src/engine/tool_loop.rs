@@ -3,6 +3,7 @@
 //! §9 "Drift recovery").
 
 use tracing::Instrument;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
@@ -102,7 +103,7 @@ async fn bounded_rounds(
         () = deadline => {
             let seconds = seconds.unwrap_or_default();
             Err(ApplicationError::fatal(
-                "agent.invocation_deadline_exceeded",
+                error_codes::AGENT_INVOCATION_DEADLINE_EXCEEDED,
                 format!("the agent did not finish its work within {seconds} s (limits.maxInvocationSeconds)"),
             ))
         }
@@ -194,7 +195,7 @@ async fn run_rounds(
             if round >= max_rounds {
                 let ending = ending_tools(inv).join("|");
                 return Err(ApplicationError::fatal(
-                    "model.tool_call_required",
+                    error_codes::MODEL_TOOL_CALL_REQUIRED,
                     format!("model must use Agent tools and complete through <{ending}>"),
                 ));
             }
@@ -229,7 +230,7 @@ async fn run_rounds(
                 round,
                 invocation_id: inv.invocation.id.clone(),
                 committed_count: ctx.commit_count() as u64,
-                reason_code: "model.tool_call_required".to_owned(),
+                reason_code: error_codes::MODEL_TOOL_CALL_REQUIRED.to_string(),
             };
             ctx.events
                 .record(&ctx.run_id, EventLevel::Warn, &attempted)
@@ -254,7 +255,7 @@ async fn run_rounds(
         for call in &calls {
             if let Some((ending_tool, _)) = &ended {
                 let err = ApplicationError::fatal(
-                    "agent.tool_after_finish",
+                    error_codes::AGENT_TOOL_AFTER_FINISH,
                     format!(
                         "`{}` was called after {} in the same response",
                         call.name,
@@ -399,7 +400,7 @@ async fn run_rounds(
     }
     let ending = ending_tools(inv).join(" or ");
     Err(ApplicationError::fatal(
-        "agent.max_tool_rounds_exceeded",
+        error_codes::AGENT_MAX_TOOL_ROUNDS_EXCEEDED,
         format!("{ending} was not called within {max_rounds} rounds"),
     ))
 }

@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tt_domain::error_codes;
 use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent, RunEventType};
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{EventId, InvocationId, RunId};
@@ -24,7 +25,7 @@ use crate::services::RuntimeServices;
 const CUT_MESSAGE: &str = "the run was branched before this finished; the branch continues it";
 
 fn unavailable(message: String) -> ApplicationError {
-    ApplicationError::fatal("agent.fork_source_unavailable", message)
+    ApplicationError::fatal(error_codes::AGENT_FORK_SOURCE_UNAVAILABLE, message)
 }
 
 /// Copies the source's events `1..=cut` into `branch`: same types, payloads and times, fresh
@@ -69,7 +70,7 @@ pub(crate) async fn copy_events(
             .await?;
         if stored.seq != event.seq {
             return Err(ApplicationError::fatal(
-                "agent.internal_error",
+                error_codes::AGENT_INTERNAL_ERROR,
                 format!(
                     "the branch's copy of event {} was journaled as {}",
                     event.seq, stored.seq
@@ -129,13 +130,13 @@ pub(crate) async fn edit_user_request(
     let document = RunDocument::PromptSnapshot;
     let Some(value) = services.runs.read_document(branch, &document).await? else {
         return Err(ApplicationError::fatal(
-            "agent.fork_source_unavailable",
+            error_codes::AGENT_FORK_SOURCE_UNAVAILABLE,
             "the source run has no input/prompt_snapshot.json to edit",
         ));
     };
     let mut snapshot: PromptSnapshot = serde_json::from_value(value).map_err(|err| {
         ApplicationError::fatal(
-            "agent.fork_source_unavailable",
+            error_codes::AGENT_FORK_SOURCE_UNAVAILABLE,
             format!("the source run's input/prompt_snapshot.json is unreadable: {err}"),
         )
     })?;
@@ -152,7 +153,10 @@ pub(crate) async fn edit_user_request(
         }),
     }
     let value = serde_json::to_value(&snapshot).map_err(|err| {
-        ApplicationError::fatal("agent.internal_error", format!("prompt snapshot: {err}"))
+        ApplicationError::fatal(
+            error_codes::AGENT_INTERNAL_ERROR,
+            format!("prompt snapshot: {err}"),
+        )
     })?;
     services
         .runs

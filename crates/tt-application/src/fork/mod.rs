@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use tt_domain::error_codes;
 use tt_domain::event::{AgentRunEvent, RunEventType};
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::InvocationStatus;
@@ -80,7 +81,7 @@ pub struct ForkRunRequest {
 }
 
 pub(crate) fn fork_point_invalid(message: impl Into<String>) -> ApplicationError {
-    ApplicationError::fatal("agent.fork_point_invalid", message)
+    ApplicationError::fatal(error_codes::AGENT_FORK_POINT_INVALID, message)
 }
 
 /// Reads the whole journal of `run_id`, in pages.

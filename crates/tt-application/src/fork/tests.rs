@@ -78,7 +78,7 @@ fn sample() -> Vec<AgentRunEvent> {
 }
 
 fn cut(at: ForkPoint) -> Result<u64, &'static str> {
-    resolve_cut(&sample(), &at).map_err(|error| error.code())
+    resolve_cut(&sample(), &at).map_err(|error| error.code().as_str())
 }
 
 #[test]
@@ -121,7 +121,7 @@ fn points_outside_the_journal_or_before_the_first_agent_are_refused() {
         ("agent_invocation_started", root()),
     ]);
     assert_eq!(
-        resolve_cut(&no_commit, &ForkPoint::LastCommit).map_err(|error| error.code()),
+        resolve_cut(&no_commit, &ForkPoint::LastCommit).map_err(|error| error.code().as_str()),
         Err("agent.fork_point_invalid")
     );
 }

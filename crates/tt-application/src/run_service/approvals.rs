@@ -2,6 +2,7 @@
 //! calls that wait for a person and answering them. Both go to the process that runs the run,
 //! like guidance: parked calls live in its memory, and answers are journaled by it.
 
+use tt_domain::error_codes;
 use tt_domain::ids::RunId;
 
 use crate::approvals::{PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt};
@@ -60,7 +61,7 @@ impl AgentRunService {
                 let run = self.services.runs.load_run(run_id).await?;
                 Err(if run.status.is_terminal() {
                     ApplicationError::fatal(
-                        "agent.run_not_running",
+                        error_codes::AGENT_RUN_NOT_RUNNING,
                         format!(
                             "run {run_id} has ended ({}); its calls no longer wait",
                             run.status.as_str()
@@ -76,7 +77,7 @@ impl AgentRunService {
 
 fn not_here(run_id: &RunId) -> ApplicationError {
     ApplicationError::fatal(
-        "agent.run_locked",
+        error_codes::AGENT_RUN_LOCKED,
         format!(
             "run {run_id} is not executing in this process; its approvals are answered by the process that runs it (resume it here to answer them)"
         ),

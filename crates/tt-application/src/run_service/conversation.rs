@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
+use tt_domain::error_codes;
 use tt_domain::event::{AgentRunEvent, RunEventType};
 use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind};
@@ -173,7 +174,7 @@ impl AgentRunService {
             Ok(invocation) => invocation,
             Err(StorageError::NotFound { .. }) => {
                 return Err(ApplicationError::fatal(
-                    "agent.not_found",
+                    error_codes::AGENT_NOT_FOUND,
                     format!("run {run_id} has no agent {invocation_id}"),
                 ));
             }

@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::watch;
 use tracing::Instrument;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
@@ -360,7 +361,7 @@ impl AgentRunService {
                     }
                     Ok(LoopOutcome::TaskReturned { .. }) => {
                         break Err(ApplicationError::fatal(
-                            "agent.task_return_denied",
+                            error_codes::AGENT_TASK_RETURN_DENIED,
                             "the foreground agent ended with task.return",
                         ));
                     }
@@ -377,7 +378,7 @@ impl AgentRunService {
                 result = chain => result,
                 () = tokio::time::sleep(std::time::Duration::from_secs(seconds)) => {
                     Err(ApplicationError::fatal(
-                        "agent.run_deadline_exceeded",
+                        error_codes::AGENT_RUN_DEADLINE_EXCEEDED,
                         format!("the run did not finish within {seconds} s (limits.maxRunSeconds)"),
                     ))
                 }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use tokio::sync::watch;
+use tt_domain::error_codes;
 use tt_domain::event::{AgentRunEvent, EventLevel};
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, RunId};
@@ -175,7 +176,7 @@ impl AgentRunService {
         .await?;
         if !profile.definition.run.direct_runnable {
             return Err(ApplicationError::fatal(
-                "agent.profile_not_direct_runnable",
+                error_codes::AGENT_PROFILE_NOT_DIRECT_RUNNABLE,
                 format!(
                     "profile `{}` can only be used by other agents",
                     profile.id()
@@ -195,7 +196,7 @@ impl AgentRunService {
             && !tt_domain::ids::is_valid_storage_segment(base)
         {
             return Err(ApplicationError::fatal(
-                "agent.persist_base_state_mismatch",
+                error_codes::AGENT_PERSIST_BASE_STATE_MISMATCH,
                 format!("`{base}` is not a state id"),
             ));
         }
@@ -292,14 +293,14 @@ impl AgentRunService {
     pub async fn abandon_run(&self, run_id: &RunId) -> ApplicationResult<AgentRun> {
         if self.lock_active().contains_key(run_id) {
             return Err(ApplicationError::fatal(
-                "agent.run_not_abandonable",
+                error_codes::AGENT_RUN_NOT_ABANDONABLE,
                 format!("run {run_id} is running in this process; cancel it first"),
             ));
         }
         let mut run = self.services.runs.load_run(run_id).await?;
         if !run.status.is_terminal() {
             return Err(ApplicationError::fatal(
-                "agent.run_locked",
+                error_codes::AGENT_RUN_LOCKED,
                 format!(
                     "run {run_id} is {} in another process; it can be abandoned only once that \
                      process is gone",
@@ -423,7 +424,7 @@ impl AgentRunService {
                     Err(crate::guidance::mailbox_closed())
                 } else {
                     Err(ApplicationError::fatal(
-                        "agent.guidance_run_not_owned",
+                        error_codes::AGENT_GUIDANCE_RUN_NOT_OWNED,
                         format!(
                             "run {run_id} is not executing in this process; guidance can only be \
                              sent to the process that runs it"
@@ -454,7 +455,7 @@ impl AgentRunService {
                 let run = self.services.runs.load_run(run_id).await?;
                 Err(if run.status.is_terminal() {
                     ApplicationError::fatal(
-                        "agent.run_not_running",
+                        error_codes::AGENT_RUN_NOT_RUNNING,
                         format!(
                             "run {run_id} has ended ({}); its tasks ended with it",
                             run.status.as_str()
@@ -462,7 +463,7 @@ impl AgentRunService {
                     )
                 } else {
                     ApplicationError::fatal(
-                        "agent.run_locked",
+                        error_codes::AGENT_RUN_LOCKED,
                         format!(
                             "run {run_id} is not executing in this process; one task can only be cancelled by the process that runs it (cancel the whole run there)"
                         ),
@@ -553,7 +554,7 @@ impl AgentRunService {
             && (id.trim().is_empty() || id.contains('/') || id.contains('\\'))
         {
             return Err(ApplicationError::fatal(
-                "agent.read_events_invocation_id_invalid",
+                error_codes::AGENT_READ_EVENTS_INVOCATION_ID_INVALID,
                 "invocationId must be a non-empty id without path separators",
             ));
         }
@@ -620,7 +621,7 @@ impl AgentRunService {
         let path = WorkspacePath::parse(path)?;
         if path.root().is_none() {
             return Err(ApplicationError::fatal(
-                "workspace.path_not_visible",
+                error_codes::WORKSPACE_PATH_NOT_VISIBLE,
                 format!("`{path}` is not a workspace file"),
             ));
         }

@@ -4,7 +4,7 @@
 //! brings the built-in back. A built-in itself is never deleted.
 
 use serde::{Deserialize, Serialize};
-use tt_domain::error_codes::{AGENT_PROFILE_BUILT_IN, AGENT_PROFILE_NOT_FOUND};
+use tt_domain::error_codes::{self, AGENT_PROFILE_BUILT_IN, AGENT_PROFILE_NOT_FOUND};
 use tt_domain::ids::ProfileId;
 use tt_domain::profile::{AgentProfileDefinition, built_in_profiles};
 use tt_ports::StorageError;
@@ -87,7 +87,8 @@ impl AgentRunService {
                     let source = tt_domain::profile::ProfileSource::file(&id);
                     if definition.id != id {
                         entry.problem = Some(format!(
-                            "agent.profile_id_mismatch: it declares id `{}`",
+                            "{}: it declares id `{}`",
+                            error_codes::AGENT_PROFILE_ID_MISMATCH,
                             definition.id
                         ));
                         entry.id = id.clone();

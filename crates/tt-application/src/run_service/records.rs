@@ -3,6 +3,7 @@
 //! call answers for the file store and for PostgreSQL (`tt-agent show`, the inspector).
 
 use serde_json::Value;
+use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_ports::{RunDocument, StorageError};
 
@@ -62,7 +63,7 @@ impl AgentRunService {
                 .await?
                 .map(Value::String)),
             _ => Err(ApplicationError::fatal(
-                "agent.record_reference_invalid",
+                error_codes::AGENT_RECORD_REFERENCE_INVALID,
                 format!("`{reference}` names no kind of record; use one of: {RECORD_REFERENCES}"),
             )),
         }
@@ -71,5 +72,5 @@ impl AgentRunService {
 
 fn to_value<T: serde::Serialize>(value: T) -> Result<Value, ApplicationError> {
     serde_json::to_value(value)
-        .map_err(|err| ApplicationError::fatal("agent.internal_error", err.to_string()))
+        .map_err(|err| ApplicationError::fatal(error_codes::AGENT_INTERNAL_ERROR, err.to_string()))
 }

@@ -2,6 +2,7 @@
 //! that were working, and hands the root to the executor again. Its own file because it is
 //! the longest job of the facade and changes for its own reasons.
 use std::sync::Arc;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
@@ -169,7 +170,7 @@ impl AgentRunService {
             // Unfinished but not executing here: a live process owns it (or the data dir was
             // opened read-only, and nothing marked it interrupted).
             return Err(ApplicationError::fatal(
-                "agent.run_locked",
+                error_codes::AGENT_RUN_LOCKED,
                 format!(
                     "run {run_id} is {} in another process; it can be resumed only once that \
                      process is gone",

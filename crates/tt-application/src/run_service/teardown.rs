@@ -262,7 +262,7 @@ impl AgentRunService {
         };
         let commits = ctx.commits();
         let failed = payload::RunFailed {
-            code: error.host_code().to_owned(),
+            code: error.host_code().to_string(),
             message: error.detail(),
             technical_message: error.to_string(),
             retryable: error.is_retryable(),

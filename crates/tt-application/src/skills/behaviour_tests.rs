@@ -147,7 +147,7 @@ impl Agent {
     /// The recoverable error's code and message; fails the test on success or a fatal error.
     async fn fail(&mut self, tool: ToolName, args: Value) -> (&'static str, String) {
         match self.call(tool, args.clone()).await {
-            Err(ToolCallError::Recoverable(err)) => (err.code, err.message),
+            Err(ToolCallError::Recoverable(err)) => (err.code.as_str(), err.message),
             other => panic!("{tool} {args}: expected a recoverable error, got {other:?}"),
         }
     }

@@ -69,7 +69,7 @@ impl ResolvedSkills {
     pub(crate) fn from_document(document: &Value) -> ApplicationResult<Self> {
         serde_json::from_value(document.clone()).map_err(|err| {
             crate::error::ApplicationError::fatal(
-                "agent.resolved_skills_invalid",
+                tt_domain::error_codes::AGENT_STORAGE_CORRUPT,
                 format!("resolved_skills.json does not parse: {err}"),
             )
         })
@@ -475,7 +475,7 @@ mod tests {
             ResolvedSkills::from_document(&json!({"scopes": 3}))
                 .unwrap_err()
                 .code(),
-            "agent.resolved_skills_invalid"
+            "agent.storage_corrupt"
         );
     }
 }

@@ -3,6 +3,7 @@
 //! Hidden skills answer exactly like unknown ones; reads are capped per call and per invocation.
 
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::profile::SkillsSection;
 use tt_domain::skill::{SKILL_MD, SkillFilePath, parse_skill_frontmatter};
 use tt_domain::text::char_count;
@@ -84,7 +85,7 @@ impl<'a> SkillToolEnv<'a> {
             .find(|skill| skill.id.as_str() == wanted)
             .ok_or_else(|| {
                 ToolError::new(
-                    "skill.not_found",
+                    error_codes::SKILL_NOT_FOUND,
                     format!(
                         "There is no skill `{}` you can read. Call `skill_list` to see the skills available to you.",
                         short(raw.trim(), 80)
@@ -118,7 +119,7 @@ pub(crate) async fn execute(
         | ToolName::WorkspaceApplyPatch
         | ToolName::WorkspaceCommit
         | ToolName::WorkspaceFinish => Err(ToolCallError::Fatal(ApplicationError::fatal(
-            "agent.internal_error",
+            error_codes::AGENT_INTERNAL_ERROR,
             format!("{tool} is not executed by the skill tool executor"),
         ))),
     }
@@ -457,7 +458,7 @@ async fn read(args: &Value, env: SkillToolEnv<'_>) -> Result<ToolSuccess, ToolCa
         .find(|file| file.as_str() == wanted)
         .ok_or_else(|| {
             ToolError::new(
-                "skill.file_not_found",
+                error_codes::SKILL_FILE_NOT_FOUND,
                 format!(
                     "Skill `{}` has no file `{}`. Its files: {}.",
                     skill.id,
@@ -470,7 +471,7 @@ async fn read(args: &Value, env: SkillToolEnv<'_>) -> Result<ToolSuccess, ToolCa
     let remaining = env.budget.remaining(env.policy);
     if remaining == 0 {
         return Err(ToolError::new(
-            "skill.read_budget_exhausted",
+            error_codes::SKILL_READ_BUDGET_EXHAUSTED,
             format!(
                 "You have already read {} characters of skills, all you may read for this request. Continue with what you have read.",
                 env.policy.max_read_chars_per_run
@@ -560,7 +561,7 @@ async fn read(args: &Value, env: SkillToolEnv<'_>) -> Result<ToolSuccess, ToolCa
 fn read_failure(err: StorageError, skill: &EffectiveSkill, path: &SkillFilePath) -> ToolCallError {
     match err {
         StorageError::NotFound { .. } | StorageError::IsDirectory { .. } => ToolError::new(
-            "skill.file_not_found",
+            error_codes::SKILL_FILE_NOT_FOUND,
             format!(
                 "`{path}` of skill `{}` cannot be found any more. Call `skill_list` to see the skills available now.",
                 skill.id
@@ -568,7 +569,7 @@ fn read_failure(err: StorageError, skill: &EffectiveSkill, path: &SkillFilePath)
         )
         .into(),
         StorageError::Corrupt { .. } => ToolError::new(
-            "skill.file_unreadable",
+            error_codes::SKILL_FILE_UNREADABLE,
             format!(
                 "`{path}` of skill `{}` is not readable text (it is binary or too large). Read another file of the skill.",
                 skill.id

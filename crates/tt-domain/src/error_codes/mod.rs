@@ -181,6 +181,116 @@ impl ErrorClass {
     }
 }
 
+/// A listed code. Only the list's constants make one (its field is private to this module), so
+/// an error raised with a code that is not listed does not compile; [`Code::parse`] turns a
+/// stored or received string back into one.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Code(&'static str);
+
+impl Code {
+    /// The code as it travels on the wire, for example `workspace.path_not_visible`.
+    pub const fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// The listed code `text` spells, if it is one (a code read back from a journal or a wire).
+    pub fn parse(text: &str) -> Option<Code> {
+        lookup(text).map(|entry| Code(entry.code))
+    }
+
+    /// The entry of the list this code is.
+    pub fn entry(self) -> &'static ErrorCode {
+        // Every `Code` comes from the list, so the lookup finds it; the fallback only keeps
+        // the function total.
+        lookup(self.0).unwrap_or(&INTERNAL_FALLBACK)
+    }
+
+    /// The code's class.
+    pub fn class(self) -> ErrorClass {
+        self.entry().class
+    }
+}
+
+/// Never reached: what [`Code::entry`] answers if the list and its constants ever disagree.
+const INTERNAL_FALLBACK: ErrorCode = ErrorCode {
+    code: agent::AGENT_INTERNAL_ERROR.0,
+    class: ErrorClass::Internal,
+    meaning: "A broken invariant inside the runtime.",
+    constant: "AGENT_INTERNAL_ERROR",
+};
+
+impl std::fmt::Debug for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.0, f)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+impl From<Code> for &'static str {
+    fn from(code: Code) -> Self {
+        code.0
+    }
+}
+
+impl From<Code> for String {
+    fn from(code: Code) -> Self {
+        code.0.to_owned()
+    }
+}
+
+impl PartialEq<str> for Code {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<Code> for &str {
+    fn eq(&self, other: &Code) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<Code> for str {
+    fn eq(&self, other: &Code) -> bool {
+        self == other.0
+    }
+}
+
+impl PartialEq<String> for Code {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<Code> for String {
+    fn eq(&self, other: &Code) -> bool {
+        self == other.0
+    }
+}
+
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0)
+    }
+}
+
 /// One entry of the list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ErrorCode {
@@ -199,11 +309,11 @@ macro_rules! error_codes {
     ($($name:ident = $code:literal, $class:ident, $meaning:literal;)*) => {
         $(
             #[doc = $meaning]
-            pub const $name: &str = $code;
+            pub const $name: super::Code = super::Code($code);
         )*
 
         pub(super) const CODES: &[super::ErrorCode] = &[$(super::ErrorCode {
-            code: $name,
+            code: $name.0,
             class: super::ErrorClass::$class,
             meaning: $meaning,
             constant: stringify!($name),
@@ -324,15 +434,15 @@ mod tests {
     #[test]
     fn lookups_find_listed_codes_only() {
         assert_eq!(
-            class_of(MODEL_UNKNOWN_TOOL_CALL),
+            class_of(MODEL_UNKNOWN_TOOL_CALL.as_str()),
             Some(ErrorClass::ModelSlip)
         );
         assert_eq!(class_of("agent.no_such_code"), None);
-        assert!(is_model_slip(WORKSPACE_INVALID_PATH));
-        assert!(!is_model_slip(WORKSPACE_PATH_NOT_VISIBLE));
+        assert!(is_model_slip(WORKSPACE_INVALID_PATH.as_str()));
+        assert!(!is_model_slip(WORKSPACE_PATH_NOT_VISIBLE.as_str()));
         assert!(!is_model_slip("agent.list"));
         assert_eq!(
-            lookup(AGENT_NOT_FOUND).map(|entry| entry.constant),
+            lookup(AGENT_NOT_FOUND.as_str()).map(|entry| entry.constant),
             Some("AGENT_NOT_FOUND")
         );
     }

@@ -67,7 +67,7 @@ mod tests {
     fn code(model: serde_json::Value) -> Option<&'static str> {
         validate_profile(&parsed(model).unwrap())
             .err()
-            .map(|e| e.code)
+            .map(|e| e.code.as_str())
     }
 
     #[test]

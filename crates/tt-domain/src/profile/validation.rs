@@ -3,6 +3,7 @@
 //! `validate_profile` checks every cross-field rule and reports the first violation with an
 //! `agent.profile_*` code; `resolve_profile` validates and derives the message-body artifact.
 
+use crate::error_codes;
 use serde::{Deserialize, Serialize};
 
 use super::definition::*;
@@ -76,13 +77,13 @@ pub fn resolve_profile(
         .find(|artifact| artifact.target == ArtifactTarget::MessageBody)
         .ok_or_else(|| {
             err(
-                "agent.profile_output_invalid",
+                error_codes::AGENT_PROFILE_OUTPUT_INVALID,
                 "exactly one messageBody artifact is required",
             )
         })?;
     let message_body_path = WorkspacePath::parse(&body.path).map_err(|e| {
         err(
-            "agent.profile_output_invalid",
+            error_codes::AGENT_PROFILE_OUTPUT_INVALID,
             format!("artifact `{}`: {}", body.id, e.message),
         )
     })?;
@@ -94,7 +95,7 @@ pub fn resolve_profile(
     })
 }
 
-fn err(code: &'static str, message: impl Into<String>) -> DomainError {
+fn err(code: crate::error_codes::Code, message: impl Into<String>) -> DomainError {
     DomainError::new(code, message)
 }
 
@@ -139,7 +140,7 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
         .is_some_and(|tokens| tokens == 0 || tokens > MAX_OUTPUT_TOKENS_LIMIT)
     {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             format!("model.maxOutputTokens must be > 0 and <= {MAX_OUTPUT_TOKENS_LIMIT}"),
         ));
     }
@@ -147,7 +148,7 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
         !(MIN_CONTEXT_WINDOW_TOKENS..=MAX_CONTEXT_WINDOW_TOKENS).contains(&tokens)
     }) {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             format!(
                 "model.contextWindowTokens must be {MIN_CONTEXT_WINDOW_TOKENS} to {MAX_CONTEXT_WINDOW_TOKENS}"
             ),
@@ -157,7 +158,7 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
         !(MIN_TOOL_RESULT_TOKENS..=MAX_CONTEXT_WINDOW_TOKENS).contains(&tokens)
     }) {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             format!(
                 "context.maxToolResultTokens must be {MIN_TOOL_RESULT_TOKENS} to {MAX_CONTEXT_WINDOW_TOKENS}"
             ),
@@ -166,7 +167,7 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
     let limits = &p.limits;
     if limits.max_consecutive_slips > MAX_CONSECUTIVE_SLIPS_LIMIT {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             format!("limits.maxConsecutiveSlips must be <= {MAX_CONSECUTIVE_SLIPS_LIMIT}"),
         ));
     }
@@ -176,26 +177,26 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
     ] {
         if value.is_some_and(|seconds| seconds == 0 || seconds > MAX_DEADLINE_SECONDS) {
             return Err(err(
-                "agent.profile_limit_invalid",
+                error_codes::AGENT_PROFILE_LIMIT_INVALID,
                 format!("limits.{name} must be > 0 and <= {MAX_DEADLINE_SECONDS}"),
             ));
         }
     }
     if limits.max_total_tokens == Some(0) {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             "limits.maxTotalTokens must be > 0",
         ));
     }
     if limits.max_total_cost_usd == Some(crate::cost::Usd::ZERO) {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             "limits.maxTotalCostUsd must be > 0",
         ));
     }
     if p.delegation.max_task_cost_usd == Some(crate::cost::Usd::ZERO) {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             "delegation.maxTaskCostUsd must be > 0",
         ));
     }
@@ -203,7 +204,7 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
         || limits.max_tool_argument_bytes > MAX_TOOL_ARGUMENT_BYTES_LIMIT
     {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             format!(
                 "limits.maxToolArgumentBytes must be > 0 and <= {MAX_TOOL_ARGUMENT_BYTES_LIMIT}"
             ),
@@ -213,7 +214,7 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
         let range = INLINE_TOOL_RESULT_BYTES_RANGE;
         if !range.contains(&bytes) {
             return Err(err(
-                "agent.profile_limit_invalid",
+                error_codes::AGENT_PROFILE_LIMIT_INVALID,
                 format!(
                     "limits.maxInlineToolResultBytes must be {} to {}",
                     range.start(),
@@ -241,7 +242,7 @@ pub fn migrate(mut definition: AgentProfileDefinition) -> AgentProfileDefinition
 fn validate_header(p: &AgentProfileDefinition) -> DomainResult<()> {
     if p.schema_version != PROFILE_SCHEMA_VERSION {
         return Err(err(
-            "agent.profile_schema_version_unsupported",
+            error_codes::AGENT_PROFILE_SCHEMA_VERSION_UNSUPPORTED,
             format!(
                 "schemaVersion {} is not supported; use {PROFILE_SCHEMA_VERSION} (version 1 is migrated)",
                 p.schema_version
@@ -250,13 +251,13 @@ fn validate_header(p: &AgentProfileDefinition) -> DomainResult<()> {
     }
     if p.kind != PROFILE_KIND {
         return Err(err(
-            "agent.profile_kind_invalid",
+            error_codes::AGENT_PROFILE_KIND_INVALID,
             format!("kind must be `{PROFILE_KIND}`"),
         ));
     }
     if p.display_name.trim().is_empty() {
         return Err(err(
-            "agent.profile_display_name_required",
+            error_codes::AGENT_PROFILE_DISPLAY_NAME_REQUIRED,
             "displayName must not be empty",
         ));
     }
@@ -269,7 +270,7 @@ fn validate_bindings(p: &AgentProfileDefinition) -> DomainResult<()> {
             Some(r) if !r.api_id.trim().is_empty() && !r.name.trim().is_empty() => {}
             _ => {
                 return Err(err(
-                    "agent.profile_preset_ref_required",
+                    error_codes::AGENT_PROFILE_PRESET_REF_REQUIRED,
                     "preset.mode `ref` needs preset.ref {apiId, name}",
                 ));
             }
@@ -277,7 +278,7 @@ fn validate_bindings(p: &AgentProfileDefinition) -> DomainResult<()> {
         PresetMode::CurrentPromptSnapshot | PresetMode::None => {
             if p.preset.preset_ref.is_some() {
                 return Err(err(
-                    "agent.profile_preset_ref_unexpected",
+                    error_codes::AGENT_PROFILE_PRESET_REF_UNEXPECTED,
                     "preset.ref is only allowed with preset.mode `ref`",
                 ));
             }
@@ -297,7 +298,7 @@ fn validate_bindings(p: &AgentProfileDefinition) -> DomainResult<()> {
         ModelMode::ConnectionRef => {
             if !(has_connection && has_model) {
                 return Err(err(
-                    "agent.profile_model_binding_invalid",
+                    error_codes::AGENT_PROFILE_MODEL_BINDING_INVALID,
                     "model.mode `connectionRef` needs both connectionRef and modelId",
                 ));
             }
@@ -305,7 +306,7 @@ fn validate_bindings(p: &AgentProfileDefinition) -> DomainResult<()> {
         ModelMode::CurrentPromptSnapshot | ModelMode::RequiresConfiguration => {
             if p.model.connection_ref.is_some() || p.model.model_id.is_some() {
                 return Err(err(
-                    "agent.profile_model_binding_invalid",
+                    error_codes::AGENT_PROFILE_MODEL_BINDING_INVALID,
                     "connectionRef and modelId are only allowed with model.mode `connectionRef`",
                 ));
             }
@@ -317,13 +318,13 @@ fn validate_bindings(p: &AgentProfileDefinition) -> DomainResult<()> {
 fn validate_run(p: &AgentProfileDefinition) -> DomainResult<()> {
     if p.run.model_retry.max_retries > 0 && p.run.model_retry.interval_ms == 0 {
         return Err(err(
-            "agent.profile_model_retry_invalid",
+            error_codes::AGENT_PROFILE_MODEL_RETRY_INVALID,
             "run.modelRetry.intervalMs must be > 0 when maxRetries > 0",
         ));
     }
     if p.run.model_retry.deadline_seconds == Some(0) {
         return Err(err(
-            "agent.profile_model_retry_invalid",
+            error_codes::AGENT_PROFILE_MODEL_RETRY_INVALID,
             "run.modelRetry.deadlineSeconds must be at least 1",
         ));
     }
@@ -333,7 +334,7 @@ fn validate_run(p: &AgentProfileDefinition) -> DomainResult<()> {
         .is_some_and(|prompt| prompt.trim().is_empty())
     {
         return Err(err(
-            "agent.profile_system_prompt_blank",
+            error_codes::AGENT_PROFILE_SYSTEM_PROMPT_BLANK,
             "instructions.agentSystemPrompt must be omitted or non-blank",
         ));
     }
@@ -344,14 +345,14 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
     let tools = &p.tools;
     if tools.allow.is_empty() {
         return Err(err(
-            "agent.profile_tools_required",
+            error_codes::AGENT_PROFILE_TOOLS_REQUIRED,
             "tools.allow must not be empty",
         ));
     }
     for name in tools.allow.iter().chain(tools.deny.iter()) {
         if name == ToolName::TaskReturn.canonical() {
             return Err(err(
-                "agent.profile_task_return_runtime_only",
+                error_codes::AGENT_PROFILE_TASK_RETURN_RUNTIME_ONLY,
                 "task.return is added by the runtime for delegated tasks; remove it from the profile",
             ));
         }
@@ -360,13 +361,13 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
             Ok(ToolId::External(id)) if id.family() == ToolFamily::Host => {}
             Ok(ToolId::External(_)) => {
                 return Err(err(
-                    "agent.profile_tool_unknown",
+                    error_codes::AGENT_PROFILE_TOOL_UNKNOWN,
                     format!("`{name}` is an MCP tool: list it under tools.mcp with its permission"),
                 ));
             }
             Err(_) => {
                 return Err(err(
-                    "agent.profile_tool_unknown",
+                    error_codes::AGENT_PROFILE_TOOL_UNKNOWN,
                     format!("unknown tool `{name}`"),
                 ));
             }
@@ -376,7 +377,7 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
         for tool in tools.keys() {
             ExternalToolId::mcp(server, tool).map_err(|e| {
                 err(
-                    "agent.profile_tool_unknown",
+                    error_codes::AGENT_PROFILE_TOOL_UNKNOWN,
                     format!("tools.mcp.{server}.{tool}: {}", e.message),
                 )
             })?;
@@ -386,26 +387,26 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
         && ToolSpecStyle::parse(style).is_none()
     {
         return Err(err(
-            "agent.profile_tool_spec_style_invalid",
+            error_codes::AGENT_PROFILE_TOOL_SPEC_STYLE_INVALID,
             format!("tools.specStyle `{style}` is not `full` or `compact`"),
         ));
     }
     if tools.max_rounds == 0 {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             "tools.maxRounds must be > 0",
         ));
     }
     if tools.max_calls_per_run == 0 {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             "tools.maxCallsPerRun must be > 0",
         ));
     }
     let visible = tools.visible_tools();
     if !visible.contains(&ToolName::WorkspaceWriteFile) {
         return Err(err(
-            "agent.profile_write_tool_required",
+            error_codes::AGENT_PROFILE_WRITE_TOOL_REQUIRED,
             "workspace.write_file must be visible",
         ));
     }
@@ -413,19 +414,19 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
     for (name, limit) in &tools.max_calls_per_tool {
         let tool = ToolId::parse(name).map_err(|_| {
             err(
-                "agent.profile_tool_unknown",
+                error_codes::AGENT_PROFILE_TOOL_UNKNOWN,
                 format!("maxCallsPerTool names unknown tool `{name}`"),
             )
         })?;
         if !tools.offers(&tool) {
             return Err(err(
-                "agent.profile_tool_not_visible",
+                error_codes::AGENT_PROFILE_TOOL_NOT_VISIBLE,
                 format!("maxCallsPerTool names `{name}`, which is not visible"),
             ));
         }
         if *limit == 0 {
             return Err(err(
-                "agent.profile_limit_invalid",
+                error_codes::AGENT_PROFILE_LIMIT_INVALID,
                 format!("maxCallsPerTool.{name} must be > 0"),
             ));
         }
@@ -433,13 +434,13 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
     for name in tools.tool_descriptions.keys() {
         let tool = ToolId::parse(name).map_err(|_| {
             err(
-                "agent.profile_tool_unknown",
+                error_codes::AGENT_PROFILE_TOOL_UNKNOWN,
                 format!("toolDescriptions names unknown tool `{name}`"),
             )
         })?;
         if !tools.offers(&tool) {
             return Err(err(
-                "agent.profile_tool_not_visible",
+                error_codes::AGENT_PROFILE_TOOL_NOT_VISIBLE,
                 format!("toolDescriptions names `{name}`, which is not visible"),
             ));
         }
@@ -450,7 +451,7 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
 /// `delegation.returnGate`: a grader profile id, a rubric, at most
 /// [`MAX_RETURN_REVISIONS`] revisions, a grader budget of at least 1 token.
 fn validate_return_gate(gate: &ReturnGate) -> DomainResult<()> {
-    let invalid = |message: String| err("agent.profile_return_gate_invalid", message);
+    let invalid = |message: String| err(error_codes::AGENT_PROFILE_RETURN_GATE_INVALID, message);
     if !is_valid_profile_id(&gate.grader) {
         return Err(invalid(format!(
             "delegation.returnGate.grader `{}` is not a profile id",
@@ -480,7 +481,7 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
     let shows = |tool: ToolName| visible.contains(&tool);
     if shows(ToolName::AgentList) && !(d.can_delegate || d.can_handoff) {
         return Err(err(
-            "agent.profile_agent_tool_requires_policy",
+            error_codes::AGENT_PROFILE_AGENT_TOOL_REQUIRES_POLICY,
             "agent.list needs delegation.canDelegate or canHandoff",
         ));
     }
@@ -490,19 +491,19 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
         && !d.can_delegate
     {
         return Err(err(
-            "agent.profile_agent_tool_requires_policy",
+            error_codes::AGENT_PROFILE_AGENT_TOOL_REQUIRES_POLICY,
             "agent.delegate, agent.await and agent.cancel_task need delegation.canDelegate",
         ));
     }
     if shows(ToolName::AgentHandoff) && !d.can_handoff {
         return Err(err(
-            "agent.profile_agent_tool_requires_policy",
+            error_codes::AGENT_PROFILE_AGENT_TOOL_REQUIRES_POLICY,
             "agent.handoff needs delegation.canHandoff",
         ));
     }
     if d.max_delegation_depth == 0 {
         return Err(err(
-            "agent.profile_delegation_depth_invalid",
+            error_codes::AGENT_PROFILE_DELEGATION_DEPTH_INVALID,
             "delegation.maxDelegationDepth must be at least 1",
         ));
     }
@@ -513,7 +514,7 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
     ] {
         if value == Some(0) {
             return Err(err(
-                "agent.profile_timeout_invalid",
+                error_codes::AGENT_PROFILE_TIMEOUT_INVALID,
                 format!("delegation.{field} must be at least 1 second"),
             ));
         }
@@ -522,32 +523,32 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
         .is_some_and(|timeout| timeout > d.task_timeout_limit())
     {
         return Err(err(
-            "agent.profile_timeout_invalid",
+            error_codes::AGENT_PROFILE_TIMEOUT_INVALID,
             "delegation.taskTimeoutSeconds cannot exceed maxTaskTimeoutSeconds",
         ));
     }
     if !d.callable && (d.allow_as_subagent || d.allow_as_handoff_target) {
         return Err(err(
-            "agent.profile_callable_conflict",
+            error_codes::AGENT_PROFILE_CALLABLE_CONFLICT,
             "allowAsSubagent / allowAsHandoffTarget need delegation.callable = true",
         ));
     }
     if d.callable && !(d.allow_as_subagent || d.allow_as_handoff_target) {
         return Err(err(
-            "agent.profile_callable_conflict",
+            error_codes::AGENT_PROFILE_CALLABLE_CONFLICT,
             "a callable profile must allow use as a sub-agent or as a handoff target",
         ));
     }
     if d.allowed_callers.is_empty() {
         return Err(err(
-            "agent.profile_allowed_callers_invalid",
+            error_codes::AGENT_PROFILE_ALLOWED_CALLERS_INVALID,
             "delegation.allowedCallers must not be empty",
         ));
     }
     for caller in &d.allowed_callers {
         if caller != "*" && !is_valid_profile_id(caller) {
             return Err(err(
-                "agent.profile_allowed_callers_invalid",
+                error_codes::AGENT_PROFILE_ALLOWED_CALLERS_INVALID,
                 format!("`{caller}` is neither `*` nor a profile id"),
             ));
         }
@@ -557,7 +558,7 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
         .is_some_and(|text| text.trim().is_empty())
     {
         return Err(err(
-            "agent.profile_description_blank",
+            error_codes::AGENT_PROFILE_DESCRIPTION_BLANK,
             "delegation.descriptionForAgents must not be blank",
         ));
     }
@@ -569,7 +570,7 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
     ] {
         if value == 0 {
             return Err(err(
-                "agent.profile_limit_invalid",
+                error_codes::AGENT_PROFILE_LIMIT_INVALID,
                 format!("delegation.{name} must be > 0"),
             ));
         }
@@ -582,7 +583,7 @@ fn validate_entrypoints(p: &AgentProfileDefinition, visible: &[ToolName]) -> Dom
     if p.run.direct_runnable {
         if !visible.contains(&ToolName::WorkspaceFinish) {
             return Err(err(
-                "agent.profile_finish_tool_required",
+                error_codes::AGENT_PROFILE_FINISH_TOOL_REQUIRED,
                 "a directly runnable profile needs workspace.finish",
             ));
         }
@@ -590,20 +591,20 @@ fn validate_entrypoints(p: &AgentProfileDefinition, visible: &[ToolName]) -> Dom
             && !visible.contains(&ToolName::WorkspaceCommit)
         {
             return Err(err(
-                "agent.foreground_commit_unavailable",
+                error_codes::AGENT_FOREGROUND_COMMIT_UNAVAILABLE,
                 "a directly runnable foreground profile needs workspace.commit",
             ));
         }
     } else {
         if !(d.callable && (d.allow_as_subagent || d.allow_as_handoff_target)) {
             return Err(err(
-                "agent.profile_entrypoint_required",
+                error_codes::AGENT_PROFILE_ENTRYPOINT_REQUIRED,
                 "directRunnable = false needs callable and allowAsSubagent or allowAsHandoffTarget",
             ));
         }
         if !d.allow_as_handoff_target && p.run.presentation != Presentation::Background {
             return Err(err(
-                "agent.profile_presentation_invalid",
+                error_codes::AGENT_PROFILE_PRESENTATION_INVALID,
                 "a sub-agent-only profile must use run.presentation `background`",
             ));
         }
@@ -615,19 +616,19 @@ fn validate_skills(p: &AgentProfileDefinition) -> DomainResult<()> {
     let s = &p.skills;
     if s.visible.is_empty() {
         return Err(err(
-            "agent.profile_skills_invalid",
+            error_codes::AGENT_PROFILE_SKILLS_INVALID,
             "skills.visible must not be empty (use `*` for all)",
         ));
     }
     if s.max_read_chars_per_call == 0 || s.max_read_chars_per_run == 0 {
         return Err(err(
-            "agent.profile_limit_invalid",
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
             "skill read budgets must be > 0",
         ));
     }
     if s.max_read_chars_per_call > s.max_read_chars_per_run {
         return Err(err(
-            "agent.profile_skills_invalid",
+            error_codes::AGENT_PROFILE_SKILLS_INVALID,
             "skills.maxReadCharsPerCall must not exceed maxReadCharsPerRun",
         ));
     }
@@ -638,14 +639,14 @@ fn validate_workspace(p: &AgentProfileDefinition) -> DomainResult<()> {
     let w = &p.workspace;
     if w.visible_roots.is_empty() {
         return Err(err(
-            "agent.profile_workspace_invalid",
+            error_codes::AGENT_PROFILE_WORKSPACE_INVALID,
             "workspace.visibleRoots must not be empty",
         ));
     }
     for root in &w.writable_roots {
         if !w.visible_roots.contains(root) {
             return Err(err(
-                "agent.profile_workspace_invalid",
+                error_codes::AGENT_PROFILE_WORKSPACE_INVALID,
                 format!("writable root `{root}` must also be visible"),
             ));
         }
@@ -656,7 +657,7 @@ fn validate_workspace(p: &AgentProfileDefinition) -> DomainResult<()> {
 fn validate_plan(p: &AgentProfileDefinition) -> DomainResult<()> {
     if p.plan.mode != PlanMode::None || !p.plan.nodes.is_empty() {
         return Err(err(
-            "agent.plan_mode_unsupported",
+            error_codes::AGENT_PLAN_MODE_UNSUPPORTED,
             "only plan.mode `none` without nodes is supported",
         ));
     }
@@ -671,7 +672,7 @@ fn validate_output(p: &AgentProfileDefinition) -> DomainResult<()> {
         .count();
     if bodies != 1 {
         return Err(err(
-            "agent.profile_output_invalid",
+            error_codes::AGENT_PROFILE_OUTPUT_INVALID,
             "exactly one messageBody artifact is required",
         ));
     }
@@ -683,7 +684,7 @@ fn validate_output(p: &AgentProfileDefinition) -> DomainResult<()> {
     for artifact in artifacts {
         if artifact.target != ArtifactTarget::MessageBody {
             return Err(err(
-                "agent.profile_output_invalid",
+                error_codes::AGENT_PROFILE_OUTPUT_INVALID,
                 format!(
                     "artifact `{}`: only the messageBody target is supported",
                     artifact.id
@@ -692,19 +693,19 @@ fn validate_output(p: &AgentProfileDefinition) -> DomainResult<()> {
         }
         if !is_valid_profile_id(&artifact.id) {
             return Err(err(
-                "agent.profile_output_invalid",
+                error_codes::AGENT_PROFILE_OUTPUT_INVALID,
                 format!("artifact id `{}` is invalid", artifact.id),
             ));
         }
         let path = WorkspacePath::parse(&artifact.path).map_err(|e| {
             err(
-                "agent.profile_output_invalid",
+                error_codes::AGENT_PROFILE_OUTPUT_INVALID,
                 format!("artifact `{}`: {}", artifact.id, e.message),
             )
         })?;
         if !(policy.is_visible(&path) && policy.is_writable(&path)) {
             return Err(err(
-                "agent.profile_output_invalid",
+                error_codes::AGENT_PROFILE_OUTPUT_INVALID,
                 format!(
                     "artifact `{}` path `{path}` must be under a visible and writable root",
                     artifact.id
@@ -713,7 +714,7 @@ fn validate_output(p: &AgentProfileDefinition) -> DomainResult<()> {
         }
         if seen_paths.contains(&path) {
             return Err(err(
-                "agent.profile_output_invalid",
+                error_codes::AGENT_PROFILE_OUTPUT_INVALID,
                 format!("artifact path `{path}` is used twice"),
             ));
         }
@@ -729,7 +730,7 @@ mod tests {
     use crate::workspace::WorkspaceRoot;
 
     fn code(p: &AgentProfileDefinition) -> Option<&'static str> {
-        validate_profile(p).err().map(|e| e.code)
+        validate_profile(p).err().map(|e| e.code.as_str())
     }
 
     #[test]

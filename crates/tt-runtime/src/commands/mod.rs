@@ -11,7 +11,12 @@
 pub mod handlers;
 mod requests;
 
-pub use requests::*;
+pub use requests::{
+    ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest, GuidanceRequest, JsonValue,
+    McpServerName, McpServerRequest, McpToolCallRequest, NoInput, PersistStateAnswer,
+    PersistStateRequest, ProfileRef, RecordRequest, RunRef, SaveSkillFileRequest, TaskRef,
+    TranscriptRequest, WorkspaceFileRequest,
+};
 
 use crate::dto::{HostError, HostResult};
 use crate::host::AgentRuntime;

@@ -311,7 +311,10 @@ pub fn scoped_event(
 
 /// Asserts that `result` failed with the given contract code.
 #[track_caller]
-pub fn assert_code<T: std::fmt::Debug>(result: Result<T, StorageError>, code: &str) {
+pub fn assert_code<T: std::fmt::Debug>(
+    result: Result<T, StorageError>,
+    code: tt_domain::error_codes::Code,
+) {
     match result {
         Err(err) => assert_eq!(err.code(), code, "unexpected error {err:?}"),
         Ok(value) => panic!("expected error {code}, got Ok({value:?})"),

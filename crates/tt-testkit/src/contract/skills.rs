@@ -3,6 +3,7 @@
 //! same limits and error kinds in every implementation. Run with `skills_contract_tests!`.
 
 use std::sync::Arc;
+use tt_domain::error_codes;
 
 use tt_domain::ids::ProfileId;
 use tt_domain::skill::{
@@ -305,11 +306,11 @@ pub async fn oversized_and_non_text_files(s: SkillsUnderTest) {
     );
     assert_code(
         s.read(&global, "mixed", "image.bin").await,
-        "agent.storage_corrupt",
+        error_codes::AGENT_STORAGE_CORRUPT,
     );
     assert_code(
         s.read(&global, "mixed", "big.md").await,
-        "agent.storage_corrupt",
+        error_codes::AGENT_STORAGE_CORRUPT,
     );
     assert_eq!(
         s.read(&global, "mixed", "at-limit.md").await.unwrap().len(),
@@ -357,10 +358,13 @@ pub async fn blank_scope_names_are_refused(s: SkillsUnderTest) {
             name: "\t".into(),
         },
     ] {
-        assert_code(s.repo.list_skills(&scope).await, "skill.scope_invalid");
+        assert_code(
+            s.repo.list_skills(&scope).await,
+            error_codes::SKILL_SCOPE_INVALID,
+        );
         assert_code(
             s.read(&scope, "voice", "SKILL.md").await,
-            "skill.scope_invalid",
+            error_codes::SKILL_SCOPE_INVALID,
         );
     }
 }

@@ -4,6 +4,7 @@
 //! `transcripts_contract_tests!`.
 
 use std::sync::Arc;
+use tt_domain::error_codes;
 
 use tt_domain::transcript::TranscriptEntry;
 use tt_ports::TranscriptRepository;
@@ -110,11 +111,11 @@ pub async fn workspace_ids_that_are_not_one_segment_are_refused(s: TranscriptsUn
     for bad in ["", "../escape", "a/b", "has space", &"x".repeat(129)] {
         assert_code(
             s.repo.append_transcript_entry(bad, &e).await,
-            "agent.storage_segment_invalid",
+            error_codes::AGENT_STORAGE_SEGMENT_INVALID,
         );
         assert_code(
             s.repo.read_transcript(bad).await,
-            "agent.storage_segment_invalid",
+            error_codes::AGENT_STORAGE_SEGMENT_INVALID,
         );
     }
 }

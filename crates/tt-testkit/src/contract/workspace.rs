@@ -2,6 +2,7 @@
 //! walks, checkpoints, the `persist/` projection and promotion chain, and the chat head.
 
 use std::sync::Arc;
+use tt_domain::error_codes;
 use tt_domain::text::sha256_hex;
 use tt_domain::workspace::{
     CheckpointReason, EntryKind, FileFingerprint, PersistSnapshot, PersistentChangeKind,
@@ -629,7 +630,7 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     // A state is immutable: the same run cannot promote twice.
     assert_code(
         ws.promote_persist(&a.id, &snap_a, ts(11)).await,
-        "agent.persistent_state_exists",
+        error_codes::AGENT_PERSISTENT_STATE_EXISTS,
     );
 
     // Run B projects A, modifies one file and adds another.
@@ -689,7 +690,7 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     with_deleted.files.push(fp("persist/gone.md", "gone"));
     assert_code(
         ws.promote_persist(&c.id, &with_deleted, ts(30)).await,
-        "agent.persistent_delete_unsupported",
+        error_codes::AGENT_PERSISTENT_DELETE_UNSUPPORTED,
     );
     // Zero changes still promote, so the chain stays linear.
     let promoted_c = ws.promote_persist(&c.id, &snap_c, ts(31)).await.unwrap();
@@ -707,7 +708,7 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     assert_code(
         ws.init_persist_projection(&e.id, Some("run_never_promoted"))
             .await,
-        "agent.persistent_state_root_missing",
+        error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
     );
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tt_domain::error_codes;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
@@ -80,7 +81,7 @@ impl FakeModel {
                 .pop_front();
             next.unwrap_or_else(|| {
                 Err(ModelError::Unavailable {
-                    code: "model.script_exhausted",
+                    code: error_codes::MODEL_SCRIPT_EXHAUSTED,
                     message: format!(
                         "the fake model has no answer left for agent `{}` (round {})",
                         request.agent_profile_id, request.round

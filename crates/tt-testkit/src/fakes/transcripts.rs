@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+use tt_domain::error_codes;
 
 use async_trait::async_trait;
 use tt_domain::DomainError;
@@ -20,7 +21,7 @@ fn check(workspace_id: &str) -> StorageResult<()> {
         Ok(())
     } else {
         Err(StorageError::Domain(DomainError::new(
-            "agent.storage_segment_invalid",
+            error_codes::AGENT_STORAGE_SEGMENT_INVALID,
             format!("workspace id `{workspace_id}` is not a storage segment"),
         )))
     }

@@ -3,6 +3,7 @@
 //! ended with `agent.task_budget_exhausted`; the run's budget stops the run.
 use std::sync::Arc;
 use tt_domain::cost::Usd;
+use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, TaskId};
 
 use crate::error::{ApplicationError, ApplicationResult};
@@ -178,7 +179,7 @@ pub(super) fn task_budget_error(tokens: &TaskTokens) -> ApplicationError {
         (_, None) => (format!("{} model tokens", tokens.used), String::new()),
     };
     ApplicationError::fatal(
-        "agent.task_budget_exhausted",
+        error_codes::AGENT_TASK_BUDGET_EXHAUSTED,
         format!("it used {spent}{}", budget_tail(tokens, &limit)),
     )
 }
@@ -209,7 +210,7 @@ pub(super) fn run_budget_error(state: &State) -> Option<ApplicationError> {
         _ => return None,
     };
     Some(ApplicationError::fatal(
-        "agent.run_budget_exhausted",
+        error_codes::AGENT_RUN_BUDGET_EXHAUSTED,
         message,
     ))
 }

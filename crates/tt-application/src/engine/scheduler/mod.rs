@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tt_domain::cost::Usd;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
@@ -294,7 +295,7 @@ impl<H: TaskHost> TaskScheduler<H> {
                     .is_some_and(|queue| queue.iter().any(|p| p.task.id == task.id))
             {
                 return Err(ApplicationError::fatal(
-                    "agent.task_already_scheduled",
+                    error_codes::AGENT_TASK_ALREADY_SCHEDULED,
                     format!("task {} is already scheduled", task.id),
                 ));
             }
@@ -641,19 +642,19 @@ pub(crate) async fn cancel_task_as_host<H: TaskHost>(
         .find(|task| &task.id == task_id)
         .ok_or_else(|| {
             ApplicationError::fatal(
-                "agent.task_not_found",
+                error_codes::AGENT_TASK_NOT_FOUND,
                 format!("run {} has no task {task_id}", ctx.run_id()),
             )
         })?;
     if task.continuation != TaskContinuation::ReturnToParent {
         return Err(ApplicationError::fatal(
-            "agent.task_not_cancellable",
+            error_codes::AGENT_TASK_NOT_CANCELLABLE,
             format!("task {task_id} is a handoff; cancel the run instead"),
         ));
     }
     let already = |task: &AgentTaskRecord| {
         ApplicationError::fatal(
-            "agent.task_already_finished",
+            error_codes::AGENT_TASK_ALREADY_FINISHED,
             format!("task {} already ended ({})", task.id, task.status.as_str()),
         )
     };

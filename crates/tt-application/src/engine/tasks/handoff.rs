@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use tt_domain::brief::StoredBrief;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, TaskId};
@@ -48,7 +49,7 @@ pub(crate) async fn agent_handoff(
     let caller = &inv.profile.definition.delegation;
     if let Err(denial) = admit_caller(&inv.profile, Operation::Handoff) {
         return Err(ToolError::with_reason(
-            "agent.handoff_policy_denied",
+            error_codes::AGENT_HANDOFF_POLICY_DENIED,
             denial.code(),
             "you cannot hand this job to another agent.",
         )
@@ -65,7 +66,7 @@ pub(crate) async fn agent_handoff(
         .count();
     if pending > 0 {
         return Err(ToolError::new(
-            "agent.handoff_pending_tasks",
+            error_codes::AGENT_HANDOFF_PENDING_TASKS,
             format!(
                 "{pending} task(s) you delegated are still running. Wait for them with `{}` before you hand off.",
                 ToolName::AgentAwait.model_alias()
@@ -78,10 +79,11 @@ pub(crate) async fn agent_handoff(
         .filter(|task| task.continuation == TaskContinuation::TransferControl)
         .count();
     if depth as u64 >= u64::from(caller.max_handoff_depth) {
-        return Err(ToolError::new(
-            "agent.handoff_depth_exhausted",
-            format!(
-                "agent.max_handoff_depth_exhausted: this job has already changed hands {depth} times, the most allowed. Finish it yourself."
+        return Err(ToolError::with_reason(
+            error_codes::AGENT_HANDOFF_DEPTH_EXHAUSTED,
+            error_codes::AGENT_MAX_HANDOFF_DEPTH_EXHAUSTED,
+            &format!(
+                "this job has already changed hands {depth} times, the most allowed. Finish it yourself."
             ),
         )
         .into());
@@ -89,7 +91,7 @@ pub(crate) async fn agent_handoff(
     let (agent_id, target) = resolve_target(ctx, &args.agent_id, Operation::Handoff).await?;
     if let Err(denial) = admit(&inv.profile, &target, Operation::Handoff) {
         return Err(ToolError::with_reason(
-            "agent.handoff_policy_denied",
+            error_codes::AGENT_HANDOFF_POLICY_DENIED,
             denial.code(),
             &format!(
                 "`{agent_id}` cannot take this job over from you. Use `{}` to see who can.",

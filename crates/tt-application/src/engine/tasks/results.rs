@@ -34,14 +34,14 @@ pub(crate) async fn result_document(
         .await
         .map_err(|err| {
             ApplicationError::fatal(
-                "agent.await_result_invalid",
+                error_codes::AGENT_AWAIT_RESULT_INVALID,
                 format!("result of task {}: {err}", task.id),
             )
         })?;
     match document {
         Some(Value::Object(map)) => Ok(Some(Value::Object(map))),
         Some(_) => Err(ApplicationError::fatal(
-            "agent.await_result_invalid",
+            error_codes::AGENT_AWAIT_RESULT_INVALID,
             format!("result of task {} is not a JSON object", task.id),
         )),
         None => Ok(None),

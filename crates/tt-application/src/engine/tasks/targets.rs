@@ -3,6 +3,7 @@
 //! `crate::delegation::policy`.
 
 use tt_domain::brief::StoredBrief;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, ProfileId, TaskId};
@@ -35,7 +36,7 @@ pub(crate) async fn resolve_target(
     match crate::profiles::resolve(ctx.services.profiles.as_ref(), Some(agent_id.as_str())).await {
         Ok(target) => Ok((agent_id, target)),
         Err(ApplicationError::Fatal {
-            code: "agent.profile_not_found",
+            code: error_codes::AGENT_PROFILE_NOT_FOUND,
             ..
         }) => {
             let purpose = match operation {
@@ -43,7 +44,7 @@ pub(crate) async fn resolve_target(
                 Operation::Handoff => "hand off to",
             };
             Err(ToolError::new(
-                "agent.target_profile_not_found",
+                error_codes::AGENT_TARGET_PROFILE_NOT_FOUND,
                 format!(
                     "There is no agent `{agent_id}`. Use `{list}` to see who you can {purpose}."
                 ),

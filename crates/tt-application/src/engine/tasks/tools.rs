@@ -8,6 +8,7 @@
 use serde_json::json;
 use std::time::Duration;
 use tt_domain::brief::StoredBrief;
+use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{ProfileId, TaskId};
@@ -98,7 +99,7 @@ pub(crate) async fn agent_delegate(
     let caller = &inv.profile.definition.delegation;
     if let Err(denial) = admit_caller(&inv.profile, Operation::Delegate) {
         return Err(ToolError::with_reason(
-            "agent.delegation_policy_denied",
+            error_codes::AGENT_DELEGATION_POLICY_DENIED,
             denial.code(),
             "you cannot give tasks to other agents.",
         )
@@ -129,7 +130,7 @@ pub(crate) async fn agent_delegate(
     let (agent_id, target) = resolved?;
     if let Err(denial) = admit(&inv.profile, &target, Operation::Delegate) {
         return Err(ToolError::with_reason(
-            "agent.delegation_policy_denied",
+            error_codes::AGENT_DELEGATION_POLICY_DENIED,
             denial.code(),
             &format!(
                 "`{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
@@ -142,11 +143,10 @@ pub(crate) async fn agent_delegate(
     let budget = task_budget(&args, &target.definition, &agent_id)?;
     let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
     if delegated >= u64::from(caller.max_invocations_per_run) {
-        return Err(ToolError::new(
-            "agent.delegation_budget_exhausted",
-            format!(
-                "agent.max_invocations_per_run_exhausted: you have already delegated {delegated} tasks, the most you can in this job."
-            ),
+        return Err(ToolError::with_reason(
+            error_codes::AGENT_DELEGATION_BUDGET_EXHAUSTED,
+            error_codes::AGENT_MAX_INVOCATIONS_PER_RUN_EXHAUSTED,
+            &format!("you have already delegated {delegated} tasks, the most you can in this job."),
         )
         .into());
     }
@@ -213,8 +213,8 @@ fn check_fork(
 ) -> Result<(), ToolError> {
     if args.fork && !target.delegation.allow_fork {
         return Err(ToolError::with_reason(
-            "agent.delegation_policy_denied",
-            "agent.target_fork_denied",
+            error_codes::AGENT_DELEGATION_POLICY_DENIED,
+            error_codes::AGENT_TARGET_FORK_DENIED,
             &format!(
                 "`{agent_id}` cannot start from your conversation; delegate to it with `mode: \"brief\"`."
             ),
@@ -377,7 +377,7 @@ fn select_tasks(args: &AwaitArgs, mine: &[AgentTaskRecord]) -> Result<Vec<TaskId
             for id in ids {
                 let Some(task) = mine.iter().find(|task| task.id.as_str() == id) else {
                     return Err(ToolError::new(
-                        "agent.await_task_not_found",
+                        error_codes::AGENT_AWAIT_TASK_NOT_FOUND,
                         format!(
                             "`{id}` is not one of your delegated tasks. Omit `taskIds` to wait for all of them."
                         ),
@@ -391,7 +391,7 @@ fn select_tasks(args: &AwaitArgs, mine: &[AgentTaskRecord]) -> Result<Vec<TaskId
     };
     if selected.is_empty() {
         return Err(ToolError::new(
-            "agent.no_child_tasks",
+            error_codes::AGENT_NO_CHILD_TASKS,
             "No delegated tasks are selected.",
         ));
     }
@@ -446,7 +446,7 @@ async fn wait_for_tasks(
             () = inv.cancel.cancelled() => return Err(ApplicationError::cancelled().into()),
             changed = changes.changed() => {
                 if changed.is_err() {
-                    return Err(ApplicationError::fatal("agent.task_scheduler_closed", "the task scheduler stopped").into());
+                    return Err(ApplicationError::fatal(error_codes::AGENT_TASK_SCHEDULER_CLOSED, "the task scheduler stopped").into());
                 }
             }
             () = tokio::time::sleep_until(deadline) => {}

@@ -3,6 +3,7 @@
 //! validated arguments with the contract's error codes.
 
 use serde_json::Value;
+use tt_domain::error_codes;
 use tt_domain::workspace::{WorkspaceAccessPolicy, WorkspacePath};
 
 use crate::error::ToolError;
@@ -54,7 +55,7 @@ pub(crate) fn parse_commit_args(
         Some("append") => CommitMode::Append,
         Some(other) => {
             return Err(ToolError::new(
-                "workspace.commit_mode_invalid",
+                error_codes::WORKSPACE_COMMIT_MODE_INVALID,
                 format!(
                     "`{}` is not a commit mode. Use `replace` (the default) or `append`.",
                     short(other)

@@ -2,6 +2,7 @@
 //! (`WorkspaceToolEnv`), and how a storage failure becomes a tool error. Its own module so the
 //! tools use it without using the module that dispatches to them.
 
+use tt_domain::error_codes;
 use tt_domain::ids::RunId;
 use tt_domain::workspace::{WorkspaceAccessPolicy, WorkspacePath};
 use tt_ports::{StorageError, WorkspaceRepository};
@@ -63,7 +64,7 @@ pub(super) fn storage_failure(
     match err {
         StorageError::NotFound { .. } | StorageError::NotADirectory { .. } => match op {
             StorageOp::List => ToolError::new(
-                "workspace.path_not_found",
+                error_codes::WORKSPACE_PATH_NOT_FOUND,
                 format!(
                     "`{path}` does not exist. List a folder that exists, or omit `path` to list everything you can see."
                 ),
@@ -71,7 +72,7 @@ pub(super) fn storage_failure(
             .into(),
             StorageOp::Read | StorageOp::Patch => file_not_found(path).into(),
             StorageOp::Write => ToolError::new(
-                "workspace.path_not_found",
+                error_codes::WORKSPACE_PATH_NOT_FOUND,
                 format!(
                     "`{path}` cannot be created because part of it is an existing file, not a folder. Choose another path."
                 ),
@@ -83,14 +84,14 @@ pub(super) fn storage_failure(
         | StorageError::GuardFileMissing { .. }
         | StorageError::GuardShaMismatch { .. } => match op {
             StorageOp::Patch => ToolError::new(
-                "workspace.patch_stale_file",
+                error_codes::WORKSPACE_PATCH_STALE_FILE,
                 format!(
                     "`{path}` changed while you were patching it. Read it again with `workspace_read_file`, then patch."
                 ),
             )
             .into(),
             StorageOp::List | StorageOp::Read | StorageOp::Write => ToolError::new(
-                "workspace.write_stale_file",
+                error_codes::WORKSPACE_WRITE_STALE_FILE,
                 format!(
                     "`{path}` changed since you last read it. Read it again with `workspace_read_file`, then write."
                 ),
@@ -110,14 +111,14 @@ pub(super) fn storage_failure(
 
 pub(super) fn file_not_found(path: &WorkspacePath) -> ToolError {
     ToolError::new(
-        "workspace.file_not_found",
+        error_codes::WORKSPACE_FILE_NOT_FOUND,
         format!("`{path}` does not exist. Use `workspace_list_files` to see which files exist."),
     )
 }
 
 pub(super) fn path_is_directory(path: &WorkspacePath) -> ToolError {
     ToolError::new(
-        "workspace.path_is_directory",
+        error_codes::WORKSPACE_PATH_IS_DIRECTORY,
         format!(
             "`{path}` is a folder, not a file. Use `workspace_list_files` to see what it contains."
         ),

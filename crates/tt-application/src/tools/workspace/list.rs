@@ -2,6 +2,7 @@
 //! the agent's visible roots, one path per line with folders ending in `/`.
 
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::workspace::{EntryKind, WorkspacePath};
 use tt_ports::{StorageError, WorkspaceEntry};
 
@@ -95,7 +96,7 @@ fn list_depth(raw: Option<i64>) -> Result<u32, ToolError> {
     match u32::try_from(depth) {
         Ok(depth) if depth <= MAX_LIST_DEPTH => Ok(depth),
         _ => Err(ToolError::new(
-            "workspace.list_depth_too_large",
+            error_codes::WORKSPACE_LIST_DEPTH_TOO_LARGE,
             format!(
                 "`depth` can be at most {MAX_LIST_DEPTH} (got {depth}). List a subfolder to see deeper files."
             ),

@@ -16,6 +16,7 @@ mod write;
 mod behaviour_tests;
 
 use serde_json::Value;
+use tt_domain::error_codes;
 use tt_domain::tool::ToolName;
 
 use crate::error::{ApplicationError, ToolCallError};
@@ -50,7 +51,7 @@ pub(crate) async fn execute(
         | ToolName::SkillRead
         | ToolName::WorkspaceCommit
         | ToolName::WorkspaceFinish => Err(ToolCallError::Fatal(ApplicationError::fatal(
-            "agent.internal_error",
+            error_codes::AGENT_INTERNAL_ERROR,
             format!("{tool} is not executed by the workspace tool executor"),
         ))),
     }

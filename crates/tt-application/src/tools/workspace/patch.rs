@@ -3,6 +3,7 @@
 //! version it was checked against, with the read-state updated as the contract says.
 
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::text::{char_count, word_count};
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
 
@@ -26,21 +27,21 @@ pub(super) async fn apply_patch(
     }
     if old_string.is_empty() {
         return Err(ToolError::new(
-            "workspace.patch_empty_old_string",
+            error_codes::WORKSPACE_PATCH_EMPTY_OLD_STRING,
             "`old_string` is empty. Copy the exact text to replace from the file; to add text at the end, use `workspace_write_file` with `mode: \"append\"`.",
         )
         .into());
     }
     if old_string == new_string {
         return Err(ToolError::new(
-            "workspace.patch_no_change",
+            error_codes::WORKSPACE_PATCH_NO_CHANGE,
             "`old_string` and `new_string` are identical, so the patch would change nothing.",
         )
         .into());
     }
     let Some(known) = env.read_state.get(&path).cloned() else {
         return Err(ToolError::new(
-            "workspace.patch_requires_read",
+            error_codes::WORKSPACE_PATCH_REQUIRES_READ,
             format!("Read `{path}` with `workspace_read_file` before patching it."),
         )
         .into());
@@ -93,7 +94,7 @@ pub(super) async fn apply_patch(
             "It must match exactly, including spaces, line breaks and capitalization; copy it from the file."
         };
         return Err(ToolError::new(
-            "workspace.patch_old_string_not_found",
+            error_codes::WORKSPACE_PATCH_OLD_STRING_NOT_FOUND,
             format!("`old_string` was not found in `{path}`. {next}"),
         )
         .into());
@@ -108,7 +109,7 @@ pub(super) async fn apply_patch(
             "Include more surrounding text so it matches exactly once, or set `replace_all` to true to change every occurrence."
         };
         return Err(ToolError::new(
-            "workspace.patch_old_string_not_unique",
+            error_codes::WORKSPACE_PATCH_OLD_STRING_NOT_UNIQUE,
             format!("`old_string` occurs {occurrences} times in `{path}`. {next}"),
         )
         .into());
@@ -172,7 +173,7 @@ pub(super) async fn apply_patch(
 
 fn requires_full_read(path: &WorkspacePath, why: &str) -> ToolError {
     ToolError::new(
-        "workspace.patch_requires_full_read",
+        error_codes::WORKSPACE_PATCH_REQUIRES_FULL_READ,
         format!(
             "Read the whole of `{path}` with `workspace_read_file` (no range) before patching it: {why}."
         ),
@@ -186,7 +187,7 @@ fn stale(path: &WorkspacePath, partial: bool) -> ToolError {
         "Read it again with `workspace_read_file`, then patch."
     };
     ToolError::new(
-        "workspace.patch_stale_file",
+        error_codes::WORKSPACE_PATCH_STALE_FILE,
         format!("`{path}` changed since you last read it. {how}"),
     )
 }

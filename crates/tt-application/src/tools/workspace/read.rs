@@ -3,6 +3,7 @@
 //! agent's read-state (whole-file version, or the exact partial text).
 
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::text::{char_count, truncate_chars, word_count};
 use tt_domain::workspace::WorkspacePath;
 
@@ -88,7 +89,7 @@ fn parse_range(args: &Args<'_>) -> Result<ReadRange, ToolError> {
     let char_mode = start_char.is_some() || max_chars.is_some();
     if line_mode && char_mode {
         return Err(ToolError::new(
-            "workspace.mixed_read_range",
+            error_codes::WORKSPACE_MIXED_READ_RANGE,
             "Use either a line range (`start_line`, `line_count`) or a character range (`start_char`, `max_chars`), not both.",
         ));
     }
@@ -96,7 +97,7 @@ fn parse_range(args: &Args<'_>) -> Result<ReadRange, ToolError> {
         let start = start_line.unwrap_or(1);
         if start < 1 {
             return Err(ToolError::new(
-                "workspace.invalid_line_range",
+                error_codes::WORKSPACE_INVALID_LINE_RANGE,
                 format!("`start_line` counts from 1 (got {start})."),
             ));
         }
@@ -104,13 +105,13 @@ fn parse_range(args: &Args<'_>) -> Result<ReadRange, ToolError> {
             None => None,
             Some(count) if count < 1 => {
                 return Err(ToolError::new(
-                    "workspace.invalid_line_range",
+                    error_codes::WORKSPACE_INVALID_LINE_RANGE,
                     format!("`line_count` must be at least 1 (got {count})."),
                 ));
             }
             Some(count) if count > MAX_READ_LINES as i64 => {
                 return Err(ToolError::new(
-                    "workspace.read_line_count_too_large",
+                    error_codes::WORKSPACE_READ_LINE_COUNT_TOO_LARGE,
                     format!(
                         "`line_count` can be at most {MAX_READ_LINES} (got {count}). Read the file in several parts."
                     ),
@@ -127,20 +128,20 @@ fn parse_range(args: &Args<'_>) -> Result<ReadRange, ToolError> {
         let start = start_char.unwrap_or(0);
         if start < 0 {
             return Err(ToolError::new(
-                "workspace.invalid_char_range",
+                error_codes::WORKSPACE_INVALID_CHAR_RANGE,
                 format!("`start_char` counts from 0 (got {start})."),
             ));
         }
         let max = max_chars.unwrap_or(MAX_PARTIAL_READ_CHARS as i64);
         if max < 1 {
             return Err(ToolError::new(
-                "workspace.invalid_char_range",
+                error_codes::WORKSPACE_INVALID_CHAR_RANGE,
                 format!("`max_chars` must be at least 1 (got {max})."),
             ));
         }
         if max > MAX_PARTIAL_READ_CHARS as i64 {
             return Err(ToolError::new(
-                "workspace.read_char_count_too_large",
+                error_codes::WORKSPACE_READ_CHAR_COUNT_TOO_LARGE,
                 format!(
                     "`max_chars` can be at most {MAX_PARTIAL_READ_CHARS} (got {max}). Read the file in several parts."
                 ),
@@ -207,7 +208,7 @@ fn select<'t>(
         ReadRange::Whole => {
             if text.len() > MAX_READ_BYTES || total_lines > MAX_READ_LINES {
                 return Err(ToolError::new(
-                    "workspace.read_too_large",
+                    error_codes::WORKSPACE_READ_TOO_LARGE,
                     format!(
                         "`{path}` is too large to read at once ({total_lines} lines, {} KiB; the limit is {MAX_READ_LINES} lines and {} KiB). Read part of it with `start_line` and `line_count`, or with `start_char` and `max_chars`.",
                         text.len().div_ceil(1024),
@@ -222,7 +223,7 @@ fn select<'t>(
                 (0, 0, false)
             } else if start > total_lines {
                 return Err(ToolError::new(
-                    "workspace.invalid_line_range",
+                    error_codes::WORKSPACE_INVALID_LINE_RANGE,
                     format!(
                         "`start_line` {start} is past the end of `{path}`, which has {total_lines} lines."
                     ),
@@ -238,7 +239,7 @@ fn select<'t>(
                 let chars = text.get(byte_start..byte_end).map_or(0, char_count);
                 if chars > MAX_PARTIAL_READ_CHARS {
                     return Err(ToolError::new(
-                        "workspace.read_too_large",
+                        error_codes::WORKSPACE_READ_TOO_LARGE,
                         format!(
                             "Lines {start}-{end_line} of `{path}` hold {chars} characters, more than the {MAX_PARTIAL_READ_CHARS} a partial read returns. Ask for fewer lines, or use `start_char` and `max_chars`."
                         ),
@@ -250,7 +251,7 @@ fn select<'t>(
         ReadRange::Chars { start, max } => {
             if start > total_chars || (start == total_chars && total_chars > 0) {
                 return Err(ToolError::new(
-                    "workspace.invalid_char_range",
+                    error_codes::WORKSPACE_INVALID_CHAR_RANGE,
                     format!(
                         "`start_char` {start} is past the end of `{path}`, which has {total_chars} characters."
                     ),
@@ -377,11 +378,11 @@ mod tests {
             ],
         )
         .unwrap();
-        parse_range(&args).map_err(|err| err.code)
+        parse_range(&args).map_err(|err| err.code.as_str())
     }
 
     fn sel(text: &str, range: ReadRange) -> Result<Selection<'_>, &'static str> {
-        select(text, range, &path()).map_err(|err| err.code)
+        select(text, range, &path()).map_err(|err| err.code.as_str())
     }
 
     #[test]

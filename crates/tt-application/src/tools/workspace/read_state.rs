@@ -56,7 +56,7 @@ impl ReadState {
         use tt_domain::tool::ToolName;
         if result.is_error {
             if result.error_code.as_deref()
-                == Some(tt_domain::error_codes::WORKSPACE_PATCH_REQUIRES_FULL_READ)
+                == Some(tt_domain::error_codes::WORKSPACE_PATCH_REQUIRES_FULL_READ.as_str())
                 && let Some(path) = stored_path(arguments)
             {
                 self.require_full_reread(&path);

@@ -2,6 +2,7 @@
 //! search over the files in the agent's visible roots, ranked by the score of `Query::score`.
 
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::text::{char_count, truncate_chars, word_count};
 use tt_domain::workspace::{WorkspacePath, WorkspaceRoot};
 use tt_ports::StorageError;
@@ -97,7 +98,7 @@ async fn ensure_exists(
         Ok(Some(_)) | Err(StorageError::IsDirectory { .. }) => Ok(()),
         Ok(None) | Err(StorageError::NotFound { .. } | StorageError::NotADirectory { .. }) => {
             Err(ToolError::new(
-                "workspace.path_not_found",
+                error_codes::WORKSPACE_PATH_NOT_FOUND,
                 format!(
                     "`{path}` does not exist. Search a folder that exists, or omit `path` to search everything you can see."
                 ),
@@ -112,11 +113,11 @@ fn search_limit(raw: Option<i64>) -> Result<usize, ToolError> {
     match raw {
         None => Ok(DEFAULT_SEARCH_LIMIT),
         Some(limit) if limit < 1 => Err(ToolError::new(
-            "workspace.search_limit_invalid",
+            error_codes::WORKSPACE_SEARCH_LIMIT_INVALID,
             format!("`limit` must be at least 1 (got {limit})."),
         )),
         Some(limit) if limit > MAX_SEARCH_LIMIT as i64 => Err(ToolError::new(
-            "workspace.search_limit_too_large",
+            error_codes::WORKSPACE_SEARCH_LIMIT_TOO_LARGE,
             format!(
                 "`limit` can be at most {MAX_SEARCH_LIMIT} (got {limit}). Narrow the search with `path` or more specific words instead."
             ),
@@ -132,7 +133,7 @@ fn context_lines(raw: Option<i64>) -> Result<usize, ToolError> {
             "`context_lines` must be 0 or more (got {lines})."
         ))),
         Some(lines) if lines > MAX_SEARCH_CONTEXT_LINES as i64 => Err(ToolError::new(
-            "workspace.search_context_too_large",
+            error_codes::WORKSPACE_SEARCH_CONTEXT_TOO_LARGE,
             format!(
                 "`context_lines` can be at most {MAX_SEARCH_CONTEXT_LINES} (got {lines}). Read the file with `workspace_read_file` to see more around a match."
             ),

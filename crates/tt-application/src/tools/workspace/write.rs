@@ -3,6 +3,7 @@
 //! file). Never echoes the content back.
 
 use serde_json::{Value, json};
+use tt_domain::error_codes;
 use tt_domain::text::{char_count, word_count};
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
 use tt_ports::StorageError;
@@ -40,7 +41,7 @@ pub(super) async fn write_file(
         Some("append") => WriteMode::Append,
         Some(other) => {
             return Err(ToolError::new(
-                "workspace.write_mode_invalid",
+                error_codes::WORKSPACE_WRITE_MODE_INVALID,
                 format!(
                     "`{}` is not a write mode. Use `replace` (the default) to write the whole file or `append` to add to its end.",
                     short(other)
@@ -140,7 +141,7 @@ async fn replace(
 
 fn requires_read(path: &WorkspacePath) -> ToolError {
     ToolError::new(
-        "workspace.write_requires_read",
+        error_codes::WORKSPACE_WRITE_REQUIRES_READ,
         format!(
             "`{path}` already exists and you have not read it. Read it with `workspace_read_file` first, then write again, or use `mode: \"append\"` to add to its end."
         ),
@@ -149,7 +150,7 @@ fn requires_read(path: &WorkspacePath) -> ToolError {
 
 fn stale(path: &WorkspacePath) -> ToolError {
     ToolError::new(
-        "workspace.write_stale_file",
+        error_codes::WORKSPACE_WRITE_STALE_FILE,
         format!(
             "`{path}` changed since you last read it. Read it again with `workspace_read_file`, then write."
         ),

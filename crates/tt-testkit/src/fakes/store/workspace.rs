@@ -4,6 +4,7 @@
 //! Only the five known roots are addressable; any other first segment is `NotFound`.
 
 use std::collections::BTreeMap;
+use tt_domain::error_codes;
 
 use async_trait::async_trait;
 use tt_domain::DomainError;
@@ -98,7 +99,7 @@ fn persist_files(files: &Files) -> impl Iterator<Item = (&String, &String)> {
         .filter(|(path, _)| path.starts_with(PERSIST_PREFIX))
 }
 
-fn persist_error(code: &'static str, message: String) -> StorageError {
+fn persist_error(code: tt_domain::error_codes::Code, message: String) -> StorageError {
     StorageError::Domain(DomainError::new(code, message))
 }
 
@@ -307,7 +308,7 @@ impl WorkspaceRepository for InMemoryStore {
             Some(base) => {
                 if !is_valid_storage_segment(base) {
                     return Err(persist_error(
-                        "agent.persistent_state_root_invalid",
+                        error_codes::AGENT_PERSISTENT_STATE_ROOT_INVALID,
                         format!("persistent state id `{base}` is not a valid storage segment"),
                     ));
                 }
@@ -316,7 +317,7 @@ impl WorkspaceRepository for InMemoryStore {
                     .get(&(workspace_id.clone(), base.to_owned()))
                     .ok_or_else(|| {
                         persist_error(
-                            "agent.persistent_state_root_missing",
+                            error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
                             format!(
                                 "persistent state `{base}` does not exist in workspace {workspace_id}"
                             ),
@@ -368,7 +369,7 @@ impl WorkspaceRepository for InMemoryStore {
         let key = (run.run.workspace_id.as_str().to_owned(), state_id.clone());
         if state.persistent_states.contains_key(&key) {
             return Err(persist_error(
-                "agent.persistent_state_exists",
+                error_codes::AGENT_PERSISTENT_STATE_EXISTS,
                 format!("persistent state `{state_id}` already exists"),
             ));
         }
