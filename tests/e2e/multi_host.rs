@@ -33,7 +33,8 @@ use tt_runtime::{
 
 // The benchmark's scripted model, compiled in here as well (tt-bench is a binary crate).
 #[path = "../../crates/tt-bench/src/model.rs"]
-#[allow(dead_code)] // the benchmark uses parts this test does not
+#[allow(dead_code, unreachable_pub)]
+// the benchmark uses parts this test does not; its API is the bench crate's
 pub(crate) mod fanout_model;
 
 use fanout_model::{CHILD_TURNS, FanoutModel, ROOT_TURNS, Turn, decide};

@@ -8,18 +8,18 @@ use tt_runtime::{
     ScriptedProvider, StartRunRequest,
 };
 
-pub struct Env {
+pub(crate) struct Env {
     pub dir: TempDir,
     pub runtime: AgentRuntime,
 }
 
-pub fn env(script: serde_json::Value, bridge: CommitBridgeChoice) -> Env {
+pub(crate) fn env(script: serde_json::Value, bridge: CommitBridgeChoice) -> Env {
     let dir = tempfile::tempdir().expect("temp dir");
     let runtime = runtime_at(&dir, script, bridge);
     Env { dir, runtime }
 }
 
-pub fn runtime_at(
+pub(crate) fn runtime_at(
     dir: &TempDir,
     script: serde_json::Value,
     bridge: CommitBridgeChoice,
@@ -33,7 +33,7 @@ pub fn runtime_at(
         .expect("runtime")
 }
 
-pub fn start_request() -> StartRunRequest {
+pub(crate) fn start_request() -> StartRunRequest {
     StartRunRequest {
         stable_chat_id: "e2e-chat".into(),
         conversation_kind: tt_runtime::ConversationKind::Character,
@@ -53,7 +53,7 @@ pub fn start_request() -> StartRunRequest {
 }
 
 /// write -> read -> patch -> commit -> finish for the default writer.
-pub fn writer_script() -> serde_json::Value {
+pub(crate) fn writer_script() -> serde_json::Value {
     json!({
         "schemaVersion": 1,
         "agents": {

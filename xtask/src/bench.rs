@@ -16,18 +16,18 @@ use serde_json::Value;
 use crate::process::{cargo, cargo_stdout};
 
 /// The fan-out sizes measured by default.
-pub const DEFAULT_CHILDREN: [u32; 4] = [1, 16, 64, 256];
+pub(crate) const DEFAULT_CHILDREN: [u32; 4] = [1, 16, 64, 256];
 /// The fan-out sizes `bench inspect` reads by default.
-pub const DEFAULT_INSPECT_CHILDREN: [u32; 3] = [64, 256, 1024];
+pub(crate) const DEFAULT_INSPECT_CHILDREN: [u32; 3] = [64, 256, 1024];
 /// Fresh processes per fan-out size; the median is reported.
-pub const RUNS_PER_SIZE: usize = 3;
+pub(crate) const RUNS_PER_SIZE: usize = 3;
 /// Journal events by default.
-pub const DEFAULT_JOURNAL_EVENTS: u64 = 1_000_000;
-pub const FRAMEWORK: &str = "tt-agent-runtime";
+pub(crate) const DEFAULT_JOURNAL_EVENTS: u64 = 1_000_000;
+pub(crate) const FRAMEWORK: &str = "tt-agent-runtime";
 /// The required columns, then `cpu_s` (median CPU seconds of the process over the timed run).
-pub const CSV_HEADER: &str = "framework,version,n_children,model_turns,tool_calls,wall_s,us_per_turn,peak_rss_mib,cpu_s,files_per_turn,fsyncs_per_turn";
+pub(crate) const CSV_HEADER: &str = "framework,version,n_children,model_turns,tool_calls,wall_s,us_per_turn,peak_rss_mib,cpu_s,files_per_turn,fsyncs_per_turn";
 
-pub const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 usage: cargo xtask bench fanout [--n N] [--store URL]
                                                N in 1, 16, 64, 256 by default; CSV on stdout;
                                                --store postgres://… keeps the runs there
@@ -51,7 +51,7 @@ usage: cargo xtask bench fanout [--n N] [--store URL]
 
 /// What `cargo xtask bench ...` was asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     Fanout {
         children: Vec<u32>,
         /// `--store URL`: the runs go to this store instead of a temporary data dir.
@@ -75,9 +75,9 @@ pub enum BenchCommand {
 }
 
 /// The channel benchmark's fan-out size by default.
-pub const DEFAULT_CHANNEL_CHILDREN: u32 = 256;
+pub(crate) const DEFAULT_CHANNEL_CHILDREN: u32 = 256;
 
-pub fn parse_args(args: &[String]) -> Result<BenchCommand> {
+pub(crate) fn parse_args(args: &[String]) -> Result<BenchCommand> {
     let (name, rest) = args
         .split_first()
         .ok_or_else(|| anyhow!("bench needs a benchmark name\n{USAGE}"))?;
@@ -150,7 +150,7 @@ fn parse_fanout(flags: &[String], args: &[String]) -> Result<BenchCommand> {
     })
 }
 
-pub fn run(root: &Path, args: &[String]) -> Result<()> {
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     let command = parse_args(args)?;
     if let BenchCommand::Channel { children } = command {
         return channel(root, children);
@@ -223,7 +223,7 @@ impl Metadata {
 }
 
 /// The version of a workspace package (tt-bench inherits the workspace version).
-pub fn package_version(metadata: &Value, package: &str) -> Result<String> {
+pub(crate) fn package_version(metadata: &Value, package: &str) -> Result<String> {
     metadata
         .get("packages")
         .and_then(Value::as_array)
@@ -251,7 +251,7 @@ fn build_release(root: &Path) -> Result<()> {
 
 /// One `tt-bench fanout` process's JSON line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FanoutSample {
+pub(crate) struct FanoutSample {
     pub n_children: u64,
     pub model_turns: u64,
     pub tool_calls: u64,
@@ -263,7 +263,7 @@ pub struct FanoutSample {
 }
 
 /// Parses the last non-empty stdout line of `tt-bench fanout`.
-pub fn parse_sample(stdout: &str) -> Result<FanoutSample> {
+pub(crate) fn parse_sample(stdout: &str) -> Result<FanoutSample> {
     let line = stdout
         .lines()
         .rev()
@@ -295,11 +295,11 @@ pub fn parse_sample(stdout: &str) -> Result<FanoutSample> {
     })
 }
 
-pub use crate::stats::median;
+pub(crate) use crate::stats::median;
 
 /// One CSV row from the samples of one N: medians of wall time, peak RSS and CPU; the turn and
 /// call counts must agree across samples.
-pub fn summarize(version: &str, samples: &[FanoutSample]) -> Result<String> {
+pub(crate) fn summarize(version: &str, samples: &[FanoutSample]) -> Result<String> {
     let first = samples
         .first()
         .ok_or_else(|| anyhow!("no fan-out samples to summarize"))?;
@@ -481,7 +481,7 @@ fn prefix(binary: &Path, server: Option<&str>) -> Result<()> {
 
 /// The prefix reports as two markdown tables: the shares per workload, then the first request
 /// of each profile (estimated tokens: messages, tools; with a server, its count beside them).
-pub fn render_prefix(reports: &[Value]) -> String {
+pub(crate) fn render_prefix(reports: &[Value]) -> String {
     use std::fmt::Write as _;
     let mut out = String::from(
         "| workload | agents | requests after an agent's first | prefix share | reusable input share | append-only requests |\n| --- | --- | --- | --- | --- | --- |\n",

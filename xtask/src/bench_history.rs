@@ -15,13 +15,13 @@ use serde_json::Value;
 use crate::stats::median;
 
 /// Earlier runs in the data dirs measured by default.
-pub const DEFAULT_SIZES: [u64; 4] = [0, 1_000, 10_000, 100_000];
+pub(crate) const DEFAULT_SIZES: [u64; 4] = [0, 1_000, 10_000, 100_000];
 /// Samples per size by default.
-pub const DEFAULT_SAMPLES: usize = 7;
+pub(crate) const DEFAULT_SAMPLES: usize = 7;
 
 /// What `bench history` measures.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     pub sizes: Vec<u64>,
     pub samples: usize,
     /// `--binary PATH`: a `tt-bench` built elsewhere (another commit's, for a before/after)
@@ -30,7 +30,7 @@ pub struct HistoryArgs {
 }
 
 /// `[--sizes A,B,…] [--samples S]`, each at most once.
-pub fn parse(flags: &[String]) -> Result<HistoryArgs> {
+pub(crate) fn parse(flags: &[String]) -> Result<HistoryArgs> {
     let mut sizes = None;
     let mut samples = None;
     let mut binary = None;
@@ -73,7 +73,7 @@ struct Sample {
 }
 
 /// Seeds, samples alternated, prints a table (CSV) on stdout.
-pub fn run(binary: &Path, args: &HistoryArgs) -> Result<()> {
+pub(crate) fn run(binary: &Path, args: &HistoryArgs) -> Result<()> {
     let temp = std::env::temp_dir().join(format!("tt-bench-history-{}", std::process::id()));
     let measured = measure(binary, args, &temp);
     // The data dirs are large (100,000 runs are about 2 GB): never leave them behind.

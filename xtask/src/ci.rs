@@ -14,7 +14,7 @@ use crate::tidy;
 
 const STEP_COUNT: usize = 6;
 
-pub fn run(root: &Path) -> Result<()> {
+pub(crate) fn run(root: &Path) -> Result<()> {
     let started = Instant::now();
     step(1, "fmt", "cargo fmt --all -- --check", || {
         run_cargo(root, &["fmt", "--all", "--", "--check"])

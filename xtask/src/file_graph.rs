@@ -18,14 +18,14 @@ use crate::module_graph::{self, ModuleGraph};
 type ModulePath = Vec<String>;
 
 /// One source file of the crate, with its path relative to `src/` and its text.
-pub struct SourceFile<'a> {
+pub(crate) struct SourceFile<'a> {
     pub path: &'a Path,
     pub text: &'a str,
 }
 
 /// File (relative to `src/`, `/`-separated) → the files it uses. Test files and files declared
 /// as `#[cfg(test)] mod x;` are left out.
-pub fn build(files: &[SourceFile<'_>]) -> ModuleGraph {
+pub(crate) fn build(files: &[SourceFile<'_>]) -> ModuleGraph {
     let parsed: Vec<Parsed> = files
         .iter()
         .filter(|file| !is_test_file(file.path))
@@ -77,10 +77,10 @@ pub fn build(files: &[SourceFile<'_>]) -> ModuleGraph {
 }
 
 /// The files of one cycle and the edges between them (where to cut).
-pub type Cycle = (Vec<String>, Vec<(String, String)>);
+pub(crate) type Cycle = (Vec<String>, Vec<(String, String)>);
 
 /// Files that take part in a cycle, one group per cycle, and the edges inside each group.
-pub fn cycles(graph: &ModuleGraph) -> Vec<Cycle> {
+pub(crate) fn cycles(graph: &ModuleGraph) -> Vec<Cycle> {
     module_graph::cycles(graph)
         .into_iter()
         .map(|component| {
@@ -91,7 +91,7 @@ pub fn cycles(graph: &ModuleGraph) -> Vec<Cycle> {
 }
 
 /// Test-only files: `tests.rs`, `*_tests.rs`, anything under a `tests/` directory.
-pub fn is_test_file(path: &Path) -> bool {
+pub(crate) fn is_test_file(path: &Path) -> bool {
     let name = path
         .file_name()
         .and_then(|name| name.to_str())

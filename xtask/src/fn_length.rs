@@ -10,7 +10,7 @@ use syn::visit::Visit;
 /// One function as found: its name (`Type::name` inside an impl or trait), the line of its
 /// `fn`, how many lines it spans, and whether a `// Long:` comment explains it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FunctionSpan {
+pub(crate) struct FunctionSpan {
     pub name: String,
     pub line: usize,
     pub lines: usize,
@@ -18,11 +18,11 @@ pub struct FunctionSpan {
 }
 
 /// The marker that explains a long function, at the start of a `//` comment.
-pub const EXPLAINED_MARKER: &str = "// Long:";
+pub(crate) const EXPLAINED_MARKER: &str = "// Long:";
 
 /// Every non-test function of `text` (functions under `#[cfg(test)]` or `#[test]` are left
 /// out). A file that does not parse yields nothing: the compiler reports it.
-pub fn functions(text: &str) -> Vec<FunctionSpan> {
+pub(crate) fn functions(text: &str) -> Vec<FunctionSpan> {
     let Ok(file) = syn::parse_file(text) else {
         return Vec::new();
     };

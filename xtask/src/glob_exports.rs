@@ -6,10 +6,14 @@
 use crate::violation::Violation;
 
 /// The source folders whose `pub use` may not end in `*`.
-pub const NAMED_EXPORT_SRC: &[&str] = &["crates/tt-runtime/src"];
+pub(crate) const NAMED_EXPORT_SRC: &[&str] = &["crates/tt-runtime/src"];
 
 /// Each `pub use …::*;` of `text` (non-test code), located at `path:line`.
-pub fn glob_export_violations(path: &str, text: &str, test_lines: &[bool]) -> Vec<Violation> {
+pub(crate) fn glob_export_violations(
+    path: &str,
+    text: &str,
+    test_lines: &[bool],
+) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut statement = String::new();
     let mut start = 0;

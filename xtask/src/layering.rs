@@ -8,21 +8,21 @@ use crate::violation::Violation;
 
 /// A workspace member as `cargo metadata --no-deps` describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Package {
+pub(crate) struct Package {
     pub name: String,
     pub manifest_path: String,
     pub dependencies: Vec<Dependency>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dependency {
+pub(crate) struct Dependency {
     /// The package name (not a `rename`).
     pub name: String,
     pub kind: DependencyKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DependencyKind {
+pub(crate) enum DependencyKind {
     Normal,
     Dev,
     Build,
@@ -103,7 +103,7 @@ fn may_use_http_client(package: &str) -> bool {
 }
 
 /// Reads the workspace members out of `cargo metadata --format-version 1 --no-deps` JSON.
-pub fn parse_metadata(metadata: &Value) -> Result<Vec<Package>> {
+pub(crate) fn parse_metadata(metadata: &Value) -> Result<Vec<Package>> {
     let packages = metadata
         .get("packages")
         .and_then(Value::as_array)
@@ -151,7 +151,7 @@ fn str_field(object: &Value, key: &str) -> Result<String> {
 
 /// Checks every package against the layering table and the dependency policy. Violations are
 /// located at `location(package)` (the caller decides how to print manifest paths).
-pub fn check(packages: &[Package], location: impl Fn(&Package) -> String) -> Vec<Violation> {
+pub(crate) fn check(packages: &[Package], location: impl Fn(&Package) -> String) -> Vec<Violation> {
     let mut violations = Vec::new();
     for package in packages {
         let at = location(package);

@@ -3,7 +3,7 @@
 //! raise its number; when one shrinks, lower its entry, and remove it once within the limit.
 
 /// `(file, function, lines)`: `function` is `Type::name` inside an impl or trait.
-pub const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
+pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/delegation/specs.rs",
         "agent_tool_spec",

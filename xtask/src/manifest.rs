@@ -4,7 +4,7 @@
 
 /// A dependency declared without `workspace = true`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ManifestIssue {
+pub(crate) struct ManifestIssue {
     /// 1-based line where the dependency is first declared.
     pub line: usize,
     /// The section header, e.g. `dev-dependencies`.
@@ -41,7 +41,7 @@ struct Declared {
     workspace: bool,
 }
 
-pub fn check_manifest(text: &str) -> Vec<ManifestIssue> {
+pub(crate) fn check_manifest(text: &str) -> Vec<ManifestIssue> {
     let mut declared: Vec<Declared> = Vec::new();
     let mut section = Section::Other;
     for (index, raw_line) in text.lines().enumerate() {

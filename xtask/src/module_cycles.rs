@@ -6,4 +6,4 @@
 /// a file's stem, a folder's name, or `mod.rs`/`lib.rs`/`main.rs` for the folder's own module.
 /// Empty: the three cycles there were when the rule came (the engine's turn modules,
 /// tt-domain's modules around `profile`, tt-runtime's `host` and `run_handle`) are cut.
-pub const MODULE_CYCLES: &[(&str, &str, &[&str])] = &[];
+pub(crate) const MODULE_CYCLES: &[(&str, &str, &[&str])] = &[];

@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Top-level module → the top-level modules it references.
-pub type ModuleGraph = BTreeMap<String, BTreeSet<String>>;
+pub(crate) type ModuleGraph = BTreeMap<String, BTreeSet<String>>;
 
 /// Builds the graph from `(path relative to src/, file text)` pairs.
-pub fn build<'a>(files: impl IntoIterator<Item = (&'a Path, &'a str)>) -> ModuleGraph {
+pub(crate) fn build<'a>(files: impl IntoIterator<Item = (&'a Path, &'a str)>) -> ModuleGraph {
     let mut graph = ModuleGraph::new();
     for (path, text) in files {
         let Some(module) = top_level_module(path) else {
@@ -41,7 +41,7 @@ fn top_level_module(path: &Path) -> Option<String> {
 
 /// `text` without the items marked `#[cfg(test)]` (rustfmt layout assumed: an item ends at the
 /// `}` line with the indentation it started with, or at its own line when that ends with `;`).
-pub fn without_test_code(text: &str) -> String {
+pub(crate) fn without_test_code(text: &str) -> String {
     let mut kept = String::with_capacity(text.len());
     for (line, is_test) in text.lines().zip(test_code_lines(text)) {
         if !is_test {
@@ -54,7 +54,7 @@ pub fn without_test_code(text: &str) -> String {
 
 /// For each line of `text`, whether it belongs to an item marked `#[cfg(test)]` (the attribute
 /// included), so a check can skip test code and still report real line numbers.
-pub fn test_code_lines(text: &str) -> Vec<bool> {
+pub(crate) fn test_code_lines(text: &str) -> Vec<bool> {
     let lines: Vec<&str> = text.lines().collect();
     let mut in_test = vec![false; lines.len()];
     let mut at = 0;
@@ -85,7 +85,7 @@ pub fn test_code_lines(text: &str) -> Vec<bool> {
 }
 
 /// `#[cfg(test)]`, or `#[cfg(all(test, …))]` (test code on some platforms only).
-pub fn is_test_attribute(line: &str) -> bool {
+pub(crate) fn is_test_attribute(line: &str) -> bool {
     let line = line.trim();
     line == "#[cfg(test)]" || line.starts_with("#[cfg(all(test,") && line.ends_with(")]")
 }
@@ -160,7 +160,7 @@ fn leading_ident(text: &str) -> Option<&str> {
 
 /// The modules on cycles, as strongly connected components of two or more modules, each
 /// sorted, in sorted order.
-pub fn cycles(graph: &ModuleGraph) -> Vec<Vec<String>> {
+pub(crate) fn cycles(graph: &ModuleGraph) -> Vec<Vec<String>> {
     let nodes: Vec<&String> = graph.keys().collect();
     let reaches = |from: &String| -> BTreeSet<String> {
         let mut seen = BTreeSet::new();
@@ -195,7 +195,7 @@ pub fn cycles(graph: &ModuleGraph) -> Vec<Vec<String>> {
 
 /// One edge of each cycle that closes it, to show where to cut: for each component, its
 /// edges inside the component.
-pub fn edges_within(graph: &ModuleGraph, component: &[String]) -> Vec<(String, String)> {
+pub(crate) fn edges_within(graph: &ModuleGraph, component: &[String]) -> Vec<(String, String)> {
     let members: BTreeSet<&String> = component.iter().collect();
     let mut edges = Vec::new();
     for from in component {

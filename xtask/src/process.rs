@@ -8,19 +8,19 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 /// The cargo binary that runs xtask (`$CARGO`), or `cargo` from `PATH`.
-pub fn cargo_bin() -> OsString {
+pub(crate) fn cargo_bin() -> OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"))
 }
 
 /// A `cargo <args>` command rooted at `root`.
-pub fn cargo(root: &Path, args: &[&str]) -> Command {
+pub(crate) fn cargo(root: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(cargo_bin());
     command.args(args).current_dir(root);
     command
 }
 
 /// Runs `cargo <args>` in `root`, echoing the command line first; fails on a non-zero exit.
-pub fn run_cargo(root: &Path, args: &[&str]) -> Result<()> {
+pub(crate) fn run_cargo(root: &Path, args: &[&str]) -> Result<()> {
     let line = format!("cargo {}", args.join(" "));
     println!("$ {line}");
     let status = cargo(root, args)
@@ -33,7 +33,7 @@ pub fn run_cargo(root: &Path, args: &[&str]) -> Result<()> {
 }
 
 /// Runs `cargo <args>` quietly and returns whether it succeeded (false if it could not start).
-pub fn cargo_succeeds(root: &Path, args: &[&str]) -> bool {
+pub(crate) fn cargo_succeeds(root: &Path, args: &[&str]) -> bool {
     cargo(root, args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -43,7 +43,7 @@ pub fn cargo_succeeds(root: &Path, args: &[&str]) -> bool {
 }
 
 /// Runs `cargo <args>` and returns its stdout; fails on a non-zero exit (stderr is inherited).
-pub fn cargo_stdout(root: &Path, args: &[&str]) -> Result<String> {
+pub(crate) fn cargo_stdout(root: &Path, args: &[&str]) -> Result<String> {
     let line = format!("cargo {}", args.join(" "));
     let output = cargo(root, args)
         .stderr(Stdio::inherit())

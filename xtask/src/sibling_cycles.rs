@@ -17,7 +17,7 @@ use crate::module_graph::{self, ModuleGraph};
 /// A cycle among the modules of one folder: the folder (`""` for `src/`), its modules (sorted)
 /// and the edges inside it (where to cut).
 #[derive(Debug, PartialEq, Eq)]
-pub struct ModuleCycle {
+pub(crate) struct ModuleCycle {
     pub folder: String,
     pub modules: Vec<String>,
     pub edges: Vec<(String, String)>,
@@ -25,7 +25,7 @@ pub struct ModuleCycle {
 
 /// Every cycle among sibling modules of `files` (the file graph of one crate: paths relative to
 /// `src/`, `/`-separated).
-pub fn cycles(files: &ModuleGraph) -> Vec<ModuleCycle> {
+pub(crate) fn cycles(files: &ModuleGraph) -> Vec<ModuleCycle> {
     let mut folders: BTreeMap<String, ModuleGraph> = BTreeMap::new();
     for (from, used) in files {
         for to in used {

@@ -18,7 +18,7 @@ const DEFAULT_TRIALS: u64 = 50;
 
 /// What `soak` was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Soak {
+pub(crate) struct Soak {
     pub trials: u64,
     /// Resume each killed run until it completes (`--resume`).
     pub resume: bool,
@@ -29,7 +29,7 @@ pub struct Soak {
 const USAGE: &str = "usage: cargo xtask soak crash [--resume] [--trials N] [--store postgres://…]";
 
 /// Parses `crash [--resume] [--trials N]`.
-pub fn parse_args(args: &[String]) -> Result<Soak> {
+pub(crate) fn parse_args(args: &[String]) -> Result<Soak> {
     let [kind, rest @ ..] = args else {
         bail!(USAGE);
     };
@@ -68,7 +68,7 @@ pub fn parse_args(args: &[String]) -> Result<Soak> {
 }
 
 /// Parses `fork [--trials N]` into the trials per source run.
-pub fn parse_fork_args(args: &[String]) -> Result<u64> {
+pub(crate) fn parse_fork_args(args: &[String]) -> Result<u64> {
     const FORK_USAGE: &str = "usage: cargo xtask soak fork [--trials N]";
     match args {
         [kind] if kind == "fork" => Ok(DEFAULT_TRIALS),
@@ -103,7 +103,7 @@ fn run_fork(root: &Path, trials: u64) -> Result<()> {
     Ok(())
 }
 
-pub fn run(root: &Path, args: &[String]) -> Result<()> {
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     if args.first().is_some_and(|kind| kind == "fork") {
         return run_fork(root, parse_fork_args(args)?);
     }

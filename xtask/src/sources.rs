@@ -3,7 +3,7 @@
 //! literals of a file (for the error-code checks).
 
 /// Whether the file starts, after optional blank lines, with a `//!` module doc comment.
-pub fn has_module_header(text: &str) -> bool {
+pub(crate) fn has_module_header(text: &str) -> bool {
     text.trim_start_matches('\u{feff}')
         .lines()
         .find(|line| !line.trim().is_empty())
@@ -14,7 +14,7 @@ pub fn has_module_header(text: &str) -> bool {
 const PRINT_MACROS: &[&str] = &["eprintln!", "println!", "eprint!", "print!", "dbg!"];
 
 /// `(1-based line, macro)` for every line that calls a printing macro outside a `//` comment.
-pub fn print_macro_lines(text: &str) -> Vec<(usize, &'static str)> {
+pub(crate) fn print_macro_lines(text: &str) -> Vec<(usize, &'static str)> {
     text.lines()
         .enumerate()
         .filter_map(|(index, line)| {
@@ -65,7 +65,7 @@ fn strip_line_comment(line: &str) -> &str {
 /// included, escapes left as written. A lexer this small is enough because the literals it
 /// looks for (error codes) never contain quotes or escapes; it only has to not be fooled by
 /// comments, char literals such as `'"'` and lifetimes.
-pub fn string_literals(text: &str) -> Vec<(usize, String)> {
+pub(crate) fn string_literals(text: &str) -> Vec<(usize, String)> {
     let chars: Vec<char> = text.chars().collect();
     let mut found = Vec::new();
     let mut line = 1;

@@ -1,7 +1,7 @@
 //! Small statistics the benchmark runners share.
 
 /// The median (mean of the middle two for an even count); `None` when empty or not a number.
-pub fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() || values.iter().any(|v| v.is_nan()) {
         return None;
     }

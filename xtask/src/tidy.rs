@@ -17,7 +17,7 @@ use crate::process::cargo_stdout;
 use crate::sources;
 use crate::violation::Violation;
 
-pub fn run(root: &Path) -> Result<()> {
+pub(crate) fn run(root: &Path) -> Result<()> {
     let violations = collect(root)?;
     if violations.is_empty() {
         println!("tidy: ok");

@@ -6,14 +6,14 @@ use std::fmt;
 
 /// One broken rule, located at a file (relative to the workspace root) or a crate.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Violation {
+pub(crate) struct Violation {
     pub location: String,
     pub rule: &'static str,
     pub detail: String,
 }
 
 impl Violation {
-    pub fn new(location: String, rule: &'static str, detail: String) -> Self {
+    pub(crate) fn new(location: String, rule: &'static str, detail: String) -> Self {
         Self {
             location,
             rule,

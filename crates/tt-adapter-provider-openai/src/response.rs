@@ -54,7 +54,7 @@ impl RawToolCall {
     /// text, and JSON that is not an object passes through as it is: the runtime answers those
     /// to the model as a recoverable `model.invalid_tool_call`, so one slip does not end the
     /// turn.
-    pub fn into_call(self, position: usize) -> Result<AgentToolCall, ModelError> {
+    pub(crate) fn into_call(self, position: usize) -> Result<AgentToolCall, ModelError> {
         let id = self
             .id
             .filter(|id| !id.is_empty())
@@ -91,7 +91,10 @@ pub(crate) struct ReplyParts {
 
 impl ReplyParts {
     /// The canonical response: reasoning, then text, then tool calls in wire order.
-    pub fn into_response(self, raw_response: Value) -> Result<AgentModelResponse, ModelError> {
+    pub(crate) fn into_response(
+        self,
+        raw_response: Value,
+    ) -> Result<AgentModelResponse, ModelError> {
         let mut parts = Vec::new();
         if !self.reasoning.is_empty() {
             parts.push(ModelContentPart::Reasoning {

@@ -16,9 +16,9 @@ use tokio::sync::{broadcast, watch};
 use tokio_postgres::{AsyncMessage, NoTls};
 
 /// The channel every append notifies.
-pub const CHANNEL: &str = "tt_journal";
+pub(crate) const CHANNEL: &str = "tt_journal";
 /// The channel a run's creation, a saved record or a new journaled status notifies.
-pub const RUNS_CHANNEL: &str = "tt_runs";
+pub(crate) const RUNS_CHANNEL: &str = "tt_runs";
 
 /// How many run changes a slow runs watch may fall behind before it is told it lagged.
 const CHANGES_KEPT: usize = 1024;

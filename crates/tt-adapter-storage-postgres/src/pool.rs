@@ -17,7 +17,7 @@ use crate::error::{PgResult, PgStoreError};
 
 /// The statements one connection prepared, by their SQL text.
 #[derive(Default)]
-pub struct StatementCache {
+pub(crate) struct StatementCache {
     statements: std::sync::Mutex<HashMap<String, Statement>>,
 }
 
@@ -26,7 +26,7 @@ type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
 impl StatementCache {
     /// The prepared statement for `sql` on `client` (which must be this cache's connection or
     /// a transaction on it), preparing it the first time.
-    pub async fn statement<C: GenericClient>(
+    pub(crate) async fn statement<C: GenericClient>(
         &self,
         client: &C,
         sql: &str,
@@ -49,7 +49,7 @@ impl StatementCache {
     }
 
     /// `client.query` through the cache.
-    pub async fn query<C: GenericClient>(
+    pub(crate) async fn query<C: GenericClient>(
         &self,
         client: &C,
         sql: &str,
@@ -60,7 +60,7 @@ impl StatementCache {
     }
 
     /// `client.query_opt` through the cache.
-    pub async fn query_opt<C: GenericClient>(
+    pub(crate) async fn query_opt<C: GenericClient>(
         &self,
         client: &C,
         sql: &str,
@@ -71,7 +71,7 @@ impl StatementCache {
     }
 
     /// `client.query_one` through the cache.
-    pub async fn query_one<C: GenericClient>(
+    pub(crate) async fn query_one<C: GenericClient>(
         &self,
         client: &C,
         sql: &str,
@@ -82,7 +82,7 @@ impl StatementCache {
     }
 
     /// `client.execute` through the cache.
-    pub async fn execute<C: GenericClient>(
+    pub(crate) async fn execute<C: GenericClient>(
         &self,
         client: &C,
         sql: &str,
@@ -94,13 +94,13 @@ impl StatementCache {
 }
 
 /// A pooled connection and its prepared statements.
-pub struct Connection {
+pub(crate) struct Connection {
     client: Client,
     cache: StatementCache,
 }
 
 /// The connections of one store.
-pub struct Pool {
+pub(crate) struct Pool {
     url: String,
     slots: Vec<Mutex<Option<Connection>>>,
     next: AtomicUsize,
@@ -109,30 +109,30 @@ pub struct Pool {
 /// One checked-out connection; returned to the pool on drop. Its `query*`/`execute` methods
 /// go through the connection's statement cache; [`PooledClient::parts`] gives the client and
 /// the cache apart, for transactions.
-pub struct PooledClient<'a> {
+pub(crate) struct PooledClient<'a> {
     guard: MappedMutexGuard<'a, Connection>,
 }
 
 impl PooledClient<'_> {
     /// The connection.
-    pub fn client(&mut self) -> PgResult<&mut Client> {
+    pub(crate) fn client(&mut self) -> PgResult<&mut Client> {
         Ok(&mut self.guard.client)
     }
 
     /// The connection and its statement cache, borrowed apart (a transaction holds the
     /// first and prepares through the second).
-    pub fn parts(&mut self) -> (&mut Client, &StatementCache) {
+    pub(crate) fn parts(&mut self) -> (&mut Client, &StatementCache) {
         let connection = &mut *self.guard;
         (&mut connection.client, &connection.cache)
     }
 
     /// The statement cache.
-    pub fn cache(&self) -> &StatementCache {
+    pub(crate) fn cache(&self) -> &StatementCache {
         &self.guard.cache
     }
 
     /// `query` with a cached statement.
-    pub async fn query(
+    pub(crate) async fn query(
         &self,
         sql: &str,
         params: Params<'_>,
@@ -144,7 +144,7 @@ impl PooledClient<'_> {
     }
 
     /// `query_opt` with a cached statement.
-    pub async fn query_opt(
+    pub(crate) async fn query_opt(
         &self,
         sql: &str,
         params: Params<'_>,
@@ -156,7 +156,7 @@ impl PooledClient<'_> {
     }
 
     /// `query_one` with a cached statement.
-    pub async fn query_one(
+    pub(crate) async fn query_one(
         &self,
         sql: &str,
         params: Params<'_>,
@@ -168,7 +168,7 @@ impl PooledClient<'_> {
     }
 
     /// `execute` with a cached statement.
-    pub async fn execute(
+    pub(crate) async fn execute(
         &self,
         sql: &str,
         params: Params<'_>,
@@ -195,7 +195,7 @@ impl DerefMut for PooledClient<'_> {
 }
 
 /// Opens one connection and drives it on the current tokio runtime.
-pub async fn connect(url: &str) -> PgResult<Client> {
+pub(crate) async fn connect(url: &str) -> PgResult<Client> {
     let (client, connection) = tokio_postgres::connect(url, NoTls)
         .await
         .map_err(|err| PgStoreError::pg(format!("connecting to {}", redact(url)), err))?;
@@ -228,7 +228,7 @@ pub fn redact(url: &str) -> String {
 
 impl Pool {
     /// A pool of `size` connections to `url`; the first is opened now so a bad URL fails early.
-    pub async fn open(url: &str, size: usize) -> PgResult<Self> {
+    pub(crate) async fn open(url: &str, size: usize) -> PgResult<Self> {
         let size = size.max(1);
         let first = connect(url).await?;
         let mut slots = Vec::with_capacity(size);
@@ -247,7 +247,7 @@ impl Pool {
     }
 
     /// The first idle connection, or the next in turn when all are busy.
-    pub async fn get(&self) -> PgResult<PooledClient<'_>> {
+    pub(crate) async fn get(&self) -> PgResult<PooledClient<'_>> {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let count = self.slots.len();
         let mut guard = None;

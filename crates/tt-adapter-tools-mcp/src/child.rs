@@ -44,7 +44,7 @@ impl Drop for ServerProcess {
 
 impl ServerProcess {
     /// Starts the process with piped standard streams; the caller speaks MCP on stdout/stdin.
-    pub fn spawn(launch: &Launch<'_>) -> std::io::Result<(Self, ChildStdout, ChildStdin)> {
+    pub(crate) fn spawn(launch: &Launch<'_>) -> std::io::Result<(Self, ChildStdout, ChildStdin)> {
         let mut command = Command::new(launch.command);
         command
             .args(launch.args)
@@ -91,12 +91,12 @@ impl ServerProcess {
         Ok((Self { pid, exited, kill }, stdout, stdin))
     }
 
-    pub fn has_exited(&self) -> bool {
+    pub(crate) fn has_exited(&self) -> bool {
         self.exited.is_cancelled()
     }
 
     /// Sends SIGTERM, waits up to `grace` for the process to exit, then kills it.
-    pub async fn stop(&self, grace: Duration) {
+    pub(crate) async fn stop(&self, grace: Duration) {
         if self.has_exited() {
             return;
         }

@@ -44,12 +44,12 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    pub fn peer(&self) -> &Peer<RoleClient> {
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
     }
 
     /// Whether the server can still be reached over this connection.
-    pub fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         !self.broken.load(Ordering::Acquire)
             && !self.peer.is_transport_closed()
             && self
@@ -59,13 +59,13 @@ impl Connection {
     }
 
     /// Marks the connection as gone: the next use starts the server again (once).
-    pub fn mark_broken(&self) {
+    pub(crate) fn mark_broken(&self) {
         self.broken.store(true, Ordering::Release);
     }
 
     /// Closes the session (stdin for a stdio server), then stops the process: SIGTERM, and a
     /// kill after `grace`.
-    pub async fn close(&self, grace: Duration) {
+    pub(crate) async fn close(&self, grace: Duration) {
         if let Some(mut service) = self.service.lock().await.take() {
             // Closing the transport may wait on a server that reads no more; bound it.
             let _closed = service.close_with_timeout(grace).await;

@@ -18,7 +18,7 @@ use tt_testkit::fakes::{
     responses,
 };
 
-pub struct Harness {
+pub(crate) struct Harness {
     pub store: Arc<InMemoryStore>,
     pub model: Arc<FakeModel>,
     pub bridge: Arc<FakeCommitBridge>,
@@ -27,11 +27,11 @@ pub struct Harness {
     pub service: Arc<AgentRunService>,
 }
 
-pub fn harness(model: Arc<FakeModel>) -> Harness {
+pub(crate) fn harness(model: Arc<FakeModel>) -> Harness {
     harness_with_bridge(model, FakeCommitBridge::approving())
 }
 
-pub fn harness_with_bridge(model: Arc<FakeModel>, bridge: Arc<FakeCommitBridge>) -> Harness {
+pub(crate) fn harness_with_bridge(model: Arc<FakeModel>, bridge: Arc<FakeCommitBridge>) -> Harness {
     harness_full(
         model,
         bridge,
@@ -41,7 +41,7 @@ pub fn harness_with_bridge(model: Arc<FakeModel>, bridge: Arc<FakeCommitBridge>)
 }
 
 /// Every fake chosen by the test.
-pub fn harness_full(
+pub(crate) fn harness_full(
     model: Arc<FakeModel>,
     bridge: Arc<FakeCommitBridge>,
     broker: Arc<FakePromptBroker>,
@@ -59,7 +59,7 @@ pub fn harness_full(
 }
 
 /// A harness whose default provider's connection says `model_info`.
-pub fn harness_with_model_info(
+pub(crate) fn harness_with_model_info(
     model: Arc<FakeModel>,
     model_info: tt_ports::ConnectionModelInfo,
 ) -> Harness {
@@ -75,7 +75,7 @@ pub fn harness_with_model_info(
 }
 
 /// A harness on the given clock and id generator.
-pub fn harness_with_system(
+pub(crate) fn harness_with_system(
     model: Arc<FakeModel>,
     clock: Arc<dyn tt_ports::Clock>,
     ids: Arc<dyn tt_ports::IdGenerator>,
@@ -128,7 +128,7 @@ fn harness_on(
     }
 }
 
-pub fn request(profile: Option<&str>) -> StartRunRequest {
+pub(crate) fn request(profile: Option<&str>) -> StartRunRequest {
     StartRunRequest {
         stable_chat_id: "chat-1".into(),
         conversation_kind: ConversationKind::Character,
@@ -149,14 +149,14 @@ pub fn request(profile: Option<&str>) -> StartRunRequest {
 
 impl Harness {
     /// Starts a run and waits (bounded) for it to stop executing.
-    pub async fn run_to_end(&self, request: StartRunRequest) -> AgentRun {
+    pub(crate) async fn run_to_end(&self, request: StartRunRequest) -> AgentRun {
         let run = self.service.start_run(request).await.expect("start_run");
         self.wait(&run.id).await
     }
 
     /// Waits (bounded) for a run to stop executing; its journal must be what docs/events.md
     /// documents and what the typed payloads describe.
-    pub async fn wait(&self, run_id: &RunId) -> AgentRun {
+    pub(crate) async fn wait(&self, run_id: &RunId) -> AgentRun {
         let run = tokio::time::timeout(Duration::from_secs(600), self.service.wait_for_run(run_id))
             .await
             .expect("run did not end")
@@ -167,28 +167,28 @@ impl Harness {
         run
     }
 
-    pub fn events(&self, run_id: &RunId) -> Vec<AgentRunEvent> {
+    pub(crate) fn events(&self, run_id: &RunId) -> Vec<AgentRunEvent> {
         self.store.events(run_id)
     }
 
-    pub fn event_types(&self, run_id: &RunId) -> Vec<String> {
+    pub(crate) fn event_types(&self, run_id: &RunId) -> Vec<String> {
         self.store.event_types(run_id)
     }
 
-    pub fn first_event(&self, run_id: &RunId, event_type: &str) -> AgentRunEvent {
+    pub(crate) fn first_event(&self, run_id: &RunId, event_type: &str) -> AgentRunEvent {
         self.events(run_id)
             .into_iter()
             .find(|event| event.event_type == event_type)
             .unwrap_or_else(|| panic!("no {event_type} event in {:?}", self.event_types(run_id)))
     }
 
-    pub fn put_profile(&self, profile: AgentProfileDefinition) {
+    pub(crate) fn put_profile(&self, profile: AgentProfileDefinition) {
         self.store.put_profile(profile);
     }
 }
 
 /// A model that answers by round: round n of an invocation gets `turns[n - 1]`.
-pub fn by_turn(turns: Vec<AgentModelResponse>) -> Arc<FakeModel> {
+pub(crate) fn by_turn(turns: Vec<AgentModelResponse>) -> Arc<FakeModel> {
     FakeModel::new(move |request: &AgentModelRequest| {
         turns
             .get(request.round as usize - 1)
@@ -200,7 +200,7 @@ pub fn by_turn(turns: Vec<AgentModelResponse>) -> Arc<FakeModel> {
     })
 }
 
-pub fn write(id: &str, path: &str, content: &str) -> (String, String, Value) {
+pub(crate) fn write(id: &str, path: &str, content: &str) -> (String, String, Value) {
     (
         id.into(),
         "workspace_write_file".into(),
@@ -208,11 +208,11 @@ pub fn write(id: &str, path: &str, content: &str) -> (String, String, Value) {
     )
 }
 
-pub fn call(id: &str, name: &str, args: Value) -> (String, String, Value) {
+pub(crate) fn call(id: &str, name: &str, args: Value) -> (String, String, Value) {
     (id.into(), name.into(), args)
 }
 
-pub fn turn(calls: Vec<(String, String, Value)>) -> AgentModelResponse {
+pub(crate) fn turn(calls: Vec<(String, String, Value)>) -> AgentModelResponse {
     responses::tool_calls(
         calls
             .iter()
@@ -222,7 +222,7 @@ pub fn turn(calls: Vec<(String, String, Value)>) -> AgentModelResponse {
 }
 
 /// write output/main.md, commit, finish.
-pub fn happy_turns() -> Vec<AgentModelResponse> {
+pub(crate) fn happy_turns() -> Vec<AgentModelResponse> {
     vec![
         turn(vec![write("c1", "output/main.md", "A storm rolled in.")]),
         turn(vec![call("c2", "workspace_commit", json!({}))]),
@@ -236,7 +236,7 @@ pub fn happy_turns() -> Vec<AgentModelResponse> {
 
 /// A workspace-only writer (the default writer without agent or skill tools, unable to delegate)
 /// with a new id and changes applied; each test adds exactly the tools it exercises.
-pub fn custom_profile(
+pub(crate) fn custom_profile(
     id: &str,
     change: impl FnOnce(&mut AgentProfileDefinition),
 ) -> AgentProfileDefinition {
@@ -252,7 +252,9 @@ pub fn custom_profile(
 }
 
 /// Tool results the model saw in a request, in order: (callId, isError, errorCode, content).
-pub fn tool_results(request: &AgentModelRequest) -> Vec<(String, bool, Option<String>, String)> {
+pub(crate) fn tool_results(
+    request: &AgentModelRequest,
+) -> Vec<(String, bool, Option<String>, String)> {
     request
         .messages
         .iter()
@@ -270,7 +272,7 @@ pub fn tool_results(request: &AgentModelRequest) -> Vec<(String, bool, Option<St
 }
 
 /// A model that answers by agent and round: `script[agent][round - 1]`.
-pub fn by_agent(script: Vec<(&str, Vec<AgentModelResponse>)>) -> Arc<FakeModel> {
+pub(crate) fn by_agent(script: Vec<(&str, Vec<AgentModelResponse>)>) -> Arc<FakeModel> {
     let script: std::collections::HashMap<String, Vec<AgentModelResponse>> = script
         .into_iter()
         .map(|(agent, turns)| (agent.to_owned(), turns))
@@ -288,7 +290,7 @@ pub fn by_agent(script: Vec<(&str, Vec<AgentModelResponse>)>) -> Arc<FakeModel> 
 }
 
 /// A foreground writer that may delegate.
-pub fn delegator(id: &str) -> AgentProfileDefinition {
+pub(crate) fn delegator(id: &str) -> AgentProfileDefinition {
     custom_profile(id, |p| {
         p.delegation.can_delegate = true;
         for (index, tool) in ["agent.list", "agent.delegate", "agent.await"]
@@ -301,7 +303,7 @@ pub fn delegator(id: &str) -> AgentProfileDefinition {
 }
 
 /// A reviewer that can only be delegated to: sees output/summaries/scratch, writes scratch/summaries.
-pub fn reviewer(id: &str) -> AgentProfileDefinition {
+pub(crate) fn reviewer(id: &str) -> AgentProfileDefinition {
     use tt_domain::workspace::WorkspaceRoot;
     custom_profile(id, |p| {
         p.run.direct_runnable = false;
@@ -329,7 +331,7 @@ pub fn reviewer(id: &str) -> AgentProfileDefinition {
     })
 }
 
-pub fn delegate(id: &str, agent: &str, objective: &str) -> (String, String, Value) {
+pub(crate) fn delegate(id: &str, agent: &str, objective: &str) -> (String, String, Value) {
     call(
         id,
         "agent_delegate",
@@ -337,7 +339,7 @@ pub fn delegate(id: &str, agent: &str, objective: &str) -> (String, String, Valu
     )
 }
 
-pub fn task_return(id: &str, summary: &str) -> AgentModelResponse {
+pub(crate) fn task_return(id: &str, summary: &str) -> AgentModelResponse {
     turn(vec![call(
         id,
         "task_return",
@@ -346,7 +348,7 @@ pub fn task_return(id: &str, summary: &str) -> AgentModelResponse {
 }
 
 /// Tool results in the last request of `agent`.
-pub fn last_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
+pub(crate) fn last_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
     h.model
         .requests()
         .into_iter()
@@ -354,7 +356,7 @@ pub fn last_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
         .unwrap_or_else(|| panic!("{agent} made no request"))
 }
 
-pub fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunEvent> {
+pub(crate) fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunEvent> {
     h.events(run_id)
         .into_iter()
         .filter(|event| event.event_type == event_type)
@@ -362,7 +364,7 @@ pub fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunE
 }
 
 /// A foreground agent that may hand off (and delegate).
-pub fn handing_off(id: &str) -> AgentProfileDefinition {
+pub(crate) fn handing_off(id: &str) -> AgentProfileDefinition {
     let mut profile = delegator(id);
     profile.delegation.can_handoff = true;
     profile.tools.allow.insert(0, "agent.handoff".to_owned());
@@ -370,7 +372,7 @@ pub fn handing_off(id: &str) -> AgentProfileDefinition {
 }
 
 /// A foreground agent that can only be brought in by a handoff; it may hand off again.
-pub fn handoff_target(id: &str) -> AgentProfileDefinition {
+pub(crate) fn handoff_target(id: &str) -> AgentProfileDefinition {
     let mut profile = handing_off(id);
     profile.run.direct_runnable = false;
     profile.delegation.callable = true;
@@ -378,7 +380,7 @@ pub fn handoff_target(id: &str) -> AgentProfileDefinition {
     profile
 }
 
-pub fn handoff(id: &str, agent: &str, objective: &str) -> (String, String, Value) {
+pub(crate) fn handoff(id: &str, agent: &str, objective: &str) -> (String, String, Value) {
     call(
         id,
         "agent_handoff",
@@ -387,7 +389,7 @@ pub fn handoff(id: &str, agent: &str, objective: &str) -> (String, String, Value
 }
 
 /// Replaces generated task ids (`task_` + 32 hex digits) with `task_[id]`.
-pub fn redact_task_ids(text: &str) -> String {
+pub(crate) fn redact_task_ids(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("task_") {

@@ -26,7 +26,7 @@ const ROOT_EXTRA_CALLS: u64 = 2;
 
 /// What one fan-out run measured; printed as one JSON line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FanoutReport {
+pub(crate) struct FanoutReport {
     pub n_children: u32,
     pub model_turns: u64,
     pub tool_calls: u64,
@@ -47,7 +47,7 @@ pub struct FanoutReport {
 }
 
 impl FanoutReport {
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "nChildren": self.n_children,
             "modelTurns": self.model_turns,
@@ -63,19 +63,19 @@ impl FanoutReport {
 }
 
 /// Model turns of a verified run: 3 for the root, K per child.
-pub fn expected_model_turns(children: u32) -> u64 {
+pub(crate) fn expected_model_turns(children: u32) -> u64 {
     u64::from(ROOT_TURNS) + u64::from(children) * u64::from(CHILD_TURNS)
 }
 
 /// Tool calls of a verified run: one delegation per child, the root's await and finish, and
 /// one call per child turn (K - 1 writes and `task_return`).
-pub fn expected_tool_calls(children: u32) -> u64 {
+pub(crate) fn expected_tool_calls(children: u32) -> u64 {
     u64::from(children) * (1 + u64::from(CHILD_TURNS)) + ROOT_EXTRA_CALLS
 }
 
 /// Runs the workload once with `children` children in a fresh data dir (`data_dir`, or a
 /// temporary one removed afterwards) and verifies it.
-pub async fn run(
+pub(crate) async fn run(
     children: u32,
     data_dir: Option<PathBuf>,
     reuse_data_dir: bool,
@@ -266,7 +266,7 @@ fn describe_tail(events: &[AgentRunEvent]) -> String {
 
 /// Counts taken from a verified journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JournalCounts {
+pub(crate) struct JournalCounts {
     pub model_turns: u64,
     pub tool_calls: u64,
 }
@@ -275,7 +275,7 @@ pub struct JournalCounts {
 /// call, 3 + N·K model turns, N `task_return_completed` from N distinct children, the root's
 /// `agent_await_completed` with `taskCount == N` and `timedOut == false`, and the expected
 /// number of completed tool calls.
-pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<JournalCounts> {
+pub(crate) fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<JournalCounts> {
     for (index, event) in events.iter().enumerate() {
         let expected = index as u64 + 1;
         ensure!(
@@ -376,7 +376,7 @@ pub fn verify_journal(events: &[AgentRunEvent], children: u32) -> Result<Journal
 }
 
 /// Checks that `scratch/` of the run holds exactly the N·(K−1) notes, byte for byte.
-pub fn verify_notes(run_dir: &Path, children: u32) -> Result<()> {
+pub(crate) fn verify_notes(run_dir: &Path, children: u32) -> Result<()> {
     ensure!(
         run_dir.join("run.json").is_file(),
         "no run directory at {}",

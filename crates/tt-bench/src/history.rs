@@ -25,7 +25,7 @@ const RUNS_PER_CHAT: u64 = 10;
 /// The seeded runs' creation times are spread over this many milliseconds before now.
 const SPREAD_MS: i64 = 365 * 24 * 3600 * 1000;
 /// The page `tt-agent runs` asks for by default.
-pub const RUNS_PAGE: usize = 20;
+pub(crate) const RUNS_PAGE: usize = 20;
 
 /// The files of the template run the seed copies.
 struct Template {
@@ -36,7 +36,11 @@ struct Template {
 }
 
 /// Fills the fresh `data_dir` with `runs` earlier finished runs; prints how long it took.
-pub async fn seed(data_dir: &Path, runs: u64, signals: &tt_runtime::StopSignals) -> Result<Value> {
+pub(crate) async fn seed(
+    data_dir: &Path,
+    runs: u64,
+    signals: &tt_runtime::StopSignals,
+) -> Result<Value> {
     let started = Instant::now();
     let template_dir = tempfile::Builder::new()
         .prefix("tt-bench-history-template-")
@@ -163,7 +167,7 @@ fn write_copy(
 }
 
 /// One sample in `data_dir`: the start, one small run, the first page of `runs`.
-pub async fn sample(data_dir: &Path, signals: &tt_runtime::StopSignals) -> Result<Value> {
+pub(crate) async fn sample(data_dir: &Path, signals: &tt_runtime::StopSignals) -> Result<Value> {
     let ticks = crate::procstat::clock_ticks_per_second();
     let cpu_started = crate::procstat::cpu_seconds(ticks)?;
     let started = Instant::now();
@@ -246,7 +250,7 @@ async fn runs_first_page(data_dir: &Path) -> Result<Vec<String>> {
 }
 
 /// A fresh data dir for the seed: missing or empty.
-pub fn fresh_dir(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn fresh_dir(dir: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     ensure!(
         std::fs::read_dir(dir)?.next().is_none(),

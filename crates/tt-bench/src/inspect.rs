@@ -14,11 +14,11 @@ use crate::fanout;
 use tt_bench::model::FanoutModel;
 
 /// Warm reads of each kind by default; the median is reported.
-pub const WARM_READS: u32 = 5;
+pub(crate) const WARM_READS: u32 = 5;
 
 /// What one `inspect` process measured; printed as one JSON line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct InspectReport {
+pub(crate) struct InspectReport {
     pub n_children: u32,
     /// The fan-out run's own wall time (setup, not part of the figures below).
     pub setup_s: f64,
@@ -31,7 +31,7 @@ pub struct InspectReport {
 }
 
 impl InspectReport {
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "nChildren": self.n_children,
             "setupS": self.setup_s,
@@ -44,7 +44,7 @@ impl InspectReport {
     }
 }
 
-pub async fn run(
+pub(crate) async fn run(
     children: u32,
     warm_reads: u32,
     signals: &tt_runtime::StopSignals,

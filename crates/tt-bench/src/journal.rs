@@ -20,11 +20,11 @@ use tt_ports::{AgentRunRepository, EventPage, RunJournal};
 use tt_runtime::UserDataStore;
 
 /// Appends timed per window.
-pub const WINDOW: u64 = 1_000;
+pub(crate) const WINDOW: u64 = 1_000;
 /// Events per page read.
-pub const PAGE_LIMIT: usize = 100;
+pub(crate) const PAGE_LIMIT: usize = 100;
 /// Reads timed per page position.
-pub const PAGE_REPEATS: u32 = 200;
+pub(crate) const PAGE_REPEATS: u32 = 200;
 /// Marks (events already in the file) at which an append window starts, besides `--events`.
 const GROWTH_MARKS: [u64; 3] = [1_000, 100_000, 1_000_000];
 /// 2026-01-01T00:00:00Z; event timestamps advance one millisecond per event.
@@ -35,7 +35,7 @@ const SCOPE_INVOCATION: &str = "inv_root";
 
 /// Append cost with `mark` events already in the file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AppendWindow {
+pub(crate) struct AppendWindow {
     pub mark: u64,
     pub journal_us: f64,
     pub raw_us: f64,
@@ -43,14 +43,14 @@ pub struct AppendWindow {
 
 /// Cost of one page position.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PageRead {
+pub(crate) struct PageRead {
     pub label: String,
     pub us: f64,
     pub bytes_read: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct JournalReport {
+pub(crate) struct JournalReport {
     pub total_events: u64,
     pub file_bytes: u64,
     pub fill_s: f64,
@@ -61,7 +61,7 @@ pub struct JournalReport {
 }
 
 /// The marks at which append windows start: the growth marks up to `events`, and `events`.
-pub fn window_marks(events: u64) -> Vec<u64> {
+pub(crate) fn window_marks(events: u64) -> Vec<u64> {
     let mut marks: Vec<u64> = GROWTH_MARKS
         .into_iter()
         .filter(|mark| *mark <= events)
@@ -74,7 +74,7 @@ pub fn window_marks(events: u64) -> Vec<u64> {
 
 /// A realistic journal event (about 300 bytes as a line, like the runtime's own tool and model
 /// events), varied by `seq` across four event types.
-pub fn bench_event(run_id: &RunId, seq: u64) -> NewRunEvent {
+pub(crate) fn bench_event(run_id: &RunId, seq: u64) -> NewRunEvent {
     let round = seq % 5 + 1;
     let call = format!("call_w{round}");
     let scope = json!({ "invocationId": SCOPE_INVOCATION });
@@ -119,7 +119,7 @@ pub fn bench_event(run_id: &RunId, seq: u64) -> NewRunEvent {
 }
 
 /// The JSON line the journal stores for `bench_event(run_id, seq)`.
-pub fn bench_line(run_id: &RunId, seq: u64) -> Result<Vec<u8>> {
+pub(crate) fn bench_line(run_id: &RunId, seq: u64) -> Result<Vec<u8>> {
     let mut line = serde_json::to_vec(&bench_event(run_id, seq).with_seq(seq))
         .context("serializing a bench event")?;
     line.push(b'\n');
@@ -128,7 +128,7 @@ pub fn bench_line(run_id: &RunId, seq: u64) -> Result<Vec<u8>> {
 
 /// Appends `events` + one window of events and reads pages; `data_dir` (or a temporary dir) must
 /// be fresh.
-pub async fn run(events: u64, data_dir: Option<PathBuf>) -> Result<JournalReport> {
+pub(crate) async fn run(events: u64, data_dir: Option<PathBuf>) -> Result<JournalReport> {
     ensure!(events >= WINDOW, "--events must be at least {WINDOW}");
     let (_temp, dir) = match data_dir {
         Some(dir) => {
@@ -365,7 +365,7 @@ fn nanos(started: Instant) -> u64 {
 }
 
 /// Mean µs of the [`WINDOW`] durations starting at index `mark`.
-pub fn window_mean_us(durations_ns: &[u64], mark: u64) -> f64 {
+pub(crate) fn window_mean_us(durations_ns: &[u64], mark: u64) -> f64 {
     let start = usize::try_from(mark).unwrap_or(usize::MAX);
     let end = start.saturating_add(usize::try_from(WINDOW).unwrap_or(0));
     durations_ns.get(start..end).map_or(f64::NAN, mean_us)
@@ -379,7 +379,7 @@ fn mean_us(durations_ns: &[u64]) -> f64 {
 }
 
 /// The report as a small text table.
-pub fn render(report: &JournalReport) -> String {
+pub(crate) fn render(report: &JournalReport) -> String {
     let mut out = String::new();
     let avg_line = report.file_bytes as f64 / report.total_events as f64;
     out.push_str(&format!(
@@ -421,7 +421,7 @@ pub fn render(report: &JournalReport) -> String {
 }
 
 /// `1234567` as `1,234,567`.
-pub fn group(n: u64) -> String {
+pub(crate) fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (index, c) in digits.chars().enumerate() {

@@ -27,7 +27,7 @@ const PER_REPLY: u32 = 8;
 
 /// One round's timings, in microseconds per call.
 #[derive(Debug, Clone, Copy)]
-pub struct Round {
+pub(crate) struct Round {
     pub direct_us: f64,
     pub mcp_us: f64,
     pub builtin_us: f64,
@@ -35,7 +35,7 @@ pub struct Round {
 
 /// Where server-everything's entry point is: `$TT_MCP_SERVERS_DIR` or `target/mcp-servers`,
 /// as `crates/tt-adapter-tools-mcp/tests/servers/install.sh` puts it.
-pub fn default_server() -> PathBuf {
+pub(crate) fn default_server() -> PathBuf {
     let dir = std::env::var_os("TT_MCP_SERVERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-servers"));
@@ -125,7 +125,7 @@ async fn timed_run(dir: &Path, calls: u32, tool: &'static str, chat: &str) -> Re
 }
 
 /// `rounds` rounds of the three timings over `calls` calls each.
-pub async fn run(calls: u32, rounds: u32, server: &Path) -> Result<Vec<Round>> {
+pub(crate) async fn run(calls: u32, rounds: u32, server: &Path) -> Result<Vec<Round>> {
     ensure!(
         server.exists(),
         "no server-everything at {} (run crates/tt-adapter-tools-mcp/tests/servers/install.sh)",
@@ -194,7 +194,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// The medians of the rounds as one JSON line (µs per call): `direct`, `mcp`, `builtin`, and
 /// `overhead` (the median of each round's `mcp − direct`).
-pub fn summary(rounds: &[Round]) -> serde_json::Value {
+pub(crate) fn summary(rounds: &[Round]) -> serde_json::Value {
     json!({
         "rounds": rounds.len(),
         "directUs": median(rounds.iter().map(|r| r.direct_us).collect()).round(),

@@ -39,10 +39,10 @@ use tt_runtime::{
 
 /// The most estimated tokens a measured profile's first request may have: a 4,096-token window
 /// keeps room for the work and the answer.
-pub const FIRST_REQUEST_BUDGET_TOKENS: u64 = 2_000;
+pub(crate) const FIRST_REQUEST_BUDGET_TOKENS: u64 = 2_000;
 
 /// The least prefix share of a workload whose history is not shortened to fit its window.
-pub const MIN_PREFIX_SHARE: f64 = 0.95;
+pub(crate) const MIN_PREFIX_SHARE: f64 = 0.95;
 
 /// One agent's requests, as bytes.
 #[derive(Debug, Default)]
@@ -77,7 +77,7 @@ struct FirstRequestParts {
 type ServerCount = tokio::task::JoinHandle<(String, Result<u64, String>)>;
 
 /// A provider that measures every request before passing it on.
-pub struct PrefixMeter {
+pub(crate) struct PrefixMeter {
     inner: Arc<dyn ModelProvider>,
     /// Where each agent's first request is also sent, to count its tokens.
     server: Option<Arc<dyn ModelProvider>>,
@@ -90,7 +90,10 @@ pub struct PrefixMeter {
 }
 
 impl PrefixMeter {
-    pub fn new(inner: Arc<dyn ModelProvider>, server: Option<Arc<dyn ModelProvider>>) -> Self {
+    pub(crate) fn new(
+        inner: Arc<dyn ModelProvider>,
+        server: Option<Arc<dyn ModelProvider>>,
+    ) -> Self {
         Self {
             inner,
             server,
@@ -427,7 +430,7 @@ fn reader() -> Arc<dyn ModelProvider> {
 
 /// The provider that counts first requests on `connection` (`openai:http://…/v1`): answers of
 /// one token, never streamed, with 15 minutes for a slow CPU server to read a long prompt.
-pub fn server(connection: &str) -> Result<Arc<dyn ModelProvider>> {
+pub(crate) fn server(connection: &str) -> Result<Arc<dyn ModelProvider>> {
     let patience = std::time::Duration::from_secs(900);
     let spec = tt_runtime::ConnectionSpec::parse(connection)?
         .with_model("local")
@@ -441,7 +444,7 @@ pub fn server(connection: &str) -> Result<Arc<dyn ModelProvider>> {
 
 /// Every workload's report, one JSON object per line; with `server`, each agent's first
 /// request is also counted there.
-pub async fn run(server: Option<Arc<dyn ModelProvider>>) -> Result<Vec<Value>> {
+pub(crate) async fn run(server: Option<Arc<dyn ModelProvider>>) -> Result<Vec<Value>> {
     let writers_room =
         Arc::new(ScriptedProvider::from_json_str(SCRIPT).context("the writers' room script")?);
     let mut reports = vec![
@@ -519,7 +522,7 @@ pub async fn run(server: Option<Arc<dyn ModelProvider>>) -> Result<Vec<Value>> {
 /// What in `reports` breaks a bound: each profile whose first request is over
 /// [`FIRST_REQUEST_BUDGET_TOKENS`], each workload (not shortened for a small window) whose
 /// prefix share is under [`MIN_PREFIX_SHARE`]. Empty: every bound holds.
-pub fn check(reports: &[Value]) -> Vec<String> {
+pub(crate) fn check(reports: &[Value]) -> Vec<String> {
     let mut broken = Vec::new();
     for report in reports {
         let workload = report["workload"].as_str().unwrap_or("?");

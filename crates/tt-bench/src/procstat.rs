@@ -4,7 +4,7 @@
 use anyhow::{Context, Result, anyhow};
 
 /// Clock ticks per second for `/proc/self/stat`: `getconf CLK_TCK`, else the usual 100.
-pub fn clock_ticks_per_second() -> u64 {
+pub(crate) fn clock_ticks_per_second() -> u64 {
     std::process::Command::new("getconf")
         .arg("CLK_TCK")
         .output()
@@ -17,7 +17,7 @@ pub fn clock_ticks_per_second() -> u64 {
 }
 
 /// User plus system CPU seconds of this process (all threads) so far.
-pub fn cpu_seconds(ticks_per_second: u64) -> Result<f64> {
+pub(crate) fn cpu_seconds(ticks_per_second: u64) -> Result<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
     let ticks = cpu_ticks(&stat)?;
     Ok(ticks as f64 / ticks_per_second.max(1) as f64)
@@ -25,7 +25,7 @@ pub fn cpu_seconds(ticks_per_second: u64) -> Result<f64> {
 
 /// `utime + stime` (fields 14 and 15) of a `/proc/<pid>/stat` line. The command name (field 2)
 /// may hold spaces and parentheses, so fields are counted after its last `)`.
-pub fn cpu_ticks(stat: &str) -> Result<u64> {
+pub(crate) fn cpu_ticks(stat: &str) -> Result<u64> {
     let close = stat
         .rfind(')')
         .ok_or_else(|| anyhow!("/proc/self/stat has no `)` after the command name"))?;
@@ -43,14 +43,14 @@ pub fn cpu_ticks(stat: &str) -> Result<u64> {
 }
 
 /// Peak resident set size of this process in MiB (`VmHWM`).
-pub fn peak_rss_mib() -> Result<f64> {
+pub(crate) fn peak_rss_mib() -> Result<f64> {
     let status =
         std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
     Ok(vm_hwm_kib(&status)? as f64 / 1024.0)
 }
 
 /// The `VmHWM:   12345 kB` value of a `/proc/<pid>/status` text, in KiB.
-pub fn vm_hwm_kib(status: &str) -> Result<u64> {
+pub(crate) fn vm_hwm_kib(status: &str) -> Result<u64> {
     let line = status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))

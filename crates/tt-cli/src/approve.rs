@@ -17,17 +17,22 @@ const SHOWN_ARGUMENT_CHARS: usize = 400;
 
 /// The calls of the followed run waiting for an answer from this terminal, oldest first.
 #[derive(Default)]
-pub struct TerminalApprovals {
+pub(crate) struct TerminalApprovals {
     waiting: VecDeque<PendingToolApproval>,
 }
 
 impl TerminalApprovals {
-    pub fn is_waiting(&self) -> bool {
+    pub(crate) fn is_waiting(&self) -> bool {
         !self.waiting.is_empty()
     }
 
     /// A call asked for approval: queue it (with its arguments), and prompt if it is first.
-    pub async fn asked(&mut self, runtime: &AgentRuntime, run: &AgentRun, approval_id: &str) {
+    pub(crate) async fn asked(
+        &mut self,
+        runtime: &AgentRuntime,
+        run: &AgentRun,
+        approval_id: &str,
+    ) {
         let pending = match runtime.pending_approvals(run.id.as_str()).await {
             Ok(pending) => pending,
             Err(error) => {
@@ -53,7 +58,7 @@ impl TerminalApprovals {
     /// Asks the runtime which calls of the run wait now, and queues (and prompts for) those this
     /// terminal has not seen yet: a call may wait before its event reaches the terminal.
     /// `Ok(true)` when any call waits.
-    pub async fn catch_up(
+    pub(crate) async fn catch_up(
         &mut self,
         runtime: &AgentRuntime,
         run: &AgentRun,
@@ -79,7 +84,7 @@ impl TerminalApprovals {
     }
 
     /// A call was answered or withdrawn (here or elsewhere): forget it, prompt for the next.
-    pub fn settled(&mut self, approval_id: &str) {
+    pub(crate) fn settled(&mut self, approval_id: &str) {
         let was_first = self
             .waiting
             .front()
@@ -109,7 +114,7 @@ impl TerminalApprovals {
     }
 
     /// Answers the first waiting call with a typed line.
-    pub async fn answer(&mut self, runtime: &AgentRuntime, run: &AgentRun, line: &str) {
+    pub(crate) async fn answer(&mut self, runtime: &AgentRuntime, run: &AgentRun, line: &str) {
         let Some(call) = self.waiting.front().cloned() else {
             return;
         };

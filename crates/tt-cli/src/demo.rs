@@ -21,7 +21,7 @@ const SCENE_CRAFT_SKILL: &str = include_str!("../scenarios/writers-room/skill-sc
 const ADVISOR_PRESET: &str = include_str!("../scenarios/writers-room/preset-advisors.json");
 /// The scripted user's guidance, sent while the writer is between its sixth and seventh model
 /// requests (the writer's seventh answer, scripted, follows it).
-pub const DEMO_GUIDANCE: &str = "End the scene on a sound from the sea.";
+pub(crate) const DEMO_GUIDANCE: &str = "End the scene on a sound from the sea.";
 /// The writer's model round whose answer is held until the guidance is queued.
 const GUIDANCE_AFTER_WRITER_ROUND: u32 = 6;
 
@@ -73,14 +73,14 @@ fn paced_script(pace_ms: u64) -> anyhow::Result<String> {
 }
 
 /// The scripted model playing the writers' room, each answer `pace_ms` late.
-pub fn writers_room_provider(pace_ms: u64) -> anyhow::Result<ScriptedProvider> {
+pub(crate) fn writers_room_provider(pace_ms: u64) -> anyhow::Result<ScriptedProvider> {
     ScriptedProvider::from_json_str(&paced_script(pace_ms)?)
         .context("the bundled demo script is invalid")
 }
 
 /// Installs the writers' room into a runtime's data dir: the advisors' preset, the
 /// scene-craft skill and the five profiles.
-pub async fn install_writers_room(runtime: &tt_runtime::AgentRuntime) -> anyhow::Result<()> {
+pub(crate) async fn install_writers_room(runtime: &tt_runtime::AgentRuntime) -> anyhow::Result<()> {
     let presets = runtime.data_dir().join("presets").join("writers-room");
     std::fs::create_dir_all(&presets).with_context(|| format!("creating {}", presets.display()))?;
     std::fs::write(presets.join("advisors.json"), ADVISOR_PRESET)
@@ -106,12 +106,13 @@ pub async fn install_writers_room(runtime: &tt_runtime::AgentRuntime) -> anyhow:
 }
 
 /// The demo's conversation: `tt-agent resume` recognises its runs by it.
-pub const DEMO_CHAT_ID: &str = "demo-conversation";
+pub(crate) const DEMO_CHAT_ID: &str = "demo-conversation";
 
 /// The request the demo sends (also the inspector's prefilled request).
-pub const DEMO_REQUEST: &str = "Write a short scene about a lighthouse keeper during a storm.";
+pub(crate) const DEMO_REQUEST: &str =
+    "Write a short scene about a lighthouse keeper during a storm.";
 
-pub async fn run_demo(
+pub(crate) async fn run_demo(
     storage: &crate::storage::Storage,
     pace_ms: u64,
     signals: &tt_runtime::StopSignals,

@@ -9,7 +9,7 @@ use crate::run_cmd::{GenerationArgs, ModelArgs};
 
 /// Reads `--at`: `last-commit`, a journal seq, or `<invocationId>:<round>` (`root:3` for the
 /// root agent's round 3).
-pub fn parse_fork_point(text: &str) -> Result<ForkPoint, String> {
+pub(crate) fn parse_fork_point(text: &str) -> Result<ForkPoint, String> {
     let text = text.trim();
     if text == "last-commit" {
         return Ok(ForkPoint::LastCommit);
@@ -36,7 +36,7 @@ pub fn parse_fork_point(text: &str) -> Result<ForkPoint, String> {
 }
 
 /// What `tt-agent fork` was asked for.
-pub struct ForkOptions {
+pub(crate) struct ForkOptions {
     pub run_id: String,
     pub at: ForkPoint,
     pub guidance: Option<String>,
@@ -47,7 +47,7 @@ pub struct ForkOptions {
     pub demo: bool,
 }
 
-pub async fn fork(
+pub(crate) async fn fork(
     storage: &crate::storage::Storage,
     options: ForkOptions,
     signals: &tt_runtime::StopSignals,

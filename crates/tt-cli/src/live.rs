@@ -13,7 +13,7 @@ use crate::render::{EventPrinter, agent_tree};
 
 /// Prints the run's events as they happen and a report at the end; returns the final run.
 /// `how` says how the run came to be followed: `started`, or `resumed`.
-pub async fn follow(
+pub(crate) async fn follow(
     runtime: &AgentRuntime,
     run: &AgentRun,
     signals: &StopSignals,

@@ -14,7 +14,7 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// How log lines are written (`--log-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// One human-readable line per event, with its spans.
     Text,
     /// One JSON object per line, with the current span and the full span list.
@@ -25,7 +25,7 @@ pub enum LogFormat {
 /// (`tt=debug`, `tt_application::engine::dispatch=trace,warn`); unset, only warnings and
 /// errors show.
 /// Each span also logs a line when it closes, with its duration.
-pub fn init(format: LogFormat, file: Option<&Path>) -> anyhow::Result<()> {
+pub(crate) fn init(format: LogFormat, file: Option<&Path>) -> anyhow::Result<()> {
     let filter = match std::env::var("RUST_LOG") {
         Ok(spec) if !spec.trim().is_empty() => spec
             .parse::<Targets>()

@@ -7,7 +7,7 @@
 
 /// Waits until the rest of the run's spans are posted, and says so on stderr (nothing when the
 /// live export is off).
-pub async fn finish(runtime: &tt_runtime::AgentRuntime, run_id: &str) {
+pub(crate) async fn finish(runtime: &tt_runtime::AgentRuntime, run_id: &str) {
     let Some(flushed) = runtime.flush_otel(run_id).await else {
         return;
     };

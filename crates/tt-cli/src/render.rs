@@ -12,7 +12,7 @@ use tt_runtime::{
 
 /// Follows invocation creation events to label and indent each agent's lines.
 #[derive(Debug, Default)]
-pub struct EventPrinter {
+pub(crate) struct EventPrinter {
     /// invocation id -> (profile id, depth)
     agents: HashMap<String, (String, usize)>,
 }
@@ -22,7 +22,7 @@ impl EventPrinter {
     /// typed struct (docs/events.md); an event this build does not know is not shown.
     // Long: one arm per event type the live view shows, each a line of text; split, the arms
     // would only move apart from the table they form.
-    pub fn line(&mut self, event: &AgentRunEvent) -> Option<String> {
+    pub(crate) fn line(&mut self, event: &AgentRunEvent) -> Option<String> {
         let payload = event.typed_payload()?.ok()?;
         if let P::AgentInvocationCreated(created) = &payload {
             // Delegated agents are drawn under their caller; a handoff target takes its
@@ -277,7 +277,7 @@ fn task_line(agent: String, status: TaskStatus) -> String {
 
 /// The run's totals: model calls (and failed attempts), tokens in and out with the cached
 /// part, and the cost of the priced calls, or that it is unknown when no call had a price.
-pub fn usage_total(usage: &tt_runtime::RunUsage) -> String {
+pub(crate) fn usage_total(usage: &tt_runtime::RunUsage) -> String {
     let cost = match usage.cost_usd {
         Some(usd) if usage.unpriced_model_calls > 0 => format!(
             "${usd:.4} + {} unpriced call(s), not counted",
@@ -300,7 +300,10 @@ pub fn usage_total(usage: &tt_runtime::RunUsage) -> String {
 /// The budget ledger under the agent tree: each agent's own model calls, tool calls, tokens
 /// and wall time, and the same over everything it delegated (its sub-tree): summed, except
 /// wall time, which is how long the branch took, followed by its agents' times added up.
-pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsage) -> String {
+pub(crate) fn usage_rollup(
+    projection: &TimelineProjection,
+    usage: &tt_runtime::RunUsage,
+) -> String {
     let mut out = String::from("usage (own | with its sub-tree):\n");
     for entry in &usage.by_invocation {
         let profile = projection
@@ -345,7 +348,7 @@ pub fn usage_rollup(projection: &TimelineProjection, usage: &tt_runtime::RunUsag
 
 /// A branch's line for what its source had paid before the fork point, which the figures of
 /// the branch leave out; `None` for a run that is not a branch.
-pub fn inherited_usage(usage: &tt_runtime::RunUsage) -> Option<String> {
+pub(crate) fn inherited_usage(usage: &tt_runtime::RunUsage) -> Option<String> {
     let inherited = usage.inherited.as_ref()?;
     Some(format!(
         "inherited from {} up to seq {} (paid by that run, not counted above): {} model calls, {} tool calls, {} tokens{}{}",
@@ -365,7 +368,7 @@ pub fn inherited_usage(usage: &tt_runtime::RunUsage) -> Option<String> {
 
 /// One line per agent: its provider and model, the model's window and price when known, and
 /// the generation settings its requests carry.
-pub fn model_bindings(projection: &TimelineProjection, events: &[AgentRunEvent]) -> String {
+pub(crate) fn model_bindings(projection: &TimelineProjection, events: &[AgentRunEvent]) -> String {
     let mut out = String::from("models:\n");
     for event in events {
         let b = match event.typed_payload() {
@@ -468,7 +471,7 @@ fn fallback_switch(
 
 /// `, $0.0123` when some calls were priced (` + N unpriced` when not all were); nothing when
 /// none was (`usd` is `None`: unpriced is never shown as free).
-pub fn cost(usd: Option<f64>, unpriced: u64, calls: u64) -> String {
+pub(crate) fn cost(usd: Option<f64>, unpriced: u64, calls: u64) -> String {
     let Some(usd) = usd.filter(|_| unpriced < calls) else {
         return String::new();
     };
@@ -493,7 +496,7 @@ fn seconds(ms: u64) -> String {
 }
 
 /// The agent tree of a run, one invocation per line, delegated agents under their caller.
-pub fn agent_tree(projection: &TimelineProjection) -> String {
+pub(crate) fn agent_tree(projection: &TimelineProjection) -> String {
     let mut out = String::new();
     for root in projection
         .invocations

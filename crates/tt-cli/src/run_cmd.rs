@@ -17,7 +17,7 @@ const PROFILE_KIND: &str = "tauritavern.agentProfile";
 
 /// What `tt-agent run` was asked to do.
 #[derive(Debug, Clone)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     pub profile: Option<String>,
     pub profiles_dir: Option<PathBuf>,
     pub model: ModelArgs,
@@ -30,7 +30,7 @@ pub struct RunOptions {
 /// Generation settings for every agent of a run (docs/providers.md has which provider takes
 /// which); they win over the profiles' `model.generation`.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct GenerationArgs {
+pub(crate) struct GenerationArgs {
     /// Sampling temperature, 0 to 2.
     #[arg(long)]
     pub temperature: Option<f64>,
@@ -50,7 +50,7 @@ pub struct GenerationArgs {
 impl GenerationArgs {
     /// The flags as one validated layer; `--temperature`, `--top-p` and `--seed` win over the
     /// same key given with `--set`.
-    pub fn settings(&self) -> anyhow::Result<GenerationSettings> {
+    pub(crate) fn settings(&self) -> anyhow::Result<GenerationSettings> {
         let mut settings = GenerationSettings::default();
         for assignment in &self.set {
             settings = settings.overlay(&tt_runtime::parse_generation_assignment(assignment)?);
@@ -69,7 +69,7 @@ impl GenerationArgs {
 
 /// The model a run or a resumed run talks to: a connection and model id, or a cassette.
 #[derive(Debug, Clone, clap::Args)]
-pub struct ModelArgs {
+pub(crate) struct ModelArgs {
     /// `openai:<baseUrl>` (e.g. openai:http://127.0.0.1:8080/v1) or `anthropic:<baseUrl>`
     /// (e.g. anthropic:https://api.anthropic.com).
     #[arg(long)]
@@ -125,7 +125,7 @@ pub struct ModelArgs {
     pub drop_unsupported_settings: bool,
 }
 
-pub async fn run(
+pub(crate) async fn run(
     storage: &crate::storage::Storage,
     options: RunOptions,
     signals: &tt_runtime::StopSignals,
@@ -172,7 +172,7 @@ pub async fn run(
 /// `tt-agent resume <runId>`: continues an interrupted, failed or cancelled run (docs/resume.md) against the model
 /// `model` names (`--connection`/`--model`, or a cassette), shown live like `run` from the
 /// journal's start, with the committed message printed at the end.
-pub async fn resume(
+pub(crate) async fn resume(
     storage: &crate::storage::Storage,
     run_id: &str,
     model: &ModelArgs,
@@ -347,7 +347,10 @@ fn connect(
 /// Saves every agent profile (`*.json` with `"kind": "tauritavern.agentProfile"`) in `dir`,
 /// in file-name order, and returns their ids. Other JSON files (such as a scenario's
 /// `script.json`) are skipped.
-pub async fn install_profiles(runtime: &AgentRuntime, dir: &Path) -> anyhow::Result<Vec<String>> {
+pub(crate) async fn install_profiles(
+    runtime: &AgentRuntime,
+    dir: &Path,
+) -> anyhow::Result<Vec<String>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read the profiles dir {}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))

@@ -13,7 +13,7 @@ use tt_runtime::{CommitBridgeChoice, ConnectionSpec, PromptBrokerChoice};
 
 /// What `tt-agent serve` was asked to do.
 #[derive(Debug, Clone)]
-pub struct ServeOptions {
+pub(crate) struct ServeOptions {
     pub port: u16,
     pub connection: Option<String>,
     pub model: Option<String>,
@@ -24,7 +24,7 @@ pub struct ServeOptions {
     pub host_commits: bool,
 }
 
-pub async fn serve(
+pub(crate) async fn serve(
     storage: &crate::storage::Storage,
     options: ServeOptions,
     signals: &tt_runtime::StopSignals,

@@ -9,15 +9,15 @@ use std::sync::Arc;
 use serde_json::Value;
 
 /// What the server answers a request with: a tool's model-facing name and its arguments.
-pub type Answer = Option<(&'static str, Value)>;
+pub(crate) type Answer = Option<(&'static str, Value)>;
 
 /// What a server started with [`start_calls`] answers a request with: the tool calls of one
 /// assistant message (call id, model-facing name and arguments), or `None` to hold the request
 /// for ever.
-pub type Calls = Option<Vec<(String, &'static str, Value)>>;
+pub(crate) type Calls = Option<Vec<(String, &'static str, Value)>>;
 
 /// Starts the server; returns its base URL (`http://127.0.0.1:<port>/v1`).
-pub fn start(answer: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> String {
+pub(crate) fn start(answer: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> String {
     start_calls(move |body| {
         let turn = assistant_turns(body);
         answer(body).map(|(name, arguments)| vec![(format!("call_{turn}"), name, arguments)])
@@ -25,7 +25,7 @@ pub fn start(answer: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> Strin
 }
 
 /// [`start`] for answers of several tool calls at once (a delegating agent's parallel calls).
-pub fn start_calls(answer: impl Fn(&Value) -> Calls + Send + Sync + 'static) -> String {
+pub(crate) fn start_calls(answer: impl Fn(&Value) -> Calls + Send + Sync + 'static) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let answer = Arc::new(answer);
@@ -39,7 +39,7 @@ pub fn start_calls(answer: impl Fn(&Value) -> Calls + Send + Sync + 'static) -> 
 }
 
 /// How many assistant turns the request's conversation already has.
-pub fn assistant_turns(body: &Value) -> usize {
+pub(crate) fn assistant_turns(body: &Value) -> usize {
     body["messages"]
         .as_array()
         .unwrap()

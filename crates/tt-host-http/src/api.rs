@@ -27,7 +27,7 @@ use crate::security::Guard;
 
 type ApiResult<T> = Result<T, ApiError>;
 
-pub fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
+pub(crate) fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/", get(crate::page::page))
         .route("/api/info", get(info))

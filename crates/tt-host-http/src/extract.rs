@@ -18,7 +18,7 @@ use crate::info::ServerInfo;
 
 /// What every handler can reach.
 #[derive(Clone)]
-pub struct AppState {
+pub(crate) struct AppState {
     pub runtime: Arc<AgentRuntime>,
     pub info: Arc<ServerInfo>,
     /// Becomes `true` when the server stops, so that open event streams end.

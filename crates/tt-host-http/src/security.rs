@@ -15,11 +15,11 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 
 /// The header a client may carry the token in (besides `Authorization: Bearer`).
-pub const TOKEN_HEADER: &str = "x-tt-token";
+pub(crate) const TOKEN_HEADER: &str = "x-tt-token";
 
 /// What a request must match: the hosts this server answers to and its token.
 #[derive(Debug, Clone)]
-pub struct Guard {
+pub(crate) struct Guard {
     inner: Arc<GuardInner>,
 }
 
@@ -32,7 +32,7 @@ struct GuardInner {
 
 impl Guard {
     /// The hosts are the bound `ip:port` and, on loopback, `localhost:port`.
-    pub fn new(addr: SocketAddr, token: String) -> Self {
+    pub(crate) fn new(addr: SocketAddr, token: String) -> Self {
         let mut hosts = vec![addr.to_string()];
         if addr.ip().is_loopback() {
             hosts.push(format!("localhost:{}", addr.port()));
@@ -115,14 +115,14 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// A fresh 256-bit token from the OS's random source, hex encoded.
-pub fn random_token() -> std::io::Result<String> {
+pub(crate) fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|err| std::io::Error::other(err.to_string()))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Refuses a request that fails [`Guard::check`]; adds the protective headers to every answer.
-pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let mut response = match guard.check(request.headers(), request.uri().query()) {
         Ok(()) => next.run(request).await,
         Err(error) => error.into_response(),

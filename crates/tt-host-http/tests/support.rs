@@ -10,7 +10,7 @@ use tt_runtime::{
     PromptBrokerChoice, ScriptedProvider,
 };
 
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub addr: std::net::SocketAddr,
     pub token: String,
     pub url: String,
@@ -22,7 +22,7 @@ pub struct TestServer {
 }
 
 /// One writer that drafts, patches, publishes and finishes.
-pub fn writer_script() -> String {
+pub(crate) fn writer_script() -> String {
     json!({"schemaVersion": 1, "agents": {"default-writer": [
         {"text": "Drafting.", "toolCalls": [{"id": "c1", "name": "workspace_write_file",
             "arguments": {"path": "output/main.md", "content": "# Scene\n\nThe lamp was dark.\n"}}]},
@@ -35,7 +35,7 @@ pub fn writer_script() -> String {
     .to_string()
 }
 
-pub async fn server(
+pub(crate) async fn server(
     script: &str,
     bridge: CommitBridgeChoice,
     max_body: Option<usize>,
@@ -44,7 +44,7 @@ pub async fn server(
     server_with_provider(provider, bridge, max_body).await
 }
 
-pub async fn server_with_provider(
+pub(crate) async fn server_with_provider(
     provider: Arc<dyn tt_runtime::ModelProvider>,
     bridge: CommitBridgeChoice,
     max_body: Option<usize>,
@@ -53,7 +53,7 @@ pub async fn server_with_provider(
 }
 
 /// A server over the data dir `dir` (which may already hold runs).
-pub async fn server_in(
+pub(crate) async fn server_in(
     dir: tempfile::TempDir,
     provider: Arc<dyn tt_runtime::ModelProvider>,
     bridge: CommitBridgeChoice,
@@ -63,7 +63,7 @@ pub async fn server_in(
 }
 
 /// A server whose page offers the optional controls `features` turns on.
-pub async fn server_with_features(
+pub(crate) async fn server_with_features(
     dir: tempfile::TempDir,
     provider: Arc<dyn tt_runtime::ModelProvider>,
     bridge: CommitBridgeChoice,
@@ -82,7 +82,7 @@ pub async fn server_with_features(
 }
 
 /// A server over a runtime the test built on `dir`.
-pub async fn server_over(
+pub(crate) async fn server_over(
     dir: tempfile::TempDir,
     runtime: AgentRuntime,
     host_commits: bool,
@@ -133,7 +133,7 @@ pub async fn server_over(
 }
 
 /// Installs profiles from JSON texts.
-pub async fn install_profiles(runtime: &AgentRuntime, profiles: &[&str]) {
+pub(crate) async fn install_profiles(runtime: &AgentRuntime, profiles: &[&str]) {
     for text in profiles {
         let definition: AgentProfileDefinition = serde_json::from_str(text).unwrap();
         runtime.save_profile(definition).await.unwrap();
@@ -141,7 +141,7 @@ pub async fn install_profiles(runtime: &AgentRuntime, profiles: &[&str]) {
 }
 
 /// A status and a parsed JSON body (Null when empty).
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub body: Value,
     pub headers: reqwest::header::HeaderMap,
@@ -149,7 +149,7 @@ pub struct Answer {
 
 impl TestServer {
     /// Stops the server and waits until it has stopped serving.
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -158,11 +158,11 @@ impl TestServer {
         }
     }
 
-    pub fn endpoint(&self, path: &str) -> String {
+    pub(crate) fn endpoint(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
-    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+    pub(crate) async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
         let response = request.send().await.unwrap();
         let status = response.status().as_u16();
         let headers = response.headers().clone();
@@ -180,7 +180,7 @@ impl TestServer {
         }
     }
 
-    pub async fn get(&self, path: &str) -> Answer {
+    pub(crate) async fn get(&self, path: &str) -> Answer {
         self.send(
             self.client
                 .get(self.endpoint(path))
@@ -189,7 +189,7 @@ impl TestServer {
         .await
     }
 
-    pub async fn post(&self, path: &str, body: &Value) -> Answer {
+    pub(crate) async fn post(&self, path: &str, body: &Value) -> Answer {
         self.send(
             self.client
                 .post(self.endpoint(path))
@@ -201,7 +201,7 @@ impl TestServer {
     }
 
     /// Starts a run of `profile` and returns its id.
-    pub async fn start(&self, profile: &str, request: &str) -> String {
+    pub(crate) async fn start(&self, profile: &str, request: &str) -> String {
         let answer = self
             .post(
                 "/api/runs",
@@ -213,7 +213,7 @@ impl TestServer {
     }
 
     /// Reads the whole SSE stream of a run (until `end`), as (id, event name, data) triples.
-    pub async fn read_stream(
+    pub(crate) async fn read_stream(
         &self,
         run_id: &str,
         after: Option<u64>,
@@ -245,7 +245,7 @@ impl TestServer {
 }
 
 /// Splits an SSE body into messages (comments such as keep-alives are skipped).
-pub fn parse_sse(text: &str) -> Vec<(Option<u64>, String, Value)> {
+pub(crate) fn parse_sse(text: &str) -> Vec<(Option<u64>, String, Value)> {
     text.split("\n\n")
         .filter(|block| block.lines().any(|line| line.starts_with("data:")))
         .map(|block| {
@@ -269,7 +269,7 @@ pub fn parse_sse(text: &str) -> Vec<(Option<u64>, String, Value)> {
 /// The scripted model, streamed: each answer's text goes out as deltas, word by word, and an
 /// answer whose text contains `hold` is held back until `release` is notified, so a test can
 /// look at the live output of a call in progress.
-pub struct HeldStreamingModel {
+pub(crate) struct HeldStreamingModel {
     pub inner: ScriptedProvider,
     pub hold: String,
     pub release: Arc<tokio::sync::Notify>,

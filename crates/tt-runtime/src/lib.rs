@@ -10,8 +10,6 @@
 //! The modules are private: what a host uses is re-exported at the crate root, so the public
 //! surface is this file's `pub use` list and nothing else.
 
-#![warn(unreachable_pub)]
-
 mod bridges;
 mod builder;
 mod commands;

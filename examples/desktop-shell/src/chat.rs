@@ -7,7 +7,7 @@ use tt_runtime::ChatCommitRequest;
 
 /// Messages in order; a run's first commit adds a message, its later commits change it.
 #[derive(Debug, Default)]
-pub struct ChatWindow {
+pub(crate) struct ChatWindow {
     messages: Vec<String>,
     /// Run id -> index of the message its commits write.
     message_of_run: HashMap<String, usize>,
@@ -22,7 +22,7 @@ pub struct ChatWindow {
 impl ChatWindow {
     /// Publishes a commit (`replace` or `append` the run's message) and returns the message id
     /// the runtime records for it.
-    pub fn publish(&mut self, commit: &ChatCommitRequest) -> String {
+    pub(crate) fn publish(&mut self, commit: &ChatCommitRequest) -> String {
         let run = commit.run_id.to_string();
         if let Some((index, take)) = self.take_of_run.get(&run).copied() {
             let takes = self
@@ -57,7 +57,7 @@ impl ChatWindow {
 
     /// Makes what run `branch` publishes another take of the message run `source` published
     /// (a branch of `source` from before that message, docs/branching.md).
-    pub fn add_take(&mut self, source: &str, branch: &str) {
+    pub(crate) fn add_take(&mut self, source: &str, branch: &str) {
         let Some(index) = self.message_of_run.get(source).copied() else {
             return;
         };
@@ -71,7 +71,7 @@ impl ChatWindow {
     }
 
     /// The takes of message `message_id` (1 = the first message), its own first.
-    pub fn takes(&self, message_id: &str) -> Vec<String> {
+    pub(crate) fn takes(&self, message_id: &str) -> Vec<String> {
         let Some(index) = message_id
             .parse::<usize>()
             .ok()
@@ -88,18 +88,18 @@ impl ChatWindow {
 
     /// Binds a finished run's persistent state to the message it published, so a later run of
     /// this conversation can start from it.
-    pub fn bind_state(&mut self, message_id: &str, state_id: &str) {
+    pub(crate) fn bind_state(&mut self, message_id: &str, state_id: &str) {
         self.state_of_message
             .insert(message_id.to_owned(), state_id.to_owned());
     }
 
     /// The persistent state bound to a message, if any.
-    pub fn state_of(&self, message_id: &str) -> Option<&str> {
+    pub(crate) fn state_of(&self, message_id: &str) -> Option<&str> {
         self.state_of_message.get(message_id).map(String::as_str)
     }
 
     /// The messages, oldest first.
-    pub fn messages(&self) -> &[String] {
+    pub(crate) fn messages(&self) -> &[String] {
         &self.messages
     }
 }

@@ -8,13 +8,13 @@ use tt_runtime::{AgentRunEvent, RunEventType, TimelineProjection};
 
 /// Remembers the last drawing so that only changes are drawn again.
 #[derive(Debug, Default)]
-pub struct AgentTree {
+pub(crate) struct AgentTree {
     last: Option<String>,
 }
 
 impl AgentTree {
     /// Whether an event can change the tree: an agent or task changed, or the run ended.
-    pub fn is_affected_by(&self, event: &AgentRunEvent) -> bool {
+    pub(crate) fn is_affected_by(&self, event: &AgentRunEvent) -> bool {
         use RunEventType as T;
         matches!(
             event.event_type,
@@ -38,7 +38,7 @@ impl AgentTree {
     }
 
     /// The tree drawn as text, or `None` when it looks as it did last time.
-    pub fn redraw(&mut self, projection: &TimelineProjection) -> Option<String> {
+    pub(crate) fn redraw(&mut self, projection: &TimelineProjection) -> Option<String> {
         let drawing = draw(projection);
         if self.last.as_deref() == Some(drawing.as_str()) {
             return None;

@@ -1,8 +1,8 @@
 //! Fixtures shared by the provider tests: the test server, a canonical request with two real
 //! tool specs, and a sink that records streamed deltas.
 
-pub use tt_provider_http::test_fixtures::{Deltas, request};
-pub use tt_provider_http::test_server as server;
+pub(crate) use tt_provider_http::test_fixtures::{Deltas, request};
+pub(crate) use tt_provider_http::test_server as server;
 
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -13,7 +13,7 @@ use tt_domain::tool::AgentToolResult;
 use self::server::TestServer;
 
 /// The wire form of `tools()`.
-pub fn wire_tools() -> Value {
+pub(crate) fn wire_tools() -> Value {
     json!([
         {"name": "workspace_write_file", "description": "Write a file.",
             "input_schema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}},
@@ -23,17 +23,17 @@ pub fn wire_tools() -> Value {
 }
 
 /// `text` as the system prompt goes out with prompt caching on: one text block, marked.
-pub fn cached_system(text: &str) -> Value {
+pub(crate) fn cached_system(text: &str) -> Value {
     json!([{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}])
 }
 
 /// A user turn of one text block, marked as a cache breakpoint.
-pub fn cached_user_text(text: &str) -> Value {
+pub(crate) fn cached_user_text(text: &str) -> Value {
     json!({"role": "user", "content": [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]})
 }
 
 /// The exact body of `request(1, first_messages())` with `config(..)`.
-pub fn first_body(stream: bool) -> Value {
+pub(crate) fn first_body(stream: bool) -> Value {
     json!({
         "model": "claude-test",
         "max_tokens": 2048,
@@ -45,14 +45,14 @@ pub fn first_body(stream: bool) -> Value {
     })
 }
 
-pub fn first_messages() -> Vec<AgentModelMessage> {
+pub(crate) fn first_messages() -> Vec<AgentModelMessage> {
     vec![
         AgentModelMessage::text(ModelRole::System, "You are a writer."),
         AgentModelMessage::text(ModelRole::User, "Write a scene."),
     ]
 }
 
-pub fn tool_result(call_id: &str, content: &str, is_error: bool) -> AgentModelMessage {
+pub(crate) fn tool_result(call_id: &str, content: &str, is_error: bool) -> AgentModelMessage {
     AgentModelMessage::tool_result(AgentToolResult {
         call_id: call_id.into(),
         name: "workspace.write_file".into(),
@@ -65,7 +65,7 @@ pub fn tool_result(call_id: &str, content: &str, is_error: bool) -> AgentModelMe
     })
 }
 
-pub fn config(server: &TestServer) -> AnthropicConfig {
+pub(crate) fn config(server: &TestServer) -> AnthropicConfig {
     AnthropicConfig::new(server.url(""))
         .with_default_model("claude-test")
         .with_api_key("sk-ant-test")
@@ -74,6 +74,6 @@ pub fn config(server: &TestServer) -> AnthropicConfig {
         .with_request_timeout(Duration::from_secs(60))
 }
 
-pub fn provider(server: &TestServer) -> AnthropicProvider {
+pub(crate) fn provider(server: &TestServer) -> AnthropicProvider {
     AnthropicProvider::new(config(server)).unwrap()
 }

@@ -1,8 +1,8 @@
 //! Fixtures shared by the provider tests: the test server, a canonical request with two real
 //! tool specs, and a sink that records streamed deltas.
 
-pub use tt_provider_http::test_fixtures::{Deltas, request};
-pub use tt_provider_http::test_server as server;
+pub(crate) use tt_provider_http::test_fixtures::{Deltas, request};
+pub(crate) use tt_provider_http::test_server as server;
 
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -12,7 +12,7 @@ use tt_domain::model::{AgentModelMessage, ModelRole};
 use self::server::TestServer;
 
 /// The wire form of `tools()`.
-pub fn wire_tools() -> Value {
+pub(crate) fn wire_tools() -> Value {
     json!([
         {"type": "function", "function": {"name": "workspace_write_file", "description": "Write a file.",
             "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}}},
@@ -22,7 +22,7 @@ pub fn wire_tools() -> Value {
 }
 
 /// The exact body of `request(1, first_messages())` with `config(..)`.
-pub fn first_body(stream: bool) -> Value {
+pub(crate) fn first_body(stream: bool) -> Value {
     let mut body = json!({
         "model": "local-model",
         "messages": [
@@ -42,14 +42,14 @@ pub fn first_body(stream: bool) -> Value {
     body
 }
 
-pub fn first_messages() -> Vec<AgentModelMessage> {
+pub(crate) fn first_messages() -> Vec<AgentModelMessage> {
     vec![
         AgentModelMessage::text(ModelRole::System, "You are a writer."),
         AgentModelMessage::text(ModelRole::User, "Write a scene."),
     ]
 }
 
-pub fn config(server: &TestServer) -> OpenAiConfig {
+pub(crate) fn config(server: &TestServer) -> OpenAiConfig {
     OpenAiConfig::new(server.url("/v1/"))
         .with_default_model("local-model")
         .with_api_key("sk-test")
@@ -57,6 +57,6 @@ pub fn config(server: &TestServer) -> OpenAiConfig {
         .with_request_timeout(Duration::from_secs(60))
 }
 
-pub fn provider(server: &TestServer) -> OpenAiProvider {
+pub(crate) fn provider(server: &TestServer) -> OpenAiProvider {
     OpenAiProvider::new(config(server)).unwrap()
 }

@@ -1,7 +1,7 @@
 //! The PostgreSQL store's own tests, beside the shared contract suites.
 
 mod follow;
-pub mod ownership;
+pub(crate) mod ownership;
 mod recovery;
 mod restart;
 mod store;

@@ -79,7 +79,7 @@ async fn a_second_writer_is_locked_out_until_the_lease_expires() {
 }
 
 /// Ends `run_id`'s lease on the server at once, as if its holder had missed its heartbeats.
-pub async fn expire_lease(url: &str, run_id: &str) {
+pub(crate) async fn expire_lease(url: &str, run_id: &str) {
     tt_adapter_storage_postgres::cluster::TestCluster::expire_lease(url, run_id)
         .await
         .unwrap();

@@ -23,30 +23,30 @@ use tt_ports::AgentRunRepository;
 use tt_testkit::contract::{manifest_for, sample_run};
 
 /// A temporary data root and a store opened on it.
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub dir: TempDir,
     pub store: Arc<UserDataStore>,
 }
 
 impl Fixture {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = UserDataStore::open(dir.path().join("data")).unwrap();
         Self { dir, store }
     }
 
-    pub fn data_root(&self) -> PathBuf {
+    pub(crate) fn data_root(&self) -> PathBuf {
         self.dir.path().join("data")
     }
 
     /// A new store on the same data root, as after a process restart: the old store is
     /// dropped (closing its runs and releasing their locks).
-    pub fn reopen(&mut self) -> Arc<UserDataStore> {
+    pub(crate) fn reopen(&mut self) -> Arc<UserDataStore> {
         self.store = UserDataStore::open(self.data_root()).unwrap();
         Arc::clone(&self.store)
     }
 
-    pub async fn run(&self, n: u32) -> (AgentRun, PathBuf) {
+    pub(crate) async fn run(&self, n: u32) -> (AgentRun, PathBuf) {
         let run = sample_run(n);
         self.store
             .create_run(&run, &manifest_for(&run))
@@ -58,7 +58,7 @@ impl Fixture {
 }
 
 /// Event ids for `recover_interrupted_runs`: `evt_recovery_1`, `evt_recovery_2`, …
-pub fn event_ids() -> impl FnMut() -> tt_domain::ids::EventId {
+pub(crate) fn event_ids() -> impl FnMut() -> tt_domain::ids::EventId {
     let mut n = 0;
     move || {
         n += 1;
@@ -67,7 +67,7 @@ pub fn event_ids() -> impl FnMut() -> tt_domain::ids::EventId {
 }
 
 /// Every file under `dir`, relative, sorted.
-pub fn files_under(dir: &Path) -> Vec<String> {
+pub(crate) fn files_under(dir: &Path) -> Vec<String> {
     fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let entry = entry.unwrap();

@@ -16,7 +16,7 @@ fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-pub fn servers_dir() -> PathBuf {
+pub(crate) fn servers_dir() -> PathBuf {
     std::env::var_os("TT_MCP_SERVERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| crate_dir().join("../../target/mcp-servers"))
@@ -50,7 +50,7 @@ fn node_script(package: &str) -> Option<PathBuf> {
 }
 
 /// Whether python3 with the `mcp` SDK is there (see [`missing`]).
-pub fn python_ready() -> bool {
+pub(crate) fn python_ready() -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import mcp.server.lowlevel"])
         .output()
@@ -58,7 +58,7 @@ pub fn python_ready() -> bool {
     ok || missing("python3 with the `mcp` package is not installed")
 }
 
-pub fn stdio(name: &str, command: &str, args: Vec<String>) -> McpServerConfig {
+pub(crate) fn stdio(name: &str, command: &str, args: Vec<String>) -> McpServerConfig {
     McpServerConfig {
         name: name.to_owned(),
         transport: McpTransport::Stdio {
@@ -72,7 +72,7 @@ pub fn stdio(name: &str, command: &str, args: Vec<String>) -> McpServerConfig {
 }
 
 /// server-everything over stdio.
-pub fn everything() -> Option<McpServerConfig> {
+pub(crate) fn everything() -> Option<McpServerConfig> {
     let script = node_script("server-everything")?;
     Some(stdio(
         "everything",
@@ -82,7 +82,7 @@ pub fn everything() -> Option<McpServerConfig> {
 }
 
 /// server-filesystem over stdio, allowed into `dir`.
-pub fn filesystem(dir: &Path) -> Option<McpServerConfig> {
+pub(crate) fn filesystem(dir: &Path) -> Option<McpServerConfig> {
     let script = node_script("server-filesystem")?;
     Some(stdio(
         "files",
@@ -92,7 +92,7 @@ pub fn filesystem(dir: &Path) -> Option<McpServerConfig> {
 }
 
 /// The Python test server with `env`.
-pub fn python(env: &[(&str, String)]) -> Option<McpServerConfig> {
+pub(crate) fn python(env: &[(&str, String)]) -> Option<McpServerConfig> {
     if !python_ready() {
         return None;
     }
@@ -105,12 +105,12 @@ pub fn python(env: &[(&str, String)]) -> Option<McpServerConfig> {
 }
 
 /// server-everything over Streamable HTTP on 127.0.0.1, killed when dropped.
-pub struct HttpEverything {
+pub(crate) struct HttpEverything {
     pub child: tokio::process::Child,
     pub url: String,
 }
 
-pub async fn everything_http() -> Option<HttpEverything> {
+pub(crate) async fn everything_http() -> Option<HttpEverything> {
     let script = node_script("server-everything")?;
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -142,7 +142,7 @@ pub async fn everything_http() -> Option<HttpEverything> {
 }
 
 /// Waits (bounded at a minute) until the file at `path` holds a line equal to `line`.
-pub async fn wait_for_line(path: &Path, line: &str) {
+pub(crate) async fn wait_for_line(path: &Path, line: &str) {
     for _ in 0..2_400 {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         if text.lines().any(|seen| seen == line) {
@@ -154,7 +154,7 @@ pub async fn wait_for_line(path: &Path, line: &str) {
     panic!("`{line}` never appeared in {}: {text:?}", path.display());
 }
 
-pub fn lines(path: &Path) -> Vec<String> {
+pub(crate) fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -163,6 +163,6 @@ pub fn lines(path: &Path) -> Vec<String> {
 }
 
 /// Whether a process with this id still exists (not even as a zombie).
-pub fn process_exists(pid: u32) -> bool {
+pub(crate) fn process_exists(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }

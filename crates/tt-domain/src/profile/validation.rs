@@ -227,12 +227,12 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
 }
 
 /// The first profile format.
-pub const PROFILE_SCHEMA_VERSION_1: u32 = 1;
+pub(super) const PROFILE_SCHEMA_VERSION_1: u32 = 1;
 
 /// A profile in the current format. Version 1 (the contract's "version 1 is migrated") has the
 /// same sections; what version 2 added has defaults, so it only takes the new number. Saving a
 /// version-1 profile stores it as version 2.
-pub fn migrate(mut definition: AgentProfileDefinition) -> AgentProfileDefinition {
+pub(super) fn migrate(mut definition: AgentProfileDefinition) -> AgentProfileDefinition {
     if definition.schema_version == PROFILE_SCHEMA_VERSION_1 {
         definition.schema_version = PROFILE_SCHEMA_VERSION;
     }

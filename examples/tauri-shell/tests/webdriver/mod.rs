@@ -102,14 +102,14 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
 }
 
 /// One WebDriver session: the app started by the driver, its one window.
-pub struct Session {
+pub(crate) struct Session {
     base: String,
     id: String,
 }
 
 impl Session {
     /// Starts `application` through the driver at `base` (waiting for the driver to listen).
-    pub fn start(base: &str, application: &str) -> Session {
+    pub(crate) fn start(base: &str, application: &str) -> Session {
         let capabilities = json!({"capabilities": {"alwaysMatch": {
             "tauri:options": {"application": application}
         }}});
@@ -142,7 +142,7 @@ impl Session {
     }
 
     /// Runs `script` (a function body) in the page with `args`.
-    pub fn script(&self, script: &str, args: Value) -> Value {
+    pub(crate) fn script(&self, script: &str, args: Value) -> Value {
         self.call(
             "POST",
             "/execute/sync",
@@ -162,7 +162,7 @@ impl Session {
         }
     }
 
-    pub fn text(&self, selector: &str) -> String {
+    pub(crate) fn text(&self, selector: &str) -> String {
         self.script(
             "const el = document.querySelector(arguments[0]); return el ? el.innerText : null",
             json!([selector]),
@@ -172,17 +172,17 @@ impl Session {
         .to_owned()
     }
 
-    pub fn wait_for_text(&self, selector: &str, text: &str) {
+    pub(crate) fn wait_for_text(&self, selector: &str, text: &str) {
         self.poll(&format!("`{text}` in {selector}"), || {
             self.text(selector).contains(text)
         });
     }
 
-    pub fn wait_for_element(&self, selector: &str) {
+    pub(crate) fn wait_for_element(&self, selector: &str) {
         self.wait_for_count(selector, 1);
     }
 
-    pub fn wait_for_count(&self, selector: &str, count: u64) {
+    pub(crate) fn wait_for_count(&self, selector: &str, count: u64) {
         self.poll(&format!("{count} × {selector}"), || {
             self.script(
                 "return document.querySelectorAll(arguments[0]).length",
@@ -193,7 +193,7 @@ impl Session {
         });
     }
 
-    pub fn wait_for_attribute(&self, selector: &str, attribute: &str, value: &str) {
+    pub(crate) fn wait_for_attribute(&self, selector: &str, attribute: &str, value: &str) {
         self.poll(&format!("{selector}[{attribute}={value}]"), || {
             self.script(
                 "const el = document.querySelector(arguments[0]); \
@@ -204,7 +204,7 @@ impl Session {
     }
 
     /// Clicks the first element `selector` finds, as a user does (WebDriver's element click).
-    pub fn click(&self, selector: &str) {
+    pub(crate) fn click(&self, selector: &str) {
         let found = self
             .call(
                 "POST",
@@ -228,7 +228,7 @@ impl Session {
     /// changes the page next (here: the resumed run's model call failing after five minutes).
     /// So the page gets a reason to paint: a one-pixel mark in its corner, nearly transparent,
     /// redrawn every frame for up to five seconds, removed after the shot.
-    pub fn screenshot(&self, path: &Path) {
+    pub(crate) fn screenshot(&self, path: &Path) {
         self.script(
             "const mark = document.createElement('div'); mark.id = 'webdriver-paint'; \
              mark.style.cssText = 'position:fixed;left:0;top:0;width:1px;height:1px;\
@@ -253,7 +253,7 @@ impl Session {
     }
 
     /// Ends the session: the driver closes the app.
-    pub fn quit(self) {
+    pub(crate) fn quit(self) {
         let _ = self.call("DELETE", "", None);
     }
 }
