@@ -32,6 +32,7 @@ async fn faulty_runtime(
         skills: None,
         transcripts: None,
         mcp_servers: None,
+        connections: None,
         description: dir.display().to_string(),
     };
     let runtime = AgentRuntimeBuilder::new()

@@ -5,6 +5,7 @@
 //! `Arc<dyn Port>` and swaps them at run time (userdata vs in-memory storage, scripted vs HTTP
 //! models); native `async fn` in traits is not yet object safe.
 
+pub mod connections;
 pub mod error;
 pub mod host;
 pub mod journal;
@@ -14,11 +15,14 @@ pub mod profiles;
 pub mod prompt;
 pub mod runs;
 pub mod skills;
+pub mod store_inputs;
+pub mod stores;
 pub mod system;
 pub mod tools;
 pub mod transcripts;
 pub mod workspace;
 
+pub use connections::ConnectionRepository;
 pub use error::{HostBridgeError, ModelError, ModelTimeLimit, StorageError, StorageResult};
 pub use host::{
     ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge, MetadataUpdateAnswer,
@@ -40,6 +44,7 @@ pub use runs::{
     SerializedDocument, TaskTransitionOutcome,
 };
 pub use skills::SkillRepository;
+pub use stores::{StoragePorts, StoreFactory, StoreOptions};
 pub use system::{Clock, IdGenerator};
 pub use tools::{
     ExternalToolCall, ExternalToolDefinition, ExternalToolOutput, ExternalTools, McpClient,

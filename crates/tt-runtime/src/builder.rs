@@ -181,8 +181,10 @@ impl AgentRuntimeBuilder {
     }
 
     /// Where runs are stored: the embedded file store under the data dir (the default) or
-    /// another store, e.g. PostgreSQL from [`crate::open_store_url`] (which keeps skills and
-    /// transcripts too). Connections and preset templates stay under the data dir either way.
+    /// another store, e.g. PostgreSQL from [`crate::open_store_url`] (which keeps skills,
+    /// transcripts and MCP servers too). Connections stay under the data dir unless the store
+    /// keeps them too ([`crate::StoragePorts::connections`]); preset templates stay there
+    /// either way.
     pub fn store(mut self, choice: StoreChoice) -> Self {
         self.store = choice;
         self
@@ -283,9 +285,13 @@ impl AgentRuntimeBuilder {
                 }
                 PromptBrokerChoice::Custom(broker) => broker,
             };
-        let connections = self
-            .connections
-            .with_directory(data_dir.join("connections"));
+        let connection_store: Arc<dyn tt_ports::ConnectionRepository> = match &ports.connections {
+            Some(connections) => Arc::clone(connections),
+            None => Arc::new(tt_adapter_storage_userdata::ConnectionFiles::in_data_dir(
+                &data_dir,
+            )),
+        };
+        let connections = self.connections.with_store(connection_store);
         let skills: Arc<dyn tt_ports::SkillRepository> = match &ports.skills {
             Some(skills) => Arc::clone(skills),
             None => store.clone(),
