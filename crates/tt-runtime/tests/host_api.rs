@@ -1008,3 +1008,6 @@ mod postgres;
 
 #[path = "host_api/otel_live.rs"]
 mod otel_live;
+
+#[path = "host_api/store_registry.rs"]
+mod store_registry;
