@@ -175,6 +175,7 @@ impl StoreFactory for PostgresFactory {
         Ok(StoragePorts::from_store(Arc::clone(&store), redact(url))
             .with_skills(Arc::clone(&store) as _)
             .with_mcp_servers(Arc::clone(&store) as _)
+            .with_connections(Arc::clone(&store) as _)
             .with_transcripts(store))
     }
 }
