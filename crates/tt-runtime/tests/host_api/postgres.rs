@@ -59,8 +59,8 @@ async fn open_on_postgres(
     // `lease`: how long a stalled owner keeps its runs (None: the store's 15 s).
     let store = tt_runtime::open_store_url_with(url, &StoreOptions { lease }).await?;
     let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir) // still used: connections and preset templates stay here
-        .store(store) // runs, journal, workspace, profiles, skills, transcripts, MCP servers
+        .data_dir(data_dir) // still used: preset templates stay here
+        .store(store) // runs, journal, workspace, profiles, skills, transcripts, MCP servers, connections
         .provider(model)
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?;
