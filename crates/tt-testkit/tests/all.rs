@@ -1,5 +1,7 @@
 //! Integration tests of tt-testkit: the storage and skills contract suites run against the
 //! in-memory fakes, so they behave like the file-system adapter that runs the same suites.
+// Test helpers outside `#[test]` functions fail loudly by design.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use tt_testkit::contract::{SkillsUnderTest, StorageUnderTest};
 use tt_testkit::fakes::{InMemorySkills, InMemoryStore};
