@@ -242,21 +242,12 @@ impl AgentRuntimeBuilder {
             ),
             StoreChoice::Ports(ports) => ports,
         };
-        let transcript_store: Arc<dyn tt_ports::TranscriptRepository> = match &ports.transcripts {
-            Some(transcripts) => Arc::clone(transcripts),
-            None => store.clone(),
-        };
-        let transcripts = Arc::new(TranscriptCommitBridge::new(transcript_store));
-        let mcp_store: Arc<dyn tt_ports::McpServerRepository> = match &ports.mcp_servers {
-            Some(servers) => Arc::clone(servers),
-            None => Arc::new(tt_adapter_storage_userdata::McpServerFiles::in_data_dir(
-                &data_dir,
-            )),
-        };
+        let side = SideStores::of(&ports, &store, &data_dir);
+        let transcripts = Arc::new(TranscriptCommitBridge::new(side.transcripts));
         let tools = crate::tools::ToolRouter {
             host: host_tools,
             mcp: crate::tools::mcp_servers::McpServers::new(
-                mcp_store,
+                side.mcp_servers,
                 self.mcp_client
                     .unwrap_or_else(|| Arc::new(tt_adapter_tools_mcp::RmcpClient::new())),
                 Arc::clone(&clock),
@@ -285,17 +276,8 @@ impl AgentRuntimeBuilder {
                 }
                 PromptBrokerChoice::Custom(broker) => broker,
             };
-        let connection_store: Arc<dyn tt_ports::ConnectionRepository> = match &ports.connections {
-            Some(connections) => Arc::clone(connections),
-            None => Arc::new(tt_adapter_storage_userdata::ConnectionFiles::in_data_dir(
-                &data_dir,
-            )),
-        };
-        let connections = self.connections.with_store(connection_store);
-        let skills: Arc<dyn tt_ports::SkillRepository> = match &ports.skills {
-            Some(skills) => Arc::clone(skills),
-            None => store.clone(),
-        };
+        let connections = self.connections.with_store(side.connections);
+        let skills = side.skills;
         let services = RuntimeServices {
             runs: ports.runs,
             invocations: ports.invocations,
@@ -326,6 +308,37 @@ impl AgentRuntimeBuilder {
             connections,
             (data_dir, otel),
         ))
+    }
+}
+
+/// The stores a runtime keeps beside the run ports: those the chosen store keeps, else the data
+/// dir's (its file store, `mcp/servers/`, `connections/`).
+struct SideStores {
+    skills: Arc<dyn tt_ports::SkillRepository>,
+    transcripts: Arc<dyn tt_ports::TranscriptRepository>,
+    mcp_servers: Arc<dyn tt_ports::McpServerRepository>,
+    connections: Arc<dyn tt_ports::ConnectionRepository>,
+}
+
+impl SideStores {
+    fn of(
+        ports: &crate::store::StoragePorts,
+        store: &Arc<UserDataStore>,
+        data_dir: &std::path::Path,
+    ) -> Self {
+        use tt_adapter_storage_userdata::{ConnectionFiles, McpServerFiles};
+        Self {
+            skills: ports.skills.clone().unwrap_or_else(|| store.clone()),
+            transcripts: ports.transcripts.clone().unwrap_or_else(|| store.clone()),
+            mcp_servers: ports
+                .mcp_servers
+                .clone()
+                .unwrap_or_else(|| Arc::new(McpServerFiles::in_data_dir(data_dir))),
+            connections: ports
+                .connections
+                .clone()
+                .unwrap_or_else(|| Arc::new(ConnectionFiles::in_data_dir(data_dir))),
+        }
     }
 }
 
