@@ -38,6 +38,7 @@ mod listing;
 mod locks;
 mod mcp_servers;
 mod owned;
+mod presets;
 mod profile_cache;
 mod profiles;
 mod reader;
@@ -72,6 +73,7 @@ use crate::reader::ReaderViews;
 
 pub use crate::connections::ConnectionFiles;
 pub use crate::mcp_servers::McpServerFiles;
+pub use crate::presets::PresetTemplateFiles;
 pub use crate::recovery::{InterruptedRun, OWNER_EXITED};
 pub use crate::show::RECORD_REFERENCES;
 

@@ -11,6 +11,7 @@ pub mod host;
 pub mod journal;
 pub mod mcp_servers;
 pub mod model;
+pub mod presets;
 pub mod profiles;
 pub mod prompt;
 pub mod runs;
@@ -34,6 +35,7 @@ pub use model::{
     ConnectionModelInfo, DroppedSetting, ModelConnections, ModelDeltaSink, ModelProvider,
     NoConnections, ResolvedConnection, ServerContextWindow, UnsupportedSettings, provider_fields,
 };
+pub use presets::PresetTemplateRepository;
 pub use profiles::ProfileRepository;
 pub use prompt::{
     AssembledSettings, PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker,

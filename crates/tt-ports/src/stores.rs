@@ -11,6 +11,7 @@ use crate::connections::ConnectionRepository;
 use crate::error::StorageResult;
 use crate::journal::RunJournal;
 use crate::mcp_servers::McpServerRepository;
+use crate::presets::PresetTemplateRepository;
 use crate::profiles::ProfileRepository;
 use crate::runs::{AgentInvocationRepository, AgentRunRepository};
 use crate::skills::SkillRepository;
@@ -36,6 +37,9 @@ pub struct StoragePorts {
     /// Where named model connections are kept; `None` keeps them in the data dir
     /// (`connections/<name>.json`).
     pub connections: Option<Arc<dyn ConnectionRepository>>,
+    /// Where the template prompt broker's preset templates are kept; `None` keeps them in the
+    /// data dir (`presets/<apiId>/<name>.json`).
+    pub preset_templates: Option<Arc<dyn PresetTemplateRepository>>,
     /// Where the runs are, for messages (a URL without its password).
     pub description: String,
 }
@@ -61,6 +65,7 @@ impl StoragePorts {
             transcripts: None,
             mcp_servers: None,
             connections: None,
+            preset_templates: None,
             description: description.into(),
         }
     }
@@ -86,6 +91,14 @@ impl StoragePorts {
     /// These ports with named model connections kept in `connections` too.
     pub fn with_connections(mut self, connections: Arc<dyn ConnectionRepository>) -> Self {
         self.connections = Some(connections);
+        self
+    }
+}
+
+impl StoragePorts {
+    /// These ports with the template prompt broker's preset templates kept in `templates` too.
+    pub fn with_preset_templates(mut self, templates: Arc<dyn PresetTemplateRepository>) -> Self {
+        self.preset_templates = Some(templates);
         self
     }
 }

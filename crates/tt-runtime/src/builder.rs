@@ -51,7 +51,8 @@ pub enum PromptBrokerChoice {
     /// The host answers through `read_prompt_assembly_request` / `resolve_prompt_assembly`
     /// (the default for linked hosts).
     HostApi,
-    /// Preset template files under `<data dir>/presets/<apiId>/<name>.json` (the CLI).
+    /// Preset templates the store keeps: by default the files
+    /// `<data dir>/presets/<apiId>/<name>.json` (the CLI).
     Templates,
     /// Any other broker.
     Custom(Arc<dyn tt_ports::PromptAssemblyBroker>),
@@ -272,7 +273,7 @@ impl AgentRuntimeBuilder {
             match self.prompt_broker.unwrap_or(PromptBrokerChoice::HostApi) {
                 PromptBrokerChoice::HostApi => host_prompts.clone(),
                 PromptBrokerChoice::Templates => {
-                    Arc::new(TemplatePromptBroker::new(data_dir.join("presets")))
+                    Arc::new(TemplatePromptBroker::new(side.preset_templates))
                 }
                 PromptBrokerChoice::Custom(broker) => broker,
             };
@@ -312,12 +313,13 @@ impl AgentRuntimeBuilder {
 }
 
 /// The stores a runtime keeps beside the run ports: those the chosen store keeps, else the data
-/// dir's (its file store, `mcp/servers/`, `connections/`).
+/// dir's (its file store, `mcp/servers/`, `connections/`, `presets/`).
 struct SideStores {
     skills: Arc<dyn tt_ports::SkillRepository>,
     transcripts: Arc<dyn tt_ports::TranscriptRepository>,
     mcp_servers: Arc<dyn tt_ports::McpServerRepository>,
     connections: Arc<dyn tt_ports::ConnectionRepository>,
+    preset_templates: Arc<dyn tt_ports::PresetTemplateRepository>,
 }
 
 impl SideStores {
@@ -326,7 +328,7 @@ impl SideStores {
         store: &Arc<UserDataStore>,
         data_dir: &std::path::Path,
     ) -> Self {
-        use tt_adapter_storage_userdata::{ConnectionFiles, McpServerFiles};
+        use tt_adapter_storage_userdata::{ConnectionFiles, McpServerFiles, PresetTemplateFiles};
         Self {
             skills: ports.skills.clone().unwrap_or_else(|| store.clone()),
             transcripts: ports.transcripts.clone().unwrap_or_else(|| store.clone()),
@@ -338,6 +340,10 @@ impl SideStores {
                 .connections
                 .clone()
                 .unwrap_or_else(|| Arc::new(ConnectionFiles::in_data_dir(data_dir))),
+            preset_templates: ports
+                .preset_templates
+                .clone()
+                .unwrap_or_else(|| Arc::new(PresetTemplateFiles::in_data_dir(data_dir))),
         }
     }
 }

@@ -3,8 +3,8 @@
 //! URL by the factory its scheme names in a [`StoreRegistry`]: `postgres://` is PostgreSQL
 //! (which keeps skills, transcripts and MCP server registrations too), `file://<dir>` the file
 //! store at `<dir>`, and whatever an embedder registers (`memory://` from tt-testkit).
-//! Connections stay under the data dir unless the store keeps them
-//! ([`StoragePorts::connections`]); preset templates stay under the data dir.
+//! Connections and preset templates stay under the data dir unless the store keeps them
+//! ([`StoragePorts::connections`], [`StoragePorts::preset_templates`]).
 
 use std::sync::Arc;
 
@@ -181,7 +181,7 @@ impl StoreFactory for PostgresFactory {
 }
 
 /// `file://<dir>`: the file store at `<dir>` (created when missing), with its skills,
-/// transcripts, MCP servers and connections, its runs that a dead process left unfinished
+/// transcripts, MCP servers, connections and preset templates, its runs that a dead process left unfinished
 /// marked `interrupted`. For a store apart from the data dir; the data dir's own needs no URL.
 struct FileStoreFactory;
 
@@ -216,6 +216,9 @@ impl StoreFactory for FileStoreFactory {
                 ))
                 .with_connections(Arc::new(
                     tt_adapter_storage_userdata::ConnectionFiles::in_data_dir(&dir),
+                ))
+                .with_preset_templates(Arc::new(
+                    tt_adapter_storage_userdata::PresetTemplateFiles::in_data_dir(&dir),
                 )),
         )
     }

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use tt_ports::{StorageError, StoragePorts, StorageResult, StoreFactory, StoreOptions};
 
 use crate::fakes::{
-    InMemoryConnections, InMemoryMcpServers, InMemorySkills, InMemoryStore, InMemoryTranscripts,
+    InMemoryConnections, InMemoryMcpServers, InMemoryPresetTemplates, InMemorySkills,
+    InMemoryStore, InMemoryTranscripts,
 };
 
 /// The scheme [`MemoryStores`] opens.
@@ -25,6 +26,7 @@ pub struct MemoryStore {
     pub transcripts: Arc<InMemoryTranscripts>,
     pub mcp_servers: Arc<InMemoryMcpServers>,
     pub connections: Arc<InMemoryConnections>,
+    pub preset_templates: Arc<InMemoryPresetTemplates>,
 }
 
 impl MemoryStore {
@@ -35,6 +37,7 @@ impl MemoryStore {
             transcripts: Arc::default(),
             mcp_servers: Arc::default(),
             connections: Arc::default(),
+            preset_templates: Arc::default(),
         }
     }
 
@@ -45,6 +48,7 @@ impl MemoryStore {
             .with_transcripts(Arc::clone(&self.transcripts) as _)
             .with_mcp_servers(Arc::clone(&self.mcp_servers) as _)
             .with_connections(Arc::clone(&self.connections) as _)
+            .with_preset_templates(Arc::clone(&self.preset_templates) as _)
     }
 }
 

@@ -71,6 +71,19 @@ fn in_memory_connections() -> tt_testkit::contract::ConnectionsUnderTest {
 
 tt_testkit::connections_contract_tests!(in_memory_connections());
 
+/// In-memory preset templates; "reopening" is another handle on the same templates.
+fn in_memory_preset_templates() -> tt_testkit::contract::PresetTemplatesUnderTest {
+    let templates = std::sync::Arc::new(tt_testkit::fakes::InMemoryPresetTemplates::default());
+    let same = std::sync::Arc::clone(&templates);
+    tt_testkit::contract::PresetTemplatesUnderTest {
+        repo: templates,
+        reopen: std::sync::Arc::new(move || same.clone() as _),
+        _guard: None,
+    }
+}
+
+tt_testkit::preset_templates_contract_tests!(in_memory_preset_templates());
+
 /// The storage contract suite again, on the ports a `memory://` URL opens
 /// (`tt_testkit::memory_store`): what a runtime gets from its store table.
 mod memory_url {

@@ -17,7 +17,7 @@ pub use commit::{CommitBehavior, FakeCommitBridge};
 pub use faulty::{DiskFault, FaultPlan, FaultyStore};
 pub use model::FakeModel;
 pub use prompt::{FakeConnections, FakePromptBroker, default_assembly};
-pub use registrations::{InMemoryConnections, InMemoryMcpServers};
+pub use registrations::{InMemoryConnections, InMemoryMcpServers, InMemoryPresetTemplates};
 pub use skills::{InMemorySkills, SkillOp};
 pub use store::{InMemoryStore, PersistentStateRecord, StoreOp};
 pub use system::{MANUAL_CLOCK_START, ManualClock, SequentialIds};

@@ -1,6 +1,6 @@
-//! What a host registers, kept in memory: MCP servers (`InMemoryMcpServers`) and named model
-//! connections (`InMemoryConnections`), with the rules of the file and PostgreSQL stores (both
-//! pass the same contract suites).
+//! What a host registers, kept in memory: MCP servers (`InMemoryMcpServers`), named model
+//! connections (`InMemoryConnections`) and preset templates (`InMemoryPresetTemplates`), with
+//! the rules of the file store (they pass the same contract suites).
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -8,7 +8,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use tt_domain::ids::is_valid_storage_segment;
 use tt_domain::mcp::McpServerEntry;
-use tt_ports::{ConnectionRepository, McpServerRepository, StorageResult};
+use tt_ports::{
+    ConnectionRepository, McpServerRepository, PresetTemplateRepository, StorageResult,
+};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -67,5 +69,36 @@ impl ConnectionRepository for InMemoryConnections {
             return Ok(false);
         }
         Ok(lock(&self.documents).remove(name).is_some())
+    }
+}
+
+/// Preset templates by api id and name, in memory.
+#[derive(Debug, Default)]
+pub struct InMemoryPresetTemplates {
+    templates: Mutex<BTreeMap<(String, String), String>>,
+}
+
+#[async_trait]
+impl PresetTemplateRepository for InMemoryPresetTemplates {
+    async fn read_preset_template(
+        &self,
+        api_id: &str,
+        name: &str,
+    ) -> StorageResult<Option<String>> {
+        let key = (api_id.to_owned(), name.to_owned());
+        Ok(lock(&self.templates).get(&key).cloned())
+    }
+
+    async fn put_preset_template(
+        &self,
+        api_id: &str,
+        name: &str,
+        template: &str,
+    ) -> StorageResult<()> {
+        tt_ports::store_inputs::check_storage_segment("preset api id", api_id)?;
+        tt_ports::store_inputs::check_storage_segment("preset name", name)?;
+        let key = (api_id.to_owned(), name.to_owned());
+        lock(&self.templates).insert(key, template.to_owned());
+        Ok(())
     }
 }
