@@ -33,6 +33,7 @@ async fn faulty_runtime(
         transcripts: None,
         mcp_servers: None,
         connections: None,
+        preset_templates: None,
         description: dir.display().to_string(),
     };
     let runtime = AgentRuntimeBuilder::new()

@@ -200,7 +200,12 @@ impl StoreFactory for FileStoreFactory {
             .split_once("://")
             .map(|(_, path)| path)
             .filter(|path| !path.is_empty())
-            .ok_or_else(|| StorageError::Other(format!("`{url}` names no directory")))?;
+            .ok_or_else(|| {
+                StorageError::Domain(tt_domain::DomainError::new(
+                    tt_domain::error_codes::AGENT_STORE_URL_INVALID,
+                    format!("`{url}` names no directory: give file:///path/to/dir"),
+                ))
+            })?;
         let dir = std::path::PathBuf::from(dir);
         let store = tt_adapter_storage_userdata::UserDataStore::open(dir.clone())?;
         let ids = crate::system::UuidIds;

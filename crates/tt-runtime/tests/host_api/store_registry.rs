@@ -29,6 +29,11 @@ async fn an_unknown_scheme_is_refused_with_a_code_naming_what_would_open() {
             error.message
         );
     }
+    let error = registry
+        .open("file://", &StoreOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, "agent.store_url_invalid", "{}", error.message);
     let error = StoreRegistry::new()
         .open("postgres://h/db", &StoreOptions::default())
         .await
