@@ -1011,3 +1011,6 @@ mod otel_live;
 
 #[path = "host_api/store_registry.rs"]
 mod store_registry;
+
+#[path = "host_api/provider_recipe.rs"]
+mod provider_recipe;
