@@ -32,6 +32,8 @@ async fn faulty_runtime(
         skills: None,
         transcripts: None,
         mcp_servers: None,
+        connections: None,
+        preset_templates: None,
         description: dir.display().to_string(),
     };
     let runtime = AgentRuntimeBuilder::new()

@@ -88,11 +88,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         106,
     ),
     (
-        "crates/tt-runtime/src/builder.rs",
-        "AgentRuntimeBuilder::build",
-        112,
-    ),
-    (
         "crates/tt-testkit/src/contract/invocations.rs",
         "tasks_are_found_by_parent_and_by_child",
         126,

@@ -125,6 +125,7 @@ impl AnthropicProvider {
 
 impl WireFormat for AnthropicProvider {
     type Accumulator = EventAccumulator;
+    const PROVIDER_FORMAT: &'static str = "anthropic_messages";
 
     fn request_body(
         &self,

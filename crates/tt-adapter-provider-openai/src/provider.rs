@@ -94,6 +94,7 @@ impl OpenAiProvider {
 
 impl WireFormat for OpenAiProvider {
     type Accumulator = ChunkAccumulator;
+    const PROVIDER_FORMAT: &'static str = "openai_chat_completions";
 
     fn request_body(
         &self,

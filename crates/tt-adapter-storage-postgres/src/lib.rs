@@ -8,6 +8,7 @@
 
 pub mod cluster;
 mod commit;
+mod connections;
 pub mod error;
 mod journal;
 mod lease;

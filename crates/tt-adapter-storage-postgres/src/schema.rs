@@ -459,6 +459,20 @@ $$;
 CREATE INDEX runs_by_chat ON runs (tt_run_chat(body));
 "#,
     ),
+    (
+        18,
+        "named model connections",
+        // One row per name (`ConnectionRepository`), so every host of the database offers the
+        // same connections with no file under its data dir; the body is the document as
+        // written (it names the variable holding a key, never the key).
+        r#"
+CREATE TABLE tt_connections (
+    name       text PRIMARY KEY,
+    body       text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use std::collections::BTreeMap;
-use tt_domain::skill::{MAX_SKILL_FILE_BYTES, SkillFilePath, SkillId, SkillScope, SkillSummary};
+use tt_domain::skill::{SkillFilePath, SkillId, SkillScope, SkillSummary};
 use tt_ports::{SkillRepository, StorageError, StorageResult};
 
 use crate::PostgresStore;
@@ -100,13 +100,7 @@ impl SkillRepository for PostgresStore {
                     StorageError::not_found(format!("skill file {shown}"))
                 });
             };
-            if bytes.len() as u64 > MAX_SKILL_FILE_BYTES {
-                return Err(StorageError::corrupt(
-                    shown,
-                    format!("larger than {MAX_SKILL_FILE_BYTES} bytes"),
-                ));
-            }
-            String::from_utf8(bytes).map_err(|_| StorageError::corrupt(shown, "not UTF-8 text"))
+            tt_ports::store_inputs::skill_file_text(shown, bytes)
         })
         .await
     }

@@ -3,28 +3,16 @@
 //! transcript commit bridge published.
 
 use async_trait::async_trait;
-use tt_domain::DomainError;
-use tt_domain::error_codes;
-use tt_domain::ids::is_valid_storage_segment;
 use tt_domain::transcript::TranscriptEntry;
-use tt_ports::{StorageError, StorageResult, TranscriptRepository};
+use tt_ports::{StorageResult, TranscriptRepository};
 
 use crate::PostgresStore;
 use crate::error::{io, parse, to_json};
 use crate::retry::retrying;
 
-/// The same rule as the file store, which names a file after the workspace id.
+/// The same rule as every store (`tt_ports::store_inputs`).
 fn check_workspace_id(workspace_id: &str) -> StorageResult<()> {
-    if is_valid_storage_segment(workspace_id) {
-        return Ok(());
-    }
-    Err(StorageError::Domain(DomainError::new(
-        error_codes::AGENT_STORAGE_SEGMENT_INVALID,
-        format!(
-            "workspace id `{}` must be 1 to 128 characters of letters, digits, `-` or `_`",
-            workspace_id.chars().take(80).collect::<String>()
-        ),
-    )))
+    tt_ports::store_inputs::check_storage_segment("workspace id", workspace_id)
 }
 
 #[async_trait]

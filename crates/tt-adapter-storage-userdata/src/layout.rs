@@ -2,8 +2,6 @@
 //! path segment (`[A-Za-z0-9_-]{1,128}`).
 
 use std::path::{Path, PathBuf};
-use tt_domain::DomainError;
-use tt_domain::error_codes;
 use tt_domain::ids::is_valid_storage_segment;
 use tt_ports::{RunDocument, StorageError, StorageResult};
 
@@ -126,19 +124,9 @@ impl Layout {
     }
 }
 
-/// Refuses an id that is not a safe single path segment.
+/// Refuses an id that is not a safe single path segment (`tt_ports::store_inputs`).
 pub(crate) fn check_segment(what: &str, raw: &str) -> StorageResult<()> {
-    if is_valid_storage_segment(raw) {
-        Ok(())
-    } else {
-        Err(StorageError::Domain(DomainError::new(
-            error_codes::AGENT_STORAGE_SEGMENT_INVALID,
-            format!(
-                "{what} `{}` must be 1 to 128 characters of letters, digits, `-` or `_`",
-                raw.chars().take(80).collect::<String>()
-            ),
-        )))
-    }
+    tt_ports::store_inputs::check_storage_segment(what, raw)
 }
 
 /// Where a run document lives: the run's input snapshots stay files a person can open; every

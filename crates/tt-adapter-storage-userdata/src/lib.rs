@@ -8,6 +8,8 @@
 //! profiles/<profileId>.json                    profile definitions
 //! skills/...                                   skill files per scope
 //! transcripts/<workspaceId>.jsonl              what the transcript bridge published
+//! connections/<name>.json                      named model connections (`ConnectionFiles`)
+//! mcp/servers/<name>.json                      registered MCP servers (`McpServerFiles`)
 //! chats/<workspaceId>/persistent-states/<stateId>/{manifest.json, persist/...}
 //! chats/<workspaceId>/chat-head/<generation>     the run holding the chat's head
 //! chats/<workspaceId>/runs/<runId>/
@@ -22,6 +24,7 @@
 //! docs/storage.md (the durability points).
 
 mod chat_head;
+mod connections;
 mod durability;
 mod event_line;
 #[cfg(test)]
@@ -35,6 +38,7 @@ mod listing;
 mod locks;
 mod mcp_servers;
 mod owned;
+mod presets;
 mod profile_cache;
 mod profiles;
 mod reader;
@@ -67,7 +71,9 @@ use crate::locks::KeyedLocks;
 use crate::owned::OwnedRun;
 use crate::reader::ReaderViews;
 
+pub use crate::connections::ConnectionFiles;
 pub use crate::mcp_servers::McpServerFiles;
+pub use crate::presets::PresetTemplateFiles;
 pub use crate::recovery::{InterruptedRun, OWNER_EXITED};
 pub use crate::show::RECORD_REFERENCES;
 

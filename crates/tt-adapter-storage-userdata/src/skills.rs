@@ -245,14 +245,9 @@ fn read_sync(
     if !meta.is_file() {
         return Err(StorageError::not_found(format!("skill file {file_shown}")));
     }
-    if meta.len() > MAX_SKILL_FILE_BYTES {
-        return Err(StorageError::corrupt(
-            file_shown,
-            format!("larger than {MAX_SKILL_FILE_BYTES} bytes"),
-        ));
-    }
+    tt_ports::store_inputs::check_skill_file_size(&file_shown, meta.len())?;
     let bytes = fs::read(&physical).map_err(|err| fsutil::io_error(file_shown.clone(), &err))?;
-    String::from_utf8(bytes).map_err(|_| StorageError::corrupt(file_shown, "not UTF-8 text"))
+    tt_ports::store_inputs::skill_file_text(file_shown, bytes)
 }
 
 impl UserDataStore {

@@ -81,3 +81,39 @@ fn userdata_mcp_servers() -> tt_testkit::contract::McpServersUnderTest {
 }
 
 tt_testkit::mcp_servers_contract_tests!(userdata_mcp_servers());
+
+/// A fresh data dir's connection files; reopening reads them through a new handle.
+fn userdata_connections() -> tt_testkit::contract::ConnectionsUnderTest {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("data");
+    let files = tt_adapter_storage_userdata::ConnectionFiles::in_data_dir(&root);
+    tt_testkit::contract::ConnectionsUnderTest {
+        repo: std::sync::Arc::new(files),
+        reopen: std::sync::Arc::new(move || {
+            std::sync::Arc::new(tt_adapter_storage_userdata::ConnectionFiles::in_data_dir(
+                &root,
+            )) as _
+        }),
+        _guard: Some(Box::new(dir)),
+    }
+}
+
+tt_testkit::connections_contract_tests!(userdata_connections());
+
+/// A fresh data dir's preset template files; reopening reads them through a new handle.
+fn userdata_preset_templates() -> tt_testkit::contract::PresetTemplatesUnderTest {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("data");
+    let files = tt_adapter_storage_userdata::PresetTemplateFiles::in_data_dir(&root);
+    tt_testkit::contract::PresetTemplatesUnderTest {
+        repo: std::sync::Arc::new(files),
+        reopen: std::sync::Arc::new(move || {
+            std::sync::Arc::new(
+                tt_adapter_storage_userdata::PresetTemplateFiles::in_data_dir(&root),
+            ) as _
+        }),
+        _guard: Some(Box::new(dir)),
+    }
+}
+
+tt_testkit::preset_templates_contract_tests!(userdata_preset_templates());

@@ -5,20 +5,25 @@
 //! `Arc<dyn Port>` and swaps them at run time (userdata vs in-memory storage, scripted vs HTTP
 //! models); native `async fn` in traits is not yet object safe.
 
+pub mod connections;
 pub mod error;
 pub mod host;
 pub mod journal;
 pub mod mcp_servers;
 pub mod model;
+pub mod presets;
 pub mod profiles;
 pub mod prompt;
 pub mod runs;
 pub mod skills;
+pub mod store_inputs;
+pub mod stores;
 pub mod system;
 pub mod tools;
 pub mod transcripts;
 pub mod workspace;
 
+pub use connections::ConnectionRepository;
 pub use error::{HostBridgeError, ModelError, ModelTimeLimit, StorageError, StorageResult};
 pub use host::{
     ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge, MetadataUpdateAnswer,
@@ -30,6 +35,7 @@ pub use model::{
     ConnectionModelInfo, DroppedSetting, ModelConnections, ModelDeltaSink, ModelProvider,
     NoConnections, ResolvedConnection, ServerContextWindow, UnsupportedSettings, provider_fields,
 };
+pub use presets::PresetTemplateRepository;
 pub use profiles::ProfileRepository;
 pub use prompt::{
     AssembledSettings, PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker,
@@ -40,6 +46,7 @@ pub use runs::{
     SerializedDocument, TaskTransitionOutcome,
 };
 pub use skills::SkillRepository;
+pub use stores::{StoragePorts, StoreFactory, StoreOptions};
 pub use system::{Clock, IdGenerator};
 pub use tools::{
     ExternalToolCall, ExternalToolDefinition, ExternalToolOutput, ExternalTools, McpClient,

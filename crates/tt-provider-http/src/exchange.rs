@@ -33,6 +33,8 @@ pub trait StreamAccumulator: Default + Send {
 /// A provider's wire format: what the shared exchange cannot know.
 pub trait WireFormat: Send + Sync {
     type Accumulator: StreamAccumulator;
+    /// The format's name in events' `providerFormat` (`openai_chat_completions`).
+    const PROVIDER_FORMAT: &'static str;
     /// The encoded request body (`stream` asks for server-sent events).
     fn request_body(
         &self,

@@ -3,7 +3,8 @@
 //! flow of a whole or streamed call (`exchange`), parameterised by the adapter's wire format.
 //!
 //! Not an adapter itself: it knows only tt-domain and tt-ports (and the HTTP client), so the
-//! adapters can share it without depending on one another. With the `test-support` feature
+//! adapters can share it without depending on one another; nor does it know their names: each
+//! adapter states its name and wire format (`WireFormat::PROVIDER_FORMAT`). With the `test-support` feature
 //! (dev-dependencies only) it also carries the 127.0.0.1 test server, a strict fake of
 //! llama.cpp's server (`llama_fake`) and the fixtures both adapters' tests use.
 
@@ -19,12 +20,3 @@ pub mod sse;
 pub mod test_fixtures;
 #[cfg(feature = "test-support")]
 pub mod test_server;
-
-/// The wire format an HTTP adapter named `name` speaks, for events' `providerFormat`.
-pub fn provider_format_of(name: &str) -> &str {
-    match name {
-        "openai" => "openai_chat_completions",
-        "anthropic" => "anthropic_messages",
-        other => other,
-    }
-}

@@ -118,7 +118,8 @@ macro_rules! connection_setters {
 
 /// Implements `ModelProvider` for an adapter's provider type `$provider` named `$name`: both
 /// calls go through its `http: HttpEndpoint` field with the provider as the
-/// [`WireFormat`](crate::exchange::WireFormat). The provider type also has
+/// [`WireFormat`](crate::exchange::WireFormat), whose `PROVIDER_FORMAT` is its
+/// `provider_format`. The provider type also has
 /// `server_context_window` (the window probe) and `unsupported_settings` (the settings check).
 #[macro_export]
 macro_rules! http_model_provider {
@@ -130,7 +131,7 @@ macro_rules! http_model_provider {
             }
 
             fn provider_format(&self) -> &str {
-                $crate::provider_format_of($name)
+                <$provider as $crate::exchange::WireFormat>::PROVIDER_FORMAT
             }
 
             fn transport(&self) -> &str {

@@ -52,7 +52,8 @@ pub enum PromptBrokerChoice {
     /// The host answers through `read_prompt_assembly_request` / `resolve_prompt_assembly`
     /// (the default for linked hosts).
     HostApi,
-    /// Preset template files under `<data dir>/presets/<apiId>/<name>.json` (the CLI).
+    /// Preset templates the store keeps: by default the files
+    /// `<data dir>/presets/<apiId>/<name>.json` (the CLI).
     Templates,
     /// Any other broker.
     Custom(Arc<dyn tt_ports::PromptAssemblyBroker>),
@@ -182,8 +183,10 @@ impl AgentRuntimeBuilder {
     }
 
     /// Where runs are stored: the embedded file store under the data dir (the default) or
-    /// another store, e.g. PostgreSQL from [`crate::open_store_url`] (which keeps skills and
-    /// transcripts too). Connections and preset templates stay under the data dir either way.
+    /// another store, e.g. PostgreSQL from [`crate::open_store_url`] (which keeps skills,
+    /// transcripts and MCP servers too). Connections stay under the data dir unless the store
+    /// keeps them too ([`crate::StoragePorts::connections`]); preset templates stay there
+    /// either way.
     pub fn store(mut self, choice: StoreChoice) -> Self {
         self.store = choice;
         self
@@ -241,21 +244,12 @@ impl AgentRuntimeBuilder {
             ),
             StoreChoice::Ports(ports) => ports,
         };
-        let transcript_store: Arc<dyn tt_ports::TranscriptRepository> = match &ports.transcripts {
-            Some(transcripts) => Arc::clone(transcripts),
-            None => store.clone(),
-        };
-        let transcripts = Arc::new(TranscriptCommitBridge::new(transcript_store));
-        let mcp_store: Arc<dyn tt_ports::McpServerRepository> = match &ports.mcp_servers {
-            Some(servers) => Arc::clone(servers),
-            None => Arc::new(tt_adapter_storage_userdata::McpServerFiles::in_data_dir(
-                &data_dir,
-            )),
-        };
+        let side = SideStores::of(&ports, &store, &data_dir);
+        let transcripts = Arc::new(TranscriptCommitBridge::new(side.transcripts));
         let tools = crate::tools::ToolRouter {
             host: host_tools,
             mcp: crate::tools::mcp_servers::McpServers::new(
-                mcp_store,
+                side.mcp_servers,
                 self.mcp_client
                     .unwrap_or_else(|| Arc::new(tt_adapter_tools_mcp::RmcpClient::new())),
                 Arc::clone(&clock),
@@ -280,17 +274,12 @@ impl AgentRuntimeBuilder {
             match self.prompt_broker.unwrap_or(PromptBrokerChoice::HostApi) {
                 PromptBrokerChoice::HostApi => host_prompts.clone(),
                 PromptBrokerChoice::Templates => {
-                    Arc::new(TemplatePromptBroker::new(data_dir.join("presets")))
+                    Arc::new(TemplatePromptBroker::new(side.preset_templates))
                 }
                 PromptBrokerChoice::Custom(broker) => broker,
             };
-        let connections = self
-            .connections
-            .with_directory(data_dir.join("connections"));
-        let skills: Arc<dyn tt_ports::SkillRepository> = match &ports.skills {
-            Some(skills) => Arc::clone(skills),
-            None => store.clone(),
-        };
+        let connections = self.connections.with_store(side.connections);
+        let skills = side.skills;
         let services = RuntimeServices {
             runs: ports.runs,
             invocations: ports.invocations,
@@ -321,6 +310,42 @@ impl AgentRuntimeBuilder {
             connections,
             (data_dir, otel),
         ))
+    }
+}
+
+/// The stores a runtime keeps beside the run ports: those the chosen store keeps, else the data
+/// dir's (its file store, `mcp/servers/`, `connections/`, `presets/`).
+struct SideStores {
+    skills: Arc<dyn tt_ports::SkillRepository>,
+    transcripts: Arc<dyn tt_ports::TranscriptRepository>,
+    mcp_servers: Arc<dyn tt_ports::McpServerRepository>,
+    connections: Arc<dyn tt_ports::ConnectionRepository>,
+    preset_templates: Arc<dyn tt_ports::PresetTemplateRepository>,
+}
+
+impl SideStores {
+    fn of(
+        ports: &crate::store::StoragePorts,
+        store: &Arc<UserDataStore>,
+        data_dir: &std::path::Path,
+    ) -> Self {
+        use tt_adapter_storage_userdata::{ConnectionFiles, McpServerFiles, PresetTemplateFiles};
+        Self {
+            skills: ports.skills.clone().unwrap_or_else(|| store.clone()),
+            transcripts: ports.transcripts.clone().unwrap_or_else(|| store.clone()),
+            mcp_servers: ports
+                .mcp_servers
+                .clone()
+                .unwrap_or_else(|| Arc::new(McpServerFiles::in_data_dir(data_dir))),
+            connections: ports
+                .connections
+                .clone()
+                .unwrap_or_else(|| Arc::new(ConnectionFiles::in_data_dir(data_dir))),
+            preset_templates: ports
+                .preset_templates
+                .clone()
+                .unwrap_or_else(|| Arc::new(PresetTemplateFiles::in_data_dir(data_dir))),
+        }
     }
 }
 

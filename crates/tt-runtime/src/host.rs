@@ -713,10 +713,11 @@ impl AgentRuntime {
     }
 
     /// The named model connections a run (`StartRunRequest::connection`) or a profile may
-    /// name: those registered with the builder and the connection files of the data dir.
-    pub fn list_connections(&self) -> HostResult<Vec<ConnectionSummary>> {
+    /// name: those registered with the builder and the connections the store keeps (the
+    /// connection files of the data dir unless the store keeps its own).
+    pub async fn list_connections(&self) -> HostResult<Vec<ConnectionSummary>> {
         self.ensure_open()?;
-        Ok(self.connections.list())
+        Ok(self.connections.list().await)
     }
 
     /// A live feed of the status changes of the runs this runtime writes: starts, status

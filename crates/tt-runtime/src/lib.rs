@@ -58,8 +58,8 @@ pub use run_handle::{
 pub use run_updates::{RunUpdate, RunUpdates};
 pub use signals::StopSignals;
 pub use store::{
-    STORE_LEASE_MS_ENV, STORE_URL_ENV, StoragePorts, StoreChoice, StoreOptions, open_store_url,
-    open_store_url_with, redact as redact_store_url,
+    STORE_LEASE_MS_ENV, STORE_URL_ENV, StoragePorts, StoreChoice, StoreOptions, StoreRegistry,
+    open_store_url, open_store_url_with, redact as redact_store_url,
 };
 pub use tools::host_answers::{
     AnswerHostToolCallRequest, DEFAULT_HOST_ANSWER_TIMEOUT, HostToolFailure, PendingHostToolCall,
@@ -70,6 +70,9 @@ pub use tt_domain::mcp::{
     McpCallOutput, McpCatalog, McpServerConfig, McpServerEntry, McpToolInfo, McpTransport,
 };
 pub use tt_domain::tool_model::{ExternalToolFacts, SideEffect, ToolPermission};
+/// What a storage adapter implements to be opened from a URL ([`StoreRegistry::register`]),
+/// and the port a store keeps named model connections through.
+pub use tt_ports::{ConnectionRepository, StoreFactory};
 pub use tt_ports::{McpClient, ToolSourceError};
 
 /// Re-exports a host or the CLI needs without depending on inner crates.

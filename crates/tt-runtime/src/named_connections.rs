@@ -1,12 +1,15 @@
 //! Named model connections, resolved by a profile's `model.connectionRef`: those registered
-//! with the builder, then connection files `<data dir>/connections/<name>.json`.
+//! with the builder, then the connection documents of the store's `ConnectionRepository`
+//! (by default the connection files `<data dir>/connections/<name>.json`).
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tt_domain::generation::GenerationSettings;
-use tt_ports::{ModelConnections, ModelError, ModelProvider, ResolvedConnection};
+use tt_ports::{
+    ConnectionRepository, ModelConnections, ModelError, ModelProvider, ResolvedConnection,
+};
 
 /// A provider, its non-secret description, its default generation settings and what it says
 /// about its models.
@@ -19,11 +22,11 @@ struct Entry {
 }
 
 /// Connections by name: registered ones (name → provider + a non-secret description for
-/// events), then, if a directory is set, `<dir>/<name>.json` files built on first use.
+/// events), then, if a store is set, the documents it keeps, built on first use.
 #[derive(Default, Clone)]
 pub(crate) struct NamedConnections {
     entries: HashMap<String, Entry>,
-    dir: Option<std::path::PathBuf>,
+    stored: Option<Arc<dyn ConnectionRepository>>,
     built: Arc<std::sync::Mutex<HashMap<String, Entry>>>,
 }
 
@@ -146,68 +149,41 @@ impl NamedConnections {
     }
 
     /// Every connection a run or profile may name, sorted by name: the registered ones, then
-    /// the connection files a registered name does not hide. A file that cannot be read or
-    /// parsed is listed with its problem, never skipped in silence; no provider is built.
-    pub(crate) fn list(&self) -> Vec<crate::dto::ConnectionSummary> {
+    /// the stored documents a registered name does not hide. A document that cannot be read
+    /// or parsed is listed with its problem, never skipped in silence; no provider is built.
+    /// A store that cannot list its names adds none.
+    pub(crate) async fn list(&self) -> Vec<crate::dto::ConnectionSummary> {
         use crate::dto::{ConnectionSource, ConnectionSummary};
         let mut listed: Vec<ConnectionSummary> = self
             .entries
             .iter()
-            .map(
-                |(
-                    name,
-                    Entry {
-                        provider,
-                        description,
-                        ..
-                    },
-                )| ConnectionSummary {
-                    name: name.clone(),
-                    source: ConnectionSource::Registered,
-                    description: if description.is_null() {
-                        json!({"name": name, "provider": provider.name()})
-                    } else {
-                        description.clone()
-                    },
-                    problem: None,
-                },
-            )
+            .map(|(name, entry)| ConnectionSummary {
+                name: name.clone(),
+                source: ConnectionSource::Registered,
+                description: entry.described(name),
+                problem: None,
+            })
             .collect();
-        let files = self
-            .dir
-            .as_ref()
-            .and_then(|dir| std::fs::read_dir(dir).ok())
-            .into_iter()
-            .flatten()
-            .flatten();
-        for entry in files {
-            let file_name = entry.file_name();
-            let Some(name) = file_name
-                .to_str()
-                .and_then(|file| file.strip_suffix(".json"))
-                .filter(|name| tt_domain::ids::is_valid_storage_segment(name))
-            else {
-                continue;
-            };
-            if self.entries.contains_key(name) {
+        let names = match &self.stored {
+            Some(stored) => stored.list_connection_names().await.unwrap_or_default(),
+            None => Vec::new(),
+        };
+        for name in names {
+            if self.entries.contains_key(&name) {
                 continue;
             }
-            let parsed = std::fs::read_to_string(entry.path())
-                .map_err(|err| err.to_string())
-                .and_then(|text| {
-                    serde_json::from_str::<ConnectionFile>(&text).map_err(|err| err.to_string())
-                })
-                .and_then(|file| file.to_spec().map_err(|err| err.to_string()));
-            let (description, problem) = match parsed {
-                Ok(spec) => {
+            let (description, problem) = match self.read_spec(&name).await {
+                Ok(Some(spec)) => {
                     let mut description = spec.description();
                     description["name"] = json!(name);
                     (description, None)
                 }
+                // Removed since it was listed.
+                Ok(None) => continue,
                 Err(problem) => (json!({"name": name}), Some(problem)),
             };
             listed.push(ConnectionSummary {
-                name: name.to_owned(),
+                name,
                 source: ConnectionSource::File,
                 description,
                 problem,
@@ -217,43 +193,55 @@ impl NamedConnections {
         listed
     }
 
-    /// Also look for `<dir>/<name>.json` connection files.
-    pub(crate) fn with_directory(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.dir = Some(dir.into());
+    /// Also look for the connection documents `stored` keeps.
+    pub(crate) fn with_store(mut self, stored: Arc<dyn ConnectionRepository>) -> Self {
+        self.stored = Some(stored);
         self
     }
 
-    fn load_file(&self, name: &str) -> Result<Option<Entry>, ModelError> {
-        let Some(dir) = &self.dir else {
+    /// Also look for `<dir>/<name>.json` connection files.
+    #[cfg(test)]
+    pub(crate) fn with_directory(self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.with_store(Arc::new(tt_adapter_storage_userdata::ConnectionFiles::new(
+            dir,
+        )))
+    }
+
+    /// The stored document of `name` parsed into a spec; `Ok(None)` when there is none, the
+    /// problem as text when it cannot be read or used.
+    async fn read_spec(
+        &self,
+        name: &str,
+    ) -> Result<Option<crate::connections::ConnectionSpec>, String> {
+        let Some(stored) = &self.stored else {
             return Ok(None);
         };
-        if !tt_domain::ids::is_valid_storage_segment(name) {
+        let Some(text) = stored
+            .read_connection(name)
+            .await
+            .map_err(|err| err.to_string())?
+        else {
+            return Ok(None);
+        };
+        let file: ConnectionFile = serde_json::from_str(&text).map_err(|err| err.to_string())?;
+        file.to_spec().map(Some).map_err(|err| err.to_string())
+    }
+
+    /// The stored connection `name`, its provider built once and kept.
+    async fn load_stored(&self, name: &str) -> Result<Option<Entry>, ModelError> {
+        if self.stored.is_none() || !tt_domain::ids::is_valid_storage_segment(name) {
             return Ok(None);
         }
-        let mut built = self
-            .built
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(entry) = built.get(name) {
+        if let Some(entry) = self.built_entries().get(name) {
             return Ok(Some(entry.clone()));
         }
-        let path = dir.join(format!("{name}.json"));
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => {
-                return Err(ModelError::Other(format!(
-                    "connection file {}: {err}",
-                    path.display()
-                )));
-            }
+        let Some(spec) = self
+            .read_spec(name)
+            .await
+            .map_err(|err| ModelError::Other(format!("connection `{name}`: {err}")))?
+        else {
+            return Ok(None);
         };
-        let file: ConnectionFile = serde_json::from_str(&text).map_err(|err| {
-            ModelError::Other(format!("connection file {}: {err}", path.display()))
-        })?;
-        let spec = file
-            .to_spec()
-            .map_err(|err| ModelError::Other(format!("connection `{name}`: {err}")))?;
         let provider = crate::connections::build_provider(&spec)
             .map_err(|err| ModelError::Other(format!("connection `{name}`: {err}")))?;
         let provider = crate::connections::LearnedWindows::wrap(provider);
@@ -265,8 +253,27 @@ impl NamedConnections {
             model_info: spec.model_info(),
             generation: spec.generation,
         };
-        built.insert(name.to_owned(), entry.clone());
-        Ok(Some(entry))
+        // Two first uses at once: the first one built is kept, so every run shares it.
+        let mut built = self.built_entries();
+        let kept = built.entry(name.to_owned()).or_insert(entry);
+        Ok(Some(kept.clone()))
+    }
+
+    fn built_entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.built
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Entry {
+    /// Its description, or its name and provider when it was registered with none.
+    fn described(&self, name: &str) -> Value {
+        if self.description.is_null() {
+            json!({"name": name, "provider": self.provider.name()})
+        } else {
+            self.description.clone()
+        }
     }
 }
 
@@ -276,29 +283,24 @@ impl ModelConnections for NamedConnections {
         &self,
         connection_ref: &str,
     ) -> Result<Option<ResolvedConnection>, ModelError> {
-        if !self.entries.contains_key(connection_ref) {
-            return Ok(self
-                .load_file(connection_ref)?
-                .map(|entry| ResolvedConnection {
+        let entry = match self.entries.get(connection_ref) {
+            Some(entry) => ResolvedConnection {
+                provider: Arc::clone(&entry.provider),
+                description: entry.described(connection_ref),
+                generation: entry.generation.clone(),
+                model_info: entry.model_info.clone(),
+            },
+            None => match self.load_stored(connection_ref).await? {
+                Some(entry) => ResolvedConnection {
                     provider: entry.provider,
                     description: entry.description,
                     generation: entry.generation,
                     model_info: entry.model_info,
-                }));
-        }
-        Ok(self
-            .entries
-            .get(connection_ref)
-            .map(|entry| ResolvedConnection {
-                provider: Arc::clone(&entry.provider),
-                description: if entry.description.is_null() {
-                    json!({"name": connection_ref, "provider": entry.provider.name()})
-                } else {
-                    entry.description.clone()
                 },
-                generation: entry.generation.clone(),
-                model_info: entry.model_info.clone(),
-            }))
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(entry))
     }
 }
 
@@ -383,8 +385,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_list_shows_registered_names_and_files_with_their_problems() {
+    #[tokio::test]
+    async fn the_list_shows_registered_names_and_files_with_their_problems() {
         use crate::dto::ConnectionSource;
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
@@ -401,7 +403,7 @@ mod tests {
                 Ok(tt_adapter_provider_scripted::ModelReply::text("unused"))
             }));
         connections.insert("shadowed", provider, Value::Null);
-        let listed = connections.with_directory(dir.path()).list();
+        let listed = connections.with_directory(dir.path()).list().await;
         let names: Vec<_> = listed.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["broken", "local", "shadowed"]);
         assert_eq!(listed[0].source, ConnectionSource::File);

@@ -1,18 +1,18 @@
 //! Prompt-assembly brokers a host can choose from: answer through the host API
-//! (`read_prompt_assembly_request` / `resolve_prompt_assembly`), or assemble from preset template
-//! files under the data dir (what the CLI uses when no host is attached).
+//! (`read_prompt_assembly_request` / `resolve_prompt_assembly`), or assemble from the preset
+//! templates the store keeps, by default files under the data dir (what the CLI uses when no
+//! host is attached).
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
 use tt_domain::error_codes;
 use tt_ports::{
-    HostBridgeError, PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker,
-    PromptAssemblyRequest,
+    HostBridgeError, PendingPromptAssembly, PresetTemplateRepository, PromptAssemblyAnswer,
+    PromptAssemblyBroker, PromptAssemblyRequest,
 };
 
 use crate::dto::HostError;
@@ -202,71 +202,96 @@ pub(crate) struct PresetTemplate {
     pub messages: Vec<TemplateEntry>,
 }
 
-/// Assembles prompts from preset template files, at once.
-#[derive(Debug)]
+/// Assembles prompts from preset templates, at once: those the store keeps
+/// (`PresetTemplateRepository`; by default the files `<data dir>/presets/<apiId>/<name>.json`).
 pub(crate) struct TemplatePromptBroker {
-    dir: PathBuf,
+    templates: Arc<dyn PresetTemplateRepository>,
+}
+
+impl std::fmt::Debug for TemplatePromptBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TemplatePromptBroker")
+            .finish_non_exhaustive()
+    }
 }
 
 impl TemplatePromptBroker {
-    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+    pub(crate) fn new(templates: Arc<dyn PresetTemplateRepository>) -> Self {
+        Self { templates }
     }
 
-    fn template_path(&self, preset_ref: &Value) -> Result<PathBuf, String> {
+    /// The api id and name a preset reference names.
+    fn template_key(preset_ref: &Value) -> Result<(String, String), String> {
         let segment = |key: &str| {
             preset_ref
                 .get(key)
                 .and_then(Value::as_str)
                 .filter(|value| tt_domain::ids::is_valid_storage_segment(value))
+                .map(str::to_owned)
                 .ok_or_else(|| format!("preset `{key}` must be letters, digits, `-` or `_`"))
         };
-        Ok(self
-            .dir
-            .join(segment("apiId")?)
-            .join(format!("{}.json", segment("name")?)))
+        Ok((segment("apiId")?, segment("name")?))
     }
 
-    fn assemble(&self, request: &PromptAssemblyRequest) -> Result<PromptAssemblyAnswer, String> {
-        let path = self.template_path(&request.preset_ref)?;
-        let text = std::fs::read_to_string(&path)
-            .map_err(|err| format!("preset template {}: {err}", path.display()))?;
-        let template: PresetTemplate = serde_json::from_str(&text)
-            .map_err(|err| format!("preset template {}: {err}", path.display()))?;
-        let mut messages = Vec::new();
-        for entry in &template.messages {
-            match entry {
-                TemplateEntry::Message { role, content } => {
-                    let content = content
-                        .replace("{{agentSystemPrompt}}", &request.agent_system_prompt)
-                        .replace("{{agentTask}}", &request.agent_task_prompt);
-                    // A root agent without a request has no task: its message drops out.
-                    if !content.trim().is_empty() {
-                        messages.push(json!({"role": role, "content": content}));
-                    }
-                }
-                TemplateEntry::Insert { insert } if insert == "history" => {
-                    if let Some(frozen) = request
-                        .frozen_run_input_snapshot
-                        .get("messages")
-                        .and_then(Value::as_array)
-                    {
-                        messages.extend(frozen.iter().cloned());
-                    }
-                }
-                TemplateEntry::Insert { insert } => {
-                    return Err(format!("unknown insert `{insert}` in {}", path.display()));
-                }
-            }
-        }
+    async fn assemble(
+        &self,
+        request: &PromptAssemblyRequest,
+    ) -> Result<PromptAssemblyAnswer, String> {
+        let (api_id, name) = Self::template_key(&request.preset_ref)?;
+        let shown = format!("presets/{api_id}/{name}.json");
+        let text = self
+            .templates
+            .read_preset_template(&api_id, &name)
+            .await
+            .map_err(|err| format!("preset template {shown}: {err}"))?
+            .ok_or_else(|| format!("preset template {shown}: not found"))?;
+        let template: PresetTemplate =
+            serde_json::from_str(&text).map_err(|err| format!("preset template {shown}: {err}"))?;
+        let messages = template_messages(&template, request, &shown)?;
         Ok(PromptAssemblyAnswer {
             prompt_snapshot: json!({"messages": messages, "contextPolicy": request.agent_context_policy}),
-            assembly: json!({"engine": "template", "preset": request.preset_ref, "template": path.file_name().map(|n| n.to_string_lossy().into_owned())}),
+            assembly: json!({"engine": "template", "preset": request.preset_ref, "template": format!("{name}.json")}),
             frozen_run_input_snapshot: None,
             generation_intent: None,
             settings: None,
         })
     }
+}
+
+/// The messages `template` makes of `request`: its messages with the agent's prompt and task
+/// filled in, the conversation where it inserts `history`.
+fn template_messages(
+    template: &PresetTemplate,
+    request: &PromptAssemblyRequest,
+    shown: &str,
+) -> Result<Vec<Value>, String> {
+    let mut messages = Vec::new();
+    for entry in &template.messages {
+        match entry {
+            TemplateEntry::Message { role, content } => {
+                let content = content
+                    .replace("{{agentSystemPrompt}}", &request.agent_system_prompt)
+                    .replace("{{agentTask}}", &request.agent_task_prompt);
+                // A root agent without a request has no task: its message drops out.
+                if !content.trim().is_empty() {
+                    messages.push(json!({"role": role, "content": content}));
+                }
+            }
+            TemplateEntry::Insert { insert } if insert == "history" => {
+                if let Some(frozen) = request
+                    .frozen_run_input_snapshot
+                    .get("messages")
+                    .and_then(Value::as_array)
+                {
+                    messages.extend(frozen.iter().cloned());
+                }
+            }
+            TemplateEntry::Insert { insert } => {
+                return Err(format!("unknown insert `{insert}` in {shown}"));
+            }
+        }
+    }
+    Ok(messages)
 }
 
 #[async_trait]
@@ -275,7 +300,10 @@ impl PromptAssemblyBroker for TemplatePromptBroker {
         &self,
         request: PromptAssemblyRequest,
     ) -> Result<PendingPromptAssembly, HostBridgeError> {
-        let answer = self.assemble(&request).map_err(HostBridgeError::Rejected);
+        let answer = self
+            .assemble(&request)
+            .await
+            .map_err(HostBridgeError::Rejected);
         Ok(Box::pin(std::future::ready(answer)))
     }
 }

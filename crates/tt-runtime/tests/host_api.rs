@@ -726,6 +726,7 @@ async fn a_run_started_on_a_named_connection_talks_to_it_instead_of_the_default_
         .unwrap();
     let names: Vec<_> = runtime
         .list_connections()
+        .await
         .unwrap()
         .into_iter()
         .map(|connection| connection.name)
@@ -1007,3 +1008,9 @@ mod postgres;
 
 #[path = "host_api/otel_live.rs"]
 mod otel_live;
+
+#[path = "host_api/store_registry.rs"]
+mod store_registry;
+
+#[path = "host_api/provider_recipe.rs"]
+mod provider_recipe;

@@ -1,9 +1,10 @@
 //! Test support for tt-agent-runtime: deterministic fakes for every port (`fakes`), the
 //! storage contract suites every storage adapter must pass (`contract`), and the one leak
 //! scanner for model-facing text (`leaks`), and the completeness check of docs/events.md
-//! (`events_doc`).
+//! (`events_doc`); and `memory_store`, the fakes as a store opened from a `memory://` URL.
 
 pub mod contract;
 pub mod events_doc;
 pub mod fakes;
 pub mod leaks;
+pub mod memory_store;

@@ -294,6 +294,8 @@ super::error_codes! {
         "A write reached a store opened for reading only.";
     AGENT_STORAGE_SEGMENT_INVALID = "agent.storage_segment_invalid", Storage,
         "An id used as a storage name is not 1 to 128 letters, digits, `-` or `_`.";
+    AGENT_STORE_URL_INVALID = "agent.store_url_invalid", Configuration,
+        "The store URL has a known scheme but names nothing its store can open (`file://` without a directory).";
     AGENT_STORE_URL_UNSUPPORTED = "agent.store_url_unsupported", Configuration,
         "The store URL names a kind of store this runtime does not have.";
     AGENT_TARGET_CALLER_DENIED = "agent.target_caller_denied", ToolRefusal,

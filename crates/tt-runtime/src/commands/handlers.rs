@@ -175,7 +175,7 @@ pub async fn list_agent_connections(
     rt: &AgentRuntime,
     _request: NoInput,
 ) -> HostResult<Vec<ConnectionSummary>> {
-    rt.list_connections()
+    rt.list_connections().await
 }
 
 /// Waits for the run's end and answers its outcome: the final record, why it failed, and

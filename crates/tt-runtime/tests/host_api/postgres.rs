@@ -1,7 +1,8 @@
 //! PostgreSQL for embedders (docs/host-api.md): two runtimes on one database, each with its own
 //! store, as two processes would be. A runtime that waits on or follows a run whose owner dies
 //! sees it `interrupted` (stored record and journal's end agreeing), and a runtime that reads
-//! another's live run reads the status its journal says. The cluster is a throwaway one the
+//! another's live run reads the status its journal says; a connection one host stores is
+//! listed by another, with no data dir holding it. The cluster is a throwaway one the
 //! tests start (`TestCluster`); every test gets its own database.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -59,8 +60,8 @@ async fn open_on_postgres(
     // `lease`: how long a stalled owner keeps its runs (None: the store's 15 s).
     let store = tt_runtime::open_store_url_with(url, &StoreOptions { lease }).await?;
     let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir) // still used: connections and preset templates stay here
-        .store(store) // runs, journal, workspace, profiles, skills, transcripts, MCP servers
+        .data_dir(data_dir) // still used: preset templates stay here
+        .store(store) // runs, journal, workspace, profiles, skills, transcripts, MCP servers, connections
         .provider(model)
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?;
@@ -373,4 +374,39 @@ async fn run_updates_show_runs_another_host_writes() {
     let (model, gate) = super::gated_held_writer();
     let other = pg_runtime(&url, other_dir.path(), model, None).await;
     super::another_writers_run_shows_in_run_updates(&viewer, &other, &gate).await;
+}
+
+/// Named connections are shared state: one stored through the store's port is listed by a
+/// runtime of another host (its own, empty data dir), and neither data dir gets a
+/// `connections/` folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_one_host_stores_is_listed_by_another_and_no_data_dir_holds_it() {
+    let url = fresh_database().await;
+    let (dir_a, dir_b) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    let tt_runtime::StoreChoice::Ports(ports) = tt_runtime::open_store_url(&url).await.unwrap()
+    else {
+        panic!("a URL opens a store of its own");
+    };
+    let stored = ports.connections.clone().unwrap();
+    stored
+        .put_connection(
+            "shared",
+            r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "house"}"#,
+        )
+        .await
+        .unwrap();
+    let host_a = pg_runtime(&url, dir_a.path(), committing_writer(), None).await;
+    let host_b = pg_runtime(&url, dir_b.path(), committing_writer(), None).await;
+    for host in [&host_a, &host_b] {
+        let listed = host.list_connections().await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].name, "shared");
+        assert_eq!(listed[0].description["model"], "house");
+        assert_eq!(listed[0].problem, None);
+    }
+    for dir in [&dir_a, &dir_b] {
+        assert!(!dir.path().join("connections").exists());
+    }
+    host_a.shutdown().await.unwrap();
+    host_b.shutdown().await.unwrap();
 }

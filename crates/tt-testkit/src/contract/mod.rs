@@ -1,22 +1,27 @@
 //! Storage contract suites: the behaviour every implementation of the five storage ports must
 //! share, written once and run against each store (`storage_contract_tests!`), so the in-memory
 //! fake and the file-system adapter cannot drift apart. `SkillRepository`,
-//! `TranscriptRepository` and `McpServerRepository` have their own suites
-//! (`skills_contract_tests!`, `transcripts_contract_tests!`, `mcp_servers_contract_tests!`),
-//! since they are stored apart from runs.
+//! `TranscriptRepository`, `McpServerRepository`, `ConnectionRepository` and
+//! `PresetTemplateRepository` have their own suites (`skills_contract_tests!`,
+//! `transcripts_contract_tests!`, `mcp_servers_contract_tests!`, `connections_contract_tests!`,
+//! `preset_templates_contract_tests!`), since they are stored apart from runs.
 // These functions are test assertions shipped as a library: failing loudly is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod connections;
 pub mod invocations;
 pub mod journal;
 pub mod mcp_servers;
+pub mod presets;
 pub mod profiles;
 pub mod runs;
 pub mod skills;
 pub mod transcripts;
 pub mod workspace;
 
+pub use connections::ConnectionsUnderTest;
 pub use mcp_servers::McpServersUnderTest;
+pub use presets::PresetTemplatesUnderTest;
 pub use skills::SkillsUnderTest;
 pub use transcripts::TranscriptsUnderTest;
 

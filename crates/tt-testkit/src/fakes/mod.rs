@@ -1,10 +1,12 @@
 //! Deterministic fakes for every port: in-memory storage, a manual clock, sequential ids, a
-//! switchable commit bridge and a closure-driven model, plus model response builders.
+//! switchable commit bridge and a closure-driven model, registered MCP servers and connections,
+//! plus model response builders.
 
 pub mod commit;
 pub mod faulty;
 pub mod model;
 pub mod prompt;
+pub mod registrations;
 pub mod responses;
 pub mod skills;
 pub mod store;
@@ -15,6 +17,7 @@ pub use commit::{CommitBehavior, FakeCommitBridge};
 pub use faulty::{DiskFault, FaultPlan, FaultyStore};
 pub use model::FakeModel;
 pub use prompt::{FakeConnections, FakePromptBroker, default_assembly};
+pub use registrations::{InMemoryConnections, InMemoryMcpServers, InMemoryPresetTemplates};
 pub use skills::{InMemorySkills, SkillOp};
 pub use store::{InMemoryStore, PersistentStateRecord, StoreOp};
 pub use system::{MANUAL_CLOCK_START, ManualClock, SequentialIds};

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use tt_domain::skill::{MAX_SKILL_FILE_BYTES, SkillFilePath, SkillId, SkillScope, SkillSummary};
+use tt_domain::skill::{SkillFilePath, SkillId, SkillScope, SkillSummary};
 use tt_ports::{SkillRepository, StorageError, StorageResult};
 
 /// A skill operation that a test can make fail once with [`InMemorySkills::fail_next`].
@@ -186,12 +186,6 @@ impl SkillRepository for InMemorySkills {
                 StorageError::not_found(format!("skill file {shown}"))
             });
         };
-        if bytes.len() as u64 > MAX_SKILL_FILE_BYTES {
-            return Err(StorageError::corrupt(
-                shown,
-                format!("larger than {MAX_SKILL_FILE_BYTES} bytes"),
-            ));
-        }
-        String::from_utf8(bytes.clone()).map_err(|_| StorageError::corrupt(shown, "not UTF-8 text"))
+        tt_ports::store_inputs::skill_file_text(shown, bytes.clone())
     }
 }

@@ -2,13 +2,10 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-use tt_domain::error_codes;
 
 use async_trait::async_trait;
-use tt_domain::DomainError;
-use tt_domain::ids::is_valid_storage_segment;
 use tt_domain::transcript::TranscriptEntry;
-use tt_ports::{StorageError, StorageResult, TranscriptRepository};
+use tt_ports::{StorageResult, TranscriptRepository};
 
 /// Transcripts per workspace id, in append order.
 #[derive(Debug, Default)]
@@ -17,14 +14,7 @@ pub struct InMemoryTranscripts {
 }
 
 fn check(workspace_id: &str) -> StorageResult<()> {
-    if is_valid_storage_segment(workspace_id) {
-        Ok(())
-    } else {
-        Err(StorageError::Domain(DomainError::new(
-            error_codes::AGENT_STORAGE_SEGMENT_INVALID,
-            format!("workspace id `{workspace_id}` is not a storage segment"),
-        )))
-    }
+    tt_ports::store_inputs::check_storage_segment("workspace id", workspace_id)
 }
 
 #[async_trait]

@@ -1,0 +1,60 @@
+//! `PresetTemplateRepository` as files: `presets/<apiId>/<name>.json` under the data root, one
+//! template per file, written by hand, by `tt-agent`, or through the port (replaced
+//! atomically), read as the text it holds.
+
+use async_trait::async_trait;
+use std::path::{Path, PathBuf};
+use tt_domain::ids::is_valid_storage_segment;
+use tt_ports::{PresetTemplateRepository, StorageError, StorageResult};
+
+use crate::fsutil;
+
+/// The preset templates kept in one directory, a folder per api id.
+#[derive(Debug, Clone)]
+pub struct PresetTemplateFiles {
+    dir: PathBuf,
+}
+
+impl PresetTemplateFiles {
+    /// Templates kept in `dir` (`<data dir>/presets`), created on the first write.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The templates of the data dir at `root`.
+    pub fn in_data_dir(root: &Path) -> Self {
+        Self::new(root.join("presets"))
+    }
+}
+
+#[async_trait]
+impl PresetTemplateRepository for PresetTemplateFiles {
+    async fn read_preset_template(
+        &self,
+        api_id: &str,
+        name: &str,
+    ) -> StorageResult<Option<String>> {
+        if !(is_valid_storage_segment(api_id) && is_valid_storage_segment(name)) {
+            return Ok(None);
+        }
+        let path = self.dir.join(api_id).join(format!("{name}.json"));
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(err) if fsutil::is_missing(&err) => Ok(None),
+            Err(err) => Err(StorageError::io(path.display().to_string(), err)),
+        }
+    }
+
+    async fn put_preset_template(
+        &self,
+        api_id: &str,
+        name: &str,
+        template: &str,
+    ) -> StorageResult<()> {
+        tt_ports::store_inputs::check_storage_segment("preset api id", api_id)?;
+        tt_ports::store_inputs::check_storage_segment("preset name", name)?;
+        let dir = self.dir.join(api_id);
+        fsutil::create_dir_all(&dir)?;
+        fsutil::write_atomic(&dir.join(format!("{name}.json")), template.as_bytes())
+    }
+}

@@ -1,0 +1,100 @@
+//! Contract cases for `ConnectionRepository`: a document reads back as written, from a fresh
+//! handle too (another host of the same store), and its replacement likewise; names list
+//! sorted; a name that is not a storage segment is refused on write and never found; removing
+//! says whether anything was there. Run with `connections_contract_tests!`.
+
+use std::sync::Arc;
+use tt_domain::error_codes;
+
+use tt_ports::ConnectionRepository;
+
+/// One connection store under test: `reopen` gives a handle on the same stored data (a new one
+/// where the store can be reopened).
+pub struct ConnectionsUnderTest {
+    pub repo: Arc<dyn ConnectionRepository>,
+    pub reopen: Arc<dyn Fn() -> Arc<dyn ConnectionRepository> + Send + Sync>,
+    /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
+    pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+/// Runs every `ConnectionRepository` contract case against `$factory`, an expression that
+/// yields a fresh [`ConnectionsUnderTest`] (it may `.await`).
+#[macro_export]
+macro_rules! connections_contract_tests {
+    ($factory:expr) => {
+        $crate::__connections_contract_cases! {
+            $factory;
+            documents_read_back_from_another_handle_and_are_replaced,
+            names_list_sorted_and_removal_says_what_was_there,
+            names_that_are_no_storage_segment_are_refused,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __connections_contract_cases {
+    ($factory:expr; $($case:ident),* $(,)?) => {
+        mod connections_contract {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    $crate::contract::connections::$case($factory).await;
+                }
+            )*
+        }
+    };
+}
+
+const LOCAL: &str = r#"{"connection": "openai:http://127.0.0.1:8080/v1", "model": "local"}"#;
+const LOCAL_2: &str = r#"{"connection": "openai:http://127.0.0.1:8081/v1"}"#;
+
+pub async fn documents_read_back_from_another_handle_and_are_replaced(s: ConnectionsUnderTest) {
+    assert_eq!(s.repo.read_connection("local").await.unwrap(), None);
+    s.repo.put_connection("local", LOCAL).await.unwrap();
+    let other = (s.reopen)();
+    assert_eq!(
+        other.read_connection("local").await.unwrap().as_deref(),
+        Some(LOCAL)
+    );
+    s.repo.put_connection("local", LOCAL_2).await.unwrap();
+    assert_eq!(
+        other.read_connection("local").await.unwrap().as_deref(),
+        Some(LOCAL_2)
+    );
+}
+
+pub async fn names_list_sorted_and_removal_says_what_was_there(s: ConnectionsUnderTest) {
+    assert!(s.repo.list_connection_names().await.unwrap().is_empty());
+    for name in ["remote", "local", "backup"] {
+        s.repo.put_connection(name, LOCAL).await.unwrap();
+    }
+    assert_eq!(
+        s.repo.list_connection_names().await.unwrap(),
+        ["backup", "local", "remote"]
+    );
+    assert!(s.repo.remove_connection("local").await.unwrap());
+    assert!(!s.repo.remove_connection("local").await.unwrap());
+    let other = (s.reopen)();
+    assert_eq!(other.read_connection("local").await.unwrap(), None);
+    assert_eq!(
+        other.list_connection_names().await.unwrap(),
+        ["backup", "remote"]
+    );
+}
+
+pub async fn names_that_are_no_storage_segment_are_refused(s: ConnectionsUnderTest) {
+    for bad in ["../escape", "", "a/b", "a.b"] {
+        let err = s.repo.put_connection(bad, LOCAL).await.unwrap_err();
+        assert_eq!(
+            err.code(),
+            error_codes::AGENT_STORAGE_SEGMENT_INVALID,
+            "{bad:?}"
+        );
+        assert_eq!(s.repo.read_connection(bad).await.unwrap(), None, "{bad:?}");
+        assert!(!s.repo.remove_connection(bad).await.unwrap(), "{bad:?}");
+    }
+    assert!(s.repo.list_connection_names().await.unwrap().is_empty());
+}

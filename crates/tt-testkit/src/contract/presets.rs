@@ -1,0 +1,126 @@
+//! Contract cases for `PresetTemplateRepository`: a template reads back as written, from a
+//! fresh handle too, per api id and name, and its replacement likewise; an api id or name that
+//! is not a storage segment is refused on write and never found. Run with
+//! `preset_templates_contract_tests!`.
+
+use std::sync::Arc;
+use tt_domain::error_codes;
+
+use tt_ports::PresetTemplateRepository;
+
+/// One preset template store under test: `reopen` gives a handle on the same stored data.
+pub struct PresetTemplatesUnderTest {
+    pub repo: Arc<dyn PresetTemplateRepository>,
+    pub reopen: Arc<dyn Fn() -> Arc<dyn PresetTemplateRepository> + Send + Sync>,
+    /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
+    pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+/// Runs every `PresetTemplateRepository` contract case against `$factory`, an expression that
+/// yields a fresh [`PresetTemplatesUnderTest`] (it may `.await`).
+#[macro_export]
+macro_rules! preset_templates_contract_tests {
+    ($factory:expr) => {
+        $crate::__preset_templates_contract_cases! {
+            $factory;
+            templates_read_back_per_api_and_name_and_are_replaced,
+            api_ids_and_names_that_are_no_storage_segment_are_refused,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __preset_templates_contract_cases {
+    ($factory:expr; $($case:ident),* $(,)?) => {
+        mod preset_templates_contract {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    $crate::contract::presets::$case($factory).await;
+                }
+            )*
+        }
+    };
+}
+
+const CRITICS: &str = r#"{"schemaVersion": 1, "messages": [{"insert": "history"}]}"#;
+const CRITICS_2: &str = r#"{"schemaVersion": 1, "messages": []}"#;
+
+pub async fn templates_read_back_per_api_and_name_and_are_replaced(s: PresetTemplatesUnderTest) {
+    assert_eq!(
+        s.repo
+            .read_preset_template("local", "critics")
+            .await
+            .unwrap(),
+        None
+    );
+    s.repo
+        .put_preset_template("local", "critics", CRITICS)
+        .await
+        .unwrap();
+    let other = (s.reopen)();
+    assert_eq!(
+        other
+            .read_preset_template("local", "critics")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(CRITICS)
+    );
+    assert_eq!(
+        other
+            .read_preset_template("remote", "critics")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        other
+            .read_preset_template("local", "writers")
+            .await
+            .unwrap(),
+        None
+    );
+    s.repo
+        .put_preset_template("local", "critics", CRITICS_2)
+        .await
+        .unwrap();
+    assert_eq!(
+        other
+            .read_preset_template("local", "critics")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(CRITICS_2)
+    );
+}
+
+pub async fn api_ids_and_names_that_are_no_storage_segment_are_refused(
+    s: PresetTemplatesUnderTest,
+) {
+    for (api_id, name) in [
+        ("..", "critics"),
+        ("local", "../x"),
+        ("", "a"),
+        ("local", "a.b"),
+    ] {
+        let err = s
+            .repo
+            .put_preset_template(api_id, name, CRITICS)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.code(),
+            error_codes::AGENT_STORAGE_SEGMENT_INVALID,
+            "{api_id}/{name}"
+        );
+        assert_eq!(
+            s.repo.read_preset_template(api_id, name).await.unwrap(),
+            None,
+            "{api_id}/{name}"
+        );
+    }
+}
