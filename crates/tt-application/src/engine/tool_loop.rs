@@ -130,6 +130,10 @@ async fn run_rounds(
             .as_mut()
             .and_then(|replay| replay.take_response(round));
         let replaying = stored.is_some();
+        if !replaying {
+            // A run parked at its spend limit waits here for a person (`spend_gate`).
+            crate::engine::spend_gate::pass(ctx, inv).await?;
+        }
         if inv.owns_run() && !replaying {
             ctx.try_set_status(AgentRunStatus::CallingModel).await?;
             // Guidance the user sent meanwhile reaches the foreground agent before this request.
@@ -169,7 +173,8 @@ async fn run_rounds(
                     .as_ref()
                     .is_some_and(|replay| replay.round_journaled(round))
                 {
-                    // Stored, but the process died before journaling it.
+                    // Stored, but the process died before journaling it (nor counting it).
+                    crate::engine::spend_gate::count(ctx, inv, response.usage.as_ref());
                     crate::engine::model_turn::journal_stored_response(
                         ctx,
                         inv,
@@ -182,7 +187,11 @@ async fn run_rounds(
                 }
                 response
             }
-            None => call_model(ctx, inv, round, &mut messages, &session).await?,
+            None => {
+                let response = call_model(ctx, inv, round, &mut messages, &session).await?;
+                crate::engine::spend_gate::count(ctx, inv, response.usage.as_ref());
+                response
+            }
         };
         inv.window.observe_usage(response.usage.as_ref());
         // A model answer is progress, for the idle limit of a delegated task.

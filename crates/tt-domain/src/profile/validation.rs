@@ -193,6 +193,12 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
             "limits.maxTotalCostUsd must be > 0",
         ));
     }
+    if limits.ask_above_total_cost_usd == Some(crate::cost::Usd::ZERO) {
+        return Err(err(
+            "agent.profile_limit_invalid",
+            "limits.askAboveTotalCostUsd must be > 0",
+        ));
+    }
     if p.delegation.max_task_cost_usd == Some(crate::cost::Usd::ZERO) {
         return Err(err(
             "agent.profile_limit_invalid",
