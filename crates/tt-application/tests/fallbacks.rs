@@ -149,6 +149,27 @@ async fn a_rate_limited_model_moves_the_agent_to_its_fallback_with_the_same_hist
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_call_past_its_deadline_moves_the_agent_to_its_fallback() {
+    let s = setup(
+        FakeModel::hanging(),
+        by_turn(happy_turns()),
+        writer(|p| p.run.model_retry.deadline_seconds = Some(30)),
+    );
+    let started = tokio::time::Instant::now();
+    let run = s.h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    // The hung primary is asked once and given up on at its deadline, not retried.
+    assert_eq!(s.primary.call_count(), 1);
+    assert_eq!(started.elapsed(), std::time::Duration::from_secs(30));
+    assert_eq!(models_asked(&s.spare), vec![Some("small".to_owned()); 3]);
+    let switched = events_of(&s.h, &run.id, "agent_model_fallback_switched");
+    assert_eq!(switched.len(), 1);
+    assert_eq!(switched[0].payload["reason"], "call_deadline_exceeded");
+    assert_eq!(switched[0].payload["code"], "model.call_deadline_exceeded");
+    assert_eq!(switched[0].payload["round"], 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_long_rate_limit_moves_on_at_once_past_the_bound() {
     let s = setup(
         failing(rate_limited(Some(60_000))),
