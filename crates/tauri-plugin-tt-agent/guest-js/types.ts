@@ -151,6 +151,26 @@ export interface ToolApprovalReceipt {
   alreadyResolved: boolean
 }
 
+/** A run parked at its spend limit (`limits.askAboveTotalCostUsd`). */
+export interface PendingSpendLimit {
+  spentUsd: number
+  limitUsd: number
+}
+
+/** A person's answer to a run parked at its spend limit. */
+export type SpendLimitDecision = { decision: 'raise'; limitUsd: number } | { decision: 'refuse' }
+
+export type AnswerSpendLimitRequest = SpendLimitDecision & { decidedBy?: string }
+
+export interface SpendLimitReceipt {
+  /** `raise` or `refuse`. */
+  decision: string
+  /** The limit in force after the answer. */
+  limitUsd: number
+  spentUsd: number
+  decidedBy: string
+}
+
 export type InvocationStatus = string
 
 export interface TimelineInvocation {

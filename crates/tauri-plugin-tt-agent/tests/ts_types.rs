@@ -182,7 +182,8 @@ fn pending_sample() -> Value {
             "changes": []}],
         "promptAssemblies": [assembly_sample()],
         "approvals": [],
-        "hostToolCalls": []
+        "hostToolCalls": [],
+        "spendLimit": {"spentUsd": 1.0125, "limitUsd": 1.0}
     })
 }
 
@@ -251,6 +252,11 @@ fn the_typescript_answer_types_name_the_fields_serde_writes() {
         "/metadataUpdates/0",
     );
     check("PromptAssemblyRequest", &pending, "/promptAssemblies/0");
+    check("PendingSpendLimit", &pending, "/spendLimit");
+    let receipt = through::<tt_runtime::SpendLimitReceipt>(
+        json!({"decision": "raise", "limitUsd": 2.0, "spentUsd": 1.0125, "decidedBy": "page"}),
+    );
+    check("SpendLimitReceipt", &receipt, "");
     let assembly = through::<tt_runtime::PromptAssemblyRequest>(assembly_sample());
     check("PromptAssemblyRequest", &assembly, "");
     check("PromptAssemblyScope", &assembly, "/scope");

@@ -67,6 +67,10 @@ pub async fn follow(
                 RunEventPayload::ToolApprovalCancelled(withdrawn) => {
                     approvals.settled(&withdrawn.approval_id);
                 }
+                RunEventPayload::SpendLimitReached(_) => {
+                    approvals.spend_reached(runtime, run).await;
+                }
+                RunEventPayload::SpendLimitAnswered(_) => approvals.spend_answered(),
                 _ => {}
             }
         }
@@ -167,8 +171,8 @@ pub(crate) async fn take_line(
         }
         Ok(true) => {
             println!(
-                "(your line was not sent: a call is waiting for approval, asked above; answer it \
-                 first, then type your guidance again)"
+                "(your line was not sent: a call or the run's spend limit is waiting for a person, \
+                 asked above; answer it first, then type your guidance again)"
             );
             LineTaken::HeldBack
         }

@@ -78,6 +78,10 @@ pub use tt_application::{
 pub use tt_application::{
     DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
 };
+/// The run's spend approval (docs/host-api.md, "Run spend approval").
+pub use tt_application::{
+    AnswerSpendLimitRequest, PendingSpendLimit, SpendLimitDecision, SpendLimitReceipt,
+};
 /// Branching a run (docs/branching.md).
 pub use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
 pub use tt_application::{
