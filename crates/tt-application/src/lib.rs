@@ -57,6 +57,8 @@ pub use services::RuntimeServices;
 pub use spend_limit::{
     AnswerSpendLimitRequest, PendingSpendLimit, SpendLimitDecision, SpendLimitReceipt,
 };
-pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};
+pub use timeline::{
+    DelegationEdge, TimelineInvocation, TimelineModelSwitch, TimelineProjection, timeline_projection,
+};
 pub use tt_domain::damage::{DamageFinding, RunDamage};
 pub use usage::{InheritedUsage, InvocationUsage, RunUsage, UsageTotals, run_usage};

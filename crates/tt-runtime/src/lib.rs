@@ -90,7 +90,7 @@ pub use tt_application::{
 };
 pub use tt_application::{
     InheritedUsage, InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest,
-    TimelineProjection, UsageTotals,
+    TimelineModelSwitch, TimelineProjection, UsageTotals,
 };
 /// Listing and deleting profiles (docs/profiles.md, "Managing profiles").
 pub use tt_application::{ProfileDeleted, ProfileSummary};
