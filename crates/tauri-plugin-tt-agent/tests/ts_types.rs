@@ -158,7 +158,8 @@ fn task_sample() -> Value {
 }
 
 fn timeline_sample() -> Value {
-    let binding = |model: &str| json!({"connectionRef": "spare", "modelId": model, "provider": "fake"});
+    let binding =
+        |model: &str| json!({"connectionRef": "spare", "modelId": model, "provider": "fake"});
     json!({
         "foregroundInvocationIds": ["inv_root"],
         "invocations": [{"invocationId": "inv_root", "parentInvocationId": null,
@@ -279,8 +280,16 @@ fn the_typescript_answer_types_name_the_fields_serde_writes() {
 
     let timeline = through::<tt_runtime::TimelineProjection>(timeline_sample());
     check("TimelineInvocation", &timeline, "/invocations/0");
-    check("TimelineModelSwitch", &timeline, "/invocations/0/modelSwitches/0");
-    check("BindingRef", &timeline, "/invocations/0/modelSwitches/0/from");
+    check(
+        "TimelineModelSwitch",
+        &timeline,
+        "/invocations/0/modelSwitches/0",
+    );
+    check(
+        "BindingRef",
+        &timeline,
+        "/invocations/0/modelSwitches/0/from",
+    );
 
     let entry = through::<tt_runtime::McpServerEntry>(mcp_sample());
     check("McpServerEntry", &entry, "");

@@ -58,7 +58,8 @@ pub use spend_limit::{
     AnswerSpendLimitRequest, PendingSpendLimit, SpendLimitDecision, SpendLimitReceipt,
 };
 pub use timeline::{
-    DelegationEdge, TimelineInvocation, TimelineModelSwitch, TimelineProjection, timeline_projection,
+    DelegationEdge, TimelineInvocation, TimelineModelSwitch, TimelineProjection,
+    timeline_projection,
 };
 pub use tt_domain::damage::{DamageFinding, RunDamage};
 pub use usage::{InheritedUsage, InvocationUsage, RunUsage, UsageTotals, run_usage};

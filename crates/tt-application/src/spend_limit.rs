@@ -91,7 +91,9 @@ impl JournaledSpend {
         };
         match event.event_type {
             RunEventType::ModelCompleted | RunEventType::ContextCompacted => {
-                self.spent = self.spent.saturating_add(usd("costUsd").unwrap_or_default());
+                self.spent = self
+                    .spent
+                    .saturating_add(usd("costUsd").unwrap_or_default());
             }
             RunEventType::SpendLimitReached => self.parked = true,
             RunEventType::SpendLimitAnswered => {
@@ -211,9 +213,7 @@ impl SpendLimit {
         let reached = {
             let state = self.lock();
             match state.check() {
-                SpendCheck::Wait if !state.parked => {
-                    state.limit.map(|limit| (state.spent, limit))
-                }
+                SpendCheck::Wait if !state.parked => state.limit.map(|limit| (state.spent, limit)),
                 check => return Ok(check),
             }
         };
@@ -237,7 +237,9 @@ impl SpendLimit {
     /// The run parked at its limit, if it is.
     pub(crate) fn pending(&self) -> Option<PendingSpendLimit> {
         let state = self.lock();
-        let limit = state.limit.filter(|_| state.parked && state.refused.is_none())?;
+        let limit = state
+            .limit
+            .filter(|_| state.parked && state.refused.is_none())?;
         Some(PendingSpendLimit {
             spent_usd: state.spent.dollars(),
             limit_usd: limit.dollars(),
@@ -256,7 +258,10 @@ impl SpendLimit {
         let _turn = self.turn.lock().await;
         let (spent, previous) = {
             let state = self.lock();
-            match state.limit.filter(|_| state.parked && state.refused.is_none()) {
+            match state
+                .limit
+                .filter(|_| state.parked && state.refused.is_none())
+            {
                 Some(limit) => (state.spent, limit),
                 None => {
                     return Err(ApplicationError::fatal(
@@ -271,7 +276,7 @@ impl SpendLimit {
                 return Err(invalid("decidedBy must be 1 to 200 characters"));
             }
             Some(who) => who,
-            None => crate::approvals::DEFAULT_DECIDED_BY.to_owned(),
+            None => tt_domain::approval::DECIDED_BY_HOST.to_owned(),
         };
         let (decision, limit) = match request.decision {
             SpendLimitDecision::Raise { limit_usd } => {

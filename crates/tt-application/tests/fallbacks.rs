@@ -182,7 +182,9 @@ async fn the_timeline_shows_each_agents_fallback_switches_and_a_branch_cut_befor
     let root = &timeline.invocations[0];
     assert_eq!(root.model_switches.len(), 1);
     let switch = serde_json::to_value(&root.model_switches[0]).unwrap();
-    let seq = s.h.first_event(&run.id, "agent_model_fallback_switched").seq;
+    let seq =
+        s.h.first_event(&run.id, "agent_model_fallback_switched")
+            .seq;
     assert_eq!(
         switch,
         json!({

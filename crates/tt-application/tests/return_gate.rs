@@ -341,7 +341,11 @@ async fn a_forked_agents_plain_answer_is_graded_and_sent_back_like_a_return() {
     // Its first request lists its delegating agent's tools as they were sent; once its history
     // holds the sent-back `task_return`, the list declares it too, at the end.
     let names = |request: &tt_domain::model::AgentModelRequest| -> Vec<String> {
-        request.tools.iter().map(|spec| spec.model_name.clone()).collect()
+        request
+            .tools
+            .iter()
+            .map(|spec| spec.model_name.clone())
+            .collect()
     };
     let writer = requests_of(&h, "writer");
     assert_eq!(names(&critic[0]), names(&writer[0]));

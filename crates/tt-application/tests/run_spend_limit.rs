@@ -103,7 +103,10 @@ async fn a_run_at_its_spend_limit_parks_until_a_person_raises_it() {
         .answer_spend_limit(&run.id, raise(1.0))
         .await
         .unwrap();
-    assert_eq!((receipt.decision.as_str(), receipt.limit_usd), ("raise", 1.0));
+    assert_eq!(
+        (receipt.decision.as_str(), receipt.limit_usd),
+        ("raise", 1.0)
+    );
     // Answered once: a second answer finds nothing waiting.
     let again = h.service.answer_spend_limit(&run.id, raise(2.0)).await;
     assert!(again.is_err());
@@ -212,10 +215,7 @@ async fn a_branch_cut_while_parked_is_parked_and_one_cut_after_the_raise_is_not(
         .answer_spend_limit(&source.id, raise(1.0))
         .await
         .unwrap();
-    assert_eq!(
-        h.wait(&source.id).await.status,
-        AgentRunStatus::Completed
-    );
+    assert_eq!(h.wait(&source.id).await.status, AgentRunStatus::Completed);
     let reached = h.first_event(&source.id, "spend_limit_reached").seq;
     let answered = h.first_event(&source.id, "spend_limit_answered").seq;
     let fork = |seq: u64| ForkRunRequest {
@@ -233,18 +233,122 @@ async fn a_branch_cut_while_parked_is_parked_and_one_cut_after_the_raise_is_not(
         .answer_spend_limit(&branch.id, raise(1.0))
         .await
         .unwrap();
-    assert_eq!(
-        h.wait(&branch.id).await.status,
-        AgentRunStatus::Completed
-    );
+    assert_eq!(h.wait(&branch.id).await.status, AgentRunStatus::Completed);
     assert_eq!(h.model.call_count(), asked_before + 2);
 
     let asked_before = h.model.call_count();
-    let branch = h.service.fork_run(&source.id, fork(answered)).await.unwrap();
-    assert_eq!(
-        h.wait(&branch.id).await.status,
-        AgentRunStatus::Completed
-    );
+    let branch = h
+        .service
+        .fork_run(&source.id, fork(answered))
+        .await
+        .unwrap();
+    assert_eq!(h.wait(&branch.id).await.status, AgentRunStatus::Completed);
     assert_eq!(h.model.call_count(), asked_before + 2);
     assert_eq!(events_of(&h, &branch.id, "spend_limit_reached").len(), 1);
+}
+
+/// A writer (unpriced answers) that delegates to a critic whose first answer is priced
+/// ($0.0105) and reaches the run's limit of $0.01.
+fn delegating_harness() -> Harness {
+    let metered = |mut response: AgentModelResponse| {
+        response.usage = Some(tt_domain::model::ModelUsage {
+            input_tokens: 1_000,
+            output_tokens: 500,
+            ..Default::default()
+        });
+        response
+    };
+    let h = harness_with_model_info(
+        by_agent(vec![
+            (
+                "writer",
+                vec![
+                    turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
+                    turn(vec![call(
+                        "a1",
+                        "agent_await",
+                        serde_json::json!({"mode": "allCompleted"}),
+                    )]),
+                    turn(vec![write("w", "output/main.md", "Final scene.")]),
+                    turn(vec![call("c", "workspace_commit", serde_json::json!({}))]),
+                    turn(vec![call("f", "workspace_finish", serde_json::json!({}))]),
+                ],
+            ),
+            (
+                "critic",
+                vec![
+                    metered(turn(vec![call(
+                        "l",
+                        "workspace_list_files",
+                        serde_json::json!({}),
+                    )])),
+                    task_return("r", "No slips."),
+                ],
+            ),
+        ]),
+        priced(),
+    );
+    let mut writer = delegator("writer");
+    writer.limits.ask_above_total_cost_usd = Usd::from_dollars(0.01);
+    h.put_profile(writer);
+    h.put_profile(reviewer("critic"));
+    h
+}
+
+fn critic_id(h: &Harness, run_id: &RunId) -> tt_domain::ids::InvocationId {
+    h.store.tasks(run_id)[0].child_invocation_id.clone()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delegated_agent_that_reaches_the_limit_parks_and_goes_on_after_the_raise() {
+    let h = delegating_harness();
+    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
+    parked(&h, &run.id).await;
+    let critic = critic_id(&h, &run.id);
+    let reached = h.first_event(&run.id, "spend_limit_reached").payload;
+    assert_eq!(reached["invocationId"], critic.as_str());
+    let parked_critic = h
+        .store
+        .invocations(&run.id)
+        .into_iter()
+        .find(|inv| inv.id == critic)
+        .unwrap();
+    assert_eq!(
+        parked_critic.status,
+        tt_domain::invocation::InvocationStatus::AwaitingApproval
+    );
+    h.service
+        .answer_spend_limit(&run.id, raise(1.0))
+        .await
+        .unwrap();
+    assert_eq!(h.wait(&run.id).await.status, AgentRunStatus::Completed);
+    assert_eq!(
+        h.store.tasks(&run.id)[0].status,
+        tt_domain::task::TaskStatus::Completed
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refusal_fails_the_parked_task_and_ends_the_run_at_its_next_model_call() {
+    let h = delegating_harness();
+    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
+    parked(&h, &run.id).await;
+    let refuse = AnswerSpendLimitRequest {
+        decision: SpendLimitDecision::Refuse,
+        decided_by: Some("tester".into()),
+    };
+    h.service.answer_spend_limit(&run.id, refuse).await.unwrap();
+    assert_eq!(h.wait(&run.id).await.status, AgentRunStatus::Failed);
+    let task = &h.store.tasks(&run.id)[0];
+    assert_eq!(task.status, tt_domain::task::TaskStatus::Failed);
+    assert!(
+        task.error
+            .as_deref()
+            .unwrap()
+            .starts_with("agent.run_spend_refused"),
+        "{:?}",
+        task.error
+    );
+    let failed = h.first_event(&run.id, "run_failed").payload;
+    assert_eq!(failed["code"], "agent.run_spend_refused", "{failed}");
 }

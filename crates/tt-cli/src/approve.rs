@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use tt_runtime::{
     AgentRun, AgentRuntime, AnswerSpendLimitRequest, ApprovalDecision, PendingSpendLimit,
-    PendingToolApproval, ResolveToolApprovalRequest, SpendLimitDecision,
+    PendingToolApproval, ResolveToolApprovalRequest, RunEventPayload, SpendLimitDecision,
 };
 
 /// Who decided, as the journal records it.
@@ -29,6 +29,23 @@ pub struct TerminalApprovals {
 impl TerminalApprovals {
     pub fn is_waiting(&self) -> bool {
         !self.waiting.is_empty() || self.spend.is_some()
+    }
+
+    /// Takes in what an event of the followed run says of the calls and the spend limit that
+    /// wait for a person.
+    pub async fn follow(&mut self, runtime: &AgentRuntime, run: &AgentRun, event: RunEventPayload) {
+        match event {
+            RunEventPayload::ToolApprovalRequested(asked) => {
+                self.asked(runtime, run, &asked.approval_id).await;
+            }
+            RunEventPayload::ToolApprovalResolved(answered) => self.settled(&answered.approval_id),
+            RunEventPayload::ToolApprovalCancelled(withdrawn) => {
+                self.settled(&withdrawn.approval_id);
+            }
+            RunEventPayload::SpendLimitReached(_) => self.spend_reached(runtime, run).await,
+            RunEventPayload::SpendLimitAnswered(_) => self.spend_answered(),
+            _ => {}
+        }
     }
 
     /// The run parked at its spend limit: ask, once no call waits.
@@ -208,10 +225,7 @@ impl TerminalApprovals {
             decision,
             decided_by: Some(DECIDED_BY.to_owned()),
         };
-        match runtime
-            .answer_spend_limit(run.id.as_str(), request)
-            .await
-        {
+        match runtime.answer_spend_limit(run.id.as_str(), request).await {
             // The `spend_limit_answered` event clears it.
             Ok(receipt) => println!(
                 "(taken as your answer to the spend limit ({}), not as guidance)",

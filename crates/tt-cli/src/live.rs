@@ -6,7 +6,7 @@
 //! runtime says no call waits.
 
 use tokio::sync::mpsc;
-use tt_runtime::{AgentRun, AgentRuntime, RunEventPayload, StopSignals, SubmitGuidanceRequest};
+use tt_runtime::{AgentRun, AgentRuntime, StopSignals, SubmitGuidanceRequest};
 
 use crate::approve::TerminalApprovals;
 use crate::render::{EventPrinter, agent_tree};
@@ -57,22 +57,7 @@ pub async fn follow(
             println!("{line}");
         }
         if let Some(Ok(payload)) = event.typed_payload() {
-            match payload {
-                RunEventPayload::ToolApprovalRequested(asked) => {
-                    approvals.asked(runtime, run, &asked.approval_id).await;
-                }
-                RunEventPayload::ToolApprovalResolved(answered) => {
-                    approvals.settled(&answered.approval_id);
-                }
-                RunEventPayload::ToolApprovalCancelled(withdrawn) => {
-                    approvals.settled(&withdrawn.approval_id);
-                }
-                RunEventPayload::SpendLimitReached(_) => {
-                    approvals.spend_reached(runtime, run).await;
-                }
-                RunEventPayload::SpendLimitAnswered(_) => approvals.spend_answered(),
-                _ => {}
-            }
+            approvals.follow(runtime, run, payload).await;
         }
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;

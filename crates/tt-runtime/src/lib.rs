@@ -75,12 +75,12 @@ pub use tt_application::{
     AgentConversation, ConversationEntry, ConversationToolCall, InheritedAnswers,
     InjectedTaskResult,
 };
-pub use tt_application::{
-    DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
-};
 /// The run's spend approval (docs/host-api.md, "Run spend approval").
 pub use tt_application::{
     AnswerSpendLimitRequest, PendingSpendLimit, SpendLimitDecision, SpendLimitReceipt,
+};
+pub use tt_application::{
+    DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
 };
 /// Branching a run (docs/branching.md).
 pub use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};

@@ -138,7 +138,10 @@ pub(crate) async fn store_prefix(
         ));
     };
     // The tools of the request that asked for it, as sent.
-    let tools = inv.sent_tools.clone().unwrap_or_else(|| inv.request_tools());
+    let tools = inv
+        .sent_tools
+        .clone()
+        .unwrap_or_else(|| inv.request_tools());
     let prefix = PrefixRef {
         messages,
         tools: &tools,

@@ -55,7 +55,9 @@ pub(crate) async fn pass(ctx: &RunContext, inv: &mut InvocationRuntime) -> Appli
     outcome
 }
 
-/// Counts a live model answer's priced cost against the run's spend limit.
+/// Counts the priced cost of a model call that journals no `model_completed` (a history's
+/// summary, `context_compacted`) against the run's spend limit; answers are counted where
+/// their `model_completed` is journaled (`model_turn`).
 pub(crate) fn count(ctx: &RunContext, inv: &InvocationRuntime, usage: Option<&ModelUsage>) {
     if let Some(cost) = crate::engine::model_turn::call_cost(inv, usage)
         .and_then(tt_domain::cost::Usd::from_dollars)

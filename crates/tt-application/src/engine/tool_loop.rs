@@ -131,21 +131,7 @@ async fn run_rounds(
             .and_then(|replay| replay.take_response(round));
         let replaying = stored.is_some();
         if !replaying {
-            // A run parked at its spend limit waits here for a person (`spend_gate`).
-            crate::engine::spend_gate::pass(ctx, inv).await?;
-        }
-        if inv.owns_run() && !replaying {
-            ctx.try_set_status(AgentRunStatus::CallingModel).await?;
-            // Guidance the user sent meanwhile reaches the foreground agent before this request.
-            ctx.guidance
-                .apply(
-                    &ctx.events,
-                    &ctx.run_id,
-                    &inv.invocation.id,
-                    round,
-                    &mut messages,
-                )
-                .await?;
+            before_live_call(ctx, inv, round, &mut messages).await?;
         }
         let mut response = match stored {
             Some(response) => {
@@ -173,8 +159,7 @@ async fn run_rounds(
                     .as_ref()
                     .is_some_and(|replay| replay.round_journaled(round))
                 {
-                    // Stored, but the process died before journaling it (nor counting it).
-                    crate::engine::spend_gate::count(ctx, inv, response.usage.as_ref());
+                    // Stored, but the process died before journaling it.
                     crate::engine::model_turn::journal_stored_response(
                         ctx,
                         inv,
@@ -187,11 +172,7 @@ async fn run_rounds(
                 }
                 response
             }
-            None => {
-                let response = call_model(ctx, inv, round, &mut messages, &session).await?;
-                crate::engine::spend_gate::count(ctx, inv, response.usage.as_ref());
-                response
-            }
+            None => call_model(ctx, inv, round, &mut messages, &session).await?,
         };
         inv.window.observe_usage(response.usage.as_ref());
         // A model answer is progress, for the idle limit of a delegated task.
@@ -477,6 +458,31 @@ async fn call_model(
             turn => return turn,
         }
     }
+}
+
+/// What comes before a live model call of `round`: a run parked at its spend limit waits here
+/// for a person (`spend_gate`); then the foreground agent's run is `calling_model`, and the
+/// guidance the user sent meanwhile reaches it before this request.
+async fn before_live_call(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    messages: &mut Vec<AgentModelMessage>,
+) -> ApplicationResult<()> {
+    crate::engine::spend_gate::pass(ctx, inv).await?;
+    if inv.owns_run() {
+        ctx.try_set_status(AgentRunStatus::CallingModel).await?;
+        ctx.guidance
+            .apply(
+                &ctx.events,
+                &ctx.run_id,
+                &inv.invocation.id,
+                round,
+                messages,
+            )
+            .await?;
+    }
+    Ok(())
 }
 
 /// Applies the context-window steps journaled before `round` (a resumed agent).
