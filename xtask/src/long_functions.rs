@@ -37,7 +37,7 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "crates/tt-application/src/engine/tool_loop.rs",
         "run_rounds",
-        294,
+        284,
     ),
     (
         "crates/tt-application/src/events.rs",
@@ -75,7 +75,7 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "try_spec",
         185,
     ),
-    ("crates/tt-cli/src/live.rs", "follow", 116),
+    ("crates/tt-cli/src/live.rs", "follow", 105),
     ("crates/tt-cli/src/main.rs", "run", 123),
     (
         "crates/tt-domain/src/profile/validation.rs",

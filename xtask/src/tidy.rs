@@ -153,7 +153,7 @@ const LAYERED_CRATE_SRC: &str = "crates/tt-application/src";
 const APPLICATION_LAYERS: &[&[&str]] = &[
     &["error", "services", "prompt", "prompt_input", "replay"],
     &["events", "otel", "profiles", "timeline", "usage"],
-    &["guidance", "approvals"],
+    &["guidance", "approvals", "spend_limit"],
     // The shared shapes of a tool call (`ToolSuccess`, `ToolEffect`, argument helpers) and the
     // workspace family.
     &["tools"],

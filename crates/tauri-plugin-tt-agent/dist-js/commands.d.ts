@@ -1,4 +1,4 @@
-import type { AgentConversation, AgentRun, AgentTaskRecord, ChatCommitRequest, ForkRunRequest, Json, ListRunsRequest, McpCallOutput, McpServerConfig, McpServerEntry, PendingToolApproval, PersistentStateMetadataUpdate, PromptAssemblyRequest, ReadEventsRequest, ReadEventsResponse, ResolveChatCommitRequest, ResolveToolApprovalRequest, RunRecord, RunUsage, StartRunRequest, TimelineProjection, ToolApprovalReceipt, WorkspaceFile } from './types.js';
+import type { AgentConversation, AgentRun, AgentTaskRecord, AnswerSpendLimitRequest, ChatCommitRequest, ForkRunRequest, Json, ListRunsRequest, McpCallOutput, McpServerConfig, McpServerEntry, PendingSpendLimit, PendingToolApproval, PersistentStateMetadataUpdate, PromptAssemblyRequest, ReadEventsRequest, ReadEventsResponse, ResolveChatCommitRequest, ResolveToolApprovalRequest, RunRecord, RunUsage, SpendLimitReceipt, StartRunRequest, TimelineProjection, ToolApprovalReceipt, WorkspaceFile } from './types.js';
 /** A run by id. */
 export interface RunRef {
     runId: string;
@@ -42,6 +42,8 @@ export interface PendingHostRequests {
     approvals: PendingToolApproval[];
     /** Calls of host-answered tools waiting for an answer. */
     hostToolCalls: PendingHostToolCall[];
+    /** The run is parked at its spend limit until a person raises it or refuses. */
+    spendLimit?: PendingSpendLimit;
 }
 /** Why a run failed: the code and messages of its `run_failed` or `run_partial_success`. */
 export interface RunFailure {
@@ -195,6 +197,8 @@ export interface HostCommands {
     approve_agent_tool_call: [RunRef & {
         approvalId: string;
     } & ResolveToolApprovalRequest, ToolApprovalReceipt];
+    read_agent_spend_limit: [RunRef, PendingSpendLimit | null];
+    answer_agent_spend_limit: [RunRef & AnswerSpendLimitRequest, SpendLimitReceipt];
     list_agent_host_tool_calls: [RunRef, PendingHostToolCall[]];
     answer_agent_host_tool_call: [AnswerHostToolCallRequest, null];
     list_agent_pending_requests: [RunRef, PendingHostRequests];

@@ -153,6 +153,29 @@ export interface ToolApprovalReceipt {
     decidedBy: string;
     alreadyResolved: boolean;
 }
+/** A run parked at its spend limit (`limits.askAboveTotalCostUsd`). */
+export interface PendingSpendLimit {
+    spentUsd: number;
+    limitUsd: number;
+}
+/** A person's answer to a run parked at its spend limit. */
+export type SpendLimitDecision = {
+    decision: 'raise';
+    limitUsd: number;
+} | {
+    decision: 'refuse';
+};
+export type AnswerSpendLimitRequest = SpendLimitDecision & {
+    decidedBy?: string;
+};
+export interface SpendLimitReceipt {
+    /** `raise` or `refuse`. */
+    decision: string;
+    /** The limit in force after the answer. */
+    limitUsd: number;
+    spentUsd: number;
+    decidedBy: string;
+}
 export type InvocationStatus = string;
 export interface TimelineInvocation {
     invocationId: string;
@@ -163,6 +186,25 @@ export interface TimelineInvocation {
     exitPolicy: string;
     createdAt: Timestamp;
     updatedAt: Timestamp;
+    /** The fallback models it moved to, in order; absent when it stayed on its profile's. */
+    modelSwitches?: TimelineModelSwitch[];
+}
+/** One side of a model switch: the connection and model an agent talks to. */
+export interface BindingRef {
+    connectionRef?: string;
+    modelId: string | null;
+    provider: string;
+}
+/** One move of an agent to the next model of its profile's fallback chain. */
+export interface TimelineModelSwitch {
+    seq: number;
+    round: number;
+    fallbackIndex: number;
+    from: BindingRef;
+    to: BindingRef;
+    /** `retries_exhausted`, `call_deadline_exceeded`, `model_not_found` or `rate_limited`. */
+    reason: string;
+    code: string;
 }
 export interface DelegationEdge {
     taskId: string;

@@ -8,6 +8,7 @@ import type {
   AgentConversation,
   AgentRun,
   AgentTaskRecord,
+  AnswerSpendLimitRequest,
   ChatCommitRequest,
   ForkRunRequest,
   Json,
@@ -15,6 +16,7 @@ import type {
   McpCallOutput,
   McpServerConfig,
   McpServerEntry,
+  PendingSpendLimit,
   PendingToolApproval,
   PersistentStateMetadataUpdate,
   PromptAssemblyRequest,
@@ -24,6 +26,7 @@ import type {
   ResolveToolApprovalRequest,
   RunRecord,
   RunUsage,
+  SpendLimitReceipt,
   StartRunRequest,
   TimelineProjection,
   ToolApprovalReceipt,
@@ -72,6 +75,8 @@ export interface PendingHostRequests {
   approvals: PendingToolApproval[]
   /** Calls of host-answered tools waiting for an answer. */
   hostToolCalls: PendingHostToolCall[]
+  /** The run is parked at its spend limit until a person raises it or refuses. */
+  spendLimit?: PendingSpendLimit
 }
 
 /** Why a run failed: the code and messages of its `run_failed` or `run_partial_success`. */
@@ -191,6 +196,8 @@ export interface HostCommands {
   ]
   list_agent_tool_approvals: [RunRef, PendingToolApproval[]]
   approve_agent_tool_call: [RunRef & { approvalId: string } & ResolveToolApprovalRequest, ToolApprovalReceipt]
+  read_agent_spend_limit: [RunRef, PendingSpendLimit | null]
+  answer_agent_spend_limit: [RunRef & AnswerSpendLimitRequest, SpendLimitReceipt]
   list_agent_host_tool_calls: [RunRef, PendingHostToolCall[]]
   answer_agent_host_tool_call: [AnswerHostToolCallRequest, null]
   list_agent_pending_requests: [RunRef, PendingHostRequests]

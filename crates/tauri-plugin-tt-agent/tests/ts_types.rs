@@ -157,6 +157,22 @@ fn task_sample() -> Value {
     })
 }
 
+fn timeline_sample() -> Value {
+    let binding =
+        |model: &str| json!({"connectionRef": "spare", "modelId": model, "provider": "fake"});
+    json!({
+        "foregroundInvocationIds": ["inv_root"],
+        "invocations": [{"invocationId": "inv_root", "parentInvocationId": null,
+            "profileId": "writer", "kind": "root", "status": "completed",
+            "exitPolicy": "run_finish_allowed",
+            "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z",
+            "modelSwitches": [{"seq": 9, "round": 1, "fallbackIndex": 1,
+                "from": binding("big"), "to": binding("small"),
+                "reason": "rate_limited", "code": "model.provider_rate_limited"}]}],
+        "delegationEdges": []
+    })
+}
+
 fn assembly_sample() -> Value {
     json!({
         "schemaVersion": 1, "kind": "tauritavern.agentPromptAssemblyRequest",
@@ -182,7 +198,8 @@ fn pending_sample() -> Value {
             "changes": []}],
         "promptAssemblies": [assembly_sample()],
         "approvals": [],
-        "hostToolCalls": []
+        "hostToolCalls": [],
+        "spendLimit": {"spentUsd": 1.0125, "limitUsd": 1.0}
     })
 }
 
@@ -251,10 +268,28 @@ fn the_typescript_answer_types_name_the_fields_serde_writes() {
         "/metadataUpdates/0",
     );
     check("PromptAssemblyRequest", &pending, "/promptAssemblies/0");
+    check("PendingSpendLimit", &pending, "/spendLimit");
+    let receipt = through::<tt_runtime::SpendLimitReceipt>(
+        json!({"decision": "raise", "limitUsd": 2.0, "spentUsd": 1.0125, "decidedBy": "page"}),
+    );
+    check("SpendLimitReceipt", &receipt, "");
     let assembly = through::<tt_runtime::PromptAssemblyRequest>(assembly_sample());
     check("PromptAssemblyRequest", &assembly, "");
     check("PromptAssemblyScope", &assembly, "/scope");
     check("PromptAssemblyFingerprint", &assembly, "/fingerprint");
+
+    let timeline = through::<tt_runtime::TimelineProjection>(timeline_sample());
+    check("TimelineInvocation", &timeline, "/invocations/0");
+    check(
+        "TimelineModelSwitch",
+        &timeline,
+        "/invocations/0/modelSwitches/0",
+    );
+    check(
+        "BindingRef",
+        &timeline,
+        "/invocations/0/modelSwitches/0/from",
+    );
 
     let entry = through::<tt_runtime::McpServerEntry>(mcp_sample());
     check("McpServerEntry", &entry, "");

@@ -24,7 +24,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 use crate::events::EventSink;
 
 /// The decider recorded when the host names none.
-pub const DEFAULT_DECIDED_BY: &str = "host";
+pub const DEFAULT_DECIDED_BY: &str = tt_domain::approval::DECIDED_BY_HOST;
 
 /// A call waiting for a person, as `pending_approvals` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

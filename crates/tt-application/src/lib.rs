@@ -25,6 +25,7 @@ pub(crate) mod resume;
 pub(crate) mod run_service;
 pub(crate) mod services;
 pub(crate) mod skills;
+pub(crate) mod spend_limit;
 mod start_request;
 pub(crate) mod timeline;
 pub(crate) mod tools;
@@ -51,6 +52,12 @@ pub use run_service::{
     InjectedTaskResult, ProfileDeleted, ProfileSummary, StartRunRequest,
 };
 pub use services::RuntimeServices;
-pub use timeline::{DelegationEdge, TimelineInvocation, TimelineProjection, timeline_projection};
+pub use spend_limit::{
+    AnswerSpendLimitRequest, PendingSpendLimit, SpendLimitDecision, SpendLimitReceipt,
+};
+pub use timeline::{
+    DelegationEdge, TimelineInvocation, TimelineModelSwitch, TimelineProjection,
+    timeline_projection,
+};
 pub use tt_domain::damage::{DamageFinding, RunDamage};
 pub use usage::{InheritedUsage, InvocationUsage, RunUsage, UsageTotals, run_usage};

@@ -50,6 +50,8 @@ pub(crate) struct JournalState {
     /// Guidance submitted but neither read nor dropped when the process died, in order:
     /// (guidance id, client guidance id, text). The resumed mailbox holds it again.
     pub pending_guidance: Vec<(String, Option<String>, String)>,
+    /// The run's spend and its spend approval, as journaled.
+    pub spend: crate::spend_limit::JournaledSpend,
 }
 
 /// The decision a journaled `tool_approval_resolved` recorded.
@@ -177,6 +179,7 @@ impl JournalReader {
     fn read(&mut self, event: &AgentRunEvent) {
         let invocation = text(event, "invocationId").map(InvocationId::from_raw);
         let state = &mut self.state;
+        state.spend.read(event);
         match &event.event_type {
             RunEventType::RunInterrupted => {
                 state.from_seq = event

@@ -1,5 +1,6 @@
 //! The timeline projection a host draws an agent graph from: which invocations owned the
-//! foreground, every invocation, and every delegation/handoff edge (reference §7).
+//! foreground, every invocation (with the fallback models it moved to), and every
+//! delegation/handoff edge (reference §7).
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -23,6 +24,62 @@ pub struct TimelineInvocation {
     pub exit_policy: ExitPolicy,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// The fallback models it moved to, in order (`agent_model_fallback_switched`; the last
+    /// one's `to` is the model in force). Filled by `AgentRunService::timeline_projection`
+    /// from the journal; empty when it stayed on its profile's model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_switches: Vec<TimelineModelSwitch>,
+}
+
+/// One move of an agent to the next model of its profile's fallback chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineModelSwitch {
+    /// The journal event that recorded it.
+    pub seq: u64,
+    /// The round whose call failed and was made again on the new model.
+    pub round: u32,
+    /// Which entry of `model.fallbacks` it moved to (1 = the first).
+    pub fallback_index: u32,
+    pub from: tt_domain::event_payload::BindingRef,
+    pub to: tt_domain::event_payload::BindingRef,
+    /// `retries_exhausted`, `call_deadline_exceeded`, `model_not_found` or `rate_limited`.
+    pub reason: String,
+    /// The error code of the failure that moved it.
+    pub code: String,
+}
+
+impl TimelineProjection {
+    /// Adds to each invocation the fallback switches `events` journal (any events of the run;
+    /// others are skipped).
+    pub(crate) fn add_model_switches(&mut self, events: &[tt_domain::event::AgentRunEvent]) {
+        use tt_domain::event_payload::RunEventPayload;
+        for event in events {
+            if event.event_type != tt_domain::event::RunEventType::AgentModelFallbackSwitched {
+                continue;
+            }
+            let Some(Ok(RunEventPayload::AgentModelFallbackSwitched(switched))) =
+                event.typed_payload()
+            else {
+                continue;
+            };
+            if let Some(invocation) = self
+                .invocations
+                .iter_mut()
+                .find(|inv| inv.invocation_id == switched.invocation_id)
+            {
+                invocation.model_switches.push(TimelineModelSwitch {
+                    seq: event.seq,
+                    round: switched.round,
+                    fallback_index: switched.fallback_index,
+                    from: switched.from,
+                    to: switched.to,
+                    reason: switched.reason,
+                    code: switched.code,
+                });
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,6 +165,7 @@ pub async fn timeline_projection(
                 exit_policy: inv.exit_policy,
                 created_at: inv.created_at,
                 updated_at: inv.updated_at,
+                model_switches: Vec::new(),
             })
             .collect(),
         delegation_edges: tasks

@@ -26,6 +26,7 @@ mod model_facing_text;
 mod orchestration;
 mod persist_metadata;
 mod return_gate;
+mod run_spend_limit;
 mod runs;
 mod skills;
 mod slips;

@@ -149,6 +149,73 @@ async fn a_rate_limited_model_moves_the_agent_to_its_fallback_with_the_same_hist
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_call_past_its_deadline_moves_the_agent_to_its_fallback() {
+    let s = setup(
+        FakeModel::hanging(),
+        by_turn(happy_turns()),
+        writer(|p| p.run.model_retry.deadline_seconds = Some(30)),
+    );
+    let started = tokio::time::Instant::now();
+    let run = s.h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    // The hung primary is asked once and given up on at its deadline, not retried.
+    assert_eq!(s.primary.call_count(), 1);
+    assert_eq!(started.elapsed(), std::time::Duration::from_secs(30));
+    assert_eq!(models_asked(&s.spare), vec![Some("small".to_owned()); 3]);
+    let switched = events_of(&s.h, &run.id, "agent_model_fallback_switched");
+    assert_eq!(switched.len(), 1);
+    assert_eq!(switched[0].payload["reason"], "call_deadline_exceeded");
+    assert_eq!(switched[0].payload["code"], "model.call_deadline_exceeded");
+    assert_eq!(switched[0].payload["round"], 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_timeline_shows_each_agents_fallback_switches_and_a_branch_cut_before_has_none() {
+    let s = setup(
+        failing(rate_limited(None)),
+        by_turn(happy_turns()),
+        writer(|_| {}),
+    );
+    let run = s.h.run_to_end(request(Some("writer"))).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let timeline = s.h.service.timeline_projection(&run.id).await.unwrap();
+    let root = &timeline.invocations[0];
+    assert_eq!(root.model_switches.len(), 1);
+    let switch = serde_json::to_value(&root.model_switches[0]).unwrap();
+    let seq =
+        s.h.first_event(&run.id, "agent_model_fallback_switched")
+            .seq;
+    assert_eq!(
+        switch,
+        json!({
+            "seq": seq, "round": 1, "fallbackIndex": 1,
+            "from": {"connectionRef": "primary", "modelId": "big", "provider": "fake"},
+            "to": {"connectionRef": "spare", "modelId": "small", "provider": "fake"},
+            "reason": "rate_limited", "code": "model.provider_rate_limited",
+        })
+    );
+
+    // A branch cut before the switch has not inherited it: its timeline shows only the switch
+    // it made on its own.
+    let branch =
+        s.h.service
+            .fork_run(
+                &run.id,
+                ForkRunRequest {
+                    at: ForkPoint::Seq { seq: seq - 1 },
+                    changes: ForkChanges::default(),
+                },
+            )
+            .await
+            .unwrap();
+    assert_eq!(s.h.wait(&branch.id).await.status, AgentRunStatus::Completed);
+    let timeline = s.h.service.timeline_projection(&branch.id).await.unwrap();
+    let switches = &timeline.invocations[0].model_switches;
+    assert_eq!(switches.len(), 1);
+    assert!(switches[0].seq > s.h.first_event(&branch.id, "run_resumed").seq);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_long_rate_limit_moves_on_at_once_past_the_bound() {
     let s = setup(
         failing(rate_limited(Some(60_000))),

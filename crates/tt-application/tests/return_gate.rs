@@ -338,6 +338,21 @@ async fn a_forked_agents_plain_answer_is_graded_and_sent_back_like_a_return() {
         .find(|result| result.0 == "fork_return_1")
         .unwrap();
     assert!(sent_back.3.contains("Name the scene."), "{}", sent_back.3);
+    // Its first request lists its delegating agent's tools as they were sent; once its history
+    // holds the sent-back `task_return`, the list declares it too, at the end.
+    let names = |request: &tt_domain::model::AgentModelRequest| -> Vec<String> {
+        request
+            .tools
+            .iter()
+            .map(|spec| spec.model_name.clone())
+            .collect()
+    };
+    let writer = requests_of(&h, "writer");
+    assert_eq!(names(&critic[0]), names(&writer[0]));
+    assert!(!names(&critic[0]).contains(&"task_return".to_owned()));
+    let mut declared = names(&writer[0]);
+    declared.push("task_return".to_owned());
+    assert_eq!(names(&critic[1]), declared);
     assert_eq!(
         outcomes(&h, &run.id),
         [(1, "sentBack".to_owned()), (2, "accepted".to_owned())]

@@ -1,12 +1,15 @@
 //! Answering tool calls that wait for approval from the terminal (docs/host-api.md, "Approving
 //! tool calls"): while one waits, a typed line answers it instead of going to the agent as
 //! guidance: `y` approves, `n [message]` denies (the agent reads the message), `e` opens
-//! `$EDITOR` (else `$VISUAL`, else `vi`) on its arguments and approves what is saved.
+//! `$EDITOR` (else `$VISUAL`, else `vi`) on its arguments and approves what is saved. A run
+//! parked at its spend limit (docs/host-api.md, "Run spend approval") is answered the same way,
+//! once no call waits: a number of US dollars raises the limit, `n` refuses and the run stops.
 
 use serde_json::Value;
 use std::collections::VecDeque;
 use tt_runtime::{
-    AgentRun, AgentRuntime, ApprovalDecision, PendingToolApproval, ResolveToolApprovalRequest,
+    AgentRun, AgentRuntime, AnswerSpendLimitRequest, ApprovalDecision, PendingSpendLimit,
+    PendingToolApproval, ResolveToolApprovalRequest, RunEventPayload, SpendLimitDecision,
 };
 
 /// Who decided, as the journal records it.
@@ -15,15 +18,62 @@ const DECIDED_BY: &str = "terminal";
 /// Most characters of the arguments shown in a prompt.
 const SHOWN_ARGUMENT_CHARS: usize = 400;
 
-/// The calls of the followed run waiting for an answer from this terminal, oldest first.
+/// The calls of the followed run waiting for an answer from this terminal, oldest first, and
+/// its spend limit when the run is parked at it.
 #[derive(Default)]
 pub(crate) struct TerminalApprovals {
     waiting: VecDeque<PendingToolApproval>,
+    spend: Option<PendingSpendLimit>,
 }
 
 impl TerminalApprovals {
     pub(crate) fn is_waiting(&self) -> bool {
-        !self.waiting.is_empty()
+        !self.waiting.is_empty() || self.spend.is_some()
+    }
+
+    /// Takes in what an event of the followed run says of the calls and the spend limit that
+    /// wait for a person.
+    pub(crate) async fn follow(
+        &mut self,
+        runtime: &AgentRuntime,
+        run: &AgentRun,
+        event: RunEventPayload,
+    ) {
+        match event {
+            RunEventPayload::ToolApprovalRequested(asked) => {
+                self.asked(runtime, run, &asked.approval_id).await;
+            }
+            RunEventPayload::ToolApprovalResolved(answered) => self.settled(&answered.approval_id),
+            RunEventPayload::ToolApprovalCancelled(withdrawn) => {
+                self.settled(&withdrawn.approval_id);
+            }
+            RunEventPayload::SpendLimitReached(_) => self.spend_reached(runtime, run).await,
+            RunEventPayload::SpendLimitAnswered(_) => self.spend_answered(),
+            _ => {}
+        }
+    }
+
+    /// The run parked at its spend limit: ask, once no call waits.
+    pub(crate) async fn spend_reached(&mut self, runtime: &AgentRuntime, run: &AgentRun) {
+        match runtime.pending_spend_limit(run.id.as_str()).await {
+            Ok(Some(pending)) => {
+                let first = self.spend.is_none();
+                self.spend = Some(pending);
+                if first && self.waiting.is_empty() {
+                    self.prompt();
+                }
+            }
+            Ok(None) => {}
+            Err(error) => println!(
+                "(could not read the spend limit [{}]: {})",
+                error.code, error.message
+            ),
+        }
+    }
+
+    /// The spend limit was answered (here or elsewhere).
+    pub(crate) fn spend_answered(&mut self) {
+        self.spend = None;
     }
 
     /// A call asked for approval: queue it (with its arguments), and prompt if it is first.
@@ -80,6 +130,18 @@ impl TerminalApprovals {
                 self.prompt();
             }
         }
+        if self.spend.is_none() {
+            let parked = runtime
+                .pending_spend_limit(run.id.as_str())
+                .await
+                .map_err(|error| format!("[{}] {}", error.code, error.message))?;
+            if parked.is_some() {
+                self.spend = parked;
+                if self.waiting.is_empty() {
+                    self.prompt();
+                }
+            }
+        }
         Ok(self.is_waiting())
     }
 
@@ -90,13 +152,19 @@ impl TerminalApprovals {
             .front()
             .is_some_and(|p| p.approval_id == approval_id);
         self.waiting.retain(|p| p.approval_id != approval_id);
-        if was_first && !self.waiting.is_empty() {
+        if was_first && self.is_waiting() {
             self.prompt();
         }
     }
 
     fn prompt(&self) {
         let Some(call) = self.waiting.front() else {
+            if let Some(spend) = &self.spend {
+                println!(
+                    "⏸ the run has spent ${:.4}, reaching its spend limit of ${:.4}: go on up to how many US dollars? [a number = raise the limit to it, n = stop the run]",
+                    spend.spent_usd, spend.limit_usd
+                );
+            }
             return;
         };
         let mut arguments = call.arguments.to_string();
@@ -113,9 +181,10 @@ impl TerminalApprovals {
         );
     }
 
-    /// Answers the first waiting call with a typed line.
+    /// Answers the first waiting call with a typed line, else the spend limit.
     pub(crate) async fn answer(&mut self, runtime: &AgentRuntime, run: &AgentRun, line: &str) {
         let Some(call) = self.waiting.front().cloned() else {
+            self.answer_spend(runtime, run, line).await;
             return;
         };
         let decision = match parse_answer(line) {
@@ -148,6 +217,48 @@ impl TerminalApprovals {
                 println!("(not accepted [{}]: {})", error.code, error.message);
                 self.prompt();
             }
+        }
+    }
+}
+
+impl TerminalApprovals {
+    /// Raises the spend limit to the typed number of US dollars, or refuses on `n`.
+    async fn answer_spend(&mut self, runtime: &AgentRuntime, run: &AgentRun, line: &str) {
+        if self.spend.is_none() {
+            return;
+        }
+        let Some(decision) = parse_spend_answer(line) else {
+            println!("(answer with a number of US dollars, or n)");
+            return;
+        };
+        let request = AnswerSpendLimitRequest {
+            decision,
+            decided_by: Some(DECIDED_BY.to_owned()),
+        };
+        match runtime.answer_spend_limit(run.id.as_str(), request).await {
+            // The `spend_limit_answered` event clears it.
+            Ok(receipt) => println!(
+                "(taken as your answer to the spend limit ({}), not as guidance)",
+                receipt.decision
+            ),
+            Err(error) => {
+                println!("(not accepted [{}]: {})", error.code, error.message);
+                self.prompt();
+            }
+        }
+    }
+}
+
+/// `n` refuses; a number of US dollars (`2.5`, `$2.5`) raises the limit to it.
+fn parse_spend_answer(line: &str) -> Option<SpendLimitDecision> {
+    let line = line.trim();
+    match line.to_lowercase().as_str() {
+        "n" | "no" => Some(SpendLimitDecision::Refuse),
+        _ => {
+            let limit_usd: f64 = line.trim_start_matches('$').parse().ok()?;
+            limit_usd
+                .is_finite()
+                .then_some(SpendLimitDecision::Raise { limit_usd })
         }
     }
 }
@@ -220,5 +331,21 @@ mod tests {
         assert_eq!(parse_answer("y please"), None);
         assert_eq!(parse_answer("maybe"), None);
         assert_eq!(parse_answer(""), None);
+    }
+
+    #[test]
+    fn a_spend_answer_is_a_number_of_dollars_or_n() {
+        assert_eq!(
+            parse_spend_answer(" 2.5 "),
+            Some(SpendLimitDecision::Raise { limit_usd: 2.5 })
+        );
+        assert_eq!(
+            parse_spend_answer("$10"),
+            Some(SpendLimitDecision::Raise { limit_usd: 10.0 })
+        );
+        assert_eq!(parse_spend_answer("No"), Some(SpendLimitDecision::Refuse));
+        assert_eq!(parse_spend_answer("more"), None);
+        assert_eq!(parse_spend_answer("inf"), None);
+        assert_eq!(parse_spend_answer(""), None);
     }
 }

@@ -6,7 +6,7 @@
 //! runtime says no call waits.
 
 use tokio::sync::mpsc;
-use tt_runtime::{AgentRun, AgentRuntime, RunEventPayload, StopSignals, SubmitGuidanceRequest};
+use tt_runtime::{AgentRun, AgentRuntime, StopSignals, SubmitGuidanceRequest};
 
 use crate::approve::TerminalApprovals;
 use crate::render::{EventPrinter, agent_tree};
@@ -57,18 +57,7 @@ pub(crate) async fn follow(
             println!("{line}");
         }
         if let Some(Ok(payload)) = event.typed_payload() {
-            match payload {
-                RunEventPayload::ToolApprovalRequested(asked) => {
-                    approvals.asked(runtime, run, &asked.approval_id).await;
-                }
-                RunEventPayload::ToolApprovalResolved(answered) => {
-                    approvals.settled(&answered.approval_id);
-                }
-                RunEventPayload::ToolApprovalCancelled(withdrawn) => {
-                    approvals.settled(&withdrawn.approval_id);
-                }
-                _ => {}
-            }
+            approvals.follow(runtime, run, payload).await;
         }
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;
@@ -167,8 +156,8 @@ pub(crate) async fn take_line(
         }
         Ok(true) => {
             println!(
-                "(your line was not sent: a call is waiting for approval, asked above; answer it \
-                 first, then type your guidance again)"
+                "(your line was not sent: a call or the run's spend limit is waiting for a person, \
+                 asked above; answer it first, then type your guidance again)"
             );
             LineTaken::HeldBack
         }

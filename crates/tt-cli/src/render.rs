@@ -58,6 +58,8 @@ impl EventPrinter {
                     | RunEventType::UserGuidanceSubmitted
                     | RunEventType::UserGuidanceApplied
                     | RunEventType::UserGuidanceDiscarded
+                    | RunEventType::SpendLimitReached
+                    | RunEventType::SpendLimitAnswered
             ) {
             ("run".to_owned(), 0)
         } else {
@@ -143,6 +145,18 @@ impl EventPrinter {
             P::ToolApprovalCancelled(e) => {
                 format!("  approval of {} withdrawn ({})", e.tool, e.reason)
             }
+            P::SpendLimitReached(e) => format!(
+                "⏸ the run has spent ${:.4}, reaching its spend limit of ${:.4}; it waits for a person",
+                e.spent_usd, e.limit_usd
+            ),
+            P::SpendLimitAnswered(e) if e.decision == "raise" => format!(
+                "  spend limit raised to ${:.4} by {}",
+                e.limit_usd, e.decided_by
+            ),
+            P::SpendLimitAnswered(e) => format!(
+                "  raising the spend limit refused by {}: the run stops",
+                e.decided_by
+            ),
             P::ToolCallFailed(e) => format!("✗ {} [{}] {}", e.name, e.error_code, e.message),
             P::WorkspaceFileWritten(e) => format!("  wrote {} ({} chars)", e.path, e.chars),
             P::WorkspacePatchApplied(e) => {

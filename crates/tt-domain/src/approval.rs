@@ -245,6 +245,9 @@ pub const MAX_DENY_MESSAGE_CHARS: usize = 4_000;
 /// Who decided when no host did: the profile's `tools.approvalTimeoutMs` ran out.
 pub const DECIDED_BY_TIMEOUT: &str = "timeout";
 
+/// Who decided when the host's answer names no one.
+pub const DECIDED_BY_HOST: &str = "host";
+
 /// The approval id of a call: `apr_` and the hex of its call file key (`call_<hex16>`), so the
 /// same call asks under the same id again after a resume.
 pub fn approval_id_for(call_file_key: &str) -> String {

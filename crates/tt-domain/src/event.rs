@@ -173,6 +173,8 @@ event_types! {
     ToolApprovalRequested => "tool_approval_requested",
     ToolApprovalResolved => "tool_approval_resolved",
     ToolApprovalCancelled => "tool_approval_cancelled",
+    SpendLimitReached => "spend_limit_reached",
+    SpendLimitAnswered => "spend_limit_answered",
     ToolCallStarted => "tool_call_started",
     ToolResultStored => "tool_result_stored",
     ToolCallCompleted => "tool_call_completed",

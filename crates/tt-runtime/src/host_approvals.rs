@@ -1,7 +1,12 @@
 //! The host's side of tool approvals on [`AgentRuntime`] (docs/host-api.md, "Approving tool
-//! calls"): list the calls that wait for a person, and answer them.
+//! calls"): list the calls that wait for a person, and answer them; and of the run's spend
+//! approval (docs/host-api.md, "Run spend approval"): see whether a run is parked at its spend
+//! limit, and raise the limit or refuse.
 
-use tt_application::{PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt};
+use tt_application::{
+    AnswerSpendLimitRequest, PendingSpendLimit, PendingToolApproval, ResolveToolApprovalRequest,
+    SpendLimitReceipt, ToolApprovalReceipt,
+};
 use tt_domain::ids::RunId;
 
 use crate::dto::HostResult;
@@ -35,6 +40,39 @@ impl AgentRuntime {
             .service
             .resolve_tool_approval(&RunId::from_raw(run_id), approval_id, request)
             .await?)
+    }
+
+    /// Whether a run is parked at its spend limit (`limits.askAboveTotalCostUsd`): what it
+    /// spent and the limit it reached; `None` when it is not (or has ended).
+    /// `agent.run_locked` for a run another process executes.
+    pub async fn pending_spend_limit(&self, run_id: &str) -> HostResult<Option<PendingSpendLimit>> {
+        self.ensure_open()?;
+        Ok(self
+            .service
+            .pending_spend_limit(&RunId::from_raw(run_id))
+            .await?)
+    }
+
+    /// Answers a run parked at its spend limit: `{decision: "raise", limitUsd}` (above what it
+    /// spent) lets its agents go on, `{decision: "refuse"}` ends them with
+    /// `agent.run_spend_refused`. Journaled before it returns. Codes:
+    /// `agent.spend_limit_not_reached` (not parked, or answered already),
+    /// `agent.spend_limit_invalid`, `agent.run_not_running`, `agent.run_locked`.
+    pub async fn answer_spend_limit(
+        &self,
+        run_id: &str,
+        request: AnswerSpendLimitRequest,
+    ) -> HostResult<SpendLimitReceipt> {
+        self.ensure_open()?;
+        Ok(self
+            .service
+            .answer_spend_limit(&RunId::from_raw(run_id), request)
+            .await?)
+    }
+
+    /// The spend approval a run executing here waits for, right now.
+    pub(crate) fn pending_spend_limit_now(&self, run_id: &RunId) -> Option<PendingSpendLimit> {
+        self.service.pending_spend_limit_now(run_id)
     }
 
     /// Tool calls of a run executing here that wait for a person, right now.

@@ -33,9 +33,9 @@ pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 /// The host command table (docs/host-api.md, "The host command table").
 pub use commands::handlers as host_commands;
 pub use commands::{
-    ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest, GuidanceRequest,
-    HOST_COMMANDS, JsonValue, McpServerName, McpServerRequest, McpToolCallRequest, NoInput,
-    PersistStateAnswer, PersistStateRequest, ProfileRef, RecordRequest, RunRef,
+    AnswerSpendLimitCommand, ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest,
+    GuidanceRequest, HOST_COMMANDS, JsonValue, McpServerName, McpServerRequest, McpToolCallRequest,
+    NoInput, PersistStateAnswer, PersistStateRequest, ProfileRef, RecordRequest, RunRef,
     SaveSkillFileRequest, TaskRef, TranscriptRequest, WorkspaceFileRequest,
 };
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};
@@ -86,6 +86,10 @@ pub use tt_application::{
     AgentConversation, ConversationEntry, ConversationToolCall, InheritedAnswers,
     InjectedTaskResult,
 };
+/// The run's spend approval (docs/host-api.md, "Run spend approval").
+pub use tt_application::{
+    AnswerSpendLimitRequest, PendingSpendLimit, SpendLimitDecision, SpendLimitReceipt,
+};
 pub use tt_application::{
     DEFAULT_DECIDED_BY, PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt,
 };
@@ -97,7 +101,7 @@ pub use tt_application::{
 };
 pub use tt_application::{
     InheritedUsage, InvocationUsage, PromptMessage, PromptRole, RunUsage, StartRunRequest,
-    TimelineProjection, UsageTotals,
+    TimelineModelSwitch, TimelineProjection, UsageTotals,
 };
 /// Listing and deleting profiles (docs/profiles.md, "Managing profiles").
 pub use tt_application::{ProfileDeleted, ProfileSummary};

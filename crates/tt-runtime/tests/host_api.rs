@@ -994,6 +994,9 @@ async fn waiting_for_a_run_another_runtime_owns_returns_its_end() {
 #[path = "host_api/commands.rs"]
 mod commands;
 
+#[path = "host_api/spend_limit.rs"]
+mod spend_limit;
+
 #[path = "host_api/wire.rs"]
 mod wire;
 

@@ -50,6 +50,8 @@ pub(crate) struct RunContext {
     pub guidance: crate::guidance::GuidanceMailbox,
     /// Tool calls waiting for a person's approval, and the answers given.
     pub approvals: crate::approvals::ApprovalBroker,
+    /// The run's spend against `limits.askAboveTotalCostUsd`, and a person's answers.
+    pub spend: crate::spend_limit::SpendLimit,
     /// Provider sessions opened by this run's invocations, closed when it ends.
     sessions: StdMutex<Vec<(String, Arc<dyn tt_ports::ModelProvider>)>>,
     /// The next registration number of a task and its invocation; read from the stored
@@ -93,6 +95,7 @@ impl RunContext {
             persist_snapshot,
             guidance: Default::default(),
             approvals: Default::default(),
+            spend: Default::default(),
             sessions: StdMutex::new(Vec::new()),
             creation_seq: Mutex::new(None),
             workspace_keys: Arc::default(),

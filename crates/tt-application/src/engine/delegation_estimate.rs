@@ -39,7 +39,13 @@ pub(crate) async fn estimate(
     );
     let brief_tokens = request_tokens(&[AgentModelMessage::text(ModelRole::User, brief)], 0);
     let first_request_tokens = match inv.sent_messages.as_deref().filter(|_| args.fork) {
-        Some(sent) => request_tokens(sent, tools_tokens(&inv.request_tools())) + brief_tokens,
+        Some(sent) => {
+            let tools = inv
+                .sent_tools
+                .clone()
+                .unwrap_or_else(|| inv.request_tools());
+            request_tokens(sent, tools_tokens(&tools)) + brief_tokens
+        }
         None => {
             // Its outside tools' specs are not known before it starts: its built-ins count.
             let mut offered = target.clone();

@@ -1,6 +1,6 @@
 //! The fallback chain of an agent's model (`model.fallbacks`, docs/profiles.md "Fallback
 //! models"): a failure retrying does not fix (a retryable failure after `run.modelRetry`'s
-//! retries, a rate limit, a model the server does not know) moves the agent to the next binding
+//! retries, a call past its deadline, a rate limit, a model the server does not know) moves the agent to the next binding
 //! of its profile, with the same history, and the round's call is made again there. Each switch
 //! is journaled (`agent_model_fallback_switched`); the journal is what a resumed or branched
 //! agent reads to go on with the binding in force.
@@ -8,7 +8,7 @@
 use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload::{AgentModelFallbackSwitched, BindingRef};
-use tt_ports::ModelError;
+use tt_ports::{ModelError, ModelTimeLimit};
 
 use crate::engine::binding::{ModelBinding, resolve_fallback_binding};
 use crate::engine::context::RunContext;
@@ -20,6 +20,9 @@ use crate::error::{ApplicationError, ApplicationResult};
 pub(crate) enum Reason {
     /// A retryable failure (transient, timed out, unreadable) after the retries.
     RetriesExhausted,
+    /// The call, its retries and waits included, outlasted its deadline
+    /// (`model.call_deadline_exceeded`).
+    CallDeadline,
     /// The server does not know the model.
     ModelNotFound,
     /// Rate limited after the retries, or asked to wait longer than
@@ -31,6 +34,7 @@ impl Reason {
     fn as_str(self) -> &'static str {
         match self {
             Self::RetriesExhausted => "retries_exhausted",
+            Self::CallDeadline => "call_deadline_exceeded",
             Self::ModelNotFound => "model_not_found",
             Self::RateLimited => "rate_limited",
         }
@@ -41,6 +45,10 @@ impl Reason {
 fn reason(error: &ModelError) -> Option<Reason> {
     match error {
         ModelError::RateLimited { .. } => Some(Reason::RateLimited),
+        ModelError::TimedOut {
+            limit: ModelTimeLimit::CallDeadline,
+            ..
+        } => Some(Reason::CallDeadline),
         ModelError::Rejected { status, message } if is_model_not_found(*status, message) => {
             Some(Reason::ModelNotFound)
         }

@@ -13,6 +13,12 @@
 //!   tool), within its roots and budgets; the note tells it which of the listed tools are its.
 //! - Its answer without a tool call is its `task.return` ([`calls_of`]): the delegating
 //!   agent's tool list has no `task_return`, and adding one would change the prefix.
+//! - Once its history holds a call of one of its own tools the list lacks (that `task_return`,
+//!   sent back by a return gate, or a tool of its own it called by name), the tool's spec is
+//!   added at the end of the list ([`declare_own_calls`]): a request whose history calls a tool
+//!   it does not declare is refused by some wires. The requests before keep the prefix byte for
+//!   byte; the first one after it is read without the cache, and the cache follows the longer
+//!   list from then on.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -50,14 +56,42 @@ pub(crate) fn push_reply(
     messages: &mut Vec<AgentModelMessage>,
     reply: &AgentModelMessage,
 ) {
-    inv.sent_messages = calls
-        .iter()
-        .any(asks_fork)
-        .then(|| Arc::new(messages.clone()));
+    let forks = calls.iter().any(asks_fork);
+    inv.sent_messages = forks.then(|| Arc::new(messages.clone()));
+    inv.sent_tools = forks.then(|| inv.request_tools());
     messages.push(crate::engine::call_checks::bounded_for_history(
         reply,
         inv.profile.definition.limits.max_tool_argument_bytes,
     ));
+    declare_own_calls(inv, calls);
+}
+
+/// For an agent started in fork mode: adds to the tools its requests list, at the end, each
+/// tool of its own that `calls` (now in its history) call and the list does not declare.
+fn declare_own_calls(inv: &mut InvocationRuntime, calls: &[AgentToolCall]) {
+    let Some(offered) = inv.offered_tools.as_ref() else {
+        return;
+    };
+    let mut tools: Option<Vec<AgentToolSpec>> = None;
+    for call in calls {
+        let listed = tools.as_deref().unwrap_or(offered);
+        if listed.iter().any(|spec| spec.model_name == call.name) {
+            continue;
+        }
+        if let Some(own) = inv
+            .snapshot
+            .tools
+            .iter()
+            .find(|spec| spec.model_name == call.name)
+        {
+            tools
+                .get_or_insert_with(|| offered.to_vec())
+                .push(own.clone());
+        }
+    }
+    if let Some(tools) = tools {
+        inv.offered_tools = Some(tools.into());
+    }
 }
 
 /// The tool calls of `response`. For an agent started in fork mode, an answer without a tool
@@ -104,7 +138,11 @@ pub(crate) async fn store_prefix(
             "a task in fork mode was asked for without the messages that asked for it",
         ));
     };
-    let tools = inv.request_tools();
+    // The tools of the request that asked for it, as sent.
+    let tools = inv
+        .sent_tools
+        .clone()
+        .unwrap_or_else(|| inv.request_tools());
     let prefix = PrefixRef {
         messages,
         tools: &tools,

@@ -70,6 +70,8 @@ pub(crate) struct InvocationRuntime {
     /// The messages of its last request, kept only when that request's reply asked for a task
     /// in fork mode (`push_reply` of `fork_mode.rs`).
     pub sent_messages: Option<Arc<Vec<tt_domain::model::AgentModelMessage>>>,
+    /// The tool specs that request listed, kept with [`sent_messages`](Self::sent_messages).
+    pub sent_tools: Option<Arc<[tt_domain::tool::AgentToolSpec]>>,
     /// What its return gate's gradings have used (`return_gate.rs`), with those journaled
     /// before an interruption once `gate_tally_loaded`.
     pub gate_tally: GateTally,
@@ -103,6 +105,7 @@ impl InvocationRuntime {
             held_writes: Vec::new(),
             offered_tools: prepared.offered_tools.clone(),
             sent_messages: None,
+            sent_tools: None,
             gate_tally: Default::default(),
             gate_tally_loaded: false,
         }

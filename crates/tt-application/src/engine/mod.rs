@@ -37,6 +37,7 @@ pub(crate) mod prompt_assembly;
 pub(crate) mod records;
 pub(crate) mod return_gate;
 pub(crate) mod scheduler;
+pub(crate) mod spend_gate;
 pub(crate) mod streaming;
 pub(crate) mod tasks;
 pub(crate) mod tool_loop;

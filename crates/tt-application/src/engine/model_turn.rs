@@ -313,6 +313,13 @@ pub(crate) async fn journal_stored_response(
             ],
         )
         .await?;
+    // The run's spend counts what `model_completed` journals (`spend_limit`), once.
+    if let Some(cost) = completed
+        .cost_usd
+        .and_then(tt_domain::cost::Usd::from_dollars)
+    {
+        ctx.spend.add(cost);
+    }
     Ok(())
 }
 

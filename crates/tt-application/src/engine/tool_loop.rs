@@ -131,18 +131,8 @@ async fn run_rounds(
             .as_mut()
             .and_then(|replay| replay.take_response(round));
         let replaying = stored.is_some();
-        if inv.owns_run() && !replaying {
-            ctx.try_set_status(AgentRunStatus::CallingModel).await?;
-            // Guidance the user sent meanwhile reaches the foreground agent before this request.
-            ctx.guidance
-                .apply(
-                    &ctx.events,
-                    &ctx.run_id,
-                    &inv.invocation.id,
-                    round,
-                    &mut messages,
-                )
-                .await?;
+        if !replaying {
+            before_live_call(ctx, inv, round, &mut messages).await?;
         }
         let mut response = match stored {
             Some(response) => {
@@ -469,6 +459,31 @@ async fn call_model(
             turn => return turn,
         }
     }
+}
+
+/// What comes before a live model call of `round`: a run parked at its spend limit waits here
+/// for a person (`spend_gate`); then the foreground agent's run is `calling_model`, and the
+/// guidance the user sent meanwhile reaches it before this request.
+async fn before_live_call(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    messages: &mut Vec<AgentModelMessage>,
+) -> ApplicationResult<()> {
+    crate::engine::spend_gate::pass(ctx, inv).await?;
+    if inv.owns_run() {
+        ctx.try_set_status(AgentRunStatus::CallingModel).await?;
+        ctx.guidance
+            .apply(
+                &ctx.events,
+                &ctx.run_id,
+                &inv.invocation.id,
+                round,
+                messages,
+            )
+            .await?;
+    }
+    Ok(())
 }
 
 /// Applies the context-window steps journaled before `round` (a resumed agent).

@@ -1,12 +1,15 @@
 //! The host's side of tool approvals (docs/host-api.md, "Approving tool calls"): listing the
-//! calls that wait for a person and answering them. Both go to the process that runs the run,
-//! like guidance: parked calls live in its memory, and answers are journaled by it.
+//! calls that wait for a person and answering them; and of the run's spend approval
+//! (docs/host-api.md, "Run spend approval"): whether the run is parked at its spend limit, and
+//! raising the limit or refusing. All go to the process that runs the run, like guidance:
+//! parked calls live in its memory, and answers are journaled by it.
 
 use tt_domain::error_codes;
 use tt_domain::ids::RunId;
 
 use crate::approvals::{PendingToolApproval, ResolveToolApprovalRequest, ToolApprovalReceipt};
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::spend_limit::{AnswerSpendLimitRequest, PendingSpendLimit, SpendLimitReceipt};
 
 use super::AgentRunService;
 
@@ -57,20 +60,69 @@ impl AgentRunService {
                     .resolve(&self.events, run_id, approval_id, request)
                     .await
             }
+            None => Err(self.not_active(run_id).await),
+        }
+    }
+
+    /// The run's spend approval, when it is parked at its spend limit
+    /// (`limits.askAboveTotalCostUsd`): what it spent and the limit it reached. `None` for a
+    /// run that is not parked or has ended; `agent.run_locked` for a run executing elsewhere.
+    pub async fn pending_spend_limit(
+        &self,
+        run_id: &RunId,
+    ) -> ApplicationResult<Option<PendingSpendLimit>> {
+        match self.active_context(run_id) {
+            Some(ctx) => Ok(ctx.spend.pending()),
             None => {
                 let run = self.services.runs.load_run(run_id).await?;
-                Err(if run.status.is_terminal() {
-                    ApplicationError::fatal(
-                        error_codes::AGENT_RUN_NOT_RUNNING,
-                        format!(
-                            "run {run_id} has ended ({}); its calls no longer wait",
-                            run.status.as_str()
-                        ),
-                    )
+                if run.status.is_terminal() {
+                    Ok(None)
                 } else {
-                    not_here(run_id)
-                })
+                    Err(not_here(run_id))
+                }
             }
+        }
+    }
+
+    /// The spend approval a run executing in this process waits for, right now.
+    pub fn pending_spend_limit_now(&self, run_id: &RunId) -> Option<PendingSpendLimit> {
+        self.active_context(run_id)
+            .and_then(|ctx| ctx.spend.pending())
+    }
+
+    /// Answers a run parked at its spend limit: raise the limit (above what it spent;
+    /// `agent.spend_limit_invalid` otherwise) and it goes on, or refuse and its agents end
+    /// with `agent.run_spend_refused`. Journaled (`spend_limit_answered`) before this returns.
+    /// A run not parked is `agent.spend_limit_not_reached` (so a second answer changes
+    /// nothing); a run that ended, `agent.run_not_running`; one executing elsewhere,
+    /// `agent.run_locked`.
+    pub async fn answer_spend_limit(
+        &self,
+        run_id: &RunId,
+        request: AnswerSpendLimitRequest,
+    ) -> ApplicationResult<SpendLimitReceipt> {
+        match self.active_context(run_id) {
+            Some(ctx) => ctx.spend.answer(&self.events, run_id, request).await,
+            None => Err(self.not_active(run_id).await),
+        }
+    }
+
+    /// Why a run not executing here cannot be answered.
+    async fn not_active(&self, run_id: &RunId) -> ApplicationError {
+        let run = match self.services.runs.load_run(run_id).await {
+            Ok(run) => run,
+            Err(error) => return error.into(),
+        };
+        if run.status.is_terminal() {
+            ApplicationError::fatal(
+                error_codes::AGENT_RUN_NOT_RUNNING,
+                format!(
+                    "run {run_id} has ended ({}); it no longer waits",
+                    run.status.as_str()
+                ),
+            )
+        } else {
+            not_here(run_id)
         }
     }
 }

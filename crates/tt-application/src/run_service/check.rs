@@ -87,9 +87,9 @@ impl AgentRunService {
         })
     }
 
-    /// The agent graph of a run (`timeline::timeline_projection`) with its `damage`: what the
-    /// run record and the records show wrong, without reading the journal (the cheap part of
-    /// [`check_run`](Self::check_run)).
+    /// The agent graph of a run (`timeline::timeline_projection`) with each agent's fallback
+    /// switches (one read of the journal) and its `damage`: what the run record and the
+    /// records show wrong (the cheap part of [`check_run`](Self::check_run)).
     pub async fn timeline_projection(
         &self,
         run_id: &RunId,
@@ -97,6 +97,33 @@ impl AgentRunService {
         let mut projection =
             crate::timeline::timeline_projection(self.services.invocations.as_ref(), run_id)
                 .await?;
+        let mut after = None;
+        loop {
+            let page = self
+                .services
+                .journal
+                .read(
+                    run_id,
+                    &EventPage {
+                        after_seq: after,
+                        limit: Some(MAX_EVENT_PAGE_LIMIT),
+                        ..EventPage::default()
+                    },
+                )
+                .await;
+            // The switches are what the journal adds; a journal that cannot be read leaves
+            // them out, and the records' graph still stands (check_run reports the journal).
+            let page = match page {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(%error, "the timeline's fallback switches could not be read");
+                    break;
+                }
+            };
+            let Some(last) = page.last() else { break };
+            after = Some(last.seq);
+            projection.add_model_switches(&page);
+        }
         match self.services.runs.load_run(run_id).await {
             Ok(run) => {
                 projection

@@ -443,7 +443,7 @@ impl AgentRunService {
 }
 
 /// The run-wide limits of the run's own profile, on the scheduler every agent of the run
-/// shares: its token and cost budgets and its default inactivity watchdog.
+/// shares: its token and cost budgets, its default inactivity watchdog and its spend limit.
 pub(super) fn apply_run_limits(
     scheduler: &RunScheduler,
     limits: &tt_domain::profile::LimitsSection,
@@ -457,4 +457,9 @@ pub(super) fn apply_run_limits(
     if let Some(watchdog) = limits.watchdog {
         scheduler.set_run_watchdog(watchdog);
     }
+    // A resumed run's spend approval is where its journal left it (`SpendLimit::restore`).
+    scheduler
+        .host()
+        .spend
+        .configure(limits.ask_above_total_cost_usd);
 }

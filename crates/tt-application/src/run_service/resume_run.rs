@@ -308,7 +308,12 @@ impl AgentRunService {
         )
         .await?;
         inv.replay = Some(owner_replay);
-        // The run's limits before its tasks go back to work (their watchdog reads the run's).
+        // The run's limits before its tasks go back to work (their watchdog reads the run's);
+        // its spend approval where the journal left it (parked stays parked).
+        ctx.spend.restore(
+            profile.definition.limits.ask_above_total_cost_usd,
+            journal.spend,
+        );
         super::executor::apply_run_limits(&scheduler, &profile.definition.limits);
         // Tasks go back to work: running ones where they were, waiting ones in line.
         for (task, replay) in child_replays {

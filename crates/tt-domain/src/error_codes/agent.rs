@@ -276,6 +276,8 @@ super::error_codes! {
         "A run directory holds a journal or records but no run record, and nothing can rebuild one; it is kept and listed as unreadable, never removed.";
     AGENT_RUN_RECORD_REBUILT = "agent.run_record_rebuilt", Storage,
         "A damage finding: the run record was missing or unreadable and was rebuilt from the run index's copy or the journal (`rebuilt` on the record says which and why).";
+    AGENT_RUN_SPEND_REFUSED = "agent.run_spend_refused", Budget,
+        "The run's spend reached `limits.askAboveTotalCostUsd` and a person refused to raise the limit.";
     AGENT_RUN_STATUS_TRANSITION_INVALID = "agent.run_status_transition_invalid", Internal,
         "A run's status was to change in a way its state machine forbids.";
     AGENT_RUNTIME_PROVIDER_MISSING = "agent.runtime_provider_missing", Configuration,
@@ -284,6 +286,10 @@ super::error_codes! {
         "The runtime was shut down; every later call answers this.";
     AGENT_RUNTIME_SHUTDOWN_TIMED_OUT = "agent.runtime_shutdown_timed_out", Internal,
         "A run did not stop within the shutdown's grace period; the next start marks it interrupted.";
+    AGENT_SPEND_LIMIT_INVALID = "agent.spend_limit_invalid", HostContract,
+        "A raised run spend limit must be a number of US dollars above what the run has spent.";
+    AGENT_SPEND_LIMIT_NOT_REACHED = "agent.spend_limit_not_reached", HostContract,
+        "The run is not parked at its spend limit, so there is nothing to raise or refuse.";
     AGENT_STABLE_CHAT_ID_INVALID = "agent.stable_chat_id_invalid", HostContract,
         "The run request's stable chat id is blank or malformed.";
     AGENT_STORAGE_CORRUPT = "agent.storage_corrupt", Storage,

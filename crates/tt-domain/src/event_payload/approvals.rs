@@ -1,4 +1,6 @@
-//! Tool approvals: a call waits for a person, who approves, edits or denies it.
+//! Tool approvals: a call waits for a person, who approves, edits or denies it; and the run's
+//! spend approval (`limits.askAboveTotalCostUsd`): the run parks until a person raises its
+//! limit or refuses.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -58,4 +60,35 @@ pub struct ToolApprovalCancelled {
     pub call_id: String,
     pub tool: String,
     pub reason: String,
+}
+
+/// `spend_limit_reached`: the run's priced spend reached `limits.askAboveTotalCostUsd` (or
+/// the limit a person raised it to); no agent of the run makes another model call until a
+/// person answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpendLimitReached {
+    /// The agent whose next model call found the limit reached.
+    pub invocation_id: InvocationId,
+    /// What the run's priced model calls cost so far, in US dollars.
+    pub spent_usd: f64,
+    /// The limit in force.
+    pub limit_usd: f64,
+}
+
+/// `spend_limit_answered`: a person raised the run's spend limit (the run goes on) or refused
+/// (the run's agents end with `agent.run_spend_refused`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpendLimitAnswered {
+    /// `raise` or `refuse`.
+    pub decision: String,
+    /// The limit in force after the answer (the new one when raised).
+    pub limit_usd: f64,
+    /// The limit that was reached.
+    pub previous_limit_usd: f64,
+    /// The run's spend when the answer was given.
+    pub spent_usd: f64,
+    /// The host's id of whoever decided.
+    pub decided_by: String,
 }

@@ -193,6 +193,8 @@ payloads! {
     ToolApprovalRequested => |p| agent(&p.invocation_id),
     ToolApprovalResolved => |p| agent(&p.invocation_id),
     ToolApprovalCancelled => |p| agent(&p.invocation_id),
+    SpendLimitReached => |p| agent(&p.invocation_id),
+    SpendLimitAnswered => |_p| None,
     ToolCallStarted => |p| agent(&p.invocation_id),
     ToolResultStored => |p| agent(&p.invocation_id),
     ToolCallCompleted => |p| agent(&p.invocation_id),

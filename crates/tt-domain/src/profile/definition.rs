@@ -671,6 +671,13 @@ pub struct LimitsSection {
     /// calls only); past it the run ends with `agent.run_budget_exhausted`. Unset: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_cost_usd: Option<crate::cost::Usd>,
+    /// US dollars the whole run may spend before a person is asked (read from the run's root
+    /// profile; priced calls only): once the run's spend reaches it, the run parks (no agent
+    /// makes another model call) until a person raises the limit, or refuses and the run ends
+    /// with `agent.run_spend_refused` (docs/delegation.md, "Run spend approval"). Unset: never
+    /// asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask_above_total_cost_usd: Option<crate::cost::Usd>,
     /// The longest result of an outside tool (host or MCP) the agent reads inline, in bytes;
     /// a longer one is kept in a run file and the agent reads its head and the path. The
     /// smaller of this and the tool's own limit applies. Unset: the tool's own (16 KiB by
@@ -693,6 +700,7 @@ impl Default for LimitsSection {
             max_invocation_seconds: None,
             max_total_tokens: None,
             max_total_cost_usd: None,
+            ask_above_total_cost_usd: None,
             max_inline_tool_result_bytes: None,
             watchdog: None,
         }

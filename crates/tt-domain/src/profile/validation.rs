@@ -194,6 +194,12 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
             "limits.maxTotalCostUsd must be > 0",
         ));
     }
+    if limits.ask_above_total_cost_usd == Some(crate::cost::Usd::ZERO) {
+        return Err(err(
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
+            "limits.askAboveTotalCostUsd must be > 0",
+        ));
+    }
     if p.delegation.max_task_cost_usd == Some(crate::cost::Usd::ZERO) {
         return Err(err(
             error_codes::AGENT_PROFILE_LIMIT_INVALID,
@@ -803,6 +809,11 @@ mod tests {
         p.model.max_output_tokens = Some(MAX_OUTPUT_TOKENS_LIMIT + 1);
         assert_eq!(code(&p), Some("agent.profile_limit_invalid"));
         p.model.max_output_tokens = Some(512);
+        let mut spend = default_writer_definition();
+        spend.limits.ask_above_total_cost_usd = Some(crate::cost::Usd::ZERO);
+        assert_eq!(code(&spend), Some("agent.profile_limit_invalid"));
+        spend.limits.ask_above_total_cost_usd = crate::cost::Usd::from_dollars(2.5);
+        assert_eq!(code(&spend), None);
         assert_eq!(code(&p), None);
         p.limits.max_run_seconds = Some(0);
         assert_eq!(code(&p), Some("agent.profile_limit_invalid"));

@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use tt_application::{
-    AgentConversation, GuidanceReceipt, PendingToolApproval, RunUsage, StartRunRequest,
-    TimelineProjection, ToolApprovalReceipt,
+    AgentConversation, GuidanceReceipt, PendingSpendLimit, PendingToolApproval, RunUsage,
+    SpendLimitReceipt, StartRunRequest, TimelineProjection, ToolApprovalReceipt,
 };
 use tt_domain::damage::{RunDamage, UnreadableRun};
 use tt_domain::mcp::{McpCallOutput, McpServerConfig};
@@ -241,6 +241,22 @@ pub async fn approve_agent_tool_call(
 ) -> HostResult<ToolApprovalReceipt> {
     rt.resolve_tool_approval(&request.run_id, &request.approval_id, request.resolution)
         .await
+}
+
+/// Whether the run is parked at its spend limit, and what it spent.
+pub async fn read_agent_spend_limit(
+    rt: &AgentRuntime,
+    request: RunRef,
+) -> HostResult<Option<PendingSpendLimit>> {
+    rt.pending_spend_limit(&request.run_id).await
+}
+
+/// Raises the spend limit of a parked run, or refuses.
+pub async fn answer_agent_spend_limit(
+    rt: &AgentRuntime,
+    request: AnswerSpendLimitCommand,
+) -> HostResult<SpendLimitReceipt> {
+    rt.answer_spend_limit(&request.run_id, request.answer).await
 }
 
 pub async fn list_agent_host_tool_calls(

@@ -12,10 +12,10 @@ pub mod handlers;
 mod requests;
 
 pub use requests::{
-    ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest, GuidanceRequest, JsonValue,
-    McpServerName, McpServerRequest, McpToolCallRequest, NoInput, PersistStateAnswer,
-    PersistStateRequest, ProfileRef, RecordRequest, RunRef, SaveSkillFileRequest, TaskRef,
-    TranscriptRequest, WorkspaceFileRequest,
+    AnswerSpendLimitCommand, ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest,
+    GuidanceRequest, JsonValue, McpServerName, McpServerRequest, McpToolCallRequest, NoInput,
+    PersistStateAnswer, PersistStateRequest, ProfileRef, RecordRequest, RunRef,
+    SaveSkillFileRequest, TaskRef, TranscriptRequest, WorkspaceFileRequest,
 };
 
 use crate::dto::{HostError, HostResult};
@@ -66,6 +66,8 @@ macro_rules! for_each_host_command {
             (resolve_agent_prompt_assembly, $crate::ResolvePromptAssemblyRequest, ()),
             (list_agent_tool_approvals, $crate::RunRef, ::std::vec::Vec<$crate::PendingToolApproval>),
             (approve_agent_tool_call, $crate::ApproveToolCallRequest, $crate::ToolApprovalReceipt),
+            (read_agent_spend_limit, $crate::RunRef, ::std::option::Option<$crate::PendingSpendLimit>),
+            (answer_agent_spend_limit, $crate::AnswerSpendLimitCommand, $crate::SpendLimitReceipt),
             (list_agent_host_tool_calls, $crate::RunRef, ::std::vec::Vec<$crate::PendingHostToolCall>),
             (answer_agent_host_tool_call, $crate::AnswerHostToolCallRequest, ()),
             // Profiles and skills.

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use tt_application::{ForkRunRequest, ResolveToolApprovalRequest, SubmitGuidanceRequest};
+use tt_application::{
+    AnswerSpendLimitRequest, ForkRunRequest, ResolveToolApprovalRequest, SubmitGuidanceRequest,
+};
 use tt_domain::skill::SkillScope;
 
 /// A JSON value, as command answers carry it (a stored record, an OTel export).
@@ -120,6 +122,16 @@ pub struct ApproveToolCallRequest {
     pub approval_id: String,
     #[serde(flatten)]
     pub resolution: ResolveToolApprovalRequest,
+}
+
+/// `answer_agent_spend_limit`: the run parked at its spend limit, and the answer
+/// (`{decision: "raise", limitUsd}` or `{decision: "refuse"}`, with an optional `decidedBy`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerSpendLimitCommand {
+    pub run_id: String,
+    #[serde(flatten)]
+    pub answer: AnswerSpendLimitRequest,
 }
 
 /// `save_agent_skill_file`: one file of a skill in a scope.

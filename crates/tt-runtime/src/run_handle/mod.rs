@@ -105,6 +105,10 @@ pub struct PendingHostRequests {
     /// tools from another language").
     #[serde(default)]
     pub host_tool_calls: Vec<crate::PendingHostToolCall>,
+    /// The run is parked at its spend limit until a person raises it or refuses
+    /// (docs/host-api.md, "Run spend approval").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend_limit: Option<crate::PendingSpendLimit>,
 }
 
 impl PendingHostRequests {
@@ -114,6 +118,7 @@ impl PendingHostRequests {
             && self.prompt_assemblies.is_empty()
             && self.approvals.is_empty()
             && self.host_tool_calls.is_empty()
+            && self.spend_limit.is_none()
     }
 }
 
@@ -148,7 +153,7 @@ impl AgentRuntime {
     }
 
     /// What run `run_id` waits on the host for now: commits, metadata updates, prompt
-    /// assemblies and approvals (empty lists for the kinds this runtime's bridges answer by
+    /// assemblies, approvals and its spend limit (empty lists for the kinds this runtime's bridges answer by
     /// themselves). `agent.not_found` for an unknown run.
     pub async fn pending_requests(&self, run_id: &str) -> HostResult<PendingHostRequests> {
         self.ensure_open()?;
@@ -166,6 +171,7 @@ impl AgentRuntime {
             prompt_assemblies: self.host_prompt_broker().pending_for_run(run_id.as_str()),
             approvals: self.pending_approvals_now(&run_id),
             host_tool_calls: self.tools.host.answers.pending_for_run(run_id.as_str()),
+            spend_limit: self.pending_spend_limit_now(&run_id),
         };
         if pending.is_empty() {
             // Nothing waits: say so only of a run that exists.

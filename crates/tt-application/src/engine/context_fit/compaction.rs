@@ -243,6 +243,7 @@ async fn summarize(
         // A model that answers with nothing still leaves the agent its own record.
         text = window::cut_middle(&transcript, room_bytes);
     }
+    crate::engine::spend_gate::count(ctx, inv, response.usage.as_ref());
     crate::engine::model_turn::charge_usage(inv, response.usage.as_ref())?;
     Ok(Summary {
         text,

@@ -1,0 +1,138 @@
+//! The run's spend approval through the host command table (docs/host-api.md, "Run spend
+//! approval"): a run that reaches `limits.askAboveTotalCostUsd` is listed as waiting
+//! (`list_agent_pending_requests.spendLimit`, `read_agent_spend_limit`) and goes on once
+//! `answer_agent_spend_limit` raises the limit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tt_runtime::{
+    AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, FnProvider, ModelPrice, ModelReply,
+};
+
+fn writer() -> Value {
+    json!({
+        "schemaVersion": 2,
+        "kind": "tauritavern.agentProfile",
+        "id": "metered",
+        "displayName": "Metered",
+        "preset": {"mode": "currentPromptSnapshot"},
+        "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground"},
+        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"], "maxRounds": 8},
+        "skills": {"visible": ["*"]},
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
+        "plan": {"mode": "none"},
+        "limits": {"askAboveTotalCostUsd": 0.000001},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown", "target": "messageBody"}]}
+    })
+}
+
+fn runtime(dir: &TempDir) -> AgentRuntime {
+    let mut info = tt_ports::ConnectionModelInfo {
+        default_model: Some("scripted".into()),
+        ..Default::default()
+    };
+    info.prices.insert(
+        "scripted".into(),
+        ModelPrice {
+            input: 3.0,
+            output: 15.0,
+            cached_input: None,
+            cache_write: None,
+        },
+    );
+    AgentRuntimeBuilder::new()
+        .data_dir(dir.path())
+        .provider(Arc::new(FnProvider::new(|request| {
+            Ok(match request.round {
+                1 => ModelReply::tool_call(
+                    "workspace_write_file",
+                    json!({"path": "output/main.md", "content": "Night fell.\n"}),
+                ),
+                2 => ModelReply::tool_call("workspace_commit", json!({})),
+                _ => ModelReply::tool_call("workspace_finish", json!({})),
+            })
+        })))
+        .provider_model_info(info)
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()
+        .unwrap()
+}
+
+async fn command(runtime: &AgentRuntime, name: &str, request: Value) -> Value {
+    match runtime.execute_command(name, request).await {
+        Ok(answer) => answer,
+        Err(error) => panic!("{name}: {error}"),
+    }
+}
+
+#[tokio::test]
+async fn a_parked_run_is_listed_and_goes_on_once_the_host_raises_its_limit() {
+    let dir = TempDir::new().unwrap();
+    let runtime = runtime(&dir);
+    command(&runtime, "save_agent_profile", writer()).await;
+    let run = command(
+        &runtime,
+        "start_agent_run",
+        json!({"stableChatId": "metered-chat", "userInput": "Write the scene.",
+               "profileId": "metered"}),
+    )
+    .await;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let pending = loop {
+        let pending = command(
+            &runtime,
+            "list_agent_pending_requests",
+            json!({"runId": run_id}),
+        )
+        .await;
+        if !pending["spendLimit"].is_null() {
+            break pending;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!(pending["spendLimit"]["limitUsd"], 0.000001);
+    let spent = pending["spendLimit"]["spentUsd"].as_f64().unwrap();
+    assert!(spent >= 0.000001, "{pending}");
+    let read = command(&runtime, "read_agent_spend_limit", json!({"runId": run_id})).await;
+    assert_eq!(read, pending["spendLimit"]);
+    let stored = command(&runtime, "read_agent_run", json!({"runId": run_id})).await;
+    assert_eq!(stored["status"], "awaiting_approval");
+
+    let low = runtime
+        .execute_command(
+            "answer_agent_spend_limit",
+            json!({"runId": run_id, "decision": "raise", "limitUsd": 0.0}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(low.code, "agent.spend_limit_invalid");
+    let receipt = command(
+        &runtime,
+        "answer_agent_spend_limit",
+        json!({"runId": run_id, "decision": "raise", "limitUsd": 10.0, "decidedBy": "inspector"}),
+    )
+    .await;
+    assert_eq!(
+        receipt,
+        json!({"decision": "raise", "limitUsd": 10.0, "spentUsd": spent, "decidedBy": "inspector"})
+    );
+    let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
+    assert_eq!(ended["status"], "completed");
+    assert_eq!(
+        command(&runtime, "read_agent_spend_limit", json!({"runId": run_id})).await,
+        Value::Null
+    );
+    let again = runtime
+        .execute_command(
+            "answer_agent_spend_limit",
+            json!({"runId": run_id, "decision": "refuse"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(again.code, "agent.run_not_running");
+    runtime.shutdown().await.unwrap();
+}
