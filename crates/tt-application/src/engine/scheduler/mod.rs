@@ -25,7 +25,7 @@ use tt_domain::invocation::{AgentInvocation, InvocationStatus};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::events::EventSink;
+use crate::events::{Durable, EventSink};
 use crate::services::RuntimeServices;
 
 pub(crate) mod budgets;
@@ -283,6 +283,7 @@ impl<H: TaskHost> TaskScheduler<H> {
         task: AgentTaskRecord,
         limit: u32,
         journal_queued: bool,
+        stored: Durable,
     ) -> ApplicationResult<Admission> {
         let _admitting = self.admitting.lock().await;
         {
@@ -311,7 +312,7 @@ impl<H: TaskHost> TaskScheduler<H> {
             let queue_empty = state.queues.get(&delegator).is_none_or(VecDeque::is_empty);
             if busy < limit && queue_empty {
                 *state.busy.entry(delegator).or_default() += 1;
-                self.spawn_worker(&mut state, task, false);
+                self.spawn_worker(&mut state, task, false, stored.clone());
                 None
             } else {
                 let announced = task.clone();
@@ -323,6 +324,8 @@ impl<H: TaskHost> TaskScheduler<H> {
         let admission = match queued {
             None => Admission::Started,
             Some((task, position)) => {
+                // Stored before it may be admitted (which takes the lock held here).
+                stored.wait().await?;
                 if journal_queued {
                     let queued = payload::AgentTaskQueued {
                         task_id: task.id,
@@ -359,7 +362,7 @@ impl<H: TaskHost> TaskScheduler<H> {
                 .busy
                 .entry(task.parent_invocation_id.clone())
                 .or_default() += 1;
-            self.spawn_worker(&mut state, task, true);
+            self.spawn_worker(&mut state, task, true, Durable::stored());
         }
         self.notify();
     }
@@ -383,7 +386,7 @@ impl<H: TaskHost> TaskScheduler<H> {
             .await;
             match started {
                 Ok(outcome) if outcome.changed => {
-                    self.spawn_worker(&mut self.lock(), task, true);
+                    self.spawn_worker(&mut self.lock(), task, true, Durable::stored());
                     self.notify();
                 }
                 // Ended while waiting, or the store refused: give the slot back.
@@ -408,7 +411,15 @@ impl<H: TaskHost> TaskScheduler<H> {
 
     /// Spawns the worker of an admitted task (its slot is already counted) and hands it this
     /// scheduler. `started`: the task was already marked running by the admission queue.
-    fn spawn_worker(self: &Arc<Self>, state: &mut State, task: AgentTaskRecord, started: bool) {
+    /// A task whose unit was committed without waiting runs once it is `stored`; one whose
+    /// unit was not stored never runs (nothing of it is in the store to run).
+    fn spawn_worker(
+        self: &Arc<Self>,
+        state: &mut State,
+        task: AgentTaskRecord,
+        started: bool,
+        stored: Durable,
+    ) {
         let task_id = task.id.clone();
         let delegator = task.parent_invocation_id.clone();
         let cancel = self.host.cancel().child_token();
@@ -426,6 +437,10 @@ impl<H: TaskHost> TaskScheduler<H> {
         );
         let handle = tokio::spawn(
             async move {
+                if stored.wait().await.is_err() {
+                    scheduler.worker_exited(&worker_task_id).await;
+                    return;
+                }
                 let recorded =
                     H::run_task(Arc::clone(&scheduler), task, worker_cancel, started).await;
                 if !recorded {

@@ -87,15 +87,21 @@ impl TaskControl for RunTaskView<'_> {
 }
 
 /// `agent.delegate`: validates in the contract's order, records the task and its invocation,
-/// and hands the task to the scheduler.
+/// and hands the task to the scheduler. The task's unit is committed without waiting for it
+/// (`crate::engine::held_writes`): the scheduler starts its agent once it is stored.
 pub(crate) async fn agent_delegate(
     ctx: &RunContext,
-    inv: &InvocationRuntime,
+    inv: &mut InvocationRuntime,
+    round: u32,
     call: &AgentToolCall,
     held: &mut Vec<tt_ports::RunWrite>,
 ) -> Result<ToolSuccess, ToolCallError> {
     let args = parse_delegate_args(&call.arguments)?;
     let caller = &inv.profile.definition.delegation;
+    let (max_invocations, max_concurrent) = (
+        caller.max_invocations_per_run,
+        caller.max_concurrent_invocations,
+    );
     if let Err(denial) = admit_caller(&inv.profile, Operation::Delegate) {
         return Err(ToolError::with_reason(
             "agent.delegation_policy_denied",
@@ -105,16 +111,32 @@ pub(crate) async fn agent_delegate(
         .into());
     }
     // The reads a delegation needs go to the store together (the workspace key is reserved
-    // from the run's keys, read once per agent id); their answers are looked at in the
+    // from the run's keys, read once per agent id; the target's profile once per reply; the
+    // agent's delegations counted once, then here); their answers are looked at in the
     // contract's order below (a read whose check comes after one that fails is wasted, and a
     // key reserved for a refused call is given back).
     let key_base = ProfileId::parse(&args.agent_id).ok();
+    let known_target = inv.targets.get(round, &args.agent_id);
+    let counted = inv.delegations;
     let (resolved, delegated, workspace_key) = tokio::join!(
-        resolve_target(ctx, &args.agent_id, Operation::Delegate),
-        // A count, not a listing: this runs on every delegation.
-        ctx.services
-            .invocations
-            .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id),
+        async {
+            match known_target {
+                Some(target) => Ok(target),
+                None => resolve_target(ctx, &args.agent_id, Operation::Delegate).await,
+            }
+        },
+        async {
+            match counted {
+                Some(count) => Ok(count),
+                // A count, not a listing.
+                None => {
+                    ctx.services
+                        .invocations
+                        .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id)
+                        .await
+                }
+            }
+        },
         async {
             match &key_base {
                 Some(base) => ctx
@@ -127,6 +149,8 @@ pub(crate) async fn agent_delegate(
         },
     );
     let (agent_id, target) = resolved?;
+    inv.targets
+        .remember(round, &args.agent_id, (agent_id.clone(), target.clone()));
     if let Err(denial) = admit(&inv.profile, &target, Operation::Delegate) {
         return Err(ToolError::with_reason(
             "agent.delegation_policy_denied",
@@ -141,7 +165,8 @@ pub(crate) async fn agent_delegate(
     check_fork(&args, &target.definition, &agent_id)?;
     let budget = task_budget(&args, &target.definition, &agent_id)?;
     let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
-    if delegated >= u64::from(caller.max_invocations_per_run) {
+    inv.delegations = Some(delegated);
+    if delegated >= u64::from(max_invocations) {
         return Err(ToolError::new(
             "agent.delegation_budget_exhausted",
             format!(
@@ -158,6 +183,10 @@ pub(crate) async fn agent_delegate(
         workspace_key: workspace_key.map_err(crate::error::ApplicationError::from)?,
     };
     let (task, mut unit, key) = open_task(ctx, inv, call, new).await?;
+    if args.fork {
+        // The prefix document is not a unit of the chain.
+        crate::engine::held_writes::settle(inv).await?;
+    }
     let started = delegate_started(ctx, inv, &task, args.fork).await?;
     // The agent's and the task's records and events, one unit: one commit, after what the
     // calling agent held back (the call's start, the end of its previous delegation:
@@ -165,20 +194,20 @@ pub(crate) async fn agent_delegate(
     unit.push(registered(ctx, &task)?);
     unit.push(started);
     let unit = std::mem::take(held).into_iter().chain(unit).collect();
-    ctx.events.commit(&ctx.run_id, unit).await?;
+    let stored = ctx
+        .events
+        .commit_chained(&ctx.run_id, unit, &inv.chain)
+        .await?;
     key.keep();
+    inv.in_flight = Some(stored.clone());
+    inv.delegations = Some(delegated + 1);
     let task_id = task.id.clone();
     // A waiting task's `agent_task_queued {queuePosition}` is journaled by the scheduler.
     let admission = inv
         .scheduler
-        .submit(task, caller.max_concurrent_invocations, true)
+        .submit(task, max_concurrent, true, stored)
         .await?;
-    let (content, structured) = delegate_answer(
-        admission,
-        &agent_id,
-        &task_id,
-        caller.max_concurrent_invocations,
-    );
+    let (content, structured) = delegate_answer(admission, &agent_id, &task_id, max_concurrent);
     Ok(ToolSuccess::new(content, structured))
 }
 
