@@ -225,7 +225,7 @@ impl EventSink {
     /// (`RunJournal::commit_chained`): returns once the unit is queued behind the writer's
     /// earlier units of `chain`, with its [`Durable`] outcome. Its events reach live receivers
     /// once it committed (at once when the store committed it before answering, as `commit`).
-    pub async fn commit_chained(
+    pub(crate) async fn commit_chained(
         &self,
         run_id: &RunId,
         writes: Vec<RunWrite>,

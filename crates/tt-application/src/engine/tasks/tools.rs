@@ -110,44 +110,8 @@ pub(crate) async fn agent_delegate(
         )
         .into());
     }
-    // The reads a delegation needs go to the store together (the workspace key is reserved
-    // from the run's keys, read once per agent id; the target's profile once per reply; the
-    // agent's delegations counted once, then here); their answers are looked at in the
-    // contract's order below (a read whose check comes after one that fails is wasted, and a
-    // key reserved for a refused call is given back).
-    let key_base = ProfileId::parse(&args.agent_id).ok();
-    let known_target = inv.targets.get(round, &args.agent_id);
-    let counted = inv.delegations;
-    let (resolved, delegated, workspace_key) = tokio::join!(
-        async {
-            match known_target {
-                Some(target) => Ok(target),
-                None => resolve_target(ctx, &args.agent_id, Operation::Delegate).await,
-            }
-        },
-        async {
-            match counted {
-                Some(count) => Ok(count),
-                // A count, not a listing.
-                None => {
-                    ctx.services
-                        .invocations
-                        .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id)
-                        .await
-                }
-            }
-        },
-        async {
-            match &key_base {
-                Some(base) => ctx
-                    .workspace_keys
-                    .reserve(&*ctx.services.invocations, &ctx.run_id, base.as_str())
-                    .await
-                    .map(Some),
-                None => Ok(None),
-            }
-        },
-    );
+    let (resolved, delegated, workspace_key) =
+        delegation_reads(ctx, inv, round, &args.agent_id).await;
     let (agent_id, target) = resolved?;
     inv.targets
         .remember(round, &args.agent_id, (agent_id.clone(), target.clone()));
@@ -209,6 +173,55 @@ pub(crate) async fn agent_delegate(
         .await?;
     let (content, structured) = delegate_answer(admission, &agent_id, &task_id, max_concurrent);
     Ok(ToolSuccess::new(content, structured))
+}
+
+/// What a delegation to `agent_id` reads, together: the target, how many tasks the agent
+/// delegated, and a workspace key. The key is reserved from the run's keys (read once per
+/// agent id), the target's profile read once per reply, the agent's delegations counted by
+/// the store once, then by the agent. The caller looks at the answers in the contract's order
+/// (a read whose check comes after one that fails is wasted, and a key reserved for a refused
+/// call is given back).
+async fn delegation_reads(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    agent_id: &str,
+) -> (
+    Result<(ProfileId, tt_domain::profile::ResolvedProfile), ToolCallError>,
+    tt_ports::StorageResult<u64>,
+    tt_ports::StorageResult<Option<crate::engine::workspace_keys::KeyReservation>>,
+) {
+    let key_base = ProfileId::parse(agent_id).ok();
+    tokio::join!(
+        async {
+            match inv.targets.get(round, agent_id) {
+                Some(target) => Ok(target),
+                None => resolve_target(ctx, agent_id, Operation::Delegate).await,
+            }
+        },
+        async {
+            match inv.delegations {
+                Some(count) => Ok(count),
+                // A count, not a listing.
+                None => {
+                    ctx.services
+                        .invocations
+                        .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id)
+                        .await
+                }
+            }
+        },
+        async {
+            match &key_base {
+                Some(base) => ctx
+                    .workspace_keys
+                    .reserve(&*ctx.services.invocations, &ctx.run_id, base.as_str())
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
+        },
+    )
 }
 
 /// `agent_delegate_started` of `task`, stamped now; in fork mode, after storing the prefix its
