@@ -783,6 +783,7 @@ mod tests {
                 status: None,
             }],
             reply,
+            chain: None,
         }
     }
 

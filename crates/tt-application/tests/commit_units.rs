@@ -289,6 +289,8 @@ async fn a_replys_delegations_do_not_wait_for_each_other() {
                     "agent_await",
                     json!({"mode": "allCompleted"}),
                 )]),
+                turn(vec![write("w", "output/main.md", "Reviewed.")]),
+                turn(vec![call("c", "workspace_commit", json!({}))]),
                 turn(vec![call("f", "workspace_finish", json!({}))]),
             ],
         ),
@@ -322,7 +324,13 @@ async fn a_replys_delegations_do_not_wait_for_each_other() {
     }
     let run = service.start_run(request(Some("writer"))).await.unwrap();
     let run = service.wait_for_run(&run.id).await.unwrap();
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let failures: Vec<_> = store
+        .events(&run.id)
+        .into_iter()
+        .filter(|event| event.event_type.as_str().contains("fail"))
+        .map(|event| event.payload)
+        .collect();
+    assert_eq!(run.status, AgentRunStatus::Completed, "{failures:?}");
 
     // The three delegations' units were all queued before the first of them was stored.
     assert_eq!(journal.releases.lock().unwrap().clone(), vec![3]);
