@@ -72,7 +72,7 @@ pub(crate) struct InvocationRuntime {
     /// How many tasks it delegated: counted by the store at its first delegation, then here.
     pub delegations: Option<u64>,
     /// The target profiles its current reply's delegations resolved.
-    pub targets: crate::engine::tasks::targets::ReplyTargets,
+    pub targets: crate::engine::reply_targets::ReplyTargets,
     /// An agent started in fork mode: the tool specs its requests list, its delegating
     /// agent's as that agent sent them (fork mode, `fork_mode.rs`); its own snapshot still
     /// decides what it may call. `None`: its snapshot's.

@@ -261,7 +261,6 @@ async fn run_rounds(
                         ending_tool.model_alias()
                     ),
                 );
-                held_writes::settle(inv).await?;
                 crate::engine::call_journal::emit_fatal_call_failure(
                     ctx,
                     std::mem::take(&mut inv.held_writes),
