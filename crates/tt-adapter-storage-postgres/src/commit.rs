@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::{Client, Statement};
-use tt_ports::{StorageError, StorageResult};
+use tt_ports::{CommitChain, StorageError, StorageResult};
 
 use crate::error::{CONNECTION_LOST, is_connection_error, is_connection_lost};
 use crate::lease::Ownership;
@@ -205,12 +205,17 @@ pub(crate) struct NewTaskRow {
 }
 
 /// One caller's writes (of one run) waiting for their batch: they always go into the same
-/// batch, so they commit together or not at all.
+/// batch, so they commit together or not at all. A unit of a chain (`commit_chained`) is
+/// written only while its chain is not broken, and breaks it when it fails.
 struct Pending {
     run_id: String,
     writes: Vec<Write>,
     reply: oneshot::Sender<StorageResult<Vec<Answer>>>,
+    chain: Option<CommitChain>,
 }
+
+/// A queued unit's answers, once its batch committed or failed.
+pub(crate) type QueuedAnswers = oneshot::Receiver<StorageResult<Vec<Answer>>>;
 
 /// The queue of a store's journal appends; the committing task ends when the store is dropped.
 pub(crate) struct JournalCommitter {
@@ -285,16 +290,47 @@ impl JournalCommitter {
         run_id: &str,
         writes: Vec<Write>,
     ) -> StorageResult<Vec<Answer>> {
+        let answer = self.queue_unit(run_id, writes, None)?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    /// Queues `writes` of `run_id` as one unit behind everything queued before, as a unit of
+    /// `chain` when given, and returns at once with the receiver of its answers.
+    pub(crate) fn queue_unit(
+        &self,
+        run_id: &str,
+        writes: Vec<Write>,
+        chain: Option<CommitChain>,
+    ) -> StorageResult<QueuedAnswers> {
         let (reply, answer) = oneshot::channel();
-        let stopped = || StorageError::Other("the group committer has stopped".to_owned());
         self.queue
             .send(Pending {
                 run_id: run_id.to_owned(),
                 writes,
                 reply,
+                chain,
             })
             .map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+        Ok(answer)
+    }
+}
+
+/// The error of a unit whose committer is gone.
+pub(crate) fn stopped() -> StorageError {
+    StorageError::Other("the group committer has stopped".to_owned())
+}
+
+/// Answers the units of a broken chain (`CommitChain`) in `batch` with a refusal, unwritten,
+/// and keeps the others.
+fn refuse_broken(batch: &mut Vec<Pending>) {
+    let (refused, kept): (Vec<Pending>, Vec<Pending>) = std::mem::take(batch)
+        .into_iter()
+        .partition(|pending| pending.chain.as_ref().is_some_and(CommitChain::is_broken));
+    *batch = kept;
+    for pending in refused {
+        let _ = pending
+            .reply
+            .send(Err(CommitChain::refused(&pending.run_id)));
     }
 }
 
@@ -343,6 +379,10 @@ async fn commit_loop(
         let Some(ownership) = ownership.upgrade() else {
             return;
         };
+        refuse_broken(&mut batch);
+        if batch.is_empty() {
+            continue;
+        }
         let answers =
             match commit_retrying(&mut client, &url, &ownership, &batch, &mut tokens).await {
                 Ok(answers) => answers,
@@ -351,6 +391,10 @@ async fn commit_loop(
                 Err(_) if batch.len() > 1 => {
                     let mut answers = Vec::with_capacity(batch.len());
                     for pending in &batch {
+                        if pending.chain.as_ref().is_some_and(CommitChain::is_broken) {
+                            answers.push(Err(CommitChain::refused(&pending.run_id)));
+                            continue;
+                        }
                         let alone = commit_retrying(
                             &mut client,
                             &url,
@@ -359,13 +403,25 @@ async fn commit_loop(
                             &mut tokens,
                         )
                         .await;
-                        answers.push(alone.unwrap_or_else(|taken| vec![Err(taken)]).remove(0));
+                        let answer = alone.unwrap_or_else(|taken| vec![Err(taken)]).remove(0);
+                        if answer.is_err()
+                            && let Some(chain) = &pending.chain
+                        {
+                            chain.mark_broken();
+                        }
+                        answers.push(answer);
                     }
                     answers
                 }
                 Err(taken) => vec![Err(taken)],
             };
         for (pending, answer) in batch.drain(..).zip(answers) {
+            // A chain whose unit failed is broken before any later unit of it is gathered.
+            if answer.is_err()
+                && let Some(chain) = &pending.chain
+            {
+                chain.mark_broken();
+            }
             // A caller that stopped waiting still had its event committed.
             let _ = pending.reply.send(answer);
         }
@@ -727,6 +783,7 @@ mod tests {
                 status: None,
             }],
             reply,
+            chain: None,
         }
     }
 

@@ -10,10 +10,12 @@ use async_trait::async_trait;
 use tt_domain::event::{AgentRunEvent, NewRunEvent, RunEventType};
 use tt_domain::ids::RunId;
 use tt_domain::task::TaskContinuation;
-use tt_ports::{EventPage, RunJournal, RunWrite, StorageError, StorageResult};
+use tt_ports::{
+    ChainedCommit, CommitChain, EventPage, RunJournal, RunWrite, StorageError, StorageResult,
+};
 
 use crate::PostgresStore;
-use crate::commit::{NewTaskRow, Write};
+use crate::commit::{NewTaskRow, Write, stopped};
 use crate::error::{io, parse, to_json};
 use crate::retry::retrying;
 
@@ -33,6 +35,94 @@ fn event_from_row(run_id: &RunId, seq: i64, body: &str) -> StorageResult<AgentRu
     let mut event: AgentRunEvent = parse(format!("event {seq} of run {run_id}"), body)?;
     event.seq = u64::try_from(seq).unwrap_or(0);
     Ok(event)
+}
+
+/// A unit as the group commit takes it: its writes, and its events to answer with their seqs.
+struct Unit {
+    queued: Vec<Write>,
+    stored: StoredEvents,
+}
+
+/// A unit's events (seq 0 until answered) and which of its writes are events.
+struct StoredEvents {
+    events: Vec<AgentRunEvent>,
+    is_event: Vec<bool>,
+}
+
+impl StoredEvents {
+    /// The events with the seqs the batch answered (one number per write of the unit).
+    fn numbered(self, answers: Vec<u64>) -> Vec<AgentRunEvent> {
+        let seqs = answers
+            .into_iter()
+            .zip(self.is_event)
+            .filter_map(|(seq, event)| event.then_some(seq));
+        self.events
+            .into_iter()
+            .zip(seqs)
+            .map(|(event, seq)| AgentRunEvent { seq, ..event })
+            .collect()
+    }
+}
+
+impl Unit {
+    /// `writes`, all of `run_id`, as the group commit's writes.
+    fn of(run_id: &RunId, writes: Vec<RunWrite>) -> StorageResult<Self> {
+        let foreign = |other: &RunId| {
+            StorageError::Other(format!(
+                "commit takes writes of one run, got {run_id} and {other}"
+            ))
+        };
+        let mut events = Vec::new();
+        let mut queued = Vec::with_capacity(writes.len());
+        for write in writes {
+            queued.push(match write {
+                RunWrite::Event(event) => {
+                    if event.run_id != *run_id {
+                        return Err(foreign(&event.run_id));
+                    }
+                    let status = stated_status(&event);
+                    let event = event.with_seq(0);
+                    let body = to_json("event", &event)?;
+                    events.push(event);
+                    Write::Event { body, status }
+                }
+                RunWrite::Document { document, body } => Write::Document {
+                    path: document.relative_path(),
+                    body: body.as_str().to_owned(),
+                },
+                RunWrite::Invocation(invocation) => {
+                    if invocation.run_id != *run_id {
+                        return Err(foreign(&invocation.run_id));
+                    }
+                    Write::Invocation {
+                        invocation_id: invocation.id.as_str().to_owned(),
+                        body: to_json("invocation", &invocation)?,
+                    }
+                }
+                RunWrite::Task(task) => {
+                    if task.run_id != *run_id {
+                        return Err(foreign(&task.run_id));
+                    }
+                    Write::Task(NewTaskRow {
+                        task_id: task.id.as_str().to_owned(),
+                        parent_id: task.parent_invocation_id.as_str().to_owned(),
+                        child_id: task.child_invocation_id.as_str().to_owned(),
+                        workspace_key: task.workspace_key.clone(),
+                        delegation: task.continuation == TaskContinuation::ReturnToParent,
+                        body: to_json("task", &task)?,
+                    })
+                }
+            });
+        }
+        let is_event = queued
+            .iter()
+            .map(|write| matches!(write, Write::Event { .. }))
+            .collect();
+        Ok(Self {
+            queued,
+            stored: StoredEvents { events, is_event },
+        })
+    }
 }
 
 #[async_trait]
@@ -87,68 +177,38 @@ impl RunJournal for PostgresStore {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        let foreign = |other: &RunId| {
-            StorageError::Other(format!(
-                "commit takes writes of one run, got {run_id} and {other}"
-            ))
-        };
-        let mut events = Vec::new();
-        let mut queued = Vec::with_capacity(writes.len());
-        for write in writes {
-            queued.push(match write {
-                RunWrite::Event(event) => {
-                    if event.run_id != *run_id {
-                        return Err(foreign(&event.run_id));
-                    }
-                    let status = stated_status(&event);
-                    let event = event.with_seq(0);
-                    let body = to_json("event", &event)?;
-                    events.push(event);
-                    Write::Event { body, status }
-                }
-                RunWrite::Document { document, body } => Write::Document {
-                    path: document.relative_path(),
-                    body: body.as_str().to_owned(),
-                },
-                RunWrite::Invocation(invocation) => {
-                    if invocation.run_id != *run_id {
-                        return Err(foreign(&invocation.run_id));
-                    }
-                    Write::Invocation {
-                        invocation_id: invocation.id.as_str().to_owned(),
-                        body: to_json("invocation", &invocation)?,
-                    }
-                }
-                RunWrite::Task(task) => {
-                    if task.run_id != *run_id {
-                        return Err(foreign(&task.run_id));
-                    }
-                    Write::Task(NewTaskRow {
-                        task_id: task.id.as_str().to_owned(),
-                        parent_id: task.parent_invocation_id.as_str().to_owned(),
-                        child_id: task.child_invocation_id.as_str().to_owned(),
-                        workspace_key: task.workspace_key.clone(),
-                        delegation: task.continuation == TaskContinuation::ReturnToParent,
-                        body: to_json("task", &task)?,
-                    })
-                }
-            });
-        }
-        let is_event: Vec<bool> = queued
-            .iter()
-            .map(|write| matches!(write, Write::Event { .. }))
-            .collect();
+        let unit = Unit::of(run_id, writes)?;
         self.claim_run(run_id).await?;
-        let answers = self.journal.submit(run_id.as_str(), queued).await?;
-        let seqs = answers
-            .into_iter()
-            .zip(is_event)
-            .filter_map(|(seq, event)| event.then_some(seq));
-        Ok(events
-            .into_iter()
-            .zip(seqs)
-            .map(|(event, seq)| AgentRunEvent { seq, ..event })
-            .collect())
+        let answers = self.journal.submit(run_id.as_str(), unit.queued).await?;
+        Ok(unit.stored.numbered(answers))
+    }
+
+    /// One unit of the group commit, queued behind everything queued before and not waited
+    /// for: the writer goes on at once. The committer writes it only while `chain` is not
+    /// broken and breaks it when the unit fails (`commit.rs`), so a chain's units land as a
+    /// prefix, in order.
+    async fn commit_chained(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+        chain: &CommitChain,
+    ) -> StorageResult<ChainedCommit> {
+        if chain.is_broken() {
+            return Err(CommitChain::refused(run_id.as_str()));
+        }
+        let queued = async {
+            let unit = Unit::of(run_id, writes)?;
+            self.claim_run(run_id).await?;
+            let answer =
+                self.journal
+                    .queue_unit(run_id.as_str(), unit.queued, Some(chain.clone()))?;
+            Ok::<_, StorageError>((unit.stored, answer))
+        };
+        let (stored, answer) = queued.await.inspect_err(|_| chain.mark_broken())?;
+        Ok(Box::pin(async move {
+            let answers = answer.await.map_err(|_| stopped())??;
+            Ok(stored.numbered(answers.into_iter().map(|a| a.number).collect()))
+        }))
     }
 
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {

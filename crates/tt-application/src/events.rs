@@ -12,9 +12,12 @@ use tt_domain::error_codes;
 use tt_domain::event::{AgentRunEvent, EventLevel, EventScope, NewRunEvent, RunEventType};
 use tt_domain::event_payload::EventPayload;
 use tt_domain::ids::{EventId, InvocationId, RunId};
-use tt_ports::{AgentRunRepository, Clock, EventPage, IdGenerator, RunJournal, RunWrite};
+use tt_ports::{
+    AgentRunRepository, ChainedCommit, Clock, CommitChain, EventPage, IdGenerator, RunJournal,
+    RunWrite,
+};
 
-use crate::error::ApplicationResult;
+use crate::error::{ApplicationError, ApplicationResult};
 
 /// Capacity of the live broadcast; a slower subscriber catches up from the journal.
 const LIVE_CAPACITY: usize = 1024;
@@ -35,6 +38,55 @@ pub struct PendingEvent {
     level: EventLevel,
     event_type: RunEventType,
     payload: Value,
+}
+
+/// The outcome of a unit committed without waiting ([`EventSink::commit_chained`]), for
+/// whoever must know it is stored before going on: the writer before anything outside its
+/// chain, a delegated agent before it starts. Clones share the outcome.
+#[derive(Debug, Clone)]
+pub(crate) struct Durable(Option<watch::Receiver<Option<ApplicationResult<()>>>>);
+
+impl Durable {
+    /// A unit already stored.
+    pub(crate) fn stored() -> Self {
+        Self(None)
+    }
+
+    /// Waits until the unit is stored; `Err` when it was not (nor anything after it in its
+    /// chain).
+    pub(crate) async fn wait(&self) -> ApplicationResult<()> {
+        let Some(outcome) = &self.0 else {
+            return Ok(());
+        };
+        let mut outcome = outcome.clone();
+        match outcome.wait_for(Option::is_some).await {
+            Ok(settled) => settled.clone().unwrap_or(Ok(())),
+            Err(_) => Err(ApplicationError::fatal(
+                error_codes::AGENT_STORAGE_IO,
+                "a write's outcome was lost before it was known",
+            )),
+        }
+    }
+}
+
+/// Awaits a chained unit, sends its events live once it committed, and tells its [`Durable`].
+async fn settle_chained(
+    pending: ChainedCommit,
+    live: broadcast::Sender<AgentRunEvent>,
+    done: watch::Sender<Option<ApplicationResult<()>>>,
+) {
+    let outcome = match pending.await {
+        Ok(stored) => {
+            if live.receiver_count() > 0 {
+                for event in stored {
+                    let _ = live.send(event);
+                }
+            }
+            Ok(())
+        }
+        Err(err) => Err(ApplicationError::from(err)),
+    };
+    let _ = done.send(Some(outcome));
 }
 
 /// The one place events are written.
@@ -168,6 +220,37 @@ impl EventSink {
             }
         }
         Ok(stored)
+    }
+
+    /// [`commit`](Self::commit) without waiting for the unit to be durable
+    /// (`RunJournal::commit_chained`): returns once the unit is queued behind the writer's
+    /// earlier units of `chain`, with its [`Durable`] outcome. Its events reach live receivers
+    /// once it committed (at once when the store committed it before answering, as `commit`).
+    pub(crate) async fn commit_chained(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+        chain: &CommitChain,
+    ) -> ApplicationResult<Durable> {
+        let mut pending = self.journal.commit_chained(run_id, writes, chain).await?;
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(outcome) = pending.as_mut().poll(&mut context) {
+            self.publish(&outcome?);
+            return Ok(Durable::stored());
+        }
+        let (done, outcome) = watch::channel(None);
+        let live = self.live.clone();
+        tokio::spawn(settle_chained(pending, live, done));
+        Ok(Durable(Some(outcome)))
+    }
+
+    /// Sends stored events to live receivers.
+    fn publish(&self, stored: &[AgentRunEvent]) {
+        if self.live.receiver_count() > 0 {
+            for event in stored {
+                let _ = self.live.send(event.clone());
+            }
+        }
     }
 
     /// `event` with its id and time taken now, for [`commit`](Self::commit).

@@ -1,7 +1,8 @@
 //! What goes to the store together: a lead's delegations of one reply are one commit each
 //! (the call's start, the new agent and task, and the end of the delegation before it), the
 //! last delegation's end is written before the lead's next model call, and the journal keeps
-//! every agent's own order.
+//! every agent's own order; and the lead does not wait for one delegation's unit to be stored
+//! before the next, while no delegated agent starts before its task's unit is stored.
 
 use async_trait::async_trait;
 use serde_json::json;
@@ -190,4 +191,167 @@ async fn a_replys_delegations_are_one_commit_each() {
             .unwrap()
     };
     assert!(seq_of("tool_call_completed", 2) < seq_of("model_request_created", 1));
+}
+
+/// A journal whose chained units (`commit_chained`) wait in a queue until three are queued,
+/// or until anything else is written; then they are written in order and their outcomes
+/// answered. Records how many units each release wrote.
+struct HeldQueue {
+    inner: Arc<InMemoryStore>,
+    queued: Mutex<Vec<QueuedUnit>>,
+    releases: Mutex<Vec<usize>>,
+}
+
+type QueuedUnit = (
+    RunId,
+    Vec<RunWrite>,
+    tokio::sync::oneshot::Sender<StorageResult<Vec<AgentRunEvent>>>,
+);
+
+impl HeldQueue {
+    async fn release(&self) {
+        let queued = std::mem::take(&mut *self.queued.lock().unwrap());
+        if queued.is_empty() {
+            return;
+        }
+        self.releases.lock().unwrap().push(queued.len());
+        for (run_id, writes, answer) in queued {
+            let _ = answer.send(self.inner.commit(&run_id, writes).await);
+        }
+    }
+}
+
+#[async_trait]
+impl RunJournal for HeldQueue {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+        self.release().await;
+        self.inner.append(event).await
+    }
+
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+        self.release().await;
+        self.inner.append_all(events).await
+    }
+
+    async fn commit(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+    ) -> StorageResult<Vec<AgentRunEvent>> {
+        self.release().await;
+        self.inner.commit(run_id, writes).await
+    }
+
+    async fn commit_chained(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+        _chain: &tt_ports::CommitChain,
+    ) -> StorageResult<tt_ports::ChainedCommit> {
+        let (answer, outcome) = tokio::sync::oneshot::channel();
+        let full = {
+            let mut queued = self.queued.lock().unwrap();
+            queued.push((run_id.clone(), writes, answer));
+            queued.len() == 3
+        };
+        if full {
+            self.release().await;
+        }
+        Ok(Box::pin(async move {
+            outcome
+                .await
+                .unwrap_or_else(|_| Err(tt_ports::StorageError::Other("dropped".to_owned())))
+        }))
+    }
+
+    async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>> {
+        self.inner.read(run_id, page).await
+    }
+
+    async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64> {
+        self.inner.last_seq(run_id).await
+    }
+}
+
+#[tokio::test]
+async fn a_replys_delegations_do_not_wait_for_each_other() {
+    let model = by_agent(vec![
+        (
+            "writer",
+            vec![
+                turn(vec![
+                    delegate("d1", "critic", "Check the opening."),
+                    delegate("d2", "critic", "Check the middle."),
+                    delegate("d3", "critic", "Check the end."),
+                ]),
+                turn(vec![call(
+                    "a",
+                    "agent_await",
+                    json!({"mode": "allCompleted"}),
+                )]),
+                turn(vec![write("w", "output/main.md", "Reviewed.")]),
+                turn(vec![call("c", "workspace_commit", json!({}))]),
+                turn(vec![call("f", "workspace_finish", json!({}))]),
+            ],
+        ),
+        ("critic", vec![task_return("r", "Fine.")]),
+    ]);
+    let store = InMemoryStore::new();
+    let journal = Arc::new(HeldQueue {
+        inner: Arc::clone(&store),
+        queued: Mutex::new(Vec::new()),
+        releases: Mutex::new(Vec::new()),
+    });
+    let services = RuntimeServices {
+        runs: store.clone(),
+        invocations: store.clone(),
+        journal: journal.clone(),
+        workspace: store.clone(),
+        profiles: store.clone(),
+        skills: InMemorySkills::new(),
+        model: model.clone(),
+        model_info: Default::default(),
+        connections: Arc::new(tt_ports::NoConnections),
+        commit_bridge: FakeCommitBridge::approving(),
+        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
+        prompt_broker: FakePromptBroker::answering(),
+        clock: ManualClock::ticking(),
+        ids: SequentialIds::new(),
+    };
+    let service = AgentRunService::new(services);
+    for profile in [delegator("writer"), reviewer("critic")] {
+        store.put_profile(profile);
+    }
+    let run = service.start_run(request(Some("writer"))).await.unwrap();
+    let run = service.wait_for_run(&run.id).await.unwrap();
+    let failures: Vec<_> = store
+        .events(&run.id)
+        .into_iter()
+        .filter(|event| event.event_type.as_str().contains("fail"))
+        .map(|event| event.payload)
+        .collect();
+    assert_eq!(run.status, AgentRunStatus::Completed, "{failures:?}");
+
+    // The three delegations' units were all queued before the first of them was stored.
+    assert_eq!(journal.releases.lock().unwrap().clone(), vec![3]);
+    // No delegated agent wrote anything before its task's unit was stored.
+    let events = store.events(&run.id);
+    let last_start = events
+        .iter()
+        .filter(|event| event.event_type.as_str() == "agent_delegate_started")
+        .map(|event| event.seq)
+        .max()
+        .unwrap();
+    let first_child = events
+        .iter()
+        .filter(|event| {
+            !TASK.contains(&event.event_type.as_str())
+                && event.payload["invocationId"]
+                    .as_str()
+                    .is_some_and(|id| id != "inv_root")
+        })
+        .map(|event| event.seq)
+        .min()
+        .unwrap();
+    assert!(last_start < first_child, "{last_start} {first_child}");
 }

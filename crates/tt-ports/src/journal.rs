@@ -1,6 +1,11 @@
 //! The append-only run journal. The store assigns `seq` (strictly increasing, gapless, from 1);
 //! appends must not re-read the journal and page reads must not load all of it.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
@@ -8,7 +13,7 @@ use tt_domain::ids::RunId;
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::task::AgentTaskRecord;
 
-use crate::error::StorageResult;
+use crate::error::{StorageError, StorageResult};
 use crate::runs::{AgentInvocationRepository, AgentRunRepository, RunDocument, SerializedDocument};
 
 /// Default and maximum page sizes.
@@ -82,6 +87,33 @@ pub trait RunJournal: Send + Sync {
         writes: Vec<RunWrite>,
     ) -> StorageResult<Vec<AgentRunEvent>>;
 
+    /// [`commit`](Self::commit) for a writer that goes on before the unit is durable: returns
+    /// once the unit is queued behind everything this store queued before it (so its events
+    /// take seqs after theirs), with a future of its outcome. The unit is written only if
+    /// every earlier unit of `chain` was; a unit that fails breaks the chain
+    /// ([`CommitChain`]), so what a failure or a crash leaves of a chain is a prefix of it. The
+    /// writer must await a unit's outcome before anything that relies on it being stored
+    /// (another connection reading or changing its records), and before it writes anything
+    /// outside the chain. The default commits the unit before it returns (the file store and
+    /// the fakes, which write in order anyway); PostgreSQL queues it in its group commit.
+    async fn commit_chained(
+        &self,
+        run_id: &RunId,
+        writes: Vec<RunWrite>,
+        chain: &CommitChain,
+    ) -> StorageResult<ChainedCommit> {
+        if chain.is_broken() {
+            return Err(CommitChain::refused(run_id.as_str()));
+        }
+        match self.commit(run_id, writes).await {
+            Ok(stored) => Ok(Box::pin(std::future::ready(Ok(stored)))),
+            Err(err) => {
+                chain.mark_broken();
+                Err(err)
+            }
+        }
+    }
+
     /// Reads one page, in ascending seq order.
     async fn read(&self, run_id: &RunId, page: &EventPage) -> StorageResult<Vec<AgentRunEvent>>;
 
@@ -98,6 +130,39 @@ pub trait RunJournal: Send + Sync {
         tokio::time::sleep(max_wait).await;
     }
 }
+
+/// The units one writer commits one after another without waiting for each to be durable
+/// ([`RunJournal::commit_chained`]). A unit of a chain is written only if every earlier unit
+/// of the chain was: once one fails, the chain is broken and every later unit is refused, so
+/// what a failure (or a crash) leaves of the chain is a prefix of it, in its order.
+#[derive(Debug, Clone, Default)]
+pub struct CommitChain {
+    broken: Arc<AtomicBool>,
+}
+
+impl CommitChain {
+    /// Whether a unit of the chain failed (every later one is refused).
+    pub fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Acquire)
+    }
+
+    /// Marks the chain broken: a unit of it failed.
+    pub fn mark_broken(&self) {
+        self.broken.store(true, Ordering::Release);
+    }
+
+    /// The error a unit queued after a broken chain gets.
+    pub fn refused(run_id: &str) -> StorageError {
+        StorageError::Io {
+            what: format!("runs/{run_id}/events"),
+            message: "an earlier write of this writer failed, so this one was not made".to_owned(),
+        }
+    }
+}
+
+/// The outcome of a chained unit ([`RunJournal::commit_chained`]): its stored events once it
+/// committed, or why it did not.
+pub type ChainedCommit = Pin<Box<dyn Future<Output = StorageResult<Vec<AgentRunEvent>>> + Send>>;
 
 /// One write of a unit ([`RunJournal::commit`]).
 #[derive(Debug, Clone)]

@@ -29,7 +29,7 @@ pub use host::{
     ChatCommitReceipt, ChatCommitRequest, CommitAnswer, HostCommitBridge, MetadataUpdateAnswer,
     PersistentStateMetadataUpdate,
 };
-pub use journal::{EventPage, RunJournal, RunWrite, commit_in_order};
+pub use journal::{ChainedCommit, CommitChain, EventPage, RunJournal, RunWrite, commit_in_order};
 pub use mcp_servers::McpServerRepository;
 pub use model::{
     ConnectionModelInfo, DroppedSetting, ModelConnections, ModelDeltaSink, ModelProvider,

@@ -219,6 +219,7 @@ pub(crate) async fn record_call_end(
     if holds_end {
         inv.held_writes = flight.held;
     } else {
+        crate::engine::held_writes::settle(inv).await?;
         ctx.events.commit(&ctx.run_id, flight.held).await?;
     }
     tracing::debug!(

@@ -102,7 +102,13 @@ async fn dispatch(
     let at_once =
         matches!(checked, Some(Ok(spec)) if approval_gate::passes_at_once(inv, spec, call));
     // What the agent held back (the end of its previous delegation) goes out with this call's
-    // first commit (`held_writes`).
+    // first commit (`held_writes`); its delegations' units are settled first, unless this
+    // call is a delegation that joins their chain.
+    let chained =
+        at_once && matches!(checked, Some(Ok(spec)) if spec.name == ToolName::AgentDelegate);
+    if !chained {
+        crate::engine::held_writes::settle(inv).await?;
+    }
     flight.held = std::mem::take(&mut inv.held_writes);
     if !at_once {
         flight.commit_requested(ctx).await?;
@@ -141,6 +147,7 @@ async fn dispatch(
         ),
         Err(ToolCallError::Fatal(err)) => {
             if !err.is_cancelled() {
+                crate::engine::held_writes::settle(inv).await?;
                 flight.fail(ctx, &err).await?;
             }
             return Err(err);
@@ -268,6 +275,7 @@ async fn count_slips(
                         err.message, limits.max_consecutive_slips
                     ),
                 );
+                crate::engine::held_writes::settle(inv).await?;
                 flight.fail(ctx, &err).await?;
                 return Err(err);
             }
@@ -358,7 +366,7 @@ async fn execute(
                     ctx.events.commit(&ctx.run_id, unit).await?;
                     delegation::already_delegated(ctx, task_id).await
                 }
-                None => delegation::agent_delegate(ctx, inv, call, held).await,
+                None => delegation::agent_delegate(ctx, inv, round, call, held).await,
             }
             .map(continue_with)
         }

@@ -15,17 +15,37 @@
 //! in between (a delegation's work is its unit), and the held writes are committed before
 //! anything else: the next call's first commit, a workspace write, the next model call, a
 //! journaled injection of results, the loop's end.
+//!
+//! A step further: a delegation's unit is committed without waiting for it to be durable
+//! (`EventSink::commit_chained`), so a reply's delegations go out one after the other while
+//! the store commits them (on PostgreSQL, many in one batch of its group commit). The units
+//! form the agent's chain: the store writes one only if every earlier one was, so a failure or
+//! a crash still leaves a prefix. The agent [`settle`]s them before it writes anything else,
+//! and a delegated agent starts only once its task's unit is stored.
 
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::ApplicationResult;
 
-/// Commits the writes `inv` holds back, if any, as one unit.
+/// Commits the writes `inv` holds back, if any, as one unit, once its chained units are stored.
 pub(crate) async fn flush(ctx: &RunContext, inv: &mut InvocationRuntime) -> ApplicationResult<()> {
+    settle(inv).await?;
     if inv.held_writes.is_empty() {
         return Ok(());
     }
     let unit = std::mem::take(&mut inv.held_writes);
     ctx.events.commit(&ctx.run_id, unit).await?;
     Ok(())
+}
+
+/// Waits until the units `inv` committed without waiting (a reply's delegations,
+/// `EventSink::commit_chained`) are stored: the last one stored means all are, since a chain's
+/// unit is written only after the earlier ones. Called before anything of the agent's that is
+/// not a unit of its chain is written, so the journal never holds a later write of the agent
+/// without the earlier ones.
+pub(crate) async fn settle(inv: &mut InvocationRuntime) -> ApplicationResult<()> {
+    match inv.in_flight.take() {
+        Some(durable) => durable.wait().await,
+        None => Ok(()),
+    }
 }

@@ -63,6 +63,16 @@ pub(crate) struct InvocationRuntime {
     /// commit (`crate::engine::held_writes`). Empty again before anything else of the agent's
     /// is written or read back, and before its next model call.
     pub held_writes: Vec<tt_ports::RunWrite>,
+    /// Its delegations' units, committed without waiting for each (`EventSink::commit_chained`):
+    /// one is stored only if the earlier ones were.
+    pub chain: tt_ports::CommitChain,
+    /// The last of those units while it is not known to be stored: settled
+    /// (`held_writes::settle`) before anything else of the agent's is written.
+    pub in_flight: Option<crate::events::Durable>,
+    /// How many tasks it delegated: counted by the store at its first delegation, then here.
+    pub delegations: Option<u64>,
+    /// The target profiles its current reply's delegations resolved.
+    pub targets: crate::engine::reply_targets::ReplyTargets,
     /// An agent started in fork mode: the tool specs its requests list, its delegating
     /// agent's as that agent sent them (fork mode, `fork_mode.rs`); its own snapshot still
     /// decides what it may call. `None`: its snapshot's.
@@ -103,6 +113,10 @@ impl InvocationRuntime {
             window: Default::default(),
             scheduler,
             held_writes: Vec::new(),
+            chain: tt_ports::CommitChain::default(),
+            in_flight: None,
+            delegations: None,
+            targets: Default::default(),
             offered_tools: prepared.offered_tools.clone(),
             sent_messages: None,
             sent_tools: None,

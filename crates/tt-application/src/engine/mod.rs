@@ -35,6 +35,7 @@ pub(crate) mod model_turn;
 pub(crate) mod oversized_reply;
 pub(crate) mod prompt_assembly;
 pub(crate) mod records;
+pub(crate) mod reply_targets;
 pub(crate) mod return_gate;
 pub(crate) mod scheduler;
 pub(crate) mod spend_gate;

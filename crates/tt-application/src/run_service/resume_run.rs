@@ -326,7 +326,8 @@ impl AgentRunService {
             let limit = self
                 .delegator_concurrency(&invocations, &task, &profile)
                 .await?;
-            scheduler.submit(task, limit, false).await?;
+            let stored = crate::events::Durable::stored();
+            scheduler.submit(task, limit, false, stored).await?;
         }
         let span = tracing::info_span!(
             "run",

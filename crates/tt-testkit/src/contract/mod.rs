@@ -8,6 +8,7 @@
 // These functions are test assertions shipped as a library: failing loudly is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod chained;
 pub mod connections;
 pub mod invocations;
 pub mod journal;
@@ -123,6 +124,9 @@ macro_rules! storage_contract_tests {
                 pages_over_ten_thousand_events,
                 invocation_filter_includes_related_ids,
                 concurrent_appends_are_gapless,
+            }
+            chained {
+                commit_chained_writes_a_prefix_of_the_chain,
             }
             workspace {
                 write_guards,

@@ -26,13 +26,15 @@ use tt_domain::invocation::{AgentInvocation, InvocationStatus};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::events::EventSink;
+use crate::events::{Durable, EventSink};
 use crate::services::RuntimeServices;
 
 pub(crate) mod budgets;
 mod deadlines;
+mod host_cancel;
 mod waits;
 mod watchdog;
+pub(crate) use host_cancel::cancel_task_as_host;
 pub(crate) use waits::Wait;
 
 /// Reason recorded when the delegating agent finishes the run.
@@ -284,6 +286,7 @@ impl<H: TaskHost> TaskScheduler<H> {
         task: AgentTaskRecord,
         limit: u32,
         journal_queued: bool,
+        stored: Durable,
     ) -> ApplicationResult<Admission> {
         let _admitting = self.admitting.lock().await;
         {
@@ -312,7 +315,7 @@ impl<H: TaskHost> TaskScheduler<H> {
             let queue_empty = state.queues.get(&delegator).is_none_or(VecDeque::is_empty);
             if busy < limit && queue_empty {
                 *state.busy.entry(delegator).or_default() += 1;
-                self.spawn_worker(&mut state, task, false);
+                self.spawn_worker(&mut state, task, false, stored.clone());
                 None
             } else {
                 let announced = task.clone();
@@ -324,6 +327,8 @@ impl<H: TaskHost> TaskScheduler<H> {
         let admission = match queued {
             None => Admission::Started,
             Some((task, position)) => {
+                // Stored before it may be admitted (which takes the lock held here).
+                stored.wait().await?;
                 if journal_queued {
                     let queued = payload::AgentTaskQueued {
                         task_id: task.id,
@@ -360,7 +365,7 @@ impl<H: TaskHost> TaskScheduler<H> {
                 .busy
                 .entry(task.parent_invocation_id.clone())
                 .or_default() += 1;
-            self.spawn_worker(&mut state, task, true);
+            self.spawn_worker(&mut state, task, true, Durable::stored());
         }
         self.notify();
     }
@@ -384,7 +389,7 @@ impl<H: TaskHost> TaskScheduler<H> {
             .await;
             match started {
                 Ok(outcome) if outcome.changed => {
-                    self.spawn_worker(&mut self.lock(), task, true);
+                    self.spawn_worker(&mut self.lock(), task, true, Durable::stored());
                     self.notify();
                 }
                 // Ended while waiting, or the store refused: give the slot back.
@@ -409,7 +414,15 @@ impl<H: TaskHost> TaskScheduler<H> {
 
     /// Spawns the worker of an admitted task (its slot is already counted) and hands it this
     /// scheduler. `started`: the task was already marked running by the admission queue.
-    fn spawn_worker(self: &Arc<Self>, state: &mut State, task: AgentTaskRecord, started: bool) {
+    /// A task whose unit was committed without waiting runs once it is `stored`; one whose
+    /// unit was not stored never runs (nothing of it is in the store to run).
+    fn spawn_worker(
+        self: &Arc<Self>,
+        state: &mut State,
+        task: AgentTaskRecord,
+        started: bool,
+        stored: Durable,
+    ) {
         let task_id = task.id.clone();
         let delegator = task.parent_invocation_id.clone();
         let cancel = self.host.cancel().child_token();
@@ -427,6 +440,10 @@ impl<H: TaskHost> TaskScheduler<H> {
         );
         let handle = tokio::spawn(
             async move {
+                if stored.wait().await.is_err() {
+                    scheduler.worker_exited(&worker_task_id).await;
+                    return;
+                }
                 let recorded =
                     H::run_task(Arc::clone(&scheduler), task, worker_cancel, started).await;
                 if !recorded {
@@ -620,54 +637,6 @@ impl<H: TaskHost> TaskScheduler<H> {
             let _ = handle.await;
         }
     }
-}
-
-/// Reason recorded when the host cancels a task.
-pub(crate) const HOST_CANCELLED_REASON: &str = "stopped by the user";
-
-/// The host's `cancel_task`: coded errors for an unknown task (`agent.task_not_found`), a
-/// handoff (`agent.task_not_cancellable`: only delegated tasks can be cancelled alone) and a
-/// task that already ended (`agent.task_already_finished`).
-pub(crate) async fn cancel_task_as_host<H: TaskHost>(
-    scheduler: &Arc<TaskScheduler<H>>,
-    task_id: &TaskId,
-) -> ApplicationResult<AgentTaskRecord> {
-    let ctx = scheduler.host();
-    let task = ctx
-        .services()
-        .invocations
-        .list_tasks(ctx.run_id())
-        .await?
-        .into_iter()
-        .find(|task| &task.id == task_id)
-        .ok_or_else(|| {
-            ApplicationError::fatal(
-                error_codes::AGENT_TASK_NOT_FOUND,
-                format!("run {} has no task {task_id}", ctx.run_id()),
-            )
-        })?;
-    if task.continuation != TaskContinuation::ReturnToParent {
-        return Err(ApplicationError::fatal(
-            error_codes::AGENT_TASK_NOT_CANCELLABLE,
-            format!("task {task_id} is a handoff; cancel the run instead"),
-        ));
-    }
-    let already = |task: &AgentTaskRecord| {
-        ApplicationError::fatal(
-            error_codes::AGENT_TASK_ALREADY_FINISHED,
-            format!("task {} already ended ({})", task.id, task.status.as_str()),
-        )
-    };
-    if task.status.is_terminal() {
-        return Err(already(&task));
-    }
-    let outcome = scheduler
-        .cancel_task_by(task_id, HOST_CANCELLED_REASON, CancelledBy::Host)
-        .await?;
-    if !outcome.changed {
-        return Err(already(&outcome.task));
-    }
-    Ok(outcome.task)
 }
 
 async fn unfinished_delegations<C: TaskHost>(ctx: &C) -> ApplicationResult<Vec<AgentTaskRecord>> {

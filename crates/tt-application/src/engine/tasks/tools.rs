@@ -88,15 +88,21 @@ impl TaskControl for RunTaskView<'_> {
 }
 
 /// `agent.delegate`: validates in the contract's order, records the task and its invocation,
-/// and hands the task to the scheduler.
+/// and hands the task to the scheduler. The task's unit is committed without waiting for it
+/// (`crate::engine::held_writes`): the scheduler starts its agent once it is stored.
 pub(crate) async fn agent_delegate(
     ctx: &RunContext,
-    inv: &InvocationRuntime,
+    inv: &mut InvocationRuntime,
+    round: u32,
     call: &AgentToolCall,
     held: &mut Vec<tt_ports::RunWrite>,
 ) -> Result<ToolSuccess, ToolCallError> {
     let args = parse_delegate_args(&call.arguments)?;
     let caller = &inv.profile.definition.delegation;
+    let (max_invocations, max_concurrent) = (
+        caller.max_invocations_per_run,
+        caller.max_concurrent_invocations,
+    );
     if let Err(denial) = admit_caller(&inv.profile, Operation::Delegate) {
         return Err(ToolError::with_reason(
             error_codes::AGENT_DELEGATION_POLICY_DENIED,
@@ -105,29 +111,11 @@ pub(crate) async fn agent_delegate(
         )
         .into());
     }
-    // The reads a delegation needs go to the store together (the workspace key is reserved
-    // from the run's keys, read once per agent id); their answers are looked at in the
-    // contract's order below (a read whose check comes after one that fails is wasted, and a
-    // key reserved for a refused call is given back).
-    let key_base = ProfileId::parse(&args.agent_id).ok();
-    let (resolved, delegated, workspace_key) = tokio::join!(
-        resolve_target(ctx, &args.agent_id, Operation::Delegate),
-        // A count, not a listing: this runs on every delegation.
-        ctx.services
-            .invocations
-            .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id),
-        async {
-            match &key_base {
-                Some(base) => ctx
-                    .workspace_keys
-                    .reserve(&*ctx.services.invocations, &ctx.run_id, base.as_str())
-                    .await
-                    .map(Some),
-                None => Ok(None),
-            }
-        },
-    );
+    let (resolved, delegated, workspace_key) =
+        delegation_reads(ctx, inv, round, &args.agent_id).await;
     let (agent_id, target) = resolved?;
+    inv.targets
+        .remember(round, &args.agent_id, (agent_id.clone(), target.clone()));
     if let Err(denial) = admit(&inv.profile, &target, Operation::Delegate) {
         return Err(ToolError::with_reason(
             error_codes::AGENT_DELEGATION_POLICY_DENIED,
@@ -142,7 +130,8 @@ pub(crate) async fn agent_delegate(
     check_fork(&args, &target.definition, &agent_id)?;
     let budget = task_budget(&args, &target.definition, &agent_id)?;
     let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
-    if delegated >= u64::from(caller.max_invocations_per_run) {
+    inv.delegations = Some(delegated);
+    if delegated >= u64::from(max_invocations) {
         return Err(ToolError::with_reason(
             error_codes::AGENT_DELEGATION_BUDGET_EXHAUSTED,
             error_codes::AGENT_MAX_INVOCATIONS_PER_RUN_EXHAUSTED,
@@ -158,6 +147,10 @@ pub(crate) async fn agent_delegate(
         workspace_key: workspace_key.map_err(crate::error::ApplicationError::from)?,
     };
     let (task, mut unit, key) = open_task(ctx, inv, call, new).await?;
+    if args.fork {
+        // The prefix document is not a unit of the chain.
+        crate::engine::held_writes::settle(inv).await?;
+    }
     let started = delegate_started(ctx, inv, &task, args.fork).await?;
     // The agent's and the task's records and events, one unit: one commit, after what the
     // calling agent held back (the call's start, the end of its previous delegation:
@@ -165,21 +158,70 @@ pub(crate) async fn agent_delegate(
     unit.push(registered(ctx, &task)?);
     unit.push(started);
     let unit = std::mem::take(held).into_iter().chain(unit).collect();
-    ctx.events.commit(&ctx.run_id, unit).await?;
+    let stored = ctx
+        .events
+        .commit_chained(&ctx.run_id, unit, &inv.chain)
+        .await?;
     key.keep();
+    inv.in_flight = Some(stored.clone());
+    inv.delegations = Some(delegated + 1);
     let task_id = task.id.clone();
     // A waiting task's `agent_task_queued {queuePosition}` is journaled by the scheduler.
     let admission = inv
         .scheduler
-        .submit(task, caller.max_concurrent_invocations, true)
+        .submit(task, max_concurrent, true, stored)
         .await?;
-    let (content, structured) = delegate_answer(
-        admission,
-        &agent_id,
-        &task_id,
-        caller.max_concurrent_invocations,
-    );
+    let (content, structured) = delegate_answer(admission, &agent_id, &task_id, max_concurrent);
     Ok(ToolSuccess::new(content, structured))
+}
+
+/// What a delegation to `agent_id` reads, together: the target, how many tasks the agent
+/// delegated, and a workspace key. The key is reserved from the run's keys (read once per
+/// agent id), the target's profile read once per reply, the agent's delegations counted by
+/// the store once, then by the agent. The caller looks at the answers in the contract's order
+/// (a read whose check comes after one that fails is wasted, and a key reserved for a refused
+/// call is given back).
+async fn delegation_reads(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    agent_id: &str,
+) -> (
+    Result<(ProfileId, tt_domain::profile::ResolvedProfile), ToolCallError>,
+    tt_ports::StorageResult<u64>,
+    tt_ports::StorageResult<Option<crate::engine::workspace_keys::KeyReservation>>,
+) {
+    let key_base = ProfileId::parse(agent_id).ok();
+    tokio::join!(
+        async {
+            match inv.targets.get(round, agent_id) {
+                Some(target) => Ok(target),
+                None => resolve_target(ctx, agent_id, Operation::Delegate).await,
+            }
+        },
+        async {
+            match inv.delegations {
+                Some(count) => Ok(count),
+                // A count, not a listing.
+                None => {
+                    ctx.services
+                        .invocations
+                        .count_delegations_by_parent(&ctx.run_id, &inv.invocation.id)
+                        .await
+                }
+            }
+        },
+        async {
+            match &key_base {
+                Some(base) => ctx
+                    .workspace_keys
+                    .reserve(&*ctx.services.invocations, &ctx.run_id, base.as_str())
+                    .await
+                    .map(Some),
+                None => Ok(None),
+            }
+        },
+    )
 }
 
 /// `agent_delegate_started` of `task`, stamped now; in fork mode, after storing the prefix its

@@ -1,0 +1,117 @@
+//! Contract case for `RunJournal::commit_chained`: units a writer queues without waiting for
+//! each are stored in the order queued, and once one fails every later unit of its chain is
+//! refused, so the journal holds a prefix of the chain.
+
+use serde_json::json;
+use tt_domain::event::AgentRunEvent;
+use tt_ports::{ChainedCommit, CommitChain, EventPage, RunWrite, StorageError, StorageResult};
+
+use super::{StorageUnderTest, create_sample_run, task, tool_event};
+
+/// A chained unit's outcome, whether the store answered it at once or queued it.
+async fn outcome(queued: StorageResult<ChainedCommit>) -> StorageResult<Vec<AgentRunEvent>> {
+    match queued {
+        Ok(pending) => pending.await,
+        Err(err) => Err(err),
+    }
+}
+
+fn seqs(events: &[AgentRunEvent]) -> Vec<u64> {
+    events.iter().map(|event| event.seq).collect()
+}
+
+/// Units queued one after the other take seqs in that order and their records are stored once
+/// their outcome is; a unit that fails (a task id that is taken) breaks its chain: the unit
+/// queued after it is refused, though it was queued before the failure was known, and the
+/// journal holds nothing of it. Another chain is not affected.
+pub async fn commit_chained_writes_a_prefix_of_the_chain(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let id = &run.id;
+    let chain = CommitChain::default();
+    let task_a = task(&run, "task_a", 3);
+    let first = s
+        .journal
+        .commit_chained(
+            id,
+            vec![
+                RunWrite::Event(tool_event(id, 1, "inv_root")),
+                RunWrite::Task(task_a.clone()),
+                RunWrite::Event(tool_event(id, 2, "inv_root")),
+            ],
+            &chain,
+        )
+        .await;
+    let second = s
+        .journal
+        .commit_chained(
+            id,
+            vec![RunWrite::Event(tool_event(id, 3, "inv_root"))],
+            &chain,
+        )
+        .await;
+    assert_eq!(seqs(&outcome(first).await.unwrap()), vec![1, 2]);
+    assert_eq!(seqs(&outcome(second).await.unwrap()), vec![3]);
+    assert_eq!(
+        s.invocations.load_task(id, &task_a.id).await.unwrap(),
+        task_a
+    );
+    assert!(!chain.is_broken());
+
+    // The task id is taken: that unit fails, and the one queued after it is refused.
+    let third = s
+        .journal
+        .commit_chained(
+            id,
+            vec![
+                RunWrite::Event(tool_event(id, 4, "inv_root")),
+                RunWrite::Task(task_a.clone()),
+            ],
+            &chain,
+        )
+        .await;
+    let fourth = s
+        .journal
+        .commit_chained(
+            id,
+            vec![RunWrite::Event(tool_event(id, 5, "inv_root"))],
+            &chain,
+        )
+        .await;
+    let third = outcome(third).await;
+    assert!(
+        matches!(third, Err(StorageError::AlreadyExists { .. })),
+        "expected AlreadyExists, got {third:?}"
+    );
+    assert!(outcome(fourth).await.is_err());
+    assert!(chain.is_broken());
+    let later = s
+        .journal
+        .commit_chained(
+            id,
+            vec![RunWrite::Event(tool_event(id, 6, "inv_root"))],
+            &chain,
+        )
+        .await;
+    assert!(outcome(later).await.is_err());
+    let stored = s.journal.read(id, &EventPage::default()).await.unwrap();
+    assert!(
+        stored
+            .iter()
+            .all(|event| event.payload["n"] != json!(5) && event.payload["n"] != json!(6)),
+        "{stored:?}"
+    );
+    let last = s.journal.last_seq(id).await.unwrap();
+    assert!(last == 3 || last == 4, "{last}");
+
+    // Another writer's chain goes on.
+    let other = CommitChain::default();
+    let next = s
+        .journal
+        .commit_chained(
+            id,
+            vec![RunWrite::Event(tool_event(id, 7, "inv_b"))],
+            &other,
+        )
+        .await;
+    assert_eq!(seqs(&outcome(next).await.unwrap()), vec![last + 1]);
+}
