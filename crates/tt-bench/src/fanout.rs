@@ -32,6 +32,8 @@ pub(crate) struct FanoutReport {
     pub tool_calls: u64,
     pub wall_s: f64,
     pub cpu_s: f64,
+    /// User CPU seconds alone over the timed region (all threads).
+    pub user_s: f64,
     /// Peak resident memory when the run ended (before the benchmark reads the journal back
     /// to verify it).
     pub peak_rss_mib: f64,
@@ -54,6 +56,7 @@ impl FanoutReport {
             "toolCalls": self.tool_calls,
             "wallS": self.wall_s,
             "cpuS": self.cpu_s,
+            "userS": self.user_s,
             "peakRssMib": self.peak_rss_mib,
             "processPeakRssMib": self.process_peak_rss_mib,
             "runFiles": self.run_files,
@@ -100,7 +103,7 @@ pub(crate) async fn run(
     install_profiles(&runtime, children).await?;
     let ticks = procstat::clock_ticks_per_second();
 
-    let cpu_before = procstat::cpu_seconds(ticks)?;
+    let (cpu_before, user_before) = procstat::cpu_user_seconds(ticks)?;
     let fsyncs_before = UserDataStore::fsync_count();
     let started = Instant::now();
     if signals.is_requested() {
@@ -112,7 +115,8 @@ pub(crate) async fn run(
         .map_err(|err| anyhow!("start_run failed: {err}"))?;
     let finished = wait_unless_stopped(&runtime, run.id.as_str(), signals).await?;
     let wall_s = started.elapsed().as_secs_f64();
-    let cpu_s = procstat::cpu_seconds(ticks)? - cpu_before;
+    let (cpu_after, user_after) = procstat::cpu_user_seconds(ticks)?;
+    let (cpu_s, user_s) = (cpu_after - cpu_before, user_after - user_before);
     let fsyncs = UserDataStore::fsync_count() - fsyncs_before;
     // Peak memory of the run itself, before verification loads the whole journal.
     let peak_rss_mib = procstat::peak_rss_mib()?;
@@ -135,6 +139,7 @@ pub(crate) async fn run(
             tool_calls: counts.tool_calls,
             wall_s,
             cpu_s,
+            user_s,
             peak_rss_mib,
             run_files: 0,
             fsyncs: 0,
@@ -156,6 +161,7 @@ pub(crate) async fn run(
         tool_calls: counts.tool_calls,
         wall_s,
         cpu_s,
+        user_s,
         peak_rss_mib,
         run_files,
         fsyncs,

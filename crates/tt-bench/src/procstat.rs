@@ -18,28 +18,42 @@ pub(crate) fn clock_ticks_per_second() -> u64 {
 
 /// User plus system CPU seconds of this process (all threads) so far.
 pub(crate) fn cpu_seconds(ticks_per_second: u64) -> Result<f64> {
+    Ok(cpu_user_seconds(ticks_per_second)?.0)
+}
+
+/// User plus system CPU seconds and user CPU seconds alone of this process (all threads) so far.
+pub(crate) fn cpu_user_seconds(ticks_per_second: u64) -> Result<(f64, f64)> {
     let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
-    let ticks = cpu_ticks(&stat)?;
-    Ok(ticks as f64 / ticks_per_second.max(1) as f64)
+    let per_second = ticks_per_second.max(1) as f64;
+    Ok((
+        cpu_ticks(&stat)? as f64 / per_second,
+        user_ticks(&stat)? as f64 / per_second,
+    ))
 }
 
 /// `utime + stime` (fields 14 and 15) of a `/proc/<pid>/stat` line. The command name (field 2)
 /// may hold spaces and parentheses, so fields are counted after its last `)`.
 pub(crate) fn cpu_ticks(stat: &str) -> Result<u64> {
+    Ok(stat_field(stat, 11, "utime")? + stat_field(stat, 12, "stime")?)
+}
+
+/// `utime` (field 14) of a `/proc/<pid>/stat` line.
+pub(crate) fn user_ticks(stat: &str) -> Result<u64> {
+    stat_field(stat, 11, "utime")
+}
+
+/// The `index`-th field after the command name's last `)` (field 3, state, is the 0th).
+fn stat_field(stat: &str, index: usize, name: &str) -> Result<u64> {
     let close = stat
         .rfind(')')
         .ok_or_else(|| anyhow!("/proc/self/stat has no `)` after the command name"))?;
     let rest = stat.get(close + 1..).unwrap_or_default();
     // After `)`: field 3 (state) is the first, so utime (14) and stime (15) are the 12th and 13th.
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |index: usize, name: &str| -> Result<u64> {
-        fields
-            .get(index)
-            .ok_or_else(|| anyhow!("/proc/self/stat has no {name} field"))?
-            .parse::<u64>()
-            .with_context(|| format!("/proc/self/stat {name} is not a number"))
-    };
-    Ok(field(11, "utime")? + field(12, "stime")?)
+    rest.split_whitespace()
+        .nth(index)
+        .ok_or_else(|| anyhow!("/proc/self/stat has no {name} field"))?
+        .parse::<u64>()
+        .with_context(|| format!("/proc/self/stat {name} is not a number"))
 }
 
 /// Peak resident set size of this process in MiB (`VmHWM`).

@@ -17,7 +17,25 @@ pub fn char_count(text: &str) -> usize {
 pub fn word_count(text: &str) -> usize {
     let mut words = 0;
     let mut in_word = false;
-    for ch in text.chars() {
+    let mut rest = text;
+    while !rest.is_empty() {
+        // A run of ASCII is counted byte by byte: no ASCII char is CJK, and its whitespace
+        // is what `char::is_whitespace` says (tab, line feed, vertical tab, form feed,
+        // carriage return, space).
+        let ascii = rest.bytes().take_while(u8::is_ascii).count();
+        let (head, tail) = rest.split_at(ascii);
+        for byte in head.bytes() {
+            if matches!(byte, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ') {
+                in_word = false;
+            } else if !in_word {
+                words += 1;
+                in_word = true;
+            }
+        }
+        let mut chars = tail.chars();
+        let Some(ch) = chars.next() else {
+            break;
+        };
         if is_cjk(ch) {
             words += 1;
             in_word = false;
@@ -27,6 +45,7 @@ pub fn word_count(text: &str) -> usize {
             words += 1;
             in_word = true;
         }
+        rest = chars.as_str();
     }
     words
 }
@@ -47,6 +66,42 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> (&str, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `word_count` as it was before its ASCII fast path: the reference it must agree with.
+    fn word_count_by_chars(text: &str) -> usize {
+        let mut words = 0;
+        let mut in_word = false;
+        for ch in text.chars() {
+            if is_cjk(ch) {
+                words += 1;
+                in_word = false;
+            } else if ch.is_whitespace() {
+                in_word = false;
+            } else if !in_word {
+                words += 1;
+                in_word = true;
+            }
+        }
+        words
+    }
+
+    #[test]
+    fn word_count_agrees_with_the_char_by_char_count() {
+        let ascii: String = (0u8..128).map(char::from).collect();
+        for text in [
+            "",
+            " ",
+            "one",
+            ascii.as_str(),
+            "a\u{0B}b\u{0C}c\u{1C}d\u{1F}e\u{85}f\u{A0}g",
+            "mixed 日本語 text,\u{3000}wide\u{2003}space édition",
+            "漢字かなカナ한국어 end",
+            "tail é",
+            "é",
+        ] {
+            assert_eq!(word_count(text), word_count_by_chars(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn counts_words_and_chars() {

@@ -28,11 +28,34 @@ pub(crate) fn error_result(call_id: &str, name: &str, err: &ToolError) -> AgentT
 /// The size of a call's arguments in bytes: the raw text a provider could not parse, or the
 /// JSON text of what it parsed.
 pub(crate) fn argument_bytes(arguments: &Value) -> u64 {
-    let bytes = match arguments {
-        Value::String(raw) => raw.len(),
-        other => other.to_string().len(),
-    };
-    u64::try_from(bytes).unwrap_or(u64::MAX)
+    match arguments {
+        Value::String(raw) => u64::try_from(raw.len()).unwrap_or(u64::MAX),
+        other => {
+            // Counted as it is written, not formatted into a `String` first: the same bytes
+            // `to_string` would make, without the allocation and the copies.
+            let mut counter = ByteCounter(0);
+            match serde_json::to_writer(&mut counter, other) {
+                Ok(()) => counter.0,
+                Err(_) => u64::try_from(other.to_string().len()).unwrap_or(u64::MAX),
+            }
+        }
+    }
+}
+
+/// A writer that only counts what it is given.
+struct ByteCounter(u64);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self
+            .0
+            .saturating_add(u64::try_from(buf.len()).unwrap_or(u64::MAX));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 pub(crate) fn unknown_tool_error(inv: &InvocationRuntime, name: &str) -> ToolError {
@@ -143,4 +166,20 @@ pub(crate) fn budget_error(inv: &InvocationRuntime, spec: &AgentToolSpec) -> Opt
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_bytes_are_those_of_the_json_text() {
+        let arguments =
+            json!({"path": "scratch/é \"q\".md", "content": "a\nb\u{1}", "n": [1, 2.5, null]});
+        assert_eq!(
+            argument_bytes(&arguments),
+            arguments.to_string().len() as u64
+        );
+        assert_eq!(argument_bytes(&Value::String("{not json".into())), 9);
+    }
 }
