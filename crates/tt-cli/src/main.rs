@@ -29,9 +29,10 @@ struct Cli {
     /// Where runs, profiles and transcripts are stored.
     #[arg(long, global = true, default_value = ".tt-agent")]
     data_dir: PathBuf,
-    /// Keep runs in this store instead of the data dir: `postgres://user@host:port/db`
-    /// (default: the `TT_STORE_URL` environment variable, else the embedded store under
-    /// --data-dir). Skills, transcripts and presets stay under --data-dir.
+    /// Keep runs in this store instead of the data dir: `postgres://user@host:port/db` or
+    /// `file://<dir>` (default: the `TT_STORE_URL` environment variable, else the embedded store
+    /// under --data-dir). PostgreSQL also keeps skills, transcripts, MCP servers and
+    /// connections; preset templates stay under --data-dir.
     #[arg(long, global = true)]
     store: Option<String>,
     /// How diagnostic logs are written; `RUST_LOG` chooses what (e.g. `tt=debug`; default:
