@@ -7,86 +7,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
+use serde_json::json;
 use tt_runtime::{
     AgentRuntimeBuilder, CommitBridgeChoice, FnProvider, ModelReply, OtelExportSettings,
     PromptBrokerChoice,
 };
 
 use crate::support::server_over;
-
-/// Accepts OTLP/HTTP posts on 127.0.0.1, answers 200 and hands over each body's spans.
-async fn receiver() -> (String, mpsc::UnboundedReceiver<Vec<Value>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
-    let (sender, received) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let mut data = Vec::new();
-            let mut buf = [0u8; 65536];
-            let body = loop {
-                let read = stream.read(&mut buf).await.unwrap();
-                assert!(read > 0, "the post ended early");
-                data.extend_from_slice(&buf[..read]);
-                let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
-                    continue;
-                };
-                let head = String::from_utf8_lossy(&data[..at]).to_lowercase();
-                let length: usize = head
-                    .lines()
-                    .find_map(|line| line.strip_prefix("content-length:"))
-                    .map(|value| value.trim().parse().unwrap())
-                    .unwrap();
-                if data.len() >= at + 4 + length {
-                    break data[at + 4..at + 4 + length].to_vec();
-                }
-            };
-            stream
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-                .await
-                .unwrap();
-            let body: Value = serde_json::from_slice(&body).unwrap();
-            let spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
-                .as_array()
-                .cloned()
-                .unwrap();
-            if sender.send(spans).is_err() {
-                return;
-            }
-        }
-    });
-    (url, received)
-}
-
-fn attribute(span: &Value, key: &str) -> Option<Value> {
-    span["attributes"]
-        .as_array()?
-        .iter()
-        .find(|a| a["key"] == key)
-        .map(|a| a["value"].clone())
-}
-
-/// Waits (a hang guard, not a timing) until spans named `names` have all arrived.
-async fn spans_named(
-    received: &mut mpsc::UnboundedReceiver<Vec<Value>>,
-    seen: &mut Vec<Value>,
-    names: &[&str],
-) {
-    let has_all = |seen: &Vec<Value>| {
-        names
-            .iter()
-            .all(|name| seen.iter().any(|s| s["name"] == *name))
-    };
-    while !has_all(seen) {
-        let batch = tokio::time::timeout(Duration::from_secs(60), received.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no span {names:?} in {seen:#?}"))
-            .unwrap();
-        seen.extend(batch);
-    }
-}
+use tt_testkit::otlp::{attribute, receiver, spans_named};
 
 #[tokio::test]
 async fn a_run_started_from_the_page_sends_each_span_as_it_ends() {

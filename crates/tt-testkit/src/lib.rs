@@ -8,3 +8,4 @@ pub mod events_doc;
 pub mod fakes;
 pub mod leaks;
 pub mod memory_store;
+pub mod otlp;
