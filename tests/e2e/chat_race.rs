@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::Barrier;
 use tt_adapter_storage_postgres::cluster::TestCluster;
-use tt_domain::ids::{RunId, WorkspaceId};
+use tt_domain::ids::{CheckpointId, RunId, WorkspaceId};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
     CheckpointReason, CheckpointRecord, PersistSnapshot, PersistentChangeSet, WorkspacePath,
@@ -140,6 +140,14 @@ impl WorkspaceRepository for MeetingPoint {
         self.inner
             .walk_files(run_id, roots, max_depth, max_files)
             .await
+    }
+
+    async fn checkpoint_record(
+        &self,
+        run_id: &RunId,
+        id: &CheckpointId,
+    ) -> StorageResult<Option<CheckpointRecord>> {
+        self.inner.checkpoint_record(run_id, id).await
     }
 
     async fn checkpoint_blob(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {

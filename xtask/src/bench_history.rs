@@ -61,6 +61,9 @@ pub(crate) fn parse(flags: &[String]) -> Result<HistoryArgs> {
     })
 }
 
+/// The page `tt-agent runs` lists by default.
+const RUNS_PAGE: u64 = 20;
+
 /// One `tt-bench history` sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Sample {
@@ -96,8 +99,13 @@ fn measure(binary: &Path, args: &HistoryArgs, temp: &Path) -> Result<()> {
     }
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); dirs.len()];
     for round in 1..=args.samples {
+        // `runs` lists a page of the same length at every size: as many runs as the first
+        // (smallest) data dir holds after this round's run, up to the command's 20. Against a
+        // page of 20, the empty data dir's page of 1 to 7 runs would read fewer records.
+        let held = args.sizes.first().copied().unwrap_or(0) + round as u64;
+        let page = held.min(RUNS_PAGE).to_string();
         for ((size, dir), taken) in dirs.iter().zip(samples.iter_mut()) {
-            let value = tt_bench(binary, &["history", "--data-dir"], dir)
+            let value = tt_bench(binary, &["history", "--page", &page, "--data-dir"], dir)
                 .with_context(|| format!("history with {size} earlier runs, sample {round}"))?;
             let float = |key: &str| {
                 value

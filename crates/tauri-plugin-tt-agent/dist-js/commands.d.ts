@@ -223,6 +223,22 @@ export interface HostCommands {
         path: string;
         text: string;
     }, null];
+    save_agent_connection: [{
+        name: string;
+        document: {
+            [field: string]: Json;
+        };
+    }, ConnectionSummary];
+    remove_agent_connection: [{
+        name: string;
+    }, null];
+    save_agent_preset_template: [{
+        apiId: string;
+        name: string;
+        template: {
+            [field: string]: Json;
+        };
+    }, null];
     list_agent_host_tools: [null, ToolSummary[]];
     register_agent_host_tool: [
         {

@@ -207,6 +207,10 @@ export interface HostCommands {
   read_agent_profile: [{ profileId: string }, { [field: string]: Json }]
   delete_agent_profile: [{ profileId: string }, ProfileDeleted]
   save_agent_skill_file: [{ scope: { kind: string; [field: string]: Json }; skillId: string; path: string; text: string }, null]
+  // Connections and preset templates.
+  save_agent_connection: [{ name: string; document: { [field: string]: Json } }, ConnectionSummary]
+  remove_agent_connection: [{ name: string }, null]
+  save_agent_preset_template: [{ apiId: string; name: string; template: { [field: string]: Json } }, null]
   // Tools from outside.
   list_agent_host_tools: [null, ToolSummary[]]
   register_agent_host_tool: [

@@ -403,11 +403,16 @@ fn profiles_skills_connections_and_tools_are_managed_with_codes_for_bad_input() 
 #[test]
 fn every_command_refuses_bad_input_with_a_code() {
     let dir = tempfile::tempdir().unwrap();
-    // The default set and the MCP servers' permissions: every command is allowed.
+    // The default set, the MCP servers' and the connections' permissions: every command is
+    // allowed.
     let app = crate::support::app_with_bridge(
         dir.path(),
         &careful_script(),
-        &["tt-agent:default", "tt-agent:allow-mcp-servers"],
+        &[
+            "tt-agent:default",
+            "tt-agent:allow-mcp-servers",
+            "tt-agent:allow-connections",
+        ],
         tt_runtime::CommitBridgeChoice::Transcript,
     );
     let coded = |command: &str, err: &Value| {

@@ -23,7 +23,7 @@ fn the_command_list_is_the_host_command_table_then_the_stream_commands() {
 }
 
 #[test]
-fn the_default_permission_set_allows_every_command_but_adding_and_calling_mcp_servers() {
+fn the_default_permission_set_allows_every_command_but_mcp_servers_and_saving_connections() {
     let text = std::fs::read_to_string(format!(
         "{}/permissions/default.toml",
         super::support::PLUGIN_DIR
@@ -39,19 +39,32 @@ fn the_default_permission_set_allows_every_command_but_adding_and_calling_mcp_se
     let allow = |name: &String| format!("allow-{}", name.replace('_', "-"));
     let expected: Vec<String> = listed()
         .iter()
-        .filter(|name| !MCP_SERVER_COMMANDS.contains(&name.as_str()))
+        .filter(|name| {
+            !MCP_SERVER_COMMANDS.contains(&name.as_str())
+                && !CONNECTION_COMMANDS.contains(&name.as_str())
+        })
         .map(allow)
         .collect();
     assert_eq!(allowed, expected);
-    // What the default leaves out is the `allow-mcp-servers` set.
+    // What the default leaves out is the `allow-mcp-servers` and `allow-connections` sets.
     let sets = file["set"].as_array().unwrap();
-    assert_eq!(sets[0]["identifier"].as_str(), Some("allow-mcp-servers"));
-    let mcp: Vec<String> = MCP_SERVER_COMMANDS
-        .iter()
-        .map(|name| allow(&(*name).to_owned()))
-        .collect();
-    assert_eq!(sets[0]["permissions"], toml::Value::from(mcp));
+    for (set, (identifier, commands)) in sets.iter().zip([
+        ("allow-mcp-servers", MCP_SERVER_COMMANDS),
+        ("allow-connections", CONNECTION_COMMANDS),
+    ]) {
+        assert_eq!(set["identifier"].as_str(), Some(identifier));
+        let allowed: Vec<String> = commands
+            .iter()
+            .map(|name| allow(&(*name).to_owned()))
+            .collect();
+        assert_eq!(set["permissions"], toml::Value::from(allowed));
+    }
+    assert_eq!(sets.len(), 2);
 }
+
+/// The commands the default set leaves out because a connection names a server and the
+/// variable its key is read from: saving one may send that key anywhere.
+const CONNECTION_COMMANDS: &[&str] = &["save_agent_connection", "remove_agent_connection"];
 
 /// The commands the default set leaves out: adding a stdio MCP server starts a process.
 const MCP_SERVER_COMMANDS: &[&str] = &[

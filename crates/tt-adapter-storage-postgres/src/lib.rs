@@ -6,6 +6,7 @@
 //! The driver is `tokio-postgres` (no TLS, no macros) with the small pool in [`pool`]; see
 //! docs/ARCHITECTURE.md for why not sqlx.
 
+mod checkpoints;
 pub mod cluster;
 mod commit;
 mod connections;
@@ -17,6 +18,7 @@ mod notify;
 mod observed;
 mod owner_locks;
 mod pool;
+mod presets;
 mod profiles;
 mod recovery;
 mod retry;

@@ -473,6 +473,22 @@ CREATE TABLE tt_connections (
 );
 "#,
     ),
+    (
+        19,
+        "preset templates",
+        // One row per preset (`PresetTemplateRepository`): the template prompt broker of every
+        // host of the database assembles `preset.mode = "ref"` prompts from the same
+        // templates, with no file under its data dir; the body is the template as written.
+        r#"
+CREATE TABLE tt_preset_templates (
+    api_id     text NOT NULL,
+    name       text NOT NULL,
+    body       text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (api_id, name)
+);
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

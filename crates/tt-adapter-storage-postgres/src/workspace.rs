@@ -637,30 +637,16 @@ impl WorkspaceRepository for PostgresStore {
         .await
     }
 
-    /// The text a checkpoint of the run kept with this sha256, newest checkpoint first (each
-    /// row keeps its files' texts beside their fingerprints).
+    async fn checkpoint_record(
+        &self,
+        run_id: &RunId,
+        id: &CheckpointId,
+    ) -> StorageResult<Option<CheckpointRecord>> {
+        self.read_checkpoint_record(run_id, id).await
+    }
+
     async fn checkpoint_blob(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query(
-                    "SELECT record, files FROM tt_checkpoints WHERE run_id = $1 ORDER BY seq DESC",
-                    &[&run_id.as_str()],
-                )
-                .await
-                .map_err(db(format!("checkpoints of run {run_id}")))?;
-            for row in rows {
-                let record: CheckpointRecord = parse("checkpoint", row.get(0))?;
-                let texts: Vec<String> = parse("checkpoint files", row.get(1))?;
-                if let Some(at) = record.files.iter().position(|file| file.sha256 == sha256)
-                    && let Some(text) = texts.get(at)
-                {
-                    return Ok(Some(text.clone()));
-                }
-            }
-            Ok(None)
-        })
-        .await
+        self.read_checkpoint_blob(run_id, sha256).await
     }
 
     async fn promoted_state(&self, run_id: &RunId) -> StorageResult<Option<PersistentChangeSet>> {

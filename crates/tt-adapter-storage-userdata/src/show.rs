@@ -4,6 +4,7 @@
 use serde_json::Value;
 use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
+use tt_domain::workspace::CheckpointRecord;
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, StorageError, StorageResult,
 };
@@ -76,21 +77,30 @@ impl UserDataStore {
             }
             ["checkpoints", id] => {
                 let id = id.strip_suffix("/checkpoint.json").unwrap_or(id);
-                check_segment("checkpoint id", id)?;
-                let record = match self.inner.access(run_id)? {
-                    RunAccess::Owned(run) => run.checkpoint(id)?,
-                    RunAccess::Reader { dir, view } => reader::record(
-                        &dir,
-                        &view.segments,
-                        &self.inner.journal_bytes_read,
-                        RecordKind::Checkpoint,
-                        id,
-                    )?,
-                };
-                record.map(to_value).transpose()
+                self.checkpoint(run_id, id)?.map(to_value).transpose()
             }
             ["blobs", sha256] => Ok(self.blob_text(run_id, sha256)?.map(Value::String)),
             _ => Err(unknown()),
+        }
+    }
+
+    /// Checkpoint `id` of run `run_id`, from its writer when this process owns the run, else
+    /// read from its files; `None` when the run has no such checkpoint.
+    pub(crate) fn checkpoint(
+        &self,
+        run_id: &RunId,
+        id: &str,
+    ) -> StorageResult<Option<CheckpointRecord>> {
+        check_segment("checkpoint id", id)?;
+        match self.inner.access(run_id)? {
+            RunAccess::Owned(run) => run.checkpoint(id),
+            RunAccess::Reader { dir, view } => reader::record(
+                &dir,
+                &view.segments,
+                &self.inner.journal_bytes_read,
+                RecordKind::Checkpoint,
+                id,
+            ),
         }
     }
 

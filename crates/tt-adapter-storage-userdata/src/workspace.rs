@@ -15,7 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use tt_domain::DomainError;
 use tt_domain::error_codes;
-use tt_domain::ids::{RunId, WorkspaceId, is_valid_storage_segment};
+use tt_domain::ids::{CheckpointId, RunId, WorkspaceId, is_valid_storage_segment};
 use tt_domain::run::AgentRun;
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
@@ -639,6 +639,14 @@ impl WorkspaceRepository for UserDataStore {
             }
             Ok(files.into_iter().map(|(path, _)| path).collect())
         }
+    }
+
+    async fn checkpoint_record(
+        &self,
+        run_id: &RunId,
+        id: &CheckpointId,
+    ) -> StorageResult<Option<CheckpointRecord>> {
+        self.checkpoint(run_id, id.as_str())
     }
 
     async fn checkpoint_blob(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {

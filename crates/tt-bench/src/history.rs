@@ -24,8 +24,6 @@ use tt_bench::workload::start_request;
 const RUNS_PER_CHAT: u64 = 10;
 /// The seeded runs' creation times are spread over this many milliseconds before now.
 const SPREAD_MS: i64 = 365 * 24 * 3600 * 1000;
-/// The page `tt-agent runs` asks for by default.
-pub(crate) const RUNS_PAGE: usize = 20;
 
 /// The files of the template run the seed copies.
 struct Template {
@@ -166,8 +164,12 @@ fn write_copy(
     Ok(())
 }
 
-/// One sample in `data_dir`: the start, one small run, the first page of `runs`.
-pub(crate) async fn sample(data_dir: &Path, signals: &tt_runtime::StopSignals) -> Result<Value> {
+/// One sample in `data_dir`: the start, one small run, the first page of `runs` (`page` runs).
+pub(crate) async fn sample(
+    data_dir: &Path,
+    page: u32,
+    signals: &tt_runtime::StopSignals,
+) -> Result<Value> {
     let ticks = crate::procstat::clock_ticks_per_second();
     let cpu_started = crate::procstat::cpu_seconds(ticks)?;
     let started = Instant::now();
@@ -204,7 +206,7 @@ pub(crate) async fn sample(data_dir: &Path, signals: &tt_runtime::StopSignals) -
     drop(runtime);
 
     let listed = Instant::now();
-    let listing = runs_first_page(data_dir).await?;
+    let listing = runs_first_page(data_dir, page).await?;
     let runs_s = listed.elapsed().as_secs_f64();
     ensure!(
         listing.first() == Some(&finished.id.to_string()),
@@ -223,7 +225,7 @@ pub(crate) async fn sample(data_dir: &Path, signals: &tt_runtime::StopSignals) -
 
 /// What `tt-agent runs` reads: a read-only runtime and the newest page (and, with
 /// `TT_BENCH_HISTORY_UNREADABLE` set, the unreadable runs, as `runs --unreadable` does).
-async fn runs_first_page(data_dir: &Path) -> Result<Vec<String>> {
+async fn runs_first_page(data_dir: &Path, page: u32) -> Result<Vec<String>> {
     // Like the command's runtime: a model is required, and never called.
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(data_dir)
@@ -234,7 +236,7 @@ async fn runs_first_page(data_dir: &Path) -> Result<Vec<String>> {
     let runs = runtime
         .list_runs(ListRunsRequest {
             offset: 0,
-            limit: RUNS_PAGE,
+            limit: usize::try_from(page)?,
         })
         .await
         .map_err(|err| anyhow!("list_runs failed: {err}"))?;

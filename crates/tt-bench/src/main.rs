@@ -95,6 +95,9 @@ enum Command {
         /// The seeded data dir (each sample adds its run to it).
         #[arg(long)]
         data_dir: PathBuf,
+        /// How many runs the `runs` page lists (`tt-agent runs` shows 20).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
+        page: u32,
     },
     /// Append events to one run's journal, then time page reads; prints a table.
     Journal {
@@ -173,8 +176,8 @@ fn run(command: Command) -> anyhow::Result<()> {
                 let dir = history::fresh_dir(&data_dir)?;
                 println!("{}", history::seed(&dir, runs, &signals).await?);
             }
-            Command::History { data_dir } => {
-                println!("{}", history::sample(&data_dir, &signals).await?);
+            Command::History { data_dir, page } => {
+                println!("{}", history::sample(&data_dir, page, &signals).await?);
             }
             Command::Journal { events, data_dir } => {
                 let requested = signals.requested();

@@ -78,12 +78,14 @@ pub(crate) fn writers_room_provider(pace_ms: u64) -> anyhow::Result<ScriptedProv
         .context("the bundled demo script is invalid")
 }
 
-/// Installs the writers' room into a runtime's data dir: the advisors' preset, the
-/// scene-craft skill and the five profiles.
+/// Installs the writers' room into a runtime's store: the advisors' preset, the scene-craft
+/// skill and the five profiles.
 pub(crate) async fn install_writers_room(runtime: &tt_runtime::AgentRuntime) -> anyhow::Result<()> {
-    let presets = runtime.data_dir().join("presets").join("writers-room");
-    std::fs::create_dir_all(&presets).with_context(|| format!("creating {}", presets.display()))?;
-    std::fs::write(presets.join("advisors.json"), ADVISOR_PRESET)
+    let advisors: serde_json::Value =
+        serde_json::from_str(ADVISOR_PRESET).context("the bundled advisors preset is invalid")?;
+    runtime
+        .save_preset_template("writers-room", "advisors", &advisors)
+        .await
         .context("installing the advisors preset")?;
     runtime
         .save_skill_file(

@@ -31,8 +31,8 @@ struct Cli {
     data_dir: PathBuf,
     /// Keep runs in this store instead of the data dir: `postgres://user@host:port/db` or
     /// `file://<dir>` (default: the `TT_STORE_URL` environment variable, else the embedded store
-    /// under --data-dir). PostgreSQL also keeps skills, transcripts, MCP servers and
-    /// connections; preset templates stay under --data-dir.
+    /// under --data-dir). PostgreSQL also keeps skills, transcripts, MCP servers, connections
+    /// and preset templates: nothing is kept under --data-dir.
     #[arg(long, global = true)]
     store: Option<String>,
     /// How diagnostic logs are written; `RUST_LOG` chooses what (e.g. `tt=debug`; default:

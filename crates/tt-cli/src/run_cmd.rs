@@ -369,7 +369,7 @@ pub(crate) async fn install_profiles(
         let definition: AgentProfileDefinition = serde_json::from_value(value)
             .with_context(|| format!("{} is not a valid agent profile", path.display()))?;
         let id = definition.id.to_string();
-        install_preset_template(runtime, dir, &definition)?;
+        install_preset_template(runtime, dir, &definition).await?;
         runtime
             .save_profile(definition)
             .await
@@ -390,9 +390,9 @@ pub(crate) async fn install_profiles(
 }
 
 /// A profile with `preset.mode = "ref"` and preset `{apiId, name}` gets its prompt assembled from
-/// `<data dir>/presets/<apiId>/<name>.json`; `preset-<name>.json` next to the profile is installed
-/// there.
-fn install_preset_template(
+/// the preset template the store keeps for it; `preset-<name>.json` next to the profile is
+/// installed there (`AgentRuntime::save_preset_template`).
+async fn install_preset_template(
     runtime: &AgentRuntime,
     dir: &Path,
     definition: &AgentProfileDefinition,
@@ -404,10 +404,13 @@ fn install_preset_template(
     if !source.is_file() {
         return Ok(());
     }
-    let target_dir = runtime.data_dir().join("presets").join(&preset.api_id);
-    std::fs::create_dir_all(&target_dir)
-        .with_context(|| format!("creating {}", target_dir.display()))?;
-    std::fs::copy(&source, target_dir.join(format!("{}.json", preset.name)))
+    let text = std::fs::read_to_string(&source)
+        .with_context(|| format!("cannot read {}", source.display()))?;
+    let template: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", source.display()))?;
+    runtime
+        .save_preset_template(&preset.api_id, &preset.name, &template)
+        .await
         .with_context(|| format!("installing the preset template {}", source.display()))?;
     Ok(())
 }

@@ -48,23 +48,22 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         String::from_utf8_lossy(&demo.stdout),
         String::from_utf8_lossy(&demo.stderr)
     );
-    assert!(
-        !dir.path().join("chats").exists(),
-        "the run landed under the data dir"
-    );
-    // The demo's skill went to the database too, and its agents read it from there.
-    assert!(
-        !dir.path().join("skills").exists(),
-        "the skill landed under the data dir"
-    );
-    // So did what the demo published: its transcript is rows of the database, read back to
-    // print the committed message.
+    // PostgreSQL keeps everything the demo stores: its run, the skill and the advisors'
+    // preset template its agents read, and what it published (its transcript, read back to
+    // print the committed message). The data dir is not even opened.
     let printed = String::from_utf8_lossy(&demo.stdout);
     assert!(printed.contains("── committed message 1 ("), "{printed}");
-    assert!(
-        !dir.path().join("transcripts").exists(),
-        "the transcript landed under the data dir"
-    );
+    let left_in_data_dir = || -> Vec<std::ffi::OsString> {
+        std::fs::read_dir(dir.path())
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.file_name())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(left_in_data_dir(), Vec::<std::ffi::OsString>::new());
 
     let runs = agent(&["runs"]);
     assert!(runs.status.success());
@@ -97,7 +96,19 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         .find_map(|event| event["payload"]["argumentsRef"].as_str())
         .unwrap()
         .to_owned();
-    for reference in ["run.json", args_ref.as_str(), "invocations/inv_root.json"] {
+    // A checkpoint reads back from PostgreSQL too, by the id its event names.
+    let checkpoint = lines
+        .iter()
+        .find(|event| event["type"] == "checkpoint_created")
+        .and_then(|event| event["payload"]["checkpointId"].as_str())
+        .map(|id| format!("checkpoints/{id}"))
+        .unwrap();
+    for reference in [
+        "run.json",
+        args_ref.as_str(),
+        "invocations/inv_root.json",
+        checkpoint.as_str(),
+    ] {
         let shown = agent(&["show", &run_id, reference]);
         assert!(
             shown.status.success(),
@@ -161,6 +172,8 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         found.contains("agent.journal_damaged") && found.contains("agent.journal_end_missing"),
         "{found}"
     );
+    // Nor did any of the commands that read the run put anything under the data dir.
+    assert_eq!(left_in_data_dir(), Vec::<std::ffi::OsString>::new());
 }
 
 /// A `tt-agent demo` on PostgreSQL killed with SIGKILL is marked `interrupted` by the next

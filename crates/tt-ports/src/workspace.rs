@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tt_domain::ids::{RunId, WorkspaceId};
+use tt_domain::ids::{CheckpointId, RunId, WorkspaceId};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
     CheckpointReason, CheckpointRecord, EntryKind, PersistSnapshot, PersistentChangeSet,
@@ -131,6 +131,15 @@ pub trait WorkspaceRepository: Send + Sync {
         max_depth: u32,
         max_files: usize,
     ) -> StorageResult<Vec<WorkspacePath>>;
+
+    /// Checkpoint `id` of run `run_id` as [`create_checkpoint`](Self::create_checkpoint)
+    /// recorded it, from any process and without the run's lock; `None` when the run has no
+    /// such checkpoint (`checkpoints/<id>` of `read_record`, docs/storage.md).
+    async fn checkpoint_record(
+        &self,
+        run_id: &RunId,
+        id: &CheckpointId,
+    ) -> StorageResult<Option<CheckpointRecord>>;
 
     /// The text of a file version one of `run_id`'s checkpoints stored, by its sha256, from
     /// any process and without the run's lock; `None` when no checkpoint of the run stored it.

@@ -184,9 +184,9 @@ impl AgentRuntimeBuilder {
 
     /// Where runs are stored: the embedded file store under the data dir (the default) or
     /// another store, e.g. PostgreSQL from [`crate::open_store_url`] (which keeps skills,
-    /// transcripts and MCP servers too). Connections stay under the data dir unless the store
-    /// keeps them too ([`crate::StoragePorts::connections`]); preset templates stay there
-    /// either way.
+    /// transcripts, MCP servers, connections and preset templates too). What the store does
+    /// not keep (a `None` of [`crate::StoragePorts`]) stays under the data dir; a store that
+    /// keeps it all leaves the data dir untouched.
     pub fn store(mut self, choice: StoreChoice) -> Self {
         self.store = choice;
         self
@@ -236,15 +236,10 @@ impl AgentRuntimeBuilder {
         for tool in self.host_tools {
             host_tools.insert(tool)?;
         }
-        let store = open_data_dir(&data_dir, self.read_only, clock.as_ref(), ids.as_ref())?;
-        let ports = match self.store {
-            StoreChoice::Embedded => crate::store::StoragePorts::from_store(
-                store.clone(),
-                data_dir.display().to_string(),
-            ),
-            StoreChoice::Ports(ports) => ports,
-        };
-        let side = SideStores::of(&ports, &store, &data_dir);
+        let (ports, skills, transcripts) = choose_stores(self.store, &data_dir, || {
+            open_data_dir(&data_dir, self.read_only, clock.as_ref(), ids.as_ref())
+        })?;
+        let side = SideStores::of(&ports, (skills, transcripts), &data_dir);
         let transcripts = Arc::new(TranscriptCommitBridge::new(side.transcripts));
         let tools = crate::tools::ToolRouter {
             host: host_tools,
@@ -268,13 +263,12 @@ impl AgentRuntimeBuilder {
             CommitBridgeChoice::Transcript => (transcripts.clone(), None),
             CommitBridgeChoice::Custom(bridge) => (bridge, None),
         };
-        let file_store = Arc::clone(&store);
         let host_prompts = Arc::new(HostApiPromptBroker::default());
         let prompt_broker: Arc<dyn tt_ports::PromptAssemblyBroker> =
             match self.prompt_broker.unwrap_or(PromptBrokerChoice::HostApi) {
                 PromptBrokerChoice::HostApi => host_prompts.clone(),
                 PromptBrokerChoice::Templates => {
-                    Arc::new(TemplatePromptBroker::new(side.preset_templates))
+                    Arc::new(TemplatePromptBroker::new(side.preset_templates.clone()))
                 }
                 PromptBrokerChoice::Custom(broker) => broker,
             };
@@ -306,11 +300,44 @@ impl AgentRuntimeBuilder {
             host_bridge,
             host_prompts,
             transcripts,
-            (file_store, skills, tools),
+            (skills, side.preset_templates, tools),
             connections,
             (data_dir, otel),
         ))
     }
+}
+
+/// A store's run ports, with where skills and transcripts are kept.
+type ChosenStores = (
+    crate::store::StoragePorts,
+    Arc<dyn tt_ports::SkillRepository>,
+    Arc<dyn tt_ports::TranscriptRepository>,
+);
+
+/// The run ports of `choice`, and where skills and transcripts are kept: the chosen store's,
+/// else the data dir's file store, which `open_file_store` opens only when needed (always for
+/// the embedded store; never for one that keeps both, as PostgreSQL does).
+fn choose_stores(
+    choice: StoreChoice,
+    data_dir: &std::path::Path,
+    open_file_store: impl FnOnce() -> HostResult<Arc<UserDataStore>>,
+) -> HostResult<ChosenStores> {
+    Ok(match choice {
+        StoreChoice::Embedded => {
+            let store = open_file_store()?;
+            let description = data_dir.display().to_string();
+            let ports = crate::store::StoragePorts::from_store(store.clone(), description);
+            (ports, store.clone() as _, store as _)
+        }
+        StoreChoice::Ports(ports) => match (ports.skills.clone(), ports.transcripts.clone()) {
+            (Some(skills), Some(transcripts)) => (ports, skills, transcripts),
+            (skills, transcripts) => {
+                let store = open_file_store()?;
+                let skills = skills.unwrap_or_else(|| store.clone());
+                (ports, skills, transcripts.unwrap_or(store))
+            }
+        },
+    })
 }
 
 /// The stores a runtime keeps beside the run ports: those the chosen store keeps, else the data
@@ -324,15 +351,20 @@ struct SideStores {
 }
 
 impl SideStores {
+    /// `skills` and `transcripts` are already chosen (the store's, else the data dir's file
+    /// store); the rest is what `ports` keeps, else the data dir's files.
     fn of(
         ports: &crate::store::StoragePorts,
-        store: &Arc<UserDataStore>,
+        (skills, transcripts): (
+            Arc<dyn tt_ports::SkillRepository>,
+            Arc<dyn tt_ports::TranscriptRepository>,
+        ),
         data_dir: &std::path::Path,
     ) -> Self {
         use tt_adapter_storage_userdata::{ConnectionFiles, McpServerFiles, PresetTemplateFiles};
         Self {
-            skills: ports.skills.clone().unwrap_or_else(|| store.clone()),
-            transcripts: ports.transcripts.clone().unwrap_or_else(|| store.clone()),
+            skills,
+            transcripts,
             mcp_servers: ports
                 .mcp_servers
                 .clone()

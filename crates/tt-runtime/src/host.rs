@@ -52,14 +52,15 @@ pub struct AgentRuntime {
     streams_end: CancellationToken,
     shut_down: AtomicBool,
     host_prompts: Arc<HostApiPromptBroker>,
-    /// The embedded file store under the data dir (its runs' locks, checkpoints by path).
-    pub(crate) file_store: Arc<tt_adapter_storage_userdata::UserDataStore>,
     /// Where skills are kept: the file store, or the store a URL named (PostgreSQL).
     skills: Arc<dyn tt_ports::SkillRepository>,
+    /// Where the template prompt broker's preset templates are kept (the store's, else the
+    /// data dir's `presets/`).
+    pub(crate) preset_templates: Arc<dyn tt_ports::PresetTemplateRepository>,
     /// Host tools and MCP servers (docs/tools.md).
     pub(crate) tools: crate::tools::ToolRouter,
     transcripts: Arc<TranscriptCommitBridge>,
-    connections: NamedConnections,
+    pub(crate) connections: NamedConnections,
     data_dir: PathBuf,
     /// The live OpenTelemetry export, when configured (docs/observability.md).
     pub(crate) otel: Option<Arc<crate::otel_live::OtelLive>>,
@@ -269,9 +270,9 @@ impl AgentRuntime {
         host_commits: Option<Arc<HostApiCommitBridge>>,
         host_prompts: Arc<HostApiPromptBroker>,
         transcripts: Arc<TranscriptCommitBridge>,
-        (file_store, skills, tools): (
-            Arc<tt_adapter_storage_userdata::UserDataStore>,
+        (skills, preset_templates, tools): (
             Arc<dyn tt_ports::SkillRepository>,
+            Arc<dyn tt_ports::PresetTemplateRepository>,
             crate::tools::ToolRouter,
         ),
         connections: NamedConnections,
@@ -284,8 +285,8 @@ impl AgentRuntime {
             streams_end: CancellationToken::new(),
             shut_down: AtomicBool::new(false),
             host_prompts,
-            file_store,
             skills,
+            preset_templates,
             tools,
             transcripts,
             connections,

@@ -10,32 +10,19 @@ use crate::host::AgentRuntime;
 
 impl AgentRuntime {
     /// Any stored record of a run by the reference its events use (`argumentsRef`,
-    /// `modelResponsePath`, `resultRef`, `blobs/<sha256>`, `tasks/<id>.json`, …; see
-    /// docs/storage.md), read through the storage ports, so from any store; `checkpoints/<id>`
-    /// records are the file store's own. `agent.not_found` when the run has no such record.
+    /// `modelResponsePath`, `resultRef`, `blobs/<sha256>`, `tasks/<id>.json`,
+    /// `checkpoints/<id>`, …; see docs/storage.md), read through the storage ports, so from any
+    /// store. `agent.not_found` when the run has no such record.
     pub async fn read_record(
         &self,
         run_id: &str,
         reference: &str,
     ) -> HostResult<serde_json::Value> {
         self.ensure_open()?;
-        let to_host = |err: tt_ports::StorageError| HostError {
-            code: err.code().to_string(),
-            message: err.to_string(),
-        };
-        let run = RunId::from_raw(run_id);
-        let record = if reference
-            .trim()
-            .trim_start_matches("./")
-            .starts_with("checkpoints/")
-        {
-            self.file_store
-                .read_record(&run, reference)
-                .await
-                .map_err(to_host)?
-        } else {
-            self.service.read_record(&run, reference).await?
-        };
+        let record = self
+            .service
+            .read_record(&RunId::from_raw(run_id), reference)
+            .await?;
         record.ok_or_else(|| HostError {
             code: error_codes::AGENT_NOT_FOUND.to_string(),
             message: format!("run {run_id} has no record `{reference}`"),

@@ -18,6 +18,7 @@ mod dto;
 mod host;
 mod host_approvals;
 mod host_records;
+mod host_stored;
 mod named_connections;
 mod otel_live;
 mod prompt_brokers;
@@ -33,9 +34,10 @@ pub use builder::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 /// The host command table (docs/host-api.md, "The host command table").
 pub use commands::handlers as host_commands;
 pub use commands::{
-    AnswerSpendLimitCommand, ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest,
-    GuidanceRequest, HOST_COMMANDS, JsonValue, McpServerName, McpServerRequest, McpToolCallRequest,
-    NoInput, PersistStateAnswer, PersistStateRequest, ProfileRef, RecordRequest, RunRef,
+    AnswerSpendLimitCommand, ApproveToolCallRequest, ConnectionName, ConversationRequest,
+    ForkAgentRunRequest, GuidanceRequest, HOST_COMMANDS, JsonValue, McpServerName,
+    McpServerRequest, McpToolCallRequest, NoInput, PersistStateAnswer, PersistStateRequest,
+    ProfileRef, RecordRequest, RunRef, SaveConnectionRequest, SavePresetTemplateRequest,
     SaveSkillFileRequest, TaskRef, TranscriptRequest, WorkspaceFileRequest,
 };
 pub use connections::{ConnectionKind, ConnectionSpec, build_provider};

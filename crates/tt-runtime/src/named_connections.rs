@@ -3,6 +3,7 @@
 //! (by default the connection files `<data dir>/connections/<name>.json`).
 
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -197,6 +198,89 @@ impl NamedConnections {
     pub(crate) fn with_store(mut self, stored: Arc<dyn ConnectionRepository>) -> Self {
         self.stored = Some(stored);
         self
+    }
+
+    /// Stores `document` as the connection `name` once it parses and its provider could be
+    /// built from it, replacing a stored one (this process builds it anew at its next use).
+    /// Returns the summary `list` shows of it. `agent.connection_name_registered` for a
+    /// registered name, `agent.connection_invalid` for a document that is not a connection,
+    /// the store's code (`agent.storage_segment_invalid` for a name that is not a storage
+    /// segment) when it cannot be stored.
+    pub(crate) async fn save(
+        &self,
+        name: &str,
+        document: &Value,
+    ) -> crate::dto::HostResult<crate::dto::ConnectionSummary> {
+        use crate::dto::{ConnectionSource, ConnectionSummary, HostError};
+        use tt_domain::error_codes;
+        self.refuse_registered(name)?;
+        let invalid = |err: String| {
+            HostError::new(
+                error_codes::AGENT_CONNECTION_INVALID,
+                format!("connection `{name}`: {err}"),
+            )
+        };
+        let file = ConnectionFile::deserialize(document).map_err(|err| invalid(err.to_string()))?;
+        let spec = file.to_spec().map_err(|err| invalid(err.to_string()))?;
+        crate::connections::build_provider(&spec).map_err(|err| invalid(err.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(document).map_err(|err| invalid(err.to_string()))?;
+        let stored = self.store()?;
+        stored
+            .put_connection(name, &text)
+            .await
+            .map_err(|err| HostError::new(err.code(), format!("connection `{name}`: {err}")))?;
+        self.built_entries().remove(name);
+        let mut description = spec.description();
+        description["name"] = json!(name);
+        Ok(ConnectionSummary {
+            name: name.to_owned(),
+            source: ConnectionSource::File,
+            description,
+            problem: None,
+        })
+    }
+
+    /// Removes the stored connection `name` (runs that already use it keep their provider).
+    /// `agent.connection_name_registered` for a registered name,
+    /// `agent.model_connection_not_found` when the store keeps none of that name.
+    pub(crate) async fn remove(&self, name: &str) -> crate::dto::HostResult<()> {
+        use crate::dto::HostError;
+        use tt_domain::error_codes;
+        self.refuse_registered(name)?;
+        let removed = self
+            .store()?
+            .remove_connection(name)
+            .await
+            .map_err(|err| HostError::new(err.code(), format!("connection `{name}`: {err}")))?;
+        self.built_entries().remove(name);
+        if removed {
+            Ok(())
+        } else {
+            Err(HostError::new(
+                error_codes::AGENT_MODEL_CONNECTION_NOT_FOUND,
+                format!("no stored connection is named `{name}`"),
+            ))
+        }
+    }
+
+    fn refuse_registered(&self, name: &str) -> crate::dto::HostResult<()> {
+        if self.entries.contains_key(name) {
+            return Err(crate::dto::HostError::new(
+                tt_domain::error_codes::AGENT_CONNECTION_NAME_REGISTERED,
+                format!("`{name}` is a connection registered with the runtime, not a stored one"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn store(&self) -> crate::dto::HostResult<&Arc<dyn ConnectionRepository>> {
+        self.stored.as_ref().ok_or_else(|| {
+            crate::dto::HostError::new(
+                tt_domain::error_codes::AGENT_MODEL_CONNECTION_NOT_FOUND,
+                "this runtime keeps no stored connections",
+            )
+        })
     }
 
     /// Also look for `<dir>/<name>.json` connection files.

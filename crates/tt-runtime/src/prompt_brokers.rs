@@ -202,6 +202,24 @@ pub(crate) struct PresetTemplate {
     pub messages: Vec<TemplateEntry>,
 }
 
+impl PresetTemplate {
+    /// `value` as a template, or what is wrong with it: not the template's fields, or an
+    /// insert other than `history`.
+    pub(crate) fn check(value: &Value) -> Result<Self, String> {
+        let template = Self::deserialize(value).map_err(|err| err.to_string())?;
+        for entry in &template.messages {
+            if let TemplateEntry::Insert { insert } = entry
+                && insert != "history"
+            {
+                return Err(format!(
+                    "unknown insert `{insert}` (only `history` is known)"
+                ));
+            }
+        }
+        Ok(template)
+    }
+}
+
 /// Assembles prompts from preset templates, at once: those the store keeps
 /// (`PresetTemplateRepository`; by default the files `<data dir>/presets/<apiId>/<name>.json`).
 pub(crate) struct TemplatePromptBroker {

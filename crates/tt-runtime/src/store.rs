@@ -1,10 +1,10 @@
 //! Which store a runtime keeps its runs in: the embedded file store under the data dir (the
 //! default, no server needed) or another adapter seen through the storage ports, opened from a
 //! URL by the factory its scheme names in a [`StoreRegistry`]: `postgres://` is PostgreSQL
-//! (which keeps skills, transcripts and MCP server registrations too), `file://<dir>` the file
-//! store at `<dir>`, and whatever an embedder registers (`memory://` from tt-testkit).
-//! Connections and preset templates stay under the data dir unless the store keeps them
-//! ([`StoragePorts::connections`], [`StoragePorts::preset_templates`]).
+//! (which keeps skills, transcripts, MCP server registrations, connections and preset templates
+//! too, so its hosts keep nothing under their data dirs), `file://<dir>` the file store at
+//! `<dir>`, and whatever an embedder registers (`memory://` from tt-testkit). What a store
+//! does not keep (its `StoragePorts` field is `None`) stays under the data dir.
 
 use std::sync::Arc;
 
@@ -176,6 +176,7 @@ impl StoreFactory for PostgresFactory {
             .with_skills(Arc::clone(&store) as _)
             .with_mcp_servers(Arc::clone(&store) as _)
             .with_connections(Arc::clone(&store) as _)
+            .with_preset_templates(Arc::clone(&store) as _)
             .with_transcripts(store))
     }
 }

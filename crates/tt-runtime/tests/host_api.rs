@@ -1017,3 +1017,6 @@ mod store_registry;
 
 #[path = "host_api/provider_recipe.rs"]
 mod provider_recipe;
+
+#[path = "host_api/stored_settings.rs"]
+mod stored_settings;

@@ -1,10 +1,11 @@
 //! Reading a stored record of a run by the reference events carry (`argumentsRef`,
-//! `modelResponsePath`, `resultRef`, `blobs/<sha256>`, …), through the storage ports: the same
-//! call answers for the file store and for PostgreSQL (`tt-agent show`, the inspector).
+//! `modelResponsePath`, `resultRef`, `checkpoints/<id>`, `blobs/<sha256>`, …), through the
+//! storage ports: the same call answers for the file store and for PostgreSQL (`tt-agent
+//! show`, the inspector).
 
 use serde_json::Value;
 use tt_domain::error_codes;
-use tt_domain::ids::{InvocationId, RunId, TaskId};
+use tt_domain::ids::{CheckpointId, InvocationId, RunId, TaskId};
 use tt_ports::{RunDocument, StorageError};
 
 use crate::error::{ApplicationError, ApplicationResult};
@@ -15,7 +16,7 @@ use super::AgentRunService;
 const RECORD_REFERENCES: &str = "run.json, manifest.json, input/<name>.json, \
 input/invocations/<invocationId>/<name>.json, tool-args/<key>.json, tool-results/<key>.json, \
 model-responses/[<invocationId>/]round-NNN.json, agent-results/<invocationId>.json, \
-tasks/<taskId>.json, invocations/<invocationId>.json, blobs/<sha256>";
+tasks/<taskId>.json, invocations/<invocationId>.json, checkpoints/<checkpointId>, blobs/<sha256>";
 
 impl AgentRunService {
     /// The record `reference` names in run `run_id`; `Ok(None)` when the run has no such
@@ -57,6 +58,13 @@ impl AgentRunService {
                         to_value(invocation).map_err(|err| StorageError::Other(err.to_string()))
                     }),
             ),
+            ["checkpoints", id] | ["checkpoints", id, "checkpoint.json"] => {
+                let record = services
+                    .workspace
+                    .checkpoint_record(run_id, &CheckpointId::from_raw(*id))
+                    .await?;
+                record.map(to_value).transpose()
+            }
             ["blobs", sha256] => Ok(services
                 .workspace
                 .checkpoint_blob(run_id, sha256)

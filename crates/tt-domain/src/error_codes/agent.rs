@@ -44,6 +44,10 @@ super::error_codes! {
         "A delegated agent's prompt is assembled by the host, but the run has no frozen input snapshot to assemble from.";
     AGENT_COMMIT_HANDLER_REQUIRES_HOST_BRIDGE = "agent.commit_handler_requires_host_bridge", Configuration,
         "A commit handler was given to a runtime whose commit bridge is not the host API's.";
+    AGENT_CONNECTION_INVALID = "agent.connection_invalid", HostContract,
+        "A connection document the host saves is not one (not a JSON object of the connection fields, an unknown field, a bad provider spec or setting).";
+    AGENT_CONNECTION_NAME_REGISTERED = "agent.connection_name_registered", HostContract,
+        "The host saved or removed a stored connection under a name the runtime's builder registered, which would hide the stored one.";
     AGENT_CONTEXT_POLICY_MISMATCH = "agent.context_policy_mismatch", HostBridge,
         "The host's prompt assembly answered under a context policy other than the profile's.";
     AGENT_CONTEXT_POLICY_REQUIRED = "agent.context_policy_required", HostBridge,
@@ -142,6 +146,8 @@ super::error_codes! {
         "A stored persistent state belongs to another workspace.";
     AGENT_PLAN_MODE_UNSUPPORTED = "agent.plan_mode_unsupported", Configuration,
         "A profile asks for a plan mode this runtime does not support.";
+    AGENT_PRESET_TEMPLATE_INVALID = "agent.preset_template_invalid", HostContract,
+        "A preset template the host saves is not one: a JSON object of `schemaVersion` and `messages`, each `{role, content}` or `{insert: \"history\"}`.";
     AGENT_PROFILE_AGENT_TOOL_REQUIRES_POLICY = "agent.profile_agent_tool_requires_policy", Configuration,
         "A profile shows an `agent.*` tool without the delegation or handoff policy it needs.";
     AGENT_PROFILE_ALLOWED_CALLERS_INVALID = "agent.profile_allowed_callers_invalid", Configuration,

@@ -178,6 +178,25 @@ pub async fn list_agent_connections(
     rt.list_connections().await
 }
 
+pub async fn save_agent_connection(
+    rt: &AgentRuntime,
+    request: SaveConnectionRequest,
+) -> HostResult<ConnectionSummary> {
+    rt.save_connection(&request.name, &request.document).await
+}
+
+pub async fn remove_agent_connection(rt: &AgentRuntime, request: ConnectionName) -> HostResult<()> {
+    rt.remove_connection(&request.name).await
+}
+
+pub async fn save_agent_preset_template(
+    rt: &AgentRuntime,
+    request: SavePresetTemplateRequest,
+) -> HostResult<()> {
+    rt.save_preset_template(&request.api_id, &request.name, &request.template)
+        .await
+}
+
 /// Waits for the run's end and answers its outcome: the final record, why it failed, and
 /// what it published.
 pub async fn read_agent_run_result(rt: &AgentRuntime, request: RunRef) -> HostResult<RunResult> {

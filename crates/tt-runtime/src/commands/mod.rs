@@ -12,10 +12,11 @@ pub mod handlers;
 mod requests;
 
 pub use requests::{
-    AnswerSpendLimitCommand, ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest,
-    GuidanceRequest, JsonValue, McpServerName, McpServerRequest, McpToolCallRequest, NoInput,
-    PersistStateAnswer, PersistStateRequest, ProfileRef, RecordRequest, RunRef,
-    SaveSkillFileRequest, TaskRef, TranscriptRequest, WorkspaceFileRequest,
+    AnswerSpendLimitCommand, ApproveToolCallRequest, ConnectionName, ConversationRequest,
+    ForkAgentRunRequest, GuidanceRequest, JsonValue, McpServerName, McpServerRequest,
+    McpToolCallRequest, NoInput, PersistStateAnswer, PersistStateRequest, ProfileRef,
+    RecordRequest, RunRef, SaveConnectionRequest, SavePresetTemplateRequest, SaveSkillFileRequest,
+    TaskRef, TranscriptRequest, WorkspaceFileRequest,
 };
 
 use crate::dto::{HostError, HostResult};
@@ -76,6 +77,10 @@ macro_rules! for_each_host_command {
             (read_agent_profile, $crate::ProfileRef, $crate::AgentProfileDefinition),
             (delete_agent_profile, $crate::ProfileRef, $crate::ProfileDeleted),
             (save_agent_skill_file, $crate::SaveSkillFileRequest, ()),
+            // Connections and preset templates.
+            (save_agent_connection, $crate::SaveConnectionRequest, $crate::ConnectionSummary),
+            (remove_agent_connection, $crate::ConnectionName, ()),
+            (save_agent_preset_template, $crate::SavePresetTemplateRequest, ()),
             // Tools from outside.
             (list_agent_host_tools, $crate::NoInput, ::std::vec::Vec<$crate::ToolSummary>),
             (register_agent_host_tool, $crate::RegisterHostToolRequest, $crate::ToolSummary),

@@ -145,6 +145,31 @@ pub struct SaveSkillFileRequest {
     pub text: String,
 }
 
+/// `save_agent_connection`: a named model connection's document (the form of a connection
+/// file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SaveConnectionRequest {
+    pub name: String,
+    pub document: serde_json::Value,
+}
+
+/// `remove_agent_connection`: a stored connection by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConnectionName {
+    pub name: String,
+}
+
+/// `save_agent_preset_template`: the template of preset `{apiId, name}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SavePresetTemplateRequest {
+    pub api_id: String,
+    pub name: String,
+    pub template: serde_json::Value,
+}
+
 /// `read_agent_mcp_server`: one registered server; with `refresh`, its catalog read again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

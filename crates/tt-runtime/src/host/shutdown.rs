@@ -17,8 +17,9 @@ impl AgentRuntime {
     /// Settles this runtime before the host exits: stops every run it executes, each ending
     /// `interrupted` (`run_interrupted {reason: "host_shutdown"}`, resumable with
     /// [`resume_run`](Self::resume_run) by the next runtime, as after an owner exit), waits for
-    /// them to stop (at most [`SHUTDOWN_GRACE`]), flushes and closes their storage (releasing the
-    /// run locks), then ends every open subscription. A run this runtime no longer executes
+    /// them to stop (at most [`SHUTDOWN_GRACE`]), makes their writes durable and releases them
+    /// in the store (the file store's run locks, PostgreSQL's leases), then ends every open
+    /// subscription. A run this runtime no longer executes
     /// (ended, or taken over by another host) is left as it is. Returns the final records of
     /// the runs it stopped. Afterwards every call fails with `agent.runtime_shut_down` (a later
     /// `shutdown` returns an empty list); the data dir can be opened again by a new runtime.
@@ -40,8 +41,8 @@ impl AgentRuntime {
         let mut first_error = None;
         for (run_id, done) in &stopping {
             let Some(mut done) = done.clone() else {
-                if let Err(error) = self.file_store.close_run(run_id) {
-                    first_error.get_or_insert(HostError::new(error.code(), error.to_string()));
+                if let Err(error) = self.release_run(run_id).await {
+                    first_error.get_or_insert(error);
                 }
                 continue;
             };
@@ -64,8 +65,8 @@ impl AgentRuntime {
                     first_error.get_or_insert(error.into());
                 }
             }
-            if let Err(error) = self.file_store.close_run(run_id) {
-                first_error.get_or_insert(HostError::new(error.code(), error.to_string()));
+            if let Err(error) = self.release_run(run_id).await {
+                first_error.get_or_insert(error);
             }
         }
         // The live export's last post of each stopped run goes out before the streams end
@@ -89,7 +90,7 @@ impl AgentRuntime {
     /// under way (after it had taken the list of runs to stop): stopped as shutdown stops a
     /// run, so it ends `interrupted` (`run_interrupted {reason: "host_shutdown"}`) and the next
     /// runtime can resume it, never `cancelled`. Waits for its executor (at most
-    /// [`SHUTDOWN_GRACE`]), then closes its storage; one still stopping past that is left to
+    /// [`SHUTDOWN_GRACE`]), then releases it in the store; one still stopping past that is left to
     /// the process's exit, as in `shutdown`.
     pub(super) async fn stop_late_run(&self, run_id: &RunId) {
         if let Some(mut done) = self.service.interrupt_for_shutdown(run_id) {
@@ -98,6 +99,18 @@ impl AgentRuntime {
                 return;
             }
         }
-        let _ = self.file_store.close_run(run_id);
+        let _ = self.release_run(run_id).await;
+    }
+
+    /// Makes what this process wrote of `run_id` durable and lets the run go
+    /// (`AgentRunRepository::release_run`: the file store's lock, PostgreSQL's lease), on
+    /// whichever store the runtime keeps its runs in.
+    async fn release_run(&self, run_id: &RunId) -> HostResult<()> {
+        self.service
+            .services()
+            .runs
+            .release_run(run_id)
+            .await
+            .map_err(|error| HostError::new(error.code(), error.to_string()))
     }
 }

@@ -60,8 +60,9 @@ async fn open_on_postgres(
     // `lease`: how long a stalled owner keeps its runs (None: the store's 15 s).
     let store = tt_runtime::open_store_url_with(url, &StoreOptions { lease }).await?;
     let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir) // still used: preset templates stay here
-        .store(store) // runs, journal, workspace, profiles, skills, transcripts, MCP servers, connections
+        .data_dir(data_dir) // nothing is kept here: the store keeps it all
+        .store(store) // runs, journal, workspace, profiles, skills, transcripts, MCP servers,
+        // connections, preset templates
         .provider(model)
         .commit_bridge(CommitBridgeChoice::Transcript)
         .build()?;
@@ -376,27 +377,24 @@ async fn run_updates_show_runs_another_host_writes() {
     super::another_writers_run_shows_in_run_updates(&viewer, &other, &gate).await;
 }
 
-/// Named connections are shared state: one stored through the store's port is listed by a
-/// runtime of another host (its own, empty data dir), and neither data dir gets a
-/// `connections/` folder.
+/// Named connections and preset templates are shared state: what one host saves is offered
+/// by another host (its own, empty data dir), removed for both by either, and no data dir
+/// holds anything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_one_host_stores_is_listed_by_another_and_no_data_dir_holds_it() {
     let url = fresh_database().await;
     let (dir_a, dir_b) = (TempDir::new().unwrap(), TempDir::new().unwrap());
-    let tt_runtime::StoreChoice::Ports(ports) = tt_runtime::open_store_url(&url).await.unwrap()
-    else {
-        panic!("a URL opens a store of its own");
-    };
-    let stored = ports.connections.clone().unwrap();
-    stored
-        .put_connection(
-            "shared",
-            r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "house"}"#,
-        )
-        .await
-        .unwrap();
     let host_a = pg_runtime(&url, dir_a.path(), committing_writer(), None).await;
     let host_b = pg_runtime(&url, dir_b.path(), committing_writer(), None).await;
+    let document =
+        serde_json::json!({"connection": "openai:http://127.0.0.1:9/v1", "model": "house"});
+    host_a.save_connection("shared", &document).await.unwrap();
+    let template = serde_json::json!({"schemaVersion": 1, "messages": [
+        {"role": "system", "content": "{{agentSystemPrompt}}"}]});
+    host_a
+        .save_preset_template("writers-room", "advisors", &template)
+        .await
+        .unwrap();
     for host in [&host_a, &host_b] {
         let listed = host.list_connections().await.unwrap();
         assert_eq!(listed.len(), 1);
@@ -404,8 +402,19 @@ async fn a_connection_one_host_stores_is_listed_by_another_and_no_data_dir_holds
         assert_eq!(listed[0].description["model"], "house");
         assert_eq!(listed[0].problem, None);
     }
+    let tt_runtime::StoreChoice::Ports(ports) = tt_runtime::open_store_url(&url).await.unwrap()
+    else {
+        panic!("a URL opens a store of its own");
+    };
+    let kept = ports.preset_templates.clone().unwrap();
+    let read = kept.read_preset_template("writers-room", "advisors").await;
+    let read: serde_json::Value = serde_json::from_str(&read.unwrap().unwrap()).unwrap();
+    assert_eq!(read, template);
+    host_b.remove_connection("shared").await.unwrap();
+    assert!(host_a.list_connections().await.unwrap().is_empty());
     for dir in [&dir_a, &dir_b] {
-        assert!(!dir.path().join("connections").exists());
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
     }
     host_a.shutdown().await.unwrap();
     host_b.shutdown().await.unwrap();

@@ -138,6 +138,7 @@ macro_rules! storage_contract_tests {
                 walk_files_bounds,
                 checkpoints,
                 concurrent_checkpoints_are_numbered_once_each,
+                checkpoint_records_read_back,
                 persist_projection_and_promotion,
                 concurrent_chat_head_swaps_have_one_winner,
             }

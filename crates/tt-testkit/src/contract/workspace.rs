@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use tt_domain::error_codes;
+use tt_domain::ids::CheckpointId;
 use tt_domain::text::sha256_hex;
 use tt_domain::workspace::{
     CheckpointReason, EntryKind, FileFingerprint, PersistSnapshot, PersistentChangeKind,
@@ -760,4 +761,39 @@ pub async fn concurrent_chat_head_swaps_have_one_winner(s: StorageUnderTest) {
         ws.chat_head(&chat).await.unwrap().as_ref(),
         Some(&others[0].id)
     );
+}
+
+/// A checkpoint reads back by its id as it was recorded, on any store (`read_record`'s
+/// `checkpoints/<id>`); an id the run has not used, or another run's, is `None`.
+pub async fn checkpoint_records_read_back(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let other = create_sample_run(&s, 2).await;
+    let ws = &s.workspace;
+    ws.write(&run.id, &wp("output/main.md"), "draft", &WriteGuard::None)
+        .await
+        .unwrap();
+    let mut made = Vec::new();
+    for (event_seq, reason) in [
+        (4, CheckpointReason::ToolWorkspaceWrite),
+        (6, CheckpointReason::ChatCommit),
+    ] {
+        let record = ws
+            .create_checkpoint(&run.id, reason, event_seq, &[wp("output/main.md")], ts(50))
+            .await
+            .unwrap();
+        made.push(record);
+    }
+    for record in &made {
+        let read = ws.checkpoint_record(&run.id, &record.id).await.unwrap();
+        assert_eq!(read.as_ref(), Some(record));
+    }
+    for absent in ["cp_000003", "cp_2", "not-a-checkpoint"] {
+        let read = ws
+            .checkpoint_record(&run.id, &CheckpointId::from_raw(absent))
+            .await
+            .unwrap();
+        assert_eq!(read, None, "{absent}");
+    }
+    let elsewhere = ws.checkpoint_record(&other.id, &made[0].id).await.unwrap();
+    assert_eq!(elsewhere, None);
 }

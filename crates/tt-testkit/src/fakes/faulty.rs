@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tt_domain::event::{AgentRunEvent, NewRunEvent};
-use tt_domain::ids::{InvocationId, RunId, TaskId, WorkspaceId};
+use tt_domain::ids::{CheckpointId, InvocationId, RunId, TaskId, WorkspaceId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::AgentRun;
 use tt_domain::task::{AgentTaskRecord, TaskTransition};
@@ -393,5 +393,13 @@ impl<S: WorkspaceRepository + 'static> WorkspaceRepository for FaultyStore<S> {
         self.inner
             .walk_files(run_id, roots, max_depth, max_files)
             .await
+    }
+
+    async fn checkpoint_record(
+        &self,
+        run_id: &RunId,
+        id: &CheckpointId,
+    ) -> StorageResult<Option<CheckpointRecord>> {
+        self.inner.checkpoint_record(run_id, id).await
     }
 }

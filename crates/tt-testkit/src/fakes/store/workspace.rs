@@ -457,6 +457,20 @@ impl WorkspaceRepository for InMemoryStore {
         Ok(found)
     }
 
+    async fn checkpoint_record(
+        &self,
+        run_id: &RunId,
+        id: &CheckpointId,
+    ) -> StorageResult<Option<CheckpointRecord>> {
+        let state = self.lock();
+        Ok(state
+            .run(run_id)?
+            .checkpoints
+            .iter()
+            .find(|checkpoint| checkpoint.record.id == *id)
+            .map(|checkpoint| checkpoint.record.clone()))
+    }
+
     async fn checkpoint_blob(&self, run_id: &RunId, sha256: &str) -> StorageResult<Option<String>> {
         let state = self.lock();
         Ok(state
