@@ -35,11 +35,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         104,
     ),
     (
-        "crates/tt-application/src/engine/tool_loop.rs",
-        "run_rounds",
-        284,
-    ),
-    (
         "crates/tt-application/src/events.rs",
         "RunEventStream::next",
         103,
