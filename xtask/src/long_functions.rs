@@ -40,11 +40,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         103,
     ),
     (
-        "crates/tt-application/src/run_service/conversation.rs",
-        "AgentRunService::rounds",
-        214,
-    ),
-    (
         "crates/tt-application/src/run_service/executor.rs",
         "AgentRunService::prepare_root",
         134,
