@@ -25,11 +25,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         154,
     ),
     (
-        "crates/tt-application/src/engine/prompt_assembly.rs",
-        "assemble",
-        179,
-    ),
-    (
         "crates/tt-application/src/engine/tasks/targets.rs",
         "open_task",
         104,
