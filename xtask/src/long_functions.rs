@@ -51,11 +51,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     ("crates/tt-application/src/skills/tools.rs", "read", 133),
     (
-        "crates/tt-application/src/tools/workspace/patch.rs",
-        "apply_patch",
-        158,
-    ),
-    (
         "crates/tt-application/src/tools/workspace/specs.rs",
         "try_spec",
         185,
