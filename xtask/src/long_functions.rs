@@ -20,11 +20,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         121,
     ),
     (
-        "crates/tt-application/src/engine/model_turn.rs",
-        "model_turn",
-        154,
-    ),
-    (
         "crates/tt-application/src/engine/tasks/targets.rs",
         "open_task",
         104,
