@@ -30,11 +30,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         103,
     ),
     (
-        "crates/tt-application/src/run_service/executor.rs",
-        "AgentRunService::prepare_root",
-        134,
-    ),
-    (
         "crates/tt-application/src/run_service/fork_run.rs",
         "AgentRunService::fork_run",
         113,
