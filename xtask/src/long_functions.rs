@@ -29,11 +29,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "AgentRunService::fork_run",
         113,
     ),
-    (
-        "crates/tt-application/src/run_service/mod.rs",
-        "AgentRunService::start_run",
-        121,
-    ),
     ("crates/tt-application/src/skills/tools.rs", "read", 133),
     (
         "crates/tt-application/src/tools/workspace/specs.rs",
