@@ -24,11 +24,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "RunEventStream::next",
         103,
     ),
-    (
-        "crates/tt-application/src/run_service/fork_run.rs",
-        "AgentRunService::fork_run",
-        113,
-    ),
     ("crates/tt-application/src/skills/tools.rs", "read", 133),
     (
         "crates/tt-application/src/tools/workspace/specs.rs",
