@@ -15,11 +15,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         103,
     ),
     (
-        "crates/tt-application/src/engine/tasks/targets.rs",
-        "open_task",
-        104,
-    ),
-    (
         "crates/tt-application/src/events.rs",
         "RunEventStream::next",
         103,
