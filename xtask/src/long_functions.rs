@@ -10,11 +10,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         288,
     ),
     (
-        "crates/tt-application/src/delegation/task_return.rs",
-        "write_task_return",
-        103,
-    ),
-    (
         "crates/tt-application/src/events.rs",
         "RunEventStream::next",
         103,
