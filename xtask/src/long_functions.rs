@@ -9,11 +9,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "agent_tool_spec",
         288,
     ),
-    (
-        "crates/tt-application/src/events.rs",
-        "RunEventStream::next",
-        103,
-    ),
     ("crates/tt-application/src/skills/tools.rs", "read", 133),
     (
         "crates/tt-application/src/tools/workspace/specs.rs",
