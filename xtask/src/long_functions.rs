@@ -18,16 +18,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/tt-cli/src/live.rs", "follow", 105),
     ("crates/tt-cli/src/main.rs", "run", 123),
     (
-        "crates/tt-domain/src/profile/validation.rs",
-        "validate_delegation",
-        101,
-    ),
-    (
-        "crates/tt-domain/src/profile/validation.rs",
-        "validate_tools",
-        106,
-    ),
-    (
         "crates/tt-testkit/src/contract/invocations.rs",
         "tasks_are_found_by_parent_and_by_child",
         126,
