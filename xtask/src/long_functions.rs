@@ -9,67 +9,7 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "agent_tool_spec",
         288,
     ),
-    (
-        "crates/tt-application/src/delegation/task_return.rs",
-        "write_task_return",
-        103,
-    ),
-    (
-        "crates/tt-application/src/engine/dispatch.rs",
-        "execute",
-        121,
-    ),
-    (
-        "crates/tt-application/src/engine/model_turn.rs",
-        "model_turn",
-        154,
-    ),
-    (
-        "crates/tt-application/src/engine/prompt_assembly.rs",
-        "assemble",
-        179,
-    ),
-    (
-        "crates/tt-application/src/engine/tasks/targets.rs",
-        "open_task",
-        104,
-    ),
-    (
-        "crates/tt-application/src/engine/tool_loop.rs",
-        "run_rounds",
-        284,
-    ),
-    (
-        "crates/tt-application/src/events.rs",
-        "RunEventStream::next",
-        103,
-    ),
-    (
-        "crates/tt-application/src/run_service/conversation.rs",
-        "AgentRunService::rounds",
-        214,
-    ),
-    (
-        "crates/tt-application/src/run_service/executor.rs",
-        "AgentRunService::prepare_root",
-        134,
-    ),
-    (
-        "crates/tt-application/src/run_service/fork_run.rs",
-        "AgentRunService::fork_run",
-        113,
-    ),
-    (
-        "crates/tt-application/src/run_service/mod.rs",
-        "AgentRunService::start_run",
-        121,
-    ),
     ("crates/tt-application/src/skills/tools.rs", "read", 133),
-    (
-        "crates/tt-application/src/tools/workspace/patch.rs",
-        "apply_patch",
-        158,
-    ),
     (
         "crates/tt-application/src/tools/workspace/specs.rs",
         "try_spec",
@@ -77,16 +17,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     ("crates/tt-cli/src/live.rs", "follow", 105),
     ("crates/tt-cli/src/main.rs", "run", 123),
-    (
-        "crates/tt-domain/src/profile/validation.rs",
-        "validate_delegation",
-        101,
-    ),
-    (
-        "crates/tt-domain/src/profile/validation.rs",
-        "validate_tools",
-        106,
-    ),
     (
         "crates/tt-testkit/src/contract/invocations.rs",
         "tasks_are_found_by_parent_and_by_child",

@@ -441,53 +441,11 @@ impl RunEventStream {
                 return Ok(None);
             }
             // Catch up from the journal first.
-            let page = EventPage {
-                after_seq: Some(self.next_seq - 1),
-                before_seq: None,
-                limit: Some(500),
-                invocation_id: None,
-            };
-            let events = self.journal.read(&self.run_id, &page).await?;
-            if !events.is_empty() {
-                self.buffer.extend(events);
-                self.quiet_since_terminal = None;
+            if self.read_journal().await? {
                 continue;
             }
-            if let Some(runs) = &self.elsewhere {
-                // Journal first, then status: an event written before the run turned terminal
-                // is always read before the stream ends.
-                let run = runs.load_run(&self.run_id).await?;
-                if run.status.is_terminal() && !(self.through_resumes && run.is_resumable()) {
-                    let page = EventPage {
-                        after_seq: Some(self.next_seq - 1),
-                        before_seq: None,
-                        limit: Some(500),
-                        invocation_id: None,
-                    };
-                    let events = self.journal.read(&self.run_id, &page).await?;
-                    if !events.is_empty() {
-                        self.buffer.extend(events);
-                        self.quiet_since_terminal = None;
-                        continue;
-                    }
-                    // The writer saves the terminal status a few writes before it journals
-                    // the run's end (its invocations and tasks settle in between): wait for
-                    // that end, unless the journal refused it (`unrecorded_end`) or nothing
-                    // more comes for a while (a writer that died in between).
-                    let quiet = *self
-                        .quiet_since_terminal
-                        .get_or_insert_with(tokio::time::Instant::now);
-                    if self.last_read_ends_run
-                        || run.unrecorded_end.is_some()
-                        || quiet.elapsed() >= END_TAIL_GRACE
-                    {
-                        self.finished = true;
-                        continue;
-                    }
-                }
-                self.journal
-                    .wait_for_append(&self.run_id, self.next_seq - 1, OTHER_PROCESS_POLL)
-                    .await;
+            if let Some(runs) = self.elsewhere.clone() {
+                self.poll_other_process(runs.as_ref()).await?;
                 continue;
             }
             if self.draining {
@@ -504,34 +462,88 @@ impl RunEventStream {
                 self.draining = true;
                 continue;
             }
-            // Up to date: wait for the next live event of this run, or the executor's end.
-            let received = match &mut self.executor_done {
-                Some(done) => tokio::select! {
-                    received = self.live.recv() => Some(received),
-                    _ = done.changed() => None,
-                },
-                None => Some(self.live.recv().await),
-            };
-            match received {
-                // The executor ended (or its sender is gone): checked on the next turn.
-                None => {
-                    if let Some(done) = &self.executor_done
-                        && done.has_changed().is_err()
-                    {
-                        self.executor_done = None;
-                    }
+            self.wait_live().await;
+        }
+    }
+
+    /// Reads what the journal holds after the last event delivered into the buffer; `true`
+    /// when it held anything.
+    async fn read_journal(&mut self) -> ApplicationResult<bool> {
+        let page = EventPage {
+            after_seq: Some(self.next_seq - 1),
+            before_seq: None,
+            limit: Some(500),
+            invocation_id: None,
+        };
+        let events = self.journal.read(&self.run_id, &page).await?;
+        if events.is_empty() {
+            return Ok(false);
+        }
+        self.buffer.extend(events);
+        self.quiet_since_terminal = None;
+        Ok(true)
+    }
+
+    /// Following another process, with the journal read to its end: the stream finishes once
+    /// the stored run has ended (for good, with `through_resumes`) and its end is journaled,
+    /// else waits for the next append.
+    async fn poll_other_process(&mut self, runs: &dyn AgentRunRepository) -> ApplicationResult<()> {
+        // Journal first, then status: an event written before the run turned terminal
+        // is always read before the stream ends.
+        let run = runs.load_run(&self.run_id).await?;
+        if run.status.is_terminal() && !(self.through_resumes && run.is_resumable()) {
+            if self.read_journal().await? {
+                return Ok(());
+            }
+            // The writer saves the terminal status a few writes before it journals
+            // the run's end (its invocations and tasks settle in between): wait for
+            // that end, unless the journal refused it (`unrecorded_end`) or nothing
+            // more comes for a while (a writer that died in between).
+            let quiet = *self
+                .quiet_since_terminal
+                .get_or_insert_with(tokio::time::Instant::now);
+            if self.last_read_ends_run
+                || run.unrecorded_end.is_some()
+                || quiet.elapsed() >= END_TAIL_GRACE
+            {
+                self.finished = true;
+                return Ok(());
+            }
+        }
+        self.journal
+            .wait_for_append(&self.run_id, self.next_seq - 1, OTHER_PROCESS_POLL)
+            .await;
+        Ok(())
+    }
+
+    /// Up to date: waits for the next live event of this run, or the executor's end.
+    async fn wait_live(&mut self) {
+        let received = match &mut self.executor_done {
+            Some(done) => tokio::select! {
+                received = self.live.recv() => Some(received),
+                _ = done.changed() => None,
+            },
+            None => Some(self.live.recv().await),
+        };
+        match received {
+            // The executor ended (or its sender is gone): checked on the next turn.
+            None => {
+                if let Some(done) = &self.executor_done
+                    && done.has_changed().is_err()
+                {
+                    self.executor_done = None;
                 }
-                Some(Ok(event)) => {
-                    // Anything but the next seq (a gap means we raced the journal) is left for
-                    // the journal re-read of the next loop turn.
-                    if event.run_id == self.run_id && event.seq == self.next_seq {
-                        self.buffer.push_back(event);
-                    }
+            }
+            Some(Ok(event)) => {
+                // Anything but the next seq (a gap means we raced the journal) is left for
+                // the journal re-read of the next loop turn.
+                if event.run_id == self.run_id && event.seq == self.next_seq {
+                    self.buffer.push_back(event);
                 }
-                Some(Err(broadcast::error::RecvError::Lagged(_))) => {}
-                Some(Err(broadcast::error::RecvError::Closed)) => {
-                    self.finished = true;
-                }
+            }
+            Some(Err(broadcast::error::RecvError::Lagged(_))) => {}
+            Some(Err(broadcast::error::RecvError::Closed)) => {
+                self.finished = true;
             }
         }
     }

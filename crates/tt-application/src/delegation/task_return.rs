@@ -19,7 +19,7 @@ use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, StorageError, WorkspaceRepository,
 };
 
-use crate::delegation::args::parse_task_return_args;
+use crate::delegation::args::{TaskReturnArgs, parse_task_return_args};
 use crate::delegation::rendering::render_summary_file;
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 use crate::tools::ToolSuccess;
@@ -77,27 +77,7 @@ pub(crate) async fn write_task_return(
     if task.status.is_terminal() {
         return Err(already_finished());
     }
-    let mut normalized = args.normalized.clone();
-    for (index, artifact) in args.artifacts.iter().enumerate() {
-        let path = WorkspacePath::parse(&artifact.path)?;
-        if !env.policy.is_visible(&path) {
-            return Err(ToolError::new(
-                error_codes::WORKSPACE_PATH_NOT_VISIBLE,
-                format!(
-                    "Artifact path `{path}` is outside the areas you can see. Call `{}` again with artifact paths under: {}.",
-                    ToolName::TaskReturn.model_alias(),
-                    env.policy.visible_root_names().iter().map(|root| format!("`{root}/`")).collect::<Vec<_>>().join(", ")
-                ),
-            )
-            .into());
-        }
-        if let Some(slot) = normalized
-            .get_mut("artifacts")
-            .and_then(|items| items.get_mut(index))
-        {
-            slot["path"] = json!(path);
-        }
-    }
+    let normalized = normalized_result(env, &args)?;
     let status_text = args.status.as_str();
     let summary_ref = summary_path_for(&task.workspace_key);
     let result_ref = RunDocument::AgentResult(env.invocation.id.clone()).relative_path();
@@ -159,6 +139,36 @@ pub(crate) async fn write_task_return(
             summary_words: word_count(&args.summary),
         },
     })
+}
+
+/// The result as the agent gave it, with each artifact path checked (visible to the agent) and
+/// written in its normalized form.
+fn normalized_result(
+    env: &TaskReturnEnv<'_>,
+    args: &TaskReturnArgs,
+) -> Result<serde_json::Value, ToolCallError> {
+    let mut normalized = args.normalized.clone();
+    for (index, artifact) in args.artifacts.iter().enumerate() {
+        let path = WorkspacePath::parse(&artifact.path)?;
+        if !env.policy.is_visible(&path) {
+            return Err(ToolError::new(
+                error_codes::WORKSPACE_PATH_NOT_VISIBLE,
+                format!(
+                    "Artifact path `{path}` is outside the areas you can see. Call `{}` again with artifact paths under: {}.",
+                    ToolName::TaskReturn.model_alias(),
+                    env.policy.visible_root_names().iter().map(|root| format!("`{root}/`")).collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .into());
+        }
+        if let Some(slot) = normalized
+            .get_mut("artifacts")
+            .and_then(|items| items.get_mut(index))
+        {
+            slot["path"] = json!(path);
+        }
+    }
+    Ok(normalized)
 }
 
 /// The one task the agent works on: none or several is a broken invariant.

@@ -311,16 +311,7 @@ async fn execute(
     let tool = match &spec.name {
         ToolId::Builtin(tool) => *tool,
         ToolId::External(_) => {
-            let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-            let env = crate::tools::external::ExternalToolEnv {
-                tools: ctx.services.external_tools.as_ref(),
-                workspace: ctx.services.workspace.as_ref(),
-                run_id: &ctx.run_id,
-                visible_roots: &inv.snapshot.visible_roots,
-                profile_inline_limit: inv.profile.definition.limits.max_inline_tool_result_bytes,
-                cancel: inv.cancel.clone(),
-            };
-            return crate::tools::external::execute(env, spec, &call.arguments, &file_key)
+            return execute_external(ctx, inv, round, spec, call)
                 .await
                 .map(continue_with);
         }
@@ -354,22 +345,9 @@ async fn execute(
             .await
             .map(continue_with)
         }
-        ToolName::AgentDelegate => {
-            let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-            match inv
-                .replay
-                .as_ref()
-                .and_then(|replay| replay.registered_task(&file_key))
-            {
-                Some(task_id) => {
-                    let unit = std::mem::take(held);
-                    ctx.events.commit(&ctx.run_id, unit).await?;
-                    delegation::already_delegated(ctx, task_id).await
-                }
-                None => delegation::agent_delegate(ctx, inv, round, call, held).await,
-            }
-            .map(continue_with)
-        }
+        ToolName::AgentDelegate => delegate(ctx, inv, round, call, held)
+            .await
+            .map(continue_with),
         ToolName::AgentAwait => delegation::agent_await(ctx, inv, call)
             .await
             .map(continue_with),
@@ -386,24 +364,7 @@ async fn execute(
                 control: LoopControl::TaskReturned(returned),
             })
         }
-        ToolName::AgentHandoff => {
-            let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-            let registered = inv
-                .replay
-                .as_ref()
-                .and_then(|replay| replay.registered_task(&file_key))
-                .cloned();
-            let (success, accepted) = match registered {
-                Some(task_id) => {
-                    crate::engine::tasks::handoff::already_accepted(ctx, &task_id).await?
-                }
-                None => crate::engine::tasks::handoff::agent_handoff(ctx, inv, call).await?,
-            };
-            Ok(Executed {
-                success,
-                control: LoopControl::HandoffAccepted(accepted),
-            })
-        }
+        ToolName::AgentHandoff => handoff(ctx, inv, round, call).await,
         ToolName::SkillList | ToolName::SkillSearch | ToolName::SkillRead => {
             let env = crate::skills::SkillToolEnv {
                 repo: ctx.services.skills.as_ref(),
@@ -416,6 +377,74 @@ async fn execute(
                 .map(continue_with)
         }
     }
+}
+
+/// A call of a tool an external source (an MCP server) serves.
+async fn execute_external(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    round: u32,
+    spec: &AgentToolSpec,
+    call: &AgentToolCall,
+) -> Result<ToolSuccess, ToolCallError> {
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    let env = crate::tools::external::ExternalToolEnv {
+        tools: ctx.services.external_tools.as_ref(),
+        workspace: ctx.services.workspace.as_ref(),
+        run_id: &ctx.run_id,
+        visible_roots: &inv.snapshot.visible_roots,
+        profile_inline_limit: inv.profile.definition.limits.max_inline_tool_result_bytes,
+        cancel: inv.cancel.clone(),
+    };
+    crate::tools::external::execute(env, spec, &call.arguments, &file_key).await
+}
+
+/// `agent.delegate`: a resumed agent's delegation registered before the interruption is
+/// answered as it was (the `held` writes go first); otherwise the task is delegated.
+async fn delegate(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+    held: &mut Vec<RunWrite>,
+) -> Result<ToolSuccess, ToolCallError> {
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    match inv
+        .replay
+        .as_ref()
+        .and_then(|replay| replay.registered_task(&file_key))
+    {
+        Some(task_id) => {
+            let unit = std::mem::take(held);
+            ctx.events.commit(&ctx.run_id, unit).await?;
+            delegation::already_delegated(ctx, task_id).await
+        }
+        None => delegation::agent_delegate(ctx, inv, round, call, held).await,
+    }
+}
+
+/// `agent.handoff`: a resumed agent's handoff accepted before the interruption is answered as
+/// it was; otherwise the handoff is made.
+async fn handoff(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+) -> Result<Executed, ToolCallError> {
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
+    let registered = inv
+        .replay
+        .as_ref()
+        .and_then(|replay| replay.registered_task(&file_key))
+        .cloned();
+    let (success, accepted) = match registered {
+        Some(task_id) => crate::engine::tasks::handoff::already_accepted(ctx, &task_id).await?,
+        None => crate::engine::tasks::handoff::agent_handoff(ctx, inv, call).await?,
+    };
+    Ok(Executed {
+        success,
+        control: LoopControl::HandoffAccepted(accepted),
+    })
 }
 
 async fn finish(

@@ -18,7 +18,7 @@ use crate::engine::context::RunContext;
 use crate::engine::fallback::skips_retries;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::events::EventSink;
+use crate::events::{EventSink, PendingEvent};
 
 /// The failure of a call that outlasted its deadline, naming the last attempt's error if one
 /// failed before the time ran out.
@@ -84,7 +84,6 @@ async fn model_turn(
 ) -> ApplicationResult<AgentModelResponse> {
     let round = request.round;
     let invocation_id = inv.invocation.id.clone();
-    let run_id = &ctx.run_id;
     let created = payload::ModelRequestCreated {
         round,
         invocation_id: invocation_id.clone(),
@@ -99,46 +98,117 @@ async fn model_turn(
             inv.model.provider.as_ref(),
         ),
     };
-    // Journaled with the first attempt's `model_call_attempt_started`, in one append.
-    let mut created = Some(EventSink::pending(EventLevel::Info, &created)?);
-
-    let max_retries = policy.max_retries;
     let deadline_after = policy.call_deadline(inv.model.connection_call_deadline);
-    let deadline = tokio::time::Instant::now() + deadline_after;
-    let mut attempt: u32 = 1;
-    let mut response = loop {
-        if inv.cancel.is_cancelled() {
-            if let Some(created) = created.take() {
-                ctx.events.record_all(run_id, vec![created]).await?;
+    let mut attempts = Attempts {
+        round,
+        invocation_id,
+        policy,
+        deadline_after,
+        deadline: tokio::time::Instant::now() + deadline_after,
+        attempt: 1,
+        // Journaled with the first attempt's `model_call_attempt_started`, in one append.
+        created: Some(EventSink::pending(EventLevel::Info, &created)?),
+    };
+    let mut response = attempts.call(ctx, inv, request).await?;
+    store_response(ctx, inv, request, &mut response).await?;
+    tracing::debug!(
+        attempts = attempts.attempt,
+        tool_calls = response.message.tool_calls().count(),
+        input_tokens = response.usage.as_ref().map(|u| u.input_tokens),
+        output_tokens = response.usage.as_ref().map(|u| u.output_tokens),
+        "model call completed"
+    );
+    Ok(response)
+}
+
+/// The attempts at one model call, under its deadline.
+struct Attempts {
+    round: u32,
+    invocation_id: tt_domain::ids::InvocationId,
+    policy: ModelRetryPolicy,
+    deadline_after: Duration,
+    deadline: tokio::time::Instant,
+    /// The attempt being made, from 1.
+    attempt: u32,
+    /// `model_request_created`, until it is journaled.
+    created: Option<PendingEvent>,
+}
+
+impl Attempts {
+    /// Attempts the call until one answers, retrying what the policy retries in time.
+    async fn call(
+        &mut self,
+        ctx: &RunContext,
+        inv: &InvocationRuntime,
+        request: &AgentModelRequest,
+    ) -> ApplicationResult<AgentModelResponse> {
+        let run_id = &ctx.run_id;
+        loop {
+            if inv.cancel.is_cancelled() {
+                if let Some(created) = self.created.take() {
+                    ctx.events.record_all(run_id, vec![created]).await?;
+                }
+                return Err(ApplicationError::cancelled());
             }
-            return Err(ApplicationError::cancelled());
+            let error = match self.attempt(ctx, inv, request).await? {
+                Ok(response) => return Ok(response),
+                Err(ModelError::Cancelled) => return Err(ApplicationError::cancelled()),
+                Err(error) => error,
+            };
+            let interval_ms = self.retry_after_failure(ctx, inv, error).await?;
+            tokio::select! {
+                biased;
+                () = inv.cancel.cancelled() => return Err(ApplicationError::cancelled()),
+                () = tokio::time::sleep(Duration::from_millis(interval_ms)) => {}
+            }
+            self.attempt += 1;
         }
+    }
+
+    /// One attempt, journaled as started, cancellable and cut at the call's deadline.
+    async fn attempt(
+        &mut self,
+        ctx: &RunContext,
+        inv: &InvocationRuntime,
+        request: &AgentModelRequest,
+    ) -> ApplicationResult<Result<AgentModelResponse, ModelError>> {
         let started = payload::ModelCallAttemptStarted {
-            round,
-            invocation_id: invocation_id.clone(),
-            attempt,
-            max_retries,
+            round: self.round,
+            invocation_id: self.invocation_id.clone(),
+            attempt: self.attempt,
+            max_retries: self.policy.max_retries,
         };
         let started = EventSink::pending(EventLevel::Info, &started)?;
-        let events = match created.take() {
+        let events = match self.created.take() {
             Some(created) => vec![created, started],
             None => vec![started],
         };
-        ctx.events.record_all(run_id, events).await?;
+        ctx.events.record_all(&ctx.run_id, events).await?;
         let call_cancel = inv.cancel.child_token();
+        let (deadline, deadline_after) = (self.deadline, self.deadline_after);
+        let invocation_id = &self.invocation_id;
         let outcome = tokio::select! {
             biased;
             () = inv.cancel.cancelled() => Err(ModelError::Cancelled),
             () = tokio::time::sleep_until(deadline) => Err(call_deadline_error(deadline_after, None)),
-            result = crate::engine::streaming::stream_with_deltas(ctx, &inv.model.provider, &invocation_id, request.clone(), call_cancel.clone()) => result?,
+            result = crate::engine::streaming::stream_with_deltas(ctx, &inv.model.provider, invocation_id, request.clone(), call_cancel.clone()) => result?,
         };
         call_cancel.cancel();
-        let error = match outcome {
-            Ok(response) => break response,
-            Err(ModelError::Cancelled) => return Err(ApplicationError::cancelled()),
-            Err(error) => error,
-        };
-        let interval_ms = policy.interval_ms.max(retry_after_ms(&error));
+        Ok(outcome)
+    }
+
+    /// After a failed attempt: journaled, then the wait before the next one, or the call's
+    /// failure when it is not retried (not retryable, no retries left, or no time for one).
+    async fn retry_after_failure(
+        &self,
+        ctx: &RunContext,
+        inv: &InvocationRuntime,
+        error: ModelError,
+    ) -> ApplicationResult<u64> {
+        let (round, attempt, run_id) = (self.round, self.attempt, &ctx.run_id);
+        let (max_retries, deadline) = (self.policy.max_retries, self.deadline);
+        let invocation_id = &self.invocation_id;
+        let interval_ms = self.policy.interval_ms.max(retry_after_ms(&error));
         let retryable = error.is_retryable();
         // A retry whose wait alone would outlast the call's deadline is not tried.
         let in_time = tokio::time::Instant::now() + Duration::from_millis(interval_ms) < deadline;
@@ -162,7 +232,7 @@ async fn model_turn(
             if retryable && attempt <= max_retries && !in_time {
                 // Retries were left, but not the time for them.
                 return Err(ApplicationError::Model(call_deadline_error(
-                    deadline_after,
+                    self.deadline_after,
                     Some(&error),
                 )));
             }
@@ -177,14 +247,18 @@ async fn model_turn(
         ctx.events
             .record(run_id, EventLevel::Info, &scheduled)
             .await?;
-        tokio::select! {
-            biased;
-            () = inv.cancel.cancelled() => return Err(ApplicationError::cancelled()),
-            () = tokio::time::sleep(Duration::from_millis(interval_ms)) => {}
-        }
-        attempt += 1;
-    };
+        Ok(interval_ms)
+    }
+}
 
+/// Stores the answer of `request`'s call (`RunDocument::ModelResponse`) and journals it.
+async fn store_response(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    request: &AgentModelRequest,
+    response: &mut AgentModelResponse,
+) -> ApplicationResult<()> {
+    let (round, invocation_id, run_id) = (request.round, &inv.invocation.id, &ctx.run_id);
     // The response is held for the rest of the turn (and stored): keep each long string once.
     response.shed_raw_copies();
     let document = RunDocument::ModelResponse {
@@ -207,7 +281,7 @@ async fn model_turn(
             &document,
             &tt_ports::SerializedDocument::new(&ResponseDocument {
                 round,
-                invocation_id: &invocation_id,
+                invocation_id,
                 response: response.for_storage(),
             })?,
         )
@@ -218,17 +292,9 @@ async fn model_turn(
         round,
         &request.session.session_id,
         request.messages.len(),
-        &response,
+        response,
     )
-    .await?;
-    tracing::debug!(
-        attempts = attempt,
-        tool_calls = response.message.tool_calls().count(),
-        input_tokens = response.usage.as_ref().map(|u| u.input_tokens),
-        output_tokens = response.usage.as_ref().map(|u| u.output_tokens),
-        "model call completed"
-    );
-    Ok(response)
+    .await
 }
 
 /// The events of a stored response: `model_response_stored`, `provider_state_updated` and

@@ -14,8 +14,8 @@ use tt_domain::model::AgentModelMessage;
 use tt_domain::profile::{ContextPolicy, ResolvedProfile};
 use tt_domain::text::sha256_hex;
 use tt_ports::{
-    HostBridgeError, PromptAssemblyFingerprint, PromptAssemblyRequest, PromptAssemblyScope,
-    RunDocument, RunWrite, SerializedDocument,
+    HostBridgeError, PromptAssemblyAnswer, PromptAssemblyFingerprint, PromptAssemblyRequest,
+    PromptAssemblyScope, RunDocument, RunWrite, SerializedDocument,
 };
 
 use crate::engine::context::RunContext;
@@ -50,7 +50,6 @@ pub(crate) async fn assemble(
     let AssemblyInput {
         invocation,
         profile,
-        task_id,
         system_prompt,
         task_prompt,
         ..
@@ -60,6 +59,53 @@ pub(crate) async fn assemble(
     {
         return Ok(stored);
     }
+    let (asked, request) = new_request(ctx, input).await?;
+    let answer = ask_host(ctx, input, &asked, request, cancel).await?;
+    let (snapshot, generation) = match check_settings(&answer, input) {
+        Ok(checked) => checked,
+        Err(error) => {
+            report_failure(
+                ctx,
+                &asked.assembly_id,
+                invocation,
+                profile,
+                error.to_string(),
+            )
+            .await?;
+            return Err(error);
+        }
+    };
+    store_answer(ctx, input, &asked, &answer).await?;
+    Ok(Assembled {
+        messages: snapshot.model_messages(),
+        generation,
+    })
+}
+
+/// One assembly asked of the host: what names it, and what its stored record repeats.
+struct Asked {
+    assembly_id: String,
+    scope: PromptAssemblyScope,
+    fingerprint: PromptAssemblyFingerprint,
+    preset_ref: Value,
+    /// The run's frozen input snapshot the host assembles from.
+    frozen: Value,
+}
+
+/// The request for `input`'s assembly, from the run's frozen input snapshot (fatal when the
+/// run has none).
+async fn new_request(
+    ctx: &RunContext,
+    input: &AssemblyInput<'_>,
+) -> ApplicationResult<(Asked, PromptAssemblyRequest)> {
+    let AssemblyInput {
+        invocation,
+        profile,
+        task_id,
+        system_prompt,
+        task_prompt,
+        ..
+    } = *input;
     let model_id = input.model_id.clone();
     let frozen = ctx
         .services
@@ -115,11 +161,36 @@ pub(crate) async fn assemble(
         json_schema: None,
         fingerprint: fingerprint.clone(),
     };
+    let asked = Asked {
+        assembly_id,
+        scope,
+        fingerprint,
+        preset_ref,
+        frozen,
+    };
+    Ok((asked, request))
+}
+
+/// Sends `request` to the host and waits for its answer (or `cancel`): the request is
+/// journaled once the host took it, and a failure is reported before it ends the agent.
+async fn ask_host(
+    ctx: &RunContext,
+    input: &AssemblyInput<'_>,
+    asked: &Asked,
+    request: PromptAssemblyRequest,
+    cancel: &tt_ports::CancellationToken,
+) -> ApplicationResult<PromptAssemblyAnswer> {
+    let AssemblyInput {
+        invocation,
+        profile,
+        ..
+    } = *input;
+    let assembly_id = &asked.assembly_id;
     let pending = match ctx.services.prompt_broker.request_assembly(request).await {
         Ok(pending) => pending,
         Err(HostBridgeError::Cancelled) => return Err(ApplicationError::cancelled()),
         Err(error) => {
-            report_failure(ctx, &assembly_id, invocation, profile, error.to_string()).await?;
+            report_failure(ctx, assembly_id, invocation, profile, error.to_string()).await?;
             return Err(ApplicationError::fatal(
                 error_codes::AGENT_PROMPT_ASSEMBLY_FAILED,
                 error.to_string(),
@@ -134,10 +205,10 @@ pub(crate) async fn assemble(
                 assembly_id: assembly_id.clone(),
                 invocation_id: invocation.id.clone(),
                 profile_id: profile.id().clone(),
-                scope: json!(scope),
+                scope: json!(asked.scope),
                 request_kind: "invocation".to_owned(),
                 request_schema_version: REQUEST_SCHEMA_VERSION,
-                request_fingerprint: json!(fingerprint),
+                request_fingerprint: json!(asked.fingerprint),
             },
         )
         .await?;
@@ -146,38 +217,64 @@ pub(crate) async fn assemble(
         () = cancel.cancelled() => return Err(ApplicationError::cancelled()),
         answer = pending => answer,
     };
-    let answer = match answer {
-        Ok(answer) => answer,
-        Err(HostBridgeError::Cancelled) => return Err(ApplicationError::cancelled()),
+    match answer {
+        Ok(answer) => Ok(answer),
+        Err(HostBridgeError::Cancelled) => Err(ApplicationError::cancelled()),
         Err(error) => {
-            report_failure(ctx, &assembly_id, invocation, profile, error.to_string()).await?;
-            return Err(ApplicationError::fatal(
+            report_failure(ctx, assembly_id, invocation, profile, error.to_string()).await?;
+            Err(ApplicationError::fatal(
                 error_codes::AGENT_PROMPT_ASSEMBLY_FAILED,
                 format!("the host could not assemble the prompt: {error}"),
-            ));
+            ))
         }
-    };
-    let checked = check_answer(&answer.prompt_snapshot, profile, system_prompt, task_prompt)
-        .and_then(|snapshot| {
-            let generation = match &answer.settings {
-                Some(settings) => {
-                    settings.generation.validate(&format!(
-                        "the prompt assembly settings for profile `{}`",
-                        profile.id()
-                    ))?;
-                    Some(settings.generation.clone()).filter(|generation| !generation.is_empty())
-                }
-                None => None,
-            };
-            Ok((snapshot, generation))
-        });
-    let (snapshot, generation) = match checked {
-        Ok(checked) => checked,
-        Err(error) => {
-            report_failure(ctx, &assembly_id, invocation, profile, error.to_string()).await?;
-            return Err(error);
+    }
+}
+
+/// The host's prompt, checked, and the generation settings it set (validated; `None` when it
+/// set none).
+fn check_settings(
+    answer: &PromptAssemblyAnswer,
+    input: &AssemblyInput<'_>,
+) -> ApplicationResult<(PromptSnapshot, Option<GenerationSettings>)> {
+    let profile = input.profile;
+    let snapshot = check_answer(
+        &answer.prompt_snapshot,
+        profile,
+        input.system_prompt,
+        input.task_prompt,
+    )?;
+    let generation = match &answer.settings {
+        Some(settings) => {
+            settings.generation.validate(&format!(
+                "the prompt assembly settings for profile `{}`",
+                profile.id()
+            ))?;
+            Some(settings.generation.clone()).filter(|generation| !generation.is_empty())
         }
+        None => None,
     };
+    Ok((snapshot, generation))
+}
+
+/// Keeps the host's answer: the assembly record, the prompt and `prompt_assembly_completed`.
+async fn store_answer(
+    ctx: &RunContext,
+    input: &AssemblyInput<'_>,
+    asked: &Asked,
+    answer: &PromptAssemblyAnswer,
+) -> ApplicationResult<()> {
+    let AssemblyInput {
+        invocation,
+        profile,
+        ..
+    } = *input;
+    let Asked {
+        assembly_id,
+        scope,
+        fingerprint,
+        preset_ref,
+        frozen,
+    } = asked;
     let snapshot_doc = RunDocument::InvocationPromptSnapshot(invocation.id.clone());
     let assembly_doc = RunDocument::InvocationPromptAssembly(invocation.id.clone());
     let record = json!({
@@ -186,7 +283,7 @@ pub(crate) async fn assemble(
             "assemblyId": assembly_id, "schemaVersion": REQUEST_SCHEMA_VERSION, "engine": "prompt-assembly-broker",
             "profileId": profile.id(), "presetRef": preset_ref, "scope": scope, "fingerprint": fingerprint,
         },
-        "frozenRunInputSnapshot": answer.frozen_run_input_snapshot.as_ref().unwrap_or(&frozen),
+        "frozenRunInputSnapshot": answer.frozen_run_input_snapshot.as_ref().unwrap_or(frozen),
         "generationIntent": answer.generation_intent,
         "settings": answer.settings,
         "assembly": answer.assembly,
@@ -216,10 +313,7 @@ pub(crate) async fn assemble(
         ctx.events.stamp(&ctx.run_id, completed),
     ];
     ctx.events.commit(&ctx.run_id, unit).await?;
-    Ok(Assembled {
-        messages: snapshot.model_messages(),
-        generation,
-    })
+    Ok(())
 }
 
 /// The prompt stored for `invocation` by an earlier assembly, checked again, with the settings

@@ -6,16 +6,18 @@ use tracing::Instrument;
 use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
-use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ProviderSession};
+use tt_domain::model::{
+    AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelRole, ProviderSession,
+};
 use tt_domain::run::AgentRunStatus;
 use tt_domain::text::{char_count, sha256_hex, word_count};
-use tt_domain::tool::{InvocationToolSnapshot, ToolName};
+use tt_domain::tool::{AgentToolCall, InvocationToolSnapshot, ToolName};
 use tt_domain::workspace::{CheckpointReason, WorkspacePath, WriteGuard};
 use tt_ports::RunDocument;
 
 use crate::engine::context::RunContext;
 use crate::engine::context_fit::{FitTrigger, apply_step, check_opening, fit_request};
-use crate::engine::dispatch::{LoopControl, dispatch_call};
+use crate::engine::dispatch::{DispatchedCall, LoopControl, dispatch_call};
 use crate::engine::held_writes;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::records::checkpoint;
@@ -110,18 +112,55 @@ async fn bounded_rounds(
     }
 }
 
+/// The loop's state across its rounds: the history sent to the model, the provider session its
+/// calls share, and how many plain-text answers it has had to recover from so far.
+struct Rounds {
+    messages: Vec<AgentModelMessage>,
+    session: ProviderSession,
+    max_rounds: u32,
+    drift_attempts: u32,
+}
+
+/// A tool call that ended the loop: the tool, and how the loop ended.
+type Ending = (ToolName, LoopOutcome);
+
 async fn run_rounds(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
-    mut messages: Vec<AgentModelMessage>,
+    messages: Vec<AgentModelMessage>,
 ) -> ApplicationResult<LoopOutcome> {
-    let max_rounds = inv.snapshot.budgets.max_rounds;
-    let session = ProviderSession::new(&ctx.run_id, &inv.invocation.id);
-    let mut drift_attempts: u32 = 0;
-    inv.window.start(&messages);
+    let mut rounds = Rounds {
+        messages,
+        session: ProviderSession::new(&ctx.run_id, &inv.invocation.id),
+        max_rounds: inv.snapshot.budgets.max_rounds,
+        drift_attempts: 0,
+    };
+    inv.window.start(&rounds.messages);
     // A resumed or branched agent goes on with the binding its journal left in force.
     crate::engine::fallback::restore(ctx, inv).await?;
-    for round in 1..=max_rounds {
+    for round in 1..=rounds.max_rounds {
+        if let Some(outcome) = rounds.round(ctx, inv, round).await? {
+            return Ok(outcome);
+        }
+    }
+    let ending = ending_tools(inv).join(" or ");
+    let max_rounds = rounds.max_rounds;
+    Err(ApplicationError::fatal(
+        error_codes::AGENT_MAX_TOOL_ROUNDS_EXCEEDED,
+        format!("{ending} was not called within {max_rounds} rounds"),
+    ))
+}
+
+impl Rounds {
+    /// One round: the model turn (stored or live), then drift recovery when it made no tool
+    /// call, else its tool calls in order and the delegated results that join the next turn.
+    /// `Some` when the loop ends here.
+    async fn round(
+        &mut self,
+        ctx: &RunContext,
+        inv: &mut InvocationRuntime,
+        round: u32,
+    ) -> ApplicationResult<Option<LoopOutcome>> {
         if inv.cancel.is_cancelled() {
             return Err(ApplicationError::cancelled());
         }
@@ -131,49 +170,12 @@ async fn run_rounds(
             .as_mut()
             .and_then(|replay| replay.take_response(round));
         let replaying = stored.is_some();
-        if !replaying {
-            before_live_call(ctx, inv, round, &mut messages).await?;
-        }
         let mut response = match stored {
-            Some(response) => {
-                // The guidance the agent read before this turn is part of its history.
-                if let Some(texts) = inv
-                    .replay
-                    .as_mut()
-                    .and_then(|replay| replay.take_guidance(round))
-                {
-                    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-                    messages.push(AgentModelMessage::text(
-                        ModelRole::User,
-                        crate::guidance::render_guidance_message(&texts),
-                    ));
-                }
-                // Then the history was trimmed or compacted as it was then.
-                replay_context_steps(inv, round, &mut messages);
-                inv.window.note_sent(
-                    inv.model.context_window_tokens,
-                    &messages,
-                    &inv.request_tools(),
-                );
-                if !inv
-                    .replay
-                    .as_ref()
-                    .is_some_and(|replay| replay.round_journaled(round))
-                {
-                    // Stored, but the process died before journaling it.
-                    crate::engine::model_turn::journal_stored_response(
-                        ctx,
-                        inv,
-                        round,
-                        &session.session_id,
-                        messages.len(),
-                        &response,
-                    )
-                    .await?;
-                }
-                response
+            Some(response) => self.replayed_turn(ctx, inv, round, response).await?,
+            None => {
+                before_live_call(ctx, inv, round, &mut self.messages).await?;
+                call_model(ctx, inv, round, &mut self.messages, &self.session).await?
             }
-            None => call_model(ctx, inv, round, &mut messages, &session).await?,
         };
         inv.window.observe_usage(response.usage.as_ref());
         // A model answer is progress, for the idle limit of a delegated task.
@@ -182,50 +184,9 @@ async fn run_rounds(
         crate::engine::model_turn::charge_usage(inv, response.usage.as_ref())?;
         let calls = crate::engine::fork_mode::calls_of(inv, round, &mut response);
         if calls.is_empty() {
-            if round >= max_rounds {
-                let ending = ending_tools(inv).join("|");
-                return Err(ApplicationError::fatal(
-                    error_codes::MODEL_TOOL_CALL_REQUIRED,
-                    format!("model must use Agent tools and complete through <{ending}>"),
-                ));
-            }
-            drift_attempts += 1;
-            let captured =
-                capture_direct_output(ctx, inv, round, &response.text(), replaying).await?;
-            // A replayed reminder says what it said then.
-            let commits = inv
-                .replay
-                .as_ref()
-                .filter(|_| replaying)
-                .and_then(|replay| replay.commits_at_round(round))
-                .unwrap_or_else(|| ctx.commit_count());
-            messages.push(response.message.clone());
-            messages.push(AgentModelMessage::text(
-                ModelRole::User,
-                drift_nudge(
-                    &inv.snapshot,
-                    drift_attempts,
-                    captured.as_ref().map(|captured| captured.path.as_str()),
-                    commits,
-                ),
-            ));
-            if replaying {
-                continue;
-            }
-            let attempted = payload::DriftRecoveryAttempted {
-                attempt: drift_attempts,
-                max_attempts: max_rounds.saturating_sub(1),
-                max_rounds,
-                limit_reason: "max_rounds".to_owned(),
-                round,
-                invocation_id: inv.invocation.id.clone(),
-                committed_count: ctx.commit_count() as u64,
-                reason_code: error_codes::MODEL_TOOL_CALL_REQUIRED.to_string(),
-            };
-            ctx.events
-                .record(&ctx.run_id, EventLevel::Warn, &attempted)
+            self.recover_drift(ctx, inv, round, &response, replaying)
                 .await?;
-            continue;
+            return Ok(None);
         }
         if let Some(answered) =
             crate::engine::oversized_reply::refuse_if_oversized(inv, &response, calls.len())?
@@ -234,35 +195,153 @@ async fn run_rounds(
                 calls = calls.len(),
                 "a reply with more tool calls than the agent may make was refused"
             );
-            messages.extend(answered);
-            continue;
+            self.messages.extend(answered);
+            return Ok(None);
         }
-        crate::engine::fork_mode::push_reply(inv, &calls, &mut messages, &response.message);
+        crate::engine::fork_mode::push_reply(inv, &calls, &mut self.messages, &response.message);
         if inv.owns_run() && !replaying {
             ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
         }
-        let mut ended: Option<(ToolName, LoopOutcome)> = None;
-        for call in &calls {
+        let ended = self.tool_calls(ctx, inv, round, &calls, replaying).await?;
+        // What the reply's last delegation held back is written before anything that follows.
+        held_writes::flush(ctx, inv).await?;
+        if ended.is_none() && (inv.owns_run() || inv.snapshot.offers(ToolName::AgentDelegate)) {
+            self.inject_task_results(ctx, inv, round).await?;
+        }
+        let Some((_, outcome)) = ended else {
+            return Ok(None);
+        };
+        let finished = payload::AgentLoopFinished {
+            invocation_id: inv.invocation.id.clone(),
+            commit_count: ctx.commit_count() as u64,
+            round,
+        };
+        ctx.events
+            .record(&ctx.run_id, EventLevel::Info, &finished)
+            .await?;
+        Ok(Some(outcome))
+    }
+
+    /// The stored response of `round` for a resumed agent, with the history brought to where
+    /// it stood then: the guidance read before the turn, then the window steps of the round.
+    async fn replayed_turn(
+        &mut self,
+        ctx: &RunContext,
+        inv: &mut InvocationRuntime,
+        round: u32,
+        response: AgentModelResponse,
+    ) -> ApplicationResult<AgentModelResponse> {
+        let messages = &mut self.messages;
+        // The guidance the agent read before this turn is part of its history.
+        if let Some(texts) = inv
+            .replay
+            .as_mut()
+            .and_then(|replay| replay.take_guidance(round))
+        {
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            messages.push(AgentModelMessage::text(
+                ModelRole::User,
+                crate::guidance::render_guidance_message(&texts),
+            ));
+        }
+        // Then the history was trimmed or compacted as it was then.
+        replay_context_steps(inv, round, messages);
+        inv.window.note_sent(
+            inv.model.context_window_tokens,
+            messages,
+            &inv.request_tools(),
+        );
+        if !inv
+            .replay
+            .as_ref()
+            .is_some_and(|replay| replay.round_journaled(round))
+        {
+            // Stored, but the process died before journaling it.
+            crate::engine::model_turn::journal_stored_response(
+                ctx,
+                inv,
+                round,
+                &self.session.session_id,
+                messages.len(),
+                &response,
+            )
+            .await?;
+        }
+        Ok(response)
+    }
+
+    /// Drift recovery after a plain-text answer: the text is saved, the reminder joins the
+    /// history, and a live round records the attempt. On the last round it is fatal
+    /// (`model.tool_call_required`).
+    async fn recover_drift(
+        &mut self,
+        ctx: &RunContext,
+        inv: &mut InvocationRuntime,
+        round: u32,
+        response: &AgentModelResponse,
+        replaying: bool,
+    ) -> ApplicationResult<()> {
+        let max_rounds = self.max_rounds;
+        if round >= max_rounds {
+            let ending = ending_tools(inv).join("|");
+            return Err(ApplicationError::fatal(
+                error_codes::MODEL_TOOL_CALL_REQUIRED,
+                format!("model must use Agent tools and complete through <{ending}>"),
+            ));
+        }
+        self.drift_attempts += 1;
+        let drift_attempts = self.drift_attempts;
+        let captured = capture_direct_output(ctx, inv, round, &response.text(), replaying).await?;
+        // A replayed reminder says what it said then.
+        let commits = inv
+            .replay
+            .as_ref()
+            .filter(|_| replaying)
+            .and_then(|replay| replay.commits_at_round(round))
+            .unwrap_or_else(|| ctx.commit_count());
+        self.messages.push(response.message.clone());
+        self.messages.push(AgentModelMessage::text(
+            ModelRole::User,
+            drift_nudge(
+                &inv.snapshot,
+                drift_attempts,
+                captured.as_ref().map(|captured| captured.path.as_str()),
+                commits,
+            ),
+        ));
+        if replaying {
+            return Ok(());
+        }
+        let attempted = payload::DriftRecoveryAttempted {
+            attempt: drift_attempts,
+            max_attempts: max_rounds.saturating_sub(1),
+            max_rounds,
+            limit_reason: "max_rounds".to_owned(),
+            round,
+            invocation_id: inv.invocation.id.clone(),
+            committed_count: ctx.commit_count() as u64,
+            reason_code: error_codes::MODEL_TOOL_CALL_REQUIRED.to_string(),
+        };
+        ctx.events
+            .record(&ctx.run_id, EventLevel::Warn, &attempted)
+            .await?;
+        Ok(())
+    }
+
+    /// The reply's tool calls in order, each result joining the history. A call after one that
+    /// ended the loop is fatal (`agent.tool_after_finish`). `Some` when a call ended the loop.
+    async fn tool_calls(
+        &mut self,
+        ctx: &RunContext,
+        inv: &mut InvocationRuntime,
+        round: u32,
+        calls: &[AgentToolCall],
+        replaying: bool,
+    ) -> ApplicationResult<Option<Ending>> {
+        let mut ended: Option<Ending> = None;
+        for call in calls {
             if let Some((ending_tool, _)) = &ended {
-                let err = ApplicationError::fatal(
-                    error_codes::AGENT_TOOL_AFTER_FINISH,
-                    format!(
-                        "`{}` was called after {} in the same response",
-                        call.name,
-                        ending_tool.model_alias()
-                    ),
-                );
-                crate::engine::call_journal::emit_fatal_call_failure(
-                    ctx,
-                    std::mem::take(&mut inv.held_writes),
-                    round,
-                    &inv.invocation.id,
-                    &call.id,
-                    &call.name,
-                    &err,
-                )
-                .await?;
-                return Err(err);
+                return Err(call_after_ending(ctx, inv, round, call, *ending_tool).await?);
             }
             if inv.cancel.is_cancelled() {
                 held_writes::flush(ctx, inv).await?;
@@ -272,23 +351,7 @@ async fn run_rounds(
                 // A resumed agent's calls may write before they run (`before_live_call`).
                 held_writes::flush(ctx, inv).await?;
             }
-            let dispatched = match crate::engine::dispatch_replay::stored_call(inv, round, call) {
-                Some(replayed) => {
-                    crate::engine::dispatch_replay::journal_unjournaled_result(
-                        ctx, inv, round, call, &replayed,
-                    )
-                    .await?;
-                    replayed
-                }
-                None => {
-                    match crate::engine::dispatch_replay::before_live_call(ctx, inv, round, call)
-                        .await?
-                    {
-                        Some(answered) => answered,
-                        None => dispatch_call(ctx, inv, round, call).await?,
-                    }
-                }
-            };
+            let dispatched = stored_or_dispatched(ctx, inv, round, call).await?;
             if crate::engine::context_fit::saves_output(inv, &dispatched.result) {
                 held_writes::flush(ctx, inv).await?;
             }
@@ -300,99 +363,158 @@ async fn run_rounds(
                 replaying,
             )
             .await?;
-            messages.push(AgentModelMessage::tool_result(kept));
-            match dispatched.control {
-                LoopControl::Continue => {}
-                LoopControl::Finish { reason } => {
-                    ended = Some((
-                        ToolName::WorkspaceFinish,
-                        LoopOutcome::Finished { reason, round },
-                    ));
-                }
-                LoopControl::TaskReturned(returned) => {
-                    let recorded = payload::TaskReturnRecorded {
-                        invocation_id: inv.invocation.id.clone(),
-                        status: returned.status.task_status(),
-                        result_ref: returned.result_ref.clone(),
-                        summary_chars: returned.summary_chars as u64,
-                        summary_words: returned.summary_words as u64,
-                    };
-                    ctx.events
-                        .record(&ctx.run_id, EventLevel::Info, &recorded)
-                        .await?;
-                    ended = Some((
-                        ToolName::TaskReturn,
-                        LoopOutcome::TaskReturned {
-                            status: returned.status,
-                            round,
-                        },
-                    ));
-                }
-                LoopControl::HandoffAccepted(accepted) => {
-                    // The caller's part ends at once: it makes no further call or side effect.
-                    ctx.set_invocation_status(
-                        &mut inv.invocation,
-                        tt_domain::invocation::InvocationStatus::Transferred,
-                    )
-                    .await?;
-                    ended = Some((
-                        ToolName::AgentHandoff,
-                        LoopOutcome::Transferred {
-                            task_id: accepted.task_id,
-                            new_invocation_id: accepted.new_invocation_id,
-                            round,
-                        },
-                    ));
-                }
-            }
+            self.messages.push(AgentModelMessage::tool_result(kept));
+            ended = loop_ending(ctx, inv, round, dispatched.control).await?;
         }
-        // What the reply's last delegation held back is written before anything that follows.
-        held_writes::flush(ctx, inv).await?;
-        if ended.is_none() && (inv.owns_run() || inv.snapshot.offers(ToolName::AgentDelegate)) {
-            // Finished delegated results this agent has not seen yet join its next turn, once.
-            // A resumed agent gets again what was injected after a replayed turn (without
-            // journaling it twice), and anything newer only if its next turn is live.
-            let replayed = inv
-                .replay
-                .as_mut()
-                .and_then(|replay| replay.take_injection(round));
-            if let Some((tasks, commits)) = replayed
-                && let Some(text) =
-                    crate::engine::tasks::results::replay_injection(ctx, inv, &tasks, commits)
-                        .await?
-            {
-                messages.push(AgentModelMessage::text(ModelRole::User, text));
-            }
-            let next_turn_replayed = inv
-                .replay
-                .as_ref()
-                .is_some_and(|replay| replay.replays_next_turn(round));
-            let injected = if next_turn_replayed {
-                None
-            } else {
-                crate::engine::tasks::results::take_injection(ctx, inv).await?
-            };
-            if let Some(text) = injected {
-                messages.push(AgentModelMessage::text(ModelRole::User, text));
-            }
+        Ok(ended)
+    }
+
+    /// Finished delegated results this agent has not seen yet join its next turn, once. A
+    /// resumed agent gets again what was injected after a replayed turn (without journaling it
+    /// twice), and anything newer only if its next turn is live.
+    async fn inject_task_results(
+        &mut self,
+        ctx: &RunContext,
+        inv: &mut InvocationRuntime,
+        round: u32,
+    ) -> ApplicationResult<()> {
+        let replayed = inv
+            .replay
+            .as_mut()
+            .and_then(|replay| replay.take_injection(round));
+        if let Some((tasks, commits)) = replayed
+            && let Some(text) =
+                crate::engine::tasks::results::replay_injection(ctx, inv, &tasks, commits).await?
+        {
+            self.messages
+                .push(AgentModelMessage::text(ModelRole::User, text));
         }
-        if let Some((_, outcome)) = ended {
-            let finished = payload::AgentLoopFinished {
+        let next_turn_replayed = inv
+            .replay
+            .as_ref()
+            .is_some_and(|replay| replay.replays_next_turn(round));
+        let injected = if next_turn_replayed {
+            None
+        } else {
+            crate::engine::tasks::results::take_injection(ctx, inv).await?
+        };
+        if let Some(text) = injected {
+            self.messages
+                .push(AgentModelMessage::text(ModelRole::User, text));
+        }
+        Ok(())
+    }
+}
+
+/// The fatal error for `call`, made after `ending_tool` ended the loop in the same response,
+/// with the call's failure journaled.
+async fn call_after_ending(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+    ending_tool: ToolName,
+) -> ApplicationResult<ApplicationError> {
+    let err = ApplicationError::fatal(
+        error_codes::AGENT_TOOL_AFTER_FINISH,
+        format!(
+            "`{}` was called after {} in the same response",
+            call.name,
+            ending_tool.model_alias()
+        ),
+    );
+    crate::engine::call_journal::emit_fatal_call_failure(
+        ctx,
+        std::mem::take(&mut inv.held_writes),
+        round,
+        &inv.invocation.id,
+        &call.id,
+        &call.name,
+        &err,
+    )
+    .await?;
+    Ok(err)
+}
+
+/// The result of `call`: stored for a resumed agent (journaled if the process died before
+/// that), answered before it runs, or dispatched live.
+async fn stored_or_dispatched(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    call: &AgentToolCall,
+) -> ApplicationResult<DispatchedCall> {
+    Ok(
+        match crate::engine::dispatch_replay::stored_call(inv, round, call) {
+            Some(replayed) => {
+                crate::engine::dispatch_replay::journal_unjournaled_result(
+                    ctx, inv, round, call, &replayed,
+                )
+                .await?;
+                replayed
+            }
+            None => {
+                match crate::engine::dispatch_replay::before_live_call(ctx, inv, round, call)
+                    .await?
+                {
+                    Some(answered) => answered,
+                    None => dispatch_call(ctx, inv, round, call).await?,
+                }
+            }
+        },
+    )
+}
+
+/// How a call's `control` ends the loop, if it does: a handoff makes this invocation
+/// `transferred` at once, a task return is recorded.
+async fn loop_ending(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    round: u32,
+    control: LoopControl,
+) -> ApplicationResult<Option<Ending>> {
+    Ok(match control {
+        LoopControl::Continue => None,
+        LoopControl::Finish { reason } => Some((
+            ToolName::WorkspaceFinish,
+            LoopOutcome::Finished { reason, round },
+        )),
+        LoopControl::TaskReturned(returned) => {
+            let recorded = payload::TaskReturnRecorded {
                 invocation_id: inv.invocation.id.clone(),
-                commit_count: ctx.commit_count() as u64,
-                round,
+                status: returned.status.task_status(),
+                result_ref: returned.result_ref.clone(),
+                summary_chars: returned.summary_chars as u64,
+                summary_words: returned.summary_words as u64,
             };
             ctx.events
-                .record(&ctx.run_id, EventLevel::Info, &finished)
+                .record(&ctx.run_id, EventLevel::Info, &recorded)
                 .await?;
-            return Ok(outcome);
+            Some((
+                ToolName::TaskReturn,
+                LoopOutcome::TaskReturned {
+                    status: returned.status,
+                    round,
+                },
+            ))
         }
-    }
-    let ending = ending_tools(inv).join(" or ");
-    Err(ApplicationError::fatal(
-        error_codes::AGENT_MAX_TOOL_ROUNDS_EXCEEDED,
-        format!("{ending} was not called within {max_rounds} rounds"),
-    ))
+        LoopControl::HandoffAccepted(accepted) => {
+            // The caller's part ends at once: it makes no further call or side effect.
+            ctx.set_invocation_status(
+                &mut inv.invocation,
+                tt_domain::invocation::InvocationStatus::Transferred,
+            )
+            .await?;
+            Some((
+                ToolName::AgentHandoff,
+                LoopOutcome::Transferred {
+                    task_id: accepted.task_id,
+                    new_invocation_id: accepted.new_invocation_id,
+                    round,
+                },
+            ))
+        }
+    })
 }
 
 /// The live model call of `round`: the request fitted into the window, then the model turn.

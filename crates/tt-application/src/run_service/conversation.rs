@@ -355,14 +355,17 @@ impl AgentRunService {
         snapshot: Option<&InvocationToolSnapshot>,
         conversation: &mut AgentConversation,
     ) -> ApplicationResult<()> {
-        let entries = &mut conversation.entries;
-        // Where a plain-text answer was saved, by round: the reminder after it names the file.
-        let mut captured: HashMap<u32, String> = HashMap::new();
-        let mut guidance_texts: HashMap<String, String> = HashMap::new();
-        // Index in `entries` of a request still waiting for its answer, by round.
-        let mut waiting: HashMap<u32, usize> = HashMap::new();
-        let mut last_answered: u32 = 0;
-        let mut result = None;
+        let mut reader = RoundsReader {
+            service: self,
+            run_id,
+            invocation_id,
+            snapshot,
+            captured: HashMap::new(),
+            guidance_texts: HashMap::new(),
+            waiting: HashMap::new(),
+            last_answered: 0,
+            result: None,
+        };
         let mut after = 0;
         loop {
             let page = self
@@ -381,185 +384,10 @@ impl AgentRunService {
             let Some(last) = page.last() else { break };
             after = last.seq;
             for event in &page {
-                let p = &event.payload;
-                if event.event_type == RunEventType::UserGuidanceSubmitted {
-                    if let (Some(id), Some(text)) = (str_of(p, "guidanceId"), str_of(p, "text")) {
-                        guidance_texts.insert(id.to_owned(), text.to_owned());
-                    }
-                    continue;
-                }
-                if str_of(p, "invocationId") != Some(invocation_id.as_str()) {
-                    continue;
-                }
-                let round = round_of(event);
-                match event.event_type {
-                    RunEventType::UserGuidanceApplied => {
-                        let texts: Vec<&str> = p
-                            .get("guidanceIds")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                            .filter_map(Value::as_str)
-                            .filter_map(|id| guidance_texts.get(id).map(String::as_str))
-                            .collect();
-                        entries.push(ConversationEntry::Guidance {
-                            round,
-                            text: crate::guidance::render_guidance_message(&texts),
-                        });
-                    }
-                    RunEventType::ModelRequestCreated => {
-                        waiting.insert(round, entries.len());
-                        entries.push(ConversationEntry::Requested {
-                            round,
-                            message_count: p
-                                .pointer("/request/messageCount")
-                                .and_then(Value::as_u64)
-                                .unwrap_or(0),
-                        });
-                    }
-                    RunEventType::ModelCallAttemptFailed => {
-                        entries.push(ConversationEntry::ModelError {
-                            round,
-                            code: str_of(p, "code").unwrap_or_default().to_owned(),
-                            message: str_of(p, "message").unwrap_or_default().to_owned(),
-                            will_retry: p.get("willRetry").and_then(Value::as_bool) == Some(true),
-                        });
-                    }
-                    RunEventType::ModelCompleted => {
-                        let usage: Option<ModelUsage> = p
-                            .get("usage")
-                            .and_then(|usage| serde_json::from_value(usage.clone()).ok());
-                        let cost_usd = p.get("costUsd").and_then(Value::as_f64);
-                        // A branch's answers up to its fork point are its source's.
-                        let (calls, total, cost) = match &mut conversation.inherited {
-                            Some(inherited) if event.seq <= inherited.seq => (
-                                &mut inherited.model_calls,
-                                &mut inherited.usage,
-                                &mut inherited.cost_usd,
-                            ),
-                            _ => (
-                                &mut conversation.model_calls,
-                                &mut conversation.usage,
-                                &mut conversation.cost_usd,
-                            ),
-                        };
-                        *calls += 1;
-                        if let Some(usage) = usage {
-                            total.input_tokens += usage.input_tokens;
-                            total.output_tokens += usage.output_tokens;
-                            total.cached_input_tokens += usage.cached_input_tokens;
-                            total.cache_write_tokens += usage.cache_write_tokens;
-                        }
-                        crate::usage::add_cost(cost, cost_usd);
-                        let response = match str_of(p, "modelResponsePath") {
-                            Some(path) => self.stored_response(run_id, path).await?,
-                            None => None,
-                        };
-                        // The answer takes the place of its request, after the failed
-                        // attempts that came between them (usually the last entry).
-                        if let Some(index) = waiting.remove(&round)
-                            && index < entries.len()
-                        {
-                            entries.remove(index);
-                        }
-                        entries.push(assistant_entry(round, response, usage, cost_usd));
-                        last_answered = round;
-                    }
-                    RunEventType::ToolResultStored => {
-                        let stored = match str_of(p, "path") {
-                            Some(path) => self.document(run_id, path).await?,
-                            None => None,
-                        };
-                        let Some(tool) = stored.and_then(|value| {
-                            serde_json::from_value::<AgentToolResult>(value).ok()
-                        }) else {
-                            continue;
-                        };
-                        entries.push(ConversationEntry::ToolResult {
-                            round,
-                            call_id: tool.call_id,
-                            tool: tool.name,
-                            text: tool.content,
-                            is_error: tool.is_error,
-                            error_code: tool.error_code,
-                        });
-                    }
-                    RunEventType::AgentResultsInjected => {
-                        let mut tasks = Vec::new();
-                        for task_id in p
-                            .get("taskIds")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                            .filter_map(Value::as_str)
-                        {
-                            tasks.push(self.injected_task(run_id, task_id).await?);
-                        }
-                        entries.push(ConversationEntry::InjectedResults {
-                            round: last_answered,
-                            tasks,
-                        });
-                    }
-                    RunEventType::DirectOutputCaptured => {
-                        if let Some(path) = str_of(p, "path") {
-                            captured.insert(round, path.to_owned());
-                        }
-                    }
-                    RunEventType::DriftRecoveryAttempted => {
-                        let attempt = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
-                        let commits = p.get("committedCount").and_then(Value::as_u64);
-                        // The reminder's words, rendered again as the loop wrote them.
-                        let text = snapshot
-                            .map(|snapshot| {
-                                crate::engine::tool_loop::drift_nudge(
-                                    snapshot,
-                                    u32::try_from(attempt).unwrap_or(u32::MAX),
-                                    captured.get(&round).map(String::as_str),
-                                    commits.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
-                                )
-                            })
-                            .unwrap_or_default();
-                        entries.push(ConversationEntry::Reminder {
-                            round,
-                            attempt,
-                            reason_code: str_of(p, "reasonCode").unwrap_or_default().to_owned(),
-                            text,
-                        });
-                    }
-                    RunEventType::ContextTrimmed => {
-                        let count =
-                            |key: &str| p.get(key).and_then(Value::as_array).map_or(0, Vec::len);
-                        entries.push(ConversationEntry::Context {
-                            round,
-                            text: trimmed_text(count("stubbedMessages"), count("removedMessages")),
-                        });
-                    }
-                    RunEventType::ContextCompacted => entries.push(ConversationEntry::Context {
-                        round,
-                        text: format!(
-                            "{} older messages were replaced by this summary:\n\n{}",
-                            p.get("replacedMessages")
-                                .and_then(Value::as_u64)
-                                .unwrap_or(0),
-                            str_of(p, "summary").unwrap_or_default()
-                        ),
-                    }),
-                    RunEventType::TaskReturnRecorded => {
-                        let status = str_of(p, "status").unwrap_or_default().to_owned();
-                        let stored = match str_of(p, "resultRef") {
-                            Some(path) => self.document(run_id, path).await?,
-                            None => None,
-                        };
-                        result = Some(ConversationEntry::Result {
-                            status,
-                            result: stored.unwrap_or(Value::Null),
-                        });
-                    }
-                    _ => {}
-                }
+                reader.read(event, conversation).await?;
             }
         }
-        entries.extend(result);
+        conversation.entries.extend(reader.result);
         Ok(())
     }
 
@@ -620,6 +448,242 @@ impl AgentRunService {
                 .map(|task| task.status.as_str().to_owned())
                 .unwrap_or_default(),
             summary,
+        })
+    }
+}
+
+/// What reading an agent's events carries from one event to the next (`AgentRunService::rounds`).
+struct RoundsReader<'a> {
+    service: &'a AgentRunService,
+    run_id: &'a RunId,
+    invocation_id: &'a InvocationId,
+    snapshot: Option<&'a InvocationToolSnapshot>,
+    /// Where a plain-text answer was saved, by round: the reminder after it names the file.
+    captured: HashMap<u32, String>,
+    guidance_texts: HashMap<String, String>,
+    /// Index in `entries` of a request still waiting for its answer, by round.
+    waiting: HashMap<u32, usize>,
+    last_answered: u32,
+    /// The result handed back with `task.return`, which ends the conversation.
+    result: Option<ConversationEntry>,
+}
+
+impl RoundsReader<'_> {
+    /// What `event` adds to `conversation`, if it is one of this agent's (or guidance it may
+    /// read later).
+    async fn read(
+        &mut self,
+        event: &AgentRunEvent,
+        conversation: &mut AgentConversation,
+    ) -> ApplicationResult<()> {
+        let p = &event.payload;
+        if event.event_type == RunEventType::UserGuidanceSubmitted {
+            if let (Some(id), Some(text)) = (str_of(p, "guidanceId"), str_of(p, "text")) {
+                self.guidance_texts.insert(id.to_owned(), text.to_owned());
+            }
+            return Ok(());
+        }
+        if str_of(p, "invocationId") != Some(self.invocation_id.as_str()) {
+            return Ok(());
+        }
+        let round = round_of(event);
+        let entries = &mut conversation.entries;
+        match event.event_type {
+            RunEventType::UserGuidanceApplied => entries.push(self.guidance(p, round)),
+            RunEventType::ModelRequestCreated => {
+                self.waiting.insert(round, entries.len());
+                entries.push(ConversationEntry::Requested {
+                    round,
+                    message_count: p
+                        .pointer("/request/messageCount")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
+                });
+            }
+            RunEventType::ModelCallAttemptFailed => {
+                entries.push(ConversationEntry::ModelError {
+                    round,
+                    code: str_of(p, "code").unwrap_or_default().to_owned(),
+                    message: str_of(p, "message").unwrap_or_default().to_owned(),
+                    will_retry: p.get("willRetry").and_then(Value::as_bool) == Some(true),
+                });
+            }
+            RunEventType::ModelCompleted => self.answer(event, round, conversation).await?,
+            RunEventType::ToolResultStored => {
+                if let Some(entry) = self.tool_result(p, round).await? {
+                    entries.push(entry);
+                }
+            }
+            RunEventType::AgentResultsInjected => {
+                let mut tasks = Vec::new();
+                for task_id in p
+                    .get("taskIds")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
+                    tasks.push(self.service.injected_task(self.run_id, task_id).await?);
+                }
+                entries.push(ConversationEntry::InjectedResults {
+                    round: self.last_answered,
+                    tasks,
+                });
+            }
+            RunEventType::DirectOutputCaptured => {
+                if let Some(path) = str_of(p, "path") {
+                    self.captured.insert(round, path.to_owned());
+                }
+            }
+            RunEventType::DriftRecoveryAttempted => entries.push(self.reminder(p, round)),
+            RunEventType::ContextTrimmed => {
+                let count = |key: &str| p.get(key).and_then(Value::as_array).map_or(0, Vec::len);
+                entries.push(ConversationEntry::Context {
+                    round,
+                    text: trimmed_text(count("stubbedMessages"), count("removedMessages")),
+                });
+            }
+            RunEventType::ContextCompacted => entries.push(ConversationEntry::Context {
+                round,
+                text: format!(
+                    "{} older messages were replaced by this summary:\n\n{}",
+                    p.get("replacedMessages")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
+                    str_of(p, "summary").unwrap_or_default()
+                ),
+            }),
+            RunEventType::TaskReturnRecorded => self.result = Some(self.task_result(p).await?),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The guidance applied before `round`'s request, as the agent read it.
+    fn guidance(&self, p: &Value, round: u32) -> ConversationEntry {
+        let texts: Vec<&str> = p
+            .get("guidanceIds")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter_map(|id| self.guidance_texts.get(id).map(String::as_str))
+            .collect();
+        ConversationEntry::Guidance {
+            round,
+            text: crate::guidance::render_guidance_message(&texts),
+        }
+    }
+
+    /// The model's answer of `round`: counted with its usage and cost (a branch's answers up to
+    /// its fork point are its source's), in the place of its request.
+    async fn answer(
+        &mut self,
+        event: &AgentRunEvent,
+        round: u32,
+        conversation: &mut AgentConversation,
+    ) -> ApplicationResult<()> {
+        let p = &event.payload;
+        let usage: Option<ModelUsage> = p
+            .get("usage")
+            .and_then(|usage| serde_json::from_value(usage.clone()).ok());
+        let cost_usd = p.get("costUsd").and_then(Value::as_f64);
+        // A branch's answers up to its fork point are its source's.
+        let (calls, total, cost) = match &mut conversation.inherited {
+            Some(inherited) if event.seq <= inherited.seq => (
+                &mut inherited.model_calls,
+                &mut inherited.usage,
+                &mut inherited.cost_usd,
+            ),
+            _ => (
+                &mut conversation.model_calls,
+                &mut conversation.usage,
+                &mut conversation.cost_usd,
+            ),
+        };
+        *calls += 1;
+        if let Some(usage) = usage {
+            total.input_tokens += usage.input_tokens;
+            total.output_tokens += usage.output_tokens;
+            total.cached_input_tokens += usage.cached_input_tokens;
+            total.cache_write_tokens += usage.cache_write_tokens;
+        }
+        crate::usage::add_cost(cost, cost_usd);
+        let response = match str_of(p, "modelResponsePath") {
+            Some(path) => self.service.stored_response(self.run_id, path).await?,
+            None => None,
+        };
+        let entries = &mut conversation.entries;
+        // The answer takes the place of its request, after the failed attempts that came
+        // between them (usually the last entry).
+        if let Some(index) = self.waiting.remove(&round)
+            && index < entries.len()
+        {
+            entries.remove(index);
+        }
+        entries.push(assistant_entry(round, response, usage, cost_usd));
+        self.last_answered = round;
+        Ok(())
+    }
+
+    /// What a tool call of `round` returned, from its stored result (`None` if it is missing).
+    async fn tool_result(
+        &self,
+        p: &Value,
+        round: u32,
+    ) -> ApplicationResult<Option<ConversationEntry>> {
+        let stored = match str_of(p, "path") {
+            Some(path) => self.service.document(self.run_id, path).await?,
+            None => None,
+        };
+        let Some(tool) =
+            stored.and_then(|value| serde_json::from_value::<AgentToolResult>(value).ok())
+        else {
+            return Ok(None);
+        };
+        Ok(Some(ConversationEntry::ToolResult {
+            round,
+            call_id: tool.call_id,
+            tool: tool.name,
+            text: tool.content,
+            is_error: tool.is_error,
+            error_code: tool.error_code,
+        }))
+    }
+
+    /// The reminder after `round`'s plain-text answer, rendered again as the loop wrote it.
+    fn reminder(&self, p: &Value, round: u32) -> ConversationEntry {
+        let attempt = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+        let commits = p.get("committedCount").and_then(Value::as_u64);
+        let text = self
+            .snapshot
+            .map(|snapshot| {
+                crate::engine::tool_loop::drift_nudge(
+                    snapshot,
+                    u32::try_from(attempt).unwrap_or(u32::MAX),
+                    self.captured.get(&round).map(String::as_str),
+                    commits.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+                )
+            })
+            .unwrap_or_default();
+        ConversationEntry::Reminder {
+            round,
+            attempt,
+            reason_code: str_of(p, "reasonCode").unwrap_or_default().to_owned(),
+            text,
+        }
+    }
+
+    /// The result the agent handed back, from its stored document.
+    async fn task_result(&self, p: &Value) -> ApplicationResult<ConversationEntry> {
+        let status = str_of(p, "status").unwrap_or_default().to_owned();
+        let stored = match str_of(p, "resultRef") {
+            Some(path) => self.service.document(self.run_id, path).await?,
+            None => None,
+        };
+        Ok(ConversationEntry::Result {
+            status,
+            result: stored.unwrap_or(Value::Null),
         })
     }
 }

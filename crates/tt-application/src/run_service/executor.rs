@@ -121,6 +121,29 @@ impl AgentRunService {
         profile: &ResolvedProfile,
         request: &StartRunRequest,
     ) -> ApplicationResult<PreparedRoot> {
+        let ctx = self.init_workspace(&run, profile).await?;
+        let scheduler = TaskScheduler::new(Arc::clone(&ctx));
+        let prompt_snapshot = self.freeze_prompt(&run, profile, request).await?;
+        let invocation = self.create_root_invocation(&run.id, profile).await?;
+        ctx.try_set_status(AgentRunStatus::AssemblingContext)
+            .await?;
+        start_root(
+            &scheduler,
+            invocation,
+            profile,
+            run.presentation,
+            &prompt_snapshot,
+        )
+        .await
+    }
+
+    /// The run's first steps: its profile resolved and stored, its workspace and persistent
+    /// projection initialized. The run's context, with the projection's snapshot.
+    async fn init_workspace(
+        &self,
+        run: &AgentRun,
+        profile: &ResolvedProfile,
+    ) -> ApplicationResult<Arc<RunContext>> {
         let run_id = run.id.clone();
         let services = &self.services;
         let provisional = RunContext::new(
@@ -181,20 +204,29 @@ impl AgentRunService {
                 },
             )
             .await?;
-        let ctx = RunContext::new(
+        Ok(RunContext::new(
             provisional.run_snapshot().await,
             services.clone(),
             Arc::clone(&self.events),
             persist_snapshot,
-        );
-        let scheduler = TaskScheduler::new(Arc::clone(&ctx));
+        ))
+    }
 
+    /// Freezes the conversation the run starts from (`RunDocument::PromptSnapshot`) and
+    /// journals the generation intent.
+    async fn freeze_prompt(
+        &self,
+        run: &AgentRun,
+        profile: &ResolvedProfile,
+        request: &StartRunRequest,
+    ) -> ApplicationResult<PromptSnapshot> {
+        let run_id = run.id.clone();
         let prompt_snapshot = PromptSnapshot::freeze(
             profile.definition.context,
             &request.history,
             request.user_request.as_deref(),
         );
-        services
+        self.services
             .runs
             .write_document(
                 &run_id,
@@ -219,13 +251,24 @@ impl AgentRunService {
         self.events
             .record_in(&run_id, EventLevel::Info, &intent, &InvocationId::root())
             .await?;
+        Ok(prompt_snapshot)
+    }
 
-        let now = services.clock.now();
+    /// The root agent's invocation, saved and journaled.
+    async fn create_root_invocation(
+        &self,
+        run_id: &RunId,
+        profile: &ResolvedProfile,
+    ) -> ApplicationResult<AgentInvocation> {
+        let now = self.services.clock.now();
         let invocation = AgentInvocation::new_root(run_id.clone(), profile.id().clone(), now);
-        services.invocations.save_invocation(&invocation).await?;
+        self.services
+            .invocations
+            .save_invocation(&invocation)
+            .await?;
         self.events
             .record(
-                &run_id,
+                run_id,
                 EventLevel::Info,
                 &payload::AgentInvocationCreated {
                     invocation_id: invocation.id.clone(),
@@ -238,16 +281,7 @@ impl AgentRunService {
                 },
             )
             .await?;
-        ctx.try_set_status(AgentRunStatus::AssemblingContext)
-            .await?;
-        start_root(
-            &scheduler,
-            invocation,
-            profile,
-            run.presentation,
-            &prompt_snapshot,
-        )
-        .await
+        Ok(invocation)
     }
 
     /// `context_assembled` for the root invocation.

@@ -8,7 +8,7 @@ use tt_domain::ids::RunId;
 use tt_domain::run::{AgentRun, AgentRunStatus, ForkedFrom};
 
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::fork::{ForkRunRequest, copy, read_all_events, resolve_cut, state_at};
+use crate::fork::{ForkChanges, ForkRunRequest, copy, read_all_events, resolve_cut, state_at};
 
 use super::AgentRunService;
 
@@ -32,37 +32,7 @@ impl AgentRunService {
         let services = &self.services;
         let source = services.runs.load_run(source_id).await?;
         let changes = &request.changes;
-        if let Some(text) = &changes.guidance {
-            crate::guidance::check_text(text)?;
-        }
-        if let Some(name) = &changes.connection_ref
-            && services.connections.resolve(name).await?.is_none()
-        {
-            return Err(crate::engine::binding::connection_not_found(name));
-        }
-        if let Some(generation) = &changes.generation {
-            generation.validate("the fork's generation")?;
-        }
-        for (profile_id, change) in &changes.profiles {
-            crate::profiles::resolve(services.profiles.as_ref(), Some(profile_id.as_str())).await?;
-            if let Some(name) = &change.connection_ref
-                && services.connections.resolve(name).await?.is_none()
-            {
-                return Err(crate::engine::binding::connection_not_found(name));
-            }
-            change
-                .generation
-                .validate(&format!("the fork's generation for profile `{profile_id}`"))?;
-        }
-        if let Some(text) = &changes.user_request
-            && (text.trim().is_empty()
-                || text.chars().count() > crate::fork::MAX_FORK_USER_REQUEST_CHARS)
-        {
-            return Err(crate::fork::fork_point_invalid(format!(
-                "an edited user request must be 1 to {} characters",
-                crate::fork::MAX_FORK_USER_REQUEST_CHARS
-            )));
-        }
+        self.check_changes(changes).await?;
         let events = read_all_events(services, source_id).await?;
         let cut = resolve_cut(&events, &request.at)?;
         let state = state_at(&events, cut);
@@ -80,26 +50,10 @@ impl AgentRunService {
             run_id: source_id.clone(),
             seq: cut,
         };
-        let now = services.clock.now();
-        let mut branch = source.clone();
-        branch.id = RunId::generate(&services.ids.next_token());
-        branch.status = AgentRunStatus::Created;
-        branch.forked_from = Some(forked_from.clone());
-        // The branch's record is written whole; a source record rebuilt from its index copy or
-        // journal says so on the source only.
-        branch.rebuilt = None;
-        branch.created_at = now;
-        branch.updated_at = now;
-        if let Some(name) = &changes.connection_ref {
-            branch.connection_ref = Some(name.clone());
-        }
-        if let Some(generation) = &changes.generation {
-            branch.generation = branch.generation.overlay(generation);
-        }
-        branch.profile_models.extend(changes.profiles.clone());
+        let mut branch = self.new_branch(&source, &forked_from, changes);
         let mut manifest = services.runs.load_manifest(source_id).await?;
         manifest.run_id = branch.id.clone();
-        manifest.created_at = now;
+        manifest.created_at = branch.created_at;
         services.runs.create_run(&branch, &manifest).await?;
         let built = async {
             copy::copy_events(services, &events, &branch, &forked_from).await?;
@@ -136,5 +90,72 @@ impl AgentRunService {
             "run branched"
         );
         self.resume_run(&branch.id).await
+    }
+
+    /// The checks of a fork's changes before anything is read or written: guidance, model
+    /// connections, generation settings, profiles and an edited user request.
+    async fn check_changes(&self, changes: &ForkChanges) -> ApplicationResult<()> {
+        let services = &self.services;
+        if let Some(text) = &changes.guidance {
+            crate::guidance::check_text(text)?;
+        }
+        if let Some(name) = &changes.connection_ref
+            && services.connections.resolve(name).await?.is_none()
+        {
+            return Err(crate::engine::binding::connection_not_found(name));
+        }
+        if let Some(generation) = &changes.generation {
+            generation.validate("the fork's generation")?;
+        }
+        for (profile_id, change) in &changes.profiles {
+            crate::profiles::resolve(services.profiles.as_ref(), Some(profile_id.as_str())).await?;
+            if let Some(name) = &change.connection_ref
+                && services.connections.resolve(name).await?.is_none()
+            {
+                return Err(crate::engine::binding::connection_not_found(name));
+            }
+            change
+                .generation
+                .validate(&format!("the fork's generation for profile `{profile_id}`"))?;
+        }
+        if let Some(text) = &changes.user_request
+            && (text.trim().is_empty()
+                || text.chars().count() > crate::fork::MAX_FORK_USER_REQUEST_CHARS)
+        {
+            return Err(crate::fork::fork_point_invalid(format!(
+                "an edited user request must be 1 to {} characters",
+                crate::fork::MAX_FORK_USER_REQUEST_CHARS
+            )));
+        }
+        Ok(())
+    }
+
+    /// The branch's run record: the source's, with a new id, `created`, `forked_from`, and the
+    /// model changes laid over it.
+    fn new_branch(
+        &self,
+        source: &AgentRun,
+        forked_from: &ForkedFrom,
+        changes: &ForkChanges,
+    ) -> AgentRun {
+        let services = &self.services;
+        let now = services.clock.now();
+        let mut branch = source.clone();
+        branch.id = RunId::generate(&services.ids.next_token());
+        branch.status = AgentRunStatus::Created;
+        branch.forked_from = Some(forked_from.clone());
+        // The branch's record is written whole; a source record rebuilt from its index copy or
+        // journal says so on the source only.
+        branch.rebuilt = None;
+        branch.created_at = now;
+        branch.updated_at = now;
+        if let Some(name) = &changes.connection_ref {
+            branch.connection_ref = Some(name.clone());
+        }
+        if let Some(generation) = &changes.generation {
+            branch.generation = branch.generation.overlay(generation);
+        }
+        branch.profile_models.extend(changes.profiles.clone());
+        branch
     }
 }

@@ -168,70 +168,9 @@ impl AgentRunService {
         self: &Arc<Self>,
         request: StartRunRequest,
     ) -> ApplicationResult<AgentRun> {
-        let stable_chat_id = normalize_stable_chat_id(&request.stable_chat_id)?;
-        let profile = crate::profiles::resolve(
-            self.services.profiles.as_ref(),
-            request.profile_id.as_deref(),
-        )
-        .await?;
-        if !profile.definition.run.direct_runnable {
-            return Err(ApplicationError::fatal(
-                error_codes::AGENT_PROFILE_NOT_DIRECT_RUNNABLE,
-                format!(
-                    "profile `{}` can only be used by other agents",
-                    profile.id()
-                ),
-            ));
-        }
-        crate::profiles::check_model_configured(&profile)?;
-        if let Some(name) = &request.connection_ref
-            && self.services.connections.resolve(name).await?.is_none()
-        {
-            return Err(crate::engine::binding::connection_not_found(name));
-        }
-        request
-            .generation
-            .validate("the run request's generation")?;
-        if let Some(base) = &request.persist_base_state_id
-            && !tt_domain::ids::is_valid_storage_segment(base)
-        {
-            return Err(ApplicationError::fatal(
-                error_codes::AGENT_PERSIST_BASE_STATE_MISMATCH,
-                format!("`{base}` is not a state id"),
-            ));
-        }
-        let now = self.services.clock.now();
-        let run_id = RunId::generate(&self.services.ids.next_token());
-        let presentation = profile.definition.run.presentation;
-        let run = AgentRun {
-            id: run_id.clone(),
-            workspace_id: derive_workspace_id(request.conversation_kind, &stable_chat_id),
-            stable_chat_id,
-            conversation_kind: request.conversation_kind,
-            chat_ref: request.chat_ref.clone(),
-            generation_type: request.generation_type.clone(),
-            profile_id: Some(profile.id().clone()),
-            persist_base_state_id: request.persist_base_state_id.clone(),
-            skill_scope_refs: request.skill_scope_refs.clone(),
-            connection_ref: request.connection_ref.clone(),
-            generation: request.generation.clone(),
-            presentation,
-            status: AgentRunStatus::Created,
-            input_message_count: PromptSnapshot::freeze(
-                profile.definition.context,
-                &request.history,
-                request.user_request.as_deref(),
-            )
-            .messages
-            .len(),
-            forked_from: None,
-            profile_models: Default::default(),
-            abandoned_at: None,
-            unrecorded_end: None,
-            rebuilt: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let (stable_chat_id, profile) = self.check_start_request(&request).await?;
+        let run = self.new_run(&request, &profile, stable_chat_id);
+        let (run_id, now, presentation) = (run.id.clone(), run.created_at, run.presentation);
         let manifest = RunManifest {
             schema_version: 1,
             run_id: run_id.clone(),
@@ -283,6 +222,88 @@ impl AgentRunService {
                     .await;
                 Err(error)
             }
+        }
+    }
+
+    /// The checks of a start request before anything is written: its chat id, its profile
+    /// (runnable directly, with a model), its connection, generation and base state.
+    async fn check_start_request(
+        &self,
+        request: &StartRunRequest,
+    ) -> ApplicationResult<(String, ResolvedProfile)> {
+        let stable_chat_id = normalize_stable_chat_id(&request.stable_chat_id)?;
+        let profile = crate::profiles::resolve(
+            self.services.profiles.as_ref(),
+            request.profile_id.as_deref(),
+        )
+        .await?;
+        if !profile.definition.run.direct_runnable {
+            return Err(ApplicationError::fatal(
+                error_codes::AGENT_PROFILE_NOT_DIRECT_RUNNABLE,
+                format!(
+                    "profile `{}` can only be used by other agents",
+                    profile.id()
+                ),
+            ));
+        }
+        crate::profiles::check_model_configured(&profile)?;
+        if let Some(name) = &request.connection_ref
+            && self.services.connections.resolve(name).await?.is_none()
+        {
+            return Err(crate::engine::binding::connection_not_found(name));
+        }
+        request
+            .generation
+            .validate("the run request's generation")?;
+        if let Some(base) = &request.persist_base_state_id
+            && !tt_domain::ids::is_valid_storage_segment(base)
+        {
+            return Err(ApplicationError::fatal(
+                error_codes::AGENT_PERSIST_BASE_STATE_MISMATCH,
+                format!("`{base}` is not a state id"),
+            ));
+        }
+        Ok((stable_chat_id, profile))
+    }
+
+    /// The run a checked start request creates, with a new id, `created`.
+    fn new_run(
+        &self,
+        request: &StartRunRequest,
+        profile: &ResolvedProfile,
+        stable_chat_id: String,
+    ) -> AgentRun {
+        let now = self.services.clock.now();
+        let run_id = RunId::generate(&self.services.ids.next_token());
+        let presentation = profile.definition.run.presentation;
+        AgentRun {
+            id: run_id.clone(),
+            workspace_id: derive_workspace_id(request.conversation_kind, &stable_chat_id),
+            stable_chat_id,
+            conversation_kind: request.conversation_kind,
+            chat_ref: request.chat_ref.clone(),
+            generation_type: request.generation_type.clone(),
+            profile_id: Some(profile.id().clone()),
+            persist_base_state_id: request.persist_base_state_id.clone(),
+            skill_scope_refs: request.skill_scope_refs.clone(),
+            connection_ref: request.connection_ref.clone(),
+            generation: request.generation.clone(),
+            presentation,
+            status: AgentRunStatus::Created,
+            input_message_count: PromptSnapshot::freeze(
+                profile.definition.context,
+                &request.history,
+                request.user_request.as_deref(),
+            )
+            .messages
+            .len(),
+            forked_from: None,
+            profile_models: Default::default(),
+            abandoned_at: None,
+            unrecorded_end: None,
+            rebuilt: None,
+            created_at: now,
+            updated_at: now,
         }
     }
 

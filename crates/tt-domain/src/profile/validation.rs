@@ -355,6 +355,42 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
             "tools.allow must not be empty",
         ));
     }
+    validate_tool_names(tools)?;
+    if let Some(style) = tools.spec_style.as_deref()
+        && ToolSpecStyle::parse(style).is_none()
+    {
+        return Err(err(
+            error_codes::AGENT_PROFILE_TOOL_SPEC_STYLE_INVALID,
+            format!("tools.specStyle `{style}` is not `full` or `compact`"),
+        ));
+    }
+    if tools.max_rounds == 0 {
+        return Err(err(
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
+            "tools.maxRounds must be > 0",
+        ));
+    }
+    if tools.max_calls_per_run == 0 {
+        return Err(err(
+            error_codes::AGENT_PROFILE_LIMIT_INVALID,
+            "tools.maxCallsPerRun must be > 0",
+        ));
+    }
+    let visible = tools.visible_tools();
+    if !visible.contains(&ToolName::WorkspaceWriteFile) {
+        return Err(err(
+            error_codes::AGENT_PROFILE_WRITE_TOOL_REQUIRED,
+            "workspace.write_file must be visible",
+        ));
+    }
+    crate::approval::validate_policy(&tools.approval, tools.approval_timeout_ms)?;
+    validate_tool_keyed_settings(tools)?;
+    Ok(visible)
+}
+
+/// Every tool `tools.allow`, `tools.deny` and `tools.mcp` name: a built-in or host tool (MCP
+/// tools go under `tools.mcp`), never `task.return`.
+fn validate_tool_names(tools: &ToolsSection) -> DomainResult<()> {
     for name in tools.allow.iter().chain(tools.deny.iter()) {
         if name == ToolName::TaskReturn.canonical() {
             return Err(err(
@@ -389,34 +425,12 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
             })?;
         }
     }
-    if let Some(style) = tools.spec_style.as_deref()
-        && ToolSpecStyle::parse(style).is_none()
-    {
-        return Err(err(
-            error_codes::AGENT_PROFILE_TOOL_SPEC_STYLE_INVALID,
-            format!("tools.specStyle `{style}` is not `full` or `compact`"),
-        ));
-    }
-    if tools.max_rounds == 0 {
-        return Err(err(
-            error_codes::AGENT_PROFILE_LIMIT_INVALID,
-            "tools.maxRounds must be > 0",
-        ));
-    }
-    if tools.max_calls_per_run == 0 {
-        return Err(err(
-            error_codes::AGENT_PROFILE_LIMIT_INVALID,
-            "tools.maxCallsPerRun must be > 0",
-        ));
-    }
-    let visible = tools.visible_tools();
-    if !visible.contains(&ToolName::WorkspaceWriteFile) {
-        return Err(err(
-            error_codes::AGENT_PROFILE_WRITE_TOOL_REQUIRED,
-            "workspace.write_file must be visible",
-        ));
-    }
-    crate::approval::validate_policy(&tools.approval, tools.approval_timeout_ms)?;
+    Ok(())
+}
+
+/// `maxCallsPerTool` and `toolDescriptions` name tools the profile offers (with a limit of at
+/// least 1).
+fn validate_tool_keyed_settings(tools: &ToolsSection) -> DomainResult<()> {
     for (name, limit) in &tools.max_calls_per_tool {
         let tool = ToolId::parse(name).map_err(|_| {
             err(
@@ -451,7 +465,7 @@ fn validate_tools(p: &AgentProfileDefinition) -> DomainResult<Vec<ToolName>> {
             ));
         }
     }
-    Ok(visible)
+    Ok(())
 }
 
 /// `delegation.returnGate`: a grader profile id, a rubric, at most
@@ -482,8 +496,8 @@ fn validate_return_gate(gate: &ReturnGate) -> DomainResult<()> {
     Ok(())
 }
 
-fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> DomainResult<()> {
-    let d = &p.delegation;
+/// The agent tools the profile shows need the delegation policy that allows them.
+fn validate_agent_tools_policy(d: &DelegationPolicy, visible: &[ToolName]) -> DomainResult<()> {
     let shows = |tool: ToolName| visible.contains(&tool);
     if shows(ToolName::AgentList) && !(d.can_delegate || d.can_handoff) {
         return Err(err(
@@ -507,6 +521,12 @@ fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> Doma
             "agent.handoff needs delegation.canHandoff",
         ));
     }
+    Ok(())
+}
+
+fn validate_delegation(p: &AgentProfileDefinition, visible: &[ToolName]) -> DomainResult<()> {
+    let d = &p.delegation;
+    validate_agent_tools_policy(d, visible)?;
     if d.max_delegation_depth == 0 {
         return Err(err(
             error_codes::AGENT_PROFILE_DELEGATION_DEPTH_INVALID,

@@ -100,24 +100,7 @@ pub(crate) async fn open_task(
         }
     };
     let creation_seq = ctx.next_creation_seq().await?;
-    // A resumed call that had written its agent before the process died takes that agent up
-    // (docs/resume.md), so no agent is left that never ran.
-    let unregistered = match inv
-        .replay
-        .as_ref()
-        .and_then(|replay| replay.unregistered_agent(&call.id))
-    {
-        Some(agent) => {
-            let record = ctx
-                .services
-                .invocations
-                .load_invocation(&ctx.run_id, &agent.invocation_id)
-                .await?;
-            Some((record, agent.journaled_task.clone()))
-                .filter(|(record, _)| record.kind == kind && record.profile_id == new.target)
-        }
-        None => None,
-    };
+    let unregistered = unregistered_agent(ctx, inv, call, kind, &new.target).await?;
     let mut unit = Vec::with_capacity(5);
     let (target_invocation, journaled_task) = match unregistered {
         Some(adopted) => adopted,
@@ -177,6 +160,32 @@ pub(crate) async fn open_task(
     };
     unit.push(RunWrite::Task(task.clone()));
     Ok((task, unit, key))
+}
+
+/// The agent a resumed `call` had written before the process died, if it is of `kind` for
+/// `target`, with the task its creation was journaled with: the call takes that agent up
+/// (docs/resume.md), so no agent is left that never ran.
+async fn unregistered_agent(
+    ctx: &RunContext,
+    inv: &InvocationRuntime,
+    call: &AgentToolCall,
+    kind: InvocationKind,
+    target: &ProfileId,
+) -> ApplicationResult<Option<(AgentInvocation, Option<TaskId>)>> {
+    let Some(agent) = inv
+        .replay
+        .as_ref()
+        .and_then(|replay| replay.unregistered_agent(&call.id))
+    else {
+        return Ok(None);
+    };
+    let record = ctx
+        .services
+        .invocations
+        .load_invocation(&ctx.run_id, &agent.invocation_id)
+        .await?;
+    Ok(Some((record, agent.journaled_task.clone()))
+        .filter(|(record, _)| record.kind == kind && &record.profile_id == target))
 }
 
 /// `agent_task_registered` of `task`, stamped now, for the end of its [`open_task`] unit.

@@ -8,22 +8,100 @@ use tt_domain::text::{char_count, word_count};
 use tt_domain::workspace::{WorkspacePath, WriteGuard};
 
 use super::env::{StorageOp, WorkspaceToolEnv, file_ref, storage_failure};
+use super::read_state::FileKnowledge;
 use crate::error::{ToolCallError, ToolError};
 use crate::tools::args::Args;
 use crate::tools::{ToolEffect, ToolSuccess};
 
+/// The arguments of one patch.
+struct Patch<'a> {
+    path: WorkspacePath,
+    old_string: &'a str,
+    new_string: &'a str,
+    replace_all: bool,
+}
+
 pub(super) async fn apply_patch(
     args: &Value,
-    env: WorkspaceToolEnv<'_>,
+    mut env: WorkspaceToolEnv<'_>,
 ) -> Result<ToolSuccess, ToolCallError> {
     let args = Args::parse(args, &["path", "old_string", "new_string", "replace_all"])?;
-    let path = WorkspacePath::parse(args.req_str("path")?)?;
-    let old_string = args.req_str("old_string")?;
-    let new_string = args.req_str("new_string")?;
-    let replace_all = args.opt_bool("replace_all")?.unwrap_or(false);
+    let patch = Patch {
+        path: WorkspacePath::parse(args.req_str("path")?)?,
+        old_string: args.req_str("old_string")?,
+        new_string: args.req_str("new_string")?,
+        replace_all: args.opt_bool("replace_all")?.unwrap_or(false),
+    };
+    let path = &patch.path;
+    let known = check_before_reading(&patch, &mut env)?;
+    let partial = !known.full;
 
-    if !env.policy.is_writable(&path) {
-        return Err(env.policy.not_writable_error(&path).into());
+    let current = env
+        .repo
+        .read(env.run_id, path)
+        .await
+        .map_err(|err| storage_failure(err, path, StorageOp::Patch))?;
+    if current.sha256 != known.sha256 {
+        if partial {
+            env.read_state.require_full_reread(path);
+        }
+        return Err(stale(path, partial).into());
+    }
+    check_matches(&patch, &mut env, &current.text, partial)?;
+
+    let (old_string, new_string) = (patch.old_string, patch.new_string);
+    let (new_text, replacements) = if patch.replace_all {
+        (
+            current.text.replace(old_string, new_string),
+            current.text.matches(old_string).count(),
+        )
+    } else {
+        (current.text.replacen(old_string, new_string, 1), 1)
+    };
+    let outcome = match env
+        .repo
+        .write(
+            env.run_id,
+            path,
+            &new_text,
+            &WriteGuard::MustMatchSha256(current.sha256.clone()),
+        )
+        .await
+    {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            let failure = storage_failure(err, path, StorageOp::Patch);
+            if partial && matches!(&failure, ToolCallError::Recoverable(_)) {
+                env.read_state.require_full_reread(path);
+            }
+            return Err(failure);
+        }
+    };
+    env.read_state
+        .record_patch(path, old_string, new_string, &new_text, &outcome.sha256);
+    Ok(patched(
+        patch.path,
+        &new_text,
+        replacements,
+        current.sha256,
+        outcome.sha256,
+    ))
+}
+
+/// The checks that need no read of the file: writable, a real change, and a file the agent
+/// has read (all of it, when the patch needs all of it). What the agent knows of the file.
+fn check_before_reading(
+    patch: &Patch<'_>,
+    env: &mut WorkspaceToolEnv<'_>,
+) -> Result<FileKnowledge, ToolCallError> {
+    let Patch {
+        path,
+        old_string,
+        new_string,
+        replace_all,
+    } = patch;
+    if !env.policy.is_writable(path) {
+        return Err(env.policy.not_writable_error(path).into());
     }
     if old_string.is_empty() {
         return Err(ToolError::new(
@@ -39,7 +117,7 @@ pub(super) async fn apply_patch(
         )
         .into());
     }
-    let Some(known) = env.read_state.get(&path).cloned() else {
+    let Some(known) = env.read_state.get(path).cloned() else {
         return Err(ToolError::new(
             error_codes::WORKSPACE_PATCH_REQUIRES_READ,
             format!("Read `{path}` with `workspace_read_file` before patching it."),
@@ -47,46 +125,43 @@ pub(super) async fn apply_patch(
         .into());
     };
     if known.reread_required {
-        return Err(requires_full_read(
-            &path,
-            "an earlier patch based on part of it did not apply",
-        )
-        .into());
+        return Err(
+            requires_full_read(path, "an earlier patch based on part of it did not apply").into(),
+        );
     }
     let partial = !known.full;
-    if partial && replace_all {
-        env.read_state.require_full_reread(&path);
+    if partial && *replace_all {
+        env.read_state.require_full_reread(path);
         return Err(requires_full_read(
-            &path,
+            path,
             "`replace_all` needs the whole file and you have read only part of it",
         )
         .into());
     }
     if partial && !known.has_seen(old_string) {
-        env.read_state.require_full_reread(&path);
+        env.read_state.require_full_reread(path);
         return Err(requires_full_read(
-            &path,
+            path,
             "`old_string` is not inside the part of it you have read",
         )
         .into());
     }
+    Ok(known)
+}
 
-    let current = env
-        .repo
-        .read(env.run_id, &path)
-        .await
-        .map_err(|err| storage_failure(err, &path, StorageOp::Patch))?;
-    if current.sha256 != known.sha256 {
-        if partial {
-            env.read_state.require_full_reread(&path);
-        }
-        return Err(stale(&path, partial).into());
-    }
-
-    let occurrences = count_occurrences(&current.text, old_string);
+/// `old_string` must occur in the file's `text`, once unless `replace_all`. An agent that read
+/// only `partial`ly must read all of it before trying again.
+fn check_matches(
+    patch: &Patch<'_>,
+    env: &mut WorkspaceToolEnv<'_>,
+    text: &str,
+    partial: bool,
+) -> Result<(), ToolCallError> {
+    let path = &patch.path;
+    let occurrences = count_occurrences(text, patch.old_string);
     if occurrences == 0 {
         if partial {
-            env.read_state.require_full_reread(&path);
+            env.read_state.require_full_reread(path);
         }
         let next = if partial {
             "Read the whole file with `workspace_read_file` (no range), then copy the text exactly."
@@ -99,9 +174,9 @@ pub(super) async fn apply_patch(
         )
         .into());
     }
-    if occurrences > 1 && !replace_all {
+    if occurrences > 1 && !patch.replace_all {
         if partial {
-            env.read_state.require_full_reread(&path);
+            env.read_state.require_full_reread(path);
         }
         let next = if partial {
             "Read the whole file with `workspace_read_file` (no range), then include more surrounding text so it matches exactly once."
@@ -114,39 +189,19 @@ pub(super) async fn apply_patch(
         )
         .into());
     }
+    Ok(())
+}
 
-    let (new_text, replacements) = if replace_all {
-        (
-            current.text.replace(old_string, new_string),
-            current.text.matches(old_string).count(),
-        )
-    } else {
-        (current.text.replacen(old_string, new_string, 1), 1)
-    };
-    let outcome = match env
-        .repo
-        .write(
-            env.run_id,
-            &path,
-            &new_text,
-            &WriteGuard::MustMatchSha256(current.sha256.clone()),
-        )
-        .await
-    {
-        Ok(outcome) => outcome,
-        Err(err) => {
-            let failure = storage_failure(err, &path, StorageOp::Patch);
-            if partial && matches!(&failure, ToolCallError::Recoverable(_)) {
-                env.read_state.require_full_reread(&path);
-            }
-            return Err(failure);
-        }
-    };
-    env.read_state
-        .record_patch(&path, old_string, new_string, &new_text, &outcome.sha256);
-
-    let chars = char_count(&new_text);
-    let words = word_count(&new_text);
+/// What the agent is told of an applied patch that left `path` with `new_text`.
+fn patched(
+    path: WorkspacePath,
+    new_text: &str,
+    replacements: usize,
+    old_sha256: String,
+    sha256: String,
+) -> ToolSuccess {
+    let chars = char_count(new_text);
+    let words = word_count(new_text);
     let plural = if replacements == 1 { "" } else { "s" };
     let content = format!(
         "Patched {path} with {replacements} replacement{plural}; the file now has {chars} chars / {words} words."
@@ -155,20 +210,20 @@ pub(super) async fn apply_patch(
         "path": path,
         "chars": chars,
         "words": words,
-        "oldSha256": current.sha256,
-        "sha256": outcome.sha256,
+        "oldSha256": old_sha256,
+        "sha256": sha256,
         "replacements": replacements,
     });
-    Ok(ToolSuccess::new(content, structured)
+    ToolSuccess::new(content, structured)
         .with_refs(vec![file_ref(&path)])
         .with_effect(ToolEffect::PatchApplied {
             path,
             chars,
             words,
-            old_sha256: current.sha256,
-            sha256: outcome.sha256,
+            old_sha256,
+            sha256,
             replacements,
-        }))
+        })
 }
 
 fn requires_full_read(path: &WorkspacePath, why: &str) -> ToolError {
