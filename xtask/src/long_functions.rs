@@ -5,11 +5,6 @@
 /// `(file, function, lines)`: `function` is `Type::name` inside an impl or trait.
 pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
-        "crates/tt-application/src/delegation/specs.rs",
-        "agent_tool_spec",
-        288,
-    ),
-    (
         "crates/tt-application/src/delegation/task_return.rs",
         "write_task_return",
         103,
@@ -69,11 +64,6 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "crates/tt-application/src/tools/workspace/patch.rs",
         "apply_patch",
         158,
-    ),
-    (
-        "crates/tt-application/src/tools/workspace/specs.rs",
-        "try_spec",
-        185,
     ),
     ("crates/tt-cli/src/live.rs", "follow", 105),
     ("crates/tt-cli/src/main.rs", "run", 123),

@@ -469,17 +469,6 @@ async fn assembled_run_with_a_fault(
     let faulty = FaultyStore::wrap(Arc::clone(&inner));
     let model = by_turn(happy_turns());
     let services = tt_application::RuntimeServices {
-        runs: faulty.clone(),
-        invocations: faulty.clone(),
-        journal: faulty.clone(),
-        workspace: faulty.clone(),
-        profiles: inner.clone(),
-        skills: tt_testkit::fakes::InMemorySkills::new(),
-        model: model.clone(),
-        model_info: Default::default(),
-        connections: Arc::new(tt_ports::NoConnections),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
         prompt_broker: FakePromptBroker::with(|request| {
             let mut answer = default_assembly(request);
             answer.settings = Some(tt_ports::AssembledSettings {
@@ -490,8 +479,7 @@ async fn assembled_run_with_a_fault(
             });
             Ok(answer)
         }),
-        clock: tt_testkit::fakes::ManualClock::ticking(),
-        ids: tt_testkit::fakes::SequentialIds::new(),
+        ..faulty_services(&inner, &faulty, model.clone())
     };
     let service = tt_application::AgentRunService::new(services);
     inner.put_profile(custom_profile("narrator", |p| {

@@ -12,9 +12,7 @@ use tt_domain::event::{AgentRunEvent, NewRunEvent};
 use tt_domain::ids::RunId;
 use tt_domain::run::AgentRunStatus;
 use tt_ports::{EventPage, RunJournal, RunWrite, StorageResult};
-use tt_testkit::fakes::{
-    FakeCommitBridge, FakePromptBroker, InMemorySkills, InMemoryStore, ManualClock, SequentialIds,
-};
+use tt_testkit::fakes::InMemoryStore;
 
 use crate::support::*;
 
@@ -107,28 +105,14 @@ async fn a_replys_delegations_are_one_commit_each() {
         inner: Arc::clone(&store),
         units: Mutex::new(Vec::new()),
     });
-    let services = RuntimeServices {
-        runs: store.clone(),
-        invocations: store.clone(),
+    let service = AgentRunService::new(RuntimeServices {
         journal: log.clone(),
-        workspace: store.clone(),
-        profiles: store.clone(),
-        skills: InMemorySkills::new(),
-        model: model.clone(),
-        model_info: Default::default(),
-        connections: Arc::new(tt_ports::NoConnections),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: FakePromptBroker::answering(),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
-    };
-    let service = AgentRunService::new(services);
+        ..in_memory_services(&store, model.clone())
+    });
     for profile in [delegator("writer"), reviewer("critic")] {
         store.put_profile(profile);
     }
-    let run = service.start_run(request(Some("writer"))).await.unwrap();
-    let run = service.wait_for_run(&run.id).await.unwrap();
+    let run = start_and_wait(&service, request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
 
     // The lead's units around its four delegations, as committed.
@@ -302,28 +286,14 @@ async fn a_replys_delegations_do_not_wait_for_each_other() {
         queued: Mutex::new(Vec::new()),
         releases: Mutex::new(Vec::new()),
     });
-    let services = RuntimeServices {
-        runs: store.clone(),
-        invocations: store.clone(),
+    let service = AgentRunService::new(RuntimeServices {
         journal: journal.clone(),
-        workspace: store.clone(),
-        profiles: store.clone(),
-        skills: InMemorySkills::new(),
-        model: model.clone(),
-        model_info: Default::default(),
-        connections: Arc::new(tt_ports::NoConnections),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: FakePromptBroker::answering(),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
-    };
-    let service = AgentRunService::new(services);
+        ..in_memory_services(&store, model.clone())
+    });
     for profile in [delegator("writer"), reviewer("critic")] {
         store.put_profile(profile);
     }
-    let run = service.start_run(request(Some("writer"))).await.unwrap();
-    let run = service.wait_for_run(&run.id).await.unwrap();
+    let run = start_and_wait(&service, request(Some("writer"))).await;
     let failures: Vec<_> = store
         .events(&run.id)
         .into_iter()

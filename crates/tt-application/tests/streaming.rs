@@ -5,11 +5,11 @@ use async_trait::async_trait;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use tt_application::{AgentRunService, RuntimeServices};
+use tt_application::AgentRunService;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
 use tt_domain::run::AgentRunStatus;
 use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
-use tt_testkit::fakes::{FakeCommitBridge, InMemoryStore, ManualClock, SequentialIds};
+use tt_testkit::fakes::InMemoryStore;
 
 use crate::support::*;
 
@@ -75,25 +75,9 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
         )],
     );
     let store = InMemoryStore::new();
-    let services = RuntimeServices {
-        runs: store.clone(),
-        invocations: store.clone(),
-        journal: store.clone(),
-        workspace: store.clone(),
-        profiles: store.clone(),
-        skills: tt_testkit::fakes::InMemorySkills::new(),
-        model: Arc::new(StreamingModel { turns }),
-        model_info: Default::default(),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),
-        connections: Arc::new(tt_ports::NoConnections),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
-    };
-    let service = AgentRunService::new(services);
-    let run = service.start_run(request(None)).await.unwrap();
-    let run = service.wait_for_run(&run.id).await.unwrap();
+    let model = Arc::new(StreamingModel { turns });
+    let service = AgentRunService::new(in_memory_services(&store, model));
+    let run = start_and_wait(&service, request(None)).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
     let deltas: Vec<_> = store
         .events(&run.id)
@@ -186,27 +170,11 @@ impl ModelProvider for FloodingModel {
 #[tokio::test(start_paused = true)]
 async fn delta_events_stop_at_the_per_call_byte_cap_and_count_the_rest() {
     let store = InMemoryStore::new();
-    let services = RuntimeServices {
-        runs: store.clone(),
-        invocations: store.clone(),
-        journal: store.clone(),
-        workspace: store.clone(),
-        profiles: store.clone(),
-        skills: tt_testkit::fakes::InMemorySkills::new(),
-        model_info: Default::default(),
-        model: Arc::new(FloodingModel {
-            turns: happy_turns(),
-        }),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),
-        connections: Arc::new(tt_ports::NoConnections),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
-    };
-    let service = AgentRunService::new(services);
-    let run = service.start_run(request(None)).await.unwrap();
-    let run = service.wait_for_run(&run.id).await.unwrap();
+    let model = Arc::new(FloodingModel {
+        turns: happy_turns(),
+    });
+    let service = AgentRunService::new(in_memory_services(&store, model));
+    let run = start_and_wait(&service, request(None)).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
     let deltas: Vec<_> = store
         .events(&run.id)

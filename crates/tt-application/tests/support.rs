@@ -103,20 +103,14 @@ fn harness_on(
     let store = InMemoryStore::new();
     let skills = tt_testkit::fakes::InMemorySkills::new();
     let services = RuntimeServices {
-        runs: store.clone(),
-        invocations: store.clone(),
-        journal: store.clone(),
-        workspace: store.clone(),
-        profiles: store.clone(),
         skills: skills.clone(),
-        model: model.clone(),
         model_info,
         connections,
         commit_bridge: bridge.clone(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
         prompt_broker: broker.clone(),
         clock,
         ids,
+        ..in_memory_services(&store, model.clone())
     };
     Harness {
         store,
@@ -126,6 +120,56 @@ fn harness_on(
         skills,
         service: AgentRunService::new(services),
     }
+}
+
+/// Runtime services over one in-memory store with the default fakes (approving bridge,
+/// answering broker, no connections or external tools, ticking clock, sequential ids): a test
+/// replaces the fields it exercises (`RuntimeServices { journal, ..in_memory_services(..) }`).
+pub(crate) fn in_memory_services(
+    store: &Arc<InMemoryStore>,
+    model: Arc<dyn tt_ports::ModelProvider>,
+) -> RuntimeServices {
+    RuntimeServices {
+        runs: store.clone(),
+        invocations: store.clone(),
+        journal: store.clone(),
+        workspace: store.clone(),
+        profiles: store.clone(),
+        skills: tt_testkit::fakes::InMemorySkills::new(),
+        model,
+        model_info: Default::default(),
+        connections: Arc::new(tt_ports::NoConnections),
+        commit_bridge: FakeCommitBridge::approving(),
+        external_tools: Arc::new(tt_ports::NoExternalTools),
+        prompt_broker: FakePromptBroker::answering(),
+        clock: ManualClock::ticking(),
+        ids: SequentialIds::new(),
+    }
+}
+
+/// [`in_memory_services`] whose runs, invocations, journal and workspace go through `faulty`
+/// (over `inner`, which keeps the profiles).
+pub(crate) fn faulty_services(
+    inner: &Arc<InMemoryStore>,
+    faulty: &Arc<tt_testkit::fakes::FaultyStore<InMemoryStore>>,
+    model: Arc<dyn tt_ports::ModelProvider>,
+) -> RuntimeServices {
+    RuntimeServices {
+        runs: faulty.clone(),
+        invocations: faulty.clone(),
+        journal: faulty.clone(),
+        workspace: faulty.clone(),
+        ..in_memory_services(inner, model)
+    }
+}
+
+/// Starts a run on `service` and waits for it to stop executing.
+pub(crate) async fn start_and_wait(
+    service: &Arc<AgentRunService>,
+    request: StartRunRequest,
+) -> AgentRun {
+    let run = service.start_run(request).await.expect("start_run");
+    service.wait_for_run(&run.id).await.expect("wait_for_run")
 }
 
 pub(crate) fn request(profile: Option<&str>) -> StartRunRequest {

@@ -4,6 +4,7 @@
 pub(crate) mod args;
 pub(crate) mod compact;
 pub(crate) mod external;
+pub(crate) mod schema;
 pub(crate) mod workspace;
 
 use serde_json::Value;
