@@ -145,16 +145,7 @@ async fn a_host_error_fails_only_that_task() {
     }));
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.prompt_assembly_failed"),
-        "{:?}",
-        task.error
-    );
+    h.failed_task(&run.id, "agent.prompt_assembly_failed");
     let failed = h.first_event(&run.id, "prompt_assembly_failed");
     assert!(
         failed.payload["message"]
@@ -179,14 +170,7 @@ async fn a_context_policy_mismatch_fails_the_task() {
         Ok(answer)
     }));
     let run = h.run_to_end(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.context_policy_mismatch")
-    );
+    let task = h.failed_task(&run.id, "agent.context_policy_mismatch");
     assert!(
         h.event_types(&run.id)
             .contains(&"prompt_assembly_failed".to_owned())

@@ -3,19 +3,14 @@
 //! once more (more in context_budget.rs).
 
 use serde_json::json;
-use tt_domain::context_window::{WindowBudget, request_tokens, tools_tokens};
+use tt_domain::context_window::WindowBudget;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::CompactionPolicy;
 use tt_domain::run::AgentRunStatus;
 use tt_ports::ModelError;
-use tt_testkit::fakes::{FakeModel, responses};
+use tt_testkit::fakes::FakeModel;
 
 use crate::support::*;
-
-/// The estimate of a request as the runtime makes it (no usage reported: no calibration).
-fn estimate(request: &AgentModelRequest) -> u64 {
-    request_tokens(&request.messages, tools_tokens(&request.tools))
-}
 
 /// Writes a long note, reads it `reads` times, then writes the answer, commits and finishes.
 fn reading_turns(reads: usize) -> Vec<AgentModelResponse> {
@@ -45,19 +40,9 @@ fn windowed(
     })
 }
 
-/// The first request of the windowed profile, in estimated tokens.
-async fn first_request_tokens() -> u64 {
-    let model = by_turn(happy_turns());
-    let h = harness(model.clone());
-    h.put_profile(windowed(1_000_000, CompactionPolicy::Summarize));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    estimate(&model.requests()[0])
-}
-
 #[tokio::test]
 async fn older_results_become_stubs_and_the_run_completes() {
-    let first = first_request_tokens().await;
+    let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize)).await;
     // Room for the opening and about three reads of the note.
     let window = first + 4_800;
     let model = by_turn(reading_turns(8));
@@ -113,30 +98,11 @@ async fn older_results_become_stubs_and_the_run_completes() {
 
 #[tokio::test]
 async fn the_oldest_turns_become_a_summary_when_stubs_are_not_enough() {
-    let first = first_request_tokens().await;
+    let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize)).await;
     // Small results (never stubbed) pile up until only a summary makes room.
-    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
-    for n in 0..30 {
-        turns.push(turn(vec![call(
-            &format!("l{n}"),
-            "workspace_list_files",
-            json!({"path": "scratch"}),
-        )]));
-    }
-    turns.extend(happy_turns());
-    let model = FakeModel::new(move |request: &AgentModelRequest| {
-        if request.tools.is_empty() {
-            return Ok(responses::text(
-                "I wrote scratch/a.md and listed scratch 30 times.",
-            ));
-        }
-        turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Unavailable {
-                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
-                message: format!("no turn {}", request.round),
-            })
+    let turns = listing_turns(30);
+    let model = summarizing(turns, |_| {
+        "I wrote scratch/a.md and listed scratch 30 times.".to_owned()
     });
     let h = harness(model.clone());
     let window = first + 1_400;
@@ -191,13 +157,7 @@ async fn a_provider_refusal_teaches_the_window_and_fits_once_more() {
                 window_tokens: Some(5_500),
             });
         }
-        turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Unavailable {
-                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
-                message: format!("no turn {}", request.round),
-            })
+        scripted(&turns, request)
     });
     let h = harness(model.clone());
     h.put_profile(custom_profile("unknown-window", |p| {

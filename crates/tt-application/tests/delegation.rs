@@ -326,16 +326,7 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
     let run = h.run_to_end(request(Some("writer"))).await;
     // Only the delegated task fails; the run goes on.
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("model.unknown_tool_call"),
-        "{:?}",
-        task.error
-    );
+    h.failed_task(&run.id, "model.unknown_tool_call");
     let failed = events_of(&h, &run.id, "agent_child_invocation_failed");
     assert_eq!(failed.len(), 1);
     let capsule = tool_results(&last_request_of(&h, "writer"))
@@ -746,14 +737,7 @@ async fn child_failure_never_fails_the_parent_run() {
     install(&h);
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("model.script_exhausted")
-    );
+    let task = h.failed_task(&run.id, "model.script_exhausted");
     let failed = &events_of(&h, &run.id, "agent_child_invocation_failed")[0];
     assert_eq!(failed.payload["taskId"], task.id.as_str());
 }

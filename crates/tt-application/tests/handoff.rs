@@ -411,14 +411,7 @@ async fn a_target_that_fails_to_start_fails_its_task_and_the_run() {
     let run = h.run_to_end(request(Some("writer"))).await;
     // Something was published before the failure.
     assert_eq!(run.status, AgentRunStatus::PartialSuccess);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.model_connection_not_found")
-    );
+    h.failed_task(&run.id, "agent.model_connection_not_found");
     let broken = h
         .store
         .invocations(&run.id)

@@ -5,7 +5,6 @@ use serde_json::json;
 use std::time::Duration;
 use tokio::time::Instant;
 use tt_domain::run::AgentRunStatus;
-use tt_domain::task::TaskStatus;
 use tt_testkit::fakes::FakeModel;
 
 use crate::support::*;
@@ -82,16 +81,7 @@ async fn a_delegated_agent_past_its_deadline_fails_only_its_task() {
     h.put_profile(critic);
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.invocation_deadline_exceeded"),
-        "{:?}",
-        task.error
-    );
+    h.failed_task(&run.id, "agent.invocation_deadline_exceeded");
 }
 
 #[tokio::test]

@@ -148,15 +148,9 @@ async fn a_rejected_result_fails_the_task_with_the_reviewers_reason() {
     install(&h, 2, RevisionsSpent::Accept);
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.return_rejected: It checked a different draft."),
-        "{:?}",
-        task.error
+    h.failed_task(
+        &run.id,
+        "agent.return_rejected: It checked a different draft.",
     );
     let capsule = tool_results(&requests_of(&h, "writer")[2])
         .into_iter()

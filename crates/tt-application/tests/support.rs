@@ -12,6 +12,7 @@ use tt_domain::ids::RunId;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::{AgentProfileDefinition, default_writer_definition};
 use tt_domain::run::{AgentRun, ConversationKind};
+use tt_domain::task::{AgentTaskRecord, TaskStatus};
 use tt_ports::ModelError;
 use tt_testkit::fakes::{
     FakeCommitBridge, FakeModel, FakePromptBroker, InMemoryStore, ManualClock, SequentialIds,
@@ -226,6 +227,15 @@ impl Harness {
             .unwrap_or_else(|| panic!("no {event_type} event in {:?}", self.event_types(run_id)))
     }
 
+    /// The run's first delegated task, which failed with an error starting with `prefix`.
+    pub(crate) fn failed_task(&self, run_id: &RunId, prefix: &str) -> AgentTaskRecord {
+        let task = self.store.tasks(run_id).remove(0);
+        assert_eq!(task.status, TaskStatus::Failed);
+        let error = task.error.as_deref().unwrap_or_default();
+        assert!(error.starts_with(prefix), "{:?}", task.error);
+        task
+    }
+
     pub(crate) fn put_profile(&self, profile: AgentProfileDefinition) {
         self.store.put_profile(profile);
     }
@@ -233,15 +243,72 @@ impl Harness {
 
 /// A model that answers by round: round n of an invocation gets `turns[n - 1]`.
 pub(crate) fn by_turn(turns: Vec<AgentModelResponse>) -> Arc<FakeModel> {
+    FakeModel::new(move |request: &AgentModelRequest| scripted(&turns, request))
+}
+
+/// Round n of an invocation gets `turns[n - 1]`; past the end, `model.script_exhausted`.
+pub(crate) fn scripted(
+    turns: &[AgentModelResponse],
+    request: &AgentModelRequest,
+) -> Result<AgentModelResponse, ModelError> {
+    turns
+        .get(request.round as usize - 1)
+        .cloned()
+        .ok_or_else(|| ModelError::Unavailable {
+            code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
+            message: format!("no turn {}", request.round),
+        })
+}
+
+/// A model that answers its n-th summarizing request (one offering no tools) with
+/// `summary(n)` and the agent's rounds with `turns`.
+pub(crate) fn summarizing(
+    turns: Vec<AgentModelResponse>,
+    summary: impl Fn(usize) -> String + Send + Sync + 'static,
+) -> Arc<FakeModel> {
+    let summaries = std::sync::atomic::AtomicUsize::new(0);
     FakeModel::new(move |request: &AgentModelRequest| {
-        turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Unavailable {
-                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
-                message: format!("no turn {}", request.round),
-            })
+        if request.tools.is_empty() {
+            let n = summaries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            return Ok(tt_testkit::fakes::responses::text(&summary(n)));
+        }
+        scripted(&turns, request)
     })
+}
+
+/// The estimate of a request as the runtime makes it (no usage reported: no calibration).
+pub(crate) fn estimate(request: &AgentModelRequest) -> u64 {
+    tt_domain::context_window::request_tokens(
+        &request.messages,
+        tt_domain::context_window::tools_tokens(&request.tools),
+    )
+}
+
+/// The first request of `profile` (saved under its id; a run of [`happy_turns`]), in
+/// estimated tokens.
+pub(crate) async fn first_request_tokens(profile: AgentProfileDefinition) -> u64 {
+    let model = by_turn(happy_turns());
+    let h = harness(model.clone());
+    let id = profile.id.as_str().to_owned();
+    h.put_profile(profile);
+    let run = h.run_to_end(request(Some(&id))).await;
+    assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
+    estimate(&model.requests()[0])
+}
+
+/// Writes a short `scratch/a.md`, lists `scratch` `lists` times (small results that pile up),
+/// then [`happy_turns`].
+pub(crate) fn listing_turns(lists: usize) -> Vec<AgentModelResponse> {
+    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
+    for n in 0..lists {
+        turns.push(turn(vec![call(
+            &format!("l{n}"),
+            "workspace_list_files",
+            json!({"path": "scratch"}),
+        )]));
+    }
+    turns.extend(happy_turns());
+    turns
 }
 
 pub(crate) fn write(id: &str, path: &str, content: &str) -> (String, String, Value) {

@@ -194,16 +194,7 @@ async fn a_delegated_agent_stopped_by_its_watchdog_fails_only_its_task() {
     h.put_profile(reviewer("critic"));
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.inactivity_timeout"),
-        "{:?}",
-        task.error
-    );
+    h.failed_task(&run.id, "agent.inactivity_timeout");
     let warned = events_of(&h, &run.id, "agent_inactivity_warned");
     assert_eq!(warned.len(), 1);
     assert_eq!(warned[0].payload["profileId"], "critic");
@@ -290,14 +281,5 @@ async fn a_resumed_delegated_agent_keeps_the_runs_watchdog() {
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
     // The critic, whose profile sets no watchdog, runs under the run's again after the resume.
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.inactivity_timeout"),
-        "{:?}",
-        task.error
-    );
+    h.failed_task(&run.id, "agent.inactivity_timeout");
 }
