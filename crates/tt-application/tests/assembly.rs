@@ -27,13 +27,13 @@ fn writer_turns() -> Vec<(&'static str, Vec<tt_domain::model::AgentModelResponse
     vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
+                    turn(vec![call("a", "agent_await", json!({}))]),
+                ],
+                "Final.",
+            ),
         ),
         ("critic", vec![task_return("r", "Assembled and reviewed.")]),
     ]
@@ -212,11 +212,7 @@ async fn run_cancel_aborts_a_pending_assembly() {
         "writer",
         vec![
             turn(vec![delegate("d1", "critic", "Check.")]),
-            turn(vec![call(
-                "a",
-                "agent_await",
-                json!({"mode": "allCompleted"}),
-            )]),
+            await_turn("a", "allCompleted"),
         ],
     )]);
     let broker = FakePromptBroker::hanging();

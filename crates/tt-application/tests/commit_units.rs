@@ -80,23 +80,19 @@ async fn a_replys_delegations_are_one_commit_each() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![
-                    delegate("d1", "critic", "Check the opening."),
-                    delegate("d2", "critic", "Check the middle."),
-                    // Refused (no such agent): its end goes out with what was held.
-                    delegate("d3", "nobody", "Check the end."),
-                    delegate("d4", "critic", "Check the end."),
-                ]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Reviewed.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![
+                        delegate("d1", "critic", "Check the opening."),
+                        delegate("d2", "critic", "Check the middle."),
+                        // Refused (no such agent): its end goes out with what was held.
+                        delegate("d3", "nobody", "Check the end."),
+                        delegate("d4", "critic", "Check the end."),
+                    ]),
+                    await_turn("a", "allCompleted"),
+                ],
+                "Reviewed.",
+            ),
         ),
         ("critic", vec![task_return("r", "Fine.")]),
     ]);
@@ -262,21 +258,17 @@ async fn a_replys_delegations_do_not_wait_for_each_other() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![
-                    delegate("d1", "critic", "Check the opening."),
-                    delegate("d2", "critic", "Check the middle."),
-                    delegate("d3", "critic", "Check the end."),
-                ]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Reviewed.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![
+                        delegate("d1", "critic", "Check the opening."),
+                        delegate("d2", "critic", "Check the middle."),
+                        delegate("d3", "critic", "Check the end."),
+                    ]),
+                    await_turn("a", "allCompleted"),
+                ],
+                "Reviewed.",
+            ),
         ),
         ("critic", vec![task_return("r", "Fine.")]),
     ]);

@@ -246,11 +246,7 @@ fn delegating_and_reading(
     writer.tools.max_rounds = 40;
     let mut turns = vec![
         turn(vec![delegate("d1", "critic", "Check the ships.")]),
-        turn(vec![call(
-            "a",
-            "agent_await",
-            json!({"mode": "allCompleted"}),
-        )]),
+        await_turn("a", "allCompleted"),
     ];
     turns.extend(reading_turns(reads));
     let findings: Vec<serde_json::Value> = (1..=12)

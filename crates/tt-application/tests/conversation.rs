@@ -1,7 +1,6 @@
 //! `agent_conversation`: one agent's conversation rebuilt from the journal and the stored
 //! records, checked against the requests the fake model really received.
 
-use serde_json::json;
 use tt_application::{AgentConversation, ConversationEntry};
 use tt_domain::ids::InvocationId;
 use tt_domain::model::{ModelContentPart, ModelUsage};
@@ -12,14 +11,14 @@ use crate::support::*;
 /// The writer delegates to the critic, writes twice (the critic finishes meanwhile, so its
 /// result is injected), then writes, commits and finishes.
 async fn delegated_run() -> (Harness, tt_domain::ids::RunId) {
-    let mut writer = vec![
-        turn(vec![delegate("d1", "critic", "Review the draft.")]),
-        turn(vec![write("p", "plan/plan.md", "plan")]),
-        turn(vec![write("p2", "plan/plan2.md", "plan")]),
-        turn(vec![write("w", "output/main.md", "Final scene.")]),
-        turn(vec![call("c", "workspace_commit", json!({}))]),
-        turn(vec![call("f", "workspace_finish", json!({}))]),
-    ];
+    let mut writer = publish_after(
+        vec![
+            turn(vec![delegate("d1", "critic", "Review the draft.")]),
+            turn(vec![write("p", "plan/plan.md", "plan")]),
+            turn(vec![write("p2", "plan/plan2.md", "plan")]),
+        ],
+        "Final scene.",
+    );
     writer[0].usage = Some(ModelUsage {
         input_tokens: 120,
         output_tokens: 30,

@@ -14,12 +14,9 @@ use tt_testkit::fakes::responses;
 use crate::support::*;
 
 fn writer_finishing_after(
-    mut turns: Vec<tt_domain::model::AgentModelResponse>,
+    turns: Vec<tt_domain::model::AgentModelResponse>,
 ) -> Vec<tt_domain::model::AgentModelResponse> {
-    turns.push(turn(vec![write("w", "output/main.md", "Final scene.")]));
-    turns.push(turn(vec![call("c", "workspace_commit", json!({}))]));
-    turns.push(turn(vec![call("f", "workspace_finish", json!({}))]));
-    turns
+    publish_after(turns, "Final scene.")
 }
 
 fn install(h: &Harness) {
@@ -48,11 +45,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
                     "critic",
                     "Check the draft for continuity.",
                 )]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
+                await_turn("a1", "allCompleted"),
             ]),
         ),
         (
@@ -666,14 +659,7 @@ async fn run_cancel_cancels_children_inside_model_calls() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(delegations),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-            ],
+            vec![turn(delegations), await_turn("a", "allCompleted")],
         ),
         ("critic", vec![task_return("r", "never")]),
     ]);
@@ -866,16 +852,8 @@ async fn next_completed_waits_for_a_result_not_seen_yet() {
                     delegate("d1", "critic", "Fast."),
                     delegate("d2", "stylist", "Slow."),
                 ]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "nextCompleted"}),
-                )]),
-                turn(vec![call(
-                    "a2",
-                    "agent_await",
-                    json!({"mode": "nextCompleted"}),
-                )]),
+                await_turn("a1", "nextCompleted"),
+                await_turn("a2", "nextCompleted"),
             ]),
         ),
         ("critic", vec![task_return("r1", "Critic done.")]),
@@ -976,11 +954,7 @@ async fn default_writer_run_delegates_and_receives_a_result() {
             writer_finishing_after(vec![
                 turn(vec![call("l1", "agent_list", json!({}))]),
                 turn(vec![delegate("d1", "critic", "Check the draft's pacing.")]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
+                await_turn("a1", "allCompleted"),
             ]),
         ),
         (
@@ -1059,11 +1033,7 @@ async fn tasks_delegated_in_the_same_millisecond_come_back_in_delegation_order()
                     delegate("d2", "critic", "Second."),
                     delegate("d3", "critic", "Third."),
                 ]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
+                await_turn("a1", "allCompleted"),
             ]),
         ),
         ("critic", vec![task_return("r", "Done.")]),
@@ -1110,14 +1080,7 @@ async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_s
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(delegations),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-            ]),
+            writer_finishing_after(vec![turn(delegations), await_turn("a1", "allCompleted")]),
         ),
         ("critic", vec![task_return("r", "Done.")]),
     ]);

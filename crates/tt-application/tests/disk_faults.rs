@@ -46,14 +46,14 @@ fn delegating_model() -> Arc<FakeModel> {
     by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![write("d", "output/main.md", "Draft.")]),
-                turn(vec![delegate("d1", "critic", "Review output/main.md.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![write("d", "output/main.md", "Draft.")]),
+                    turn(vec![delegate("d1", "critic", "Review output/main.md.")]),
+                    turn(vec![call("a", "agent_await", json!({}))]),
+                ],
+                "Final scene.",
+            ),
         ),
         (
             "critic",

@@ -34,11 +34,7 @@ fn writer_turns() -> Vec<tt_domain::model::AgentModelResponse> {
     vec![
         turn(vec![write("w1", "output/main.md", "A storm rolled in.")]),
         turn(vec![fork_delegate("d1", "critic")]),
-        turn(vec![call(
-            "a1",
-            "agent_await",
-            json!({"mode": "allCompleted"}),
-        )]),
+        await_turn("a1", "allCompleted"),
         turn(vec![call("c1", "workspace_commit", json!({}))]),
         turn(vec![call("f1", "workspace_finish", json!({}))]),
     ]

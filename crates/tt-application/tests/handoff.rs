@@ -220,23 +220,23 @@ async fn agent_handoff_denies_pending_delegated_tasks_and_policy_violations() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d", "critic", "Slow review.")]),
-                turn(vec![
-                    handoff("pending", "editor", "x"),
-                    handoff("not-target", "critic", "x"),
-                    handoff("ghost", "ghost", "x"),
-                    handoff("denied", "private-editor", "x"),
-                    call(
-                        "bad",
-                        "agent_handoff",
-                        json!({"agentId": "editor", "handoff": {"title": "no objective"}}),
-                    ),
-                ]),
-                turn(vec![write("w", "output/main.md", "x")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d", "critic", "Slow review.")]),
+                    turn(vec![
+                        handoff("pending", "editor", "x"),
+                        handoff("not-target", "critic", "x"),
+                        handoff("ghost", "ghost", "x"),
+                        handoff("denied", "private-editor", "x"),
+                        call(
+                            "bad",
+                            "agent_handoff",
+                            json!({"agentId": "editor", "handoff": {"title": "no objective"}}),
+                        ),
+                    ]),
+                ],
+                "x",
+            ),
         ),
         ("critic", vec![task_return("r", "never")]),
     ]);
@@ -287,18 +287,16 @@ async fn handoff_policy_denials() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![
+            publish_after(
+                vec![turn(vec![
                     handoff("not-target", "critic", "x"),
                     handoff("ghost", "ghost", "x"),
                     handoff("denied", "private-editor", "x"),
                     // Journaled as asked, before the id is checked.
                     handoff("not-an-id", "Not An Id!", "x"),
-                ]),
-                turn(vec![write("w", "output/main.md", "x")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+                ])],
+                "x",
+            ),
         ),
         (
             "plain",
@@ -362,12 +360,10 @@ async fn handoff_depth_is_limited_for_the_whole_run() {
         ("writer", vec![turn(vec![handoff("h1", "editor", "Edit.")])]),
         (
             "editor",
-            vec![
-                turn(vec![handoff("h2", "writer-again", "Back.")]),
-                turn(vec![write("w", "output/main.md", "x")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![turn(vec![handoff("h2", "writer-again", "Back.")])],
+                "x",
+            ),
         ),
     ]);
     let h = harness(model);

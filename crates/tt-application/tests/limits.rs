@@ -63,13 +63,13 @@ async fn a_delegated_agent_past_its_deadline_fails_only_its_task() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
+                    turn(vec![call("a", "agent_await", json!({}))]),
+                ],
+                "Final scene.",
+            ),
         ),
         ("critic", vec![]),
     ]);

@@ -229,13 +229,13 @@ async fn slip_errors_read_from_the_agent_point_of_view() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
+                    turn(vec![call("a", "agent_await", json!({}))]),
+                ],
+                "Final scene.",
+            ),
         ),
         (
             "critic",

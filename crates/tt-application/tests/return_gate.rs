@@ -31,17 +31,13 @@ fn install(h: &Harness, max_revisions: u32, when_spent: RevisionsSpent) {
 }
 
 fn writer_turns() -> Vec<AgentModelResponse> {
-    vec![
-        turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
-        turn(vec![call(
-            "a1",
-            "agent_await",
-            json!({"mode": "allCompleted"}),
-        )]),
-        turn(vec![write("w", "output/main.md", "Final scene.")]),
-        turn(vec![call("c", "workspace_commit", json!({}))]),
-        turn(vec![call("f", "workspace_finish", json!({}))]),
-    ]
+    publish_after(
+        vec![
+            turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
+            await_turn("a1", "allCompleted"),
+        ],
+        "Final scene.",
+    )
 }
 
 fn verdict(verdict: &str, notes: &str) -> AgentModelResponse {
@@ -282,21 +278,17 @@ async fn a_forked_agents_plain_answer_is_graded_and_sent_back_like_a_return() {
     let h = harness(by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![call(
-                    "d1",
-                    "agent_delegate",
-                    json!({"agentId": "critic", "mode": "fork", "task": {"objective": "Find continuity slips."}}),
-                )]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![call(
+                        "d1",
+                        "agent_delegate",
+                        json!({"agentId": "critic", "mode": "fork", "task": {"objective": "Find continuity slips."}}),
+                    )]),
+                    await_turn("a1", "allCompleted"),
+                ],
+                "Final scene.",
+            ),
         ),
         (
             "critic",

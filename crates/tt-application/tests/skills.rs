@@ -115,13 +115,13 @@ async fn a_delegated_agent_gets_its_own_skill_scope() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d", "critic", "Use your skill.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "x")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d", "critic", "Use your skill.")]),
+                    turn(vec![call("a", "agent_await", json!({}))]),
+                ],
+                "x",
+            ),
         ),
         (
             "critic",

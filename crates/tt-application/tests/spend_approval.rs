@@ -3,7 +3,6 @@
 //! never 0), and `tools.approval."agent.delegate" = {whenEstimatedCostOverUsd}` asks only above
 //! the limit (and when the estimate is unknown).
 
-use serde_json::json;
 use std::time::Duration;
 use tt_application::ResolveToolApprovalRequest;
 use tt_domain::approval::{ApprovalDecision, ApprovalRule};
@@ -14,17 +13,13 @@ use tt_domain::task::TaskStatus;
 use crate::support::*;
 
 fn writer_turns() -> Vec<tt_domain::model::AgentModelResponse> {
-    vec![
-        turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
-        turn(vec![call(
-            "a1",
-            "agent_await",
-            json!({"mode": "allCompleted"}),
-        )]),
-        turn(vec![write("w", "output/main.md", "Final scene.")]),
-        turn(vec![call("c", "workspace_commit", json!({}))]),
-        turn(vec![call("f", "workspace_finish", json!({}))]),
-    ]
+    publish_after(
+        vec![
+            turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
+            await_turn("a1", "allCompleted"),
+        ],
+        "Final scene.",
+    )
 }
 
 fn model_info(priced: bool) -> tt_ports::ConnectionModelInfo {

@@ -345,6 +345,22 @@ pub(crate) fn happy_turns() -> Vec<AgentModelResponse> {
     ]
 }
 
+/// `turns`, then: write `text` to output/main.md, commit, finish.
+pub(crate) fn publish_after(
+    mut turns: Vec<AgentModelResponse>,
+    text: &str,
+) -> Vec<AgentModelResponse> {
+    turns.push(turn(vec![write("w", "output/main.md", text)]));
+    turns.push(turn(vec![call("c", "workspace_commit", json!({}))]));
+    turns.push(turn(vec![call("f", "workspace_finish", json!({}))]));
+    turns
+}
+
+/// One `agent_await` call in `mode`.
+pub(crate) fn await_turn(id: &str, mode: &str) -> AgentModelResponse {
+    turn(vec![call(id, "agent_await", json!({ "mode": mode }))])
+}
+
 /// A workspace-only writer (the default writer without agent or skill tools, unable to delegate)
 /// with a new id and changes applied; each test adds exactly the tools it exercises.
 pub(crate) fn custom_profile(

@@ -135,17 +135,17 @@ async fn awaiting_a_delegated_task_never_counts() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"timeoutMs": 300_000}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
+                    turn(vec![call(
+                        "a",
+                        "agent_await",
+                        json!({"timeoutMs": 300_000}),
+                    )]),
+                ],
+                "Final scene.",
+            ),
         ),
         ("critic", vec![task_return("r", "Looks fine.")]),
     ]);
@@ -175,13 +175,13 @@ async fn a_delegated_agent_stopped_by_its_watchdog_fails_only_its_task() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
+                    turn(vec![call("a", "agent_await", json!({}))]),
+                ],
+                "Final scene.",
+            ),
         ),
         ("critic", vec![]),
     ]);
@@ -251,17 +251,17 @@ async fn a_resumed_delegated_agent_keeps_the_runs_watchdog() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"timeoutMs": 300_000}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
+                    turn(vec![call(
+                        "a",
+                        "agent_await",
+                        json!({"timeoutMs": 300_000}),
+                    )]),
+                ],
+                "Final scene.",
+            ),
         ),
         ("critic", vec![]),
     ]);
