@@ -288,12 +288,7 @@ async fn a_trimmed_await_result_says_where_the_summaries_stay_never_to_call_agai
         "{:?}",
         h.event_types(&run.id)
     );
-    let last = model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent_profile_id.as_str() == "writer")
-        .last()
-        .unwrap();
+    let last = last_request_of(&h, "writer");
     let (_, _, _, awaited) = tool_results(&last)
         .into_iter()
         .find(|(id, _, _, _)| id == "a")

@@ -147,12 +147,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
     );
 
     // The delegated agent ran on its own session with its own tool surface and brief.
-    let critic = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "critic")
-        .unwrap();
+    let critic = first_request_of(&h, "critic");
     assert_eq!(
         critic.session.session_id,
         format!("{}:{}", run.id, child.id)
@@ -227,12 +222,7 @@ async fn completed_child_results_are_added_to_next_parent_turn_once() {
     let injected = events_of(&h, &run.id, "agent_results_injected");
     assert_eq!(injected.len(), 1);
     assert_eq!(injected[0].payload["taskCount"], 1);
-    let requests: Vec<_> = h
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent_profile_id.as_str() == "writer")
-        .collect();
+    let requests = requests_of(&h, "writer");
     // Round 3 is the first request after the round in which the result was ready.
     let third = user_texts(&requests[2]);
     let notice = third
@@ -469,14 +459,7 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
         .hang_when(|request| request.agent_profile_id.as_str() != "writer");
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let results = tool_results(
-        &h.model
-            .requests()
-            .into_iter()
-            .filter(|r| r.agent_profile_id.as_str() == "writer")
-            .nth(1)
-            .unwrap(),
-    );
+    let results = tool_results(&requests_of(&h, "writer")[1]);
     let codes: Vec<_> = results
         .iter()
         .map(|r| (r.0.as_str(), r.2.clone().unwrap_or_default()))
@@ -690,19 +673,7 @@ async fn run_cancel_cancels_children_inside_model_calls() {
     // Nothing is written for a cancelled agent after its cancellation.
     let events = h.events(&run.id);
     for task in &tasks {
-        let child = task.child_invocation_id.as_str();
-        let cancelled_at = events
-            .iter()
-            .position(|e| {
-                e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == child
-            })
-            .unwrap();
-        assert!(
-            events[cancelled_at + 1..]
-                .iter()
-                .all(|e| e.scope_invocation_id() != Some(child)),
-            "event for {child} after its cancellation"
-        );
+        assert_nothing_after_cancellation(&events, task.child_invocation_id.as_str());
     }
     assert_eq!(events.last().unwrap().event_type, "run_cancelled");
 }
@@ -808,22 +779,12 @@ async fn delegated_prompts_and_surfaces_as_models_see_them() {
     install(&h);
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let writer = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "writer")
-        .unwrap();
+    let writer = first_request_of(&h, "writer");
     insta::assert_snapshot!(
         "delegating_system_prompt",
         writer.messages[0].text_content()
     );
-    let critic = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "critic")
-        .unwrap();
+    let critic = first_request_of(&h, "critic");
     insta::assert_snapshot!("delegated_system_prompt", critic.messages[0].text_content());
     insta::assert_snapshot!("delegated_task_brief", critic.messages[1].text_content());
     let specs = |request: &tt_domain::model::AgentModelRequest| {
@@ -971,12 +932,7 @@ async fn default_writer_run_delegates_and_receives_a_result() {
     let run = h.run_to_end(request(None)).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
 
-    let first = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "default-writer")
-        .unwrap();
+    let first = first_request_of(&h, "default-writer");
     let names: Vec<_> = first.tools.iter().map(|t| t.model_name.as_str()).collect();
     assert_eq!(
         names,
@@ -1153,13 +1109,7 @@ async fn a_failed_tasks_capsule_reads_as_its_class_without_paths() {
     assert_eq!(task.status, TaskStatus::Failed);
     // The record keeps the technical text for hosts.
     assert!(task.error.as_deref().unwrap().contains("/home/alice"));
-    let writer_request = h
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent_profile_id.as_str() == "writer")
-        .nth(2)
-        .unwrap();
+    let writer_request = requests_of(&h, "writer").remove(2);
     let result = writer_request
         .messages
         .iter()

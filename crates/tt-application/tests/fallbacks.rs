@@ -5,7 +5,7 @@
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
+use tt_application::{ForkChanges, ForkPoint};
 use tt_domain::ids::InvocationId;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::{AgentProfileDefinition, FallbackBinding, ModelMode};
@@ -198,17 +198,13 @@ async fn the_timeline_shows_each_agents_fallback_switches_and_a_branch_cut_befor
     // A branch cut before the switch has not inherited it: its timeline shows only the switch
     // it made on its own.
     let branch =
-        s.h.service
-            .fork_run(
-                &run.id,
-                ForkRunRequest {
-                    at: ForkPoint::Seq { seq: seq - 1 },
-                    changes: ForkChanges::default(),
-                },
-            )
-            .await
-            .unwrap();
-    assert_eq!(s.h.wait(&branch.id).await.status, AgentRunStatus::Completed);
+        s.h.fork_and_wait(
+            &run.id,
+            ForkPoint::Seq { seq: seq - 1 },
+            ForkChanges::default(),
+        )
+        .await;
+    assert_eq!(branch.status, AgentRunStatus::Completed);
     let timeline = s.h.service.timeline_projection(&branch.id).await.unwrap();
     let switches = &timeline.invocations[0].model_switches;
     assert_eq!(switches.len(), 1);
@@ -374,21 +370,13 @@ async fn a_branch_after_a_switch_stays_on_the_fallback() {
     let source = s.h.run_to_end(request(Some("writer"))).await;
     assert_eq!(source.status, AgentRunStatus::Completed);
     let (primary_before, spare_before) = (s.primary.call_count(), s.spare.call_count());
-    let branch =
-        s.h.service
-            .fork_run(
-                &source.id,
-                ForkRunRequest {
-                    at: ForkPoint::AgentRound {
-                        invocation_id: InvocationId::root(),
-                        round: 2,
-                    },
-                    changes: ForkChanges::default(),
-                },
-            )
-            .await
-            .unwrap();
-    let ended = s.h.wait(&branch.id).await;
+    let ended =
+        s.h.fork_and_wait(
+            &source.id,
+            at_round(InvocationId::root(), 2),
+            ForkChanges::default(),
+        )
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     assert_eq!(s.primary.call_count(), primary_before);
     let asked: Vec<(u32, Option<String>)> = s.spare.requests()[spare_before..]
@@ -399,7 +387,7 @@ async fn a_branch_after_a_switch_stays_on_the_fallback() {
     assert_eq!(asked, [(2, small.clone()), (3, small)]);
     // The switch is in the branch's copied journal, not journaled again.
     assert_eq!(
-        events_of(&s.h, &branch.id, "agent_model_fallback_switched").len(),
+        events_of(&s.h, &ended.id, "agent_model_fallback_switched").len(),
         1
     );
 }
@@ -414,26 +402,18 @@ async fn a_branch_cut_before_the_switch_starts_on_the_profiles_own_model() {
     let source = s.h.run_to_end(request(Some("writer"))).await;
     assert_eq!(source.status, AgentRunStatus::Completed);
     let primary_before = s.primary.call_count();
-    let branch =
-        s.h.service
-            .fork_run(
-                &source.id,
-                ForkRunRequest {
-                    at: ForkPoint::AgentRound {
-                        invocation_id: InvocationId::root(),
-                        round: 1,
-                    },
-                    changes: ForkChanges::default(),
-                },
-            )
-            .await
-            .unwrap();
-    let ended = s.h.wait(&branch.id).await;
+    let ended =
+        s.h.fork_and_wait(
+            &source.id,
+            at_round(InvocationId::root(), 1),
+            ForkChanges::default(),
+        )
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     // The journal up to the cut has no switch: the branch asks the primary again, and
     // switches again on its own.
     assert_eq!(s.primary.call_count(), primary_before + 2);
-    let switched = events_of(&s.h, &branch.id, "agent_model_fallback_switched");
+    let switched = events_of(&s.h, &ended.id, "agent_model_fallback_switched");
     assert_eq!(switched.len(), 1);
-    assert!(switched[0].seq > s.h.first_event(&branch.id, "run_resumed").seq);
+    assert!(switched[0].seq > s.h.first_event(&ended.id, "run_resumed").seq);
 }

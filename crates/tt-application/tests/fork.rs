@@ -20,24 +20,16 @@ async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_re
     let source_files = h.store.files(&source.id);
     let asked_before = h.model.requests().len();
 
-    let branch = h
-        .service
-        .fork_run(
+    let ended = h
+        .fork_and_wait(
             &source.id,
-            ForkRunRequest {
-                at: ForkPoint::AgentRound {
-                    invocation_id: InvocationId::root(),
-                    round: 2,
-                },
-                changes: ForkChanges {
-                    guidance: Some("Publish it with a calmer title.".into()),
-                    ..ForkChanges::default()
-                },
+            at_round(InvocationId::root(), 2),
+            ForkChanges {
+                guidance: Some("Publish it with a calmer title.".into()),
+                ..ForkChanges::default()
             },
         )
-        .await
-        .unwrap();
-    let ended = h.wait(&branch.id).await;
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     assert_eq!(ended.forked_from.as_ref().unwrap().run_id, source.id);
 
@@ -66,12 +58,12 @@ async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_re
     let commits = h.bridge.requests();
     assert_eq!(commits.len(), 2);
     assert_ne!(commits[0].commit_id, commits[1].commit_id);
-    assert_eq!(commits[1].run_id, branch.id);
+    assert_eq!(commits[1].run_id, ended.id);
     // The source is as it was; the branch ends with the same files.
     assert_eq!(h.events(&source.id), source_events);
     assert_eq!(h.store.files(&source.id), source_files);
-    assert_eq!(h.store.files(&branch.id), source_files);
-    let events = h.events(&branch.id);
+    assert_eq!(h.store.files(&ended.id), source_files);
+    let events = h.events(&ended.id);
     assert_eq!(events[0].payload["forkedFrom"]["runId"], json!(source.id));
 }
 
@@ -92,28 +84,20 @@ async fn a_branch_moves_a_chosen_profile_to_another_connection_from_the_fork_poi
         ..Default::default()
     };
     change.generation.temperature = Some(0.2);
-    let branch = h
-        .service
-        .fork_run(
+    let ended = h
+        .fork_and_wait(
             &source.id,
-            ForkRunRequest {
-                at: ForkPoint::AgentRound {
-                    invocation_id: InvocationId::root(),
-                    round: 2,
-                },
-                changes: ForkChanges {
-                    profiles: [(
-                        tt_domain::ids::ProfileId::parse("default-writer").unwrap(),
-                        change,
-                    )]
-                    .into(),
-                    ..ForkChanges::default()
-                },
+            at_round(InvocationId::root(), 2),
+            ForkChanges {
+                profiles: [(
+                    tt_domain::ids::ProfileId::parse("default-writer").unwrap(),
+                    change,
+                )]
+                .into(),
+                ..ForkChanges::default()
             },
         )
-        .await
-        .unwrap();
-    let ended = h.wait(&branch.id).await;
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     // The run's own model is not asked again; the other connection answers rounds 2 and 3,
     // with the changed settings.

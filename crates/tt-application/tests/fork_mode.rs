@@ -4,7 +4,7 @@
 //! result; a resumed run and a branch start it from the same prefix.
 
 use serde_json::json;
-use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
+use tt_application::ForkChanges;
 use tt_domain::invocation::InvocationKind;
 use tt_domain::model::{AgentModelRequest, ModelRole};
 use tt_domain::run::AgentRunStatus;
@@ -51,14 +51,6 @@ fn critic_turns() -> Vec<tt_domain::model::AgentModelResponse> {
         )]),
         responses::text("One slip: the storm starts twice."),
     ]
-}
-
-fn requests_of(h: &Harness, agent: &str) -> Vec<AgentModelRequest> {
-    h.model
-        .requests()
-        .into_iter()
-        .filter(|request| request.agent_profile_id.as_str() == agent)
-        .collect()
 }
 
 /// `request` opens with every message and the very tool specs of `source`.
@@ -271,21 +263,9 @@ async fn a_branch_in_the_middle_of_a_fork_mode_task_starts_it_from_the_same_pref
     let source_critic = requests_of(&h, "critic");
     let asked_before = h.model.requests().len();
 
-    let branch = h
-        .service
-        .fork_run(
-            &source.id,
-            ForkRunRequest {
-                at: ForkPoint::AgentRound {
-                    invocation_id: critic_id,
-                    round: 3,
-                },
-                changes: ForkChanges::default(),
-            },
-        )
-        .await
-        .unwrap();
-    let ended = h.wait(&branch.id).await;
+    let ended = h
+        .fork_and_wait(&source.id, at_round(critic_id, 3), ForkChanges::default())
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
 
     // The branch asks the critic's round 3 again, exactly as the source did.
@@ -297,7 +277,7 @@ async fn a_branch_in_the_middle_of_a_fork_mode_task_starts_it_from_the_same_pref
     assert_eq!(critic.round, 3);
     assert_eq!(critic.messages, source_critic[2].messages);
     assert_prefix(critic, &requests_of(&h, "writer")[1]);
-    assert_eq!(h.store.tasks(&branch.id)[0].status, TaskStatus::Completed);
+    assert_eq!(h.store.tasks(&ended.id)[0].status, TaskStatus::Completed);
 }
 
 #[tokio::test]

@@ -66,12 +66,7 @@ async fn agent_handoff_continues_after_prior_commit() {
     assert_eq!(task.child_invocation_id, editor.id);
 
     // The editor has its own prompt, brief, session and tools; it never sees the writer's turns.
-    let request = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "editor")
-        .unwrap();
+    let request = first_request_of(&h, "editor");
     assert_eq!(
         request.session.session_id,
         format!("{}:{}", run.id, editor.id)

@@ -111,28 +111,11 @@ async fn a_deadline_and_an_idle_limit_stop_tasks_inside_model_calls() {
     // The idle limit (20 s from its start) passes before the deadline (30 s).
     assert_eq!(cancelled[0].payload["taskId"], stylist.id.as_str());
     for task in [&critic, &stylist] {
-        let child = task.child_invocation_id.as_str();
-        let at = events
-            .iter()
-            .position(|e| {
-                e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == child
-            })
-            .unwrap();
-        assert!(
-            events[at + 1..]
-                .iter()
-                .all(|e| e.scope_invocation_id() != Some(child))
-        );
+        assert_nothing_after_cancellation(&events, task.child_invocation_id.as_str());
     }
 
     // What the writer read: the refused deadline, then the wait's report.
-    let writer = h
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent_profile_id.as_str() == "writer")
-        .nth(2)
-        .unwrap();
+    let writer = requests_of(&h, "writer").remove(2);
     let results: Vec<(String, String)> = writer
         .messages
         .iter()
@@ -235,12 +218,7 @@ async fn a_nested_delegator_sees_its_delegation_tools_and_gets_its_own_results()
     )));
     assert!(awaited.contains(&("inv_root".to_owned(), json!([mid_task.id]))));
 
-    let mid = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "mid")
-        .unwrap();
+    let mid = first_request_of(&h, "mid");
     let names: Vec<&str> = mid.tools.iter().map(|t| t.model_name.as_str()).collect();
     assert!(names.contains(&"agent_delegate") && names.contains(&"agent_cancel_task"));
     assert!(!names.contains(&"agent_handoff") && !names.contains(&"workspace_finish"));

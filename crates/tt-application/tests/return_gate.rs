@@ -4,9 +4,9 @@
 //! grading is journaled, and a resumed or branched run does not ask again for a grading it has.
 
 use serde_json::json;
-use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
+use tt_application::ForkChanges;
 use tt_domain::invocation::InvocationKind;
-use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_domain::model::AgentModelResponse;
 use tt_domain::profile::{ReturnGate, RevisionsSpent};
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
@@ -42,14 +42,6 @@ fn writer_turns() -> Vec<AgentModelResponse> {
 
 fn verdict(verdict: &str, notes: &str) -> AgentModelResponse {
     responses::text(&json!({"verdict": verdict, "notes": notes}).to_string())
-}
-
-fn requests_of(h: &Harness, agent: &str) -> Vec<AgentModelRequest> {
-    h.model
-        .requests()
-        .into_iter()
-        .filter(|request| request.agent_profile_id.as_str() == agent)
-        .collect()
 }
 
 fn outcomes(h: &Harness, run_id: &tt_domain::ids::RunId) -> Vec<(u64, String)> {
@@ -248,29 +240,17 @@ async fn a_branch_in_the_middle_of_a_revision_grades_only_the_revised_result() {
         .id;
     let graded_before = requests_of(&h, "grader").len();
 
-    let branch = h
-        .service
-        .fork_run(
-            &source.id,
-            ForkRunRequest {
-                at: ForkPoint::AgentRound {
-                    invocation_id: critic_id,
-                    round: 2,
-                },
-                changes: ForkChanges::default(),
-            },
-        )
-        .await
-        .unwrap();
-    let ended = h.wait(&branch.id).await;
+    let ended = h
+        .fork_and_wait(&source.id, at_round(critic_id, 2), ForkChanges::default())
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     // The branch asked the grader once, about the revised result, as its second grading.
     assert_eq!(requests_of(&h, "grader").len(), graded_before + 1);
     assert_eq!(
-        outcomes(&h, &branch.id),
+        outcomes(&h, &ended.id),
         [(1, "sentBack".to_owned()), (2, "accepted".to_owned())]
     );
-    assert_eq!(h.store.tasks(&branch.id)[0].status, TaskStatus::Completed);
+    assert_eq!(h.store.tasks(&ended.id)[0].status, TaskStatus::Completed);
 }
 
 #[tokio::test]

@@ -236,8 +236,34 @@ impl Harness {
         task
     }
 
+    /// Forks `source` at `at` with `changes` and waits for the branch to end.
+    pub(crate) async fn fork_and_wait(
+        &self,
+        source: &RunId,
+        at: tt_application::ForkPoint,
+        changes: tt_application::ForkChanges,
+    ) -> AgentRun {
+        let branch = self
+            .service
+            .fork_run(source, tt_application::ForkRunRequest { at, changes })
+            .await
+            .expect("fork_run");
+        self.wait(&branch.id).await
+    }
+
     pub(crate) fn put_profile(&self, profile: AgentProfileDefinition) {
         self.store.put_profile(profile);
+    }
+}
+
+/// Round `round` of `invocation_id`, as a fork point.
+pub(crate) fn at_round(
+    invocation_id: tt_domain::ids::InvocationId,
+    round: u32,
+) -> tt_application::ForkPoint {
+    tt_application::ForkPoint::AgentRound {
+        invocation_id,
+        round,
     }
 }
 
@@ -474,6 +500,24 @@ pub(crate) fn task_return(id: &str, summary: &str) -> AgentModelResponse {
     )])
 }
 
+/// Every request of `agent`, in order.
+pub(crate) fn requests_of(h: &Harness, agent: &str) -> Vec<AgentModelRequest> {
+    h.model
+        .requests()
+        .into_iter()
+        .filter(|request| request.agent_profile_id.as_str() == agent)
+        .collect()
+}
+
+/// The first request of `agent`.
+pub(crate) fn first_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
+    h.model
+        .requests()
+        .into_iter()
+        .find(|request| request.agent_profile_id.as_str() == agent)
+        .unwrap_or_else(|| panic!("{agent} made no request"))
+}
+
 /// Tool results in the last request of `agent`.
 pub(crate) fn last_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
     h.model
@@ -488,6 +532,22 @@ pub(crate) fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<Ag
         .into_iter()
         .filter(|event| event.event_type == event_type)
         .collect()
+}
+
+/// Nothing is journaled for agent `child` after its `agent_invocation_cancelled`.
+pub(crate) fn assert_nothing_after_cancellation(events: &[AgentRunEvent], child: &str) {
+    let cancelled_at = events
+        .iter()
+        .position(|e| {
+            e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == child
+        })
+        .unwrap_or_else(|| panic!("{child} was not cancelled"));
+    assert!(
+        events[cancelled_at + 1..]
+            .iter()
+            .all(|e| e.scope_invocation_id() != Some(child)),
+        "event for {child} after its cancellation"
+    );
 }
 
 /// A foreground agent that may hand off (and delegate).
