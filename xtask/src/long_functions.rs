@@ -77,29 +77,4 @@ pub(crate) const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "validate_tools",
         106,
     ),
-    (
-        "crates/tt-testkit/src/contract/invocations.rs",
-        "tasks_are_found_by_parent_and_by_child",
-        126,
-    ),
-    (
-        "crates/tt-testkit/src/contract/journal.rs",
-        "commit_writes_records_with_their_events",
-        165,
-    ),
-    (
-        "crates/tt-testkit/src/contract/workspace.rs",
-        "checkpoints",
-        108,
-    ),
-    (
-        "crates/tt-testkit/src/contract/workspace.rs",
-        "persist_projection_and_promotion",
-        126,
-    ),
-    (
-        "crates/tt-testkit/src/contract/workspace.rs",
-        "write_guards",
-        126,
-    ),
 ];

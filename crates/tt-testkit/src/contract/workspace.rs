@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 use tt_domain::error_codes;
+use tt_domain::ids::RunId;
+use tt_domain::run::AgentRun;
 use tt_domain::text::sha256_hex;
 use tt_domain::workspace::{
     CheckpointReason, EntryKind, FileFingerprint, PersistSnapshot, PersistentChangeKind,
-    WorkspaceRoot, WriteGuard,
+    PersistentChangeSet, WorkspaceRoot, WriteGuard,
 };
-use tt_ports::{StorageError, WorkspaceEntry};
+use tt_ports::{StorageError, WorkspaceEntry, WorkspaceRepository};
 
 use super::{StorageUnderTest, assert_code, assert_not_found, create_sample_run, ts, wp};
 
@@ -25,51 +27,7 @@ pub async fn write_guards(s: StorageUnderTest) {
     assert_eq!(created.sha256, sha256_hex(b"first"));
     assert_eq!(created.bytes, 5);
 
-    match ws
-        .write(&run.id, &path, "again", &WriteGuard::MustNotExist)
-        .await
-    {
-        Err(StorageError::GuardFileExists {
-            path: shown,
-            current_sha256,
-        }) => {
-            assert_eq!(shown, "output/main.md");
-            assert_eq!(current_sha256, created.sha256);
-        }
-        other => panic!("expected GuardFileExists, got {other:?}"),
-    }
-    let wrong = sha256_hex(b"something else");
-    match ws
-        .write(
-            &run.id,
-            &path,
-            "x",
-            &WriteGuard::MustMatchSha256(wrong.clone()),
-        )
-        .await
-    {
-        Err(StorageError::GuardShaMismatch {
-            expected, actual, ..
-        }) => {
-            assert_eq!(expected, wrong);
-            assert_eq!(actual, created.sha256);
-        }
-        other => panic!("expected GuardShaMismatch, got {other:?}"),
-    }
-    match ws
-        .write(
-            &run.id,
-            &wp("output/missing.md"),
-            "x",
-            &WriteGuard::MustMatchSha256(wrong),
-        )
-        .await
-    {
-        Err(StorageError::GuardFileMissing { path: shown }) => {
-            assert_eq!(shown, "output/missing.md");
-        }
-        other => panic!("expected GuardFileMissing, got {other:?}"),
-    }
+    guarded_writes_are_refused(&s, &run.id, &created.sha256).await;
     // Failed guards change nothing.
     assert_eq!(ws.read(&run.id, &path).await.unwrap().text, "first");
     assert_eq!(
@@ -97,9 +55,68 @@ pub async fn write_guards(s: StorageUnderTest) {
     assert_eq!(read.text, "third ✓");
     assert_eq!(read.sha256, forced.sha256);
 
+    directories_and_roots(&s, &run.id).await;
+}
+
+/// [`write_guards`]: `output/main.md` exists with `created_sha`; each guard that does not hold
+/// is refused with its own error.
+async fn guarded_writes_are_refused(s: &StorageUnderTest, run_id: &RunId, created_sha: &str) {
+    let ws = &s.workspace;
+    let path = wp("output/main.md");
+    match ws
+        .write(run_id, &path, "again", &WriteGuard::MustNotExist)
+        .await
+    {
+        Err(StorageError::GuardFileExists {
+            path: shown,
+            current_sha256,
+        }) => {
+            assert_eq!(shown, "output/main.md");
+            assert_eq!(current_sha256, created_sha);
+        }
+        other => panic!("expected GuardFileExists, got {other:?}"),
+    }
+    let wrong = sha256_hex(b"something else");
+    match ws
+        .write(
+            run_id,
+            &path,
+            "x",
+            &WriteGuard::MustMatchSha256(wrong.clone()),
+        )
+        .await
+    {
+        Err(StorageError::GuardShaMismatch {
+            expected, actual, ..
+        }) => {
+            assert_eq!(expected, wrong);
+            assert_eq!(actual, created_sha);
+        }
+        other => panic!("expected GuardShaMismatch, got {other:?}"),
+    }
+    match ws
+        .write(
+            run_id,
+            &wp("output/missing.md"),
+            "x",
+            &WriteGuard::MustMatchSha256(wrong),
+        )
+        .await
+    {
+        Err(StorageError::GuardFileMissing { path: shown }) => {
+            assert_eq!(shown, "output/missing.md");
+        }
+        other => panic!("expected GuardFileMissing, got {other:?}"),
+    }
+}
+
+/// [`write_guards`]: parents are created, directories are not overwritten, a name that only
+/// starts like a directory is not below it, and an unknown root does not exist.
+async fn directories_and_roots(s: &StorageUnderTest, run_id: &RunId) {
+    let ws = &s.workspace;
     // Parent directories are created as needed.
     ws.write(
-        &run.id,
+        run_id,
         &wp("output/drafts/deep/a.md"),
         "deep",
         &WriteGuard::MustNotExist,
@@ -107,7 +124,7 @@ pub async fn write_guards(s: StorageUnderTest) {
     .await
     .unwrap();
     assert_eq!(
-        ws.read(&run.id, &wp("output/drafts/deep/a.md"))
+        ws.read(run_id, &wp("output/drafts/deep/a.md"))
             .await
             .unwrap()
             .text,
@@ -115,7 +132,7 @@ pub async fn write_guards(s: StorageUnderTest) {
     );
     // Directories cannot be overwritten; unknown roots do not exist.
     for dir in ["output/drafts", "output"] {
-        match ws.write(&run.id, &wp(dir), "x", &WriteGuard::None).await {
+        match ws.write(run_id, &wp(dir), "x", &WriteGuard::None).await {
             Err(StorageError::IsDirectory { .. }) => {}
             other => panic!("expected IsDirectory for {dir}, got {other:?}"),
         }
@@ -126,15 +143,15 @@ pub async fn write_guards(s: StorageUnderTest) {
         "output/drafts0/a.md",
         "output/drafts.md",
     ] {
-        ws.write(&run.id, &wp(path), "beside", &WriteGuard::None)
+        ws.write(run_id, &wp(path), "beside", &WriteGuard::None)
             .await
             .unwrap();
     }
-    ws.write(&run.id, &wp("output/draft"), "x", &WriteGuard::None)
+    ws.write(run_id, &wp("output/draft"), "x", &WriteGuard::None)
         .await
         .unwrap();
     assert_not_found(
-        ws.write(&run.id, &wp("input/x.md"), "x", &WriteGuard::None)
+        ws.write(run_id, &wp("input/x.md"), "x", &WriteGuard::None)
             .await,
     );
 }
@@ -209,9 +226,7 @@ pub async fn append_semantics(s: StorageUnderTest) {
 pub async fn a_write_below_a_file_is_refused(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let ws = &s.workspace;
-    ws.write(&run.id, &wp("plan/a/b.md"), "plan", &WriteGuard::None)
-        .await
-        .unwrap();
+    put(ws, &run.id, "plan/a/b.md", "plan").await;
     for below in ["plan/a/b.md/c.md", "plan/a/b.md/c/d.md"] {
         match ws.write(&run.id, &wp(below), "x", &WriteGuard::None).await {
             Err(StorageError::NotADirectory { .. }) => {}
@@ -232,9 +247,7 @@ pub async fn a_write_below_a_file_is_refused(s: StorageUnderTest) {
 pub async fn read_and_sha_errors(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let ws = &s.workspace;
-    ws.write(&run.id, &wp("plan/a/b.md"), "plan", &WriteGuard::None)
-        .await
-        .unwrap();
+    put(ws, &run.id, "plan/a/b.md", "plan").await;
     let read = ws.read(&run.id, &wp("plan/a/b.md")).await.unwrap();
     assert_eq!(read.text, "plan");
     assert_eq!(read.sha256, sha256_hex(b"plan"));
@@ -265,6 +278,30 @@ pub async fn read_and_sha_errors(s: StorageUnderTest) {
         )
         .await,
     );
+}
+
+/// Writes `text` at `path`, unguarded.
+async fn put(ws: &Arc<dyn WorkspaceRepository>, run_id: &RunId, path: &str, text: &str) {
+    ws.write(run_id, &wp(path), text, &WriteGuard::None)
+        .await
+        .unwrap();
+}
+
+/// A file's fingerprint as a checkpoint or a persist snapshot records it.
+fn fingerprint(path: &str, text: &str) -> FileFingerprint {
+    FileFingerprint {
+        path: wp(path),
+        sha256: sha256_hex(text.as_bytes()),
+        bytes: text.len() as u64,
+    }
+}
+
+/// The path and kind of each change of a promoted set.
+fn change_kinds(set: &PersistentChangeSet) -> Vec<(String, PersistentChangeKind)> {
+    set.changes
+        .iter()
+        .map(|change| (change.path.to_string(), change.kind))
+        .collect()
 }
 
 fn listing(entries: Vec<WorkspaceEntry>) -> Vec<(String, EntryKind)> {
@@ -479,12 +516,8 @@ pub async fn concurrent_checkpoints_are_numbered_once_each(s: StorageUnderTest) 
 pub async fn checkpoints(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let ws = &s.workspace;
-    ws.write(&run.id, &wp("output/main.md"), "draft 1", &WriteGuard::None)
-        .await
-        .unwrap();
-    ws.write(&run.id, &wp("summaries/x.md"), "summary", &WriteGuard::None)
-        .await
-        .unwrap();
+    put(ws, &run.id, "output/main.md", "draft 1").await;
+    put(ws, &run.id, "summaries/x.md", "summary").await;
     let paths = [
         wp("output/main.md"),
         wp("summaries/x.md"),
@@ -509,27 +542,12 @@ pub async fn checkpoints(s: StorageUnderTest) {
     assert_eq!(
         first.files,
         vec![
-            FileFingerprint {
-                path: wp("output/main.md"),
-                sha256: sha256_hex(b"draft 1"),
-                bytes: 7,
-            },
-            FileFingerprint {
-                path: wp("summaries/x.md"),
-                sha256: sha256_hex(b"summary"),
-                bytes: 7,
-            },
+            fingerprint("output/main.md", "draft 1"),
+            fingerprint("summaries/x.md", "summary"),
         ]
     );
 
-    ws.write(
-        &run.id,
-        &wp("output/main.md"),
-        "draft 2!",
-        &WriteGuard::None,
-    )
-    .await
-    .unwrap();
+    put(ws, &run.id, "output/main.md", "draft 2!").await;
     let second = ws
         .create_checkpoint(
             &run.id,
@@ -545,11 +563,7 @@ pub async fn checkpoints(s: StorageUnderTest) {
     assert_eq!(second.reason, CheckpointReason::ChatCommit);
     assert_eq!(
         second.files,
-        vec![FileFingerprint {
-            path: wp("output/main.md"),
-            sha256: sha256_hex(b"draft 2!"),
-            bytes: 8,
-        }]
+        vec![fingerprint("output/main.md", "draft 2!")]
     );
     let third = ws
         .create_checkpoint(
@@ -568,17 +582,22 @@ pub async fn checkpoints(s: StorageUnderTest) {
         ws.read(&run.id, &wp("checkpoints/cp_000001/checkpoint.json"))
             .await,
     );
+    checkpointed_versions_read_back(ws, &run.id).await;
+}
+
+/// [`checkpoints`]: "draft 1" and "draft 2!" were checkpointed.
+async fn checkpointed_versions_read_back(ws: &Arc<dyn WorkspaceRepository>, run_id: &RunId) {
     // A checkpointed version reads back by its sha256 where the store keeps contents (the
     // port's default keeps none); a version no checkpoint stored never does.
     for text in ["draft 1", "draft 2!"] {
         let blob = ws
-            .checkpoint_blob(&run.id, &sha256_hex(text.as_bytes()))
+            .checkpoint_blob(run_id, &sha256_hex(text.as_bytes()))
             .await
             .unwrap();
         assert!(blob.is_none() || blob.as_deref() == Some(text), "{blob:?}");
     }
     assert_eq!(
-        ws.checkpoint_blob(&run.id, &sha256_hex(b"never written"))
+        ws.checkpoint_blob(run_id, &sha256_hex(b"never written"))
             .await
             .unwrap(),
         None
@@ -587,22 +606,29 @@ pub async fn checkpoints(s: StorageUnderTest) {
 
 pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     let ws = &s.workspace;
-    let fp = |path: &str, text: &str| FileFingerprint {
-        path: wp(path),
-        sha256: sha256_hex(text.as_bytes()),
-        bytes: text.len() as u64,
-    };
+    let a = a_first_state_adds_its_files(&s).await;
+    let b = a_projected_state_promotes_its_changes(&s, &a).await;
+    a_deletion_is_refused_and_no_change_still_promotes(&s, &b).await;
 
+    // A base state that does not exist.
+    let e = create_sample_run(&s, 5).await;
+    assert_code(
+        ws.init_persist_projection(&e.id, Some("run_never_promoted"))
+            .await,
+        error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
+    );
+}
+
+/// [`persist_projection_and_promotion`]: run A starts from nothing, adds two files and
+/// promotes them; returns it.
+async fn a_first_state_adds_its_files(s: &StorageUnderTest) -> AgentRun {
+    let ws = &s.workspace;
     // Run A starts from nothing and adds two files.
-    let a = create_sample_run(&s, 1).await;
+    let a = create_sample_run(s, 1).await;
     let snap_a = ws.init_persist_projection(&a.id, None).await.unwrap();
     assert_eq!(snap_a, PersistSnapshot::default());
-    ws.write(&a.id, &wp("persist/memory.md"), "m1", &WriteGuard::None)
-        .await
-        .unwrap();
-    ws.write(&a.id, &wp("persist/notes/a.md"), "a1", &WriteGuard::None)
-        .await
-        .unwrap();
+    put(ws, &a.id, "persist/memory.md", "m1").await;
+    put(ws, &a.id, "persist/notes/a.md", "a1").await;
     assert_eq!(ws.promoted_state(&a.id).await.unwrap(), None);
     let promoted_a = ws.promote_persist(&a.id, &snap_a, ts(10)).await.unwrap();
     // What it promoted can be read back (a resumed run finishing again reads it).
@@ -612,14 +638,8 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     );
     assert_eq!(promoted_a.state_id, a.id.as_str());
     assert_eq!(promoted_a.base_state_id, None);
-    let kinds = |set: &tt_domain::workspace::PersistentChangeSet| {
-        set.changes
-            .iter()
-            .map(|change| (change.path.to_string(), change.kind))
-            .collect::<Vec<_>>()
-    };
     assert_eq!(
-        kinds(&promoted_a),
+        change_kinds(&promoted_a),
         [
             ("persist/memory.md".to_owned(), PersistentChangeKind::Added),
             ("persist/notes/a.md".to_owned(), PersistentChangeKind::Added)
@@ -633,8 +653,15 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
         error_codes::AGENT_PERSISTENT_STATE_EXISTS,
     );
 
+    a
+}
+
+/// [`persist_projection_and_promotion`]: run B projects `a`'s state, changes it and promotes;
+/// returns it.
+async fn a_projected_state_promotes_its_changes(s: &StorageUnderTest, a: &AgentRun) -> AgentRun {
+    let ws = &s.workspace;
     // Run B projects A, modifies one file and adds another.
-    let b = create_sample_run(&s, 2).await;
+    let b = create_sample_run(s, 2).await;
     let snap_b = ws
         .init_persist_projection(&b.id, Some(a.id.as_str()))
         .await
@@ -643,8 +670,8 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     assert_eq!(
         snap_b.files,
         vec![
-            fp("persist/memory.md", "m1"),
-            fp("persist/notes/a.md", "a1")
+            fingerprint("persist/memory.md", "m1"),
+            fingerprint("persist/notes/a.md", "a1")
         ]
     );
     assert_eq!(
@@ -654,15 +681,13 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
             .text,
         "a1"
     );
-    ws.write(&b.id, &wp("persist/memory.md"), "m2", &WriteGuard::None)
-        .await
-        .unwrap();
+    put(ws, &b.id, "persist/memory.md", "m2").await;
     ws.append(&b.id, &wp("persist/new.md"), "n1").await.unwrap();
     let promoted_b = ws.promote_persist(&b.id, &snap_b, ts(20)).await.unwrap();
     assert_eq!(promoted_b.state_id, b.id.as_str());
     assert_eq!(promoted_b.base_state_id.as_deref(), Some(a.id.as_str()));
     assert_eq!(
-        kinds(&promoted_b),
+        change_kinds(&promoted_b),
         [
             (
                 "persist/memory.md".to_owned(),
@@ -672,8 +697,14 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
         ]
     );
 
+    b
+}
+
+/// [`persist_projection_and_promotion`]: runs C and D over `b`'s state.
+async fn a_deletion_is_refused_and_no_change_still_promotes(s: &StorageUnderTest, b: &AgentRun) {
+    let ws = &s.workspace;
     // Run C projects B; a file missing from persist/ since the snapshot cannot be promoted.
-    let c = create_sample_run(&s, 3).await;
+    let c = create_sample_run(s, 3).await;
     let snap_c = ws
         .init_persist_projection(&c.id, Some(b.id.as_str()))
         .await
@@ -681,13 +712,15 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     assert_eq!(
         snap_c.files,
         vec![
-            fp("persist/memory.md", "m2"),
-            fp("persist/new.md", "n1"),
-            fp("persist/notes/a.md", "a1")
+            fingerprint("persist/memory.md", "m2"),
+            fingerprint("persist/new.md", "n1"),
+            fingerprint("persist/notes/a.md", "a1")
         ]
     );
     let mut with_deleted = snap_c.clone();
-    with_deleted.files.push(fp("persist/gone.md", "gone"));
+    with_deleted
+        .files
+        .push(fingerprint("persist/gone.md", "gone"));
     assert_code(
         ws.promote_persist(&c.id, &with_deleted, ts(30)).await,
         error_codes::AGENT_PERSISTENT_DELETE_UNSUPPORTED,
@@ -696,20 +729,12 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     let promoted_c = ws.promote_persist(&c.id, &snap_c, ts(31)).await.unwrap();
     assert_eq!(promoted_c.state_id, c.id.as_str());
     assert!(promoted_c.changes.is_empty());
-    let d = create_sample_run(&s, 4).await;
+    let d = create_sample_run(s, 4).await;
     let snap_d = ws
         .init_persist_projection(&d.id, Some(c.id.as_str()))
         .await
         .unwrap();
     assert_eq!(snap_d.files, snap_c.files);
-
-    // A base state that does not exist.
-    let e = create_sample_run(&s, 5).await;
-    assert_code(
-        ws.init_persist_projection(&e.id, Some("run_never_promoted"))
-            .await,
-        error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
-    );
 }
 
 /// The chat's head moves by compare-and-swap: of many runs swapping from the same head at once
