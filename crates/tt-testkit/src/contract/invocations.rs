@@ -2,7 +2,7 @@
 //! order, and task transitions where the first terminal write wins, also under contention.
 
 use std::sync::Arc;
-use tt_domain::ids::{InvocationId, TaskId};
+use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRun;
 use tt_domain::task::{AgentTaskRecord, TaskStatus, TaskTransition};
@@ -28,15 +28,10 @@ pub async fn invocations_round_trip_in_creation_order(s: StorageUnderTest) {
     ] {
         s.invocations.save_invocation(&inv).await.unwrap();
     }
-    let ids: Vec<String> = s
-        .invocations
-        .list_invocations(&run.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|inv| inv.id.to_string())
-        .collect();
-    assert_eq!(ids, ["inv_a", "inv_b", "inv_root"]);
+    assert_eq!(
+        invocation_ids(&s, &run.id).await,
+        ["inv_a", "inv_b", "inv_root"]
+    );
 
     root.transition(InvocationStatus::Running, ts(9)).unwrap();
     s.invocations.save_invocation(&root).await.unwrap();
@@ -64,15 +59,10 @@ pub async fn tasks_round_trip_in_creation_order(s: StorageUnderTest) {
     for t in &tasks {
         s.invocations.create_task(t).await.unwrap();
     }
-    let ids: Vec<String> = s
-        .invocations
-        .list_tasks(&run.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.id.to_string())
-        .collect();
-    assert_eq!(ids, ["task_c", "task_a", "task_b"]);
+    assert_eq!(
+        task_ids(s.invocations.list_tasks(&run.id).await.unwrap()),
+        ["task_c", "task_a", "task_b"]
+    );
     assert_eq!(
         s.invocations
             .load_task(&run.id, &TaskId::from_raw("task_a"))
@@ -105,15 +95,10 @@ pub async fn records_of_one_millisecond_list_in_registration_order(s: StorageUnd
     for inv in &invocations {
         s.invocations.save_invocation(inv).await.unwrap();
     }
-    let ids: Vec<String> = s
-        .invocations
-        .list_invocations(&run.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|inv| inv.id.to_string())
-        .collect();
-    assert_eq!(ids, ["inv_root", "inv_z", "inv_a"]);
+    assert_eq!(
+        invocation_ids(&s, &run.id).await,
+        ["inv_root", "inv_z", "inv_a"]
+    );
 
     let mut tasks = [
         task(&run, "task_z", 3),
@@ -180,6 +165,17 @@ fn keyed_task(run: &AgentRun, id: &str, created_at: i64, key: &str) -> AgentTask
     let mut record = task(run, id, created_at);
     record.workspace_key = key.to_owned();
     record
+}
+
+/// The ids of the run's invocations, as listed.
+async fn invocation_ids(s: &StorageUnderTest, run_id: &RunId) -> Vec<String> {
+    s.invocations
+        .list_invocations(run_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|inv| inv.id.to_string())
+        .collect()
 }
 
 /// The ids of `tasks`, in order.
