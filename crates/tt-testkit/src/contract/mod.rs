@@ -214,6 +214,29 @@ pub fn sample_run(n: u32) -> AgentRun {
     }
 }
 
+/// A plain run `id` in chat `chat-1`, created at `created` ms, with no profile and no chat
+/// reference: the run a unit test of one tool or one record works in.
+pub fn plain_run(id: &str, created: i64) -> AgentRun {
+    AgentRun {
+        id: RunId::from_raw(id),
+        workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
+        stable_chat_id: "chat-1".into(),
+        chat_ref: Value::Null,
+        profile_id: None,
+        created_at: ts(created),
+        updated_at: ts(created),
+        ..sample_run(1)
+    }
+}
+
+/// An in-memory store holding [`plain_run`]`(id, 0)` with every root visible and writable.
+pub async fn store_with_run(id: &str) -> (Arc<crate::fakes::InMemoryStore>, RunId) {
+    let store = crate::fakes::InMemoryStore::new();
+    let run = plain_run(id, 0);
+    store.create_run(&run, &manifest_for(&run)).await.unwrap();
+    (store, run.id)
+}
+
 /// The manifest of a run with every root visible and writable.
 pub fn manifest_for(run: &AgentRun) -> RunManifest {
     RunManifest {

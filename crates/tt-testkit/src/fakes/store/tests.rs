@@ -1,12 +1,10 @@
 //! Unit tests of `InMemoryStore` beyond the shared storage contract suites.
 
-use std::sync::Arc;
-
 use serde_json::json;
 use tt_domain::event::{EventLevel, NewRunEvent, RunEventType};
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::profile::default_writer_definition;
-use tt_domain::run::{AgentRun, AgentRunStatus, ConversationKind, derive_workspace_id};
+use tt_domain::run::AgentRunStatus;
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
@@ -18,6 +16,7 @@ use tt_ports::{
 };
 
 use super::{InMemoryStore, StoreOp};
+use crate::contract::{plain_run as run, store_with_run};
 
 fn ts(millis: i64) -> Timestamp {
     Timestamp::from_unix_millis(millis)
@@ -25,30 +24,6 @@ fn ts(millis: i64) -> Timestamp {
 
 fn p(raw: &str) -> WorkspacePath {
     WorkspacePath::parse(raw).unwrap()
-}
-
-/// The contract's sample run with this id, in chat `chat-1`, created at `created`.
-fn run(id: &str, created: i64) -> AgentRun {
-    AgentRun {
-        id: RunId::from_raw(id),
-        workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
-        stable_chat_id: "chat-1".into(),
-        chat_ref: json!(null),
-        profile_id: None,
-        created_at: ts(created),
-        updated_at: ts(created),
-        ..crate::contract::sample_run(1)
-    }
-}
-
-async fn store_with_run(id: &str) -> (Arc<InMemoryStore>, RunId) {
-    let store = InMemoryStore::new();
-    let run = run(id, 0);
-    store
-        .create_run(&run, &crate::contract::manifest_for(&run))
-        .await
-        .unwrap();
-    (store, run.id)
 }
 
 fn event(run_id: &RunId, n: u64, payload: serde_json::Value) -> NewRunEvent {
