@@ -239,6 +239,25 @@ mod tests {
         (store, run_id, agent, task)
     }
 
+    /// `task_return` with `arguments`, as `agent` working in `run_id` with [`policy`].
+    async fn return_as(
+        store: &InMemoryStore,
+        run_id: &RunId,
+        agent: &AgentInvocation,
+        arguments: Value,
+    ) -> Result<WrittenReturn, ToolCallError> {
+        let policy = policy();
+        let env = TaskReturnEnv {
+            run_id,
+            invocations: store,
+            runs: store,
+            workspace: store,
+            invocation: agent,
+            policy: &policy,
+        };
+        write_task_return(&env, &call(arguments)).await
+    }
+
     fn call(arguments: Value) -> AgentToolCall {
         AgentToolCall {
             id: "call_1".to_owned(),
@@ -262,21 +281,13 @@ mod tests {
     #[tokio::test]
     async fn writes_the_result_and_summary_and_leaves_settling_the_task_to_the_engine() {
         let (store, run_id, agent, task) = delegated_agent().await;
-        let policy = policy();
-        let env = TaskReturnEnv {
-            run_id: &run_id,
-            invocations: store.as_ref(),
-            runs: store.as_ref(),
-            workspace: store.as_ref(),
-            invocation: &agent,
-            policy: &policy,
-        };
-
-        let written = write_task_return(
-            &env,
-            &call(json!({"summary": "The scene holds.", "artifacts": [
+        let written = return_as(
+            &store,
+            &run_id,
+            &agent,
+            json!({"summary": "The scene holds.", "artifacts": [
                 {"path": "scratch/notes.md", "kind": "notes", "role": "evidence"}
-            ]})),
+            ]}),
         )
         .await
         .unwrap();
@@ -308,21 +319,13 @@ mod tests {
     #[tokio::test]
     async fn refuses_an_artifact_the_agent_cannot_see_and_writes_nothing() {
         let (store, run_id, agent, _) = delegated_agent().await;
-        let policy = policy();
-        let env = TaskReturnEnv {
-            run_id: &run_id,
-            invocations: store.as_ref(),
-            runs: store.as_ref(),
-            workspace: store.as_ref(),
-            invocation: &agent,
-            policy: &policy,
-        };
-
-        let refused = write_task_return(
-            &env,
-            &call(json!({"summary": "Done.", "artifacts": [
+        let refused = return_as(
+            &store,
+            &run_id,
+            &agent,
+            json!({"summary": "Done.", "artifacts": [
                 {"path": "persist/lore.md", "kind": "notes", "role": "evidence"}
-            ]})),
+            ]}),
         )
         .await;
 
