@@ -27,13 +27,7 @@ fn writer_turns() -> Vec<(&'static str, Vec<tt_domain::model::AgentModelResponse
     vec![
         (
             "writer",
-            publish_after(
-                vec![
-                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                    turn(vec![call("a", "agent_await", json!({}))]),
-                ],
-                "Final.",
-            ),
+            delegate_wait_publish("critic", "Check the draft.", json!({}), "Final."),
         ),
         ("critic", vec![task_return("r", "Assembled and reviewed.")]),
     ]

@@ -289,10 +289,12 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Try to finish the job.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
+            delegate_wait_publish(
+                "critic",
+                "Try to finish the job.",
+                json!({}),
+                "Final scene.",
+            ),
         ),
         (
             "critic",
@@ -383,10 +385,7 @@ async fn delegated_task_without_return_fails_at_max_rounds() {
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Loop forever.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
+            delegate_wait_publish("critic", "Loop forever.", json!({}), "Final scene."),
         ),
         (
             "critic",
@@ -683,10 +682,7 @@ async fn child_failure_never_fails_the_parent_run() {
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Crash.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
+            delegate_wait_publish("critic", "Crash.", json!({}), "Final scene."),
         ),
         // No script for the critic: its model call fails.
     ]);
@@ -704,10 +700,7 @@ async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent()
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Impossible task.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
+            delegate_wait_publish("critic", "Impossible task.", json!({}), "Final scene."),
         ),
         (
             "critic",
@@ -1083,14 +1076,12 @@ async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_s
 
 #[tokio::test]
 async fn a_failed_tasks_capsule_reads_as_its_class_without_paths() {
-    let writer = writer_finishing_after(vec![
-        turn(vec![delegate("d1", "critic", "Check continuity.")]),
-        turn(vec![call(
-            "a",
-            "agent_await",
-            json!({"mode": "allCompleted", "timeoutMs": 60000}),
-        )]),
-    ]);
+    let writer = delegate_wait_publish(
+        "critic",
+        "Check continuity.",
+        json!({"mode": "allCompleted", "timeoutMs": 60000}),
+        "Final scene.",
+    );
     // The critic's model refuses with a message that names a physical path and a server.
     let model = tt_testkit::fakes::FakeModel::new(move |request| {
         if request.agent_profile_id.as_str() == "critic" {

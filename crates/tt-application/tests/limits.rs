@@ -63,13 +63,7 @@ async fn a_delegated_agent_past_its_deadline_fails_only_its_task() {
     let model = by_agent(vec![
         (
             "writer",
-            publish_after(
-                vec![
-                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                    turn(vec![call("a", "agent_await", json!({}))]),
-                ],
-                "Final scene.",
-            ),
+            delegate_wait_publish("critic", "Check the draft.", json!({}), "Final scene."),
         ),
         ("critic", vec![]),
     ]);

@@ -229,13 +229,7 @@ async fn slip_errors_read_from_the_agent_point_of_view() {
     let model = by_agent(vec![
         (
             "writer",
-            publish_after(
-                vec![
-                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                    turn(vec![call("a", "agent_await", json!({}))]),
-                ],
-                "Final scene.",
-            ),
+            delegate_wait_publish("critic", "Check the draft.", json!({}), "Final scene."),
         ),
         (
             "critic",

@@ -146,14 +146,12 @@ async fn a_nested_delegator_sees_its_delegation_tools_and_gets_its_own_results()
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "mid", "Organise the review.")]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"mode": "allCompleted", "timeoutMs": 300000}),
-                )]),
-            ]),
+            delegate_wait_publish(
+                "mid",
+                "Organise the review.",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+                "Final scene.",
+            ),
         ),
         (
             "mid",

@@ -382,6 +382,23 @@ pub(crate) fn publish_after(
     turns
 }
 
+/// The lead's script: delegate one task (`objective`) to `agent`, wait for it with `wait`
+/// (`agent_await`'s arguments), then [`publish_after`] with `text`.
+pub(crate) fn delegate_wait_publish(
+    agent: &str,
+    objective: &str,
+    wait: Value,
+    text: &str,
+) -> Vec<AgentModelResponse> {
+    publish_after(
+        vec![
+            turn(vec![delegate("d1", agent, objective)]),
+            turn(vec![call("a", "agent_await", wait)]),
+        ],
+        text,
+    )
+}
+
 /// One `agent_await` call in `mode`.
 pub(crate) fn await_turn(id: &str, mode: &str) -> AgentModelResponse {
     turn(vec![call(id, "agent_await", json!({ "mode": mode }))])

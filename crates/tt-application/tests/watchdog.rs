@@ -135,15 +135,10 @@ async fn awaiting_a_delegated_task_never_counts() {
     let model = by_agent(vec![
         (
             "writer",
-            publish_after(
-                vec![
-                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                    turn(vec![call(
-                        "a",
-                        "agent_await",
-                        json!({"timeoutMs": 300_000}),
-                    )]),
-                ],
+            delegate_wait_publish(
+                "critic",
+                "Check the draft.",
+                json!({"timeoutMs": 300_000}),
                 "Final scene.",
             ),
         ),
@@ -175,13 +170,7 @@ async fn a_delegated_agent_stopped_by_its_watchdog_fails_only_its_task() {
     let model = by_agent(vec![
         (
             "writer",
-            publish_after(
-                vec![
-                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                    turn(vec![call("a", "agent_await", json!({}))]),
-                ],
-                "Final scene.",
-            ),
+            delegate_wait_publish("critic", "Check the draft.", json!({}), "Final scene."),
         ),
         ("critic", vec![]),
     ]);
@@ -251,15 +240,10 @@ async fn a_resumed_delegated_agent_keeps_the_runs_watchdog() {
     let model = by_agent(vec![
         (
             "writer",
-            publish_after(
-                vec![
-                    turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                    turn(vec![call(
-                        "a",
-                        "agent_await",
-                        json!({"timeoutMs": 300_000}),
-                    )]),
-                ],
+            delegate_wait_publish(
+                "critic",
+                "Check the draft.",
+                json!({"timeoutMs": 300_000}),
                 "Final scene.",
             ),
         ),
