@@ -48,8 +48,7 @@ fn setup(broker: Arc<FakePromptBroker>) -> Harness {
 #[tokio::test]
 async fn child_ref_profile_prompt_assembly_round_trips_through_the_broker() {
     let h = setup(FakePromptBroker::answering());
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Completed);
 
@@ -137,8 +136,7 @@ async fn a_host_error_fails_only_that_task() {
     let h = setup(FakePromptBroker::with(|_| {
         Err(HostBridgeError::Rejected("preset missing".into()))
     }));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     h.failed_task(&run.id, "agent.prompt_assembly_failed");
     let failed = h.first_event(&run.id, "prompt_assembly_failed");
     assert!(
@@ -259,8 +257,7 @@ async fn writer_and_critic_on_two_connections() -> (
         critic.model.model_id = Some("model-b".into());
         critic
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let child = h
         .store
         .invocations(&run.id)
@@ -322,8 +319,7 @@ async fn an_unknown_connection_fails_the_task_that_needs_it() {
         critic.model.model_id = Some("m".into());
         critic
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert!(
         task.error
@@ -356,8 +352,7 @@ async fn root_ref_profile_prompt_is_host_assembled_with_generation_intent() {
         });
         p.instructions.agent_system_prompt = Some("You narrate in the present tense.".into());
     }));
-    let run = h.run_to_end(request(Some("narrator"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("narrator"))).await;
 
     let requests = h.broker.requests();
     assert_eq!(requests.len(), 1);

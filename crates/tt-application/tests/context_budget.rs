@@ -72,13 +72,7 @@ async fn the_answer_keeps_its_output_limit_and_each_max_tokens_fits_what_is_left
     let h = harness(model.clone());
     h.put_profile(windowed(window, CompactionPolicy::None, Some(700)));
     // (notes of 30 lines: the latest read always fits beside the opening)
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
     // The reserve is the limit (700), not an eighth of the window.
     let budget = WindowBudget::new(window, Some(700));
     assert_eq!(budget.output_reserve_tokens, 700);
@@ -120,13 +114,7 @@ async fn plain_text_answers_and_their_reminders_leave_once_moved_past() {
     let model = by_turn(drifting_turns(8));
     let h = harness(model.clone());
     h.put_profile(windowed(window, CompactionPolicy::None, None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
     let budget = WindowBudget::new(window, None);
     let requests = model.requests();
     for request in &requests {
@@ -179,13 +167,7 @@ async fn repeated_compaction_folds_into_one_rolling_summary() {
     let h = harness(model.clone());
     let window = first + 1_400;
     h.put_profile(windowed(window, CompactionPolicy::Summarize, None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
     let compactions = events_of(&h, &run.id, "context_compacted");
     assert!(compactions.len() >= 2, "{} compactions", compactions.len());
     // The first summary replaces the conversation's earlier reply and the agent's turns but

@@ -48,13 +48,7 @@ async fn older_results_become_stubs_and_the_run_completes() {
     let model = by_turn(reading_turns(8));
     let h = harness(model.clone());
     h.put_profile(windowed(window, CompactionPolicy::None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
 
     let budget = WindowBudget::new(window, None);
     let requests = model.requests();
@@ -163,13 +157,7 @@ async fn a_provider_refusal_teaches_the_window_and_fits_once_more() {
     h.put_profile(custom_profile("unknown-window", |p| {
         p.tools.max_rounds = 40
     }));
-    let run = h.run_to_end(request(Some("unknown-window"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("unknown-window"))).await;
     let trims = events_of(&h, &run.id, "context_trimmed");
     assert_eq!(trims[0].payload["trigger"], "provider_refused");
     assert_eq!(trims[0].payload["windowTokens"], 5_500);
@@ -185,8 +173,7 @@ async fn a_large_result_reaches_the_history_as_head_and_tail() {
     h.put_profile(custom_profile("bounded-results", |p| {
         p.context.max_tool_result_tokens = Some(300);
     }));
-    let run = h.run_to_end(request(Some("bounded-results"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("bounded-results"))).await;
     let read = model.requests()[2].clone();
     let (_, _, _, content) = tool_results(&read).pop().unwrap();
     assert!(content.contains("lines left out to save room"), "{content}");
@@ -211,8 +198,7 @@ async fn a_long_search_result_is_saved_whole_and_the_history_names_the_file() {
     h.put_profile(custom_profile("bounded-results", |p| {
         p.context.max_tool_result_tokens = Some(300);
     }));
-    let run = h.run_to_end(request(Some("bounded-results"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("bounded-results"))).await;
     let saved = h.first_event(&run.id, "tool_output_saved");
     let path = saved.payload["path"].as_str().unwrap().to_owned();
     assert!(
@@ -273,21 +259,14 @@ async fn a_trimmed_await_result_says_where_the_summaries_stay_never_to_call_agai
     let h = harness(model.clone());
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("writer"))).await;
     let first = estimate(&model.requests()[0]);
 
     let (writer, model) = delegating_and_reading(first + 4_800, 8);
     let h = harness(model.clone());
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    h.run_completed(request(Some("writer"))).await;
     let last = last_request_of(&h, "writer");
     let (_, _, _, awaited) = tool_results(&last)
         .into_iter()

@@ -353,8 +353,7 @@ async fn failed_attempts_come_before_the_answer_of_their_round() {
     })];
     answers.extend(happy_turns().into_iter().map(Ok));
     let h = harness(tt_testkit::fakes::FakeModel::sequence(answers));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let conversation = h
         .service
         .agent_conversation(&run.id, &InvocationId::root())

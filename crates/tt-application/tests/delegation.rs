@@ -67,8 +67,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
     ]);
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
 
     // The task and the delegated invocation.
     let tasks = h.store.tasks(&run.id);
@@ -252,8 +251,7 @@ async fn workspace_finish_cancels_unawaited_delegated_task() {
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Cancelled);
     assert_eq!(
@@ -361,8 +359,7 @@ async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
     ]);
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let critic = last_request_of(&h, "critic");
     let results = tool_results(&critic);
     assert!(
@@ -402,8 +399,7 @@ async fn delegated_task_without_return_fails_at_max_rounds() {
     ]);
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Failed);
     assert_eq!(
@@ -456,8 +452,7 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
     });
     h.model
         .hang_when(|request| request.agent_profile_id.as_str() != "writer");
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&requests_of(&h, "writer")[1]);
     let codes: Vec<_> = results
         .iter()
@@ -555,8 +550,7 @@ async fn agent_list_returns_callable_profiles_allowed_by_delegation_policy() {
         p.delegation.allowed_callers = vec!["other".into()];
         p
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&h.model.requests()[1]);
     insta::assert_snapshot!("agent_list_content", results[0].3);
     assert!(
@@ -599,8 +593,7 @@ async fn await_selection_errors_and_timeout() {
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let by_id = |id: &str| results.iter().find(|r| r.0 == id).unwrap().clone();
     assert_eq!(by_id("none").2.as_deref(), Some("agent.no_child_tasks"));
@@ -688,8 +681,7 @@ async fn child_failure_never_fails_the_parent_run() {
     ]);
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = h.failed_task(&run.id, "model.script_exhausted");
     let failed = &events_of(&h, &run.id, "agent_child_invocation_failed")[0];
     assert_eq!(failed.payload["taskId"], task.id.as_str());
@@ -721,8 +713,7 @@ async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent()
     ]);
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let critic_results = tool_results(&last_request_of(&h, "critic"));
     assert_eq!(
         critic_results[0].2.as_deref(),
@@ -770,8 +761,7 @@ async fn delegated_prompts_and_surfaces_as_models_see_them() {
     ]);
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("writer"))).await;
     let writer = first_request_of(&h, "writer");
     insta::assert_snapshot!(
         "delegating_system_prompt",
@@ -871,8 +861,7 @@ async fn delegated_budget_only_lowers_the_target_profile_limits() {
     ]);
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let critic = last_request_of(&h, "critic");
     let results = tool_results(&critic);
     assert!(!results[0].1);
@@ -922,8 +911,7 @@ async fn default_writer_run_delegates_and_receives_a_result() {
     ]);
     let h = harness(model);
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
 
     let first = first_request_of(&h, "default-writer");
     let names: Vec<_> = first.tools.iter().map(|t| t.model_name.as_str()).collect();
@@ -995,8 +983,7 @@ async fn tasks_delegated_in_the_same_millisecond_come_back_in_delegation_order()
         std::sync::Arc::new(DescendingIds(std::sync::atomic::AtomicU64::new(1 << 40))),
     );
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let registered: Vec<String> = events_of(&h, &run.id, "agent_task_registered")
         .iter()
         .map(|e| e.payload["taskId"].as_str().unwrap().to_owned())
@@ -1041,8 +1028,7 @@ async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_s
         p.tools.max_calls_per_run = TASKS as u32 + 8;
     }));
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let mut queued_at = std::collections::HashMap::new();
     let mut running = 0;
     let mut started = 0;
@@ -1094,8 +1080,7 @@ async fn a_failed_tasks_capsule_reads_as_its_class_without_paths() {
     });
     let h = harness(model);
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = h.store.tasks(&run.id).remove(0);
     assert_eq!(task.status, TaskStatus::Failed);
     // The record keeps the technical text for hosts.

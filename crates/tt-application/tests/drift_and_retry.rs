@@ -13,8 +13,7 @@ async fn foreground_run_recovers_from_no_commit_drift_with_nudge() {
     let mut turns = vec![responses::text("Here is my scene: the storm broke.")];
     turns.extend(happy_turns());
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     // The plain text was kept, not lost.
     assert_eq!(
         h.store
@@ -51,8 +50,7 @@ async fn foreground_run_recovers_from_post_commit_drift_with_nudge() {
         turn(vec![call("f", "workspace_finish", json!({}))]),
     ];
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let nudge = h.model.requests()[3]
         .messages
         .last()
@@ -119,8 +117,7 @@ async fn rate_limited_and_transient_errors_are_retried_with_events() {
     ];
     answers.extend(happy_turns().into_iter().map(Ok));
     let h = harness(FakeModel::sequence(answers));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let events = h.events(&run.id);
     let failed: Vec<_> = events
         .iter()
@@ -368,8 +365,7 @@ async fn a_timed_out_attempt_names_its_limit_and_is_retried() {
     })];
     answers.extend(happy_turns().into_iter().map(Ok));
     let h = harness(FakeModel::sequence(answers));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let attempt = h.first_event(&run.id, "model_call_attempt_failed");
     assert_eq!(attempt.payload["code"], "model.timeout");
     assert_eq!(attempt.payload["limit"], "idleTimeout");

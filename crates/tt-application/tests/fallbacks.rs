@@ -111,8 +111,7 @@ async fn a_rate_limited_model_moves_the_agent_to_its_fallback_with_the_same_hist
         by_turn(metered_turns()),
         writer(|_| {}),
     );
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     // Two attempts (one retry) on the primary, then every round on the fallback.
     assert_eq!(s.primary.call_count(), 2);
     assert_eq!(models_asked(&s.spare), vec![Some("small".to_owned()); 3]);
@@ -156,8 +155,7 @@ async fn a_call_past_its_deadline_moves_the_agent_to_its_fallback() {
         writer(|p| p.run.model_retry.deadline_seconds = Some(30)),
     );
     let started = tokio::time::Instant::now();
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     // The hung primary is asked once and given up on at its deadline, not retried.
     assert_eq!(s.primary.call_count(), 1);
     assert_eq!(started.elapsed(), std::time::Duration::from_secs(30));
@@ -176,8 +174,7 @@ async fn the_timeline_shows_each_agents_fallback_switches_and_a_branch_cut_befor
         by_turn(happy_turns()),
         writer(|_| {}),
     );
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     let timeline = s.h.service.timeline_projection(&run.id).await.unwrap();
     let root = &timeline.invocations[0];
     assert_eq!(root.model_switches.len(), 1);
@@ -218,8 +215,7 @@ async fn a_long_rate_limit_moves_on_at_once_past_the_bound() {
         by_turn(happy_turns()),
         writer(|p| p.model.fallback_on_rate_limit_after_seconds = Some(5)),
     );
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     assert_eq!(s.primary.call_count(), 1, "no retry past the bound");
     assert!(events_of(&s.h, &run.id, "model_call_retry_scheduled").is_empty());
     let switched = s.h.first_event(&run.id, "agent_model_fallback_switched");
@@ -236,8 +232,7 @@ async fn a_model_the_server_does_not_know_moves_on_without_retries() {
         by_turn(happy_turns()),
         writer(|_| {}),
     );
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     assert_eq!(s.primary.call_count(), 1);
     let switched = s.h.first_event(&run.id, "agent_model_fallback_switched");
     assert_eq!(switched.payload["reason"], "model_not_found");
@@ -367,8 +362,7 @@ async fn a_branch_after_a_switch_stays_on_the_fallback() {
         by_turn(happy_turns()),
         writer(|_| {}),
     );
-    let source = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = s.h.run_completed(request(Some("writer"))).await;
     let (primary_before, spare_before) = (s.primary.call_count(), s.spare.call_count());
     let ended =
         s.h.fork_and_wait(
@@ -399,8 +393,7 @@ async fn a_branch_cut_before_the_switch_starts_on_the_profiles_own_model() {
         by_turn(happy_turns()),
         writer(|_| {}),
     );
-    let source = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = s.h.run_completed(request(Some("writer"))).await;
     let primary_before = s.primary.call_count();
     let ended =
         s.h.fork_and_wait(

@@ -14,8 +14,7 @@ use crate::support::*;
 #[tokio::test]
 async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_request() {
     let h = harness(by_turn(happy_turns()));
-    let source = h.run_to_end(request(None)).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = h.run_completed(request(None)).await;
     let source_events = h.events(&source.id);
     let source_files = h.store.files(&source.id);
     let asked_before = h.model.requests().len();

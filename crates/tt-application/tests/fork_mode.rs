@@ -75,8 +75,7 @@ async fn a_fork_mode_task_reads_its_delegators_request_then_its_note_and_answers
         ("critic", critic_turns()),
     ]));
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
 
     // The writer is offered the mode: one of its targets allows fork mode.
     let writer = requests_of(&h, "writer");
@@ -251,8 +250,7 @@ async fn a_branch_in_the_middle_of_a_fork_mode_task_starts_it_from_the_same_pref
         ("critic", critic_turns()),
     ]));
     install(&h);
-    let source = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = h.run_completed(request(Some("writer"))).await;
     let critic_id = h
         .store
         .invocations(&source.id)

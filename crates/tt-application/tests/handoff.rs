@@ -48,8 +48,7 @@ async fn agent_handoff_continues_after_prior_commit() {
     let h = harness(model);
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
 
     let invocations = h.store.invocations(&run.id);
     let root = invocations.iter().find(|inv| inv.id.is_root()).unwrap();
@@ -108,8 +107,7 @@ async fn handoff_event_sequence() {
     let h = harness(model);
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let interesting = [
         "agent_handoff_requested",
         "agent_invocation_created",
@@ -182,8 +180,7 @@ async fn a_chain_of_three_owners() {
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
     h.put_profile(handoff_target("finalizer"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     // The ledger is shared across the chain: two commits, by two owners.
     assert_eq!(h.bridge.requests().len(), 2);
     let statuses: Vec<_> = h
@@ -245,8 +242,7 @@ async fn agent_handoff_denies_pending_delegated_tasks_and_policy_violations() {
         p.delegation.allowed_callers = vec!["someone-else".into()];
         p
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let code = |id: &str| {
         results
@@ -310,8 +306,7 @@ async fn handoff_policy_denials() {
         p.delegation.allowed_callers = vec!["someone-else".into()];
         p
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let find = |id: &str| results.iter().find(|r| r.0 == id).unwrap().clone();
     assert_eq!(
@@ -339,8 +334,7 @@ async fn handoff_policy_denials() {
     h.put_profile(custom_profile("plain", |p| {
         p.run.presentation = tt_domain::run::Presentation::Background
     }));
-    let run = h.run_to_end(request(Some("plain"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("plain"))).await;
     let results = tool_results(&last_request_of(&h, "plain"));
     assert_eq!(results[0].2.as_deref(), Some("agent.tool_policy_denied"));
 }
@@ -365,8 +359,7 @@ async fn handoff_depth_is_limited_for_the_whole_run() {
     h.put_profile(writer);
     h.put_profile(editor);
     h.put_profile(handoff_target("writer-again"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "editor"));
     assert_eq!(
         results[0].2.as_deref(),

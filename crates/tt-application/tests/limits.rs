@@ -73,8 +73,7 @@ async fn a_delegated_agent_past_its_deadline_fails_only_its_task() {
     let mut critic = reviewer("critic");
     critic.limits.max_invocation_seconds = Some(5);
     h.put_profile(critic);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     h.failed_task(&run.id, "agent.invocation_deadline_exceeded");
 }
 
@@ -84,8 +83,7 @@ async fn the_profile_output_token_limit_is_sent_with_every_request() {
     h.put_profile(custom_profile("short", |p| {
         p.model.max_output_tokens = Some(256)
     }));
-    let run = h.run_to_end(request(Some("short"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("short"))).await;
     let requests = h.model.requests();
     assert_eq!(requests.len(), 3);
     assert!(requests.iter().all(|r| r.max_output_tokens == Some(256)));

@@ -3,7 +3,6 @@
 
 use serde_json::json;
 use tt_domain::model::ModelContentPart;
-use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
 
 use crate::support::*;
@@ -75,8 +74,7 @@ async fn a_deadline_and_an_idle_limit_stop_tasks_inside_model_calls() {
     });
     h.put_profile(reviewer("scout"));
 
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     assert_eq!(h.model.parked_count(), 0, "both model calls were aborted");
     let tasks = h.store.tasks(&run.id);
     let status = |agent: &str| {
@@ -183,8 +181,7 @@ async fn a_nested_delegator_sees_its_delegation_tools_and_gets_its_own_results()
         p
     });
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let tasks = h.store.tasks(&run.id);
     assert_eq!(tasks.len(), 2);
     assert!(tasks.iter().all(|t| t.status == TaskStatus::Completed));

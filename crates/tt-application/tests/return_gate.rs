@@ -81,8 +81,7 @@ fn revised_model() -> std::sync::Arc<tt_testkit::fakes::FakeModel> {
 async fn a_result_sent_back_with_notes_is_revised_and_then_accepted() {
     let h = harness(revised_model());
     install(&h, 2, RevisionsSpent::Accept);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
 
     // The notes reached the critic as its first return's result.
     let critic = requests_of(&h, "critic");
@@ -134,8 +133,7 @@ async fn a_rejected_result_fails_the_task_with_the_reviewers_reason() {
         ),
     ]));
     install(&h, 2, RevisionsSpent::Accept);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     h.failed_task(
         &run.id,
         "agent.return_rejected: It checked a different draft.",
@@ -229,8 +227,7 @@ async fn a_run_resumed_in_the_middle_of_a_revision_does_not_ask_for_an_answered_
 async fn a_branch_in_the_middle_of_a_revision_grades_only_the_revised_result() {
     let h = harness(revised_model());
     install(&h, 2, RevisionsSpent::Accept);
-    let source = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = h.run_completed(request(Some("writer"))).await;
     let critic_id = h
         .store
         .invocations(&source.id)
@@ -296,8 +293,7 @@ async fn a_forked_agents_plain_answer_is_graded_and_sent_back_like_a_return() {
         max_grader_tokens: None,
     });
     h.put_profile(critic);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let critic = requests_of(&h, "critic");
     let sent_back = tool_results(&critic[1])
         .into_iter()

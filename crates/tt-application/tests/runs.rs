@@ -14,8 +14,7 @@ use crate::support::*;
 #[tokio::test]
 async fn foreground_run_commits_chat_message_before_finish() {
     let h = harness(by_turn(happy_turns()));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
 
     // The host got exactly one commit with the file's text.
     let commits = h.bridge.requests();
@@ -196,8 +195,7 @@ async fn recoverable_errors_go_back_to_the_model_and_the_run_continues() {
     ];
     turns.extend(happy_turns());
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let requests = h.model.requests();
     let results = tool_results(&requests[2]);
     assert_eq!(results[0].2.as_deref(), Some("workspace.invalid_path"));
@@ -281,8 +279,7 @@ async fn finish_promotes_persistent_workspace_projection() {
     )])];
     turns.extend(happy_turns());
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let committed = h.first_event(&run.id, "persistent_changes_committed");
     assert_eq!(committed.payload["stateId"], run.id.as_str());
     assert_eq!(committed.payload["changeCount"], 1);
@@ -553,8 +550,7 @@ async fn a_long_reply_is_stored_once() {
         "function": {"name": "workspace_write_file", "arguments": arguments.to_string()},
     }]}}]});
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let stored = h
         .store
         .document(

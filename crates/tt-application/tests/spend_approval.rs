@@ -97,8 +97,7 @@ async fn approve_the_delegation(h: &Harness) -> (serde_json::Value, serde_json::
 async fn a_delegation_under_the_limit_runs_without_asking() {
     let h = harness_for(true);
     install(&h, 100.0);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     assert!(events_of(&h, &run.id, "tool_approval_requested").is_empty());
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Completed);
 }

@@ -199,6 +199,18 @@ impl Harness {
         self.wait(&run.id).await
     }
 
+    /// Starts a run and waits for it to end; it must complete.
+    pub(crate) async fn run_completed(&self, request: StartRunRequest) -> AgentRun {
+        let run = self.run_to_end(request).await;
+        assert_eq!(
+            run.status,
+            tt_domain::run::AgentRunStatus::Completed,
+            "{:?}",
+            self.event_types(&run.id)
+        );
+        run
+    }
+
     /// Waits (bounded) for a run to stop executing; its journal must be what docs/events.md
     /// documents and what the typed payloads describe.
     pub(crate) async fn wait(&self, run_id: &RunId) -> AgentRun {

@@ -181,8 +181,7 @@ async fn a_delegated_agent_stopped_by_its_watchdog_fails_only_its_task() {
     writer.limits.watchdog = watchdog(30, Some(20));
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     h.failed_task(&run.id, "agent.inactivity_timeout");
     let warned = events_of(&h, &run.id, "agent_inactivity_warned");
     assert_eq!(warned.len(), 1);
