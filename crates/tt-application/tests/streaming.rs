@@ -13,9 +13,10 @@ use tt_testkit::fakes::InMemoryStore;
 
 use crate::support::*;
 
-/// Streams its first answer as many small text pieces spread over time, then tool calls.
+/// Streams `round_one` in round 1 (each delta, then its pause), then answers like `turns`.
 struct StreamingModel {
     turns: Vec<AgentModelResponse>,
+    round_one: Vec<(ModelDelta, Duration)>,
 }
 
 #[async_trait]
@@ -29,10 +30,7 @@ impl ModelProvider for StreamingModel {
         request: AgentModelRequest,
         _cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Other("no turn".into()))
+        scripted(&self.turns, &request)
     }
 
     async fn stream(
@@ -42,21 +40,12 @@ impl ModelProvider for StreamingModel {
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         if request.round == 1 {
-            for i in 0..600 {
-                sink.delta(ModelDelta::Text {
-                    text: format!("w{i} "),
-                });
-                // 600 pieces over 6 s of (paused) time.
-                tokio::time::sleep(Duration::from_millis(10)).await;
+            for (delta, pause) in &self.round_one {
+                sink.delta(delta.clone());
+                if !pause.is_zero() {
+                    tokio::time::sleep(*pause).await;
+                }
             }
-            sink.delta(ModelDelta::ToolCallStarted {
-                id: "c1".into(),
-                name: "workspace_write_file".into(),
-            });
-            sink.delta(ModelDelta::ToolCallArguments {
-                id: "c1".into(),
-                fragment: "{\"path\":".into(),
-            });
         }
         self.complete(request, cancel).await
     }
@@ -75,7 +64,29 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
         )],
     );
     let store = InMemoryStore::new();
-    let model = Arc::new(StreamingModel { turns });
+    // The first answer as many small text pieces spread over time (600 over 6 s of paused
+    // time), then the start of a tool call.
+    let mut round_one: Vec<(ModelDelta, Duration)> = (0..600)
+        .map(|i| {
+            let text = format!("w{i} ");
+            (ModelDelta::Text { text }, Duration::from_millis(10))
+        })
+        .collect();
+    round_one.push((
+        ModelDelta::ToolCallStarted {
+            id: "c1".into(),
+            name: "workspace_write_file".into(),
+        },
+        Duration::ZERO,
+    ));
+    round_one.push((
+        ModelDelta::ToolCallArguments {
+            id: "c1".into(),
+            fragment: "{\"path\":".into(),
+        },
+        Duration::ZERO,
+    ));
+    let model = Arc::new(StreamingModel { turns, round_one });
     let service = AgentRunService::new(in_memory_services(&store, model));
     let run = start_and_wait(&service, request(None)).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
@@ -127,51 +138,18 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
     );
 }
 
-/// Streams 2 MB of text in round 1 (a model that runs on), then answers like `turns`.
-struct FloodingModel {
-    turns: Vec<AgentModelResponse>,
-}
-
-#[async_trait]
-impl ModelProvider for FloodingModel {
-    fn name(&self) -> &str {
-        "flooding-test"
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        _cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Other("no turn".into()))
-    }
-
-    async fn stream(
-        &self,
-        request: AgentModelRequest,
-        sink: Arc<dyn ModelDeltaSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        if request.round == 1 {
-            for _ in 0..2000 {
-                sink.delta(ModelDelta::Text {
-                    text: "é".repeat(512),
-                });
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        }
-        self.complete(request, cancel).await
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn delta_events_stop_at_the_per_call_byte_cap_and_count_the_rest() {
     let store = InMemoryStore::new();
-    let model = Arc::new(FloodingModel {
+    // 2 MB of text in round 1 (a model that runs on).
+    let model = Arc::new(StreamingModel {
         turns: happy_turns(),
+        round_one: (0..2000)
+            .map(|_| {
+                let text = "é".repeat(512);
+                (ModelDelta::Text { text }, Duration::from_millis(1))
+            })
+            .collect(),
     });
     let service = AgentRunService::new(in_memory_services(&store, model));
     let run = start_and_wait(&service, request(None)).await;
