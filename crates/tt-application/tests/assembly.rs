@@ -258,12 +258,7 @@ async fn writer_and_critic_on_two_connections() -> (
         critic
     });
     let run = h.run_completed(request(Some("writer"))).await;
-    let child = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|i| i.kind == InvocationKind::Subagent)
-        .unwrap();
+    let child = h.invocation_of_kind(&run.id, InvocationKind::Subagent);
     (h, run, child, connection_a, connection_b)
 }
 

@@ -82,12 +82,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
         "the stored brief reads as a task brief: {:?}",
         task.task
     );
-    let child = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|inv| inv.kind == InvocationKind::Subagent)
-        .unwrap();
+    let child = h.invocation_of_kind(&run.id, InvocationKind::Subagent);
     assert_eq!(child.status, InvocationStatus::Completed);
     assert_eq!(
         child.parent_invocation_id.as_ref().map(|id| id.as_str()),

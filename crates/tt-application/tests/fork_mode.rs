@@ -135,13 +135,7 @@ async fn a_fork_mode_task_reads_its_delegators_request_then_its_note_and_answers
     assert!(returned.is_some(), "the plain answer's return is journaled");
 
     // The host reads its conversation as it read it: the prefix, then its note and brief.
-    let critic_id = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|inv| inv.kind == InvocationKind::Subagent)
-        .unwrap()
-        .id;
+    let critic_id = h.invocation_of_kind(&run.id, InvocationKind::Subagent).id;
     let conversation = h
         .service
         .agent_conversation(&run.id, &critic_id)
@@ -252,11 +246,7 @@ async fn a_branch_in_the_middle_of_a_fork_mode_task_starts_it_from_the_same_pref
     install(&h);
     let source = h.run_completed(request(Some("writer"))).await;
     let critic_id = h
-        .store
-        .invocations(&source.id)
-        .into_iter()
-        .find(|inv| inv.kind == InvocationKind::Subagent)
-        .unwrap()
+        .invocation_of_kind(&source.id, InvocationKind::Subagent)
         .id;
     let source_critic = requests_of(&h, "critic");
     let asked_before = h.model.requests().len();

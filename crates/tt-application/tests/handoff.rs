@@ -396,12 +396,7 @@ async fn a_target_that_fails_to_start_fails_its_task_and_the_run() {
     // Something was published before the failure.
     assert_eq!(run.status, AgentRunStatus::PartialSuccess);
     h.failed_task(&run.id, "agent.model_connection_not_found");
-    let broken = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|i| i.kind == InvocationKind::Handoff)
-        .unwrap();
+    let broken = h.invocation_of_kind(&run.id, InvocationKind::Handoff);
     assert_eq!(broken.status, InvocationStatus::Failed);
     assert_eq!(
         h.first_event(&run.id, "run_partial_success").payload["code"],
@@ -426,12 +421,7 @@ async fn run_cancel_during_a_handoff_targets_model_call() {
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Cancelled);
-    let editor = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|i| i.kind == InvocationKind::Handoff)
-        .unwrap();
+    let editor = h.invocation_of_kind(&run.id, InvocationKind::Handoff);
     assert_eq!(editor.status, InvocationStatus::Cancelled);
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Cancelled);
     assert_eq!(

@@ -229,11 +229,7 @@ async fn a_branch_in_the_middle_of_a_revision_grades_only_the_revised_result() {
     install(&h, 2, RevisionsSpent::Accept);
     let source = h.run_completed(request(Some("writer"))).await;
     let critic_id = h
-        .store
-        .invocations(&source.id)
-        .into_iter()
-        .find(|inv| inv.kind == InvocationKind::Subagent)
-        .unwrap()
+        .invocation_of_kind(&source.id, InvocationKind::Subagent)
         .id;
     let graded_before = requests_of(&h, "grader").len();
 

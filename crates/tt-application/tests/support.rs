@@ -239,6 +239,19 @@ impl Harness {
             .unwrap_or_else(|| panic!("no {event_type} event in {:?}", self.event_types(run_id)))
     }
 
+    /// The run's first invocation of `kind`.
+    pub(crate) fn invocation_of_kind(
+        &self,
+        run_id: &RunId,
+        kind: tt_domain::invocation::InvocationKind,
+    ) -> tt_domain::invocation::AgentInvocation {
+        self.store
+            .invocations(run_id)
+            .into_iter()
+            .find(|invocation| invocation.kind == kind)
+            .unwrap_or_else(|| panic!("no {kind:?} invocation"))
+    }
+
     /// The run's first delegated task, which failed with an error starting with `prefix`.
     pub(crate) fn failed_task(&self, run_id: &RunId, prefix: &str) -> AgentTaskRecord {
         let task = self.store.tasks(run_id).remove(0);
