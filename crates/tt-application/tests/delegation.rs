@@ -19,6 +19,13 @@ fn writer_finishing_after(
     publish_after(turns, "Final scene.")
 }
 
+/// A harness on `model` with the writer, critic and stylist installed.
+fn installed(model: std::sync::Arc<tt_testkit::fakes::FakeModel>) -> Harness {
+    let h = harness(model);
+    install(&h);
+    h
+}
+
 fn install(h: &Harness) {
     h.put_profile(delegator("writer"));
     h.put_profile(reviewer("critic"));
@@ -65,8 +72,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
             ],
         ),
     ]);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
 
     // The task and the delegated invocation.
@@ -202,8 +208,7 @@ async fn completed_child_results_are_added_to_next_parent_turn_once() {
     // Hold the writer's second turn until the critic has finished, so the result is ready
     // right after that round.
     model.hang_when(|request| request.agent_profile_id.as_str() == "writer" && request.round == 2);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
     h.store
         .wait_for_event_type(&run.id, "agent_invocation_completed")
@@ -244,8 +249,7 @@ async fn workspace_finish_cancels_unawaited_delegated_task() {
         ("critic", vec![task_return("r", "never")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Cancelled);
@@ -299,8 +303,7 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
             )],
         ),
     ]);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_to_end(request(Some("writer"))).await;
     // Only the delegated task fails; the run goes on.
     assert_eq!(run.status, AgentRunStatus::Completed);
@@ -352,8 +355,7 @@ async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
             ],
         ),
     ]);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let critic = last_request_of(&h, "critic");
     let results = tool_results(&critic);
@@ -392,8 +394,7 @@ async fn delegated_task_without_return_fails_at_max_rounds() {
                 .collect(),
         ),
     ]);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Failed);
@@ -586,8 +587,7 @@ async fn await_selection_errors_and_timeout() {
         ("critic", vec![task_return("r", "late")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let by_id = |id: &str| results.iter().find(|r| r.0 == id).unwrap().clone();
@@ -674,8 +674,7 @@ async fn child_failure_never_fails_the_parent_run() {
         ),
         // No script for the critic: its model call fails.
     ]);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let task = h.failed_task(&run.id, "model.script_exhausted");
     let failed = &events_of(&h, &run.id, "agent_child_invocation_failed")[0];
@@ -706,8 +705,7 @@ async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent()
             ],
         ),
     ]);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let critic_results = tool_results(&last_request_of(&h, "critic"));
     assert_eq!(
@@ -754,8 +752,7 @@ async fn delegated_prompts_and_surfaces_as_models_see_them() {
         ),
         ("critic", vec![task_return("r", "Fine.")]),
     ]);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     h.run_completed(request(Some("writer"))).await;
     let writer = first_request_of(&h, "writer");
     insta::assert_snapshot!(
@@ -799,8 +796,7 @@ async fn next_completed_waits_for_a_result_not_seen_yet() {
         ("stylist", vec![task_return("r2", "Stylist done.")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "stylist");
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
     // Release the stylist only once the first wait has reported the critic.
     h.store
@@ -854,8 +850,7 @@ async fn delegated_budget_only_lowers_the_target_profile_limits() {
             ],
         ),
     ]);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let critic = last_request_of(&h, "critic");
     let results = tool_results(&critic);
@@ -1073,8 +1068,7 @@ async fn a_failed_tasks_capsule_reads_as_its_class_without_paths() {
         }
         Ok(writer[request.round as usize - 1].clone())
     });
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let task = h.store.tasks(&run.id).remove(0);
     assert_eq!(task.status, TaskStatus::Failed);

@@ -26,6 +26,13 @@ fn watched(id: &str, warn: u64, stop: Option<u64>) -> tt_domain::profile::AgentP
     custom_profile(id, |p| p.limits.watchdog = watchdog(warn, stop))
 }
 
+/// The run completes with no inactivity warning.
+async fn completed_unwarned(h: &Harness, run_id: &tt_domain::ids::RunId) {
+    let run = h.wait(run_id).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    assert!(events_of(h, &run.id, "agent_inactivity_warned").is_empty());
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_inactive_agent_is_warned_then_stopped_with_a_code() {
     let h = harness(FakeModel::hanging());
@@ -84,9 +91,7 @@ async fn activity_resets_the_watchdog() {
         tokio::time::sleep(Duration::from_secs(25)).await;
         h.model.release_parked();
     }
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    assert!(events_of(&h, &run.id, "agent_inactivity_warned").is_empty());
+    completed_unwarned(&h, &run.id).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -125,9 +130,7 @@ async fn waiting_for_an_approval_or_a_commit_never_counts() {
     }
     tokio::time::sleep(Duration::from_secs(600)).await;
     h.bridge.approve();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    assert!(events_of(&h, &run.id, "agent_inactivity_warned").is_empty());
+    completed_unwarned(&h, &run.id).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -159,9 +162,7 @@ async fn awaiting_a_delegated_task_never_counts() {
     tokio::time::sleep(Duration::from_secs(240)).await;
     h.model.stop_hanging();
     h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    assert!(events_of(&h, &run.id, "agent_inactivity_warned").is_empty());
+    completed_unwarned(&h, &run.id).await;
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Completed);
 }
 
