@@ -13,9 +13,7 @@ use crate::support::*;
 async fn cancel_during_a_model_call_stops_the_run() {
     let h = harness(FakeModel::hanging());
     let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
-        .await
-        .expect("call parked");
+    h.parked(1).await;
     let after_cancel = h.service.cancel_run(&run.id).await.unwrap();
     assert!(matches!(
         after_cancel.status,
@@ -101,9 +99,7 @@ async fn cancelling_an_unknown_run_is_not_found() {
 async fn a_cancel_whose_journal_write_fails_still_stops_the_run() {
     let h = harness(FakeModel::hanging());
     let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
-        .await
-        .expect("call parked");
+    h.parked(1).await;
     h.store.fail_journal_append_of(
         tt_domain::event::RunEventType::RunCancelRequested,
         tt_ports::StorageError::io("events.jsonl", "disk full"),

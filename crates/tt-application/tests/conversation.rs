@@ -206,12 +206,7 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
     let h = harness(by_turn(turns));
     h.model.hang_when(|request| request.round == 1);
     let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        h.model.wait_for_parked(1),
-    )
-    .await
-    .unwrap();
+    h.parked(1).await;
     h.service
         .submit_guidance(
             &run.id,
@@ -306,12 +301,7 @@ async fn a_live_agent_shows_what_it_stored_so_far_and_the_request_it_waits_on() 
     let h = harness(by_turn(happy_turns()));
     h.model.hang_when(|request| request.round == 2);
     let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        h.model.wait_for_parked(1),
-    )
-    .await
-    .unwrap();
+    h.parked(1).await;
     let live = h
         .service
         .agent_conversation(&run.id, &InvocationId::root())

@@ -2,7 +2,6 @@
 //! the delegated agent's policy and workspace scope, and cancellation.
 
 use serde_json::json;
-use std::time::Duration;
 use tt_domain::brief::StoredBrief;
 use tt_domain::invocation::{InvocationKind, InvocationStatus};
 use tt_domain::model::{ModelContentPart, ModelRole};
@@ -638,9 +637,7 @@ async fn run_cancel_cancels_children_inside_model_calls() {
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(8))
-        .await
-        .expect("8 calls parked");
+    h.parked(8).await;
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Cancelled);

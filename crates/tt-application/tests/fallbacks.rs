@@ -89,21 +89,6 @@ fn models_asked(model: &FakeModel) -> Vec<Option<String>> {
     model.requests().into_iter().map(|r| r.model_id).collect()
 }
 
-/// The happy path's turns, each reporting 1,000 prompt tokens and 500 answer tokens.
-fn metered_turns() -> Vec<AgentModelResponse> {
-    happy_turns()
-        .into_iter()
-        .map(|mut turn| {
-            turn.usage = Some(tt_domain::model::ModelUsage {
-                input_tokens: 1_000,
-                output_tokens: 500,
-                ..Default::default()
-            });
-            turn
-        })
-        .collect()
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_rate_limited_model_moves_the_agent_to_its_fallback_with_the_same_history() {
     let s = setup(

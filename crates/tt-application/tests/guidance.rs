@@ -1,7 +1,6 @@
 //! User guidance: the per-run mailbox, its limits, the `<user_guidance>` message before the
 //! foreground agent's next model request, and discarding on cancel and finish.
 
-use std::time::Duration;
 use tt_application::{
     MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,
@@ -19,12 +18,6 @@ fn note(text: &str) -> SubmitGuidanceRequest {
     }
 }
 
-async fn parked(h: &Harness, count: usize) {
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(count))
-        .await
-        .expect("model call parked");
-}
-
 fn error_code(result: tt_application::ApplicationResult<impl std::fmt::Debug>) -> &'static str {
     result.expect_err("refused").code().as_str()
 }
@@ -34,7 +27,7 @@ async fn submitted_guidance_is_applied_to_next_model_request() {
     let h = harness(by_turn(happy_turns()));
     h.model.hang_when(|request| request.round == 1);
     let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    h.parked(1).await;
     let receipt = h
         .service
         .submit_guidance(
@@ -90,7 +83,7 @@ async fn submitted_guidance_is_applied_to_next_model_request() {
 async fn cancel_run_discards_pending_guidance_and_closes_mailbox() {
     let h = harness(FakeModel::hanging());
     let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    h.parked(1).await;
     for text in ["Shorter, please.", "And no epilogue."] {
         h.service
             .submit_guidance(&run.id, note(text))
@@ -126,7 +119,7 @@ async fn guidance_left_after_the_last_model_request_is_discarded_when_the_run_fi
     // The third request (the one answered with workspace_finish) is already on its way.
     h.model.hang_when(|request| request.round == 3);
     let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    h.parked(1).await;
     h.service
         .submit_guidance(&run.id, note("Too late for this one."))
         .await
@@ -150,7 +143,7 @@ async fn guidance_left_after_the_last_model_request_is_discarded_when_the_run_fi
 async fn guidance_limits_per_item_pending_items_and_pending_chars() {
     let h = harness(FakeModel::hanging());
     let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    h.parked(1).await;
     let submit = |text: String| h.service.submit_guidance(&run.id, note(&text));
 
     assert_eq!(
@@ -174,7 +167,7 @@ async fn guidance_limits_per_item_pending_items_and_pending_chars() {
     h.wait(&run.id).await;
 
     let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    h.parked(1).await;
     for index in 0..MAX_PENDING_GUIDANCE_ITEMS {
         let receipt = h
             .service
@@ -236,7 +229,7 @@ async fn delegated_agents_never_receive_guidance() {
     h.model
         .hang_when(|request| request.agent_profile_id.as_str() == "critic" && request.round == 1);
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    parked(&h, 1).await;
+    h.parked(1).await;
     h.service
         .submit_guidance(&run.id, note("Keep it short."))
         .await

@@ -1,7 +1,6 @@
 //! Handoff: the foreground passes to another agent in the same run.
 
 use serde_json::json;
-use std::time::Duration;
 use tt_domain::invocation::{InvocationKind, InvocationStatus};
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::{TaskContinuation, TaskStatus};
@@ -415,9 +414,7 @@ async fn run_cancel_during_a_handoff_targets_model_call() {
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
-        .await
-        .unwrap();
+    h.parked(1).await;
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Cancelled);

@@ -14,21 +14,6 @@ use tt_domain::run::AgentRunStatus;
 
 use crate::support::*;
 
-/// The happy path's turns, each 1,000 prompt and 500 answer tokens: $0.0105 at the price below.
-fn metered_turns() -> Vec<AgentModelResponse> {
-    happy_turns()
-        .into_iter()
-        .map(|mut turn| {
-            turn.usage = Some(tt_domain::model::ModelUsage {
-                input_tokens: 1_000,
-                output_tokens: 500,
-                ..Default::default()
-            });
-            turn
-        })
-        .collect()
-}
-
 fn priced() -> tt_ports::ConnectionModelInfo {
     let mut info = tt_ports::ConnectionModelInfo {
         default_model: Some("house-model".into()),

@@ -2,7 +2,6 @@
 //! persist promotion, start-time validation and the live event stream.
 
 use serde_json::json;
-use std::time::Duration;
 use tt_domain::ids::InvocationId;
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
@@ -452,12 +451,7 @@ async fn host_reads_workspace_files_by_logical_path() {
 async fn transient_statuses_are_journaled_but_not_rewritten_in_the_stored_record() {
     let h = harness(tt_testkit::fakes::FakeModel::hanging());
     let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        h.model.wait_for_parked(1),
-    )
-    .await
-    .unwrap();
+    h.parked(1).await;
     // Live reads see the current working state; the stored record keeps the last lasting one.
     assert_eq!(
         h.service.load_run(&run.id).await.unwrap().status,
@@ -519,9 +513,7 @@ async fn run_end_events_are_scoped_to_the_root_agent() {
 
     let h = harness(tt_testkit::fakes::FakeModel::hanging());
     let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
-        .await
-        .unwrap();
+    h.parked(1).await;
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     let events = root_view(&h, &run).await;

@@ -239,6 +239,13 @@ impl Harness {
             .unwrap_or_else(|| panic!("no {event_type} event in {:?}", self.event_types(run_id)))
     }
 
+    /// Waits (bounded) until `count` model calls are parked on the fake model.
+    pub(crate) async fn parked(&self, count: usize) {
+        tokio::time::timeout(Duration::from_secs(60), self.model.wait_for_parked(count))
+            .await
+            .expect("model calls parked");
+    }
+
     /// The run's first invocation of `kind`.
     pub(crate) fn invocation_of_kind(
         &self,
@@ -345,6 +352,21 @@ pub(crate) async fn first_request_tokens(profile: AgentProfileDefinition) -> u64
     let run = h.run_to_end(request(Some(&id))).await;
     assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
     estimate(&model.requests()[0])
+}
+
+/// [`happy_turns`], each reporting 1,000 prompt tokens and 500 answer tokens.
+pub(crate) fn metered_turns() -> Vec<AgentModelResponse> {
+    happy_turns()
+        .into_iter()
+        .map(|mut turn| {
+            turn.usage = Some(tt_domain::model::ModelUsage {
+                input_tokens: 1_000,
+                output_tokens: 500,
+                ..Default::default()
+            });
+            turn
+        })
+        .collect()
 }
 
 /// Writes a short `scratch/a.md`, lists `scratch` `lists` times (small results that pile up),
