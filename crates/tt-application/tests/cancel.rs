@@ -12,8 +12,7 @@ use crate::support::*;
 #[tokio::test]
 async fn cancel_during_a_model_call_stops_the_run() {
     let h = harness(FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     let after_cancel = h.service.cancel_run(&run.id).await.unwrap();
     assert!(matches!(
         after_cancel.status,
@@ -98,8 +97,7 @@ async fn cancelling_an_unknown_run_is_not_found() {
 #[tokio::test]
 async fn a_cancel_whose_journal_write_fails_still_stops_the_run() {
     let h = harness(FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     h.store.fail_journal_append_of(
         tt_domain::event::RunEventType::RunCancelRequested,
         tt_ports::StorageError::io("events.jsonl", "disk full"),

@@ -205,8 +205,7 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
     turns.extend(happy_turns());
     let h = harness(by_turn(turns));
     h.model.hang_when(|request| request.round == 1);
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     h.service
         .submit_guidance(
             &run.id,
@@ -300,8 +299,7 @@ fn steps_index(conversation: &AgentConversation, wanted: &str) -> usize {
 async fn a_live_agent_shows_what_it_stored_so_far_and_the_request_it_waits_on() {
     let h = harness(by_turn(happy_turns()));
     h.model.hang_when(|request| request.round == 2);
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     let live = h
         .service
         .agent_conversation(&run.id, &InvocationId::root())

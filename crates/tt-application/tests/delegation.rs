@@ -636,8 +636,7 @@ async fn run_cancel_cancels_children_inside_model_calls() {
     let h = harness(model);
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    h.parked(8).await;
+    let run = h.start_parked(request(Some("writer")), 8).await;
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Cancelled);

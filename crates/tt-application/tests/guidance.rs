@@ -26,8 +26,7 @@ fn error_code(result: tt_application::ApplicationResult<impl std::fmt::Debug>) -
 async fn submitted_guidance_is_applied_to_next_model_request() {
     let h = harness(by_turn(happy_turns()));
     h.model.hang_when(|request| request.round == 1);
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     let receipt = h
         .service
         .submit_guidance(
@@ -82,8 +81,7 @@ async fn submitted_guidance_is_applied_to_next_model_request() {
 #[tokio::test]
 async fn cancel_run_discards_pending_guidance_and_closes_mailbox() {
     let h = harness(FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     for text in ["Shorter, please.", "And no epilogue."] {
         h.service
             .submit_guidance(&run.id, note(text))
@@ -118,8 +116,7 @@ async fn guidance_left_after_the_last_model_request_is_discarded_when_the_run_fi
     let h = harness(by_turn(happy_turns()));
     // The third request (the one answered with workspace_finish) is already on its way.
     h.model.hang_when(|request| request.round == 3);
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     h.service
         .submit_guidance(&run.id, note("Too late for this one."))
         .await
@@ -142,8 +139,7 @@ async fn guidance_left_after_the_last_model_request_is_discarded_when_the_run_fi
 #[tokio::test]
 async fn guidance_limits_per_item_pending_items_and_pending_chars() {
     let h = harness(FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     let submit = |text: String| h.service.submit_guidance(&run.id, note(&text));
 
     assert_eq!(
@@ -166,8 +162,7 @@ async fn guidance_limits_per_item_pending_items_and_pending_chars() {
     h.service.cancel_run(&run.id).await.unwrap();
     h.wait(&run.id).await;
 
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     for index in 0..MAX_PENDING_GUIDANCE_ITEMS {
         let receipt = h
             .service
@@ -228,8 +223,7 @@ async fn delegated_agents_never_receive_guidance() {
     // Park the critic's first call, send guidance while only the critic is working.
     h.model
         .hang_when(|request| request.agent_profile_id.as_str() == "critic" && request.round == 1);
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(Some("writer")), 1).await;
     h.service
         .submit_guidance(&run.id, note("Keep it short."))
         .await

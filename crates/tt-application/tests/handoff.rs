@@ -413,8 +413,7 @@ async fn run_cancel_during_a_handoff_targets_model_call() {
     let h = harness(model);
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(Some("writer")), 1).await;
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Cancelled);

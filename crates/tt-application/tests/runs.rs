@@ -450,8 +450,7 @@ async fn host_reads_workspace_files_by_logical_path() {
 #[tokio::test]
 async fn transient_statuses_are_journaled_but_not_rewritten_in_the_stored_record() {
     let h = harness(tt_testkit::fakes::FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     // Live reads see the current working state; the stored record keeps the last lasting one.
     assert_eq!(
         h.service.load_run(&run.id).await.unwrap().status,
@@ -512,8 +511,7 @@ async fn run_end_events_are_scoped_to_the_root_agent() {
     insta::assert_json_snapshot!("run_completed_payload", last_payload);
 
     let h = harness(tt_testkit::fakes::FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    h.parked(1).await;
+    let run = h.start_parked(request(None), 1).await;
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     let events = root_view(&h, &run).await;

@@ -239,6 +239,13 @@ impl Harness {
             .unwrap_or_else(|| panic!("no {event_type} event in {:?}", self.event_types(run_id)))
     }
 
+    /// Starts a run and waits (bounded) until `parked` model calls are parked on the fake model.
+    pub(crate) async fn start_parked(&self, request: StartRunRequest, parked: usize) -> AgentRun {
+        let run = self.service.start_run(request).await.expect("start_run");
+        self.parked(parked).await;
+        run
+    }
+
     /// Waits (bounded) until `count` model calls are parked on the fake model.
     pub(crate) async fn parked(&self, count: usize) {
         tokio::time::timeout(Duration::from_secs(60), self.model.wait_for_parked(count))
