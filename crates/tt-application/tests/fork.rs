@@ -11,6 +11,17 @@ use tt_domain::run::AgentRunStatus;
 
 use crate::support::*;
 
+/// The text of the last user message of a request.
+fn last_user_text(request: &tt_domain::model::AgentModelRequest) -> String {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find(|message| message.role == ModelRole::User)
+        .expect("a user message")
+        .text_content()
+}
+
 #[tokio::test]
 async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_request() {
     let h = harness(by_turn(happy_turns()));
@@ -37,13 +48,7 @@ async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_re
     let rounds: Vec<u32> = requests[asked_before..].iter().map(|r| r.round).collect();
     assert_eq!(rounds, [2, 3]);
     let first = &requests[asked_before];
-    let note = first
-        .messages
-        .iter()
-        .rev()
-        .find(|message| message.role == ModelRole::User)
-        .unwrap()
-        .text_content();
+    let note = last_user_text(first);
     tt_testkit::leaks::assert_no_leaks("the note a branch's agent reads", &note);
     insta::assert_snapshot!("fork_note_as_the_agent_reads_it", note);
     // Its history up to the note is the one the source's round 2 was asked with.
@@ -167,21 +172,9 @@ async fn a_branch_before_the_first_answer_can_edit_the_users_request() {
     assert_eq!(ended.status, AgentRunStatus::Completed);
     let first = &h.model.requests()[asked_before];
     assert_eq!(first.round, 1);
-    let asked = first
-        .messages
-        .iter()
-        .rev()
-        .find(|message| message.role == ModelRole::User)
-        .unwrap()
-        .text_content();
+    let asked = last_user_text(first);
     assert!(asked.contains("Write about the sea instead."), "{asked}");
     // The source's input is untouched.
-    let original = h.model.requests()[0]
-        .messages
-        .iter()
-        .rev()
-        .find(|message| message.role == ModelRole::User)
-        .unwrap()
-        .text_content();
+    let original = last_user_text(&h.model.requests()[0]);
     assert!(!original.contains("the sea instead"), "{original}");
 }
