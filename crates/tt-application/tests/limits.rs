@@ -1,7 +1,6 @@
 //! Bounded time and generation: `limits.maxRunSeconds`, `limits.maxInvocationSeconds` and
 //! `model.maxOutputTokens`. Time is paused, so the deadlines take no real time.
 
-use serde_json::json;
 use std::time::Duration;
 use tokio::time::Instant;
 use tt_domain::run::AgentRunStatus;
@@ -60,15 +59,7 @@ async fn the_invocation_deadline_ends_the_foreground_agent() {
 
 #[tokio::test(start_paused = true)]
 async fn a_delegated_agent_past_its_deadline_fails_only_its_task() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            delegate_wait_publish("critic", "Check the draft.", json!({}), "Final scene."),
-        ),
-        ("critic", vec![]),
-    ]);
-    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
-    let h = harness(model);
+    let h = harness(critic_hangs());
     h.put_profile(delegator("writer"));
     let mut critic = reviewer("critic");
     critic.limits.max_invocation_seconds = Some(5);

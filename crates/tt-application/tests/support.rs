@@ -453,6 +453,20 @@ pub(crate) fn delegate_wait_publish(
     )
 }
 
+/// The writer delegates "Check the draft." to the critic, waits and publishes; every call of
+/// the critic hangs.
+pub(crate) fn critic_hangs() -> Arc<FakeModel> {
+    let model = by_agent(vec![
+        (
+            "writer",
+            delegate_wait_publish("critic", "Check the draft.", json!({}), "Final scene."),
+        ),
+        ("critic", vec![]),
+    ]);
+    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
+    model
+}
+
 /// One `agent_await` call in `mode`.
 pub(crate) fn await_turn(id: &str, mode: &str) -> AgentModelResponse {
     turn(vec![call(id, "agent_await", json!({ "mode": mode }))])

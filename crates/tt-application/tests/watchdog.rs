@@ -168,15 +168,7 @@ async fn awaiting_a_delegated_task_never_counts() {
 
 #[tokio::test(start_paused = true)]
 async fn a_delegated_agent_stopped_by_its_watchdog_fails_only_its_task() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            delegate_wait_publish("critic", "Check the draft.", json!({}), "Final scene."),
-        ),
-        ("critic", vec![]),
-    ]);
-    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
-    let h = harness(model);
+    let h = harness(critic_hangs());
     // The run's default watchdog (its root profile's) applies to the critic, which sets none.
     let mut writer = delegator("writer");
     writer.limits.watchdog = watchdog(30, Some(20));
