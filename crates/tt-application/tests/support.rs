@@ -29,15 +29,16 @@ pub(crate) struct Harness {
 }
 
 pub(crate) fn harness(model: Arc<FakeModel>) -> Harness {
-    harness_with_bridge(model, FakeCommitBridge::approving())
+    harness_on(model, Fakes::default())
 }
 
 pub(crate) fn harness_with_bridge(model: Arc<FakeModel>, bridge: Arc<FakeCommitBridge>) -> Harness {
-    harness_full(
+    harness_on(
         model,
-        bridge,
-        FakePromptBroker::answering(),
-        Arc::new(tt_ports::NoConnections),
+        Fakes {
+            bridge,
+            ..Fakes::default()
+        },
     )
 }
 
@@ -50,12 +51,12 @@ pub(crate) fn harness_full(
 ) -> Harness {
     harness_on(
         model,
-        bridge,
-        broker,
-        connections,
-        ManualClock::ticking(),
-        SequentialIds::new(),
-        Default::default(),
+        Fakes {
+            bridge,
+            broker,
+            connections,
+            ..Fakes::default()
+        },
     )
 }
 
@@ -66,12 +67,10 @@ pub(crate) fn harness_with_model_info(
 ) -> Harness {
     harness_on(
         model,
-        FakeCommitBridge::approving(),
-        FakePromptBroker::answering(),
-        Arc::new(tt_ports::NoConnections),
-        ManualClock::ticking(),
-        SequentialIds::new(),
-        model_info,
+        Fakes {
+            model_info,
+            ..Fakes::default()
+        },
     )
 }
 
@@ -83,41 +82,56 @@ pub(crate) fn harness_with_system(
 ) -> Harness {
     harness_on(
         model,
-        FakeCommitBridge::approving(),
-        FakePromptBroker::answering(),
-        Arc::new(tt_ports::NoConnections),
-        clock,
-        ids,
-        Default::default(),
+        Fakes {
+            clock,
+            ids,
+            ..Fakes::default()
+        },
     )
 }
 
-fn harness_on(
-    model: Arc<FakeModel>,
+/// The fakes of a harness besides its model and store; by default an approving bridge, an
+/// answering broker, no connections, a ticking clock and sequential ids.
+struct Fakes {
     bridge: Arc<FakeCommitBridge>,
     broker: Arc<FakePromptBroker>,
     connections: Arc<dyn tt_ports::ModelConnections>,
     clock: Arc<dyn tt_ports::Clock>,
     ids: Arc<dyn tt_ports::IdGenerator>,
     model_info: tt_ports::ConnectionModelInfo,
-) -> Harness {
+}
+
+impl Default for Fakes {
+    fn default() -> Self {
+        Self {
+            bridge: FakeCommitBridge::approving(),
+            broker: FakePromptBroker::answering(),
+            connections: Arc::new(tt_ports::NoConnections),
+            clock: ManualClock::ticking(),
+            ids: SequentialIds::new(),
+            model_info: Default::default(),
+        }
+    }
+}
+
+fn harness_on(model: Arc<FakeModel>, fakes: Fakes) -> Harness {
     let store = InMemoryStore::new();
     let skills = tt_testkit::fakes::InMemorySkills::new();
     let services = RuntimeServices {
         skills: skills.clone(),
-        model_info,
-        connections,
-        commit_bridge: bridge.clone(),
-        prompt_broker: broker.clone(),
-        clock,
-        ids,
+        model_info: fakes.model_info,
+        connections: fakes.connections,
+        commit_bridge: fakes.bridge.clone(),
+        prompt_broker: fakes.broker.clone(),
+        clock: fakes.clock,
+        ids: fakes.ids,
         ..in_memory_services(&store, model.clone())
     };
     Harness {
         store,
         model,
-        bridge,
-        broker,
+        bridge: fakes.bridge,
+        broker: fakes.broker,
         skills,
         service: AgentRunService::new(services),
     }
