@@ -37,10 +37,7 @@ async fn delegated_run() -> (Harness, tt_domain::ids::RunId) {
     h.store
         .wait_for_event_type(&run.id, "agent_invocation_completed")
         .await;
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     (h, run.id)
 }
 
@@ -216,10 +213,7 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
         )
         .await
         .unwrap();
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
 
     let conversation = h
         .service

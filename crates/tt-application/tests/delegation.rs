@@ -212,10 +212,7 @@ async fn completed_child_results_are_added_to_next_parent_turn_once() {
     h.store
         .wait_for_event_type(&run.id, "agent_invocation_completed")
         .await;
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
 
     let injected = events_of(&h, &run.id, "agent_results_injected");
     assert_eq!(injected.len(), 1);
@@ -798,10 +795,7 @@ async fn next_completed_waits_for_a_result_not_seen_yet() {
     h.store
         .wait_for_event(&run.id, |e| e.event_type == "agent_await_completed")
         .await;
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let first = &results.iter().find(|r| r.0 == "a1").unwrap().3;
     assert!(

@@ -40,10 +40,7 @@ async fn submitted_guidance_is_applied_to_next_model_request() {
         .unwrap();
     assert_eq!(receipt.pending_count, 1);
     assert_eq!(receipt.pending_chars, 30);
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
 
     let requests = h.model.requests();
     let guidance_in = |index: usize| {
@@ -121,10 +118,7 @@ async fn guidance_left_after_the_last_model_request_is_discarded_when_the_run_fi
         .submit_guidance(&run.id, note("Too late for this one."))
         .await
         .unwrap();
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     let discarded = events_of(&h, &run.id, "user_guidance_discarded");
     assert_eq!(discarded.len(), 1);
     assert_eq!(
@@ -228,10 +222,7 @@ async fn delegated_agents_never_receive_guidance() {
         .submit_guidance(&run.id, note("Keep it short."))
         .await
         .unwrap();
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     let has_guidance = |request: &tt_domain::model::AgentModelRequest| {
         request
             .messages

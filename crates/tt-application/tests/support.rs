@@ -260,6 +260,15 @@ impl Harness {
         run
     }
 
+    /// Lets every held model call go and hangs no more; the run must complete.
+    pub(crate) async fn release_to_completion(&self, run_id: &RunId) -> AgentRun {
+        self.model.stop_hanging();
+        self.model.release_parked();
+        let run = self.wait(run_id).await;
+        assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
+        run
+    }
+
     /// Waits (bounded) until `count` model calls are parked on the fake model.
     pub(crate) async fn parked(&self, count: usize) {
         tokio::time::timeout(Duration::from_secs(60), self.model.wait_for_parked(count))

@@ -71,10 +71,7 @@ async fn a_watchdog_that_only_warns_lets_the_agent_go_on() {
     // The first call answers after 100 s: one warning, no stop; then the agent goes on.
     h.model.wait_for_parked(1).await;
     tokio::time::sleep(Duration::from_secs(100)).await;
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     assert_eq!(events_of(&h, &run.id, "agent_inactivity_warned").len(), 1);
 }
 
