@@ -6,7 +6,7 @@
 use std::time::Duration;
 use tt_application::ResolveToolApprovalRequest;
 use tt_domain::approval::{ApprovalDecision, ApprovalRule};
-use tt_domain::cost::{ModelPrice, Usd};
+use tt_domain::cost::Usd;
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
 
@@ -20,25 +20,6 @@ fn writer_turns() -> Vec<tt_domain::model::AgentModelResponse> {
         ],
         "Final scene.",
     )
-}
-
-fn model_info(priced: bool) -> tt_ports::ConnectionModelInfo {
-    let mut info = tt_ports::ConnectionModelInfo {
-        default_model: Some("house-model".into()),
-        ..Default::default()
-    };
-    if priced {
-        info.prices.insert(
-            "house-model".into(),
-            ModelPrice {
-                input: 3.0,
-                output: 15.0,
-                cached_input: None,
-                cache_write: None,
-            },
-        );
-    }
-    info
 }
 
 fn install(h: &Harness, limit_usd: f64) {
@@ -59,7 +40,7 @@ fn harness_for(priced: bool) -> Harness {
             ("writer", writer_turns()),
             ("critic", vec![task_return("r", "No slips.")]),
         ]),
-        model_info(priced),
+        house_model_info(priced),
     )
 }
 
