@@ -51,6 +51,27 @@ impl ModelProvider for StreamingModel {
     }
 }
 
+/// Runs `model` to completion on a fresh store: the store, the run and its `model_delta`
+/// events.
+async fn streamed(
+    model: StreamingModel,
+) -> (
+    Arc<InMemoryStore>,
+    tt_domain::run::AgentRun,
+    Vec<tt_domain::event::AgentRunEvent>,
+) {
+    let store = InMemoryStore::new();
+    let service = AgentRunService::new(in_memory_services(&store, Arc::new(model)));
+    let run = start_and_wait(&service, request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let deltas = store
+        .events(&run.id)
+        .into_iter()
+        .filter(|e| e.event_type == "model_delta")
+        .collect();
+    (store, run, deltas)
+}
+
 #[tokio::test(start_paused = true)]
 async fn streamed_output_is_coalesced_into_a_few_delta_events() {
     let mut turns = happy_turns();
@@ -63,7 +84,6 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
             json!({"path": "output/main.md", "content": "A storm rolled in."}),
         )],
     );
-    let store = InMemoryStore::new();
     // The first answer as many small text pieces spread over time (600 over 6 s of paused
     // time), then the start of a tool call.
     let mut round_one: Vec<(ModelDelta, Duration)> = (0..600)
@@ -86,15 +106,7 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
         },
         Duration::ZERO,
     ));
-    let model = Arc::new(StreamingModel { turns, round_one });
-    let service = AgentRunService::new(in_memory_services(&store, model));
-    let run = start_and_wait(&service, request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let deltas: Vec<_> = store
-        .events(&run.id)
-        .into_iter()
-        .filter(|e| e.event_type == "model_delta")
-        .collect();
+    let (store, run, deltas) = streamed(StreamingModel { turns, round_one }).await;
     // About one event per 250 ms of streaming, not one per piece.
     assert!(
         (10..=40).contains(&deltas.len()),
@@ -140,9 +152,8 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
 
 #[tokio::test(start_paused = true)]
 async fn delta_events_stop_at_the_per_call_byte_cap_and_count_the_rest() {
-    let store = InMemoryStore::new();
     // 2 MB of text in round 1 (a model that runs on).
-    let model = Arc::new(StreamingModel {
+    let model = StreamingModel {
         turns: happy_turns(),
         round_one: (0..2000)
             .map(|_| {
@@ -150,14 +161,12 @@ async fn delta_events_stop_at_the_per_call_byte_cap_and_count_the_rest() {
                 (ModelDelta::Text { text }, Duration::from_millis(1))
             })
             .collect(),
-    });
-    let service = AgentRunService::new(in_memory_services(&store, model));
-    let run = start_and_wait(&service, request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let deltas: Vec<_> = store
-        .events(&run.id)
+    };
+    let deltas: Vec<_> = streamed(model)
+        .await
+        .2
         .into_iter()
-        .filter(|e| e.event_type == "model_delta" && e.payload["round"] == 1)
+        .filter(|e| e.payload["round"] == 1)
         .collect();
     let journaled: usize = deltas
         .iter()
