@@ -45,6 +45,16 @@ use tt_ports::{
     WorkspaceRepository,
 };
 
+/// One store kept apart from runs (connections, MCP servers, preset templates, transcripts)
+/// under test: `reopen` gives a handle on the same stored data (a new one where the store can
+/// be reopened).
+pub struct RepositoryUnderTest<R: ?Sized> {
+    pub repo: Arc<R>,
+    pub reopen: Arc<dyn Fn() -> Arc<R> + Send + Sync>,
+    /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
+    pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
 /// One storage implementation, seen through each port, for one contract case.
 pub struct StorageUnderTest {
     pub runs: Arc<dyn AgentRunRepository>,
@@ -157,15 +167,25 @@ macro_rules! __storage_contract_cases {
             #[allow(unused_imports)]
             use super::*;
             $(
-                mod $module {
-                    #[allow(unused_imports)]
-                    use super::*;
-                    $(
-                        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                        async fn $case() {
-                            $crate::contract::$module::$case($factory).await;
-                        }
-                    )*
+                $crate::__contract_suite! { $module, $module, $factory; $($case),* }
+            )*
+        }
+    };
+}
+
+/// One suite's cases as tests: `mod $suite` holds a test per case, each running
+/// `contract::$module::$case` on a fresh `$factory`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __contract_suite {
+    ($suite:ident, $module:ident, $factory:expr; $($case:ident),* $(,)?) => {
+        mod $suite {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    $crate::contract::$module::$case($factory).await;
                 }
             )*
         }
