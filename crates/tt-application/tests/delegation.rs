@@ -372,24 +372,18 @@ async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
 
 #[tokio::test]
 async fn delegated_task_without_return_fails_at_max_rounds() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            delegate_wait_publish("critic", "Loop forever.", json!({}), "Final scene."),
-        ),
-        (
-            "critic",
-            (0..6)
-                .map(|i| {
-                    turn(vec![call(
-                        &format!("l{i}"),
-                        "workspace_list_files",
-                        json!({}),
-                    )])
-                })
-                .collect(),
-        ),
-    ]);
+    let model = writer_delegating_to_critic(
+        "Loop forever.",
+        (0..6)
+            .map(|i| {
+                turn(vec![call(
+                    &format!("l{i}"),
+                    "workspace_list_files",
+                    json!({}),
+                )])
+            })
+            .collect(),
+    );
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
@@ -676,28 +670,22 @@ async fn child_failure_never_fails_the_parent_run() {
 
 #[tokio::test]
 async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            delegate_wait_publish("critic", "Impossible task.", json!({}), "Final scene."),
-        ),
-        (
-            "critic",
-            vec![
-                turn(vec![call("bad", "task_return", json!({"summary": " "}))]),
-                turn(vec![call(
-                    "bad2",
-                    "task_return",
-                    json!({"summary": "x", "status": "maybe"}),
-                )]),
-                turn(vec![call(
-                    "r",
-                    "task_return",
-                    json!({"summary": "Cannot be done.", "status": "failed", "warnings": ["the draft is missing"]}),
-                )]),
-            ],
-        ),
-    ]);
+    let model = writer_delegating_to_critic(
+        "Impossible task.",
+        vec![
+            turn(vec![call("bad", "task_return", json!({"summary": " "}))]),
+            turn(vec![call(
+                "bad2",
+                "task_return",
+                json!({"summary": "x", "status": "maybe"}),
+            )]),
+            turn(vec![call(
+                "r",
+                "task_return",
+                json!({"summary": "Cannot be done.", "status": "failed", "warnings": ["the draft is missing"]}),
+            )]),
+        ],
+    );
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let critic_results = tool_results(&last_request_of(&h, "critic"));

@@ -497,16 +497,25 @@ pub(crate) fn delegate_wait_publish(
     )
 }
 
+/// The writer delegates `objective` to the critic, waits for it and publishes "Final scene.";
+/// the critic answers with `critic`.
+pub(crate) fn writer_delegating_to_critic(
+    objective: &str,
+    critic: Vec<AgentModelResponse>,
+) -> Arc<FakeModel> {
+    by_agent(vec![
+        (
+            "writer",
+            delegate_wait_publish("critic", objective, json!({}), "Final scene."),
+        ),
+        ("critic", critic),
+    ])
+}
+
 /// The writer delegates "Check the draft." to the critic, waits and publishes; every call of
 /// the critic hangs.
 pub(crate) fn critic_hangs() -> Arc<FakeModel> {
-    let model = by_agent(vec![
-        (
-            "writer",
-            delegate_wait_publish("critic", "Check the draft.", json!({}), "Final scene."),
-        ),
-        ("critic", vec![]),
-    ]);
+    let model = writer_delegating_to_critic("Check the draft.", vec![]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
     model
 }
