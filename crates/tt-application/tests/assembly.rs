@@ -27,13 +27,7 @@ fn writer_turns() -> Vec<(&'static str, Vec<tt_domain::model::AgentModelResponse
     vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            delegate_wait_publish("critic", "Check the draft.", json!({}), "Final."),
         ),
         ("critic", vec![task_return("r", "Assembled and reviewed.")]),
     ]
@@ -54,8 +48,7 @@ fn setup(broker: Arc<FakePromptBroker>) -> Harness {
 #[tokio::test]
 async fn child_ref_profile_prompt_assembly_round_trips_through_the_broker() {
     let h = setup(FakePromptBroker::answering());
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Completed);
 
@@ -143,18 +136,8 @@ async fn a_host_error_fails_only_that_task() {
     let h = setup(FakePromptBroker::with(|_| {
         Err(HostBridgeError::Rejected("preset missing".into()))
     }));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.prompt_assembly_failed"),
-        "{:?}",
-        task.error
-    );
+    let run = h.run_completed(request(Some("writer"))).await;
+    h.failed_task(&run.id, "agent.prompt_assembly_failed");
     let failed = h.first_event(&run.id, "prompt_assembly_failed");
     assert!(
         failed.payload["message"]
@@ -179,14 +162,7 @@ async fn a_context_policy_mismatch_fails_the_task() {
         Ok(answer)
     }));
     let run = h.run_to_end(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.context_policy_mismatch")
-    );
+    let task = h.failed_task(&run.id, "agent.context_policy_mismatch");
     assert!(
         h.event_types(&run.id)
             .contains(&"prompt_assembly_failed".to_owned())
@@ -228,11 +204,7 @@ async fn run_cancel_aborts_a_pending_assembly() {
         "writer",
         vec![
             turn(vec![delegate("d1", "critic", "Check.")]),
-            turn(vec![call(
-                "a",
-                "agent_await",
-                json!({"mode": "allCompleted"}),
-            )]),
+            await_turn("a", "allCompleted"),
         ],
     )]);
     let broker = FakePromptBroker::hanging();
@@ -285,14 +257,8 @@ async fn writer_and_critic_on_two_connections() -> (
         critic.model.model_id = Some("model-b".into());
         critic
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let child = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|i| i.kind == InvocationKind::Subagent)
-        .unwrap();
+    let run = h.run_completed(request(Some("writer"))).await;
+    let child = h.invocation_of_kind(&run.id, InvocationKind::Subagent);
     (h, run, child, connection_a, connection_b)
 }
 
@@ -348,8 +314,7 @@ async fn an_unknown_connection_fails_the_task_that_needs_it() {
         critic.model.model_id = Some("m".into());
         critic
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert!(
         task.error
@@ -382,8 +347,7 @@ async fn root_ref_profile_prompt_is_host_assembled_with_generation_intent() {
         });
         p.instructions.agent_system_prompt = Some("You narrate in the present tense.".into());
     }));
-    let run = h.run_to_end(request(Some("narrator"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("narrator"))).await;
 
     let requests = h.broker.requests();
     assert_eq!(requests.len(), 1);
@@ -469,17 +433,6 @@ async fn assembled_run_with_a_fault(
     let faulty = FaultyStore::wrap(Arc::clone(&inner));
     let model = by_turn(happy_turns());
     let services = tt_application::RuntimeServices {
-        runs: faulty.clone(),
-        invocations: faulty.clone(),
-        journal: faulty.clone(),
-        workspace: faulty.clone(),
-        profiles: inner.clone(),
-        skills: tt_testkit::fakes::InMemorySkills::new(),
-        model: model.clone(),
-        model_info: Default::default(),
-        connections: Arc::new(tt_ports::NoConnections),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
         prompt_broker: FakePromptBroker::with(|request| {
             let mut answer = default_assembly(request);
             answer.settings = Some(tt_ports::AssembledSettings {
@@ -490,8 +443,7 @@ async fn assembled_run_with_a_fault(
             });
             Ok(answer)
         }),
-        clock: tt_testkit::fakes::ManualClock::ticking(),
-        ids: tt_testkit::fakes::SequentialIds::new(),
+        ..faulty_services(&inner, &faulty, model.clone())
     };
     let service = tt_application::AgentRunService::new(services);
     inner.put_profile(custom_profile("narrator", |p| {

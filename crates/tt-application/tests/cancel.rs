@@ -12,10 +12,7 @@ use crate::support::*;
 #[tokio::test]
 async fn cancel_during_a_model_call_stops_the_run() {
     let h = harness(FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
-        .await
-        .expect("call parked");
+    let run = h.start_parked(request(None), 1).await;
     let after_cancel = h.service.cancel_run(&run.id).await.unwrap();
     assert!(matches!(
         after_cancel.status,
@@ -100,10 +97,7 @@ async fn cancelling_an_unknown_run_is_not_found() {
 #[tokio::test]
 async fn a_cancel_whose_journal_write_fails_still_stops_the_run() {
     let h = harness(FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
-        .await
-        .expect("call parked");
+    let run = h.start_parked(request(None), 1).await;
     h.store.fail_journal_append_of(
         tt_domain::event::RunEventType::RunCancelRequested,
         tt_ports::StorageError::io("events.jsonl", "disk full"),

@@ -12,9 +12,7 @@ use tt_domain::event::{AgentRunEvent, NewRunEvent};
 use tt_domain::ids::RunId;
 use tt_domain::run::AgentRunStatus;
 use tt_ports::{EventPage, RunJournal, RunWrite, StorageResult};
-use tt_testkit::fakes::{
-    FakeCommitBridge, FakePromptBroker, InMemorySkills, InMemoryStore, ManualClock, SequentialIds,
-};
+use tt_testkit::fakes::InMemoryStore;
 
 use crate::support::*;
 
@@ -77,58 +75,48 @@ fn types(parts: &[&[&str]]) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_replys_delegations_are_one_commit_each() {
+/// The writer delegates `delegations` in one reply, waits for them all and publishes; the
+/// critic returns at once. Runs on `store` with `journal` in place of the store's own.
+async fn delegate_in_one_reply(
+    store: &Arc<InMemoryStore>,
+    journal: Arc<dyn RunJournal>,
+    delegations: Vec<(String, String, serde_json::Value)>,
+) -> tt_domain::run::AgentRun {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![
-                    delegate("d1", "critic", "Check the opening."),
-                    delegate("d2", "critic", "Check the middle."),
-                    // Refused (no such agent): its end goes out with what was held.
-                    delegate("d3", "nobody", "Check the end."),
-                    delegate("d4", "critic", "Check the end."),
-                ]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Reviewed.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![turn(delegations), await_turn("a", "allCompleted")],
+                "Reviewed.",
+            ),
         ),
         ("critic", vec![task_return("r", "Fine.")]),
     ]);
+    let service = AgentRunService::new(RuntimeServices {
+        journal,
+        ..in_memory_services(store, model)
+    });
+    for profile in [delegator("writer"), reviewer("critic")] {
+        store.put_profile(profile);
+    }
+    start_and_wait(&service, request(Some("writer"))).await
+}
+
+#[tokio::test]
+async fn a_replys_delegations_are_one_commit_each() {
     let store = InMemoryStore::new();
     let log = Arc::new(UnitLog {
         inner: Arc::clone(&store),
         units: Mutex::new(Vec::new()),
     });
-    let services = RuntimeServices {
-        runs: store.clone(),
-        invocations: store.clone(),
-        journal: log.clone(),
-        workspace: store.clone(),
-        profiles: store.clone(),
-        skills: InMemorySkills::new(),
-        model: model.clone(),
-        model_info: Default::default(),
-        connections: Arc::new(tt_ports::NoConnections),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: FakePromptBroker::answering(),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
-    };
-    let service = AgentRunService::new(services);
-    for profile in [delegator("writer"), reviewer("critic")] {
-        store.put_profile(profile);
-    }
-    let run = service.start_run(request(Some("writer"))).await.unwrap();
-    let run = service.wait_for_run(&run.id).await.unwrap();
+    let delegations = vec![
+        delegate("d1", "critic", "Check the opening."),
+        delegate("d2", "critic", "Check the middle."),
+        // Refused (no such agent): its end goes out with what was held.
+        delegate("d3", "nobody", "Check the end."),
+        delegate("d4", "critic", "Check the end."),
+    ];
+    let run = delegate_in_one_reply(&store, log.clone(), delegations).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
 
     // The lead's units around its four delegations, as committed.
@@ -275,55 +263,18 @@ impl RunJournal for HeldQueue {
 
 #[tokio::test]
 async fn a_replys_delegations_do_not_wait_for_each_other() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            vec![
-                turn(vec![
-                    delegate("d1", "critic", "Check the opening."),
-                    delegate("d2", "critic", "Check the middle."),
-                    delegate("d3", "critic", "Check the end."),
-                ]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Reviewed.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
-        ),
-        ("critic", vec![task_return("r", "Fine.")]),
-    ]);
     let store = InMemoryStore::new();
     let journal = Arc::new(HeldQueue {
         inner: Arc::clone(&store),
         queued: Mutex::new(Vec::new()),
         releases: Mutex::new(Vec::new()),
     });
-    let services = RuntimeServices {
-        runs: store.clone(),
-        invocations: store.clone(),
-        journal: journal.clone(),
-        workspace: store.clone(),
-        profiles: store.clone(),
-        skills: InMemorySkills::new(),
-        model: model.clone(),
-        model_info: Default::default(),
-        connections: Arc::new(tt_ports::NoConnections),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: FakePromptBroker::answering(),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
-    };
-    let service = AgentRunService::new(services);
-    for profile in [delegator("writer"), reviewer("critic")] {
-        store.put_profile(profile);
-    }
-    let run = service.start_run(request(Some("writer"))).await.unwrap();
-    let run = service.wait_for_run(&run.id).await.unwrap();
+    let delegations = vec![
+        delegate("d1", "critic", "Check the opening."),
+        delegate("d2", "critic", "Check the middle."),
+        delegate("d3", "critic", "Check the end."),
+    ];
+    let run = delegate_in_one_reply(&store, journal.clone(), delegations).await;
     let failures: Vec<_> = store
         .events(&run.id)
         .into_iter()

@@ -5,20 +5,13 @@
 //! before the first request.
 
 use serde_json::json;
-use tt_domain::context_window::{
-    DRIFT_REMINDER_PREFIX, SUMMARY_HEADER, WindowBudget, request_tokens, tools_tokens,
-};
+use tt_domain::context_window::{DRIFT_REMINDER_PREFIX, SUMMARY_HEADER, WindowBudget};
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelRole};
 use tt_domain::profile::CompactionPolicy;
 use tt_domain::run::AgentRunStatus;
-use tt_ports::ModelError;
-use tt_testkit::fakes::{FakeModel, responses};
+use tt_testkit::fakes::responses;
 
 use crate::support::*;
-
-fn estimate(request: &AgentModelRequest) -> u64 {
-    request_tokens(&request.messages, tools_tokens(&request.tools))
-}
 
 fn windowed(
     window: u64,
@@ -30,37 +23,6 @@ fn windowed(
         p.model.max_output_tokens = max_output;
         p.context.compaction = compaction;
         p.tools.max_rounds = 60;
-    })
-}
-
-/// The first request of the windowed profile, in estimated tokens.
-async fn first_request_tokens() -> u64 {
-    let model = by_turn(happy_turns());
-    let h = harness(model.clone());
-    h.put_profile(windowed(1_000_000, CompactionPolicy::Summarize, None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    estimate(&model.requests()[0])
-}
-
-/// A model that answers a summarizing request (no tools) with `summary(n)` for its n-th one,
-/// and the agent's rounds with `turns`.
-fn with_summaries(turns: Vec<AgentModelResponse>) -> std::sync::Arc<FakeModel> {
-    let summaries = std::sync::atomic::AtomicUsize::new(0);
-    FakeModel::new(move |request: &AgentModelRequest| {
-        if request.tools.is_empty() {
-            let n = summaries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            return Ok(responses::text(&format!(
-                "Summary {n}: I listed scratch many times."
-            )));
-        }
-        turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Unavailable {
-                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
-                message: format!("no turn {}", request.round),
-            })
     })
 }
 
@@ -91,7 +53,7 @@ fn rounds_of(events: &[tt_domain::event::AgentRunEvent]) -> Vec<u64> {
 
 #[tokio::test]
 async fn the_answer_keeps_its_output_limit_and_each_max_tokens_fits_what_is_left() {
-    let first = first_request_tokens().await;
+    let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize, None)).await;
     let window = first + 2_400;
     // Reads of a long note pile up until trimming starts.
     let note: String = (1..=30)
@@ -110,13 +72,7 @@ async fn the_answer_keeps_its_output_limit_and_each_max_tokens_fits_what_is_left
     let h = harness(model.clone());
     h.put_profile(windowed(window, CompactionPolicy::None, Some(700)));
     // (notes of 30 lines: the latest read always fits beside the opening)
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
     // The reserve is the limit (700), not an eighth of the window.
     let budget = WindowBudget::new(window, Some(700));
     assert_eq!(budget.output_reserve_tokens, 700);
@@ -151,20 +107,14 @@ fn drifting_turns(drifts: usize) -> Vec<AgentModelResponse> {
 
 #[tokio::test]
 async fn plain_text_answers_and_their_reminders_leave_once_moved_past() {
-    let first = first_request_tokens().await;
+    let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize, None)).await;
     // Room for the opening and about three plain-text rounds, tight enough that the last steps
     // (after the agent is back on track) still need a trim.
     let window = first + 1_200;
     let model = by_turn(drifting_turns(8));
     let h = harness(model.clone());
     h.put_profile(windowed(window, CompactionPolicy::None, None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
     let budget = WindowBudget::new(window, None);
     let requests = model.requests();
     for request in &requests {
@@ -208,28 +158,16 @@ async fn plain_text_answers_and_their_reminders_leave_once_moved_past() {
 
 #[tokio::test]
 async fn repeated_compaction_folds_into_one_rolling_summary() {
-    let first = first_request_tokens().await;
+    let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize, None)).await;
     // Small results (never stubbed) pile up until only a summary makes room, again and again.
-    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
-    for n in 0..40 {
-        turns.push(turn(vec![call(
-            &format!("l{n}"),
-            "workspace_list_files",
-            json!({"path": "scratch"}),
-        )]));
-    }
-    turns.extend(happy_turns());
-    let model = with_summaries(turns);
+    let turns = listing_turns(40);
+    let model = summarizing(turns, |n| {
+        format!("Summary {n}: I listed scratch many times.")
+    });
     let h = harness(model.clone());
     let window = first + 1_400;
     h.put_profile(windowed(window, CompactionPolicy::Summarize, None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
     let compactions = events_of(&h, &run.id, "context_compacted");
     assert!(compactions.len() >= 2, "{} compactions", compactions.len());
     // The first summary replaces the conversation's earlier reply and the agent's turns but
@@ -286,29 +224,10 @@ async fn repeated_compaction_folds_into_one_rolling_summary() {
 
 #[tokio::test]
 async fn a_summary_longer_than_its_room_is_cut_so_the_next_request_fits() {
-    let first = first_request_tokens().await;
-    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
-    for n in 0..20 {
-        turns.push(turn(vec![call(
-            &format!("l{n}"),
-            "workspace_list_files",
-            json!({"path": "scratch"}),
-        )]));
-    }
-    turns.extend(happy_turns());
+    let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize, None)).await;
+    let turns = listing_turns(20);
     // A model that ignores the summary's limit: every summary is about 3,000 tokens.
-    let model = FakeModel::new(move |request: &AgentModelRequest| {
-        if request.tools.is_empty() {
-            return Ok(responses::text(&"I listed scratch again. ".repeat(450)));
-        }
-        turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Unavailable {
-                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
-                message: format!("no turn {}", request.round),
-            })
-    });
+    let model = summarizing(turns, |_| "I listed scratch again. ".repeat(450));
     let h = harness(model.clone());
     let window = first + 1_400;
     h.put_profile(windowed(window, CompactionPolicy::Summarize, None));

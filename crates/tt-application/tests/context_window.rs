@@ -3,19 +3,14 @@
 //! once more (more in context_budget.rs).
 
 use serde_json::json;
-use tt_domain::context_window::{WindowBudget, request_tokens, tools_tokens};
+use tt_domain::context_window::WindowBudget;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::CompactionPolicy;
 use tt_domain::run::AgentRunStatus;
 use tt_ports::ModelError;
-use tt_testkit::fakes::{FakeModel, responses};
+use tt_testkit::fakes::FakeModel;
 
 use crate::support::*;
-
-/// The estimate of a request as the runtime makes it (no usage reported: no calibration).
-fn estimate(request: &AgentModelRequest) -> u64 {
-    request_tokens(&request.messages, tools_tokens(&request.tools))
-}
 
 /// Writes a long note, reads it `reads` times, then writes the answer, commits and finishes.
 fn reading_turns(reads: usize) -> Vec<AgentModelResponse> {
@@ -45,31 +40,15 @@ fn windowed(
     })
 }
 
-/// The first request of the windowed profile, in estimated tokens.
-async fn first_request_tokens() -> u64 {
-    let model = by_turn(happy_turns());
-    let h = harness(model.clone());
-    h.put_profile(windowed(1_000_000, CompactionPolicy::Summarize));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    estimate(&model.requests()[0])
-}
-
 #[tokio::test]
 async fn older_results_become_stubs_and_the_run_completes() {
-    let first = first_request_tokens().await;
+    let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize)).await;
     // Room for the opening and about three reads of the note.
     let window = first + 4_800;
     let model = by_turn(reading_turns(8));
     let h = harness(model.clone());
     h.put_profile(windowed(window, CompactionPolicy::None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
 
     let budget = WindowBudget::new(window, None);
     let requests = model.requests();
@@ -113,30 +92,11 @@ async fn older_results_become_stubs_and_the_run_completes() {
 
 #[tokio::test]
 async fn the_oldest_turns_become_a_summary_when_stubs_are_not_enough() {
-    let first = first_request_tokens().await;
+    let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize)).await;
     // Small results (never stubbed) pile up until only a summary makes room.
-    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
-    for n in 0..30 {
-        turns.push(turn(vec![call(
-            &format!("l{n}"),
-            "workspace_list_files",
-            json!({"path": "scratch"}),
-        )]));
-    }
-    turns.extend(happy_turns());
-    let model = FakeModel::new(move |request: &AgentModelRequest| {
-        if request.tools.is_empty() {
-            return Ok(responses::text(
-                "I wrote scratch/a.md and listed scratch 30 times.",
-            ));
-        }
-        turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Unavailable {
-                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
-                message: format!("no turn {}", request.round),
-            })
+    let turns = listing_turns(30);
+    let model = summarizing(turns, |_| {
+        "I wrote scratch/a.md and listed scratch 30 times.".to_owned()
     });
     let h = harness(model.clone());
     let window = first + 1_400;
@@ -191,25 +151,13 @@ async fn a_provider_refusal_teaches_the_window_and_fits_once_more() {
                 window_tokens: Some(5_500),
             });
         }
-        turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Unavailable {
-                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
-                message: format!("no turn {}", request.round),
-            })
+        scripted(&turns, request)
     });
     let h = harness(model.clone());
     h.put_profile(custom_profile("unknown-window", |p| {
         p.tools.max_rounds = 40
     }));
-    let run = h.run_to_end(request(Some("unknown-window"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
+    let run = h.run_completed(request(Some("unknown-window"))).await;
     let trims = events_of(&h, &run.id, "context_trimmed");
     assert_eq!(trims[0].payload["trigger"], "provider_refused");
     assert_eq!(trims[0].payload["windowTokens"], 5_500);
@@ -225,8 +173,7 @@ async fn a_large_result_reaches_the_history_as_head_and_tail() {
     h.put_profile(custom_profile("bounded-results", |p| {
         p.context.max_tool_result_tokens = Some(300);
     }));
-    let run = h.run_to_end(request(Some("bounded-results"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("bounded-results"))).await;
     let read = model.requests()[2].clone();
     let (_, _, _, content) = tool_results(&read).pop().unwrap();
     assert!(content.contains("lines left out to save room"), "{content}");
@@ -251,8 +198,7 @@ async fn a_long_search_result_is_saved_whole_and_the_history_names_the_file() {
     h.put_profile(custom_profile("bounded-results", |p| {
         p.context.max_tool_result_tokens = Some(300);
     }));
-    let run = h.run_to_end(request(Some("bounded-results"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("bounded-results"))).await;
     let saved = h.first_event(&run.id, "tool_output_saved");
     let path = saved.payload["path"].as_str().unwrap().to_owned();
     assert!(
@@ -286,11 +232,7 @@ fn delegating_and_reading(
     writer.tools.max_rounds = 40;
     let mut turns = vec![
         turn(vec![delegate("d1", "critic", "Check the ships.")]),
-        turn(vec![call(
-            "a",
-            "agent_await",
-            json!({"mode": "allCompleted"}),
-        )]),
+        await_turn("a", "allCompleted"),
     ];
     turns.extend(reading_turns(reads));
     let findings: Vec<serde_json::Value> = (1..=12)
@@ -317,27 +259,15 @@ async fn a_trimmed_await_result_says_where_the_summaries_stay_never_to_call_agai
     let h = harness(model.clone());
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("writer"))).await;
     let first = estimate(&model.requests()[0]);
 
     let (writer, model) = delegating_and_reading(first + 4_800, 8);
     let h = harness(model.clone());
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.event_types(&run.id)
-    );
-    let last = model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent_profile_id.as_str() == "writer")
-        .last()
-        .unwrap();
+    h.run_completed(request(Some("writer"))).await;
+    let last = last_request_of(&h, "writer");
     let (_, _, _, awaited) = tool_results(&last)
         .into_iter()
         .find(|(id, _, _, _)| id == "a")

@@ -1,7 +1,6 @@
 //! `agent_conversation`: one agent's conversation rebuilt from the journal and the stored
 //! records, checked against the requests the fake model really received.
 
-use serde_json::json;
 use tt_application::{AgentConversation, ConversationEntry};
 use tt_domain::ids::InvocationId;
 use tt_domain::model::{ModelContentPart, ModelUsage};
@@ -12,14 +11,14 @@ use crate::support::*;
 /// The writer delegates to the critic, writes twice (the critic finishes meanwhile, so its
 /// result is injected), then writes, commits and finishes.
 async fn delegated_run() -> (Harness, tt_domain::ids::RunId) {
-    let mut writer = vec![
-        turn(vec![delegate("d1", "critic", "Review the draft.")]),
-        turn(vec![write("p", "plan/plan.md", "plan")]),
-        turn(vec![write("p2", "plan/plan2.md", "plan")]),
-        turn(vec![write("w", "output/main.md", "Final scene.")]),
-        turn(vec![call("c", "workspace_commit", json!({}))]),
-        turn(vec![call("f", "workspace_finish", json!({}))]),
-    ];
+    let mut writer = publish_after(
+        vec![
+            turn(vec![delegate("d1", "critic", "Review the draft.")]),
+            turn(vec![write("p", "plan/plan.md", "plan")]),
+            turn(vec![write("p2", "plan/plan2.md", "plan")]),
+        ],
+        "Final scene.",
+    );
     writer[0].usage = Some(ModelUsage {
         input_tokens: 120,
         output_tokens: 30,
@@ -38,10 +37,7 @@ async fn delegated_run() -> (Harness, tt_domain::ids::RunId) {
     h.store
         .wait_for_event_type(&run.id, "agent_invocation_completed")
         .await;
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     (h, run.id)
 }
 
@@ -206,13 +202,7 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
     turns.extend(happy_turns());
     let h = harness(by_turn(turns));
     h.model.hang_when(|request| request.round == 1);
-    let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        h.model.wait_for_parked(1),
-    )
-    .await
-    .unwrap();
+    let run = h.start_parked(request(None), 1).await;
     h.service
         .submit_guidance(
             &run.id,
@@ -223,10 +213,7 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
         )
         .await
         .unwrap();
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
 
     let conversation = h
         .service
@@ -306,13 +293,7 @@ fn steps_index(conversation: &AgentConversation, wanted: &str) -> usize {
 async fn a_live_agent_shows_what_it_stored_so_far_and_the_request_it_waits_on() {
     let h = harness(by_turn(happy_turns()));
     h.model.hang_when(|request| request.round == 2);
-    let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        h.model.wait_for_parked(1),
-    )
-    .await
-    .unwrap();
+    let run = h.start_parked(request(None), 1).await;
     let live = h
         .service
         .agent_conversation(&run.id, &InvocationId::root())
@@ -354,8 +335,7 @@ async fn failed_attempts_come_before_the_answer_of_their_round() {
     })];
     answers.extend(happy_turns().into_iter().map(Ok));
     let h = harness(tt_testkit::fakes::FakeModel::sequence(answers));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let conversation = h
         .service
         .agent_conversation(&run.id, &InvocationId::root())

@@ -2,7 +2,6 @@
 //! the delegated agent's policy and workspace scope, and cancellation.
 
 use serde_json::json;
-use std::time::Duration;
 use tt_domain::brief::StoredBrief;
 use tt_domain::invocation::{InvocationKind, InvocationStatus};
 use tt_domain::model::{ModelContentPart, ModelRole};
@@ -14,12 +13,16 @@ use tt_testkit::fakes::responses;
 use crate::support::*;
 
 fn writer_finishing_after(
-    mut turns: Vec<tt_domain::model::AgentModelResponse>,
+    turns: Vec<tt_domain::model::AgentModelResponse>,
 ) -> Vec<tt_domain::model::AgentModelResponse> {
-    turns.push(turn(vec![write("w", "output/main.md", "Final scene.")]));
-    turns.push(turn(vec![call("c", "workspace_commit", json!({}))]));
-    turns.push(turn(vec![call("f", "workspace_finish", json!({}))]));
-    turns
+    publish_after(turns, "Final scene.")
+}
+
+/// A harness on `model` with the writer, critic and stylist installed.
+fn installed(model: std::sync::Arc<tt_testkit::fakes::FakeModel>) -> Harness {
+    let h = harness(model);
+    install(&h);
+    h
 }
 
 fn install(h: &Harness) {
@@ -48,11 +51,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
                     "critic",
                     "Check the draft for continuity.",
                 )]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
+                await_turn("a1", "allCompleted"),
             ]),
         ),
         (
@@ -72,10 +71,8 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
             ],
         ),
     ]);
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let h = installed(model);
+    let run = h.run_completed(request(Some("writer"))).await;
 
     // The task and the delegated invocation.
     let tasks = h.store.tasks(&run.id);
@@ -90,12 +87,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
         "the stored brief reads as a task brief: {:?}",
         task.task
     );
-    let child = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|inv| inv.kind == InvocationKind::Subagent)
-        .unwrap();
+    let child = h.invocation_of_kind(&run.id, InvocationKind::Subagent);
     assert_eq!(child.status, InvocationStatus::Completed);
     assert_eq!(
         child.parent_invocation_id.as_ref().map(|id| id.as_str()),
@@ -154,12 +146,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
     );
 
     // The delegated agent ran on its own session with its own tool surface and brief.
-    let critic = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "critic")
-        .unwrap();
+    let critic = first_request_of(&h, "critic");
     assert_eq!(
         critic.session.session_id,
         format!("{}:{}", run.id, child.id)
@@ -220,26 +207,17 @@ async fn completed_child_results_are_added_to_next_parent_turn_once() {
     // Hold the writer's second turn until the critic has finished, so the result is ready
     // right after that round.
     model.hang_when(|request| request.agent_profile_id.as_str() == "writer" && request.round == 2);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
     h.store
         .wait_for_event_type(&run.id, "agent_invocation_completed")
         .await;
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
 
     let injected = events_of(&h, &run.id, "agent_results_injected");
     assert_eq!(injected.len(), 1);
     assert_eq!(injected[0].payload["taskCount"], 1);
-    let requests: Vec<_> = h
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent_profile_id.as_str() == "writer")
-        .collect();
+    let requests = requests_of(&h, "writer");
     // Round 3 is the first request after the round in which the result was ready.
     let third = user_texts(&requests[2]);
     let notice = third
@@ -267,10 +245,8 @@ async fn workspace_finish_cancels_unawaited_delegated_task() {
         ("critic", vec![task_return("r", "never")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let h = installed(model);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Cancelled);
     assert_eq!(
@@ -306,10 +282,12 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Try to finish the job.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
+            delegate_wait_publish(
+                "critic",
+                "Try to finish the job.",
+                json!({}),
+                "Final scene.",
+            ),
         ),
         (
             "critic",
@@ -321,21 +299,11 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
             )],
         ),
     ]);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.run_to_end(request(Some("writer"))).await;
     // Only the delegated task fails; the run goes on.
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("model.unknown_tool_call"),
-        "{:?}",
-        task.error
-    );
+    h.failed_task(&run.id, "model.unknown_tool_call");
     let failed = events_of(&h, &run.id, "agent_child_invocation_failed");
     assert_eq!(failed.len(), 1);
     let capsule = tool_results(&last_request_of(&h, "writer"))
@@ -383,10 +351,8 @@ async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
             ],
         ),
     ]);
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let h = installed(model);
+    let run = h.run_completed(request(Some("writer"))).await;
     let critic = last_request_of(&h, "critic");
     let results = tool_results(&critic);
     assert!(
@@ -406,31 +372,20 @@ async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
 
 #[tokio::test]
 async fn delegated_task_without_return_fails_at_max_rounds() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Loop forever.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
-        ),
-        (
-            "critic",
-            (0..6)
-                .map(|i| {
-                    turn(vec![call(
-                        &format!("l{i}"),
-                        "workspace_list_files",
-                        json!({}),
-                    )])
-                })
-                .collect(),
-        ),
-    ]);
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let model = writer_delegating_to_critic(
+        "Loop forever.",
+        (0..6)
+            .map(|i| {
+                turn(vec![call(
+                    &format!("l{i}"),
+                    "workspace_list_files",
+                    json!({}),
+                )])
+            })
+            .collect(),
+    );
+    let h = installed(model);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert_eq!(task.status, TaskStatus::Failed);
     assert_eq!(
@@ -483,16 +438,8 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
     });
     h.model
         .hang_when(|request| request.agent_profile_id.as_str() != "writer");
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let results = tool_results(
-        &h.model
-            .requests()
-            .into_iter()
-            .filter(|r| r.agent_profile_id.as_str() == "writer")
-            .nth(1)
-            .unwrap(),
-    );
+    let run = h.run_completed(request(Some("writer"))).await;
+    let results = tool_results(&requests_of(&h, "writer")[1]);
     let codes: Vec<_> = results
         .iter()
         .map(|r| (r.0.as_str(), r.2.clone().unwrap_or_default()))
@@ -589,8 +536,7 @@ async fn agent_list_returns_callable_profiles_allowed_by_delegation_policy() {
         p.delegation.allowed_callers = vec!["other".into()];
         p
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&h.model.requests()[1]);
     insta::assert_snapshot!("agent_list_content", results[0].3);
     assert!(
@@ -631,10 +577,8 @@ async fn await_selection_errors_and_timeout() {
         ("critic", vec![task_return("r", "late")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let h = installed(model);
+    let run = h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let by_id = |id: &str| results.iter().find(|r| r.0 == id).unwrap().clone();
     assert_eq!(by_id("none").2.as_deref(), Some("agent.no_child_tasks"));
@@ -675,14 +619,7 @@ async fn run_cancel_cancels_children_inside_model_calls() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(delegations),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-            ],
+            vec![turn(delegations), await_turn("a", "allCompleted")],
         ),
         ("critic", vec![task_return("r", "never")]),
     ]);
@@ -690,10 +627,7 @@ async fn run_cancel_cancels_children_inside_model_calls() {
     let h = harness(model);
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(8))
-        .await
-        .expect("8 calls parked");
+    let run = h.start_parked(request(Some("writer")), 8).await;
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Cancelled);
@@ -713,19 +647,7 @@ async fn run_cancel_cancels_children_inside_model_calls() {
     // Nothing is written for a cancelled agent after its cancellation.
     let events = h.events(&run.id);
     for task in &tasks {
-        let child = task.child_invocation_id.as_str();
-        let cancelled_at = events
-            .iter()
-            .position(|e| {
-                e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == child
-            })
-            .unwrap();
-        assert!(
-            events[cancelled_at + 1..]
-                .iter()
-                .all(|e| e.scope_invocation_id() != Some(child)),
-            "event for {child} after its cancellation"
-        );
+        assert_nothing_after_cancellation(&events, task.child_invocation_id.as_str());
     }
     assert_eq!(events.last().unwrap().event_type, "run_cancelled");
 }
@@ -735,60 +657,37 @@ async fn child_failure_never_fails_the_parent_run() {
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Crash.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
+            delegate_wait_publish("critic", "Crash.", json!({}), "Final scene."),
         ),
         // No script for the critic: its model call fails.
     ]);
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("model.script_exhausted")
-    );
+    let h = installed(model);
+    let run = h.run_completed(request(Some("writer"))).await;
+    let task = h.failed_task(&run.id, "model.script_exhausted");
     let failed = &events_of(&h, &run.id, "agent_child_invocation_failed")[0];
     assert_eq!(failed.payload["taskId"], task.id.as_str());
 }
 
 #[tokio::test]
 async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Impossible task.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
-        ),
-        (
-            "critic",
-            vec![
-                turn(vec![call("bad", "task_return", json!({"summary": " "}))]),
-                turn(vec![call(
-                    "bad2",
-                    "task_return",
-                    json!({"summary": "x", "status": "maybe"}),
-                )]),
-                turn(vec![call(
-                    "r",
-                    "task_return",
-                    json!({"summary": "Cannot be done.", "status": "failed", "warnings": ["the draft is missing"]}),
-                )]),
-            ],
-        ),
-    ]);
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let model = writer_delegating_to_critic(
+        "Impossible task.",
+        vec![
+            turn(vec![call("bad", "task_return", json!({"summary": " "}))]),
+            turn(vec![call(
+                "bad2",
+                "task_return",
+                json!({"summary": "x", "status": "maybe"}),
+            )]),
+            turn(vec![call(
+                "r",
+                "task_return",
+                json!({"summary": "Cannot be done.", "status": "failed", "warnings": ["the draft is missing"]}),
+            )]),
+        ],
+    );
+    let h = installed(model);
+    let run = h.run_completed(request(Some("writer"))).await;
     let critic_results = tool_results(&last_request_of(&h, "critic"));
     assert_eq!(
         critic_results[0].2.as_deref(),
@@ -834,26 +733,14 @@ async fn delegated_prompts_and_surfaces_as_models_see_them() {
         ),
         ("critic", vec![task_return("r", "Fine.")]),
     ]);
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let writer = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "writer")
-        .unwrap();
+    let h = installed(model);
+    h.run_completed(request(Some("writer"))).await;
+    let writer = first_request_of(&h, "writer");
     insta::assert_snapshot!(
         "delegating_system_prompt",
         writer.messages[0].text_content()
     );
-    let critic = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "critic")
-        .unwrap();
+    let critic = first_request_of(&h, "critic");
     insta::assert_snapshot!("delegated_system_prompt", critic.messages[0].text_content());
     insta::assert_snapshot!("delegated_task_brief", critic.messages[1].text_content());
     let specs = |request: &tt_domain::model::AgentModelRequest| {
@@ -882,33 +769,21 @@ async fn next_completed_waits_for_a_result_not_seen_yet() {
                     delegate("d1", "critic", "Fast."),
                     delegate("d2", "stylist", "Slow."),
                 ]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "nextCompleted"}),
-                )]),
-                turn(vec![call(
-                    "a2",
-                    "agent_await",
-                    json!({"mode": "nextCompleted"}),
-                )]),
+                await_turn("a1", "nextCompleted"),
+                await_turn("a2", "nextCompleted"),
             ]),
         ),
         ("critic", vec![task_return("r1", "Critic done.")]),
         ("stylist", vec![task_return("r2", "Stylist done.")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "stylist");
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
     // Release the stylist only once the first wait has reported the critic.
     h.store
         .wait_for_event(&run.id, |e| e.event_type == "agent_await_completed")
         .await;
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let first = &results.iter().find(|r| r.0 == "a1").unwrap().3;
     assert!(
@@ -953,10 +828,8 @@ async fn delegated_budget_only_lowers_the_target_profile_limits() {
             ],
         ),
     ]);
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let h = installed(model);
+    let run = h.run_completed(request(Some("writer"))).await;
     let critic = last_request_of(&h, "critic");
     let results = tool_results(&critic);
     assert!(!results[0].1);
@@ -992,11 +865,7 @@ async fn default_writer_run_delegates_and_receives_a_result() {
             writer_finishing_after(vec![
                 turn(vec![call("l1", "agent_list", json!({}))]),
                 turn(vec![delegate("d1", "critic", "Check the draft's pacing.")]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
+                await_turn("a1", "allCompleted"),
             ]),
         ),
         (
@@ -1010,15 +879,9 @@ async fn default_writer_run_delegates_and_receives_a_result() {
     ]);
     let h = harness(model);
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
 
-    let first = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "default-writer")
-        .unwrap();
+    let first = first_request_of(&h, "default-writer");
     let names: Vec<_> = first.tools.iter().map(|t| t.model_name.as_str()).collect();
     assert_eq!(
         names,
@@ -1075,11 +938,7 @@ async fn tasks_delegated_in_the_same_millisecond_come_back_in_delegation_order()
                     delegate("d2", "critic", "Second."),
                     delegate("d3", "critic", "Third."),
                 ]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
+                await_turn("a1", "allCompleted"),
             ]),
         ),
         ("critic", vec![task_return("r", "Done.")]),
@@ -1092,8 +951,7 @@ async fn tasks_delegated_in_the_same_millisecond_come_back_in_delegation_order()
         std::sync::Arc::new(DescendingIds(std::sync::atomic::AtomicU64::new(1 << 40))),
     );
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let registered: Vec<String> = events_of(&h, &run.id, "agent_task_registered")
         .iter()
         .map(|e| e.payload["taskId"].as_str().unwrap().to_owned())
@@ -1126,14 +984,7 @@ async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_s
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(delegations),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-            ]),
+            writer_finishing_after(vec![turn(delegations), await_turn("a1", "allCompleted")]),
         ),
         ("critic", vec![task_return("r", "Done.")]),
     ]);
@@ -1145,8 +996,7 @@ async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_s
         p.tools.max_calls_per_run = TASKS as u32 + 8;
     }));
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let mut queued_at = std::collections::HashMap::new();
     let mut running = 0;
     let mut started = 0;
@@ -1180,14 +1030,12 @@ async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_s
 
 #[tokio::test]
 async fn a_failed_tasks_capsule_reads_as_its_class_without_paths() {
-    let writer = writer_finishing_after(vec![
-        turn(vec![delegate("d1", "critic", "Check continuity.")]),
-        turn(vec![call(
-            "a",
-            "agent_await",
-            json!({"mode": "allCompleted", "timeoutMs": 60000}),
-        )]),
-    ]);
+    let writer = delegate_wait_publish(
+        "critic",
+        "Check continuity.",
+        json!({"mode": "allCompleted", "timeoutMs": 60000}),
+        "Final scene.",
+    );
     // The critic's model refuses with a message that names a physical path and a server.
     let model = tt_testkit::fakes::FakeModel::new(move |request| {
         if request.agent_profile_id.as_str() == "critic" {
@@ -1198,21 +1046,13 @@ async fn a_failed_tasks_capsule_reads_as_its_class_without_paths() {
         }
         Ok(writer[request.round as usize - 1].clone())
     });
-    let h = harness(model);
-    install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let h = installed(model);
+    let run = h.run_completed(request(Some("writer"))).await;
     let task = h.store.tasks(&run.id).remove(0);
     assert_eq!(task.status, TaskStatus::Failed);
     // The record keeps the technical text for hosts.
     assert!(task.error.as_deref().unwrap().contains("/home/alice"));
-    let writer_request = h
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent_profile_id.as_str() == "writer")
-        .nth(2)
-        .unwrap();
+    let writer_request = requests_of(&h, "writer").remove(2);
     let result = writer_request
         .messages
         .iter()

@@ -6,12 +6,9 @@
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use tt_application::{AgentRunService, RuntimeServices};
+use tt_application::AgentRunService;
 use tt_domain::run::AgentRunStatus;
-use tt_testkit::fakes::{
-    DiskFault, FakeCommitBridge, FakeModel, FaultPlan, FaultyStore, InMemoryStore, ManualClock,
-    SequentialIds,
-};
+use tt_testkit::fakes::{DiskFault, FakeModel, FaultPlan, FaultyStore, InMemoryStore};
 
 use crate::support::*;
 
@@ -24,22 +21,7 @@ struct FaultyHarness {
 fn faulty_harness(model: Arc<FakeModel>) -> FaultyHarness {
     let inner = InMemoryStore::new();
     let faulty = FaultyStore::wrap(Arc::clone(&inner));
-    let services = RuntimeServices {
-        runs: faulty.clone(),
-        invocations: faulty.clone(),
-        journal: faulty.clone(),
-        workspace: faulty.clone(),
-        profiles: inner.clone(),
-        skills: tt_testkit::fakes::InMemorySkills::new(),
-        model,
-        model_info: Default::default(),
-        connections: Arc::new(tt_ports::NoConnections),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
-    };
+    let services = faulty_services(&inner, &faulty, model);
     FaultyHarness {
         inner,
         faulty,
@@ -64,14 +46,14 @@ fn delegating_model() -> Arc<FakeModel> {
     by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![write("d", "output/main.md", "Draft.")]),
-                turn(vec![delegate("d1", "critic", "Review output/main.md.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![write("d", "output/main.md", "Draft.")]),
+                    turn(vec![delegate("d1", "critic", "Review output/main.md.")]),
+                    turn(vec![call("a", "agent_await", json!({}))]),
+                ],
+                "Final scene.",
+            ),
         ),
         (
             "critic",

@@ -13,8 +13,7 @@ async fn foreground_run_recovers_from_no_commit_drift_with_nudge() {
     let mut turns = vec![responses::text("Here is my scene: the storm broke.")];
     turns.extend(happy_turns());
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     // The plain text was kept, not lost.
     assert_eq!(
         h.store
@@ -51,8 +50,7 @@ async fn foreground_run_recovers_from_post_commit_drift_with_nudge() {
         turn(vec![call("f", "workspace_finish", json!({}))]),
     ];
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let nudge = h.model.requests()[3]
         .messages
         .last()
@@ -119,8 +117,7 @@ async fn rate_limited_and_transient_errors_are_retried_with_events() {
     ];
     answers.extend(happy_turns().into_iter().map(Ok));
     let h = harness(FakeModel::sequence(answers));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let events = h.events(&run.id);
     let failed: Vec<_> = events
         .iter()
@@ -272,16 +269,21 @@ async fn usage_counts_failed_model_calls_apart() {
     assert_eq!(usage.by_invocation.len(), 1);
 }
 
+/// Starts a run and waits for a deadline to end it, past the harness's own 600 s bound (so
+/// before checking its journal).
+async fn start_until_its_deadline(h: &Harness) -> tt_domain::run::AgentRun {
+    let run = h.service.start_run(request(None)).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(3600), h.service.wait_for_run(&run.id))
+        .await
+        .expect("the deadline ends the run")
+        .unwrap()
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_hung_model_call_fails_at_its_deadline() {
     let h = harness(FakeModel::hanging());
     let started = tokio::time::Instant::now();
-    let run = h.service.start_run(request(None)).await.unwrap();
-    // Past the harness's own 600 s bound: wait for the run before checking its journal.
-    tokio::time::timeout(Duration::from_secs(3600), h.service.wait_for_run(&run.id))
-        .await
-        .expect("the deadline ends the run")
-        .unwrap();
+    let run = start_until_its_deadline(&h).await;
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
     // The default deadline: 5 minutes for the call, whatever its attempts.
@@ -313,11 +315,7 @@ async fn hung_call_seconds(profile_deadline: Option<u64>, connection_deadline: u
         h.put_profile(profile);
     }
     let started = tokio::time::Instant::now();
-    let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(3600), h.service.wait_for_run(&run.id))
-        .await
-        .expect("the deadline ends the run")
-        .unwrap();
+    let run = start_until_its_deadline(&h).await;
     let failed = h.first_event(&run.id, "run_failed");
     assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
     started.elapsed().as_secs()
@@ -368,8 +366,7 @@ async fn a_timed_out_attempt_names_its_limit_and_is_retried() {
     })];
     answers.extend(happy_turns().into_iter().map(Ok));
     let h = harness(FakeModel::sequence(answers));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let attempt = h.first_event(&run.id, "model_call_attempt_failed");
     assert_eq!(attempt.payload["code"], "model.timeout");
     assert_eq!(attempt.payload["limit"], "idleTimeout");

@@ -5,7 +5,7 @@
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
+use tt_application::{ForkChanges, ForkPoint};
 use tt_domain::ids::InvocationId;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::{AgentProfileDefinition, FallbackBinding, ModelMode};
@@ -89,21 +89,6 @@ fn models_asked(model: &FakeModel) -> Vec<Option<String>> {
     model.requests().into_iter().map(|r| r.model_id).collect()
 }
 
-/// The happy path's turns, each reporting 1,000 prompt tokens and 500 answer tokens.
-fn metered_turns() -> Vec<AgentModelResponse> {
-    happy_turns()
-        .into_iter()
-        .map(|mut turn| {
-            turn.usage = Some(tt_domain::model::ModelUsage {
-                input_tokens: 1_000,
-                output_tokens: 500,
-                ..Default::default()
-            });
-            turn
-        })
-        .collect()
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_rate_limited_model_moves_the_agent_to_its_fallback_with_the_same_history() {
     let s = setup(
@@ -111,8 +96,7 @@ async fn a_rate_limited_model_moves_the_agent_to_its_fallback_with_the_same_hist
         by_turn(metered_turns()),
         writer(|_| {}),
     );
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     // Two attempts (one retry) on the primary, then every round on the fallback.
     assert_eq!(s.primary.call_count(), 2);
     assert_eq!(models_asked(&s.spare), vec![Some("small".to_owned()); 3]);
@@ -156,8 +140,7 @@ async fn a_call_past_its_deadline_moves_the_agent_to_its_fallback() {
         writer(|p| p.run.model_retry.deadline_seconds = Some(30)),
     );
     let started = tokio::time::Instant::now();
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     // The hung primary is asked once and given up on at its deadline, not retried.
     assert_eq!(s.primary.call_count(), 1);
     assert_eq!(started.elapsed(), std::time::Duration::from_secs(30));
@@ -176,8 +159,7 @@ async fn the_timeline_shows_each_agents_fallback_switches_and_a_branch_cut_befor
         by_turn(happy_turns()),
         writer(|_| {}),
     );
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     let timeline = s.h.service.timeline_projection(&run.id).await.unwrap();
     let root = &timeline.invocations[0];
     assert_eq!(root.model_switches.len(), 1);
@@ -198,17 +180,13 @@ async fn the_timeline_shows_each_agents_fallback_switches_and_a_branch_cut_befor
     // A branch cut before the switch has not inherited it: its timeline shows only the switch
     // it made on its own.
     let branch =
-        s.h.service
-            .fork_run(
-                &run.id,
-                ForkRunRequest {
-                    at: ForkPoint::Seq { seq: seq - 1 },
-                    changes: ForkChanges::default(),
-                },
-            )
-            .await
-            .unwrap();
-    assert_eq!(s.h.wait(&branch.id).await.status, AgentRunStatus::Completed);
+        s.h.fork_and_wait(
+            &run.id,
+            ForkPoint::Seq { seq: seq - 1 },
+            ForkChanges::default(),
+        )
+        .await;
+    assert_eq!(branch.status, AgentRunStatus::Completed);
     let timeline = s.h.service.timeline_projection(&branch.id).await.unwrap();
     let switches = &timeline.invocations[0].model_switches;
     assert_eq!(switches.len(), 1);
@@ -222,8 +200,7 @@ async fn a_long_rate_limit_moves_on_at_once_past_the_bound() {
         by_turn(happy_turns()),
         writer(|p| p.model.fallback_on_rate_limit_after_seconds = Some(5)),
     );
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     assert_eq!(s.primary.call_count(), 1, "no retry past the bound");
     assert!(events_of(&s.h, &run.id, "model_call_retry_scheduled").is_empty());
     let switched = s.h.first_event(&run.id, "agent_model_fallback_switched");
@@ -240,8 +217,7 @@ async fn a_model_the_server_does_not_know_moves_on_without_retries() {
         by_turn(happy_turns()),
         writer(|_| {}),
     );
-    let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = s.h.run_completed(request(Some("writer"))).await;
     assert_eq!(s.primary.call_count(), 1);
     let switched = s.h.first_event(&run.id, "agent_model_fallback_switched");
     assert_eq!(switched.payload["reason"], "model_not_found");
@@ -371,24 +347,15 @@ async fn a_branch_after_a_switch_stays_on_the_fallback() {
         by_turn(happy_turns()),
         writer(|_| {}),
     );
-    let source = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = s.h.run_completed(request(Some("writer"))).await;
     let (primary_before, spare_before) = (s.primary.call_count(), s.spare.call_count());
-    let branch =
-        s.h.service
-            .fork_run(
-                &source.id,
-                ForkRunRequest {
-                    at: ForkPoint::AgentRound {
-                        invocation_id: InvocationId::root(),
-                        round: 2,
-                    },
-                    changes: ForkChanges::default(),
-                },
-            )
-            .await
-            .unwrap();
-    let ended = s.h.wait(&branch.id).await;
+    let ended =
+        s.h.fork_and_wait(
+            &source.id,
+            at_round(InvocationId::root(), 2),
+            ForkChanges::default(),
+        )
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     assert_eq!(s.primary.call_count(), primary_before);
     let asked: Vec<(u32, Option<String>)> = s.spare.requests()[spare_before..]
@@ -399,7 +366,7 @@ async fn a_branch_after_a_switch_stays_on_the_fallback() {
     assert_eq!(asked, [(2, small.clone()), (3, small)]);
     // The switch is in the branch's copied journal, not journaled again.
     assert_eq!(
-        events_of(&s.h, &branch.id, "agent_model_fallback_switched").len(),
+        events_of(&s.h, &ended.id, "agent_model_fallback_switched").len(),
         1
     );
 }
@@ -411,29 +378,20 @@ async fn a_branch_cut_before_the_switch_starts_on_the_profiles_own_model() {
         by_turn(happy_turns()),
         writer(|_| {}),
     );
-    let source = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = s.h.run_completed(request(Some("writer"))).await;
     let primary_before = s.primary.call_count();
-    let branch =
-        s.h.service
-            .fork_run(
-                &source.id,
-                ForkRunRequest {
-                    at: ForkPoint::AgentRound {
-                        invocation_id: InvocationId::root(),
-                        round: 1,
-                    },
-                    changes: ForkChanges::default(),
-                },
-            )
-            .await
-            .unwrap();
-    let ended = s.h.wait(&branch.id).await;
+    let ended =
+        s.h.fork_and_wait(
+            &source.id,
+            at_round(InvocationId::root(), 1),
+            ForkChanges::default(),
+        )
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     // The journal up to the cut has no switch: the branch asks the primary again, and
     // switches again on its own.
     assert_eq!(s.primary.call_count(), primary_before + 2);
-    let switched = events_of(&s.h, &branch.id, "agent_model_fallback_switched");
+    let switched = events_of(&s.h, &ended.id, "agent_model_fallback_switched");
     assert_eq!(switched.len(), 1);
-    assert!(switched[0].seq > s.h.first_event(&branch.id, "run_resumed").seq);
+    assert!(switched[0].seq > s.h.first_event(&ended.id, "run_resumed").seq);
 }

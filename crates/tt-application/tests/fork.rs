@@ -11,33 +11,35 @@ use tt_domain::run::AgentRunStatus;
 
 use crate::support::*;
 
+/// The text of the last user message of a request.
+fn last_user_text(request: &tt_domain::model::AgentModelRequest) -> String {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find(|message| message.role == ModelRole::User)
+        .expect("a user message")
+        .text_content()
+}
+
 #[tokio::test]
 async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_request() {
     let h = harness(by_turn(happy_turns()));
-    let source = h.run_to_end(request(None)).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = h.run_completed(request(None)).await;
     let source_events = h.events(&source.id);
     let source_files = h.store.files(&source.id);
     let asked_before = h.model.requests().len();
 
-    let branch = h
-        .service
-        .fork_run(
+    let ended = h
+        .fork_and_wait(
             &source.id,
-            ForkRunRequest {
-                at: ForkPoint::AgentRound {
-                    invocation_id: InvocationId::root(),
-                    round: 2,
-                },
-                changes: ForkChanges {
-                    guidance: Some("Publish it with a calmer title.".into()),
-                    ..ForkChanges::default()
-                },
+            at_round(InvocationId::root(), 2),
+            ForkChanges {
+                guidance: Some("Publish it with a calmer title.".into()),
+                ..ForkChanges::default()
             },
         )
-        .await
-        .unwrap();
-    let ended = h.wait(&branch.id).await;
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     assert_eq!(ended.forked_from.as_ref().unwrap().run_id, source.id);
 
@@ -46,13 +48,7 @@ async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_re
     let rounds: Vec<u32> = requests[asked_before..].iter().map(|r| r.round).collect();
     assert_eq!(rounds, [2, 3]);
     let first = &requests[asked_before];
-    let note = first
-        .messages
-        .iter()
-        .rev()
-        .find(|message| message.role == ModelRole::User)
-        .unwrap()
-        .text_content();
+    let note = last_user_text(first);
     tt_testkit::leaks::assert_no_leaks("the note a branch's agent reads", &note);
     insta::assert_snapshot!("fork_note_as_the_agent_reads_it", note);
     // Its history up to the note is the one the source's round 2 was asked with.
@@ -66,12 +62,12 @@ async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_re
     let commits = h.bridge.requests();
     assert_eq!(commits.len(), 2);
     assert_ne!(commits[0].commit_id, commits[1].commit_id);
-    assert_eq!(commits[1].run_id, branch.id);
+    assert_eq!(commits[1].run_id, ended.id);
     // The source is as it was; the branch ends with the same files.
     assert_eq!(h.events(&source.id), source_events);
     assert_eq!(h.store.files(&source.id), source_files);
-    assert_eq!(h.store.files(&branch.id), source_files);
-    let events = h.events(&branch.id);
+    assert_eq!(h.store.files(&ended.id), source_files);
+    let events = h.events(&ended.id);
     assert_eq!(events[0].payload["forkedFrom"]["runId"], json!(source.id));
 }
 
@@ -92,28 +88,20 @@ async fn a_branch_moves_a_chosen_profile_to_another_connection_from_the_fork_poi
         ..Default::default()
     };
     change.generation.temperature = Some(0.2);
-    let branch = h
-        .service
-        .fork_run(
+    let ended = h
+        .fork_and_wait(
             &source.id,
-            ForkRunRequest {
-                at: ForkPoint::AgentRound {
-                    invocation_id: InvocationId::root(),
-                    round: 2,
-                },
-                changes: ForkChanges {
-                    profiles: [(
-                        tt_domain::ids::ProfileId::parse("default-writer").unwrap(),
-                        change,
-                    )]
-                    .into(),
-                    ..ForkChanges::default()
-                },
+            at_round(InvocationId::root(), 2),
+            ForkChanges {
+                profiles: [(
+                    tt_domain::ids::ProfileId::parse("default-writer").unwrap(),
+                    change,
+                )]
+                .into(),
+                ..ForkChanges::default()
             },
         )
-        .await
-        .unwrap();
-    let ended = h.wait(&branch.id).await;
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     // The run's own model is not asked again; the other connection answers rounds 2 and 3,
     // with the changed settings.
@@ -184,21 +172,9 @@ async fn a_branch_before_the_first_answer_can_edit_the_users_request() {
     assert_eq!(ended.status, AgentRunStatus::Completed);
     let first = &h.model.requests()[asked_before];
     assert_eq!(first.round, 1);
-    let asked = first
-        .messages
-        .iter()
-        .rev()
-        .find(|message| message.role == ModelRole::User)
-        .unwrap()
-        .text_content();
+    let asked = last_user_text(first);
     assert!(asked.contains("Write about the sea instead."), "{asked}");
     // The source's input is untouched.
-    let original = h.model.requests()[0]
-        .messages
-        .iter()
-        .rev()
-        .find(|message| message.role == ModelRole::User)
-        .unwrap()
-        .text_content();
+    let original = last_user_text(&h.model.requests()[0]);
     assert!(!original.contains("the sea instead"), "{original}");
 }

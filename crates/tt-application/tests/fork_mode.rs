@@ -4,7 +4,7 @@
 //! result; a resumed run and a branch start it from the same prefix.
 
 use serde_json::json;
-use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
+use tt_application::ForkChanges;
 use tt_domain::invocation::InvocationKind;
 use tt_domain::model::{AgentModelRequest, ModelRole};
 use tt_domain::run::AgentRunStatus;
@@ -34,11 +34,7 @@ fn writer_turns() -> Vec<tt_domain::model::AgentModelResponse> {
     vec![
         turn(vec![write("w1", "output/main.md", "A storm rolled in.")]),
         turn(vec![fork_delegate("d1", "critic")]),
-        turn(vec![call(
-            "a1",
-            "agent_await",
-            json!({"mode": "allCompleted"}),
-        )]),
+        await_turn("a1", "allCompleted"),
         turn(vec![call("c1", "workspace_commit", json!({}))]),
         turn(vec![call("f1", "workspace_finish", json!({}))]),
     ]
@@ -55,14 +51,6 @@ fn critic_turns() -> Vec<tt_domain::model::AgentModelResponse> {
         )]),
         responses::text("One slip: the storm starts twice."),
     ]
-}
-
-fn requests_of(h: &Harness, agent: &str) -> Vec<AgentModelRequest> {
-    h.model
-        .requests()
-        .into_iter()
-        .filter(|request| request.agent_profile_id.as_str() == agent)
-        .collect()
 }
 
 /// `request` opens with every message and the very tool specs of `source`.
@@ -87,8 +75,7 @@ async fn a_fork_mode_task_reads_its_delegators_request_then_its_note_and_answers
         ("critic", critic_turns()),
     ]));
     install(&h);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
 
     // The writer is offered the mode: one of its targets allows fork mode.
     let writer = requests_of(&h, "writer");
@@ -148,13 +135,7 @@ async fn a_fork_mode_task_reads_its_delegators_request_then_its_note_and_answers
     assert!(returned.is_some(), "the plain answer's return is journaled");
 
     // The host reads its conversation as it read it: the prefix, then its note and brief.
-    let critic_id = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|inv| inv.kind == InvocationKind::Subagent)
-        .unwrap()
-        .id;
+    let critic_id = h.invocation_of_kind(&run.id, InvocationKind::Subagent).id;
     let conversation = h
         .service
         .agent_conversation(&run.id, &critic_id)
@@ -263,33 +244,16 @@ async fn a_branch_in_the_middle_of_a_fork_mode_task_starts_it_from_the_same_pref
         ("critic", critic_turns()),
     ]));
     install(&h);
-    let source = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = h.run_completed(request(Some("writer"))).await;
     let critic_id = h
-        .store
-        .invocations(&source.id)
-        .into_iter()
-        .find(|inv| inv.kind == InvocationKind::Subagent)
-        .unwrap()
+        .invocation_of_kind(&source.id, InvocationKind::Subagent)
         .id;
     let source_critic = requests_of(&h, "critic");
     let asked_before = h.model.requests().len();
 
-    let branch = h
-        .service
-        .fork_run(
-            &source.id,
-            ForkRunRequest {
-                at: ForkPoint::AgentRound {
-                    invocation_id: critic_id,
-                    round: 3,
-                },
-                changes: ForkChanges::default(),
-            },
-        )
-        .await
-        .unwrap();
-    let ended = h.wait(&branch.id).await;
+    let ended = h
+        .fork_and_wait(&source.id, at_round(critic_id, 3), ForkChanges::default())
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
 
     // The branch asks the critic's round 3 again, exactly as the source did.
@@ -301,7 +265,7 @@ async fn a_branch_in_the_middle_of_a_fork_mode_task_starts_it_from_the_same_pref
     assert_eq!(critic.round, 3);
     assert_eq!(critic.messages, source_critic[2].messages);
     assert_prefix(critic, &requests_of(&h, "writer")[1]);
-    assert_eq!(h.store.tasks(&branch.id)[0].status, TaskStatus::Completed);
+    assert_eq!(h.store.tasks(&ended.id)[0].status, TaskStatus::Completed);
 }
 
 #[tokio::test]

@@ -1,7 +1,6 @@
 //! User guidance: the per-run mailbox, its limits, the `<user_guidance>` message before the
 //! foreground agent's next model request, and discarding on cancel and finish.
 
-use std::time::Duration;
 use tt_application::{
     MAX_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_CHARS, MAX_PENDING_GUIDANCE_ITEMS,
     SubmitGuidanceRequest,
@@ -19,12 +18,6 @@ fn note(text: &str) -> SubmitGuidanceRequest {
     }
 }
 
-async fn parked(h: &Harness, count: usize) {
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(count))
-        .await
-        .expect("model call parked");
-}
-
 fn error_code(result: tt_application::ApplicationResult<impl std::fmt::Debug>) -> &'static str {
     result.expect_err("refused").code().as_str()
 }
@@ -33,8 +26,7 @@ fn error_code(result: tt_application::ApplicationResult<impl std::fmt::Debug>) -
 async fn submitted_guidance_is_applied_to_next_model_request() {
     let h = harness(by_turn(happy_turns()));
     h.model.hang_when(|request| request.round == 1);
-    let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    let run = h.start_parked(request(None), 1).await;
     let receipt = h
         .service
         .submit_guidance(
@@ -48,10 +40,7 @@ async fn submitted_guidance_is_applied_to_next_model_request() {
         .unwrap();
     assert_eq!(receipt.pending_count, 1);
     assert_eq!(receipt.pending_chars, 30);
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
 
     let requests = h.model.requests();
     let guidance_in = |index: usize| {
@@ -89,8 +78,7 @@ async fn submitted_guidance_is_applied_to_next_model_request() {
 #[tokio::test]
 async fn cancel_run_discards_pending_guidance_and_closes_mailbox() {
     let h = harness(FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    let run = h.start_parked(request(None), 1).await;
     for text in ["Shorter, please.", "And no epilogue."] {
         h.service
             .submit_guidance(&run.id, note(text))
@@ -125,16 +113,12 @@ async fn guidance_left_after_the_last_model_request_is_discarded_when_the_run_fi
     let h = harness(by_turn(happy_turns()));
     // The third request (the one answered with workspace_finish) is already on its way.
     h.model.hang_when(|request| request.round == 3);
-    let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    let run = h.start_parked(request(None), 1).await;
     h.service
         .submit_guidance(&run.id, note("Too late for this one."))
         .await
         .unwrap();
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     let discarded = events_of(&h, &run.id, "user_guidance_discarded");
     assert_eq!(discarded.len(), 1);
     assert_eq!(
@@ -149,8 +133,7 @@ async fn guidance_left_after_the_last_model_request_is_discarded_when_the_run_fi
 #[tokio::test]
 async fn guidance_limits_per_item_pending_items_and_pending_chars() {
     let h = harness(FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    let run = h.start_parked(request(None), 1).await;
     let submit = |text: String| h.service.submit_guidance(&run.id, note(&text));
 
     assert_eq!(
@@ -173,8 +156,7 @@ async fn guidance_limits_per_item_pending_items_and_pending_chars() {
     h.service.cancel_run(&run.id).await.unwrap();
     h.wait(&run.id).await;
 
-    let run = h.service.start_run(request(None)).await.unwrap();
-    parked(&h, 1).await;
+    let run = h.start_parked(request(None), 1).await;
     for index in 0..MAX_PENDING_GUIDANCE_ITEMS {
         let receipt = h
             .service
@@ -235,16 +217,12 @@ async fn delegated_agents_never_receive_guidance() {
     // Park the critic's first call, send guidance while only the critic is working.
     h.model
         .hang_when(|request| request.agent_profile_id.as_str() == "critic" && request.round == 1);
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    parked(&h, 1).await;
+    let run = h.start_parked(request(Some("writer")), 1).await;
     h.service
         .submit_guidance(&run.id, note("Keep it short."))
         .await
         .unwrap();
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     let has_guidance = |request: &tt_domain::model::AgentModelRequest| {
         request
             .messages

@@ -1,7 +1,6 @@
 //! Handoff: the foreground passes to another agent in the same run.
 
 use serde_json::json;
-use std::time::Duration;
 use tt_domain::invocation::{InvocationKind, InvocationStatus};
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::{TaskContinuation, TaskStatus};
@@ -48,8 +47,7 @@ async fn agent_handoff_continues_after_prior_commit() {
     let h = harness(model);
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
 
     let invocations = h.store.invocations(&run.id);
     let root = invocations.iter().find(|inv| inv.id.is_root()).unwrap();
@@ -66,12 +64,7 @@ async fn agent_handoff_continues_after_prior_commit() {
     assert_eq!(task.child_invocation_id, editor.id);
 
     // The editor has its own prompt, brief, session and tools; it never sees the writer's turns.
-    let request = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "editor")
-        .unwrap();
+    let request = first_request_of(&h, "editor");
     assert_eq!(
         request.session.session_id,
         format!("{}:{}", run.id, editor.id)
@@ -113,9 +106,9 @@ async fn handoff_event_sequence() {
     let h = harness(model);
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let interesting = [
+    let run = h.run_completed(request(Some("writer"))).await;
+    // The events of the handoff, in the order they are journaled.
+    let expected = [
         "agent_handoff_requested",
         "agent_invocation_created",
         "agent_task_registered",
@@ -126,8 +119,8 @@ async fn handoff_event_sequence() {
         "agent_task_started",
         "agent_invocation_started",
         "context_assembled",
-        "agent_task_completed",
         "agent_invocation_completed",
+        "agent_task_completed",
         "run_completed",
     ];
     let events = h.events(&run.id);
@@ -137,31 +130,14 @@ async fn handoff_event_sequence() {
         .unwrap();
     let sequence: Vec<String> = events[first_handoff..]
         .iter()
-        .filter(|e| interesting.contains(&e.event_type.as_str()))
+        .filter(|e| expected.contains(&e.event_type.as_str()))
         .filter(|e| e.event_type != "tool_call_completed" || e.payload["callId"] == "h")
         .filter(|e| {
             e.event_type != "agent_loop_finished" || e.payload["invocationId"] == "inv_root"
         })
         .map(|e| e.event_type.to_string())
         .collect();
-    assert_eq!(
-        sequence,
-        [
-            "agent_handoff_requested",
-            "agent_invocation_created",
-            "agent_task_registered",
-            "agent_handoff_accepted",
-            "tool_call_completed",
-            "agent_invocation_transferred",
-            "agent_loop_finished",
-            "agent_task_started",
-            "agent_invocation_started",
-            "context_assembled",
-            "agent_invocation_completed",
-            "agent_task_completed",
-            "run_completed",
-        ]
-    );
+    assert_eq!(sequence, expected);
 }
 
 #[tokio::test]
@@ -187,8 +163,7 @@ async fn a_chain_of_three_owners() {
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
     h.put_profile(handoff_target("finalizer"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     // The ledger is shared across the chain: two commits, by two owners.
     assert_eq!(h.bridge.requests().len(), 2);
     let statuses: Vec<_> = h
@@ -220,23 +195,23 @@ async fn agent_handoff_denies_pending_delegated_tasks_and_policy_violations() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d", "critic", "Slow review.")]),
-                turn(vec![
-                    handoff("pending", "editor", "x"),
-                    handoff("not-target", "critic", "x"),
-                    handoff("ghost", "ghost", "x"),
-                    handoff("denied", "private-editor", "x"),
-                    call(
-                        "bad",
-                        "agent_handoff",
-                        json!({"agentId": "editor", "handoff": {"title": "no objective"}}),
-                    ),
-                ]),
-                turn(vec![write("w", "output/main.md", "x")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d", "critic", "Slow review.")]),
+                    turn(vec![
+                        handoff("pending", "editor", "x"),
+                        handoff("not-target", "critic", "x"),
+                        handoff("ghost", "ghost", "x"),
+                        handoff("denied", "private-editor", "x"),
+                        call(
+                            "bad",
+                            "agent_handoff",
+                            json!({"agentId": "editor", "handoff": {"title": "no objective"}}),
+                        ),
+                    ]),
+                ],
+                "x",
+            ),
         ),
         ("critic", vec![task_return("r", "never")]),
     ]);
@@ -250,8 +225,7 @@ async fn agent_handoff_denies_pending_delegated_tasks_and_policy_violations() {
         p.delegation.allowed_callers = vec!["someone-else".into()];
         p
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let code = |id: &str| {
         results
@@ -287,18 +261,16 @@ async fn handoff_policy_denials() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![
+            publish_after(
+                vec![turn(vec![
                     handoff("not-target", "critic", "x"),
                     handoff("ghost", "ghost", "x"),
                     handoff("denied", "private-editor", "x"),
                     // Journaled as asked, before the id is checked.
                     handoff("not-an-id", "Not An Id!", "x"),
-                ]),
-                turn(vec![write("w", "output/main.md", "x")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+                ])],
+                "x",
+            ),
         ),
         (
             "plain",
@@ -317,8 +289,7 @@ async fn handoff_policy_denials() {
         p.delegation.allowed_callers = vec!["someone-else".into()];
         p
     });
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let find = |id: &str| results.iter().find(|r| r.0 == id).unwrap().clone();
     assert_eq!(
@@ -346,8 +317,7 @@ async fn handoff_policy_denials() {
     h.put_profile(custom_profile("plain", |p| {
         p.run.presentation = tt_domain::run::Presentation::Background
     }));
-    let run = h.run_to_end(request(Some("plain"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("plain"))).await;
     let results = tool_results(&last_request_of(&h, "plain"));
     assert_eq!(results[0].2.as_deref(), Some("agent.tool_policy_denied"));
 }
@@ -362,20 +332,17 @@ async fn handoff_depth_is_limited_for_the_whole_run() {
         ("writer", vec![turn(vec![handoff("h1", "editor", "Edit.")])]),
         (
             "editor",
-            vec![
-                turn(vec![handoff("h2", "writer-again", "Back.")]),
-                turn(vec![write("w", "output/main.md", "x")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![turn(vec![handoff("h2", "writer-again", "Back.")])],
+                "x",
+            ),
         ),
     ]);
     let h = harness(model);
     h.put_profile(writer);
     h.put_profile(editor);
     h.put_profile(handoff_target("writer-again"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "editor"));
     assert_eq!(
         results[0].2.as_deref(),
@@ -411,20 +378,8 @@ async fn a_target_that_fails_to_start_fails_its_task_and_the_run() {
     let run = h.run_to_end(request(Some("writer"))).await;
     // Something was published before the failure.
     assert_eq!(run.status, AgentRunStatus::PartialSuccess);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.model_connection_not_found")
-    );
-    let broken = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|i| i.kind == InvocationKind::Handoff)
-        .unwrap();
+    h.failed_task(&run.id, "agent.model_connection_not_found");
+    let broken = h.invocation_of_kind(&run.id, InvocationKind::Handoff);
     assert_eq!(broken.status, InvocationStatus::Failed);
     assert_eq!(
         h.first_event(&run.id, "run_partial_success").payload["code"],
@@ -442,19 +397,11 @@ async fn run_cancel_during_a_handoff_targets_model_call() {
     let h = harness(model);
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
-        .await
-        .unwrap();
+    let run = h.start_parked(request(Some("writer")), 1).await;
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Cancelled);
-    let editor = h
-        .store
-        .invocations(&run.id)
-        .into_iter()
-        .find(|i| i.kind == InvocationKind::Handoff)
-        .unwrap();
+    let editor = h.invocation_of_kind(&run.id, InvocationKind::Handoff);
     assert_eq!(editor.status, InvocationStatus::Cancelled);
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Cancelled);
     assert_eq!(

@@ -1,11 +1,9 @@
 //! Bounded time and generation: `limits.maxRunSeconds`, `limits.maxInvocationSeconds` and
 //! `model.maxOutputTokens`. Time is paused, so the deadlines take no real time.
 
-use serde_json::json;
 use std::time::Duration;
 use tokio::time::Instant;
 use tt_domain::run::AgentRunStatus;
-use tt_domain::task::TaskStatus;
 use tt_testkit::fakes::FakeModel;
 
 use crate::support::*;
@@ -61,37 +59,13 @@ async fn the_invocation_deadline_ends_the_foreground_agent() {
 
 #[tokio::test(start_paused = true)]
 async fn a_delegated_agent_past_its_deadline_fails_only_its_task() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
-        ),
-        ("critic", vec![]),
-    ]);
-    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
-    let h = harness(model);
+    let h = harness(critic_hangs());
     h.put_profile(delegator("writer"));
     let mut critic = reviewer("critic");
     critic.limits.max_invocation_seconds = Some(5);
     h.put_profile(critic);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.invocation_deadline_exceeded"),
-        "{:?}",
-        task.error
-    );
+    let run = h.run_completed(request(Some("writer"))).await;
+    h.failed_task(&run.id, "agent.invocation_deadline_exceeded");
 }
 
 #[tokio::test]
@@ -100,8 +74,7 @@ async fn the_profile_output_token_limit_is_sent_with_every_request() {
     h.put_profile(custom_profile("short", |p| {
         p.model.max_output_tokens = Some(256)
     }));
-    let run = h.run_to_end(request(Some("short"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("short"))).await;
     let requests = h.model.requests();
     assert_eq!(requests.len(), 3);
     assert!(requests.iter().all(|r| r.max_output_tokens == Some(256)));

@@ -226,25 +226,13 @@ async fn slip_errors_read_from_the_agent_point_of_view() {
     insta::assert_snapshot!("slip_error_messages", text);
 
     // A delegated agent calling a tool it was not offered gets the same kind of answer.
-    let model = by_agent(vec![
-        (
-            "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
-        ),
-        (
-            "critic",
-            vec![
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-                task_return("r", "Fine."),
-            ],
-        ),
-    ]);
+    let model = writer_delegating_to_critic(
+        "Check the draft.",
+        vec![
+            turn(vec![call("f", "workspace_finish", json!({}))]),
+            task_return("r", "Fine."),
+        ],
+    );
     let h = harness(model);
     h.put_profile(delegator("writer"));
     h.put_profile(reviewer("critic"));

@@ -3,7 +3,6 @@
 
 use serde_json::json;
 use tt_domain::model::ModelContentPart;
-use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
 
 use crate::support::*;
@@ -75,8 +74,7 @@ async fn a_deadline_and_an_idle_limit_stop_tasks_inside_model_calls() {
     });
     h.put_profile(reviewer("scout"));
 
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     assert_eq!(h.model.parked_count(), 0, "both model calls were aborted");
     let tasks = h.store.tasks(&run.id);
     let status = |agent: &str| {
@@ -111,28 +109,11 @@ async fn a_deadline_and_an_idle_limit_stop_tasks_inside_model_calls() {
     // The idle limit (20 s from its start) passes before the deadline (30 s).
     assert_eq!(cancelled[0].payload["taskId"], stylist.id.as_str());
     for task in [&critic, &stylist] {
-        let child = task.child_invocation_id.as_str();
-        let at = events
-            .iter()
-            .position(|e| {
-                e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == child
-            })
-            .unwrap();
-        assert!(
-            events[at + 1..]
-                .iter()
-                .all(|e| e.scope_invocation_id() != Some(child))
-        );
+        assert_nothing_after_cancellation(&events, task.child_invocation_id.as_str());
     }
 
     // What the writer read: the refused deadline, then the wait's report.
-    let writer = h
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.agent_profile_id.as_str() == "writer")
-        .nth(2)
-        .unwrap();
+    let writer = requests_of(&h, "writer").remove(2);
     let results: Vec<(String, String)> = writer
         .messages
         .iter()
@@ -163,14 +144,12 @@ async fn a_nested_delegator_sees_its_delegation_tools_and_gets_its_own_results()
     let model = by_agent(vec![
         (
             "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "mid", "Organise the review.")]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"mode": "allCompleted", "timeoutMs": 300000}),
-                )]),
-            ]),
+            delegate_wait_publish(
+                "mid",
+                "Organise the review.",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+                "Final scene.",
+            ),
         ),
         (
             "mid",
@@ -202,8 +181,7 @@ async fn a_nested_delegator_sees_its_delegation_tools_and_gets_its_own_results()
         p
     });
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let tasks = h.store.tasks(&run.id);
     assert_eq!(tasks.len(), 2);
     assert!(tasks.iter().all(|t| t.status == TaskStatus::Completed));
@@ -235,12 +213,7 @@ async fn a_nested_delegator_sees_its_delegation_tools_and_gets_its_own_results()
     )));
     assert!(awaited.contains(&("inv_root".to_owned(), json!([mid_task.id]))));
 
-    let mid = h
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| r.agent_profile_id.as_str() == "mid")
-        .unwrap();
+    let mid = first_request_of(&h, "mid");
     let names: Vec<&str> = mid.tools.iter().map(|t| t.model_name.as_str()).collect();
     assert!(names.contains(&"agent_delegate") && names.contains(&"agent_cancel_task"));
     assert!(!names.contains(&"agent_handoff") && !names.contains(&"workspace_finish"));

@@ -22,8 +22,7 @@ fn stable(payload: &Value) -> Value {
 #[tokio::test]
 async fn persistent_state_metadata_is_bound_to_the_last_commit_on_finish() {
     let h = harness(by_turn(happy_turns()));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
 
     let updates = h.bridge.metadata_updates();
     assert_eq!(updates.len(), 1);

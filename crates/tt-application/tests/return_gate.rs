@@ -4,9 +4,9 @@
 //! grading is journaled, and a resumed or branched run does not ask again for a grading it has.
 
 use serde_json::json;
-use tt_application::{ForkChanges, ForkPoint, ForkRunRequest};
+use tt_application::ForkChanges;
 use tt_domain::invocation::InvocationKind;
-use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+use tt_domain::model::AgentModelResponse;
 use tt_domain::profile::{ReturnGate, RevisionsSpent};
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
@@ -31,29 +31,17 @@ fn install(h: &Harness, max_revisions: u32, when_spent: RevisionsSpent) {
 }
 
 fn writer_turns() -> Vec<AgentModelResponse> {
-    vec![
-        turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
-        turn(vec![call(
-            "a1",
-            "agent_await",
-            json!({"mode": "allCompleted"}),
-        )]),
-        turn(vec![write("w", "output/main.md", "Final scene.")]),
-        turn(vec![call("c", "workspace_commit", json!({}))]),
-        turn(vec![call("f", "workspace_finish", json!({}))]),
-    ]
+    publish_after(
+        vec![
+            turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
+            await_turn("a1", "allCompleted"),
+        ],
+        "Final scene.",
+    )
 }
 
 fn verdict(verdict: &str, notes: &str) -> AgentModelResponse {
     responses::text(&json!({"verdict": verdict, "notes": notes}).to_string())
-}
-
-fn requests_of(h: &Harness, agent: &str) -> Vec<AgentModelRequest> {
-    h.model
-        .requests()
-        .into_iter()
-        .filter(|request| request.agent_profile_id.as_str() == agent)
-        .collect()
 }
 
 fn outcomes(h: &Harness, run_id: &tt_domain::ids::RunId) -> Vec<(u64, String)> {
@@ -93,8 +81,7 @@ fn revised_model() -> std::sync::Arc<tt_testkit::fakes::FakeModel> {
 async fn a_result_sent_back_with_notes_is_revised_and_then_accepted() {
     let h = harness(revised_model());
     install(&h, 2, RevisionsSpent::Accept);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
 
     // The notes reached the critic as its first return's result.
     let critic = requests_of(&h, "critic");
@@ -146,17 +133,10 @@ async fn a_rejected_result_fails_the_task_with_the_reviewers_reason() {
         ),
     ]));
     install(&h, 2, RevisionsSpent::Accept);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.return_rejected: It checked a different draft."),
-        "{:?}",
-        task.error
+    let run = h.run_completed(request(Some("writer"))).await;
+    h.failed_task(
+        &run.id,
+        "agent.return_rejected: It checked a different draft.",
     );
     let capsule = tool_results(&requests_of(&h, "writer")[2])
         .into_iter()
@@ -247,40 +227,23 @@ async fn a_run_resumed_in_the_middle_of_a_revision_does_not_ask_for_an_answered_
 async fn a_branch_in_the_middle_of_a_revision_grades_only_the_revised_result() {
     let h = harness(revised_model());
     install(&h, 2, RevisionsSpent::Accept);
-    let source = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(source.status, AgentRunStatus::Completed);
+    let source = h.run_completed(request(Some("writer"))).await;
     let critic_id = h
-        .store
-        .invocations(&source.id)
-        .into_iter()
-        .find(|inv| inv.kind == InvocationKind::Subagent)
-        .unwrap()
+        .invocation_of_kind(&source.id, InvocationKind::Subagent)
         .id;
     let graded_before = requests_of(&h, "grader").len();
 
-    let branch = h
-        .service
-        .fork_run(
-            &source.id,
-            ForkRunRequest {
-                at: ForkPoint::AgentRound {
-                    invocation_id: critic_id,
-                    round: 2,
-                },
-                changes: ForkChanges::default(),
-            },
-        )
-        .await
-        .unwrap();
-    let ended = h.wait(&branch.id).await;
+    let ended = h
+        .fork_and_wait(&source.id, at_round(critic_id, 2), ForkChanges::default())
+        .await;
     assert_eq!(ended.status, AgentRunStatus::Completed);
     // The branch asked the grader once, about the revised result, as its second grading.
     assert_eq!(requests_of(&h, "grader").len(), graded_before + 1);
     assert_eq!(
-        outcomes(&h, &branch.id),
+        outcomes(&h, &ended.id),
         [(1, "sentBack".to_owned()), (2, "accepted".to_owned())]
     );
-    assert_eq!(h.store.tasks(&branch.id)[0].status, TaskStatus::Completed);
+    assert_eq!(h.store.tasks(&ended.id)[0].status, TaskStatus::Completed);
 }
 
 #[tokio::test]
@@ -288,21 +251,17 @@ async fn a_forked_agents_plain_answer_is_graded_and_sent_back_like_a_return() {
     let h = harness(by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![call(
-                    "d1",
-                    "agent_delegate",
-                    json!({"agentId": "critic", "mode": "fork", "task": {"objective": "Find continuity slips."}}),
-                )]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    json!({"mode": "allCompleted"}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![call(
+                        "d1",
+                        "agent_delegate",
+                        json!({"agentId": "critic", "mode": "fork", "task": {"objective": "Find continuity slips."}}),
+                    )]),
+                    await_turn("a1", "allCompleted"),
+                ],
+                "Final scene.",
+            ),
         ),
         (
             "critic",
@@ -330,8 +289,7 @@ async fn a_forked_agents_plain_answer_is_graded_and_sent_back_like_a_return() {
         max_grader_tokens: None,
     });
     h.put_profile(critic);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let critic = requests_of(&h, "critic");
     let sent_back = tool_results(&critic[1])
         .into_iter()

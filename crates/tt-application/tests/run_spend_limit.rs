@@ -7,48 +7,16 @@ use std::time::Duration;
 use tt_application::{
     AnswerSpendLimitRequest, ForkPoint, ForkRunRequest, PendingSpendLimit, SpendLimitDecision,
 };
-use tt_domain::cost::{ModelPrice, Usd};
+use tt_domain::cost::Usd;
 use tt_domain::ids::RunId;
 use tt_domain::model::AgentModelResponse;
 use tt_domain::run::AgentRunStatus;
 
 use crate::support::*;
 
-/// The happy path's turns, each 1,000 prompt and 500 answer tokens: $0.0105 at the price below.
-fn metered_turns() -> Vec<AgentModelResponse> {
-    happy_turns()
-        .into_iter()
-        .map(|mut turn| {
-            turn.usage = Some(tt_domain::model::ModelUsage {
-                input_tokens: 1_000,
-                output_tokens: 500,
-                ..Default::default()
-            });
-            turn
-        })
-        .collect()
-}
-
-fn priced() -> tt_ports::ConnectionModelInfo {
-    let mut info = tt_ports::ConnectionModelInfo {
-        default_model: Some("house-model".into()),
-        ..Default::default()
-    };
-    info.prices.insert(
-        "house-model".into(),
-        ModelPrice {
-            input: 3.0,
-            output: 15.0,
-            cached_input: None,
-            cache_write: None,
-        },
-    );
-    info
-}
-
 /// A writer that asks once the run spent $0.01: after its first answer.
 fn parking_harness() -> Harness {
-    let h = harness_with_model_info(by_turn(metered_turns()), priced());
+    let h = harness_with_model_info(by_turn(metered_turns()), house_model_info(true));
     h.put_profile(custom_profile("writer", |p| {
         p.limits.ask_above_total_cost_usd = Usd::from_dollars(0.01);
     }));
@@ -286,7 +254,7 @@ fn delegating_harness() -> Harness {
                 ],
             ),
         ]),
-        priced(),
+        house_model_info(true),
     );
     let mut writer = delegator("writer");
     writer.limits.ask_above_total_cost_usd = Usd::from_dollars(0.01);

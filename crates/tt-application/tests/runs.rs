@@ -2,7 +2,6 @@
 //! persist promotion, start-time validation and the live event stream.
 
 use serde_json::json;
-use std::time::Duration;
 use tt_domain::ids::InvocationId;
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
@@ -14,8 +13,7 @@ use crate::support::*;
 #[tokio::test]
 async fn foreground_run_commits_chat_message_before_finish() {
     let h = harness(by_turn(happy_turns()));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
 
     // The host got exactly one commit with the file's text.
     let commits = h.bridge.requests();
@@ -196,8 +194,7 @@ async fn recoverable_errors_go_back_to_the_model_and_the_run_continues() {
     ];
     turns.extend(happy_turns());
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let requests = h.model.requests();
     let results = tool_results(&requests[2]);
     assert_eq!(results[0].2.as_deref(), Some("workspace.invalid_path"));
@@ -281,8 +278,7 @@ async fn finish_promotes_persistent_workspace_projection() {
     )])];
     turns.extend(happy_turns());
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let committed = h.first_event(&run.id, "persistent_changes_committed");
     assert_eq!(committed.payload["stateId"], run.id.as_str());
     assert_eq!(committed.payload["changeCount"], 1);
@@ -454,13 +450,7 @@ async fn host_reads_workspace_files_by_logical_path() {
 #[tokio::test]
 async fn transient_statuses_are_journaled_but_not_rewritten_in_the_stored_record() {
     let h = harness(tt_testkit::fakes::FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        h.model.wait_for_parked(1),
-    )
-    .await
-    .unwrap();
+    let run = h.start_parked(request(None), 1).await;
     // Live reads see the current working state; the stored record keeps the last lasting one.
     assert_eq!(
         h.service.load_run(&run.id).await.unwrap().status,
@@ -521,10 +511,7 @@ async fn run_end_events_are_scoped_to_the_root_agent() {
     insta::assert_json_snapshot!("run_completed_payload", last_payload);
 
     let h = harness(tt_testkit::fakes::FakeModel::hanging());
-    let run = h.service.start_run(request(None)).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(60), h.model.wait_for_parked(1))
-        .await
-        .unwrap();
+    let run = h.start_parked(request(None), 1).await;
     h.service.cancel_run(&run.id).await.unwrap();
     let run = h.wait(&run.id).await;
     let events = root_view(&h, &run).await;
@@ -553,8 +540,7 @@ async fn a_long_reply_is_stored_once() {
         "function": {"name": "workspace_write_file", "arguments": arguments.to_string()},
     }]}}]});
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let stored = h
         .store
         .document(

@@ -115,13 +115,13 @@ async fn a_delegated_agent_gets_its_own_skill_scope() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d", "critic", "Use your skill.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "x")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            publish_after(
+                vec![
+                    turn(vec![delegate("d", "critic", "Use your skill.")]),
+                    turn(vec![call("a", "agent_await", json!({}))]),
+                ],
+                "x",
+            ),
         ),
         (
             "critic",
@@ -144,8 +144,7 @@ async fn a_delegated_agent_gets_its_own_skill_scope() {
         "---\nname: Checklist\ndescription: What a review covers.\n---\n- motive",
         &[],
     );
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     let child = h.store.tasks(&run.id)[0].child_invocation_id.clone();
     let document = h
         .store

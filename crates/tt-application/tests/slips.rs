@@ -40,8 +40,7 @@ fn slip_codes(h: &Harness, run_id: &tt_domain::ids::RunId) -> Vec<(EventLevel, S
 #[tokio::test]
 async fn an_unknown_tool_goes_back_to_the_model_and_the_run_goes_on() {
     let h = harness(by_turn(then_happy(vec![turn(vec![unknown("x1")])])));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     assert_eq!(
         slip_codes(&h, &run.id),
         [(EventLevel::Warn, "model.unknown_tool_call".to_owned())]
@@ -95,8 +94,7 @@ async fn a_good_call_resets_the_slip_count() {
         turn(vec![unknown("y1"), unknown("y2"), unknown("y3")]),
     ]);
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     assert_eq!(slip_codes(&h, &run.id).len(), 6);
 }
 
@@ -122,8 +120,7 @@ async fn unparseable_and_non_object_arguments_are_recoverable_invalid_tool_calls
         call("n", "workspace_list_files", json!(null)),
     ])]);
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let results = tool_results(&h.model.requests()[1]);
     assert_eq!(results.len(), 3);
     for (_, is_error, code, _) in &results {
@@ -161,8 +158,7 @@ async fn oversized_arguments_are_a_slip_and_are_not_stored_or_resent() {
     h.put_profile(custom_profile("small-args", |p| {
         p.limits.max_tool_argument_bytes = 1000
     }));
-    let run = h.run_to_end(request(Some("small-args"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("small-args"))).await;
     let second = &h.model.requests()[1];
     let (_, is_error, code, content) = tool_results(second).remove(0);
     assert!(is_error);
@@ -212,8 +208,7 @@ async fn an_over_long_path_is_a_recoverable_invalid_path_not_a_storage_error() {
         write("w2", &segment, "x"),
     ])]);
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(None)).await;
     let results = tool_results(&h.model.requests()[1]);
     assert_eq!(results[0].2.as_deref(), Some("workspace.invalid_path"));
     assert!(
@@ -253,8 +248,7 @@ async fn a_reply_with_more_calls_than_the_agent_may_make_runs_none_of_them() {
         .map(|i| write(&format!("w{i}"), &format!("scratch/n{i}.md"), "x"))
         .collect();
     let h = harness(by_turn(then_happy(vec![turn(flood)])));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     assert!(
         events_of(&h, &run.id, "tool_call_requested")
             .iter()

@@ -3,47 +3,23 @@
 //! never 0), and `tools.approval."agent.delegate" = {whenEstimatedCostOverUsd}` asks only above
 //! the limit (and when the estimate is unknown).
 
-use serde_json::json;
 use std::time::Duration;
 use tt_application::ResolveToolApprovalRequest;
 use tt_domain::approval::{ApprovalDecision, ApprovalRule};
-use tt_domain::cost::{ModelPrice, Usd};
+use tt_domain::cost::Usd;
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
 
 use crate::support::*;
 
 fn writer_turns() -> Vec<tt_domain::model::AgentModelResponse> {
-    vec![
-        turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
-        turn(vec![call(
-            "a1",
-            "agent_await",
-            json!({"mode": "allCompleted"}),
-        )]),
-        turn(vec![write("w", "output/main.md", "Final scene.")]),
-        turn(vec![call("c", "workspace_commit", json!({}))]),
-        turn(vec![call("f", "workspace_finish", json!({}))]),
-    ]
-}
-
-fn model_info(priced: bool) -> tt_ports::ConnectionModelInfo {
-    let mut info = tt_ports::ConnectionModelInfo {
-        default_model: Some("house-model".into()),
-        ..Default::default()
-    };
-    if priced {
-        info.prices.insert(
-            "house-model".into(),
-            ModelPrice {
-                input: 3.0,
-                output: 15.0,
-                cached_input: None,
-                cache_write: None,
-            },
-        );
-    }
-    info
+    publish_after(
+        vec![
+            turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
+            await_turn("a1", "allCompleted"),
+        ],
+        "Final scene.",
+    )
 }
 
 fn install(h: &Harness, limit_usd: f64) {
@@ -64,7 +40,7 @@ fn harness_for(priced: bool) -> Harness {
             ("writer", writer_turns()),
             ("critic", vec![task_return("r", "No slips.")]),
         ]),
-        model_info(priced),
+        house_model_info(priced),
     )
 }
 
@@ -102,8 +78,7 @@ async fn approve_the_delegation(h: &Harness) -> (serde_json::Value, serde_json::
 async fn a_delegation_under_the_limit_runs_without_asking() {
     let h = harness_for(true);
     install(&h, 100.0);
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(Some("writer"))).await;
     assert!(events_of(&h, &run.id, "tool_approval_requested").is_empty());
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Completed);
 }

@@ -5,17 +5,18 @@ use async_trait::async_trait;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use tt_application::{AgentRunService, RuntimeServices};
+use tt_application::AgentRunService;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
 use tt_domain::run::AgentRunStatus;
 use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
-use tt_testkit::fakes::{FakeCommitBridge, InMemoryStore, ManualClock, SequentialIds};
+use tt_testkit::fakes::InMemoryStore;
 
 use crate::support::*;
 
-/// Streams its first answer as many small text pieces spread over time, then tool calls.
+/// Streams `round_one` in round 1 (each delta, then its pause), then answers like `turns`.
 struct StreamingModel {
     turns: Vec<AgentModelResponse>,
+    round_one: Vec<(ModelDelta, Duration)>,
 }
 
 #[async_trait]
@@ -29,10 +30,7 @@ impl ModelProvider for StreamingModel {
         request: AgentModelRequest,
         _cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Other("no turn".into()))
+        scripted(&self.turns, &request)
     }
 
     async fn stream(
@@ -42,24 +40,36 @@ impl ModelProvider for StreamingModel {
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         if request.round == 1 {
-            for i in 0..600 {
-                sink.delta(ModelDelta::Text {
-                    text: format!("w{i} "),
-                });
-                // 600 pieces over 6 s of (paused) time.
-                tokio::time::sleep(Duration::from_millis(10)).await;
+            for (delta, pause) in &self.round_one {
+                sink.delta(delta.clone());
+                if !pause.is_zero() {
+                    tokio::time::sleep(*pause).await;
+                }
             }
-            sink.delta(ModelDelta::ToolCallStarted {
-                id: "c1".into(),
-                name: "workspace_write_file".into(),
-            });
-            sink.delta(ModelDelta::ToolCallArguments {
-                id: "c1".into(),
-                fragment: "{\"path\":".into(),
-            });
         }
         self.complete(request, cancel).await
     }
+}
+
+/// Runs `model` to completion on a fresh store: the store, the run and its `model_delta`
+/// events.
+async fn streamed(
+    model: StreamingModel,
+) -> (
+    Arc<InMemoryStore>,
+    tt_domain::run::AgentRun,
+    Vec<tt_domain::event::AgentRunEvent>,
+) {
+    let store = InMemoryStore::new();
+    let service = AgentRunService::new(in_memory_services(&store, Arc::new(model)));
+    let run = start_and_wait(&service, request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let deltas = store
+        .events(&run.id)
+        .into_iter()
+        .filter(|e| e.event_type == "model_delta")
+        .collect();
+    (store, run, deltas)
 }
 
 #[tokio::test(start_paused = true)]
@@ -74,32 +84,29 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
             json!({"path": "output/main.md", "content": "A storm rolled in."}),
         )],
     );
-    let store = InMemoryStore::new();
-    let services = RuntimeServices {
-        runs: store.clone(),
-        invocations: store.clone(),
-        journal: store.clone(),
-        workspace: store.clone(),
-        profiles: store.clone(),
-        skills: tt_testkit::fakes::InMemorySkills::new(),
-        model: Arc::new(StreamingModel { turns }),
-        model_info: Default::default(),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),
-        connections: Arc::new(tt_ports::NoConnections),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
-    };
-    let service = AgentRunService::new(services);
-    let run = service.start_run(request(None)).await.unwrap();
-    let run = service.wait_for_run(&run.id).await.unwrap();
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let deltas: Vec<_> = store
-        .events(&run.id)
-        .into_iter()
-        .filter(|e| e.event_type == "model_delta")
+    // The first answer as many small text pieces spread over time (600 over 6 s of paused
+    // time), then the start of a tool call.
+    let mut round_one: Vec<(ModelDelta, Duration)> = (0..600)
+        .map(|i| {
+            let text = format!("w{i} ");
+            (ModelDelta::Text { text }, Duration::from_millis(10))
+        })
         .collect();
+    round_one.push((
+        ModelDelta::ToolCallStarted {
+            id: "c1".into(),
+            name: "workspace_write_file".into(),
+        },
+        Duration::ZERO,
+    ));
+    round_one.push((
+        ModelDelta::ToolCallArguments {
+            id: "c1".into(),
+            fragment: "{\"path\":".into(),
+        },
+        Duration::ZERO,
+    ));
+    let (store, run, deltas) = streamed(StreamingModel { turns, round_one }).await;
     // About one event per 250 ms of streaming, not one per piece.
     assert!(
         (10..=40).contains(&deltas.len()),
@@ -143,75 +150,23 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
     );
 }
 
-/// Streams 2 MB of text in round 1 (a model that runs on), then answers like `turns`.
-struct FloodingModel {
-    turns: Vec<AgentModelResponse>,
-}
-
-#[async_trait]
-impl ModelProvider for FloodingModel {
-    fn name(&self) -> &str {
-        "flooding-test"
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        _cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Other("no turn".into()))
-    }
-
-    async fn stream(
-        &self,
-        request: AgentModelRequest,
-        sink: Arc<dyn ModelDeltaSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        if request.round == 1 {
-            for _ in 0..2000 {
-                sink.delta(ModelDelta::Text {
-                    text: "é".repeat(512),
-                });
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        }
-        self.complete(request, cancel).await
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn delta_events_stop_at_the_per_call_byte_cap_and_count_the_rest() {
-    let store = InMemoryStore::new();
-    let services = RuntimeServices {
-        runs: store.clone(),
-        invocations: store.clone(),
-        journal: store.clone(),
-        workspace: store.clone(),
-        profiles: store.clone(),
-        skills: tt_testkit::fakes::InMemorySkills::new(),
-        model_info: Default::default(),
-        model: Arc::new(FloodingModel {
-            turns: happy_turns(),
-        }),
-        commit_bridge: FakeCommitBridge::approving(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: tt_testkit::fakes::FakePromptBroker::answering(),
-        connections: Arc::new(tt_ports::NoConnections),
-        clock: ManualClock::ticking(),
-        ids: SequentialIds::new(),
+    // 2 MB of text in round 1 (a model that runs on).
+    let model = StreamingModel {
+        turns: happy_turns(),
+        round_one: (0..2000)
+            .map(|_| {
+                let text = "é".repeat(512);
+                (ModelDelta::Text { text }, Duration::from_millis(1))
+            })
+            .collect(),
     };
-    let service = AgentRunService::new(services);
-    let run = service.start_run(request(None)).await.unwrap();
-    let run = service.wait_for_run(&run.id).await.unwrap();
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let deltas: Vec<_> = store
-        .events(&run.id)
+    let deltas: Vec<_> = streamed(model)
+        .await
+        .2
         .into_iter()
-        .filter(|e| e.event_type == "model_delta" && e.payload["round"] == 1)
+        .filter(|e| e.payload["round"] == 1)
         .collect();
     let journaled: usize = deltas
         .iter()

@@ -12,6 +12,7 @@ use tt_domain::ids::RunId;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::{AgentProfileDefinition, default_writer_definition};
 use tt_domain::run::{AgentRun, ConversationKind};
+use tt_domain::task::{AgentTaskRecord, TaskStatus};
 use tt_ports::ModelError;
 use tt_testkit::fakes::{
     FakeCommitBridge, FakeModel, FakePromptBroker, InMemoryStore, ManualClock, SequentialIds,
@@ -28,15 +29,16 @@ pub(crate) struct Harness {
 }
 
 pub(crate) fn harness(model: Arc<FakeModel>) -> Harness {
-    harness_with_bridge(model, FakeCommitBridge::approving())
+    harness_on(model, Fakes::default())
 }
 
 pub(crate) fn harness_with_bridge(model: Arc<FakeModel>, bridge: Arc<FakeCommitBridge>) -> Harness {
-    harness_full(
+    harness_on(
         model,
-        bridge,
-        FakePromptBroker::answering(),
-        Arc::new(tt_ports::NoConnections),
+        Fakes {
+            bridge,
+            ..Fakes::default()
+        },
     )
 }
 
@@ -49,12 +51,12 @@ pub(crate) fn harness_full(
 ) -> Harness {
     harness_on(
         model,
-        bridge,
-        broker,
-        connections,
-        ManualClock::ticking(),
-        SequentialIds::new(),
-        Default::default(),
+        Fakes {
+            bridge,
+            broker,
+            connections,
+            ..Fakes::default()
+        },
     )
 }
 
@@ -65,12 +67,10 @@ pub(crate) fn harness_with_model_info(
 ) -> Harness {
     harness_on(
         model,
-        FakeCommitBridge::approving(),
-        FakePromptBroker::answering(),
-        Arc::new(tt_ports::NoConnections),
-        ManualClock::ticking(),
-        SequentialIds::new(),
-        model_info,
+        Fakes {
+            model_info,
+            ..Fakes::default()
+        },
     )
 }
 
@@ -82,50 +82,109 @@ pub(crate) fn harness_with_system(
 ) -> Harness {
     harness_on(
         model,
-        FakeCommitBridge::approving(),
-        FakePromptBroker::answering(),
-        Arc::new(tt_ports::NoConnections),
-        clock,
-        ids,
-        Default::default(),
+        Fakes {
+            clock,
+            ids,
+            ..Fakes::default()
+        },
     )
 }
 
-fn harness_on(
-    model: Arc<FakeModel>,
+/// The fakes of a harness besides its model and store; by default an approving bridge, an
+/// answering broker, no connections, a ticking clock and sequential ids.
+struct Fakes {
     bridge: Arc<FakeCommitBridge>,
     broker: Arc<FakePromptBroker>,
     connections: Arc<dyn tt_ports::ModelConnections>,
     clock: Arc<dyn tt_ports::Clock>,
     ids: Arc<dyn tt_ports::IdGenerator>,
     model_info: tt_ports::ConnectionModelInfo,
-) -> Harness {
+}
+
+impl Default for Fakes {
+    fn default() -> Self {
+        Self {
+            bridge: FakeCommitBridge::approving(),
+            broker: FakePromptBroker::answering(),
+            connections: Arc::new(tt_ports::NoConnections),
+            clock: ManualClock::ticking(),
+            ids: SequentialIds::new(),
+            model_info: Default::default(),
+        }
+    }
+}
+
+fn harness_on(model: Arc<FakeModel>, fakes: Fakes) -> Harness {
     let store = InMemoryStore::new();
     let skills = tt_testkit::fakes::InMemorySkills::new();
     let services = RuntimeServices {
+        skills: skills.clone(),
+        model_info: fakes.model_info,
+        connections: fakes.connections,
+        commit_bridge: fakes.bridge.clone(),
+        prompt_broker: fakes.broker.clone(),
+        clock: fakes.clock,
+        ids: fakes.ids,
+        ..in_memory_services(&store, model.clone())
+    };
+    Harness {
+        store,
+        model,
+        bridge: fakes.bridge,
+        broker: fakes.broker,
+        skills,
+        service: AgentRunService::new(services),
+    }
+}
+
+/// Runtime services over one in-memory store with the default fakes (approving bridge,
+/// answering broker, no connections or external tools, ticking clock, sequential ids): a test
+/// replaces the fields it exercises (`RuntimeServices { journal, ..in_memory_services(..) }`).
+pub(crate) fn in_memory_services(
+    store: &Arc<InMemoryStore>,
+    model: Arc<dyn tt_ports::ModelProvider>,
+) -> RuntimeServices {
+    RuntimeServices {
         runs: store.clone(),
         invocations: store.clone(),
         journal: store.clone(),
         workspace: store.clone(),
         profiles: store.clone(),
-        skills: skills.clone(),
-        model: model.clone(),
-        model_info,
-        connections,
-        commit_bridge: bridge.clone(),
-        external_tools: std::sync::Arc::new(tt_ports::NoExternalTools),
-        prompt_broker: broker.clone(),
-        clock,
-        ids,
-    };
-    Harness {
-        store,
+        skills: tt_testkit::fakes::InMemorySkills::new(),
         model,
-        bridge,
-        broker,
-        skills,
-        service: AgentRunService::new(services),
+        model_info: Default::default(),
+        connections: Arc::new(tt_ports::NoConnections),
+        commit_bridge: FakeCommitBridge::approving(),
+        external_tools: Arc::new(tt_ports::NoExternalTools),
+        prompt_broker: FakePromptBroker::answering(),
+        clock: ManualClock::ticking(),
+        ids: SequentialIds::new(),
     }
+}
+
+/// [`in_memory_services`] whose runs, invocations, journal and workspace go through `faulty`
+/// (over `inner`, which keeps the profiles).
+pub(crate) fn faulty_services(
+    inner: &Arc<InMemoryStore>,
+    faulty: &Arc<tt_testkit::fakes::FaultyStore<InMemoryStore>>,
+    model: Arc<dyn tt_ports::ModelProvider>,
+) -> RuntimeServices {
+    RuntimeServices {
+        runs: faulty.clone(),
+        invocations: faulty.clone(),
+        journal: faulty.clone(),
+        workspace: faulty.clone(),
+        ..in_memory_services(inner, model)
+    }
+}
+
+/// Starts a run on `service` and waits for it to stop executing.
+pub(crate) async fn start_and_wait(
+    service: &Arc<AgentRunService>,
+    request: StartRunRequest,
+) -> AgentRun {
+    let run = service.start_run(request).await.expect("start_run");
+    service.wait_for_run(&run.id).await.expect("wait_for_run")
 }
 
 pub(crate) fn request(profile: Option<&str>) -> StartRunRequest {
@@ -152,6 +211,18 @@ impl Harness {
     pub(crate) async fn run_to_end(&self, request: StartRunRequest) -> AgentRun {
         let run = self.service.start_run(request).await.expect("start_run");
         self.wait(&run.id).await
+    }
+
+    /// Starts a run and waits for it to end; it must complete.
+    pub(crate) async fn run_completed(&self, request: StartRunRequest) -> AgentRun {
+        let run = self.run_to_end(request).await;
+        assert_eq!(
+            run.status,
+            tt_domain::run::AgentRunStatus::Completed,
+            "{:?}",
+            self.event_types(&run.id)
+        );
+        run
     }
 
     /// Waits (bounded) for a run to stop executing; its journal must be what docs/events.md
@@ -182,22 +253,186 @@ impl Harness {
             .unwrap_or_else(|| panic!("no {event_type} event in {:?}", self.event_types(run_id)))
     }
 
+    /// Starts a run and waits (bounded) until `parked` model calls are parked on the fake model.
+    pub(crate) async fn start_parked(&self, request: StartRunRequest, parked: usize) -> AgentRun {
+        let run = self.service.start_run(request).await.expect("start_run");
+        self.parked(parked).await;
+        run
+    }
+
+    /// Lets every held model call go and hangs no more; the run must complete.
+    pub(crate) async fn release_to_completion(&self, run_id: &RunId) -> AgentRun {
+        self.model.stop_hanging();
+        self.model.release_parked();
+        let run = self.wait(run_id).await;
+        assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
+        run
+    }
+
+    /// Waits (bounded) until `count` model calls are parked on the fake model.
+    pub(crate) async fn parked(&self, count: usize) {
+        tokio::time::timeout(Duration::from_secs(60), self.model.wait_for_parked(count))
+            .await
+            .expect("model calls parked");
+    }
+
+    /// The run's first invocation of `kind`.
+    pub(crate) fn invocation_of_kind(
+        &self,
+        run_id: &RunId,
+        kind: tt_domain::invocation::InvocationKind,
+    ) -> tt_domain::invocation::AgentInvocation {
+        self.store
+            .invocations(run_id)
+            .into_iter()
+            .find(|invocation| invocation.kind == kind)
+            .unwrap_or_else(|| panic!("no {kind:?} invocation"))
+    }
+
+    /// The run's first delegated task, which failed with an error starting with `prefix`.
+    pub(crate) fn failed_task(&self, run_id: &RunId, prefix: &str) -> AgentTaskRecord {
+        let task = self.store.tasks(run_id).remove(0);
+        assert_eq!(task.status, TaskStatus::Failed);
+        let error = task.error.as_deref().unwrap_or_default();
+        assert!(error.starts_with(prefix), "{:?}", task.error);
+        task
+    }
+
+    /// Forks `source` at `at` with `changes` and waits for the branch to end.
+    pub(crate) async fn fork_and_wait(
+        &self,
+        source: &RunId,
+        at: tt_application::ForkPoint,
+        changes: tt_application::ForkChanges,
+    ) -> AgentRun {
+        let branch = self
+            .service
+            .fork_run(source, tt_application::ForkRunRequest { at, changes })
+            .await
+            .expect("fork_run");
+        self.wait(&branch.id).await
+    }
+
     pub(crate) fn put_profile(&self, profile: AgentProfileDefinition) {
         self.store.put_profile(profile);
     }
 }
 
+/// Round `round` of `invocation_id`, as a fork point.
+pub(crate) fn at_round(
+    invocation_id: tt_domain::ids::InvocationId,
+    round: u32,
+) -> tt_application::ForkPoint {
+    tt_application::ForkPoint::AgentRound {
+        invocation_id,
+        round,
+    }
+}
+
 /// A model that answers by round: round n of an invocation gets `turns[n - 1]`.
 pub(crate) fn by_turn(turns: Vec<AgentModelResponse>) -> Arc<FakeModel> {
+    FakeModel::new(move |request: &AgentModelRequest| scripted(&turns, request))
+}
+
+/// Round n of an invocation gets `turns[n - 1]`; past the end, `model.script_exhausted`.
+pub(crate) fn scripted(
+    turns: &[AgentModelResponse],
+    request: &AgentModelRequest,
+) -> Result<AgentModelResponse, ModelError> {
+    turns
+        .get(request.round as usize - 1)
+        .cloned()
+        .ok_or_else(|| ModelError::Unavailable {
+            code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
+            message: format!("no turn {}", request.round),
+        })
+}
+
+/// A model that answers its n-th summarizing request (one offering no tools) with
+/// `summary(n)` and the agent's rounds with `turns`.
+pub(crate) fn summarizing(
+    turns: Vec<AgentModelResponse>,
+    summary: impl Fn(usize) -> String + Send + Sync + 'static,
+) -> Arc<FakeModel> {
+    let summaries = std::sync::atomic::AtomicUsize::new(0);
     FakeModel::new(move |request: &AgentModelRequest| {
-        turns
-            .get(request.round as usize - 1)
-            .cloned()
-            .ok_or_else(|| ModelError::Unavailable {
-                code: tt_domain::error_codes::MODEL_SCRIPT_EXHAUSTED,
-                message: format!("no turn {}", request.round),
-            })
+        if request.tools.is_empty() {
+            let n = summaries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            return Ok(tt_testkit::fakes::responses::text(&summary(n)));
+        }
+        scripted(&turns, request)
     })
+}
+
+/// The estimate of a request as the runtime makes it (no usage reported: no calibration).
+pub(crate) fn estimate(request: &AgentModelRequest) -> u64 {
+    tt_domain::context_window::request_tokens(
+        &request.messages,
+        tt_domain::context_window::tools_tokens(&request.tools),
+    )
+}
+
+/// The first request of `profile` (saved under its id; a run of [`happy_turns`]), in
+/// estimated tokens.
+pub(crate) async fn first_request_tokens(profile: AgentProfileDefinition) -> u64 {
+    let model = by_turn(happy_turns());
+    let h = harness(model.clone());
+    let id = profile.id.as_str().to_owned();
+    h.put_profile(profile);
+    let run = h.run_to_end(request(Some(&id))).await;
+    assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
+    estimate(&model.requests()[0])
+}
+
+/// A connection whose default model is `house-model`, priced (when `priced`) at $3 per million
+/// prompt tokens and $15 per million answer tokens.
+pub(crate) fn house_model_info(priced: bool) -> tt_ports::ConnectionModelInfo {
+    let mut info = tt_ports::ConnectionModelInfo {
+        default_model: Some("house-model".into()),
+        ..Default::default()
+    };
+    if priced {
+        info.prices.insert(
+            "house-model".into(),
+            tt_domain::cost::ModelPrice {
+                input: 3.0,
+                output: 15.0,
+                cached_input: None,
+                cache_write: None,
+            },
+        );
+    }
+    info
+}
+
+/// [`happy_turns`], each reporting 1,000 prompt tokens and 500 answer tokens.
+pub(crate) fn metered_turns() -> Vec<AgentModelResponse> {
+    happy_turns()
+        .into_iter()
+        .map(|mut turn| {
+            turn.usage = Some(tt_domain::model::ModelUsage {
+                input_tokens: 1_000,
+                output_tokens: 500,
+                ..Default::default()
+            });
+            turn
+        })
+        .collect()
+}
+
+/// Writes a short `scratch/a.md`, lists `scratch` `lists` times (small results that pile up),
+/// then [`happy_turns`].
+pub(crate) fn listing_turns(lists: usize) -> Vec<AgentModelResponse> {
+    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
+    for n in 0..lists {
+        turns.push(turn(vec![call(
+            &format!("l{n}"),
+            "workspace_list_files",
+            json!({"path": "scratch"}),
+        )]));
+    }
+    turns.extend(happy_turns());
+    turns
 }
 
 pub(crate) fn write(id: &str, path: &str, content: &str) -> (String, String, Value) {
@@ -232,6 +467,62 @@ pub(crate) fn happy_turns() -> Vec<AgentModelResponse> {
             json!({"reason": "done"}),
         )]),
     ]
+}
+
+/// `turns`, then: write `text` to output/main.md, commit, finish.
+pub(crate) fn publish_after(
+    mut turns: Vec<AgentModelResponse>,
+    text: &str,
+) -> Vec<AgentModelResponse> {
+    turns.push(turn(vec![write("w", "output/main.md", text)]));
+    turns.push(turn(vec![call("c", "workspace_commit", json!({}))]));
+    turns.push(turn(vec![call("f", "workspace_finish", json!({}))]));
+    turns
+}
+
+/// The lead's script: delegate one task (`objective`) to `agent`, wait for it with `wait`
+/// (`agent_await`'s arguments), then [`publish_after`] with `text`.
+pub(crate) fn delegate_wait_publish(
+    agent: &str,
+    objective: &str,
+    wait: Value,
+    text: &str,
+) -> Vec<AgentModelResponse> {
+    publish_after(
+        vec![
+            turn(vec![delegate("d1", agent, objective)]),
+            turn(vec![call("a", "agent_await", wait)]),
+        ],
+        text,
+    )
+}
+
+/// The writer delegates `objective` to the critic, waits for it and publishes "Final scene.";
+/// the critic answers with `critic`.
+pub(crate) fn writer_delegating_to_critic(
+    objective: &str,
+    critic: Vec<AgentModelResponse>,
+) -> Arc<FakeModel> {
+    by_agent(vec![
+        (
+            "writer",
+            delegate_wait_publish("critic", objective, json!({}), "Final scene."),
+        ),
+        ("critic", critic),
+    ])
+}
+
+/// The writer delegates "Check the draft." to the critic, waits and publishes; every call of
+/// the critic hangs.
+pub(crate) fn critic_hangs() -> Arc<FakeModel> {
+    let model = writer_delegating_to_critic("Check the draft.", vec![]);
+    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
+    model
+}
+
+/// One `agent_await` call in `mode`.
+pub(crate) fn await_turn(id: &str, mode: &str) -> AgentModelResponse {
+    turn(vec![call(id, "agent_await", json!({ "mode": mode }))])
 }
 
 /// A workspace-only writer (the default writer without agent or skill tools, unable to delegate)
@@ -347,6 +638,24 @@ pub(crate) fn task_return(id: &str, summary: &str) -> AgentModelResponse {
     )])
 }
 
+/// Every request of `agent`, in order.
+pub(crate) fn requests_of(h: &Harness, agent: &str) -> Vec<AgentModelRequest> {
+    h.model
+        .requests()
+        .into_iter()
+        .filter(|request| request.agent_profile_id.as_str() == agent)
+        .collect()
+}
+
+/// The first request of `agent`.
+pub(crate) fn first_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
+    h.model
+        .requests()
+        .into_iter()
+        .find(|request| request.agent_profile_id.as_str() == agent)
+        .unwrap_or_else(|| panic!("{agent} made no request"))
+}
+
 /// Tool results in the last request of `agent`.
 pub(crate) fn last_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
     h.model
@@ -361,6 +670,22 @@ pub(crate) fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<Ag
         .into_iter()
         .filter(|event| event.event_type == event_type)
         .collect()
+}
+
+/// Nothing is journaled for agent `child` after its `agent_invocation_cancelled`.
+pub(crate) fn assert_nothing_after_cancellation(events: &[AgentRunEvent], child: &str) {
+    let cancelled_at = events
+        .iter()
+        .position(|e| {
+            e.event_type == "agent_invocation_cancelled" && e.payload["invocationId"] == child
+        })
+        .unwrap_or_else(|| panic!("{child} was not cancelled"));
+    assert!(
+        events[cancelled_at + 1..]
+            .iter()
+            .all(|e| e.scope_invocation_id() != Some(child)),
+        "event for {child} after its cancellation"
+    );
 }
 
 /// A foreground agent that may hand off (and delegate).

@@ -47,8 +47,7 @@ async fn canonical_names_are_accepted_and_journaled_canonically() {
         turn(vec![call("c3", "workspace_finish", json!({}))]),
     ];
     let h = harness(by_turn(turns));
-    let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.run_completed(request(None)).await;
     let names: Vec<String> = h
         .events(&run.id)
         .into_iter()
@@ -77,8 +76,7 @@ async fn tool_not_offered_is_recoverable_policy_denial() {
     h.put_profile(custom_profile("no-patch", |p| {
         p.tools.deny.push("workspace.apply_patch".into())
     }));
-    let run = h.run_to_end(request(Some("no-patch"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("no-patch"))).await;
     let requests = h.model.requests();
     assert_eq!(requests[0].tools.len(), 6);
     let results = tool_results(&requests[1]);
@@ -104,8 +102,7 @@ async fn per_tool_and_per_invocation_budgets_are_recoverable() {
             .max_calls_per_tool
             .insert("workspace.list_files".into(), 1);
     }));
-    let run = h.run_to_end(request(Some("frugal"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    h.run_completed(request(Some("frugal"))).await;
     let results = tool_results(&h.model.requests()[1]);
     assert!(!results[0].1);
     assert_eq!(results[1].2.as_deref(), Some("agent.tool_budget_exhausted"));

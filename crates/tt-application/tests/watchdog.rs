@@ -26,6 +26,13 @@ fn watched(id: &str, warn: u64, stop: Option<u64>) -> tt_domain::profile::AgentP
     custom_profile(id, |p| p.limits.watchdog = watchdog(warn, stop))
 }
 
+/// The run completes with no inactivity warning.
+async fn completed_unwarned(h: &Harness, run_id: &tt_domain::ids::RunId) {
+    let run = h.wait(run_id).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    assert!(events_of(h, &run.id, "agent_inactivity_warned").is_empty());
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_inactive_agent_is_warned_then_stopped_with_a_code() {
     let h = harness(FakeModel::hanging());
@@ -64,10 +71,7 @@ async fn a_watchdog_that_only_warns_lets_the_agent_go_on() {
     // The first call answers after 100 s: one warning, no stop; then the agent goes on.
     h.model.wait_for_parked(1).await;
     tokio::time::sleep(Duration::from_secs(100)).await;
-    h.model.stop_hanging();
-    h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
+    let run = h.release_to_completion(&run.id).await;
     assert_eq!(events_of(&h, &run.id, "agent_inactivity_warned").len(), 1);
 }
 
@@ -84,9 +88,7 @@ async fn activity_resets_the_watchdog() {
         tokio::time::sleep(Duration::from_secs(25)).await;
         h.model.release_parked();
     }
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    assert!(events_of(&h, &run.id, "agent_inactivity_warned").is_empty());
+    completed_unwarned(&h, &run.id).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -125,9 +127,7 @@ async fn waiting_for_an_approval_or_a_commit_never_counts() {
     }
     tokio::time::sleep(Duration::from_secs(600)).await;
     h.bridge.approve();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    assert!(events_of(&h, &run.id, "agent_inactivity_warned").is_empty());
+    completed_unwarned(&h, &run.id).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -135,17 +135,12 @@ async fn awaiting_a_delegated_task_never_counts() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"timeoutMs": 300_000}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            delegate_wait_publish(
+                "critic",
+                "Check the draft.",
+                json!({"timeoutMs": 300_000}),
+                "Final scene.",
+            ),
         ),
         ("critic", vec![task_return("r", "Looks fine.")]),
     ]);
@@ -164,46 +159,20 @@ async fn awaiting_a_delegated_task_never_counts() {
     tokio::time::sleep(Duration::from_secs(240)).await;
     h.model.stop_hanging();
     h.model.release_parked();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    assert!(events_of(&h, &run.id, "agent_inactivity_warned").is_empty());
+    completed_unwarned(&h, &run.id).await;
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Completed);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_delegated_agent_stopped_by_its_watchdog_fails_only_its_task() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
-        ),
-        ("critic", vec![]),
-    ]);
-    model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
-    let h = harness(model);
+    let h = harness(critic_hangs());
     // The run's default watchdog (its root profile's) applies to the critic, which sets none.
     let mut writer = delegator("writer");
     writer.limits.watchdog = watchdog(30, Some(20));
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
-    let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Completed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.inactivity_timeout"),
-        "{:?}",
-        task.error
-    );
+    let run = h.run_completed(request(Some("writer"))).await;
+    h.failed_task(&run.id, "agent.inactivity_timeout");
     let warned = events_of(&h, &run.id, "agent_inactivity_warned");
     assert_eq!(warned.len(), 1);
     assert_eq!(warned[0].payload["profileId"], "critic");
@@ -260,17 +229,12 @@ async fn a_resumed_delegated_agent_keeps_the_runs_watchdog() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the draft.")]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"timeoutMs": 300_000}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Final scene.")]),
-                turn(vec![call("c", "workspace_commit", json!({}))]),
-                turn(vec![call("f", "workspace_finish", json!({}))]),
-            ],
+            delegate_wait_publish(
+                "critic",
+                "Check the draft.",
+                json!({"timeoutMs": 300_000}),
+                "Final scene.",
+            ),
         ),
         ("critic", vec![]),
     ]);
@@ -290,14 +254,5 @@ async fn a_resumed_delegated_agent_keeps_the_runs_watchdog() {
     let run = h.wait(&run.id).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
     // The critic, whose profile sets no watchdog, runs under the run's again after the resume.
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.inactivity_timeout"),
-        "{:?}",
-        task.error
-    );
+    h.failed_task(&run.id, "agent.inactivity_timeout");
 }

@@ -2,8 +2,12 @@
 //! `agent.await`) and of `task.return`: titles, descriptions written from the calling agent's
 //! point of view, and the exact argument schemas of the contract.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
+
+use crate::tools::schema::{
+    ObjectSchema, any_object, array, builtin_spec, integer, object, string, strings,
+};
 
 /// Spec of agent.list, agent.delegate, agent.handoff, agent.await or task.return; None otherwise.
 pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
@@ -11,260 +15,40 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         ToolName::AgentList => (
             "List agents you can call",
             "See the agents you can call on, what each is for, and whether you can `delegate` or `handoff` to it. Starts nothing.",
-            object(
-                vec![
-                    (
-                        "purpose",
-                        json!({"type": "string", "enum": ["any", "delegate", "handoff"], "description": "`delegate`, `handoff`, or `any` (default)."}),
-                    ),
-                    (
-                        "query",
-                        json!({"type": "string", "description": "Words to find in an agent's id, name or description."}),
-                    ),
-                    (
-                        "limit",
-                        json!({"type": "integer", "minimum": 1, "maximum": 20, "description": "Default 8."}),
-                    ),
-                ],
-                &[],
-                false,
-            ),
+            list_schema(),
             agent_annotations(true),
         ),
         ToolName::AgentDelegate => (
             "Delegate a task",
             "Give another agent one focused task. It runs in the background while you keep working; its result reaches you on its own. Brief it: the objective, the workspace paths to use, the output you expect.",
-            object(
-                vec![
-                    (
-                        "agentId",
-                        json!({"type": "string", "description": "An id from `agent_list`."}),
-                    ),
-                    (
-                        "task",
-                        object(
-                            vec![
-                                (
-                                    "title",
-                                    json!({"type": "string", "description": "Short name."}),
-                                ),
-                                (
-                                    "objective",
-                                    json!({"type": "string", "description": "What to achieve."}),
-                                ),
-                                (
-                                    "context",
-                                    json!({"type": "object", "description": "Facts, constraints, paths to read."}),
-                                ),
-                                (
-                                    "expectedOutput",
-                                    json!({"type": "object", "description": "What to hand back, and where."}),
-                                ),
-                            ],
-                            &["objective"],
-                            true,
-                        )
-                        .with_description(
-                            "The brief; extra keys reach the agent too.",
-                        ),
-                    ),
-                    (
-                        "budget",
-                        object(
-                            vec![
-                                (
-                                    "maxRounds",
-                                    json!({"type": "integer", "minimum": 1, "description": "Most model turns."}),
-                                ),
-                                (
-                                    "maxToolCalls",
-                                    json!({"type": "integer", "minimum": 1, "description": "Most tool calls."}),
-                                ),
-                                (
-                                    "maxTokens",
-                                    json!({"type": "integer", "minimum": 1, "description": "Most tokens read and written over all turns."}),
-                                ),
-                            ],
-                            &[],
-                            false,
-                        )
-                        .with_description(
-                            "Optional limits within the agent's own.",
-                        ),
-                    ),
-                    (
-                        "timeoutSeconds",
-                        json!({"type": "integer", "minimum": 1, "description": "Optional: most seconds from now; then it stops and you get what it wrote."}),
-                    ),
-                ],
-                &["agentId", "task"],
-                false,
-            ),
+            delegate_schema(),
             agent_annotations(false),
         ),
         ToolName::AgentHandoff => (
             "Hand off to another agent",
             "Hand the rest of this job to another agent; it continues in the shared workspace from your brief. Once the handoff succeeds, make no more tool calls. Refused while tasks you delegated still run.",
-            object(
-                vec![
-                    (
-                        "agentId",
-                        json!({"type": "string", "description": "An id from `agent_list`."}),
-                    ),
-                    (
-                        "handoff",
-                        object(
-                            vec![
-                                (
-                                    "title",
-                                    json!({"type": "string", "description": "Short name."}),
-                                ),
-                                (
-                                    "reason",
-                                    json!({"type": "string", "description": "Why it takes over."}),
-                                ),
-                                (
-                                    "objective",
-                                    json!({"type": "string", "description": "What to achieve."}),
-                                ),
-                                (
-                                    "contextSummary",
-                                    json!({"type": "string", "description": "What is done and decided."}),
-                                ),
-                                (
-                                    "workspaceRefs",
-                                    json!({"type": "array", "items": {"type": "string"}, "description": "Paths to continue from."}),
-                                ),
-                                (
-                                    "mustPreserve",
-                                    json!({"type": "array", "items": {"type": "string"}, "description": "What must not change."}),
-                                ),
-                                (
-                                    "completionCriteria",
-                                    json!({"type": "array", "items": {"type": "string"}, "description": "When it is done."}),
-                                ),
-                            ],
-                            &["objective"],
-                            true,
-                        )
-                        .with_description(
-                            "The brief; extra keys reach the agent too.",
-                        ),
-                    ),
-                    (
-                        "pendingTaskPolicy",
-                        json!({"type": "string", "enum": ["denyIfPending"], "description": "The only option (default)."}),
-                    ),
-                ],
-                &["agentId", "handoff"],
-                false,
-            ),
+            handoff_schema(),
             agent_annotations(false),
         ),
         ToolName::AgentAwait => (
             "Wait for delegated results",
             "Optional: wait for or check tasks you delegated. Results also reach you on their own; use this only when your next step depends on one. A timeout is not an error.",
-            object(
-                vec![
-                    (
-                        "taskIds",
-                        json!({"type": "array", "items": {"type": "string"}, "description": "Ids from `agent_delegate`; omit for all."}),
-                    ),
-                    (
-                        "mode",
-                        json!({"type": "string", "enum": ["nextCompleted", "allCompleted", "statusOnly"], "description": "`nextCompleted` (default), `allCompleted`, or `statusOnly` (no wait)."}),
-                    ),
-                    (
-                        "timeoutMs",
-                        json!({"type": "integer", "minimum": 0, "maximum": 300000, "description": "Longest wait. Default 120000."}),
-                    ),
-                ],
-                &[],
-                false,
-            ),
+            await_schema(),
             agent_annotations(true),
         ),
         ToolName::AgentCancelTask => (
             "Stop a delegated task",
             "Stop a task you delegated that you no longer need (off track, or already covered). Tasks it delegated stop with it; your other tasks keep running. Its result, with the files it wrote, still reaches you.",
-            object(
-                vec![
-                    (
-                        "taskId",
-                        json!({"type": "string", "description": "An id from `agent_delegate`."}),
-                    ),
-                    (
-                        "reason",
-                        json!({"type": "string", "description": "Why, in a few words."}),
-                    ),
-                ],
-                &["taskId"],
-                false,
-            ),
+            object()
+                .required("taskId", string().describe("An id from `agent_delegate`."))
+                .prop("reason", string().describe("Why, in a few words."))
+                .build(),
             agent_annotations(false),
         ),
         ToolName::TaskReturn => (
             "Return your result",
             "Hand your result back; this ends the task, so call it once, last. Put the answer in `summary` and the files holding your work in `artifacts`. If you could not do the task, set `status: \"failed\"` and say why in `summary`.",
-            object(
-                vec![
-                    (
-                        "summary",
-                        json!({"type": "string", "description": "Your result in a few sentences: what you found or made, and where."}),
-                    ),
-                    (
-                        "status",
-                        json!({"type": "string", "enum": ["completed", "failed"], "description": "`completed` (default) or `failed` when you could not do the task."}),
-                    ),
-                    (
-                        "confidence",
-                        json!({"type": "string", "enum": ["low", "medium", "high"], "description": "How sure you are of the result."}),
-                    ),
-                    (
-                        "artifacts",
-                        json!({
-                            "type": "array",
-                            "items": object(
-                                vec![
-                                    (
-                                        "path",
-                                        json!({"type": "string", "description": "Workspace path, such as `scratch/notes.md`."}),
-                                    ),
-                                    (
-                                        "kind",
-                                        json!({"type": "string", "description": "The file's format: markdown, json or text."}),
-                                    ),
-                                    (
-                                        "role",
-                                        json!({"type": "string", "description": "How the caller should use it: draft, outline, evidence, revision or memory_update."}),
-                                    ),
-                                ],
-                                &["path", "kind", "role"],
-                                false,
-                            ),
-                            "description": "Workspace files you wrote or that hold the result.",
-                        }),
-                    ),
-                    (
-                        "findings",
-                        json!({"type": "array", "items": {"type": "object"}, "description": "Each an object with fitting fields, such as the issue, where it is, a fix."}),
-                    ),
-                    (
-                        "warnings",
-                        json!({"type": "array", "items": {"type": "string"}, "description": "Problems or risks the caller should know about."}),
-                    ),
-                    (
-                        "suggestedNextActions",
-                        json!({"type": "array", "items": {"type": "string"}, "description": "What you suggest doing next."}),
-                    ),
-                    (
-                        "questionsForCaller",
-                        json!({"type": "array", "items": {"type": "string"}, "description": "Open questions for the agent that gave you this task."}),
-                    ),
-                ],
-                &["summary"],
-                false,
-            ),
+            task_return_schema(),
             ToolAnnotations {
                 control: Some(true),
                 source_kind: Some("agent".to_owned()),
@@ -282,20 +66,179 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         | ToolName::WorkspaceCommit
         | ToolName::WorkspaceFinish => return None,
     };
-    Some(AgentToolSpec {
-        name: tool.into(),
-        model_name: tool.model_alias().to_owned(),
-        title: title.to_owned(),
-        description: description.to_owned(),
-        input_schema: schema,
-        output_schema: None,
+    Some(builtin_spec(
+        tool,
+        title,
+        description.to_owned(),
+        schema,
         annotations,
-        source: "builtin".to_owned(),
-        external: None,
-    })
+    ))
 }
 
-/// `{type: object, properties, required?, additionalProperties}`; `open` allows extra keys.
+fn list_schema() -> Value {
+    object()
+        .prop(
+            "purpose",
+            string()
+                .one_of(&["any", "delegate", "handoff"])
+                .describe("`delegate`, `handoff`, or `any` (default)."),
+        )
+        .prop(
+            "query",
+            string().describe("Words to find in an agent's id, name or description."),
+        )
+        .prop("limit", integer().min(1).max(20).describe("Default 8."))
+        .build()
+}
+
+/// `agentId`, the one argument `agent.delegate` and `agent.handoff` both require first.
+fn agent_id() -> ObjectSchema {
+    object().required("agentId", string().describe("An id from `agent_list`."))
+}
+
+/// A brief's object: open, so extra keys reach the agent too.
+fn brief() -> ObjectSchema {
+    object()
+        .prop("title", string().describe("Short name."))
+        .open()
+        .describe("The brief; extra keys reach the agent too.")
+}
+
+fn delegate_schema() -> Value {
+    let task = brief()
+        .required("objective", string().describe("What to achieve."))
+        .prop(
+            "context",
+            any_object().describe("Facts, constraints, paths to read."),
+        )
+        .prop(
+            "expectedOutput",
+            any_object().describe("What to hand back, and where."),
+        );
+    let most = |what: &str| integer().min(1).describe(what);
+    let budget = object()
+        .prop("maxRounds", most("Most model turns."))
+        .prop("maxToolCalls", most("Most tool calls."))
+        .prop(
+            "maxTokens",
+            most("Most tokens read and written over all turns."),
+        )
+        .describe("Optional limits within the agent's own.");
+    agent_id()
+        .required("task", task)
+        .prop("budget", budget)
+        .prop(
+            "timeoutSeconds",
+            integer().min(1).describe(
+                "Optional: most seconds from now; then it stops and you get what it wrote.",
+            ),
+        )
+        .build()
+}
+
+fn handoff_schema() -> Value {
+    let handoff = brief()
+        .prop("reason", string().describe("Why it takes over."))
+        .required("objective", string().describe("What to achieve."))
+        .prop(
+            "contextSummary",
+            string().describe("What is done and decided."),
+        )
+        .prop(
+            "workspaceRefs",
+            strings().describe("Paths to continue from."),
+        )
+        .prop("mustPreserve", strings().describe("What must not change."))
+        .prop("completionCriteria", strings().describe("When it is done."));
+    agent_id()
+        .required("handoff", handoff)
+        .prop(
+            "pendingTaskPolicy",
+            string()
+                .one_of(&["denyIfPending"])
+                .describe("The only option (default)."),
+        )
+        .build()
+}
+
+fn await_schema() -> Value {
+    object()
+        .prop(
+            "taskIds",
+            strings().describe("Ids from `agent_delegate`; omit for all."),
+        )
+        .prop(
+            "mode",
+            string()
+                .one_of(&["nextCompleted", "allCompleted", "statusOnly"])
+                .describe("`nextCompleted` (default), `allCompleted`, or `statusOnly` (no wait)."),
+        )
+        .prop(
+            "timeoutMs",
+            integer()
+                .min(0)
+                .max(300_000)
+                .describe("Longest wait. Default 120000."),
+        )
+        .build()
+}
+
+fn task_return_schema() -> Value {
+    let artifact = object()
+        .required(
+            "path",
+            string().describe("Workspace path, such as `scratch/notes.md`."),
+        )
+        .required(
+            "kind",
+            string().describe("The file's format: markdown, json or text."),
+        )
+        .required(
+            "role",
+            string().describe("How the caller should use it: draft, outline, evidence, revision or memory_update."),
+        );
+    object()
+        .required(
+            "summary",
+            string().describe("Your result in a few sentences: what you found or made, and where."),
+        )
+        .prop(
+            "status",
+            string()
+                .one_of(&["completed", "failed"])
+                .describe("`completed` (default) or `failed` when you could not do the task."),
+        )
+        .prop(
+            "confidence",
+            string()
+                .one_of(&["low", "medium", "high"])
+                .describe("How sure you are of the result."),
+        )
+        .prop(
+            "artifacts",
+            array(artifact).describe("Workspace files you wrote or that hold the result."),
+        )
+        .prop(
+            "findings",
+            array(any_object()).describe(
+                "Each an object with fitting fields, such as the issue, where it is, a fix.",
+            ),
+        )
+        .prop(
+            "warnings",
+            strings().describe("Problems or risks the caller should know about."),
+        )
+        .prop(
+            "suggestedNextActions",
+            strings().describe("What you suggest doing next."),
+        )
+        .prop(
+            "questionsForCaller",
+            strings().describe("Open questions for the agent that gave you this task."),
+        )
+        .build()
+}
+
 /// `agent.delegate`'s optional `mode` argument, added to its schema only for an agent that
 /// can reach a target started in fork mode (docs/delegation.md, "Fork mode"): with its prose
 /// (`describe`) in the full spec style, the enum alone in the compact one.
@@ -312,35 +255,6 @@ pub(crate) fn add_fork_mode(schema: &mut Value, describe: bool) {
     properties.insert("mode".to_owned(), mode);
 }
 
-fn object(properties: Vec<(&str, Value)>, required: &[&str], open: bool) -> Value {
-    let mut props = Map::new();
-    for (name, schema) in properties {
-        props.insert(name.to_owned(), schema);
-    }
-    let mut schema = Map::new();
-    schema.insert("type".to_owned(), json!("object"));
-    schema.insert("properties".to_owned(), Value::Object(props));
-    if !required.is_empty() {
-        schema.insert("required".to_owned(), json!(required));
-    }
-    schema.insert("additionalProperties".to_owned(), json!(open));
-    Value::Object(schema)
-}
-
-/// Adds a `description` to a nested object schema.
-trait WithDescription {
-    fn with_description(self, description: &str) -> Value;
-}
-
-impl WithDescription for Value {
-    fn with_description(mut self, description: &str) -> Value {
-        if let Value::Object(map) = &mut self {
-            map.insert("description".to_owned(), json!(description));
-        }
-        self
-    }
-}
-
 fn agent_annotations(read_only: bool) -> ToolAnnotations {
     ToolAnnotations {
         read_only: Some(read_only),
@@ -353,6 +267,9 @@ fn agent_annotations(read_only: bool) -> ToolAnnotations {
 mod tests {
     use super::*;
     use crate::delegation::rendering::leak_scan;
+    use crate::tools::schema::testing::{
+        property_names as keys, required_names as required, spec_texts,
+    };
 
     const AGENT_TOOLS: [ToolName; 6] = [
         ToolName::AgentList,
@@ -420,23 +337,6 @@ mod tests {
             assert_eq!(spec.source, "builtin");
             assert!(spec.output_schema.is_none());
         }
-    }
-
-    fn keys(schema: &Value) -> Vec<&str> {
-        schema["properties"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect()
-    }
-
-    fn required(schema: &Value) -> Vec<&str> {
-        schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|items| items.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default()
     }
 
     #[test]
@@ -574,27 +474,6 @@ mod tests {
                 ..ToolAnnotations::default()
             }
         );
-    }
-
-    /// Title, description and every schema description of a spec.
-    fn spec_texts(spec: &AgentToolSpec) -> Vec<String> {
-        fn walk(value: &Value, out: &mut Vec<String>) {
-            match value {
-                Value::Object(map) => {
-                    for (key, inner) in map {
-                        match inner {
-                            Value::String(text) if key == "description" => out.push(text.clone()),
-                            _ => walk(inner, out),
-                        }
-                    }
-                }
-                Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
-                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
-            }
-        }
-        let mut texts = vec![spec.title.clone(), spec.description.clone()];
-        walk(&spec.input_schema, &mut texts);
-        texts
     }
 
     #[test]

@@ -203,55 +203,21 @@ mod tests {
     use std::sync::Arc;
     use tt_domain::ids::{InvocationId, ProfileId, TaskId};
     use tt_domain::invocation::{InvocationKind, InvocationStatus};
-    use tt_domain::run::{
-        AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id,
-    };
+
     use tt_domain::task::TaskContinuation;
     use tt_domain::task::TaskStatus;
     use tt_domain::time::Timestamp;
-    use tt_domain::workspace::{RunManifest, WorkspaceRoot};
+    use tt_domain::workspace::WorkspaceRoot;
     use tt_testkit::fakes::InMemoryStore;
 
     /// A run with one running delegated task, and the agent working on it, which sees output,
     /// summaries and scratch.
     async fn delegated_agent() -> (Arc<InMemoryStore>, RunId, AgentInvocation, AgentTaskRecord) {
-        let store = InMemoryStore::new();
+        let (store, run_id) = tt_testkit::contract::store_with_run("run_return").await;
         let at = Timestamp::from_unix_millis(0);
-        let run = AgentRun {
-            id: RunId::from_raw("run_return"),
-            workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
-            stable_chat_id: "chat-1".into(),
-            conversation_kind: ConversationKind::Character,
-            chat_ref: Value::Null,
-            generation_type: json!("normal"),
-            profile_id: None,
-            persist_base_state_id: None,
-            skill_scope_refs: Default::default(),
-            presentation: Presentation::Foreground,
-            status: AgentRunStatus::Created,
-            input_message_count: 0,
-            forked_from: None,
-            profile_models: Default::default(),
-            abandoned_at: None,
-            unrecorded_end: None,
-            rebuilt: None,
-            connection_ref: None,
-            generation: Default::default(),
-            created_at: at,
-            updated_at: at,
-        };
-        let manifest = RunManifest {
-            schema_version: 1,
-            run_id: run.id.clone(),
-            workspace_id: run.workspace_id.clone(),
-            stable_chat_id: run.stable_chat_id.clone(),
-            roots: WorkspaceAccessPolicy::full().manifest_roots(),
-            created_at: at,
-        };
-        store.create_run(&run, &manifest).await.unwrap();
         let agent = AgentInvocation {
             id: InvocationId::from_raw("inv_helper"),
-            run_id: run.id.clone(),
+            run_id: run_id.clone(),
             parent_invocation_id: Some(InvocationId::from_raw("inv_root")),
             profile_id: ProfileId::parse("helper").unwrap(),
             kind: InvocationKind::Subagent,
@@ -263,7 +229,7 @@ mod tests {
         };
         let task = AgentTaskRecord {
             id: TaskId::from_raw("task_1"),
-            run_id: run.id.clone(),
+            run_id: run_id.clone(),
             parent_invocation_id: InvocationId::from_raw("inv_root"),
             child_invocation_id: agent.id.clone(),
             target_profile_id: agent.profile_id.clone(),
@@ -280,7 +246,26 @@ mod tests {
             updated_at: at,
         };
         store.create_task(&task).await.unwrap();
-        (store, run.id, agent, task)
+        (store, run_id, agent, task)
+    }
+
+    /// `task_return` with `arguments`, as `agent` working in `run_id` with [`policy`].
+    async fn return_as(
+        store: &InMemoryStore,
+        run_id: &RunId,
+        agent: &AgentInvocation,
+        arguments: Value,
+    ) -> Result<WrittenReturn, ToolCallError> {
+        let policy = policy();
+        let env = TaskReturnEnv {
+            run_id,
+            invocations: store,
+            runs: store,
+            workspace: store,
+            invocation: agent,
+            policy: &policy,
+        };
+        write_task_return(&env, &call(arguments)).await
     }
 
     fn call(arguments: Value) -> AgentToolCall {
@@ -306,21 +291,13 @@ mod tests {
     #[tokio::test]
     async fn writes_the_result_and_summary_and_leaves_settling_the_task_to_the_engine() {
         let (store, run_id, agent, task) = delegated_agent().await;
-        let policy = policy();
-        let env = TaskReturnEnv {
-            run_id: &run_id,
-            invocations: store.as_ref(),
-            runs: store.as_ref(),
-            workspace: store.as_ref(),
-            invocation: &agent,
-            policy: &policy,
-        };
-
-        let written = write_task_return(
-            &env,
-            &call(json!({"summary": "The scene holds.", "artifacts": [
+        let written = return_as(
+            &store,
+            &run_id,
+            &agent,
+            json!({"summary": "The scene holds.", "artifacts": [
                 {"path": "scratch/notes.md", "kind": "notes", "role": "evidence"}
-            ]})),
+            ]}),
         )
         .await
         .unwrap();
@@ -352,21 +329,13 @@ mod tests {
     #[tokio::test]
     async fn refuses_an_artifact_the_agent_cannot_see_and_writes_nothing() {
         let (store, run_id, agent, _) = delegated_agent().await;
-        let policy = policy();
-        let env = TaskReturnEnv {
-            run_id: &run_id,
-            invocations: store.as_ref(),
-            runs: store.as_ref(),
-            workspace: store.as_ref(),
-            invocation: &agent,
-            policy: &policy,
-        };
-
-        let refused = write_task_return(
-            &env,
-            &call(json!({"summary": "Done.", "artifacts": [
+        let refused = return_as(
+            &store,
+            &run_id,
+            &agent,
+            json!({"summary": "Done.", "artifacts": [
                 {"path": "persist/lore.md", "kind": "notes", "role": "evidence"}
-            ]})),
+            ]}),
         )
         .await;
 

@@ -16,8 +16,9 @@ use tt_testkit::fakes::{InMemorySkills, SkillOp};
 
 use super::specs::tests::leak_scan;
 use super::{ResolvedSkills, SkillReadBudget, SkillToolEnv, execute, resolve_invocation_skills};
-use crate::error::{ApplicationError, ToolCallError};
+use crate::error::ToolCallError;
 use crate::tools::ToolSuccess;
+use crate::tools::test_calls::CallsTools;
 
 const LIST: ToolName = ToolName::SkillList;
 const SEARCH: ToolName = ToolName::SkillSearch;
@@ -126,7 +127,9 @@ impl Agent {
             budget: SkillReadBudget::new(),
         }
     }
+}
 
+impl CallsTools for Agent {
     async fn call(&mut self, tool: ToolName, args: Value) -> Result<ToolSuccess, ToolCallError> {
         let env = SkillToolEnv {
             repo: self.skills.as_ref(),
@@ -135,32 +138,6 @@ impl Agent {
             budget: &mut self.budget,
         };
         execute(tool, &args, env).await
-    }
-
-    async fn ok(&mut self, tool: ToolName, args: Value) -> ToolSuccess {
-        match self.call(tool, args.clone()).await {
-            Ok(success) => success,
-            Err(err) => panic!("{tool} {args} failed: {err}"),
-        }
-    }
-
-    /// The recoverable error's code and message; fails the test on success or a fatal error.
-    async fn fail(&mut self, tool: ToolName, args: Value) -> (&'static str, String) {
-        match self.call(tool, args.clone()).await {
-            Err(ToolCallError::Recoverable(err)) => (err.code.as_str(), err.message),
-            other => panic!("{tool} {args}: expected a recoverable error, got {other:?}"),
-        }
-    }
-
-    async fn code(&mut self, tool: ToolName, args: Value) -> &'static str {
-        self.fail(tool, args).await.0
-    }
-
-    async fn fatal(&mut self, tool: ToolName, args: Value) -> ApplicationError {
-        match self.call(tool, args.clone()).await {
-            Err(ToolCallError::Fatal(err)) => err,
-            other => panic!("{tool} {args}: expected a fatal error, got {other:?}"),
-        }
     }
 }
 

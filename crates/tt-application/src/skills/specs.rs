@@ -1,8 +1,9 @@
 //! Model-facing specs of `skill.list`, `skill.search` and `skill.read`: titles, descriptions
 //! written from the agent's point of view, and strict argument schemas.
 
-use serde_json::{Map, Value, json};
 use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
+
+use crate::tools::schema::{Prop, builtin_spec, integer, object, string};
 
 use super::tools::{DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, MAX_LIST_LIMIT, MAX_SEARCH_LIMIT};
 
@@ -11,62 +12,32 @@ pub(crate) fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
     let (title, description, schema) = match tool {
         ToolName::SkillList => (
             "List skills",
-            "See the skills you can read: short guides for one kind of work. Read one with `skill_read` before work it covers.".to_owned(),
-            object(
-                vec![
-                    (
-                        "query",
-                        json!({"type": "string", "description": "Words to find in a skill's id, name or description."}),
-                    ),
-                    (
-                        "limit",
-                        json!({"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "description": format!("Default {DEFAULT_LIST_LIMIT}.")}),
-                    ),
-                ],
-                &[],
-            ),
+            "See the skills you can read: short guides for one kind of work. Read one with `skill_read` before work it covers.",
+            object()
+                .prop(
+                    "query",
+                    string().describe("Words to find in a skill's id, name or description."),
+                )
+                .prop("limit", limit(MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT)),
         ),
         ToolName::SkillSearch => (
             "Search skills",
-            "Find skills about a topic; returns the best matches with a passage.".to_owned(),
-            object(
-                vec![
-                    (
-                        "query",
-                        json!({"type": "string", "description": "Words or a phrase."}),
-                    ),
-                    (
-                        "limit",
-                        json!({"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": format!("Default {DEFAULT_SEARCH_LIMIT}.")}),
-                    ),
-                ],
-                &["query"],
-            ),
+            "Find skills about a topic; returns the best matches with a passage.",
+            object()
+                .required("query", string().describe("Words or a phrase."))
+                .prop("limit", limit(MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT)),
         ),
         ToolName::SkillRead => (
             "Read a skill",
-            "Read a skill's `SKILL.md` (default) or another of its files. Long text comes in parts; each answer says where it continues and how much you may still read.".to_owned(),
-            object(
-                vec![
-                    (
-                        "skill",
-                        json!({"type": "string", "description": "A skill id."}),
-                    ),
-                    (
-                        "path",
-                        json!({"type": "string", "description": "Default `SKILL.md`, which lists the other files."}),
-                    ),
-                    (
-                        "start_char",
-                        json!({"type": "integer", "minimum": 0, "description": "From 0."}),
-                    ),
-                    (
-                        "max_chars",
-                        json!({"type": "integer", "minimum": 1}),
-                    ),
-                ],
-                &["skill"],
-            ),
+            "Read a skill's `SKILL.md` (default) or another of its files. Long text comes in parts; each answer says where it continues and how much you may still read.",
+            object()
+                .required("skill", string().describe("A skill id."))
+                .prop(
+                    "path",
+                    string().describe("Default `SKILL.md`, which lists the other files."),
+                )
+                .prop("start_char", integer().min(0).describe("From 0."))
+                .prop("max_chars", integer().min(1)),
         ),
         ToolName::AgentList
         | ToolName::AgentDelegate
@@ -82,41 +53,33 @@ pub(crate) fn skill_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
         | ToolName::WorkspaceCommit
         | ToolName::WorkspaceFinish => return None,
     };
-    Some(AgentToolSpec {
-        name: tool.into(),
-        model_name: tool.model_alias().to_owned(),
-        title: title.to_owned(),
-        description,
-        input_schema: schema,
-        output_schema: None,
-        annotations: ToolAnnotations {
-            read_only: Some(true),
-            source_kind: Some("skill".to_owned()),
-            ..ToolAnnotations::default()
-        },
-        source: "builtin".to_owned(),
-        external: None,
-    })
+    let annotations = ToolAnnotations {
+        read_only: Some(true),
+        source_kind: Some("skill".to_owned()),
+        ..ToolAnnotations::default()
+    };
+    Some(builtin_spec(
+        tool,
+        title,
+        description.to_owned(),
+        schema.build(),
+        annotations,
+    ))
 }
 
-fn object(properties: Vec<(&str, Value)>, required: &[&str]) -> Value {
-    let mut props = Map::new();
-    for (name, schema) in properties {
-        props.insert(name.to_owned(), schema);
-    }
-    let mut schema = Map::new();
-    schema.insert("type".to_owned(), json!("object"));
-    schema.insert("properties".to_owned(), Value::Object(props));
-    if !required.is_empty() {
-        schema.insert("required".to_owned(), json!(required));
-    }
-    schema.insert("additionalProperties".to_owned(), json!(false));
-    Value::Object(schema)
+/// A `limit` argument from 1 to `max`.
+fn limit(max: usize, default: usize) -> Prop {
+    integer()
+        .min(1)
+        .max(max)
+        .describe(format!("Default {default}."))
 }
 
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::tools::schema::testing::{property_names, required_names, spec_texts};
+    use serde_json::json;
 
     pub(crate) const SKILL_TOOLS: [ToolName; 3] = [
         ToolName::SkillList,
@@ -130,27 +93,6 @@ pub(super) mod tests {
 
     /// The one scanner for model-facing text (`tt_testkit::leaks`).
     pub(crate) use tt_testkit::leaks::leaks_in as leak_scan;
-
-    /// Title, description and every schema description of a spec.
-    fn spec_texts(spec: &AgentToolSpec) -> Vec<String> {
-        fn walk(value: &Value, out: &mut Vec<String>) {
-            match value {
-                Value::Object(map) => {
-                    for (key, inner) in map {
-                        match inner {
-                            Value::String(text) if key == "description" => out.push(text.clone()),
-                            _ => walk(inner, out),
-                        }
-                    }
-                }
-                Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
-                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
-            }
-        }
-        let mut texts = vec![spec.title.clone(), spec.description.clone()];
-        walk(&spec.input_schema, &mut texts);
-        texts
-    }
 
     #[test]
     fn specs_snapshot() {
@@ -189,19 +131,8 @@ pub(super) mod tests {
             let schema = &spec.input_schema;
             assert_eq!(schema["type"], json!("object"), "{tool}");
             assert_eq!(schema["additionalProperties"], json!(false), "{tool}");
-            let names: Vec<&str> = schema["properties"]
-                .as_object()
-                .unwrap()
-                .keys()
-                .map(String::as_str)
-                .collect();
-            assert_eq!(names, properties, "{tool}");
-            let req: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|items| items.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            assert_eq!(req, required, "{tool}");
+            assert_eq!(property_names(schema), properties, "{tool}");
+            assert_eq!(required_names(schema), required, "{tool}");
             assert_eq!(spec.name, tool);
             assert_eq!(spec.model_name, tool.model_alias());
             assert_eq!(spec.source, "builtin");

@@ -4,6 +4,9 @@
 pub(crate) mod args;
 pub(crate) mod compact;
 pub(crate) mod external;
+pub(crate) mod schema;
+#[cfg(test)]
+pub(crate) mod test_calls;
 pub(crate) mod workspace;
 
 use serde_json::Value;

@@ -3,47 +3,22 @@
 //! sorted; a name that is not a storage segment is refused on write and never found; removing
 //! says whether anything was there. Run with `connections_contract_tests!`.
 
-use std::sync::Arc;
 use tt_domain::error_codes;
 
 use tt_ports::ConnectionRepository;
 
-/// One connection store under test: `reopen` gives a handle on the same stored data (a new one
-/// where the store can be reopened).
-pub struct ConnectionsUnderTest {
-    pub repo: Arc<dyn ConnectionRepository>,
-    pub reopen: Arc<dyn Fn() -> Arc<dyn ConnectionRepository> + Send + Sync>,
-    /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
-    pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
-}
+/// One connection store under test.
+pub type ConnectionsUnderTest = super::RepositoryUnderTest<dyn ConnectionRepository>;
 
 /// Runs every `ConnectionRepository` contract case against `$factory`, an expression that
 /// yields a fresh [`ConnectionsUnderTest`] (it may `.await`).
 #[macro_export]
 macro_rules! connections_contract_tests {
     ($factory:expr) => {
-        $crate::__connections_contract_cases! {
-            $factory;
+        $crate::__contract_suite! { connections_contract, connections, $factory;
             documents_read_back_from_another_handle_and_are_replaced,
             names_list_sorted_and_removal_says_what_was_there,
             names_that_are_no_storage_segment_are_refused,
-        }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __connections_contract_cases {
-    ($factory:expr; $($case:ident),* $(,)?) => {
-        mod connections_contract {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    $crate::contract::connections::$case($factory).await;
-                }
-            )*
         }
     };
 }

@@ -2,9 +2,10 @@
 //! order, and task transitions where the first terminal write wins, also under contention.
 
 use std::sync::Arc;
-use tt_domain::ids::{InvocationId, TaskId};
+use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::InvocationStatus;
-use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_domain::run::AgentRun;
+use tt_domain::task::{AgentTaskRecord, TaskStatus, TaskTransition};
 use tt_ports::StorageError;
 
 use super::{StorageUnderTest, assert_not_found, create_sample_run, invocation, task, ts};
@@ -27,15 +28,10 @@ pub async fn invocations_round_trip_in_creation_order(s: StorageUnderTest) {
     ] {
         s.invocations.save_invocation(&inv).await.unwrap();
     }
-    let ids: Vec<String> = s
-        .invocations
-        .list_invocations(&run.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|inv| inv.id.to_string())
-        .collect();
-    assert_eq!(ids, ["inv_a", "inv_b", "inv_root"]);
+    assert_eq!(
+        invocation_ids(&s, &run.id).await,
+        ["inv_a", "inv_b", "inv_root"]
+    );
 
     root.transition(InvocationStatus::Running, ts(9)).unwrap();
     s.invocations.save_invocation(&root).await.unwrap();
@@ -63,15 +59,10 @@ pub async fn tasks_round_trip_in_creation_order(s: StorageUnderTest) {
     for t in &tasks {
         s.invocations.create_task(t).await.unwrap();
     }
-    let ids: Vec<String> = s
-        .invocations
-        .list_tasks(&run.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.id.to_string())
-        .collect();
-    assert_eq!(ids, ["task_c", "task_a", "task_b"]);
+    assert_eq!(
+        task_ids(s.invocations.list_tasks(&run.id).await.unwrap()),
+        ["task_c", "task_a", "task_b"]
+    );
     assert_eq!(
         s.invocations
             .load_task(&run.id, &TaskId::from_raw("task_a"))
@@ -104,15 +95,10 @@ pub async fn records_of_one_millisecond_list_in_registration_order(s: StorageUnd
     for inv in &invocations {
         s.invocations.save_invocation(inv).await.unwrap();
     }
-    let ids: Vec<String> = s
-        .invocations
-        .list_invocations(&run.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|inv| inv.id.to_string())
-        .collect();
-    assert_eq!(ids, ["inv_root", "inv_z", "inv_a"]);
+    assert_eq!(
+        invocation_ids(&s, &run.id).await,
+        ["inv_root", "inv_z", "inv_a"]
+    );
 
     let mut tasks = [
         task(&run, "task_z", 3),
@@ -126,16 +112,13 @@ pub async fn records_of_one_millisecond_list_in_registration_order(s: StorageUnd
         t.child_invocation_id = InvocationId::from_raw(format!("inv_c{i}"));
         s.invocations.create_task(t).await.unwrap();
     }
-    let listed = |tasks: Vec<tt_domain::task::AgentTaskRecord>| -> Vec<String> {
-        tasks.into_iter().map(|t| t.id.to_string()).collect()
-    };
     let expected = ["task_old", "task_z", "task_a"];
     assert_eq!(
-        listed(s.invocations.list_tasks(&run.id).await.unwrap()),
+        task_ids(s.invocations.list_tasks(&run.id).await.unwrap()),
         expected
     );
     assert_eq!(
-        listed(
+        task_ids(
             s.invocations
                 .list_tasks_by_parent(&run.id, &InvocationId::root())
                 .await
@@ -156,9 +139,11 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
     let mut other_parent = task(&run, "task_z", 1);
     other_parent.parent_invocation_id = InvocationId::from_raw("inv_writer_2");
     other_parent.workspace_key = "criticism".to_owned();
-    let mut second = task(&run, "task_a", 2);
-    second.workspace_key = "critic-002".to_owned();
-    for t in [task(&run, "task_b", 3), other_parent, second] {
+    for t in [
+        task(&run, "task_b", 3),
+        other_parent,
+        keyed_task(&run, "task_a", 2, "critic-002"),
+    ] {
         s.invocations.create_task(&t).await.unwrap();
     }
     // A status change keeps a task where it was found.
@@ -171,9 +156,36 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
         )
         .await
         .unwrap();
-    let ids = |tasks: Vec<tt_domain::task::AgentTaskRecord>| -> Vec<String> {
-        tasks.into_iter().map(|t| t.id.to_string()).collect()
-    };
+    tasks_are_found_by_status_parent_and_child(&s, &run).await;
+    workspace_keys_and_delegations_are_counted(&s, &run).await;
+}
+
+/// A task whose workspace is `key`.
+fn keyed_task(run: &AgentRun, id: &str, created_at: i64, key: &str) -> AgentTaskRecord {
+    let mut record = task(run, id, created_at);
+    record.workspace_key = key.to_owned();
+    record
+}
+
+/// The ids of the run's invocations, as listed.
+async fn invocation_ids(s: &StorageUnderTest, run_id: &RunId) -> Vec<String> {
+    s.invocations
+        .list_invocations(run_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|inv| inv.id.to_string())
+        .collect()
+}
+
+/// The ids of `tasks`, in order.
+fn task_ids(tasks: Vec<AgentTaskRecord>) -> Vec<String> {
+    tasks.into_iter().map(|t| t.id.to_string()).collect()
+}
+
+/// [`tasks_are_found_by_parent_and_by_child`]: `task_a` (running) and `task_b` of the root,
+/// `task_z` of another parent.
+async fn tasks_are_found_by_status_parent_and_child(s: &StorageUnderTest, run: &AgentRun) {
     // A task's status alone, as it is now.
     for (id, expected) in [
         ("task_a", TaskStatus::Running),
@@ -191,36 +203,29 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
             .task_status(&run.id, &TaskId::from_raw("task_missing"))
             .await,
     );
-    let by_root = s
-        .invocations
-        .list_tasks_by_parent(&run.id, &InvocationId::root())
-        .await
-        .unwrap();
-    assert_eq!(by_root[0].status, TaskStatus::Running);
-    assert_eq!(ids(by_root), ["task_a", "task_b"]);
-    assert_eq!(
-        ids(s
-            .invocations
-            .list_tasks_by_parent(&run.id, &InvocationId::from_raw("inv_writer_2"))
-            .await
-            .unwrap()),
-        ["task_z"]
-    );
-    assert_eq!(
-        ids(s
-            .invocations
-            .list_tasks_by_child(&run.id, &InvocationId::from_raw("inv_for_task_b"))
-            .await
-            .unwrap()),
-        ["task_b"]
-    );
-    assert!(
+    let by_parent = |parent: &'static str| async move {
         s.invocations
-            .list_tasks_by_child(&run.id, &InvocationId::from_raw("inv_nobody"))
+            .list_tasks_by_parent(&run.id, &InvocationId::from_raw(parent))
             .await
             .unwrap()
-            .is_empty()
-    );
+    };
+    let by_root = by_parent("inv_root").await;
+    assert_eq!(by_root[0].status, TaskStatus::Running);
+    assert_eq!(task_ids(by_root), ["task_a", "task_b"]);
+    assert_eq!(task_ids(by_parent("inv_writer_2").await), ["task_z"]);
+    let by_child = |child: &'static str| async move {
+        s.invocations
+            .list_tasks_by_child(&run.id, &InvocationId::from_raw(child))
+            .await
+            .unwrap()
+    };
+    assert_eq!(task_ids(by_child("inv_for_task_b").await), ["task_b"]);
+    assert!(by_child("inv_nobody").await.is_empty());
+}
+
+/// [`tasks_are_found_by_parent_and_by_child`]: workspace keys of one agent, delegations per
+/// parent, and the next free workspace key.
+async fn workspace_keys_and_delegations_are_counted(s: &StorageUnderTest, run: &AgentRun) {
     // Workspace keys of one agent: the key itself and its numbered repeats, nothing else.
     let mut keys = s
         .invocations
@@ -237,9 +242,8 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
             .is_empty()
     );
     // Delegations are counted per parent; a handoff the parent opened is not a delegation.
-    let mut handoff = task(&run, "task_h", 5);
+    let mut handoff = keyed_task(run, "task_h", 5, "editor");
     handoff.continuation = tt_domain::task::TaskContinuation::TransferControl;
-    handoff.workspace_key = "editor".to_owned();
     s.invocations.create_task(&handoff).await.unwrap();
     for (parent, expected) in [
         (InvocationId::root(), 2),
@@ -255,26 +259,29 @@ pub async fn tasks_are_found_by_parent_and_by_child(s: StorageUnderTest) {
     }
     // The next workspace key, the domain's rule over the listed keys: the agent id, then its
     // first free numbered repeat.
-    let next = |base: &'static str| {
-        let (invocations, run_id) = (&s.invocations, &run.id);
-        async move {
-            let used = invocations.workspace_keys_like(run_id, base).await.unwrap();
-            tt_domain::task::next_workspace_key(base, used.iter().map(String::as_str))
-        }
+    let next = |base: &'static str| async move {
+        let used = s
+            .invocations
+            .workspace_keys_like(&run.id, base)
+            .await
+            .unwrap();
+        tt_domain::task::next_workspace_key(base, used.iter().map(String::as_str))
     };
     assert_eq!(next("crit").await, "crit");
     assert_eq!(next("editor").await, "editor-002");
     assert_eq!(next("critic-002").await, "critic-002-002");
     assert_eq!(next("critic").await, "critic-003");
     for (id, key) in [("task_r3", "critic-003"), ("task_r5", "critic-005")] {
-        let mut repeat = task(&run, id, 6);
-        repeat.workspace_key = key.to_owned();
-        s.invocations.create_task(&repeat).await.unwrap();
+        s.invocations
+            .create_task(&keyed_task(run, id, 6, key))
+            .await
+            .unwrap();
     }
     assert_eq!(next("critic").await, "critic-004");
-    let mut repeat = task(&run, "task_r4", 7);
-    repeat.workspace_key = "critic-004".to_owned();
-    s.invocations.create_task(&repeat).await.unwrap();
+    s.invocations
+        .create_task(&keyed_task(run, "task_r4", 7, "critic-004"))
+        .await
+        .unwrap();
     assert_eq!(next("critic").await, "critic-006");
 }
 

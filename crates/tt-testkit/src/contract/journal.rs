@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use tt_domain::event::{EventScope, RunEventType};
 use tt_domain::ids::{InvocationId, RunId};
+use tt_domain::run::AgentRun;
+use tt_domain::task::AgentTaskRecord;
 use tt_ports::{EventPage, RunDocument, RunJournal, RunWrite, SerializedDocument, StorageError};
 
 use super::{
@@ -368,14 +370,41 @@ fn args_write(key: &str, n: u64) -> RunWrite {
 /// write that failed, leaves the journal gapless and does not fail the units beside it.
 pub async fn commit_writes_records_with_their_events(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
+    assert!(
+        s.journal
+            .commit(&run.id, Vec::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let task_a = a_unit_writes_its_records_and_events(&s, &run).await;
+    let after_failure = a_failed_unit_stops_at_its_failure(&s, &run, &task_a).await;
+    units_side_by_side_stay_gapless(&s, &run, &task_a, after_failure).await;
+
+    let missing = RunId::from_raw("run_missing");
+    assert_not_found(
+        s.journal
+            .commit(
+                &missing,
+                vec![RunWrite::Event(tool_event(&missing, 1, "inv_root"))],
+            )
+            .await,
+    );
+}
+
+/// [`commit_writes_records_with_their_events`]: one unit after a single append; returns the
+/// task it wrote.
+async fn a_unit_writes_its_records_and_events(
+    s: &StorageUnderTest,
+    run: &AgentRun,
+) -> AgentTaskRecord {
     let id = &run.id;
-    assert!(s.journal.commit(id, Vec::new()).await.unwrap().is_empty());
     s.journal
         .append(tool_event(id, 1, "inv_root"))
         .await
         .unwrap();
-    let inv_a = invocation(&run, "inv_a", 3);
-    let task_a = task(&run, "task_a", 3);
+    let inv_a = invocation(run, "inv_a", 3);
+    let task_a = task(run, "task_a", 3);
     let stored = s
         .journal
         .commit(
@@ -426,6 +455,17 @@ pub async fn commit_writes_records_with_their_events(s: StorageUnderTest) {
         .unwrap();
     assert_eq!(read, stored);
 
+    task_a
+}
+
+/// [`commit_writes_records_with_their_events`]: a unit whose task id is taken; returns the
+/// last seq after it.
+async fn a_failed_unit_stops_at_its_failure(
+    s: &StorageUnderTest,
+    run: &AgentRun,
+    task_a: &AgentTaskRecord,
+) -> u64 {
+    let id = &run.id;
     // A task id that is taken: the unit fails and nothing after the task is written.
     let failed = s
         .journal
@@ -450,7 +490,18 @@ pub async fn commit_writes_records_with_their_events(s: StorageUnderTest) {
         .await
         .unwrap();
     assert!(tail.iter().all(|event| event.payload["n"] != json!(7)));
+    after_failure
+}
 
+/// [`commit_writes_records_with_their_events`]: units side by side, one of them failing, and
+/// single appends between them, after the last seq `after_failure`.
+async fn units_side_by_side_stay_gapless(
+    s: &StorageUnderTest,
+    run: &AgentRun,
+    task_a: &AgentTaskRecord,
+    after_failure: u64,
+) {
+    let id = &run.id;
     // Units side by side, one of them failing, and single appends between them.
     let mut handles = Vec::new();
     for t in 0..8u64 {
@@ -520,14 +571,4 @@ pub async fn commit_writes_records_with_their_events(s: StorageUnderTest) {
         let task_id = tt_domain::ids::TaskId::from_raw(format!("task_{t}"));
         s.invocations.load_task(id, &task_id).await.unwrap();
     }
-
-    let missing = RunId::from_raw("run_missing");
-    assert_not_found(
-        s.journal
-            .commit(
-                &missing,
-                vec![RunWrite::Event(tool_event(&missing, 1, "inv_root"))],
-            )
-            .await,
-    );
 }

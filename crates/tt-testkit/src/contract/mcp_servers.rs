@@ -2,46 +2,20 @@
 //! too (another host of the same store), and its replacement likewise; entries list by name;
 //! removing says whether anything was there. Run with `mcp_servers_contract_tests!`.
 
-use std::sync::Arc;
-
 use tt_domain::mcp::{McpCatalog, McpServerConfig, McpServerEntry, McpTransport};
 use tt_ports::McpServerRepository;
 
-/// One MCP server store under test: `reopen` gives a handle on the same stored data (a new one
-/// where the store can be reopened).
-pub struct McpServersUnderTest {
-    pub repo: Arc<dyn McpServerRepository>,
-    pub reopen: Arc<dyn Fn() -> Arc<dyn McpServerRepository> + Send + Sync>,
-    /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
-    pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
-}
+/// One MCP server store under test.
+pub type McpServersUnderTest = super::RepositoryUnderTest<dyn McpServerRepository>;
 
 /// Runs every `McpServerRepository` contract case against `$factory`, an expression that
 /// yields a fresh [`McpServersUnderTest`] (it may `.await`).
 #[macro_export]
 macro_rules! mcp_servers_contract_tests {
     ($factory:expr) => {
-        $crate::__mcp_servers_contract_cases! {
-            $factory;
+        $crate::__contract_suite! { mcp_servers_contract, mcp_servers, $factory;
             entries_read_back_from_another_handle_and_are_replaced,
             entries_list_by_name_and_removal_says_what_was_there,
-        }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __mcp_servers_contract_cases {
-    ($factory:expr; $($case:ident),* $(,)?) => {
-        mod mcp_servers_contract {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    $crate::contract::mcp_servers::$case($factory).await;
-                }
-            )*
         }
     };
 }

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod chained;
+pub mod checkpoints;
 pub mod connections;
 pub mod invocations;
 pub mod journal;
@@ -44,6 +45,16 @@ use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, ProfileRepository, RunJournal, StorageError,
     WorkspaceRepository,
 };
+
+/// One store kept apart from runs (connections, MCP servers, preset templates, transcripts)
+/// under test: `reopen` gives a handle on the same stored data (a new one where the store can
+/// be reopened).
+pub struct RepositoryUnderTest<R: ?Sized> {
+    pub repo: Arc<R>,
+    pub reopen: Arc<dyn Fn() -> Arc<R> + Send + Sync>,
+    /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
+    pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
 
 /// One storage implementation, seen through each port, for one contract case.
 pub struct StorageUnderTest {
@@ -136,11 +147,13 @@ macro_rules! storage_contract_tests {
                 a_write_below_a_file_is_refused,
                 list_depth_and_ordering,
                 walk_files_bounds,
+                persist_projection_and_promotion,
+                concurrent_chat_head_swaps_have_one_winner,
+            }
+            checkpoints {
                 checkpoints,
                 concurrent_checkpoints_are_numbered_once_each,
                 checkpoint_records_read_back,
-                persist_projection_and_promotion,
-                concurrent_chat_head_swaps_have_one_winner,
             }
             profiles {
                 load_list_and_missing_profiles,
@@ -158,15 +171,25 @@ macro_rules! __storage_contract_cases {
             #[allow(unused_imports)]
             use super::*;
             $(
-                mod $module {
-                    #[allow(unused_imports)]
-                    use super::*;
-                    $(
-                        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                        async fn $case() {
-                            $crate::contract::$module::$case($factory).await;
-                        }
-                    )*
+                $crate::__contract_suite! { $module, $module, $factory; $($case),* }
+            )*
+        }
+    };
+}
+
+/// One suite's cases as tests: `mod $suite` holds a test per case, each running
+/// `contract::$module::$case` on a fresh `$factory`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __contract_suite {
+    ($suite:ident, $module:ident, $factory:expr; $($case:ident),* $(,)?) => {
+        mod $suite {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    $crate::contract::$module::$case($factory).await;
                 }
             )*
         }
@@ -213,6 +236,29 @@ pub fn sample_run(n: u32) -> AgentRun {
         created_at: ts(i64::from(n) * 1_000),
         updated_at: ts(i64::from(n) * 1_000),
     }
+}
+
+/// A plain run `id` in chat `chat-1`, created at `created` ms, with no profile and no chat
+/// reference: the run a unit test of one tool or one record works in.
+pub fn plain_run(id: &str, created: i64) -> AgentRun {
+    AgentRun {
+        id: RunId::from_raw(id),
+        workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
+        stable_chat_id: "chat-1".into(),
+        chat_ref: Value::Null,
+        profile_id: None,
+        created_at: ts(created),
+        updated_at: ts(created),
+        ..sample_run(1)
+    }
+}
+
+/// An in-memory store holding [`plain_run`]`(id, 0)` with every root visible and writable.
+pub async fn store_with_run(id: &str) -> (Arc<crate::fakes::InMemoryStore>, RunId) {
+    let store = crate::fakes::InMemoryStore::new();
+    let run = plain_run(id, 0);
+    store.create_run(&run, &manifest_for(&run)).await.unwrap();
+    (store, run.id)
 }
 
 /// The manifest of a run with every root visible and writable.

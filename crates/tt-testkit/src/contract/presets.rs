@@ -3,45 +3,21 @@
 //! is not a storage segment is refused on write and never found. Run with
 //! `preset_templates_contract_tests!`.
 
-use std::sync::Arc;
 use tt_domain::error_codes;
 
 use tt_ports::PresetTemplateRepository;
 
-/// One preset template store under test: `reopen` gives a handle on the same stored data.
-pub struct PresetTemplatesUnderTest {
-    pub repo: Arc<dyn PresetTemplateRepository>,
-    pub reopen: Arc<dyn Fn() -> Arc<dyn PresetTemplateRepository> + Send + Sync>,
-    /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
-    pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
-}
+/// One preset template store under test.
+pub type PresetTemplatesUnderTest = super::RepositoryUnderTest<dyn PresetTemplateRepository>;
 
 /// Runs every `PresetTemplateRepository` contract case against `$factory`, an expression that
 /// yields a fresh [`PresetTemplatesUnderTest`] (it may `.await`).
 #[macro_export]
 macro_rules! preset_templates_contract_tests {
     ($factory:expr) => {
-        $crate::__preset_templates_contract_cases! {
-            $factory;
+        $crate::__contract_suite! { preset_templates_contract, presets, $factory;
             templates_read_back_per_api_and_name_and_are_replaced,
             api_ids_and_names_that_are_no_storage_segment_are_refused,
-        }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __preset_templates_contract_cases {
-    ($factory:expr; $($case:ident),* $(,)?) => {
-        mod preset_templates_contract {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    $crate::contract::presets::$case($factory).await;
-                }
-            )*
         }
     };
 }

@@ -17,21 +17,15 @@ pub async fn load_list_and_missing_profiles(s: StorageUnderTest) {
         ("a-planner", "Planner"),
         ("default-writer", "Writer"),
     ] {
-        let mut definition = default_writer_definition();
-        definition.id = ProfileId::parse(id).unwrap();
+        let mut definition = writer_with_id(id);
         definition.display_name = name.to_owned();
         (s.seed_profile)(&definition);
         definitions.push(definition);
     }
-    let ids: Vec<String> = s
-        .profiles
-        .list_profile_ids()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|id| id.to_string())
-        .collect();
-    assert_eq!(ids, ["a-planner", "critic", "default-writer"]);
+    assert_eq!(
+        profile_ids(&s).await,
+        ["a-planner", "critic", "default-writer"]
+    );
     assert_eq!(
         s.profiles.load_profile(&critic_id).await.unwrap(),
         Some(definitions[0].clone())
@@ -49,24 +43,14 @@ pub async fn deleted_profiles_are_gone(s: StorageUnderTest) {
     let critic_id = ProfileId::parse("critic").unwrap();
     assert!(!s.profiles.delete_profile(&critic_id).await.unwrap());
     for id in ["critic", "editor"] {
-        let mut definition = default_writer_definition();
-        definition.id = ProfileId::parse(id).unwrap();
-        (s.seed_profile)(&definition);
+        (s.seed_profile)(&writer_with_id(id));
     }
     // Loaded once before, so that a cache of it cannot keep it alive.
     assert!(s.profiles.load_profile(&critic_id).await.unwrap().is_some());
     assert!(s.profiles.delete_profile(&critic_id).await.unwrap());
     assert_eq!(s.profiles.load_profile(&critic_id).await.unwrap(), None);
     assert!(!s.profiles.delete_profile(&critic_id).await.unwrap());
-    let ids: Vec<String> = s
-        .profiles
-        .list_profile_ids()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|id| id.to_string())
-        .collect();
-    assert_eq!(ids, ["editor"]);
+    assert_eq!(profile_ids(&s).await, ["editor"]);
     // Saved again after the delete, it is back.
     let mut again = default_writer_definition();
     again.id = critic_id.clone();
@@ -76,4 +60,22 @@ pub async fn deleted_profiles_are_gone(s: StorageUnderTest) {
         s.profiles.load_profile(&critic_id).await.unwrap(),
         Some(again)
     );
+}
+
+/// The ids the repository lists.
+async fn profile_ids(s: &StorageUnderTest) -> Vec<String> {
+    s.profiles
+        .list_profile_ids()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|id| id.to_string())
+        .collect()
+}
+
+/// The default writer under another id.
+fn writer_with_id(id: &str) -> tt_domain::profile::AgentProfileDefinition {
+    let mut definition = default_writer_definition();
+    definition.id = ProfileId::parse(id).unwrap();
+    definition
 }

@@ -72,7 +72,7 @@ impl SkillsUnderTest {
 #[macro_export]
 macro_rules! skills_contract_tests {
     ($factory:expr) => {
-        $crate::__skills_contract_cases! { $factory;
+        $crate::__contract_suite! { skills_contract, skills, $factory;
             empty_scopes_have_no_skills,
             skills_list_sorted_with_summaries_and_files,
             scopes_are_separate_and_host_names_are_mapped,
@@ -81,23 +81,6 @@ macro_rules! skills_contract_tests {
             oversized_and_non_text_files,
             file_lists_are_capped,
             blank_scope_names_are_refused,
-        }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __skills_contract_cases {
-    ($factory:expr; $($case:ident),* $(,)?) => {
-        mod skills_contract {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    $crate::contract::skills::$case($factory).await;
-                }
-            )*
         }
     };
 }

@@ -3,7 +3,6 @@
 //! workspace id that is not a storage segment is refused with one code. Run with
 //! `transcripts_contract_tests!`.
 
-use std::sync::Arc;
 use tt_domain::error_codes;
 
 use tt_domain::transcript::TranscriptEntry;
@@ -11,42 +10,18 @@ use tt_ports::TranscriptRepository;
 
 use super::assert_code;
 
-/// One transcript store under test: `open` gives a handle on the same stored data (a new one
-/// where the store can be reopened).
-pub struct TranscriptsUnderTest {
-    pub repo: Arc<dyn TranscriptRepository>,
-    pub reopen: Arc<dyn Fn() -> Arc<dyn TranscriptRepository> + Send + Sync>,
-    /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
-    pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
-}
+/// One transcript store under test.
+pub type TranscriptsUnderTest = super::RepositoryUnderTest<dyn TranscriptRepository>;
 
 /// Runs every `TranscriptRepository` contract case against `$factory`, an expression that
 /// yields a fresh [`TranscriptsUnderTest`] (it may `.await`).
 #[macro_export]
 macro_rules! transcripts_contract_tests {
     ($factory:expr) => {
-        $crate::__transcripts_contract_cases! {
-            $factory;
+        $crate::__contract_suite! { transcripts_contract, transcripts, $factory;
             entries_read_back_in_order_per_workspace,
             an_unknown_workspace_reads_empty,
             workspace_ids_that_are_not_one_segment_are_refused,
-        }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __transcripts_contract_cases {
-    ($factory:expr; $($case:ident),* $(,)?) => {
-        mod transcripts_contract {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    $crate::contract::transcripts::$case($factory).await;
-                }
-            )*
         }
     };
 }

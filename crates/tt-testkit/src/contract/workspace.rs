@@ -1,15 +1,16 @@
 //! Contract cases for `WorkspaceRepository`: write guards, append, read errors, listings, bounded
-//! walks, checkpoints, the `persist/` projection and promotion chain, and the chat head.
+//! walks, the `persist/` projection and promotion chain, and the chat head.
 
 use std::sync::Arc;
 use tt_domain::error_codes;
-use tt_domain::ids::CheckpointId;
+use tt_domain::ids::RunId;
+use tt_domain::run::AgentRun;
 use tt_domain::text::sha256_hex;
 use tt_domain::workspace::{
-    CheckpointReason, EntryKind, FileFingerprint, PersistSnapshot, PersistentChangeKind,
+    EntryKind, FileFingerprint, PersistSnapshot, PersistentChangeKind, PersistentChangeSet,
     WorkspaceRoot, WriteGuard,
 };
-use tt_ports::{StorageError, WorkspaceEntry};
+use tt_ports::{StorageError, WorkspaceEntry, WorkspaceRepository};
 
 use super::{StorageUnderTest, assert_code, assert_not_found, create_sample_run, ts, wp};
 
@@ -26,51 +27,7 @@ pub async fn write_guards(s: StorageUnderTest) {
     assert_eq!(created.sha256, sha256_hex(b"first"));
     assert_eq!(created.bytes, 5);
 
-    match ws
-        .write(&run.id, &path, "again", &WriteGuard::MustNotExist)
-        .await
-    {
-        Err(StorageError::GuardFileExists {
-            path: shown,
-            current_sha256,
-        }) => {
-            assert_eq!(shown, "output/main.md");
-            assert_eq!(current_sha256, created.sha256);
-        }
-        other => panic!("expected GuardFileExists, got {other:?}"),
-    }
-    let wrong = sha256_hex(b"something else");
-    match ws
-        .write(
-            &run.id,
-            &path,
-            "x",
-            &WriteGuard::MustMatchSha256(wrong.clone()),
-        )
-        .await
-    {
-        Err(StorageError::GuardShaMismatch {
-            expected, actual, ..
-        }) => {
-            assert_eq!(expected, wrong);
-            assert_eq!(actual, created.sha256);
-        }
-        other => panic!("expected GuardShaMismatch, got {other:?}"),
-    }
-    match ws
-        .write(
-            &run.id,
-            &wp("output/missing.md"),
-            "x",
-            &WriteGuard::MustMatchSha256(wrong),
-        )
-        .await
-    {
-        Err(StorageError::GuardFileMissing { path: shown }) => {
-            assert_eq!(shown, "output/missing.md");
-        }
-        other => panic!("expected GuardFileMissing, got {other:?}"),
-    }
+    guarded_writes_are_refused(&s, &run.id, &created.sha256).await;
     // Failed guards change nothing.
     assert_eq!(ws.read(&run.id, &path).await.unwrap().text, "first");
     assert_eq!(
@@ -98,9 +55,68 @@ pub async fn write_guards(s: StorageUnderTest) {
     assert_eq!(read.text, "third ✓");
     assert_eq!(read.sha256, forced.sha256);
 
+    directories_and_roots(&s, &run.id).await;
+}
+
+/// [`write_guards`]: `output/main.md` exists with `created_sha`; each guard that does not hold
+/// is refused with its own error.
+async fn guarded_writes_are_refused(s: &StorageUnderTest, run_id: &RunId, created_sha: &str) {
+    let ws = &s.workspace;
+    let path = wp("output/main.md");
+    match ws
+        .write(run_id, &path, "again", &WriteGuard::MustNotExist)
+        .await
+    {
+        Err(StorageError::GuardFileExists {
+            path: shown,
+            current_sha256,
+        }) => {
+            assert_eq!(shown, "output/main.md");
+            assert_eq!(current_sha256, created_sha);
+        }
+        other => panic!("expected GuardFileExists, got {other:?}"),
+    }
+    let wrong = sha256_hex(b"something else");
+    match ws
+        .write(
+            run_id,
+            &path,
+            "x",
+            &WriteGuard::MustMatchSha256(wrong.clone()),
+        )
+        .await
+    {
+        Err(StorageError::GuardShaMismatch {
+            expected, actual, ..
+        }) => {
+            assert_eq!(expected, wrong);
+            assert_eq!(actual, created_sha);
+        }
+        other => panic!("expected GuardShaMismatch, got {other:?}"),
+    }
+    match ws
+        .write(
+            run_id,
+            &wp("output/missing.md"),
+            "x",
+            &WriteGuard::MustMatchSha256(wrong),
+        )
+        .await
+    {
+        Err(StorageError::GuardFileMissing { path: shown }) => {
+            assert_eq!(shown, "output/missing.md");
+        }
+        other => panic!("expected GuardFileMissing, got {other:?}"),
+    }
+}
+
+/// [`write_guards`]: parents are created, directories are not overwritten, a name that only
+/// starts like a directory is not below it, and an unknown root does not exist.
+async fn directories_and_roots(s: &StorageUnderTest, run_id: &RunId) {
+    let ws = &s.workspace;
     // Parent directories are created as needed.
     ws.write(
-        &run.id,
+        run_id,
         &wp("output/drafts/deep/a.md"),
         "deep",
         &WriteGuard::MustNotExist,
@@ -108,7 +124,7 @@ pub async fn write_guards(s: StorageUnderTest) {
     .await
     .unwrap();
     assert_eq!(
-        ws.read(&run.id, &wp("output/drafts/deep/a.md"))
+        ws.read(run_id, &wp("output/drafts/deep/a.md"))
             .await
             .unwrap()
             .text,
@@ -116,7 +132,7 @@ pub async fn write_guards(s: StorageUnderTest) {
     );
     // Directories cannot be overwritten; unknown roots do not exist.
     for dir in ["output/drafts", "output"] {
-        match ws.write(&run.id, &wp(dir), "x", &WriteGuard::None).await {
+        match ws.write(run_id, &wp(dir), "x", &WriteGuard::None).await {
             Err(StorageError::IsDirectory { .. }) => {}
             other => panic!("expected IsDirectory for {dir}, got {other:?}"),
         }
@@ -127,15 +143,15 @@ pub async fn write_guards(s: StorageUnderTest) {
         "output/drafts0/a.md",
         "output/drafts.md",
     ] {
-        ws.write(&run.id, &wp(path), "beside", &WriteGuard::None)
+        ws.write(run_id, &wp(path), "beside", &WriteGuard::None)
             .await
             .unwrap();
     }
-    ws.write(&run.id, &wp("output/draft"), "x", &WriteGuard::None)
+    ws.write(run_id, &wp("output/draft"), "x", &WriteGuard::None)
         .await
         .unwrap();
     assert_not_found(
-        ws.write(&run.id, &wp("input/x.md"), "x", &WriteGuard::None)
+        ws.write(run_id, &wp("input/x.md"), "x", &WriteGuard::None)
             .await,
     );
 }
@@ -210,9 +226,7 @@ pub async fn append_semantics(s: StorageUnderTest) {
 pub async fn a_write_below_a_file_is_refused(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let ws = &s.workspace;
-    ws.write(&run.id, &wp("plan/a/b.md"), "plan", &WriteGuard::None)
-        .await
-        .unwrap();
+    put(ws, &run.id, "plan/a/b.md", "plan").await;
     for below in ["plan/a/b.md/c.md", "plan/a/b.md/c/d.md"] {
         match ws.write(&run.id, &wp(below), "x", &WriteGuard::None).await {
             Err(StorageError::NotADirectory { .. }) => {}
@@ -233,9 +247,7 @@ pub async fn a_write_below_a_file_is_refused(s: StorageUnderTest) {
 pub async fn read_and_sha_errors(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let ws = &s.workspace;
-    ws.write(&run.id, &wp("plan/a/b.md"), "plan", &WriteGuard::None)
-        .await
-        .unwrap();
+    put(ws, &run.id, "plan/a/b.md", "plan").await;
     let read = ws.read(&run.id, &wp("plan/a/b.md")).await.unwrap();
     assert_eq!(read.text, "plan");
     assert_eq!(read.sha256, sha256_hex(b"plan"));
@@ -266,6 +278,30 @@ pub async fn read_and_sha_errors(s: StorageUnderTest) {
         )
         .await,
     );
+}
+
+/// Writes `text` at `path`, unguarded.
+pub(super) async fn put(ws: &Arc<dyn WorkspaceRepository>, run_id: &RunId, path: &str, text: &str) {
+    ws.write(run_id, &wp(path), text, &WriteGuard::None)
+        .await
+        .unwrap();
+}
+
+/// A file's fingerprint as a checkpoint or a persist snapshot records it.
+pub(super) fn fingerprint(path: &str, text: &str) -> FileFingerprint {
+    FileFingerprint {
+        path: wp(path),
+        sha256: sha256_hex(text.as_bytes()),
+        bytes: text.len() as u64,
+    }
+}
+
+/// The path and kind of each change of a promoted set.
+fn change_kinds(set: &PersistentChangeSet) -> Vec<(String, PersistentChangeKind)> {
+    set.changes
+        .iter()
+        .map(|change| (change.path.to_string(), change.kind))
+        .collect()
 }
 
 fn listing(entries: Vec<WorkspaceEntry>) -> Vec<(String, EntryKind)> {
@@ -425,185 +461,31 @@ pub async fn walk_files_bounds(s: StorageUnderTest) {
     assert!(walk(vec![WorkspaceRoot::Output], 10, 0).await.is_empty());
 }
 
-/// Checkpoints taken at once (a fan-out's agents each checkpoint what they wrote) are
-/// numbered once each, 1 to n with no gap, and each holds its own files.
-pub async fn concurrent_checkpoints_are_numbered_once_each(s: StorageUnderTest) {
-    let run = create_sample_run(&s, 1).await;
-    let ws = Arc::clone(&s.workspace);
-    let mut handles = Vec::new();
-    for i in 0..24u64 {
-        let ws = Arc::clone(&ws);
-        let run_id = run.id.clone();
-        handles.push(tokio::spawn(async move {
-            let path = wp(&format!("scratch/agent-{i}.md"));
-            let text = format!("notes {i}");
-            ws.write(&run_id, &path, &text, &WriteGuard::None)
-                .await
-                .unwrap();
-            let paths = if i % 8 == 0 {
-                Vec::new()
-            } else {
-                vec![path.clone()]
-            };
-            let record = ws
-                .create_checkpoint(
-                    &run_id,
-                    CheckpointReason::ToolWorkspaceWrite,
-                    i + 1,
-                    &paths,
-                    ts(100 + i as i64),
-                )
-                .await
-                .unwrap();
-            (record, paths, text)
-        }));
-    }
-    let mut numbers = Vec::new();
-    for handle in handles {
-        let (record, paths, text) = handle.await.unwrap();
-        assert_eq!(record.id.as_str(), format!("cp_{:06}", record.seq));
-        let expected: Vec<FileFingerprint> = paths
-            .into_iter()
-            .map(|path| FileFingerprint {
-                path,
-                sha256: sha256_hex(text.as_bytes()),
-                bytes: text.len() as u64,
-            })
-            .collect();
-        assert_eq!(record.files, expected, "checkpoint {}", record.seq);
-        numbers.push(record.seq);
-    }
-    numbers.sort_unstable();
-    assert_eq!(numbers, (1..=24).collect::<Vec<u64>>());
-}
-
-pub async fn checkpoints(s: StorageUnderTest) {
-    let run = create_sample_run(&s, 1).await;
-    let ws = &s.workspace;
-    ws.write(&run.id, &wp("output/main.md"), "draft 1", &WriteGuard::None)
-        .await
-        .unwrap();
-    ws.write(&run.id, &wp("summaries/x.md"), "summary", &WriteGuard::None)
-        .await
-        .unwrap();
-    let paths = [
-        wp("output/main.md"),
-        wp("summaries/x.md"),
-        wp("output/missing.md"),
-    ];
-    let first = ws
-        .create_checkpoint(
-            &run.id,
-            CheckpointReason::ToolWorkspaceWrite,
-            7,
-            &paths,
-            ts(100),
-        )
-        .await
-        .unwrap();
-    assert_eq!(first.id.as_str(), "cp_000001");
-    assert_eq!(first.seq, 1);
-    assert_eq!(first.run_id, run.id);
-    assert_eq!(first.created_at, ts(100));
-    assert_eq!(first.reason, CheckpointReason::ToolWorkspaceWrite);
-    assert_eq!(first.event_seq, 7);
-    assert_eq!(
-        first.files,
-        vec![
-            FileFingerprint {
-                path: wp("output/main.md"),
-                sha256: sha256_hex(b"draft 1"),
-                bytes: 7,
-            },
-            FileFingerprint {
-                path: wp("summaries/x.md"),
-                sha256: sha256_hex(b"summary"),
-                bytes: 7,
-            },
-        ]
-    );
-
-    ws.write(
-        &run.id,
-        &wp("output/main.md"),
-        "draft 2!",
-        &WriteGuard::None,
-    )
-    .await
-    .unwrap();
-    let second = ws
-        .create_checkpoint(
-            &run.id,
-            CheckpointReason::ChatCommit,
-            9,
-            &[wp("output/main.md")],
-            ts(200),
-        )
-        .await
-        .unwrap();
-    assert_eq!(second.id.as_str(), "cp_000002");
-    assert_eq!(second.seq, 2);
-    assert_eq!(second.reason, CheckpointReason::ChatCommit);
-    assert_eq!(
-        second.files,
-        vec![FileFingerprint {
-            path: wp("output/main.md"),
-            sha256: sha256_hex(b"draft 2!"),
-            bytes: 8,
-        }]
-    );
-    let third = ws
-        .create_checkpoint(
-            &run.id,
-            CheckpointReason::DirectOutputCapture,
-            10,
-            &[],
-            ts(300),
-        )
-        .await
-        .unwrap();
-    assert_eq!(third.id.as_str(), "cp_000003");
-    assert!(third.files.is_empty());
-    // Checkpoints are not workspace files.
-    assert_not_found(
-        ws.read(&run.id, &wp("checkpoints/cp_000001/checkpoint.json"))
-            .await,
-    );
-    // A checkpointed version reads back by its sha256 where the store keeps contents (the
-    // port's default keeps none); a version no checkpoint stored never does.
-    for text in ["draft 1", "draft 2!"] {
-        let blob = ws
-            .checkpoint_blob(&run.id, &sha256_hex(text.as_bytes()))
-            .await
-            .unwrap();
-        assert!(blob.is_none() || blob.as_deref() == Some(text), "{blob:?}");
-    }
-    assert_eq!(
-        ws.checkpoint_blob(&run.id, &sha256_hex(b"never written"))
-            .await
-            .unwrap(),
-        None
-    );
-}
-
 pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     let ws = &s.workspace;
-    let fp = |path: &str, text: &str| FileFingerprint {
-        path: wp(path),
-        sha256: sha256_hex(text.as_bytes()),
-        bytes: text.len() as u64,
-    };
+    let a = a_first_state_adds_its_files(&s).await;
+    let b = a_projected_state_promotes_its_changes(&s, &a).await;
+    a_deletion_is_refused_and_no_change_still_promotes(&s, &b).await;
 
+    // A base state that does not exist.
+    let e = create_sample_run(&s, 5).await;
+    assert_code(
+        ws.init_persist_projection(&e.id, Some("run_never_promoted"))
+            .await,
+        error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
+    );
+}
+
+/// [`persist_projection_and_promotion`]: run A starts from nothing, adds two files and
+/// promotes them; returns it.
+async fn a_first_state_adds_its_files(s: &StorageUnderTest) -> AgentRun {
+    let ws = &s.workspace;
     // Run A starts from nothing and adds two files.
-    let a = create_sample_run(&s, 1).await;
+    let a = create_sample_run(s, 1).await;
     let snap_a = ws.init_persist_projection(&a.id, None).await.unwrap();
     assert_eq!(snap_a, PersistSnapshot::default());
-    ws.write(&a.id, &wp("persist/memory.md"), "m1", &WriteGuard::None)
-        .await
-        .unwrap();
-    ws.write(&a.id, &wp("persist/notes/a.md"), "a1", &WriteGuard::None)
-        .await
-        .unwrap();
+    put(ws, &a.id, "persist/memory.md", "m1").await;
+    put(ws, &a.id, "persist/notes/a.md", "a1").await;
     assert_eq!(ws.promoted_state(&a.id).await.unwrap(), None);
     let promoted_a = ws.promote_persist(&a.id, &snap_a, ts(10)).await.unwrap();
     // What it promoted can be read back (a resumed run finishing again reads it).
@@ -613,14 +495,8 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     );
     assert_eq!(promoted_a.state_id, a.id.as_str());
     assert_eq!(promoted_a.base_state_id, None);
-    let kinds = |set: &tt_domain::workspace::PersistentChangeSet| {
-        set.changes
-            .iter()
-            .map(|change| (change.path.to_string(), change.kind))
-            .collect::<Vec<_>>()
-    };
     assert_eq!(
-        kinds(&promoted_a),
+        change_kinds(&promoted_a),
         [
             ("persist/memory.md".to_owned(), PersistentChangeKind::Added),
             ("persist/notes/a.md".to_owned(), PersistentChangeKind::Added)
@@ -634,8 +510,15 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
         error_codes::AGENT_PERSISTENT_STATE_EXISTS,
     );
 
+    a
+}
+
+/// [`persist_projection_and_promotion`]: run B projects `a`'s state, changes it and promotes;
+/// returns it.
+async fn a_projected_state_promotes_its_changes(s: &StorageUnderTest, a: &AgentRun) -> AgentRun {
+    let ws = &s.workspace;
     // Run B projects A, modifies one file and adds another.
-    let b = create_sample_run(&s, 2).await;
+    let b = create_sample_run(s, 2).await;
     let snap_b = ws
         .init_persist_projection(&b.id, Some(a.id.as_str()))
         .await
@@ -644,8 +527,8 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     assert_eq!(
         snap_b.files,
         vec![
-            fp("persist/memory.md", "m1"),
-            fp("persist/notes/a.md", "a1")
+            fingerprint("persist/memory.md", "m1"),
+            fingerprint("persist/notes/a.md", "a1")
         ]
     );
     assert_eq!(
@@ -655,15 +538,13 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
             .text,
         "a1"
     );
-    ws.write(&b.id, &wp("persist/memory.md"), "m2", &WriteGuard::None)
-        .await
-        .unwrap();
+    put(ws, &b.id, "persist/memory.md", "m2").await;
     ws.append(&b.id, &wp("persist/new.md"), "n1").await.unwrap();
     let promoted_b = ws.promote_persist(&b.id, &snap_b, ts(20)).await.unwrap();
     assert_eq!(promoted_b.state_id, b.id.as_str());
     assert_eq!(promoted_b.base_state_id.as_deref(), Some(a.id.as_str()));
     assert_eq!(
-        kinds(&promoted_b),
+        change_kinds(&promoted_b),
         [
             (
                 "persist/memory.md".to_owned(),
@@ -673,8 +554,14 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
         ]
     );
 
+    b
+}
+
+/// [`persist_projection_and_promotion`]: runs C and D over `b`'s state.
+async fn a_deletion_is_refused_and_no_change_still_promotes(s: &StorageUnderTest, b: &AgentRun) {
+    let ws = &s.workspace;
     // Run C projects B; a file missing from persist/ since the snapshot cannot be promoted.
-    let c = create_sample_run(&s, 3).await;
+    let c = create_sample_run(s, 3).await;
     let snap_c = ws
         .init_persist_projection(&c.id, Some(b.id.as_str()))
         .await
@@ -682,13 +569,15 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     assert_eq!(
         snap_c.files,
         vec![
-            fp("persist/memory.md", "m2"),
-            fp("persist/new.md", "n1"),
-            fp("persist/notes/a.md", "a1")
+            fingerprint("persist/memory.md", "m2"),
+            fingerprint("persist/new.md", "n1"),
+            fingerprint("persist/notes/a.md", "a1")
         ]
     );
     let mut with_deleted = snap_c.clone();
-    with_deleted.files.push(fp("persist/gone.md", "gone"));
+    with_deleted
+        .files
+        .push(fingerprint("persist/gone.md", "gone"));
     assert_code(
         ws.promote_persist(&c.id, &with_deleted, ts(30)).await,
         error_codes::AGENT_PERSISTENT_DELETE_UNSUPPORTED,
@@ -697,20 +586,12 @@ pub async fn persist_projection_and_promotion(s: StorageUnderTest) {
     let promoted_c = ws.promote_persist(&c.id, &snap_c, ts(31)).await.unwrap();
     assert_eq!(promoted_c.state_id, c.id.as_str());
     assert!(promoted_c.changes.is_empty());
-    let d = create_sample_run(&s, 4).await;
+    let d = create_sample_run(s, 4).await;
     let snap_d = ws
         .init_persist_projection(&d.id, Some(c.id.as_str()))
         .await
         .unwrap();
     assert_eq!(snap_d.files, snap_c.files);
-
-    // A base state that does not exist.
-    let e = create_sample_run(&s, 5).await;
-    assert_code(
-        ws.init_persist_projection(&e.id, Some("run_never_promoted"))
-            .await,
-        error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
-    );
 }
 
 /// The chat's head moves by compare-and-swap: of many runs swapping from the same head at once
@@ -761,39 +642,4 @@ pub async fn concurrent_chat_head_swaps_have_one_winner(s: StorageUnderTest) {
         ws.chat_head(&chat).await.unwrap().as_ref(),
         Some(&others[0].id)
     );
-}
-
-/// A checkpoint reads back by its id as it was recorded, on any store (`read_record`'s
-/// `checkpoints/<id>`); an id the run has not used, or another run's, is `None`.
-pub async fn checkpoint_records_read_back(s: StorageUnderTest) {
-    let run = create_sample_run(&s, 1).await;
-    let other = create_sample_run(&s, 2).await;
-    let ws = &s.workspace;
-    ws.write(&run.id, &wp("output/main.md"), "draft", &WriteGuard::None)
-        .await
-        .unwrap();
-    let mut made = Vec::new();
-    for (event_seq, reason) in [
-        (4, CheckpointReason::ToolWorkspaceWrite),
-        (6, CheckpointReason::ChatCommit),
-    ] {
-        let record = ws
-            .create_checkpoint(&run.id, reason, event_seq, &[wp("output/main.md")], ts(50))
-            .await
-            .unwrap();
-        made.push(record);
-    }
-    for record in &made {
-        let read = ws.checkpoint_record(&run.id, &record.id).await.unwrap();
-        assert_eq!(read.as_ref(), Some(record));
-    }
-    for absent in ["cp_000003", "cp_2", "not-a-checkpoint"] {
-        let read = ws
-            .checkpoint_record(&run.id, &CheckpointId::from_raw(absent))
-            .await
-            .unwrap();
-        assert_eq!(read, None, "{absent}");
-    }
-    let elsewhere = ws.checkpoint_record(&other.id, &made[0].id).await.unwrap();
-    assert_eq!(elsewhere, None);
 }

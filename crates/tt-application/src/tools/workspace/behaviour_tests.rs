@@ -5,20 +5,15 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tt_domain::ids::RunId;
-use tt_domain::run::{
-    AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id,
-};
 use tt_domain::text::sha256_hex;
-use tt_domain::time::Timestamp;
 use tt_domain::tool::ToolName;
-use tt_domain::workspace::{
-    RunManifest, WorkspaceAccessPolicy, WorkspacePath, WorkspaceRoot, WriteGuard,
-};
-use tt_ports::{AgentRunRepository, StorageError, WorkspaceRepository};
+use tt_domain::workspace::{WorkspaceAccessPolicy, WorkspacePath, WorkspaceRoot, WriteGuard};
+use tt_ports::{StorageError, WorkspaceRepository};
 use tt_testkit::fakes::{InMemoryStore, StoreOp};
 
 use super::{ReadState, WorkspaceToolEnv, execute};
 use crate::error::{ApplicationError, ToolCallError};
+use crate::tools::test_calls::CallsTools;
 use crate::tools::{ToolEffect, ToolSuccess};
 
 const LIST: ToolName = ToolName::WorkspaceListFiles;
@@ -33,6 +28,16 @@ fn p(raw: &str) -> WorkspacePath {
 
 fn sha(text: &str) -> String {
     sha256_hex(text.as_bytes())
+}
+
+/// `read_file` arguments for `count` lines of `path` from `start`.
+fn line_range(path: &str, start: u64, count: u64) -> Value {
+    json!({"path": path, "start_line": start, "line_count": count})
+}
+
+/// `apply_patch` arguments replacing `old` with `new` once in `path`.
+fn patch(path: &str, old: &str, new: &str) -> Value {
+    json!({"path": path, "old_string": old, "new_string": new})
 }
 
 /// One agent working in one run: the store, its roots and its read-state.
@@ -62,43 +67,10 @@ impl Agent {
     }
 
     async fn with_policy(policy: WorkspaceAccessPolicy) -> Self {
-        let store = InMemoryStore::new();
-        let created = Timestamp::from_unix_millis(0);
-        let run = AgentRun {
-            id: RunId::from_raw("run_workspace_tools"),
-            workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
-            stable_chat_id: "chat-1".into(),
-            conversation_kind: ConversationKind::Character,
-            chat_ref: Value::Null,
-            generation_type: json!("normal"),
-            profile_id: None,
-            persist_base_state_id: None,
-            skill_scope_refs: Default::default(),
-            presentation: Presentation::Foreground,
-            status: AgentRunStatus::Created,
-            input_message_count: 0,
-            forked_from: None,
-            profile_models: Default::default(),
-            abandoned_at: None,
-            unrecorded_end: None,
-            rebuilt: None,
-            connection_ref: None,
-            generation: Default::default(),
-            created_at: created,
-            updated_at: created,
-        };
-        let manifest = RunManifest {
-            schema_version: 1,
-            run_id: run.id.clone(),
-            workspace_id: run.workspace_id.clone(),
-            stable_chat_id: run.stable_chat_id.clone(),
-            roots: WorkspaceAccessPolicy::full().manifest_roots(),
-            created_at: created,
-        };
-        store.create_run(&run, &manifest).await.unwrap();
+        let (store, run_id) = tt_testkit::contract::store_with_run("run_workspace_tools").await;
         Self {
             store,
-            run_id: run.id,
+            run_id,
             policy,
             state: ReadState::default(),
         }
@@ -112,10 +84,19 @@ impl Agent {
             .unwrap();
     }
 
+    /// Whether the agent must read `path` whole again before patching it.
+    fn reread_required(&self, path: &str) -> bool {
+        self.state
+            .get(&p(path))
+            .is_some_and(|known| known.reread_required)
+    }
+
     fn file(&self, path: &str) -> Option<String> {
         self.store.file_text(&self.run_id, path)
     }
+}
 
+impl CallsTools for Agent {
     async fn call(&mut self, tool: ToolName, args: Value) -> Result<ToolSuccess, ToolCallError> {
         let env = WorkspaceToolEnv {
             repo: self.store.as_ref(),
@@ -124,25 +105,6 @@ impl Agent {
             read_state: &mut self.state,
         };
         execute(tool, &args, env).await
-    }
-
-    async fn ok(&mut self, tool: ToolName, args: Value) -> ToolSuccess {
-        match self.call(tool, args.clone()).await {
-            Ok(success) => success,
-            Err(err) => panic!("{tool} {args} failed: {err}"),
-        }
-    }
-
-    /// The recoverable error's code and message; fails the test on success or a fatal error.
-    async fn fail(&mut self, tool: ToolName, args: Value) -> (&'static str, String) {
-        match self.call(tool, args.clone()).await {
-            Err(ToolCallError::Recoverable(err)) => (err.code.as_str(), err.message),
-            other => panic!("{tool} {args}: expected a recoverable error, got {other:?}"),
-        }
-    }
-
-    async fn code(&mut self, tool: ToolName, args: Value) -> &'static str {
-        self.fail(tool, args).await.0
     }
 }
 
@@ -290,12 +252,7 @@ async fn ranged_reads_record_only_what_they_returned() {
     let mut agent = Agent::owner().await;
     let text = "alpha\nbeta\ngamma\ndelta\n";
     agent.seed("output/main.md", text).await;
-    let lines = agent
-        .ok(
-            READ,
-            json!({"path": "output/main.md", "start_line": 2, "line_count": 2}),
-        )
-        .await;
+    let lines = agent.ok(READ, line_range("output/main.md", 2, 2)).await;
     insta::assert_snapshot!(lines.content);
     assert_eq!(lines.structured["fullRead"], json!(false));
     assert_eq!(lines.structured["startLine"], json!(2));
@@ -324,12 +281,7 @@ async fn ranged_reads_record_only_what_they_returned() {
     );
 
     // A range that happens to cover the whole file counts as a whole read.
-    agent
-        .ok(
-            READ,
-            json!({"path": "output/main.md", "start_line": 1, "line_count": 10}),
-        )
-        .await;
+    agent.ok(READ, line_range("output/main.md", 1, 10)).await;
     assert!(agent.state.is_fully_known(&p("output/main.md"), &sha(text)));
 }
 
@@ -403,12 +355,7 @@ async fn read_errors_carry_contract_codes() {
     let (_, message) = agent.fail(READ, json!({"path": "scratch/long.md"})).await;
     assert!(message.contains("start_line"), "{message}");
     // A long file can still be read in parts, and the big one by characters.
-    agent
-        .ok(
-            READ,
-            json!({"path": "scratch/long.md", "start_line": 1200, "line_count": 2}),
-        )
-        .await;
+    agent.ok(READ, line_range("scratch/long.md", 1200, 2)).await;
     agent
         .ok(
             READ,
@@ -682,10 +629,7 @@ async fn append_keeps_full_knowledge_only_after_a_full_read() {
     );
     assert_eq!(
         agent
-            .code(
-                PATCH,
-                json!({"path": "output/unread.md", "old_string": "mine", "new_string": "ours"})
-            )
+            .code(PATCH, patch("output/unread.md", "mine", "ours"))
             .await,
         "workspace.patch_requires_read"
     );
@@ -697,12 +641,7 @@ async fn append_keeps_full_knowledge_only_after_a_full_read() {
 
     // After only a partial read, an append also leaves the file unknown.
     agent.seed("output/partial.md", "a\nb\n").await;
-    agent
-        .ok(
-            READ,
-            json!({"path": "output/partial.md", "start_line": 1, "line_count": 1}),
-        )
-        .await;
+    agent.ok(READ, line_range("output/partial.md", 1, 1)).await;
     agent
         .ok(
             WRITE,
@@ -725,12 +664,7 @@ async fn patch_after_full_read_replaces_and_keeps_the_file_known() {
     let before = "The cat sat on the mat.\n";
     agent.seed("output/main.md", before).await;
     agent.ok(READ, json!({"path": "output/main.md"})).await;
-    let patched = agent
-        .ok(
-            PATCH,
-            json!({"path": "output/main.md", "old_string": "cat", "new_string": "dog"}),
-        )
-        .await;
+    let patched = agent.ok(PATCH, patch("output/main.md", "cat", "dog")).await;
     let after = "The dog sat on the mat.\n";
     assert_eq!(agent.file("output/main.md").as_deref(), Some(after));
     assert_eq!(
@@ -781,41 +715,21 @@ async fn patch_checks_run_in_contract_order() {
     let mut agent = Agent::delegated().await;
     // Not writable wins over everything else.
     assert_eq!(
-        agent
-            .code(
-                PATCH,
-                json!({"path": "output/main.md", "old_string": "", "new_string": ""})
-            )
-            .await,
+        agent.code(PATCH, patch("output/main.md", "", "")).await,
         "workspace.path_not_writable"
     );
     // Empty old_string before "no change".
     assert_eq!(
-        agent
-            .code(
-                PATCH,
-                json!({"path": "scratch/a.md", "old_string": "", "new_string": ""})
-            )
-            .await,
+        agent.code(PATCH, patch("scratch/a.md", "", "")).await,
         "workspace.patch_empty_old_string"
     );
     // No change before the read requirement.
     assert_eq!(
-        agent
-            .code(
-                PATCH,
-                json!({"path": "scratch/a.md", "old_string": "x", "new_string": "x"})
-            )
-            .await,
+        agent.code(PATCH, patch("scratch/a.md", "x", "x")).await,
         "workspace.patch_no_change"
     );
     assert_eq!(
-        agent
-            .code(
-                PATCH,
-                json!({"path": "scratch/a.md", "old_string": "x", "new_string": "y"})
-            )
-            .await,
+        agent.code(PATCH, patch("scratch/a.md", "x", "y")).await,
         "workspace.patch_requires_read"
     );
     assert_eq!(
@@ -832,19 +746,11 @@ async fn patch_match_failures_after_a_full_read() {
     agent.seed("output/main.md", "one two one\n").await;
     agent.ok(READ, json!({"path": "output/main.md"})).await;
     let (code, message) = agent
-        .fail(
-            PATCH,
-            json!({"path": "output/main.md", "old_string": "three", "new_string": "3"}),
-        )
+        .fail(PATCH, patch("output/main.md", "three", "3"))
         .await;
     assert_eq!(code, "workspace.patch_old_string_not_found");
     assert!(message.contains("exactly"), "{message}");
-    let (code, message) = agent
-        .fail(
-            PATCH,
-            json!({"path": "output/main.md", "old_string": "one", "new_string": "1"}),
-        )
-        .await;
+    let (code, message) = agent.fail(PATCH, patch("output/main.md", "one", "1")).await;
     assert_eq!(code, "workspace.patch_old_string_not_unique");
     assert!(
         message.contains("2 times") && message.contains("replace_all"),
@@ -852,10 +758,7 @@ async fn patch_match_failures_after_a_full_read() {
     );
     // Full-read failures set no re-read flag: a unique patch goes through right away.
     agent
-        .ok(
-            PATCH,
-            json!({"path": "output/main.md", "old_string": "one two", "new_string": "1 2"}),
-        )
+        .ok(PATCH, patch("output/main.md", "one two", "1 2"))
         .await;
     assert_eq!(agent.file("output/main.md").as_deref(), Some("1 2 one\n"));
 }
@@ -868,10 +771,7 @@ async fn patch_detects_changes_by_others() {
     agent.seed("output/main.md", "alpha beta\n").await;
     assert_eq!(
         agent
-            .code(
-                PATCH,
-                json!({"path": "output/main.md", "old_string": "alpha", "new_string": "A"})
-            )
+            .code(PATCH, patch("output/main.md", "alpha", "A"))
             .await,
         "workspace.patch_stale_file"
     );
@@ -887,10 +787,7 @@ async fn patch_detects_changes_by_others() {
     );
     assert_eq!(
         agent
-            .code(
-                PATCH,
-                json!({"path": "output/main.md", "old_string": "alpha", "new_string": "A"})
-            )
+            .code(PATCH, patch("output/main.md", "alpha", "A"))
             .await,
         "workspace.patch_stale_file"
     );
@@ -898,12 +795,7 @@ async fn patch_detects_changes_by_others() {
         agent.file("output/main.md").as_deref(),
         Some("alpha beta\n")
     );
-    agent
-        .ok(
-            PATCH,
-            json!({"path": "output/main.md", "old_string": "alpha", "new_string": "A"}),
-        )
-        .await;
+    agent.ok(PATCH, patch("output/main.md", "alpha", "A")).await;
 }
 
 #[tokio::test]
@@ -912,18 +804,8 @@ async fn patch_after_partial_read_uses_observed_text() {
     agent
         .seed("output/main.md", "intro\nthe cat sat\noutro\n")
         .await;
-    agent
-        .ok(
-            READ,
-            json!({"path": "output/main.md", "start_line": 2, "line_count": 1}),
-        )
-        .await;
-    agent
-        .ok(
-            PATCH,
-            json!({"path": "output/main.md", "old_string": "cat", "new_string": "dog"}),
-        )
-        .await;
+    agent.ok(READ, line_range("output/main.md", 2, 1)).await;
+    agent.ok(PATCH, patch("output/main.md", "cat", "dog")).await;
     assert_eq!(
         agent.file("output/main.md").as_deref(),
         Some("intro\nthe dog sat\noutro\n")
@@ -933,17 +815,11 @@ async fn patch_after_partial_read_uses_observed_text() {
     assert!(!known.full);
     assert_eq!(known.observed, vec!["the dog sat\n"]);
     agent
-        .ok(
-            PATCH,
-            json!({"path": "output/main.md", "old_string": "dog sat", "new_string": "dog slept"}),
-        )
+        .ok(PATCH, patch("output/main.md", "dog sat", "dog slept"))
         .await;
     // Text never seen is refused even though it exists in the file.
     let (code, message) = agent
-        .fail(
-            PATCH,
-            json!({"path": "output/main.md", "old_string": "intro", "new_string": "Intro"}),
-        )
+        .fail(PATCH, patch("output/main.md", "intro", "Intro"))
         .await;
     assert_eq!(code, "workspace.patch_requires_full_read");
     assert!(message.contains("no range"), "{message}");
@@ -953,37 +829,16 @@ async fn patch_after_partial_read_uses_observed_text() {
 async fn failed_partial_patch_requires_a_full_reread() {
     let mut agent = Agent::owner().await;
     agent.seed("output/main.md", "a b\nc d\na b\n").await;
-    agent
-        .ok(
-            READ,
-            json!({"path": "output/main.md", "start_line": 1, "line_count": 1}),
-        )
-        .await;
+    agent.ok(READ, line_range("output/main.md", 1, 1)).await;
     // Observed, but not unique in the file: fails and sets the re-read flag.
     assert_eq!(
-        agent
-            .code(
-                PATCH,
-                json!({"path": "output/main.md", "old_string": "a b", "new_string": "x"})
-            )
-            .await,
+        agent.code(PATCH, patch("output/main.md", "a b", "x")).await,
         "workspace.patch_old_string_not_unique"
     );
-    assert!(
-        agent
-            .state
-            .get(&p("output/main.md"))
-            .unwrap()
-            .reread_required
-    );
+    assert!(agent.reread_required("output/main.md"));
     // Even a patch of seen, unique text is refused now, and a partial read does not help.
-    let unique = json!({"path": "output/main.md", "old_string": "a b\nc", "new_string": "x\nc"});
-    agent
-        .ok(
-            READ,
-            json!({"path": "output/main.md", "start_line": 1, "line_count": 2}),
-        )
-        .await;
+    let unique = patch("output/main.md", "a b\nc", "x\nc");
+    agent.ok(READ, line_range("output/main.md", 1, 2)).await;
     let (code, message) = agent.fail(PATCH, unique.clone()).await;
     assert_eq!(code, "workspace.patch_requires_full_read");
     assert!(message.contains("did not apply"), "{message}");
@@ -1001,91 +856,38 @@ async fn partial_read_rules_set_the_reread_flag() {
     // replace_all after a partial read.
     let mut agent = Agent::owner().await;
     agent.seed("output/main.md", "x y\nx z\n").await;
-    agent
-        .ok(
-            READ,
-            json!({"path": "output/main.md", "start_line": 1, "line_count": 1}),
-        )
-        .await;
+    agent.ok(READ, line_range("output/main.md", 1, 1)).await;
     assert_eq!(
         agent
             .code(PATCH, json!({"path": "output/main.md", "old_string": "x", "new_string": "w", "replace_all": true}))
             .await,
         "workspace.patch_requires_full_read"
     );
-    assert!(
-        agent
-            .state
-            .get(&p("output/main.md"))
-            .unwrap()
-            .reread_required
-    );
+    assert!(agent.reread_required("output/main.md"));
 
     // old_string outside the observed text.
     let mut agent = Agent::owner().await;
     agent.seed("output/main.md", "x y\nx z\n").await;
-    agent
-        .ok(
-            READ,
-            json!({"path": "output/main.md", "start_line": 1, "line_count": 1}),
-        )
-        .await;
+    agent.ok(READ, line_range("output/main.md", 1, 1)).await;
     assert_eq!(
-        agent
-            .code(
-                PATCH,
-                json!({"path": "output/main.md", "old_string": "x z", "new_string": "w"})
-            )
-            .await,
+        agent.code(PATCH, patch("output/main.md", "x z", "w")).await,
         "workspace.patch_requires_full_read"
     );
-    assert!(
-        agent
-            .state
-            .get(&p("output/main.md"))
-            .unwrap()
-            .reread_required
-    );
+    assert!(agent.reread_required("output/main.md"));
 
     // A stale file after a partial read.
     let mut agent = Agent::owner().await;
     agent.seed("output/main.md", "x y\nx z\n").await;
-    agent
-        .ok(
-            READ,
-            json!({"path": "output/main.md", "start_line": 1, "line_count": 1}),
-        )
-        .await;
+    agent.ok(READ, line_range("output/main.md", 1, 1)).await;
     agent.seed("output/main.md", "x y\nx z\nmore\n").await;
     assert_eq!(
-        agent
-            .code(
-                PATCH,
-                json!({"path": "output/main.md", "old_string": "x y", "new_string": "w"})
-            )
-            .await,
+        agent.code(PATCH, patch("output/main.md", "x y", "w")).await,
         "workspace.patch_stale_file"
     );
-    assert!(
-        agent
-            .state
-            .get(&p("output/main.md"))
-            .unwrap()
-            .reread_required
-    );
-    agent
-        .ok(
-            READ,
-            json!({"path": "output/main.md", "start_line": 1, "line_count": 1}),
-        )
-        .await;
+    assert!(agent.reread_required("output/main.md"));
+    agent.ok(READ, line_range("output/main.md", 1, 1)).await;
     assert_eq!(
-        agent
-            .code(
-                PATCH,
-                json!({"path": "output/main.md", "old_string": "x y", "new_string": "w"})
-            )
-            .await,
+        agent.code(PATCH, patch("output/main.md", "x y", "w")).await,
         "workspace.patch_requires_full_read",
         "a partial re-read does not clear the flag"
     );
@@ -1102,12 +904,7 @@ async fn patch_reports_missing_files_and_folders() {
         StorageError::not_found("workspace path output/main.md"),
     );
     assert_eq!(
-        agent
-            .code(
-                PATCH,
-                json!({"path": "output/main.md", "old_string": "x", "new_string": "y"})
-            )
-            .await,
+        agent.code(PATCH, patch("output/main.md", "x", "y")).await,
         "workspace.file_not_found"
     );
 }
@@ -1337,18 +1134,9 @@ async fn error_messages_snapshot() {
             json!({"path": "scratch/a.md", "content": "x", "mode": "merge"}),
         ),
         (WRITE, json!({"path": "scratch/a.md", "content": "x"})),
-        (
-            PATCH,
-            json!({"path": "scratch/a.md", "old_string": "", "new_string": "x"}),
-        ),
-        (
-            PATCH,
-            json!({"path": "scratch/a.md", "old_string": "x", "new_string": "x"}),
-        ),
-        (
-            PATCH,
-            json!({"path": "scratch/a.md", "old_string": "x", "new_string": "y"}),
-        ),
+        (PATCH, patch("scratch/a.md", "", "x")),
+        (PATCH, patch("scratch/a.md", "x", "x")),
+        (PATCH, patch("scratch/a.md", "x", "y")),
         (SEARCH, json!({"query": "x", "limit": 99})),
         (SEARCH, json!({"query": "x", "context_lines": 9})),
     ];
@@ -1413,10 +1201,7 @@ async fn error_messages_snapshot() {
     agent.ok(READ, json!({"path": "scratch/a.md"})).await;
     agent.seed("scratch/a.md", "changed\n").await;
     for (tool, args) in [
-        (
-            PATCH,
-            json!({"path": "scratch/a.md", "old_string": "one", "new_string": "1"}),
-        ),
+        (PATCH, patch("scratch/a.md", "one", "1")),
         (WRITE, json!({"path": "scratch/a.md", "content": "x"})),
     ] {
         let (code, message) = agent.fail(tool, args.clone()).await;
@@ -1428,8 +1213,8 @@ async fn error_messages_snapshot() {
     agent.seed("scratch/b.md", "dup dup\n").await;
     agent.ok(READ, json!({"path": "scratch/b.md"})).await;
     for args in [
-        json!({"path": "scratch/b.md", "old_string": "zzz", "new_string": "1"}),
-        json!({"path": "scratch/b.md", "old_string": "dup", "new_string": "1"}),
+        patch("scratch/b.md", "zzz", "1"),
+        patch("scratch/b.md", "dup", "1"),
     ] {
         let (code, message) = agent.fail(PATCH, args.clone()).await;
         lines.push(format!("workspace_apply_patch {args}\n  {code}: {message}"));

@@ -2,9 +2,11 @@
 //! schemas. Agents working on a delegated task get list/search/read/write/patch descriptions
 //! that speak about "this task" and name the areas they can see or write.
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
 use tt_domain::workspace::WorkspaceRoot;
+
+use crate::tools::schema::{Prop, boolean, builtin_spec, integer, object, string};
 
 /// Who reads the spec: the agent that owns the run, or an agent working on a delegated task
 /// (whose descriptions name its visible or writable roots).
@@ -44,16 +46,14 @@ impl SpecAudience {
 /// alias, empty-object schema); callers route only `ToolName::WORKSPACE` here, and
 /// [`try_spec`] says so explicitly.
 pub(crate) fn spec(tool: ToolName, audience: &SpecAudience) -> AgentToolSpec {
-    try_spec(tool, audience).unwrap_or_else(|| AgentToolSpec {
-        name: tool.into(),
-        model_name: tool.model_alias().to_owned(),
-        title: tool.model_alias().to_owned(),
-        description: String::new(),
-        input_schema: object_schema(Vec::new(), &[]),
-        output_schema: None,
-        annotations: ToolAnnotations::default(),
-        source: "builtin".to_owned(),
-        external: None,
+    try_spec(tool, audience).unwrap_or_else(|| {
+        builtin_spec(
+            tool,
+            tool.model_alias(),
+            String::new(),
+            object().build(),
+            ToolAnnotations::default(),
+        )
     })
 }
 
@@ -68,157 +68,63 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
         ToolName::WorkspaceListFiles => (
             "List workspace files",
             list_description(delegated, &visible),
-            object_schema(
-                vec![
-                    (
-                        "path",
-                        json!({"type": "string", "description": "Folder to list; omit for all."}),
-                    ),
-                    (
-                        "depth",
-                        json!({"type": "integer", "minimum": 1, "maximum": 4, "description": "Folder levels. Default 2."}),
-                    ),
-                ],
-                &[],
-            ),
+            object()
+                .prop("path", string().describe("Folder to list; omit for all."))
+                .prop(
+                    "depth",
+                    integer().min(1).max(4).describe("Folder levels. Default 2."),
+                )
+                .build(),
             read_only(),
         ),
         ToolName::WorkspaceSearchFiles => (
             "Search workspace files",
             search_description(delegated, &visible),
-            object_schema(
-                vec![
-                    (
-                        "query",
-                        json!({"type": "string", "description": "Words or a phrase."}),
-                    ),
-                    (
-                        "path",
-                        json!({"type": "string", "description": "Folder or file to search; omit for all."}),
-                    ),
-                    (
-                        "limit",
-                        json!({"type": "integer", "minimum": 1, "maximum": 50, "description": "Default 20."}),
-                    ),
-                    (
-                        "context_lines",
-                        json!({"type": "integer", "minimum": 0, "maximum": 5, "description": "Default 2."}),
-                    ),
-                ],
-                &["query"],
-            ),
+            search_schema(),
             read_only(),
         ),
         ToolName::WorkspaceReadFile => (
             "Read a workspace file",
             read_description(delegated, &visible),
-            object_schema(
-                vec![
-                    (
-                        "path",
-                        json!({"type": "string", "description": format!("File to read, such as `{read_example}`.")}),
-                    ),
-                    (
-                        "start_line",
-                        json!({"type": "integer", "minimum": 1, "description": "From 1, with `line_count`."}),
-                    ),
-                    (
-                        "line_count",
-                        json!({"type": "integer", "minimum": 1, "maximum": 1200}),
-                    ),
-                    (
-                        "start_char",
-                        json!({"type": "integer", "minimum": 0, "description": "From 0, with `max_chars`."}),
-                    ),
-                    (
-                        "max_chars",
-                        json!({"type": "integer", "minimum": 1, "maximum": 80000}),
-                    ),
-                ],
-                &["path"],
-            ),
+            read_schema(&read_example),
             read_only(),
         ),
         ToolName::WorkspaceWriteFile => (
             "Write a workspace file",
             write_description(delegated, &writable),
-            object_schema(
-                vec![
-                    (
-                        "path",
-                        json!({"type": "string", "description": format!("File to write, such as `{write_example}`.")}),
-                    ),
-                    (
-                        "content",
-                        json!({"type": "string", "description": "The exact text."}),
-                    ),
-                    (
-                        "mode",
-                        json!({"type": "string", "enum": ["replace", "append"], "description": "`replace` (default) or `append` (adds no line break)."}),
-                    ),
-                ],
-                &["path", "content"],
-            ),
+            object()
+                .required("path", file_path("File to write", &write_example))
+                .required("content", string().describe("The exact text."))
+                .prop(
+                    "mode",
+                    replace_or_append("`replace` (default) or `append` (adds no line break)."),
+                )
+                .build(),
             mutating(),
         ),
         ToolName::WorkspaceApplyPatch => (
             "Patch a workspace file",
             patch_description(delegated, &writable),
-            object_schema(
-                vec![
-                    (
-                        "path",
-                        json!({"type": "string", "description": format!("File to change, such as `{write_example}`.")}),
-                    ),
-                    (
-                        "old_string",
-                        json!({"type": "string", "description": "Exact text to replace, spaces and line breaks included."}),
-                    ),
-                    (
-                        "new_string",
-                        json!({"type": "string", "description": "Its replacement; empty deletes."}),
-                    ),
-                    (
-                        "replace_all",
-                        json!({"type": "boolean", "description": "Replace every occurrence (needs a whole-file read)."}),
-                    ),
-                ],
-                &["path", "old_string", "new_string"],
-            ),
+            patch_schema(&write_example),
             mutating(),
         ),
         ToolName::WorkspaceCommit => (
             "Publish your reply",
             "Publish a file as your reply, replacing any earlier one; commit again after revising.".to_owned(),
-            object_schema(
-                vec![
-                    (
-                        "path",
-                        json!({"type": "string", "description": "Default: your main output file."}),
-                    ),
-                    (
-                        "mode",
-                        json!({"type": "string", "enum": ["replace", "append"], "description": "`replace` (default) or `append` to your published reply."}),
-                    ),
-                    (
-                        "reason",
-                        json!({"type": "string", "description": "Short note."}),
-                    ),
-                ],
-                &[],
-            ),
+            object()
+                .prop("path", string().describe("Default: your main output file."))
+                .prop(
+                    "mode",
+                    replace_or_append("`replace` (default) or `append` to your published reply."),
+                )
+                .prop("reason", short_note())
+                .build(),
             control(),
         ),
         ToolName::WorkspaceFinish => (
             "Finish the request",
             "End your work once nothing else is needed. Tasks you delegated that still run are cancelled.".to_owned(),
-            object_schema(
-                vec![(
-                    "reason",
-                    json!({"type": "string", "description": "Short note."}),
-                )],
-                &[],
-            ),
+            object().prop("reason", short_note()).build(),
             control(),
         ),
         ToolName::AgentList
@@ -231,17 +137,71 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
         | ToolName::SkillSearch
         | ToolName::SkillRead => return None,
     };
-    Some(AgentToolSpec {
-        name: tool.into(),
-        model_name: tool.model_alias().to_owned(),
-        title: title.to_owned(),
-        description,
-        input_schema: schema,
-        output_schema: None,
-        annotations,
-        source: "builtin".to_owned(),
-        external: None,
-    })
+    Some(builtin_spec(tool, title, description, schema, annotations))
+}
+
+fn search_schema() -> Value {
+    object()
+        .required("query", string().describe("Words or a phrase."))
+        .prop(
+            "path",
+            string().describe("Folder or file to search; omit for all."),
+        )
+        .prop("limit", integer().min(1).max(50).describe("Default 20."))
+        .prop(
+            "context_lines",
+            integer().min(0).max(5).describe("Default 2."),
+        )
+        .build()
+}
+
+fn read_schema(example: &str) -> Value {
+    object()
+        .required("path", file_path("File to read", example))
+        .prop(
+            "start_line",
+            integer().min(1).describe("From 1, with `line_count`."),
+        )
+        .prop("line_count", integer().min(1).max(1200))
+        .prop(
+            "start_char",
+            integer().min(0).describe("From 0, with `max_chars`."),
+        )
+        .prop("max_chars", integer().min(1).max(80000))
+        .build()
+}
+
+fn patch_schema(example: &str) -> Value {
+    object()
+        .required("path", file_path("File to change", example))
+        .required(
+            "old_string",
+            string().describe("Exact text to replace, spaces and line breaks included."),
+        )
+        .required(
+            "new_string",
+            string().describe("Its replacement; empty deletes."),
+        )
+        .prop(
+            "replace_all",
+            boolean().describe("Replace every occurrence (needs a whole-file read)."),
+        )
+        .build()
+}
+
+/// A `path` argument: "{what}, such as `{example}`."
+fn file_path(what: &str, example: &str) -> Prop {
+    string().describe(format!("{what}, such as `{example}`."))
+}
+
+fn replace_or_append(description: &str) -> Prop {
+    string()
+        .one_of(&["replace", "append"])
+        .describe(description)
+}
+
+fn short_note() -> Prop {
+    string().describe("Short note.")
 }
 
 /// The compact description of a workspace tool (docs/profiles.md, "Tool specs"), or `None`
@@ -379,21 +339,6 @@ fn root_list(roots: &[WorkspaceRoot]) -> String {
         .join(", ")
 }
 
-fn object_schema(properties: Vec<(&str, Value)>, required: &[&str]) -> Value {
-    let mut props = Map::new();
-    for (name, schema) in properties {
-        props.insert(name.to_owned(), schema);
-    }
-    let mut schema = Map::new();
-    schema.insert("type".to_owned(), json!("object"));
-    schema.insert("properties".to_owned(), Value::Object(props));
-    if !required.is_empty() {
-        schema.insert("required".to_owned(), json!(required));
-    }
-    schema.insert("additionalProperties".to_owned(), json!(false));
-    Value::Object(schema)
-}
-
 fn read_only() -> ToolAnnotations {
     ToolAnnotations {
         read_only: Some(true),
@@ -418,6 +363,8 @@ fn control() -> ToolAnnotations {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::schema::testing::{property_names, required_names, spec_texts};
+    use serde_json::json;
 
     fn delegated_audience() -> SpecAudience {
         SpecAudience::delegated(
@@ -458,30 +405,6 @@ mod tests {
             let spec = spec(tool, &audience);
             insta::assert_snapshot!(format!("delegated__{}", tool.model_alias()), pretty(&spec));
         }
-    }
-
-    /// All agent-facing text of a spec: description plus every schema description.
-    fn spec_texts(spec: &AgentToolSpec) -> Vec<String> {
-        fn walk(value: &Value, out: &mut Vec<String>) {
-            match value {
-                Value::Object(map) => {
-                    for (key, inner) in map {
-                        if key == "description" {
-                            if let Value::String(text) = inner {
-                                out.push(text.clone());
-                            }
-                        } else {
-                            walk(inner, out);
-                        }
-                    }
-                }
-                Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
-                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
-            }
-        }
-        let mut texts = vec![spec.title.clone(), spec.description.clone()];
-        walk(&spec.input_schema, &mut texts);
-        texts
     }
 
     #[test]
@@ -547,19 +470,8 @@ mod tests {
             let spec = spec(tool, &SpecAudience::owner());
             let schema = &spec.input_schema;
             assert_eq!(schema["additionalProperties"], json!(false), "{tool}");
-            let names: Vec<&str> = schema["properties"]
-                .as_object()
-                .unwrap()
-                .keys()
-                .map(String::as_str)
-                .collect();
-            assert_eq!(names, properties, "{tool}");
-            let req: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|items| items.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            assert_eq!(req, required, "{tool}");
+            assert_eq!(property_names(schema), properties, "{tool}");
+            assert_eq!(required_names(schema), required, "{tool}");
             assert_eq!(spec.model_name, tool.model_alias());
             assert_eq!(spec.source, "builtin");
         }

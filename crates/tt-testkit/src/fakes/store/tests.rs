@@ -1,19 +1,14 @@
 //! Unit tests of `InMemoryStore` beyond the shared storage contract suites.
 
-use std::sync::Arc;
-
 use serde_json::json;
 use tt_domain::event::{EventLevel, NewRunEvent, RunEventType};
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::profile::default_writer_definition;
-use tt_domain::run::{
-    AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id,
-};
+use tt_domain::run::AgentRunStatus;
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
-    CheckpointReason, EntryKind, PersistentChangeKind, RunManifest, WorkspaceAccessPolicy,
-    WorkspacePath, WorkspaceRoot, WriteGuard,
+    CheckpointReason, EntryKind, PersistentChangeKind, WorkspacePath, WorkspaceRoot, WriteGuard,
 };
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, EventPage, ProfileRepository, RunDocument,
@@ -21,6 +16,7 @@ use tt_ports::{
 };
 
 use super::{InMemoryStore, StoreOp};
+use crate::contract::{plain_run as run, store_with_run};
 
 fn ts(millis: i64) -> Timestamp {
     Timestamp::from_unix_millis(millis)
@@ -28,50 +24,6 @@ fn ts(millis: i64) -> Timestamp {
 
 fn p(raw: &str) -> WorkspacePath {
     WorkspacePath::parse(raw).unwrap()
-}
-
-fn run(id: &str, created: i64) -> AgentRun {
-    AgentRun {
-        id: RunId::from_raw(id),
-        workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
-        stable_chat_id: "chat-1".into(),
-        conversation_kind: ConversationKind::Character,
-        chat_ref: json!(null),
-        generation_type: json!("normal"),
-        profile_id: None,
-        persist_base_state_id: None,
-        skill_scope_refs: Default::default(),
-        presentation: Presentation::Foreground,
-        status: AgentRunStatus::Created,
-        input_message_count: 0,
-        forked_from: None,
-        profile_models: Default::default(),
-        abandoned_at: None,
-        unrecorded_end: None,
-        rebuilt: None,
-        connection_ref: None,
-        generation: Default::default(),
-        created_at: ts(created),
-        updated_at: ts(created),
-    }
-}
-
-fn manifest(run: &AgentRun) -> RunManifest {
-    RunManifest {
-        schema_version: 1,
-        run_id: run.id.clone(),
-        workspace_id: run.workspace_id.clone(),
-        stable_chat_id: run.stable_chat_id.clone(),
-        roots: WorkspaceAccessPolicy::full().manifest_roots(),
-        created_at: run.created_at,
-    }
-}
-
-async fn store_with_run(id: &str) -> (Arc<InMemoryStore>, RunId) {
-    let store = InMemoryStore::new();
-    let run = run(id, 0);
-    store.create_run(&run, &manifest(&run)).await.unwrap();
-    (store, run.id)
 }
 
 fn event(run_id: &RunId, n: u64, payload: serde_json::Value) -> NewRunEvent {
@@ -118,11 +70,14 @@ async fn runs_are_listed_newest_first_and_duplicates_rejected() {
     let store = InMemoryStore::new();
     for (id, created) in [("run_a", 1), ("run_b", 3), ("run_c", 3)] {
         let run = run(id, created);
-        store.create_run(&run, &manifest(&run)).await.unwrap();
+        store
+            .create_run(&run, &crate::contract::manifest_for(&run))
+            .await
+            .unwrap();
     }
     let again = run("run_a", 1);
     let err = store
-        .create_run(&again, &manifest(&again))
+        .create_run(&again, &crate::contract::manifest_for(&again))
         .await
         .unwrap_err();
     assert!(matches!(err, StorageError::AlreadyExists { .. }));
