@@ -32,14 +32,11 @@ pub(crate) fn exporting_runtime(
     let mut settings = OtelExportSettings::new(endpoint);
     settings.schedule_delay = Duration::from_millis(200);
     settings.capture_content = true;
-    AgentRuntimeBuilder::new()
-        .data_dir(dir)
-        .provider(provider)
+    transcript_builder(dir, provider)
         .provider_model_info(tt_ports::ConnectionModelInfo {
             default_model: Some("gpt-4o-mini".to_owned()),
             ..Default::default()
         })
-        .commit_bridge(CommitBridgeChoice::Transcript)
         .otel_export(Some(settings))
         .build()
         .unwrap()

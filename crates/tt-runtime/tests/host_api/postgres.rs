@@ -17,10 +17,10 @@ use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_ports::{CancellationToken, ModelError};
 use tt_runtime::{
     AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
-    ModelProvider, ReadEventsRequest, StoreOptions,
+    ModelProvider, StoreOptions,
 };
 
-use super::{committing_writer, hanging_model, request, wait_for_event};
+use super::{committing_writer, hanging_model, journal, request, wait_for_event};
 
 /// Turns a hang into a failure; never reached when the behaviour holds (no timing is asserted).
 const HANG_GUARD: Duration = Duration::from_secs(120);
@@ -69,18 +69,6 @@ async fn open_on_postgres(
     Ok(runtime)
 }
 
-async fn journal(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> {
-    runtime
-        .read_events(ReadEventsRequest {
-            run_id: run_id.to_owned(),
-            limit: Some(500),
-            ..ReadEventsRequest::default()
-        })
-        .await
-        .unwrap()
-        .events
-}
-
 /// Waits on and follows, from `viewer`, a run whose owner is gone or going: both end with the
 /// run `interrupted`, and the stored record and the journal's end agree.
 async fn assert_seen_interrupted(
@@ -89,6 +77,24 @@ async fn assert_seen_interrupted(
     waiting: tokio::task::JoinHandle<tt_runtime::HostResult<tt_runtime::AgentRun>>,
     following: tokio::task::JoinHandle<Vec<AgentRunEvent>>,
 ) {
+    let followed = both_end_interrupted(waiting, following, "owner_exited").await;
+    // The stored record and the journal's end agree.
+    assert_eq!(
+        viewer.get_run(run_id).await.unwrap().status,
+        AgentRunStatus::Interrupted
+    );
+    let journaled = journal(viewer, run_id).await;
+    assert_eq!(journaled.last().unwrap().event_type, "run_interrupted");
+    assert_eq!(journaled.len(), followed.len());
+}
+
+/// The waiter and the subscriber of [`wait_and_follow`] both end with the run `interrupted`
+/// (`run_interrupted {reason}` last, every seq followed); what the subscriber read.
+async fn both_end_interrupted(
+    waiting: tokio::task::JoinHandle<tt_runtime::HostResult<tt_runtime::AgentRun>>,
+    following: tokio::task::JoinHandle<Vec<AgentRunEvent>>,
+    reason: &str,
+) -> Vec<AgentRunEvent> {
     let waited = tokio::time::timeout(HANG_GUARD, waiting)
         .await
         .expect("the waiter returned")
@@ -101,17 +107,10 @@ async fn assert_seen_interrupted(
         .unwrap();
     let last = followed.last().unwrap();
     assert_eq!(last.event_type, "run_interrupted");
-    assert_eq!(last.payload["reason"], "owner_exited");
+    assert_eq!(last.payload["reason"], reason);
     let seqs: Vec<u64> = followed.iter().map(|event| event.seq).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
-    // The stored record and the journal's end agree.
-    assert_eq!(
-        viewer.get_run(run_id).await.unwrap().status,
-        AgentRunStatus::Interrupted
-    );
-    let journaled = journal(viewer, run_id).await;
-    assert_eq!(journaled.last().unwrap().event_type, "run_interrupted");
-    assert_eq!(journaled.len(), followed.len());
+    followed
 }
 
 /// Starts waiting on and following `run_id` from `viewer`; returns once the subscriber has read
@@ -313,21 +312,8 @@ async fn a_runtime_that_shuts_down_leaves_its_run_interrupted_for_another_to_res
         .unwrap();
     assert_eq!(stopped.len(), 1);
     assert_eq!(stopped[0].status, AgentRunStatus::Interrupted);
-    let waited = tokio::time::timeout(HANG_GUARD, waiting)
-        .await
-        .expect("the waiter returned")
-        .unwrap()
-        .unwrap();
-    assert_eq!(waited.status, AgentRunStatus::Interrupted);
-    let followed = tokio::time::timeout(HANG_GUARD, following)
-        .await
-        .expect("the subscriber ended")
-        .unwrap();
+    let followed = both_end_interrupted(waiting, following, "host_shutdown").await;
     let last = followed.last().unwrap();
-    assert_eq!(last.event_type, "run_interrupted");
-    assert_eq!(last.payload["reason"], "host_shutdown");
-    let seqs: Vec<u64> = followed.iter().map(|event| event.seq).collect();
-    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
 
     viewer.resume_run(&run_id).await.unwrap();
     let resumed = wait_for_event(&viewer, &run_id, "run_resumed").await;
