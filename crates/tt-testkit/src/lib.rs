@@ -9,3 +9,4 @@ pub mod fakes;
 pub mod leaks;
 pub mod memory_store;
 pub mod otlp;
+pub mod store_tests;
