@@ -856,7 +856,6 @@ async fn next_update_of(
 /// Round 1 writes a file, round 2 waits a day (until the run is cancelled); each model call
 /// waits for a permit of the returned gate.
 fn gated_held_writer() -> (Arc<dyn ModelProvider>, Arc<tokio::sync::Semaphore>) {
-    let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let held = Arc::new(FnProvider::new(|request| {
         Ok(match request.round {
             1 => ModelReply::tool_call(
@@ -866,10 +865,7 @@ fn gated_held_writer() -> (Arc<dyn ModelProvider>, Arc<tokio::sync::Semaphore>) 
             _ => ModelReply::text("later").after(Duration::from_secs(86_400)),
         })
     }));
-    let model = Arc::new(postgres::GatedModel {
-        inner: held,
-        gate: Arc::clone(&gate),
-    });
+    let (model, gate) = tt_testkit::fakes::GatedModel::closed(held);
     (model, gate)
 }
 

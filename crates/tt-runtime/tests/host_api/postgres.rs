@@ -9,16 +9,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use tempfile::TempDir;
-use tokio::sync::Semaphore;
 use tt_adapter_storage_postgres::cluster::TestCluster;
-use tt_domain::model::{AgentModelRequest, AgentModelResponse};
-use tt_ports::{CancellationToken, ModelError};
 use tt_runtime::{
     AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
     ModelProvider, StoreOptions,
 };
+use tt_testkit::fakes::GatedModel;
 
 use super::{committing_writer, hanging_model, journal, request, wait_for_event};
 
@@ -206,30 +203,6 @@ async fn a_waiter_and_a_subscriber_see_the_run_of_an_owner_that_lost_its_lease_i
     owner_host.shutdown_background();
 }
 
-/// A model that answers each call only when the test lets it (one permit per call).
-pub(crate) struct GatedModel {
-    pub(crate) inner: Arc<dyn ModelProvider>,
-    pub(crate) gate: Arc<Semaphore>,
-}
-
-#[async_trait]
-impl ModelProvider for GatedModel {
-    fn name(&self) -> &str {
-        "gated"
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        if let Ok(permit) = self.gate.acquire().await {
-            permit.forget();
-        }
-        self.inner.complete(request, cancel).await
-    }
-}
-
 /// The status the journal's last `status_changed` states.
 fn journaled_status(events: &[AgentRunEvent]) -> Option<AgentRunStatus> {
     events
@@ -246,11 +219,7 @@ async fn a_reader_in_another_runtime_reads_the_status_the_journal_says() {
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
     let reader_dir = TempDir::new().unwrap();
-    let gate = Arc::new(Semaphore::new(0));
-    let model = Arc::new(GatedModel {
-        inner: committing_writer(),
-        gate: Arc::clone(&gate),
-    });
+    let (model, gate) = GatedModel::closed(committing_writer());
     let owner = pg_runtime(&url, owner_dir.path(), model, None).await;
     let reader = pg_runtime(&url, reader_dir.path(), hanging_model(), None).await;
     let run_id = owner.start_run(request()).await.unwrap().id.to_string();
