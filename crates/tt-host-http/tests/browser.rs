@@ -370,6 +370,20 @@ pub(crate) async fn shown_agents(browser: &Browser) -> HashMap<String, (String, 
         .collect()
 }
 
+/// The run's journal (its first 500 events).
+pub(crate) async fn journal(server: &TestServer, run_id: &str) -> Vec<tt_runtime::AgentRunEvent> {
+    server
+        .runtime
+        .read_events(tt_runtime::ReadEventsRequest {
+            run_id: run_id.to_owned(),
+            limit: Some(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .events
+}
+
 /// The last event of the run's journal.
 pub(crate) async fn last_event(server: &TestServer, run_id: &str) -> tt_runtime::AgentRunEvent {
     server
@@ -1013,16 +1027,7 @@ async fn a_pending_commit_is_published_from_the_page() {
     let commit_id = browser
         .eval("[...window.ttInspector.run.commits.keys()][0]")
         .await;
-    let events = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id: run_id.clone(),
-            limit: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let events = journal(&server, &run_id).await;
     let completed = events
         .iter()
         .find(|event| event.event_type == "chat_commit_completed")
@@ -1193,16 +1198,7 @@ async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_p
         .unwrap()
         .text;
     assert_eq!(text, "# Scene\n\nThe lamp stayed dark.\n");
-    let events = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id,
-            limit: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let events = journal(&server, &run_id).await;
     let decided: Vec<_> = events
         .iter()
         .filter(|e| e.event_type == "tool_approval_resolved")

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use tt_runtime::CommitBridgeChoice;
 
 use crate::browser::{
-    Browser, approval_server, branching_writer, fanout_script, last_event, start_from_page,
-    writers_room_server,
+    Browser, approval_server, branching_writer, fanout_script, journal, last_event,
+    start_from_page, writers_room_server,
 };
 use crate::support::{install_profiles, server};
 
@@ -353,16 +353,7 @@ async fn a_branch_s_waterfall_spans_its_own_run_with_the_fork_point_and_copied_w
     .await;
     let source = server.start("default-writer", "Write the scene.").await;
     server.runtime.wait_for_run(&source).await.unwrap();
-    let events = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id: source.clone(),
-            limit: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let events = journal(&server, &source).await;
     // Right after the first write's result.
     let at = events
         .iter()
@@ -380,16 +371,8 @@ async fn a_branch_s_waterfall_spans_its_own_run_with_the_fork_point_and_copied_w
     // The fork point as the branch took it (it may move back to a point it can continue from).
     let at = branched.body["forkedFrom"]["seq"].as_u64().unwrap();
     server.runtime.wait_for_run(&branch).await.unwrap();
-    let fork_event = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id: branch.clone(),
-            limit: Some(500),
-            ..Default::default()
-        })
+    let fork_event = journal(&server, &branch)
         .await
-        .unwrap()
-        .events
         .into_iter()
         .find(|e| e.event_type == "run_interrupted")
         .unwrap();
