@@ -696,26 +696,6 @@ async fn connections_workspace_listing_and_run_updates() {
     assert_eq!(missing.status, 404, "{}", missing.body);
 }
 
-/// Copies a data dir as a crash would leave it: files only, no process holding any lock.
-/// Copies a data dir a runtime may still be writing: a file that vanishes between the listing
-/// and the copy (an atomic write's temp file, renamed meanwhile) is left out, as a crash at
-/// that instant would leave it out.
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if let Err(error) = std::fs::copy(entry.path(), &target) {
-            assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
-        }
-    }
-}
-
 #[tokio::test]
 async fn an_interrupted_run_is_resumed_over_http_without_asking_for_its_stored_turn_again() {
     use std::sync::Mutex;
@@ -749,7 +729,7 @@ async fn an_interrupted_run_is_resumed_over_http_without_asking_for_its_stored_t
     }
     // The app dies here: the next start finds the data dir as it is now.
     let after_crash = tempfile::tempdir().unwrap();
-    copy_dir(first_dir.path(), after_crash.path());
+    tt_testkit::store_tests::copy_live_data_dir(first_dir.path(), after_crash.path());
 
     let asked = std::sync::Arc::new(Mutex::new(Vec::new()));
     let rounds = std::sync::Arc::clone(&asked);

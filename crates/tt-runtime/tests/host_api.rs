@@ -21,6 +21,7 @@ use tt_runtime::{
     PromptMessage, PromptRole, RUNTIME_SHUT_DOWN, ReadEventsRequest, ResolveChatCommitRequest,
     ScriptedProvider, StartRunRequest,
 };
+use tt_testkit::store_tests::copy_live_data_dir;
 
 // ANCHOR: closure_model
 /// write -> commit -> finish for the default writer.
@@ -686,25 +687,6 @@ fn runtime_at_same_dir(dir: &Path) -> AgentRuntime {
     runtime(dir, committing_writer())
 }
 
-/// Copies a data dir a runtime may still be writing: a file that vanishes between the listing
-/// and the copy (an atomic write's temp file, renamed meanwhile) is left out, as a crash at
-/// that instant would leave it out.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if let Err(error) = std::fs::copy(entry.path(), &target) {
-            assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
-        }
-    }
-}
-
 #[tokio::test]
 async fn after_a_restart_an_interrupted_run_waits_and_streams_to_its_end() {
     let dir = TempDir::new().unwrap();
@@ -729,7 +711,7 @@ async fn after_a_restart_an_interrupted_run_waits_and_streams_to_its_end() {
     // The app "crashes": its data dir as it is now is what the next start finds, with no
     // process holding the run's lock (the copy was never locked).
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     let restarted = runtime(after_crash.path(), committing_writer());
     let runs = restarted
@@ -935,7 +917,7 @@ async fn guidance_waiting_when_the_process_died_reaches_the_agent_after_resume()
         .unwrap();
     assert_eq!(receipt.guidance_id, "guidance_000001");
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     // After the restart the writer writes, then waits on its second answer.
     let asked = Arc::new(std::sync::Mutex::new(Vec::new()));

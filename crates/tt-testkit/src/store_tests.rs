@@ -1,12 +1,13 @@
 //! What the storage adapters' own tests (beside the contract suites) write and read of a run:
 //! tool events appended in a row, its journal (one page of up to 500 events), the ids of its
 //! tasks, and the checks every run recovered after a crash passes (gapless seqs ending
-//! `run_interrupted`, every acknowledged document still there). Test support: a failure
-//! panics.
+//! `run_interrupted`, every acknowledged document still there); and the copy of a live data
+//! dir the host tests restart from, as a crash leaves it. Test support: a failure panics.
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use tt_domain::event::AgentRunEvent;
 use tt_domain::ids::RunId;
@@ -83,5 +84,25 @@ pub async fn assert_documents_kept(
                 .is_some(),
             "{what}: lost {path}"
         );
+    }
+}
+
+/// Copies a data dir a runtime may still be writing, as a crash would leave it (files only,
+/// no process holding any lock): a file that vanishes between the listing and the copy (an
+/// atomic write's temp file, renamed meanwhile) is left out, as a crash at that instant would
+/// leave it out.
+pub fn copy_live_data_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            copy_live_data_dir(&entry.path(), &target);
+        } else if let Err(error) = std::fs::copy(entry.path(), &target) {
+            assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
+        }
     }
 }

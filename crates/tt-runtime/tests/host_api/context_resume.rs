@@ -12,7 +12,7 @@ use tempfile::TempDir;
 use tt_domain::model::AgentModelRequest;
 use tt_runtime::{AgentRuntime, ConnectionModelInfo, FnProvider, ModelReply};
 
-use super::{copy_dir, request, transcript_builder, wait_for_event};
+use super::{copy_live_data_dir, request, transcript_builder, wait_for_event};
 
 /// The round at which the first process dies (its model never answers it).
 const CRASH_ROUND: u32 = 20;
@@ -115,7 +115,7 @@ async fn a_resumed_agent_sends_the_request_the_dead_process_was_sending() {
     assert!(trimmed > 0, "the scenario must trim before the crash");
     assert!(compacted > 0, "the scenario must compact before the crash");
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     let after = Arc::new(Mutex::new(Vec::new()));
     let restarted = windowed_runtime(after_crash.path(), reader(u32::MAX, Arc::clone(&after)));

@@ -18,7 +18,9 @@ use tt_runtime::{
     StartRunRequest,
 };
 
-use super::{builder, copy_dir, journal, librarian_profile, transcript_builder, wait_for_event};
+use super::{
+    builder, copy_live_data_dir, journal, librarian_profile, transcript_builder, wait_for_event,
+};
 
 /// The librarian with `extra` host tools (`host/<name>`), and `approval` rules.
 fn profile(extra: &[&str], approval: Value) -> tt_runtime::AgentProfileDefinition {
@@ -360,7 +362,7 @@ async fn crash_during(
     }
     assert_eq!(first_calls.load(Ordering::SeqCst), 1);
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     let read_again = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -588,7 +590,7 @@ async fn a_call_that_asks_first_and_was_in_flight_is_asked_again_saying_it_may_h
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     let posted = Arc::new(AtomicUsize::new(0));
     let restarted = runtime(
