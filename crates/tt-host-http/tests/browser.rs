@@ -372,16 +372,12 @@ pub(crate) async fn shown_agents(browser: &Browser) -> HashMap<String, (String, 
 
 /// The run's journal (its first 500 events).
 pub(crate) async fn journal(server: &TestServer, run_id: &str) -> Vec<tt_runtime::AgentRunEvent> {
-    server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id: run_id.to_owned(),
-            limit: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events
+    let first_page = tt_runtime::ReadEventsRequest {
+        run_id: run_id.to_owned(),
+        limit: Some(500),
+        ..Default::default()
+    };
+    server.runtime.read_events(first_page).await.unwrap().events
 }
 
 /// The last event of the run's journal.
