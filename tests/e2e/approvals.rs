@@ -449,25 +449,6 @@ async fn an_unanswered_call_is_denied_at_the_profiles_timeout() {
     assert_eq!(file(&runtime, &run_id, "scratch/notes.md").await, None);
 }
 
-/// Copies a data dir the first runtime is still writing: a file that vanishes between the
-/// listing and the copy (an atomic write's temp file, renamed meanwhile) is left out, as a
-/// crash at that instant would leave it out.
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if let Err(error) = std::fs::copy(entry.path(), &target) {
-            assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_killed_while_waiting_asks_again_after_resume_and_runs_the_call_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -482,7 +463,7 @@ async fn a_process_killed_while_waiting_asks_again_after_resume_and_runs_the_cal
     let asked = wait_for(&first, &run_id, "tool_approval_requested").await;
     // The process dies here: its files are all that is left.
     let after_crash = tempfile::tempdir().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    tt_testkit::store_tests::copy_live_data_dir(dir.path(), after_crash.path());
 
     let model = writing_lead(None);
     let second = runtime(after_crash.path(), model.clone());

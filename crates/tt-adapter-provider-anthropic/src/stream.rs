@@ -72,73 +72,6 @@ pub struct EventAccumulator {
 }
 
 impl EventAccumulator {
-    /// `message_stop` was seen.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Handles one SSE `data` payload.
-    pub fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
-        let event: Value = serde_json::from_str(data)
-            .map_err(|err| invalid_response(format!("a stream event is not JSON: {err}")))?;
-        match event.get("type").and_then(Value::as_str) {
-            Some("message_start") => {
-                let message = event.get("message").cloned().unwrap_or(Value::Null);
-                self.meta.id = string_field(&message, "id");
-                self.meta.model = string_field(&message, "model");
-                if let Some(usage) = message.get("usage") {
-                    self.input_usage = Some(usage.clone());
-                    self.meta.usage = usage_from(usage);
-                }
-            }
-            Some("content_block_start") => {
-                let index = block_index(&event)?;
-                let start = event
-                    .get("content_block")
-                    .filter(|block| block.is_object())
-                    .cloned()
-                    .ok_or_else(|| invalid_response("content_block_start without a block"))?;
-                self.start_block(index, start, sink);
-            }
-            Some("content_block_delta") => {
-                let index = block_index(&event)?;
-                let delta = event.get("delta").cloned().unwrap_or(Value::Null);
-                let block = self.blocks.get_mut(&index).ok_or_else(|| {
-                    invalid_response(format!("a delta for block {index}, which never started"))
-                })?;
-                apply_delta(block, &delta, sink);
-            }
-            Some("message_delta") => {
-                if let Some(reason) = event
-                    .get("delta")
-                    .and_then(|delta| string_field(delta, "stop_reason"))
-                {
-                    self.meta.stop_reason = Some(reason);
-                }
-                if let Some(usage) = event.get("usage") {
-                    // Output counts are cumulative; input counts, when repeated, are too.
-                    let mut merged = self.input_usage.clone().unwrap_or_else(|| json!({}));
-                    if let (Some(target), Some(update)) =
-                        (merged.as_object_mut(), usage.as_object())
-                    {
-                        for (key, value) in update {
-                            target.insert(key.clone(), value.clone());
-                        }
-                    }
-                    self.meta.usage = usage_from(&merged);
-                    self.input_usage = Some(merged);
-                }
-            }
-            Some("message_stop") => self.done = true,
-            Some("error") => {
-                return Err(stream_error(event.get("error").unwrap_or(&Value::Null)));
-            }
-            // `ping`, `content_block_stop` and event types added later carry nothing we need.
-            _ => {}
-        }
-        Ok(())
-    }
-
     fn start_block(&mut self, index: u64, start: Value, sink: &dyn ModelDeltaSink) {
         let block = match start.get("type").and_then(Value::as_str) {
             Some("text") => {
@@ -173,18 +106,6 @@ impl EventAccumulator {
             },
         };
         self.blocks.insert(index, block);
-    }
-
-    /// The stream ended. Without `message_stop` the reply was cut short, which is transient.
-    pub fn finish(self) -> Result<AgentModelResponse, ModelError> {
-        if !self.done {
-            return Err(ModelError::Transient {
-                message: "the response stream ended before message_stop".to_owned(),
-            });
-        }
-        let blocks: Vec<Value> = self.blocks.into_values().map(Block::finish).collect();
-        let raw = synthesized_body(&blocks, &self.meta);
-        into_response(&blocks, self.meta, raw)
     }
 }
 
@@ -252,36 +173,94 @@ fn append_field(block: &mut Value, key: &str, fragment: &str) {
 }
 
 impl StreamAccumulator for EventAccumulator {
+    /// Handles one SSE `data` payload.
     fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
-        EventAccumulator::push(self, data, sink)
+        let event: Value = serde_json::from_str(data)
+            .map_err(|err| invalid_response(format!("a stream event is not JSON: {err}")))?;
+        match event.get("type").and_then(Value::as_str) {
+            Some("message_start") => {
+                let message = event.get("message").cloned().unwrap_or(Value::Null);
+                self.meta.id = string_field(&message, "id");
+                self.meta.model = string_field(&message, "model");
+                if let Some(usage) = message.get("usage") {
+                    self.input_usage = Some(usage.clone());
+                    self.meta.usage = usage_from(usage);
+                }
+            }
+            Some("content_block_start") => {
+                let index = block_index(&event)?;
+                let start = event
+                    .get("content_block")
+                    .filter(|block| block.is_object())
+                    .cloned()
+                    .ok_or_else(|| invalid_response("content_block_start without a block"))?;
+                self.start_block(index, start, sink);
+            }
+            Some("content_block_delta") => {
+                let index = block_index(&event)?;
+                let delta = event.get("delta").cloned().unwrap_or(Value::Null);
+                let block = self.blocks.get_mut(&index).ok_or_else(|| {
+                    invalid_response(format!("a delta for block {index}, which never started"))
+                })?;
+                apply_delta(block, &delta, sink);
+            }
+            Some("message_delta") => {
+                if let Some(reason) = event
+                    .get("delta")
+                    .and_then(|delta| string_field(delta, "stop_reason"))
+                {
+                    self.meta.stop_reason = Some(reason);
+                }
+                if let Some(usage) = event.get("usage") {
+                    // Output counts are cumulative; input counts, when repeated, are too.
+                    let mut merged = self.input_usage.clone().unwrap_or_else(|| json!({}));
+                    if let (Some(target), Some(update)) =
+                        (merged.as_object_mut(), usage.as_object())
+                    {
+                        for (key, value) in update {
+                            target.insert(key.clone(), value.clone());
+                        }
+                    }
+                    self.meta.usage = usage_from(&merged);
+                    self.input_usage = Some(merged);
+                }
+            }
+            Some("message_stop") => self.done = true,
+            Some("error") => {
+                return Err(stream_error(event.get("error").unwrap_or(&Value::Null)));
+            }
+            // `ping`, `content_block_stop` and event types added later carry nothing we need.
+            _ => {}
+        }
+        Ok(())
     }
 
+    /// `message_stop` was seen.
     fn is_done(&self) -> bool {
-        EventAccumulator::is_done(self)
+        self.done
     }
 
+    /// The stream ended. Without `message_stop` the reply was cut short, which is transient.
     fn finish(self) -> Result<AgentModelResponse, ModelError> {
-        EventAccumulator::finish(self)
+        if !self.done {
+            return Err(ModelError::Transient {
+                message: "the response stream ended before message_stop".to_owned(),
+            });
+        }
+        let blocks: Vec<Value> = self.blocks.into_values().map(Block::finish).collect();
+        let raw = synthesized_body(&blocks, &self.meta);
+        into_response(&blocks, self.meta, raw)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    struct Recorder(Mutex<Vec<ModelDelta>>);
-
-    impl ModelDeltaSink for Recorder {
-        fn delta(&self, delta: ModelDelta) {
-            self.0.lock().unwrap().push(delta);
-        }
-    }
+    use tt_provider_http::test_fixtures::Deltas;
 
     #[test]
     fn server_tool_blocks_keep_their_streamed_input() {
-        let sink = Recorder::default();
+        let sink = Deltas::default();
         let mut acc = EventAccumulator::default();
         for event in [
             r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}"#,
@@ -300,12 +279,12 @@ mod tests {
                 value: json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "tides"}}),
             }]
         );
-        assert!(sink.0.lock().unwrap().is_empty());
+        assert!(sink.take().is_empty());
     }
 
     #[test]
     fn a_delta_before_its_block_is_invalid_and_a_cut_stream_is_transient() {
-        let sink = Recorder::default();
+        let sink = Deltas::default();
         let mut acc = EventAccumulator::default();
         let error = acc
             .push(

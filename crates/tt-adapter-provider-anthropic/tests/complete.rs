@@ -9,7 +9,6 @@ use tt_ports::ModelProvider;
 use crate::support::server::{Reply, TestServer};
 use crate::support::{
     cached_system, cached_user_text, first_body, first_messages, provider, request, tool_result,
-    wire_tools,
 };
 
 fn message(content: Value, stop_reason: &str) -> Value {
@@ -49,18 +48,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
     );
     assert_eq!(sent.header("content-type"), Some("application/json"));
     assert_eq!(sent.header("authorization"), None);
-    assert_eq!(
-        sent.body,
-        json!({
-            "model": "claude-test",
-            "max_tokens": 2048,
-            "system": cached_system("You are a writer."),
-            "messages": [cached_user_text("Write a scene.")],
-            "tools": wire_tools(),
-            "tool_choice": {"type": "auto"},
-            "stream": false,
-        })
-    );
+    assert_eq!(sent.body, first_body(false));
 
     let calls = response.tool_calls();
     assert_eq!(calls.len(), 1);

@@ -9,10 +9,7 @@ use tt_domain::model::{AgentModelResponse, ModelContentPart, ModelDelta, ModelUs
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{
-    Deltas, cached_system, cached_user_text, first_body, first_messages, provider, request,
-    tool_result, wire_tools,
-};
+use crate::support::{Deltas, first_body, first_messages, provider, request, tool_result};
 
 fn sse_text(events: &[Value]) -> String {
     events
@@ -134,18 +131,7 @@ async fn streamed_blocks_are_rebuilt_and_thinking_replayed_on_the_next_turn() {
 
     let sent = server.next_request().await;
     assert_eq!(sent.path, "/v1/messages");
-    assert_eq!(
-        sent.body,
-        json!({
-            "model": "claude-test",
-            "max_tokens": 2048,
-            "system": cached_system("You are a writer."),
-            "messages": [cached_user_text("Write a scene.")],
-            "tools": wire_tools(),
-            "tool_choice": {"type": "auto"},
-            "stream": true,
-        })
-    );
+    assert_eq!(sent.body, first_body(true));
 
     let thinking =
         json!({"type": "thinking", "thinking": "Both files now.", "signature": "EqQBCgIYAhIMsig"});

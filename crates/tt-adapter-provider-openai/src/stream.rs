@@ -34,13 +34,98 @@ pub struct ChunkAccumulator {
 }
 
 impl ChunkAccumulator {
-    /// `[DONE]` was seen.
-    pub fn is_done(&self) -> bool {
-        self.done
+    fn push_call_fragment(&mut self, position: usize, fragment: &Value, sink: &dyn ModelDeltaSink) {
+        // Servers that omit `index` send one call per chunk entry, in order.
+        let index = fragment
+            .get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(position as u64);
+        let call = self.calls.entry(index).or_default();
+        if call.id.is_none() {
+            call.id = string_field(fragment, "id").filter(|id| !id.is_empty());
+        }
+        let function = fragment.get("function");
+        if call.name.is_none() {
+            call.name = function
+                .and_then(|function| string_field(function, "name"))
+                .filter(|name| !name.is_empty());
+        }
+        let piece = function
+            .and_then(|function| function.get("arguments"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        call.arguments.push_str(piece);
+        match (&call.id, &call.name, call.announced) {
+            (Some(id), Some(name), false) => {
+                call.announced = true;
+                sink.delta(ModelDelta::ToolCallStarted {
+                    id: id.clone(),
+                    name: name.clone(),
+                });
+                if !call.arguments.is_empty() {
+                    sink.delta(ModelDelta::ToolCallArguments {
+                        id: id.clone(),
+                        fragment: call.arguments.clone(),
+                    });
+                }
+            }
+            (Some(id), Some(_), true) if !piece.is_empty() => {
+                sink.delta(ModelDelta::ToolCallArguments {
+                    id: id.clone(),
+                    fragment: piece.to_owned(),
+                });
+            }
+            _ => {}
+        }
     }
 
+    /// The reply in the shape of a non-streamed body, kept as the audit `raw_response`.
+    fn synthesized_body(&self) -> Value {
+        let parts = &self.parts;
+        let calls: Vec<Value> = parts
+            .tool_calls
+            .iter()
+            .map(|call| {
+                let arguments = match &call.arguments {
+                    RawArguments::Text(text) => json!(text),
+                    RawArguments::Json(value) => value.clone(),
+                };
+                json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
+            })
+            .collect();
+        let mut message = json!({
+            "role": "assistant",
+            "content": if parts.text.is_empty() { Value::Null } else { json!(parts.text) },
+        });
+        if !parts.reasoning.is_empty() {
+            message["reasoning_content"] = json!(parts.reasoning);
+        }
+        if !calls.is_empty() {
+            message["tool_calls"] = Value::Array(calls);
+        }
+        json!({
+            "id": parts.id,
+            "object": "chat.completion",
+            "model": parts.model,
+            "streamed": true,
+            "choices": [{"index": 0, "message": message, "finish_reason": parts.finish_reason}],
+            "usage": parts.usage.map(|usage| {
+                let mut value = json!({
+                    "prompt_tokens": usage.input_tokens,
+                    "completion_tokens": usage.output_tokens,
+                });
+                if usage.cached_input_tokens > 0 {
+                    value["prompt_tokens_details"] = json!({"cached_tokens": usage.cached_input_tokens});
+                }
+                value
+            }),
+        })
+    }
+}
+
+impl StreamAccumulator for ChunkAccumulator {
     /// Handles one SSE `data` payload.
-    pub fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
+    fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
         let data = data.trim();
         if data == "[DONE]" {
             self.done = true;
@@ -116,54 +201,14 @@ impl ChunkAccumulator {
         Ok(())
     }
 
-    fn push_call_fragment(&mut self, position: usize, fragment: &Value, sink: &dyn ModelDeltaSink) {
-        // Servers that omit `index` send one call per chunk entry, in order.
-        let index = fragment
-            .get("index")
-            .and_then(Value::as_u64)
-            .unwrap_or(position as u64);
-        let call = self.calls.entry(index).or_default();
-        if call.id.is_none() {
-            call.id = string_field(fragment, "id").filter(|id| !id.is_empty());
-        }
-        let function = fragment.get("function");
-        if call.name.is_none() {
-            call.name = function
-                .and_then(|function| string_field(function, "name"))
-                .filter(|name| !name.is_empty());
-        }
-        let piece = function
-            .and_then(|function| function.get("arguments"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        call.arguments.push_str(piece);
-        match (&call.id, &call.name, call.announced) {
-            (Some(id), Some(name), false) => {
-                call.announced = true;
-                sink.delta(ModelDelta::ToolCallStarted {
-                    id: id.clone(),
-                    name: name.clone(),
-                });
-                if !call.arguments.is_empty() {
-                    sink.delta(ModelDelta::ToolCallArguments {
-                        id: id.clone(),
-                        fragment: call.arguments.clone(),
-                    });
-                }
-            }
-            (Some(id), Some(_), true) if !piece.is_empty() => {
-                sink.delta(ModelDelta::ToolCallArguments {
-                    id: id.clone(),
-                    fragment: piece.to_owned(),
-                });
-            }
-            _ => {}
-        }
+    /// `[DONE]` was seen.
+    fn is_done(&self) -> bool {
+        self.done
     }
 
     /// The stream ended. Without `[DONE]` or a finish reason the reply was cut short, which is
     /// transient.
-    pub fn finish(mut self) -> Result<AgentModelResponse, ModelError> {
+    fn finish(mut self) -> Result<AgentModelResponse, ModelError> {
         if !self.done && self.parts.finish_reason.is_none() {
             return Err(ModelError::Transient {
                 message: "the response stream ended before it was complete".to_owned(),
@@ -180,82 +225,16 @@ impl ChunkAccumulator {
         let raw = self.synthesized_body();
         self.parts.into_response(raw)
     }
-
-    /// The reply in the shape of a non-streamed body, kept as the audit `raw_response`.
-    fn synthesized_body(&self) -> Value {
-        let parts = &self.parts;
-        let calls: Vec<Value> = parts
-            .tool_calls
-            .iter()
-            .map(|call| {
-                let arguments = match &call.arguments {
-                    RawArguments::Text(text) => json!(text),
-                    RawArguments::Json(value) => value.clone(),
-                };
-                json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
-            })
-            .collect();
-        let mut message = json!({
-            "role": "assistant",
-            "content": if parts.text.is_empty() { Value::Null } else { json!(parts.text) },
-        });
-        if !parts.reasoning.is_empty() {
-            message["reasoning_content"] = json!(parts.reasoning);
-        }
-        if !calls.is_empty() {
-            message["tool_calls"] = Value::Array(calls);
-        }
-        json!({
-            "id": parts.id,
-            "object": "chat.completion",
-            "model": parts.model,
-            "streamed": true,
-            "choices": [{"index": 0, "message": message, "finish_reason": parts.finish_reason}],
-            "usage": parts.usage.map(|usage| {
-                let mut value = json!({
-                    "prompt_tokens": usage.input_tokens,
-                    "completion_tokens": usage.output_tokens,
-                });
-                if usage.cached_input_tokens > 0 {
-                    value["prompt_tokens_details"] = json!({"cached_tokens": usage.cached_input_tokens});
-                }
-                value
-            }),
-        })
-    }
-}
-
-impl StreamAccumulator for ChunkAccumulator {
-    fn push(&mut self, data: &str, sink: &dyn ModelDeltaSink) -> Result<(), ModelError> {
-        ChunkAccumulator::push(self, data, sink)
-    }
-
-    fn is_done(&self) -> bool {
-        ChunkAccumulator::is_done(self)
-    }
-
-    fn finish(self) -> Result<AgentModelResponse, ModelError> {
-        ChunkAccumulator::finish(self)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    struct Recorder(Mutex<Vec<ModelDelta>>);
-
-    impl ModelDeltaSink for Recorder {
-        fn delta(&self, delta: ModelDelta) {
-            self.0.lock().unwrap().push(delta);
-        }
-    }
+    use tt_provider_http::test_fixtures::Deltas;
 
     #[test]
     fn fragments_are_reassembled_by_index_even_when_the_id_comes_late() {
-        let sink = Recorder::default();
+        let sink = Deltas::default();
         let mut acc = ChunkAccumulator::default();
         let chunks = [
             json!({"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}}]}),
@@ -280,7 +259,7 @@ mod tests {
             ("B", &json!({"q": 1}))
         );
         assert_eq!(
-            *sink.0.lock().unwrap(),
+            sink.take(),
             vec![
                 ModelDelta::Text { text: "Hi".into() },
                 ModelDelta::ToolCallStarted {
@@ -302,7 +281,7 @@ mod tests {
 
     #[test]
     fn a_stream_cut_short_is_transient() {
-        let sink = Recorder::default();
+        let sink = Deltas::default();
         let mut acc = ChunkAccumulator::default();
         acc.push(
             r#"{"choices":[{"index":0,"delta":{"content":"Hi"}}]}"#,

@@ -8,7 +8,7 @@ use tt_domain::tool::AgentToolResult;
 use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{first_body, first_messages, provider, request, wire_tools};
+use crate::support::{first_body, first_messages, provider, request};
 
 fn completion(message: Value, finish_reason: &str) -> Value {
     json!({
@@ -54,22 +54,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
     assert_eq!(sent.header("authorization"), Some("Bearer sk-test"));
     assert_eq!(sent.header("content-type"), Some("application/json"));
     assert_eq!(sent.header("x-team"), Some("writers"));
-    assert_eq!(
-        sent.body,
-        json!({
-            "model": "local-model",
-            "messages": [
-                {"role": "system", "content": "You are a writer."},
-                {"role": "user", "content": "Write a scene."},
-            ],
-            "tools": wire_tools(),
-            "tool_choice": "auto",
-            "parallel_tool_calls": true,
-            "max_tokens": 8192,
-            "cache_prompt": true,
-            "stream": false,
-        })
-    );
+    assert_eq!(sent.body, first_body(false));
 
     let calls = response.tool_calls();
     assert_eq!(calls.len(), 1);

@@ -8,7 +8,7 @@ use tt_domain::model::{AgentModelResponse, ModelDelta, ModelUsage};
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Deltas, first_body, first_messages, provider, request, wire_tools};
+use crate::support::{Deltas, first_body, first_messages, provider, request};
 
 fn chunk(delta: Value, finish_reason: Value) -> Value {
     json!({
@@ -116,23 +116,7 @@ async fn streamed_tool_call_fragments_are_reassembled_exactly() {
 
     let sent = server.next_request().await;
     assert_eq!(sent.path, "/v1/chat/completions");
-    assert_eq!(
-        sent.body,
-        json!({
-            "model": "local-model",
-            "messages": [
-                {"role": "system", "content": "You are a writer."},
-                {"role": "user", "content": "Write a scene."},
-            ],
-            "tools": wire_tools(),
-            "tool_choice": "auto",
-            "parallel_tool_calls": true,
-            "max_tokens": 8192,
-            "cache_prompt": true,
-            "stream": true,
-            "stream_options": {"include_usage": true},
-        })
-    );
+    assert_eq!(sent.body, first_body(true));
 
     let calls = response.tool_calls();
     assert_eq!(calls.len(), 2);

@@ -48,6 +48,44 @@ async fn stored_task_is(
 }
 
 impl PostgresStore {
+    /// The runs `SELECT … FROM runs r` finds with `tail` (its `WHERE` and `ORDER BY`) and
+    /// `params`; `what` names them in an error. A body that does not parse is left out
+    /// (`unreadable_runs` names it), never allowed to hide the others. Runs another store
+    /// writes read as `load_run` reads them, but a listing records nothing.
+    async fn listed_runs(
+        &self,
+        tail: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        what: &'static str,
+    ) -> StorageResult<Vec<AgentRun>> {
+        let conn = self.pool.get().await?;
+        let rows = conn
+            .query(
+                &format!(
+                    "SELECT r.body, {OBSERVED_COLUMNS} FROM runs r
+                     LEFT JOIN run_leases l ON l.run_id = r.run_id
+                     {tail}"
+                ),
+                params,
+            )
+            .await
+            .map_err(io(what))?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                let run = parse::<AgentRun>("run", row.get(0)).ok()?;
+                if self.ownership.holds(&run.id) {
+                    return Some(run);
+                }
+                let observed = Observed {
+                    journal_status: row.get(1),
+                    owner_gone: row.get(2),
+                };
+                Some(observed.apply(run))
+            })
+            .collect())
+    }
+
     /// Whether the stored record of `run` is `body` (a create that may have committed).
     async fn stored_run_is(
         &self,
@@ -235,68 +273,24 @@ impl AgentRunRepository for PostgresStore {
         retrying(|_| async move {
             let offset = i64::try_from(page.offset).unwrap_or(i64::MAX);
             let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query(
-                    &format!(
-                        "SELECT r.body, {OBSERVED_COLUMNS} FROM runs r
-                         LEFT JOIN run_leases l ON l.run_id = r.run_id
-                         ORDER BY r.created_ms DESC, r.run_id OFFSET $1 LIMIT $2"
-                    ),
-                    &[&offset, &limit],
-                )
-                .await
-                .map_err(io("the run index"))?;
-            // A body that does not parse is left out (`unreadable_runs` names it), never allowed
-            // to hide the others. Runs another store writes read as `load_run` reads them, but
-            // a listing records nothing.
-            Ok(rows
-                .iter()
-                .filter_map(|row| {
-                    let run = parse::<AgentRun>("run", row.get(0)).ok()?;
-                    if self.ownership.holds(&run.id) {
-                        return Some(run);
-                    }
-                    let observed = Observed {
-                        journal_status: row.get(1),
-                        owner_gone: row.get(2),
-                    };
-                    Some(observed.apply(run))
-                })
-                .collect())
+            self.listed_runs(
+                "ORDER BY r.created_ms DESC, r.run_id OFFSET $1 LIMIT $2",
+                &[&offset, &limit],
+                "the run index",
+            )
+            .await
         })
         .await
     }
 
     async fn list_chat_runs(&self, stable_chat_id: &str) -> StorageResult<Vec<AgentRun>> {
         retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query(
-                    &format!(
-                        "SELECT r.body, {OBSERVED_COLUMNS} FROM runs r
-                         LEFT JOIN run_leases l ON l.run_id = r.run_id
-                         WHERE tt_run_chat(r.body) = $1"
-                    ),
-                    &[&stable_chat_id],
-                )
-                .await
-                .map_err(io("the runs of a conversation"))?;
-            // As `list_runs`: a body that does not parse is left out.
-            Ok(rows
-                .iter()
-                .filter_map(|row| {
-                    let run = parse::<AgentRun>("run", row.get(0)).ok()?;
-                    if self.ownership.holds(&run.id) {
-                        return Some(run);
-                    }
-                    let observed = Observed {
-                        journal_status: row.get(1),
-                        owner_gone: row.get(2),
-                    };
-                    Some(observed.apply(run))
-                })
-                .collect())
+            self.listed_runs(
+                "WHERE tt_run_chat(r.body) = $1",
+                &[&stable_chat_id],
+                "the runs of a conversation",
+            )
+            .await
         })
         .await
     }

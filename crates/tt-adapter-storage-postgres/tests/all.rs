@@ -22,10 +22,26 @@ pub fn cluster() -> &'static TestCluster {
 
 /// A fresh, migrated database on the shared cluster.
 pub async fn fresh_store() -> Arc<PostgresStore> {
+    fresh_database("tt_case").await.1
+}
+
+/// A fresh, migrated database named `<prefix>_<n>` on the shared cluster: its URL and a store
+/// on it.
+async fn fresh_database(prefix: &str) -> (String, Arc<PostgresStore>) {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let name = format!("tt_case_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let name = format!("{prefix}_{}", NEXT.fetch_add(1, Ordering::Relaxed));
     let url = cluster().create_database(&name).await.unwrap();
-    Arc::new(PostgresStore::open(&url).await.unwrap())
+    let store = Arc::new(PostgresStore::open(&url).await.unwrap());
+    (url, store)
+}
+
+/// A new store on the database at `url` (as another host opens it), for a contract suite's
+/// synchronous `reopen`.
+fn reopen_blocking(url: &str) -> Arc<PostgresStore> {
+    tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current()
+            .block_on(async { Arc::new(PostgresStore::open(url).await.unwrap()) })
+    })
 }
 
 /// The store seen through every storage port the contract suites test.
@@ -71,20 +87,10 @@ tt_testkit::skills_contract_tests!(postgres_skills().await);
 
 /// A fresh database seen through the transcript port; reopening opens a new store on it.
 async fn postgres_transcripts() -> tt_testkit::contract::TranscriptsUnderTest {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let name = format!("tt_transcripts_{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    let url = cluster().create_database(&name).await.unwrap();
-    let store = Arc::new(PostgresStore::open(&url).await.unwrap());
+    let (url, store) = fresh_database("tt_transcripts").await;
     tt_testkit::contract::TranscriptsUnderTest {
         repo: store,
-        reopen: Arc::new(move || {
-            let url = url.clone();
-            tokio::task::block_in_place(|| {
-                tokio::runtime::Handle::current().block_on(async move {
-                    Arc::new(PostgresStore::open(&url).await.unwrap()) as _
-                })
-            })
-        }),
+        reopen: Arc::new(move || reopen_blocking(&url) as _),
         _guard: None,
     }
 }
@@ -93,20 +99,10 @@ tt_testkit::transcripts_contract_tests!(postgres_transcripts().await);
 
 /// A fresh database seen through the MCP server port; reopening opens a new store on it.
 async fn postgres_mcp_servers() -> tt_testkit::contract::McpServersUnderTest {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let name = format!("tt_mcp_servers_{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    let url = cluster().create_database(&name).await.unwrap();
-    let store = Arc::new(PostgresStore::open(&url).await.unwrap());
+    let (url, store) = fresh_database("tt_mcp_servers").await;
     tt_testkit::contract::McpServersUnderTest {
         repo: store,
-        reopen: Arc::new(move || {
-            let url = url.clone();
-            tokio::task::block_in_place(|| {
-                tokio::runtime::Handle::current().block_on(async move {
-                    Arc::new(PostgresStore::open(&url).await.unwrap()) as _
-                })
-            })
-        }),
+        reopen: Arc::new(move || reopen_blocking(&url) as _),
         _guard: None,
     }
 }
@@ -116,20 +112,10 @@ tt_testkit::mcp_servers_contract_tests!(postgres_mcp_servers().await);
 /// A fresh database's connections; reopening reads them through a new store on the same
 /// database (another host).
 async fn postgres_connections() -> tt_testkit::contract::ConnectionsUnderTest {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let name = format!("tt_connections_{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    let url = cluster().create_database(&name).await.unwrap();
-    let store = Arc::new(PostgresStore::open(&url).await.unwrap());
+    let (url, store) = fresh_database("tt_connections").await;
     tt_testkit::contract::ConnectionsUnderTest {
         repo: store,
-        reopen: Arc::new(move || {
-            let url = url.clone();
-            tokio::task::block_in_place(|| {
-                tokio::runtime::Handle::current().block_on(async move {
-                    Arc::new(PostgresStore::open(&url).await.unwrap()) as _
-                })
-            })
-        }),
+        reopen: Arc::new(move || reopen_blocking(&url) as _),
         _guard: None,
     }
 }

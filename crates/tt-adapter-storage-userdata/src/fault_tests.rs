@@ -16,10 +16,12 @@ use tt_domain::run::AgentRun;
 use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{
-    AgentInvocationRepository, AgentRunRepository, EventPage, RunDocument, RunJournal,
-    WorkspaceRepository,
+    AgentInvocationRepository, AgentRunRepository, RunDocument, RunJournal, WorkspaceRepository,
 };
 use tt_testkit::contract::{invocation, manifest_for, sample_run, task, tool_event, ts, wp};
+use tt_testkit::store_tests::{
+    assert_documents_kept, assert_ends_interrupted, read_journal, task_ids,
+};
 
 use crate::UserDataStore;
 use crate::faults::{self, Fault, Op};
@@ -167,46 +169,16 @@ async fn trial(op: Op, fault: Fault, fail_at: u64) -> bool {
         .recover_interrupted_runs(ts(100), event_ids())
         .unwrap_or_else(|err| panic!("{what}: reopening failed: {err}"));
     assert_eq!(recovered.len(), 1, "{what}");
-    let events = RunJournal::read(
-        reopened.as_ref(),
-        &run.id,
-        &EventPage {
-            limit: Some(500),
-            ..EventPage::default()
-        },
-    )
-    .await
-    .unwrap();
-    let seqs: Vec<u64> = events.iter().map(|event| event.seq).collect();
-    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "{what}");
-    assert_eq!(
-        events.last().unwrap().event_type,
-        "run_interrupted",
-        "{what}"
-    );
+    let events = read_journal(reopened.as_ref(), &run.id).await;
+    assert_ends_interrupted(&events, &what);
     let stored: BTreeSet<u64> = events
         .iter()
         .filter_map(|event| event.payload["n"].as_u64())
         .collect();
     assert!(stored.is_superset(&seen.events), "{what}: lost events");
-    let tasks: BTreeSet<String> = reopened
-        .list_tasks(&run.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|task| task.id.to_string())
-        .collect();
+    let tasks = task_ids(reopened.as_ref(), &run.id).await;
     assert!(tasks.is_superset(&seen.tasks), "{what}: lost tasks");
-    for document in &seen.documents {
-        assert!(
-            reopened
-                .read_record(&run.id, document)
-                .await
-                .unwrap()
-                .is_some(),
-            "{what}: lost {document}"
-        );
-    }
+    assert_documents_kept(reopened.as_ref(), &run.id, &seen.documents, &what).await;
     for (path, text) in &seen.files {
         let file = WorkspaceRepository::read(reopened.as_ref(), &run.id, &wp(path))
             .await

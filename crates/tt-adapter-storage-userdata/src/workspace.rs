@@ -15,7 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use tt_domain::DomainError;
 use tt_domain::error_codes;
-use tt_domain::ids::{CheckpointId, RunId, WorkspaceId, is_valid_storage_segment};
+use tt_domain::ids::{CheckpointId, RunId, WorkspaceId};
 use tt_domain::run::AgentRun;
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
@@ -119,12 +119,7 @@ fn init_persist_sync(
     fsutil::create_dir_all(&run_persist)?;
 
     if let Some(state_id) = base_state_id {
-        if !is_valid_storage_segment(state_id) {
-            return Err(persist_error(
-                error_codes::AGENT_PERSISTENT_STATE_ROOT_INVALID,
-                format!("persistent state id `{state_id}` is not a valid storage segment"),
-            ));
-        }
+        tt_ports::store_inputs::check_persistent_state_id(state_id)?;
         let state_dir = inner
             .layout
             .states_dir(run.workspace_id.as_str())?

@@ -27,6 +27,28 @@ fn never() -> CancellationToken {
     CancellationToken::new()
 }
 
+/// A new client's refusal of `server`'s catalog, which is too large
+/// (`mcp.catalog_too_large`).
+async fn catalog_refusal(server: &McpServerConfig) -> tt_ports::tools::ToolSourceError {
+    let client = RmcpClient::new();
+    let err = client.list_tools(server, never()).await.unwrap_err();
+    assert_eq!(err.code, error_codes::MCP_CATALOG_TOO_LARGE, "{err}");
+    client.shutdown().await;
+    err
+}
+
+/// Calls `tool` of `server` with `arguments` (a JSON object), never cancelled.
+async fn call(
+    client: &RmcpClient,
+    server: &McpServerConfig,
+    tool: &str,
+    arguments: Value,
+) -> Result<tt_domain::mcp::McpCallOutput, tt_ports::tools::ToolSourceError> {
+    client
+        .call_tool(server, tool, &args(arguments), never())
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_over_stdio_lists_its_tools_with_hints_and_answers() {
     let Some(server) = support::everything() else {
@@ -42,8 +64,7 @@ async fn everything_over_stdio_lists_its_tools_with_hints_and_answers() {
     assert_eq!(echo.destructive_hint, Some(false));
     assert_eq!(echo.input_schema["properties"]["message"]["type"], "string");
 
-    let out = client
-        .call_tool(&server, "echo", &args(json!({"message": "hi"})), never())
+    let out = call(&client, &server, "echo", json!({"message": "hi"}))
         .await
         .unwrap();
     assert_eq!(out.text, "Echo: hi");
@@ -64,8 +85,7 @@ async fn everything_over_stdio_lists_its_tools_with_hints_and_answers() {
         Some(json!({"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82}))
     );
 
-    let image = client
-        .call_tool(&server, "get-tiny-image", &Map::new(), never())
+    let image = call(&client, &server, "get-tiny-image", json!({}))
         .await
         .unwrap();
     let lines: Vec<&str> = image.text.lines().collect();
@@ -90,10 +110,7 @@ async fn a_stdio_server_gets_its_own_env_and_only_a_few_of_the_runtimes_variable
     // cargo sets CARGO_MANIFEST_DIR for the test process; a server must not inherit it.
     assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
     let client = RmcpClient::new();
-    let out = client
-        .call_tool(&server, "get-env", &Map::new(), never())
-        .await
-        .unwrap();
+    let out = call(&client, &server, "get-env", json!({})).await.unwrap();
     let env: Value = serde_json::from_str(&out.text).unwrap();
     assert_eq!(env["TT_MCP_GIVEN"], "given");
     assert!(env.get("PATH").is_some());
@@ -117,18 +134,11 @@ async fn everything_over_streamable_http_lists_and_answers() {
     let client = RmcpClient::new();
     let tools = client.list_tools(&server, never()).await.unwrap();
     assert!(tools.iter().any(|tool| tool.name == "echo"), "{tools:?}");
-    let out = client
-        .call_tool(
-            &server,
-            "echo",
-            &args(json!({"message": "over http"})),
-            never(),
-        )
+    let out = call(&client, &server, "echo", json!({"message": "over http"}))
         .await
         .unwrap();
     assert_eq!(out.text, "Echo: over http");
-    let sum = client
-        .call_tool(&server, "get-sum", &args(json!({"a": 2, "b": 3})), never())
+    let sum = call(&client, &server, "get-sum", json!({"a": 2, "b": 3}))
         .await
         .unwrap();
     assert!(sum.text.contains('5'), "{}", sum.text);
@@ -184,10 +194,7 @@ async fn invalid_http_registrations_are_refused_before_any_connection() {
     let client = RmcpClient::new();
     let err = client.list_tools(&server, never()).await.unwrap_err();
     assert_eq!(err.code, error_codes::MCP_SERVER_INVALID);
-    let err = client
-        .call_tool(&server, "echo", &Map::new(), never())
-        .await
-        .unwrap_err();
+    let err = call(&client, &server, "echo", json!({})).await.unwrap_err();
     assert_eq!(err.code, error_codes::MCP_SERVER_INVALID);
     assert!(!err.may_have_run);
 
@@ -219,40 +226,32 @@ async fn filesystem_server_reads_and_writes_in_its_directory() {
     assert_eq!(write.read_only_hint, Some(false));
 
     let path = root.join("a.txt").display().to_string();
-    let out = client
-        .call_tool(
-            &server,
-            "read_text_file",
-            &args(json!({"path": path})),
-            never(),
-        )
+    let out = call(&client, &server, "read_text_file", json!({"path": path}))
         .await
         .unwrap();
     assert_eq!(out.text, "alpha\n");
     assert!(!out.is_error);
 
     let new = root.join("b.txt").display().to_string();
-    client
-        .call_tool(
-            &server,
-            "write_file",
-            &args(json!({"path": new, "content": "beta"})),
-            never(),
-        )
-        .await
-        .unwrap();
+    call(
+        &client,
+        &server,
+        "write_file",
+        json!({"path": new, "content": "beta"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(std::fs::read_to_string(root.join("b.txt")).unwrap(), "beta");
 
     // Outside its directory the server answers with isError: an Ok the agent reads.
-    let out = client
-        .call_tool(
-            &server,
-            "read_text_file",
-            &args(json!({"path": "/etc/hostname"})),
-            never(),
-        )
-        .await
-        .unwrap();
+    let out = call(
+        &client,
+        &server,
+        "read_text_file",
+        json!({"path": "/etc/hostname"}),
+    )
+    .await
+    .unwrap();
     assert!(out.is_error, "{out:?}");
     client.shutdown().await;
 }
@@ -263,13 +262,7 @@ async fn a_tool_error_is_an_ok_output_marked_as_error() {
         return;
     };
     let client = RmcpClient::new();
-    let out = client
-        .call_tool(
-            &server,
-            "fail",
-            &args(json!({"message": "no luck"})),
-            never(),
-        )
+    let out = call(&client, &server, "fail", json!({"message": "no luck"}))
         .await
         .unwrap();
     assert!(out.is_error);
@@ -283,10 +276,7 @@ async fn media_and_resources_become_notes_and_structured_content_is_kept() {
         return;
     };
     let client = RmcpClient::new();
-    let out = client
-        .call_tool(&server, "media", &Map::new(), never())
-        .await
-        .unwrap();
+    let out = call(&client, &server, "media", json!({})).await.unwrap();
     assert_eq!(
         out.text,
         "first\n[image: image/png, 100 bytes]\n[audio: audio/wav, 50 bytes]\n[resource: file:///notes.txt, text/plain, 5 bytes]\nlast"
@@ -328,11 +318,8 @@ async fn the_catalog_is_read_over_every_page_and_bounded() {
     client.shutdown().await;
 
     let endless = support::python(&[("TT_PY_PAGE_LOOP", "1".into())]).unwrap();
-    let client = RmcpClient::new();
-    let err = client.list_tools(&endless, never()).await.unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_CATALOG_TOO_LARGE, "{err}");
+    let err = catalog_refusal(&endless).await;
     assert!(err.message.contains("32 pages"), "{err}");
-    client.shutdown().await;
 
     let many = support::python(&[
         (
@@ -342,11 +329,8 @@ async fn the_catalog_is_read_over_every_page_and_bounded() {
         ("TT_PY_PAGE_SIZE", "100".into()),
     ])
     .unwrap();
-    let client = RmcpClient::new();
-    let err = client.list_tools(&many, never()).await.unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_CATALOG_TOO_LARGE, "{err}");
+    let err = catalog_refusal(&many).await;
     assert!(err.message.contains("512 tools"), "{err}");
-    client.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -360,11 +344,8 @@ async fn schemas_and_catalogs_are_bounded_in_bytes() {
     ]) else {
         return;
     };
-    let client = RmcpClient::new();
-    let err = client.list_tools(&one_wide, never()).await.unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_CATALOG_TOO_LARGE, "{err}");
+    let err = catalog_refusal(&one_wide).await;
     assert!(err.message.contains("the schema of `wide0`"), "{err}");
-    client.shutdown().await;
 
     // 40 schemas just under the bound each, on pages of 8: over 8 MiB in all.
     let many_wide = support::python(&[
@@ -376,18 +357,13 @@ async fn schemas_and_catalogs_are_bounded_in_bytes() {
         ("TT_PY_PAGE_SIZE", "8".into()),
     ])
     .unwrap();
-    let client = RmcpClient::new();
-    let err = client.list_tools(&many_wide, never()).await.unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_CATALOG_TOO_LARGE, "{err}");
+    let err = catalog_refusal(&many_wide).await;
     assert!(err.message.contains("its catalog is over"), "{err}");
-    client.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_past_its_timeout_is_cancelled_on_the_server_and_may_have_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("cancel.log");
-    let Some(mut server) = support::python(&[("TT_PY_CANCEL_LOG", log.display().to_string())])
+    let Some((_dir, log, mut server)) = support::python_logging("TT_PY_CANCEL_LOG", "cancel.log")
     else {
         return;
     };
@@ -395,21 +371,14 @@ async fn a_call_past_its_timeout_is_cancelled_on_the_server_and_may_have_run() {
     let client = RmcpClient::new();
     // Start the server first, so the timeout is spent on the call, not the start.
     client.list_tools(&server, never()).await.unwrap();
-    let err = client
-        .call_tool(&server, "slow", &args(json!({"seconds": 30})), never())
+    let err = call(&client, &server, "slow", json!({"seconds": 30}))
         .await
         .unwrap_err();
     assert_eq!(err.code, error_codes::MCP_CALL_TIMEOUT, "{err}");
     assert!(err.may_have_run);
     support::wait_for_line(&log, "cancelled 30").await;
     // The connection is still good.
-    let out = client
-        .call_tool(
-            &server,
-            "echo",
-            &args(json!({"text": "still here"})),
-            never(),
-        )
+    let out = call(&client, &server, "echo", json!({"text": "still here"}))
         .await
         .unwrap();
     assert_eq!(out.text, "still here");
@@ -418,9 +387,8 @@ async fn a_call_past_its_timeout_is_cancelled_on_the_server_and_may_have_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_call_sends_the_protocol_cancellation() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("cancel.log");
-    let Some(server) = support::python(&[("TT_PY_CANCEL_LOG", log.display().to_string())]) else {
+    let Some((_dir, log, server)) = support::python_logging("TT_PY_CANCEL_LOG", "cancel.log")
+    else {
         return;
     };
     let client = Arc::new(RmcpClient::new());
@@ -448,30 +416,22 @@ async fn results_and_arguments_are_bounded() {
         return;
     };
     let client = RmcpClient::new();
-    let fits = client
-        .call_tool(
-            &server,
-            "big",
-            &args(json!({"bytes": 1024 * 1024})),
-            never(),
-        )
+    let fits = call(&client, &server, "big", json!({"bytes": 1024 * 1024}))
         .await
         .unwrap();
     assert_eq!(fits.text.len(), 1024 * 1024);
-    let err = client
-        .call_tool(
-            &server,
-            "big",
-            &args(json!({"bytes": limits::MAX_RESULT_BYTES + 1})),
-            never(),
-        )
-        .await
-        .unwrap_err();
+    let err = call(
+        &client,
+        &server,
+        "big",
+        json!({"bytes": limits::MAX_RESULT_BYTES + 1}),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.code, error_codes::MCP_RESULT_TOO_LARGE, "{err}");
 
     let text = "x".repeat(limits::MAX_ARGUMENT_BYTES);
-    let err = client
-        .call_tool(&server, "echo", &args(json!({"text": text})), never())
+    let err = call(&client, &server, "echo", json!({"text": text}))
         .await
         .unwrap_err();
     assert_eq!(err.code, error_codes::MCP_ARGUMENTS_TOO_LARGE, "{err}");
@@ -481,9 +441,8 @@ async fn results_and_arguments_are_bounded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_share_one_server_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let starts = dir.path().join("starts.log");
-    let Some(server) = support::python(&[("TT_PY_START_LOG", starts.display().to_string())]) else {
+    let Some((_dir, starts, server)) = support::python_logging("TT_PY_START_LOG", "starts.log")
+    else {
         return;
     };
     let client = Arc::new(RmcpClient::new());
@@ -503,43 +462,27 @@ async fn concurrent_calls_share_one_server_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_server_is_restarted_once_then_unavailable() {
-    let dir = tempfile::tempdir().unwrap();
-    let starts = dir.path().join("starts.log");
-    let Some(server) = support::python(&[("TT_PY_START_LOG", starts.display().to_string())]) else {
+    let Some((_dir, starts, server)) = support::python_logging("TT_PY_START_LOG", "starts.log")
+    else {
         return;
     };
     let client = RmcpClient::new();
-    let first = client
-        .call_tool(&server, "pid", &Map::new(), never())
-        .await
-        .unwrap()
-        .text;
-    let err = client
-        .call_tool(&server, "die", &Map::new(), never())
-        .await
-        .unwrap_err();
+    let first = call(&client, &server, "pid", json!({})).await.unwrap().text;
+    let err = call(&client, &server, "die", json!({})).await.unwrap_err();
     assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
     assert!(err.may_have_run);
 
     // Restarted once.
-    let second = client
-        .call_tool(&server, "pid", &Map::new(), never())
-        .await
-        .unwrap()
-        .text;
+    let second = call(&client, &server, "pid", json!({})).await.unwrap().text;
     assert_ne!(first, second);
     assert_eq!(support::lines(&starts).len(), 2);
 
-    let err = client
-        .call_tool(&server, "die", &Map::new(), never())
-        .await
-        .unwrap_err();
+    let err = call(&client, &server, "die", json!({})).await.unwrap_err();
     assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
     assert!(err.may_have_run);
 
     // Not a third time: the call is refused before it is sent.
-    let err = client
-        .call_tool(&server, "echo", &args(json!({"text": "x"})), never())
+    let err = call(&client, &server, "echo", json!({"text": "x"}))
         .await
         .unwrap_err();
     assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
@@ -576,16 +519,8 @@ async fn another_registration_of_a_server_replaces_its_process() {
     second.call_timeout_ms += 1;
     let client = RmcpClient::new();
     let pid = |text: String| text.parse::<u32>().unwrap();
-    let old = pid(client
-        .call_tool(&first, "pid", &Map::new(), never())
-        .await
-        .unwrap()
-        .text);
-    let new = pid(client
-        .call_tool(&second, "pid", &Map::new(), never())
-        .await
-        .unwrap()
-        .text);
+    let old = pid(call(&client, &first, "pid", json!({})).await.unwrap().text);
+    let new = pid(call(&client, &second, "pid", json!({})).await.unwrap().text);
     assert_ne!(old, new);
     assert!(!support::process_exists(old));
     client.shutdown().await;
@@ -610,13 +545,8 @@ async fn shutdown_stops_servers_and_kills_one_that_ignores_sigterm() {
     stubborn.name = "stubborn".into();
     let client = RmcpClient::new();
     let pid = |text: String| text.parse::<u32>().unwrap();
-    let polite_pid = pid(client
-        .call_tool(&polite, "pid", &Map::new(), never())
-        .await
-        .unwrap()
-        .text);
-    let stubborn_pid = pid(client
-        .call_tool(&stubborn, "pid", &Map::new(), never())
+    let polite_pid = pid(call(&client, &polite, "pid", json!({})).await.unwrap().text);
+    let stubborn_pid = pid(call(&client, &stubborn, "pid", json!({}))
         .await
         .unwrap()
         .text);
@@ -624,10 +554,7 @@ async fn shutdown_stops_servers_and_kills_one_that_ignores_sigterm() {
     client.shutdown().await;
     assert!(!support::process_exists(polite_pid));
     assert!(!support::process_exists(stubborn_pid));
-    let err = client
-        .call_tool(&polite, "pid", &Map::new(), never())
-        .await
-        .unwrap_err();
+    let err = call(&client, &polite, "pid", json!({})).await.unwrap_err();
     assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
 }
 

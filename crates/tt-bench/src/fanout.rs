@@ -527,16 +527,27 @@ mod tests {
         );
     }
 
+    /// The error `verify_journal` gives `events` of two children.
+    fn refusal(events: &[AgentRunEvent]) -> String {
+        verify_journal(events, 2).unwrap_err().to_string()
+    }
+
+    /// A good journal of two children with `payload[key] = value` on every `event_type`.
+    fn with_field(event_type: &str, key: &str, value: Value) -> Vec<AgentRunEvent> {
+        let mut items = good_journal(2);
+        for (t, p) in &mut items {
+            if t == event_type {
+                p[key] = value.clone();
+            }
+        }
+        numbered(items)
+    }
+
     #[test]
     fn gaps_and_missing_work_are_caught() {
         let mut gap = numbered(good_journal(2));
         gap[4].seq = 99;
-        assert!(
-            verify_journal(&gap, 2)
-                .unwrap_err()
-                .to_string()
-                .contains("gapless")
-        );
+        assert!(refusal(&gap).contains("gapless"));
 
         let mut items = good_journal(2);
         let at = items
@@ -544,50 +555,24 @@ mod tests {
             .position(|(t, _)| t == "model_completed")
             .unwrap();
         items.remove(at);
-        assert!(
-            verify_journal(&numbered(items), 2)
-                .unwrap_err()
-                .to_string()
-                .contains("model turns")
-        );
+        assert!(refusal(&numbered(items)).contains("model turns"));
 
-        let mut items = good_journal(2);
-        for (t, p) in &mut items {
-            if t == "task_return_completed" {
-                p["childInvocationId"] = json!("inv_same");
-            }
-        }
-        assert!(
-            verify_journal(&numbered(items), 2)
-                .unwrap_err()
-                .to_string()
-                .contains("distinct")
+        let same = with_field(
+            "task_return_completed",
+            "childInvocationId",
+            json!("inv_same"),
         );
+        assert!(refusal(&same).contains("distinct"));
 
-        let mut items = good_journal(2);
-        for (t, p) in &mut items {
-            if t == "agent_await_completed" {
-                p["timedOut"] = json!(true);
-            }
-        }
-        assert!(
-            verify_journal(&numbered(items), 2)
-                .unwrap_err()
-                .to_string()
-                .contains("timedOut")
-        );
+        let timed_out = with_field("agent_await_completed", "timedOut", json!(true));
+        assert!(refusal(&timed_out).contains("timedOut"));
 
         let mut items = good_journal(2);
         items.insert(
             0,
             ("tool_call_failed".to_owned(), json!({"errorCode": "x"})),
         );
-        assert!(
-            verify_journal(&numbered(items), 2)
-                .unwrap_err()
-                .to_string()
-                .contains("failed")
-        );
+        assert!(refusal(&numbered(items)).contains("failed"));
 
         let mut items = good_journal(2);
         items.retain(|(t, _)| t != "run_completed");

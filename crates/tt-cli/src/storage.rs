@@ -40,26 +40,24 @@ impl Storage {
     /// A runtime for read-only commands: storage only, opened for reading (safe beside a process
     /// that is writing the same data dir), no model is ever called.
     pub(crate) fn inspect_runtime(&self) -> anyhow::Result<tt_runtime::AgentRuntime> {
-        let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
-            .context("building the idle model")?;
-        Ok(self
-            .builder()
-            .provider(Arc::new(idle))
-            .commit_bridge(CommitBridgeChoice::Transcript)
-            .read_only()
-            .build()?)
+        Ok(self.idle_builder()?.read_only().build()?)
     }
 
     /// A runtime that may write the data dir but runs no model (for `cancel` and `abandon`): a run another
     /// process executes stays locked to it, so writing to it is refused with `agent.run_locked`.
     pub(crate) fn writer_runtime(&self) -> anyhow::Result<tt_runtime::AgentRuntime> {
+        Ok(self.idle_builder()?.build()?)
+    }
+
+    /// [`Storage::builder`] with a model that has no agents (never called) and commits
+    /// published to the transcript.
+    fn idle_builder(&self) -> anyhow::Result<AgentRuntimeBuilder> {
         let idle = ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)
             .context("building the idle model")?;
         Ok(self
             .builder()
             .provider(Arc::new(idle))
-            .commit_bridge(CommitBridgeChoice::Transcript)
-            .build()?)
+            .commit_bridge(CommitBridgeChoice::Transcript))
     }
 
     /// `data dir: …` and, with another store, `store: …`.

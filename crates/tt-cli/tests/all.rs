@@ -22,6 +22,13 @@ mod signals;
 mod store;
 mod usage;
 
+/// `tt-agent --data-dir <data_dir>`, to which a test adds its command and arguments.
+pub fn agent_in(data_dir: impl AsRef<std::path::Path>) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tt-agent"));
+    command.arg("--data-dir").arg(data_dir.as_ref());
+    command
+}
+
 /// Waits for `child` at most `limit` (killing it and failing with `what` past that), then
 /// returns its exit code and everything it printed, stdout then stderr.
 pub fn finish_within(

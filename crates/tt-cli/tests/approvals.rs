@@ -29,16 +29,23 @@ fn server(seen: Arc<Mutex<Vec<serde_json::Value>>>) -> String {
     })
 }
 
-#[test]
-fn the_terminal_denies_one_write_and_edits_the_next() {
-    let dir = tempfile::tempdir().unwrap();
-    let profiles = dir.path().join("profiles");
+/// Installs `careful-writer` in `dir`'s `profiles/` (returned): the writers' room's writer,
+/// asking before every `workspace.write_file`.
+fn install_careful_writer(dir: &std::path::Path) -> std::path::PathBuf {
+    let profiles = dir.join("profiles");
     std::fs::create_dir_all(&profiles).unwrap();
     let mut profile: serde_json::Value =
         serde_json::from_str(include_str!("../scenarios/writers-room/writer.json")).unwrap();
     profile["id"] = "careful-writer".into();
     profile["tools"]["approval"] = serde_json::json!({"workspace.write_file": "always"});
     std::fs::write(profiles.join("careful-writer.json"), profile.to_string()).unwrap();
+    profiles
+}
+
+#[test]
+fn the_terminal_denies_one_write_and_edits_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let profiles = install_careful_writer(dir.path());
     // The "editor" changes the text it is given, as a person would.
     let editor = dir.path().join("editor.sh");
     std::fs::write(
@@ -160,13 +167,7 @@ fn read_until(
 #[test]
 fn a_process_killed_while_a_write_waits_asks_again_after_resume() {
     let dir = tempfile::tempdir().unwrap();
-    let profiles = dir.path().join("profiles");
-    std::fs::create_dir_all(&profiles).unwrap();
-    let mut profile: serde_json::Value =
-        serde_json::from_str(include_str!("../scenarios/writers-room/writer.json")).unwrap();
-    profile["id"] = "careful-writer".into();
-    profile["tools"]["approval"] = serde_json::json!({"workspace.write_file": "always"});
-    std::fs::write(profiles.join("careful-writer.json"), profile.to_string()).unwrap();
+    let profiles = install_careful_writer(dir.path());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let url = format!("openai:{}", server(Arc::clone(&seen)));
     let data = dir.path().join("data");

@@ -3,19 +3,12 @@
 //! whole run is checked clean; nothing a reader does changes a file.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::events::demo_run;
 
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
-
 fn agent(data_dir: &Path, args: &[&str]) -> Output {
-    Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(args)
-        .output()
-        .unwrap()
+    crate::agent_in(data_dir).args(args).output().unwrap()
 }
 
 fn stderr(out: &Output) -> String {

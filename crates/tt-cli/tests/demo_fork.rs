@@ -3,10 +3,8 @@
 //! point is a coded error without a backtrace.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
-
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 
 fn runs(data_dir: &Path) -> Vec<String> {
     let mut ids = Vec::new();
@@ -21,9 +19,7 @@ fn runs(data_dir: &Path) -> Vec<String> {
 #[test]
 fn a_finished_demo_branches_at_the_writers_last_round_on_the_demos_model() {
     let dir = tempfile::tempdir().unwrap();
-    let demo = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let demo = crate::agent_in(dir.path())
         .arg("demo")
         .stdin(Stdio::null())
         .output()
@@ -31,9 +27,7 @@ fn a_finished_demo_branches_at_the_writers_last_round_on_the_demos_model() {
     assert!(demo.status.success());
     let source = runs(dir.path()).remove(0);
 
-    let fork = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let fork = crate::agent_in(dir.path())
         .args([
             "fork",
             &source,
@@ -54,21 +48,14 @@ fn a_finished_demo_branches_at_the_writers_last_round_on_the_demos_model() {
     assert!(output.contains(&format!("of run {source}")), "{output}");
     assert!(output.contains("ended: completed"), "{output}");
     assert_eq!(runs(dir.path()).len(), 2);
-    let listed = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
-        .arg("runs")
-        .output()
-        .unwrap();
+    let listed = crate::agent_in(dir.path()).arg("runs").output().unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(
         listed.contains(&format!("branch of {source} after seq")),
         "{listed}"
     );
 
-    let refused = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let refused = crate::agent_in(dir.path())
         .args(["fork", &source, "--at", "999999"])
         .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null())

@@ -4,10 +4,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
-
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 
 /// The id of the one run under `data_dir`.
 fn only_run(data_dir: &Path) -> String {
@@ -24,9 +22,7 @@ fn only_run(data_dir: &Path) -> String {
 
 /// A `tt-agent demo` killed once its agents are at work; returns its run id.
 fn killed_demo(dir: &Path) -> String {
-    let mut demo = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir)
+    let mut demo = crate::agent_in(dir)
         .args(["demo", "--pace-ms", "150"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -50,9 +46,7 @@ fn killed_demo(dir: &Path) -> String {
 
 /// `tt-agent resume <runId>`: its exit code and output.
 fn resume(dir: &Path, run_id: &str) -> (Option<i32>, String) {
-    let resumed = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir)
+    let resumed = crate::agent_in(dir)
         .args(["resume", run_id])
         .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null())
@@ -79,9 +73,7 @@ fn a_killed_demo_resumes_on_the_demos_model_without_options() {
 #[test]
 fn a_resume_without_a_model_says_what_to_give_and_prints_no_backtrace() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let output = crate::agent_in(dir.path())
         .args(["resume", "run_missing"])
         .env("RUST_BACKTRACE", "1")
         .output()
@@ -107,12 +99,7 @@ fn a_killed_demo_whose_run_record_was_deleted_is_listed_checked_and_resumed() {
         .find(|candidate| candidate.is_dir())
         .unwrap();
     let agent = |args: &[&str]| {
-        let out = Command::new(AGENT)
-            .arg("--data-dir")
-            .arg(dir.path())
-            .args(args)
-            .output()
-            .unwrap();
+        let out = crate::agent_in(dir.path()).args(args).output().unwrap();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -1,14 +1,8 @@
 //! `tt-agent events` says when it stopped at its limit and how to read on.
 
-use std::process::Command;
-
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
-
 /// Runs the demo on `data_dir` and returns its run's directory.
 pub(crate) fn demo_run(data_dir: &std::path::Path) -> std::path::PathBuf {
-    let demo = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(data_dir)
+    let demo = crate::agent_in(data_dir)
         .args(["demo", "--pace-ms", "0"])
         .output()
         .unwrap();
@@ -29,9 +23,7 @@ fn a_full_page_of_events_says_how_to_read_the_rest() {
     let run_dir = demo_run(dir.path());
     let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
     let events = |args: &[&str]| {
-        Command::new(AGENT)
-            .arg("--data-dir")
-            .arg(dir.path())
+        crate::agent_in(dir.path())
             .args(["events", &run])
             .args(args)
             .output()
@@ -65,9 +57,7 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let run_dir = demo_run(dir.path());
     let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
-    let mut child = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let mut child = crate::agent_in(dir.path())
         .args(["events", &run, "--limit", "500"])
         .env("RUST_BACKTRACE", "1")
         .stdout(Stdio::piped())
@@ -101,9 +91,7 @@ fn a_journal_with_a_gap_is_reported_as_damaged() {
         .collect();
     assert_eq!(kept.len() + 1, text.lines().count(), "seq 50 was cut out");
     std::fs::write(&journal, kept.join("\n") + "\n").unwrap();
-    let out = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let out = crate::agent_in(dir.path())
         .args(["events", &run, "--limit", "60"])
         .output()
         .unwrap();

@@ -33,25 +33,35 @@ fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-#[test]
-fn another_process_lists_and_follows_a_live_run() {
-    let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join("data");
-    let mut demo = agent(&dir)
-        .args(["demo", "--pace-ms", "120"])
+/// `tt-agent demo` on `dir` in the background, `pace_ms` between its model's answers.
+fn paced_demo(dir: &std::path::Path, pace_ms: &str) -> std::process::Child {
+    agent(dir)
+        .args(["demo", "--pace-ms", pace_ms])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
 
-    let run_id = wait_for("the run to be created", || {
+/// Waits until a run exists in `dir`; its id.
+fn first_run_id(dir: &std::path::Path) -> String {
+    wait_for("the run to be created", || {
         let entry = std::fs::read_dir(dir.join("index/runs"))
             .ok()?
             .next()?
             .ok()?;
         let name = entry.file_name().to_string_lossy().into_owned();
         name.strip_suffix(".json").map(str::to_owned)
-    });
+    })
+}
+
+#[test]
+fn another_process_lists_and_follows_a_live_run() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    let mut demo = paced_demo(&dir, "120");
+
+    let run_id = first_run_id(&dir);
     let mut follower = agent(&dir)
         .args(["events", &run_id, "--follow"])
         .stdout(Stdio::piped())
@@ -137,9 +147,7 @@ fn another_process_lists_and_follows_a_live_run() {
 fn a_line_typed_during_a_live_run_is_sent_as_guidance() {
     use std::io::{BufRead, BufReader, Write};
     let temp = tempfile::tempdir().unwrap();
-    let mut demo = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(temp.path().join("data"))
+    let mut demo = crate::agent_in(temp.path().join("data"))
         .args(["demo", "--pace-ms", "120"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -176,20 +184,8 @@ fn a_line_typed_during_a_live_run_is_sent_as_guidance() {
 fn cancel_from_another_process_is_refused_while_the_owner_runs() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("data");
-    let mut demo = agent(&dir)
-        .args(["demo", "--pace-ms", "400"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let run_id = wait_for("the run to be created", || {
-        let entry = std::fs::read_dir(dir.join("index/runs"))
-            .ok()?
-            .next()?
-            .ok()?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        name.strip_suffix(".json").map(str::to_owned)
-    });
+    let mut demo = paced_demo(&dir, "400");
+    let run_id = first_run_id(&dir);
     let refused = |args: &[&str]| {
         let out = agent(&dir).args(args).output().unwrap();
         assert!(!out.status.success(), "{args:?} succeeded");

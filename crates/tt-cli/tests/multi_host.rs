@@ -18,14 +18,13 @@
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tt_adapter_storage_postgres::cluster::TestCluster;
 
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 const CHILDREN: usize = 64;
 /// Model turns of a child: four note writes, then `task_return`.
 const CHILD_TURNS: usize = 5;
@@ -154,9 +153,7 @@ fn write_profiles(dir: &Path) {
 fn tt_agent(data_dir: &Path, url: &str, log: &Path, args: &[&str]) -> Child {
     let out = std::fs::File::create(log).unwrap();
     let err = out.try_clone().unwrap();
-    Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(data_dir)
+    crate::agent_in(data_dir)
         .env("TT_STORE_URL", url)
         .env_remove("TT_STORE_LEASE_MS")
         .args(args)
@@ -237,9 +234,7 @@ fn a_second_host_process_resumes_a_64_agent_fan_out_after_the_first_is_killed() 
 
     // The follower, on a third data dir, streams the journal from the start.
     let follower_log = dir.path().join("follower.log");
-    let mut follower = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(&data_c)
+    let mut follower = crate::agent_in(&data_c)
         .env("TT_STORE_URL", &url)
         .args(["events", &run_id, "--follow", "--through-resumes"])
         .stdin(Stdio::null())

@@ -4,10 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::Command;
 use std::sync::mpsc;
-
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 
 /// Accepts POSTs, answers each 200 and hands over (path, JSON body), one per request.
 fn receiver() -> (String, mpsc::Receiver<(String, serde_json::Value)>) {
@@ -64,9 +61,7 @@ fn spans_of(export: &serde_json::Value) -> Vec<serde_json::Value> {
 fn a_run_sends_each_span_once_as_it_ends_and_exports_the_same() {
     let (url, received) = receiver();
     let dir = tempfile::tempdir().unwrap();
-    let demo = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let demo = crate::agent_in(dir.path())
         .args(["demo", "--pace-ms", "0"])
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &url)
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -144,9 +139,7 @@ fn a_run_sends_each_span_once_as_it_ends_and_exports_the_same() {
         })
         .map(|run| run.file_name().to_string_lossy().into_owned())
         .collect();
-    let exported = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let exported = crate::agent_in(dir.path())
         .args(["export-otel", &runs[0]])
         .output()
         .unwrap();

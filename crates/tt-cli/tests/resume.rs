@@ -91,14 +91,7 @@ fn a_killed_run_is_resumed_without_asking_the_model_again() {
 
     let asked = Asked::default();
     let second = format!("openai:{}", server(Arc::clone(&asked), false));
-    let child = tt_agent(
-        &data,
-        &["resume", &run_id, "--connection", &second, "--model", "m"],
-    )
-    .spawn()
-    .unwrap();
-    let (code, output) =
-        crate::finish_within(child, Duration::from_secs(90), "tt-agent resume hung");
+    let (code, output) = resume_on(&data, &run_id, &second);
     assert_eq!(code, Some(0), "{output}");
     assert!(
         output.contains(&format!("run {run_id} resumed (")),
@@ -110,16 +103,21 @@ fn a_killed_run_is_resumed_without_asking_the_model_again() {
     assert_eq!(*asked.lock().unwrap(), vec![1, 2]);
 
     // A completed run is not resumable.
+    let (code, output) = resume_on(&data, &run_id, &second);
+    assert_ne!(code, Some(0), "{output}");
+    assert!(output.contains("agent.run_not_resumable"), "{output}");
+}
+
+/// `tt-agent resume <run_id>` on `data` with the model at `connection`, to its end: its exit
+/// code and output.
+fn resume_on(data: &std::path::Path, run_id: &str, connection: &str) -> (Option<i32>, String) {
     let child = tt_agent(
-        &data,
-        &["resume", &run_id, "--connection", &second, "--model", "m"],
+        data,
+        &["resume", run_id, "--connection", connection, "--model", "m"],
     )
     .spawn()
     .unwrap();
-    let (code, output) =
-        crate::finish_within(child, Duration::from_secs(90), "tt-agent resume hung");
-    assert_ne!(code, Some(0), "{output}");
-    assert!(output.contains("agent.run_not_resumable"), "{output}");
+    crate::finish_within(child, Duration::from_secs(90), "tt-agent resume hung")
 }
 
 /// Sends SIGINT (Ctrl-C) to `child`, which cancels its run.

@@ -10,9 +10,7 @@ const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 #[test]
 fn a_store_url_of_another_kind_is_refused_with_a_code() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let output = crate::agent_in(dir.path())
         .args(["--store", "mysql://tt:secret@127.0.0.1/tt", "runs"])
         .output()
         .unwrap();
@@ -33,9 +31,7 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let agent = |args: &[&str]| {
-        Command::new(AGENT)
-            .arg("--data-dir")
-            .arg(dir.path())
+        crate::agent_in(dir.path())
             .env("TT_STORE_URL", &url)
             .args(args)
             .output()
@@ -73,9 +69,7 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
     let run_id = line.split_whitespace().next().unwrap().to_owned();
 
     // `--store` on the command line names the same store as the environment did.
-    let events = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let events = crate::agent_in(dir.path())
         .args(["--store", &url, "events", &run_id, "--limit", "500"])
         .output()
         .unwrap();

@@ -1,11 +1,7 @@
 //! `tt-agent usage`: a stored run's tokens and cost, as text and as JSON; the demo's scripted
 //! model has no price, so its cost is unknown (`costUsd: null`), never `$0`.
 
-use std::process::Command;
-
 use crate::events::demo_run;
-
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 
 #[test]
 fn usage_prints_a_runs_tokens_and_an_unpriced_cost_as_unknown() {
@@ -13,9 +9,7 @@ fn usage_prints_a_runs_tokens_and_an_unpriced_cost_as_unknown() {
     let run_dir = demo_run(dir.path());
     let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
     let usage = |args: &[&str]| {
-        let out = Command::new(AGENT)
-            .arg("--data-dir")
-            .arg(dir.path())
+        let out = crate::agent_in(dir.path())
             .arg("usage")
             .arg(&run)
             .args(args)
@@ -55,9 +49,7 @@ fn an_agents_conversation_shows_an_unpriced_cost_as_null() {
     let dir = tempfile::tempdir().unwrap();
     let run_dir = demo_run(dir.path());
     let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
-    let out = Command::new(AGENT)
-        .arg("--data-dir")
-        .arg(dir.path())
+    let out = crate::agent_in(dir.path())
         .args(["conversation", &run, "inv_root"])
         .output()
         .unwrap();

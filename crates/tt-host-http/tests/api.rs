@@ -21,6 +21,21 @@ async fn wait_for_event(server: &TestServer, run_id: &str, event_type: &str) -> 
     panic!("the run ended without {event_type}");
 }
 
+/// A transcript server whose run wrote its draft and waits a minute for the writer's second
+/// answer (so what a test sends lands while the run is live); the server and the run's id.
+async fn waiting_run() -> (TestServer, String) {
+    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
+    ]}})
+    .to_string();
+    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let run_id = server.start("default-writer", "Write.").await;
+    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    (server, run_id)
+}
+
 #[tokio::test]
 async fn every_request_needs_the_token() {
     let server = transcript_server().await;
@@ -448,15 +463,7 @@ async fn a_pending_commit_is_published_or_rejected_by_the_host() {
 #[tokio::test]
 async fn a_run_is_cancelled_over_http() {
     // The writer's second answer takes a minute, so the cancel lands while it waits.
-    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
-        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
-            "arguments": {"path": "output/main.md", "content": "draft"}}]},
-        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
-    ]}})
-    .to_string();
-    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
-    let run_id = server.start("default-writer", "Write.").await;
-    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    let (server, run_id) = waiting_run().await;
     let cancelled = server
         .post(&format!("/api/runs/{run_id}/cancel"), &json!({}))
         .await;
@@ -471,15 +478,7 @@ async fn a_run_is_cancelled_over_http() {
 
 #[tokio::test]
 async fn resume_refuses_over_http_a_run_that_runs_or_was_abandoned() {
-    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
-        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
-            "arguments": {"path": "output/main.md", "content": "draft"}}]},
-        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
-    ]}})
-    .to_string();
-    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
-    let run_id = server.start("default-writer", "Write.").await;
-    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    let (server, run_id) = waiting_run().await;
     // Running here: nothing to resume.
     let running = server
         .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
@@ -526,15 +525,7 @@ async fn resume_refuses_over_http_a_run_that_runs_or_was_abandoned() {
 #[tokio::test]
 async fn guidance_and_task_cancel_reach_a_live_run() {
     // The writer's second answer takes a minute, so the calls land while the run is live.
-    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
-        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
-            "arguments": {"path": "output/main.md", "content": "draft"}}]},
-        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
-    ]}})
-    .to_string();
-    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
-    let run_id = server.start("default-writer", "Write.").await;
-    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    let (server, run_id) = waiting_run().await;
     let sent = server
         .post(
             &format!("/api/runs/{run_id}/guidance"),
@@ -617,15 +608,7 @@ async fn prompt_assemblies_answer_with_coded_errors_when_not_pending() {
 #[tokio::test]
 async fn open_event_streams_end_when_the_server_stops() {
     // The writer's second answer takes a minute: the run is still going when the server stops.
-    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
-        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
-            "arguments": {"path": "output/main.md", "content": "draft"}}]},
-        {"delayMs": 60000, "toolCalls": [{"id": "c2", "name": "workspace_finish"}]}
-    ]}})
-    .to_string();
-    let mut server = server(&script, CommitBridgeChoice::Transcript, None).await;
-    let run_id = server.start("default-writer", "Write.").await;
-    wait_for_event(&server, &run_id, "workspace_file_written").await;
+    let (mut server, run_id) = waiting_run().await;
     let mut response = server
         .client
         .get(server.endpoint(&format!("/api/runs/{run_id}/stream")))
@@ -713,26 +696,6 @@ async fn connections_workspace_listing_and_run_updates() {
     assert_eq!(missing.status, 404, "{}", missing.body);
 }
 
-/// Copies a data dir as a crash would leave it: files only, no process holding any lock.
-/// Copies a data dir a runtime may still be writing: a file that vanishes between the listing
-/// and the copy (an atomic write's temp file, renamed meanwhile) is left out, as a crash at
-/// that instant would leave it out.
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if let Err(error) = std::fs::copy(entry.path(), &target) {
-            assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
-        }
-    }
-}
-
 #[tokio::test]
 async fn an_interrupted_run_is_resumed_over_http_without_asking_for_its_stored_turn_again() {
     use std::sync::Mutex;
@@ -766,7 +729,7 @@ async fn an_interrupted_run_is_resumed_over_http_without_asking_for_its_stored_t
     }
     // The app dies here: the next start finds the data dir as it is now.
     let after_crash = tempfile::tempdir().unwrap();
-    copy_dir(first_dir.path(), after_crash.path());
+    tt_testkit::store_tests::copy_live_data_dir(first_dir.path(), after_crash.path());
 
     let asked = std::sync::Arc::new(Mutex::new(Vec::new()));
     let rounds = std::sync::Arc::clone(&asked);

@@ -194,6 +194,17 @@ impl Browser {
         self.call("Page.navigate", json!({"url": url})).await;
     }
 
+    /// Opens the inspector at `url` and waits until its start form is ready (the default
+    /// writer chosen).
+    pub(crate) async fn open_start_form(&self, url: &str) {
+        self.open(url).await;
+        self.wait_for(
+            "the start form",
+            "document.getElementById('start-profile').value === 'default-writer'",
+        )
+        .await;
+    }
+
     /// Evaluates an expression in the page (promises awaited) and returns its JSON value.
     pub(crate) async fn eval(&self, expression: &str) -> Value {
         let result = self
@@ -357,6 +368,33 @@ pub(crate) async fn shown_agents(browser: &Browser) -> HashMap<String, (String, 
             )
         })
         .collect()
+}
+
+/// The run's journal (its first 500 events).
+pub(crate) async fn journal(server: &TestServer, run_id: &str) -> Vec<tt_runtime::AgentRunEvent> {
+    let first_page = tt_runtime::ReadEventsRequest {
+        run_id: run_id.to_owned(),
+        limit: Some(500),
+        ..Default::default()
+    };
+    server.runtime.read_events(first_page).await.unwrap().events
+}
+
+/// The last event of the run's journal.
+pub(crate) async fn last_event(server: &TestServer, run_id: &str) -> tt_runtime::AgentRunEvent {
+    server
+        .runtime
+        .read_events(tt_runtime::ReadEventsRequest {
+            run_id: run_id.to_owned(),
+            before_seq: Some(u64::MAX),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .events
+        .pop()
+        .unwrap()
 }
 
 pub(crate) async fn start_from_page(
@@ -855,29 +893,11 @@ async fn a_256_agent_fan_out_is_followed_live() {
     )
     .await;
     let browser = Browser::launch("fan_out").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     let run_id = start_from_page(&browser, "fanout-root", None).await;
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(finished.status.as_str(), "completed");
-    let last = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id: run_id.clone(),
-            before_seq: Some(u64::MAX),
-            limit: Some(1),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events
-        .pop()
-        .unwrap();
+    let last = last_event(&server, &run_id).await;
     assert_eq!(last.event_type, "run_completed");
     browser
         .wait_for(
@@ -977,13 +997,7 @@ async fn a_pending_commit_is_published_from_the_page() {
     )
     .await;
     let browser = Browser::launch("host_commits").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     let run_id = start_from_page(&browser, "default-writer", None).await;
     browser
         .wait_for(
@@ -1009,16 +1023,7 @@ async fn a_pending_commit_is_published_from_the_page() {
     let commit_id = browser
         .eval("[...window.ttInspector.run.commits.keys()][0]")
         .await;
-    let events = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id: run_id.clone(),
-            limit: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let events = journal(&server, &run_id).await;
     let completed = events
         .iter()
         .find(|event| event.event_type == "chat_commit_completed")
@@ -1056,13 +1061,7 @@ async fn the_live_output_of_a_streaming_call_is_shown() {
         crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
             .await;
     let browser = Browser::launch("streaming").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     start_from_page(&browser, "default-writer", None).await;
     // The call is held after its last delta: what the page shows is the live output.
     browser
@@ -1125,13 +1124,7 @@ async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_p
     let seen = Arc::new(Mutex::new(Vec::new()));
     let server = approval_server(Arc::clone(&seen)).await;
     let browser = Browser::launch("approvals").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     let run_id = start_from_page(&browser, "careful-writer", None).await;
     browser
         .wait_for(
@@ -1201,16 +1194,7 @@ async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_p
         .unwrap()
         .text;
     assert_eq!(text, "# Scene\n\nThe lamp stayed dark.\n");
-    let events = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id,
-            limit: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let events = journal(&server, &run_id).await;
     let decided: Vec<_> = events
         .iter()
         .filter(|e| e.event_type == "tool_approval_resolved")
@@ -1264,13 +1248,7 @@ async fn a_run_is_branched_from_an_event_and_the_takes_are_shown_side_by_side() 
     )
     .await;
     let browser = Browser::launch("branches").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     let source = start_from_page(&browser, "default-writer", None).await;
     browser
         .wait_for(
@@ -1503,13 +1481,7 @@ async fn host_and_mcp_calls_are_shown_like_any_call() {
     };
 
     let browser = Browser::launch("outside-tools").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     start_from_page(&browser, "librarian", None).await;
     browser
         .wait_for(

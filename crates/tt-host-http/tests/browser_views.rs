@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use tt_runtime::CommitBridgeChoice;
 
 use crate::browser::{
-    Browser, approval_server, branching_writer, fanout_script, start_from_page, writers_room_server,
+    Browser, approval_server, branching_writer, fanout_script, journal, last_event,
+    start_from_page, writers_room_server,
 };
 use crate::support::{install_profiles, server};
 
@@ -63,13 +64,7 @@ async fn set_width(browser: &Browser, width: u32, height: u32) {
 async fn the_page_fits_every_width_from_400_to_1920_px_with_every_control_reachable() {
     let server = writers_room_server().await;
     let browser = Browser::launch("layout").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     start_from_page(&browser, "writer", None).await;
     browser
         .wait_for(
@@ -171,29 +166,11 @@ async fn a_failed_run_shows_its_code_and_reason_in_its_head() {
     .to_string();
     let server = server(&script, CommitBridgeChoice::Transcript, None).await;
     let browser = Browser::launch("failed_run").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     let run_id = start_from_page(&browser, "default-writer", None).await;
     let ended = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(ended.status.as_str(), "failed");
-    let failed = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id: run_id.clone(),
-            before_seq: Some(u64::MAX),
-            limit: Some(1),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events
-        .pop()
-        .unwrap();
+    let failed = last_event(&server, &run_id).await;
     assert_eq!(failed.event_type, "run_failed");
     let code = failed.payload["code"].as_str().unwrap().to_owned();
     let message = failed.payload["message"].as_str().unwrap().to_owned();
@@ -215,13 +192,7 @@ async fn approvals_show_in_the_conversation_with_who_decided_and_what_ran() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let server = approval_server(seen).await;
     let browser = Browser::launch("approval_conversation").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     start_from_page(&browser, "careful-writer", None).await;
     browser.click("#tabs button[data-tab=approvals]").await;
     browser
@@ -322,13 +293,7 @@ async fn browser_run(browser: &Browser) -> String {
 async fn a_cancelled_agent_s_open_calls_are_drawn_ended() {
     let server = writers_room_server().await;
     let browser = Browser::launch("cancelled_bars").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     let run_id = start_from_page(&browser, "writer", None).await;
     // Both reviewers are in their first (4 s) model call when the run is cancelled.
     browser
@@ -388,16 +353,7 @@ async fn a_branch_s_waterfall_spans_its_own_run_with_the_fork_point_and_copied_w
     .await;
     let source = server.start("default-writer", "Write the scene.").await;
     server.runtime.wait_for_run(&source).await.unwrap();
-    let events = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id: source.clone(),
-            limit: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let events = journal(&server, &source).await;
     // Right after the first write's result.
     let at = events
         .iter()
@@ -415,16 +371,8 @@ async fn a_branch_s_waterfall_spans_its_own_run_with_the_fork_point_and_copied_w
     // The fork point as the branch took it (it may move back to a point it can continue from).
     let at = branched.body["forkedFrom"]["seq"].as_u64().unwrap();
     server.runtime.wait_for_run(&branch).await.unwrap();
-    let fork_event = server
-        .runtime
-        .read_events(tt_runtime::ReadEventsRequest {
-            run_id: branch.clone(),
-            limit: Some(500),
-            ..Default::default()
-        })
+    let fork_event = journal(&server, &branch)
         .await
-        .unwrap()
-        .events
         .into_iter()
         .find(|e| e.event_type == "run_interrupted")
         .unwrap();
@@ -595,13 +543,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
     )
     .await;
     let browser = Browser::launch("fan_out_navigation").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     let run_id = start_from_page(&browser, "fanout-root", None).await;
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(finished.status.as_str(), "completed");
@@ -728,13 +670,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
 async fn a_run_started_elsewhere_is_listed_at_once_and_its_tokens_count_while_it_works() {
     let server = writers_room_server().await;
     let browser = Browser::launch("live_runs_list").await;
-    browser.open(&server.url).await;
-    browser
-        .wait_for(
-            "the start form",
-            "document.getElementById('start-profile').value === 'default-writer'",
-        )
-        .await;
+    browser.open_start_form(&server.url).await;
     // Started over the API, not from the page: the runs list learns of it from
     // `GET /api/run-updates`; the reviewers' first answers take 4 s, so it is still working
     // when its tokens must show.

@@ -14,7 +14,7 @@ use tt_runtime::{
 };
 
 use crate::support::server_over;
-use tt_testkit::otlp::{attribute, receiver, spans_named};
+use tt_testkit::otlp::{assert_chat_attributes, attribute, receiver, span_named, spans_named};
 
 #[tokio::test]
 async fn a_run_started_from_the_page_sends_each_span_as_it_ends() {
@@ -57,21 +57,8 @@ async fn a_run_started_from_the_page_sends_each_span_as_it_ends() {
     // The agent still waits on round 2: these came while the run was live.
     let run = server.get(&format!("/api/runs/{run_id}")).await;
     assert_eq!(run.body["status"], "calling_model", "{}", run.body);
-    let chat = seen
-        .iter()
-        .find(|s| s["name"] == "chat gpt-4o-mini")
-        .unwrap()
-        .clone();
-    for (key, value) in [
-        ("gen_ai.operation.name", json!({"stringValue": "chat"})),
-        (
-            "gen_ai.request.model",
-            json!({"stringValue": "gpt-4o-mini"}),
-        ),
-        ("gen_ai.response.model", json!({"stringValue": "scripted"})),
-    ] {
-        assert_eq!(attribute(&chat, key), Some(value), "{key} of {chat:#}");
-    }
+    let chat = span_named(&seen, "chat gpt-4o-mini").clone();
+    assert_chat_attributes(&chat, "gpt-4o-mini", "scripted");
     assert!(attribute(&chat, "gen_ai.usage.input_tokens").is_some());
     // Content capture is off unless asked for.
     assert_eq!(attribute(&chat, "gen_ai.input.messages"), None);

@@ -1,6 +1,6 @@
 //! The checks every store makes of its inputs, in one place, so each adapter refuses the same
-//! inputs with the same code and message: ids used as storage names, and the text of a skill
-//! file.
+//! inputs with the same code and message: ids used as storage names (a persistent state's id
+//! among them), and the text of a skill file.
 
 use tt_domain::DomainError;
 use tt_domain::ids::is_valid_storage_segment;
@@ -21,6 +21,18 @@ pub fn check_storage_segment(what: &str, raw: &str) -> StorageResult<()> {
             "{what} `{}` must be 1 to 128 characters of letters, digits, `-` or `_`",
             raw.chars().take(80).collect::<String>()
         ),
+    )))
+}
+
+/// Refuses the id of a persistent state a run starts from unless it is a storage segment
+/// (`agent.persistent_state_root_invalid`), before a store looks the state up by it.
+pub fn check_persistent_state_id(state_id: &str) -> StorageResult<()> {
+    if is_valid_storage_segment(state_id) {
+        return Ok(());
+    }
+    Err(StorageError::Domain(DomainError::new(
+        tt_domain::error_codes::AGENT_PERSISTENT_STATE_ROOT_INVALID,
+        format!("persistent state id `{state_id}` is not a valid storage segment"),
     )))
 }
 
@@ -62,6 +74,14 @@ mod tests {
             !err.to_string().contains(&long),
             "long names are cut: {err}"
         );
+    }
+
+    #[test]
+    fn persistent_state_ids_are_storage_segments() {
+        assert!(check_persistent_state_id("state_1").is_ok());
+        let err = check_persistent_state_id("../x").unwrap_err();
+        assert_eq!(err.code(), "agent.persistent_state_root_invalid");
+        assert!(err.to_string().contains("`../x`"), "{err}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use tt_runtime::{
     PromptMessage, PromptRole, RUNTIME_SHUT_DOWN, ReadEventsRequest, ResolveChatCommitRequest,
     ScriptedProvider, StartRunRequest,
 };
+use tt_testkit::store_tests::copy_live_data_dir;
 
 // ANCHOR: closure_model
 /// write -> commit -> finish for the default writer.
@@ -47,22 +48,110 @@ fn hanging_model() -> Arc<dyn ModelProvider> {
 }
 // ANCHOR_END: hanging_model
 
+/// The builder every test of the host API starts from: the userdata store in `dir` and the
+/// default model `provider`.
+fn builder(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntimeBuilder {
+    AgentRuntimeBuilder::new().data_dir(dir).provider(provider)
+}
+
+/// [`builder`] with commits published to the data dir's transcript at once (no host answer to
+/// wait for).
+fn transcript_builder(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntimeBuilder {
+    builder(dir, provider).commit_bridge(CommitBridgeChoice::Transcript)
+}
+
 fn runtime(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
-    AgentRuntimeBuilder::new()
-        .data_dir(dir)
-        .provider(provider)
-        .build()
-        .unwrap()
+    builder(dir, provider).build().unwrap()
 }
 
 /// Commits are published to the data dir's transcript at once (no host answer to wait for).
 fn transcript_runtime(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
-    AgentRuntimeBuilder::new()
-        .data_dir(dir)
-        .provider(provider)
-        .commit_bridge(CommitBridgeChoice::Transcript)
+    transcript_builder(dir, provider).build().unwrap()
+}
+
+/// [`builder`] whose commit handler publishes every commit as message "1".
+fn handled_runtime(dir: &Path, provider: Arc<dyn ModelProvider>) -> AgentRuntime {
+    builder(dir, provider)
+        .commit_handler(|_| async { Ok("1".to_owned()) })
         .build()
         .unwrap()
+}
+
+/// A foreground writer profile `id` whose one artifact is `output/main.md` (visible and
+/// writable: `output/`): it may write, commit and finish, and call `host_tools`
+/// (`host/<name>`), for at most `max_rounds` rounds. Tests add or change fields of it.
+fn writer_profile(
+    id: &str,
+    display_name: &str,
+    host_tools: &[&str],
+    max_rounds: u32,
+) -> serde_json::Value {
+    let mut allow = vec![
+        "workspace.write_file".to_owned(),
+        "workspace.commit".to_owned(),
+        "workspace.finish".to_owned(),
+    ];
+    allow.extend(host_tools.iter().map(|name| format!("host/{name}")));
+    json!({
+        "schemaVersion": 2,
+        "kind": "tauritavern.agentProfile",
+        "id": id,
+        "displayName": display_name,
+        "preset": {"mode": "currentPromptSnapshot"},
+        "model": {"mode": "currentPromptSnapshot"},
+        "run": {"presentation": "foreground"},
+        "tools": {"allow": allow, "maxRounds": max_rounds},
+        "skills": {"visible": ["*"]},
+        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
+        "plan": {"mode": "none"},
+        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown", "target": "messageBody"}]}
+    })
+}
+
+/// The librarian: [`writer_profile`] that also sees `scratch/`, for at most 8 rounds.
+fn librarian_profile(host_tools: &[&str]) -> serde_json::Value {
+    let mut profile = writer_profile("librarian", "Librarian", host_tools, 8);
+    profile["workspace"]["visibleRoots"] = json!(["output", "scratch"]);
+    profile
+}
+
+/// Starts `request` and waits for the run's end.
+async fn run_to_end(runtime: &AgentRuntime, request: StartRunRequest) -> tt_runtime::AgentRun {
+    let run = runtime.start_run(request).await.unwrap();
+    runtime.wait_for_run(run.id.as_str()).await.unwrap()
+}
+
+/// The run's journal as a host reads it (its first 500 events).
+async fn journal(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> {
+    runtime
+        .read_events(ReadEventsRequest {
+            run_id: run_id.to_owned(),
+            limit: Some(500),
+            ..ReadEventsRequest::default()
+        })
+        .await
+        .unwrap()
+        .events
+}
+
+/// The first event of `event_type` in `events`.
+fn first_of<'a>(events: &'a [AgentRunEvent], event_type: &str) -> &'a AgentRunEvent {
+    events
+        .iter()
+        .find(|event| event.event_type == event_type)
+        .unwrap_or_else(|| panic!("no `{event_type}` in the journal"))
+}
+
+/// Runs host command `name`; its answer (a refusal fails the test).
+async fn command(
+    runtime: &AgentRuntime,
+    name: &str,
+    request: serde_json::Value,
+) -> serde_json::Value {
+    match runtime.execute_command(name, request).await {
+        Ok(answer) => answer,
+        Err(error) => panic!("{name}: {error}"),
+    }
 }
 
 fn request() -> StartRunRequest {
@@ -137,27 +226,9 @@ async fn the_start_run_request_builder_starts_the_run_it_describes() {
             {"toolCalls": [{"id": "f", "name": "workspace_finish", "arguments": {}}]}]}}"#,
     )
     .unwrap();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(Arc::new(script))
-        .commit_handler(|_| async { Ok("1".to_owned()) })
-        .build()
-        .unwrap();
-    let profile: tt_runtime::AgentProfileDefinition = serde_json::from_value(json!({
-        "schemaVersion": 2,
-        "kind": "tauritavern.agentProfile",
-        "id": "quiet-writer",
-        "displayName": "Quiet writer",
-        "preset": {"mode": "currentPromptSnapshot"},
-        "model": {"mode": "currentPromptSnapshot"},
-        "run": {"presentation": "foreground"},
-        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"], "maxRounds": 4},
-        "skills": {"visible": ["*"]},
-        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
-        "plan": {"mode": "none"},
-        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown", "target": "messageBody"}]}
-    }))
-    .unwrap();
+    let runtime = handled_runtime(dir.path(), Arc::new(script));
+    let profile: tt_runtime::AgentProfileDefinition =
+        serde_json::from_value(writer_profile("quiet-writer", "Quiet writer", &[], 4)).unwrap();
     runtime.save_profile(profile).await.unwrap();
     let run = runtime
         .start_run(
@@ -187,12 +258,7 @@ async fn the_start_run_request_builder_starts_the_run_it_describes() {
 #[tokio::test]
 async fn the_subscription_is_a_stream_that_ends_after_the_terminal_event() {
     let dir = TempDir::new().unwrap();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(committing_writer())
-        .commit_handler(|_| async { Ok("1".to_owned()) })
-        .build()
-        .unwrap();
+    let runtime = handled_runtime(dir.path(), committing_writer());
     let run = runtime.start_run(request()).await.unwrap();
     let events: Vec<AgentRunEvent> = runtime
         .subscribe(run.id.as_str(), 0, None)
@@ -304,9 +370,7 @@ async fn the_commit_handler_publishes_each_commit() {
     let dir = TempDir::new().unwrap();
     let published = Arc::new(std::sync::Mutex::new(Vec::<ChatCommitRequest>::new()));
     let seen = Arc::clone(&published);
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(committing_writer())
+    let runtime = builder(dir.path(), committing_writer())
         .commit_handler(move |commit| {
             let seen = Arc::clone(&seen);
             async move {
@@ -317,8 +381,7 @@ async fn the_commit_handler_publishes_each_commit() {
         })
         .build()
         .unwrap();
-    let run = runtime.start_run(request()).await.unwrap();
-    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    let run = run_to_end(&runtime, request()).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
     let published = published.lock().unwrap().clone();
     assert_eq!(published.len(), 1);
@@ -330,14 +393,11 @@ async fn the_commit_handler_publishes_each_commit() {
 #[tokio::test]
 async fn a_commit_handler_refusal_fails_the_run_with_its_reason() {
     let dir = TempDir::new().unwrap();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(committing_writer())
+    let runtime = builder(dir.path(), committing_writer())
         .commit_handler(|_| async { Err("the chat window is closed".to_owned()) })
         .build()
         .unwrap();
-    let run = runtime.start_run(request()).await.unwrap();
-    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    let run = run_to_end(&runtime, request()).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
     let failed = wait_for_event(&runtime, run.id.as_str(), "chat_commit_failed").await;
     assert!(
@@ -353,9 +413,7 @@ async fn a_commit_handler_refusal_fails_the_run_with_its_reason() {
 #[tokio::test]
 async fn a_panicking_commit_handler_refuses_the_commit_instead_of_hanging_the_run() {
     let dir = TempDir::new().unwrap();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(committing_writer())
+    let runtime = builder(dir.path(), committing_writer())
         .commit_handler(|commit: ChatCommitRequest| async move {
             assert!(
                 commit.content.is_empty(),
@@ -365,8 +423,7 @@ async fn a_panicking_commit_handler_refuses_the_commit_instead_of_hanging_the_ru
         })
         .build()
         .unwrap();
-    let run = runtime.start_run(request()).await.unwrap();
-    let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    let run = run_to_end(&runtime, request()).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
     let failed = wait_for_event(&runtime, run.id.as_str(), "chat_commit_failed").await;
     assert!(
@@ -394,9 +451,7 @@ impl HostCommitBridge for SevenBridge {
 #[tokio::test]
 async fn host_commit_calls_on_a_custom_bridge_fail_with_a_code_and_the_bridge_still_publishes() {
     let dir = TempDir::new().unwrap();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(committing_writer())
+    let runtime = builder(dir.path(), committing_writer())
         .commit_bridge(CommitBridgeChoice::Custom(Arc::new(SevenBridge)))
         .build()
         .unwrap();
@@ -537,9 +592,7 @@ async fn a_run_caught_by_shutdown_before_its_executor_starts_ends_interrupted() 
     let dir = TempDir::new().unwrap();
     let ids = Arc::new(GatedIds::default());
     let runtime = Arc::new(
-        AgentRuntimeBuilder::new()
-            .data_dir(dir.path())
-            .provider(hanging_model())
+        builder(dir.path(), hanging_model())
             .ids(ids.clone())
             .build()
             .unwrap(),
@@ -608,15 +661,7 @@ async fn shutdown_ends_a_stream_that_follows_a_run_another_runtime_owns() {
     assert!(viewer.shutdown().await.unwrap().is_empty());
     // The follower delivers what the journal holds, then ends although the run goes on.
     let rest: Vec<u64> = follower.map(|event| event.unwrap().seq).collect().await;
-    let journaled = owner
-        .read_events(ReadEventsRequest {
-            run_id: run_id.clone(),
-            limit: Some(500),
-            ..ReadEventsRequest::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let journaled = journal(&owner, &run_id).await;
     assert_eq!(
         rest,
         journaled
@@ -640,25 +685,6 @@ async fn shutdown_ends_a_stream_that_follows_a_run_another_runtime_owns() {
 
 fn runtime_at_same_dir(dir: &Path) -> AgentRuntime {
     runtime(dir, committing_writer())
-}
-
-/// Copies a data dir a runtime may still be writing: a file that vanishes between the listing
-/// and the copy (an atomic write's temp file, renamed meanwhile) is left out, as a crash at
-/// that instant would leave it out.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if let Err(error) = std::fs::copy(entry.path(), &target) {
-            assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
-        }
-    }
 }
 
 #[tokio::test]
@@ -685,7 +711,7 @@ async fn after_a_restart_an_interrupted_run_waits_and_streams_to_its_end() {
     // The app "crashes": its data dir as it is now is what the next start finds, with no
     // process holding the run's lock (the copy was never locked).
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     let restarted = runtime(after_crash.path(), committing_writer());
     let runs = restarted
@@ -717,11 +743,8 @@ async fn after_a_restart_an_interrupted_run_waits_and_streams_to_its_end() {
 #[tokio::test]
 async fn a_run_started_on_a_named_connection_talks_to_it_instead_of_the_default_model() {
     let dir = TempDir::new().unwrap();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(hanging_model())
+    let runtime = transcript_builder(dir.path(), hanging_model())
         .connection("house-model", committing_writer())
-        .commit_bridge(CommitBridgeChoice::Transcript)
         .build()
         .unwrap();
     let names: Vec<_> = runtime
@@ -757,8 +780,7 @@ async fn a_run_started_on_a_named_connection_talks_to_it_instead_of_the_default_
 async fn the_workspace_file_list_shows_every_file_the_run_wrote() {
     let dir = TempDir::new().unwrap();
     let runtime = transcript_runtime(dir.path(), committing_writer());
-    let run = runtime.start_run(request()).await.unwrap();
-    runtime.wait_for_run(run.id.as_str()).await.unwrap();
+    let run = run_to_end(&runtime, request()).await;
     let files = runtime.list_workspace_files(run.id.as_str()).await.unwrap();
     assert!(files.contains(&"output/main.md".to_owned()), "{files:?}");
     let mut sorted = files.clone();
@@ -816,7 +838,6 @@ async fn next_update_of(
 /// Round 1 writes a file, round 2 waits a day (until the run is cancelled); each model call
 /// waits for a permit of the returned gate.
 fn gated_held_writer() -> (Arc<dyn ModelProvider>, Arc<tokio::sync::Semaphore>) {
-    let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let held = Arc::new(FnProvider::new(|request| {
         Ok(match request.round {
             1 => ModelReply::tool_call(
@@ -826,10 +847,7 @@ fn gated_held_writer() -> (Arc<dyn ModelProvider>, Arc<tokio::sync::Semaphore>) 
             _ => ModelReply::text("later").after(Duration::from_secs(86_400)),
         })
     }));
-    let model = Arc::new(postgres::GatedModel {
-        inner: held,
-        gate: Arc::clone(&gate),
-    });
+    let (model, gate) = tt_testkit::fakes::GatedModel::closed(held);
     (model, gate)
 }
 
@@ -899,7 +917,7 @@ async fn guidance_waiting_when_the_process_died_reaches_the_agent_after_resume()
         .unwrap();
     assert_eq!(receipt.guidance_id, "guidance_000001");
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     // After the restart the writer writes, then waits on its second answer.
     let asked = Arc::new(std::sync::Mutex::new(Vec::new()));

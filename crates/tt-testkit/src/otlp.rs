@@ -69,6 +69,30 @@ pub fn attribute(span: &Value, key: &str) -> Option<Value> {
         .map(|a| a["value"].clone())
 }
 
+/// The span named `name` among `spans` (a failure lists what arrived).
+pub fn span_named<'a>(spans: &'a [Value], name: &str) -> &'a Value {
+    spans
+        .iter()
+        .find(|span| span["name"] == name)
+        .unwrap_or_else(|| panic!("no span {name} in {spans:#?}"))
+}
+
+/// Asserts the GenAI attributes of a model call's span: operation `chat`, the model it asked
+/// for (`requested`) and the model that answered (`answered`).
+pub fn assert_chat_attributes(span: &Value, requested: &str, answered: &str) {
+    for (key, value) in [
+        ("gen_ai.operation.name", "chat"),
+        ("gen_ai.request.model", requested),
+        ("gen_ai.response.model", answered),
+    ] {
+        assert_eq!(
+            attribute(span, key),
+            Some(serde_json::json!({ "stringValue": value })),
+            "{key} of {span:#}"
+        );
+    }
+}
+
 /// Waits (a hang guard of 60 s, not a timing) until spans named `names` have all arrived in
 /// `seen`.
 pub async fn spans_named(

@@ -9,10 +9,7 @@ use tt_testkit::contract::{manifest_for, sample_run, tool_event};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_on_another_store_hears_appends_as_they_commit() {
-    let url = crate::cluster()
-        .create_database("tt_case_follow")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_follow").await;
     let writer = PostgresStore::open(&url).await.unwrap();
     let follower = PostgresStore::open(&url).await.unwrap();
     let run = sample_run(1);

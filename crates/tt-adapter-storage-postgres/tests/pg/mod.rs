@@ -5,3 +5,23 @@ pub(crate) mod ownership;
 mod recovery;
 mod restart;
 mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tt_adapter_storage_postgres::{PostgresOptions, PostgresStore};
+
+/// A database `name` on the shared cluster: its URL.
+pub(crate) async fn database(name: &str) -> String {
+    crate::cluster().create_database(name).await.unwrap()
+}
+
+/// A store on `url` standing for host `name` (its owner id), holding runs for `lease`.
+pub(crate) async fn host(url: &str, name: &str, lease: Duration) -> Arc<PostgresStore> {
+    let options = PostgresOptions {
+        pool_size: 2,
+        lease,
+        owner_id: Some(name.to_owned()),
+    };
+    Arc::new(PostgresStore::open_with(url, options).await.unwrap())
+}

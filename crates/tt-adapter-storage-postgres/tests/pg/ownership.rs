@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tt_adapter_storage_postgres::{PostgresOptions, PostgresStore};
+use tt_adapter_storage_postgres::PostgresStore;
 use tt_domain::ids::TaskId;
 use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
@@ -19,20 +19,12 @@ use tt_testkit::contract::{
 const LEASE: Duration = Duration::from_millis(600);
 
 async fn host(url: &str, name: &str) -> Arc<PostgresStore> {
-    let options = PostgresOptions {
-        pool_size: 2,
-        lease: LEASE,
-        owner_id: Some(name.to_owned()),
-    };
-    Arc::new(PostgresStore::open_with(url, options).await.unwrap())
+    super::host(url, name, LEASE).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_writer_is_locked_out_until_the_lease_expires() {
-    let url = crate::cluster()
-        .create_database("tt_case_ownership")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_ownership").await;
     let a = host(&url, "host-a").await;
     let b = host(&url, "host-b").await;
     let run = sample_run(1);
@@ -87,20 +79,12 @@ pub(crate) async fn expire_lease(url: &str, run_id: &str) {
 
 /// A host whose lease is long: nothing waits for a heartbeat, a test ends the lease by hand.
 async fn long_lease_host(url: &str, name: &str) -> Arc<PostgresStore> {
-    let options = PostgresOptions {
-        pool_size: 2,
-        lease: Duration::from_secs(60),
-        owner_id: Some(name.to_owned()),
-    };
-    Arc::new(PostgresStore::open_with(url, options).await.unwrap())
+    super::host(url, name, Duration::from_secs(60)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_whose_lease_was_taken_over_cannot_write() {
-    let url = crate::cluster()
-        .create_database("tt_case_fencing")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_fencing").await;
     let a = long_lease_host(&url, "host-a").await;
     let b = long_lease_host(&url, "host-b").await;
     let run = sample_run(7);
@@ -198,10 +182,7 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
 /// write after a takeover it changes nothing and says the run is another store's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_transition_after_a_takeover_changes_nothing() {
-    let url = crate::cluster()
-        .create_database("tt_case_fenced_transition")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_fenced_transition").await;
     let a = long_lease_host(&url, "host-a").await;
     let b = long_lease_host(&url, "host-b").await;
     let run = sample_run(8);
@@ -235,10 +216,7 @@ async fn a_task_transition_after_a_takeover_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_refuses_only_the_runs_another_store_holds() {
-    let url = crate::cluster()
-        .create_database("tt_case_batch_refusal")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_batch_refusal").await;
     let a = host(&url, "host-a").await;
     let b = host(&url, "host-b").await;
     let mine = sample_run(11);

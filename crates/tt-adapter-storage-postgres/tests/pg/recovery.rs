@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tt_adapter_storage_postgres::{OWNER_EXITED, PostgresOptions, PostgresStore};
+use tt_adapter_storage_postgres::{OWNER_EXITED, PostgresStore};
 use tt_domain::event::RunEventType;
 use tt_domain::ids::{EventId, TaskId};
 use tt_domain::invocation::InvocationStatus;
@@ -19,12 +19,7 @@ use tt_testkit::contract::{
 };
 
 async fn host(url: &str, name: &str) -> Arc<PostgresStore> {
-    let options = PostgresOptions {
-        pool_size: 2,
-        lease: Duration::from_secs(60),
-        owner_id: Some(name.to_owned()),
-    };
-    Arc::new(PostgresStore::open_with(url, options).await.unwrap())
+    super::host(url, name, Duration::from_secs(60)).await
 }
 
 fn ids() -> impl FnMut() -> EventId + Send {
@@ -37,10 +32,7 @@ fn ids() -> impl FnMut() -> EventId + Send {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_hosts_unfinished_run_is_marked_interrupted_by_another_host() {
-    let url = crate::cluster()
-        .create_database("tt_case_recovery")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_recovery").await;
     let a = host(&url, "host-a").await;
     let b = host(&url, "host-b").await;
 
@@ -159,10 +151,7 @@ async fn a_dead_hosts_unfinished_run_is_marked_interrupted_by_another_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_stored_before_the_unfinished_index_are_flagged_by_the_migration() {
     use tt_adapter_storage_postgres::schema::MIGRATIONS;
-    let url = crate::cluster()
-        .create_database("tt_case_migrate_from_3")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_migrate_from_3").await;
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -234,10 +223,7 @@ async fn flagged(client: &tokio_postgres::Client) -> Vec<String> {
 /// waiting out the 60 s lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_whose_session_ended_is_taken_over_before_its_lease_runs_out() {
-    let url = crate::cluster()
-        .create_database("tt_case_session_end")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_session_end").await;
     let a = host(&url, "host-a").await;
     let mut run = sample_run(1);
     a.create_run(&run, &manifest_for(&run)).await.unwrap();
@@ -274,10 +260,7 @@ async fn a_host_whose_session_ended_is_taken_over_before_its_lease_runs_out() {
 /// until it lets the run go itself (its executor ended), after which it may resume it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_taken_over_does_not_take_the_run_back_once_the_other_let_it_go() {
-    let url = crate::cluster()
-        .create_database("tt_case_no_take_back")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_no_take_back").await;
     let a = host(&url, "host-a").await;
     let b = host(&url, "host-b").await;
     let mut run = sample_run(8);

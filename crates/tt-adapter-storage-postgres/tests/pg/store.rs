@@ -10,10 +10,7 @@ async fn migrations_are_recorded_and_applied_once() {
     let latest = MIGRATIONS.last().map(|(version, _, _)| *version).unwrap();
     assert_eq!(store.schema_version().await.unwrap(), latest);
     let url = crate::cluster().url("tt_case_migrate_twice");
-    crate::cluster()
-        .create_database("tt_case_migrate_twice")
-        .await
-        .unwrap();
+    super::database("tt_case_migrate_twice").await;
     let first = PostgresStore::open(&url).await.unwrap();
     let second = PostgresStore::open(&url).await.unwrap();
     assert_eq!(first.schema_version().await.unwrap(), latest);
@@ -75,10 +72,7 @@ async fn a_checkpoint_record_the_server_wrote_reads_back_as_returned() {
     use tt_domain::workspace::{CheckpointReason, CheckpointRecord, WriteGuard};
     use tt_ports::{AgentRunRepository, WorkspaceRepository};
     use tt_testkit::contract::{manifest_for, sample_run, ts, wp};
-    let url = crate::cluster()
-        .create_database("tt_case_checkpoint_rows")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_checkpoint_rows").await;
     let store = PostgresStore::open(&url).await.unwrap();
     let run = sample_run(1);
     store.create_run(&run, &manifest_for(&run)).await.unwrap();
@@ -135,10 +129,7 @@ async fn a_checkpoint_record_the_server_wrote_reads_back_as_returned() {
 async fn a_run_row_that_does_not_parse_is_named_not_listed() {
     use tt_ports::{AgentRunRepository, RunListPage};
     use tt_testkit::contract::{manifest_for, sample_run};
-    let url = crate::cluster()
-        .create_database("tt_case_unreadable_run")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_unreadable_run").await;
     let store = PostgresStore::open(&url).await.unwrap();
     let (whole, broken) = (sample_run(1), sample_run(2));
     for run in [&whole, &broken] {
@@ -184,10 +175,7 @@ async fn a_run_row_that_does_not_parse_is_named_not_listed() {
 async fn a_conversation_lists_only_its_own_runs() {
     use tt_ports::AgentRunRepository;
     use tt_testkit::contract::{manifest_for, sample_run};
-    let url = crate::cluster()
-        .create_database("tt_case_chat_runs")
-        .await
-        .unwrap();
+    let url = super::database("tt_case_chat_runs").await;
     let store = PostgresStore::open(&url).await.unwrap();
     let mine = sample_run(1);
     let mut other = sample_run(2);

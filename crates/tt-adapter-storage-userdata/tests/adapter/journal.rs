@@ -6,6 +6,7 @@ use std::io::Write;
 use tt_domain::event::AgentRunEvent;
 use tt_ports::{EventPage, RunJournal, StorageError};
 use tt_testkit::contract::tool_event;
+use tt_testkit::store_tests::append_tool_events;
 
 use super::Fixture;
 
@@ -25,12 +26,7 @@ fn append_raw(path: &std::path::Path, bytes: &[u8]) {
 async fn torn_last_line_is_repaired_on_reopen() {
     let mut fx = Fixture::new();
     let (run, dir) = fx.run(1).await;
-    for n in 1..=3 {
-        fx.store
-            .append(tool_event(&run.id, n, "inv_root"))
-            .await
-            .unwrap();
-    }
+    append_tool_events(fx.store.as_ref(), &run.id, 1..=3).await;
     let events_path = dir.join("events.jsonl");
     let intact_len = std::fs::metadata(&events_path).unwrap().len();
     // A crash in the middle of the fourth append.
@@ -68,10 +64,7 @@ async fn torn_last_line_is_repaired_on_reopen() {
 async fn complete_but_unparsable_last_line_is_repaired() {
     let mut fx = Fixture::new();
     let (run, dir) = fx.run(1).await;
-    fx.store
-        .append(tool_event(&run.id, 1, "inv_root"))
-        .await
-        .unwrap();
+    append_tool_events(fx.store.as_ref(), &run.id, 1..=1).await;
     append_raw(&dir.join("events.jsonl"), b"{\"seq\":2,\"id\":\n");
 
     let store = fx.reopen();
@@ -95,10 +88,7 @@ async fn complete_but_unparsable_last_line_is_repaired() {
 async fn a_corrupt_line_in_the_middle_is_an_error_not_skipped() {
     let mut fx = Fixture::new();
     let (run, dir) = fx.run(1).await;
-    fx.store
-        .append(tool_event(&run.id, 1, "inv_root"))
-        .await
-        .unwrap();
+    append_tool_events(fx.store.as_ref(), &run.id, 1..=1).await;
     let events_path = dir.join("events.jsonl");
     append_raw(&events_path, b"not json at all\n");
     let good = serde_json::to_string(&tool_event(&run.id, 3, "inv_root").with_seq(3)).unwrap();
@@ -121,12 +111,7 @@ async fn a_corrupt_line_in_the_middle_is_an_error_not_skipped() {
 async fn middle_page_reads_a_small_part_of_a_large_journal() {
     let mut fx = Fixture::new();
     let (run, dir) = fx.run(1).await;
-    for n in 1..=10_000 {
-        fx.store
-            .append(tool_event(&run.id, n, "inv_root"))
-            .await
-            .unwrap();
-    }
+    append_tool_events(fx.store.as_ref(), &run.id, 1..=10_000).await;
     let file_len = std::fs::metadata(dir.join("events.jsonl")).unwrap().len();
     // Appends never read the journal back.
     assert_eq!(fx.store.journal_bytes_read(), 0);

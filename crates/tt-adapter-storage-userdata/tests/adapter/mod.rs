@@ -46,6 +46,21 @@ impl Fixture {
         Arc::clone(&self.store)
     }
 
+    /// [`Fixture::reopen`], then the new store marks what the old one left `interrupted`
+    /// (at `ts(100)`): the store and the runs it marked.
+    pub(crate) fn reopen_and_recover(
+        &mut self,
+    ) -> (
+        Arc<UserDataStore>,
+        Vec<tt_adapter_storage_userdata::InterruptedRun>,
+    ) {
+        let store = self.reopen();
+        let recovered = store
+            .recover_interrupted_runs(tt_testkit::contract::ts(100), event_ids())
+            .unwrap();
+        (store, recovered)
+    }
+
     pub(crate) async fn run(&self, n: u32) -> (AgentRun, PathBuf) {
         let run = sample_run(n);
         self.store
@@ -54,6 +69,17 @@ impl Fixture {
             .unwrap();
         let dir = self.store.run_directory(&run.id).await.unwrap();
         (run, dir)
+    }
+}
+
+/// `result` is the refusal of a path that leaves its root through a symlink.
+#[track_caller]
+pub(crate) fn assert_escape<T: std::fmt::Debug>(result: tt_ports::StorageResult<T>) {
+    match result {
+        Err(err @ tt_ports::StorageError::SymlinkEscape { .. }) => {
+            assert_eq!(err.code(), "agent.workspace_symlink_escape");
+        }
+        other => panic!("expected SymlinkEscape, got {other:?}"),
     }
 }
 

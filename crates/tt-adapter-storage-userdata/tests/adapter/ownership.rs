@@ -139,11 +139,7 @@ async fn unfinished_runs_without_an_owner_are_marked_interrupted() {
         )
         .await
         .unwrap();
-    for n in 1..=3 {
-        RunJournal::append(store.as_ref(), tool_event(&run.id, n, "inv_root"))
-            .await
-            .unwrap();
-    }
+    tt_testkit::store_tests::append_tool_events(store.as_ref(), &run.id, 1..=3).await;
     let root = fx.data_root();
     let summary_of = |run_id: &tt_domain::ids::RunId| {
         root.join("index/run-summaries")
@@ -164,10 +160,7 @@ async fn unfinished_runs_without_an_owner_are_marked_interrupted() {
     drop(store);
 
     // The process is gone; the next writer marks what it left.
-    let store = fx.reopen();
-    let recovered = store
-        .recover_interrupted_runs(ts(100), event_ids())
-        .unwrap();
+    let (store, recovered) = fx.reopen_and_recover();
     assert_eq!(recovered.len(), 1);
     assert_eq!(recovered[0].run_id, run.id);
     assert_eq!(
@@ -200,16 +193,7 @@ async fn unfinished_runs_without_an_owner_are_marked_interrupted() {
             InvocationStatus::Interrupted
         );
     }
-    let events = RunJournal::read(
-        store.as_ref(),
-        &run.id,
-        &EventPage {
-            limit: Some(500),
-            ..EventPage::default()
-        },
-    )
-    .await
-    .unwrap();
+    let events = tt_testkit::store_tests::read_journal(store.as_ref(), &run.id).await;
     let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
     assert_eq!(
         types[3..],
@@ -346,10 +330,7 @@ async fn an_interrupted_run_reports_the_status_its_journal_reached() {
         .await
         .unwrap();
     drop(store);
-    let store = fx.reopen();
-    let recovered = store
-        .recover_interrupted_runs(ts(100), event_ids())
-        .unwrap();
+    let (store, recovered) = fx.reopen_and_recover();
     assert_eq!(recovered.len(), 1);
     assert_eq!(
         recovered[0].previous_status,

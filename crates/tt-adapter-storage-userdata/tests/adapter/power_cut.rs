@@ -14,10 +14,12 @@ use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{
-    AgentInvocationRepository, AgentRunRepository, EventPage, RunDocument, RunJournal,
-    WorkspaceRepository,
+    AgentInvocationRepository, AgentRunRepository, RunDocument, RunJournal, WorkspaceRepository,
 };
 use tt_testkit::contract::{invocation, task, tool_event, ts, wp};
+use tt_testkit::store_tests::{
+    assert_documents_kept, assert_ends_interrupted, read_journal, task_ids,
+};
 
 use super::{Fixture, event_ids};
 
@@ -196,37 +198,13 @@ async fn a_power_cut_at_any_point_loses_only_what_followed_the_last_durability_p
                         recovered[0].last_seq >= point.events,
                         "point {k}: lost durable events"
                     );
-                    let read = RunJournal::read(
-                        reopened.as_ref(),
-                        &run.id,
-                        &EventPage {
-                            limit: Some(500),
-                            ..EventPage::default()
-                        },
-                    )
-                    .await
-                    .unwrap();
-                    let seqs: Vec<u64> = read.iter().map(|event| event.seq).collect();
-                    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
-                    assert_eq!(read.last().unwrap().event_type, "run_interrupted");
-                    let stored: BTreeSet<String> = reopened
-                        .list_tasks(&run.id)
-                        .await
-                        .unwrap()
-                        .into_iter()
-                        .map(|task| task.id.to_string())
-                        .collect();
-                    assert!(stored.is_superset(&point.tasks), "point {k}: lost tasks");
-                    for document in &point.documents {
-                        assert!(
-                            reopened
-                                .read_record(&run.id, document)
-                                .await
-                                .unwrap()
-                                .is_some(),
-                            "point {k}: lost {document}"
-                        );
-                    }
+                    let what = format!("point {k}");
+                    let read = read_journal(reopened.as_ref(), &run.id).await;
+                    assert_ends_interrupted(&read, &what);
+                    let stored = task_ids(reopened.as_ref(), &run.id).await;
+                    assert!(stored.is_superset(&point.tasks), "{what}: lost tasks");
+                    assert_documents_kept(reopened.as_ref(), &run.id, &point.documents, &what)
+                        .await;
                     if k > 0 {
                         reopened
                             .load_invocation(&run.id, &InvocationId::from_raw("inv_0"))

@@ -10,7 +10,7 @@ use tt_domain::run::{AgentRunStatus, REBUILT_FROM_INDEX, REBUILT_FROM_JOURNAL};
 use tt_ports::{AgentRunRepository, EventPage, RunJournal, RunListPage};
 use tt_testkit::contract::{new_event, tool_event, ts};
 
-use super::{Fixture, event_ids};
+use super::Fixture;
 
 const ALL: RunListPage = RunListPage {
     offset: 0,
@@ -89,10 +89,7 @@ async fn a_deleted_run_record_is_rebuilt_from_the_index_copy_and_the_run_kept() 
     assert!(!dir.join("run.json").exists(), "a reader wrote");
 
     // The next writer writes it back and marks the run interrupted; nothing is lost.
-    let store = fx.reopen();
-    let recovered = store
-        .recover_interrupted_runs(ts(100), event_ids())
-        .unwrap();
+    let (store, recovered) = fx.reopen_and_recover();
     assert_eq!(recovered.len(), 1);
     assert_eq!(recovered[0].previous_status, AgentRunStatus::CallingModel);
     let stored = store.load_run(&run.id).await.unwrap();
@@ -123,14 +120,8 @@ async fn without_an_index_copy_the_record_is_rebuilt_from_the_journal() {
         "{rebuilt:?}"
     );
 
-    let store = fx.reopen();
-    assert_eq!(
-        store
-            .recover_interrupted_runs(ts(100), event_ids())
-            .unwrap()
-            .len(),
-        1
-    );
+    let (store, recovered) = fx.reopen_and_recover();
+    assert_eq!(recovered.len(), 1);
     let stored = store.load_run(&run.id).await.unwrap();
     assert_eq!(stored.status, AgentRunStatus::Interrupted);
     assert_eq!(stored.workspace_id, run.workspace_id);
@@ -164,13 +155,8 @@ async fn a_run_with_a_journal_but_nothing_to_rebuild_from_is_kept_and_named() {
     std::fs::remove_file(dir.join("run.json")).unwrap();
     std::fs::remove_file(fx.data_root().join(format!("index/runs/{}.json", run.id))).unwrap();
 
-    let store = fx.reopen();
-    assert!(
-        store
-            .recover_interrupted_runs(ts(100), event_ids())
-            .unwrap()
-            .is_empty()
-    );
+    let (store, recovered) = fx.reopen_and_recover();
+    assert!(recovered.is_empty());
     assert!(dir.join("events.jsonl").is_file(), "the run was removed");
     let unreadable = store.unreadable_runs().await.unwrap();
     assert_eq!(unreadable.len(), 1, "{unreadable:?}");
@@ -200,10 +186,7 @@ async fn only_a_directory_of_creation_leftovers_is_removed() {
     .unwrap();
     std::fs::write(kept.join("output/main.md"), "A file an agent wrote.").unwrap();
 
-    let store = fx.reopen();
-    store
-        .recover_interrupted_runs(ts(100), event_ids())
-        .unwrap();
+    let (store, _) = fx.reopen_and_recover();
     assert!(!dir.exists(), "creation leftovers were kept");
     assert!(
         kept.join("output/main.md").is_file(),

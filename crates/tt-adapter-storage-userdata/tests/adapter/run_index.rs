@@ -70,10 +70,7 @@ async fn a_run_is_marked_from_its_creation_to_its_end_and_recovery_reads_only_th
     assert_eq!(marked(&fx.data_root()), [open.id.as_str()]);
     // A finished run is never read by recovery: even one whose record is now damaged.
     std::fs::write(failed_dir.join("run.json"), b"{ not json").unwrap();
-    let store = fx.reopen();
-    let recovered = store
-        .recover_interrupted_runs(ts(100), event_ids())
-        .unwrap();
+    let (_store, recovered) = fx.reopen_and_recover();
     assert_eq!(
         recovered.iter().map(|run| &run.run_id).collect::<Vec<_>>(),
         [&open.id]
@@ -99,13 +96,8 @@ async fn a_crash_between_the_end_and_the_unmarking_leaves_no_stale_marker() {
         run.workspace_id.as_str(),
     )
     .unwrap();
-    let store = fx.reopen();
-    assert!(
-        store
-            .recover_interrupted_runs(ts(100), event_ids())
-            .unwrap()
-            .is_empty()
-    );
+    let (store, recovered) = fx.reopen_and_recover();
+    assert!(recovered.is_empty());
     assert!(marked(&fx.data_root()).is_empty());
     assert_eq!(
         store.load_run(&run.id).await.unwrap().status,
@@ -132,13 +124,8 @@ async fn a_crash_while_creating_a_run_leaves_nothing_recovery_does_not_clear() {
         run.workspace_id.as_str(),
     )
     .unwrap();
-    let store = fx.reopen();
-    assert!(
-        store
-            .recover_interrupted_runs(ts(100), event_ids())
-            .unwrap()
-            .is_empty()
-    );
+    let (store, recovered) = fx.reopen_and_recover();
+    assert!(recovered.is_empty());
     assert!(!dir.exists());
     assert!(marked(&fx.data_root()).is_empty());
     assert!(all_listed(&store).await.is_empty());
@@ -155,10 +142,7 @@ async fn a_marker_whose_content_is_damaged_still_finds_its_run() {
         b"\0\0\0",
     )
     .unwrap();
-    let store = fx.reopen();
-    let recovered = store
-        .recover_interrupted_runs(ts(100), event_ids())
-        .unwrap();
+    let (_store, recovered) = fx.reopen_and_recover();
     assert_eq!(recovered.len(), 1);
     assert_eq!(recovered[0].run_id, run.id);
 }
@@ -212,10 +196,7 @@ async fn a_log_appended_to_after_it_went_missing_is_rebuilt_with_every_line() {
             .unwrap()
             .starts_with("tt-run-log")
     );
-    let store = fx.reopen();
-    store
-        .recover_interrupted_runs(ts(100), event_ids())
-        .unwrap();
+    let (store, _) = fx.reopen_and_recover();
     assert_eq!(all_listed(&store).await, [second.id, first.id]);
 }
 
@@ -298,10 +279,7 @@ async fn a_run_resumed_after_its_end_is_marked_again_before_its_record_says_so()
     fx.store.save_run(&resumed).await.unwrap();
     assert_eq!(marked(&fx.data_root()), [run.id.as_str()]);
     // Its process dies: the next start finds it.
-    let store = fx.reopen();
-    let recovered = store
-        .recover_interrupted_runs(ts(100), event_ids())
-        .unwrap();
+    let (_store, recovered) = fx.reopen_and_recover();
     assert_eq!(recovered.len(), 1);
     assert_eq!(recovered[0].run_id, run.id);
 }

@@ -6,9 +6,9 @@ use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 use tt_domain::ids::ProfileId;
 use tt_domain::skill::{SkillFilePath, SkillId, SkillScope, skill_storage_segment};
-use tt_ports::{SkillRepository, StorageError, StorageResult};
+use tt_ports::{SkillRepository, StorageError};
 
-use super::{Fixture, files_under};
+use super::{Fixture, assert_escape, files_under};
 
 fn sid(raw: &str) -> SkillId {
     SkillId::parse(raw).unwrap()
@@ -36,16 +36,6 @@ async fn ids(fx: &Fixture, scope: &SkillScope) -> Vec<String> {
         .into_iter()
         .map(|skill| skill.id.to_string())
         .collect()
-}
-
-#[track_caller]
-fn assert_escape<T: std::fmt::Debug>(result: StorageResult<T>) {
-    match result {
-        Err(err @ StorageError::SymlinkEscape { .. }) => {
-            assert_eq!(err.code(), "agent.workspace_symlink_escape");
-        }
-        other => panic!("expected SymlinkEscape, got {other:?}"),
-    }
 }
 
 #[tokio::test]

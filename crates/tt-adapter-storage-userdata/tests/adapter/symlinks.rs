@@ -3,20 +3,10 @@
 
 use std::os::unix::fs::symlink;
 use tt_domain::workspace::{CheckpointReason, WorkspaceRoot, WriteGuard};
-use tt_ports::{StorageError, StorageResult, WorkspaceRepository};
+use tt_ports::WorkspaceRepository;
 use tt_testkit::contract::{ts, wp};
 
-use super::Fixture;
-
-#[track_caller]
-fn assert_escape<T: std::fmt::Debug>(result: StorageResult<T>) {
-    match result {
-        Err(err @ StorageError::SymlinkEscape { .. }) => {
-            assert_eq!(err.code(), "agent.workspace_symlink_escape");
-        }
-        other => panic!("expected SymlinkEscape, got {other:?}"),
-    }
-}
+use super::{Fixture, assert_escape};
 
 #[tokio::test]
 async fn escaping_symlinks_are_refused() {

@@ -92,6 +92,18 @@ pub(crate) fn filesystem(dir: &Path) -> Option<McpServerConfig> {
 }
 
 /// The Python test server with `env`.
+/// [`python`] writing the log `variable` names to `file` in a temporary directory: the
+/// directory (kept while the test runs), the log's path and the server.
+pub(crate) fn python_logging(
+    variable: &str,
+    file: &str,
+) -> Option<(tempfile::TempDir, std::path::PathBuf, McpServerConfig)> {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join(file);
+    let server = python(&[(variable, log.display().to_string())])?;
+    Some((dir, log, server))
+}
+
 pub(crate) fn python(env: &[(&str, String)]) -> Option<McpServerConfig> {
     if !python_ready() {
         return None;

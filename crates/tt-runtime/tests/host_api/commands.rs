@@ -8,31 +8,13 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tt_runtime::{
-    AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, FnProvider, HOST_COMMANDS,
-    ModelProvider, ModelReply, host_commands,
+    AgentRuntime, FnProvider, HOST_COMMANDS, ModelProvider, ModelReply, host_commands,
 };
 
+use super::{command, librarian_profile, transcript_runtime};
+
 fn librarian(host_tools: &[&str]) -> Value {
-    let mut allow = vec![
-        "workspace.write_file".to_owned(),
-        "workspace.commit".to_owned(),
-        "workspace.finish".to_owned(),
-    ];
-    allow.extend(host_tools.iter().map(|name| format!("host/{name}")));
-    json!({
-        "schemaVersion": 2,
-        "kind": "tauritavern.agentProfile",
-        "id": "librarian",
-        "displayName": "Librarian",
-        "preset": {"mode": "currentPromptSnapshot"},
-        "model": {"mode": "currentPromptSnapshot"},
-        "run": {"presentation": "foreground"},
-        "tools": {"allow": allow, "maxRounds": 8},
-        "skills": {"visible": ["*"]},
-        "workspace": {"visibleRoots": ["output", "scratch"], "writableRoots": ["output"]},
-        "plan": {"mode": "none"},
-        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown", "target": "messageBody"}]}
-    })
+    librarian_profile(host_tools)
 }
 
 /// Searches the chat in round 1, writes what it read in round 2, commits and finishes.
@@ -59,19 +41,7 @@ fn searcher() -> Arc<dyn ModelProvider> {
 }
 
 fn runtime(dir: &TempDir) -> AgentRuntime {
-    AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(searcher())
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .build()
-        .unwrap()
-}
-
-async fn command(runtime: &AgentRuntime, name: &str, request: Value) -> Value {
-    match runtime.execute_command(name, request).await {
-        Ok(answer) => answer,
-        Err(error) => panic!("{name}: {error}"),
-    }
+    transcript_runtime(dir.path(), searcher())
 }
 
 async fn refused(runtime: &AgentRuntime, name: &str, request: Value) -> String {

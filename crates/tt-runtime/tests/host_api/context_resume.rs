@@ -10,12 +10,9 @@ use std::time::Duration;
 use serde_json::json;
 use tempfile::TempDir;
 use tt_domain::model::AgentModelRequest;
-use tt_runtime::{
-    AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, ConnectionModelInfo, FnProvider,
-    ModelReply,
-};
+use tt_runtime::{AgentRuntime, ConnectionModelInfo, FnProvider, ModelReply};
 
-use super::{copy_dir, request, wait_for_event};
+use super::{copy_live_data_dir, request, transcript_builder, wait_for_event};
 
 /// The round at which the first process dies (its model never answers it).
 const CRASH_ROUND: u32 = 20;
@@ -73,14 +70,11 @@ fn reader_ending(
 }
 
 fn windowed_runtime(dir: &Path, provider: Arc<dyn tt_runtime::ModelProvider>) -> AgentRuntime {
-    AgentRuntimeBuilder::new()
-        .data_dir(dir)
-        .provider(provider)
+    transcript_builder(dir, provider)
         .provider_model_info(ConnectionModelInfo {
             context_window_tokens: Some(5_000),
             ..ConnectionModelInfo::default()
         })
-        .commit_bridge(CommitBridgeChoice::Transcript)
         .build()
         .unwrap()
 }
@@ -121,7 +115,7 @@ async fn a_resumed_agent_sends_the_request_the_dead_process_was_sending() {
     assert!(trimmed > 0, "the scenario must trim before the crash");
     assert!(compacted > 0, "the scenario must compact before the crash");
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     let after = Arc::new(Mutex::new(Vec::new()));
     let restarted = windowed_runtime(after_crash.path(), reader(u32::MAX, Arc::clone(&after)));

@@ -13,37 +13,20 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use tt_domain::model::AgentModelRequest;
 use tt_runtime::{
-    AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, ApprovalDecision,
-    CommitBridgeChoice, FnProvider, HostTool, HostToolError, HostToolReply, ModelProvider,
-    ModelReply, ReadEventsRequest, ResolveToolApprovalRequest, StartRunRequest,
+    AgentRunEvent, AgentRunStatus, AgentRuntime, ApprovalDecision, FnProvider, HostTool,
+    HostToolError, HostToolReply, ModelProvider, ModelReply, ResolveToolApprovalRequest,
+    StartRunRequest,
 };
 
-use super::{copy_dir, wait_for_event};
+use super::{
+    builder, copy_live_data_dir, journal, librarian_profile, transcript_builder, wait_for_event,
+};
 
-/// The default writer plus `extra` host tools (`host/<name>`), and `approval` rules.
+/// The librarian with `extra` host tools (`host/<name>`), and `approval` rules.
 fn profile(extra: &[&str], approval: Value) -> tt_runtime::AgentProfileDefinition {
-    let mut allow = vec![
-        "workspace.write_file",
-        "workspace.commit",
-        "workspace.finish",
-    ];
-    let ids: Vec<String> = extra.iter().map(|name| format!("host/{name}")).collect();
-    allow.extend(ids.iter().map(String::as_str));
-    serde_json::from_value(json!({
-        "schemaVersion": 2,
-        "kind": "tauritavern.agentProfile",
-        "id": "librarian",
-        "displayName": "Librarian",
-        "preset": {"mode": "currentPromptSnapshot"},
-        "model": {"mode": "currentPromptSnapshot"},
-        "run": {"presentation": "foreground"},
-        "tools": {"allow": allow, "maxRounds": 8, "approval": approval},
-        "skills": {"visible": ["*"]},
-        "workspace": {"visibleRoots": ["output", "scratch"], "writableRoots": ["output"]},
-        "plan": {"mode": "none"},
-        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown", "target": "messageBody"}]}
-    }))
-    .unwrap()
+    let mut profile = librarian_profile(extra);
+    profile["tools"]["approval"] = approval;
+    serde_json::from_value(profile).unwrap()
 }
 
 /// Calls `first` (round 1) and `second` (round 2, when given), then writes, commits and
@@ -87,10 +70,7 @@ async fn runtime(
     provider: Arc<dyn ModelProvider>,
     tools: Vec<HostTool>,
 ) -> AgentRuntime {
-    let mut builder = AgentRuntimeBuilder::new()
-        .data_dir(dir)
-        .provider(provider)
-        .commit_bridge(CommitBridgeChoice::Transcript);
+    let mut builder = transcript_builder(dir, provider);
     for tool in tools {
         builder = builder.host_tool(tool);
     }
@@ -101,23 +81,37 @@ fn start() -> StartRunRequest {
     StartRunRequest::new("library-chat", "Find the lighthouse note.").profile("librarian")
 }
 
-async fn events(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> {
-    runtime
-        .read_events(ReadEventsRequest {
-            run_id: run_id.to_owned(),
-            limit: Some(500),
-            ..ReadEventsRequest::default()
-        })
-        .await
-        .unwrap()
-        .events
-}
-
 fn of_type<'a>(events: &'a [AgentRunEvent], kind: &str) -> Vec<&'a AgentRunEvent> {
     events
         .iter()
         .filter(|event| event.event_type == kind)
         .collect()
+}
+
+/// Saves `profile` and starts the librarian's run.
+async fn start_librarian(
+    runtime: &AgentRuntime,
+    profile: tt_runtime::AgentProfileDefinition,
+) -> tt_runtime::AgentRun {
+    runtime.save_profile(profile).await.unwrap();
+    runtime.start_run(start()).await.unwrap()
+}
+
+/// A person approves the call waiting as `approval_id`.
+async fn approve(runtime: &AgentRuntime, run_id: &str, approval_id: &str) {
+    runtime
+        .resolve_tool_approval(
+            run_id,
+            approval_id,
+            ResolveToolApprovalRequest::new(ApprovalDecision::Approve),
+        )
+        .await
+        .unwrap();
+}
+
+/// A model that answers every call with empty text.
+fn silent() -> Arc<dyn ModelProvider> {
+    Arc::new(FnProvider::new(|_| Ok(ModelReply::text(""))))
 }
 
 fn schema() -> Value {
@@ -172,15 +166,11 @@ async fn a_host_tool_answers_the_agent_and_is_journaled_like_any_call() {
     // ANCHOR_END: host_tool
     let runtime = runtime(dir.path(), provider, vec![search]).await;
     assert_eq!(runtime.list_host_tools()[0].id, "host/chat.search");
-    runtime
-        .save_profile(profile(&["chat.search"], json!({})))
-        .await
-        .unwrap();
-    let run = runtime.start_run(start()).await.unwrap();
+    let run = start_librarian(&runtime, profile(&["chat.search"], json!({}))).await;
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
 
-    let journal = events(&runtime, run.id.as_str()).await;
+    let journal = journal(&runtime, run.id.as_str()).await;
     let requested = of_type(&journal, "tool_call_requested");
     assert_eq!(requested[0].payload["name"], "host/chat.search");
     let completed = of_type(&journal, "tool_call_completed");
@@ -220,14 +210,10 @@ async fn a_handlers_error_or_panic_goes_back_to_the_agent_and_the_run_goes_on() 
         Ok(HostToolReply::text("unreachable"))
     });
     let runtime = runtime(dir.path(), provider, vec![open, crash]).await;
-    runtime
-        .save_profile(profile(&["chat.open", "chat.crash"], json!({})))
-        .await
-        .unwrap();
-    let run = runtime.start_run(start()).await.unwrap();
+    let run = start_librarian(&runtime, profile(&["chat.open", "chat.crash"], json!({}))).await;
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let journal = events(&runtime, run.id.as_str()).await;
+    let journal = journal(&runtime, run.id.as_str()).await;
     let failed = of_type(&journal, "tool_call_failed");
     assert_eq!(failed.len(), 2, "{failed:?}");
     assert_eq!(failed[0].payload["errorCode"], "tool.host_failed");
@@ -255,25 +241,14 @@ async fn a_host_tool_that_asks_first_runs_only_once_a_person_approves() {
     let calls = Arc::new(AtomicUsize::new(0));
     let post = counting("chat.post", Arc::clone(&calls), "posted").ask_first();
     let runtime = runtime(dir.path(), provider, vec![post]).await;
-    runtime
-        .save_profile(profile(&["chat.post"], json!({})))
-        .await
-        .unwrap();
-    let run = runtime.start_run(start()).await.unwrap();
+    let run = start_librarian(&runtime, profile(&["chat.post"], json!({}))).await;
     let run_id = run.id.to_string();
     let asked = wait_for_event(&runtime, &run_id, "tool_approval_requested").await;
     assert_eq!(asked.payload["tool"], "host/chat.post");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     let pending = runtime.pending_approvals(&run_id).await.unwrap();
     assert_eq!(pending.len(), 1);
-    runtime
-        .resolve_tool_approval(
-            &run_id,
-            &pending[0].approval_id,
-            ResolveToolApprovalRequest::new(ApprovalDecision::Approve),
-        )
-        .await
-        .unwrap();
+    approve(&runtime, &run_id, &pending[0].approval_id).await;
     let run = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -288,11 +263,11 @@ async fn a_host_tool_that_asks_first_runs_only_once_a_person_approves() {
     );
     let post = counting("chat.post", Arc::clone(&calls), "posted").ask_first();
     let runtime = self::runtime(dir.path(), provider, vec![post]).await;
-    runtime
-        .save_profile(profile(&["chat.post"], json!({"host/chat.post": "never"})))
-        .await
-        .unwrap();
-    let run = runtime.start_run(start()).await.unwrap();
+    let run = start_librarian(
+        &runtime,
+        profile(&["chat.post"], json!({"host/chat.post": "never"})),
+    )
+    .await;
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -326,11 +301,7 @@ async fn cancelling_the_run_stops_a_host_tool_in_flight() {
         }
     });
     let runtime = runtime(dir.path(), provider, vec![wait]).await;
-    runtime
-        .save_profile(profile(&["chat.wait"], json!({})))
-        .await
-        .unwrap();
-    let run = runtime.start_run(start()).await.unwrap();
+    let run = start_librarian(&runtime, profile(&["chat.wait"], json!({}))).await;
     let run_id = run.id.to_string();
     wait_for_event(&runtime, &run_id, "tool_call_started").await;
     runtime.cancel_run(&run_id).await.unwrap();
@@ -381,21 +352,17 @@ async fn crash_during(
         ],
     )
     .await;
-    crashed
-        .save_profile(profile(&["chat.read", second_name], json!({})))
-        .await
-        .unwrap();
-    let run = crashed.start_run(start()).await.unwrap();
+    let run = start_librarian(&crashed, profile(&["chat.read", second_name], json!({}))).await;
     let run_id = run.id.to_string();
     // The second call has started: its start is journaled and its handler runs.
     let mut started = 0;
     while started < 2 {
-        started = of_type(&events(&crashed, &run_id).await, "tool_call_started").len();
+        started = of_type(&journal(&crashed, &run_id).await, "tool_call_started").len();
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(first_calls.load(Ordering::SeqCst), 1);
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     let read_again = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -471,29 +438,20 @@ async fn a_bad_host_tool_is_refused_at_build_with_a_code() {
             "not an object schema",
         ),
     ] {
-        let err = AgentRuntimeBuilder::new()
-            .data_dir(dir.path())
-            .provider(Arc::new(FnProvider::new(|_| Ok(ModelReply::text("")))))
+        let err = builder(dir.path(), silent())
             .host_tool(tool)
             .build()
             .unwrap_err();
         assert_eq!(err.code, "tool.id_invalid", "{why}");
     }
-    let twice = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(Arc::new(FnProvider::new(|_| Ok(ModelReply::text("")))))
+    let twice = builder(dir.path(), silent())
         .host_tool(noop("chat.search", schema()))
         .host_tool(noop("chat.search", schema()))
         .build()
         .unwrap_err();
     assert_eq!(twice.code, "tool.id_invalid");
     // A profile that lists a host tool no one registered cannot start its agent.
-    let runtime = runtime(
-        dir.path(),
-        Arc::new(FnProvider::new(|_| Ok(ModelReply::text("")))),
-        vec![],
-    )
-    .await;
+    let runtime = runtime(dir.path(), silent(), vec![]).await;
     runtime
         .save_profile(profile(&["chat.missing"], json!({})))
         .await
@@ -504,7 +462,7 @@ async fn a_bad_host_tool_is_refused_at_build_with_a_code() {
         Ok(run) => {
             let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
             assert_eq!(run.status, AgentRunStatus::Failed);
-            let journal = events(&runtime, run.id.as_str()).await;
+            let journal = journal(&runtime, run.id.as_str()).await;
             of_type(&journal, "run_failed")[0].payload["code"]
                 .as_str()
                 .unwrap()
@@ -528,14 +486,10 @@ async fn a_long_result_is_kept_in_a_run_file_and_the_agent_reads_its_head_and_pa
     .reads_only()
     .max_inline_result_bytes(1_000);
     let runtime = runtime(dir.path(), provider, vec![dump]).await;
-    runtime
-        .save_profile(profile(&["chat.dump"], json!({})))
-        .await
-        .unwrap();
-    let run = runtime.start_run(start()).await.unwrap();
+    let run = start_librarian(&runtime, profile(&["chat.dump"], json!({}))).await;
     let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let journal = events(&runtime, run.id.as_str()).await;
+    let journal = journal(&runtime, run.id.as_str()).await;
     let written = of_type(&journal, "workspace_file_written");
     let path = written[0].payload["path"].as_str().unwrap().to_owned();
     assert!(
@@ -583,11 +537,10 @@ async fn the_profile_caps_the_inline_limit_of_outside_tools() {
         let runtime = runtime(dir.path(), provider, vec![dump]).await;
         let mut librarian = profile(&["chat.dump"], json!({}));
         librarian.limits.max_inline_tool_result_bytes = profile_limit;
-        runtime.save_profile(librarian).await.unwrap();
-        let run = runtime.start_run(start()).await.unwrap();
+        let run = start_librarian(&runtime, librarian).await;
         let run = runtime.wait_for_run(run.id.as_str()).await.unwrap();
         assert_eq!(run.status, AgentRunStatus::Completed);
-        let journal = events(&runtime, run.id.as_str()).await;
+        let journal = journal(&runtime, run.id.as_str()).await;
         let kept = of_type(&journal, "workspace_file_written")
             .iter()
             .any(|event| {
@@ -626,29 +579,18 @@ async fn a_call_that_asks_first_and_was_in_flight_is_asked_again_saying_it_may_h
         ],
     )
     .await;
-    crashed
-        .save_profile(profile(&["chat.read", "chat.post"], json!({})))
-        .await
-        .unwrap();
-    let run = crashed.start_run(start()).await.unwrap();
+    let run = start_librarian(&crashed, profile(&["chat.read", "chat.post"], json!({}))).await;
     let run_id = run.id.to_string();
     wait_for_event(&crashed, &run_id, "tool_approval_requested").await;
     let pending = crashed.pending_approvals(&run_id).await.unwrap();
-    crashed
-        .resolve_tool_approval(
-            &run_id,
-            &pending[0].approval_id,
-            ResolveToolApprovalRequest::new(ApprovalDecision::Approve),
-        )
-        .await
-        .unwrap();
+    approve(&crashed, &run_id, &pending[0].approval_id).await;
     let mut started = 0;
     while started < 2 {
-        started = of_type(&events(&crashed, &run_id).await, "tool_call_started").len();
+        started = of_type(&journal(&crashed, &run_id).await, "tool_call_started").len();
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let after_crash = TempDir::new().unwrap();
-    copy_dir(dir.path(), after_crash.path());
+    copy_live_data_dir(dir.path(), after_crash.path());
 
     let posted = Arc::new(AtomicUsize::new(0));
     let restarted = runtime(
@@ -677,14 +619,7 @@ async fn a_call_that_asks_first_and_was_in_flight_is_asked_again_saying_it_may_h
         asked[0].reason
     );
     assert_eq!(posted.load(Ordering::SeqCst), 0);
-    restarted
-        .resolve_tool_approval(
-            &run_id,
-            &asked[0].approval_id,
-            ResolveToolApprovalRequest::new(ApprovalDecision::Approve),
-        )
-        .await
-        .unwrap();
+    approve(&restarted, &run_id, &asked[0].approval_id).await;
     let run = restarted.wait_for_run(&run_id).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
     assert_eq!(posted.load(Ordering::SeqCst), 1);

@@ -7,7 +7,7 @@ use super::*;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tt_runtime::OtelExportSettings;
-use tt_testkit::otlp::{attribute, receiver, spans_named};
+use tt_testkit::otlp::{assert_chat_attributes, attribute, receiver, span_named, spans_named};
 
 /// Round 1 writes a file; round 2 waits a day (the run is held open until it is cancelled).
 fn held_writer() -> Arc<dyn ModelProvider> {
@@ -32,14 +32,11 @@ pub(crate) fn exporting_runtime(
     let mut settings = OtelExportSettings::new(endpoint);
     settings.schedule_delay = Duration::from_millis(200);
     settings.capture_content = true;
-    AgentRuntimeBuilder::new()
-        .data_dir(dir)
-        .provider(provider)
+    transcript_builder(dir, provider)
         .provider_model_info(tt_ports::ConnectionModelInfo {
             default_model: Some("gpt-4o-mini".to_owned()),
             ..Default::default()
         })
-        .commit_bridge(CommitBridgeChoice::Transcript)
         .otel_export(Some(settings))
         .build()
         .unwrap()
@@ -67,22 +64,13 @@ async fn a_host_run_sends_each_span_as_it_ends_with_genai_attributes() {
             .any(|s| s["name"].as_str().unwrap().starts_with("invoke_agent")),
         "an open agent span was sent: {seen:#?}"
     );
-    let chat = seen
-        .iter()
-        .find(|s| s["name"] == "chat gpt-4o-mini")
-        .unwrap()
-        .clone();
-    for (key, value) in [
-        ("gen_ai.operation.name", json!({"stringValue": "chat"})),
-        (
-            "gen_ai.request.model",
-            json!({"stringValue": "gpt-4o-mini"}),
-        ),
-        ("gen_ai.response.model", json!({"stringValue": "scripted"})),
-        ("gen_ai.provider.name", json!({"stringValue": "scripted"})),
-    ] {
-        assert_eq!(attribute(&chat, key), Some(value), "{key} of {chat:#}");
-    }
+    let chat = span_named(&seen, "chat gpt-4o-mini").clone();
+    assert_chat_attributes(&chat, "gpt-4o-mini", "scripted");
+    assert_eq!(
+        attribute(&chat, "gen_ai.provider.name"),
+        Some(json!({"stringValue": "scripted"})),
+        "{chat:#}"
+    );
     for key in [
         "gen_ai.usage.input_tokens",
         "gen_ai.usage.output_tokens",

@@ -9,18 +9,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use tempfile::TempDir;
-use tokio::sync::Semaphore;
 use tt_adapter_storage_postgres::cluster::TestCluster;
-use tt_domain::model::{AgentModelRequest, AgentModelResponse};
-use tt_ports::{CancellationToken, ModelError};
 use tt_runtime::{
     AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
-    ModelProvider, ReadEventsRequest, StoreOptions,
+    ModelProvider, StoreOptions,
 };
+use tt_testkit::fakes::GatedModel;
 
-use super::{committing_writer, hanging_model, request, wait_for_event};
+use super::{committing_writer, hanging_model, journal, request, wait_for_event};
 
 /// Turns a hang into a failure; never reached when the behaviour holds (no timing is asserted).
 const HANG_GUARD: Duration = Duration::from_secs(120);
@@ -70,18 +67,6 @@ async fn open_on_postgres(
     Ok(runtime)
 }
 
-async fn journal(runtime: &AgentRuntime, run_id: &str) -> Vec<AgentRunEvent> {
-    runtime
-        .read_events(ReadEventsRequest {
-            run_id: run_id.to_owned(),
-            limit: Some(500),
-            ..ReadEventsRequest::default()
-        })
-        .await
-        .unwrap()
-        .events
-}
-
 /// Waits on and follows, from `viewer`, a run whose owner is gone or going: both end with the
 /// run `interrupted`, and the stored record and the journal's end agree.
 async fn assert_seen_interrupted(
@@ -90,6 +75,24 @@ async fn assert_seen_interrupted(
     waiting: tokio::task::JoinHandle<tt_runtime::HostResult<tt_runtime::AgentRun>>,
     following: tokio::task::JoinHandle<Vec<AgentRunEvent>>,
 ) {
+    let followed = both_end_interrupted(waiting, following, "owner_exited").await;
+    // The stored record and the journal's end agree.
+    assert_eq!(
+        viewer.get_run(run_id).await.unwrap().status,
+        AgentRunStatus::Interrupted
+    );
+    let journaled = journal(viewer, run_id).await;
+    assert_eq!(journaled.last().unwrap().event_type, "run_interrupted");
+    assert_eq!(journaled.len(), followed.len());
+}
+
+/// The waiter and the subscriber of [`wait_and_follow`] both end with the run `interrupted`
+/// (`run_interrupted {reason}` last, every seq followed); what the subscriber read.
+async fn both_end_interrupted(
+    waiting: tokio::task::JoinHandle<tt_runtime::HostResult<tt_runtime::AgentRun>>,
+    following: tokio::task::JoinHandle<Vec<AgentRunEvent>>,
+    reason: &str,
+) -> Vec<AgentRunEvent> {
     let waited = tokio::time::timeout(HANG_GUARD, waiting)
         .await
         .expect("the waiter returned")
@@ -102,17 +105,10 @@ async fn assert_seen_interrupted(
         .unwrap();
     let last = followed.last().unwrap();
     assert_eq!(last.event_type, "run_interrupted");
-    assert_eq!(last.payload["reason"], "owner_exited");
+    assert_eq!(last.payload["reason"], reason);
     let seqs: Vec<u64> = followed.iter().map(|event| event.seq).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
-    // The stored record and the journal's end agree.
-    assert_eq!(
-        viewer.get_run(run_id).await.unwrap().status,
-        AgentRunStatus::Interrupted
-    );
-    let journaled = journal(viewer, run_id).await;
-    assert_eq!(journaled.last().unwrap().event_type, "run_interrupted");
-    assert_eq!(journaled.len(), followed.len());
+    followed
 }
 
 /// Starts waiting on and following `run_id` from `viewer`; returns once the subscriber has read
@@ -208,30 +204,6 @@ async fn a_waiter_and_a_subscriber_see_the_run_of_an_owner_that_lost_its_lease_i
     owner_host.shutdown_background();
 }
 
-/// A model that answers each call only when the test lets it (one permit per call).
-pub(crate) struct GatedModel {
-    pub(crate) inner: Arc<dyn ModelProvider>,
-    pub(crate) gate: Arc<Semaphore>,
-}
-
-#[async_trait]
-impl ModelProvider for GatedModel {
-    fn name(&self) -> &str {
-        "gated"
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        if let Ok(permit) = self.gate.acquire().await {
-            permit.forget();
-        }
-        self.inner.complete(request, cancel).await
-    }
-}
-
 /// The status the journal's last `status_changed` states.
 fn journaled_status(events: &[AgentRunEvent]) -> Option<AgentRunStatus> {
     events
@@ -248,11 +220,7 @@ async fn a_reader_in_another_runtime_reads_the_status_the_journal_says() {
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
     let reader_dir = TempDir::new().unwrap();
-    let gate = Arc::new(Semaphore::new(0));
-    let model = Arc::new(GatedModel {
-        inner: committing_writer(),
-        gate: Arc::clone(&gate),
-    });
+    let (model, gate) = GatedModel::closed(committing_writer());
     let owner = pg_runtime(&url, owner_dir.path(), model, None).await;
     let reader = pg_runtime(&url, reader_dir.path(), hanging_model(), None).await;
     let run_id = owner.start_run(request()).await.unwrap().id.to_string();
@@ -314,21 +282,8 @@ async fn a_runtime_that_shuts_down_leaves_its_run_interrupted_for_another_to_res
         .unwrap();
     assert_eq!(stopped.len(), 1);
     assert_eq!(stopped[0].status, AgentRunStatus::Interrupted);
-    let waited = tokio::time::timeout(HANG_GUARD, waiting)
-        .await
-        .expect("the waiter returned")
-        .unwrap()
-        .unwrap();
-    assert_eq!(waited.status, AgentRunStatus::Interrupted);
-    let followed = tokio::time::timeout(HANG_GUARD, following)
-        .await
-        .expect("the subscriber ended")
-        .unwrap();
+    let followed = both_end_interrupted(waiting, following, "host_shutdown").await;
     let last = followed.last().unwrap();
-    assert_eq!(last.event_type, "run_interrupted");
-    assert_eq!(last.payload["reason"], "host_shutdown");
-    let seqs: Vec<u64> = followed.iter().map(|event| event.seq).collect();
-    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
 
     viewer.resume_run(&run_id).await.unwrap();
     let resumed = wait_for_event(&viewer, &run_id, "run_resumed").await;

@@ -9,12 +9,11 @@ use async_trait::async_trait;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tt_runtime::{
-    AgentModelMessage, AgentModelRequest, AgentModelResponse, AgentRunStatus, AgentRuntimeBuilder,
-    AgentToolCall, CommitBridgeChoice, ModelContentPart, ModelError, ModelProvider, ModelRole,
-    ReadEventsRequest, StartRunRequest,
+    AgentModelMessage, AgentModelRequest, AgentModelResponse, AgentRunStatus, AgentToolCall,
+    ModelContentPart, ModelError, ModelProvider, ModelRole, ReadEventsRequest, StartRunRequest,
 };
 
-use super::hanging_model;
+use super::{first_of, hanging_model, run_to_end, transcript_builder};
 
 /// A provider written from the trait alone: write, commit, finish.
 struct HouseModel;
@@ -62,19 +61,16 @@ impl ModelProvider for HouseModel {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_of_two_methods_runs_a_whole_run_as_a_named_connection() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(hanging_model())
+    let runtime = transcript_builder(dir.path(), hanging_model())
         .connection("house", Arc::new(HouseModel))
-        .commit_bridge(CommitBridgeChoice::Transcript)
         .build()
         .unwrap();
-    let run = runtime
-        .start_run(StartRunRequest::new("house-chat", "Write a scene.").connection("house"))
-        .await
-        .unwrap();
-    let done = runtime.wait_for_run(run.id.as_str()).await.unwrap();
-    assert_eq!(done.status, AgentRunStatus::Completed);
+    let run = run_to_end(
+        &runtime,
+        StartRunRequest::new("house-chat", "Write a scene.").connection("house"),
+    )
+    .await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
     let events = runtime
         .read_events(ReadEventsRequest {
             run_id: run.id.to_string(),
@@ -83,10 +79,7 @@ async fn a_provider_of_two_methods_runs_a_whole_run_as_a_named_connection() {
         .await
         .unwrap()
         .events;
-    let binding = events
-        .iter()
-        .find(|event| event.event_type == "agent_model_binding_resolved")
-        .unwrap();
+    let binding = first_of(&events, "agent_model_binding_resolved");
     assert_eq!(binding.payload["provider"], "house");
     assert_eq!(binding.payload["providerFormat"], "house");
     assert_eq!(binding.payload["transport"], "in_process");

@@ -3,31 +3,18 @@
 //! (`list_agent_pending_requests.spendLimit`, `read_agent_spend_limit`) and goes on once
 //! `answer_agent_spend_limit` raises the limit.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use tt_runtime::{
-    AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, FnProvider, ModelPrice, ModelReply,
-};
+use tt_runtime::{AgentRuntime, ModelPrice};
+
+use super::{command, committing_writer, transcript_builder, writer_profile};
 
 fn writer() -> Value {
-    json!({
-        "schemaVersion": 2,
-        "kind": "tauritavern.agentProfile",
-        "id": "metered",
-        "displayName": "Metered",
-        "preset": {"mode": "currentPromptSnapshot"},
-        "model": {"mode": "currentPromptSnapshot"},
-        "run": {"presentation": "foreground"},
-        "tools": {"allow": ["workspace.write_file", "workspace.commit", "workspace.finish"], "maxRounds": 8},
-        "skills": {"visible": ["*"]},
-        "workspace": {"visibleRoots": ["output"], "writableRoots": ["output"]},
-        "plan": {"mode": "none"},
-        "limits": {"askAboveTotalCostUsd": 0.000001},
-        "output": {"artifacts": [{"id": "main", "path": "output/main.md", "kind": "markdown", "target": "messageBody"}]}
-    })
+    let mut profile = writer_profile("metered", "Metered", &[], 8);
+    profile["limits"] = json!({"askAboveTotalCostUsd": 0.000001});
+    profile
 }
 
 fn runtime(dir: &TempDir) -> AgentRuntime {
@@ -44,29 +31,10 @@ fn runtime(dir: &TempDir) -> AgentRuntime {
             cache_write: None,
         },
     );
-    AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(Arc::new(FnProvider::new(|request| {
-            Ok(match request.round {
-                1 => ModelReply::tool_call(
-                    "workspace_write_file",
-                    json!({"path": "output/main.md", "content": "Night fell.\n"}),
-                ),
-                2 => ModelReply::tool_call("workspace_commit", json!({})),
-                _ => ModelReply::tool_call("workspace_finish", json!({})),
-            })
-        })))
+    transcript_builder(dir.path(), committing_writer())
         .provider_model_info(info)
-        .commit_bridge(CommitBridgeChoice::Transcript)
         .build()
         .unwrap()
-}
-
-async fn command(runtime: &AgentRuntime, name: &str, request: Value) -> Value {
-    match runtime.execute_command(name, request).await {
-        Ok(answer) => answer,
-        Err(error) => panic!("{name}: {error}"),
-    }
 }
 
 #[tokio::test]

@@ -4,12 +4,11 @@
 //! the named connections, with nothing under the data dir.
 
 use tt_runtime::{
-    AgentRunStatus, AgentRuntimeBuilder, CommitBridgeChoice, ConnectionSource, StartRunRequest,
-    StoreChoice, StoreOptions, StoreRegistry,
+    AgentRunStatus, ConnectionSource, StartRunRequest, StoreChoice, StoreOptions, StoreRegistry,
 };
 use tt_testkit::memory_store::MemoryStores;
 
-use super::committing_writer;
+use super::{committing_writer, run_to_end, transcript_builder};
 
 #[tokio::test]
 async fn an_unknown_scheme_is_refused_with_a_code_naming_what_would_open() {
@@ -51,19 +50,16 @@ async fn a_file_url_keeps_the_runs_in_its_directory_not_the_data_dir() {
         .open(&url, &StoreOptions::default())
         .await
         .unwrap();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir.path())
-        .provider(committing_writer())
-        .commit_bridge(CommitBridgeChoice::Transcript)
+    let runtime = transcript_builder(data_dir.path(), committing_writer())
         .store(store)
         .build()
         .unwrap();
-    let run = runtime
-        .start_run(StartRunRequest::new("file-url-chat", "Write a scene."))
-        .await
-        .unwrap();
-    let done = runtime.wait_for_run(run.id.as_str()).await.unwrap();
-    assert_eq!(done.status, AgentRunStatus::Completed);
+    let run = run_to_end(
+        &runtime,
+        StartRunRequest::new("file-url-chat", "Write a scene."),
+    )
+    .await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
     runtime.shutdown().await.unwrap();
     assert!(store_dir.path().join("chats").exists());
     assert!(store_dir.path().join("transcripts").exists());
@@ -98,10 +94,7 @@ async fn a_registered_memory_store_keeps_runs_and_connections_off_the_data_dir()
     )
     .await
     .unwrap();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir.path())
-        .provider(committing_writer())
-        .commit_bridge(CommitBridgeChoice::Transcript)
+    let runtime = transcript_builder(data_dir.path(), committing_writer())
         .store(StoreChoice::Ports(ports))
         .build()
         .unwrap();
@@ -111,12 +104,12 @@ async fn a_registered_memory_store_keeps_runs_and_connections_off_the_data_dir()
     assert_eq!(connections[0].source, ConnectionSource::File);
     assert_eq!(connections[0].description["model"], "shared-model");
 
-    let run = runtime
-        .start_run(StartRunRequest::new("memory-chat", "Write a scene."))
-        .await
-        .unwrap();
-    let done = runtime.wait_for_run(run.id.as_str()).await.unwrap();
-    assert_eq!(done.status, AgentRunStatus::Completed);
+    let run = run_to_end(
+        &runtime,
+        StartRunRequest::new("memory-chat", "Write a scene."),
+    )
+    .await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
     runtime.shutdown().await.unwrap();
     let kept = tt_ports::AgentRunRepository::load_run(&*stored.store, &run.id)
         .await
@@ -124,7 +117,7 @@ async fn a_registered_memory_store_keeps_runs_and_connections_off_the_data_dir()
     assert_eq!(kept.status, AgentRunStatus::Completed);
     let transcript = tt_ports::TranscriptRepository::read_transcript(
         &*stored.transcripts,
-        done.workspace_id.as_str(),
+        run.workspace_id.as_str(),
     )
     .await
     .unwrap();

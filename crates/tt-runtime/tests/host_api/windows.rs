@@ -11,12 +11,9 @@ use tempfile::TempDir;
 use tt_domain::generation::GenerationSettings;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_ports::{CancellationToken, DroppedSetting, ModelError, ServerContextWindow};
-use tt_runtime::{
-    AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, ConnectionModelInfo,
-    ModelProvider, ReadEventsRequest,
-};
+use tt_runtime::{AgentRunStatus, AgentRuntime, ConnectionModelInfo, ModelProvider};
 
-use super::{committing_writer, request};
+use super::{committing_writer, first_of, journal, request, run_to_end, transcript_builder};
 
 /// The committing writer behind a server that states `window` (or cannot be reached) and does
 /// not take `seed`, dropping or refusing it.
@@ -121,11 +118,8 @@ impl ModelProvider for Server {
 }
 
 fn runtime(dir: &TempDir, server: &Arc<Server>, info: ConnectionModelInfo) -> AgentRuntime {
-    AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .provider(server.clone())
+    transcript_builder(dir.path(), server.clone())
         .provider_model_info(info)
-        .commit_bridge(CommitBridgeChoice::Transcript)
         .build()
         .unwrap()
 }
@@ -135,28 +129,13 @@ async fn run(
     runtime: &AgentRuntime,
     settings: GenerationSettings,
 ) -> (AgentRunStatus, Vec<tt_runtime::AgentRunEvent>) {
-    let run = runtime
-        .start_run(request().generation(settings))
-        .await
-        .unwrap();
-    let ended = runtime.wait_for_run(run.id.as_str()).await.unwrap();
-    let events = runtime
-        .read_events(ReadEventsRequest {
-            run_id: run.id.to_string(),
-            limit: Some(500),
-            ..ReadEventsRequest::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let ended = run_to_end(runtime, request().generation(settings)).await;
+    let events = journal(runtime, ended.id.as_str()).await;
     (ended.status, events)
 }
 
 fn binding(events: &[tt_runtime::AgentRunEvent]) -> serde_json::Value {
-    events
-        .iter()
-        .find(|e| e.event_type == "agent_model_binding_resolved")
-        .unwrap()
+    first_of(events, "agent_model_binding_resolved")
         .payload
         .clone()
 }
@@ -235,10 +214,7 @@ async fn a_setting_the_provider_does_not_take_fails_the_run_at_its_start_or_is_d
     )
     .await;
     assert_eq!(status, AgentRunStatus::Completed);
-    let warning = events
-        .iter()
-        .find(|e| e.event_type == "model_settings_dropped")
-        .unwrap();
+    let warning = first_of(&events, "model_settings_dropped");
     assert_eq!(warning.level, tt_domain::event::EventLevel::Warn);
     assert_eq!(warning.payload["dropped"][0]["setting"], "seed");
 }
@@ -307,19 +283,8 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
         Ok(run) => {
             let ended = small.wait_for_run(run.id.as_str()).await.unwrap();
             assert_eq!(ended.status, AgentRunStatus::Failed);
-            let events = small
-                .read_events(ReadEventsRequest {
-                    run_id: run.id.to_string(),
-                    limit: Some(500),
-                    ..ReadEventsRequest::default()
-                })
-                .await
-                .unwrap()
-                .events;
-            let failed = events
-                .iter()
-                .find(|e| e.event_type == "run_failed")
-                .unwrap();
+            let events = journal(&small, run.id.as_str()).await;
+            let failed = first_of(&events, "run_failed");
             assert_eq!(failed.payload["code"], "model.context_window_too_small");
             failed.payload.to_string()
         }

@@ -1,9 +1,10 @@
 //! Deterministic fakes for every port: in-memory storage, a manual clock, sequential ids, a
-//! switchable commit bridge and a closure-driven model, registered MCP servers and connections,
-//! plus model response builders.
+//! switchable commit bridge and a closure-driven model (and a gate to hold any model's calls
+//! at), registered MCP servers and connections, plus model response builders.
 
 pub mod commit;
 pub mod faulty;
+pub mod gated;
 pub mod model;
 pub mod prompt;
 pub mod registrations;
@@ -15,6 +16,7 @@ pub mod transcripts;
 
 pub use commit::{CommitBehavior, FakeCommitBridge};
 pub use faulty::{DiskFault, FaultPlan, FaultyStore};
+pub use gated::GatedModel;
 pub use model::FakeModel;
 pub use prompt::{FakeConnections, FakePromptBroker, default_assembly};
 pub use registrations::{InMemoryConnections, InMemoryMcpServers, InMemoryPresetTemplates};

@@ -8,7 +8,7 @@ use tt_domain::error_codes;
 
 use async_trait::async_trait;
 use tt_domain::DomainError;
-use tt_domain::ids::{CheckpointId, RunId, WorkspaceId, is_valid_storage_segment};
+use tt_domain::ids::{CheckpointId, RunId, WorkspaceId};
 use tt_domain::text::sha256_hex;
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
@@ -306,12 +306,7 @@ impl WorkspaceRepository for InMemoryStore {
         let base_files = match base_state_id {
             None => Files::new(),
             Some(base) => {
-                if !is_valid_storage_segment(base) {
-                    return Err(persist_error(
-                        error_codes::AGENT_PERSISTENT_STATE_ROOT_INVALID,
-                        format!("persistent state id `{base}` is not a valid storage segment"),
-                    ));
-                }
+                tt_ports::store_inputs::check_persistent_state_id(base)?;
                 let record = state
                     .persistent_states
                     .get(&(workspace_id.clone(), base.to_owned()))
