@@ -25,7 +25,7 @@ use tauri_plugin_tt_agent::{RunStreamMessage, SubscribeRunEventsRequest, TtAgent
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tt_bench::model::FanoutModel;
 use tt_bench::workload::{profiles, start_request};
-use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::event::{AgentRunEvent, NewRunEvent, RecordedEvent};
 use tt_domain::ids::RunId;
 use tt_ports::{EventPage, RunJournal, RunWrite, StorageResult};
 use tt_runtime::{CommitBridgeChoice, StoragePorts, StoreChoice, UserDataStore};
@@ -43,7 +43,7 @@ struct StampedJournal {
 }
 
 impl StampedJournal {
-    fn stamp(&self, events: &[AgentRunEvent]) {
+    fn stamp(&self, events: &[RecordedEvent]) {
         let now = Instant::now();
         if let Ok(mut stamps) = self.stamps.lock() {
             for event in events {
@@ -55,13 +55,13 @@ impl StampedJournal {
 
 #[async_trait]
 impl RunJournal for StampedJournal {
-    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<RecordedEvent> {
         let stored = self.inner.append(event).await?;
         self.stamp(std::slice::from_ref(&stored));
         Ok(stored)
     }
 
-    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<RecordedEvent>> {
         let stored = self.inner.append_all(events).await?;
         self.stamp(&stored);
         Ok(stored)
@@ -71,7 +71,7 @@ impl RunJournal for StampedJournal {
         &self,
         run_id: &RunId,
         writes: Vec<RunWrite>,
-    ) -> StorageResult<Vec<AgentRunEvent>> {
+    ) -> StorageResult<Vec<RecordedEvent>> {
         let stored = self.inner.commit(run_id, writes).await?;
         self.stamp(&stored);
         Ok(stored)

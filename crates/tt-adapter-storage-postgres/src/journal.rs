@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tt_domain::event::{AgentRunEvent, NewRunEvent, RunEventType};
+use tt_domain::event::{AgentRunEvent, NewRunEvent, RecordedEvent, RunEventType};
 use tt_domain::ids::RunId;
 use tt_domain::task::TaskContinuation;
 use tt_ports::{
@@ -21,14 +21,19 @@ use crate::retry::retrying;
 
 /// The status a `status_changed` event states (kept as the run's `journal_status` with it).
 fn stated_status(event: &NewRunEvent) -> Option<String> {
+    /// The one field read of the payload's text.
+    #[derive(serde::Deserialize)]
+    struct Stated {
+        status: Option<serde_json::Value>,
+    }
     if event.event_type != RunEventType::StatusChanged {
         return None;
     }
-    event
-        .payload
-        .get("status")
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_owned)
+    let stated: Stated = serde_json::from_str(event.payload.get()).ok()?;
+    match stated.status? {
+        serde_json::Value::String(status) => Some(status),
+        _ => None,
+    }
 }
 
 fn event_from_row(run_id: &RunId, seq: i64, body: &str) -> StorageResult<AgentRunEvent> {
@@ -45,13 +50,13 @@ struct Unit {
 
 /// A unit's events (seq 0 until answered) and which of its writes are events.
 struct StoredEvents {
-    events: Vec<AgentRunEvent>,
+    events: Vec<RecordedEvent>,
     is_event: Vec<bool>,
 }
 
 impl StoredEvents {
     /// The events with the seqs the batch answered (one number per write of the unit).
-    fn numbered(self, answers: Vec<u64>) -> Vec<AgentRunEvent> {
+    fn numbered(self, answers: Vec<u64>) -> Vec<RecordedEvent> {
         let seqs = answers
             .into_iter()
             .zip(self.is_event)
@@ -59,7 +64,7 @@ impl StoredEvents {
         self.events
             .into_iter()
             .zip(seqs)
-            .map(|(event, seq)| AgentRunEvent { seq, ..event })
+            .map(|(event, seq)| RecordedEvent { seq, ..event })
             .collect()
     }
 }
@@ -127,7 +132,7 @@ impl Unit {
 
 #[async_trait]
 impl RunJournal for PostgresStore {
-    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<RecordedEvent> {
         self.claim_run(&event.run_id).await?;
         let run_id = event.run_id.clone();
         let status = stated_status(&event);
@@ -135,10 +140,10 @@ impl RunJournal for PostgresStore {
         let stored = event.with_seq(0);
         let body = to_json("event", &stored)?;
         let seq = self.journal.append(run_id.as_str(), body, status).await?;
-        Ok(AgentRunEvent { seq, ..stored })
+        Ok(RecordedEvent { seq, ..stored })
     }
 
-    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<RecordedEvent>> {
         let Some(first) = events.first() else {
             return Ok(Vec::new());
         };
@@ -163,7 +168,7 @@ impl RunJournal for PostgresStore {
         Ok(stored
             .into_iter()
             .zip(seqs)
-            .map(|(event, seq)| AgentRunEvent { seq, ..event })
+            .map(|(event, seq)| RecordedEvent { seq, ..event })
             .collect())
     }
 
@@ -173,7 +178,7 @@ impl RunJournal for PostgresStore {
         &self,
         run_id: &RunId,
         writes: Vec<RunWrite>,
-    ) -> StorageResult<Vec<AgentRunEvent>> {
+    ) -> StorageResult<Vec<RecordedEvent>> {
         if writes.is_empty() {
             return Ok(Vec::new());
         }

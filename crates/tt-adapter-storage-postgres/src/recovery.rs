@@ -8,7 +8,7 @@
 
 use tt_domain::event::{EventLevel, NewRunEvent, RunEventType};
 use tt_domain::event_payload::{
-    AgentInvocationInterrupted, AgentTaskInterrupted, EventPayload, RunInterrupted, journaled,
+    AgentInvocationInterrupted, AgentTaskInterrupted, EventPayload, RunInterrupted, journal_payload,
 };
 use tt_domain::ids::{EventId, RunId};
 use tt_domain::invocation::InvocationStatus;
@@ -201,7 +201,7 @@ impl PostgresStore {
             timestamp: now,
             level,
             event_type: P::TYPE,
-            payload: journaled(payload)
+            payload: journal_payload(payload)
                 .map_err(|err| StorageError::Other(format!("{} payload: {err}", P::TYPE)))?,
         })
         .await

@@ -3,8 +3,7 @@
 //! only under the lock.
 
 use serde::Serialize;
-use serde_json::Value;
-use tt_domain::event::NewRunEvent;
+use tt_domain::event::{JournalPayload, NewRunEvent};
 use tt_domain::ids::RunId;
 use tt_domain::time::Timestamp;
 use tt_ports::{StorageError, StorageResult};
@@ -20,7 +19,8 @@ struct EventLineTail<'a> {
     level: &'a tt_domain::event::EventLevel,
     #[serde(rename = "type")]
     event_type: &'a str,
-    payload: &'a Value,
+    /// Serialized when the event was built: copied in as it is.
+    payload: &'a JournalPayload,
 }
 
 /// Room kept in front of an event's serialized tail for `{"seq":N,` (at most 28 bytes).

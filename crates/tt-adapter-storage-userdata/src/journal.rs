@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use std::path::Path;
-use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::event::{AgentRunEvent, NewRunEvent, RecordedEvent};
 use tt_domain::ids::RunId;
 use tt_ports::{EventPage, RunJournal, RunWrite, StorageResult};
 
@@ -36,14 +36,14 @@ impl Inner {
 
 #[async_trait]
 impl RunJournal for UserDataStore {
-    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<RecordedEvent> {
         let run = self.inner.owned_run(&event.run_id)?;
         run.append_event(event)
     }
 
     /// Under one hold of the run's files: the seqs follow one another.
     /// Under one hold of the run's files: the seqs follow one another.
-    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<RecordedEvent>> {
         let Some(first) = events.first() else {
             return Ok(Vec::new());
         };
@@ -57,7 +57,7 @@ impl RunJournal for UserDataStore {
         &self,
         run_id: &RunId,
         writes: Vec<RunWrite>,
-    ) -> StorageResult<Vec<AgentRunEvent>> {
+    ) -> StorageResult<Vec<RecordedEvent>> {
         tt_ports::commit_in_order(self, run_id, writes).await
     }
 

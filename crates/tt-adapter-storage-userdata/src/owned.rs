@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::event::{AgentRunEvent, NewRunEvent, RecordedEvent};
 use tt_domain::ids::{CheckpointId, InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
@@ -416,7 +416,7 @@ impl OwnedRun {
 
     /// Appends one event with the next seq. The event is serialized before the run's lock is
     /// taken; under the lock only its seq is put in front and the line written.
-    pub(crate) fn append_event(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+    pub(crate) fn append_event(&self, event: NewRunEvent) -> StorageResult<RecordedEvent> {
         let mut stored = self.append_events(vec![event])?;
         stored
             .pop()
@@ -429,7 +429,7 @@ impl OwnedRun {
     pub(crate) fn append_events(
         &self,
         events: Vec<NewRunEvent>,
-    ) -> StorageResult<Vec<AgentRunEvent>> {
+    ) -> StorageResult<Vec<RecordedEvent>> {
         let mut lines = Vec::with_capacity(events.len());
         for event in &events {
             lines.push(EventLine::new(event)?);
@@ -764,7 +764,8 @@ mod tests {
             timestamp: Timestamp::from_unix_millis(1_764_677_944_123),
             level: EventLevel::Warn,
             event_type: RunEventType::ToolCallStarted,
-            payload: json!({"b": 1, "a": "x\n\"y\"", "eventScope": {"invocationId": "inv_root"}}),
+            payload: json!({"b": 1, "a": "x\n\"y\"", "eventScope": {"invocationId": "inv_root"}})
+                .into(),
         };
         for seq in [1, 9, 10, 42, 1_000_000, u64::MAX] {
             let mut line = EventLine::new(&event).unwrap();

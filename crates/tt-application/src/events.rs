@@ -1,15 +1,18 @@
 //! Writing to the run journal and fanning events out live.
 //!
-//! `EventSink::record` adds the `eventScope` the payload's type states, stamps id and time,
-//! appends through the `RunJournal` port (which assigns the seq) and then broadcasts the stored
-//! event to live subscribers.
+//! `EventSink::record` serializes the typed payload once, with the `eventScope` its type
+//! states, stamps id and time, appends through the `RunJournal` port (which assigns the seq and
+//! writes the payload as it is) and then broadcasts the stored event to live subscribers (the
+//! only place the payload is parsed back, and only when someone listens).
 //! Subscribers that fall behind re-read the journal, so a live stream never skips a seq.
 
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 use tt_domain::error_codes;
-use tt_domain::event::{AgentRunEvent, EventLevel, EventScope, NewRunEvent, RunEventType};
+use tt_domain::event::{
+    AgentRunEvent, EventLevel, EventScope, JournalPayload, NewRunEvent, RecordedEvent, RunEventType,
+};
 use tt_domain::event_payload::EventPayload;
 use tt_domain::ids::{EventId, InvocationId, RunId};
 use tt_ports::{
@@ -37,7 +40,7 @@ const END_TAIL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 pub struct PendingEvent {
     level: EventLevel,
     event_type: RunEventType,
-    payload: Value,
+    payload: JournalPayload,
 }
 
 /// The outcome of a unit committed without waiting ([`EventSink::commit_chained`]), for
@@ -77,11 +80,7 @@ async fn settle_chained(
 ) {
     let outcome = match pending.await {
         Ok(stored) => {
-            if live.receiver_count() > 0 {
-                for event in stored {
-                    let _ = live.send(event);
-                }
-            }
+            send_live(&live, &stored);
             Ok(())
         }
         Err(err) => Err(ApplicationError::from(err)),
@@ -126,12 +125,10 @@ impl EventSink {
         run_id: &RunId,
         level: EventLevel,
         event_type: RunEventType,
-        mut payload: Value,
+        payload: Value,
         scope: Option<&EventScope>,
-    ) -> ApplicationResult<AgentRunEvent> {
-        if let Some(scope) = scope {
-            scope.add_to(&mut payload);
-        }
+    ) -> ApplicationResult<RecordedEvent> {
+        let payload = JournalPayload::value(payload, scope);
         self.append(run_id, level, event_type, payload).await
     }
 
@@ -140,8 +137,8 @@ impl EventSink {
         run_id: &RunId,
         level: EventLevel,
         event_type: RunEventType,
-        payload: Value,
-    ) -> ApplicationResult<AgentRunEvent> {
+        payload: JournalPayload,
+    ) -> ApplicationResult<RecordedEvent> {
         let event = NewRunEvent {
             id: EventId::generate(&self.ids.next_token()),
             run_id: run_id.clone(),
@@ -151,11 +148,7 @@ impl EventSink {
             payload,
         };
         let stored = self.journal.append(event).await?;
-        // Nobody watching live is fine, and then the event is not copied for them: a
-        // subscriber that comes later reads it from the journal, where it already is.
-        if self.live.receiver_count() > 0 {
-            let _ = self.live.send(stored.clone());
-        }
+        self.publish(std::slice::from_ref(&stored));
         Ok(stored)
     }
 
@@ -167,10 +160,10 @@ impl EventSink {
         run_id: &RunId,
         level: EventLevel,
         payload: &P,
-    ) -> ApplicationResult<AgentRunEvent> {
+    ) -> ApplicationResult<RecordedEvent> {
         let scope = payload.scope();
-        self.emit(run_id, level, P::TYPE, to_value(payload)?, scope.as_ref())
-            .await
+        let payload = serialized(payload, scope.as_ref())?;
+        self.append(run_id, level, P::TYPE, payload).await
     }
 
     /// Appends several events, in order, as one append of the journal
@@ -181,7 +174,7 @@ impl EventSink {
         &self,
         run_id: &RunId,
         events: Vec<PendingEvent>,
-    ) -> ApplicationResult<Vec<AgentRunEvent>> {
+    ) -> ApplicationResult<Vec<RecordedEvent>> {
         let mut new_events = Vec::with_capacity(events.len());
         for pending in events {
             new_events.push(NewRunEvent {
@@ -194,11 +187,7 @@ impl EventSink {
             });
         }
         let stored = self.journal.append_all(new_events).await?;
-        if self.live.receiver_count() > 0 {
-            for event in &stored {
-                let _ = self.live.send(event.clone());
-            }
-        }
+        self.publish(&stored);
         Ok(stored)
     }
 
@@ -212,13 +201,9 @@ impl EventSink {
         &self,
         run_id: &RunId,
         writes: Vec<RunWrite>,
-    ) -> ApplicationResult<Vec<AgentRunEvent>> {
+    ) -> ApplicationResult<Vec<RecordedEvent>> {
         let stored = self.journal.commit(run_id, writes).await?;
-        if self.live.receiver_count() > 0 {
-            for event in &stored {
-                let _ = self.live.send(event.clone());
-            }
-        }
+        self.publish(&stored);
         Ok(stored)
     }
 
@@ -245,12 +230,8 @@ impl EventSink {
     }
 
     /// Sends stored events to live receivers.
-    fn publish(&self, stored: &[AgentRunEvent]) {
-        if self.live.receiver_count() > 0 {
-            for event in stored {
-                let _ = self.live.send(event.clone());
-            }
-        }
+    fn publish(&self, stored: &[RecordedEvent]) {
+        send_live(&self.live, stored);
     }
 
     /// `event` with its id and time taken now, for [`commit`](Self::commit).
@@ -271,14 +252,10 @@ impl EventSink {
         level: EventLevel,
         payload: &P,
     ) -> ApplicationResult<PendingEvent> {
-        let mut value = to_value(payload)?;
-        if let Some(scope) = payload.scope() {
-            scope.add_to(&mut value);
-        }
         Ok(PendingEvent {
             level,
             event_type: P::TYPE,
-            payload: value,
+            payload: serialized(payload, payload.scope().as_ref())?,
         })
     }
 
@@ -291,11 +268,11 @@ impl EventSink {
         level: EventLevel,
         payload: &P,
         scope: &InvocationId,
-    ) -> ApplicationResult<AgentRunEvent> {
+    ) -> ApplicationResult<RecordedEvent> {
         let named = payload.scope();
         let scope = EventScope::agent(scope).related(named.iter().flat_map(EventScope::ids));
-        self.emit(run_id, level, P::TYPE, to_value(payload)?, Some(&scope))
-            .await
+        let payload = serialized(payload, Some(&scope))?;
+        self.append(run_id, level, P::TYPE, payload).await
     }
 
     /// A live receiver of every event appended from now on (all runs).
@@ -308,8 +285,26 @@ impl EventSink {
     }
 }
 
-fn to_value<P: EventPayload>(payload: &P) -> ApplicationResult<Value> {
-    serde_json::to_value(payload).map_err(|err| {
+/// Sends stored events to live receivers, parsed. Nobody watching live is fine, and then the
+/// events are neither parsed nor copied for them: a subscriber that comes later reads them
+/// from the journal, where they already are (as does one that misses an event whose payload
+/// does not parse back: it sees the gap and reads the journal).
+fn send_live(live: &broadcast::Sender<AgentRunEvent>, stored: &[RecordedEvent]) {
+    if live.receiver_count() > 0 {
+        for event in stored {
+            if let Ok(event) = event.to_event() {
+                let _ = live.send(event);
+            }
+        }
+    }
+}
+
+/// `payload` serialized as journaled, with `scope` as its `eventScope`.
+fn serialized<P: EventPayload>(
+    payload: &P,
+    scope: Option<&EventScope>,
+) -> ApplicationResult<JournalPayload> {
+    JournalPayload::typed(payload, scope).map_err(|err| {
         crate::error::ApplicationError::fatal(
             error_codes::AGENT_INTERNAL_ERROR,
             format!("{} payload: {err}", P::TYPE),

@@ -454,7 +454,7 @@ mod tests {
     use super::*;
     use async_trait::async_trait;
     use serde_json::{Value, json};
-    use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent};
+    use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent, RecordedEvent};
     use tt_domain::ids::EventId;
     use tt_ports::StorageResult;
 
@@ -463,7 +463,7 @@ mod tests {
 
     #[async_trait]
     impl RunJournal for Journal {
-        async fn append(&self, _event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+        async fn append(&self, _event: NewRunEvent) -> StorageResult<RecordedEvent> {
             unreachable!("the ledger only reads")
         }
 
@@ -471,7 +471,7 @@ mod tests {
             &self,
             _run: &RunId,
             _writes: Vec<tt_ports::RunWrite>,
-        ) -> StorageResult<Vec<AgentRunEvent>> {
+        ) -> StorageResult<Vec<RecordedEvent>> {
             unreachable!("the ledger only reads")
         }
 

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use tt_application::{AgentRunService, RuntimeServices};
-use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::event::{AgentRunEvent, NewRunEvent, RecordedEvent};
 use tt_domain::ids::RunId;
 use tt_domain::run::AgentRunStatus;
 use tt_ports::{EventPage, RunJournal, RunWrite, StorageResult};
@@ -25,7 +25,7 @@ struct UnitLog {
 
 #[async_trait]
 impl RunJournal for UnitLog {
-    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<RecordedEvent> {
         self.inner.append(event).await
     }
 
@@ -33,10 +33,10 @@ impl RunJournal for UnitLog {
         &self,
         run_id: &RunId,
         writes: Vec<RunWrite>,
-    ) -> StorageResult<Vec<AgentRunEvent>> {
+    ) -> StorageResult<Vec<RecordedEvent>> {
         let lead = writes.iter().any(|write| {
             matches!(write, RunWrite::Event(event)
-                if event.payload["invocationId"] == json!("inv_root"))
+                if event.payload.to_value().is_ok_and(|payload| payload["invocationId"] == json!("inv_root")))
         });
         if lead {
             let types = writes
@@ -193,7 +193,7 @@ struct HeldQueue {
 type QueuedUnit = (
     RunId,
     Vec<RunWrite>,
-    tokio::sync::oneshot::Sender<StorageResult<Vec<AgentRunEvent>>>,
+    tokio::sync::oneshot::Sender<StorageResult<Vec<RecordedEvent>>>,
 );
 
 impl HeldQueue {
@@ -211,12 +211,12 @@ impl HeldQueue {
 
 #[async_trait]
 impl RunJournal for HeldQueue {
-    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<RecordedEvent> {
         self.release().await;
         self.inner.append(event).await
     }
 
-    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<RecordedEvent>> {
         self.release().await;
         self.inner.append_all(events).await
     }
@@ -225,7 +225,7 @@ impl RunJournal for HeldQueue {
         &self,
         run_id: &RunId,
         writes: Vec<RunWrite>,
-    ) -> StorageResult<Vec<AgentRunEvent>> {
+    ) -> StorageResult<Vec<RecordedEvent>> {
         self.release().await;
         self.inner.commit(run_id, writes).await
     }

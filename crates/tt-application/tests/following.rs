@@ -52,7 +52,7 @@ async fn append(store: &InMemoryStore, event: &AgentRunEvent) {
             timestamp: event.timestamp,
             level: event.level,
             event_type: event.event_type.clone(),
-            payload: event.payload.clone(),
+            payload: (&event.payload).into(),
         },
     )
     .await

@@ -114,7 +114,7 @@ pub(crate) fn bench_event(run_id: &RunId, seq: u64) -> NewRunEvent {
         timestamp: Timestamp::from_unix_millis(BASE_MILLIS + i64::try_from(seq).unwrap_or(0)),
         level: EventLevel::Info,
         event_type,
-        payload,
+        payload: payload.into(),
     }
 }
 
@@ -485,8 +485,13 @@ mod tests {
     fn pages_must_hold_exactly_the_expected_seqs() {
         let run_id = RunId::generate(RUN_TOKEN);
         let page = |seqs: std::ops::Range<u64>| -> Vec<AgentRunEvent> {
-            seqs.map(|seq| bench_event(&run_id, seq).with_seq(seq))
-                .collect()
+            seqs.map(|seq| {
+                bench_event(&run_id, seq)
+                    .with_seq(seq)
+                    .into_event()
+                    .unwrap()
+            })
+            .collect()
         };
         check_page(&page(11..111), "after 10", 11).unwrap();
         assert!(check_page(&page(11..110), "short", 11).is_err());

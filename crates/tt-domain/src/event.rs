@@ -3,8 +3,13 @@
 //! Every event is one JSON line `{seq, id, runId, timestamp, level, type, payload}`. Object
 //! payloads carry `eventScope {invocationId, relatedInvocationIds?}` so a host can filter a
 //! journal per agent.
+//!
+//! An event on its way into the journal ([`NewRunEvent`], [`RecordedEvent`]) carries its
+//! payload serialized already ([`JournalPayload`]): written once from the typed payload, with
+//! its `eventScope`, and stored as it is; [`AgentRunEvent`], as read back, has it parsed.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::ids::{EventId, InvocationId, RunId};
@@ -64,12 +69,12 @@ pub struct NewRunEvent {
     pub timestamp: Timestamp,
     pub level: EventLevel,
     pub event_type: RunEventType,
-    pub payload: Value,
+    pub payload: JournalPayload,
 }
 
 impl NewRunEvent {
-    pub fn with_seq(self, seq: u64) -> AgentRunEvent {
-        AgentRunEvent {
+    pub fn with_seq(self, seq: u64) -> RecordedEvent {
+        RecordedEvent {
             seq,
             id: self.id,
             run_id: self.run_id,
@@ -79,6 +84,132 @@ impl NewRunEvent {
             payload: self.payload,
         }
     }
+}
+
+/// An event as the journal stored it, with its seq, its payload still as written: what an
+/// append answers. Serializes to the same line as the [`AgentRunEvent`] it reads back as.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedEvent {
+    pub seq: u64,
+    pub id: EventId,
+    pub run_id: RunId,
+    pub timestamp: Timestamp,
+    pub level: EventLevel,
+    #[serde(rename = "type")]
+    pub event_type: RunEventType,
+    pub payload: JournalPayload,
+}
+
+impl RecordedEvent {
+    /// The event as a reader gets it, its payload parsed.
+    pub fn to_event(&self) -> Result<AgentRunEvent, serde_json::Error> {
+        Ok(AgentRunEvent {
+            seq: self.seq,
+            id: self.id.clone(),
+            run_id: self.run_id.clone(),
+            timestamp: self.timestamp,
+            level: self.level,
+            event_type: self.event_type.clone(),
+            payload: self.payload.to_value()?,
+        })
+    }
+
+    /// [`to_event`](Self::to_event), taking the event.
+    pub fn into_event(self) -> Result<AgentRunEvent, serde_json::Error> {
+        let payload = self.payload.to_value()?;
+        Ok(AgentRunEvent {
+            seq: self.seq,
+            id: self.id,
+            run_id: self.run_id,
+            timestamp: self.timestamp,
+            level: self.level,
+            event_type: self.event_type,
+            payload,
+        })
+    }
+}
+
+/// An event's payload as the journal writes it: serialized once, `eventScope` included, when
+/// the event is built, and written as it is by every store. [`to_value`](Self::to_value)
+/// parses it for a reader that needs the JSON tree.
+#[derive(Debug, Clone)]
+pub struct JournalPayload(Box<RawValue>);
+
+impl JournalPayload {
+    /// `payload` serialized with `scope` as its `eventScope`, written after the payload's own
+    /// fields (where [`EventScope::add_to`] puts it): the same text as the payload turned into
+    /// a `Value`, scoped and serialized. A payload that is not an object has no scope.
+    pub fn typed<P: Serialize + ?Sized>(
+        payload: &P,
+        scope: Option<&EventScope>,
+    ) -> Result<Self, serde_json::Error> {
+        let Some(scope) = scope else {
+            return serde_json::value::to_raw_value(payload).map(Self);
+        };
+        match serde_json::value::to_raw_value(&Scoped { payload, scope }) {
+            Ok(raw) => Ok(Self(raw)),
+            // Not a map, which a flattened payload must be: as `add_to` leaves it.
+            Err(_) => {
+                let mut value = serde_json::to_value(payload)?;
+                scope.add_to(&mut value);
+                serde_json::value::to_raw_value(&value).map(Self)
+            }
+        }
+    }
+
+    /// `payload` with `scope` as its `eventScope` ([`EventScope::add_to`]), serialized.
+    pub fn value(mut payload: Value, scope: Option<&EventScope>) -> Self {
+        if let Some(scope) = scope {
+            scope.add_to(&mut payload);
+        }
+        Self::from(&payload)
+    }
+
+    /// The payload's JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The payload parsed.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+}
+
+impl From<&Value> for JournalPayload {
+    fn from(payload: &Value) -> Self {
+        // A `Value` always serializes (its map keys are strings): the `null` is never taken.
+        Self(serde_json::value::to_raw_value(payload).unwrap_or_else(|_| RawValue::NULL.to_owned()))
+    }
+}
+
+impl From<Value> for JournalPayload {
+    fn from(payload: Value) -> Self {
+        Self::from(&payload)
+    }
+}
+
+/// Two payloads are equal when their texts are.
+impl PartialEq for JournalPayload {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Serialize for JournalPayload {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+/// A payload with its `eventScope` after its own fields.
+#[derive(Serialize)]
+struct Scoped<'a, P: ?Sized> {
+    #[serde(flatten)]
+    payload: &'a P,
+    #[serde(rename = "eventScope")]
+    scope: &'a EventScope,
 }
 
 macro_rules! event_types {
@@ -294,11 +425,15 @@ impl<'de> Deserialize<'de> for RunEventType {
 /// Which agents an event belongs to: the `eventScope` of its payload (docs/events.md). Each
 /// payload type states its own ([`EventPayload::scope`](crate::event_payload::EventPayload::scope)),
 /// and it is added to the payload when the event is recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serializes as the `eventScope` object, `relatedInvocationIds` left out when empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct EventScope {
     /// The agent whose view the event belongs to.
     pub invocation_id: InvocationId,
     /// Other agents the event concerns, in order, without `invocation_id` and without repeats.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub related_invocation_ids: Vec<InvocationId>,
 }
 
@@ -381,6 +516,78 @@ mod tests {
         let mut null = Value::Null;
         EventScope::run().add_to(&mut null);
         assert_eq!(null, Value::Null);
+    }
+
+    #[test]
+    fn a_typed_payload_is_written_as_its_value_with_the_scope_added() {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Payload {
+            task_id: &'static str,
+            text: &'static str,
+            ratio: f64,
+            missing: Option<u32>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            skipped: Option<u32>,
+            nested: Value,
+        }
+        let payload = Payload {
+            task_id: "task_1",
+            text: "a \"quoted\"\nline é",
+            ratio: 0.1,
+            missing: None,
+            skipped: None,
+            nested: json!({"z": [1, 2.5, null], "a": {"b": true}}),
+        };
+        let (root, a) = (InvocationId::root(), InvocationId::from_raw("inv_a"));
+        let scopes = [
+            None,
+            Some(EventScope::agent(&a)),
+            Some(EventScope::agent(&a).related([&root])),
+        ];
+        for scope in &scopes {
+            let mut value = serde_json::to_value(&payload).unwrap();
+            if let Some(scope) = scope {
+                scope.add_to(&mut value);
+            }
+            let typed = JournalPayload::typed(&payload, scope.as_ref()).unwrap();
+            assert_eq!(typed.get(), serde_json::to_string(&value).unwrap());
+            assert_eq!(typed.to_value().unwrap(), value);
+            assert_eq!(
+                JournalPayload::value(serde_json::to_value(&payload).unwrap(), scope.as_ref()),
+                typed
+            );
+        }
+        // Not an object: no scope, as `add_to` leaves it.
+        let scope = EventScope::run();
+        assert_eq!(
+            JournalPayload::typed("text", Some(&scope)).unwrap().get(),
+            r#""text""#
+        );
+        assert_eq!(
+            JournalPayload::value(Value::Null, Some(&scope)).get(),
+            "null"
+        );
+    }
+
+    #[test]
+    fn a_recorded_event_serializes_as_the_event_it_reads_back_as() {
+        let event = NewRunEvent {
+            id: EventId::from_raw("evt_1"),
+            run_id: RunId::from_raw("run_1"),
+            timestamp: Timestamp::from_unix_millis(1_764_677_944_123),
+            level: EventLevel::Warn,
+            event_type: RunEventType::ToolCallStarted,
+            payload: JournalPayload::from(json!({"b": 1, "a": "x\n\"y\""})),
+        }
+        .with_seq(7);
+        let read = event.to_event().unwrap();
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            serde_json::to_string(&read).unwrap()
+        );
+        assert_eq!(read.payload, json!({"b": 1, "a": "x\n\"y\""}));
+        assert_eq!(event.into_event().unwrap(), read);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::event::{AgentRunEvent, NewRunEvent, RecordedEvent};
 use tt_domain::ids::RunId;
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::task::AgentTaskRecord;
@@ -56,8 +56,10 @@ impl EventPage {
 
 #[async_trait]
 pub trait RunJournal: Send + Sync {
-    /// Appends one event as a whole line and returns it with its assigned seq.
-    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent>;
+    /// Appends one event as a whole line and returns it with its assigned seq. The payload is
+    /// written as it comes, serialized ([`NewRunEvent::payload`]); the answer carries it so,
+    /// and a caller parses it only if it reads it ([`RecordedEvent::to_event`]).
+    async fn append(&self, event: NewRunEvent) -> StorageResult<RecordedEvent>;
 
     /// Appends `events` (all of one run) in order and returns them with their seqs, which
     /// follow one another. Durable when it returns, like [`append`](Self::append); on an error
@@ -65,7 +67,7 @@ pub trait RunJournal: Send + Sync {
     /// caller uses it for events it journals one right after the other, so a store can commit
     /// them together (one round trip, one flush) instead of one at a time. The default appends
     /// them one by one.
-    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<RecordedEvent>> {
         let mut stored = Vec::with_capacity(events.len());
         for event in events {
             stored.push(self.append(event).await?);
@@ -85,7 +87,7 @@ pub trait RunJournal: Send + Sync {
         &self,
         run_id: &RunId,
         writes: Vec<RunWrite>,
-    ) -> StorageResult<Vec<AgentRunEvent>>;
+    ) -> StorageResult<Vec<RecordedEvent>>;
 
     /// [`commit`](Self::commit) for a writer that goes on before the unit is durable: returns
     /// once the unit is queued behind everything this store queued before it (so its events
@@ -162,7 +164,7 @@ impl CommitChain {
 
 /// The outcome of a chained unit ([`RunJournal::commit_chained`]): its stored events once it
 /// committed, or why it did not.
-pub type ChainedCommit = Pin<Box<dyn Future<Output = StorageResult<Vec<AgentRunEvent>>> + Send>>;
+pub type ChainedCommit = Pin<Box<dyn Future<Output = StorageResult<Vec<RecordedEvent>>> + Send>>;
 
 /// One write of a unit ([`RunJournal::commit`]).
 #[derive(Debug, Clone)]
@@ -189,7 +191,7 @@ pub async fn commit_in_order<S>(
     store: &S,
     run_id: &RunId,
     writes: Vec<RunWrite>,
-) -> StorageResult<Vec<AgentRunEvent>>
+) -> StorageResult<Vec<RecordedEvent>>
 where
     S: RunJournal + AgentRunRepository + AgentInvocationRepository + ?Sized,
 {

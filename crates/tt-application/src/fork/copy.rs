@@ -65,7 +65,7 @@ pub(crate) async fn copy_events(
                 timestamp: event.timestamp,
                 level: event.level,
                 event_type,
-                payload,
+                payload: payload.into(),
             })
             .await?;
         if stored.seq != event.seq {

@@ -248,7 +248,7 @@ async fn a_second_process_cannot_write_a_run_a_live_process_owns() {
             timestamp: Timestamp::from_unix_millis(0),
             level: EventLevel::Info,
             event_type: RunEventType::StatusChanged,
-            payload: serde_json::json!({}),
+            payload: serde_json::json!({}).into(),
         })
         .await;
     // A 400-child run takes far longer than the few milliseconds the attempt needs.

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::{AgentRunEvent, EventScope, RunEventType};
+use crate::event::{AgentRunEvent, EventScope, JournalPayload, RunEventType};
 use crate::ids::InvocationId;
 mod agents;
 mod approvals;
@@ -270,6 +270,11 @@ pub fn journaled<P: EventPayload>(payload: &P) -> Result<Value, serde_json::Erro
         scope.add_to(&mut value);
     }
     Ok(value)
+}
+
+/// [`journaled`], serialized: the payload as a store writes it, without a `Value` between.
+pub fn journal_payload<P: EventPayload>(payload: &P) -> Result<JournalPayload, serde_json::Error> {
+    JournalPayload::typed(payload, payload.scope().as_ref())
 }
 
 impl AgentRunEvent {

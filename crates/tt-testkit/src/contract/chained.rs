@@ -3,20 +3,20 @@
 //! refused, so the journal holds a prefix of the chain.
 
 use serde_json::json;
-use tt_domain::event::AgentRunEvent;
+use tt_domain::event::RecordedEvent;
 use tt_ports::{ChainedCommit, CommitChain, EventPage, RunWrite, StorageError, StorageResult};
 
 use super::{StorageUnderTest, create_sample_run, task, tool_event};
 
 /// A chained unit's outcome, whether the store answered it at once or queued it.
-async fn outcome(queued: StorageResult<ChainedCommit>) -> StorageResult<Vec<AgentRunEvent>> {
+async fn outcome(queued: StorageResult<ChainedCommit>) -> StorageResult<Vec<RecordedEvent>> {
     match queued {
         Ok(pending) => pending.await,
         Err(err) => Err(err),
     }
 }
 
-fn seqs(events: &[AgentRunEvent]) -> Vec<u64> {
+fn seqs(events: &[RecordedEvent]) -> Vec<u64> {
     events.iter().map(|event| event.seq).collect()
 }
 

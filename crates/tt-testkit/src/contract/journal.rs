@@ -6,7 +6,7 @@
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use tt_domain::event::{EventScope, RunEventType};
+use tt_domain::event::{AgentRunEvent, EventScope, RecordedEvent, RunEventType};
 use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::run::AgentRun;
 use tt_domain::task::AgentTaskRecord;
@@ -63,7 +63,7 @@ pub async fn seqs_start_at_one_and_are_gapless(s: StorageUnderTest) {
             .await
             .unwrap();
         assert_eq!(stored.seq, n);
-        appended.push(stored);
+        appended.push(stored.to_event().unwrap());
     }
     assert_eq!(s.journal.last_seq(&run.id).await.unwrap(), 5);
     let read = s
@@ -111,7 +111,7 @@ pub async fn append_all_numbers_in_order(s: StorageUnderTest) {
         batch.iter().map(|event| event.seq).collect::<Vec<_>>(),
         vec![2, 3, 4]
     );
-    assert_eq!(batch[2].payload["n"], json!(4));
+    assert_eq!(batch[2].to_event().unwrap().payload["n"], json!(4));
     let journal = Arc::clone(&s.journal);
     let mut handles = Vec::new();
     for t in 0..8u64 {
@@ -158,7 +158,7 @@ pub async fn append_all_numbers_in_order(s: StorageUnderTest) {
         read.iter().map(|event| event.seq).collect::<Vec<_>>(),
         (1..=28).collect::<Vec<_>>()
     );
-    assert_eq!(&read[1..4], &batch[..]);
+    assert_eq!(&read[1..4], &read_back(&batch)[..]);
     assert_eq!(s.journal.last_seq(&run.id).await.unwrap(), 28);
     let missing = RunId::from_raw("run_missing");
     assert_not_found(
@@ -425,7 +425,7 @@ async fn a_unit_writes_its_records_and_events(
         stored.iter().map(|event| event.seq).collect::<Vec<_>>(),
         vec![2, 3, 4, 5]
     );
-    assert_eq!(stored[3].payload["n"], json!(5));
+    assert_eq!(stored[3].to_event().unwrap().payload["n"], json!(5));
     let document = s
         .runs
         .read_document(
@@ -453,7 +453,7 @@ async fn a_unit_writes_its_records_and_events(
         .read(id, &page(Some(1), None, None))
         .await
         .unwrap();
-    assert_eq!(read, stored);
+    assert_eq!(read, read_back(&stored));
 
     task_a
 }
@@ -571,4 +571,12 @@ async fn units_side_by_side_stay_gapless(
         let task_id = tt_domain::ids::TaskId::from_raw(format!("task_{t}"));
         s.invocations.load_task(id, &task_id).await.unwrap();
     }
+}
+
+/// Appended events as a read gives them back.
+fn read_back(events: &[RecordedEvent]) -> Vec<AgentRunEvent> {
+    events
+        .iter()
+        .map(|event| event.to_event().unwrap())
+        .collect()
 }

@@ -361,7 +361,7 @@ pub fn scoped_event(
         timestamp: ts(i64::try_from(n).unwrap()),
         level: EventLevel::Info,
         event_type,
-        payload,
+        payload: payload.into(),
     }
 }
 

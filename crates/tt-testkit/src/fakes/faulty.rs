@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::event::{AgentRunEvent, NewRunEvent, RecordedEvent};
 use tt_domain::ids::{CheckpointId, InvocationId, RunId, TaskId, WorkspaceId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::AgentRun;
@@ -262,7 +262,7 @@ impl<S: AgentInvocationRepository + 'static> AgentInvocationRepository for Fault
 impl<S: RunJournal + AgentRunRepository + AgentInvocationRepository + 'static> RunJournal
     for FaultyStore<S>
 {
-    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<RecordedEvent> {
         self.check(|| format!("runs/{}/events.jsonl", event.run_id))?;
         self.inner.append(event).await
     }
@@ -273,7 +273,7 @@ impl<S: RunJournal + AgentRunRepository + AgentInvocationRepository + 'static> R
         &self,
         run_id: &RunId,
         writes: Vec<tt_ports::RunWrite>,
-    ) -> StorageResult<Vec<AgentRunEvent>> {
+    ) -> StorageResult<Vec<RecordedEvent>> {
         tt_ports::commit_in_order(self, run_id, writes).await
     }
 

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use tt_domain::event::{AgentRunEvent, NewRunEvent};
+use tt_domain::event::{AgentRunEvent, NewRunEvent, RecordedEvent};
 use tt_domain::ids::{InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::profile::AgentProfileDefinition;
@@ -186,7 +186,7 @@ impl AgentInvocationRepository for InMemoryStore {
 
 #[async_trait]
 impl RunJournal for InMemoryStore {
-    async fn append(&self, event: NewRunEvent) -> StorageResult<AgentRunEvent> {
+    async fn append(&self, event: NewRunEvent) -> StorageResult<RecordedEvent> {
         let stored = {
             let mut state = self.lock();
             if let Some(error) = state.take_fault(StoreOp::JournalAppend, Some(&event.event_type)) {
@@ -197,7 +197,7 @@ impl RunJournal for InMemoryStore {
                 .unwrap_or(u64::MAX)
                 .saturating_add(1);
             let stored = event.with_seq(seq);
-            run.events.push(stored.clone());
+            run.events.push(read_back(&stored)?);
             stored
         };
         self.appended
@@ -207,7 +207,7 @@ impl RunJournal for InMemoryStore {
 
     /// In order under one lock, so no other append comes between them (each event can meet
     /// its injected fault as one `append` would, the ones before it staying written).
-    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<AgentRunEvent>> {
+    async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<RecordedEvent>> {
         let mut stored = Vec::with_capacity(events.len());
         let outcome = {
             let mut state = self.lock();
@@ -230,7 +230,13 @@ impl RunJournal for InMemoryStore {
                     .unwrap_or(u64::MAX)
                     .saturating_add(1);
                 let event = event.with_seq(seq);
-                run.events.push(event.clone());
+                match read_back(&event) {
+                    Ok(read) => run.events.push(read),
+                    Err(error) => {
+                        outcome = Err(error);
+                        break;
+                    }
+                }
                 stored.push(event);
             }
             outcome
@@ -248,7 +254,7 @@ impl RunJournal for InMemoryStore {
         &self,
         run_id: &RunId,
         writes: Vec<tt_ports::RunWrite>,
-    ) -> StorageResult<Vec<AgentRunEvent>> {
+    ) -> StorageResult<Vec<RecordedEvent>> {
         tt_ports::commit_in_order(self, run_id, writes).await
     }
 
@@ -305,4 +311,11 @@ impl ProfileRepository for InMemoryStore {
     async fn delete_profile(&self, id: &ProfileId) -> StorageResult<bool> {
         Ok(self.lock().profiles.remove(id).is_some())
     }
+}
+
+/// `event` as the journal reads it back: its payload parsed from the text written.
+fn read_back(event: &RecordedEvent) -> StorageResult<AgentRunEvent> {
+    event
+        .to_event()
+        .map_err(|err| StorageError::Other(format!("cannot read an event back: {err}")))
 }

@@ -33,14 +33,14 @@ fn event(run_id: &RunId, n: u64, payload: serde_json::Value) -> NewRunEvent {
         timestamp: ts(0),
         level: EventLevel::Info,
         event_type: RunEventType::StatusChanged,
-        payload,
+        payload: payload.into(),
     }
 }
 
 async fn journal_append(
     store: &InMemoryStore,
     event: NewRunEvent,
-) -> tt_ports::StorageResult<tt_domain::event::AgentRunEvent> {
+) -> tt_ports::StorageResult<tt_domain::event::RecordedEvent> {
     RunJournal::append(store, event).await
 }
 
