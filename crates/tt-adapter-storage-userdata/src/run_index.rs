@@ -27,8 +27,12 @@ use crate::layout::Layout;
 const LOG_HEADER: &str = "tt-run-log 1";
 /// The marker that says the unfinished index was built from a scan of every run.
 const COMPLETE_MARKER: &str = ".complete";
-/// How far back from its end the run log is read at a time.
-const CHUNK: u64 = 16 * 1024;
+/// How far back from its end the run log is read first: about 30 lines, a page of `tt-agent
+/// runs` and the lines that settle it, so the first page parses no more of a long log than an
+/// empty data dir's.
+const FIRST_CHUNK: u64 = 4 * 1024;
+/// The most read at a time: each chunk doubles the one before, up to this.
+const MAX_CHUNK: u64 = 64 * 1024;
 /// How much earlier than the line before it a line's creation time may be: a run's line is
 /// appended right after its record is stamped, so lines are in creation order up to the time
 /// between the stamp and the append (two processes creating runs at once). A listing reads on
@@ -213,6 +217,8 @@ pub(crate) struct LogTail {
     pos: u64,
     /// The start of a line cut by the last chunk read.
     carry: Vec<u8>,
+    /// How much the next chunk reads.
+    chunk: u64,
 }
 
 impl LogTail {
@@ -235,6 +241,7 @@ impl LogTail {
             file,
             pos,
             carry: Vec::new(),
+            chunk: FIRST_CHUNK,
         }))
     }
 
@@ -244,7 +251,8 @@ impl LogTail {
         if self.pos == 0 && self.carry.is_empty() {
             return Ok(None);
         }
-        let start = self.pos.saturating_sub(CHUNK);
+        let start = self.pos.saturating_sub(self.chunk);
+        self.chunk = (self.chunk * 2).min(MAX_CHUNK);
         let mut bytes = vec![0u8; usize::try_from(self.pos - start).unwrap_or(0)];
         self.file
             .seek(SeekFrom::Start(start))

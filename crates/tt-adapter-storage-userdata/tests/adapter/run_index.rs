@@ -203,11 +203,12 @@ async fn a_log_appended_to_after_it_went_missing_is_rebuilt_with_every_line() {
 #[tokio::test]
 async fn pages_from_the_log_are_the_pages_a_scan_gives() {
     let fx = Fixture::new();
-    // Created out of order (within the log's slack), two at the same millisecond.
+    // Created out of order (within the log's slack), two at the same millisecond; enough runs
+    // that the log is read in several chunks (4, 8, then 16 KiB), with lines cut between them.
     let mut runs = Vec::new();
-    for n in 0..40u32 {
+    for n in 0..250u32 {
         let mut run = sample_run(n + 1);
-        let created = i64::from((n * 7) % 40) * 100;
+        let created = i64::from((n * 7) % 250) * 100;
         run.created_at = ts(created);
         run.updated_at = ts(created);
         fx.store
@@ -216,7 +217,7 @@ async fn pages_from_the_log_are_the_pages_a_scan_gives() {
             .unwrap();
         runs.push(run);
     }
-    let mut twin = sample_run(99);
+    let mut twin = sample_run(999);
     twin.created_at = runs[5].created_at;
     fx.store
         .create_run(&twin, &manifest_for(&twin))
@@ -228,7 +229,18 @@ async fn pages_from_the_log_are_the_pages_a_scan_gives() {
     });
     let expected: Vec<RunId> = runs.iter().map(|run| run.id.clone()).collect();
     assert_eq!(all_listed(&fx.store).await, expected);
-    for (offset, limit) in [(0, 1), (0, 20), (3, 7), (20, 20), (38, 10), (41, 5)] {
+    for (offset, limit) in [
+        (0, 1),
+        (0, 20),
+        (3, 7),
+        (20, 20),
+        (38, 10),
+        (41, 5),
+        (60, 40),
+        (110, 20),
+        (200, 60),
+        (251, 5),
+    ] {
         let page: Vec<RunId> = fx
             .store
             .list_runs(RunListPage { offset, limit })
