@@ -125,20 +125,10 @@ tt_testkit::connections_contract_tests!(postgres_connections().await);
 /// A fresh database's preset templates; reopening reads them through a new store on the same
 /// database (another host).
 async fn postgres_preset_templates() -> tt_testkit::contract::PresetTemplatesUnderTest {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let name = format!("tt_presets_{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    let url = cluster().create_database(&name).await.unwrap();
-    let store = Arc::new(PostgresStore::open(&url).await.unwrap());
+    let (url, store) = fresh_database("tt_presets").await;
     tt_testkit::contract::PresetTemplatesUnderTest {
         repo: store,
-        reopen: Arc::new(move || {
-            let url = url.clone();
-            tokio::task::block_in_place(|| {
-                tokio::runtime::Handle::current().block_on(async move {
-                    Arc::new(PostgresStore::open(&url).await.unwrap()) as _
-                })
-            })
-        }),
+        reopen: Arc::new(move || reopen_blocking(&url) as _),
         _guard: None,
     }
 }
