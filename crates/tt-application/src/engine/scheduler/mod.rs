@@ -264,6 +264,11 @@ impl<H: TaskHost> TaskScheduler<H> {
         self.changes.send_modify(|seq| *seq += 1);
     }
 
+    /// How many of `delegator`'s tasks hold a slot (running, or started and not yet ended).
+    pub(crate) fn running_for(&self, delegator: &InvocationId) -> u32 {
+        self.lock().busy.get(delegator).copied().unwrap_or(0)
+    }
+
     /// 1-based position of a waiting task in its delegating agent's queue; `None` when it is
     /// not waiting.
     pub(crate) fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize> {
