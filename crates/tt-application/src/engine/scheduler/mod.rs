@@ -449,11 +449,15 @@ impl<H: TaskHost> TaskScheduler<H> {
                     scheduler.worker_exited(&worker_task_id).await;
                     return;
                 }
-                // Boxed here, not inline: the agent's whole future (some 10–20 KiB) is
+                // Boxed here, not inline: the agent's whole future (kilobytes) is
                 // allocated once it may run, not while its unit waits to be stored.
-                let recorded =
-                    Box::pin(H::run_task(Arc::clone(&scheduler), task, worker_cancel, started))
-                        .await;
+                let recorded = Box::pin(H::run_task(
+                    Arc::clone(&scheduler),
+                    task,
+                    worker_cancel,
+                    started,
+                ))
+                .await;
                 if !recorded {
                     scheduler.lock().lost.insert(worker_task_id.clone());
                 }
