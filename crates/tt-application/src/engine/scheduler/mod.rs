@@ -264,6 +264,11 @@ impl<H: TaskHost> TaskScheduler<H> {
         self.changes.send_modify(|seq| *seq += 1);
     }
 
+    /// How many of `delegator`'s tasks hold a slot (running, or started and not yet ended).
+    pub(crate) fn running_for(&self, delegator: &InvocationId) -> u32 {
+        self.lock().busy.get(delegator).copied().unwrap_or(0)
+    }
+
     /// 1-based position of a waiting task in its delegating agent's queue; `None` when it is
     /// not waiting.
     pub(crate) fn queue_position(&self, task: &AgentTaskRecord) -> Option<usize> {
@@ -444,8 +449,15 @@ impl<H: TaskHost> TaskScheduler<H> {
                     scheduler.worker_exited(&worker_task_id).await;
                     return;
                 }
-                let recorded =
-                    H::run_task(Arc::clone(&scheduler), task, worker_cancel, started).await;
+                // Boxed here, not inline: the agent's whole future (kilobytes) is
+                // allocated once it may run, not while its unit waits to be stored.
+                let recorded = Box::pin(H::run_task(
+                    Arc::clone(&scheduler),
+                    task,
+                    worker_cancel,
+                    started,
+                ))
+                .await;
                 if !recorded {
                     scheduler.lock().lost.insert(worker_task_id.clone());
                 }

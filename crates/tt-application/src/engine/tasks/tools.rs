@@ -175,6 +175,10 @@ pub(crate) async fn agent_delegate(
     Ok(ToolSuccess::new(content, structured))
 }
 
+/// How many of its tasks an agent has running before each further delegation of its reply
+/// yields once (`delegation_reads`).
+const YIELD_AT_RUNNING: u32 = 8;
+
 /// What a delegation to `agent_id` reads, together: the target, how many tasks the agent
 /// delegated, and a workspace key. The key is reserved from the run's keys (read once per
 /// agent id), the target's profile read once per reply, the agent's delegations counted by
@@ -195,7 +199,17 @@ async fn delegation_reads(
     tokio::join!(
         async {
             match inv.targets.get(round, agent_id) {
-                Some(target) => Ok(target),
+                // Once the agent has many tasks running, yields once, as a read of the
+                // profile would: a reply of many delegations lets the agents it started run
+                // between them instead of starting all of them before any runs (peak
+                // memory, docs/benchmarks.md). A few tasks, and the admission queue, go on
+                // as without it.
+                Some(target) => {
+                    if inv.scheduler.running_for(&inv.invocation.id) >= YIELD_AT_RUNNING {
+                        tokio::task::yield_now().await;
+                    }
+                    Ok(target)
+                }
                 None => resolve_target(ctx, agent_id, Operation::Delegate).await,
             }
         },
