@@ -62,6 +62,15 @@ pub(crate) async fn follow(
     }
     let finished = runtime.wait_for_run(run.id.as_str()).await?;
     crate::otel_export::finish(runtime, run.id.as_str()).await;
+    print_outcome(runtime, &finished).await?;
+    println!("run {} ended: {}", finished.id, finished.status.as_str());
+    Ok(finished)
+}
+
+/// What a finished run left: why it failed when the journal could not say, its agents, the
+/// message it committed, and what its model calls cost.
+async fn print_outcome(runtime: &AgentRuntime, finished: &AgentRun) -> anyhow::Result<()> {
+    let run = finished;
     if let Some(failure) = runtime.unrecorded_failure(run.id.as_str()).await? {
         // The disk kept the reason out of the journal; say it here.
         println!(
@@ -115,8 +124,7 @@ pub(crate) async fn follow(
     if let Some(line) = crate::render::inherited_usage(&usage) {
         println!("{line}");
     }
-    println!("run {} ended: {}", finished.id, finished.status.as_str());
-    Ok(finished)
+    Ok(())
 }
 
 /// What became of a typed line.

@@ -282,6 +282,8 @@ fn failure_text(error: &anyhow::Error) -> String {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    // Long: the command table, one arm per command, each handing its flags to its module as
+    // that module's options; split, the table would be read in pieces.
     logging::init(cli.log_format, cli.log_file.as_deref())?;
     let storage = Storage::open(cli.data_dir.clone(), cli.store.clone()).await?;
     match cli.command {

@@ -430,26 +430,7 @@ async fn read(args: &Value, env: SkillToolEnv<'_>) -> Result<ToolSuccess, ToolCa
         .map(str::trim)
         .filter(|path| !path.is_empty())
         .unwrap_or(SKILL_MD);
-    let start_char = match args.opt_i64("start_char")? {
-        Some(start) if start < 0 => {
-            return Err(ToolError::invalid_arguments(format!(
-                "`start_char` counts from 0 (got {start})."
-            ))
-            .into());
-        }
-        Some(start) => usize::try_from(start).unwrap_or(usize::MAX),
-        None => 0,
-    };
-    let max_chars = match args.opt_i64("max_chars")? {
-        Some(max) if max < 1 => {
-            return Err(ToolError::invalid_arguments(format!(
-                "`max_chars` must be at least 1 (got {max})."
-            ))
-            .into());
-        }
-        Some(max) => Some(usize::try_from(max).unwrap_or(usize::MAX)),
-        None => None,
-    };
+    let (start_char, max_chars) = read_window(&args)?;
     let skill = env.find(raw_skill)?;
     let wanted = raw_path.strip_prefix("./").unwrap_or(raw_path);
     let path = skill
@@ -503,6 +484,82 @@ async fn read(args: &Value, env: SkillToolEnv<'_>) -> Result<ToolSuccess, ToolCa
     let left_after = env.budget.remaining(env.policy);
     let whole = start_char == 0 && end_char == total;
 
+    let window = ReadWindow {
+        start_char,
+        end_char,
+        total,
+        left_after,
+    };
+    let content = read_text(
+        skill,
+        path,
+        &slice,
+        &window,
+        env.policy.max_read_chars_per_run,
+    );
+    let structured = json!({
+        "skill": skill.id,
+        "path": path,
+        "startChar": start_char,
+        "endChar": end_char,
+        "totalChars": total,
+        "chars": chars,
+        "wholeFile": whole,
+        "nextStartChar": (end_char < total).then_some(end_char),
+        "readCharsLeft": left_after,
+    });
+    Ok(ToolSuccess::new(content, structured).with_refs(vec![format!("skill:{}/{path}", skill.id)]))
+}
+
+/// `skill.read`'s `start_char` (0 when not given) and `max_chars`, checked.
+fn read_window(args: &Args<'_>) -> Result<(usize, Option<usize>), ToolCallError> {
+    let start_char = match args.opt_i64("start_char")? {
+        Some(start) if start < 0 => {
+            return Err(ToolError::invalid_arguments(format!(
+                "`start_char` counts from 0 (got {start})."
+            ))
+            .into());
+        }
+        Some(start) => usize::try_from(start).unwrap_or(usize::MAX),
+        None => 0,
+    };
+    let max_chars = match args.opt_i64("max_chars")? {
+        Some(max) if max < 1 => {
+            return Err(ToolError::invalid_arguments(format!(
+                "`max_chars` must be at least 1 (got {max})."
+            ))
+            .into());
+        }
+        Some(max) => Some(usize::try_from(max).unwrap_or(usize::MAX)),
+        None => None,
+    };
+    Ok((start_char, max_chars))
+}
+
+/// Where a `skill.read` slice sits in its file, and the skill reading left after it.
+struct ReadWindow {
+    start_char: usize,
+    end_char: usize,
+    total: usize,
+    left_after: u64,
+}
+
+/// What `skill.read` shows the agent: a header, the slice, where to read on, and the skill's
+/// other files when it read `SKILL.md`.
+fn read_text(
+    skill: &EffectiveSkill,
+    path: &SkillFilePath,
+    slice: &str,
+    window: &ReadWindow,
+    max_read_chars_per_run: u32,
+) -> String {
+    let ReadWindow {
+        start_char,
+        end_char,
+        total,
+        left_after,
+    } = *window;
+    let whole = start_char == 0 && end_char == total;
     let mut content = format!(
         "Skill: {} · File: {path} ({})\nChars: {start_char}-{end_char} of {total} · Skill reading left: {left_after} of {} chars\n\n",
         skill.id,
@@ -511,12 +568,12 @@ async fn read(args: &Value, env: SkillToolEnv<'_>) -> Result<ToolSuccess, ToolCa
         } else {
             "part of the file"
         },
-        env.policy.max_read_chars_per_run,
+        max_read_chars_per_run,
     );
     if slice.is_empty() {
         content.push_str("(The file is empty.)");
     } else {
-        content.push_str(&slice);
+        content.push_str(slice);
     }
     if end_char < total {
         if left_after == 0 {
@@ -542,18 +599,7 @@ async fn read(args: &Value, env: SkillToolEnv<'_>) -> Result<ToolSuccess, ToolCa
             file_names(others.into_iter())
         ));
     }
-    let structured = json!({
-        "skill": skill.id,
-        "path": path,
-        "startChar": start_char,
-        "endChar": end_char,
-        "totalChars": total,
-        "chars": chars,
-        "wholeFile": whole,
-        "nextStartChar": (end_char < total).then_some(end_char),
-        "readCharsLeft": left_after,
-    });
-    Ok(ToolSuccess::new(content, structured).with_refs(vec![format!("skill:{}/{path}", skill.id)]))
+    content
 }
 
 /// Maps a storage failure of `skill.read`: a file gone or no longer text is something the
