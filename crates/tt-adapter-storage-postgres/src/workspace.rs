@@ -512,6 +512,10 @@ impl WorkspaceRepository for PostgresStore {
         run_id: &RunId,
         base_state_id: Option<&str>,
     ) -> StorageResult<PersistSnapshot> {
+        // Refused as every store refuses it, before anything is claimed or looked up.
+        if let Some(state_id) = base_state_id {
+            tt_ports::store_inputs::check_persistent_state_id(state_id)?;
+        }
         retrying(|_| async move {
             self.claim_run(run_id).await?;
             let snapshot = {

@@ -52,8 +52,8 @@ pub enum PromptBrokerChoice {
     /// The host answers through `read_prompt_assembly_request` / `resolve_prompt_assembly`
     /// (the default for linked hosts).
     HostApi,
-    /// Preset templates the store keeps: by default the files
-    /// `<data dir>/presets/<apiId>/<name>.json` (the CLI).
+    /// Preset templates the store keeps (the CLI): by default the files
+    /// `<data dir>/presets/<apiId>/<name>.json`, PostgreSQL's `tt_preset_templates` rows.
     Templates,
     /// Any other broker.
     Custom(Arc<dyn tt_ports::PromptAssemblyBroker>),

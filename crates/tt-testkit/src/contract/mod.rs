@@ -148,6 +148,7 @@ macro_rules! storage_contract_tests {
                 list_depth_and_ordering,
                 walk_files_bounds,
                 persist_projection_and_promotion,
+                a_base_state_id_that_is_no_storage_segment_is_refused,
                 concurrent_chat_head_swaps_have_one_winner,
             }
             checkpoints {

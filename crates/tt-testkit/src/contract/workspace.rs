@@ -643,3 +643,24 @@ pub async fn concurrent_chat_head_swaps_have_one_winner(s: StorageUnderTest) {
         Some(&others[0].id)
     );
 }
+
+/// A base state id that is not a storage segment is refused with
+/// `agent.persistent_state_root_invalid` by every store, before any lookup; one that is a
+/// segment but names no state is `agent.persistent_state_root_missing`.
+pub async fn a_base_state_id_that_is_no_storage_segment_is_refused(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    for bad in ["../other-chat/state", "a/b", ""] {
+        assert_code(
+            s.workspace
+                .init_persist_projection(&run.id, Some(bad))
+                .await,
+            error_codes::AGENT_PERSISTENT_STATE_ROOT_INVALID,
+        );
+    }
+    assert_code(
+        s.workspace
+            .init_persist_projection(&run.id, Some("no_such_state"))
+            .await,
+        error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
+    );
+}
