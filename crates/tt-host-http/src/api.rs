@@ -13,11 +13,12 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use tt_runtime::error_codes;
 use tt_runtime::{
-    AgentProfileDefinition, ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest,
-    GuidanceRequest, ListRunsRequest, NoInput, PersistStateRequest, ReadEventsRequest,
-    ReadPromptAssemblyRequest, RecordRequest, ResolveChatCommitRequest,
-    ResolvePromptAssemblyRequest, ResolveToolApprovalRequest, RunRef, StartRunRequest, TaskRef,
-    TranscriptRequest, WorkspaceFileRequest, host_commands,
+    AgentProfileDefinition, AnswerSpendLimitCommand, AnswerSpendLimitRequest,
+    ApproveToolCallRequest, ConversationRequest, ForkAgentRunRequest, GuidanceRequest,
+    ListRunsRequest, NoInput, PersistStateRequest, ReadEventsRequest, ReadPromptAssemblyRequest,
+    RecordRequest, ResolveChatCommitRequest, ResolvePromptAssemblyRequest,
+    ResolveToolApprovalRequest, RunRef, StartRunRequest, TaskRef, TranscriptRequest,
+    WorkspaceFileRequest, host_commands,
 };
 
 use crate::error::ApiError;
@@ -49,6 +50,11 @@ pub(crate) fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Ro
         .route(
             "/api/runs/{run_id}/approvals/{approval_id}/resolve",
             post(resolve_approval),
+        )
+        .route("/api/runs/{run_id}/spend-limit", get(pending_spend_limit))
+        .route(
+            "/api/runs/{run_id}/spend-limit/answer",
+            post(answer_spend_limit),
         )
         .route(
             "/api/runs/{run_id}/persist-metadata/{update_id}/resolve",
@@ -464,6 +470,31 @@ async fn resolve_approval(
         resolution: body,
     };
     let receipt = host_commands::approve_agent_tool_call(&state.runtime, request).await?;
+    Ok(Json(receipt).into_response())
+}
+
+/// The run's spend limit while it is parked there (`read_agent_spend_limit`): `{spentUsd,
+/// limitUsd}`, or `null` when the run is not parked.
+async fn pending_spend_limit(
+    State(state): State<AppState>,
+    path: PathParams,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let pending =
+        host_commands::read_agent_spend_limit(&state.runtime, RunRef::new(run_id)).await?;
+    Ok(Json(pending).into_response())
+}
+
+/// Answers a run parked at its spend limit (`answer_agent_spend_limit`): body `{decision:
+/// "raise", limitUsd}` or `{decision: "refuse"}`, with an optional `decidedBy`; the receipt.
+async fn answer_spend_limit(
+    State(state): State<AppState>,
+    path: PathParams,
+    JsonBody(answer): JsonBody<AnswerSpendLimitRequest>,
+) -> ApiResult<Response> {
+    let run_id = path.run_id()?;
+    let request = AnswerSpendLimitCommand { run_id, answer };
+    let receipt = host_commands::answer_agent_spend_limit(&state.runtime, request).await?;
     Ok(Json(receipt).into_response())
 }
 

@@ -6,6 +6,7 @@
 
 mod api;
 mod browser;
+mod browser_spend;
 mod browser_views;
 mod commands;
 mod otel;
