@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use tauri_plugin_tt_agent::TtAgentExt;
 use tt_runtime::{
-    AgentProfileDefinition, HostError, ModelProvider, ScriptedProvider, ScriptedScenarios,
+    AgentProfileDefinition, ConnectionModelInfo, HostError, ModelPrice, ModelProvider,
+    ScriptedProvider, ScriptedScenarios,
 };
 
 const STORY: &str = include_str!("../../desktop-shell/assets/script.json");
@@ -23,6 +24,15 @@ const PROFILES: [&str; 2] = [
     include_str!("../../desktop-shell/assets/shell-critic.json"),
 ];
 
+/// The story, in which `shell-writer-budgeted` plays the writer's part too (the script is
+/// keyed by profile).
+fn story() -> Result<String, serde_json::Error> {
+    let mut story: serde_json::Value = serde_json::from_str(STORY)?;
+    let writer = story["agents"]["shell-writer"].clone();
+    story["agents"]["shell-writer-budgeted"] = writer;
+    serde_json::to_string(&story)
+}
+
 /// The story; a request with `[hold]` waits a day on its model (a run to interrupt); a branch
 /// whose note says `[second take]` writes a quieter ending.
 fn scripted_model() -> Result<Arc<dyn ModelProvider>, HostError> {
@@ -30,17 +40,54 @@ fn scripted_model() -> Result<Arc<dyn ModelProvider>, HostError> {
         ScriptedProvider::from_json_str(text)
             .map_err(|err| HostError::new(err.code(), err.to_string()))
     };
+    let story = story().map_err(|err| {
+        HostError::new(
+            tt_runtime::error_codes::MODEL_SCRIPT_INVALID,
+            err.to_string(),
+        )
+    })?;
     Ok(Arc::new(
-        ScriptedScenarios::new(script(STORY)?)
+        ScriptedScenarios::new(script(&story)?)
             .scenario("[hold]", script(HOLD)?)
             .scenario("[second take]", script(SECOND_TAKE)?),
     ))
 }
 
+/// The scripted model priced as a mid-size hosted model (US dollars per million tokens), so
+/// every run's spend is counted.
+fn scripted_prices() -> ConnectionModelInfo {
+    let mut info = ConnectionModelInfo {
+        default_model: Some("scripted".into()),
+        ..Default::default()
+    };
+    let price = ModelPrice {
+        input: 3.0,
+        output: 15.0,
+        cached_input: None,
+        cache_write: None,
+    };
+    info.prices.insert("scripted".into(), price);
+    info
+}
+
+/// `shell-writer` under a spend limit its first model call passes: a run of it stops before
+/// its next call until the person raises the limit or refuses (`limits.askAboveTotalCostUsd`).
+fn budgeted_writer() -> Result<AgentProfileDefinition, serde_json::Error> {
+    let mut profile: serde_json::Value = serde_json::from_str(PROFILES[0])?;
+    profile["id"] = "shell-writer-budgeted".into();
+    profile["displayName"] = "Shell Writer (spend limit)".into();
+    profile["limits"] = serde_json::json!({ "askAboveTotalCostUsd": 0.000_001 });
+    serde_json::from_value(profile)
+}
+
 fn install_profiles(app: &tauri::App) -> Result<(), Box<dyn std::error::Error>> {
     let runtime = Arc::clone(app.tt_agent().runtime());
-    for text in PROFILES {
-        let profile: AgentProfileDefinition = serde_json::from_str(text)?;
+    let mut profiles = PROFILES
+        .iter()
+        .map(|text| serde_json::from_str::<AgentProfileDefinition>(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    profiles.push(budgeted_writer()?);
+    for profile in profiles {
         tauri::async_runtime::block_on(runtime.save_profile(profile))?;
     }
     Ok(())
@@ -49,7 +96,12 @@ fn install_profiles(app: &tauri::App) -> Result<(), Box<dyn std::error::Error>> 
 fn main() -> ExitCode {
     // ANCHOR: plugin
     let mut agent = tauri_plugin_tt_agent::Builder::new() // the runtime, built in `setup`
-        .runtime(|builder, _app| Ok(builder.provider(scripted_model()?))); // any ModelProvider
+        .runtime(|builder, _app| {
+            // any ModelProvider; prices make spend limits apply
+            Ok(builder
+                .provider(scripted_model()?)
+                .provider_model_info(scripted_prices()))
+        });
     if let Some(dir) = std::env::var_os("TAURI_SHELL_DATA_DIR") {
         agent = agent.data_dir(dir); // default: the app's data dir + `tt-agent`
     }

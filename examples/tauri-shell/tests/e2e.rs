@@ -1,8 +1,8 @@
 //! tauri-shell end to end, in a real WebKitGTK webview under Xvfb, driven over WebDriver
 //! (`tauri-driver` from crates.io in front of Debian's `WebKitWebDriver`): start a run, see the
 //! agent tree grow, approve a call, publish the commit, see the published text, branch the
-//! reply; start a long run, quit, start the app again and resume that run from the runs list.
-//! The screenshots are kept under `target/tauri-shell-e2e/`.
+//! reply, raise the spend limit a run stopped at; start a long run, quit, start the app again
+//! and resume that run from the runs list. The screenshots are kept under `target/tauri-shell-e2e/`.
 //!
 //! Needs `Xvfb`, `WebKitWebDriver` (package `webkit2gtk-driver`) and `tauri-driver` on `PATH`;
 //! `.ci/run` installs them. A missing tool fails the test, naming it.
@@ -125,6 +125,20 @@ fn a_run_is_driven_from_the_webview_and_resumed_after_a_restart() {
     app.wait_for_element("[data-testid=publish]");
     app.click("[data-testid=publish]");
     app.wait_for_count("[data-testid=message]", 2);
+    app.wait_for_attribute("#status", "data-status", "completed");
+
+    // Under a spend limit: the run stops to ask, goes on once the limit is raised.
+    app.click("[data-testid=start-budgeted]");
+    app.wait_for_element("[data-testid=raise]");
+    let asked = app.text("#requests");
+    assert!(asked.contains("Spent $"), "{asked}");
+    app.screenshot(&artifacts().join("spend-limit.png"));
+    app.click("[data-testid=raise]");
+    app.wait_for_element("[data-testid=approve]");
+    app.click("[data-testid=approve]");
+    app.wait_for_element("[data-testid=publish]");
+    app.click("[data-testid=publish]");
+    app.wait_for_count("[data-testid=message]", 3);
     app.wait_for_attribute("#status", "data-status", "completed");
 
     app.click("[data-testid=start-long]");

@@ -1,6 +1,6 @@
 // tauri-shell's page: starts runs, follows them over the plugin's channels, draws the live
-// agent tree, answers commits and approvals, branches a reply and resumes runs an earlier
-// session left unfinished. Every call goes through the plugin's typed guest API.
+// agent tree, answers commits, approvals and a run's spend limit, branches a reply and resumes
+// runs an earlier session left unfinished. Every call goes through the plugin's typed guest API.
 
 import { command, followRun, followRunUpdates } from 'tauri-plugin-tt-agent-api'
 
@@ -112,6 +112,20 @@ async function showApprovals(runId) {
   }
 }
 
+/** Dollars with four decimals, or two significant digits below a hundredth of a cent. */
+const usd = (amount) => `$${amount !== 0 && amount < 0.0001 ? amount.toPrecision(2) : amount.toFixed(4)}`
+
+async function showSpendLimit(runId) {
+  const limit = await command('read_agent_spend_limit', { runId })
+  if (!limit || document.querySelector('[data-spend-limit]')) return
+  const raised = Math.max(1, limit.spentUsd * 2)
+  requestBox(`Spent ${usd(limit.spentUsd)} of ${usd(limit.limitUsd)}. Go on?`, 'No agent calls its model until you answer.', [
+    [`Raise the limit to ${usd(raised)}`, 'raise', () => command('answer_agent_spend_limit', { runId, decision: 'raise', limitUsd: raised })],
+    ['Stop here', 'stop-spending', () => command('answer_agent_spend_limit', { runId, decision: 'refuse' })]
+  ])
+  document.querySelector('#requests .request:last-child').dataset.spendLimit = runId
+}
+
 async function onEvent(runId, event) {
   remember(runId, event.seq)
   const item = document.createElement('li')
@@ -127,6 +141,9 @@ async function onEvent(runId, event) {
       break
     case 'tool_approval_requested':
       await showApprovals(runId)
+      break
+    case 'spend_limit_reached':
+      await showSpendLimit(runId)
       break
     case 'persistent_state_metadata_update_requested':
       // Binds the run's saved state to its last message; this chat keeps no such binding.
@@ -171,15 +188,19 @@ async function act(step) {
   }
 }
 
-$('start').onclick = () => act(async () => {
+async function writeScene(profileId) {
   const run = await command('start_agent_run', {
     stableChatId: CHAT_ID,
     userRequest: 'Write the next scene.',
-    profileId: 'shell-writer',
+    profileId,
     history: [{ role: 'user', content: 'Set it at the harbour.' }]
   })
   await follow(run.id, 0)
-})
+}
+
+$('start').onclick = () => act(() => writeScene('shell-writer'))
+
+$('start-budgeted').onclick = () => act(() => writeScene('shell-writer-budgeted'))
 
 $('start-long').onclick = () => act(async () => {
   const run = await command('start_agent_run', {
