@@ -42,6 +42,33 @@ macro_rules! string_id {
     };
 }
 
+/// The conversions of a string newtype whose `parse` validates it: `TryFrom<String>` (through
+/// `parse`, so serde's `try_from = "String"` refuses what `parse` refuses), `From<_> for
+/// String` and `Display`.
+macro_rules! parsed_string_conversions {
+    ($name:ident) => {
+        impl TryFrom<String> for $name {
+            type Error = $crate::DomainError;
+            fn try_from(value: String) -> Result<Self, Self::Error> {
+                Self::parse(&value)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> Self {
+                value.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+pub(crate) use parsed_string_conversions;
+
 string_id!(
     /// `run_<hex>`.
     RunId
@@ -155,24 +182,7 @@ impl ProfileId {
     }
 }
 
-impl TryFrom<String> for ProfileId {
-    type Error = DomainError;
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::parse(&value)
-    }
-}
-
-impl From<ProfileId> for String {
-    fn from(value: ProfileId) -> Self {
-        value.0
-    }
-}
-
-impl fmt::Display for ProfileId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+parsed_string_conversions!(ProfileId);
 
 /// Profile and artifact ids share one charset.
 pub fn is_valid_profile_id(raw: &str) -> bool {

@@ -6,7 +6,10 @@ use crate::error_codes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::ids::{MAX_PROFILE_ID_LEN, ProfileId, is_valid_profile_id, is_valid_storage_segment};
+use crate::ids::{
+    MAX_PROFILE_ID_LEN, ProfileId, is_valid_profile_id, is_valid_storage_segment,
+    parsed_string_conversions,
+};
 use crate::text::sha256_hex;
 use crate::{DomainError, DomainResult};
 
@@ -56,24 +59,7 @@ impl SkillId {
     }
 }
 
-impl TryFrom<String> for SkillId {
-    type Error = DomainError;
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::parse(&value)
-    }
-}
-
-impl From<SkillId> for String {
-    fn from(value: SkillId) -> Self {
-        value.0
-    }
-}
-
-impl fmt::Display for SkillId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+parsed_string_conversions!(SkillId);
 
 /// A file inside a skill folder, relative to it: `/`-separated, 1 to
 /// `MAX_SKILL_FOLDER_DEPTH + 1` segments, none empty, `.`, `..` or hidden (leading `.`), no
@@ -142,24 +128,7 @@ pub fn is_valid_file_segment(segment: &str) -> bool {
             .any(|c| c == '\\' || c == ':' || c == '/' || c.is_control())
 }
 
-impl TryFrom<String> for SkillFilePath {
-    type Error = DomainError;
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::parse(&value)
-    }
-}
-
-impl From<SkillFilePath> for String {
-    fn from(value: SkillFilePath) -> Self {
-        value.0
-    }
-}
-
-impl fmt::Display for SkillFilePath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+parsed_string_conversions!(SkillFilePath);
 
 /// Where a set of skills lives. Resolution order is global → preset → profile → character;
 /// a later scope overrides an earlier one's skill with the same id.

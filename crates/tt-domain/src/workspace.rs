@@ -7,7 +7,7 @@ use crate::error_codes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::ids::truncate_for_message;
+use crate::ids::{parsed_string_conversions, truncate_for_message};
 use crate::{DomainError, DomainResult};
 
 /// The longest workspace path accepted, in bytes (UTF-8), as given.
@@ -123,24 +123,7 @@ impl WorkspacePath {
     }
 }
 
-impl TryFrom<String> for WorkspacePath {
-    type Error = DomainError;
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::parse(&value)
-    }
-}
-
-impl From<WorkspacePath> for String {
-    fn from(value: WorkspacePath) -> Self {
-        value.0
-    }
-}
-
-impl fmt::Display for WorkspacePath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+parsed_string_conversions!(WorkspacePath);
 
 /// The model-visible roots, in their canonical order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
