@@ -316,6 +316,18 @@ pub struct TaskTransitionOutcome {
     pub changed: bool,
 }
 
+/// The run's tasks that `keep` keeps, in creation order, by listing them all (what the
+/// filtered listings of [`AgentInvocationRepository`] do for a store that does not index tasks).
+async fn tasks_where<R: AgentInvocationRepository + ?Sized>(
+    repo: &R,
+    run_id: &RunId,
+    keep: impl Fn(&AgentTaskRecord) -> bool,
+) -> StorageResult<Vec<AgentTaskRecord>> {
+    let mut tasks = repo.list_tasks(run_id).await?;
+    tasks.retain(keep);
+    Ok(tasks)
+}
+
 #[async_trait]
 pub trait AgentInvocationRepository: Send + Sync {
     async fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()>;
@@ -353,9 +365,7 @@ pub trait AgentInvocationRepository: Send + Sync {
         run_id: &RunId,
         parent: &InvocationId,
     ) -> StorageResult<Vec<AgentTaskRecord>> {
-        let mut tasks = self.list_tasks(run_id).await?;
-        tasks.retain(|task| task.parent_invocation_id == *parent);
-        Ok(tasks)
+        tasks_where(self, run_id, |task| task.parent_invocation_id == *parent).await
     }
 
     /// How many tasks `parent` delegated (continuation `ReturnToParent`; handoffs it opened
@@ -395,9 +405,7 @@ pub trait AgentInvocationRepository: Send + Sync {
         run_id: &RunId,
         child: &InvocationId,
     ) -> StorageResult<Vec<AgentTaskRecord>> {
-        let mut tasks = self.list_tasks(run_id).await?;
-        tasks.retain(|task| task.child_invocation_id == *child);
-        Ok(tasks)
+        tasks_where(self, run_id, |task| task.child_invocation_id == *child).await
     }
 
     /// Applies `transition` atomically with respect to other transitions of the same task:
