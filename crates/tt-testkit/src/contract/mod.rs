@@ -56,6 +56,18 @@ pub struct RepositoryUnderTest<R: ?Sized> {
     pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
+impl<R: ?Sized + Send + Sync + 'static> RepositoryUnderTest<R> {
+    /// A store that lives in memory: "reopening" it is another handle on the same data.
+    pub fn shared(repo: Arc<R>) -> Self {
+        let same = Arc::clone(&repo);
+        Self {
+            repo,
+            reopen: Arc::new(move || Arc::clone(&same)),
+            _guard: None,
+        }
+    }
+}
+
 /// One storage implementation, seen through each port, for one contract case.
 pub struct StorageUnderTest {
     pub runs: Arc<dyn AgentRunRepository>,
