@@ -13,7 +13,7 @@ use tt_adapter_storage_postgres::PostgresStore;
 use tt_adapter_storage_postgres::cluster::TestCluster;
 use tt_ports::{
     ConnectionRepository, McpServerRepository, PresetTemplateRepository, ProfileRepository,
-    TranscriptRepository,
+    StoragePorts, TranscriptRepository,
 };
 use tt_testkit::contract::{RepositoryUnderTest, StorageUnderTest};
 
@@ -51,8 +51,8 @@ fn reopen_blocking(url: &str) -> Arc<PostgresStore> {
 async fn postgres() -> StorageUnderTest {
     let store = fresh_store().await;
     let seeder = Arc::clone(&store);
-    StorageUnderTest::from_store(
-        store,
+    StorageUnderTest::from_ports(
+        StoragePorts::from_store(store, "postgres"),
         move |definition| {
             let seeder = Arc::clone(&seeder);
             let definition = definition.clone();

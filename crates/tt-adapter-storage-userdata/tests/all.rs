@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tt_adapter_storage_userdata::{
     ConnectionFiles, McpServerFiles, PresetTemplateFiles, UserDataStore,
 };
-use tt_ports::{ConnectionRepository, McpServerRepository, PresetTemplateRepository};
+use tt_ports::{ConnectionRepository, McpServerRepository, PresetTemplateRepository, StoragePorts};
 use tt_testkit::contract::{RepositoryUnderTest, SkillsUnderTest, StorageUnderTest};
 
 /// A fresh store in its own temporary data root.
@@ -19,8 +19,8 @@ fn userdata() -> StorageUnderTest {
     let dir = tempfile::tempdir().unwrap();
     let store = UserDataStore::open(dir.path().join("data")).unwrap();
     let seeder = Arc::clone(&store);
-    StorageUnderTest::from_store(
-        store,
+    StorageUnderTest::from_ports(
+        StoragePorts::from_store(store, "userdata"),
         move |definition| seeder.put_profile(definition).unwrap(),
         Some(Box::new(dir)),
     )

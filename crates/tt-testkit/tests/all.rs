@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
+use tt_ports::StoragePorts;
 use tt_testkit::contract::{
     ConnectionsUnderTest, McpServersUnderTest, PresetTemplatesUnderTest, SkillsUnderTest,
     StorageUnderTest, TranscriptsUnderTest,
@@ -17,8 +18,8 @@ use tt_testkit::fakes::{
 fn in_memory() -> StorageUnderTest {
     let store = InMemoryStore::new();
     let seeder = Arc::clone(&store);
-    StorageUnderTest::from_store(
-        store,
+    StorageUnderTest::from_ports(
+        StoragePorts::from_store(store, "memory"),
         move |definition| seeder.put_profile(definition.clone()),
         None,
     )
@@ -57,7 +58,6 @@ tt_testkit::preset_templates_contract_tests!(PresetTemplatesUnderTest::shared(Ar
 /// The storage contract suite again, on the ports a `memory://` URL opens
 /// (`tt_testkit::memory_store`): what a runtime gets from its store table.
 mod memory_url {
-    use std::sync::Arc;
     use tt_ports::{StoreFactory, StoreOptions};
     use tt_testkit::contract::StorageUnderTest;
     use tt_testkit::memory_store::MemoryStores;
@@ -69,15 +69,11 @@ mod memory_url {
             .await
             .unwrap();
         let seeder = stores.get("contract").unwrap().store;
-        StorageUnderTest {
-            runs: ports.runs,
-            invocations: ports.invocations,
-            journal: ports.journal,
-            workspace: ports.workspace,
-            profiles: ports.profiles,
-            seed_profile: Arc::new(move |definition| seeder.put_profile(definition.clone())),
-            _guard: Some(Box::new(stores)),
-        }
+        StorageUnderTest::from_ports(
+            ports,
+            move |definition| seeder.put_profile(definition.clone()),
+            Some(Box::new(stores)),
+        )
     }
 
     tt_testkit::storage_contract_tests!(opened().await);

@@ -43,7 +43,7 @@ use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceAccessPolicy, WorkspacePath};
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, ProfileRepository, RunJournal, StorageError,
-    WorkspaceRepository,
+    StoragePorts, WorkspaceRepository,
 };
 
 /// One store kept apart from runs (connections, MCP servers, preset templates, transcripts)
@@ -82,26 +82,19 @@ pub struct StorageUnderTest {
 }
 
 impl StorageUnderTest {
-    /// Wraps one store that implements all five storage ports.
-    pub fn from_store<S>(
-        store: Arc<S>,
+    /// The five storage ports of `ports` (a store wraps itself as them with
+    /// `StoragePorts::from_store`); `seed_profile` writes a profile definition.
+    pub fn from_ports(
+        ports: StoragePorts,
         seed_profile: impl Fn(&AgentProfileDefinition) + Send + Sync + 'static,
         guard: Option<Box<dyn std::any::Any + Send + Sync>>,
-    ) -> Self
-    where
-        S: AgentRunRepository
-            + AgentInvocationRepository
-            + RunJournal
-            + WorkspaceRepository
-            + ProfileRepository
-            + 'static,
-    {
+    ) -> Self {
         Self {
-            runs: store.clone(),
-            invocations: store.clone(),
-            journal: store.clone(),
-            workspace: store.clone(),
-            profiles: store,
+            runs: ports.runs,
+            invocations: ports.invocations,
+            journal: ports.journal,
+            workspace: ports.workspace,
+            profiles: ports.profiles,
             seed_profile: Arc::new(seed_profile),
             _guard: guard,
         }
