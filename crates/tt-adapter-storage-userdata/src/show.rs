@@ -92,13 +92,9 @@ impl UserDataStore {
         check_segment("checkpoint id", id)?;
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => run.checkpoint(id),
-            RunAccess::Reader { dir, view } => reader::record(
-                &dir,
-                &view.segments,
-                &self.inner.journal_bytes_read,
-                RecordKind::Checkpoint,
-                id,
-            ),
+            RunAccess::Reader { dir, view } => {
+                self.reader_record(&dir, &view, RecordKind::Checkpoint, id)
+            }
         }
     }
 

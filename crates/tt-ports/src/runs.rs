@@ -318,7 +318,7 @@ pub struct TaskTransitionOutcome {
 
 /// The run's tasks that `keep` keeps, in creation order, by listing them all (what the
 /// filtered listings of [`AgentInvocationRepository`] do for a store that does not index tasks).
-async fn tasks_where<R: AgentInvocationRepository + ?Sized>(
+pub async fn tasks_where<R: AgentInvocationRepository + ?Sized>(
     repo: &R,
     run_id: &RunId,
     keep: impl Fn(&AgentTaskRecord) -> bool,

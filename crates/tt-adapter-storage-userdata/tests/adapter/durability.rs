@@ -68,16 +68,15 @@ async fn state_files_are_replaced_by_rename_and_leave_no_temp_files() {
     WorkspaceRepository::append(store.as_ref(), &run.id, &wp("output/main.md"), " more")
         .await
         .unwrap();
-    store
-        .create_checkpoint(
-            &run.id,
-            CheckpointReason::ToolWorkspaceWrite,
-            1,
-            &[wp("output/main.md")],
-            ts(7),
-        )
-        .await
-        .unwrap();
+    super::checkpoint(
+        store,
+        &run.id,
+        CheckpointReason::ToolWorkspaceWrite,
+        1,
+        wp("output/main.md"),
+        7,
+    )
+    .await;
     let snapshot = store.init_persist_projection(&run.id, None).await.unwrap();
     store
         .write(&run.id, &wp("persist/m.md"), "m", &WriteGuard::None)

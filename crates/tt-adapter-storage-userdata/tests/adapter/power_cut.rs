@@ -117,16 +117,15 @@ async fn a_power_cut_at_any_point_loses_only_what_followed_the_last_durability_p
             )
             .await
             .unwrap();
-        store
-            .create_checkpoint(
-                &run.id,
-                CheckpointReason::ToolWorkspaceWrite,
-                events,
-                &[path],
-                ts(4),
-            )
-            .await
-            .unwrap();
+        super::checkpoint(
+            &store,
+            &run.id,
+            CheckpointReason::ToolWorkspaceWrite,
+            events,
+            path,
+            4,
+        )
+        .await;
         // A terminal transition is a durability point of its own.
         store
             .transition_task(
