@@ -38,7 +38,7 @@ use tt_domain::profile::AgentProfileDefinition;
 use tt_domain::run::{
     AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id,
 };
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceAccessPolicy, WorkspacePath};
 use tt_ports::{
@@ -327,6 +327,15 @@ pub fn task(run: &AgentRun, id: &str, created_at: i64) -> AgentTaskRecord {
         creation_seq: 0,
         created_at: ts(created_at),
         updated_at: ts(created_at),
+    }
+}
+
+/// A task transition to `status` with no result and no error.
+pub fn transition_to(status: TaskStatus) -> TaskTransition {
+    TaskTransition {
+        status,
+        result_ref: None,
+        error: None,
     }
 }
 
