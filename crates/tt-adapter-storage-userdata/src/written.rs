@@ -134,11 +134,15 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    // Fixtures of this module's tests (`cfg(all(test, unix))`, which clippy's test exemption
+    // does not see): failing loudly is their job.
+    #[allow(clippy::unwrap_used)]
     fn path(text: &str) -> WorkspacePath {
         WorkspacePath::parse(text).unwrap()
     }
 
     /// A temporary dir holding `a.md` with `text`: the dir, the file and its metadata.
+    #[allow(clippy::unwrap_used)]
     fn one_file(text: &str) -> (tempfile::TempDir, std::path::PathBuf, std::fs::Metadata) {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a.md");

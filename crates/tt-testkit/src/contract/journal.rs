@@ -188,7 +188,7 @@ pub async fn pages_over_ten_thousand_events(s: StorageUnderTest) {
 
     assert_eq!(j.last_seq(id).await.unwrap(), 10_000);
     // (afterSeq, beforeSeq, limit) and the seqs that page holds (`(1, 0)`: none).
-    let cases: [(Option<u64>, Option<u64>, Option<usize>, (u64, u64)); 12] = [
+    let cases = [
         // Neither bound: the first page of the default size.
         (None, None, None, (1, 100)),
         // afterSeq: the first `limit` above it.
