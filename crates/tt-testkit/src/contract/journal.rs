@@ -13,7 +13,7 @@ use tt_domain::task::AgentTaskRecord;
 use tt_ports::{EventPage, RunDocument, RunJournal, RunWrite, SerializedDocument, StorageError};
 
 use super::{
-    StorageUnderTest, assert_not_found, create_sample_run, invocation, scoped_event, task,
+    StorageUnderTest, assert_not_found, at_once, create_sample_run, invocation, scoped_event, task,
     tool_event,
 };
 
@@ -124,11 +124,10 @@ pub async fn append_all_numbers_in_order(s: StorageUnderTest) {
     );
     assert_eq!(batch[2].to_event().unwrap().payload["n"], json!(4));
     let journal = Arc::clone(&s.journal);
-    let mut handles = Vec::new();
-    for t in 0..8u64 {
+    let writers = at_once(8, |t| {
         let journal = Arc::clone(&journal);
         let run_id = run.id.clone();
-        handles.push(tokio::spawn(async move {
+        async move {
             let base = 5 + t * 3;
             if t % 2 == 0 {
                 journal
@@ -151,10 +150,10 @@ pub async fn append_all_numbers_in_order(s: StorageUnderTest) {
                 }
                 one_by_one
             }
-        }));
-    }
-    for handle in handles {
-        let stored = handle.await.unwrap();
+        }
+    })
+    .await;
+    for stored in writers {
         assert!(
             stored.windows(2).all(|pair| pair[0].seq < pair[1].seq),
             "one writer's seqs must increase"
@@ -291,11 +290,10 @@ pub async fn concurrent_appends_are_gapless(s: StorageUnderTest) {
     const PER_TASK: u64 = 20;
     let run = create_sample_run(&s, 1).await;
     let journal = Arc::clone(&s.journal);
-    let mut handles = Vec::new();
-    for t in 0..TASKS {
+    let writers = at_once(TASKS, |t| {
         let journal = Arc::clone(&journal);
         let run_id = run.id.clone();
-        handles.push(tokio::spawn(async move {
+        async move {
             let mut seqs = Vec::new();
             for k in 0..PER_TASK {
                 let n = t * PER_TASK + k + 1;
@@ -306,11 +304,11 @@ pub async fn concurrent_appends_are_gapless(s: StorageUnderTest) {
                 seqs.push((stored.seq, stored.id.to_string()));
             }
             seqs
-        }));
-    }
+        }
+    })
+    .await;
     let mut all = Vec::new();
-    for handle in handles {
-        let seqs = handle.await.unwrap();
+    for seqs in writers {
         assert!(
             seqs.windows(2).all(|pair| pair[0].0 < pair[1].0),
             "one writer's seqs must increase"

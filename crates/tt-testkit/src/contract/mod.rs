@@ -380,6 +380,21 @@ pub fn scoped_event(
     }
 }
 
+/// Runs `work(i)` for every `i` in `0..count` at once, each on a task of its own (as a
+/// fan-out's agents do), and returns their results in the order of `i`.
+pub(crate) async fn at_once<T, Fut>(count: u64, work: impl Fn(u64) -> Fut) -> Vec<T>
+where
+    Fut: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let handles: Vec<_> = (0..count).map(|i| tokio::spawn(work(i))).collect();
+    let mut results = Vec::with_capacity(handles.len());
+    for handle in handles {
+        results.push(handle.await.unwrap());
+    }
+    results
+}
+
 /// Asserts that `result` failed with the given contract code.
 #[track_caller]
 pub fn assert_code<T: std::fmt::Debug>(
