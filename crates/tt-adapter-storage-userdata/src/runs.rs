@@ -14,7 +14,7 @@ use tt_domain::damage::UnreadableRun;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::{AgentRun, AgentRunStatus};
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceRoot};
 use tt_ports::{
@@ -30,7 +30,7 @@ use crate::owned::{self, RecordKind};
 use crate::reader::ReaderViews;
 use crate::run_index;
 use crate::{Inner, RunAccess, RunLocation, UserDataStore, reader};
-use tt_ports::runs::tasks_where;
+use tt_ports::runs::{delegations_listed, tasks_where, workspace_keys_listed};
 
 /// How much of a journal's tail a reader looks at for a live run's latest status.
 const STATUS_TAIL_BYTES: u64 = 64 * 1024;
@@ -528,28 +528,14 @@ impl AgentInvocationRepository for UserDataStore {
     ) -> StorageResult<u64> {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.delegations_by_parent(parent)),
-            RunAccess::Reader { .. } => Ok(tasks_where(self, run_id, |task| {
-                task.parent_invocation_id == *parent
-                    && task.continuation == TaskContinuation::ReturnToParent
-            })
-            .await?
-            .len() as u64),
+            RunAccess::Reader { .. } => delegations_listed(self, run_id, parent).await,
         }
     }
 
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.workspace_keys_like(base)),
-            RunAccess::Reader { .. } => {
-                let prefix = format!("{base}-");
-                Ok(tasks_where(self, run_id, |task| {
-                    task.workspace_key == base || task.workspace_key.starts_with(&prefix)
-                })
-                .await?
-                .into_iter()
-                .map(|task| task.workspace_key)
-                .collect())
-            }
+            RunAccess::Reader { .. } => workspace_keys_listed(self, run_id, base).await,
         }
     }
 

@@ -328,6 +328,40 @@ pub async fn tasks_where<R: AgentInvocationRepository + ?Sized>(
     Ok(tasks)
 }
 
+/// How many tasks `parent` delegated, counted from the listing of its tasks (what
+/// [`AgentInvocationRepository::count_delegations_by_parent`] does for a store that does not
+/// index tasks).
+pub async fn delegations_listed<R: AgentInvocationRepository + ?Sized>(
+    repo: &R,
+    run_id: &RunId,
+    parent: &InvocationId,
+) -> StorageResult<u64> {
+    Ok(repo
+        .list_tasks_by_parent(run_id, parent)
+        .await?
+        .iter()
+        .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
+        .count() as u64)
+}
+
+/// The workspace keys of the run's tasks that are `base` or start with `base-`, picked from
+/// the listing of all its tasks (what [`AgentInvocationRepository::workspace_keys_like`] does
+/// for a store that does not index tasks).
+pub async fn workspace_keys_listed<R: AgentInvocationRepository + ?Sized>(
+    repo: &R,
+    run_id: &RunId,
+    base: &str,
+) -> StorageResult<Vec<String>> {
+    let prefix = format!("{base}-");
+    Ok(repo
+        .list_tasks(run_id)
+        .await?
+        .into_iter()
+        .map(|task| task.workspace_key)
+        .filter(|key| key == base || key.starts_with(&prefix))
+        .collect())
+}
+
 #[async_trait]
 pub trait AgentInvocationRepository: Send + Sync {
     async fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()>;
@@ -377,25 +411,13 @@ pub trait AgentInvocationRepository: Send + Sync {
         run_id: &RunId,
         parent: &InvocationId,
     ) -> StorageResult<u64> {
-        Ok(self
-            .list_tasks_by_parent(run_id, parent)
-            .await?
-            .iter()
-            .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
-            .count() as u64)
+        delegations_listed(self, run_id, parent).await
     }
 
     /// The workspace keys of the run's tasks (delegations and handoffs share one namespace)
     /// that are `base` itself or start with `base-`, in no particular order.
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
-        let prefix = format!("{base}-");
-        Ok(self
-            .list_tasks(run_id)
-            .await?
-            .into_iter()
-            .map(|task| task.workspace_key)
-            .filter(|key| key == base || key.starts_with(&prefix))
-            .collect())
+        workspace_keys_listed(self, run_id, base).await
     }
 
     /// The tasks whose child invocation is `child` (at most one when the runtime wrote them),
