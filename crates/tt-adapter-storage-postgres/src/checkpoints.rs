@@ -7,8 +7,7 @@ use tt_domain::workspace::CheckpointRecord;
 use tt_ports::StorageResult;
 
 use crate::PostgresStore;
-use crate::error::{io as db, parse};
-use crate::retry::retrying;
+use crate::error::parse;
 
 impl PostgresStore {
     pub(crate) async fn read_checkpoint_record(
@@ -25,20 +24,16 @@ impl PostgresStore {
         else {
             return Ok(None);
         };
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt(
-                    "SELECT record FROM tt_checkpoints WHERE run_id = $1 AND seq = $2",
-                    &[&run_id.as_str(), &seq],
-                )
-                .await
-                .map_err(db(format!("checkpoint {id} of run {run_id}")))?;
-            let record: Option<CheckpointRecord> =
-                row.map(|row| parse("checkpoint", row.get(0))).transpose()?;
-            Ok(record.filter(|record| record.id == *id))
-        })
-        .await
+        let row = self
+            .row(
+                "SELECT record FROM tt_checkpoints WHERE run_id = $1 AND seq = $2",
+                &[&run_id.as_str(), &seq],
+                &format!("checkpoint {id} of run {run_id}"),
+            )
+            .await?;
+        let record: Option<CheckpointRecord> =
+            row.map(|row| parse("checkpoint", row.get(0))).transpose()?;
+        Ok(record.filter(|record| record.id == *id))
     }
 
     /// The text a checkpoint of the run kept with this sha256, newest checkpoint first (each
@@ -48,26 +43,22 @@ impl PostgresStore {
         run_id: &RunId,
         sha256: &str,
     ) -> StorageResult<Option<String>> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query(
-                    "SELECT record, files FROM tt_checkpoints WHERE run_id = $1 ORDER BY seq DESC",
-                    &[&run_id.as_str()],
-                )
-                .await
-                .map_err(db(format!("checkpoints of run {run_id}")))?;
-            for row in rows {
-                let record: CheckpointRecord = parse("checkpoint", row.get(0))?;
-                let texts: Vec<String> = parse("checkpoint files", row.get(1))?;
-                if let Some(at) = record.files.iter().position(|file| file.sha256 == sha256)
-                    && let Some(text) = texts.get(at)
-                {
-                    return Ok(Some(text.clone()));
-                }
+        let rows = self
+            .rows(
+                "SELECT record, files FROM tt_checkpoints WHERE run_id = $1 ORDER BY seq DESC",
+                &[&run_id.as_str()],
+                &format!("checkpoints of run {run_id}"),
+            )
+            .await?;
+        for row in rows {
+            let record: CheckpointRecord = parse("checkpoint", row.get(0))?;
+            let texts: Vec<String> = parse("checkpoint files", row.get(1))?;
+            if let Some(at) = record.files.iter().position(|file| file.sha256 == sha256)
+                && let Some(text) = texts.get(at)
+            {
+                return Ok(Some(text.clone()));
             }
-            Ok(None)
-        })
-        .await
+        }
+        Ok(None)
     }
 }

@@ -7,68 +7,59 @@ use tt_domain::ids::is_valid_storage_segment;
 use tt_ports::{ConnectionRepository, StorageResult};
 
 use crate::PostgresStore;
-use crate::error::io;
-use crate::retry::retrying;
 
 #[async_trait]
 impl ConnectionRepository for PostgresStore {
     async fn list_connection_names(&self) -> StorageResult<Vec<String>> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query("SELECT name FROM tt_connections ORDER BY name", &[])
-                .await
-                .map_err(io("connections"))?;
-            Ok(rows.iter().map(|row| row.get::<_, String>(0)).collect())
-        })
-        .await
+        let rows = self
+            .rows(
+                "SELECT name FROM tt_connections ORDER BY name",
+                &[],
+                "connections",
+            )
+            .await?;
+        Ok(rows.iter().map(|row| row.get::<_, String>(0)).collect())
     }
 
     async fn read_connection(&self, name: &str) -> StorageResult<Option<String>> {
         if !is_valid_storage_segment(name) {
             return Ok(None);
         }
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt("SELECT body FROM tt_connections WHERE name = $1", &[&name])
-                .await
-                .map_err(io(format!("connection {name}")))?;
-            Ok(row.map(|row| row.get::<_, String>(0)))
-        })
-        .await
+        let row = self
+            .row(
+                "SELECT body FROM tt_connections WHERE name = $1",
+                &[&name],
+                &format!("connection {name}"),
+            )
+            .await?;
+        Ok(row.map(|row| row.get::<_, String>(0)))
     }
 
     async fn put_connection(&self, name: &str, document: &str) -> StorageResult<()> {
         tt_ports::store_inputs::check_storage_segment("connection name", name)?;
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            // An upsert: a retried try writes the same row again.
-            conn.execute(
-                "INSERT INTO tt_connections (name, body) VALUES ($1, $2)
-                 ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body,
-                     updated_at = clock_timestamp()",
-                &[&name, &document],
-            )
-            .await
-            .map_err(io(format!("connection {name}")))?;
-            Ok(())
-        })
+        // An upsert: a retried try writes the same row again.
+        self.affected(
+            "INSERT INTO tt_connections (name, body) VALUES ($1, $2)
+             ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body,
+                 updated_at = clock_timestamp()",
+            &[&name, &document],
+            &format!("connection {name}"),
+        )
         .await
+        .map(drop)
     }
 
     async fn remove_connection(&self, name: &str) -> StorageResult<bool> {
         if !is_valid_storage_segment(name) {
             return Ok(false);
         }
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let removed = conn
-                .execute("DELETE FROM tt_connections WHERE name = $1", &[&name])
-                .await
-                .map_err(io(format!("connection {name}")))?;
-            Ok(removed > 0)
-        })
-        .await
+        let removed = self
+            .affected(
+                "DELETE FROM tt_connections WHERE name = $1",
+                &[&name],
+                &format!("connection {name}"),
+            )
+            .await?;
+        Ok(removed > 0)
     }
 }

@@ -280,18 +280,15 @@ impl RunJournal for PostgresStore {
     }
 
     async fn last_seq(&self, run_id: &RunId) -> StorageResult<u64> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt(
-                    "SELECT last_seq FROM runs WHERE run_id = $1",
-                    &[&run_id.as_str()],
-                )
-                .await
-                .map_err(io(format!("run {run_id}")))?
-                .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
-            Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
-        })
-        .await
+        let what = format!("run {run_id}");
+        let row = self
+            .row(
+                "SELECT last_seq FROM runs WHERE run_id = $1",
+                &[&run_id.as_str()],
+                &what,
+            )
+            .await?
+            .ok_or_else(|| StorageError::not_found(what))?;
+        Ok(crate::runs::as_u64(row.get(0)))
     }
 }

@@ -16,7 +16,7 @@ use tt_ports::{StorageError, StorageResult};
 
 use crate::error::io;
 use crate::owner_locks::{Lock, OwnerLocks};
-use crate::pool::{Pool, StatementCache};
+use crate::pool::{Params, Pool, StatementCache};
 use tokio_postgres::GenericClient;
 
 /// The default lease: a host that stops heartbeating loses its runs after this long.
@@ -133,6 +133,9 @@ impl Ownership {
             )
             .await
             .map_err(io(&what))?;
+        // The lease row's values ($1 to $4): the run, its owner, how long it lasts, locked.
+        let lease_ms = lease_millis(self.lease);
+        let lease_params: Params<'_> = &[&run_id.as_str(), &self.owner_id, &lease_ms, &locked];
         let claimed = match current {
             Some(row) if row.get::<_, bool>(0) => {
                 cache
@@ -142,12 +145,7 @@ impl Ownership {
                          expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond',
                          locked = $4
                      WHERE run_id = $1",
-                        &[
-                            &run_id.as_str(),
-                            &self.owner_id,
-                            &lease_millis(self.lease),
-                            &locked,
-                        ],
+                        lease_params,
                     )
                     .await
                     .map_err(io(&what))?;
@@ -162,12 +160,7 @@ impl Ownership {
                          SELECT run_id, $2, clock_timestamp() + $3::float8 * interval '1 millisecond', $4
                          FROM runs WHERE run_id = $1
                          ON CONFLICT (run_id) DO NOTHING",
-                        &[
-                            &run_id.as_str(),
-                            &self.owner_id,
-                            &lease_millis(self.lease),
-                            &locked,
-                        ],
+                        lease_params,
                     )
                     .await
                     .map_err(io(&what))?;

@@ -26,6 +26,7 @@ mod run_watch;
 mod runs;
 pub mod schema;
 mod skills;
+mod statements;
 mod transcripts;
 mod workspace;
 

@@ -21,7 +21,7 @@ pub(crate) struct StatementCache {
     statements: std::sync::Mutex<HashMap<String, Statement>>,
 }
 
-type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
+pub(crate) type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
 
 impl StatementCache {
     /// The prepared statement for `sql` on `client` (which must be this cache's connection or

@@ -7,8 +7,6 @@ use tt_domain::ids::is_valid_storage_segment;
 use tt_ports::{PresetTemplateRepository, StorageResult};
 
 use crate::PostgresStore;
-use crate::error::io;
-use crate::retry::retrying;
 
 #[async_trait]
 impl PresetTemplateRepository for PostgresStore {
@@ -20,18 +18,14 @@ impl PresetTemplateRepository for PostgresStore {
         if !(is_valid_storage_segment(api_id) && is_valid_storage_segment(name)) {
             return Ok(None);
         }
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt(
-                    "SELECT body FROM tt_preset_templates WHERE api_id = $1 AND name = $2",
-                    &[&api_id, &name],
-                )
-                .await
-                .map_err(io(format!("preset template {api_id}/{name}")))?;
-            Ok(row.map(|row| row.get::<_, String>(0)))
-        })
-        .await
+        let row = self
+            .row(
+                "SELECT body FROM tt_preset_templates WHERE api_id = $1 AND name = $2",
+                &[&api_id, &name],
+                &format!("preset template {api_id}/{name}"),
+            )
+            .await?;
+        Ok(row.map(|row| row.get::<_, String>(0)))
     }
 
     async fn put_preset_template(
@@ -42,19 +36,15 @@ impl PresetTemplateRepository for PostgresStore {
     ) -> StorageResult<()> {
         tt_ports::store_inputs::check_storage_segment("preset api id", api_id)?;
         tt_ports::store_inputs::check_storage_segment("preset name", name)?;
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            // An upsert: a retried try writes the same row again.
-            conn.execute(
-                "INSERT INTO tt_preset_templates (api_id, name, body) VALUES ($1, $2, $3)
-                 ON CONFLICT (api_id, name) DO UPDATE SET body = EXCLUDED.body,
-                     updated_at = clock_timestamp()",
-                &[&api_id, &name, &template],
-            )
-            .await
-            .map_err(io(format!("preset template {api_id}/{name}")))?;
-            Ok(())
-        })
+        // An upsert: a retried try writes the same row again.
+        self.affected(
+            "INSERT INTO tt_preset_templates (api_id, name, body) VALUES ($1, $2, $3)
+             ON CONFLICT (api_id, name) DO UPDATE SET body = EXCLUDED.body,
+                 updated_at = clock_timestamp()",
+            &[&api_id, &name, &template],
+            &format!("preset template {api_id}/{name}"),
+        )
         .await
+        .map(drop)
     }
 }

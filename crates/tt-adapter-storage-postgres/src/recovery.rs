@@ -13,7 +13,6 @@ use tt_domain::event_payload::{
 use tt_domain::ids::{EventId, RunId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
-use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, EventPage, RunJournal, StorageError,
@@ -23,11 +22,7 @@ use tt_ports::{
 use crate::PostgresStore;
 use crate::error::io;
 
-/// The `reason` of `run_interrupted` when the host that ran the run went away (the file
-/// store's word too).
-pub const OWNER_EXITED: &str = "owner_exited";
-
-const TASK_MESSAGE: &str = "the process running this task stopped before it finished";
+pub use tt_ports::interruption::OWNER_EXITED;
 
 /// How far back the journal is searched for the last `status_changed`.
 const LOOK_BACK: usize = 256;
@@ -132,11 +127,7 @@ impl PostgresStore {
             if task.status.is_terminal() {
                 continue;
             }
-            let transition = TaskTransition {
-                status: TaskStatus::Interrupted,
-                result_ref: None,
-                error: Some(TASK_MESSAGE.to_owned()),
-            };
+            let transition = tt_ports::interruption::owner_exited_task();
             let task = self
                 .transition_task(run_id, &task.id, &transition, now)
                 .await?

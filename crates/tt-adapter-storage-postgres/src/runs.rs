@@ -4,6 +4,7 @@
 //! so the first terminal write wins across hosts too.
 
 use async_trait::async_trait;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tt_domain::damage::UnreadableRun;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
@@ -21,6 +22,7 @@ use crate::PostgresStore;
 use crate::commit::Write;
 use crate::error::{io, parse, to_json};
 use crate::observed::{OBSERVED_COLUMNS, Observed};
+use crate::pool::Params;
 use crate::retry::retrying;
 
 /// How many times a task transition reads its row again after another writer changed it.
@@ -105,18 +107,54 @@ impl PostgresStore {
 
     /// `NotFound` unless the run exists.
     pub(crate) async fn require_run(&self, run_id: &RunId) -> StorageResult<()> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let found = conn
-                .query_opt("SELECT 1 FROM runs WHERE run_id = $1", &[&run_id.as_str()])
-                .await
-                .map_err(io(format!("run {run_id}")))?;
-            match found {
-                Some(_) => Ok(()),
-                None => Err(StorageError::not_found(format!("run {run_id}"))),
+        let what = format!("run {run_id}");
+        match self
+            .row(
+                "SELECT 1 FROM runs WHERE run_id = $1",
+                &[&run_id.as_str()],
+                &what,
+            )
+            .await?
+        {
+            Some(_) => Ok(()),
+            None => Err(StorageError::not_found(what)),
+        }
+    }
+
+    /// The record of the run `sql` finds (its JSON body first), parsed; `NotFound` naming
+    /// `what` when there is none, or naming the run when the run itself is missing.
+    async fn run_record<T: DeserializeOwned>(
+        &self,
+        run_id: &RunId,
+        sql: &str,
+        params: Params<'_>,
+        what: &str,
+    ) -> StorageResult<T> {
+        match self.row(sql, params, what).await? {
+            Some(row) => parse(what, row.get(0)),
+            None => {
+                self.require_run(run_id).await?;
+                Err(StorageError::not_found(what))
             }
-        })
-        .await
+        }
+    }
+
+    /// The records of the run `sql` finds (their JSON bodies first), each parsed (naming
+    /// `each` when it does not); none found is `NotFound` when the run itself is missing.
+    /// `what` names them all in a read's error.
+    async fn run_records<T: DeserializeOwned>(
+        &self,
+        run_id: &RunId,
+        sql: &str,
+        params: Params<'_>,
+        what: &str,
+        each: &str,
+    ) -> StorageResult<Vec<T>> {
+        let rows = self.rows(sql, params, what).await?;
+        if rows.is_empty() {
+            self.require_run(run_id).await?;
+        }
+        rows.iter().map(|row| parse(each, row.get(0))).collect()
     }
 
     async fn put_document(&self, run_id: &RunId, path: &str, body: &str) -> StorageResult<()> {
@@ -135,24 +173,17 @@ impl PostgresStore {
         run_id: &RunId,
         key: &str,
     ) -> StorageResult<Vec<AgentTaskRecord>> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query(sql, &[&run_id.as_str(), &key])
-                .await
-                .map_err(io(format!("tasks of run {run_id}")))?;
-            drop(conn);
-            if rows.is_empty() {
-                self.require_run(run_id).await?;
-            }
-            let mut tasks = rows
-                .iter()
-                .map(|row| parse::<AgentTaskRecord>(format!("task of run {run_id}"), row.get(0)))
-                .collect::<StorageResult<Vec<_>>>()?;
-            tasks.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
-            Ok(tasks)
-        })
-        .await
+        let mut tasks: Vec<AgentTaskRecord> = self
+            .run_records(
+                run_id,
+                sql,
+                &[&run_id.as_str(), &key],
+                &format!("tasks of run {run_id}"),
+                &format!("task of run {run_id}"),
+            )
+            .await?;
+        tasks.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
+        Ok(tasks)
     }
 }
 
@@ -238,35 +269,24 @@ impl AgentRunRepository for PostgresStore {
             let (run, observed) = self.read_run_row(run_id).await?;
             return self.observed_run(run_id, run, observed).await;
         }
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt(
-                    "SELECT body FROM runs WHERE run_id = $1",
-                    &[&run_id.as_str()],
-                )
-                .await
-                .map_err(io(format!("run {run_id}")))?
-                .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
-            parse(format!("run {run_id}"), row.get(0))
-        })
-        .await
+        let what = format!("run {run_id}");
+        self.document(
+            "SELECT body FROM runs WHERE run_id = $1",
+            &[&run_id.as_str()],
+            &what,
+        )
+        .await?
+        .ok_or_else(|| StorageError::not_found(what))
     }
 
     async fn load_manifest(&self, run_id: &RunId) -> StorageResult<RunManifest> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt(
-                    "SELECT manifest FROM runs WHERE run_id = $1",
-                    &[&run_id.as_str()],
-                )
-                .await
-                .map_err(io(format!("manifest of run {run_id}")))?
-                .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))?;
-            parse(format!("manifest of run {run_id}"), row.get(0))
-        })
-        .await
+        self.document(
+            "SELECT manifest FROM runs WHERE run_id = $1",
+            &[&run_id.as_str()],
+            &format!("manifest of run {run_id}"),
+        )
+        .await?
+        .ok_or_else(|| StorageError::not_found(format!("run {run_id}")))
     }
 
     async fn list_runs(&self, page: RunListPage) -> StorageResult<Vec<AgentRun>> {
@@ -296,26 +316,25 @@ impl AgentRunRepository for PostgresStore {
     }
 
     async fn unreadable_runs(&self) -> StorageResult<Vec<UnreadableRun>> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query("SELECT run_id, body FROM runs ORDER BY run_id", &[])
-                .await
-                .map_err(io("the run index"))?;
-            Ok(rows
-                .iter()
-                .filter_map(|row| {
-                    let run_id: String = row.get(0);
-                    let error = parse::<AgentRun>(format!("run {run_id}"), row.get(1)).err()?;
-                    Some(UnreadableRun {
-                        code: error.code().to_string(),
-                        message: error.to_string(),
-                        run_id,
-                    })
+        let rows = self
+            .rows(
+                "SELECT run_id, body FROM runs ORDER BY run_id",
+                &[],
+                "the run index",
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                let run_id: String = row.get(0);
+                let error = parse::<AgentRun>(format!("run {run_id}"), row.get(1)).err()?;
+                Some(UnreadableRun {
+                    code: error.code().to_string(),
+                    message: error.to_string(),
+                    run_id,
                 })
-                .collect())
-        })
-        .await
+            })
+            .collect())
     }
 
     async fn write_document(
@@ -344,26 +363,22 @@ impl AgentRunRepository for PostgresStore {
         run_id: &RunId,
         document: &RunDocument,
     ) -> StorageResult<Option<Value>> {
-        retrying(|_| async move {
-            let path = document.relative_path();
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt(
-                    "SELECT body FROM run_documents WHERE run_id = $1 AND path = $2",
-                    &[&run_id.as_str(), &path],
-                )
-                .await
-                .map_err(io(format!("runs/{run_id}/{path}")))?;
-            drop(conn);
-            match row {
-                Some(row) => Ok(Some(parse(format!("runs/{run_id}/{path}"), row.get(0))?)),
-                None => {
-                    self.require_run(run_id).await?;
-                    Ok(None)
-                }
+        let path = document.relative_path();
+        let what = format!("runs/{run_id}/{path}");
+        let row = self
+            .row(
+                "SELECT body FROM run_documents WHERE run_id = $1 AND path = $2",
+                &[&run_id.as_str(), &path],
+                &what,
+            )
+            .await?;
+        match row {
+            Some(row) => Ok(Some(parse(what, row.get(0))?)),
+            None => {
+                self.require_run(run_id).await?;
+                Ok(None)
             }
-        })
-        .await
+        }
     }
 
     async fn release_run(&self, run_id: &RunId) -> StorageResult<()> {
@@ -409,53 +424,27 @@ impl AgentInvocationRepository for PostgresStore {
         run_id: &RunId,
         invocation_id: &InvocationId,
     ) -> StorageResult<AgentInvocation> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt(
-                    "SELECT body FROM invocations WHERE run_id = $1 AND invocation_id = $2",
-                    &[&run_id.as_str(), &invocation_id.as_str()],
-                )
-                .await
-                .map_err(io(format!("invocation {invocation_id}")))?;
-            drop(conn);
-            match row {
-                Some(row) => parse(format!("invocation {invocation_id}"), row.get(0)),
-                None => {
-                    self.require_run(run_id).await?;
-                    Err(StorageError::not_found(format!(
-                        "invocation {invocation_id}"
-                    )))
-                }
-            }
-        })
+        self.run_record(
+            run_id,
+            "SELECT body FROM invocations WHERE run_id = $1 AND invocation_id = $2",
+            &[&run_id.as_str(), &invocation_id.as_str()],
+            &format!("invocation {invocation_id}"),
+        )
         .await
     }
 
     async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query(
-                    "SELECT body FROM invocations WHERE run_id = $1",
-                    &[&run_id.as_str()],
-                )
-                .await
-                .map_err(io(format!("invocations of run {run_id}")))?;
-            drop(conn);
-            if rows.is_empty() {
-                self.require_run(run_id).await?;
-            }
-            let mut invocations = rows
-                .iter()
-                .map(|row| {
-                    parse::<AgentInvocation>(format!("invocation of run {run_id}"), row.get(0))
-                })
-                .collect::<StorageResult<Vec<_>>>()?;
-            invocations.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
-            Ok(invocations)
-        })
-        .await
+        let mut invocations: Vec<AgentInvocation> = self
+            .run_records(
+                run_id,
+                "SELECT body FROM invocations WHERE run_id = $1",
+                &[&run_id.as_str()],
+                &format!("invocations of run {run_id}"),
+                &format!("invocation of run {run_id}"),
+            )
+            .await?;
+        invocations.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
+        Ok(invocations)
     }
 
     async fn create_task(&self, task: &AgentTaskRecord) -> StorageResult<()> {
@@ -508,24 +497,12 @@ impl AgentInvocationRepository for PostgresStore {
     }
 
     async fn load_task(&self, run_id: &RunId, task_id: &TaskId) -> StorageResult<AgentTaskRecord> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt(
-                    "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
-                    &[&run_id.as_str(), &task_id.as_str()],
-                )
-                .await
-                .map_err(io(format!("task {task_id}")))?;
-            drop(conn);
-            match row {
-                Some(row) => parse(format!("task {task_id}"), row.get(0)),
-                None => {
-                    self.require_run(run_id).await?;
-                    Err(StorageError::not_found(format!("task {task_id}")))
-                }
-            }
-        })
+        self.run_record(
+            run_id,
+            "SELECT body FROM tasks WHERE run_id = $1 AND task_id = $2",
+            &[&run_id.as_str(), &task_id.as_str()],
+            &format!("task {task_id}"),
+        )
         .await
     }
 
@@ -569,39 +546,31 @@ impl AgentInvocationRepository for PostgresStore {
         run_id: &RunId,
         parent: &InvocationId,
     ) -> StorageResult<u64> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_one(
-                    "SELECT count(*) FROM tasks WHERE run_id = $1 AND parent_id = $2 AND delegation",
-                    &[&run_id.as_str(), &parent.as_str()],
-                )
-                .await
-                .map_err(io(format!("tasks of run {run_id}")))?;
-            Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
-        })
-        .await
+        let row = self
+            .one_row(
+                "SELECT count(*) FROM tasks WHERE run_id = $1 AND parent_id = $2 AND delegation",
+                &[&run_id.as_str(), &parent.as_str()],
+                &format!("tasks of run {run_id}"),
+            )
+            .await?;
+        Ok(as_u64(row.get(0)))
     }
 
     /// The keys of `base` are a range of the byte-ordered index (`{base}-` up to `{base}.`:
     /// '.' follows '-'; migration 11), so the read grows with `base`'s repeats, not the run's
     /// tasks. The engine reads it once per agent id and active run.
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
-        retrying(|_| async move {
-            let (prefix, prefix_end) = (format!("{base}-"), format!("{base}."));
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query(
-                    "SELECT workspace_key FROM tasks
-                     WHERE run_id = $1 AND (workspace_key COLLATE \"C\" = $2
-                         OR (workspace_key COLLATE \"C\" >= $3 AND workspace_key COLLATE \"C\" < $4))",
-                    &[&run_id.as_str(), &base, &prefix, &prefix_end],
-                )
-                .await
-                .map_err(io(format!("tasks of run {run_id}")))?;
-            Ok(rows.iter().map(|row| row.get(0)).collect())
-        })
-        .await
+        let (prefix, prefix_end) = (format!("{base}-"), format!("{base}."));
+        let rows = self
+            .rows(
+                "SELECT workspace_key FROM tasks
+                 WHERE run_id = $1 AND (workspace_key COLLATE \"C\" = $2
+                     OR (workspace_key COLLATE \"C\" >= $3 AND workspace_key COLLATE \"C\" < $4))",
+                &[&run_id.as_str(), &base, &prefix, &prefix_end],
+                &format!("tasks of run {run_id}"),
+            )
+            .await?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     /// Two statements and no transaction: read the row, apply the transition, then write it

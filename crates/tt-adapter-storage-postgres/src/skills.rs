@@ -27,42 +27,38 @@ struct StoredSkill {
 #[async_trait]
 impl SkillRepository for PostgresStore {
     async fn list_skills(&self, scope: &SkillScope) -> StorageResult<Vec<SkillSummary>> {
-        retrying(|_| async move {
-            let key = scope_key(scope)?;
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query(
-                    "SELECT skill_id, path, octet_length(content),
-                            CASE WHEN path = 'SKILL.md' THEN content END
-                     FROM tt_skill_files WHERE scope = $1 ORDER BY skill_id, path",
-                    &[&key],
-                )
-                .await
-                .map_err(io(format!("the skills of {scope}")))?;
-            let mut skills: BTreeMap<SkillId, StoredSkill> = BTreeMap::new();
-            for row in &rows {
-                // Rows no valid id or path names are not part of any skill, as in the file store.
-                let (Ok(id), Ok(path)) = (
-                    SkillId::parse(row.get::<_, &str>(0)),
-                    SkillFilePath::parse(row.get::<_, &str>(1)),
-                ) else {
-                    continue;
-                };
-                let size = u64::try_from(row.get::<_, i32>(2)).unwrap_or(u64::MAX);
-                let skill = skills.entry(id).or_default();
-                if let Some(bytes) = row.get::<_, Option<Vec<u8>>>(3) {
-                    skill.skill_md = Some(bytes);
-                }
-                skill.files.push((path, size));
+        let key = scope_key(scope)?;
+        let rows = self
+            .rows(
+                "SELECT skill_id, path, octet_length(content),
+                        CASE WHEN path = 'SKILL.md' THEN content END
+                 FROM tt_skill_files WHERE scope = $1 ORDER BY skill_id, path",
+                &[&key],
+                &format!("the skills of {scope}"),
+            )
+            .await?;
+        let mut skills: BTreeMap<SkillId, StoredSkill> = BTreeMap::new();
+        for row in &rows {
+            // Rows no valid id or path names are not part of any skill, as in the file store.
+            let (Ok(id), Ok(path)) = (
+                SkillId::parse(row.get::<_, &str>(0)),
+                SkillFilePath::parse(row.get::<_, &str>(1)),
+            ) else {
+                continue;
+            };
+            let size = u64::try_from(row.get::<_, i32>(2)).unwrap_or(u64::MAX);
+            let skill = skills.entry(id).or_default();
+            if let Some(bytes) = row.get::<_, Option<Vec<u8>>>(3) {
+                skill.skill_md = Some(bytes);
             }
-            Ok(skills
-                .into_iter()
-                .filter_map(|(id, skill)| {
-                    SkillSummary::from_stored(id, skill.skill_md.as_deref(), skill.files)
-                })
-                .collect())
-        })
-        .await
+            skill.files.push((path, size));
+        }
+        Ok(skills
+            .into_iter()
+            .filter_map(|(id, skill)| {
+                SkillSummary::from_stored(id, skill.skill_md.as_deref(), skill.files)
+            })
+            .collect())
     }
 
     async fn read_skill_file(
@@ -71,38 +67,34 @@ impl SkillRepository for PostgresStore {
         skill_id: &SkillId,
         path: &SkillFilePath,
     ) -> StorageResult<String> {
-        retrying(|_| async move {
-            let key = scope_key(scope)?;
-            let shown = format!("skills/{key}/{skill_id}/{path}");
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_one(
-                    "SELECT EXISTS (SELECT 1 FROM tt_skill_files
-                                    WHERE scope = $1 AND skill_id = $2 AND path = 'SKILL.md'),
-                            (SELECT content FROM tt_skill_files
-                             WHERE scope = $1 AND skill_id = $2 AND path = $3),
-                            EXISTS (SELECT 1 FROM tt_skill_files
-                                    WHERE scope = $1 AND skill_id = $2
-                                      AND starts_with(path, $3 || '/'))",
-                    &[&key, &skill_id.as_str(), &path.as_str()],
-                )
-                .await
-                .map_err(io(&shown))?;
-            if !row.get::<_, bool>(0) {
-                return Err(StorageError::not_found(format!(
-                    "skill {skill_id} in {scope}"
-                )));
-            }
-            let Some(bytes) = row.get::<_, Option<Vec<u8>>>(1) else {
-                return Err(if row.get::<_, bool>(2) {
-                    StorageError::IsDirectory { path: shown }
-                } else {
-                    StorageError::not_found(format!("skill file {shown}"))
-                });
-            };
-            tt_ports::store_inputs::skill_file_text(shown, bytes)
-        })
-        .await
+        let key = scope_key(scope)?;
+        let shown = format!("skills/{key}/{skill_id}/{path}");
+        let row = self
+            .one_row(
+                "SELECT EXISTS (SELECT 1 FROM tt_skill_files
+                                WHERE scope = $1 AND skill_id = $2 AND path = 'SKILL.md'),
+                        (SELECT content FROM tt_skill_files
+                         WHERE scope = $1 AND skill_id = $2 AND path = $3),
+                        EXISTS (SELECT 1 FROM tt_skill_files
+                                WHERE scope = $1 AND skill_id = $2
+                                  AND starts_with(path, $3 || '/'))",
+                &[&key, &skill_id.as_str(), &path.as_str()],
+                &shown,
+            )
+            .await?;
+        if !row.get::<_, bool>(0) {
+            return Err(StorageError::not_found(format!(
+                "skill {skill_id} in {scope}"
+            )));
+        }
+        let Some(bytes) = row.get::<_, Option<Vec<u8>>>(1) else {
+            return Err(if row.get::<_, bool>(2) {
+                StorageError::IsDirectory { path: shown }
+            } else {
+                StorageError::not_found(format!("skill file {shown}"))
+            });
+        };
+        tt_ports::store_inputs::skill_file_text(shown, bytes)
     }
 
     async fn put_skill_file(

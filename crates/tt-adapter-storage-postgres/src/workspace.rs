@@ -311,19 +311,15 @@ impl PostgresStore {
 
     /// All file paths of the run below `prefix` (`""` = every file), sorted.
     async fn files_below(&self, run_id: &RunId, prefix: &str) -> StorageResult<Vec<String>> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let rows = conn
-                .query(
-                    "SELECT path FROM tt_files WHERE run_id = $1 AND starts_with(path, $2)
-                     ORDER BY path",
-                    &[&run_id.as_str(), &prefix],
-                )
-                .await
-                .map_err(db(ws_what(run_id)))?;
-            Ok(rows.iter().map(|row| row.get(0)).collect())
-        })
-        .await
+        let rows = self
+            .rows(
+                "SELECT path FROM tt_files WHERE run_id = $1 AND starts_with(path, $2)
+                 ORDER BY path",
+                &[&run_id.as_str(), &prefix],
+                &ws_what(run_id),
+            )
+            .await?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 }
 
@@ -678,18 +674,14 @@ impl WorkspaceRepository for PostgresStore {
     }
 
     async fn chat_head(&self, workspace_id: &WorkspaceId) -> StorageResult<Option<RunId>> {
-        retrying(|_| async move {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .query_opt(
-                    "SELECT run_id FROM tt_chat_heads WHERE workspace_id = $1",
-                    &[&workspace_id.as_str()],
-                )
-                .await
-                .map_err(db(format!("chat head of {workspace_id}")))?;
-            Ok(row.map(|row| RunId::from_raw(row.get::<_, String>(0))))
-        })
-        .await
+        let row = self
+            .row(
+                "SELECT run_id FROM tt_chat_heads WHERE workspace_id = $1",
+                &[&workspace_id.as_str()],
+                &format!("chat head of {workspace_id}"),
+            )
+            .await?;
+        Ok(row.map(|row| RunId::from_raw(row.get::<_, String>(0))))
     }
 
     async fn swap_chat_head(

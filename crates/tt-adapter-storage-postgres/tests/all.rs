@@ -11,8 +11,11 @@ use std::sync::{Arc, OnceLock};
 
 use tt_adapter_storage_postgres::PostgresStore;
 use tt_adapter_storage_postgres::cluster::TestCluster;
-use tt_ports::ProfileRepository;
-use tt_testkit::contract::StorageUnderTest;
+use tt_ports::{
+    ConnectionRepository, McpServerRepository, PresetTemplateRepository, ProfileRepository,
+    StoragePorts, TranscriptRepository,
+};
+use tt_testkit::contract::{RepositoryUnderTest, StorageUnderTest};
 
 /// One cluster per test process; every case gets its own database on it.
 pub fn cluster() -> &'static TestCluster {
@@ -48,8 +51,8 @@ fn reopen_blocking(url: &str) -> Arc<PostgresStore> {
 async fn postgres() -> StorageUnderTest {
     let store = fresh_store().await;
     let seeder = Arc::clone(&store);
-    StorageUnderTest::from_store(
-        store,
+    StorageUnderTest::from_ports(
+        StoragePorts::from_store(store, "postgres"),
         move |definition| {
             let seeder = Arc::clone(&seeder);
             let definition = definition.clone();
@@ -85,52 +88,29 @@ async fn postgres_skills() -> tt_testkit::contract::skills::SkillsUnderTest {
 
 tt_testkit::skills_contract_tests!(postgres_skills().await);
 
-/// A fresh database seen through the transcript port; reopening opens a new store on it.
-async fn postgres_transcripts() -> tt_testkit::contract::TranscriptsUnderTest {
-    let (url, store) = fresh_database("tt_transcripts").await;
-    tt_testkit::contract::TranscriptsUnderTest {
-        repo: store,
-        reopen: Arc::new(move || reopen_blocking(&url) as _),
+/// A fresh database seen through one port of the store (`as_port`); reopening opens a new
+/// store on the same database (another host).
+async fn fresh_port<R: ?Sized + 'static>(
+    prefix: &str,
+    as_port: fn(Arc<PostgresStore>) -> Arc<R>,
+) -> RepositoryUnderTest<R> {
+    let (url, store) = fresh_database(prefix).await;
+    RepositoryUnderTest {
+        repo: as_port(store),
+        reopen: Arc::new(move || as_port(reopen_blocking(&url))),
         _guard: None,
     }
 }
 
-tt_testkit::transcripts_contract_tests!(postgres_transcripts().await);
-
-/// A fresh database seen through the MCP server port; reopening opens a new store on it.
-async fn postgres_mcp_servers() -> tt_testkit::contract::McpServersUnderTest {
-    let (url, store) = fresh_database("tt_mcp_servers").await;
-    tt_testkit::contract::McpServersUnderTest {
-        repo: store,
-        reopen: Arc::new(move || reopen_blocking(&url) as _),
-        _guard: None,
-    }
-}
-
-tt_testkit::mcp_servers_contract_tests!(postgres_mcp_servers().await);
-
-/// A fresh database's connections; reopening reads them through a new store on the same
-/// database (another host).
-async fn postgres_connections() -> tt_testkit::contract::ConnectionsUnderTest {
-    let (url, store) = fresh_database("tt_connections").await;
-    tt_testkit::contract::ConnectionsUnderTest {
-        repo: store,
-        reopen: Arc::new(move || reopen_blocking(&url) as _),
-        _guard: None,
-    }
-}
-
-tt_testkit::connections_contract_tests!(postgres_connections().await);
-
-/// A fresh database's preset templates; reopening reads them through a new store on the same
-/// database (another host).
-async fn postgres_preset_templates() -> tt_testkit::contract::PresetTemplatesUnderTest {
-    let (url, store) = fresh_database("tt_presets").await;
-    tt_testkit::contract::PresetTemplatesUnderTest {
-        repo: store,
-        reopen: Arc::new(move || reopen_blocking(&url) as _),
-        _guard: None,
-    }
-}
-
-tt_testkit::preset_templates_contract_tests!(postgres_preset_templates().await);
+tt_testkit::transcripts_contract_tests!(
+    fresh_port::<dyn TranscriptRepository>("tt_transcripts", |store| store).await
+);
+tt_testkit::mcp_servers_contract_tests!(
+    fresh_port::<dyn McpServerRepository>("tt_mcp_servers", |store| store).await
+);
+tt_testkit::connections_contract_tests!(
+    fresh_port::<dyn ConnectionRepository>("tt_connections", |store| store).await
+);
+tt_testkit::preset_templates_contract_tests!(
+    fresh_port::<dyn PresetTemplateRepository>("tt_presets", |store| store).await
+);

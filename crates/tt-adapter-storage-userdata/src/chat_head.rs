@@ -93,7 +93,7 @@ pub(crate) fn swap_chat_head(
     }
     fsutil::create_dir_all(&dir)?;
     let staged = fsutil::temp_path_in(&dir);
-    write_synced(&staged, run_id.as_str().as_bytes())?;
+    fsutil::write_new_synced(&staged, run_id.as_str().as_bytes())?;
     let next = generation_path(&dir, generation + 1);
     let linked = fs::hard_link(&staged, &next);
     // Best effort: a leftover temp file is never read as a generation.
@@ -106,20 +106,6 @@ pub(crate) fn swap_chat_head(
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(err) => Err(StorageError::io(next.display().to_string(), err)),
     }
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> StorageResult<()> {
-    let what = || path.display().to_string();
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|err| StorageError::io(what(), err))?;
-    io::Write::write_all(&mut file, bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|err| StorageError::io(what(), err))?;
-    fsutil::note_fsync();
-    Ok(())
 }
 
 #[cfg(test)]

@@ -13,12 +13,14 @@ use std::path::Path;
 use std::sync::Arc;
 use tt_domain::ids::{EventId, TaskId};
 use tt_domain::run::AgentRun;
-use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_domain::task::TaskStatus;
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, RunJournal, WorkspaceRepository,
 };
-use tt_testkit::contract::{invocation, manifest_for, sample_run, task, tool_event, ts, wp};
+use tt_testkit::contract::{
+    invocation, manifest_for, sample_run, task, tool_event, transition_to, ts, wp,
+};
 use tt_testkit::store_tests::{
     assert_documents_kept, assert_ends_interrupted, read_journal, task_ids,
 };
@@ -109,11 +111,7 @@ async fn workload(store: &Arc<UserDataStore>, run: &AgentRun) -> Acknowledged {
             .transition_task(
                 &run.id,
                 &TaskId::from_raw(&id),
-                &TaskTransition {
-                    status: TaskStatus::Completed,
-                    result_ref: None,
-                    error: None,
-                },
+                &transition_to(TaskStatus::Completed),
                 ts(5),
             )
             .await;

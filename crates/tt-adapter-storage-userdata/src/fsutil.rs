@@ -94,6 +94,21 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> StorageResult<()> {
         .map_err(|err| StorageError::io(path.display().to_string(), err))
 }
 
+/// Writes a new file (an error when `path` exists) and waits for its bytes to reach the disk.
+pub(crate) fn write_new_synced(path: &Path, bytes: &[u8]) -> StorageResult<()> {
+    let what = || path.display().to_string();
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|err| StorageError::io(what(), err))?;
+    io::Write::write_all(&mut file, bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|err| StorageError::io(what(), err))?;
+    note_fsync();
+    Ok(())
+}
+
 /// Replaces `path` with `bytes` by temp file and rename, without waiting for the disk: a crash
 /// of the process leaves the old or the new file; durability comes from the run's segments.
 /// Returns the new file's metadata, taken from the open handle before the rename (a rename

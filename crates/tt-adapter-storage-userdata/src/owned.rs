@@ -491,21 +491,19 @@ impl OwnedRun {
     }
 
     pub(crate) fn put_document(&self, key: &str, value: &Value) -> StorageResult<()> {
-        let line = record_line(RecordKind::Document, key, value)?;
-        let mut files = self.files();
-        let loc = Self::append_line(&mut files, &line)?;
-        files.documents.insert(key.to_owned(), loc);
-        drop(files);
-        self.sync.mark_written(RECORDS);
-        Ok(())
+        self.append_document(key, &record_line(RecordKind::Document, key, value)?)
     }
 
     /// [`OwnedRun::put_document`] for a value already serialized as compact JSON (one line):
     /// the same record line, `{"kind":"document","key":…,"value":…}`, with the text as value.
     pub(crate) fn put_serialized_document(&self, key: &str, json: &str) -> StorageResult<()> {
-        let line = document_line(key, json)?;
+        self.append_document(key, &document_line(key, json)?)
+    }
+
+    /// Appends the record `line` of document `key` and makes it the document's latest.
+    fn append_document(&self, key: &str, line: &[u8]) -> StorageResult<()> {
         let mut files = self.files();
-        let loc = Self::append_line(&mut files, &line)?;
+        let loc = Self::append_line(&mut files, line)?;
         files.documents.insert(key.to_owned(), loc);
         drop(files);
         self.sync.mark_written(RECORDS);
@@ -513,15 +511,28 @@ impl OwnedRun {
     }
 
     pub(crate) fn document(&self, key: &str) -> StorageResult<Option<Value>> {
+        self.stored_record(
+            |files| files.documents.get(key).copied(),
+            || format!("record {key}"),
+        )
+    }
+
+    /// The record of `records.jsonl` that `pick` locates (none when it locates none), parsed;
+    /// `Corrupt` naming `what()` when it does not parse.
+    fn stored_record<T: DeserializeOwned>(
+        &self,
+        pick: impl FnOnce(&RunFiles) -> Option<Loc>,
+        what: impl FnOnce() -> String,
+    ) -> StorageResult<Option<T>> {
         let files = self.files();
-        let Some(loc) = files.documents.get(key).copied() else {
+        let Some(loc) = pick(&files) else {
             return Ok(None);
         };
         let body = files.records.read_at(loc.offset, loc.len)?;
         drop(files);
         record_value(&body)
             .map(Some)
-            .map_err(|err| StorageError::corrupt(format!("record {key}"), err))
+            .map_err(|err| StorageError::corrupt(what(), err))
     }
 
     pub(crate) fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()> {
@@ -705,15 +716,10 @@ impl OwnedRun {
     }
 
     pub(crate) fn checkpoint(&self, id: &str) -> StorageResult<Option<CheckpointRecord>> {
-        let files = self.files();
-        let Some(loc) = files.checkpoints.get(id).copied() else {
-            return Ok(None);
-        };
-        let body = files.records.read_at(loc.offset, loc.len)?;
-        drop(files);
-        record_value(&body)
-            .map(Some)
-            .map_err(|err| StorageError::corrupt(format!("checkpoint {id}"), err))
+        self.stored_record(
+            |files| files.checkpoints.get(id).copied(),
+            || format!("checkpoint {id}"),
+        )
     }
 
     pub(crate) fn blob(&self, sha256: &str) -> StorageResult<Option<String>> {

@@ -12,7 +12,6 @@ use tt_domain::event_payload::{
 use tt_domain::ids::{EventId, RunId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
-use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_ports::{StorageError, StorageResult};
 
@@ -25,8 +24,7 @@ use crate::owned::{self, OwnedRun};
 use crate::run_index;
 use crate::runs::load_run_file;
 
-/// The `reason` of `run_interrupted` when the process that ran the run went away.
-pub const OWNER_EXITED: &str = "owner_exited";
+pub use tt_ports::interruption::OWNER_EXITED;
 
 /// A run this store found unfinished with no live owner and marked `interrupted`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,8 +35,6 @@ pub struct InterruptedRun {
     /// The last seq its journal held before the interruption events.
     pub last_seq: u64,
 }
-
-const TASK_MESSAGE: &str = "the process running this task stopped before it finished";
 
 impl UserDataStore {
     /// Marks every unfinished run whose owner is gone `interrupted` (see the module docs) and
@@ -284,11 +280,7 @@ fn interrupt(
         if task.status.is_terminal() {
             continue;
         }
-        let transition = TaskTransition {
-            status: TaskStatus::Interrupted,
-            result_ref: None,
-            error: Some(TASK_MESSAGE.to_owned()),
-        };
+        let transition = tt_ports::interruption::owner_exited_task();
         let outcome = run.transition_task(&task.id, &transition, now)?;
         let task = outcome.task;
         append(

@@ -14,7 +14,7 @@ use tt_domain::damage::UnreadableRun;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::AgentInvocation;
 use tt_domain::run::{AgentRun, AgentRunStatus};
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
+use tt_domain::task::{AgentTaskRecord, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceRoot};
 use tt_ports::{
@@ -27,8 +27,10 @@ use crate::layout::{
     EVENTS_FILE, MANIFEST_FILE, Placement, RUN_FILE, check_segment, join_relative, placement,
 };
 use crate::owned::{self, RecordKind};
+use crate::reader::ReaderViews;
 use crate::run_index;
 use crate::{Inner, RunAccess, RunLocation, UserDataStore, reader};
+use tt_ports::runs::{delegations_listed, tasks_where, workspace_keys_listed};
 
 /// How much of a journal's tail a reader looks at for a live run's latest status.
 const STATUS_TAIL_BYTES: u64 = 64 * 1024;
@@ -178,15 +180,35 @@ impl Inner {
 }
 
 impl UserDataStore {
-    /// The tasks of a run that pass `keep`, in listing order.
-    async fn tasks_where(
+    /// Record `key` of `kind` of a run this process does not write, read from its record
+    /// segment in `dir` through `view`.
+    pub(crate) fn reader_record<T: serde::de::DeserializeOwned>(
         &self,
-        run_id: &RunId,
-        keep: impl Fn(&AgentTaskRecord) -> bool,
-    ) -> StorageResult<Vec<AgentTaskRecord>> {
-        let mut tasks = self.list_tasks(run_id).await?;
-        tasks.retain(|task| keep(task));
-        Ok(tasks)
+        dir: &Path,
+        view: &ReaderViews,
+        kind: RecordKind,
+        key: &str,
+    ) -> StorageResult<Option<T>> {
+        reader::record(
+            dir,
+            &view.segments,
+            &self.inner.journal_bytes_read,
+            kind,
+            key,
+        )
+    }
+
+    /// Every record of `kind` of such a run, sorted by `order`.
+    fn reader_records<T: serde::de::DeserializeOwned>(
+        &self,
+        dir: &Path,
+        view: &ReaderViews,
+        kind: RecordKind,
+        order: impl FnMut(&T, &T) -> std::cmp::Ordering,
+    ) -> StorageResult<Vec<T>> {
+        let mut all = reader::records(dir, &view.segments, &self.inner.journal_bytes_read, kind)?;
+        all.sort_by(order);
+        Ok(all)
     }
 }
 
@@ -395,13 +417,9 @@ impl AgentRunRepository for UserDataStore {
                 read_json(&join_relative(&dir, &relative))
             }
             (RunAccess::Owned(run), Placement::Record(key)) => run.document(&key),
-            (RunAccess::Reader { dir, view }, Placement::Record(key)) => reader::record(
-                &dir,
-                &view.segments,
-                &self.inner.journal_bytes_read,
-                RecordKind::Document,
-                &key,
-            ),
+            (RunAccess::Reader { dir, view }, Placement::Record(key)) => {
+                self.reader_record(&dir, &view, RecordKind::Document, &key)
+            }
         }
     }
 
@@ -435,13 +453,9 @@ impl AgentInvocationRepository for UserDataStore {
         check_segment("invocation id", invocation_id.as_str())?;
         let found = match self.inner.access(run_id)? {
             RunAccess::Owned(run) => run.invocation(invocation_id),
-            RunAccess::Reader { dir, view } => reader::record(
-                &dir,
-                &view.segments,
-                &self.inner.journal_bytes_read,
-                RecordKind::Invocation,
-                invocation_id.as_str(),
-            )?,
+            RunAccess::Reader { dir, view } => {
+                self.reader_record(&dir, &view, RecordKind::Invocation, invocation_id.as_str())?
+            }
         };
         found.ok_or_else(|| StorageError::not_found(format!("invocation {invocation_id}")))
     }
@@ -449,16 +463,12 @@ impl AgentInvocationRepository for UserDataStore {
     async fn list_invocations(&self, run_id: &RunId) -> StorageResult<Vec<AgentInvocation>> {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.invocations()),
-            RunAccess::Reader { dir, view } => {
-                let mut all: Vec<AgentInvocation> = reader::records(
-                    &dir,
-                    &view.segments,
-                    &self.inner.journal_bytes_read,
-                    RecordKind::Invocation,
-                )?;
-                all.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
-                Ok(all)
-            }
+            RunAccess::Reader { dir, view } => self.reader_records(
+                &dir,
+                &view,
+                RecordKind::Invocation,
+                |a: &AgentInvocation, b| a.creation_order().cmp(&b.creation_order()),
+            ),
         }
     }
 
@@ -471,13 +481,9 @@ impl AgentInvocationRepository for UserDataStore {
         check_segment("task id", task_id.as_str())?;
         let found = match self.inner.access(run_id)? {
             RunAccess::Owned(run) => run.task(task_id),
-            RunAccess::Reader { dir, view } => reader::record(
-                &dir,
-                &view.segments,
-                &self.inner.journal_bytes_read,
-                RecordKind::Task,
-                task_id.as_str(),
-            )?,
+            RunAccess::Reader { dir, view } => {
+                self.reader_record(&dir, &view, RecordKind::Task, task_id.as_str())?
+            }
         };
         found.ok_or_else(|| StorageError::not_found(format!("task {task_id}")))
     }
@@ -495,14 +501,9 @@ impl AgentInvocationRepository for UserDataStore {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.tasks()),
             RunAccess::Reader { dir, view } => {
-                let mut all: Vec<AgentTaskRecord> = reader::records(
-                    &dir,
-                    &view.segments,
-                    &self.inner.journal_bytes_read,
-                    RecordKind::Task,
-                )?;
-                all.sort_by(|a, b| a.creation_order().cmp(&b.creation_order()));
-                Ok(all)
+                self.reader_records(&dir, &view, RecordKind::Task, |a: &AgentTaskRecord, b| {
+                    a.creation_order().cmp(&b.creation_order())
+                })
             }
         }
     }
@@ -515,8 +516,7 @@ impl AgentInvocationRepository for UserDataStore {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.tasks_by_parent(parent)),
             RunAccess::Reader { .. } => {
-                self.tasks_where(run_id, |task| task.parent_invocation_id == *parent)
-                    .await
+                tasks_where(self, run_id, |task| task.parent_invocation_id == *parent).await
             }
         }
     }
@@ -528,30 +528,14 @@ impl AgentInvocationRepository for UserDataStore {
     ) -> StorageResult<u64> {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.delegations_by_parent(parent)),
-            RunAccess::Reader { .. } => Ok(self
-                .tasks_where(run_id, |task| {
-                    task.parent_invocation_id == *parent
-                        && task.continuation == TaskContinuation::ReturnToParent
-                })
-                .await?
-                .len() as u64),
+            RunAccess::Reader { .. } => delegations_listed(self, run_id, parent).await,
         }
     }
 
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.workspace_keys_like(base)),
-            RunAccess::Reader { .. } => {
-                let prefix = format!("{base}-");
-                Ok(self
-                    .tasks_where(run_id, |task| {
-                        task.workspace_key == base || task.workspace_key.starts_with(&prefix)
-                    })
-                    .await?
-                    .into_iter()
-                    .map(|task| task.workspace_key)
-                    .collect())
-            }
+            RunAccess::Reader { .. } => workspace_keys_listed(self, run_id, base).await,
         }
     }
 
@@ -563,8 +547,7 @@ impl AgentInvocationRepository for UserDataStore {
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => Ok(run.tasks_by_child(child)),
             RunAccess::Reader { .. } => {
-                self.tasks_where(run_id, |task| task.child_invocation_id == *child)
-                    .await
+                tasks_where(self, run_id, |task| task.child_invocation_id == *child).await
             }
         }
     }

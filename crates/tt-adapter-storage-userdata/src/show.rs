@@ -24,6 +24,14 @@ fn to_value<T: serde::Serialize>(value: T) -> StorageResult<Value> {
     serde_json::to_value(value).map_err(|err| StorageError::Other(err.to_string()))
 }
 
+/// The id in a record's file name (`<id>.json`), refused unless it is a storage segment (`what`
+/// names it in the message).
+fn record_id<'a>(what: &str, name: &'a str) -> StorageResult<&'a str> {
+    let id = name.strip_suffix(".json").unwrap_or(name);
+    check_segment(what, id)?;
+    Ok(id)
+}
+
 /// The run document a reference names, if it names one.
 fn document_of(reference: &str) -> Option<RunDocument> {
     RunDocument::from_relative_path(reference)
@@ -58,22 +66,12 @@ impl UserDataStore {
             [RUN_FILE] => Ok(Some(to_value(self.load_run(run_id).await?)?)),
             [MANIFEST_FILE] => crate::fsutil::read_json(&dir.join(MANIFEST_FILE)),
             ["tasks", name] => {
-                let id = name.strip_suffix(".json").unwrap_or(name);
-                check_segment("task id", id)?;
-                not_found_is_none(
-                    self.load_task(run_id, &TaskId::from_raw(id))
-                        .await
-                        .and_then(to_value),
-                )
+                let id = TaskId::from_raw(record_id("task id", name)?);
+                not_found_is_none(self.load_task(run_id, &id).await.and_then(to_value))
             }
             ["invocations", name] => {
-                let id = name.strip_suffix(".json").unwrap_or(name);
-                check_segment("invocation id", id)?;
-                not_found_is_none(
-                    self.load_invocation(run_id, &InvocationId::from_raw(id))
-                        .await
-                        .and_then(to_value),
-                )
+                let id = InvocationId::from_raw(record_id("invocation id", name)?);
+                not_found_is_none(self.load_invocation(run_id, &id).await.and_then(to_value))
             }
             ["checkpoints", id] => {
                 let id = id.strip_suffix("/checkpoint.json").unwrap_or(id);
@@ -94,13 +92,9 @@ impl UserDataStore {
         check_segment("checkpoint id", id)?;
         match self.inner.access(run_id)? {
             RunAccess::Owned(run) => run.checkpoint(id),
-            RunAccess::Reader { dir, view } => reader::record(
-                &dir,
-                &view.segments,
-                &self.inner.journal_bytes_read,
-                RecordKind::Checkpoint,
-                id,
-            ),
+            RunAccess::Reader { dir, view } => {
+                self.reader_record(&dir, &view, RecordKind::Checkpoint, id)
+            }
         }
     }
 

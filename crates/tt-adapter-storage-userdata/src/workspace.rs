@@ -220,7 +220,7 @@ fn promote_persist_sync(
             if let Some(parent) = staged.parent() {
                 fsutil::create_dir_all(parent)?;
             }
-            write_synced(&staged, &bytes)?;
+            fsutil::write_new_synced(&staged, &bytes)?;
             files.push(print);
         }
         let changes = snapshot.changes_to(&files)?;
@@ -275,21 +275,6 @@ fn promoted_state_sync(
         base_state_id: stored.base_state_id,
         changes: stored.changes,
     }))
-}
-
-/// Writes a new file and waits for its bytes to reach the disk (promoted states are durable).
-fn write_synced(path: &Path, bytes: &[u8]) -> StorageResult<()> {
-    let what = || path.display().to_string();
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|err| StorageError::io(what(), err))?;
-    std::io::Write::write_all(&mut file, bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|err| StorageError::io(what(), err))?;
-    fsutil::note_fsync();
-    Ok(())
 }
 
 /// The sha256 of a file as the path's walk found it: from the cache of written files when the
@@ -356,6 +341,20 @@ fn checkpoint_contents(
         });
     }
     Ok(contents)
+}
+
+impl UserDataStore {
+    /// The run's writer and the lock of `path`, held for a write of the file: only the run's
+    /// writer writes its files, one write of a path at a time.
+    async fn writing(
+        &self,
+        run_id: &RunId,
+        path: &WorkspacePath,
+    ) -> StorageResult<(std::sync::Arc<OwnedRun>, tokio::sync::OwnedMutexGuard<()>)> {
+        let owned = self.inner.owned_run(run_id)?;
+        let lock = self.inner.locks.lock(path_lock(run_id, path)).await;
+        Ok((owned, lock))
+    }
 }
 
 #[async_trait]
@@ -455,42 +454,35 @@ impl WorkspaceRepository for UserDataStore {
         content: &str,
         guard: &WriteGuard,
     ) -> StorageResult<WriteOutcome> {
-        // Only the run's writer writes its files.
-        let owned = self.inner.owned_run(run_id)?;
-        let lock = self.inner.locks.lock(path_lock(run_id, path)).await;
-        let run_id = run_id.clone();
-        let path = path.clone();
-        let content = content.to_owned();
-        let guard = guard.clone();
-        {
-            let inner: &Inner = &self.inner;
-            let _lock = lock;
-            let base = RunBase::new(inner, &run_id)?;
-            let (physical, walked) = base.resolve_walked(&path)?;
-            let previous = current_sha256_walked(&base, Some(&owned), &physical, &path, &walked)?;
-            guard
-                .check(previous.as_deref())
-                .map_err(|violation| StorageError::guard(&path, violation))?;
-            let sha256 = sha256_hex(content.as_bytes());
-            let bytes = content.len() as u64;
-            // Updated under the path lock, so the cache follows the writes of a path in order.
-            match replace_file_walked(&base, &physical, &path, content.as_bytes(), &walked) {
-                Ok(meta) => {
-                    owned
-                        .written()
-                        .record(&path, FileStamp::of(&meta), sha256.clone(), content);
-                }
-                Err(err) => {
-                    owned.written().forget(&path);
-                    return Err(err);
-                }
+        let (owned, _lock) = self.writing(run_id, path).await?;
+        let base = RunBase::new(&self.inner, run_id)?;
+        let (physical, walked) = base.resolve_walked(path)?;
+        let previous = current_sha256_walked(&base, Some(&owned), &physical, path, &walked)?;
+        guard
+            .check(previous.as_deref())
+            .map_err(|violation| StorageError::guard(path, violation))?;
+        let sha256 = sha256_hex(content.as_bytes());
+        let bytes = content.len() as u64;
+        // Updated under the path lock, so the cache follows the writes of a path in order.
+        match replace_file_walked(&base, &physical, path, content.as_bytes(), &walked) {
+            Ok(meta) => {
+                owned.written().record(
+                    path,
+                    FileStamp::of(&meta),
+                    sha256.clone(),
+                    content.to_owned(),
+                );
             }
-            Ok(WriteOutcome {
-                previous_sha256: previous,
-                sha256,
-                bytes,
-            })
+            Err(err) => {
+                owned.written().forget(path);
+                return Err(err);
+            }
         }
+        Ok(WriteOutcome {
+            previous_sha256: previous,
+            sha256,
+            bytes,
+        })
     }
 
     async fn append(
@@ -499,40 +491,32 @@ impl WorkspaceRepository for UserDataStore {
         path: &WorkspacePath,
         content: &str,
     ) -> StorageResult<WriteOutcome> {
-        let owned = self.inner.owned_run(run_id)?;
-        let lock = self.inner.locks.lock(path_lock(run_id, path)).await;
-        let run_id = run_id.clone();
-        let path = path.clone();
-        let content = content.to_owned();
-        {
-            let inner: &Inner = &self.inner;
-            let _lock = lock;
-            let base = RunBase::new(inner, &run_id)?;
-            let physical = base.resolve(&path)?;
-            let previous = current_bytes(&base, &physical, &path)?;
-            let previous_sha256 = previous.as_deref().map(sha256_hex);
-            let mut bytes = previous.unwrap_or_default();
-            bytes.extend_from_slice(content.as_bytes());
-            let written = replace_file(&base, &physical, &path, &bytes);
-            let sha256 = sha256_hex(&bytes);
-            let len = bytes.len() as u64;
-            let mut cache = owned.written();
-            match (written, String::from_utf8(bytes)) {
-                (Ok(meta), Ok(text)) => {
-                    cache.record(&path, FileStamp::of(&meta), sha256.clone(), text);
-                }
-                (Ok(_), Err(_)) => cache.forget(&path),
-                (Err(err), _) => {
-                    cache.forget(&path);
-                    return Err(err);
-                }
+        let (owned, _lock) = self.writing(run_id, path).await?;
+        let base = RunBase::new(&self.inner, run_id)?;
+        let physical = base.resolve(path)?;
+        let previous = current_bytes(&base, &physical, path)?;
+        let previous_sha256 = previous.as_deref().map(sha256_hex);
+        let mut bytes = previous.unwrap_or_default();
+        bytes.extend_from_slice(content.as_bytes());
+        let written = replace_file(&base, &physical, path, &bytes);
+        let sha256 = sha256_hex(&bytes);
+        let len = bytes.len() as u64;
+        let mut cache = owned.written();
+        match (written, String::from_utf8(bytes)) {
+            (Ok(meta), Ok(text)) => {
+                cache.record(path, FileStamp::of(&meta), sha256.clone(), text);
             }
-            Ok(WriteOutcome {
-                previous_sha256,
-                sha256,
-                bytes: len,
-            })
+            (Ok(_), Err(_)) => cache.forget(path),
+            (Err(err), _) => {
+                cache.forget(path);
+                return Err(err);
+            }
         }
+        Ok(WriteOutcome {
+            previous_sha256,
+            sha256,
+            bytes: len,
+        })
     }
 
     async fn create_checkpoint(

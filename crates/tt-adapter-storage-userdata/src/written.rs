@@ -134,13 +134,26 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    #[test]
-    fn an_entry_serves_only_the_file_it_was_written_as() {
-        let path = |text: &str| WorkspacePath::parse(text).unwrap();
+    // Fixtures of this module's tests (`cfg(all(test, unix))`, which clippy's test exemption
+    // does not see): failing loudly is their job.
+    #[allow(clippy::unwrap_used)]
+    fn path(text: &str) -> WorkspacePath {
+        WorkspacePath::parse(text).unwrap()
+    }
+
+    /// A temporary dir holding `a.md` with `text`: the dir, the file and its metadata.
+    #[allow(clippy::unwrap_used)]
+    fn one_file(text: &str) -> (tempfile::TempDir, std::path::PathBuf, std::fs::Metadata) {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a.md");
-        std::fs::write(&file, "one").unwrap();
+        std::fs::write(&file, text).unwrap();
         let meta = std::fs::symlink_metadata(&file).unwrap();
+        (dir, file, meta)
+    }
+
+    #[test]
+    fn an_entry_serves_only_the_file_it_was_written_as() {
+        let (dir, file, meta) = one_file("one");
         let mut cache = WrittenFiles::default();
         let logical = path("output/a.md");
         cache.record(
@@ -181,11 +194,7 @@ mod tests {
 
     #[test]
     fn pending_text_stays_within_its_budget() {
-        let path = |text: &str| WorkspacePath::parse(text).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.md");
-        std::fs::write(&file, "x").unwrap();
-        let meta = std::fs::symlink_metadata(&file).unwrap();
+        let (_dir, _file, meta) = one_file("x");
         let mut cache = WrittenFiles::default();
         let big = "x".repeat(MAX_PENDING_TEXT_BYTES / 2 + 1);
         cache.record(

@@ -6,17 +6,21 @@
 
 mod adapter;
 
+use std::path::Path;
 use std::sync::Arc;
-use tt_adapter_storage_userdata::UserDataStore;
-use tt_testkit::contract::{SkillsUnderTest, StorageUnderTest};
+use tt_adapter_storage_userdata::{
+    ConnectionFiles, McpServerFiles, PresetTemplateFiles, UserDataStore,
+};
+use tt_ports::{ConnectionRepository, McpServerRepository, PresetTemplateRepository, StoragePorts};
+use tt_testkit::contract::{RepositoryUnderTest, SkillsUnderTest, StorageUnderTest};
 
 /// A fresh store in its own temporary data root.
 fn userdata() -> StorageUnderTest {
     let dir = tempfile::tempdir().unwrap();
     let store = UserDataStore::open(dir.path().join("data")).unwrap();
     let seeder = Arc::clone(&store);
-    StorageUnderTest::from_store(
-        store,
+    StorageUnderTest::from_ports(
+        StoragePorts::from_store(store, "userdata"),
         move |definition| seeder.put_profile(definition).unwrap(),
         Some(Box::new(dir)),
     )
@@ -64,56 +68,28 @@ fn userdata_transcripts() -> tt_testkit::contract::TranscriptsUnderTest {
 
 tt_testkit::transcripts_contract_tests!(userdata_transcripts());
 
-/// A fresh data dir's MCP server files; reopening reads them through a new handle.
-fn userdata_mcp_servers() -> tt_testkit::contract::McpServersUnderTest {
+/// A fresh data dir's files of one store (`open` makes a handle on them in a data dir);
+/// reopening reads them through a new handle.
+fn files_in_fresh_data_dir<R: ?Sized + 'static>(
+    open: fn(&Path) -> Arc<R>,
+) -> RepositoryUnderTest<R> {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("data");
-    let files = tt_adapter_storage_userdata::McpServerFiles::in_data_dir(&root);
-    tt_testkit::contract::McpServersUnderTest {
-        repo: std::sync::Arc::new(files),
-        reopen: std::sync::Arc::new(move || {
-            std::sync::Arc::new(tt_adapter_storage_userdata::McpServerFiles::in_data_dir(
-                &root,
-            )) as _
-        }),
+    RepositoryUnderTest {
+        repo: open(&root),
+        reopen: Arc::new(move || open(&root)),
         _guard: Some(Box::new(dir)),
     }
 }
 
-tt_testkit::mcp_servers_contract_tests!(userdata_mcp_servers());
-
-/// A fresh data dir's connection files; reopening reads them through a new handle.
-fn userdata_connections() -> tt_testkit::contract::ConnectionsUnderTest {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("data");
-    let files = tt_adapter_storage_userdata::ConnectionFiles::in_data_dir(&root);
-    tt_testkit::contract::ConnectionsUnderTest {
-        repo: std::sync::Arc::new(files),
-        reopen: std::sync::Arc::new(move || {
-            std::sync::Arc::new(tt_adapter_storage_userdata::ConnectionFiles::in_data_dir(
-                &root,
-            )) as _
-        }),
-        _guard: Some(Box::new(dir)),
-    }
-}
-
-tt_testkit::connections_contract_tests!(userdata_connections());
-
-/// A fresh data dir's preset template files; reopening reads them through a new handle.
-fn userdata_preset_templates() -> tt_testkit::contract::PresetTemplatesUnderTest {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("data");
-    let files = tt_adapter_storage_userdata::PresetTemplateFiles::in_data_dir(&root);
-    tt_testkit::contract::PresetTemplatesUnderTest {
-        repo: std::sync::Arc::new(files),
-        reopen: std::sync::Arc::new(move || {
-            std::sync::Arc::new(
-                tt_adapter_storage_userdata::PresetTemplateFiles::in_data_dir(&root),
-            ) as _
-        }),
-        _guard: Some(Box::new(dir)),
-    }
-}
-
-tt_testkit::preset_templates_contract_tests!(userdata_preset_templates());
+tt_testkit::mcp_servers_contract_tests!(files_in_fresh_data_dir::<dyn McpServerRepository>(
+    |root| Arc::new(McpServerFiles::in_data_dir(root))
+));
+tt_testkit::connections_contract_tests!(files_in_fresh_data_dir::<dyn ConnectionRepository>(
+    |root| Arc::new(ConnectionFiles::in_data_dir(root))
+));
+tt_testkit::preset_templates_contract_tests!(
+    files_in_fresh_data_dir::<dyn PresetTemplateRepository>(|root| Arc::new(
+        PresetTemplateFiles::in_data_dir(root)
+    ))
+);

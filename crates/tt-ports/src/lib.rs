@@ -8,6 +8,7 @@
 pub mod connections;
 pub mod error;
 pub mod host;
+pub mod interruption;
 pub mod journal;
 pub mod mcp_servers;
 pub mod model;

@@ -316,6 +316,52 @@ pub struct TaskTransitionOutcome {
     pub changed: bool,
 }
 
+/// The run's tasks that `keep` keeps, in creation order, by listing them all (what the
+/// filtered listings of [`AgentInvocationRepository`] do for a store that does not index tasks).
+pub async fn tasks_where<R: AgentInvocationRepository + ?Sized>(
+    repo: &R,
+    run_id: &RunId,
+    keep: impl Fn(&AgentTaskRecord) -> bool,
+) -> StorageResult<Vec<AgentTaskRecord>> {
+    let mut tasks = repo.list_tasks(run_id).await?;
+    tasks.retain(keep);
+    Ok(tasks)
+}
+
+/// How many tasks `parent` delegated, counted from the listing of its tasks (what
+/// [`AgentInvocationRepository::count_delegations_by_parent`] does for a store that does not
+/// index tasks).
+pub async fn delegations_listed<R: AgentInvocationRepository + ?Sized>(
+    repo: &R,
+    run_id: &RunId,
+    parent: &InvocationId,
+) -> StorageResult<u64> {
+    Ok(repo
+        .list_tasks_by_parent(run_id, parent)
+        .await?
+        .iter()
+        .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
+        .count() as u64)
+}
+
+/// The workspace keys of the run's tasks that are `base` or start with `base-`, picked from
+/// the listing of all its tasks (what [`AgentInvocationRepository::workspace_keys_like`] does
+/// for a store that does not index tasks).
+pub async fn workspace_keys_listed<R: AgentInvocationRepository + ?Sized>(
+    repo: &R,
+    run_id: &RunId,
+    base: &str,
+) -> StorageResult<Vec<String>> {
+    let prefix = format!("{base}-");
+    Ok(repo
+        .list_tasks(run_id)
+        .await?
+        .into_iter()
+        .map(|task| task.workspace_key)
+        .filter(|key| key == base || key.starts_with(&prefix))
+        .collect())
+}
+
 #[async_trait]
 pub trait AgentInvocationRepository: Send + Sync {
     async fn save_invocation(&self, invocation: &AgentInvocation) -> StorageResult<()>;
@@ -353,9 +399,7 @@ pub trait AgentInvocationRepository: Send + Sync {
         run_id: &RunId,
         parent: &InvocationId,
     ) -> StorageResult<Vec<AgentTaskRecord>> {
-        let mut tasks = self.list_tasks(run_id).await?;
-        tasks.retain(|task| task.parent_invocation_id == *parent);
-        Ok(tasks)
+        tasks_where(self, run_id, |task| task.parent_invocation_id == *parent).await
     }
 
     /// How many tasks `parent` delegated (continuation `ReturnToParent`; handoffs it opened
@@ -367,25 +411,13 @@ pub trait AgentInvocationRepository: Send + Sync {
         run_id: &RunId,
         parent: &InvocationId,
     ) -> StorageResult<u64> {
-        Ok(self
-            .list_tasks_by_parent(run_id, parent)
-            .await?
-            .iter()
-            .filter(|task| task.continuation == TaskContinuation::ReturnToParent)
-            .count() as u64)
+        delegations_listed(self, run_id, parent).await
     }
 
     /// The workspace keys of the run's tasks (delegations and handoffs share one namespace)
     /// that are `base` itself or start with `base-`, in no particular order.
     async fn workspace_keys_like(&self, run_id: &RunId, base: &str) -> StorageResult<Vec<String>> {
-        let prefix = format!("{base}-");
-        Ok(self
-            .list_tasks(run_id)
-            .await?
-            .into_iter()
-            .map(|task| task.workspace_key)
-            .filter(|key| key == base || key.starts_with(&prefix))
-            .collect())
+        workspace_keys_listed(self, run_id, base).await
     }
 
     /// The tasks whose child invocation is `child` (at most one when the runtime wrote them),
@@ -395,9 +427,7 @@ pub trait AgentInvocationRepository: Send + Sync {
         run_id: &RunId,
         child: &InvocationId,
     ) -> StorageResult<Vec<AgentTaskRecord>> {
-        let mut tasks = self.list_tasks(run_id).await?;
-        tasks.retain(|task| task.child_invocation_id == *child);
-        Ok(tasks)
+        tasks_where(self, run_id, |task| task.child_invocation_id == *child).await
     }
 
     /// Applies `transition` atomically with respect to other transitions of the same task:

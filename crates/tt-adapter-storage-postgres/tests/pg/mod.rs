@@ -25,3 +25,15 @@ pub(crate) async fn host(url: &str, name: &str, lease: Duration) -> Arc<Postgres
     };
     Arc::new(PostgresStore::open_with(url, options).await.unwrap())
 }
+
+/// Two hosts, `host-a` and `host-b`, on a new database `name`, holding runs for `lease`: the
+/// database's URL and the two stores.
+pub(crate) async fn two_hosts(
+    name: &str,
+    lease: Duration,
+) -> (String, Arc<PostgresStore>, Arc<PostgresStore>) {
+    let url = database(name).await;
+    let a = host(&url, "host-a", lease).await;
+    let b = host(&url, "host-b", lease).await;
+    (url, a, b)
+}

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use tt_adapter_storage_postgres::PostgresStore;
 use tt_domain::ids::TaskId;
-use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_domain::task::TaskStatus;
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{AgentInvocationRepository, AgentRunRepository, EventPage, RunDocument, RunJournal};
 use tt_testkit::contract::{
-    assert_code, invocation, manifest_for, sample_run, task, tool_event, ts, wp,
+    assert_code, invocation, manifest_for, sample_run, task, tool_event, transition_to, ts, wp,
 };
 
 const LEASE: Duration = Duration::from_millis(600);
@@ -24,9 +24,7 @@ async fn host(url: &str, name: &str) -> Arc<PostgresStore> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_writer_is_locked_out_until_the_lease_expires() {
-    let url = super::database("tt_case_ownership").await;
-    let a = host(&url, "host-a").await;
-    let b = host(&url, "host-b").await;
+    let (url, a, b) = super::two_hosts("tt_case_ownership", LEASE).await;
     let run = sample_run(1);
     a.create_run(&run, &manifest_for(&run)).await.unwrap();
     a.append(tool_event(&run.id, 1, "inv_root")).await.unwrap();
@@ -70,6 +68,9 @@ async fn a_second_writer_is_locked_out_until_the_lease_expires() {
     a_again.claim_run(&run.id).await.unwrap();
 }
 
+/// A long lease: nothing waits for a heartbeat, a test ends the lease by hand.
+const LONG_LEASE: Duration = Duration::from_secs(60);
+
 /// Ends `run_id`'s lease on the server at once, as if its holder had missed its heartbeats.
 pub(crate) async fn expire_lease(url: &str, run_id: &str) {
     tt_adapter_storage_postgres::cluster::TestCluster::expire_lease(url, run_id)
@@ -77,16 +78,9 @@ pub(crate) async fn expire_lease(url: &str, run_id: &str) {
         .unwrap();
 }
 
-/// A host whose lease is long: nothing waits for a heartbeat, a test ends the lease by hand.
-async fn long_lease_host(url: &str, name: &str) -> Arc<PostgresStore> {
-    super::host(url, name, Duration::from_secs(60)).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_whose_lease_was_taken_over_cannot_write() {
-    let url = super::database("tt_case_fencing").await;
-    let a = long_lease_host(&url, "host-a").await;
-    let b = long_lease_host(&url, "host-b").await;
+    let (url, a, b) = super::two_hosts("tt_case_fencing", LONG_LEASE).await;
     let run = sample_run(7);
     a.create_run(&run, &manifest_for(&run)).await.unwrap();
     a.append(tool_event(&run.id, 1, "inv_root")).await.unwrap();
@@ -136,11 +130,7 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
         a.create_task(&task(&run, "task_late", 30)).await,
         tt_domain::error_codes::AGENT_RUN_LOCKED,
     );
-    let transition = TaskTransition {
-        status: TaskStatus::Running,
-        result_ref: None,
-        error: None,
-    };
+    let transition = transition_to(TaskStatus::Running);
     assert_code(
         a.transition_task(&run.id, &TaskId::from_raw("task_1"), &transition, ts(40))
             .await,
@@ -182,20 +172,14 @@ async fn a_store_whose_lease_was_taken_over_cannot_write() {
 /// write after a takeover it changes nothing and says the run is another store's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_transition_after_a_takeover_changes_nothing() {
-    let url = super::database("tt_case_fenced_transition").await;
-    let a = long_lease_host(&url, "host-a").await;
-    let b = long_lease_host(&url, "host-b").await;
+    let (url, a, b) = super::two_hosts("tt_case_fenced_transition", LONG_LEASE).await;
     let run = sample_run(8);
     a.create_run(&run, &manifest_for(&run)).await.unwrap();
     a.create_task(&task(&run, "task_1", 10)).await.unwrap();
     expire_lease(&url, run.id.as_str()).await;
     b.claim_run(&run.id).await.unwrap();
 
-    let running = TaskTransition {
-        status: TaskStatus::Running,
-        result_ref: None,
-        error: None,
-    };
+    let running = transition_to(TaskStatus::Running);
     assert_code(
         a.transition_task(&run.id, &TaskId::from_raw("task_1"), &running, ts(40))
             .await,
@@ -216,9 +200,7 @@ async fn a_task_transition_after_a_takeover_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_refuses_only_the_runs_another_store_holds() {
-    let url = super::database("tt_case_batch_refusal").await;
-    let a = host(&url, "host-a").await;
-    let b = host(&url, "host-b").await;
+    let (url, a, b) = super::two_hosts("tt_case_batch_refusal", LEASE).await;
     let mine = sample_run(11);
     let theirs = sample_run(12);
     a.create_run(&mine, &manifest_for(&mine)).await.unwrap();

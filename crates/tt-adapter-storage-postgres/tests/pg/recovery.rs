@@ -12,10 +12,11 @@ use tt_domain::event::RunEventType;
 use tt_domain::ids::{EventId, TaskId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
-use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_domain::task::TaskStatus;
 use tt_ports::{AgentInvocationRepository, AgentRunRepository, EventPage, RunJournal};
 use tt_testkit::contract::{
-    assert_code, invocation, manifest_for, new_event, sample_run, task, tool_event, ts,
+    assert_code, invocation, manifest_for, new_event, sample_run, task, tool_event, transition_to,
+    ts,
 };
 
 async fn host(url: &str, name: &str) -> Arc<PostgresStore> {
@@ -32,9 +33,7 @@ fn ids() -> impl FnMut() -> EventId + Send {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_hosts_unfinished_run_is_marked_interrupted_by_another_host() {
-    let url = super::database("tt_case_recovery").await;
-    let a = host(&url, "host-a").await;
-    let b = host(&url, "host-b").await;
+    let (url, a, b) = super::two_hosts("tt_case_recovery", Duration::from_secs(60)).await;
 
     // Host A works on a run: the root is running, one delegated task is running, one done.
     let mut run = sample_run(1);
@@ -47,18 +46,11 @@ async fn a_dead_hosts_unfinished_run_is_marked_interrupted_by_another_host() {
     for (id, at) in [("task_open", 3), ("task_done", 4)] {
         a.create_task(&task(&run, id, at)).await.unwrap();
     }
-    let running = TaskTransition {
-        status: TaskStatus::Running,
-        result_ref: None,
-        error: None,
-    };
+    let running = transition_to(TaskStatus::Running);
     a.transition_task(&run.id, &TaskId::from_raw("task_open"), &running, ts(5))
         .await
         .unwrap();
-    let completed = TaskTransition {
-        status: TaskStatus::Completed,
-        ..running.clone()
-    };
+    let completed = transition_to(TaskStatus::Completed);
     a.transition_task(&run.id, &TaskId::from_raw("task_done"), &completed, ts(6))
         .await
         .unwrap();
@@ -260,9 +252,7 @@ async fn a_host_whose_session_ended_is_taken_over_before_its_lease_runs_out() {
 /// until it lets the run go itself (its executor ended), after which it may resume it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_taken_over_does_not_take_the_run_back_once_the_other_let_it_go() {
-    let url = super::database("tt_case_no_take_back").await;
-    let a = host(&url, "host-a").await;
-    let b = host(&url, "host-b").await;
+    let (url, a, b) = super::two_hosts("tt_case_no_take_back", Duration::from_secs(60)).await;
     let mut run = sample_run(8);
     a.create_run(&run, &manifest_for(&run)).await.unwrap();
     a.append(tool_event(&run.id, 1, "inv_root")).await.unwrap();

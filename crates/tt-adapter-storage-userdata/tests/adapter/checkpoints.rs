@@ -5,23 +5,21 @@
 use tt_domain::text::sha256_hex;
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{StorageError, WorkspaceRepository};
-use tt_testkit::contract::{ts, wp};
+use tt_testkit::contract::wp;
 
 use super::Fixture;
 
 /// The text of the blob the checkpoint's only file names.
 async fn checkpointed(fx: &Fixture, run: &tt_domain::run::AgentRun, seq: u64) -> (String, u64) {
-    let record = fx
-        .store
-        .create_checkpoint(
-            &run.id,
-            CheckpointReason::ToolWorkspaceWrite,
-            seq,
-            &[wp("output/a.md")],
-            ts(seq as i64),
-        )
-        .await
-        .unwrap();
+    let record = super::checkpoint(
+        &fx.store,
+        &run.id,
+        CheckpointReason::ToolWorkspaceWrite,
+        seq,
+        wp("output/a.md"),
+        seq as i64,
+    )
+    .await;
     let [file] = record.files.as_slice() else {
         panic!("one file expected, got {:?}", record.files);
     };
@@ -104,16 +102,15 @@ async fn a_checkpoint_records_the_file_as_it_is_not_as_it_was_written() {
         .await
         .unwrap();
     std::fs::remove_file(&physical).unwrap();
-    let record = store
-        .create_checkpoint(
-            &run.id,
-            CheckpointReason::ToolWorkspaceWrite,
-            5,
-            &[wp("output/a.md")],
-            ts(5),
-        )
-        .await
-        .unwrap();
+    let record = super::checkpoint(
+        store,
+        &run.id,
+        CheckpointReason::ToolWorkspaceWrite,
+        5,
+        wp("output/a.md"),
+        5,
+    )
+    .await;
     assert!(record.files.is_empty(), "{:?}", record.files);
     assert_eq!(
         store.sha256(&run.id, &wp("output/a.md")).await.unwrap(),

@@ -4,13 +4,13 @@
 use serde_json::json;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::run::{AgentRun, AgentRunStatus};
-use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_domain::task::TaskStatus;
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, RunJournal, RunListPage,
     StorageError, WorkspaceRepository,
 };
-use tt_testkit::contract::{invocation, task, tool_event, ts, wp};
+use tt_testkit::contract::{invocation, task, tool_event, transition_to, ts, wp};
 
 use super::{Fixture, files_under};
 
@@ -48,11 +48,7 @@ async fn state_files_are_replaced_by_rename_and_leave_no_temp_files() {
         .transition_task(
             &run.id,
             &TaskId::from_raw("task_1"),
-            &TaskTransition {
-                status: TaskStatus::Running,
-                result_ref: None,
-                error: None,
-            },
+            &transition_to(TaskStatus::Running),
             ts(6),
         )
         .await
@@ -68,16 +64,15 @@ async fn state_files_are_replaced_by_rename_and_leave_no_temp_files() {
     WorkspaceRepository::append(store.as_ref(), &run.id, &wp("output/main.md"), " more")
         .await
         .unwrap();
-    store
-        .create_checkpoint(
-            &run.id,
-            CheckpointReason::ToolWorkspaceWrite,
-            1,
-            &[wp("output/main.md")],
-            ts(7),
-        )
-        .await
-        .unwrap();
+    super::checkpoint(
+        store,
+        &run.id,
+        CheckpointReason::ToolWorkspaceWrite,
+        1,
+        wp("output/main.md"),
+        7,
+    )
+    .await;
     let snapshot = store.init_persist_projection(&run.id, None).await.unwrap();
     store
         .write(&run.id, &wp("persist/m.md"), "m", &WriteGuard::None)

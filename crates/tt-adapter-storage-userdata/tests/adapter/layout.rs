@@ -6,7 +6,7 @@ use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, RunJournal, WorkspaceRepository,
 };
-use tt_testkit::contract::{invocation, task, tool_event, ts, wp};
+use tt_testkit::contract::{invocation, task, tool_event, wp};
 
 use super::{Fixture, files_under};
 
@@ -53,16 +53,15 @@ async fn files_land_where_the_layout_says() {
         .write(&run.id, &wp("output/main.md"), "m", &WriteGuard::None)
         .await
         .unwrap();
-    store
-        .create_checkpoint(
-            &run.id,
-            CheckpointReason::ChatCommit,
-            1,
-            &[wp("output/main.md")],
-            ts(3),
-        )
-        .await
-        .unwrap();
+    super::checkpoint(
+        store,
+        &run.id,
+        CheckpointReason::ChatCommit,
+        1,
+        wp("output/main.md"),
+        3,
+    )
+    .await;
     store.init_persist_projection(&run.id, None).await.unwrap();
 
     assert_eq!(

@@ -18,9 +18,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tempfile::TempDir;
 use tt_adapter_storage_userdata::UserDataStore;
+use tt_domain::ids::RunId;
 use tt_domain::run::AgentRun;
-use tt_ports::AgentRunRepository;
-use tt_testkit::contract::{manifest_for, sample_run};
+use tt_domain::workspace::{CheckpointReason, CheckpointRecord, WorkspacePath};
+use tt_ports::{AgentRunRepository, WorkspaceRepository};
+use tt_testkit::contract::{manifest_for, sample_run, ts};
 
 /// A temporary data root and a store opened on it.
 pub(crate) struct Fixture {
@@ -70,6 +72,22 @@ impl Fixture {
         let dir = self.store.run_directory(&run.id).await.unwrap();
         (run, dir)
     }
+}
+
+/// Checkpoints the file at `path` of run `run_id` for `reason`, as of event `event_seq`, at
+/// `at` ms.
+pub(crate) async fn checkpoint(
+    store: &UserDataStore,
+    run_id: &RunId,
+    reason: CheckpointReason,
+    event_seq: u64,
+    path: WorkspacePath,
+    at: i64,
+) -> CheckpointRecord {
+    store
+        .create_checkpoint(run_id, reason, event_seq, &[path], ts(at))
+        .await
+        .unwrap()
 }
 
 /// `result` is the refusal of a path that leaves its root through a symlink.

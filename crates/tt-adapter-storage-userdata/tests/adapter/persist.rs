@@ -61,39 +61,24 @@ async fn promoted_state_has_a_manifest_and_checked_projection() {
         edited[key] = json!(value);
         std::fs::write(&manifest_path, serde_json::to_vec(&edited).unwrap()).unwrap();
     };
+    let project_b = || fx.store.init_persist_projection(&b.id, Some(a.id.as_str()));
     tamper("stateId", "run_someone_else");
     assert_eq!(
-        domain_code(
-            fx.store
-                .init_persist_projection(&b.id, Some(a.id.as_str()))
-                .await
-        ),
+        domain_code(project_b().await),
         "agent.persistent_state_manifest_mismatch"
     );
     tamper("workspaceId", "chat_0000000000000000");
     assert_eq!(
-        domain_code(
-            fx.store
-                .init_persist_projection(&b.id, Some(a.id.as_str()))
-                .await
-        ),
+        domain_code(project_b().await),
         "agent.persistent_state_workspace_mismatch"
     );
     std::fs::write(&manifest_path, b"{ not json").unwrap();
     assert_eq!(
-        domain_code(
-            fx.store
-                .init_persist_projection(&b.id, Some(a.id.as_str()))
-                .await
-        ),
+        domain_code(project_b().await),
         "agent.persistent_state_root_invalid"
     );
     std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
-    let projected = fx
-        .store
-        .init_persist_projection(&b.id, Some(a.id.as_str()))
-        .await
-        .unwrap();
+    let projected = project_b().await.unwrap();
     assert_eq!(projected.files.len(), 1);
     assert_eq!(
         fx.store

@@ -11,12 +11,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tt_adapter_storage_userdata::UserDataStore;
 use tt_domain::ids::{InvocationId, TaskId};
-use tt_domain::task::{TaskStatus, TaskTransition};
+use tt_domain::task::TaskStatus;
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, RunDocument, RunJournal, WorkspaceRepository,
 };
-use tt_testkit::contract::{invocation, task, tool_event, ts, wp};
+use tt_testkit::contract::{invocation, task, tool_event, transition_to, ts, wp};
 use tt_testkit::store_tests::{
     assert_documents_kept, assert_ends_interrupted, read_journal, task_ids,
 };
@@ -117,26 +117,21 @@ async fn a_power_cut_at_any_point_loses_only_what_followed_the_last_durability_p
             )
             .await
             .unwrap();
-        store
-            .create_checkpoint(
-                &run.id,
-                CheckpointReason::ToolWorkspaceWrite,
-                events,
-                &[path],
-                ts(4),
-            )
-            .await
-            .unwrap();
+        super::checkpoint(
+            &store,
+            &run.id,
+            CheckpointReason::ToolWorkspaceWrite,
+            events,
+            path,
+            4,
+        )
+        .await;
         // A terminal transition is a durability point of its own.
         store
             .transition_task(
                 &run.id,
                 &TaskId::from_raw(&id),
-                &TaskTransition {
-                    status: TaskStatus::Completed,
-                    result_ref: None,
-                    error: None,
-                },
+                &transition_to(TaskStatus::Completed),
                 ts(5),
             )
             .await

@@ -121,6 +121,13 @@ async fn listings_skip_hidden_temp_badly_named_and_too_deep_entries() {
     assert_eq!(files, ["SKILL.md", "a/b/c/three-deep.md"]);
 }
 
+/// Both reads of skill `id` in `scope`, the listing and its file at `path`, are refused as
+/// escapes.
+async fn assert_skill_escapes(fx: &Fixture, scope: &SkillScope, id: &str, path: &str) {
+    assert_escape(fx.store.list_skills(scope).await);
+    assert_escape(fx.store.read_skill_file(scope, &sid(id), &sfp(path)).await);
+}
+
 #[tokio::test]
 async fn links_leaving_the_skills_root_are_refused() {
     let fx = Fixture::new();
@@ -134,22 +141,12 @@ async fn links_leaving_the_skills_root_are_refused() {
 
     // A file link inside a skill.
     symlink(outside.join("secret.md"), root.join("global/voice/leak.md")).unwrap();
-    assert_escape(fx.store.list_skills(&global).await);
-    assert_escape(
-        fx.store
-            .read_skill_file(&global, &sid("voice"), &sfp("leak.md"))
-            .await,
-    );
+    assert_skill_escapes(&fx, &global, "voice", "leak.md").await;
     std::fs::remove_file(root.join("global/voice/leak.md")).unwrap();
 
     // A skill folder link.
     symlink(outside.join("evil"), root.join("global/evil")).unwrap();
-    assert_escape(fx.store.list_skills(&global).await);
-    assert_escape(
-        fx.store
-            .read_skill_file(&global, &sid("evil"), &sfp("SKILL.md"))
-            .await,
-    );
+    assert_skill_escapes(&fx, &global, "evil", "SKILL.md").await;
     std::fs::remove_file(root.join("global/evil")).unwrap();
     assert_eq!(ids(&fx, &global).await, ["voice"]);
 
@@ -157,24 +154,14 @@ async fn links_leaving_the_skills_root_are_refused() {
     let alice = SkillScope::Character("alice".into());
     std::fs::create_dir_all(root.join("characters")).unwrap();
     symlink(&outside, root.join("characters/alice")).unwrap();
-    assert_escape(fx.store.list_skills(&alice).await);
-    assert_escape(
-        fx.store
-            .read_skill_file(&alice, &sid("evil"), &sfp("SKILL.md"))
-            .await,
-    );
+    assert_skill_escapes(&fx, &alice, "evil", "SKILL.md").await;
     std::fs::remove_file(root.join("characters/alice")).unwrap();
     std::fs::remove_dir(root.join("characters")).unwrap();
     std::fs::create_dir_all(outside.join("bob/evil")).unwrap();
     std::fs::write(outside.join("bob/evil/SKILL.md"), "x").unwrap();
     symlink(&outside, root.join("characters")).unwrap();
     let bob = SkillScope::Character("bob".into());
-    assert_escape(fx.store.list_skills(&bob).await);
-    assert_escape(
-        fx.store
-            .read_skill_file(&bob, &sid("evil"), &sfp("SKILL.md"))
-            .await,
-    );
+    assert_skill_escapes(&fx, &bob, "evil", "SKILL.md").await;
 
     // Writing through a link that leaves the root is refused too.
     assert_escape(

@@ -24,26 +24,14 @@ async fn escaping_symlinks_are_refused() {
     assert_escape(store.read(id, &wp("output/evil/secret.md")).await);
     assert_escape(store.read(id, &wp("scratch/link.md")).await);
     assert_escape(store.sha256(id, &wp("scratch/link.md")).await);
-    assert_escape(
-        store
-            .write(id, &wp("output/evil/new.md"), "x", &WriteGuard::None)
-            .await,
-    );
-    assert_escape(
-        store
-            .write(id, &wp("output/evil/deeper/new.md"), "x", &WriteGuard::None)
-            .await,
-    );
-    assert_escape(
-        store
-            .write(id, &wp("scratch/link.md"), "overwrite", &WriteGuard::None)
-            .await,
-    );
-    assert_escape(
-        store
-            .write(id, &wp("plan/dangling.md"), "x", &WriteGuard::None)
-            .await,
-    );
+    for (path, text) in [
+        ("output/evil/new.md", "x"),
+        ("output/evil/deeper/new.md", "x"),
+        ("scratch/link.md", "overwrite"),
+        ("plan/dangling.md", "x"),
+    ] {
+        assert_escape(store.write(id, &wp(path), text, &WriteGuard::None).await);
+    }
     assert_escape(store.append(id, &wp("scratch/link.md"), "more").await);
     assert_escape(store.list(id, Some(&wp("output/evil")), 1).await);
     assert_escape(store.list(id, Some(&wp("output")), 1).await);

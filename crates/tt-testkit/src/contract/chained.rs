@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use tt_domain::event::RecordedEvent;
+use tt_domain::ids::RunId;
 use tt_ports::{ChainedCommit, CommitChain, EventPage, RunWrite, StorageError, StorageResult};
 
 use super::{StorageUnderTest, create_sample_run, task, tool_event};
@@ -14,6 +15,22 @@ async fn outcome(queued: StorageResult<ChainedCommit>) -> StorageResult<Vec<Reco
         Ok(pending) => pending.await,
         Err(err) => Err(err),
     }
+}
+
+/// Queues `writes` as the next unit of `chain` in run `id`: the store's answer, not yet the
+/// unit's outcome.
+async fn queue(
+    s: &StorageUnderTest,
+    id: &RunId,
+    writes: Vec<RunWrite>,
+    chain: &CommitChain,
+) -> StorageResult<ChainedCommit> {
+    s.journal.commit_chained(id, writes, chain).await
+}
+
+/// Event `n` of run `id`, a tool call of `invocation`, as a write.
+fn event(id: &RunId, n: u64, invocation: &str) -> RunWrite {
+    RunWrite::Event(tool_event(id, n, invocation))
 }
 
 fn seqs(events: &[RecordedEvent]) -> Vec<u64> {
@@ -29,26 +46,18 @@ pub async fn commit_chained_writes_a_prefix_of_the_chain(s: StorageUnderTest) {
     let id = &run.id;
     let chain = CommitChain::default();
     let task_a = task(&run, "task_a", 3);
-    let first = s
-        .journal
-        .commit_chained(
-            id,
-            vec![
-                RunWrite::Event(tool_event(id, 1, "inv_root")),
-                RunWrite::Task(task_a.clone()),
-                RunWrite::Event(tool_event(id, 2, "inv_root")),
-            ],
-            &chain,
-        )
-        .await;
-    let second = s
-        .journal
-        .commit_chained(
-            id,
-            vec![RunWrite::Event(tool_event(id, 3, "inv_root"))],
-            &chain,
-        )
-        .await;
+    let first = queue(
+        &s,
+        id,
+        vec![
+            event(id, 1, "inv_root"),
+            RunWrite::Task(task_a.clone()),
+            event(id, 2, "inv_root"),
+        ],
+        &chain,
+    )
+    .await;
+    let second = queue(&s, id, vec![event(id, 3, "inv_root")], &chain).await;
     assert_eq!(seqs(&outcome(first).await.unwrap()), vec![1, 2]);
     assert_eq!(seqs(&outcome(second).await.unwrap()), vec![3]);
     assert_eq!(
@@ -58,25 +67,14 @@ pub async fn commit_chained_writes_a_prefix_of_the_chain(s: StorageUnderTest) {
     assert!(!chain.is_broken());
 
     // The task id is taken: that unit fails, and the one queued after it is refused.
-    let third = s
-        .journal
-        .commit_chained(
-            id,
-            vec![
-                RunWrite::Event(tool_event(id, 4, "inv_root")),
-                RunWrite::Task(task_a.clone()),
-            ],
-            &chain,
-        )
-        .await;
-    let fourth = s
-        .journal
-        .commit_chained(
-            id,
-            vec![RunWrite::Event(tool_event(id, 5, "inv_root"))],
-            &chain,
-        )
-        .await;
+    let third = queue(
+        &s,
+        id,
+        vec![event(id, 4, "inv_root"), RunWrite::Task(task_a.clone())],
+        &chain,
+    )
+    .await;
+    let fourth = queue(&s, id, vec![event(id, 5, "inv_root")], &chain).await;
     let third = outcome(third).await;
     assert!(
         matches!(third, Err(StorageError::AlreadyExists { .. })),
@@ -84,14 +82,7 @@ pub async fn commit_chained_writes_a_prefix_of_the_chain(s: StorageUnderTest) {
     );
     assert!(outcome(fourth).await.is_err());
     assert!(chain.is_broken());
-    let later = s
-        .journal
-        .commit_chained(
-            id,
-            vec![RunWrite::Event(tool_event(id, 6, "inv_root"))],
-            &chain,
-        )
-        .await;
+    let later = queue(&s, id, vec![event(id, 6, "inv_root")], &chain).await;
     assert!(outcome(later).await.is_err());
     let stored = s.journal.read(id, &EventPage::default()).await.unwrap();
     assert!(
@@ -105,13 +96,6 @@ pub async fn commit_chained_writes_a_prefix_of_the_chain(s: StorageUnderTest) {
 
     // Another writer's chain goes on.
     let other = CommitChain::default();
-    let next = s
-        .journal
-        .commit_chained(
-            id,
-            vec![RunWrite::Event(tool_event(id, 7, "inv_b"))],
-            &other,
-        )
-        .await;
+    let next = queue(&s, id, vec![event(id, 7, "inv_b")], &other).await;
     assert_eq!(seqs(&outcome(next).await.unwrap()), vec![last + 1]);
 }

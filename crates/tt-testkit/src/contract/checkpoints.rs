@@ -9,18 +9,17 @@ use tt_domain::workspace::{CheckpointReason, FileFingerprint, WriteGuard};
 use tt_ports::WorkspaceRepository;
 
 use super::workspace::{fingerprint, put};
-use super::{StorageUnderTest, assert_not_found, create_sample_run, ts, wp};
+use super::{StorageUnderTest, assert_not_found, at_once, create_sample_run, ts, wp};
 
 /// Checkpoints taken at once (a fan-out's agents each checkpoint what they wrote) are
 /// numbered once each, 1 to n with no gap, and each holds its own files.
 pub async fn concurrent_checkpoints_are_numbered_once_each(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let ws = Arc::clone(&s.workspace);
-    let mut handles = Vec::new();
-    for i in 0..24u64 {
+    let taken = at_once(24, |i| {
         let ws = Arc::clone(&ws);
         let run_id = run.id.clone();
-        handles.push(tokio::spawn(async move {
+        async move {
             let path = wp(&format!("scratch/agent-{i}.md"));
             let text = format!("notes {i}");
             ws.write(&run_id, &path, &text, &WriteGuard::None)
@@ -42,11 +41,11 @@ pub async fn concurrent_checkpoints_are_numbered_once_each(s: StorageUnderTest) 
                 .await
                 .unwrap();
             (record, paths, text)
-        }));
-    }
+        }
+    })
+    .await;
     let mut numbers = Vec::new();
-    for handle in handles {
-        let (record, paths, text) = handle.await.unwrap();
+    for (record, paths, text) in taken {
         assert_eq!(record.id.as_str(), format!("cp_{:06}", record.seq));
         let expected: Vec<FileFingerprint> = paths
             .into_iter()

@@ -8,7 +8,7 @@ use tt_domain::run::AgentRun;
 use tt_domain::task::{AgentTaskRecord, TaskStatus, TaskTransition};
 use tt_ports::StorageError;
 
-use super::{StorageUnderTest, assert_not_found, create_sample_run, invocation, task, ts};
+use super::{StorageUnderTest, assert_not_found, at_once, create_sample_run, invocation, task, ts};
 
 fn to(status: TaskStatus, result_ref: Option<&str>, error: Option<&str>) -> TaskTransition {
     TaskTransition {
@@ -350,8 +350,7 @@ pub async fn concurrent_terminal_transitions_change_once(s: StorageUnderTest) {
     let record = task(&run, "task_race", 1);
     s.invocations.create_task(&record).await.unwrap();
     let repo = Arc::clone(&s.invocations);
-    let mut handles = Vec::new();
-    for i in 0..32 {
+    let outcomes = at_once(32, |i| {
         let repo = Arc::clone(&repo);
         let run_id = run.id.clone();
         let id = record.id.clone();
@@ -360,18 +359,19 @@ pub async fn concurrent_terminal_transitions_change_once(s: StorageUnderTest) {
             1 => TaskStatus::Failed,
             _ => TaskStatus::Cancelled,
         };
-        handles.push(tokio::spawn(async move {
+        async move {
             let marker = format!("writer {i}");
+            let at = ts(10 + i as i64);
             let outcome = repo
-                .transition_task(&run_id, &id, &to(status, None, Some(&marker)), ts(10 + i))
+                .transition_task(&run_id, &id, &to(status, None, Some(&marker)), at)
                 .await
                 .unwrap();
             (outcome, status, marker)
-        }));
-    }
+        }
+    })
+    .await;
     let mut winners = Vec::new();
-    for handle in handles {
-        let (outcome, status, marker) = handle.await.unwrap();
+    for (outcome, status, marker) in outcomes {
         assert!(outcome.task.status.is_terminal());
         if outcome.changed {
             winners.push((status, marker));

@@ -13,9 +13,25 @@ use tt_domain::task::AgentTaskRecord;
 use tt_ports::{EventPage, RunDocument, RunJournal, RunWrite, SerializedDocument, StorageError};
 
 use super::{
-    StorageUnderTest, assert_not_found, create_sample_run, invocation, scoped_event, task,
+    StorageUnderTest, assert_not_found, at_once, create_sample_run, invocation, scoped_event, task,
     tool_event,
 };
+
+/// Appends events 1 to `count` of run `id` one by one (tool calls of the root agent), each
+/// asserted to take the seq of its number.
+async fn append_numbered(s: &StorageUnderTest, id: &RunId, count: u64) -> Vec<RecordedEvent> {
+    let mut appended = Vec::new();
+    for n in 1..=count {
+        let stored = s
+            .journal
+            .append(tool_event(id, n, "inv_root"))
+            .await
+            .unwrap();
+        assert_eq!(stored.seq, n);
+        appended.push(stored);
+    }
+    appended
+}
 
 fn page(after: Option<u64>, before: Option<u64>, limit: Option<usize>) -> EventPage {
     EventPage {
@@ -55,16 +71,11 @@ pub async fn seqs_start_at_one_and_are_gapless(s: StorageUnderTest) {
             .unwrap()
             .is_empty()
     );
-    let mut appended = Vec::new();
-    for n in 1..=5 {
-        let stored = s
-            .journal
-            .append(tool_event(&run.id, n, "inv_root"))
-            .await
-            .unwrap();
-        assert_eq!(stored.seq, n);
-        appended.push(stored.to_event().unwrap());
-    }
+    let appended: Vec<_> = append_numbered(&s, &run.id, 5)
+        .await
+        .iter()
+        .map(|stored| stored.to_event().unwrap())
+        .collect();
     assert_eq!(s.journal.last_seq(&run.id).await.unwrap(), 5);
     let read = s
         .journal
@@ -113,11 +124,10 @@ pub async fn append_all_numbers_in_order(s: StorageUnderTest) {
     );
     assert_eq!(batch[2].to_event().unwrap().payload["n"], json!(4));
     let journal = Arc::clone(&s.journal);
-    let mut handles = Vec::new();
-    for t in 0..8u64 {
+    let writers = at_once(8, |t| {
         let journal = Arc::clone(&journal);
         let run_id = run.id.clone();
-        handles.push(tokio::spawn(async move {
+        async move {
             let base = 5 + t * 3;
             if t % 2 == 0 {
                 journal
@@ -140,10 +150,10 @@ pub async fn append_all_numbers_in_order(s: StorageUnderTest) {
                 }
                 one_by_one
             }
-        }));
-    }
-    for handle in handles {
-        let stored = handle.await.unwrap();
+        }
+    })
+    .await;
+    for stored in writers {
         assert!(
             stored.windows(2).all(|pair| pair[0].seq < pair[1].seq),
             "one writer's seqs must increase"
@@ -170,64 +180,39 @@ pub async fn append_all_numbers_in_order(s: StorageUnderTest) {
 
 pub async fn pages_over_ten_thousand_events(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
-    for n in 1..=10_000u64 {
-        let stored = s
-            .journal
-            .append(tool_event(&run.id, n, "inv_root"))
-            .await
-            .unwrap();
-        assert_eq!(stored.seq, n);
-    }
+    append_numbered(&s, &run.id, 10_000).await;
     let j = s.journal.as_ref();
     let id = &run.id;
     let range = |from: u64, to: u64| (from..=to).collect::<Vec<u64>>();
 
     assert_eq!(j.last_seq(id).await.unwrap(), 10_000);
-    // Neither bound: the first page of the default size.
-    assert_eq!(seqs(j, id, &page(None, None, None)).await, range(1, 100));
-    // afterSeq: the first `limit` above it.
-    assert_eq!(
-        seqs(j, id, &page(Some(5_000), None, Some(10))).await,
-        range(5_001, 5_010)
-    );
-    assert_eq!(
-        seqs(j, id, &page(Some(9_995), None, Some(10))).await,
-        range(9_996, 10_000)
-    );
-    assert!(
-        seqs(j, id, &page(Some(10_000), None, Some(10)))
-            .await
-            .is_empty()
-    );
-    // beforeSeq: the last `limit` below it, ascending.
-    assert_eq!(
-        seqs(j, id, &page(None, Some(5_000), Some(10))).await,
-        range(4_990, 4_999)
-    );
-    assert_eq!(
-        seqs(j, id, &page(None, Some(3), Some(10))).await,
-        range(1, 2)
-    );
-    assert!(seqs(j, id, &page(None, Some(1), Some(10))).await.is_empty());
-    assert_eq!(
-        seqs(j, id, &page(None, Some(10_001), Some(500))).await,
-        range(9_501, 10_000)
-    );
-    assert_eq!(
-        seqs(j, id, &page(None, Some(50_000), Some(3))).await,
-        range(9_998, 10_000)
-    );
-    // beforeSeq wins over afterSeq.
-    assert_eq!(
-        seqs(j, id, &page(Some(10), Some(20), Some(5))).await,
-        range(15, 19)
-    );
-    // Limits are clamped to 1..=500.
-    assert_eq!(seqs(j, id, &page(None, None, Some(0))).await, vec![1]);
-    assert_eq!(
-        seqs(j, id, &page(Some(7_000), None, Some(10_000))).await,
-        range(7_001, 7_500)
-    );
+    // (afterSeq, beforeSeq, limit) and the seqs that page holds (`(1, 0)`: none).
+    let cases = [
+        // Neither bound: the first page of the default size.
+        (None, None, None, (1, 100)),
+        // afterSeq: the first `limit` above it.
+        (Some(5_000), None, Some(10), (5_001, 5_010)),
+        (Some(9_995), None, Some(10), (9_996, 10_000)),
+        (Some(10_000), None, Some(10), (1, 0)),
+        // beforeSeq: the last `limit` below it, ascending.
+        (None, Some(5_000), Some(10), (4_990, 4_999)),
+        (None, Some(3), Some(10), (1, 2)),
+        (None, Some(1), Some(10), (1, 0)),
+        (None, Some(10_001), Some(500), (9_501, 10_000)),
+        (None, Some(50_000), Some(3), (9_998, 10_000)),
+        // beforeSeq wins over afterSeq.
+        (Some(10), Some(20), Some(5), (15, 19)),
+        // Limits are clamped to 1..=500.
+        (None, None, Some(0), (1, 1)),
+        (Some(7_000), None, Some(10_000), (7_001, 7_500)),
+    ];
+    for (after, before, limit, (from, to)) in cases {
+        assert_eq!(
+            seqs(j, id, &page(after, before, limit)).await,
+            range(from, to),
+            "after {after:?}, before {before:?}, limit {limit:?}"
+        );
+    }
     // Pages chain without gaps or repeats.
     let mut after = 0;
     let mut seen = 0u64;
@@ -305,11 +290,10 @@ pub async fn concurrent_appends_are_gapless(s: StorageUnderTest) {
     const PER_TASK: u64 = 20;
     let run = create_sample_run(&s, 1).await;
     let journal = Arc::clone(&s.journal);
-    let mut handles = Vec::new();
-    for t in 0..TASKS {
+    let writers = at_once(TASKS, |t| {
         let journal = Arc::clone(&journal);
         let run_id = run.id.clone();
-        handles.push(tokio::spawn(async move {
+        async move {
             let mut seqs = Vec::new();
             for k in 0..PER_TASK {
                 let n = t * PER_TASK + k + 1;
@@ -320,11 +304,11 @@ pub async fn concurrent_appends_are_gapless(s: StorageUnderTest) {
                 seqs.push((stored.seq, stored.id.to_string()));
             }
             seqs
-        }));
-    }
+        }
+    })
+    .await;
     let mut all = Vec::new();
-    for handle in handles {
-        let seqs = handle.await.unwrap();
+    for seqs in writers {
         assert!(
             seqs.windows(2).all(|pair| pair[0].0 < pair[1].0),
             "one writer's seqs must increase"

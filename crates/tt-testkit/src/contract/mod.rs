@@ -38,12 +38,12 @@ use tt_domain::profile::AgentProfileDefinition;
 use tt_domain::run::{
     AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id,
 };
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
+use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceAccessPolicy, WorkspacePath};
 use tt_ports::{
     AgentInvocationRepository, AgentRunRepository, ProfileRepository, RunJournal, StorageError,
-    WorkspaceRepository,
+    StoragePorts, WorkspaceRepository,
 };
 
 /// One store kept apart from runs (connections, MCP servers, preset templates, transcripts)
@@ -54,6 +54,18 @@ pub struct RepositoryUnderTest<R: ?Sized> {
     pub reopen: Arc<dyn Fn() -> Arc<R> + Send + Sync>,
     /// Anything that must outlive the case, e.g. the `TempDir` holding the data root.
     pub _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl<R: ?Sized + Send + Sync + 'static> RepositoryUnderTest<R> {
+    /// A store that lives in memory: "reopening" it is another handle on the same data.
+    pub fn shared(repo: Arc<R>) -> Self {
+        let same = Arc::clone(&repo);
+        Self {
+            repo,
+            reopen: Arc::new(move || Arc::clone(&same)),
+            _guard: None,
+        }
+    }
 }
 
 /// One storage implementation, seen through each port, for one contract case.
@@ -70,26 +82,19 @@ pub struct StorageUnderTest {
 }
 
 impl StorageUnderTest {
-    /// Wraps one store that implements all five storage ports.
-    pub fn from_store<S>(
-        store: Arc<S>,
+    /// The five storage ports of `ports` (a store wraps itself as them with
+    /// `StoragePorts::from_store`); `seed_profile` writes a profile definition.
+    pub fn from_ports(
+        ports: StoragePorts,
         seed_profile: impl Fn(&AgentProfileDefinition) + Send + Sync + 'static,
         guard: Option<Box<dyn std::any::Any + Send + Sync>>,
-    ) -> Self
-    where
-        S: AgentRunRepository
-            + AgentInvocationRepository
-            + RunJournal
-            + WorkspaceRepository
-            + ProfileRepository
-            + 'static,
-    {
+    ) -> Self {
         Self {
-            runs: store.clone(),
-            invocations: store.clone(),
-            journal: store.clone(),
-            workspace: store.clone(),
-            profiles: store,
+            runs: ports.runs,
+            invocations: ports.invocations,
+            journal: ports.journal,
+            workspace: ports.workspace,
+            profiles: ports.profiles,
             seed_profile: Arc::new(seed_profile),
             _guard: guard,
         }
@@ -325,6 +330,15 @@ pub fn task(run: &AgentRun, id: &str, created_at: i64) -> AgentTaskRecord {
     }
 }
 
+/// A task transition to `status` with no result and no error.
+pub fn transition_to(status: TaskStatus) -> TaskTransition {
+    TaskTransition {
+        status,
+        result_ref: None,
+        error: None,
+    }
+}
+
 /// Event number `n` of a run: a `tool_call_started` scoped to `invocation_id`.
 pub fn tool_event(run_id: &RunId, n: u64, invocation_id: &str) -> NewRunEvent {
     scoped_event(
@@ -364,6 +378,21 @@ pub fn scoped_event(
         event_type,
         payload: payload.into(),
     }
+}
+
+/// Runs `work(i)` for every `i` in `0..count` at once, each on a task of its own (as a
+/// fan-out's agents do), and returns their results in the order of `i`.
+pub(crate) async fn at_once<T, Fut>(count: u64, work: impl Fn(u64) -> Fut) -> Vec<T>
+where
+    Fut: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let handles: Vec<_> = (0..count).map(|i| tokio::spawn(work(i))).collect();
+    let mut results = Vec::with_capacity(handles.len());
+    for handle in handles {
+        results.push(handle.await.unwrap());
+    }
+    results
 }
 
 /// Asserts that `result` failed with the given contract code.

@@ -25,51 +25,30 @@ macro_rules! preset_templates_contract_tests {
 const CRITICS: &str = r#"{"schemaVersion": 1, "messages": [{"insert": "history"}]}"#;
 const CRITICS_2: &str = r#"{"schemaVersion": 1, "messages": []}"#;
 
+/// The template stored under `api_id`/`name`, if any.
+async fn template(repo: &dyn PresetTemplateRepository, api_id: &str, name: &str) -> Option<String> {
+    repo.read_preset_template(api_id, name).await.unwrap()
+}
+
 pub async fn templates_read_back_per_api_and_name_and_are_replaced(s: PresetTemplatesUnderTest) {
-    assert_eq!(
-        s.repo
-            .read_preset_template("local", "critics")
-            .await
-            .unwrap(),
-        None
-    );
+    assert_eq!(template(&*s.repo, "local", "critics").await, None);
     s.repo
         .put_preset_template("local", "critics", CRITICS)
         .await
         .unwrap();
     let other = (s.reopen)();
     assert_eq!(
-        other
-            .read_preset_template("local", "critics")
-            .await
-            .unwrap()
-            .as_deref(),
+        template(&*other, "local", "critics").await.as_deref(),
         Some(CRITICS)
     );
-    assert_eq!(
-        other
-            .read_preset_template("remote", "critics")
-            .await
-            .unwrap(),
-        None
-    );
-    assert_eq!(
-        other
-            .read_preset_template("local", "writers")
-            .await
-            .unwrap(),
-        None
-    );
+    assert_eq!(template(&*other, "remote", "critics").await, None);
+    assert_eq!(template(&*other, "local", "writers").await, None);
     s.repo
         .put_preset_template("local", "critics", CRITICS_2)
         .await
         .unwrap();
     assert_eq!(
-        other
-            .read_preset_template("local", "critics")
-            .await
-            .unwrap()
-            .as_deref(),
+        template(&*other, "local", "critics").await.as_deref(),
         Some(CRITICS_2)
     );
 }
@@ -94,7 +73,7 @@ pub async fn api_ids_and_names_that_are_no_storage_segment_are_refused(
             "{api_id}/{name}"
         );
         assert_eq!(
-            s.repo.read_preset_template(api_id, name).await.unwrap(),
+            template(&*s.repo, api_id, name).await,
             None,
             "{api_id}/{name}"
         );

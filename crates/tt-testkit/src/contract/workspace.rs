@@ -323,9 +323,7 @@ pub async fn list_depth_and_ordering(s: StorageUnderTest) {
         "output/a.md.bak",
         "scratch/x.md",
     ] {
-        ws.write(&run.id, &wp(path), path, &WriteGuard::None)
-            .await
-            .unwrap();
+        put(ws, &run.id, path, path).await;
     }
     let own = |items: &[(&str, EntryKind)]| {
         items
@@ -413,9 +411,7 @@ pub async fn walk_files_bounds(s: StorageUnderTest) {
         "output/a/deep/er.md",
         "scratch/hidden.md",
     ] {
-        ws.write(&run.id, &wp(path), "x", &WriteGuard::None)
-            .await
-            .unwrap();
+        put(ws, &run.id, path, "x").await;
     }
     let walk = |roots: Vec<WorkspaceRoot>, depth: u32, max: usize| {
         let ws = Arc::clone(ws);
