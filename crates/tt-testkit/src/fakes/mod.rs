@@ -1,6 +1,6 @@
 //! Deterministic fakes for every port: in-memory storage, a manual clock, sequential ids, a
-//! switchable commit bridge and a closure-driven model (and a gate to hold any model's calls
-//! at), registered MCP servers and connections, plus model response builders.
+//! switchable commit bridge and a closure-driven model (with wrappers around any model: a gate
+//! to hold its calls at, and a shaper that streams, holds, refuses and probes its answers), registered MCP servers and connections, plus model response builders.
 
 pub mod commit;
 pub mod faulty;
@@ -9,6 +9,7 @@ pub mod model;
 pub mod prompt;
 pub mod registrations;
 pub mod responses;
+pub mod shaped;
 pub mod skills;
 pub mod store;
 pub mod system;
@@ -20,6 +21,7 @@ pub use gated::GatedModel;
 pub use model::FakeModel;
 pub use prompt::{FakeConnections, FakePromptBroker, default_assembly};
 pub use registrations::{InMemoryConnections, InMemoryMcpServers, InMemoryPresetTemplates};
+pub use shaped::ShapedModel;
 pub use skills::{InMemorySkills, SkillOp};
 pub use store::{InMemoryStore, PersistentStateRecord, StoreOp};
 pub use system::{MANUAL_CLOCK_START, ManualClock, SequentialIds};
@@ -38,6 +40,7 @@ mod tests {
         assert_send_sync::<SequentialIds>();
         assert_send_sync::<FakeCommitBridge>();
         assert_send_sync::<FakeModel>();
+        assert_send_sync::<ShapedModel>();
         assert_send_sync::<InMemorySkills>();
     }
 }
