@@ -1052,11 +1052,12 @@ async fn the_live_output_of_a_streaming_call_is_shown() {
     ]}})
     .to_string();
     let release = Arc::new(tokio::sync::Notify::new());
-    let model = crate::support::HeldStreamingModel {
-        inner: tt_runtime::ScriptedProvider::from_json_str(&script).unwrap(),
-        hold: SPOKEN.to_owned(),
-        release: Arc::clone(&release),
-    };
+    // The scripted model, streamed word by word; its spoken answer is held until released, so
+    // the page shows the live output of a call in progress.
+    let scripted = tt_runtime::ScriptedProvider::from_json_str(&script).unwrap();
+    let model = tt_testkit::fakes::ShapedModel::around(Arc::new(scripted))
+        .streaming_words()
+        .holding_text(SPOKEN, Arc::clone(&release));
     let server =
         crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
             .await;
