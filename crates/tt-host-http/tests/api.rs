@@ -1,6 +1,7 @@
 //! Every endpoint over real HTTP, and the guard in front of them: token, Host, Origin, body
 //! size and media type, ids.
 
+use reqwest::Method;
 use serde_json::{Value, json};
 use tt_runtime::CommitBridgeChoice;
 
@@ -74,123 +75,141 @@ async fn every_request_needs_the_token() {
     assert_eq!(by_bearer.headers["cache-control"], "no-store");
 }
 
+/// Sends each request of `cases` to `server`: it answers with the status, and the code where
+/// one is named.
+async fn refusals(
+    server: &TestServer,
+    cases: Vec<(&str, reqwest::RequestBuilder, Option<u16>, Option<&str>)>,
+) {
+    for (what, request, status, code) in cases {
+        let answer = server.send(request).await;
+        if let Some(status) = status {
+            assert_eq!(answer.status, status, "{what}: {}", answer.body);
+        }
+        if let Some(code) = code {
+            assert_eq!(answer.body["code"], code, "{what}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn foreign_hosts_and_origins_are_refused() {
     let server = transcript_server().await;
     let port = server.addr.port();
-    let rebinding = server
-        .send(
-            server
-                .client
-                .get(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("host", format!("attacker.example:{port}")),
-        )
-        .await;
-    assert_eq!(rebinding.status, 403);
-    assert_eq!(rebinding.body["code"], "http.host_refused");
-    let other_port = server
-        .send(
-            server
-                .client
-                .get(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("host", format!("127.0.0.1:{}", port.wrapping_add(1))),
-        )
-        .await;
-    assert_eq!(other_port.status, 403);
-    let localhost = server
-        .send(
-            server
-                .client
-                .get(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("host", format!("localhost:{port}")),
-        )
-        .await;
-    assert_eq!(localhost.status, 200);
+    let runs = || server.authed(Method::GET, "/api/runs");
     let cross_site = server
-        .send(
-            server
-                .client
-                .post(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("origin", "https://evil.example")
-                .header("content-type", "application/json")
-                .body(json!({"stableChatId": "x"}).to_string()),
-        )
-        .await;
-    assert_eq!(cross_site.status, 403);
-    assert_eq!(cross_site.body["code"], "http.origin_refused");
-    let same_origin = server
-        .send(
-            server
-                .client
-                .get(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("origin", format!("http://127.0.0.1:{port}")),
-        )
-        .await;
-    assert_eq!(same_origin.status, 200);
+        .json_request(Method::POST, "/api/runs", &json!({"stableChatId": "x"}))
+        .header("origin", "https://evil.example");
+    refusals(
+        &server,
+        vec![
+            (
+                "a rebinding host",
+                runs().header("host", format!("attacker.example:{port}")),
+                Some(403),
+                Some("http.host_refused"),
+            ),
+            (
+                "another port",
+                runs().header("host", format!("127.0.0.1:{}", port.wrapping_add(1))),
+                Some(403),
+                None,
+            ),
+            (
+                "localhost",
+                runs().header("host", format!("localhost:{port}")),
+                Some(200),
+                None,
+            ),
+            (
+                "a cross-site origin",
+                cross_site,
+                Some(403),
+                Some("http.origin_refused"),
+            ),
+            (
+                "the same origin",
+                runs().header("origin", format!("http://127.0.0.1:{port}")),
+                Some(200),
+                None,
+            ),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn bodies_are_size_limited_typed_and_validated() {
     let server = server(&writer_script(), CommitBridgeChoice::Transcript, Some(4096)).await;
+    let post = |path: &str, body: Value| server.json_request(Method::POST, path, &body);
+    let runs = |body: Value| post("/api/runs", body);
+    let typed = |content_type: &str, body: &'static str| {
+        server
+            .authed(Method::POST, "/api/runs")
+            .header("content-type", content_type)
+            .body(body)
+    };
     let huge = json!({"stableChatId": "x", "userRequest": "a".repeat(10_000)});
-    let too_large = server.post("/api/runs", &huge).await;
-    assert_eq!(too_large.status, 413);
-    assert_eq!(too_large.body["code"], "http.body_too_large");
-    let form = server
-        .send(
-            server
-                .client
-                .post(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body("stableChatId=x"),
-        )
-        .await;
-    assert_eq!(form.status, 415);
-    assert_eq!(form.body["code"], "http.unsupported_media_type");
-    let broken = server
-        .send(
-            server
-                .client
-                .post(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("content-type", "application/json")
-                .body("{not json"),
-        )
-        .await;
-    assert_eq!(broken.status, 400);
-    assert_eq!(broken.body["code"], "http.invalid_json");
-    let empty_chat = server
-        .post("/api/runs", &json!({"stableChatId": " "}))
-        .await;
-    assert_eq!(empty_chat.body["code"], "http.invalid_request");
-    let bad_profile = server
-        .post(
-            "/api/runs",
-            &json!({"stableChatId": "x", "profileId": "../x"}),
-        )
-        .await;
-    assert_eq!(bad_profile.body["code"], "http.invalid_id");
-    let unknown_profile = server
-        .post(
-            "/api/runs",
-            &json!({"stableChatId": "x", "profileId": "nobody"}),
-        )
-        .await;
-    assert_eq!(unknown_profile.status, 404, "{}", unknown_profile.body);
-    assert_eq!(unknown_profile.body["code"], "agent.profile_not_found");
-    let bad_profile_definition = server.post("/api/profiles", &json!({"id": "x"})).await;
-    assert_eq!(bad_profile_definition.status, 400);
-    let bad_query = server.get("/api/runs?limit=many").await;
-    assert_eq!(bad_query.body["code"], "http.invalid_query");
-    let unknown_route = server.get("/api/nothing").await;
-    assert_eq!(unknown_route.status, 404);
-    assert_eq!(unknown_route.body["code"], "http.route_not_found");
+    refusals(
+        &server,
+        vec![
+            (
+                "too large",
+                runs(huge),
+                Some(413),
+                Some("http.body_too_large"),
+            ),
+            (
+                "a form",
+                typed("application/x-www-form-urlencoded", "stableChatId=x"),
+                Some(415),
+                Some("http.unsupported_media_type"),
+            ),
+            (
+                "broken JSON",
+                typed("application/json", "{not json"),
+                Some(400),
+                Some("http.invalid_json"),
+            ),
+            (
+                "an empty chat id",
+                runs(json!({"stableChatId": " "})),
+                None,
+                Some("http.invalid_request"),
+            ),
+            (
+                "a profile id that is a path",
+                runs(json!({"stableChatId": "x", "profileId": "../x"})),
+                None,
+                Some("http.invalid_id"),
+            ),
+            (
+                "an unknown profile",
+                runs(json!({"stableChatId": "x", "profileId": "nobody"})),
+                Some(404),
+                Some("agent.profile_not_found"),
+            ),
+            (
+                "a bad profile definition",
+                post("/api/profiles", json!({"id": "x"})),
+                Some(400),
+                None,
+            ),
+            (
+                "a bad query",
+                server.authed(Method::GET, "/api/runs?limit=many"),
+                None,
+                Some("http.invalid_query"),
+            ),
+            (
+                "an unknown route",
+                server.authed(Method::GET, "/api/nothing"),
+                Some(404),
+                Some("http.route_not_found"),
+            ),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -381,9 +400,7 @@ async fn the_event_stream_is_live_and_resumable() {
     let bad = server
         .send(
             server
-                .client
-                .get(server.endpoint(&format!("/api/runs/{run_id}/stream")))
-                .header("x-tt-token", &server.token)
+                .authed(Method::GET, &format!("/api/runs/{run_id}/stream"))
                 .header("last-event-id", "x"),
         )
         .await;
@@ -610,9 +627,7 @@ async fn open_event_streams_end_when_the_server_stops() {
     // The writer's second answer takes a minute: the run is still going when the server stops.
     let (mut server, run_id) = waiting_run().await;
     let mut response = server
-        .client
-        .get(server.endpoint(&format!("/api/runs/{run_id}/stream")))
-        .header("x-tt-token", &server.token)
+        .authed(Method::GET, &format!("/api/runs/{run_id}/stream"))
         .send()
         .await
         .unwrap();
@@ -658,9 +673,7 @@ async fn connections_workspace_listing_and_run_updates() {
 
     // The runs list's feed: the run appears when it starts and again when it ends.
     let mut updates = server
-        .client
-        .get(server.endpoint("/api/run-updates"))
-        .header("x-tt-token", &server.token)
+        .authed(Method::GET, "/api/run-updates")
         .send()
         .await
         .unwrap();

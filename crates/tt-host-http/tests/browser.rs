@@ -205,6 +205,15 @@ impl Browser {
         .await;
     }
 
+    /// Launches a browser labelled `label`, opens the inspector at `url` and starts a run of
+    /// `profile` from its start form: the browser and the run's id.
+    pub(crate) async fn start_run(label: &str, url: &str, profile: &str) -> (Self, String) {
+        let browser = Self::launch(label).await;
+        browser.open_start_form(url).await;
+        let run_id = start_from_page(&browser, profile, None).await;
+        (browser, run_id)
+    }
+
     /// Evaluates an expression in the page (promises awaited) and returns its JSON value.
     pub(crate) async fn eval(&self, expression: &str) -> Value {
         let result = self
@@ -239,6 +248,15 @@ impl Browser {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Waits until the page shows the open run's status as `status`.
+    pub(crate) async fn wait_for_status(&self, status: &str) {
+        self.wait_for(
+            &format!("the run {status}"),
+            &format!("document.getElementById('run-status').textContent === {status:?}"),
+        )
+        .await;
     }
 
     pub(crate) async fn click(&self, selector: &str) {
@@ -453,12 +471,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
 
     // 1. The writers' room runs to completion; every agent of the run is shown, as it ended.
     let run_id = start_from_page(&browser, "writer", None).await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    browser.wait_for_status("completed").await;
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(finished.status.as_str(), "completed");
     let truth = projection_statuses(&server, &run_id).await;
@@ -803,12 +816,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         .await;
     browser.screenshot("05-running").await;
     browser.click("#cancel-run").await;
-    browser
-        .wait_for(
-            "the run cancelled",
-            "document.getElementById('run-status').textContent === 'cancelled'",
-        )
-        .await;
+    browser.wait_for_status("cancelled").await;
     let cancelled = server.runtime.wait_for_run(&second).await.unwrap();
     assert_eq!(cancelled.status.as_str(), "cancelled");
     let truth = projection_statuses(&server, &second).await;
@@ -892,9 +900,7 @@ async fn a_256_agent_fan_out_is_followed_live() {
         ],
     )
     .await;
-    let browser = Browser::launch("fan_out").await;
-    browser.open_start_form(&server.url).await;
-    let run_id = start_from_page(&browser, "fanout-root", None).await;
+    let (browser, run_id) = Browser::start_run("fan_out", &server.url, "fanout-root").await;
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(finished.status.as_str(), "completed");
     let last = last_event(&server, &run_id).await;
@@ -996,9 +1002,7 @@ async fn a_pending_commit_is_published_from_the_page() {
         None,
     )
     .await;
-    let browser = Browser::launch("host_commits").await;
-    browser.open_start_form(&server.url).await;
-    let run_id = start_from_page(&browser, "default-writer", None).await;
+    let (browser, run_id) = Browser::start_run("host_commits", &server.url, "default-writer").await;
     browser
         .wait_for(
             "one pending commit",
@@ -1014,12 +1018,7 @@ async fn a_pending_commit_is_published_from_the_page() {
         .await;
     browser.screenshot("01-pending-commit").await;
     browser.click(".commit button").await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    browser.wait_for_status("completed").await;
     let commit_id = browser
         .eval("[...window.ttInspector.run.commits.keys()][0]")
         .await;
@@ -1061,9 +1060,7 @@ async fn the_live_output_of_a_streaming_call_is_shown() {
     let server =
         crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
             .await;
-    let browser = Browser::launch("streaming").await;
-    browser.open_start_form(&server.url).await;
-    start_from_page(&browser, "default-writer", None).await;
+    let (browser, _) = Browser::start_run("streaming", &server.url, "default-writer").await;
     // The call is held after its last delta: what the page shows is the live output.
     browser
         .wait_for(
@@ -1076,12 +1073,7 @@ async fn the_live_output_of_a_streaming_call_is_shown() {
         .await;
     browser.screenshot("01-live-output").await;
     release.notify_one();
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    browser.wait_for_status("completed").await;
     browser
         .wait_for(
             "the live output cleared",
@@ -1124,9 +1116,7 @@ pub(crate) async fn approval_server(
 async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_page() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let server = approval_server(Arc::clone(&seen)).await;
-    let browser = Browser::launch("approvals").await;
-    browser.open_start_form(&server.url).await;
-    let run_id = start_from_page(&browser, "careful-writer", None).await;
+    let (browser, run_id) = Browser::start_run("approvals", &server.url, "careful-writer").await;
     browser
         .wait_for(
             "one call waiting for approval",
@@ -1160,12 +1150,7 @@ async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_p
         .await;
     browser.screenshot("02-second-write").await;
     browser.click(".approval button.approve").await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    browser.wait_for_status("completed").await;
     browser
         .wait_for(
             "nothing waiting",
@@ -1248,15 +1233,8 @@ async fn a_run_is_branched_from_an_event_and_the_takes_are_shown_side_by_side() 
         None,
     )
     .await;
-    let browser = Browser::launch("branches").await;
-    browser.open_start_form(&server.url).await;
-    let source = start_from_page(&browser, "default-writer", None).await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    let (browser, source) = Browser::start_run("branches", &server.url, "default-writer").await;
+    browser.wait_for_status("completed").await;
     // Branch right after the write's result, with a note for the writer.
     browser
         .eval("(() => { const t = document.getElementById('timeline'); t.scrollTop = 0; t.dispatchEvent(new Event('scroll')); })()")
@@ -1481,15 +1459,8 @@ async fn host_and_mcp_calls_are_shown_like_any_call() {
         })
     };
 
-    let browser = Browser::launch("outside-tools").await;
-    browser.open_start_form(&server.url).await;
-    start_from_page(&browser, "librarian", None).await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    let (browser, _) = Browser::start_run("outside-tools", &server.url, "librarian").await;
+    browser.wait_for_status("completed").await;
     answerer.await.unwrap();
     browser.click("#tabs button[data-tab=timeline]").await;
     browser.click(".agent-row[data-inv=inv_root]").await;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::{Value, json};
 use tt_host_http::{CommitBridgeMode, HostHttpServer, ServerInfo, ServerOptions};
 use tt_runtime::{
@@ -162,6 +163,13 @@ impl TestServer {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// A `method` request to `path` carrying the token, for a test to add headers or a body to.
+    pub(crate) fn authed(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, self.endpoint(path))
+            .header("x-tt-token", &self.token)
+    }
+
     pub(crate) async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
         let response = request.send().await.unwrap();
         let status = response.status().as_u16();
@@ -181,23 +189,23 @@ impl TestServer {
     }
 
     pub(crate) async fn get(&self, path: &str) -> Answer {
-        self.send(
-            self.client
-                .get(self.endpoint(path))
-                .header("x-tt-token", &self.token),
-        )
-        .await
+        self.send(self.authed(Method::GET, path)).await
     }
 
     pub(crate) async fn post(&self, path: &str, body: &Value) -> Answer {
-        self.send(
-            self.client
-                .post(self.endpoint(path))
-                .header("x-tt-token", &self.token)
-                .header("content-type", "application/json")
-                .body(body.to_string()),
-        )
-        .await
+        self.send(self.json_request(Method::POST, path, body)).await
+    }
+
+    /// A `method` request to `path` carrying the token and `body` as JSON.
+    pub(crate) fn json_request(
+        &self,
+        method: Method,
+        path: &str,
+        body: &Value,
+    ) -> reqwest::RequestBuilder {
+        self.authed(method, path)
+            .header("content-type", "application/json")
+            .body(body.to_string())
     }
 
     /// Starts a run of `profile` and returns its id.
@@ -223,10 +231,7 @@ impl TestServer {
         if let Some(after) = after {
             path.push_str(&format!("?after={after}"));
         }
-        let mut request = self
-            .client
-            .get(self.endpoint(&path))
-            .header("x-tt-token", &self.token);
+        let mut request = self.authed(Method::GET, &path);
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id.to_string());
         }
