@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tt_runtime::CommitBridgeChoice;
 
-use crate::support::{TestServer, server, server_in, writer_script};
+use crate::support::{TestServer, server, server_in, write_local_connection, writer_script};
 
 async fn transcript_server() -> TestServer {
     server(&writer_script(), CommitBridgeChoice::Transcript, None).await
@@ -20,6 +20,17 @@ async fn wait_for_event(server: &TestServer, run_id: &str, event_type: &str) -> 
         }
     }
     panic!("the run ended without {event_type}");
+}
+
+/// `profile` writes a draft to output/main.md, commits and finishes.
+fn draft_script(profile: &str) -> String {
+    json!({"schemaVersion": 1, "agents": {profile: [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
+        {"toolCalls": [{"id": "c3", "name": "workspace_finish", "arguments": {}}]}
+    ]}})
+    .to_string()
 }
 
 /// A transcript server whose run wrote its draft and waits a minute for the writer's second
@@ -43,13 +54,11 @@ async fn every_request_needs_the_token() {
     let bare = server
         .send(server.client.get(server.endpoint("/api/runs")))
         .await;
-    assert_eq!(bare.status, 401);
-    assert_eq!(bare.body["code"], "http.token_missing");
+    bare.assert_refused(401, "http.token_missing");
     let wrong = server
         .send(server.client.get(server.endpoint("/api/runs?token=nope")))
         .await;
-    assert_eq!(wrong.status, 401);
-    assert_eq!(wrong.body["code"], "http.token_invalid");
+    wrong.assert_refused(401, "http.token_invalid");
     let page_without = server.send(server.client.get(server.endpoint("/"))).await;
     assert_eq!(page_without.status, 401);
     let by_query = server
@@ -446,8 +455,7 @@ async fn a_pending_commit_is_published_or_rejected_by_the_host() {
             &json!({"error": "too late"}),
         )
         .await;
-    assert_eq!(again.status, 409);
-    assert_eq!(again.body["code"], "agent.chat_commit_not_pending");
+    again.assert_refused(409, "agent.chat_commit_not_pending");
     // At finish the host binds the promoted state to message m1.
     let update = wait_for_event(
         &server,
@@ -481,15 +489,11 @@ async fn a_pending_commit_is_published_or_rejected_by_the_host() {
 async fn a_run_is_cancelled_over_http() {
     // The writer's second answer takes a minute, so the cancel lands while it waits.
     let (server, run_id) = waiting_run().await;
-    let cancelled = server
-        .post(&format!("/api/runs/{run_id}/cancel"), &json!({}))
-        .await;
+    let cancelled = server.act(&run_id, "cancel").await;
     assert_eq!(cancelled.status, 200, "{}", cancelled.body);
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(finished.status.as_str(), "cancelled");
-    let unknown = server
-        .post("/api/runs/run_nothing/cancel", &json!({}))
-        .await;
+    let unknown = server.act("run_nothing", "cancel").await;
     assert_eq!(unknown.status, 404, "{}", unknown.body);
 }
 
@@ -497,17 +501,12 @@ async fn a_run_is_cancelled_over_http() {
 async fn resume_refuses_over_http_a_run_that_runs_or_was_abandoned() {
     let (server, run_id) = waiting_run().await;
     // Running here: nothing to resume.
-    let running = server
-        .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
-        .await;
-    assert_eq!(running.status, 409, "{}", running.body);
-    assert_eq!(running.body["code"], "agent.run_not_resumable");
+    let running = server.act(&run_id, "resume").await;
+    running.assert_refused(409, "agent.run_not_resumable");
     server.runtime.cancel_run(&run_id).await.unwrap();
     server.runtime.wait_for_run(&run_id).await.unwrap();
     // Cancelled, it stays resumable until it is abandoned; abandoned, it never resumes.
-    let abandoned = server
-        .post(&format!("/api/runs/{run_id}/abandon"), &json!({}))
-        .await;
+    let abandoned = server.act(&run_id, "abandon").await;
     assert_eq!(abandoned.status, 200, "{}", abandoned.body);
     assert_eq!(abandoned.body["status"], "cancelled");
     assert!(
@@ -515,11 +514,8 @@ async fn resume_refuses_over_http_a_run_that_runs_or_was_abandoned() {
         "{}",
         abandoned.body
     );
-    let ended = server
-        .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
-        .await;
-    assert_eq!(ended.status, 409, "{}", ended.body);
-    assert_eq!(ended.body["code"], "agent.run_not_resumable");
+    let ended = server.act(&run_id, "resume").await;
+    ended.assert_refused(409, "agent.run_not_resumable");
     assert!(
         ended.body["message"]
             .as_str()
@@ -528,14 +524,9 @@ async fn resume_refuses_over_http_a_run_that_runs_or_was_abandoned() {
         "{}",
         ended.body
     );
-    let again = server
-        .post(&format!("/api/runs/{run_id}/abandon"), &json!({}))
-        .await;
-    assert_eq!(again.status, 409, "{}", again.body);
-    assert_eq!(again.body["code"], "agent.run_not_abandonable");
-    let unknown = server
-        .post("/api/runs/run_nothing/resume", &json!({}))
-        .await;
+    let again = server.act(&run_id, "abandon").await;
+    again.assert_refused(409, "agent.run_not_abandonable");
+    let unknown = server.act("run_nothing", "resume").await;
     assert_eq!(unknown.status, 404, "{}", unknown.body);
 }
 
@@ -559,8 +550,7 @@ async fn guidance_and_task_cancel_reach_a_live_run() {
             &json!({"text": "  "}),
         )
         .await;
-    assert_eq!(blank.status, 400);
-    assert_eq!(blank.body["code"], "agent.guidance_empty");
+    blank.assert_refused(400, "agent.guidance_empty");
     let unknown_field = server
         .post(
             &format!("/api/runs/{run_id}/guidance"),
@@ -574,8 +564,7 @@ async fn guidance_and_task_cancel_reach_a_live_run() {
             &json!({}),
         )
         .await;
-    assert_eq!(no_task.status, 404, "{}", no_task.body);
-    assert_eq!(no_task.body["code"], "agent.task_not_found");
+    no_task.assert_refused(404, "agent.task_not_found");
     let bad_id = server
         .post(
             &format!("/api/runs/{run_id}/tasks/..%2Fx/cancel"),
@@ -588,9 +577,7 @@ async fn guidance_and_task_cancel_reach_a_live_run() {
         live.body["status"], "calling_model",
         "the live status, not the stored one"
     );
-    server
-        .post(&format!("/api/runs/{run_id}/cancel"), &json!({}))
-        .await;
+    server.act(&run_id, "cancel").await;
     server.runtime.wait_for_run(&run_id).await.unwrap();
     let closed = server
         .post(
@@ -611,8 +598,7 @@ async fn prompt_assemblies_answer_with_coded_errors_when_not_pending() {
     let read = server
         .get("/api/runs/run_x/prompt-assemblies/prompt_assembly_nothing")
         .await;
-    assert_eq!(read.status, 409, "{}", read.body);
-    assert_eq!(read.body["code"], "agent.prompt_assembly_not_pending");
+    read.assert_refused(409, "agent.prompt_assembly_not_pending");
     let resolve = server
         .post(
             "/api/runs/run_x/prompt-assemblies/prompt_assembly_nothing/resolve",
@@ -651,13 +637,7 @@ async fn open_event_streams_end_when_the_server_stops() {
 #[tokio::test]
 async fn connections_workspace_listing_and_run_updates() {
     let server = transcript_server().await;
-    let connections_dir = server.runtime.data_dir().join("connections");
-    std::fs::create_dir_all(&connections_dir).unwrap();
-    std::fs::write(
-        connections_dir.join("local.json"),
-        r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "small"}"#,
-    )
-    .unwrap();
+    write_local_connection(&server.runtime);
     let listed = server.get("/api/connections").await;
     assert_eq!(listed.status, 200, "{}", listed.body);
     assert_eq!(listed.body[0]["name"], "local");
@@ -760,9 +740,7 @@ async fn an_interrupted_run_is_resumed_over_http_without_asking_for_its_stored_t
         "{}",
         interrupted.body
     );
-    let resumed = server
-        .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
-        .await;
+    let resumed = server.act(&run_id, "resume").await;
     assert_eq!(resumed.status, 200, "{}", resumed.body);
     assert_eq!(resumed.body["id"], run_id.as_str());
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
@@ -797,14 +775,12 @@ fn careful_writer() -> Value {
 
 #[tokio::test]
 async fn a_waiting_call_is_listed_and_answered_over_http() {
-    let script = json!({"schemaVersion": 1, "agents": {"careful-writer": [
-        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
-            "arguments": {"path": "output/main.md", "content": "draft"}}]},
-        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
-        {"toolCalls": [{"id": "c3", "name": "workspace_finish", "arguments": {}}]}
-    ]}})
-    .to_string();
-    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let server = server(
+        &draft_script("careful-writer"),
+        CommitBridgeChoice::Transcript,
+        None,
+    )
+    .await;
     let saved = server.post("/api/profiles", &careful_writer()).await;
     assert!(saved.status < 300, "{}", saved.body);
     let run_id = server.start("careful-writer", "Write.").await;
@@ -821,8 +797,7 @@ async fn a_waiting_call_is_listed_and_answered_over_http() {
             &json!({"decision": "approve_with_arguments", "arguments": {"path": 1}}),
         )
         .await;
-    assert_eq!(bad_edit.status, 400, "{}", bad_edit.body);
-    assert_eq!(bad_edit.body["code"], "agent.approval_invalid");
+    bad_edit.assert_refused(400, "agent.approval_invalid");
     let bad_decision = server.post(&resolve, &json!({"decision": "maybe"})).await;
     assert_eq!(bad_decision.body["code"], "http.invalid_json");
     let unknown = server
@@ -850,14 +825,12 @@ async fn a_waiting_call_is_listed_and_answered_over_http() {
 
 #[tokio::test]
 async fn a_finished_run_is_branched_over_http_and_bad_fork_points_are_refused() {
-    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
-        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
-            "arguments": {"path": "output/main.md", "content": "draft"}}]},
-        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
-        {"toolCalls": [{"id": "c3", "name": "workspace_finish", "arguments": {}}]}
-    ]}})
-    .to_string();
-    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let server = server(
+        &draft_script("default-writer"),
+        CommitBridgeChoice::Transcript,
+        None,
+    )
+    .await;
     let run_id = server.start("default-writer", "Write.").await;
     server.runtime.wait_for_run(&run_id).await.unwrap();
     let branched = server
@@ -878,8 +851,7 @@ async fn a_finished_run_is_branched_over_http_and_bad_fork_points_are_refused() 
             &json!({"at": {"kind": "seq", "seq": 0}}),
         )
         .await;
-    assert_eq!(refused.status, 400, "{}", refused.body);
-    assert_eq!(refused.body["code"], "agent.fork_point_invalid");
+    refused.assert_refused(400, "agent.fork_point_invalid");
     let unknown = server
         .post(
             "/api/runs/run_nothing/fork",
@@ -937,18 +909,15 @@ async fn an_agents_conversation_is_read_over_http() {
             "/api/runs/{run_id}/agents/inv_nobody/conversation"
         ))
         .await;
-    assert_eq!(unknown_agent.status, 404, "{}", unknown_agent.body);
-    assert_eq!(unknown_agent.body["code"], "agent.not_found");
+    unknown_agent.assert_refused(404, "agent.not_found");
     let unknown_run = server
         .get("/api/runs/run_nothing/agents/inv_root/conversation")
         .await;
-    assert_eq!(unknown_run.status, 404, "{}", unknown_run.body);
-    assert_eq!(unknown_run.body["code"], "agent.not_found");
+    unknown_run.assert_refused(404, "agent.not_found");
     let bad_id = server
         .get(&format!("/api/runs/{run_id}/agents/a.b/conversation"))
         .await;
-    assert_eq!(bad_id.status, 400, "{}", bad_id.body);
-    assert_eq!(bad_id.body["code"], "http.invalid_id");
+    bad_id.assert_refused(400, "http.invalid_id");
 }
 
 /// A completed run whose journal lost its last line: `check` names the damage, with its code;

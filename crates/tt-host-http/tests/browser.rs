@@ -157,12 +157,7 @@ impl Browser {
             .await;
         browser.session = attached["sessionId"].as_str().unwrap().to_owned();
         browser.call("Page.enable", json!({})).await;
-        browser
-            .call(
-                "Emulation.setDeviceMetricsOverride",
-                json!({"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
-            )
-            .await;
+        browser.resize(1400, 900).await;
         browser
     }
 
@@ -257,6 +252,21 @@ impl Browser {
             &format!("document.getElementById('run-status').textContent === {status:?}"),
         )
         .await;
+    }
+
+    /// Sets the page's viewport to `width` × `height` CSS pixels.
+    pub(crate) async fn resize(&self, width: u32, height: u32) {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    }
+
+    /// The id of the run the page shows.
+    pub(crate) async fn open_run_id(&self) -> String {
+        let id = self.eval("window.ttInspector.run.runId").await;
+        id.as_str().unwrap().to_owned()
     }
 
     pub(crate) async fn click(&self, selector: &str) {
@@ -433,25 +443,14 @@ pub(crate) async fn start_from_page(
             &format!("!!window.ttInspector.run && window.ttInspector.run.runId !== {previous:?}"),
         )
         .await;
-    browser
-        .eval("window.ttInspector.run.runId")
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned()
+    browser.open_run_id().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() {
     let server = writers_room_server().await;
     // A connection file: the start form offers it beside the server's default model.
-    let connections = server.runtime.data_dir().join("connections");
-    std::fs::create_dir_all(&connections).unwrap();
-    std::fs::write(
-        connections.join("local.json"),
-        r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "small"}"#,
-    )
-    .unwrap();
+    crate::support::write_local_connection(&server.runtime);
     let browser = Browser::launch("writers_room").await;
     browser.open(&server.url).await;
     browser
@@ -509,12 +508,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
 
     // In a desktop app's narrow side pane (480 px) the page is one column and nothing spills
     // out sideways.
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 480, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
+    browser.resize(480, 800).await;
     browser
         .wait_for(
             "a one-column page within 480 px",
@@ -524,12 +518,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         )
         .await;
     browser.screenshot("02a-narrow").await;
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
+    browser.resize(1400, 900).await;
 
     // The waterfall: one lane per agent, the two reviewers in parallel, the writer's wait
     // ending after both, the handoff's lane; clicking a model call shows its response.
@@ -661,12 +650,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         .await;
     browser.screenshot("02f-conversation-result").await;
     // In the narrow pane the chat stays within the page, each card within its column.
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 480, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
+    browser.resize(480, 800).await;
     browser
         .wait_for(
             "the conversation within 480 px",
@@ -675,12 +659,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         )
         .await;
     browser.screenshot("02g-conversation-narrow").await;
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
+    browser.resize(1400, 900).await;
     browser.click("#tabs button[data-tab=timeline]").await;
 
     // The writer's own timeline: its first tool call, with the arguments it was called with.
@@ -1267,12 +1246,7 @@ async fn a_run_is_branched_from_an_event_and_the_takes_are_shown_side_by_side() 
             ),
         )
         .await;
-    let branch = browser
-        .eval("window.ttInspector.run.runId")
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let branch = browser.open_run_id().await;
     let record = server.runtime.get_run(&branch).await.unwrap();
     assert_eq!(
         record

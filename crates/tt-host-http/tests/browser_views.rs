@@ -51,15 +51,6 @@ const REACHABLE: &str = r#"((selectors) => {
   return problems;
 })"#;
 
-async fn set_width(browser: &Browser, width: u32, height: u32) {
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_fits_every_width_from_400_to_1920_px_with_every_control_reachable() {
     let server = writers_room_server().await;
@@ -77,7 +68,7 @@ async fn the_page_fits_every_width_from_400_to_1920_px_with_every_control_reacha
         } else {
             768.max(width * 9 / 16)
         };
-        set_width(&browser, width, height).await;
+        browser.resize(width, height).await;
         // Two frames: the layout has settled when the checks run.
         browser
             .eval("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
@@ -119,7 +110,7 @@ async fn the_page_fits_every_width_from_400_to_1920_px_with_every_control_reacha
         browser.click("#tabs button[data-tab=timeline]").await;
     }
     // The panels fold: at 1,024 px, the runs list and the agent tree give their room to the run.
-    set_width(&browser, 1024, 768).await;
+    browser.resize(1024, 768).await;
     let before = browser
         .eval("document.getElementById('detail').getBoundingClientRect().width")
         .await
@@ -260,7 +251,7 @@ async fn approvals_show_in_the_conversation_with_who_decided_and_what_ran() {
     browser.screenshot("01-approvals-in-conversation").await;
     let text = server
         .runtime
-        .read_workspace_file(&browser_run(&browser).await, "output/main.md")
+        .read_workspace_file(&browser.open_run_id().await, "output/main.md")
         .await
         .unwrap()
         .text;
@@ -268,15 +259,6 @@ async fn approvals_show_in_the_conversation_with_who_decided_and_what_ran() {
         text, "# Scene\n\nThe lamp glowed.\n",
         "the edited arguments ran"
     );
-}
-
-async fn browser_run(browser: &Browser) -> String {
-    browser
-        .eval("window.ttInspector.run.runId")
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -579,7 +561,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
         .await;
     browser.screenshot("02-folded").await;
     // The time axis stays at the top while the lanes scroll under it.
-    set_width(&browser, 1024, 420).await;
+    browser.resize(1024, 420).await;
     browser.click(".agent-row[data-kind=root] .twisty").await;
     browser
         .wait_for(
@@ -602,7 +584,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
         )
         .await;
     browser.screenshot("03-sticky-axis").await;
-    set_width(&browser, 1400, 900).await;
+    browser.resize(1400, 900).await;
     // The critical path: the root and, of the tasks it awaited, the one whose end (per the
     // journal) came last before its wait ended.
     // (The journal as the page received it over the stream.)

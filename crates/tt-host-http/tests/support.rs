@@ -133,6 +133,18 @@ pub(crate) async fn server_over(
     }
 }
 
+/// Writes the connection file `local` (a model `small` at a port nothing listens on) to the
+/// runtime's data dir.
+pub(crate) fn write_local_connection(runtime: &AgentRuntime) {
+    let connections = runtime.data_dir().join("connections");
+    std::fs::create_dir_all(&connections).unwrap();
+    std::fs::write(
+        connections.join("local.json"),
+        r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "small"}"#,
+    )
+    .unwrap();
+}
+
 /// Installs profiles from JSON texts.
 pub(crate) async fn install_profiles(runtime: &AgentRuntime, profiles: &[&str]) {
     for text in profiles {
@@ -146,6 +158,14 @@ pub(crate) struct Answer {
     pub status: u16,
     pub body: Value,
     pub headers: reqwest::header::HeaderMap,
+}
+
+impl Answer {
+    /// Asserts the answer is a refusal with `status` and the coded error `code`.
+    pub(crate) fn assert_refused(&self, status: u16, code: &str) {
+        assert_eq!(self.status, status, "{}", self.body);
+        assert_eq!(self.body["code"], code, "{}", self.body);
+    }
 }
 
 impl TestServer {
@@ -206,6 +226,13 @@ impl TestServer {
         self.authed(method, path)
             .header("content-type", "application/json")
             .body(body.to_string())
+    }
+
+    /// Posts `action` (`cancel`, `resume`, `abandon`, …) to the run `run_id`, with no body
+    /// but `{}`.
+    pub(crate) async fn act(&self, run_id: &str, action: &str) -> Answer {
+        self.post(&format!("/api/runs/{run_id}/{action}"), &json!({}))
+            .await
     }
 
     /// Starts a run of `profile` and returns its id.
