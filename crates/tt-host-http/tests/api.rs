@@ -5,7 +5,10 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tt_runtime::CommitBridgeChoice;
 
-use crate::support::{TestServer, server, server_in, write_local_connection, writer_script};
+use crate::support::{
+    TestServer, cut_journal_end, finished_runs, server, server_in, write_local_connection,
+    writer_script,
+};
 
 async fn transcript_server() -> TestServer {
     server(&writer_script(), CommitBridgeChoice::Transcript, None).await
@@ -924,34 +927,12 @@ async fn an_agents_conversation_is_read_over_http() {
 /// an unknown run is 404.
 #[tokio::test]
 async fn a_damaged_run_is_checked_over_http() {
-    use tt_runtime::{AgentRuntimeBuilder, ScriptedProvider, StartRunRequest};
     let dir = tempfile::tempdir().unwrap();
-    let provider = std::sync::Arc::new(ScriptedProvider::from_json_str(&writer_script()).unwrap());
-    let first = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .provider(provider.clone())
-        .build()
-        .unwrap();
-    let run = first
-        .start_run(StartRunRequest::new("http-check", "Write a scene."))
-        .await
-        .unwrap();
-    let run_id = run.id.to_string();
-    first.wait_for_run(&run_id).await.unwrap();
-    first.shutdown().await.unwrap();
-    drop(first);
-    let chat = std::fs::read_dir(dir.path().join("chats"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    let journal = chat.join("runs").join(&run_id).join("events.jsonl");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    let (provider, runs) = finished_runs(dir.path(), &["http-check"]).await;
+    let (run_id, run_dir) = runs.into_iter().next().unwrap();
+    let lines = cut_journal_end(&run_dir);
     assert!(lines[lines.len() - 1].contains("run_completed"));
-    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    let journal = run_dir.join("events.jsonl");
 
     let server = server_in(dir, provider, CommitBridgeChoice::Transcript, None).await;
     let check = server.get(&format!("/api/runs/{run_id}/check")).await;

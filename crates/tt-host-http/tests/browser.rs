@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tt_runtime::CommitBridgeChoice;
 
-use crate::support::{TestServer, install_profiles, server};
+use crate::support::{TestServer, install_profiles, server, write_main, writer_turn};
 
 /// Longest wait for anything the page should show (a guard against hangs, not a measurement).
 const PATIENCE: Duration = Duration::from_secs(90);
@@ -1067,18 +1067,11 @@ pub(crate) async fn approval_server(
 ) -> TestServer {
     let model = tt_runtime::FnProvider::new(move |request| {
         seen.lock().unwrap().push(request.clone());
-        Ok(match request.round {
-            1 => tt_runtime::ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "# Scene\n\nThe lamp burned.\n"}),
-            ),
-            2 => tt_runtime::ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "# Scene\n\nThe lamp stayed dark.\n"}),
-            ),
-            3 => tt_runtime::ModelReply::tool_call("workspace_commit", json!({})),
-            _ => tt_runtime::ModelReply::tool_call("workspace_finish", json!({})),
-        })
+        let writes = [
+            write_main("# Scene\n\nThe lamp burned.\n"),
+            write_main("# Scene\n\nThe lamp stayed dark.\n"),
+        ];
+        Ok(writer_turn(request.round, &writes))
     });
     let server =
         crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
@@ -1186,21 +1179,11 @@ pub(crate) fn branching_writer() -> Arc<dyn tt_runtime::ModelProvider> {
         let quieter = serde_json::to_string(&request.messages)
             .unwrap()
             .contains("quieter");
-        let write = |text: &str| {
-            tt_runtime::ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": text}),
-            )
-        };
-        let publish_at = if quieter { 3 } else { 2 };
-        Ok(match request.round {
-            1 => write("The lamp burned.\n"),
-            2 if quieter => write("The lamp went out.\n"),
-            round if round == publish_at => {
-                tt_runtime::ModelReply::tool_call("workspace_commit", json!({}))
-            }
-            _ => tt_runtime::ModelReply::tool_call("workspace_finish", json!({})),
-        })
+        let mut writes = vec![write_main("The lamp burned.\n")];
+        if quieter {
+            writes.push(write_main("The lamp went out.\n"));
+        }
+        Ok(writer_turn(request.round, &writes))
     }))
 }
 
@@ -1273,52 +1256,24 @@ async fn a_run_is_branched_from_an_event_and_the_takes_are_shown_side_by_side() 
 /// counted in the runs list's heading (docs/storage.md, "Damage").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_run_and_an_unreadable_one_are_shown_as_such() {
-    use tt_runtime::{AgentRuntimeBuilder, ScriptedProvider, StartRunRequest};
     let dir = tempfile::tempdir().unwrap();
-    let script = crate::support::writer_script();
-    let provider = Arc::new(ScriptedProvider::from_json_str(&script).unwrap());
-    let first = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .provider(provider.clone())
-        .build()
-        .unwrap();
-    let mut run_dirs = Vec::new();
-    for chat in ["damaged", "unreadable"] {
-        let run = first
-            .start_run(StartRunRequest::new(chat, "Write a scene."))
-            .await
-            .unwrap();
-        first.wait_for_run(run.id.as_str()).await.unwrap();
-        run_dirs.push(run.id.to_string());
-    }
-    first.shutdown().await.unwrap();
-    drop(first);
-    let run_dir = |run_id: &str| -> PathBuf {
-        std::fs::read_dir(dir.path().join("chats"))
-            .unwrap()
-            .flatten()
-            .map(|chat| chat.path().join("runs").join(run_id))
-            .find(|path| path.exists())
-            .unwrap()
-    };
-    let damaged = run_dirs[0].clone();
-    let journal = run_dir(&damaged).join("events.jsonl");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    let (provider, runs) =
+        crate::support::finished_runs(dir.path(), &["damaged", "unreadable"]).await;
+    let (damaged, damaged_dir) = &runs[0];
+    crate::support::cut_journal_end(damaged_dir);
+    let (unreadable, unreadable_dir) = &runs[1];
     // Unreadable: a run record that does not parse, and nothing to rebuild it from (no index
     // copy, an emptied journal).
-    let record = run_dir(&run_dirs[1]).join("run.json");
+    let record = unreadable_dir.join("run.json");
     let bytes = std::fs::read(&record).unwrap();
     std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
     std::fs::remove_file(
         dir.path()
             .join("index/runs")
-            .join(format!("{}.json", run_dirs[1])),
+            .join(format!("{unreadable}.json")),
     )
     .unwrap();
-    std::fs::write(run_dir(&run_dirs[1]).join("events.jsonl"), "").unwrap();
+    std::fs::write(unreadable_dir.join("events.jsonl"), "").unwrap();
 
     let server =
         crate::support::server_in(dir, provider, CommitBridgeChoice::Transcript, None).await;
@@ -1337,7 +1292,7 @@ async fn a_damaged_run_and_an_unreadable_one_are_shown_as_such() {
         title
             .as_str()
             .unwrap()
-            .starts_with(&format!("{}: agent.storage_corrupt: ", run_dirs[1])),
+            .starts_with(&format!("{unreadable}: agent.storage_corrupt: ")),
         "{title}"
     );
     browser
@@ -1359,16 +1314,12 @@ async fn a_damaged_run_and_an_unreadable_one_are_shown_as_such() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_and_mcp_calls_are_shown_like_any_call() {
     let model = tt_runtime::FnProvider::new(|request| {
-        Ok(match request.round {
-            1 => tt_runtime::ModelReply::tool_call("mcp__py__echo", json!({"text": "tide tables"}))
+        let turns = [
+            tt_runtime::ModelReply::tool_call("mcp__py__echo", json!({"text": "tide tables"}))
                 .with_tool_call("chat_search", json!({"query": "lighthouse"})),
-            2 => tt_runtime::ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "# Found\n"}),
-            ),
-            3 => tt_runtime::ModelReply::tool_call("workspace_commit", json!({})),
-            _ => tt_runtime::ModelReply::tool_call("workspace_finish", json!({})),
-        })
+            write_main("# Found\n"),
+        ];
+        Ok(writer_turn(request.round, &turns))
     });
     let server =
         crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)

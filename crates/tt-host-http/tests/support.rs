@@ -1,5 +1,6 @@
 //! A server on 127.0.0.1:0 over a runtime with a scripted model, and a small HTTP client.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -7,8 +8,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tt_host_http::{CommitBridgeMode, HostHttpServer, ServerInfo, ServerOptions};
 use tt_runtime::{
-    AgentProfileDefinition, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
-    PromptBrokerChoice, ScriptedProvider,
+    AgentProfileDefinition, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, ModelReply,
+    PromptBrokerChoice, ScriptedProvider, StartRunRequest,
 };
 
 pub(crate) struct TestServer {
@@ -143,6 +144,75 @@ pub(crate) fn write_local_connection(runtime: &AgentRuntime) {
         r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "small"}"#,
     )
     .unwrap();
+}
+
+/// The reply in round `round` of a writer that gives `replies` in its first rounds, then
+/// commits, then finishes.
+pub(crate) fn writer_turn(round: u32, replies: &[ModelReply]) -> ModelReply {
+    let index = usize::try_from(round).unwrap() - 1;
+    match replies.get(index) {
+        Some(reply) => reply.clone(),
+        None if index == replies.len() => ModelReply::tool_call("workspace_commit", json!({})),
+        None => ModelReply::tool_call("workspace_finish", json!({})),
+    }
+}
+
+/// Writes `content` to output/main.md.
+pub(crate) fn write_main(content: &str) -> ModelReply {
+    ModelReply::tool_call(
+        "workspace_write_file",
+        json!({"path": "output/main.md", "content": content}),
+    )
+}
+
+/// Runs the writer of [`writer_script`] to its end once per chat of `chats`, on a runtime over
+/// `dir` that then shuts down (so a test can damage what it stored): the writer's provider and
+/// each run's id and directory.
+pub(crate) async fn finished_runs(
+    dir: &std::path::Path,
+    chats: &[&str],
+) -> (Arc<ScriptedProvider>, Vec<(String, PathBuf)>) {
+    let provider = Arc::new(ScriptedProvider::from_json_str(&writer_script()).unwrap());
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .provider(provider.clone())
+        .build()
+        .unwrap();
+    let mut ids = Vec::new();
+    for chat in chats {
+        let run = runtime
+            .start_run(StartRunRequest::new(*chat, "Write a scene."))
+            .await
+            .unwrap();
+        runtime.wait_for_run(run.id.as_str()).await.unwrap();
+        ids.push(run.id.to_string());
+    }
+    runtime.shutdown().await.unwrap();
+    drop(runtime);
+    let runs = ids
+        .into_iter()
+        .map(|id| {
+            let run_dir = std::fs::read_dir(dir.join("chats"))
+                .unwrap()
+                .flatten()
+                .map(|chat| chat.path().join("runs").join(&id))
+                .find(|path| path.exists())
+                .unwrap();
+            (id, run_dir)
+        })
+        .collect();
+    (provider, runs)
+}
+
+/// Cuts the last line (the run's end) off the journal of the run stored at `run_dir`; the
+/// journal's lines before the cut.
+pub(crate) fn cut_journal_end(run_dir: &std::path::Path) -> Vec<String> {
+    let journal = run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    lines
 }
 
 /// Installs profiles from JSON texts.
