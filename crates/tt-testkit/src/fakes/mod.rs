@@ -1,10 +1,9 @@
 //! Deterministic fakes for every port: in-memory storage, a manual clock, sequential ids, a
-//! switchable commit bridge and a closure-driven model (with wrappers around any model: a gate
-//! to hold its calls at, and a shaper that streams, holds, refuses and probes its answers), registered MCP servers and connections, plus model response builders.
+//! switchable commit bridge and a closure-driven model (with a wrapper around any model that
+//! gates, streams, holds, refuses and probes its answers), registered MCP servers and connections, plus model response builders.
 
 pub mod commit;
 pub mod faulty;
-pub mod gated;
 pub mod model;
 pub mod prompt;
 pub mod registrations;
@@ -17,7 +16,6 @@ pub mod transcripts;
 
 pub use commit::{CommitBehavior, FakeCommitBridge};
 pub use faulty::{DiskFault, FaultPlan, FaultyStore};
-pub use gated::GatedModel;
 pub use model::FakeModel;
 pub use prompt::{FakeConnections, FakePromptBroker, default_assembly};
 pub use registrations::{InMemoryConnections, InMemoryMcpServers, InMemoryPresetTemplates};

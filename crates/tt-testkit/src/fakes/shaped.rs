@@ -1,6 +1,6 @@
 //! `ShapedModel`: a wrapper around any `ModelProvider` (a [`FakeModel`](super::FakeModel), a
-//! scripted provider, …) that gives its answers the shape a test needs: streamed as deltas,
-//! held until released, refused for the first calls, with a stated context window, a settings
+//! scripted provider, …) that gives its answers the shape a test needs: held at a gate,
+//! streamed as deltas, held until released, refused for the first calls, with a stated context window, a settings
 //! check and a record of every request.
 //!
 //! The inner provider only answers (its `complete`); everything else is the wrapper's.
@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tt_domain::generation::GenerationSettings;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelContentPart, ModelDelta};
@@ -66,6 +66,7 @@ pub struct ShapedModel {
     given: Option<GivenDeltas>,
     words: bool,
     hold: Option<Hold>,
+    gate: Option<Arc<Semaphore>>,
     fail_first: Option<(usize, ModelError)>,
     window: Option<Result<Option<ServerContextWindow>, ModelError>>,
     settings: Option<Box<SettingsCheck>>,
@@ -92,6 +93,7 @@ impl ShapedModel {
             given: None,
             words: false,
             hold: None,
+            gate: None,
             fail_first: None,
             window: None,
             settings: None,
@@ -150,6 +152,13 @@ impl ShapedModel {
         self
     }
 
+    /// Makes every call wait for a permit of `gate` (taken for good) once it is recorded, so a
+    /// test decides when each call may go on (`gate.add_permits`), without timing.
+    pub fn gated(mut self, gate: Arc<Semaphore>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
     /// Fails the first `calls` calls with `error` (`inner` is not asked).
     pub fn failing_first(mut self, calls: usize, error: ModelError) -> Self {
         self.fail_first = Some((calls, error));
@@ -203,13 +212,22 @@ impl ShapedModel {
         self.records.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records the call; the configured error while it is one of the first calls.
-    fn arrive(&self, request: &AgentModelRequest) -> Result<(), ModelError> {
-        let mut records = self.records();
-        records.requests.push(request.clone());
-        records.calls += 1;
+    /// Records the call and waits at the gate, if there is one; the configured error while it
+    /// is one of the first calls.
+    async fn arrive(&self, request: &AgentModelRequest) -> Result<(), ModelError> {
+        let call = {
+            let mut records = self.records();
+            records.requests.push(request.clone());
+            records.calls += 1;
+            records.calls
+        };
+        if let Some(gate) = &self.gate
+            && let Ok(permit) = gate.acquire().await
+        {
+            permit.forget();
+        }
         match &self.fail_first {
-            Some((calls, error)) if records.calls <= *calls => Err(error.clone()),
+            Some((calls, error)) if call <= *calls => Err(error.clone()),
             _ => Ok(()),
         }
     }
@@ -281,7 +299,7 @@ impl ModelProvider for ShapedModel {
         request: AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.arrive(&request)?;
+        self.arrive(&request).await?;
         let answer = self.inner.complete(request, cancel.clone()).await?;
         self.hold(answer, &cancel).await
     }
@@ -292,7 +310,7 @@ impl ModelProvider for ShapedModel {
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.arrive(&request)?;
+        self.arrive(&request).await?;
         self.send_given(request.round, sink.as_ref(), &cancel)
             .await?;
         let answer = self.inner.complete(request, cancel.clone()).await?;
@@ -472,6 +490,34 @@ mod tests {
         });
         cancel.cancel();
         assert_eq!(cancelled.await.unwrap(), Err(ModelError::Cancelled));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gated_call_waits_for_a_permit_of_its_own() {
+        let gate = Arc::new(Semaphore::new(0));
+        let model = Arc::new(
+            ShapedModel::around(FakeModel::new(|_| Ok(responses::text("ok"))))
+                .gated(Arc::clone(&gate)),
+        );
+        let call = || {
+            let model = Arc::clone(&model);
+            tokio::spawn(async move { model.complete(round(1), CancellationToken::new()).await })
+        };
+        let (mut first, mut second) = (call(), call());
+        while model.call_count() < 2 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!first.is_finished() && !second.is_finished());
+        gate.add_permits(1);
+        let (done, waiting) = tokio::select! {
+            done = &mut first => (done, second),
+            done = &mut second => (done, first),
+        };
+        assert_eq!(done.unwrap().unwrap().text(), "ok");
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "a permit is used up by one call");
+        gate.add_permits(1);
+        assert_eq!(waiting.await.unwrap().unwrap().text(), "ok");
     }
 
     #[tokio::test]
