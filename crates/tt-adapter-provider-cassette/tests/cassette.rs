@@ -4,9 +4,9 @@
 // Test helpers outside #[test] functions may unwrap: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use async_trait::async_trait;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_cassette::{RecordingProvider, ReplayProvider};
 use tt_domain::ids::{InvocationId, ProfileId, RunId};
@@ -16,6 +16,7 @@ use tt_domain::model::{
 };
 use tt_domain::tool::AgentToolCall;
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
+use tt_testkit::fakes::{FakeModel, ShapedModel};
 
 const RECORDED_RUN: &str = "run_11111111111111111111111111111111";
 const RECORDED_TASK: &str = "task_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -41,53 +42,15 @@ fn request(run: &str, round: u32, user_text: &str) -> AgentModelRequest {
     }
 }
 
-/// Streams two text pieces and answers with an `agent.await` on the task id it read.
-struct Upstream {
-    calls: Mutex<u32>,
-    fail_first: bool,
-}
-
-#[async_trait]
-impl ModelProvider for Upstream {
-    fn name(&self) -> &str {
-        "upstream"
-    }
-
-    async fn complete(
-        &self,
-        _request: AgentModelRequest,
-        _cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        Err(ModelError::Other("stream only".into()))
-    }
-
-    async fn stream(
-        &self,
-        request: AgentModelRequest,
-        sink: Arc<dyn ModelDeltaSink>,
-        _cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        let call = {
-            let mut calls = self.calls.lock().unwrap();
-            *calls += 1;
-            *calls
-        };
-        if self.fail_first && call == 1 {
-            return Err(ModelError::Transient {
-                message: "502 bad gateway".into(),
-            });
-        }
+/// Streams two text pieces and answers with an `agent.await` on the task id it read; with
+/// `fail_first`, its first call fails as a bad gateway.
+fn upstream(fail_first: bool) -> ShapedModel {
+    let answers = FakeModel::new(|request| {
         let text = request.messages[1].text_content();
         let task = text
             .split_whitespace()
             .find(|w| w.starts_with("task_"))
             .unwrap();
-        sink.delta(ModelDelta::Text {
-            text: "Wait".into(),
-        });
-        sink.delta(ModelDelta::Text {
-            text: "ing.".into(),
-        });
         Ok(AgentModelResponse {
             message: AgentModelMessage {
                 role: ModelRole::Assistant,
@@ -112,6 +75,21 @@ impl ModelProvider for Upstream {
             usage: None,
             raw_response: serde_json::Value::Null,
         })
+    });
+    let pieces = ["Wait", "ing."].map(|text| {
+        let text = text.to_owned();
+        (ModelDelta::Text { text }, Duration::ZERO)
+    });
+    let model = ShapedModel::around(answers)
+        .named("upstream")
+        .streaming_deltas(pieces.into());
+    if fail_first {
+        let bad_gateway = ModelError::Transient {
+            message: "502 bad gateway".into(),
+        };
+        model.failing_first(1, bad_gateway)
+    } else {
+        model
     }
 }
 
@@ -142,14 +120,7 @@ fn user_text(task: &str) -> String {
 
 async fn record(dir: &tempfile::TempDir, fail_first: bool) -> std::path::PathBuf {
     let path = dir.path().join("run.cassette.jsonl");
-    let recorder = RecordingProvider::create(
-        Arc::new(Upstream {
-            calls: Mutex::new(0),
-            fail_first,
-        }),
-        &path,
-    )
-    .unwrap();
+    let recorder = RecordingProvider::create(Arc::new(upstream(fail_first)), &path).unwrap();
     if fail_first {
         let (result, _) = stream(
             &recorder,

@@ -1,60 +1,31 @@
 //! Streamed model output becomes a few coalesced `model_delta` events, never one per token,
 //! and the stored response is the complete one.
 
-use async_trait::async_trait;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use tt_application::AgentRunService;
-use tt_domain::model::{AgentModelRequest, AgentModelResponse, ModelDelta};
+use tt_domain::model::{AgentModelResponse, ModelDelta};
 use tt_domain::run::AgentRunStatus;
-use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
-use tt_testkit::fakes::InMemoryStore;
+use tt_testkit::fakes::{FakeModel, InMemoryStore, ShapedModel};
 
 use crate::support::*;
 
 /// Streams `round_one` in round 1 (each delta, then its pause), then answers like `turns`.
-struct StreamingModel {
+fn streaming_model(
     turns: Vec<AgentModelResponse>,
     round_one: Vec<(ModelDelta, Duration)>,
-}
-
-#[async_trait]
-impl ModelProvider for StreamingModel {
-    fn name(&self) -> &str {
-        "streaming-test"
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        _cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        scripted(&self.turns, &request)
-    }
-
-    async fn stream(
-        &self,
-        request: AgentModelRequest,
-        sink: Arc<dyn ModelDeltaSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        if request.round == 1 {
-            for (delta, pause) in &self.round_one {
-                sink.delta(delta.clone());
-                if !pause.is_zero() {
-                    tokio::time::sleep(*pause).await;
-                }
-            }
-        }
-        self.complete(request, cancel).await
-    }
+) -> ShapedModel {
+    let answers = FakeModel::new(move |request| scripted(&turns, request));
+    ShapedModel::around(answers)
+        .named("streaming-test")
+        .streaming_in_round(1, round_one)
 }
 
 /// Runs `model` to completion on a fresh store: the store, the run and its `model_delta`
 /// events.
 async fn streamed(
-    model: StreamingModel,
+    model: ShapedModel,
 ) -> (
     Arc<InMemoryStore>,
     tt_domain::run::AgentRun,
@@ -106,7 +77,7 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
         },
         Duration::ZERO,
     ));
-    let (store, run, deltas) = streamed(StreamingModel { turns, round_one }).await;
+    let (store, run, deltas) = streamed(streaming_model(turns, round_one)).await;
     // About one event per 250 ms of streaming, not one per piece.
     assert!(
         (10..=40).contains(&deltas.len()),
@@ -153,15 +124,15 @@ async fn streamed_output_is_coalesced_into_a_few_delta_events() {
 #[tokio::test(start_paused = true)]
 async fn delta_events_stop_at_the_per_call_byte_cap_and_count_the_rest() {
     // 2 MB of text in round 1 (a model that runs on).
-    let model = StreamingModel {
-        turns: happy_turns(),
-        round_one: (0..2000)
+    let model = streaming_model(
+        happy_turns(),
+        (0..2000)
             .map(|_| {
                 let text = "é".repeat(512);
                 (ModelDelta::Text { text }, Duration::from_millis(1))
             })
             .collect(),
-    };
+    );
     let deltas: Vec<_> = streamed(model)
         .await
         .2

@@ -28,6 +28,11 @@ use crate::security::Guard;
 
 type ApiResult<T> = Result<T, ApiError>;
 
+/// `value` as a JSON answer (200).
+fn json(value: impl serde::Serialize) -> ApiResult<Response> {
+    Ok(Json(value).into_response())
+}
+
 pub(crate) fn router(state: AppState, guard: Guard, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/", get(crate::page::page))
@@ -121,7 +126,7 @@ async fn run_command(
     JsonBody(request): JsonBody<serde_json::Value>,
 ) -> ApiResult<Response> {
     let answer = state.runtime.execute_command(&name, request).await?;
-    Ok(Json(answer).into_response())
+    json(answer)
 }
 
 async fn info(State(state): State<AppState>) -> Json<ServerInfo> {
@@ -152,7 +157,7 @@ async fn list_runs(
         request.limit = limit;
     }
     let runs = host_commands::list_agent_runs(&state.runtime, request).await?;
-    Ok(Json(runs).into_response())
+    json(runs)
 }
 
 async fn start_run(
@@ -176,7 +181,7 @@ async fn read_run(State(state): State<AppState>, path: PathParams) -> ApiResult<
     let run_id = path.run_id()?;
     // The live status of a run this server executes, else the stored record.
     let run = host_commands::read_agent_run(&state.runtime, RunRef::new(run_id)).await?;
-    Ok(Json(run).into_response())
+    json(run)
 }
 
 /// Sends user guidance to a live run (`submit_guidance`): `{text, clientGuidanceId?}`.
@@ -194,7 +199,7 @@ async fn submit_guidance(
         },
     )
     .await?;
-    Ok(Json(receipt).into_response())
+    json(receipt)
 }
 
 /// Cancels one delegated task and what it delegated in turn (`cancel_task`).
@@ -203,16 +208,13 @@ async fn cancel_task(State(state): State<AppState>, path: PathParams) -> ApiResu
     let task_id = path.id("task_id", "task")?;
     let task =
         host_commands::cancel_agent_task(&state.runtime, TaskRef { run_id, task_id }).await?;
-    Ok(Json(task).into_response())
+    json(task)
 }
 
 /// The commits of a run waiting for the host's answer, with their text (`pending_commits`).
 async fn pending_commits(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
-    let run_id = path.run_id()?;
-    Ok(
-        Json(host_commands::list_agent_chat_commits(&state.runtime, RunRef::new(run_id)).await?)
-            .into_response(),
-    )
+    let run = RunRef::new(path.run_id()?);
+    json(host_commands::list_agent_chat_commits(&state.runtime, run).await?)
 }
 
 #[derive(Debug, Deserialize)]
@@ -243,21 +245,21 @@ async fn resolve_persist_metadata(
 async fn cancel_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let run = host_commands::cancel_agent_run(&state.runtime, RunRef::new(run_id)).await?;
-    Ok(Json(run).into_response())
+    json(run)
 }
 
 /// Resumes an interrupted, failed or cancelled run (`resume_run`, docs/resume.md).
 async fn resume_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let run = host_commands::resume_agent_run(&state.runtime, RunRef::new(run_id)).await?;
-    Ok(Json(run).into_response())
+    json(run)
 }
 
 /// Gives a run up so that it is never resumed (`abandon_run`, docs/resume.md).
 async fn abandon_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
     let run_id = path.run_id()?;
     let run = host_commands::abandon_agent_run(&state.runtime, RunRef::new(run_id)).await?;
-    Ok(Json(run).into_response())
+    json(run)
 }
 
 /// Branches a run into a new run of the same chat (`fork_run`, docs/branching.md):
@@ -271,7 +273,7 @@ async fn fork_run(
     let run =
         host_commands::fork_agent_run(&state.runtime, ForkAgentRunRequest { run_id, fork: body })
             .await?;
-    Ok(Json(run).into_response())
+    json(run)
 }
 
 #[derive(Debug, Deserialize)]
@@ -313,39 +315,27 @@ async fn read_events(
         },
     )
     .await?;
-    Ok(Json(page).into_response())
+    json(page)
 }
 
 async fn timeline(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
-    let run_id = path.run_id()?;
-    Ok(
-        Json(host_commands::read_agent_timeline(&state.runtime, RunRef::new(run_id)).await?)
-            .into_response(),
-    )
+    let run = RunRef::new(path.run_id()?);
+    json(host_commands::read_agent_timeline(&state.runtime, run).await?)
 }
 
 async fn list_connections(State(state): State<AppState>) -> ApiResult<Response> {
-    Ok(
-        Json(host_commands::list_agent_connections(&state.runtime, NoInput {}).await?)
-            .into_response(),
-    )
+    json(host_commands::list_agent_connections(&state.runtime, NoInput {}).await?)
 }
 
 /// Every file of the run's workspace, as logical paths.
 async fn list_files(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
-    let run_id = path.run_id()?;
-    Ok(
-        Json(host_commands::list_agent_workspace_files(&state.runtime, RunRef::new(run_id)).await?)
-            .into_response(),
-    )
+    let run = RunRef::new(path.run_id()?);
+    json(host_commands::list_agent_workspace_files(&state.runtime, run).await?)
 }
 
 async fn usage(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
-    let run_id = path.run_id()?;
-    Ok(
-        Json(host_commands::read_agent_usage(&state.runtime, RunRef::new(run_id)).await?)
-            .into_response(),
-    )
+    let run = RunRef::new(path.run_id()?);
+    json(host_commands::read_agent_usage(&state.runtime, run).await?)
 }
 
 /// One agent's conversation as a chat, rebuilt from the journal and the stored records
@@ -364,7 +354,7 @@ async fn agent_conversation(
         },
     )
     .await?;
-    Ok(Json(conversation).into_response())
+    json(conversation)
 }
 
 /// Why a run ended when its journal could not keep the end (`read_agent_run_failure`).
@@ -375,22 +365,16 @@ async fn unrecorded_failure(
     let run_id = path.run_id()?;
     let failure =
         host_commands::read_agent_run_failure(&state.runtime, RunRef::new(run_id)).await?;
-    Ok(Json(failure).into_response())
+    json(failure)
 }
 
 async fn unreadable_runs(State(state): State<AppState>) -> ApiResult<Response> {
-    Ok(
-        Json(host_commands::list_unreadable_agent_runs(&state.runtime, NoInput {}).await?)
-            .into_response(),
-    )
+    json(host_commands::list_unreadable_agent_runs(&state.runtime, NoInput {}).await?)
 }
 
 async fn check_run(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
-    let run_id = path.run_id()?;
-    Ok(
-        Json(host_commands::check_agent_run(&state.runtime, RunRef::new(run_id)).await?)
-            .into_response(),
-    )
+    let run = RunRef::new(path.run_id()?);
+    json(host_commands::check_agent_run(&state.runtime, run).await?)
 }
 
 #[derive(Debug, Deserialize)]
@@ -442,16 +426,13 @@ async fn read_record(
         reference: query.reference,
     };
     let record = host_commands::read_agent_record(&state.runtime, request).await?;
-    Ok(Json(record).into_response())
+    json(record)
 }
 
 /// The tool calls of a run waiting for a person, with their arguments (`pending_approvals`).
 async fn pending_approvals(State(state): State<AppState>, path: PathParams) -> ApiResult<Response> {
-    let run_id = path.run_id()?;
-    Ok(
-        Json(host_commands::list_agent_tool_approvals(&state.runtime, RunRef::new(run_id)).await?)
-            .into_response(),
-    )
+    let run = RunRef::new(path.run_id()?);
+    json(host_commands::list_agent_tool_approvals(&state.runtime, run).await?)
 }
 
 /// Answers a waiting call (`resolve_tool_approval`): body `{decision: "approve"}`,
@@ -470,7 +451,7 @@ async fn resolve_approval(
         resolution: body,
     };
     let receipt = host_commands::approve_agent_tool_call(&state.runtime, request).await?;
-    Ok(Json(receipt).into_response())
+    json(receipt)
 }
 
 /// The run's spend limit while it is parked there (`read_agent_spend_limit`): `{spentUsd,
@@ -536,7 +517,7 @@ async fn read_prompt_assembly(
     };
     let request =
         host_commands::read_agent_prompt_assembly_request(&state.runtime, request).await?;
-    Ok(Json(request).into_response())
+    json(request)
 }
 
 #[derive(Debug, Deserialize)]
@@ -607,7 +588,7 @@ async fn latest_persist_state(
         stable_chat_id: query.chat,
     };
     let answer = host_commands::read_agent_persist_state(&state.runtime, request).await?;
-    Ok(Json(answer).into_response())
+    json(answer)
 }
 
 async fn save_profile(

@@ -1,10 +1,14 @@
 //! Every endpoint over real HTTP, and the guard in front of them: token, Host, Origin, body
 //! size and media type, ids.
 
+use reqwest::Method;
 use serde_json::{Value, json};
 use tt_runtime::CommitBridgeChoice;
 
-use crate::support::{TestServer, server, server_in, writer_script};
+use crate::support::{
+    TestServer, cut_journal_end, finished_runs, server, server_in, write_local_connection,
+    writer_script,
+};
 
 async fn transcript_server() -> TestServer {
     server(&writer_script(), CommitBridgeChoice::Transcript, None).await
@@ -19,6 +23,17 @@ async fn wait_for_event(server: &TestServer, run_id: &str, event_type: &str) -> 
         }
     }
     panic!("the run ended without {event_type}");
+}
+
+/// `profile` writes a draft to output/main.md, commits and finishes.
+fn draft_script(profile: &str) -> String {
+    json!({"schemaVersion": 1, "agents": {profile: [
+        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
+            "arguments": {"path": "output/main.md", "content": "draft"}}]},
+        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
+        {"toolCalls": [{"id": "c3", "name": "workspace_finish", "arguments": {}}]}
+    ]}})
+    .to_string()
 }
 
 /// A transcript server whose run wrote its draft and waits a minute for the writer's second
@@ -42,13 +57,11 @@ async fn every_request_needs_the_token() {
     let bare = server
         .send(server.client.get(server.endpoint("/api/runs")))
         .await;
-    assert_eq!(bare.status, 401);
-    assert_eq!(bare.body["code"], "http.token_missing");
+    bare.assert_refused(401, "http.token_missing");
     let wrong = server
         .send(server.client.get(server.endpoint("/api/runs?token=nope")))
         .await;
-    assert_eq!(wrong.status, 401);
-    assert_eq!(wrong.body["code"], "http.token_invalid");
+    wrong.assert_refused(401, "http.token_invalid");
     let page_without = server.send(server.client.get(server.endpoint("/"))).await;
     assert_eq!(page_without.status, 401);
     let by_query = server
@@ -74,123 +87,141 @@ async fn every_request_needs_the_token() {
     assert_eq!(by_bearer.headers["cache-control"], "no-store");
 }
 
+/// Sends each request of `cases` to `server`: it answers with the status, and the code where
+/// one is named.
+async fn refusals(
+    server: &TestServer,
+    cases: Vec<(&str, reqwest::RequestBuilder, Option<u16>, Option<&str>)>,
+) {
+    for (what, request, status, code) in cases {
+        let answer = server.send(request).await;
+        if let Some(status) = status {
+            assert_eq!(answer.status, status, "{what}: {}", answer.body);
+        }
+        if let Some(code) = code {
+            assert_eq!(answer.body["code"], code, "{what}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn foreign_hosts_and_origins_are_refused() {
     let server = transcript_server().await;
     let port = server.addr.port();
-    let rebinding = server
-        .send(
-            server
-                .client
-                .get(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("host", format!("attacker.example:{port}")),
-        )
-        .await;
-    assert_eq!(rebinding.status, 403);
-    assert_eq!(rebinding.body["code"], "http.host_refused");
-    let other_port = server
-        .send(
-            server
-                .client
-                .get(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("host", format!("127.0.0.1:{}", port.wrapping_add(1))),
-        )
-        .await;
-    assert_eq!(other_port.status, 403);
-    let localhost = server
-        .send(
-            server
-                .client
-                .get(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("host", format!("localhost:{port}")),
-        )
-        .await;
-    assert_eq!(localhost.status, 200);
+    let runs = || server.authed(Method::GET, "/api/runs");
     let cross_site = server
-        .send(
-            server
-                .client
-                .post(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("origin", "https://evil.example")
-                .header("content-type", "application/json")
-                .body(json!({"stableChatId": "x"}).to_string()),
-        )
-        .await;
-    assert_eq!(cross_site.status, 403);
-    assert_eq!(cross_site.body["code"], "http.origin_refused");
-    let same_origin = server
-        .send(
-            server
-                .client
-                .get(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("origin", format!("http://127.0.0.1:{port}")),
-        )
-        .await;
-    assert_eq!(same_origin.status, 200);
+        .json_request(Method::POST, "/api/runs", &json!({"stableChatId": "x"}))
+        .header("origin", "https://evil.example");
+    refusals(
+        &server,
+        vec![
+            (
+                "a rebinding host",
+                runs().header("host", format!("attacker.example:{port}")),
+                Some(403),
+                Some("http.host_refused"),
+            ),
+            (
+                "another port",
+                runs().header("host", format!("127.0.0.1:{}", port.wrapping_add(1))),
+                Some(403),
+                None,
+            ),
+            (
+                "localhost",
+                runs().header("host", format!("localhost:{port}")),
+                Some(200),
+                None,
+            ),
+            (
+                "a cross-site origin",
+                cross_site,
+                Some(403),
+                Some("http.origin_refused"),
+            ),
+            (
+                "the same origin",
+                runs().header("origin", format!("http://127.0.0.1:{port}")),
+                Some(200),
+                None,
+            ),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn bodies_are_size_limited_typed_and_validated() {
     let server = server(&writer_script(), CommitBridgeChoice::Transcript, Some(4096)).await;
+    let post = |path: &str, body: Value| server.json_request(Method::POST, path, &body);
+    let runs = |body: Value| post("/api/runs", body);
+    let typed = |content_type: &str, body: &'static str| {
+        server
+            .authed(Method::POST, "/api/runs")
+            .header("content-type", content_type)
+            .body(body)
+    };
     let huge = json!({"stableChatId": "x", "userRequest": "a".repeat(10_000)});
-    let too_large = server.post("/api/runs", &huge).await;
-    assert_eq!(too_large.status, 413);
-    assert_eq!(too_large.body["code"], "http.body_too_large");
-    let form = server
-        .send(
-            server
-                .client
-                .post(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body("stableChatId=x"),
-        )
-        .await;
-    assert_eq!(form.status, 415);
-    assert_eq!(form.body["code"], "http.unsupported_media_type");
-    let broken = server
-        .send(
-            server
-                .client
-                .post(server.endpoint("/api/runs"))
-                .header("x-tt-token", &server.token)
-                .header("content-type", "application/json")
-                .body("{not json"),
-        )
-        .await;
-    assert_eq!(broken.status, 400);
-    assert_eq!(broken.body["code"], "http.invalid_json");
-    let empty_chat = server
-        .post("/api/runs", &json!({"stableChatId": " "}))
-        .await;
-    assert_eq!(empty_chat.body["code"], "http.invalid_request");
-    let bad_profile = server
-        .post(
-            "/api/runs",
-            &json!({"stableChatId": "x", "profileId": "../x"}),
-        )
-        .await;
-    assert_eq!(bad_profile.body["code"], "http.invalid_id");
-    let unknown_profile = server
-        .post(
-            "/api/runs",
-            &json!({"stableChatId": "x", "profileId": "nobody"}),
-        )
-        .await;
-    assert_eq!(unknown_profile.status, 404, "{}", unknown_profile.body);
-    assert_eq!(unknown_profile.body["code"], "agent.profile_not_found");
-    let bad_profile_definition = server.post("/api/profiles", &json!({"id": "x"})).await;
-    assert_eq!(bad_profile_definition.status, 400);
-    let bad_query = server.get("/api/runs?limit=many").await;
-    assert_eq!(bad_query.body["code"], "http.invalid_query");
-    let unknown_route = server.get("/api/nothing").await;
-    assert_eq!(unknown_route.status, 404);
-    assert_eq!(unknown_route.body["code"], "http.route_not_found");
+    refusals(
+        &server,
+        vec![
+            (
+                "too large",
+                runs(huge),
+                Some(413),
+                Some("http.body_too_large"),
+            ),
+            (
+                "a form",
+                typed("application/x-www-form-urlencoded", "stableChatId=x"),
+                Some(415),
+                Some("http.unsupported_media_type"),
+            ),
+            (
+                "broken JSON",
+                typed("application/json", "{not json"),
+                Some(400),
+                Some("http.invalid_json"),
+            ),
+            (
+                "an empty chat id",
+                runs(json!({"stableChatId": " "})),
+                None,
+                Some("http.invalid_request"),
+            ),
+            (
+                "a profile id that is a path",
+                runs(json!({"stableChatId": "x", "profileId": "../x"})),
+                None,
+                Some("http.invalid_id"),
+            ),
+            (
+                "an unknown profile",
+                runs(json!({"stableChatId": "x", "profileId": "nobody"})),
+                Some(404),
+                Some("agent.profile_not_found"),
+            ),
+            (
+                "a bad profile definition",
+                post("/api/profiles", json!({"id": "x"})),
+                Some(400),
+                None,
+            ),
+            (
+                "a bad query",
+                server.authed(Method::GET, "/api/runs?limit=many"),
+                None,
+                Some("http.invalid_query"),
+            ),
+            (
+                "an unknown route",
+                server.authed(Method::GET, "/api/nothing"),
+                Some(404),
+                Some("http.route_not_found"),
+            ),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -381,9 +412,7 @@ async fn the_event_stream_is_live_and_resumable() {
     let bad = server
         .send(
             server
-                .client
-                .get(server.endpoint(&format!("/api/runs/{run_id}/stream")))
-                .header("x-tt-token", &server.token)
+                .authed(Method::GET, &format!("/api/runs/{run_id}/stream"))
                 .header("last-event-id", "x"),
         )
         .await;
@@ -429,8 +458,7 @@ async fn a_pending_commit_is_published_or_rejected_by_the_host() {
             &json!({"error": "too late"}),
         )
         .await;
-    assert_eq!(again.status, 409);
-    assert_eq!(again.body["code"], "agent.chat_commit_not_pending");
+    again.assert_refused(409, "agent.chat_commit_not_pending");
     // At finish the host binds the promoted state to message m1.
     let update = wait_for_event(
         &server,
@@ -464,15 +492,11 @@ async fn a_pending_commit_is_published_or_rejected_by_the_host() {
 async fn a_run_is_cancelled_over_http() {
     // The writer's second answer takes a minute, so the cancel lands while it waits.
     let (server, run_id) = waiting_run().await;
-    let cancelled = server
-        .post(&format!("/api/runs/{run_id}/cancel"), &json!({}))
-        .await;
+    let cancelled = server.act(&run_id, "cancel").await;
     assert_eq!(cancelled.status, 200, "{}", cancelled.body);
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(finished.status.as_str(), "cancelled");
-    let unknown = server
-        .post("/api/runs/run_nothing/cancel", &json!({}))
-        .await;
+    let unknown = server.act("run_nothing", "cancel").await;
     assert_eq!(unknown.status, 404, "{}", unknown.body);
 }
 
@@ -480,17 +504,12 @@ async fn a_run_is_cancelled_over_http() {
 async fn resume_refuses_over_http_a_run_that_runs_or_was_abandoned() {
     let (server, run_id) = waiting_run().await;
     // Running here: nothing to resume.
-    let running = server
-        .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
-        .await;
-    assert_eq!(running.status, 409, "{}", running.body);
-    assert_eq!(running.body["code"], "agent.run_not_resumable");
+    let running = server.act(&run_id, "resume").await;
+    running.assert_refused(409, "agent.run_not_resumable");
     server.runtime.cancel_run(&run_id).await.unwrap();
     server.runtime.wait_for_run(&run_id).await.unwrap();
     // Cancelled, it stays resumable until it is abandoned; abandoned, it never resumes.
-    let abandoned = server
-        .post(&format!("/api/runs/{run_id}/abandon"), &json!({}))
-        .await;
+    let abandoned = server.act(&run_id, "abandon").await;
     assert_eq!(abandoned.status, 200, "{}", abandoned.body);
     assert_eq!(abandoned.body["status"], "cancelled");
     assert!(
@@ -498,11 +517,8 @@ async fn resume_refuses_over_http_a_run_that_runs_or_was_abandoned() {
         "{}",
         abandoned.body
     );
-    let ended = server
-        .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
-        .await;
-    assert_eq!(ended.status, 409, "{}", ended.body);
-    assert_eq!(ended.body["code"], "agent.run_not_resumable");
+    let ended = server.act(&run_id, "resume").await;
+    ended.assert_refused(409, "agent.run_not_resumable");
     assert!(
         ended.body["message"]
             .as_str()
@@ -511,14 +527,9 @@ async fn resume_refuses_over_http_a_run_that_runs_or_was_abandoned() {
         "{}",
         ended.body
     );
-    let again = server
-        .post(&format!("/api/runs/{run_id}/abandon"), &json!({}))
-        .await;
-    assert_eq!(again.status, 409, "{}", again.body);
-    assert_eq!(again.body["code"], "agent.run_not_abandonable");
-    let unknown = server
-        .post("/api/runs/run_nothing/resume", &json!({}))
-        .await;
+    let again = server.act(&run_id, "abandon").await;
+    again.assert_refused(409, "agent.run_not_abandonable");
+    let unknown = server.act("run_nothing", "resume").await;
     assert_eq!(unknown.status, 404, "{}", unknown.body);
 }
 
@@ -542,8 +553,7 @@ async fn guidance_and_task_cancel_reach_a_live_run() {
             &json!({"text": "  "}),
         )
         .await;
-    assert_eq!(blank.status, 400);
-    assert_eq!(blank.body["code"], "agent.guidance_empty");
+    blank.assert_refused(400, "agent.guidance_empty");
     let unknown_field = server
         .post(
             &format!("/api/runs/{run_id}/guidance"),
@@ -557,8 +567,7 @@ async fn guidance_and_task_cancel_reach_a_live_run() {
             &json!({}),
         )
         .await;
-    assert_eq!(no_task.status, 404, "{}", no_task.body);
-    assert_eq!(no_task.body["code"], "agent.task_not_found");
+    no_task.assert_refused(404, "agent.task_not_found");
     let bad_id = server
         .post(
             &format!("/api/runs/{run_id}/tasks/..%2Fx/cancel"),
@@ -571,9 +580,7 @@ async fn guidance_and_task_cancel_reach_a_live_run() {
         live.body["status"], "calling_model",
         "the live status, not the stored one"
     );
-    server
-        .post(&format!("/api/runs/{run_id}/cancel"), &json!({}))
-        .await;
+    server.act(&run_id, "cancel").await;
     server.runtime.wait_for_run(&run_id).await.unwrap();
     let closed = server
         .post(
@@ -594,8 +601,7 @@ async fn prompt_assemblies_answer_with_coded_errors_when_not_pending() {
     let read = server
         .get("/api/runs/run_x/prompt-assemblies/prompt_assembly_nothing")
         .await;
-    assert_eq!(read.status, 409, "{}", read.body);
-    assert_eq!(read.body["code"], "agent.prompt_assembly_not_pending");
+    read.assert_refused(409, "agent.prompt_assembly_not_pending");
     let resolve = server
         .post(
             "/api/runs/run_x/prompt-assemblies/prompt_assembly_nothing/resolve",
@@ -610,9 +616,7 @@ async fn open_event_streams_end_when_the_server_stops() {
     // The writer's second answer takes a minute: the run is still going when the server stops.
     let (mut server, run_id) = waiting_run().await;
     let mut response = server
-        .client
-        .get(server.endpoint(&format!("/api/runs/{run_id}/stream")))
-        .header("x-tt-token", &server.token)
+        .authed(Method::GET, &format!("/api/runs/{run_id}/stream"))
         .send()
         .await
         .unwrap();
@@ -636,13 +640,7 @@ async fn open_event_streams_end_when_the_server_stops() {
 #[tokio::test]
 async fn connections_workspace_listing_and_run_updates() {
     let server = transcript_server().await;
-    let connections_dir = server.runtime.data_dir().join("connections");
-    std::fs::create_dir_all(&connections_dir).unwrap();
-    std::fs::write(
-        connections_dir.join("local.json"),
-        r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "small"}"#,
-    )
-    .unwrap();
+    write_local_connection(&server.runtime);
     let listed = server.get("/api/connections").await;
     assert_eq!(listed.status, 200, "{}", listed.body);
     assert_eq!(listed.body[0]["name"], "local");
@@ -658,9 +656,7 @@ async fn connections_workspace_listing_and_run_updates() {
 
     // The runs list's feed: the run appears when it starts and again when it ends.
     let mut updates = server
-        .client
-        .get(server.endpoint("/api/run-updates"))
-        .header("x-tt-token", &server.token)
+        .authed(Method::GET, "/api/run-updates")
         .send()
         .await
         .unwrap();
@@ -747,9 +743,7 @@ async fn an_interrupted_run_is_resumed_over_http_without_asking_for_its_stored_t
         "{}",
         interrupted.body
     );
-    let resumed = server
-        .post(&format!("/api/runs/{run_id}/resume"), &json!({}))
-        .await;
+    let resumed = server.act(&run_id, "resume").await;
     assert_eq!(resumed.status, 200, "{}", resumed.body);
     assert_eq!(resumed.body["id"], run_id.as_str());
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
@@ -784,14 +778,12 @@ fn careful_writer() -> Value {
 
 #[tokio::test]
 async fn a_waiting_call_is_listed_and_answered_over_http() {
-    let script = json!({"schemaVersion": 1, "agents": {"careful-writer": [
-        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
-            "arguments": {"path": "output/main.md", "content": "draft"}}]},
-        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
-        {"toolCalls": [{"id": "c3", "name": "workspace_finish", "arguments": {}}]}
-    ]}})
-    .to_string();
-    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let server = server(
+        &draft_script("careful-writer"),
+        CommitBridgeChoice::Transcript,
+        None,
+    )
+    .await;
     let saved = server.post("/api/profiles", &careful_writer()).await;
     assert!(saved.status < 300, "{}", saved.body);
     let run_id = server.start("careful-writer", "Write.").await;
@@ -808,8 +800,7 @@ async fn a_waiting_call_is_listed_and_answered_over_http() {
             &json!({"decision": "approve_with_arguments", "arguments": {"path": 1}}),
         )
         .await;
-    assert_eq!(bad_edit.status, 400, "{}", bad_edit.body);
-    assert_eq!(bad_edit.body["code"], "agent.approval_invalid");
+    bad_edit.assert_refused(400, "agent.approval_invalid");
     let bad_decision = server.post(&resolve, &json!({"decision": "maybe"})).await;
     assert_eq!(bad_decision.body["code"], "http.invalid_json");
     let unknown = server
@@ -837,14 +828,12 @@ async fn a_waiting_call_is_listed_and_answered_over_http() {
 
 #[tokio::test]
 async fn a_finished_run_is_branched_over_http_and_bad_fork_points_are_refused() {
-    let script = json!({"schemaVersion": 1, "agents": {"default-writer": [
-        {"toolCalls": [{"id": "c1", "name": "workspace_write_file",
-            "arguments": {"path": "output/main.md", "content": "draft"}}]},
-        {"toolCalls": [{"id": "c2", "name": "workspace_commit", "arguments": {}}]},
-        {"toolCalls": [{"id": "c3", "name": "workspace_finish", "arguments": {}}]}
-    ]}})
-    .to_string();
-    let server = server(&script, CommitBridgeChoice::Transcript, None).await;
+    let server = server(
+        &draft_script("default-writer"),
+        CommitBridgeChoice::Transcript,
+        None,
+    )
+    .await;
     let run_id = server.start("default-writer", "Write.").await;
     server.runtime.wait_for_run(&run_id).await.unwrap();
     let branched = server
@@ -865,8 +854,7 @@ async fn a_finished_run_is_branched_over_http_and_bad_fork_points_are_refused() 
             &json!({"at": {"kind": "seq", "seq": 0}}),
         )
         .await;
-    assert_eq!(refused.status, 400, "{}", refused.body);
-    assert_eq!(refused.body["code"], "agent.fork_point_invalid");
+    refused.assert_refused(400, "agent.fork_point_invalid");
     let unknown = server
         .post(
             "/api/runs/run_nothing/fork",
@@ -924,52 +912,27 @@ async fn an_agents_conversation_is_read_over_http() {
             "/api/runs/{run_id}/agents/inv_nobody/conversation"
         ))
         .await;
-    assert_eq!(unknown_agent.status, 404, "{}", unknown_agent.body);
-    assert_eq!(unknown_agent.body["code"], "agent.not_found");
+    unknown_agent.assert_refused(404, "agent.not_found");
     let unknown_run = server
         .get("/api/runs/run_nothing/agents/inv_root/conversation")
         .await;
-    assert_eq!(unknown_run.status, 404, "{}", unknown_run.body);
-    assert_eq!(unknown_run.body["code"], "agent.not_found");
+    unknown_run.assert_refused(404, "agent.not_found");
     let bad_id = server
         .get(&format!("/api/runs/{run_id}/agents/a.b/conversation"))
         .await;
-    assert_eq!(bad_id.status, 400, "{}", bad_id.body);
-    assert_eq!(bad_id.body["code"], "http.invalid_id");
+    bad_id.assert_refused(400, "http.invalid_id");
 }
 
 /// A completed run whose journal lost its last line: `check` names the damage, with its code;
 /// an unknown run is 404.
 #[tokio::test]
 async fn a_damaged_run_is_checked_over_http() {
-    use tt_runtime::{AgentRuntimeBuilder, ScriptedProvider, StartRunRequest};
     let dir = tempfile::tempdir().unwrap();
-    let provider = std::sync::Arc::new(ScriptedProvider::from_json_str(&writer_script()).unwrap());
-    let first = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .provider(provider.clone())
-        .build()
-        .unwrap();
-    let run = first
-        .start_run(StartRunRequest::new("http-check", "Write a scene."))
-        .await
-        .unwrap();
-    let run_id = run.id.to_string();
-    first.wait_for_run(&run_id).await.unwrap();
-    first.shutdown().await.unwrap();
-    drop(first);
-    let chat = std::fs::read_dir(dir.path().join("chats"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    let journal = chat.join("runs").join(&run_id).join("events.jsonl");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    let (provider, runs) = finished_runs(dir.path(), &["http-check"]).await;
+    let (run_id, run_dir) = runs.into_iter().next().unwrap();
+    let lines = cut_journal_end(&run_dir);
     assert!(lines[lines.len() - 1].contains("run_completed"));
-    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    let journal = run_dir.join("events.jsonl");
 
     let server = server_in(dir, provider, CommitBridgeChoice::Transcript, None).await;
     let check = server.get(&format!("/api/runs/{run_id}/check")).await;

@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tt_runtime::CommitBridgeChoice;
 
-use crate::support::{TestServer, install_profiles, server};
+use crate::support::{TestServer, install_profiles, server, write_main, writer_turn};
 
 /// Longest wait for anything the page should show (a guard against hangs, not a measurement).
 const PATIENCE: Duration = Duration::from_secs(90);
@@ -157,12 +157,7 @@ impl Browser {
             .await;
         browser.session = attached["sessionId"].as_str().unwrap().to_owned();
         browser.call("Page.enable", json!({})).await;
-        browser
-            .call(
-                "Emulation.setDeviceMetricsOverride",
-                json!({"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
-            )
-            .await;
+        browser.resize(1400, 900).await;
         browser
     }
 
@@ -205,6 +200,15 @@ impl Browser {
         .await;
     }
 
+    /// Launches a browser labelled `label`, opens the inspector at `url` and starts a run of
+    /// `profile` from its start form: the browser and the run's id.
+    pub(crate) async fn start_run(label: &str, url: &str, profile: &str) -> (Self, String) {
+        let browser = Self::launch(label).await;
+        browser.open_start_form(url).await;
+        let run_id = start_from_page(&browser, profile, None).await;
+        (browser, run_id)
+    }
+
     /// Evaluates an expression in the page (promises awaited) and returns its JSON value.
     pub(crate) async fn eval(&self, expression: &str) -> Value {
         let result = self
@@ -239,6 +243,30 @@ impl Browser {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Waits until the page shows the open run's status as `status`.
+    pub(crate) async fn wait_for_status(&self, status: &str) {
+        self.wait_for(
+            &format!("the run {status}"),
+            &format!("document.getElementById('run-status').textContent === {status:?}"),
+        )
+        .await;
+    }
+
+    /// Sets the page's viewport to `width` × `height` CSS pixels.
+    pub(crate) async fn resize(&self, width: u32, height: u32) {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await;
+    }
+
+    /// The id of the run the page shows.
+    pub(crate) async fn open_run_id(&self) -> String {
+        let id = self.eval("window.ttInspector.run.runId").await;
+        id.as_str().unwrap().to_owned()
     }
 
     pub(crate) async fn click(&self, selector: &str) {
@@ -415,25 +443,14 @@ pub(crate) async fn start_from_page(
             &format!("!!window.ttInspector.run && window.ttInspector.run.runId !== {previous:?}"),
         )
         .await;
-    browser
-        .eval("window.ttInspector.run.runId")
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned()
+    browser.open_run_id().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() {
     let server = writers_room_server().await;
     // A connection file: the start form offers it beside the server's default model.
-    let connections = server.runtime.data_dir().join("connections");
-    std::fs::create_dir_all(&connections).unwrap();
-    std::fs::write(
-        connections.join("local.json"),
-        r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "small"}"#,
-    )
-    .unwrap();
+    crate::support::write_local_connection(&server.runtime);
     let browser = Browser::launch("writers_room").await;
     browser.open(&server.url).await;
     browser
@@ -453,12 +470,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
 
     // 1. The writers' room runs to completion; every agent of the run is shown, as it ended.
     let run_id = start_from_page(&browser, "writer", None).await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    browser.wait_for_status("completed").await;
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(finished.status.as_str(), "completed");
     let truth = projection_statuses(&server, &run_id).await;
@@ -496,12 +508,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
 
     // In a desktop app's narrow side pane (480 px) the page is one column and nothing spills
     // out sideways.
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 480, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
+    browser.resize(480, 800).await;
     browser
         .wait_for(
             "a one-column page within 480 px",
@@ -511,12 +518,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         )
         .await;
     browser.screenshot("02a-narrow").await;
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
+    browser.resize(1400, 900).await;
 
     // The waterfall: one lane per agent, the two reviewers in parallel, the writer's wait
     // ending after both, the handoff's lane; clicking a model call shows its response.
@@ -648,12 +650,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         .await;
     browser.screenshot("02f-conversation-result").await;
     // In the narrow pane the chat stays within the page, each card within its column.
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 480, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
+    browser.resize(480, 800).await;
     browser
         .wait_for(
             "the conversation within 480 px",
@@ -662,12 +659,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         )
         .await;
     browser.screenshot("02g-conversation-narrow").await;
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
+    browser.resize(1400, 900).await;
     browser.click("#tabs button[data-tab=timeline]").await;
 
     // The writer's own timeline: its first tool call, with the arguments it was called with.
@@ -803,12 +795,7 @@ async fn the_writers_room_completes_and_a_second_run_is_cancelled_in_the_page() 
         .await;
     browser.screenshot("05-running").await;
     browser.click("#cancel-run").await;
-    browser
-        .wait_for(
-            "the run cancelled",
-            "document.getElementById('run-status').textContent === 'cancelled'",
-        )
-        .await;
+    browser.wait_for_status("cancelled").await;
     let cancelled = server.runtime.wait_for_run(&second).await.unwrap();
     assert_eq!(cancelled.status.as_str(), "cancelled");
     let truth = projection_statuses(&server, &second).await;
@@ -892,9 +879,7 @@ async fn a_256_agent_fan_out_is_followed_live() {
         ],
     )
     .await;
-    let browser = Browser::launch("fan_out").await;
-    browser.open_start_form(&server.url).await;
-    let run_id = start_from_page(&browser, "fanout-root", None).await;
+    let (browser, run_id) = Browser::start_run("fan_out", &server.url, "fanout-root").await;
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(finished.status.as_str(), "completed");
     let last = last_event(&server, &run_id).await;
@@ -996,9 +981,7 @@ async fn a_pending_commit_is_published_from_the_page() {
         None,
     )
     .await;
-    let browser = Browser::launch("host_commits").await;
-    browser.open_start_form(&server.url).await;
-    let run_id = start_from_page(&browser, "default-writer", None).await;
+    let (browser, run_id) = Browser::start_run("host_commits", &server.url, "default-writer").await;
     browser
         .wait_for(
             "one pending commit",
@@ -1014,12 +997,7 @@ async fn a_pending_commit_is_published_from_the_page() {
         .await;
     browser.screenshot("01-pending-commit").await;
     browser.click(".commit button").await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    browser.wait_for_status("completed").await;
     let commit_id = browser
         .eval("[...window.ttInspector.run.commits.keys()][0]")
         .await;
@@ -1052,17 +1030,16 @@ async fn the_live_output_of_a_streaming_call_is_shown() {
     ]}})
     .to_string();
     let release = Arc::new(tokio::sync::Notify::new());
-    let model = crate::support::HeldStreamingModel {
-        inner: tt_runtime::ScriptedProvider::from_json_str(&script).unwrap(),
-        hold: SPOKEN.to_owned(),
-        release: Arc::clone(&release),
-    };
+    // The scripted model, streamed word by word; its spoken answer is held until released, so
+    // the page shows the live output of a call in progress.
+    let scripted = tt_runtime::ScriptedProvider::from_json_str(&script).unwrap();
+    let model = tt_testkit::fakes::ShapedModel::around(Arc::new(scripted))
+        .streaming_words()
+        .holding_text(SPOKEN, Arc::clone(&release));
     let server =
         crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
             .await;
-    let browser = Browser::launch("streaming").await;
-    browser.open_start_form(&server.url).await;
-    start_from_page(&browser, "default-writer", None).await;
+    let (browser, _) = Browser::start_run("streaming", &server.url, "default-writer").await;
     // The call is held after its last delta: what the page shows is the live output.
     browser
         .wait_for(
@@ -1075,12 +1052,7 @@ async fn the_live_output_of_a_streaming_call_is_shown() {
         .await;
     browser.screenshot("01-live-output").await;
     release.notify_one();
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    browser.wait_for_status("completed").await;
     browser
         .wait_for(
             "the live output cleared",
@@ -1095,18 +1067,11 @@ pub(crate) async fn approval_server(
 ) -> TestServer {
     let model = tt_runtime::FnProvider::new(move |request| {
         seen.lock().unwrap().push(request.clone());
-        Ok(match request.round {
-            1 => tt_runtime::ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "# Scene\n\nThe lamp burned.\n"}),
-            ),
-            2 => tt_runtime::ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "# Scene\n\nThe lamp stayed dark.\n"}),
-            ),
-            3 => tt_runtime::ModelReply::tool_call("workspace_commit", json!({})),
-            _ => tt_runtime::ModelReply::tool_call("workspace_finish", json!({})),
-        })
+        let writes = [
+            write_main("# Scene\n\nThe lamp burned.\n"),
+            write_main("# Scene\n\nThe lamp stayed dark.\n"),
+        ];
+        Ok(writer_turn(request.round, &writes))
     });
     let server =
         crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
@@ -1123,9 +1088,7 @@ pub(crate) async fn approval_server(
 async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_page() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let server = approval_server(Arc::clone(&seen)).await;
-    let browser = Browser::launch("approvals").await;
-    browser.open_start_form(&server.url).await;
-    let run_id = start_from_page(&browser, "careful-writer", None).await;
+    let (browser, run_id) = Browser::start_run("approvals", &server.url, "careful-writer").await;
     browser
         .wait_for(
             "one call waiting for approval",
@@ -1159,12 +1122,7 @@ async fn a_pending_write_is_shown_as_a_diff_and_denied_with_a_message_from_the_p
         .await;
     browser.screenshot("02-second-write").await;
     browser.click(".approval button.approve").await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    browser.wait_for_status("completed").await;
     browser
         .wait_for(
             "nothing waiting",
@@ -1221,21 +1179,11 @@ pub(crate) fn branching_writer() -> Arc<dyn tt_runtime::ModelProvider> {
         let quieter = serde_json::to_string(&request.messages)
             .unwrap()
             .contains("quieter");
-        let write = |text: &str| {
-            tt_runtime::ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": text}),
-            )
-        };
-        let publish_at = if quieter { 3 } else { 2 };
-        Ok(match request.round {
-            1 => write("The lamp burned.\n"),
-            2 if quieter => write("The lamp went out.\n"),
-            round if round == publish_at => {
-                tt_runtime::ModelReply::tool_call("workspace_commit", json!({}))
-            }
-            _ => tt_runtime::ModelReply::tool_call("workspace_finish", json!({})),
-        })
+        let mut writes = vec![write_main("The lamp burned.\n")];
+        if quieter {
+            writes.push(write_main("The lamp went out.\n"));
+        }
+        Ok(writer_turn(request.round, &writes))
     }))
 }
 
@@ -1247,15 +1195,8 @@ async fn a_run_is_branched_from_an_event_and_the_takes_are_shown_side_by_side() 
         None,
     )
     .await;
-    let browser = Browser::launch("branches").await;
-    browser.open_start_form(&server.url).await;
-    let source = start_from_page(&browser, "default-writer", None).await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    let (browser, source) = Browser::start_run("branches", &server.url, "default-writer").await;
+    browser.wait_for_status("completed").await;
     // Branch right after the write's result, with a note for the writer.
     browser
         .eval("(() => { const t = document.getElementById('timeline'); t.scrollTop = 0; t.dispatchEvent(new Event('scroll')); })()")
@@ -1288,12 +1229,7 @@ async fn a_run_is_branched_from_an_event_and_the_takes_are_shown_side_by_side() 
             ),
         )
         .await;
-    let branch = browser
-        .eval("window.ttInspector.run.runId")
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let branch = browser.open_run_id().await;
     let record = server.runtime.get_run(&branch).await.unwrap();
     assert_eq!(
         record
@@ -1320,52 +1256,24 @@ async fn a_run_is_branched_from_an_event_and_the_takes_are_shown_side_by_side() 
 /// counted in the runs list's heading (docs/storage.md, "Damage").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_run_and_an_unreadable_one_are_shown_as_such() {
-    use tt_runtime::{AgentRuntimeBuilder, ScriptedProvider, StartRunRequest};
     let dir = tempfile::tempdir().unwrap();
-    let script = crate::support::writer_script();
-    let provider = Arc::new(ScriptedProvider::from_json_str(&script).unwrap());
-    let first = AgentRuntimeBuilder::new()
-        .data_dir(dir.path())
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .provider(provider.clone())
-        .build()
-        .unwrap();
-    let mut run_dirs = Vec::new();
-    for chat in ["damaged", "unreadable"] {
-        let run = first
-            .start_run(StartRunRequest::new(chat, "Write a scene."))
-            .await
-            .unwrap();
-        first.wait_for_run(run.id.as_str()).await.unwrap();
-        run_dirs.push(run.id.to_string());
-    }
-    first.shutdown().await.unwrap();
-    drop(first);
-    let run_dir = |run_id: &str| -> PathBuf {
-        std::fs::read_dir(dir.path().join("chats"))
-            .unwrap()
-            .flatten()
-            .map(|chat| chat.path().join("runs").join(run_id))
-            .find(|path| path.exists())
-            .unwrap()
-    };
-    let damaged = run_dirs[0].clone();
-    let journal = run_dir(&damaged).join("events.jsonl");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    let (provider, runs) =
+        crate::support::finished_runs(dir.path(), &["damaged", "unreadable"]).await;
+    let (damaged, damaged_dir) = &runs[0];
+    crate::support::cut_journal_end(damaged_dir);
+    let (unreadable, unreadable_dir) = &runs[1];
     // Unreadable: a run record that does not parse, and nothing to rebuild it from (no index
     // copy, an emptied journal).
-    let record = run_dir(&run_dirs[1]).join("run.json");
+    let record = unreadable_dir.join("run.json");
     let bytes = std::fs::read(&record).unwrap();
     std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
     std::fs::remove_file(
         dir.path()
             .join("index/runs")
-            .join(format!("{}.json", run_dirs[1])),
+            .join(format!("{unreadable}.json")),
     )
     .unwrap();
-    std::fs::write(run_dir(&run_dirs[1]).join("events.jsonl"), "").unwrap();
+    std::fs::write(unreadable_dir.join("events.jsonl"), "").unwrap();
 
     let server =
         crate::support::server_in(dir, provider, CommitBridgeChoice::Transcript, None).await;
@@ -1384,7 +1292,7 @@ async fn a_damaged_run_and_an_unreadable_one_are_shown_as_such() {
         title
             .as_str()
             .unwrap()
-            .starts_with(&format!("{}: agent.storage_corrupt: ", run_dirs[1])),
+            .starts_with(&format!("{unreadable}: agent.storage_corrupt: ")),
         "{title}"
     );
     browser
@@ -1406,16 +1314,12 @@ async fn a_damaged_run_and_an_unreadable_one_are_shown_as_such() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_and_mcp_calls_are_shown_like_any_call() {
     let model = tt_runtime::FnProvider::new(|request| {
-        Ok(match request.round {
-            1 => tt_runtime::ModelReply::tool_call("mcp__py__echo", json!({"text": "tide tables"}))
+        let turns = [
+            tt_runtime::ModelReply::tool_call("mcp__py__echo", json!({"text": "tide tables"}))
                 .with_tool_call("chat_search", json!({"query": "lighthouse"})),
-            2 => tt_runtime::ModelReply::tool_call(
-                "workspace_write_file",
-                json!({"path": "output/main.md", "content": "# Found\n"}),
-            ),
-            3 => tt_runtime::ModelReply::tool_call("workspace_commit", json!({})),
-            _ => tt_runtime::ModelReply::tool_call("workspace_finish", json!({})),
-        })
+            write_main("# Found\n"),
+        ];
+        Ok(writer_turn(request.round, &turns))
     });
     let server =
         crate::support::server_with_provider(Arc::new(model), CommitBridgeChoice::Transcript, None)
@@ -1480,15 +1384,8 @@ async fn host_and_mcp_calls_are_shown_like_any_call() {
         })
     };
 
-    let browser = Browser::launch("outside-tools").await;
-    browser.open_start_form(&server.url).await;
-    start_from_page(&browser, "librarian", None).await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    let (browser, _) = Browser::start_run("outside-tools", &server.url, "librarian").await;
+    browser.wait_for_status("completed").await;
     answerer.await.unwrap();
     browser.click("#tabs button[data-tab=timeline]").await;
     browser.click(".agent-row[data-inv=inv_root]").await;

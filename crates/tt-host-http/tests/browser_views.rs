@@ -11,7 +11,7 @@ use tt_runtime::CommitBridgeChoice;
 
 use crate::browser::{
     Browser, approval_server, branching_writer, fanout_script, journal, last_event,
-    start_from_page, writers_room_server,
+    writers_room_server,
 };
 use crate::support::{install_profiles, server};
 
@@ -51,21 +51,10 @@ const REACHABLE: &str = r#"((selectors) => {
   return problems;
 })"#;
 
-async fn set_width(browser: &Browser, width: u32, height: u32) {
-    browser
-        .call(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_fits_every_width_from_400_to_1920_px_with_every_control_reachable() {
     let server = writers_room_server().await;
-    let browser = Browser::launch("layout").await;
-    browser.open_start_form(&server.url).await;
-    start_from_page(&browser, "writer", None).await;
+    let (browser, _) = Browser::start_run("layout", &server.url, "writer").await;
     browser
         .wait_for(
             "the run head's controls",
@@ -79,7 +68,7 @@ async fn the_page_fits_every_width_from_400_to_1920_px_with_every_control_reacha
         } else {
             768.max(width * 9 / 16)
         };
-        set_width(&browser, width, height).await;
+        browser.resize(width, height).await;
         // Two frames: the layout has settled when the checks run.
         browser
             .eval("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
@@ -121,7 +110,7 @@ async fn the_page_fits_every_width_from_400_to_1920_px_with_every_control_reacha
         browser.click("#tabs button[data-tab=timeline]").await;
     }
     // The panels fold: at 1,024 px, the runs list and the agent tree give their room to the run.
-    set_width(&browser, 1024, 768).await;
+    browser.resize(1024, 768).await;
     let before = browser
         .eval("document.getElementById('detail').getBoundingClientRect().width")
         .await
@@ -165,9 +154,7 @@ async fn a_failed_run_shows_its_code_and_reason_in_its_head() {
     ]}})
     .to_string();
     let server = server(&script, CommitBridgeChoice::Transcript, None).await;
-    let browser = Browser::launch("failed_run").await;
-    browser.open_start_form(&server.url).await;
-    let run_id = start_from_page(&browser, "default-writer", None).await;
+    let (browser, run_id) = Browser::start_run("failed_run", &server.url, "default-writer").await;
     let ended = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(ended.status.as_str(), "failed");
     let failed = last_event(&server, &run_id).await;
@@ -191,9 +178,8 @@ async fn a_failed_run_shows_its_code_and_reason_in_its_head() {
 async fn approvals_show_in_the_conversation_with_who_decided_and_what_ran() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let server = approval_server(seen).await;
-    let browser = Browser::launch("approval_conversation").await;
-    browser.open_start_form(&server.url).await;
-    start_from_page(&browser, "careful-writer", None).await;
+    let (browser, _) =
+        Browser::start_run("approval_conversation", &server.url, "careful-writer").await;
     browser.click("#tabs button[data-tab=approvals]").await;
     browser
         .wait_for(
@@ -220,12 +206,7 @@ async fn approvals_show_in_the_conversation_with_who_decided_and_what_ran() {
         .eval("document.querySelector('.approval .deny-message').value = 'Keep it glowing.'")
         .await;
     browser.click(".approval button.deny").await;
-    browser
-        .wait_for(
-            "the run completed",
-            "document.getElementById('run-status').textContent === 'completed'",
-        )
-        .await;
+    browser.wait_for_status("completed").await;
     browser.click(".agent-row[data-kind=root]").await;
     browser.click("#tabs button[data-tab=conversation]").await;
     browser
@@ -270,7 +251,7 @@ async fn approvals_show_in_the_conversation_with_who_decided_and_what_ran() {
     browser.screenshot("01-approvals-in-conversation").await;
     let text = server
         .runtime
-        .read_workspace_file(&browser_run(&browser).await, "output/main.md")
+        .read_workspace_file(&browser.open_run_id().await, "output/main.md")
         .await
         .unwrap()
         .text;
@@ -280,21 +261,10 @@ async fn approvals_show_in_the_conversation_with_who_decided_and_what_ran() {
     );
 }
 
-async fn browser_run(browser: &Browser) -> String {
-    browser
-        .eval("window.ttInspector.run.runId")
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_agent_s_open_calls_are_drawn_ended() {
     let server = writers_room_server().await;
-    let browser = Browser::launch("cancelled_bars").await;
-    browser.open_start_form(&server.url).await;
-    let run_id = start_from_page(&browser, "writer", None).await;
+    let (browser, run_id) = Browser::start_run("cancelled_bars", &server.url, "writer").await;
     // Both reviewers are in their first (4 s) model call when the run is cancelled.
     browser
         .wait_for(
@@ -312,12 +282,7 @@ async fn a_cancelled_agent_s_open_calls_are_drawn_ended() {
     browser.click("#cancel-run").await;
     let cancelled = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(cancelled.status.as_str(), "cancelled");
-    browser
-        .wait_for(
-            "the run cancelled",
-            "document.getElementById('run-status').textContent === 'cancelled'",
-        )
-        .await;
+    browser.wait_for_status("cancelled").await;
     browser.eval("window.ttInspector.redraw()").await;
     let waterfall = browser.eval("window.ttInspector.waterfall()").await;
     let bars = waterfall["bars"].as_array().unwrap();
@@ -542,9 +507,8 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
         ],
     )
     .await;
-    let browser = Browser::launch("fan_out_navigation").await;
-    browser.open_start_form(&server.url).await;
-    let run_id = start_from_page(&browser, "fanout-root", None).await;
+    let (browser, run_id) =
+        Browser::start_run("fan_out_navigation", &server.url, "fanout-root").await;
     let finished = server.runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(finished.status.as_str(), "completed");
     browser
@@ -597,7 +561,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
         .await;
     browser.screenshot("02-folded").await;
     // The time axis stays at the top while the lanes scroll under it.
-    set_width(&browser, 1024, 420).await;
+    browser.resize(1024, 420).await;
     browser.click(".agent-row[data-kind=root] .twisty").await;
     browser
         .wait_for(
@@ -620,7 +584,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
         )
         .await;
     browser.screenshot("03-sticky-axis").await;
-    set_width(&browser, 1400, 900).await;
+    browser.resize(1400, 900).await;
     // The critical path: the root and, of the tasks it awaited, the one whose end (per the
     // journal) came last before its wait ended.
     // (The journal as the page received it over the stream.)

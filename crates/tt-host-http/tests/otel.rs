@@ -64,9 +64,7 @@ async fn a_run_started_from_the_page_sends_each_span_as_it_ends() {
     assert_eq!(attribute(&chat, "gen_ai.input.messages"), None);
     assert_eq!(attribute(&chat, "gen_ai.output.messages"), None);
 
-    let cancelled = server
-        .post(&format!("/api/runs/{run_id}/cancel"), &json!({}))
-        .await;
+    let cancelled = server.act(&run_id, "cancel").await;
     assert!(cancelled.status < 300, "{}", cancelled.body);
     let agent_name = "invoke_agent default-writer";
     spans_named(&mut received, &mut seen, &[agent_name]).await;

@@ -1,13 +1,15 @@
 //! A server on 127.0.0.1:0 over a runtime with a scripted model, and a small HTTP client.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::{Value, json};
 use tt_host_http::{CommitBridgeMode, HostHttpServer, ServerInfo, ServerOptions};
 use tt_runtime::{
-    AgentProfileDefinition, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
-    PromptBrokerChoice, ScriptedProvider,
+    AgentProfileDefinition, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice, ModelReply,
+    PromptBrokerChoice, ScriptedProvider, StartRunRequest,
 };
 
 pub(crate) struct TestServer {
@@ -132,6 +134,87 @@ pub(crate) async fn server_over(
     }
 }
 
+/// Writes the connection file `local` (a model `small` at a port nothing listens on) to the
+/// runtime's data dir.
+pub(crate) fn write_local_connection(runtime: &AgentRuntime) {
+    let connections = runtime.data_dir().join("connections");
+    std::fs::create_dir_all(&connections).unwrap();
+    std::fs::write(
+        connections.join("local.json"),
+        r#"{"connection": "openai:http://127.0.0.1:9/v1", "model": "small"}"#,
+    )
+    .unwrap();
+}
+
+/// The reply in round `round` of a writer that gives `replies` in its first rounds, then
+/// commits, then finishes.
+pub(crate) fn writer_turn(round: u32, replies: &[ModelReply]) -> ModelReply {
+    let index = usize::try_from(round).unwrap() - 1;
+    match replies.get(index) {
+        Some(reply) => reply.clone(),
+        None if index == replies.len() => ModelReply::tool_call("workspace_commit", json!({})),
+        None => ModelReply::tool_call("workspace_finish", json!({})),
+    }
+}
+
+/// Writes `content` to output/main.md.
+pub(crate) fn write_main(content: &str) -> ModelReply {
+    ModelReply::tool_call(
+        "workspace_write_file",
+        json!({"path": "output/main.md", "content": content}),
+    )
+}
+
+/// Runs the writer of [`writer_script`] to its end once per chat of `chats`, on a runtime over
+/// `dir` that then shuts down (so a test can damage what it stored): the writer's provider and
+/// each run's id and directory.
+pub(crate) async fn finished_runs(
+    dir: &std::path::Path,
+    chats: &[&str],
+) -> (Arc<ScriptedProvider>, Vec<(String, PathBuf)>) {
+    let provider = Arc::new(ScriptedProvider::from_json_str(&writer_script()).unwrap());
+    let runtime = AgentRuntimeBuilder::new()
+        .data_dir(dir)
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .provider(provider.clone())
+        .build()
+        .unwrap();
+    let mut ids = Vec::new();
+    for chat in chats {
+        let run = runtime
+            .start_run(StartRunRequest::new(*chat, "Write a scene."))
+            .await
+            .unwrap();
+        runtime.wait_for_run(run.id.as_str()).await.unwrap();
+        ids.push(run.id.to_string());
+    }
+    runtime.shutdown().await.unwrap();
+    drop(runtime);
+    let runs = ids
+        .into_iter()
+        .map(|id| {
+            let run_dir = std::fs::read_dir(dir.join("chats"))
+                .unwrap()
+                .flatten()
+                .map(|chat| chat.path().join("runs").join(&id))
+                .find(|path| path.exists())
+                .unwrap();
+            (id, run_dir)
+        })
+        .collect();
+    (provider, runs)
+}
+
+/// Cuts the last line (the run's end) off the journal of the run stored at `run_dir`; the
+/// journal's lines before the cut.
+pub(crate) fn cut_journal_end(run_dir: &std::path::Path) -> Vec<String> {
+    let journal = run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    std::fs::write(&journal, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    lines
+}
+
 /// Installs profiles from JSON texts.
 pub(crate) async fn install_profiles(runtime: &AgentRuntime, profiles: &[&str]) {
     for text in profiles {
@@ -147,6 +230,14 @@ pub(crate) struct Answer {
     pub headers: reqwest::header::HeaderMap,
 }
 
+impl Answer {
+    /// Asserts the answer is a refusal with `status` and the coded error `code`.
+    pub(crate) fn assert_refused(&self, status: u16, code: &str) {
+        assert_eq!(self.status, status, "{}", self.body);
+        assert_eq!(self.body["code"], code, "{}", self.body);
+    }
+}
+
 impl TestServer {
     /// Stops the server and waits until it has stopped serving.
     pub(crate) async fn stop(&mut self) {
@@ -160,6 +251,13 @@ impl TestServer {
 
     pub(crate) fn endpoint(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
+    }
+
+    /// A `method` request to `path` carrying the token, for a test to add headers or a body to.
+    pub(crate) fn authed(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, self.endpoint(path))
+            .header("x-tt-token", &self.token)
     }
 
     pub(crate) async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
@@ -181,23 +279,30 @@ impl TestServer {
     }
 
     pub(crate) async fn get(&self, path: &str) -> Answer {
-        self.send(
-            self.client
-                .get(self.endpoint(path))
-                .header("x-tt-token", &self.token),
-        )
-        .await
+        self.send(self.authed(Method::GET, path)).await
     }
 
     pub(crate) async fn post(&self, path: &str, body: &Value) -> Answer {
-        self.send(
-            self.client
-                .post(self.endpoint(path))
-                .header("x-tt-token", &self.token)
-                .header("content-type", "application/json")
-                .body(body.to_string()),
-        )
-        .await
+        self.send(self.json_request(Method::POST, path, body)).await
+    }
+
+    /// A `method` request to `path` carrying the token and `body` as JSON.
+    pub(crate) fn json_request(
+        &self,
+        method: Method,
+        path: &str,
+        body: &Value,
+    ) -> reqwest::RequestBuilder {
+        self.authed(method, path)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    }
+
+    /// Posts `action` (`cancel`, `resume`, `abandon`, …) to the run `run_id`, with no body
+    /// but `{}`.
+    pub(crate) async fn act(&self, run_id: &str, action: &str) -> Answer {
+        self.post(&format!("/api/runs/{run_id}/{action}"), &json!({}))
+            .await
     }
 
     /// Starts a run of `profile` and returns its id.
@@ -223,10 +328,7 @@ impl TestServer {
         if let Some(after) = after {
             path.push_str(&format!("?after={after}"));
         }
-        let mut request = self
-            .client
-            .get(self.endpoint(&path))
-            .header("x-tt-token", &self.token);
+        let mut request = self.authed(Method::GET, &path);
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id.to_string());
         }
@@ -264,55 +366,4 @@ pub(crate) fn parse_sse(text: &str) -> Vec<(Option<u64>, String, Value)> {
             (id, name, serde_json::from_str(&data).unwrap())
         })
         .collect()
-}
-
-/// The scripted model, streamed: each answer's text goes out as deltas, word by word, and an
-/// answer whose text contains `hold` is held back until `release` is notified, so a test can
-/// look at the live output of a call in progress.
-pub(crate) struct HeldStreamingModel {
-    pub inner: ScriptedProvider,
-    pub hold: String,
-    pub release: Arc<tokio::sync::Notify>,
-}
-
-#[async_trait::async_trait]
-impl tt_runtime::ModelProvider for HeldStreamingModel {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn complete(
-        &self,
-        request: tt_domain::model::AgentModelRequest,
-        cancel: tokio_util::sync::CancellationToken,
-    ) -> Result<tt_domain::model::AgentModelResponse, tt_ports::ModelError> {
-        self.inner.complete(request, cancel).await
-    }
-
-    async fn stream(
-        &self,
-        request: tt_domain::model::AgentModelRequest,
-        sink: Arc<dyn tt_ports::ModelDeltaSink>,
-        cancel: tokio_util::sync::CancellationToken,
-    ) -> Result<tt_domain::model::AgentModelResponse, tt_ports::ModelError> {
-        let response = self.inner.complete(request, cancel.clone()).await?;
-        let mut held = false;
-        for part in &response.message.parts {
-            if let tt_domain::model::ModelContentPart::Text { text } = part {
-                for word in text.split_inclusive(' ') {
-                    sink.delta(tt_domain::model::ModelDelta::Text {
-                        text: word.to_owned(),
-                    });
-                }
-                held |= text.contains(&self.hold);
-            }
-        }
-        if held {
-            tokio::select! {
-                () = self.release.notified() => {}
-                () = cancel.cancelled() => return Err(tt_ports::ModelError::Cancelled),
-            }
-        }
-        Ok(response)
-    }
 }

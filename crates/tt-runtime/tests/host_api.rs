@@ -847,8 +847,9 @@ fn gated_held_writer() -> (Arc<dyn ModelProvider>, Arc<tokio::sync::Semaphore>) 
             _ => ModelReply::text("later").after(Duration::from_secs(86_400)),
         })
     }));
-    let (model, gate) = tt_testkit::fakes::GatedModel::closed(held);
-    (model, gate)
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let model = tt_testkit::fakes::ShapedModel::around(held).gated(Arc::clone(&gate));
+    (Arc::new(model), gate)
 }
 
 /// `other` (a runtime with its own store on the same data dir or database, as another process

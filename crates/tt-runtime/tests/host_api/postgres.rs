@@ -15,7 +15,7 @@ use tt_runtime::{
     AgentRunEvent, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
     ModelProvider, StoreOptions,
 };
-use tt_testkit::fakes::GatedModel;
+use tt_testkit::fakes::ShapedModel;
 
 use super::{committing_writer, hanging_model, journal, request, wait_for_event};
 
@@ -220,7 +220,8 @@ async fn a_reader_in_another_runtime_reads_the_status_the_journal_says() {
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
     let reader_dir = TempDir::new().unwrap();
-    let (model, gate) = GatedModel::closed(committing_writer());
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let model = Arc::new(ShapedModel::around(committing_writer()).gated(Arc::clone(&gate)));
     let owner = pg_runtime(&url, owner_dir.path(), model, None).await;
     let reader = pg_runtime(&url, reader_dir.path(), hanging_model(), None).await;
     let run_id = owner.start_run(request()).await.unwrap().id.to_string();

@@ -4,120 +4,66 @@
 //! settings the provider does not take, refused or dropped with a warning when the agent starts.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use async_trait::async_trait;
 use tempfile::TempDir;
 use tt_domain::generation::GenerationSettings;
-use tt_domain::model::{AgentModelRequest, AgentModelResponse};
-use tt_ports::{CancellationToken, DroppedSetting, ModelError, ServerContextWindow};
-use tt_runtime::{AgentRunStatus, AgentRuntime, ConnectionModelInfo, ModelProvider};
+use tt_ports::{DroppedSetting, ModelError, ServerContextWindow};
+use tt_runtime::{AgentRunStatus, AgentRuntime, ConnectionModelInfo};
+use tt_testkit::fakes::ShapedModel;
 
 use super::{committing_writer, first_of, journal, request, run_to_end, transcript_builder};
 
 /// The committing writer behind a server that states `window` (or cannot be reached) and does
 /// not take `seed`, dropping or refusing it.
-struct Server {
-    model: Arc<dyn ModelProvider>,
-    window: Option<u64>,
-    probes: AtomicUsize,
-    calls: AtomicUsize,
-    drop_seed: bool,
-    /// Refuses the first request as too large, stating this window.
-    refuse_first: Option<u64>,
-    /// The output limit of every request.
-    output_limits: std::sync::Mutex<Vec<Option<u32>>>,
+fn probed_server(window: Option<u64>, drop_seed: bool) -> Arc<ShapedModel> {
+    let stated = match window {
+        Some(tokens) => Ok(Some(ServerContextWindow {
+            tokens,
+            source: "/props".into(),
+        })),
+        None => Err(ModelError::Transient {
+            message: "connection refused".into(),
+        }),
+    };
+    let server = ShapedModel::around(committing_writer())
+        .named("probed")
+        .stating_window(stated)
+        .checking_settings(move |settings, _| {
+            if settings.seed.is_none() {
+                Ok(Vec::new())
+            } else if drop_seed {
+                Ok(vec![DroppedSetting {
+                    setting: "seed".into(),
+                    reason: "no such setting".into(),
+                }])
+            } else {
+                Err(ModelError::SettingUnsupported {
+                    message: "the API does not take seed".into(),
+                })
+            }
+        });
+    Arc::new(server)
 }
 
-impl Server {
-    fn new(window: Option<u64>, drop_seed: bool) -> Arc<Self> {
-        Arc::new(Self {
-            model: committing_writer(),
-            window,
-            probes: AtomicUsize::new(0),
-            calls: AtomicUsize::new(0),
-            drop_seed,
-            refuse_first: None,
-            output_limits: std::sync::Mutex::default(),
-        })
-    }
-
-    /// A server that cannot be asked for its window and refuses the first request, saying its
-    /// window is `window`.
-    fn refusing_first(window: u64) -> Arc<Self> {
-        Arc::new(Self {
-            refuse_first: Some(window),
-            ..Arc::into_inner(Self::new(None, false)).unwrap()
-        })
-    }
+/// A server that cannot be asked for its window and refuses the first request, saying its
+/// window is `window`.
+fn refusing_first(window: u64) -> Arc<ShapedModel> {
+    let refusal = ModelError::ContextOverflow {
+        message: format!("the request exceeds the available context size ({window})"),
+        prompt_tokens: None,
+        window_tokens: Some(window),
+    };
+    let server = Arc::into_inner(probed_server(None, false)).unwrap();
+    Arc::new(server.failing_first(1, refusal))
 }
 
-#[async_trait]
-impl ModelProvider for Server {
-    fn name(&self) -> &str {
-        "probed"
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.output_limits
-            .lock()
-            .unwrap()
-            .push(request.max_output_tokens);
-        if self.calls.fetch_add(1, Ordering::SeqCst) == 0
-            && let Some(window) = self.refuse_first
-        {
-            return Err(ModelError::ContextOverflow {
-                message: format!("the request exceeds the available context size ({window})"),
-                prompt_tokens: None,
-                window_tokens: Some(window),
-            });
-        }
-        self.model.complete(request, cancel).await
-    }
-
-    async fn context_window(
-        &self,
-        _model_id: Option<&str>,
-        _cancel: CancellationToken,
-    ) -> Result<Option<ServerContextWindow>, ModelError> {
-        self.probes.fetch_add(1, Ordering::SeqCst);
-        match self.window {
-            Some(tokens) => Ok(Some(ServerContextWindow {
-                tokens,
-                source: "/props".into(),
-            })),
-            None => Err(ModelError::Transient {
-                message: "connection refused".into(),
-            }),
-        }
-    }
-
-    fn check_settings(
-        &self,
-        settings: &GenerationSettings,
-        _max_output_tokens: Option<u32>,
-    ) -> Result<Vec<DroppedSetting>, ModelError> {
-        if settings.seed.is_none() {
-            return Ok(Vec::new());
-        }
-        if self.drop_seed {
-            Ok(vec![DroppedSetting {
-                setting: "seed".into(),
-                reason: "no such setting".into(),
-            }])
-        } else {
-            Err(ModelError::SettingUnsupported {
-                message: "the API does not take seed".into(),
-            })
-        }
-    }
+/// The output limit of every request `server` received since the last call.
+fn output_limits(server: &ShapedModel) -> Vec<Option<u32>> {
+    let requests = server.take_requests();
+    requests.iter().map(|r| r.max_output_tokens).collect()
 }
 
-fn runtime(dir: &TempDir, server: &Arc<Server>, info: ConnectionModelInfo) -> AgentRuntime {
+fn runtime(dir: &TempDir, server: &Arc<ShapedModel>, info: ConnectionModelInfo) -> AgentRuntime {
     transcript_builder(dir.path(), server.clone())
         .provider_model_info(info)
         .build()
@@ -143,7 +89,7 @@ fn binding(events: &[tt_runtime::AgentRunEvent]) -> serde_json::Value {
 #[tokio::test]
 async fn the_servers_window_is_asked_once_for_every_agent_and_journaled_with_its_source() {
     let dir = TempDir::new().unwrap();
-    let server = Server::new(Some(32768), false);
+    let server = probed_server(Some(32768), false);
     let runtime = runtime(&dir, &server, ConnectionModelInfo::default());
     for _ in 0..2 {
         let (status, events) = run(&runtime, GenerationSettings::default()).await;
@@ -153,13 +99,13 @@ async fn the_servers_window_is_asked_once_for_every_agent_and_journaled_with_its
         assert_eq!(binding["contextWindowSource"], "server");
         assert_eq!(binding["contextWindowEndpoint"], "/props");
     }
-    assert_eq!(server.probes.load(Ordering::SeqCst), 1);
+    assert_eq!(server.probe_count(), 1);
 }
 
 #[tokio::test]
 async fn a_declared_window_wins_and_the_server_is_not_asked() {
     let dir = TempDir::new().unwrap();
-    let server = Server::new(Some(2048), false);
+    let server = probed_server(Some(2048), false);
     let info = ConnectionModelInfo {
         context_window_tokens: Some(4096),
         ..ConnectionModelInfo::default()
@@ -169,20 +115,20 @@ async fn a_declared_window_wins_and_the_server_is_not_asked() {
     assert_eq!(status, AgentRunStatus::Completed);
     assert_eq!(binding(&events)["contextWindowTokens"], 4096);
     assert_eq!(binding(&events)["contextWindowSource"], "connection");
-    assert_eq!(server.probes.load(Ordering::SeqCst), 0);
+    assert_eq!(server.probe_count(), 0);
 }
 
 #[tokio::test]
 async fn a_server_that_cannot_be_asked_leaves_the_window_unknown_and_is_asked_again() {
     let dir = TempDir::new().unwrap();
-    let server = Server::new(None, false);
+    let server = probed_server(None, false);
     let runtime = runtime(&dir, &server, ConnectionModelInfo::default());
     for _ in 0..2 {
         let (status, events) = run(&runtime, GenerationSettings::default()).await;
         assert_eq!(status, AgentRunStatus::Completed);
         assert!(binding(&events).get("contextWindowTokens").is_none());
     }
-    assert_eq!(server.probes.load(Ordering::SeqCst), 2);
+    assert_eq!(server.probe_count(), 2);
 }
 
 #[tokio::test]
@@ -193,21 +139,17 @@ async fn a_setting_the_provider_does_not_take_fails_the_run_at_its_start_or_is_d
         ..GenerationSettings::default()
     };
     let dir = TempDir::new().unwrap();
-    let refusing = Server::new(Some(32768), false);
+    let refusing = probed_server(Some(32768), false);
     // The start itself fails: the root agent is set up before the run is handed back.
     let refused = runtime(&dir, &refusing, ConnectionModelInfo::default())
         .start_run(request().generation(seed.clone()))
         .await
         .unwrap_err();
     assert_eq!(refused.code, "model.setting_unsupported");
-    assert_eq!(
-        refusing.calls.load(Ordering::SeqCst),
-        0,
-        "no request was sent"
-    );
+    assert_eq!(refusing.call_count(), 0, "no request was sent");
 
     let dir = TempDir::new().unwrap();
-    let dropping = Server::new(Some(32768), true);
+    let dropping = probed_server(Some(32768), true);
     let (status, events) = run(
         &runtime(&dir, &dropping, ConnectionModelInfo::default()),
         seed,
@@ -222,27 +164,27 @@ async fn a_setting_the_provider_does_not_take_fails_the_run_at_its_start_or_is_d
 #[tokio::test]
 async fn a_window_a_refusal_stated_is_kept_for_the_next_agent_of_the_connection() {
     let dir = TempDir::new().unwrap();
-    let server = Server::refusing_first(16_384);
+    let server = refusing_first(16_384);
     let runtime = runtime(&dir, &server, ConnectionModelInfo::default());
     let (status, events) = run(&runtime, GenerationSettings::default()).await;
     assert_eq!(status, AgentRunStatus::Completed);
     assert!(binding(&events).get("contextWindowTokens").is_none());
     // The next run's agent starts from the window the refusal stated, without asking the
     // server (which cannot be asked) again.
-    let probes = server.probes.load(Ordering::SeqCst);
+    let probes = server.probe_count();
     let (status, events) = run(&runtime, GenerationSettings::default()).await;
     assert_eq!(status, AgentRunStatus::Completed);
     let binding = binding(&events);
     assert_eq!(binding["contextWindowTokens"], 16_384);
     assert_eq!(binding["contextWindowSource"], "server");
     assert_eq!(binding["contextWindowEndpoint"], "overflow error");
-    assert_eq!(server.probes.load(Ordering::SeqCst), probes);
+    assert_eq!(server.probe_count(), probes);
 }
 
 #[tokio::test]
 async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_reserve() {
     let dir = TempDir::new().unwrap();
-    let server = Server::new(Some(32_768), false);
+    let server = probed_server(Some(32_768), false);
     let info = ConnectionModelInfo {
         max_output_tokens: Some(160),
         ..ConnectionModelInfo::default()
@@ -251,19 +193,18 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
     let (status, events) = run(&capped, GenerationSettings::default()).await;
     assert_eq!(status, AgentRunStatus::Completed);
     assert_eq!(binding(&events)["generation"]["maxOutputTokens"], 160);
-    let limits = server.output_limits.lock().unwrap().clone();
+    let limits = output_limits(&server);
     assert!(!limits.is_empty());
     assert!(limits.iter().all(|limit| *limit == Some(160)), "{limits:?}");
     // A larger limit from the run is capped; a smaller one stays.
     for (asked, sent) in [(4096, 160), (100, 100)] {
-        server.output_limits.lock().unwrap().clear();
         let settings = GenerationSettings {
             max_output_tokens: Some(asked),
             ..GenerationSettings::default()
         };
         let (status, _) = run(&capped, settings).await;
         assert_eq!(status, AgentRunStatus::Completed);
-        let limits = server.output_limits.lock().unwrap().clone();
+        let limits = output_limits(&server);
         assert!(
             limits.iter().all(|limit| *limit == Some(sent)),
             "{limits:?}"
@@ -273,7 +214,7 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
     // On a window too small for the opening, the reserve named is the cap, not an eighth of
     // the window (at least 256).
     let dir = TempDir::new().unwrap();
-    let server = Server::new(Some(1_000), false);
+    let server = probed_server(Some(1_000), false);
     let small = runtime(&dir, &server, info);
     let message = match small.start_run(request()).await {
         Err(error) => {

@@ -196,14 +196,15 @@ impl ModelProvider for FakeModel {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::fakes::responses;
     use serde_json::json;
     use tt_domain::ids::{InvocationId, ProfileId, RunId};
     use tt_domain::model::{AgentModelMessage, ModelRole, ProviderSession};
 
-    fn request(agent: &str, invocation: &str) -> AgentModelRequest {
+    /// A request of `agent` in round 1 of the call `invocation` of run `run_a`.
+    pub(crate) fn request(agent: &str, invocation: &str) -> AgentModelRequest {
         AgentModelRequest {
             session: ProviderSession::new(
                 &RunId::from_raw("run_a"),

@@ -26,6 +26,16 @@ fn p(raw: &str) -> WorkspacePath {
     WorkspacePath::parse(raw).unwrap()
 }
 
+/// Writes `text` at `path`, unguarded.
+async fn write(
+    store: &InMemoryStore,
+    run_id: &RunId,
+    path: &str,
+    text: &str,
+) -> tt_ports::StorageResult<tt_ports::WriteOutcome> {
+    store.write(run_id, &p(path), text, &WriteGuard::None).await
+}
+
 fn event(run_id: &RunId, n: u64, payload: serde_json::Value) -> NewRunEvent {
     NewRunEvent {
         id: EventId::generate(&format!("{n:032x}")),
@@ -356,23 +366,20 @@ async fn workspace_guards_and_append() {
 
     // Directories and files cannot replace each other; unknown roots do not exist.
     assert_eq!(
-        store
-            .write(&run_id, &p("output"), "x", &WriteGuard::None)
+        write(&store, &run_id, "output", "x")
             .await
             .unwrap_err()
             .code(),
         "workspace.path_is_directory"
     );
     assert!(matches!(
-        store
-            .write(&run_id, &p("output/main.md/x"), "x", &WriteGuard::None)
+        write(&store, &run_id, "output/main.md/x", "x")
             .await
             .unwrap_err(),
         StorageError::NotADirectory { .. }
     ));
     assert_eq!(
-        store
-            .write(&run_id, &p("input/x.json"), "x", &WriteGuard::None)
+        write(&store, &run_id, "input/x.json", "x")
             .await
             .unwrap_err()
             .code(),
@@ -388,10 +395,7 @@ async fn reads_and_listing() {
         "output/drafts/a.md",
         "output/drafts/deep/b.md",
     ] {
-        store
-            .write(&run_id, &p(path), path, &WriteGuard::None)
-            .await
-            .unwrap();
+        write(&store, &run_id, path, path).await.unwrap();
     }
     assert_eq!(
         WorkspaceRepository::read(&*store, &run_id, &p("output/main.md"))
@@ -499,8 +503,7 @@ async fn reads_and_listing() {
 #[tokio::test]
 async fn checkpoints_record_existing_files_only() {
     let (store, run_id) = store_with_run("run_a").await;
-    store
-        .write(&run_id, &p("output/main.md"), "v1", &WriteGuard::None)
+    write(&store, &run_id, "output/main.md", "v1")
         .await
         .unwrap();
     let cp1 = store
@@ -518,8 +521,7 @@ async fn checkpoints_record_existing_files_only() {
     assert_eq!(cp1.event_seq, 4);
     assert_eq!(cp1.files.len(), 1);
     assert_eq!(cp1.files[0].bytes, 2);
-    store
-        .write(&run_id, &p("output/main.md"), "v2", &WriteGuard::None)
+    write(&store, &run_id, "output/main.md", "v2")
         .await
         .unwrap();
     let cp2 = store
@@ -582,12 +584,10 @@ async fn persist_projection_and_promotion() {
             .is_some()
     );
 
-    store
-        .write(&run_id, &p("persist/notes.md"), "n2", &WriteGuard::None)
+    write(&store, &run_id, "persist/notes.md", "n2")
         .await
         .unwrap();
-    store
-        .write(&run_id, &p("persist/new.md"), "fresh", &WriteGuard::None)
+    write(&store, &run_id, "persist/new.md", "fresh")
         .await
         .unwrap();
     let changes = store
@@ -624,10 +624,7 @@ async fn persist_projection_and_promotion() {
 #[tokio::test]
 async fn persist_deletes_are_unsupported() {
     let (store, run_id) = store_with_run("run_a").await;
-    store
-        .write(&run_id, &p("persist/a.md"), "a", &WriteGuard::None)
-        .await
-        .unwrap();
+    write(&store, &run_id, "persist/a.md", "a").await.unwrap();
     let mut snapshot = store.init_persist_projection(&run_id, None).await.unwrap();
     assert_eq!(snapshot.files.len(), 1);
     snapshot.files.push(tt_domain::workspace::FileFingerprint {

@@ -103,6 +103,33 @@ fn persist_error(code: tt_domain::error_codes::Code, message: String) -> Storage
     StorageError::Domain(DomainError::new(code, message))
 }
 
+impl InMemoryStore {
+    /// Replaces the file at `path` (after the fault `op`, if one is injected) with what `next`
+    /// makes of its previous text and that text's hash; the write's outcome.
+    fn replace_file(
+        &self,
+        op: StoreOp,
+        run_id: &RunId,
+        path: &WorkspacePath,
+        next: impl FnOnce(Option<&str>, Option<&str>) -> StorageResult<String>,
+    ) -> StorageResult<WriteOutcome> {
+        let mut state = self.lock();
+        state.check_fault(op)?;
+        let files = &mut state.run_mut(run_id)?.files;
+        check_file_slot(files, path)?;
+        let previous = files.get(path.as_str()).map(String::as_str);
+        let previous_sha256 = previous.map(|text| sha256_hex(text.as_bytes()));
+        let text = next(previous, previous_sha256.as_deref())?;
+        let outcome = WriteOutcome {
+            previous_sha256,
+            sha256: sha256_hex(text.as_bytes()),
+            bytes: byte_len(&text),
+        };
+        files.insert(path.as_str().to_owned(), text);
+        Ok(outcome)
+    }
+}
+
 #[async_trait]
 impl WorkspaceRepository for InMemoryStore {
     async fn list(
@@ -211,22 +238,17 @@ impl WorkspaceRepository for InMemoryStore {
         content: &str,
         guard: &WriteGuard,
     ) -> StorageResult<WriteOutcome> {
-        let mut state = self.lock();
-        state.check_fault(StoreOp::WorkspaceWrite)?;
-        let files = &mut state.run_mut(run_id)?.files;
-        check_file_slot(files, path)?;
-        let previous_sha256 = files
-            .get(path.as_str())
-            .map(|text| sha256_hex(text.as_bytes()));
-        guard
-            .check(previous_sha256.as_deref())
-            .map_err(|violation| StorageError::guard(path, violation))?;
-        files.insert(path.as_str().to_owned(), content.to_owned());
-        Ok(WriteOutcome {
-            previous_sha256,
-            sha256: sha256_hex(content.as_bytes()),
-            bytes: byte_len(content),
-        })
+        self.replace_file(
+            StoreOp::WorkspaceWrite,
+            run_id,
+            path,
+            |_, previous_sha256| {
+                guard
+                    .check(previous_sha256)
+                    .map_err(|violation| StorageError::guard(path, violation))?;
+                Ok(content.to_owned())
+            },
+        )
     }
 
     async fn append(
@@ -235,21 +257,9 @@ impl WorkspaceRepository for InMemoryStore {
         path: &WorkspacePath,
         content: &str,
     ) -> StorageResult<WriteOutcome> {
-        let mut state = self.lock();
-        state.check_fault(StoreOp::WorkspaceAppend)?;
-        let files = &mut state.run_mut(run_id)?.files;
-        check_file_slot(files, path)?;
-        let previous = files.get(path.as_str());
-        let previous_sha256 = previous.map(|text| sha256_hex(text.as_bytes()));
-        let mut text = previous.cloned().unwrap_or_default();
-        text.push_str(content);
-        let outcome = WriteOutcome {
-            previous_sha256,
-            sha256: sha256_hex(text.as_bytes()),
-            bytes: byte_len(&text),
-        };
-        files.insert(path.as_str().to_owned(), text);
-        Ok(outcome)
+        self.replace_file(StoreOp::WorkspaceAppend, run_id, path, |previous, _| {
+            Ok(format!("{}{content}", previous.unwrap_or_default()))
+        })
     }
 
     async fn create_checkpoint(
