@@ -15,11 +15,12 @@ use tt_domain::profile::ResolvedProfile;
 use tt_domain::run::{AgentRun, Presentation};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::tool::AgentToolResult;
-use tt_ports::{EventPage, RunDocument};
+use tt_ports::RunDocument;
 
 use crate::engine::context::{CommitRecord, RunContext};
 use crate::engine::records::call_file_key;
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::journal_pages::JournalPages;
 use crate::replay::{Replay, UnregisteredAgent};
 use crate::services::RuntimeServices;
 
@@ -138,27 +139,13 @@ pub(crate) async fn read_journal(
     run_id: &RunId,
 ) -> ApplicationResult<JournalState> {
     let mut reader = JournalReader::default();
-    let mut after = None;
-    loop {
-        let page = services
-            .journal
-            .read(
-                run_id,
-                &EventPage {
-                    after_seq: after,
-                    limit: Some(tt_ports::journal::MAX_EVENT_PAGE_LIMIT),
-                    ..EventPage::default()
-                },
-            )
-            .await?;
-        let Some(last) = page.last() else {
-            return Ok(reader.state);
-        };
-        after = Some(last.seq);
+    let mut pages = JournalPages::new(services.journal.as_ref(), run_id);
+    while let Some(page) = pages.next().await? {
         for event in &page {
             reader.read(event);
         }
     }
+    Ok(reader.state)
 }
 
 /// The fold of [`read_journal`]: the state read so far and what later events refer back to.

@@ -55,16 +55,7 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                 ..ToolAnnotations::default()
             },
         ),
-        ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead
-        | ToolName::WorkspaceListFiles
-        | ToolName::WorkspaceSearchFiles
-        | ToolName::WorkspaceReadFile
-        | ToolName::WorkspaceWriteFile
-        | ToolName::WorkspaceApplyPatch
-        | ToolName::WorkspaceCommit
-        | ToolName::WorkspaceFinish => return None,
+        _ => return None,
     };
     Some(builtin_spec(
         tool,

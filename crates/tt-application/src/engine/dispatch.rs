@@ -521,16 +521,12 @@ pub(crate) async fn apply_effect(
                 words: words as u64,
                 sha256,
             };
-            let event = ctx
-                .events
-                .record(&ctx.run_id, EventLevel::Info, &written)
-                .await?;
-            checkpoint(
+            journal_change(
                 ctx,
                 invocation_id,
+                &written,
                 CheckpointReason::ToolWorkspaceWrite,
-                event.seq,
-                &[path],
+                path,
             )
             .await
         }
@@ -555,16 +551,12 @@ pub(crate) async fn apply_effect(
                 sha256,
                 replacements: replacements as u64,
             };
-            let event = ctx
-                .events
-                .record(&ctx.run_id, EventLevel::Info, &applied)
-                .await?;
-            checkpoint(
+            journal_change(
                 ctx,
                 invocation_id,
+                &applied,
                 CheckpointReason::ToolWorkspacePatch,
-                event.seq,
-                &[path],
+                path,
             )
             .await?;
             if inv.owns_run() {
@@ -573,4 +565,20 @@ pub(crate) async fn apply_effect(
             Ok(())
         }
     }
+}
+
+/// Journals the event of a workspace change (`change`), then checkpoints its file at that
+/// event (`reason`).
+async fn journal_change<P: payload::EventPayload>(
+    ctx: &RunContext,
+    invocation_id: &tt_domain::ids::InvocationId,
+    change: &P,
+    reason: CheckpointReason,
+    path: tt_domain::workspace::WorkspacePath,
+) -> ApplicationResult<()> {
+    let event = ctx
+        .events
+        .record(&ctx.run_id, EventLevel::Info, change)
+        .await?;
+    checkpoint(ctx, invocation_id, reason, event.seq, &[path]).await
 }

@@ -14,7 +14,6 @@ use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
-use tt_ports::EventPage;
 
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::services::RuntimeServices;
@@ -89,24 +88,7 @@ pub(crate) async fn read_all_events(
     services: &RuntimeServices,
     run_id: &RunId,
 ) -> ApplicationResult<Vec<AgentRunEvent>> {
-    let mut events: Vec<AgentRunEvent> = Vec::new();
-    loop {
-        let page = services
-            .journal
-            .read(
-                run_id,
-                &EventPage {
-                    after_seq: events.last().map(|event| event.seq),
-                    limit: Some(tt_ports::journal::MAX_EVENT_PAGE_LIMIT),
-                    ..EventPage::default()
-                },
-            )
-            .await?;
-        if page.is_empty() {
-            return Ok(events);
-        }
-        events.extend(page);
-    }
+    Ok(crate::journal_pages::read_all_events(services.journal.as_ref(), run_id).await?)
 }
 
 fn field<'a>(event: &'a AgentRunEvent, name: &str) -> Option<&'a str> {

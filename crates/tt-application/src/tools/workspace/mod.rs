@@ -40,17 +40,7 @@ pub(crate) async fn execute(
         ToolName::WorkspaceReadFile => read::read_file(args, env).await,
         ToolName::WorkspaceWriteFile => write::write_file(args, env).await,
         ToolName::WorkspaceApplyPatch => patch::apply_patch(args, env).await,
-        ToolName::AgentList
-        | ToolName::AgentDelegate
-        | ToolName::AgentHandoff
-        | ToolName::AgentAwait
-        | ToolName::AgentCancelTask
-        | ToolName::TaskReturn
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead
-        | ToolName::WorkspaceCommit
-        | ToolName::WorkspaceFinish => Err(ToolCallError::Fatal(ApplicationError::fatal(
+        _ => Err(ToolCallError::Fatal(ApplicationError::fatal(
             error_codes::AGENT_INTERNAL_ERROR,
             format!("{tool} is not executed by the workspace tool executor"),
         ))),

@@ -127,15 +127,7 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
             object().prop("reason", short_note()).build(),
             control(),
         ),
-        ToolName::AgentList
-        | ToolName::AgentDelegate
-        | ToolName::AgentHandoff
-        | ToolName::AgentAwait
-        | ToolName::AgentCancelTask
-        | ToolName::TaskReturn
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead => return None,
+        _ => return None,
     };
     Some(builtin_spec(tool, title, description, schema, annotations))
 }
@@ -241,15 +233,7 @@ pub(crate) fn compact_description(tool: ToolName, audience: &SpecAudience) -> Op
         ToolName::WorkspaceFinish => {
             "End your work; tasks you delegated that still run are cancelled.".to_owned()
         }
-        ToolName::AgentList
-        | ToolName::AgentDelegate
-        | ToolName::AgentHandoff
-        | ToolName::AgentAwait
-        | ToolName::AgentCancelTask
-        | ToolName::TaskReturn
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead => return None,
+        _ => return None,
     })
 }
 
