@@ -95,7 +95,8 @@ fn guidance_ids(event: &AgentRunEvent) -> HashSet<String> {
         .unwrap_or_default()
 }
 
-fn round_of(event: &AgentRunEvent) -> Option<u32> {
+/// The `round` an event's payload names.
+pub(crate) fn round_of(event: &AgentRunEvent) -> Option<u32> {
     event
         .payload
         .get("round")

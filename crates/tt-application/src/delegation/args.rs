@@ -289,7 +289,8 @@ pub(crate) struct ReturnedArtifact {
     pub role: String,
 }
 
-const TASK_RETURN_KEYS: [&str; 8] = [
+/// The keys `task.return` takes, in the order its schema lists them.
+pub(crate) const TASK_RETURN_KEYS: [&str; 8] = [
     "summary",
     "status",
     "confidence",

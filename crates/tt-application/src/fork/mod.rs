@@ -16,6 +16,7 @@ use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
 
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::resume::round_of;
 use crate::services::RuntimeServices;
 
 pub(crate) mod copy;
@@ -93,14 +94,6 @@ pub(crate) async fn read_all_events(
 
 fn field<'a>(event: &'a AgentRunEvent, name: &str) -> Option<&'a str> {
     event.payload.get(name).and_then(Value::as_str)
-}
-
-fn round_of(event: &AgentRunEvent) -> Option<u32> {
-    event
-        .payload
-        .get("round")
-        .and_then(Value::as_u64)
-        .and_then(|round| u32::try_from(round).ok())
 }
 
 /// Events that end a run or begin its ending: a branch never contains them, it is cut before

@@ -94,13 +94,7 @@ pub(super) mod tests {
 
     #[test]
     fn only_skill_tools_have_specs_here() {
-        for tool in ToolName::ALL {
-            assert_eq!(
-                skill_tool_spec(tool).is_some(),
-                SKILL_TOOLS.contains(&tool),
-                "{tool}"
-            );
-        }
+        crate::tools::schema::testing::assert_specs_only_for(skill_tool_spec, &SKILL_TOOLS);
     }
 
     #[test]

@@ -557,14 +557,12 @@ impl<H: TaskHost> TaskScheduler<H> {
     ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
         let ctx = self.host.as_ref();
         let (_, freed) = self.stop_sub_tree(task_id, &by).await?;
-        let outcome = store_transition(
-            ctx,
-            task_id,
-            TaskStatus::Cancelled,
-            None,
-            Some(reason.to_owned()),
-        )
-        .await?;
+        let cancelled = TaskTransition {
+            status: TaskStatus::Cancelled,
+            result_ref: None,
+            error: Some(reason.to_owned()),
+        };
+        let outcome = store_transition(ctx, task_id, &cancelled).await?;
         if outcome.changed {
             emit_cancelled_event(ctx, &outcome.task, reason, &by).await?;
             let mut invocation = ctx
@@ -685,35 +683,30 @@ pub(crate) async fn transition_task<C: TaskHost>(
     result_ref: Option<String>,
     error: Option<String>,
 ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
-    let outcome = store_transition(ctx, task_id, status, result_ref, error).await?;
+    let transition = TaskTransition {
+        status,
+        result_ref,
+        error,
+    };
+    let outcome = store_transition(ctx, task_id, &transition).await?;
     if outcome.changed {
         emit_task_event(ctx, &outcome.task).await?;
     }
     Ok(outcome)
 }
 
-/// The repository's conditional transition of a task to `status` (first terminal write wins),
+/// The repository's conditional transition of a task (first terminal write wins),
 /// at the clock's now; journals nothing.
 async fn store_transition<C: TaskHost>(
     ctx: &C,
     task_id: &TaskId,
-    status: TaskStatus,
-    result_ref: Option<String>,
-    error: Option<String>,
+    transition: &TaskTransition,
 ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
+    let now = ctx.services().clock.now();
     Ok(ctx
         .services()
         .invocations
-        .transition_task(
-            ctx.run_id(),
-            task_id,
-            &TaskTransition {
-                status,
-                result_ref,
-                error,
-            },
-            ctx.services().clock.now(),
-        )
+        .transition_task(ctx.run_id(), task_id, transition, now)
         .await?)
 }
 

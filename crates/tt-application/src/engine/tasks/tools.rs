@@ -279,6 +279,21 @@ fn check_fork(
     Ok(())
 }
 
+/// `tool.invalid_arguments` when the call asked for more of `field` than `limit`.
+fn at_most<T: PartialOrd + std::fmt::Display>(
+    field: &str,
+    asked: Option<T>,
+    limit: T,
+    agent_id: &ProfileId,
+) -> Result<(), ToolError> {
+    match asked {
+        Some(asked) if asked > limit => Err(ToolError::invalid_arguments(format!(
+            "`{field}` can be at most {limit} for `{agent_id}`"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The task's budget: what the call asked for, checked against what the target's profile
 /// allows (`tool.invalid_arguments` past it), with the profile's defaults for the rest.
 fn task_budget(
@@ -288,38 +303,25 @@ fn task_budget(
 ) -> Result<Option<AgentTaskBudget>, ToolError> {
     if let Some(budget) = &args.budget {
         let limits = &target.tools;
-        if budget
-            .max_rounds
-            .is_some_and(|rounds| rounds > limits.max_rounds)
-        {
-            return Err(ToolError::invalid_arguments(format!(
-                "`budget.maxRounds` can be at most {} for `{agent_id}`",
-                limits.max_rounds
-            )));
+        at_most(
+            "budget.maxRounds",
+            budget.max_rounds,
+            limits.max_rounds,
+            agent_id,
+        )?;
+        if let Some(limit) = target.delegation.max_task_tokens {
+            at_most("budget.maxTokens", budget.max_tokens, limit, agent_id)?;
         }
-        if let (Some(tokens), Some(limit)) = (budget.max_tokens, target.delegation.max_task_tokens)
-            && tokens > limit
-        {
-            return Err(ToolError::invalid_arguments(format!(
-                "`budget.maxTokens` can be at most {limit} for `{agent_id}`"
-            )));
-        }
-        if budget
-            .max_tool_calls
-            .is_some_and(|calls| calls > limits.max_calls_per_run)
-        {
-            return Err(ToolError::invalid_arguments(format!(
-                "`budget.maxToolCalls` can be at most {} for `{agent_id}`",
-                limits.max_calls_per_run
-            )));
-        }
+        let calls = limits.max_calls_per_run;
+        at_most(
+            "budget.maxToolCalls",
+            budget.max_tool_calls,
+            calls,
+            agent_id,
+        )?;
     }
     let limit = target.delegation.task_timeout_limit();
-    if args.timeout_seconds.is_some_and(|seconds| seconds > limit) {
-        return Err(ToolError::invalid_arguments(format!(
-            "`timeoutSeconds` can be at most {limit} for `{agent_id}`"
-        )));
-    }
+    at_most("timeoutSeconds", args.timeout_seconds, limit, agent_id)?;
     let timeout_seconds = args
         .timeout_seconds
         .or(target.delegation.task_timeout_seconds);
