@@ -81,7 +81,7 @@ fn text(event: &AgentRunEvent, field: &str) -> Option<String> {
 }
 
 /// The `guidanceIds` an applied or discarded guidance event names.
-fn guidance_ids(event: &AgentRunEvent) -> HashSet<String> {
+pub(crate) fn guidance_ids(event: &AgentRunEvent) -> HashSet<String> {
     event
         .payload
         .get("guidanceIds")

@@ -562,6 +562,16 @@ pub(crate) fn tool_results(
         .collect()
 }
 
+/// A model scripted per agent: the writer takes `turns`, then publishes "Final scene." and
+/// finishes; each of `others` follows its own script.
+pub(crate) fn writer_publishing_after(
+    turns: Vec<AgentModelResponse>,
+    mut others: Vec<(&str, Vec<AgentModelResponse>)>,
+) -> Arc<FakeModel> {
+    others.push(("writer", publish_after(turns, "Final scene.")));
+    by_agent(others)
+}
+
 /// A model that answers by agent and round: `script[agent][round - 1]`.
 pub(crate) fn by_agent(script: Vec<(&str, Vec<AgentModelResponse>)>) -> Arc<FakeModel> {
     let script: std::collections::HashMap<String, Vec<AgentModelResponse>> = script

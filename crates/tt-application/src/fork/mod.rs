@@ -435,15 +435,8 @@ impl CutState {
                 }
             }
             T::UserGuidanceApplied | T::UserGuidanceDiscarded => {
-                for id in event
-                    .payload
-                    .get("guidanceIds")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                {
-                    pending_guidance.remove(id);
+                for id in crate::resume::guidance_ids(event) {
+                    pending_guidance.remove(&id);
                 }
             }
             T::StatusChanged => {

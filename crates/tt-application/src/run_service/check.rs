@@ -30,20 +30,15 @@ impl AgentRunService {
         let mut scan = JournalScan::new();
         let mut pages = JournalPages::new(self.services.journal.as_ref(), run_id);
         loop {
-            let events = match pages.next().await {
-                Ok(Some(events)) => events,
+            match pages.next().await {
+                Ok(Some(events)) => events.iter().for_each(|event| scan.push(event)),
                 Ok(None) => break,
                 Err(error) => {
                     let after = pages.after().unwrap_or(0);
-                    scan.stop_unreadable(storage_finding(
-                        &error,
-                        &format!("the journal cannot be read after seq {after}"),
-                    ));
+                    let what = format!("the journal cannot be read after seq {after}");
+                    scan.stop_unreadable(storage_finding(&error, &what));
                     break;
                 }
-            };
-            for event in &events {
-                scan.push(event);
             }
         }
         let mut findings: Vec<DamageFinding> =
@@ -87,18 +82,17 @@ impl AgentRunService {
             crate::timeline::timeline_projection(self.services.invocations.as_ref(), run_id)
                 .await?;
         let mut pages = JournalPages::new(self.services.journal.as_ref(), run_id);
+        // The switches are what the journal adds; a journal that cannot be read leaves them
+        // out, and the records' graph still stands (check_run reports the journal).
         loop {
-            // The switches are what the journal adds; a journal that cannot be read leaves
-            // them out, and the records' graph still stands (check_run reports the journal).
-            let page = match pages.next().await {
-                Ok(Some(page)) => page,
+            match pages.next().await {
+                Ok(Some(page)) => projection.add_model_switches(&page),
                 Ok(None) => break,
                 Err(error) => {
                     tracing::warn!(%error, "the timeline's fallback switches could not be read");
                     break;
                 }
-            };
-            projection.add_model_switches(&page);
+            }
         }
         match self.services.runs.load_run(run_id).await {
             Ok(run) => {
