@@ -23,14 +23,7 @@ impl AgentRunService {
     ) -> ApplicationResult<Vec<PendingToolApproval>> {
         match self.active_context(run_id) {
             Some(ctx) => Ok(ctx.approvals.pending()),
-            None => {
-                let run = self.services.runs.load_run(run_id).await?;
-                if run.status.is_terminal() {
-                    Ok(Vec::new())
-                } else {
-                    Err(not_here(run_id))
-                }
-            }
+            None => self.nothing_waits_unless_elsewhere(run_id).await,
         }
     }
 
@@ -73,14 +66,7 @@ impl AgentRunService {
     ) -> ApplicationResult<Option<PendingSpendLimit>> {
         match self.active_context(run_id) {
             Some(ctx) => Ok(ctx.spend.pending()),
-            None => {
-                let run = self.services.runs.load_run(run_id).await?;
-                if run.status.is_terminal() {
-                    Ok(None)
-                } else {
-                    Err(not_here(run_id))
-                }
-            }
+            None => self.nothing_waits_unless_elsewhere(run_id).await,
         }
     }
 
@@ -104,6 +90,20 @@ impl AgentRunService {
         match self.active_context(run_id) {
             Some(ctx) => ctx.spend.answer(&self.events, run_id, request).await,
             None => Err(self.not_active(run_id).await),
+        }
+    }
+
+    /// What waits in a run not executing here: nothing (`T::default()`) once it has ended;
+    /// `agent.run_locked` while it is unfinished (another process, or none, runs it).
+    async fn nothing_waits_unless_elsewhere<T: Default>(
+        &self,
+        run_id: &RunId,
+    ) -> ApplicationResult<T> {
+        let run = self.services.runs.load_run(run_id).await?;
+        if run.status.is_terminal() {
+            Ok(T::default())
+        } else {
+            Err(not_here(run_id))
         }
     }
 

@@ -12,8 +12,9 @@ use tt_domain::task::TaskContinuation;
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::targets::{NewTask, open_task, registered, resolve_target};
+use super::tools::caller_may;
 use crate::delegation::args::{PENDING_TASK_POLICY_DENY_IF_PENDING, parse_handoff_args};
-use crate::delegation::policy::{Operation, admit, admit_caller};
+use crate::delegation::policy::{Operation, admit};
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ToolCallError, ToolError};
@@ -47,14 +48,12 @@ pub(crate) async fn agent_handoff(
         )
         .await?;
     let caller = &inv.profile.definition.delegation;
-    if let Err(denial) = admit_caller(&inv.profile, Operation::Handoff) {
-        return Err(ToolError::with_reason(
-            error_codes::AGENT_HANDOFF_POLICY_DENIED,
-            denial.code(),
-            "you cannot hand this job to another agent.",
-        )
-        .into());
-    }
+    caller_may(
+        inv,
+        Operation::Handoff,
+        error_codes::AGENT_HANDOFF_POLICY_DENIED,
+        "you cannot hand this job to another agent.",
+    )?;
     let tasks = ctx.services.invocations.list_tasks(&ctx.run_id).await?;
     let pending = tasks
         .iter()

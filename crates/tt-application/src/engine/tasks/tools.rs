@@ -103,14 +103,12 @@ pub(crate) async fn agent_delegate(
         caller.max_invocations_per_run,
         caller.max_concurrent_invocations,
     );
-    if let Err(denial) = admit_caller(&inv.profile, Operation::Delegate) {
-        return Err(ToolError::with_reason(
-            error_codes::AGENT_DELEGATION_POLICY_DENIED,
-            denial.code(),
-            "you cannot give tasks to other agents.",
-        )
-        .into());
-    }
+    caller_may(
+        inv,
+        Operation::Delegate,
+        error_codes::AGENT_DELEGATION_POLICY_DENIED,
+        "you cannot give tasks to other agents.",
+    )?;
     let (resolved, delegated, workspace_key) =
         delegation_reads(ctx, inv, round, &args.agent_id).await;
     let (agent_id, target) = resolved?;
@@ -277,6 +275,18 @@ fn check_fork(
         ));
     }
     Ok(())
+}
+
+/// `code`, with the policy's reason and `refusal`, when the calling agent's own profile may
+/// not do `operation`.
+pub(crate) fn caller_may(
+    inv: &InvocationRuntime,
+    operation: Operation,
+    code: tt_domain::error_codes::Code,
+    refusal: &str,
+) -> Result<(), ToolError> {
+    admit_caller(&inv.profile, operation)
+        .map_err(|denial| ToolError::with_reason(code, denial.code(), refusal))
 }
 
 /// `tool.invalid_arguments` when the call asked for more of `field` than `limit`.
