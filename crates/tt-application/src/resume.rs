@@ -82,17 +82,20 @@ fn text(event: &AgentRunEvent, field: &str) -> Option<String> {
 
 /// The `guidanceIds` an applied or discarded guidance event names.
 pub(crate) fn guidance_ids(event: &AgentRunEvent) -> HashSet<String> {
+    payload_strings(event, "guidanceIds")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The strings of an event payload's array `key`, in order (none when it is absent).
+fn payload_strings<'a>(event: &'a AgentRunEvent, key: &str) -> impl Iterator<Item = &'a str> {
     event
         .payload
-        .get("guidanceIds")
+        .get(key)
         .and_then(Value::as_array)
-        .map(|ids| {
-            ids.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
 }
 
 /// The `round` an event's payload names.
@@ -319,17 +322,9 @@ impl JournalReader {
         let Some(id) = invocation else {
             return;
         };
-        let tasks: Vec<TaskId> = event
-            .payload
-            .get("taskIds")
-            .and_then(Value::as_array)
-            .map(|ids| {
-                ids.iter()
-                    .filter_map(Value::as_str)
-                    .map(TaskId::from_raw)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let tasks: Vec<TaskId> = payload_strings(event, "taskIds")
+            .map(TaskId::from_raw)
+            .collect();
         let round = self.last_round.get(&id).copied().unwrap_or(0);
         self.state
             .replays
@@ -379,13 +374,7 @@ impl JournalReader {
             .pending_guidance
             .retain(|(id, _, _)| !done.contains(id));
         if let (Some(id), Some(round)) = (invocation, round_of(event)) {
-            let texts: Vec<String> = event
-                .payload
-                .get("guidanceIds")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
+            let texts: Vec<String> = payload_strings(event, "guidanceIds")
                 .filter_map(|id| self.guidance_texts.get(id).cloned())
                 .collect();
             self.state

@@ -12,9 +12,9 @@ use tt_domain::task::TaskContinuation;
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::targets::{NewTask, open_task, registered, resolve_target};
-use super::tools::caller_may;
+use super::tools::refuse_denied;
 use crate::delegation::args::{PENDING_TASK_POLICY_DENY_IF_PENDING, parse_handoff_args};
-use crate::delegation::policy::{Operation, admit};
+use crate::delegation::policy::{Operation, admit, admit_caller};
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ToolCallError, ToolError};
@@ -48,9 +48,8 @@ pub(crate) async fn agent_handoff(
         )
         .await?;
     let caller = &inv.profile.definition.delegation;
-    caller_may(
-        inv,
-        Operation::Handoff,
+    refuse_denied(
+        admit_caller(&inv.profile, Operation::Handoff),
         error_codes::AGENT_HANDOFF_POLICY_DENIED,
         "you cannot hand this job to another agent.",
     )?;
@@ -88,17 +87,15 @@ pub(crate) async fn agent_handoff(
         .into());
     }
     let (agent_id, target) = resolve_target(ctx, &args.agent_id, Operation::Handoff).await?;
-    if let Err(denial) = admit(&inv.profile, &target, Operation::Handoff) {
-        return Err(ToolError::with_reason(
-            error_codes::AGENT_HANDOFF_POLICY_DENIED,
-            denial.code(),
-            &format!(
-                "`{agent_id}` cannot take this job over from you. Use `{}` to see who can.",
-                ToolName::AgentList.model_alias()
-            ),
-        )
-        .into());
-    }
+    let refusal = format!(
+        "`{agent_id}` cannot take this job over from you. Use `{}` to see who can.",
+        ToolName::AgentList.model_alias()
+    );
+    refuse_denied(
+        admit(&inv.profile, &target, Operation::Handoff),
+        error_codes::AGENT_HANDOFF_POLICY_DENIED,
+        &refusal,
+    )?;
     let new = NewTask {
         target: agent_id.clone(),
         continuation: TaskContinuation::TransferControl,

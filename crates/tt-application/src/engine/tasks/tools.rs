@@ -103,9 +103,8 @@ pub(crate) async fn agent_delegate(
         caller.max_invocations_per_run,
         caller.max_concurrent_invocations,
     );
-    caller_may(
-        inv,
-        Operation::Delegate,
+    refuse_denied(
+        admit_caller(&inv.profile, Operation::Delegate),
         error_codes::AGENT_DELEGATION_POLICY_DENIED,
         "you cannot give tasks to other agents.",
     )?;
@@ -114,17 +113,15 @@ pub(crate) async fn agent_delegate(
     let (agent_id, target) = resolved?;
     inv.targets
         .remember(round, &args.agent_id, (agent_id.clone(), target.clone()));
-    if let Err(denial) = admit(&inv.profile, &target, Operation::Delegate) {
-        return Err(ToolError::with_reason(
-            error_codes::AGENT_DELEGATION_POLICY_DENIED,
-            denial.code(),
-            &format!(
-                "`{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
-                ToolName::AgentList.model_alias()
-            ),
-        )
-        .into());
-    }
+    let refusal = format!(
+        "`{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
+        ToolName::AgentList.model_alias()
+    );
+    refuse_denied(
+        admit(&inv.profile, &target, Operation::Delegate),
+        error_codes::AGENT_DELEGATION_POLICY_DENIED,
+        &refusal,
+    )?;
     check_fork(&args, &target.definition, &agent_id)?;
     let budget = task_budget(&args, &target.definition, &agent_id)?;
     let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
@@ -277,16 +274,14 @@ fn check_fork(
     Ok(())
 }
 
-/// `code`, with the policy's reason and `refusal`, when the calling agent's own profile may
-/// not do `operation`.
-pub(crate) fn caller_may(
-    inv: &InvocationRuntime,
-    operation: Operation,
+/// `code`, with the policy's reason and `refusal`, when the delegation policy denied the call
+/// (`admitted` is its answer).
+pub(crate) fn refuse_denied(
+    admitted: Result<(), crate::delegation::policy::Denial>,
     code: tt_domain::error_codes::Code,
     refusal: &str,
 ) -> Result<(), ToolError> {
-    admit_caller(&inv.profile, operation)
-        .map_err(|denial| ToolError::with_reason(code, denial.code(), refusal))
+    admitted.map_err(|denial| ToolError::with_reason(code, denial.code(), refusal))
 }
 
 /// `tool.invalid_arguments` when the call asked for more of `field` than `limit`.
