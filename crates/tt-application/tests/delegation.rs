@@ -117,11 +117,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
 
     // The await result is the capsule, and the same result is never injected again.
     let last = last_request_of(&h, "writer");
-    let capsule = tool_results(&last)
-        .into_iter()
-        .find(|r| r.0 == "a1")
-        .unwrap()
-        .3;
+    let capsule = tool_result(&last, "a1").3;
     assert!(
         capsule.starts_with("## Delegated Task Results"),
         "{capsule}"
@@ -291,11 +287,7 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
     h.failed_task(&run.id, "model.unknown_tool_call");
     let failed = events_of(&h, &run.id, "agent_child_invocation_failed");
     assert_eq!(failed.len(), 1);
-    let capsule = tool_results(&last_request_of(&h, "writer"))
-        .into_iter()
-        .find(|r| r.0 == "a")
-        .unwrap()
-        .3;
+    let capsule = tool_result(&last_request_of(&h, "writer"), "a").3;
     assert!(capsule.contains("### critic - failed"));
 }
 
@@ -685,11 +677,7 @@ async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent()
         .find(|i| i.id == task.child_invocation_id)
         .unwrap();
     assert_eq!(child.status, InvocationStatus::Completed);
-    let capsule = tool_results(&last_request_of(&h, "writer"))
-        .into_iter()
-        .find(|r| r.0 == "a")
-        .unwrap()
-        .3;
+    let capsule = tool_result(&last_request_of(&h, "writer"), "a").3;
     assert!(
         capsule.contains("### critic - failed") && capsule.contains("Warnings:"),
         "{capsule}"

@@ -542,6 +542,17 @@ pub(crate) fn custom_profile(
     profile
 }
 
+/// The tool result of call `call_id` in `request`: `(call id, is error, error code, content)`.
+pub(crate) fn tool_result(
+    request: &AgentModelRequest,
+    call_id: &str,
+) -> (String, bool, Option<String>, String) {
+    tool_results(request)
+        .into_iter()
+        .find(|result| result.0 == call_id)
+        .unwrap_or_else(|| panic!("no result of `{call_id}`"))
+}
+
 /// Tool results the model saw in a request, in order: (callId, isError, errorCode, content).
 pub(crate) fn tool_results(
     request: &AgentModelRequest,
@@ -659,20 +670,14 @@ pub(crate) fn requests_of(h: &Harness, agent: &str) -> Vec<AgentModelRequest> {
 
 /// The first request of `agent`.
 pub(crate) fn first_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
-    h.model
-        .requests()
-        .into_iter()
-        .find(|request| request.agent_profile_id.as_str() == agent)
-        .unwrap_or_else(|| panic!("{agent} made no request"))
+    let first = requests_of(h, agent).into_iter().next();
+    first.unwrap_or_else(|| panic!("{agent} made no request"))
 }
 
 /// Tool results in the last request of `agent`.
 pub(crate) fn last_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
-    h.model
-        .requests()
-        .into_iter()
-        .rfind(|request| request.agent_profile_id.as_str() == agent)
-        .unwrap_or_else(|| panic!("{agent} made no request"))
+    let last = requests_of(h, agent).pop();
+    last.unwrap_or_else(|| panic!("{agent} made no request"))
 }
 
 pub(crate) fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunEvent> {
