@@ -231,13 +231,7 @@ async fn a_summary_longer_than_its_room_is_cut_so_the_next_request_fits() {
     let h = harness(model.clone());
     let window = first + 1_400;
     h.put_profile(windowed(window, CompactionPolicy::Summarize, None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.first_event(&run.id, "run_failed").payload
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
     let compactions = events_of(&h, &run.id, "context_compacted");
     assert!(!compactions.is_empty());
     for compacted in &compactions {
@@ -272,11 +266,5 @@ async fn an_opening_too_large_for_the_window_fails_before_the_first_request() {
     let model = by_turn(happy_turns());
     let h = harness(model.clone());
     h.put_profile(windowed(least, CompactionPolicy::Summarize, None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{}",
-        h.first_event(&run.id, "run_failed").payload
-    );
+    h.run_completed(request(Some("windowed"))).await;
 }

@@ -298,11 +298,7 @@ async fn a_profile_without_fallbacks_fails_as_before() {
         writer(|p| p.model.fallbacks.clear()),
     );
     let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    assert_eq!(
-        s.h.first_event(&run.id, "run_failed").payload["code"],
-        "agent.rate_limited"
-    );
+    s.h.assert_failed_with(&run, "agent.rate_limited");
     assert!(events_of(&s.h, &run.id, "agent_model_fallback_switched").is_empty());
     assert_eq!(s.spare.call_count(), 0);
 }

@@ -50,11 +50,7 @@ async fn the_invocation_deadline_ends_the_foreground_agent() {
     let started = Instant::now();
     let run = h.run_to_end(request(Some("bounded"))).await;
     assert_eq!(started.elapsed(), Duration::from_secs(10));
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    assert_eq!(
-        h.first_event(&run.id, "run_failed").payload["code"],
-        "agent.invocation_deadline_exceeded"
-    );
+    h.assert_failed_with(&run, "agent.invocation_deadline_exceeded");
 }
 
 #[tokio::test(start_paused = true)]

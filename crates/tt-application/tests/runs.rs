@@ -356,11 +356,7 @@ async fn journal_failure_is_fatal_and_recorded_in_the_run_status() {
         StorageError::io("events.jsonl", "disk full"),
     );
     let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    assert_eq!(
-        h.first_event(&run.id, "run_failed").payload["code"],
-        "agent.storage_io"
-    );
+    h.assert_failed_with(&run, "agent.storage_io");
 }
 
 #[tokio::test]

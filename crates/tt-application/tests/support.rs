@@ -289,6 +289,15 @@ impl Harness {
             .unwrap_or_else(|| panic!("no {kind:?} invocation"))
     }
 
+    /// Asserts that `run` failed and its `run_failed` says `code`.
+    pub(crate) fn assert_failed_with(&self, run: &AgentRun, code: &str) {
+        assert_eq!(run.status, tt_domain::run::AgentRunStatus::Failed);
+        assert_eq!(
+            self.first_event(&run.id, "run_failed").payload["code"],
+            code
+        );
+    }
+
     /// The run's first delegated task, which failed with an error starting with `prefix`.
     pub(crate) fn failed_task(&self, run_id: &RunId, prefix: &str) -> AgentTaskRecord {
         let task = self.store.tasks(run_id).remove(0);
