@@ -26,31 +26,6 @@ fn windowed(
     })
 }
 
-/// Between steps that change the history, each request starts with the previous one (what a
-/// provider's prompt cache reuses): the append-only share outside those steps is 1. `steps`
-/// are the rounds trimmed or compacted.
-fn assert_append_only(requests: &[AgentModelRequest], steps: &[u64]) {
-    for pair in requests.windows(2) {
-        if steps.contains(&u64::from(pair[1].round)) || pair[0].round == pair[1].round {
-            continue;
-        }
-        assert_eq!(
-            pair[0].messages[..],
-            pair[1].messages[..pair[0].messages.len()],
-            "round {} does not extend round {}",
-            pair[1].round,
-            pair[0].round
-        );
-    }
-}
-
-fn rounds_of(events: &[tt_domain::event::AgentRunEvent]) -> Vec<u64> {
-    events
-        .iter()
-        .map(|event| event.payload["round"].as_u64().unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn the_answer_keeps_its_output_limit_and_each_max_tokens_fits_what_is_left() {
     let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize, None)).await;

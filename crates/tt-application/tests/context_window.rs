@@ -72,21 +72,7 @@ async fn older_results_become_stubs_and_the_run_completes() {
         content.starts_with("[Removed to save room: the text of `scratch/notes.md`")
     }));
     // Between trims, each request starts with the previous one: the prefix stays cacheable.
-    let trimmed_rounds: Vec<u64> = trims
-        .iter()
-        .map(|event| event.payload["round"].as_u64().unwrap())
-        .collect();
-    for pair in requests.windows(2) {
-        if !trimmed_rounds.contains(&u64::from(pair[1].round)) {
-            assert_eq!(
-                pair[0].messages[..],
-                pair[1].messages[..pair[0].messages.len()],
-                "round {} does not extend round {}",
-                pair[1].round,
-                pair[0].round
-            );
-        }
-    }
+    assert_append_only(&requests, &rounds_of(&trims));
 }
 
 #[tokio::test]

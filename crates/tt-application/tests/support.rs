@@ -429,6 +429,32 @@ pub(crate) fn metered_turns() -> Vec<AgentModelResponse> {
         .collect()
 }
 
+/// Between steps that change the history, each request starts with the previous one (what a
+/// provider's prompt cache reuses): the append-only share outside those steps is 1. `steps`
+/// are the rounds trimmed or compacted; a round asked again (a retry) is no new step.
+pub(crate) fn assert_append_only(requests: &[AgentModelRequest], steps: &[u64]) {
+    for pair in requests.windows(2) {
+        if steps.contains(&u64::from(pair[1].round)) || pair[0].round == pair[1].round {
+            continue;
+        }
+        assert_eq!(
+            pair[0].messages[..],
+            pair[1].messages[..pair[0].messages.len()],
+            "round {} does not extend round {}",
+            pair[1].round,
+            pair[0].round
+        );
+    }
+}
+
+/// The `round` of each event.
+pub(crate) fn rounds_of(events: &[AgentRunEvent]) -> Vec<u64> {
+    events
+        .iter()
+        .map(|event| event.payload["round"].as_u64().unwrap())
+        .collect()
+}
+
 /// Writes a short `scratch/a.md`, lists `scratch` `lists` times (small results that pile up),
 /// then [`happy_turns`].
 pub(crate) fn listing_turns(lists: usize) -> Vec<AgentModelResponse> {
