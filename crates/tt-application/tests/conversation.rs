@@ -65,6 +65,14 @@ fn read_texts(conversation: &AgentConversation) -> Vec<String> {
         .collect()
 }
 
+/// The text of the first entry `pick` takes.
+fn first_text(
+    entries: &[ConversationEntry],
+    pick: impl Fn(&ConversationEntry) -> Option<&String>,
+) -> String {
+    entries.iter().find_map(pick).cloned().unwrap()
+}
+
 #[tokio::test]
 async fn a_delegated_agent_reads_its_system_prompt_and_brief_and_returns_its_result() {
     let (h, run_id) = delegated_run().await;
@@ -242,14 +250,10 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
     );
     // The guidance as the model read it in its second request.
     let second = &h.model.requests()[1];
-    let guidance = conversation
-        .entries
-        .iter()
-        .find_map(|entry| match entry {
-            ConversationEntry::Guidance { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let guidance = first_text(&conversation.entries, |entry| match entry {
+        ConversationEntry::Guidance { text, .. } => Some(text),
+        _ => None,
+    });
     assert!(guidance.contains("Make the storm arrive earlier."));
     assert!(
         second
@@ -258,14 +262,10 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
             .any(|message| message.text_content() == guidance)
     );
     // The reminder in the words the model read.
-    let reminder = conversation
-        .entries
-        .iter()
-        .find_map(|entry| match entry {
-            ConversationEntry::Reminder { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let reminder = first_text(&conversation.entries, |entry| match entry {
+        ConversationEntry::Reminder { text, .. } => Some(text),
+        _ => None,
+    });
     assert!(reminder.starts_with("[system reminder"), "{reminder}");
     assert!(
         second

@@ -456,12 +456,7 @@ async fn transient_statuses_are_journaled_but_not_rewritten_in_the_stored_record
         h.store.run(&run.id).unwrap().status,
         AgentRunStatus::InitializingWorkspace
     );
-    let journaled: Vec<_> = h
-        .events(&run.id)
-        .into_iter()
-        .filter(|e| e.event_type == "status_changed")
-        .map(|e| e.payload["status"].as_str().unwrap().to_owned())
-        .collect();
+    let journaled: Vec<_> = payload_texts(&h, &run.id, "status_changed", "status");
     assert_eq!(
         journaled,
         [

@@ -715,6 +715,19 @@ pub(crate) fn last_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
     last.unwrap_or_else(|| panic!("{agent} made no request"))
 }
 
+/// The text field `field` of each `event_type` event of the run, in order.
+pub(crate) fn payload_texts(
+    h: &Harness,
+    run_id: &RunId,
+    event_type: &str,
+    field: &str,
+) -> Vec<String> {
+    events_of(h, run_id, event_type)
+        .iter()
+        .map(|event| event.payload[field].as_str().unwrap().to_owned())
+        .collect()
+}
+
 pub(crate) fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunEvent> {
     h.events(run_id)
         .into_iter()
