@@ -46,3 +46,20 @@ pub(crate) async fn execute(
         ))),
     }
 }
+
+/// What the workspace tools' unit tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::error::ToolError;
+
+    /// Asserts what `parse` makes of each raw integer argument: the value, or the error's code.
+    pub(crate) fn assert_parsed<T: PartialEq + std::fmt::Debug + Copy>(
+        parse: impl Fn(Option<i64>) -> Result<T, ToolError>,
+        cases: &[(Option<i64>, Result<T, &str>)],
+    ) {
+        for (raw, expected) in cases {
+            let parsed = parse(*raw).map_err(|error| error.code.as_str());
+            assert_eq!(parsed, *expected, "{raw:?}");
+        }
+    }
+}
