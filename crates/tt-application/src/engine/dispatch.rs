@@ -408,16 +408,13 @@ async fn delegate(
     call: &AgentToolCall,
     held: &mut Vec<RunWrite>,
 ) -> Result<ToolSuccess, ToolCallError> {
-    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-    match inv
-        .replay
-        .as_ref()
-        .and_then(|replay| replay.registered_task(&file_key))
-    {
+    match inv.replayed_call(round, &call.id, |replay, key| {
+        replay.registered_task(key).cloned()
+    }) {
         Some(task_id) => {
             let unit = std::mem::take(held);
             ctx.events.commit(&ctx.run_id, unit).await?;
-            delegation::already_delegated(ctx, task_id).await
+            delegation::already_delegated(ctx, &task_id).await
         }
         None => delegation::agent_delegate(ctx, inv, round, call, held).await,
     }
@@ -431,12 +428,9 @@ async fn handoff(
     round: u32,
     call: &AgentToolCall,
 ) -> Result<Executed, ToolCallError> {
-    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-    let registered = inv
-        .replay
-        .as_ref()
-        .and_then(|replay| replay.registered_task(&file_key))
-        .cloned();
+    let registered = inv.replayed_call(round, &call.id, |replay, key| {
+        replay.registered_task(key).cloned()
+    });
     let (success, accepted) = match registered {
         Some(task_id) => crate::engine::tasks::handoff::already_accepted(ctx, &task_id).await?,
         None => crate::engine::tasks::handoff::agent_handoff(ctx, inv, call).await?,
