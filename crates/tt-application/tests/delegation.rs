@@ -228,11 +228,10 @@ async fn workspace_finish_cancels_unawaited_delegated_task() {
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Cancelled);
-    assert_eq!(
-        task.error.as_deref(),
-        Some("cancelled because the agent that delegated it finished the run")
+    let task = h.first_task_ended(
+        &run.id,
+        TaskStatus::Cancelled,
+        "cancelled because the agent that delegated it finished the run",
     );
     let child = &task.child_invocation_id;
     assert_eq!(
@@ -360,11 +359,10 @@ async fn delegated_task_without_return_fails_at_max_rounds() {
     );
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert_eq!(
-        task.error.as_deref(),
-        Some("agent.max_tool_rounds_exceeded: task.return was not called within 6 rounds")
+    h.first_task_ended(
+        &run.id,
+        TaskStatus::Failed,
+        "agent.max_tool_rounds_exceeded: task.return was not called within 6 rounds",
     );
 }
 

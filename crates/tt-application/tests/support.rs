@@ -298,6 +298,19 @@ impl Harness {
         );
     }
 
+    /// The run's first delegated task, which ended `status` with `error`.
+    pub(crate) fn first_task_ended(
+        &self,
+        run_id: &RunId,
+        status: TaskStatus,
+        error: &str,
+    ) -> AgentTaskRecord {
+        let task = self.store.tasks(run_id).remove(0);
+        assert_eq!(task.status, status);
+        assert_eq!(task.error.as_deref(), Some(error));
+        task
+    }
+
     /// The run's first delegated task, which failed with an error starting with `prefix`.
     pub(crate) fn failed_task(&self, run_id: &RunId, prefix: &str) -> AgentTaskRecord {
         let task = self.store.tasks(run_id).remove(0);
