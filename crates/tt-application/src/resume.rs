@@ -20,7 +20,7 @@ use tt_ports::RunDocument;
 use crate::engine::context::{CommitRecord, RunContext};
 use crate::engine::records::call_file_key;
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::journal_pages::JournalPages;
+use crate::journal_read::{JournalPages, guidance_ids, payload_strings, round_of};
 use crate::replay::{Replay, UnregisteredAgent};
 use crate::services::RuntimeServices;
 
@@ -78,33 +78,6 @@ fn text(event: &AgentRunEvent, field: &str) -> Option<String> {
         .get(field)
         .and_then(Value::as_str)
         .map(str::to_owned)
-}
-
-/// The `guidanceIds` an applied or discarded guidance event names.
-pub(crate) fn guidance_ids(event: &AgentRunEvent) -> HashSet<String> {
-    payload_strings(event, "guidanceIds")
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The strings of an event payload's array `key`, in order (none when it is absent).
-fn payload_strings<'a>(event: &'a AgentRunEvent, key: &str) -> impl Iterator<Item = &'a str> {
-    event
-        .payload
-        .get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-}
-
-/// The `round` an event's payload names.
-pub(crate) fn round_of(event: &AgentRunEvent) -> Option<u32> {
-    event
-        .payload
-        .get("round")
-        .and_then(Value::as_u64)
-        .and_then(|round| u32::try_from(round).ok())
 }
 
 /// The context-window step a `context_trimmed` or `context_compacted` event journaled.

@@ -19,7 +19,7 @@ use tt_domain::time::Timestamp;
 use tt_ports::RunJournal;
 
 use crate::error::ApplicationResult;
-use crate::journal_pages::JournalPages;
+use crate::journal_read::JournalPages;
 
 /// Usage of one invocation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

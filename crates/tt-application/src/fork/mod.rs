@@ -16,7 +16,7 @@ use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
 
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::resume::round_of;
+use crate::journal_read::{guidance_ids, round_of};
 use crate::services::RuntimeServices;
 
 pub(crate) mod copy;
@@ -89,7 +89,7 @@ pub(crate) async fn read_all_events(
     services: &RuntimeServices,
     run_id: &RunId,
 ) -> ApplicationResult<Vec<AgentRunEvent>> {
-    Ok(crate::journal_pages::read_all_events(services.journal.as_ref(), run_id).await?)
+    Ok(crate::journal_read::read_all_events(services.journal.as_ref(), run_id).await?)
 }
 
 fn field<'a>(event: &'a AgentRunEvent, name: &str) -> Option<&'a str> {
@@ -435,7 +435,7 @@ impl CutState {
                 }
             }
             T::UserGuidanceApplied | T::UserGuidanceDiscarded => {
-                for id in crate::resume::guidance_ids(event) {
+                for id in guidance_ids(event) {
                     pending_guidance.remove(&id);
                 }
             }

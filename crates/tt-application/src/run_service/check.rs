@@ -11,7 +11,7 @@ use tt_domain::run::UnrecordedEnd;
 use tt_ports::StorageError;
 
 use crate::error::ApplicationResult;
-use crate::journal_pages::JournalPages;
+use crate::journal_read::JournalPages;
 use crate::timeline::TimelineProjection;
 
 use super::AgentRunService;

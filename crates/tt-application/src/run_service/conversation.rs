@@ -19,7 +19,7 @@ use tt_ports::{RunDocument, StorageError};
 
 use crate::delegation::rendering::render_stored_brief;
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::journal_pages::JournalPages;
+use crate::journal_read::JournalPages;
 use crate::prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 
 use super::AgentRunService;

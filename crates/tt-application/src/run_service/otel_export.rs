@@ -13,7 +13,7 @@ use tt_ports::RunDocument;
 
 use super::otel_content::{agent_content, output_messages};
 use crate::error::ApplicationResult;
-use crate::journal_pages::read_all_events;
+use crate::journal_read::read_all_events;
 use crate::otel::{AnswerExtras, OtelExtras, otlp_traces_with};
 
 use super::AgentRunService;

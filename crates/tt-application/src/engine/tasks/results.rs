@@ -15,7 +15,7 @@ use crate::delegation::rendering::{CapsuleEntry, ReaderState, render_injected_re
 use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
-use crate::journal_pages::JournalPages;
+use crate::journal_read::JournalPages;
 
 /// The result document of a task, if it returned one. An unreadable document is fatal.
 pub(crate) async fn result_document(

@@ -1,7 +1,9 @@
-//! Reading a run's journal forward in pages of the most a store hands out at once: the one
-//! loop behind every whole-journal read of the application (usage, conversation, damage check,
-//! trace export, fork, resume).
+//! Reading a run's journal: forward in pages of the most a store hands out at once (the one
+//! loop behind every whole-journal read of the application: usage, conversation, damage check,
+//! trace export, fork, resume), and the event fields more than one of those readers takes.
 
+use serde_json::Value;
+use std::collections::HashSet;
 use tt_domain::event::AgentRunEvent;
 use tt_domain::ids::RunId;
 use tt_ports::journal::MAX_EVENT_PAGE_LIMIT;
@@ -76,4 +78,34 @@ pub(crate) async fn read_all_events(
         events.extend(page);
     }
     Ok(events)
+}
+
+/// The `guidanceIds` an applied or discarded guidance event names.
+pub(crate) fn guidance_ids(event: &AgentRunEvent) -> HashSet<String> {
+    payload_strings(event, "guidanceIds")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The strings of an event payload's array `key`, in order (none when it is absent).
+pub(crate) fn payload_strings<'a>(
+    event: &'a AgentRunEvent,
+    key: &str,
+) -> impl Iterator<Item = &'a str> {
+    event
+        .payload
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
+/// The `round` an event's payload names.
+pub(crate) fn round_of(event: &AgentRunEvent) -> Option<u32> {
+    event
+        .payload
+        .get("round")
+        .and_then(Value::as_u64)
+        .and_then(|round| u32::try_from(round).ok())
 }
