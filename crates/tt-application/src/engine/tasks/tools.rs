@@ -103,25 +103,13 @@ pub(crate) async fn agent_delegate(
         caller.max_invocations_per_run,
         caller.max_concurrent_invocations,
     );
-    refuse_denied(
-        admit_caller(&inv.profile, Operation::Delegate),
-        error_codes::AGENT_DELEGATION_POLICY_DENIED,
-        "you cannot give tasks to other agents.",
-    )?;
+    caller_admitted(inv, Operation::Delegate)?;
     let (resolved, delegated, workspace_key) =
         delegation_reads(ctx, inv, round, &args.agent_id).await;
     let (agent_id, target) = resolved?;
     inv.targets
         .remember(round, &args.agent_id, (agent_id.clone(), target.clone()));
-    let refusal = format!(
-        "`{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
-        ToolName::AgentList.model_alias()
-    );
-    refuse_denied(
-        admit(&inv.profile, &target, Operation::Delegate),
-        error_codes::AGENT_DELEGATION_POLICY_DENIED,
-        &refusal,
-    )?;
+    target_admitted(inv, &target, &agent_id, Operation::Delegate)?;
     check_fork(&args, &target.definition, &agent_id)?;
     let budget = task_budget(&args, &target.definition, &agent_id)?;
     let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
@@ -274,14 +262,52 @@ fn check_fork(
     Ok(())
 }
 
-/// `code`, with the policy's reason and `refusal`, when the delegation policy denied the call
-/// (`admitted` is its answer).
-pub(crate) fn refuse_denied(
-    admitted: Result<(), crate::delegation::policy::Denial>,
-    code: tt_domain::error_codes::Code,
-    refusal: &str,
+/// The calling agent's own profile may do `operation`: else its tool's policy error, with the
+/// policy's reason.
+pub(crate) fn caller_admitted(
+    inv: &InvocationRuntime,
+    operation: Operation,
 ) -> Result<(), ToolError> {
-    admitted.map_err(|denial| ToolError::with_reason(code, denial.code(), refusal))
+    let refusal = match operation {
+        Operation::Delegate => "you cannot give tasks to other agents.",
+        Operation::Handoff => "you cannot hand this job to another agent.",
+    };
+    admit_caller(&inv.profile, operation)
+        .map_err(|denial| policy_denied(operation, denial, refusal))
+}
+
+/// The calling agent may give `target` (`agent_id`) what `operation` hands over: else its
+/// tool's policy error, with the policy's reason.
+pub(crate) fn target_admitted(
+    inv: &InvocationRuntime,
+    target: &tt_domain::profile::ResolvedProfile,
+    agent_id: &ProfileId,
+    operation: Operation,
+) -> Result<(), ToolError> {
+    admit(&inv.profile, target, operation).map_err(|denial| {
+        let cannot = match operation {
+            Operation::Delegate => "cannot take tasks from you",
+            Operation::Handoff => "cannot take this job over from you",
+        };
+        let refusal = format!(
+            "`{agent_id}` {cannot}. Use `{}` to see who can.",
+            ToolName::AgentList.model_alias()
+        );
+        policy_denied(operation, denial, &refusal)
+    })
+}
+
+/// `agent.delegation_policy_denied` or `agent.handoff_policy_denied`, by `operation`.
+fn policy_denied(
+    operation: Operation,
+    denial: crate::delegation::policy::Denial,
+    refusal: &str,
+) -> ToolError {
+    let code = match operation {
+        Operation::Delegate => error_codes::AGENT_DELEGATION_POLICY_DENIED,
+        Operation::Handoff => error_codes::AGENT_HANDOFF_POLICY_DENIED,
+    };
+    ToolError::with_reason(code, denial.code(), refusal)
 }
 
 /// `tool.invalid_arguments` when the call asked for more of `field` than `limit`.
