@@ -66,7 +66,7 @@ async fn a_delegated_agent_past_its_deadline_fails_only_its_task() {
 
 #[tokio::test]
 async fn the_profile_output_token_limit_is_sent_with_every_request() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     h.put_profile(custom_profile("short", |p| {
         p.model.max_output_tokens = Some(256)
     }));
@@ -75,7 +75,7 @@ async fn the_profile_output_token_limit_is_sent_with_every_request() {
     assert_eq!(requests.len(), 3);
     assert!(requests.iter().all(|r| r.max_output_tokens == Some(256)));
     // Unset, the request carries none and the provider's default applies.
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     h.run_to_end(request(None)).await;
     assert!(
         h.model

@@ -504,6 +504,11 @@ pub(crate) fn turn(calls: Vec<(String, String, Value)>) -> AgentModelResponse {
     )
 }
 
+/// A harness whose model follows [`happy_turns`].
+pub(crate) fn happy_harness() -> Harness {
+    harness(by_turn(happy_turns()))
+}
+
 /// write output/main.md, commit, finish.
 pub(crate) fn happy_turns() -> Vec<AgentModelResponse> {
     vec![
