@@ -151,7 +151,14 @@ const LAYERED_CRATE_SRC: &str = "crates/tt-application/src";
 /// one (so nothing below the engine can run an agent). A new module joins the layer the module
 /// map of docs/ARCHITECTURE.md puts it in.
 const APPLICATION_LAYERS: &[&[&str]] = &[
-    &["error", "services", "prompt", "prompt_input", "replay"],
+    &[
+        "error",
+        "services",
+        "prompt",
+        "prompt_input",
+        "replay",
+        "journal_read",
+    ],
     &["events", "otel", "profiles", "timeline", "usage"],
     &["guidance", "approvals", "spend_limit"],
     // The shared shapes of a tool call (`ToolSuccess`, `ToolEffect`, argument helpers) and the

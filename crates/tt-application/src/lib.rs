@@ -14,6 +14,7 @@ pub(crate) mod events;
 pub(crate) mod fork;
 pub(crate) mod guidance;
 pub(crate) mod handoff_chain;
+pub(crate) mod journal_read;
 pub(crate) mod otel;
 pub(crate) mod persist_metadata;
 pub(crate) mod profiles;

@@ -80,8 +80,13 @@ fn tool_lines(out: &mut String, snapshot: &InvocationToolSnapshot) {
 }
 
 fn roots_list(roots: &[WorkspaceRoot]) -> String {
+    roots_or(roots, "none")
+}
+
+/// The roots as `` `output/`, `scratch/` ``; `none` when there are none.
+pub(crate) fn roots_or(roots: &[WorkspaceRoot], none: &str) -> String {
     if roots.is_empty() {
-        return "none".to_owned();
+        return none.to_owned();
     }
     roots
         .iter()

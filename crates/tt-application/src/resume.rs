@@ -15,11 +15,12 @@ use tt_domain::profile::ResolvedProfile;
 use tt_domain::run::{AgentRun, Presentation};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::tool::AgentToolResult;
-use tt_ports::{EventPage, RunDocument};
+use tt_ports::RunDocument;
 
 use crate::engine::context::{CommitRecord, RunContext};
 use crate::engine::records::call_file_key;
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::journal_read::{JournalPages, guidance_ids, payload_strings, round_of};
 use crate::replay::{Replay, UnregisteredAgent};
 use crate::services::RuntimeServices;
 
@@ -79,29 +80,6 @@ fn text(event: &AgentRunEvent, field: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The `guidanceIds` an applied or discarded guidance event names.
-fn guidance_ids(event: &AgentRunEvent) -> HashSet<String> {
-    event
-        .payload
-        .get("guidanceIds")
-        .and_then(Value::as_array)
-        .map(|ids| {
-            ids.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn round_of(event: &AgentRunEvent) -> Option<u32> {
-    event
-        .payload
-        .get("round")
-        .and_then(Value::as_u64)
-        .and_then(|round| u32::try_from(round).ok())
-}
-
 /// The context-window step a `context_trimmed` or `context_compacted` event journaled.
 fn context_step(event: &AgentRunEvent) -> Option<crate::replay::ContextStep> {
     use crate::replay::ContextStep;
@@ -138,27 +116,13 @@ pub(crate) async fn read_journal(
     run_id: &RunId,
 ) -> ApplicationResult<JournalState> {
     let mut reader = JournalReader::default();
-    let mut after = None;
-    loop {
-        let page = services
-            .journal
-            .read(
-                run_id,
-                &EventPage {
-                    after_seq: after,
-                    limit: Some(tt_ports::journal::MAX_EVENT_PAGE_LIMIT),
-                    ..EventPage::default()
-                },
-            )
-            .await?;
-        let Some(last) = page.last() else {
-            return Ok(reader.state);
-        };
-        after = Some(last.seq);
+    let mut pages = JournalPages::new(services.journal.as_ref(), run_id);
+    while let Some(page) = pages.next().await? {
         for event in &page {
             reader.read(event);
         }
     }
+    Ok(reader.state)
 }
 
 /// The fold of [`read_journal`]: the state read so far and what later events refer back to.
@@ -331,17 +295,9 @@ impl JournalReader {
         let Some(id) = invocation else {
             return;
         };
-        let tasks: Vec<TaskId> = event
-            .payload
-            .get("taskIds")
-            .and_then(Value::as_array)
-            .map(|ids| {
-                ids.iter()
-                    .filter_map(Value::as_str)
-                    .map(TaskId::from_raw)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let tasks: Vec<TaskId> = payload_strings(event, "taskIds")
+            .map(TaskId::from_raw)
+            .collect();
         let round = self.last_round.get(&id).copied().unwrap_or(0);
         self.state
             .replays
@@ -391,13 +347,7 @@ impl JournalReader {
             .pending_guidance
             .retain(|(id, _, _)| !done.contains(id));
         if let (Some(id), Some(round)) = (invocation, round_of(event)) {
-            let texts: Vec<String> = event
-                .payload
-                .get("guidanceIds")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
+            let texts: Vec<String> = payload_strings(event, "guidanceIds")
                 .filter_map(|id| self.guidance_texts.get(id).cloned())
                 .collect();
             self.state

@@ -16,9 +16,10 @@ use tt_domain::event::RunEventType;
 use tt_domain::ids::RunId;
 use tt_domain::model::ModelUsage;
 use tt_domain::time::Timestamp;
-use tt_ports::{EventPage, RunJournal};
+use tt_ports::RunJournal;
 
 use crate::error::ApplicationResult;
+use crate::journal_read::JournalPages;
 
 /// Usage of one invocation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -183,21 +184,8 @@ pub async fn run_usage(journal: &dyn RunJournal, run_id: &RunId) -> ApplicationR
     let mut own = Tally::default();
     let mut inherited = Tally::default();
     let mut forked_from: Option<(String, u64)> = None;
-    let mut after = 0;
-    loop {
-        let page = journal
-            .read(
-                run_id,
-                &EventPage {
-                    after_seq: Some(after),
-                    before_seq: None,
-                    limit: Some(500),
-                    invocation_id: None,
-                },
-            )
-            .await?;
-        let Some(last) = page.last() else { break };
-        after = last.seq;
+    let mut pages = JournalPages::new(journal, run_id);
+    while let Some(page) = pages.next().await? {
         for event in &page {
             if event.event_type == RunEventType::RunCreated {
                 forked_from = fork_point(&event.payload);
@@ -456,7 +444,7 @@ mod tests {
     use serde_json::{Value, json};
     use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent, RecordedEvent};
     use tt_domain::ids::EventId;
-    use tt_ports::StorageResult;
+    use tt_ports::{EventPage, StorageResult};
 
     /// A journal that only reads back the events it was built with.
     struct Journal(Vec<AgentRunEvent>);

@@ -45,6 +45,15 @@ fn setup(broker: Arc<FakePromptBroker>) -> Harness {
     h
 }
 
+/// The reviewer `critic` on connection `connection`, model `model`.
+fn critic_on(connection: &str, model: &str) -> tt_domain::profile::AgentProfileDefinition {
+    let mut critic = reviewer("critic");
+    critic.model.mode = ModelMode::ConnectionRef;
+    critic.model.connection_ref = Some(connection.into());
+    critic.model.model_id = Some(model.into());
+    critic
+}
+
 #[tokio::test]
 async fn child_ref_profile_prompt_assembly_round_trips_through_the_broker() {
     let h = setup(FakePromptBroker::answering());
@@ -250,13 +259,7 @@ async fn writer_and_critic_on_two_connections() -> (
         Arc::new(connections),
     );
     h.put_profile(delegator("writer"));
-    h.put_profile({
-        let mut critic = reviewer("critic");
-        critic.model.mode = ModelMode::ConnectionRef;
-        critic.model.connection_ref = Some("connection-b".into());
-        critic.model.model_id = Some("model-b".into());
-        critic
-    });
+    h.put_profile(critic_on("connection-b", "model-b"));
     let run = h.run_completed(request(Some("writer"))).await;
     let child = h.invocation_of_kind(&run.id, InvocationKind::Subagent);
     (h, run, child, connection_a, connection_b)
@@ -307,13 +310,7 @@ async fn each_session_is_closed_on_the_connection_that_opened_it() {
 async fn an_unknown_connection_fails_the_task_that_needs_it() {
     let h = harness(by_agent(writer_turns()));
     h.put_profile(delegator("writer"));
-    h.put_profile({
-        let mut critic = reviewer("critic");
-        critic.model.mode = ModelMode::ConnectionRef;
-        critic.model.connection_ref = Some("nowhere".into());
-        critic.model.model_id = Some("m".into());
-        critic
-    });
+    h.put_profile(critic_on("nowhere", "m"));
     let run = h.run_completed(request(Some("writer"))).await;
     let task = &h.store.tasks(&run.id)[0];
     assert!(

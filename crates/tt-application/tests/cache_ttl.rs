@@ -6,7 +6,7 @@ use tt_domain::profile::{CacheTtl, ModelCachePolicy};
 
 #[tokio::test]
 async fn an_hour_long_cache_reaches_every_request_and_the_binding_event() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     h.put_profile(custom_profile("hour-writer", |p| {
         p.model.cache = ModelCachePolicy {
             ttl: Some("1h".into()),
@@ -28,7 +28,7 @@ async fn an_hour_long_cache_reaches_every_request_and_the_binding_event() {
 #[tokio::test]
 async fn the_default_lifetime_sends_and_journals_nothing() {
     for ttl in [None, Some("default")] {
-        let h = harness(by_turn(happy_turns()));
+        let h = happy_harness();
         h.put_profile(custom_profile("plain-writer", |p| {
             p.model.cache = ModelCachePolicy {
                 ttl: ttl.map(str::to_owned),

@@ -26,31 +26,6 @@ fn windowed(
     })
 }
 
-/// Between steps that change the history, each request starts with the previous one (what a
-/// provider's prompt cache reuses): the append-only share outside those steps is 1. `steps`
-/// are the rounds trimmed or compacted.
-fn assert_append_only(requests: &[AgentModelRequest], steps: &[u64]) {
-    for pair in requests.windows(2) {
-        if steps.contains(&u64::from(pair[1].round)) || pair[0].round == pair[1].round {
-            continue;
-        }
-        assert_eq!(
-            pair[0].messages[..],
-            pair[1].messages[..pair[0].messages.len()],
-            "round {} does not extend round {}",
-            pair[1].round,
-            pair[0].round
-        );
-    }
-}
-
-fn rounds_of(events: &[tt_domain::event::AgentRunEvent]) -> Vec<u64> {
-    events
-        .iter()
-        .map(|event| event.payload["round"].as_u64().unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn the_answer_keeps_its_output_limit_and_each_max_tokens_fits_what_is_left() {
     let first = first_request_tokens(windowed(1_000_000, CompactionPolicy::Summarize, None)).await;
@@ -231,13 +206,7 @@ async fn a_summary_longer_than_its_room_is_cut_so_the_next_request_fits() {
     let h = harness(model.clone());
     let window = first + 1_400;
     h.put_profile(windowed(window, CompactionPolicy::Summarize, None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{:?}",
-        h.first_event(&run.id, "run_failed").payload
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
     let compactions = events_of(&h, &run.id, "context_compacted");
     assert!(!compactions.is_empty());
     for compacted in &compactions {
@@ -272,11 +241,5 @@ async fn an_opening_too_large_for_the_window_fails_before_the_first_request() {
     let model = by_turn(happy_turns());
     let h = harness(model.clone());
     h.put_profile(windowed(least, CompactionPolicy::Summarize, None));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{}",
-        h.first_event(&run.id, "run_failed").payload
-    );
+    h.run_completed(request(Some("windowed"))).await;
 }

@@ -6,7 +6,6 @@ use serde_json::json;
 use tt_domain::context_window::WindowBudget;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_domain::profile::CompactionPolicy;
-use tt_domain::run::AgentRunStatus;
 use tt_ports::ModelError;
 use tt_testkit::fakes::FakeModel;
 
@@ -73,21 +72,7 @@ async fn older_results_become_stubs_and_the_run_completes() {
         content.starts_with("[Removed to save room: the text of `scratch/notes.md`")
     }));
     // Between trims, each request starts with the previous one: the prefix stays cacheable.
-    let trimmed_rounds: Vec<u64> = trims
-        .iter()
-        .map(|event| event.payload["round"].as_u64().unwrap())
-        .collect();
-    for pair in requests.windows(2) {
-        if !trimmed_rounds.contains(&u64::from(pair[1].round)) {
-            assert_eq!(
-                pair[0].messages[..],
-                pair[1].messages[..pair[0].messages.len()],
-                "round {} does not extend round {}",
-                pair[1].round,
-                pair[0].round
-            );
-        }
-    }
+    assert_append_only(&requests, &rounds_of(&trims));
 }
 
 #[tokio::test]
@@ -101,13 +86,7 @@ async fn the_oldest_turns_become_a_summary_when_stubs_are_not_enough() {
     let h = harness(model.clone());
     let window = first + 1_400;
     h.put_profile(windowed(window, CompactionPolicy::Summarize));
-    let run = h.run_to_end(request(Some("windowed"))).await;
-    assert_eq!(
-        run.status,
-        AgentRunStatus::Completed,
-        "{}",
-        h.first_event(&run.id, "run_failed").payload
-    );
+    let run = h.run_completed(request(Some("windowed"))).await;
     let compactions = events_of(&h, &run.id, "context_compacted");
     assert!(!compactions.is_empty());
     assert_eq!(

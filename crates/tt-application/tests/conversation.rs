@@ -65,6 +65,14 @@ fn read_texts(conversation: &AgentConversation) -> Vec<String> {
         .collect()
 }
 
+/// The text of the first entry `pick` takes.
+fn first_text(
+    entries: &[ConversationEntry],
+    pick: impl Fn(&ConversationEntry) -> Option<&String>,
+) -> String {
+    entries.iter().find_map(pick).cloned().unwrap()
+}
+
 #[tokio::test]
 async fn a_delegated_agent_reads_its_system_prompt_and_brief_and_returns_its_result() {
     let (h, run_id) = delegated_run().await;
@@ -242,14 +250,10 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
     );
     // The guidance as the model read it in its second request.
     let second = &h.model.requests()[1];
-    let guidance = conversation
-        .entries
-        .iter()
-        .find_map(|entry| match entry {
-            ConversationEntry::Guidance { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let guidance = first_text(&conversation.entries, |entry| match entry {
+        ConversationEntry::Guidance { text, .. } => Some(text),
+        _ => None,
+    });
     assert!(guidance.contains("Make the storm arrive earlier."));
     assert!(
         second
@@ -258,14 +262,10 @@ async fn guidance_and_a_reminder_are_shown_where_the_agent_read_them() {
             .any(|message| message.text_content() == guidance)
     );
     // The reminder in the words the model read.
-    let reminder = conversation
-        .entries
-        .iter()
-        .find_map(|entry| match entry {
-            ConversationEntry::Reminder { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let reminder = first_text(&conversation.entries, |entry| match entry {
+        ConversationEntry::Reminder { text, .. } => Some(text),
+        _ => None,
+    });
     assert!(reminder.starts_with("[system reminder"), "{reminder}");
     assert!(
         second
@@ -291,7 +291,7 @@ fn steps_index(conversation: &AgentConversation, wanted: &str) -> usize {
 
 #[tokio::test]
 async fn a_live_agent_shows_what_it_stored_so_far_and_the_request_it_waits_on() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     h.model.hang_when(|request| request.round == 2);
     let run = h.start_parked(request(None), 1).await;
     let live = h

@@ -12,12 +12,6 @@ use tt_testkit::fakes::responses;
 
 use crate::support::*;
 
-fn writer_finishing_after(
-    turns: Vec<tt_domain::model::AgentModelResponse>,
-) -> Vec<tt_domain::model::AgentModelResponse> {
-    publish_after(turns, "Final scene.")
-}
-
 /// A harness on `model` with the writer, critic and stylist installed.
 fn installed(model: std::sync::Arc<tt_testkit::fakes::FakeModel>) -> Harness {
     let h = harness(model);
@@ -42,19 +36,16 @@ fn user_texts(request: &tt_domain::model::AgentModelRequest) -> Vec<String> {
 
 #[tokio::test]
 async fn agent_delegate_await_runs_return_mode_subagent() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate(
-                    "d1",
-                    "critic",
-                    "Check the draft for continuity.",
-                )]),
-                await_turn("a1", "allCompleted"),
-            ]),
-        ),
-        (
+    let model = writer_publishing_after(
+        vec![
+            turn(vec![delegate(
+                "d1",
+                "critic",
+                "Check the draft for continuity.",
+            )]),
+            await_turn("a1", "allCompleted"),
+        ],
+        vec![(
             "critic",
             vec![
                 turn(vec![write("n", "scratch/critic-notes.md", "notes")]),
@@ -69,8 +60,8 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
                     }),
                 )]),
             ],
-        ),
-    ]);
+        )],
+    );
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
 
@@ -126,11 +117,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
 
     // The await result is the capsule, and the same result is never injected again.
     let last = last_request_of(&h, "writer");
-    let capsule = tool_results(&last)
-        .into_iter()
-        .find(|r| r.0 == "a1")
-        .unwrap()
-        .3;
+    let capsule = tool_result(&last, "a1").3;
     assert!(
         capsule.starts_with("## Delegated Task Results"),
         "{capsule}"
@@ -193,17 +180,14 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
 
 #[tokio::test]
 async fn completed_child_results_are_added_to_next_parent_turn_once() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate("d1", "critic", "Review.")]),
-                turn(vec![write("p", "plan/plan.md", "plan")]),
-                turn(vec![write("p2", "plan/plan2.md", "plan")]),
-            ]),
-        ),
-        ("critic", vec![task_return("r", "Looks consistent.")]),
-    ]);
+    let model = writer_publishing_after(
+        vec![
+            turn(vec![delegate("d1", "critic", "Review.")]),
+            turn(vec![write("p", "plan/plan.md", "plan")]),
+            turn(vec![write("p2", "plan/plan2.md", "plan")]),
+        ],
+        vec![("critic", vec![task_return("r", "Looks consistent.")])],
+    );
     // Hold the writer's second turn until the critic has finished, so the result is ready
     // right after that round.
     model.hang_when(|request| request.agent_profile_id.as_str() == "writer" && request.round == 2);
@@ -237,21 +221,17 @@ async fn completed_child_results_are_added_to_next_parent_turn_once() {
 
 #[tokio::test]
 async fn workspace_finish_cancels_unawaited_delegated_task() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![turn(vec![delegate("d1", "critic", "Slow review.")])]),
-        ),
-        ("critic", vec![task_return("r", "never")]),
-    ]);
+    let model = writer_publishing_after(
+        vec![turn(vec![delegate("d1", "critic", "Slow review.")])],
+        vec![("critic", vec![task_return("r", "never")])],
+    );
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Cancelled);
-    assert_eq!(
-        task.error.as_deref(),
-        Some("cancelled because the agent that delegated it finished the run")
+    let task = h.first_task_ended(
+        &run.id,
+        TaskStatus::Cancelled,
+        "cancelled because the agent that delegated it finished the run",
     );
     let child = &task.child_invocation_id;
     assert_eq!(
@@ -306,26 +286,19 @@ async fn delegated_agent_cannot_use_tools_it_was_not_offered() {
     h.failed_task(&run.id, "model.unknown_tool_call");
     let failed = events_of(&h, &run.id, "agent_child_invocation_failed");
     assert_eq!(failed.len(), 1);
-    let capsule = tool_results(&last_request_of(&h, "writer"))
-        .into_iter()
-        .find(|r| r.0 == "a")
-        .unwrap()
-        .3;
+    let capsule = tool_result(&last_request_of(&h, "writer"), "a").3;
     assert!(capsule.contains("### critic - failed"));
 }
 
 #[tokio::test]
 async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![write("d", "output/main.md", "Draft.")]),
-                turn(vec![delegate("d1", "critic", "Read output/main.md.")]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
-        ),
-        (
+    let model = writer_publishing_after(
+        vec![
+            turn(vec![write("d", "output/main.md", "Draft.")]),
+            turn(vec![delegate("d1", "critic", "Read output/main.md.")]),
+            turn(vec![call("a", "agent_await", json!({}))]),
+        ],
+        vec![(
             "critic",
             vec![
                 // Same logical path as the writer's.
@@ -349,8 +322,8 @@ async fn child_workspace_policy_scopes_manifest_roots_without_mapping() {
                 )]),
                 task_return("t2", "Read it; no changes."),
             ],
-        ),
-    ]);
+        )],
+    );
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let critic = last_request_of(&h, "critic");
@@ -386,19 +359,17 @@ async fn delegated_task_without_return_fails_at_max_rounds() {
     );
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, TaskStatus::Failed);
-    assert_eq!(
-        task.error.as_deref(),
-        Some("agent.max_tool_rounds_exceeded: task.return was not called within 6 rounds")
+    h.first_task_ended(
+        &run.id,
+        TaskStatus::Failed,
+        "agent.max_tool_rounds_exceeded: task.return was not called within 6 rounds",
     );
 }
 
 #[tokio::test]
 async fn delegation_policy_and_budget_errors_are_recoverable() {
-    let h = harness(by_agent(vec![(
-        "writer",
-        writer_finishing_after(vec![turn(vec![
+    let h = harness(writer_publishing_after(
+        vec![turn(vec![
             call(
                 "bad-args",
                 "agent_delegate",
@@ -423,8 +394,9 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
             delegate("ok3", "stylist", "x"),
             delegate("too-many", "stylist", "x"),
             call("list-handoff", "agent_list", json!({"purpose": "handoff"})),
-        ])]),
-    )]));
+        ])],
+        vec![],
+    ));
     install(&h);
     h.put_profile({
         let mut p = reviewer("locked");
@@ -517,9 +489,8 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
 
 #[tokio::test]
 async fn agent_list_returns_callable_profiles_allowed_by_delegation_policy() {
-    let h = harness(by_agent(vec![(
-        "writer",
-        writer_finishing_after(vec![turn(vec![
+    let h = harness(writer_publishing_after(
+        vec![turn(vec![
             call("all", "agent_list", json!({})),
             call(
                 "query",
@@ -528,8 +499,9 @@ async fn agent_list_returns_callable_profiles_allowed_by_delegation_policy() {
             ),
             call("limit", "agent_list", json!({"limit": 1})),
             call("bad", "agent_list", json!({"limit": 0})),
-        ])]),
-    )]));
+        ])],
+        vec![],
+    ));
     install(&h);
     h.put_profile({
         let mut p = reviewer("hidden");
@@ -555,27 +527,24 @@ async fn agent_list_returns_callable_profiles_allowed_by_delegation_policy() {
 
 #[tokio::test(start_paused = true)]
 async fn await_selection_errors_and_timeout() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![call("none", "agent_await", json!({}))]),
-                turn(vec![delegate("d1", "critic", "Slow.")]),
-                turn(vec![
-                    call(
-                        "foreign",
-                        "agent_await",
-                        json!({"taskIds": ["task_not_mine"]}),
-                    ),
-                    call("dup", "agent_await", json!({"taskIds": ["a", "a"]})),
-                    call("long", "agent_await", json!({"timeoutMs": 300001})),
-                    call("status", "agent_await", json!({"mode": "statusOnly"})),
-                    call("wait", "agent_await", json!({"timeoutMs": 1000})),
-                ]),
+    let model = writer_publishing_after(
+        vec![
+            turn(vec![call("none", "agent_await", json!({}))]),
+            turn(vec![delegate("d1", "critic", "Slow.")]),
+            turn(vec![
+                call(
+                    "foreign",
+                    "agent_await",
+                    json!({"taskIds": ["task_not_mine"]}),
+                ),
+                call("dup", "agent_await", json!({"taskIds": ["a", "a"]})),
+                call("long", "agent_await", json!({"timeoutMs": 300001})),
+                call("status", "agent_await", json!({"mode": "statusOnly"})),
+                call("wait", "agent_await", json!({"timeoutMs": 1000})),
             ]),
-        ),
-        ("critic", vec![task_return("r", "late")]),
-    ]);
+        ],
+        vec![("critic", vec![task_return("r", "late")])],
+    );
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
@@ -706,11 +675,7 @@ async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent()
         .find(|i| i.id == task.child_invocation_id)
         .unwrap();
     assert_eq!(child.status, InvocationStatus::Completed);
-    let capsule = tool_results(&last_request_of(&h, "writer"))
-        .into_iter()
-        .find(|r| r.0 == "a")
-        .unwrap()
-        .3;
+    let capsule = tool_result(&last_request_of(&h, "writer"), "a").3;
     assert!(
         capsule.contains("### critic - failed") && capsule.contains("Warnings:"),
         "{capsule}"
@@ -719,20 +684,17 @@ async fn task_return_with_failed_status_fails_the_task_but_completes_the_agent()
 
 #[tokio::test]
 async fn delegated_prompts_and_surfaces_as_models_see_them() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![delegate(
-                    "d1",
-                    "critic",
-                    "Check continuity of output/main.md.",
-                )]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
-        ),
-        ("critic", vec![task_return("r", "Fine.")]),
-    ]);
+    let model = writer_publishing_after(
+        vec![
+            turn(vec![delegate(
+                "d1",
+                "critic",
+                "Check continuity of output/main.md.",
+            )]),
+            turn(vec![call("a", "agent_await", json!({}))]),
+        ],
+        vec![("critic", vec![task_return("r", "Fine.")])],
+    );
     let h = installed(model);
     h.run_completed(request(Some("writer"))).await;
     let writer = first_request_of(&h, "writer");
@@ -761,21 +723,20 @@ async fn delegated_prompts_and_surfaces_as_models_see_them() {
 
 #[tokio::test]
 async fn next_completed_waits_for_a_result_not_seen_yet() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![
-                    delegate("d1", "critic", "Fast."),
-                    delegate("d2", "stylist", "Slow."),
-                ]),
-                await_turn("a1", "nextCompleted"),
-                await_turn("a2", "nextCompleted"),
+    let model = writer_publishing_after(
+        vec![
+            turn(vec![
+                delegate("d1", "critic", "Fast."),
+                delegate("d2", "stylist", "Slow."),
             ]),
-        ),
-        ("critic", vec![task_return("r1", "Critic done.")]),
-        ("stylist", vec![task_return("r2", "Stylist done.")]),
-    ]);
+            await_turn("a1", "nextCompleted"),
+            await_turn("a2", "nextCompleted"),
+        ],
+        vec![
+            ("critic", vec![task_return("r1", "Critic done.")]),
+            ("stylist", vec![task_return("r2", "Stylist done.")]),
+        ],
+    );
     model.hang_when(|request| request.agent_profile_id.as_str() == "stylist");
     let h = installed(model);
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
@@ -807,27 +768,24 @@ async fn next_completed_waits_for_a_result_not_seen_yet() {
 
 #[tokio::test]
 async fn delegated_budget_only_lowers_the_target_profile_limits() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![call(
-                    "d1",
-                    "agent_delegate",
-                    json!({"agentId": "critic", "task": {"objective": "Two reads."}, "budget": {"maxToolCalls": 1}}),
-                )]),
-                turn(vec![call("a", "agent_await", json!({}))]),
-            ]),
-        ),
-        (
+    let model = writer_publishing_after(
+        vec![
+            turn(vec![call(
+                "d1",
+                "agent_delegate",
+                json!({"agentId": "critic", "task": {"objective": "Two reads."}, "budget": {"maxToolCalls": 1}}),
+            )]),
+            turn(vec![call("a", "agent_await", json!({}))]),
+        ],
+        vec![(
             "critic",
             vec![
                 turn(vec![call("l1", "workspace_list_files", json!({}))]),
                 turn(vec![call("l2", "workspace_list_files", json!({}))]),
                 task_return("r", "done"),
             ],
-        ),
-    ]);
+        )],
+    );
     let h = installed(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let critic = last_request_of(&h, "critic");
@@ -862,11 +820,14 @@ async fn default_writer_run_delegates_and_receives_a_result() {
     let model = by_agent(vec![
         (
             "default-writer",
-            writer_finishing_after(vec![
-                turn(vec![call("l1", "agent_list", json!({}))]),
-                turn(vec![delegate("d1", "critic", "Check the draft's pacing.")]),
-                await_turn("a1", "allCompleted"),
-            ]),
+            publish_after(
+                vec![
+                    turn(vec![call("l1", "agent_list", json!({}))]),
+                    turn(vec![delegate("d1", "critic", "Check the draft's pacing.")]),
+                    await_turn("a1", "allCompleted"),
+                ],
+                "Final scene.",
+            ),
         ),
         (
             "critic",
@@ -929,20 +890,17 @@ impl tt_ports::IdGenerator for DescendingIds {
 
 #[tokio::test]
 async fn tasks_delegated_in_the_same_millisecond_come_back_in_delegation_order() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![
-                    delegate("d1", "critic", "First."),
-                    delegate("d2", "critic", "Second."),
-                    delegate("d3", "critic", "Third."),
-                ]),
-                await_turn("a1", "allCompleted"),
+    let model = writer_publishing_after(
+        vec![
+            turn(vec![
+                delegate("d1", "critic", "First."),
+                delegate("d2", "critic", "Second."),
+                delegate("d3", "critic", "Third."),
             ]),
-        ),
-        ("critic", vec![task_return("r", "Done.")]),
-    ]);
+            await_turn("a1", "allCompleted"),
+        ],
+        vec![("critic", vec![task_return("r", "Done.")])],
+    );
     // A clock that never moves and ids that sort backwards: only the registration number
     // (`creationSeq`) still says which task came first.
     let h = harness_with_system(
@@ -981,13 +939,10 @@ async fn a_queued_task_never_starts_before_it_is_journaled_queued_nor_past_the_s
     let delegations: Vec<_> = (0..TASKS)
         .map(|i| delegate(&format!("d{i}"), "critic", &format!("Part {i}.")))
         .collect();
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![turn(delegations), await_turn("a1", "allCompleted")]),
-        ),
-        ("critic", vec![task_return("r", "Done.")]),
-    ]);
+    let model = writer_publishing_after(
+        vec![turn(delegations), await_turn("a1", "allCompleted")],
+        vec![("critic", vec![task_return("r", "Done.")])],
+    );
     let h = harness(model);
     h.put_profile(custom_profile("writer", |p| {
         *p = delegator("writer");

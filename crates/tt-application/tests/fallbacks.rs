@@ -81,6 +81,32 @@ fn setup(primary: Arc<FakeModel>, spare: Arc<FakeModel>, profile: AgentProfileDe
     Setup { h, primary, spare }
 }
 
+/// A writer whose primary is always rate limited, so it switches to its first fallback.
+fn rate_limited_writer() -> Setup {
+    setup(
+        failing(rate_limited(None)),
+        by_turn(happy_turns()),
+        writer(|_| {}),
+    )
+}
+
+/// A [`rate_limited_writer`] run, completed, and a branch of it cut before the root's `round`,
+/// completed too; with the primary's and the spare's call counts before the branch.
+async fn branch_of_switched_run(round: u32) -> (Setup, tt_domain::run::AgentRun, (usize, usize)) {
+    let s = rate_limited_writer();
+    let source = s.h.run_completed(request(Some("writer"))).await;
+    let before = (s.primary.call_count(), s.spare.call_count());
+    let ended =
+        s.h.fork_and_wait(
+            &source.id,
+            at_round(InvocationId::root(), round),
+            ForkChanges::default(),
+        )
+        .await;
+    assert_eq!(ended.status, AgentRunStatus::Completed);
+    (s, ended, before)
+}
+
 fn failing(error: ModelError) -> Arc<FakeModel> {
     FakeModel::new(move |_| Err(error.clone()))
 }
@@ -154,11 +180,7 @@ async fn a_call_past_its_deadline_moves_the_agent_to_its_fallback() {
 
 #[tokio::test(start_paused = true)]
 async fn the_timeline_shows_each_agents_fallback_switches_and_a_branch_cut_before_has_none() {
-    let s = setup(
-        failing(rate_limited(None)),
-        by_turn(happy_turns()),
-        writer(|_| {}),
-    );
+    let s = rate_limited_writer();
     let run = s.h.run_completed(request(Some("writer"))).await;
     let timeline = s.h.service.timeline_projection(&run.id).await.unwrap();
     let root = &timeline.invocations[0];
@@ -276,11 +298,7 @@ async fn a_profile_without_fallbacks_fails_as_before() {
         writer(|p| p.model.fallbacks.clear()),
     );
     let run = s.h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    assert_eq!(
-        s.h.first_event(&run.id, "run_failed").payload["code"],
-        "agent.rate_limited"
-    );
+    s.h.assert_failed_with(&run, "agent.rate_limited");
     assert!(events_of(&s.h, &run.id, "agent_model_fallback_switched").is_empty());
     assert_eq!(s.spare.call_count(), 0);
 }
@@ -342,21 +360,7 @@ async fn a_resumed_agent_goes_on_with_the_binding_in_force() {
 
 #[tokio::test(start_paused = true)]
 async fn a_branch_after_a_switch_stays_on_the_fallback() {
-    let s = setup(
-        failing(rate_limited(None)),
-        by_turn(happy_turns()),
-        writer(|_| {}),
-    );
-    let source = s.h.run_completed(request(Some("writer"))).await;
-    let (primary_before, spare_before) = (s.primary.call_count(), s.spare.call_count());
-    let ended =
-        s.h.fork_and_wait(
-            &source.id,
-            at_round(InvocationId::root(), 2),
-            ForkChanges::default(),
-        )
-        .await;
-    assert_eq!(ended.status, AgentRunStatus::Completed);
+    let (s, ended, (primary_before, spare_before)) = branch_of_switched_run(2).await;
     assert_eq!(s.primary.call_count(), primary_before);
     let asked: Vec<(u32, Option<String>)> = s.spare.requests()[spare_before..]
         .iter()
@@ -373,21 +377,7 @@ async fn a_branch_after_a_switch_stays_on_the_fallback() {
 
 #[tokio::test(start_paused = true)]
 async fn a_branch_cut_before_the_switch_starts_on_the_profiles_own_model() {
-    let s = setup(
-        failing(rate_limited(None)),
-        by_turn(happy_turns()),
-        writer(|_| {}),
-    );
-    let source = s.h.run_completed(request(Some("writer"))).await;
-    let primary_before = s.primary.call_count();
-    let ended =
-        s.h.fork_and_wait(
-            &source.id,
-            at_round(InvocationId::root(), 1),
-            ForkChanges::default(),
-        )
-        .await;
-    assert_eq!(ended.status, AgentRunStatus::Completed);
+    let (s, ended, (primary_before, _)) = branch_of_switched_run(1).await;
     // The journal up to the cut has no switch: the branch asks the primary again, and
     // switches again on its own.
     assert_eq!(s.primary.call_count(), primary_before + 2);

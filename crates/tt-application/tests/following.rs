@@ -20,7 +20,7 @@ use crate::support::*;
 /// its journal up to the `status_changed` that completed it: the writer's state just before it
 /// journals the run's end. Returns the second store, the run id and the events still to come.
 async fn writer_between_status_and_end() -> (Arc<InMemoryStore>, RunId, Vec<AgentRunEvent>) {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     let run = h.service.start_run(request(None)).await.unwrap();
     let run = h.service.wait_for_run(&run.id).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);

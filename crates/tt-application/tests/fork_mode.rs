@@ -120,10 +120,7 @@ async fn a_fork_mode_task_reads_its_delegators_request_then_its_note_and_answers
         summary.contains("One slip: the storm starts twice."),
         "{summary}"
     );
-    let capsule = tool_results(&writer[3])
-        .into_iter()
-        .find(|result| result.0 == "a1")
-        .unwrap();
+    let capsule = tool_result(&writer[3], "a1");
     assert!(capsule.3.contains("One slip: the storm starts twice."));
 
     // Journaled: the delegation's mode, and the return as a call of its own.

@@ -427,11 +427,7 @@ async fn a_tool_call_after_a_successful_handoff_is_fail_fast() {
     h.put_profile(handing_off("writer"));
     h.put_profile(handoff_target("editor"));
     let run = h.run_to_end(request(Some("writer"))).await;
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    assert_eq!(
-        h.first_event(&run.id, "run_failed").payload["code"],
-        "agent.tool_after_finish"
-    );
+    h.assert_failed_with(&run, "agent.tool_after_finish");
     assert!(h.store.file_text(&run.id, "output/late.md").is_none());
     // The caller had already handed over; the successor never started and failed with the run.
     let invocations = h.store.invocations(&run.id);

@@ -50,11 +50,7 @@ async fn the_invocation_deadline_ends_the_foreground_agent() {
     let started = Instant::now();
     let run = h.run_to_end(request(Some("bounded"))).await;
     assert_eq!(started.elapsed(), Duration::from_secs(10));
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    assert_eq!(
-        h.first_event(&run.id, "run_failed").payload["code"],
-        "agent.invocation_deadline_exceeded"
-    );
+    h.assert_failed_with(&run, "agent.invocation_deadline_exceeded");
 }
 
 #[tokio::test(start_paused = true)]
@@ -70,7 +66,7 @@ async fn a_delegated_agent_past_its_deadline_fails_only_its_task() {
 
 #[tokio::test]
 async fn the_profile_output_token_limit_is_sent_with_every_request() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     h.put_profile(custom_profile("short", |p| {
         p.model.max_output_tokens = Some(256)
     }));
@@ -79,7 +75,7 @@ async fn the_profile_output_token_limit_is_sent_with_every_request() {
     assert_eq!(requests.len(), 3);
     assert!(requests.iter().all(|r| r.max_output_tokens == Some(256)));
     // Unset, the request carries none and the provider's default applies.
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     h.run_to_end(request(None)).await;
     assert!(
         h.model

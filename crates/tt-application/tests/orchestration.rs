@@ -7,52 +7,42 @@ use tt_domain::task::TaskStatus;
 
 use crate::support::*;
 
-fn writer_finishing_after(
-    mut turns: Vec<tt_domain::model::AgentModelResponse>,
-) -> Vec<tt_domain::model::AgentModelResponse> {
-    turns.push(turn(vec![write("w", "output/main.md", "Final scene.")]));
-    turns.push(turn(vec![call("c", "workspace_commit", json!({}))]));
-    turns.push(turn(vec![call("f", "workspace_finish", json!({}))]));
-    turns
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_deadline_and_an_idle_limit_stop_tasks_inside_model_calls() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            writer_finishing_after(vec![
-                turn(vec![
-                    call(
-                        "too-long",
-                        "agent_delegate",
-                        json!({"agentId": "critic", "task": {"objective": "Check it."}, "timeoutSeconds": 61}),
-                    ),
-                    call(
-                        "d1",
-                        "agent_delegate",
-                        json!({"agentId": "critic", "task": {"objective": "Check it."}, "timeoutSeconds": 30}),
-                    ),
-                    delegate("d2", "stylist", "Polish it."),
-                    delegate("d3", "scout", "Look around."),
-                ]),
-                turn(vec![call(
-                    "a",
-                    "agent_await",
-                    json!({"mode": "allCompleted", "timeoutMs": 300000}),
-                )]),
+    let model = writer_publishing_after(
+        vec![
+            turn(vec![
+                call(
+                    "too-long",
+                    "agent_delegate",
+                    json!({"agentId": "critic", "task": {"objective": "Check it."}, "timeoutSeconds": 61}),
+                ),
+                call(
+                    "d1",
+                    "agent_delegate",
+                    json!({"agentId": "critic", "task": {"objective": "Check it."}, "timeoutSeconds": 30}),
+                ),
+                delegate("d2", "stylist", "Polish it."),
+                delegate("d3", "scout", "Look around."),
             ]),
-        ),
-        (
-            "critic",
-            vec![
-                turn(vec![write("n", "scratch/critic-notes.md", "first notes")]),
-                task_return("r", "Never reached."),
-            ],
-        ),
-        ("stylist", vec![task_return("r", "Never reached.")]),
-        ("scout", vec![task_return("r", "Looked around.")]),
-    ]);
+            turn(vec![call(
+                "a",
+                "agent_await",
+                json!({"mode": "allCompleted", "timeoutMs": 300000}),
+            )]),
+        ],
+        vec![
+            (
+                "critic",
+                vec![
+                    turn(vec![write("n", "scratch/critic-notes.md", "first notes")]),
+                    task_return("r", "Never reached."),
+                ],
+            ),
+            ("stylist", vec![task_return("r", "Never reached.")]),
+            ("scout", vec![task_return("r", "Looked around.")]),
+        ],
+    );
     // The critic hangs in its second model call, the stylist in its first.
     model.hang_when(|request| {
         matches!(

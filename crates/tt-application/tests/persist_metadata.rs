@@ -21,7 +21,7 @@ fn stable(payload: &Value) -> Value {
 
 #[tokio::test]
 async fn persistent_state_metadata_is_bound_to_the_last_commit_on_finish() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     let run = h.run_completed(request(None)).await;
 
     let updates = h.bridge.metadata_updates();
@@ -59,7 +59,7 @@ async fn persistent_state_metadata_is_bound_to_the_last_commit_on_finish() {
 
 #[tokio::test]
 async fn persistent_state_metadata_update_failure_keeps_the_commit_as_partial_success() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     h.bridge.reject_metadata_updates("the chat was deleted");
     let run = h.run_to_end(request(None)).await;
     assert_eq!(run.status, AgentRunStatus::PartialSuccess);
@@ -83,7 +83,7 @@ async fn persistent_state_metadata_update_failure_keeps_the_commit_as_partial_su
 /// `finishing` for good: after five minutes the run ends `partial_success`, its commit kept.
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_metadata_update_times_out_as_partial_success() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     h.bridge.ignore_metadata_updates();
     let started = tokio::time::Instant::now();
     let run = h.run_to_end(request(None)).await;

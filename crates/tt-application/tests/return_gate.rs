@@ -85,10 +85,7 @@ async fn a_result_sent_back_with_notes_is_revised_and_then_accepted() {
 
     // The notes reached the critic as its first return's result.
     let critic = requests_of(&h, "critic");
-    let sent_back = tool_results(&critic[1])
-        .into_iter()
-        .find(|result| result.0 == "r1")
-        .unwrap();
+    let sent_back = tool_result(&critic[1], "r1");
     assert!(sent_back.1);
     assert_eq!(
         sent_back.2.as_deref(),
@@ -138,11 +135,7 @@ async fn a_rejected_result_fails_the_task_with_the_reviewers_reason() {
         &run.id,
         "agent.return_rejected: It checked a different draft.",
     );
-    let capsule = tool_results(&requests_of(&h, "writer")[2])
-        .into_iter()
-        .find(|result| result.0 == "a1")
-        .unwrap()
-        .3;
+    let capsule = tool_result(&requests_of(&h, "writer")[2], "a1").3;
     assert!(
         capsule.contains("Its result was turned down at review: It checked a different draft."),
         "{capsule}"
@@ -291,10 +284,7 @@ async fn a_forked_agents_plain_answer_is_graded_and_sent_back_like_a_return() {
     h.put_profile(critic);
     let run = h.run_completed(request(Some("writer"))).await;
     let critic = requests_of(&h, "critic");
-    let sent_back = tool_results(&critic[1])
-        .into_iter()
-        .find(|result| result.0 == "fork_return_1")
-        .unwrap();
+    let sent_back = tool_result(&critic[1], "fork_return_1");
     assert!(sent_back.3.contains("Name the scene."), "{}", sent_back.3);
     // Its first request lists its delegating agent's tools as they were sent; once its history
     // holds the sent-back `task_return`, the list declares it too, at the end.

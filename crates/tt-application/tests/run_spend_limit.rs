@@ -32,6 +32,20 @@ async fn parked(h: &Harness, run_id: &RunId) -> PendingSpendLimit {
     }
 }
 
+/// Raises `run_id`'s spend limit to `limit_usd`, which the run takes.
+async fn raise_to(h: &Harness, run_id: &RunId, limit_usd: f64) {
+    h.service
+        .answer_spend_limit(run_id, raise(limit_usd))
+        .await
+        .unwrap();
+}
+
+/// Raises `run_id`'s spend limit to $1 and waits for the run to complete.
+async fn raise_and_complete(h: &Harness, run_id: &RunId) {
+    raise_to(h, run_id, 1.0).await;
+    assert_eq!(h.wait(run_id).await.status, AgentRunStatus::Completed);
+}
+
 fn raise(limit_usd: f64) -> AnswerSpendLimitRequest {
     AnswerSpendLimitRequest {
         decision: SpendLimitDecision::Raise { limit_usd },
@@ -135,12 +149,7 @@ async fn a_run_resumed_while_parked_is_parked_again_and_repeats_nothing_after_th
     // Parked again from the journal: not journaled twice.
     assert_eq!(events_of(&h, &run_id, "spend_limit_reached").len(), 1);
 
-    h.service
-        .answer_spend_limit(&run_id, raise(1.0))
-        .await
-        .unwrap();
-    let ended = h.wait(&run_id).await;
-    assert_eq!(ended.status, AgentRunStatus::Completed);
+    raise_and_complete(&h, &run_id).await;
     // Rounds 2 and 3 only: the first answer was not asked for again.
     let rounds: Vec<u32> = h.model.requests().iter().map(|r| r.round).collect();
     assert_eq!(rounds, [1, 2, 3]);
@@ -152,10 +161,7 @@ async fn a_run_resumed_after_the_raise_goes_on_under_the_raised_limit() {
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
     parked(&h, &run.id).await;
     // Raised to just above the first answer: the second reaches it again.
-    h.service
-        .answer_spend_limit(&run.id, raise(0.015))
-        .await
-        .unwrap();
+    raise_to(&h, &run.id, 0.015).await;
     let pending = parked(&h, &run.id).await;
     assert_eq!((pending.spent_usd, pending.limit_usd), (0.021, 0.015));
     let mut done = h.service.interrupt_for_shutdown(&run.id).unwrap();
@@ -164,11 +170,7 @@ async fn a_run_resumed_after_the_raise_goes_on_under_the_raised_limit() {
     h.service.resume_run(&run.id).await.unwrap();
     let pending = parked(&h, &run.id).await;
     assert_eq!((pending.spent_usd, pending.limit_usd), (0.021, 0.015));
-    h.service
-        .answer_spend_limit(&run.id, raise(1.0))
-        .await
-        .unwrap();
-    assert_eq!(h.wait(&run.id).await.status, AgentRunStatus::Completed);
+    raise_and_complete(&h, &run.id).await;
     let rounds: Vec<u32> = h.model.requests().iter().map(|r| r.round).collect();
     assert_eq!(rounds, [1, 2, 3]);
     assert_eq!(events_of(&h, &run.id, "spend_limit_reached").len(), 2);
@@ -179,11 +181,7 @@ async fn a_branch_cut_while_parked_is_parked_and_one_cut_after_the_raise_is_not(
     let h = parking_harness();
     let source = h.service.start_run(request(Some("writer"))).await.unwrap();
     parked(&h, &source.id).await;
-    h.service
-        .answer_spend_limit(&source.id, raise(1.0))
-        .await
-        .unwrap();
-    assert_eq!(h.wait(&source.id).await.status, AgentRunStatus::Completed);
+    raise_and_complete(&h, &source.id).await;
     let reached = h.first_event(&source.id, "spend_limit_reached").seq;
     let answered = h.first_event(&source.id, "spend_limit_answered").seq;
     let fork = |seq: u64| ForkRunRequest {
@@ -197,11 +195,7 @@ async fn a_branch_cut_while_parked_is_parked_and_one_cut_after_the_raise_is_not(
     assert_eq!(pending.limit_usd, 0.01);
     assert_eq!(h.model.call_count(), asked_before);
     assert_eq!(events_of(&h, &branch.id, "spend_limit_reached").len(), 1);
-    h.service
-        .answer_spend_limit(&branch.id, raise(1.0))
-        .await
-        .unwrap();
-    assert_eq!(h.wait(&branch.id).await.status, AgentRunStatus::Completed);
+    raise_and_complete(&h, &branch.id).await;
     assert_eq!(h.model.call_count(), asked_before + 2);
 
     let asked_before = h.model.call_count();
@@ -285,11 +279,7 @@ async fn a_delegated_agent_that_reaches_the_limit_parks_and_goes_on_after_the_ra
         parked_critic.status,
         tt_domain::invocation::InvocationStatus::AwaitingApproval
     );
-    h.service
-        .answer_spend_limit(&run.id, raise(1.0))
-        .await
-        .unwrap();
-    assert_eq!(h.wait(&run.id).await.status, AgentRunStatus::Completed);
+    raise_and_complete(&h, &run.id).await;
     assert_eq!(
         h.store.tasks(&run.id)[0].status,
         tt_domain::task::TaskStatus::Completed

@@ -12,7 +12,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn foreground_run_commits_chat_message_before_finish() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     let run = h.run_completed(request(None)).await;
 
     // The host got exactly one commit with the file's text.
@@ -148,7 +148,7 @@ async fn foreground_run_commits_chat_message_before_finish() {
 
 #[tokio::test]
 async fn each_request_uses_the_invocation_session_and_the_system_prompt() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     let run = h.run_to_end(request(None)).await;
     let requests = h.model.requests();
     assert_eq!(requests.len(), 3);
@@ -308,7 +308,7 @@ async fn a_failed_run_never_promotes_persist() {
 
 #[tokio::test]
 async fn start_rejects_unknown_and_unrunnable_profiles() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     let err = h
         .service
         .start_run(request(Some("ghost")))
@@ -350,22 +350,18 @@ async fn start_rejects_unknown_and_unrunnable_profiles() {
 
 #[tokio::test]
 async fn journal_failure_is_fatal_and_recorded_in_the_run_status() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     h.store.fail_journal_append_of(
         tt_domain::event::RunEventType::ToolCallStarted,
         StorageError::io("events.jsonl", "disk full"),
     );
     let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    assert_eq!(
-        h.first_event(&run.id, "run_failed").payload["code"],
-        "agent.storage_io"
-    );
+    h.assert_failed_with(&run, "agent.storage_io");
 }
 
 #[tokio::test]
 async fn live_stream_replays_then_follows_and_ends_after_the_terminal_event() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     let run = h.service.start_run(request(None)).await.unwrap();
     let mut stream = h.service.subscribe(run.id.clone(), 0, None);
     let mut seqs = Vec::new();
@@ -383,7 +379,7 @@ async fn live_stream_replays_then_follows_and_ends_after_the_terminal_event() {
 
 #[tokio::test]
 async fn read_events_pages_and_validates_the_invocation_filter() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     let run = h.run_to_end(request(None)).await;
     let page = tt_ports::EventPage {
         after_seq: Some(5),
@@ -420,7 +416,7 @@ async fn read_events_pages_and_validates_the_invocation_filter() {
 
 #[tokio::test]
 async fn host_reads_workspace_files_by_logical_path() {
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     let run = h.run_to_end(request(None)).await;
     let file = h
         .service
@@ -460,12 +456,7 @@ async fn transient_statuses_are_journaled_but_not_rewritten_in_the_stored_record
         h.store.run(&run.id).unwrap().status,
         AgentRunStatus::InitializingWorkspace
     );
-    let journaled: Vec<_> = h
-        .events(&run.id)
-        .into_iter()
-        .filter(|e| e.event_type == "status_changed")
-        .map(|e| e.payload["status"].as_str().unwrap().to_owned())
-        .collect();
+    let journaled: Vec<_> = payload_texts(&h, &run.id, "status_changed", "status");
     assert_eq!(
         journaled,
         [
@@ -503,7 +494,7 @@ async fn run_end_events_are_scoped_to_the_root_agent() {
                 .collect::<Vec<_>>()
         }
     };
-    let h = harness(by_turn(happy_turns()));
+    let h = happy_harness();
     let run = h.run_to_end(request(None)).await;
     let events = root_view(&h, &run).await;
     let (last_type, last_payload) = events.last().unwrap();

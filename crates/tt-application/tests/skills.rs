@@ -9,6 +9,17 @@ use tt_ports::RunDocument;
 
 use crate::support::*;
 
+/// The stored skill resolution of agent `invocation`.
+fn resolved_skills(
+    h: &Harness,
+    run_id: &tt_domain::ids::RunId,
+    invocation: InvocationId,
+) -> serde_json::Value {
+    h.store
+        .document(run_id, &RunDocument::InvocationResolvedSkills(invocation))
+        .unwrap()
+}
+
 fn skilled(id: &str) -> tt_domain::profile::AgentProfileDefinition {
     custom_profile(id, |p| {
         for (index, tool) in ["skill.list", "skill.search", "skill.read"]
@@ -71,13 +82,7 @@ async fn skills_are_resolved_recorded_and_read_within_budget() {
     let run = h.run_to_end(start).await;
     assert_eq!(run.status, AgentRunStatus::Completed);
 
-    let document = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::InvocationResolvedSkills(InvocationId::root()),
-        )
-        .unwrap();
+    let document = resolved_skills(&h, &run.id, InvocationId::root());
     let effective = document["effectiveSkills"].as_array().unwrap();
     assert_eq!(
         effective.len(),
@@ -146,19 +151,10 @@ async fn a_delegated_agent_gets_its_own_skill_scope() {
     );
     let run = h.run_completed(request(Some("writer"))).await;
     let child = h.store.tasks(&run.id)[0].child_invocation_id.clone();
-    let document = h
-        .store
-        .document(&run.id, &RunDocument::InvocationResolvedSkills(child))
-        .unwrap();
+    let document = resolved_skills(&h, &run.id, child);
     assert_eq!(document["effectiveSkills"][0]["id"], "review-checklist");
     // The writer's own scope does not include the critic's profile skills.
-    let root = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::InvocationResolvedSkills(InvocationId::root()),
-        )
-        .unwrap();
+    let root = resolved_skills(&h, &run.id, InvocationId::root());
     assert!(root["effectiveSkills"].as_array().unwrap().is_empty());
     let critic = last_request_of(&h, "critic");
     assert!(tool_results(&critic)[0].3.contains("review-checklist"));

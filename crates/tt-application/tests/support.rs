@@ -289,6 +289,28 @@ impl Harness {
             .unwrap_or_else(|| panic!("no {kind:?} invocation"))
     }
 
+    /// Asserts that `run` failed and its `run_failed` says `code`.
+    pub(crate) fn assert_failed_with(&self, run: &AgentRun, code: &str) {
+        assert_eq!(run.status, tt_domain::run::AgentRunStatus::Failed);
+        assert_eq!(
+            self.first_event(&run.id, "run_failed").payload["code"],
+            code
+        );
+    }
+
+    /// The run's first delegated task, which ended `status` with `error`.
+    pub(crate) fn first_task_ended(
+        &self,
+        run_id: &RunId,
+        status: TaskStatus,
+        error: &str,
+    ) -> AgentTaskRecord {
+        let task = self.store.tasks(run_id).remove(0);
+        assert_eq!(task.status, status);
+        assert_eq!(task.error.as_deref(), Some(error));
+        task
+    }
+
     /// The run's first delegated task, which failed with an error starting with `prefix`.
     pub(crate) fn failed_task(&self, run_id: &RunId, prefix: &str) -> AgentTaskRecord {
         let task = self.store.tasks(run_id).remove(0);
@@ -420,6 +442,32 @@ pub(crate) fn metered_turns() -> Vec<AgentModelResponse> {
         .collect()
 }
 
+/// Between steps that change the history, each request starts with the previous one (what a
+/// provider's prompt cache reuses): the append-only share outside those steps is 1. `steps`
+/// are the rounds trimmed or compacted; a round asked again (a retry) is no new step.
+pub(crate) fn assert_append_only(requests: &[AgentModelRequest], steps: &[u64]) {
+    for pair in requests.windows(2) {
+        if steps.contains(&u64::from(pair[1].round)) || pair[0].round == pair[1].round {
+            continue;
+        }
+        assert_eq!(
+            pair[0].messages[..],
+            pair[1].messages[..pair[0].messages.len()],
+            "round {} does not extend round {}",
+            pair[1].round,
+            pair[0].round
+        );
+    }
+}
+
+/// The `round` of each event.
+pub(crate) fn rounds_of(events: &[AgentRunEvent]) -> Vec<u64> {
+    events
+        .iter()
+        .map(|event| event.payload["round"].as_u64().unwrap())
+        .collect()
+}
+
 /// Writes a short `scratch/a.md`, lists `scratch` `lists` times (small results that pile up),
 /// then [`happy_turns`].
 pub(crate) fn listing_turns(lists: usize) -> Vec<AgentModelResponse> {
@@ -454,6 +502,11 @@ pub(crate) fn turn(calls: Vec<(String, String, Value)>) -> AgentModelResponse {
             .map(|(id, name, args)| (id.as_str(), name.as_str(), args.clone()))
             .collect(),
     )
+}
+
+/// A harness whose model follows [`happy_turns`].
+pub(crate) fn happy_harness() -> Harness {
+    harness(by_turn(happy_turns()))
 }
 
 /// write output/main.md, commit, finish.
@@ -542,6 +595,17 @@ pub(crate) fn custom_profile(
     profile
 }
 
+/// The tool result of call `call_id` in `request`: `(call id, is error, error code, content)`.
+pub(crate) fn tool_result(
+    request: &AgentModelRequest,
+    call_id: &str,
+) -> (String, bool, Option<String>, String) {
+    tool_results(request)
+        .into_iter()
+        .find(|result| result.0 == call_id)
+        .unwrap_or_else(|| panic!("no result of `{call_id}`"))
+}
+
 /// Tool results the model saw in a request, in order: (callId, isError, errorCode, content).
 pub(crate) fn tool_results(
     request: &AgentModelRequest,
@@ -560,6 +624,16 @@ pub(crate) fn tool_results(
             _ => None,
         })
         .collect()
+}
+
+/// A model scripted per agent: the writer takes `turns`, then publishes "Final scene." and
+/// finishes; each of `others` follows its own script.
+pub(crate) fn writer_publishing_after(
+    turns: Vec<AgentModelResponse>,
+    mut others: Vec<(&str, Vec<AgentModelResponse>)>,
+) -> Arc<FakeModel> {
+    others.push(("writer", publish_after(turns, "Final scene.")));
+    by_agent(others)
 }
 
 /// A model that answers by agent and round: `script[agent][round - 1]`.
@@ -649,20 +723,27 @@ pub(crate) fn requests_of(h: &Harness, agent: &str) -> Vec<AgentModelRequest> {
 
 /// The first request of `agent`.
 pub(crate) fn first_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
-    h.model
-        .requests()
-        .into_iter()
-        .find(|request| request.agent_profile_id.as_str() == agent)
-        .unwrap_or_else(|| panic!("{agent} made no request"))
+    let first = requests_of(h, agent).into_iter().next();
+    first.unwrap_or_else(|| panic!("{agent} made no request"))
 }
 
 /// Tool results in the last request of `agent`.
 pub(crate) fn last_request_of(h: &Harness, agent: &str) -> AgentModelRequest {
-    h.model
-        .requests()
-        .into_iter()
-        .rfind(|request| request.agent_profile_id.as_str() == agent)
-        .unwrap_or_else(|| panic!("{agent} made no request"))
+    let last = requests_of(h, agent).pop();
+    last.unwrap_or_else(|| panic!("{agent} made no request"))
+}
+
+/// The text field `field` of each `event_type` event of the run, in order.
+pub(crate) fn payload_texts(
+    h: &Harness,
+    run_id: &RunId,
+    event_type: &str,
+    field: &str,
+) -> Vec<String> {
+    events_of(h, run_id, event_type)
+        .iter()
+        .map(|event| event.payload[field].as_str().unwrap().to_owned())
+        .collect()
 }
 
 pub(crate) fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunEvent> {

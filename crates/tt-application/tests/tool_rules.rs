@@ -48,12 +48,7 @@ async fn canonical_names_are_accepted_and_journaled_canonically() {
     ];
     let h = harness(by_turn(turns));
     let run = h.run_completed(request(None)).await;
-    let names: Vec<String> = h
-        .events(&run.id)
-        .into_iter()
-        .filter(|e| e.event_type == "tool_call_requested")
-        .map(|e| e.payload["name"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let names: Vec<String> = payload_texts(&h, &run.id, "tool_call_requested", "name");
     assert_eq!(
         names,
         [

@@ -289,7 +289,8 @@ pub(crate) struct ReturnedArtifact {
     pub role: String,
 }
 
-const TASK_RETURN_KEYS: [&str; 8] = [
+/// The keys `task.return` takes, in the order its schema lists them.
+pub(crate) const TASK_RETURN_KEYS: [&str; 8] = [
     "summary",
     "status",
     "confidence",
@@ -403,16 +404,14 @@ fn check_required_text(
     key: &str,
 ) -> Result<(), ToolError> {
     match object.get(key) {
-        Some(Value::String(text)) if !text.trim().is_empty() => check_length(object_key, key, text),
-        Some(Value::String(_)) => Err(ToolError::invalid_arguments(format!(
-            "`{object_key}.{key}` is empty; say what should be achieved"
-        ))),
+        Some(Value::String(text)) if text.trim().is_empty() => Err(ToolError::invalid_arguments(
+            format!("`{object_key}.{key}` is empty; say what should be achieved"),
+        )),
         None | Some(Value::Null) => Err(ToolError::invalid_arguments(format!(
             "`{object_key}.{key}` is required; say what should be achieved"
         ))),
-        Some(_) => Err(ToolError::invalid_arguments(format!(
-            "`{object_key}.{key}` must be a string"
-        ))),
+        // Present and not blank: what an optional text must be.
+        Some(_) => check_optional_text(object, object_key, key),
     }
 }
 

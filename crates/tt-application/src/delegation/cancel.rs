@@ -115,33 +115,11 @@ fn cancel_already_finished(task: &AgentTaskRecord) -> ToolCallError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delegation::testing::task_record as task;
     use serde_json::Value;
     use std::sync::Mutex;
-    use tt_domain::ids::{InvocationId, ProfileId, RunId};
     use tt_domain::profile::{ProfileSource, default_writer_definition, resolve_profile};
     use tt_domain::task::TaskStatus;
-    use tt_domain::time::Timestamp;
-
-    fn task(id: &str, parent: &str, status: TaskStatus) -> AgentTaskRecord {
-        AgentTaskRecord {
-            id: TaskId::from_raw(id),
-            run_id: RunId::from_raw("run_1"),
-            parent_invocation_id: InvocationId::from_raw(parent),
-            child_invocation_id: InvocationId::from_raw(format!("inv_{id}")),
-            target_profile_id: ProfileId::parse("helper").unwrap(),
-            workspace_key: id.to_owned(),
-            continuation: TaskContinuation::ReturnToParent,
-            status,
-            task: Default::default(),
-            budget: None,
-            created_by_tool_call_id: None,
-            result_ref: None,
-            error: None,
-            creation_seq: 1,
-            created_at: Timestamp::from_unix_millis(0),
-            updated_at: Timestamp::from_unix_millis(0),
-        }
-    }
 
     /// The caller delegated `task_mine` (running) and `task_done` (completed); another agent
     /// delegated `task_other`. `ends_first`: the task finishes on its own while being stopped.

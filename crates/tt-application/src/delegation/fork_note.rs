@@ -65,14 +65,7 @@ pub(crate) fn render_fork_note(note: &ForkNote<'_>) -> String {
 }
 
 fn roots(roots: &[WorkspaceRoot]) -> String {
-    if roots.is_empty() {
-        return "no files".to_owned();
-    }
-    roots
-        .iter()
-        .map(|root| format!("`{root}/`"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    crate::prompt::roots_or(roots, "no files")
 }
 
 #[cfg(test)]

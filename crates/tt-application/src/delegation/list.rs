@@ -237,34 +237,14 @@ fn add_budget(tasks: &impl TaskView, content: &mut String, structured: &mut serd
 mod tests {
     use super::*;
     use serde_json::Value;
-    use tt_domain::ids::{InvocationId, RunId, TaskId};
     use tt_domain::profile::{ProfileSource, default_writer_definition, resolve_profile};
-    use tt_domain::task::TaskContinuation;
-    use tt_domain::time::Timestamp;
     use tt_testkit::fakes::InMemoryStore;
 
     /// A view of two delegated tasks, one running and one first in the waiting line.
     struct Tasks;
 
     fn task(id: &str, status: TaskStatus) -> AgentTaskRecord {
-        AgentTaskRecord {
-            id: TaskId::from_raw(id),
-            run_id: RunId::from_raw("run_1"),
-            parent_invocation_id: InvocationId::from_raw("inv_root"),
-            child_invocation_id: InvocationId::from_raw(format!("inv_{id}")),
-            target_profile_id: ProfileId::parse("helper").unwrap(),
-            workspace_key: id.to_owned(),
-            continuation: TaskContinuation::ReturnToParent,
-            status,
-            task: Default::default(),
-            budget: None,
-            created_by_tool_call_id: None,
-            result_ref: None,
-            error: None,
-            creation_seq: 1,
-            created_at: Timestamp::from_unix_millis(0),
-            updated_at: Timestamp::from_unix_millis(0),
-        }
+        crate::delegation::testing::task_record(id, "inv_root", status)
     }
 
     impl TaskView for Tasks {

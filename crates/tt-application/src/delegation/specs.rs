@@ -55,16 +55,7 @@ pub(crate) fn agent_tool_spec(tool: ToolName) -> Option<AgentToolSpec> {
                 ..ToolAnnotations::default()
             },
         ),
-        ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead
-        | ToolName::WorkspaceListFiles
-        | ToolName::WorkspaceSearchFiles
-        | ToolName::WorkspaceReadFile
-        | ToolName::WorkspaceWriteFile
-        | ToolName::WorkspaceApplyPatch
-        | ToolName::WorkspaceCommit
-        | ToolName::WorkspaceFinish => return None,
+        _ => return None,
     };
     Some(builtin_spec(
         tool,
@@ -323,13 +314,7 @@ mod tests {
 
     #[test]
     fn only_agent_tools_have_specs_here() {
-        for tool in ToolName::ALL {
-            assert_eq!(
-                agent_tool_spec(tool).is_some(),
-                AGENT_TOOLS.contains(&tool),
-                "{tool}"
-            );
-        }
+        crate::tools::schema::testing::assert_specs_only_for(agent_tool_spec, &AGENT_TOOLS);
         for tool in AGENT_TOOLS {
             let spec = spec(tool);
             assert_eq!(spec.name, tool);
@@ -408,16 +393,8 @@ mod tests {
         let ret = spec(ToolName::TaskReturn).input_schema;
         assert_eq!(
             keys(&ret),
-            [
-                "summary",
-                "status",
-                "confidence",
-                "artifacts",
-                "findings",
-                "warnings",
-                "suggestedNextActions",
-                "questionsForCaller"
-            ]
+            crate::delegation::args::TASK_RETURN_KEYS,
+            "the schema offers exactly the keys the parser takes, in its order"
         );
         assert_eq!(required(&ret), ["summary"]);
         assert_eq!(ret["additionalProperties"], json!(false));

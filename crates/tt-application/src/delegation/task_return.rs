@@ -201,10 +201,8 @@ mod tests {
     use super::*;
     use serde_json::Value;
     use std::sync::Arc;
-    use tt_domain::ids::{InvocationId, ProfileId, TaskId};
+    use tt_domain::ids::{InvocationId, ProfileId};
     use tt_domain::invocation::{InvocationKind, InvocationStatus};
-
-    use tt_domain::task::TaskContinuation;
     use tt_domain::task::TaskStatus;
     use tt_domain::time::Timestamp;
     use tt_domain::workspace::WorkspaceRoot;
@@ -228,22 +226,13 @@ mod tests {
             updated_at: at,
         };
         let task = AgentTaskRecord {
-            id: TaskId::from_raw("task_1"),
             run_id: run_id.clone(),
-            parent_invocation_id: InvocationId::from_raw("inv_root"),
             child_invocation_id: agent.id.clone(),
             target_profile_id: agent.profile_id.clone(),
             workspace_key: "helper-1".to_owned(),
-            continuation: TaskContinuation::ReturnToParent,
-            status: TaskStatus::Running,
-            task: Default::default(),
-            budget: None,
-            created_by_tool_call_id: None,
-            result_ref: None,
-            error: None,
-            creation_seq: 1,
             created_at: at,
             updated_at: at,
+            ..crate::delegation::testing::task_record("task_1", "inv_root", TaskStatus::Running)
         };
         store.create_task(&task).await.unwrap();
         (store, run_id, agent, task)

@@ -21,7 +21,7 @@ use crate::approvals::{ApprovalAnswer, ArgumentCheck, PendingToolApproval};
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::records::call_file_key;
-use crate::error::{ApplicationError, ToolCallError, ToolError};
+use crate::error::{ApplicationError, ApplicationResult, ToolCallError, ToolError};
 
 /// The code of a call a person (or the timeout) declined.
 pub(crate) const DENIED_CODE: tt_domain::error_codes::Code =
@@ -181,7 +181,7 @@ pub(crate) async fn gate(
         .approvals
         .ask(&ctx.events, &ctx.run_id, pending, check, &requested)
         .await?;
-    set_waiting(ctx, inv, true).await?;
+    set_awaiting_person(ctx, inv, true, AgentRunStatus::DispatchingTool).await?;
     let timeout = async {
         match timeout_ms {
             Some(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
@@ -211,7 +211,7 @@ pub(crate) async fn gate(
         inv.scheduler.set_awaiting_person(&inv.invocation.id, false);
         return Err(ApplicationError::cancelled().into());
     };
-    set_waiting(ctx, inv, false).await?;
+    set_awaiting_person(ctx, inv, false, AgentRunStatus::DispatchingTool).await?;
     Ok(pass(answer))
 }
 
@@ -232,20 +232,21 @@ fn call_path(
     }
 }
 
-/// Parks or wakes the agent: its record, its idle limit, and the run status when it owns the
-/// run.
-async fn set_waiting(
+/// Parks the agent to wait for a person (`waiting`) or wakes it to go on at `awake`: its
+/// record, its idle limit and watchdog, and the run status when it owns the run.
+pub(crate) async fn set_awaiting_person(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     waiting: bool,
-) -> Result<(), ToolCallError> {
+    awake: AgentRunStatus,
+) -> ApplicationResult<()> {
     let (status, run_status) = if waiting {
         (
             InvocationStatus::AwaitingApproval,
             AgentRunStatus::AwaitingApproval,
         )
     } else {
-        (InvocationStatus::Running, AgentRunStatus::DispatchingTool)
+        (InvocationStatus::Running, awake)
     };
     inv.scheduler
         .set_awaiting_person(&inv.invocation.id, waiting);

@@ -44,12 +44,10 @@ pub(crate) async fn run_commit(
     let file = publishable_file(ctx, inv, &args).await?;
     // A commit offered before the run was interrupted is offered again under the same id, so
     // the host can tell it already has it (docs/resume.md).
-    let file_key = crate::engine::records::call_file_key(&inv.invocation.id, round, &call.id);
     let commit_id = inv
-        .replay
-        .as_ref()
-        .and_then(|replay| replay.commit_id(&file_key))
-        .cloned()
+        .replayed_call(round, &call.id, |replay, key| {
+            replay.commit_id(key).cloned()
+        })
         .unwrap_or_else(|| CommitId::generate(&ctx.services.ids.next_token()));
     let publication = Publication {
         ctx,

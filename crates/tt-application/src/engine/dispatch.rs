@@ -408,16 +408,13 @@ async fn delegate(
     call: &AgentToolCall,
     held: &mut Vec<RunWrite>,
 ) -> Result<ToolSuccess, ToolCallError> {
-    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-    match inv
-        .replay
-        .as_ref()
-        .and_then(|replay| replay.registered_task(&file_key))
-    {
+    match inv.replayed_call(round, &call.id, |replay, key| {
+        replay.registered_task(key).cloned()
+    }) {
         Some(task_id) => {
             let unit = std::mem::take(held);
             ctx.events.commit(&ctx.run_id, unit).await?;
-            delegation::already_delegated(ctx, task_id).await
+            delegation::already_delegated(ctx, &task_id).await
         }
         None => delegation::agent_delegate(ctx, inv, round, call, held).await,
     }
@@ -431,12 +428,9 @@ async fn handoff(
     round: u32,
     call: &AgentToolCall,
 ) -> Result<Executed, ToolCallError> {
-    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-    let registered = inv
-        .replay
-        .as_ref()
-        .and_then(|replay| replay.registered_task(&file_key))
-        .cloned();
+    let registered = inv.replayed_call(round, &call.id, |replay, key| {
+        replay.registered_task(key).cloned()
+    });
     let (success, accepted) = match registered {
         Some(task_id) => crate::engine::tasks::handoff::already_accepted(ctx, &task_id).await?,
         None => crate::engine::tasks::handoff::agent_handoff(ctx, inv, call).await?,
@@ -521,16 +515,12 @@ pub(crate) async fn apply_effect(
                 words: words as u64,
                 sha256,
             };
-            let event = ctx
-                .events
-                .record(&ctx.run_id, EventLevel::Info, &written)
-                .await?;
-            checkpoint(
+            journal_change(
                 ctx,
                 invocation_id,
+                &written,
                 CheckpointReason::ToolWorkspaceWrite,
-                event.seq,
-                &[path],
+                path,
             )
             .await
         }
@@ -555,16 +545,12 @@ pub(crate) async fn apply_effect(
                 sha256,
                 replacements: replacements as u64,
             };
-            let event = ctx
-                .events
-                .record(&ctx.run_id, EventLevel::Info, &applied)
-                .await?;
-            checkpoint(
+            journal_change(
                 ctx,
                 invocation_id,
+                &applied,
                 CheckpointReason::ToolWorkspacePatch,
-                event.seq,
-                &[path],
+                path,
             )
             .await?;
             if inv.owns_run() {
@@ -573,4 +559,20 @@ pub(crate) async fn apply_effect(
             Ok(())
         }
     }
+}
+
+/// Journals the event of a workspace change (`change`), then checkpoints its file at that
+/// event (`reason`).
+async fn journal_change<P: payload::EventPayload>(
+    ctx: &RunContext,
+    invocation_id: &tt_domain::ids::InvocationId,
+    change: &P,
+    reason: CheckpointReason,
+    path: tt_domain::workspace::WorkspacePath,
+) -> ApplicationResult<()> {
+    let event = ctx
+        .events
+        .record(&ctx.run_id, EventLevel::Info, change)
+        .await?;
+    checkpoint(ctx, invocation_id, reason, event.seq, &[path]).await
 }

@@ -133,6 +133,20 @@ impl InvocationRuntime {
             .unwrap_or_else(|| Arc::clone(&self.snapshot.tools))
     }
 
+    /// What a resumed agent's journal recorded for its call `call_id` of `round`, as `read` takes
+    /// it from the replay by the call's file key; `None` for an agent that is not resumed.
+    pub(crate) fn replayed_call<T>(
+        &self,
+        round: u32,
+        call_id: &str,
+        read: impl FnOnce(&crate::replay::Replay, &str) -> Option<T>,
+    ) -> Option<T> {
+        let file_key = crate::engine::records::call_file_key(&self.invocation.id, round, call_id);
+        self.replay
+            .as_ref()
+            .and_then(|replay| read(replay, &file_key))
+    }
+
     /// Whether this invocation drives the run status (root and handoff owners do).
     pub(crate) fn owns_run(&self) -> bool {
         self.invocation.exit_policy == tt_domain::invocation::ExitPolicy::RunFinishAllowed

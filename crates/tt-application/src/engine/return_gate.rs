@@ -28,7 +28,6 @@ use crate::delegation::args::parse_task_return_args;
 use crate::delegation::return_gate_text as text;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::{GateTally, InvocationRuntime};
-use crate::engine::records::call_file_key;
 use crate::error::{ApplicationError, ToolCallError, ToolError};
 
 /// Counts `graded` into `tally`.
@@ -69,12 +68,7 @@ pub(crate) async fn check(
         return Ok(());
     };
     let tally = tally(inv);
-    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
-    let journaled = inv
-        .replay
-        .as_ref()
-        .and_then(|replay| replay.grading(&file_key))
-        .cloned();
+    let journaled = inv.replayed_call(round, &call.id, |replay, key| replay.grading(key).cloned());
     let graded = match journaled {
         Some(graded) => graded,
         None => {

@@ -5,10 +5,11 @@
 //! reaches the gate meanwhile waits too, as it waits for an approval: its record and (for the
 //! foreground agent) the run are `awaiting_approval`, and neither its idle limit nor its
 //! watchdog runs. A raise lets them go on; a refusal ends each with `agent.run_spend_refused`.
-use tt_domain::invocation::InvocationStatus;
+
 use tt_domain::model::ModelUsage;
 use tt_domain::run::AgentRunStatus;
 
+use crate::engine::approval_gate::set_awaiting_person;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
@@ -35,7 +36,7 @@ pub(crate) async fn pass(ctx: &RunContext, inv: &mut InvocationRuntime) -> Appli
             SpendCheck::Wait => {}
         }
         if !parked {
-            set_parked(ctx, inv, true).await?;
+            set_awaiting_person(ctx, inv, true, AgentRunStatus::CallingModel).await?;
             parked = true;
         }
         tokio::select! {
@@ -47,7 +48,7 @@ pub(crate) async fn pass(ctx: &RunContext, inv: &mut InvocationRuntime) -> Appli
     };
     if parked {
         if outcome.is_ok() {
-            set_parked(ctx, inv, false).await?;
+            set_awaiting_person(ctx, inv, false, AgentRunStatus::CallingModel).await?;
         } else {
             inv.scheduler.set_awaiting_person(&inv.invocation.id, false);
         }
@@ -64,29 +65,4 @@ pub(crate) fn count(ctx: &RunContext, inv: &InvocationRuntime, usage: Option<&Mo
     {
         ctx.spend.add(cost);
     }
-}
-
-/// Parks or wakes the agent: its record, its idle limit and watchdog, and the run status when
-/// it owns the run.
-async fn set_parked(
-    ctx: &RunContext,
-    inv: &mut InvocationRuntime,
-    parked: bool,
-) -> ApplicationResult<()> {
-    let (status, run_status) = if parked {
-        (
-            InvocationStatus::AwaitingApproval,
-            AgentRunStatus::AwaitingApproval,
-        )
-    } else {
-        (InvocationStatus::Running, AgentRunStatus::CallingModel)
-    };
-    inv.scheduler
-        .set_awaiting_person(&inv.invocation.id, parked);
-    ctx.set_invocation_status(&mut inv.invocation, status)
-        .await?;
-    if inv.owns_run() {
-        ctx.try_set_status(run_status).await?;
-    }
-    Ok(())
 }

@@ -14,9 +14,9 @@ use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRunStatus;
 use tt_domain::task::TaskStatus;
-use tt_ports::EventPage;
 
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::journal_read::{guidance_ids, round_of};
 use crate::services::RuntimeServices;
 
 pub(crate) mod copy;
@@ -89,36 +89,11 @@ pub(crate) async fn read_all_events(
     services: &RuntimeServices,
     run_id: &RunId,
 ) -> ApplicationResult<Vec<AgentRunEvent>> {
-    let mut events: Vec<AgentRunEvent> = Vec::new();
-    loop {
-        let page = services
-            .journal
-            .read(
-                run_id,
-                &EventPage {
-                    after_seq: events.last().map(|event| event.seq),
-                    limit: Some(tt_ports::journal::MAX_EVENT_PAGE_LIMIT),
-                    ..EventPage::default()
-                },
-            )
-            .await?;
-        if page.is_empty() {
-            return Ok(events);
-        }
-        events.extend(page);
-    }
+    Ok(crate::journal_read::read_all_events(services.journal.as_ref(), run_id).await?)
 }
 
 fn field<'a>(event: &'a AgentRunEvent, name: &str) -> Option<&'a str> {
     event.payload.get(name).and_then(Value::as_str)
-}
-
-fn round_of(event: &AgentRunEvent) -> Option<u32> {
-    event
-        .payload
-        .get("round")
-        .and_then(Value::as_u64)
-        .and_then(|round| u32::try_from(round).ok())
 }
 
 /// Events that end a run or begin its ending: a branch never contains them, it is cut before
@@ -460,15 +435,8 @@ impl CutState {
                 }
             }
             T::UserGuidanceApplied | T::UserGuidanceDiscarded => {
-                for id in event
-                    .payload
-                    .get("guidanceIds")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                {
-                    pending_guidance.remove(id);
+                for id in guidance_ids(event) {
+                    pending_guidance.remove(&id);
                 }
             }
             T::StatusChanged => {

@@ -12,6 +12,7 @@ use crate::error::{ApplicationError, ApplicationResult};
 use crate::spend_limit::{AnswerSpendLimitRequest, PendingSpendLimit, SpendLimitReceipt};
 
 use super::AgentRunService;
+use crate::engine::context::RunContext;
 
 impl AgentRunService {
     /// The tool calls of a run waiting for a person, oldest first, with their arguments. A run
@@ -21,17 +22,8 @@ impl AgentRunService {
         &self,
         run_id: &RunId,
     ) -> ApplicationResult<Vec<PendingToolApproval>> {
-        match self.active_context(run_id) {
-            Some(ctx) => Ok(ctx.approvals.pending()),
-            None => {
-                let run = self.services.runs.load_run(run_id).await?;
-                if run.status.is_terminal() {
-                    Ok(Vec::new())
-                } else {
-                    Err(not_here(run_id))
-                }
-            }
-        }
+        self.waiting_now_or(run_id, |ctx| ctx.approvals.pending())
+            .await
     }
 
     /// The tool calls waiting for a person in a run executing in this process, right now
@@ -71,17 +63,7 @@ impl AgentRunService {
         &self,
         run_id: &RunId,
     ) -> ApplicationResult<Option<PendingSpendLimit>> {
-        match self.active_context(run_id) {
-            Some(ctx) => Ok(ctx.spend.pending()),
-            None => {
-                let run = self.services.runs.load_run(run_id).await?;
-                if run.status.is_terminal() {
-                    Ok(None)
-                } else {
-                    Err(not_here(run_id))
-                }
-            }
-        }
+        self.waiting_now_or(run_id, |ctx| ctx.spend.pending()).await
     }
 
     /// The spend approval a run executing in this process waits for, right now.
@@ -104,6 +86,25 @@ impl AgentRunService {
         match self.active_context(run_id) {
             Some(ctx) => ctx.spend.answer(&self.events, run_id, request).await,
             None => Err(self.not_active(run_id).await),
+        }
+    }
+
+    /// What `waiting` reads from a run executing here; for any other run nothing
+    /// (`T::default()`) once it has ended, and `agent.run_locked` while it is unfinished
+    /// (another process, or none, runs it).
+    async fn waiting_now_or<T: Default>(
+        &self,
+        run_id: &RunId,
+        waiting: impl FnOnce(&RunContext) -> T,
+    ) -> ApplicationResult<T> {
+        if let Some(ctx) = self.active_context(run_id) {
+            return Ok(waiting(&ctx));
+        }
+        let run = self.services.runs.load_run(run_id).await?;
+        if run.status.is_terminal() {
+            Ok(T::default())
+        } else {
+            Err(not_here(run_id))
         }
     }
 

@@ -8,10 +8,10 @@ use tt_domain::damage::{
 };
 use tt_domain::ids::RunId;
 use tt_domain::run::UnrecordedEnd;
-use tt_ports::journal::MAX_EVENT_PAGE_LIMIT;
-use tt_ports::{EventPage, StorageError};
+use tt_ports::StorageError;
 
 use crate::error::ApplicationResult;
+use crate::journal_read::JournalPages;
 use crate::timeline::TimelineProjection;
 
 use super::AgentRunService;
@@ -28,33 +28,17 @@ impl AgentRunService {
         let run = self.services.runs.load_run(run_id).await?;
         let remembered = self.remembered_end(run_id);
         let mut scan = JournalScan::new();
-        let mut after = 0;
+        let mut pages = JournalPages::new(self.services.journal.as_ref(), run_id);
         loop {
-            let page = EventPage {
-                after_seq: Some(after),
-                limit: Some(MAX_EVENT_PAGE_LIMIT),
-                ..EventPage::default()
-            };
-            let events = match self.services.journal.read(run_id, &page).await {
-                Ok(events) => events,
+            match pages.next().await {
+                Ok(Some(events)) => events.iter().for_each(|event| scan.push(event)),
+                Ok(None) => break,
                 Err(error) => {
-                    scan.stop_unreadable(storage_finding(
-                        &error,
-                        &format!("the journal cannot be read after seq {after}"),
-                    ));
+                    let after = pages.after().unwrap_or(0);
+                    let what = format!("the journal cannot be read after seq {after}");
+                    scan.stop_unreadable(storage_finding(&error, &what));
                     break;
                 }
-            };
-            let Some(last) = events.last() else {
-                break;
-            };
-            // A store that answers with seqs that do not move on would loop forever.
-            if last.seq <= after {
-                break;
-            }
-            after = last.seq;
-            for event in &events {
-                scan.push(event);
             }
         }
         let mut findings: Vec<DamageFinding> =
@@ -97,32 +81,18 @@ impl AgentRunService {
         let mut projection =
             crate::timeline::timeline_projection(self.services.invocations.as_ref(), run_id)
                 .await?;
-        let mut after = None;
+        let mut pages = JournalPages::new(self.services.journal.as_ref(), run_id);
+        // The switches are what the journal adds; a journal that cannot be read leaves them
+        // out, and the records' graph still stands (check_run reports the journal).
         loop {
-            let page = self
-                .services
-                .journal
-                .read(
-                    run_id,
-                    &EventPage {
-                        after_seq: after,
-                        limit: Some(MAX_EVENT_PAGE_LIMIT),
-                        ..EventPage::default()
-                    },
-                )
-                .await;
-            // The switches are what the journal adds; a journal that cannot be read leaves
-            // them out, and the records' graph still stands (check_run reports the journal).
-            let page = match page {
-                Ok(page) => page,
+            match pages.next().await {
+                Ok(Some(page)) => projection.add_model_switches(&page),
+                Ok(None) => break,
                 Err(error) => {
                     tracing::warn!(%error, "the timeline's fallback switches could not be read");
                     break;
                 }
-            };
-            let Some(last) = page.last() else { break };
-            after = Some(last.seq);
-            projection.add_model_switches(&page);
+            }
         }
         match self.services.runs.load_run(run_id).await {
             Ok(run) => {

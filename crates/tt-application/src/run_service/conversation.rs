@@ -15,10 +15,11 @@ use tt_domain::model::{AgentModelResponse, ModelContentPart, ModelRole, ModelUsa
 
 use crate::engine::fork_prefix::ForkPrefix;
 use tt_domain::tool::{AgentToolResult, InvocationToolSnapshot};
-use tt_ports::{EventPage, RunDocument, StorageError};
+use tt_ports::{RunDocument, StorageError};
 
 use crate::delegation::rendering::render_stored_brief;
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::journal_read::JournalPages;
 use crate::prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 
 use super::AgentRunService;
@@ -366,23 +367,8 @@ impl AgentRunService {
             last_answered: 0,
             result: None,
         };
-        let mut after = 0;
-        loop {
-            let page = self
-                .services
-                .journal
-                .read(
-                    run_id,
-                    &EventPage {
-                        after_seq: Some(after),
-                        before_seq: None,
-                        limit: Some(500),
-                        invocation_id: None,
-                    },
-                )
-                .await?;
-            let Some(last) = page.last() else { break };
-            after = last.seq;
+        let mut pages = JournalPages::new(self.services.journal.as_ref(), run_id);
+        while let Some(page) = pages.next().await? {
             for event in &page {
                 reader.read(event, conversation).await?;
             }

@@ -320,14 +320,7 @@ impl AgentRunService {
         }
         let mut run = self.services.runs.load_run(run_id).await?;
         if !run.status.is_terminal() {
-            return Err(ApplicationError::fatal(
-                error_codes::AGENT_RUN_LOCKED,
-                format!(
-                    "run {run_id} is {} in another process; it can be abandoned only once that \
-                     process is gone",
-                    run.status.as_str()
-                ),
-            ));
+            return Err(locked_elsewhere(&run, "abandoned"));
         }
         run.abandon(self.services.clock.now())?;
         // The first write takes the run's lock; the record is saved once the event is
@@ -725,4 +718,18 @@ impl AgentRunService {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// `agent.run_locked`: the unfinished `run` is not executing here, so a live process owns it
+/// (or nothing marked it interrupted); it can be `action` (abandoned, resumed) only once that
+/// process is gone.
+fn locked_elsewhere(run: &AgentRun, action: &str) -> ApplicationError {
+    ApplicationError::fatal(
+        error_codes::AGENT_RUN_LOCKED,
+        format!(
+            "run {} is {} in another process; it can be {action} only once that process is gone",
+            run.id,
+            run.status.as_str()
+        ),
+    )
 }

@@ -9,10 +9,11 @@ use std::collections::BTreeSet;
 use tt_domain::event::{AgentRunEvent, RunEventType};
 use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::model::AgentModelResponse;
-use tt_ports::{EventPage, RunDocument, journal::MAX_EVENT_PAGE_LIMIT};
+use tt_ports::RunDocument;
 
 use super::otel_content::{agent_content, output_messages};
 use crate::error::ApplicationResult;
+use crate::journal_read::read_all_events;
 use crate::otel::{AnswerExtras, OtelExtras, otlp_traces_with};
 
 use super::AgentRunService;
@@ -139,25 +140,7 @@ impl AgentRunService {
 
     /// The whole journal of a run, in seq order.
     async fn all_events(&self, run_id: &RunId) -> ApplicationResult<Vec<AgentRunEvent>> {
-        let mut events: Vec<AgentRunEvent> = Vec::new();
-        loop {
-            let page = self
-                .services
-                .journal
-                .read(
-                    run_id,
-                    &EventPage {
-                        after_seq: events.last().map(|event| event.seq),
-                        limit: Some(MAX_EVENT_PAGE_LIMIT),
-                        ..EventPage::default()
-                    },
-                )
-                .await?;
-            if page.is_empty() {
-                return Ok(events);
-            }
-            events.extend(page);
-        }
+        Ok(read_all_events(self.services.journal.as_ref(), run_id).await?)
     }
 }
 

@@ -31,32 +31,21 @@ impl AgentRunService {
         if let Some(document) = RunDocument::from_relative_path(reference) {
             return Ok(services.runs.read_document(run_id, &document).await?);
         }
-        let absent_is_none = |result: Result<Value, StorageError>| match result {
-            Ok(value) => Ok(Some(value)),
-            Err(StorageError::NotFound { .. }) => Ok(None),
-            Err(other) => Err(ApplicationError::from(other)),
-        };
         let stem = |name: &str| name.strip_suffix(".json").unwrap_or(name).to_owned();
         match reference.split('/').collect::<Vec<_>>().as_slice() {
             ["run.json"] => Ok(Some(to_value(services.runs.load_run(run_id).await?)?)),
             ["manifest.json"] => Ok(Some(to_value(services.runs.load_manifest(run_id).await?)?)),
-            ["tasks", name] => absent_is_none(
+            ["tasks", name] => found(
                 services
                     .invocations
                     .load_task(run_id, &TaskId::from_raw(stem(name)))
-                    .await
-                    .and_then(|task| {
-                        to_value(task).map_err(|err| StorageError::Other(err.to_string()))
-                    }),
+                    .await,
             ),
-            ["invocations", name] => absent_is_none(
+            ["invocations", name] => found(
                 services
                     .invocations
                     .load_invocation(run_id, &InvocationId::from_raw(stem(name)))
-                    .await
-                    .and_then(|invocation| {
-                        to_value(invocation).map_err(|err| StorageError::Other(err.to_string()))
-                    }),
+                    .await,
             ),
             ["checkpoints", id] | ["checkpoints", id, "checkpoint.json"] => {
                 let record = services
@@ -75,6 +64,17 @@ impl AgentRunService {
                 format!("`{reference}` names no kind of record; use one of: {RECORD_REFERENCES}"),
             )),
         }
+    }
+}
+
+/// A loaded record as JSON; `None` when the store has no such record.
+fn found<T: serde::Serialize>(loaded: Result<T, StorageError>) -> ApplicationResult<Option<Value>> {
+    let value = loaded
+        .and_then(|record| to_value(record).map_err(|err| StorageError::Other(err.to_string())));
+    match value {
+        Ok(value) => Ok(Some(value)),
+        Err(StorageError::NotFound { .. }) => Ok(None),
+        Err(other) => Err(ApplicationError::from(other)),
     }
 }
 

@@ -67,15 +67,7 @@ pub(super) async fn plan(
         _ => false,
     };
     let reopenable_agent = |id: &InvocationId, invocations: &[AgentInvocation]| {
-        invocations.iter().any(|invocation| {
-            &invocation.id == id
-                && matches!(
-                    invocation.status,
-                    InvocationStatus::Failed
-                        | InvocationStatus::Cancelled
-                        | InvocationStatus::Interrupted
-                )
-        })
+        agent_in(id, invocations, &REOPENABLE_ENDS)
     };
     let (owner, incoming) = foreground(invocations, tasks);
     if reopenable_agent(&owner, invocations) {
@@ -186,16 +178,26 @@ pub(super) fn unwritten_end(
 /// Whether a delegated agent may be reopened with its task: it ended by the run's end or never
 /// got to start (`created`, which the resume starts from its queue).
 fn reopenable_or_unstarted(id: &InvocationId, invocations: &[AgentInvocation]) -> bool {
-    invocations.iter().any(|invocation| {
-        &invocation.id == id
-            && matches!(
-                invocation.status,
-                InvocationStatus::Failed
-                    | InvocationStatus::Cancelled
-                    | InvocationStatus::Interrupted
-                    | InvocationStatus::Created
-            )
-    })
+    agent_in(id, invocations, &REOPENABLE_ENDS)
+        || agent_in(id, invocations, &[InvocationStatus::Created])
+}
+
+/// The ends an agent may be reopened from (those the run's end leaves it in).
+const REOPENABLE_ENDS: [InvocationStatus; 3] = [
+    InvocationStatus::Failed,
+    InvocationStatus::Cancelled,
+    InvocationStatus::Interrupted,
+];
+
+/// Whether the agent `id` is among `invocations` in one of `statuses`.
+fn agent_in(
+    id: &InvocationId,
+    invocations: &[AgentInvocation],
+    statuses: &[InvocationStatus],
+) -> bool {
+    invocations
+        .iter()
+        .any(|invocation| &invocation.id == id && statuses.contains(&invocation.status))
 }
 
 /// `technicalMessage` of the run's last `run_failed`, which its open handoffs were settled with.

@@ -2,7 +2,6 @@
 //! that were working, and hands the root to the executor again. Its own file because it is
 //! the longest job of the facade and changes for its own reasons.
 use std::sync::Arc;
-use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
@@ -16,7 +15,7 @@ use tt_ports::RunDocument;
 use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::scheduler::TaskScheduler;
-use crate::error::{ApplicationError, ApplicationResult};
+use crate::error::ApplicationResult;
 use crate::handoff_chain::prepare_handoff;
 use crate::prompt_input::PromptSnapshot;
 use crate::registry::build_tool_snapshot;
@@ -169,14 +168,7 @@ impl AgentRunService {
         if !run.status.is_terminal() {
             // Unfinished but not executing here: a live process owns it (or the data dir was
             // opened read-only, and nothing marked it interrupted).
-            return Err(ApplicationError::fatal(
-                error_codes::AGENT_RUN_LOCKED,
-                format!(
-                    "run {run_id} is {} in another process; it can be resumed only once that \
-                     process is gone",
-                    run.status.as_str()
-                ),
-            ));
+            return Err(super::locked_elsewhere(&run, "resumed"));
         }
         if run.abandoned_at.is_some() {
             return Err(resume::not_resumable(&run, "it was abandoned"));

@@ -233,14 +233,10 @@ impl AgentRunService {
                 let cancelled = payload::RunCancelled {
                     message: "The run was cancelled.".to_owned(),
                 };
-                let ended = AgentRunStatus::Cancelled;
                 // A cancel that cannot be journaled is only logged; a failure is kept below.
-                if let Some(Err(unjournaled)) = self
-                    .journal_end(ctx, ended, EventLevel::Warn, &cancelled)
-                    .await
-                {
-                    Err::<(), _>(unjournaled).best_effort("journal run_cancelled");
-                }
+                let ended = AgentRunStatus::Cancelled;
+                self.journal_end_or_log(ctx, ended, &cancelled, "journal run_cancelled")
+                    .await;
                 return;
             }
             RunEnd::ShutDown => {
@@ -250,12 +246,8 @@ impl AgentRunService {
                     previous_status,
                 };
                 let ended = AgentRunStatus::Interrupted;
-                if let Some(Err(unjournaled)) = self
-                    .journal_end(ctx, ended, EventLevel::Warn, &interrupted)
-                    .await
-                {
-                    Err::<(), _>(unjournaled).best_effort("journal run_interrupted");
-                }
+                self.journal_end_or_log(ctx, ended, &interrupted, "journal run_interrupted")
+                    .await;
                 return;
             }
             RunEnd::Failed(error) => error,
@@ -302,6 +294,20 @@ impl AgentRunService {
     /// already ended some other way (its terminal event stays last), else what journaling
     /// `end` gave. Journaled even when the status could not be saved: the run ends so in
     /// memory.
+    /// [`Self::journal_end`] at warning level for an end that is only logged (`what`) when
+    /// it cannot be journaled.
+    async fn journal_end_or_log<P: EventPayload>(
+        &self,
+        ctx: &RunContext,
+        status: AgentRunStatus,
+        end: &P,
+        what: &'static str,
+    ) {
+        if let Some(Err(unjournaled)) = self.journal_end(ctx, status, EventLevel::Warn, end).await {
+            Err::<(), _>(unjournaled).best_effort(what);
+        }
+    }
+
     async fn journal_end<P: EventPayload>(
         &self,
         ctx: &RunContext,

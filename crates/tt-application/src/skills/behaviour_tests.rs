@@ -208,7 +208,7 @@ async fn list_filters_by_query_words_and_limit() {
         json!({"skill": "x"}),
         json!([]),
     ] {
-        assert_eq!(agent.code(LIST, bad).await, "tool.invalid_arguments");
+        agent.refuses(LIST, bad, "tool.invalid_arguments").await;
     }
     assert_eq!(
         agent.ok(LIST, json!({"limit": 100})).await.structured["total"],
@@ -261,10 +261,9 @@ async fn hidden_skills_answer_like_unknown_ones() {
         ids(&agent.ok(LIST, json!({})).await.structured, "skills"),
         ["dialogue"]
     );
-    assert_eq!(
-        agent.code(READ, json!({"skill": "scene-pacing"})).await,
-        "skill.not_found"
-    );
+    agent
+        .refuses(READ, json!({"skill": "scene-pacing"}), "skill.not_found")
+        .await;
     let search = agent.ok(SEARCH, json!({"query": "scene"})).await;
     assert_eq!(search.structured["total"], json!(0));
     agent.policy.deny = vec!["*".into()];
@@ -279,14 +278,12 @@ async fn skill_ids_match_trimmed_and_ignoring_case() {
     let mut agent = Agent::new().await;
     let read = agent.ok(READ, json!({"skill": "  Scene-Pacing "})).await;
     assert_eq!(read.structured["skill"], json!("scene-pacing"));
-    assert_eq!(
-        agent.code(READ, json!({"skill": "../scene-pacing"})).await,
-        "skill.not_found"
-    );
-    assert_eq!(
-        agent.code(READ, json!({"skill": ""})).await,
-        "skill.not_found"
-    );
+    agent
+        .refuses(READ, json!({"skill": "../scene-pacing"}), "skill.not_found")
+        .await;
+    agent
+        .refuses(READ, json!({"skill": ""}), "skill.not_found")
+        .await;
 }
 
 // ----- search -------------------------------------------------------------------------------
@@ -345,7 +342,7 @@ async fn search_with_no_hits_is_a_success() {
         json!({"query": "x", "limit": 0}),
         json!({"query": "x", "path": "SKILL.md"}),
     ] {
-        assert_eq!(agent.code(SEARCH, bad).await, "tool.invalid_arguments");
+        agent.refuses(SEARCH, bad, "tool.invalid_arguments").await;
     }
 }
 
@@ -419,7 +416,7 @@ async fn read_path_errors() {
         json!({"skill": "dialogue", "max_chars": 0}),
         json!({"skill": "dialogue", "start_line": 1}),
     ] {
-        assert_eq!(agent.code(READ, bad).await, "tool.invalid_arguments");
+        agent.refuses(READ, bad, "tool.invalid_arguments").await;
     }
     assert_eq!(agent.budget.used_chars(), 0, "failed reads cost nothing");
 }
@@ -540,15 +537,13 @@ async fn empty_files_read_as_empty() {
         read.content
     );
     assert_eq!(read.structured["wholeFile"], json!(true));
-    assert_eq!(
-        agent
-            .code(
-                READ,
-                json!({"skill": "blank", "path": "empty.md", "start_char": 1})
-            )
-            .await,
-        "tool.invalid_arguments"
-    );
+    agent
+        .refuses(
+            READ,
+            json!({"skill": "blank", "path": "empty.md", "start_char": 1}),
+            "tool.invalid_arguments",
+        )
+        .await;
 }
 
 #[tokio::test]
@@ -561,20 +556,20 @@ async fn read_failures_map_to_recoverable_codes_or_fail_fast() {
         vec![0xff, 0x00],
     );
     let mut agent = Agent::new_with(skills).await;
-    assert_eq!(
-        agent
-            .code(READ, json!({"skill": "dialogue", "path": "image.bin"}))
-            .await,
-        "skill.file_unreadable"
-    );
+    agent
+        .refuses(
+            READ,
+            json!({"skill": "dialogue", "path": "image.bin"}),
+            "skill.file_unreadable",
+        )
+        .await;
 
     agent
         .skills
         .remove_skill(&SkillScope::Global, &SkillId::parse("dialogue").unwrap());
-    assert_eq!(
-        agent.code(READ, json!({"skill": "dialogue"})).await,
-        "skill.file_not_found"
-    );
+    agent
+        .refuses(READ, json!({"skill": "dialogue"}), "skill.file_not_found")
+        .await;
 
     for error in [
         StorageError::io("skills/global/scene-pacing/SKILL.md", "disk gone"),

@@ -106,19 +106,7 @@ pub(crate) async fn execute(
         ToolName::SkillList => list(args, &env).map_err(ToolCallError::from),
         ToolName::SkillSearch => search(args, &env).await,
         ToolName::SkillRead => read(args, env).await,
-        ToolName::AgentList
-        | ToolName::AgentDelegate
-        | ToolName::AgentHandoff
-        | ToolName::AgentAwait
-        | ToolName::AgentCancelTask
-        | ToolName::TaskReturn
-        | ToolName::WorkspaceListFiles
-        | ToolName::WorkspaceSearchFiles
-        | ToolName::WorkspaceReadFile
-        | ToolName::WorkspaceWriteFile
-        | ToolName::WorkspaceApplyPatch
-        | ToolName::WorkspaceCommit
-        | ToolName::WorkspaceFinish => Err(ToolCallError::Fatal(ApplicationError::fatal(
+        _ => Err(ToolCallError::Fatal(ApplicationError::fatal(
             error_codes::AGENT_INTERNAL_ERROR,
             format!("{tool} is not executed by the skill tool executor"),
         ))),

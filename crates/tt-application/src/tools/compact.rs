@@ -133,13 +133,7 @@ fn compact_description(tool: ToolName, audience: &SpecAudience) -> Option<String
         ToolName::SkillRead => {
             "Read a skill's `SKILL.md` or another of its files; long text comes in parts."
         }
-        ToolName::WorkspaceListFiles
-        | ToolName::WorkspaceSearchFiles
-        | ToolName::WorkspaceReadFile
-        | ToolName::WorkspaceWriteFile
-        | ToolName::WorkspaceApplyPatch
-        | ToolName::WorkspaceCommit
-        | ToolName::WorkspaceFinish => return None,
+        _ => return None,
     };
     Some(text.to_owned())
 }

@@ -164,7 +164,7 @@ impl From<Prop> for Value {
 #[cfg(test)]
 pub(crate) mod testing {
     use serde_json::Value;
-    use tt_domain::tool::AgentToolSpec;
+    use tt_domain::tool::{AgentToolSpec, ToolName};
 
     /// Title, description and every schema description of a spec: all the model reads of it.
     pub(crate) fn spec_texts(spec: &AgentToolSpec) -> Vec<String> {
@@ -185,6 +185,16 @@ pub(crate) mod testing {
         let mut texts = vec![spec.title.clone(), spec.description.clone()];
         walk(&spec.input_schema, &mut texts);
         texts
+    }
+
+    /// Asserts that `spec_of` answers a spec for exactly the tools in `own`.
+    pub(crate) fn assert_specs_only_for(
+        spec_of: impl Fn(ToolName) -> Option<AgentToolSpec>,
+        own: &[ToolName],
+    ) {
+        for tool in ToolName::ALL {
+            assert_eq!(spec_of(tool).is_some(), own.contains(&tool), "{tool}");
+        }
     }
 
     /// An object schema's property names, in order.

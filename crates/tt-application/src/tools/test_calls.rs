@@ -33,6 +33,12 @@ pub(crate) trait CallsTools {
         self.fail(tool, args).await.0
     }
 
+    /// Asserts that the call is refused with the recoverable error `code`.
+    async fn refuses(&mut self, tool: ToolName, args: Value, code: &str) {
+        let refused = self.code(tool, args.clone()).await;
+        assert_eq!(refused, code, "{tool} {args}");
+    }
+
     /// The fatal error; fails the test on success or a recoverable error.
     async fn fatal(&mut self, tool: ToolName, args: Value) -> ApplicationError {
         match self.call(tool, args.clone()).await {

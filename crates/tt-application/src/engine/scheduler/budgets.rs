@@ -136,21 +136,11 @@ impl<H: TaskHost> TaskScheduler<H> {
         task_id: &TaskId,
         exhausted: &ApplicationError,
     ) -> ApplicationResult<()> {
-        let ctx = self.host.as_ref();
-        let freed = self.stop_worker(task_id).await;
-        let task = ctx
-            .services()
-            .invocations
-            .load_task(ctx.run_id(), task_id)
-            .await?;
+        let (task, freed) = self.stop_sub_tree(task_id, &CancelledBy::Runtime).await?;
         if !task.status.is_terminal() {
-            self.cancel_below(&task, &CancelledBy::Runtime).await?;
-            ctx.fail_task(&task, exhausted).await?;
+            self.host.as_ref().fail_task(&task, exhausted).await?;
         }
-        self.notify();
-        if let Some(delegator) = freed {
-            self.admit_waiting(&delegator).await;
-        }
+        self.after_stop(freed).await;
         Ok(())
     }
 

@@ -556,30 +556,13 @@ impl<H: TaskHost> TaskScheduler<H> {
         by: CancelledBy,
     ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
         let ctx = self.host.as_ref();
-        let freed = self.stop_worker(task_id).await;
-        let task = ctx
-            .services()
-            .invocations
-            .load_task(ctx.run_id(), task_id)
-            .await?;
-        if !task.status.is_terminal() {
-            // The task's own delegations go first.
-            self.cancel_below(&task, &by).await?;
-        }
-        let outcome = ctx
-            .services()
-            .invocations
-            .transition_task(
-                ctx.run_id(),
-                task_id,
-                &TaskTransition {
-                    status: TaskStatus::Cancelled,
-                    result_ref: None,
-                    error: Some(reason.to_owned()),
-                },
-                ctx.services().clock.now(),
-            )
-            .await?;
+        let (_, freed) = self.stop_sub_tree(task_id, &by).await?;
+        let cancelled = TaskTransition {
+            status: TaskStatus::Cancelled,
+            result_ref: None,
+            error: Some(reason.to_owned()),
+        };
+        let outcome = store_transition(ctx, task_id, &cancelled).await?;
         if outcome.changed {
             emit_cancelled_event(ctx, &outcome.task, reason, &by).await?;
             let mut invocation = ctx
@@ -592,12 +575,39 @@ impl<H: TaskHost> TaskScheduler<H> {
                     .await?;
             }
         }
+        self.after_stop(freed).await;
+        Ok(outcome)
+    }
+
+    /// Stops `task_id`'s worker and, while the task has not ended, cancels the tasks it
+    /// delegated, deepest first. Returns the task as it was loaded then, and the delegating
+    /// agent whose slot the stop freed (for [`Self::after_stop`]).
+    async fn stop_sub_tree(
+        self: &Arc<Self>,
+        task_id: &TaskId,
+        by: &CancelledBy,
+    ) -> ApplicationResult<(AgentTaskRecord, Option<InvocationId>)> {
+        let ctx = self.host.as_ref();
+        let freed = self.stop_worker(task_id).await;
+        let task = ctx
+            .services()
+            .invocations
+            .load_task(ctx.run_id(), task_id)
+            .await?;
+        if !task.status.is_terminal() {
+            // The task's own delegations go first.
+            self.cancel_below(&task, by).await?;
+        }
+        Ok((task, freed))
+    }
+
+    /// Wakes whoever watches the tasks and, when a stop freed a delegating agent's slot,
+    /// starts that agent's next waiting task.
+    async fn after_stop(self: &Arc<Self>, freed: Option<InvocationId>) {
         self.notify();
-        // Its slot is free: the delegating agent's next waiting task may start.
         if let Some(delegator) = freed {
             self.admit_waiting(&delegator).await;
         }
-        Ok(outcome)
     }
 
     /// Cancels the unfinished delegated tasks created by `parent`.
@@ -673,24 +683,31 @@ pub(crate) async fn transition_task<C: TaskHost>(
     result_ref: Option<String>,
     error: Option<String>,
 ) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
-    let outcome = ctx
-        .services()
-        .invocations
-        .transition_task(
-            ctx.run_id(),
-            task_id,
-            &TaskTransition {
-                status,
-                result_ref,
-                error,
-            },
-            ctx.services().clock.now(),
-        )
-        .await?;
+    let transition = TaskTransition {
+        status,
+        result_ref,
+        error,
+    };
+    let outcome = store_transition(ctx, task_id, &transition).await?;
     if outcome.changed {
         emit_task_event(ctx, &outcome.task).await?;
     }
     Ok(outcome)
+}
+
+/// The repository's conditional transition of a task (first terminal write wins),
+/// at the clock's now; journals nothing.
+async fn store_transition<C: TaskHost>(
+    ctx: &C,
+    task_id: &TaskId,
+    transition: &TaskTransition,
+) -> ApplicationResult<tt_ports::TaskTransitionOutcome> {
+    let now = ctx.services().clock.now();
+    Ok(ctx
+        .services()
+        .invocations
+        .transition_task(ctx.run_id(), task_id, transition, now)
+        .await?)
 }
 
 /// The payload of a task event: the task as it is now, plus any fields of that event type.

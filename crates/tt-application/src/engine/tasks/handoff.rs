@@ -12,8 +12,9 @@ use tt_domain::task::TaskContinuation;
 use tt_domain::tool::{AgentToolCall, ToolName};
 
 use super::targets::{NewTask, open_task, registered, resolve_target};
+use super::tools::{caller_admitted, target_admitted};
 use crate::delegation::args::{PENDING_TASK_POLICY_DENY_IF_PENDING, parse_handoff_args};
-use crate::delegation::policy::{Operation, admit, admit_caller};
+use crate::delegation::policy::Operation;
 use crate::engine::context::RunContext;
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ToolCallError, ToolError};
@@ -47,14 +48,7 @@ pub(crate) async fn agent_handoff(
         )
         .await?;
     let caller = &inv.profile.definition.delegation;
-    if let Err(denial) = admit_caller(&inv.profile, Operation::Handoff) {
-        return Err(ToolError::with_reason(
-            error_codes::AGENT_HANDOFF_POLICY_DENIED,
-            denial.code(),
-            "you cannot hand this job to another agent.",
-        )
-        .into());
-    }
+    caller_admitted(inv, Operation::Handoff)?;
     let tasks = ctx.services.invocations.list_tasks(&ctx.run_id).await?;
     let pending = tasks
         .iter()
@@ -89,17 +83,7 @@ pub(crate) async fn agent_handoff(
         .into());
     }
     let (agent_id, target) = resolve_target(ctx, &args.agent_id, Operation::Handoff).await?;
-    if let Err(denial) = admit(&inv.profile, &target, Operation::Handoff) {
-        return Err(ToolError::with_reason(
-            error_codes::AGENT_HANDOFF_POLICY_DENIED,
-            denial.code(),
-            &format!(
-                "`{agent_id}` cannot take this job over from you. Use `{}` to see who can.",
-                ToolName::AgentList.model_alias()
-            ),
-        )
-        .into());
-    }
+    target_admitted(inv, &target, &agent_id, Operation::Handoff)?;
     let new = NewTask {
         target: agent_id.clone(),
         continuation: TaskContinuation::TransferControl,

@@ -8,13 +8,14 @@ use tt_domain::event::RunEventType;
 use tt_domain::ids::{InvocationId, TaskId};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::ToolName;
-use tt_ports::{EventPage, RunDocument};
+use tt_ports::RunDocument;
 
 use crate::delegation::failure_text::failure_for_reader;
 use crate::delegation::rendering::{CapsuleEntry, ReaderState, render_injected_results};
 use crate::engine::context::{RunContext, RunScheduler};
 use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
+use crate::journal_read::JournalPages;
 
 /// The result document of a task, if it returned one. An unreadable document is fatal.
 pub(crate) async fn result_document(
@@ -135,25 +136,9 @@ pub(crate) async fn written_by(
     invocation: &InvocationId,
 ) -> ApplicationResult<Vec<String>> {
     let mut paths: Vec<String> = Vec::new();
-    let mut after = None;
-    loop {
-        let page = ctx
-            .services
-            .journal
-            .read(
-                &ctx.run_id,
-                &EventPage {
-                    after_seq: after,
-                    limit: Some(tt_ports::journal::MAX_EVENT_PAGE_LIMIT),
-                    invocation_id: Some(invocation.to_string()),
-                    ..EventPage::default()
-                },
-            )
-            .await?;
-        let Some(last) = page.last() else {
-            return Ok(paths);
-        };
-        after = Some(last.seq);
+    let mut pages = JournalPages::new(ctx.services.journal.as_ref(), &ctx.run_id)
+        .of_invocation(invocation.to_string());
+    while let Some(page) = pages.next().await? {
         for event in &page {
             let wrote = matches!(
                 event.event_type,
@@ -169,6 +154,7 @@ pub(crate) async fn written_by(
             }
         }
     }
+    Ok(paths)
 }
 
 /// `AwaitTaskView` of a task: status, error and the useful parts of its result.

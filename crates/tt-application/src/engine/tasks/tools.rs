@@ -103,30 +103,13 @@ pub(crate) async fn agent_delegate(
         caller.max_invocations_per_run,
         caller.max_concurrent_invocations,
     );
-    if let Err(denial) = admit_caller(&inv.profile, Operation::Delegate) {
-        return Err(ToolError::with_reason(
-            error_codes::AGENT_DELEGATION_POLICY_DENIED,
-            denial.code(),
-            "you cannot give tasks to other agents.",
-        )
-        .into());
-    }
+    caller_admitted(inv, Operation::Delegate)?;
     let (resolved, delegated, workspace_key) =
         delegation_reads(ctx, inv, round, &args.agent_id).await;
     let (agent_id, target) = resolved?;
     inv.targets
         .remember(round, &args.agent_id, (agent_id.clone(), target.clone()));
-    if let Err(denial) = admit(&inv.profile, &target, Operation::Delegate) {
-        return Err(ToolError::with_reason(
-            error_codes::AGENT_DELEGATION_POLICY_DENIED,
-            denial.code(),
-            &format!(
-                "`{agent_id}` cannot take tasks from you. Use `{}` to see who can.",
-                ToolName::AgentList.model_alias()
-            ),
-        )
-        .into());
-    }
+    target_admitted(inv, &target, &agent_id, Operation::Delegate)?;
     check_fork(&args, &target.definition, &agent_id)?;
     let budget = task_budget(&args, &target.definition, &agent_id)?;
     let delegated = delegated.map_err(crate::error::ApplicationError::from)?;
@@ -279,6 +262,69 @@ fn check_fork(
     Ok(())
 }
 
+/// The calling agent's own profile may do `operation`: else its tool's policy error, with the
+/// policy's reason.
+pub(crate) fn caller_admitted(
+    inv: &InvocationRuntime,
+    operation: Operation,
+) -> Result<(), ToolError> {
+    let refusal = match operation {
+        Operation::Delegate => "you cannot give tasks to other agents.",
+        Operation::Handoff => "you cannot hand this job to another agent.",
+    };
+    admit_caller(&inv.profile, operation)
+        .map_err(|denial| policy_denied(operation, denial, refusal))
+}
+
+/// The calling agent may give `target` (`agent_id`) what `operation` hands over: else its
+/// tool's policy error, with the policy's reason.
+pub(crate) fn target_admitted(
+    inv: &InvocationRuntime,
+    target: &tt_domain::profile::ResolvedProfile,
+    agent_id: &ProfileId,
+    operation: Operation,
+) -> Result<(), ToolError> {
+    admit(&inv.profile, target, operation).map_err(|denial| {
+        let cannot = match operation {
+            Operation::Delegate => "cannot take tasks from you",
+            Operation::Handoff => "cannot take this job over from you",
+        };
+        let refusal = format!(
+            "`{agent_id}` {cannot}. Use `{}` to see who can.",
+            ToolName::AgentList.model_alias()
+        );
+        policy_denied(operation, denial, &refusal)
+    })
+}
+
+/// `agent.delegation_policy_denied` or `agent.handoff_policy_denied`, by `operation`.
+fn policy_denied(
+    operation: Operation,
+    denial: crate::delegation::policy::Denial,
+    refusal: &str,
+) -> ToolError {
+    let code = match operation {
+        Operation::Delegate => error_codes::AGENT_DELEGATION_POLICY_DENIED,
+        Operation::Handoff => error_codes::AGENT_HANDOFF_POLICY_DENIED,
+    };
+    ToolError::with_reason(code, denial.code(), refusal)
+}
+
+/// `tool.invalid_arguments` when the call asked for more of `field` than `limit`.
+fn at_most<T: PartialOrd + std::fmt::Display>(
+    field: &str,
+    asked: Option<T>,
+    limit: T,
+    agent_id: &ProfileId,
+) -> Result<(), ToolError> {
+    match asked {
+        Some(asked) if asked > limit => Err(ToolError::invalid_arguments(format!(
+            "`{field}` can be at most {limit} for `{agent_id}`"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The task's budget: what the call asked for, checked against what the target's profile
 /// allows (`tool.invalid_arguments` past it), with the profile's defaults for the rest.
 fn task_budget(
@@ -288,38 +334,25 @@ fn task_budget(
 ) -> Result<Option<AgentTaskBudget>, ToolError> {
     if let Some(budget) = &args.budget {
         let limits = &target.tools;
-        if budget
-            .max_rounds
-            .is_some_and(|rounds| rounds > limits.max_rounds)
-        {
-            return Err(ToolError::invalid_arguments(format!(
-                "`budget.maxRounds` can be at most {} for `{agent_id}`",
-                limits.max_rounds
-            )));
+        at_most(
+            "budget.maxRounds",
+            budget.max_rounds,
+            limits.max_rounds,
+            agent_id,
+        )?;
+        if let Some(limit) = target.delegation.max_task_tokens {
+            at_most("budget.maxTokens", budget.max_tokens, limit, agent_id)?;
         }
-        if let (Some(tokens), Some(limit)) = (budget.max_tokens, target.delegation.max_task_tokens)
-            && tokens > limit
-        {
-            return Err(ToolError::invalid_arguments(format!(
-                "`budget.maxTokens` can be at most {limit} for `{agent_id}`"
-            )));
-        }
-        if budget
-            .max_tool_calls
-            .is_some_and(|calls| calls > limits.max_calls_per_run)
-        {
-            return Err(ToolError::invalid_arguments(format!(
-                "`budget.maxToolCalls` can be at most {} for `{agent_id}`",
-                limits.max_calls_per_run
-            )));
-        }
+        let calls = limits.max_calls_per_run;
+        at_most(
+            "budget.maxToolCalls",
+            budget.max_tool_calls,
+            calls,
+            agent_id,
+        )?;
     }
     let limit = target.delegation.task_timeout_limit();
-    if args.timeout_seconds.is_some_and(|seconds| seconds > limit) {
-        return Err(ToolError::invalid_arguments(format!(
-            "`timeoutSeconds` can be at most {limit} for `{agent_id}`"
-        )));
-    }
+    at_most("timeoutSeconds", args.timeout_seconds, limit, agent_id)?;
     let timeout_seconds = args
         .timeout_seconds
         .or(target.delegation.task_timeout_seconds);

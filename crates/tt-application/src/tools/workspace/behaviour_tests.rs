@@ -165,36 +165,34 @@ async fn list_filters_to_visible_roots() {
     let (code, message) = agent.fail(LIST, json!({"path": "plan"})).await;
     assert_eq!(code, "workspace.path_not_visible");
     assert!(!message.contains("secret"));
-    assert_eq!(
-        agent.code(LIST, json!({"path": "input"})).await,
-        "workspace.path_not_visible"
-    );
+    agent
+        .refuses(LIST, json!({"path": "input"}), "workspace.path_not_visible")
+        .await;
 }
 
 #[tokio::test]
 async fn list_errors_and_edge_cases() {
     let mut agent = Agent::owner().await;
     agent.seed("output/main.md", "hi").await;
-    assert_eq!(
-        agent.code(LIST, json!({"depth": 5})).await,
-        "workspace.list_depth_too_large"
-    );
-    assert_eq!(
-        agent.code(LIST, json!({"depth": 0})).await,
-        "tool.invalid_arguments"
-    );
-    assert_eq!(
-        agent.code(LIST, json!({"path": "output/missing"})).await,
-        "workspace.path_not_found"
-    );
-    assert_eq!(
-        agent.code(LIST, json!({"path": "../x"})).await,
-        "workspace.invalid_path"
-    );
-    assert_eq!(
-        agent.code(LIST, json!({"recursive": true})).await,
-        "tool.invalid_arguments"
-    );
+    agent
+        .refuses(LIST, json!({"depth": 5}), "workspace.list_depth_too_large")
+        .await;
+    agent
+        .refuses(LIST, json!({"depth": 0}), "tool.invalid_arguments")
+        .await;
+    agent
+        .refuses(
+            LIST,
+            json!({"path": "output/missing"}),
+            "workspace.path_not_found",
+        )
+        .await;
+    agent
+        .refuses(LIST, json!({"path": "../x"}), "workspace.invalid_path")
+        .await;
+    agent
+        .refuses(LIST, json!({"recursive": true}), "tool.invalid_arguments")
+        .await;
     let file = agent.ok(LIST, json!({"path": "output/main.md"})).await;
     assert_eq!(file.content, "output/main.md");
     let empty = agent.ok(LIST, json!({"path": "scratch"})).await;
@@ -348,7 +346,7 @@ async fn read_errors_carry_contract_codes() {
         (json!({}), "tool.invalid_arguments"),
     ];
     for (args, expected) in cases {
-        assert_eq!(agent.code(READ, args.clone()).await, expected, "{args}");
+        agent.refuses(READ, args, expected).await;
     }
     let (_, message) = agent.fail(READ, json!({"path": "output"})).await;
     assert!(message.contains("workspace_list_files"), "{message}");
@@ -420,12 +418,13 @@ async fn replace_requires_a_read_of_the_current_version() {
 
     agent.ok(READ, json!({"path": "output/main.md"})).await;
     agent.seed("output/main.md", "changed again").await;
-    assert_eq!(
-        agent
-            .code(WRITE, json!({"path": "output/main.md", "content": "mine"}))
-            .await,
-        "workspace.write_stale_file"
-    );
+    agent
+        .refuses(
+            WRITE,
+            json!({"path": "output/main.md", "content": "mine"}),
+            "workspace.write_stale_file",
+        )
+        .await;
     assert_eq!(
         agent.file("output/main.md").as_deref(),
         Some("changed again")
@@ -515,7 +514,7 @@ async fn write_rejects_bad_modes_and_non_writable_paths() {
         ),
     ];
     for (args, expected) in cases {
-        assert_eq!(agent.code(WRITE, args.clone()).await, expected, "{args}");
+        agent.refuses(WRITE, args, expected).await;
     }
     let (_, message) = agent
         .fail(WRITE, json!({"path": "output/main.md", "content": "x"}))
@@ -524,21 +523,20 @@ async fn write_rejects_bad_modes_and_non_writable_paths() {
     assert!(agent.store.files(&agent.run_id).is_empty());
 
     agent.seed("scratch/dir/inner.md", "x").await;
-    assert_eq!(
-        agent
-            .code(
-                WRITE,
-                json!({"path": "scratch/dir", "content": "x", "mode": "append"})
-            )
-            .await,
-        "workspace.path_is_directory"
-    );
-    assert_eq!(
-        agent
-            .code(WRITE, json!({"path": "scratch/dir", "content": "x"}))
-            .await,
-        "workspace.path_is_directory"
-    );
+    agent
+        .refuses(
+            WRITE,
+            json!({"path": "scratch/dir", "content": "x", "mode": "append"}),
+            "workspace.path_is_directory",
+        )
+        .await;
+    agent
+        .refuses(
+            WRITE,
+            json!({"path": "scratch/dir", "content": "x"}),
+            "workspace.path_is_directory",
+        )
+        .await;
 }
 
 #[tokio::test]
@@ -621,18 +619,20 @@ async fn append_keeps_full_knowledge_only_after_a_full_read() {
         agent.file("output/unread.md").as_deref(),
         Some("theirs\nmine\n")
     );
-    assert_eq!(
-        agent
-            .code(WRITE, json!({"path": "output/unread.md", "content": "x"}))
-            .await,
-        "workspace.write_requires_read"
-    );
-    assert_eq!(
-        agent
-            .code(PATCH, patch("output/unread.md", "mine", "ours"))
-            .await,
-        "workspace.patch_requires_read"
-    );
+    agent
+        .refuses(
+            WRITE,
+            json!({"path": "output/unread.md", "content": "x"}),
+            "workspace.write_requires_read",
+        )
+        .await;
+    agent
+        .refuses(
+            PATCH,
+            patch("output/unread.md", "mine", "ours"),
+            "workspace.patch_requires_read",
+        )
+        .await;
     // An explicit read after the append unlocks the rewrite.
     agent.ok(READ, json!({"path": "output/unread.md"})).await;
     agent
@@ -648,12 +648,13 @@ async fn append_keeps_full_knowledge_only_after_a_full_read() {
             json!({"path": "output/partial.md", "content": "c\n", "mode": "append"}),
         )
         .await;
-    assert_eq!(
-        agent
-            .code(WRITE, json!({"path": "output/partial.md", "content": "x"}))
-            .await,
-        "workspace.write_requires_read"
-    );
+    agent
+        .refuses(
+            WRITE,
+            json!({"path": "output/partial.md", "content": "x"}),
+            "workspace.write_requires_read",
+        )
+        .await;
 }
 
 // ----- patch --------------------------------------------------------------------------------
@@ -714,30 +715,37 @@ async fn patch_after_full_read_replaces_and_keeps_the_file_known() {
 async fn patch_checks_run_in_contract_order() {
     let mut agent = Agent::delegated().await;
     // Not writable wins over everything else.
-    assert_eq!(
-        agent.code(PATCH, patch("output/main.md", "", "")).await,
-        "workspace.path_not_writable"
-    );
+    agent
+        .refuses(
+            PATCH,
+            patch("output/main.md", "", ""),
+            "workspace.path_not_writable",
+        )
+        .await;
     // Empty old_string before "no change".
-    assert_eq!(
-        agent.code(PATCH, patch("scratch/a.md", "", "")).await,
-        "workspace.patch_empty_old_string"
-    );
+    agent
+        .refuses(
+            PATCH,
+            patch("scratch/a.md", "", ""),
+            "workspace.patch_empty_old_string",
+        )
+        .await;
     // No change before the read requirement.
-    assert_eq!(
-        agent.code(PATCH, patch("scratch/a.md", "x", "x")).await,
-        "workspace.patch_no_change"
-    );
-    assert_eq!(
-        agent.code(PATCH, patch("scratch/a.md", "x", "y")).await,
-        "workspace.patch_requires_read"
-    );
-    assert_eq!(
-        agent
-            .code(PATCH, json!({"path": "scratch/a.md", "old_string": "x", "new_string": "y", "replace_all": "yes"}))
-            .await,
-        "tool.invalid_arguments"
-    );
+    agent
+        .refuses(
+            PATCH,
+            patch("scratch/a.md", "x", "x"),
+            "workspace.patch_no_change",
+        )
+        .await;
+    agent
+        .refuses(
+            PATCH,
+            patch("scratch/a.md", "x", "y"),
+            "workspace.patch_requires_read",
+        )
+        .await;
+    agent.refuses(PATCH, json!({"path": "scratch/a.md", "old_string": "x", "new_string": "y", "replace_all": "yes"}), "tool.invalid_arguments").await;
 }
 
 #[tokio::test]
@@ -769,12 +777,13 @@ async fn patch_detects_changes_by_others() {
     agent.seed("output/main.md", "alpha\n").await;
     agent.ok(READ, json!({"path": "output/main.md"})).await;
     agent.seed("output/main.md", "alpha beta\n").await;
-    assert_eq!(
-        agent
-            .code(PATCH, patch("output/main.md", "alpha", "A"))
-            .await,
-        "workspace.patch_stale_file"
-    );
+    agent
+        .refuses(
+            PATCH,
+            patch("output/main.md", "alpha", "A"),
+            "workspace.patch_stale_file",
+        )
+        .await;
     agent.ok(READ, json!({"path": "output/main.md"})).await;
     // A conflicting write between the check and the guarded write is also stale.
     agent.store.fail_next(
@@ -785,12 +794,13 @@ async fn patch_detects_changes_by_others() {
             actual: "b".into(),
         },
     );
-    assert_eq!(
-        agent
-            .code(PATCH, patch("output/main.md", "alpha", "A"))
-            .await,
-        "workspace.patch_stale_file"
-    );
+    agent
+        .refuses(
+            PATCH,
+            patch("output/main.md", "alpha", "A"),
+            "workspace.patch_stale_file",
+        )
+        .await;
     assert_eq!(
         agent.file("output/main.md").as_deref(),
         Some("alpha beta\n")
@@ -831,10 +841,13 @@ async fn failed_partial_patch_requires_a_full_reread() {
     agent.seed("output/main.md", "a b\nc d\na b\n").await;
     agent.ok(READ, line_range("output/main.md", 1, 1)).await;
     // Observed, but not unique in the file: fails and sets the re-read flag.
-    assert_eq!(
-        agent.code(PATCH, patch("output/main.md", "a b", "x")).await,
-        "workspace.patch_old_string_not_unique"
-    );
+    agent
+        .refuses(
+            PATCH,
+            patch("output/main.md", "a b", "x"),
+            "workspace.patch_old_string_not_unique",
+        )
+        .await;
     assert!(agent.reread_required("output/main.md"));
     // Even a patch of seen, unique text is refused now, and a partial read does not help.
     let unique = patch("output/main.md", "a b\nc", "x\nc");
@@ -857,22 +870,20 @@ async fn partial_read_rules_set_the_reread_flag() {
     let mut agent = Agent::owner().await;
     agent.seed("output/main.md", "x y\nx z\n").await;
     agent.ok(READ, line_range("output/main.md", 1, 1)).await;
-    assert_eq!(
-        agent
-            .code(PATCH, json!({"path": "output/main.md", "old_string": "x", "new_string": "w", "replace_all": true}))
-            .await,
-        "workspace.patch_requires_full_read"
-    );
+    agent.refuses(PATCH, json!({"path": "output/main.md", "old_string": "x", "new_string": "w", "replace_all": true}), "workspace.patch_requires_full_read").await;
     assert!(agent.reread_required("output/main.md"));
 
     // old_string outside the observed text.
     let mut agent = Agent::owner().await;
     agent.seed("output/main.md", "x y\nx z\n").await;
     agent.ok(READ, line_range("output/main.md", 1, 1)).await;
-    assert_eq!(
-        agent.code(PATCH, patch("output/main.md", "x z", "w")).await,
-        "workspace.patch_requires_full_read"
-    );
+    agent
+        .refuses(
+            PATCH,
+            patch("output/main.md", "x z", "w"),
+            "workspace.patch_requires_full_read",
+        )
+        .await;
     assert!(agent.reread_required("output/main.md"));
 
     // A stale file after a partial read.
@@ -880,10 +891,13 @@ async fn partial_read_rules_set_the_reread_flag() {
     agent.seed("output/main.md", "x y\nx z\n").await;
     agent.ok(READ, line_range("output/main.md", 1, 1)).await;
     agent.seed("output/main.md", "x y\nx z\nmore\n").await;
-    assert_eq!(
-        agent.code(PATCH, patch("output/main.md", "x y", "w")).await,
-        "workspace.patch_stale_file"
-    );
+    agent
+        .refuses(
+            PATCH,
+            patch("output/main.md", "x y", "w"),
+            "workspace.patch_stale_file",
+        )
+        .await;
     assert!(agent.reread_required("output/main.md"));
     agent.ok(READ, line_range("output/main.md", 1, 1)).await;
     assert_eq!(
@@ -903,10 +917,13 @@ async fn patch_reports_missing_files_and_folders() {
         StoreOp::WorkspaceRead,
         StorageError::not_found("workspace path output/main.md"),
     );
-    assert_eq!(
-        agent.code(PATCH, patch("output/main.md", "x", "y")).await,
-        "workspace.file_not_found"
-    );
+    agent
+        .refuses(
+            PATCH,
+            patch("output/main.md", "x", "y"),
+            "workspace.file_not_found",
+        )
+        .await;
 }
 
 // ----- search -------------------------------------------------------------------------------
@@ -996,18 +1013,20 @@ async fn search_sees_only_visible_roots_and_the_given_scope() {
         .ok(SEARCH, json!({"query": "needle", "path": "output/main.md"}))
         .await;
     assert_eq!(file.structured["totalHits"], json!(1));
-    assert_eq!(
-        agent
-            .code(SEARCH, json!({"query": "needle", "path": "plan"}))
-            .await,
-        "workspace.path_not_visible"
-    );
-    assert_eq!(
-        agent
-            .code(SEARCH, json!({"query": "needle", "path": "output/nope"}))
-            .await,
-        "workspace.path_not_found"
-    );
+    agent
+        .refuses(
+            SEARCH,
+            json!({"query": "needle", "path": "plan"}),
+            "workspace.path_not_visible",
+        )
+        .await;
+    agent
+        .refuses(
+            SEARCH,
+            json!({"query": "needle", "path": "output/nope"}),
+            "workspace.path_not_found",
+        )
+        .await;
 }
 
 #[tokio::test]
@@ -1056,7 +1075,7 @@ async fn search_argument_errors_carry_contract_codes() {
         ),
     ];
     for (args, expected) in cases {
-        assert_eq!(agent.code(SEARCH, args.clone()).await, expected, "{args}");
+        agent.refuses(SEARCH, args, expected).await;
     }
 }
 

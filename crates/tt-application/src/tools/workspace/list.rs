@@ -128,24 +128,17 @@ mod tests {
 
     #[test]
     fn depth_defaults_and_bounds() {
-        assert_eq!(list_depth(None).unwrap(), 2);
-        assert_eq!(list_depth(Some(1)).unwrap(), 1);
-        assert_eq!(list_depth(Some(4)).unwrap(), 4);
-        assert_eq!(
-            list_depth(Some(5)).unwrap_err().code,
-            "workspace.list_depth_too_large"
-        );
-        assert_eq!(
-            list_depth(Some(i64::MAX)).unwrap_err().code,
-            "workspace.list_depth_too_large"
-        );
-        assert_eq!(
-            list_depth(Some(0)).unwrap_err().code,
-            "tool.invalid_arguments"
-        );
-        assert_eq!(
-            list_depth(Some(-3)).unwrap_err().code,
-            "tool.invalid_arguments"
+        crate::tools::workspace::testing::assert_parsed(
+            list_depth,
+            &[
+                (None, Ok(2)),
+                (Some(1), Ok(1)),
+                (Some(4), Ok(4)),
+                (Some(5), Err("workspace.list_depth_too_large")),
+                (Some(i64::MAX), Err("workspace.list_depth_too_large")),
+                (Some(0), Err("tool.invalid_arguments")),
+                (Some(-3), Err("tool.invalid_arguments")),
+            ],
         );
     }
 }

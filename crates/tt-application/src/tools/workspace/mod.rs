@@ -40,19 +40,26 @@ pub(crate) async fn execute(
         ToolName::WorkspaceReadFile => read::read_file(args, env).await,
         ToolName::WorkspaceWriteFile => write::write_file(args, env).await,
         ToolName::WorkspaceApplyPatch => patch::apply_patch(args, env).await,
-        ToolName::AgentList
-        | ToolName::AgentDelegate
-        | ToolName::AgentHandoff
-        | ToolName::AgentAwait
-        | ToolName::AgentCancelTask
-        | ToolName::TaskReturn
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead
-        | ToolName::WorkspaceCommit
-        | ToolName::WorkspaceFinish => Err(ToolCallError::Fatal(ApplicationError::fatal(
+        _ => Err(ToolCallError::Fatal(ApplicationError::fatal(
             error_codes::AGENT_INTERNAL_ERROR,
             format!("{tool} is not executed by the workspace tool executor"),
         ))),
+    }
+}
+
+/// What the workspace tools' unit tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::error::ToolError;
+
+    /// Asserts what `parse` makes of each raw integer argument: the value, or the error's code.
+    pub(crate) fn assert_parsed<T: PartialEq + std::fmt::Debug + Copy>(
+        parse: impl Fn(Option<i64>) -> Result<T, ToolError>,
+        cases: &[(Option<i64>, Result<T, &str>)],
+    ) {
+        for (raw, expected) in cases {
+            let parsed = parse(*raw).map_err(|error| error.code.as_str());
+            assert_eq!(parsed, *expected, "{raw:?}");
+        }
     }
 }

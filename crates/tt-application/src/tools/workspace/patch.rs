@@ -159,35 +159,34 @@ fn check_matches(
 ) -> Result<(), ToolCallError> {
     let path = &patch.path;
     let occurrences = count_occurrences(text, patch.old_string);
-    if occurrences == 0 {
+    let mismatch = |env: &mut WorkspaceToolEnv<'_>, code, what: String, next: [&str; 2]| {
         if partial {
             env.read_state.require_full_reread(path);
         }
-        let next = if partial {
-            "Read the whole file with `workspace_read_file` (no range), then copy the text exactly."
-        } else {
-            "It must match exactly, including spaces, line breaks and capitalization; copy it from the file."
-        };
-        return Err(ToolError::new(
+        let next = if partial { next[0] } else { next[1] };
+        Err(ToolError::new(code, format!("{what} {next}")).into())
+    };
+    if occurrences == 0 {
+        return mismatch(
+            env,
             error_codes::WORKSPACE_PATCH_OLD_STRING_NOT_FOUND,
-            format!("`old_string` was not found in `{path}`. {next}"),
-        )
-        .into());
+            format!("`old_string` was not found in `{path}`."),
+            [
+                "Read the whole file with `workspace_read_file` (no range), then copy the text exactly.",
+                "It must match exactly, including spaces, line breaks and capitalization; copy it from the file.",
+            ],
+        );
     }
     if occurrences > 1 && !patch.replace_all {
-        if partial {
-            env.read_state.require_full_reread(path);
-        }
-        let next = if partial {
-            "Read the whole file with `workspace_read_file` (no range), then include more surrounding text so it matches exactly once."
-        } else {
-            "Include more surrounding text so it matches exactly once, or set `replace_all` to true to change every occurrence."
-        };
-        return Err(ToolError::new(
+        return mismatch(
+            env,
             error_codes::WORKSPACE_PATCH_OLD_STRING_NOT_UNIQUE,
-            format!("`old_string` occurs {occurrences} times in `{path}`. {next}"),
-        )
-        .into());
+            format!("`old_string` occurs {occurrences} times in `{path}`."),
+            [
+                "Read the whole file with `workspace_read_file` (no range), then include more surrounding text so it matches exactly once.",
+                "Include more surrounding text so it matches exactly once, or set `replace_all` to true to change every occurrence.",
+            ],
+        );
     }
     Ok(())
 }

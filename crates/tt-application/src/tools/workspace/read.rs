@@ -413,39 +413,29 @@ mod tests {
             range(json!({"max_chars": 10})),
             Ok(ReadRange::Chars { start: 0, max: 10 })
         );
-        assert_eq!(
-            range(json!({"start_line": 1, "max_chars": 5})),
-            Err("workspace.mixed_read_range")
-        );
-        assert_eq!(
-            range(json!({"start_line": 0})),
-            Err("workspace.invalid_line_range")
-        );
-        assert_eq!(
-            range(json!({"line_count": 0})),
-            Err("workspace.invalid_line_range")
-        );
-        assert_eq!(
-            range(json!({"line_count": 1201})),
-            Err("workspace.read_line_count_too_large")
-        );
         assert_eq!(range(json!({"line_count": 1200})).map(|_| ()), Ok(()));
-        assert_eq!(
-            range(json!({"start_char": -1})),
-            Err("workspace.invalid_char_range")
-        );
-        assert_eq!(
-            range(json!({"max_chars": 0})),
-            Err("workspace.invalid_char_range")
-        );
-        assert_eq!(
-            range(json!({"max_chars": 80_001})),
-            Err("workspace.read_char_count_too_large")
-        );
-        assert_eq!(
-            range(json!({"start_line": "2"})),
-            Err("tool.invalid_arguments")
-        );
+        let refused = [
+            (
+                json!({"start_line": 1, "max_chars": 5}),
+                "workspace.mixed_read_range",
+            ),
+            (json!({"start_line": 0}), "workspace.invalid_line_range"),
+            (json!({"line_count": 0}), "workspace.invalid_line_range"),
+            (
+                json!({"line_count": 1201}),
+                "workspace.read_line_count_too_large",
+            ),
+            (json!({"start_char": -1}), "workspace.invalid_char_range"),
+            (json!({"max_chars": 0}), "workspace.invalid_char_range"),
+            (
+                json!({"max_chars": 80_001}),
+                "workspace.read_char_count_too_large",
+            ),
+            (json!({"start_line": "2"}), "tool.invalid_arguments"),
+        ];
+        for (arguments, code) in refused {
+            assert_eq!(range(arguments.clone()), Err(code), "{arguments}");
+        }
     }
 
     #[test]

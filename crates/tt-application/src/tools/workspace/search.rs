@@ -383,26 +383,25 @@ mod tests {
 
     #[test]
     fn limits_carry_contract_codes() {
-        assert_eq!(search_limit(None).unwrap(), 20);
-        assert_eq!(search_limit(Some(50)).unwrap(), 50);
-        assert_eq!(
-            search_limit(Some(0)).unwrap_err().code,
-            "workspace.search_limit_invalid"
+        use crate::tools::workspace::testing::assert_parsed;
+        assert_parsed(
+            search_limit,
+            &[
+                (None, Ok(20)),
+                (Some(50), Ok(50)),
+                (Some(0), Err("workspace.search_limit_invalid")),
+                (Some(51), Err("workspace.search_limit_too_large")),
+            ],
         );
-        assert_eq!(
-            search_limit(Some(51)).unwrap_err().code,
-            "workspace.search_limit_too_large"
-        );
-        assert_eq!(context_lines(None).unwrap(), 2);
-        assert_eq!(context_lines(Some(0)).unwrap(), 0);
-        assert_eq!(context_lines(Some(5)).unwrap(), 5);
-        assert_eq!(
-            context_lines(Some(6)).unwrap_err().code,
-            "workspace.search_context_too_large"
-        );
-        assert_eq!(
-            context_lines(Some(-1)).unwrap_err().code,
-            "tool.invalid_arguments"
+        assert_parsed(
+            context_lines,
+            &[
+                (None, Ok(2)),
+                (Some(0), Ok(0)),
+                (Some(5), Ok(5)),
+                (Some(6), Err("workspace.search_context_too_large")),
+                (Some(-1), Err("tool.invalid_arguments")),
+            ],
         );
     }
 

@@ -127,15 +127,7 @@ pub(crate) fn try_spec(tool: ToolName, audience: &SpecAudience) -> Option<AgentT
             object().prop("reason", short_note()).build(),
             control(),
         ),
-        ToolName::AgentList
-        | ToolName::AgentDelegate
-        | ToolName::AgentHandoff
-        | ToolName::AgentAwait
-        | ToolName::AgentCancelTask
-        | ToolName::TaskReturn
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead => return None,
+        _ => return None,
     };
     Some(builtin_spec(tool, title, description, schema, annotations))
 }
@@ -241,46 +233,58 @@ pub(crate) fn compact_description(tool: ToolName, audience: &SpecAudience) -> Op
         ToolName::WorkspaceFinish => {
             "End your work; tasks you delegated that still run are cancelled.".to_owned()
         }
-        ToolName::AgentList
-        | ToolName::AgentDelegate
-        | ToolName::AgentHandoff
-        | ToolName::AgentAwait
-        | ToolName::AgentCancelTask
-        | ToolName::TaskReturn
-        | ToolName::SkillList
-        | ToolName::SkillSearch
-        | ToolName::SkillRead => return None,
+        _ => return None,
     })
 }
 
+/// What `workspace.list_files` does, for `delegated` agents naming the areas they see.
 fn list_description(delegated: bool, visible: &str) -> String {
-    let base = "Folders end with `/`; use paths as shown.";
-    if delegated {
-        format!(
-            "List the files and folders you can see for this task (areas: {visible}). Omit `path` to see all of them. {base}"
-        )
-    } else {
-        format!("List files and folders in the shared workspace. {base}")
-    }
+    seen_description(
+        (delegated, visible),
+        (
+            "List the files and folders you can see for this task",
+            ". Omit `path` to see all of them.",
+        ),
+        "List files and folders in the shared workspace.",
+        "Folders end with `/`; use paths as shown.",
+    )
 }
 
+/// What `workspace.search_files` does, for `delegated` agents naming the areas they see.
 fn search_description(delegated: bool, visible: &str) -> String {
-    let base = "Returns matching passages with line numbers, best first.";
-    if delegated {
-        format!(
-            "Search the text of the files you can see for this task (areas: {visible}), ignoring case. {base}"
-        )
-    } else {
-        format!("Search the text of the workspace files, ignoring case. {base}")
-    }
+    seen_description(
+        (delegated, visible),
+        (
+            "Search the text of the files you can see for this task",
+            ", ignoring case.",
+        ),
+        "Search the text of the workspace files, ignoring case.",
+        "Returns matching passages with line numbers, best first.",
+    )
 }
 
+/// What `workspace.read_file` does, for `delegated` agents naming the areas they see.
 fn read_description(delegated: bool, visible: &str) -> String {
-    let base = "Returns numbered lines: the whole file (up to 1200 lines or 256 KiB) or a range. Read before you replace or patch.";
+    seen_description(
+        (delegated, visible),
+        ("Read a text file you can see for this task", "."),
+        "Read a text file from the workspace.",
+        "Returns numbered lines: the whole file (up to 1200 lines or 256 KiB) or a range. Read before you replace or patch.",
+    )
+}
+
+/// A reading tool's description then `base`: for a delegated agent the `(before, after)` pair
+/// around the areas it sees (`visible`), for any other `shared`.
+fn seen_description(
+    (delegated, visible): (bool, &str),
+    (before, after): (&str, &str),
+    shared: &str,
+    base: &str,
+) -> String {
     if delegated {
-        format!("Read a text file you can see for this task (areas: {visible}). {base}")
+        format!("{before} (areas: {visible}){after} {base}")
     } else {
-        format!("Read a text file from the workspace. {base}")
+        format!("{shared} {base}")
     }
 }
 
