@@ -409,22 +409,13 @@ pub(crate) async fn first_request_tokens(profile: AgentProfileDefinition) -> u64
 /// A connection whose default model is `house-model`, priced (when `priced`) at $3 per million
 /// prompt tokens and $15 per million answer tokens.
 pub(crate) fn house_model_info(priced: bool) -> tt_ports::ConnectionModelInfo {
-    let mut info = tt_ports::ConnectionModelInfo {
+    if priced {
+        return tt_testkit::fakes::priced_model_info("house-model");
+    }
+    tt_ports::ConnectionModelInfo {
         default_model: Some("house-model".into()),
         ..Default::default()
-    };
-    if priced {
-        info.prices.insert(
-            "house-model".into(),
-            tt_domain::cost::ModelPrice {
-                input: 3.0,
-                output: 15.0,
-                cached_input: None,
-                cache_write: None,
-            },
-        );
     }
-    info
 }
 
 /// [`happy_turns`], each reporting 1,000 prompt tokens and 500 answer tokens.

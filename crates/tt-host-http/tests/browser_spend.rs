@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tt_runtime::{AgentRuntimeBuilder, CommitBridgeChoice, ModelPrice, PromptBrokerChoice};
+use tt_runtime::{AgentRuntimeBuilder, CommitBridgeChoice, PromptBrokerChoice};
 
 use crate::browser::{Browser, journal, start_from_page};
 use crate::support::{TestServer, install_profiles, server_over};
@@ -23,24 +23,11 @@ async fn metered_server() -> TestServer {
             _ => tt_runtime::ModelReply::tool_call("workspace_finish", json!({})),
         })
     });
-    let mut info = tt_runtime::ConnectionModelInfo {
-        default_model: Some("scripted".into()),
-        ..Default::default()
-    };
-    info.prices.insert(
-        "scripted".into(),
-        ModelPrice {
-            input: 3.0,
-            output: 15.0,
-            cached_input: None,
-            cache_write: None,
-        },
-    );
     let dir = tempfile::tempdir().unwrap();
     let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir.path())
         .provider(Arc::new(model))
-        .provider_model_info(info)
+        .provider_model_info(tt_testkit::fakes::priced_model_info("scripted"))
         .commit_bridge(CommitBridgeChoice::Transcript)
         .prompt_broker(PromptBrokerChoice::Templates)
         .build()

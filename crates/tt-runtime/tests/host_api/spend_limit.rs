@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use tt_runtime::{AgentRuntime, ModelPrice};
+use tt_runtime::AgentRuntime;
 
 use super::{command, committing_writer, transcript_builder, writer_profile};
 
@@ -18,21 +18,8 @@ fn writer() -> Value {
 }
 
 fn runtime(dir: &TempDir) -> AgentRuntime {
-    let mut info = tt_ports::ConnectionModelInfo {
-        default_model: Some("scripted".into()),
-        ..Default::default()
-    };
-    info.prices.insert(
-        "scripted".into(),
-        ModelPrice {
-            input: 3.0,
-            output: 15.0,
-            cached_input: None,
-            cache_write: None,
-        },
-    );
     transcript_builder(dir.path(), committing_writer())
-        .provider_model_info(info)
+        .provider_model_info(tt_testkit::fakes::priced_model_info("scripted"))
         .build()
         .unwrap()
 }

@@ -16,7 +16,7 @@ pub mod transcripts;
 
 pub use commit::{CommitBehavior, FakeCommitBridge};
 pub use faulty::{DiskFault, FaultPlan, FaultyStore};
-pub use model::FakeModel;
+pub use model::{FakeModel, priced_model_info};
 pub use prompt::{FakeConnections, FakePromptBroker, default_assembly};
 pub use registrations::{InMemoryConnections, InMemoryMcpServers, InMemoryPresetTemplates};
 pub use shaped::ShapedModel;
