@@ -195,6 +195,24 @@ impl ModelProvider for FakeModel {
     }
 }
 
+/// A connection whose default model is `model`, priced as a mid-size hosted model: $3 per
+/// million prompt tokens and $15 per million answer tokens (cache reads and writes at the
+/// prompt price). What spend limits and cost budgets need to count anything.
+pub fn priced_model_info(model: &str) -> tt_ports::ConnectionModelInfo {
+    let mut info = tt_ports::ConnectionModelInfo {
+        default_model: Some(model.to_owned()),
+        ..Default::default()
+    };
+    let price = tt_domain::cost::ModelPrice {
+        input: 3.0,
+        output: 15.0,
+        cached_input: None,
+        cache_write: None,
+    };
+    info.prices.insert(model.to_owned(), price);
+    info
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -302,22 +320,4 @@ pub(crate) mod tests {
             Err(ModelError::Cancelled)
         );
     }
-}
-
-/// A connection whose default model is `model`, priced as a mid-size hosted model: $3 per
-/// million prompt tokens and $15 per million answer tokens (cache reads and writes at the
-/// prompt price). What spend limits and cost budgets need to count anything.
-pub fn priced_model_info(model: &str) -> tt_ports::ConnectionModelInfo {
-    let mut info = tt_ports::ConnectionModelInfo {
-        default_model: Some(model.to_owned()),
-        ..Default::default()
-    };
-    let price = tt_domain::cost::ModelPrice {
-        input: 3.0,
-        output: 15.0,
-        cached_input: None,
-        cache_write: None,
-    };
-    info.prices.insert(model.to_owned(), price);
-    info
 }
