@@ -4,11 +4,12 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use tt_domain::model::{AgentModelResponse, ModelDelta, ModelUsage};
+use tt_domain::model::{ModelDelta, ModelUsage};
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Deltas, first_body, first_messages, provider, request};
+use crate::support::{ADAPTER, Deltas, first_body, first_messages, provider, request};
+use tt_provider_http::test_fixtures::stream_against;
 
 fn chunk(delta: Value, finish_reason: Value) -> Value {
     json!({
@@ -76,23 +77,6 @@ fn streamed_tool_calls() -> Vec<Value> {
         json!({"id": "chatcmpl-s1", "object": "chat.completion.chunk", "model": "local-model-q4", "choices": [],
                "usage": {"prompt_tokens": 120, "completion_tokens": 33, "total_tokens": 153}}),
     ]
-}
-
-/// One streamed first turn against `reply`; the request sent is checked exactly.
-async fn stream_against(
-    reply: Reply,
-    deltas: Arc<Deltas>,
-) -> Result<AgentModelResponse, ModelError> {
-    let mut server = TestServer::always(reply).await;
-    let result = provider(&server)
-        .stream(
-            request(1, first_messages()),
-            deltas,
-            CancellationToken::new(),
-        )
-        .await;
-    assert_eq!(server.next_request().await.body, first_body(true));
-    result
 }
 
 #[tokio::test]
@@ -182,7 +166,7 @@ async fn a_streamed_text_reply_split_byte_by_byte() {
     ]);
     let pieces: Vec<String> = text.chars().map(String::from).collect();
     let deltas = Arc::new(Deltas::default());
-    let response = stream_against(Reply::sse(pieces), deltas.clone())
+    let response = stream_against(&ADAPTER, Reply::sse(pieces), deltas.clone())
         .await
         .unwrap();
     assert_eq!(response.text(), "Hello, keeper.");
@@ -199,7 +183,7 @@ async fn a_server_that_ignores_stream_true_still_works() {
         "usage": {"prompt_tokens": 1, "completion_tokens": 2},
     });
     let deltas = Arc::new(Deltas::default());
-    let response = stream_against(Reply::json(200, &body), deltas.clone())
+    let response = stream_against(&ADAPTER, Reply::json(200, &body), deltas.clone())
         .await
         .unwrap();
     assert_eq!(response.text(), "Whole.");
@@ -220,9 +204,13 @@ async fn a_streamed_call_without_an_id_is_an_invalid_tool_call() {
         ),
         chunk(json!({}), json!("tool_calls")),
     ]);
-    let error = stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
-        .await
-        .unwrap_err();
+    let error = stream_against(
+        &ADAPTER,
+        Reply::sse(vec![text]),
+        Arc::new(Deltas::default()),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(error.code(), "model.invalid_tool_call");
     assert!(!error.is_retryable());
 }
@@ -230,6 +218,7 @@ async fn a_streamed_call_without_an_id_is_an_invalid_tool_call() {
 #[tokio::test]
 async fn a_malformed_chunk_is_an_upstream_invalid_response() {
     let error = stream_against(
+        &ADAPTER,
         Reply::sse(vec![
             "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"a\"}}]}\n\n".into(),
             "data: {\"choices\": [ oops\n\n".into(),
@@ -246,15 +235,20 @@ async fn a_malformed_chunk_is_an_upstream_invalid_response() {
 async fn a_stream_cut_off_midway_is_transient() {
     let text = sse_text(&[chunk(json!({"content": "Half"}), Value::Null)]);
     let half = text.split("data: [DONE]").next().unwrap().to_owned();
-    let error = stream_against(Reply::sse(vec![half]), Arc::new(Deltas::default()))
-        .await
-        .unwrap_err();
+    let error = stream_against(
+        &ADAPTER,
+        Reply::sse(vec![half]),
+        Arc::new(Deltas::default()),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(error, ModelError::Transient { .. }), "{error:?}");
 }
 
 #[tokio::test]
 async fn an_error_event_mid_stream_is_transient() {
     let error = stream_against(
+        &ADAPTER,
         Reply::sse(vec![
             "data: {\"error\": {\"message\": \"model crashed\", \"code\": 500}}\n\n".into(),
         ]),

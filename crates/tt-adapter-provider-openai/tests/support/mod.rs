@@ -1,7 +1,7 @@
 //! Fixtures shared by the provider tests: the test server, a canonical request with two real
 //! tool specs, and a sink that records streamed deltas.
 
-pub(crate) use tt_provider_http::test_fixtures::{Deltas, request};
+pub(crate) use tt_provider_http::test_fixtures::{AdapterUnderTest, Deltas, request};
 pub(crate) use tt_provider_http::test_server as server;
 
 use serde_json::{Value, json};
@@ -60,3 +60,10 @@ pub(crate) fn config(server: &TestServer) -> OpenAiConfig {
 pub(crate) fn provider(server: &TestServer) -> OpenAiProvider {
     OpenAiProvider::new(config(server)).unwrap()
 }
+
+/// This adapter for the wire cases every HTTP adapter passes alike.
+pub(crate) const ADAPTER: AdapterUnderTest<OpenAiProvider> = AdapterUnderTest {
+    provider,
+    first_messages,
+    first_body,
+};
