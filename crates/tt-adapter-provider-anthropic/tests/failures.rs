@@ -7,8 +7,8 @@ use tt_adapter_provider_anthropic::{AnthropicConfig, AnthropicError, AnthropicPr
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{ADAPTER, first_messages, request};
-use tt_provider_http::test_fixtures::{assert_cancel_aborts, complete_against};
+use crate::support::{Adapter, first_messages, request};
+use tt_provider_http::test_fixtures::AdapterUnderTest;
 
 fn api_error(kind: &str, message: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}})
@@ -16,8 +16,7 @@ fn api_error(kind: &str, message: &str) -> Value {
 
 #[tokio::test]
 async fn too_many_requests_is_rate_limited_with_retry_after() {
-    let error = complete_against(
-        &ADAPTER,
+    let error = Adapter::complete_against(
         Reply::json(
             429,
             &api_error(
@@ -41,10 +40,10 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
 
 #[tokio::test]
 async fn overloaded_and_server_errors_are_transient() {
-    let overloaded = complete_against(
-        &ADAPTER,
-        Reply::json(529, &api_error("overloaded_error", "Overloaded")),
-    )
+    let overloaded = Adapter::complete_against(Reply::json(
+        529,
+        &api_error("overloaded_error", "Overloaded"),
+    ))
     .await;
     assert_eq!(
         overloaded,
@@ -53,10 +52,10 @@ async fn overloaded_and_server_errors_are_transient() {
         }
     );
     assert!(overloaded.is_retryable());
-    let internal = complete_against(
-        &ADAPTER,
-        Reply::json(500, &api_error("api_error", "Internal server error")),
-    )
+    let internal = Adapter::complete_against(Reply::json(
+        500,
+        &api_error("api_error", "Internal server error"),
+    ))
     .await;
     assert_eq!(
         internal,
@@ -68,16 +67,13 @@ async fn overloaded_and_server_errors_are_transient() {
 
 #[tokio::test]
 async fn other_client_errors_are_rejected_with_the_apis_message() {
-    let error = complete_against(
-        &ADAPTER,
-        Reply::json(
-            400,
-            &api_error(
-                "invalid_request_error",
-                "messages.1.content.0.thinking.signature: Field required",
-            ),
+    let error = Adapter::complete_against(Reply::json(
+        400,
+        &api_error(
+            "invalid_request_error",
+            "messages.1.content.0.thinking.signature: Field required",
         ),
-    )
+    ))
     .await;
     assert_eq!(
         error,
@@ -86,10 +82,10 @@ async fn other_client_errors_are_rejected_with_the_apis_message() {
             message: "HTTP 400: messages.1.content.0.thinking.signature: Field required".into()
         }
     );
-    let auth = complete_against(
-        &ADAPTER,
-        Reply::json(401, &api_error("authentication_error", "invalid x-api-key")),
-    )
+    let auth = Adapter::complete_against(Reply::json(
+        401,
+        &api_error("authentication_error", "invalid x-api-key"),
+    ))
     .await;
     assert!(matches!(
         auth,
@@ -103,22 +99,17 @@ async fn other_client_errors_are_rejected_with_the_apis_message() {
 
 #[tokio::test]
 async fn a_malformed_success_body_is_an_upstream_invalid_response() {
-    let error = complete_against(
-        &ADAPTER,
-        Reply::Whole {
-            status: 200,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: b"{\"id\": \"msg_1\", \"content\": [{\"type\": \"te".to_vec(),
-        },
-    )
+    let error = Adapter::complete_against(Reply::Whole {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: b"{\"id\": \"msg_1\", \"content\": [{\"type\": \"te".to_vec(),
+    })
     .await;
     assert_eq!(error.code(), "model.upstream_invalid_response");
     assert!(error.is_retryable());
-    let no_content = complete_against(
-        &ADAPTER,
-        Reply::json(200, &json!({"id": "msg_1", "type": "message"})),
-    )
-    .await;
+    let no_content =
+        Adapter::complete_against(Reply::json(200, &json!({"id": "msg_1", "type": "message"})))
+            .await;
     assert_eq!(no_content.code(), "model.upstream_invalid_response");
 }
 
@@ -137,7 +128,7 @@ async fn tool_use_without_id_or_name_is_invalid() {
     for (block, expected) in cases {
         let body = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "c",
             "content": [block], "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}});
-        let error = complete_against(&ADAPTER, Reply::json(200, &body)).await;
+        let error = Adapter::complete_against(Reply::json(200, &body)).await;
         match &error {
             ModelError::InvalidResponse { code, message } => {
                 assert_eq!(*code, "model.invalid_tool_call");
@@ -150,7 +141,7 @@ async fn tool_use_without_id_or_name_is_invalid() {
 
 #[tokio::test]
 async fn cancel_aborts_the_in_flight_request() {
-    assert_cancel_aborts(&ADAPTER, false).await;
+    Adapter::assert_cancel_aborts(false).await;
 }
 
 #[test]

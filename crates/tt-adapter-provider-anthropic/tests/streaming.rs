@@ -9,8 +9,8 @@ use tt_domain::model::{ModelContentPart, ModelDelta, ModelUsage};
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{ADAPTER, Deltas, first_body, first_messages, provider, request, tool_result};
-use tt_provider_http::test_fixtures::stream_against;
+use crate::support::{Adapter, Deltas, first_body, first_messages, provider, request, tool_result};
+use tt_provider_http::test_fixtures::AdapterUnderTest;
 
 fn sse_text(events: &[Value]) -> String {
     events
@@ -218,7 +218,7 @@ async fn a_text_stream_split_byte_by_byte() {
         json!({"type": "message_stop"}),
     ]);
     let pieces: Vec<String> = text.chars().map(String::from).collect();
-    let response = stream_against(&ADAPTER, Reply::sse(pieces), Arc::new(Deltas::default()))
+    let response = Adapter::stream_against(Reply::sse(pieces), Arc::new(Deltas::default()))
         .await
         .unwrap();
     assert_eq!(response.text(), "Héllo.");
@@ -231,13 +231,9 @@ async fn an_overloaded_error_event_is_transient() {
         json!({"type": "message_start", "message": {"id": "m", "model": "c", "usage": {"input_tokens": 3, "output_tokens": 1}}}),
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     ]);
-    let error = stream_against(
-        &ADAPTER,
-        Reply::sse(vec![text]),
-        Arc::new(Deltas::default()),
-    )
-    .await
-    .unwrap_err();
+    let error = Adapter::stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
+        .await
+        .unwrap_err();
     assert_eq!(
         error,
         ModelError::Transient {
@@ -250,13 +246,9 @@ async fn an_overloaded_error_event_is_transient() {
 async fn a_stream_cut_off_midway_is_transient() {
     let events = streamed_events();
     let text = sse_text(&events[..9]);
-    let error = stream_against(
-        &ADAPTER,
-        Reply::sse(vec![text]),
-        Arc::new(Deltas::default()),
-    )
-    .await
-    .unwrap_err();
+    let error = Adapter::stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
+        .await
+        .unwrap_err();
     assert!(matches!(error, ModelError::Transient { .. }), "{error:?}");
 }
 
@@ -273,13 +265,9 @@ async fn unparseable_streamed_input_passes_through_as_its_raw_text() {
         json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 4}}),
         json!({"type": "message_stop"}),
     ]);
-    let response = stream_against(
-        &ADAPTER,
-        Reply::sse(vec![text]),
-        Arc::new(Deltas::default()),
-    )
-    .await
-    .unwrap();
+    let response = Adapter::stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
+        .await
+        .unwrap();
     let calls = response.tool_calls();
     assert_eq!(calls[0].arguments, json!("{\"path\": "));
 }
@@ -288,23 +276,5 @@ async fn unparseable_streamed_input_passes_through_as_its_raw_text() {
 async fn cancel_mid_stream_closes_the_connection() {
     let events = streamed_events();
     let text = sse_text(&events[..4]);
-    let mut server = TestServer::always(Reply::sse(vec![text]).then_hang()).await;
-    let provider = Arc::new(provider(&server));
-    let deltas = Arc::new(Deltas::default());
-    let cancel = CancellationToken::new();
-    let call = tokio::spawn({
-        let provider = provider.clone();
-        let deltas = deltas.clone();
-        let cancel = cancel.clone();
-        async move {
-            provider
-                .stream(request(1, first_messages()), deltas, cancel)
-                .await
-        }
-    });
-    assert_eq!(server.next_request().await.body, first_body(true));
-    deltas.wait_for_any().await;
-    cancel.cancel();
-    assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
-    server.client_closed().await;
+    Adapter::assert_cancel_aborts_mid_stream(Reply::sse(vec![text]).then_hang()).await;
 }

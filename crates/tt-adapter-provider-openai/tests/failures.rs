@@ -8,17 +8,14 @@ use tt_adapter_provider_openai::{OpenAiConfig, OpenAiError, OpenAiProvider};
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{ADAPTER, config, first_messages, provider, request};
-use tt_provider_http::test_fixtures::{assert_cancel_aborts, complete_against};
+use crate::support::{Adapter, config, first_messages, provider, request};
+use tt_provider_http::test_fixtures::AdapterUnderTest;
 
 #[tokio::test]
 async fn too_many_requests_is_rate_limited_with_retry_after() {
     let body = json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}});
-    let error = complete_against(
-        &ADAPTER,
-        Reply::json(429, &body).with_header("retry-after", "3"),
-    )
-    .await;
+    let error =
+        Adapter::complete_against(Reply::json(429, &body).with_header("retry-after", "3")).await;
     assert_eq!(
         error,
         ModelError::RateLimited {
@@ -32,7 +29,7 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
         .with_header("date", "Tue, 03 Jun 2025 10:00:00 GMT")
         .with_header("retry-after", "Tue, 03 Jun 2025 10:00:12 GMT");
     assert!(matches!(
-        complete_against(&ADAPTER, dated).await,
+        Adapter::complete_against(dated).await,
         ModelError::RateLimited {
             retry_after_ms: Some(12_000),
             ..
@@ -41,7 +38,7 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
 
     let precise = Reply::json(429, &body).with_header("retry-after-ms", "750");
     assert!(matches!(
-        complete_against(&ADAPTER, precise).await,
+        Adapter::complete_against(precise).await,
         ModelError::RateLimited {
             retry_after_ms: Some(750),
             ..
@@ -51,13 +48,10 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
 
 #[tokio::test]
 async fn server_errors_are_transient() {
-    let error = complete_against(
-        &ADAPTER,
-        Reply::json(
-            500,
-            &json!({"error": {"message": "The server had an error", "type": "server_error"}}),
-        ),
-    )
+    let error = Adapter::complete_against(Reply::json(
+        500,
+        &json!({"error": {"message": "The server had an error", "type": "server_error"}}),
+    ))
     .await;
     assert_eq!(
         error,
@@ -66,14 +60,11 @@ async fn server_errors_are_transient() {
         }
     );
     assert!(error.is_retryable());
-    let gateway = complete_against(
-        &ADAPTER,
-        Reply::Whole {
-            status: 502,
-            headers: vec![("content-type".into(), "text/html".into())],
-            body: b"<html>Bad Gateway</html>".to_vec(),
-        },
-    )
+    let gateway = Adapter::complete_against(Reply::Whole {
+        status: 502,
+        headers: vec![("content-type".into(), "text/html".into())],
+        body: b"<html>Bad Gateway</html>".to_vec(),
+    })
     .await;
     assert_eq!(
         gateway,
@@ -85,7 +76,7 @@ async fn server_errors_are_transient() {
 
 #[tokio::test]
 async fn other_client_errors_are_rejected_with_the_servers_message() {
-    let error = complete_against(&ADAPTER, Reply::json(
+    let error = Adapter::complete_against(Reply::json(
         400,
         &json!({"error": {"message": "'messages' must contain at least one message", "type": "invalid_request_error", "param": "messages"}}),
     ))
@@ -99,7 +90,7 @@ async fn other_client_errors_are_rejected_with_the_servers_message() {
     );
     assert!(!error.is_retryable());
     // vLLM's older error shape.
-    let error = complete_against(&ADAPTER, Reply::json(
+    let error = Adapter::complete_against(Reply::json(
         404,
         &json!({"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError", "code": 404}),
     ))
@@ -115,14 +106,11 @@ async fn other_client_errors_are_rejected_with_the_servers_message() {
 
 #[tokio::test]
 async fn a_malformed_success_body_is_an_upstream_invalid_response() {
-    let error = complete_against(
-        &ADAPTER,
-        Reply::Whole {
-            status: 200,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: b"{\"id\": \"chatcmpl-1\", \"choices\": [".to_vec(),
-        },
-    )
+    let error = Adapter::complete_against(Reply::Whole {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: b"{\"id\": \"chatcmpl-1\", \"choices\": [".to_vec(),
+    })
     .await;
     assert_eq!(error.code(), "model.upstream_invalid_response");
     assert!(error.is_retryable());
@@ -148,7 +136,7 @@ async fn calls_without_id_or_name_are_invalid() {
         ),
     ];
     for (call, expected) in cases {
-        let error = complete_against(&ADAPTER, call_reply(call)).await;
+        let error = Adapter::complete_against(call_reply(call)).await;
         match &error {
             ModelError::InvalidResponse { code, message } => {
                 assert_eq!(*code, "model.invalid_tool_call");
@@ -186,12 +174,12 @@ async fn unparseable_or_non_object_arguments_pass_through_for_the_runtime_to_ans
 
 #[tokio::test]
 async fn cancel_aborts_the_in_flight_request() {
-    assert_cancel_aborts(&ADAPTER, false).await;
+    Adapter::assert_cancel_aborts(false).await;
 }
 
 #[tokio::test]
 async fn cancel_aborts_a_stream_waiting_for_headers() {
-    assert_cancel_aborts(&ADAPTER, true).await;
+    Adapter::assert_cancel_aborts(true).await;
 }
 
 #[tokio::test]

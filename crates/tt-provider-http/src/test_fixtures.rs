@@ -147,69 +147,91 @@ pub async fn round_one(
 
 /// An adapter as its tests set it up: how they build it against a test server, the messages
 /// of its first round and that round's exact body on the wire (streamed or not). The wire
-/// cases every adapter passes alike run on it.
-pub struct AdapterUnderTest<P> {
-    pub provider: fn(&TestServer) -> P,
-    pub first_messages: fn() -> Vec<AgentModelMessage>,
-    pub first_body: fn(bool) -> Value,
-}
+/// cases every adapter passes alike are its provided functions.
+// Test support: its futures are awaited on the test's own runtime, never required to be `Send`.
+#[allow(async_fn_in_trait)]
+pub trait AdapterUnderTest {
+    /// The adapter's provider.
+    type Provider: ModelProvider + 'static;
 
-/// The first round of `adapter`, not streamed, against a server answering `reply`, which must fail:
-/// asserts that the body the server received is the first round's.
-pub async fn complete_against<P: ModelProvider + 'static>(
-    adapter: &AdapterUnderTest<P>,
-    reply: Reply,
-) -> ModelError {
-    let mut server = TestServer::always(reply).await;
-    let provider = (adapter.provider)(&server);
-    let messages = (adapter.first_messages)();
-    let error = round_one(&provider, messages, None, CancellationToken::new())
+    /// The provider as the adapter's tests build it against `server`.
+    fn provider(server: &TestServer) -> Self::Provider;
+
+    /// The messages of the adapter's first round.
+    fn first_messages() -> Vec<AgentModelMessage>;
+
+    /// The exact body of the first round on the wire, streamed or not.
+    fn first_body(stream: bool) -> Value;
+
+    /// The first round, not streamed, against a server answering `reply`, which must fail:
+    /// asserts that the body the server received is the first round's.
+    async fn complete_against(reply: Reply) -> ModelError {
+        let mut server = TestServer::always(reply).await;
+        let provider = Self::provider(&server);
+        let error = round_one(
+            &provider,
+            Self::first_messages(),
+            None,
+            CancellationToken::new(),
+        )
         .await
         .unwrap_err();
-    assert_eq!(
-        server.next_request().await.body,
-        (adapter.first_body)(false)
-    );
-    error
+        assert_eq!(server.next_request().await.body, Self::first_body(false));
+        error
+    }
+
+    /// Streams the first round into `deltas` against a server answering `reply`, asserting
+    /// that the body the server received is the first round's.
+    async fn stream_against(
+        reply: Reply,
+        deltas: Arc<Deltas>,
+    ) -> Result<AgentModelResponse, ModelError> {
+        let mut server = TestServer::always(reply).await;
+        let provider = Self::provider(&server);
+        let messages = Self::first_messages();
+        let result = round_one(&provider, messages, Some(deltas), CancellationToken::new()).await;
+        assert_eq!(server.next_request().await.body, Self::first_body(true));
+        result
+    }
+
+    /// The first round (streamed or not) against a server that never answers, cancelled once
+    /// the server has the request: asserts that its body is the first round's, that the call
+    /// ends `Cancelled` and that the server sees the client go (the request was really
+    /// aborted).
+    async fn assert_cancel_aborts(stream: bool) {
+        assert_cancelled::<Self>(Reply::Hang, stream, false).await;
+    }
+
+    /// [`assert_cancel_aborts`](Self::assert_cancel_aborts) of the streamed first round
+    /// against a server answering `reply` (pieces, then silence: [`Reply::then_hang`]),
+    /// cancelled once a piece of it has been forwarded.
+    async fn assert_cancel_aborts_mid_stream(reply: Reply) {
+        assert_cancelled::<Self>(reply, true, true).await;
+    }
 }
 
-/// Streams the first round of `adapter` into `deltas` against a server answering `reply`, asserting that
-/// the body the server received is the first round's.
-pub async fn stream_against<P: ModelProvider + 'static>(
-    adapter: &AdapterUnderTest<P>,
+/// The first round of adapter `A` (streamed or not) against a server answering `reply`,
+/// cancelled once the server has the request (and, with `after_a_piece`, once a streamed
+/// piece was forwarded): asserts the body, the `Cancelled` end and the client going away.
+async fn assert_cancelled<A: AdapterUnderTest + ?Sized>(
     reply: Reply,
-    deltas: Arc<Deltas>,
-) -> Result<AgentModelResponse, ModelError> {
-    let mut server = TestServer::always(reply).await;
-    let provider = (adapter.provider)(&server);
-    let messages = (adapter.first_messages)();
-    let result = round_one(&provider, messages, Some(deltas), CancellationToken::new()).await;
-    assert_eq!(server.next_request().await.body, (adapter.first_body)(true));
-    result
-}
-
-/// The first round of `adapter` (streamed or not) against a server that never answers, cancelled once
-/// the server has the request: asserts that its body is the first round's, that the call
-/// ends `Cancelled` and that the server sees the client go (the request was really aborted).
-pub async fn assert_cancel_aborts<P: ModelProvider + 'static>(
-    adapter: &AdapterUnderTest<P>,
     stream: bool,
+    after_a_piece: bool,
 ) {
-    let mut server = TestServer::always(Reply::Hang).await;
-    let provider = (adapter.provider)(&server);
-    let messages = (adapter.first_messages)();
+    let mut server = TestServer::always(reply).await;
+    let provider = A::provider(&server);
+    let messages = A::first_messages();
+    let deltas = stream.then(|| Arc::new(Deltas::default()));
     let cancel = CancellationToken::new();
     let call = tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            let deltas = stream.then(|| Arc::new(Deltas::default()));
-            round_one(&provider, messages, deltas, cancel).await
-        }
+        let (deltas, cancel) = (deltas.clone(), cancel.clone());
+        async move { round_one(&provider, messages, deltas, cancel).await }
     });
-    assert_eq!(
-        server.next_request().await.body,
-        (adapter.first_body)(stream)
-    );
+    assert_eq!(server.next_request().await.body, A::first_body(stream));
+    if let (true, Some(deltas)) = (after_a_piece, &deltas) {
+        // On the sink, not on a clock.
+        deltas.wait_for_any().await;
+    }
     cancel.cancel();
     assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
     server.client_closed().await;

@@ -61,9 +61,21 @@ pub(crate) fn provider(server: &TestServer) -> OpenAiProvider {
     OpenAiProvider::new(config(server)).unwrap()
 }
 
-/// This adapter for the wire cases every HTTP adapter passes alike.
-pub(crate) const ADAPTER: AdapterUnderTest<OpenAiProvider> = AdapterUnderTest {
-    provider,
-    first_messages,
-    first_body,
-};
+/// This adapter, for the wire cases every HTTP adapter passes alike.
+pub(crate) struct Adapter;
+
+impl AdapterUnderTest for Adapter {
+    type Provider = OpenAiProvider;
+
+    fn provider(server: &TestServer) -> OpenAiProvider {
+        provider(server)
+    }
+
+    fn first_messages() -> Vec<AgentModelMessage> {
+        first_messages()
+    }
+
+    fn first_body(stream: bool) -> Value {
+        first_body(stream)
+    }
+}
