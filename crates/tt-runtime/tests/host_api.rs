@@ -154,6 +154,30 @@ async fn command(
     }
 }
 
+/// Starts a run by host command `start_agent_run` with `request`: the run's id.
+async fn start_by_command(runtime: &AgentRuntime, request: serde_json::Value) -> String {
+    let run = command(runtime, "start_agent_run", request).await;
+    run["id"].as_str().unwrap().to_owned()
+}
+
+/// The first event of `event_type` in the run's journal as host command
+/// `read_agent_run_events` reads it (its first 500 events).
+async fn journaled(runtime: &AgentRuntime, run_id: &str, event_type: &str) -> serde_json::Value {
+    let page = command(
+        runtime,
+        "read_agent_run_events",
+        json!({"runId": run_id, "limit": 500}),
+    )
+    .await;
+    page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["type"] == event_type)
+        .unwrap()
+        .clone()
+}
+
 fn request() -> StartRunRequest {
     StartRunRequest::new("embed-chat", "Write a scene.")
 }
