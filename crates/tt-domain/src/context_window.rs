@@ -812,7 +812,9 @@ mod tests {
 
     #[test]
     fn a_saved_plain_text_answer_becomes_a_stub_naming_its_file() {
-        let mut messages = history_with_a_plain_answer("1] Plain text is not delivered to anyone. Your text was saved to `output/direct_output.md`; you can refer to that file.");
+        let mut messages = history_with_a_plain_answer(
+            "1] Plain text is not delivered to anyone. Your text was saved to `output/direct_output.md`; you can refer to that file.",
+        );
         messages.push(call("c"));
         let stub = stub_at(&messages, 2).map(|m| m.text_content());
         insta::assert_snapshot!(stub.unwrap_or_default(), @"[Removed to save room: your plain-text answer of 1080 characters. It was saved to `output/direct_output.md`; read it there if you need it.]");

@@ -874,7 +874,7 @@ async fn another_writers_run_shows_in_run_updates(
     gate: &tokio::sync::Semaphore,
 ) {
     let mut updates = viewer.run_updates().unwrap();
-    let run_id = start(&other).await;
+    let run_id = start(other).await;
     let first = next_update_of(&mut updates, &run_id).await;
     assert_eq!(first.stable_chat_id, "embed-chat");
     assert_eq!(viewer.usage(&run_id).await.unwrap().model_calls, 0);
