@@ -14,7 +14,7 @@ use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Deltas, config, first_messages, request, tool_result};
-use tt_provider_http::test_fixtures::assert_setting_refused;
+use tt_provider_http::test_fixtures::{assert_setting_refused, sent};
 
 fn reply(usage: Value) -> Reply {
     Reply::json(
@@ -35,18 +35,6 @@ fn with(settings: Value) -> AgentModelRequest {
     let mut request = request(1, first_messages());
     request.generation = serde_json::from_value::<GenerationSettings>(settings).unwrap();
     request
-}
-
-async fn sent(
-    provider: &AnthropicProvider,
-    server: &mut TestServer,
-    request: AgentModelRequest,
-) -> Value {
-    provider
-        .complete(request, CancellationToken::new())
-        .await
-        .unwrap();
-    server.next_request().await.body
 }
 
 /// Every `cache_control` in `body`, as the JSON pointer of the block that carries it.

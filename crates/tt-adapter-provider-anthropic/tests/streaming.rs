@@ -10,7 +10,7 @@ use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Adapter, Deltas, first_body, first_messages, provider, request, tool_result};
-use tt_provider_http::test_fixtures::AdapterUnderTest;
+use tt_provider_http::test_fixtures::{AdapterUnderTest, cut};
 
 fn sse_text(events: &[Value]) -> String {
     events
@@ -22,19 +22,6 @@ fn sse_text(events: &[Value]) -> String {
             )
         })
         .collect()
-}
-
-/// Cuts `text` in the middle of each of `markers` (each must occur once, in order).
-fn cut(text: &str, markers: &[&str]) -> Vec<String> {
-    let mut pieces = Vec::new();
-    let mut rest = text;
-    for marker in markers {
-        let at = rest.find(marker).unwrap() + marker.len() / 2;
-        pieces.push(rest[..at].to_owned());
-        rest = &rest[at..];
-    }
-    pieces.push(rest.to_owned());
-    pieces
 }
 
 fn delta(index: u64, delta: Value) -> Value {

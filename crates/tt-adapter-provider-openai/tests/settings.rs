@@ -11,7 +11,7 @@ use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Deltas, config, first_messages, request};
-use tt_provider_http::test_fixtures::assert_setting_refused;
+use tt_provider_http::test_fixtures::{assert_setting_refused, sent};
 
 fn reply(usage: Value, timings: Option<Value>) -> Reply {
     let mut body = json!({
@@ -42,18 +42,6 @@ fn every_setting() -> Value {
         "stop": ["\n\nTHE END"], "seed": 7, "reasoningEffort": "low",
         "extra": {"mirostat": 2, "top_k": 50},
     })
-}
-
-async fn sent(
-    provider: &OpenAiProvider,
-    server: &mut TestServer,
-    request: AgentModelRequest,
-) -> Value {
-    provider
-        .complete(request, CancellationToken::new())
-        .await
-        .unwrap();
-    server.next_request().await.body
 }
 
 #[tokio::test]

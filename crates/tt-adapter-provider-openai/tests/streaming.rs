@@ -9,7 +9,7 @@ use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Adapter, Deltas, first_body, first_messages, provider, request};
-use tt_provider_http::test_fixtures::AdapterUnderTest;
+use tt_provider_http::test_fixtures::{AdapterUnderTest, cut};
 
 fn chunk(delta: Value, finish_reason: Value) -> Value {
     json!({
@@ -26,20 +26,6 @@ fn sse_text(chunks: &[Value]) -> String {
         .collect();
     text.push_str("data: [DONE]\n\n");
     text
-}
-
-/// Cuts `text` before each of `markers` (each must occur once, in order), and additionally in
-/// the middle of every marker, so no piece boundary lines up with an SSE line.
-fn cut(text: &str, markers: &[&str]) -> Vec<String> {
-    let mut pieces = Vec::new();
-    let mut rest = text;
-    for marker in markers {
-        let at = rest.find(marker).unwrap() + marker.len() / 2;
-        pieces.push(rest[..at].to_owned());
-        rest = &rest[at..];
-    }
-    pieces.push(rest.to_owned());
-    pieces
 }
 
 fn streamed_tool_calls() -> Vec<Value> {

@@ -131,6 +131,33 @@ pub async fn assert_headers_time_out(provider: &dyn ModelProvider, stream: bool,
     assert_eq!(started.elapsed().as_secs(), seconds);
 }
 
+/// Cuts `text` in the middle of each of `markers` (each must occur once, in order), so no
+/// piece boundary lines up with an SSE line.
+pub fn cut(text: &str, markers: &[&str]) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    for marker in markers {
+        let at = rest.find(marker).unwrap() + marker.len() / 2;
+        pieces.push(rest[..at].to_owned());
+        rest = &rest[at..];
+    }
+    pieces.push(rest.to_owned());
+    pieces
+}
+
+/// Completes `request` through `provider` against `server`: the body the server received.
+pub async fn sent(
+    provider: &dyn ModelProvider,
+    server: &mut TestServer,
+    request: AgentModelRequest,
+) -> Value {
+    provider
+        .complete(request, CancellationToken::new())
+        .await
+        .unwrap();
+    server.next_request().await.body
+}
+
 /// Round 1 with `messages` through `provider`: streamed into `deltas` when given, else
 /// completed.
 pub async fn round_one(
