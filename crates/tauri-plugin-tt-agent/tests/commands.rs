@@ -127,35 +127,36 @@ fn a_run_in_the_wrong_state_is_refused_and_a_finished_run_branches() {
     let run_id = start(&app, "default-writer");
     app.call("wait_agent_run", json!({"runId": run_id}));
     // A completed run cannot be resumed, abandoned or given guidance.
-    assert_eq!(
-        app.refused("resume_agent_run", json!({"runId": run_id})),
-        "agent.run_not_resumable"
-    );
-    assert_eq!(
-        app.refused("abandon_agent_run", json!({"runId": run_id})),
-        "agent.run_not_abandonable"
-    );
-    assert_eq!(
-        app.refused(
+    let refusals = [
+        (
+            "resume_agent_run",
+            json!({"runId": run_id}),
+            "agent.run_not_resumable",
+        ),
+        (
+            "abandon_agent_run",
+            json!({"runId": run_id}),
+            "agent.run_not_abandonable",
+        ),
+        (
             "submit_agent_guidance",
-            json!({"runId": run_id, "text": "Louder."})
+            json!({"runId": run_id, "text": "Louder."}),
+            "agent.guidance_mailbox_closed",
         ),
-        "agent.guidance_mailbox_closed"
-    );
-    assert_eq!(
-        app.refused(
+        (
             "cancel_agent_task",
-            json!({"runId": run_id, "taskId": "task_unknown"})
+            json!({"runId": run_id, "taskId": "task_unknown"}),
+            "agent.run_not_running",
         ),
-        "agent.run_not_running"
-    );
-    assert_eq!(
-        app.refused(
+        (
             "fork_agent_run",
-            json!({"runId": run_id, "at": {"kind": "seq", "seq": 100000}})
+            json!({"runId": run_id, "at": {"kind": "seq", "seq": 100000}}),
+            "agent.fork_point_invalid",
         ),
-        "agent.fork_point_invalid"
-    );
+    ];
+    for (command, request, code) in refusals {
+        assert_eq!(app.refused(command, request), code, "{command}");
+    }
     let branch = app.call(
         "fork_agent_run",
         json!({"runId": run_id, "at": {"kind": "agentRound", "invocationId": "inv_root", "round": 2}}),
@@ -211,33 +212,30 @@ fn a_run_is_read_through_its_events_tree_files_usage_and_records() {
     assert_eq!(app.call("read_agent_run_failure", run), Value::Null);
 
     let unknown = json!({"runId": "run_unknown"});
-    for command in [
+    let mut refusals = [
         "read_agent_timeline",
         "read_agent_usage",
         "check_agent_run",
         "list_agent_workspace_files",
         "list_agent_tool_approvals",
-    ] {
-        assert_eq!(
-            app.refused(command, unknown.clone()),
-            "agent.not_found",
-            "{command}"
-        );
-    }
-    assert_eq!(
-        app.refused(
+    ]
+    .map(|command| (command, unknown.clone(), "agent.not_found"))
+    .to_vec();
+    refusals.extend([
+        (
             "read_agent_workspace_file",
-            json!({"runId": run_id, "path": "../outside.md"})
+            json!({"runId": run_id, "path": "../outside.md"}),
+            "workspace.invalid_path",
         ),
-        "workspace.invalid_path"
-    );
-    assert_eq!(
-        app.refused(
+        (
             "read_agent_record",
-            json!({"runId": run_id, "reference": "nothing/of/the/kind"})
+            json!({"runId": run_id, "reference": "nothing/of/the/kind"}),
+            "agent.record_reference_invalid",
         ),
-        "agent.record_reference_invalid"
-    );
+    ]);
+    for (command, request, code) in refusals {
+        assert_eq!(app.refused(command, request), code, "{command}");
+    }
 }
 
 #[test]

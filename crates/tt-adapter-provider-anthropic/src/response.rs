@@ -12,24 +12,8 @@ use tt_ports::ModelError;
 /// The `provider` of native parts this adapter writes and replays.
 pub(crate) const NATIVE_PROVIDER: &str = "anthropic";
 
-pub(crate) const INVALID_TOOL_CALL: tt_domain::error_codes::Code =
-    tt_domain::error_codes::MODEL_INVALID_TOOL_CALL;
-pub(crate) const UPSTREAM_INVALID_RESPONSE: tt_domain::error_codes::Code =
-    tt_domain::error_codes::MODEL_UPSTREAM_INVALID_RESPONSE;
-
-pub(crate) fn invalid_response(message: impl Into<String>) -> ModelError {
-    ModelError::InvalidResponse {
-        code: UPSTREAM_INVALID_RESPONSE,
-        message: message.into(),
-    }
-}
-
-fn invalid_tool_call(message: String) -> ModelError {
-    ModelError::InvalidResponse {
-        code: INVALID_TOOL_CALL,
-        message,
-    }
-}
+pub(crate) use tt_provider_http::http::invalid_response;
+use tt_provider_http::http::invalid_tool_call;
 
 /// The message-level fields of a reply.
 #[derive(Debug, Clone, Default)]
@@ -259,7 +243,7 @@ mod tests {
             let body = json!({"content": [block]}).to_string();
             match decode_body(body.as_bytes()) {
                 Err(ModelError::InvalidResponse { code, .. }) => {
-                    assert_eq!(code, INVALID_TOOL_CALL)
+                    assert_eq!(code, tt_domain::error_codes::MODEL_INVALID_TOOL_CALL)
                 }
                 other => panic!("{other:?}"),
             }

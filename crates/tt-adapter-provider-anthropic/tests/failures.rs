@@ -2,32 +2,21 @@
 //! API's message, malformed bodies, invalid `tool_use` blocks, and cancel aborting the request.
 
 use serde_json::{Value, json};
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_anthropic::{AnthropicConfig, AnthropicError, AnthropicProvider};
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{first_body, first_messages, provider, request};
+use crate::support::{Adapter, first_messages, request};
+use tt_provider_http::test_fixtures::AdapterUnderTest;
 
 fn api_error(kind: &str, message: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}})
 }
 
-/// One non-streamed first turn against `reply`; the request sent is checked exactly.
-async fn complete_against(reply: Reply) -> ModelError {
-    let mut server = TestServer::always(reply).await;
-    let error = provider(&server)
-        .complete(request(1, first_messages()), CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert_eq!(server.next_request().await.body, first_body(false));
-    error
-}
-
 #[tokio::test]
 async fn too_many_requests_is_rate_limited_with_retry_after() {
-    let error = complete_against(
+    let error = Adapter::complete_against(
         Reply::json(
             429,
             &api_error(
@@ -51,7 +40,7 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
 
 #[tokio::test]
 async fn overloaded_and_server_errors_are_transient() {
-    let overloaded = complete_against(Reply::json(
+    let overloaded = Adapter::complete_against(Reply::json(
         529,
         &api_error("overloaded_error", "Overloaded"),
     ))
@@ -63,7 +52,7 @@ async fn overloaded_and_server_errors_are_transient() {
         }
     );
     assert!(overloaded.is_retryable());
-    let internal = complete_against(Reply::json(
+    let internal = Adapter::complete_against(Reply::json(
         500,
         &api_error("api_error", "Internal server error"),
     ))
@@ -78,7 +67,7 @@ async fn overloaded_and_server_errors_are_transient() {
 
 #[tokio::test]
 async fn other_client_errors_are_rejected_with_the_apis_message() {
-    let error = complete_against(Reply::json(
+    let error = Adapter::complete_against(Reply::json(
         400,
         &api_error(
             "invalid_request_error",
@@ -93,7 +82,7 @@ async fn other_client_errors_are_rejected_with_the_apis_message() {
             message: "HTTP 400: messages.1.content.0.thinking.signature: Field required".into()
         }
     );
-    let auth = complete_against(Reply::json(
+    let auth = Adapter::complete_against(Reply::json(
         401,
         &api_error("authentication_error", "invalid x-api-key"),
     ))
@@ -110,7 +99,7 @@ async fn other_client_errors_are_rejected_with_the_apis_message() {
 
 #[tokio::test]
 async fn a_malformed_success_body_is_an_upstream_invalid_response() {
-    let error = complete_against(Reply::Whole {
+    let error = Adapter::complete_against(Reply::Whole {
         status: 200,
         headers: vec![("content-type".into(), "application/json".into())],
         body: b"{\"id\": \"msg_1\", \"content\": [{\"type\": \"te".to_vec(),
@@ -119,7 +108,8 @@ async fn a_malformed_success_body_is_an_upstream_invalid_response() {
     assert_eq!(error.code(), "model.upstream_invalid_response");
     assert!(error.is_retryable());
     let no_content =
-        complete_against(Reply::json(200, &json!({"id": "msg_1", "type": "message"}))).await;
+        Adapter::complete_against(Reply::json(200, &json!({"id": "msg_1", "type": "message"})))
+            .await;
     assert_eq!(no_content.code(), "model.upstream_invalid_response");
 }
 
@@ -138,7 +128,7 @@ async fn tool_use_without_id_or_name_is_invalid() {
     for (block, expected) in cases {
         let body = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "c",
             "content": [block], "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}});
-        let error = complete_against(Reply::json(200, &body)).await;
+        let error = Adapter::complete_against(Reply::json(200, &body)).await;
         match &error {
             ModelError::InvalidResponse { code, message } => {
                 assert_eq!(*code, "model.invalid_tool_call");
@@ -151,22 +141,7 @@ async fn tool_use_without_id_or_name_is_invalid() {
 
 #[tokio::test]
 async fn cancel_aborts_the_in_flight_request() {
-    let mut server = TestServer::always(Reply::Hang).await;
-    let provider = Arc::new(provider(&server));
-    let cancel = CancellationToken::new();
-    let call = tokio::spawn({
-        let provider = provider.clone();
-        let cancel = cancel.clone();
-        async move {
-            provider
-                .complete(request(1, first_messages()), cancel)
-                .await
-        }
-    });
-    assert_eq!(server.next_request().await.body, first_body(false));
-    cancel.cancel();
-    assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
-    server.client_closed().await;
+    Adapter::assert_cancel_aborts(false).await;
 }
 
 #[test]

@@ -14,6 +14,7 @@ use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Deltas, config, first_messages, request, tool_result};
+use tt_provider_http::test_fixtures::{assert_setting_refused, sent};
 
 fn reply(usage: Value) -> Reply {
     Reply::json(
@@ -34,18 +35,6 @@ fn with(settings: Value) -> AgentModelRequest {
     let mut request = request(1, first_messages());
     request.generation = serde_json::from_value::<GenerationSettings>(settings).unwrap();
     request
-}
-
-async fn sent(
-    provider: &AnthropicProvider,
-    server: &mut TestServer,
-    request: AgentModelRequest,
-) -> Value {
-    provider
-        .complete(request, CancellationToken::new())
-        .await
-        .unwrap();
-    server.next_request().await.body
 }
 
 /// Every `cache_control` in `body`, as the JSON pointer of the block that carries it.
@@ -147,16 +136,7 @@ async fn settings_the_api_does_not_take_are_refused_before_anything_is_sent() {
         ),
     ];
     for (settings, expected) in cases {
-        let error = provider
-            .complete(with(settings.clone()), CancellationToken::new())
-            .await
-            .unwrap_err();
-        assert_eq!(error.code(), "model.setting_unsupported", "{settings}");
-        assert!(!error.is_retryable());
-        assert!(
-            matches!(&error, ModelError::SettingUnsupported { message } if message.contains(expected)),
-            "{settings}: {error}"
-        );
+        assert_setting_refused(&provider, with(settings.clone()), &settings, expected).await;
     }
     // Nothing reached the server: the next request it sees is this one.
     let body = sent(&provider, &mut server, request(1, first_messages())).await;

@@ -5,11 +5,12 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use tt_domain::model::{AgentModelResponse, ModelContentPart, ModelDelta, ModelUsage};
+use tt_domain::model::{ModelContentPart, ModelDelta, ModelUsage};
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Deltas, first_body, first_messages, provider, request, tool_result};
+use crate::support::{Adapter, Deltas, first_body, first_messages, provider, request, tool_result};
+use tt_provider_http::test_fixtures::{AdapterUnderTest, cut};
 
 fn sse_text(events: &[Value]) -> String {
     events
@@ -21,19 +22,6 @@ fn sse_text(events: &[Value]) -> String {
             )
         })
         .collect()
-}
-
-/// Cuts `text` in the middle of each of `markers` (each must occur once, in order).
-fn cut(text: &str, markers: &[&str]) -> Vec<String> {
-    let mut pieces = Vec::new();
-    let mut rest = text;
-    for marker in markers {
-        let at = rest.find(marker).unwrap() + marker.len() / 2;
-        pieces.push(rest[..at].to_owned());
-        rest = &rest[at..];
-    }
-    pieces.push(rest.to_owned());
-    pieces
 }
 
 fn delta(index: u64, delta: Value) -> Value {
@@ -85,23 +73,6 @@ fn streamed_events() -> Vec<Value> {
         json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 89}}),
         json!({"type": "message_stop"}),
     ]
-}
-
-/// One streamed first turn against `reply`; the request sent is checked exactly.
-async fn stream_against(
-    reply: Reply,
-    deltas: Arc<Deltas>,
-) -> Result<AgentModelResponse, ModelError> {
-    let mut server = TestServer::always(reply).await;
-    let result = provider(&server)
-        .stream(
-            request(1, first_messages()),
-            deltas,
-            CancellationToken::new(),
-        )
-        .await;
-    assert_eq!(server.next_request().await.body, first_body(true));
-    result
 }
 
 #[tokio::test]
@@ -234,7 +205,7 @@ async fn a_text_stream_split_byte_by_byte() {
         json!({"type": "message_stop"}),
     ]);
     let pieces: Vec<String> = text.chars().map(String::from).collect();
-    let response = stream_against(Reply::sse(pieces), Arc::new(Deltas::default()))
+    let response = Adapter::stream_against(Reply::sse(pieces), Arc::new(Deltas::default()))
         .await
         .unwrap();
     assert_eq!(response.text(), "Héllo.");
@@ -247,7 +218,7 @@ async fn an_overloaded_error_event_is_transient() {
         json!({"type": "message_start", "message": {"id": "m", "model": "c", "usage": {"input_tokens": 3, "output_tokens": 1}}}),
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     ]);
-    let error = stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
+    let error = Adapter::stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
         .await
         .unwrap_err();
     assert_eq!(
@@ -262,7 +233,7 @@ async fn an_overloaded_error_event_is_transient() {
 async fn a_stream_cut_off_midway_is_transient() {
     let events = streamed_events();
     let text = sse_text(&events[..9]);
-    let error = stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
+    let error = Adapter::stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
         .await
         .unwrap_err();
     assert!(matches!(error, ModelError::Transient { .. }), "{error:?}");
@@ -281,7 +252,7 @@ async fn unparseable_streamed_input_passes_through_as_its_raw_text() {
         json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 4}}),
         json!({"type": "message_stop"}),
     ]);
-    let response = stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
+    let response = Adapter::stream_against(Reply::sse(vec![text]), Arc::new(Deltas::default()))
         .await
         .unwrap();
     let calls = response.tool_calls();
@@ -292,23 +263,5 @@ async fn unparseable_streamed_input_passes_through_as_its_raw_text() {
 async fn cancel_mid_stream_closes_the_connection() {
     let events = streamed_events();
     let text = sse_text(&events[..4]);
-    let mut server = TestServer::always(Reply::sse(vec![text]).then_hang()).await;
-    let provider = Arc::new(provider(&server));
-    let deltas = Arc::new(Deltas::default());
-    let cancel = CancellationToken::new();
-    let call = tokio::spawn({
-        let provider = provider.clone();
-        let deltas = deltas.clone();
-        let cancel = cancel.clone();
-        async move {
-            provider
-                .stream(request(1, first_messages()), deltas, cancel)
-                .await
-        }
-    });
-    assert_eq!(server.next_request().await.body, first_body(true));
-    deltas.wait_for_any().await;
-    cancel.cancel();
-    assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
-    server.client_closed().await;
+    Adapter::assert_cancel_aborts_mid_stream(Reply::sse(vec![text]).then_hang()).await;
 }

@@ -139,18 +139,27 @@ async fn record(dir: &tempfile::TempDir, fail_first: bool) -> std::path::PathBuf
     path
 }
 
+/// A replay of a recording made in `dir` (whose first call failed when `fail_first`).
+async fn recorded_replay(dir: &tempfile::TempDir, fail_first: bool) -> ReplayProvider {
+    ReplayProvider::open(record(dir, fail_first).await).unwrap()
+}
+
+/// The replay run's first request: the recorded one, asked for another task.
+fn replay_request() -> AgentModelRequest {
+    request(REPLAY_RUN, 1, &user_text(REPLAY_TASK))
+}
+
 #[tokio::test]
 async fn a_replay_answers_offline_with_the_ids_of_the_new_run() {
     let dir = tempfile::tempdir().unwrap();
-    let path = record(&dir, false).await;
-    let replay = ReplayProvider::open(&path).unwrap();
+    let replay = recorded_replay(&dir, false).await;
     assert_eq!(replay.remaining(), 1);
     assert_eq!(
         replay.name(),
         "upstream",
         "a replay goes by the recorded provider's name"
     );
-    let (result, deltas) = stream(&replay, request(REPLAY_RUN, 1, &user_text(REPLAY_TASK))).await;
+    let (result, deltas) = stream(&replay, replay_request()).await;
     let response = result.unwrap();
     assert_eq!(
         deltas,
@@ -175,24 +184,22 @@ async fn a_replay_answers_offline_with_the_ids_of_the_new_run() {
 #[tokio::test]
 async fn recorded_errors_replay_as_the_same_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let path = record(&dir, true).await;
-    let replay = ReplayProvider::open(&path).unwrap();
-    let (first, _) = stream(&replay, request(REPLAY_RUN, 1, &user_text(REPLAY_TASK))).await;
+    let replay = recorded_replay(&dir, true).await;
+    let (first, _) = stream(&replay, replay_request()).await;
     assert_eq!(
         first.unwrap_err(),
         ModelError::Transient {
             message: "502 bad gateway".into()
         }
     );
-    let (second, _) = stream(&replay, request(REPLAY_RUN, 1, &user_text(REPLAY_TASK))).await;
+    let (second, _) = stream(&replay, replay_request()).await;
     assert!(second.is_ok(), "the retry gets the recorded answer");
 }
 
 #[tokio::test]
 async fn a_changed_request_fails_with_a_mismatch_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
-    let path = record(&dir, false).await;
-    let replay = ReplayProvider::open(&path).unwrap();
+    let replay = recorded_replay(&dir, false).await;
     let edited = format!("Your critic works on {REPLAY_TASK} now.");
     let (result, _) = stream(&replay, request(REPLAY_RUN, 1, &edited)).await;
     let error = result.unwrap_err();
@@ -204,10 +211,9 @@ async fn a_changed_request_fails_with_a_mismatch_naming_the_field() {
 #[tokio::test]
 async fn a_request_beyond_the_recording_is_a_mismatch() {
     let dir = tempfile::tempdir().unwrap();
-    let path = record(&dir, false).await;
-    let replay = ReplayProvider::open(&path).unwrap();
-    let (_, _) = stream(&replay, request(REPLAY_RUN, 1, &user_text(REPLAY_TASK))).await;
-    let (again, _) = stream(&replay, request(REPLAY_RUN, 1, &user_text(REPLAY_TASK))).await;
+    let replay = recorded_replay(&dir, false).await;
+    let (_, _) = stream(&replay, replay_request()).await;
+    let (again, _) = stream(&replay, replay_request()).await;
     let error = again.unwrap_err();
     assert_eq!(error.code(), "model.cassette_mismatch");
     assert!(
@@ -239,16 +245,11 @@ fn a_file_that_is_not_a_cassette_is_refused_with_its_line() {
 #[tokio::test]
 async fn a_cancelled_replay_call_answers_cancelled_and_uses_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let path = record(&dir, false).await;
-    let replay = ReplayProvider::open(&path).unwrap();
+    let replay = recorded_replay(&dir, false).await;
     let cancel = CancellationToken::new();
     cancel.cancel();
     let result = replay
-        .stream(
-            request(REPLAY_RUN, 1, &user_text(REPLAY_TASK)),
-            Arc::new(Collect::default()),
-            cancel,
-        )
+        .stream(replay_request(), Arc::new(Collect::default()), cancel)
         .await;
     assert_eq!(result.unwrap_err(), ModelError::Cancelled);
     assert_eq!(replay.remaining(), 1);

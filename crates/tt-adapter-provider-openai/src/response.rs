@@ -8,24 +8,8 @@ use tt_domain::model::{
 use tt_domain::tool::AgentToolCall;
 use tt_ports::ModelError;
 
-pub(crate) const INVALID_TOOL_CALL: tt_domain::error_codes::Code =
-    tt_domain::error_codes::MODEL_INVALID_TOOL_CALL;
-pub(crate) const UPSTREAM_INVALID_RESPONSE: tt_domain::error_codes::Code =
-    tt_domain::error_codes::MODEL_UPSTREAM_INVALID_RESPONSE;
-
-pub(crate) fn invalid_response(message: impl Into<String>) -> ModelError {
-    ModelError::InvalidResponse {
-        code: UPSTREAM_INVALID_RESPONSE,
-        message: message.into(),
-    }
-}
-
-fn invalid_tool_call(message: String) -> ModelError {
-    ModelError::InvalidResponse {
-        code: INVALID_TOOL_CALL,
-        message,
-    }
-}
+pub(crate) use tt_provider_http::http::invalid_response;
+use tt_provider_http::http::invalid_tool_call;
 
 /// A tool call as the wire described it, before validation.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -244,8 +228,14 @@ mod tests {
             Err(ModelError::InvalidResponse { code, .. }) => code,
             other => panic!("{other:?}"),
         };
-        assert_eq!(code(b"<html>"), UPSTREAM_INVALID_RESPONSE);
-        assert_eq!(code(br#"{"choices": []}"#), UPSTREAM_INVALID_RESPONSE);
+        assert_eq!(
+            code(b"<html>"),
+            tt_domain::error_codes::MODEL_UPSTREAM_INVALID_RESPONSE
+        );
+        assert_eq!(
+            code(br#"{"choices": []}"#),
+            tt_domain::error_codes::MODEL_UPSTREAM_INVALID_RESPONSE
+        );
         let with_call = |call: Value| {
             json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [call]}}]})
                 .to_string()
@@ -255,7 +245,10 @@ mod tests {
             json!({"id": "", "type": "function", "function": {"name": "agent_list", "arguments": "{}"}}),
             json!({"id": "c", "type": "function", "function": {"arguments": "{}"}}),
         ] {
-            assert_eq!(code(with_call(call).as_bytes()), INVALID_TOOL_CALL);
+            assert_eq!(
+                code(with_call(call).as_bytes()),
+                tt_domain::error_codes::MODEL_INVALID_TOOL_CALL
+            );
         }
         // Bad arguments pass through for the runtime to answer as a recoverable slip.
         for (arguments, expected) in [("{\"a\":", json!("{\"a\":")), ("[1]", json!([1]))] {

@@ -2,30 +2,20 @@
 //! invalid tool calls, timeouts, refused connections, and cancel aborting the request.
 
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_openai::{OpenAiConfig, OpenAiError, OpenAiProvider};
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Deltas, config, first_body, first_messages, provider, request};
-
-/// One non-streamed first turn against `reply`; the request sent is checked exactly.
-async fn complete_against(reply: Reply) -> ModelError {
-    let mut server = TestServer::always(reply).await;
-    let error = provider(&server)
-        .complete(request(1, first_messages()), CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert_eq!(server.next_request().await.body, first_body(false));
-    error
-}
+use crate::support::{Adapter, config, first_messages, provider, request};
+use tt_provider_http::test_fixtures::AdapterUnderTest;
 
 #[tokio::test]
 async fn too_many_requests_is_rate_limited_with_retry_after() {
     let body = json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}});
-    let error = complete_against(Reply::json(429, &body).with_header("retry-after", "3")).await;
+    let error =
+        Adapter::complete_against(Reply::json(429, &body).with_header("retry-after", "3")).await;
     assert_eq!(
         error,
         ModelError::RateLimited {
@@ -39,7 +29,7 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
         .with_header("date", "Tue, 03 Jun 2025 10:00:00 GMT")
         .with_header("retry-after", "Tue, 03 Jun 2025 10:00:12 GMT");
     assert!(matches!(
-        complete_against(dated).await,
+        Adapter::complete_against(dated).await,
         ModelError::RateLimited {
             retry_after_ms: Some(12_000),
             ..
@@ -48,7 +38,7 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
 
     let precise = Reply::json(429, &body).with_header("retry-after-ms", "750");
     assert!(matches!(
-        complete_against(precise).await,
+        Adapter::complete_against(precise).await,
         ModelError::RateLimited {
             retry_after_ms: Some(750),
             ..
@@ -58,7 +48,7 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
 
 #[tokio::test]
 async fn server_errors_are_transient() {
-    let error = complete_against(Reply::json(
+    let error = Adapter::complete_against(Reply::json(
         500,
         &json!({"error": {"message": "The server had an error", "type": "server_error"}}),
     ))
@@ -70,7 +60,7 @@ async fn server_errors_are_transient() {
         }
     );
     assert!(error.is_retryable());
-    let gateway = complete_against(Reply::Whole {
+    let gateway = Adapter::complete_against(Reply::Whole {
         status: 502,
         headers: vec![("content-type".into(), "text/html".into())],
         body: b"<html>Bad Gateway</html>".to_vec(),
@@ -86,7 +76,7 @@ async fn server_errors_are_transient() {
 
 #[tokio::test]
 async fn other_client_errors_are_rejected_with_the_servers_message() {
-    let error = complete_against(Reply::json(
+    let error = Adapter::complete_against(Reply::json(
         400,
         &json!({"error": {"message": "'messages' must contain at least one message", "type": "invalid_request_error", "param": "messages"}}),
     ))
@@ -100,7 +90,7 @@ async fn other_client_errors_are_rejected_with_the_servers_message() {
     );
     assert!(!error.is_retryable());
     // vLLM's older error shape.
-    let error = complete_against(Reply::json(
+    let error = Adapter::complete_against(Reply::json(
         404,
         &json!({"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError", "code": 404}),
     ))
@@ -116,7 +106,7 @@ async fn other_client_errors_are_rejected_with_the_servers_message() {
 
 #[tokio::test]
 async fn a_malformed_success_body_is_an_upstream_invalid_response() {
-    let error = complete_against(Reply::Whole {
+    let error = Adapter::complete_against(Reply::Whole {
         status: 200,
         headers: vec![("content-type".into(), "application/json".into())],
         body: b"{\"id\": \"chatcmpl-1\", \"choices\": [".to_vec(),
@@ -146,7 +136,7 @@ async fn calls_without_id_or_name_are_invalid() {
         ),
     ];
     for (call, expected) in cases {
-        let error = complete_against(call_reply(call)).await;
+        let error = Adapter::complete_against(call_reply(call)).await;
         match &error {
             ModelError::InvalidResponse { code, message } => {
                 assert_eq!(*code, "model.invalid_tool_call");
@@ -184,48 +174,12 @@ async fn unparseable_or_non_object_arguments_pass_through_for_the_runtime_to_ans
 
 #[tokio::test]
 async fn cancel_aborts_the_in_flight_request() {
-    let mut server = TestServer::always(Reply::Hang).await;
-    let provider = Arc::new(provider(&server));
-    let cancel = CancellationToken::new();
-    let call = tokio::spawn({
-        let provider = provider.clone();
-        let cancel = cancel.clone();
-        async move {
-            provider
-                .complete(request(1, first_messages()), cancel)
-                .await
-        }
-    });
-    // The server has the request and will never answer; cancel now.
-    assert_eq!(server.next_request().await.body, first_body(false));
-    cancel.cancel();
-    assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
-    // The client really went away: the server sees its connection closed.
-    server.client_closed().await;
+    Adapter::assert_cancel_aborts(false).await;
 }
 
 #[tokio::test]
 async fn cancel_aborts_a_stream_waiting_for_headers() {
-    let mut server = TestServer::always(Reply::Hang).await;
-    let provider = Arc::new(provider(&server));
-    let cancel = CancellationToken::new();
-    let call = tokio::spawn({
-        let provider = provider.clone();
-        let cancel = cancel.clone();
-        async move {
-            provider
-                .stream(
-                    request(1, first_messages()),
-                    Arc::new(Deltas::default()),
-                    cancel,
-                )
-                .await
-        }
-    });
-    assert_eq!(server.next_request().await.body, first_body(true));
-    cancel.cancel();
-    assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
-    server.client_closed().await;
+    Adapter::assert_cancel_aborts(true).await;
 }
 
 #[tokio::test]

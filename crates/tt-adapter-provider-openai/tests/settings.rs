@@ -7,10 +7,11 @@ use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_openai::{Dialect, OpenAiProvider};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::model::{AgentModelRequest, ModelUsage};
-use tt_ports::{ModelError, ModelProvider};
+use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Deltas, config, first_messages, request};
+use tt_provider_http::test_fixtures::{assert_setting_refused, sent};
 
 fn reply(usage: Value, timings: Option<Value>) -> Reply {
     let mut body = json!({
@@ -41,18 +42,6 @@ fn every_setting() -> Value {
         "stop": ["\n\nTHE END"], "seed": 7, "reasoningEffort": "low",
         "extra": {"mirostat": 2, "top_k": 50},
     })
-}
-
-async fn sent(
-    provider: &OpenAiProvider,
-    server: &mut TestServer,
-    request: AgentModelRequest,
-) -> Value {
-    provider
-        .complete(request, CancellationToken::new())
-        .await
-        .unwrap();
-    server.next_request().await.body
 }
 
 #[tokio::test]
@@ -137,16 +126,7 @@ async fn settings_openai_does_not_take_are_refused_before_anything_is_sent() {
         ),
     ];
     for (provider, settings, expected) in cases {
-        let error = provider
-            .complete(with(settings.clone()), CancellationToken::new())
-            .await
-            .unwrap_err();
-        assert_eq!(error.code(), "model.setting_unsupported", "{settings}");
-        assert!(!error.is_retryable());
-        assert!(
-            matches!(&error, ModelError::SettingUnsupported { message } if message.contains(expected)),
-            "{settings}: {error}"
-        );
+        assert_setting_refused(provider, with(settings.clone()), &settings, expected).await;
     }
 }
 

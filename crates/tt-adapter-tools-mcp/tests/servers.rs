@@ -49,6 +49,29 @@ async fn call(
         .await
 }
 
+/// Asserts that a call failed with `code` and whether it may have run on the server.
+fn assert_failed(
+    err: &tt_ports::tools::ToolSourceError,
+    code: tt_domain::error_codes::Code,
+    may_have_run: bool,
+) {
+    assert_eq!(err.code, code, "{err}");
+    assert_eq!(err.may_have_run, may_have_run, "{err}");
+}
+
+/// Calls `tool` with `arguments` on the plain python test server through a new client (`None`
+/// without python): its output.
+async fn call_the_plain_server(
+    tool: &str,
+    arguments: Value,
+) -> Option<tt_domain::mcp::McpCallOutput> {
+    let server = support::python(&[])?;
+    let client = RmcpClient::new();
+    let out = call(&client, &server, tool, arguments).await.unwrap();
+    client.shutdown().await;
+    Some(out)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_over_stdio_lists_its_tools_with_hints_and_answers() {
     let Some(server) = support::everything() else {
@@ -258,31 +281,23 @@ async fn filesystem_server_reads_and_writes_in_its_directory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_error_is_an_ok_output_marked_as_error() {
-    let Some(server) = support::python(&[]) else {
+    let Some(out) = call_the_plain_server("fail", json!({"message": "no luck"})).await else {
         return;
     };
-    let client = RmcpClient::new();
-    let out = call(&client, &server, "fail", json!({"message": "no luck"}))
-        .await
-        .unwrap();
     assert!(out.is_error);
     assert_eq!(out.text, "no luck");
-    client.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn media_and_resources_become_notes_and_structured_content_is_kept() {
-    let Some(server) = support::python(&[]) else {
+    let Some(out) = call_the_plain_server("media", json!({})).await else {
         return;
     };
-    let client = RmcpClient::new();
-    let out = call(&client, &server, "media", json!({})).await.unwrap();
     assert_eq!(
         out.text,
         "first\n[image: image/png, 100 bytes]\n[audio: audio/wav, 50 bytes]\n[resource: file:///notes.txt, text/plain, 5 bytes]\nlast"
     );
     assert_eq!(out.structured, Some(json!({"count": 5})));
-    client.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -374,8 +389,7 @@ async fn a_call_past_its_timeout_is_cancelled_on_the_server_and_may_have_run() {
     let err = call(&client, &server, "slow", json!({"seconds": 30}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_CALL_TIMEOUT, "{err}");
-    assert!(err.may_have_run);
+    assert_failed(&err, error_codes::MCP_CALL_TIMEOUT, true);
     support::wait_for_line(&log, "cancelled 30").await;
     // The connection is still good.
     let out = call(&client, &server, "echo", json!({"text": "still here"}))
@@ -404,8 +418,7 @@ async fn cancelling_a_call_sends_the_protocol_cancellation() {
     support::wait_for_line(&log, "running 31").await;
     cancel.cancel();
     let err = call.await.unwrap().unwrap_err();
-    assert_eq!(err.code, error_codes::AGENT_CANCELLED, "{err}");
-    assert!(err.may_have_run);
+    assert_failed(&err, error_codes::AGENT_CANCELLED, true);
     support::wait_for_line(&log, "cancelled 31").await;
     client.shutdown().await;
 }
@@ -434,8 +447,7 @@ async fn results_and_arguments_are_bounded() {
     let err = call(&client, &server, "echo", json!({"text": text}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_ARGUMENTS_TOO_LARGE, "{err}");
-    assert!(!err.may_have_run);
+    assert_failed(&err, error_codes::MCP_ARGUMENTS_TOO_LARGE, false);
     client.shutdown().await;
 }
 
@@ -469,8 +481,7 @@ async fn a_dead_server_is_restarted_once_then_unavailable() {
     let client = RmcpClient::new();
     let first = call(&client, &server, "pid", json!({})).await.unwrap().text;
     let err = call(&client, &server, "die", json!({})).await.unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
-    assert!(err.may_have_run);
+    assert_failed(&err, error_codes::MCP_SERVER_UNAVAILABLE, true);
 
     // Restarted once.
     let second = call(&client, &server, "pid", json!({})).await.unwrap().text;
@@ -478,15 +489,13 @@ async fn a_dead_server_is_restarted_once_then_unavailable() {
     assert_eq!(support::lines(&starts).len(), 2);
 
     let err = call(&client, &server, "die", json!({})).await.unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
-    assert!(err.may_have_run);
+    assert_failed(&err, error_codes::MCP_SERVER_UNAVAILABLE, true);
 
     // Not a third time: the call is refused before it is sent.
     let err = call(&client, &server, "echo", json!({"text": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
-    assert!(!err.may_have_run);
+    assert_failed(&err, error_codes::MCP_SERVER_UNAVAILABLE, false);
     assert_eq!(support::lines(&starts).len(), 2);
     client.shutdown().await;
 }
@@ -532,8 +541,7 @@ async fn a_server_that_cannot_start_is_unavailable() {
     let server = support::stdio("nothing", "/nonexistent/tt-mcp-server", vec![]);
     let client = RmcpClient::new();
     let err = client.list_tools(&server, never()).await.unwrap_err();
-    assert_eq!(err.code, error_codes::MCP_SERVER_UNAVAILABLE, "{err}");
-    assert!(!err.may_have_run);
+    assert_failed(&err, error_codes::MCP_SERVER_UNAVAILABLE, false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -181,15 +181,19 @@ fn prepare_data_dir(
             }
             Ok((None, dir))
         }
-        None => {
-            let temp = tempfile::Builder::new()
-                .prefix("tt-bench-fanout-")
-                .tempdir()
-                .context("creating a temporary data dir")?;
-            let dir = temp.path().to_path_buf();
-            Ok((Some(temp), dir))
-        }
+        None => temporary_dir("tt-bench-fanout-").map(|(temp, dir)| (Some(temp), dir)),
     }
+}
+
+/// A new temporary directory named with `prefix`, removed when the returned guard drops, and
+/// its path.
+pub(crate) fn temporary_dir(prefix: &str) -> Result<(tempfile::TempDir, PathBuf)> {
+    let temp = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .context("creating a temporary dir")?;
+    let dir = temp.path().to_path_buf();
+    Ok((temp, dir))
 }
 
 /// Waits for the run's end; a stop signal cancels it and waits for its terminal status first.

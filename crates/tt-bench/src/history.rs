@@ -63,11 +63,7 @@ pub(crate) async fn seed(
     // Opened once for writing, as the data dir of an app that kept its runs: a store that
     // keeps indexes of its runs builds them now, once, not in the first sample.
     let opened = Instant::now();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
-        .provider(Arc::new(FanoutModel::new(1)))
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .build()?;
+    let runtime = runtime_in(data_dir)?;
     drop(runtime);
     Ok(json!({
         "runs": runs,
@@ -164,6 +160,16 @@ fn write_copy(
     Ok(())
 }
 
+/// The runtime over `data_dir` that seeds and samples it: the one-child fan-out model, commits
+/// to the transcript.
+fn runtime_in(data_dir: &Path) -> Result<tt_runtime::AgentRuntime> {
+    Ok(AgentRuntimeBuilder::new()
+        .data_dir(data_dir)
+        .provider(Arc::new(FanoutModel::new(1)))
+        .commit_bridge(CommitBridgeChoice::Transcript)
+        .build()?)
+}
+
 /// One sample in `data_dir`: the start, one small run, the first page of `runs` (`page` runs).
 pub(crate) async fn sample(
     data_dir: &Path,
@@ -173,11 +179,7 @@ pub(crate) async fn sample(
     let ticks = crate::procstat::clock_ticks_per_second();
     let cpu_started = crate::procstat::cpu_seconds(ticks)?;
     let started = Instant::now();
-    let runtime = AgentRuntimeBuilder::new()
-        .data_dir(data_dir)
-        .provider(Arc::new(FanoutModel::new(1)))
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .build()?;
+    let runtime = runtime_in(data_dir)?;
     let start_s = started.elapsed().as_secs_f64();
     let start_cpu_s = crate::procstat::cpu_seconds(ticks)? - cpu_started;
     crate::fanout::install_profiles(&runtime, 1).await?;

@@ -136,11 +136,7 @@ pub(crate) async fn run(events: u64, data_dir: Option<PathBuf>) -> Result<Journa
             (None, dir)
         }
         None => {
-            let temp = tempfile::Builder::new()
-                .prefix("tt-bench-journal-")
-                .tempdir()
-                .context("creating a temporary dir")?;
-            let dir = temp.path().to_path_buf();
+            let (temp, dir) = crate::fanout::temporary_dir("tt-bench-journal-")?;
             (Some(temp), dir)
         }
     };

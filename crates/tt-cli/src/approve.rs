@@ -8,8 +8,9 @@
 use serde_json::Value;
 use std::collections::VecDeque;
 use tt_runtime::{
-    AgentRun, AgentRuntime, AnswerSpendLimitRequest, ApprovalDecision, PendingSpendLimit,
-    PendingToolApproval, ResolveToolApprovalRequest, RunEventPayload, SpendLimitDecision,
+    AgentRun, AgentRuntime, AnswerSpendLimitRequest, ApprovalDecision, HostResult,
+    PendingSpendLimit, PendingToolApproval, ResolveToolApprovalRequest, RunEventPayload,
+    SpendLimitDecision,
 };
 
 /// Who decided, as the journal records it.
@@ -204,14 +205,20 @@ impl TerminalApprovals {
             }
         };
         let request = ResolveToolApprovalRequest::new(decision).decided_by(DECIDED_BY);
-        match runtime
+        let answer = runtime
             .resolve_tool_approval(run.id.as_str(), &call.approval_id, request)
-            .await
-        {
-            // The `tool_approval_resolved` event takes it off the queue.
-            Ok(_) => println!(
-                "(taken as your answer to the waiting {} call, not as guidance)",
-                call.tool
+            .await;
+        // The `tool_approval_resolved` event takes it off the queue.
+        self.say_how_taken(answer, |_| format!("the waiting {} call", call.tool));
+    }
+
+    /// Says how the runtime took the person's answer: what it answered (`answered`) once
+    /// accepted, else the refusal's code and message, and asks again.
+    fn say_how_taken<T>(&self, answer: HostResult<T>, answered: impl FnOnce(T) -> String) {
+        match answer {
+            Ok(receipt) => println!(
+                "(taken as your answer to {}, not as guidance)",
+                answered(receipt)
             ),
             Err(error) => {
                 println!("(not accepted [{}]: {})", error.code, error.message);
@@ -235,17 +242,11 @@ impl TerminalApprovals {
             decision,
             decided_by: Some(DECIDED_BY.to_owned()),
         };
-        match runtime.answer_spend_limit(run.id.as_str(), request).await {
-            // The `spend_limit_answered` event clears it.
-            Ok(receipt) => println!(
-                "(taken as your answer to the spend limit ({}), not as guidance)",
-                receipt.decision
-            ),
-            Err(error) => {
-                println!("(not accepted [{}]: {})", error.code, error.message);
-                self.prompt();
-            }
-        }
+        let answer = runtime.answer_spend_limit(run.id.as_str(), request).await;
+        // The `spend_limit_answered` event clears it.
+        self.say_how_taken(answer, |receipt| {
+            format!("the spend limit ({})", receipt.decision)
+        });
     }
 }
 

@@ -36,14 +36,29 @@ pub(crate) fn parse_fork_point(text: &str) -> Result<ForkPoint, String> {
 }
 
 /// What `tt-agent fork` was asked for.
+#[derive(Debug, clap::Args)]
 pub(crate) struct ForkOptions {
+    /// The run to branch (`tt-agent runs` lists runs).
     pub run_id: String,
+    /// Where to branch: a journal seq, `last-commit` (the default), or AGENT:ROUND
+    /// (`root:3`: just before the root agent's round 3).
+    #[arg(long, default_value = "last-commit", value_parser = parse_fork_point)]
     pub at: ForkPoint,
+    /// A note the foreground agent reads before its first model request after the fork
+    /// point.
+    #[arg(long)]
     pub guidance: Option<String>,
-    /// The user's request, edited (a branch before the first answer only).
+    /// Ask again with this request instead of the user's (edit and regenerate): only with
+    /// `--at root:1`, before the first answer.
+    #[arg(long)]
     pub user_request: Option<String>,
+    #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
     pub generation: GenerationArgs,
+    /// Continue on the demo's scripted model (a run of `tt-agent demo`; recognised without
+    /// this flag when no model is given).
+    #[arg(long)]
     pub demo: bool,
 }
 

@@ -71,12 +71,25 @@ pub(crate) async fn runs(storage: &Storage, limit: usize, unreadable: bool) -> a
 }
 
 /// What `tt-agent events` prints: a page of a run's journal, or all of it live.
+#[derive(Debug, clap::Args)]
 pub(crate) struct EventsOptions {
     pub(crate) run_id: String,
+    /// Only events after this seq.
+    #[arg(long)]
     pub(crate) after: Option<u64>,
+    #[arg(long)]
     pub(crate) limit: Option<usize>,
+    /// Only events of this invocation (primary or related).
+    #[arg(long)]
     pub(crate) invocation: Option<String>,
+    /// Keep printing new events until the run ends.
+    #[arg(long)]
     pub(crate) follow: bool,
+    /// With --follow, for a run another process or host executes: go on past an end that a
+    /// resume may undo (interrupted, failed, cancelled), through `run_interrupted` and
+    /// `run_resumed` when another host takes the run over, and stop only once the run
+    /// completes, ends in partial success or is abandoned.
+    #[arg(long, requires = "follow")]
     pub(crate) through_resumes: bool,
 }
 

@@ -94,30 +94,7 @@ enum Command {
     /// Branch a run (docs/branching.md): a new run of the same chat that replays the source
     /// up to the fork point (no model call, no tool run again) and continues from there, shown
     /// live. The source is left as it is.
-    Fork {
-        /// The run to branch (`tt-agent runs` lists runs).
-        run_id: String,
-        /// Where to branch: a journal seq, `last-commit` (the default), or AGENT:ROUND
-        /// (`root:3`: just before the root agent's round 3).
-        #[arg(long, default_value = "last-commit", value_parser = fork_cmd::parse_fork_point)]
-        at: tt_runtime::ForkPoint,
-        /// A note the foreground agent reads before its first model request after the fork
-        /// point.
-        #[arg(long)]
-        guidance: Option<String>,
-        /// Ask again with this request instead of the user's (edit and regenerate): only with
-        /// `--at root:1`, before the first answer.
-        #[arg(long)]
-        user_request: Option<String>,
-        #[command(flatten)]
-        model: run_cmd::ModelArgs,
-        #[command(flatten)]
-        generation: run_cmd::GenerationArgs,
-        /// Continue on the demo's scripted model (a run of `tt-agent demo`; recognised without
-        /// this flag when no model is given).
-        #[arg(long)]
-        demo: bool,
-    },
+    Fork(fork_cmd::ForkOptions),
     /// Serve the run inspector: the host API as JSON over HTTP and a live web page, on
     /// 127.0.0.1. Prints the page's URL (with its secret token).
     ///
@@ -162,26 +139,7 @@ enum Command {
         unreadable: bool,
     },
     /// Print a run's journal (JSON lines).
-    Events {
-        run_id: String,
-        /// Only events after this seq.
-        #[arg(long)]
-        after: Option<u64>,
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Only events of this invocation (primary or related).
-        #[arg(long)]
-        invocation: Option<String>,
-        /// Keep printing new events until the run ends.
-        #[arg(long)]
-        follow: bool,
-        /// With --follow, for a run another process or host executes: go on past an end that a
-        /// resume may undo (interrupted, failed, cancelled), through `run_interrupted` and
-        /// `run_resumed` when another host takes the run over, and stop only once the run
-        /// completes, ends in partial success or is abandoned.
-        #[arg(long, requires = "follow")]
-        through_resumes: bool,
-    },
+    Events(inspect_cmd::EventsOptions),
     /// Send a line of user guidance to a run; its foreground agent reads it before its next
     /// model request. Only the process running the run can deliver it: from another process
     /// this answers `agent.guidance_run_not_owned` (type the line into that process's terminal
@@ -287,10 +245,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     logging::init(cli.log_format, cli.log_file.as_deref())?;
     let storage = Storage::open(cli.data_dir.clone(), cli.store.clone()).await?;
     match cli.command {
-        Command::Demo { pace_ms } => {
-            let signals = install_signals()?;
-            demo::run_demo(&storage, pace_ms, &signals).await
-        }
+        Command::Demo { pace_ms } => demo::run_demo(&storage, pace_ms, &install_signals()?).await,
         Command::Run {
             profile,
             profiles,
@@ -307,38 +262,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 chat_id: chat,
                 request,
             };
-            let signals = install_signals()?;
-            run_cmd::run(&storage, options, &signals).await
+            run_cmd::run(&storage, options, &install_signals()?).await
         }
         Command::Resume {
             run_id,
             model,
             demo,
-        } => {
-            let signals = install_signals()?;
-            run_cmd::resume(&storage, &run_id, &model, demo, &signals).await
-        }
-        Command::Fork {
-            run_id,
-            at,
-            guidance,
-            user_request,
-            model,
-            generation,
-            demo,
-        } => {
-            let signals = install_signals()?;
-            let options = fork_cmd::ForkOptions {
-                run_id,
-                at,
-                guidance,
-                user_request,
-                model,
-                generation,
-                demo,
-            };
-            fork_cmd::fork(&storage, options, &signals).await
-        }
+        } => run_cmd::resume(&storage, &run_id, &model, demo, &install_signals()?).await,
+        Command::Fork(options) => fork_cmd::fork(&storage, options, &install_signals()?).await,
         Command::Serve {
             port,
             connection,
@@ -359,28 +290,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 pace_ms,
                 host_commits,
             };
-            let signals = install_signals()?;
-            serve::serve(&storage, options, &signals).await
+            serve::serve(&storage, options, &install_signals()?).await
         }
         Command::Runs { limit, unreadable } => inspect_cmd::runs(&storage, limit, unreadable).await,
-        Command::Events {
-            run_id,
-            after,
-            limit,
-            invocation,
-            follow,
-            through_resumes,
-        } => {
-            let options = inspect_cmd::EventsOptions {
-                run_id,
-                after,
-                limit,
-                invocation,
-                follow,
-                through_resumes,
-            };
-            inspect_cmd::events(&storage, options).await
-        }
+        Command::Events(options) => inspect_cmd::events(&storage, options).await,
         Command::Show { run_id, reference } => {
             inspect_cmd::show(&storage, &run_id, &reference).await
         }

@@ -393,14 +393,7 @@ pub(crate) fn model_bindings(projection: &TimelineProjection, events: &[AgentRun
             }
             _ => continue,
         };
-        let who = projection
-            .invocations
-            .iter()
-            .find(|inv| inv.invocation_id == b.invocation_id)
-            .map_or_else(
-                || b.profile_id.to_string(),
-                |inv| inv.profile_id.to_string(),
-            );
+        let who = agent_profile(projection, &b.invocation_id, &b.profile_id);
         let mut line = format!("  {who}: {}", b.provider);
         if let Some(model) = &b.model_id {
             let _ = write!(line, " {model}");
@@ -443,6 +436,20 @@ pub(crate) fn model_bindings(projection: &TimelineProjection, events: &[AgentRun
     out
 }
 
+/// The profile of the agent `invocation_id` in `projection`, else `profile_id` (what the
+/// event said).
+fn agent_profile(
+    projection: &TimelineProjection,
+    invocation_id: &InvocationId,
+    profile_id: &ProfileId,
+) -> String {
+    projection
+        .invocations
+        .iter()
+        .find(|inv| &inv.invocation_id == invocation_id)
+        .map_or_else(|| profile_id.to_string(), |inv| inv.profile_id.to_string())
+}
+
 /// `  critic: moved to openai qwen (connection local) at round 3 after rate_limited
 /// (model.provider_rate_limited), window 128000 tokens, $0.5/$1.5 per million tokens in/out`:
 /// a switch to a fallback model (`model.fallbacks`), under the binding it replaced.
@@ -450,14 +457,7 @@ fn fallback_switch(
     projection: &TimelineProjection,
     s: &tt_runtime::event_payload::AgentModelFallbackSwitched,
 ) -> String {
-    let who = projection
-        .invocations
-        .iter()
-        .find(|inv| inv.invocation_id == s.invocation_id)
-        .map_or_else(
-            || s.profile_id.to_string(),
-            |inv| inv.profile_id.to_string(),
-        );
+    let who = agent_profile(projection, &s.invocation_id, &s.profile_id);
     let mut line = format!("  {who}: moved to {}", s.to.provider);
     if let Some(model) = &s.to.model_id {
         let _ = write!(line, " {model}");

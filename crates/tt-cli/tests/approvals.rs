@@ -4,7 +4,7 @@
 //! process killed (SIGKILL) while a write waits: `tt-agent resume` asks again, and the write
 //! runs once, after the answer.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,16 +68,7 @@ fn the_terminal_denies_one_write_and_edits_the_next() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in stdout.lines() {
-            let Ok(line) = line else { break };
-            if lines_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = crate::stdout_lines(&mut child);
     let mut printed = Vec::new();
     let mut answers = vec!["e", "n Keep no notes."];
     loop {
@@ -133,16 +124,7 @@ fn spawn_agent(
         .spawn()
         .unwrap();
     let stdin = child.stdin.take().unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in stdout.lines() {
-            let Ok(line) = line else { break };
-            if lines_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = crate::stdout_lines(&mut child);
     (child, stdin, lines)
 }
 

@@ -3,7 +3,7 @@
 //! with `model.cassette_mismatch`.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const SCENE: &str = "The tide came in twice that night.\n";
@@ -25,18 +25,11 @@ fn writer_server() -> String {
 
 /// Runs `tt-agent run` with `args` and the request; returns (exit code, everything printed).
 fn tt_agent_run(data_dir: &Path, args: &[&str], request: &str) -> (Option<i32>, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
-        .arg("--data-dir")
-        .arg(data_dir)
-        .arg("run")
-        .args(args)
-        .arg(request)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::finish_within(child, Duration::from_secs(90), "tt-agent run hung")
+    crate::run_within(
+        crate::agent_in(data_dir).arg("run").args(args).arg(request),
+        Duration::from_secs(90),
+        "tt-agent run hung",
+    )
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::events::demo_run;
+use crate::events::demo_run_with_id;
 
 fn agent(data_dir: &Path, args: &[&str]) -> Output {
     crate::agent_in(data_dir).args(args).output().unwrap()
@@ -39,8 +39,7 @@ fn snapshot(run_dir: &Path) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn a_whole_demo_run_is_checked_clean() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (_, run) = demo_run_with_id(dir.path());
     let check = agent(dir.path(), &["check", &run]);
     assert!(check.status.success(), "{}", stderr(&check));
     assert!(
@@ -69,8 +68,7 @@ fn a_whole_demo_run_is_checked_clean() {
 #[test]
 fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (run_dir, run) = demo_run_with_id(dir.path());
     let records = run_dir.join("records.jsonl");
     let bytes = std::fs::read(&records).unwrap();
     std::fs::write(&records, &bytes[..bytes.len() / 2]).unwrap();
@@ -110,8 +108,7 @@ fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
 #[test]
 fn a_run_record_that_does_not_parse_is_named_by_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (run_dir, run) = demo_run_with_id(dir.path());
     let record = run_dir.join("run.json");
     let bytes = std::fs::read(&record).unwrap();
     std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
@@ -141,8 +138,7 @@ fn a_run_record_that_does_not_parse_is_named_by_runs() {
 #[test]
 fn an_empty_or_short_journal_of_a_completed_run_is_reported_as_damaged() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (run_dir, run) = demo_run_with_id(dir.path());
     let journal = run_dir.join("events.jsonl");
     let text = std::fs::read_to_string(&journal).unwrap();
 
@@ -182,8 +178,7 @@ fn an_empty_or_short_journal_of_a_completed_run_is_reported_as_damaged() {
 #[test]
 fn a_seq_gap_between_two_pages_is_found() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (run_dir, run) = demo_run_with_id(dir.path());
     let journal = run_dir.join("events.jsonl");
     let text = std::fs::read_to_string(&journal).unwrap();
     let mut events: Vec<serde_json::Value> = text
@@ -233,8 +228,7 @@ fn a_seq_gap_between_two_pages_is_found() {
 #[test]
 fn damage_in_each_stored_file_is_named_by_check_with_exit_3() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (run_dir, run) = demo_run_with_id(dir.path());
     let index = dir.path().join("index/runs").join(format!("{run}.json"));
     let garbage_line = |bytes: &[u8]| {
         let first = bytes.iter().position(|byte| *byte == b'\n').unwrap() + 1;

@@ -27,22 +27,17 @@ fn a_finished_demo_branches_at_the_writers_last_round_on_the_demos_model() {
     assert!(demo.status.success());
     let source = runs(dir.path()).remove(0);
 
-    let fork = crate::agent_in(dir.path())
-        .args([
-            "fork",
-            &source,
-            "--at",
-            "root:8",
-            "--guidance",
-            "Keep the horn.",
-        ])
-        .env("RUST_BACKTRACE", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (code, output) = crate::finish_within(fork, Duration::from_secs(120), "fork");
+    let mut fork = crate::agent_in(dir.path());
+    fork.args([
+        "fork",
+        &source,
+        "--at",
+        "root:8",
+        "--guidance",
+        "Keep the horn.",
+    ])
+    .env("RUST_BACKTRACE", "1");
+    let (code, output) = crate::run_within(&mut fork, Duration::from_secs(120), "fork");
     assert_eq!(code, Some(0), "{output}");
     assert!(output.contains("branched run run_"), "{output}");
     assert!(output.contains(&format!("of run {source}")), "{output}");
@@ -55,14 +50,10 @@ fn a_finished_demo_branches_at_the_writers_last_round_on_the_demos_model() {
         "{listed}"
     );
 
-    let refused = crate::agent_in(dir.path())
-        .args(["fork", &source, "--at", "999999"])
-        .env("RUST_BACKTRACE", "1")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!refused.status.success());
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("agent.fork_point_invalid"), "{stderr}");
-    assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
+    crate::refusal_of(
+        crate::agent_in(dir.path())
+            .args(["fork", &source, "--at", "999999"])
+            .stdin(Stdio::null()),
+        "agent.fork_point_invalid",
+    );
 }

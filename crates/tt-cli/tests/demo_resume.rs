@@ -46,15 +46,13 @@ fn killed_demo(dir: &Path) -> String {
 
 /// `tt-agent resume <runId>`: its exit code and output.
 fn resume(dir: &Path, run_id: &str) -> (Option<i32>, String) {
-    let resumed = crate::agent_in(dir)
-        .args(["resume", run_id])
-        .env("RUST_BACKTRACE", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::finish_within(resumed, Duration::from_secs(120), "resume")
+    crate::run_within(
+        crate::agent_in(dir)
+            .args(["resume", run_id])
+            .env("RUST_BACKTRACE", "1"),
+        Duration::from_secs(120),
+        "resume",
+    )
 }
 
 #[test]
@@ -73,15 +71,10 @@ fn a_killed_demo_resumes_on_the_demos_model_without_options() {
 #[test]
 fn a_resume_without_a_model_says_what_to_give_and_prints_no_backtrace() {
     let dir = tempfile::tempdir().unwrap();
-    let output = crate::agent_in(dir.path())
-        .args(["resume", "run_missing"])
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("agent.not_found"), "{stderr}");
-    assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
+    let stderr = crate::refusal_of(
+        crate::agent_in(dir.path()).args(["resume", "run_missing"]),
+        "agent.not_found",
+    );
     assert!(stderr.lines().count() <= 4, "{stderr}");
 }
 

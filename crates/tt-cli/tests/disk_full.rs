@@ -45,16 +45,11 @@ fn the_demo_on_a_full_disk_fails_with_storage_io_and_never_hangs() {
             copy = copy.path().display(),
             bin = env!("CARGO_BIN_EXE_tt-agent"),
         );
-        let child = Command::new("unshare")
-            .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
-            .env_remove("RUST_BACKTRACE")
-            .env_remove("RUST_LIB_BACKTRACE")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (code, text) = crate::finish_within(
-            child,
+        let (code, text) = crate::run_within(
+            Command::new("unshare")
+                .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+                .env_remove("RUST_BACKTRACE")
+                .env_remove("RUST_LIB_BACKTRACE"),
             Duration::from_secs(60),
             &format!("tt-agent hung on a {size} tmpfs"),
         );
@@ -83,17 +78,8 @@ fn resumes_with_room(data: &std::path::Path, size: &str) {
         .map(|run| run.file_name().to_string_lossy().into_owned())
         .collect();
     for run_id in runs {
-        let child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
-            .arg("--data-dir")
-            .arg(data)
-            .args(["resume", &run_id])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (code, text) = crate::finish_within(
-            child,
+        let (code, text) = crate::run_within(
+            crate::agent_in(data).args(["resume", &run_id]),
             Duration::from_secs(120),
             &format!("the resume after a {size} tmpfs hung"),
         );

@@ -1,7 +1,7 @@
 //! `tt-agent events` says when it stopped at its limit and how to read on.
 
-/// Runs the demo on `data_dir` and returns its run's directory.
-pub(crate) fn demo_run(data_dir: &std::path::Path) -> std::path::PathBuf {
+/// Runs the demo on `data_dir` and returns its run's directory and id.
+pub(crate) fn demo_run_with_id(data_dir: &std::path::Path) -> (std::path::PathBuf, String) {
     let demo = crate::agent_in(data_dir)
         .args(["demo", "--pace-ms", "0"])
         .output()
@@ -9,19 +9,20 @@ pub(crate) fn demo_run(data_dir: &std::path::Path) -> std::path::PathBuf {
     assert!(demo.status.success());
     let chats = std::fs::read_dir(data_dir.join("chats")).unwrap();
     let chat = chats.flatten().next().unwrap().path();
-    std::fs::read_dir(chat.join("runs"))
+    let run_dir = std::fs::read_dir(chat.join("runs"))
         .unwrap()
         .flatten()
         .next()
         .unwrap()
-        .path()
+        .path();
+    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    (run_dir, run)
 }
 
 #[test]
 fn a_full_page_of_events_says_how_to_read_the_rest() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (_, run) = demo_run_with_id(dir.path());
     let events = |args: &[&str]| {
         crate::agent_in(dir.path())
             .args(["events", &run])
@@ -55,8 +56,7 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (_, run) = demo_run_with_id(dir.path());
     let mut child = crate::agent_in(dir.path())
         .args(["events", &run, "--limit", "500"])
         .env("RUST_BACKTRACE", "1")
@@ -81,8 +81,7 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
 #[test]
 fn a_journal_with_a_gap_is_reported_as_damaged() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (run_dir, run) = demo_run_with_id(dir.path());
     let journal = run_dir.join("events.jsonl");
     let text = std::fs::read_to_string(&journal).unwrap();
     let kept: Vec<&str> = text

@@ -4,7 +4,6 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy)]
@@ -50,9 +49,8 @@ fn serve(mut stream: TcpStream, behaviour: Behaviour) {
 /// Runs `tt-agent run` against `url`; returns (exit code, everything it printed).
 fn run_against(url: &str, extra: &[&str]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
-        .arg("--data-dir")
-        .arg(dir.path())
+    let mut command = crate::agent_in(dir.path());
+    command
         .args([
             "run",
             "--connection",
@@ -63,14 +61,9 @@ fn run_against(url: &str, extra: &[&str]) -> (Option<i32>, String) {
         .args(extra)
         .arg("Write a line about the sea.")
         .env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::finish_within(
-        child,
+        .env_remove("RUST_LIB_BACKTRACE");
+    crate::run_within(
+        &mut command,
         Duration::from_secs(90),
         &format!("tt-agent run hung against a {url} server"),
     )

@@ -182,12 +182,7 @@ fn wait(mut child: Child, log: &Path, what: &str) -> (Option<i32>, String) {
 #[test]
 fn a_second_host_process_resumes_a_64_agent_fan_out_after_the_first_is_killed() {
     let cluster = TestCluster::start(false).unwrap();
-    let url = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(cluster.create_database("tt_cli_multi_host"))
-        .unwrap();
+    let url = crate::store::new_database(&cluster, "tt_cli_multi_host");
     let dir = tempfile::tempdir().unwrap();
     let [data_a, data_b, data_c, profiles] =
         ["host-a", "host-b", "follower", "profiles"].map(|name| dir.path().join(name));

@@ -7,6 +7,16 @@ use tt_adapter_storage_postgres::cluster::TestCluster;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
 
+/// A new database `name` on the test's `cluster`: its URL.
+pub(crate) fn new_database(cluster: &TestCluster, name: &str) -> String {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(cluster.create_database(name))
+        .unwrap()
+}
+
 #[test]
 fn a_store_url_of_another_kind_is_refused_with_a_code() {
     let dir = tempfile::tempdir().unwrap();
@@ -23,12 +33,7 @@ fn a_store_url_of_another_kind_is_refused_with_a_code() {
 #[test]
 fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
     let cluster = TestCluster::start(false).unwrap();
-    let url = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(cluster.create_database("tt_cli_store"))
-        .unwrap();
+    let url = crate::store::new_database(&cluster, "tt_cli_store");
     let dir = tempfile::tempdir().unwrap();
     let agent = |args: &[&str]| {
         crate::agent_in(dir.path())
@@ -179,12 +184,7 @@ fn a_demo_killed_on_postgres_is_resumed_by_another_process() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let cluster = TestCluster::start(false).unwrap();
-    let url = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(cluster.create_database("tt_cli_kill"))
-        .unwrap();
+    let url = crate::store::new_database(&cluster, "tt_cli_kill");
     let dir = tempfile::tempdir().unwrap();
     let agent = |args: &[&str]| {
         let mut command = Command::new(AGENT);

@@ -1,26 +1,20 @@
 //! `tt-agent usage`: a stored run's tokens and cost, as text and as JSON; the demo's scripted
 //! model has no price, so its cost is unknown (`costUsd: null`), never `$0`.
 
-use crate::events::demo_run;
+use crate::events::demo_run_with_id;
 
 #[test]
 fn usage_prints_a_runs_tokens_and_an_unpriced_cost_as_unknown() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (_, run) = demo_run_with_id(dir.path());
     let usage = |args: &[&str]| {
-        let out = crate::agent_in(dir.path())
-            .arg("usage")
-            .arg(&run)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = crate::stdout_of_success(
+            crate::agent_in(dir.path())
+                .arg("usage")
+                .arg(&run)
+                .args(args),
         );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        String::from_utf8_lossy(&out).into_owned()
     };
     let text = usage(&[]);
     assert!(text.starts_with("run: "), "{text}");
@@ -47,18 +41,13 @@ fn usage_prints_a_runs_tokens_and_an_unpriced_cost_as_unknown() {
 #[test]
 fn an_agents_conversation_shows_an_unpriced_cost_as_null() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = demo_run(dir.path());
-    let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
-    let out = crate::agent_in(dir.path())
-        .args(["conversation", &run, "inv_root"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let conversation: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, run) = demo_run_with_id(dir.path());
+    let out = crate::stdout_of_success(crate::agent_in(dir.path()).args([
+        "conversation",
+        &run,
+        "inv_root",
+    ]));
+    let conversation: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(conversation["costUsd"], serde_json::Value::Null);
     let answers: Vec<&serde_json::Value> = conversation["entries"]
         .as_array()

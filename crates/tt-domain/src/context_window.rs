@@ -625,6 +625,21 @@ mod tests {
         }
     }
 
+    /// The task, a plain-text answer of 1080 characters, and the drift reminder that followed
+    /// it (`reminder` after its prefix).
+    fn history_with_a_plain_answer(reminder: &str) -> Vec<AgentModelMessage> {
+        let mut messages = history(0);
+        messages.push(AgentModelMessage::text(
+            ModelRole::Assistant,
+            "Once upon a time. ".repeat(60),
+        ));
+        messages.push(AgentModelMessage::text(
+            ModelRole::User,
+            format!("{DRIFT_REMINDER_PREFIX}{reminder}"),
+        ));
+        messages
+    }
+
     fn history(rounds: usize) -> Vec<AgentModelMessage> {
         let mut messages = vec![
             AgentModelMessage::text(ModelRole::System, "You write."),
@@ -797,15 +812,9 @@ mod tests {
 
     #[test]
     fn a_saved_plain_text_answer_becomes_a_stub_naming_its_file() {
-        let mut messages = history(0);
-        messages.push(AgentModelMessage::text(
-            ModelRole::Assistant,
-            "Once upon a time. ".repeat(60),
-        ));
-        messages.push(AgentModelMessage::text(
-            ModelRole::User,
-            format!("{DRIFT_REMINDER_PREFIX}1] Plain text is not delivered to anyone. Your text was saved to `output/direct_output.md`; you can refer to that file."),
-        ));
+        let mut messages = history_with_a_plain_answer(
+            "1] Plain text is not delivered to anyone. Your text was saved to `output/direct_output.md`; you can refer to that file.",
+        );
         messages.push(call("c"));
         let stub = stub_at(&messages, 2).map(|m| m.text_content());
         insta::assert_snapshot!(stub.unwrap_or_default(), @"[Removed to save room: your plain-text answer of 1080 characters. It was saved to `output/direct_output.md`; read it there if you need it.]");
@@ -823,15 +832,8 @@ mod tests {
             }
             result
         };
-        let mut messages = history(0);
-        messages.push(AgentModelMessage::text(
-            ModelRole::Assistant,
-            "Once upon a time. ".repeat(60),
-        ));
-        messages.push(AgentModelMessage::text(
-            ModelRole::User,
-            format!("{DRIFT_REMINDER_PREFIX}1] Your text was saved to `output/direct_output.md`."),
-        ));
+        let mut messages =
+            history_with_a_plain_answer("1] Your text was saved to `output/direct_output.md`.");
         messages.extend([call("s1"), slip("s1"), call("s2"), slip("s2")]);
         // Only slips since the plain-text answer: nothing is settled, the answer is stubbed.
         let plan = plan_trim(&messages, 2, 0, 0);

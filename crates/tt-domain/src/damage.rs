@@ -210,6 +210,9 @@ impl JournalScan {
 /// event may be last (a run still working, or an interrupted one whose end a read-write
 /// runtime has not journaled yet).
 fn expected_ends(status: AgentRunStatus) -> Option<&'static [RunEventType]> {
+    if !status.is_terminal() {
+        return None;
+    }
     match status {
         AgentRunStatus::Completed => Some(&[RunEventType::RunCompleted]),
         AgentRunStatus::PartialSuccess => Some(&[RunEventType::RunPartialSuccess]),
@@ -218,18 +221,8 @@ fn expected_ends(status: AgentRunStatus) -> Option<&'static [RunEventType]> {
         AgentRunStatus::Cancelled => {
             Some(&[RunEventType::RunCancelled, RunEventType::RunAbandoned])
         }
-        AgentRunStatus::Interrupted
-        | AgentRunStatus::Created
-        | AgentRunStatus::InitializingWorkspace
-        | AgentRunStatus::AssemblingContext
-        | AgentRunStatus::CallingModel
-        | AgentRunStatus::DispatchingTool
-        | AgentRunStatus::ApplyingWorkspacePatch
-        | AgentRunStatus::CreatingCheckpoint
-        | AgentRunStatus::AwaitingHostCommit
-        | AgentRunStatus::AwaitingApproval
-        | AgentRunStatus::Finishing
-        | AgentRunStatus::Cancelling => None,
+        // Interrupted (the working statuses returned above).
+        _ => None,
     }
 }
 

@@ -4,6 +4,7 @@
 //! workspace id from the host's stable conversation id.
 
 use crate::error_codes;
+use crate::generation::GenerationSettings;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -87,25 +88,16 @@ pub enum AgentRunStatus {
 }
 
 impl AgentRunStatus {
+    /// Whether the run has ended: every other status is a working one.
     pub fn is_terminal(self) -> bool {
-        match self {
+        matches!(
+            self,
             AgentRunStatus::Completed
-            | AgentRunStatus::PartialSuccess
-            | AgentRunStatus::Cancelled
-            | AgentRunStatus::Failed
-            | AgentRunStatus::Interrupted => true,
-            AgentRunStatus::Created
-            | AgentRunStatus::InitializingWorkspace
-            | AgentRunStatus::AssemblingContext
-            | AgentRunStatus::CallingModel
-            | AgentRunStatus::DispatchingTool
-            | AgentRunStatus::ApplyingWorkspacePatch
-            | AgentRunStatus::CreatingCheckpoint
-            | AgentRunStatus::AwaitingHostCommit
-            | AgentRunStatus::AwaitingApproval
-            | AgentRunStatus::Finishing
-            | AgentRunStatus::Cancelling => false,
-        }
+                | AgentRunStatus::PartialSuccess
+                | AgentRunStatus::Cancelled
+                | AgentRunStatus::Failed
+                | AgentRunStatus::Interrupted
+        )
     }
 
     /// Legal moves: a terminal status never changes; `cancelling` may only end `cancelled`
@@ -227,11 +219,8 @@ pub struct AgentRun {
     pub connection_ref: Option<String>,
     /// Generation settings the host set for every agent of this run: the top layer, over the
     /// connection's, the profile's and the prompt assembly's.
-    #[serde(
-        default,
-        skip_serializing_if = "crate::generation::GenerationSettings::is_empty"
-    )]
-    pub generation: crate::generation::GenerationSettings,
+    #[serde(default, skip_serializing_if = "GenerationSettings::is_empty")]
+    pub generation: GenerationSettings,
     pub presentation: Presentation,
     pub status: AgentRunStatus,
     /// Messages of the conversation frozen at start (`input/prompt_snapshot.json`): host system
@@ -302,11 +291,8 @@ pub struct UnrecordedEnd {
 pub struct ProfileModelChange {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_ref: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "crate::generation::GenerationSettings::is_empty"
-    )]
-    pub generation: crate::generation::GenerationSettings,
+    #[serde(default, skip_serializing_if = "GenerationSettings::is_empty")]
+    pub generation: GenerationSettings,
 }
 
 /// Where a branched run came from: its source run and the last seq of the source's journal

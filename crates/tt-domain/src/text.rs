@@ -36,18 +36,27 @@ pub fn word_count(text: &str) -> usize {
         let Some(ch) = chars.next() else {
             break;
         };
-        if is_cjk(ch) {
-            words += 1;
-            in_word = false;
-        } else if ch.is_whitespace() {
-            in_word = false;
-        } else if !in_word {
-            words += 1;
-            in_word = true;
-        }
+        words += words_begun_by(ch, &mut in_word);
         rest = chars.as_str();
     }
     words
+}
+
+/// Whether `ch` begins a word (1) or not (0), given whether the text before it ended inside
+/// one (`in_word`, updated): a CJK char is a word of its own, whitespace ends a word.
+fn words_begun_by(ch: char, in_word: &mut bool) -> usize {
+    if is_cjk(ch) {
+        *in_word = false;
+        1
+    } else if ch.is_whitespace() {
+        *in_word = false;
+        0
+    } else if !*in_word {
+        *in_word = true;
+        1
+    } else {
+        0
+    }
 }
 
 fn is_cjk(ch: char) -> bool {
@@ -72,15 +81,7 @@ mod tests {
         let mut words = 0;
         let mut in_word = false;
         for ch in text.chars() {
-            if is_cjk(ch) {
-                words += 1;
-                in_word = false;
-            } else if ch.is_whitespace() {
-                in_word = false;
-            } else if !in_word {
-                words += 1;
-                in_word = true;
-            }
+            words += words_begun_by(ch, &mut in_word);
         }
         words
     }

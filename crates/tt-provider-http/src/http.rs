@@ -178,6 +178,22 @@ pub async fn read_error_body(
     body
 }
 
+/// A reply the adapter cannot read: `model.upstream_invalid_response`.
+pub fn invalid_response(message: impl Into<String>) -> ModelError {
+    ModelError::InvalidResponse {
+        code: tt_domain::error_codes::MODEL_UPSTREAM_INVALID_RESPONSE,
+        message: message.into(),
+    }
+}
+
+/// A tool call the reply describes so that it cannot be made: `model.invalid_tool_call`.
+pub fn invalid_tool_call(message: impl Into<String>) -> ModelError {
+    ModelError::InvalidResponse {
+        code: tt_domain::error_codes::MODEL_INVALID_TOOL_CALL,
+        message: message.into(),
+    }
+}
+
 /// The failure of a call that `limit` (of `duration`) ended: "`what` N ms (request timeout)".
 pub fn timed_out(limit: ModelTimeLimit, duration: Duration, what: &str) -> ModelError {
     let limit_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);

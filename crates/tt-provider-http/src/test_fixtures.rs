@@ -1,6 +1,7 @@
 //! Fixtures both HTTP adapters' tests share (with the `test-support` feature): a canonical
-//! request with two real tool specs, a sink that records streamed deltas, and a streamed call
-//! that must fail.
+//! request with two real tool specs, a sink that records streamed deltas, a streamed call
+//! that must fail, and the wire cases every adapter passes alike (cancel, limits, refused
+//! settings).
 
 // Test support: a poisoned lock or a call that unexpectedly succeeds is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -11,9 +12,13 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, ProfileId, RunId};
-use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelDelta, ProviderSession};
+use tt_domain::model::{
+    AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelDelta, ProviderSession,
+};
 use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
+
+use crate::test_server::{Reply, TestServer};
 
 pub fn tool(name: ToolName, description: &str, schema: Value) -> AgentToolSpec {
     AgentToolSpec {
@@ -69,12 +74,8 @@ pub async fn stream_failure(
     messages: Vec<AgentModelMessage>,
 ) -> (ModelError, u64) {
     let started = tokio::time::Instant::now();
-    let error = provider
-        .stream(
-            request(1, messages),
-            Arc::new(Deltas::default()),
-            CancellationToken::new(),
-        )
+    let deltas = Some(Arc::new(Deltas::default()));
+    let error = round_one(provider, messages, deltas, CancellationToken::new())
         .await
         .unwrap_err();
     (error, started.elapsed().as_secs())
@@ -108,21 +109,8 @@ pub async fn assert_stream_idles_out(
 /// clock, and within the default bound of a hung call (300 s).
 pub async fn assert_headers_time_out(provider: &dyn ModelProvider, stream: bool, seconds: u64) {
     let started = tokio::time::Instant::now();
-    let call = async {
-        if stream {
-            provider
-                .stream(
-                    request(1, Vec::new()),
-                    Arc::new(Deltas::default()),
-                    CancellationToken::new(),
-                )
-                .await
-        } else {
-            provider
-                .complete(request(1, Vec::new()), CancellationToken::new())
-                .await
-        }
-    };
+    let deltas = stream.then(|| Arc::new(Deltas::default()));
+    let call = round_one(provider, Vec::new(), deltas, CancellationToken::new());
     let error = tokio::time::timeout(std::time::Duration::from_secs(300), call)
         .await
         .expect("the call outlasted the default bound of 300 s")
@@ -141,6 +129,179 @@ pub async fn assert_headers_time_out(provider: &dyn ModelProvider, stream: bool,
     assert!(error.is_retryable());
     assert!(error.to_string().contains("(header timeout)"), "{error}");
     assert_eq!(started.elapsed().as_secs(), seconds);
+}
+
+/// Cuts `text` in the middle of each of `markers` (each must occur once, in order), so no
+/// piece boundary lines up with an SSE line.
+pub fn cut(text: &str, markers: &[&str]) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    for marker in markers {
+        let at = rest.find(marker).unwrap() + marker.len() / 2;
+        pieces.push(rest[..at].to_owned());
+        rest = &rest[at..];
+    }
+    pieces.push(rest.to_owned());
+    pieces
+}
+
+/// Completes `request` through `provider` against `server`: the body the server received.
+pub async fn sent(
+    provider: &dyn ModelProvider,
+    server: &mut TestServer,
+    request: AgentModelRequest,
+) -> Value {
+    provider
+        .complete(request, CancellationToken::new())
+        .await
+        .unwrap();
+    server.next_request().await.body
+}
+
+/// Round 1 with `messages` through `provider`: streamed into `deltas` when given, else
+/// completed.
+pub async fn round_one(
+    provider: &dyn ModelProvider,
+    messages: Vec<AgentModelMessage>,
+    deltas: Option<Arc<Deltas>>,
+    cancel: CancellationToken,
+) -> Result<AgentModelResponse, ModelError> {
+    match deltas {
+        Some(deltas) => provider.stream(request(1, messages), deltas, cancel).await,
+        None => provider.complete(request(1, messages), cancel).await,
+    }
+}
+
+/// An adapter as its tests set it up: how they build it against a test server, the messages
+/// of its first round and that round's exact body on the wire (streamed or not). The wire
+/// cases every adapter passes alike are its provided functions.
+// Test support: its futures are awaited on the test's own runtime, never required to be `Send`.
+#[allow(async_fn_in_trait)]
+pub trait AdapterUnderTest {
+    /// The adapter's provider.
+    type Provider: ModelProvider + 'static;
+
+    /// The provider as the adapter's tests build it against `server`.
+    fn provider(server: &TestServer) -> Self::Provider;
+
+    /// The messages of the adapter's first round.
+    fn first_messages() -> Vec<AgentModelMessage>;
+
+    /// The exact body of the first round on the wire, streamed or not.
+    fn first_body(stream: bool) -> Value;
+
+    /// The first round, not streamed, against a server answering `reply`, which must fail:
+    /// asserts that the body the server received is the first round's.
+    async fn complete_against(reply: Reply) -> ModelError {
+        let mut server = TestServer::always(reply).await;
+        let provider = Self::provider(&server);
+        let error = round_one(
+            &provider,
+            Self::first_messages(),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(server.next_request().await.body, Self::first_body(false));
+        error
+    }
+
+    /// Streams the first round into `deltas` against a server answering `reply`, asserting
+    /// that the body the server received is the first round's.
+    async fn stream_against(
+        reply: Reply,
+        deltas: Arc<Deltas>,
+    ) -> Result<AgentModelResponse, ModelError> {
+        let mut server = TestServer::always(reply).await;
+        let provider = Self::provider(&server);
+        let messages = Self::first_messages();
+        let result = round_one(&provider, messages, Some(deltas), CancellationToken::new()).await;
+        assert_eq!(server.next_request().await.body, Self::first_body(true));
+        result
+    }
+
+    /// The first round (streamed or not) against a server that never answers, cancelled once
+    /// the server has the request: asserts that its body is the first round's, that the call
+    /// ends `Cancelled` and that the server sees the client go (the request was really
+    /// aborted).
+    async fn assert_cancel_aborts(stream: bool) {
+        assert_cancelled::<Self>(Reply::Hang, stream, false).await;
+    }
+
+    /// [`assert_cancel_aborts`](Self::assert_cancel_aborts) of the streamed first round
+    /// against a server answering `reply` (pieces, then silence: [`Reply::then_hang`]),
+    /// cancelled once a piece of it has been forwarded.
+    async fn assert_cancel_aborts_mid_stream(reply: Reply) {
+        assert_cancelled::<Self>(reply, true, true).await;
+    }
+}
+
+/// The first round of adapter `A` (streamed or not) against a server answering `reply`,
+/// cancelled once the server has the request (and, with `after_a_piece`, once a streamed
+/// piece was forwarded): asserts the body, the `Cancelled` end and the client going away.
+async fn assert_cancelled<A: AdapterUnderTest + ?Sized>(
+    reply: Reply,
+    stream: bool,
+    after_a_piece: bool,
+) {
+    let mut server = TestServer::always(reply).await;
+    let provider = A::provider(&server);
+    let messages = A::first_messages();
+    let deltas = stream.then(|| Arc::new(Deltas::default()));
+    let cancel = CancellationToken::new();
+    let call = tokio::spawn({
+        let (deltas, cancel) = (deltas.clone(), cancel.clone());
+        async move { round_one(&provider, messages, deltas, cancel).await }
+    });
+    assert_eq!(server.next_request().await.body, A::first_body(stream));
+    if let (true, Some(deltas)) = (after_a_piece, &deltas) {
+        // On the sink, not on a clock.
+        deltas.wait_for_any().await;
+    }
+    cancel.cancel();
+    assert_eq!(call.await.unwrap(), Err(ModelError::Cancelled));
+    server.client_closed().await;
+}
+
+/// Asserts that `error` is the size limit's (`model.response_too_large`, not retried, naming
+/// `limit` bytes) and that `server` sees the connection dropped, so it stops sending.
+pub async fn assert_cut_off_at_size_limit(error: &ModelError, server: &mut TestServer, limit: u64) {
+    assert_eq!(error.code(), "model.response_too_large");
+    assert!(!error.is_retryable());
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("larger than {limit} bytes")),
+        "{error}"
+    );
+    server.client_closed().await;
+}
+
+/// [`assert_headers_time_out`], not streamed and then streamed.
+pub async fn assert_headers_time_out_either_way(provider: &dyn ModelProvider, seconds: u64) {
+    assert_headers_time_out(provider, false, seconds).await;
+    assert_headers_time_out(provider, true, seconds).await;
+}
+
+/// Asserts that `provider` refuses `request` before sending it (`model.setting_unsupported`,
+/// not retried) with a message containing `expected`; `settings` names the case.
+pub async fn assert_setting_refused(
+    provider: &dyn ModelProvider,
+    request: AgentModelRequest,
+    settings: &Value,
+    expected: &str,
+) {
+    let error = provider
+        .complete(request, CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "model.setting_unsupported", "{settings}");
+    assert!(!error.is_retryable());
+    assert!(
+        matches!(&error, ModelError::SettingUnsupported { message } if message.contains(expected)),
+        "{settings}: {error}"
+    );
 }
 
 /// Records streamed deltas and wakes a waiter on each one.

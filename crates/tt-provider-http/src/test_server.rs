@@ -266,35 +266,43 @@ async fn serve(
             return;
         }
         Reply::Forever { headers, piece } => {
-            let mut head = head(200, &headers);
-            head.push_str("\r\n");
-            let _ = stream.write_all(head.as_bytes()).await;
-            loop {
-                if stream.write_all(&piece).await.is_err() || stream.flush().await.is_err() {
-                    let _ = closed_tx.send(());
-                    return;
-                }
-                tokio::task::yield_now().await;
-            }
+            repeat_until_closed(&mut stream, &headers, &piece, None, &closed_tx).await;
+            return;
         }
         Reply::Trickle {
             headers,
             piece,
             every,
         } => {
-            let mut head = head(200, &headers);
-            head.push_str("\r\n");
-            let _ = stream.write_all(head.as_bytes()).await;
-            loop {
-                if stream.write_all(&piece).await.is_err() || stream.flush().await.is_err() {
-                    let _ = closed_tx.send(());
-                    return;
-                }
-                tokio::time::sleep(every).await;
-            }
+            repeat_until_closed(&mut stream, &headers, &piece, Some(every), &closed_tx).await;
+            return;
         }
     }
     let _ = stream.shutdown().await;
+}
+
+/// Sends a 200 head with `headers`, then `piece` again and again (every `every`, else as fast
+/// as the client reads) until the client goes away, then reports it.
+async fn repeat_until_closed(
+    stream: &mut TcpStream,
+    headers: &[(String, String)],
+    piece: &[u8],
+    every: Option<std::time::Duration>,
+    closed_tx: &mpsc::UnboundedSender<()>,
+) {
+    let mut head = head(200, headers);
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes()).await;
+    loop {
+        if stream.write_all(piece).await.is_err() || stream.flush().await.is_err() {
+            let _ = closed_tx.send(());
+            return;
+        }
+        match every {
+            Some(every) => tokio::time::sleep(every).await,
+            None => tokio::task::yield_now().await,
+        }
+    }
 }
 
 /// Reads until the client closes the connection, then reports it.

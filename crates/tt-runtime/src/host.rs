@@ -332,9 +332,14 @@ impl AgentRuntime {
     pub async fn start_run(&self, request: StartRunRequest) -> HostResult<AgentRun> {
         self.ensure_open()?;
         let run = self.service.start_run(request).await?;
+        self.track_started(run).await
+    }
+
+    /// Keeps a run this runtime just started or resumed in the list a shutdown stops. A
+    /// shutdown that began while the run was being created may have taken the list before the
+    /// push: then this call settles the run itself and answers the shutdown's error.
+    async fn track_started(&self, run: AgentRun) -> HostResult<AgentRun> {
         self.started_runs().push(run.id.clone());
-        // A shutdown that began while the run was being created may have taken the list
-        // before the push: then this call settles the run itself.
         if self.shut_down.load(Ordering::SeqCst) {
             self.stop_late_run(&run.id).await;
             return Err(shut_down_error());
@@ -355,12 +360,7 @@ impl AgentRuntime {
     pub async fn resume_run(&self, run_id: &str) -> HostResult<AgentRun> {
         self.ensure_open()?;
         let run = self.service.resume_run(&RunId::from_raw(run_id)).await?;
-        self.started_runs().push(run.id.clone());
-        if self.shut_down.load(Ordering::SeqCst) {
-            self.stop_late_run(&run.id).await;
-            return Err(shut_down_error());
-        }
-        Ok(run)
+        self.track_started(run).await
     }
 
     /// Gives up a run that ended without finishing its work (`interrupted`, `failed` or

@@ -154,8 +154,76 @@ async fn command(
     }
 }
 
+/// Starts a run by host command `start_agent_run` with `request`: the run's id.
+async fn start_by_command(runtime: &AgentRuntime, request: serde_json::Value) -> String {
+    let run = command(runtime, "start_agent_run", request).await;
+    run["id"].as_str().unwrap().to_owned()
+}
+
+/// The first event of `event_type` in the run's journal as host command
+/// `read_agent_run_events` reads it (its first 500 events).
+async fn journaled(runtime: &AgentRuntime, run_id: &str, event_type: &str) -> serde_json::Value {
+    let page = command(
+        runtime,
+        "read_agent_run_events",
+        json!({"runId": run_id, "limit": 500}),
+    )
+    .await;
+    page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["type"] == event_type)
+        .unwrap()
+        .clone()
+}
+
 fn request() -> StartRunRequest {
     StartRunRequest::new("embed-chat", "Write a scene.")
+}
+
+/// Starts [`request`]: the run's id.
+async fn start(runtime: &AgentRuntime) -> String {
+    runtime.start_run(request()).await.unwrap().id.to_string()
+}
+
+/// A runtime over `dir` and the id of its run, whose model call has started and never
+/// answers.
+async fn waiting_on_the_model(dir: &Path) -> (AgentRuntime, String) {
+    let runtime = runtime(dir, hanging_model());
+    let run_id = start(&runtime).await;
+    wait_for_event(&runtime, &run_id, "model_call_attempt_started").await;
+    (runtime, run_id)
+}
+
+/// A runtime over `dir` (the committing writer, commits answered by the host) whose run asked
+/// for its commit: the runtime, the run's id and its `chat_commit_requested` event.
+async fn asking_to_commit(dir: &Path) -> (AgentRuntime, String, AgentRunEvent) {
+    let runtime = runtime(dir, committing_writer());
+    let run_id = start(&runtime).await;
+    let requested = wait_for_event(&runtime, &run_id, "chat_commit_requested").await;
+    (runtime, run_id, requested)
+}
+
+/// Answers the commit `requested` (its `chat_commit_requested` event): published as message
+/// `message_id`.
+fn publish_as(
+    runtime: &AgentRuntime,
+    requested: &AgentRunEvent,
+    message_id: &str,
+) -> tt_runtime::HostResult<()> {
+    runtime.resolve_chat_commit(ResolveChatCommitRequest {
+        run_id: requested.run_id.to_string(),
+        commit_id: requested.payload["commitId"].as_str().unwrap().to_owned(),
+        message_id: Some(message_id.to_owned()),
+        error: None,
+    })
+}
+
+/// Asserts that the run's commit was published as message `message_id`.
+async fn assert_published_as(runtime: &AgentRuntime, run_id: &str, message_id: &str) {
+    let completed = wait_for_event(runtime, run_id, "chat_commit_completed").await;
+    assert_eq!(completed.payload["messageId"], message_id);
 }
 
 /// Follows a run until an event of `event_type` arrives.
@@ -284,10 +352,7 @@ async fn the_subscription_is_a_stream_that_ends_after_the_terminal_event() {
 #[tokio::test]
 async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
     let dir = TempDir::new().unwrap();
-    let runtime = runtime(dir.path(), committing_writer());
-    let run = runtime.start_run(request()).await.unwrap();
-    let run_id = run.id.to_string();
-    let requested = wait_for_event(&runtime, &run_id, "chat_commit_requested").await;
+    let (runtime, run_id, requested) = asking_to_commit(dir.path()).await;
     let pending = runtime.pending_commits(&run_id).await.unwrap();
     assert_eq!(pending.len(), 1);
     let commit: &ChatCommitRequest = &pending[0];
@@ -299,14 +364,7 @@ async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
     let unknown = runtime.pending_commits("run_other").await.unwrap_err();
     assert_eq!(unknown.code, "agent.not_found");
 
-    runtime
-        .resolve_chat_commit(ResolveChatCommitRequest {
-            run_id: run_id.clone(),
-            commit_id: commit.commit_id.to_string(),
-            message_id: Some("17".to_owned()),
-            error: None,
-        })
-        .unwrap();
+    publish_as(&runtime, &requested, "17").unwrap();
     // Then the finish handshake: bind the promoted persistent state to message 17.
     let update = wait_for_event(
         &runtime,
@@ -327,8 +385,7 @@ async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
     let run = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
     assert!(runtime.pending_commits(&run_id).await.unwrap().is_empty());
-    let completed = wait_for_event(&runtime, &run_id, "chat_commit_completed").await;
-    assert_eq!(completed.payload["messageId"], "17");
+    assert_published_as(&runtime, &run_id, "17").await;
 }
 
 /// A cancel that lands during the finish handshake, after `persist/` was promoted (the
@@ -337,18 +394,8 @@ async fn pending_commits_lists_typed_requests_until_they_are_resolved() {
 #[tokio::test]
 async fn a_run_cancelled_during_the_finish_handshake_leaves_the_chat_no_new_state() {
     let dir = TempDir::new().unwrap();
-    let runtime = runtime(dir.path(), committing_writer());
-    let run = runtime.start_run(request()).await.unwrap();
-    let run_id = run.id.to_string();
-    let requested = wait_for_event(&runtime, &run_id, "chat_commit_requested").await;
-    runtime
-        .resolve_chat_commit(ResolveChatCommitRequest {
-            run_id: run_id.clone(),
-            commit_id: requested.payload["commitId"].as_str().unwrap().to_owned(),
-            message_id: Some("17".to_owned()),
-            error: None,
-        })
-        .unwrap();
+    let (runtime, run_id, requested) = asking_to_commit(dir.path()).await;
+    publish_as(&runtime, &requested, "17").unwrap();
     wait_for_event(
         &runtime,
         &run_id,
@@ -386,8 +433,7 @@ async fn the_commit_handler_publishes_each_commit() {
     let published = published.lock().unwrap().clone();
     assert_eq!(published.len(), 1);
     assert_eq!(published[0].content, "Night fell.\n");
-    let completed = wait_for_event(&runtime, run.id.as_str(), "chat_commit_completed").await;
-    assert_eq!(completed.payload["messageId"], "41");
+    assert_published_as(&runtime, run.id.as_str(), "41").await;
 }
 
 #[tokio::test]
@@ -397,17 +443,7 @@ async fn a_commit_handler_refusal_fails_the_run_with_its_reason() {
         .commit_handler(|_| async { Err("the chat window is closed".to_owned()) })
         .build()
         .unwrap();
-    let run = run_to_end(&runtime, request()).await;
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed = wait_for_event(&runtime, run.id.as_str(), "chat_commit_failed").await;
-    assert!(
-        failed
-            .payload
-            .to_string()
-            .contains("the chat window is closed"),
-        "{}",
-        failed.payload
-    );
+    assert_commit_fails_the_run(&runtime, "the chat window is closed").await;
 }
 
 #[tokio::test]
@@ -423,11 +459,17 @@ async fn a_panicking_commit_handler_refuses_the_commit_instead_of_hanging_the_ru
         })
         .build()
         .unwrap();
-    let run = run_to_end(&runtime, request()).await;
+    assert_commit_fails_the_run(&runtime, "panicked").await;
+}
+
+/// Runs [`request`] to its end and asserts that its commit failed, saying `why`, and failed the
+/// run.
+async fn assert_commit_fails_the_run(runtime: &AgentRuntime, why: &str) {
+    let run = run_to_end(runtime, request()).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed = wait_for_event(&runtime, run.id.as_str(), "chat_commit_failed").await;
+    let failed = wait_for_event(runtime, run.id.as_str(), "chat_commit_failed").await;
     assert!(
-        failed.payload.to_string().contains("panicked"),
+        failed.payload.to_string().contains(why),
         "{}",
         failed.payload
     );
@@ -455,17 +497,9 @@ async fn host_commit_calls_on_a_custom_bridge_fail_with_a_code_and_the_bridge_st
         .commit_bridge(CommitBridgeChoice::Custom(Arc::new(SevenBridge)))
         .build()
         .unwrap();
-    let run = runtime.start_run(request()).await.unwrap();
-    let run_id = run.id.to_string();
+    let run_id = start(&runtime).await;
     let requested = wait_for_event(&runtime, &run_id, "chat_commit_requested").await;
-    let resolve = runtime
-        .resolve_chat_commit(ResolveChatCommitRequest {
-            run_id: run_id.clone(),
-            commit_id: requested.payload["commitId"].as_str().unwrap().to_owned(),
-            message_id: Some("99".to_owned()),
-            error: None,
-        })
-        .unwrap_err();
+    let resolve = publish_as(&runtime, &requested, "99").unwrap_err();
     assert_eq!(resolve.code, COMMIT_BRIDGE_NOT_HOST_API);
     assert_eq!(
         runtime.pending_commits(&run_id).await.unwrap_err().code,
@@ -473,8 +507,7 @@ async fn host_commit_calls_on_a_custom_bridge_fail_with_a_code_and_the_bridge_st
     );
     let run = runtime.wait_for_run(&run_id).await.unwrap();
     assert_eq!(run.status, AgentRunStatus::Completed);
-    let completed = wait_for_event(&runtime, &run_id, "chat_commit_completed").await;
-    assert_eq!(completed.payload["messageId"], "7");
+    assert_published_as(&runtime, &run_id, "7").await;
 }
 
 #[tokio::test]
@@ -621,14 +654,7 @@ async fn a_run_caught_by_shutdown_before_its_executor_starts_ends_interrupted() 
     assert_eq!(runs.len(), 1);
     let run_id = runs[0].id.to_string();
     assert_eq!(runs[0].status, AgentRunStatus::Interrupted);
-    let events = reopened
-        .read_events(ReadEventsRequest {
-            run_id: run_id.clone(),
-            ..ReadEventsRequest::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let events = journal(&reopened, &run_id).await;
     let last = events.last().unwrap();
     assert_eq!(last.event_type, "run_interrupted");
     assert_eq!(last.payload["reason"], "host_shutdown");
@@ -648,10 +674,7 @@ async fn a_run_caught_by_shutdown_before_its_executor_starts_ends_interrupted() 
 #[tokio::test]
 async fn shutdown_ends_a_stream_that_follows_a_run_another_runtime_owns() {
     let dir = TempDir::new().unwrap();
-    let owner = runtime(dir.path(), hanging_model());
-    let run = owner.start_run(request()).await.unwrap();
-    let run_id = run.id.to_string();
-    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    let (owner, run_id) = waiting_on_the_model(dir.path()).await;
     // A second runtime on the same data dir (as another app window would be): the run is
     // locked by its owner, so this one only follows it, by polling its journal.
     let viewer = runtime_at_same_dir(dir.path());
@@ -690,19 +713,9 @@ fn runtime_at_same_dir(dir: &Path) -> AgentRuntime {
 #[tokio::test]
 async fn after_a_restart_an_interrupted_run_waits_and_streams_to_its_end() {
     let dir = TempDir::new().unwrap();
-    let crashed = runtime(dir.path(), hanging_model());
-    let run = crashed.start_run(request()).await.unwrap();
-    let run_id = run.id.to_string();
-    wait_for_event(&crashed, &run_id, "model_call_attempt_started").await;
+    let (crashed, run_id) = waiting_on_the_model(dir.path()).await;
     // The journal holds the call's start: the run is quiet, waiting on the model.
-    let journaled = crashed
-        .read_events(ReadEventsRequest {
-            run_id: run_id.clone(),
-            ..ReadEventsRequest::default()
-        })
-        .await
-        .unwrap()
-        .events;
+    let journaled = journal(&crashed, &run_id).await;
     assert!(
         journaled
             .iter()
@@ -862,8 +875,7 @@ async fn another_writers_run_shows_in_run_updates(
     gate: &tokio::sync::Semaphore,
 ) {
     let mut updates = viewer.run_updates().unwrap();
-    let run = other.start_run(request()).await.unwrap();
-    let run_id = run.id.to_string();
+    let run_id = start(other).await;
     let first = next_update_of(&mut updates, &run_id).await;
     assert_eq!(first.stable_chat_id, "embed-chat");
     assert_eq!(viewer.usage(&run_id).await.unwrap().model_calls, 0);
@@ -908,8 +920,7 @@ async fn guidance_waiting_when_the_process_died_reaches_the_agent_after_resume()
     };
     let dir = TempDir::new().unwrap();
     let crashed = transcript_runtime(dir.path(), hanging_model());
-    let run = crashed.start_run(request()).await.unwrap();
-    let run_id = run.id.to_string();
+    let run_id = start(&crashed).await;
     wait_for_event(&crashed, &run_id, "model_call_attempt_started").await;
     // Submitted while the writer waits on its first answer: read before its next request.
     let receipt = crashed
@@ -995,10 +1006,7 @@ mod windows;
 #[tokio::test]
 async fn waiting_for_a_run_another_runtime_owns_returns_its_end() {
     let dir = TempDir::new().unwrap();
-    let owner = runtime(dir.path(), hanging_model());
-    let run = owner.start_run(request()).await.unwrap();
-    let run_id = run.id.to_string();
-    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    let (owner, run_id) = waiting_on_the_model(dir.path()).await;
     let viewer = runtime_at_same_dir(dir.path());
     let waiting = viewer.wait_for_run(&run_id);
     let stop = async {

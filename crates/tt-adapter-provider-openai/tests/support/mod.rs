@@ -1,7 +1,7 @@
 //! Fixtures shared by the provider tests: the test server, a canonical request with two real
 //! tool specs, and a sink that records streamed deltas.
 
-pub(crate) use tt_provider_http::test_fixtures::{Deltas, request};
+pub(crate) use tt_provider_http::test_fixtures::{AdapterUnderTest, Deltas, request};
 pub(crate) use tt_provider_http::test_server as server;
 
 use serde_json::{Value, json};
@@ -59,4 +59,23 @@ pub(crate) fn config(server: &TestServer) -> OpenAiConfig {
 
 pub(crate) fn provider(server: &TestServer) -> OpenAiProvider {
     OpenAiProvider::new(config(server)).unwrap()
+}
+
+/// This adapter, for the wire cases every HTTP adapter passes alike.
+pub(crate) struct Adapter;
+
+impl AdapterUnderTest for Adapter {
+    type Provider = OpenAiProvider;
+
+    fn provider(server: &TestServer) -> OpenAiProvider {
+        provider(server)
+    }
+
+    fn first_messages() -> Vec<AgentModelMessage> {
+        first_messages()
+    }
+
+    fn first_body(stream: bool) -> Value {
+        first_body(stream)
+    }
 }

@@ -6,15 +6,13 @@
 //! The server: `TT_CRASH_STORE_URL` (what `cargo xtask soak crash --store URL` passes), else a
 //! throwaway cluster this test starts. `TT_CRASH_TRIALS` sets the number of trials (default 3).
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use tt_adapter_storage_postgres::PostgresStore;
 use tt_adapter_storage_postgres::cluster::TestCluster;
 use tt_ports::{AgentRunRepository, EventPage, RunJournal, RunListPage};
 use tt_runtime::AgentRunStatus;
-
-use super::BENCH;
 
 use super::trials;
 
@@ -24,22 +22,10 @@ fn kill_at_events(n: u64) -> u64 {
     if n == 0 { 0 } else { 1 + (n * 7_919) % 1_000 }
 }
 
+/// The crash test's fan-out on the PostgreSQL store at `url`, its files in `data_dir`.
 fn fanout(url: &str, children: u32, data_dir: &std::path::Path) -> Command {
-    let mut command = Command::new(BENCH);
-    command
-        .args([
-            "fanout",
-            "--children",
-            &children.to_string(),
-            "--store",
-            url,
-        ])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .arg("--reuse-data-dir")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut command = super::fanout(data_dir, children);
+    command.args(["--store", url]);
     command
 }
 

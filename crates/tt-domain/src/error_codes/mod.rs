@@ -145,30 +145,22 @@ impl ErrorClass {
     /// Whether a code of this class goes back to the model as a tool result instead of
     /// failing the agent.
     pub fn goes_back_to_model(self) -> bool {
-        match self {
-            ErrorClass::ModelSlip | ErrorClass::ToolRefusal => true,
-            ErrorClass::UserRetryable
-            | ErrorClass::RoleViolation
-            | ErrorClass::ProviderTransient
-            | ErrorClass::Provider
-            | ErrorClass::Budget
-            | ErrorClass::HostContract
-            | ErrorClass::Configuration
-            | ErrorClass::HostBridge
-            | ErrorClass::Storage
-            | ErrorClass::Cancelled
-            | ErrorClass::Internal => false,
-        }
+        self.handling().0
     }
 
     /// Whether a user may sensibly press "retry" after an agent failed with a code of this
     /// class (`run_failed.userRetryable`).
     pub fn is_user_retryable(self) -> bool {
+        self.handling().1
+    }
+
+    /// How a code of this class is handled, one decision a class: (goes back to the model,
+    /// the user may retry).
+    fn handling(self) -> (bool, bool) {
         match self {
-            ErrorClass::UserRetryable | ErrorClass::ProviderTransient => true,
-            ErrorClass::ModelSlip
-            | ErrorClass::ToolRefusal
-            | ErrorClass::RoleViolation
+            ErrorClass::ModelSlip | ErrorClass::ToolRefusal => (true, false),
+            ErrorClass::UserRetryable | ErrorClass::ProviderTransient => (false, true),
+            ErrorClass::RoleViolation
             | ErrorClass::Provider
             | ErrorClass::Budget
             | ErrorClass::HostContract
@@ -176,7 +168,7 @@ impl ErrorClass {
             | ErrorClass::HostBridge
             | ErrorClass::Storage
             | ErrorClass::Cancelled
-            | ErrorClass::Internal => false,
+            | ErrorClass::Internal => (false, false),
         }
     }
 }

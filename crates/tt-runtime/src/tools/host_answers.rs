@@ -68,6 +68,17 @@ pub struct HostToolFailure {
 
 type Answer = Result<ExternalToolOutput, HostToolFailure>;
 
+/// A host's refusal of a call as the agent reads it: `tool.host_failed` with the host's
+/// `message`, and the host's own `code` (when it gave one) as the reason.
+pub(crate) fn host_refusal(message: String, code: String) -> ToolSourceError {
+    ToolSourceError {
+        code: error_codes::TOOL_HOST_FAILED,
+        message,
+        reason: Some(code).filter(|code| !code.is_empty()),
+        may_have_run: false,
+    }
+}
+
 struct Waiting {
     call: PendingHostToolCall,
     answer: oneshot::Sender<Answer>,
@@ -155,12 +166,7 @@ impl HostAnswers {
         };
         match answer {
             Ok(Ok(output)) => Ok(output),
-            Ok(Err(failure)) => Err(ToolSourceError {
-                code: error_codes::TOOL_HOST_FAILED,
-                message: failure.message,
-                reason: Some(failure.code).filter(|code| !code.is_empty()),
-                may_have_run: false,
-            }),
+            Ok(Err(failure)) => Err(host_refusal(failure.message, failure.code)),
             // The sender went away without an answer: only a replaced registration does that.
             Err(_) => Err(ToolSourceError::new(
                 error_codes::TOOL_HOST_NO_ANSWER,

@@ -394,12 +394,7 @@ impl HostTools {
                 text: reply.text,
                 structured: reply.structured,
             }),
-            Ok(Err(err)) => Err(ToolSourceError {
-                code: error_codes::TOOL_HOST_FAILED,
-                message: err.message,
-                reason: Some(err.code).filter(|code| !code.is_empty()),
-                may_have_run: false,
-            }),
+            Ok(Err(err)) => Err(super::host_answers::host_refusal(err.message, err.code)),
             Err(_) => Err(ToolSourceError::new(
                 error_codes::TOOL_HOST_PANICKED,
                 format!("The tool `{name}` failed unexpectedly; try again or do without it."),

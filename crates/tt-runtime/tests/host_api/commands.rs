@@ -11,7 +11,7 @@ use tt_runtime::{
     AgentRuntime, FnProvider, HOST_COMMANDS, ModelProvider, ModelReply, host_commands,
 };
 
-use super::{command, librarian_profile, transcript_runtime};
+use super::{command, journaled, librarian_profile, start_by_command, transcript_runtime};
 
 fn librarian(host_tools: &[&str]) -> Value {
     librarian_profile(host_tools)
@@ -73,13 +73,11 @@ async fn start_with_a_waiting_call(
     command(runtime, "register_agent_host_tool", chat_search(timeout_ms)).await;
     command(runtime, "save_agent_profile", librarian(&["chat.search"])).await;
     let mut waiting = runtime.host_tool_call_feed().unwrap();
-    let run = command(
+    let run_id = start_by_command(
         runtime,
-        "start_agent_run",
         json!({"stableChatId": "library-chat", "userInput": "Find it.", "profileId": "librarian"}),
     )
     .await;
-    let run_id = run["id"].as_str().unwrap().to_owned();
     let call = waiting.recv().await.unwrap();
     assert_eq!(call.run_id, run_id);
     (run_id, call)
@@ -170,14 +168,12 @@ async fn a_run_driven_through_commands_alone_with_a_host_answered_tool() {
     assert_eq!(tool["facts"]["sideEffect"], "reads_only");
     command(&runtime, "save_agent_profile", librarian(&["chat.search"])).await;
     let mut waiting = runtime.host_tool_call_feed().unwrap();
-    let run = command(
+    let run_id = start_by_command(
         &runtime,
-        "start_agent_run",
         json!({"stableChatId": "library-chat", "userInput": "Find the lighthouse note.",
                "profileId": "librarian"}),
     )
     .await;
-    let run_id = run["id"].as_str().unwrap().to_owned();
 
     let call = waiting.recv().await.unwrap();
     assert_eq!(call.run_id, run_id);
@@ -226,18 +222,7 @@ async fn a_run_driven_through_commands_alone_with_a_host_answered_tool() {
     )
     .await;
     assert_eq!(file["text"], "Found: keeper.\n");
-    let page = command(
-        &runtime,
-        "read_agent_run_events",
-        json!({"runId": run_id, "limit": 500}),
-    )
-    .await;
-    let completed = page["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|event| event["type"] == "tool_call_completed")
-        .unwrap();
+    let completed = &journaled(&runtime, &run_id, "tool_call_completed").await;
     assert_eq!(completed["payload"]["name"], "host/chat.search");
     // The typed function is the same command.
     let listed = host_commands::list_agent_runs(&runtime, tt_runtime::ListRunsRequest::default())
@@ -256,18 +241,7 @@ async fn a_host_answered_call_without_an_answer_times_out_and_the_run_goes_on() 
     let (run_id, call) = start_with_a_waiting_call(&runtime, 20).await;
     let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
     assert_eq!(ended["status"], "completed");
-    let page = command(
-        &runtime,
-        "read_agent_run_events",
-        json!({"runId": run_id, "limit": 500}),
-    )
-    .await;
-    let failed = page["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|event| event["type"] == "tool_call_failed")
-        .unwrap();
+    let failed = &journaled(&runtime, &run_id, "tool_call_failed").await;
     assert_eq!(
         failed["payload"]["errorCode"], "tool.host_no_answer",
         "{failed}"

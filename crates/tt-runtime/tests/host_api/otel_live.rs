@@ -48,13 +48,7 @@ async fn a_host_run_sends_each_span_as_it_ends_with_genai_attributes() {
     let dir = TempDir::new().unwrap();
     let runtime = exporting_runtime(dir.path(), held_writer(), &endpoint);
     let run = runtime.start_run(request()).await.unwrap();
-    let mut seen = Vec::new();
-    spans_named(
-        &mut received,
-        &mut seen,
-        &["chat gpt-4o-mini", "execute_tool workspace.write_file"],
-    )
-    .await;
+    let mut seen = round_one_spans(&mut received).await;
     // Round 2 still waits on the model: the spans came while the run was live.
     let live = runtime.get_run(run.id.as_str()).await.unwrap();
     assert!(!live.status.is_terminal(), "{live:?}");
@@ -122,6 +116,35 @@ async fn a_host_run_sends_each_span_as_it_ends_with_genai_attributes() {
     runtime.shutdown().await.unwrap();
 }
 
+/// Waits for the spans of round 1 of [`held_writer`] (its model call and its write): every span
+/// received so far.
+async fn round_one_spans(received: &mut mpsc::UnboundedReceiver<Vec<Value>>) -> Vec<Value> {
+    let mut seen = Vec::new();
+    spans_named(
+        received,
+        &mut seen,
+        &["chat gpt-4o-mini", "execute_tool workspace.write_file"],
+    )
+    .await;
+    seen
+}
+
+/// Cancels the run, waits for its end and for its spans to be posted.
+async fn cancel_and_flush(runtime: &AgentRuntime, run_id: &str) {
+    runtime.cancel_run(run_id).await.unwrap();
+    runtime.wait_for_run(run_id).await.unwrap();
+    runtime.flush_otel(run_id).await.unwrap().unwrap();
+}
+
+/// Asserts that the root agent's span is among `seen` (it was posted `when`).
+fn assert_agent_posted(seen: &[Value], when: &str) {
+    assert!(
+        seen.iter()
+            .any(|s| s["name"] == "invoke_agent default-writer"),
+        "the agent was not posted {when}: {seen:#?}"
+    );
+}
+
 /// Every span posted so far (after a post returned, its spans have been handed over).
 fn drain(received: &mut mpsc::UnboundedReceiver<Vec<Value>>) -> Vec<Value> {
     let mut spans = Vec::new();
@@ -148,24 +171,12 @@ async fn a_resumed_run_exports_only_its_new_spans() {
     let first = exporting_runtime(dir.path(), held_writer(), &endpoint);
     let run = first.start_run(request()).await.unwrap();
     let run_id = run.id.to_string();
-    let mut seen = Vec::new();
-    spans_named(
-        &mut received,
-        &mut seen,
-        &["chat gpt-4o-mini", "execute_tool workspace.write_file"],
-    )
-    .await;
-    first.cancel_run(&run_id).await.unwrap();
-    first.wait_for_run(&run_id).await.unwrap();
-    first.flush_otel(&run_id).await.unwrap().unwrap();
+    let mut seen = round_one_spans(&mut received).await;
+    cancel_and_flush(&first, &run_id).await;
     first.shutdown().await.unwrap();
     seen.extend(drain(&mut received));
     let first_leg = span_ids(&seen);
-    assert!(
-        seen.iter()
-            .any(|s| s["name"] == "invoke_agent default-writer"),
-        "the agent was not posted at the end: {seen:#?}"
-    );
+    assert_agent_posted(&seen, "at the end");
 
     let second = exporting_runtime(dir.path(), held_writer(), &endpoint);
     second.resume_run(&run_id).await.unwrap();
@@ -176,9 +187,7 @@ async fn a_resumed_run_exports_only_its_new_spans() {
             break;
         }
     }
-    second.cancel_run(&run_id).await.unwrap();
-    second.wait_for_run(&run_id).await.unwrap();
-    second.flush_otel(&run_id).await.unwrap().unwrap();
+    cancel_and_flush(&second, &run_id).await;
     let resumed = drain(&mut received);
     let again: Vec<&Value> = resumed
         .iter()
@@ -210,9 +219,5 @@ async fn shutdown_posts_what_is_left_of_the_runs_it_stops_before_it_returns() {
     .await;
     runtime.shutdown().await.unwrap();
     seen.extend(drain(&mut received));
-    assert!(
-        seen.iter()
-            .any(|s| s["name"] == "invoke_agent default-writer"),
-        "the agent was not posted by shutdown: {seen:#?}"
-    );
+    assert_agent_posted(&seen, "by shutdown");
 }

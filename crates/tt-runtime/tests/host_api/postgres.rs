@@ -17,7 +17,7 @@ use tt_runtime::{
 };
 use tt_testkit::fakes::ShapedModel;
 
-use super::{committing_writer, hanging_model, journal, request, wait_for_event};
+use super::{committing_writer, hanging_model, journal, request, start, wait_for_event};
 
 /// Turns a hang into a failure; never reached when the behaviour holds (no timing is asserted).
 const HANG_GUARD: Duration = Duration::from_secs(120);
@@ -33,6 +33,16 @@ async fn fresh_database() -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let name = format!("tt_embed_{}", NEXT.fetch_add(1, Ordering::Relaxed));
     cluster().create_database(&name).await.unwrap()
+}
+
+/// A runtime on the database at `url` holding its runs for an hour, and the id of its run,
+/// whose model call has started and never answers.
+async fn owner_waiting_on_the_model(url: &str, dir: &std::path::Path) -> (AgentRuntime, String) {
+    let lease = Some(Duration::from_secs(3_600));
+    let owner = pg_runtime(url, dir, hanging_model(), lease).await;
+    let run_id = start(&owner).await;
+    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    (owner, run_id)
 }
 
 /// A runtime on the database at `url`, as an embedder makes one (`open_store_url_with`).
@@ -270,10 +280,7 @@ async fn a_runtime_that_shuts_down_leaves_its_run_interrupted_for_another_to_res
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
     let viewer_dir = TempDir::new().unwrap();
-    let lease = Some(Duration::from_secs(3_600));
-    let owner = pg_runtime(&url, owner_dir.path(), hanging_model(), lease).await;
-    let run_id = owner.start_run(request()).await.unwrap().id.to_string();
-    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    let (owner, run_id) = owner_waiting_on_the_model(&url, owner_dir.path()).await;
     let viewer = Arc::new(pg_runtime(&url, viewer_dir.path(), hanging_model(), None).await);
     let (waiting, following) = wait_and_follow(&viewer, &run_id).await;
 
@@ -300,10 +307,7 @@ async fn shutdown_does_not_wait_on_a_run_another_host_took_over() {
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
     let taker_dir = TempDir::new().unwrap();
-    let lease = Some(Duration::from_secs(3_600));
-    let owner = pg_runtime(&url, owner_dir.path(), hanging_model(), lease).await;
-    let run_id = owner.start_run(request()).await.unwrap().id.to_string();
-    wait_for_event(&owner, &run_id, "model_call_attempt_started").await;
+    let (owner, run_id) = owner_waiting_on_the_model(&url, owner_dir.path()).await;
     TestCluster::expire_lease(&url, &run_id).await.unwrap();
     let taker = pg_runtime(&url, taker_dir.path(), hanging_model(), None).await;
     taker.resume_run(&run_id).await.unwrap();

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use tt_runtime::AgentRuntime;
 
-use super::{command, committing_writer, transcript_builder, writer_profile};
+use super::{command, committing_writer, start_by_command, transcript_builder, writer_profile};
 
 fn writer() -> Value {
     let mut profile = writer_profile("metered", "Metered", &[], 8);
@@ -29,14 +29,12 @@ async fn a_parked_run_is_listed_and_goes_on_once_the_host_raises_its_limit() {
     let dir = TempDir::new().unwrap();
     let runtime = runtime(&dir);
     command(&runtime, "save_agent_profile", writer()).await;
-    let run = command(
+    let run_id = start_by_command(
         &runtime,
-        "start_agent_run",
         json!({"stableChatId": "metered-chat", "userInput": "Write the scene.",
                "profileId": "metered"}),
     )
     .await;
-    let run_id = run["id"].as_str().unwrap().to_owned();
     let pending = loop {
         let pending = command(
             &runtime,
