@@ -8,6 +8,18 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Lowercase hex of the first `len` bytes of the sha256 of `parts` one after the other: the
+/// first `2 * len` characters of [`sha256_hex`] of their concatenation, without building it
+/// or the whole hex.
+pub fn sha256_hex_prefix(parts: &[&[u8]], len: usize) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    let digest = hasher.finalize();
+    hex::encode(digest.get(..len).unwrap_or(digest.as_slice()))
+}
+
 /// Scratch buffers larger than this are not kept for the next value.
 const KEPT_SCRATCH_CAPACITY: usize = 64 * 1024;
 
@@ -93,6 +105,16 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> (&str, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hex_prefix_is_the_start_of_the_whole_hex_of_the_parts_joined() {
+        let parts: [&[u8]; 3] = [b"inv_root", b"/12/", "call_é".as_bytes()];
+        let whole = sha256_hex(&parts.concat());
+        for len in [0, 8, 32] {
+            assert_eq!(sha256_hex_prefix(&parts, len), whole[..2 * len]);
+        }
+        assert_eq!(sha256_hex_prefix(&parts, 99), whole);
+    }
 
     #[test]
     fn json_text_writes_what_to_string_writes_and_fails_as_it_fails() {
