@@ -36,6 +36,13 @@ fn stated_status(event: &NewRunEvent) -> Option<String> {
     }
 }
 
+/// An event's row body: the event as its JSON line, the payload's text copied in as it is.
+fn event_json(event: &RecordedEvent) -> StorageResult<String> {
+    event
+        .to_json()
+        .map_err(|err| StorageError::Other(format!("cannot serialize event: {err}")))
+}
+
 fn event_from_row(run_id: &RunId, seq: i64, body: &str) -> StorageResult<AgentRunEvent> {
     let mut event: AgentRunEvent = parse(format!("event {seq} of run {run_id}"), body)?;
     event.seq = u64::try_from(seq).unwrap_or(0);
@@ -87,7 +94,7 @@ impl Unit {
                     }
                     let status = stated_status(&event);
                     let event = event.with_seq(0);
-                    let body = to_json("event", &event)?;
+                    let body = event_json(&event)?;
                     events.push(event);
                     Write::Event { body, status }
                 }
@@ -138,7 +145,7 @@ impl RunJournal for PostgresStore {
         let status = stated_status(&event);
         // Stored with seq 0; the row's seq column is the truth and is put back on read.
         let stored = event.with_seq(0);
-        let body = to_json("event", &stored)?;
+        let body = event_json(&stored)?;
         let seq = self.journal.append(run_id.as_str(), body, status).await?;
         Ok(RecordedEvent { seq, ..stored })
     }
@@ -160,7 +167,7 @@ impl RunJournal for PostgresStore {
         for event in events {
             let status = stated_status(&event);
             let event = event.with_seq(0);
-            bodies.push((to_json("event", &event)?, status));
+            bodies.push((event_json(&event)?, status));
             stored.push(event);
         }
         // One unit of the group commit: the events commit together, in this order.

@@ -3,13 +3,14 @@
 //! only under the lock.
 
 use serde::Serialize;
-use tt_domain::event::{JournalPayload, NewRunEvent};
+use tt_domain::event::NewRunEvent;
 use tt_domain::ids::RunId;
 use tt_domain::time::Timestamp;
 use tt_ports::{StorageError, StorageResult};
 
-/// An event line without its seq: `{"id":…,"runId":…,…}` and the newline, in the field order
-/// of [`AgentRunEvent`], so that `{"seq":N,` in front of it makes the stored line.
+/// An event line without its seq and its payload: `{"id":…,"runId":…,…}`, in the field order
+/// of [`AgentRunEvent`], so that `{"seq":N,` in front of it and the payload's text at its end
+/// make the stored line.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct EventLineTail<'a> {
@@ -19,8 +20,6 @@ struct EventLineTail<'a> {
     level: &'a tt_domain::event::EventLevel,
     #[serde(rename = "type")]
     event_type: &'a str,
-    /// Serialized when the event was built: copied in as it is.
-    payload: &'a JournalPayload,
 }
 
 /// Room kept in front of an event's serialized tail for `{"seq":N,` (at most 28 bytes).
@@ -56,11 +55,15 @@ impl EventLine {
                 timestamp: &event.timestamp,
                 level: &event.level,
                 event_type: event.event_type.as_str(),
-                payload: &event.payload,
             },
         )
         .map_err(|err| StorageError::Other(format!("cannot serialize an event: {err}")))?;
-        line.buf.push(b'\n');
+        // The payload, serialized when the event was built, copied in as it is in place of
+        // the tail's closing `}`.
+        line.buf.pop();
+        line.buf.extend_from_slice(b",\"payload\":");
+        line.buf.extend_from_slice(event.payload.get().as_bytes());
+        line.buf.extend_from_slice(b"}\n");
         Ok(line)
     }
 

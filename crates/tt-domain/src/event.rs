@@ -115,6 +115,25 @@ impl RecordedEvent {
         })
     }
 
+    /// The event as `serde_json::to_string` writes it, with the payload's text copied in as
+    /// it is (not checked as JSON again): what a store writes.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        let mut line = serde_json::to_string(&Envelope {
+            seq: self.seq,
+            id: &self.id,
+            run_id: &self.run_id,
+            timestamp: &self.timestamp,
+            level: self.level,
+            event_type: &self.event_type,
+        })?;
+        line.pop(); // its closing `}`
+        line.reserve(self.payload.get().len() + 12);
+        line.push_str(",\"payload\":");
+        line.push_str(self.payload.get());
+        line.push('}');
+        Ok(line)
+    }
+
     /// [`to_event`](Self::to_event), taking the event.
     pub fn into_event(self) -> Result<AgentRunEvent, serde_json::Error> {
         let payload = self.payload.to_value()?;
@@ -130,11 +149,28 @@ impl RecordedEvent {
     }
 }
 
+/// A [`RecordedEvent`] without its payload, the fields in the same order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope<'a> {
+    seq: u64,
+    id: &'a EventId,
+    run_id: &'a RunId,
+    timestamp: &'a Timestamp,
+    level: EventLevel,
+    #[serde(rename = "type")]
+    event_type: &'a RunEventType,
+}
+
 /// An event's payload as the journal writes it: serialized once, `eventScope` included, when
 /// the event is built, and written as it is by every store. [`to_value`](Self::to_value)
 /// parses it for a reader that needs the JSON tree.
+///
+/// The text is written into a buffer each thread reuses and copied out at its size
+/// ([`json_text`](crate::text::json_text)), so a payload costs one allocation however it grows
+/// while being written.
 #[derive(Debug, Clone)]
-pub struct JournalPayload(Box<RawValue>);
+pub struct JournalPayload(String);
 
 impl JournalPayload {
     /// `payload` serialized with `scope` as its `eventScope`, written after the payload's own
@@ -145,15 +181,15 @@ impl JournalPayload {
         scope: Option<&EventScope>,
     ) -> Result<Self, serde_json::Error> {
         let Some(scope) = scope else {
-            return serde_json::value::to_raw_value(payload).map(Self);
+            return crate::text::json_text(payload).map(Self);
         };
-        match serde_json::value::to_raw_value(&Scoped { payload, scope }) {
-            Ok(raw) => Ok(Self(raw)),
+        match crate::text::json_text(&Scoped { payload, scope }) {
+            Ok(text) => Ok(Self(text)),
             // Not a map, which a flattened payload must be: as `add_to` leaves it.
             Err(_) => {
                 let mut value = serde_json::to_value(payload)?;
                 scope.add_to(&mut value);
-                serde_json::value::to_raw_value(&value).map(Self)
+                crate::text::json_text(&value).map(Self)
             }
         }
     }
@@ -168,19 +204,19 @@ impl JournalPayload {
 
     /// The payload's JSON text.
     pub fn get(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 
     /// The payload parsed.
     pub fn to_value(&self) -> Result<Value, serde_json::Error> {
-        serde_json::from_str(self.0.get())
+        serde_json::from_str(&self.0)
     }
 }
 
 impl From<&Value> for JournalPayload {
     fn from(payload: &Value) -> Self {
         // A `Value` always serializes (its map keys are strings): the `null` is never taken.
-        Self(serde_json::value::to_raw_value(payload).unwrap_or_else(|_| RawValue::NULL.to_owned()))
+        Self(crate::text::json_text(payload).unwrap_or_else(|_| "null".to_owned()))
     }
 }
 
@@ -197,9 +233,13 @@ impl PartialEq for JournalPayload {
     }
 }
 
+/// Written as the JSON it is (checked as JSON on the way, which the stores skip: they copy
+/// the text into their line or row as it is).
 impl Serialize for JournalPayload {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        let raw: &RawValue =
+            serde_json::from_str(&self.0).map_err(<S::Error as serde::ser::Error>::custom)?;
+        raw.serialize(serializer)
     }
 }
 
@@ -584,6 +624,10 @@ mod tests {
         let read = event.to_event().unwrap();
         assert_eq!(
             serde_json::to_string(&event).unwrap(),
+            serde_json::to_string(&read).unwrap()
+        );
+        assert_eq!(
+            event.to_json().unwrap(),
             serde_json::to_string(&read).unwrap()
         );
         assert_eq!(read.payload, json!({"b": 1, "a": "x\n\"y\""}));

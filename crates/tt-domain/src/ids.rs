@@ -101,9 +101,18 @@ string_id!(
 /// The root invocation's id is a constant.
 pub const ROOT_INVOCATION_ID: &str = "inv_root";
 
+/// `prefix` then `token`, in a string of exactly their size (`format!` would go through the
+/// formatting machinery and grow its buffer: ids are made for every event).
+fn prefixed(prefix: &str, token: &str) -> String {
+    let mut id = String::with_capacity(prefix.len() + token.len());
+    id.push_str(prefix);
+    id.push_str(token);
+    id
+}
+
 impl RunId {
     pub fn generate(token: &str) -> Self {
-        Self(format!("run_{token}"))
+        Self(prefixed("run_", token))
     }
 }
 
@@ -113,7 +122,7 @@ impl InvocationId {
     }
 
     pub fn generate(token: &str) -> Self {
-        Self(format!("inv_{token}"))
+        Self(prefixed("inv_", token))
     }
 
     pub fn is_root(&self) -> bool {
@@ -123,23 +132,23 @@ impl InvocationId {
 
 impl TaskId {
     pub fn generate_delegate(token: &str) -> Self {
-        Self(format!("task_{token}"))
+        Self(prefixed("task_", token))
     }
 
     pub fn generate_handoff(token: &str) -> Self {
-        Self(format!("handoff_{token}"))
+        Self(prefixed("handoff_", token))
     }
 }
 
 impl EventId {
     pub fn generate(token: &str) -> Self {
-        Self(format!("evt_{token}"))
+        Self(prefixed("evt_", token))
     }
 }
 
 impl CommitId {
     pub fn generate(token: &str) -> Self {
-        Self(format!("commit_{token}"))
+        Self(prefixed("commit_", token))
     }
 }
 

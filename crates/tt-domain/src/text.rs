@@ -1,10 +1,49 @@
-//! Text metrics and hashing shared by tools, events and storage: char and word counts, sha256.
+//! Text metrics and hashing shared by tools, events and storage: char and word counts, sha256,
+//! and compact JSON text written without growing a buffer per value.
 
 use sha2::{Digest, Sha256};
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+/// Lowercase hex of the first `len` bytes of the sha256 of `parts` one after the other: the
+/// first `2 * len` characters of [`sha256_hex`] of their concatenation, without building it
+/// or the whole hex.
+pub fn sha256_hex_prefix(parts: &[&[u8]], len: usize) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    let digest = hasher.finalize();
+    hex::encode(digest.get(..len).unwrap_or(digest.as_slice()))
+}
+
+/// Scratch buffers larger than this are not kept for the next value.
+const KEPT_SCRATCH_CAPACITY: usize = 64 * 1024;
+
+thread_local! {
+    /// Each thread's scratch buffer for a value being serialized by [`json_text`].
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// `value` as compact JSON text, as `serde_json::to_string` writes it: written into a buffer
+/// this thread reuses and copied out at its size, so the text costs one allocation however it
+/// grows while being written.
+pub fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    let mut scratch = SCRATCH.with(std::cell::Cell::take);
+    scratch.clear();
+    let text = serde_json::to_writer(&mut scratch, value).and_then(|()| {
+        // serde_json writes UTF-8 only; the check is the price of no `unsafe`.
+        std::str::from_utf8(&scratch)
+            .map(str::to_owned)
+            .map_err(<serde_json::Error as serde::ser::Error>::custom)
+    });
+    if scratch.capacity() <= KEPT_SCRATCH_CAPACITY {
+        SCRATCH.with(|cell| cell.set(scratch));
+    }
+    text
 }
 
 /// Number of Unicode scalar values, the contract's "chars".
@@ -75,6 +114,36 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> (&str, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hex_prefix_is_the_start_of_the_whole_hex_of_the_parts_joined() {
+        let parts: [&[u8]; 3] = [b"inv_root", b"/12/", "call_é".as_bytes()];
+        let whole = sha256_hex(&parts.concat());
+        for len in [0, 8, 32] {
+            assert_eq!(sha256_hex_prefix(&parts, len), whole[..2 * len]);
+        }
+        assert_eq!(sha256_hex_prefix(&parts, 99), whole);
+    }
+
+    #[test]
+    fn json_text_writes_what_to_string_writes_and_fails_as_it_fails() {
+        let big = "é\"\n".repeat(40_000);
+        let values = [
+            serde_json::json!({"b": 1, "a": "x\n\"y\"", "z": [1.5, null, true]}),
+            serde_json::json!(big),
+            serde_json::json!("after a buffer that was not kept"),
+            serde_json::Value::Null,
+        ];
+        for value in &values {
+            assert_eq!(
+                json_text(value).unwrap(),
+                serde_json::to_string(value).unwrap()
+            );
+        }
+        let bad = std::collections::BTreeMap::from([((1, 2), "a map key that is not a string")]);
+        assert!(json_text(&bad).is_err());
+        assert_eq!(json_text("next").unwrap(), r#""next""#);
+    }
 
     /// `word_count` as it was before its ASCII fast path: the reference it must agree with.
     fn word_count_by_chars(text: &str) -> usize {

@@ -34,7 +34,8 @@ pub use journal::{ChainedCommit, CommitChain, EventPage, RunJournal, RunWrite, c
 pub use mcp_servers::McpServerRepository;
 pub use model::{
     ConnectionModelInfo, DroppedSetting, ModelConnections, ModelDeltaSink, ModelProvider,
-    NoConnections, ResolvedConnection, ServerContextWindow, UnsupportedSettings, provider_fields,
+    NoConnections, ResolvedConnection, ServerContextWindow, UnsupportedSettings,
+    add_provider_fields, provider_fields,
 };
 pub use presets::PresetTemplateRepository;
 pub use profiles::ProfileRepository;

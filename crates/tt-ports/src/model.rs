@@ -126,14 +126,24 @@ pub struct DroppedSetting {
 /// both supported formats resend the conversation on every request instead of continuing a
 /// stored response).
 pub fn provider_fields(provider: &dyn ModelProvider) -> serde_json::Value {
-    serde_json::json!({
-        "chatCompletionSource": provider.name(),
-        "customApiFormat": null,
-        "providerFormat": provider.provider_format(),
-        "transport": provider.transport(),
-        "nativeContinuation": false,
-        "previousResponseId": null,
-    })
+    let mut fields = serde_json::Map::new();
+    add_provider_fields(&mut fields, provider);
+    serde_json::Value::Object(fields)
+}
+
+/// The fields of [`provider_fields`] added to `object` after its own, in the same order (a key
+/// it has already keeps its place and takes the new value), without a map of their own.
+pub fn add_provider_fields(
+    object: &mut serde_json::Map<String, serde_json::Value>,
+    provider: &dyn ModelProvider,
+) {
+    use serde_json::Value;
+    object.insert("chatCompletionSource".into(), provider.name().into());
+    object.insert("customApiFormat".into(), Value::Null);
+    object.insert("providerFormat".into(), provider.provider_format().into());
+    object.insert("transport".into(), provider.transport().into());
+    object.insert("nativeContinuation".into(), Value::Bool(false));
+    object.insert("previousResponseId".into(), Value::Null);
 }
 
 /// Where a profile's `model.connectionRef` leads: a provider and what it is, for events.

@@ -286,9 +286,11 @@ pub trait RunWatch: Send {
 pub struct SerializedDocument(String);
 
 impl SerializedDocument {
-    /// Serializes `value` as compact JSON; fails as `serde_json::to_value` would.
+    /// Serializes `value` as compact JSON; fails as `serde_json::to_value` would. Written
+    /// into a buffer the thread reuses and copied out at its size
+    /// ([`json_text`](tt_domain::text::json_text)): one allocation however large it is.
     pub fn new<T: Serialize + ?Sized>(value: &T) -> StorageResult<Self> {
-        serde_json::to_string(value).map(Self).map_err(|err| {
+        tt_domain::text::json_text(value).map(Self).map_err(|err| {
             crate::error::StorageError::Other(format!("cannot serialize a run document: {err}"))
         })
     }

@@ -426,10 +426,8 @@ pub(crate) fn with_provider_fields(
     mut object: serde_json::Value,
     provider: &dyn tt_ports::ModelProvider,
 ) -> serde_json::Value {
-    if let (Some(target), serde_json::Value::Object(fields)) =
-        (object.as_object_mut(), tt_ports::provider_fields(provider))
-    {
-        target.extend(fields);
+    if let Some(target) = object.as_object_mut() {
+        tt_ports::add_provider_fields(target, provider);
     }
     object
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::InvocationId;
-use tt_domain::text::sha256_hex;
+use tt_domain::text::sha256_hex_prefix;
 use tt_domain::workspace::CheckpointReason;
 
 use crate::engine::context::RunContext;
@@ -17,8 +17,21 @@ use crate::error::ApplicationResult;
 /// `<invocationId>/<round>/<callId>`, so call ids reused by a provider never overwrite an
 /// earlier call's files. The original call id is kept inside the files and events.
 pub fn call_file_key(invocation_id: &InvocationId, round: u32, call_id: &str) -> String {
-    let digest = sha256_hex(format!("{invocation_id}/{round}/{call_id}").as_bytes());
-    format!("call_{}", &digest[..16])
+    let round = round.to_string();
+    let digest = sha256_hex_prefix(
+        &[
+            invocation_id.as_str().as_bytes(),
+            b"/",
+            round.as_bytes(),
+            b"/",
+            call_id.as_bytes(),
+        ],
+        8,
+    );
+    let mut key = String::with_capacity(5 + digest.len());
+    key.push_str("call_");
+    key.push_str(&digest);
+    key
 }
 
 /// Takes a checkpoint of `paths` and journals `checkpoint_created`.
@@ -70,5 +83,14 @@ mod tests {
             call_file_key(&InvocationId::from_raw("inv_x"), 1, "call_1")
         );
         assert_eq!(key, call_file_key(&root, 1, "call_1"));
+        // The key as it was first written: the start of the hex of the joined text.
+        for (invocation, round, call) in [(&root, 1, "call_1"), (&root, 4_000_000_000, "c é")] {
+            let joined = format!("{invocation}/{round}/{call}");
+            let digest = tt_domain::text::sha256_hex(joined.as_bytes());
+            assert_eq!(
+                call_file_key(invocation, round, call),
+                format!("call_{}", &digest[..16])
+            );
+        }
     }
 }
