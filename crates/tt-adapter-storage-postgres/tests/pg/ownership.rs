@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tt_adapter_storage_postgres::PostgresStore;
-use tt_domain::ids::TaskId;
+use tt_domain::ids::{RunId, TaskId};
 use tt_domain::task::TaskStatus;
 use tt_domain::workspace::{CheckpointReason, WriteGuard};
 use tt_ports::{AgentInvocationRepository, AgentRunRepository, EventPage, RunDocument, RunJournal};
@@ -198,6 +198,19 @@ async fn a_task_transition_after_a_takeover_changes_nothing() {
     assert_eq!(outcome.task.status, TaskStatus::Running);
 }
 
+/// Ends `run_id`'s lease by hand and has `taker` claim it. The holder's heartbeat may renew the
+/// lease between the two: then it is ended again.
+async fn take_over(url: &str, taker: &PostgresStore, run_id: &RunId) {
+    for _ in 0..50 {
+        expire_lease(url, run_id.as_str()).await;
+        match taker.claim_run(run_id).await {
+            Ok(()) => return,
+            Err(error) => assert_eq!(error.code(), "agent.run_locked"),
+        }
+    }
+    panic!("the run was never taken over");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_refuses_only_the_runs_another_store_holds() {
     let (url, a, b) = super::two_hosts("tt_case_batch_refusal", LEASE).await;
@@ -208,21 +221,8 @@ async fn a_batch_refuses_only_the_runs_another_store_holds() {
     // A thinks it holds B's run too: B's lease is ended by hand and A takes it, then C takes
     // it from A the same way, so A still has it in its held set but not on the server.
     let c = host(&url, "host-c").await;
-    expire_lease(&url, theirs.id.as_str()).await;
-    a.claim_run(&theirs.id).await.unwrap();
-    // A's heartbeat may renew its lease between its end and C's claim: ended again then.
-    let mut tries = 0;
-    loop {
-        expire_lease(&url, theirs.id.as_str()).await;
-        match c.claim_run(&theirs.id).await {
-            Ok(()) => break,
-            Err(error) if tries < 50 => {
-                assert_eq!(error.code(), "agent.run_locked");
-                tries += 1;
-            }
-            Err(error) => panic!("C never took the run: {error}"),
-        }
-    }
+    take_over(&url, &a, &theirs.id).await;
+    take_over(&url, &c, &theirs.id).await;
 
     // Appends and documents of both runs, all at once, so they share batches.
     let writes = (1..=40_u64).map(|n| {
