@@ -34,8 +34,7 @@ impl PresetTemplateRepository for PostgresStore {
         name: &str,
         template: &str,
     ) -> StorageResult<()> {
-        tt_ports::store_inputs::check_storage_segment("preset api id", api_id)?;
-        tt_ports::store_inputs::check_storage_segment("preset name", name)?;
+        tt_ports::store_inputs::check_preset_template_key(api_id, name)?;
         // An upsert: a retried try writes the same row again.
         self.affected(
             "INSERT INTO tt_preset_templates (api_id, name, body) VALUES ($1, $2, $3)

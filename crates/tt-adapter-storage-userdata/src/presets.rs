@@ -51,8 +51,7 @@ impl PresetTemplateRepository for PresetTemplateFiles {
         name: &str,
         template: &str,
     ) -> StorageResult<()> {
-        tt_ports::store_inputs::check_storage_segment("preset api id", api_id)?;
-        tt_ports::store_inputs::check_storage_segment("preset name", name)?;
+        tt_ports::store_inputs::check_preset_template_key(api_id, name)?;
         let dir = self.dir.join(api_id);
         fsutil::create_dir_all(&dir)?;
         fsutil::write_atomic(&dir.join(format!("{name}.json")), template.as_bytes())

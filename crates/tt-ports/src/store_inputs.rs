@@ -24,6 +24,13 @@ pub fn check_storage_segment(what: &str, raw: &str) -> StorageResult<()> {
     )))
 }
 
+/// Refuses a preset template's key unless its API id and its name are both storage segments
+/// ([`check_storage_segment`]): what every store checks before it keeps a template.
+pub fn check_preset_template_key(api_id: &str, name: &str) -> StorageResult<()> {
+    check_storage_segment("preset api id", api_id)?;
+    check_storage_segment("preset name", name)
+}
+
 /// Refuses the id of a persistent state a run starts from unless it is a storage segment
 /// (`agent.persistent_state_root_invalid`), before a store looks the state up by it.
 pub fn check_persistent_state_id(state_id: &str) -> StorageResult<()> {

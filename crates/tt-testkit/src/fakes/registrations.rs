@@ -95,8 +95,7 @@ impl PresetTemplateRepository for InMemoryPresetTemplates {
         name: &str,
         template: &str,
     ) -> StorageResult<()> {
-        tt_ports::store_inputs::check_storage_segment("preset api id", api_id)?;
-        tt_ports::store_inputs::check_storage_segment("preset name", name)?;
+        tt_ports::store_inputs::check_preset_template_key(api_id, name)?;
         let key = (api_id.to_owned(), name.to_owned());
         lock(&self.templates).insert(key, template.to_owned());
         Ok(())
