@@ -62,6 +62,7 @@ pub enum Outcome {
 
 /// A model error as recorded: enough to raise the same kind of error on replay (so retries and
 /// failures replay too).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordedError {
@@ -70,21 +71,15 @@ pub struct RecordedError {
     pub kind: String,
     pub code: String,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
     /// A context overflow's prompt size, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens: Option<u64>,
     /// A context overflow's window, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_tokens: Option<u64>,
     /// A timeout's limit (`requestTimeout`, `idleTimeout`, `callDeadline`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<String>,
     /// That limit's value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_ms: Option<u64>,
 }
 

@@ -27,6 +27,7 @@ use crate::events::EventSink;
 pub const DEFAULT_DECIDED_BY: &str = tt_domain::approval::DECIDED_BY_HOST;
 
 /// A call waiting for a person, as `pending_approvals` lists it.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingToolApproval {
@@ -42,22 +43,20 @@ pub struct PendingToolApproval {
     /// The rule that asked.
     pub reason: String,
     /// When the call is denied unanswered (`tools.approvalTimeoutMs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// For `agent.delegate`: what the delegation is expected to cost (docs/delegation.md,
     /// "Spend-aware approval").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate: Option<tt_domain::approval::DelegationEstimate>,
 }
 
 /// A host's answer: the decision and who made it.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolveToolApprovalRequest {
     #[serde(flatten)]
     pub decision: ApprovalDecision,
     /// The host's id of whoever decided (a user id, "inspector"); `host` when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<String>,
 }
 

@@ -27,13 +27,13 @@ pub const MAX_PENDING_GUIDANCE_CHARS: usize = 64_000;
 const PREVIEW_CHARS: usize = 160;
 
 /// What a host submits.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubmitGuidanceRequest {
     /// The user's note, as typed.
     pub text: String,
     /// The host's own id for this note, echoed in the events.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_guidance_id: Option<String>,
 }
 

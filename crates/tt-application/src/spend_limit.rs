@@ -45,13 +45,13 @@ pub enum SpendLimitDecision {
 }
 
 /// What a host sends: the decision and who made it.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AnswerSpendLimitRequest {
     #[serde(flatten)]
     pub decision: SpendLimitDecision,
     /// The host's id of whoever decided; `host` when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<String>,
 }
 

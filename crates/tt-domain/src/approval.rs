@@ -214,6 +214,7 @@ pub fn validate_policy(policy: &ApprovalPolicy, timeout_ms: Option<u64>) -> Doma
 }
 
 /// What a person decided about one call.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "decision")]
 pub enum ApprovalDecision {
@@ -222,10 +223,7 @@ pub enum ApprovalDecision {
     /// Run it with these arguments instead (checked like the model's).
     ApproveWithArguments { arguments: Value },
     /// Do not run it; the agent reads `message` as the call's error.
-    Deny {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
+    Deny { message: Option<String> },
 }
 
 impl ApprovalDecision {

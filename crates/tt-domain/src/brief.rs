@@ -7,16 +7,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The brief of a delegated task (`agent.delegate`'s `task`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskBrief {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// What the task must achieve (required, never blank).
     pub objective: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_output: Option<Value>,
     /// Every other field, in the order the writing agent gave them.
     #[serde(flatten)]
@@ -24,22 +22,17 @@ pub struct TaskBrief {
 }
 
 /// The brief of a handoff (`agent.handoff`'s `handoff`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HandoffBrief {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// What the agent taking over must achieve (required, never blank).
     pub objective: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_summary: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_refs: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub must_preserve: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_criteria: Option<Value>,
     /// Every other field, in the order the writing agent gave them.
     #[serde(flatten)]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::ModelUsage;
 
 /// US dollars per million tokens.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelPrice {
@@ -18,10 +19,8 @@ pub struct ModelPrice {
     pub input: f64,
     pub output: f64,
     /// Input tokens read from the provider's prompt cache; unset: the input price.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input: Option<f64>,
     /// Input tokens written to the provider's prompt cache; unset: the input price.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<f64>,
 }
 

@@ -46,6 +46,7 @@ pub struct UnreadableRun {
 
 /// What an integrity check of a stored run found (`check_run`); `findings` is empty for a
 /// whole run.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDamage {
@@ -59,7 +60,6 @@ pub struct RunDamage {
     pub findings: Vec<DamageFinding>,
     /// The end the journal refused, from the run record (or, when the record refused it too,
     /// from the memory of the process that ran it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unrecorded_end: Option<UnrecordedEnd>,
 }
 

@@ -54,44 +54,33 @@ impl ReasoningEffort {
 
 /// Sampler and output settings of model requests. Every field is optional: unset, the next
 /// layer down (or the server's default) applies.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GenerationSettings {
     /// 0 to 2.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     /// Above 0, at most 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
     /// At least 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_k: Option<u32>,
     /// 0 to 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_p: Option<f64>,
     /// -2 to 2.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frequency_penalty: Option<f64>,
     /// -2 to 2.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
     /// Above 0, at most 10 (1 is no penalty; llama.cpp's `repeat_penalty`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition_penalty: Option<f64>,
     /// Strings that end the answer; at most [`MAX_STOP_STRINGS`], none empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Vec<String>>,
     /// For repeatable sampling where the server supports it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// The most tokens one call may generate (1 to 1,000,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
     /// Tokens a model may think for before answering (Anthropic `thinking.budget_tokens`);
     /// at least 1024.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_budget_tokens: Option<u32>,
     /// Server-specific fields put into the request body unchanged (e.g. llama.cpp's
     /// `mirostat`, vLLM's `guided_json`). A key here wins over the same key the adapter sets.

@@ -35,6 +35,7 @@ pub mod limits {
 }
 
 /// How the runtime reaches a server.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "type")]
 pub enum McpTransport {
@@ -45,7 +46,6 @@ pub enum McpTransport {
         args: Vec<String>,
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         env: BTreeMap<String, String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         cwd: Option<String>,
     },
     /// Streamable HTTP at `url` (plain `http://` only to loopback or private addresses).
@@ -154,22 +154,19 @@ fn is_private(ip: IpAddr) -> bool {
 }
 
 /// What a server said of one tool (`tools/list`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct McpToolInfo {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     #[serde(default)]
     pub description: String,
     pub input_schema: Value,
     /// The server's hints: `readOnlyHint`, `destructiveHint`, `idempotentHint`,
     /// `openWorldHint` (hints only: a server may be wrong).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent_hint: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destructive_hint: Option<bool>,
 }
 
@@ -194,11 +191,11 @@ impl McpToolInfo {
 
 /// One registered server as the store keeps it: its registration and the catalog last read
 /// from it.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct McpServerEntry {
     pub config: McpServerConfig,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog: Option<McpCatalog>,
 }
 
@@ -270,11 +267,11 @@ impl McpCatalog {
 
 /// What one call gave back: its text (text content joined; images, audio and other media as
 /// a short note each), its structured content, and whether the server says it failed.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct McpCallOutput {
     pub text: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
     pub is_error: bool,
 }

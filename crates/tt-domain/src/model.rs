@@ -22,6 +22,7 @@ pub enum ModelRole {
 }
 
 /// One part of a message.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ModelContentPart {
@@ -29,7 +30,6 @@ pub enum ModelContentPart {
         text: String,
     },
     Reasoning {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
         #[serde(
             default,
@@ -125,6 +125,7 @@ impl ProviderSession {
 }
 
 /// One model request in canonical form.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentModelRequest {
@@ -132,7 +133,6 @@ pub struct AgentModelRequest {
     /// The profile of the agent this request is for (scripted models decide from it).
     pub agent_profile_id: ProfileId,
     /// Model id from the invocation's binding, if any; providers fall back to their default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_id: Option<String>,
     /// 1-based round within the invocation.
     pub round: u32,
@@ -144,7 +144,6 @@ pub struct AgentModelRequest {
     /// The most tokens the model may generate for this request (the profile's
     /// `model.maxOutputTokens`); providers apply their own default, or their connection's cap
     /// when it is lower.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
     /// Sampler settings resolved for this agent (connection, profile, prompt assembly, run
     /// request); `maxOutputTokens` is folded into `max_output_tokens` above, never set here.
@@ -153,7 +152,6 @@ pub struct AgentModelRequest {
     /// How long the provider should keep this request's prompt cache, when the profile asks
     /// for other than the provider's default (`model.cache.ttl`); a provider without such a
     /// setting ignores it (docs/profiles.md, "Prompt cache lifetime").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_ttl: Option<CacheTtl>,
 }
 
@@ -215,18 +213,15 @@ fn is_zero(value: &u64) -> bool {
 }
 
 /// One model response in canonical form.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentModelResponse {
     /// The assistant message, with tool calls and native parts, to replay on the next turn.
     pub message: AgentModelMessage,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ModelUsage>,
     /// The provider's raw response body, for audit.
     #[serde(default, skip_serializing_if = "Value::is_null")]

@@ -16,17 +16,14 @@ pub const MIN_DEDUPLICATED_BYTES: usize = 256;
 /// A borrowed view of an [`AgentModelResponse`] that serializes to the same document, except
 /// that the raw body keeps no second copy of the message's long strings. It reads back as an
 /// `AgentModelResponse`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredModelResponse<'a> {
     pub message: &'a AgentModelMessage,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub response_id: Option<&'a String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<&'a String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<&'a String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<&'a ModelUsage>,
     #[serde(skip_serializing_if = "is_null")]
     pub raw_response: Cow<'a, Value>,

@@ -194,6 +194,7 @@ impl AgentRunStatus {
 }
 
 /// A run as stored in `run.json` and in the run index.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentRun {
@@ -207,7 +208,9 @@ pub struct AgentRun {
     /// Opaque host metadata (the original's `generationType`).
     #[serde(default)]
     pub generation_type: Value,
+    #[serialize_always]
     pub profile_id: Option<ProfileId>,
+    #[serialize_always]
     pub persist_base_state_id: Option<String>,
     /// The preset and character the conversation runs with, for skill scopes.
     #[serde(default)]
@@ -215,7 +218,6 @@ pub struct AgentRun {
     /// The named model connection the host chose for this run: what profiles whose model is
     /// the conversation's current one (`currentPromptSnapshot`) talk to. `None`: the runtime's
     /// default model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_ref: Option<String>,
     /// Generation settings the host set for every agent of this run: the top layer, over the
     /// connection's, the profile's and the prompt assembly's.
@@ -229,7 +231,6 @@ pub struct AgentRun {
     pub input_message_count: usize,
     /// The run and journal seq this run was branched from (`fork_run`, docs/branching.md);
     /// `None` for a run started from a request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
     /// Model changes for the agents of chosen profiles, by profile id, over what their profile
     /// says (set by `fork_run`'s changes, docs/branching.md).
@@ -237,18 +238,15 @@ pub struct AgentRun {
     pub profile_models: std::collections::BTreeMap<ProfileId, ProfileModelChange>,
     /// When the host gave the run up (`abandon_run`): an `interrupted`, `failed` or
     /// `cancelled` run stays resumable until then (docs/resume.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abandoned_at: Option<Timestamp>,
     /// The end of the run the journal refused (a full or read-only disk kept its `run_failed`
     /// / `run_partial_success` out): kept on the record, one small write, so a later reader
     /// still learns how the run ended (docs/storage.md, "Damage"). Cleared when the run moves
     /// on (a resume).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unrecorded_end: Option<UnrecordedEnd>,
     /// The stored record was missing or unreadable and was rebuilt from what else the store
     /// keeps (its index copy, or its journal): how, and why (docs/storage.md, "Recovery").
     /// `check_run` reports it; cleared when the run moves on (a resume).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebuilt: Option<RebuiltRecord>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -286,10 +284,10 @@ pub struct UnrecordedEnd {
 
 /// A change of the model of one profile's agents in a run: another named connection (its
 /// default model), and generation settings over the run's.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProfileModelChange {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_ref: Option<String>,
     #[serde(default, skip_serializing_if = "GenerationSettings::is_empty")]
     pub generation: GenerationSettings,

@@ -283,12 +283,11 @@ pub fn skill_storage_segment(raw: &str) -> DomainResult<String> {
 
 /// The run's ambient skill scopes, captured when the run starts: the prompt preset in use and
 /// the character the conversation is with. Serialized `{preset?: {apiId, name}, characterId?}`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillScopeRefs {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<PresetRef>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub character_id: Option<String>,
 }
 

@@ -56,27 +56,24 @@ impl TaskStatus {
 }
 
 /// Optional downward budget given at delegation time.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentTaskBudget {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_rounds: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_calls: Option<u32>,
     /// Deadline in seconds from delegation (the delegating agent's `timeoutSeconds`, else the
     /// target profile's default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<u64>,
     /// Seconds without model progress after which the running task is cancelled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_seconds: Option<u64>,
     /// Most model tokens (input + output, summed over its model calls) the task may use.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
 }
 
 /// Stored as `tasks/<id>.json`. Read through [`StoredTaskRecord`], so the brief is typed by the
 /// record's continuation whatever the order of the stored keys.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", from = "StoredTaskRecord")]
 pub struct AgentTaskRecord {
@@ -91,13 +88,9 @@ pub struct AgentTaskRecord {
     /// The brief: a `TaskBrief` (a delegation) or a `HandoffBrief` (a handoff), by
     /// `continuation`. Shared: task records are listed often and the brief can be large.
     pub task: std::sync::Arc<StoredBrief>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<AgentTaskBudget>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by_tool_call_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_ref: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Registration order within the run, shared with the task's invocation (see
     /// `AgentInvocation::creation_seq`). 0 in records written before it existed.

@@ -16,20 +16,18 @@ use crate::workspace::{WorkspacePath, WorkspaceRoot};
 pub use crate::tool_name::ToolName;
 
 /// Behavioural hints attached to a spec.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolAnnotations {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutating: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_kind: Option<String>,
 }
 
 /// A tool as offered to a model.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentToolSpec {
@@ -39,13 +37,11 @@ pub struct AgentToolSpec {
     pub title: String,
     pub description: String,
     pub input_schema: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
     pub annotations: ToolAnnotations,
     pub source: String,
     /// An outside tool's declared facts, frozen with the snapshot; `None` for a built-in,
     /// whose facts are [`ToolName::facts`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalToolFacts>,
 }
 
@@ -80,6 +76,7 @@ pub struct AgentToolCall {
 }
 
 /// The result of one tool call, as stored and as sent back to the model.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentToolResult {
@@ -89,11 +86,9 @@ pub struct AgentToolResult {
     #[serde(default)]
     pub structured: Value,
     pub is_error: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
     /// The finer reason within `error_code`, when it has one (docs/events.md,
     /// `tool_call_failed.errorReason`); not part of what the model reads.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_reason: Option<String>,
     #[serde(default)]
     pub resource_refs: Vec<String>,

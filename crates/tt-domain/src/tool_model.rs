@@ -159,6 +159,7 @@ impl ToolName {
 
 /// The facts an outside tool declares where it is registered, frozen in the snapshot of every
 /// agent offered it.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExternalToolFacts {
@@ -170,7 +171,6 @@ pub struct ExternalToolFacts {
     #[serde(default)]
     pub permission: ToolPermission,
     /// The MCP server's registration name, for whoever reads the journal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
     /// A result longer than this is stored as a run file; the agent reads its head and the
     /// file's path.

@@ -668,10 +668,10 @@ pub struct CheckpointRecord {
 }
 
 /// `input/persist_snapshot.json`: what `persist/` held when the run started.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PersistSnapshot {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_state_id: Option<String>,
     pub files: Vec<FileFingerprint>,
 }
@@ -743,11 +743,11 @@ pub struct PersistentChange {
 }
 
 /// The result of promoting a run's `persist/` into a new chat-scoped state.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PersistentChangeSet {
     pub state_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_state_id: Option<String>,
     pub changes: Vec<PersistentChange>,
 }

@@ -62,11 +62,11 @@ pub struct ReadEventsRequest {
     pub include_timeline_projection: bool,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadEventsResponse {
     pub events: Vec<AgentRunEvent>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline_projection: Option<TimelineProjection>,
     /// Seqs the journal skips within this page (a damaged journal: seqs are gapless when it is
     /// whole), at most [`MAX_LISTED_MISSING_SEQS`]; checked for reads of every agent only (a
@@ -75,7 +75,6 @@ pub struct ReadEventsResponse {
     pub missing_seqs: Vec<u64>,
     /// The run's end the journal refused (a full or read-only disk), from the run record: the
     /// journal holds no end for this run, this says how it ended. Absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unrecorded_end: Option<tt_domain::run::UnrecordedEnd>,
 }
 
@@ -153,6 +152,7 @@ pub enum ConnectionSource {
 
 /// A named model connection a run (`StartRunRequest::connection`) or a profile
 /// (`model.connectionRef`) may name; `list_connections`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionSummary {
@@ -161,7 +161,6 @@ pub struct ConnectionSummary {
     /// Non-secret: kind, base URL, model, the API key's variable name, streaming.
     pub description: serde_json::Value,
     /// Why a connection file cannot be used (unreadable, not JSON, an unknown kind).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
 }
 

@@ -42,19 +42,17 @@ pub enum ForkPoint {
 }
 
 /// What the branch does differently from its source after the fork point.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ForkChanges {
     /// A note for the foreground agent, read before its first model request after the fork
     /// point (as if the user had sent it as guidance then).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guidance: Option<String>,
     /// The named model connection the branch's `currentPromptSnapshot` agents talk to
     /// (replaces the source's `connectionRef`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_ref: Option<String>,
     /// Generation settings for every agent of the branch, over the source run's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<tt_domain::generation::GenerationSettings>,
     /// The model of chosen profiles' agents, by profile id: another named connection (its
     /// default model) and generation settings over the run's. Replaces what the source run
@@ -64,7 +62,6 @@ pub struct ForkChanges {
     /// The user's request, edited: replaces the last user message of the run's input. Only
     /// for a branch whose foreground agent has not answered yet (a cut before its first model
     /// round), else `agent.fork_point_invalid`: later turns already answered the old request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_request: Option<String>,
 }
 

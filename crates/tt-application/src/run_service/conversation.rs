@@ -25,6 +25,7 @@ use crate::prompt_input::{PromptMessage, PromptRole, PromptSnapshot};
 use super::AgentRunService;
 
 /// One agent's conversation, oldest first.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentConversation {
@@ -35,7 +36,6 @@ pub struct AgentConversation {
     pub kind: String,
     /// The agent's status as stored (`running`, `completed`, …).
     pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_invocation_id: Option<String>,
     /// Model calls answered, and their summed usage and cost: in a branch, only those after
     /// the fork point (what the branch paid); the earlier ones are in `inherited`.
@@ -43,10 +43,10 @@ pub struct AgentConversation {
     pub usage: ModelUsage,
     /// What the priced calls cost in US dollars (calls without a price are left out); `null`
     /// when no call had a price (unpriced is never free).
+    #[serialize_always]
     pub cost_usd: Option<f64>,
     /// A branch's: the answers its source paid for, up to the fork point (docs/branching.md,
     /// "Usage of a branch"). Their entries are in `entries` all the same.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inherited: Option<InheritedAnswers>,
     pub entries: Vec<ConversationEntry>,
 }
@@ -74,6 +74,7 @@ pub struct ConversationToolCall {
 }
 
 /// A delegated task whose result was added to the agent's next request.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InjectedTaskResult {
@@ -81,12 +82,12 @@ pub struct InjectedTaskResult {
     pub profile_id: String,
     pub status: String,
     /// The result's summary, when the task returned one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
 }
 
 /// One step of the conversation. `round` is the model round it belongs to: the answer of that
 /// round, the results of its calls, or (guidance) the request it was read before.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "kind",
@@ -119,12 +120,11 @@ pub enum ConversationEntry {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         reasoning: String,
         tool_calls: Vec<ConversationToolCall>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<ModelUsage>,
         /// `null` when the model has no price (unpriced is never free).
         #[serde(default)]
+        #[serialize_always]
         cost_usd: Option<f64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
     },
     /// What a tool call of `round` returned to the model.
@@ -135,7 +135,6 @@ pub enum ConversationEntry {
         tool: String,
         text: String,
         is_error: bool,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         error_code: Option<String>,
     },
     /// Finished delegated results added to the request after `round` (not awaited).

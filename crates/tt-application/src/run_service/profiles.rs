@@ -14,13 +14,13 @@ use crate::error::{ApplicationError, ApplicationResult};
 use super::AgentRunService;
 
 /// One profile as `list_profiles` shows it.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProfileSummary {
     pub id: ProfileId,
     /// Its `displayName`; the id for a stored profile that cannot be read.
     pub display_name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Built into the runtime (nothing is stored under its id): it cannot be deleted.
     pub built_in: bool,
@@ -30,7 +30,6 @@ pub struct ProfileSummary {
     pub replaces_built_in: bool,
     /// Why a stored profile cannot be read or is not valid (`code: message`): it is listed
     /// anyway, so that it can be fixed or deleted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
 }
 

@@ -62,53 +62,50 @@ pub struct AgentInvocationCreated {
 }
 
 /// `agent_model_binding_resolved`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentModelBindingResolved {
     pub mode: String,
     /// The named connection: the profile's, or in `currentPromptSnapshot` mode the one the
     /// host chose for the run (absent when the run uses the runtime's default model).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_ref: Option<String>,
+    #[serialize_always]
     pub model_id: Option<String>,
     pub provider: String,
     /// The connection's non-secret description, present with `connectionRef`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<Value>,
     pub chat_completion_source: String,
+    #[serialize_always]
     pub custom_api_format: Option<String>,
     pub provider_format: String,
     pub transport: String,
     pub native_continuation: bool,
+    #[serialize_always]
     pub previous_response_id: Option<String>,
     pub invocation_id: InvocationId,
     pub profile_id: ProfileId,
     /// The layered generation settings the requests carry; absent when none is set (boxed:
     /// the largest field, kept off the payload enum's size).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<Box<crate::generation::GenerationSettings>>,
     /// The model's context window, when known (docs/providers.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_tokens: Option<u64>,
     /// Where the window comes from: `profile`, `connection`, `server` (asked once per
     /// connection and model) or `modelId` (the known window of the model id).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_source: Option<String>,
     /// With `contextWindowSource: "server"`, what the server was asked (`/props`,
     /// `/v1/models`, `/api/show`, `/api/ps`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_endpoint: Option<String>,
     /// US dollars per million tokens, when a price is known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<crate::cost::ModelPrice>,
     /// `1h` when the profile asks for an hour-long prompt cache (`model.cache.ttl`); absent for
     /// the provider's default lifetime.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_ttl: Option<String>,
 }
 
 /// `model_settings_dropped`: generation settings the agent's connection does not take and
 /// leaves out of its requests (a connection that drops them, docs/providers.md).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelSettingsDropped {
@@ -117,7 +114,6 @@ pub struct ModelSettingsDropped {
     /// The provider's name.
     pub provider: String,
     /// The named connection, when the agent uses one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_ref: Option<String>,
     /// Each setting left out, with why.
     pub dropped: Vec<DroppedSetting>,
@@ -145,22 +141,20 @@ pub struct SkillScopesResolved {
 }
 
 /// `context_assembled`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextAssembled {
     pub request: Value,
     pub invocation_id: InvocationId,
     /// Absent for the root.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<TaskId>,
     /// Absent for the root.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset_mode: Option<String>,
     pub tools: Vec<String>,
     pub max_rounds: u32,
     pub context_policy: Value,
     /// Present for the root only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_retry: Option<Value>,
 }
 

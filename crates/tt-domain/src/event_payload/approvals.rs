@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::ids::InvocationId;
 
 /// `tool_approval_requested`: the call waits; its agent is `awaiting_approval`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolApprovalRequested {
@@ -21,14 +22,13 @@ pub struct ToolApprovalRequested {
     /// The rule that asked.
     pub reason: String,
     /// When the call is denied unanswered (`tools.approvalTimeoutMs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// For `agent.delegate`: what the delegation is expected to cost.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate: Option<crate::approval::DelegationEstimate>,
 }
 
 /// `tool_approval_resolved`: the decision, who made it, and (edited) the arguments it runs with.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolApprovalResolved {
@@ -42,10 +42,8 @@ pub struct ToolApprovalResolved {
     /// The host's id of whoever decided, or `timeout`.
     pub decided_by: String,
     /// A denial's message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The edited arguments of `approve_with_arguments`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
 }
 

@@ -30,6 +30,7 @@ pub struct ContextTrimmed {
 
 /// `context_compacted`: the oldest turns of an agent's history were replaced by one summary
 /// message, written by one model call.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextCompacted {
@@ -41,7 +42,6 @@ pub struct ContextCompacted {
     pub replaced_messages: u64,
     /// The index of the agent's request when it was among them (a conversation's earlier
     /// messages come before it): it stays whole, right before the summary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_message: Option<u64>,
     /// The summary the agent reads in their place.
     pub summary: String,
@@ -49,8 +49,8 @@ pub struct ContextCompacted {
     pub estimated_tokens_after: u64,
     pub window_tokens: u64,
     /// The summarizing call's usage.
+    #[serialize_always]
     pub usage: Option<ModelUsage>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
 }
 

@@ -6,6 +6,7 @@ use crate::ids::{InvocationId, ProfileId, TaskId};
 use crate::task::{AgentTaskRecord, TaskContinuation, TaskStatus};
 
 /// `agent_delegate_started`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentDelegateStarted {
@@ -16,11 +17,11 @@ pub struct AgentDelegateStarted {
     pub workspace_key: String,
     /// `fork` for a task started in fork mode (its agent reads the delegating agent's
     /// conversation first); absent for a task started from its brief alone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
 }
 
 /// `agent_task_registered`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentTaskRegistered {
@@ -33,7 +34,6 @@ pub struct AgentTaskRegistered {
     pub status: TaskStatus,
     /// The task's short name for lists of agents ([`crate::brief::StoredBrief::label`]):
     /// absent in journals written before it existed and for a brief that does not read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
 }
 
@@ -165,6 +165,7 @@ pub struct TaskReturnRecorded {
 
 /// `task_return_graded`: the return gate's answer to one `task.return` call
 /// (docs/delegation.md, "The return gate").
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskReturnGraded {
@@ -179,7 +180,6 @@ pub struct TaskReturnGraded {
     pub attempt: u32,
     /// The grader's answer (`accept`, `revise`, `reject`); absent when the gradings had used
     /// their token budget and none was asked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
     /// The grader's notes or reason.
     pub notes: String,

@@ -26,6 +26,7 @@ pub struct ModelCallAttemptStarted {
 }
 
 /// `model_call_attempt_failed`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelCallAttemptFailed {
@@ -39,10 +40,8 @@ pub struct ModelCallAttemptFailed {
     pub message: String,
     /// The time limit that ended the attempt (`requestTimeout`, `idleTimeout`,
     /// `callDeadline`), when one did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<String>,
     /// That limit's value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_ms: Option<u64>,
 }
 

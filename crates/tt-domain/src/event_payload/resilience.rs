@@ -7,6 +7,7 @@ use crate::ids::{InvocationId, ProfileId};
 
 /// `agent_inactivity_warned`: the agent showed no activity for its watchdog's warning limit
 /// (`limits.watchdog.warnAfterSeconds`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInactivityWarned {
@@ -16,7 +17,6 @@ pub struct AgentInactivityWarned {
     pub idle_seconds: u64,
     /// Seconds from now after which the agent is stopped if it stays inactive; absent when the
     /// watchdog only warns.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_after_seconds: Option<u64>,
 }
 
@@ -36,6 +36,7 @@ pub struct BindingRef {
 /// `agent_model_fallback_switched`: the agent's model failed in a way its profile's fallback
 /// chain covers (`model.fallbacks`), and it goes on with the next binding and the same
 /// history.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentModelFallbackSwitched {
@@ -54,9 +55,7 @@ pub struct AgentModelFallbackSwitched {
     /// The failure's message.
     pub message: String,
     /// The new binding's context window, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_tokens: Option<u64>,
     /// The new binding's price, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<crate::cost::ModelPrice>,
 }

@@ -54,6 +54,7 @@ pub struct ToolCallCompleted {
 
 /// `tool_call_failed`: a recoverable failure (with `elapsedMs` and `resourceRefs`) or a fatal
 /// one (with `fatal: true`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallFailed {
@@ -65,13 +66,9 @@ pub struct ToolCallFailed {
     pub error_code: String,
     /// The finer reason within `error_code`, when it has one (a policy denial's
     /// `agent.target_not_callable`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_reason: Option<String>,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_refs: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fatal: Option<bool>,
 }

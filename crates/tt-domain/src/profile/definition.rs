@@ -13,6 +13,7 @@ use crate::workspace::WorkspaceRoot;
 pub const PROFILE_KIND: &str = "tauritavern.agentProfile";
 pub const PROFILE_SCHEMA_VERSION: u32 = 2;
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentProfileDefinition {
@@ -20,7 +21,6 @@ pub struct AgentProfileDefinition {
     pub kind: String,
     pub id: ProfileId,
     pub display_name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub preset: PresetBinding,
     pub model: ModelBinding,
@@ -50,11 +50,12 @@ pub enum PresetMode {
 
 pub use crate::skill::PresetRef;
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PresetBinding {
     pub mode: PresetMode,
-    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "ref")]
     pub preset_ref: Option<PresetRef>,
     #[serde(default)]
     pub required: bool,
@@ -68,17 +69,15 @@ pub enum ModelMode {
     RequiresConfiguration,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelBinding {
     pub mode: ModelMode,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_ref: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_id: Option<String>,
     /// The most tokens one model call may generate (1 to [`MAX_OUTPUT_TOKENS_LIMIT`]); unset,
     /// the provider's default applies (8192 for both HTTP providers).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
     /// Sampler settings of this agent's requests, over its connection's (docs/profiles.md has
     /// the precedence); a `maxOutputTokens` here wins over `model.maxOutputTokens`.
@@ -89,7 +88,6 @@ pub struct ModelBinding {
     pub generation: crate::generation::GenerationSettings,
     /// The model's context window in tokens, over the connection's and the known default of
     /// its model id (docs/providers.md, "Context window and compaction").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window_tokens: Option<u64>,
     /// How long the provider keeps this agent's prompt cache (`model.cache.ttl`,
     /// docs/profiles.md "Prompt cache lifetime"); left out when not set.
@@ -105,12 +103,12 @@ pub struct ModelBinding {
     /// A rate limit that asks to wait longer than this many seconds moves the agent to its next
     /// fallback at once, without the retries; unset: rate limits are retried like other
     /// failures first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_on_rate_limit_after_seconds: Option<u64>,
 }
 
 pub use crate::generation::MAX_OUTPUT_TOKENS_LIMIT;
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelRetryPolicy {
@@ -121,7 +119,6 @@ pub struct ModelRetryPolicy {
     /// The most one model call may take, its attempts and the waits between them included
     /// (`model.call_deadline_exceeded`, not retried). Unset: the connection's call deadline,
     /// else [`DEFAULT_MODEL_CALL_DEADLINE_SECONDS`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_seconds: Option<u64>,
 }
 
@@ -174,6 +171,7 @@ pub struct RunSection {
 }
 
 /// How much of the host conversation an agent's prompt includes.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContextPolicy {
@@ -190,7 +188,6 @@ pub struct ContextPolicy {
     pub compaction: CompactionPolicy,
     /// A tool result larger than this (in estimated tokens) reaches the agent as its head and
     /// tail; unset, a quarter of the model's window when that is known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_result_tokens: Option<u64>,
 }
 
@@ -231,6 +228,7 @@ fn deserialize_history<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Res
     Ok(if value < 0 { -1 } else { value })
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DelegationPolicy {
@@ -250,7 +248,6 @@ pub struct DelegationPolicy {
     pub allow_nested_delegation: bool,
     #[serde(default = "default_allowed_callers")]
     pub allowed_callers: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description_for_agents: Option<String>,
     #[serde(default = "default_max_concurrent")]
     pub max_concurrent_invocations: u32,
@@ -262,15 +259,12 @@ pub struct DelegationPolicy {
     pub max_handoff_depth: u32,
     /// Deadline, in seconds from delegation, of a task this profile runs as a delegated agent
     /// when the delegating agent gives none. `None`: no deadline.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_timeout_seconds: Option<u64>,
     /// The longest deadline a delegating agent may give a task of this profile
     /// (`agent.delegate.timeoutSeconds`). `None`: [`MAX_TASK_TIMEOUT_SECONDS`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_task_timeout_seconds: Option<u64>,
     /// A task of this profile that makes no model progress (no model response) for this many
     /// seconds after it starts is cancelled. `None`: no idle limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_seconds: Option<u64>,
     /// Read from the run's own profile: how deep delegated tasks may nest (1 = only the
     /// run's agents delegate; 2 = a delegated agent whose profile has `canDelegate` and
@@ -279,11 +273,9 @@ pub struct DelegationPolicy {
     pub max_delegation_depth: u32,
     /// Most model tokens a task of this profile may use (input + output over its model calls);
     /// also the most a delegating agent may give it (`budget.maxTokens`). `None`: no limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_task_tokens: Option<u64>,
     /// Most a task of this profile may cost in US dollars, with everything it delegates
     /// (priced calls only, docs/providers.md "Cost"). `None`: no limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_task_cost_usd: Option<crate::cost::Usd>,
     /// A delegating agent may start a task of this profile in fork mode
     /// (`agent.delegate`'s `mode: "fork"`): the task's agent reads the delegating agent's
@@ -293,7 +285,6 @@ pub struct DelegationPolicy {
     pub allow_fork: bool,
     /// A grader checks the result a task of this profile hands back before it stands
     /// (docs/delegation.md, "The return gate"). `None`: a `task.return` is final.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub return_gate: Option<ReturnGate>,
 }
 
@@ -301,6 +292,7 @@ pub struct DelegationPolicy {
 /// profile's model reads the task's brief, the rubric and the result, and answers accept,
 /// revise (with notes, sent back to the agent as the call's result) or reject (the task
 /// fails with its reason).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReturnGate {
@@ -317,7 +309,6 @@ pub struct ReturnGate {
     #[serde(default)]
     pub when_revisions_spent: RevisionsSpent,
     /// Most model tokens the gradings of one task may use together. `None`: no limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_grader_tokens: Option<u64>,
 }
 
@@ -403,23 +394,24 @@ fn default_max_handoff_depth() -> u32 {
     8
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InstructionsSection {
     /// `None` = the generated default; a non-empty string replaces it entirely.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_system_prompt: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolDescriptionOverride {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub properties: BTreeMap<String, String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolsSection {
@@ -433,7 +425,6 @@ pub struct ToolsSection {
     /// How the built-in tools' specs are written for the model: `full` or `compact`
     /// ([`ToolSpecStyle`]); absent: `full`. Kept as a string so validation can report a bad
     /// value with its code (`agent.profile_tool_spec_style_invalid`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_style: Option<String>,
     pub max_rounds: u32,
     #[serde(default = "default_max_calls")]
@@ -444,7 +435,6 @@ pub struct ToolsSection {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub approval: crate::approval::ApprovalPolicy,
     /// How long a call waits for an answer before it is denied; `None`: as long as the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_timeout_ms: Option<u64>,
     /// MCP tools this agent may use: server registration name → tool name → permission
     /// (docs/tools.md). A tool not named is off; a delegated agent gets its own profile's
@@ -639,6 +629,7 @@ pub struct OutputSection {
 }
 
 /// Bounds on how much a misbehaving model can cost an agent before its work fails.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LimitsSection {
@@ -655,39 +646,32 @@ pub struct LimitsSection {
     /// Wall-clock seconds the whole run may take (read from the run's root profile); then it
     /// ends with `agent.run_deadline_exceeded` (`partial_success` when something was already
     /// published). Unset: no limit besides rounds and provider timeouts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_run_seconds: Option<u64>,
     /// Wall-clock seconds one agent's work may take; then it fails with
     /// `agent.invocation_deadline_exceeded` (a delegated agent: only its task). Unset: no
     /// limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_invocation_seconds: Option<u64>,
     /// Model tokens (input + output) the whole run may use, over every agent in it (read from
     /// the run's root profile); past it the run ends with `agent.run_budget_exhausted`
     /// (`partial_success` when something was already published). Unset: no limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
     /// Most the whole run may cost in US dollars (read from the run's root profile; priced
     /// calls only); past it the run ends with `agent.run_budget_exhausted`. Unset: no limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_cost_usd: Option<crate::cost::Usd>,
     /// US dollars the whole run may spend before a person is asked (read from the run's root
     /// profile; priced calls only): once the run's spend reaches it, the run parks (no agent
     /// makes another model call) until a person raises the limit, or refuses and the run ends
     /// with `agent.run_spend_refused` (docs/delegation.md, "Run spend approval"). Unset: never
     /// asks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ask_above_total_cost_usd: Option<crate::cost::Usd>,
     /// The longest result of an outside tool (host or MCP) the agent reads inline, in bytes;
     /// a longer one is kept in a run file and the agent reads its head and the path. The
     /// smaller of this and the tool's own limit applies. Unset: the tool's own (16 KiB by
     /// default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_inline_tool_result_bytes: Option<u64>,
     /// The inactivity watchdog of this profile's agents (docs/profiles.md, "Inactivity
     /// watchdog"); read from the run's root profile too, for agents whose profile sets none.
     /// Unset: no watchdog.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watchdog: Option<super::watchdog::WatchdogLimits>,
 }
 

@@ -6,12 +6,12 @@ use serde::{Deserialize, Serialize};
 use crate::model::CacheTtl;
 
 /// A profile's `model.cache`. Absent: the provider's default lifetime.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelCachePolicy {
     /// `default` (the provider's own lifetime) or `1h`. Kept as a string so validation can
     /// report a bad value with its code (`agent.profile_model_cache_invalid`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<String>,
 }
 

@@ -11,12 +11,12 @@ pub const MAX_WATCHDOG_SECONDS: u64 = 7 * 24 * 3600;
 /// its own) for `warnAfterSeconds` gets a warning in the journal; with `stopAfterSeconds`, one
 /// still without activity that long after the warning fails (`agent.inactivity_timeout`).
 /// Time the agent waits for a person or for its delegated tasks does not count.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WatchdogLimits {
     pub warn_after_seconds: u64,
     /// Counted from the warning; unset: the agent is only warned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_after_seconds: Option<u64>,
 }
 

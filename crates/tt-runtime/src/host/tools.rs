@@ -16,12 +16,12 @@ use crate::tools::host_tools::HostTool;
 use tt_domain::mcp::McpServerEntry;
 
 /// What the runtime knows of one outside tool, for a host's listing.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolSummary {
     /// The tool's id: `host/<name>` or `mcp/<server>:<tool>`.
     pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     pub description: String,
     pub input_schema: Value,

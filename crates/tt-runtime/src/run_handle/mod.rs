@@ -90,6 +90,7 @@ impl futures_core::Stream for RunEvents {
 
 /// What a run is waiting on the host for, right now. Empty lists for a kind the runtime's
 /// bridge answers by itself (a transcript or handler commit bridge, the template broker).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingHostRequests {
@@ -107,7 +108,6 @@ pub struct PendingHostRequests {
     pub host_tool_calls: Vec<crate::PendingHostToolCall>,
     /// The run is parked at its spend limit until a person raises it or refuses
     /// (docs/host-api.md, "Run spend approval").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spend_limit: Option<crate::PendingSpendLimit>,
 }
 

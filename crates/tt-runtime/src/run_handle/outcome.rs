@@ -14,6 +14,7 @@ use crate::host::AgentRuntime;
 
 /// How a run ended, what it published, and why it failed (`AgentRuntime::run_result`,
 /// `RunHandle::result`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
@@ -21,7 +22,6 @@ pub struct RunResult {
     pub run: AgentRun,
     /// Why it failed or only partly succeeded; absent for a run that completed, was cancelled
     /// or interrupted (its `run.status` says which), or failed and was resumed since.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<RunFailure>,
     /// The commits the host published for this run, in order. A branch lists its own only,
     /// not those of its source before the fork point.
@@ -30,11 +30,11 @@ pub struct RunResult {
     /// The message the run published: its commits applied in order (`replace` sets the text,
     /// `append` adds to it), as a chat shows it. Absent when it published nothing, or when the
     /// text of one of its commits cannot be read any more.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published_text: Option<String>,
 }
 
 /// Why a run failed: the code and messages of its `run_failed` or `run_partial_success`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunFailure {
@@ -47,11 +47,11 @@ pub struct RunFailure {
     #[serde(default)]
     pub technical_message: String,
     /// Set when the journal kept this end out (a full or read-only disk): why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unrecorded_because: Option<String>,
 }
 
 /// One commit the host published.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PublishedCommit {
@@ -66,7 +66,6 @@ pub struct PublishedCommit {
     pub seq: u64,
     /// The text published, from the checkpoint the commit made (or the workspace file while it
     /// is unchanged, or the transcript); absent when none holds it any more.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
 
