@@ -38,8 +38,8 @@ pub struct AgentTaskRegistered {
 }
 
 macro_rules! task_status_payloads {
-    ($($name:ident => $doc:literal,)*) => {$(
-        #[doc = $doc]
+    ($($(#[$meta:meta])* $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ty,)* })*) => {$(
+        $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(rename_all = "camelCase")]
         pub struct $name {
@@ -50,66 +50,55 @@ macro_rules! task_status_payloads {
             pub status: TaskStatus,
             pub result_ref: Option<String>,
             pub error: Option<String>,
+            $($(#[$field_meta])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// The event of `task`, as its record holds it now; its own fields absent.
+            pub fn of(task: &AgentTaskRecord) -> Self {
+                Self {
+                    task_id: task.id.clone(),
+                    parent_invocation_id: task.parent_invocation_id.clone(),
+                    child_invocation_id: task.child_invocation_id.clone(),
+                    target_profile_id: task.target_profile_id.clone(),
+                    status: task.status,
+                    result_ref: task.result_ref.clone(),
+                    error: task.error.clone(),
+                    $($field: None,)*
+                }
+            }
         }
     )*};
 }
 
+// The events of a task's status: each names the task and its two agents, the status it has
+// now and its result so far; some add optional fields of their own after these.
 task_status_payloads! {
-    AgentTaskStarted => "`agent_task_started`.",
-    AgentTaskCompleted => "`agent_task_completed`.",
-    AgentTaskFailed => "`agent_task_failed`.",
-    AgentTaskInterrupted => "`agent_task_interrupted`.",
-    AgentTaskResumed => "`agent_task_resumed`: an interrupted task is queued or running again (`resume_run`).",
-}
-
-impl AgentTaskInterrupted {
-    /// The event of `task`, as its record holds it once interrupted.
-    pub fn of(task: &AgentTaskRecord) -> Self {
-        Self {
-            task_id: task.id.clone(),
-            parent_invocation_id: task.parent_invocation_id.clone(),
-            child_invocation_id: task.child_invocation_id.clone(),
-            target_profile_id: task.target_profile_id.clone(),
-            status: task.status,
-            result_ref: task.result_ref.clone(),
-            error: task.error.clone(),
-        }
+    /// `agent_task_started`.
+    AgentTaskStarted {}
+    /// `agent_task_completed`.
+    AgentTaskCompleted {}
+    /// `agent_task_failed`.
+    AgentTaskFailed {}
+    /// `agent_task_interrupted`.
+    AgentTaskInterrupted {}
+    /// `agent_task_resumed`: an interrupted task is queued or running again (`resume_run`).
+    AgentTaskResumed {}
+    /// `agent_task_queued`: the task waits for a free slot.
+    AgentTaskQueued {
+        /// Its place in the delegating agent's line (1 = next to start).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        queue_position: Option<u64>,
     }
-}
-
-/// `agent_task_queued`: the task waits for a free slot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentTaskQueued {
-    pub task_id: TaskId,
-    pub parent_invocation_id: InvocationId,
-    pub child_invocation_id: InvocationId,
-    pub target_profile_id: ProfileId,
-    pub status: TaskStatus,
-    pub result_ref: Option<String>,
-    pub error: Option<String>,
-    /// Its place in the delegating agent's line (1 = next to start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue_position: Option<u64>,
-}
-
-/// `agent_task_cancelled`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentTaskCancelled {
-    pub task_id: TaskId,
-    pub parent_invocation_id: InvocationId,
-    pub child_invocation_id: InvocationId,
-    pub target_profile_id: ProfileId,
-    pub status: TaskStatus,
-    pub result_ref: Option<String>,
-    pub error: Option<String>,
-    /// Why it was stopped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Who stopped it: the cancelling agent's invocation id, `host`, `runtime` or `deadline`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
+    /// `agent_task_cancelled`.
+    AgentTaskCancelled {
+        /// Why it was stopped.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Who stopped it: the cancelling agent's invocation id, `host`, `runtime` or `deadline`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    }
 }
 
 /// `agent_child_invocation_failed`.

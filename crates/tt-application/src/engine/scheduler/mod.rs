@@ -710,18 +710,12 @@ async fn store_transition<C: TaskHost>(
         .await?)
 }
 
-/// The payload of a task event: the task as it is now, plus any fields of that event type.
+/// The payload of a task event: the task as it is now, plus the fields of that event type given.
 macro_rules! task_payload {
     ($kind:ident, $task:expr $(, $field:ident: $value:expr)*) => {
         payload::$kind {
-            task_id: $task.id.clone(),
-            parent_invocation_id: $task.parent_invocation_id.clone(),
-            child_invocation_id: $task.child_invocation_id.clone(),
-            target_profile_id: $task.target_profile_id.clone(),
-            status: $task.status,
-            result_ref: $task.result_ref.clone(),
-            error: $task.error.clone(),
             $($field: $value,)*
+            ..payload::$kind::of($task)
         }
     };
 }
@@ -754,7 +748,7 @@ pub(crate) async fn emit_task_event<C: TaskHost>(
     let run_id = ctx.run_id();
     match task.status {
         TaskStatus::Queued => {
-            let queued = task_payload!(AgentTaskQueued, task, queue_position: None);
+            let queued = task_payload!(AgentTaskQueued, task);
             events.record(run_id, EventLevel::Info, &queued).await?
         }
         TaskStatus::Running => {
@@ -770,7 +764,7 @@ pub(crate) async fn emit_task_event<C: TaskHost>(
             events.record(run_id, EventLevel::Warn, &failed).await?
         }
         TaskStatus::Cancelled => {
-            let cancelled = task_payload!(AgentTaskCancelled, task, reason: None, by: None);
+            let cancelled = task_payload!(AgentTaskCancelled, task);
             events.record(run_id, EventLevel::Warn, &cancelled).await?
         }
         TaskStatus::Interrupted => {
