@@ -168,17 +168,8 @@ pub struct ProfileId(String);
 
 impl ProfileId {
     pub fn parse(raw: &str) -> DomainResult<Self> {
-        if is_valid_profile_id(raw) {
-            Ok(Self(raw.to_owned()))
-        } else {
-            Err(DomainError::new(
-                error_codes::AGENT_PROFILE_ID_INVALID,
-                format!(
-                    "profile id `{}` must be 1 to {MAX_PROFILE_ID_LEN} characters of lowercase letters, digits, `-` or `_`",
-                    truncate_for_message(raw)
-                ),
-            ))
-        }
+        parse_in_profile_id_charset(raw, "profile id", error_codes::AGENT_PROFILE_ID_INVALID)
+            .map(Self)
     }
 
     pub fn as_str(&self) -> &str {
@@ -200,6 +191,25 @@ pub fn is_valid_profile_id(raw: &str) -> bool {
         && raw
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+/// `raw` when it is in the profile-id charset; else `code`, naming it as `what` (`skill id`).
+pub(crate) fn parse_in_profile_id_charset(
+    raw: &str,
+    what: &str,
+    code: error_codes::Code,
+) -> DomainResult<String> {
+    if is_valid_profile_id(raw) {
+        Ok(raw.to_owned())
+    } else {
+        Err(DomainError::new(
+            code,
+            format!(
+                "{what} `{}` must be 1 to {MAX_PROFILE_ID_LEN} characters of lowercase letters, digits, `-` or `_`",
+                truncate_for_message(raw)
+            ),
+        ))
+    }
 }
 
 /// Storage segments (run ids, workspace ids, state ids) must match `[A-Za-z0-9_-]{1,128}`.

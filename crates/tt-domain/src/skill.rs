@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use crate::ids::{
-    MAX_PROFILE_ID_LEN, ProfileId, is_valid_profile_id, is_valid_storage_segment,
-    parsed_string_conversions,
+    ProfileId, is_valid_storage_segment, parse_in_profile_id_charset, parsed_string_conversions,
 };
 use crate::text::sha256_hex;
 use crate::{DomainError, DomainResult};
@@ -41,17 +40,7 @@ pub struct SkillId(String);
 
 impl SkillId {
     pub fn parse(raw: &str) -> DomainResult<Self> {
-        if is_valid_profile_id(raw) {
-            Ok(Self(raw.to_owned()))
-        } else {
-            Err(DomainError::new(
-                error_codes::SKILL_ID_INVALID,
-                format!(
-                    "skill id `{}` must be 1 to {MAX_PROFILE_ID_LEN} characters of lowercase letters, digits, `-` or `_`",
-                    raw.chars().take(80).collect::<String>()
-                ),
-            ))
-        }
+        parse_in_profile_id_charset(raw, "skill id", error_codes::SKILL_ID_INVALID).map(Self)
     }
 
     pub fn as_str(&self) -> &str {
