@@ -610,6 +610,14 @@ mod tests {
         })
     }
 
+    /// The line of a cut result that says what was left out.
+    fn cut_note(content: &str) -> &str {
+        content
+            .lines()
+            .find(|line| line.starts_with("[…"))
+            .unwrap_or_default()
+    }
+
     fn call(id: &str) -> AgentModelMessage {
         AgentModelMessage {
             role: ModelRole::Assistant,
@@ -760,11 +768,7 @@ mod tests {
         let mut waited = result.clone();
         waited.name = "agent.await".into();
         let bounded = bound_result(&waited, 200, None);
-        let note = bounded
-            .content
-            .lines()
-            .find(|line| line.starts_with("[…"))
-            .unwrap_or_default();
+        let note = cut_note(&bounded.content);
         insta::assert_snapshot!(note, @"[… 4139 characters left out to save room. These results are not given again: each task's summary stays in its file under `summaries/` (`<agent>-result.md`); list them with `workspace_list_files` and read one with `workspace_read_file`.]");
         assert!(!bounded.content.contains("Narrow the call"));
     }
@@ -780,20 +784,12 @@ mod tests {
         assert!(tokens_of_bytes(bounded.content.len() as u64) <= 200);
         assert!(bounded.content.starts_with("   1| line 1\n"));
         assert!(bounded.content.ends_with(" 400| line 400\n"));
-        let note = bounded
-            .content
-            .lines()
-            .find(|line| line.starts_with("[…"))
-            .unwrap_or_default();
+        let note = cut_note(&bounded.content);
         insta::assert_snapshot!(note, @"[… 362 lines left out to save room. Read them with `start_line` and `line_count`.]");
         let mut listed = result.clone();
         listed.name = "workspace.search_files".into();
         let saved = bound_result(&listed, 200, Some("scratch/tool-output/x.md"));
-        let note = saved
-            .content
-            .lines()
-            .find(|line| line.starts_with("[…"))
-            .unwrap_or_default();
+        let note = cut_note(&saved.content);
         insta::assert_snapshot!(note, @"[… 5351 characters left out to save room. The whole output is in `scratch/tool-output/x.md`.]");
     }
 
