@@ -188,23 +188,20 @@ fn validate_limits(p: &AgentProfileDefinition) -> DomainResult<()> {
             "limits.maxTotalTokens must be > 0",
         ));
     }
-    if limits.max_total_cost_usd == Some(crate::cost::Usd::ZERO) {
-        return Err(err(
-            error_codes::AGENT_PROFILE_LIMIT_INVALID,
-            "limits.maxTotalCostUsd must be > 0",
-        ));
-    }
-    if limits.ask_above_total_cost_usd == Some(crate::cost::Usd::ZERO) {
-        return Err(err(
-            error_codes::AGENT_PROFILE_LIMIT_INVALID,
-            "limits.askAboveTotalCostUsd must be > 0",
-        ));
-    }
-    if p.delegation.max_task_cost_usd == Some(crate::cost::Usd::ZERO) {
-        return Err(err(
-            error_codes::AGENT_PROFILE_LIMIT_INVALID,
-            "delegation.maxTaskCostUsd must be > 0",
-        ));
+    for (name, cap) in [
+        ("limits.maxTotalCostUsd", limits.max_total_cost_usd),
+        (
+            "limits.askAboveTotalCostUsd",
+            limits.ask_above_total_cost_usd,
+        ),
+        ("delegation.maxTaskCostUsd", p.delegation.max_task_cost_usd),
+    ] {
+        if cap == Some(crate::cost::Usd::ZERO) {
+            return Err(err(
+                error_codes::AGENT_PROFILE_LIMIT_INVALID,
+                format!("{name} must be > 0"),
+            ));
+        }
     }
     if limits.max_tool_argument_bytes == 0
         || limits.max_tool_argument_bytes > MAX_TOOL_ARGUMENT_BYTES_LIMIT
