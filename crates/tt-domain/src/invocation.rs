@@ -209,33 +209,47 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_interrupted_invocation_only_goes_back_to_running() {
+    /// Takes a new root agent through `steps`: each the status asked for and what
+    /// `transition` answers (`Some(changed)`, or `None` when it is refused).
+    fn walk(steps: &[(InvocationStatus, Option<bool>)]) {
         let now = Timestamp::from_unix_millis(1);
         let mut inv = invocation();
-        assert!(inv.transition(InvocationStatus::Running, now).unwrap());
-        assert!(inv.transition(InvocationStatus::Interrupted, now).unwrap());
-        assert!(inv.transition(InvocationStatus::Completed, now).is_err());
-        assert!(inv.transition(InvocationStatus::Running, now).unwrap());
-        assert!(inv.transition(InvocationStatus::Completed, now).unwrap());
-        // A completed agent is never reopened; a stopped one is, for `resume_run`.
-        assert!(inv.transition(InvocationStatus::Interrupted, now).is_err());
-        for stopped in [InvocationStatus::Failed, InvocationStatus::Cancelled] {
-            let mut inv = invocation();
-            inv.transition(InvocationStatus::Running, now).unwrap();
-            inv.transition(stopped, now).unwrap();
-            assert!(inv.transition(InvocationStatus::Interrupted, now).unwrap());
+        for (n, &(next, answer)) in steps.iter().enumerate() {
+            let got = inv.transition(next, now).ok();
+            assert_eq!(got, answer, "step {n}: to {}", next.as_str());
+        }
+    }
+
+    #[test]
+    fn an_interrupted_invocation_only_goes_back_to_running() {
+        use InvocationStatus::*;
+        walk(&[
+            (Running, Some(true)),
+            (Interrupted, Some(true)),
+            (Completed, None),
+            (Running, Some(true)),
+            (Completed, Some(true)),
+            // A completed agent is never reopened; a stopped one is, for `resume_run`.
+            (Interrupted, None),
+        ]);
+        for stopped in [Failed, Cancelled] {
+            walk(&[
+                (Running, Some(true)),
+                (stopped, Some(true)),
+                (Interrupted, Some(true)),
+            ]);
         }
     }
 
     #[test]
     fn lifecycle_rules() {
-        let now = Timestamp::from_unix_millis(1);
-        let mut inv = invocation();
-        assert!(inv.transition(InvocationStatus::Completed, now).is_err());
-        assert!(inv.transition(InvocationStatus::Running, now).unwrap());
-        assert!(inv.transition(InvocationStatus::Transferred, now).unwrap());
-        assert!(inv.transition(InvocationStatus::Running, now).is_err());
-        assert!(!inv.transition(InvocationStatus::Transferred, now).unwrap());
+        use InvocationStatus::*;
+        walk(&[
+            (Completed, None),
+            (Running, Some(true)),
+            (Transferred, Some(true)),
+            (Running, None),
+            (Transferred, Some(false)),
+        ]);
     }
 }
