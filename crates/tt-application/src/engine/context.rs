@@ -312,15 +312,7 @@ impl RunContext {
                     .record(
                         &self.run_id,
                         level,
-                        &payload::AgentInvocationCreated {
-                            invocation_id: invocation.id.clone(),
-                            parent_invocation_id: invocation.parent_invocation_id.clone(),
-                            profile_id: invocation.profile_id.clone(),
-                            kind: invocation.kind,
-                            status: invocation.status,
-                            exit_policy: invocation.exit_policy,
-                            task_id: None,
-                        },
+                        &payload::AgentInvocationCreated::of(invocation),
                     )
                     .await?
             }

@@ -7,8 +7,8 @@ use crate::ids::{InvocationId, ProfileId, TaskId};
 use crate::invocation::{AgentInvocation, ExitPolicy, InvocationKind, InvocationStatus};
 
 macro_rules! invocation_payloads {
-    ($($name:ident => $doc:literal,)*) => {$(
-        #[doc = $doc]
+    ($($(#[$meta:meta])* $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ty,)* })*) => {$(
+        $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(rename_all = "camelCase")]
         pub struct $name {
@@ -18,10 +18,11 @@ macro_rules! invocation_payloads {
             pub kind: InvocationKind,
             pub status: InvocationStatus,
             pub exit_policy: ExitPolicy,
+            $($(#[$field_meta])* pub $field: $ty,)*
         }
 
         impl $name {
-            /// The event of `invocation`, as its record holds it now.
+            /// The event of `invocation`, as its record holds it now; its own fields absent.
             pub fn of(invocation: &AgentInvocation) -> Self {
                 Self {
                     invocation_id: invocation.id.clone(),
@@ -30,35 +31,36 @@ macro_rules! invocation_payloads {
                     kind: invocation.kind,
                     status: invocation.status,
                     exit_policy: invocation.exit_policy,
+                    $($field: None,)*
                 }
             }
         }
     )*};
 }
 
+// The events of an agent's status: each names the agent, the one that delegated to it, its
+// profile, kind, status and exit policy; `agent_invocation_created` adds its task.
 invocation_payloads! {
-    AgentInvocationStarted => "`agent_invocation_started`.",
-    AgentInvocationCompleted => "`agent_invocation_completed`.",
-    AgentInvocationFailed => "`agent_invocation_failed`.",
-    AgentInvocationCancelled => "`agent_invocation_cancelled`.",
-    AgentInvocationTransferred => "`agent_invocation_transferred`.",
-    AgentInvocationInterrupted => "`agent_invocation_interrupted`.",
-    AgentInvocationResumed => "`agent_invocation_resumed`: an interrupted invocation runs again (`resume_run`).",
-}
-
-/// `agent_invocation_created`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentInvocationCreated {
-    pub invocation_id: InvocationId,
-    pub parent_invocation_id: Option<InvocationId>,
-    pub profile_id: ProfileId,
-    pub kind: InvocationKind,
-    pub status: InvocationStatus,
-    pub exit_policy: ExitPolicy,
-    /// Absent for the root.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<TaskId>,
+    /// `agent_invocation_created`.
+    AgentInvocationCreated {
+        /// Absent for the root.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<TaskId>,
+    }
+    /// `agent_invocation_started`.
+    AgentInvocationStarted {}
+    /// `agent_invocation_completed`.
+    AgentInvocationCompleted {}
+    /// `agent_invocation_failed`.
+    AgentInvocationFailed {}
+    /// `agent_invocation_cancelled`.
+    AgentInvocationCancelled {}
+    /// `agent_invocation_transferred`.
+    AgentInvocationTransferred {}
+    /// `agent_invocation_interrupted`.
+    AgentInvocationInterrupted {}
+    /// `agent_invocation_resumed`: an interrupted invocation runs again (`resume_run`).
+    AgentInvocationResumed {}
 }
 
 /// `agent_model_binding_resolved`.
