@@ -176,16 +176,7 @@ fn assistant_message(message: &AgentModelMessage, replay_reasoning: bool) -> Val
     };
     wire.insert("content".into(), content);
     if replay_reasoning {
-        let reasoning: String = message
-            .parts
-            .iter()
-            .filter_map(|part| match part {
-                ModelContentPart::Reasoning {
-                    text: Some(text), ..
-                } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
+        let reasoning = message.reasoning_content();
         if !reasoning.is_empty() {
             wire.insert("reasoning_content".into(), json!(reasoning));
         }

@@ -97,6 +97,19 @@ impl AgentModelMessage {
             .join("")
     }
 
+    /// Concatenated reasoning parts (the model's thinking, where its provider returns it).
+    pub fn reasoning_content(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                ModelContentPart::Reasoning {
+                    text: Some(text), ..
+                } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn tool_calls(&self) -> impl Iterator<Item = &AgentToolCall> {
         self.parts.iter().filter_map(|part| match part {
             ModelContentPart::ToolCall { call } => Some(call),
@@ -238,17 +251,7 @@ impl AgentModelResponse {
     }
 
     pub fn reasoning_text(&self) -> String {
-        self.message
-            .parts
-            .iter()
-            .filter_map(|part| match part {
-                ModelContentPart::Reasoning {
-                    text: Some(text), ..
-                } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("")
+        self.message.reasoning_content()
     }
 }
 
