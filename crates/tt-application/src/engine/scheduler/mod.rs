@@ -710,16 +710,6 @@ async fn store_transition<C: TaskHost>(
         .await?)
 }
 
-/// The payload of a task event: the task as it is now, plus the fields of that event type given.
-macro_rules! task_payload {
-    ($kind:ident, $task:expr $(, $field:ident: $value:expr)*) => {
-        payload::$kind {
-            $($field: $value,)*
-            ..payload::$kind::of($task)
-        }
-    };
-}
-
 /// Journals `agent_task_cancelled`: the §1 payload plus `reason` and `by`.
 async fn emit_cancelled_event<C: TaskHost>(
     ctx: &C,
@@ -727,12 +717,11 @@ async fn emit_cancelled_event<C: TaskHost>(
     reason: &str,
     by: &CancelledBy,
 ) -> ApplicationResult<()> {
-    let cancelled = task_payload!(
-        AgentTaskCancelled,
-        task,
+    let cancelled = payload::AgentTaskCancelled {
         reason: Some(reason.to_owned()),
-        by: Some(by.as_str().to_owned())
-    );
+        by: Some(by.as_str().to_owned()),
+        ..payload::AgentTaskCancelled::of(task)
+    };
     ctx.events()
         .record(ctx.run_id(), EventLevel::Warn, &cancelled)
         .await?;
@@ -746,33 +735,20 @@ pub(crate) async fn emit_task_event<C: TaskHost>(
 ) -> ApplicationResult<()> {
     let events = &ctx.events();
     let run_id = ctx.run_id();
-    match task.status {
-        TaskStatus::Queued => {
-            let queued = task_payload!(AgentTaskQueued, task);
-            events.record(run_id, EventLevel::Info, &queued).await?
-        }
-        TaskStatus::Running => {
-            let started = task_payload!(AgentTaskStarted, task);
-            events.record(run_id, EventLevel::Info, &started).await?
-        }
-        TaskStatus::Completed => {
-            let completed = task_payload!(AgentTaskCompleted, task);
-            events.record(run_id, EventLevel::Info, &completed).await?
-        }
-        TaskStatus::Failed => {
-            let failed = task_payload!(AgentTaskFailed, task);
-            events.record(run_id, EventLevel::Warn, &failed).await?
-        }
-        TaskStatus::Cancelled => {
-            let cancelled = task_payload!(AgentTaskCancelled, task);
-            events.record(run_id, EventLevel::Warn, &cancelled).await?
-        }
-        TaskStatus::Interrupted => {
-            let interrupted = task_payload!(AgentTaskInterrupted, task);
+    macro_rules! record {
+        ($level:ident, $payload:ident) => {
             events
-                .record(run_id, EventLevel::Warn, &interrupted)
+                .record(run_id, EventLevel::$level, &payload::$payload::of(task))
                 .await?
-        }
+        };
+    }
+    match task.status {
+        TaskStatus::Queued => record!(Info, AgentTaskQueued),
+        TaskStatus::Running => record!(Info, AgentTaskStarted),
+        TaskStatus::Completed => record!(Info, AgentTaskCompleted),
+        TaskStatus::Failed => record!(Warn, AgentTaskFailed),
+        TaskStatus::Cancelled => record!(Warn, AgentTaskCancelled),
+        TaskStatus::Interrupted => record!(Warn, AgentTaskInterrupted),
     };
     Ok(())
 }
