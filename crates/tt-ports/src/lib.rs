@@ -47,7 +47,7 @@ pub use runs::{
     AgentInvocationRepository, AgentRunRepository, RunChange, RunDocument, RunListPage, RunWatch,
     SerializedDocument, TaskTransitionOutcome,
 };
-pub use skills::SkillRepository;
+pub use skills::{SkillFileRef, SkillRepository};
 pub use stores::{StoragePorts, StoreFactory, StoreOptions};
 pub use system::{Clock, IdGenerator};
 pub use tools::{
