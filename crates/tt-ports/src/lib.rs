@@ -37,7 +37,7 @@ pub use model::{
     NoConnections, ResolvedConnection, ServerContextWindow, UnsupportedSettings,
     add_provider_fields, provider_fields,
 };
-pub use presets::PresetTemplateRepository;
+pub use presets::{PresetKey, PresetTemplateRepository};
 pub use profiles::ProfileRepository;
 pub use prompt::{
     AssembledSettings, PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker,
