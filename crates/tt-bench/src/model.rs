@@ -224,11 +224,7 @@ pub fn response(turn: &Turn) -> AgentModelResponse {
         })
         .collect();
     AgentModelResponse {
-        message: AgentModelMessage {
-            role: ModelRole::Assistant,
-            parts,
-            provider_metadata: Value::Null,
-        },
+        message: AgentModelMessage::assistant(parts),
         response_id: None,
         model: Some(MODEL_NAME.to_owned()),
         finish_reason: Some("tool_calls".to_owned()),

@@ -77,6 +77,15 @@ impl AgentModelMessage {
         }
     }
 
+    /// An assistant turn of `parts`.
+    pub fn assistant(parts: Vec<ModelContentPart>) -> Self {
+        Self {
+            role: ModelRole::Assistant,
+            parts,
+            provider_metadata: Value::Null,
+        }
+    }
+
     pub fn tool_result(result: AgentToolResult) -> Self {
         Self {
             role: ModelRole::Tool,
