@@ -282,18 +282,12 @@ mod tests {
         if let Some(brief) = brief {
             messages.push(AgentModelMessage::text(ModelRole::User, brief));
         }
-        AgentModelRequest {
-            session: ProviderSession::new(&RunId::from_raw("run_x"), &InvocationId::root()),
-            agent_profile_id: ProfileId::parse(profile).unwrap(),
-            model_id: None,
+        AgentModelRequest::new(
+            ProviderSession::new(&RunId::from_raw("run_x"), &InvocationId::root()),
+            ProfileId::parse(profile).unwrap(),
             round,
             messages,
-            tools: Vec::new().into(),
-            tool_choice: "auto".to_owned(),
-            max_output_tokens: None,
-            generation: Default::default(),
-            cache_ttl: None,
-        }
+        )
     }
 
     #[test]

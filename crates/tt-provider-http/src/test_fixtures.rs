@@ -57,16 +57,13 @@ pub fn tools() -> Vec<AgentToolSpec> {
 /// Round `round` of the root writer of `run_a`, offering [`tools`].
 pub fn request(round: u32, messages: Vec<AgentModelMessage>) -> AgentModelRequest {
     AgentModelRequest {
-        session: ProviderSession::new(&RunId::from_raw("run_a"), &InvocationId::root()),
-        agent_profile_id: ProfileId::parse("writer").unwrap(),
-        model_id: None,
-        round,
-        messages,
         tools: tools().into(),
-        tool_choice: "auto".to_owned(),
-        max_output_tokens: None,
-        generation: Default::default(),
-        cache_ttl: None,
+        ..AgentModelRequest::new(
+            ProviderSession::new(&RunId::from_raw("run_a"), &InvocationId::root()),
+            ProfileId::parse("writer").unwrap(),
+            round,
+            messages,
+        )
     }
 }
 
