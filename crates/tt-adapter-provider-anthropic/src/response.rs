@@ -3,9 +3,7 @@
 //! replay unchanged; usage and stop reason. Shared by whole and streamed replies.
 
 use serde_json::{Value, json};
-use tt_domain::model::{
-    AgentModelMessage, AgentModelResponse, ModelContentPart, ModelRole, ModelUsage,
-};
+use tt_domain::model::{AgentModelMessage, AgentModelResponse, ModelContentPart, ModelUsage};
 use tt_domain::tool::AgentToolCall;
 use tt_ports::ModelError;
 
@@ -60,11 +58,7 @@ pub(crate) fn into_response(
         }
     }
     Ok(AgentModelResponse {
-        message: AgentModelMessage {
-            role: ModelRole::Assistant,
-            parts,
-            provider_metadata: Value::Null,
-        },
+        message: AgentModelMessage::assistant(parts),
         response_id: meta.id,
         model: meta.model,
         finish_reason: meta.stop_reason,

@@ -10,3 +10,5 @@ mod limits;
 mod settings;
 mod streaming;
 mod support;
+
+tt_provider_http::http_adapter_cases!(crate::support::Adapter);

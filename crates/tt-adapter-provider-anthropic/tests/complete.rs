@@ -8,8 +8,10 @@ use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{
-    cached_system, cached_user_text, first_body, first_messages, provider, request, tool_result,
+    Adapter, cached_system, cached_user_text, first_body, first_messages, provider, request,
+    tool_result,
 };
+use tt_provider_http::test_fixtures::AdapterUnderTest;
 
 fn message(content: Value, stop_reason: &str) -> Value {
     json!({
@@ -31,13 +33,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
                 "input": {"path": "output/main.md", "content": "Night."}}]),
         "tool_use",
     );
-    let mut server = TestServer::always(Reply::json(200, &reply)).await;
-    let response = provider(&server)
-        .complete(request(1, first_messages()), CancellationToken::new())
-        .await
-        .unwrap();
-
-    let sent = server.next_request().await;
+    let (response, sent) = Adapter::answer_first_round(&reply).await;
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.path, "/v1/messages");
     assert_eq!(sent.header("x-api-key"), Some("sk-ant-test"));

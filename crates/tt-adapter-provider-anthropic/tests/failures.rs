@@ -139,11 +139,6 @@ async fn tool_use_without_id_or_name_is_invalid() {
     }
 }
 
-#[tokio::test]
-async fn cancel_aborts_the_in_flight_request() {
-    Adapter::assert_cancel_aborts(false).await;
-}
-
 #[test]
 fn bad_settings_are_refused() {
     assert_eq!(

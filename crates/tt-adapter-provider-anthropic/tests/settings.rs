@@ -4,7 +4,6 @@
 //! into usage as parts of the whole prompt.
 
 use serde_json::{Value, json};
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_anthropic::{AnthropicProvider, MAX_CACHE_BREAKPOINTS};
 use tt_domain::generation::GenerationSettings;
@@ -13,8 +12,8 @@ use tt_domain::profile::CacheTtl;
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Deltas, config, first_messages, request, tool_result};
-use tt_provider_http::test_fixtures::{assert_setting_refused, sent};
+use crate::support::{Adapter, config, first_messages, request, tool_result};
+use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_setting_refused, sent};
 
 fn reply(usage: Value) -> Reply {
     Reply::json(
@@ -289,23 +288,11 @@ async fn cache_reads_and_writes_are_parts_of_the_whole_prompt() {
             )
         })
         .collect();
-    let server = TestServer::always(Reply::sse(vec![text])).await;
-    let response = AnthropicProvider::new(config(&server).with_stream(true))
-        .unwrap()
-        .stream(
-            request(1, first_messages()),
-            Arc::new(Deltas::default()),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        response.usage,
-        Some(ModelUsage {
-            cached_input_tokens: 995,
-            ..ModelUsage::new(1000, 3)
-        })
-    );
+    let usage = ModelUsage {
+        cached_input_tokens: 995,
+        ..ModelUsage::new(1000, 3)
+    };
+    let response = Adapter::assert_streamed_usage(Reply::sse(vec![text]), usage).await;
     assert_eq!(
         response.raw_response["usage"],
         json!({"input_tokens": 5, "cache_creation_input_tokens": 0,

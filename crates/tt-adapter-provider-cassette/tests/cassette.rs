@@ -25,21 +25,15 @@ const REPLAY_TASK: &str = "task_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
 fn request(run: &str, round: u32, user_text: &str) -> AgentModelRequest {
     let run_id = RunId::from_raw(run);
-    AgentModelRequest {
-        session: ProviderSession::new(&run_id, &InvocationId::from_raw("inv_root")),
-        agent_profile_id: ProfileId::parse("writer").unwrap(),
-        model_id: None,
+    AgentModelRequest::new(
+        ProviderSession::new(&run_id, &InvocationId::from_raw("inv_root")),
+        ProfileId::parse("writer").unwrap(),
         round,
-        messages: vec![
+        vec![
             AgentModelMessage::text(ModelRole::System, "You write scenes."),
             AgentModelMessage::text(ModelRole::User, user_text),
         ],
-        tools: Arc::from(Vec::new()),
-        tool_choice: "auto".into(),
-        max_output_tokens: None,
-        generation: Default::default(),
-        cache_ttl: None,
-    }
+    )
 }
 
 /// Streams two text pieces and answers with an `agent.await` on the task id it read; with

@@ -217,18 +217,12 @@ mod tests {
     }
 
     fn request(messages: Vec<AgentModelMessage>) -> AgentModelRequest {
-        AgentModelRequest {
-            session: ProviderSession::new(&RunId::from_raw("run_a"), &InvocationId::root()),
-            agent_profile_id: ProfileId::parse("writer").unwrap(),
-            model_id: None,
-            round: 1,
+        AgentModelRequest::new(
+            ProviderSession::new(&RunId::from_raw("run_a"), &InvocationId::root()),
+            ProfileId::parse("writer").unwrap(),
+            1,
             messages,
-            tools: Vec::new().into(),
-            tool_choice: "auto".into(),
-            max_output_tokens: None,
-            generation: Default::default(),
-            cache_ttl: None,
-        }
+        )
     }
 
     fn options(stream: bool) -> BodyOptions<'static> {

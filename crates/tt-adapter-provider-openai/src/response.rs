@@ -2,9 +2,7 @@
 //! kept verbatim, never invented), usage and finish reason. Shared by whole and streamed replies.
 
 use serde_json::{Value, json};
-use tt_domain::model::{
-    AgentModelMessage, AgentModelResponse, ModelContentPart, ModelRole, ModelUsage,
-};
+use tt_domain::model::{AgentModelMessage, AgentModelResponse, ModelContentPart, ModelUsage};
 use tt_domain::tool::AgentToolCall;
 use tt_ports::ModelError;
 
@@ -95,11 +93,7 @@ impl ReplyParts {
             });
         }
         Ok(AgentModelResponse {
-            message: AgentModelMessage {
-                role: ModelRole::Assistant,
-                parts,
-                provider_metadata: Value::Null,
-            },
+            message: AgentModelMessage::assistant(parts),
             response_id: self.id,
             model: self.model,
             finish_reason: self.finish_reason,

@@ -12,3 +12,5 @@ mod settings;
 mod streaming;
 mod support;
 mod window;
+
+tt_provider_http::http_adapter_cases!(crate::support::Adapter);

@@ -8,7 +8,8 @@ use tt_domain::tool::AgentToolResult;
 use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{first_body, first_messages, provider, request};
+use crate::support::{Adapter, first_body, first_messages, provider, request};
+use tt_provider_http::test_fixtures::AdapterUnderTest;
 
 fn completion(message: Value, finish_reason: &str) -> Value {
     json!({
@@ -42,13 +43,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
                 "arguments": "{\"path\":\"output/main.md\",\"content\":\"Night.\"}"}}]}),
         "tool_calls",
     );
-    let mut server = TestServer::always(Reply::json(200, &reply)).await;
-    let response = provider(&server)
-        .complete(request(1, first_messages()), CancellationToken::new())
-        .await
-        .unwrap();
-
-    let sent = server.next_request().await;
+    let (response, sent) = Adapter::answer_first_round(&reply).await;
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.path, "/v1/chat/completions");
     assert_eq!(sent.header("authorization"), Some("Bearer sk-test"));
@@ -148,11 +143,7 @@ async fn text_only_reply() {
         json!({"role": "assistant", "content": "The lighthouse keeper lit the lamp."}),
         "stop",
     );
-    let mut server = TestServer::always(Reply::json(200, &reply)).await;
-    let response = provider(&server)
-        .complete(request(1, first_messages()), CancellationToken::new())
-        .await
-        .unwrap();
+    let (response, sent) = Adapter::answer_first_round(&reply).await;
     assert_eq!(response.text(), "The lighthouse keeper lit the lamp.");
     assert!(response.tool_calls().is_empty());
     assert_eq!(response.finish_reason.as_deref(), Some("stop"));
@@ -162,7 +153,7 @@ async fn text_only_reply() {
             text: "The lighthouse keeper lit the lamp.".into()
         }]
     );
-    assert_eq!(server.next_request().await.body, first_body(false));
+    assert_eq!(sent.body, first_body(false));
 }
 
 #[tokio::test]

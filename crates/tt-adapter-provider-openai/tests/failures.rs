@@ -173,16 +173,6 @@ async fn unparseable_or_non_object_arguments_pass_through_for_the_runtime_to_ans
 }
 
 #[tokio::test]
-async fn cancel_aborts_the_in_flight_request() {
-    Adapter::assert_cancel_aborts(false).await;
-}
-
-#[tokio::test]
-async fn cancel_aborts_a_stream_waiting_for_headers() {
-    Adapter::assert_cancel_aborts(true).await;
-}
-
-#[tokio::test]
 async fn a_request_timeout_is_a_retried_timeout() {
     let server = TestServer::always(Reply::Hang).await;
     // The server never answers, so the outcome does not depend on how fast the machine is.

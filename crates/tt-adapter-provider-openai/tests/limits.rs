@@ -1,7 +1,8 @@
 //! Bounded exchanges: a server that streams forever or answers too much is cut off at the size
 //! limit (`model.response_too_large`, not retried) without holding the whole body; a server
-//! that goes silent is a transient idle timeout, one that never sends its headers a transient
-//! header timeout. Time is paused, so the waits take no time.
+//! that goes silent is a transient idle timeout (one that never sends its headers: the cases
+//! every adapter shares, `tt_provider_http::http_adapter_cases!`). Time is paused, so the
+//! waits take no time.
 
 use serde_json::json;
 use std::sync::Arc;
@@ -11,10 +12,8 @@ use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
 use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Deltas, config, first_messages, request};
-use tt_provider_http::test_fixtures::{
-    assert_cut_off_at_size_limit, assert_headers_time_out_either_way, assert_stream_idles_out,
-};
+use crate::support::{Adapter, Deltas, config, first_messages, request};
+use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_cut_off_at_size_limit};
 
 const SMALL: u64 = 64 * 1024;
 
@@ -58,45 +57,14 @@ async fn a_whole_reply_over_the_limit_is_refused_as_it_arrives() {
     let text = "x".repeat(SMALL as usize + 1);
     let body = json!({"id": "c", "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
         "message": {"role": "assistant", "content": text}}]});
-    let server = TestServer::always(Reply::json(200, &body)).await;
-    let error = limited(&server, |_| {})
-        .complete(request(1, first_messages()), CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert_eq!(error.code(), "model.response_too_large");
+    Adapter::assert_reply_over_the_limit_refused(&body, SMALL).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_stream_that_goes_silent_is_a_transient_idle_timeout() {
     let chunk = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
         "choices": [{"index": 0, "delta": {"content": "Once"}, "finish_reason": null}]});
-    let reply = Reply::sse(vec![format!("data: {chunk}\n\n")]).then_hang();
-    let server = TestServer::always(reply).await;
-    // No request timeout: only the default idle timeout (120 s) bounds the silence.
-    let provider = limited(&server, |config| config.request_timeout = None);
-    assert_stream_idles_out(&provider, first_messages(), 120).await;
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_server_that_never_sends_headers_fails_at_the_default_header_timeout() {
-    let server = TestServer::always(Reply::Hang).await;
-    // The adapter's defaults: no request timeout; the header timeout (120 s) bounds the wait,
-    // streamed or not (a non-streaming call used to wait forever).
-    let mut settings = config(&server);
-    settings.request_timeout = None;
-    let provider = OpenAiProvider::new(settings).unwrap();
-    assert_headers_time_out_either_way(&provider, 120).await;
-}
-
-#[tokio::test(start_paused = true)]
-async fn the_header_timeout_is_the_connections_and_the_idle_timeout_does_not_cut_it() {
-    let server = TestServer::always(Reply::Hang).await;
-    let provider = limited(&server, |config| {
-        config.request_timeout = None;
-        config.limits.header_timeout = Duration::from_secs(200);
-        config.limits.idle_timeout = Duration::from_secs(30);
-    });
-    assert_headers_time_out_either_way(&provider, 200).await;
+    Adapter::assert_silence_idles_out(format!("data: {chunk}\n\n")).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -10,8 +10,8 @@ use tt_domain::model::{AgentModelRequest, ModelUsage};
 use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Deltas, config, first_messages, request};
-use tt_provider_http::test_fixtures::{assert_setting_refused, sent};
+use crate::support::{Adapter, config, first_messages, request};
+use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_setting_refused, sent};
 
 fn reply(usage: Value, timings: Option<Value>) -> Reply {
     let mut body = json!({
@@ -174,23 +174,11 @@ async fn a_stream_whose_timings_come_after_its_usage_still_reports_the_cache() {
     ];
     let mut text: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     text.push_str("data: [DONE]\n\n");
-    let server = TestServer::always(Reply::sse(vec![text])).await;
-    let response = OpenAiProvider::new(config(&server).with_stream(true))
-        .unwrap()
-        .stream(
-            request(1, first_messages()),
-            std::sync::Arc::new(Deltas::default()),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        response.usage,
-        Some(ModelUsage {
-            cached_input_tokens: 110,
-            ..ModelUsage::new(120, 2)
-        })
-    );
+    let usage = ModelUsage {
+        cached_input_tokens: 110,
+        ..ModelUsage::new(120, 2)
+    };
+    let response = Adapter::assert_streamed_usage(Reply::sse(vec![text]), usage).await;
     assert_eq!(
         response.raw_response["usage"]["prompt_tokens_details"]["cached_tokens"],
         json!(110)

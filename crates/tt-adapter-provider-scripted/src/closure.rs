@@ -160,21 +160,15 @@ mod tests {
     use tt_domain::model::{AgentModelMessage, ModelContentPart, ModelRole, ProviderSession};
 
     fn request(round: u32) -> AgentModelRequest {
-        AgentModelRequest {
-            session: ProviderSession::new(
+        AgentModelRequest::new(
+            ProviderSession::new(
                 &RunId::from_raw("run_a"),
                 &InvocationId::from_raw("inv_root"),
             ),
-            agent_profile_id: ProfileId::parse("default-writer").unwrap(),
-            model_id: None,
+            ProfileId::parse("default-writer").unwrap(),
             round,
-            messages: vec![AgentModelMessage::text(ModelRole::User, "Write.")],
-            tools: Vec::new().into(),
-            tool_choice: "auto".to_owned(),
-            max_output_tokens: None,
-            generation: Default::default(),
-            cache_ttl: None,
-        }
+            vec![AgentModelMessage::text(ModelRole::User, "Write.")],
+        )
     }
 
     fn provider() -> FnProvider {

@@ -11,8 +11,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tt_domain::model::{
-    AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelContentPart, ModelRole,
-    ModelUsage,
+    AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelContentPart, ModelUsage,
 };
 use tt_domain::tool::AgentToolCall;
 use tt_ports::{ModelError, ModelProvider};
@@ -235,11 +234,7 @@ pub(crate) fn build_response(
         });
     }
     AgentModelResponse {
-        message: AgentModelMessage {
-            role: ModelRole::Assistant,
-            parts,
-            provider_metadata: Value::Null,
-        },
+        message: AgentModelMessage::assistant(parts),
         response_id: Some(format!(
             "scripted:{}:turn-{}",
             request.session.session_id, request.round

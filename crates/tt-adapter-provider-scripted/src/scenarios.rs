@@ -145,24 +145,15 @@ mod tests {
     }
 
     fn request(run: &str, agent: &str, invocation: &str, user: &str) -> AgentModelRequest {
-        AgentModelRequest {
-            session: ProviderSession::new(
-                &RunId::from_raw(run),
-                &InvocationId::from_raw(invocation),
-            ),
-            agent_profile_id: ProfileId::parse(agent).unwrap(),
-            model_id: None,
-            round: 1,
-            messages: vec![
+        AgentModelRequest::new(
+            ProviderSession::new(&RunId::from_raw(run), &InvocationId::from_raw(invocation)),
+            ProfileId::parse(agent).unwrap(),
+            1,
+            vec![
                 AgentModelMessage::text(ModelRole::System, "[slow] in a system message"),
                 AgentModelMessage::text(ModelRole::User, user),
             ],
-            tools: Vec::new().into(),
-            tool_choice: "auto".to_owned(),
-            max_output_tokens: None,
-            generation: Default::default(),
-            cache_ttl: None,
-        }
+        )
     }
 
     async fn text_of(provider: &ScriptedScenarios, request: AgentModelRequest) -> String {

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use tt_domain::skill::{SkillFilePath, SkillId, SkillScope, SkillSummary};
-use tt_ports::{SkillRepository, StorageError, StorageResult};
+use tt_ports::{SkillFileRef, SkillRepository, StorageError, StorageResult};
 
 use crate::PostgresStore;
 use crate::error::io;
@@ -61,12 +61,8 @@ impl SkillRepository for PostgresStore {
             .collect())
     }
 
-    async fn read_skill_file(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-    ) -> StorageResult<String> {
+    async fn read_skill_file(&self, file: SkillFileRef<'_>) -> StorageResult<String> {
+        let (scope, skill_id, path) = (file.scope, file.skill_id, file.path);
         let key = scope_key(scope)?;
         let shown = format!("skills/{key}/{skill_id}/{path}");
         let row = self
@@ -97,31 +93,16 @@ impl SkillRepository for PostgresStore {
         tt_ports::store_inputs::skill_file_text(shown, bytes)
     }
 
-    async fn put_skill_file(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-        text: &str,
-    ) -> StorageResult<()> {
-        retrying(|_| async move {
-            self.put_skill_bytes(scope, skill_id, path, text.as_bytes())
-                .await
-        })
-        .await
+    async fn put_skill_file(&self, file: SkillFileRef<'_>, text: &str) -> StorageResult<()> {
+        retrying(|_| async move { self.put_skill_bytes(file, text.as_bytes()).await }).await
     }
 }
 
 impl PostgresStore {
     /// Stores one file of a skill as bytes, replacing any previous one (what `put_skill_file`
     /// does with text; tests store bytes that are not text with it).
-    pub async fn put_skill_bytes(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-        bytes: &[u8],
-    ) -> StorageResult<()> {
+    pub async fn put_skill_bytes(&self, file: SkillFileRef<'_>, bytes: &[u8]) -> StorageResult<()> {
+        let (scope, skill_id, path) = (file.scope, file.skill_id, file.path);
         let key = scope_key(scope)?;
         let conn = self.pool.get().await?;
         conn.execute(

@@ -13,7 +13,7 @@ use tt_adapter_storage_postgres::PostgresStore;
 use tt_adapter_storage_postgres::cluster::TestCluster;
 use tt_ports::{
     ConnectionRepository, McpServerRepository, PresetTemplateRepository, ProfileRepository,
-    StoragePorts, TranscriptRepository,
+    SkillFileRef, StoragePorts, TranscriptRepository,
 };
 use tt_testkit::contract::{RepositoryUnderTest, StorageUnderTest};
 
@@ -78,7 +78,7 @@ async fn postgres_skills() -> tt_testkit::contract::skills::SkillsUnderTest {
             let seeder = Arc::clone(&seeder);
             tokio::task::block_in_place(|| {
                 tokio::runtime::Handle::current()
-                    .block_on(seeder.put_skill_bytes(scope, id, path, bytes))
+                    .block_on(seeder.put_skill_bytes(SkillFileRef::new(scope, id, path), bytes))
                     .unwrap();
             });
         },

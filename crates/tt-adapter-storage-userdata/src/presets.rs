@@ -4,8 +4,7 @@
 
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
-use tt_domain::ids::is_valid_storage_segment;
-use tt_ports::{PresetTemplateRepository, StorageError, StorageResult};
+use tt_ports::{PresetKey, PresetTemplateRepository, StorageError, StorageResult};
 
 use crate::fsutil;
 
@@ -29,15 +28,11 @@ impl PresetTemplateFiles {
 
 #[async_trait]
 impl PresetTemplateRepository for PresetTemplateFiles {
-    async fn read_preset_template(
-        &self,
-        api_id: &str,
-        name: &str,
-    ) -> StorageResult<Option<String>> {
-        if !(is_valid_storage_segment(api_id) && is_valid_storage_segment(name)) {
+    async fn read_preset_template(&self, key: PresetKey<'_>) -> StorageResult<Option<String>> {
+        if !key.is_storable() {
             return Ok(None);
         }
-        let path = self.dir.join(api_id).join(format!("{name}.json"));
+        let path = self.dir.join(key.api_id).join(format!("{}.json", key.name));
         match std::fs::read_to_string(&path) {
             Ok(text) => Ok(Some(text)),
             Err(err) if fsutil::is_missing(&err) => Ok(None),
@@ -45,15 +40,10 @@ impl PresetTemplateRepository for PresetTemplateFiles {
         }
     }
 
-    async fn put_preset_template(
-        &self,
-        api_id: &str,
-        name: &str,
-        template: &str,
-    ) -> StorageResult<()> {
-        tt_ports::store_inputs::check_preset_template_key(api_id, name)?;
-        let dir = self.dir.join(api_id);
+    async fn put_preset_template(&self, key: PresetKey<'_>, template: &str) -> StorageResult<()> {
+        tt_ports::store_inputs::check_preset_template_key(key)?;
+        let dir = self.dir.join(key.api_id);
         fsutil::create_dir_all(&dir)?;
-        fsutil::write_atomic(&dir.join(format!("{name}.json")), template.as_bytes())
+        fsutil::write_atomic(&dir.join(format!("{}.json", key.name)), template.as_bytes())
     }
 }

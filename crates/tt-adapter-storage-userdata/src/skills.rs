@@ -10,7 +10,7 @@ use tt_domain::skill::{
     MAX_SKILL_FILE_BYTES, MAX_SKILL_FILES, MAX_SKILL_FOLDER_DEPTH, SKILL_MD, SkillFilePath,
     SkillId, SkillScope, SkillSummary, is_valid_file_segment,
 };
-use tt_ports::{SkillRepository, StorageError, StorageResult};
+use tt_ports::{SkillFileRef, SkillRepository, StorageError, StorageResult};
 
 use crate::fsutil::{self, is_missing, write_atomic};
 use crate::layout::join_relative;
@@ -254,13 +254,8 @@ impl UserDataStore {
     /// Writes one file of a skill (creating its folders), replacing any previous one. Blocking
     /// (small synchronous file write); meant for setup code, hosts that install skills, and
     /// tests. Refuses to write through a link that leaves the skills root.
-    pub fn put_skill_file(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-        text: &str,
-    ) -> StorageResult<()> {
+    pub fn put_skill_file(&self, file: SkillFileRef<'_>, text: &str) -> StorageResult<()> {
+        let (scope, skill_id, path) = (file.scope, file.skill_id, file.path);
         let root = self.inner.layout.root().join(SKILLS_DIR);
         fsutil::create_dir_all(&root)?;
         let Some(base) = SkillsBase::open(&self.inner)? else {
@@ -293,27 +288,16 @@ impl SkillRepository for UserDataStore {
         self.blocking(move |inner| list_sync(inner, &scope)).await
     }
 
-    async fn read_skill_file(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-    ) -> StorageResult<String> {
-        let scope = scope.clone();
-        let skill_id = skill_id.clone();
-        let path = path.clone();
+    async fn read_skill_file(&self, file: SkillFileRef<'_>) -> StorageResult<String> {
+        let scope = file.scope.clone();
+        let skill_id = file.skill_id.clone();
+        let path = file.path.clone();
         self.blocking(move |inner| read_sync(inner, &scope, &skill_id, &path))
             .await
     }
 
-    async fn put_skill_file(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-        text: &str,
-    ) -> StorageResult<()> {
+    async fn put_skill_file(&self, file: SkillFileRef<'_>, text: &str) -> StorageResult<()> {
         // A small write of setup code: done here, as the host's call was sync before.
-        UserDataStore::put_skill_file(self, scope, skill_id, path, text)
+        UserDataStore::put_skill_file(self, file, text)
     }
 }

@@ -11,9 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tt_domain::event::{AgentRunEvent, EventLevel, NewRunEvent, RunEventType};
 use tt_domain::ids::{EventId, RunId};
-use tt_domain::run::{
-    AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id,
-};
+use tt_domain::run::{AgentRun, ConversationKind, Presentation};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{ManifestRoot, RunManifest, WorkspaceRoot};
 use tt_ports::{AgentRunRepository, EventPage, RunJournal};
@@ -216,37 +214,23 @@ fn after(seq: u64) -> EventPage {
 }
 
 async fn create_run(store: &Arc<UserDataStore>) -> Result<AgentRun> {
-    let stable_chat_id = "tt-bench-journal".to_owned();
-    let workspace_id = derive_workspace_id(ConversationKind::Character, &stable_chat_id);
     let now = Timestamp::from_unix_millis(BASE_MILLIS);
     let run = AgentRun {
-        id: RunId::generate(RUN_TOKEN),
-        workspace_id: workspace_id.clone(),
-        stable_chat_id: stable_chat_id.clone(),
-        conversation_kind: ConversationKind::Character,
         chat_ref: json!({ "kind": "character", "characterId": "bench", "fileName": "bench" }),
         generation_type: json!("normal"),
-        profile_id: None,
-        persist_base_state_id: None,
-        skill_scope_refs: Default::default(),
         presentation: Presentation::Background,
-        status: AgentRunStatus::Created,
-        input_message_count: 0,
-        forked_from: None,
-        profile_models: Default::default(),
-        abandoned_at: None,
-        unrecorded_end: None,
-        rebuilt: None,
-        connection_ref: None,
-        generation: Default::default(),
-        created_at: now,
-        updated_at: now,
+        ..AgentRun::new(
+            RunId::generate(RUN_TOKEN),
+            ConversationKind::Character,
+            "tt-bench-journal",
+            now,
+        )
     };
     let manifest = RunManifest {
         schema_version: 1,
         run_id: run.id.clone(),
-        workspace_id,
-        stable_chat_id,
+        workspace_id: run.workspace_id.clone(),
+        stable_chat_id: run.stable_chat_id.clone(),
         roots: WorkspaceRoot::ALL
             .into_iter()
             .map(|root| ManifestRoot::new(root, true, true))

@@ -224,11 +224,7 @@ pub fn response(turn: &Turn) -> AgentModelResponse {
         })
         .collect();
     AgentModelResponse {
-        message: AgentModelMessage {
-            role: ModelRole::Assistant,
-            parts,
-            provider_metadata: Value::Null,
-        },
+        message: AgentModelMessage::assistant(parts),
         response_id: None,
         model: Some(MODEL_NAME.to_owned()),
         finish_reason: Some("tool_calls".to_owned()),
@@ -286,18 +282,12 @@ mod tests {
         if let Some(brief) = brief {
             messages.push(AgentModelMessage::text(ModelRole::User, brief));
         }
-        AgentModelRequest {
-            session: ProviderSession::new(&RunId::from_raw("run_x"), &InvocationId::root()),
-            agent_profile_id: ProfileId::parse(profile).unwrap(),
-            model_id: None,
+        AgentModelRequest::new(
+            ProviderSession::new(&RunId::from_raw("run_x"), &InvocationId::root()),
+            ProfileId::parse(profile).unwrap(),
             round,
             messages,
-            tools: Vec::new().into(),
-            tool_choice: "auto".to_owned(),
-            max_output_tokens: None,
-            generation: Default::default(),
-            cache_ttl: None,
-        }
+        )
     }
 
     #[test]

@@ -77,6 +77,15 @@ impl AgentModelMessage {
         }
     }
 
+    /// An assistant turn of `parts`.
+    pub fn assistant(parts: Vec<ModelContentPart>) -> Self {
+        Self {
+            role: ModelRole::Assistant,
+            parts,
+            provider_metadata: Value::Null,
+        }
+    }
+
     pub fn tool_result(result: AgentToolResult) -> Self {
         Self {
             role: ModelRole::Tool,
@@ -169,6 +178,29 @@ pub struct AgentModelRequest {
 }
 
 impl AgentModelRequest {
+    /// Round `round` of agent `agent_profile_id` in `session` over `messages`, with nothing else
+    /// of its own: no tools (the choice `auto`), the provider's default model, no output limit,
+    /// generation settings or cache lifetime.
+    pub fn new(
+        session: ProviderSession,
+        agent_profile_id: ProfileId,
+        round: u32,
+        messages: Vec<AgentModelMessage>,
+    ) -> Self {
+        Self {
+            session,
+            agent_profile_id,
+            model_id: None,
+            round,
+            messages,
+            tools: Vec::new().into(),
+            tool_choice: "auto".to_owned(),
+            max_output_tokens: None,
+            generation: GenerationSettings::default(),
+            cache_ttl: None,
+        }
+    }
+
     /// Number of tool results in the conversation so far.
     pub fn tool_result_count(&self) -> usize {
         self.messages

@@ -303,6 +303,42 @@ pub struct ForkedFrom {
 }
 
 impl AgentRun {
+    /// Run `id` of the `conversation_kind` conversation `stable_chat_id`, created `now`, as it
+    /// is before anything is chosen for it or happens in it: in the foreground, with no chat
+    /// metadata, profile, persistent state, skill scopes, connection or settings. Callers set
+    /// what they choose on the result.
+    pub fn new(
+        id: RunId,
+        conversation_kind: ConversationKind,
+        stable_chat_id: impl Into<String>,
+        now: Timestamp,
+    ) -> Self {
+        let stable_chat_id = stable_chat_id.into();
+        Self {
+            id,
+            workspace_id: derive_workspace_id(conversation_kind, &stable_chat_id),
+            stable_chat_id,
+            conversation_kind,
+            chat_ref: Value::Null,
+            generation_type: Value::Null,
+            profile_id: None,
+            persist_base_state_id: None,
+            skill_scope_refs: crate::skill::SkillScopeRefs::default(),
+            connection_ref: None,
+            generation: GenerationSettings::default(),
+            presentation: Presentation::Foreground,
+            status: AgentRunStatus::Created,
+            input_message_count: 0,
+            forked_from: None,
+            profile_models: std::collections::BTreeMap::new(),
+            abandoned_at: None,
+            unrecorded_end: None,
+            rebuilt: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
     /// Moves to `next` if legal; returns whether the status changed.
     pub fn transition(&mut self, next: AgentRunStatus, now: Timestamp) -> DomainResult<bool> {
         if self.status == next {
@@ -409,28 +445,15 @@ mod tests {
     use super::*;
 
     fn sample() -> AgentRun {
+        let created = Timestamp::from_unix_millis(0);
         AgentRun {
-            id: RunId::from_raw("run_x"),
-            workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
-            stable_chat_id: "chat-1".into(),
-            conversation_kind: ConversationKind::Character,
-            chat_ref: Value::Null,
-            generation_type: Value::Null,
-            profile_id: None,
-            persist_base_state_id: None,
-            skill_scope_refs: Default::default(),
-            connection_ref: None,
-            generation: Default::default(),
-            presentation: Presentation::Foreground,
             status: AgentRunStatus::Completed,
-            input_message_count: 0,
-            forked_from: None,
-            profile_models: Default::default(),
-            abandoned_at: None,
-            unrecorded_end: None,
-            rebuilt: None,
-            created_at: Timestamp::from_unix_millis(0),
-            updated_at: Timestamp::from_unix_millis(0),
+            ..AgentRun::new(
+                RunId::from_raw("run_x"),
+                ConversationKind::Character,
+                "chat-1",
+                created,
+            )
         }
     }
 

@@ -37,7 +37,7 @@ pub use model::{
     NoConnections, ResolvedConnection, ServerContextWindow, UnsupportedSettings,
     add_provider_fields, provider_fields,
 };
-pub use presets::PresetTemplateRepository;
+pub use presets::{PresetKey, PresetTemplateRepository};
 pub use profiles::ProfileRepository;
 pub use prompt::{
     AssembledSettings, PendingPromptAssembly, PromptAssemblyAnswer, PromptAssemblyBroker,
@@ -47,7 +47,7 @@ pub use runs::{
     AgentInvocationRepository, AgentRunRepository, RunChange, RunDocument, RunListPage, RunWatch,
     SerializedDocument, TaskTransitionOutcome,
 };
-pub use skills::SkillRepository;
+pub use skills::{SkillFileRef, SkillRepository};
 pub use stores::{StoragePorts, StoreFactory, StoreOptions};
 pub use system::{Clock, IdGenerator};
 pub use tools::{

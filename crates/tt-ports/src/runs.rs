@@ -154,6 +154,13 @@ pub struct RunListPage {
     pub limit: usize,
 }
 
+impl RunListPage {
+    /// The newest `limit` runs.
+    pub fn first(limit: usize) -> Self {
+        Self { offset: 0, limit }
+    }
+}
+
 #[async_trait]
 pub trait AgentRunRepository: Send + Sync {
     /// Creates the run directory with its roots, `run.json`, `manifest.json` and the index

@@ -24,21 +24,30 @@ pub trait SkillRepository: Send + Sync {
     /// the file does not exist, `IsDirectory` for a folder, `Corrupt` when the file is not UTF-8
     /// text or is larger than `MAX_SKILL_FILE_BYTES`, `SymlinkEscape` for a link leading
     /// outside the skills area.
-    async fn read_skill_file(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-    ) -> StorageResult<String>;
+    async fn read_skill_file(&self, file: SkillFileRef<'_>) -> StorageResult<String>;
 
     /// Stores one text file of a skill (`SKILL.md` or a supporting file), replacing any
     /// previous one: how a host installs skills. A blank scope name is `StorageError::Domain`
     /// (`skill.scope_invalid`).
-    async fn put_skill_file(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-        text: &str,
-    ) -> StorageResult<()>;
+    async fn put_skill_file(&self, file: SkillFileRef<'_>, text: &str) -> StorageResult<()>;
+}
+
+/// One file of a skill, as the repository's reads and writes name it: the scope the skill is
+/// stored in, the skill, and the file's path inside the skill's folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SkillFileRef<'a> {
+    pub scope: &'a SkillScope,
+    pub skill_id: &'a SkillId,
+    pub path: &'a SkillFilePath,
+}
+
+impl<'a> SkillFileRef<'a> {
+    /// The file `path` of skill `skill_id` in `scope`.
+    pub fn new(scope: &'a SkillScope, skill_id: &'a SkillId, path: &'a SkillFilePath) -> Self {
+        Self {
+            scope,
+            skill_id,
+            path,
+        }
+    }
 }

@@ -7,6 +7,7 @@ use tt_domain::ids::is_valid_storage_segment;
 use tt_domain::skill::MAX_SKILL_FILE_BYTES;
 
 use crate::error::{StorageError, StorageResult};
+use crate::presets::PresetKey;
 
 /// Refuses `raw` unless it is a storage segment (1 to 128 letters, digits, `-` or `_`): an id
 /// a store may use as a file, row or key name (`agent.storage_segment_invalid`). `what` names
@@ -26,9 +27,9 @@ pub fn check_storage_segment(what: &str, raw: &str) -> StorageResult<()> {
 
 /// Refuses a preset template's key unless its API id and its name are both storage segments
 /// ([`check_storage_segment`]): what every store checks before it keeps a template.
-pub fn check_preset_template_key(api_id: &str, name: &str) -> StorageResult<()> {
-    check_storage_segment("preset api id", api_id)?;
-    check_storage_segment("preset name", name)
+pub fn check_preset_template_key(key: PresetKey<'_>) -> StorageResult<()> {
+    check_storage_segment("preset api id", key.api_id)?;
+    check_storage_segment("preset name", key.name)
 }
 
 /// Refuses the id of a persistent state a run starts from unless it is a storage segment

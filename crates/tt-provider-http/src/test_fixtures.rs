@@ -8,17 +8,20 @@
 
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tt_domain::error_codes;
 use tt_domain::ids::{InvocationId, ProfileId, RunId};
 use tt_domain::model::{
-    AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelDelta, ProviderSession,
+    AgentModelMessage, AgentModelRequest, AgentModelResponse, ModelDelta, ModelUsage,
+    ProviderSession,
 };
 use tt_domain::tool::{AgentToolSpec, ToolAnnotations, ToolName};
 use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
 
-use crate::test_server::{Reply, TestServer};
+use crate::http::HttpLimits;
+use crate::test_server::{Recorded, Reply, TestServer};
 
 pub fn tool(name: ToolName, description: &str, schema: Value) -> AgentToolSpec {
     AgentToolSpec {
@@ -54,16 +57,13 @@ pub fn tools() -> Vec<AgentToolSpec> {
 /// Round `round` of the root writer of `run_a`, offering [`tools`].
 pub fn request(round: u32, messages: Vec<AgentModelMessage>) -> AgentModelRequest {
     AgentModelRequest {
-        session: ProviderSession::new(&RunId::from_raw("run_a"), &InvocationId::root()),
-        agent_profile_id: ProfileId::parse("writer").unwrap(),
-        model_id: None,
-        round,
-        messages,
         tools: tools().into(),
-        tool_choice: "auto".to_owned(),
-        max_output_tokens: None,
-        generation: Default::default(),
-        cache_ttl: None,
+        ..AgentModelRequest::new(
+            ProviderSession::new(&RunId::from_raw("run_a"), &InvocationId::root()),
+            ProfileId::parse("writer").unwrap(),
+            round,
+            messages,
+        )
     }
 }
 
@@ -111,7 +111,7 @@ pub async fn assert_headers_time_out(provider: &dyn ModelProvider, stream: bool,
     let started = tokio::time::Instant::now();
     let deltas = stream.then(|| Arc::new(Deltas::default()));
     let call = round_one(provider, Vec::new(), deltas, CancellationToken::new());
-    let error = tokio::time::timeout(std::time::Duration::from_secs(300), call)
+    let error = tokio::time::timeout(Duration::from_secs(300), call)
         .await
         .expect("the call outlasted the default bound of 300 s")
         .unwrap_err();
@@ -190,6 +190,21 @@ pub trait AdapterUnderTest {
     /// The exact body of the first round on the wire, streamed or not.
     fn first_body(stream: bool) -> Value;
 
+    /// The provider as [`provider`](Self::provider) builds it, but with no request timeout
+    /// and with `limits`: how the limit cases build it.
+    fn provider_with_limits(server: &TestServer, limits: HttpLimits) -> Self::Provider;
+
+    /// The first round, not streamed, against a server answering `reply` (JSON, status 200):
+    /// the response and the request the server received.
+    async fn answer_first_round(reply: &Value) -> (AgentModelResponse, Recorded) {
+        let mut server = TestServer::always(Reply::json(200, reply)).await;
+        let response = Self::provider(&server)
+            .complete(request(1, Self::first_messages()), CancellationToken::new())
+            .await
+            .unwrap();
+        (response, server.next_request().await)
+    }
+
     /// The first round, not streamed, against a server answering `reply`, which must fail:
     /// asserts that the body the server received is the first round's.
     async fn complete_against(reply: Reply) -> ModelError {
@@ -221,6 +236,16 @@ pub trait AdapterUnderTest {
         result
     }
 
+    /// Streams the first round against a server answering `reply`, asserting that it reports
+    /// `usage`: the response, for what else the case checks.
+    async fn assert_streamed_usage(reply: Reply, usage: ModelUsage) -> AgentModelResponse {
+        let response = Self::stream_against(reply, Arc::new(Deltas::default()))
+            .await
+            .unwrap();
+        assert_eq!(response.usage, Some(usage));
+        response
+    }
+
     /// The first round (streamed or not) against a server that never answers, cancelled once
     /// the server has the request: asserts that its body is the first round's, that the call
     /// ends `Cancelled` and that the server sees the client go (the request was really
@@ -235,6 +260,84 @@ pub trait AdapterUnderTest {
     async fn assert_cancel_aborts_mid_stream(reply: Reply) {
         assert_cancelled::<Self>(reply, true, true).await;
     }
+
+    /// The first round, not streamed, against a server answering `reply` (JSON, status 200)
+    /// longer than `max_response_bytes`: refused as it arrives (`model.response_too_large`).
+    async fn assert_reply_over_the_limit_refused(reply: &Value, max_response_bytes: u64) {
+        let server = TestServer::always(Reply::json(200, reply)).await;
+        let limits = HttpLimits {
+            max_response_bytes,
+            ..HttpLimits::default()
+        };
+        let error = Self::provider_with_limits(&server, limits)
+            .complete(request(1, Self::first_messages()), CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), "model.response_too_large");
+    }
+
+    /// The first round, streamed, against a server that sends `first_piece` and then goes
+    /// silent, with no request timeout: only the default idle timeout (120 s) bounds the
+    /// silence ([`assert_stream_idles_out`]).
+    async fn assert_silence_idles_out(first_piece: String) {
+        let server = TestServer::always(Reply::sse(vec![first_piece]).then_hang()).await;
+        let provider = Self::provider_with_limits(&server, HttpLimits::default());
+        assert_stream_idles_out(&provider, Self::first_messages(), 120).await;
+    }
+
+    /// Against a server that never sends its headers, with the adapter's defaults (no request
+    /// timeout): the header timeout (120 s) bounds the wait, streamed or not (a non-streaming
+    /// call used to wait forever).
+    async fn assert_default_header_timeout() {
+        let server = TestServer::always(Reply::Hang).await;
+        let provider = Self::provider_with_limits(&server, HttpLimits::default());
+        assert_headers_time_out_either_way(&provider, 120).await;
+    }
+
+    /// The header timeout is the connection's (200 s here), and its idle timeout (30 s) does
+    /// not cut the wait for the headers short.
+    async fn assert_connection_header_timeout() {
+        let server = TestServer::always(Reply::Hang).await;
+        let limits = HttpLimits {
+            header_timeout: Duration::from_secs(200),
+            idle_timeout: Duration::from_secs(30),
+            ..HttpLimits::default()
+        };
+        let provider = Self::provider_with_limits(&server, limits);
+        assert_headers_time_out_either_way(&provider, 200).await;
+    }
+}
+
+/// The cases every HTTP adapter passes alike, as tests of `$adapter` (its
+/// [`AdapterUnderTest`], named by a path from the crate root) in `mod every_http_adapter`.
+#[macro_export]
+macro_rules! http_adapter_cases {
+    ($adapter:path) => {
+        mod every_http_adapter {
+            use $adapter as Adapter;
+            use $crate::test_fixtures::AdapterUnderTest as _;
+
+            #[tokio::test]
+            async fn cancel_aborts_the_in_flight_request() {
+                Adapter::assert_cancel_aborts(false).await;
+            }
+
+            #[tokio::test]
+            async fn cancel_aborts_a_stream_waiting_for_headers() {
+                Adapter::assert_cancel_aborts(true).await;
+            }
+
+            #[tokio::test(start_paused = true)]
+            async fn a_server_that_never_sends_headers_fails_at_the_default_header_timeout() {
+                Adapter::assert_default_header_timeout().await;
+            }
+
+            #[tokio::test(start_paused = true)]
+            async fn the_header_timeout_is_the_connections_and_the_idle_timeout_does_not_cut_it() {
+                Adapter::assert_connection_header_timeout().await;
+            }
+        }
+    };
 }
 
 /// The first round of adapter `A` (streamed or not) against a server answering `reply`,

@@ -645,7 +645,7 @@ impl AgentRuntime {
         let skill_id = tt_domain::skill::SkillId::parse(skill_id).map_err(invalid)?;
         let path = tt_domain::skill::SkillFilePath::parse(path).map_err(invalid)?;
         self.skills
-            .put_skill_file(scope, &skill_id, &path, text)
+            .put_skill_file(tt_ports::SkillFileRef::new(scope, &skill_id, &path), text)
             .await
             .map_err(|err| HostError {
                 code: err.code().to_string(),

@@ -60,7 +60,7 @@ impl AgentRuntime {
             HostError::new(error_codes::AGENT_PRESET_TEMPLATE_INVALID, err.to_string())
         })?;
         self.preset_templates
-            .put_preset_template(api_id, name, &text)
+            .put_preset_template(tt_ports::PresetKey::new(api_id, name), &text)
             .await
             .map_err(|err| {
                 HostError::new(

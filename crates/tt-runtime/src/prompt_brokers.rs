@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
 use tt_domain::error_codes;
 use tt_ports::{
-    HostBridgeError, PendingPromptAssembly, PresetTemplateRepository, PromptAssemblyAnswer,
-    PromptAssemblyBroker, PromptAssemblyRequest,
+    HostBridgeError, PendingPromptAssembly, PresetKey, PresetTemplateRepository,
+    PromptAssemblyAnswer, PromptAssemblyBroker, PromptAssemblyRequest,
 };
 
 use crate::dto::HostError;
@@ -259,7 +259,7 @@ impl TemplatePromptBroker {
         let shown = format!("presets/{api_id}/{name}.json");
         let text = self
             .templates
-            .read_preset_template(&api_id, &name)
+            .read_preset_template(PresetKey::new(&api_id, &name))
             .await
             .map_err(|err| format!("preset template {shown}: {err}"))?
             .ok_or_else(|| format!("preset template {shown}: not found"))?;

@@ -6,7 +6,7 @@ pub(crate) use tt_provider_http::test_server as server;
 
 use serde_json::{Value, json};
 use std::time::Duration;
-use tt_adapter_provider_anthropic::{AnthropicConfig, AnthropicProvider};
+use tt_adapter_provider_anthropic::{AnthropicConfig, AnthropicProvider, HttpLimits};
 use tt_domain::model::{AgentModelMessage, ModelRole};
 use tt_domain::tool::AgentToolResult;
 
@@ -94,5 +94,11 @@ impl AdapterUnderTest for Adapter {
 
     fn first_body(stream: bool) -> Value {
         first_body(stream)
+    }
+
+    fn provider_with_limits(server: &TestServer, limits: HttpLimits) -> AnthropicProvider {
+        let mut config = config(server).with_limits(limits);
+        config.request_timeout = None;
+        AnthropicProvider::new(config).unwrap()
     }
 }

@@ -6,7 +6,7 @@ pub(crate) use tt_provider_http::test_server as server;
 
 use serde_json::{Value, json};
 use std::time::Duration;
-use tt_adapter_provider_openai::{OpenAiConfig, OpenAiProvider};
+use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
 use tt_domain::model::{AgentModelMessage, ModelRole};
 
 use self::server::TestServer;
@@ -77,5 +77,11 @@ impl AdapterUnderTest for Adapter {
 
     fn first_body(stream: bool) -> Value {
         first_body(stream)
+    }
+
+    fn provider_with_limits(server: &TestServer, limits: HttpLimits) -> OpenAiProvider {
+        let mut config = config(server).with_limits(limits);
+        config.request_timeout = None;
+        OpenAiProvider::new(config).unwrap()
     }
 }

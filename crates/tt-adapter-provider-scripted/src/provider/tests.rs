@@ -48,21 +48,15 @@ fn request(agent: &str, invocation: &str, assistant_turns: usize) -> AgentModelR
         ));
         messages.push(AgentModelMessage::text(ModelRole::User, "continue"));
     }
-    AgentModelRequest {
-        session: ProviderSession::new(
+    AgentModelRequest::new(
+        ProviderSession::new(
             &RunId::from_raw("run_a"),
             &InvocationId::from_raw(invocation),
         ),
-        agent_profile_id: ProfileId::parse(agent).unwrap(),
-        model_id: None,
-        round: u32::try_from(assistant_turns + 1).unwrap(),
+        ProfileId::parse(agent).unwrap(),
+        u32::try_from(assistant_turns + 1).unwrap(),
         messages,
-        tools: Vec::new().into(),
-        tool_choice: "auto".into(),
-        max_output_tokens: None,
-        generation: Default::default(),
-        cache_ttl: None,
-    }
+    )
 }
 
 async fn call(

@@ -147,13 +147,7 @@ async fn a_run_row_that_does_not_parse_is_named_not_listed() {
         )
         .await
         .unwrap();
-    let listed = store
-        .list_runs(RunListPage {
-            offset: 0,
-            limit: 10,
-        })
-        .await
-        .unwrap();
+    let listed = store.list_runs(RunListPage::first(10)).await.unwrap();
     assert_eq!(
         listed.iter().map(|run| run.id.as_str()).collect::<Vec<_>>(),
         [whole.id.as_str()]

@@ -156,13 +156,7 @@ async fn runs_are_found_through_the_index_after_reopening() {
         .unwrap();
     assert_eq!(next.seq, 2);
     assert_eq!(
-        store
-            .list_runs(RunListPage {
-                offset: 0,
-                limit: 10
-            })
-            .await
-            .unwrap(),
+        store.list_runs(RunListPage::first(10)).await.unwrap(),
         // Now this process writes the run, so it shows the stored status again.
         vec![run.clone()]
     );
@@ -174,13 +168,7 @@ async fn runs_are_found_through_the_index_after_reopening() {
     std::fs::write(&index, b"{ not json").unwrap();
     let store = fx.reopen();
     assert_eq!(store.load_run(&run.id).await.unwrap().id, run.id);
-    let listed = store
-        .list_runs(RunListPage {
-            offset: 0,
-            limit: 10,
-        })
-        .await
-        .unwrap();
+    let listed = store.list_runs(RunListPage::first(10)).await.unwrap();
     assert_eq!(listed.len(), 1);
     match store.load_run(&RunId::from_raw("run_missing")).await {
         Err(StorageError::NotFound { .. }) => {}

@@ -98,10 +98,7 @@ async fn a_read_only_store_follows_a_live_writer_and_never_writes() {
     let empty = UserDataStore::open_read_only(&missing);
     assert!(
         empty
-            .list_runs(RunListPage {
-                offset: 0,
-                limit: 10
-            })
+            .list_runs(RunListPage::first(10))
             .await
             .unwrap()
             .is_empty()

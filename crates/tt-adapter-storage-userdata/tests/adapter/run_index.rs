@@ -40,10 +40,7 @@ async fn finish(store: &UserDataStore, run: &AgentRun, status: AgentRunStatus) {
 
 async fn all_listed(store: &UserDataStore) -> Vec<RunId> {
     store
-        .list_runs(RunListPage {
-            offset: 0,
-            limit: 10_000,
-        })
+        .list_runs(RunListPage::first(10_000))
         .await
         .unwrap()
         .into_iter()

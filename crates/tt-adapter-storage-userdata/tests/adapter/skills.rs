@@ -6,7 +6,7 @@ use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 use tt_domain::ids::ProfileId;
 use tt_domain::skill::{SkillFilePath, SkillId, SkillScope, skill_storage_segment};
-use tt_ports::{SkillRepository, StorageError};
+use tt_ports::{SkillFileRef, SkillRepository, StorageError};
 
 use super::{Fixture, assert_escape, files_under};
 
@@ -24,7 +24,7 @@ fn skills_root(fx: &Fixture) -> PathBuf {
 
 fn put(fx: &Fixture, scope: &SkillScope, id: &str, path: &str, text: &str) {
     fx.store
-        .put_skill_file(scope, &sid(id), &sfp(path), text)
+        .put_skill_file(SkillFileRef::new(scope, &sid(id), &sfp(path)), text)
         .unwrap();
 }
 
@@ -125,7 +125,11 @@ async fn listings_skip_hidden_temp_badly_named_and_too_deep_entries() {
 /// escapes.
 async fn assert_skill_escapes(fx: &Fixture, scope: &SkillScope, id: &str, path: &str) {
     assert_escape(fx.store.list_skills(scope).await);
-    assert_escape(fx.store.read_skill_file(scope, &sid(id), &sfp(path)).await);
+    assert_escape(
+        fx.store
+            .read_skill_file(SkillFileRef::new(scope, &sid(id), &sfp(path)))
+            .await,
+    );
 }
 
 #[tokio::test]
@@ -164,10 +168,10 @@ async fn links_leaving_the_skills_root_are_refused() {
     assert_skill_escapes(&fx, &bob, "evil", "SKILL.md").await;
 
     // Writing through a link that leaves the root is refused too.
-    assert_escape(
-        fx.store
-            .put_skill_file(&bob, &sid("planted"), &sfp("SKILL.md"), "x"),
-    );
+    assert_escape(fx.store.put_skill_file(
+        SkillFileRef::new(&bob, &sid("planted"), &sfp("SKILL.md")),
+        "x",
+    ));
     assert!(!outside.join("bob/planted").exists());
     assert_eq!(
         std::fs::read_to_string(outside.join("secret.md")).unwrap(),
@@ -206,14 +210,18 @@ async fn links_inside_the_skills_root_work_and_dangling_ones_are_ignored() {
     assert_eq!(own, ["SKILL.md", "a.md"]);
     assert_eq!(
         fx.store
-            .read_skill_file(&critic, &sid("shared"), &sfp("refs/a.md"))
+            .read_skill_file(SkillFileRef::new(
+                &critic,
+                &sid("shared"),
+                &sfp("refs/a.md")
+            ))
             .await
             .unwrap(),
         "a"
     );
     assert!(matches!(
         fx.store
-            .read_skill_file(&critic, &sid("own"), &sfp("gone.md"))
+            .read_skill_file(SkillFileRef::new(&critic, &sid("own"), &sfp("gone.md")))
             .await,
         Err(StorageError::NotFound { .. })
     ));

@@ -8,7 +8,7 @@ use tt_domain::profile::SkillsSection;
 use tt_domain::skill::{SKILL_MD, SkillFilePath, parse_skill_frontmatter};
 use tt_domain::text::char_count;
 use tt_domain::tool::ToolName;
-use tt_ports::{SkillRepository, StorageError};
+use tt_ports::{SkillFileRef, SkillRepository, StorageError};
 
 use super::resolve::{EffectiveSkill, ResolvedSkills, is_skill_visible};
 use crate::error::{ApplicationError, ToolCallError, ToolError};
@@ -249,7 +249,11 @@ async fn search(args: &Value, env: &SkillToolEnv<'_>) -> Result<ToolSuccess, Too
     for skill in env.visible() {
         let body = match env
             .repo
-            .read_skill_file(&skill.scope, &skill.id, &SkillFilePath::skill_md())
+            .read_skill_file(SkillFileRef::new(
+                &skill.scope,
+                &skill.id,
+                &SkillFilePath::skill_md(),
+            ))
             .await
         {
             Ok(text) => text,
@@ -450,7 +454,7 @@ async fn read(args: &Value, env: SkillToolEnv<'_>) -> Result<ToolSuccess, ToolCa
     }
     let text = env
         .repo
-        .read_skill_file(&skill.scope, &skill.id, path)
+        .read_skill_file(SkillFileRef::new(&skill.scope, &skill.id, path))
         .await
         .map_err(|err| read_failure(err, skill, path))?;
 

@@ -30,13 +30,7 @@ fn fanout(url: &str, children: u32, data_dir: &std::path::Path) -> Command {
 }
 
 async fn all_runs(store: &PostgresStore) -> Vec<tt_runtime::AgentRun> {
-    store
-        .list_runs(RunListPage {
-            offset: 0,
-            limit: 10_000,
-        })
-        .await
-        .unwrap()
+    store.list_runs(RunListPage::first(10_000)).await.unwrap()
 }
 
 /// Waits until a run that was not in `before` has journaled `events` (or the process ended).

@@ -367,7 +367,9 @@ async fn a_connection_one_host_stores_is_listed_by_another_and_no_data_dir_holds
         panic!("a URL opens a store of its own");
     };
     let kept = ports.preset_templates.clone().unwrap();
-    let read = kept.read_preset_template("writers-room", "advisors").await;
+    let read = kept
+        .read_preset_template(tt_ports::PresetKey::new("writers-room", "advisors"))
+        .await;
     let read: serde_json::Value = serde_json::from_str(&read.unwrap().unwrap()).unwrap();
     assert_eq!(read, template);
     host_b.remove_connection("shared").await.unwrap();

@@ -35,9 +35,7 @@ use tt_domain::event_payload::RunEventPayload;
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind, InvocationStatus};
 use tt_domain::profile::AgentProfileDefinition;
-use tt_domain::run::{
-    AgentRun, AgentRunStatus, ConversationKind, Presentation, derive_workspace_id,
-};
+use tt_domain::run::{AgentRun, ConversationKind};
 use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{RunManifest, WorkspaceAccessPolicy, WorkspacePath};
@@ -219,28 +217,13 @@ pub const CONTRACT_CHAT_ID: &str = "contract-chat";
 
 /// Run number `n`: id `run_contract_NNNN`, created at `n` seconds.
 pub fn sample_run(n: u32) -> AgentRun {
+    let id = RunId::from_raw(format!("run_contract_{n:04}"));
+    let created = ts(i64::from(n) * 1_000);
     AgentRun {
-        id: RunId::from_raw(format!("run_contract_{n:04}")),
-        workspace_id: derive_workspace_id(ConversationKind::Character, CONTRACT_CHAT_ID),
-        stable_chat_id: CONTRACT_CHAT_ID.to_owned(),
-        conversation_kind: ConversationKind::Character,
         chat_ref: json!({"kind": "character", "characterId": "c1"}),
         generation_type: json!("normal"),
         profile_id: Some(ProfileId::parse("default-writer").unwrap()),
-        persist_base_state_id: None,
-        skill_scope_refs: Default::default(),
-        presentation: Presentation::Foreground,
-        status: AgentRunStatus::Created,
-        input_message_count: 0,
-        forked_from: None,
-        profile_models: Default::default(),
-        abandoned_at: None,
-        unrecorded_end: None,
-        rebuilt: None,
-        connection_ref: None,
-        generation: Default::default(),
-        created_at: ts(i64::from(n) * 1_000),
-        updated_at: ts(i64::from(n) * 1_000),
+        ..AgentRun::new(id, ConversationKind::Character, CONTRACT_CHAT_ID, created)
     }
 }
 
@@ -248,14 +231,13 @@ pub fn sample_run(n: u32) -> AgentRun {
 /// reference: the run a unit test of one tool or one record works in.
 pub fn plain_run(id: &str, created: i64) -> AgentRun {
     AgentRun {
-        id: RunId::from_raw(id),
-        workspace_id: derive_workspace_id(ConversationKind::Character, "chat-1"),
-        stable_chat_id: "chat-1".into(),
-        chat_ref: Value::Null,
-        profile_id: None,
-        created_at: ts(created),
-        updated_at: ts(created),
-        ..sample_run(1)
+        generation_type: json!("normal"),
+        ..AgentRun::new(
+            RunId::from_raw(id),
+            ConversationKind::Character,
+            "chat-1",
+            ts(created),
+        )
     }
 }
 

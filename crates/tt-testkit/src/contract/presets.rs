@@ -5,7 +5,7 @@
 
 use tt_domain::error_codes;
 
-use tt_ports::PresetTemplateRepository;
+use tt_ports::{PresetKey, PresetTemplateRepository};
 
 /// One preset template store under test.
 pub type PresetTemplatesUnderTest = super::RepositoryUnderTest<dyn PresetTemplateRepository>;
@@ -27,13 +27,15 @@ const CRITICS_2: &str = r#"{"schemaVersion": 1, "messages": []}"#;
 
 /// The template stored under `api_id`/`name`, if any.
 async fn template(repo: &dyn PresetTemplateRepository, api_id: &str, name: &str) -> Option<String> {
-    repo.read_preset_template(api_id, name).await.unwrap()
+    repo.read_preset_template(PresetKey::new(api_id, name))
+        .await
+        .unwrap()
 }
 
 pub async fn templates_read_back_per_api_and_name_and_are_replaced(s: PresetTemplatesUnderTest) {
     assert_eq!(template(&*s.repo, "local", "critics").await, None);
     s.repo
-        .put_preset_template("local", "critics", CRITICS)
+        .put_preset_template(PresetKey::new("local", "critics"), CRITICS)
         .await
         .unwrap();
     let other = (s.reopen)();
@@ -44,7 +46,7 @@ pub async fn templates_read_back_per_api_and_name_and_are_replaced(s: PresetTemp
     assert_eq!(template(&*other, "remote", "critics").await, None);
     assert_eq!(template(&*other, "local", "writers").await, None);
     s.repo
-        .put_preset_template("local", "critics", CRITICS_2)
+        .put_preset_template(PresetKey::new("local", "critics"), CRITICS_2)
         .await
         .unwrap();
     assert_eq!(
@@ -64,7 +66,7 @@ pub async fn api_ids_and_names_that_are_no_storage_segment_are_refused(
     ] {
         let err = s
             .repo
-            .put_preset_template(api_id, name, CRITICS)
+            .put_preset_template(PresetKey::new(api_id, name), CRITICS)
             .await
             .unwrap_err();
         assert_eq!(

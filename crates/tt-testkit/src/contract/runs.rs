@@ -59,14 +59,7 @@ pub async fn save_run_replaces_the_record(s: StorageUnderTest) {
         .unwrap();
     s.runs.save_run(&run).await.unwrap();
     assert_eq!(s.runs.load_run(&run.id).await.unwrap(), run);
-    let listed = s
-        .runs
-        .list_runs(RunListPage {
-            offset: 0,
-            limit: 10,
-        })
-        .await
-        .unwrap();
+    let listed = s.runs.list_runs(RunListPage::first(10)).await.unwrap();
     assert_eq!(listed, vec![run]);
 }
 
@@ -111,11 +104,7 @@ pub async fn list_runs_newest_first_with_paging(s: StorageUnderTest) {
                 .collect::<Vec<_>>()
         }
     };
-    let all = ids(RunListPage {
-        offset: 0,
-        limit: 10,
-    })
-    .await;
+    let all = ids(RunListPage::first(10)).await;
     // Whole records: none is unreadable.
     assert!(s.runs.unreadable_runs().await.unwrap().is_empty());
     assert_eq!(

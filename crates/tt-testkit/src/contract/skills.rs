@@ -9,7 +9,7 @@ use tt_domain::ids::ProfileId;
 use tt_domain::skill::{
     MAX_SKILL_FILE_BYTES, MAX_SKILL_FILES, SkillFilePath, SkillId, SkillScope, SkillSummary,
 };
-use tt_ports::{SkillRepository, StorageError};
+use tt_ports::{SkillFileRef, SkillRepository, StorageError};
 
 use super::{assert_code, assert_not_found};
 
@@ -58,7 +58,10 @@ impl SkillsUnderTest {
     }
 
     async fn read(&self, scope: &SkillScope, id: &str, path: &str) -> Result<String, StorageError> {
-        self.repo.read_skill_file(scope, &sid(id), &sfp(path)).await
+        let (id, path) = (sid(id), sfp(path));
+        self.repo
+            .read_skill_file(SkillFileRef::new(scope, &id, &path))
+            .await
     }
 }
 

@@ -223,21 +223,15 @@ pub(crate) mod tests {
 
     /// A request of `agent` in round 1 of the call `invocation` of run `run_a`.
     pub(crate) fn request(agent: &str, invocation: &str) -> AgentModelRequest {
-        AgentModelRequest {
-            session: ProviderSession::new(
+        AgentModelRequest::new(
+            ProviderSession::new(
                 &RunId::from_raw("run_a"),
                 &InvocationId::from_raw(invocation),
             ),
-            agent_profile_id: ProfileId::parse(agent).unwrap(),
-            model_id: None,
-            round: 1,
-            messages: vec![AgentModelMessage::text(ModelRole::User, "go")],
-            tools: Vec::new().into(),
-            tool_choice: "auto".into(),
-            max_output_tokens: None,
-            generation: Default::default(),
-            cache_ttl: None,
-        }
+            ProfileId::parse(agent).unwrap(),
+            1,
+            vec![AgentModelMessage::text(ModelRole::User, "go")],
+        )
     }
 
     #[tokio::test]

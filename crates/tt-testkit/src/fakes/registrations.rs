@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use tt_domain::ids::is_valid_storage_segment;
 use tt_domain::mcp::McpServerEntry;
 use tt_ports::{
-    ConnectionRepository, McpServerRepository, PresetTemplateRepository, StorageResult,
+    ConnectionRepository, McpServerRepository, PresetKey, PresetTemplateRepository, StorageResult,
 };
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -80,23 +80,14 @@ pub struct InMemoryPresetTemplates {
 
 #[async_trait]
 impl PresetTemplateRepository for InMemoryPresetTemplates {
-    async fn read_preset_template(
-        &self,
-        api_id: &str,
-        name: &str,
-    ) -> StorageResult<Option<String>> {
-        let key = (api_id.to_owned(), name.to_owned());
+    async fn read_preset_template(&self, key: PresetKey<'_>) -> StorageResult<Option<String>> {
+        let key = (key.api_id.to_owned(), key.name.to_owned());
         Ok(lock(&self.templates).get(&key).cloned())
     }
 
-    async fn put_preset_template(
-        &self,
-        api_id: &str,
-        name: &str,
-        template: &str,
-    ) -> StorageResult<()> {
-        tt_ports::store_inputs::check_preset_template_key(api_id, name)?;
-        let key = (api_id.to_owned(), name.to_owned());
+    async fn put_preset_template(&self, key: PresetKey<'_>, template: &str) -> StorageResult<()> {
+        tt_ports::store_inputs::check_preset_template_key(key)?;
+        let key = (key.api_id.to_owned(), key.name.to_owned());
         lock(&self.templates).insert(key, template.to_owned());
         Ok(())
     }

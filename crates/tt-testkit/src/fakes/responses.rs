@@ -2,7 +2,7 @@
 //! `ToolCall` parts, ids kept verbatim.
 
 use serde_json::Value;
-use tt_domain::model::{AgentModelMessage, AgentModelResponse, ModelContentPart, ModelRole};
+use tt_domain::model::{AgentModelMessage, AgentModelResponse, ModelContentPart};
 use tt_domain::tool::AgentToolCall;
 
 /// The model name the builders put on responses.
@@ -46,11 +46,7 @@ pub fn text_and_tool_calls(text: &str, calls: Vec<(&str, &str, Value)>) -> Agent
             }),
     );
     AgentModelResponse {
-        message: AgentModelMessage {
-            role: ModelRole::Assistant,
-            parts,
-            provider_metadata: Value::Null,
-        },
+        message: AgentModelMessage::assistant(parts),
         response_id: None,
         model: Some(FAKE_MODEL_NAME.to_owned()),
         finish_reason: Some(if has_calls { "tool_calls" } else { "stop" }.to_owned()),
@@ -63,6 +59,7 @@ pub fn text_and_tool_calls(text: &str, calls: Vec<(&str, &str, Value)>) -> Agent
 mod tests {
     use super::*;
     use serde_json::json;
+    use tt_domain::model::ModelRole;
 
     #[test]
     fn builds_assistant_messages_with_text_and_calls() {

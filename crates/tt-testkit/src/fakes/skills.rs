@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use tt_domain::skill::{SkillFilePath, SkillId, SkillScope, SkillSummary};
-use tt_ports::{SkillRepository, StorageError, StorageResult};
+use tt_ports::{SkillFileRef, SkillRepository, StorageError, StorageResult};
 
 /// A skill operation that a test can make fail once with [`InMemorySkills::fail_next`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -148,24 +148,14 @@ impl SkillRepository for InMemorySkills {
         Ok(out)
     }
 
-    async fn put_skill_file(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-        text: &str,
-    ) -> StorageResult<()> {
-        scope_folder(scope)?;
-        self.put_file_bytes(scope, skill_id, path, text.as_bytes().to_vec());
+    async fn put_skill_file(&self, file: SkillFileRef<'_>, text: &str) -> StorageResult<()> {
+        scope_folder(file.scope)?;
+        self.put_file(file.scope, file.skill_id, file.path, text);
         Ok(())
     }
 
-    async fn read_skill_file(
-        &self,
-        scope: &SkillScope,
-        skill_id: &SkillId,
-        path: &SkillFilePath,
-    ) -> StorageResult<String> {
+    async fn read_skill_file(&self, file: SkillFileRef<'_>) -> StorageResult<String> {
+        let (scope, skill_id, path) = (file.scope, file.skill_id, file.path);
         let mut state = self.lock();
         state
             .reads

@@ -92,10 +92,7 @@ async fn runs_are_listed_newest_first_and_duplicates_rejected() {
         .unwrap_err();
     assert!(matches!(err, StorageError::AlreadyExists { .. }));
     let listed: Vec<String> = store
-        .list_runs(RunListPage {
-            offset: 0,
-            limit: 10,
-        })
+        .list_runs(RunListPage::first(10))
         .await
         .unwrap()
         .into_iter()
