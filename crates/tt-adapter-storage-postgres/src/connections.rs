@@ -7,59 +7,39 @@ use tt_domain::ids::is_valid_storage_segment;
 use tt_ports::{ConnectionRepository, StorageResult};
 
 use crate::PostgresStore;
+use crate::named_rows::{NamedRows, named_rows};
+
+/// `tt_connections`: the name and the document as written.
+const CONNECTIONS: NamedRows = named_rows!(
+    "tt_connections",
+    "name",
+    ", updated_at = clock_timestamp()",
+    "connection",
+    "connections"
+);
 
 #[async_trait]
 impl ConnectionRepository for PostgresStore {
     async fn list_connection_names(&self) -> StorageResult<Vec<String>> {
-        let rows = self
-            .rows(
-                "SELECT name FROM tt_connections ORDER BY name",
-                &[],
-                "connections",
-            )
-            .await?;
-        Ok(rows.iter().map(|row| row.get::<_, String>(0)).collect())
+        self.named_keys(&CONNECTIONS).await
     }
 
     async fn read_connection(&self, name: &str) -> StorageResult<Option<String>> {
         if !is_valid_storage_segment(name) {
             return Ok(None);
         }
-        let row = self
-            .row(
-                "SELECT body FROM tt_connections WHERE name = $1",
-                &[&name],
-                &format!("connection {name}"),
-            )
-            .await?;
-        Ok(row.map(|row| row.get::<_, String>(0)))
+        self.named_body(&CONNECTIONS, name).await
     }
 
     async fn put_connection(&self, name: &str, document: &str) -> StorageResult<()> {
         tt_ports::store_inputs::check_storage_segment("connection name", name)?;
-        // An upsert: a retried try writes the same row again.
-        self.affected(
-            "INSERT INTO tt_connections (name, body) VALUES ($1, $2)
-             ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body,
-                 updated_at = clock_timestamp()",
-            &[&name, &document],
-            &format!("connection {name}"),
-        )
-        .await
-        .map(drop)
+        self.named_put(&CONNECTIONS, name, document).await
     }
 
     async fn remove_connection(&self, name: &str) -> StorageResult<bool> {
         if !is_valid_storage_segment(name) {
             return Ok(false);
         }
-        let removed = self
-            .affected(
-                "DELETE FROM tt_connections WHERE name = $1",
-                &[&name],
-                &format!("connection {name}"),
-            )
-            .await?;
-        Ok(removed > 0)
+        self.named_delete(&CONNECTIONS, name).await
     }
 }

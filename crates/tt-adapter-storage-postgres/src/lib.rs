@@ -14,6 +14,7 @@ pub mod error;
 mod journal;
 mod lease;
 mod mcp_servers;
+mod named_rows;
 mod notify;
 mod observed;
 mod owner_locks;

@@ -7,56 +7,39 @@ use tt_ports::{McpServerRepository, StorageResult};
 
 use crate::PostgresStore;
 use crate::error::{parse, to_json};
+use crate::named_rows::{NamedRows, named_rows};
+
+/// `tt_mcp_servers`: the name and the entry as JSON.
+const MCP_SERVERS: NamedRows = named_rows!(
+    "tt_mcp_servers",
+    "name",
+    ", updated_at = clock_timestamp()",
+    "MCP server",
+    "MCP servers"
+);
 
 #[async_trait]
 impl McpServerRepository for PostgresStore {
     async fn get_mcp_server(&self, name: &str) -> StorageResult<Option<McpServerEntry>> {
-        self.document(
-            "SELECT body FROM tt_mcp_servers WHERE name = $1",
-            &[&name],
-            &format!("MCP server {name}"),
-        )
-        .await
+        self.named_document(&MCP_SERVERS, name).await
     }
 
     async fn list_mcp_servers(&self) -> StorageResult<Vec<McpServerEntry>> {
-        let rows = self
-            .rows(
-                "SELECT body FROM tt_mcp_servers ORDER BY name",
-                &[],
-                "MCP servers",
-            )
-            .await?;
+        let bodies = self.named_bodies(&MCP_SERVERS).await?;
         // One unreadable entry never hides the others.
-        Ok(rows
+        Ok(bodies
             .iter()
-            .filter_map(|row| parse::<McpServerEntry>("an MCP server", row.get(0)).ok())
+            .filter_map(|body| parse::<McpServerEntry>("an MCP server", body).ok())
             .collect())
     }
 
     async fn put_mcp_server(&self, entry: &McpServerEntry) -> StorageResult<()> {
         let name = entry.config.name.as_str();
         let body = to_json(format!("MCP server {name}"), entry)?;
-        // An upsert: a retried try writes the same row again.
-        self.affected(
-            "INSERT INTO tt_mcp_servers (name, body) VALUES ($1, $2)
-             ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body,
-                 updated_at = clock_timestamp()",
-            &[&name, &body],
-            &format!("MCP server {name}"),
-        )
-        .await
-        .map(drop)
+        self.named_put(&MCP_SERVERS, name, &body).await
     }
 
     async fn remove_mcp_server(&self, name: &str) -> StorageResult<bool> {
-        let removed = self
-            .affected(
-                "DELETE FROM tt_mcp_servers WHERE name = $1",
-                &[&name],
-                &format!("MCP server {name}"),
-            )
-            .await?;
-        Ok(removed > 0)
+        self.named_delete(&MCP_SERVERS, name).await
     }
 }

@@ -7,29 +7,22 @@ use tt_ports::{ProfileRepository, StorageError, StorageResult};
 
 use crate::PostgresStore;
 use crate::error::to_json;
+use crate::named_rows::{NamedRows, named_rows};
+
+/// `profiles`: the id and the definition as JSON.
+const PROFILES: NamedRows = named_rows!("profiles", "profile_id", "", "profile", "the profiles");
 
 #[async_trait]
 impl ProfileRepository for PostgresStore {
     async fn load_profile(&self, id: &ProfileId) -> StorageResult<Option<AgentProfileDefinition>> {
-        self.document(
-            "SELECT body FROM profiles WHERE profile_id = $1",
-            &[&id.as_str()],
-            &format!("profile {id}"),
-        )
-        .await
+        self.named_document(&PROFILES, id.as_str()).await
     }
 
     async fn list_profile_ids(&self) -> StorageResult<Vec<ProfileId>> {
-        let rows = self
-            .rows(
-                "SELECT profile_id FROM profiles ORDER BY profile_id",
-                &[],
-                "the profiles",
-            )
-            .await?;
-        rows.iter()
-            .map(|row| {
-                ProfileId::parse(row.get(0))
+        let keys = self.named_keys(&PROFILES).await?;
+        keys.iter()
+            .map(|key| {
+                ProfileId::parse(key)
                     .map_err(|err| StorageError::corrupt("a stored profile id", err.to_string()))
             })
             .collect()
@@ -37,24 +30,11 @@ impl ProfileRepository for PostgresStore {
 
     async fn save_profile(&self, definition: &AgentProfileDefinition) -> StorageResult<()> {
         let body = to_json("profile", definition)?;
-        self.affected(
-            "INSERT INTO profiles (profile_id, body) VALUES ($1, $2)
-             ON CONFLICT (profile_id) DO UPDATE SET body = EXCLUDED.body",
-            &[&definition.id.as_str(), &body],
-            &format!("profile {}", definition.id),
-        )
-        .await
-        .map(drop)
+        self.named_put(&PROFILES, definition.id.as_str(), &body)
+            .await
     }
 
     async fn delete_profile(&self, id: &ProfileId) -> StorageResult<bool> {
-        let deleted = self
-            .affected(
-                "DELETE FROM profiles WHERE profile_id = $1",
-                &[&id.as_str()],
-                &format!("profile {id}"),
-            )
-            .await?;
-        Ok(deleted > 0)
+        self.named_delete(&PROFILES, id.as_str()).await
     }
 }
