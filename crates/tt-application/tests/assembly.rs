@@ -97,21 +97,15 @@ async fn child_ref_profile_prompt_assembly_round_trips_through_the_broker() {
 
     // The documents are kept, and the assembled prompt is what the critic's model saw.
     let child = &task.child_invocation_id;
-    let snapshot = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::InvocationPromptSnapshot(child.clone()),
-        )
-        .unwrap();
+    let snapshot = h.document(
+        &run.id,
+        RunDocument::InvocationPromptSnapshot(child.clone()),
+    );
     assert_eq!(snapshot, default_assembly(sent).prompt_snapshot);
-    let assembly = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::InvocationPromptAssembly(child.clone()),
-        )
-        .unwrap();
+    let assembly = h.document(
+        &run.id,
+        RunDocument::InvocationPromptAssembly(child.clone()),
+    );
     assert_eq!(assembly["assemblyId"], sent.assembly_id.as_str());
     assert_eq!(
         assembly["frozenRunInputSnapshot"],
@@ -176,14 +170,10 @@ async fn a_context_policy_mismatch_fails_the_task() {
         h.event_types(&run.id)
             .contains(&"prompt_assembly_failed".to_owned())
     );
-    assert!(
-        h.store
-            .document(
-                &run.id,
-                &RunDocument::InvocationPromptSnapshot(task.child_invocation_id.clone())
-            )
-            .is_none()
-    );
+    assert!(!h.has_document(
+        &run.id,
+        RunDocument::InvocationPromptSnapshot(task.child_invocation_id.clone())
+    ));
 }
 
 #[tokio::test]
@@ -198,13 +188,7 @@ async fn an_assembly_without_the_task_prompt_is_refused() {
         })
     }));
     let run = h.run_to_end(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.task_prompt_required")
-    );
+    h.failed_task(&run.id, "agent.task_prompt_required");
 }
 
 #[tokio::test]
@@ -229,9 +213,7 @@ async fn run_cancel_aborts_a_pending_assembly() {
     tokio::time::timeout(Duration::from_secs(60), h.broker.wait_for_pending(1))
         .await
         .unwrap();
-    h.service.cancel_run(&run.id).await.unwrap();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    let run = h.cancel_to_end(&run.id).await;
     assert_eq!(h.broker.pending_count(), 0, "the request was withdrawn");
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Cancelled);
     assert!(
@@ -312,13 +294,7 @@ async fn an_unknown_connection_fails_the_task_that_needs_it() {
     h.put_profile(delegator("writer"));
     h.put_profile(critic_on("nowhere", "m"));
     let run = h.run_completed(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.model_connection_not_found")
-    );
+    h.failed_task(&run.id, "agent.model_connection_not_found");
 }
 
 /// A root profile with `preset.mode = "ref"`: the run records its generation intent, then (in
@@ -384,13 +360,10 @@ async fn root_ref_profile_prompt_is_host_assembled_with_generation_intent() {
     assert!(pos("context_assembled") < pos("model_request_created"));
     let intent = &events_of(&h, &run.id, "generation_intent_recorded")[0];
     insta::assert_json_snapshot!("root_generation_intent", intent.payload);
-    let stored = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::InvocationPromptAssembly(tt_domain::ids::InvocationId::root()),
-        )
-        .unwrap();
+    let stored = h.document(
+        &run.id,
+        RunDocument::InvocationPromptAssembly(tt_domain::ids::InvocationId::root()),
+    );
     assert_eq!(stored["generationIntent"]["source"], "host");
     assert_eq!(stored["scope"]["taskId"], json!(null));
 }

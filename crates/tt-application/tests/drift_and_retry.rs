@@ -118,25 +118,18 @@ async fn rate_limited_and_transient_errors_are_retried_with_events() {
     answers.extend(happy_turns().into_iter().map(Ok));
     let h = harness(FakeModel::sequence(answers));
     let run = h.run_completed(request(None)).await;
-    let events = h.events(&run.id);
-    let failed: Vec<_> = events
-        .iter()
-        .filter(|e| e.event_type == "model_call_attempt_failed")
-        .collect();
+    let failed = events_of(&h, &run.id, "model_call_attempt_failed");
     assert_eq!(failed.len(), 2);
     assert_eq!(failed[0].payload["retryable"], true);
     assert_eq!(failed[0].payload["willRetry"], true);
-    let scheduled: Vec<_> = events
-        .iter()
-        .filter(|e| e.event_type == "model_call_retry_scheduled")
-        .collect();
+    let scheduled = events_of(&h, &run.id, "model_call_retry_scheduled");
     // Retry-After (5 s) wins over the profile's 3 s interval; then the interval applies.
     assert_eq!(scheduled[0].payload["intervalMs"], 5000);
     assert_eq!(scheduled[1].payload["intervalMs"], 3000);
     assert_eq!(scheduled[1].payload["nextAttempt"], 3);
-    let attempts: Vec<_> = events
+    let attempts: Vec<_> = events_of(&h, &run.id, "model_call_attempt_started")
         .iter()
-        .filter(|e| e.event_type == "model_call_attempt_started" && e.payload["round"] == 1)
+        .filter(|e| e.payload["round"] == 1)
         .map(|e| e.payload["attempt"].as_u64().unwrap())
         .collect();
     assert_eq!(attempts, [1, 2, 3]);

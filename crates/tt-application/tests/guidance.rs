@@ -183,17 +183,12 @@ async fn delegated_agents_never_receive_guidance() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the pacing.")]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    serde_json::json!({"mode": "allCompleted"}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Final.")]),
-                turn(vec![call("c", "workspace_commit", serde_json::json!({}))]),
-                turn(vec![call("f", "workspace_finish", serde_json::json!({}))]),
-            ],
+            delegate_wait_publish(
+                "critic",
+                "Check the pacing.",
+                serde_json::json!({"mode": "allCompleted"}),
+                "Final.",
+            ),
         ),
         (
             "critic",

@@ -89,15 +89,12 @@ async fn a_deadline_and_an_idle_limit_stop_tasks_inside_model_calls() {
     );
     assert_eq!(status("scout").status, TaskStatus::Completed);
 
-    let events = h.events(&run.id);
-    let cancelled: Vec<_> = events
-        .iter()
-        .filter(|e| e.event_type == "agent_task_cancelled")
-        .collect();
+    let cancelled = events_of(&h, &run.id, "agent_task_cancelled");
     assert_eq!(cancelled.len(), 2);
     assert!(cancelled.iter().all(|e| e.payload["by"] == "deadline"));
     // The idle limit (20 s from its start) passes before the deadline (30 s).
     assert_eq!(cancelled[0].payload["taskId"], stylist.id.as_str());
+    let events = h.events(&run.id);
     for task in [&critic, &stylist] {
         assert_nothing_after_cancellation(&events, task.child_invocation_id.as_str());
     }

@@ -183,15 +183,12 @@ async fn oversized_arguments_are_a_slip_and_are_not_stored_or_resent() {
     let requested = h.first_event(&run.id, "tool_call_requested");
     let key = requested.payload["argumentsRef"].as_str().unwrap();
     let key = key.rsplit('/').next().unwrap().trim_end_matches(".json");
-    let stored = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::ToolArgs {
-                call_file_key: key.to_owned(),
-            },
-        )
-        .unwrap();
+    let stored = h.document(
+        &run.id,
+        RunDocument::ToolArgs {
+            call_file_key: key.to_owned(),
+        },
+    );
     assert_eq!(stored["arguments"]["omitted"], true);
 }
 

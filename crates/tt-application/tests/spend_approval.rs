@@ -47,13 +47,7 @@ fn harness_for(priced: bool) -> Harness {
 /// Starts the run and answers its one approval: the request's estimate, as the host read it.
 async fn approve_the_delegation(h: &Harness) -> (serde_json::Value, serde_json::Value) {
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    let pending = loop {
-        let pending = h.service.pending_approvals_now(&run.id);
-        if !pending.is_empty() {
-            break pending;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
+    let pending = h.pending_approvals(&run.id, Duration::from_millis(5)).await;
     assert_eq!(pending.len(), 1);
     let seen = serde_json::to_value(&pending[0]).unwrap();
     h.service

@@ -260,6 +260,14 @@ impl Harness {
         run
     }
 
+    /// Cancels the run and waits (bounded) for it to stop; it must end cancelled.
+    pub(crate) async fn cancel_to_end(&self, run_id: &RunId) -> AgentRun {
+        self.service.cancel_run(run_id).await.expect("cancel_run");
+        let run = self.wait(run_id).await;
+        assert_eq!(run.status, tt_domain::run::AgentRunStatus::Cancelled);
+        run
+    }
+
     /// Lets every held model call go and hangs no more; the run must complete.
     pub(crate) async fn release_to_completion(&self, run_id: &RunId) -> AgentRun {
         self.model.stop_hanging();
@@ -267,6 +275,21 @@ impl Harness {
         let run = self.wait(run_id).await;
         assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
         run
+    }
+
+    /// Polls every `poll` until the run waits on tool approvals, and returns them.
+    pub(crate) async fn pending_approvals(
+        &self,
+        run_id: &RunId,
+        poll: Duration,
+    ) -> Vec<tt_application::PendingToolApproval> {
+        loop {
+            let pending = self.service.pending_approvals_now(run_id);
+            if !pending.is_empty() {
+                return pending;
+            }
+            tokio::time::sleep(poll).await;
+        }
     }
 
     /// Waits (bounded) until `count` model calls are parked on the fake model.
@@ -318,6 +341,18 @@ impl Harness {
         let error = task.error.as_deref().unwrap_or_default();
         assert!(error.starts_with(prefix), "{:?}", task.error);
         task
+    }
+
+    /// Run document `document` of `run_id`, which must be stored.
+    pub(crate) fn document(&self, run_id: &RunId, document: tt_ports::RunDocument) -> Value {
+        self.store
+            .document(run_id, &document)
+            .unwrap_or_else(|| panic!("no {document:?}"))
+    }
+
+    /// Whether run document `document` of `run_id` is stored.
+    pub(crate) fn has_document(&self, run_id: &RunId, document: tt_ports::RunDocument) -> bool {
+        self.store.document(run_id, &document).is_some()
     }
 
     /// Forks `source` at `at` with `changes` and waits for the branch to end.
@@ -498,6 +533,13 @@ pub(crate) fn turn(calls: Vec<(String, String, Value)>) -> AgentModelResponse {
 /// A harness whose model follows [`happy_turns`].
 pub(crate) fn happy_harness() -> Harness {
     harness(by_turn(happy_turns()))
+}
+
+/// A [`happy_harness`] and its run of [`happy_turns`] on the default profile, completed.
+pub(crate) async fn happy_run() -> (Harness, AgentRun) {
+    let h = happy_harness();
+    let run = h.run_completed(request(None)).await;
+    (h, run)
 }
 
 /// write output/main.md, commit, finish.

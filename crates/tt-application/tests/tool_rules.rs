@@ -18,11 +18,7 @@ async fn unknown_tool_is_fail_fast_with_tool_call_failed_once_slips_are_exhauste
     ])]));
     let run = h.run_to_end(request(None)).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed: Vec<_> = h
-        .events(&run.id)
-        .into_iter()
-        .filter(|e| e.event_type == "tool_call_failed")
-        .collect();
+    let failed = events_of(&h, &run.id, "tool_call_failed");
     assert_eq!(failed.len(), 4);
     assert_eq!(failed[0].level, EventLevel::Warn);
     let failed = &failed[3];

@@ -124,13 +124,7 @@ async fn waiting_for_an_approval_or_a_commit_never_counts() {
     }));
     let run = h.service.start_run(request(Some("watched"))).await.unwrap();
     // A person takes ten minutes to approve the write ...
-    let pending = loop {
-        let pending = h.service.pending_approvals_now(&run.id);
-        if !pending.is_empty() {
-            break pending;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    };
+    let pending = h.pending_approvals(&run.id, Duration::from_secs(1)).await;
     tokio::time::sleep(Duration::from_secs(600)).await;
     h.service
         .resolve_tool_approval(
