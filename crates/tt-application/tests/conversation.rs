@@ -30,14 +30,8 @@ async fn delegated_run() -> (Harness, tt_domain::ids::RunId) {
         ("critic", vec![task_return("r", "Looks consistent.")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "writer" && request.round == 2);
-    let h = harness(model);
-    h.put_profile(delegator("writer"));
-    h.put_profile(reviewer("critic"));
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    h.store
-        .wait_for_event_type(&run.id, "agent_invocation_completed")
-        .await;
-    let run = h.release_to_completion(&run.id).await;
+    let h = harness_with_critic(model);
+    let run = h.completed_after_a_task(request(Some("writer"))).await;
     (h, run.id)
 }
 

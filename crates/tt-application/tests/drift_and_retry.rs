@@ -75,8 +75,7 @@ async fn drift_until_max_rounds_fails_with_tool_call_required() {
     let run = h.run_to_end(request(Some("chatty"))).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
     assert_eq!(h.model.call_count(), 3);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.tool_call_required");
+    let failed = h.run_failed(&run.id, "model.tool_call_required");
     assert_eq!(failed.payload["userRetryable"], true);
     let attempts = h
         .event_types(&run.id)
@@ -287,8 +286,7 @@ async fn a_hung_model_call_fails_at_its_deadline() {
     assert_eq!(attempt.payload["limit"], "callDeadline");
     assert_eq!(attempt.payload["limitMs"], 300_000);
     assert_eq!(attempt.payload["willRetry"], false);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
+    let failed = h.run_failed(&run.id, "model.call_deadline_exceeded");
     assert_eq!(failed.payload["retryable"], false);
 }
 
@@ -309,8 +307,7 @@ async fn hung_call_seconds(profile_deadline: Option<u64>, connection_deadline: u
     }
     let started = tokio::time::Instant::now();
     let run = start_until_its_deadline(&h).await;
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
+    h.run_failed(&run.id, "model.call_deadline_exceeded");
     started.elapsed().as_secs()
 }
 
@@ -340,8 +337,7 @@ async fn retries_stop_when_their_wait_would_pass_the_call_deadline() {
     assert_eq!(attempts[1].payload["code"], "model.transient");
     assert_eq!(attempts[1].payload["willRetry"], false);
     assert!(attempts[1].payload.get("limit").is_none());
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
+    let failed = h.run_failed(&run.id, "model.call_deadline_exceeded");
     let message = failed.payload["message"].as_str().unwrap();
     assert!(message.contains("within 5000 ms"), "{message}");
     assert!(

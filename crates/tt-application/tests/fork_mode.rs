@@ -186,12 +186,10 @@ async fn fork_mode_is_refused_for_a_target_that_does_not_allow_it() {
 
 #[tokio::test]
 async fn without_a_target_that_allows_fork_mode_the_delegate_spec_has_no_mode() {
-    let h = harness(by_agent(vec![(
+    let h = harness_with_critic(by_agent(vec![(
         "writer",
         vec![turn(vec![call("f1", "workspace_finish", json!({}))])],
     )]));
-    h.put_profile(delegator("writer"));
-    h.put_profile(reviewer("critic"));
     h.run_to_end(request(Some("writer"))).await;
     let spec = last_request_of(&h, "writer")
         .tools

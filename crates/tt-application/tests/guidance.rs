@@ -206,9 +206,7 @@ async fn delegated_agents_never_receive_guidance() {
             ],
         ),
     ]);
-    let h = harness(model);
-    h.put_profile(delegator("writer"));
-    h.put_profile(reviewer("critic"));
+    let h = harness_with_critic(model);
     // Park the critic's first call, send guidance while only the critic is working.
     h.model
         .hang_when(|request| request.agent_profile_id.as_str() == "critic" && request.round == 1);

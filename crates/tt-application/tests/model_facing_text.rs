@@ -233,9 +233,7 @@ async fn slip_errors_read_from_the_agent_point_of_view() {
             task_return("r", "Fine."),
         ],
     );
-    let h = harness(model);
-    h.put_profile(delegator("writer"));
-    h.put_profile(reviewer("critic"));
+    let h = harness_with_critic(model);
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
     let critic = last_request_of(&h, "critic");

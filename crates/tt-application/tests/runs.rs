@@ -197,9 +197,7 @@ async fn host_commit_failure_is_fatal() {
         tt_testkit::fakes::FakeCommitBridge::rejecting("chat is read-only"),
     );
     let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "agent.chat_commit_failed");
+    h.assert_failed_with(&run, "agent.chat_commit_failed");
     assert!(
         h.event_types(&run.id)
             .contains(&"chat_commit_failed".to_owned())

@@ -260,6 +260,16 @@ impl Harness {
         run
     }
 
+    /// Starts a run whose model holds a call until a delegated agent has completed, then
+    /// lets it go; the run must complete.
+    pub(crate) async fn completed_after_a_task(&self, request: StartRunRequest) -> AgentRun {
+        let run = self.service.start_run(request).await.expect("start_run");
+        self.store
+            .wait_for_event_type(&run.id, "agent_invocation_completed")
+            .await;
+        self.release_to_completion(&run.id).await
+    }
+
     /// Cancels the run and waits (bounded) for it to stop; it must end cancelled.
     pub(crate) async fn cancel_to_end(&self, run_id: &RunId) -> AgentRun {
         self.service.cancel_run(run_id).await.expect("cancel_run");
@@ -315,10 +325,14 @@ impl Harness {
     /// Asserts that `run` failed and its `run_failed` says `code`.
     pub(crate) fn assert_failed_with(&self, run: &AgentRun, code: &str) {
         assert_eq!(run.status, tt_domain::run::AgentRunStatus::Failed);
-        assert_eq!(
-            self.first_event(&run.id, "run_failed").payload["code"],
-            code
-        );
+        self.run_failed(&run.id, code);
+    }
+
+    /// The run's `run_failed`, which must say `code`.
+    pub(crate) fn run_failed(&self, run_id: &RunId, code: &str) -> AgentRunEvent {
+        let failed = self.first_event(run_id, "run_failed");
+        assert_eq!(failed.payload["code"], code);
+        failed
     }
 
     /// The run's first delegated task, which ended `status` with `error`.
@@ -497,12 +511,24 @@ pub(crate) fn rounds_of(events: &[AgentRunEvent]) -> Vec<u64> {
 /// Writes a short `scratch/a.md`, lists `scratch` `lists` times (small results that pile up),
 /// then [`happy_turns`].
 pub(crate) fn listing_turns(lists: usize) -> Vec<AgentModelResponse> {
-    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
-    for n in 0..lists {
+    let first = turn(vec![write("w", "scratch/a.md", "short")]);
+    let list = json!({"path": "scratch"});
+    repeated_call(first, lists, ("l", "workspace_list_files", list))
+}
+
+/// `first`, then `times` turns that each make call `(id prefix, tool, arguments)` (ids
+/// `<prefix>0`, `<prefix>1`, …), then [`happy_turns`].
+pub(crate) fn repeated_call(
+    first: AgentModelResponse,
+    times: usize,
+    (prefix, tool, args): (&str, &str, Value),
+) -> Vec<AgentModelResponse> {
+    let mut turns = vec![first];
+    for n in 0..times {
         turns.push(turn(vec![call(
-            &format!("l{n}"),
-            "workspace_list_files",
-            json!({"path": "scratch"}),
+            &format!("{prefix}{n}"),
+            tool,
+            args.clone(),
         )]));
     }
     turns.extend(happy_turns());
@@ -685,6 +711,15 @@ pub(crate) fn by_agent(script: Vec<(&str, Vec<AgentModelResponse>)>) -> Arc<Fake
                 message: format!("no turn {} for {}", request.round, request.agent_profile_id),
             })
     })
+}
+
+/// A harness on `model` with a writer that may delegate ([`delegator`]) and a critic
+/// ([`reviewer`]).
+pub(crate) fn harness_with_critic(model: Arc<FakeModel>) -> Harness {
+    let h = harness(model);
+    h.put_profile(delegator("writer"));
+    h.put_profile(reviewer("critic"));
+    h
 }
 
 /// A foreground writer that may delegate.

@@ -158,7 +158,6 @@ async fn running_out_of_rounds_with_tool_calls_fails() {
     h.put_profile(custom_profile("short", |p| p.tools.max_rounds = 3));
     let run = h.run_to_end(request(Some("short"))).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "agent.max_tool_rounds_exceeded");
+    let failed = h.run_failed(&run.id, "agent.max_tool_rounds_exceeded");
     assert_eq!(failed.payload["userRetryable"], true);
 }

@@ -69,8 +69,7 @@ async fn an_inactive_agent_is_warned_then_stopped_with_a_code() {
         })
     );
     assert_eq!(warned.level, tt_domain::event::EventLevel::Warn);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "agent.inactivity_timeout");
+    let failed = h.run_failed(&run.id, "agent.inactivity_timeout");
     assert_eq!(failed.payload["userRetryable"], true);
     assert!(warned.seq < failed.seq);
     assert_eq!(
