@@ -7,11 +7,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
-
 fn agent(dir: &Path) -> Command {
-    let mut command = Command::new(AGENT);
-    command.arg("--data-dir").arg(dir).stdin(Stdio::null());
+    let mut command = crate::agent_in(dir);
+    command.stdin(Stdio::null());
     command
 }
 

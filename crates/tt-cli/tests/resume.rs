@@ -33,10 +33,8 @@ fn server(asked: Asked, hold: bool) -> String {
 }
 
 fn tt_agent(data_dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tt-agent"));
+    let mut command = crate::agent_in(data_dir);
     command
-        .arg("--data-dir")
-        .arg(data_dir)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
