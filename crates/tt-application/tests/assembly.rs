@@ -13,14 +13,29 @@ use tt_testkit::fakes::{FakeCommitBridge, FakeConnections, FakePromptBroker, def
 
 use crate::support::*;
 
-fn ref_reviewer(id: &str) -> tt_domain::profile::AgentProfileDefinition {
-    let mut profile = reviewer(id);
+/// Makes `profile`'s prompt the host's preset `name` (`preset.mode = "ref"`).
+fn use_preset(profile: &mut tt_domain::profile::AgentProfileDefinition, name: &str) {
     profile.preset.mode = PresetMode::Ref;
     profile.preset.preset_ref = Some(PresetRef {
         api_id: "openai".into(),
-        name: "reviewers".into(),
+        name: name.into(),
     });
+}
+
+fn ref_reviewer(id: &str) -> tt_domain::profile::AgentProfileDefinition {
+    let mut profile = reviewer(id);
+    use_preset(&mut profile, "reviewers");
     profile
+}
+
+/// A harness on [`happy_turns`] whose prompts `broker` assembles.
+fn narrating(broker: Arc<FakePromptBroker>) -> Harness {
+    harness_full(
+        by_turn(happy_turns()),
+        FakeCommitBridge::approving(),
+        broker,
+        Arc::new(tt_ports::NoConnections),
+    )
 }
 
 fn writer_turns() -> Vec<(&'static str, Vec<tt_domain::model::AgentModelResponse>)> {
@@ -148,12 +163,7 @@ async fn a_host_error_fails_only_that_task() {
             .unwrap()
             .contains("preset missing")
     );
-    assert!(
-        h.model
-            .requests()
-            .iter()
-            .all(|r| r.agent_profile_id.as_str() != "critic")
-    );
+    assert!(requests_of(&h, "critic").is_empty());
 }
 
 #[tokio::test]
@@ -302,22 +312,13 @@ async fn an_unknown_connection_fails_the_task_that_needs_it() {
 /// model request is the assembled prompt.
 #[tokio::test]
 async fn root_ref_profile_prompt_is_host_assembled_with_generation_intent() {
-    let h = harness_full(
-        by_turn(happy_turns()),
-        FakeCommitBridge::approving(),
-        FakePromptBroker::with(|request| {
-            let mut answer = default_assembly(request);
-            answer.generation_intent = Some(json!({"source": "host", "mode": "normal"}));
-            Ok(answer)
-        }),
-        Arc::new(tt_ports::NoConnections),
-    );
+    let h = narrating(FakePromptBroker::with(|request| {
+        let mut answer = default_assembly(request);
+        answer.generation_intent = Some(json!({"source": "host", "mode": "normal"}));
+        Ok(answer)
+    }));
     h.put_profile(custom_profile("narrator", |p| {
-        p.preset.mode = PresetMode::Ref;
-        p.preset.preset_ref = Some(PresetRef {
-            api_id: "openai".into(),
-            name: "narration".into(),
-        });
+        use_preset(p, "narration");
         p.instructions.agent_system_prompt = Some("You narrate in the present tense.".into());
     }));
     let run = h.run_completed(request(Some("narrator"))).await;
@@ -370,19 +371,10 @@ async fn root_ref_profile_prompt_is_host_assembled_with_generation_intent() {
 
 #[tokio::test]
 async fn root_ref_prompt_assembly_failure_fails_the_run() {
-    let h = harness_full(
-        by_turn(happy_turns()),
-        FakeCommitBridge::approving(),
-        FakePromptBroker::with(|_| Err(HostBridgeError::Rejected("no such preset".into()))),
-        Arc::new(tt_ports::NoConnections),
-    );
-    h.put_profile(custom_profile("narrator", |p| {
-        p.preset.mode = PresetMode::Ref;
-        p.preset.preset_ref = Some(PresetRef {
-            api_id: "openai".into(),
-            name: "missing".into(),
-        });
+    let h = narrating(FakePromptBroker::with(|_| {
+        Err(HostBridgeError::Rejected("no such preset".into()))
     }));
+    h.put_profile(custom_profile("narrator", |p| use_preset(p, "missing")));
     let run = h.run_to_end(request(Some("narrator"))).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
     let failed = &events_of(&h, &run.id, "run_failed")[0];
@@ -416,13 +408,7 @@ async fn assembled_run_with_a_fault(
         ..faulty_services(&inner, &faulty, model.clone())
     };
     let service = tt_application::AgentRunService::new(services);
-    inner.put_profile(custom_profile("narrator", |p| {
-        p.preset.mode = PresetMode::Ref;
-        p.preset.preset_ref = Some(PresetRef {
-            api_id: "openai".into(),
-            name: "narration".into(),
-        });
-    }));
+    inner.put_profile(custom_profile("narrator", |p| use_preset(p, "narration")));
     faulty.set_plan(fault_at.map(|at_write| FaultPlan {
         at_write,
         sticky: false,

@@ -434,12 +434,7 @@ async fn a_tool_call_after_a_successful_handoff_is_fail_fast() {
         InvocationStatus::Failed
     );
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Failed);
-    assert!(
-        h.model
-            .requests()
-            .iter()
-            .all(|r| r.agent_profile_id.as_str() != "editor")
-    );
+    assert!(requests_of(&h, "editor").is_empty());
 }
 
 #[tokio::test]
