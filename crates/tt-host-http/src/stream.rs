@@ -24,14 +24,11 @@ use tt_runtime::{EventSubscription, RunUpdate, RunUpdates};
 use crate::error::ApiError;
 use crate::extract::{AppState, PathParams, QueryParams, valid_id};
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct StreamQuery {
-    #[serde(default)]
     after: Option<u64>,
-    #[serde(default)]
     invocation: Option<String>,
-    #[serde(default)]
     token: Option<String>,
 }
 
