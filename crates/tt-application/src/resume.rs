@@ -600,15 +600,7 @@ pub(crate) async fn resume_task(
         .record(
             &ctx.run_id,
             EventLevel::Info,
-            &payload::AgentTaskResumed {
-                task_id: task.id.clone(),
-                parent_invocation_id: task.parent_invocation_id.clone(),
-                child_invocation_id: task.child_invocation_id.clone(),
-                target_profile_id: task.target_profile_id.clone(),
-                status: task.status,
-                result_ref: task.result_ref.clone(),
-                error: task.error.clone(),
-            },
+            &payload::AgentTaskResumed::of(&task),
         )
         .await?;
     Ok(task)

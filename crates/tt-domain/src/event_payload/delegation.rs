@@ -51,6 +51,21 @@ macro_rules! task_status_payloads {
             pub result_ref: Option<String>,
             pub error: Option<String>,
         }
+
+        impl $name {
+            /// The event of `task`, as its record holds it now.
+            pub fn of(task: &AgentTaskRecord) -> Self {
+                Self {
+                    task_id: task.id.clone(),
+                    parent_invocation_id: task.parent_invocation_id.clone(),
+                    child_invocation_id: task.child_invocation_id.clone(),
+                    target_profile_id: task.target_profile_id.clone(),
+                    status: task.status,
+                    result_ref: task.result_ref.clone(),
+                    error: task.error.clone(),
+                }
+            }
+        }
     )*};
 }
 
@@ -60,21 +75,6 @@ task_status_payloads! {
     AgentTaskFailed => "`agent_task_failed`.",
     AgentTaskInterrupted => "`agent_task_interrupted`.",
     AgentTaskResumed => "`agent_task_resumed`: an interrupted task is queued or running again (`resume_run`).",
-}
-
-impl AgentTaskInterrupted {
-    /// The event of `task`, as its record holds it once interrupted.
-    pub fn of(task: &AgentTaskRecord) -> Self {
-        Self {
-            task_id: task.id.clone(),
-            parent_invocation_id: task.parent_invocation_id.clone(),
-            child_invocation_id: task.child_invocation_id.clone(),
-            target_profile_id: task.target_profile_id.clone(),
-            status: task.status,
-            result_ref: task.result_ref.clone(),
-            error: task.error.clone(),
-        }
-    }
 }
 
 /// `agent_task_queued`: the task waits for a free slot.
