@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::events::demo_run_with_id;
+use crate::events::{DemoRun, demo_run};
 
 fn agent(data_dir: &Path, args: &[&str]) -> Output {
     crate::agent_in(data_dir).args(args).output().unwrap()
@@ -51,8 +51,7 @@ fn snapshot(run_dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn a_whole_demo_run_is_checked_clean() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run, .. } = demo_run();
     let check = agent(dir.path(), &["check", &run]);
     assert!(check.status.success(), "{}", stderr(&check));
     assert!(
@@ -80,8 +79,7 @@ fn a_whole_demo_run_is_checked_clean() {
 /// names the damage and exits with 3; so do `check` and `show` of the root's record.
 #[test]
 fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run_dir, run } = demo_run();
     cut_in_half(&run_dir.join("records.jsonl"));
     let before = snapshot(&run_dir);
 
@@ -115,8 +113,7 @@ fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
 /// its code on stderr and exits with 3; the file is left as it is.
 #[test]
 fn a_run_record_that_does_not_parse_is_named_by_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run_dir, run } = demo_run();
     cut_in_half(&run_dir.join("run.json"));
     let before = snapshot(&run_dir);
 
@@ -142,8 +139,7 @@ fn a_run_record_that_does_not_parse_is_named_by_runs() {
 /// `events` name it and exit with 3.
 #[test]
 fn an_empty_or_short_journal_of_a_completed_run_is_reported_as_damaged() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run_dir, run } = demo_run();
     let journal = run_dir.join("events.jsonl");
     let text = std::fs::read_to_string(&journal).unwrap();
 
@@ -180,8 +176,7 @@ fn an_empty_or_short_journal_of_a_completed_run_is_reported_as_damaged() {
 /// between two pages: found.
 #[test]
 fn a_seq_gap_between_two_pages_is_found() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run_dir, run } = demo_run();
     let journal = run_dir.join("events.jsonl");
     let text = std::fs::read_to_string(&journal).unwrap();
     let mut events: Vec<serde_json::Value> = text
@@ -228,8 +223,7 @@ fn a_seq_gap_between_two_pages_is_found() {
 /// were.
 #[test]
 fn damage_in_each_stored_file_is_named_by_check_with_exit_3() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run_dir, run } = demo_run();
     let index = dir.path().join("index/runs").join(format!("{run}.json"));
     let garbage_line = |bytes: &[u8]| {
         let first = bytes.iter().position(|byte| *byte == b'\n').unwrap() + 1;
