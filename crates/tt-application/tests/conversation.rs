@@ -285,9 +285,7 @@ fn steps_index(conversation: &AgentConversation, wanted: &str) -> usize {
 
 #[tokio::test]
 async fn a_live_agent_shows_what_it_stored_so_far_and_the_request_it_waits_on() {
-    let h = happy_harness();
-    h.model.hang_when(|request| request.round == 2);
-    let run = h.start_parked(request(None), 1).await;
+    let (h, run) = happy_run_parked_at(2).await;
     let live = h
         .service
         .agent_conversation(&run.id, &InvocationId::root())

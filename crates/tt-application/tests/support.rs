@@ -568,6 +568,15 @@ pub(crate) async fn happy_run() -> (Harness, AgentRun) {
     (h, run)
 }
 
+/// A [`happy_harness`] and its run on the default profile, parked at its model call of round
+/// `round`.
+pub(crate) async fn happy_run_parked_at(round: u32) -> (Harness, AgentRun) {
+    let h = happy_harness();
+    h.model.hang_when(move |request| request.round == round);
+    let run = h.start_parked(request(None), 1).await;
+    (h, run)
+}
+
 /// write output/main.md, commit, finish.
 pub(crate) fn happy_turns() -> Vec<AgentModelResponse> {
     vec![
