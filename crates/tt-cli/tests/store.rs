@@ -3,14 +3,17 @@
 
 use tt_adapter_storage_postgres::cluster::TestCluster;
 
-/// A new database `name` on the test's `cluster`: its URL.
-pub(crate) fn new_database(cluster: &TestCluster, name: &str) -> String {
-    tokio::runtime::Builder::new_current_thread()
+/// A throwaway cluster (kept for as long as the test holds it), the URL of a new database
+/// `name` on it, and a data dir.
+pub(crate) fn new_database(name: &str) -> (TestCluster, String, tempfile::TempDir) {
+    let cluster = TestCluster::start(false).unwrap();
+    let url = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
         .block_on(cluster.create_database(name))
-        .unwrap()
+        .unwrap();
+    (cluster, url, tempfile::tempdir().unwrap())
 }
 
 #[test]
@@ -25,9 +28,7 @@ fn a_store_url_of_another_kind_is_refused_with_a_code() {
 
 #[test]
 fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
-    let cluster = TestCluster::start(false).unwrap();
-    let url = crate::store::new_database(&cluster, "tt_cli_store");
-    let dir = tempfile::tempdir().unwrap();
+    let (_cluster, url, dir) = crate::store::new_database("tt_cli_store");
     let agent = |args: &[&str]| {
         crate::agent_in(dir.path())
             .env("TT_STORE_URL", &url)
@@ -176,9 +177,7 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
 fn a_demo_killed_on_postgres_is_resumed_by_another_process() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let cluster = TestCluster::start(false).unwrap();
-    let url = crate::store::new_database(&cluster, "tt_cli_kill");
-    let dir = tempfile::tempdir().unwrap();
+    let (_cluster, url, dir) = crate::store::new_database("tt_cli_kill");
     let agent = |args: &[&str]| {
         let mut command = crate::agent_in(dir.path());
         command
