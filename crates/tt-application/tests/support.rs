@@ -823,6 +823,13 @@ pub(crate) fn payload_texts(
         .collect()
 }
 
+/// Asserts that `text` says each of `parts`.
+pub(crate) fn assert_says(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} is not in: {text}");
+    }
+}
+
 pub(crate) fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunEvent> {
     h.events(run_id)
         .into_iter()
