@@ -20,26 +20,20 @@ use tt_runtime::{AgentRuntimeBuilder, ConnectionSpec, HostError, ScriptedProvide
 /// neither `connection` nor `script`, the app gives the provider in `Builder::runtime`, else
 /// setup fails with `agent.runtime_provider_missing`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Config {
     /// The runtime's data dir; default: the app's data dir joined with `tt-agent`.
-    #[serde(default)]
     pub data_dir: Option<PathBuf>,
     /// The default model connection, `kind:baseUrl` (`openai:…`, `anthropic:…`) or a bare kind
     /// for the provider's public endpoint (docs/providers.md).
-    #[serde(default)]
     pub connection: Option<String>,
     /// The connection's default model.
-    #[serde(default)]
     pub model: Option<String>,
     /// The environment variable holding the API key (default: the kind's).
-    #[serde(default)]
     pub api_key_env: Option<String>,
     /// Stream model answers (live `model_delta` events).
-    #[serde(default)]
     pub stream: bool,
     /// A scripted model's JSON file instead of a connection (offline demos and tests).
-    #[serde(default)]
     pub script: Option<PathBuf>,
 }
 

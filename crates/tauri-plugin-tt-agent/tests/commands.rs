@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, app, app_transcript};
+use crate::support::{app, app_transcript};
 
 /// Writes (asking first: `careful-writer`), publishes through the host, finishes.
 fn careful_script() -> Value {
@@ -48,19 +48,11 @@ fn careful_writer() -> Value {
     })
 }
 
-fn start(app: &TestApp, profile: &str) -> String {
-    let run = app.call(
-        "start_agent_run",
-        json!({"stableChatId": "chat-1", "userRequest": "Write.", "profileId": profile}),
-    );
-    run["id"].as_str().unwrap().to_owned()
-}
-
 #[test]
 fn runs_are_started_read_and_listed_and_bad_starts_are_refused_with_codes() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_transcript(dir.path(), &careful_script());
-    let run_id = start(&app, "default-writer");
+    let run_id = app.start(Some("default-writer"));
     let ended = app.call("wait_agent_run", json!({"runId": run_id}));
     assert_eq!(ended["status"], "completed", "{ended}");
     assert_eq!(
@@ -124,7 +116,7 @@ fn runs_are_started_read_and_listed_and_bad_starts_are_refused_with_codes() {
 fn a_run_in_the_wrong_state_is_refused_and_a_finished_run_branches() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_transcript(dir.path(), &careful_script());
-    let run_id = start(&app, "default-writer");
+    let run_id = app.start(Some("default-writer"));
     app.call("wait_agent_run", json!({"runId": run_id}));
     // A completed run cannot be resumed, abandoned or given guidance.
     let refusals = [
@@ -171,7 +163,7 @@ fn a_run_in_the_wrong_state_is_refused_and_a_finished_run_branches() {
 fn a_run_is_read_through_its_events_tree_files_usage_and_records() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_transcript(dir.path(), &careful_script());
-    let run_id = start(&app, "default-writer");
+    let run_id = app.start(Some("default-writer"));
     app.call("wait_agent_run", json!({"runId": run_id}));
     let run = json!({"runId": run_id});
     let page = app.call(
@@ -243,7 +235,7 @@ fn an_approval_and_a_commit_are_answered_from_the_webview() {
     let dir = tempfile::tempdir().unwrap();
     let app = app(dir.path(), &careful_script());
     app.call("save_agent_profile", careful_writer());
-    let run_id = start(&app, "careful-writer");
+    let run_id = app.start(Some("careful-writer"));
     app.follow(1, &run_id, 0);
     let mut parked = Vec::new();
     app.events_until(1, "tool_approval_requested", &mut parked);

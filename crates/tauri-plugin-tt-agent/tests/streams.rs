@@ -25,11 +25,7 @@ fn hold_script() -> Value {
 fn a_page_that_reloads_follows_on_from_its_last_seq_without_a_gap() {
     let dir = tempfile::tempdir().unwrap();
     let app = app_transcript(dir.path(), &script());
-    let run = app.call(
-        "start_agent_run",
-        json!({"stableChatId": "chat-1", "userRequest": "Write."}),
-    );
-    let run_id = run["id"].as_str().unwrap();
+    let run_id = &app.start(None);
     let mut parked = Vec::new();
     // The first page sees the run up to its first file write, then goes away.
     let first = app.follow(1, run_id, 0);
@@ -69,15 +65,12 @@ fn the_runs_list_follows_itself_and_bad_subscriptions_are_refused() {
         json!({"onUpdate": "__CHANNEL__:9"}),
     )
     .unwrap();
-    let run = app.call(
-        "start_agent_run",
-        json!({"stableChatId": "chat-1", "userRequest": "Write."}),
-    );
+    let run_id = app.start(None);
     let mut parked = Vec::new();
     loop {
         let message = app.next_message(9, &mut parked);
         assert_eq!(message["kind"], "changed", "{message}");
-        assert_eq!(message["run"]["id"], run["id"]);
+        assert_eq!(message["run"]["id"], run_id.as_str());
         if message["run"]["status"] == "completed" {
             break;
         }
@@ -88,11 +81,11 @@ fn the_runs_list_follows_itself_and_bad_subscriptions_are_refused() {
             "agent.not_found",
         ),
         (
-            json!({"request": {"runId": run["id"], "invocationId": ""}, "onEvent": "__CHANNEL__:5"}),
+            json!({"request": {"runId": run_id, "invocationId": ""}, "onEvent": "__CHANNEL__:5"}),
             "agent.read_events_invocation_id_invalid",
         ),
         (
-            json!({"request": {"runId": run["id"], "afterSeq": -1}, "onEvent": "__CHANNEL__:5"}),
+            json!({"request": {"runId": run_id, "afterSeq": -1}, "onEvent": "__CHANNEL__:5"}),
             "host.request_invalid",
         ),
     ];
@@ -115,11 +108,7 @@ fn the_runs_list_follows_itself_and_bad_subscriptions_are_refused() {
 fn the_app_exit_shuts_the_runtime_down_and_the_run_resumes_at_the_next_start() {
     let dir = tempfile::tempdir().unwrap();
     let app = app(dir.path(), &hold_script());
-    let run = app.call(
-        "start_agent_run",
-        json!({"stableChatId": "chat-1", "userRequest": "Write."}),
-    );
-    let run_id = run["id"].as_str().unwrap().to_owned();
+    let run_id = app.start(None);
     let mut parked = Vec::new();
     app.follow(4, &run_id, 0);
     app.events_until(4, "model_request_created", &mut parked);

@@ -144,6 +144,17 @@ impl TestApp {
             .unwrap_or_else(|err| panic!("{command}: {err}"))
     }
 
+    /// Starts a run of chat `chat-1` asking "Write." (of `profile`, else the default
+    /// profile): its id.
+    pub(crate) fn start(&self, profile: Option<&str>) -> String {
+        let mut request = json!({"stableChatId": "chat-1", "userRequest": "Write."});
+        if let Some(profile) = profile {
+            request["profileId"] = json!(profile);
+        }
+        let run = self.call("start_agent_run", request);
+        run["id"].as_str().unwrap().to_owned()
+    }
+
     /// `invoke` with `{request}`, expecting a coded error; its code.
     pub(crate) fn refused(&self, command: &str, request: Value) -> String {
         let err = self

@@ -13,14 +13,29 @@ use tt_testkit::fakes::{FakeCommitBridge, FakeConnections, FakePromptBroker, def
 
 use crate::support::*;
 
-fn ref_reviewer(id: &str) -> tt_domain::profile::AgentProfileDefinition {
-    let mut profile = reviewer(id);
+/// Makes `profile`'s prompt the host's preset `name` (`preset.mode = "ref"`).
+fn use_preset(profile: &mut tt_domain::profile::AgentProfileDefinition, name: &str) {
     profile.preset.mode = PresetMode::Ref;
     profile.preset.preset_ref = Some(PresetRef {
         api_id: "openai".into(),
-        name: "reviewers".into(),
+        name: name.into(),
     });
+}
+
+fn ref_reviewer(id: &str) -> tt_domain::profile::AgentProfileDefinition {
+    let mut profile = reviewer(id);
+    use_preset(&mut profile, "reviewers");
     profile
+}
+
+/// A harness on [`happy_turns`] whose prompts `broker` assembles.
+fn narrating(broker: Arc<FakePromptBroker>) -> Harness {
+    harness_full(
+        by_turn(happy_turns()),
+        FakeCommitBridge::approving(),
+        broker,
+        Arc::new(tt_ports::NoConnections),
+    )
 }
 
 fn writer_turns() -> Vec<(&'static str, Vec<tt_domain::model::AgentModelResponse>)> {
@@ -97,21 +112,15 @@ async fn child_ref_profile_prompt_assembly_round_trips_through_the_broker() {
 
     // The documents are kept, and the assembled prompt is what the critic's model saw.
     let child = &task.child_invocation_id;
-    let snapshot = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::InvocationPromptSnapshot(child.clone()),
-        )
-        .unwrap();
+    let snapshot = h.document(
+        &run.id,
+        RunDocument::InvocationPromptSnapshot(child.clone()),
+    );
     assert_eq!(snapshot, default_assembly(sent).prompt_snapshot);
-    let assembly = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::InvocationPromptAssembly(child.clone()),
-        )
-        .unwrap();
+    let assembly = h.document(
+        &run.id,
+        RunDocument::InvocationPromptAssembly(child.clone()),
+    );
     assert_eq!(assembly["assemblyId"], sent.assembly_id.as_str());
     assert_eq!(
         assembly["frozenRunInputSnapshot"],
@@ -154,12 +163,7 @@ async fn a_host_error_fails_only_that_task() {
             .unwrap()
             .contains("preset missing")
     );
-    assert!(
-        h.model
-            .requests()
-            .iter()
-            .all(|r| r.agent_profile_id.as_str() != "critic")
-    );
+    assert!(requests_of(&h, "critic").is_empty());
 }
 
 #[tokio::test]
@@ -176,14 +180,10 @@ async fn a_context_policy_mismatch_fails_the_task() {
         h.event_types(&run.id)
             .contains(&"prompt_assembly_failed".to_owned())
     );
-    assert!(
-        h.store
-            .document(
-                &run.id,
-                &RunDocument::InvocationPromptSnapshot(task.child_invocation_id.clone())
-            )
-            .is_none()
-    );
+    assert!(!h.has_document(
+        &run.id,
+        RunDocument::InvocationPromptSnapshot(task.child_invocation_id.clone())
+    ));
 }
 
 #[tokio::test]
@@ -198,13 +198,7 @@ async fn an_assembly_without_the_task_prompt_is_refused() {
         })
     }));
     let run = h.run_to_end(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.task_prompt_required")
-    );
+    h.failed_task(&run.id, "agent.task_prompt_required");
 }
 
 #[tokio::test]
@@ -229,9 +223,7 @@ async fn run_cancel_aborts_a_pending_assembly() {
     tokio::time::timeout(Duration::from_secs(60), h.broker.wait_for_pending(1))
         .await
         .unwrap();
-    h.service.cancel_run(&run.id).await.unwrap();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    let run = h.cancel_to_end(&run.id).await;
     assert_eq!(h.broker.pending_count(), 0, "the request was withdrawn");
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Cancelled);
     assert!(
@@ -312,13 +304,7 @@ async fn an_unknown_connection_fails_the_task_that_needs_it() {
     h.put_profile(delegator("writer"));
     h.put_profile(critic_on("nowhere", "m"));
     let run = h.run_completed(request(Some("writer"))).await;
-    let task = &h.store.tasks(&run.id)[0];
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.model_connection_not_found")
-    );
+    h.failed_task(&run.id, "agent.model_connection_not_found");
 }
 
 /// A root profile with `preset.mode = "ref"`: the run records its generation intent, then (in
@@ -326,22 +312,13 @@ async fn an_unknown_connection_fails_the_task_that_needs_it() {
 /// model request is the assembled prompt.
 #[tokio::test]
 async fn root_ref_profile_prompt_is_host_assembled_with_generation_intent() {
-    let h = harness_full(
-        by_turn(happy_turns()),
-        FakeCommitBridge::approving(),
-        FakePromptBroker::with(|request| {
-            let mut answer = default_assembly(request);
-            answer.generation_intent = Some(json!({"source": "host", "mode": "normal"}));
-            Ok(answer)
-        }),
-        Arc::new(tt_ports::NoConnections),
-    );
+    let h = narrating(FakePromptBroker::with(|request| {
+        let mut answer = default_assembly(request);
+        answer.generation_intent = Some(json!({"source": "host", "mode": "normal"}));
+        Ok(answer)
+    }));
     h.put_profile(custom_profile("narrator", |p| {
-        p.preset.mode = PresetMode::Ref;
-        p.preset.preset_ref = Some(PresetRef {
-            api_id: "openai".into(),
-            name: "narration".into(),
-        });
+        use_preset(p, "narration");
         p.instructions.agent_system_prompt = Some("You narrate in the present tense.".into());
     }));
     let run = h.run_completed(request(Some("narrator"))).await;
@@ -384,32 +361,20 @@ async fn root_ref_profile_prompt_is_host_assembled_with_generation_intent() {
     assert!(pos("context_assembled") < pos("model_request_created"));
     let intent = &events_of(&h, &run.id, "generation_intent_recorded")[0];
     insta::assert_json_snapshot!("root_generation_intent", intent.payload);
-    let stored = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::InvocationPromptAssembly(tt_domain::ids::InvocationId::root()),
-        )
-        .unwrap();
+    let stored = h.document(
+        &run.id,
+        RunDocument::InvocationPromptAssembly(tt_domain::ids::InvocationId::root()),
+    );
     assert_eq!(stored["generationIntent"]["source"], "host");
     assert_eq!(stored["scope"]["taskId"], json!(null));
 }
 
 #[tokio::test]
 async fn root_ref_prompt_assembly_failure_fails_the_run() {
-    let h = harness_full(
-        by_turn(happy_turns()),
-        FakeCommitBridge::approving(),
-        FakePromptBroker::with(|_| Err(HostBridgeError::Rejected("no such preset".into()))),
-        Arc::new(tt_ports::NoConnections),
-    );
-    h.put_profile(custom_profile("narrator", |p| {
-        p.preset.mode = PresetMode::Ref;
-        p.preset.preset_ref = Some(PresetRef {
-            api_id: "openai".into(),
-            name: "missing".into(),
-        });
+    let h = narrating(FakePromptBroker::with(|_| {
+        Err(HostBridgeError::Rejected("no such preset".into()))
     }));
+    h.put_profile(custom_profile("narrator", |p| use_preset(p, "missing")));
     let run = h.run_to_end(request(Some("narrator"))).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
     let failed = &events_of(&h, &run.id, "run_failed")[0];
@@ -443,13 +408,7 @@ async fn assembled_run_with_a_fault(
         ..faulty_services(&inner, &faulty, model.clone())
     };
     let service = tt_application::AgentRunService::new(services);
-    inner.put_profile(custom_profile("narrator", |p| {
-        p.preset.mode = PresetMode::Ref;
-        p.preset.preset_ref = Some(PresetRef {
-            api_id: "openai".into(),
-            name: "narration".into(),
-        });
-    }));
+    inner.put_profile(custom_profile("narrator", |p| use_preset(p, "narration")));
     faulty.set_plan(fault_at.map(|at_write| FaultPlan {
         at_write,
         sticky: false,

@@ -48,9 +48,7 @@ async fn cancel_during_a_host_commit_wait_stops_the_run() {
     )
     .await
     .expect("commit requested");
-    h.service.cancel_run(&run.id).await.unwrap();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    let run = h.cancel_to_end(&run.id).await;
     assert_eq!(h.bridge.pending_count(), 0);
     let types = h.event_types(&run.id);
     assert!(!types.contains(&"chat_commit_completed".to_owned()));
@@ -73,9 +71,7 @@ async fn cancel_during_a_retry_wait_stops_the_run() {
     h.store
         .wait_for_event_type(&run.id, "model_call_retry_scheduled")
         .await;
-    h.service.cancel_run(&run.id).await.unwrap();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    h.cancel_to_end(&run.id).await;
     assert_eq!(h.model.call_count(), 1);
 }
 

@@ -227,8 +227,7 @@ async fn an_opening_too_large_for_the_window_fails_before_the_first_request() {
     let run = h.run_to_end(request(Some("windowed"))).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
     assert_eq!(model.call_count(), 0);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.context_window_too_small");
+    let failed = h.run_failed(&run.id, "model.context_window_too_small");
     let message = failed.payload["message"].as_str().unwrap();
     assert!(message.contains("window of 300 tokens"), "{message}");
     // The window it names is one that fits.

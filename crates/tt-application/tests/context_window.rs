@@ -16,16 +16,9 @@ fn reading_turns(reads: usize) -> Vec<AgentModelResponse> {
     let note: String = (1..=120)
         .map(|n| format!("Note {n}: the lighthouse keeper counts ships at dusk.\n"))
         .collect();
-    let mut turns = vec![turn(vec![write("w", "scratch/notes.md", &note)])];
-    for read in 0..reads {
-        turns.push(turn(vec![call(
-            &format!("r{read}"),
-            "workspace_read_file",
-            json!({"path": "scratch/notes.md"}),
-        )]));
-    }
-    turns.extend(happy_turns());
-    turns
+    let first = turn(vec![write("w", "scratch/notes.md", &note)]);
+    let read = json!({"path": "scratch/notes.md"});
+    repeated_call(first, reads, ("r", "workspace_read_file", read))
 }
 
 fn windowed(

@@ -30,14 +30,8 @@ async fn delegated_run() -> (Harness, tt_domain::ids::RunId) {
         ("critic", vec![task_return("r", "Looks consistent.")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "writer" && request.round == 2);
-    let h = harness(model);
-    h.put_profile(delegator("writer"));
-    h.put_profile(reviewer("critic"));
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    h.store
-        .wait_for_event_type(&run.id, "agent_invocation_completed")
-        .await;
-    let run = h.release_to_completion(&run.id).await;
+    let h = harness_with_critic(model);
+    let run = h.completed_after_a_task(request(Some("writer"))).await;
     (h, run.id)
 }
 
@@ -291,9 +285,7 @@ fn steps_index(conversation: &AgentConversation, wanted: &str) -> usize {
 
 #[tokio::test]
 async fn a_live_agent_shows_what_it_stored_so_far_and_the_request_it_waits_on() {
-    let h = happy_harness();
-    h.model.hang_when(|request| request.round == 2);
-    let run = h.start_parked(request(None), 1).await;
+    let (h, run) = happy_run_parked_at(2).await;
     let live = h
         .service
         .agent_conversation(&run.id, &InvocationId::root())

@@ -91,10 +91,7 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
     );
 
     // The result document and the summary file.
-    let document = h
-        .store
-        .document(&run.id, &RunDocument::AgentResult(child.id.clone()))
-        .unwrap();
+    let document = h.document(&run.id, RunDocument::AgentResult(child.id.clone()));
     assert_eq!(document["kind"], "tauritavern.agentTaskResult");
     assert_eq!(document["status"], "completed");
     assert_eq!(document["summaryRef"], "summaries/critic-result.md");
@@ -154,14 +151,10 @@ async fn agent_delegate_await_runs_return_mode_subagent() {
             .text_content()
             .starts_with("# Delegated Task")
     );
-    assert!(
-        h.store
-            .document(
-                &run.id,
-                &RunDocument::InvocationToolSnapshot(child.id.clone())
-            )
-            .is_some()
-    );
+    assert!(h.has_document(
+        &run.id,
+        RunDocument::InvocationToolSnapshot(child.id.clone())
+    ));
 
     // Event order of the delegation and the return.
     let types = h.event_types(&run.id);
@@ -192,11 +185,7 @@ async fn completed_child_results_are_added_to_next_parent_turn_once() {
     // right after that round.
     model.hang_when(|request| request.agent_profile_id.as_str() == "writer" && request.round == 2);
     let h = installed(model);
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    h.store
-        .wait_for_event_type(&run.id, "agent_invocation_completed")
-        .await;
-    let run = h.release_to_completion(&run.id).await;
+    let run = h.completed_after_a_task(request(Some("writer"))).await;
 
     let injected = events_of(&h, &run.id, "agent_results_injected");
     assert_eq!(injected.len(), 1);
@@ -471,20 +460,11 @@ async fn delegation_policy_and_budget_errors_are_recoverable() {
     );
     assert_eq!(reason("ghost"), None);
     // Workspace keys: agent id, then numbered repeats.
-    let keys: Vec<_> = h
-        .store
-        .tasks(&run.id)
-        .into_iter()
-        .map(|t| t.workspace_key)
-        .collect();
+    let tasks = h.store.tasks(&run.id);
+    let keys: Vec<_> = tasks.iter().map(|t| t.workspace_key.as_str()).collect();
     assert_eq!(keys, ["critic", "critic-002", "stylist", "stylist-002"]);
     // finish cancelled the three hanging tasks and the waiting one.
-    assert!(
-        h.store
-            .tasks(&run.id)
-            .iter()
-            .all(|t| t.status == TaskStatus::Cancelled)
-    );
+    assert!(tasks.iter().all(|t| t.status == TaskStatus::Cancelled));
 }
 
 #[tokio::test]
@@ -597,9 +577,7 @@ async fn run_cancel_cancels_children_inside_model_calls() {
     h.put_profile(writer);
     h.put_profile(reviewer("critic"));
     let run = h.start_parked(request(Some("writer")), 8).await;
-    h.service.cancel_run(&run.id).await.unwrap();
-    let run = h.wait(&run.id).await;
-    assert_eq!(run.status, AgentRunStatus::Cancelled);
+    let run = h.cancel_to_end(&run.id).await;
     assert_eq!(h.model.parked_count(), 0);
     let tasks = h.store.tasks(&run.id);
     assert_eq!(tasks.len(), 8);
@@ -796,20 +774,14 @@ async fn delegated_budget_only_lowers_the_target_profile_limits() {
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Completed);
     // The frozen snapshot records the lowered budget; the writer's own budget is untouched.
     let child = &h.store.tasks(&run.id)[0].child_invocation_id;
-    let snapshot = h
-        .store
-        .document(&run.id, &RunDocument::InvocationToolSnapshot(child.clone()))
-        .unwrap();
+    let snapshot = h.document(&run.id, RunDocument::InvocationToolSnapshot(child.clone()));
     assert_eq!(snapshot["budgets"]["maxCallsPerInvocation"], 1);
     assert_eq!(snapshot["exitPolicy"], "task_return_required");
     assert_eq!(snapshot["presentation"], "background");
-    let root = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::InvocationToolSnapshot(tt_domain::ids::InvocationId::root()),
-        )
-        .unwrap();
+    let root = h.document(
+        &run.id,
+        RunDocument::InvocationToolSnapshot(tt_domain::ids::InvocationId::root()),
+    );
     assert_eq!(root["budgets"]["maxCallsPerInvocation"], 80);
 }
 

@@ -75,8 +75,7 @@ async fn drift_until_max_rounds_fails_with_tool_call_required() {
     let run = h.run_to_end(request(Some("chatty"))).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
     assert_eq!(h.model.call_count(), 3);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.tool_call_required");
+    let failed = h.run_failed(&run.id, "model.tool_call_required");
     assert_eq!(failed.payload["userRetryable"], true);
     let attempts = h
         .event_types(&run.id)
@@ -118,25 +117,18 @@ async fn rate_limited_and_transient_errors_are_retried_with_events() {
     answers.extend(happy_turns().into_iter().map(Ok));
     let h = harness(FakeModel::sequence(answers));
     let run = h.run_completed(request(None)).await;
-    let events = h.events(&run.id);
-    let failed: Vec<_> = events
-        .iter()
-        .filter(|e| e.event_type == "model_call_attempt_failed")
-        .collect();
+    let failed = events_of(&h, &run.id, "model_call_attempt_failed");
     assert_eq!(failed.len(), 2);
     assert_eq!(failed[0].payload["retryable"], true);
     assert_eq!(failed[0].payload["willRetry"], true);
-    let scheduled: Vec<_> = events
-        .iter()
-        .filter(|e| e.event_type == "model_call_retry_scheduled")
-        .collect();
+    let scheduled = events_of(&h, &run.id, "model_call_retry_scheduled");
     // Retry-After (5 s) wins over the profile's 3 s interval; then the interval applies.
     assert_eq!(scheduled[0].payload["intervalMs"], 5000);
     assert_eq!(scheduled[1].payload["intervalMs"], 3000);
     assert_eq!(scheduled[1].payload["nextAttempt"], 3);
-    let attempts: Vec<_> = events
+    let attempts: Vec<_> = events_of(&h, &run.id, "model_call_attempt_started")
         .iter()
-        .filter(|e| e.event_type == "model_call_attempt_started" && e.payload["round"] == 1)
+        .filter(|e| e.payload["round"] == 1)
         .map(|e| e.payload["attempt"].as_u64().unwrap())
         .collect();
     assert_eq!(attempts, [1, 2, 3]);
@@ -294,8 +286,7 @@ async fn a_hung_model_call_fails_at_its_deadline() {
     assert_eq!(attempt.payload["limit"], "callDeadline");
     assert_eq!(attempt.payload["limitMs"], 300_000);
     assert_eq!(attempt.payload["willRetry"], false);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
+    let failed = h.run_failed(&run.id, "model.call_deadline_exceeded");
     assert_eq!(failed.payload["retryable"], false);
 }
 
@@ -316,8 +307,7 @@ async fn hung_call_seconds(profile_deadline: Option<u64>, connection_deadline: u
     }
     let started = tokio::time::Instant::now();
     let run = start_until_its_deadline(&h).await;
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
+    h.run_failed(&run.id, "model.call_deadline_exceeded");
     started.elapsed().as_secs()
 }
 
@@ -347,13 +337,13 @@ async fn retries_stop_when_their_wait_would_pass_the_call_deadline() {
     assert_eq!(attempts[1].payload["code"], "model.transient");
     assert_eq!(attempts[1].payload["willRetry"], false);
     assert!(attempts[1].payload.get("limit").is_none());
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.call_deadline_exceeded");
-    let message = failed.payload["message"].as_str().unwrap();
-    assert!(message.contains("within 5000 ms"), "{message}");
-    assert!(
-        message.contains("the last attempt failed: model.transient: down"),
-        "{message}"
+    let failed = h.run_failed(&run.id, "model.call_deadline_exceeded");
+    assert_says(
+        failed.payload["message"].as_str().unwrap(),
+        &[
+            "within 5000 ms",
+            "the last attempt failed: model.transient: down",
+        ],
     );
 }
 

@@ -279,8 +279,7 @@ async fn a_spent_chain_fails_the_agent_coded() {
         models_asked(&s.spare),
         ["small", "small", "tiny", "tiny"].map(|m| Some(m.to_owned()))
     );
-    let failed = s.h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.fallbacks_exhausted");
+    let failed = s.h.run_failed(&run.id, "model.fallbacks_exhausted");
     assert!(
         failed.payload["message"]
             .as_str()

@@ -24,8 +24,7 @@ fn last_user_text(request: &tt_domain::model::AgentModelRequest) -> String {
 
 #[tokio::test]
 async fn a_branch_replays_its_source_and_reads_the_note_before_its_first_live_request() {
-    let h = happy_harness();
-    let source = h.run_completed(request(None)).await;
+    let (h, source) = happy_run().await;
     let source_events = h.events(&source.id);
     let source_files = h.store.files(&source.id);
     let asked_before = h.model.requests().len();
@@ -152,8 +151,7 @@ async fn a_branch_moves_a_chosen_profile_to_another_connection_from_the_fork_poi
 /// no longer be edited.
 #[tokio::test]
 async fn a_branch_before_the_first_answer_can_edit_the_users_request() {
-    let h = happy_harness();
-    let source = h.run_to_end(request(None)).await;
+    let (h, source) = happy_run().await;
     let asked_before = h.model.requests().len();
     let fork = |round: u32| ForkRunRequest {
         at: ForkPoint::AgentRound {

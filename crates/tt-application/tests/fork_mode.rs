@@ -21,6 +21,18 @@ fn install(h: &Harness) {
     h.put_profile(reviewer("stylist"));
 }
 
+/// A harness on `model` with the profiles [`install`]ed.
+fn installed(model: std::sync::Arc<tt_testkit::fakes::FakeModel>) -> Harness {
+    let h = harness(model);
+    install(&h);
+    h
+}
+
+/// The writer of [`writer_turns`] and the critic of [`critic_turns`].
+fn writer_and_critic() -> std::sync::Arc<tt_testkit::fakes::FakeModel> {
+    by_agent(vec![("writer", writer_turns()), ("critic", critic_turns())])
+}
+
 fn fork_delegate(id: &str, agent: &str) -> (String, String, serde_json::Value) {
     call(
         id,
@@ -70,11 +82,7 @@ fn assert_prefix(request: &AgentModelRequest, source: &AgentModelRequest) {
 
 #[tokio::test]
 async fn a_fork_mode_task_reads_its_delegators_request_then_its_note_and_answers_in_plain_text() {
-    let h = harness(by_agent(vec![
-        ("writer", writer_turns()),
-        ("critic", critic_turns()),
-    ]));
-    install(&h);
+    let h = installed(writer_and_critic());
     let run = h.run_completed(request(Some("writer"))).await;
 
     // The writer is offered the mode: one of its targets allows fork mode.
@@ -154,7 +162,7 @@ async fn a_fork_mode_task_reads_its_delegators_request_then_its_note_and_answers
 
 #[tokio::test]
 async fn fork_mode_is_refused_for_a_target_that_does_not_allow_it() {
-    let h = harness(by_agent(vec![
+    let h = installed(by_agent(vec![
         (
             "writer",
             vec![
@@ -164,7 +172,6 @@ async fn fork_mode_is_refused_for_a_target_that_does_not_allow_it() {
         ),
         ("stylist", vec![task_return("r", "never")]),
     ]));
-    install(&h);
     let run = h.run_to_end(request(Some("writer"))).await;
     assert!(h.store.tasks(&run.id).is_empty());
     let refused = tool_results(&last_request_of(&h, "writer"));
@@ -179,12 +186,10 @@ async fn fork_mode_is_refused_for_a_target_that_does_not_allow_it() {
 
 #[tokio::test]
 async fn without_a_target_that_allows_fork_mode_the_delegate_spec_has_no_mode() {
-    let h = harness(by_agent(vec![(
+    let h = harness_with_critic(by_agent(vec![(
         "writer",
         vec![turn(vec![call("f1", "workspace_finish", json!({}))])],
     )]));
-    h.put_profile(delegator("writer"));
-    h.put_profile(reviewer("critic"));
     h.run_to_end(request(Some("writer"))).await;
     let spec = last_request_of(&h, "writer")
         .tools
@@ -197,15 +202,12 @@ async fn without_a_target_that_allows_fork_mode_the_delegate_spec_has_no_mode() 
 
 #[tokio::test]
 async fn a_cancelled_run_resumes_its_fork_mode_task_with_the_same_prefix() {
-    let model = by_agent(vec![("writer", writer_turns()), ("critic", critic_turns())]);
+    let model = writer_and_critic();
     // The critic's second model call waits until the run is cancelled.
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic" && request.round == 2);
-    let h = harness(model);
-    install(&h);
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    h.model.wait_for_parked(1).await;
-    h.service.cancel_run(&run.id).await.unwrap();
-    assert_eq!(h.wait(&run.id).await.status, AgentRunStatus::Cancelled);
+    let h = installed(model);
+    let run = h.start_parked(request(Some("writer")), 1).await;
+    h.cancel_to_end(&run.id).await;
     let asked_before = h.model.requests().len();
 
     h.model.stop_hanging();
@@ -236,11 +238,7 @@ async fn a_cancelled_run_resumes_its_fork_mode_task_with_the_same_prefix() {
 
 #[tokio::test]
 async fn a_branch_in_the_middle_of_a_fork_mode_task_starts_it_from_the_same_prefix() {
-    let h = harness(by_agent(vec![
-        ("writer", writer_turns()),
-        ("critic", critic_turns()),
-    ]));
-    install(&h);
+    let h = installed(writer_and_critic());
     let source = h.run_completed(request(Some("writer"))).await;
     let critic_id = h
         .invocation_of_kind(&source.id, InvocationKind::Subagent)
@@ -267,18 +265,15 @@ async fn a_branch_in_the_middle_of_a_fork_mode_task_starts_it_from_the_same_pref
 
 #[tokio::test]
 async fn a_fork_mode_task_is_not_resumed_once_its_profile_stops_allowing_fork_mode() {
-    let model = by_agent(vec![("writer", writer_turns()), ("critic", critic_turns())]);
+    let model = writer_and_critic();
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic" && request.round == 2);
-    let h = harness(model);
-    install(&h);
+    let h = installed(model);
     // Another target keeps fork mode in the writer's spec (its own snapshot stays the same).
     let mut checker = reviewer("checker");
     checker.delegation.allow_fork = true;
     h.put_profile(checker);
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    h.model.wait_for_parked(1).await;
-    h.service.cancel_run(&run.id).await.unwrap();
-    assert_eq!(h.wait(&run.id).await.status, AgentRunStatus::Cancelled);
+    let run = h.start_parked(request(Some("writer")), 1).await;
+    h.cancel_to_end(&run.id).await;
     // Its start would read its brief instead of its prefix: refused, not replayed wrongly.
     h.put_profile(reviewer("critic"));
     h.model.stop_hanging();

@@ -24,9 +24,7 @@ fn error_code(result: tt_application::ApplicationResult<impl std::fmt::Debug>) -
 
 #[tokio::test]
 async fn submitted_guidance_is_applied_to_next_model_request() {
-    let h = happy_harness();
-    h.model.hang_when(|request| request.round == 1);
-    let run = h.start_parked(request(None), 1).await;
+    let (h, run) = happy_run_parked_at(1).await;
     let receipt = h
         .service
         .submit_guidance(
@@ -110,10 +108,8 @@ async fn cancel_run_discards_pending_guidance_and_closes_mailbox() {
 
 #[tokio::test]
 async fn guidance_left_after_the_last_model_request_is_discarded_when_the_run_finishes() {
-    let h = happy_harness();
     // The third request (the one answered with workspace_finish) is already on its way.
-    h.model.hang_when(|request| request.round == 3);
-    let run = h.start_parked(request(None), 1).await;
+    let (h, run) = happy_run_parked_at(3).await;
     h.service
         .submit_guidance(&run.id, note("Too late for this one."))
         .await
@@ -183,17 +179,12 @@ async fn delegated_agents_never_receive_guidance() {
     let model = by_agent(vec![
         (
             "writer",
-            vec![
-                turn(vec![delegate("d1", "critic", "Check the pacing.")]),
-                turn(vec![call(
-                    "a1",
-                    "agent_await",
-                    serde_json::json!({"mode": "allCompleted"}),
-                )]),
-                turn(vec![write("w", "output/main.md", "Final.")]),
-                turn(vec![call("c", "workspace_commit", serde_json::json!({}))]),
-                turn(vec![call("f", "workspace_finish", serde_json::json!({}))]),
-            ],
+            delegate_wait_publish(
+                "critic",
+                "Check the pacing.",
+                serde_json::json!({"mode": "allCompleted"}),
+                "Final.",
+            ),
         ),
         (
             "critic",
@@ -211,9 +202,7 @@ async fn delegated_agents_never_receive_guidance() {
             ],
         ),
     ]);
-    let h = harness(model);
-    h.put_profile(delegator("writer"));
-    h.put_profile(reviewer("critic"));
+    let h = harness_with_critic(model);
     // Park the critic's first call, send guidance while only the critic is working.
     h.model
         .hang_when(|request| request.agent_profile_id.as_str() == "critic" && request.round == 1);

@@ -175,19 +175,25 @@ async fn a_chain_of_three_owners() {
     assert!(statuses.contains(&("writer".into(), InvocationStatus::Transferred)));
     assert!(statuses.contains(&("editor".into(), InvocationStatus::Transferred)));
     assert!(statuses.contains(&("finalizer".into(), InvocationStatus::Completed)));
-    assert!(
-        h.store
-            .tasks(&run.id)
-            .iter()
-            .all(|t| t.status == TaskStatus::Completed)
-    );
-    let keys: Vec<_> = h
-        .store
-        .tasks(&run.id)
-        .into_iter()
-        .map(|t| t.workspace_key)
-        .collect();
+    let tasks = h.store.tasks(&run.id);
+    assert!(tasks.iter().all(|t| t.status == TaskStatus::Completed));
+    let keys: Vec<_> = tasks.iter().map(|t| t.workspace_key.as_str()).collect();
     assert_eq!(keys, ["editor", "finalizer"]);
+}
+
+/// A harness on `model` with the writer handing off, the editor it may hand off to, a critic
+/// it may delegate to, and a private editor only someone else may call.
+fn policy_harness(model: std::sync::Arc<tt_testkit::fakes::FakeModel>) -> Harness {
+    let h = harness(model);
+    h.put_profile(handing_off("writer"));
+    h.put_profile(handoff_target("editor"));
+    h.put_profile(reviewer("critic"));
+    h.put_profile({
+        let mut p = handoff_target("private-editor");
+        p.delegation.allowed_callers = vec!["someone-else".into()];
+        p
+    });
+    h
 }
 
 #[tokio::test]
@@ -216,15 +222,7 @@ async fn agent_handoff_denies_pending_delegated_tasks_and_policy_violations() {
         ("critic", vec![task_return("r", "never")]),
     ]);
     model.hang_when(|request| request.agent_profile_id.as_str() == "critic");
-    let h = harness(model);
-    h.put_profile(handing_off("writer"));
-    h.put_profile(handoff_target("editor"));
-    h.put_profile(reviewer("critic"));
-    h.put_profile({
-        let mut p = handoff_target("private-editor");
-        p.delegation.allowed_callers = vec!["someone-else".into()];
-        p
-    });
+    let h = policy_harness(model);
     let run = h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let code = |id: &str| {
@@ -280,15 +278,7 @@ async fn handoff_policy_denials() {
             ],
         ),
     ]);
-    let h = harness(model);
-    h.put_profile(handing_off("writer"));
-    h.put_profile(handoff_target("editor"));
-    h.put_profile(reviewer("critic"));
-    h.put_profile({
-        let mut p = handoff_target("private-editor");
-        p.delegation.allowed_callers = vec!["someone-else".into()];
-        p
-    });
+    let h = policy_harness(model);
     h.run_completed(request(Some("writer"))).await;
     let results = tool_results(&last_request_of(&h, "writer"));
     let find = |id: &str| results.iter().find(|r| r.0 == id).unwrap().clone();
@@ -444,12 +434,7 @@ async fn a_tool_call_after_a_successful_handoff_is_fail_fast() {
         InvocationStatus::Failed
     );
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Failed);
-    assert!(
-        h.model
-            .requests()
-            .iter()
-            .all(|r| r.agent_profile_id.as_str() != "editor")
-    );
+    assert!(requests_of(&h, "editor").is_empty());
 }
 
 #[tokio::test]

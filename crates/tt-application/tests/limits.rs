@@ -18,8 +18,7 @@ async fn a_model_that_never_answers_is_ended_by_the_run_deadline() {
     let run = h.run_to_end(request(Some("bounded"))).await;
     assert_eq!(started.elapsed(), Duration::from_secs(30));
     assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "agent.run_deadline_exceeded");
+    let failed = h.run_failed(&run.id, "agent.run_deadline_exceeded");
     assert_eq!(failed.payload["retryable"], false);
     assert_eq!(failed.payload["userRetryable"], true);
     assert_eq!(h.event_types(&run.id).last().unwrap(), "run_failed");

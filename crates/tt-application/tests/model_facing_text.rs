@@ -233,9 +233,7 @@ async fn slip_errors_read_from_the_agent_point_of_view() {
             task_return("r", "Fine."),
         ],
     );
-    let h = harness(model);
-    h.put_profile(delegator("writer"));
-    h.put_profile(reviewer("critic"));
+    let h = harness_with_critic(model);
     let run = h.run_to_end(request(Some("writer"))).await;
     assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
     let critic = last_request_of(&h, "critic");
@@ -274,35 +272,47 @@ fn outside_tools_in_the_system_prompt_and_specs() {
     use tt_domain::profile::McpToolPermission;
     use tt_domain::tool_model::{ExternalToolFacts, ExternalToolId, SideEffect, ToolPermission};
     use tt_ports::ExternalToolDefinition;
-    let facts = |side_effect| ExternalToolFacts {
-        side_effect,
-        idempotent: false,
-        permission: ToolPermission::Allow,
-        server: None,
-        max_inline_result_bytes: ExternalToolFacts::DEFAULT_INLINE_RESULT_BYTES,
-    };
+    // An outside tool from its id, title, description, schema and side effect.
+    let tool =
+        |id: ExternalToolId, title: Option<&str>, description: &str, input_schema, side_effect| {
+            ExternalToolDefinition {
+                id,
+                title: title.map(str::to_owned),
+                description: description.to_owned(),
+                input_schema,
+                facts: ExternalToolFacts {
+                    side_effect,
+                    idempotent: false,
+                    permission: ToolPermission::Allow,
+                    server: None,
+                    max_inline_result_bytes: ExternalToolFacts::DEFAULT_INLINE_RESULT_BYTES,
+                },
+            }
+        };
+    let search = json!({"type": "object", "properties": {"query": {"type": "string"}}});
+    let echo = json!({"type": "object", "properties": {"message": {"type": "string"}}});
     let definitions = vec![
-        ExternalToolDefinition {
-            id: ExternalToolId::host("chat.search").unwrap(),
-            title: Some("Search the chat".into()),
-            description: "Finds messages of this chat that mention a phrase.".into(),
-            input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
-            facts: facts(SideEffect::ReadsOnly),
-        },
-        ExternalToolDefinition {
-            id: ExternalToolId::mcp("everything", "echo").unwrap(),
-            title: None,
-            description: "Echoes back the input. Useful for tests.".into(),
-            input_schema: json!({"type": "object", "properties": {"message": {"type": "string"}}}),
-            facts: facts(SideEffect::Outside),
-        },
-        ExternalToolDefinition {
-            id: ExternalToolId::mcp("everything", "get-sum").unwrap(),
-            title: None,
-            description: "Adds two numbers.".into(),
-            input_schema: json!({"type": "object"}),
-            facts: facts(SideEffect::ReadsOnly),
-        },
+        tool(
+            ExternalToolId::host("chat.search").unwrap(),
+            Some("Search the chat"),
+            "Finds messages of this chat that mention a phrase.",
+            search,
+            SideEffect::ReadsOnly,
+        ),
+        tool(
+            ExternalToolId::mcp("everything", "echo").unwrap(),
+            None,
+            "Echoes back the input. Useful for tests.",
+            echo,
+            SideEffect::Outside,
+        ),
+        tool(
+            ExternalToolId::mcp("everything", "get-sum").unwrap(),
+            None,
+            "Adds two numbers.",
+            json!({"type": "object"}),
+            SideEffect::ReadsOnly,
+        ),
     ];
     let mut definition = default_writer_definition();
     definition.tools.allow.push("host/chat.search".into());

@@ -2,7 +2,6 @@
 //! task is inside a model call, an idle limit, and a deadline above the target's bound.
 
 use serde_json::json;
-use tt_domain::model::ModelContentPart;
 use tt_domain::task::TaskStatus;
 
 use crate::support::*;
@@ -89,33 +88,19 @@ async fn a_deadline_and_an_idle_limit_stop_tasks_inside_model_calls() {
     );
     assert_eq!(status("scout").status, TaskStatus::Completed);
 
-    let events = h.events(&run.id);
-    let cancelled: Vec<_> = events
-        .iter()
-        .filter(|e| e.event_type == "agent_task_cancelled")
-        .collect();
+    let cancelled = events_of(&h, &run.id, "agent_task_cancelled");
     assert_eq!(cancelled.len(), 2);
     assert!(cancelled.iter().all(|e| e.payload["by"] == "deadline"));
     // The idle limit (20 s from its start) passes before the deadline (30 s).
     assert_eq!(cancelled[0].payload["taskId"], stylist.id.as_str());
+    let events = h.events(&run.id);
     for task in [&critic, &stylist] {
         assert_nothing_after_cancellation(&events, task.child_invocation_id.as_str());
     }
 
     // What the writer read: the refused deadline, then the wait's report.
     let writer = requests_of(&h, "writer").remove(2);
-    let results: Vec<(String, String)> = writer
-        .messages
-        .iter()
-        .flat_map(|m| m.parts.iter())
-        .filter_map(|part| match part {
-            ModelContentPart::ToolResult { result } => {
-                Some((result.call_id.clone(), result.content.clone()))
-            }
-            _ => None,
-        })
-        .collect();
-    let text = |id: &str| results.iter().find(|r| r.0 == id).unwrap().1.clone();
+    let text = |id: &str| tool_result(&writer, id).3;
     assert!(
         text("too-long").contains("at most 60"),
         "{}",

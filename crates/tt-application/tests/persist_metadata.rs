@@ -21,8 +21,7 @@ fn stable(payload: &Value) -> Value {
 
 #[tokio::test]
 async fn persistent_state_metadata_is_bound_to_the_last_commit_on_finish() {
-    let h = happy_harness();
-    let run = h.run_completed(request(None)).await;
+    let (h, run) = happy_run().await;
 
     let updates = h.bridge.metadata_updates();
     assert_eq!(updates.len(), 1);

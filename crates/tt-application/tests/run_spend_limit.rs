@@ -10,7 +10,7 @@ use tt_application::{
 use tt_domain::cost::Usd;
 use tt_domain::ids::RunId;
 use tt_domain::model::AgentModelResponse;
-use tt_domain::run::AgentRunStatus;
+use tt_domain::run::{AgentRun, AgentRunStatus};
 
 use crate::support::*;
 
@@ -46,6 +46,20 @@ async fn raise_and_complete(h: &Harness, run_id: &RunId) {
     assert_eq!(h.wait(run_id).await.status, AgentRunStatus::Completed);
 }
 
+/// Starts a run of the writer and waits until it parks at its spend limit.
+async fn start_parked(h: &Harness) -> (AgentRun, PendingSpendLimit) {
+    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
+    let pending = parked(h, &run.id).await;
+    (run, pending)
+}
+
+fn refusal(decided_by: Option<&str>) -> AnswerSpendLimitRequest {
+    AnswerSpendLimitRequest {
+        decision: SpendLimitDecision::Refuse,
+        decided_by: decided_by.map(str::to_owned),
+    }
+}
+
 fn raise(limit_usd: f64) -> AnswerSpendLimitRequest {
     AnswerSpendLimitRequest {
         decision: SpendLimitDecision::Raise { limit_usd },
@@ -56,8 +70,7 @@ fn raise(limit_usd: f64) -> AnswerSpendLimitRequest {
 #[tokio::test(start_paused = true)]
 async fn a_run_at_its_spend_limit_parks_until_a_person_raises_it() {
     let h = parking_harness();
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    let pending = parked(&h, &run.id).await;
+    let (run, pending) = start_parked(&h).await;
     assert_eq!(
         pending,
         PendingSpendLimit {
@@ -105,13 +118,12 @@ async fn a_run_at_its_spend_limit_parks_until_a_person_raises_it() {
 #[tokio::test(start_paused = true)]
 async fn a_refused_spend_limit_ends_the_run_coded() {
     let h = parking_harness();
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    parked(&h, &run.id).await;
-    let refuse = AnswerSpendLimitRequest {
-        decision: SpendLimitDecision::Refuse,
-        decided_by: None,
-    };
-    let receipt = h.service.answer_spend_limit(&run.id, refuse).await.unwrap();
+    let (run, _) = start_parked(&h).await;
+    let receipt = h
+        .service
+        .answer_spend_limit(&run.id, refusal(None))
+        .await
+        .unwrap();
     assert_eq!(
         (receipt.decision.as_str(), receipt.decided_by.as_str()),
         ("refuse", "host")
@@ -158,8 +170,7 @@ async fn a_run_resumed_while_parked_is_parked_again_and_repeats_nothing_after_th
 #[tokio::test(start_paused = true)]
 async fn a_run_resumed_after_the_raise_goes_on_under_the_raised_limit() {
     let h = parking_harness();
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    parked(&h, &run.id).await;
+    let (run, _) = start_parked(&h).await;
     // Raised to just above the first answer: the second reaches it again.
     raise_to(&h, &run.id, 0.015).await;
     let pending = parked(&h, &run.id).await;
@@ -224,17 +235,12 @@ fn delegating_harness() -> Harness {
         by_agent(vec![
             (
                 "writer",
-                vec![
-                    turn(vec![delegate("d1", "critic", "Find continuity slips.")]),
-                    turn(vec![call(
-                        "a1",
-                        "agent_await",
-                        serde_json::json!({"mode": "allCompleted"}),
-                    )]),
-                    turn(vec![write("w", "output/main.md", "Final scene.")]),
-                    turn(vec![call("c", "workspace_commit", serde_json::json!({}))]),
-                    turn(vec![call("f", "workspace_finish", serde_json::json!({}))]),
-                ],
+                delegate_wait_publish(
+                    "critic",
+                    "Find continuity slips.",
+                    serde_json::json!({"mode": "allCompleted"}),
+                    "Final scene.",
+                ),
             ),
             (
                 "critic",
@@ -264,8 +270,7 @@ fn critic_id(h: &Harness, run_id: &RunId) -> tt_domain::ids::InvocationId {
 #[tokio::test(start_paused = true)]
 async fn a_delegated_agent_that_reaches_the_limit_parks_and_goes_on_after_the_raise() {
     let h = delegating_harness();
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    parked(&h, &run.id).await;
+    let (run, _) = start_parked(&h).await;
     let critic = critic_id(&h, &run.id);
     let reached = h.first_event(&run.id, "spend_limit_reached").payload;
     assert_eq!(reached["invocationId"], critic.as_str());
@@ -289,24 +294,13 @@ async fn a_delegated_agent_that_reaches_the_limit_parks_and_goes_on_after_the_ra
 #[tokio::test(start_paused = true)]
 async fn a_refusal_fails_the_parked_task_and_ends_the_run_at_its_next_model_call() {
     let h = delegating_harness();
-    let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    parked(&h, &run.id).await;
-    let refuse = AnswerSpendLimitRequest {
-        decision: SpendLimitDecision::Refuse,
-        decided_by: Some("tester".into()),
-    };
-    h.service.answer_spend_limit(&run.id, refuse).await.unwrap();
+    let (run, _) = start_parked(&h).await;
+    h.service
+        .answer_spend_limit(&run.id, refusal(Some("tester")))
+        .await
+        .unwrap();
     assert_eq!(h.wait(&run.id).await.status, AgentRunStatus::Failed);
-    let task = &h.store.tasks(&run.id)[0];
-    assert_eq!(task.status, tt_domain::task::TaskStatus::Failed);
-    assert!(
-        task.error
-            .as_deref()
-            .unwrap()
-            .starts_with("agent.run_spend_refused"),
-        "{:?}",
-        task.error
-    );
+    h.failed_task(&run.id, "agent.run_spend_refused");
     let failed = h.first_event(&run.id, "run_failed").payload;
     assert_eq!(failed["code"], "agent.run_spend_refused", "{failed}");
 }

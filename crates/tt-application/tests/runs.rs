@@ -12,8 +12,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn foreground_run_commits_chat_message_before_finish() {
-    let h = happy_harness();
-    let run = h.run_completed(request(None)).await;
+    let (h, run) = happy_run().await;
 
     // The host got exactly one commit with the file's text.
     let commits = h.bridge.requests();
@@ -24,52 +23,32 @@ async fn foreground_run_commits_chat_message_before_finish() {
 
     // The run's documents are persisted.
     let root = InvocationId::root();
-    let snapshot = h
-        .store
-        .document(&run.id, &RunDocument::InvocationToolSnapshot(root.clone()))
-        .expect("tool snapshot");
+    let snapshot = h.document(&run.id, RunDocument::InvocationToolSnapshot(root.clone()));
     assert_eq!(
         snapshot["tools"].as_array().map(Vec::len),
         Some(tt_domain::profile::DEFAULT_WRITER_TOOLS.len())
     );
-    assert!(
-        h.store
-            .document(&run.id, &RunDocument::ResolvedProfile)
-            .is_some()
-    );
-    let prompt = h
-        .store
-        .document(&run.id, &RunDocument::PromptSnapshot)
-        .expect("prompt snapshot");
+    assert!(h.has_document(&run.id, RunDocument::ResolvedProfile));
+    let prompt = h.document(&run.id, RunDocument::PromptSnapshot);
     assert_eq!(prompt["messages"][1]["content"], "Write a short scene.");
     for round in 1..=3 {
-        assert!(
-            h.store
-                .document(
-                    &run.id,
-                    &RunDocument::ModelResponse {
-                        invocation_id: root.clone(),
-                        round
-                    }
-                )
-                .is_some()
-        );
+        assert!(h.has_document(
+            &run.id,
+            RunDocument::ModelResponse {
+                invocation_id: root.clone(),
+                round
+            }
+        ));
     }
     let key = tt_application::call_file_key(&root, 1, "c1");
-    let args = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::ToolArgs {
-                call_file_key: key.clone(),
-            },
-        )
-        .expect("args");
+    let args = h.document(
+        &run.id,
+        RunDocument::ToolArgs {
+            call_file_key: key.clone(),
+        },
+    );
     assert_eq!(args["arguments"]["path"], "output/main.md");
-    let result = h
-        .store
-        .document(&run.id, &RunDocument::ToolResult { call_file_key: key })
-        .expect("result");
+    let result = h.document(&run.id, RunDocument::ToolResult { call_file_key: key });
     assert_eq!(result["isError"], false);
     assert_eq!(result["callId"], "c1");
 
@@ -148,8 +127,7 @@ async fn foreground_run_commits_chat_message_before_finish() {
 
 #[tokio::test]
 async fn each_request_uses_the_invocation_session_and_the_system_prompt() {
-    let h = happy_harness();
-    let run = h.run_to_end(request(None)).await;
+    let (h, run) = happy_run().await;
     let requests = h.model.requests();
     assert_eq!(requests.len(), 3);
     // The first request is the system prompt, then the frozen conversation.
@@ -203,11 +181,7 @@ async fn recoverable_errors_go_back_to_the_model_and_the_run_continues() {
         Some("agent.foreground_commit_required")
     );
     assert!(results[1].3.contains("workspace_commit"));
-    let failed: Vec<_> = h
-        .events(&run.id)
-        .into_iter()
-        .filter(|e| e.event_type == "tool_call_failed")
-        .collect();
+    let failed = events_of(&h, &run.id, "tool_call_failed");
     assert_eq!(failed.len(), 2);
     assert!(
         failed
@@ -223,9 +197,7 @@ async fn host_commit_failure_is_fatal() {
         tt_testkit::fakes::FakeCommitBridge::rejecting("chat is read-only"),
     );
     let run = h.run_to_end(request(None)).await;
-    assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "agent.chat_commit_failed");
+    h.assert_failed_with(&run, "agent.chat_commit_failed");
     assert!(
         h.event_types(&run.id)
             .contains(&"chat_commit_failed".to_owned())
@@ -306,15 +278,21 @@ async fn a_failed_run_never_promotes_persist() {
     );
 }
 
+/// The code `start_run` refuses `request` with.
+async fn start_refused(
+    h: &Harness,
+    request: tt_application::StartRunRequest,
+) -> tt_domain::error_codes::Code {
+    h.service.start_run(request).await.unwrap_err().code()
+}
+
 #[tokio::test]
 async fn start_rejects_unknown_and_unrunnable_profiles() {
     let h = happy_harness();
-    let err = h
-        .service
-        .start_run(request(Some("ghost")))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.profile_not_found");
+    assert_eq!(
+        start_refused(&h, request(Some("ghost"))).await,
+        "agent.profile_not_found"
+    );
 
     h.put_profile(custom_profile("helper", |p| {
         p.run.direct_runnable = false;
@@ -322,29 +300,22 @@ async fn start_rejects_unknown_and_unrunnable_profiles() {
         p.delegation.callable = true;
         p.delegation.allow_as_subagent = true;
     }));
-    let err = h
-        .service
-        .start_run(request(Some("helper")))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.profile_not_direct_runnable");
+    assert_eq!(
+        start_refused(&h, request(Some("helper"))).await,
+        "agent.profile_not_direct_runnable"
+    );
 
     h.put_profile(custom_profile("unconfigured", |p| {
         p.model.mode = tt_domain::profile::ModelMode::RequiresConfiguration;
     }));
-    let err = h
-        .service
-        .start_run(request(Some("unconfigured")))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.profile_model_requires_configuration");
+    assert_eq!(
+        start_refused(&h, request(Some("unconfigured"))).await,
+        "agent.profile_model_requires_configuration"
+    );
 
     let mut bad = request(None);
     bad.stable_chat_id = "   ".into();
-    assert_eq!(
-        h.service.start_run(bad).await.unwrap_err().code(),
-        "agent.stable_chat_id_invalid"
-    );
+    assert_eq!(start_refused(&h, bad).await, "agent.stable_chat_id_invalid");
     assert_eq!(h.model.call_count(), 0);
 }
 
@@ -379,8 +350,7 @@ async fn live_stream_replays_then_follows_and_ends_after_the_terminal_event() {
 
 #[tokio::test]
 async fn read_events_pages_and_validates_the_invocation_filter() {
-    let h = happy_harness();
-    let run = h.run_to_end(request(None)).await;
+    let (h, run) = happy_run().await;
     let page = tt_ports::EventPage {
         after_seq: Some(5),
         limit: Some(3),
@@ -416,30 +386,20 @@ async fn read_events_pages_and_validates_the_invocation_filter() {
 
 #[tokio::test]
 async fn host_reads_workspace_files_by_logical_path() {
-    let h = happy_harness();
-    let run = h.run_to_end(request(None)).await;
+    let (h, run) = happy_run().await;
     let file = h
         .service
         .read_workspace_file(&run.id, "output/main.md")
         .await
         .unwrap();
     assert_eq!(file.text, "A storm rolled in.");
-    assert_eq!(
-        h.service
-            .read_workspace_file(&run.id, "../x")
-            .await
-            .unwrap_err()
-            .code(),
-        "workspace.invalid_path"
-    );
-    assert_eq!(
-        h.service
-            .read_workspace_file(&run.id, "input/prompt_snapshot.json")
-            .await
-            .unwrap_err()
-            .code(),
-        "workspace.path_not_visible"
-    );
+    for (path, code) in [
+        ("../x", "workspace.invalid_path"),
+        ("input/prompt_snapshot.json", "workspace.path_not_visible"),
+    ] {
+        let refused = h.service.read_workspace_file(&run.id, path).await;
+        assert_eq!(refused.unwrap_err().code(), code, "{path}");
+    }
     let _ = WorkspacePath::parse("output/main.md").unwrap();
 }
 
@@ -494,8 +454,7 @@ async fn run_end_events_are_scoped_to_the_root_agent() {
                 .collect::<Vec<_>>()
         }
     };
-    let h = happy_harness();
-    let run = h.run_to_end(request(None)).await;
+    let (h, run) = happy_run().await;
     let events = root_view(&h, &run).await;
     let (last_type, last_payload) = events.last().unwrap();
     assert_eq!(last_type, "run_completed");
@@ -532,16 +491,13 @@ async fn a_long_reply_is_stored_once() {
     }]}}]});
     let h = harness(by_turn(turns));
     let run = h.run_completed(request(None)).await;
-    let stored = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::ModelResponse {
-                invocation_id: InvocationId::root(),
-                round: 1,
-            },
-        )
-        .expect("stored response");
+    let stored = h.document(
+        &run.id,
+        RunDocument::ModelResponse {
+            invocation_id: InvocationId::root(),
+            round: 1,
+        },
+    );
     assert_eq!(stored.to_string().matches(content.as_str()).count(), 1);
     let response: tt_domain::model::AgentModelResponse =
         serde_json::from_value(stored["response"].clone()).unwrap();

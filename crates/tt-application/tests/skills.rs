@@ -117,25 +117,13 @@ async fn skills_are_resolved_recorded_and_read_within_budget() {
 
 #[tokio::test]
 async fn a_delegated_agent_gets_its_own_skill_scope() {
-    let model = by_agent(vec![
-        (
-            "writer",
-            publish_after(
-                vec![
-                    turn(vec![delegate("d", "critic", "Use your skill.")]),
-                    turn(vec![call("a", "agent_await", json!({}))]),
-                ],
-                "x",
-            ),
-        ),
-        (
-            "critic",
-            vec![
-                turn(vec![call("l", "skill_list", json!({}))]),
-                task_return("r", "ok"),
-            ],
-        ),
-    ]);
+    let model = writer_delegating_to_critic(
+        "Use your skill.",
+        vec![
+            turn(vec![call("l", "skill_list", json!({}))]),
+            task_return("r", "ok"),
+        ],
+    );
     let h = harness(model);
     h.put_profile(delegator("writer"));
     h.put_profile({

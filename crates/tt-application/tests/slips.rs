@@ -4,7 +4,6 @@
 
 use serde_json::json;
 use tt_domain::event::EventLevel;
-use tt_domain::model::ModelContentPart;
 use tt_domain::run::AgentRunStatus;
 use tt_ports::RunDocument;
 
@@ -75,13 +74,10 @@ async fn more_slips_in_a_row_than_the_limit_fail_the_run() {
             .all(|(level, _)| *level == EventLevel::Warn)
     );
     assert_eq!(codes[3].0, EventLevel::Error);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "model.unknown_tool_call");
-    let message = failed.payload["message"].as_str().unwrap();
-    assert!(message.contains("4 times in a row"), "{message}");
-    assert!(
-        message.contains("limits.maxConsecutiveSlips is 3"),
-        "{message}"
+    let failed = h.run_failed(&run.id, "model.unknown_tool_call");
+    assert_says(
+        failed.payload["message"].as_str().unwrap(),
+        &["4 times in a row", "limits.maxConsecutiveSlips is 3"],
     );
     assert_eq!(failed.payload["retryable"], false);
 }
@@ -164,15 +160,13 @@ async fn oversized_arguments_are_a_slip_and_are_not_stored_or_resent() {
         "{content}"
     );
     // The conversation carries a short note instead of the 2 KB arguments.
-    let replayed = second
+    let replayed = &second
         .messages
         .iter()
-        .flat_map(|m| m.parts.iter())
-        .find_map(|part| match part {
-            ModelContentPart::ToolCall { call } if call.id == "big" => Some(call.arguments.clone()),
-            _ => None,
-        })
-        .unwrap();
+        .flat_map(|m| m.tool_calls())
+        .find(|call| call.id == "big")
+        .unwrap()
+        .arguments;
     assert!(
         replayed
             .as_str()
@@ -183,15 +177,12 @@ async fn oversized_arguments_are_a_slip_and_are_not_stored_or_resent() {
     let requested = h.first_event(&run.id, "tool_call_requested");
     let key = requested.payload["argumentsRef"].as_str().unwrap();
     let key = key.rsplit('/').next().unwrap().trim_end_matches(".json");
-    let stored = h
-        .store
-        .document(
-            &run.id,
-            &RunDocument::ToolArgs {
-                call_file_key: key.to_owned(),
-            },
-        )
-        .unwrap();
+    let stored = h.document(
+        &run.id,
+        RunDocument::ToolArgs {
+            call_file_key: key.to_owned(),
+        },
+    );
     assert_eq!(stored["arguments"]["omitted"], true);
 }
 
@@ -258,11 +249,6 @@ async fn a_reply_with_more_calls_than_the_agent_may_make_runs_none_of_them() {
             "{content}"
         );
     }
-    let calls_shown = second
-        .messages
-        .iter()
-        .flat_map(|m| m.parts.iter())
-        .filter(|part| matches!(part, ModelContentPart::ToolCall { .. }))
-        .count();
+    let calls_shown = second.messages.iter().flat_map(|m| m.tool_calls()).count();
     assert_eq!(calls_shown, 4);
 }

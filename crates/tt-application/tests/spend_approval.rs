@@ -34,26 +34,24 @@ fn install(h: &Harness, limit_usd: f64) {
     h.put_profile(critic);
 }
 
-fn harness_for(priced: bool) -> Harness {
-    harness_with_model_info(
+/// A harness on the house model (`priced` or not) whose writer asks before delegating a task
+/// estimated over `limit_usd`.
+fn harness_for(priced: bool, limit_usd: f64) -> Harness {
+    let h = harness_with_model_info(
         by_agent(vec![
             ("writer", writer_turns()),
             ("critic", vec![task_return("r", "No slips.")]),
         ]),
         house_model_info(priced),
-    )
+    );
+    install(&h, limit_usd);
+    h
 }
 
 /// Starts the run and answers its one approval: the request's estimate, as the host read it.
 async fn approve_the_delegation(h: &Harness) -> (serde_json::Value, serde_json::Value) {
     let run = h.service.start_run(request(Some("writer"))).await.unwrap();
-    let pending = loop {
-        let pending = h.service.pending_approvals_now(&run.id);
-        if !pending.is_empty() {
-            break pending;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
+    let pending = h.pending_approvals(&run.id, Duration::from_millis(5)).await;
     assert_eq!(pending.len(), 1);
     let seen = serde_json::to_value(&pending[0]).unwrap();
     h.service
@@ -76,8 +74,7 @@ async fn approve_the_delegation(h: &Harness) -> (serde_json::Value, serde_json::
 
 #[tokio::test]
 async fn a_delegation_under_the_limit_runs_without_asking() {
-    let h = harness_for(true);
-    install(&h, 100.0);
+    let h = harness_for(true, 100.0);
     let run = h.run_completed(request(Some("writer"))).await;
     assert!(events_of(&h, &run.id, "tool_approval_requested").is_empty());
     assert_eq!(h.store.tasks(&run.id)[0].status, TaskStatus::Completed);
@@ -85,8 +82,7 @@ async fn a_delegation_under_the_limit_runs_without_asking() {
 
 #[tokio::test]
 async fn a_delegation_over_the_limit_asks_with_its_priced_estimate() {
-    let h = harness_for(true);
-    install(&h, 0.000_001);
+    let h = harness_for(true, 0.000_001);
     let (seen, requested) = approve_the_delegation(&h).await;
     for estimate in [&seen["estimate"], &requested["estimate"]] {
         assert_eq!(estimate["targetProfileId"], "critic");
@@ -118,8 +114,7 @@ async fn a_delegation_over_the_limit_asks_with_its_priced_estimate() {
 
 #[tokio::test]
 async fn an_unpriced_delegation_asks_and_says_its_cost_is_unknown() {
-    let h = harness_for(false);
-    install(&h, 100.0);
+    let h = harness_for(false, 100.0);
     let (seen, requested) = approve_the_delegation(&h).await;
     for estimate in [&seen["estimate"], &requested["estimate"]] {
         assert!(estimate["firstRequestTokens"].as_u64().unwrap() > 100);

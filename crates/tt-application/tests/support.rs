@@ -260,6 +260,24 @@ impl Harness {
         run
     }
 
+    /// Starts a run whose model holds a call until a delegated agent has completed, then
+    /// lets it go; the run must complete.
+    pub(crate) async fn completed_after_a_task(&self, request: StartRunRequest) -> AgentRun {
+        let run = self.service.start_run(request).await.expect("start_run");
+        self.store
+            .wait_for_event_type(&run.id, "agent_invocation_completed")
+            .await;
+        self.release_to_completion(&run.id).await
+    }
+
+    /// Cancels the run and waits (bounded) for it to stop; it must end cancelled.
+    pub(crate) async fn cancel_to_end(&self, run_id: &RunId) -> AgentRun {
+        self.service.cancel_run(run_id).await.expect("cancel_run");
+        let run = self.wait(run_id).await;
+        assert_eq!(run.status, tt_domain::run::AgentRunStatus::Cancelled);
+        run
+    }
+
     /// Lets every held model call go and hangs no more; the run must complete.
     pub(crate) async fn release_to_completion(&self, run_id: &RunId) -> AgentRun {
         self.model.stop_hanging();
@@ -267,6 +285,21 @@ impl Harness {
         let run = self.wait(run_id).await;
         assert_eq!(run.status, tt_domain::run::AgentRunStatus::Completed);
         run
+    }
+
+    /// Polls every `poll` until the run waits on tool approvals, and returns them.
+    pub(crate) async fn pending_approvals(
+        &self,
+        run_id: &RunId,
+        poll: Duration,
+    ) -> Vec<tt_application::PendingToolApproval> {
+        loop {
+            let pending = self.service.pending_approvals_now(run_id);
+            if !pending.is_empty() {
+                return pending;
+            }
+            tokio::time::sleep(poll).await;
+        }
     }
 
     /// Waits (bounded) until `count` model calls are parked on the fake model.
@@ -292,10 +325,14 @@ impl Harness {
     /// Asserts that `run` failed and its `run_failed` says `code`.
     pub(crate) fn assert_failed_with(&self, run: &AgentRun, code: &str) {
         assert_eq!(run.status, tt_domain::run::AgentRunStatus::Failed);
-        assert_eq!(
-            self.first_event(&run.id, "run_failed").payload["code"],
-            code
-        );
+        self.run_failed(&run.id, code);
+    }
+
+    /// The run's `run_failed`, which must say `code`.
+    pub(crate) fn run_failed(&self, run_id: &RunId, code: &str) -> AgentRunEvent {
+        let failed = self.first_event(run_id, "run_failed");
+        assert_eq!(failed.payload["code"], code);
+        failed
     }
 
     /// The run's first delegated task, which ended `status` with `error`.
@@ -318,6 +355,18 @@ impl Harness {
         let error = task.error.as_deref().unwrap_or_default();
         assert!(error.starts_with(prefix), "{:?}", task.error);
         task
+    }
+
+    /// Run document `document` of `run_id`, which must be stored.
+    pub(crate) fn document(&self, run_id: &RunId, document: tt_ports::RunDocument) -> Value {
+        self.store
+            .document(run_id, &document)
+            .unwrap_or_else(|| panic!("no {document:?}"))
+    }
+
+    /// Whether run document `document` of `run_id` is stored.
+    pub(crate) fn has_document(&self, run_id: &RunId, document: tt_ports::RunDocument) -> bool {
+        self.store.document(run_id, &document).is_some()
     }
 
     /// Forks `source` at `at` with `changes` and waits for the branch to end.
@@ -462,12 +511,24 @@ pub(crate) fn rounds_of(events: &[AgentRunEvent]) -> Vec<u64> {
 /// Writes a short `scratch/a.md`, lists `scratch` `lists` times (small results that pile up),
 /// then [`happy_turns`].
 pub(crate) fn listing_turns(lists: usize) -> Vec<AgentModelResponse> {
-    let mut turns = vec![turn(vec![write("w", "scratch/a.md", "short")])];
-    for n in 0..lists {
+    let first = turn(vec![write("w", "scratch/a.md", "short")]);
+    let list = json!({"path": "scratch"});
+    repeated_call(first, lists, ("l", "workspace_list_files", list))
+}
+
+/// `first`, then `times` turns that each make call `(id prefix, tool, arguments)` (ids
+/// `<prefix>0`, `<prefix>1`, …), then [`happy_turns`].
+pub(crate) fn repeated_call(
+    first: AgentModelResponse,
+    times: usize,
+    (prefix, tool, args): (&str, &str, Value),
+) -> Vec<AgentModelResponse> {
+    let mut turns = vec![first];
+    for n in 0..times {
         turns.push(turn(vec![call(
-            &format!("l{n}"),
-            "workspace_list_files",
-            json!({"path": "scratch"}),
+            &format!("{prefix}{n}"),
+            tool,
+            args.clone(),
         )]));
     }
     turns.extend(happy_turns());
@@ -498,6 +559,22 @@ pub(crate) fn turn(calls: Vec<(String, String, Value)>) -> AgentModelResponse {
 /// A harness whose model follows [`happy_turns`].
 pub(crate) fn happy_harness() -> Harness {
     harness(by_turn(happy_turns()))
+}
+
+/// A [`happy_harness`] and its run of [`happy_turns`] on the default profile, completed.
+pub(crate) async fn happy_run() -> (Harness, AgentRun) {
+    let h = happy_harness();
+    let run = h.run_completed(request(None)).await;
+    (h, run)
+}
+
+/// A [`happy_harness`] and its run on the default profile, parked at its model call of round
+/// `round`.
+pub(crate) async fn happy_run_parked_at(round: u32) -> (Harness, AgentRun) {
+    let h = happy_harness();
+    h.model.hang_when(move |request| request.round == round);
+    let run = h.start_parked(request(None), 1).await;
+    (h, run)
 }
 
 /// write output/main.md, commit, finish.
@@ -645,6 +722,15 @@ pub(crate) fn by_agent(script: Vec<(&str, Vec<AgentModelResponse>)>) -> Arc<Fake
     })
 }
 
+/// A harness on `model` with a writer that may delegate ([`delegator`]) and a critic
+/// ([`reviewer`]).
+pub(crate) fn harness_with_critic(model: Arc<FakeModel>) -> Harness {
+    let h = harness(model);
+    h.put_profile(delegator("writer"));
+    h.put_profile(reviewer("critic"));
+    h
+}
+
 /// A foreground writer that may delegate.
 pub(crate) fn delegator(id: &str) -> AgentProfileDefinition {
     custom_profile(id, |p| {
@@ -735,6 +821,13 @@ pub(crate) fn payload_texts(
         .iter()
         .map(|event| event.payload[field].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// Asserts that `text` says each of `parts`.
+pub(crate) fn assert_says(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} is not in: {text}");
+    }
 }
 
 pub(crate) fn events_of(h: &Harness, run_id: &RunId, event_type: &str) -> Vec<AgentRunEvent> {

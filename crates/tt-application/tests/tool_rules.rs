@@ -18,11 +18,7 @@ async fn unknown_tool_is_fail_fast_with_tool_call_failed_once_slips_are_exhauste
     ])]));
     let run = h.run_to_end(request(None)).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed: Vec<_> = h
-        .events(&run.id)
-        .into_iter()
-        .filter(|e| e.event_type == "tool_call_failed")
-        .collect();
+    let failed = events_of(&h, &run.id, "tool_call_failed");
     assert_eq!(failed.len(), 4);
     assert_eq!(failed[0].level, EventLevel::Warn);
     let failed = &failed[3];
@@ -162,7 +158,6 @@ async fn running_out_of_rounds_with_tool_calls_fails() {
     h.put_profile(custom_profile("short", |p| p.tools.max_rounds = 3));
     let run = h.run_to_end(request(Some("short"))).await;
     assert_eq!(run.status, AgentRunStatus::Failed);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "agent.max_tool_rounds_exceeded");
+    let failed = h.run_failed(&run.id, "agent.max_tool_rounds_exceeded");
     assert_eq!(failed.payload["userRetryable"], true);
 }

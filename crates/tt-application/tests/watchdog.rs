@@ -69,8 +69,7 @@ async fn an_inactive_agent_is_warned_then_stopped_with_a_code() {
         })
     );
     assert_eq!(warned.level, tt_domain::event::EventLevel::Warn);
-    let failed = h.first_event(&run.id, "run_failed");
-    assert_eq!(failed.payload["code"], "agent.inactivity_timeout");
+    let failed = h.run_failed(&run.id, "agent.inactivity_timeout");
     assert_eq!(failed.payload["userRetryable"], true);
     assert!(warned.seq < failed.seq);
     assert_eq!(
@@ -124,13 +123,7 @@ async fn waiting_for_an_approval_or_a_commit_never_counts() {
     }));
     let run = h.service.start_run(request(Some("watched"))).await.unwrap();
     // A person takes ten minutes to approve the write ...
-    let pending = loop {
-        let pending = h.service.pending_approvals_now(&run.id);
-        if !pending.is_empty() {
-            break pending;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    };
+    let pending = h.pending_approvals(&run.id, Duration::from_secs(1)).await;
     tokio::time::sleep(Duration::from_secs(600)).await;
     h.service
         .resolve_tool_approval(

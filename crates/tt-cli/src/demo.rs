@@ -10,8 +10,8 @@
 use anyhow::Context as _;
 use std::sync::Arc;
 use tt_runtime::{
-    AgentProfileDefinition, CommitBridgeChoice, PromptBrokerChoice, PromptMessage, PromptRole,
-    ScriptedProvider, StartRunRequest, SubmitGuidanceRequest,
+    AgentProfileDefinition, PromptMessage, PromptRole, ScriptedProvider, StartRunRequest,
+    SubmitGuidanceRequest,
 };
 
 const SCRIPT: &str = include_str!("../scenarios/writers-room/script.json");
@@ -123,12 +123,7 @@ pub(crate) async fn run_demo(
     // The writer's sixth answer waits until the guidance is queued, so the writer reads it before
     // its seventh request in every run.
     let cue = provider.hold_after("writer", GUIDANCE_AFTER_WRITER_ROUND);
-    let runtime = storage
-        .builder()
-        .provider(Arc::new(provider))
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .prompt_broker(PromptBrokerChoice::Templates)
-        .build()?;
+    let runtime = storage.running(Arc::new(provider)).build()?;
     install_writers_room(&runtime).await?;
     println!(
         "tt-agent demo: the writers' room (a writer, two reviewers, a fact checker and a final editor on a scripted model)"

@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tt_runtime::{
-    AgentProfileDefinition, AgentRuntime, CommitBridgeChoice, ConnectionSpec, ConversationKind,
-    GenerationSettings, ModelProvider, RecordingProvider, ReplayProvider, StartRunRequest,
-    build_provider,
+    AgentProfileDefinition, AgentRuntime, ConnectionSpec, ConversationKind, GenerationSettings,
+    ModelProvider, RecordingProvider, ReplayProvider, StartRunRequest, build_provider,
 };
 
 /// The `kind` every agent profile file declares; other JSON files in `--profiles` are skipped.
@@ -215,10 +214,7 @@ pub(crate) async fn runtime_continuing(
             "--demo goes on with the demo's scripted model; leave out --connection, --model and --replay"
         );
         let runtime = storage
-            .builder()
-            .provider(Arc::new(crate::demo::writers_room_provider(0)?))
-            .commit_bridge(CommitBridgeChoice::Transcript)
-            .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
+            .running(Arc::new(crate::demo::writers_room_provider(0)?))
             .build()?;
         return Ok((
             runtime,
@@ -237,13 +233,7 @@ pub(crate) async fn is_demo_run(
     storage: &crate::storage::Storage,
     run_id: &str,
 ) -> anyhow::Result<bool> {
-    let idle = tt_runtime::ScriptedProvider::from_json_str(r#"{"schemaVersion":1,"agents":{}}"#)?;
-    let reader = storage
-        .builder()
-        .provider(Arc::new(idle))
-        .read_only()
-        .build()?;
-    let run = reader.get_run(run_id).await?;
+    let run = storage.inspect_runtime()?.get_run(run_id).await?;
     Ok(run.stable_chat_id == crate::demo::DEMO_CHAT_ID)
 }
 
@@ -284,11 +274,8 @@ pub(crate) fn runtime_for(
         None => provider,
     };
     let runtime = storage
-        .builder()
-        .provider(provider)
+        .running(provider)
         .provider_model_info(info)
-        .commit_bridge(CommitBridgeChoice::Transcript)
-        .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
         .build()?;
     Ok((runtime, description))
 }

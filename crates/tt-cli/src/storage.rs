@@ -37,6 +37,18 @@ impl Storage {
             .store(self.store.clone())
     }
 
+    /// [`Storage::builder`] running `provider`, with commits published to the transcript and
+    /// prompts from the stored templates: the runtime of the commands that run agents.
+    pub(crate) fn running(
+        &self,
+        provider: Arc<dyn tt_runtime::ModelProvider>,
+    ) -> AgentRuntimeBuilder {
+        self.builder()
+            .provider(provider)
+            .commit_bridge(CommitBridgeChoice::Transcript)
+            .prompt_broker(tt_runtime::PromptBrokerChoice::Templates)
+    }
+
     /// A runtime for read-only commands: storage only, opened for reading (safe beside a process
     /// that is writing the same data dir), no model is ever called.
     pub(crate) fn inspect_runtime(&self) -> anyhow::Result<tt_runtime::AgentRuntime> {

@@ -55,9 +55,7 @@ fn the_terminal_denies_one_write_and_edits_the_next() {
     .unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let url = format!("openai:{}", server(Arc::clone(&seen)));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
+    let mut child = crate::agent_in(dir.path().join("data"))
         .args(["run", "--connection", &url, "--model", "m", "--profiles"])
         .arg(&profiles)
         .args(["--profile", "careful-writer", "Write a line."])

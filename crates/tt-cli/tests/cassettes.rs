@@ -3,7 +3,6 @@
 //! with `model.cassette_mismatch`.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 const SCENE: &str = "The tide came in twice that night.\n";
@@ -77,9 +76,7 @@ fn a_recorded_run_replays_offline_and_a_changed_request_is_refused() {
     );
     assert_ne!(code, Some(0), "{output}");
     assert!(output.contains("failed"), "{output}");
-    let events = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
-        .arg("--data-dir")
-        .arg(dir.path().join("changed"))
+    let events = crate::agent_in(dir.path().join("changed"))
         .args(["runs"])
         .output()
         .unwrap();
@@ -88,9 +85,7 @@ fn a_recorded_run_replays_offline_and_a_changed_request_is_refused() {
         .next()
         .unwrap()
         .to_owned();
-    let journal = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
-        .arg("--data-dir")
-        .arg(dir.path().join("changed"))
+    let journal = crate::agent_in(dir.path().join("changed"))
         .args(["events", &run_id, "--limit", "500"])
         .output()
         .unwrap();

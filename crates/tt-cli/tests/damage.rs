@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::events::demo_run_with_id;
+use crate::events::{DemoRun, demo_run};
 
 fn agent(data_dir: &Path, args: &[&str]) -> Output {
     crate::agent_in(data_dir).args(args).output().unwrap()
@@ -17,6 +17,19 @@ fn stderr(out: &Output) -> String {
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `tt-agent args`, which must find damage: exit code 3.
+fn damaged(data_dir: &Path, args: &[&str]) -> Output {
+    let out = agent(data_dir, args);
+    assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
+    out
+}
+
+/// Cuts the file at `path` to its first half.
+fn cut_in_half(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    std::fs::write(path, &bytes[..bytes.len() / 2]).unwrap();
 }
 
 /// Every file of the run directory with its bytes, to show that readers change nothing.
@@ -38,8 +51,7 @@ fn snapshot(run_dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn a_whole_demo_run_is_checked_clean() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run, .. } = demo_run();
     let check = agent(dir.path(), &["check", &run]);
     assert!(check.status.success(), "{}", stderr(&check));
     assert!(
@@ -67,15 +79,11 @@ fn a_whole_demo_run_is_checked_clean() {
 /// names the damage and exits with 3; so do `check` and `show` of the root's record.
 #[test]
 fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
-    let records = run_dir.join("records.jsonl");
-    let bytes = std::fs::read(&records).unwrap();
-    std::fs::write(&records, &bytes[..bytes.len() / 2]).unwrap();
+    let DemoRun { dir, run_dir, run } = demo_run();
+    cut_in_half(&run_dir.join("records.jsonl"));
     let before = snapshot(&run_dir);
 
-    let graph = agent(dir.path(), &["graph", &run]);
-    assert_eq!(graph.status.code(), Some(3), "{}", stderr(&graph));
+    let graph = damaged(dir.path(), &["graph", &run]);
     assert!(
         stdout(&graph).contains("(root, running)"),
         "{}",
@@ -88,11 +96,9 @@ fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
         "{}",
         stderr(&graph)
     );
-    let check = agent(dir.path(), &["check", &run]);
-    assert_eq!(check.status.code(), Some(3), "{}", stderr(&check));
+    let check = damaged(dir.path(), &["check", &run]);
     assert!(stdout(&check).contains("agent.records_inconsistent"));
-    let show = agent(dir.path(), &["show", &run, "invocations/inv_root.json"]);
-    assert_eq!(show.status.code(), Some(3), "{}", stderr(&show));
+    let show = damaged(dir.path(), &["show", &run, "invocations/inv_root.json"]);
     assert!(stdout(&show).contains("\"running\""));
     assert!(stderr(&show).contains("agent.records_inconsistent"));
     // A document of the run is not run-level data: printed without a check.
@@ -107,15 +113,11 @@ fn a_completed_run_with_its_records_cut_in_half_is_reported_as_damaged() {
 /// its code on stderr and exits with 3; the file is left as it is.
 #[test]
 fn a_run_record_that_does_not_parse_is_named_by_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
-    let record = run_dir.join("run.json");
-    let bytes = std::fs::read(&record).unwrap();
-    std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
+    let DemoRun { dir, run_dir, run } = demo_run();
+    cut_in_half(&run_dir.join("run.json"));
     let before = snapshot(&run_dir);
 
-    let runs = agent(dir.path(), &["runs"]);
-    assert_eq!(runs.status.code(), Some(3), "{}", stderr(&runs));
+    let runs = damaged(dir.path(), &["runs"]);
     // Listed from the record's copy in the run index, and named as rebuilt.
     assert!(stdout(&runs).contains(&run), "{}", stdout(&runs));
     assert!(
@@ -137,8 +139,7 @@ fn a_run_record_that_does_not_parse_is_named_by_runs() {
 /// `events` name it and exit with 3.
 #[test]
 fn an_empty_or_short_journal_of_a_completed_run_is_reported_as_damaged() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run_dir, run } = demo_run();
     let journal = run_dir.join("events.jsonl");
     let text = std::fs::read_to_string(&journal).unwrap();
 
@@ -148,8 +149,7 @@ fn an_empty_or_short_journal_of_a_completed_run_is_reported_as_damaged() {
         vec!["check", &run],
         vec!["events", &run],
     ] {
-        let out = agent(dir.path(), &args);
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
+        let out = damaged(dir.path(), &args);
         let said = format!("{}{}", stdout(&out), stderr(&out));
         assert!(said.contains("agent.journal_empty"), "{args:?}: {said}");
     }
@@ -162,8 +162,7 @@ fn an_empty_or_short_journal_of_a_completed_run_is_reported_as_damaged() {
         vec!["check", &run],
         vec!["events", &run, "--after", "300"],
     ] {
-        let out = agent(dir.path(), &args);
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
+        let out = damaged(dir.path(), &args);
         let said = format!("{}{}", stdout(&out), stderr(&out));
         assert!(
             said.contains("agent.journal_end_missing"),
@@ -177,8 +176,7 @@ fn an_empty_or_short_journal_of_a_completed_run_is_reported_as_damaged() {
 /// between two pages: found.
 #[test]
 fn a_seq_gap_between_two_pages_is_found() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run_dir, run } = demo_run();
     let journal = run_dir.join("events.jsonl");
     let text = std::fs::read_to_string(&journal).unwrap();
     let mut events: Vec<serde_json::Value> = text
@@ -204,15 +202,13 @@ fn a_seq_gap_between_two_pages_is_found() {
         }
     }
     std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
-    let check = agent(dir.path(), &["check", &run]);
-    assert_eq!(check.status.code(), Some(3), "{}", stderr(&check));
+    let check = damaged(dir.path(), &["check", &run]);
     assert!(
         stdout(&check).contains("agent.journal_damaged: the journal is missing seq 501 (1 of 701"),
         "{}",
         stdout(&check)
     );
-    let graph = agent(dir.path(), &["graph", &run]);
-    assert_eq!(graph.status.code(), Some(3), "{}", stderr(&graph));
+    let graph = damaged(dir.path(), &["graph", &run]);
     assert!(
         stderr(&graph).contains("missing seq 501"),
         "{}",
@@ -227,14 +223,13 @@ fn a_seq_gap_between_two_pages_is_found() {
 /// were.
 #[test]
 fn damage_in_each_stored_file_is_named_by_check_with_exit_3() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run_dir, run } = demo_run();
     let index = dir.path().join("index/runs").join(format!("{run}.json"));
     let garbage_line = |bytes: &[u8]| {
         let first = bytes.iter().position(|byte| *byte == b'\n').unwrap() + 1;
         [&bytes[..first], b"{\"not\": a line\n", &bytes[first..]].concat()
     };
-    let cut_in_half = |bytes: &[u8]| bytes[..bytes.len() / 2].to_vec();
+    let first_half = |bytes: &[u8]| bytes[..bytes.len() / 2].to_vec();
     let wrong_blob = |bytes: &[u8]| {
         let text = String::from_utf8(bytes.to_vec()).unwrap();
         let mut lines: Vec<serde_json::Value> = text
@@ -263,18 +258,18 @@ fn damage_in_each_stored_file_is_named_by_check_with_exit_3() {
         (
             run_dir.join("run.json"),
             "run.json cannot be read",
-            &cut_in_half,
+            &first_half,
         ),
         (
             index.clone(),
             &format!("index/runs/{run}.json"),
-            &cut_in_half,
+            &first_half,
         ),
-        (run_dir.join("manifest.json"), "manifest.json", &cut_in_half),
+        (run_dir.join("manifest.json"), "manifest.json", &first_half),
         (
             run_dir.join("input/prompt_snapshot.json"),
             "input/prompt_snapshot.json",
-            &cut_in_half,
+            &first_half,
         ),
     ];
     for (path, named, damage) in cases {

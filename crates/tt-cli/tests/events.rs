@@ -1,7 +1,16 @@
 //! `tt-agent events` says when it stopped at its limit and how to read on.
 
-/// Runs the demo on `data_dir` and returns its run's directory and id.
-pub(crate) fn demo_run_with_id(data_dir: &std::path::Path) -> (std::path::PathBuf, String) {
+/// A demo run on a new data dir: the data dir, the run's directory and its id.
+pub(crate) struct DemoRun {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) run_dir: std::path::PathBuf,
+    pub(crate) run: String,
+}
+
+/// Runs the demo on a new data dir.
+pub(crate) fn demo_run() -> DemoRun {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path();
     let demo = crate::agent_in(data_dir)
         .args(["demo", "--pace-ms", "0"])
         .output()
@@ -16,13 +25,12 @@ pub(crate) fn demo_run_with_id(data_dir: &std::path::Path) -> (std::path::PathBu
         .unwrap()
         .path();
     let run = run_dir.file_name().unwrap().to_string_lossy().into_owned();
-    (run_dir, run)
+    DemoRun { dir, run_dir, run }
 }
 
 #[test]
 fn a_full_page_of_events_says_how_to_read_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run, .. } = demo_run();
     let events = |args: &[&str]| {
         crate::agent_in(dir.path())
             .args(["events", &run])
@@ -55,8 +63,7 @@ fn a_full_page_of_events_says_how_to_read_the_rest() {
 fn a_reader_that_goes_away_ends_the_command_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let dir = tempfile::tempdir().unwrap();
-    let (_, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run, .. } = demo_run();
     let mut child = crate::agent_in(dir.path())
         .args(["events", &run, "--limit", "500"])
         .env("RUST_BACKTRACE", "1")
@@ -80,8 +87,7 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
 /// missing seq, and fails, instead of printing an incomplete journal as if it were whole.
 #[test]
 fn a_journal_with_a_gap_is_reported_as_damaged() {
-    let dir = tempfile::tempdir().unwrap();
-    let (run_dir, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run_dir, run } = demo_run();
     let journal = run_dir.join("events.jsonl");
     let text = std::fs::read_to_string(&journal).unwrap();
     let kept: Vec<&str> = text

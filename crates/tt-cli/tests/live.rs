@@ -7,11 +7,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
-
 fn agent(dir: &Path) -> Command {
-    let mut command = Command::new(AGENT);
-    command.arg("--data-dir").arg(dir).stdin(Stdio::null());
+    let mut command = crate::agent_in(dir);
+    command.stdin(Stdio::null());
     command
 }
 
@@ -33,14 +31,16 @@ fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-/// `tt-agent demo` on `dir` in the background, `pace_ms` between its model's answers.
-fn paced_demo(dir: &std::path::Path, pace_ms: &str) -> std::process::Child {
-    agent(dir)
+/// `tt-agent demo` on `dir` in the background, `pace_ms` between its model's answers, and
+/// the id of its run once the run exists.
+fn paced_demo(dir: &std::path::Path, pace_ms: &str) -> (std::process::Child, String) {
+    let demo = agent(dir)
         .args(["demo", "--pace-ms", pace_ms])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap()
+        .unwrap();
+    (demo, first_run_id(dir))
 }
 
 /// Waits until a run exists in `dir`; its id.
@@ -59,9 +59,8 @@ fn first_run_id(dir: &std::path::Path) -> String {
 fn another_process_lists_and_follows_a_live_run() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("data");
-    let mut demo = paced_demo(&dir, "120");
+    let (mut demo, run_id) = paced_demo(&dir, "120");
 
-    let run_id = first_run_id(&dir);
     let mut follower = agent(&dir)
         .args(["events", &run_id, "--follow"])
         .stdout(Stdio::piped())
@@ -184,8 +183,7 @@ fn a_line_typed_during_a_live_run_is_sent_as_guidance() {
 fn cancel_from_another_process_is_refused_while_the_owner_runs() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("data");
-    let mut demo = paced_demo(&dir, "400");
-    let run_id = first_run_id(&dir);
+    let (mut demo, run_id) = paced_demo(&dir, "400");
     let refused = |args: &[&str]| {
         let out = agent(&dir).args(args).output().unwrap();
         assert!(!out.status.success(), "{args:?} succeeded");

@@ -4,15 +4,11 @@
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
+use std::process::{Output, Stdio};
 
 fn demo(dir: &Path, rust_log: Option<&str>, extra: &[&str]) -> Output {
-    let mut command = Command::new(AGENT);
+    let mut command = crate::agent_in(dir);
     command
-        .arg("--data-dir")
-        .arg(dir)
         .arg("demo")
         .args(extra)
         .stdin(Stdio::null())

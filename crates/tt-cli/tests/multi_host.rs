@@ -23,7 +23,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tt_adapter_storage_postgres::cluster::TestCluster;
 
 const CHILDREN: usize = 64;
 /// Model turns of a child: four note writes, then `task_return`.
@@ -181,9 +180,7 @@ fn wait(mut child: Child, log: &Path, what: &str) -> (Option<i32>, String) {
 
 #[test]
 fn a_second_host_process_resumes_a_64_agent_fan_out_after_the_first_is_killed() {
-    let cluster = TestCluster::start(false).unwrap();
-    let url = crate::store::new_database(&cluster, "tt_cli_multi_host");
-    let dir = tempfile::tempdir().unwrap();
+    let (cluster, url, dir) = crate::store::new_database("tt_cli_multi_host");
     let [data_a, data_b, data_c, profiles] =
         ["host-a", "host-b", "follower", "profiles"].map(|name| dir.path().join(name));
     std::fs::create_dir_all(&profiles).unwrap();

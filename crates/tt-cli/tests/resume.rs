@@ -13,11 +13,14 @@ const SCENE: &str = "The lamp stayed lit until dawn.\n";
 type Asked = Arc<Mutex<Vec<usize>>>;
 
 /// An OpenAI-compatible server that writes, commits and finishes, by turn; with `hold` it
-/// never answers the commit turn. Returns its base URL.
-fn server(asked: Asked, hold: bool) -> String {
-    crate::model_server::start(move |body| {
+/// never answers the commit turn. Returns the turns it was asked for and its connection
+/// (`openai:<base URL>`).
+fn server(hold: bool) -> (Asked, String) {
+    let asked = Asked::default();
+    let seen = Arc::clone(&asked);
+    let url = crate::model_server::start(move |body| {
         let turn = crate::model_server::assistant_turns(body);
-        asked.lock().unwrap().push(turn);
+        seen.lock().unwrap().push(turn);
         if hold && turn == 1 {
             return None;
         }
@@ -29,14 +32,13 @@ fn server(asked: Asked, hold: bool) -> String {
             1 => ("workspace_commit", serde_json::json!({})),
             _ => ("workspace_finish", serde_json::json!({})),
         })
-    })
+    });
+    (asked, format!("openai:{url}"))
 }
 
 fn tt_agent(data_dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tt-agent"));
+    let mut command = crate::agent_in(data_dir);
     command
-        .arg("--data-dir")
-        .arg(data_dir)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -57,8 +59,7 @@ fn only_run(data_dir: &Path) -> Option<String> {
 fn a_killed_run_is_resumed_without_asking_the_model_again() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let first_asked = Asked::default();
-    let first = format!("openai:{}", server(Arc::clone(&first_asked), true));
+    let (first_asked, first) = server(true);
     let mut child = tt_agent(
         &data,
         &[
@@ -89,8 +90,7 @@ fn a_killed_run_is_resumed_without_asking_the_model_again() {
     child.wait().unwrap();
     let run_id = only_run(&data).unwrap();
 
-    let asked = Asked::default();
-    let second = format!("openai:{}", server(Arc::clone(&asked), false));
+    let (asked, second) = server(false);
     let (code, output) = resume_on(&data, &run_id, &second);
     assert_eq!(code, Some(0), "{output}");
     assert!(
@@ -147,8 +147,7 @@ fn wait_for_asked(asked: &Asked, count: usize, child: &mut std::process::Child) 
 fn a_cancelled_run_and_a_cancelled_resume_are_resumed_again_until_it_completes() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let held = Asked::default();
-    let stuck = format!("openai:{}", server(Arc::clone(&held), true));
+    let (held, stuck) = server(true);
     let args = |command: &'static str, target: &str, connection: &str| -> Vec<String> {
         [command, target, "--connection", connection, "--model", "m"]
             .iter()
@@ -192,8 +191,7 @@ fn a_cancelled_run_and_a_cancelled_resume_are_resumed_again_until_it_completes()
     assert_ne!(code, Some(0), "{output}");
     assert!(output.contains("status cancelled"), "{output}");
 
-    let asked = Asked::default();
-    let working = format!("openai:{}", server(Arc::clone(&asked), false));
+    let (asked, working) = server(false);
     let resume = args("resume", &run_id, &working);
     let resume: Vec<&str> = resume.iter().map(String::as_str).collect();
     let child = tt_agent(&data, &resume).spawn().unwrap();

@@ -33,9 +33,7 @@ fn http(addr: &str, method: &str, path: &str, token: &str, body: Option<&str>) -
 #[test]
 fn serve_prints_a_tokened_url_and_runs_the_writers_room() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
-        .arg("--data-dir")
-        .arg(dir.path())
+    let mut child = crate::agent_in(dir.path())
         .args(["serve", "--pace-ms", "0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -102,12 +100,8 @@ fn serve_prints_a_tokened_url_and_runs_the_writers_room() {
 #[test]
 fn serve_refuses_a_model_without_a_connection() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_tt-agent"))
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(["serve", "--model", "m"])
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--model needs --connection"));
+    crate::refusal_of(
+        crate::agent_in(dir.path()).args(["serve", "--model", "m"]),
+        "--model needs --connection",
+    );
 }

@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 const TERMINAL: &[&str] = &["completed", "partial_success", "failed", "cancelled"];
 
 fn demo(data_dir: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_tt-agent"))
-        .arg("--data-dir")
-        .arg(data_dir)
+    crate::agent_in(data_dir)
         .arg("demo")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -57,6 +55,17 @@ fn exit_status(child: &mut Child) -> ExitStatus {
     }
 }
 
+/// Runs the demo in `data_dir`, sends it `signals` once it printed a line starting with
+/// `line`, and waits for it to exit.
+fn signalled(data_dir: &Path, line: &str, signals: &[&str]) -> ExitStatus {
+    let mut child = demo(data_dir);
+    wait_for_line(&mut child, line);
+    for signal in signals {
+        send(&child, signal);
+    }
+    exit_status(&mut child)
+}
+
 /// Every run directory under `data_dir` with its status from `run.json` (which must exist).
 fn run_statuses(data_dir: &Path) -> Vec<String> {
     let mut statuses = Vec::new();
@@ -81,11 +90,8 @@ fn run_statuses(data_dir: &Path) -> Vec<String> {
 #[test]
 fn sigterm_before_the_run_starts_stops_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = demo(dir.path());
     // Printed after the profiles are saved, just before the run starts.
-    wait_for_line(&mut child, "tt-agent demo:");
-    send(&child, "TERM");
-    let status = exit_status(&mut child);
+    let status = signalled(dir.path(), "tt-agent demo:", &["TERM"]);
     // The process was not killed by the signal: it handled it and exited with an error.
     assert_eq!(status.code(), Some(1), "{status:?}");
     for status in run_statuses(dir.path()) {
@@ -96,10 +102,7 @@ fn sigterm_before_the_run_starts_stops_cleanly() {
 #[test]
 fn sigterm_mid_run_cancels_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = demo(dir.path());
-    wait_for_line(&mut child, "run ");
-    send(&child, "TERM");
-    let status = exit_status(&mut child);
+    let status = signalled(dir.path(), "run ", &["TERM"]);
     assert_eq!(status.code(), Some(1), "{status:?}");
     assert_eq!(run_statuses(dir.path()), ["cancelled"]);
 }
@@ -107,11 +110,7 @@ fn sigterm_mid_run_cancels_the_run() {
 #[test]
 fn sigint_mid_run_cancels_the_run_and_a_second_signal_exits() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = demo(dir.path());
-    wait_for_line(&mut child, "run ");
-    send(&child, "INT");
-    send(&child, "INT");
-    let status = exit_status(&mut child);
+    let status = signalled(dir.path(), "run ", &["INT", "INT"]);
     // Either the second signal ended the process at once (128 + 2), or the cancelled run had
     // already ended it; never a death by signal.
     assert!(matches!(status.code(), Some(130) | Some(1)), "{status:?}");

@@ -1,40 +1,34 @@
 //! `--store` / `TT_STORE_URL`: the same commands on a PostgreSQL store (a throwaway cluster the
 //! test starts), with nothing of the run under the data dir; other URLs are refused with a code.
 
-use std::process::Command;
-
 use tt_adapter_storage_postgres::cluster::TestCluster;
 
-const AGENT: &str = env!("CARGO_BIN_EXE_tt-agent");
-
-/// A new database `name` on the test's `cluster`: its URL.
-pub(crate) fn new_database(cluster: &TestCluster, name: &str) -> String {
-    tokio::runtime::Builder::new_current_thread()
+/// A throwaway cluster (kept for as long as the test holds it), the URL of a new database
+/// `name` on it, and a data dir.
+pub(crate) fn new_database(name: &str) -> (TestCluster, String, tempfile::TempDir) {
+    let cluster = TestCluster::start(false).unwrap();
+    let url = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
         .block_on(cluster.create_database(name))
-        .unwrap()
+        .unwrap();
+    (cluster, url, tempfile::tempdir().unwrap())
 }
 
 #[test]
 fn a_store_url_of_another_kind_is_refused_with_a_code() {
     let dir = tempfile::tempdir().unwrap();
-    let output = crate::agent_in(dir.path())
-        .args(["--store", "mysql://tt:secret@127.0.0.1/tt", "runs"])
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let text = String::from_utf8_lossy(&output.stderr);
-    assert!(text.contains("agent.store_url_unsupported"), "{text}");
+    let text = crate::refusal_of(
+        crate::agent_in(dir.path()).args(["--store", "mysql://tt:secret@127.0.0.1/tt", "runs"]),
+        "agent.store_url_unsupported",
+    );
     assert!(!text.contains("secret"), "the password leaked: {text}");
 }
 
 #[test]
 fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
-    let cluster = TestCluster::start(false).unwrap();
-    let url = crate::store::new_database(&cluster, "tt_cli_store");
-    let dir = tempfile::tempdir().unwrap();
+    let (_cluster, url, dir) = crate::store::new_database("tt_cli_store");
     let agent = |args: &[&str]| {
         crate::agent_in(dir.path())
             .env("TT_STORE_URL", &url)
@@ -183,14 +177,10 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
 fn a_demo_killed_on_postgres_is_resumed_by_another_process() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let cluster = TestCluster::start(false).unwrap();
-    let url = crate::store::new_database(&cluster, "tt_cli_kill");
-    let dir = tempfile::tempdir().unwrap();
+    let (_cluster, url, dir) = crate::store::new_database("tt_cli_kill");
     let agent = |args: &[&str]| {
-        let mut command = Command::new(AGENT);
+        let mut command = crate::agent_in(dir.path());
         command
-            .arg("--data-dir")
-            .arg(dir.path())
             .env("TT_STORE_URL", &url)
             .env_remove("TT_STORE_LEASE_MS")
             .args(args)

@@ -1,12 +1,11 @@
 //! `tt-agent usage`: a stored run's tokens and cost, as text and as JSON; the demo's scripted
 //! model has no price, so its cost is unknown (`costUsd: null`), never `$0`.
 
-use crate::events::demo_run_with_id;
+use crate::events::{DemoRun, demo_run};
 
 #[test]
 fn usage_prints_a_runs_tokens_and_an_unpriced_cost_as_unknown() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run, .. } = demo_run();
     let usage = |args: &[&str]| {
         let out = crate::stdout_of_success(
             crate::agent_in(dir.path())
@@ -40,8 +39,7 @@ fn usage_prints_a_runs_tokens_and_an_unpriced_cost_as_unknown() {
 
 #[test]
 fn an_agents_conversation_shows_an_unpriced_cost_as_null() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, run) = demo_run_with_id(dir.path());
+    let DemoRun { dir, run, .. } = demo_run();
     let out = crate::stdout_of_success(crate::agent_in(dir.path()).args([
         "conversation",
         &run,

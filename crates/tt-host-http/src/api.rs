@@ -133,14 +133,11 @@ async fn info(State(state): State<AppState>) -> Json<ServerInfo> {
     Json(state.info.as_ref().clone())
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 struct ListQuery {
-    #[serde(default)]
     offset: usize,
-    #[serde(default)]
     limit: Option<usize>,
-    #[serde(default)]
     token: Option<String>,
 }
 
@@ -276,20 +273,14 @@ async fn fork_run(
     json(run)
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 struct EventsQuery {
-    #[serde(default)]
     after: Option<u64>,
-    #[serde(default)]
     before: Option<u64>,
-    #[serde(default)]
     limit: Option<usize>,
-    #[serde(default)]
     invocation: Option<String>,
-    #[serde(default)]
     timeline: bool,
-    #[serde(default)]
     token: Option<String>,
 }
 

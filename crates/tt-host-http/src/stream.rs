@@ -24,14 +24,11 @@ use tt_runtime::{EventSubscription, RunUpdate, RunUpdates};
 use crate::error::ApiError;
 use crate::extract::{AppState, PathParams, QueryParams, valid_id};
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct StreamQuery {
-    #[serde(default)]
     after: Option<u64>,
-    #[serde(default)]
     invocation: Option<String>,
-    #[serde(default)]
     token: Option<String>,
 }
 
@@ -73,13 +70,22 @@ pub(crate) async fn stream(
         })
         .await?;
     let subscription = state.runtime.subscribe(&run_id, after, query.invocation);
+    Ok(until_stopped(&state, events(subscription)))
+}
+
+/// `messages` as an SSE response with a keep-alive comment every 15 s, ended when the server
+/// stops.
+fn until_stopped(
+    state: &AppState,
+    messages: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+) -> Response {
     let mut stopping = state.stopping.clone();
     let stopped = async move {
         let _ = stopping.wait_for(|stopping| *stopping).await;
     };
-    Ok(Sse::new(events(subscription).take_until(stopped))
+    Sse::new(messages.take_until(stopped))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response())
+        .into_response()
 }
 
 enum Phase {
@@ -100,16 +106,21 @@ fn events(subscription: EventSubscription) -> impl Stream<Item = Result<Event, I
                         Phase::Live(subscription),
                     ));
                 }
-                Err(err) => error_event(
-                    error_codes::HTTP_EVENT_UNSERIALIZABLE.as_str(),
-                    &err.to_string(),
-                ),
+                Err(err) => unserializable(&err),
             },
             Ok(None) => Event::default().event("end").data("{}"),
             Err(err) => error_event(&err.code, &err.message),
         };
         Some((Ok(message), Phase::Done))
     })
+}
+
+/// The `stream_error` of a message that could not be written as JSON.
+fn unserializable(err: &serde_json::Error) -> Event {
+    error_event(
+        error_codes::HTTP_EVENT_UNSERIALIZABLE.as_str(),
+        &err.to_string(),
+    )
 }
 
 fn error_event(code: &str, message: &str) -> Event {
@@ -124,13 +135,7 @@ fn error_event(code: &str, message: &str) -> Event {
 /// and the client should re-read `GET /api/runs`. Runs another process writes are not in it.
 pub(crate) async fn run_updates(State(state): State<AppState>) -> Result<Response, ApiError> {
     let updates = state.runtime.run_updates()?;
-    let mut stopping = state.stopping.clone();
-    let stopped = async move {
-        let _ = stopping.wait_for(|stopping| *stopping).await;
-    };
-    Ok(Sse::new(run_update_events(updates).take_until(stopped))
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response())
+    Ok(until_stopped(&state, run_update_events(updates)))
 }
 
 fn run_update_events(updates: RunUpdates) -> impl Stream<Item = Result<Event, Infallible>> {
@@ -138,10 +143,7 @@ fn run_update_events(updates: RunUpdates) -> impl Stream<Item = Result<Event, In
         let message = match updates.next().await? {
             RunUpdate::Changed(run) => match serde_json::to_string(&run) {
                 Ok(json) => Event::default().data(json),
-                Err(err) => error_event(
-                    error_codes::HTTP_EVENT_UNSERIALIZABLE.as_str(),
-                    &err.to_string(),
-                ),
+                Err(err) => unserializable(&err),
             },
             // `RunUpdate` may grow: anything unknown is best answered by a re-read.
             _ => Event::default().event("lagged").data("{}"),

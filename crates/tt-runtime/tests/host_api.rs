@@ -154,6 +154,18 @@ async fn command(
     }
 }
 
+/// Runs host command `name`, which must refuse `request`: the refusal's code (its message
+/// must say something).
+async fn refused(runtime: &AgentRuntime, name: &str, request: serde_json::Value) -> String {
+    match runtime.execute_command(name, request).await {
+        Ok(answer) => panic!("{name} answered {answer}"),
+        Err(error) => {
+            assert!(!error.message.is_empty(), "{name}");
+            error.code
+        }
+    }
+}
+
 /// Starts a run by host command `start_agent_run` with `request`: the run's id.
 async fn start_by_command(runtime: &AgentRuntime, request: serde_json::Value) -> String {
     let run = command(runtime, "start_agent_run", request).await;

@@ -590,12 +590,22 @@ mod tests {
         }
     }
 
+    /// Task `task_id` of `agent_id` in `status`, with nothing else to show.
+    fn entry(agent_id: &str, task_id: &str, status: TaskStatus) -> CapsuleEntry {
+        CapsuleEntry {
+            agent_id: agent_id.into(),
+            task_id: task_id.into(),
+            status,
+            error: None,
+            summary: None,
+            result: None,
+            written: None,
+            queue_position: None,
+        }
+    }
+
     fn completed_entry() -> CapsuleEntry {
         CapsuleEntry {
-            agent_id: "scene-critic".into(),
-            task_id: "task_0001".into(),
-            status: TaskStatus::Completed,
-            error: None,
             summary: Some("Two motive breaks, both in scene 2.\nDetails are in the notes.".into()),
             result: Some(json!({
                 "summary": "ignored here",
@@ -613,48 +623,27 @@ mod tests {
                 ],
                 "confidence": "high"
             })),
-            written: None,
-            queue_position: None,
+            ..entry("scene-critic", "task_0001", TaskStatus::Completed)
         }
     }
 
     fn failed_entry() -> CapsuleEntry {
         CapsuleEntry {
-            agent_id: "lore-keeper".into(),
-            task_id: "task_0002".into(),
-            status: TaskStatus::Failed,
             error: Some("the model stopped without returning a result".into()),
-            summary: None,
-            result: None,
-            written: None,
-            queue_position: None,
+            ..entry("lore-keeper", "task_0002", TaskStatus::Failed)
         }
     }
 
     fn cancelled_entry() -> CapsuleEntry {
         CapsuleEntry {
-            agent_id: "stylist".into(),
-            task_id: "task_0003".into(),
-            status: TaskStatus::Cancelled,
             error: Some("cancelled because the job finished".into()),
-            summary: None,
-            result: None,
             written: Some(Vec::new()),
-            queue_position: None,
+            ..entry("stylist", "task_0003", TaskStatus::Cancelled)
         }
     }
 
     fn running_entry() -> CapsuleEntry {
-        CapsuleEntry {
-            agent_id: "scene-critic".into(),
-            task_id: "task_0004".into(),
-            status: TaskStatus::Running,
-            error: None,
-            summary: None,
-            result: None,
-            written: None,
-            queue_position: None,
-        }
+        entry("scene-critic", "task_0004", TaskStatus::Running)
     }
 
     // ---- value renderer -------------------------------------------------------------------

@@ -154,8 +154,23 @@ mod tests {
     use tt_testkit::contract::{manifest_for, sample_run, task};
     use tt_testkit::fakes::InMemoryStore;
 
-    /// A store holding one run whose tasks have `keys`.
-    async fn stored(keys: &[&str]) -> (Arc<InMemoryStore>, RunId) {
+    /// New workspace keys over a store holding one run whose tasks have `keys`.
+    struct Stored {
+        store: Arc<InMemoryStore>,
+        run: RunId,
+        keys: Arc<WorkspaceKeys>,
+    }
+
+    impl Stored {
+        async fn reserve(&self, base: &str) -> KeyReservation {
+            self.keys
+                .reserve(&*self.store, &self.run, base)
+                .await
+                .unwrap()
+        }
+    }
+
+    async fn stored(keys: &[&str]) -> Stored {
         let store = InMemoryStore::new();
         let run = sample_run(1);
         store.create_run(&run, &manifest_for(&run)).await.unwrap();
@@ -164,16 +179,19 @@ mod tests {
             record.workspace_key = (*key).to_owned();
             store.create_task(&record).await.unwrap();
         }
-        (store, run.id)
+        Stored {
+            store,
+            run: run.id,
+            keys: Arc::new(WorkspaceKeys::default()),
+        }
     }
 
     #[tokio::test]
     async fn keys_go_on_from_the_stored_ones_and_are_never_given_twice() {
-        let (store, run) = stored(&["critic", "critic-002", "editor"]).await;
-        let keys = Arc::new(WorkspaceKeys::default());
-        let a = keys.reserve(&*store, &run, "critic").await.unwrap();
-        let b = keys.reserve(&*store, &run, "critic").await.unwrap();
-        let c = keys.reserve(&*store, &run, "writer").await.unwrap();
+        let keys = stored(&["critic", "critic-002", "editor"]).await;
+        let a = keys.reserve("critic").await;
+        let b = keys.reserve("critic").await;
+        let c = keys.reserve("writer").await;
         assert_eq!(
             (a.key(), b.key(), c.key()),
             ("critic-003", "critic-004", "writer")
@@ -181,40 +199,34 @@ mod tests {
         a.keep();
         b.keep();
         c.keep();
-        let d = keys.reserve(&*store, &run, "writer").await.unwrap();
+        let d = keys.reserve("writer").await;
         assert_eq!(d.key(), "writer-002");
     }
 
     #[tokio::test]
     async fn a_key_not_kept_is_given_again() {
-        let (store, run) = stored(&[]).await;
-        let keys = Arc::new(WorkspaceKeys::default());
-        keys.reserve(&*store, &run, "critic").await.unwrap().keep();
-        let refused = keys.reserve(&*store, &run, "critic").await.unwrap();
+        let keys = stored(&[]).await;
+        keys.reserve("critic").await.keep();
+        let refused = keys.reserve("critic").await;
         assert_eq!(refused.key(), "critic-002");
         drop(refused);
-        let next = keys.reserve(&*store, &run, "critic").await.unwrap();
+        let next = keys.reserve("critic").await;
         assert_eq!(next.key(), "critic-002");
     }
 
     #[tokio::test]
     async fn a_repeat_of_one_id_is_the_key_of_another() {
         // `critic-002` the repeat of `critic`, and `critic-002` the agent, share one key.
-        let (store, run) = stored(&[]).await;
-        let keys = Arc::new(WorkspaceKeys::default());
-        keys.reserve(&*store, &run, "critic-002")
-            .await
-            .unwrap()
-            .keep();
-        keys.reserve(&*store, &run, "critic").await.unwrap().keep();
-        let repeat = keys.reserve(&*store, &run, "critic").await.unwrap();
+        let keys = stored(&[]).await;
+        keys.reserve("critic-002").await.keep();
+        keys.reserve("critic").await.keep();
+        let repeat = keys.reserve("critic").await;
         assert_eq!(repeat.key(), "critic-003");
         repeat.keep();
-        let (store, run) = stored(&[]).await;
-        let keys = Arc::new(WorkspaceKeys::default());
-        keys.reserve(&*store, &run, "critic").await.unwrap().keep();
-        keys.reserve(&*store, &run, "critic").await.unwrap().keep();
-        let agent = keys.reserve(&*store, &run, "critic-002").await.unwrap();
+        let keys = stored(&[]).await;
+        keys.reserve("critic").await.keep();
+        keys.reserve("critic").await.keep();
+        let agent = keys.reserve("critic-002").await;
         assert_eq!(agent.key(), "critic-002-002");
     }
 
@@ -230,13 +242,12 @@ mod tests {
             "critic-003",
             "criticism",
         ];
-        let (store, run) = stored(&odd).await;
-        let keys = Arc::new(WorkspaceKeys::default());
+        let keys = stored(&odd).await;
         let mut held: Vec<String> = odd.iter().map(|key| (*key).to_owned()).collect();
         for _ in 0..1_005 {
             let expected =
                 tt_domain::task::next_workspace_key("critic", held.iter().map(String::as_str));
-            let key = keys.reserve(&*store, &run, "critic").await.unwrap();
+            let key = keys.reserve("critic").await;
             assert_eq!(key.key(), expected);
             held.push(expected);
             key.keep();

@@ -11,7 +11,7 @@ use tt_runtime::{
     AgentRuntime, FnProvider, HOST_COMMANDS, ModelProvider, ModelReply, host_commands,
 };
 
-use super::{command, journaled, librarian_profile, start_by_command, transcript_runtime};
+use super::{command, journaled, librarian_profile, refused, start_by_command, transcript_runtime};
 
 fn librarian(host_tools: &[&str]) -> Value {
     librarian_profile(host_tools)
@@ -40,18 +40,38 @@ fn searcher() -> Arc<dyn ModelProvider> {
     }))
 }
 
-fn runtime(dir: &TempDir) -> AgentRuntime {
-    transcript_runtime(dir.path(), searcher())
+/// A runtime on the searching model, with a new data dir the test keeps.
+fn runtime() -> (TempDir, AgentRuntime) {
+    let dir = TempDir::new().unwrap();
+    let runtime = transcript_runtime(dir.path(), searcher());
+    (dir, runtime)
 }
 
-async fn refused(runtime: &AgentRuntime, name: &str, request: Value) -> String {
-    match runtime.execute_command(name, request).await {
-        Ok(answer) => panic!("{name} answered {answer}"),
-        Err(error) => {
-            assert!(!error.message.is_empty(), "{name}");
-            error.code
-        }
+/// The code `answer_agent_host_tool_call` refuses an answer `text` to `call` with (`None`:
+/// an answer with neither a result nor an error).
+async fn answer_refused(
+    runtime: &AgentRuntime,
+    run_id: &str,
+    call: &tt_runtime::PendingHostToolCall,
+    text: Option<&str>,
+) -> String {
+    let mut answer = json!({"runId": run_id, "callKey": call.call_key});
+    if let Some(text) = text {
+        answer["text"] = json!(text);
     }
+    refused(runtime, "answer_agent_host_tool_call", answer).await
+}
+
+/// Waits for the run through `wait_agent_run`; it must end `status`.
+async fn waits_until(runtime: &AgentRuntime, run_id: &str, status: &str) {
+    let ended = command(runtime, "wait_agent_run", json!({"runId": run_id})).await;
+    assert_eq!(ended["status"], status);
+}
+
+/// The run's `output/main.md`, read through `read_agent_workspace_file`.
+async fn main_md(runtime: &AgentRuntime, run_id: &str) -> Value {
+    let request = json!({"runId": run_id, "path": "output/main.md"});
+    command(runtime, "read_agent_workspace_file", request).await["text"].take()
 }
 
 fn chat_search(timeout_ms: u64) -> Value {
@@ -115,8 +135,7 @@ fn the_table_lists_each_command_once_in_snake_case() {
 /// not exist, answers (a command without input) or refuses with a code; none panics.
 #[tokio::test]
 async fn every_command_answers_bad_input_with_a_code() {
-    let dir = TempDir::new().unwrap();
-    let runtime = runtime(&dir);
+    let (_dir, runtime) = runtime();
     for name in HOST_COMMANDS {
         if let Err(error) = runtime.execute_command(name, json!({})).await {
             assert!(error.code.contains('.'), "{name}: {error}");
@@ -161,8 +180,7 @@ async fn every_command_answers_bad_input_with_a_code() {
 /// waits, and reads the end and the journal, all through `execute_command`.
 #[tokio::test]
 async fn a_run_driven_through_commands_alone_with_a_host_answered_tool() {
-    let dir = TempDir::new().unwrap();
-    let runtime = runtime(&dir);
+    let (_dir, runtime) = runtime();
     let tool = command(&runtime, "register_agent_host_tool", chat_search(60_000)).await;
     assert_eq!(tool["id"], "host/chat.search");
     assert_eq!(tool["facts"]["sideEffect"], "reads_only");
@@ -211,17 +229,10 @@ async fn a_run_driven_through_commands_alone_with_a_host_answered_tool() {
     .await;
     assert_eq!(again, "host.tool_call_not_pending");
 
-    let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
-    assert_eq!(ended["status"], "completed");
+    waits_until(&runtime, &run_id, "completed").await;
     let outcome = command(&runtime, "read_agent_run_result", json!({"runId": run_id})).await;
     assert_eq!(outcome["run"]["status"], "completed");
-    let file = command(
-        &runtime,
-        "read_agent_workspace_file",
-        json!({"runId": run_id, "path": "output/main.md"}),
-    )
-    .await;
-    assert_eq!(file["text"], "Found: keeper.\n");
+    assert_eq!(main_md(&runtime, &run_id).await, "Found: keeper.\n");
     let completed = &journaled(&runtime, &run_id, "tool_call_completed").await;
     assert_eq!(completed["payload"]["name"], "host/chat.search");
     // The typed function is the same command.
@@ -236,29 +247,16 @@ async fn a_run_driven_through_commands_alone_with_a_host_answered_tool() {
 /// run), and the run goes on; an answer after that finds nothing waiting.
 #[tokio::test]
 async fn a_host_answered_call_without_an_answer_times_out_and_the_run_goes_on() {
-    let dir = TempDir::new().unwrap();
-    let runtime = runtime(&dir);
+    let (_dir, runtime) = runtime();
     let (run_id, call) = start_with_a_waiting_call(&runtime, 20).await;
-    let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
-    assert_eq!(ended["status"], "completed");
+    waits_until(&runtime, &run_id, "completed").await;
     let failed = &journaled(&runtime, &run_id, "tool_call_failed").await;
     assert_eq!(
         failed["payload"]["errorCode"], "tool.host_no_answer",
         "{failed}"
     );
-    let file = command(
-        &runtime,
-        "read_agent_workspace_file",
-        json!({"runId": run_id, "path": "output/main.md"}),
-    )
-    .await;
-    assert_eq!(file["text"], "Found: nothing.\n");
-    let late = refused(
-        &runtime,
-        "answer_agent_host_tool_call",
-        json!({"runId": run_id, "callKey": call.call_key, "text": "late"}),
-    )
-    .await;
+    assert_eq!(main_md(&runtime, &run_id).await, "Found: nothing.\n");
+    let late = answer_refused(&runtime, &run_id, &call, Some("late")).await;
     assert_eq!(late, "host.tool_call_not_pending");
     runtime.shutdown().await.unwrap();
 }
@@ -267,19 +265,12 @@ async fn a_host_answered_call_without_an_answer_times_out_and_the_run_goes_on() 
 /// nothing waiting. An answer with neither a result nor an error is refused.
 #[tokio::test]
 async fn cancelling_a_run_withdraws_its_waiting_host_calls() {
-    let dir = TempDir::new().unwrap();
-    let runtime = runtime(&dir);
+    let (_dir, runtime) = runtime();
     let (run_id, call) = start_with_a_waiting_call(&runtime, 600_000).await;
-    let empty = refused(
-        &runtime,
-        "answer_agent_host_tool_call",
-        json!({"runId": run_id, "callKey": call.call_key}),
-    )
-    .await;
+    let empty = answer_refused(&runtime, &run_id, &call, None).await;
     assert_eq!(empty, "host.request_invalid");
     command(&runtime, "cancel_agent_run", json!({"runId": run_id})).await;
-    let ended = command(&runtime, "wait_agent_run", json!({"runId": run_id})).await;
-    assert_eq!(ended["status"], "cancelled");
+    waits_until(&runtime, &run_id, "cancelled").await;
     let listed = command(
         &runtime,
         "list_agent_host_tool_calls",
@@ -287,12 +278,7 @@ async fn cancelling_a_run_withdraws_its_waiting_host_calls() {
     )
     .await;
     assert_eq!(listed, json!([]));
-    let code = refused(
-        &runtime,
-        "answer_agent_host_tool_call",
-        json!({"runId": run_id, "callKey": call.call_key, "text": "too late"}),
-    )
-    .await;
+    let code = answer_refused(&runtime, &run_id, &call, Some("too late")).await;
     assert_eq!(code, "host.tool_call_not_pending");
     runtime.shutdown().await.unwrap();
 }

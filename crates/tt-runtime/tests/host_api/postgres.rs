@@ -45,6 +45,14 @@ async fn owner_waiting_on_the_model(url: &str, dir: &std::path::Path) -> (AgentR
     (owner, run_id)
 }
 
+/// Another host of the database at `url`, with a data dir of its own and a model that never
+/// answers: one that only reads, waits on and follows what other hosts run.
+async fn watching_host(url: &str) -> (TempDir, Arc<AgentRuntime>) {
+    let dir = TempDir::new().unwrap();
+    let runtime = pg_runtime(url, dir.path(), hanging_model(), None).await;
+    (dir, Arc::new(runtime))
+}
+
 /// A runtime on the database at `url`, as an embedder makes one (`open_store_url_with`).
 async fn pg_runtime(
     url: &str,
@@ -185,9 +193,8 @@ async fn owner_on_its_own_runtime(
 async fn a_waiter_and_a_subscriber_see_the_run_of_an_owner_that_died_interrupted() {
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
-    let viewer_dir = TempDir::new().unwrap();
     let (owner_host, run_id) = owner_on_its_own_runtime(&url, owner_dir.path()).await;
-    let viewer = Arc::new(pg_runtime(&url, viewer_dir.path(), hanging_model(), None).await);
+    let (_viewer_dir, viewer) = watching_host(&url).await;
     assert!(!viewer.get_run(&run_id).await.unwrap().status.is_terminal());
     let (waiting, following) = wait_and_follow(&viewer, &run_id).await;
 
@@ -203,9 +210,8 @@ async fn a_waiter_and_a_subscriber_see_the_run_of_an_owner_that_died_interrupted
 async fn a_waiter_and_a_subscriber_see_the_run_of_an_owner_that_lost_its_lease_interrupted() {
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
-    let viewer_dir = TempDir::new().unwrap();
     let (owner_host, run_id) = owner_on_its_own_runtime(&url, owner_dir.path()).await;
-    let viewer = Arc::new(pg_runtime(&url, viewer_dir.path(), hanging_model(), None).await);
+    let (_viewer_dir, viewer) = watching_host(&url).await;
     let (waiting, following) = wait_and_follow(&viewer, &run_id).await;
 
     TestCluster::expire_lease(&url, &run_id).await.unwrap();
@@ -229,11 +235,10 @@ fn journaled_status(events: &[AgentRunEvent]) -> Option<AgentRunStatus> {
 async fn a_reader_in_another_runtime_reads_the_status_the_journal_says() {
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
-    let reader_dir = TempDir::new().unwrap();
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let model = Arc::new(ShapedModel::around(committing_writer()).gated(Arc::clone(&gate)));
     let owner = pg_runtime(&url, owner_dir.path(), model, None).await;
-    let reader = pg_runtime(&url, reader_dir.path(), hanging_model(), None).await;
+    let (_reader_dir, reader) = watching_host(&url).await;
     let run_id = owner.start_run(request()).await.unwrap().id.to_string();
 
     let mut events = reader.subscribe(&run_id, 0, None);
@@ -279,9 +284,8 @@ async fn a_reader_in_another_runtime_reads_the_status_the_journal_says() {
 async fn a_runtime_that_shuts_down_leaves_its_run_interrupted_for_another_to_resume() {
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
-    let viewer_dir = TempDir::new().unwrap();
     let (owner, run_id) = owner_waiting_on_the_model(&url, owner_dir.path()).await;
-    let viewer = Arc::new(pg_runtime(&url, viewer_dir.path(), hanging_model(), None).await);
+    let (_viewer_dir, viewer) = watching_host(&url).await;
     let (waiting, following) = wait_and_follow(&viewer, &run_id).await;
 
     let stopped = tokio::time::timeout(HANG_GUARD, owner.shutdown())
@@ -306,10 +310,9 @@ async fn a_runtime_that_shuts_down_leaves_its_run_interrupted_for_another_to_res
 async fn shutdown_does_not_wait_on_a_run_another_host_took_over() {
     let url = fresh_database().await;
     let owner_dir = TempDir::new().unwrap();
-    let taker_dir = TempDir::new().unwrap();
     let (owner, run_id) = owner_waiting_on_the_model(&url, owner_dir.path()).await;
     TestCluster::expire_lease(&url, &run_id).await.unwrap();
-    let taker = pg_runtime(&url, taker_dir.path(), hanging_model(), None).await;
+    let (_taker_dir, taker) = watching_host(&url).await;
     taker.resume_run(&run_id).await.unwrap();
     wait_for_event(&taker, &run_id, "run_resumed").await;
 

@@ -17,17 +17,19 @@ fn writer() -> Value {
     profile
 }
 
-fn runtime(dir: &TempDir) -> AgentRuntime {
-    transcript_builder(dir.path(), committing_writer())
+/// A runtime on a priced committing writer, with a new data dir the test keeps.
+fn runtime() -> (TempDir, AgentRuntime) {
+    let dir = TempDir::new().unwrap();
+    let runtime = transcript_builder(dir.path(), committing_writer())
         .provider_model_info(tt_testkit::fakes::priced_model_info("scripted"))
         .build()
-        .unwrap()
+        .unwrap();
+    (dir, runtime)
 }
 
 #[tokio::test]
 async fn a_parked_run_is_listed_and_goes_on_once_the_host_raises_its_limit() {
-    let dir = TempDir::new().unwrap();
-    let runtime = runtime(&dir);
+    let (_dir, runtime) = runtime();
     command(&runtime, "save_agent_profile", writer()).await;
     let run_id = start_by_command(
         &runtime,

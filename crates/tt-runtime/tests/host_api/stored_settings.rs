@@ -7,34 +7,24 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use tt_runtime::{AgentRuntime, AgentRuntimeBuilder, FnProvider, ModelReply};
 
-fn runtime(dir: &TempDir) -> AgentRuntime {
+use super::{command, refused};
+
+/// A runtime with a `house` connection, on a new data dir the test keeps.
+fn runtime() -> (TempDir, AgentRuntime) {
+    let dir = TempDir::new().unwrap();
     let model = std::sync::Arc::new(FnProvider::new(|_| Ok(ModelReply::text("ok"))));
-    AgentRuntimeBuilder::new()
+    let runtime = AgentRuntimeBuilder::new()
         .data_dir(dir.path())
         .provider(model.clone())
         .connection("house", model)
         .build()
-        .unwrap()
-}
-
-async fn command(runtime: &AgentRuntime, name: &str, request: Value) -> Value {
-    match runtime.execute_command(name, request).await {
-        Ok(answer) => answer,
-        Err(error) => panic!("{name}: {error}"),
-    }
-}
-
-async fn refused(runtime: &AgentRuntime, name: &str, request: Value) -> String {
-    match runtime.execute_command(name, request).await {
-        Ok(answer) => panic!("{name} answered {answer}"),
-        Err(error) => error.code,
-    }
+        .unwrap();
+    (dir, runtime)
 }
 
 #[tokio::test]
 async fn a_saved_connection_is_listed_replaced_and_removed() {
-    let dir = TempDir::new().unwrap();
-    let runtime = runtime(&dir);
+    let (dir, runtime) = runtime();
     let document = json!({"connection": "openai:http://127.0.0.1:9/v1", "model": "small",
         "apiKeyEnv": "LOCAL_KEY"});
     let saved = command(
@@ -87,8 +77,7 @@ async fn a_saved_connection_is_listed_replaced_and_removed() {
 
 #[tokio::test]
 async fn connections_that_are_not_ones_or_hide_a_registered_one_are_refused() {
-    let dir = TempDir::new().unwrap();
-    let runtime = runtime(&dir);
+    let (dir, runtime) = runtime();
     let good = json!({"connection": "openai:http://127.0.0.1:9/v1"});
     for (name, document, code) in [
         (
@@ -136,8 +125,7 @@ async fn connections_that_are_not_ones_or_hide_a_registered_one_are_refused() {
 
 #[tokio::test]
 async fn a_preset_template_is_stored_where_the_template_broker_reads_it() {
-    let dir = TempDir::new().unwrap();
-    let runtime = runtime(&dir);
+    let (dir, runtime) = runtime();
     let template = json!({"schemaVersion": 1, "messages": [
         {"role": "system", "content": "{{agentSystemPrompt}}"},
         {"insert": "history"},

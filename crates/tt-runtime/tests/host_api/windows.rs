@@ -63,21 +63,24 @@ fn output_limits(server: &ShapedModel) -> Vec<Option<u32>> {
     requests.iter().map(|r| r.max_output_tokens).collect()
 }
 
-fn runtime(dir: &TempDir, server: &Arc<ShapedModel>, info: ConnectionModelInfo) -> AgentRuntime {
-    transcript_builder(dir.path(), server.clone())
+/// A runtime on `server` stating `info`, with a new data dir the test keeps.
+fn runtime(server: &Arc<ShapedModel>, info: ConnectionModelInfo) -> (TempDir, AgentRuntime) {
+    let dir = TempDir::new().unwrap();
+    let runtime = transcript_builder(dir.path(), server.clone())
         .provider_model_info(info)
         .build()
-        .unwrap()
+        .unwrap();
+    (dir, runtime)
 }
 
-/// Runs the default writer to its end; its status and journal.
-async fn run(
+/// Runs the default writer to its end, which must complete; its journal.
+async fn completed(
     runtime: &AgentRuntime,
     settings: GenerationSettings,
-) -> (AgentRunStatus, Vec<tt_runtime::AgentRunEvent>) {
+) -> Vec<tt_runtime::AgentRunEvent> {
     let ended = run_to_end(runtime, request().generation(settings)).await;
-    let events = journal(runtime, ended.id.as_str()).await;
-    (ended.status, events)
+    assert_eq!(ended.status, AgentRunStatus::Completed);
+    journal(runtime, ended.id.as_str()).await
 }
 
 fn binding(events: &[tt_runtime::AgentRunEvent]) -> serde_json::Value {
@@ -88,12 +91,10 @@ fn binding(events: &[tt_runtime::AgentRunEvent]) -> serde_json::Value {
 
 #[tokio::test]
 async fn the_servers_window_is_asked_once_for_every_agent_and_journaled_with_its_source() {
-    let dir = TempDir::new().unwrap();
     let server = probed_server(Some(32768), false);
-    let runtime = runtime(&dir, &server, ConnectionModelInfo::default());
+    let (_dir, runtime) = runtime(&server, ConnectionModelInfo::default());
     for _ in 0..2 {
-        let (status, events) = run(&runtime, GenerationSettings::default()).await;
-        assert_eq!(status, AgentRunStatus::Completed);
+        let events = completed(&runtime, GenerationSettings::default()).await;
         let binding = binding(&events);
         assert_eq!(binding["contextWindowTokens"], 32768);
         assert_eq!(binding["contextWindowSource"], "server");
@@ -104,15 +105,13 @@ async fn the_servers_window_is_asked_once_for_every_agent_and_journaled_with_its
 
 #[tokio::test]
 async fn a_declared_window_wins_and_the_server_is_not_asked() {
-    let dir = TempDir::new().unwrap();
     let server = probed_server(Some(2048), false);
     let info = ConnectionModelInfo {
         context_window_tokens: Some(4096),
         ..ConnectionModelInfo::default()
     };
-    let runtime = runtime(&dir, &server, info);
-    let (status, events) = run(&runtime, GenerationSettings::default()).await;
-    assert_eq!(status, AgentRunStatus::Completed);
+    let (_dir, runtime) = runtime(&server, info);
+    let events = completed(&runtime, GenerationSettings::default()).await;
     assert_eq!(binding(&events)["contextWindowTokens"], 4096);
     assert_eq!(binding(&events)["contextWindowSource"], "connection");
     assert_eq!(server.probe_count(), 0);
@@ -120,12 +119,10 @@ async fn a_declared_window_wins_and_the_server_is_not_asked() {
 
 #[tokio::test]
 async fn a_server_that_cannot_be_asked_leaves_the_window_unknown_and_is_asked_again() {
-    let dir = TempDir::new().unwrap();
     let server = probed_server(None, false);
-    let runtime = runtime(&dir, &server, ConnectionModelInfo::default());
+    let (_dir, runtime) = runtime(&server, ConnectionModelInfo::default());
     for _ in 0..2 {
-        let (status, events) = run(&runtime, GenerationSettings::default()).await;
-        assert_eq!(status, AgentRunStatus::Completed);
+        let events = completed(&runtime, GenerationSettings::default()).await;
         assert!(binding(&events).get("contextWindowTokens").is_none());
     }
     assert_eq!(server.probe_count(), 2);
@@ -138,24 +135,19 @@ async fn a_setting_the_provider_does_not_take_fails_the_run_at_its_start_or_is_d
         seed: Some(7),
         ..GenerationSettings::default()
     };
-    let dir = TempDir::new().unwrap();
     let refusing = probed_server(Some(32768), false);
+    let (_dir, runtime_refusing) = runtime(&refusing, ConnectionModelInfo::default());
     // The start itself fails: the root agent is set up before the run is handed back.
-    let refused = runtime(&dir, &refusing, ConnectionModelInfo::default())
+    let refused = runtime_refusing
         .start_run(request().generation(seed.clone()))
         .await
         .unwrap_err();
     assert_eq!(refused.code, "model.setting_unsupported");
     assert_eq!(refusing.call_count(), 0, "no request was sent");
 
-    let dir = TempDir::new().unwrap();
     let dropping = probed_server(Some(32768), true);
-    let (status, events) = run(
-        &runtime(&dir, &dropping, ConnectionModelInfo::default()),
-        seed,
-    )
-    .await;
-    assert_eq!(status, AgentRunStatus::Completed);
+    let (_dir, runtime_dropping) = runtime(&dropping, ConnectionModelInfo::default());
+    let events = completed(&runtime_dropping, seed).await;
     let warning = first_of(&events, "model_settings_dropped");
     assert_eq!(warning.level, tt_domain::event::EventLevel::Warn);
     assert_eq!(warning.payload["dropped"][0]["setting"], "seed");
@@ -163,17 +155,14 @@ async fn a_setting_the_provider_does_not_take_fails_the_run_at_its_start_or_is_d
 
 #[tokio::test]
 async fn a_window_a_refusal_stated_is_kept_for_the_next_agent_of_the_connection() {
-    let dir = TempDir::new().unwrap();
     let server = refusing_first(16_384);
-    let runtime = runtime(&dir, &server, ConnectionModelInfo::default());
-    let (status, events) = run(&runtime, GenerationSettings::default()).await;
-    assert_eq!(status, AgentRunStatus::Completed);
+    let (_dir, runtime) = runtime(&server, ConnectionModelInfo::default());
+    let events = completed(&runtime, GenerationSettings::default()).await;
     assert!(binding(&events).get("contextWindowTokens").is_none());
     // The next run's agent starts from the window the refusal stated, without asking the
     // server (which cannot be asked) again.
     let probes = server.probe_count();
-    let (status, events) = run(&runtime, GenerationSettings::default()).await;
-    assert_eq!(status, AgentRunStatus::Completed);
+    let events = completed(&runtime, GenerationSettings::default()).await;
     let binding = binding(&events);
     assert_eq!(binding["contextWindowTokens"], 16_384);
     assert_eq!(binding["contextWindowSource"], "server");
@@ -183,15 +172,13 @@ async fn a_window_a_refusal_stated_is_kept_for_the_next_agent_of_the_connection(
 
 #[tokio::test]
 async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_reserve() {
-    let dir = TempDir::new().unwrap();
     let server = probed_server(Some(32_768), false);
     let info = ConnectionModelInfo {
         max_output_tokens: Some(160),
         ..ConnectionModelInfo::default()
     };
-    let capped = runtime(&dir, &server, info.clone());
-    let (status, events) = run(&capped, GenerationSettings::default()).await;
-    assert_eq!(status, AgentRunStatus::Completed);
+    let (_dir, capped) = runtime(&server, info.clone());
+    let events = completed(&capped, GenerationSettings::default()).await;
     assert_eq!(binding(&events)["generation"]["maxOutputTokens"], 160);
     let limits = output_limits(&server);
     assert!(!limits.is_empty());
@@ -202,8 +189,7 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
             max_output_tokens: Some(asked),
             ..GenerationSettings::default()
         };
-        let (status, _) = run(&capped, settings).await;
-        assert_eq!(status, AgentRunStatus::Completed);
+        completed(&capped, settings).await;
         let limits = output_limits(&server);
         assert!(
             limits.iter().all(|limit| *limit == Some(sent)),
@@ -213,9 +199,8 @@ async fn the_connections_output_cap_is_every_requests_limit_and_the_answers_rese
 
     // On a window too small for the opening, the reserve named is the cap, not an eighth of
     // the window (at least 256).
-    let dir = TempDir::new().unwrap();
     let server = probed_server(Some(1_000), false);
-    let small = runtime(&dir, &server, info);
+    let (_dir, small) = runtime(&server, info);
     let message = match small.start_run(request()).await {
         Err(error) => {
             assert_eq!(error.code, "model.context_window_too_small");

@@ -381,6 +381,10 @@ mod tests {
         parse_range(&args).map_err(|err| err.code.as_str())
     }
 
+    fn lines(start: usize, count: Option<usize>) -> ReadRange {
+        ReadRange::Lines { start, count }
+    }
+
     fn sel(text: &str, range: ReadRange) -> Result<Selection<'_>, &'static str> {
         select(text, range, &path()).map_err(|err| err.code.as_str())
     }
@@ -388,20 +392,8 @@ mod tests {
     #[test]
     fn range_arguments_are_validated_with_contract_codes() {
         assert_eq!(range(json!({})), Ok(ReadRange::Whole));
-        assert_eq!(
-            range(json!({"start_line": 3})),
-            Ok(ReadRange::Lines {
-                start: 3,
-                count: None
-            })
-        );
-        assert_eq!(
-            range(json!({"line_count": 2})),
-            Ok(ReadRange::Lines {
-                start: 1,
-                count: Some(2)
-            })
-        );
+        assert_eq!(range(json!({"start_line": 3})), Ok(lines(3, None)));
+        assert_eq!(range(json!({"line_count": 2})), Ok(lines(1, Some(2))));
         assert_eq!(
             range(json!({"start_char": 5})),
             Ok(ReadRange::Chars {
@@ -466,58 +458,24 @@ mod tests {
     #[test]
     fn line_ranges_select_whole_lines() {
         let text = "one\ntwo\nthree\nfour";
-        let s = sel(
-            text,
-            ReadRange::Lines {
-                start: 2,
-                count: Some(2),
-            },
-        )
-        .unwrap();
+        let s = sel(text, lines(2, Some(2))).unwrap();
         assert_eq!(s.text, "two\nthree\n");
         assert_eq!((s.start_line, s.end_line, s.total_lines), (2, 3, 4));
         assert_eq!((s.start_char, s.end_char), (4, 14));
         assert!(!s.full);
 
-        let tail = sel(
-            text,
-            ReadRange::Lines {
-                start: 3,
-                count: Some(100),
-            },
-        )
-        .unwrap();
+        let tail = sel(text, lines(3, Some(100))).unwrap();
         assert_eq!(tail.text, "three\nfour");
         assert_eq!(tail.end_line, 4);
 
-        let all = sel(
-            text,
-            ReadRange::Lines {
-                start: 1,
-                count: None,
-            },
-        )
-        .unwrap();
+        let all = sel(text, lines(1, None)).unwrap();
         assert!(all.full, "a range that covers the file is a whole read");
 
         assert_eq!(
-            sel(
-                text,
-                ReadRange::Lines {
-                    start: 5,
-                    count: None
-                }
-            ),
+            sel(text, lines(5, None)),
             Err("workspace.invalid_line_range")
         );
-        let empty = sel(
-            "",
-            ReadRange::Lines {
-                start: 1,
-                count: None,
-            },
-        )
-        .unwrap();
+        let empty = sel("", lines(1, None)).unwrap();
         assert!(empty.full && empty.text.is_empty());
     }
 
@@ -526,25 +484,10 @@ mod tests {
         let long_line = "z".repeat(MAX_PARTIAL_READ_CHARS + 1);
         let text = format!("short\n{long_line}\n");
         assert_eq!(
-            sel(
-                &text,
-                ReadRange::Lines {
-                    start: 2,
-                    count: Some(1)
-                }
-            ),
+            sel(&text, lines(2, Some(1))),
             Err("workspace.read_too_large")
         );
-        assert!(
-            sel(
-                &text,
-                ReadRange::Lines {
-                    start: 1,
-                    count: Some(1)
-                }
-            )
-            .is_ok()
-        );
+        assert!(sel(&text, lines(1, Some(1))).is_ok());
     }
 
     #[test]
@@ -579,14 +522,7 @@ mod tests {
     #[test]
     fn render_shows_header_and_continuation() {
         let text = "alpha beta\ngamma\ndelta\n";
-        let s = sel(
-            text,
-            ReadRange::Lines {
-                start: 1,
-                count: Some(2),
-            },
-        )
-        .unwrap();
+        let s = sel(text, lines(1, Some(2))).unwrap();
         insta::assert_snapshot!(render(&path(), text, "abc123", &s));
         let whole = sel(text, ReadRange::Whole).unwrap();
         insta::assert_snapshot!(render(&path(), text, "abc123", &whole));
