@@ -47,22 +47,26 @@ fn asks_fork(call: &AgentToolCall) -> bool {
         && call.arguments.get("mode").and_then(Value::as_str) == Some("fork")
 }
 
-/// Adds the model's reply (as history keeps it) to `messages`. When one of its `calls` asks for
-/// a task in fork mode, the messages as they were sent are kept first, for that task; nothing
-/// is copied otherwise.
+/// Adds the model's reply (as history keeps it) to `messages`: moved there, not copied;
+/// `sizes` are the [`argument_bytes`](crate::engine::call_checks::argument_bytes) of `calls`,
+/// the reply's tool calls in order. When one of them asks for a task in fork mode, the
+/// messages as they were sent are kept first, for that task; nothing is copied otherwise.
 pub(crate) fn push_reply(
     inv: &mut InvocationRuntime,
     calls: &[AgentToolCall],
+    sizes: &[u64],
     messages: &mut Vec<AgentModelMessage>,
-    reply: &AgentModelMessage,
+    mut reply: AgentModelMessage,
 ) {
     let forks = calls.iter().any(asks_fork);
     inv.sent_messages = forks.then(|| Arc::new(messages.clone()));
     inv.sent_tools = forks.then(|| inv.request_tools());
-    messages.push(crate::engine::call_checks::bounded_for_history(
-        reply,
+    crate::engine::call_checks::bound_for_history(
+        &mut reply,
         inv.profile.definition.limits.max_tool_argument_bytes,
-    ));
+        sizes,
+    );
+    messages.push(reply);
     declare_own_calls(inv, calls);
 }
 
