@@ -104,12 +104,7 @@ impl EventPrinter {
                 e.message
             ),
             P::ModelCompleted(e) => {
-                let narration = e
-                    .narration
-                    .as_ref()
-                    .and_then(|n| n.get("text"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                let narration = e.narration.as_ref().map_or("", |n| n.text.as_str());
                 if narration.is_empty() {
                     return None;
                 }
