@@ -1,7 +1,6 @@
 //! Terminal rendering: one line per interesting event, indented by the agent's place in the
 //! tree, and the agent tree of a run.
 
-use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use tt_runtime::RunEventPayload as P;
@@ -557,6 +556,7 @@ fn write_node(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use tt_runtime::{InvocationUsage, RunUsage, UsageTotals};
 
     /// One event of every type (the catalogue's samples), after a root agent and one delegated
