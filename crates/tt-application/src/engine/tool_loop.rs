@@ -198,18 +198,8 @@ impl Rounds {
             self.messages.extend(answered);
             return Ok(None);
         }
-        // Each call's argument size, counted once: for the history and for its checks.
-        let sizes: Vec<u64> = calls
-            .iter()
-            .map(|call| crate::engine::call_checks::argument_bytes(&call.arguments))
-            .collect();
-        crate::engine::fork_mode::push_reply(
-            inv,
-            &calls,
-            &sizes,
-            &mut self.messages,
-            response.message,
-        );
+        let messages = &mut self.messages;
+        let sizes = crate::engine::fork_mode::push_reply(inv, &calls, messages, response.message);
         if inv.owns_run() && !replaying {
             ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
         }
