@@ -117,14 +117,18 @@ pub(crate) struct RunLocation {
     pub(crate) canonical: Option<PathBuf>,
 }
 
+/// A map by run id. Looked up on every append and document write (several times per model
+/// turn), so hashed with foldhash, seeded per map, instead of the standard library's SipHash.
+type RunMap<V> = HashMap<RunId, V, foldhash::fast::RandomState>;
+
 pub(crate) struct Inner {
     pub(crate) layout: Layout,
     /// runId -> run directory, filled from `index/runs/<runId>.json` (or a search) on a miss.
-    run_dirs: Mutex<HashMap<RunId, RunLocation>>,
+    run_dirs: Mutex<RunMap<RunLocation>>,
     /// The runs this process writes. Dropped before the flusher, so each flushes on close.
-    owned: Mutex<HashMap<RunId, Arc<OwnedRun>>>,
+    owned: Mutex<RunMap<Arc<OwnedRun>>>,
     /// Journal and segment indexes of runs this process reads but does not write.
-    views: Mutex<HashMap<RunId, Arc<ReaderViews>>>,
+    views: Mutex<RunMap<Arc<ReaderViews>>>,
     pub(crate) locks: KeyedLocks,
     pub(crate) journal_bytes_read: AtomicU64,
     /// Parsed profile files, each with the stamp of the file it came from.
@@ -154,9 +158,9 @@ impl UserDataStore {
         Arc::new(UserDataStore {
             inner: Arc::new(Inner {
                 layout: Layout::new(root),
-                run_dirs: Mutex::new(HashMap::new()),
-                owned: Mutex::new(HashMap::new()),
-                views: Mutex::new(HashMap::new()),
+                run_dirs: Mutex::new(RunMap::default()),
+                owned: Mutex::new(RunMap::default()),
+                views: Mutex::new(RunMap::default()),
                 locks: KeyedLocks::default(),
                 journal_bytes_read: AtomicU64::new(0),
                 profiles: profile_cache::ProfileCache::default(),
@@ -232,7 +236,7 @@ impl UserDataStore {
 }
 
 impl Inner {
-    fn lock_owned(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Arc<OwnedRun>>> {
+    fn lock_owned(&self) -> std::sync::MutexGuard<'_, RunMap<Arc<OwnedRun>>> {
         self.owned.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

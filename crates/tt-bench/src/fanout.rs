@@ -31,8 +31,11 @@ pub(crate) struct FanoutReport {
     pub model_turns: u64,
     pub tool_calls: u64,
     pub wall_s: f64,
+    /// User plus system CPU seconds over the timed region (all threads), from the process's
+    /// CPU clock: exact.
     pub cpu_s: f64,
-    /// User CPU seconds alone over the timed region (all threads).
+    /// User CPU seconds alone over the timed region (all threads), in clock ticks (10 ms):
+    /// Linux samples the split between user and system time.
     pub user_s: f64,
     /// Peak resident memory when the run ended (before the benchmark reads the journal back
     /// to verify it).
@@ -103,7 +106,8 @@ pub(crate) async fn run(
     install_profiles(&runtime, children).await?;
     let ticks = procstat::clock_ticks_per_second();
 
-    let (cpu_before, user_before) = procstat::cpu_user_seconds(ticks)?;
+    let (_, user_before) = procstat::cpu_user_seconds(ticks)?;
+    let cpu_before = procstat::process_cpu_seconds();
     let fsyncs_before = UserDataStore::fsync_count();
     let started = Instant::now();
     if signals.is_requested() {
@@ -115,7 +119,8 @@ pub(crate) async fn run(
         .map_err(|err| anyhow!("start_run failed: {err}"))?;
     let finished = wait_unless_stopped(&runtime, run.id.as_str(), signals).await?;
     let wall_s = started.elapsed().as_secs_f64();
-    let (cpu_after, user_after) = procstat::cpu_user_seconds(ticks)?;
+    let cpu_after = procstat::process_cpu_seconds();
+    let (_, user_after) = procstat::cpu_user_seconds(ticks)?;
     let (cpu_s, user_s) = (cpu_after - cpu_before, user_after - user_before);
     let fsyncs = UserDataStore::fsync_count() - fsyncs_before;
     // Peak memory of the run itself, before verification loads the whole journal.

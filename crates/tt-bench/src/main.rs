@@ -13,6 +13,12 @@ mod prefix;
 mod procstat;
 
 use clap::{Parser, Subcommand};
+
+/// With the `mimalloc` feature (off by default: an A/B of the allocator, docs/benchmarks.md),
+/// mimalloc is this binary's allocator instead of the system's.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

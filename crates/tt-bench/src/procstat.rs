@@ -1,5 +1,6 @@
-//! Process CPU time and peak resident memory from Linux `/proc/self`, without extra crates:
-//! `utime + stime` from `/proc/self/stat` (in clock ticks) and `VmHWM` from `/proc/self/status`.
+//! Process CPU time and peak resident memory on Linux: `utime + stime` from `/proc/self/stat`
+//! (in clock ticks), the process's CPU clock (`CLOCK_PROCESS_CPUTIME_ID`, to the nanosecond)
+//! and `VmHWM` from `/proc/self/status`.
 
 use anyhow::{Context, Result, anyhow};
 
@@ -16,7 +17,15 @@ pub(crate) fn clock_ticks_per_second() -> u64 {
         .unwrap_or(100)
 }
 
-/// User plus system CPU seconds of this process (all threads) so far.
+/// User plus system CPU seconds of this process (all threads) so far, from its CPU clock: the
+/// scheduler's own count, not the ticks `/proc/self/stat` samples (Linux splits user from
+/// system by sampling, but the total is exact).
+pub(crate) fn process_cpu_seconds() -> f64 {
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    time.tv_sec as f64 + time.tv_nsec as f64 / 1e9
+}
+
+/// User plus system CPU seconds of this process (all threads) so far, in ticks.
 pub(crate) fn cpu_seconds(ticks_per_second: u64) -> Result<f64> {
     Ok(cpu_user_seconds(ticks_per_second)?.0)
 }
@@ -108,6 +117,7 @@ mod tests {
         let ticks = clock_ticks_per_second();
         assert!(ticks > 0);
         assert!(cpu_seconds(ticks).unwrap() >= 0.0);
+        assert!(process_cpu_seconds() > 0.0);
         assert!(peak_rss_mib().unwrap() > 0.0);
     }
 }

@@ -1,7 +1,6 @@
 //! Terminal rendering: one line per interesting event, indented by the agent's place in the
 //! tree, and the agent tree of a run.
 
-use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use tt_runtime::RunEventPayload as P;
@@ -104,12 +103,7 @@ impl EventPrinter {
                 e.message
             ),
             P::ModelCompleted(e) => {
-                let narration = e
-                    .narration
-                    .as_ref()
-                    .and_then(|n| n.get("text"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                let narration = e.narration.as_ref().map_or("", |n| n.text.as_str());
                 if narration.is_empty() {
                     return None;
                 }
@@ -562,6 +556,7 @@ fn write_node(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use tt_runtime::{InvocationUsage, RunUsage, UsageTotals};
 
     /// One event of every type (the catalogue's samples), after a root agent and one delegated

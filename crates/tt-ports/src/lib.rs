@@ -35,7 +35,7 @@ pub use mcp_servers::McpServerRepository;
 pub use model::{
     ConnectionModelInfo, DroppedSetting, ModelConnections, ModelDeltaSink, ModelProvider,
     NoConnections, ResolvedConnection, ServerContextWindow, UnsupportedSettings,
-    add_provider_fields, provider_fields,
+    add_provider_fields, provider_fields, provider_wire,
 };
 pub use presets::{PresetKey, PresetTemplateRepository};
 pub use profiles::ProfileRepository;

@@ -125,25 +125,34 @@ pub struct DroppedSetting {
 /// `transport`, and `nativeContinuation` with `previousResponseId` (always `false` / `null`:
 /// both supported formats resend the conversation on every request instead of continuing a
 /// stored response).
+pub fn provider_wire(provider: &dyn ModelProvider) -> tt_domain::event_payload::ProviderWire {
+    tt_domain::event_payload::ProviderWire {
+        chat_completion_source: provider.name().to_owned(),
+        custom_api_format: None,
+        provider_format: provider.provider_format().to_owned(),
+        transport: provider.transport().to_owned(),
+        native_continuation: false,
+        previous_response_id: None,
+    }
+}
+
+/// [`provider_wire`] as a JSON object.
 pub fn provider_fields(provider: &dyn ModelProvider) -> serde_json::Value {
     let mut fields = serde_json::Map::new();
     add_provider_fields(&mut fields, provider);
     serde_json::Value::Object(fields)
 }
 
-/// The fields of [`provider_fields`] added to `object` after its own, in the same order (a key
-/// it has already keeps its place and takes the new value), without a map of their own.
+/// The fields of [`provider_wire`] added to `object` after its own, in the same order (a key
+/// it has already keeps its place and takes the new value).
 pub fn add_provider_fields(
     object: &mut serde_json::Map<String, serde_json::Value>,
     provider: &dyn ModelProvider,
 ) {
-    use serde_json::Value;
-    object.insert("chatCompletionSource".into(), provider.name().into());
-    object.insert("customApiFormat".into(), Value::Null);
-    object.insert("providerFormat".into(), provider.provider_format().into());
-    object.insert("transport".into(), provider.transport().into());
-    object.insert("nativeContinuation".into(), Value::Bool(false));
-    object.insert("previousResponseId".into(), Value::Null);
+    // A struct of strings, booleans and options always serializes to an object.
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(provider_wire(provider)) {
+        object.extend(fields);
+    }
 }
 
 /// Where a profile's `model.connectionRef` leads: a provider and what it is, for events.

@@ -103,45 +103,44 @@ impl RunDocument {
     }
 
     /// The logical path of the document inside the run directory, as shown in events
-    /// (`argumentsRef`, `modelResponsePath`, …). Never model-facing.
+    /// (`argumentsRef`, `modelResponsePath`, …). Never model-facing. Joined from its parts
+    /// into one allocation of its size (written for every call and model turn).
     pub fn relative_path(&self) -> String {
+        let invocation =
+            |id: &InvocationId, name: &str| ["input/invocations/", id.as_str(), "/", name].concat();
         match self {
             RunDocument::PromptSnapshot => "input/prompt_snapshot.json".to_owned(),
             RunDocument::ResolvedProfile => "input/resolved_profile.json".to_owned(),
             RunDocument::PersistSnapshot => "input/persist_snapshot.json".to_owned(),
-            RunDocument::InvocationToolSnapshot(id) => {
-                format!("input/invocations/{id}/tool_snapshot.json")
-            }
+            RunDocument::InvocationToolSnapshot(id) => invocation(id, "tool_snapshot.json"),
             RunDocument::InvocationResolvedSkills(id) if id.is_root() => {
                 "input/resolved_skills.json".to_owned()
             }
-            RunDocument::InvocationResolvedSkills(id) => {
-                format!("input/invocations/{id}/resolved_skills.json")
+            RunDocument::InvocationResolvedSkills(id) => invocation(id, "resolved_skills.json"),
+            RunDocument::InvocationPromptSnapshot(id) => invocation(id, "prompt_snapshot.json"),
+            RunDocument::InvocationPromptAssembly(id) => invocation(id, "prompt_assembly.json"),
+            RunDocument::InvocationForkPrefix(id) => invocation(id, "fork_prefix.json"),
+            RunDocument::ToolArgs { call_file_key } => {
+                ["tool-args/", call_file_key, ".json"].concat()
             }
-            RunDocument::InvocationPromptSnapshot(id) => {
-                format!("input/invocations/{id}/prompt_snapshot.json")
-            }
-            RunDocument::InvocationPromptAssembly(id) => {
-                format!("input/invocations/{id}/prompt_assembly.json")
-            }
-            RunDocument::InvocationForkPrefix(id) => {
-                format!("input/invocations/{id}/fork_prefix.json")
-            }
-            RunDocument::ToolArgs { call_file_key } => format!("tool-args/{call_file_key}.json"),
             RunDocument::ToolResult { call_file_key } => {
-                format!("tool-results/{call_file_key}.json")
+                ["tool-results/", call_file_key, ".json"].concat()
             }
             RunDocument::ModelResponse {
                 invocation_id,
                 round,
             } => {
+                // `round-{round:03}.json`: at least three digits.
+                let digits = round.to_string();
+                let pad = "000".get(digits.len()..).unwrap_or_default();
                 if invocation_id.is_root() {
-                    format!("model-responses/round-{round:03}.json")
+                    ["model-responses/round-", pad, &digits, ".json"].concat()
                 } else {
-                    format!("model-responses/{invocation_id}/round-{round:03}.json")
+                    let id = invocation_id.as_str();
+                    ["model-responses/", id, "/round-", pad, &digits, ".json"].concat()
                 }
             }
-            RunDocument::AgentResult(id) => format!("agent-results/{id}.json"),
+            RunDocument::AgentResult(id) => ["agent-results/", id.as_str(), ".json"].concat(),
         }
     }
 }
@@ -493,5 +492,28 @@ mod tests {
         }
         assert_eq!(RunDocument::from_relative_path("run.json"), None);
         assert_eq!(RunDocument::from_relative_path("tool-args/x"), None);
+    }
+
+    #[test]
+    fn a_model_response_path_has_its_round_in_at_least_three_digits() {
+        let agent = InvocationId::from_raw("inv_0123");
+        for round in [0, 1, 9, 10, 99, 100, 999, 1_000, 12_345, u32::MAX] {
+            let root = RunDocument::ModelResponse {
+                invocation_id: InvocationId::root(),
+                round,
+            };
+            assert_eq!(
+                root.relative_path(),
+                format!("model-responses/round-{round:03}.json")
+            );
+            let delegated = RunDocument::ModelResponse {
+                invocation_id: agent.clone(),
+                round,
+            };
+            assert_eq!(
+                delegated.relative_path(),
+                format!("model-responses/inv_0123/round-{round:03}.json")
+            );
+        }
     }
 }

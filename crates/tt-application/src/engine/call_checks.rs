@@ -121,15 +121,25 @@ fn json_kind(value: &Value) -> &'static str {
 /// stored model response keeps the original).
 pub(crate) fn bounded_for_history(message: &AgentModelMessage, limit: u64) -> AgentModelMessage {
     let mut message = message.clone();
+    bound_for_history(&mut message, limit, &[]);
+    message
+}
+
+/// [`bounded_for_history`] in place, with `sizes` the [`argument_bytes`] of the message's tool
+/// calls in order when the caller has them already (each is counted here otherwise).
+pub(crate) fn bound_for_history(message: &mut AgentModelMessage, limit: u64, sizes: &[u64]) {
+    let mut sizes = sizes.iter();
     for part in &mut message.parts {
         if let ModelContentPart::ToolCall { call } = part {
-            let bytes = argument_bytes(&call.arguments);
+            let bytes = sizes
+                .next()
+                .copied()
+                .unwrap_or_else(|| argument_bytes(&call.arguments));
             if bytes > limit {
                 call.arguments = Value::String(format!("[arguments omitted: {bytes} bytes]"));
             }
         }
     }
-    message
 }
 
 pub(crate) fn budget_error(inv: &InvocationRuntime, spec: &AgentToolSpec) -> Option<ToolError> {

@@ -28,9 +28,7 @@ use tt_domain::workspace::CheckpointReason;
 use tt_ports::RunWrite;
 
 use crate::engine::approval_gate::{self, Gate};
-use crate::engine::call_checks::{
-    argument_bytes, arguments_error, budget_error, error_result, unknown_tool_error,
-};
+use crate::engine::call_checks::{arguments_error, budget_error, error_result, unknown_tool_error};
 use crate::engine::call_journal::{CallInFlight, record_call_end};
 use crate::engine::commit::run_commit;
 use crate::engine::context::RunContext;
@@ -71,17 +69,22 @@ struct Executed {
 }
 
 /// Runs one call inside a `tool_call` span (round, tool name, call id) under the invocation's
-/// span. `Err` is fail-fast for this invocation.
+/// span; `argument_bytes` is the size of its arguments
+/// ([`argument_bytes`](crate::engine::call_checks::argument_bytes)). `Err` is fail-fast for
+/// this invocation.
 pub(crate) async fn dispatch_call(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     round: u32,
     call: &AgentToolCall,
+    argument_bytes: u64,
 ) -> ApplicationResult<DispatchedCall> {
     let tools = std::sync::Arc::clone(&inv.snapshot.tools);
     let tool = resolve(&tools, &call.name).map_or(call.name.as_str(), |spec| spec.name.canonical());
     let span = tracing::info_span!("tool_call", round, tool, call_id = call.id.as_str());
-    dispatch(ctx, inv, round, call).instrument(span).await
+    dispatch(ctx, inv, round, call, argument_bytes)
+        .instrument(span)
+        .await
 }
 
 async fn dispatch(
@@ -89,11 +92,11 @@ async fn dispatch(
     inv: &mut InvocationRuntime,
     round: u32,
     call: &AgentToolCall,
+    argument_bytes: u64,
 ) -> ApplicationResult<DispatchedCall> {
     // The snapshot's specs outlive the borrows of `inv` below.
     let tools = std::sync::Arc::clone(&inv.snapshot.tools);
     let spec = resolve(&tools, &call.name);
-    let argument_bytes = argument_bytes(&call.arguments);
     let mut flight = CallInFlight::new(inv, round, call, spec, argument_bytes)?;
     let (resolved, checked) = check_call(inv, call, spec, argument_bytes);
     // A call that starts at once (its checks pass and no approval is asked) has its arguments,

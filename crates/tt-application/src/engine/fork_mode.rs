@@ -47,23 +47,32 @@ fn asks_fork(call: &AgentToolCall) -> bool {
         && call.arguments.get("mode").and_then(Value::as_str) == Some("fork")
 }
 
-/// Adds the model's reply (as history keeps it) to `messages`. When one of its `calls` asks for
-/// a task in fork mode, the messages as they were sent are kept first, for that task; nothing
-/// is copied otherwise.
+/// Adds the model's reply (as history keeps it) to `messages`: moved there, not copied. When
+/// one of its `calls` (its tool calls, in order) asks for a task in fork mode, the messages as
+/// they were sent are kept first, for that task; nothing is copied otherwise. Answers each
+/// call's [`argument_bytes`](crate::engine::call_checks::argument_bytes), counted once for
+/// the history and the call's checks.
 pub(crate) fn push_reply(
     inv: &mut InvocationRuntime,
     calls: &[AgentToolCall],
     messages: &mut Vec<AgentModelMessage>,
-    reply: &AgentModelMessage,
-) {
+    mut reply: AgentModelMessage,
+) -> Vec<u64> {
+    let sizes: Vec<u64> = calls
+        .iter()
+        .map(|call| crate::engine::call_checks::argument_bytes(&call.arguments))
+        .collect();
     let forks = calls.iter().any(asks_fork);
     inv.sent_messages = forks.then(|| Arc::new(messages.clone()));
     inv.sent_tools = forks.then(|| inv.request_tools());
-    messages.push(crate::engine::call_checks::bounded_for_history(
-        reply,
+    crate::engine::call_checks::bound_for_history(
+        &mut reply,
         inv.profile.definition.limits.max_tool_argument_bytes,
-    ));
+        &sizes,
+    );
+    messages.push(reply);
     declare_own_calls(inv, calls);
+    sizes
 }
 
 /// For an agent started in fork mode: adds to the tools its requests list, at the end, each

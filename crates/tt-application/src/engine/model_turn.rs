@@ -3,7 +3,6 @@
 //! deadline (`run.modelRetry.deadlineSeconds`, else the connection's, else 5 minutes), then
 //! the stored response and its events.
 
-use serde_json::json;
 use std::time::Duration;
 use tracing::Instrument;
 use tt_domain::event::EventLevel;
@@ -13,7 +12,6 @@ use tt_domain::profile::ModelRetryPolicy;
 use tt_domain::text::{char_count, word_count};
 use tt_ports::{ModelError, ModelTimeLimit, RunDocument};
 
-use crate::engine::binding::with_provider_fields;
 use crate::engine::context::RunContext;
 use crate::engine::fallback::skips_retries;
 use crate::engine::invocation::InvocationRuntime;
@@ -87,16 +85,14 @@ async fn model_turn(
     let created = payload::ModelRequestCreated {
         round,
         invocation_id: invocation_id.clone(),
-        request: with_provider_fields(
-            json!({
-                "provider": inv.model.provider.name(),
-                "model": request.model_id,
-                "messageCount": request.messages.len(),
-                "toolCount": request.tools.len(),
-                "sessionId": request.session.session_id,
-            }),
-            inv.model.provider.as_ref(),
-        ),
+        request: payload::ModelRequestSummary {
+            provider: inv.model.provider.name().to_owned(),
+            model: request.model_id.clone(),
+            message_count: request.messages.len() as u64,
+            tool_count: request.tools.len() as u64,
+            session_id: request.session.session_id.clone(),
+            wire: Some(tt_ports::provider_wire(inv.model.provider.as_ref())),
+        },
     };
     let deadline_after = policy.call_deadline(inv.model.connection_call_deadline);
     let mut attempts = Attempts {
@@ -325,15 +321,13 @@ pub(crate) async fn journal_stored_response(
     let provider_state = payload::ProviderStateUpdated {
         round,
         invocation_id: invocation_id.clone(),
-        provider_state: with_provider_fields(
-            json!({
-                "sessionId": session_id,
-                "provider": inv.model.provider.name(),
-                "messageCursor": message_cursor,
-                "lastResponseId": response.response_id,
-            }),
-            inv.model.provider.as_ref(),
-        ),
+        provider_state: payload::ProviderState {
+            session_id: session_id.to_owned(),
+            provider: inv.model.provider.name().to_owned(),
+            message_cursor: message_cursor as u64,
+            last_response_id: response.response_id.clone(),
+            wire: Some(tt_ports::provider_wire(inv.model.provider.as_ref())),
+        },
     };
     let text = response.text();
     let reasoning = response.reasoning_text();
@@ -345,10 +339,13 @@ pub(crate) async fn journal_stored_response(
     let narration = has_text.then(|| {
         const NARRATION_LIMIT: usize = 2000;
         let (head, truncated) = tt_domain::text::truncate_chars(text.trim(), NARRATION_LIMIT);
-        json!({
-            "source": "assistantText", "text": head, "totalChars": text_chars,
-            "totalWords": text_words, "truncated": truncated,
-        })
+        payload::Narration {
+            source: "assistantText".to_owned(),
+            text: head.to_owned(),
+            total_chars: text_chars,
+            total_words: text_words,
+            truncated,
+        }
     });
     let completed = payload::ModelCompleted {
         round,

@@ -198,11 +198,14 @@ impl Rounds {
             self.messages.extend(answered);
             return Ok(None);
         }
-        crate::engine::fork_mode::push_reply(inv, &calls, &mut self.messages, &response.message);
+        let messages = &mut self.messages;
+        let sizes = crate::engine::fork_mode::push_reply(inv, &calls, messages, response.message);
         if inv.owns_run() && !replaying {
             ctx.try_set_status(AgentRunStatus::DispatchingTool).await?;
         }
-        let ended = self.tool_calls(ctx, inv, round, &calls, replaying).await?;
+        let ended = self
+            .tool_calls(ctx, inv, round, &calls, &sizes, replaying)
+            .await?;
         // What the reply's last delegation held back is written before anything that follows.
         held_writes::flush(ctx, inv).await?;
         if ended.is_none() && (inv.owns_run() || inv.snapshot.offers(ToolName::AgentDelegate)) {
@@ -336,10 +339,11 @@ impl Rounds {
         inv: &mut InvocationRuntime,
         round: u32,
         calls: &[AgentToolCall],
+        sizes: &[u64],
         replaying: bool,
     ) -> ApplicationResult<Option<Ending>> {
         let mut ended: Option<Ending> = None;
-        for call in calls {
+        for (call, &argument_bytes) in calls.iter().zip(sizes) {
             if let Some((ending_tool, _)) = &ended {
                 return Err(call_after_ending(ctx, inv, round, call, *ending_tool).await?);
             }
@@ -351,7 +355,7 @@ impl Rounds {
                 // A resumed agent's calls may write before they run (`before_live_call`).
                 held_writes::flush(ctx, inv).await?;
             }
-            let dispatched = stored_or_dispatched(ctx, inv, round, call).await?;
+            let dispatched = stored_or_dispatched(ctx, inv, round, call, argument_bytes).await?;
             if crate::engine::context_fit::saves_output(inv, &dispatched.result) {
                 held_writes::flush(ctx, inv).await?;
             }
@@ -437,12 +441,13 @@ async fn call_after_ending(
 }
 
 /// The result of `call`: stored for a resumed agent (journaled if the process died before
-/// that), answered before it runs, or dispatched live.
+/// that), answered before it runs, or dispatched live (`argument_bytes`: its arguments' size).
 async fn stored_or_dispatched(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     round: u32,
     call: &AgentToolCall,
+    argument_bytes: u64,
 ) -> ApplicationResult<DispatchedCall> {
     Ok(
         match crate::engine::dispatch_replay::stored_call(inv, round, call) {
@@ -458,7 +463,7 @@ async fn stored_or_dispatched(
                     .await?
                 {
                     Some(answered) => answered,
-                    None => dispatch_call(ctx, inv, round, call).await?,
+                    None => dispatch_call(ctx, inv, round, call, argument_bytes).await?,
                 }
             }
         },

@@ -12,7 +12,35 @@ use crate::model::ModelUsage;
 pub struct ModelRequestCreated {
     pub round: u32,
     pub invocation_id: InvocationId,
-    pub request: Value,
+    pub request: ModelRequestSummary,
+}
+
+/// `model_request_created`'s `request`: what was sent, by size, and to which provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelRequestSummary {
+    pub provider: String,
+    pub model: Option<String>,
+    pub message_count: u64,
+    pub tool_count: u64,
+    pub session_id: String,
+    /// Always written by this runtime; absent from a journal that did not write them.
+    #[serde(flatten)]
+    pub wire: Option<ProviderWire>,
+}
+
+/// The provider fields every model event carries after its own (the contract's names):
+/// `chatCompletionSource` (the provider), `customApiFormat`, `providerFormat`, `transport`,
+/// `nativeContinuation` and `previousResponseId`. `tt_ports::provider_wire` fills them in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderWire {
+    pub chat_completion_source: String,
+    pub custom_api_format: Option<String>,
+    pub provider_format: String,
+    pub transport: String,
+    pub native_continuation: bool,
+    pub previous_response_id: Option<String>,
 }
 
 /// `model_call_attempt_started`.
@@ -72,7 +100,21 @@ pub struct ModelResponseStored {
 pub struct ProviderStateUpdated {
     pub round: u32,
     pub invocation_id: InvocationId,
-    pub provider_state: Value,
+    pub provider_state: ProviderState,
+}
+
+/// `provider_state_updated`'s `providerState`: where the provider session stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderState {
+    pub session_id: String,
+    pub provider: String,
+    /// How many messages of the conversation the provider has been sent.
+    pub message_cursor: u64,
+    pub last_response_id: Option<String>,
+    /// Always written by this runtime; absent from a journal that did not write them.
+    #[serde(flatten)]
+    pub wire: Option<ProviderWire>,
 }
 
 /// `model_completed`.
@@ -98,7 +140,21 @@ pub struct ModelCompleted {
     pub finish_reason: Option<String>,
     /// Absent when the response has nothing to narrate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub narration: Option<Value>,
+    pub narration: Option<Narration>,
+}
+
+/// `model_completed`'s `narration`: what a live view may show of the agent's assistant text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Narration {
+    /// Where the text comes from (`assistantText`).
+    pub source: String,
+    /// The start of the text.
+    pub text: String,
+    pub total_chars: u64,
+    pub total_words: u64,
+    /// Whether `text` is shorter than the whole.
+    pub truncated: bool,
 }
 
 /// `model_delta`.
