@@ -167,3 +167,14 @@ pub enum OpenAiError {
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
 }
+
+impl From<tt_provider_http::exchange::EndpointError> for OpenAiError {
+    fn from(err: tt_provider_http::exchange::EndpointError) -> Self {
+        use tt_provider_http::exchange::EndpointError;
+        match err {
+            EndpointError::InvalidBaseUrl(url) => Self::InvalidBaseUrl(url),
+            EndpointError::InvalidHeader(name) => Self::InvalidHeader(name),
+            EndpointError::Client(reason) => Self::Client(reason),
+        }
+    }
+}

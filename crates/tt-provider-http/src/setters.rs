@@ -99,19 +99,50 @@ macro_rules! connection_setters {
             out
         }
 
-        /// What the shared exchange needs from these settings, for `url` with `headers`.
-        pub(crate) fn endpoint_config(
+        /// The endpoint `{base_url}{path}` of these settings, whose requests carry the
+        /// provider's `fixed` headers, its `credential` and these settings' extra headers.
+        pub(crate) fn http_endpoint(
             &self,
-            url: String,
-            headers: ::reqwest::header::HeaderMap,
-        ) -> $crate::exchange::EndpointConfig {
-            $crate::exchange::EndpointConfig {
+            path: &str,
+            fixed: &[(&'static str, &'static str)],
+            credential: Option<(&'static str, String)>,
+        ) -> Result<$crate::exchange::HttpEndpoint, $crate::exchange::EndpointError> {
+            use $crate::exchange::EndpointError;
+            let url = $crate::exchange::endpoint_url(&self.base_url, path)
+                .ok_or_else(|| EndpointError::InvalidBaseUrl(self.base_url.clone()))?;
+            let headers = $crate::exchange::request_headers(fixed, credential, &self.extra_headers)
+                .map_err(EndpointError::InvalidHeader)?;
+            $crate::exchange::HttpEndpoint::new($crate::exchange::EndpointConfig {
                 url,
                 headers,
                 limits: self.limits,
                 request_timeout: self.request_timeout,
                 clock: self.clock.clone(),
-            }
+            })
+            .map_err(EndpointError::Client)
+        }
+    };
+}
+
+/// Expands, inside `impl <Provider> { … }`, to the provider's read accessors. The provider type
+/// must have the fields `config: $config` (settings built with [`connection_setters!`]) and
+/// `http: HttpEndpoint`.
+#[macro_export]
+macro_rules! provider_accessors {
+    ($config:ty) => {
+        /// Whether the runtime should call `stream` rather than `complete` for this connection.
+        pub fn prefers_streaming(&self) -> bool {
+            self.config.stream
+        }
+
+        /// The URL requests are posted to.
+        pub fn endpoint(&self) -> &str {
+            self.http.url()
+        }
+
+        /// The settings this provider was built from.
+        pub fn config(&self) -> &$config {
+            &self.config
         }
     };
 }
