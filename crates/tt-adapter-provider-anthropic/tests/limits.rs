@@ -12,7 +12,7 @@ use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Adapter, Deltas, config, first_messages, request};
-use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_cut_off_at_size_limit};
+use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_cut_off_at_size_limit, sent};
 
 const SMALL: u64 = 64 * 1024;
 
@@ -74,7 +74,7 @@ async fn the_request_limit_lowers_max_tokens_but_never_to_the_thinking_budget() 
         )
     };
     // (request limit, thinking budget, sent); the connection's max_tokens is 2048.
-    for (asked, thinking, sent) in [
+    for (asked, thinking, max_tokens) in [
         (None, None, 2048),
         (Some(300), None, 300),
         (Some(4000), None, 2048),
@@ -86,11 +86,12 @@ async fn the_request_limit_lowers_max_tokens_but_never_to_the_thinking_budget() 
         config.thinking_budget_tokens = thinking;
         let mut request = request(1, first_messages());
         request.max_output_tokens = asked;
-        AnthropicProvider::new(config)
-            .unwrap()
-            .complete(request, CancellationToken::new())
-            .await
-            .unwrap();
-        assert_eq!(server.next_request().await.body["max_tokens"], sent);
+        let body = sent(
+            &AnthropicProvider::new(config).unwrap(),
+            &mut server,
+            request,
+        )
+        .await;
+        assert_eq!(body["max_tokens"], max_tokens);
     }
 }

@@ -13,7 +13,7 @@ use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Adapter, Deltas, config, first_messages, request};
-use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_cut_off_at_size_limit};
+use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_cut_off_at_size_limit, sent};
 
 const SMALL: u64 = 64 * 1024;
 
@@ -111,7 +111,7 @@ async fn max_tokens_is_the_lowest_of_request_and_connection_or_the_default() {
         )
     };
     // (request limit, connection cap, sent)
-    for (asked, cap, sent) in [
+    for (asked, cap, max_tokens) in [
         (None, None, 8192),
         (Some(300), None, 300),
         (None, Some(100), 100),
@@ -123,11 +123,7 @@ async fn max_tokens_is_the_lowest_of_request_and_connection_or_the_default() {
         config.max_tokens = cap;
         let mut request = request(1, first_messages());
         request.max_output_tokens = asked;
-        OpenAiProvider::new(config)
-            .unwrap()
-            .complete(request, CancellationToken::new())
-            .await
-            .unwrap();
-        assert_eq!(server.next_request().await.body["max_tokens"], sent);
+        let body = sent(&OpenAiProvider::new(config).unwrap(), &mut server, request).await;
+        assert_eq!(body["max_tokens"], max_tokens);
     }
 }
