@@ -9,7 +9,7 @@ use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Adapter, first_body, first_messages, provider, request};
-use tt_provider_http::test_fixtures::AdapterUnderTest;
+use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_writes_night};
 
 fn completion(message: Value, finish_reason: &str) -> Value {
     json!({
@@ -51,14 +51,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
     assert_eq!(sent.header("x-team"), Some("writers"));
     assert_eq!(sent.body, first_body(false));
 
-    let calls = response.tool_calls();
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].id, "call_9f2");
-    assert_eq!(calls[0].name, "workspace_write_file");
-    assert_eq!(
-        calls[0].arguments,
-        json!({"path": "output/main.md", "content": "Night."})
-    );
+    assert_writes_night(&response, "call_9f2");
     assert_eq!(response.text(), "");
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(response.response_id.as_deref(), Some("chatcmpl-42"));

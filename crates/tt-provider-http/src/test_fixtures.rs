@@ -145,6 +145,19 @@ pub fn cut(text: &str, markers: &[&str]) -> Vec<String> {
     pieces
 }
 
+/// Asserts that `response` makes exactly one call, `id`: the write of `Night.` to
+/// `output/main.md` the adapters' canned first replies ask for.
+pub fn assert_writes_night(response: &AgentModelResponse, id: &str) {
+    let calls = response.tool_calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].id, id);
+    assert_eq!(calls[0].name, "workspace_write_file");
+    assert_eq!(
+        calls[0].arguments,
+        json!({"path": "output/main.md", "content": "Night."})
+    );
+}
+
 /// Completes `request` through `provider` against `server`: the body the server received.
 pub async fn sent(
     provider: &dyn ModelProvider,
