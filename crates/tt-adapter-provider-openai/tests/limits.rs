@@ -5,15 +5,12 @@
 //! waits take no time.
 
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
-use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Adapter, Deltas, config, first_messages, request};
-use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_cut_off_at_size_limit, sent};
+use crate::support::{Adapter, config, first_messages, request};
+use tt_provider_http::test_fixtures::{AdapterUnderTest, sent};
 
 const SMALL: u64 = 64 * 1024;
 
@@ -37,18 +34,7 @@ fn endless_text() -> Reply {
 
 #[tokio::test(start_paused = true)]
 async fn a_server_that_streams_forever_is_cut_off_at_the_size_limit() {
-    let mut server = TestServer::always(endless_text()).await;
-    let provider = limited(&server, |_| {});
-    let deltas = Arc::new(Deltas::default());
-    let error = provider
-        .stream(
-            request(1, first_messages()),
-            deltas.clone(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
-    assert_cut_off_at_size_limit(&error, &mut server, SMALL).await;
+    let deltas = Adapter::assert_endless_stream_cut_off(endless_text(), SMALL).await;
     assert!(!deltas.take().is_empty());
 }
 

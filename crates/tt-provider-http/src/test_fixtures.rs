@@ -289,6 +289,28 @@ pub trait AdapterUnderTest {
         assert_eq!(error.code(), "model.response_too_large");
     }
 
+    /// The first round, streamed, against a server sending `reply` for ever, on a connection
+    /// whose replies may be `max_response_bytes` long: asserts that it is cut off at that
+    /// size ([`assert_cut_off_at_size_limit`]). The deltas forwarded before the cut.
+    async fn assert_endless_stream_cut_off(reply: Reply, max_response_bytes: u64) -> Arc<Deltas> {
+        let mut server = TestServer::always(reply).await;
+        let limits = HttpLimits {
+            max_response_bytes,
+            ..HttpLimits::default()
+        };
+        let deltas = Arc::new(Deltas::default());
+        let error = Self::provider_with_limits(&server, limits)
+            .stream(
+                request(1, Self::first_messages()),
+                deltas.clone(),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap_err();
+        assert_cut_off_at_size_limit(&error, &mut server, max_response_bytes).await;
+        deltas
+    }
+
     /// The first round, streamed, against a server that sends `first_piece` and then goes
     /// silent, with no request timeout: only the default idle timeout (120 s) bounds the
     /// silence ([`assert_stream_idles_out`]).
