@@ -48,30 +48,23 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
 
 #[tokio::test]
 async fn server_errors_are_transient() {
-    let error = Adapter::complete_against(Reply::json(
-        500,
-        &json!({"error": {"message": "The server had an error", "type": "server_error"}}),
-    ))
+    Adapter::assert_transient(
+        Reply::json(
+            500,
+            &json!({"error": {"message": "The server had an error", "type": "server_error"}}),
+        ),
+        "HTTP 500: The server had an error",
+    )
     .await;
-    assert_eq!(
-        error,
-        ModelError::Transient {
-            message: "HTTP 500: The server had an error".into()
-        }
-    );
-    assert!(error.is_retryable());
-    let gateway = Adapter::complete_against(Reply::Whole {
-        status: 502,
-        headers: vec![("content-type".into(), "text/html".into())],
-        body: b"<html>Bad Gateway</html>".to_vec(),
-    })
+    Adapter::assert_transient(
+        Reply::Whole {
+            status: 502,
+            headers: vec![("content-type".into(), "text/html".into())],
+            body: b"<html>Bad Gateway</html>".to_vec(),
+        },
+        "HTTP 502: <html>Bad Gateway</html>",
+    )
     .await;
-    assert_eq!(
-        gateway,
-        ModelError::Transient {
-            message: "HTTP 502: <html>Bad Gateway</html>".into()
-        }
-    );
 }
 
 #[tokio::test]
@@ -106,14 +99,7 @@ async fn other_client_errors_are_rejected_with_the_servers_message() {
 
 #[tokio::test]
 async fn a_malformed_success_body_is_an_upstream_invalid_response() {
-    let error = Adapter::complete_against(Reply::Whole {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: b"{\"id\": \"chatcmpl-1\", \"choices\": [".to_vec(),
-    })
-    .await;
-    assert_eq!(error.code(), "model.upstream_invalid_response");
-    assert!(error.is_retryable());
+    Adapter::assert_truncated_body_invalid(b"{\"id\": \"chatcmpl-1\", \"choices\": [").await;
 }
 
 #[tokio::test]

@@ -235,6 +235,32 @@ pub trait AdapterUnderTest {
         error
     }
 
+    /// The first round against a server answering `reply`: asserts that it fails as a
+    /// transient error saying `message`, retried.
+    async fn assert_transient(reply: Reply, message: &str) {
+        let error = Self::complete_against(reply).await;
+        assert_eq!(
+            error,
+            ModelError::Transient {
+                message: message.to_owned()
+            }
+        );
+        assert!(error.is_retryable());
+    }
+
+    /// The first round against a server answering 200 with `body`, JSON cut short: asserts
+    /// that it fails as an invalid upstream response, retried.
+    async fn assert_truncated_body_invalid(body: &[u8]) {
+        let error = Self::complete_against(Reply::Whole {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.to_vec(),
+        })
+        .await;
+        assert_eq!(error.code(), "model.upstream_invalid_response");
+        assert!(error.is_retryable());
+    }
+
     /// Streams the first round into `deltas` against a server answering `reply`, asserting
     /// that the body the server received is the first round's.
     async fn stream_against(
