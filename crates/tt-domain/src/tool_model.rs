@@ -435,17 +435,7 @@ impl PartialEq<ToolName> for ToolId {
     }
 }
 
-impl fmt::Display for ToolId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.canonical())
-    }
-}
-
-impl Serialize for ToolId {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.canonical())
-    }
-}
+crate::tool_name::shown_as_canonical!(ToolId);
 
 impl<'de> Deserialize<'de> for ToolId {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
