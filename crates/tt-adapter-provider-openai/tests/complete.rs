@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tt_domain::model::{AgentModelMessage, ModelContentPart, ModelUsage};
-use tt_domain::tool::AgentToolResult;
+use tt_domain::tool::{AgentToolCall, AgentToolResult};
 use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
@@ -154,18 +154,11 @@ async fn an_assistant_turn_with_only_tool_calls_is_replayed_with_null_content() 
     let reply = completion(json!({"role": "assistant", "content": "ok"}), "stop");
     let mut server = TestServer::always(Reply::json(200, &reply)).await;
     let mut messages = first_messages();
-    messages.push(AgentModelMessage {
-        role: tt_domain::model::ModelRole::Assistant,
-        parts: vec![ModelContentPart::ToolCall {
-            call: tt_domain::tool::AgentToolCall {
-                id: "call_only".into(),
-                name: "workspace_finish".into(),
-                arguments: json!({}),
-                provider_metadata: Value::Null,
-            },
-        }],
-        provider_metadata: Value::Null,
-    });
+    messages.push(AgentModelMessage::assistant(vec![
+        ModelContentPart::ToolCall {
+            call: AgentToolCall::new("call_only", "workspace_finish", json!({})),
+        },
+    ]));
     messages.push(result(
         "call_only",
         "workspace.finish",
