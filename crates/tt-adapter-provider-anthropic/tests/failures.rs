@@ -54,21 +54,18 @@ async fn overloaded_and_server_errors_are_transient() {
 
 #[tokio::test]
 async fn other_client_errors_are_rejected_with_the_apis_message() {
-    let error = Adapter::complete_against(Reply::json(
-        400,
-        &api_error(
-            "invalid_request_error",
-            "messages.1.content.0.thinking.signature: Field required",
+    Adapter::assert_rejected(
+        Reply::json(
+            400,
+            &api_error(
+                "invalid_request_error",
+                "messages.1.content.0.thinking.signature: Field required",
+            ),
         ),
-    ))
+        400,
+        "HTTP 400: messages.1.content.0.thinking.signature: Field required",
+    )
     .await;
-    assert_eq!(
-        error,
-        ModelError::Rejected {
-            status: Some(400),
-            message: "HTTP 400: messages.1.content.0.thinking.signature: Field required".into()
-        }
-    );
     let auth = Adapter::complete_against(Reply::json(
         401,
         &api_error("authentication_error", "invalid x-api-key"),

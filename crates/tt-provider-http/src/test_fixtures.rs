@@ -248,6 +248,20 @@ pub trait AdapterUnderTest {
         assert!(error.is_retryable());
     }
 
+    /// The first round against a server answering `reply`: asserts that the server refused
+    /// it with `status`, saying `message`, not retried.
+    async fn assert_rejected(reply: Reply, status: u16, message: &str) {
+        let error = Self::complete_against(reply).await;
+        assert_eq!(
+            error,
+            ModelError::Rejected {
+                status: Some(status),
+                message: message.to_owned()
+            }
+        );
+        assert!(!error.is_retryable());
+    }
+
     /// The first round against a server answering 200 with `body`, JSON cut short: asserts
     /// that it fails as an invalid upstream response, retried.
     async fn assert_truncated_body_invalid(body: &[u8]) {
