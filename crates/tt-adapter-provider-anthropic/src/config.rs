@@ -1,9 +1,5 @@
 //! Connection settings of the Anthropic Messages provider and the errors of building one.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use tt_ports::Clock;
 pub use tt_provider_http::http::HttpLimits;
 
 /// The public API's base URL.
@@ -15,47 +11,23 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// `max_tokens` when none is configured.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// Where and how to reach the Messages API.
-#[derive(Clone)]
-pub struct AnthropicConfig {
-    /// Without the API version, e.g. `https://api.anthropic.com`; requests go to
-    /// `{base_url}/v1/messages`.
-    pub base_url: String,
-    /// Used when a request has no `model_id` of its own.
-    pub default_model: Option<String>,
-    /// Sent as `x-api-key` when present.
-    pub api_key: Option<String>,
-    /// Added to every request after the standard headers (for example `anthropic-beta`).
-    pub extra_headers: Vec<(String, String)>,
-    /// Non-streamed: the whole exchange. Streamed: the wait for the response headers and for
-    /// each further piece of the body. `None` waits as long as the server takes.
-    pub request_timeout: Option<Duration>,
-    /// Whether the runtime should prefer `ModelProvider::stream` for this connection.
-    pub stream: bool,
-    /// Sent as `max_tokens` (required by the API).
-    pub max_tokens: u32,
-    /// Turns on extended thinking with this token budget (must be below `max_tokens`).
-    pub thinking_budget_tokens: Option<u32>,
-    /// Marks `cache_control` breakpoints on the tools, the system prompt and the last user
-    /// turns (on by default; docs/providers.md).
-    pub prompt_caching: bool,
-    /// "Now" for an HTTP-date `Retry-After` when the response carries no `Date` header.
-    pub clock: Option<Arc<dyn Clock>>,
-    /// Connect timeout, idle timeout between pieces, and the most bytes of one reply.
-    pub limits: HttpLimits,
-    /// A generation setting the API does not take: refused (the default) or dropped.
-    pub unsupported_settings: tt_ports::UnsupportedSettings,
-}
-
-impl std::fmt::Debug for AnthropicConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.debug_connection(f, "AnthropicConfig")
-            .field("max_tokens", &self.max_tokens)
-            .field("thinking_budget_tokens", &self.thinking_budget_tokens)
-            .field("prompt_caching", &self.prompt_caching)
-            .field("limits", &self.limits)
-            .field("unsupported_settings", &self.unsupported_settings)
-            .finish_non_exhaustive()
+tt_provider_http::connection_settings! {
+    /// Where and how to reach the Messages API.
+    pub struct AnthropicConfig {
+        /// Without the API version, e.g. `https://api.anthropic.com`; requests go to
+        /// `{base_url}/v1/messages`.
+        pub base_url: String,
+        /// Sent as `x-api-key` when present.
+        pub api_key: Option<String>,
+        /// Added to every request after the standard headers (for example `anthropic-beta`).
+        pub extra_headers: Vec<(String, String)>,
+        /// Sent as `max_tokens` (required by the API).
+        pub max_tokens: u32,
+        /// Turns on extended thinking with this token budget (must be below `max_tokens`).
+        pub thinking_budget_tokens: Option<u32>,
+        /// Marks `cache_control` breakpoints on the tools, the system prompt and the last user
+        /// turns (on by default; docs/providers.md).
+        pub prompt_caching: bool,
     }
 }
 
@@ -115,4 +87,15 @@ pub enum AnthropicError {
     InvalidTokenLimits(String),
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+}
+
+impl From<tt_provider_http::exchange::EndpointError> for AnthropicError {
+    fn from(err: tt_provider_http::exchange::EndpointError) -> Self {
+        use tt_provider_http::exchange::EndpointError;
+        match err {
+            EndpointError::InvalidBaseUrl(url) => Self::InvalidBaseUrl(url),
+            EndpointError::InvalidHeader(name) => Self::InvalidHeader(name),
+            EndpointError::Client(reason) => Self::Client(reason),
+        }
+    }
 }

@@ -9,7 +9,7 @@ use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::settings::thinking_budget;
 use crate::stream::EventAccumulator;
-use tt_provider_http::exchange::{HttpEndpoint, WireFormat, endpoint_url, request_headers};
+use tt_provider_http::exchange::{HttpEndpoint, WireFormat, encode_body};
 
 /// The provider name, as shown in events.
 pub const ANTHROPIC_PROVIDER_NAME: &str = "anthropic";
@@ -23,8 +23,15 @@ pub struct AnthropicProvider {
 
 impl AnthropicProvider {
     pub fn new(config: AnthropicConfig) -> Result<Self, AnthropicError> {
-        let endpoint = endpoint_url(&config.base_url, "/v1/messages")
-            .ok_or_else(|| AnthropicError::InvalidBaseUrl(config.base_url.clone()))?;
+        let credential = config
+            .api_key
+            .as_ref()
+            .map(|key| ("x-api-key", key.clone()));
+        let http = config.http_endpoint(
+            "/v1/messages",
+            &[("anthropic-version", ANTHROPIC_VERSION)],
+            credential,
+        )?;
         if config.max_tokens == 0
             || config
                 .thinking_budget_tokens
@@ -35,34 +42,10 @@ impl AnthropicProvider {
                 config.max_tokens, config.thinking_budget_tokens
             )));
         }
-        let credential = config
-            .api_key
-            .as_ref()
-            .map(|key| ("x-api-key", key.clone()));
-        let headers = request_headers(
-            &[("anthropic-version", ANTHROPIC_VERSION)],
-            credential,
-            &config.extra_headers,
-        )
-        .map_err(AnthropicError::InvalidHeader)?;
-        let http = HttpEndpoint::new(config.endpoint_config(endpoint, headers))
-            .map_err(AnthropicError::Client)?;
         Ok(Self { config, http })
     }
 
-    /// Whether the runtime should call `stream` rather than `complete` for this connection.
-    pub fn prefers_streaming(&self) -> bool {
-        self.config.stream
-    }
-
-    /// The URL requests are posted to.
-    pub fn endpoint(&self) -> &str {
-        self.http.url()
-    }
-
-    pub fn config(&self) -> &AnthropicConfig {
-        &self.config
-    }
+    tt_provider_http::provider_accessors!(AnthropicConfig);
 
     fn body(&self, request: &AgentModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
         let model = self.config.model_for(request)?;
@@ -78,8 +61,7 @@ impl AnthropicProvider {
                 unsupported_settings: self.config.unsupported_settings,
             },
         )?;
-        serde_json::to_vec(&body)
-            .map_err(|err| ModelError::Other(format!("cannot encode the request: {err}")))
+        encode_body(&body)
     }
 
     /// The connection's `max_tokens`, lowered to the request's own limit when that is lower

@@ -11,7 +11,7 @@ use crate::support::{
     Adapter, cached_system, cached_user_text, first_body, first_messages, provider, request,
     tool_result,
 };
-use tt_provider_http::test_fixtures::AdapterUnderTest;
+use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_writes_night};
 
 fn message(content: Value, stop_reason: &str) -> Value {
     json!({
@@ -46,14 +46,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
     assert_eq!(sent.header("authorization"), None);
     assert_eq!(sent.body, first_body(false));
 
-    let calls = response.tool_calls();
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].id, "toolu_01A09q90qw90lq917835lq9");
-    assert_eq!(calls[0].name, "workspace_write_file");
-    assert_eq!(
-        calls[0].arguments,
-        json!({"path": "output/main.md", "content": "Night."})
-    );
+    assert_writes_night(&response, "toolu_01A09q90qw90lq917835lq9");
     assert_eq!(response.finish_reason.as_deref(), Some("tool_use"));
     assert_eq!(
         response.response_id.as_deref(),

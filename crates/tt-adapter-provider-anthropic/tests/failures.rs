@@ -40,48 +40,32 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
 
 #[tokio::test]
 async fn overloaded_and_server_errors_are_transient() {
-    let overloaded = Adapter::complete_against(Reply::json(
-        529,
-        &api_error("overloaded_error", "Overloaded"),
-    ))
+    Adapter::assert_transient(
+        Reply::json(529, &api_error("overloaded_error", "Overloaded")),
+        "HTTP 529: Overloaded",
+    )
     .await;
-    assert_eq!(
-        overloaded,
-        ModelError::Transient {
-            message: "HTTP 529: Overloaded".into()
-        }
-    );
-    assert!(overloaded.is_retryable());
-    let internal = Adapter::complete_against(Reply::json(
-        500,
-        &api_error("api_error", "Internal server error"),
-    ))
+    Adapter::assert_transient(
+        Reply::json(500, &api_error("api_error", "Internal server error")),
+        "HTTP 500: Internal server error",
+    )
     .await;
-    assert_eq!(
-        internal,
-        ModelError::Transient {
-            message: "HTTP 500: Internal server error".into()
-        }
-    );
 }
 
 #[tokio::test]
 async fn other_client_errors_are_rejected_with_the_apis_message() {
-    let error = Adapter::complete_against(Reply::json(
-        400,
-        &api_error(
-            "invalid_request_error",
-            "messages.1.content.0.thinking.signature: Field required",
+    Adapter::assert_rejected(
+        Reply::json(
+            400,
+            &api_error(
+                "invalid_request_error",
+                "messages.1.content.0.thinking.signature: Field required",
+            ),
         ),
-    ))
+        400,
+        "HTTP 400: messages.1.content.0.thinking.signature: Field required",
+    )
     .await;
-    assert_eq!(
-        error,
-        ModelError::Rejected {
-            status: Some(400),
-            message: "HTTP 400: messages.1.content.0.thinking.signature: Field required".into()
-        }
-    );
     let auth = Adapter::complete_against(Reply::json(
         401,
         &api_error("authentication_error", "invalid x-api-key"),
@@ -99,14 +83,8 @@ async fn other_client_errors_are_rejected_with_the_apis_message() {
 
 #[tokio::test]
 async fn a_malformed_success_body_is_an_upstream_invalid_response() {
-    let error = Adapter::complete_against(Reply::Whole {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: b"{\"id\": \"msg_1\", \"content\": [{\"type\": \"te".to_vec(),
-    })
-    .await;
-    assert_eq!(error.code(), "model.upstream_invalid_response");
-    assert!(error.is_retryable());
+    Adapter::assert_truncated_body_invalid(b"{\"id\": \"msg_1\", \"content\": [{\"type\": \"te")
+        .await;
     let no_content =
         Adapter::complete_against(Reply::json(200, &json!({"id": "msg_1", "type": "message"})))
             .await;

@@ -5,25 +5,13 @@
 //! waits take no time.
 
 use serde_json::json;
-use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
-use tt_adapter_provider_anthropic::{AnthropicConfig, AnthropicProvider, HttpLimits};
-use tt_ports::ModelProvider;
+use tt_adapter_provider_anthropic::AnthropicProvider;
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Adapter, Deltas, config, first_messages, request};
-use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_cut_off_at_size_limit};
+use crate::support::{Adapter, config, first_messages, request};
+use tt_provider_http::test_fixtures::{AdapterUnderTest, sent};
 
 const SMALL: u64 = 64 * 1024;
-
-fn limited(server: &TestServer, change: impl FnOnce(&mut AnthropicConfig)) -> AnthropicProvider {
-    let mut config = config(server).with_limits(HttpLimits {
-        max_response_bytes: SMALL,
-        ..HttpLimits::default()
-    });
-    change(&mut config);
-    AnthropicProvider::new(config).unwrap()
-}
 
 fn endless_text() -> Reply {
     // Keep-alive pings forever: the server never finishes its message.
@@ -35,17 +23,7 @@ fn endless_text() -> Reply {
 
 #[tokio::test(start_paused = true)]
 async fn a_server_that_streams_forever_is_cut_off_at_the_size_limit() {
-    let mut server = TestServer::always(endless_text()).await;
-    let provider = limited(&server, |_| {});
-    let error = provider
-        .stream(
-            request(1, first_messages()),
-            Arc::new(Deltas::default()),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
-    assert_cut_off_at_size_limit(&error, &mut server, SMALL).await;
+    Adapter::assert_endless_stream_cut_off(endless_text(), SMALL).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -74,7 +52,7 @@ async fn the_request_limit_lowers_max_tokens_but_never_to_the_thinking_budget() 
         )
     };
     // (request limit, thinking budget, sent); the connection's max_tokens is 2048.
-    for (asked, thinking, sent) in [
+    for (asked, thinking, max_tokens) in [
         (None, None, 2048),
         (Some(300), None, 300),
         (Some(4000), None, 2048),
@@ -86,11 +64,12 @@ async fn the_request_limit_lowers_max_tokens_but_never_to_the_thinking_budget() 
         config.thinking_budget_tokens = thinking;
         let mut request = request(1, first_messages());
         request.max_output_tokens = asked;
-        AnthropicProvider::new(config)
-            .unwrap()
-            .complete(request, CancellationToken::new())
-            .await
-            .unwrap();
-        assert_eq!(server.next_request().await.body["max_tokens"], sent);
+        let body = sent(
+            &AnthropicProvider::new(config).unwrap(),
+            &mut server,
+            request,
+        )
+        .await;
+        assert_eq!(body["max_tokens"], max_tokens);
     }
 }

@@ -7,8 +7,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_anthropic::{AnthropicProvider, MAX_CACHE_BREAKPOINTS};
 use tt_domain::generation::GenerationSettings;
-use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelRole, ModelUsage};
+use tt_domain::model::{AgentModelMessage, AgentModelRequest, ModelContentPart, ModelUsage};
 use tt_domain::profile::CacheTtl;
+use tt_domain::tool::AgentToolCall;
 use tt_ports::{ModelError, ModelProvider};
 
 use crate::support::server::{Reply, TestServer};
@@ -155,17 +156,10 @@ async fn breakpoints_mark_tools_system_and_the_last_two_user_turns() {
 
     // Round 3 of a tool loop: the last user turn (this round's results) and the one before
     // (where round 2's request ended); the first user turn no longer.
-    let call = |id: &str| AgentModelMessage {
-        role: ModelRole::Assistant,
-        parts: vec![tt_domain::model::ModelContentPart::ToolCall {
-            call: tt_domain::tool::AgentToolCall {
-                id: id.into(),
-                name: "workspace_finish".into(),
-                arguments: json!({}),
-                provider_metadata: Value::Null,
-            },
-        }],
-        provider_metadata: Value::Null,
+    let call = |id: &str| {
+        AgentModelMessage::assistant(vec![ModelContentPart::ToolCall {
+            call: AgentToolCall::new(id, "workspace_finish", json!({})),
+        }])
     };
     let mut messages = first_messages();
     messages.push(call("t1"));

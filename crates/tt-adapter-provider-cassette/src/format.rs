@@ -63,7 +63,7 @@ pub enum Outcome {
 /// A model error as recorded: enough to raise the same kind of error on replay (so retries and
 /// failures replay too).
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordedError {
     /// `rate_limited`, `transient`, `timed_out`, `rejected`, `invalid_response`,
@@ -138,12 +138,7 @@ impl RecordedError {
             kind: kind.to_owned(),
             code: error.code().to_string(),
             message,
-            status: None,
-            retry_after_ms: None,
-            prompt_tokens: None,
-            window_tokens: None,
-            limit: None,
-            limit_ms: None,
+            ..Self::default()
         }
     }
 
@@ -244,12 +239,7 @@ mod tests {
             kind: "invalid_response".into(),
             code: "model.something_new".into(),
             message: "what".into(),
-            status: None,
-            retry_after_ms: None,
-            prompt_tokens: None,
-            window_tokens: None,
-            limit: None,
-            limit_ms: None,
+            ..RecordedError::default()
         };
         assert_eq!(
             recorded.to_error(),

@@ -1,9 +1,5 @@
 //! Connection settings of the OpenAI-compatible provider and the errors of building one.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use tt_ports::Clock;
 pub use tt_provider_http::http::HttpLimits;
 
 /// `max_tokens` sent when neither the request nor the connection sets one, so a model that
@@ -66,53 +62,28 @@ impl Dialect {
     }
 }
 
-/// Where and how to reach an OpenAI-compatible server.
-#[derive(Clone)]
-pub struct OpenAiConfig {
-    /// Up to and including the API version, e.g. `https://api.openai.com/v1` or
-    /// `http://127.0.0.1:8080/v1`; requests go to `{base_url}/chat/completions`.
-    pub base_url: String,
-    /// Used when a request has no `model_id` of its own.
-    pub default_model: Option<String>,
-    /// Sent as `Authorization: Bearer …` when present (local servers usually need none).
-    pub api_key: Option<String>,
-    /// Added to every request, after the standard headers.
-    pub extra_headers: Vec<(String, String)>,
-    /// Non-streamed: the whole exchange. Streamed: the wait for the response headers and for
-    /// each further piece of the body. `None` waits as long as the server takes.
-    pub request_timeout: Option<Duration>,
-    /// Whether the runtime should prefer `ModelProvider::stream` for this connection.
-    pub stream: bool,
-    /// A cap on `max_tokens`: the request's own limit (the profile's `model.maxOutputTokens`)
-    /// or [`DEFAULT_MAX_TOKENS`], whichever this is lower than.
-    pub max_tokens: Option<u32>,
-    /// Which body field carries the token limit; by default chosen from the base URL
-    /// ([`TokenLimitField::for_base_url`]).
-    pub token_limit_field: TokenLimitField,
-    /// Which settings and cache hints the server takes; by default chosen from the base URL
-    /// ([`Dialect::for_base_url`]).
-    pub dialect: Dialect,
-    /// Replays reasoning as `reasoning_content` on assistant turns (servers such as DeepSeek's
-    /// thinking mode want it back during a tool loop; most servers ignore or refuse it).
-    pub replay_reasoning_content: bool,
-    /// "Now" for an HTTP-date `Retry-After` when the response carries no `Date` header.
-    pub clock: Option<Arc<dyn Clock>>,
-    /// Connect timeout, idle timeout between pieces, and the most bytes of one reply.
-    pub limits: HttpLimits,
-    /// A generation setting the API does not take: refused (the default) or dropped.
-    pub unsupported_settings: tt_ports::UnsupportedSettings,
-}
-
-impl std::fmt::Debug for OpenAiConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.debug_connection(f, "OpenAiConfig")
-            .field("max_tokens", &self.max_tokens)
-            .field("token_limit_field", &self.token_limit_field)
-            .field("dialect", &self.dialect)
-            .field("replay_reasoning_content", &self.replay_reasoning_content)
-            .field("limits", &self.limits)
-            .field("unsupported_settings", &self.unsupported_settings)
-            .finish_non_exhaustive()
+tt_provider_http::connection_settings! {
+    /// Where and how to reach an OpenAI-compatible server.
+    pub struct OpenAiConfig {
+        /// Up to and including the API version, e.g. `https://api.openai.com/v1` or
+        /// `http://127.0.0.1:8080/v1`; requests go to `{base_url}/chat/completions`.
+        pub base_url: String,
+        /// Sent as `Authorization: Bearer …` when present (local servers usually need none).
+        pub api_key: Option<String>,
+        /// Added to every request, after the standard headers.
+        pub extra_headers: Vec<(String, String)>,
+        /// A cap on `max_tokens`: the request's own limit (the profile's `model.maxOutputTokens`)
+        /// or [`DEFAULT_MAX_TOKENS`], whichever this is lower than.
+        pub max_tokens: Option<u32>,
+        /// Which body field carries the token limit; by default chosen from the base URL
+        /// ([`TokenLimitField::for_base_url`]).
+        pub token_limit_field: TokenLimitField,
+        /// Which settings and cache hints the server takes; by default chosen from the base URL
+        /// ([`Dialect::for_base_url`]).
+        pub dialect: Dialect,
+        /// Replays reasoning as `reasoning_content` on assistant turns (servers such as DeepSeek's
+        /// thinking mode want it back during a tool loop; most servers ignore or refuse it).
+        pub replay_reasoning_content: bool,
     }
 }
 
@@ -166,4 +137,15 @@ pub enum OpenAiError {
     InvalidHeader(String),
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+}
+
+impl From<tt_provider_http::exchange::EndpointError> for OpenAiError {
+    fn from(err: tt_provider_http::exchange::EndpointError) -> Self {
+        use tt_provider_http::exchange::EndpointError;
+        match err {
+            EndpointError::InvalidBaseUrl(url) => Self::InvalidBaseUrl(url),
+            EndpointError::InvalidHeader(name) => Self::InvalidHeader(name),
+            EndpointError::Client(reason) => Self::Client(reason),
+        }
+    }
 }

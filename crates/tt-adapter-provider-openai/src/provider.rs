@@ -8,7 +8,7 @@ use crate::config::{OpenAiConfig, OpenAiError};
 use crate::request::{BodyOptions, request_body};
 use crate::response::decode_body;
 use crate::stream::ChunkAccumulator;
-use tt_provider_http::exchange::{HttpEndpoint, WireFormat, endpoint_url, request_headers};
+use tt_provider_http::exchange::{HttpEndpoint, WireFormat, encode_body};
 
 /// The provider name, as shown in events.
 pub const OPENAI_PROVIDER_NAME: &str = "openai";
@@ -23,32 +23,15 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, OpenAiError> {
-        let endpoint = endpoint_url(&config.base_url, "/chat/completions")
-            .ok_or_else(|| OpenAiError::InvalidBaseUrl(config.base_url.clone()))?;
         let credential = config
             .api_key
             .as_ref()
             .map(|key| ("authorization", format!("Bearer {key}")));
-        let headers = request_headers(&[], credential, &config.extra_headers)
-            .map_err(OpenAiError::InvalidHeader)?;
-        let http = HttpEndpoint::new(config.endpoint_config(endpoint, headers))
-            .map_err(OpenAiError::Client)?;
+        let http = config.http_endpoint("/chat/completions", &[], credential)?;
         Ok(Self { config, http })
     }
 
-    /// Whether the runtime should call `stream` rather than `complete` for this connection.
-    pub fn prefers_streaming(&self) -> bool {
-        self.config.stream
-    }
-
-    /// The URL requests are posted to.
-    pub fn endpoint(&self) -> &str {
-        self.http.url()
-    }
-
-    pub fn config(&self) -> &OpenAiConfig {
-        &self.config
-    }
+    tt_provider_http::provider_accessors!(OpenAiConfig);
 
     pub(crate) fn http(&self) -> &HttpEndpoint {
         &self.http
@@ -72,8 +55,7 @@ impl OpenAiProvider {
                 unsupported_settings: self.config.unsupported_settings,
             },
         )?;
-        serde_json::to_vec(&body)
-            .map_err(|err| ModelError::Other(format!("cannot encode the request: {err}")))
+        encode_body(&body)
     }
 }
 

@@ -140,8 +140,7 @@ pub(crate) fn reasoning_field(value: &Value) -> Option<&str> {
 
 /// Decodes a whole (non-streamed) response body.
 pub(crate) fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|err| invalid_response(format!("the response body is not JSON: {err}")))?;
+    let value = tt_provider_http::http::response_json(body)?;
     let choice = value
         .get("choices")
         .and_then(Value::as_array)

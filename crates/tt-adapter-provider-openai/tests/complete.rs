@@ -4,12 +4,12 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tt_domain::model::{AgentModelMessage, ModelContentPart, ModelUsage};
-use tt_domain::tool::AgentToolResult;
+use tt_domain::tool::{AgentToolCall, AgentToolResult};
 use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
 use crate::support::{Adapter, first_body, first_messages, provider, request};
-use tt_provider_http::test_fixtures::AdapterUnderTest;
+use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_writes_night};
 
 fn completion(message: Value, finish_reason: &str) -> Value {
     json!({
@@ -51,14 +51,7 @@ async fn single_tool_call_round_trip_with_exact_request() {
     assert_eq!(sent.header("x-team"), Some("writers"));
     assert_eq!(sent.body, first_body(false));
 
-    let calls = response.tool_calls();
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].id, "call_9f2");
-    assert_eq!(calls[0].name, "workspace_write_file");
-    assert_eq!(
-        calls[0].arguments,
-        json!({"path": "output/main.md", "content": "Night."})
-    );
+    assert_writes_night(&response, "call_9f2");
     assert_eq!(response.text(), "");
     assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(response.response_id.as_deref(), Some("chatcmpl-42"));
@@ -161,18 +154,11 @@ async fn an_assistant_turn_with_only_tool_calls_is_replayed_with_null_content() 
     let reply = completion(json!({"role": "assistant", "content": "ok"}), "stop");
     let mut server = TestServer::always(Reply::json(200, &reply)).await;
     let mut messages = first_messages();
-    messages.push(AgentModelMessage {
-        role: tt_domain::model::ModelRole::Assistant,
-        parts: vec![ModelContentPart::ToolCall {
-            call: tt_domain::tool::AgentToolCall {
-                id: "call_only".into(),
-                name: "workspace_finish".into(),
-                arguments: json!({}),
-                provider_metadata: Value::Null,
-            },
-        }],
-        provider_metadata: Value::Null,
-    });
+    messages.push(AgentModelMessage::assistant(vec![
+        ModelContentPart::ToolCall {
+            call: AgentToolCall::new("call_only", "workspace_finish", json!({})),
+        },
+    ]));
     messages.push(result(
         "call_only",
         "workspace.finish",

@@ -48,72 +48,51 @@ async fn too_many_requests_is_rate_limited_with_retry_after() {
 
 #[tokio::test]
 async fn server_errors_are_transient() {
-    let error = Adapter::complete_against(Reply::json(
-        500,
-        &json!({"error": {"message": "The server had an error", "type": "server_error"}}),
-    ))
+    Adapter::assert_transient(
+        Reply::json(
+            500,
+            &json!({"error": {"message": "The server had an error", "type": "server_error"}}),
+        ),
+        "HTTP 500: The server had an error",
+    )
     .await;
-    assert_eq!(
-        error,
-        ModelError::Transient {
-            message: "HTTP 500: The server had an error".into()
-        }
-    );
-    assert!(error.is_retryable());
-    let gateway = Adapter::complete_against(Reply::Whole {
-        status: 502,
-        headers: vec![("content-type".into(), "text/html".into())],
-        body: b"<html>Bad Gateway</html>".to_vec(),
-    })
+    Adapter::assert_transient(
+        Reply::Whole {
+            status: 502,
+            headers: vec![("content-type".into(), "text/html".into())],
+            body: b"<html>Bad Gateway</html>".to_vec(),
+        },
+        "HTTP 502: <html>Bad Gateway</html>",
+    )
     .await;
-    assert_eq!(
-        gateway,
-        ModelError::Transient {
-            message: "HTTP 502: <html>Bad Gateway</html>".into()
-        }
-    );
 }
 
 #[tokio::test]
 async fn other_client_errors_are_rejected_with_the_servers_message() {
-    let error = Adapter::complete_against(Reply::json(
+    Adapter::assert_rejected(
+        Reply::json(
+            400,
+            &json!({"error": {"message": "'messages' must contain at least one message", "type": "invalid_request_error", "param": "messages"}}),
+        ),
         400,
-        &json!({"error": {"message": "'messages' must contain at least one message", "type": "invalid_request_error", "param": "messages"}}),
-    ))
+        "HTTP 400: 'messages' must contain at least one message",
+    )
     .await;
-    assert_eq!(
-        error,
-        ModelError::Rejected {
-            status: Some(400),
-            message: "HTTP 400: 'messages' must contain at least one message".into()
-        }
-    );
-    assert!(!error.is_retryable());
     // vLLM's older error shape.
-    let error = Adapter::complete_against(Reply::json(
+    Adapter::assert_rejected(
+        Reply::json(
+            404,
+            &json!({"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError", "code": 404}),
+        ),
         404,
-        &json!({"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError", "code": 404}),
-    ))
+        "HTTP 404: The model `x` does not exist.",
+    )
     .await;
-    assert_eq!(
-        error,
-        ModelError::Rejected {
-            status: Some(404),
-            message: "HTTP 404: The model `x` does not exist.".into()
-        }
-    );
 }
 
 #[tokio::test]
 async fn a_malformed_success_body_is_an_upstream_invalid_response() {
-    let error = Adapter::complete_against(Reply::Whole {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: b"{\"id\": \"chatcmpl-1\", \"choices\": [".to_vec(),
-    })
-    .await;
-    assert_eq!(error.code(), "model.upstream_invalid_response");
-    assert!(error.is_retryable());
+    Adapter::assert_truncated_body_invalid(b"{\"id\": \"chatcmpl-1\", \"choices\": [").await;
 }
 
 #[tokio::test]

@@ -5,15 +5,12 @@
 //! waits take no time.
 
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
-use tt_ports::ModelProvider;
 
 use crate::support::server::{Reply, TestServer};
-use crate::support::{Adapter, Deltas, config, first_messages, request};
-use tt_provider_http::test_fixtures::{AdapterUnderTest, assert_cut_off_at_size_limit};
+use crate::support::{Adapter, config, first_messages, request};
+use tt_provider_http::test_fixtures::{AdapterUnderTest, sent};
 
 const SMALL: u64 = 64 * 1024;
 
@@ -37,18 +34,7 @@ fn endless_text() -> Reply {
 
 #[tokio::test(start_paused = true)]
 async fn a_server_that_streams_forever_is_cut_off_at_the_size_limit() {
-    let mut server = TestServer::always(endless_text()).await;
-    let provider = limited(&server, |_| {});
-    let deltas = Arc::new(Deltas::default());
-    let error = provider
-        .stream(
-            request(1, first_messages()),
-            deltas.clone(),
-            CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
-    assert_cut_off_at_size_limit(&error, &mut server, SMALL).await;
+    let deltas = Adapter::assert_endless_stream_cut_off(endless_text(), SMALL).await;
     assert!(!deltas.take().is_empty());
 }
 
@@ -111,7 +97,7 @@ async fn max_tokens_is_the_lowest_of_request_and_connection_or_the_default() {
         )
     };
     // (request limit, connection cap, sent)
-    for (asked, cap, sent) in [
+    for (asked, cap, max_tokens) in [
         (None, None, 8192),
         (Some(300), None, 300),
         (None, Some(100), 100),
@@ -123,11 +109,7 @@ async fn max_tokens_is_the_lowest_of_request_and_connection_or_the_default() {
         config.max_tokens = cap;
         let mut request = request(1, first_messages());
         request.max_output_tokens = asked;
-        OpenAiProvider::new(config)
-            .unwrap()
-            .complete(request, CancellationToken::new())
-            .await
-            .unwrap();
-        assert_eq!(server.next_request().await.body["max_tokens"], sent);
+        let body = sent(&OpenAiProvider::new(config).unwrap(), &mut server, request).await;
+        assert_eq!(body["max_tokens"], max_tokens);
     }
 }

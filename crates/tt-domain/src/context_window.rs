@@ -619,18 +619,13 @@ mod tests {
     }
 
     fn call(id: &str) -> AgentModelMessage {
-        AgentModelMessage {
-            role: ModelRole::Assistant,
-            parts: vec![ModelContentPart::ToolCall {
-                call: AgentToolCall {
-                    id: id.into(),
-                    name: "workspace.read_file".into(),
-                    arguments: json!({"path": "scratch/notes.md"}),
-                    provider_metadata: serde_json::Value::Null,
-                },
-            }],
-            provider_metadata: serde_json::Value::Null,
-        }
+        AgentModelMessage::assistant(vec![ModelContentPart::ToolCall {
+            call: AgentToolCall::new(
+                id,
+                "workspace.read_file",
+                json!({"path": "scratch/notes.md"}),
+            ),
+        }])
     }
 
     /// The task, a plain-text answer of 1080 characters, and the drift reminder that followed

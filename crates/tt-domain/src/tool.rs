@@ -75,6 +75,18 @@ pub struct AgentToolCall {
     pub provider_metadata: Value,
 }
 
+impl AgentToolCall {
+    /// A call without provider metadata.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            provider_metadata: Value::Null,
+        }
+    }
+}
+
 /// The result of one tool call, as stored and as sent back to the model.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -284,8 +284,18 @@ impl fmt::Display for ExternalToolId {
     }
 }
 
-fn invalid_name(message: String) -> DomainError {
-    DomainError::new(error_codes::TOOL_ID_INVALID, message)
+/// `Ok` when `name` is 1 to `max` bytes long and `follows` its rule; else `tool.id_invalid`
+/// saying the rule (`rule`).
+fn check_name(
+    name: &str,
+    max: usize,
+    follows: bool,
+    rule: impl FnOnce() -> String,
+) -> DomainResult<()> {
+    if name.is_empty() || name.len() > max || !follows {
+        return Err(DomainError::new(error_codes::TOOL_ID_INVALID, rule()));
+    }
+    Ok(())
 }
 
 /// Lowercase ASCII words of `[a-z0-9_]`, each starting with a letter, joined by dots.
@@ -296,45 +306,38 @@ pub fn check_host_tool_name(name: &str) -> DomainResult<()> {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     });
-    if name.is_empty() || name.len() > MAX_HOST_TOOL_NAME || !words_ok {
-        return Err(invalid_name(format!(
+    check_name(name, MAX_HOST_TOOL_NAME, words_ok, || {
+        format!(
             "host tool name `{name}` must be 1..={MAX_HOST_TOOL_NAME} lowercase words of a-z, 0-9 and _ joined by dots"
-        )));
-    }
-    Ok(())
+        )
+    })
 }
 
 /// 1 to 32 characters of `[a-z0-9_-]`, starting with a letter or digit.
 pub fn check_mcp_server_name(name: &str) -> DomainResult<()> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_MCP_SERVER_NAME
-        && name
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_alphanumeric())
+    let follows = name
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphanumeric())
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if !ok {
-        return Err(invalid_name(format!(
+    check_name(name, MAX_MCP_SERVER_NAME, follows, || {
+        format!(
             "MCP server name `{name}` must be 1..={MAX_MCP_SERVER_NAME} characters of a-z, 0-9, _ and -"
-        )));
-    }
-    Ok(())
+        )
+    })
 }
 
 /// What a server may name a tool: 1 to 128 printable characters without whitespace.
 pub fn check_mcp_tool_name(name: &str) -> DomainResult<()> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_MCP_TOOL_NAME
-        && name.chars().all(|c| !c.is_control() && !c.is_whitespace());
-    if !ok {
-        return Err(invalid_name(format!(
+    let follows = name.chars().all(|c| !c.is_control() && !c.is_whitespace());
+    check_name(name, MAX_MCP_TOOL_NAME, follows, || {
+        format!(
             "MCP tool name `{}` must be 1..={MAX_MCP_TOOL_NAME} printable characters without spaces",
             name.escape_debug()
-        )));
-    }
-    Ok(())
+        )
+    })
 }
 
 /// The longest tool name providers accept.
@@ -432,17 +435,7 @@ impl PartialEq<ToolName> for ToolId {
     }
 }
 
-impl fmt::Display for ToolId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.canonical())
-    }
-}
-
-impl Serialize for ToolId {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.canonical())
-    }
-}
+crate::tool_name::shown_as_canonical!(ToolId);
 
 impl<'de> Deserialize<'de> for ToolId {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

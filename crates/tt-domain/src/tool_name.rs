@@ -1,8 +1,7 @@
 //! The built-in tools' names: the contract's dotted id (`workspace.write_file`) and the name a
 //! model sees (`workspace_write_file`). Their facts are in `tool_model`.
 
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use serde::Deserialize;
 
 /// Declares the built-in tools once, in registry order: each variant with its contract id and
 /// the name a model sees. `ALL`, `canonical` and `model_alias` come from this one list, so a
@@ -88,17 +87,26 @@ impl ToolName {
     }
 }
 
-impl fmt::Display for ToolName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.canonical())
-    }
-}
+/// `Display` and `Serialize` of a tool type as its `canonical()` name (each type parses it back
+/// its own way).
+macro_rules! shown_as_canonical {
+    ($ty:ty) => {
+        impl ::std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.canonical())
+            }
+        }
 
-impl Serialize for ToolName {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.canonical())
-    }
+        impl ::serde::Serialize for $ty {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.canonical())
+            }
+        }
+    };
 }
+pub(crate) use shown_as_canonical;
+
+shown_as_canonical!(ToolName);
 
 impl<'de> Deserialize<'de> for ToolName {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -74,6 +74,12 @@ fn forward_whole<W: WireFormat>(response: &AgentModelResponse, sink: &dyn ModelD
     }
 }
 
+/// A request body encoded as JSON, for [`WireFormat::request_body`].
+pub fn encode_body(body: &Value) -> Result<Vec<u8>, ModelError> {
+    serde_json::to_vec(body)
+        .map_err(|err| ModelError::Other(format!("cannot encode the request: {err}")))
+}
+
 /// `base_url` without trailing slashes, followed by `path`, when `base_url` is an http(s) URL
 /// with a host.
 pub fn endpoint_url(base_url: &str, path: &str) -> Option<String> {
@@ -113,6 +119,18 @@ pub fn request_headers(
         headers.insert(header_name, header_value);
     }
     Ok(headers)
+}
+
+/// Why a connection's [`HttpEndpoint`] could not be built; each adapter turns it into its own
+/// error type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndpointError {
+    /// The base URL is not an http(s) URL with a host.
+    InvalidBaseUrl(String),
+    /// The named header has an invalid name or value.
+    InvalidHeader(String),
+    /// The HTTP client could not be built.
+    Client(String),
 }
 
 /// What a connection needs to build its [`HttpEndpoint`].

@@ -186,6 +186,12 @@ pub fn invalid_response(message: impl Into<String>) -> ModelError {
     }
 }
 
+/// A whole reply's body as JSON, or [`invalid_response`] when it is not JSON.
+pub fn response_json(body: &[u8]) -> Result<Value, ModelError> {
+    serde_json::from_slice(body)
+        .map_err(|err| invalid_response(format!("the response body is not JSON: {err}")))
+}
+
 /// A tool call the reply describes so that it cannot be made: `model.invalid_tool_call`.
 pub fn invalid_tool_call(message: impl Into<String>) -> ModelError {
     ModelError::InvalidResponse {

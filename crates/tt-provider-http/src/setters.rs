@@ -1,6 +1,69 @@
-//! What both HTTP adapters would otherwise write twice around their own types: the builder
-//! methods of their connection settings and their `ModelProvider` impl, written once as macros
+//! What both HTTP adapters would otherwise write twice around their own types: their
+//! connection settings' shared fields and builder methods and their `ModelProvider` impl, written once as macros
 //! so each adapter keeps its own types (and its public API).
+
+/// Declares an adapter's connection settings: the struct with the fields every HTTP adapter's
+/// settings have (the adapter documents `base_url`, `api_key` and `extra_headers`, whose use
+/// differs, and adds its own fields after them), and its `Debug`, which leaves secrets out
+/// (the key redacted, extra headers by name only) and the clock unshown.
+#[macro_export]
+macro_rules! connection_settings {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(#[$base_url_meta:meta])* pub base_url: String,
+            $(#[$api_key_meta:meta])* pub api_key: Option<String>,
+            $(#[$extra_headers_meta:meta])* pub extra_headers: Vec<(String, String)>,
+            $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone)]
+        pub struct $name {
+            $(#[$base_url_meta])*
+            pub base_url: String,
+            /// Used when a request has no `model_id` of its own.
+            pub default_model: Option<String>,
+            $(#[$api_key_meta])*
+            pub api_key: Option<String>,
+            $(#[$extra_headers_meta])*
+            pub extra_headers: Vec<(String, String)>,
+            /// Non-streamed: the whole exchange. Streamed: the wait for the response headers and
+            /// for each further piece of the body. `None` waits as long as the server takes.
+            pub request_timeout: Option<::std::time::Duration>,
+            /// Whether the runtime should prefer `ModelProvider::stream` for this connection.
+            pub stream: bool,
+            $($(#[$field_meta])* pub $field: $ty,)*
+            /// "Now" for an HTTP-date `Retry-After` when the response carries no `Date` header.
+            pub clock: Option<::std::sync::Arc<dyn ::tt_ports::Clock>>,
+            /// Connect timeout, idle timeout between pieces, and the most bytes of one reply.
+            pub limits: $crate::http::HttpLimits,
+            /// A generation setting the API does not take: refused (the default) or dropped.
+            pub unsupported_settings: ::tt_ports::UnsupportedSettings,
+        }
+
+        impl ::std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                let header_names: Vec<&str> = self
+                    .extra_headers
+                    .iter()
+                    .map(|(name, _)| name.as_str())
+                    .collect();
+                f.debug_struct(stringify!($name))
+                    .field("base_url", &self.base_url)
+                    .field("default_model", &self.default_model)
+                    .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+                    .field("extra_headers", &header_names)
+                    .field("request_timeout", &self.request_timeout)
+                    .field("stream", &self.stream)
+                    $(.field(stringify!($field), &self.$field))*
+                    .field("limits", &self.limits)
+                    .field("unsupported_settings", &self.unsupported_settings)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
 
 /// Expands, inside `impl <Settings> { … }`, to the shared `with_*` builder methods. The settings
 /// type must have the fields `base_url: String`, `default_model: Option<String>`, `api_key: Option<String>`,
@@ -77,41 +140,50 @@ macro_rules! connection_setters {
                 })
         }
 
-        /// Starts a `Debug` of these settings with the shared fields, secrets left out (the
-        /// key redacted, extra headers by name only).
-        pub(crate) fn debug_connection<'a, 'b>(
+        /// The endpoint `{base_url}{path}` of these settings, whose requests carry the
+        /// provider's `fixed` headers, its `credential` and these settings' extra headers.
+        pub(crate) fn http_endpoint(
             &self,
-            f: &'a mut ::std::fmt::Formatter<'b>,
-            name: &str,
-        ) -> ::std::fmt::DebugStruct<'a, 'b> {
-            let header_names: Vec<&str> = self
-                .extra_headers
-                .iter()
-                .map(|(name, _)| name.as_str())
-                .collect();
-            let mut out = f.debug_struct(name);
-            out.field("base_url", &self.base_url)
-                .field("default_model", &self.default_model)
-                .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-                .field("extra_headers", &header_names)
-                .field("request_timeout", &self.request_timeout)
-                .field("stream", &self.stream);
-            out
-        }
-
-        /// What the shared exchange needs from these settings, for `url` with `headers`.
-        pub(crate) fn endpoint_config(
-            &self,
-            url: String,
-            headers: ::reqwest::header::HeaderMap,
-        ) -> $crate::exchange::EndpointConfig {
-            $crate::exchange::EndpointConfig {
+            path: &str,
+            fixed: &[(&'static str, &'static str)],
+            credential: Option<(&'static str, String)>,
+        ) -> Result<$crate::exchange::HttpEndpoint, $crate::exchange::EndpointError> {
+            use $crate::exchange::EndpointError;
+            let url = $crate::exchange::endpoint_url(&self.base_url, path)
+                .ok_or_else(|| EndpointError::InvalidBaseUrl(self.base_url.clone()))?;
+            let headers = $crate::exchange::request_headers(fixed, credential, &self.extra_headers)
+                .map_err(EndpointError::InvalidHeader)?;
+            $crate::exchange::HttpEndpoint::new($crate::exchange::EndpointConfig {
                 url,
                 headers,
                 limits: self.limits,
                 request_timeout: self.request_timeout,
                 clock: self.clock.clone(),
-            }
+            })
+            .map_err(EndpointError::Client)
+        }
+    };
+}
+
+/// Expands, inside `impl <Provider> { … }`, to the provider's read accessors. The provider type
+/// must have the fields `config: $config` (settings built with [`connection_setters!`]) and
+/// `http: HttpEndpoint`.
+#[macro_export]
+macro_rules! provider_accessors {
+    ($config:ty) => {
+        /// Whether the runtime should call `stream` rather than `complete` for this connection.
+        pub fn prefers_streaming(&self) -> bool {
+            self.config.stream
+        }
+
+        /// The URL requests are posted to.
+        pub fn endpoint(&self) -> &str {
+            self.http.url()
+        }
+
+        /// The settings this provider was built from.
+        pub fn config(&self) -> &$config {
+            &self.config
         }
     };
 }

@@ -145,6 +145,19 @@ pub fn cut(text: &str, markers: &[&str]) -> Vec<String> {
     pieces
 }
 
+/// Asserts that `response` makes exactly one call, `id`: the write of `Night.` to
+/// `output/main.md` the adapters' canned first replies ask for.
+pub fn assert_writes_night(response: &AgentModelResponse, id: &str) {
+    let calls = response.tool_calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].id, id);
+    assert_eq!(calls[0].name, "workspace_write_file");
+    assert_eq!(
+        calls[0].arguments,
+        json!({"path": "output/main.md", "content": "Night."})
+    );
+}
+
 /// Completes `request` through `provider` against `server`: the body the server received.
 pub async fn sent(
     provider: &dyn ModelProvider,
@@ -222,6 +235,46 @@ pub trait AdapterUnderTest {
         error
     }
 
+    /// The first round against a server answering `reply`: asserts that it fails as a
+    /// transient error saying `message`, retried.
+    async fn assert_transient(reply: Reply, message: &str) {
+        let error = Self::complete_against(reply).await;
+        assert_eq!(
+            error,
+            ModelError::Transient {
+                message: message.to_owned()
+            }
+        );
+        assert!(error.is_retryable());
+    }
+
+    /// The first round against a server answering `reply`: asserts that the server refused
+    /// it with `status`, saying `message`, not retried.
+    async fn assert_rejected(reply: Reply, status: u16, message: &str) {
+        let error = Self::complete_against(reply).await;
+        assert_eq!(
+            error,
+            ModelError::Rejected {
+                status: Some(status),
+                message: message.to_owned()
+            }
+        );
+        assert!(!error.is_retryable());
+    }
+
+    /// The first round against a server answering 200 with `body`, JSON cut short: asserts
+    /// that it fails as an invalid upstream response, retried.
+    async fn assert_truncated_body_invalid(body: &[u8]) {
+        let error = Self::complete_against(Reply::Whole {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.to_vec(),
+        })
+        .await;
+        assert_eq!(error.code(), "model.upstream_invalid_response");
+        assert!(error.is_retryable());
+    }
+
     /// Streams the first round into `deltas` against a server answering `reply`, asserting
     /// that the body the server received is the first round's.
     async fn stream_against(
@@ -274,6 +327,28 @@ pub trait AdapterUnderTest {
             .await
             .unwrap_err();
         assert_eq!(error.code(), "model.response_too_large");
+    }
+
+    /// The first round, streamed, against a server sending `reply` for ever, on a connection
+    /// whose replies may be `max_response_bytes` long: asserts that it is cut off at that
+    /// size ([`assert_cut_off_at_size_limit`]). The deltas forwarded before the cut.
+    async fn assert_endless_stream_cut_off(reply: Reply, max_response_bytes: u64) -> Arc<Deltas> {
+        let mut server = TestServer::always(reply).await;
+        let limits = HttpLimits {
+            max_response_bytes,
+            ..HttpLimits::default()
+        };
+        let deltas = Arc::new(Deltas::default());
+        let error = Self::provider_with_limits(&server, limits)
+            .stream(
+                request(1, Self::first_messages()),
+                deltas.clone(),
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap_err();
+        assert_cut_off_at_size_limit(&error, &mut server, max_response_bytes).await;
+        deltas
     }
 
     /// The first round, streamed, against a server that sends `first_piece` and then goes

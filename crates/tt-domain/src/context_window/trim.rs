@@ -183,18 +183,9 @@ mod tests {
     }
 
     fn calling(id: &str) -> AgentModelMessage {
-        AgentModelMessage {
-            role: ModelRole::Assistant,
-            parts: vec![ModelContentPart::ToolCall {
-                call: AgentToolCall {
-                    id: id.into(),
-                    name: "workspace.list_files".into(),
-                    arguments: json!({}),
-                    provider_metadata: serde_json::Value::Null,
-                },
-            }],
-            provider_metadata: serde_json::Value::Null,
-        }
+        AgentModelMessage::assistant(vec![ModelContentPart::ToolCall {
+            call: AgentToolCall::new(id, "workspace.list_files", json!({})),
+        }])
     }
 
     fn result(id: &str, code: Option<&str>) -> AgentModelMessage {
