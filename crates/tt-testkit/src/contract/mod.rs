@@ -8,6 +8,24 @@
 // These functions are test assertions shipped as a library: failing loudly is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+/// Declares a suite's exported macro: `$name!($factory)` expands to `mod $suite` with one
+/// `#[tokio::test]` per case, each running `contract::$module::$case` on a fresh `$factory`
+/// (an expression, evaluated per case, that may `.await`).
+macro_rules! contract_suite_macro {
+    ($(#[$doc:meta])* $name:ident => $suite:ident, $module:ident { $($case:ident),* $(,)? }) => {
+        contract_suite_macro! { @with_dollar ($) $(#[$doc])* $name => $suite, $module { $($case),* } }
+    };
+    (@with_dollar ($d:tt) $(#[$doc:meta])* $name:ident => $suite:ident, $module:ident { $($case:ident),* }) => {
+        $(#[$doc])*
+        #[macro_export]
+        macro_rules! $name {
+            ($d factory:expr) => {
+                $crate::__contract_suite! { $suite, $module, $d factory; $($case),* }
+            };
+        }
+    };
+}
+
 pub mod chained;
 pub mod checkpoints;
 pub mod connections;
