@@ -3,7 +3,7 @@
 //! power cut is cut away), and read by other processes only up to their last complete line.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicU64;
 use tt_ports::{StorageError, StorageResult};
 
 use crate::faults::{self, Fault, Op};
-use crate::fsutil::CountingReader;
+use crate::fsutil;
 
 /// An open segment file of a run this process owns. Appends go to the end as one `write` of a
 /// whole line; `len` is the end of the last complete line.
@@ -137,22 +137,17 @@ pub(crate) fn scan(
         .metadata()
         .map_err(|err| StorageError::io(what(), err))?
         .len();
-    file.seek(SeekFrom::Start(start))
-        .map_err(|err| StorageError::io(what(), err))?;
-    let mut reader = BufReader::with_capacity(
+    let mut reader = fsutil::counted_reader_from(
+        path,
+        &mut *file,
+        (start, file_len.saturating_sub(start)),
         64 * 1024,
-        CountingReader {
-            inner: (&mut *file).take(file_len.saturating_sub(start)),
-            counter: bytes_read,
-        },
-    );
+        bytes_read,
+    )?;
     let mut good_len = start;
     let mut line = Vec::new();
     loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|err| StorageError::io(what(), err))?;
+        let n = fsutil::next_line(&mut reader, &mut line, path)?;
         if n == 0 {
             break;
         }
