@@ -41,6 +41,13 @@ impl Fixture {
         self.dir.path().join("data")
     }
 
+    /// A new directory `name` beside the data root, outside the store.
+    pub(crate) fn outside_dir(&self, name: &str) -> PathBuf {
+        let outside = self.dir.path().join(name);
+        std::fs::create_dir(&outside).unwrap();
+        outside
+    }
+
     /// A new store on the same data root, as after a process restart: the old store is
     /// dropped (closing its runs and releasing their locks).
     pub(crate) fn reopen(&mut self) -> Arc<UserDataStore> {
