@@ -282,6 +282,17 @@ pub(crate) fn next_line(
 /// The last `max` bytes of a file, starting at its first whole line in that range; `None` when
 /// it cannot be read.
 pub(crate) fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
+    let (start, mut tail) = read_last_bytes(path, max)?;
+    if start > 0 {
+        let first_end = tail.iter().position(|byte| *byte == b'\n')?;
+        tail.drain(..=first_end);
+    }
+    Some(tail)
+}
+
+/// The last `max` bytes of a file as they are (the first line may be cut), with the offset they
+/// start at; `None` when it cannot be read.
+pub(crate) fn read_last_bytes(path: &Path, max: u64) -> Option<(u64, Vec<u8>)> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
@@ -289,11 +300,7 @@ pub(crate) fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut tail = Vec::new();
     file.take(len - start).read_to_end(&mut tail).ok()?;
-    if start > 0 {
-        let first_end = tail.iter().position(|byte| *byte == b'\n')?;
-        tail.drain(..=first_end);
-    }
-    Some(tail)
+    Some((start, tail))
 }
 
 #[cfg(test)]
