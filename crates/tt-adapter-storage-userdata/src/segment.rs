@@ -196,11 +196,17 @@ mod tests {
             .map_err(|err| err.to_string())
     }
 
-    #[test]
-    fn owners_cut_torn_tails_and_readers_stop_before_them() {
+    /// A temporary `seg.jsonl` holding `bytes` (kept while the `TempDir` lives).
+    fn segment_file(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("seg.jsonl");
-        std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n{\"c\":").unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn owners_cut_torn_tails_and_readers_stop_before_them() {
+        let (_dir, path) = segment_file(b"{\"a\":1}\n{\"b\":2}\n{\"c\":");
         let counter = AtomicU64::new(0);
 
         let mut reader = File::open(&path).unwrap();
@@ -223,9 +229,7 @@ mod tests {
 
     #[test]
     fn an_unparsable_line_before_the_end_is_corrupt() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("seg.jsonl");
-        std::fs::write(&path, b"{\"a\":1}\nnot json\n{\"b\":2}\n").unwrap();
+        let (_dir, path) = segment_file(b"{\"a\":1}\nnot json\n{\"b\":2}\n");
         let counter = AtomicU64::new(0);
         let err = Segment::open_owned(path.clone(), &counter, parse_json)
             .err()
