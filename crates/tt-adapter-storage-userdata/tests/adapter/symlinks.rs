@@ -88,14 +88,7 @@ async fn symlinks_inside_the_run_directory_work() {
         .await
         .unwrap();
     symlink(dir.join("scratch/notes"), dir.join("output/notes")).unwrap();
-    assert_eq!(
-        fx.store
-            .read(&run.id, &wp("output/notes/a.md"))
-            .await
-            .unwrap()
-            .text,
-        "inside"
-    );
+    assert_eq!(fx.text(&run.id, "output/notes/a.md").await, "inside");
     let listed: Vec<String> = fx
         .store
         .list(&run.id, Some(&wp("output")), 2)
