@@ -48,7 +48,7 @@ pub use transcripts::TranscriptsUnderTest;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tt_domain::event::EventLevel;
-use tt_domain::event::{EventScope, NewRunEvent, RunEventType};
+use tt_domain::event::{AgentRunEvent, EventScope, NewRunEvent, RunEventType};
 use tt_domain::event_payload::RunEventPayload;
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind, InvocationStatus};
@@ -232,6 +232,20 @@ pub fn wp(raw: &str) -> WorkspacePath {
 
 /// The stable conversation all contract runs belong to (one workspace, so persist states chain).
 pub const CONTRACT_CHAT_ID: &str = "contract-chat";
+
+/// Event 1 (`evt_1`) of run `run_1`, journaled at 2026-01-01T00:00:00Z at info level, as a
+/// reader of the journal gets it.
+pub fn journaled_event(event_type: RunEventType, payload: Value) -> AgentRunEvent {
+    AgentRunEvent {
+        seq: 1,
+        id: EventId::from_raw("evt_1"),
+        run_id: RunId::from_raw("run_1"),
+        timestamp: Timestamp::parse_rfc3339("2026-01-01T00:00:00Z").unwrap(),
+        level: EventLevel::Info,
+        event_type,
+        payload,
+    }
+}
 
 /// Run number `n`: id `run_contract_NNNN`, created at `n` seconds.
 pub fn sample_run(n: u32) -> AgentRun {
