@@ -5,7 +5,7 @@ use tt_domain::event::{EventLevel, NewRunEvent, RunEventType};
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::profile::default_writer_definition;
 use tt_domain::run::AgentRunStatus;
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
+use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
     CheckpointReason, EntryKind, PersistentChangeKind, WorkspacePath, WorkspaceRoot, WriteGuard,
@@ -16,7 +16,7 @@ use tt_ports::{
 };
 
 use super::{InMemoryStore, StoreOp};
-use crate::contract::{plain_run as run, store_with_run};
+use crate::contract::{plain_run as run, store_with_run, task};
 
 fn ts(millis: i64) -> Timestamp {
     Timestamp::from_unix_millis(millis)
@@ -52,27 +52,6 @@ async fn journal_append(
     event: NewRunEvent,
 ) -> tt_ports::StorageResult<tt_domain::event::RecordedEvent> {
     RunJournal::append(store, event).await
-}
-
-fn task(run_id: &RunId, id: &str, created: i64) -> AgentTaskRecord {
-    AgentTaskRecord {
-        id: TaskId::from_raw(id),
-        run_id: run_id.clone(),
-        parent_invocation_id: InvocationId::root(),
-        child_invocation_id: InvocationId::from_raw(format!("inv_{id}")),
-        target_profile_id: ProfileId::parse("critic").unwrap(),
-        workspace_key: "critic".into(),
-        continuation: TaskContinuation::ReturnToParent,
-        status: TaskStatus::Queued,
-        task: tt_domain::brief::StoredBrief::task(json!({"objective": "x"})).into(),
-        budget: None,
-        created_by_tool_call_id: None,
-        result_ref: None,
-        error: None,
-        creation_seq: 0,
-        created_at: ts(created),
-        updated_at: ts(created),
-    }
 }
 
 #[tokio::test]
@@ -240,21 +219,13 @@ async fn wait_for_event_wakes_on_append() {
 #[tokio::test]
 async fn tasks_are_ordered_and_first_terminal_write_wins() {
     let (store, run_id) = store_with_run("run_a").await;
-    store
-        .create_task(&task(&run_id, "task_b", 1))
-        .await
-        .unwrap();
-    store
-        .create_task(&task(&run_id, "task_a", 1))
-        .await
-        .unwrap();
-    store
-        .create_task(&task(&run_id, "task_0", 2))
-        .await
-        .unwrap();
+    let owner = run(run_id.as_str(), 0);
+    store.create_task(&task(&owner, "task_b", 1)).await.unwrap();
+    store.create_task(&task(&owner, "task_a", 1)).await.unwrap();
+    store.create_task(&task(&owner, "task_0", 2)).await.unwrap();
     assert!(matches!(
         store
-            .create_task(&task(&run_id, "task_a", 5))
+            .create_task(&task(&owner, "task_a", 5))
             .await
             .unwrap_err(),
         StorageError::AlreadyExists { .. }
