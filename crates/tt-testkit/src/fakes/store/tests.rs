@@ -1,6 +1,7 @@
 //! Unit tests of `InMemoryStore` beyond the shared storage contract suites.
 
 use serde_json::json;
+use tt_domain::error_codes;
 use tt_domain::event::{EventLevel, NewRunEvent, RunEventType};
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::profile::default_writer_definition;
@@ -16,7 +17,7 @@ use tt_ports::{
 };
 
 use super::{InMemoryStore, StoreOp};
-use crate::contract::{plain_run as run, store_with_run, task};
+use crate::contract::{assert_code, plain_run as run, store_with_run, task};
 
 fn ts(millis: i64) -> Timestamp {
     Timestamp::from_unix_millis(millis)
@@ -156,10 +157,10 @@ async fn journal_pages_follow_event_page_semantics() {
 async fn injected_journal_failures_fire_once_without_consuming_a_seq() {
     let (store, run_id) = store_with_run("run_a").await;
     store.fail_next_journal_append();
-    let err = journal_append(&store, event(&run_id, 1, json!({})))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.storage_io");
+    assert_code(
+        journal_append(&store, event(&run_id, 1, json!({}))).await,
+        error_codes::AGENT_STORAGE_IO,
+    );
     assert_eq!(
         journal_append(&store, event(&run_id, 2, json!({})))
             .await
@@ -282,11 +283,12 @@ async fn workspace_guards_and_append() {
         .await
         .unwrap();
     assert_eq!(first.previous_sha256, None);
-    let err = store
-        .write(&run_id, &path, "again", &WriteGuard::MustNotExist)
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "workspace.write_stale_file");
+    assert_code(
+        store
+            .write(&run_id, &path, "again", &WriteGuard::MustNotExist)
+            .await,
+        error_codes::WORKSPACE_WRITE_STALE_FILE,
+    );
     let err = store
         .write(
             &run_id,
@@ -297,16 +299,17 @@ async fn workspace_guards_and_append() {
         .await
         .unwrap_err();
     assert!(matches!(err, StorageError::GuardShaMismatch { .. }));
-    let err = store
-        .write(
-            &run_id,
-            &p("output/none.md"),
-            "x",
-            &WriteGuard::MustMatchSha256("a".into()),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "workspace.file_not_found");
+    assert_code(
+        store
+            .write(
+                &run_id,
+                &p("output/none.md"),
+                "x",
+                &WriteGuard::MustMatchSha256("a".into()),
+            )
+            .await,
+        error_codes::WORKSPACE_FILE_NOT_FOUND,
+    );
     let second = store
         .write(
             &run_id,
@@ -530,11 +533,12 @@ async fn persist_projection_and_promotion() {
         [("persist/notes.md", "n1"), ("keep.md", "k")],
     );
 
-    let err = store
-        .init_persist_projection(&run_id, Some("run_missing"))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.persistent_state_root_missing");
+    assert_code(
+        store
+            .init_persist_projection(&run_id, Some("run_missing"))
+            .await,
+        error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
+    );
 
     let snapshot = store
         .init_persist_projection(&run_id, Some("run_base"))
@@ -582,11 +586,10 @@ async fn persist_projection_and_promotion() {
     let state = store.persistent_state(&workspace_id, "run_a").unwrap();
     assert_eq!(state.files.len(), 3);
 
-    let err = store
-        .promote_persist(&run_id, &snapshot, ts(10))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.persistent_state_exists");
+    assert_code(
+        store.promote_persist(&run_id, &snapshot, ts(10)).await,
+        error_codes::AGENT_PERSISTENT_STATE_EXISTS,
+    );
 }
 
 #[tokio::test]
@@ -600,11 +603,10 @@ async fn persist_deletes_are_unsupported() {
         sha256: "x".into(),
         bytes: 1,
     });
-    let err = store
-        .promote_persist(&run_id, &snapshot, ts(1))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.persistent_delete_unsupported");
+    assert_code(
+        store.promote_persist(&run_id, &snapshot, ts(1)).await,
+        error_codes::AGENT_PERSISTENT_DELETE_UNSUPPORTED,
+    );
 }
 
 #[tokio::test]
