@@ -421,6 +421,15 @@ pub fn assert_code<T: std::fmt::Debug>(
     }
 }
 
+/// Asserts that `result` is `StorageError::AlreadyExists`.
+#[track_caller]
+pub fn assert_already_exists<T: std::fmt::Debug>(result: Result<T, StorageError>) {
+    match result {
+        Err(StorageError::AlreadyExists { .. }) => {}
+        other => panic!("expected AlreadyExists, got {other:?}"),
+    }
+}
+
 /// Asserts that `result` is `StorageError::NotFound`.
 #[track_caller]
 pub fn assert_not_found<T: std::fmt::Debug>(result: Result<T, StorageError>) {
